@@ -1,0 +1,4 @@
+/** Entry point of the bundled CLI (dist/cli.js). */
+import { main } from './main.js';
+
+process.exitCode = await main(process.argv.slice(2));

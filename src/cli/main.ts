@@ -1,0 +1,40 @@
+/**
+ * The `hillclimb` command line. Each verb lives in `commands/<verb>.ts` and registers itself here.
+ * User errors print a message and a hint, never a stack.
+ */
+import { Command, CommanderError } from 'commander';
+import { packageVersion } from '../env/root.js';
+import { registerDoctor } from './commands/doctor.js';
+import { registerSetup } from './commands/setup.js';
+import { type CliIO, contextFor, processIO, reportError } from './context.js';
+
+export function buildProgram(io: CliIO, done: (code: number) => void): Command {
+  const program = new Command('hillclimb')
+    .description(
+      'CI-native agent loop that hill-climbs accelerator kernels: the harness measures, the agent proposes',
+    )
+    .version(packageVersion(), '-V, --version')
+    .option('--root <dir>', 'project root (default: nearest folder with hillclimb.yml)')
+    .showHelpAfterError('(run hillclimb --help for usage)')
+    .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
+    .exitOverride();
+  const ctx = () => contextFor(program, io);
+  registerSetup(program, ctx, done);
+  registerDoctor(program, ctx, done);
+  return program;
+}
+
+/** Run the CLI with `argv` (without node and script) and resolve to the exit code. */
+export async function main(argv: readonly string[], io: CliIO = processIO): Promise<number> {
+  let code = 0;
+  const program = buildProgram(io, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    return reportError(err, io);
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * `hillclimb doctor`: what this machine has, what is missing, and how to get it.
+ * Required pieces make the exit code 1 when missing; optional ones only say what they unlock.
+ */
+import { existsSync } from 'node:fs';
+import { venvPython } from '../env/python.js';
+import { run } from '../exec/exec.js';
+
+export interface CheckResult {
+  name: string;
+  required: boolean;
+  ok: boolean;
+  /** Version or what was found. */
+  detail: string;
+  /** How to get it, when missing. */
+  hint?: string;
+}
+
+export interface Check {
+  name: string;
+  required: boolean;
+  run(): Promise<Omit<CheckResult, 'name' | 'required'>>;
+}
+
+const MIN_NODE: [number, number] = [20, 10];
+const CHECK_TIMEOUT_MS = 60_000;
+
+/** Run a version command; undefined when the tool is missing or fails. */
+async function versionOf(
+  command: string,
+  args: string[],
+  env?: Record<string, string>,
+): Promise<string | undefined> {
+  try {
+    const r = await run(command, args, { allowedExitCodes: 'any', timeoutMs: CHECK_TIMEOUT_MS, env });
+    if (r.exitCode !== 0) return undefined;
+    return (r.stdout.trim() || r.stderr.trim()).split('\n')[0];
+  } catch {
+    return undefined;
+  }
+}
+
+function toolCheck(name: string, command: string, args: string[], required: boolean, hint: string): Check {
+  return {
+    name,
+    required,
+    async run() {
+      const v = await versionOf(command, args);
+      return v ? { ok: true, detail: v } : { ok: false, detail: `${command} not found`, hint };
+    },
+  };
+}
+
+export function nodeCheck(version: string = process.versions.node): Check {
+  return {
+    name: 'node',
+    required: true,
+    async run() {
+      const [major = 0, minor = 0] = version.split('.').map(Number);
+      const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
+      return ok
+        ? { ok, detail: `v${version} (actions run on node24)` }
+        : {
+            ok,
+            detail: `v${version}`,
+            hint: `install Node ${MIN_NODE.join('.')} or newer (https://nodejs.org)`,
+          };
+    },
+  };
+}
+
+export function pythonChecks(root: string): Check[] {
+  const python = venvPython(root);
+  const setupHint = 'run: npm run setup   (creates .venv and installs kernels/requirements.txt)';
+  return [
+    {
+      name: 'python venv',
+      required: true,
+      async run() {
+        if (!existsSync(python)) return { ok: false, detail: `${python} missing`, hint: setupHint };
+        const v = await versionOf(python, ['--version']);
+        return v
+          ? { ok: true, detail: `${v} at ${python}` }
+          : { ok: false, detail: `${python} broken`, hint: setupHint };
+      },
+    },
+    {
+      name: 'jax',
+      required: true,
+      async run() {
+        if (!existsSync(python)) return { ok: false, detail: 'no venv', hint: setupHint };
+        const v = await versionOf(
+          python,
+          ['-c', 'import jax; print(jax.__version__, jax.default_backend())'],
+          {
+            JAX_PLATFORMS: process.env.JAX_PLATFORMS ?? '',
+          },
+        );
+        return v
+          ? { ok: true, detail: `jax ${v}` }
+          : { ok: false, detail: 'import jax failed', hint: setupHint };
+      },
+    },
+    {
+      name: 'pytest',
+      required: true,
+      async run() {
+        if (!existsSync(python)) return { ok: false, detail: 'no venv', hint: setupHint };
+        const v = await versionOf(python, ['-m', 'pytest', '--version']);
+        return v ? { ok: true, detail: v } : { ok: false, detail: 'pytest missing', hint: setupHint };
+      },
+    },
+    {
+      name: 'ray',
+      required: false,
+      async run() {
+        const v = existsSync(python)
+          ? await versionOf(python, ['-c', 'import ray; print(ray.__version__)'])
+          : undefined;
+        return v
+          ? { ok: true, detail: `ray ${v} (backend: ray)` }
+          : {
+              ok: false,
+              detail: 'not installed (needed only for compute.backend: ray)',
+              hint: 'npm run setup -- --dev, or pip install "ray[default]" into .venv',
+            };
+      },
+    },
+  ];
+}
+
+export function defaultChecks(root: string): Check[] {
+  return [
+    nodeCheck(),
+    toolCheck('git', 'git', ['--version'], true, 'install git (apt install git)'),
+    ...pythonChecks(root),
+    toolCheck(
+      'gcloud',
+      'gcloud',
+      ['--version'],
+      false,
+      'needed only for compute.backend: tpu-vm — https://cloud.google.com/sdk/docs/install',
+    ),
+    toolCheck(
+      'codex',
+      'codex',
+      ['--version'],
+      false,
+      'needed only for agent: codex — npm i -g @openai/codex',
+    ),
+    toolCheck(
+      'claude',
+      'claude',
+      ['--version'],
+      false,
+      'needed only for agent: claude — npm i -g @anthropic-ai/claude-code',
+    ),
+    toolCheck('gh', 'gh', ['--version'], false, 'optional, for inspecting loop PRs — https://cli.github.com'),
+  ];
+}
+
+export async function runChecks(checks: readonly Check[]): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  for (const c of checks) {
+    results.push({ name: c.name, required: c.required, ...(await c.run()) });
+  }
+  return results;
+}
+
+/** A plain table: one line per check, then one line per missing piece with how to get it. */
+export function formatChecks(results: readonly CheckResult[]): string {
+  const width = Math.max(...results.map((r) => r.name.length));
+  const lines = results.map((r) => {
+    const mark = r.ok ? 'ok ' : r.required ? 'MISSING' : '-  ';
+    return `${mark.padEnd(7)} ${r.name.padEnd(width)}  ${r.detail}`;
+  });
+  const missing = results.filter((r) => !r.ok && r.required);
+  const optional = results.filter((r) => !r.ok && !r.required);
+  if (missing.length > 0) {
+    lines.push('', 'Required pieces missing:');
+    for (const r of missing) lines.push(`  ${r.name}: ${r.hint ?? r.detail}`);
+  }
+  if (optional.length > 0) {
+    lines.push('', 'Optional (only for the backends or agents named):');
+    for (const r of optional) lines.push(`  ${r.name}: ${r.hint ?? r.detail}`);
+  }
+  lines.push(
+    '',
+    missing.length === 0
+      ? 'doctor: all required pieces present'
+      : `doctor: ${missing.length} required missing`,
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,165 @@
+/**
+ * The project's Python environment: a venv at `<root>/.venv` holding the pinned kernel requirements.
+ * Setup is idempotent: a stamp file records a hash of the requirement files and the interpreter, and a
+ * second setup with nothing changed runs no pip at all.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { run } from '../exec/exec.js';
+import { HillclimbError } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+
+/** Requirement files installed by `hillclimb setup`, relative to the project root. */
+export const RUNTIME_REQUIREMENTS = ['kernels/requirements.txt'];
+/** Added by `hillclimb setup --dev`: linters and the Ray head used by the test suite. */
+export const DEV_REQUIREMENTS = ['kernels/requirements-dev.txt'];
+
+const VENV_DIR = '.venv';
+const STAMP_FILE = '.hillclimb-setup.json';
+const MIN_PYTHON: [number, number] = [3, 10];
+
+export interface SetupStamp {
+  /** sha256 over the requirement files' paths and contents plus the base interpreter version. */
+  hash: string;
+  files: string[];
+  python: string;
+  at: string;
+}
+
+/** The venv interpreter hillclimb uses: $HILLCLIMB_PYTHON, else `<root>/.venv/bin/python`. */
+export function venvPython(root: string): string {
+  return process.env.HILLCLIMB_PYTHON || join(root, VENV_DIR, 'bin', 'python');
+}
+
+/** Candidates for the base interpreter that creates the venv, in order of preference. */
+export function baseInterpreters(): string[] {
+  return process.env.HILLCLIMB_BASE_PYTHON ? [process.env.HILLCLIMB_BASE_PYTHON] : ['python3', 'python'];
+}
+
+/** Parse "Python 3.11.7" into [3, 11, 7]. */
+export function parsePythonVersion(text: string): [number, number, number] | undefined {
+  const m = /Python (\d+)\.(\d+)\.(\d+)/.exec(text);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
+}
+
+async function findBaseInterpreter(): Promise<{ path: string; version: string }> {
+  const tried: string[] = [];
+  for (const candidate of baseInterpreters()) {
+    try {
+      const r = await run(candidate, ['--version'], { allowedExitCodes: 'any', timeoutMs: 20_000 });
+      const v = parsePythonVersion(r.stdout + r.stderr);
+      if (
+        r.exitCode === 0 &&
+        v &&
+        (v[0] > MIN_PYTHON[0] || (v[0] === MIN_PYTHON[0] && v[1] >= MIN_PYTHON[1]))
+      ) {
+        return { path: candidate, version: v.join('.') };
+      }
+      tried.push(`${candidate} (${v ? v.join('.') : 'no version'})`);
+    } catch {
+      tried.push(`${candidate} (not found)`);
+    }
+  }
+  throw new HillclimbError(`no Python ≥ ${MIN_PYTHON.join('.')} found; tried ${tried.join(', ')}`, {
+    hint: 'install Python 3.10+ (e.g. apt install python3 python3-venv) or set HILLCLIMB_BASE_PYTHON',
+  });
+}
+
+export function requirementFiles(root: string, dev: boolean): string[] {
+  const files = dev ? [...RUNTIME_REQUIREMENTS, ...DEV_REQUIREMENTS] : RUNTIME_REQUIREMENTS;
+  for (const f of files) {
+    if (!existsSync(join(root, f))) {
+      throw new HillclimbError(`requirements file missing: ${join(root, f)}`, {
+        hint: 'run hillclimb from the project root (the folder with hillclimb.yml)',
+      });
+    }
+  }
+  return files;
+}
+
+export function requirementsHash(root: string, files: readonly string[], pythonVersion: string): string {
+  const h = createHash('sha256');
+  h.update(`python ${pythonVersion}\n`);
+  for (const f of files) {
+    h.update(`${f}\n`);
+    h.update(readFileSync(join(root, f)));
+  }
+  return h.digest('hex');
+}
+
+export function readStamp(root: string): SetupStamp | undefined {
+  const path = join(root, VENV_DIR, STAMP_FILE);
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as SetupStamp;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface SetupResult {
+  python: string;
+  /** false when the venv was already up to date and pip did not run. */
+  installed: boolean;
+  files: string[];
+}
+
+/**
+ * Create `<root>/.venv` if needed and install the requirement files. Does nothing when the stamp shows
+ * the same files were installed with the same contents; `dev` installs are a superset, so a dev venv
+ * also satisfies a runtime setup.
+ */
+export async function setupPython(
+  root: string,
+  opts: { dev: boolean; logger: Logger },
+): Promise<SetupResult> {
+  const { logger } = opts;
+  const python = join(root, VENV_DIR, 'bin', 'python');
+  const files = requirementFiles(root, opts.dev);
+  const stamp = readStamp(root);
+
+  if (existsSync(python) && stamp) {
+    const wanted = requirementsHash(root, files, stamp.python);
+    const devFiles = [...RUNTIME_REQUIREMENTS, ...DEV_REQUIREMENTS];
+    const devInstalled =
+      !opts.dev &&
+      devFiles.every((f) => existsSync(join(root, f))) &&
+      stamp.hash === requirementsHash(root, devFiles, stamp.python);
+    if (stamp.hash === wanted || devInstalled) {
+      logger.info(`python: ${join(VENV_DIR, 'bin', 'python')} is up to date (${stamp.files.join(', ')})`);
+      return { python, installed: false, files };
+    }
+  }
+
+  const base = await findBaseInterpreter();
+  if (!existsSync(python)) {
+    logger.info(`python: creating ${VENV_DIR} with ${base.path} ${base.version}`);
+    await run(base.path, ['-m', 'venv', join(root, VENV_DIR)], {
+      cwd: root,
+      timeoutMs: 300_000,
+    }).catch((e: unknown) => {
+      throw new HillclimbError(`could not create ${join(root, VENV_DIR)}: ${(e as Error).message}`, {
+        hint: 'on Debian/Ubuntu install the venv module: apt install python3-venv',
+      });
+    });
+  }
+  const args = ['-m', 'pip', 'install', '--disable-pip-version-check', '-q'];
+  for (const f of files) args.push('-r', f);
+  logger.info(
+    `python: installing ${files.join(', ')} into ${VENV_DIR} (first run downloads JAX; a few minutes)`,
+  );
+  await run(python, args, { cwd: root, timeoutMs: 30 * 60_000, onLine: (l) => logger.debug(l) });
+
+  const venvVersion = parsePythonVersion((await run(python, ['--version'])).stdout) ?? [0, 0, 0];
+  const version = venvVersion.join('.');
+  const newStamp: SetupStamp = {
+    hash: requirementsHash(root, files, version),
+    files,
+    python: version,
+    at: new Date().toISOString(),
+  };
+  writeFileSync(join(root, VENV_DIR, STAMP_FILE), `${JSON.stringify(newStamp, null, 2)}\n`);
+  logger.info(`python: ready (${files.join(', ')})`);
+  return { python, installed: true, files };
+}

@@ -1,0 +1,80 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { CLI, REPO_ROOT, tempDir } from '../helpers/paths.js';
+
+const execFileP = promisify(execFile);
+
+async function hillclimb(args: string[], env: Record<string, string> = {}, cwd = REPO_ROOT) {
+  try {
+    const r = await execFileP(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, ...env } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe('hillclimb CLI', () => {
+  it('--help lists the verbs', async () => {
+    const r = await hillclimb(['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Usage: hillclimb');
+    expect(r.stdout).toContain('doctor');
+    expect(r.stdout).toContain('setup');
+  });
+
+  it('--version prints the package version', async () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    const r = await hillclimb(['--version']);
+    expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('an unknown verb exits 2 with a usage hint, no stack', async () => {
+    const r = await hillclimb(['frobnicate']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown command 'frobnicate'");
+    expect(r.stderr).not.toMatch(/\s+at .*\.js:\d+/);
+  });
+
+  it('doctor passes on this machine (the test command sets up the venv first)', async () => {
+    const r = await hillclimb(['doctor']);
+    expect(r.stdout).toContain('all required pieces present');
+    expect(r.code).toBe(0);
+  });
+
+  it('doctor names the missing piece and how to get it, with exit code 1', async () => {
+    const t = tempDir();
+    try {
+      // A project root without a venv, and a git that is not on PATH.
+      const r = await hillclimb(['doctor', '--root', t.dir], { PATH: '/nonexistent', HILLCLIMB_PYTHON: '' });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/MISSING\s+git/);
+      expect(r.stdout).toMatch(/MISSING\s+python venv/);
+      expect(r.stdout).toContain('git: install git');
+      expect(r.stdout).toContain('npm run setup');
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('doctor --json returns one result per check', async () => {
+    const r = await hillclimb(['doctor', '--json']);
+    const results = JSON.parse(r.stdout) as Array<{ name: string; ok: boolean; required: boolean }>;
+    expect(results.map((x) => x.name)).toEqual(
+      expect.arrayContaining([
+        'node',
+        'git',
+        'python venv',
+        'jax',
+        'pytest',
+        'gcloud',
+        'codex',
+        'claude',
+        'gh',
+      ]),
+    );
+  });
+});

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    environment: 'node',
+    include: ['tests/**/*.test.ts'],
+    globalSetup: ['tests/global-setup.ts'],
+    clearMocks: true,
+    // Integration tests spawn real processes (git, python, ray); give them room on 2 cores.
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    reporters: ['default', './tests/helpers/summary-reporter.ts'],
+  },
+});
