@@ -1,0 +1,64 @@
+/**
+ * Who proposes changes: the `Agent` interface. Adapters in ./agents/ (`codex`, `claude`, `command`,
+ * `replay`), chosen by `agent.kind` through ./factory.ts.
+ *
+ * An agent gets a prompt and a working tree, may edit files and must commit its one change. It writes a
+ * small structured result (hypothesis, change summary, next idea) to `resultFile`. The harness never
+ * reads a number from the agent: the result is prose for the PR and the log.
+ */
+
+export interface AgentRequest {
+  iteration: number;
+  /** The working tree the agent edits and commits in. */
+  workdir: string;
+  /** The rendered prompt (template + directives + harness-computed context). */
+  prompt: string;
+  /** Where the agent must write its structured result (JSON, see AgentResult). */
+  resultFile: string;
+  /** Local file receiving the agent's transcript / output. */
+  logFile: string;
+  timeoutMs: number;
+  idleTimeoutMs: number;
+  /**
+   * The only environment the agent process gets (plus PATH and HOME). Never write tokens or cloud
+   * credentials: the agent must not be able to push, publish or spend.
+   */
+  env: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** What the agent says about its change. Prose only; validated for shape and size. */
+export interface AgentResult {
+  hypothesis: string;
+  summary: string;
+  next_idea: string;
+}
+
+export type AgentStatus =
+  /** The agent process finished normally (it may or may not have committed). */
+  | 'finished'
+  /** It exited non-zero. */
+  | 'failed'
+  /** It was killed for running too long or printing nothing for too long. */
+  | 'timeout';
+
+export interface AgentOutcome {
+  status: AgentStatus;
+  exitCode: number | null;
+  /**
+   * Set when the failure is the infrastructure's (binary missing, model API unreachable or rate-limited):
+   * the loop may retry with backoff. Never set for a failure of the agent's own making.
+   */
+  infraError?: string;
+  /** The validated result, when the agent wrote a valid one. */
+  result?: AgentResult;
+  /** Why the result file was rejected (missing, not JSON, wrong fields, too long). */
+  resultProblem?: string;
+  logFile: string;
+  durationMs: number;
+}
+
+export interface Agent {
+  readonly name: string;
+  run(request: AgentRequest): Promise<AgentOutcome>;
+}

@@ -1,0 +1,82 @@
+/**
+ * Where harness commands run: the `Backend` interface. Implementations live in ./backends/ and are
+ * chosen by `compute.backend` in hillclimb.yml through ./factory.ts; nothing above this module knows
+ * which one it got.
+ *
+ * A job is an argument array with placeholders ({python}, {root}, {metrics}, {junit}, {trace}). The
+ * backend fills them with paths that make sense where the job runs, and makes sure every requested
+ * output ends up at its local destination before `run` resolves.
+ */
+import type { CommandArgs } from '../config/types.js';
+
+export interface JobOutputs {
+  /** Local path where the metrics JSON the job writes ({metrics}) must end up. */
+  metrics?: string;
+  /** Local path where the JUnit XML ({junit}) must end up. */
+  junit?: string;
+  /** Local directory where the profiler trace directory ({trace}) must end up. */
+  trace?: string;
+}
+
+export interface JobSpec {
+  /**
+   * Stable, unique id of this job, e.g. `<run>-i003-bench-b-02`. Backends use it for idempotent
+   * submission (a retried submit with the same id must not start a second job) and for names.
+   * Only [A-Za-z0-9._-].
+   */
+  id: string;
+  /** What to run, with placeholders. */
+  command: CommandArgs;
+  /** The working tree to run in (a local checkout of the commit under test). */
+  workdir: string;
+  /** Extra environment for the job. Never secrets the agent could have planted code to read. */
+  env?: Record<string, string>;
+  /** Kill after this long. */
+  timeoutMs: number;
+  /** Kill when the job prints nothing for this long. */
+  idleTimeoutMs?: number;
+  /** Where the outputs named by placeholders must end up locally. */
+  outputs: JobOutputs;
+  /** Local file receiving the job's combined output. */
+  logFile: string;
+  /** Cancels the job (the backend stops it where it runs). */
+  signal?: AbortSignal;
+}
+
+export interface JobResult {
+  /** The job's exit code; null when it was killed or never ran. */
+  exitCode: number | null;
+  /** Why the job was stopped, if the backend stopped it. */
+  killedBy?: 'timeout' | 'idle-timeout' | 'abort';
+  /** Set when the failure is the infrastructure's (could not start, lost worker, backend API error), not the job's. */
+  infraError?: string;
+  durationMs: number;
+  logFile: string;
+  /** Backend-specific id of the run (Ray submission id, TPU VM name), for logs and evidence. */
+  handle?: string;
+}
+
+/** What a backend runs on; recorded with every measurement as provenance. */
+export interface BackendInfo {
+  backend: string;
+  /** True when jobs see an accelerator; the accelerator correctness gate is skipped otherwise. */
+  hasAccelerator: boolean;
+  /** Human description, e.g. "local CPU (2 cores)", "ray http://head:8265", "tpu-vm v5p-8 us-east5-a". */
+  description: string;
+  /** Accelerator type when known, e.g. v5p-8. */
+  acceleratorType?: string;
+}
+
+export interface Backend {
+  readonly name: string;
+  /**
+   * Acquire what jobs need (allocate the TPU, check the Ray head). Idempotent. Throws a
+   * HillclimbError whose message names what failed and what to do.
+   */
+  open(): Promise<void>;
+  /** Run one job to completion. Resolves for job failures (exit code ≠ 0); infra failures set infraError. */
+  run(job: JobSpec): Promise<JobResult>;
+  /** Release everything `open` acquired. Safe to call twice, and after a failed `open`. */
+  close(): Promise<void>;
+  info(): BackendInfo;
+}

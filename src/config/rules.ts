@@ -1,0 +1,137 @@
+/**
+ * Cross-field rules: pure functions over a schema-valid config. Each problem names the keys involved.
+ */
+import type { ConfigProblem } from './load.js';
+import type { HillclimbConfig } from './types.js';
+
+/** Every placeholder the engine fills in commands. */
+export const PLACEHOLDERS = ['python', 'metrics', 'junit', 'trace', 'root'] as const;
+
+export function crossFieldProblems(config: HillclimbConfig): ConfigProblem[] {
+  return [
+    ...loopTargetExists(config),
+    ...backendSections(config),
+    ...measureBounds(config),
+    ...commandPlaceholders(config),
+    ...benchWritesMetrics(config),
+    ...agentSection(config),
+    ...forgeAndStoreSections(config),
+    ...staticCheckPatterns(config),
+  ];
+}
+
+function loopTargetExists(c: HillclimbConfig): ConfigProblem[] {
+  if (c.loop.target === undefined || c.targets[c.loop.target]) return [];
+  return [
+    {
+      keyPath: 'loop.target',
+      message: `names target "${c.loop.target}", but targets has only ${Object.keys(c.targets).sort().join(', ')}`,
+    },
+  ];
+}
+
+function backendSections(c: HillclimbConfig): ConfigProblem[] {
+  if (c.compute.backend === 'ray' && !c.compute.ray) {
+    return [
+      {
+        keyPath: 'compute.ray',
+        message: 'compute.backend is ray, so compute.ray (with address) is required',
+      },
+    ];
+  }
+  if (c.compute.backend === 'tpu-vm' && !c.compute.tpu_vm) {
+    return [
+      { keyPath: 'compute.tpu_vm', message: 'compute.backend is tpu-vm, so compute.tpu_vm is required' },
+    ];
+  }
+  return [];
+}
+
+function measureBounds(c: HillclimbConfig): ConfigProblem[] {
+  if (c.measure.max_runs_per_arm >= c.measure.runs_per_arm) return [];
+  return [
+    {
+      keyPath: 'measure.max_runs_per_arm',
+      message: `(${c.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c.measure.runs_per_arm})`,
+    },
+  ];
+}
+
+function commandPlaceholders(c: HillclimbConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const check = (keyPath: string, args: readonly string[] | undefined) => {
+    for (const arg of args ?? []) {
+      for (const m of arg.matchAll(/\{([a-z_]+)\}/g)) {
+        if (!(PLACEHOLDERS as readonly string[]).includes(m[1]!)) {
+          problems.push({
+            keyPath,
+            message: `unknown placeholder {${m[1]}}; known: ${PLACEHOLDERS.join(', ')}`,
+          });
+        }
+      }
+    }
+  };
+  for (const [name, t] of Object.entries(c.targets)) {
+    check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
+    check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
+    check(`targets.${name}.bench.command`, t.bench.command);
+    check(`targets.${name}.profile.command`, t.profile?.command);
+  }
+  return problems;
+}
+
+function benchWritesMetrics(c: HillclimbConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [name, t] of Object.entries(c.targets)) {
+    if (!t.bench.command.some((a) => a.includes('{metrics}'))) {
+      problems.push({
+        keyPath: `targets.${name}.bench.command`,
+        message: 'must contain {metrics}: the engine reads numbers only from the metrics file it names',
+      });
+    }
+    if (t.profile && !t.profile.command.some((a) => a.includes('{trace}'))) {
+      problems.push({ keyPath: `targets.${name}.profile.command`, message: 'must contain {trace}' });
+    }
+  }
+  return problems;
+}
+
+function agentSection(c: HillclimbConfig): ConfigProblem[] {
+  if (c.agent.kind === 'command' && !c.agent.command) {
+    return [
+      { keyPath: 'agent.command', message: 'agent.kind is command, so agent.command.command is required' },
+    ];
+  }
+  return [];
+}
+
+function forgeAndStoreSections(c: HillclimbConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (c.forge.kind === 'github' && !c.forge.github) {
+    problems.push({
+      keyPath: 'forge.github',
+      message: 'forge.kind is github, so forge.github.repository is required',
+    });
+  }
+  if (c.store.kind === 'hf' && !c.store.hf) {
+    problems.push({ keyPath: 'store.hf', message: 'store.kind is hf, so store.hf.repo is required' });
+  }
+  return problems;
+}
+
+function staticCheckPatterns(c: HillclimbConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [name, t] of Object.entries(c.targets)) {
+    t.static_checks.forEach((s, i) => {
+      try {
+        new RegExp(s.pattern);
+      } catch (e) {
+        problems.push({
+          keyPath: `targets.${name}.static_checks.${i}.pattern`,
+          message: (e as Error).message,
+        });
+      }
+    });
+  }
+  return problems;
+}

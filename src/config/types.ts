@@ -1,0 +1,141 @@
+/**
+ * The typed configuration, after validation against schemas/hillclimb.schema.json and with its defaults
+ * filled in. Field names follow the YAML (snake_case) so an error's key path reads the same in both.
+ */
+
+/** An argument array; the first element is the program. */
+export type CommandArgs = readonly string[];
+
+export interface GateConfig {
+  command: CommandArgs;
+  timeout_minutes: number;
+  idle_timeout_minutes: number;
+}
+
+export interface StaticCheck {
+  pattern: string;
+  reason: string;
+  paths?: string[];
+}
+
+export type Direction = 'higher' | 'lower';
+
+export interface TargetConfig {
+  /** The target's key under `targets`. */
+  name: string;
+  description?: string;
+  editable: string[];
+  protected: string[];
+  static_checks: StaticCheck[];
+  correctness: { cpu: GateConfig; accelerator?: GateConfig };
+  bench: {
+    command: CommandArgs;
+    metric: { path: string; direction: Direction; label?: string };
+    mfu_path: string;
+    timeout_minutes: number;
+  };
+  profile?: { command: CommandArgs; timeout_minutes: number };
+}
+
+export type DirtyTreePolicy = 'fail' | 'stash';
+export type SyncMainPolicy = 'off' | 'once' | 'each-iteration';
+
+export interface LoopConfig {
+  target?: string;
+  iterations: number;
+  failure_budget: number;
+  dirty_tree: DirtyTreePolicy;
+  sync_main: SyncMainPolicy;
+  branch_prefix: string;
+  infra_retries: number;
+  retry_backoff_seconds: number;
+  stuck_after: number;
+  log_entries_in_prompt: number;
+}
+
+export interface MeasureConfig {
+  runs_per_arm: number;
+  max_runs_per_arm: number;
+  confidence: number;
+  resamples: number;
+  practical_delta: number;
+  implausible_speedup: number;
+  seed: number;
+}
+
+export type AgentKind = 'codex' | 'claude' | 'command' | 'replay';
+
+export interface AgentConfig {
+  kind: AgentKind;
+  timeout_minutes: number;
+  idle_timeout_minutes: number;
+  directives: string[];
+  codex: { binary: string; model?: string; reasoning_effort?: string; extra_args: string[] };
+  claude: { binary: string; model?: string; max_turns?: number; extra_args: string[] };
+  command?: { command: CommandArgs };
+  replay: { dir: string };
+}
+
+export type BackendKind = 'local' | 'ray' | 'tpu-vm';
+
+export interface RayConfig {
+  address: string;
+  entrypoint_resources?: Record<string, number>;
+  runtime_env?: Record<string, unknown>;
+  poll_seconds: number;
+}
+
+export type TpuProvisioning = 'on-demand' | 'spot' | 'queued' | 'flex-start';
+
+export interface TpuVmConfig {
+  project: string;
+  zones: string[];
+  accelerator_type: string;
+  runtime_version: string;
+  provisioning: TpuProvisioning;
+  ttl_hours: number;
+  name_prefix: string;
+  ready_timeout_minutes: number;
+  setup_command?: CommandArgs;
+}
+
+export interface ComputeConfig {
+  backend: BackendKind;
+  ray?: RayConfig;
+  tpu_vm?: TpuVmConfig;
+}
+
+export interface ForgeConfig {
+  kind: 'local' | 'github';
+  base: string;
+  draft: boolean;
+  github?: { repository: string; api_url: string; token_env: string };
+}
+
+export interface StoreConfig {
+  kind: 'local' | 'hf';
+  hf?: { repo: string; endpoint: string; token_env: string };
+}
+
+export interface PathsConfig {
+  state_dir: string;
+  log_file: string;
+  prompt: string;
+  directives_dir: string;
+}
+
+export interface HillclimbConfig {
+  version: 1;
+  /** Absolute path of the file this came from. */
+  file: string;
+  /** The folder holding the file; every relative path in the config is relative to it. */
+  root: string;
+  targets: Record<string, TargetConfig>;
+  loop: LoopConfig;
+  measure: MeasureConfig;
+  agent: AgentConfig;
+  compute: ComputeConfig;
+  forge: ForgeConfig;
+  store: StoreConfig;
+  paths: PathsConfig;
+}

@@ -1,0 +1,58 @@
+// Lower modules never import higher ones (DESIGN.md "Data flows one way"). Each top-level folder of
+// src/ has a rank; a file may import only from folders of a lower rank or its own folder.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from './helpers/paths.js';
+
+const RANK: Record<string, number> = {
+  util: 0,
+  exec: 1,
+  env: 2,
+  config: 3,
+  workspace: 4,
+  evidence: 4,
+  store: 4,
+  forge: 5,
+  compute: 5,
+  agent: 5,
+  report: 6,
+  loop: 7,
+  doctor: 7,
+  cli: 8,
+  actions: 8,
+};
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+const SRC = join(REPO_ROOT, 'src');
+
+describe('module layering', () => {
+  it('every src folder has a rank', () => {
+    const folders = readdirSync(SRC).filter((n) => statSync(join(SRC, n)).isDirectory());
+    expect(folders.filter((f) => RANK[f] === undefined)).toEqual([]);
+  });
+
+  it('no module imports a higher one, and only src/exec spawns processes', () => {
+    const violations: string[] = [];
+    for (const file of files(SRC)) {
+      const from = relative(SRC, file).split('/')[0]!;
+      const text = readFileSync(file, 'utf8');
+      if (/from 'node:child_process'/.test(text) && from !== 'exec') {
+        violations.push(`${relative(REPO_ROOT, file)} imports node:child_process (use src/exec)`);
+      }
+      for (const m of text.matchAll(/^(?:import|export)[^'"]*from '(\.{1,2}\/[^']+)'/gm)) {
+        const target = relative(SRC, resolve(file, '..', m[1]!)).split('/')[0]!;
+        if (target !== from && (RANK[target] ?? 99) >= (RANK[from] ?? -1)) {
+          violations.push(`${relative(REPO_ROOT, file)} (${from}) imports ${m[1]} (${target})`);
+        }
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+});
