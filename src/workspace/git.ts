@@ -1,0 +1,792 @@
+/**
+ * The only code in hillclimb that runs git. Modelled on create-pull-request's git command manager:
+ * an async factory that verifies the work tree and resolves the binary once, one method per git verb,
+ * argument arrays with pathspecs after `--`, expected non-zero exits opted into, and a `close()` that
+ * undoes the state this instance created (worktrees), called by the loop in `finally`.
+ *
+ * Every command runs with repository hooks and fsmonitor disabled: an agent that can write `.git`
+ * must not get code executed by the harness's own git calls, which may run with more privilege.
+ * Lock contention (`index.lock`, "Another git process seems to be running") is retried a few times
+ * with a short sleep, as the seed loop's wrapper did; every other failure throws a GitError at once.
+ */
+import { createHash } from 'node:crypto';
+import { accessSync, constants, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { displayCommand, type ExecResult, run } from '../exec/exec.js';
+import { ExitCode, HillclimbError } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+import { secretsFromEnv } from '../util/redact.js';
+import { assertBranchName } from './branch-name.js';
+
+/** Who a commit is by. */
+export interface Identity {
+  name: string;
+  email: string;
+}
+
+/** The fixed identity of commits the harness itself makes (reverts, merges, commits on an agent's behalf). */
+export const HARNESS_IDENTITY: Identity = { name: 'hillclimb', email: 'hillclimb@users.noreply.invalid' };
+
+/** Prefix of the refs that pin stashes by SHA (see stashChanges). */
+export const STASH_PIN_PREFIX = 'refs/hillclimb/stashes/';
+
+/**
+ * Options every git call gets. Hooks and fsmonitor run arbitrary programs named by repository config
+ * or files under .git, which an agent may have written; quotePath=false keeps non-ASCII paths readable.
+ */
+const HARDENING_CONFIG: Readonly<Record<string, string>> = {
+  'core.hooksPath': '/dev/null',
+  'core.fsmonitor': 'false',
+  'core.quotePath': 'false',
+};
+
+/** Environment for git: never prompt (a prompt would hang an unattended loop), stable English messages. */
+const GIT_ENV: Readonly<Record<string, string>> = {
+  GIT_TERMINAL_PROMPT: '0',
+  LC_ALL: 'C',
+  LANGUAGE: 'C',
+};
+
+const LOCK_CONTENTION = /index\.lock|Another git process seems to be running|\.lock': File exists/;
+const DEFAULT_LOCK_RETRIES = 3;
+const DEFAULT_LOCK_RETRY_DELAY_MS = 1000;
+/** Generous: a fetch over a slow network is the longest thing git does for the loop. */
+const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+
+export interface GitOptions {
+  /** git to run. Default: `git` found on PATH when the instance is created. */
+  binary?: string;
+  logger?: Logger;
+  /** Retries after a lock-contention failure. Default 3. */
+  lockRetries?: number;
+  /** Sleep between those retries. Default 1000 ms. */
+  lockRetryDelayMs?: number;
+  /** Per-command time limit. Default 10 minutes. */
+  timeoutMs?: number;
+}
+
+interface GitRunOptions {
+  /** Exit codes that are expected answers rather than failures (e.g. `merge-base --is-ancestor`). */
+  allowedExitCodes?: readonly number[] | 'any';
+  cwd?: string;
+  input?: string;
+  env?: Record<string, string>;
+  /** Extra `-c key=value` settings for this one command. */
+  config?: Record<string, string>;
+}
+
+/** A git command failed. Carries the command, its exit code and what git printed. */
+export class GitError extends HillclimbError {
+  override name = 'GitError';
+  readonly commandLine: string;
+  readonly gitExitCode: number | null;
+  readonly stderr: string;
+
+  constructor(commandLine: string, result: ExecResult, hint?: string) {
+    const lines = (result.stderr || result.stdout).trim().split('\n');
+    // git puts the cause first ("fatal: …") and advice after it: keep both ends.
+    const shown = lines.length > 6 ? [...lines.slice(0, 3), '…', ...lines.slice(-2)] : lines;
+    const tail = shown.join('\n  ').trim();
+    super(`${commandLine}: exit code ${result.exitCode}${tail ? `\n  ${tail}` : ''}`, {
+      hint,
+      exitCode: ExitCode.infra,
+    });
+    this.commandLine = commandLine;
+    this.gitExitCode = result.exitCode;
+    this.stderr = result.stderr;
+  }
+}
+
+/** One entry of `git status --porcelain=v2`. */
+export interface StatusEntry {
+  kind: 'tracked' | 'renamed' | 'unmerged' | 'untracked';
+  path: string;
+  /** The old path of a rename or copy. */
+  origPath?: string;
+  /** Status letter in the index ('.' = unchanged; '?' for untracked). */
+  index: string;
+  /** Status letter in the working tree ('.' = unchanged; '?' for untracked). */
+  worktree: string;
+}
+
+/** One changed file between two commits (`git diff --name-status -M`). */
+export interface FileChange {
+  /** A added, M modified, D deleted, T type changed, R renamed, C copied. */
+  status: 'A' | 'M' | 'D' | 'T' | 'R' | 'C' | 'U' | 'X';
+  path: string;
+  /** For R and C: where it came from. */
+  oldPath?: string;
+}
+
+export interface NumstatEntry {
+  path: string;
+  oldPath?: string;
+  /** Lines added and deleted; undefined for a binary file. */
+  added: number | undefined;
+  deleted: number | undefined;
+}
+
+export interface StashEntry {
+  sha: string;
+  /** Its current reflog selector, e.g. `stash@{1}`: valid only until the next stash operation. */
+  selector: string;
+  message: string;
+}
+
+export type StashRestore =
+  | { restored: true; sha: string }
+  /** The stash was kept (in the stash list and pinned) and the working tree left as it was. */
+  | { restored: false; sha: string; reason: string };
+
+export type MergeResult =
+  | { status: 'merged' | 'up-to-date'; head: string }
+  /** The merge was aborted; the tree is back where it was. */
+  | { status: 'conflict'; paths: string[] };
+
+export type RevertResult =
+  | { status: 'reverted'; head: string }
+  /** The revert was aborted; the tree is back where it was. */
+  | { status: 'conflict'; paths: string[] };
+
+export interface CommitOptions {
+  /** Sets committer (and author, unless `author` is given) through `-c user.name/user.email`. */
+  identity?: Identity;
+  author?: Identity;
+  allowEmpty?: boolean;
+}
+
+export class Git {
+  /** Worktrees this instance added; `close()` removes them. */
+  private readonly createdWorktrees = new Set<string>();
+  private readonly secrets: string[];
+
+  private constructor(
+    /** The top of the work tree. */
+    readonly root: string,
+    /** Absolute path of the git binary. */
+    readonly binary: string,
+    private readonly opts: GitOptions,
+  ) {
+    this.secrets = secretsFromEnv();
+  }
+
+  /** Open the work tree containing `dir`. Throws a HillclimbError when git is missing or `dir` is not in one. */
+  static async create(dir: string, opts: GitOptions = {}): Promise<Git> {
+    const binary = opts.binary ?? findOnPath('git');
+    if (!binary) {
+      throw new HillclimbError('git not found on PATH', { hint: 'install git', exitCode: ExitCode.infra });
+    }
+    const cwd = resolve(dir);
+    const probe = await run(binary, ['rev-parse', '--is-inside-work-tree', '--show-toplevel'], {
+      cwd,
+      env: GIT_ENV,
+      allowedExitCodes: 'any',
+    }).catch((e: unknown) => {
+      throw new HillclimbError(`cannot run git in ${cwd}: ${(e as Error).message}`, {
+        exitCode: ExitCode.infra,
+      });
+    });
+    const [inside, top] = probe.stdout.trim().split('\n');
+    if (probe.exitCode !== 0 || inside !== 'true' || !top) {
+      throw new HillclimbError(`${cwd} is not inside a git work tree`, {
+        hint: 'run hillclimb from a clone of the repository (git init or git clone first)',
+        exitCode: ExitCode.badInput,
+      });
+    }
+    return new Git(top, binary, opts);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reading state
+
+  /** The full SHA of HEAD. */
+  async head(): Promise<string> {
+    return this.revParse('HEAD');
+  }
+
+  /** The full SHA of the commit `ref` names. Throws when it names none. */
+  async revParse(ref: string): Promise<string> {
+    const sha = await this.tryRevParse(ref);
+    if (sha === undefined) {
+      throw new HillclimbError(`git: "${ref}" does not name a commit in ${this.root}`, {
+        exitCode: ExitCode.badInput,
+      });
+    }
+    return sha;
+  }
+
+  /** Like revParse, but undefined when `ref` names no commit. */
+  async tryRevParse(ref: string): Promise<string | undefined> {
+    assertRevision(ref);
+    const r = await this.git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], {
+      allowedExitCodes: [0, 1, 128],
+    });
+    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+  }
+
+  /** The checked-out branch's short name; undefined on a detached HEAD. */
+  async currentBranch(): Promise<string | undefined> {
+    const r = await this.git(['symbolic-ref', '--quiet', '--short', 'HEAD'], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+  }
+
+  /** Changed, staged and untracked files (ignored files excluded), from `status --porcelain=v2 -z`. */
+  async status(): Promise<StatusEntry[]> {
+    const r = await this.git(['status', '--porcelain=v2', '-z', '--untracked-files=all'], {
+      // A status must not take index.lock to refresh stat info: an agent may be running git too.
+      env: { GIT_OPTIONAL_LOCKS: '0' },
+    });
+    return parsePorcelainV2(r.stdout);
+  }
+
+  async isClean(): Promise<boolean> {
+    return (await this.status()).length === 0;
+  }
+
+  /** Commits reachable from `b` but not from `a`, oldest first. */
+  async commitsBetween(a: string, b: string): Promise<string[]> {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(['rev-list', '--reverse', `${a}..${b}`, '--']);
+    return r.stdout.split('\n').filter((l) => l !== '');
+  }
+
+  /** Files that differ between two commits, with renames and copies detected. */
+  async changes(a: string, b: string): Promise<FileChange[]> {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git([
+      'diff',
+      '--name-status',
+      '-z',
+      '-M',
+      '--no-ext-diff',
+      '--no-textconv',
+      a,
+      b,
+      '--',
+    ]);
+    return parseNameStatus(r.stdout);
+  }
+
+  /** Every path that differs between two commits, sorted; a rename counts as both its paths. */
+  async changedPaths(a: string, b: string): Promise<string[]> {
+    const paths = new Set<string>();
+    for (const c of await this.changes(a, b)) {
+      paths.add(c.path);
+      if (c.oldPath !== undefined) paths.add(c.oldPath);
+    }
+    return [...paths].sort();
+  }
+
+  /** The unified diff between two commits (optionally limited to paths), as text. */
+  async diff(
+    a: string,
+    b: string,
+    opts: { paths?: readonly string[]; context?: number } = {},
+  ): Promise<string> {
+    assertRevision(a);
+    assertRevision(b);
+    const args = ['diff', '--no-ext-diff', '--no-textconv', '--no-color', '-M'];
+    if (opts.context !== undefined) args.push(`--unified=${opts.context}`);
+    args.push(a, b, '--', ...(opts.paths ?? []));
+    return (await this.git(args)).stdout;
+  }
+
+  /** Lines added and deleted per file between two commits. */
+  async numstat(a: string, b: string): Promise<NumstatEntry[]> {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(['diff', '--numstat', '-z', '-M', '--no-ext-diff', '--no-textconv', a, b, '--']);
+    return parseNumstat(r.stdout);
+  }
+
+  /** Whether `a` is an ancestor of (or equal to) `b`. */
+  async isAncestor(a: string, b: string): Promise<boolean> {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(['merge-base', '--is-ancestor', a, b], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0;
+  }
+
+  /**
+   * A content hash of a commit's tree, or of just some paths in it (e.g. `kernels/harness` for the
+   * "harness hash" in provenance). Without paths: the git tree object id. With paths: sha256 of the
+   * recursive `ls-tree` listing (mode, type, object id, path) of those paths, so it changes exactly when a
+   * file under them is added, removed, renamed, re-moded or edited. Paths that do not exist add nothing.
+   */
+  async treeHash(commit: string, paths?: readonly string[]): Promise<string> {
+    assertRevision(commit);
+    if (paths === undefined || paths.length === 0) {
+      return (await this.git(['rev-parse', '--verify', `${commit}^{tree}`])).stdout.trim();
+    }
+    const r = await this.git(['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...paths]);
+    return createHash('sha256').update(r.stdout).digest('hex');
+  }
+
+  /** A file's content at a commit; undefined when the file does not exist there. */
+  async show(commit: string, path: string): Promise<string | undefined> {
+    assertRevision(commit);
+    const r = await this.git(['rev-parse', '--verify', '--quiet', `${commit}:${path}`], {
+      allowedExitCodes: [0, 1, 128],
+    });
+    if (r.exitCode !== 0) return undefined;
+    return (await this.git(['cat-file', 'blob', r.stdout.trim()])).stdout;
+  }
+
+  /** Whether git accepts `name` as a branch name (`git check-ref-format --branch`). */
+  async checkBranchName(name: string): Promise<boolean> {
+    if (name.startsWith('-')) return false;
+    const r = await this.git(['check-ref-format', '--branch', name], { allowedExitCodes: [0, 1, 128] });
+    return r.exitCode === 0;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Stash by SHA
+
+  /**
+   * Stash every change, untracked files included, and return the stash commit's SHA (undefined when the
+   * tree was clean). The SHA is read from `refs/stash` immediately after `stash push`, before anything
+   * else can run in the tree, and the commit is pinned under refs/hillclimb/stashes/<sha>. From then on
+   * the stash is addressed only by that SHA, never by `stash@{n}`: if the agent later stashes (shifting
+   * every index), drops or even clears the stash list, apply/drop still find this exact commit and the
+   * pin keeps it from garbage collection.
+   */
+  async stashChanges(message: string): Promise<string | undefined> {
+    if (await this.isClean()) return undefined;
+    const before = await this.stashTip();
+    await this.git(['stash', 'push', '--include-untracked', '-m', message]);
+    const sha = await this.stashTip();
+    if (sha === undefined || sha === before) return undefined;
+    await this.git([
+      'update-ref',
+      '-m',
+      `hillclimb: pin stash "${message}"`,
+      `${STASH_PIN_PREFIX}${sha}`,
+      sha,
+    ]);
+    this.opts.logger?.debug(`stashed working-tree changes as ${sha}`);
+    return sha;
+  }
+
+  /** The stash list, newest first. */
+  async listStashes(): Promise<StashEntry[]> {
+    const r = await this.git(['stash', 'list', '--format=%H%x1f%gd%x1f%gs']);
+    return r.stdout
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => {
+        const [sha = '', selector = '', message = ''] = l.split('\x1f');
+        return { sha, selector, message };
+      });
+  }
+
+  /**
+   * Re-apply a stash by SHA. First a dry run in a temporary detached worktree at HEAD: if the stash does
+   * not apply cleanly there, nothing is touched and the stash is kept ("not restored", with the SHA so a
+   * person can apply it by hand). The working tree must also be clean, so the stash cannot mix with other
+   * changes. Only after both checks is it applied here and dropped. A stash is never lost.
+   */
+  async restoreStash(sha: string): Promise<StashRestore> {
+    assertSha(sha);
+    const probe = await this.probeStashApply(sha);
+    if (probe !== undefined) {
+      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe}` };
+    }
+    if (!(await this.isClean())) {
+      return { restored: false, sha, reason: 'the working tree has uncommitted changes' };
+    }
+    const r = await this.git(['stash', 'apply', '--quiet', sha], { allowedExitCodes: 'any' });
+    if (r.exitCode !== 0) {
+      // The dry run passed, so this is rare (e.g. a file appeared meanwhile). Undo the partial apply.
+      await this.git(['reset', '--merge'], { allowedExitCodes: [0, 128] });
+      return { restored: false, sha, reason: firstLines(r.stderr || r.stdout) };
+    }
+    await this.dropStash(sha);
+    this.opts.logger?.debug(`restored stash ${sha}`);
+    return { restored: true, sha };
+  }
+
+  /**
+   * Forget a stash: drop it from the stash list (its index is looked up by SHA now, since indices shift)
+   * and remove its pin. Returns false when it was neither listed nor pinned.
+   */
+  async dropStash(sha: string): Promise<boolean> {
+    assertSha(sha);
+    let found = false;
+    const entry = (await this.listStashes()).find((s) => s.sha === sha);
+    if (entry) {
+      await this.git(['stash', 'drop', '--quiet', entry.selector]);
+      found = true;
+    }
+    const pin = `${STASH_PIN_PREFIX}${sha}`;
+    const pinned = await this.git(['rev-parse', '--verify', '--quiet', pin], { allowedExitCodes: [0, 1] });
+    if (pinned.exitCode === 0) {
+      await this.git(['update-ref', '-d', pin]);
+      found = true;
+    }
+    return found;
+  }
+
+  private async stashTip(): Promise<string | undefined> {
+    const r = await this.git(['rev-parse', '--verify', '--quiet', 'refs/stash'], {
+      allowedExitCodes: [0, 1],
+    });
+    return r.exitCode === 0 ? r.stdout.trim() : undefined;
+  }
+
+  /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
+  private async probeStashApply(sha: string): Promise<string | undefined> {
+    const dir = mkdtempSync(join(tmpdir(), 'hc-stash-probe-'));
+    const probe = join(dir, 'probe');
+    try {
+      await this.git(['worktree', 'add', '--detach', '--quiet', probe, 'HEAD']);
+      const r = await this.git(['stash', 'apply', '--quiet', sha], { cwd: probe, allowedExitCodes: 'any' });
+      return r.exitCode === 0 ? undefined : firstLines(r.stderr || r.stdout) || `exit code ${r.exitCode}`;
+    } finally {
+      await this.git(['worktree', 'remove', '--force', probe], { allowedExitCodes: [0, 128] });
+      await this.git(['worktree', 'prune']);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Worktrees (A/B arms)
+
+  /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
+  async addWorktree(path: string, commit: string): Promise<{ path: string; commit: string }> {
+    const abs = resolve(path);
+    const sha = await this.revParse(commit);
+    await this.git(['worktree', 'add', '--detach', '--quiet', '--', abs, sha]);
+    this.createdWorktrees.add(abs);
+    return { path: abs, commit: sha };
+  }
+
+  async removeWorktree(path: string): Promise<void> {
+    const abs = resolve(path);
+    const r = await this.git(['worktree', 'remove', '--force', '--', abs], { allowedExitCodes: [0, 128] });
+    if (r.exitCode !== 0) {
+      // Already deleted from disk: forget its administrative files instead.
+      rmSync(abs, { recursive: true, force: true });
+      await this.git(['worktree', 'prune']);
+    }
+    this.createdWorktrees.delete(abs);
+  }
+
+  /** Undo what this instance created: remove every worktree it added. Safe to call more than once. */
+  async close(): Promise<void> {
+    const problems: string[] = [];
+    for (const path of [...this.createdWorktrees]) {
+      try {
+        await this.removeWorktree(path);
+      } catch (e) {
+        problems.push(`${path}: ${(e as Error).message}`);
+      }
+    }
+    if (problems.length > 0) {
+      throw new HillclimbError(`could not remove worktrees:\n  ${problems.join('\n  ')}`, {
+        exitCode: ExitCode.infra,
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Changing history
+
+  /** `git apply --index` a patch file (or only check that it applies). */
+  async applyPatch(file: string, opts: { check?: boolean } = {}): Promise<void> {
+    const args = ['apply', '--index', '--whitespace=nowarn'];
+    if (opts.check) args.push('--check');
+    args.push('--', resolve(file));
+    await this.git(args);
+  }
+
+  /** Stage every change in the work tree, untracked files included. */
+  async stageAll(): Promise<void> {
+    await this.git(['add', '--all', '--', ':/']);
+  }
+
+  /** Commit what is staged and return the new HEAD. The message goes through stdin, verbatim. */
+  async commit(message: string, opts: CommitOptions = {}): Promise<string> {
+    const args = ['commit', '--quiet', '--no-gpg-sign', '--file=-'];
+    if (opts.allowEmpty) args.push('--allow-empty');
+    if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
+    await this.git(args, { input: message, config: identityConfig(opts.identity) });
+    return this.head();
+  }
+
+  /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
+  async revert(commit: string, identity: Identity = HARNESS_IDENTITY): Promise<RevertResult> {
+    const sha = await this.revParse(commit);
+    const r = await this.git(['revert', '--no-edit', '--no-gpg-sign', sha], {
+      allowedExitCodes: 'any',
+      config: identityConfig(identity),
+    });
+    if (r.exitCode === 0) return { status: 'reverted', head: await this.head() };
+    const paths = await this.unmergedPaths();
+    await this.git(['revert', '--abort'], { allowedExitCodes: [0, 128] });
+    if (paths.length > 0) return { status: 'conflict', paths };
+    throw new GitError(this.shown(['revert', sha]), r);
+  }
+
+  /**
+   * Move the current branch and the working tree to `commit`, discarding every uncommitted change.
+   * The only safe place: the loop's own checkout of its own loop branch, after the tree's changes were
+   * stashed by SHA (or the tree was verified clean) and the commits being discarded are recorded
+   * elsewhere (an iteration branch, a patch in the evidence bundle). Never on a user's branch or tree.
+   */
+  async resetHard(commit: string): Promise<void> {
+    const sha = await this.revParse(commit);
+    await this.git(['reset', '--hard', '--quiet', sha]);
+  }
+
+  /**
+   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list in
+   * branch-name.ts and `git check-ref-format --branch`.
+   */
+  async createBranch(name: string, commit: string, opts: { force?: boolean } = {}): Promise<void> {
+    assertBranchName(name);
+    if (!(await this.checkBranchName(name))) {
+      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode.badInput });
+    }
+    const sha = await this.revParse(commit);
+    const args = ['branch', '--no-track'];
+    if (opts.force) args.push('--force');
+    args.push('--', name, sha);
+    await this.git(args);
+  }
+
+  async deleteBranch(name: string, opts: { force?: boolean } = {}): Promise<void> {
+    if (!(await this.checkBranchName(name))) {
+      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode.badInput });
+    }
+    await this.git(['branch', opts.force ? '-D' : '-d', '--', name]);
+  }
+
+  /** Check out a branch, or a commit detached. */
+  async checkout(ref: string, opts: { detach?: boolean } = {}): Promise<void> {
+    assertRevision(ref);
+    await this.git(opts.detach ? ['switch', '--quiet', '--detach', ref] : ['switch', '--quiet', ref]);
+  }
+
+  /** Fetch one branch of a remote (name, URL or path); returns the fetched commit (FETCH_HEAD). */
+  async fetch(remote: string, branch: string): Promise<string> {
+    assertRevision(remote);
+    if (!(await this.checkBranchName(branch))) {
+      throw new HillclimbError(`invalid branch name "${branch}"`, { exitCode: ExitCode.badInput });
+    }
+    await this.git(['fetch', '--quiet', '--no-tags', '--', remote, `refs/heads/${branch}`]);
+    return this.revParse('FETCH_HEAD');
+  }
+
+  /**
+   * Merge `ref` into the current branch with a harness-identity merge commit. On conflict the merge is
+   * aborted (the tree is left as before) and the conflicted paths are returned.
+   */
+  async merge(ref: string, identity: Identity = HARNESS_IDENTITY): Promise<MergeResult> {
+    const sha = await this.revParse(ref);
+    const before = await this.head();
+    const r = await this.git(['merge', '--no-edit', '--no-gpg-sign', sha], {
+      allowedExitCodes: 'any',
+      config: identityConfig(identity),
+    });
+    if (r.exitCode === 0) {
+      const head = await this.head();
+      return { status: head === before ? 'up-to-date' : 'merged', head };
+    }
+    const paths = await this.unmergedPaths();
+    await this.git(['merge', '--abort'], { allowedExitCodes: [0, 128] });
+    if (paths.length > 0) return { status: 'conflict', paths };
+    throw new GitError(this.shown(['merge', sha]), r);
+  }
+
+  private async unmergedPaths(): Promise<string[]> {
+    const r = await this.git(['diff', '--name-only', '-z', '--diff-filter=U'], {
+      allowedExitCodes: [0, 128],
+    });
+    return r.stdout.split('\0').filter((p) => p !== '');
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The funnel
+
+  private shown(args: readonly string[]): string {
+    return displayCommand('git', args);
+  }
+
+  private async git(args: readonly string[], opts: GitRunOptions = {}): Promise<ExecResult> {
+    const config = { ...HARDENING_CONFIG, ...opts.config };
+    const full = [...Object.entries(config).flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...args];
+    const allowed = opts.allowedExitCodes ?? [0];
+    const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
+    for (let attempt = 0; ; attempt++) {
+      const r = await run(this.binary, full, {
+        cwd: opts.cwd ?? this.root,
+        env: { ...GIT_ENV, ...opts.env },
+        input: opts.input,
+        allowedExitCodes: 'any',
+        redact: this.secrets,
+        timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      });
+      if (allowed === 'any' || (r.exitCode !== null && allowed.includes(r.exitCode))) return r;
+      if (attempt < retries && LOCK_CONTENTION.test(r.stderr)) {
+        this.opts.logger?.debug(
+          `${this.shown(args)}: another git process holds a lock; retry ${attempt + 1}/${retries}`,
+        );
+        await sleep(this.opts.lockRetryDelayMs ?? DEFAULT_LOCK_RETRY_DELAY_MS);
+        continue;
+      }
+      throw new GitError(
+        this.shown(args),
+        r,
+        LOCK_CONTENTION.test(r.stderr) ? 'another git process kept a lock; is one still running?' : undefined,
+      );
+    }
+  }
+}
+
+// -----------------------------------------------------------------------------------------------
+// Parsers (pure; exported for unit tests)
+
+/** Parse `git status --porcelain=v2 -z` output. */
+export function parsePorcelainV2(out: string): StatusEntry[] {
+  const records = out.split('\0');
+  const entries: StatusEntry[] = [];
+  for (let i = 0; i < records.length; i++) {
+    const rec = records[i]!;
+    if (rec === '') continue;
+    const type = rec[0];
+    if (type === '?' || type === '!') {
+      if (type === '?') entries.push({ kind: 'untracked', path: rec.slice(2), index: '?', worktree: '?' });
+      continue;
+    }
+    if (type === '1') {
+      // 1 XY sub mH mI mW hH hI path
+      const [xy, path] = [field(rec, 1), rest(rec, 8)];
+      entries.push({ kind: 'tracked', path, index: xy[0]!, worktree: xy[1]! });
+    } else if (type === '2') {
+      // 2 XY sub mH mI mW hH hI Xscore path NUL origPath
+      const [xy, path] = [field(rec, 1), rest(rec, 9)];
+      const origPath = records[++i] ?? '';
+      entries.push({ kind: 'renamed', path, origPath, index: xy[0]!, worktree: xy[1]! });
+    } else if (type === 'u') {
+      // u XY sub m1 m2 m3 mW h1 h2 h3 path
+      const [xy, path] = [field(rec, 1), rest(rec, 10)];
+      entries.push({ kind: 'unmerged', path, index: xy[0]!, worktree: xy[1]! });
+    }
+  }
+  return entries;
+}
+
+/** Parse `git diff --name-status -z` output. */
+export function parseNameStatus(out: string): FileChange[] {
+  const tokens = out.split('\0');
+  const changes: FileChange[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const status = tokens[i]!;
+    if (status === '') continue;
+    const letter = status[0] as FileChange['status'];
+    if (letter === 'R' || letter === 'C') {
+      const oldPath = tokens[++i] ?? '';
+      const path = tokens[++i] ?? '';
+      changes.push({ status: letter, path, oldPath });
+    } else {
+      changes.push({ status: letter, path: tokens[++i] ?? '' });
+    }
+  }
+  return changes;
+}
+
+/** Parse `git diff --numstat -z` output. */
+export function parseNumstat(out: string): NumstatEntry[] {
+  const tokens = out.split('\0');
+  const entries: NumstatEntry[] = [];
+  const count = (s: string | undefined) => (s === undefined || s === '-' ? undefined : Number(s));
+  for (let i = 0; i < tokens.length; i++) {
+    const head = tokens[i]!;
+    if (head === '') continue;
+    const [added, deleted, path = ''] = head.split('\t');
+    if (path === '') {
+      // A rename: "added\tdeleted\t" NUL old NUL new
+      const oldPath = tokens[++i] ?? '';
+      const newPath = tokens[++i] ?? '';
+      entries.push({ path: newPath, oldPath, added: count(added), deleted: count(deleted) });
+    } else {
+      entries.push({ path, added: count(added), deleted: count(deleted) });
+    }
+  }
+  return entries;
+}
+
+/** The n-th space-separated field of a record. */
+function field(rec: string, n: number): string {
+  return rec.split(' ')[n] ?? '';
+}
+
+/** Everything after the first n space-separated fields (paths may contain spaces). */
+function rest(rec: string, n: number): string {
+  let at = 0;
+  for (let k = 0; k < n; k++) at = rec.indexOf(' ', at) + 1;
+  return rec.slice(at);
+}
+
+function firstLines(text: string, n = 3): string {
+  return text.trim().split('\n').slice(0, n).join(' / ');
+}
+
+function formatIdentity(id: Identity): string {
+  assertIdentity(id);
+  return `${id.name} <${id.email}>`;
+}
+
+function identityConfig(id: Identity | undefined): Record<string, string> {
+  if (!id) return {};
+  assertIdentity(id);
+  return { 'user.name': id.name, 'user.email': id.email };
+}
+
+function assertIdentity(id: Identity): void {
+  for (const part of [id.name, id.email]) {
+    if (part.trim() === '' || /[<>\n\r\0]/.test(part)) {
+      throw new HillclimbError(`invalid git identity "${id.name} <${id.email}>"`, {
+        exitCode: ExitCode.badInput,
+      });
+    }
+  }
+}
+
+/** Refuse anything git could read as an option, or that carries control characters. */
+function assertRevision(ref: string): void {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we reject
+  if (ref === '' || ref.startsWith('-') || /[\x00-\x1f\x7f]/.test(ref)) {
+    throw new HillclimbError(`invalid git revision "${ref}"`, { exitCode: ExitCode.badInput });
+  }
+}
+
+function assertSha(sha: string): void {
+  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(sha)) {
+    throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode.badInput });
+  }
+}
+
+/** The first executable named `name` on PATH, as an absolute path. */
+export function findOnPath(name: string, path = process.env.PATH ?? ''): string | undefined {
+  if (isAbsolute(name)) return isExecutable(name) ? name : undefined;
+  for (const dir of path.split(delimiter)) {
+    if (dir === '') continue;
+    const candidate = join(dir, name);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
