@@ -83,9 +83,18 @@ export interface RayConfig {
   entrypoint_resources?: Record<string, number>;
   runtime_env?: Record<string, unknown>;
   poll_seconds: number;
+  /** Interpreter on the worker that starts the job runner; {python} is filled with it. */
+  python: string;
+  /** A job PENDING longer than this is stopped and reported as an infrastructure error. */
+  pending_timeout_minutes: number;
+  /** Cap on the compressed outputs a job returns through its log. */
+  max_output_mb: number;
+  /** Environment variable holding a Ray auth token (sent as a Bearer token). */
+  token_env?: string;
 }
 
 export type TpuProvisioning = 'on-demand' | 'spot' | 'queued' | 'flex-start';
+export type TpuQueuedTier = 'on-demand' | 'spot' | 'reserved' | 'guaranteed';
 
 export interface TpuVmConfig {
   project: string;
@@ -97,6 +106,20 @@ export interface TpuVmConfig {
   name_prefix: string;
   ready_timeout_minutes: number;
   setup_command?: CommandArgs;
+  /** Interpreter on the VM that starts the job runner; {python} is filled with it. */
+  python: string;
+  /** Capacity tier of a queued resource (provisioning: queued). */
+  queued_tier: TpuQueuedTier;
+  /** Passes over the zones before allocation gives up. */
+  allocate_attempts: number;
+  /** Pause between passes over the zones. */
+  retry_backoff_seconds: number;
+  /** Interval between state polls while waiting for the TPU. */
+  poll_seconds: number;
+  /** Extra gcloud flags for tpu-vm ssh and scp (e.g. --tunnel-through-iap). */
+  ssh_args: string[];
+  /** Extra gcloud flags for create (e.g. --network=NET). */
+  create_args: string[];
 }
 
 export interface ComputeConfig {
@@ -109,12 +132,26 @@ export interface ForgeConfig {
   kind: 'local' | 'github';
   base: string;
   draft: boolean;
-  github?: { repository: string; api_url: string; token_env: string };
+  github?: {
+    repository: string;
+    api_url: string;
+    token_env: string;
+    /** Push URL override (GitHub Enterprise, or a local bare repository in tests). */
+    git_url?: string;
+    /** Login owning the sticky comment, e.g. my-app[bot]; default: the token's identity. */
+    comment_author?: string;
+  };
 }
 
 export interface StoreConfig {
   kind: 'local' | 'hf';
-  hf?: { repo: string; endpoint: string; token_env: string };
+  hf?: {
+    repo: string;
+    endpoint: string;
+    token_env: string;
+    /** Visibility when hillclimb creates the dataset repository (default true). */
+    private: boolean;
+  };
 }
 
 export interface PathsConfig {

@@ -1,0 +1,205 @@
+// The job runner, run by a real Python interpreter exactly as a Ray worker or TPU VM starts it, and its
+// output parsed and unpacked by the engine's side of the protocol.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { installOutputs, readTar } from '../../src/compute/outputs.js';
+import {
+  LogForwarder,
+  parseRunnerOutput,
+  type RunnerSpec,
+  runnerArgv,
+  runnerNonce,
+} from '../../src/compute/runner/protocol.js';
+import { RUNNER_FILE, RUNNER_SOURCE } from '../../src/compute/runner/source.js';
+import { shellJoin } from '../../src/compute/shell.js';
+import { run } from '../../src/exec/exec.js';
+import { tempDir } from '../helpers/paths.js';
+
+const PYTHON = 'python3';
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+});
+
+function tree(): string {
+  const t = tempDir('hc-runner-');
+  cleanups.push(t.cleanup);
+  writeFileSync(join(t.dir, RUNNER_FILE), RUNNER_SOURCE);
+  return t.dir;
+}
+
+function spec(over: Partial<RunnerSpec>): RunnerSpec {
+  return { nonce: runnerNonce('t'), command: ['true'], env: {}, outputs: [], emit: 'log', ...over };
+}
+
+/** Start the runner through `sh -c` with the quoted argv, as the Ray entrypoint and ssh --command do. */
+async function runRunner(dir: string, s: RunnerSpec, timeoutMs = 30_000) {
+  return run('sh', ['-c', shellJoin(runnerArgv(PYTHON, s))], {
+    cwd: dir,
+    allowedExitCodes: 'any',
+    timeoutMs,
+  });
+}
+
+/** A job script that writes every output it is handed. */
+const WRITER = [
+  'import json, os, sys',
+  'out = dict(a.split("=", 1) for a in sys.argv[1:])',
+  'json.dump({"ok": 1, "python": sys.executable, "cwd": os.getcwd(), "env": os.environ.get("HC_X")}, open(out["metrics"], "w"))',
+  'open(out["junit"], "w").write("<testsuite/>")',
+  'os.makedirs(os.path.join(out["trace"], "plugins", "profile"))',
+  'open(os.path.join(out["trace"], "plugins", "profile", "host.xplane.pb"), "wb").write(bytes(range(256)))',
+  'print("job says hi")',
+  'sys.exit(int(os.environ.get("HC_EXIT", "0")))',
+].join('\n');
+
+describe('job runner', () => {
+  it('fills placeholders where it runs, returns outputs through the log, and reports the exit code', async () => {
+    const dir = tree();
+    writeFileSync(join(dir, 'job.py'), WRITER);
+    const s = spec({
+      command: ['{python}', '{root}/job.py', 'metrics={metrics}', 'junit={junit}', 'trace={trace}'],
+      outputs: ['metrics', 'junit', 'trace'],
+      env: { HC_X: 'from-spec', HC_EXIT: '3' },
+    });
+    const r = await runRunner(dir, s);
+    expect(r.exitCode).toBe(3);
+    expect(r.stdout).toContain('job says hi');
+    const report = parseRunnerOutput(r.stdout, s.nonce);
+    expect(report).toMatchObject({ finished: true, exitCode: 3 });
+    expect(report.outputs).toBeDefined();
+
+    const dest = tempDir('hc-dest-');
+    cleanups.push(dest.cleanup);
+    const outputs = {
+      metrics: join(dest.dir, 'a', 'metrics.json'),
+      junit: join(dest.dir, 'b', 'junit.xml'),
+      trace: join(dest.dir, 'c', 'trace'),
+    };
+    expect(installOutputs(report.outputs!, outputs).installed).toEqual(['junit', 'metrics', 'trace']);
+    const metrics = JSON.parse(readFileSync(outputs.metrics, 'utf8')) as Record<string, string>;
+    expect(metrics.ok).toBe(1);
+    expect(metrics.env).toBe('from-spec');
+    expect(metrics.cwd).toBe(dir);
+    expect(metrics.python).toMatch(/python/);
+    expect(readFileSync(outputs.junit, 'utf8')).toBe('<testsuite/>');
+    expect(readFileSync(join(outputs.trace, 'plugins', 'profile', 'host.xplane.pb'))).toEqual(
+      Buffer.from(Array.from({ length: 256 }, (_, i) => i)),
+    );
+  });
+
+  it('passes hostile arguments to the job byte for byte', async () => {
+    const dir = tree();
+    const hostile = ["it's", '$(echo pwned)', '`id`', 'a;b', 'new\nline', '', '"q"', '@@hillclimb x@@'];
+    const s = spec({
+      command: [
+        '{python}',
+        '-c',
+        'import json,sys; open("args.json","w").write(json.dumps(sys.argv[1:]))',
+        ...hostile,
+      ],
+    });
+    const r = await runRunner(dir, s);
+    expect(parseRunnerOutput(r.stdout, s.nonce).exitCode).toBe(0);
+    expect(JSON.parse(readFileSync(join(dir, 'args.json'), 'utf8'))).toEqual(hostile);
+  });
+
+  it('reports a command that cannot start', async () => {
+    const dir = tree();
+    const s = spec({ command: ['/nonexistent/program', 'x'] });
+    const r = await runRunner(dir, s);
+    const report = parseRunnerOutput(r.stdout, s.nonce);
+    expect(report.exitCode).toBe(127);
+    expect(report.spawnError).toMatch(/nonexistent/);
+  });
+
+  it('maps a signal death to 128 + signal, like a shell', async () => {
+    const dir = tree();
+    const s = spec({ command: ['sh', '-c', 'kill -9 $$'] });
+    const report = parseRunnerOutput((await runRunner(dir, s)).stdout, s.nonce);
+    expect(report.exitCode).toBe(137);
+  });
+
+  it('refuses outputs over the cap with a clear error instead of flooding the log', async () => {
+    const dir = tree();
+    const s = spec({
+      command: [
+        '{python}',
+        '-c',
+        'import os,sys; open(sys.argv[1],"wb").write(os.urandom(200000))',
+        '{metrics}',
+      ],
+      outputs: ['metrics'],
+      max_bytes: 10_000,
+    });
+    const r = await runRunner(dir, s);
+    const report = parseRunnerOutput(r.stdout, s.nonce);
+    expect(report.exitCode).toBe(0);
+    expect(report.outputs).toBeUndefined();
+    expect(report.outputsError).toMatch(/exceed the cap of 10000 bytes/);
+    expect(r.stdout.length).toBeLessThan(5000);
+  });
+
+  it('kills the whole job process group at its own time limit, then drops its pgid record', async () => {
+    const dir = tree();
+    const s = spec({
+      command: ['sh', '-c', 'sleep 300 & echo $! > child.pid; sleep 300'],
+      timeout_s: 1,
+      pgid_file: '.pgid',
+    });
+    const r = await runRunner(dir, s);
+    const report = parseRunnerOutput(r.stdout, s.nonce);
+    expect(report.killed).toBe('timeout');
+    expect(existsSync(join(dir, '.pgid'))).toBe(false);
+    const grandchild = Number(readFileSync(join(dir, 'child.pid'), 'utf8'));
+    await new Promise((res) => setTimeout(res, 300));
+    const alive = (() => {
+      try {
+        process.kill(grandchild, 0);
+        const stat = readFileSync(`/proc/${grandchild}/stat`, 'utf8');
+        return !/\) Z /.test(stat);
+      } catch {
+        return false;
+      }
+    })();
+    expect(alive).toBe(false);
+  });
+
+  it('writes the outputs tarball to a file when asked (the TPU VM path)', async () => {
+    const dir = tree();
+    const s = spec({
+      command: ['sh', '-c', 'echo "{\\"v\\": 1}" > "$0"', '{metrics}'],
+      outputs: ['metrics', 'junit'],
+      emit: 'out.tar.gz',
+    });
+    const r = await runRunner(dir, s);
+    expect(parseRunnerOutput(r.stdout, s.nonce).exitCode).toBe(0);
+    const { entries } = readTar(readFileSync(join(dir, 'out.tar.gz')));
+    // junit was requested but not written: absent, not empty.
+    expect(entries.map((e) => e.path)).toEqual(['metrics.json']);
+    expect(entries[0]!.data.toString()).toBe('{"v": 1}\n');
+  });
+
+  it('ignores marker lines carrying another nonce (job output cannot forge a result)', async () => {
+    const dir = tree();
+    const s = spec({ command: ['sh', '-c', 'echo "@@hillclimb 0000000000000000 result exit=0@@"; exit 5'] });
+    const report = parseRunnerOutput((await runRunner(dir, s)).stdout, s.nonce);
+    expect(report.exitCode).toBe(5);
+  });
+});
+
+describe('LogForwarder', () => {
+  it('forwards complete lines once and replaces the base64 block with one line', () => {
+    const n = 'abc123';
+    const f = new LogForwarder(n);
+    expect(f.next('one\ntw')).toBe('one\n');
+    expect(f.next('one\ntwo\n')).toBe('two\n');
+    const full = `one\ntwo\n@@hillclimb ${n} outputs-begin sha256=${'0'.repeat(64)} bytes=3@@\nQUJD\n@@hillclimb ${n} outputs-end@@\n@@hillclimb ${n} result exit=0@@\n`;
+    const rest = f.next(full, true);
+    expect(rest).not.toContain('QUJD');
+    expect(rest).toContain('[hillclimb: outputs received (1 lines of base64)]');
+    expect(rest).toContain('result exit=0');
+    expect(f.next(full, true)).toBe('');
+  });
+});
