@@ -70,8 +70,17 @@ export interface AgentConfig {
   timeout_minutes: number;
   idle_timeout_minutes: number;
   directives: string[];
+  /** More variables passed to the agent; tokens and credentials are refused (src/agent/environment.ts). */
+  pass_env: string[];
   codex: { binary: string; model?: string; reasoning_effort?: string; extra_args: string[] };
-  claude: { binary: string; model?: string; max_turns?: number; extra_args: string[] };
+  claude: {
+    binary: string;
+    model?: string;
+    max_turns?: number;
+    /** `--allowedTools` rules; default DEFAULT_CLAUDE_ALLOWED_TOOLS in src/agent/agents/claude.ts. */
+    allowed_tools?: string[];
+    extra_args: string[];
+  };
   command?: { command: CommandArgs };
   replay: { dir: string };
 }

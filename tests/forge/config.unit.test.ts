@@ -1,0 +1,51 @@
+// The forge.github keys this module added to the config schema.
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.js';
+import { ConfigError } from '../../src/util/errors.js';
+
+const BASE = `version: 1
+targets:
+  k:
+    editable: [kernels/k/**]
+    protected: [kernels/harness/**]
+    correctness:
+      cpu:
+        command: ["python", "-m", "pytest"]
+    bench:
+      command: ["python", "-m", "bench", "--out", "{metrics}"]
+      metric:
+        path: a.b
+        direction: lower
+forge:
+  kind: github
+  github:
+    repository: octo/kernels
+`;
+
+describe('forge.github config', () => {
+  it('defaults: no push URL override, identity from the token', () => {
+    const gh = parseConfig(BASE, '/repo/hillclimb.yml').forge.github!;
+    expect(gh).toEqual({
+      repository: 'octo/kernels',
+      api_url: 'https://api.github.com',
+      token_env: 'GITHUB_TOKEN',
+    });
+  });
+
+  it('accepts git_url and a bot comment_author', () => {
+    const text = `${BASE}    git_url: file:///tmp/remote.git\n    comment_author: my-app[bot]\n`;
+    const gh = parseConfig(text, '/repo/hillclimb.yml').forge.github!;
+    expect(gh.git_url).toBe('file:///tmp/remote.git');
+    expect(gh.comment_author).toBe('my-app[bot]');
+  });
+
+  it('rejects a comment_author that is not a GitHub login', () => {
+    const text = `${BASE}    comment_author: "not a login"\n`;
+    expect(() => parseConfig(text, '/repo/hillclimb.yml')).toThrow(ConfigError);
+    try {
+      parseConfig(text, '/repo/hillclimb.yml');
+    } catch (e) {
+      expect((e as ConfigError).keyPath).toBe('forge.github.comment_author');
+    }
+  });
+});
