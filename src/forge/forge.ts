@@ -52,14 +52,27 @@ export interface CommentStamp {
 export interface StickyResult {
   commentId: number;
   operation: UpsertOperation | 'skipped-stale';
+  /** True when the body was cut to fit the forge's limit (see ./limits.ts); the caller may warn. */
+  truncated?: boolean;
+}
+
+export interface UpsertPullRequestResult {
+  pr: PullRequest;
+  operation: UpsertOperation;
+  /** True when the body was cut to fit the forge's limit (see ./limits.ts); the caller may warn. */
+  truncated?: boolean;
 }
 
 export interface Forge {
   readonly name: string;
   /** Make `branch` on the forge point at `commit` from the local repository `repoDir` (force-update). */
   pushBranch(repoDir: string, branch: string, commit: string): Promise<void>;
-  /** Find the open PR whose head is `spec.branch`, or create it; bring title, body, draft and labels up to date. */
-  upsertPullRequest(spec: PullRequestSpec): Promise<{ pr: PullRequest; operation: UpsertOperation }>;
+  /**
+   * Find the open PR whose head is `spec.branch`, or create it; bring title, body, base and labels up to
+   * date. `draft` applies when the PR is created; an existing PR keeps its draft state, because a
+   * reviewer may have marked it ready.
+   */
+  upsertPullRequest(spec: PullRequestSpec): Promise<UpsertPullRequestResult>;
   /** The open PR for a head branch, if any. */
   findPullRequest(branch: string): Promise<PullRequest | undefined>;
   /**
