@@ -1,0 +1,34 @@
+/**
+ * The statistics the loop calls: A/B verdicts, sequential stopping, noise calibration.
+ * docs/statistics.md documents every type and the rule.
+ */
+export { type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
+export {
+  BOOTSTRAP_WIDTH_FACTOR,
+  calibrateNoise,
+  type MdeOptions,
+  MEDIAN_SE_FACTOR,
+  minimumDetectableEffect,
+  type NoiseCalibration,
+  robustNoiseCv,
+} from './noise.js';
+export {
+  DEFAULT_SEQUENTIAL_POLICY,
+  decideNext,
+  type SequentialAction,
+  type SequentialDecision,
+  type SequentialPolicy,
+} from './sequential.js';
+export {
+  type ArmSummary,
+  type CompareOptions,
+  type ComparePolicy,
+  type Comparison,
+  compareArms,
+  DEFAULT_POLICY,
+  type Direction,
+  inputProblems,
+  type MdeSource,
+  type ResolvedPolicy,
+  resolvePolicy,
+} from './verdict.js';

@@ -1,0 +1,118 @@
+/**
+ * Sequential stopping: after each batch of interleaved runs, decide whether more runs could change the
+ * verdict. Fixed in the harness, never chosen by the agent (reference/evaluation.md §5.5).
+ *
+ *   fewer than nStart runs in an arm           → more (up to nStart)
+ *   inputs invalid (NaN, non-positive)         → stop: `invalid` stays invalid
+ *   needs-human, or improved (lo > accept bar) → stop
+ *   hi ≤ accept bar (a clear loss, or too small to ever clear the bar; includes `regressed`) → stop
+ *   CI straddles the accept bar and n < nMax   → more (step runs per arm, capped at nMax)
+ *   n ≥ nMax                                   → stop with the verdict at nMax
+ *
+ * Looking repeatedly inflates error rates only where a bound is compared with a bar near the
+ * estimate. The accept bar sits at least one MDE (≈ 3.5 standard errors) above "no change", so
+ * repeated looks add almost nothing to the false-accept rate; the simulation (tests and
+ * `npm run bench:stats`) measures it.
+ */
+import { type CompareOptions, type Comparison, compareArms, inputProblems } from './verdict.js';
+
+export interface SequentialPolicy {
+  /** Runs per arm before the first look. Default 5. */
+  nStart: number;
+  /** Most runs per arm. Default 15. */
+  nMax: number;
+  /** Runs per arm added per look. Default 2. */
+  step: number;
+}
+
+export const DEFAULT_SEQUENTIAL_POLICY: SequentialPolicy = { nStart: 5, nMax: 15, step: 2 };
+
+export type SequentialAction = 'stop' | 'more';
+
+export interface SequentialDecision {
+  action: SequentialAction;
+  /** Runs to add to each arm before the next look (0 when stopping). */
+  addRuns: { a: number; b: number };
+  /** Why, in one line. */
+  reason: string;
+  /** The comparison at this look; null while an arm has fewer than nStart runs. */
+  comparison: Comparison | null;
+}
+
+function checkPolicy(p: SequentialPolicy): void {
+  const ok =
+    Number.isInteger(p.nStart) &&
+    Number.isInteger(p.nMax) &&
+    Number.isInteger(p.step) &&
+    p.nStart >= 2 &&
+    p.nMax >= p.nStart &&
+    p.step >= 1;
+  if (!ok) {
+    throw new RangeError(
+      `sequential policy needs integers 2 ≤ nStart ≤ nMax and step ≥ 1, got nStart ${p.nStart}, nMax ${p.nMax}, step ${p.step}`,
+    );
+  }
+}
+
+/** Runs each arm needs to reach `target`. */
+function topUp(a: readonly number[], b: readonly number[], target: number): { a: number; b: number } {
+  return { a: Math.max(0, target - a.length), b: Math.max(0, target - b.length) };
+}
+
+/**
+ * Decide whether to measure more. `opts` are the verdict options; the comparison uses
+ * minRuns = nStart, so the verdict at a stop is exactly what `compareArms` says for these runs.
+ * @throws RangeError on an inconsistent policy (a caller bug).
+ */
+export function decideNext(
+  a: readonly number[],
+  b: readonly number[],
+  opts: CompareOptions,
+  policy: SequentialPolicy = DEFAULT_SEQUENTIAL_POLICY,
+): SequentialDecision {
+  checkPolicy(policy);
+  const n = Math.min(a.length, b.length);
+  const stop = (reason: string, comparison: Comparison | null): SequentialDecision => ({
+    action: 'stop',
+    addRuns: { a: 0, b: 0 },
+    reason,
+    comparison,
+  });
+
+  if (n < policy.nStart) {
+    // Bad values cannot be repaired by more runs; say so now rather than after spending them.
+    const bad = inputProblems(a, b, 0);
+    if (bad.length > 0) {
+      return stop(`invalid: ${bad.join('; ')}`, compareArms(a, b, { ...opts, minRuns: policy.nStart }));
+    }
+    return {
+      action: 'more',
+      addRuns: topUp(a, b, policy.nStart),
+      reason: `fewer than ${policy.nStart} runs per arm`,
+      comparison: null,
+    };
+  }
+
+  const comparison = compareArms(a, b, { ...opts, minRuns: policy.nStart });
+  const { verdict, ci, acceptBar } = comparison;
+  if (verdict === 'invalid') return stop(`invalid: ${comparison.reasons.join('; ')}`, comparison);
+  if (verdict === 'needs-human') return stop('implausible speedup: a human decides', comparison);
+  if (verdict === 'improved') return stop('the whole CI is above the accept bar', comparison);
+  if (ci === null || acceptBar === null) return stop('no interval', comparison); // unreachable for valid inputs
+  if (ci.hi <= acceptBar) {
+    return stop(
+      verdict === 'regressed'
+        ? 'regressed: the whole CI is below the regression bar'
+        : 'the whole CI is below the accept bar: more runs would not lift its lower bound above it',
+      comparison,
+    );
+  }
+  if (n >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
+  const target = Math.min(policy.nMax, n + policy.step);
+  return {
+    action: 'more',
+    addRuns: topUp(a, b, target),
+    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] straddles the accept bar ${acceptBar.toFixed(4)}`,
+    comparison,
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * The verdicts of hillclimb. Every iteration ends with exactly one; the loop, reports, history and PR
+ * comments all use these names and descriptions. The statistics (stats/verdict.ts) produce the first
+ * five; the loop adds `error` and `no-op`.
+ */
+
+export const VERDICTS = [
+  'improved',
+  'no-change',
+  'regressed',
+  'invalid',
+  'needs-human',
+  'error',
+  'no-op',
+] as const;
+
+export type Verdict = (typeof VERDICTS)[number];
+
+/** The verdicts an A/B comparison of measurements can reach (stats/verdict.ts `compareArms`). */
+export type StatsVerdict = Extract<
+  Verdict,
+  'improved' | 'no-change' | 'regressed' | 'invalid' | 'needs-human'
+>;
+
+export const STATS_VERDICTS: readonly StatsVerdict[] = [
+  'improved',
+  'no-change',
+  'regressed',
+  'invalid',
+  'needs-human',
+];
+
+/** One line per verdict, for reports, PR comments and `--help`. */
+export const VERDICT_DESCRIPTIONS: Readonly<Record<Verdict, string>> = {
+  improved:
+    'the whole confidence interval of the improvement is above the noise floor; the candidate becomes the champion',
+  'no-change':
+    '~ no significant change: the confidence interval reaches inside the noise floor; the champion stays',
+  regressed:
+    'the whole confidence interval is below 1 − δ_reg: the candidate is measurably worse; the champion stays',
+  invalid:
+    'the candidate or its evidence cannot support a verdict (failed correctness, protected path touched, bad or too few measurements)',
+  'needs-human': 'an implausibly large speedup (above the configured ceiling); never accepted automatically',
+  error: 'an infrastructure step failed (backend, network, command); says nothing about the candidate',
+  'no-op': 'the agent made no commit; nothing to measure',
+};
+
+/** Short labels for tables (benchstat prints "~" for no significant change). */
+export const VERDICT_SYMBOLS: Readonly<Record<Verdict, string>> = {
+  improved: '✓',
+  'no-change': '~',
+  regressed: '✗',
+  invalid: '!',
+  'needs-human': '?',
+  error: 'E',
+  'no-op': '-',
+};
+
+export function isVerdict(value: unknown): value is Verdict {
+  return typeof value === 'string' && (VERDICTS as readonly string[]).includes(value);
+}
+
+/** Only `improved` replaces the champion. */
+export function promotesChampion(verdict: Verdict): boolean {
+  return verdict === 'improved';
+}

@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { createRng } from '../../../src/evidence/stats/random.js';
+import { DEFAULT_SEQUENTIAL_POLICY, decideNext } from '../../../src/evidence/stats/sequential.js';
+import { compareArms } from '../../../src/evidence/stats/verdict.js';
+
+function runs(typical: number, cv: number, n: number, seed: number): number[] {
+  const rng = createRng(seed);
+  return Array.from({ length: n }, () => typical * Math.exp(cv * rng.normal()));
+}
+
+const opts = { direction: 'lower' as const, seed: 3 };
+
+describe('decideNext', () => {
+  it('asks for the first nStart runs per arm, topping up a short arm', () => {
+    expect(DEFAULT_SEQUENTIAL_POLICY).toEqual({ nStart: 5, nMax: 15, step: 2 });
+    const d = decideNext([], [], opts);
+    expect(d).toEqual({
+      action: 'more',
+      addRuns: { a: 5, b: 5 },
+      reason: 'fewer than 5 runs per arm',
+      comparison: null,
+    });
+    expect(decideNext([1, 1, 1], [1, 1], opts).addRuns).toEqual({ a: 2, b: 3 });
+  });
+
+  it('stops at once on values no further run can repair', () => {
+    const d = decideNext([1, 2], [1, Number.NaN], opts);
+    expect(d.action).toBe('stop');
+    expect(d.reason).toBe('invalid: B (candidate): run 1 is NaN');
+    expect(d.comparison!.verdict).toBe('invalid');
+  });
+
+  it('stops on a clear win with the verdict compareArms gives', () => {
+    const a = runs(100, 0.01, 5, 1);
+    const b = runs(80, 0.01, 5, 2);
+    const d = decideNext(a, b, opts);
+    expect(d.action).toBe('stop');
+    expect(d.comparison).toEqual(compareArms(a, b, opts));
+    expect(d.comparison!.verdict).toBe('improved');
+  });
+
+  it('stops on a clear loss or a change too small to ever clear the bar', () => {
+    const loss = decideNext(runs(100, 0.01, 5, 1), runs(110, 0.01, 5, 2), opts);
+    expect(loss.action).toBe('stop');
+    expect(loss.comparison!.verdict).toBe('regressed');
+    const flat = decideNext(runs(100, 0.002, 5, 3), runs(100, 0.002, 5, 4), opts);
+    expect(flat.action).toBe('stop');
+    expect(flat.comparison!.verdict).toBe('no-change');
+    expect(flat.reason).toMatch(/below the accept bar/);
+  });
+
+  it('adds step runs per arm while the interval straddles the accept bar, up to nMax', () => {
+    // A 5% gain at CV ≈ 1.6%: the 5-run interval reaches both sides of the ≈ 5.6% bar.
+    const a = [100, 102, 98, 101, 99];
+    const b = [100, 103, 97, 101.5, 98.5].map((v) => v / 1.05);
+    const first = compareArms(a, b, opts);
+    expect(first.ci!.lo).toBeLessThan(first.acceptBar!);
+    expect(first.ci!.hi).toBeGreaterThan(first.acceptBar!);
+    const d = decideNext(a, b, opts);
+    expect(d.action).toBe('more');
+    expect(d.addRuns).toEqual({ a: 2, b: 2 });
+    expect(d.reason).toMatch(/straddles the accept bar/);
+
+    const capped = decideNext(a, b, opts, { nStart: 5, nMax: 6, step: 2 });
+    expect(capped.addRuns).toEqual({ a: 1, b: 1 });
+    const atMax = decideNext(a, b, opts, { nStart: 5, nMax: 5, step: 2 });
+    expect(atMax.action).toBe('stop');
+    expect(atMax.reason).toBe('reached nMax = 5 runs per arm');
+    expect(atMax.comparison!.verdict).toBe('no-change');
+  });
+
+  it('rejects an inconsistent policy', () => {
+    expect(() => decideNext([], [], opts, { nStart: 5, nMax: 4, step: 1 })).toThrow(RangeError);
+    expect(() => decideNext([], [], opts, { nStart: 5, nMax: 9, step: 0 })).toThrow(/step/);
+  });
+});
