@@ -1,0 +1,235 @@
+/**
+ * JUnit XML reader: pytest's `--junitxml` output and generic JUnit (`<testsuites>` or a lone
+ * `<testsuite>`, nested suites, `<testcase>` with `<failure>`, `<error>`, `<skipped>`,
+ * `<system-out>`, `<system-err>`). The engine reads test results only from these files.
+ * Unreadable, truncated or non-JUnit files raise InputError naming the file (exit code 2).
+ */
+import { readFile } from 'node:fs/promises';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { errorMessage, InputError } from '../util/errors.js';
+
+export type TestStatus = 'passed' | 'failed' | 'error' | 'skipped';
+
+export interface JUnitCase {
+  /** Name of the innermost enclosing `<testsuite>` ('' when unnamed). */
+  suite: string;
+  /** `classname` attribute; for pytest the dotted module path plus class, e.g. `kernels.tests.test_gdn.TestFwd`. */
+  classname: string;
+  /** `name` attribute, e.g. `test_fwd[B1-T64-H2]`. */
+  name: string;
+  /** Seconds (0 when the file gives none). */
+  time: number;
+  /** error > failed > skipped > passed when a case carries several outcome elements. */
+  status: TestStatus;
+  /** The failure's or error's `message` attribute (else the first line of its text); null when passed or skipped. */
+  message: string | null;
+  /** Full text of the failure or error element (traceback); null when there is none. */
+  details: string | null;
+  /** Why a skipped case was skipped (`message` attribute, else its text); null unless skipped. */
+  skipReason: string | null;
+  /** `type` of the skipped element, e.g. `pytest.skip` or `pytest.xfail`; null when absent. */
+  skipType: string | null;
+  /** Source file and line when the writer records them (pytest's xunit1 family). */
+  file: string | null;
+  line: number | null;
+  /** Captured output, all `<system-out>` / `<system-err>` elements of the case joined; null when none. */
+  systemOut: string | null;
+  systemErr: string | null;
+}
+
+export interface JUnitTotals {
+  tests: number;
+  passed: number;
+  failed: number;
+  errors: number;
+  skipped: number;
+  /** Seconds: the sum of the top-level suites' `time` when all have one, else the sum over cases. */
+  time: number;
+}
+
+export interface JUnitReport {
+  /** The file it was read from (as given). */
+  file: string;
+  cases: JUnitCase[];
+  /** Counted from the cases, not copied from suite attributes (pytest's agree with these). */
+  totals: JUnitTotals;
+}
+
+type XmlNode = Record<string, unknown>;
+
+const ATTR = '@_';
+const TEXT = '#text';
+const REPEATABLE = new Set([
+  'testsuite',
+  'testcase',
+  'failure',
+  'error',
+  'skipped',
+  'system-out',
+  'system-err',
+]);
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: ATTR,
+  textNodeName: TEXT,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  alwaysCreateTextNode: true,
+  // Decodes numeric character references (pytest writes newlines in messages as &#10;); the plain
+  // XML entities alone would leave them encoded. Deprecated in favour of a custom entityDecoder.
+  htmlEntities: true,
+  isArray: (name) => REPEATABLE.has(name),
+});
+
+function attr(node: XmlNode, name: string): string | undefined {
+  const v = node[`${ATTR}${name}`];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function text(node: XmlNode): string {
+  const v = node[TEXT];
+  return typeof v === 'string' ? v : '';
+}
+
+function children(node: XmlNode, tag: string): XmlNode[] {
+  const v = node[tag];
+  return Array.isArray(v) ? (v as XmlNode[]) : [];
+}
+
+/** Seconds from a `time` attribute; some writers use thousands separators ("1,234.5"). */
+function seconds(file: string, raw: string | undefined, where: string): number {
+  if (raw === undefined || raw.trim() === '') return 0;
+  const value = Number(raw.replaceAll(',', ''));
+  if (!Number.isFinite(value) || value < 0)
+    throw new InputError(file, `${where} has time "${raw}", not a number of seconds`);
+  return value;
+}
+
+function joinedText(nodes: readonly XmlNode[]): string | null {
+  const parts = nodes.map(text).filter((t) => t !== '');
+  return parts.length === 0 ? null : parts.join('\n');
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+function firstLine(s: string): string {
+  return s.split('\n', 1)[0]!;
+}
+
+function readCase(file: string, node: XmlNode, suite: string): JUnitCase {
+  const classname = attr(node, 'classname') ?? '';
+  const name = attr(node, 'name') ?? '';
+  const where = `testcase "${classname === '' ? name : `${classname}::${name}`}"`;
+  const errors = children(node, 'error');
+  const failures = children(node, 'failure');
+  const skips = children(node, 'skipped');
+  const problem = errors[0] ?? failures[0];
+  const status: TestStatus =
+    errors.length > 0 ? 'error' : failures.length > 0 ? 'failed' : skips.length > 0 ? 'skipped' : 'passed';
+  const problemText = problem === undefined ? '' : text(problem);
+  const skip = status === 'skipped' ? skips[0] : undefined;
+  const lineRaw = attr(node, 'line');
+  const line = lineRaw === undefined ? Number.NaN : Number(lineRaw);
+  return {
+    suite,
+    classname,
+    name,
+    time: seconds(file, attr(node, 'time'), where),
+    status,
+    message: problem === undefined ? null : (attr(problem, 'message') ?? (firstLine(problemText) || null)),
+    details: problemText === '' ? null : problemText,
+    skipReason: skip === undefined ? null : (attr(skip, 'message') ?? (text(skip) || null)),
+    skipType: skip === undefined ? null : (attr(skip, 'type') ?? null),
+    file: attr(node, 'file') ?? null,
+    line: Number.isInteger(line) ? line : null,
+    systemOut: joinedText(children(node, 'system-out')),
+    systemErr: joinedText(children(node, 'system-err')),
+  };
+}
+
+/** Cases of `suite` and of any suites nested in it, in document order per level. */
+function collectCases(file: string, suite: XmlNode, out: JUnitCase[]): void {
+  const name = attr(suite, 'name') ?? '';
+  for (const c of children(suite, 'testcase')) out.push(readCase(file, c, name));
+  for (const inner of children(suite, 'testsuite')) collectCases(file, inner, out);
+}
+
+/** The top-level `<testsuite>` elements, whichever root the writer used. */
+function topSuites(file: string, doc: XmlNode): XmlNode[] {
+  const roots = Object.keys(doc).filter((k) => !k.startsWith('?'));
+  if ('testsuites' in doc) {
+    const root = doc.testsuites;
+    return typeof root === 'object' && root !== null ? children(root as XmlNode, 'testsuite') : [];
+  }
+  if ('testsuite' in doc) return children(doc, 'testsuite');
+  const found = roots.length === 0 ? 'no root element' : `root element <${roots[0]}>`;
+  throw new InputError(file, `not JUnit XML: ${found}, expected <testsuites> or <testsuite>`);
+}
+
+function totalsOf(file: string, cases: readonly JUnitCase[], suites: readonly XmlNode[]): JUnitTotals {
+  const count = (s: TestStatus): number => cases.filter((c) => c.status === s).length;
+  const suiteTimes = suites.map((s) => attr(s, 'time'));
+  const time =
+    suiteTimes.every((t) => t !== undefined && t.trim() !== '') && suites.length > 0
+      ? suiteTimes.reduce((sum, t, i) => sum + seconds(file, t, `testsuite ${i}`), 0)
+      : cases.reduce((sum, c) => sum + c.time, 0);
+  return {
+    tests: cases.length,
+    passed: count('passed'),
+    failed: count('failed'),
+    errors: count('error'),
+    skipped: count('skipped'),
+    time,
+  };
+}
+
+/**
+ * Parse JUnit XML text. `file` names the source in errors.
+ * @throws InputError for empty, malformed or truncated XML and for XML that is not JUnit.
+ */
+export function parseJUnitXml(xml: string, file: string): JUnitReport {
+  if (xml.trim() === '') throw new InputError(file, 'empty file, expected JUnit XML');
+  const valid = XMLValidator.validate(xml);
+  if (valid !== true) {
+    const { msg, line, col } = valid.err;
+    throw new InputError(file, `invalid XML at line ${line}, column ${col}: ${oneLine(msg)}`, {
+      hint: 'a truncated file usually means the test run was killed before pytest finished writing it',
+    });
+  }
+  let doc: XmlNode;
+  try {
+    doc = parser.parse(xml) as XmlNode;
+  } catch (err) {
+    throw new InputError(file, `invalid XML: ${oneLine(errorMessage(err))}`, { cause: err });
+  }
+  const suites = topSuites(file, doc);
+  const cases: JUnitCase[] = [];
+  for (const suite of suites) collectCases(file, suite, cases);
+  return { file, cases, totals: totalsOf(file, cases, suites) };
+}
+
+/** Why a file could not be read, without repeating its path. */
+function readProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EISDIR') return 'is a directory';
+  if (code === 'EACCES') return 'permission denied';
+  return errorMessage(err);
+}
+
+/**
+ * Read and parse a JUnit XML file.
+ * @throws InputError naming the file when it cannot be read or parsed.
+ */
+export async function readJUnitXml(file: string): Promise<JUnitReport> {
+  let xml: string;
+  try {
+    xml = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new InputError(file, `cannot read JUnit XML: ${readProblem(err)}`, { cause: err });
+  }
+  return parseJUnitXml(xml, file);
+}
