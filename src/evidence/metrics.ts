@@ -1,0 +1,293 @@
+/**
+ * The metrics contract: one JSON file per benchmark run, written by `python -m kernels.harness.bench`
+ * and validated against schemas/metrics.schema.json (draft-07). The engine takes every number it
+ * reports from these files. Errors name the file and the JSON path of the problem (exit code 2).
+ */
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { packageRoot } from '../env/root.js';
+import { errorMessage, InputError } from '../util/errors.js';
+
+/** Read from the package at run time (not imported), so the esbuild bundle finds it too. */
+export const METRICS_SCHEMA_FILE = 'schemas/metrics.schema.json';
+export const METRICS_SCHEMA_VERSION = 'hillclimb.metrics/v1';
+
+// Types mirror schemas/metrics.schema.json field for field (snake_case as in the file).
+
+export interface MetricsDevice {
+  /** jax.default_backend(): cpu, tpu, gpu. */
+  backend: string;
+  /** jax device_kind, e.g. 'TPU v5p', 'cpu'. */
+  kind: string;
+  count: number;
+  /** Dense bf16 peak per device; null when the device is not in the harness peak table (CPU). */
+  peak_flops_per_s: number | null;
+  /** True when Pallas ran in interpret mode: timings say nothing about accelerator speed. */
+  interpret: boolean;
+}
+
+/** Problem shape; B, T, H, K, V and chunk_size always, other keys as the harness adds them. */
+export interface MetricsShapes {
+  B: number;
+  T: number;
+  H: number;
+  K: number;
+  V: number;
+  chunk_size: number;
+  [key: string]: number | string | boolean;
+}
+
+export interface MetricsTiming {
+  /** Untimed calls after compilation. */
+  warmup: number;
+  repeats: number;
+  /** How a sample was timed, e.g. 'perf_counter+block_until_ready'. */
+  clock: string;
+  /** Compile time per measurement, excluded from samples. */
+  compile_ms?: Record<string, number>;
+}
+
+/** One timed thing (fwd, fwd_bwd): samples and the statistics the harness derived from them. */
+export interface Measurement {
+  /** Wall time of each timed repeat, in order; all > 0. */
+  samples_ms: number[];
+  median_ms: number;
+  p10_ms: number;
+  p90_ms: number;
+  /** Model FLOPs per call with the fixed reference convention. */
+  flops: number;
+  /** FLOPs the implementation actually executes, if known. */
+  executed_flops?: number | null;
+  tflops_per_s: number;
+  /** Fraction (0..1) of device peak; null when the device has no peak entry. */
+  mfu: number | null;
+  tokens_per_s: number;
+}
+
+export interface MetricsVersions {
+  python: string;
+  jax: string;
+  jaxlib: string;
+  [pkg: string]: string;
+}
+
+export interface MetricsGit {
+  /** HEAD of the measured tree; null outside git. */
+  commit: string | null;
+  dirty: boolean | null;
+}
+
+export interface MetricsFile {
+  schema: typeof METRICS_SCHEMA_VERSION;
+  target: string;
+  impl: string;
+  preset: string;
+  /** RFC 3339 date-time. */
+  created_at: string;
+  device: MetricsDevice;
+  shapes: MetricsShapes;
+  dtype: string;
+  timing: MetricsTiming;
+  /** Keyed by what was timed, e.g. fwd, fwd_bwd; at least one. */
+  measurements: Record<string, Measurement>;
+  versions: MetricsVersions;
+  git: MetricsGit;
+  trace_dir?: string | null;
+  notes?: string[];
+}
+
+/** RFC 3339 date-time, as JSON Schema's `date-time` format (ajv-formats is not a dependency). */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+let validator: ValidateFunction | undefined;
+
+function metricsValidator(): ValidateFunction {
+  if (validator) return validator;
+  const schema = JSON.parse(readFileSync(join(packageRoot(), METRICS_SCHEMA_FILE), 'utf8')) as object;
+  // verbose: errors carry the offending value, quoted in the message.
+  const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
+  ajv.addFormat('date-time', { validate: (s: string) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
+  validator = ajv.compile(schema);
+  return validator;
+}
+
+/** A JSON pointer (/measurements/fwd/samples_ms/2) as a path: measurements.fwd.samples_ms[2]. */
+function jsonPath(pointer: string, extra?: string): string {
+  const parts =
+    pointer === ''
+      ? []
+      : pointer
+          .slice(1)
+          .split('/')
+          .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+  if (extra !== undefined) parts.push(extra);
+  let path = '';
+  for (const p of parts) path += /^\d+$/.test(p) ? `[${p}]` : path === '' ? p : `.${p}`;
+  return path === '' ? '(top level)' : path;
+}
+
+function describe(e: ErrorObject): string {
+  const got = e.data === undefined || typeof e.data === 'object' ? '' : ` (got ${JSON.stringify(e.data)})`;
+  switch (e.keyword) {
+    case 'required':
+      return `${jsonPath(e.instancePath, String(e.params.missingProperty))}: missing`;
+    case 'additionalProperties':
+      return `${jsonPath(e.instancePath, String(e.params.additionalProperty))}: unknown key`;
+    case 'const':
+      return `${jsonPath(e.instancePath)}: must be ${JSON.stringify(e.params.allowedValue)}${got}`;
+    case 'format':
+      return `${jsonPath(e.instancePath)}: must be an RFC 3339 ${String(e.params.format)}${got}`;
+    default:
+      return `${jsonPath(e.instancePath)}: ${e.message ?? 'is invalid'}${got}`;
+  }
+}
+
+/**
+ * One line about a JSON.parse failure: V8's message without its quoted snippet of the input (which
+ * may span lines), with "at position N" turned into a line and column.
+ */
+function jsonSyntaxProblem(text: string, message: string): string {
+  const truncated = 'unexpected end of input (the file is truncated)';
+  const problem = message.replace(/, (\.\.\.)?".*"(\.\.\.)? is not valid JSON$/s, '').replace(/\s+/g, ' ');
+  if (/^Unexpected end of JSON input/.test(problem)) return `invalid JSON: ${truncated}`;
+  const at = /^(.*) in JSON at position (\d+)(?: \(line \d+ column \d+\))?$/.exec(problem);
+  if (at) {
+    const position = Number(at[2]);
+    if (position >= text.trimEnd().length) return `invalid JSON: ${truncated}`;
+    const before = text.slice(0, position);
+    const line = before.split('\n').length;
+    const column = before.length - before.lastIndexOf('\n');
+    return `invalid JSON at line ${line}, column ${column}: ${at[1]}`;
+  }
+  return `invalid JSON: ${problem}`;
+}
+
+/**
+ * Parse and validate metrics JSON text. `file` names the source in errors.
+ * @throws InputError naming the file and the JSON path of the first problem.
+ */
+export function parseMetrics(text: string, file: string): MetricsFile {
+  if (text.trim() === '') throw new InputError(file, 'empty file, expected metrics JSON');
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new InputError(file, jsonSyntaxProblem(text, errorMessage(err)), {
+      hint: 'a truncated file usually means the bench process was killed while writing it',
+    });
+  }
+  const validate = metricsValidator();
+  if (!validate(data)) {
+    const errors = validate.errors ?? [];
+    const more =
+      errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''})` : '';
+    const schemaWrong = errors.some((e) => e.instancePath === '/schema');
+    throw new InputError(
+      file,
+      `${errors.length > 0 ? describe(errors[0]!) : 'does not match the schema'}${more}`,
+      {
+        hint: schemaWrong
+          ? `this engine reads ${METRICS_SCHEMA_VERSION}; regenerate the file with this checkout's harness`
+          : `the contract is ${METRICS_SCHEMA_FILE}`,
+      },
+    );
+  }
+  return data as MetricsFile;
+}
+
+/** Why a file could not be read, without repeating its path. */
+function readProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EISDIR') return 'is a directory';
+  if (code === 'EACCES') return 'permission denied';
+  return errorMessage(err);
+}
+
+/**
+ * Read, parse and validate a metrics JSON file.
+ * @throws InputError naming the file when it cannot be read, parsed or validated.
+ */
+export async function readMetricsFile(file: string): Promise<MetricsFile> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new InputError(file, `cannot read metrics JSON: ${readProblem(err)}`, { cause: err });
+  }
+  return parseMetrics(text, file);
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * The number at a dotted `path` such as `measurements.fwd_bwd.median_ms` or
+ * `measurements.fwd_bwd.mfu` (the config's bench.metric.path). `file` names the source in errors.
+ * @throws InputError naming the file and the key when the value is absent, null or not a number.
+ */
+export function metricValue(metrics: MetricsFile, path: string, file: string): number {
+  const keys = path.split('.');
+  if (keys.some((k) => k === '')) throw new InputError(file, `metric path "${path}" is malformed`);
+  let node: unknown = metrics;
+  for (const [i, key] of keys.entries()) {
+    const here = keys.slice(0, i).join('.') || '(top level)';
+    if (typeof node !== 'object' || node === null || Array.isArray(node)) {
+      throw new InputError(file, `no metric "${path}": ${here} is ${kindOf(node)}`);
+    }
+    const record = node as Record<string, unknown>;
+    if (!Object.hasOwn(record, key)) {
+      const known = Object.keys(record).sort().join(', ');
+      throw new InputError(file, `no metric "${path}": ${here} has no key "${key}" (keys: ${known})`);
+    }
+    node = record[key];
+  }
+  if (node === null) {
+    throw new InputError(file, `metric "${path}" is null`, {
+      hint:
+        keys.at(-1) === 'mfu'
+          ? 'MFU is null when the device has no peak entry (e.g. on CPU); measure a time instead'
+          : undefined,
+    });
+  }
+  if (typeof node !== 'number' || !Number.isFinite(node)) {
+    throw new InputError(file, `metric "${path}" is ${kindOf(node)}, not a number`);
+  }
+  return node;
+}
+
+/**
+ * Reasons two runs cannot be compared: they measured different problems or environments
+ * (target, preset, shapes, dtype, device, timing protocol, JAX versions). Empty when comparable.
+ * The loop calls this for every run against the first before any statistics.
+ */
+export function comparabilityProblems(a: MetricsFile, b: MetricsFile): string[] {
+  const fields: [string, unknown, unknown][] = [
+    ['schema', a.schema, b.schema],
+    ['target', a.target, b.target],
+    ['preset', a.preset, b.preset],
+    ['dtype', a.dtype, b.dtype],
+    ['shapes', a.shapes, b.shapes],
+    ['device.backend', a.device.backend, b.device.backend],
+    ['device.kind', a.device.kind, b.device.kind],
+    ['device.count', a.device.count, b.device.count],
+    ['device.interpret', a.device.interpret, b.device.interpret],
+    ['timing.warmup', a.timing.warmup, b.timing.warmup],
+    ['timing.repeats', a.timing.repeats, b.timing.repeats],
+    ['timing.clock', a.timing.clock, b.timing.clock],
+    ['versions.jax', a.versions.jax, b.versions.jax],
+    ['versions.jaxlib', a.versions.jaxlib, b.versions.jaxlib],
+  ];
+  const canonical = (v: unknown): string =>
+    typeof v === 'object' && v !== null
+      ? JSON.stringify(Object.fromEntries(Object.entries(v).sort(([x], [y]) => x.localeCompare(y))))
+      : JSON.stringify(v);
+  return fields
+    .filter(([, x, y]) => canonical(x) !== canonical(y))
+    .map(([name, x, y]) => `${name} differs: ${canonical(x)} vs ${canonical(y)}`);
+}
