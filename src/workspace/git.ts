@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { displayCommand, type ExecResult, run } from '../exec/exec.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
@@ -503,9 +503,19 @@ export class Git {
     await this.git(args);
   }
 
-  /** Stage every change in the work tree, untracked files included. */
-  async stageAll(): Promise<void> {
-    await this.git(['add', '--all', '--', ':/']);
+  /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
+  async stageAll(opts: { exclude?: readonly string[] } = {}): Promise<void> {
+    const excluded = (opts.exclude ?? [])
+      .map((p) => relative(this.root, resolve(this.root, p)))
+      .filter((rel) => rel !== '' && !rel.startsWith('..') && !isAbsolute(rel))
+      .map((rel) => `:(top,literal,exclude)${rel}`);
+    await this.git(['add', '--all', '--', ':/', ...excluded]);
+  }
+
+  /** Whether the index differs from HEAD (something is staged). */
+  async hasStagedChanges(): Promise<boolean> {
+    const r = await this.git(['diff', '--cached', '--quiet', '--no-ext-diff'], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 1;
   }
 
   /** Commit what is staged and return the new HEAD. The message goes through stdin, verbatim. */

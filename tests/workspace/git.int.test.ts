@@ -279,6 +279,18 @@ describe('changing history', () => {
     expect(empty).not.toBe(sha);
   });
 
+  it('stages everything but the excluded paths, and tells whether anything is staged', async () => {
+    const { repo, g } = await setup();
+    expect(await g.hasStagedChanges()).toBe(false);
+    writeFiles(repo.root, { 'kernels/gdn/new.py': 'x = 1\n', '.hillclimb/result.json': '{}' });
+    await g.stageAll({ exclude: [join(repo.root, '.hillclimb/result.json'), join(repo.base, 'outside.log')] });
+    expect(await g.status()).toEqual([
+      { kind: 'tracked', path: 'kernels/gdn/new.py', index: 'A', worktree: '.' },
+      { kind: 'untracked', path: '.hillclimb/result.json', index: '?', worktree: '?' },
+    ]);
+    expect(await g.hasStagedChanges()).toBe(true);
+  });
+
   it('does not run repository hooks', async () => {
     const { repo, g } = await setup();
     const marker = join(repo.base, 'hook-ran');
