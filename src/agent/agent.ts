@@ -20,8 +20,9 @@ export interface AgentRequest {
   timeoutMs: number;
   idleTimeoutMs: number;
   /**
-   * The only environment the agent process gets (plus PATH and HOME). Never write tokens or cloud
-   * credentials: the agent must not be able to push, publish or spend.
+   * The only environment the agent process gets (plus PATH, HOME, LANG/LC_*, TMPDIR, the adapter's model
+   * API key and `agent.pass_env`; see environment.ts). Never write tokens or cloud credentials: the agent
+   * must not be able to push, publish or spend (adapters drop such names and warn).
    */
   env: Record<string, string>;
   signal?: AbortSignal;
@@ -54,6 +55,11 @@ export interface AgentOutcome {
   result?: AgentResult;
   /** Why the result file was rejected (missing, not JSON, wrong fields, too long). */
   resultProblem?: string;
+  /**
+   * Set when the harness committed the agent's uncommitted change on its behalf (codex: its sandbox keeps
+   * `.git` read-only). The SHA of that commit; the agent is its author, the harness its committer.
+   */
+  harnessCommit?: string;
   logFile: string;
   durationMs: number;
 }

@@ -1,0 +1,67 @@
+/**
+ * The `command` adapter: any program, from `agent.command.command` (an argument array, no shell).
+ * It runs in the working tree with the prompt on stdin and a scrubbed environment plus:
+ *
+ *   HILLCLIMB_RESULT_FILE  where to write {"hypothesis", "summary", "next_idea"}
+ *   HILLCLIMB_WORKDIR      the working tree (also the current directory)
+ *   HILLCLIMB_ITERATION    the 1-based iteration number
+ *
+ * It edits files and commits its one change, like any agent. Exit 0 = finished; exit 75 (EX_TEMPFAIL)
+ * = "infrastructure failure, retry me later" (the loop backs off and retries); any other exit = failed.
+ */
+import type { CommandArgs } from '../../config/types.js';
+import type { Logger } from '../../util/log.js';
+import type { Agent, AgentOutcome, AgentRequest } from '../agent.js';
+import { agentEnvironment, gitIdentityEnv } from '../environment.js';
+import { prepareResultFile, toOutcome } from '../outcome.js';
+import { runAgentProcess } from '../process.js';
+import { readAgentResult } from '../result.js';
+
+/** sysexits.h EX_TEMPFAIL: "temporary failure; the user is invited to retry". */
+export const COMMAND_INFRA_EXIT_CODE = 75;
+
+export interface CommandOptions {
+  command: CommandArgs;
+  passEnv: readonly string[];
+  logger: Logger;
+}
+
+export class CommandAgent implements Agent {
+  readonly name = 'command';
+
+  constructor(private readonly opts: CommandOptions) {
+    if (opts.command.length === 0) throw new Error('agent.command.command is empty');
+  }
+
+  async run(request: AgentRequest): Promise<AgentOutcome> {
+    prepareResultFile(request.resultFile);
+    const { env, secrets, refused } = agentEnvironment({
+      modelKeys: [],
+      passEnv: this.opts.passEnv,
+      defaults: gitIdentityEnv(this.name),
+      requestEnv: {
+        ...request.env,
+        HILLCLIMB_RESULT_FILE: request.resultFile,
+        HILLCLIMB_WORKDIR: request.workdir,
+        HILLCLIMB_ITERATION: String(request.iteration),
+      },
+    });
+    if (refused.length > 0) this.opts.logger.warn(`command agent: not passing ${refused.join(', ')}`);
+    const [program, ...args] = this.opts.command;
+    const proc = await runAgentProcess({
+      command: program!,
+      args,
+      cwd: request.workdir,
+      input: request.prompt,
+      env,
+      secrets,
+      logFile: request.logFile,
+      timeoutMs: request.timeoutMs,
+      idleTimeoutMs: request.idleTimeoutMs,
+      signal: request.signal,
+      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+    });
+    const { result, problem } = readAgentResult(request.resultFile);
+    return toOutcome(proc, request.logFile, result, problem);
+  }
+}

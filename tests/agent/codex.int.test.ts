@@ -1,0 +1,194 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CODEX_SANDBOX_NOTE, CodexAgent } from '../../src/agent/agents/codex.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { HARNESS_IDENTITY } from '../../src/workspace/git.js';
+import { git } from '../workspace/repo.js';
+import { type AgentFixture, agentFixture, fakesFirstOnPath } from './setup.js';
+
+const fixtures: AgentFixture[] = [];
+let restorePath: () => void;
+beforeAll(() => {
+  restorePath = fakesFirstOnPath();
+});
+afterAll(() => restorePath());
+afterEach(() => {
+  for (const f of fixtures.splice(0)) f.repo.cleanup();
+});
+
+function setup(mode: string, overrides = {}) {
+  const f = agentFixture(mode, overrides);
+  fixtures.push(f);
+  return f;
+}
+
+function codex(opts: Partial<ConstructorParameters<typeof CodexAgent>[0]> = {}) {
+  const logger = memoryLogger();
+  const agent = new CodexAgent({ binary: 'codex', extraArgs: [], passEnv: [], logger, ...opts });
+  return { agent, logger };
+}
+
+describe('codex adapter', () => {
+  it('runs codex exec with the exact flags, the prompt on stdin, and commits the change for the agent', async () => {
+    const f = setup('ok');
+    const head = git(f.repo.root, 'rev-parse', 'HEAD').trim();
+    const { agent } = codex({ model: 'gpt-5.4', reasoningEffort: 'high', extraArgs: ['--search'] });
+    const outcome = await agent.run(f.request);
+
+    const rec = f.record();
+    const lastMessage = f.request.logFile.replace(/\.log$/, '.last-message.txt');
+    expect(rec.argv).toEqual([
+      'exec',
+      '--json',
+      '--color',
+      'never',
+      '--sandbox',
+      'workspace-write',
+      '--ephemeral',
+      '-C',
+      f.repo.root,
+      '--output-last-message',
+      lastMessage,
+      '--output-schema',
+      expect.stringMatching(/hc-codex-[^/]+\/result\.schema\.json$/),
+      '-c',
+      'sandbox_workspace_write.network_access=false',
+      '-m',
+      'gpt-5.4',
+      '-c',
+      'model_reasoning_effort="high"',
+      '--add-dir',
+      dirname(f.request.resultFile),
+      '--search',
+      '-',
+    ]);
+    expect(rec.argv).not.toContain('--dangerously-bypass-approvals-and-sandbox');
+    expect(rec.stdin).toBe(`${f.request.prompt}${CODEX_SANDBOX_NOTE}`);
+    expect(rec.cwd).toBe(f.repo.root);
+    expect(existsSync(rec.argv[12]!)).toBe(false); // the schema's scratch folder is gone
+
+    expect(outcome.status).toBe('finished');
+    expect(outcome.exitCode).toBe(0);
+    expect(outcome.infraError).toBeUndefined();
+    expect(outcome.result).toEqual({
+      hypothesis: 'Fusing the two chunk matmuls halves the launches.',
+      summary: 'Fused the two matmuls in chunk.py into one dot_general.',
+      next_idea: 'Tile V to fit VMEM.',
+    });
+    expect(outcome.resultProblem).toBeUndefined();
+    expect(outcome.harnessCommit).toMatch(/^[0-9a-f]{40}$/);
+    expect(git(f.repo.root, 'rev-parse', 'HEAD').trim()).toBe(outcome.harnessCommit);
+    expect(git(f.repo.root, 'rev-parse', 'HEAD~1').trim()).toBe(head);
+    expect(git(f.repo.root, 'log', '-1', '--format=%an|%cn|%s').trim()).toBe(
+      `codex (hillclimb agent)|${HARNESS_IDENTITY.name}|Fused the two matmuls in chunk.py into one dot_general.`,
+    );
+    expect(git(f.repo.root, 'status', '--porcelain').trim()).toBe('');
+    const log = readFileSync(f.request.logFile, 'utf8');
+    expect(log).toContain('$ codex exec --json');
+    expect(log).toContain('"type":"turn.completed"');
+    expect(outcome.logFile).toBe(f.request.logFile);
+  });
+
+  it('leaves out --add-dir when the result file is inside the workdir, and lets extra_args replace the sandbox', async () => {
+    const f = setup('no-change');
+    f.request.resultFile = `${f.repo.root}/.hillclimb/result.json`;
+    f.request.prompt = f.request.prompt.replace(/result_file: .*/, `result_file: ${f.request.resultFile}`);
+    const { agent } = codex({ extraArgs: ['--dangerously-bypass-approvals-and-sandbox'] });
+    const outcome = await agent.run(f.request);
+    const argv = f.record().argv;
+    expect(argv).not.toContain('--add-dir');
+    expect(argv).not.toContain('--sandbox');
+    expect(argv).not.toContain('-m');
+    expect(argv.at(-2)).toBe('--dangerously-bypass-approvals-and-sandbox');
+    expect(outcome.status).toBe('finished');
+    expect(outcome.harnessCommit).toBeUndefined();
+    expect(outcome.result?.summary).toBe('No change is worth making.');
+  });
+
+  it('takes the result from the schema-constrained final message when the file is missing', async () => {
+    const f = setup('message-only');
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome.result?.next_idea).toBe('Tile V to fit VMEM.');
+    expect(outcome.resultProblem).toBeUndefined();
+    expect(outcome.harnessCommit).toBeDefined();
+  });
+
+  it('reports a garbage result as a resultProblem and still commits the change', async () => {
+    const f = setup('garbage');
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome.status).toBe('finished');
+    expect(outcome.result).toBeUndefined();
+    expect(outcome.resultProblem).toMatch(/not valid JSON/);
+    expect(git(f.repo.root, 'log', '-1', '--format=%s').trim()).toBe('codex change');
+  });
+
+  it.each([
+    ['rate-limit', /429 Too Many Requests/],
+    ['server-error', /503 Service Unavailable/],
+  ])('classifies %s as an infrastructure failure', async (mode, pattern) => {
+    const f = setup(mode);
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome.status).toBe('failed');
+    expect(outcome.exitCode).toBe(1);
+    expect(outcome.infraError).toMatch(/^model API failure: /);
+    expect(outcome.infraError).toMatch(pattern);
+    expect(outcome.harnessCommit).toBeUndefined();
+    expect(outcome.resultProblem).toMatch(/no result file/);
+  });
+
+  it('does not call the agent’s own failure infrastructure, even when its output mentions a 503', async () => {
+    const f = setup('agent-error');
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome).toMatchObject({ status: 'failed', exitCode: 1 });
+    expect(outcome.infraError).toBeUndefined();
+  });
+
+  it('reports a crash (killed by a signal) as failed, not infrastructure', async () => {
+    const f = setup('crash');
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome).toMatchObject({ status: 'failed', exitCode: null });
+    expect(outcome.infraError).toBeUndefined();
+  });
+
+  it('kills a silent agent at the idle timeout and counts it as the agent’s', async () => {
+    const f = setup('hang', { idleTimeoutMs: 700 });
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome.status).toBe('timeout');
+    expect(outcome.infraError).toBeUndefined();
+    expect(outcome.durationMs).toBeLessThan(10_000);
+  });
+
+  it('counts an idle timeout as infrastructure when codex was retrying the model API', async () => {
+    const f = setup('hang-retrying', { idleTimeoutMs: 700 });
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome.status).toBe('timeout');
+    expect(outcome.infraError).toMatch(/went silent while retrying the model API: .*Reconnecting/);
+  });
+
+  it('stops a busy agent at the wall-clock timeout, not infrastructure', async () => {
+    const f = setup('slow', { timeoutMs: 800, idleTimeoutMs: 5000 });
+    const outcome = await codex().agent.run(f.request);
+    expect(outcome.status).toBe('timeout');
+    expect(outcome.infraError).toBeUndefined();
+  });
+
+  it('reports a missing binary as infrastructure', async () => {
+    const f = setup('ok');
+    const outcome = await codex({ binary: 'codex-not-installed-here' }).agent.run(f.request);
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      exitCode: null,
+      infraError: 'agent binary not found: codex-not-installed-here',
+    });
+    expect(existsSync(f.recordFile)).toBe(false);
+  });
+
+  it('reports a cancelled run as infrastructure ("cancelled")', async () => {
+    const f = setup('hang');
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const outcome = await codex().agent.run({ ...f.request, signal: controller.signal });
+    expect(outcome).toMatchObject({ status: 'failed', infraError: 'cancelled' });
+  });
+});

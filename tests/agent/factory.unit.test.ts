@@ -1,0 +1,120 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Agent } from '../../src/agent/agent.js';
+import { buildAgent, getAgentTypes, registerAgent, unregisterAgent } from '../../src/agent/factory.js';
+import { parseConfig } from '../../src/config/load.js';
+import type { HillclimbConfig } from '../../src/config/types.js';
+import { ConfigError, UnknownNameError } from '../../src/util/errors.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { tempDir } from '../helpers/paths.js';
+
+const t = tempDir();
+mkdirSync(join(t.dir, 'examples', 'replay', 'gdn'), { recursive: true });
+afterAll(() => t.cleanup());
+
+const TARGET = `version: 1
+targets:
+  k:
+    editable: [kernels/k/**]
+    protected: [kernels/harness/**]
+    correctness:
+      cpu:
+        command: ["{python}", "-m", "pytest", "kernels"]
+    bench:
+      command: ["{python}", "-m", "bench", "--out", "{metrics}"]
+      metric:
+        path: measurements.fwd.median_ms
+        direction: lower
+`;
+
+function config(agentYaml = ''): HillclimbConfig {
+  return parseConfig(`${TARGET}${agentYaml}`, join(t.dir, 'hillclimb.yml'));
+}
+
+const opts = { root: t.dir, logger: memoryLogger() };
+
+describe('agent config keys', () => {
+  it('defaults pass_env to [] and leaves claude.allowed_tools to the adapter', () => {
+    const c = config();
+    expect(c.agent.pass_env).toEqual([]);
+    expect(c.agent.claude.allowed_tools).toBeUndefined();
+  });
+
+  it('accepts pass_env and claude.allowed_tools', () => {
+    const c = config(`agent:
+  kind: claude
+  pass_env: [HTTPS_PROXY, NO_PROXY]
+  claude:
+    allowed_tools: ["Read", "Bash(pytest:*)"]
+`);
+    expect(c.agent.pass_env).toEqual(['HTTPS_PROXY', 'NO_PROXY']);
+    expect(c.agent.claude.allowed_tools).toEqual(['Read', 'Bash(pytest:*)']);
+  });
+
+  it('rejects a pass_env entry that is not a variable name, naming the key path', () => {
+    const e = (() => {
+      try {
+        config('agent:\n  pass_env: ["A=B"]\n');
+      } catch (err) {
+        return err as ConfigError;
+      }
+    })();
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e!.keyPath).toBe('agent.pass_env.0');
+  });
+});
+
+describe('buildAgent', () => {
+  it.each([
+    ['codex', 'agent:\n  kind: codex\n'],
+    ['claude', 'agent:\n  kind: claude\n'],
+    ['command', 'agent:\n  kind: command\n  command:\n    command: [my-agent, --fast]\n'],
+    ['replay', ''],
+  ])('builds the %s agent from config', (name, yaml) => {
+    expect(buildAgent(config(yaml), opts).name).toBe(name);
+  });
+
+  it('resolves the replay folder against the project root', () => {
+    const c = config('agent:\n  replay:\n    dir: missing/patches\n');
+    expect(() => buildAgent(c, opts)).toThrow(join(t.dir, 'missing', 'patches'));
+  });
+
+  it('refuses an unknown kind with the sorted list of known ones', () => {
+    const c = config();
+    (c.agent as { kind: string }).kind = 'gpt-in-a-box';
+    const err = (() => {
+      try {
+        buildAgent(c, opts);
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    expect(err).toBeInstanceOf(UnknownNameError);
+    expect(err!.message).toBe('unknown agent "gpt-in-a-box"; known: claude, codex, command, replay');
+  });
+
+  it('refuses a token in pass_env before any agent runs', () => {
+    const c = config('agent:\n  kind: codex\n  pass_env: [HTTPS_PROXY, GITHUB_TOKEN, AWS_ACCESS_KEY_ID]\n');
+    expect(() => buildAgent(c, opts)).toThrow(ConfigError);
+    expect(() => buildAgent(c, opts)).toThrow(/agent\.pass_env: GITHUB_TOKEN, AWS_ACCESS_KEY_ID/);
+  });
+
+  it('lists kinds sorted and accepts registered ones', () => {
+    expect(getAgentTypes()).toEqual(['claude', 'codex', 'command', 'replay']);
+    const fake: Agent = {
+      name: 'fake',
+      run: async () => ({ status: 'finished', exitCode: 0, logFile: '', durationMs: 0 }),
+    };
+    registerAgent('fake', () => fake);
+    try {
+      const c = config();
+      (c.agent as { kind: string }).kind = 'fake';
+      expect(buildAgent(c, opts)).toBe(fake);
+      expect(getAgentTypes()).toContain('fake');
+    } finally {
+      unregisterAgent('fake');
+    }
+    expect(getAgentTypes()).not.toContain('fake');
+  });
+});
