@@ -1,0 +1,37 @@
+// docs/agents.md shows every flag the codex and claude adapters pass, so the docs cannot drift.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { claudeArgs, DEFAULT_CLAUDE_ALLOWED_TOOLS } from '../../src/agent/agents/claude.js';
+import { codexArgs } from '../../src/agent/agents/codex.js';
+import { REPO_ROOT } from '../helpers/paths.js';
+
+const doc = readFileSync(join(REPO_ROOT, 'docs', 'agents.md'), 'utf8');
+
+describe('docs/agents.md', () => {
+  it('shows every flag the codex adapter passes', () => {
+    const args = codexArgs({
+      workdir: '/w',
+      lastMessageFile: '/l',
+      schemaFile: '/s',
+      resultDir: '/r',
+      model: 'm',
+      reasoningEffort: 'high',
+      extraArgs: [],
+    });
+    for (const a of args.filter((x) => x.startsWith('-') || x.includes('='))) {
+      expect(doc, a).toContain(a.replace('"high"', '"<agent.codex.reasoning_effort>"'));
+    }
+  });
+
+  it('shows every flag the claude adapter passes', () => {
+    const args = claudeArgs({
+      model: 'm',
+      maxTurns: 3,
+      allowedTools: DEFAULT_CLAUDE_ALLOWED_TOOLS,
+      resultDir: '/r',
+      extraArgs: [],
+    });
+    for (const a of args.filter((x) => x.startsWith('-'))) expect(doc, a).toContain(a);
+  });
+});
