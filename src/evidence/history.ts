@@ -1,0 +1,47 @@
+/**
+ * The append-only history: one row per iteration, with provenance, in `<state_dir>/history.jsonl`
+ * (and mirrored to the store). Rows are never rewritten; the champion and the trajectory are derived
+ * from them.
+ */
+import type { Verdict } from './verdicts.js';
+
+export const HISTORY_SCHEMA = 'hillclimb.history/v1';
+
+export interface HistoryRow {
+  schema: typeof HISTORY_SCHEMA;
+  /** When the row was written (ISO 8601). */
+  at: string;
+  runId: string;
+  iteration: number;
+  target: string;
+  verdict: Verdict;
+  /** One line: why. */
+  reason: string;
+  baseCommit: string;
+  candidateCommit: string | null;
+  /** The agent's commit subject (prose). */
+  subject: string | null;
+  metric: { path: string; direction: 'higher' | 'lower'; label: string; unit: string };
+  /** Median of the per-run values, champion (A) and candidate (B); null when not measured. */
+  a: number | null;
+  b: number | null;
+  nA: number;
+  nB: number;
+  /** Improvement ratio (> 1 better) and its confidence interval. */
+  ratio: number | null;
+  ciLow: number | null;
+  ciHigh: number | null;
+  /** Minimum detectable effect (fraction) and the accept bar used. */
+  mde: number | null;
+  mfuA: number | null;
+  mfuB: number | null;
+  /** The champion after this iteration. */
+  championAfter: string;
+  harnessHash: string | null;
+  configHash: string;
+  device: string | null;
+  backend: string | null;
+  versions: Record<string, string>;
+  prUrl: string | null;
+  evidenceUrl: string | null;
+}
