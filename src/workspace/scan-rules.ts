@@ -18,6 +18,8 @@ export interface LineRule {
   paths: readonly string[];
   /** Any of these matching the (comment-stripped) added line is a finding. */
   patterns: ReadonlyArray<RegExp | ((code: string) => boolean)>;
+  /** Match the line as written, comments included (configured checks: the user's patterns, verbatim). */
+  rawLine?: boolean;
 }
 
 export interface PathRule {

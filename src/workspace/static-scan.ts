@@ -73,8 +73,7 @@ export function scanDiff(diffText: string, opts: ScanOptions): ScanResult {
       const code = python ? stripPythonComment(added.text) : added.text;
       if (code.trim() === '') continue;
       for (const rule of rules) {
-        const configured = rule.id.startsWith('static_checks[');
-        const subject = configured ? added.text : code;
+        const subject = rule.rawLine ? added.text : code;
         if (rule.patterns.some((p) => (typeof p === 'function' ? p(subject) : p.test(subject)))) {
           findings.push({
             file: path,
@@ -109,6 +108,7 @@ function configuredRules(checks: readonly StaticCheck[]): LineRule[] {
     severity: 'block',
     paths: c.paths && c.paths.length > 0 ? c.paths : ['**'],
     patterns: [new RegExp(c.pattern)],
+    rawLine: true,
   }));
 }
 

@@ -101,6 +101,7 @@ describe('codex adapter', () => {
     expect(argv).not.toContain('--sandbox');
     expect(argv).not.toContain('-m');
     expect(argv.at(-2)).toBe('--dangerously-bypass-approvals-and-sandbox');
+    expect(f.record().stdin).toBe(f.request.prompt); // no read-only-.git note outside our sandbox
     expect(outcome.status).toBe('finished');
     expect(outcome.harnessCommit).toBeUndefined();
     expect(outcome.result?.summary).toBe('No change is worth making.');

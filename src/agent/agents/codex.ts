@@ -109,7 +109,8 @@ export class CodexAgent implements Agent {
         command: this.opts.binary,
         args,
         cwd: request.workdir,
-        input: `${request.prompt}${CODEX_SANDBOX_NOTE}`,
+        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
+        input: args.includes('workspace-write') ? `${request.prompt}${CODEX_SANDBOX_NOTE}` : request.prompt,
         env,
         secrets,
         logFile: request.logFile,
