@@ -1,0 +1,93 @@
+/**
+ * Backend factory: a map from `compute.backend` to a constructor closure (release-please style). The
+ * CLI and the loop call buildBackend once and see only the Backend interface.
+ */
+import { resolve } from 'node:path';
+import type { HillclimbConfig } from '../config/types.js';
+import { ConfigError, UnknownNameError } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+import type { Backend } from './backend.js';
+import { LocalBackend } from './backends/local.js';
+import { RayBackend } from './backends/ray.js';
+import { TpuVmBackend } from './backends/tpu-vm.js';
+import { type Gcloud, gcloudCli } from './tpu/gcloud.js';
+import { defaultRunId } from './tpu/lifecycle.js';
+import { tpuStateDir } from './tpu/state.js';
+
+export interface BuildBackendOptions {
+  /** Project root (holds the venv used by the local backend). */
+  root: string;
+  logger: Logger;
+  /** Print what would run (gcloud commands, Ray submissions, local commands) instead of running it. */
+  dryRun?: boolean;
+  /** Names cloud resources (TPU VMs). Default: defaultRunId() (HILLCLIMB_RUN_ID, GitHub run id + attempt, or a timestamp). */
+  runId?: string;
+  /** gcloud to use; default the gcloud CLI on PATH (dry-run aware). */
+  gcloud?: Gcloud;
+}
+
+export type BackendBuilder = (config: HillclimbConfig, opts: BuildBackendOptions) => Backend;
+
+/** Folder of the TPU allocation records for a config. */
+export function tpuStateDirFor(config: HillclimbConfig): string {
+  return tpuStateDir(resolve(config.root, config.paths.state_dir));
+}
+
+function missingSection(config: HillclimbConfig, key: string): ConfigError {
+  return new ConfigError(
+    config.file,
+    key,
+    `compute.backend is ${config.compute.backend}, so ${key} is required`,
+  );
+}
+
+const builders = new Map<string, BackendBuilder>([
+  [
+    'local',
+    (_config, opts) => new LocalBackend({ root: opts.root, logger: opts.logger, dryRun: opts.dryRun }),
+  ],
+  [
+    'ray',
+    (config, opts) => {
+      if (!config.compute.ray) throw missingSection(config, 'compute.ray');
+      return new RayBackend({ config: config.compute.ray, logger: opts.logger, dryRun: opts.dryRun });
+    },
+  ],
+  [
+    'tpu-vm',
+    (config, opts) => {
+      if (!config.compute.tpu_vm) throw missingSection(config, 'compute.tpu_vm');
+      return new TpuVmBackend({
+        config: config.compute.tpu_vm,
+        logger: opts.logger,
+        gcloud:
+          opts.gcloud ??
+          gcloudCli({ dryRun: opts.dryRun, print: (line) => opts.logger.info(`dry run: ${line}`) }),
+        stateDir: tpuStateDirFor(config),
+        runId: opts.runId ?? defaultRunId(),
+      });
+    },
+  ],
+]);
+
+/** Build the backend named by `compute.backend`. Throws UnknownNameError for a name with no builder. */
+export function buildBackend(config: HillclimbConfig, opts: BuildBackendOptions): Backend {
+  const name = config.compute.backend;
+  const builder = builders.get(name);
+  if (!builder) throw new UnknownNameError('compute backend', name, getBackendTypes());
+  return builder(config, opts);
+}
+
+/** The registered backend names, sorted. */
+export function getBackendTypes(): string[] {
+  return [...builders.keys()].sort();
+}
+
+/** Add (or replace) a backend, e.g. for an out-of-tree backend or a test. */
+export function registerBackend(name: string, builder: BackendBuilder): void {
+  builders.set(name, builder);
+}
+
+export function unregisterBackend(name: string): void {
+  builders.delete(name);
+}
