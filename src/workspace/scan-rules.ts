@@ -109,7 +109,7 @@ export const LINE_RULES: readonly LineRule[] = [
       'keys state on object identity or raw bytes (id(), tobytes(), weak dicts): the classic cache that returns a previous output for a "new" input',
     paths: PY,
     patterns: [
-      /(?<![\w.])id\s*\(/,
+      /(?<!\bdef\s+)(?<![\w.])id\s*\(/,
       /\.tobytes\s*\(\s*\)/,
       /\bweakref\.Weak(?:Key|Value)Dictionary\b|\bWeak(?:Key|Value)Dictionary\s*\(/,
     ],

@@ -75,7 +75,7 @@ const CASES: Record<string, { hack: string[]; ok: string[] }> = {
       '    key = q.tobytes()',
       '_memo = weakref.WeakKeyDictionary()',
     ],
-    ok: ['    i = pl.program_id(0)', '    row_id = ids[0]', '    h = head_id(x)'],
+    ok: ['    i = pl.program_id(0)', '    row_id = ids[0]', '    h = head_id(x)', '    def id(self) -> str:'],
   },
   'native-pointer': {
     hack: [
