@@ -1,0 +1,1 @@
+"""hillclimb kernel workspace: ``gdn`` (the agent-editable kernel) and ``harness`` (protected)."""

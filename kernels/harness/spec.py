@@ -1,0 +1,173 @@
+"""Correctness contract of the gdn target: seeds, test shapes and tolerances, in one place.
+
+Protected (``hillclimb.yml``): the agent cannot loosen a tolerance or shrink a shape. Benchmark
+shapes live apart, in ``presets.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+SEED = 20251121
+
+# Implementations the public API must offer; the bench refuses anything else before importing JAX.
+IMPLS = ("recurrent", "chunked_xla", "pallas")
+# Implementations compared against the oracle by the suite (``recurrent`` is checked separately
+# against the NumPy float64 oracle).
+CHUNKED_IMPLS = ("chunked_xla", "pallas")
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One problem shape. ``C`` is the chunk size passed to the implementation (None: default)."""
+
+    B: int
+    T: int
+    H: int
+    K: int
+    V: int
+    C: int | None = None
+    dtype: str = "float32"
+
+    @property
+    def id(self) -> str:
+        """Parametrize id, e.g. ``B2-T64-H2-K16-V16-C16-float32``; JUnit names carry the shape."""
+        chunk = "Cdefault" if self.C is None else f"C{self.C}"
+        return f"B{self.B}-T{self.T}-H{self.H}-K{self.K}-V{self.V}-{chunk}-{self.dtype}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tol:
+    """Pass when ``rel_rms <= rel_rms`` or, for near-zero references, ``max_abs <= atol``.
+
+    ``rel_rms = rms(out - ref) / rms(ref)``; both are computed in float64.
+    """
+
+    rel_rms: float
+    atol: float
+
+
+# --- tolerances --------------------------------------------------------------------------------
+# fp32 JAX oracle vs NumPy float64 oracle, and the product's recurrent impl vs NumPy.
+TOL_ORACLE = Tol(rel_rms=1e-5, atol=1e-6)
+# Outputs (o, final state) of a chunked implementation vs the fp32 oracle.
+TOL_FWD = {"float32": Tol(rel_rms=1e-4, atol=1e-6), "bfloat16": Tol(rel_rms=5e-3, atol=1e-3)}
+# Gradients vs autodiff of the fp32 oracle. dg and dbeta collect long sums of products.
+TOL_GRAD = {
+    "float32": Tol(rel_rms=2e-4, atol=1e-5),
+    "bfloat16": Tol(rel_rms=8e-3, atol=1e-3),
+}
+TOL_GRAD_GATES = {
+    "float32": Tol(rel_rms=1e-3, atol=1e-5),
+    "bfloat16": Tol(rel_rms=2e-2, atol=1e-3),
+}
+# Invariants that hold exactly in exact arithmetic.
+TOL_INVARIANT = Tol(rel_rms=1e-5, atol=1e-5)
+# The bench's output check on its own (large) inputs.
+TOL_BENCH = {"float32": Tol(rel_rms=1e-3, atol=1e-5), "bfloat16": Tol(rel_rms=1e-2, atol=1e-3)}
+
+# --- shapes ------------------------------------------------------------------------------------
+# Compile time dominates the suite on CPU, so distinct shapes are few and reused across tests.
+ORACLE_CASE = Case(B=1, T=17, H=2, K=8, V=8)
+INVARIANT_CASE = Case(B=1, T=96, H=2, K=16, V=16, C=64)  # 2 chunks, the second padded
+# chunked == recurrent over chunk sizes (incl. C=1 and an odd T that needs padding) and K != V.
+CHUNKED_XLA_CASES = (
+    Case(B=2, T=16, H=2, K=16, V=16, C=16),
+    Case(B=1, T=37, H=2, K=16, V=16, C=1),
+    Case(B=1, T=37, H=2, K=16, V=16, C=8),
+    Case(B=1, T=37, H=2, K=16, V=16, C=32),
+    Case(B=1, T=64, H=2, K=16, V=16, C=32),
+    Case(B=1, T=37, H=2, K=16, V=32, C=16),
+)
+# Continuation: one pass over T tokens == two passes split at SPLIT carrying the state.
+CONTINUATION_CASE = Case(B=1, T=48, H=2, K=16, V=16, C=16)
+CONTINUATION_SPLIT = 24  # mid-chunk; both halves have the same shape (one compile)
+# Pallas (interpret on CPU) vs the oracle.
+PALLAS_CASES = (
+    Case(B=2, T=64, H=2, K=16, V=16, C=16),
+    Case(B=1, T=37, H=1, K=32, V=32, C=16),  # padded, with an initial state
+    Case(B=1, T=128, H=1, K=64, V=64, C=64),  # the reference chunk size
+    Case(B=1, T=64, H=2, K=32, V=32, C=32, dtype="bfloat16"),
+    Case(B=1, T=40, H=2, K=16, V=16, C=None),  # the kernel's default block sizes
+)
+# Gates: strong, layer-realistic and extreme values must stay finite and correct.
+GATE_CASE = Case(B=1, T=37, H=2, K=16, V=16, C=16)
+GATE_MODES = ("strong", "layer", "extreme")
+# Gradients with random cotangents on o and on the final state.
+GRAD_CASES = (
+    Case(B=1, T=37, H=2, K=16, V=32, C=16),
+    Case(B=1, T=64, H=1, K=32, V=32, C=32, dtype="bfloat16"),
+)
+# TPU-rules lint and Mosaic lowering: realistic shapes, traced but never run.
+LINT_CASES = (
+    Case(B=1, T=256, H=2, K=128, V=128, C=None, dtype="bfloat16"),
+    Case(B=1, T=200, H=2, K=64, V=64, C=None, dtype="float32"),
+    Case(B=1, T=256, H=2, K=64, V=64, C=128, dtype="bfloat16"),
+)
+# Shapes run with Mosaic on a real TPU (marker ``tpu``).
+TPU_CASES = (
+    Case(B=2, T=256, H=2, K=128, V=128, C=None, dtype="float32"),
+    Case(B=2, T=512, H=4, K=64, V=64, C=None, dtype="bfloat16"),
+)
+
+# --- static rules for the editable kernel folder -------------------------------------------------
+# TPU block rule: the last two block dims are multiples of (sublanes, lanes) or the full array dims.
+TPU_SUBLANES = 8
+TPU_LANES = 128
+# Pallas kernel names must look like this, and each pallas_call must sit in a jax.named_scope.
+KERNEL_NAME_PATTERN = r"^gdn_[a-z0-9_]+$"
+# Primitives with no Pallas TPU lowering (or that defeat the chunked design) inside a kernel body.
+FORBIDDEN_KERNEL_PRIMITIVES = frozenset(
+    {
+        "cumsum",
+        "cumprod",
+        "cummax",
+        "cummin",
+        "cumlogsumexp",
+        "rev",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "gather",
+        "scatter",
+        "scatter-add",
+        "scatter_add",
+        "scatter-mul",
+        "scatter_mul",
+        "scatter-min",
+        "scatter-max",
+        "triangular_solve",
+        "cholesky",
+        "lu",
+        "qr",
+        "svd",
+        "eig",
+        "eigh",
+        "tridiagonal_solve",
+        "custom_linear_solve",
+        "sort",
+        "top_k",
+        "pure_callback",
+        "io_callback",
+    }
+)
+# Primitives the measured function may not contain anywhere (host round trips can cache results).
+FORBIDDEN_BENCH_PRIMITIVES = frozenset({"pure_callback", "io_callback", "callback"})
+
+# Source tripwires for kernels/gdn (a cheap static gate, not a sandbox): the kernel must not reach
+# the harness, timers, global JAX config, the environment, the file system or host callbacks.
+# Matched against code only (comments and string literals are stripped first).
+FORBIDDEN_SOURCE_PATTERNS = {
+    r"\bkernels\.harness\b|from\s+\.\.harness\b": "imports the protected harness",
+    r"\bimport\s+time\b|\bfrom\s+time\s+import\b|perf_counter|monotonic": "touches timers",
+    r"\bjax\.config\b|\bconfig\.update\b|default_matmul_precision": "changes global JAX config",
+    r"\bos\.environ\b|\bputenv\b|\bimport\s+os\b": "touches the environment",
+    r"\bsys\.modules\b|\bimportlib\b|__import__|\bbuiltins\b": "patches modules",
+    r"\bthreading\b|\bmultiprocessing\b|\bsubprocess\b|\bsignal\b|\basyncio\b": (
+        "runs work outside the timed call"
+    ),
+    r"pure_callback|io_callback|debug\.callback|host_callback": "calls back to the host",
+    r"\bopen\(|\bpathlib\b|\bpickle\b|np\.load|jnp\.load|\bshelve\b": "reads or writes files",
+    r"jax\.profiler": "drives the profiler",
+}
+# Files allowed under kernels/gdn (no binaries, no data a kernel could load).
+ALLOWED_KERNEL_SUFFIXES = (".py", ".md")

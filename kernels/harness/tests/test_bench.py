@@ -1,0 +1,229 @@
+"""The bench: one fresh process on the tiny preset writes a schema-valid metrics JSON, a trace and
+one parseable line; bad arguments exit 2 with one line; FLOP, peak and MFU conventions."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import jax
+import pytest
+
+from kernels.harness import bench, flops, schema, spec
+from kernels.harness.presets import PRESETS
+
+REPEATS = 3
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    metrics_path = out / "metrics.json"
+    trace_dir = out / "trace"
+    cmd = [
+        sys.executable, "-m", "kernels.harness.bench",
+        "--target", "gdn", "--impl", "pallas", "--preset", "tiny",
+        "--repeats", str(REPEATS), "--warmup", "1",
+        "--out", str(metrics_path), "--trace", str(trace_dir),
+    ]  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=bench.REPO_ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc, json.loads(metrics_path.read_text()), metrics_path, trace_dir
+
+
+def test_bench_prints_one_parseable_line(tiny_run):
+    proc, metrics, metrics_path, _ = tiny_run
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stdout
+    head, *pairs = lines[0].split(" ")
+    assert head == bench.LINE_PREFIX
+    fields = dict(p.split("=", 1) for p in pairs)
+    assert fields["impl"] == "pallas"
+    assert fields["preset"] == "tiny"
+    assert fields["backend"] == jax.default_backend()
+    assert float(fields["fwd_ms"]) == pytest.approx(
+        metrics["measurements"]["fwd"]["median_ms"], rel=1e-5
+    )
+    assert float(fields["fwd_bwd_ms"]) == pytest.approx(
+        metrics["measurements"]["fwd_bwd"]["median_ms"], rel=1e-5
+    )
+    assert fields["metrics"] == str(metrics_path)
+    if jax.default_backend() == "cpu":
+        assert fields["mfu"] == ""
+
+
+def test_bench_metrics_validate_against_the_schema(tiny_run):
+    _, metrics, _, _ = tiny_run
+    assert schema.validate(metrics) == []
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in requirements-dev.txt")
+    validator = jsonschema.Draft7Validator(
+        schema.load_schema(), format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+    )
+    errors = [e.message for e in validator.iter_errors(metrics)]
+    assert errors == []
+
+
+def test_bench_metrics_are_consistent(tiny_run):
+    _, m, _, _ = tiny_run
+    preset = PRESETS["tiny"]
+    assert m["schema"] == schema.SCHEMA_ID
+    assert (m["target"], m["impl"], m["preset"], m["dtype"]) == (
+        "gdn", "pallas", "tiny", preset.dtype
+    )  # fmt: skip
+    shapes = m["shapes"]
+    assert (shapes["B"], shapes["T"], shapes["H"], shapes["K"], shapes["V"]) == (
+        preset.B, preset.T, preset.H, preset.K, preset.V
+    )  # fmt: skip
+    assert shapes["chunk_size"] % 8 == 0
+    assert m["timing"]["repeats"] == REPEATS
+    assert set(m["timing"]["compile_ms"]) >= {"fwd", "fwd_bwd"}
+    assert m["device"]["backend"] == jax.default_backend()
+    if jax.default_backend() == "cpu":
+        assert m["device"]["interpret"] is True
+        assert m["device"]["peak_flops_per_s"] is None
+    fwd_flops = flops.model_flops(
+        B=preset.B, T=preset.T, H=preset.H, K=preset.K, V=preset.V, measurement="fwd"
+    )
+    for name, mult in (("fwd", 1), ("fwd_bwd", 3)):
+        meas = m["measurements"][name]
+        samples = meas["samples_ms"]
+        assert len(samples) == REPEATS
+        assert min(samples) <= meas["median_ms"] <= max(samples)
+        assert meas["p10_ms"] <= meas["median_ms"] <= meas["p90_ms"]
+        assert meas["flops"] == pytest.approx(mult * fwd_flops)
+        assert meas["tflops_per_s"] == pytest.approx(meas["flops"] / meas["median_ms"] / 1e9)
+        assert meas["tokens_per_s"] == pytest.approx(preset.B * preset.T / meas["median_ms"] * 1e3)
+        if m["device"]["peak_flops_per_s"] is None:
+            assert meas["mfu"] is None
+    assert m["git"]["commit"] is None or len(m["git"]["commit"]) == 40
+
+
+def test_bench_trace_directory_is_real(tiny_run):
+    _, m, _, trace_dir = tiny_run
+    assert m["trace_dir"] == str(trace_dir.resolve())
+    runs = list((trace_dir / "plugins" / "profile").iterdir())
+    assert len(runs) == 1
+    names = [p.name for p in runs[0].iterdir()]
+    assert "perfetto_trace.json.gz" in names
+    assert any(n.endswith(".xplane.pb") for n in names)
+    assert (runs[0] / "perfetto_trace.json.gz").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--impl", "cuda", "--preset", "tiny"],
+        ["--impl", "pallas", "--preset", "huge"],
+        ["--impl", "pallas", "--preset", "tiny", "--repeats", "0"],
+        ["--impl", "pallas", "--preset", "tiny", "--measure", "fwd,backward"],
+        ["--impl", "pallas", "--preset", "tiny", "--target", "attention"],
+        ["--impl", "pallas"],
+        ["--impl", "pallas", "--preset", "tiny", "--bogus"],
+    ],
+    ids=["impl", "preset", "repeats", "measure", "target", "missing-preset", "unknown-flag"],
+)
+def test_bad_arguments_exit_2_with_one_line(argv, capsys):
+    assert bench.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert captured.err.startswith("bench: error: ")
+
+
+def test_bad_arguments_in_a_fresh_process_print_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernels.harness.bench", "--impl", "nope", "--preset", "tiny"],
+        cwd=bench.REPO_ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_bench_refuses_host_callbacks():
+    def sneaky(x):
+        return jax.pure_callback(lambda a: a, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    closed = jax.make_jaxpr(sneaky)(jax.numpy.ones(3))
+    with pytest.raises(bench.CandidateError, match="host callbacks"):
+        bench.inspect_program("fwd", closed)
+
+
+# --- conventions ----------------------------------------------------------------------------
+
+
+def test_flops_match_the_documented_convention():
+    # gdn-kernel.md 5.6: C=64, K=V=128 -> 181.6k; C=128, K=V=64 -> 112.0k per token per head.
+    assert flops.fwd_flops_per_token_head(128, 128) == pytest.approx(181_589.33, rel=1e-6)
+    assert flops.fwd_flops_per_token_head(64, 64, C=128) == pytest.approx(111_957.33, rel=1e-6)
+    fwd = flops.model_flops(B=2, T=100, H=3, K=64, V=32, measurement="fwd")
+    assert fwd == pytest.approx(2 * 100 * 3 * flops.fwd_flops_per_token_head(64, 32))
+    assert flops.model_flops(B=2, T=100, H=3, K=64, V=32, measurement="fwd_bwd") == 3 * fwd
+
+
+def test_model_flops_ignore_the_chunk_size_executed_flops_do_not():
+    kw = dict(impl="pallas", B=1, T=256, H=1, K=64, V=64, measurement="fwd")
+    assert flops.executed_flops(chunk_size=64, **kw) == pytest.approx(
+        flops.model_flops(B=1, T=256, H=1, K=64, V=64, measurement="fwd")
+    )
+    assert flops.executed_flops(chunk_size=128, **kw) > flops.executed_flops(chunk_size=64, **kw)
+
+
+@pytest.mark.parametrize(
+    ("kind", "peak"),
+    [
+        ("TPU v4", 275e12),
+        ("TPU v5 lite", 197e12),
+        ("TPU v5", 459e12),
+        ("TPU v5p", 459e12),
+        ("TPU v6 lite", 918e12),
+        ("NVIDIA H100 80GB HBM3", 989e12),
+        ("NVIDIA H200", 989e12),
+        ("cpu", None),
+        ("TPU v9000", None),
+    ],
+)
+def test_peak_table(kind, peak):
+    assert flops.peak_flops_per_device(kind) == peak
+
+
+def test_mfu_is_a_fraction_or_none():
+    assert flops.mfu(459e12, 2.0, 459e12) == pytest.approx(0.5)
+    assert flops.mfu(1e12, 1.0, None) is None
+
+
+def test_schema_validator_rejects_bad_metrics(tiny_run):
+    _, good, _, _ = tiny_run
+    cases = []
+    bad = copy.deepcopy(good)
+    del bad["measurements"]
+    cases.append((bad, "missing required 'measurements'"))
+    bad = copy.deepcopy(good)
+    bad["measurements"]["fwd"]["mfu"] = -1.0
+    cases.append((bad, "minimum"))
+    bad = copy.deepcopy(good)
+    bad["device"]["speed"] = "fast"
+    cases.append((bad, "unexpected property 'speed'"))
+    bad = copy.deepcopy(good)
+    bad["schema"] = "hillclimb.metrics/v0"
+    cases.append((bad, "const"))
+    bad = copy.deepcopy(good)
+    bad["measurements"]["fwd"]["samples_ms"] = []
+    cases.append((bad, "fewer than 1 items"))
+    for doc, needle in cases:
+        errors = schema.validate(doc)
+        assert any(needle in e for e in errors), (needle, errors)
+
+
+def test_schema_validator_refuses_unknown_keywords():
+    errors = schema.validate({"a": 1}, {"type": "object", "patternProperties": {}})
+    assert any("not supported" in e for e in errors)
+
+
+def test_presets_cover_cpu_and_tpu():
+    assert {"tiny", "130m-layer", "qwen3next-like"} <= set(PRESETS)
+    assert set(spec.IMPLS) == {"recurrent", "chunked_xla", "pallas"}
