@@ -283,7 +283,9 @@ describe('changing history', () => {
     const { repo, g } = await setup();
     expect(await g.hasStagedChanges()).toBe(false);
     writeFiles(repo.root, { 'kernels/gdn/new.py': 'x = 1\n', '.hillclimb/result.json': '{}' });
-    await g.stageAll({ exclude: [join(repo.root, '.hillclimb/result.json'), join(repo.base, 'outside.log')] });
+    await g.stageAll({
+      exclude: [join(repo.root, '.hillclimb/result.json'), join(repo.base, 'outside.log')],
+    });
     expect(await g.status()).toEqual([
       { kind: 'tracked', path: 'kernels/gdn/new.py', index: 'A', worktree: '.' },
       { kind: 'untracked', path: '.hillclimb/result.json', index: '?', worktree: '?' },
