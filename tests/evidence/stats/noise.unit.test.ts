@@ -1,5 +1,5 @@
 // Expected MDE constants computed with scipy 1.17:
-//   (t.ppf(.975, ν) + t.ppf(.8, ν)) · √(π/2) · 1.1
+//   m = (t.ppf(.975, ν) + t.ppf(.8, ν)) · √(π/2) · 1.1 · CV · √(1/n_A + 1/n_B);  MDE = exp(m) − 1
 import { describe, expect, it } from 'vitest';
 import {
   BOOTSTRAP_WIDTH_FACTOR,
@@ -16,14 +16,18 @@ describe('minimumDetectableEffect', () => {
     expect(MEDIAN_SE_FACTOR).toBeCloseTo(Math.sqrt(Math.PI / 2), 15);
     expect(BOOTSTRAP_WIDTH_FACTOR).toBe(1.1);
     expect(mdeMultiplier(8)).toBeCloseTo(4.4046259207371845, 9);
-    expect(minimumDetectableEffect(0.01, 5, 5)).toBeCloseTo(0.027857300301091556, 10);
-    expect(minimumDetectableEffect(0.01, 15, 15)).toBeCloseTo(0.014614272469297557, 10);
-    expect(minimumDetectableEffect(0.02, 5, 8)).toBeCloseTo(0.04835967307284848, 10);
+    expect(minimumDetectableEffect(0.01, 5, 5)).toBeCloseTo(Math.expm1(0.027857300301091556), 10);
+    expect(minimumDetectableEffect(0.01, 15, 15)).toBeCloseTo(Math.expm1(0.014614272469297557), 10);
+    expect(minimumDetectableEffect(0.02, 5, 8)).toBeCloseTo(Math.expm1(0.04835967307284848), 10);
+    expect(minimumDetectableEffect(0.01, 5, 5)).toBeCloseTo(0.02824894, 7);
     expect(mdeMultiplier(8, { confidence: 0.99, power: 0.9 })).toBeCloseTo(6.551603028795206, 8);
   });
 
-  it('scales with CV and shrinks with √n towards the large-sample constant', () => {
-    expect(minimumDetectableEffect(0.02, 5, 5)).toBeCloseTo(2 * minimumDetectableEffect(0.01, 5, 5), 12);
+  it('scales with CV (in log units) and shrinks with √n towards the large-sample constant', () => {
+    expect(Math.log1p(minimumDetectableEffect(0.02, 5, 5))).toBeCloseTo(
+      2 * Math.log1p(minimumDetectableEffect(0.01, 5, 5)),
+      12,
+    );
     expect(minimumDetectableEffect(0, 5, 5)).toBe(0);
     const largeSample = (1.959963984540054 + 0.8416212335729143) * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR;
     expect(mdeMultiplier(1e6)).toBeCloseTo(largeSample, 4);
