@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../env/root.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerSetup } from './commands/setup.js';
+import { registerTpu } from './commands/tpu.js';
 import { type CliIO, contextFor, processIO, reportError } from './context.js';
 
 export function buildProgram(io: CliIO, done: (code: number) => void): Command {
@@ -21,6 +22,7 @@ export function buildProgram(io: CliIO, done: (code: number) => void): Command {
   const ctx = () => contextFor(program, io);
   registerSetup(program, ctx, done);
   registerDoctor(program, ctx, done);
+  registerTpu(program, ctx, done);
   return program;
 }
 
