@@ -186,6 +186,19 @@ function totalsOf(file: string, cases: readonly JUnitCase[], suites: readonly Xm
   };
 }
 
+/** One line about a validation error; unclosed elements mean the file ends early. */
+function xmlProblem(err: { msg: string; line: number; col: number }): string {
+  // The validator lists several unclosed elements as a JSON array, at a meaningless line 1.
+  const open = /^Invalid '(\[.*\])' found\.?$/s.exec(err.msg);
+  if (open) {
+    const tags = (JSON.parse(open[1]!) as string[]).map((t) => `<${t}>`).join(' > ');
+    return `truncated XML: the file ends inside ${tags}`;
+  }
+  const single = /^Unclosed tag '(.+)'\.?$/.exec(err.msg);
+  if (single) return `truncated XML: <${single[1]}> opened at line ${err.line} is never closed`;
+  return `invalid XML at line ${err.line}, column ${err.col}: ${oneLine(err.msg)}`;
+}
+
 /**
  * Parse JUnit XML text. `file` names the source in errors.
  * @throws InputError for empty, malformed or truncated XML and for XML that is not JUnit.
@@ -194,8 +207,7 @@ export function parseJUnitXml(xml: string, file: string): JUnitReport {
   if (xml.trim() === '') throw new InputError(file, 'empty file, expected JUnit XML');
   const valid = XMLValidator.validate(xml);
   if (valid !== true) {
-    const { msg, line, col } = valid.err;
-    throw new InputError(file, `invalid XML at line ${line}, column ${col}: ${oneLine(msg)}`, {
+    throw new InputError(file, xmlProblem(valid.err), {
       hint: 'a truncated file usually means the test run was killed before pytest finished writing it',
     });
   }

@@ -18,6 +18,16 @@ async function readError(file: string): Promise<InputError> {
   return err as InputError;
 }
 
+function parseOneLine(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(InputError);
+    return (e as InputError).message;
+  }
+  throw new Error('expected an InputError');
+}
+
 describe('readJUnitXml on real pytest output', () => {
   it('counts every outcome as pytest does', async () => {
     const r = await readJUnitXml(fixture('pytest-default.xml'));
@@ -113,12 +123,25 @@ describe('parseJUnitXml on generic JUnit', () => {
 });
 
 describe('bad JUnit input', () => {
-  it('names the file and the line of truncated XML, with exit code 2', async () => {
+  it('says where a truncated file ends, with exit code 2', async () => {
     const err = await readError(fixture('truncated.xml'));
-    expect(err.message).toMatch(/^\/.*truncated\.xml: invalid XML at line \d+, column \d+: .+$/);
-    expect(err.message).not.toContain('\n');
+    expect(err.message).toBe(
+      `${fixture('truncated.xml')}: truncated XML: the file ends inside <testsuites> > <testsuite> > <testcase> > <skipped>`,
+    );
     expect(err.exitCode).toBe(ExitCode.badInput);
     expect(err.file).toBe(fixture('truncated.xml'));
+    expect(err.hint).toMatch(/killed before pytest finished/);
+  });
+
+  it('names the line and column of malformed XML', () => {
+    const bad =
+      '<testsuites>\n  <testsuite name="s">\n    <testcase name="a" time="1"></testsuite>\n</testsuites>';
+    expect(parseOneLine(() => parseJUnitXml(bad, 'bad.xml'))).toMatch(
+      /^bad\.xml: invalid XML at line 3, column \d+: .+$/,
+    );
+    expect(parseOneLine(() => parseJUnitXml('<testsuites>', 'open.xml'))).toBe(
+      'open.xml: truncated XML: <testsuites> opened at line 1 is never closed',
+    );
   });
 
   it.each([
