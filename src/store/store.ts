@@ -13,6 +13,12 @@ export interface StoredObject {
 
 export interface Store {
   readonly name: string;
+  /**
+   * True when `url(key)` can be fetched by anyone's browser without credentials (a public HF dataset),
+   * which is what a Perfetto UI deep link needs (see ./perfetto.ts). False for file:// URLs and
+   * private repositories.
+   */
+  readonly publiclyReadable: boolean;
   /** Store one local file under `key`; overwrites. */
   put(key: string, file: string): Promise<StoredObject>;
   /** Store every file below a local directory under `prefix/…`, in one operation where the backend allows. */
