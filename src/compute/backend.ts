@@ -48,7 +48,12 @@ export interface JobResult {
   exitCode: number | null;
   /** Why the job was stopped, if the backend stopped it. */
   killedBy?: 'timeout' | 'idle-timeout' | 'abort';
-  /** Set when the failure is the infrastructure's (could not start, lost worker, backend API error), not the job's. */
+  /**
+   * Set when the failure is the infrastructure's (could not start, lost worker, backend API error), not the job's.
+   * It wins over `exitCode`: both are set when the job ran to the end but its outputs could not be brought
+   * back (over the size cap, damaged, fetch failed), so the run must not be used as evidence. A dry run
+   * returns an infraError starting with "dry run".
+   */
   infraError?: string;
   durationMs: number;
   logFile: string;

@@ -162,6 +162,7 @@ export class RayBackend implements Backend {
     }
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
+    if (job.signal?.aborted) return result({ killedBy: 'abort' });
 
     try {
       const existing = await this.client.getJob(submissionId);
