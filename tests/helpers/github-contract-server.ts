@@ -110,6 +110,8 @@ interface Repo {
   bareDir: string;
   /** The repository setting "Allow GitHub Actions to create and approve pull requests". */
   actionsCanCreatePullRequests: boolean;
+  /** False for private repositories on plans without draft PRs. */
+  draftsSupported: boolean;
   pulls: Map<number, Pull>;
   labels: Map<string, Label>;
   issueLabels: Map<number, string[]>;
@@ -205,13 +207,18 @@ export class GitHubContractServer {
     return record;
   }
 
-  addRepo(fullName: string, bareDir: string, opts: { actionsCanCreatePullRequests?: boolean } = {}): void {
+  addRepo(
+    fullName: string,
+    bareDir: string,
+    opts: { actionsCanCreatePullRequests?: boolean; draftsSupported?: boolean } = {},
+  ): void {
     const [owner, name] = fullName.split('/') as [string, string];
     this.repos.set(fullName.toLowerCase(), {
       owner,
       name,
       bareDir,
       actionsCanCreatePullRequests: opts.actionsCanCreatePullRequests ?? true,
+      draftsSupported: opts.draftsSupported ?? true,
       pulls: new Map(),
       labels: new Map(),
       issueLabels: new Map(),
@@ -577,6 +584,9 @@ export class GitHubContractServer {
     if (!baseSha) throw invalid('PullRequest', 'base', 'invalid');
     if ([...repo.pulls.values()].some((p) => p.state === 'open' && p.head === head && p.base === b.base)) {
       throw custom('PullRequest', `A pull request already exists for ${repo.owner}:${head}.`);
+    }
+    if (b.draft && !repo.draftsSupported) {
+      throw custom('PullRequest', 'Draft pull requests are not supported in this repository.');
     }
     if (isAncestor(repo.bareDir, headSha, baseSha))
       throw custom('PullRequest', `No commits between ${b.base} and ${head}`);

@@ -17,6 +17,8 @@ export const ERROR_ACTIONS_CANNOT_CREATE_PR =
 export const ERROR_BODY_TOO_LONG = 'is too long';
 /** 422 from pulls.create when the head has nothing the base lacks. */
 export const ERROR_NO_COMMITS_BETWEEN = 'No commits between';
+/** 422 from pulls.create with draft: true where the plan has no draft PRs: open it ready instead. */
+export const ERROR_DRAFTS_NOT_SUPPORTED = 'Draft pull requests are not supported';
 /** 422 code from labels.create when the label exists (harmless: it is what we wanted). */
 export const ERROR_CODE_ALREADY_EXISTS = 'already_exists';
 

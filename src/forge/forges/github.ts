@@ -39,6 +39,7 @@ import {
 } from './github-comments.js';
 import {
   ERROR_CODE_ALREADY_EXISTS,
+  ERROR_DRAFTS_NOT_SUPPORTED,
   ERROR_PR_ALREADY_EXISTS,
   githubErrorCodes,
   toForgeApiError,
@@ -306,24 +307,36 @@ export class GitHubForge implements Forge {
     return pulls
       .filter(
         (p) =>
-          p.head.ref === branch && (p.head.repo?.full_name ?? this.opts.repository) === this.opts.repository,
+          p.head.ref === branch &&
+          (p.head.repo?.full_name ?? this.opts.repository).toLowerCase() ===
+            this.opts.repository.toLowerCase(),
       )
       .sort((a, b) => a.number - b.number)[0];
   }
 
   private async createPull(spec: PullRequestSpec, title: string, body: string): Promise<PullLike> {
-    const { data } = await this.session.call('pulls.create', () =>
-      this.client.rest.pulls.create({
-        owner: this.owner,
-        repo: this.repo,
-        head: `${this.owner}:${spec.branch}`,
-        base: spec.base,
-        title,
-        body,
-        draft: spec.draft,
-      }),
-    );
-    return data as PullLike;
+    const create = (draft: boolean) =>
+      this.session.call('pulls.create', () =>
+        this.client.rest.pulls.create({
+          owner: this.owner,
+          repo: this.repo,
+          head: `${this.owner}:${spec.branch}`,
+          base: spec.base,
+          title,
+          body,
+          draft,
+        }),
+      );
+    try {
+      return (await create(spec.draft)).data as PullLike;
+    } catch (e) {
+      if (!(spec.draft && e instanceof ForgeApiError && e.message.includes(ERROR_DRAFTS_NOT_SUPPORTED)))
+        throw e;
+      this.opts.logger.warn(
+        `${this.opts.repository} does not support draft PRs; opening ${spec.branch} as ready`,
+      );
+      return (await create(false)).data as PullLike;
+    }
   }
 
   private async updatePull(

@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ForgeApiError } from '../../../src/forge/errors.js';
 import type { CommentStamp, PullRequestSpec } from '../../../src/forge/forge.js';
-import { GitHubForge, type GitHubForgeOptions, gitAuthEnv } from '../../../src/forge/forges/github.js';
+import {
+  defaultGitUrl,
+  GitHubForge,
+  type GitHubForgeOptions,
+  gitAuthEnv,
+} from '../../../src/forge/forges/github.js';
 import { BODY_CAP_CHARS } from '../../../src/forge/limits.js';
 import { decodeStamp, stickyMarker } from '../../../src/forge/sticky.js';
 import { memoryLogger } from '../../../src/util/log.js';
@@ -125,6 +130,13 @@ describe('pushBranch', () => {
     expect(logger.lines.join('\n')).not.toContain(TOKEN);
   });
 
+  it('derives the push URL from the API URL (github.com and GitHub Enterprise)', () => {
+    expect(defaultGitUrl('https://api.github.com', REPO)).toBe('https://github.com/octo/kernels.git');
+    expect(defaultGitUrl('https://ghe.example.com/api/v3', REPO)).toBe(
+      'https://ghe.example.com/octo/kernels.git',
+    );
+  });
+
   it('appends its git config after entries already in the environment', () => {
     const { env } = gitAuthEnv('https://github.com/o/r.git', TOKEN, { GIT_CONFIG_COUNT: '2' });
     expect(env.GIT_CONFIG_COUNT).toBe('4');
@@ -173,6 +185,18 @@ describe('pull requests', () => {
     const r = await forge.upsertPullRequest(spec({ body: 'v2' }));
     expect(r.pr.draft).toBe(false);
     expect(server.pullsOf(REPO)[0]!.draft).toBe(false);
+  });
+
+  it('opens a ready PR (with a warning) where the repository has no draft PRs', async () => {
+    server.addRepo('octo/nodrafts', bare, { draftsSupported: false });
+    const forge = forgeWith({ repository: 'octo/nodrafts' });
+    await pushedBranch(forge);
+    const r = await forge.upsertPullRequest(spec({ draft: true }));
+    expect(r).toMatchObject({ operation: 'created', pr: { draft: false } });
+    expect(server.requests.filter((q) => q.operationId === 'pulls/create').map((q) => q.status)).toEqual([
+      422, 201,
+    ]);
+    expect(logger.lines.some((l) => l.includes('does not support draft PRs'))).toBe(true);
   });
 
   it('recovers from 422 "A pull request already exists" when another run wins the race', async () => {
