@@ -23,7 +23,11 @@ if "trace" in out:
     os.makedirs(os.path.join(out["trace"], "plugins"))
     open(os.path.join(out["trace"], "plugins", "t.xplane.pb"), "wb").write(b"\\x00\\x01trace")
 print("running on the fake TPU VM", flush=True)
+with open(os.path.expanduser("~/timeline"), "a") as f:
+    f.write("start %f\\n" % time.time())
 time.sleep(float(os.environ.get("HC_SLEEP", "0")))
+with open(os.path.expanduser("~/timeline"), "a") as f:
+    f.write("end %f\\n" % time.time())
 sys.exit(int(os.environ.get("HC_EXIT", "0")))
 `;
 
@@ -131,8 +135,9 @@ describe('TpuVmBackend', () => {
     spec1.env = { HC_SLEEP: '0.5' };
     const [r1, r2] = await Promise.all([b.run(spec1), b.run(job())]);
     expect([r1.exitCode, r2.exitCode]).toEqual([0, 0]);
-    const log1 = readFileSync(spec1.logFile, 'utf8');
-    expect(log1).toContain('running on the fake TPU VM');
+    // The second job started only after the first had ended.
+    const timeline = readFileSync(join(fake.home, 'timeline'), 'utf8').trim().split('\n');
+    expect(timeline.map((l) => l.split(' ')[0])).toEqual(['start', 'end', 'start', 'end']);
     await b.close();
   });
 
@@ -161,6 +166,19 @@ describe('TpuVmBackend', () => {
     expect(fake.callsOf('queued-resources create')).toEqual([]);
     expect(fake.callsOf('queued-resources delete')).toEqual([]);
     expect(readRecords(join(fake.scratch, 'state'))).toEqual([held]);
+  });
+
+  it('a resumed engine of the same run re-attaches to the TPU it allocated, and releases it', async () => {
+    fake.scenario(UP);
+    const first = backend();
+    await first.open(); // the engine "crashes" here: no close()
+    const second = backend();
+    await second.open();
+    expect((await second.run(job())).exitCode).toBe(0);
+    await second.close();
+    expect(fake.callsOf('queued-resources create')).toHaveLength(1);
+    expect(fake.callsOf('queued-resources delete')).toHaveLength(1);
+    expect(readRecords(join(fake.scratch, 'state'))).toEqual([]);
   });
 
   it('stops a job at its time limit on the VM, and kills it remotely on abort', async () => {

@@ -83,10 +83,16 @@ export class TpuVmBackend implements Backend {
     if (this.allocation && !this.lost) return;
     const held = await this.findHeld();
     if (held) {
-      this.opts.logger.info(`tpu: using ${held.name} in ${held.zone}, held by \`hillclimb tpu allocate\``);
+      // A TPU held by the CLI stays for `hillclimb tpu release`; one a backend of this run allocated
+      // before (an engine that crashed and resumed) is ours to release.
+      this.owned = held.owner === 'backend';
+      this.opts.logger.info(
+        this.owned
+          ? `tpu: resuming with ${held.name} in ${held.zone}, allocated earlier in this run`
+          : `tpu: using ${held.name} in ${held.zone}, held by \`hillclimb tpu allocate\``,
+      );
       await runSetup(this.ctx, held);
       this.allocation = held;
-      this.owned = false;
       this.lost = false;
       return;
     }
