@@ -14,7 +14,14 @@
 import type { StatsVerdict } from '../verdicts.js';
 import { bootstrapRatioOfMedians, type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
 import { median } from './describe.js';
-import { armCv, DEFAULT_CONFIDENCE, DEFAULT_POWER, minimumDetectableEffect, robustNoiseCv } from './noise.js';
+import {
+  armCv,
+  DEFAULT_CONFIDENCE,
+  DEFAULT_POWER,
+  minimumDetectableEffect,
+  pooledLogCv,
+  robustNoiseCv,
+} from './noise.js';
 
 /** Which way is better: 'higher' (MFU, throughput) or 'lower' (time). */
 export type Direction = 'higher' | 'lower';
@@ -243,8 +250,10 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   }
   const ci = policy.ciMethod === 'bca' ? boot.bca : boot.percentile;
 
-  // The noise floor.
-  const observedCv = robustNoiseCv([a, b]);
+  // The noise floor. Tukey's fences always keep the middle half of an arm, so the robust estimate
+  // exists whenever an arm has two runs; the plain one is only a guard.
+  const robustCv = robustNoiseCv([a, b]);
+  const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a, b]) : robustCv;
   let mde: number;
   let mdeSource: MdeSource;
   let noiseCv: number | null;
