@@ -54,7 +54,15 @@ export interface GuardEvidence {
   changedPaths: string[];
   protectedTouched: string[];
   outsideEditable: string[];
-  findings: Array<{ file: string; line: number; rule: string; reason: string; text: string }>;
+  /** Static-scan findings over the added lines; `block` findings make the iteration invalid. */
+  findings: Array<{
+    file: string;
+    line: number | null;
+    rule: string;
+    reason: string;
+    severity: 'block' | 'warn';
+    excerpt: string;
+  }>;
 }
 
 export interface GateEvidence {
@@ -88,6 +96,8 @@ export interface MeasurementEvidence {
   metric: { path: string; direction: 'higher' | 'lower'; label: string; unit: string };
   /** Runs in the order they ran (interleaved, random first arm). */
   runs: MeasuredRun[];
+  /** Champion runs that failed (infrastructure) and were re-run; kept as evidence, not used. */
+  discarded?: MeasuredRun[];
   firstArm: 'A' | 'B';
   comparison?: Comparison;
   /** Median MFU per arm, when the device has a peak entry. */

@@ -10,9 +10,9 @@
  * with a short sleep, as the seed loop's wrapper did; every other failure throws a GitError at once.
  */
 import { createHash } from 'node:crypto';
-import { accessSync, constants, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { displayCommand, type ExecResult, run } from '../exec/exec.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
@@ -196,6 +196,22 @@ export class Git {
       });
     }
     return new Git(top, binary, opts);
+  }
+
+  /**
+   * Clone `source` (a path or URL) into `dest` and open the clone. Used by the demo to work on a
+   * scratch copy, so the user's checkout never changes.
+   */
+  static async clone(source: string, dest: string, opts: GitOptions = {}): Promise<Git> {
+    const binary = opts.binary ?? findOnPath('git');
+    if (!binary)
+      throw new HillclimbError('git not found on PATH', { hint: 'install git', exitCode: ExitCode.infra });
+    mkdirSync(dirname(resolve(dest)), { recursive: true });
+    await run(binary, ['clone', '--quiet', '--no-hardlinks', '--', source, resolve(dest)], {
+      env: GIT_ENV,
+      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    });
+    return Git.create(dest, opts);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -490,6 +506,61 @@ export class Git {
         exitCode: ExitCode.infra,
       });
     }
+  }
+
+  /** Forget worktrees whose folders were deleted behind git's back (e.g. by a killed run). */
+  async pruneWorktrees(): Promise<void> {
+    await this.git(['worktree', 'prune']);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Moving commits between jobs
+
+  /** Point a ref (e.g. refs/hillclimb/candidates/<run>/i003) at a commit, creating it if needed. */
+  async updateRef(ref: string, commit: string): Promise<void> {
+    assertRefName(ref);
+    await this.git(['update-ref', ref, await this.revParse(commit)]);
+  }
+
+  /** Write the commits `base..ref` to a git bundle file, so another job can fetch them with their SHAs. */
+  async createBundle(file: string, ref: string, base: string): Promise<void> {
+    assertRefName(ref);
+    assertRevision(base);
+    mkdirSync(dirname(resolve(file)), { recursive: true });
+    await this.git(['bundle', 'create', '--quiet', resolve(file), ref, `^${base}`]);
+  }
+
+  /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
+  async fetchBundle(file: string, ref: string): Promise<void> {
+    assertRefName(ref);
+    await this.git(['fetch', '--quiet', '--no-tags', resolve(file), `+${ref}:${ref}`]);
+  }
+
+  /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
+  async formatPatch(base: string, head: string): Promise<string> {
+    assertRevision(base);
+    assertRevision(head);
+    return (await this.git(['format-patch', '--stdout', '--no-signature', `${base}..${head}`])).stdout;
+  }
+
+  /** The first line of a commit message. */
+  async subject(commit: string): Promise<string> {
+    assertRevision(commit);
+    return (await this.git(['log', '-1', '--format=%s', commit, '--'])).stdout.trim();
+  }
+
+  /** Every file path in a commit's tree, sorted (for hashing the protected paths matched by globs). */
+  async listFiles(commit: string): Promise<Array<{ path: string; blob: string }>> {
+    assertRevision(commit);
+    const r = await this.git(['ls-tree', '-r', '-z', '--full-tree', commit]);
+    return r.stdout
+      .split('\0')
+      .filter((l) => l !== '')
+      .map((l) => {
+        const [meta, path] = l.split('\t') as [string, string];
+        return { path, blob: meta.split(' ')[2]! };
+      })
+      .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -798,5 +869,19 @@ function isExecutable(file: string): boolean {
     return statSync(file).isFile();
   } catch {
     return false;
+  }
+}
+
+/** A full ref name under refs/, without anything git or a shell could misread. */
+function assertRefName(ref: string): void {
+  if (
+    !/^refs\/[A-Za-z0-9._/-]+$/.test(ref) ||
+    ref.includes('..') ||
+    ref.endsWith('/') ||
+    ref.endsWith('.lock')
+  ) {
+    throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
+      exitCode: ExitCode.badInput,
+    });
   }
 }

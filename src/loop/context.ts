@@ -1,0 +1,66 @@
+/**
+ * What every step of an iteration gets: the configuration, the chosen target, the backends picked once
+ * by config (compute, agent, forge, store), the repository, and where the run keeps its files.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Agent } from '../agent/agent.js';
+import type { Backend } from '../compute/backend.js';
+import type { HillclimbConfig, TargetConfig } from '../config/types.js';
+import type { Forge } from '../forge/forge.js';
+import type { Store } from '../store/store.js';
+import type { Logger } from '../util/log.js';
+import type { Git } from '../workspace/git.js';
+
+export interface LoopContext {
+  config: HillclimbConfig;
+  target: TargetConfig;
+  /** The repository the loop works in (holds hillclimb.yml). */
+  root: string;
+  /** Absolute state directory (`paths.state_dir`). */
+  stateDir: string;
+  runId: string;
+  runDir: string;
+  /** When the run started (ISO 8601); orders sticky-comment writes across runs. */
+  runStartedAt: string;
+  totalIterations: number;
+  git: Git;
+  /** Where measurements, the accelerator gate and the profile run. */
+  backend: Backend;
+  /** Where the CPU gate runs: always this machine, before any accelerator time. */
+  cpuBackend: Backend;
+  agent: Agent;
+  forge: Forge;
+  store: Store;
+  logger: Logger;
+  /** Progress lines for the terminal (one per step). */
+  progress: (line: string) => void;
+  /** Cancels the running step (SIGINT/SIGTERM). */
+  signal: AbortSignal;
+  /** sha256 of the config file text: recorded as provenance, checked on resume. */
+  configHash: string;
+  hillclimbVersion: string;
+  host: string;
+  /** Sleep used between infrastructure retries (tests shorten it). */
+  sleep: (ms: number) => Promise<void>;
+}
+
+export function configHash(config: HillclimbConfig): string {
+  return createHash('sha256').update(readFileSync(config.file)).digest('hex').slice(0, 16);
+}
+
+export function stateDirOf(config: HillclimbConfig): string {
+  return resolve(config.root, config.paths.state_dir);
+}
+
+export function runDirOf(stateDir: string, runId: string): string {
+  return join(stateDir, 'runs', runId);
+}
+
+export function defaultHost(): string {
+  return hostname();
+}
+
+export const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

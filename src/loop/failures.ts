@@ -1,0 +1,39 @@
+/**
+ * How a step fails. Two kinds matter to the loop:
+ * - an infrastructure failure (a backend, the network, a model API) says nothing about the candidate:
+ *   the step is retried with backoff, and if it keeps failing the iteration ends in `error`;
+ * - an interruption (SIGINT/SIGTERM) stops the run where it is; `--resume` continues the same step.
+ * A real failure (tests fail, the bench crashes on the candidate) is never retried: the step records
+ * a verdict instead of throwing.
+ */
+import { ExitCode, HillclimbError } from '../util/errors.js';
+
+export class InfraFailure extends HillclimbError {
+  override name = 'InfraFailure';
+
+  constructor(message: string, opts: { hint?: string; cause?: unknown } = {}) {
+    super(message, { ...opts, exitCode: ExitCode.infra });
+  }
+}
+
+export class Interrupted extends HillclimbError {
+  override name = 'Interrupted';
+
+  constructor(message = 'interrupted') {
+    super(message, { exitCode: 130, hint: 'continue where it stopped with: hillclimb loop --resume' });
+  }
+}
+
+/** Exponential backoff: base · 2^(attempt−1), attempt counting from 1. */
+export function backoffMs(baseSeconds: number, attempt: number): number {
+  return Math.round(baseSeconds * 1000 * 2 ** (attempt - 1));
+}
+
+/**
+ * A short signature of how an iteration failed, for the stuck-loop guard: the same signature several
+ * iterations in a row means the loop is not learning and a human should look.
+ */
+export function failureSignature(verdict: string, reasons: readonly string[], stoppedAt?: string): string {
+  const first = (reasons[0] ?? '').replace(/[0-9a-f]{7,40}/g, '<sha>').replace(/\d+(\.\d+)?/g, '<n>');
+  return `${verdict}|${stoppedAt ?? ''}|${first}`;
+}

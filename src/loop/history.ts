@@ -1,0 +1,82 @@
+/**
+ * The append-only history file and what the loop derives from it: the rows of a target, and the
+ * champion's latest harness-measured numbers for the prompt.
+ */
+import { join } from 'node:path';
+import { HISTORY_SCHEMA, type HistoryRow } from '../evidence/history.js';
+import type { IterationEvidence } from '../evidence/iteration.js';
+import { appendLineDurable, readJsonLines } from '../util/files.js';
+
+export const HISTORY_FILE = 'history.jsonl';
+
+export function historyFile(stateDir: string): string {
+  return join(stateDir, HISTORY_FILE);
+}
+
+export function appendHistory(stateDir: string, row: HistoryRow): void {
+  appendLineDurable(historyFile(stateDir), JSON.stringify(row));
+}
+
+/** Every row, oldest first; optionally only one target's. A torn last line is ignored. */
+export function readHistory(stateDir: string, target?: string): HistoryRow[] {
+  const { rows } = readJsonLines<HistoryRow>(historyFile(stateDir));
+  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target === undefined || r.target === target));
+}
+
+/** The history row of an iteration, from its evidence. */
+export function historyRow(ev: IterationEvidence, championAfter: string, now: Date = new Date()): HistoryRow {
+  const m = ev.measurement;
+  const c = m?.comparison;
+  const metric = m?.metric ?? { path: '', direction: 'lower' as const, label: '', unit: '' };
+  return {
+    schema: HISTORY_SCHEMA,
+    at: now.toISOString(),
+    runId: ev.runId,
+    iteration: ev.iteration,
+    target: ev.target,
+    verdict: ev.verdict ?? 'error',
+    reason: ev.verdictReasons[0] ?? '',
+    baseCommit: ev.base.commit,
+    candidateCommit: ev.candidate?.commit ?? null,
+    subject: ev.candidate?.subject ?? null,
+    metric,
+    a: c?.a.median ?? null,
+    b: c?.b.median ?? null,
+    nA: m?.runs.filter((r) => r.arm === 'A').length ?? 0,
+    nB: m?.runs.filter((r) => r.arm === 'B').length ?? 0,
+    ratio: c?.ratio ?? null,
+    ciLow: c?.ci?.lo ?? null,
+    ciHigh: c?.ci?.hi ?? null,
+    mde: c?.mde ?? null,
+    mfuA: m?.mfu.a ?? null,
+    mfuB: m?.mfu.b ?? null,
+    championAfter,
+    harnessHash: ev.provenance.harnessHash ?? null,
+    configHash: ev.provenance.configHash,
+    device: m?.device?.kind ?? null,
+    backend: ev.provenance.backend?.backend ?? null,
+    versions: m?.versions ?? {},
+    prUrl: ev.publish?.prUrl ?? null,
+    evidenceUrl: ev.publish?.bundleUrl ?? null,
+  };
+}
+
+/** The champion's most recent harness measurement: as arm A of a later iteration or as the winning B. */
+export function championMeasurement(
+  rows: readonly HistoryRow[],
+  champion: string,
+): { value: number; mfu: number | null; row: HistoryRow; as: 'A' | 'B' } | undefined {
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const r = rows[i]!;
+    if (r.baseCommit === champion && r.a !== null) return { value: r.a, mfu: r.mfuA, row: r, as: 'A' };
+    if (
+      r.championAfter === champion &&
+      r.candidateCommit !== null &&
+      r.b !== null &&
+      r.verdict === 'improved'
+    ) {
+      return { value: r.b, mfu: r.mfuB, row: r, as: 'B' };
+    }
+  }
+  return undefined;
+}

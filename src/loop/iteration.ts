@@ -1,0 +1,189 @@
+/**
+ * The iteration state machine. Steps run in order; the evidence is saved after each and the journal
+ * records it, so a killed process resumes at the first unfinished step. Once a step reaches a verdict
+ * the remaining evaluation steps are skipped with that reason, but record and publish always run.
+ * Infrastructure failures are retried with exponential backoff; when retries run out the iteration ends
+ * in `error` (or, for record and publish, the step is marked failed and retried on resume).
+ */
+import { EVIDENCE_SCHEMA, type IterationEvidence, STEPS, type StepName } from '../evidence/iteration.js';
+import { errorMessage, isHillclimbError } from '../util/errors.js';
+import type { Bundle } from './bundle.js';
+import { stepFinished } from './bundle.js';
+import type { LoopContext } from './context.js';
+import { backoffMs, InfraFailure, Interrupted } from './failures.js';
+import type { Journal } from './journal.js';
+import { decideStep } from './steps/decide.js';
+import { acceleratorGateStep, cpuGateStep } from './steps/gates.js';
+import { guardStep } from './steps/guard.js';
+import { measureStep } from './steps/measure.js';
+import { prepareStep } from './steps/prepare.js';
+import { profileStep } from './steps/profile.js';
+import { proposeStep } from './steps/propose.js';
+import { publishStep } from './steps/publish.js';
+import { recordStep } from './steps/record.js';
+import type { Step, StepResult } from './steps/step.js';
+
+export const STEP_IMPLS: Readonly<Record<StepName, Step>> = {
+  prepare: prepareStep,
+  propose: proposeStep,
+  guard: guardStep,
+  'cpu-gate': cpuGateStep,
+  'accelerator-gate': acceleratorGateStep,
+  measure: measureStep,
+  profile: profileStep,
+  decide: decideStep,
+  record: recordStep,
+  publish: publishStep,
+};
+
+export interface NewIteration {
+  iteration: number;
+  base: { commit: string; iteration?: number; branch?: string };
+}
+
+/** A fresh evidence record for an iteration that has not started. */
+export function newEvidence(ctx: LoopContext, it: NewIteration): IterationEvidence {
+  return {
+    schema: EVIDENCE_SCHEMA,
+    runId: ctx.runId,
+    runStartedAt: ctx.runStartedAt,
+    iteration: it.iteration,
+    totalIterations: ctx.totalIterations,
+    target: ctx.target.name,
+    startedAt: new Date().toISOString(),
+    verdictReasons: [],
+    base: it.base,
+    gates: {},
+    provenance: { hillclimbVersion: ctx.hillclimbVersion, configHash: ctx.configHash, host: ctx.host },
+    steps: {},
+  };
+}
+
+export interface RunStepsOptions {
+  /** Only these steps (in pipeline order); default all. The GitHub actions run one phase per job. */
+  only?: readonly StepName[];
+}
+
+/** Run the iteration's unfinished steps. Returns the evidence (its verdict is set once `decide` or an earlier step decided). */
+export async function runIterationSteps(
+  ctx: LoopContext,
+  bundle: Bundle,
+  journal: Journal | undefined,
+  opts: RunStepsOptions = {},
+): Promise<IterationEvidence> {
+  const ev = bundle.load();
+  const save = () => bundle.save(ev);
+  for (const name of STEPS) {
+    if (opts.only && !opts.only.includes(name)) continue;
+    if (stepFinished(ev, name)) continue;
+    const step = STEP_IMPLS[name];
+    const startedAt = new Date().toISOString();
+    if (step.evaluation && ev.verdict !== undefined) {
+      record(ev, name, {
+        status: 'skipped',
+        startedAt,
+        finishedAt: startedAt,
+        note: `verdict already ${ev.verdict}`,
+      });
+      save();
+      journal?.append({ t: 'step', at: startedAt, iteration: ev.iteration, step: name, status: 'skipped' });
+      continue;
+    }
+    ctx.progress(`${name} …`);
+    const outcome = await runWithRetries(ctx, step, { ctx, bundle, ev, save });
+    const finishedAt = new Date().toISOString();
+    if (outcome.kind === 'ok') {
+      const r = outcome.result;
+      if (r.status === 'verdict') {
+        ev.verdict = r.verdict;
+        ev.verdictReasons = r.reasons;
+        ev.stoppedAt = name;
+      }
+      const note = r.status === 'verdict' ? `${r.verdict}: ${r.reasons[0] ?? ''}` : r.note;
+      record(ev, name, {
+        status: r.status === 'skipped' ? 'skipped' : 'done',
+        startedAt,
+        finishedAt,
+        ...(note ? { note } : {}),
+      });
+      save();
+      journal?.append({
+        t: 'step',
+        at: finishedAt,
+        iteration: ev.iteration,
+        step: name,
+        status: r.status === 'skipped' ? 'skipped' : 'done',
+        ...(note ? { note } : {}),
+      });
+      ctx.progress(
+        `${name} ${r.status === 'verdict' ? `→ ${r.verdict}` : r.status}${note ? `: ${note}` : ''}`,
+      );
+      continue;
+    }
+    // Retries ran out: an infrastructure failure the loop could not get past.
+    const message = outcome.message;
+    record(ev, name, { status: 'failed', startedAt, finishedAt, note: message });
+    if (step.evaluation) {
+      ev.verdict = 'error';
+      ev.verdictReasons = [`${name}: ${message}`];
+      ev.stoppedAt = name;
+    } else {
+      (ev.publish ??= { warnings: [] }).warnings.push(`${name} failed: ${message}`);
+    }
+    save();
+    journal?.append({
+      t: 'step',
+      at: finishedAt,
+      iteration: ev.iteration,
+      step: name,
+      status: 'failed',
+      note: message,
+    });
+    ctx.progress(`${name} failed: ${message}`);
+  }
+  return ev;
+}
+
+function record(
+  ev: IterationEvidence,
+  name: StepName,
+  rec: NonNullable<IterationEvidence['steps'][StepName]>,
+): void {
+  ev.steps[name] = rec;
+}
+
+type Outcome = { kind: 'ok'; result: StepResult } | { kind: 'infra'; message: string };
+
+async function runWithRetries(
+  ctx: LoopContext,
+  step: Step,
+  env: Parameters<Step['run']>[0],
+): Promise<Outcome> {
+  const retries = ctx.config.loop.infra_retries;
+  for (let attempt = 1; ; attempt++) {
+    if (ctx.signal.aborted) throw new Interrupted();
+    try {
+      return { kind: 'ok', result: await step.run(env) };
+    } catch (e) {
+      if (e instanceof Interrupted || ctx.signal.aborted)
+        throw e instanceof Interrupted ? e : new Interrupted();
+      if (!isInfra(e)) throw e;
+      const message = errorMessage(e).split('\n')[0]!;
+      if (attempt > retries) return { kind: 'infra', message };
+      const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
+      ctx.logger.warn(
+        `${step.name}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`,
+      );
+      await ctx.sleep(wait);
+    }
+  }
+}
+
+/**
+ * Failures worth retrying: our InfraFailure, and HillclimbErrors raised by backends, forges and stores
+ * (network, API, command could not start). A bug (a plain Error) is not retried: it stops the run with
+ * its stack, so it gets fixed rather than papered over.
+ */
+function isInfra(e: unknown): boolean {
+  return e instanceof InfraFailure || (isHillclimbError(e) && e.exitCode !== 2);
+}

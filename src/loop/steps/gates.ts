@@ -1,0 +1,117 @@
+/**
+ * The correctness gates, cheapest first. The CPU gate always runs on this machine (Pallas in interpret
+ * mode), so accelerator time goes only to candidates that pass it; the accelerator gate runs on the
+ * compute backend and is skipped when the backend has no accelerator. A failing or hanging test suite
+ * makes the iteration `invalid` and is never retried; a gate that could not run at all is an
+ * infrastructure failure.
+ */
+import { existsSync } from 'node:fs';
+import type { Backend } from '../../compute/backend.js';
+import type { GateConfig } from '../../config/types.js';
+import type { GateEvidence } from '../../evidence/iteration.js';
+import { readJUnitXml } from '../../evidence/junit.js';
+import { errorMessage } from '../../util/errors.js';
+import { BundleFiles } from '../bundle.js';
+import type { LoopContext } from '../context.js';
+import { InfraFailure } from '../failures.js';
+import { jobId } from '../naming.js';
+import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import type { Step, StepEnv, StepResult } from './step.js';
+
+const MINUTE_MS = 60_000;
+/** Failing test names listed in the evidence (the JUnit file has them all). */
+const MAX_FAILING_LISTED = 20;
+
+export const cpuGateStep: Step = {
+  name: 'cpu-gate',
+  evaluation: true,
+  run: (env) => runGate(env, 'cpu', env.ctx.target.correctness.cpu, env.ctx.cpuBackend),
+};
+
+export const acceleratorGateStep: Step = {
+  name: 'accelerator-gate',
+  evaluation: true,
+  async run(env) {
+    const gate = env.ctx.target.correctness.accelerator;
+    if (!gate) return skip(env, 'accelerator', 'no accelerator gate configured for this target');
+    if (!env.ctx.backend.info().hasAccelerator) {
+      return skip(env, 'accelerator', `the ${env.ctx.backend.name} backend has no accelerator`);
+    }
+    return runGate(env, 'accelerator', gate, env.ctx.backend);
+  },
+};
+
+function skip(env: StepEnv, which: 'cpu' | 'accelerator', reason: string): StepResult {
+  env.ev.gates[which] = { status: 'skipped', reason, exitCode: null, durationMs: 0 };
+  return { status: 'skipped', note: reason };
+}
+
+async function runGate(
+  { ctx, bundle, ev }: StepEnv,
+  which: 'cpu' | 'accelerator',
+  gate: GateConfig,
+  backend: Backend,
+): Promise<StepResult> {
+  const candidate = ev.candidate!;
+  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+  const junitFile = bundle.path(BundleFiles.gateJunit(which));
+  const logFile = bundle.path(BundleFiles.gateLog(which));
+  const result = await backend.run({
+    id: jobId(ctx.runId, ev.iteration, `${which}-gate`, Date.now()),
+    command: gate.command,
+    workdir: wt.root,
+    timeoutMs: gate.timeout_minutes * MINUTE_MS,
+    idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS,
+    outputs: { junit: junitFile },
+    logFile,
+    signal: ctx.signal,
+  });
+  if (result.killedBy === 'abort') throw new InfraFailure(`${which} gate cancelled`);
+  if (result.infraError) throw new InfraFailure(`${which} gate could not run: ${result.infraError}`);
+
+  const evidence: GateEvidence = {
+    status: 'passed',
+    exitCode: result.exitCode,
+    durationMs: result.durationMs,
+    logFile: BundleFiles.gateLog(which),
+  };
+  const problems: string[] = [];
+  if (existsSync(junitFile)) {
+    try {
+      const report = await readJUnitXml(junitFile);
+      const failing = report.cases
+        .filter((c) => c.status === 'failed' || c.status === 'error')
+        .map((c) => `${c.classname}::${c.name}${c.message ? ` — ${c.message.split('\n')[0]}` : ''}`);
+      evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
+      evidence.junitFile = BundleFiles.gateJunit(which);
+      if (failing.length > 0) problems.push(`${failing.length} test(s) failed, first: ${failing[0]}`);
+      if (report.totals.tests === 0) problems.push('the test report holds no tests');
+    } catch (e) {
+      problems.push(`unreadable JUnit report: ${errorMessage(e)}`);
+    }
+  } else if (gate.command.some((a) => a.includes('{junit}'))) {
+    problems.push('the test command wrote no JUnit report');
+  }
+  if (result.killedBy === 'timeout') problems.unshift(`timed out after ${gate.timeout_minutes} min`);
+  else if (result.killedBy === 'idle-timeout') {
+    problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
+  } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
+
+  if (problems.length > 0) {
+    evidence.status = 'failed';
+    evidence.reason = problems[0];
+    ev.gates[which] = evidence;
+    return {
+      status: 'verdict',
+      verdict: 'invalid',
+      reasons: [`${which === 'cpu' ? 'CPU' : 'accelerator'} correctness failed: ${problems.join('; ')}`],
+    };
+  }
+  ev.gates[which] = evidence;
+  const t = evidence.junit;
+  return { status: 'done', note: t ? `${t.passed} passed, ${t.skipped} skipped` : 'passed' };
+}
+
+export function gateJobDescription(ctx: LoopContext): string {
+  return ctx.cpuBackend.info().description;
+}

@@ -1,0 +1,100 @@
+/**
+ * prepare: a clean worktree at the champion, provenance, and the prompt — template, directive presets
+ * and context the harness computed (champion numbers from history, hotspots from the champion's trace,
+ * recent log entries). Nothing here comes from an agent.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { writeFileAtomic } from '../../util/files.js';
+import { BundleFiles } from '../bundle.js';
+import type { LoopContext } from '../context.js';
+import { championMeasurement, readHistory } from '../history.js';
+import { recentLogEntries } from '../log-file.js';
+import { loadDirectives, type PromptVars, renderPrompt } from '../prompt.js';
+import { hotspotTable } from '../prompt-context.js';
+import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { championProfile } from './profile.js';
+import type { Step } from './step.js';
+
+export const prepareStep: Step = {
+  name: 'prepare',
+  evaluation: true,
+  async run({ ctx, bundle, ev }) {
+    await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), ev.base.commit);
+    ev.provenance.harnessHash = await ctx.git.treeHash(ev.base.commit, ctx.target.protected);
+    const info = ctx.backend.info();
+    ev.provenance.backend = {
+      backend: info.backend,
+      description: info.description,
+      hasAccelerator: info.hasAccelerator,
+      ...(info.acceleratorType ? { acceleratorType: info.acceleratorType } : {}),
+    };
+
+    const hotspots = await championHotspots(ctx, ev.base.commit);
+    const vars: PromptVars = {
+      iteration: String(ev.iteration),
+      total_iterations: String(ev.totalIterations),
+      target: ctx.target.name,
+      branch: ev.candidate?.branch ?? '(assigned when the iteration is published)',
+      champion_commit: ev.base.commit.slice(0, 12),
+      editable: ctx.target.editable.map((g) => `\`${g}\``).join(', '),
+      protected: ctx.target.protected.map((g) => `\`${g}\``).join(', '),
+      device: info.description,
+      champion_metrics: championMetricsText(ctx, ev.base.commit),
+      hotspots,
+      recent_log: await recentLogText(ctx, ev.base.commit),
+      cpu_test_command: ctx.target.correctness.cpu.command.join(' '),
+      result_file: bundle.path(BundleFiles.agentResult),
+      directives: loadDirectives(
+        resolve(ctx.root, ctx.config.paths.directives_dir),
+        ctx.config.agent.directives,
+      ),
+    };
+    const templateFile = resolve(ctx.root, ctx.config.paths.prompt);
+    const prompt = renderPrompt(readFileSync(templateFile, 'utf8'), vars, templateFile);
+    writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
+    return { status: 'done' };
+  },
+};
+
+function championMetricsText(ctx: LoopContext, champion: string): string {
+  const rows = readHistory(ctx.stateDir, ctx.target.name);
+  const m = championMeasurement(rows, champion);
+  if (!m) {
+    return '(not measured yet: this iteration measures the champion as arm A, in the same job as your change)';
+  }
+  const r = m.row;
+  const mfu = m.mfu === null ? 'n/a (no peak for this device)' : `${(m.mfu * 100).toFixed(2)}%`;
+  return [
+    `| metric | champion | measured in |`,
+    `|---|---|---|`,
+    `| ${r.metric.label || r.metric.path} (${r.metric.direction} is better) | ${formatValue(m.value, r.metric.unit)} | run ${r.runId} iteration ${r.iteration} (arm ${m.as}, n=${m.as === 'A' ? r.nA : r.nB}) |`,
+    `| MFU | ${mfu} | same runs |`,
+  ].join('\n');
+}
+
+function formatValue(value: number, unit: string): string {
+  return unit === 'ms' ? `${value.toPrecision(4)} ms` : `${value.toPrecision(4)}${unit ? ` ${unit}` : ''}`;
+}
+
+async function championHotspots(ctx: LoopContext, champion: string): Promise<string> {
+  if (!ctx.target.profile) return '(no profile command configured for this target)';
+  try {
+    const profile = await championProfile(ctx, champion);
+    return hotspotTable(profile.summary);
+  } catch (e) {
+    ctx.logger.warn(`champion profile for the prompt failed: ${(e as Error).message}`);
+    return `(the champion's profile failed: ${(e as Error).message.split('\n')[0]})`;
+  }
+}
+
+async function recentLogText(ctx: LoopContext, base: string): Promise<string> {
+  const runLog = join(ctx.runDir, 'hillclimb-log.md');
+  const n = ctx.config.loop.log_entries_in_prompt;
+  let entries = existsSync(runLog) ? recentLogEntries(readFileSync(runLog, 'utf8'), n) : [];
+  if (entries.length < n) {
+    const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
+    if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
+  }
+  return entries.length === 0 ? '(no log entries yet)' : entries.join('\n\n');
+}

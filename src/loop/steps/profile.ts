@@ -1,0 +1,124 @@
+/**
+ * profile: one profiled run of the candidate, its trace analysed by the harness (steps, hotspots,
+ * custom calls) and diffed against the champion's. The champion's profile is cached by commit, profile
+ * command and device, so a champion is profiled once per run however many iterations measure it.
+ * A profile that fails is recorded and reported; it never changes a measured verdict.
+ */
+
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { diffSummaries } from '../../evidence/analysis/diff.js';
+import { summarizeTrace } from '../../evidence/analysis/hotspots.js';
+import type { TraceSummary } from '../../evidence/analysis/types.js';
+import { openTrace } from '../../evidence/trace/open.js';
+import { errorMessage } from '../../util/errors.js';
+import { readJson, writeJsonAtomic } from '../../util/files.js';
+import { BundleFiles } from '../bundle.js';
+import type { LoopContext } from '../context.js';
+import { InfraFailure, Interrupted } from '../failures.js';
+import { jobId } from '../naming.js';
+import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../worktrees.js';
+import type { Step } from './step.js';
+
+const MINUTE_MS = 60_000;
+
+export interface ProfileResult {
+  traceDir: string;
+  summary: TraceSummary;
+  cached: boolean;
+}
+
+export const profileStep: Step = {
+  name: 'profile',
+  evaluation: true,
+  async run({ ctx, bundle, ev }) {
+    if (!ctx.target.profile) {
+      ev.profile = { status: 'skipped', reason: 'no profile command configured for this target' };
+      return { status: 'skipped', note: 'no profile command configured' };
+    }
+    const candidate = ev.candidate!;
+    try {
+      const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+      const traceDir = bundle.path(BundleFiles.profileDir);
+      const summary = await profileCommit(ctx, wt.root, traceDir, jobId(ctx.runId, ev.iteration, 'profile'), {
+        metrics: bundle.path(BundleFiles.profileMetrics),
+        log: bundle.path(BundleFiles.profileLog),
+      });
+      writeJsonAtomic(bundle.path(BundleFiles.summary), summary);
+      const champion = await championProfile(ctx, ev.base.commit);
+      writeJsonAtomic(bundle.path(BundleFiles.championSummary), champion.summary);
+      const diff = diffSummaries(champion.summary, summary);
+      writeJsonAtomic(bundle.path(BundleFiles.diff), diff);
+      ev.profile = {
+        status: 'done',
+        candidateTrace: BundleFiles.profileDir,
+        championTrace: champion.traceDir,
+        championCached: champion.cached,
+        summary,
+        championSummary: champion.summary,
+        diff,
+      };
+      return { status: 'done' };
+    } catch (e) {
+      if (e instanceof Interrupted || e instanceof InfraFailure) throw e;
+      ev.profile = { status: 'failed', reason: errorMessage(e).split('\n')[0] };
+      ctx.logger.warn(`profile failed (the verdict does not depend on it): ${errorMessage(e)}`);
+      return { status: 'done', note: `profile failed: ${ev.profile.reason}` };
+    }
+  },
+};
+
+/** Run the profile command in `workdir` and analyse the trace it writes to `traceDir`. */
+async function profileCommit(
+  ctx: LoopContext,
+  workdir: string,
+  traceDir: string,
+  id: string,
+  files: { metrics: string; log: string },
+): Promise<TraceSummary> {
+  const profile = ctx.target.profile!;
+  rmSync(traceDir, { recursive: true, force: true });
+  mkdirSync(traceDir, { recursive: true });
+  const result = await ctx.backend.run({
+    id,
+    command: profile.command,
+    workdir,
+    timeoutMs: profile.timeout_minutes * MINUTE_MS,
+    outputs: { trace: traceDir, metrics: files.metrics },
+    logFile: files.log,
+    signal: ctx.signal,
+  });
+  if (result.killedBy === 'abort') throw new Interrupted('profile cancelled');
+  if (result.infraError) throw new InfraFailure(`profile run: ${result.infraError}`);
+  if (result.exitCode !== 0) {
+    throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
+  }
+  return summarizeTrace(openTrace(traceDir).source);
+}
+
+/** The champion's profile: from the cache when this commit, command and device were profiled before. */
+export async function championProfile(ctx: LoopContext, commit: string): Promise<ProfileResult> {
+  const key = createHash('sha256')
+    .update(JSON.stringify([commit, ctx.target.profile?.command, ctx.backend.info().description]))
+    .digest('hex')
+    .slice(0, 20);
+  const dir = join(ctx.stateDir, 'cache', 'profiles', key);
+  const summaryFile = join(dir, 'summary.json');
+  const traceDir = join(dir, 'trace');
+  if (existsSync(summaryFile))
+    return { traceDir, summary: readJson<TraceSummary>(summaryFile), cached: true };
+  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit), commit);
+  const summary = await profileCommit(
+    ctx,
+    wt.root,
+    traceDir,
+    jobId(ctx.runId, 0, 'profile', commit.slice(0, 12)),
+    {
+      metrics: join(dir, 'metrics.json'),
+      log: join(dir, 'profile.log'),
+    },
+  );
+  writeJsonAtomic(summaryFile, summary);
+  return { traceDir, summary, cached: false };
+}

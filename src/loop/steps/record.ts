@@ -1,0 +1,78 @@
+/**
+ * record: runs for every iteration, whatever its verdict — nothing is lost. It finishes the evidence,
+ * renders the log entry from it (the harness writes the log, never the agent), commits the entry on
+ * top of the candidate as the harness, appends the history row once, and renders the PR and comment
+ * text into the bundle.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { appendLogEntry, renderLogEntry } from '../../report/log-entry.js';
+import { writeFileAtomic } from '../../util/files.js';
+import { HARNESS_IDENTITY } from '../../workspace/git.js';
+import { BundleFiles } from '../bundle.js';
+import type { LoopContext } from '../context.js';
+import { appendHistory, historyRow, readHistory } from '../history.js';
+import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import type { Step } from './step.js';
+
+export const recordStep: Step = {
+  name: 'record',
+  evaluation: false,
+  async run({ ctx, bundle, ev, save }) {
+    ev.finishedAt ??= new Date().toISOString();
+    const evidenceRef = join('runs', ctx.runId, bundle.dir.split('/').pop()!, 'evidence.json');
+    const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
+    writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
+
+    // The run's own log holds every iteration, including those without a branch (no-op).
+    const runLog = join(ctx.runDir, 'hillclimb-log.md');
+    const runLogText = existsSync(runLog) ? readFileSync(runLog, 'utf8') : undefined;
+    if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
+      writeFileSync(runLog, appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration)));
+    }
+
+    if (ev.candidate && !ev.candidate.logCommit) {
+      ev.candidate.logCommit = await commitLogEntry(
+        ctx,
+        ev.iteration,
+        ev.candidate.commit,
+        entry,
+        ev.verdict ?? 'error',
+      );
+      save();
+    }
+
+    const already = readHistory(ctx.stateDir, ctx.target.name).some(
+      (r) => r.runId === ctx.runId && r.iteration === ev.iteration,
+    );
+    if (!already) {
+      const promoted = ev.verdict === 'improved' && ev.candidate;
+      const championAfter = promoted ? (ev.candidate!.logCommit ?? ev.candidate!.commit) : ev.base.commit;
+      appendHistory(ctx.stateDir, historyRow(ev, championAfter));
+    }
+    return { status: 'done' };
+  },
+};
+
+/** A marker that lets a resumed record step see the entry is already in the run log. */
+function tagged(entry: string, runId: string, iteration: number): string {
+  return `${entry.trimEnd()}\n<!-- hillclimb:iteration ${runId}/${iteration} -->\n`;
+}
+
+/** Commit the entry to the repository's log file on top of the candidate; returns the new commit. */
+async function commitLogEntry(
+  ctx: LoopContext,
+  iteration: number,
+  candidate: string,
+  entry: string,
+  verdict: string,
+): Promise<string> {
+  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
+  const file = join(wt.root, ctx.config.paths.log_file);
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  writeFileAtomic(file, appendLogEntry(current, entry));
+  await wt.stageAll();
+  return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
+    identity: HARNESS_IDENTITY,
+  });
+}

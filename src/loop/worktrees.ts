@@ -1,0 +1,37 @@
+/**
+ * The loop's own git worktrees, under `<run>/worktrees/`: one per iteration for the candidate, one per
+ * champion commit for arm A. The user's checkout is never touched. Worktrees are disposable: a resumed
+ * run re-creates any it needs at the recorded commit.
+ */
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Git } from '../workspace/git.js';
+import { iterationDirName } from './bundle.js';
+import type { LoopContext } from './context.js';
+
+export function candidateWorktreePath(ctx: LoopContext, iteration: number): string {
+  return join(ctx.runDir, 'worktrees', iterationDirName(iteration));
+}
+
+export function championWorktreePath(ctx: LoopContext, commit: string): string {
+  return join(ctx.runDir, 'worktrees', `champion-${commit.slice(0, 12)}`);
+}
+
+/**
+ * A clean worktree at `commit` at `path`: reused when it is already there, at that commit and clean;
+ * otherwise (left over by a killed run, or dirty) removed and added afresh.
+ */
+export async function worktreeAt(ctx: LoopContext, path: string, commit: string): Promise<Git> {
+  if (existsSync(path)) {
+    try {
+      const wt = await Git.create(path);
+      if ((await wt.head()) === commit && (await wt.isClean())) return wt;
+    } catch {
+      // not a usable worktree: fall through and re-create it
+    }
+    await ctx.git.removeWorktree(path).catch(() => rmSync(path, { recursive: true, force: true }));
+    await ctx.git.pruneWorktrees();
+  }
+  await ctx.git.addWorktree(path, commit);
+  return Git.create(path);
+}

@@ -1,0 +1,129 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
+import { readHistory } from '../../src/loop/history.js';
+import { Journal, runProgress } from '../../src/loop/journal.js';
+import { type LoopResult, runLoop } from '../../src/loop/run.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { tempDir } from '../helpers/paths.js';
+import { gitIn, makeToyRepo } from './toy-repo.js';
+
+const noSleep = async () => undefined;
+
+describe('hillclimb loop on a toy target (replay agent, local compute, forge and store)', () => {
+  const t = tempDir('hc-loop-');
+  const repo = join(t.dir, 'repo');
+  let base: string;
+  let result: LoopResult;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    base = makeToyRepo(repo);
+    result = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      logger: memoryLogger(),
+      progress: (l) => lines.push(l),
+      sleep: noSleep,
+    });
+  }, 240_000);
+  afterAll(t.cleanup);
+
+  it('reaches the verdict each replayed patch deserves', () => {
+    expect(result.endReason).toBe('completed');
+    expect(result.iterations.map((i) => i.verdict)).toEqual(['improved', 'invalid', 'no-change', 'invalid']);
+    const [, wrongMath, , protectedEdit] = result.iterations;
+    expect(wrongMath!.reason).toContain('CPU correctness failed');
+    expect(wrongMath!.evidence.stoppedAt).toBe('cpu-gate');
+    expect(wrongMath!.evidence.gates.cpu?.junit).toMatchObject({ tests: 3, failed: 2, passed: 1 });
+    expect(protectedEdit!.reason).toContain('harness/check.py');
+    expect(protectedEdit!.evidence.stoppedAt).toBe('guard');
+    expect(protectedEdit!.evidence.gates.cpu).toBeUndefined();
+  });
+
+  it('promotes the champion only on improved, and later iterations start from it', () => {
+    const [first, second, third] = result.iterations;
+    expect(first!.evidence.base.commit).toBe(base);
+    const champion = first!.evidence.candidate!.logCommit!;
+    expect(result.champion).toEqual({ commit: champion, iteration: 1 });
+    expect(second!.evidence.base.commit).toBe(champion);
+    expect(third!.evidence.base.commit).toBe(champion);
+    expect(third!.evidence.base.branch).toBe(first!.evidence.candidate!.branch);
+  });
+
+  it('measures interleaved fresh-process runs and records the comparison', () => {
+    const m = result.iterations[0]!.evidence.measurement!;
+    expect(m.runs.length).toBeGreaterThanOrEqual(10);
+    const arms = m.runs.map((r) => r.arm);
+    expect(arms.slice(0, 2).sort()).toEqual(['A', 'B']);
+    expect(m.comparison?.verdict).toBe('improved');
+    expect(m.comparison!.ratio!).toBeGreaterThan(1.5);
+  });
+
+  it('profiles the candidate and diffs it against the cached champion profile', () => {
+    const p = result.iterations[0]!.evidence.profile!;
+    expect(p.status).toBe('done');
+    expect(p.summary?.customCalls.map((c) => c.name)).toContain('toy_kernel');
+    expect(p.diff?.customCalls[0]?.name).toBe('toy_kernel');
+    expect(p.diff!.customCalls[0]!.delta).toBeLessThan(0);
+    expect(result.iterations[2]!.evidence.profile?.championCached).toBe(true);
+  });
+
+  it('leaves a PR record with a sticky comment per iteration that committed, labelled by verdict', () => {
+    const pulls = listLocalPulls(result.stateDir);
+    expect(pulls).toHaveLength(4);
+    const byBranch = new Map(pulls.map((p) => [p.branch, p]));
+    for (const it of result.iterations) {
+      const pr = byBranch.get(it.evidence.candidate!.branch)!;
+      expect(pr.labels).toContain(`hillclimb:${it.verdict}`);
+      expect(pr.draft).toBe(true);
+      const view = showLocalPull(result.stateDir, pr.number)!;
+      expect(view.comments).toHaveLength(1);
+      expect(it.evidence.publish?.prNumber).toBe(pr.number);
+    }
+    const first = byBranch.get(result.iterations[0]!.evidence.candidate!.branch)!;
+    expect(first.base).toBe('main');
+    const second = byBranch.get(result.iterations[1]!.evidence.candidate!.branch)!;
+    expect(second.base).toBe(result.iterations[0]!.evidence.candidate!.branch);
+  });
+
+  it('appends one history row per iteration and commits a harness-written log entry on each branch', () => {
+    const rows = readHistory(result.stateDir, 'toy');
+    expect(rows.map((r) => r.verdict)).toEqual(['improved', 'invalid', 'no-change', 'invalid']);
+    expect(rows[0]!.championAfter).toBe(result.champion.commit);
+    expect(rows[1]!.championAfter).toBe(result.champion.commit);
+    const branch = result.iterations[0]!.evidence.candidate!.branch;
+    const log = gitIn(repo, 'show', `${branch}:docs/hillclimb-log.md`);
+    expect(log).toContain('### Iteration 1');
+    const runLog = readFileSync(join(result.runDir, 'hillclimb-log.md'), 'utf8');
+    expect(runLog.match(/### Iteration /g)).toHaveLength(4);
+  });
+
+  it('keeps every artifact in the bundle and cleans up its worktrees', () => {
+    const bundle = result.iterations[0]!.bundleDir;
+    for (const f of [
+      'evidence.json',
+      'agent/prompt.md',
+      'candidate/candidate.bundle',
+      'candidate/candidate.patch',
+      'gates/cpu.junit.xml',
+      'measure/A-01.json',
+      'report/comment.md',
+    ]) {
+      expect(existsSync(join(bundle, f)), f).toBe(true);
+    }
+    expect(gitIn(repo, 'worktree', 'list').trim().split('\n')).toHaveLength(1);
+    expect(gitIn(repo, 'status', '--porcelain').trim()).toBe('');
+  });
+
+  it('journals the run and prints a progress line per step', () => {
+    const progress = runProgress(new Journal(result.runDir).entries(), 'journal');
+    expect(progress.finished.size).toBe(4);
+    expect(progress.ended?.reason).toBe('completed');
+    expect(lines.some((l) => l.includes('[i001 toy] measure'))).toBe(true);
+  });
+});
