@@ -128,7 +128,8 @@ export async function runIterationSteps(
       ev.verdictReasons = [`${name}: ${message}`];
       ev.stoppedAt = name;
     } else {
-      (ev.publish ??= { warnings: [] }).warnings.push(`${name} failed: ${message}`);
+      ev.publish ??= { warnings: [] };
+      ev.publish.warnings.push(`${name} failed: ${message}`);
     }
     save();
     journal?.append({

@@ -109,7 +109,8 @@ async function measure(env: StepEnv): Promise<StepResult> {
       ctx.progress(`measure ${arm}-${String(index).padStart(2, '0')}`);
       const run = await benchRun(env, arm, index, arms[arm].root);
       if (run.problem && arm === 'A') {
-        (m.discarded ??= []).push(run);
+        m.discarded ??= [];
+        m.discarded.push(run);
         env.save();
         throw new InfraFailure(
           `champion benchmark run A-${index} failed: ${run.problem} (the champion passed before; treated as infrastructure)`,

@@ -21,7 +21,8 @@ export const publishStep: Step = {
   name: 'publish',
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
-    const publish = (ev.publish ??= { warnings: [] });
+    ev.publish ??= { warnings: [] };
+    const publish = ev.publish;
     const prefix = `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`;
     const stored = await ctx.store.putDir(prefix, bundle.dir);
     publish.bundleUrl = ctx.store.url(`${prefix}/${BundleFiles.evidence}`);
