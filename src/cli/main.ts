@@ -7,6 +7,7 @@ import { packageVersion } from '../env/root.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerSetup } from './commands/setup.js';
 import { registerTpu } from './commands/tpu.js';
+import { registerTrace } from './commands/trace.js';
 import { type CliIO, contextFor, processIO, reportError } from './context.js';
 
 export function buildProgram(io: CliIO, done: (code: number) => void): Command {
@@ -23,6 +24,7 @@ export function buildProgram(io: CliIO, done: (code: number) => void): Command {
   registerSetup(program, ctx, done);
   registerDoctor(program, ctx, done);
   registerTpu(program, ctx, done);
+  registerTrace(program, ctx, done);
   return program;
 }
 

@@ -1,0 +1,86 @@
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import type { Command } from 'commander';
+import { diffSummaries } from '../../evidence/analysis/diff.js';
+import { formatDiff, formatSummary } from '../../evidence/analysis/format.js';
+import { summarizeTrace } from '../../evidence/analysis/hotspots.js';
+import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../evidence/analysis/types.js';
+import { openTrace } from '../../evidence/trace/open.js';
+import { InputError } from '../../util/errors.js';
+import type { CliContext } from '../context.js';
+
+const DEFAULT_TOP = 15;
+
+export function registerTrace(program: Command, ctx: () => CliContext, done: (code: number) => void): void {
+  const trace = program
+    .command('trace')
+    .description('analyse profiler traces: steps, hotspots, custom calls, and before/after diffs');
+
+  trace
+    .command('summary')
+    .description('steps, op hotspots, categories, scopes and custom calls of one trace')
+    .argument('<path>', 'a trace file (.xplane.pb, .trace.json.gz, .json) or a profile directory')
+    .option('--json', 'print the full summary as JSON (every op, not only the top ones)')
+    .option('--top <n>', `rows per table (default ${DEFAULT_TOP})`, parseTop)
+    .action(async (path: string, opts: { json?: boolean; top?: number }) => {
+      const c = ctx();
+      const summary = await summarize(path, c);
+      c.stdout(
+        opts.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, opts.top ?? DEFAULT_TOP),
+      );
+      done(0);
+    });
+
+  trace
+    .command('diff')
+    .description('per-op and per-category time per step before → after, sorted by |Δ| (HTA TraceDiff style)')
+    .argument('<before>', 'a trace, a profile directory, or a summary written by `trace summary --json`')
+    .argument('<after>', 'the same, for the changed version')
+    .option('--json', 'print the full diff as JSON')
+    .option('--top <n>', `rows per table (default ${DEFAULT_TOP})`, parseTop)
+    .action(async (before: string, after: string, opts: { json?: boolean; top?: number }) => {
+      const c = ctx();
+      const diff = diffSummaries(await summarize(before, c), await summarize(after, c));
+      c.stdout(opts.json ? JSON.stringify(diff, null, 2) : formatDiff(diff, opts.top ?? DEFAULT_TOP));
+      done(0);
+    });
+}
+
+function parseTop(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new InputError('--top', `expected a positive integer, got "${value}"`);
+  return n;
+}
+
+/** Summarise a trace, or load a summary saved by `trace summary --json`. */
+async function summarize(path: string, c: CliContext): Promise<TraceSummary> {
+  const saved = savedSummary(path);
+  if (saved !== undefined) return saved;
+  const { source, resolved } = openTrace(path);
+  c.logger.debug(`reading ${resolved.path} (${resolved.format})`);
+  const summary = await summarizeTrace(source);
+  summary.notes.push(...resolved.notes);
+  return summary;
+}
+
+function savedSummary(path: string): TraceSummary | undefined {
+  if (!path.endsWith('.json')) return undefined;
+  let head = '';
+  try {
+    const fd = openSync(path, 'r');
+    const buf = Buffer.alloc(256);
+    head = buf.subarray(0, readSync(fd, buf, 0, 256, 0)).toString('utf8');
+    closeSync(fd);
+  } catch {
+    return undefined; // not readable as a file: let openTrace say why
+  }
+  if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return undefined;
+  const parsed = JSON.parse(readFileSync(path, 'utf8')) as TraceSummary;
+  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
+    throw new InputError(
+      path,
+      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`,
+    );
+  }
+  return parsed;
+}

@@ -1,0 +1,92 @@
+/**
+ * How trace lanes and events map onto XLA concepts: which lanes hold ops, modules or step markers, and
+ * how an op is named, categorised and scoped. Pure functions; see reference/traces.md §3–§6.
+ */
+import type { TraceLane } from '../trace/model.js';
+
+/** What a lane contributes to the analysis. */
+export type LaneRole = 'ops' | 'modules' | 'steps' | 'host' | 'ignore';
+
+/** The role of a lane, from its device kind and name. */
+export function laneRole(lane: TraceLane): LaneRole {
+  const kind = lane.device.kind;
+  const name = lane.name.trim();
+  if (kind === 'host') return 'host';
+  if (kind !== 'tpu' && kind !== 'gpu') return 'ignore';
+  if (name === 'XLA Modules') return 'modules';
+  if (name === 'Steps') return 'steps';
+  if (kind === 'tpu') return name === 'XLA Ops' ? 'ops' : 'ignore';
+  // GPU: every stream line holds kernels or copies, except lines xprof derives from them.
+  if (name === 'XLA Ops' || /^Stream\b|^stream\b/i.test(name)) return 'ops';
+  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? 'ignore' : 'ops';
+}
+
+/** An op name without the trailing instruction number: `fusion.12` → `fusion`. */
+export function baseOpName(name: string): string {
+  const m = /^(.*?)\.\d+$/.exec(name);
+  return m?.[1] !== undefined && m[1] !== '' ? m[1] : name;
+}
+
+const COLLECTIVES =
+  /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
+
+/**
+ * The category of an op without an `hlo_category` (CPU and GPU traces): an HLO opcode family derived
+ * from the HLO op name, or from the Chrome `cat` / lane for kernels without one.
+ */
+export function deriveCategory(opName: string, chromeCat?: string, laneName = ''): string {
+  const base = baseOpName(opName).replace(/^wrapped_/, '');
+  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return 'custom-call';
+  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, '');
+  if (/fusion/.test(base)) {
+    if (/^(gemm|cublas|dot)/.test(base)) return 'gemm fusion';
+    if (/^(convolution|conv)/.test(base)) return 'convolution fusion';
+    if (/^ynn/.test(base)) return 'ynn fusion';
+    return 'fusion';
+  }
+  if (/^(copy|copy-start|copy-done)$/.test(base)) return 'copy';
+  if (/^(while|conditional|call)$/.test(base)) return base;
+  if (chromeCat !== undefined && chromeCat !== '') return chromeCat;
+  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return 'memcpy';
+  if (/memset/i.test(base)) return 'memset';
+  if (/^[a-z][a-z-]*$/.test(base)) return base;
+  return 'kernel';
+}
+
+/** Whether an op is a custom call (a Pallas/Mosaic or other hand-written kernel XLA has no cost model for). */
+export function isCustomCall(category: string, longName: string | undefined, opName: string): boolean {
+  if (category === 'custom-call') return true;
+  if (longName !== undefined && /custom_call_target=/.test(longName)) return true;
+  return /^custom-call(\.\d+)?$/.test(opName);
+}
+
+/**
+ * The model scope of an op from its JAX name stack (`tf_op`, or the GPU `name` stat):
+ * `jit(train_step)/jit(main)/mlp/dot_general:` → `jit(train_step)/jit(main)/mlp`. Empty when unknown.
+ */
+export function scopeOf(tfOp: string | undefined, nameStack?: string): string {
+  let stack = (tfOp ?? '').replace(/:$/, '').trim();
+  if (stack === '' || stack === 'XlaModule') stack = (nameStack ?? '').trim();
+  if (stack === '' || (!stack.includes('(') && !stack.includes('/'))) return '';
+  const cut = stack.lastIndexOf('/');
+  return cut > 0 ? stack.slice(0, cut) : stack;
+}
+
+/** A program from an `XLA Modules` event name: `jit_f(12190760917235803885)` → name and id. */
+export function parseModuleName(name: string): { program: string; id: string | undefined } {
+  const m = /^(.*)\((\d+)\)$/.exec(name);
+  return m === null ? { program: name, id: undefined } : { program: m[1]!, id: m[2] };
+}
+
+/** Parse a non-negative decimal string (an arg value) to a number; undefined when absent or not numeric. */
+export function numberArg(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/** A Kineto step annotation name (`ProfilerStep#12`) → its number. */
+export function profilerStepNumber(name: string): number | undefined {
+  const m = /^ProfilerStep#(\d+)$/.exec(name);
+  return m === null ? undefined : Number(m[1]);
+}

@@ -1,0 +1,976 @@
+/**
+ * Chrome trace JSON reader (`*.trace.json.gz`, `perfetto_trace.json.gz`, `.json`, bare-array form),
+ * streamed from disk and gzip with bounded memory.
+ *
+ * The file is decoded chunk by chunk into JS strings and scanned in place: string bodies are jumped with
+ * `indexOf`, numbers are parsed digit by digit into integer picoseconds, and event fields are recorded as
+ * offsets. Nothing is materialized until the visitor asks (`name`, `arg(key)`), and the `args` of events
+ * on lanes the visitor declined are skipped without being decoded. Returned strings never pin the chunk.
+ *
+ * Tolerated: `{}` elements and other events without `ph`, string or numeric `pid`/`tid`, any key order and
+ * spacing, metadata (`ph:"M"`) events anywhere (lanes seen before their names are reported through
+ * `ReadStats.lateNames`), a missing `]` at the end of the bare-array form. Only complete (`X`) events are
+ * delivered; other phases are counted and reported in one warning.
+ */
+
+import { isAscii } from 'node:buffer';
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { InputError } from '../../util/errors.js';
+import {
+  charAt,
+  fail,
+  JsonSyntaxError,
+  NEED_MORE,
+  numberEnd,
+  parseInteger,
+  parseTimePs,
+  StringScanner,
+  skipScalar,
+  skipSpace,
+  skipValue,
+} from './json-text.js';
+import {
+  deviceKindOf,
+  type ReadOptions,
+  type ReadStats,
+  type TraceDevice,
+  type TraceEventView,
+  type TraceLane,
+  type TraceSource,
+  type TraceVisitor,
+} from './model.js';
+
+/** `trace.json.gz` written by tsl holds at most this many events (`TraceContainer::CapEvents`). */
+export const TSL_EVENT_CAP = 5_000_000;
+/** Read size for the file and the gunzip output. */
+const CHUNK_BYTES = 1024 * 1024;
+/** A `ts` (µs) at or above this is an epoch time; times are then taken relative to the first event. */
+const EPOCH_US_THRESHOLD = 1e9;
+/** Interned strings kept per read; beyond this, strings are copied instead. */
+const INTERN_LIMIT = 200_000;
+
+export interface ChromeJsonOptions {
+  /** Event count that marks a capped tsl trace. Default `TSL_EVENT_CAP`; tests lower it. */
+  eventCap?: number;
+}
+
+interface ScanOptions extends ChromeJsonOptions, ReadOptions {
+  /** Names from an earlier read of the same file. */
+  knownNames?: NameTable;
+  /** Filled with the names this read found. */
+  collectNames?: NameTable;
+}
+
+/** Process and thread names found by a read, so a later read knows every lane's name on first sight. */
+export interface NameTable {
+  processes: Map<number | string, { name: string | undefined; labels: string }>;
+  threads: Map<string, string>;
+}
+
+export class ChromeJsonSource implements TraceSource {
+  readonly format = 'chrome-json' as const;
+  readonly cheapLaneSkip = false;
+  private names: NameTable | undefined;
+
+  constructor(
+    readonly path: string,
+    private readonly options: ChromeJsonOptions = {},
+  ) {}
+
+  async read(visitor: TraceVisitor, opts: ReadOptions = {}): Promise<ReadStats> {
+    const gz = await startsWithGzipMagic(this.path);
+    const file = createReadStream(this.path, { highWaterMark: CHUNK_BYTES });
+    const stream: Readable = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
+    if (gz) file.on('error', (err) => stream.destroy(err));
+    try {
+      const names = this.names;
+      const collected: NameTable = { processes: new Map(), threads: new Map() };
+      const stats = await scanChromeJson(stream, this.path, visitor, {
+        ...this.options,
+        ...opts,
+        ...(names === undefined ? {} : { knownNames: names }),
+        collectNames: collected,
+      });
+      this.names = collected;
+      return stats;
+    } finally {
+      file.destroy();
+      stream.destroy();
+    }
+  }
+}
+
+async function startsWithGzipMagic(path: string): Promise<boolean> {
+  let fh: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    fh = await open(path, 'r');
+    const head = Buffer.alloc(2);
+    const { bytesRead } = await fh.read(head, 0, 2, 0);
+    return bytesRead === 2 && head[0] === 0x1f && head[1] === 0x8b;
+  } catch (err) {
+    throw new InputError(path, 'cannot read the file', { cause: err });
+  } finally {
+    await fh?.close();
+  }
+}
+
+/**
+ * Scan a Chrome trace from a stream of (already decompressed) bytes. `path` names the input in errors.
+ * Exposed for tests that feed generated text without writing it to disk.
+ */
+export async function scanChromeJson(
+  input: AsyncIterable<Buffer | string>,
+  path: string,
+  visitor: TraceVisitor,
+  opts: ScanOptions = {},
+): Promise<ReadStats> {
+  const scanner = new ChromeJsonScanner(path, visitor, opts.eventCap ?? TSL_EVENT_CAP, opts.knownNames);
+  try {
+    for await (const chunk of input) {
+      if (opts.signal?.aborted) break;
+      scanner.feed(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    }
+    scanner.feedEnd();
+  } catch (err) {
+    throw toInputError(path, err, scanner);
+  }
+  const stats = scanner.finish(opts.signal?.aborted === true);
+  if (opts.collectNames !== undefined) scanner.exportNames(opts.collectNames);
+  return stats;
+}
+
+function toInputError(path: string, err: unknown, scanner: ChromeJsonScanner): unknown {
+  if (err instanceof InputError) return err;
+  if (err instanceof JsonSyntaxError) {
+    return new InputError(path, `invalid JSON near byte ${scanner.offsetOf(err.at)}: ${err.message}`, {
+      hint: 'the trace file is damaged; capture the profile again',
+      cause: err,
+    });
+  }
+  const code = (err as { code?: string }).code;
+  if (code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR' || code === 'ERR_ZLIB_INITIALIZATION_FAILED') {
+    const truncated = /unexpected end/i.test((err as Error).message);
+    return new InputError(
+      path,
+      truncated
+        ? 'truncated gzip stream (unexpected end of file)'
+        : `corrupt gzip data (${(err as Error).message})`,
+      { hint: 'the file was cut short or damaged while copying; fetch or capture it again', cause: err },
+    );
+  }
+  if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR') {
+    return new InputError(path, `cannot read the file (${code})`, { cause: err });
+  }
+  return err;
+}
+
+/** Length of the longest prefix of `buf` that does not end inside a multi-byte UTF-8 character. */
+function completeUtf8End(buf: Buffer): number {
+  const n = buf.length;
+  for (let back = 1; back <= 4 && back <= n; back++) {
+    const b = buf[n - back]!;
+    if (b < 0x80) return n; // ASCII: complete
+    if (b >= 0xc0) {
+      const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+      return back >= need ? n : n - back;
+    }
+  }
+  return n;
+}
+
+enum Mode {
+  /** Before the top-level `{` or `[`. */
+  Start,
+  /** Inside the top-level object, between members. */
+  Object,
+  /** Inside the events array. */
+  Events,
+  /** After the events array of a bare-array file, or after the top-level object. */
+  Done,
+}
+
+interface LaneEntry {
+  lane: MutableLane;
+  wanted: boolean;
+  offered: boolean;
+}
+
+interface DeviceEntry {
+  device: MutableDevice;
+  processName: string;
+  lanes: Map<number | string, LaneEntry>;
+  named: boolean;
+  offered: boolean;
+}
+
+type MutableDevice = { -readonly [K in keyof TraceDevice]: TraceDevice[K] } & { labels: string };
+type MutableLane = { -readonly [K in keyof TraceLane]: TraceLane[K] } & { named: boolean };
+
+// Recorded string kinds for fields and args.
+const STR = 0;
+const STR_ESCAPED = 1;
+const RAW = 2;
+
+// Event keys recognised without a string search.
+const K_OTHER = 0;
+const K_PH = 1;
+const K_PID = 2;
+const K_TID = 3;
+const K_TS = 4;
+const K_DUR = 5;
+const K_NAME = 6;
+const K_ARGS = 7;
+const K_CAT = 8;
+const KEY_LENGTH = [0, 2, 3, 3, 2, 3, 4, 4, 3];
+
+/** Which known key starts at `k` (just after its opening quote), checking through its closing quote. */
+function eventKey(text: string, k: number): number {
+  switch (text.charCodeAt(k)) {
+    case 112: // p
+      if (text.charCodeAt(k + 1) === 104 && text.charCodeAt(k + 2) === 34) return K_PH;
+      if (text.charCodeAt(k + 1) === 105 && text.charCodeAt(k + 2) === 100 && text.charCodeAt(k + 3) === 34)
+        return K_PID;
+      return K_OTHER;
+    case 116: // t
+      if (text.charCodeAt(k + 1) === 115 && text.charCodeAt(k + 2) === 34) return K_TS;
+      if (text.charCodeAt(k + 1) === 105 && text.charCodeAt(k + 2) === 100 && text.charCodeAt(k + 3) === 34)
+        return K_TID;
+      return K_OTHER;
+    case 100: // d
+      return text.charCodeAt(k + 1) === 117 && text.charCodeAt(k + 2) === 114 && text.charCodeAt(k + 3) === 34
+        ? K_DUR
+        : K_OTHER;
+    case 110: // n
+      return text.charCodeAt(k + 1) === 97 &&
+        text.charCodeAt(k + 2) === 109 &&
+        text.charCodeAt(k + 3) === 101 &&
+        text.charCodeAt(k + 4) === 34
+        ? K_NAME
+        : K_OTHER;
+    case 97: // a
+      return text.charCodeAt(k + 1) === 114 &&
+        text.charCodeAt(k + 2) === 103 &&
+        text.charCodeAt(k + 3) === 115 &&
+        text.charCodeAt(k + 4) === 34
+        ? K_ARGS
+        : K_OTHER;
+    case 99: // c
+      return text.charCodeAt(k + 1) === 97 && text.charCodeAt(k + 2) === 116 && text.charCodeAt(k + 3) === 34
+        ? K_CAT
+        : K_OTHER;
+    default:
+      return K_OTHER;
+  }
+}
+
+class ChromeJsonScanner {
+  private text = '';
+  private textAscii = true;
+  /** Bytes scanned before `text[0]`, for error offsets. */
+  private consumedBytes = 0;
+  /** Unscanned bytes carried to the next chunk. */
+  private carry: Buffer | undefined;
+  private readonly decoder = new TextDecoder('utf-8');
+  /** The file is tsl's (or its Python re-dump): every args value is a string, so args hold no brackets. */
+  private tslShape = false;
+  private mode = Mode.Start;
+  private bareArray = false;
+  private sawEvents = false;
+  private originUs: number | undefined;
+  private readonly strings = new StringScanner();
+  private readonly devices = new Map<number | string, DeviceEntry>();
+  private deviceCount = 0;
+  private laneCount = 0;
+  private lastPid: number | string | undefined;
+  private lastTid: number | string | undefined;
+  private lastLane: LaneEntry | undefined;
+  private readonly view: JsonEventView;
+  private readonly otherPhases = new Map<string, number>();
+  private readonly stats: ReadStats;
+  private bytes = 0;
+  readonly intern = new Map<string, string>();
+
+  // The event being parsed.
+  private ph = 0;
+  private pid: number | string | undefined;
+  private tid: number | string | undefined;
+  private tsPs = 0;
+  private durPs = 0;
+  private hasTs = false;
+  private nameStart = -1;
+  private nameEnd = -1;
+  private nameKind = STR;
+  private catStart = -1;
+  private catEnd = -1;
+  private catKind = STR;
+  private argCount = 0;
+  private argsStart = -1;
+  private argsParsed = false;
+  private readonly argKeyStart: number[] = [];
+  private readonly argKeyEnd: number[] = [];
+  private readonly argValStart: number[] = [];
+  private readonly argValEnd: number[] = [];
+  private readonly argValKind: number[] = [];
+
+  constructor(
+    private readonly path: string,
+    private readonly visitor: TraceVisitor,
+    private readonly eventCap: number,
+    private readonly known: NameTable | undefined,
+  ) {
+    this.view = new JsonEventView(this);
+    this.stats = {
+      format: 'chrome-json',
+      path,
+      bytes: 0,
+      events: 0,
+      eventsDelivered: 0,
+      originPs: '0',
+      capped: false,
+      lateNames: false,
+      warnings: [],
+    };
+  }
+
+  offsetOf(at: number): number {
+    return this.consumedBytes + (this.textAscii ? at : Buffer.byteLength(this.text.slice(0, at), 'utf8'));
+  }
+
+  /**
+   * Scan the next chunk. The unscanned tail of the previous chunk is kept as bytes and prepended, so each
+   * scan runs over one fresh flat string (V8 reads those fastest).
+   */
+  feed(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    this.bytes += chunk.length;
+    const buf = this.carry === undefined ? chunk : Buffer.concat([this.carry, chunk]);
+    this.carry = undefined;
+    this.scanBytes(buf, false);
+  }
+
+  /** Scan whatever is left (an incomplete multi-byte character becomes U+FFFD). */
+  feedEnd(): void {
+    const rest = this.carry;
+    this.carry = undefined;
+    if (rest !== undefined) this.scanBytes(rest, true);
+  }
+
+  private scanBytes(buf: Buffer, last: boolean): void {
+    const ascii = isAscii(buf);
+    const end = ascii || last ? buf.length : completeUtf8End(buf);
+    const text = ascii ? buf.toString('latin1') : this.decoder.decode(buf.subarray(0, end));
+    this.text = text;
+    this.textAscii = ascii;
+    this.strings.reset(text);
+    let p: number;
+    try {
+      p = this.scan(text);
+    } catch (err) {
+      if (err !== NEED_MORE) throw err;
+      p = this.resumeAt;
+    }
+    const used = ascii ? p : Buffer.byteLength(text.slice(0, p), 'utf8');
+    this.consumedBytes += used;
+    if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
+  }
+
+  /** Where to restart after NEED_MORE: the start of the element being parsed. */
+  private resumeAt = 0;
+
+  private scan(text: string): number {
+    let p = 0;
+    for (;;) {
+      this.resumeAt = p;
+      switch (this.mode) {
+        case Mode.Start: {
+          p = skipSpace(text, p);
+          if (p >= text.length) return p;
+          const c = text.charCodeAt(p);
+          if (c === 123) this.mode = Mode.Object;
+          else if (c === 91) {
+            this.mode = Mode.Events;
+            this.bareArray = true;
+            this.sawEvents = true;
+          } else if (c === 0xfeff) {
+            p++;
+            continue;
+          } else {
+            throw new JsonSyntaxError(
+              p,
+              `expected '{' or '[' at the start of a Chrome trace, found ${charAt(text, p)}`,
+            );
+          }
+          p++;
+          break;
+        }
+        case Mode.Object:
+          p = this.objectMember(text, p);
+          break;
+        case Mode.Events:
+          p = this.eventsElement(text, p);
+          break;
+        case Mode.Done:
+          p = skipSpace(text, p);
+          if (p < text.length) {
+            if (this.bareArray) return text.length; // tolerate trailing junk after a bare array
+            throw new JsonSyntaxError(p, `unexpected ${charAt(text, p)} after the end of the trace`);
+          }
+          return p;
+      }
+      if (p >= text.length) return p;
+    }
+  }
+
+  /** One member of the top-level object (or its end); `traceEvents` switches to event mode. */
+  private objectMember(text: string, p: number): number {
+    p = skipSpace(text, p);
+    let c = text.charCodeAt(p);
+    if (c === 44) {
+      p = skipSpace(text, p + 1);
+      c = text.charCodeAt(p);
+    }
+    if (c === 125) {
+      this.mode = Mode.Done;
+      return p + 1;
+    }
+    if (c !== 34) fail(text, p, "a member name or '}'");
+    const keyEnd = this.strings.end(p + 1);
+    const isEvents = keyEnd - p - 1 === 11 && text.startsWith('traceEvents', p + 1);
+    // tsl writes displayTimeUnit first; jax's perfetto_trace.json.gz is a Python re-dump of the same.
+    if (!this.sawEvents && keyEnd - p - 1 === 15 && text.startsWith('displayTimeUnit', p + 1))
+      this.tslShape = true;
+    p = skipSpace(text, keyEnd + 1);
+    if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+    p = skipSpace(text, p + 1);
+    if (isEvents) {
+      if (text.charCodeAt(p) !== 91) fail(text, p, '\'[\' after "traceEvents"');
+      this.mode = Mode.Events;
+      this.sawEvents = true;
+      return p + 1;
+    }
+    return skipValue(text, p, this.strings);
+  }
+
+  /** One element of the events array (or its end). */
+  private eventsElement(text: string, p: number): number {
+    p = skipSpace(text, p);
+    let c = text.charCodeAt(p);
+    if (c === 44) {
+      p = skipSpace(text, p + 1);
+      this.resumeAt = p;
+      c = text.charCodeAt(p);
+    }
+    if (c === 93) {
+      this.mode = this.bareArray ? Mode.Done : Mode.Object;
+      return p + 1;
+    }
+    if (c !== 123) fail(text, p, "an event object, ',' or ']'");
+    return this.event(text, p);
+  }
+
+  /** Parse the event object at `p` (its `{`), dispatch it, and return the index after its `}`. */
+  private event(text: string, p: number): number {
+    const strings = this.strings;
+    this.ph = 0;
+    this.pid = undefined;
+    this.tid = undefined;
+    this.hasTs = false;
+    this.durPs = 0;
+    this.nameStart = -1;
+    this.catStart = -1;
+    this.argCount = 0;
+    this.argsStart = -1;
+    this.argsParsed = false;
+    p = skipSpace(text, p + 1);
+    if (text.charCodeAt(p) === 125) return p + 1; // {}
+    for (;;) {
+      if (text.charCodeAt(p) !== 34) fail(text, p, 'a member name');
+      // Known keys are recognised by their characters; anything else is found with indexOf.
+      const key = eventKey(text, p + 1);
+      let ke: number;
+      if (key === K_OTHER) ke = strings.end(p + 1);
+      else ke = p + 1 + KEY_LENGTH[key]!;
+      p = ke + 1;
+      if (text.charCodeAt(p) !== 58) {
+        p = skipSpace(text, p);
+        if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+      }
+      p++;
+      let c = text.charCodeAt(p);
+      if (c === 32 || c === 10 || c === 13 || c === 9) {
+        p = skipSpace(text, p);
+        c = text.charCodeAt(p);
+      }
+      switch (key) {
+        case K_PH: {
+          if (c !== 34) fail(text, p, 'a string for "ph"');
+          if (text.charCodeAt(p + 2) === 34) {
+            this.ph = text.charCodeAt(p + 1);
+            p += 3;
+          } else {
+            const e = strings.end(p + 1);
+            this.ph = e > p + 1 ? text.charCodeAt(p + 1) : 0;
+            p = e + 1;
+          }
+          break;
+        }
+        case K_PID:
+          p = this.laneIdValue(text, p, c);
+          this.pid = this.idValue;
+          break;
+        case K_TID:
+          p = this.laneIdValue(text, p, c);
+          this.tid = this.idValue;
+          break;
+        case K_TS:
+          if (this.originUs === undefined) {
+            const us = parseInteger(text, p);
+            this.originUs = Math.abs(us) >= EPOCH_US_THRESHOLD ? us : 0;
+          }
+          this.tsPs = parseTimePs(text, p, this.originUs);
+          this.hasTs = true;
+          p = numberEnd;
+          break;
+        case K_DUR:
+          this.durPs = parseTimePs(text, p, 0);
+          p = numberEnd;
+          break;
+        case K_NAME:
+          if (c === 34) {
+            this.nameStart = p + 1;
+            this.nameEnd = strings.end(p + 1);
+            this.nameKind = strings.escaped ? STR_ESCAPED : STR;
+            p = this.nameEnd + 1;
+          } else {
+            this.nameStart = p;
+            p = skipValue(text, p, strings);
+            this.nameEnd = p;
+            this.nameKind = RAW;
+          }
+          break;
+        case K_ARGS:
+          if (c === 123) {
+            this.argsStart = p;
+            if (this.ph === 77) {
+              p = this.args(text, p);
+              this.argsParsed = true;
+            } else {
+              // Args are parsed only if the visitor asks for one (see argString).
+              p = this.tslShape ? this.skipTslArgs(text, p) : skipValue(text, p, strings);
+            }
+          } else p = skipValue(text, p, strings);
+          break;
+        case K_CAT:
+          if (c === 34) {
+            this.catStart = p + 1;
+            this.catEnd = strings.end(p + 1);
+            this.catKind = strings.escaped ? STR_ESCAPED : STR;
+            p = this.catEnd + 1;
+          } else p = skipValue(text, p, strings);
+          break;
+        default:
+          p = skipValue(text, p, strings);
+      }
+      c = text.charCodeAt(p);
+      if (c === 32 || c === 10 || c === 13 || c === 9) {
+        p = skipSpace(text, p);
+        c = text.charCodeAt(p);
+      }
+      if (c === 44) {
+        p++;
+        c = text.charCodeAt(p);
+        if (c === 32 || c === 10 || c === 13 || c === 9) p = skipSpace(text, p);
+        continue;
+      }
+      if (c === 125) {
+        p++;
+        break;
+      }
+      fail(text, p, "',' or '}' in an event");
+    }
+    // The event is complete; from here on nothing may throw NEED_MORE.
+    if (this.ph === 88) this.complete();
+    else if (this.ph === 77) this.metadata();
+    else if (this.ph !== 0) {
+      const key = String.fromCharCode(this.ph);
+      this.otherPhases.set(key, (this.otherPhases.get(key) ?? 0) + 1);
+    }
+    return p;
+  }
+
+  /**
+   * Skip an args object of a tsl-shaped file in one search. Its values are all strings, so it holds no
+   * brackets outside strings and ends right before the `}` that closes the event; the next event starts
+   * with `{"ph":`, which cannot occur inside a JSON string (its quote would end the string). Falls back to
+   * a full scan when the shape does not match.
+   */
+  private skipTslArgs(text: string, p: number): number {
+    const next = text.indexOf('{"ph":', p);
+    if (next > p) {
+      let q = next - 1;
+      let c = text.charCodeAt(q);
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--q);
+      if (c === 44) {
+        c = text.charCodeAt(--q);
+        while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--q);
+        if (c === 125) {
+          // q: the event's closing brace; before it, optional space and the args' closing brace.
+          let r = q - 1;
+          c = text.charCodeAt(r);
+          while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--r);
+          if (c === 125 && r > p) return r + 1;
+        }
+      }
+    }
+    return skipValue(text, p, this.strings);
+  }
+
+  private idValue: number | string = 0;
+
+  /** Parse a pid/tid (number or string) into `idValue`. */
+  private laneIdValue(text: string, p: number, c: number): number {
+    if (c === 34) {
+      const e = this.strings.end(p + 1);
+      this.idValue = this.copy(text.slice(p + 1, e));
+      return e + 1;
+    }
+    const v = parseInteger(text, p);
+    const e = numberEnd;
+    const next = text.charCodeAt(e);
+    if (next === 46 || next === 101 || next === 69) {
+      // A non-integer id: keep its text.
+      const end = skipScalar(text, p);
+      this.idValue = text.slice(p, end);
+      return end;
+    }
+    if (e === p) fail(text, p, 'a number or string id');
+    this.idValue = v;
+    return e;
+  }
+
+  /** Record the members of an `args` object; returns the index after it. */
+  private args(text: string, p: number): number {
+    const strings = this.strings;
+    p = skipSpace(text, p + 1);
+    if (text.charCodeAt(p) === 125) return p + 1;
+    let n = 0;
+    for (;;) {
+      if (text.charCodeAt(p) !== 34) fail(text, p, 'an args member name');
+      const ks = p + 1;
+      const ke = strings.end(ks);
+      const keyEscaped = strings.escaped;
+      p = ke + 1;
+      if (text.charCodeAt(p) !== 58) {
+        p = skipSpace(text, p);
+        if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+      }
+      p = skipSpace(text, p + 1);
+      const c = text.charCodeAt(p);
+      if (!keyEscaped) {
+        this.argKeyStart[n] = ks;
+        this.argKeyEnd[n] = ke;
+        if (c === 34) {
+          const e = strings.end(p + 1);
+          this.argValStart[n] = p + 1;
+          this.argValEnd[n] = e;
+          this.argValKind[n] = strings.escaped ? STR_ESCAPED : STR;
+          p = e + 1;
+        } else {
+          const e = skipValue(text, p, strings);
+          this.argValStart[n] = p;
+          this.argValEnd[n] = e;
+          this.argValKind[n] = RAW;
+          p = e;
+        }
+        n++;
+      } else {
+        p = skipValue(text, p, strings); // escaped arg names are not looked up
+      }
+      p = skipSpace(text, p);
+      const d = text.charCodeAt(p);
+      if (d === 44) {
+        p = skipSpace(text, p + 1);
+        continue;
+      }
+      if (d === 125) {
+        this.argCount = n;
+        return p + 1;
+      }
+      fail(text, p, "',' or '}' in args");
+    }
+  }
+
+  private laneEntry(): LaneEntry {
+    const pid = this.pid ?? '';
+    const tid = this.tid ?? '';
+    if (pid === this.lastPid && tid === this.lastTid && this.lastLane !== undefined) return this.lastLane;
+    const dev = this.deviceEntry(pid);
+    let entry = dev.lanes.get(tid);
+    if (entry === undefined) {
+      const knownName = this.known?.threads.get(`${pid}\u0000${tid}`);
+      const lane: MutableLane = {
+        index: this.laneCount++,
+        device: dev.device,
+        name: knownName ?? `tid ${tid}`,
+        rawId: String(tid),
+        named: knownName !== undefined,
+      };
+      entry = { lane, wanted: false, offered: false };
+      dev.lanes.set(tid, entry);
+    }
+    if (!entry.offered) {
+      entry.offered = true;
+      dev.offered = true;
+      entry.wanted = this.visitor.wantLane(entry.lane);
+    }
+    this.lastPid = pid;
+    this.lastTid = tid;
+    this.lastLane = entry;
+    return entry;
+  }
+
+  private deviceEntry(pid: number | string): DeviceEntry {
+    let dev = this.devices.get(pid);
+    if (dev === undefined) {
+      const device: MutableDevice = {
+        index: this.deviceCount++,
+        name: `pid ${pid}`,
+        rawId: String(pid),
+        kind: 'unknown',
+        stats: {},
+        labels: '',
+      };
+      dev = { device, processName: `pid ${pid}`, lanes: new Map(), named: false, offered: false };
+      const known = this.known?.processes.get(pid);
+      if (known !== undefined) {
+        if (known.name !== undefined) {
+          dev.processName = known.name;
+          dev.named = true;
+        }
+        device.labels = known.labels;
+        device.name = deviceDisplayName(dev.processName, device.labels);
+        device.kind = deviceKindOf(device.name, device.labels);
+      }
+      this.devices.set(pid, dev);
+    }
+    return dev;
+  }
+
+  private complete(): void {
+    this.stats.events++;
+    const entry = this.laneEntry();
+    if (!entry.wanted) return;
+    if (!this.hasTs) return;
+    const view = this.view;
+    view.reset(this.tsPs, Math.max(this.durPs, 0));
+    this.visitor.onEvent(entry.lane, view);
+    this.stats.eventsDelivered++;
+  }
+
+  private metadata(): void {
+    const kind = this.metaName();
+    if (kind === undefined) return;
+    const pid = this.pid ?? '';
+    const dev = this.deviceEntry(pid);
+    if (kind === 'process_name' || kind === 'process_labels') {
+      const value = kind === 'process_name' ? this.argString('name') : this.argString('labels');
+      if (value === undefined) return;
+      const device = dev.device;
+      if (kind === 'process_name') {
+        if (dev.named && dev.processName === value) return;
+        dev.processName = value;
+        dev.named = true;
+      } else {
+        if (device.labels === value) return;
+        device.labels = value;
+      }
+      device.name = deviceDisplayName(dev.processName, device.labels);
+      device.kind = deviceKindOf(device.name, device.labels);
+      if (dev.offered) this.stats.lateNames = true;
+    } else if (kind === 'thread_name') {
+      const value = this.argString('name');
+      if (value === undefined) return;
+      const tid = this.tid ?? '';
+      let entry = dev.lanes.get(tid);
+      if (entry === undefined) {
+        const lane: MutableLane = {
+          index: this.laneCount++,
+          device: dev.device,
+          name: value,
+          rawId: String(tid),
+          named: true,
+        };
+        entry = { lane, wanted: false, offered: false };
+        dev.lanes.set(tid, entry);
+        return;
+      }
+      if (entry.lane.named && entry.lane.name === value) return;
+      entry.lane.name = value;
+      entry.lane.named = true;
+      if (entry.offered) this.stats.lateNames = true;
+    }
+  }
+
+  /** The current event's `name` when it is one of the metadata names we use. */
+  private metaName(): string | undefined {
+    if (this.nameStart < 0 || this.nameKind === RAW) return undefined;
+    const text = this.text;
+    const len = this.nameEnd - this.nameStart;
+    for (const n of ['process_name', 'thread_name', 'process_labels']) {
+      if (len === n.length && text.startsWith(n, this.nameStart)) return n;
+    }
+    return undefined;
+  }
+
+  // ---- accessors used by the event view -------------------------------------------------------------
+
+  eventName(): string {
+    if (this.nameStart < 0) return '';
+    return this.decode(this.nameStart, this.nameEnd, this.nameKind);
+  }
+
+  eventCategory(): string | undefined {
+    if (this.catStart < 0) return undefined;
+    return this.decode(this.catStart, this.catEnd, this.catKind);
+  }
+
+  /** Parse the current event's args on first use. */
+  private ensureArgs(): void {
+    if (this.argsParsed) return;
+    this.argsParsed = true;
+    if (this.argsStart >= 0) this.args(this.text, this.argsStart);
+  }
+
+  argString(key: string): string | undefined {
+    this.ensureArgs();
+    const text = this.text;
+    const klen = key.length;
+    for (let k = 0; k < this.argCount; k++) {
+      const ks = this.argKeyStart[k]!;
+      if (this.argKeyEnd[k]! - ks === klen && text.startsWith(key, ks)) {
+        return this.decode(this.argValStart[k]!, this.argValEnd[k]!, this.argValKind[k]!);
+      }
+    }
+    return undefined;
+  }
+
+  allArgs(): Record<string, string> {
+    this.ensureArgs();
+    const out: Record<string, string> = {};
+    for (let k = 0; k < this.argCount; k++) {
+      const key = this.decode(this.argKeyStart[k]!, this.argKeyEnd[k]!, STR);
+      out[key] = this.decode(this.argValStart[k]!, this.argValEnd[k]!, this.argValKind[k]!);
+    }
+    return out;
+  }
+
+  /** A string for text[start, end): JSON-unescaped when needed, interned, never a slice of the chunk. */
+  private decode(start: number, end: number, kind: number): string {
+    const s = this.text.slice(start, end);
+    if (kind === STR_ESCAPED) return this.copy(JSON.parse(`"${s}"`) as string);
+    if (end - start < 13) return s; // V8 copies short substrings
+    return this.copy(s);
+  }
+
+  /** Intern `s` (a slice of the chunk) so what the visitor keeps does not pin the whole chunk. */
+  private copy(s: string): string {
+    const hit = this.intern.get(s);
+    if (hit !== undefined) return hit;
+    const own = flatCopy(s);
+    if (this.intern.size < INTERN_LIMIT) this.intern.set(own, own);
+    return own;
+  }
+
+  exportNames(out: NameTable): void {
+    for (const [pid, dev] of this.devices) {
+      out.processes.set(pid, { name: dev.named ? dev.processName : undefined, labels: dev.device.labels });
+      for (const [tid, entry] of dev.lanes)
+        if (entry.lane.named) out.threads.set(`${pid}\u0000${tid}`, entry.lane.name);
+    }
+  }
+
+  finish(aborted: boolean): ReadStats {
+    const stats = this.stats;
+    stats.bytes = this.bytes;
+    stats.originPs = String(BigInt(this.originUs ?? 0) * 1_000_000n);
+    if (!aborted) {
+      const restBlank = this.carry === undefined || this.carry.toString('latin1').trim() === '';
+      if (this.mode === Mode.Start) {
+        throw new InputError(this.path, this.bytes === 0 ? 'the file is empty' : 'no JSON value in the file');
+      }
+      if (this.mode === Mode.Events && this.bareArray && restBlank) {
+        stats.warnings.push('the JSON array has no closing "]" (allowed by the Chrome trace format)');
+      } else if (this.mode !== Mode.Done) {
+        const where =
+          this.mode === Mode.Events ? 'inside the traceEvents array' : 'inside the top-level object';
+        throw new InputError(this.path, `unexpected end of file ${where} (the trace is truncated)`, {
+          hint: 'the file was cut short; capture or copy it again',
+        });
+      }
+      if (!this.sawEvents) {
+        throw new InputError(this.path, 'not a Chrome trace: no "traceEvents" array', {
+          hint: 'expected the JSON written by jax.profiler (*.trace.json.gz or perfetto_trace.json.gz)',
+        });
+      }
+    }
+    if (stats.events === this.eventCap) {
+      stats.capped = true;
+      stats.warnings.push(
+        `the trace holds exactly ${this.eventCap.toLocaleString('en-US')} events, the profiler's cap: later events were dropped; analyse the .xplane.pb instead`,
+      );
+    }
+    if (this.otherPhases.size > 0) {
+      const parts = [...this.otherPhases].map(([ph, n]) => `${n} "${ph}"`).join(', ');
+      stats.warnings.push(`ignored events of phases other than X and M: ${parts}`);
+    }
+    return stats;
+  }
+}
+
+/** Kineto names every process after the Python binary and tells devices apart by `process_labels`. */
+function deviceDisplayName(processName: string, labels: string): string {
+  return labels === '' ? processName : `${labels} (${processName})`;
+}
+
+/** A copy of `s` that shares no storage with the string it was sliced from. */
+function flatCopy(s: string): string {
+  return ` ${s}`.slice(1);
+}
+
+class JsonEventView implements TraceEventView {
+  startPs = 0;
+  durPs = 0;
+  private cachedName: string | undefined;
+
+  constructor(private readonly scanner: ChromeJsonScanner) {}
+
+  reset(startPs: number, durPs: number): void {
+    this.startPs = startPs;
+    this.durPs = durPs;
+    this.cachedName = undefined;
+  }
+
+  get name(): string {
+    this.cachedName ??= this.scanner.eventName();
+    return this.cachedName;
+  }
+
+  get category(): string | undefined {
+    return this.scanner.eventCategory();
+  }
+
+  longName(): string | undefined {
+    return this.scanner.argString('long_name');
+  }
+
+  arg(key: string): string | undefined {
+    return this.scanner.argString(key);
+  }
+
+  args(): Record<string, string> {
+    return this.scanner.allArgs();
+  }
+}
