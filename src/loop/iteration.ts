@@ -170,7 +170,8 @@ async function runWithRetries(
         throw e instanceof Interrupted ? e : new Interrupted();
       if (!isInfra(e)) throw e;
       const message = errorMessage(e).split('\n')[0]!;
-      if (attempt > retries) return { kind: 'infra', message };
+      // A dry run answers every job with "dry run: …": retrying would only print the commands again.
+      if (attempt > retries || /\bdry run\b/.test(message)) return { kind: 'infra', message };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
       ctx.logger.warn(
         `${step.name}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`,

@@ -25,6 +25,7 @@ import { configHash, defaultHost, type LoopContext, realSleep, runDirOf, stateDi
 import { failureSignature, Interrupted } from './failures.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from './journal.js';
+import { removeRunWorktrees } from './worktrees.js';
 
 export interface LoopOptions {
   configFile: string;
@@ -368,7 +369,10 @@ async function cleanup(
   };
   await attempt('release compute', () => ctx.backend.close());
   if (cpuBackend !== ctx.backend) await attempt('release local compute', () => cpuBackend.close());
-  await attempt('remove worktrees', () => ctx.git.close());
+  await attempt('remove worktrees', async () => {
+    await ctx.git.close();
+    await removeRunWorktrees(ctx);
+  });
   if (stashSha) {
     await attempt('restore stashed changes', async () => {
       const r = await ctx.git.restoreStash(stashSha);

@@ -3,7 +3,7 @@
  * champion commit for arm A. The user's checkout is never touched. Worktrees are disposable: a resumed
  * run re-creates any it needs at the recorded commit.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Git } from '../workspace/git.js';
 import { iterationDirName } from './bundle.js';
@@ -34,4 +34,20 @@ export async function worktreeAt(ctx: LoopContext, path: string, commit: string)
   }
   await ctx.git.addWorktree(path, commit);
   return Git.create(path);
+}
+
+/**
+ * Remove every worktree of this run, including ones a killed process left behind (this process may
+ * have reused them without creating them), then let git forget any whose folder is already gone.
+ */
+export async function removeRunWorktrees(ctx: LoopContext): Promise<void> {
+  const dir = join(ctx.runDir, 'worktrees');
+  if (existsSync(dir)) {
+    for (const name of readdirSync(dir)) {
+      await ctx.git
+        .removeWorktree(join(dir, name))
+        .catch(() => rmSync(join(dir, name), { recursive: true, force: true }));
+    }
+  }
+  await ctx.git.pruneWorktrees();
 }

@@ -110,8 +110,10 @@ export function makeToyRepo(dir: string, patches = STANDARD_PATCHES, config = TO
     put(`replay/${p.name}.patch`, diff);
     put(`replay/${p.name}.json`, JSON.stringify(p.json));
   }
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '--quiet', '-m', 'replay patches');
+  if (patches.length > 0) {
+    git(dir, 'add', '-A');
+    git(dir, 'commit', '--quiet', '-m', 'replay patches');
+  }
   return git(dir, 'rev-parse', 'HEAD').trim();
 }
 

@@ -106,14 +106,14 @@ async function measure(env: StepEnv): Promise<StepResult> {
     if (n > 0) m.looks.push({ n, action: 'more', reason: decision.reason });
     for (const arm of schedule(m.firstArm, decision.addRuns.a, decision.addRuns.b)) {
       const index = m.runs.filter((r) => r.arm === arm).length + 1;
-      ctx.progress(`measure ${arm}-${String(index).padStart(2, '0')}`);
+      ctx.progress(`measure ${runName(arm, index)}`);
       const run = await benchRun(env, arm, index, arms[arm].root);
       if (run.problem && arm === 'A') {
         m.discarded ??= [];
         m.discarded.push(run);
         env.save();
         throw new InfraFailure(
-          `champion benchmark run A-${index} failed: ${run.problem} (the champion passed before; treated as infrastructure)`,
+          `champion benchmark run ${runName('A', index)} failed: ${run.problem} (the champion passed before; treated as infrastructure)`,
         );
       }
       m.runs.push(run);
@@ -122,7 +122,7 @@ async function measure(env: StepEnv): Promise<StepResult> {
         return {
           status: 'verdict',
           verdict: 'invalid',
-          reasons: [`candidate benchmark run B-${index} failed: ${run.problem}`],
+          reasons: [`candidate benchmark run ${runName('B', index)} failed: ${run.problem}`],
         };
       }
       const mismatch = await comparability(env.bundle, m, run);
@@ -157,6 +157,11 @@ async function measure(env: StepEnv): Promise<StepResult> {
   return { status: 'done', note: c ? `${c.verdict} after ${m.runs.length} runs` : undefined };
 }
 
+/** A run's name as its files are named: A-01, B-12. */
+export function runName(arm: 'A' | 'B', index: number): string {
+  return `${arm}-${String(index).padStart(2, '0')}`;
+}
+
 /** The arms of one batch in run order: pairs starting with `first`, then any remainder. */
 export function schedule(first: 'A' | 'B', addA: number, addB: number): Array<'A' | 'B'> {
   const second = first === 'A' ? 'B' : 'A';
@@ -180,7 +185,8 @@ async function benchRun(env: StepEnv, arm: 'A' | 'B', index: number, workdir: st
   rmSync(bundle.path(metricsFile), { force: true });
   rmSync(bundle.path(logFile), { force: true });
   const result = await ctx.backend.run({
-    id: jobId(ctx.runId, ev.iteration, 'bench', arm, index),
+    // A retried run gets a fresh id: backends (Ray) attach a repeated id to the earlier, failed job.
+    id: jobId(ctx.runId, ev.iteration, 'bench', arm, index, `a${attemptOf(ev.measurement, arm, index)}`),
     command: ctx.target.bench.command,
     workdir,
     timeoutMs: ctx.target.bench.timeout_minutes * MINUTE_MS,
@@ -189,7 +195,7 @@ async function benchRun(env: StepEnv, arm: 'A' | 'B', index: number, workdir: st
     signal: ctx.signal,
   });
   if (result.killedBy === 'abort') throw new Interrupted('benchmark cancelled');
-  if (result.infraError) throw new InfraFailure(`benchmark run ${arm}-${index}: ${result.infraError}`);
+  if (result.infraError) throw new InfraFailure(`benchmark run ${runName(arm, index)}: ${result.infraError}`);
   const run: MeasuredRun = {
     arm,
     index,
@@ -220,6 +226,11 @@ async function benchRun(env: StepEnv, arm: 'A' | 'B', index: number, workdir: st
     run.problem = errorMessage(e);
   }
   return run;
+}
+
+/** 1 + the failed, discarded runs of this arm and index: the attempt number of the next run. */
+function attemptOf(m: MeasurementEvidence | undefined, arm: 'A' | 'B', index: number): number {
+  return 1 + (m?.discarded ?? []).filter((r) => r.arm === arm && r.index === index).length;
 }
 
 function optionalMetric(metrics: MetricsFile, path: string, file: string): number | null {

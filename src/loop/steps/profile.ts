@@ -41,10 +41,16 @@ export const profileStep: Step = {
     try {
       const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
       const traceDir = bundle.path(BundleFiles.profileDir);
-      const summary = await profileCommit(ctx, wt.root, traceDir, jobId(ctx.runId, ev.iteration, 'profile'), {
-        metrics: bundle.path(BundleFiles.profileMetrics),
-        log: bundle.path(BundleFiles.profileLog),
-      });
+      const summary = await profileCommit(
+        ctx,
+        wt.root,
+        traceDir,
+        jobId(ctx.runId, ev.iteration, 'profile', Date.now()),
+        {
+          metrics: bundle.path(BundleFiles.profileMetrics),
+          log: bundle.path(BundleFiles.profileLog),
+        },
+      );
       writeJsonAtomic(bundle.path(BundleFiles.summary), summary);
       const champion = await championProfile(ctx, ev.base.commit);
       writeJsonAtomic(bundle.path(BundleFiles.championSummary), champion.summary);
@@ -113,7 +119,7 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
     ctx,
     wt.root,
     traceDir,
-    jobId(ctx.runId, 0, 'profile', commit.slice(0, 12)),
+    jobId(ctx.runId, 0, 'profile', commit.slice(0, 12), Date.now()),
     {
       metrics: join(dir, 'metrics.json'),
       log: join(dir, 'profile.log'),

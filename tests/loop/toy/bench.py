@@ -24,8 +24,9 @@ def main() -> int:
     p.add_argument("--trace")
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
-    if os.environ.get("TOY_BENCH_CRASH"):
-        print("toy bench: crashing as asked", file=sys.stderr)
+    # Faults a candidate can carry (flags in its own, editable kernel module).
+    if getattr(kernel, "CRASH_BENCH", False):
+        print("toy bench: the kernel asked to crash", file=sys.stderr)
         return 3
     kernel.run()  # warm-up
     samples = []
@@ -60,7 +61,7 @@ def main() -> int:
         "git": {"commit": None, "dirty": None},
         "trace_dir": args.trace,
     }
-    if os.environ.get("TOY_BENCH_NO_METRICS") != "1":
+    if not getattr(kernel, "NO_METRICS", False):
         with open(args.out, "w") as f:
             json.dump(metrics, f)
     if args.trace:
@@ -93,7 +94,7 @@ def write_trace(trace_dir: str, samples: list) -> None:
             }
         )
         ts += dur + 10.0
-    if os.environ.get("TOY_TRACE_CORRUPT") == "1":
+    if getattr(kernel, "CORRUPT_TRACE", False):
         with open(os.path.join(run_dir, "host.trace.json.gz"), "wb") as f:
             f.write(gzip.compress(b'{"traceEvents": [ {"ph": "X", "pid": 3, ')[:-4])
         return

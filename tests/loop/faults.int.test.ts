@@ -1,0 +1,241 @@
+// The loop's fault handling, on the toy target: each fault ends in the right verdict or a clear stop,
+// with the evidence kept.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Journal } from '../../src/loop/journal.js';
+import { runLoop } from '../../src/loop/run.js';
+import { HillclimbError } from '../../src/util/errors.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { CLI, tempDir } from '../helpers/paths.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from './toy-repo.js';
+
+const AGENTS = join(import.meta.dirname, 'agents');
+const noSleep = async () => undefined;
+const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+
+beforeAll(() => {
+  process.env.HILLCLIMB_PYTHON = python;
+});
+
+/** The toy config with the agent swapped for a command agent running one of tests/loop/agents. */
+function commandAgentConfig(script: string, extra = ''): string {
+  return TOY_CONFIG.replace(
+    'agent:\n  kind: replay\n  replay: {dir: replay}\n',
+    `agent:\n  kind: command\n  timeout_minutes: 0.5\n  idle_timeout_minutes: 0.03\n  command:\n    command: ["sh", "${join(AGENTS, script)}"]\n${extra}`,
+  );
+}
+
+function loop(repo: string, extra: Partial<Parameters<typeof runLoop>[0]> = {}) {
+  return runLoop({
+    configFile: join(repo, 'hillclimb.yml'),
+    logger: memoryLogger(),
+    sleep: noSleep,
+    ...extra,
+  });
+}
+
+describe('agent faults', () => {
+  const t = tempDir('hc-faults-agent-');
+  afterAll(t.cleanup);
+
+  it('an agent that crashes without a commit gives no-op, and three alike stop the loop as stuck', async () => {
+    const repo = join(t.dir, 'crash');
+    makeToyRepo(repo, [], commandAgentConfig('crash.sh'));
+    const r = await loop(repo, { overrides: { 'loop.iterations': 5 } });
+    expect(r.iterations.map((i) => i.verdict)).toEqual(['no-op', 'no-op', 'no-op']);
+    expect(r.iterations[0]!.reason).toBe('the agent failed (exit code 7) without a commit');
+    expect(r.endReason).toBe('stuck');
+    expect(r.message).toContain('a human should look');
+    expect(existsSync(join(r.iterations[0]!.bundleDir, 'agent', 'agent.log'))).toBe(true);
+  });
+
+  it('an agent that hangs is killed by the idle timeout: no-op, evidence kept', async () => {
+    const repo = join(t.dir, 'hang');
+    makeToyRepo(repo, [], commandAgentConfig('hang.sh'));
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r.iterations[0]!.verdict).toBe('no-op');
+    expect(r.iterations[0]!.reason).toBe('the agent timed out without a commit');
+    expect(r.iterations[0]!.evidence.agent?.status).toBe('timeout');
+  });
+
+  it('a commit made before the agent failed is still judged on its merits', async () => {
+    const repo = join(t.dir, 'commit-then-crash');
+    makeToyRepo(repo, [], commandAgentConfig('commit-then-crash.sh'));
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r.iterations[0]!.verdict).toBe('improved');
+    expect(r.iterations[0]!.evidence.steps.propose?.note).toContain('agent failed, but it committed');
+  });
+
+  it('no commit with a result file is a no-op that keeps the agent’s reasoning', async () => {
+    const repo = join(t.dir, 'no-commit');
+    makeToyRepo(repo, [], commandAgentConfig('no-commit.sh'));
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r.iterations[0]!.verdict).toBe('no-op');
+    expect(r.iterations[0]!.reason).toBe('the agent made no commit');
+    expect(r.iterations[0]!.evidence.agent?.result?.summary).toBe('no change');
+  });
+});
+
+describe('dirty tree policy', () => {
+  const t = tempDir('hc-faults-dirty-');
+  afterAll(t.cleanup);
+
+  it('fail: refuses to start and says what to do', async () => {
+    const repo = join(t.dir, 'fail');
+    makeToyRepo(repo, STANDARD_PATCHES.slice(0, 1));
+    writeFileSync(join(repo, 'notes.txt'), 'work in progress\n');
+    const err = await loop(repo).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HillclimbError);
+    expect((err as HillclimbError).message).toContain('uncommitted changes');
+    expect((err as HillclimbError).hint).toContain('dirty_tree: stash');
+  });
+
+  it('stash: stashes by SHA, runs, and restores the user’s changes afterwards', async () => {
+    const repo = join(t.dir, 'stash');
+    makeToyRepo(
+      repo,
+      STANDARD_PATCHES.slice(0, 1),
+      TOY_CONFIG.replace('loop:\n', 'loop:\n  dirty_tree: stash\n'),
+    );
+    writeFileSync(join(repo, 'notes.txt'), 'work in progress\n');
+    const kernel = join(repo, 'toy', 'kernel.py');
+    writeFileSync(kernel, `${readFileSync(kernel, 'utf8')}# local edit\n`);
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r.iterations[0]!.verdict).toBe('improved');
+    // The run started from the committed HEAD, not from the edits …
+    expect(r.iterations[0]!.evidence.base.commit).toBe(gitIn(repo, 'rev-parse', 'HEAD').trim());
+    // … and the edits are back, with no stash left behind.
+    expect(readFileSync(join(repo, 'notes.txt'), 'utf8')).toBe('work in progress\n');
+    expect(readFileSync(kernel, 'utf8')).toContain('# local edit');
+    expect(gitIn(repo, 'stash', 'list').trim()).toBe('');
+  });
+});
+
+describe('candidate faults', () => {
+  const t = tempDir('hc-faults-candidate-');
+  afterAll(t.cleanup);
+  const flag = (name: string, also?: (s: string) => string) => ({
+    'toy/kernel.py': (s: string) => `${(also ?? ((x: string) => x))(s)}\n${name} = True\n`,
+  });
+  const patches = [
+    {
+      name: '0001-hang-tests',
+      edit: flag('HANG_TESTS'),
+      json: { hypothesis: 'h', summary: 'hang', next_idea: 'n' },
+    },
+    {
+      name: '0002-crash-bench',
+      edit: flag('CRASH_BENCH'),
+      json: { hypothesis: 'h', summary: 'crash', next_idea: 'n' },
+    },
+    {
+      name: '0003-no-metrics',
+      edit: flag('NO_METRICS'),
+      json: { hypothesis: 'h', summary: 'no metrics', next_idea: 'n' },
+    },
+    {
+      name: '0004-faster-corrupt-trace',
+      edit: flag('CORRUPT_TRACE', (s) => s.replace('DELAY_S = 0.02', 'DELAY_S = 0.008')),
+      json: { hypothesis: 'h', summary: 'faster', next_idea: 'n' },
+    },
+  ];
+  let result: Awaited<ReturnType<typeof runLoop>>;
+
+  beforeAll(async () => {
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo, patches, TOY_CONFIG.replace('idle_timeout_minutes: 0.2', 'idle_timeout_minutes: 0.05'));
+    result = await loop(repo);
+  }, 240_000);
+
+  it('a hanging test suite is killed and makes the candidate invalid', () => {
+    const it1 = result.iterations[0]!;
+    expect(it1.verdict).toBe('invalid');
+    expect(it1.reason).toContain('printed nothing for 0.05 min (hung), killed');
+    expect(it1.evidence.gates.cpu?.status).toBe('failed');
+  });
+
+  it('a crashing candidate benchmark makes it invalid at once, and the run log is kept', () => {
+    const it2 = result.iterations[1]!;
+    expect(it2.verdict).toBe('invalid');
+    expect(it2.reason).toMatch(/candidate benchmark run B-01 failed: exit code 3/);
+    const failed = it2.evidence.measurement!.runs.find((r) => r.arm === 'B')!;
+    expect(readFileSync(join(it2.bundleDir, failed.logFile), 'utf8')).toContain('the kernel asked to crash');
+  });
+
+  it('a candidate that writes no metrics is invalid, naming the missing file', () => {
+    const it3 = result.iterations[2]!;
+    expect(it3.verdict).toBe('invalid');
+    expect(it3.reason).toMatch(/candidate benchmark run B-01 failed: .*B-01\.json/);
+  });
+
+  it('a corrupt trace is recorded as a failed profile; the measured verdict stands', () => {
+    const it4 = result.iterations[3]!;
+    expect(it4.verdict).toBe('improved');
+    expect(it4.evidence.profile?.status).toBe('failed');
+    expect(it4.evidence.profile?.reason).toMatch(/trace|gzip|JSON/i);
+  });
+});
+
+describe('a process killed mid-iteration, then resumed', () => {
+  const t = tempDir('hc-faults-resume-');
+  afterAll(t.cleanup);
+
+  it('continues from the journal without repeating finished work', async () => {
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo);
+    const child: ChildProcess = spawn(process.execPath, [CLI, 'loop', '--root', repo], {
+      env: { ...process.env, HILLCLIMB_PYTHON: python },
+      stdio: 'ignore',
+    });
+    const runs = join(repo, '.hillclimb', 'runs');
+    const measureDir = () => {
+      if (!existsSync(runs)) return undefined;
+      const run = readdirSync(runs)[0];
+      return run ? join(runs, run, 'i001', 'measure') : undefined;
+    };
+    // Kill it (SIGKILL: no clean-up at all) once iteration 1 has recorded a few benchmark runs.
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        const dir = measureDir();
+        if (dir && existsSync(join(dir, 'B-02.json'))) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 20);
+      child.on('exit', () => {
+        clearInterval(timer);
+        reject(new Error('the loop finished before it could be killed'));
+      });
+    });
+    await new Promise((r) => child.once('exit', r));
+    const dir = measureDir()!;
+    const before = new Map(
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => [f, statSync(join(dir, f)).mtimeMs]),
+    );
+    expect(before.size).toBeGreaterThanOrEqual(3);
+
+    const r = await loop(repo, { resume: true });
+    expect(r.iterations.map((i) => i.verdict)).toEqual(['improved', 'invalid', 'no-change', 'invalid']);
+    expect(r.endReason).toBe('completed');
+    // Runs measured before the kill were kept, not re-run.
+    for (const [f, mtime] of before) {
+      const path = join(dir, f);
+      if (statSync(path).mtimeMs !== mtime) {
+        // Only a run that was in flight when the process died may be redone.
+        expect(f).toMatch(/-0[2-9]\.json$/);
+      }
+    }
+    const entries = new Journal(r.runDir).entries();
+    expect(entries.filter((e) => e.t === 'resume')).toHaveLength(1);
+    const proposeDone = entries.filter((e) => e.t === 'step' && e.iteration === 1 && e.step === 'propose');
+    expect(proposeDone).toHaveLength(1);
+    const agentLog = readFileSync(join(r.iterations[0]!.bundleDir, 'agent', 'agent.log'), 'utf8');
+    expect(agentLog.match(/applies/g)).toHaveLength(1);
+    expect(gitIn(repo, 'worktree', 'list').trim().split('\n')).toHaveLength(1);
+  }, 240_000);
+});
