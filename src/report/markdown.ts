@@ -1,0 +1,74 @@
+/**
+ * Markdown building blocks (GitHub-flavoured): tables, code spans, collapsed details, and the
+ * quoting of the agent's prose. Text from the evidence passes through here, so one escaping rule
+ * holds everywhere.
+ */
+
+export type Align = 'left' | 'right';
+
+/** Text safe inside a table cell: one line, pipes escaped, HTML neutralised. */
+export function cell(text: string): string {
+  return escapeHtml(text.replace(/\s+/g, ' ').trim()).replaceAll('|', '\\|');
+}
+
+/** `<` and `&` escaped so text from the evidence cannot open an HTML comment or tag. */
+export function escapeHtml(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
+}
+
+/** A code span that survives backticks in its content (`` `a`b` `` style). */
+export function code(text: string): string {
+  const flat = text.replace(/\s+/g, ' ');
+  const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = flat.startsWith('`') || flat.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${flat}${pad}${fence}`;
+}
+
+/** A code span for use inside a table cell (pipes escaped). */
+export function codeCell(text: string): string {
+  return code(text).replaceAll('|', '\\|');
+}
+
+/** A GitHub table. Cells are used as given: pass them through `cell` or `codeCell` first. */
+export function table(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  align: readonly Align[] = [],
+): string {
+  const sep = header.map((_, i) => (align[i] === 'right' ? '---:' : '---'));
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(sep), ...rows.map(line)].join('\n');
+}
+
+/** A collapsed block; the body is markdown. */
+export function details(summary: string, body: string): string {
+  return `<details><summary>${escapeHtml(summary)}</summary>\n\n${body}\n\n</details>`;
+}
+
+/** A fenced code block whose fence is longer than any backtick run inside. */
+export function fenced(language: string, body: string): string {
+  const longest = Math.max(2, ...[...body.matchAll(/`{3,}/g)].map((m) => m[0].length));
+  const fence = '`'.repeat(longest + 1);
+  return `${fence}${language}\n${body}\n${fence}`;
+}
+
+/** A link, or just the text when there is no URL. */
+export function link(text: string, url: string | undefined): string {
+  if (!url) return text;
+  return `[${text.replaceAll('[', '\\[').replaceAll(']', '\\]')}](${url.replaceAll(' ', '%20').replaceAll(')', '%29')})`;
+}
+
+/**
+ * The agent's prose as a blockquote: every line starts with `> `, HTML is neutralised, and a
+ * leading label names whose words these are. Nothing in it is read back by the harness.
+ */
+export function agentQuote(fields: ReadonlyArray<readonly [label: string, text: string]>): string {
+  const lines: string[] = [];
+  for (const [label, text] of fields) {
+    const body = escapeHtml(text.trim()).split(/\r?\n/);
+    lines.push(`> agent ${label}: ${body[0] ?? ''}`.trimEnd());
+    for (const rest of body.slice(1)) lines.push(`> ${rest}`.trimEnd());
+  }
+  return lines.join('\n');
+}

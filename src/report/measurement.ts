@@ -1,0 +1,117 @@
+/** The measurement sections: champion-vs-candidate delta table, the bars used, the raw per-run values. */
+import type { IterationEvidence, MeasurementEvidence } from '../evidence/iteration.js';
+import { mfuText, ranOnCpu } from './facts.js';
+import {
+  EM_DASH,
+  formatCv,
+  formatDuration,
+  formatFixed,
+  formatMetricChange,
+  formatMfu,
+  formatMfuDelta,
+  formatPercent,
+  formatRatio,
+  formatRatioWithCi,
+  formatValue,
+  shortSha,
+} from './format.js';
+import { cell, code, details, table } from './markdown.js';
+
+/** `5`, or `5 (1 failed)` when some runs of the arm produced no value. */
+function runsCell(m: MeasurementEvidence, arm: 'A' | 'B', n: number): string {
+  const failed = m.runs.filter((r) => r.arm === arm && r.value === null).length;
+  return failed > 0 ? `${n} (${failed} failed)` : String(n);
+}
+
+/** The champion-vs-candidate table with the interval and the bars it was judged against. */
+export function deltaSection(evidence: IterationEvidence): string | undefined {
+  const m = evidence.measurement;
+  const c = m?.comparison;
+  if (!m || !c) return undefined;
+  const unit = m.metric.unit;
+  const value = (x: number | null) => (x === null ? EM_DASH : formatValue(x, unit));
+  const cv = (x: number | null) => (x === null ? EM_DASH : formatCv(x));
+  const change = c.ratio !== null && c.ci !== null ? formatMetricChange(c.ratio, c.ci, c.direction) : EM_DASH;
+  const rows: string[][] = [
+    [
+      'commit',
+      code(shortSha(evidence.base.commit)),
+      evidence.candidate ? code(shortSha(evidence.candidate.commit)) : EM_DASH,
+      '',
+    ],
+    [cell(`${m.metric.label}, median`), value(c.a.median), value(c.b.median), change],
+    ['CV', cv(c.a.cv), cv(c.b.cv), ''],
+    ['runs', runsCell(m, 'A', c.a.n), runsCell(m, 'B', c.b.n), ''],
+  ];
+  const { a, b } = m.mfu;
+  if (a !== null || b !== null) {
+    const mfu = (x: number | null) => (x === null ? EM_DASH : formatMfu(x));
+    rows.push(['MFU', mfu(a), mfu(b), a !== null && b !== null ? formatMfuDelta(a, b) : '']);
+  } else {
+    rows.push(['MFU', cell(mfuText(evidence)), '', '']);
+  }
+  const header = ['', 'champion (A)', 'candidate (B)', 'change'];
+  const lines = [table(header, rows, ['left', 'right', 'right', 'right'])];
+  const bars = barsLine(m);
+  if (bars) lines.push(bars);
+  return lines.join('\n\n');
+}
+
+/** `Improvement 1.229× [1.201×, 1.258×] (95% percentile CI, …). Accept bar …; regression bar ….` */
+export function barsLine(m: MeasurementEvidence): string | undefined {
+  const c = m.comparison;
+  if (!c) return undefined;
+  const parts: string[] = [];
+  if (c.ratio !== null && c.ci !== null) {
+    const what = c.direction === 'lower' ? 'Speedup (median A / median B)' : 'Gain (median B / median A)';
+    parts.push(
+      `${what} ${formatRatioWithCi(c.ratio, c.ci)}, ${confidenceLabel(c.confidence, c.ciMethod)} from ${c.resamples} resamples, seed ${c.seed}.`,
+    );
+  }
+  if (c.acceptBar !== null) {
+    const mde =
+      c.mde === null
+        ? ''
+        : ` (MDE ${formatPercent(c.mde, 1)}${c.mdeSource === 'fixed' ? ', fixed by policy' : c.noiseCv !== null ? `, from the ${c.mdeSource} CV ${formatCv(c.noiseCv)}` : ''})`;
+    parts.push(`Accept bar ${formatRatio(c.acceptBar)}${mde}; regression bar ${formatRatio(c.regressBar)}.`);
+  }
+  return parts.length > 0 ? parts.join(' ') : undefined;
+}
+
+/** `95% percentile CI`, `90% BCa CI`. */
+export function confidenceLabel(confidence: number, method: 'percentile' | 'bca'): string {
+  return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${method === 'bca' ? 'BCa' : 'percentile'} CI`;
+}
+
+/** The runs in the order they ran, with the sequential-stopping looks. */
+export function rawRunsTable(evidence: IterationEvidence): string | undefined {
+  const m = evidence.measurement;
+  if (!m || m.runs.length === 0) return undefined;
+  const cpu = ranOnCpu(evidence);
+  const rows = m.runs.map((r, i) => [
+    String(i + 1),
+    r.arm,
+    String(r.index),
+    r.value === null ? EM_DASH : formatValue(r.value, m.metric.unit),
+    r.mfu === null ? (cpu ? 'n/a' : EM_DASH) : formatMfu(r.mfu),
+    r.exitCode === null ? EM_DASH : String(r.exitCode),
+    formatDuration(r.durationMs),
+    r.problem ? cell(r.problem) : '',
+  ]);
+  const header = ['#', 'arm', 'run', cell(m.metric.label), 'MFU', 'exit', 'took', 'problem'];
+  const lines = [table(header, rows, ['right', 'left', 'right', 'right', 'right', 'right', 'right', 'left'])];
+  lines.push(`First arm: ${m.firstArm}. Metric: ${code(m.metric.path)} (${m.metric.direction} is better).`);
+  if (m.looks.length > 0) {
+    const looks = m.looks.map((l) => `n=${l.n} → ${l.action} (${cell(l.reason)})`);
+    lines.push(`Sequential looks: ${looks.join('; ')}.`);
+  }
+  return lines.join('\n\n');
+}
+
+/** The raw values collapsed in a <details> block. */
+export function rawRunsSection(evidence: IterationEvidence): string | undefined {
+  const body = rawRunsTable(evidence);
+  const m = evidence.measurement;
+  if (!body || !m) return undefined;
+  return details(`Raw per-run values (${m.runs.length} runs, in the order they ran)`, body);
+}

@@ -1,0 +1,47 @@
+/** Where the numbers came from: device, backend, versions, hashes, seed, run. */
+import type { IterationEvidence } from '../evidence/iteration.js';
+import { deviceLabel } from './facts.js';
+import { formatTime, shortSha } from './format.js';
+import { cell, code, table } from './markdown.js';
+
+/** Versions as `jax 0.4.38 · jaxlib 0.4.38`, sorted by name so the text is stable. */
+export function versionsText(versions: Readonly<Record<string, string>> | undefined): string | undefined {
+  const entries = Object.entries(versions ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+  if (entries.length === 0) return undefined;
+  return entries.map(([name, version]) => `${name} ${version}`).join(' · ');
+}
+
+/** Rows of [what, value] (values are markdown), in a fixed order; absent facts are left out. */
+export function provenanceRows(evidence: IterationEvidence): Array<[string, string]> {
+  const p = evidence.provenance;
+  const m = evidence.measurement;
+  const rows: Array<[string, string | undefined]> = [
+    [
+      'run',
+      `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, started ${formatTime(evidence.runStartedAt)}`,
+    ],
+    [
+      'device',
+      deviceLabel(evidence) &&
+        cell(`${deviceLabel(evidence)}${m?.device ? ` (backend ${m.device.backend})` : ''}`),
+    ],
+    ['compute', p.backend && cell(`${p.backend.backend}: ${p.backend.description}`)],
+    [
+      'benchmark',
+      m && (m.impl || m.preset)
+        ? cell([m.impl && `impl ${m.impl}`, m.preset && `preset ${m.preset}`].filter(Boolean).join(', '))
+        : undefined,
+    ],
+    ['versions', versionsText(m?.versions) && cell(versionsText(m?.versions)!)],
+    ['hillclimb', cell(p.hillclimbVersion)],
+    ['harness hash', p.harnessHash ? code(shortSha(p.harnessHash)) : undefined],
+    ['config hash', code(shortSha(p.configHash))],
+    ['bootstrap seed', m?.comparison ? String(m.comparison.seed) : undefined],
+    ['host', cell(p.host)],
+  ];
+  return rows.filter((r): r is [string, string] => r[1] !== undefined && r[1] !== '');
+}
+
+export function provenanceSection(evidence: IterationEvidence): string {
+  return `#### Provenance\n\n${table(['', ''], provenanceRows(evidence))}`;
+}
