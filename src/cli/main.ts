@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../env/root.js';
 import { registerDoctor } from './commands/doctor.js';
+import { registerLog } from './commands/log.js';
 import { registerSetup } from './commands/setup.js';
 import { registerTpu } from './commands/tpu.js';
 import { registerTrace } from './commands/trace.js';
@@ -25,6 +26,7 @@ export function buildProgram(io: CliIO, done: (code: number) => void): Command {
   registerDoctor(program, ctx, done);
   registerTpu(program, ctx, done);
   registerTrace(program, ctx, done);
+  registerLog(program, ctx, done);
   return program;
 }
 

@@ -1,0 +1,88 @@
+/**
+ * `hillclimb log lint`: check the hill-climb log (placeholders, heading order, and that every number
+ * in an entry comes from its evidence). Exit 0 with `log lint passed`, 1 on problems, 2 when the file
+ * is missing.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { type Command, Option } from 'commander';
+import { loadConfig } from '../../config/load.js';
+import { CONFIG_FILE } from '../../env/root.js';
+import { evidenceLoader } from '../../report/log-evidence.js';
+import { formatProblem, hasErrors, type LintScope, lintLog } from '../../report/log-lint.js';
+import { InputError } from '../../util/errors.js';
+import type { CliContext } from '../context.js';
+
+interface LintFlags {
+  file?: string;
+  scope: LintScope;
+  evidenceRoot?: string;
+  allowNonMonotonic?: boolean;
+  requireEvidence?: boolean;
+}
+
+const DEFAULT_LOG_FILE = 'docs/hillclimb-log.md';
+const DEFAULT_STATE_DIR = '.hillclimb';
+
+/** The log file and evidence roots: flags first, then hillclimb.yml's paths, then the defaults. */
+function locate(root: string, flags: LintFlags): { file: string; roots: string[] } {
+  let logFile = DEFAULT_LOG_FILE;
+  let stateDir = resolve(root, DEFAULT_STATE_DIR);
+  const configFile = join(root, CONFIG_FILE);
+  if ((flags.file === undefined || flags.evidenceRoot === undefined) && existsSync(configFile)) {
+    const config = loadConfig(configFile);
+    logFile = config.paths.log_file;
+    stateDir = resolve(config.root, config.paths.state_dir);
+  }
+  const file = resolve(root, flags.file ?? logFile);
+  // Bundles live under the state folder; the local store keeps the published copies under store/.
+  const roots = flags.evidenceRoot ? [resolve(flags.evidenceRoot)] : [stateDir, join(stateDir, 'store')];
+  return { file, roots };
+}
+
+export function registerLog(program: Command, ctx: () => CliContext, done: (code: number) => void): void {
+  const log = program.command('log').description('the hill-climb log written by the harness');
+  log
+    .command('lint')
+    .description(
+      'check the hill-climb log: no commit placeholders, monotonic iteration headings, and no number absent from the evidence',
+    )
+    .option(
+      '--file <path>',
+      `log file (default: paths.log_file from ${CONFIG_FILE}, else ${DEFAULT_LOG_FILE})`,
+    )
+    .addOption(
+      new Option('--scope <scope>', 'entries to check: the last one or all')
+        .choices(['last-entry', 'all'])
+        .default('last-entry'),
+    )
+    .option(
+      '--evidence-root <dir>',
+      'folder holding runs/<run>/i<NNN>/evidence.json (default: the state folder and its store/)',
+    )
+    .option('--allow-non-monotonic', 'do not check the order of iteration headings')
+    .option('--require-evidence', 'fail when an entry’s evidence is not available (default: warn)')
+    .action((flags: LintFlags) => {
+      const c = ctx();
+      const { file, roots } = locate(c.root, flags);
+      if (!existsSync(file))
+        throw new InputError(file, 'file not found', { hint: 'pass --file or run the loop once' });
+      const problems = lintLog(readFileSync(file, 'utf8'), {
+        scope: flags.scope,
+        allowNonMonotonic: Boolean(flags.allowNonMonotonic),
+        requireEvidence: Boolean(flags.requireEvidence),
+        loadEvidence: evidenceLoader(roots),
+      });
+      const shown = relative(process.cwd(), file) || file;
+      for (const p of problems) c.stdout(formatProblem(shown, p));
+      const errors = problems.filter((p) => p.severity === 'error').length;
+      const warnings = problems.length - errors;
+      if (hasErrors(problems)) {
+        c.stdout(`log lint failed: ${errors} error(s), ${warnings} warning(s)`);
+        done(1);
+        return;
+      }
+      c.stdout(`log lint passed${warnings > 0 ? ` (${warnings} warning(s))` : ''}`);
+      done(0);
+    });
+}

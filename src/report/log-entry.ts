@@ -1,0 +1,291 @@
+/**
+ * The hill-climb log (docs/hillclimb-log.md): its header for a new file, one entry per iteration, and
+ * appending. Entries are rendered by the harness from the evidence record, so `hillclimb log lint`
+ * can render them again and compare (log-lint.ts).
+ *
+ * An entry is:
+ *   ### Iteration <N> — <commit subject>
+ *   <!-- hillclimb:evidence <path> sha256=<digest> format=1 -->
+ *   - <Label>: <harness text>          fixed labels (LOG_LABELS); every number from the evidence
+ *   …
+ *   > agent hypothesis: <prose>         the agent's words, quoted; never read for numbers
+ *
+ * <N> is the log's own sequence: the iteration number when it keeps the headings increasing, else
+ * the next free number (a second run starts again at iteration 1); the `- Run:` line names the run
+ * and its iteration.
+ */
+import { createHash } from 'node:crypto';
+import type { IterationEvidence } from '../evidence/iteration.js';
+import { HillclimbError } from '../util/errors.js';
+import { failingList } from './checks.js';
+import {
+  bundleKey,
+  gateText,
+  guardText,
+  measuredChange,
+  mediansText,
+  mfuText,
+  subjectOf,
+  verdictLabel,
+  verdictReasons,
+} from './facts.js';
+import { EM_DASH, formatDuration, formatTime, oneLine, plural, shortSha } from './format.js';
+import { beforeAfter, customCallNames, hotspotLine, launchesText, topChanges } from './hotspots.js';
+import { agentQuote, code, escapeHtml } from './markdown.js';
+
+/** Bumped when the rendering changes, so lint can tell an old entry from a hand-edited one. */
+export const LOG_ENTRY_FORMAT = 1;
+/** Hotspot lines per entry. */
+export const LOG_HOTSPOTS = 3;
+/** Failing test names listed per gate before "and N more". */
+export const LOG_FAILING_TESTS = 10;
+
+/** The labels of harness lines, in the order they appear. Lint treats `- <label>: …` lines as the harness's. */
+export const LOG_LABELS = [
+  'Run',
+  'Date',
+  'Verdict',
+  'Reason',
+  'Commit',
+  'Base',
+  'Agent',
+  'Guard',
+  'Correctness (CPU)',
+  'Failing tests (CPU)',
+  'Correctness (accelerator)',
+  'Failing tests (accelerator)',
+  'Measurement',
+  'MFU',
+  'Profile',
+  'Step time',
+  'Hotspot',
+  'Custom-call launches per step',
+  'Evidence',
+] as const;
+
+export type LogLabel = (typeof LOG_LABELS)[number];
+
+/** `### Iteration <N><suffix>` at the start of a line (gdnctl's pattern). */
+export const ITERATION_HEADING = /^### Iteration (\d+)([A-Za-z]*)\b/;
+const EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
+
+export interface LogEntryOptions {
+  /** Path of evidence.json as the store (or the state folder) knows it. Default `runs/<run>/i<NNN>/evidence.json`. */
+  evidencePath?: string;
+  /** The heading number. Default: the iteration (appendLogEntry renumbers when it would not increase). */
+  number?: number;
+}
+
+/** The default evidence path of an iteration: `runs/<run>/i003/evidence.json`. */
+export function defaultEvidencePath(evidence: Pick<IterationEvidence, 'runId' | 'iteration'>): string {
+  return `${bundleKey(evidence)}/evidence.json`;
+}
+
+/** JSON with object keys sorted, so the digest does not depend on key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * sha256 of the evidence as it stood when the entry was rendered: the canonical JSON without what
+ * the loop writes afterwards (publish results, step records, finishedAt, the log commit itself).
+ */
+export function evidenceDigest(evidence: IterationEvidence): string {
+  const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest } = evidence;
+  const candidate = rest.candidate ? { ...rest.candidate, logCommit: undefined } : undefined;
+  return createHash('sha256')
+    .update(canonicalJson({ ...rest, candidate }))
+    .digest('hex');
+}
+
+/** The hidden line naming the evidence and its digest. */
+export function evidenceMarker(path: string, digest: string): string {
+  if (/\s|-->/.test(path))
+    throw new HillclimbError(`evidence path ${JSON.stringify(path)} cannot go in the log marker`);
+  return `<!-- hillclimb:evidence ${path} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
+}
+
+export function parseEvidenceMarker(
+  line: string,
+): { path: string; digest: string; format: number } | undefined {
+  const m = EVIDENCE_MARKER.exec(line.trim());
+  return m ? { path: m[1]!, digest: m[2]!, format: Number(m[3]) } : undefined;
+}
+
+/** The entry's heading. */
+export function entryHeading(number: number, evidence: IterationEvidence): string {
+  return `### Iteration ${number} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
+}
+
+/** The harness lines of an entry, as [label, text] pairs in order. Every number comes from `evidence`. */
+export function harnessLines(evidence: IterationEvidence, evidencePath: string): Array<[LogLabel, string]> {
+  const lines: Array<[LogLabel, string]> = [];
+  const add = (label: LogLabel, text: string) => lines.push([label, escapeHtml(oneLine(text))]);
+  add(
+    'Run',
+    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`,
+  );
+  add('Date', formatTime(evidence.startedAt));
+  add('Verdict', verdictLabel(evidence));
+  for (const reason of verdictReasons(evidence)) add('Reason', reason);
+  const c = evidence.candidate;
+  add('Commit', c ? `${code(shortSha(c.commit))} on ${code(c.branch)}` : 'none (the agent made no commit)');
+  add(
+    'Base',
+    `${code(shortSha(evidence.base.commit))}${evidence.base.iteration !== undefined ? ` (champion since iteration ${evidence.base.iteration})` : ''}`,
+  );
+  const agent = evidence.agent;
+  if (agent) {
+    const problem = agent.resultProblem
+      ? `; result: ${agent.resultProblem}`
+      : agent.result
+        ? ''
+        : '; no result file';
+    add(
+      'Agent',
+      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, 'attempt')}${problem}`,
+    );
+  }
+  if (evidence.guard) add('Guard', guardText(evidence.guard));
+  for (const [key, name] of [
+    ['cpu', 'CPU'],
+    ['accelerator', 'accelerator'],
+  ] as const) {
+    const gate = evidence.gates[key];
+    if (!gate) continue;
+    add(`Correctness (${name})`, gateText(gate));
+    const failing = failingList(gate, LOG_FAILING_TESTS);
+    if (failing) add(`Failing tests (${name})`, failing);
+  }
+  const m = evidence.measurement;
+  if (m) {
+    const change = measuredChange(evidence);
+    const medians = mediansText(m);
+    const parts = [`${m.metric.label}${medians ? ` ${medians}` : ''}`];
+    if (change) parts.push(`${change.delta} (${change.n})`);
+    else parts.push(`no comparison (${m.runs.length} runs)`);
+    add('Measurement', parts.join(', '));
+    add('MFU', mfuText(evidence));
+  } else {
+    add('Measurement', evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : 'not run');
+  }
+  const profile = evidence.profile;
+  if (profile && profile.status !== 'done') {
+    add('Profile', `${profile.status}${profile.reason ? `: ${profile.reason}` : ''}`);
+  } else if (profile) {
+    const custom = customCallNames(profile);
+    if (profile.diff?.stepTimeMs) add('Step time', beforeAfter(profile.diff.stepTimeMs));
+    for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
+      add('Hotspot', hotspotLine(row, custom.has(row.name)));
+    const launches = launchesText(profile);
+    if (launches !== undefined) add('Custom-call launches per step', launches);
+  }
+  add('Evidence', code(evidencePath));
+  return lines;
+}
+
+/** The agent's prose, quoted (empty when it left no result). */
+export function agentLines(evidence: IterationEvidence): string {
+  const r = evidence.agent?.result;
+  if (!r) return '';
+  return agentQuote([
+    ['hypothesis', r.hypothesis],
+    ['summary', r.summary],
+    ['next idea', r.next_idea],
+  ]);
+}
+
+/** One log entry, ending in a newline. */
+export function renderLogEntry(evidence: IterationEvidence, opts: LogEntryOptions = {}): string {
+  const path = opts.evidencePath ?? defaultEvidencePath(evidence);
+  const lines = [
+    entryHeading(opts.number ?? evidence.iteration, evidence),
+    evidenceMarker(path, evidenceDigest(evidence)),
+    ...harnessLines(evidence, path).map(([label, text]) => `- ${label}: ${text}`),
+  ];
+  const agent = agentLines(evidence);
+  return `${lines.join('\n')}\n${agent === '' ? '' : `\n${agent}\n`}`;
+}
+
+export interface LogHeaderOptions {
+  /** Default "Hill-climb log". */
+  title?: string;
+  /** One paragraph: what the loop is trying to achieve. */
+  goal?: string;
+}
+
+const DEFAULT_GOAL =
+  'Make the target kernel faster without changing its results. Each iteration tries one change; only a change whose whole confidence interval clears the noise floor replaces the champion.';
+
+/** The header of a new log file: goal, loop contract, how entries are produced. */
+export function logHeader(opts: LogHeaderOptions = {}): string {
+  return `# ${opts.title ?? 'Hill-climb log'}
+
+Append-only record of every hillclimb iteration, failed ones included. Written by the harness
+(\`hillclimb loop\`), never by the agent; do not edit entries by hand.
+
+## Goal
+
+${opts.goal ?? DEFAULT_GOAL}
+
+## Loop contract
+
+- One hypothesis and one change set per iteration, proposed by the agent inside the target's editable paths.
+- The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
+  interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
+  the candidate and diffs its trace against the champion's.
+- Exactly one verdict per iteration: improved, no-change, regressed, invalid, needs-human, error or no-op.
+- Every iteration becomes a draft pull request; people review and merge.
+
+## How entries are produced
+
+Each entry is rendered from the iteration's evidence record (\`evidence.json\`). Lines starting with \`- \`
+are the harness's: every number in them was computed from raw artifacts (JUnit XML, metrics JSON,
+traces). Lines starting with \`> agent\` quote the agent's own words and are never read for numbers. The
+hidden \`hillclimb:evidence\` line names the evidence file and its sha256; \`hillclimb log lint\` renders
+each entry again from it and reports any line that differs and any number with a unit that the evidence
+does not contain.
+
+## Iterations
+`;
+}
+
+/** Heading numbers in a log, in order (with suffixes, e.g. 12a). */
+export function headingNumbers(text: string): Array<{ line: number; number: number; suffix: string }> {
+  const out: Array<{ line: number; number: number; suffix: string }> = [];
+  text.split('\n').forEach((line, i) => {
+    const m = ITERATION_HEADING.exec(line);
+    if (m) out.push({ line: i + 1, number: Number(m[1]), suffix: m[2]! });
+  });
+  return out;
+}
+
+/**
+ * The log with `entry` appended (the header first when the log is new or empty). When the entry's
+ * heading number would not increase on the log's last heading, it becomes the next free number.
+ * @throws HillclimbError when `entry` does not start with an iteration heading.
+ */
+export function appendLogEntry(
+  logText: string | undefined,
+  entry: string,
+  header: LogHeaderOptions = {},
+): string {
+  const first = entry.split('\n', 1)[0] ?? '';
+  const m = ITERATION_HEADING.exec(first);
+  if (!m)
+    throw new HillclimbError(`a log entry must start with "### Iteration <N>", got ${JSON.stringify(first)}`);
+  const base = logText === undefined || logText.trim() === '' ? logHeader(header) : logText;
+  const last = headingNumbers(base).at(-1);
+  let body = entry.trimEnd();
+  if (last && Number(m[1]) <= last.number) {
+    body = body.replace(/^### Iteration \d+[A-Za-z]*/, `### Iteration ${last.number + 1}`);
+  }
+  return `${base.trimEnd()}\n\n${body}\n`;
+}

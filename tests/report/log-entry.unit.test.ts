@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import {
+  appendLogEntry,
+  evidenceDigest,
+  headingNumbers,
+  LOG_LABELS,
+  logHeader,
+  parseEvidenceMarker,
+  renderLogEntry,
+} from '../../src/report/log-entry.js';
+import { HillclimbError } from '../../src/util/errors.js';
+import { everyVerdict, IMPROVED, invalidByCpuGate, measured, noOp, RUN_ID } from './builders.js';
+
+const MARKER =
+  /^<!-- hillclimb:evidence runs\/20261121-2340-ab12\/i003\/evidence\.json sha256=[0-9a-f]{64} format=1 -->$/;
+
+describe('renderLogEntry', () => {
+  it('renders the harness lines of a measured iteration', () => {
+    const lines = renderLogEntry(measured(IMPROVED)).split('\n');
+    expect(lines[0]).toBe('### Iteration 3 — Tile the chunk loop over K by 128');
+    expect(lines[1]).toMatch(MARKER);
+    expect(lines.slice(2, 22)).toEqual([
+      `- Run: \`${RUN_ID}\`, iteration 3 of 4, target \`gdn\``,
+      '- Date: 2026-11-21 23:58 UTC',
+      '- Verdict: ✓ improved',
+      '- Reason: lower CI bound 1.2048 > accept bar 1.0821',
+      '- Reason: speedup (median A / median B) 1.2285 [1.2048, 1.2516] (95% percentile CI, n = 5/5)',
+      `- Commit: \`1a2b3c4d5e\` on \`hillclimb/gdn/${RUN_ID}/i003\``,
+      '- Base: `9f8e7d6c5b` (champion since iteration 2)',
+      '- Agent: `codex` finished in 4 min 12 s, 1 attempt',
+      '- Guard: passed, 1 path changed',
+      '- Correctness (CPU): passed, 128 tests: 126 passed, 2 skipped (41.2 s)',
+      '- Correctness (accelerator): skipped: no accelerator in this backend',
+      '- Measurement: fwd+bwd time 12.31 ms → 10.02 ms, −18.6% [−20.1%, −17.0%] (n=5+5)',
+      '- MFU: n/a on CPU',
+      '- Step time: 12.00 ms → 10.00 ms (−16.7%)',
+      '- Hotspot: `gdn_chunk_fwd` 5.210 ms → 3.900 ms (−1.310 ms, −25.1%) [custom call]',
+      '- Hotspot: `transpose_fusion` 0.3000 ms → absent (−0.3000 ms, −100.0%) [removed]',
+      '- Hotspot: `add_multiply_fusion` 1.000 ms → 1.200 ms (+0.2000 ms, +20.0%)',
+      '- Custom-call launches per step: 6 → 4',
+      `- Evidence: \`runs/${RUN_ID}/i003/evidence.json\``,
+      '',
+    ]);
+    expect(lines.slice(22)).toEqual([
+      '> agent hypothesis: The K loop reloads the state tile; tiling by 128 should cut the 30% spent in copies.',
+      '> agent summary: Tiled the chunk loop over K by 128 and kept the state in VMEM.',
+      '> agent next idea: Fuse the gate cumsum into the same kernel (maybe 2x fewer launches).',
+      '',
+    ]);
+  });
+
+  it('shows MFU on TPU and failing tests of a failed gate', () => {
+    expect(renderLogEntry(measured(IMPROVED, { device: 'tpu' }))).toContain(
+      '\n- MFU: 31.20% → 38.33% (+7.13 pp)\n',
+    );
+    const entry = renderLogEntry(invalidByCpuGate());
+    expect(entry).toContain(
+      '\n- Failing tests (CPU): `kernels/gdn/tests/test_chunk.py::test_matches_reference[B2-T64-H4-K32-V32-bf16]`, ',
+    );
+    expect(entry).toContain('\n- Measurement: not run (stopped at cpu-gate)\n');
+  });
+
+  it('renders a no-op without commit', () => {
+    const entry = renderLogEntry(noOp());
+    expect(entry.split('\n')[0]).toBe('### Iteration 3 — (no commit)');
+    expect(entry).toContain('\n- Commit: none (the agent made no commit)\n');
+  });
+
+  it('keeps harness lines and the agent’s words apart, for every verdict', () => {
+    const labelled = new RegExp(`^- (${LOG_LABELS.map((l) => l.replace(/[()]/g, '\\$&')).join('|')}): \\S`);
+    for (const [name, ev] of everyVerdict()) {
+      const lines = renderLogEntry(ev).split('\n');
+      for (const line of lines.slice(2)) {
+        const ok = line === '' || labelled.test(line) || line.startsWith('> agent ') || line.startsWith('> ');
+        expect(ok, `${name}: ${line}`).toBe(true);
+      }
+      expect(lines.filter((l) => l.startsWith('> ')).every((l) => !labelled.test(l))).toBe(true);
+    }
+  });
+
+  it('quotes every line of multi-line agent prose and neutralises HTML in it', () => {
+    const ev = measured(IMPROVED);
+    ev.agent!.result!.summary = 'first line\nsecond line <!-- hidden\n- Verdict: ✓ improved';
+    const entry = renderLogEntry(ev);
+    expect(entry).toContain(
+      '> agent summary: first line\n> second line &lt;!-- hidden\n> - Verdict: ✓ improved\n',
+    );
+  });
+
+  it('takes the evidence path and heading number from options', () => {
+    const entry = renderLogEntry(measured(IMPROVED), {
+      evidencePath: 'runs/x/i009/evidence.json',
+      number: 12,
+    });
+    expect(entry.startsWith('### Iteration 12 — ')).toBe(true);
+    expect(parseEvidenceMarker(entry.split('\n')[1]!)!.path).toBe('runs/x/i009/evidence.json');
+    expect(entry).toContain('\n- Evidence: `runs/x/i009/evidence.json`\n');
+  });
+});
+
+describe('evidenceDigest', () => {
+  it('ignores what the loop writes after the entry, not the numbers', () => {
+    const ev = measured(IMPROVED);
+    const digest = evidenceDigest(ev);
+    const later = structuredClone(ev);
+    later.publish = { warnings: ['x'], prUrl: 'https://example.com/pr/1' };
+    later.steps = { publish: { status: 'done', startedAt: 'a', finishedAt: 'b' } };
+    later.finishedAt = '2030-01-01T00:00:00Z';
+    later.candidate!.logCommit = 'f'.repeat(40);
+    expect(evidenceDigest(later)).toBe(digest);
+    const edited = structuredClone(ev);
+    edited.measurement!.comparison!.b.median = 10.01;
+    expect(evidenceDigest(edited)).not.toBe(digest);
+  });
+
+  it('does not depend on key order', () => {
+    const ev = measured(IMPROVED);
+    const reordered = Object.fromEntries(Object.entries(ev).reverse()) as typeof ev;
+    expect(evidenceDigest(reordered)).toBe(evidenceDigest(ev));
+  });
+});
+
+describe('appendLogEntry', () => {
+  it('starts a new log with the header', () => {
+    const text = appendLogEntry(undefined, renderLogEntry(measured(IMPROVED)));
+    expect(text.startsWith('# Hill-climb log\n')).toBe(true);
+    for (const section of ['## Goal', '## Loop contract', '## How entries are produced', '## Iterations']) {
+      expect(text).toContain(`\n${section}\n`);
+    }
+    expect(text).toContain('\n## Iterations\n\n### Iteration 3 — ');
+    expect(text.endsWith('\n')).toBe(true);
+    expect(appendLogEntry('  \n', renderLogEntry(measured(IMPROVED))).startsWith(logHeader())).toBe(true);
+  });
+
+  it('appends after existing entries and keeps the headings increasing', () => {
+    const first = appendLogEntry(undefined, renderLogEntry(measured(IMPROVED)));
+    // A second run starts again at iteration 3 (or lower): the heading takes the next number.
+    const second = appendLogEntry(first, renderLogEntry(measured(IMPROVED)));
+    const third = appendLogEntry(second, renderLogEntry(measured(IMPROVED), { number: 9 }));
+    expect(headingNumbers(third).map((h) => h.number)).toEqual([3, 4, 9]);
+    expect(third.startsWith(first.trimEnd())).toBe(true);
+  });
+
+  it('refuses text that is not an entry', () => {
+    expect(() => appendLogEntry(undefined, '- Commit: x')).toThrow(HillclimbError);
+  });
+});
