@@ -4,8 +4,12 @@
  */
 import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../env/root.js';
+import { registerDemo } from './commands/demo.js';
 import { registerDoctor } from './commands/doctor.js';
+import { registerHistory } from './commands/history.js';
+import { registerIterate } from './commands/iterate.js';
 import { registerLog } from './commands/log.js';
+import { registerLoop } from './commands/loop.js';
 import { registerSetup } from './commands/setup.js';
 import { registerTpu } from './commands/tpu.js';
 import { registerTrace } from './commands/trace.js';
@@ -27,6 +31,10 @@ export function buildProgram(io: CliIO, done: (code: number) => void): Command {
   registerTpu(program, ctx, done);
   registerTrace(program, ctx, done);
   registerLog(program, ctx, done);
+  registerLoop(program, ctx, done);
+  registerIterate(program, ctx, done);
+  registerDemo(program, ctx, done);
+  registerHistory(program, ctx, done);
   return program;
 }
 
