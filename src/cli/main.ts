@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../env/root.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDoctor } from './commands/doctor.js';
+import { registerHarness } from './commands/harness.js';
 import { registerHistory } from './commands/history.js';
 import { registerIterate } from './commands/iterate.js';
 import { registerLog } from './commands/log.js';
@@ -35,6 +36,7 @@ export function buildProgram(io: CliIO, done: (code: number) => void): Command {
   registerIterate(program, ctx, done);
   registerDemo(program, ctx, done);
   registerHistory(program, ctx, done);
+  registerHarness(program, ctx, done);
   return program;
 }
 

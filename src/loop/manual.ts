@@ -1,0 +1,211 @@
+/**
+ * The harness without an agent: measure any two commits (a human PR against its base, main against a
+ * tag), run a correctness gate on a commit, or profile one. Same steps, same evidence and statistics as
+ * the loop, so a number means the same thing wherever it was produced.
+ */
+import { join } from 'node:path';
+import type { Agent } from '../agent/agent.js';
+import { LocalBackend } from '../compute/backends/local.js';
+import { buildBackend } from '../compute/factory.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
+import { packageVersion } from '../env/root.js';
+import type { IterationEvidence, StepName } from '../evidence/iteration.js';
+import { buildForge } from '../forge/factory.js';
+import { renderComment } from '../report/comment.js';
+import { buildStore } from '../store/factory.js';
+import { errorMessage } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+import { Git } from '../workspace/git.js';
+import { matchAny } from '../workspace/glob.js';
+import { Bundle, BundleFiles } from './bundle.js';
+import { configHash, defaultHost, type LoopContext, realSleep, runDirOf, stateDirOf } from './context.js';
+import { readHistory } from './history.js';
+import { newEvidence, runIterationSteps } from './iteration.js';
+import { newRunId } from './journal.js';
+import { championProfile, type ProfileResult } from './steps/profile.js';
+import { STICKY_KEY } from './steps/publish.js';
+
+export interface ManualOptions {
+  configFile: string;
+  overrides?: ConfigOverrides;
+  target?: string;
+  logger: Logger;
+  progress?: (line: string) => void;
+  signal?: AbortSignal;
+  dryRun?: boolean;
+}
+
+/** No agent runs in a manual measurement; any attempt to use one is a bug. */
+const noAgent: Agent = {
+  name: 'none',
+  run: () => Promise.reject(new Error('manual measurements run no agent')),
+};
+
+async function manualContext(opts: ManualOptions, runId: string): Promise<LoopContext> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const target = selectTarget(config, opts.target);
+  const stateDir = stateDirOf(config);
+  const backend = buildBackend(config, {
+    root: config.root,
+    logger: opts.logger,
+    runId,
+    dryRun: opts.dryRun,
+  });
+  return {
+    config,
+    target,
+    root: config.root,
+    stateDir,
+    runId,
+    runDir: runDirOf(stateDir, runId),
+    runStartedAt: new Date().toISOString(),
+    totalIterations: 1,
+    git: await Git.create(config.root, { logger: opts.logger }),
+    backend,
+    cpuBackend:
+      config.compute.backend === 'local'
+        ? backend
+        : new LocalBackend({ root: config.root, logger: opts.logger }),
+    agent: noAgent,
+    forge: buildForge(config, { root: config.root, logger: opts.logger }),
+    store: buildStore(config, { root: config.root, logger: opts.logger }),
+    logger: opts.logger,
+    progress: opts.progress ?? ((l) => opts.logger.info(l)),
+    signal: opts.signal ?? new AbortController().signal,
+    configHash: configHash(config),
+    hillclimbVersion: packageVersion(),
+    host: defaultHost(),
+    sleep: realSleep,
+  };
+}
+
+async function withContext<T>(
+  opts: ManualOptions,
+  runId: string,
+  fn: (ctx: LoopContext) => Promise<T>,
+): Promise<T> {
+  const ctx = await manualContext(opts, runId);
+  try {
+    await ctx.backend.open();
+    if (ctx.cpuBackend !== ctx.backend) await ctx.cpuBackend.open();
+    return await fn(ctx);
+  } finally {
+    await ctx.backend.close().catch((e: unknown) => opts.logger.warn(`release compute: ${errorMessage(e)}`));
+    if (ctx.cpuBackend !== ctx.backend) await ctx.cpuBackend.close().catch(() => undefined);
+    await ctx.git.close().catch(() => undefined);
+  }
+}
+
+export interface MeasureCommitsOptions extends ManualOptions {
+  base: string;
+  head: string;
+  /** Also run these gates on the head first. Default: none. */
+  gates?: Array<'cpu-gate' | 'accelerator-gate'>;
+  /** Skip the profiled run. */
+  noProfile?: boolean;
+  runId?: string;
+}
+
+/** A/B-measure `head` against `base` with the loop's statistics; returns the evidence (with its verdict). */
+export async function measureCommits(
+  opts: MeasureCommitsOptions,
+): Promise<{ evidence: IterationEvidence; bundleDir: string }> {
+  const runId = opts.runId ?? `manual-${newRunId()}`;
+  return withContext(opts, runId, async (ctx) => {
+    const base = await ctx.git.revParse(opts.base);
+    const head = await ctx.git.revParse(opts.head);
+    const bundle = new Bundle(join(ctx.runDir, 'i001'));
+    const ev = newEvidence(ctx, { iteration: 1, base: { commit: base } });
+    ev.candidate = {
+      branch: (await ctx.git.currentBranch()) ?? head.slice(0, 12),
+      commit: head,
+      commits: await ctx.git.commitsBetween(base, head),
+      subject: await ctx.git.subject(head),
+      changedPaths: await ctx.git.changedPaths(base, head),
+      patchFile: BundleFiles.patch,
+    };
+    const now = new Date().toISOString();
+    for (const step of ['prepare', 'propose', 'guard'] as StepName[]) {
+      ev.steps[step] = {
+        status: 'skipped',
+        startedAt: now,
+        finishedAt: now,
+        note: 'manual measurement: no agent',
+      };
+    }
+    // A change to the protected harness measures each arm with a different yardstick: say so.
+    const harnessTouched = ev.candidate.changedPaths.filter((p) => matchAny(ctx.target.protected, p));
+    if (harnessTouched.length > 0) {
+      ev.verdict = 'needs-human';
+      ev.verdictReasons = [
+        `the change touches protected harness paths (${harnessTouched.join(', ')}): each arm would be measured by its own harness; re-baseline instead`,
+      ];
+    }
+    bundle.save(ev);
+    const steps: StepName[] = [
+      ...(opts.gates ?? []),
+      'measure',
+      ...(opts.noProfile ? [] : (['profile'] as StepName[])),
+      'decide',
+    ];
+    const evidence = await runIterationSteps(ctx, bundle, undefined, { only: steps });
+    return { evidence, bundleDir: bundle.dir };
+  });
+}
+
+/**
+ * Write (or update) the sticky comment of an existing PR with a manual measurement. The PR's title and
+ * body are the author's and are left alone.
+ */
+export async function commentMeasurement(
+  opts: ManualOptions,
+  evidence: IterationEvidence,
+  prNumber: number,
+): Promise<{ commentId: number; operation: string }> {
+  return withContext({ ...opts }, evidence.runId, async (ctx) => {
+    const history = readHistory(ctx.stateDir, ctx.target.name);
+    const comment = renderComment(evidence, history, {});
+    const r = await ctx.forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
+      runStartedAt: evidence.runStartedAt,
+      runId: evidence.runId,
+      iteration: evidence.iteration,
+      commit: evidence.candidate?.commit ?? evidence.base.commit,
+    });
+    return { commentId: r.commentId, operation: r.operation };
+  });
+}
+
+export interface GateOptions extends ManualOptions {
+  ref: string;
+  gate: 'cpu-gate' | 'accelerator-gate';
+}
+
+/** Run one correctness gate on a commit; returns the evidence with the gate's JUnit totals. */
+export async function testCommit(
+  opts: GateOptions,
+): Promise<{ evidence: IterationEvidence; bundleDir: string }> {
+  const runId = `manual-${newRunId()}`;
+  return withContext(opts, runId, async (ctx) => {
+    const commit = await ctx.git.revParse(opts.ref);
+    const bundle = new Bundle(join(ctx.runDir, 'i001'));
+    const ev = newEvidence(ctx, { iteration: 1, base: { commit } });
+    ev.candidate = {
+      branch: (await ctx.git.currentBranch()) ?? commit.slice(0, 12),
+      commit,
+      commits: [commit],
+      subject: await ctx.git.subject(commit),
+      changedPaths: [],
+      patchFile: BundleFiles.patch,
+    };
+    bundle.save(ev);
+    const evidence = await runIterationSteps(ctx, bundle, undefined, { only: [opts.gate] });
+    return { evidence, bundleDir: bundle.dir };
+  });
+}
+
+/** Profile one commit and return its trace summary (cached like the loop's champion profiles). */
+export async function profileCommitSummary(opts: ManualOptions & { ref: string }): Promise<ProfileResult> {
+  return withContext(opts, `manual-${newRunId()}`, async (ctx) =>
+    championProfile(ctx, await ctx.git.revParse(opts.ref)),
+  );
+}

@@ -1,0 +1,75 @@
+// hillclimb test / measure / profile through the real CLI on the toy target.
+import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IterationEvidence } from '../../src/evidence/iteration.js';
+import { CLI, tempDir } from '../helpers/paths.js';
+import { gitIn, makeToyRepo } from './toy-repo.js';
+
+const run = promisify(execFile);
+const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+
+async function hillclimb(repo: string, ...args: string[]) {
+  try {
+    const r = await run(process.execPath, [CLI, ...args, '--root', repo], {
+      env: { ...process.env, HILLCLIMB_PYTHON: python },
+    });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe('hillclimb test, measure and profile', () => {
+  const t = tempDir('hc-manual-');
+  const repo = join(t.dir, 'repo');
+  let base: string;
+  let faster: string;
+
+  beforeAll(() => {
+    base = makeToyRepo(repo, []);
+    const kernel = join(repo, 'toy', 'kernel.py');
+    writeFileSync(kernel, readFileSync(kernel, 'utf8').replace('DELAY_S = 0.02', 'DELAY_S = 0.008'));
+    gitIn(repo, 'commit', '-qam', 'faster');
+    faster = gitIn(repo, 'rev-parse', 'HEAD').trim();
+    writeFileSync(kernel, readFileSync(kernel, 'utf8').replace('return [2 * x', 'return [3 * x'));
+    gitIn(repo, 'commit', '-qam', 'wrong');
+  });
+  afterAll(t.cleanup);
+
+  it('test: a passing gate exits 0 with its JUnit counts; a failing one exits 1 naming the failures', async () => {
+    const ok = await hillclimb(repo, 'test', '--ref', faster);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('3 passed, 0 failed');
+    const bad = await hillclimb(repo, 'test');
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toContain('FAILED harness.check::test_compute[n5]');
+  });
+
+  it('measure: A/B of two commits gives the verdict with its interval', async () => {
+    const r = await hillclimb(repo, 'measure', '--base', base, '--head', faster, '--json');
+    expect(r.code).toBe(0);
+    const ev = JSON.parse(r.stdout) as IterationEvidence;
+    expect(ev.verdict).toBe('improved');
+    expect(ev.measurement?.comparison?.ci?.lo).toBeGreaterThan(1);
+    expect(ev.profile?.status).toBe('done');
+  });
+
+  it('measure: a change to the protected harness is not measured as a speedup', async () => {
+    const check = join(repo, 'harness', 'check.py');
+    writeFileSync(check, `${readFileSync(check, 'utf8')}\n# edited\n`);
+    gitIn(repo, 'commit', '-qam', 'harness edit');
+    const r = await hillclimb(repo, 'measure', '--base', faster, '--head', 'HEAD', '--no-profile');
+    expect(r.stdout).toContain('needs-human');
+    expect(r.stdout).toContain('protected harness paths (harness/check.py)');
+  });
+
+  it('profile: summarizes one profiled run', async () => {
+    const r = await hillclimb(repo, 'profile', '--ref', base);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('toy_kernel');
+  });
+});
