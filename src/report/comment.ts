@@ -15,7 +15,7 @@ import { VERDICT_DESCRIPTIONS } from '../evidence/verdicts.js';
 import { BODY_CAP_CHARS } from '../forge/limits.js';
 import { checksSection, DEFAULT_FAILING_TESTS } from './checks.js';
 import { bundleKey, deviceLabel, headline, subjectOf, verdictReasons } from './facts.js';
-import { type FitResult, fitParts, type Part, type SizeOf } from './fit.js';
+import { type FitResult, fitParts, type Part, type SizeOf, shrinkSteps } from './fit.js';
 import { shortSha } from './format.js';
 import { customCallSection, DEFAULT_HOTSPOT_ROWS, hotspotSection } from './hotspots.js';
 import { cell, code, link } from './markdown.js';
@@ -160,15 +160,7 @@ export function commentParts(
 
 /** The order in which sections shrink when the body is too long (see the module comment). */
 export function reductionPlan(parts: readonly Part[]): string[] {
-  const steps = (key: string) => Math.max(0, (parts.find((p) => p.key === key)?.variants.length ?? 1) - 1);
-  const repeat = (key: string) => Array.from({ length: steps(key) }, () => key);
-  return [
-    ...repeat('raw'),
-    ...repeat('chart'),
-    ...repeat('hotspots'),
-    ...repeat('customCalls'),
-    ...repeat('checks'),
-  ];
+  return ['raw', 'chart', 'hotspots', 'customCalls', 'checks'].flatMap((key) => shrinkSteps(parts, key));
 }
 
 /** Fit parts under a cap with the comment's reduction plan. */

@@ -29,6 +29,12 @@ export const utf8Bytes: SizeOf = (text) => Buffer.byteLength(text, 'utf8');
 
 const SEPARATOR = '\n\n';
 
+/** Plan entries that shrink the section `key` through all its variants: the key once per smaller variant. */
+export function shrinkSteps(parts: readonly Part[], key: string): string[] {
+  const variants = parts.find((p) => p.key === key)?.variants.length ?? 0;
+  return Array.from({ length: Math.max(0, variants - 1) }, () => key);
+}
+
 function join(parts: readonly Part[], levels: ReadonlyMap<string, number>): string {
   return parts
     .map((p) => p.variants[Math.min(levels.get(p.key) ?? 0, p.variants.length - 1)] ?? '')

@@ -8,7 +8,7 @@ import type { HistoryRow } from '../evidence/history.js';
 import { type IterationEvidence, STEPS } from '../evidence/iteration.js';
 import { commentParts } from './comment.js';
 import { championAfter, measuredChange, subjectOf, verdictLabel } from './facts.js';
-import { fitParts, type Part, utf8Bytes } from './fit.js';
+import { fitParts, type Part, shrinkSteps, utf8Bytes } from './fit.js';
 import { EM_DASH, formatDuration, iterationTag, shortSha } from './format.js';
 import { cell, code, link, table } from './markdown.js';
 import { DEFAULT_MAX_POINTS, trajectorySection } from './trajectory.js';
@@ -98,17 +98,13 @@ export function renderJobSummary(
   }
   // Raw values of the oldest iterations go first, then the chart, then tables, newest last.
   const tags = iterations.map((e) => iterationTag(e.iteration));
-  const repeat = (key: string) => {
-    const part = parts.find((p) => p.key === key);
-    return part ? Array.from({ length: part.variants.length - 1 }, () => key) : [];
-  };
   const plan = [
-    ...tags.flatMap((t) => repeat(`raw:${t}`)),
-    ...repeat('chart'),
+    ...tags.flatMap((t) => shrinkSteps(parts, `raw:${t}`)),
+    ...shrinkSteps(parts, 'chart'),
     ...tags.flatMap((t) => [
-      ...repeat(`hotspots:${t}`),
-      ...repeat(`customCalls:${t}`),
-      ...repeat(`checks:${t}`),
+      ...shrinkSteps(parts, `hotspots:${t}`),
+      ...shrinkSteps(parts, `customCalls:${t}`),
+      ...shrinkSteps(parts, `checks:${t}`),
     ]),
   ];
   const fit = fitParts(parts, plan, opts.maxBytes ?? JOB_SUMMARY_MAX_BYTES, { sizeOf: utf8Bytes, where });
