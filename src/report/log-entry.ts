@@ -5,6 +5,7 @@
  *
  * An entry is:
  *   ### Iteration <N> — <commit subject>
+ *
  *   <!-- hillclimb:evidence <path> sha256=<digest> format=1 -->
  *   - <Label>: <harness text>          fixed labels (LOG_LABELS); every number from the evidence
  *   …
@@ -205,8 +206,10 @@ export function agentLines(evidence: IterationEvidence): string {
 /** One log entry, ending in a newline. */
 export function renderLogEntry(evidence: IterationEvidence, opts: LogEntryOptions = {}): string {
   const path = opts.evidencePath ?? defaultEvidencePath(evidence);
+  // The blank line after the heading is what markdown formatters (biome) insert; render it so they leave the log alone.
   const lines = [
     entryHeading(opts.number ?? evidence.iteration, evidence),
+    '',
     evidenceMarker(path, evidenceDigest(evidence)),
     ...harnessLines(evidence, path).map(([label, text]) => `- ${label}: ${text}`),
   ];

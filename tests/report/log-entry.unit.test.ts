@@ -18,8 +18,9 @@ describe('renderLogEntry', () => {
   it('renders the harness lines of a measured iteration', () => {
     const lines = renderLogEntry(measured(IMPROVED)).split('\n');
     expect(lines[0]).toBe('### Iteration 3 — Tile the chunk loop over K by 128');
-    expect(lines[1]).toMatch(MARKER);
-    expect(lines.slice(2, 22)).toEqual([
+    expect(lines[1]).toBe('');
+    expect(lines[2]).toMatch(MARKER);
+    expect(lines.slice(3, 23)).toEqual([
       `- Run: \`${RUN_ID}\`, iteration 3 of 4, target \`gdn\``,
       '- Date: 2026-11-21 23:58 UTC',
       '- Verdict: ✓ improved',
@@ -41,7 +42,7 @@ describe('renderLogEntry', () => {
       `- Evidence: \`runs/${RUN_ID}/i003/evidence.json\``,
       '',
     ]);
-    expect(lines.slice(22)).toEqual([
+    expect(lines.slice(23)).toEqual([
       '> agent hypothesis: The K loop reloads the state tile; tiling by 128 should cut the 30% spent in copies.',
       '> agent summary: Tiled the chunk loop over K by 128 and kept the state in VMEM.',
       '> agent next idea: Fuse the gate cumsum into the same kernel (maybe 2x fewer launches).',
@@ -70,7 +71,7 @@ describe('renderLogEntry', () => {
     const labelled = new RegExp(`^- (${LOG_LABELS.map((l) => l.replace(/[()]/g, '\\$&')).join('|')}): \\S`);
     for (const [name, ev] of everyVerdict()) {
       const lines = renderLogEntry(ev).split('\n');
-      for (const line of lines.slice(2)) {
+      for (const line of lines.slice(3)) {
         const ok = line === '' || labelled.test(line) || line.startsWith('> agent ') || line.startsWith('> ');
         expect(ok, `${name}: ${line}`).toBe(true);
       }
@@ -93,7 +94,7 @@ describe('renderLogEntry', () => {
       number: 12,
     });
     expect(entry.startsWith('### Iteration 12 — ')).toBe(true);
-    expect(parseEvidenceMarker(entry.split('\n')[1]!)!.path).toBe('runs/x/i009/evidence.json');
+    expect(parseEvidenceMarker(entry.split('\n')[2]!)!.path).toBe('runs/x/i009/evidence.json');
     expect(entry).toContain('\n- Evidence: `runs/x/i009/evidence.json`\n');
   });
 });
