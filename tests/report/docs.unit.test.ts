@@ -1,0 +1,34 @@
+// docs/reports.md shows a rendered comment and log entry; they must be what the code renders today.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { renderComment } from '../../src/report/comment.js';
+import { renderLogEntry } from '../../src/report/log-entry.js';
+import { REPO_ROOT } from '../helpers/paths.js';
+import { historyRows, IMPROVED, measured } from './builders.js';
+
+const DOC = readFileSync(join(REPO_ROOT, 'docs', 'reports.md'), 'utf8');
+
+function example() {
+  const ev = measured(IMPROVED, { device: 'tpu' });
+  ev.publish = {
+    warnings: [],
+    perfettoUrl:
+      'https://ui.perfetto.dev/#!/?url=https%3A%2F%2Fhuggingface.co%2Fdatasets%2Facme%2Fhillclimb-evidence%2Fresolve%2Fmain%2Fruns%2F20261121-2340-ab12%2Fi003%2Fprofile%2Fcandidate-trace%2Fperfetto_trace.json.gz',
+    bundleUrl:
+      'https://huggingface.co/datasets/acme/hillclimb-evidence/resolve/main/runs/20261121-2340-ab12/i003/evidence.json',
+  };
+  return ev;
+}
+
+describe('docs/reports.md', () => {
+  it('shows the comment the code renders', () => {
+    const block = /````text\n([\s\S]*?)\n````/.exec(DOC)?.[1];
+    expect(block).toBe(renderComment(example(), historyRows(5)).body);
+  });
+
+  it('shows the log entry the code renders', () => {
+    const block = /```text\n(### Iteration [\s\S]*?)\n```\n/.exec(DOC)?.[1];
+    expect(block).toBe(renderLogEntry(example()).trimEnd());
+  });
+});
