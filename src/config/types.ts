@@ -153,7 +153,16 @@ export interface ForgeConfig {
 }
 
 export interface StoreConfig {
-  kind: 'local' | 'hf';
+  kind: 'local' | 'hf' | 'branch';
+  /** Used when kind is branch; loadConfig fills every key's default. */
+  branch?: {
+    /** The data branch, default hillclimb-data. */
+    name: string;
+    /** A remote of the repository (default origin), or a URL or path. */
+    remote: string;
+    /** Variable holding the token for https remotes, default GITHUB_TOKEN. */
+    token_env: string;
+  };
   hf?: {
     repo: string;
     endpoint: string;

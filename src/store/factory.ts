@@ -7,6 +7,7 @@ import type { HillclimbConfig } from '../config/types.js';
 import { ExitCode, HillclimbError, UnknownNameError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import type { Store } from './store.js';
+import { BranchStore, DEFAULT_DATA_BRANCH } from './stores/branch.js';
 import { HfStore } from './stores/hf.js';
 import { LocalStore } from './stores/local.js';
 
@@ -48,7 +49,37 @@ const builders = new Map<string, StoreBuilder>([
       });
     },
   ],
+  [
+    'branch',
+    (config, ctx) => {
+      const b = config.store.branch ?? BRANCH_DEFAULTS;
+      const env = ctx.env ?? process.env;
+      const token = env[b.token_env];
+      return new BranchStore({
+        repoDir: ctx.root,
+        branch: b.name,
+        remote: b.remote,
+        token: token === '' ? undefined : token,
+        tokenEnv: b.token_env,
+        webUrl: repositoryWebUrl(config, env),
+        logger: ctx.logger,
+      });
+    },
+  ],
 ]);
+
+const BRANCH_DEFAULTS = { name: DEFAULT_DATA_BRANCH, remote: 'origin', token_env: 'GITHUB_TOKEN' };
+
+/** The repository's web page, for blob URLs: the Actions run's repository, else forge.github's. */
+function repositoryWebUrl(config: HillclimbConfig, env: NodeJS.ProcessEnv): string | undefined {
+  if (env.GITHUB_SERVER_URL && env.GITHUB_REPOSITORY)
+    return `${env.GITHUB_SERVER_URL}/${env.GITHUB_REPOSITORY}`;
+  const gh = config.forge.github;
+  if (!gh) return undefined;
+  const api = new URL(gh.api_url);
+  const host = api.hostname === 'api.github.com' ? 'github.com' : api.host;
+  return `${api.protocol}//${host}/${gh.repository}`;
+}
 
 export function buildStore(config: HillclimbConfig, ctx: StoreContext): Store {
   const build = builders.get(config.store.kind);
