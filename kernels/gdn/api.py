@@ -14,7 +14,10 @@ from .pallas_tpu import BlockSizes, chunk_gdn_pallas
 
 IMPLS = ("recurrent", "chunked_xla", "pallas")
 DEFAULT_IMPL = "pallas"
-XLA_CHUNK_SIZE = 64
+# Default chunk of the XLA path per backend: CPU has no matrix unit, so a short chunk (less C^2
+# work, still T/C sequential steps instead of T) is fastest there.
+XLA_CHUNK_SIZE = {"cpu": 16}
+XLA_CHUNK_SIZE_DEFAULT = 64
 
 
 def resolve_chunk_size(impl: str, *, T: int, K: int, V: int) -> int:
@@ -22,7 +25,7 @@ def resolve_chunk_size(impl: str, *, T: int, K: int, V: int) -> int:
     if impl == "recurrent":
         return 1
     if impl == "chunked_xla":
-        return XLA_CHUNK_SIZE
+        return XLA_CHUNK_SIZE.get(jax.default_backend(), XLA_CHUNK_SIZE_DEFAULT)
     return BlockSizes.get_default(T=T, K=K, V=V).chunk_size
 
 
@@ -63,9 +66,10 @@ def gdn(
         v: values ``[B, T, H, V]``.
         g: log-decay ``[B, T, H]`` (``alpha = exp(g)``; usually ``g <= 0``).
         beta: write strength ``[B, T, H]``, usually in ``(0, 1)``.
-        chunk_size: tokens per chunk for the chunked implementations. ``None``: the kernel default
-            (``BlockSizes.get_default``) for ``pallas``, 64 for ``chunked_xla``. Ignored by
-            ``recurrent``. ``pallas`` needs a multiple of 8.
+        chunk_size: tokens per chunk for the chunked implementations. ``None``: the default of
+            ``resolve_chunk_size`` (``BlockSizes.get_default`` for ``pallas``; 16 on CPU and 64
+            elsewhere for ``chunked_xla``). Ignored by ``recurrent``. ``pallas`` needs a multiple
+            of 8.
         scale: query scale; ``K ** -0.5`` when ``None``.
         initial_state: ``[B, H, K, V]`` state before the first token; zeros when ``None``.
         output_final_state: also return the state after the last token.
@@ -99,7 +103,9 @@ def gdn(
             v,
             g,
             beta,
-            chunk_size=XLA_CHUNK_SIZE if chunk_size is None else chunk_size,
+            chunk_size=(
+                resolve_chunk_size(impl, T=T, K=K, V=V) if chunk_size is None else chunk_size
+            ),
             scale=scale,
             initial_state=initial_state,
         )

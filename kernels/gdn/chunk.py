@@ -1,8 +1,9 @@
 """Chunked Gated DeltaNet in pure JAX/XLA (WY representation with a triangular solve).
 
-Named stages, as in fla's ``chunk.py``: chunk-local gate cumsum -> WY representation (``u``, ``w``)
-and intra-chunk attention, all chunks at once -> a ``lax.scan`` over chunks carrying the state.
-The derivation is in ``kernels/gdn/README.md``.
+Named stages, as in fla's ``chunk.py``: chunk-local gate cumsum -> decay matrix -> WY
+representation (``u``, ``w``, one unit-lower triangular solve per chunk) and intra-chunk attention,
+all chunks at once -> a ``lax.scan`` over chunks carrying the state. The derivation is in
+``kernels/gdn/README.md``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-_HIGHEST = lax.Precision.HIGHEST
+
+def _precision() -> lax.Precision:
+    """HIGHEST where DEFAULT would round f32 matmul inputs (TPU, GPU). On CPU DEFAULT is already
+    exact f32, and XLA:CPU runs HIGHEST dots on a ~3x slower path."""
+    return lax.Precision.DEFAULT if jax.default_backend() == "cpu" else lax.Precision.HIGHEST
 
 
 def chunk_gdn_xla(
@@ -54,10 +59,18 @@ def chunk_gdn_xla(
     b_c = to_chunks(beta.astype(f32), chunk_size=chunk_size)  # [B, H, NC, C]
 
     gamma = chunk_local_cumsum(g=g_c)  # [B, H, NC, C]
-    w, u = wy_representation(k=k_c, v=v_c, beta=b_c, gamma=gamma)
-    attn = intra_chunk_attention(q=q_c, k=k_c, gamma=gamma)  # [B, H, NC, C, C]
+    decay = decay_matrix(gamma)  # [B, H, NC, C, C]
+    w, u = wy_representation(k=k_c, v=v_c, beta=b_c, gamma=gamma, decay=decay)
+    attn = intra_chunk_attention(q=q_c, k=k_c, decay=decay)  # [B, H, NC, C, C]
+    g_last = gamma[..., -1:]  # [B, H, NC, 1]
     o, final_state = chunk_recurrence(
-        q=q_c, k=k_c, w=w, u=u, attn=attn, gamma=gamma, initial_state=initial_state.astype(f32)
+        q_decay=q_c * jnp.exp(gamma)[..., None],
+        k_tail=k_c * jnp.exp(g_last - gamma)[..., None],
+        w=w,
+        u=u,
+        attn=attn,
+        state_decay=jnp.exp(g_last[..., 0]),
+        initial_state=initial_state.astype(f32),
     )
     o = jnp.transpose(o, (0, 2, 3, 1, 4)).reshape(B, -1, H, V)[:, :T]  # [B, T, H, V]
     return o.astype(v.dtype), final_state
@@ -78,88 +91,105 @@ def chunk_local_cumsum(*, g: jax.Array) -> jax.Array:
     return jnp.cumsum(g, axis=-1)
 
 
-def decay_matrix(gamma: jax.Array, *, include_diagonal: bool) -> jax.Array:
-    """``Gamma_ij = exp(gamma_i - gamma_j)`` on the causal part, else 0. ``gamma`` ``[..., C]``.
+def decay_matrix(gamma: jax.Array) -> jax.Array:
+    """``Gamma_ij = exp(gamma_i - gamma_j)`` for ``i >= j``, else 0. ``gamma`` ``[..., C]``.
 
     The difference is masked *before* ``exp``: above the diagonal it is positive and can overflow,
     and ``inf * 0`` would give NaN in the values or in the gradient.
     """
     C = gamma.shape[-1]
-    i = jnp.arange(C)[:, None]
-    j = jnp.arange(C)[None, :]
-    mask = i >= j if include_diagonal else i > j
+    causal = jnp.arange(C)[:, None] >= jnp.arange(C)[None, :]
     diff = gamma[..., :, None] - gamma[..., None, :]  # [..., C, C]
-    return jnp.where(mask, jnp.exp(jnp.where(mask, diff, 0.0)), 0.0)
+    return jnp.where(causal, jnp.exp(jnp.where(causal, diff, 0.0)), 0.0)
 
 
 def wy_representation(
-    *, k: jax.Array, v: jax.Array, beta: jax.Array, gamma: jax.Array
+    *, k: jax.Array, v: jax.Array, beta: jax.Array, gamma: jax.Array, decay: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
     """``w = T (beta * exp(gamma) * k)`` and ``u = T (beta * v)`` with ``T = (I + M)^-1``.
 
     ``M_ij = beta_i (k_i . k_j) exp(gamma_i - gamma_j)`` for ``i > j`` (strictly lower), so
-    ``I + M`` is unit lower triangular and one triangular solve handles both right-hand sides.
+    ``I + M`` is unit lower triangular and one solve handles both right-hand sides.
 
     Args:
-        k: ``[..., C, K]``; v: ``[..., C, V]``; beta, gamma: ``[..., C]``.
+        k: ``[..., C, K]``; v: ``[..., C, V]``; beta, gamma: ``[..., C]``; decay: ``[..., C, C]``.
 
     Returns:
         ``w`` ``[..., C, K]`` and ``u`` ``[..., C, V]``.
     """
-    V = v.shape[-1]
-    kk = jnp.einsum("...ik,...jk->...ij", k, k, precision=_HIGHEST)  # [..., C, C]
-    m = beta[..., :, None] * kk * decay_matrix(gamma, include_diagonal=False)  # [..., C, C]
+    C, V = k.shape[-2], v.shape[-1]
+    strict = jnp.arange(C)[:, None] > jnp.arange(C)[None, :]
+    kk = jnp.einsum("...ik,...jk->...ij", k, k, precision=_precision())  # [..., C, C]
+    m = jnp.where(strict, beta[..., :, None] * kk * decay, 0.0)  # [..., C, C]
     rhs = jnp.concatenate(
         [beta[..., None] * v, (beta * jnp.exp(gamma))[..., None] * k], axis=-1
     )  # [..., C, V + K]
-    sol = lax.linalg.triangular_solve(m, rhs, left_side=True, lower=True, unit_diagonal=True)
+    sol = solve_unit_lower(m, rhs)
     return sol[..., V:], sol[..., :V]
 
 
-def intra_chunk_attention(*, q: jax.Array, k: jax.Array, gamma: jax.Array) -> jax.Array:
+def solve_unit_lower(m: jax.Array, rhs: jax.Array) -> jax.Array:
+    """Solve ``(I + m) x = rhs`` for strictly lower ``m`` ``[..., C, C]``, ``rhs`` ``[..., C, R]``.
+
+    Forward substitution, row by row, each step batched over every chunk and head:
+    ``x_i = rhs_i - m_i x``. Same arithmetic as ``lax.linalg.triangular_solve(unit_diagonal=True)``,
+    but XLA:CPU runs that primitive as one LAPACK call per chunk (measured 2-5x slower here).
+    """
+    C = m.shape[-1]
+
+    def substitute_row(i, x):  # rows < i of x are final
+        m_i = lax.dynamic_slice_in_dim(m, i, 1, axis=-2)  # [..., 1, C]
+        r_i = lax.dynamic_slice_in_dim(rhs, i, 1, axis=-2)  # [..., 1, R]
+        x_i = r_i - jnp.einsum("...ij,...jr->...ir", m_i, x, precision=_precision())
+        return lax.dynamic_update_slice_in_dim(x, x_i, i, axis=-2)
+
+    return lax.fori_loop(0, C, substitute_row, jnp.zeros_like(rhs))
+
+
+def intra_chunk_attention(*, q: jax.Array, k: jax.Array, decay: jax.Array) -> jax.Array:
     """``(q k^T) * Gamma`` on the causal part including the diagonal. ``[..., C, C]``."""
-    qk = jnp.einsum("...ik,...jk->...ij", q, k, precision=_HIGHEST)
-    return qk * decay_matrix(gamma, include_diagonal=True)
+    return jnp.einsum("...ik,...jk->...ij", q, k, precision=_precision()) * decay
 
 
 def chunk_recurrence(
     *,
-    q: jax.Array,
-    k: jax.Array,
+    q_decay: jax.Array,
+    k_tail: jax.Array,
     w: jax.Array,
     u: jax.Array,
     attn: jax.Array,
-    gamma: jax.Array,
+    state_decay: jax.Array,
     initial_state: jax.Array,
 ) -> tuple[jax.Array, jax.Array]:
     """The only sequential part: walk the chunks, carrying the ``[B, H, K, V]`` state.
 
-    Per chunk with entering state ``S``: ``v_new = u - w S``;
-    ``o = (q * e^gamma) S + attn v_new``;
-    ``S' = e^{gamma_last} S + (k * e^{gamma_last - gamma})^T v_new``.
+    Per chunk with entering state ``S``: ``v_new = u - w S``; ``o = q_decay S + attn v_new``;
+    ``S' = state_decay S + k_tail^T v_new``, where ``q_decay = q e^gamma``,
+    ``k_tail = k e^{gamma_last - gamma}`` and ``state_decay = e^{gamma_last}``.
 
     Args:
-        q, k, w: ``[B, H, NC, C, K]``; u: ``[B, H, NC, C, V]``; attn: ``[B, H, NC, C, C]``;
-        gamma: ``[B, H, NC, C]``; initial_state: ``[B, H, K, V]`` float32.
+        q_decay, k_tail, w: ``[B, H, NC, C, K]``; u: ``[B, H, NC, C, V]``;
+        attn: ``[B, H, NC, C, C]``; state_decay: ``[B, H, NC]``; initial_state: ``[B, H, K, V]``.
 
     Returns:
         ``o`` ``[B, H, NC, C, V]`` and the final state ``[B, H, K, V]``.
     """
+    prec = _precision()
+    C = w.shape[-2]
 
     @jax.checkpoint
     def step(state, xs):  # state [B, H, K, V]
-        q_c, k_c, w_c, u_c, attn_c, g_c = xs  # [B, H, C, ...]
-        g_last = g_c[..., -1]  # [B, H]
-        v_new = u_c - jnp.einsum("bhck,bhkv->bhcv", w_c, state, precision=_HIGHEST)
-        o_c = jnp.einsum(
-            "bhck,bhkv->bhcv", q_c * jnp.exp(g_c)[..., None], state, precision=_HIGHEST
-        ) + jnp.einsum("bhij,bhjv->bhiv", attn_c, v_new, precision=_HIGHEST)
-        k_tail = k_c * jnp.exp(g_last[..., None] - g_c)[..., None]  # [B, H, C, K]
-        state = jnp.exp(g_last)[..., None, None] * state + jnp.einsum(
-            "bhck,bhcv->bhkv", k_tail, v_new, precision=_HIGHEST
+        qw_c, k_c, u_c, attn_c, decay_c = xs  # [B, H, 2C | C, ...], decay_c [B, H]
+        qw_s = jnp.einsum("bhck,bhkv->bhcv", qw_c, state, precision=prec)  # [B, H, 2C, V]
+        v_new = u_c - qw_s[..., C:, :]  # [B, H, C, V]
+        o_c = qw_s[..., :C, :] + jnp.einsum("bhij,bhjv->bhiv", attn_c, v_new, precision=prec)
+        state = decay_c[..., None, None] * state + jnp.einsum(
+            "bhck,bhcv->bhkv", k_c, v_new, precision=prec
         )
         return state, o_c
 
-    xs = tuple(jnp.moveaxis(x, 2, 0) for x in (q, k, w, u, attn, gamma))
+    # One product with the state per chunk for both q_decay S and w S.
+    qw = jnp.concatenate([q_decay, w], axis=-2)  # [B, H, NC, 2C, K]
+    xs = tuple(jnp.moveaxis(x, 2, 0) for x in (qw, k_tail, u, attn, state_decay))
     final_state, o = lax.scan(step, initial_state, xs)
     return jnp.moveaxis(o, 0, 2), final_state

@@ -10,7 +10,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-_HIGHEST = lax.Precision.HIGHEST
+
+def _precision() -> lax.Precision:
+    """HIGHEST where DEFAULT would round f32 inputs (TPU, GPU); on CPU DEFAULT is exact f32."""
+    return lax.Precision.DEFAULT if jax.default_backend() == "cpu" else lax.Precision.HIGHEST
 
 
 def recurrent_gdn(
@@ -46,13 +49,15 @@ def recurrent_gdn(
     if initial_state is None:
         initial_state = jnp.zeros((B, H, K, V), f32)
 
+    prec = _precision()
+
     def step(state, xs):  # state [B, H, K, V]
         q_t, k_t, v_t, g_t, b_t = xs  # [B, H, K], [B, H, K], [B, H, V], [B, H], [B, H]
         state = state * jnp.exp(g_t)[..., None, None]
-        pred = jnp.einsum("bhk,bhkv->bhv", k_t, state, precision=_HIGHEST)  # [B, H, V]
+        pred = jnp.einsum("bhk,bhkv->bhv", k_t, state, precision=prec)  # [B, H, V]
         delta = b_t[..., None] * (v_t - pred)  # [B, H, V]
         state = state + k_t[..., :, None] * delta[..., None, :]
-        o_t = jnp.einsum("bhk,bhkv->bhv", q_t, state, precision=_HIGHEST)  # [B, H, V]
+        o_t = jnp.einsum("bhk,bhkv->bhv", q_t, state, precision=prec)  # [B, H, V]
         return state, o_t
 
     xs = (

@@ -86,6 +86,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--measure", type=_measure_list, default=MEASUREMENTS, help="fwd,fwd_bwd")
     p.add_argument("--seed", type=int, default=spec.SEED)
     p.add_argument(
+        "--pin-cpu",
+        action="store_true",
+        help="pin the process to one CPU core before JAX starts, so XLA:CPU runs single-threaded "
+        "(on a shared or oversubscribed machine its thread pool otherwise stalls parallel ops)",
+    )
+    p.add_argument(
         "--no-check", action="store_true", help="skip the oracle and determinism check (debug)"
     )
     return p.parse_args(argv)
@@ -108,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Measure, check and (with ``--out``) write the metrics; returns the metrics dict."""
+    pinned = pin_to_one_cpu() if args.pin_cpu else None
     from . import guards
 
     before = guards.snapshot()
@@ -245,6 +252,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"devices: {jax.device_count()} available, 1 used (single-device jit)",
         "inputs alternate between 2 seeded sets; gates are layer-realistic",
     ]
+    if pinned is not None:
+        notes.append(f"process pinned to CPU core {pinned} (--pin-cpu): XLA:CPU single-threaded")
     if interpret:
         notes.append("Pallas ran in interpret mode: timings say nothing about TPU speed")
     if peak is None:
@@ -293,6 +302,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.out is not None:
         _write_json(args.out, metrics)
     return metrics
+
+
+def pin_to_one_cpu() -> int | None:
+    """Restrict this process to one core (the highest-numbered it may use); must run before JAX
+    creates its CPU client, which sizes its thread pool from the affinity mask. None if
+    unsupported (not Linux)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    core = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})
+    return core
 
 
 def _err(msg: str) -> None:
