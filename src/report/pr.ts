@@ -73,25 +73,25 @@ export function pullRequestTitle(evidence: IterationEvidence): string {
   return capTitle(`[${verdict}] ${evidence.target}: ${subject}`).text;
 }
 
-/** The exact commands that re-run this iteration's checks and measurement on another machine. */
+/**
+ * The commands that re-run this iteration's checks and measurement (the `hillclimb test` and `measure`
+ * verbs, src/cli/commands/harness.ts), on the backend the iteration used.
+ */
 export function reproduceCommands(evidence: IterationEvidence, remote = 'origin'): string[] {
-  const target = evidence.target;
-  const cmds: string[] = [];
   const candidate = evidence.candidate;
-  if (!candidate)
-    return [`# the agent made no commit; nothing to reproduce beyond the base ${evidence.base.commit}`];
-  cmds.push(`git fetch ${remote} ${candidate.branch}`);
-  cmds.push(`hillclimb test --target ${target} --commit ${candidate.commit}`);
-  const c = evidence.measurement?.comparison;
-  if (evidence.measurement) {
-    const runs = c ? ` --runs ${Math.max(c.a.n, c.b.n)}` : '';
-    const seed = c ? ` --seed ${c.seed}` : '';
-    cmds.push(
-      `hillclimb measure --target ${target} --base ${evidence.base.commit} --candidate ${candidate.commit}${runs}${seed}`,
-    );
+  if (!candidate) return [`# the agent made no commit; nothing to reproduce (base ${evidence.base.commit})`];
+  const backend = evidence.provenance.backend ? ` --backend ${evidence.provenance.backend.backend}` : '';
+  const on = `--target ${evidence.target}${backend}`;
+  const cmds = [`git fetch ${remote} ${candidate.branch}`, `hillclimb test ${on} --ref ${candidate.commit}`];
+  const accelerator = evidence.gates.accelerator;
+  if (accelerator && accelerator.status !== 'skipped') {
+    cmds.push(`hillclimb test ${on} --ref ${candidate.commit} --accelerator`);
   }
-  if (evidence.profile && evidence.profile.status !== 'skipped') {
-    cmds.push(`hillclimb profile --target ${target} --commit ${candidate.commit}`);
+  if (evidence.measurement) {
+    const profiled = evidence.profile !== undefined && evidence.profile.status !== 'skipped';
+    cmds.push(
+      `hillclimb measure ${on} --base ${evidence.base.commit} --head ${candidate.commit}${profiled ? '' : ' --no-profile'}`,
+    );
   }
   return cmds;
 }

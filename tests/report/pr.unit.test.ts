@@ -86,16 +86,24 @@ describe('renderPullRequest', () => {
     expect(body).toContain('**Measurement:** not run.');
   });
 
-  it('has the exact commands to reproduce', () => {
+  it('has the exact commands to reproduce, on the same backend', () => {
     expect(reproduceCommands(measured(IMPROVED))).toEqual([
       'git fetch origin hillclimb/gdn/20261121-2340-ab12/i003',
-      `hillclimb test --target gdn --commit ${CANDIDATE_SHA}`,
-      `hillclimb measure --target gdn --base ${BASE_SHA} --candidate ${CANDIDATE_SHA} --runs 5 --seed 42`,
-      `hillclimb profile --target gdn --commit ${CANDIDATE_SHA}`,
+      `hillclimb test --target gdn --backend local --ref ${CANDIDATE_SHA}`,
+      `hillclimb measure --target gdn --backend local --base ${BASE_SHA} --head ${CANDIDATE_SHA}`,
+    ]);
+    expect(reproduceCommands(measured(IMPROVED, { device: 'tpu', withProfile: false }))).toEqual([
+      'git fetch origin hillclimb/gdn/20261121-2340-ab12/i003',
+      `hillclimb test --target gdn --backend tpu-vm --ref ${CANDIDATE_SHA}`,
+      `hillclimb test --target gdn --backend tpu-vm --ref ${CANDIDATE_SHA} --accelerator`,
+      `hillclimb measure --target gdn --backend tpu-vm --base ${BASE_SHA} --head ${CANDIDATE_SHA} --no-profile`,
     ]);
     expect(reproduceCommands(invalidByGuard())).toEqual([
       'git fetch origin hillclimb/gdn/20261121-2340-ab12/i003',
-      `hillclimb test --target gdn --commit ${CANDIDATE_SHA}`,
+      `hillclimb test --target gdn --backend local --ref ${CANDIDATE_SHA}`,
+    ]);
+    expect(reproduceCommands(noOp())).toEqual([
+      `# the agent made no commit; nothing to reproduce (base ${BASE_SHA})`,
     ]);
   });
 
