@@ -34,7 +34,10 @@ import { EM_DASH, formatDuration, formatTime, oneLine, plural, shortSha } from '
 import { beforeAfter, customCallNames, hotspotLine, launchesText, topChanges } from './hotspots.js';
 import { agentQuote, code, escapeHtml } from './markdown.js';
 
-/** Bumped when the rendering changes, so lint can tell an old entry from a hand-edited one. */
+/**
+ * Bump whenever harnessLines, entryHeading or the digest change: lint then reports entries written
+ * earlier as an older format (a warning) instead of as hand edits.
+ */
 export const LOG_ENTRY_FORMAT = 1;
 /** Hotspot lines per entry. */
 export const LOG_HOTSPOTS = 3;

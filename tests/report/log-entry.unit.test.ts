@@ -15,6 +15,8 @@ const MARKER =
   /^<!-- hillclimb:evidence runs\/20261121-2340-ab12\/i003\/evidence\.json sha256=[0-9a-f]{64} format=1 -->$/;
 
 describe('renderLogEntry', () => {
+  // When this rendering changes, bump LOG_ENTRY_FORMAT: entries written before would otherwise fail lint
+  // as hand edits instead of being reported as an older format.
   it('renders the harness lines of a measured iteration', () => {
     const lines = renderLogEntry(measured(IMPROVED)).split('\n');
     expect(lines[0]).toBe('### Iteration 3 — Tile the chunk loop over K by 128');
