@@ -41,6 +41,8 @@ export interface CommentOptions {
   failingTests?: number;
   /** Where the whole report is (the job summary's URL), named in shortening notes. */
   summaryUrl?: string;
+  /** The sentence in shortening notes saying where the full report is. Default: the job summary and the bundle. */
+  where?: string;
 }
 
 export interface RenderedComment {
@@ -60,6 +62,7 @@ export function halvings(rows: number): number[] {
 
 /** Where the full report lives, for notes. */
 function whereFull(evidence: IterationEvidence, opts: CommentOptions): string {
+  if (opts.where !== undefined) return opts.where;
   const summary = opts.summaryUrl ? link('job summary', opts.summaryUrl) : 'job summary';
   const bundle = evidence.publish?.bundleUrl
     ? link('evidence bundle', evidence.publish.bundleUrl)
@@ -68,7 +71,7 @@ function whereFull(evidence: IterationEvidence, opts: CommentOptions): string {
 }
 
 function omittedNote(what: string, where: string): string {
-  return `_${what} left out to fit GitHub's comment limit. ${where}_`;
+  return `_${what} left out to fit GitHub's size limit. ${where}_`;
 }
 
 /** The headline, the one-line context and the reasons. */

@@ -89,7 +89,7 @@ export function renderJobSummary(
   const rows = opts.hotspotRows ?? SUMMARY_HOTSPOT_ROWS;
   for (const ev of [...iterations].reverse()) {
     const tag = iterationTag(ev.iteration);
-    for (const part of commentParts(ev, [], { hotspotRows: rows })) {
+    for (const part of commentParts(ev, [], { hotspotRows: rows, where })) {
       if (part.key === 'chart' || part.variants.length === 0) continue;
       parts.push({ key: `${part.key}:${tag}`, variants: part.variants });
     }

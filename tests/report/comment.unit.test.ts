@@ -263,7 +263,7 @@ describe('renderComment size cap', () => {
     expect(sticky.truncated).toBe(false);
     expect(sticky.body.length).toBeLessThanOrEqual(BODY_CAP_CHARS);
     checkWellFormed(out.body);
-    expect(out.body).toContain("left out to fit GitHub's comment limit");
+    expect(out.body).toContain("left out to fit GitHub's size limit");
   });
 
   it('drops raw values first, then the chart, then shortens the hotspot table', () => {
@@ -273,16 +273,16 @@ describe('renderComment size cap', () => {
     expect(full.truncated).toBe(false);
     const raw = renderComment(ev, rows, { hotspotRows: 200, maxChars: full.body.length - 1 });
     expect(raw.reduced).toEqual(['raw']);
-    expect(raw.body).toContain("_Raw per-run values left out to fit GitHub's comment limit.");
+    expect(raw.body).toContain("_Raw per-run values left out to fit GitHub's size limit.");
     expect(raw.body).toContain('#### Trajectory');
     const chart = renderComment(ev, rows, { hotspotRows: 200, maxChars: raw.body.length - 1 });
     expect(chart.reduced).toEqual(['raw', 'chart']);
-    expect(chart.body).toContain("_The trajectory chart left out to fit GitHub's comment limit.");
+    expect(chart.body).toContain("_The trajectory chart left out to fit GitHub's size limit.");
     expect(mermaidBlocks(chart.body)).toHaveLength(0);
     const tables = renderComment(ev, rows, { hotspotRows: 200, maxChars: chart.body.length - 1 });
     expect(tables.reduced).toEqual(['raw', 'chart', 'hotspots']);
     expect(tables.body).toContain('#### Hotspots (time per step, top 100 of 3005 ops by |Δ|)');
-    expect(tables.body).toContain("_Rows beyond the first 100 left out to fit GitHub's comment limit.");
+    expect(tables.body).toContain("_Rows beyond the first 100 left out to fit GitHub's size limit.");
     for (const out of [raw, chart, tables]) {
       checkWellFormed(out.body);
       expect(out.body.startsWith('### ✓ improved')).toBe(true);

@@ -52,6 +52,9 @@ describe('renderJobSummary', () => {
     const bytes = Buffer.byteLength(full.markdown, 'utf8');
     const capped = renderJobSummary(iterations, historyRows(20), { maxBytes: bytes - 1 });
     expect(capped.reduced).toEqual(['raw:i001']);
+    expect(capped.markdown).toContain(
+      "_Raw per-run values left out to fit GitHub's size limit. The evidence bundles have everything._",
+    );
     expect(Buffer.byteLength(capped.markdown, 'utf8')).toBeLessThanOrEqual(bytes - 1);
     const tiny = renderJobSummary(iterations, historyRows(20), { maxBytes: 2_500 });
     expect(Buffer.byteLength(tiny.markdown, 'utf8')).toBeLessThanOrEqual(2_500);
