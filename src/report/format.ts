@@ -8,8 +8,6 @@ import type { Direction, Interval } from '../evidence/stats/index.js';
 
 export const MINUS = '\u2212';
 export const EM_DASH = '\u2014';
-/** Shown where a number is unknown or does not apply. */
-export const NOT_AVAILABLE = EM_DASH;
 
 /** Significant digits of metric values and op times (12.31 ms, 0.5123 ms, 123.4 ms). */
 const VALUE_DIGITS = 4;
@@ -113,7 +111,7 @@ export function shortSha(sha: string): string {
 
 /** A duration: `850 ms`, `41.2 s`, `4 min 12 s`, `1 h 02 min`. */
 export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return NOT_AVAILABLE;
+  if (!Number.isFinite(ms) || ms < 0) return EM_DASH;
   if (ms < 1000) return `${Math.round(ms)} ms`;
   const seconds = ms / 1000;
   if (seconds < 60) return `${seconds.toFixed(1)} s`;
