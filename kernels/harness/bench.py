@@ -86,6 +86,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--measure", type=_measure_list, default=MEASUREMENTS, help="fwd,fwd_bwd")
     p.add_argument("--seed", type=int, default=spec.SEED)
     p.add_argument(
+        "--compile-cache",
+        type=Path,
+        default=None,
+        help="persistent JAX compilation cache directory (compile time is excluded from samples; "
+        "repeated runs of the same code then skip XLA compilation)",
+    )
+    p.add_argument(
         "--pin-cpu",
         action="store_true",
         help="pin the process to one CPU core before JAX starts, so XLA:CPU runs single-threaded "
@@ -115,10 +122,15 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Measure, check and (with ``--out``) write the metrics; returns the metrics dict."""
     pinned = pin_to_one_cpu() if args.pin_cpu else None
+    import jax
+
+    if args.compile_cache is not None:
+        jax.config.update("jax_compilation_cache_dir", str(args.compile_cache.resolve()))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     from . import guards
 
     before = guards.snapshot()
-    import jax
     import numpy as np
 
     from kernels import gdn as gdn_pkg
@@ -137,9 +149,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     arg_sets = []
     for i in range(2):  # two input sets, alternated, so no call can reuse a previous result
-        x = make_inputs(case, seed=args.seed + i, gates="layer", with_state=True)
+        x = make_inputs(case, seed=args.seed + i, gates="mild", with_state=True)
         arg_sets.append((*x.arrays(), x.s0))
-    inputs0 = make_inputs(case, seed=args.seed, gates="layer", with_state=True)
+    inputs0 = make_inputs(case, seed=args.seed, gates="mild", with_state=True)
     rng = np.random.default_rng(args.seed + 7)
     cotangents = (
         jax.numpy.asarray(rng.standard_normal(arg_sets[0][2].shape), preset.dtype),
@@ -250,7 +262,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     notes = [
         f"devices: {jax.device_count()} available, 1 used (single-device jit)",
-        "inputs alternate between 2 seeded sets; gates are layer-realistic",
+        "inputs alternate between 2 seeded sets (mild gates: the output check then exercises "
+        "the intra-chunk algebra; timing does not depend on values)",
     ]
     if pinned is not None:
         notes.append(f"process pinned to CPU core {pinned} (--pin-cpu): XLA:CPU single-threaded")
