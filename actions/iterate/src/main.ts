@@ -1,0 +1,25 @@
+/**
+ * iterate: one agent iteration's propose phase (prepare the champion and the prompt, run the agent,
+ * guard its change). Runs in the agent job: no write token, no cloud credentials. The bundle folder it
+ * outputs (with the candidate's commits as a git bundle and a patch) goes to the next job as an artifact.
+ */
+import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
+import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
+import { BundleFiles } from '../../../src/loop/bundle.js';
+import { runPhase } from '../../../src/loop/phases.js';
+
+await runAction(async ({ logger }) => {
+  const opts = phaseOptions(logger);
+  const result = await logger.group('hillclimb: propose (prepare, agent, guard)', () =>
+    runPhase('propose', opts),
+  );
+  const ev = result.evidence;
+  setIterationOutputs(result);
+  setOutputs({
+    'agent-status': ev.agent?.status ?? 'not-run',
+    'patch-file': ev.candidate ? `${result.bundleDir}/${BundleFiles.patch}` : '',
+    subject: ev.candidate?.subject ?? '',
+  });
+  if (ev.verdict) logger.info(`propose ended the iteration: ${ev.verdict} (${ev.verdictReasons[0] ?? ''})`);
+  await writeSummary(iterationSummary(result), logger);
+});

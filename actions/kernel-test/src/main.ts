@@ -1,0 +1,54 @@
+/**
+ * kernel-test: a correctness gate of one iteration — `cpu` (the target's suite in Pallas interpret
+ * mode, on this runner: give the job no secrets, it runs candidate code) or `accelerator` (on the
+ * compute backend). With `head`, the change is a person's (a pull request): its bundle is made from
+ * base..head first.
+ */
+import { choice, flag, optionalText, requiredText } from '../../../src/actions/inputs.js';
+import { phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
+import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
+import { prepareExternalChange } from '../../../src/loop/external.js';
+import { runPhase } from '../../../src/loop/phases.js';
+import { checksSection } from '../../../src/report/checks.js';
+import { HillclimbError } from '../../../src/util/errors.js';
+
+await runAction(async ({ logger }) => {
+  const gate = choice('gate', ['cpu', 'accelerator'] as const, { required: true });
+  const opts = phaseOptions(logger);
+  const head = optionalText('head');
+  if (head !== undefined) {
+    const change = {
+      base: requiredText('base'),
+      head,
+      source: optionalText('source') ?? `commit ${head}`,
+      guard: flag('guard', true),
+    };
+    await logger.group(`hillclimb: evidence bundle for ${change.source}`, () =>
+      prepareExternalChange(opts, change),
+    );
+  }
+  const phase = gate === 'cpu' ? 'cpu-gate' : 'accelerator-gate';
+  const result = await logger.group(`hillclimb: ${phase}`, () => runPhase(phase, opts));
+  const evidence = result.evidence.gates[gate];
+  const junit = evidence?.junit;
+  setIterationOutputs(result);
+  setOutputs({
+    status: evidence?.status ?? 'not-run',
+    'gate-reason': evidence?.reason ?? result.evidence.steps[phase]?.note ?? '',
+    tests: junit?.tests,
+    passed: junit?.passed,
+    failed: junit?.failed,
+    errors: junit?.errors,
+    skipped: junit?.skipped,
+    'junit-file': evidence?.junitFile ? `${result.bundleDir}/${evidence.junitFile}` : '',
+  });
+  await writeSummary(
+    `## hillclimb ${gate} gate: ${evidence?.status ?? 'not run'}\n\n${checksSection(result.evidence)}\n`,
+    logger,
+  );
+  if (flag('fail-on-failure', false) && evidence?.status !== 'passed') {
+    throw new HillclimbError(
+      `the ${gate} gate did not pass: ${evidence?.status ?? 'not run'}${evidence?.reason ? ` (${evidence.reason})` : ''}`,
+    );
+  }
+});

@@ -1,0 +1,37 @@
+/**
+ * profile: the measure phase of one iteration — champion and candidate measured in this job, interleaved,
+ * with a bootstrap confidence interval on the ratio of medians; then one profiled run of the candidate,
+ * its trace analysed and diffed against the champion's; then the verdict. The traces stay in the
+ * bundle; the report action stores the bundle (traces included) and links them.
+ */
+import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
+import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
+import { BundleFiles } from '../../../src/loop/bundle.js';
+import { runPhase } from '../../../src/loop/phases.js';
+import { measuredChange, mfuText } from '../../../src/report/facts.js';
+
+await runAction(async ({ logger }) => {
+  const opts = phaseOptions(logger);
+  const result = await logger.group('hillclimb: measure (A/B runs, profile, decide)', () =>
+    runPhase('measure', opts),
+  );
+  const ev = result.evidence;
+  const c = ev.measurement?.comparison;
+  const profiled = ev.profile?.status === 'done';
+  setIterationOutputs(result);
+  setOutputs({
+    ratio: c?.ratio,
+    'ci-low': c?.ci?.lo,
+    'ci-high': c?.ci?.hi,
+    change: measuredChange(ev)?.text ?? '',
+    'mfu-champion': ev.measurement?.mfu.a,
+    'mfu-candidate': ev.measurement?.mfu.b,
+    mfu: ev.measurement ? mfuText(ev) : '',
+    'runs-per-arm': c ? `${c.a.n}+${c.b.n}` : '',
+    'profile-status': ev.profile?.status ?? 'not-run',
+    'trace-dir': profiled ? `${result.bundleDir}/${BundleFiles.profileDir}` : '',
+    'summary-file': profiled ? `${result.bundleDir}/${BundleFiles.summary}` : '',
+    'diff-file': profiled ? `${result.bundleDir}/${BundleFiles.diff}` : '',
+  });
+  await writeSummary(iterationSummary(result), logger);
+});

@@ -1,0 +1,56 @@
+/**
+ * The inputs and outputs the iteration actions (iterate, kernel-test, profile, report) share: which
+ * run and iteration, the config and its overrides in; the verdict, the bundle folder and the candidate
+ * out. The bundle folder is what a workflow uploads as an artifact for the next job.
+ */
+import { resolve } from 'node:path';
+import { BundleFiles } from '../loop/bundle.js';
+import { readHistory } from '../loop/history.js';
+import type { PhaseOptions, PhaseResult } from '../loop/phases.js';
+import { renderJobSummary } from '../report/job-summary.js';
+import type { Logger } from '../util/log.js';
+import { configOverrides, flag, optionalText, positiveInteger, requiredText } from './inputs.js';
+import { setOutputs } from './run.js';
+
+/** The engine's typed input for one phase, from the action's inputs. */
+export function phaseOptions(logger: Logger): PhaseOptions {
+  const target = optionalText('target');
+  const iterations = positiveInteger('iterations');
+  const base = optionalText('base');
+  const runStartedAt = optionalText('run-started-at');
+  return {
+    configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
+    overrides: configOverrides(),
+    ...(target ? { target } : {}),
+    runId: requiredText('run-id'),
+    iteration: positiveInteger('iteration', { required: true }),
+    ...(iterations ? { totalIterations: iterations } : {}),
+    ...(base ? { base } : {}),
+    ...(runStartedAt ? { runStartedAt } : {}),
+    dryRun: flag('dry-run', false),
+    logger,
+    progress: (line) => logger.info(line),
+  };
+}
+
+/** Outputs every iteration action sets: where the iteration stands and where its bundle is. */
+export function setIterationOutputs(result: PhaseResult): void {
+  const ev = result.evidence;
+  setOutputs({
+    verdict: ev.verdict ?? '',
+    // No verdict yet: the candidate goes on to the next phase.
+    pending: ev.verdict === undefined,
+    reason: ev.verdictReasons[0] ?? '',
+    'bundle-dir': result.bundleDir,
+    'evidence-file': resolve(result.bundleDir, BundleFiles.evidence),
+    'has-candidate': ev.candidate !== undefined,
+    'candidate-commit': ev.candidate?.commit ?? '',
+    'candidate-branch': ev.candidate?.branch ?? '',
+  });
+}
+
+/** The iteration's job summary: the run table, the comment's sections and the step timeline. */
+export function iterationSummary(result: PhaseResult): string {
+  const history = readHistory(result.stateDir, result.evidence.target);
+  return renderJobSummary([result.evidence], history).markdown;
+}

@@ -1,0 +1,96 @@
+/**
+ * The tpu action's inputs: which config and overrides (zones, accelerator type), and an allocation
+ * handed from the job that allocated the TPU to the job that uses it (the allocate step's
+ * `allocation` output, written here as the allocation record the tpu-vm backend attaches to).
+ */
+import { resolve } from 'node:path';
+import { tpuStateDirFor } from '../compute/factory.js';
+import { gcloudCli } from '../compute/tpu/gcloud.js';
+import type { TpuContext } from '../compute/tpu/lifecycle.js';
+import type { TpuAllocation } from '../compute/tpu/state.js';
+import { type ConfigOverrides, loadConfig } from '../config/load.js';
+import { ExitCode, HillclimbError } from '../util/errors.js';
+import type { Logger } from '../util/log.js';
+import { configOverrides, flag, jsonObject, list, optionalText } from './inputs.js';
+
+export interface TpuInputs {
+  configFile: string;
+  overrides: ConfigOverrides;
+  dryRun: boolean;
+}
+
+/** Config file, overrides (config-overrides, then zones and accelerator-type) and dry run, from the inputs. */
+export function tpuInputs(): TpuInputs {
+  const overrides = configOverrides();
+  const zones = list('zones');
+  const type = optionalText('accelerator-type');
+  if (zones) overrides['compute.tpu_vm.zones'] = zones;
+  if (type) overrides['compute.tpu_vm.accelerator_type'] = type;
+  return {
+    configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
+    overrides,
+    dryRun: flag('dry-run', false),
+  };
+}
+
+/** What the lifecycle functions need, from inputs saved by main or read now. */
+export function tpuContext(inputs: TpuInputs, logger: Logger): TpuContext {
+  const config = loadConfig(inputs.configFile, inputs.overrides);
+  if (!config.compute.tpu_vm) {
+    throw new HillclimbError(`${config.file}: compute.tpu_vm is not configured`, {
+      hint: 'add compute.tpu_vm (project, zones, accelerator_type, runtime_version); see docs/compute.md',
+      exitCode: ExitCode.badInput,
+    });
+  }
+  return {
+    config: config.compute.tpu_vm,
+    gcloud: gcloudCli({ dryRun: inputs.dryRun, print: (line) => logger.info(`dry run: ${line}`) }),
+    logger,
+    stateDir: tpuStateDirFor(config),
+  };
+}
+
+const RECORD_FIELDS: Array<[keyof TpuAllocation, 'string' | 'number' | 'boolean']> = [
+  ['name', 'string'],
+  ['project', 'string'],
+  ['zone', 'string'],
+  ['acceleratorType', 'string'],
+  ['runtimeVersion', 'string'],
+  ['provisioning', 'string'],
+  ['runId', 'string'],
+  ['createdAt', 'string'],
+  ['expiresAt', 'number'],
+  ['setupDone', 'boolean'],
+];
+
+/** The `allocation` input: an allocate step's output, checked field by field. Held for later jobs. */
+export function allocationInput(name = 'allocation'): TpuAllocation {
+  const raw = jsonObject(name);
+  if (!raw)
+    throw new HillclimbError(`input ${name}: required in attach mode`, { exitCode: ExitCode.badInput });
+  for (const [field, type] of RECORD_FIELDS) {
+    if (typeof raw[field] !== type) {
+      throw new HillclimbError(`input ${name}: field ${field} must be a ${type}`, {
+        exitCode: ExitCode.badInput,
+      });
+    }
+  }
+  if (raw.queuedResource !== undefined && typeof raw.queuedResource !== 'string') {
+    throw new HillclimbError(`input ${name}: field queuedResource must be a string`, {
+      exitCode: ExitCode.badInput,
+    });
+  }
+  // Names become gcloud arguments and record file names: GCP's own alphabet only.
+  for (const field of ['name', 'zone', 'queuedResource'] as const) {
+    const value = raw[field];
+    if (value !== undefined && !/^[a-z][a-z0-9-]{0,62}$/.test(String(value))) {
+      throw new HillclimbError(
+        `input ${name}: field ${field} is not a GCP resource name: ${JSON.stringify(value)}`,
+        {
+          exitCode: ExitCode.badInput,
+        },
+      );
+    }
+  }
+  return { ...(raw as unknown as TpuAllocation), owner: 'cli', state: 'active' };
+}

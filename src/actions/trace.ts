@@ -1,0 +1,110 @@
+/**
+ * Trace analysis for the trace-diff action: a summary from a trace file, a profile directory, or a
+ * summary JSON saved earlier; the diff of two; and the profile evidence the report's hotspot tables
+ * take. All numbers come from the engine's readers (src/evidence/analysis).
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../config/load.js';
+import { diffSummaries } from '../evidence/analysis/diff.js';
+import { formatDiff, formatSummary } from '../evidence/analysis/format.js';
+import { summarizeTrace } from '../evidence/analysis/hotspots.js';
+import { TRACE_SUMMARY_SCHEMA, type TraceDiff, type TraceSummary } from '../evidence/analysis/types.js';
+import type { ProfileEvidence } from '../evidence/iteration.js';
+import { openTrace } from '../evidence/trace/open.js';
+import { Bundle, iterationDirName } from '../loop/bundle.js';
+import { runDirOf, stateDirOf } from '../loop/context.js';
+import type { PhaseOptions } from '../loop/phases.js';
+import { customCallSection, hotspotSection } from '../report/hotspots.js';
+import { details, fenced } from '../report/markdown.js';
+import { ExitCode, HillclimbError, InputError } from '../util/errors.js';
+import { writeJsonAtomic } from '../util/files.js';
+
+/** A summary saved as JSON (`hillclimb trace summary --json`, or a bundle's profile/summary.json). */
+function savedSummary(path: string): TraceSummary | undefined {
+  if (!path.endsWith('.json')) return undefined;
+  let parsed: { schema?: unknown };
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8')) as { schema?: unknown };
+  } catch {
+    return undefined; // not a summary: let openTrace read it as a trace
+  }
+  if (typeof parsed.schema !== 'string' || !parsed.schema.startsWith('hillclimb.trace-summary/'))
+    return undefined;
+  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
+    throw new InputError(
+      path,
+      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`,
+    );
+  }
+  return parsed as TraceSummary;
+}
+
+export async function summaryOf(path: string): Promise<TraceSummary> {
+  const saved = savedSummary(path);
+  if (saved) return saved;
+  const { source, resolved } = openTrace(path);
+  const summary = await summarizeTrace(source);
+  summary.notes.push(...resolved.notes);
+  return summary;
+}
+
+/** Champion (`before`) and candidate (`after`) analysed and diffed, as profile evidence. */
+export async function compareTraces(
+  before: string | undefined,
+  after: string,
+): Promise<ProfileEvidence & { summary: TraceSummary }> {
+  const summary = await summaryOf(after);
+  if (before === undefined) return { status: 'done', candidateTrace: after, summary };
+  const championSummary = await summaryOf(before);
+  const diff: TraceDiff = diffSummaries(championSummary, summary);
+  return { status: 'done', candidateTrace: after, championTrace: before, summary, championSummary, diff };
+}
+
+/** The profile evidence of an iteration's bundle (written by the profile action), and its folder. */
+export function iterationProfile(opts: PhaseOptions): { profile: ProfileEvidence | undefined; dir: string } {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const bundle = new Bundle(join(runDirOf(stateDirOf(config), opts.runId), iterationDirName(opts.iteration)));
+  if (!bundle.exists()) {
+    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
+      hint: 'run the profile action first (or download the bundle artifact), or give the after and before traces',
+      exitCode: ExitCode.badInput,
+    });
+  }
+  return { profile: bundle.load().profile, dir: bundle.path('profile') };
+}
+
+export interface AnalysisFiles {
+  summaryFile?: string;
+  championSummaryFile?: string;
+  diffFile?: string;
+}
+
+/** summary.json, champion-summary.json and diff.json in `dir`, for what the profile has. */
+export function writeAnalysis(profile: ProfileEvidence | undefined, dir: string): AnalysisFiles {
+  const files: AnalysisFiles = {};
+  const write = (name: string, value: unknown) => {
+    mkdirSync(dir, { recursive: true });
+    writeJsonAtomic(join(dir, name), value);
+    return join(dir, name);
+  };
+  if (profile?.summary) files.summaryFile = write('summary.json', profile.summary);
+  if (profile?.championSummary)
+    files.championSummaryFile = write('champion-summary.json', profile.championSummary);
+  if (profile?.diff) files.diffFile = write('diff.json', profile.diff);
+  return files;
+}
+
+/** The job summary: the report's hotspot and custom-call tables, then the full text tables folded. */
+export function traceDiffMarkdown(profile: ProfileEvidence | undefined, rows: number): string {
+  const sections = [
+    '## hillclimb trace diff',
+    hotspotSection(profile, rows) ?? '_No profile for this iteration._',
+    customCallSection(profile, rows),
+    profile?.summary
+      ? details('Candidate trace summary', fenced('text', formatSummary(profile.summary, rows)))
+      : undefined,
+    profile?.diff ? details('Trace diff (text)', fenced('text', formatDiff(profile.diff, rows))) : undefined,
+  ];
+  return `${sections.filter((s) => s !== undefined).join('\n\n')}\n`;
+}

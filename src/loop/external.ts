@@ -1,0 +1,158 @@
+/**
+ * Evidence for a change nobody's agent made — a person's pull request — so the same phases (gates,
+ * measure, profile) can run on it, and its result can go into that PR's sticky comment.
+ *
+ * `prepareExternalChange` writes the iteration's bundle from `base..head` (the commits as a git bundle
+ * and a patch, like propose does) with prepare and propose recorded as skipped; with `guard`, the path
+ * guard then runs as for an agent's change, so a PR that touches the protected harness is `invalid`
+ * before anything measures it with credentials. `publishToPullRequest` stores the bundle and writes the
+ * sticky comment on the given PR; nothing goes into the loop's history, which follows champions only.
+ */
+import { join } from 'node:path';
+import { loadConfig, selectTarget } from '../config/load.js';
+import { packageVersion } from '../env/root.js';
+import type { IterationEvidence } from '../evidence/iteration.js';
+import { EVIDENCE_SCHEMA } from '../evidence/iteration.js';
+import { buildForge } from '../forge/factory.js';
+import { renderComment } from '../report/comment.js';
+import { buildStore } from '../store/factory.js';
+import { perfettoLinkFor } from '../store/perfetto.js';
+import { ExitCode, HillclimbError } from '../util/errors.js';
+import { writeFileAtomic } from '../util/files.js';
+import { Git } from '../workspace/git.js';
+import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
+import { configHash, defaultHost, runDirOf, stateDirOf } from './context.js';
+import { candidateRef } from './naming.js';
+import { type PhaseOptions, type PhaseResult, runPhase } from './phases.js';
+import { STICKY_KEY } from './steps/publish.js';
+
+export interface ExternalChange {
+  /** What the change is compared against (the PR's base commit). */
+  base: string;
+  /** The change (the PR's head, or its merge commit). */
+  head: string;
+  /** Where it comes from, for the evidence, e.g. "pull request #12". */
+  source: string;
+  /** Run the path guard before anything else, as for an agent's change. */
+  guard: boolean;
+}
+
+/** The iteration's bundle for `base..head`, created once; then the guard, when asked. Idempotent. */
+export async function prepareExternalChange(
+  opts: PhaseOptions,
+  change: ExternalChange,
+): Promise<PhaseResult> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const target = selectTarget(config, opts.target);
+  const stateDir = stateDirOf(config);
+  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  if (!bundle.exists()) {
+    const git = await Git.create(config.root, { logger: opts.logger });
+    try {
+      const base = await git.revParse(change.base);
+      const head = await git.revParse(change.head);
+      const commits = await git.commitsBetween(base, head);
+      if (commits.length === 0) {
+        throw new HillclimbError(`${change.source}: no commits between ${change.base} and ${change.head}`, {
+          exitCode: ExitCode.badInput,
+        });
+      }
+      const ref = candidateRef(opts.runId, opts.iteration);
+      await git.updateRef(ref, head);
+      await git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
+      writeFileAtomic(bundle.path(BundleFiles.patch), await git.formatPatch(base, head));
+      const now = new Date().toISOString();
+      const skipped = (note: string) => ({
+        status: 'skipped' as const,
+        startedAt: now,
+        finishedAt: now,
+        note,
+      });
+      const evidence: IterationEvidence = {
+        schema: EVIDENCE_SCHEMA,
+        runId: opts.runId,
+        runStartedAt: opts.runStartedAt ?? now,
+        iteration: opts.iteration,
+        totalIterations: opts.totalIterations ?? 1,
+        target: target.name,
+        startedAt: now,
+        verdictReasons: [],
+        base: { commit: base },
+        candidate: {
+          branch: candidateRef(opts.runId, opts.iteration).replace(/^refs\//, ''),
+          commit: head,
+          commits,
+          subject: await git.subject(head),
+          changedPaths: await git.changedPaths(base, head),
+          patchFile: BundleFiles.patch,
+        },
+        gates: {},
+        provenance: {
+          hillclimbVersion: packageVersion(),
+          configHash: configHash(config),
+          host: defaultHost(),
+        },
+        steps: {
+          prepare: skipped(`${change.source}: no agent prompt`),
+          propose: skipped(`${change.source}: proposed by a person`),
+          ...(change.guard ? {} : { guard: skipped(`${change.source}: not guarded (tests only)`) }),
+        },
+      };
+      bundle.save(evidence);
+    } finally {
+      await git.close();
+    }
+  }
+  // prepare and propose are recorded as skipped, so this runs the guard only (once).
+  if (change.guard) return runPhase('propose', opts);
+  return { phase: 'propose', evidence: bundle.load(), bundleDir: bundle.dir, stateDir };
+}
+
+/** Store the bundle and write (or update) hillclimb's sticky comment on pull request `prNumber`. */
+export async function publishToPullRequest(opts: PhaseOptions, prNumber: number): Promise<PhaseResult> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const stateDir = stateDirOf(config);
+  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  if (!bundle.exists()) {
+    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
+      hint: `download the iteration's bundle artifact into ${bundle.dir}`,
+      exitCode: ExitCode.badInput,
+    });
+  }
+  const ev = bundle.load();
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const forge = buildForge(config, { root: config.root, logger: opts.logger });
+  const startedAt = new Date().toISOString();
+  ev.finishedAt ??= startedAt;
+  ev.publish ??= { warnings: [] };
+  const publish = ev.publish;
+  const prefix = `runs/${ev.runId}/${iterationDirName(ev.iteration)}`;
+  const stored = await store.putDir(prefix, bundle.dir);
+  publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
+  if (ev.profile?.status === 'done' && trace) {
+    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
+    const link = perfettoLinkFor(store, trace.key);
+    if (link.ok) publish.perfettoUrl = link.url;
+  }
+  const comment = renderComment(ev, [], {});
+  writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
+  const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
+    runStartedAt: ev.runStartedAt,
+    runId: ev.runId,
+    iteration: ev.iteration,
+    commit: ev.candidate?.commit ?? ev.base.commit,
+  });
+  publish.prNumber = prNumber;
+  publish.commentId = sticky.commentId;
+  publish.commentOperation = sticky.operation;
+  ev.steps.publish = {
+    status: 'done',
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    note: `comment on PR #${prNumber} ${sticky.operation}`,
+  };
+  bundle.save(ev);
+  await store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+  return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
+}
