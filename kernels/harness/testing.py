@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import weakref
 from collections.abc import Callable
 
 import jax
@@ -162,6 +163,17 @@ def _oracle_vjp(args, cotangents, *, scale):
     return jax.vjp(fn, *args)[1](cotangents)
 
 
+_VJP_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jitted_vjp(fn: GdnFn) -> Callable[..., tuple[jax.Array, ...]]:
+    """One compiled program per ``fn`` (forward, residuals and backward together), reused when the
+    same ``fn`` is checked on other values of the same shape."""
+    if fn not in _VJP_CACHE:
+        _VJP_CACHE[fn] = jax.jit(lambda args, cts: jax.vjp(fn, *args)[1](cts))
+    return _VJP_CACHE[fn]
+
+
 def random_cotangents(inputs: Inputs, *, seed: int) -> tuple[jax.Array, jax.Array]:
     """``do`` ``[B, T, H, V]`` in the output dtype and ``ds`` ``[B, H, K, V]`` float32, N(0, 1)."""
     rng = np.random.default_rng(seed)
@@ -187,8 +199,7 @@ def check_gradients(
     """
     do, ds = random_cotangents(inputs, seed=seed)
     s0 = inputs.s0 if inputs.s0 is not None else jnp.zeros(ds.shape, jnp.float32)
-    # One compiled program per check: forward, residuals and backward together.
-    got = jax.jit(lambda args, cts: jax.vjp(fn, *args)[1](cts))((*inputs.arrays(), s0), (do, ds))
+    got = _jitted_vjp(fn)((*inputs.arrays(), s0), (do, ds))
     want = oracle_grads(inputs, do, ds)
     results = {}
     for name, x, out, ref in zip(GRAD_NAMES, (*inputs.arrays(), s0), got, want, strict=True):

@@ -3,6 +3,8 @@ state, against autodiff of the protected fp32 oracle."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -12,12 +14,15 @@ from kernels.harness import spec
 from kernels.harness.testing import GRAD_NAMES, check_gradients, make_inputs
 
 GRAD_PARAMS = [
-    ("chunked_xla", spec.GRAD_CASES[0]),
-    ("pallas", spec.GRAD_CASES[0]),
-    ("pallas", spec.GRAD_CASES[1]),
+    ("chunked_xla", spec.GRAD_CASES[0], "mild"),
+    ("chunked_xla", spec.GRAD_CASES[0], "layer"),
+    ("pallas", spec.GRAD_CASES[0], "mild"),
+    ("pallas", spec.GRAD_CASES[0], "layer"),
+    ("pallas", spec.GRAD_CASES[1], "mild"),
 ]
 
 
+@functools.cache
 def _impl_fn(impl: str, case: spec.Case, scale: float):
     def fn(q, k, v, g, beta, s0):
         return gdn(
@@ -55,10 +60,12 @@ def _drop_final_state_cotangent(fn):
 
 
 @pytest.mark.parametrize(
-    ("impl", "case"), GRAD_PARAMS, ids=[f"{impl}-{case.id}" for impl, case in GRAD_PARAMS]
+    ("impl", "case", "gates"),
+    GRAD_PARAMS,
+    ids=[f"{impl}-{gates}-{case.id}" for impl, case, gates in GRAD_PARAMS],
 )
-def test_gradients_match_oracle(impl, case):
-    x = make_inputs(case, with_state=True)
+def test_gradients_match_oracle(impl, case, gates):
+    x = make_inputs(case, gates=gates, with_state=True)
     results = check_gradients(_impl_fn(impl, case, x.scale), x, dtype=case.dtype)
     assert set(results) == set(GRAD_NAMES)
 
