@@ -113,6 +113,9 @@ interface DeviceState {
 interface LaneState {
   role: number;
   gpu: boolean;
+  tpu: boolean;
+  keyProgram: string | undefined;
+  keyCache: Map<unknown, OpInfo> | undefined;
   lane: TraceLane;
   device: DeviceState;
   where: 'device' | 'host';
@@ -124,7 +127,15 @@ interface LaneState {
   ops: OpInfo[];
   execs: (Execution | undefined)[];
   lastStart: number;
-  buffer: { starts: number[]; durs: number[]; ops: OpInfo[]; execs: (Execution | undefined)[] } | undefined;
+  buffer:
+    | {
+        starts: number[];
+        durs: number[];
+        selfDurs: number[];
+        ops: OpInfo[];
+        execs: (Execution | undefined)[];
+      }
+    | undefined;
 }
 
 export class TraceCollector implements TraceVisitor {
@@ -143,6 +154,8 @@ export class TraceCollector implements TraceVisitor {
   /** Every device with a lane offered. */
   readonly allDevices = new Set<TraceDevice>();
   private readonly lanes: LaneState[] = [];
+  /** Op identities by event key, per program (see TraceEventView.key). */
+  private readonly keyCaches = new Map<string, Map<unknown, OpInfo>>();
   private deviceOps = false;
   private hostOps = false;
 
@@ -165,6 +178,9 @@ export class TraceCollector implements TraceVisitor {
     const state: LaneState = {
       role,
       gpu: lane.device.kind === 'gpu',
+      tpu: lane.device.kind === 'tpu',
+      keyProgram: undefined,
+      keyCache: undefined,
       lane,
       device,
       where: role === ROLE_HOST ? 'host' : 'device',
@@ -176,7 +192,9 @@ export class TraceCollector implements TraceVisitor {
       ops: [],
       execs: [],
       lastStart: -Infinity,
-      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], ops: [], execs: [] } : undefined,
+      buffer: this.opts.bufferLanes?.has(key)
+        ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] }
+        : undefined,
     };
     this.lanes[lane.index] = state;
     return true;
@@ -187,7 +205,8 @@ export class TraceCollector implements TraceVisitor {
     switch (st.role) {
       case ROLE_OPS:
         // GPU kernels are grouped by the HLO op that launched them, like TPU ops.
-        this.opEvent(st, ev, st.gpu ? (ev.arg('hlo_op') ?? ev.name) : ev.name);
+        if (st.gpu) this.opEvent(st, ev, ev.arg('hlo_op') ?? ev.name, undefined);
+        else this.opEvent(st, ev, undefined, ev.key);
         return;
       case ROLE_MODULES:
         if (this.opts.structure) this.moduleEvent(st.device, ev);
@@ -247,12 +266,16 @@ export class TraceCollector implements TraceVisitor {
     }
     if (this.opts.ops === 'skip' && !this.opts.structure) return;
     const hloOp = ev.arg('hlo_op');
-    if (hloOp !== undefined) this.opEvent(st, ev, hloOp);
+    if (hloOp !== undefined) this.opEvent(st, ev, hloOp, undefined);
   }
 
   // ---- ops --------------------------------------------------------------------------------------------
 
-  private opEvent(st: LaneState, ev: TraceEventView, opName: string): void {
+  /**
+   * An op event; `opName` overrides the event name (GPU, CPU), `key` (the event's identity) lets the op
+   * identity be found without hashing its name.
+   */
+  private opEvent(st: LaneState, ev: TraceEventView, opName: string | undefined, key: unknown): void {
     const start = ev.startPs;
     const dur = ev.durPs;
     const dev = st.device;
@@ -274,17 +297,38 @@ export class TraceCollector implements TraceVisitor {
       program = ev.arg('hlo_module') ?? '';
       exec = this.cpuExecution(dev.device, program, ev.arg('run_id'), start, start + dur);
     }
-    const op = this.opInfo(program, opName, ev, st);
+    let op: OpInfo | undefined;
+    if (key !== undefined) {
+      let byKey = st.keyProgram === program ? st.keyCache : undefined;
+      if (byKey === undefined) {
+        byKey = this.keyCaches.get(program);
+        if (byKey === undefined) {
+          byKey = new Map();
+          this.keyCaches.set(program, byKey);
+        }
+        st.keyProgram = program;
+        st.keyCache = byKey;
+      }
+      op = byKey.get(key);
+      if (op === undefined) {
+        op = this.opInfo(program, ev.name, ev, st);
+        byKey.set(key, op);
+      }
+    } else op = this.opInfo(program, opName ?? ev.name, ev, st);
+    // TPU ops carry the device's own measurement; xprof's op statistics use it, so do we. The timeline
+    // duration still decides nesting and busy time.
+    const selfDur = st.tpu ? (ev.argNumber('device_duration_ps') ?? dur) : dur;
     if (st.buffer !== undefined) {
       st.buffer.starts.push(start);
       st.buffer.durs.push(dur);
+      st.buffer.selfDurs.push(selfDur);
       st.buffer.ops.push(op);
       st.buffer.execs.push(exec);
       return;
     }
     if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
     st.lastStart = start;
-    this.push(st, start, dur, op, exec);
+    this.push(st, start, dur, selfDur, op, exec);
   }
 
   private opInfo(program: string, name: string, ev: TraceEventView, st: LaneState): OpInfo {
@@ -335,7 +379,14 @@ export class TraceCollector implements TraceVisitor {
     return exec;
   }
 
-  private push(st: LaneState, start: number, dur: number, op: OpInfo, exec: Execution | undefined): void {
+  private push(
+    st: LaneState,
+    start: number,
+    dur: number,
+    selfDur: number,
+    op: OpInfo,
+    exec: Execution | undefined,
+  ): void {
     const end = start + dur;
     while (st.depth > 0 && start >= st.ends[st.depth - 1]!) this.pop(st);
     if (st.depth > 0) {
@@ -345,7 +396,7 @@ export class TraceCollector implements TraceVisitor {
     const d = st.depth++;
     st.starts[d] = start;
     st.ends[d] = end;
-    st.durs[d] = dur;
+    st.durs[d] = selfDur;
     st.childPs[d] = 0;
     st.ops[d] = op;
     st.execs[d] = exec;
@@ -354,8 +405,8 @@ export class TraceCollector implements TraceVisitor {
   private pop(st: LaneState): void {
     const d = --st.depth;
     const start = st.starts[d]!;
-    const dur = st.durs[d]!;
-    const self = Math.max(0, dur - st.childPs[d]!);
+    const dur = st.ends[d]! - start;
+    const self = Math.max(0, st.durs[d]! - st.childPs[d]!);
     const op = st.ops[d]!;
     const dev = st.device;
     const top = d === 0;
@@ -414,7 +465,7 @@ export class TraceCollector implements TraceVisitor {
     const order = b.starts
       .map((_, k) => k)
       .sort((x, y) => b.starts[x]! - b.starts[y]! || b.durs[y]! - b.durs[x]!);
-    for (const k of order) this.push(st, b.starts[k]!, b.durs[k]!, b.ops[k]!, b.execs[k]);
+    for (const k of order) this.push(st, b.starts[k]!, b.durs[k]!, b.selfDurs[k]!, b.ops[k]!, b.execs[k]);
   }
 
   private deviceState(device: TraceDevice): DeviceState {

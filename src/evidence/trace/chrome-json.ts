@@ -276,6 +276,8 @@ class ChromeJsonScanner {
   private readonly decoder = new TextDecoder('utf-8');
   /** The file is tsl's (or its Python re-dump): every args value is a string, so args hold no brackets. */
   private tslShape = false;
+  /** Between a key and its string value: `":"` as tsl writes it, `": "` in Python's re-dump. */
+  private keyValueSeparator = '":"';
   private mode = Mode.Start;
   private bareArray = false;
   private sawEvents = false;
@@ -308,6 +310,7 @@ class ChromeJsonScanner {
   private catKind = STR;
   private argCount = 0;
   private argsStart = -1;
+  private argsEnd = -1;
   private argsParsed = false;
   private readonly argKeyStart: number[] = [];
   private readonly argKeyEnd: number[] = [];
@@ -440,8 +443,10 @@ class ChromeJsonScanner {
     const keyEnd = this.strings.end(p + 1);
     const isEvents = keyEnd - p - 1 === 11 && text.startsWith('traceEvents', p + 1);
     // tsl writes displayTimeUnit first; jax's perfetto_trace.json.gz is a Python re-dump of the same.
-    if (!this.sawEvents && keyEnd - p - 1 === 15 && text.startsWith('displayTimeUnit', p + 1))
+    if (!this.sawEvents && keyEnd - p - 1 === 15 && text.startsWith('displayTimeUnit', p + 1)) {
       this.tslShape = true;
+      this.keyValueSeparator = text.startsWith('": "', keyEnd) ? '": "' : '":"';
+    }
     p = skipSpace(text, keyEnd + 1);
     if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
     p = skipSpace(text, p + 1);
@@ -483,6 +488,7 @@ class ChromeJsonScanner {
     this.catStart = -1;
     this.argCount = 0;
     this.argsStart = -1;
+    this.argsEnd = -1;
     this.argsParsed = false;
     p = skipSpace(text, p + 1);
     if (text.charCodeAt(p) === 125) return p + 1; // {}
@@ -560,6 +566,7 @@ class ChromeJsonScanner {
             } else {
               // Args are parsed only if the visitor asks for one (see argString).
               p = this.tslShape ? this.skipTslArgs(text, p) : skipValue(text, p, strings);
+              this.argsEnd = p;
             }
           } else p = skipValue(text, p, strings);
           break;
@@ -844,7 +851,47 @@ class ChromeJsonScanner {
     if (this.argsStart >= 0) this.args(this.text, this.argsStart);
   }
 
+  /**
+   * A string-valued arg of a tsl-shaped file found without parsing the args: `"key":"` cannot occur
+   * inside a JSON string (its quotes would be escaped), so the first match inside the args is the key.
+   * Returns null when this shortcut does not apply.
+   */
+  private fastArg(key: string): { start: number; end: number } | undefined | null {
+    if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return null;
+    const text = this.text;
+    const at = text.indexOf(`"${key}${this.keyValueSeparator}`, this.argsStart);
+    if (at < 0 || at >= this.argsEnd) {
+      // Absent, unless spelled another way (other spacing, a non-string value): then parse.
+      const loose = text.indexOf(`"${key}"`, this.argsStart);
+      return loose >= 0 && loose < this.argsEnd ? null : undefined;
+    }
+    const start = at + key.length + 1 + this.keyValueSeparator.length;
+    const end = text.indexOf('"', start);
+    if (end < 0 || end >= this.argsEnd || text.charCodeAt(end - 1) === 92) return null; // escapes: parse
+    return { start, end };
+  }
+
+  argNumber(key: string): number | undefined {
+    const fast = this.fastArg(key);
+    if (fast === undefined) return undefined;
+    if (fast !== null) {
+      const text = this.text;
+      let v = 0;
+      for (let p = fast.start; p < fast.end; p++) {
+        const c = text.charCodeAt(p) - 48;
+        if (c < 0 || c > 9) return numberOrUndefined(text.slice(fast.start, fast.end));
+        v = v * 10 + c;
+      }
+      return fast.end > fast.start ? v : undefined;
+    }
+    const s = this.argString(key);
+    return s === undefined ? undefined : numberOrUndefined(s);
+  }
+
   argString(key: string): string | undefined {
+    const fast = this.fastArg(key);
+    if (fast === undefined) return undefined;
+    if (fast !== null) return this.decode(fast.start, fast.end, STR);
     this.ensureArgs();
     const text = this.text;
     const klen = key.length;
@@ -962,6 +1009,11 @@ class JsonEventView implements TraceEventView {
     return this.scanner.eventCategory();
   }
 
+  /** JSON events carry their args inline, so only the name identifies an op across events. */
+  get key(): unknown {
+    return this.name;
+  }
+
   longName(): string | undefined {
     return this.scanner.argString('long_name');
   }
@@ -970,7 +1022,17 @@ class JsonEventView implements TraceEventView {
     return this.scanner.argString(key);
   }
 
+  argNumber(key: string): number | undefined {
+    return this.scanner.argNumber(key);
+  }
+
   args(): Record<string, string> {
     return this.scanner.allArgs();
   }
+}
+
+function numberOrUndefined(s: string): number | undefined {
+  if (s.trim() === '') return undefined;
+  const n = Number(s);
+  return Number.isFinite(n) ? n : undefined;
 }

@@ -47,10 +47,17 @@ export interface TraceEventView {
   readonly durPs: number;
   /** The Chrome `cat` field, when present. */
   readonly category: string | undefined;
+  /**
+   * An identity shared by events with the same name, full name and metadata args within one read (the
+   * XSpace event metadata, or the JSON name): lets a visitor cache per-op work. Compare with `===`.
+   */
+  readonly key: unknown;
   /** The full name when it differs from `name` (XSpace metadata name, JSON `args.long_name`). */
   longName(): string | undefined;
   /** One argument (XStat, JSON `args` entry) as a string, or undefined when absent. */
   arg(key: string): string | undefined;
+  /** One numeric argument as a number (cheaper than `arg`); undefined when absent or not a number. */
+  argNumber(key: string): number | undefined;
   /** Every argument, copied into a fresh object. Slower than `arg`; for tests and small traces. */
   args(): Record<string, string>;
 }

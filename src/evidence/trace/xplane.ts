@@ -78,23 +78,34 @@ interface LineHeader {
   events: number;
 }
 
+/** What one read learned about the file's layout, reused by the next read of the same file. */
+interface LayoutCache {
+  size: number;
+  mtimeMs: number;
+  planes: Map<number, { layout: PlaneLayout; headers: LineHeader[]; metas?: Map<number, EventMeta> }>;
+}
+
 export class XplaneSource implements TraceSource {
   readonly format = 'xplane' as const;
   readonly cheapLaneSkip = true;
+  private cache: LayoutCache | undefined;
 
   constructor(readonly path: string) {}
 
   async read(visitor: TraceVisitor, opts: ReadOptions = {}): Promise<ReadStats> {
     let size: number;
+    let mtimeMs: number;
     try {
-      size = statSync(this.path).size;
+      ({ size, mtimeMs } = statSync(this.path));
     } catch (err) {
       throw new InputError(this.path, 'cannot read the file', { cause: err });
     }
     if (size === 0) throw new InputError(this.path, 'the file is empty (no XSpace planes)');
+    if (this.cache?.size !== size || this.cache.mtimeMs !== mtimeMs)
+      this.cache = { size, mtimeMs, planes: new Map() };
     const win = new FileWindow(this.path, size);
     try {
-      return await new XspaceReader(win, visitor, opts).run();
+      return await new XspaceReader(win, visitor, opts, this.cache).run();
     } catch (err) {
       if (err instanceof WireError) {
         throw new InputError(this.path, `corrupt XSpace protobuf: ${err.message}`, {
@@ -119,6 +130,7 @@ class XspaceReader {
     private readonly win: FileWindow,
     private readonly visitor: TraceVisitor,
     private readonly opts: ReadOptions,
+    private readonly cache: LayoutCache,
   ) {
     this.stats = {
       format: 'xplane',
@@ -138,7 +150,12 @@ class XspaceReader {
     if (planes.length === 0) throw new WireError(0, 'no XPlane found');
     for (const range of chunkPairs(planes)) {
       if (this.opts.signal?.aborted) break;
-      const layout = this.planeLayout(range[0], range[1]);
+      let cached = this.cache.planes.get(range[0]);
+      if (cached === undefined) {
+        cached = { layout: this.planeLayout(range[0], range[1]), headers: [] };
+        this.cache.planes.set(range[0], cached);
+      }
+      const layout = cached.layout;
       const device: TraceDevice = {
         index: this.deviceCount++,
         name: layout.name === '' ? `plane ${layout.id}` : layout.name,
@@ -146,9 +163,14 @@ class XspaceReader {
         kind: deviceKindOf(layout.name),
         stats: layout.stats,
       };
-      let metas: Map<number, EventMeta> | undefined;
+      let line = 0;
       for (const [start, end] of chunkPairs(layout.lines)) {
-        const header = this.lineHeader(start, end);
+        let header = cached.headers[line];
+        if (header === undefined) {
+          header = this.lineHeader(start, end);
+          cached.headers[line] = header;
+        }
+        line++;
         const lane: TraceLane = {
           index: this.laneCount++,
           device,
@@ -158,8 +180,8 @@ class XspaceReader {
         if (header.events === 0) continue;
         this.stats.events += header.events;
         if (!this.visitor.wantLane(lane)) continue;
-        metas ??= this.eventMetadata(layout);
-        await this.lineEvents(start, end, lane, layout, metas, header);
+        cached.metas ??= this.eventMetadata(layout);
+        await this.lineEvents(start, end, lane, layout, cached.metas, header);
         if (this.opts.signal?.aborted) break;
       }
     }
@@ -383,6 +405,33 @@ class XspaceReader {
     const h: LineHeader = { id: '0', displayId: '0', name: '', displayName: '', timestampNs: 0n, events: 0 };
     let pos = start;
     while (pos < end) {
+      // Events (field 4) are most of a line: jump over them without leaving this loop.
+      let buf = win.buf;
+      let base = win.base;
+      let k = pos - base;
+      let stop = Math.min(win.filled, end - base);
+      if (k < 0 || k + 11 > stop) {
+        k = win.ensureSome(pos, Math.min(win.buf.length, end - pos));
+        buf = win.buf;
+        base = win.base;
+        stop = Math.min(win.filled, end - base);
+      }
+      let events = 0;
+      while (k + 11 <= stop && buf[k] === 0x22) {
+        let len = buf[k + 1]!;
+        let j = k + 2;
+        if (len >= 0x80) {
+          len = readVarint(buf, k + 1, stop);
+          j = wirePos;
+        }
+        events++;
+        k = j + len;
+      }
+      h.events += events;
+      pos = base + k;
+      if (pos > end) throw new WireError(pos, 'XEvent runs past its line');
+      if (pos === end) break;
+      if (events > 0) continue;
       let i = win.ensureSome(pos, Math.min(20, end - pos));
       const lim = Math.min(win.filled, end - win.base);
       const tag = readVarint(win.buf, i, lim);
@@ -603,6 +652,10 @@ class XplaneEventView implements TraceEventView {
     return this.meta.displayName || this.meta.name;
   }
 
+  get key(): unknown {
+    return this.stepNameId === undefined ? this.meta : this.name;
+  }
+
   longName(): string | undefined {
     return this.meta.displayName === '' ? undefined : this.meta.name;
   }
@@ -611,6 +664,28 @@ class XplaneEventView implements TraceEventView {
     if (key === 'long_name') return this.longName();
     const id = this.layout.statIdByName.get(key);
     return id === undefined ? undefined : this.stat(id);
+  }
+
+  argNumber(key: string): number | undefined {
+    const id = this.layout.statIdByName.get(key);
+    if (id === undefined) return undefined;
+    // Per-event integer stats (device_offset_ps, device_duration_ps): decode the varint directly.
+    for (let k = this.statCount - 1; k >= 0; k--) {
+      if (this.statIds[k] !== id) continue;
+      const buf = this.buf;
+      const s = this.statStarts[k]!;
+      const e = this.statEnds[k]!;
+      const valueTag = buf[s] === 0x08 && buf[s + 1]! < 0x80 ? buf[s + 2] : undefined;
+      if (valueTag === 0x18 || valueTag === 0x20) {
+        const v = readVarint(buf, s + 3, e);
+        if (v < 2 ** 53) return v;
+      }
+      break;
+    }
+    const v = this.stat(id);
+    if (v === undefined || v.trim() === '') return undefined;
+    const n = Number(v);
+    return Number.isFinite(n) ? n : undefined;
   }
 
   private stat(id: number): string | undefined {

@@ -37,7 +37,7 @@ describe('hillclimb trace summary', () => {
     expect(r.stdout).toMatch(
       /Steps: 100 per device, by dominant-program: dominant program jit_f\(12190760917235803885\)/,
     );
-    expect(r.stdout).toMatch(/copy-done\s+copy-done\s+760\.645 ms\s+97\.0%\s+6/);
+    expect(r.stdout).toMatch(/copy-done\s+copy-done\s+760\.083 ms\s+96\.9%\s+6/);
     expect(r.stdout).toMatch(/Custom calls: none/);
   });
 
