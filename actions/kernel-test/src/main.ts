@@ -47,8 +47,10 @@ await runAction(async ({ logger }) => {
     logger,
   );
   if (flag('fail-on-failure', false) && evidence?.status !== 'passed') {
-    throw new HillclimbError(
-      `the ${gate} gate did not pass: ${evidence?.status ?? 'not run'}${evidence?.reason ? ` (${evidence.reason})` : ''}`,
-    );
+    const ev = result.evidence;
+    const why = evidence
+      ? `${evidence.status}${evidence.reason ? ` (${evidence.reason})` : ''}`
+      : `not run, the iteration is ${ev.verdict ?? 'pending'}${ev.verdictReasons[0] ? ` (${ev.verdictReasons[0]})` : ''}`;
+    throw new HillclimbError(`the ${gate} gate did not pass: ${why}`);
   }
 });

@@ -66086,6 +66086,7 @@ function deviceKindOf(name, labels = "") {
 // src/evidence/trace/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
+var READ_AHEAD_BYTES = 8 * 1024 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
 var ChromeJsonSource = class {
@@ -66101,7 +66102,7 @@ var ChromeJsonSource = class {
   async read(visitor, opts = {}) {
     const gz = await startsWithGzipMagic(this.path);
     const file = createReadStream2(this.path, { highWaterMark: CHUNK_BYTES });
-    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
+    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES, highWaterMark: READ_AHEAD_BYTES })) : file;
     if (gz) file.on("error", (err) => stream.destroy(err));
     try {
       const names = this.names;
