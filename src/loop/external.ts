@@ -7,10 +7,13 @@
  * guard then runs as for an agent's change, so a PR that touches the protected harness is `invalid`
  * before anything measures it with credentials. `publishToPullRequest` stores the bundle and writes the
  * sticky comment on the given PR; nothing goes into the loop's history, which follows champions only.
+ * `recordBaseline` keeps a measurement of main in a series of its own (baseline.yml).
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, selectTarget } from '../config/load.js';
 import { packageVersion } from '../env/root.js';
+import type { HistoryRow } from '../evidence/history.js';
 import type { IterationEvidence } from '../evidence/iteration.js';
 import { EVIDENCE_SCHEMA } from '../evidence/iteration.js';
 import { buildForge } from '../forge/factory.js';
@@ -18,10 +21,11 @@ import { renderComment } from '../report/comment.js';
 import { buildStore } from '../store/factory.js';
 import { perfettoLinkFor } from '../store/perfetto.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
-import { writeFileAtomic } from '../util/files.js';
+import { appendLineDurable, readJsonLines, writeFileAtomic } from '../util/files.js';
 import { Git } from '../workspace/git.js';
 import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
 import { configHash, defaultHost, runDirOf, stateDirOf } from './context.js';
+import { historyRow } from './history.js';
 import { candidateRef } from './naming.js';
 import { type PhaseOptions, type PhaseResult, runPhase } from './phases.js';
 import { STICKY_KEY } from './steps/publish.js';
@@ -154,5 +158,47 @@ export async function publishToPullRequest(opts: PhaseOptions, prNumber: number)
   };
   bundle.save(ev);
   await store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+  return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
+}
+
+/** Where a target's baseline series lives in the store: history rows of main, apart from the loop's. */
+export function baselineKey(target: string): string {
+  return `baselines/${target}.jsonl`;
+}
+
+/**
+ * Record a measured baseline (main's newest commit against its parent): the bundle goes to the store
+ * under `baselines/<target>/<run>/`, and one history-format row is appended to the target's baseline
+ * series (once per run). The series never moves the loop's champion. Writers of one series must be
+ * serialized (baseline.yml's concurrency group): the store replaces the file whole.
+ */
+export async function recordBaseline(opts: PhaseOptions): Promise<PhaseResult> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const target = selectTarget(config, opts.target);
+  const stateDir = stateDirOf(config);
+  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  if (!bundle.exists()) {
+    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
+      hint: `download the baseline's bundle artifact into ${bundle.dir}`,
+      exitCode: ExitCode.badInput,
+    });
+  }
+  const ev = bundle.load();
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const prefix = `baselines/${target.name}/${ev.runId}`;
+  ev.finishedAt ??= new Date().toISOString();
+  ev.publish ??= { warnings: [] };
+  await store.putDir(prefix, bundle.dir);
+  ev.publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  bundle.save(ev);
+  const series = join(runDirOf(stateDir, opts.runId), 'baseline.jsonl');
+  const key = baselineKey(target.name);
+  rmSync(series, { force: true });
+  if ((await store.list('baselines/')).includes(key)) await store.get(key, series);
+  const rows = readJsonLines<HistoryRow>(series).rows;
+  if (!rows.some((r) => r.runId === ev.runId && r.iteration === ev.iteration)) {
+    appendLineDurable(series, JSON.stringify(historyRow(ev, ev.candidate?.commit ?? ev.base.commit)));
+    await store.put(key, series);
+  }
   return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
 }

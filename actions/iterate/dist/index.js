@@ -66058,7 +66058,6 @@ function deviceKindOf(name, labels = "") {
 // src/evidence/trace/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
-var READ_AHEAD_BYTES = 8 * 1024 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
 var ChromeJsonSource = class {
@@ -66074,7 +66073,7 @@ var ChromeJsonSource = class {
   async read(visitor, opts = {}) {
     const gz = await startsWithGzipMagic(this.path);
     const file = createReadStream2(this.path, { highWaterMark: CHUNK_BYTES });
-    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES, highWaterMark: READ_AHEAD_BYTES })) : file;
+    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
     if (gz) file.on("error", (err) => stream.destroy(err));
     try {
       const names = this.names;
@@ -66158,6 +66157,7 @@ function completeUtf8End(buf) {
 var STR = 0;
 var STR_ESCAPED = 1;
 var RAW = 2;
+var TSL_EVENT_HEAD = '{"ph":"X","pid":';
 var K_OTHER = 0;
 var K_PH = 1;
 var K_PID = 2;
@@ -66407,6 +66407,18 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
+    if (this.tslShape && text3.startsWith(TSL_EVENT_HEAD, p)) {
+      const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
+      if (end > 0) return end;
+      this.ph = 0;
+      this.pid = void 0;
+      this.tid = void 0;
+      this.hasTs = false;
+      this.durPs = 0;
+      this.nameStart = -1;
+      this.argsStart = -1;
+      this.argsEnd = -1;
+    }
     p = skipSpace(text3, p + 1);
     if (text3.charCodeAt(p) === 125) return p + 1;
     for (; ; ) {
@@ -66520,6 +66532,53 @@ var ChromeJsonScanner = class {
       this.otherPhases.set(key, (this.otherPhases.get(key) ?? 0) + 1);
     }
     return p;
+  }
+  /**
+   * The complete event exactly as tsl writes it, from just after `{"ph":"X","pid":`:
+   * `<pid>,"tid":<tid>,"ts":<µs>,"dur":<µs>,"name":"…"` then `}` or `,"args":{…}}`.
+   * Returns the index after the event, or -1 when the text differs from that layout (no side effects
+   * beyond the fields the caller resets).
+   */
+  tslEvent(text3, p) {
+    this.ph = 88;
+    const pid = parseInteger(text3, p);
+    p = numberEnd;
+    if (!text3.startsWith(',"tid":', p)) return -1;
+    const tid = parseInteger(text3, p + 7);
+    p = numberEnd;
+    if (!text3.startsWith(',"ts":', p)) return -1;
+    p += 6;
+    if (this.originUs === void 0) {
+      const us = parseInteger(text3, p);
+      this.originUs = Math.abs(us) >= EPOCH_US_THRESHOLD ? us : 0;
+    }
+    this.tsPs = parseTimePs(text3, p, this.originUs);
+    this.hasTs = true;
+    p = numberEnd;
+    if (!text3.startsWith(',"dur":', p)) return -1;
+    this.durPs = parseTimePs(text3, p + 7, 0);
+    p = numberEnd;
+    if (!text3.startsWith(',"name":"', p)) return -1;
+    this.nameStart = p + 9;
+    this.nameEnd = this.strings.end(p + 9);
+    this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
+    p = this.nameEnd + 1;
+    let c = text3.charCodeAt(p);
+    if (c === 44) {
+      if (!text3.startsWith(',"args":{', p)) return -1;
+      this.argsStart = p + 8;
+      p = this.skipTslArgs(text3, p + 8);
+      this.argsEnd = p;
+      c = text3.charCodeAt(p);
+    }
+    if (c !== 125) {
+      if (p >= text3.length) throw NEED_MORE;
+      return -1;
+    }
+    this.pid = pid;
+    this.tid = tid;
+    this.complete();
+    return p + 1;
   }
   /**
    * Skip an args object of a tsl-shaped file in one search. Its values are all strings, so it holds no

@@ -40128,6 +40128,7 @@ function iterationSummary(result) {
 }
 
 // src/loop/external.ts
+import { rmSync as rmSync16 } from "node:fs";
 import { join as join30 } from "node:path";
 
 // src/config/load.ts
@@ -66086,7 +66087,6 @@ function deviceKindOf(name, labels = "") {
 // src/evidence/trace/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
-var READ_AHEAD_BYTES = 8 * 1024 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
 var ChromeJsonSource = class {
@@ -66102,7 +66102,7 @@ var ChromeJsonSource = class {
   async read(visitor, opts = {}) {
     const gz = await startsWithGzipMagic(this.path);
     const file = createReadStream2(this.path, { highWaterMark: CHUNK_BYTES });
-    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES, highWaterMark: READ_AHEAD_BYTES })) : file;
+    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
     if (gz) file.on("error", (err) => stream.destroy(err));
     try {
       const names = this.names;
@@ -66186,6 +66186,7 @@ function completeUtf8End(buf) {
 var STR = 0;
 var STR_ESCAPED = 1;
 var RAW = 2;
+var TSL_EVENT_HEAD = '{"ph":"X","pid":';
 var K_OTHER = 0;
 var K_PH = 1;
 var K_PID = 2;
@@ -66435,6 +66436,18 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
+    if (this.tslShape && text3.startsWith(TSL_EVENT_HEAD, p)) {
+      const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
+      if (end > 0) return end;
+      this.ph = 0;
+      this.pid = void 0;
+      this.tid = void 0;
+      this.hasTs = false;
+      this.durPs = 0;
+      this.nameStart = -1;
+      this.argsStart = -1;
+      this.argsEnd = -1;
+    }
     p = skipSpace(text3, p + 1);
     if (text3.charCodeAt(p) === 125) return p + 1;
     for (; ; ) {
@@ -66548,6 +66561,53 @@ var ChromeJsonScanner = class {
       this.otherPhases.set(key, (this.otherPhases.get(key) ?? 0) + 1);
     }
     return p;
+  }
+  /**
+   * The complete event exactly as tsl writes it, from just after `{"ph":"X","pid":`:
+   * `<pid>,"tid":<tid>,"ts":<µs>,"dur":<µs>,"name":"…"` then `}` or `,"args":{…}}`.
+   * Returns the index after the event, or -1 when the text differs from that layout (no side effects
+   * beyond the fields the caller resets).
+   */
+  tslEvent(text3, p) {
+    this.ph = 88;
+    const pid = parseInteger(text3, p);
+    p = numberEnd;
+    if (!text3.startsWith(',"tid":', p)) return -1;
+    const tid = parseInteger(text3, p + 7);
+    p = numberEnd;
+    if (!text3.startsWith(',"ts":', p)) return -1;
+    p += 6;
+    if (this.originUs === void 0) {
+      const us = parseInteger(text3, p);
+      this.originUs = Math.abs(us) >= EPOCH_US_THRESHOLD ? us : 0;
+    }
+    this.tsPs = parseTimePs(text3, p, this.originUs);
+    this.hasTs = true;
+    p = numberEnd;
+    if (!text3.startsWith(',"dur":', p)) return -1;
+    this.durPs = parseTimePs(text3, p + 7, 0);
+    p = numberEnd;
+    if (!text3.startsWith(',"name":"', p)) return -1;
+    this.nameStart = p + 9;
+    this.nameEnd = this.strings.end(p + 9);
+    this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
+    p = this.nameEnd + 1;
+    let c = text3.charCodeAt(p);
+    if (c === 44) {
+      if (!text3.startsWith(',"args":{', p)) return -1;
+      this.argsStart = p + 8;
+      p = this.skipTslArgs(text3, p + 8);
+      this.argsEnd = p;
+      c = text3.charCodeAt(p);
+    }
+    if (c !== 125) {
+      if (p >= text3.length) throw NEED_MORE;
+      return -1;
+    }
+    this.pid = pid;
+    this.tid = tid;
+    this.complete();
+    return p + 1;
   }
   /**
    * Skip an args object of a tsl-shaped file in one search. Its values are all strings, so it holds no
@@ -68835,27 +68895,64 @@ async function publishToPullRequest(opts, prNumber) {
   await store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
   return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
 }
+function baselineKey(target) {
+  return `baselines/${target}.jsonl`;
+}
+async function recordBaseline(opts) {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const target = selectTarget(config, opts.target);
+  const stateDir = stateDirOf(config);
+  const bundle = new Bundle(join30(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  if (!bundle.exists()) {
+    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
+      hint: `download the baseline's bundle artifact into ${bundle.dir}`,
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const ev = bundle.load();
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const prefix = `baselines/${target.name}/${ev.runId}`;
+  ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
+  ev.publish ??= { warnings: [] };
+  await store.putDir(prefix, bundle.dir);
+  ev.publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  bundle.save(ev);
+  const series = join30(runDirOf(stateDir, opts.runId), "baseline.jsonl");
+  const key = baselineKey(target.name);
+  rmSync16(series, { force: true });
+  if ((await store.list("baselines/")).includes(key)) await store.get(key, series);
+  const rows = readJsonLines(series).rows;
+  if (!rows.some((r) => r.runId === ev.runId && r.iteration === ev.iteration)) {
+    appendLineDurable(series, JSON.stringify(historyRow(ev, ev.candidate?.commit ?? ev.base.commit)));
+    await store.put(key, series);
+  }
+  return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
+}
 
 // actions/report/src/main.ts
 await runAction(async ({ logger }) => {
   const opts = phaseOptions(logger);
   const pullRequest = positiveInteger("pull-request");
-  const result = await logger.group(
-    pullRequest ? `hillclimb: comment on PR #${pullRequest}` : "hillclimb: publish (record, PR, sticky comment)",
-    () => pullRequest ? publishToPullRequest(opts, pullRequest) : runPhase("publish", opts)
-  );
-  const publish = result.evidence.publish;
+  const baseline = flag("baseline", false);
+  if (pullRequest && baseline) {
+    throw new HillclimbError("inputs pull-request and baseline exclude each other", {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const [what, publish] = pullRequest ? [`comment on PR #${pullRequest}`, () => publishToPullRequest(opts, pullRequest)] : baseline ? ["record the baseline", () => recordBaseline(opts)] : ["publish (record, PR, sticky comment)", () => runPhase("publish", opts)];
+  const result = await logger.group(`hillclimb: ${what}`, publish);
+  const published = result.evidence.publish;
   setIterationOutputs(result);
   setOutputs({
-    "pr-number": publish?.prNumber,
-    "pr-url": publish?.prUrl,
-    "pr-operation": publish?.prOperation,
-    "comment-id": publish?.commentId,
-    "comment-operation": publish?.commentOperation,
-    branch: publish?.branch,
-    "bundle-url": publish?.bundleUrl
+    "pr-number": published?.prNumber,
+    "pr-url": published?.prUrl,
+    "pr-operation": published?.prOperation,
+    "comment-id": published?.commentId,
+    "comment-operation": published?.commentOperation,
+    branch: published?.branch,
+    "bundle-url": published?.bundleUrl
   });
-  for (const warning of publish?.warnings ?? []) logger.warn(warning);
+  for (const warning of published?.warnings ?? []) logger.warn(warning);
   await writeSummary(iterationSummary(result), logger);
   for (const step of ["record", "publish"]) {
     const r = result.evidence.steps[step];

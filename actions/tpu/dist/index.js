@@ -35536,10 +35536,9 @@ ${allocation.acceleratorType} \`${allocation.name}\` in ${allocation.zone} (${al
     return;
   }
   if (mode === "release") {
-    const reports = await logger.group(
-      "hillclimb: release TPUs",
-      () => releaseRecorded(ctx, { name: optionalText("name") })
-    );
+    const runId = optionalText("run-id");
+    const name = optionalText("name") ?? (runId ? tpuNames(ctx.config, runId).node : void 0);
+    const reports = await logger.group("hillclimb: release TPUs", () => releaseRecorded(ctx, { name }));
     for (const r of reports)
       logger.info(`tpu: ${r.name} ${r.zone}: ${r.outcome}${r.error ? ` (${r.error})` : ""}`);
     if (reports.length === 0)

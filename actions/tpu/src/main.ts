@@ -17,6 +17,7 @@ import {
   defaultRunId,
   janitorSweep,
   releaseRecorded,
+  tpuNames,
 } from '../../../src/compute/tpu/lifecycle.js';
 import { type TpuAllocation, writeRecord } from '../../../src/compute/tpu/state.js';
 import { ExitCode, HillclimbError } from '../../../src/util/errors.js';
@@ -60,9 +61,10 @@ await runAction(async ({ logger }) => {
     return;
   }
   if (mode === 'release') {
-    const reports = await logger.group('hillclimb: release TPUs', () =>
-      releaseRecorded(ctx, { name: optionalText('name') }),
-    );
+    // By name, else the name allocate gave this run id, else whatever this runner recorded.
+    const runId = optionalText('run-id');
+    const name = optionalText('name') ?? (runId ? tpuNames(ctx.config, runId).node : undefined);
+    const reports = await logger.group('hillclimb: release TPUs', () => releaseRecorded(ctx, { name }));
     for (const r of reports)
       logger.info(`tpu: ${r.name} ${r.zone}: ${r.outcome}${r.error ? ` (${r.error})` : ''}`);
     if (reports.length === 0)

@@ -1,0 +1,203 @@
+/**
+ * hillclimb's workflow policy, as checks over a parsed workflow (what zizmor-style linters check, plus
+ * our own least-privilege rules). Each violation is one line: `<file>: <where>: <rule>: <detail>`.
+ *
+ *  permissions-top     top-level `permissions: {}`
+ *  permissions-job     every job states its permissions (read/write/none values, no read-all/write-all)
+ *  timeout-job         every job has timeout-minutes
+ *  timeout-step        every `run:` step and every local action step has timeout-minutes
+ *  expression-in-run   no `${{ }}` at all inside `run:` (values reach scripts through `env:`)
+ *  pinned              every remote `uses:` is pinned to a 40-character commit SHA (actions/* too)
+ *  checkout-creds      every actions/checkout sets persist-credentials: false
+ *  trigger             no pull_request_target, no workflow_run
+ *  concurrency         loop workflows (not ci.yml) have a concurrency group with cancel-in-progress false
+ *  local-action        `uses: ./actions/x` names an existing action; `with:` keys are declared inputs
+ *                      and required inputs are given
+ *  agent-job           the job running ./actions/iterate has no write permission, no id-token, no cloud
+ *                      auth step, and no secret but an agent's model API key
+ *  candidate-job       jobs that run candidate code on the runner (kernel-test gate cpu) hold no secrets,
+ *                      no write permission and no id-token
+ *  writer-job          write permissions on contents, pull-requests or issues only in jobs that run no
+ *                      candidate code (no iterate, kernel-test or profile step)
+ *  id-token            id-token: write only in jobs that authenticate to GCP with google-github-actions/auth
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { parse } from 'yaml';
+
+type Map = Record<string, unknown>;
+
+export interface Step {
+  name?: string;
+  id?: string;
+  uses?: string;
+  run?: string;
+  with?: Map;
+  env?: Map;
+  if?: string;
+  'timeout-minutes'?: number;
+}
+
+export interface Job {
+  permissions?: Map | string;
+  'timeout-minutes'?: number;
+  steps?: Step[];
+  env?: Map;
+  if?: string;
+  [key: string]: unknown;
+}
+
+export interface Workflow {
+  on?: unknown;
+  permissions?: unknown;
+  concurrency?: { group?: string; 'cancel-in-progress'?: boolean } | string;
+  jobs?: Record<string, Job>;
+}
+
+/** Model API keys the agent job may hold. */
+export const AGENT_SECRETS = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY'];
+const WRITE_SCOPES = ['contents', 'pull-requests', 'issues'];
+const CANDIDATE_ACTIONS = ['./actions/iterate', './actions/kernel-test', './actions/profile'];
+/** Workflows exempt from the concurrency rule (CI may cancel superseded runs). */
+const NOT_LOOP = ['ci.yml'];
+
+function triggers(on: unknown): string[] {
+  if (typeof on === 'string') return [on];
+  if (Array.isArray(on)) return on.map(String);
+  if (on && typeof on === 'object') return Object.keys(on);
+  return [];
+}
+
+/** Every string inside a value (for finding `secrets.X` references anywhere in a job). */
+function strings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(strings);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(strings);
+  return [];
+}
+
+function actionInputs(
+  actionsRoot: string,
+  name: string,
+): Record<string, { required?: boolean; default?: unknown }> | undefined {
+  const file = join(actionsRoot, name, 'action.yml');
+  if (!existsSync(file)) return undefined;
+  return (
+    (parse(readFileSync(file, 'utf8')) as { inputs?: Record<string, { required?: boolean }> }).inputs ?? {}
+  );
+}
+
+export function checkWorkflow(file: string, actionsRoot: string): string[] {
+  const wf = parse(readFileSync(file, 'utf8')) as Workflow;
+  return policyViolations(basename(file), wf, actionsRoot);
+}
+
+export function policyViolations(name: string, wf: Workflow, actionsRoot: string): string[] {
+  const out: string[] = [];
+  const v = (where: string, rule: string, detail: string) =>
+    out.push(`${name}: ${where}: ${rule}: ${detail}`);
+
+  const perms = wf.permissions;
+  if (!(perms && typeof perms === 'object' && !Array.isArray(perms) && Object.keys(perms).length === 0)) {
+    v('top', 'permissions-top', `must be {} (got ${JSON.stringify(perms)})`);
+  }
+  for (const t of triggers(wf.on)) {
+    if (t === 'pull_request_target' || t === 'workflow_run') v('on', 'trigger', `${t} is not allowed`);
+  }
+  if (!NOT_LOOP.includes(name)) {
+    const c = wf.concurrency;
+    if (!c || typeof c === 'string' || !c.group) v('top', 'concurrency', 'a concurrency group is required');
+    else if (c['cancel-in-progress'] !== false) v('top', 'concurrency', 'cancel-in-progress must be false');
+  }
+
+  for (const [jobName, job] of Object.entries(wf.jobs ?? {})) {
+    const where = `jobs.${jobName}`;
+    const steps = job.steps ?? [];
+    const p = job.permissions;
+    const grants: Record<string, string> = {};
+    if (!p || typeof p !== 'object' || Array.isArray(p)) {
+      v(where, 'permissions-job', `explicit permissions are required (got ${JSON.stringify(p)})`);
+    } else {
+      for (const [scope, level] of Object.entries(p)) {
+        if (!['read', 'write', 'none'].includes(String(level)))
+          v(where, 'permissions-job', `${scope}: ${String(level)}`);
+        grants[scope] = String(level);
+      }
+    }
+    if (typeof job['timeout-minutes'] !== 'number') v(where, 'timeout-job', 'timeout-minutes is required');
+
+    const uses = steps.map((s) => s.uses ?? '');
+    const local = (a: string) => uses.some((u) => u === a);
+    const runsCandidateCode = CANDIDATE_ACTIONS.some(local);
+    const authenticatesToGcp = uses.some((u) => u.startsWith('google-github-actions/auth@'));
+    const secrets = [
+      ...new Set(strings(job).flatMap((s) => [...s.matchAll(/secrets\.([A-Za-z0-9_]+)/g)].map((m) => m[1]!))),
+    ];
+    const writes = Object.entries(grants)
+      .filter(([, level]) => level === 'write')
+      .map(([scope]) => scope);
+
+    steps.forEach((step, i) => {
+      const at = `${where}.steps[${i}]${step.id ? ` (${step.id})` : step.name ? ` (${step.name})` : ''}`;
+      if (step.run !== undefined) {
+        if (step.run.includes('${{')) v(at, 'expression-in-run', 'pass values through env: instead');
+        if (typeof step['timeout-minutes'] !== 'number')
+          v(at, 'timeout-step', 'run steps need timeout-minutes');
+      }
+      const u = step.uses;
+      if (u === undefined) return;
+      if (u.startsWith('./')) {
+        if (typeof step['timeout-minutes'] !== 'number') v(at, 'timeout-step', `${u} needs timeout-minutes`);
+        const m = /^\.\/actions\/([a-z0-9-]+)$/.exec(u);
+        const inputs = m ? actionInputs(actionsRoot, m[1]!) : undefined;
+        if (!inputs) {
+          v(at, 'local-action', `${u} is not an action of this repository`);
+          return;
+        }
+        for (const key of Object.keys(step.with ?? {})) {
+          if (!(key in inputs)) v(at, 'local-action', `${u} has no input ${key}`);
+        }
+        for (const [key, spec] of Object.entries(inputs)) {
+          if (spec.required && !(key in (step.with ?? {}))) v(at, 'local-action', `${u} needs input ${key}`);
+        }
+        return;
+      }
+      if (u.startsWith('docker://')) {
+        v(at, 'pinned', `${u}: docker actions are not allowed`);
+        return;
+      }
+      if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_./-]+@[0-9a-f]{40}$/.test(u))
+        v(at, 'pinned', `${u} is not pinned to a commit SHA`);
+      if (/^actions\/checkout@/.test(u) && step.with?.['persist-credentials'] !== false) {
+        v(at, 'checkout-creds', 'persist-credentials: false is required');
+      }
+    });
+
+    if (local('./actions/iterate')) {
+      const tokenWrites = writes.filter((s) => s !== 'id-token');
+      if (tokenWrites.length > 0)
+        v(where, 'agent-job', `holds write permissions (${tokenWrites.join(', ')})`);
+      if (grants['id-token'] === 'write') v(where, 'agent-job', 'holds id-token: write');
+      if (authenticatesToGcp) v(where, 'agent-job', 'authenticates to a cloud');
+      const extra = secrets.filter((s) => !AGENT_SECRETS.includes(s));
+      if (extra.length > 0)
+        v(where, 'agent-job', `holds secrets other than the model API key: ${extra.join(', ')}`);
+    }
+    const cpuGate = steps.some((s) => s.uses === './actions/kernel-test' && s.with?.gate === 'cpu');
+    if (cpuGate) {
+      if (secrets.length > 0) v(where, 'candidate-job', `holds secrets: ${secrets.join(', ')}`);
+      const tokenWrites = writes.filter((s) => s !== 'id-token');
+      if (tokenWrites.length > 0)
+        v(where, 'candidate-job', `holds write permissions (${tokenWrites.join(', ')})`);
+      if (grants['id-token'] === 'write') v(where, 'candidate-job', 'holds id-token: write');
+    }
+    const risky = writes.filter((s) => WRITE_SCOPES.includes(s));
+    if (risky.length > 0 && runsCandidateCode) {
+      v(where, 'writer-job', `write permissions (${risky.join(', ')}) in a job that runs candidate code`);
+    }
+    if (grants['id-token'] === 'write' && !authenticatesToGcp) {
+      v(where, 'id-token', 'id-token: write without google-github-actions/auth');
+    }
+  }
+  return out;
+}
