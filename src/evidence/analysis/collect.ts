@@ -112,6 +112,7 @@ interface DeviceState {
 
 interface LaneState {
   role: number;
+  hasOps: boolean;
   gpu: boolean;
   tpu: boolean;
   keyProgram: string | undefined;
@@ -177,6 +178,7 @@ export class TraceCollector implements TraceVisitor {
     const key = laneKey(lane);
     const state: LaneState = {
       role,
+      hasOps: false,
       gpu: lane.device.kind === 'gpu',
       tpu: lane.device.kind === 'tpu',
       keyProgram: undefined,
@@ -285,7 +287,10 @@ export class TraceCollector implements TraceVisitor {
       dev.opsSeen = true;
       if (!dev.modulesSorted) sortExecutions(dev);
     }
-    dev.opLanes.add(st.lane.name);
+    if (!st.hasOps) {
+      st.hasOps = true;
+      dev.opLanes.add(st.lane.name);
+    }
     if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
     let exec: Execution | undefined;
     let program = '';

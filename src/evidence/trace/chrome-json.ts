@@ -214,6 +214,9 @@ const STR = 0;
 const STR_ESCAPED = 1;
 const RAW = 2;
 
+/** How tsl starts every complete event. */
+const TSL_EVENT_HEAD = '{"ph":"X","pid":';
+
 // Event keys recognised without a string search.
 const K_OTHER = 0;
 const K_PH = 1;
@@ -490,6 +493,18 @@ class ChromeJsonScanner {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
+    if (this.tslShape && text.startsWith(TSL_EVENT_HEAD, p)) {
+      const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
+      if (end > 0) return end;
+      this.ph = 0; // not the exact tsl layout after all: parse it the general way
+      this.pid = undefined;
+      this.tid = undefined;
+      this.hasTs = false;
+      this.durPs = 0;
+      this.nameStart = -1;
+      this.argsStart = -1;
+      this.argsEnd = -1;
+    }
     p = skipSpace(text, p + 1);
     if (text.charCodeAt(p) === 125) return p + 1; // {}
     for (;;) {
@@ -606,6 +621,54 @@ class ChromeJsonScanner {
       this.otherPhases.set(key, (this.otherPhases.get(key) ?? 0) + 1);
     }
     return p;
+  }
+
+  /**
+   * The complete event exactly as tsl writes it, from just after `{"ph":"X","pid":`:
+   * `<pid>,"tid":<tid>,"ts":<µs>,"dur":<µs>,"name":"…"` then `}` or `,"args":{…}}`.
+   * Returns the index after the event, or -1 when the text differs from that layout (no side effects
+   * beyond the fields the caller resets).
+   */
+  private tslEvent(text: string, p: number): number {
+    this.ph = 88;
+    const pid = parseInteger(text, p);
+    p = numberEnd;
+    if (!text.startsWith(',"tid":', p)) return -1;
+    const tid = parseInteger(text, p + 7);
+    p = numberEnd;
+    if (!text.startsWith(',"ts":', p)) return -1;
+    p += 6;
+    if (this.originUs === undefined) {
+      const us = parseInteger(text, p);
+      this.originUs = Math.abs(us) >= EPOCH_US_THRESHOLD ? us : 0;
+    }
+    this.tsPs = parseTimePs(text, p, this.originUs);
+    this.hasTs = true;
+    p = numberEnd;
+    if (!text.startsWith(',"dur":', p)) return -1;
+    this.durPs = parseTimePs(text, p + 7, 0);
+    p = numberEnd;
+    if (!text.startsWith(',"name":"', p)) return -1;
+    this.nameStart = p + 9;
+    this.nameEnd = this.strings.end(p + 9);
+    this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
+    p = this.nameEnd + 1;
+    let c = text.charCodeAt(p);
+    if (c === 44) {
+      if (!text.startsWith(',"args":{', p)) return -1;
+      this.argsStart = p + 8;
+      p = this.skipTslArgs(text, p + 8);
+      this.argsEnd = p;
+      c = text.charCodeAt(p);
+    }
+    if (c !== 125) {
+      if (p >= text.length) throw NEED_MORE;
+      return -1;
+    }
+    this.pid = pid;
+    this.tid = tid;
+    this.complete();
+    return p + 1;
   }
 
   /**
@@ -988,16 +1051,24 @@ function flatCopy(s: string): string {
 }
 
 class JsonEventView implements TraceEventView {
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  private readonly times = new Float64Array(2);
   private cachedName: string | undefined;
 
   constructor(private readonly scanner: ChromeJsonScanner) {}
 
   reset(startPs: number, durPs: number): void {
-    this.startPs = startPs;
-    this.durPs = durPs;
+    this.times[0] = startPs;
+    this.times[1] = durPs;
     this.cachedName = undefined;
+  }
+
+  get startPs(): number {
+    return this.times[0]!;
+  }
+
+  get durPs(): number {
+    return this.times[1]!;
   }
 
   get name(): string {

@@ -567,8 +567,8 @@ const EMPTY_META: EventMeta = { name: '', displayName: '', statIds: [], statValu
 class XplaneEventView implements TraceEventView {
   meta: EventMeta = EMPTY_META;
   metadataId = 0;
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  private readonly times = new Float64Array(2);
   readonly category = undefined;
   private buf: Buffer = Buffer.alloc(0);
   private statCount = 0;
@@ -639,9 +639,17 @@ class XplaneEventView implements TraceEventView {
     this.statCount = n;
     this.metadataId = metadataId;
     this.meta = this.metaOf(metadataId);
-    this.startPs = this.lineStartPs + offset;
-    this.durPs = dur;
+    this.times[0] = this.lineStartPs + offset;
+    this.times[1] = dur;
     return timed;
+  }
+
+  get startPs(): number {
+    return this.times[0]!;
+  }
+
+  get durPs(): number {
+    return this.times[1]!;
   }
 
   get name(): string {
