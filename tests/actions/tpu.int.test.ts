@@ -181,6 +181,16 @@ describe('tpu action', () => {
     expect((await post(r)).stdout).toContain('this step allocated nothing');
   });
 
+  it('release by run id deletes the TPU allocate named for it, even with no record on this runner', async () => {
+    fake.scenario([{ cmd: 'queued-resources delete', name: 'hillclimb-gh7-1-i1-a1', replies: [{}] }]);
+    const r = await tpu({ mode: 'release', 'run-id': 'gh7-1-i1-a1' });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.outputs.released!)).toEqual([
+      { name: 'hillclimb-gh7-1-i1-a1', zone: 'zone-a', outcome: 'deleted' },
+    ]);
+    expect(r.outputs.count).toBe('1');
+  });
+
   it('janitor deletes expired TPUs in the zones given and tabulates what it did', async () => {
     const past = Math.floor(Date.now() / 1000) - 60;
     const qr = (name: string, expires: number) => ({
