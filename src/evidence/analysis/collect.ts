@@ -20,7 +20,6 @@ import {
   type LaneRole,
   laneRole,
   numberArg,
-  parseModuleName,
   profilerStepNumber,
   scopeOf,
 } from './ops.js';
@@ -234,10 +233,9 @@ export class TraceCollector implements TraceVisitor {
   // ---- structure ------------------------------------------------------------------------------------
 
   private moduleEvent(dev: DeviceState, ev: TraceEventView): void {
-    const { program } = parseModuleName(ev.name);
     const exec: Execution = {
       device: dev.device,
-      program: ev.name === '' ? program : ev.name,
+      program: ev.name,
       startPs: ev.startPs,
       endPs: ev.startPs + ev.durPs,
       busyPs: 0,
@@ -258,15 +256,12 @@ export class TraceCollector implements TraceVisitor {
     return list;
   }
 
+  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   private hostEvent(st: LaneState, ev: TraceEventView): void {
-    const name = ev.name;
-    if (this.opts.structure) {
-      if (profilerStepNumber(name) !== undefined || ev.arg('step_num') !== undefined) {
-        this.hostSteps.push(marker(ev));
-        return;
-      }
+    if (profilerStepNumber(ev.name) !== undefined || ev.arg('step_num') !== undefined) {
+      if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
     }
-    if (this.opts.ops === 'skip' && !this.opts.structure) return;
     const hloOp = ev.arg('hlo_op');
     if (hloOp !== undefined) this.opEvent(st, ev, hloOp, undefined);
   }

@@ -72,12 +72,6 @@ export function scopeOf(tfOp: string | undefined, nameStack?: string): string {
   return cut > 0 ? stack.slice(0, cut) : stack;
 }
 
-/** A program from an `XLA Modules` event name: `jit_f(12190760917235803885)` → name and id. */
-export function parseModuleName(name: string): { program: string; id: string | undefined } {
-  const m = /^(.*)\((\d+)\)$/.exec(name);
-  return m === null ? { program: name, id: undefined } : { program: m[1]!, id: m[2] };
-}
-
 /** Parse a non-negative decimal string (an arg value) to a number; undefined when absent or not numeric. */
 export function numberArg(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;

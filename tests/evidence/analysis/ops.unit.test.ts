@@ -5,7 +5,6 @@ import {
   deriveCategory,
   isCustomCall,
   laneRole,
-  parseModuleName,
   profilerStepNumber,
   scopeOf,
 } from '../../../src/evidence/analysis/ops.js';
@@ -56,12 +55,7 @@ describe('op naming and classification', () => {
     expect(scopeOf('plain')).toBe('');
   });
 
-  it('parses module names and Kineto step names', () => {
-    expect(parseModuleName('jit_f(12190760917235803885)')).toEqual({
-      program: 'jit_f',
-      id: '12190760917235803885',
-    });
-    expect(parseModuleName('jit_step')).toEqual({ program: 'jit_step', id: undefined });
+  it('parses Kineto step names', () => {
     expect(profilerStepNumber('ProfilerStep#1009')).toBe(1009);
     expect(profilerStepNumber('ProfilerStep')).toBeUndefined();
   });
