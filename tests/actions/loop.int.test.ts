@@ -102,9 +102,17 @@ store:
     // publish: the only job with a write token.
     dir = job('measured');
     runs.report = await step('report', dir, {}, { env: { GITHUB_TOKEN: TOKEN } });
-    // The publish job re-run (same artifact, fresh runner).
-    dir = job('measured');
+    upload(dir, 'published', runs.report);
+    // The publish job re-run on a fresh runner: it downloads the newest bundle, the one publish uploaded.
+    dir = job('published');
     runs.again = await step('report', dir, {}, { env: { GITHUB_TOKEN: TOKEN } });
+    // The next workflow run (the continuation): iteration 2 starts from the champion the data branch
+    // names, on a fresh clone. The replay agent has no second patch, so it ends as no-op.
+    dir = job();
+    runs.next = await step('iterate', dir, { iteration: '2', iterations: '2', forge: 'local' });
+    // A publish whose bundle upload was lost (runner gone): re-run from the measure job's bundle.
+    dir = job('measured');
+    runs.lost = await step('report', dir, {}, { env: { GITHUB_TOKEN: TOKEN } });
   }, 300_000);
 
   afterAll(async () => {
@@ -197,19 +205,45 @@ store:
     expect(JSON.parse(history[0]!)).toMatchObject({ runId: RUN_ID, iteration: 1, verdict: 'improved' });
   });
 
-  it('a re-run of publish updates the same PR and comment and adds no history row', () => {
+  it('a re-run of publish finds its work done: same PR, same comment, nothing created twice', () => {
     const again = runs.again!.outputs;
     expect(again['pr-number']).toBe(runs.report!.outputs['pr-number']);
     expect(again['comment-id']).toBe(runs.report!.outputs['comment-id']);
-    expect(['updated', 'unchanged']).toContain(again['pr-operation']);
-    expect(['updated', 'unchanged']).toContain(again['comment-operation']);
     expect(server.pullsOf(REPO)).toHaveLength(1);
     expect(server.commentsOn(REPO, Number(again['pr-number']))).toHaveLength(1);
+  });
+
+  it('a publish re-run from an older bundle updates the PR and the comment in place', () => {
+    const lost = runs.lost!.outputs;
+    expect(lost['pr-number']).toBe(runs.report!.outputs['pr-number']);
+    expect(lost['comment-id']).toBe(runs.report!.outputs['comment-id']);
+    // A fresh log-entry commit moved the branch (same title, body and labels: the PR is unchanged);
+    // the comment's stamp names the new commit, so the comment is rewritten in place.
+    expect(lost['pr-operation']).toBe('unchanged');
+    expect(lost['comment-operation']).toBe('updated');
+    expect(lost.branch).toBe(`hillclimb/toy/${RUN_ID}/i001`);
+    expect(server.pullsOf(REPO)).toHaveLength(1);
+    expect(server.commentsOn(REPO, Number(lost['pr-number']))).toHaveLength(1);
+    expect(server.countRequests('pulls/create')).toBe(1);
+    expect(server.countRequests('issues/create-comment')).toBe(1);
     const history = execFileSync('git', ['--git-dir', bare, 'show', 'hillclimb-data:history/toy.jsonl'], {
       encoding: 'utf8',
     });
     expect(history.trim().split('\n')).toHaveLength(1);
     expect(server.violations).toEqual([]);
+  });
+
+  it('the next workflow run starts from the champion recorded on the data branch', () => {
+    const first = JSON.parse(readFileSync(join(artifacts, 'published', 'evidence.json'), 'utf8'));
+    const next = JSON.parse(readFileSync(runs.next!.outputs['evidence-file']!, 'utf8'));
+    expect(first.verdict).toBe('improved');
+    expect(next.base.commit).toBe(first.candidate.logCommit);
+    expect(next.base.commit).not.toBe(first.base.commit);
+    expect(runs.next!.outputs).toMatchObject({
+      verdict: 'no-op',
+      pending: 'false',
+      'has-candidate': 'false',
+    });
   });
 
   it('every job left its evidence in the bundle it handed on', () => {
