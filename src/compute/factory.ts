@@ -44,7 +44,13 @@ function missingSection(config: HillclimbConfig, key: string): ConfigError {
 const builders = new Map<string, BackendBuilder>([
   [
     'local',
-    (_config, opts) => new LocalBackend({ root: opts.root, logger: opts.logger, dryRun: opts.dryRun }),
+    (config, opts) =>
+      new LocalBackend({
+        root: opts.root,
+        logger: opts.logger,
+        dryRun: opts.dryRun,
+        cacheDir: resolve(config.root, config.paths.state_dir, 'cache', 'jobs'),
+      }),
   ],
   [
     'ray',

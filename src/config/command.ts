@@ -12,6 +12,11 @@ export interface CommandVars {
   trace?: string;
   /** Repository root (the working tree being tested). */
   root?: string;
+  /**
+   * A folder that persists across jobs on the machine the job runs on (e.g. a JAX compilation cache
+   * shared by both A/B arms). Never part of the evidence.
+   */
+  cache?: string;
 }
 
 /**
@@ -20,7 +25,7 @@ export interface CommandVars {
  */
 export function fillCommand(args: CommandArgs, vars: CommandVars): [string, ...string[]] {
   const filled = args.map((arg) =>
-    arg.replace(/\{(python|metrics|junit|trace|root)\}/g, (_, name: keyof CommandVars) => {
+    arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name: keyof CommandVars) => {
       const value = vars[name];
       if (value === undefined) throw new Error(`placeholder {${name}} has no value in: ${args.join(' ')}`);
       return value;

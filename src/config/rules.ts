@@ -5,7 +5,7 @@ import type { ConfigProblem } from './load.js';
 import type { HillclimbConfig } from './types.js';
 
 /** Every placeholder the engine fills in commands. */
-export const PLACEHOLDERS = ['python', 'metrics', 'junit', 'trace', 'root'] as const;
+export const PLACEHOLDERS = ['python', 'metrics', 'junit', 'trace', 'root', 'cache'] as const;
 
 export function crossFieldProblems(config: HillclimbConfig): ConfigProblem[] {
   return [

@@ -221,4 +221,15 @@ describe('comparabilityProblems', () => {
     };
     expect(comparabilityProblems(tpu, reordered)).toEqual([]);
   });
+
+  it('lets the candidate choose its own chunk size (an implementation knob), but not the problem shape', async () => {
+    const tpu = await readMetricsFile(TPU);
+    const rechunked: MetricsFile = {
+      ...tpu,
+      shapes: { ...tpu.shapes, chunk_size: tpu.shapes.chunk_size * 2 },
+    };
+    expect(comparabilityProblems(tpu, rechunked)).toEqual([]);
+    const longer: MetricsFile = { ...tpu, shapes: { ...tpu.shapes, T: tpu.shapes.T * 2 } };
+    expect(comparabilityProblems(tpu, longer)).toEqual([expect.stringMatching(/^shapes differs:/)]);
+  });
 });

@@ -5,7 +5,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { availableParallelism, constants } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fillCommand, usesPlaceholder } from '../../config/command.js';
 import { venvPython } from '../../env/python.js';
 import { displayCommand, ExecError, run } from '../../exec/exec.js';
@@ -21,6 +21,8 @@ export interface LocalBackendOptions {
   logger: Logger;
   /** Print commands instead of running them. */
   dryRun?: boolean;
+  /** What {cache} becomes: a folder kept across jobs. Default <root>/.hillclimb/cache/jobs. */
+  cacheDir?: string;
 }
 
 export interface LocalAccelerator {
@@ -76,7 +78,8 @@ export class LocalBackend implements Backend {
   async run(job: JobSpec): Promise<JobResult> {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const argv = fillCommand(job.command, { python, root: job.workdir, ...job.outputs });
+    const cache = this.opts.cacheDir ?? join(this.opts.root, '.hillclimb', 'cache', 'jobs');
+    const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...job.outputs });
     const shown = displayCommand(argv[0], argv.slice(1));
     const result = (extra: Partial<JobResult>): JobResult => ({
       exitCode: null,

@@ -132,7 +132,7 @@ export class RayBackend implements Backend {
     const nonce = runnerNonce(submissionId);
     const outputs = requestedOutputs(job.outputs);
     // Fails fast (before anything is uploaded) on a placeholder the job has no destination for.
-    fillCommand(job.command, { python: 'python', root: '.', ...job.outputs });
+    fillCommand(job.command, { python: 'python', root: '.', cache: '.', ...job.outputs });
     const spec: RunnerSpec = {
       nonce,
       command: job.command,

@@ -154,7 +154,7 @@ export class TpuVmBackend implements Backend {
       ...extra,
     });
     // Fails fast on a placeholder the job has no destination for.
-    fillCommand(job.command, { python: 'python', root: '.', ...job.outputs });
+    fillCommand(job.command, { python: 'python', root: '.', cache: '.', ...job.outputs });
     if (this.lost || !this.allocation) {
       try {
         if (this.lost) await this.replaceLost();
