@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { tpuStateDirFor } from '../compute/factory.js';
 import { gcloudCli } from '../compute/tpu/gcloud.js';
-import type { TpuContext } from '../compute/tpu/lifecycle.js';
+import type { JanitorReport, ReleaseReport, TpuContext } from '../compute/tpu/lifecycle.js';
 import type { TpuAllocation } from '../compute/tpu/state.js';
 import { type ConfigOverrides, loadConfig } from '../config/load.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
@@ -93,4 +93,81 @@ export function allocationInput(name = 'allocation'): TpuAllocation {
     }
   }
   return { ...(raw as unknown as TpuAllocation), owner: 'cli', state: 'active' };
+}
+
+/** What a tpu step reports: its outputs, its job summary, and the failure to raise after both are written. */
+export interface TpuStepReport {
+  outputs: Record<string, string | number | undefined>;
+  summary: string;
+  failure?: HillclimbError;
+}
+
+export function allocationReport(a: TpuAllocation): TpuStepReport {
+  const expiresAt = new Date(a.expiresAt * 1000).toISOString();
+  return {
+    outputs: {
+      name: a.name,
+      zone: a.zone,
+      'queued-resource': a.queuedResource,
+      'expires-at': expiresAt,
+      allocation: JSON.stringify(a),
+    },
+    summary: `## hillclimb TPU\n\n${a.acceleratorType} \`${a.name}\` in ${a.zone} (${a.provisioning}), expires ${expiresAt}\n`,
+  };
+}
+
+export function releaseReport(reports: ReleaseReport[]): TpuStepReport {
+  const failed = reports.filter((r) => r.outcome === 'failed');
+  const rows = reports.map(
+    (r) => `| \`${r.name}\` | ${r.zone} | ${r.outcome}${r.error ? `: ${r.error}` : ''} |`,
+  );
+  return {
+    outputs: {
+      released: JSON.stringify(reports),
+      count: reports.filter((r) => r.outcome === 'deleted').length,
+    },
+    summary:
+      rows.length > 0
+        ? `## hillclimb TPU release\n\n| name | zone | outcome |\n|---|---|---|\n${rows.join('\n')}\n`
+        : '## hillclimb TPU release\n\nNothing recorded on this runner and no name given: nothing to release.\n',
+    ...(failed.length > 0
+      ? {
+          failure: new HillclimbError(
+            `could not release ${failed.map((r) => `${r.name} in ${r.zone}: ${r.error}`).join('; ')}`,
+            {
+              hint: 'the janitor deletes it once its TTL passes; or delete it with gcloud',
+              exitCode: ExitCode.infra,
+            },
+          ),
+        }
+      : {}),
+  };
+}
+
+export function janitorReport(report: JanitorReport): TpuStepReport {
+  const rows = [
+    ...report.deleted.map(
+      (d) =>
+        `| ${d.outcome} | ${d.kind} | \`${d.name}\` | ${d.zone} | ${d.reason}${d.error ? `: ${d.error}` : ''} |`,
+    ),
+    ...report.kept.map((k) => `| kept | ${k.kind} | \`${k.name}\` | ${k.zone} | ${k.reason} |`),
+  ];
+  const table =
+    rows.length > 0
+      ? `| outcome | kind | name | zone | why |\n|---|---|---|---|---|\n${rows.join('\n')}`
+      : 'No hillclimb TPU resources found.';
+  const problems = [
+    ...report.errors,
+    ...report.deleted.filter((d) => d.error).map((d) => `${d.name}: ${d.error}`),
+  ];
+  return {
+    outputs: {
+      deleted: report.deleted.filter((d) => d.outcome === 'deleted').length,
+      report: JSON.stringify(report),
+    },
+    summary: `## hillclimb TPU janitor\n\n${table}\n${report.errors.map((e) => `\n> error: ${e}`).join('')}\n`,
+    ...(problems.length > 0
+      ? { failure: new HillclimbError(`janitor: ${problems.join('; ')}`, { exitCode: ExitCode.infra }) }
+      : {}),
+  };
 }

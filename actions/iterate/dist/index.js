@@ -40129,7 +40129,7 @@ function iterationSummary(result) {
 
 // src/loop/phases.ts
 import { existsSync as existsSync21 } from "node:fs";
-import { join as join29 } from "node:path";
+import { join as join30 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute2, resolve as resolve4 } from "node:path";
@@ -41828,12 +41828,12 @@ function getAgentTypes() {
 // src/compute/backends/local.ts
 import { appendFileSync as appendFileSync4, existsSync as existsSync7, mkdirSync as mkdirSync8, readdirSync as readdirSync2 } from "node:fs";
 import { availableParallelism, constants as constants4 } from "node:os";
-import { dirname as dirname10 } from "node:path";
+import { dirname as dirname10, join as join9 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
   const filled = args.map(
-    (arg) => arg.replace(/\{(python|metrics|junit|trace|root)\}/g, (_, name) => {
+    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
       const value = vars[name];
       if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
       return value;
@@ -42013,7 +42013,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const argv = fillCommand(job.command, { python, root: job.workdir, ...job.outputs });
+    const cache2 = this.opts.cacheDir ?? join9(this.opts.root, ".hillclimb", "cache", "jobs");
+    const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
     const shown = displayCommand(argv[0], argv.slice(1));
     const result = (extra) => ({
       exitCode: null,
@@ -42073,7 +42074,7 @@ import { resolve as resolve5 } from "node:path";
 // src/compute/backends/ray.ts
 import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync4, readFileSync as readFileSync5, rmSync as rmSync6 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname11, join as join10 } from "node:path";
+import { dirname as dirname11, join as join11 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash2 } from "node:crypto";
@@ -42281,7 +42282,7 @@ import tarfile
 import tempfile
 
 OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root)\}")
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
 KILL_GRACE_S = 5
 
 
@@ -42315,7 +42316,10 @@ def main():
     spec = json.loads(base64.b64decode(sys.argv[1]).decode("utf-8"))
     nonce = spec["nonce"]
     out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
-    values = {"python": sys.executable, "root": os.getcwd()}
+    # {cache} persists across jobs on this machine (e.g. a JAX compilation cache shared by both arms).
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
+    os.makedirs(cache, exist_ok=True)
+    values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
         values[name] = os.path.join(out_dir, OUTPUT_NAMES[name])
 
@@ -42521,7 +42525,7 @@ function shellJoin(args) {
 // src/compute/tree.ts
 import { copyFileSync, existsSync as existsSync8, mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
-import { isAbsolute as isAbsolute3, join as join9 } from "node:path";
+import { isAbsolute as isAbsolute3, join as join10 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
@@ -42539,9 +42543,9 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync3(join9(tmpdir3(), "hc-index-"));
+  const tmp = mkdtempSync3(join10(tmpdir3(), "hc-index-"));
   try {
-    const index = join9(tmp, "index");
+    const index = join10(tmp, "index");
     if (existsSync8(realIndex)) copyFileSync(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
@@ -42649,7 +42653,7 @@ var RayBackend = class {
     const submissionId = raySubmissionId(job.id);
     const nonce = runnerNonce(submissionId);
     const outputs = requestedOutputs(job.outputs);
-    fillCommand(job.command, { python: "python", root: ".", ...job.outputs });
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
     const spec = {
       nonce,
       command: job.command,
@@ -42844,9 +42848,9 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync4(join10(tmpdir4(), "hc-raypkg-"));
+    const tmp = mkdtempSync4(join11(tmpdir4(), "hc-raypkg-"));
     try {
-      const zip = join10(tmp, "package.zip");
+      const zip = join11(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
       const data = readFileSync5(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
@@ -42875,7 +42879,7 @@ var RayBackend = class {
 // src/compute/backends/tpu-vm.ts
 import { mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync5, readFileSync as readFileSync7, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname12, join as join12 } from "node:path";
+import { dirname as dirname12, join as join13 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -43077,11 +43081,11 @@ function setupScript(command) {
 
 // src/compute/tpu/state.ts
 import { mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync6, renameSync as renameSync2, rmSync as rmSync7, writeFileSync as writeFileSync4 } from "node:fs";
-import { join as join11 } from "node:path";
+import { join as join12 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join11(stateDir, "tpu");
+  return join12(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join11(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join12(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
   mkdirSync10(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
@@ -43100,7 +43104,7 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync6(join11(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync6(join12(dir, n), "utf8")));
     } catch {
     }
   }
@@ -43438,7 +43442,7 @@ var TpuVmBackend = class {
       ...this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {},
       ...extra2
     });
-    fillCommand(job.command, { python: "python", root: ".", ...job.outputs });
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
     if (this.lost || !this.allocation) {
       try {
         if (this.lost) await this.replaceLost();
@@ -43467,9 +43471,9 @@ var TpuVmBackend = class {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync5(join12(tmpdir5(), "hc-tpujob-"));
+    const tmp = mkdtempSync5(join13(tmpdir5(), "hc-tpujob-"));
     try {
-      const tarball = join12(tmp, "tree.tar.gz");
+      const tarball = join13(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -43504,7 +43508,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join12(tmp, "outputs.tar.gz");
+      const local = join13(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -43615,7 +43619,12 @@ function missingSection(config, key) {
 var builders2 = /* @__PURE__ */ new Map([
   [
     "local",
-    (_config, opts) => new LocalBackend({ root: opts.root, logger: opts.logger, dryRun: opts.dryRun })
+    (config, opts) => new LocalBackend({
+      root: opts.root,
+      logger: opts.logger,
+      dryRun: opts.dryRun,
+      cacheDir: resolve5(config.root, config.paths.state_dir, "cache", "jobs")
+    })
   ],
   [
     "ray",
@@ -43652,16 +43661,16 @@ function getBackendTypes() {
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
 import { existsSync as existsSync10, readFileSync as readFileSync9 } from "node:fs";
-import { dirname as dirname14, join as join14, resolve as resolve7 } from "node:path";
+import { dirname as dirname14, join as join15, resolve as resolve7 } from "node:path";
 
 // src/env/root.ts
 import { existsSync as existsSync9, readFileSync as readFileSync8 } from "node:fs";
-import { dirname as dirname13, join as join13, resolve as resolve6 } from "node:path";
+import { dirname as dirname13, join as join14, resolve as resolve6 } from "node:path";
 import { fileURLToPath } from "node:url";
 function packageRoot() {
   let dir = dirname13(fileURLToPath(import.meta.url));
   for (; ; ) {
-    const pkg = join13(dir, "package.json");
+    const pkg = join14(dir, "package.json");
     if (existsSync9(pkg)) {
       try {
         if (JSON.parse(readFileSync8(pkg, "utf8")).name === "hillclimb") return dir;
@@ -43674,11 +43683,11 @@ function packageRoot() {
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync8(join13(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync8(join14(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/config/rules.ts
-var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root"];
+var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
 function crossFieldProblems(config) {
   return [
     ...loopTargetExists(config),
@@ -43806,7 +43815,7 @@ var MAX_LISTED_PROBLEMS = 8;
 var validator;
 function schemaValidator() {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync9(join14(packageRoot(), SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync9(join15(packageRoot(), SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
   validator = ajv.compile(schema);
   return validator;
@@ -43895,7 +43904,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join30 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join31 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -43903,13 +43912,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join30(key),
+        keyPath: join31(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join30(String(e.params.missingProperty)),
+        keyPath: join31(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -49193,29 +49202,29 @@ function tryUnlink(path) {
 
 // src/forge/forges/local-records.ts
 import { existsSync as existsSync11, readdirSync as readdirSync4, rmSync as rmSync9 } from "node:fs";
-import { join as join15 } from "node:path";
+import { join as join16 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join15(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join16(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join15(this.dir, "lock");
+    return join16(this.dir, "lock");
   }
   pullFile(n) {
-    return join15(this.dir, "pulls", `${n}.json`);
+    return join16(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join15(this.dir, "comments", String(pull), `${id}.json`);
+    return join16(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join15(this.dir, "pulls"));
+    return numberedJson(join16(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
@@ -49226,7 +49235,7 @@ var LocalRecords = class {
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join15(this.dir, "comments", String(n)));
+    return numberedJson(join16(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
@@ -49236,7 +49245,7 @@ var LocalRecords = class {
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join15(this.dir, "counters.json");
+    const file = join16(this.dir, "counters.json");
     const counters = existsSync11(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value + 1 });
@@ -49252,7 +49261,7 @@ var LocalRecords = class {
 function numberedJson(dir) {
   if (!existsSync11(dir)) return [];
   return readdirSync4(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join15(dir, `${n}.json`);
+    const file = join16(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
@@ -49510,7 +49519,7 @@ import { resolve as resolve11 } from "node:path";
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync6, renameSync as renameSync4, rmSync as rmSync11, statSync as statSync5 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { basename as basename3, dirname as dirname17, isAbsolute as isAbsolute4, join as join17, resolve as resolve9 } from "node:path";
+import { basename as basename3, dirname as dirname17, isAbsolute as isAbsolute4, join as join18, resolve as resolve9 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -49555,13 +49564,13 @@ function keyProblem(key, isPrefix) {
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { copyFileSync as copyFileSync2, mkdirSync as mkdirSync13, readdirSync as readdirSync5, renameSync as renameSync3, rmSync as rmSync10, statSync as statSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname16, join as join16 } from "node:path";
+import { basename as basename2, dirname as dirname16, join as join17 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
     for (const name of readdirSync5(abs).sort()) {
-      const childAbs = join16(abs, name);
+      const childAbs = join17(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
@@ -49573,7 +49582,7 @@ function walkFiles(dir) {
 }
 function copyFileAtomic(src, dest) {
   mkdirSync13(dirname16(dest), { recursive: true });
-  const tmp = join16(dirname16(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  const tmp = join17(dirname16(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync2(src, tmp);
     renameSync3(tmp, dest);
@@ -49618,7 +49627,7 @@ var BranchStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join17(dir, rel) }));
+    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join18(dir, rel) }));
     if (changes.length === 0) return [];
     return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
   }
@@ -49629,13 +49638,13 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join17(s.dir, "checkout");
+      const worktree = join18(s.dir, "checkout");
       mkdirSync14(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
       mkdirSync14(dirname17(dest), { recursive: true });
-      const tmp = join17(dirname17(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      const tmp = join18(dirname17(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync3(join17(worktree, key), tmp);
+        copyFileSync3(join18(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
         rmSync11(tmp, { force: true });
@@ -49698,7 +49707,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync6(join17(tmpdir6(), "hc-branch-store-"));
+    const dir = mkdtempSync6(join18(tmpdir6(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -49776,7 +49785,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join17(dir, "repo.git");
+    this.gitDir = join18(dir, "repo.git");
     this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
   }
   dir;
@@ -49800,7 +49809,7 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join17(this.dir, `${o.index}.index`) } : {}
+        ...o.index ? { GIT_INDEX_FILE: join18(this.dir, `${o.index}.index`) } : {}
       },
       redact: this.redact,
       timeoutMs: GIT_TIMEOUT_MS2,
@@ -49920,7 +49929,7 @@ function sleep4(ms2) {
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
 import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync15, openAsBlob, renameSync as renameSync5, rmSync as rmSync12, statSync as statSync6 } from "node:fs";
-import { basename as basename4, dirname as dirname18, join as join18 } from "node:path";
+import { basename as basename4, dirname as dirname18, join as join19 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -58362,7 +58371,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join18(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join19(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -58378,7 +58387,7 @@ var HfStore = class {
       });
     }
     mkdirSync15(dirname18(dest), { recursive: true });
-    const tmp = join18(dirname18(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    const tmp = join19(dirname18(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
@@ -58506,7 +58515,7 @@ function firstLine(s) {
 
 // src/store/stores/local.ts
 import { existsSync as existsSync12, statSync as statSync7 } from "node:fs";
-import { join as join19, relative as relative3 } from "node:path";
+import { join as join20, relative as relative3 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -58527,7 +58536,7 @@ var LocalStore = class {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join19(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join20(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -58545,7 +58554,7 @@ var LocalStore = class {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join19(this.dir, key);
+    const p = join20(this.dir, key);
     if (relative3(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
@@ -58623,7 +58632,7 @@ function getStoreTypes() {
 import { createHash as createHash5 } from "node:crypto";
 import { readFileSync as readFileSync11 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
-import { join as join20, resolve as resolve12 } from "node:path";
+import { join as join21, resolve as resolve12 } from "node:path";
 function configHash(config) {
   return createHash5("sha256").update(readFileSync11(config.file)).digest("hex").slice(0, 16);
 }
@@ -58631,7 +58640,7 @@ function stateDirOf(config) {
   return resolve12(config.root, config.paths.state_dir);
 }
 function runDirOf(stateDir, runId) {
-  return join20(stateDir, "runs", runId);
+  return join21(stateDir, "runs", runId);
 }
 function defaultHost() {
   return hostname2();
@@ -63039,12 +63048,12 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/worktrees.ts
 import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
-import { join as join21 } from "node:path";
+import { join as join22 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join21(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join22(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join21(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join22(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
   if (existsSync13(path)) {
@@ -63703,20 +63712,20 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join23 } from "node:path";
+import { join as join24 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync12 } from "node:fs";
 import { readFile as readFile2 } from "node:fs/promises";
-import { join as join22 } from "node:path";
+import { join as join23 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync12(join22(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync12(join23(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -63831,13 +63840,19 @@ function metricValue(metrics, path, file) {
   }
   return node;
 }
+function problemShape(shapes) {
+  const { chunk_size: _chunk, ...problem } = shapes;
+  return problem;
+}
 function comparabilityProblems(a, b) {
   const fields = [
     ["schema", a.schema, b.schema],
     ["target", a.target, b.target],
     ["preset", a.preset, b.preset],
     ["dtype", a.dtype, b.dtype],
-    ["shapes", a.shapes, b.shapes],
+    // The chunk size is the implementation's choice (a legitimate tuning knob the agent may change); the
+    // problem is the rest of the shape. FLOPs use a fixed reference chunk size, so MFU stays comparable.
+    ["shapes", problemShape(a.shapes), problemShape(b.shapes)],
     ["device.backend", a.device.backend, b.device.backend],
     ["device.kind", a.device.kind, b.device.kind],
     ["device.count", a.device.count, b.device.count],
@@ -64711,7 +64726,7 @@ function priorChampionRuns(ctx, iteration, champion) {
   if (!existsSync15(ctx.runDir)) return groups2;
   for (const name of readdirSync7(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join23(ctx.runDir, name));
+    const b = new Bundle(join24(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -64723,7 +64738,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync18, readFileSync as readFileSync14 } from "node:fs";
-import { join as join27, resolve as resolve13 } from "node:path";
+import { join as join28, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -64738,7 +64753,7 @@ function recentLogEntries(text3, n) {
 
 // src/loop/prompt.ts
 import { existsSync as existsSync16, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join24 } from "node:path";
+import { join as join25 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -64772,8 +64787,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync13(join24(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join24(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync13(join25(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join25(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -64809,7 +64824,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
 import { existsSync as existsSync17, mkdirSync as mkdirSync16, rmSync as rmSync15 } from "node:fs";
-import { join as join26 } from "node:path";
+import { join as join27 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -64967,10 +64982,6 @@ function scopeOf(tfOp, nameStack) {
   const cut = stack.lastIndexOf("/");
   return cut > 0 ? stack.slice(0, cut) : stack;
 }
-function parseModuleName(name) {
-  const m = /^(.*)\((\d+)\)$/.exec(name);
-  return m === null ? { program: name, id: void 0 } : { program: m[1], id: m[2] };
-}
 function numberArg(value) {
   if (value === void 0 || value === "") return void 0;
   const n = Number(value);
@@ -65033,6 +65044,7 @@ var TraceCollector = class {
     const key = laneKey(lane);
     const state = {
       role,
+      hasOps: false,
       gpu: lane.device.kind === "gpu",
       tpu: lane.device.kind === "tpu",
       keyProgram: void 0,
@@ -65081,10 +65093,9 @@ var TraceCollector = class {
   }
   // ---- structure ------------------------------------------------------------------------------------
   moduleEvent(dev, ev) {
-    const { program } = parseModuleName(ev.name);
     const exec = {
       device: dev.device,
-      program: ev.name === "" ? program : ev.name,
+      program: ev.name,
       startPs: ev.startPs,
       endPs: ev.startPs + ev.durPs,
       busyPs: 0
@@ -65102,15 +65113,12 @@ var TraceCollector = class {
     }
     return list;
   }
+  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   hostEvent(st, ev) {
-    const name = ev.name;
-    if (this.opts.structure) {
-      if (profilerStepNumber(name) !== void 0 || ev.arg("step_num") !== void 0) {
-        this.hostSteps.push(marker(ev));
-        return;
-      }
+    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+      if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
     }
-    if (this.opts.ops === "skip" && !this.opts.structure) return;
     const hloOp = ev.arg("hlo_op");
     if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
   }
@@ -65129,7 +65137,10 @@ var TraceCollector = class {
       dev.opsSeen = true;
       if (!dev.modulesSorted) sortExecutions(dev);
     }
-    dev.opLanes.add(st.lane.name);
+    if (!st.hasOps) {
+      st.hasOps = true;
+      dev.opLanes.add(st.lane.name);
+    }
     if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
     let exec;
     let program = "";
@@ -66935,13 +66946,19 @@ var JsonEventView = class {
     this.scanner = scanner;
   }
   scanner;
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  times = new Float64Array(2);
   cachedName;
   reset(startPs, durPs) {
-    this.startPs = startPs;
-    this.durPs = durPs;
+    this.times[0] = startPs;
+    this.times[1] = durPs;
     this.cachedName = void 0;
+  }
+  get startPs() {
+    return this.times[0];
+  }
+  get durPs() {
+    return this.times[1];
   }
   get name() {
     this.cachedName ??= this.scanner.eventName();
@@ -66975,7 +66992,7 @@ function numberOrUndefined(s) {
 
 // src/evidence/trace/profile-dir.ts
 import { closeSync as closeSync3, openSync as openSync3, readdirSync as readdirSync9, readSync, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join25 } from "node:path";
+import { basename as basename6, join as join26 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66999,7 +67016,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync9(runDir).filter((f) => statSync8(join25(runDir, f)).isFile());
+  const files = readdirSync9(runDir).filter((f) => statSync8(join26(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -67007,7 +67024,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join25(runDir, sorted[0]), format, notes };
+    return { path: join26(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -67018,7 +67035,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join25(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join26(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -67030,15 +67047,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync9(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join25(dir, "plugins", "profile"), dir]) {
+  for (const base of [join26(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync9(base).filter((r) => statSync8(join25(base, r)).isDirectory());
+      runs = readdirSync9(base).filter((r) => statSync8(join26(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync9(join25(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join25(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync9(join26(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join26(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -67673,8 +67690,8 @@ var XplaneEventView = class {
   metaOf;
   meta = EMPTY_META;
   metadataId = 0;
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  times = new Float64Array(2);
   category = void 0;
   buf = Buffer.alloc(0);
   statCount = 0;
@@ -67732,9 +67749,15 @@ var XplaneEventView = class {
     this.statCount = n;
     this.metadataId = metadataId;
     this.meta = this.metaOf(metadataId);
-    this.startPs = this.lineStartPs + offset;
-    this.durPs = dur;
+    this.times[0] = this.lineStartPs + offset;
+    this.times[1] = dur;
     return timed;
+  }
+  get startPs() {
+    return this.times[0];
+  }
+  get durPs() {
+    return this.times[1];
   }
   get name() {
     if (this.stepNameId !== void 0 && this.statCount > 0) {
@@ -67961,9 +67984,9 @@ async function profileCommit(ctx, workdir, traceDir, id, files) {
 }
 async function championProfile(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  const dir = join26(ctx.stateDir, "cache", "profiles", key);
-  const summaryFile = join26(dir, "summary.json");
-  const traceDir = join26(dir, "trace");
+  const dir = join27(ctx.stateDir, "cache", "profiles", key);
+  const summaryFile = join27(dir, "summary.json");
+  const traceDir = join27(dir, "trace");
   if (existsSync17(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
@@ -67973,8 +67996,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join26(dir, "metrics.json"),
-      log: join26(dir, "profile.log")
+      metrics: join27(dir, "metrics.json"),
+      log: join27(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68050,7 +68073,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join27(ctx.runDir, "hillclimb-log.md");
+  const runLog = join28(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
   let entries = existsSync18(runLog) ? recentLogEntries(readFileSync14(runLog, "utf8"), n) : [];
   if (entries.length < n) {
@@ -68380,7 +68403,7 @@ var publishStep = {
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync20, readFileSync as readFileSync17, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join28 } from "node:path";
+import { join as join29 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
@@ -68559,10 +68582,10 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join28("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join29("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join28(ctx.runDir, "hillclimb-log.md");
+    const runLog = join29(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync20(runLog) ? readFileSync17(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       writeFileSync5(runLog, appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration)));
@@ -68595,7 +68618,7 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join28(wt.root, ctx.config.paths.log_file);
+  const file = join29(wt.root, ctx.config.paths.log_file);
   const current = existsSync20(file) ? readFileSync17(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
@@ -68750,7 +68773,7 @@ async function runPhase(phase, opts) {
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join29(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join30(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);

@@ -40129,7 +40129,7 @@ function iterationSummary(result) {
 
 // src/loop/external.ts
 import { rmSync as rmSync16 } from "node:fs";
-import { join as join30 } from "node:path";
+import { join as join31 } from "node:path";
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
@@ -40161,7 +40161,7 @@ function packageVersion() {
 }
 
 // src/config/rules.ts
-var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root"];
+var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
 function crossFieldProblems(config) {
   return [
     ...loopTargetExists(config),
@@ -40378,7 +40378,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join31 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join32 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -40386,13 +40386,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join31(key),
+        keyPath: join32(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join31(String(e.params.missingProperty)),
+        keyPath: join32(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -56114,7 +56114,7 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/phases.ts
 import { existsSync as existsSync21 } from "node:fs";
-import { join as join29 } from "node:path";
+import { join as join30 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute3, resolve as resolve11 } from "node:path";
@@ -56863,12 +56863,12 @@ function getAgentTypes() {
 // src/compute/backends/local.ts
 import { appendFileSync as appendFileSync4, existsSync as existsSync11, mkdirSync as mkdirSync12, readdirSync as readdirSync4 } from "node:fs";
 import { availableParallelism, constants as constants4 } from "node:os";
-import { dirname as dirname16 } from "node:path";
+import { dirname as dirname16, join as join17 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
   const filled = args.map(
-    (arg) => arg.replace(/\{(python|metrics|junit|trace|root)\}/g, (_, name) => {
+    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
       const value = vars[name];
       if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
       return value;
@@ -57048,7 +57048,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const argv = fillCommand(job.command, { python, root: job.workdir, ...job.outputs });
+    const cache2 = this.opts.cacheDir ?? join17(this.opts.root, ".hillclimb", "cache", "jobs");
+    const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
     const shown = displayCommand(argv[0], argv.slice(1));
     const result = (extra) => ({
       exitCode: null,
@@ -57108,7 +57109,7 @@ import { resolve as resolve12 } from "node:path";
 // src/compute/backends/ray.ts
 import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname17, join as join18 } from "node:path";
+import { dirname as dirname17, join as join19 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash4 } from "node:crypto";
@@ -57316,7 +57317,7 @@ import tarfile
 import tempfile
 
 OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root)\}")
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
 KILL_GRACE_S = 5
 
 
@@ -57350,7 +57351,10 @@ def main():
     spec = json.loads(base64.b64decode(sys.argv[1]).decode("utf-8"))
     nonce = spec["nonce"]
     out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
-    values = {"python": sys.executable, "root": os.getcwd()}
+    # {cache} persists across jobs on this machine (e.g. a JAX compilation cache shared by both arms).
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
+    os.makedirs(cache, exist_ok=True)
+    values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
         values[name] = os.path.join(out_dir, OUTPUT_NAMES[name])
 
@@ -57556,7 +57560,7 @@ function shellJoin(args) {
 // src/compute/tree.ts
 import { copyFileSync as copyFileSync3, existsSync as existsSync12, mkdtempSync as mkdtempSync4, rmSync as rmSync9 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
-import { isAbsolute as isAbsolute4, join as join17 } from "node:path";
+import { isAbsolute as isAbsolute4, join as join18 } from "node:path";
 var GIT_TIMEOUT_MS2 = 5 * 6e4;
 async function git2(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS2, input });
@@ -57574,9 +57578,9 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync4(join17(tmpdir4(), "hc-index-"));
+  const tmp = mkdtempSync4(join18(tmpdir4(), "hc-index-"));
   try {
-    const index = join17(tmp, "index");
+    const index = join18(tmp, "index");
     if (existsSync12(realIndex)) copyFileSync3(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git2(workdir, ["add", "--all", "--", "."], env);
@@ -57684,7 +57688,7 @@ var RayBackend = class {
     const submissionId = raySubmissionId(job.id);
     const nonce = runnerNonce(submissionId);
     const outputs = requestedOutputs(job.outputs);
-    fillCommand(job.command, { python: "python", root: ".", ...job.outputs });
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
     const spec = {
       nonce,
       command: job.command,
@@ -57879,9 +57883,9 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync5(join18(tmpdir5(), "hc-raypkg-"));
+    const tmp = mkdtempSync5(join19(tmpdir5(), "hc-raypkg-"));
     try {
-      const zip = join18(tmp, "package.zip");
+      const zip = join19(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
       const data = readFileSync9(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
@@ -57910,7 +57914,7 @@ var RayBackend = class {
 // src/compute/backends/tpu-vm.ts
 import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync12 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname18, join as join20 } from "node:path";
+import { dirname as dirname18, join as join21 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -58112,11 +58116,11 @@ function setupScript(command) {
 
 // src/compute/tpu/state.ts
 import { mkdirSync as mkdirSync14, readdirSync as readdirSync5, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync11, writeFileSync as writeFileSync4 } from "node:fs";
-import { join as join19 } from "node:path";
+import { join as join20 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join19(stateDir, "tpu");
+  return join20(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join19(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join20(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
   mkdirSync14(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
@@ -58135,7 +58139,7 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync10(join19(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync10(join20(dir, n), "utf8")));
     } catch {
     }
   }
@@ -58473,7 +58477,7 @@ var TpuVmBackend = class {
       ...this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {},
       ...extra2
     });
-    fillCommand(job.command, { python: "python", root: ".", ...job.outputs });
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
     if (this.lost || !this.allocation) {
       try {
         if (this.lost) await this.replaceLost();
@@ -58502,9 +58506,9 @@ var TpuVmBackend = class {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync6(join20(tmpdir6(), "hc-tpujob-"));
+    const tmp = mkdtempSync6(join21(tmpdir6(), "hc-tpujob-"));
     try {
-      const tarball = join20(tmp, "tree.tar.gz");
+      const tarball = join21(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -58539,7 +58543,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join20(tmp, "outputs.tar.gz");
+      const local = join21(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -58650,7 +58654,12 @@ function missingSection(config, key) {
 var builders4 = /* @__PURE__ */ new Map([
   [
     "local",
-    (_config, opts) => new LocalBackend({ root: opts.root, logger: opts.logger, dryRun: opts.dryRun })
+    (config, opts) => new LocalBackend({
+      root: opts.root,
+      logger: opts.logger,
+      dryRun: opts.dryRun,
+      cacheDir: resolve12(config.root, config.paths.state_dir, "cache", "jobs")
+    })
   ],
   [
     "ray",
@@ -63068,12 +63077,12 @@ async function readJUnitXml(file) {
 
 // src/loop/worktrees.ts
 import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
-import { join as join21 } from "node:path";
+import { join as join22 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join21(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join22(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join21(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join22(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
   if (existsSync13(path)) {
@@ -63732,20 +63741,20 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join23 } from "node:path";
+import { join as join24 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync12 } from "node:fs";
 import { readFile as readFile2 } from "node:fs/promises";
-import { join as join22 } from "node:path";
+import { join as join23 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync12(join22(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync12(join23(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -63860,13 +63869,19 @@ function metricValue(metrics, path, file) {
   }
   return node;
 }
+function problemShape(shapes) {
+  const { chunk_size: _chunk, ...problem } = shapes;
+  return problem;
+}
 function comparabilityProblems(a, b) {
   const fields = [
     ["schema", a.schema, b.schema],
     ["target", a.target, b.target],
     ["preset", a.preset, b.preset],
     ["dtype", a.dtype, b.dtype],
-    ["shapes", a.shapes, b.shapes],
+    // The chunk size is the implementation's choice (a legitimate tuning knob the agent may change); the
+    // problem is the rest of the shape. FLOPs use a fixed reference chunk size, so MFU stays comparable.
+    ["shapes", problemShape(a.shapes), problemShape(b.shapes)],
     ["device.backend", a.device.backend, b.device.backend],
     ["device.kind", a.device.kind, b.device.kind],
     ["device.count", a.device.count, b.device.count],
@@ -64740,7 +64755,7 @@ function priorChampionRuns(ctx, iteration, champion) {
   if (!existsSync15(ctx.runDir)) return groups2;
   for (const name of readdirSync7(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join23(ctx.runDir, name));
+    const b = new Bundle(join24(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -64752,7 +64767,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync18, readFileSync as readFileSync14 } from "node:fs";
-import { join as join27, resolve as resolve13 } from "node:path";
+import { join as join28, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -64767,7 +64782,7 @@ function recentLogEntries(text3, n) {
 
 // src/loop/prompt.ts
 import { existsSync as existsSync16, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join24 } from "node:path";
+import { join as join25 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -64801,8 +64816,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync13(join24(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join24(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync13(join25(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join25(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -64838,7 +64853,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
 import { existsSync as existsSync17, mkdirSync as mkdirSync16, rmSync as rmSync15 } from "node:fs";
-import { join as join26 } from "node:path";
+import { join as join27 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -64996,10 +65011,6 @@ function scopeOf(tfOp, nameStack) {
   const cut = stack.lastIndexOf("/");
   return cut > 0 ? stack.slice(0, cut) : stack;
 }
-function parseModuleName(name) {
-  const m = /^(.*)\((\d+)\)$/.exec(name);
-  return m === null ? { program: name, id: void 0 } : { program: m[1], id: m[2] };
-}
 function numberArg(value) {
   if (value === void 0 || value === "") return void 0;
   const n = Number(value);
@@ -65062,6 +65073,7 @@ var TraceCollector = class {
     const key = laneKey(lane);
     const state = {
       role,
+      hasOps: false,
       gpu: lane.device.kind === "gpu",
       tpu: lane.device.kind === "tpu",
       keyProgram: void 0,
@@ -65110,10 +65122,9 @@ var TraceCollector = class {
   }
   // ---- structure ------------------------------------------------------------------------------------
   moduleEvent(dev, ev) {
-    const { program } = parseModuleName(ev.name);
     const exec = {
       device: dev.device,
-      program: ev.name === "" ? program : ev.name,
+      program: ev.name,
       startPs: ev.startPs,
       endPs: ev.startPs + ev.durPs,
       busyPs: 0
@@ -65131,15 +65142,12 @@ var TraceCollector = class {
     }
     return list;
   }
+  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   hostEvent(st, ev) {
-    const name = ev.name;
-    if (this.opts.structure) {
-      if (profilerStepNumber(name) !== void 0 || ev.arg("step_num") !== void 0) {
-        this.hostSteps.push(marker(ev));
-        return;
-      }
+    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+      if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
     }
-    if (this.opts.ops === "skip" && !this.opts.structure) return;
     const hloOp = ev.arg("hlo_op");
     if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
   }
@@ -65158,7 +65166,10 @@ var TraceCollector = class {
       dev.opsSeen = true;
       if (!dev.modulesSorted) sortExecutions(dev);
     }
-    dev.opLanes.add(st.lane.name);
+    if (!st.hasOps) {
+      st.hasOps = true;
+      dev.opLanes.add(st.lane.name);
+    }
     if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
     let exec;
     let program = "";
@@ -66964,13 +66975,19 @@ var JsonEventView = class {
     this.scanner = scanner;
   }
   scanner;
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  times = new Float64Array(2);
   cachedName;
   reset(startPs, durPs) {
-    this.startPs = startPs;
-    this.durPs = durPs;
+    this.times[0] = startPs;
+    this.times[1] = durPs;
     this.cachedName = void 0;
+  }
+  get startPs() {
+    return this.times[0];
+  }
+  get durPs() {
+    return this.times[1];
   }
   get name() {
     this.cachedName ??= this.scanner.eventName();
@@ -67004,7 +67021,7 @@ function numberOrUndefined(s) {
 
 // src/evidence/trace/profile-dir.ts
 import { closeSync as closeSync3, openSync as openSync3, readdirSync as readdirSync9, readSync, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join25 } from "node:path";
+import { basename as basename6, join as join26 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -67028,7 +67045,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync9(runDir).filter((f) => statSync8(join25(runDir, f)).isFile());
+  const files = readdirSync9(runDir).filter((f) => statSync8(join26(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -67036,7 +67053,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join25(runDir, sorted[0]), format, notes };
+    return { path: join26(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -67047,7 +67064,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join25(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join26(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -67059,15 +67076,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync9(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join25(dir, "plugins", "profile"), dir]) {
+  for (const base of [join26(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync9(base).filter((r) => statSync8(join25(base, r)).isDirectory());
+      runs = readdirSync9(base).filter((r) => statSync8(join26(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync9(join25(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join25(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync9(join26(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join26(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -67702,8 +67719,8 @@ var XplaneEventView = class {
   metaOf;
   meta = EMPTY_META;
   metadataId = 0;
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  times = new Float64Array(2);
   category = void 0;
   buf = Buffer.alloc(0);
   statCount = 0;
@@ -67761,9 +67778,15 @@ var XplaneEventView = class {
     this.statCount = n;
     this.metadataId = metadataId;
     this.meta = this.metaOf(metadataId);
-    this.startPs = this.lineStartPs + offset;
-    this.durPs = dur;
+    this.times[0] = this.lineStartPs + offset;
+    this.times[1] = dur;
     return timed;
+  }
+  get startPs() {
+    return this.times[0];
+  }
+  get durPs() {
+    return this.times[1];
   }
   get name() {
     if (this.stepNameId !== void 0 && this.statCount > 0) {
@@ -67990,9 +68013,9 @@ async function profileCommit(ctx, workdir, traceDir, id, files) {
 }
 async function championProfile(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  const dir = join26(ctx.stateDir, "cache", "profiles", key);
-  const summaryFile = join26(dir, "summary.json");
-  const traceDir = join26(dir, "trace");
+  const dir = join27(ctx.stateDir, "cache", "profiles", key);
+  const summaryFile = join27(dir, "summary.json");
+  const traceDir = join27(dir, "trace");
   if (existsSync17(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
@@ -68002,8 +68025,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join26(dir, "metrics.json"),
-      log: join26(dir, "profile.log")
+      metrics: join27(dir, "metrics.json"),
+      log: join27(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68079,7 +68102,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join27(ctx.runDir, "hillclimb-log.md");
+  const runLog = join28(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
   let entries = existsSync18(runLog) ? recentLogEntries(readFileSync14(runLog, "utf8"), n) : [];
   if (entries.length < n) {
@@ -68382,7 +68405,7 @@ var publishStep = {
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync20, readFileSync as readFileSync17, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join28 } from "node:path";
+import { join as join29 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
@@ -68561,10 +68584,10 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join28("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join29("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join28(ctx.runDir, "hillclimb-log.md");
+    const runLog = join29(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync20(runLog) ? readFileSync17(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       writeFileSync5(runLog, appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration)));
@@ -68597,7 +68620,7 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join28(wt.root, ctx.config.paths.log_file);
+  const file = join29(wt.root, ctx.config.paths.log_file);
   const current = existsSync20(file) ? readFileSync17(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
@@ -68752,7 +68775,7 @@ async function runPhase(phase, opts) {
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join29(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join30(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -68851,7 +68874,7 @@ async function pushHistory(store, stateDir, target) {
 async function publishToPullRequest(opts, prNumber) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join30(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join31(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
       hint: `download the iteration's bundle artifact into ${bundle.dir}`,
@@ -68902,7 +68925,7 @@ async function recordBaseline(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join30(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join31(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
       hint: `download the baseline's bundle artifact into ${bundle.dir}`,
@@ -68917,7 +68940,7 @@ async function recordBaseline(opts) {
   await store.putDir(prefix, bundle.dir);
   ev.publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
   bundle.save(ev);
-  const series = join30(runDirOf(stateDir, opts.runId), "baseline.jsonl");
+  const series = join31(runDirOf(stateDir, opts.runId), "baseline.jsonl");
   const key = baselineKey(target.name);
   rmSync16(series, { force: true });
   if ((await store.list("baselines/")).includes(key)) await store.get(key, series);

@@ -34105,7 +34105,7 @@ import { resolve } from "node:path";
 // src/config/command.ts
 function fillCommand(args, vars) {
   const filled = args.map(
-    (arg) => arg.replace(/\{(python|metrics|junit|trace|root)\}/g, (_, name) => {
+    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
       const value = vars[name];
       if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
       return value;
@@ -34389,7 +34389,7 @@ import tarfile
 import tempfile
 
 OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root)\}")
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
 KILL_GRACE_S = 5
 
 
@@ -34423,7 +34423,10 @@ def main():
     spec = json.loads(base64.b64decode(sys.argv[1]).decode("utf-8"))
     nonce = spec["nonce"]
     out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
-    values = {"python": sys.executable, "root": os.getcwd()}
+    # {cache} persists across jobs on this machine (e.g. a JAX compilation cache shared by both arms).
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
+    os.makedirs(cache, exist_ok=True)
+    values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
         values[name] = os.path.join(out_dir, OUTPUT_NAMES[name])
 
@@ -35141,7 +35144,7 @@ function packageRoot() {
 }
 
 // src/config/rules.ts
-var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root"];
+var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
 function crossFieldProblems(config) {
   return [
     ...loopTargetExists(config),
@@ -35496,97 +35499,111 @@ function allocationInput(name = "allocation") {
   }
   return { ...raw, owner: "cli", state: "active" };
 }
+function allocationReport(a) {
+  const expiresAt = new Date(a.expiresAt * 1e3).toISOString();
+  return {
+    outputs: {
+      name: a.name,
+      zone: a.zone,
+      "queued-resource": a.queuedResource,
+      "expires-at": expiresAt,
+      allocation: JSON.stringify(a)
+    },
+    summary: `## hillclimb TPU
 
-// actions/tpu/src/main.ts
-var allocationOutputs = (a) => ({
-  name: a.name,
-  zone: a.zone,
-  "queued-resource": a.queuedResource,
-  "expires-at": new Date(a.expiresAt * 1e3).toISOString(),
-  allocation: JSON.stringify(a)
-});
-await runAction(async ({ logger }) => {
-  const mode = choice("mode", ["allocate", "attach", "release", "janitor"], { required: true });
-  const inputs = tpuInputs();
-  const ctx = tpuContext(inputs, logger);
-  if (mode === "allocate" || mode === "attach") {
-    saveState("inputs", JSON.stringify(inputs));
-    const allocation = mode === "allocate" ? await (async () => {
-      const runId = optionalText("run-id") ?? defaultRunId();
-      saveState("run-id", runId);
-      return logger.group(
-        "hillclimb: allocate a TPU",
-        () => allocateTpu(ctx, { runId, owner: "cli", setup: flag("setup", true) })
-      );
-    })() : allocationInput();
-    if (mode === "attach") {
-      saveState("run-id", allocation.runId);
-      writeRecord(ctx.stateDir, allocation);
-      logger.info(`tpu: attached ${allocation.name} in ${allocation.zone}`);
-    }
-    if (flag("hold", false)) saveState("held", "true");
-    setOutputs(allocationOutputs(allocation));
-    await writeSummary(
-      `## hillclimb TPU
-
-${allocation.acceleratorType} \`${allocation.name}\` in ${allocation.zone} (${allocation.provisioning}), expires ${allocationOutputs(allocation)["expires-at"]}
-`,
-      logger
-    );
-    return;
-  }
-  if (mode === "release") {
-    const runId = optionalText("run-id");
-    const name = optionalText("name") ?? (runId ? tpuNames(ctx.config, runId).node : void 0);
-    const reports = await logger.group("hillclimb: release TPUs", () => releaseRecorded(ctx, { name }));
-    for (const r of reports)
-      logger.info(`tpu: ${r.name} ${r.zone}: ${r.outcome}${r.error ? ` (${r.error})` : ""}`);
-    if (reports.length === 0)
-      logger.info("tpu: nothing recorded on this runner and no name given: nothing to release");
-    setOutputs({
+${a.acceleratorType} \`${a.name}\` in ${a.zone} (${a.provisioning}), expires ${expiresAt}
+`
+  };
+}
+function releaseReport(reports) {
+  const failed = reports.filter((r) => r.outcome === "failed");
+  const rows = reports.map(
+    (r) => `| \`${r.name}\` | ${r.zone} | ${r.outcome}${r.error ? `: ${r.error}` : ""} |`
+  );
+  return {
+    outputs: {
       released: JSON.stringify(reports),
       count: reports.filter((r) => r.outcome === "deleted").length
-    });
-    const failed = reports.filter((r) => r.outcome === "failed");
-    if (failed.length > 0) {
-      throw new HillclimbError(
+    },
+    summary: rows.length > 0 ? `## hillclimb TPU release
+
+| name | zone | outcome |
+|---|---|---|
+${rows.join("\n")}
+` : "## hillclimb TPU release\n\nNothing recorded on this runner and no name given: nothing to release.\n",
+    ...failed.length > 0 ? {
+      failure: new HillclimbError(
         `could not release ${failed.map((r) => `${r.name} in ${r.zone}: ${r.error}`).join("; ")}`,
         {
           hint: "the janitor deletes it once its TTL passes; or delete it with gcloud",
           exitCode: ExitCode2.infra
         }
-      );
-    }
-    return;
-  }
-  const report = await logger.group("hillclimb: janitor", () => janitorSweep(ctx, { zones: list("zones") }));
-  setOutputs({
-    deleted: report.deleted.filter((d) => d.outcome === "deleted").length,
-    report: JSON.stringify(report)
-  });
+      )
+    } : {}
+  };
+}
+function janitorReport(report) {
   const rows = [
     ...report.deleted.map(
       (d) => `| ${d.outcome} | ${d.kind} | \`${d.name}\` | ${d.zone} | ${d.reason}${d.error ? `: ${d.error}` : ""} |`
     ),
     ...report.kept.map((k) => `| kept | ${k.kind} | \`${k.name}\` | ${k.zone} | ${k.reason} |`)
   ];
-  await writeSummary(
-    `## hillclimb TPU janitor
-
-${rows.length > 0 ? `| outcome | kind | name | zone | why |
+  const table2 = rows.length > 0 ? `| outcome | kind | name | zone | why |
 |---|---|---|---|---|
-${rows.join("\n")}` : "No hillclimb TPU resources found."}
+${rows.join("\n")}` : "No hillclimb TPU resources found.";
+  const problems = [
+    ...report.errors,
+    ...report.deleted.filter((d) => d.error).map((d) => `${d.name}: ${d.error}`)
+  ];
+  return {
+    outputs: {
+      deleted: report.deleted.filter((d) => d.outcome === "deleted").length,
+      report: JSON.stringify(report)
+    },
+    summary: `## hillclimb TPU janitor
+
+${table2}
 ${report.errors.map((e) => `
 > error: ${e}`).join("")}
 `,
-    logger
-  );
-  if (report.errors.length > 0 || report.deleted.some((d) => d.outcome === "failed")) {
-    throw new HillclimbError(
-      `janitor: ${[...report.errors, ...report.deleted.filter((d) => d.error).map((d) => `${d.name}: ${d.error}`)].join("; ")}`,
-      {
-        exitCode: ExitCode2.infra
-      }
+    ...problems.length > 0 ? { failure: new HillclimbError(`janitor: ${problems.join("; ")}`, { exitCode: ExitCode2.infra }) } : {}
+  };
+}
+
+// actions/tpu/src/main.ts
+await runAction(async ({ logger }) => {
+  const mode = choice("mode", ["allocate", "attach", "release", "janitor"], { required: true });
+  const inputs = tpuInputs();
+  const ctx = tpuContext(inputs, logger);
+  let report;
+  if (mode === "allocate" || mode === "attach") {
+    saveState("inputs", JSON.stringify(inputs));
+    const runId = mode === "allocate" ? optionalText("run-id") ?? defaultRunId() : void 0;
+    if (runId) saveState("run-id", runId);
+    const allocation = runId ? await logger.group(
+      "hillclimb: allocate a TPU",
+      () => allocateTpu(ctx, { runId, owner: "cli", setup: flag("setup", true) })
+    ) : allocationInput();
+    if (mode === "attach") {
+      saveState("run-id", allocation.runId);
+      writeRecord(ctx.stateDir, allocation);
+      logger.info(`tpu: attached ${allocation.name} in ${allocation.zone}`);
+    }
+    if (flag("hold", false)) saveState("held", "true");
+    report = allocationReport(allocation);
+  } else if (mode === "release") {
+    const runId = optionalText("run-id");
+    const name = optionalText("name") ?? (runId ? tpuNames(ctx.config, runId).node : void 0);
+    report = releaseReport(
+      await logger.group("hillclimb: release TPUs", () => releaseRecorded(ctx, { name }))
+    );
+  } else {
+    report = janitorReport(
+      await logger.group("hillclimb: janitor", () => janitorSweep(ctx, { zones: list("zones") }))
     );
   }
+  setOutputs(report.outputs);
+  await writeSummary(report.summary, logger);
+  if (report.failure) throw report.failure;
 });

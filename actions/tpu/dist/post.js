@@ -34196,7 +34196,7 @@ import tarfile
 import tempfile
 
 OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root)\}")
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
 KILL_GRACE_S = 5
 
 
@@ -34230,7 +34230,10 @@ def main():
     spec = json.loads(base64.b64decode(sys.argv[1]).decode("utf-8"))
     nonce = spec["nonce"]
     out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
-    values = {"python": sys.executable, "root": os.getcwd()}
+    # {cache} persists across jobs on this machine (e.g. a JAX compilation cache shared by both arms).
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
+    os.makedirs(cache, exist_ok=True)
+    values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
         values[name] = os.path.join(out_dir, OUTPUT_NAMES[name])
 
@@ -34474,7 +34477,7 @@ function packageRoot() {
 }
 
 // src/config/rules.ts
-var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root"];
+var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
 function crossFieldProblems(config) {
   return [
     ...loopTargetExists(config),

@@ -34451,7 +34451,7 @@ function packageRoot() {
 }
 
 // src/config/rules.ts
-var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root"];
+var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
 function crossFieldProblems(config) {
   return [
     ...loopTargetExists(config),
@@ -35052,10 +35052,6 @@ function scopeOf(tfOp, nameStack) {
   const cut = stack.lastIndexOf("/");
   return cut > 0 ? stack.slice(0, cut) : stack;
 }
-function parseModuleName(name) {
-  const m = /^(.*)\((\d+)\)$/.exec(name);
-  return m === null ? { program: name, id: void 0 } : { program: m[1], id: m[2] };
-}
 function numberArg(value) {
   if (value === void 0 || value === "") return void 0;
   const n = Number(value);
@@ -35118,6 +35114,7 @@ var TraceCollector = class {
     const key = laneKey(lane);
     const state = {
       role,
+      hasOps: false,
       gpu: lane.device.kind === "gpu",
       tpu: lane.device.kind === "tpu",
       keyProgram: void 0,
@@ -35166,10 +35163,9 @@ var TraceCollector = class {
   }
   // ---- structure ------------------------------------------------------------------------------------
   moduleEvent(dev, ev) {
-    const { program } = parseModuleName(ev.name);
     const exec = {
       device: dev.device,
-      program: ev.name === "" ? program : ev.name,
+      program: ev.name,
       startPs: ev.startPs,
       endPs: ev.startPs + ev.durPs,
       busyPs: 0
@@ -35187,15 +35183,12 @@ var TraceCollector = class {
     }
     return list;
   }
+  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   hostEvent(st, ev) {
-    const name = ev.name;
-    if (this.opts.structure) {
-      if (profilerStepNumber(name) !== void 0 || ev.arg("step_num") !== void 0) {
-        this.hostSteps.push(marker(ev));
-        return;
-      }
+    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+      if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
     }
-    if (this.opts.ops === "skip" && !this.opts.structure) return;
     const hloOp = ev.arg("hlo_op");
     if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
   }
@@ -35214,7 +35207,10 @@ var TraceCollector = class {
       dev.opsSeen = true;
       if (!dev.modulesSorted) sortExecutions(dev);
     }
-    dev.opLanes.add(st.lane.name);
+    if (!st.hasOps) {
+      st.hasOps = true;
+      dev.opLanes.add(st.lane.name);
+    }
     if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
     let exec;
     let program = "";
@@ -37020,13 +37016,19 @@ var JsonEventView = class {
     this.scanner = scanner;
   }
   scanner;
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  times = new Float64Array(2);
   cachedName;
   reset(startPs, durPs) {
-    this.startPs = startPs;
-    this.durPs = durPs;
+    this.times[0] = startPs;
+    this.times[1] = durPs;
     this.cachedName = void 0;
+  }
+  get startPs() {
+    return this.times[0];
+  }
+  get durPs() {
+    return this.times[1];
   }
   get name() {
     this.cachedName ??= this.scanner.eventName();
@@ -37758,8 +37760,8 @@ var XplaneEventView = class {
   metaOf;
   meta = EMPTY_META;
   metadataId = 0;
-  startPs = 0;
-  durPs = 0;
+  /** Start and duration; a typed array so updating them per event allocates nothing. */
+  times = new Float64Array(2);
   category = void 0;
   buf = Buffer.alloc(0);
   statCount = 0;
@@ -37817,9 +37819,15 @@ var XplaneEventView = class {
     this.statCount = n;
     this.metadataId = metadataId;
     this.meta = this.metaOf(metadataId);
-    this.startPs = this.lineStartPs + offset;
-    this.durPs = dur;
+    this.times[0] = this.lineStartPs + offset;
+    this.times[1] = dur;
     return timed;
+  }
+  get startPs() {
+    return this.times[0];
+  }
+  get durPs() {
+    return this.times[1];
   }
   get name() {
     if (this.stepNameId !== void 0 && this.statCount > 0) {
