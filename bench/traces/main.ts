@@ -154,20 +154,23 @@ function render(rows: Row[], conditions: string): string {
       .map((x) => x.toFixed(1))
       .join(' / ')}.`,
     '',
-    '| trace | method | wall s | MB/s (wall) | CPU s | MB/s per CPU-s | peak RSS MB | vs Python (wall) | targets |',
-    '|---|---|--:|--:|--:|--:|--:|--:|---|',
+    '| trace | method | wall s | MB/s (wall) | CPU s | MB/s per CPU-s | peak RSS MB | vs Python (wall) | vs Python (CPU) | targets |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|---|',
   ];
   for (const r of rows) {
     if (r.m === undefined) {
-      lines.push(`| ${r.file} | ${r.label} | — | — | — | — | — | — | ${r.skipped ?? 'failed'} |`);
+      lines.push(`| ${r.file} | ${r.label} | — | — | — | — | — | — | — | ${r.skipped ?? 'failed'} |`);
       continue;
     }
     const m = r.m;
     const mb = m.bytes / 1e6;
     const py = python.get(r.file);
-    const ratio = py !== undefined && !r.label.startsWith('Python') ? py.wallS / m.wallS : undefined;
+    const ours = py !== undefined && !r.label.startsWith('Python');
+    const ratio = ours ? py.wallS / m.wallS : undefined;
+    const cpuRatio = ours ? py.cpuS / m.cpuS : undefined;
+    const times = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(1)}×`);
     lines.push(
-      `| ${r.file} | ${r.label} | ${m.wallS.toFixed(2)} | ${(mb / m.wallS).toFixed(0)} | ${m.cpuS.toFixed(2)} | ${(mb / m.cpuS).toFixed(0)} | ${m.maxRssMB.toFixed(0)} | ${ratio === undefined ? '—' : `${ratio.toFixed(1)}×`} | ${verdict(r, ratio)} |`,
+      `| ${r.file} | ${r.label} | ${m.wallS.toFixed(2)} | ${(mb / m.wallS).toFixed(0)} | ${m.cpuS.toFixed(2)} | ${(mb / m.cpuS).toFixed(0)} | ${m.maxRssMB.toFixed(0)} | ${times(ratio)} | ${times(cpuRatio)} | ${verdict(r, ratio)} |`,
     );
   }
   return lines.join('\n');

@@ -315,6 +315,8 @@ class ChromeJsonScanner {
   private argsStart = -1;
   private argsEnd = -1;
   private argsParsed = false;
+  /** The current event's args text, sliced on first use by `fastArg`. */
+  private argsText: string | undefined;
   private readonly argKeyStart: number[] = [];
   private readonly argKeyEnd: number[] = [];
   private readonly argValStart: number[] = [];
@@ -493,6 +495,7 @@ class ChromeJsonScanner {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
+    this.argsText = undefined;
     if (this.tslShape && text.startsWith(TSL_EVENT_HEAD, p)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
@@ -921,17 +924,18 @@ class ChromeJsonScanner {
    */
   private fastArg(key: string): { start: number; end: number } | undefined | null {
     if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return null;
-    const text = this.text;
-    const at = text.indexOf(`"${key}${this.keyValueSeparator}`, this.argsStart);
-    if (at < 0 || at >= this.argsEnd) {
+    // Search only the args (a slice shares the chunk's storage): an absent key must not scan the chunk.
+    this.argsText ??= this.text.slice(this.argsStart, this.argsEnd);
+    const args = this.argsText;
+    const at = args.indexOf(`"${key}${this.keyValueSeparator}`);
+    if (at < 0) {
       // Absent, unless spelled another way (other spacing, a non-string value): then parse.
-      const loose = text.indexOf(`"${key}"`, this.argsStart);
-      return loose >= 0 && loose < this.argsEnd ? null : undefined;
+      return args.includes(`"${key}"`) ? null : undefined;
     }
     const start = at + key.length + 1 + this.keyValueSeparator.length;
-    const end = text.indexOf('"', start);
-    if (end < 0 || end >= this.argsEnd || text.charCodeAt(end - 1) === 92) return null; // escapes: parse
-    return { start, end };
+    const end = args.indexOf('"', start);
+    if (end < 0 || args.charCodeAt(end - 1) === 92) return null; // escapes: parse
+    return { start: this.argsStart + start, end: this.argsStart + end };
   }
 
   argNumber(key: string): number | undefined {
