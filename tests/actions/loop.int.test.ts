@@ -129,6 +129,10 @@ store:
       subject: expect.stringContaining('shorter-delay'),
     });
     expect(runs.propose!.outputs['candidate-branch']).toBe(`hillclimb/toy/${RUN_ID}/i001`);
+    expect(runs.propose!.outputs.hypothesis).toBe('Less waiting per call.');
+    expect(JSON.parse(readFileSync(runs.propose!.outputs['result-file']!, 'utf8'))).toMatchObject({
+      next_idea: 'Fuse compute.',
+    });
     expect(existsSync(join(artifacts, 'bundle', 'candidate', 'candidate.bundle'))).toBe(true);
     expect(runs.propose!.stdout).toContain('::group::hillclimb: propose (prepare, agent, guard)');
     expect(runs.propose!.summary).toContain(`## hillclimb toy, run \`${RUN_ID}\``);

@@ -26,7 +26,12 @@ describe('a TPU held by one job and used by another', () => {
     execFileSync('git', ['clone', '-q', bare, dir]);
     return dir;
   };
-  const step = (action: ActionName, cwd: string, inputs: Record<string, string>, state?: Record<string, string>) =>
+  const step = (
+    action: ActionName,
+    cwd: string,
+    inputs: Record<string, string>,
+    state?: Record<string, string>,
+  ) =>
     runActionBundle(action, {
       cwd,
       inputs,
@@ -72,7 +77,11 @@ describe('a TPU held by one job and used by another', () => {
     execFileSync('git', ['push', '-q', bare, 'main:refs/heads/main'], { cwd: seed });
 
     const allocator = clone();
-    runs.allocate = await step('tpu', allocator, { mode: 'allocate', 'run-id': `${RUN_ID}-i1-a1`, hold: 'true' });
+    runs.allocate = await step('tpu', allocator, {
+      mode: 'allocate',
+      'run-id': `${RUN_ID}-i1-a1`,
+      hold: 'true',
+    });
     runs.allocatePost = await step('tpu', allocator, {}, runs.allocate.state);
 
     const propose = clone();
@@ -84,7 +93,10 @@ describe('a TPU held by one job and used by another', () => {
 
     const measure = clone();
     cpSync(join(gate, bundle), join(measure, bundle), { recursive: true });
-    runs.attach = await step('tpu', measure, { mode: 'attach', allocation: runs.allocate.outputs.allocation! });
+    runs.attach = await step('tpu', measure, {
+      mode: 'attach',
+      allocation: runs.allocate.outputs.allocation!,
+    });
     runs.accelerator = await step('kernel-test', measure, { ...iteration, gate: 'accelerator' });
     runs.profile = await step('profile', measure, iteration);
     runs.release = await step('tpu', measure, {}, runs.attach.state);

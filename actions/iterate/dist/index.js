@@ -66270,6 +66270,8 @@ var ChromeJsonScanner = class {
   argsStart = -1;
   argsEnd = -1;
   argsParsed = false;
+  /** The current event's args text, sliced on first use by `fastArg`. */
+  argsText;
   argKeyStart = [];
   argKeyEnd = [];
   argValStart = [];
@@ -66418,6 +66420,7 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
+    this.argsText = void 0;
     if (this.tslShape && text3.startsWith(TSL_EVENT_HEAD, p)) {
       const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
@@ -66826,16 +66829,16 @@ var ChromeJsonScanner = class {
    */
   fastArg(key) {
     if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return null;
-    const text3 = this.text;
-    const at = text3.indexOf(`"${key}${this.keyValueSeparator}`, this.argsStart);
-    if (at < 0 || at >= this.argsEnd) {
-      const loose = text3.indexOf(`"${key}"`, this.argsStart);
-      return loose >= 0 && loose < this.argsEnd ? null : void 0;
+    this.argsText ??= this.text.slice(this.argsStart, this.argsEnd);
+    const args = this.argsText;
+    const at = args.indexOf(`"${key}${this.keyValueSeparator}`);
+    if (at < 0) {
+      return args.includes(`"${key}"`) ? null : void 0;
     }
     const start = at + key.length + 1 + this.keyValueSeparator.length;
-    const end = text3.indexOf('"', start);
-    if (end < 0 || end >= this.argsEnd || text3.charCodeAt(end - 1) === 92) return null;
-    return { start, end };
+    const end = args.indexOf('"', start);
+    if (end < 0 || args.charCodeAt(end - 1) === 92) return null;
+    return { start: this.argsStart + start, end: this.argsStart + end };
   }
   argNumber(key) {
     const fast = this.fastArg(key);
@@ -68880,7 +68883,10 @@ await runAction(async ({ logger }) => {
   setOutputs({
     "agent-status": ev.agent?.status ?? "not-run",
     "patch-file": ev.candidate ? `${result.bundleDir}/${BundleFiles.patch}` : "",
-    subject: ev.candidate?.subject ?? ""
+    subject: ev.candidate?.subject ?? "",
+    // The agent's structured result (hypothesis, summary, next idea), when it wrote a valid one.
+    "result-file": ev.agent?.result ? `${result.bundleDir}/${BundleFiles.agentResult}` : "",
+    hypothesis: ev.agent?.result?.hypothesis ?? ""
   });
   if (ev.verdict) logger.info(`propose ended the iteration: ${ev.verdict} (${ev.verdictReasons[0] ?? ""})`);
   await writeSummary(iterationSummary(result), logger);

@@ -36340,6 +36340,8 @@ var ChromeJsonScanner = class {
   argsStart = -1;
   argsEnd = -1;
   argsParsed = false;
+  /** The current event's args text, sliced on first use by `fastArg`. */
+  argsText;
   argKeyStart = [];
   argKeyEnd = [];
   argValStart = [];
@@ -36488,6 +36490,7 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
+    this.argsText = void 0;
     if (this.tslShape && text.startsWith(TSL_EVENT_HEAD, p)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
@@ -36896,16 +36899,16 @@ var ChromeJsonScanner = class {
    */
   fastArg(key) {
     if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return null;
-    const text = this.text;
-    const at = text.indexOf(`"${key}${this.keyValueSeparator}`, this.argsStart);
-    if (at < 0 || at >= this.argsEnd) {
-      const loose = text.indexOf(`"${key}"`, this.argsStart);
-      return loose >= 0 && loose < this.argsEnd ? null : void 0;
+    this.argsText ??= this.text.slice(this.argsStart, this.argsEnd);
+    const args = this.argsText;
+    const at = args.indexOf(`"${key}${this.keyValueSeparator}`);
+    if (at < 0) {
+      return args.includes(`"${key}"`) ? null : void 0;
     }
     const start = at + key.length + 1 + this.keyValueSeparator.length;
-    const end = text.indexOf('"', start);
-    if (end < 0 || end >= this.argsEnd || text.charCodeAt(end - 1) === 92) return null;
-    return { start, end };
+    const end = args.indexOf('"', start);
+    if (end < 0 || args.charCodeAt(end - 1) === 92) return null;
+    return { start: this.argsStart + start, end: this.argsStart + end };
   }
   argNumber(key) {
     const fast = this.fastArg(key);
