@@ -13,7 +13,7 @@ const END = '<!-- end of reference -->';
 
 const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ').trim();
 
-export function renderReference(): string {
+function renderReference(): string {
   const sections = ACTIONS.map((name) => {
     const meta = actionMetadata(name);
     const inputs = Object.entries(meta.inputs).map(
