@@ -299,6 +299,8 @@ function opRows(
     if (list === undefined) groups.set(c.op.baseName, [c]);
     else list.push(c);
   }
+  // Without any FLOPs in the trace (XLA:CPU, Kineto) "no cost model" says nothing about a single op.
+  const traceHasFlops = counted.some((c) => c.op.flops !== undefined);
   const rows: OpRow[] = [];
   for (const [name, list] of groups) {
     const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
@@ -324,7 +326,7 @@ function opRows(
       bytes: bytes === undefined ? null : round(bytes / steps, 0),
       tflops: flops === undefined || customCall || timeSec === 0 ? null : round(flops / timeSec / 1e12, 3),
       customCall,
-      noCostModel: customCall || flops === undefined || flops === 0,
+      noCostModel: customCall || (traceHasFlops && (flops === undefined || flops === 0)),
       longName: heaviest.longName,
     });
   }

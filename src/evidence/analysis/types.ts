@@ -106,7 +106,7 @@ export interface OpRow {
   /** Achieved TFLOP/s from cost-model FLOPs; null without FLOPs. */
   tflops: number | null;
   customCall: boolean;
-  /** A custom call, or an op with zero/absent FLOPs: XLA's cost model does not cover it. */
+  /** A custom call, or (in a trace that has FLOPs) an op with zero/absent FLOPs: no cost-model FLOPs. */
   noCostModel: boolean;
   /** Full HLO text of the heaviest variant, when the trace has it. */
   longName: string | undefined;

@@ -149,6 +149,8 @@ describe('trace summary on GPU and CPU traces', () => {
     expect(whileOp.occurrences).toBe(1);
     expect(whileOp.timeMs).toBeLessThan(s.steps.opMs);
     expect(s.ops.reduce((t, o) => t + o.timeMs, 0)).toBeCloseTo(s.steps.opMs, 5);
+    // XLA:CPU traces carry no FLOPs at all, so no op is singled out as lacking a cost model.
+    expect(s.ops.every((o) => o.flops === null && !o.noCostModel)).toBe(true);
   });
 
   it('JAX on CPU: the XSpace, trace.json.gz and perfetto_trace.json.gz give the same analysis', async () => {
