@@ -45,7 +45,18 @@ export interface LoopContext {
   host: string;
   /** Sleep used between infrastructure retries (tests shorten it). */
   sleep: (ms: number) => Promise<void>;
+  /**
+   * Whether prepare may run the champion's profile when no stored one exists. False in the agent's CI
+   * job, which holds no cloud credentials: there the prompt uses the profile a measuring job stored.
+   */
+  prepareMayProfile: boolean;
 }
+
+/** For runs and phases that never propose: an agent that must not be called. */
+export const NO_AGENT: Agent = {
+  name: 'none',
+  run: () => Promise.reject(new Error('this phase runs no agent')),
+};
 
 export function configHash(config: HillclimbConfig): string {
   return createHash('sha256').update(readFileSync(config.file)).digest('hex').slice(0, 16);

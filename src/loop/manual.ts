@@ -4,7 +4,6 @@
  * the loop, so a number means the same thing wherever it was produced.
  */
 import { join } from 'node:path';
-import type { Agent } from '../agent/agent.js';
 import { LocalBackend } from '../compute/backends/local.js';
 import { buildBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
@@ -18,7 +17,15 @@ import type { Logger } from '../util/log.js';
 import { Git } from '../workspace/git.js';
 import { matchAny } from '../workspace/glob.js';
 import { Bundle, BundleFiles } from './bundle.js';
-import { configHash, defaultHost, type LoopContext, realSleep, runDirOf, stateDirOf } from './context.js';
+import {
+  configHash,
+  defaultHost,
+  type LoopContext,
+  NO_AGENT,
+  realSleep,
+  runDirOf,
+  stateDirOf,
+} from './context.js';
 import { readHistory } from './history.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { newRunId } from './journal.js';
@@ -34,12 +41,6 @@ export interface ManualOptions {
   signal?: AbortSignal;
   dryRun?: boolean;
 }
-
-/** No agent runs in a manual measurement; any attempt to use one is a bug. */
-const noAgent: Agent = {
-  name: 'none',
-  run: () => Promise.reject(new Error('manual measurements run no agent')),
-};
 
 async function manualContext(opts: ManualOptions, runId: string): Promise<LoopContext> {
   const config = loadConfig(opts.configFile, opts.overrides);
@@ -66,7 +67,7 @@ async function manualContext(opts: ManualOptions, runId: string): Promise<LoopCo
       config.compute.backend === 'local'
         ? backend
         : new LocalBackend({ root: config.root, logger: opts.logger }),
-    agent: noAgent,
+    agent: NO_AGENT,
     forge: buildForge(config, { root: config.root, logger: opts.logger }),
     store: buildStore(config, { root: config.root, logger: opts.logger }),
     logger: opts.logger,
@@ -76,6 +77,7 @@ async function manualContext(opts: ManualOptions, runId: string): Promise<LoopCo
     hillclimbVersion: packageVersion(),
     host: defaultHost(),
     sleep: realSleep,
+    prepareMayProfile: true,
   };
 }
 

@@ -10,7 +10,8 @@
  * Phases hand over through the iteration's evidence bundle (uploaded and downloaded as an artifact) and
  * the store (history). `all` runs the whole iteration in one process, as `hillclimb loop` does.
  */
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildAgent } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
@@ -24,13 +25,23 @@ import { buildForge } from '../forge/factory.js';
 import { buildStore } from '../store/factory.js';
 import type { Store } from '../store/store.js';
 import { ExitCode, errorMessage, HillclimbError } from '../util/errors.js';
+import { writeFileAtomic } from '../util/files.js';
 import type { Logger } from '../util/log.js';
 import { Git } from '../workspace/git.js';
 import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
-import { configHash, defaultHost, type LoopContext, realSleep, runDirOf, stateDirOf } from './context.js';
+import {
+  configHash,
+  defaultHost,
+  type LoopContext,
+  NO_AGENT,
+  realSleep,
+  runDirOf,
+  stateDirOf,
+} from './context.js';
 import { historyFile, readHistory } from './history.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { candidateRef } from './naming.js';
+import { revalidateBundle } from './trust.js';
 
 export const PHASES = ['propose', 'cpu-gate', 'accelerator-gate', 'measure', 'publish', 'all'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -58,8 +69,9 @@ export interface PhaseOptions {
   /** Iterations the run was asked for (shown in the prompt). Default: loop.iterations. */
   totalIterations?: number;
   /**
-   * The champion to start from (propose only). Default: the champion after the target's last history
-   * row, else HEAD.
+   * The champion. For propose: where to start (default: the champion after the target's last history
+   * row, else HEAD). For later phases: what the bundle's champion must be (a bundle from another job is
+   * checked against it; see trust.ts).
    */
   base?: string;
   /** When the run started (orders sticky comments); default now, for the first phase. */
@@ -111,7 +123,9 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     git,
     backend,
     cpuBackend,
-    agent: buildAgent(config, { root: config.root, logger: opts.logger }),
+    agent: PHASE_STEPS[phase].includes('propose')
+      ? buildAgent(config, { root: config.root, logger: opts.logger })
+      : NO_AGENT,
     forge: buildForge(config, { root: config.root, logger: opts.logger }),
     store,
     logger: opts.logger,
@@ -122,8 +136,11 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     hillclimbVersion: packageVersion(),
     host: defaultHost(),
     sleep: realSleep,
+    // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
+    prepareMayProfile: phase === 'all',
   };
 
+  const trustFile = join(stateDir, 'trust', `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== 'propose' && phase !== 'all') {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -131,35 +148,102 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
         exitCode: ExitCode.badInput,
       });
     }
-    const base = opts.base ?? championFromHistory(stateDir, target.name) ?? (await git.head());
-    bundle.save(newEvidence(ctx, { iteration: opts.iteration, base: { commit: await git.revParse(base) } }));
+    const fromHistory = championFromHistory(stateDir, target.name);
+    const base = opts.base ?? fromHistory?.commit ?? (await git.head());
+    const commit = await git.revParse(base);
+    const branch = fromHistory?.commit === commit ? fromHistory.branch : undefined;
+    bundle.save(
+      newEvidence(ctx, { iteration: opts.iteration, base: { commit, ...(branch ? { branch } : {}) } }),
+    );
   }
-  await ensureCandidateCommits(git, bundle, ctx.runId, opts.iteration);
+  if (existing && phase !== 'propose' && phase !== 'all' && !madeHere(bundle, trustFile)) {
+    // The bundle came from another job (or was changed since this machine wrote it): take nothing on trust.
+    await revalidateBundle(ctx, bundle, phase, opts.base);
+  } else {
+    await ensureCandidateCommits(git, bundle, ctx.runId, opts.iteration);
+  }
 
   const steps = PHASE_STEPS[phase];
-  const needsBackend = steps.some((s) =>
-    ['cpu-gate', 'accelerator-gate', 'measure', 'profile', 'prepare'].includes(s),
-  );
+  // Open only what the phase uses: the CPU gate runs on this machine, so its job never allocates a TPU.
+  const uses = (names: readonly StepName[]) => phase === 'all' || steps.some((s) => names.includes(s));
+  const opened = [
+    ...(uses(['accelerator-gate', 'measure', 'profile']) ? [backend] : []),
+    ...(uses(['cpu-gate']) && !(uses(['accelerator-gate', 'measure', 'profile']) && cpuBackend === backend)
+      ? [cpuBackend]
+      : []),
+  ];
   try {
-    if (needsBackend) {
-      await backend.open();
-      if (cpuBackend !== backend) await cpuBackend.open();
-    }
+    for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, undefined, { only: steps });
     if (steps.includes('record')) await pushHistory(store, stateDir, target.name);
+    writeFileAtomic(trustFile, evidenceDigest(bundle));
     return { phase, evidence, bundleDir: bundle.dir, stateDir };
   } finally {
-    if (needsBackend) {
-      await backend.close().catch((e: unknown) => opts.logger.warn(`release compute: ${errorMessage(e)}`));
-      if (cpuBackend !== backend) await cpuBackend.close().catch(() => undefined);
+    for (const b of opened) {
+      await b
+        .close()
+        .catch((e: unknown) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
     }
     await git.close().catch((e: unknown) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`));
   }
 }
 
-/** The champion after the target's last history row, if any. */
-export function championFromHistory(stateDir: string, target: string): string | undefined {
-  return readHistory(stateDir, target).at(-1)?.championAfter;
+export interface ChampionOptions {
+  configFile: string;
+  overrides?: ConfigOverrides;
+  target?: string;
+  logger: Logger;
+}
+
+/**
+ * The champion a new iteration starts from: the champion after the target's last history row (read
+ * through the store, which CI shares between workflow runs), else HEAD. The workflow resolves it in a
+ * trusted job and hands it to every phase, which checks the bundle against it.
+ */
+export async function resolveChampion(
+  opts: ChampionOptions,
+): Promise<{ commit: string; branch?: string; source: 'history' | 'head' }> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const target = selectTarget(config, opts.target);
+  const stateDir = stateDirOf(config);
+  await pullHistory(
+    buildStore(config, { root: config.root, logger: opts.logger }),
+    stateDir,
+    target.name,
+    opts.logger,
+  );
+  const fromHistory = championFromHistory(stateDir, target.name);
+  if (fromHistory) return { ...fromHistory, source: 'history' };
+  const git = await Git.create(config.root, { logger: opts.logger });
+  return { commit: await git.head(), source: 'head' };
+}
+
+/** sha256 of the bundle's evidence.json as it is on disk. */
+function evidenceDigest(bundle: Bundle): string {
+  return createHash('sha256')
+    .update(readFileSync(bundle.path(BundleFiles.evidence)))
+    .digest('hex');
+}
+
+/**
+ * Whether this machine wrote the bundle as it is now: a digest kept in the state dir, outside the bundle
+ * (so it never travels with the artifact), matches. Then a later phase in the same job may trust it.
+ */
+function madeHere(bundle: Bundle, trustFile: string): boolean {
+  return existsSync(trustFile) && readFileSync(trustFile, 'utf8') === evidenceDigest(bundle);
+}
+
+/** The champion after the target's last history row (with its PR branch when an iteration made it), if any. */
+export function championFromHistory(
+  stateDir: string,
+  target: string,
+): { commit: string; branch?: string } | undefined {
+  const last = readHistory(stateDir, target).at(-1);
+  if (!last) return undefined;
+  const promoted = readHistory(stateDir, target)
+    .reverse()
+    .find((r) => r.verdict === 'improved' && r.championAfter === last.championAfter);
+  return { commit: last.championAfter, ...(promoted?.branch ? { branch: promoted.branch } : {}) };
 }
 
 /** A bundle made in another job carries the candidate's commits; fetch them if this clone lacks them. */

@@ -164,6 +164,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
     hillclimbVersion: packageVersion(),
     host: defaultHost(),
     sleep: opts.sleep ?? realSleep,
+    prepareMayProfile: true,
   };
 
   const outcomes: IterationOutcome[] = [];

@@ -2172,9 +2172,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve14, reject) => {
+          return new Promise((resolve15, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve14(data);
+              return err ? reject(err) : resolve15(data);
             });
           });
         }
@@ -2212,12 +2212,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve14, reject) => {
+          return new Promise((resolve15, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve14(data);
+              ) : resolve15(data);
             });
           });
         }
@@ -4484,8 +4484,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve14, reject) => {
-        res = resolve14;
+      const promise = new Promise((resolve15, reject) => {
+        res = resolve15;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -6736,12 +6736,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve14, reject) => {
+      const waitForDrain = () => new Promise((resolve15, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve14;
+          callback = resolve15;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7411,12 +7411,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve14, reject) => {
+      const waitForDrain = () => new Promise((resolve15, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve14;
+          callback = resolve15;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7895,16 +7895,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve14) => {
+        return new Promise((resolve15) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve14;
+            this[kClosedResolve] = resolve15;
           } else {
-            resolve14(null);
+            resolve15(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve14) => {
+        return new Promise((resolve15) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
             const request2 = requests[i];
@@ -7915,7 +7915,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve14(null);
+            resolve15(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7966,7 +7966,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve14, reject) => {
+        const socket = await new Promise((resolve15, reject) => {
           client[kConnector]({
             host,
             hostname: hostname3,
@@ -7978,7 +7978,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve14(socket2);
+              resolve15(socket2);
             }
           });
         });
@@ -8314,8 +8314,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c) => c.close()));
         } else {
-          await new Promise((resolve14) => {
-            this[kClosedResolve] = resolve14;
+          await new Promise((resolve15) => {
+            this[kClosedResolve] = resolve15;
           });
         }
       }
@@ -9584,7 +9584,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve14, reject) => {
+        return await new Promise((resolve15, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9597,7 +9597,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve14(null);
+              resolve15(null);
             }
           }).on("error", noop4).on("data", function(chunk2) {
             limit -= chunk2.length;
@@ -9616,7 +9616,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert(!stream[kConsume]);
-      return new Promise((resolve14, reject) => {
+      return new Promise((resolve15, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9633,7 +9633,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve14,
+              resolve: resolve15,
               reject,
               length: 0,
               body: []
@@ -9703,18 +9703,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve14, stream, length } = consume2;
+      const { type, body, resolve: resolve15, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve14(chunksDecode(body, length));
+          resolve15(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve14(JSON.parse(chunksDecode(body, length)));
+          resolve15(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve14(chunksConcat(body, length).buffer);
+          resolve15(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve14(new Blob(body, { type: stream[kContentType] }));
+          resolve15(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve14(chunksConcat(body, length));
+          resolve15(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9971,9 +9971,9 @@ var require_api_request = __commonJS({
     };
     function request2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve15, reject) => {
           request2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve15(data);
           });
         });
       }
@@ -10196,9 +10196,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve15, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve15(data);
           });
         });
       }
@@ -10483,9 +10483,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve15, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve15(data);
           });
         });
       }
@@ -10577,9 +10577,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve15, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve15(data);
           });
         });
       }
@@ -14442,7 +14442,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve14, reject) => agent.dispatch(
+        return new Promise((resolve15, reject) => agent.dispatch(
           {
             path: url.pathname + url.search,
             origin: url.origin,
@@ -14518,7 +14518,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable4({ read: resume });
               const onError = this.onError.bind(this);
-              resolve14({
+              resolve15({
                 status,
                 statusText,
                 headersList,
@@ -14561,7 +14561,7 @@ var require_fetch = __commonJS({
               for (let i = 0; i < rawHeaders.length; i += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i]), rawHeaders[i + 1].toString("latin1"), true);
               }
-              resolve14({
+              resolve15({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18302,8 +18302,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay2(ms2) {
-      return new Promise((resolve14) => {
-        setTimeout(resolve14, ms2).unref();
+      return new Promise((resolve15) => {
+        setTimeout(resolve15, ms2).unref();
       });
     }
     module2.exports = {
@@ -22112,7 +22112,7 @@ var require_compile = __commonJS({
       const schOrFunc = root.refs[ref];
       if (schOrFunc)
         return schOrFunc;
-      let _sch = resolve14.call(this, root, ref);
+      let _sch = resolve15.call(this, root, ref);
       if (_sch === void 0) {
         const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
@@ -22139,7 +22139,7 @@ var require_compile = __commonJS({
     function sameSchemaEnv(s1, s2) {
       return s1.schema === s2.schema && s1.root === s2.root && s1.baseId === s2.baseId;
     }
-    function resolve14(root, ref) {
+    function resolve15(root, ref) {
       let sch;
       while (typeof (sch = this.refs[ref]) == "string")
         ref = sch;
@@ -23003,7 +23003,7 @@ var require_fast_uri = __commonJS({
       }
       return uri;
     }
-    function resolve14(baseURI, relativeURI, options2) {
+    function resolve15(baseURI, relativeURI, options2) {
       const schemelessOptions = options2 ? Object.assign({ scheme: "null" }, options2) : { scheme: "null" };
       const {
         parsed: baseParsed,
@@ -23394,7 +23394,7 @@ var require_fast_uri = __commonJS({
     var fastUri = {
       SCHEMES,
       normalize,
-      resolve: resolve14,
+      resolve: resolve15,
       resolveComponent,
       equal,
       serialize,
@@ -33849,8 +33849,8 @@ var require_light = __commonJS({
           return this.Promise.resolve();
         }
         yieldLoop(t = 0) {
-          return new this.Promise(function(resolve14, reject) {
-            return setTimeout(resolve14, t);
+          return new this.Promise(function(resolve15, reject) {
+            return setTimeout(resolve15, t);
           });
         }
         computePenalty() {
@@ -34061,15 +34061,15 @@ var require_light = __commonJS({
           return this._queue.length === 0;
         }
         async _tryToRun() {
-          var args, cb, error2, reject, resolve14, returned, task;
+          var args, cb, error2, reject, resolve15, returned, task;
           if (this._running < 1 && this._queue.length > 0) {
             this._running++;
-            ({ task, args, resolve: resolve14, reject } = this._queue.shift());
+            ({ task, args, resolve: resolve15, reject } = this._queue.shift());
             cb = await (async function() {
               try {
                 returned = await task(...args);
                 return function() {
-                  return resolve14(returned);
+                  return resolve15(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -34084,13 +34084,13 @@ var require_light = __commonJS({
           }
         }
         schedule(task, ...args) {
-          var promise, reject, resolve14;
-          resolve14 = reject = null;
+          var promise, reject, resolve15;
+          resolve15 = reject = null;
           promise = new this.Promise(function(_resolve, _reject) {
-            resolve14 = _resolve;
+            resolve15 = _resolve;
             return reject = _reject;
           });
-          this._queue.push({ task, args, resolve: resolve14, reject });
+          this._queue.push({ task, args, resolve: resolve15, reject });
           this._tryToRun();
           return promise;
         }
@@ -34491,14 +34491,14 @@ var require_light = __commonJS({
                 counts = this._states.counts;
                 return counts[0] + counts[1] + counts[2] + counts[3] === at;
               };
-              return new this.Promise((resolve14, reject) => {
+              return new this.Promise((resolve15, reject) => {
                 if (finished()) {
-                  return resolve14();
+                  return resolve15();
                 } else {
                   return this.on("done", () => {
                     if (finished()) {
                       this.removeAllListeners("done");
-                      return resolve14();
+                      return resolve15();
                     }
                   });
                 }
@@ -34591,9 +34591,9 @@ var require_light = __commonJS({
               options2 = parser$5.load(options2, this.jobDefaults);
             }
             task = (...args2) => {
-              return new this.Promise(function(resolve14, reject) {
+              return new this.Promise(function(resolve15, reject) {
                 return fn(...args2, function(...args3) {
-                  return (args3[0] != null ? reject : resolve14)(args3);
+                  return (args3[0] != null ? reject : resolve15)(args3);
                 });
               });
             };
@@ -34834,7 +34834,7 @@ var require_DLList = __commonJS({
 var require_Events = __commonJS({
   "node_modules/bottleneck/lib/Events.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -34843,7 +34843,7 @@ var require_Events = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -34851,13 +34851,13 @@ var require_Events = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35049,7 +35049,7 @@ var require_BottleneckError = __commonJS({
 var require_Job = __commonJS({
   "node_modules/bottleneck/lib/Job.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35058,7 +35058,7 @@ var require_Job = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35066,13 +35066,13 @@ var require_Job = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35253,7 +35253,7 @@ var require_Job = __commonJS({
 var require_LocalDatastore = __commonJS({
   "node_modules/bottleneck/lib/LocalDatastore.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35262,7 +35262,7 @@ var require_LocalDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35270,13 +35270,13 @@ var require_LocalDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35345,8 +35345,8 @@ var require_LocalDatastore = __commonJS({
         })();
       }
       yieldLoop(t = 0) {
-        return new this.Promise(function(resolve14, reject) {
-          return setTimeout(resolve14, t);
+        return new this.Promise(function(resolve15, reject) {
+          return setTimeout(resolve15, t);
         });
       }
       computePenalty() {
@@ -35816,7 +35816,7 @@ var require_Scripts = __commonJS({
 var require_RedisConnection = __commonJS({
   "node_modules/bottleneck/lib/RedisConnection.js"(exports, module) {
     "use strict";
-    function asyncGeneratorStep(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35825,7 +35825,7 @@ var require_RedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35833,13 +35833,13 @@ var require_RedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35880,7 +35880,7 @@ var require_RedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve14, reject) => {
+          return new this.Promise((resolve15, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -35891,14 +35891,14 @@ var require_RedisConnection = __commonJS({
               });
             }
             if (client.ready) {
-              return resolve14();
+              return resolve15();
             } else {
-              return client.once("ready", resolve14);
+              return client.once("ready", resolve15);
             }
           });
         }
         _loadScript(name) {
-          return new this.Promise((resolve14, reject) => {
+          return new this.Promise((resolve15, reject) => {
             var payload;
             payload = Scripts.payload(name);
             return this.client.multi([["script", "load", payload]]).exec((err, replies) => {
@@ -35906,7 +35906,7 @@ var require_RedisConnection = __commonJS({
                 return reject(err);
               }
               this.shas[name] = replies[0];
-              return resolve14(replies[0]);
+              return resolve15(replies[0]);
             });
           });
         }
@@ -35919,12 +35919,12 @@ var require_RedisConnection = __commonJS({
           var _this = this;
           return _asyncToGenerator(function* () {
             yield _this.ready;
-            return new _this.Promise((resolve14, reject) => {
+            return new _this.Promise((resolve15, reject) => {
               return _this.client.multi([cmd]).exec_atomic(function(err, replies) {
                 if (err != null) {
                   return reject(err);
                 } else {
-                  return resolve14(replies[0]);
+                  return resolve15(replies[0]);
                 }
               });
             });
@@ -35932,13 +35932,13 @@ var require_RedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve14, reject) => {
+            return new this.Promise((resolve15, reject) => {
               var handler2;
               handler2 = (chan) => {
                 if (chan === channel) {
                   this.subscriber.removeListener("subscribe", handler2);
                   this.limiters[channel] = instance;
-                  return resolve14();
+                  return resolve15();
                 }
               };
               this.subscriber.on("subscribe", handler2);
@@ -35952,13 +35952,13 @@ var require_RedisConnection = __commonJS({
             /* @__PURE__ */ (function() {
               var _ref = _asyncToGenerator(function* (channel) {
                 if (!_this2.terminated) {
-                  yield new _this2.Promise((resolve14, reject) => {
+                  yield new _this2.Promise((resolve15, reject) => {
                     return _this2.subscriber.unsubscribe(channel, function(err, chan) {
                       if (err != null) {
                         return reject(err);
                       }
                       if (chan === channel) {
-                        return resolve14();
+                        return resolve15();
                       }
                     });
                   });
@@ -36043,7 +36043,7 @@ var require_IORedisConnection = __commonJS({
     function _arrayWithHoles(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36052,7 +36052,7 @@ var require_IORedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36060,13 +36060,13 @@ var require_IORedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36112,7 +36112,7 @@ var require_IORedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve14, reject) => {
+          return new this.Promise((resolve15, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -36123,9 +36123,9 @@ var require_IORedisConnection = __commonJS({
               });
             }
             if (client.status === "ready") {
-              return resolve14();
+              return resolve15();
             } else {
-              return client.once("ready", resolve14);
+              return client.once("ready", resolve15);
             }
           });
         }
@@ -36151,10 +36151,10 @@ var require_IORedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve14, reject) => {
+            return new this.Promise((resolve15, reject) => {
               return this.subscriber.subscribe(channel, () => {
                 this.limiters[channel] = instance;
-                return resolve14();
+                return resolve15();
               });
             });
           }));
@@ -36252,7 +36252,7 @@ var require_RedisDatastore = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36261,7 +36261,7 @@ var require_RedisDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36269,13 +36269,13 @@ var require_RedisDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36411,7 +36411,7 @@ var require_RedisDatastore = __commonJS({
           if (!(name === "init" || name === "register_client")) {
             yield _this3.ready;
           }
-          return new _this3.Promise((resolve14, reject) => {
+          return new _this3.Promise((resolve15, reject) => {
             var all_args, arr;
             all_args = [Date.now(), _this3.clientId].concat(args);
             _this3.instance.Events.trigger("debug", `Calling Redis script: ${name}.lua`, all_args);
@@ -36419,7 +36419,7 @@ var require_RedisDatastore = __commonJS({
               if (err != null) {
                 return reject(err);
               }
-              return resolve14(replies);
+              return resolve15(replies);
             });
             return _this3.connection.__scriptFn__(name)(...arr);
           }).catch((e) => {
@@ -36650,7 +36650,7 @@ var require_States = __commonJS({
 var require_Sync = __commonJS({
   "node_modules/bottleneck/lib/Sync.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36659,7 +36659,7 @@ var require_Sync = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36667,13 +36667,13 @@ var require_Sync = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36696,19 +36696,19 @@ var require_Sync = __commonJS({
       _tryToRun() {
         var _this = this;
         return _asyncToGenerator2(function* () {
-          var args, cb, error2, reject, resolve14, returned, task;
+          var args, cb, error2, reject, resolve15, returned, task;
           if (_this._running < 1 && _this._queue.length > 0) {
             _this._running++;
             var _this$_queue$shift = _this._queue.shift();
             task = _this$_queue$shift.task;
             args = _this$_queue$shift.args;
-            resolve14 = _this$_queue$shift.resolve;
+            resolve15 = _this$_queue$shift.resolve;
             reject = _this$_queue$shift.reject;
             cb = yield _asyncToGenerator2(function* () {
               try {
                 returned = yield task(...args);
                 return function() {
-                  return resolve14(returned);
+                  return resolve15(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -36724,16 +36724,16 @@ var require_Sync = __commonJS({
         })();
       }
       schedule(task, ...args) {
-        var promise, reject, resolve14;
-        resolve14 = reject = null;
+        var promise, reject, resolve15;
+        resolve15 = reject = null;
         promise = new this.Promise(function(_resolve, _reject) {
-          resolve14 = _resolve;
+          resolve15 = _resolve;
           return reject = _reject;
         });
         this._queue.push({
           task,
           args,
-          resolve: resolve14,
+          resolve: resolve15,
           reject
         });
         this._tryToRun();
@@ -36786,7 +36786,7 @@ var require_Group = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36795,7 +36795,7 @@ var require_Group = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36803,13 +36803,13 @@ var require_Group = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37072,7 +37072,7 @@ var require_Bottleneck = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -37081,7 +37081,7 @@ var require_Bottleneck = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve15(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -37089,13 +37089,13 @@ var require_Bottleneck = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve15, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37333,14 +37333,14 @@ var require_Bottleneck = __commonJS({
               counts = this._states.counts;
               return counts[0] + counts[1] + counts[2] + counts[3] === at;
             };
-            return new this.Promise((resolve14, reject) => {
+            return new this.Promise((resolve15, reject) => {
               if (finished()) {
-                return resolve14();
+                return resolve15();
               } else {
                 return this.on("done", () => {
                   if (finished()) {
                     this.removeAllListeners("done");
-                    return resolve14();
+                    return resolve15();
                   }
                 });
               }
@@ -37448,9 +37448,9 @@ var require_Bottleneck = __commonJS({
             options2 = parser3.load(options2, this.jobDefaults);
           }
           task = (...args2) => {
-            return new this.Promise(function(resolve14, reject) {
+            return new this.Promise(function(resolve15, reject) {
               return fn(...args2, function(...args3) {
-                return (args3[0] != null ? reject : resolve14)(args3);
+                return (args3[0] != null ? reject : resolve15)(args3);
               });
             });
           };
@@ -37664,8 +37664,8 @@ var init_sha256_wrapper_ITDNMKRK = __esm({
       return function(moduleArg = {}) {
         var Module2 = moduleArg;
         var readyPromiseResolve, readyPromiseReject;
-        Module2["ready"] = new Promise((resolve14, reject) => {
-          readyPromiseResolve = resolve14;
+        Module2["ready"] = new Promise((resolve15, reject) => {
+          readyPromiseResolve = resolve15;
           readyPromiseReject = reject;
         });
         var moduleOverrides = Object.assign({}, Module2);
@@ -38216,11 +38216,641 @@ var init_sub_paths_HFKHI55E = __esm({
   }
 });
 
+// actions/iterate/src/main.ts
+import { resolve as resolve14 } from "node:path";
+
+// node_modules/@actions/core/lib/command.js
+import * as os from "os";
+
+// node_modules/@actions/core/lib/utils.js
+function toCommandValue(input) {
+  if (input === null || input === void 0) {
+    return "";
+  } else if (typeof input === "string" || input instanceof String) {
+    return input;
+  }
+  return JSON.stringify(input);
+}
+function toCommandProperties(annotationProperties) {
+  if (!Object.keys(annotationProperties).length) {
+    return {};
+  }
+  return {
+    title: annotationProperties.title,
+    file: annotationProperties.file,
+    line: annotationProperties.startLine,
+    endLine: annotationProperties.endLine,
+    col: annotationProperties.startColumn,
+    endColumn: annotationProperties.endColumn
+  };
+}
+
+// node_modules/@actions/core/lib/command.js
+function issueCommand(command, properties, message) {
+  const cmd = new Command(command, properties, message);
+  process.stdout.write(cmd.toString() + os.EOL);
+}
+var CMD_STRING = "::";
+var Command = class {
+  constructor(command, properties, message) {
+    if (!command) {
+      command = "missing.command";
+    }
+    this.command = command;
+    this.properties = properties;
+    this.message = message;
+  }
+  toString() {
+    let cmdStr = CMD_STRING + this.command;
+    if (this.properties && Object.keys(this.properties).length > 0) {
+      cmdStr += " ";
+      let first = true;
+      for (const key in this.properties) {
+        if (this.properties.hasOwnProperty(key)) {
+          const val = this.properties[key];
+          if (val) {
+            if (first) {
+              first = false;
+            } else {
+              cmdStr += ",";
+            }
+            cmdStr += `${key}=${escapeProperty(val)}`;
+          }
+        }
+      }
+    }
+    cmdStr += `${CMD_STRING}${escapeData(this.message)}`;
+    return cmdStr;
+  }
+};
+function escapeData(s) {
+  return toCommandValue(s).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+}
+function escapeProperty(s) {
+  return toCommandValue(s).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A").replace(/:/g, "%3A").replace(/,/g, "%2C");
+}
+
+// node_modules/@actions/core/lib/file-command.js
+import * as crypto2 from "crypto";
+import * as fs from "fs";
+import * as os2 from "os";
+function issueFileCommand(command, message) {
+  const filePath = process.env[`GITHUB_${command}`];
+  if (!filePath) {
+    throw new Error(`Unable to find environment variable for file command ${command}`);
+  }
+  if (!fs.existsSync(filePath)) {
+    throw new Error(`Missing file at path: ${filePath}`);
+  }
+  fs.appendFileSync(filePath, `${toCommandValue(message)}${os2.EOL}`, {
+    encoding: "utf8"
+  });
+}
+function prepareKeyValueMessage(key, value) {
+  const delimiter2 = `ghadelimiter_${crypto2.randomUUID()}`;
+  const convertedValue = toCommandValue(value);
+  if (key.includes(delimiter2)) {
+    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter2}"`);
+  }
+  if (convertedValue.includes(delimiter2)) {
+    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter2}"`);
+  }
+  return `${key}<<${delimiter2}${os2.EOL}${convertedValue}${os2.EOL}${delimiter2}`;
+}
+
+// node_modules/@actions/core/lib/core.js
+import * as os4 from "os";
+
+// node_modules/@actions/http-client/lib/index.js
+var tunnel = __toESM(require_tunnel2(), 1);
+var import_undici = __toESM(require_undici(), 1);
+var HttpCodes;
+(function(HttpCodes2) {
+  HttpCodes2[HttpCodes2["OK"] = 200] = "OK";
+  HttpCodes2[HttpCodes2["MultipleChoices"] = 300] = "MultipleChoices";
+  HttpCodes2[HttpCodes2["MovedPermanently"] = 301] = "MovedPermanently";
+  HttpCodes2[HttpCodes2["ResourceMoved"] = 302] = "ResourceMoved";
+  HttpCodes2[HttpCodes2["SeeOther"] = 303] = "SeeOther";
+  HttpCodes2[HttpCodes2["NotModified"] = 304] = "NotModified";
+  HttpCodes2[HttpCodes2["UseProxy"] = 305] = "UseProxy";
+  HttpCodes2[HttpCodes2["SwitchProxy"] = 306] = "SwitchProxy";
+  HttpCodes2[HttpCodes2["TemporaryRedirect"] = 307] = "TemporaryRedirect";
+  HttpCodes2[HttpCodes2["PermanentRedirect"] = 308] = "PermanentRedirect";
+  HttpCodes2[HttpCodes2["BadRequest"] = 400] = "BadRequest";
+  HttpCodes2[HttpCodes2["Unauthorized"] = 401] = "Unauthorized";
+  HttpCodes2[HttpCodes2["PaymentRequired"] = 402] = "PaymentRequired";
+  HttpCodes2[HttpCodes2["Forbidden"] = 403] = "Forbidden";
+  HttpCodes2[HttpCodes2["NotFound"] = 404] = "NotFound";
+  HttpCodes2[HttpCodes2["MethodNotAllowed"] = 405] = "MethodNotAllowed";
+  HttpCodes2[HttpCodes2["NotAcceptable"] = 406] = "NotAcceptable";
+  HttpCodes2[HttpCodes2["ProxyAuthenticationRequired"] = 407] = "ProxyAuthenticationRequired";
+  HttpCodes2[HttpCodes2["RequestTimeout"] = 408] = "RequestTimeout";
+  HttpCodes2[HttpCodes2["Conflict"] = 409] = "Conflict";
+  HttpCodes2[HttpCodes2["Gone"] = 410] = "Gone";
+  HttpCodes2[HttpCodes2["TooManyRequests"] = 429] = "TooManyRequests";
+  HttpCodes2[HttpCodes2["InternalServerError"] = 500] = "InternalServerError";
+  HttpCodes2[HttpCodes2["NotImplemented"] = 501] = "NotImplemented";
+  HttpCodes2[HttpCodes2["BadGateway"] = 502] = "BadGateway";
+  HttpCodes2[HttpCodes2["ServiceUnavailable"] = 503] = "ServiceUnavailable";
+  HttpCodes2[HttpCodes2["GatewayTimeout"] = 504] = "GatewayTimeout";
+})(HttpCodes || (HttpCodes = {}));
+var Headers2;
+(function(Headers3) {
+  Headers3["Accept"] = "accept";
+  Headers3["ContentType"] = "content-type";
+})(Headers2 || (Headers2 = {}));
+var MediaTypes;
+(function(MediaTypes2) {
+  MediaTypes2["ApplicationJson"] = "application/json";
+})(MediaTypes || (MediaTypes = {}));
+var HttpRedirectCodes = [
+  HttpCodes.MovedPermanently,
+  HttpCodes.ResourceMoved,
+  HttpCodes.SeeOther,
+  HttpCodes.TemporaryRedirect,
+  HttpCodes.PermanentRedirect
+];
+var HttpResponseRetryCodes = [
+  HttpCodes.BadGateway,
+  HttpCodes.ServiceUnavailable,
+  HttpCodes.GatewayTimeout
+];
+
+// node_modules/@actions/core/lib/summary.js
+import { EOL as EOL3 } from "os";
+import { constants, promises } from "fs";
+var __awaiter = function(thisArg, _arguments, P, generator) {
+  function adopt(value) {
+    return value instanceof P ? value : new P(function(resolve15) {
+      resolve15(value);
+    });
+  }
+  return new (P || (P = Promise))(function(resolve15, reject) {
+    function fulfilled(value) {
+      try {
+        step(generator.next(value));
+      } catch (e) {
+        reject(e);
+      }
+    }
+    function rejected(value) {
+      try {
+        step(generator["throw"](value));
+      } catch (e) {
+        reject(e);
+      }
+    }
+    function step(result) {
+      result.done ? resolve15(result.value) : adopt(result.value).then(fulfilled, rejected);
+    }
+    step((generator = generator.apply(thisArg, _arguments || [])).next());
+  });
+};
+var { access, appendFile, writeFile } = promises;
+var SUMMARY_ENV_VAR = "GITHUB_STEP_SUMMARY";
+var Summary = class {
+  constructor() {
+    this._buffer = "";
+  }
+  /**
+   * Finds the summary file path from the environment, rejects if env var is not found or file does not exist
+   * Also checks r/w permissions.
+   *
+   * @returns step summary file path
+   */
+  filePath() {
+    return __awaiter(this, void 0, void 0, function* () {
+      if (this._filePath) {
+        return this._filePath;
+      }
+      const pathFromEnv = process.env[SUMMARY_ENV_VAR];
+      if (!pathFromEnv) {
+        throw new Error(`Unable to find environment variable for $${SUMMARY_ENV_VAR}. Check if your runtime environment supports job summaries.`);
+      }
+      try {
+        yield access(pathFromEnv, constants.R_OK | constants.W_OK);
+      } catch (_a) {
+        throw new Error(`Unable to access summary file: '${pathFromEnv}'. Check if the file has correct read/write permissions.`);
+      }
+      this._filePath = pathFromEnv;
+      return this._filePath;
+    });
+  }
+  /**
+   * Wraps content in an HTML tag, adding any HTML attributes
+   *
+   * @param {string} tag HTML tag to wrap
+   * @param {string | null} content content within the tag
+   * @param {[attribute: string]: string} attrs key-value list of HTML attributes to add
+   *
+   * @returns {string} content wrapped in HTML element
+   */
+  wrap(tag, content, attrs = {}) {
+    const htmlAttrs = Object.entries(attrs).map(([key, value]) => ` ${key}="${value}"`).join("");
+    if (!content) {
+      return `<${tag}${htmlAttrs}>`;
+    }
+    return `<${tag}${htmlAttrs}>${content}</${tag}>`;
+  }
+  /**
+   * Writes text in the buffer to the summary buffer file and empties buffer. Will append by default.
+   *
+   * @param {SummaryWriteOptions} [options] (optional) options for write operation
+   *
+   * @returns {Promise<Summary>} summary instance
+   */
+  write(options2) {
+    return __awaiter(this, void 0, void 0, function* () {
+      const overwrite = !!(options2 === null || options2 === void 0 ? void 0 : options2.overwrite);
+      const filePath = yield this.filePath();
+      const writeFunc = overwrite ? writeFile : appendFile;
+      yield writeFunc(filePath, this._buffer, { encoding: "utf8" });
+      return this.emptyBuffer();
+    });
+  }
+  /**
+   * Clears the summary buffer and wipes the summary file
+   *
+   * @returns {Summary} summary instance
+   */
+  clear() {
+    return __awaiter(this, void 0, void 0, function* () {
+      return this.emptyBuffer().write({ overwrite: true });
+    });
+  }
+  /**
+   * Returns the current summary buffer as a string
+   *
+   * @returns {string} string of summary buffer
+   */
+  stringify() {
+    return this._buffer;
+  }
+  /**
+   * If the summary buffer is empty
+   *
+   * @returns {boolen} true if the buffer is empty
+   */
+  isEmptyBuffer() {
+    return this._buffer.length === 0;
+  }
+  /**
+   * Resets the summary buffer without writing to summary file
+   *
+   * @returns {Summary} summary instance
+   */
+  emptyBuffer() {
+    this._buffer = "";
+    return this;
+  }
+  /**
+   * Adds raw text to the summary buffer
+   *
+   * @param {string} text content to add
+   * @param {boolean} [addEOL=false] (optional) append an EOL to the raw text (default: false)
+   *
+   * @returns {Summary} summary instance
+   */
+  addRaw(text3, addEOL = false) {
+    this._buffer += text3;
+    return addEOL ? this.addEOL() : this;
+  }
+  /**
+   * Adds the operating system-specific end-of-line marker to the buffer
+   *
+   * @returns {Summary} summary instance
+   */
+  addEOL() {
+    return this.addRaw(EOL3);
+  }
+  /**
+   * Adds an HTML codeblock to the summary buffer
+   *
+   * @param {string} code content to render within fenced code block
+   * @param {string} lang (optional) language to syntax highlight code
+   *
+   * @returns {Summary} summary instance
+   */
+  addCodeBlock(code2, lang) {
+    const attrs = Object.assign({}, lang && { lang });
+    const element = this.wrap("pre", this.wrap("code", code2), attrs);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML list to the summary buffer
+   *
+   * @param {string[]} items list of items to render
+   * @param {boolean} [ordered=false] (optional) if the rendered list should be ordered or not (default: false)
+   *
+   * @returns {Summary} summary instance
+   */
+  addList(items, ordered = false) {
+    const tag = ordered ? "ol" : "ul";
+    const listItems = items.map((item) => this.wrap("li", item)).join("");
+    const element = this.wrap(tag, listItems);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML table to the summary buffer
+   *
+   * @param {SummaryTableCell[]} rows table rows
+   *
+   * @returns {Summary} summary instance
+   */
+  addTable(rows) {
+    const tableBody = rows.map((row) => {
+      const cells = row.map((cell2) => {
+        if (typeof cell2 === "string") {
+          return this.wrap("td", cell2);
+        }
+        const { header, data, colspan, rowspan } = cell2;
+        const tag = header ? "th" : "td";
+        const attrs = Object.assign(Object.assign({}, colspan && { colspan }), rowspan && { rowspan });
+        return this.wrap(tag, data, attrs);
+      }).join("");
+      return this.wrap("tr", cells);
+    }).join("");
+    const element = this.wrap("table", tableBody);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds a collapsable HTML details element to the summary buffer
+   *
+   * @param {string} label text for the closed state
+   * @param {string} content collapsable content
+   *
+   * @returns {Summary} summary instance
+   */
+  addDetails(label, content) {
+    const element = this.wrap("details", this.wrap("summary", label) + content);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML image tag to the summary buffer
+   *
+   * @param {string} src path to the image you to embed
+   * @param {string} alt text description of the image
+   * @param {SummaryImageOptions} options (optional) addition image attributes
+   *
+   * @returns {Summary} summary instance
+   */
+  addImage(src, alt, options2) {
+    const { width, height } = options2 || {};
+    const attrs = Object.assign(Object.assign({}, width && { width }), height && { height });
+    const element = this.wrap("img", null, Object.assign({ src, alt }, attrs));
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML section heading element
+   *
+   * @param {string} text heading text
+   * @param {number | string} [level=1] (optional) the heading level, default: 1
+   *
+   * @returns {Summary} summary instance
+   */
+  addHeading(text3, level) {
+    const tag = `h${level}`;
+    const allowedTag = ["h1", "h2", "h3", "h4", "h5", "h6"].includes(tag) ? tag : "h1";
+    const element = this.wrap(allowedTag, text3);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML thematic break (<hr>) to the summary buffer
+   *
+   * @returns {Summary} summary instance
+   */
+  addSeparator() {
+    const element = this.wrap("hr", null);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML line break (<br>) to the summary buffer
+   *
+   * @returns {Summary} summary instance
+   */
+  addBreak() {
+    const element = this.wrap("br", null);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML blockquote to the summary buffer
+   *
+   * @param {string} text quote text
+   * @param {string} cite (optional) citation url
+   *
+   * @returns {Summary} summary instance
+   */
+  addQuote(text3, cite) {
+    const attrs = Object.assign({}, cite && { cite });
+    const element = this.wrap("blockquote", text3, attrs);
+    return this.addRaw(element).addEOL();
+  }
+  /**
+   * Adds an HTML anchor tag to the summary buffer
+   *
+   * @param {string} text link text/content
+   * @param {string} href hyperlink
+   *
+   * @returns {Summary} summary instance
+   */
+  addLink(text3, href) {
+    const element = this.wrap("a", text3, { href });
+    return this.addRaw(element).addEOL();
+  }
+};
+var _summary = new Summary();
+var summary = _summary;
+
+// node_modules/@actions/core/lib/platform.js
+import os3 from "os";
+
+// node_modules/@actions/io/lib/io-util.js
+import * as fs2 from "fs";
+var { chmod, copyFile, lstat, mkdir, open, readdir, rename, rm, rmdir, stat, symlink, unlink } = fs2.promises;
+var IS_WINDOWS = process.platform === "win32";
+var READONLY = fs2.constants.O_RDONLY;
+
+// node_modules/@actions/exec/lib/toolrunner.js
+var IS_WINDOWS2 = process.platform === "win32";
+
+// node_modules/@actions/core/lib/platform.js
+var platform = os3.platform();
+var arch = os3.arch();
+
+// node_modules/@actions/core/lib/core.js
+var ExitCode;
+(function(ExitCode3) {
+  ExitCode3[ExitCode3["Success"] = 0] = "Success";
+  ExitCode3[ExitCode3["Failure"] = 1] = "Failure";
+})(ExitCode || (ExitCode = {}));
+function setSecret(secret) {
+  issueCommand("add-mask", {}, secret);
+}
+function getInput(name, options2) {
+  const val = process.env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] || "";
+  if (options2 && options2.required && !val) {
+    throw new Error(`Input required and not supplied: ${name}`);
+  }
+  if (options2 && options2.trimWhitespace === false) {
+    return val;
+  }
+  return val.trim();
+}
+function getBooleanInput(name, options2) {
+  const trueValue = ["true", "True", "TRUE"];
+  const falseValue = ["false", "False", "FALSE"];
+  const val = getInput(name, options2);
+  if (trueValue.includes(val))
+    return true;
+  if (falseValue.includes(val))
+    return false;
+  throw new TypeError(`Input does not meet YAML 1.2 "Core Schema" specification: ${name}
+Support boolean input list: \`true | True | TRUE | false | False | FALSE\``);
+}
+function setOutput(name, value) {
+  const filePath = process.env["GITHUB_OUTPUT"] || "";
+  if (filePath) {
+    return issueFileCommand("OUTPUT", prepareKeyValueMessage(name, value));
+  }
+  process.stdout.write(os4.EOL);
+  issueCommand("set-output", { name }, toCommandValue(value));
+}
+function setFailed(message) {
+  process.exitCode = ExitCode.Failure;
+  error(message);
+}
+function error(message, properties = {}) {
+  issueCommand("error", toCommandProperties(properties), message instanceof Error ? message.toString() : message);
+}
+
+// src/util/errors.ts
+var ExitCode2 = {
+  ok: 0,
+  /** Something required is missing or a check failed (doctor, lint, a failing gate). */
+  failure: 1,
+  /** The user's input is unusable: bad config, corrupt trace, unknown name. */
+  badInput: 2,
+  /** An infrastructure step failed (a command, the network, a backend). */
+  infra: 3
+};
+var HillclimbError = class extends Error {
+  name = "HillclimbError";
+  /** One line telling the user what to do next. */
+  hint;
+  exitCode;
+  constructor(message, opts = {}) {
+    super(message, opts.cause === void 0 ? void 0 : { cause: opts.cause });
+    this.hint = opts.hint;
+    this.exitCode = opts.exitCode ?? ExitCode2.failure;
+  }
+};
+var ConfigError = class extends HillclimbError {
+  name = "ConfigError";
+  file;
+  keyPath;
+  line;
+  constructor(file, keyPath, problem, opts = {}) {
+    const where2 = opts.line === void 0 ? file : `${file}:${opts.line}`;
+    super(`${where2}: ${keyPath === "" ? "" : `${keyPath}: `}${problem}`, {
+      hint: opts.hint,
+      exitCode: ExitCode2.badInput
+    });
+    this.file = file;
+    this.keyPath = keyPath;
+    this.line = opts.line;
+  }
+};
+var InputError = class extends HillclimbError {
+  name = "InputError";
+  file;
+  constructor(file, problem, opts = {}) {
+    super(`${file}: ${problem}`, { hint: opts.hint, exitCode: ExitCode2.badInput, cause: opts.cause });
+    this.file = file;
+  }
+};
+var UnknownNameError = class extends HillclimbError {
+  name = "UnknownNameError";
+  constructor(kind, given, known) {
+    super(`unknown ${kind} "${given}"; known: ${[...known].sort().join(", ")}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+};
+function isHillclimbError(err) {
+  return err instanceof HillclimbError;
+}
+function errorMessage(err) {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+// src/actions/inputs.ts
+function bad(name, problem) {
+  return new HillclimbError(`input ${name}: ${problem}`, { exitCode: ExitCode2.badInput });
+}
+function optionalText(name) {
+  const value = getInput(name, { trimWhitespace: true });
+  return value === "" ? void 0 : value;
+}
+function requiredText(name) {
+  const value = optionalText(name);
+  if (value === void 0) throw bad(name, "required and not supplied");
+  return value;
+}
+function flag(name, fallback) {
+  if (optionalText(name) === void 0) return fallback;
+  try {
+    return getBooleanInput(name);
+  } catch {
+    throw bad(name, `expected true | True | TRUE | false | False | FALSE, got "${optionalText(name)}"`);
+  }
+}
+function positiveInteger(name, opts = {}) {
+  const raw = opts.required ? requiredText(name) : optionalText(name);
+  if (raw === void 0) return void 0;
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1) throw bad(name, `expected a positive integer, got "${raw}"`);
+  return Number(raw);
+}
+function choice(name, allowed, opts = {}) {
+  const raw = opts.required ? requiredText(name) : optionalText(name);
+  if (raw === void 0) return void 0;
+  if (!allowed.includes(raw)) {
+    throw bad(name, `must be one of ${allowed.join(", ")} (got "${raw}")`);
+  }
+  return raw;
+}
+function jsonObject(name) {
+  const raw = optionalText(name);
+  if (raw === void 0) return void 0;
+  let parsed;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (e) {
+    throw bad(name, `not valid JSON: ${e.message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw bad(name, "must be a JSON object");
+  }
+  return parsed;
+}
+function configOverrides() {
+  const overrides = { ...jsonObject("config-overrides") ?? {} };
+  for (const [input, key] of [
+    ["backend", "compute.backend"],
+    ["store", "store.kind"],
+    ["forge", "forge.kind"]
+  ]) {
+    const value = optionalText(input);
+    if (value !== void 0) overrides[key] = value;
+  }
+  return overrides;
+}
+
 // src/actions/phase.ts
 import { resolve } from "node:path";
 
 // src/loop/bundle.ts
-import { existsSync as existsSync2 } from "node:fs";
+import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
 // src/evidence/iteration.ts
@@ -38238,71 +38868,10 @@ var STEPS = [
   "publish"
 ];
 
-// src/util/errors.ts
-var ExitCode = {
-  ok: 0,
-  /** Something required is missing or a check failed (doctor, lint, a failing gate). */
-  failure: 1,
-  /** The user's input is unusable: bad config, corrupt trace, unknown name. */
-  badInput: 2,
-  /** An infrastructure step failed (a command, the network, a backend). */
-  infra: 3
-};
-var HillclimbError = class extends Error {
-  name = "HillclimbError";
-  /** One line telling the user what to do next. */
-  hint;
-  exitCode;
-  constructor(message, opts = {}) {
-    super(message, opts.cause === void 0 ? void 0 : { cause: opts.cause });
-    this.hint = opts.hint;
-    this.exitCode = opts.exitCode ?? ExitCode.failure;
-  }
-};
-var ConfigError = class extends HillclimbError {
-  name = "ConfigError";
-  file;
-  keyPath;
-  line;
-  constructor(file, keyPath, problem, opts = {}) {
-    const where2 = opts.line === void 0 ? file : `${file}:${opts.line}`;
-    super(`${where2}: ${keyPath === "" ? "" : `${keyPath}: `}${problem}`, {
-      hint: opts.hint,
-      exitCode: ExitCode.badInput
-    });
-    this.file = file;
-    this.keyPath = keyPath;
-    this.line = opts.line;
-  }
-};
-var InputError = class extends HillclimbError {
-  name = "InputError";
-  file;
-  constructor(file, problem, opts = {}) {
-    super(`${file}: ${problem}`, { hint: opts.hint, exitCode: ExitCode.badInput, cause: opts.cause });
-    this.file = file;
-  }
-};
-var UnknownNameError = class extends HillclimbError {
-  name = "UnknownNameError";
-  constructor(kind, given, known) {
-    super(`unknown ${kind} "${given}"; known: ${[...known].sort().join(", ")}`, {
-      exitCode: ExitCode.badInput
-    });
-  }
-};
-function isHillclimbError(err) {
-  return err instanceof HillclimbError;
-}
-function errorMessage(err) {
-  if (err instanceof Error) return err.message;
-  return String(err);
-}
-
 // src/util/files.ts
 import {
   closeSync,
-  existsSync,
+  existsSync as existsSync2,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -38340,7 +38909,7 @@ function appendLineDurable(path, line) {
   }
 }
 function readJson(path) {
-  if (!existsSync(path)) throw new InputError(path, "file not found");
+  if (!existsSync2(path)) throw new InputError(path, "file not found");
   const text3 = readFileSync(path, "utf8");
   try {
     return JSON.parse(text3);
@@ -38349,7 +38918,7 @@ function readJson(path) {
   }
 }
 function readJsonLines(path) {
-  if (!existsSync(path)) return { rows: [], tornTail: false };
+  if (!existsSync2(path)) return { rows: [], tornTail: false };
   const lines = readFileSync(path, "utf8").split("\n");
   const rows = [];
   let tornTail = false;
@@ -38402,7 +38971,7 @@ var Bundle = class {
     return join(this.dir, relative4);
   }
   exists() {
-    return existsSync2(this.path(EVIDENCE_FILE));
+    return existsSync3(this.path(EVIDENCE_FILE));
   }
   load() {
     const file = this.path(EVIDENCE_FILE);
@@ -38456,6 +39025,7 @@ function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
     baseCommit: ev.base.commit,
     candidateCommit: ev.candidate?.commit ?? null,
     subject: ev.candidate?.subject ?? null,
+    branch: ev.candidate?.branch ?? null,
     metric,
     a: c?.a.median ?? null,
     b: c?.b.median ?? null,
@@ -39445,564 +40015,6 @@ ${runSummaryTable(iterations)}`
   return { markdown: fit.text, truncated: fit.truncated, reduced: fit.reduced };
 }
 
-// node_modules/@actions/core/lib/command.js
-import * as os from "os";
-
-// node_modules/@actions/core/lib/utils.js
-function toCommandValue(input) {
-  if (input === null || input === void 0) {
-    return "";
-  } else if (typeof input === "string" || input instanceof String) {
-    return input;
-  }
-  return JSON.stringify(input);
-}
-function toCommandProperties(annotationProperties) {
-  if (!Object.keys(annotationProperties).length) {
-    return {};
-  }
-  return {
-    title: annotationProperties.title,
-    file: annotationProperties.file,
-    line: annotationProperties.startLine,
-    endLine: annotationProperties.endLine,
-    col: annotationProperties.startColumn,
-    endColumn: annotationProperties.endColumn
-  };
-}
-
-// node_modules/@actions/core/lib/command.js
-function issueCommand(command, properties, message) {
-  const cmd = new Command(command, properties, message);
-  process.stdout.write(cmd.toString() + os.EOL);
-}
-var CMD_STRING = "::";
-var Command = class {
-  constructor(command, properties, message) {
-    if (!command) {
-      command = "missing.command";
-    }
-    this.command = command;
-    this.properties = properties;
-    this.message = message;
-  }
-  toString() {
-    let cmdStr = CMD_STRING + this.command;
-    if (this.properties && Object.keys(this.properties).length > 0) {
-      cmdStr += " ";
-      let first = true;
-      for (const key in this.properties) {
-        if (this.properties.hasOwnProperty(key)) {
-          const val = this.properties[key];
-          if (val) {
-            if (first) {
-              first = false;
-            } else {
-              cmdStr += ",";
-            }
-            cmdStr += `${key}=${escapeProperty(val)}`;
-          }
-        }
-      }
-    }
-    cmdStr += `${CMD_STRING}${escapeData(this.message)}`;
-    return cmdStr;
-  }
-};
-function escapeData(s) {
-  return toCommandValue(s).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-}
-function escapeProperty(s) {
-  return toCommandValue(s).replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A").replace(/:/g, "%3A").replace(/,/g, "%2C");
-}
-
-// node_modules/@actions/core/lib/file-command.js
-import * as crypto2 from "crypto";
-import * as fs from "fs";
-import * as os2 from "os";
-function issueFileCommand(command, message) {
-  const filePath = process.env[`GITHUB_${command}`];
-  if (!filePath) {
-    throw new Error(`Unable to find environment variable for file command ${command}`);
-  }
-  if (!fs.existsSync(filePath)) {
-    throw new Error(`Missing file at path: ${filePath}`);
-  }
-  fs.appendFileSync(filePath, `${toCommandValue(message)}${os2.EOL}`, {
-    encoding: "utf8"
-  });
-}
-function prepareKeyValueMessage(key, value) {
-  const delimiter2 = `ghadelimiter_${crypto2.randomUUID()}`;
-  const convertedValue = toCommandValue(value);
-  if (key.includes(delimiter2)) {
-    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter2}"`);
-  }
-  if (convertedValue.includes(delimiter2)) {
-    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter2}"`);
-  }
-  return `${key}<<${delimiter2}${os2.EOL}${convertedValue}${os2.EOL}${delimiter2}`;
-}
-
-// node_modules/@actions/core/lib/core.js
-import * as os4 from "os";
-
-// node_modules/@actions/http-client/lib/index.js
-var tunnel = __toESM(require_tunnel2(), 1);
-var import_undici = __toESM(require_undici(), 1);
-var HttpCodes;
-(function(HttpCodes2) {
-  HttpCodes2[HttpCodes2["OK"] = 200] = "OK";
-  HttpCodes2[HttpCodes2["MultipleChoices"] = 300] = "MultipleChoices";
-  HttpCodes2[HttpCodes2["MovedPermanently"] = 301] = "MovedPermanently";
-  HttpCodes2[HttpCodes2["ResourceMoved"] = 302] = "ResourceMoved";
-  HttpCodes2[HttpCodes2["SeeOther"] = 303] = "SeeOther";
-  HttpCodes2[HttpCodes2["NotModified"] = 304] = "NotModified";
-  HttpCodes2[HttpCodes2["UseProxy"] = 305] = "UseProxy";
-  HttpCodes2[HttpCodes2["SwitchProxy"] = 306] = "SwitchProxy";
-  HttpCodes2[HttpCodes2["TemporaryRedirect"] = 307] = "TemporaryRedirect";
-  HttpCodes2[HttpCodes2["PermanentRedirect"] = 308] = "PermanentRedirect";
-  HttpCodes2[HttpCodes2["BadRequest"] = 400] = "BadRequest";
-  HttpCodes2[HttpCodes2["Unauthorized"] = 401] = "Unauthorized";
-  HttpCodes2[HttpCodes2["PaymentRequired"] = 402] = "PaymentRequired";
-  HttpCodes2[HttpCodes2["Forbidden"] = 403] = "Forbidden";
-  HttpCodes2[HttpCodes2["NotFound"] = 404] = "NotFound";
-  HttpCodes2[HttpCodes2["MethodNotAllowed"] = 405] = "MethodNotAllowed";
-  HttpCodes2[HttpCodes2["NotAcceptable"] = 406] = "NotAcceptable";
-  HttpCodes2[HttpCodes2["ProxyAuthenticationRequired"] = 407] = "ProxyAuthenticationRequired";
-  HttpCodes2[HttpCodes2["RequestTimeout"] = 408] = "RequestTimeout";
-  HttpCodes2[HttpCodes2["Conflict"] = 409] = "Conflict";
-  HttpCodes2[HttpCodes2["Gone"] = 410] = "Gone";
-  HttpCodes2[HttpCodes2["TooManyRequests"] = 429] = "TooManyRequests";
-  HttpCodes2[HttpCodes2["InternalServerError"] = 500] = "InternalServerError";
-  HttpCodes2[HttpCodes2["NotImplemented"] = 501] = "NotImplemented";
-  HttpCodes2[HttpCodes2["BadGateway"] = 502] = "BadGateway";
-  HttpCodes2[HttpCodes2["ServiceUnavailable"] = 503] = "ServiceUnavailable";
-  HttpCodes2[HttpCodes2["GatewayTimeout"] = 504] = "GatewayTimeout";
-})(HttpCodes || (HttpCodes = {}));
-var Headers2;
-(function(Headers3) {
-  Headers3["Accept"] = "accept";
-  Headers3["ContentType"] = "content-type";
-})(Headers2 || (Headers2 = {}));
-var MediaTypes;
-(function(MediaTypes2) {
-  MediaTypes2["ApplicationJson"] = "application/json";
-})(MediaTypes || (MediaTypes = {}));
-var HttpRedirectCodes = [
-  HttpCodes.MovedPermanently,
-  HttpCodes.ResourceMoved,
-  HttpCodes.SeeOther,
-  HttpCodes.TemporaryRedirect,
-  HttpCodes.PermanentRedirect
-];
-var HttpResponseRetryCodes = [
-  HttpCodes.BadGateway,
-  HttpCodes.ServiceUnavailable,
-  HttpCodes.GatewayTimeout
-];
-
-// node_modules/@actions/core/lib/summary.js
-import { EOL as EOL3 } from "os";
-import { constants, promises } from "fs";
-var __awaiter = function(thisArg, _arguments, P, generator) {
-  function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve14) {
-      resolve14(value);
-    });
-  }
-  return new (P || (P = Promise))(function(resolve14, reject) {
-    function fulfilled(value) {
-      try {
-        step(generator.next(value));
-      } catch (e) {
-        reject(e);
-      }
-    }
-    function rejected(value) {
-      try {
-        step(generator["throw"](value));
-      } catch (e) {
-        reject(e);
-      }
-    }
-    function step(result) {
-      result.done ? resolve14(result.value) : adopt(result.value).then(fulfilled, rejected);
-    }
-    step((generator = generator.apply(thisArg, _arguments || [])).next());
-  });
-};
-var { access, appendFile, writeFile } = promises;
-var SUMMARY_ENV_VAR = "GITHUB_STEP_SUMMARY";
-var Summary = class {
-  constructor() {
-    this._buffer = "";
-  }
-  /**
-   * Finds the summary file path from the environment, rejects if env var is not found or file does not exist
-   * Also checks r/w permissions.
-   *
-   * @returns step summary file path
-   */
-  filePath() {
-    return __awaiter(this, void 0, void 0, function* () {
-      if (this._filePath) {
-        return this._filePath;
-      }
-      const pathFromEnv = process.env[SUMMARY_ENV_VAR];
-      if (!pathFromEnv) {
-        throw new Error(`Unable to find environment variable for $${SUMMARY_ENV_VAR}. Check if your runtime environment supports job summaries.`);
-      }
-      try {
-        yield access(pathFromEnv, constants.R_OK | constants.W_OK);
-      } catch (_a) {
-        throw new Error(`Unable to access summary file: '${pathFromEnv}'. Check if the file has correct read/write permissions.`);
-      }
-      this._filePath = pathFromEnv;
-      return this._filePath;
-    });
-  }
-  /**
-   * Wraps content in an HTML tag, adding any HTML attributes
-   *
-   * @param {string} tag HTML tag to wrap
-   * @param {string | null} content content within the tag
-   * @param {[attribute: string]: string} attrs key-value list of HTML attributes to add
-   *
-   * @returns {string} content wrapped in HTML element
-   */
-  wrap(tag, content, attrs = {}) {
-    const htmlAttrs = Object.entries(attrs).map(([key, value]) => ` ${key}="${value}"`).join("");
-    if (!content) {
-      return `<${tag}${htmlAttrs}>`;
-    }
-    return `<${tag}${htmlAttrs}>${content}</${tag}>`;
-  }
-  /**
-   * Writes text in the buffer to the summary buffer file and empties buffer. Will append by default.
-   *
-   * @param {SummaryWriteOptions} [options] (optional) options for write operation
-   *
-   * @returns {Promise<Summary>} summary instance
-   */
-  write(options2) {
-    return __awaiter(this, void 0, void 0, function* () {
-      const overwrite = !!(options2 === null || options2 === void 0 ? void 0 : options2.overwrite);
-      const filePath = yield this.filePath();
-      const writeFunc = overwrite ? writeFile : appendFile;
-      yield writeFunc(filePath, this._buffer, { encoding: "utf8" });
-      return this.emptyBuffer();
-    });
-  }
-  /**
-   * Clears the summary buffer and wipes the summary file
-   *
-   * @returns {Summary} summary instance
-   */
-  clear() {
-    return __awaiter(this, void 0, void 0, function* () {
-      return this.emptyBuffer().write({ overwrite: true });
-    });
-  }
-  /**
-   * Returns the current summary buffer as a string
-   *
-   * @returns {string} string of summary buffer
-   */
-  stringify() {
-    return this._buffer;
-  }
-  /**
-   * If the summary buffer is empty
-   *
-   * @returns {boolen} true if the buffer is empty
-   */
-  isEmptyBuffer() {
-    return this._buffer.length === 0;
-  }
-  /**
-   * Resets the summary buffer without writing to summary file
-   *
-   * @returns {Summary} summary instance
-   */
-  emptyBuffer() {
-    this._buffer = "";
-    return this;
-  }
-  /**
-   * Adds raw text to the summary buffer
-   *
-   * @param {string} text content to add
-   * @param {boolean} [addEOL=false] (optional) append an EOL to the raw text (default: false)
-   *
-   * @returns {Summary} summary instance
-   */
-  addRaw(text3, addEOL = false) {
-    this._buffer += text3;
-    return addEOL ? this.addEOL() : this;
-  }
-  /**
-   * Adds the operating system-specific end-of-line marker to the buffer
-   *
-   * @returns {Summary} summary instance
-   */
-  addEOL() {
-    return this.addRaw(EOL3);
-  }
-  /**
-   * Adds an HTML codeblock to the summary buffer
-   *
-   * @param {string} code content to render within fenced code block
-   * @param {string} lang (optional) language to syntax highlight code
-   *
-   * @returns {Summary} summary instance
-   */
-  addCodeBlock(code2, lang) {
-    const attrs = Object.assign({}, lang && { lang });
-    const element = this.wrap("pre", this.wrap("code", code2), attrs);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML list to the summary buffer
-   *
-   * @param {string[]} items list of items to render
-   * @param {boolean} [ordered=false] (optional) if the rendered list should be ordered or not (default: false)
-   *
-   * @returns {Summary} summary instance
-   */
-  addList(items, ordered = false) {
-    const tag = ordered ? "ol" : "ul";
-    const listItems = items.map((item) => this.wrap("li", item)).join("");
-    const element = this.wrap(tag, listItems);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML table to the summary buffer
-   *
-   * @param {SummaryTableCell[]} rows table rows
-   *
-   * @returns {Summary} summary instance
-   */
-  addTable(rows) {
-    const tableBody = rows.map((row) => {
-      const cells = row.map((cell2) => {
-        if (typeof cell2 === "string") {
-          return this.wrap("td", cell2);
-        }
-        const { header, data, colspan, rowspan } = cell2;
-        const tag = header ? "th" : "td";
-        const attrs = Object.assign(Object.assign({}, colspan && { colspan }), rowspan && { rowspan });
-        return this.wrap(tag, data, attrs);
-      }).join("");
-      return this.wrap("tr", cells);
-    }).join("");
-    const element = this.wrap("table", tableBody);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds a collapsable HTML details element to the summary buffer
-   *
-   * @param {string} label text for the closed state
-   * @param {string} content collapsable content
-   *
-   * @returns {Summary} summary instance
-   */
-  addDetails(label, content) {
-    const element = this.wrap("details", this.wrap("summary", label) + content);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML image tag to the summary buffer
-   *
-   * @param {string} src path to the image you to embed
-   * @param {string} alt text description of the image
-   * @param {SummaryImageOptions} options (optional) addition image attributes
-   *
-   * @returns {Summary} summary instance
-   */
-  addImage(src, alt, options2) {
-    const { width, height } = options2 || {};
-    const attrs = Object.assign(Object.assign({}, width && { width }), height && { height });
-    const element = this.wrap("img", null, Object.assign({ src, alt }, attrs));
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML section heading element
-   *
-   * @param {string} text heading text
-   * @param {number | string} [level=1] (optional) the heading level, default: 1
-   *
-   * @returns {Summary} summary instance
-   */
-  addHeading(text3, level) {
-    const tag = `h${level}`;
-    const allowedTag = ["h1", "h2", "h3", "h4", "h5", "h6"].includes(tag) ? tag : "h1";
-    const element = this.wrap(allowedTag, text3);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML thematic break (<hr>) to the summary buffer
-   *
-   * @returns {Summary} summary instance
-   */
-  addSeparator() {
-    const element = this.wrap("hr", null);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML line break (<br>) to the summary buffer
-   *
-   * @returns {Summary} summary instance
-   */
-  addBreak() {
-    const element = this.wrap("br", null);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML blockquote to the summary buffer
-   *
-   * @param {string} text quote text
-   * @param {string} cite (optional) citation url
-   *
-   * @returns {Summary} summary instance
-   */
-  addQuote(text3, cite) {
-    const attrs = Object.assign({}, cite && { cite });
-    const element = this.wrap("blockquote", text3, attrs);
-    return this.addRaw(element).addEOL();
-  }
-  /**
-   * Adds an HTML anchor tag to the summary buffer
-   *
-   * @param {string} text link text/content
-   * @param {string} href hyperlink
-   *
-   * @returns {Summary} summary instance
-   */
-  addLink(text3, href) {
-    const element = this.wrap("a", text3, { href });
-    return this.addRaw(element).addEOL();
-  }
-};
-var _summary = new Summary();
-var summary = _summary;
-
-// node_modules/@actions/core/lib/platform.js
-import os3 from "os";
-
-// node_modules/@actions/io/lib/io-util.js
-import * as fs2 from "fs";
-var { chmod, copyFile, lstat, mkdir, open, readdir, rename, rm, rmdir, stat, symlink, unlink } = fs2.promises;
-var IS_WINDOWS = process.platform === "win32";
-var READONLY = fs2.constants.O_RDONLY;
-
-// node_modules/@actions/exec/lib/toolrunner.js
-var IS_WINDOWS2 = process.platform === "win32";
-
-// node_modules/@actions/core/lib/platform.js
-var platform = os3.platform();
-var arch = os3.arch();
-
-// node_modules/@actions/core/lib/core.js
-var ExitCode2;
-(function(ExitCode3) {
-  ExitCode3[ExitCode3["Success"] = 0] = "Success";
-  ExitCode3[ExitCode3["Failure"] = 1] = "Failure";
-})(ExitCode2 || (ExitCode2 = {}));
-function setSecret(secret) {
-  issueCommand("add-mask", {}, secret);
-}
-function getInput(name, options2) {
-  const val = process.env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] || "";
-  if (options2 && options2.required && !val) {
-    throw new Error(`Input required and not supplied: ${name}`);
-  }
-  if (options2 && options2.trimWhitespace === false) {
-    return val;
-  }
-  return val.trim();
-}
-function getBooleanInput(name, options2) {
-  const trueValue = ["true", "True", "TRUE"];
-  const falseValue = ["false", "False", "FALSE"];
-  const val = getInput(name, options2);
-  if (trueValue.includes(val))
-    return true;
-  if (falseValue.includes(val))
-    return false;
-  throw new TypeError(`Input does not meet YAML 1.2 "Core Schema" specification: ${name}
-Support boolean input list: \`true | True | TRUE | false | False | FALSE\``);
-}
-function setOutput(name, value) {
-  const filePath = process.env["GITHUB_OUTPUT"] || "";
-  if (filePath) {
-    return issueFileCommand("OUTPUT", prepareKeyValueMessage(name, value));
-  }
-  process.stdout.write(os4.EOL);
-  issueCommand("set-output", { name }, toCommandValue(value));
-}
-function setFailed(message) {
-  process.exitCode = ExitCode2.Failure;
-  error(message);
-}
-function error(message, properties = {}) {
-  issueCommand("error", toCommandProperties(properties), message instanceof Error ? message.toString() : message);
-}
-
-// src/actions/inputs.ts
-function bad(name, problem) {
-  return new HillclimbError(`input ${name}: ${problem}`, { exitCode: ExitCode.badInput });
-}
-function optionalText(name) {
-  const value = getInput(name, { trimWhitespace: true });
-  return value === "" ? void 0 : value;
-}
-function requiredText(name) {
-  const value = optionalText(name);
-  if (value === void 0) throw bad(name, "required and not supplied");
-  return value;
-}
-function flag(name, fallback) {
-  if (optionalText(name) === void 0) return fallback;
-  try {
-    return getBooleanInput(name);
-  } catch {
-    throw bad(name, `expected true | True | TRUE | false | False | FALSE, got "${optionalText(name)}"`);
-  }
-}
-function positiveInteger(name, opts = {}) {
-  const raw = opts.required ? requiredText(name) : optionalText(name);
-  if (raw === void 0) return void 0;
-  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1) throw bad(name, `expected a positive integer, got "${raw}"`);
-  return Number(raw);
-}
-function jsonObject(name) {
-  const raw = optionalText(name);
-  if (raw === void 0) return void 0;
-  let parsed;
-  try {
-    parsed = JSON.parse(raw);
-  } catch (e) {
-    throw bad(name, `not valid JSON: ${e.message}`);
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw bad(name, "must be a JSON object");
-  }
-  return parsed;
-}
-function configOverrides() {
-  const overrides = { ...jsonObject("config-overrides") ?? {} };
-  for (const [input, key] of [
-    ["backend", "compute.backend"],
-    ["store", "store.kind"],
-    ["forge", "forge.kind"]
-  ]) {
-    const value = optionalText(input);
-    if (value !== void 0) overrides[key] = value;
-  }
-  return overrides;
-}
-
 // src/util/log.ts
 function escapeData2(s) {
   return s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
@@ -40128,7 +40140,8 @@ function iterationSummary(result) {
 }
 
 // src/loop/phases.ts
-import { existsSync as existsSync21 } from "node:fs";
+import { createHash as createHash8 } from "node:crypto";
+import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
 import { join as join30 } from "node:path";
 
 // src/agent/factory.ts
@@ -40218,7 +40231,7 @@ var ExecError = class extends HillclimbError {
   result;
   commandLine;
   constructor(message, commandLine, result, hint) {
-    super(message, { hint, exitCode: ExitCode.infra });
+    super(message, { hint, exitCode: ExitCode2.infra });
     this.commandLine = commandLine;
     this.result = result;
   }
@@ -40268,7 +40281,7 @@ function spawnAndCollect(command, args, opts, shown) {
     mkdirSync3(dirname3(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
-  return new Promise((resolve14, reject) => {
+  return new Promise((resolve15, reject) => {
     const child = spawn(command, [...args], {
       cwd: opts.cwd,
       env,
@@ -40338,8 +40351,8 @@ function spawnAndCollect(command, args, opts, shown) {
         killedBy,
         logFile: opts.logFile
       };
-      if (log) log.end(() => resolve14(result));
-      else resolve14(result);
+      if (log) log.end(() => resolve15(result));
+      else resolve15(result);
     };
     child.on("error", (e) => {
       if (settled) return;
@@ -40752,24 +40765,24 @@ function assertBranchName(name) {
   const problem = branchNameProblem(name);
   if (problem !== void 0) {
     throw new HillclimbError(`invalid branch name ${JSON.stringify(name)}: ${problem}`, {
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
 }
 function loopBranchName(parts) {
   if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
     throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
     throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
   if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
     throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
   const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
@@ -40806,7 +40819,7 @@ var GitError = class extends HillclimbError {
     super(`${commandLine}: exit code ${result.exitCode}${tail ? `
   ${tail}` : ""}`, {
       hint,
-      exitCode: ExitCode.infra
+      exitCode: ExitCode2.infra
     });
     this.commandLine = commandLine;
     this.gitExitCode = result.exitCode;
@@ -40830,7 +40843,7 @@ var Git = class _Git {
   static async create(dir, opts = {}) {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary) {
-      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode.infra });
+      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
     }
     const cwd = resolve3(dir);
     const probe = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
@@ -40839,14 +40852,14 @@ var Git = class _Git {
       allowedExitCodes: "any"
     }).catch((e) => {
       throw new HillclimbError(`cannot run git in ${cwd}: ${e.message}`, {
-        exitCode: ExitCode.infra
+        exitCode: ExitCode2.infra
       });
     });
     const [inside, top] = probe.stdout.trim().split("\n");
     if (probe.exitCode !== 0 || inside !== "true" || !top) {
       throw new HillclimbError(`${cwd} is not inside a git work tree`, {
         hint: "run hillclimb from a clone of the repository (git init or git clone first)",
-        exitCode: ExitCode.badInput
+        exitCode: ExitCode2.badInput
       });
     }
     return new _Git(top, binary, opts);
@@ -40858,7 +40871,7 @@ var Git = class _Git {
   static async clone(source, dest, opts = {}) {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
-      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode.infra });
+      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
     mkdirSync5(dirname6(resolve3(dest)), { recursive: true });
     await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve3(dest)], {
       env: GIT_ENV,
@@ -40877,7 +40890,7 @@ var Git = class _Git {
     const sha = await this.tryRevParse(ref);
     if (sha === void 0) {
       throw new HillclimbError(`git: "${ref}" does not name a commit in ${this.root}`, {
-        exitCode: ExitCode.badInput
+        exitCode: ExitCode2.badInput
       });
     }
     return sha;
@@ -41121,7 +41134,7 @@ var Git = class _Git {
     if (problems.length > 0) {
       throw new HillclimbError(`could not remove worktrees:
   ${problems.join("\n  ")}`, {
-        exitCode: ExitCode.infra
+        exitCode: ExitCode2.infra
       });
     }
   }
@@ -41153,6 +41166,11 @@ var Git = class _Git {
     assertRevision(base);
     assertRevision(head);
     return (await this.git(["format-patch", "--stdout", "--no-signature", `${base}..${head}`])).stdout;
+  }
+  /** The committer date of a commit, ISO 8601 (strict). */
+  async commitDate(commit2) {
+    assertRevision(commit2);
+    return (await this.git(["log", "-1", "--format=%cI", commit2, "--"])).stdout.trim();
   }
   /** The first line of a commit message. */
   async subject(commit2) {
@@ -41192,7 +41210,8 @@ var Git = class _Git {
     const args = ["commit", "--quiet", "--no-gpg-sign", "--file=-"];
     if (opts.allowEmpty) args.push("--allow-empty");
     if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
-    await this.git(args, { input: message, config: identityConfig(opts.identity) });
+    const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : void 0;
+    await this.git(args, { input: message, config: identityConfig(opts.identity), ...env ? { env } : {} });
     return this.head();
   }
   /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
@@ -41225,7 +41244,7 @@ var Git = class _Git {
   async createBranch(name, commit2, opts = {}) {
     assertBranchName(name);
     if (!await this.checkBranchName(name)) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode.badInput });
+      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
     }
     const sha = await this.revParse(commit2);
     const args = ["branch", "--no-track"];
@@ -41235,7 +41254,7 @@ var Git = class _Git {
   }
   async deleteBranch(name, opts = {}) {
     if (!await this.checkBranchName(name)) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode.badInput });
+      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
     }
     await this.git(["branch", opts.force ? "-D" : "-d", "--", name]);
   }
@@ -41248,7 +41267,7 @@ var Git = class _Git {
   async fetch(remote, branch) {
     assertRevision(remote);
     if (!await this.checkBranchName(branch)) {
-      throw new HillclimbError(`invalid branch name "${branch}"`, { exitCode: ExitCode.badInput });
+      throw new HillclimbError(`invalid branch name "${branch}"`, { exitCode: ExitCode2.badInput });
     }
     await this.git(["fetch", "--quiet", "--no-tags", "--", remote, `refs/heads/${branch}`]);
     return this.revParse("FETCH_HEAD");
@@ -41398,19 +41417,19 @@ function assertIdentity(id) {
   for (const part of [id.name, id.email]) {
     if (part.trim() === "" || /[<>\n\r\0]/.test(part)) {
       throw new HillclimbError(`invalid git identity "${id.name} <${id.email}>"`, {
-        exitCode: ExitCode.badInput
+        exitCode: ExitCode2.badInput
       });
     }
   }
 }
 function assertRevision(ref) {
   if (ref === "" || ref.startsWith("-") || /[\x00-\x1f\x7f]/.test(ref)) {
-    throw new HillclimbError(`invalid git revision "${ref}"`, { exitCode: ExitCode.badInput });
+    throw new HillclimbError(`invalid git revision "${ref}"`, { exitCode: ExitCode2.badInput });
   }
 }
 function assertSha(sha) {
   if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(sha)) {
-    throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode.badInput });
+    throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode2.badInput });
   }
 }
 function findOnPath(name, path = process.env.PATH ?? "") {
@@ -41433,7 +41452,7 @@ function isExecutable(file) {
 function assertRefName(ref) {
   if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || ref.includes("..") || ref.endsWith("/") || ref.endsWith(".lock")) {
     throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
 }
@@ -41630,7 +41649,7 @@ function listReplayPatches(dir) {
   if (!existsSync6(dir)) {
     throw new HillclimbError(`replay agent: no folder ${dir}`, {
       hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
   const names = readdirSync(dir).sort();
@@ -42239,13 +42258,13 @@ var RayJobsClient = class {
 };
 function httpRequest(url, method, headers, payload, timeoutMs) {
   const send = url.protocol === "https:" ? httpsRequest : httpRequestRaw;
-  return new Promise((resolve14, reject) => {
+  return new Promise((resolve15, reject) => {
     const req = send(url, { method, headers }, (res) => {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
       res.on(
         "end",
-        () => resolve14({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
+        () => resolve15({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
       );
       res.on("error", reject);
     });
@@ -42569,12 +42588,12 @@ async function archiveTree(workdir, treeId, format, outFile) {
 
 // src/compute/wait.ts
 function sleep2(ms2, signal) {
-  return new Promise((resolve14) => {
-    if (signal?.aborted) return resolve14();
+  return new Promise((resolve15) => {
+    if (signal?.aborted) return resolve15();
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve14();
+      resolve15();
     };
     const timer = setTimeout(done, ms2);
     signal?.addEventListener("abort", done, { once: true });
@@ -42609,7 +42628,7 @@ var RayBackend = class {
       if (!this.token) {
         throw new HillclimbError(`compute.ray.token_env names ${config.token_env}, which is not set`, {
           hint: `export ${config.token_env}=<the cluster's Ray auth token>, or remove compute.ray.token_env`,
-          exitCode: ExitCode.badInput
+          exitCode: ExitCode2.badInput
         });
       }
     }
@@ -42641,7 +42660,7 @@ var RayBackend = class {
     } catch (e) {
       throw new HillclimbError(`the Ray job server does not answer: ${errorMessage(e)}`, {
         hint: "start the head or the tunnel to it (e.g. ssh -N -L 8265:localhost:8265 <head>, or gcloud compute ssh <head> --tunnel-through-iap -- -N -L 8265:localhost:8265), then check compute.ray.address",
-        exitCode: ExitCode.infra,
+        exitCode: ExitCode2.infra,
         cause: e
       });
     }
@@ -43013,7 +43032,7 @@ function gcloudCli(opts = {}) {
         }
         throw new HillclimbError(`cannot run ${binary}: ${e.message}`, {
           hint: "install the Google Cloud SDK (https://cloud.google.com/sdk/docs/install); in Actions use google-github-actions/setup-gcloud",
-          exitCode: ExitCode.infra,
+          exitCode: ExitCode2.infra,
           cause: e
         });
       }
@@ -43198,7 +43217,7 @@ async function allocateTpu(ctx, opts) {
       if (outcome.fatal) {
         throw new HillclimbError(`TPU allocation stopped: ${outcome.reason}`, {
           hint: "check the credentials and IAM roles (roles/tpu.admin) of the account gcloud uses",
-          exitCode: ExitCode.infra
+          exitCode: ExitCode2.infra
         });
       }
       logger.warn(`tpu: ${zone}: ${outcome.reason}; trying the next zone`);
@@ -43213,7 +43232,7 @@ async function allocateTpu(ctx, opts) {
   ${failures.join("\n  ")}`,
     {
       hint: "add zones to compute.tpu_vm.zones, raise allocate_attempts, or try provisioning: queued/flex-start",
-      exitCode: ExitCode.infra
+      exitCode: ExitCode2.infra
     }
   );
 }
@@ -43318,7 +43337,7 @@ async function runSetup(ctx, rec) {
     command = fillCommand(c.setup_command, { python: c.python });
   } catch (e) {
     throw new HillclimbError(`compute.tpu_vm.setup_command: ${errorMessage(e)}`, {
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
   logger.info(`tpu: running setup_command on ${rec.name}`);
@@ -43330,7 +43349,7 @@ async function runSetup(ctx, rec) {
   if (r.exitCode !== 0) {
     throw new HillclimbError(`setup_command failed on ${rec.name}: ${gcloudError(r)}`, {
       hint: "run it by hand with `gcloud compute tpus tpu-vm ssh` to see why, then fix compute.tpu_vm.setup_command",
-      exitCode: ExitCode.infra
+      exitCode: ExitCode2.infra
     });
   }
   rec.setupDone = true;
@@ -43348,7 +43367,7 @@ async function releaseTpu(ctx, rec) {
   }
   throw new HillclimbError(`could not release ${what} in ${rec.zone}: ${gcloudError(r)}`, {
     hint: "the allocation record is kept: retry with `hillclimb tpu release`; the janitor deletes it after its TTL",
-    exitCode: ExitCode.infra
+    exitCode: ExitCode2.infra
   });
 }
 
@@ -43999,7 +44018,7 @@ var ForgeApiError = class extends HillclimbError {
   /** What hillclimb was doing, e.g. `pulls.create` or `git push`. */
   operation;
   constructor(operation, message, opts = {}) {
-    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode.infra, cause: opts.cause });
+    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode2.infra, cause: opts.cause });
     this.operation = operation;
     this.status = opts.status;
   }
@@ -49480,14 +49499,14 @@ var builders3 = /* @__PURE__ */ new Map([
       const gh = config.forge.github;
       if (!gh) {
         throw new HillclimbError("forge.kind is github, so forge.github.repository is required", {
-          exitCode: ExitCode.badInput
+          exitCode: ExitCode2.badInput
         });
       }
       const env = ctx.env ?? process.env;
       const token = env[gh.token_env];
       if (!token) {
         throw new HillclimbError(`$${gh.token_env} is not set; the github forge needs a token`, {
-          exitCode: ExitCode.badInput,
+          exitCode: ExitCode2.badInput,
           hint: `export a token with contents: write, pull-requests: write and issues: write as ${gh.token_env} (in Actions: a GitHub App token, or secrets.GITHUB_TOKEN), or set forge.github.token_env`
         });
       }
@@ -49530,7 +49549,7 @@ var StoreApiError = class extends HillclimbError {
   /** What the store was doing, e.g. `commit` or `listFiles`. */
   operation;
   constructor(operation, message, opts = {}) {
-    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode.infra, cause: opts.cause });
+    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode2.infra, cause: opts.cause });
     this.operation = operation;
     this.status = opts.status;
   }
@@ -58577,7 +58596,7 @@ var builders4 = /* @__PURE__ */ new Map([
       const hf = config.store.hf;
       if (!hf) {
         throw new HillclimbError("store.kind is hf, so store.hf.repo is required", {
-          exitCode: ExitCode.badInput
+          exitCode: ExitCode2.badInput
         });
       }
       const token = (ctx.env ?? process.env)[hf.token_env];
@@ -58633,6 +58652,10 @@ import { createHash as createHash5 } from "node:crypto";
 import { readFileSync as readFileSync11 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { join as join21, resolve as resolve12 } from "node:path";
+var NO_AGENT = {
+  name: "none",
+  run: () => Promise.reject(new Error("this phase runs no agent"))
+};
 function configHash(config) {
   return createHash5("sha256").update(readFileSync11(config.file)).digest("hex").slice(0, 16);
 }
@@ -58651,7 +58674,7 @@ var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
 var InfraFailure = class extends HillclimbError {
   name = "InfraFailure";
   constructor(message, opts = {}) {
-    super(message, { ...opts, exitCode: ExitCode.infra });
+    super(message, { ...opts, exitCode: ExitCode2.infra });
   }
 };
 var Interrupted = class extends HillclimbError {
@@ -64737,7 +64760,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync18, readFileSync as readFileSync14 } from "node:fs";
+import { existsSync as existsSync18, readFileSync as readFileSync15 } from "node:fs";
 import { join as join28, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
@@ -64935,959 +64958,8 @@ function round(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
 }
 
-// src/evidence/analysis/ops.ts
-function laneRole(lane) {
-  const kind = lane.device.kind;
-  const name = lane.name.trim();
-  if (kind === "host") return "host";
-  if (kind !== "tpu" && kind !== "gpu") return "ignore";
-  if (name === "XLA Modules") return "modules";
-  if (name === "Steps") return "steps";
-  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
-  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
-  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
-}
-function baseOpName(name) {
-  const m = /^(.*?)\.\d+$/.exec(name);
-  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
-}
-var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
-function deriveCategory(opName, chromeCat, laneName = "") {
-  const base = baseOpName(opName).replace(/^wrapped_/, "");
-  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
-  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
-  if (/fusion/.test(base)) {
-    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
-    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
-    if (/^ynn/.test(base)) return "ynn fusion";
-    return "fusion";
-  }
-  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
-  if (/^(while|conditional|call)$/.test(base)) return base;
-  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
-  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
-  if (/memset/i.test(base)) return "memset";
-  if (/^[a-z][a-z-]*$/.test(base)) return base;
-  return "kernel";
-}
-function isCustomCall(category, longName, opName) {
-  if (category === "custom-call") return true;
-  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
-  return /^custom-call(\.\d+)?$/.test(opName);
-}
-function scopeOf(tfOp, nameStack) {
-  let stack = (tfOp ?? "").replace(/:$/, "").trim();
-  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
-  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
-  const cut = stack.lastIndexOf("/");
-  return cut > 0 ? stack.slice(0, cut) : stack;
-}
-function numberArg(value) {
-  if (value === void 0 || value === "") return void 0;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : void 0;
-}
-function profilerStepNumber(name) {
-  const m = /^ProfilerStep#(\d+)$/.exec(name);
-  return m === null ? void 0 : Number(m[1]);
-}
-
-// src/evidence/analysis/collect.ts
-var ROLE_IGNORE = 0;
-var ROLE_OPS = 1;
-var ROLE_MODULES = 2;
-var ROLE_STEPS = 3;
-var ROLE_HOST = 4;
-var ROLE_CODE = {
-  ignore: ROLE_IGNORE,
-  ops: ROLE_OPS,
-  modules: ROLE_MODULES,
-  steps: ROLE_STEPS,
-  host: ROLE_HOST
-};
-var TraceCollector = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  devices = /* @__PURE__ */ new Map();
-  /** Op identities, per program then per name. */
-  opsByProgram = /* @__PURE__ */ new Map();
-  stepMarkers = /* @__PURE__ */ new Map();
-  hostSteps = [];
-  cpuExecutions = /* @__PURE__ */ new Map();
-  /** Lanes seen out of start order. */
-  unsortedLanes = /* @__PURE__ */ new Set();
-  /** Devices whose modules arrived after some of their ops (program attribution needs another pass). */
-  modulesLate = /* @__PURE__ */ new Set();
-  /** Devices with op lanes (TPU `XLA Ops`, GPU streams), read or skipped. */
-  deviceOpLanes = /* @__PURE__ */ new Set();
-  /** Every device with a lane offered. */
-  allDevices = /* @__PURE__ */ new Set();
-  lanes = [];
-  /** Op identities by event key, per program (see TraceEventView.key). */
-  keyCaches = /* @__PURE__ */ new Map();
-  deviceOps = false;
-  hostOps = false;
-  /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
-  collectedOps(where2) {
-    return where2 === "device" ? this.deviceOps : this.hostOps;
-  }
-  wantLane(lane) {
-    this.allDevices.add(lane.device);
-    const role = ROLE_CODE[laneRole(lane)];
-    if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
-    if (role === ROLE_IGNORE) return false;
-    if (role === ROLE_OPS && this.opts.ops === "skip") return false;
-    if ((role === ROLE_MODULES || role === ROLE_STEPS) && !this.opts.structure) return false;
-    const device = this.deviceState(lane.device);
-    const key = laneKey(lane);
-    const state = {
-      role,
-      hasOps: false,
-      gpu: lane.device.kind === "gpu",
-      tpu: lane.device.kind === "tpu",
-      keyProgram: void 0,
-      keyCache: void 0,
-      lane,
-      device,
-      where: role === ROLE_HOST ? "host" : "device",
-      depth: 0,
-      starts: [],
-      ends: [],
-      durs: [],
-      childPs: [],
-      ops: [],
-      execs: [],
-      lastStart: -Infinity,
-      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
-    };
-    this.lanes[lane.index] = state;
-    return true;
-  }
-  onEvent(lane, ev) {
-    const st = this.lanes[lane.index];
-    switch (st.role) {
-      case ROLE_OPS:
-        if (st.gpu) this.opEvent(st, ev, ev.arg("hlo_op") ?? ev.name, void 0);
-        else this.opEvent(st, ev, void 0, ev.key);
-        return;
-      case ROLE_MODULES:
-        if (this.opts.structure) this.moduleEvent(st.device, ev);
-        return;
-      case ROLE_STEPS:
-        if (this.opts.structure) this.markers(st.device.device).push(marker(ev));
-        return;
-      case ROLE_HOST:
-        this.hostEvent(st, ev);
-        return;
-    }
-  }
-  /** Close every open event; call once after the read. */
-  finish() {
-    for (const st of this.lanes) {
-      if (st === void 0) continue;
-      if (st.buffer !== void 0) this.replay(st);
-      while (st.depth > 0) this.pop(st);
-    }
-  }
-  // ---- structure ------------------------------------------------------------------------------------
-  moduleEvent(dev, ev) {
-    const exec = {
-      device: dev.device,
-      program: ev.name,
-      startPs: ev.startPs,
-      endPs: ev.startPs + ev.durPs,
-      busyPs: 0
-    };
-    const list = dev.modules;
-    if (list.length > 0 && list[list.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
-    list.push(exec);
-    if (dev.opsSeen && exec.startPs <= dev.lastOpStartPs) this.modulesLate.add(dev.device);
-  }
-  markers(device) {
-    let list = this.stepMarkers.get(device);
-    if (list === void 0) {
-      list = [];
-      this.stepMarkers.set(device, list);
-    }
-    return list;
-  }
-  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
-  hostEvent(st, ev) {
-    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
-      if (this.opts.structure) this.hostSteps.push(marker(ev));
-      return;
-    }
-    const hloOp = ev.arg("hlo_op");
-    if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
-  }
-  // ---- ops --------------------------------------------------------------------------------------------
-  /**
-   * An op event; `opName` overrides the event name (GPU, CPU), `key` (the event's identity) lets the op
-   * identity be found without hashing its name.
-   */
-  opEvent(st, ev, opName, key) {
-    const start = ev.startPs;
-    const dur = ev.durPs;
-    const dev = st.device;
-    if (st.where === "device") this.deviceOps = true;
-    else this.hostOps = true;
-    if (!dev.opsSeen) {
-      dev.opsSeen = true;
-      if (!dev.modulesSorted) sortExecutions(dev);
-    }
-    if (!st.hasOps) {
-      st.hasOps = true;
-      dev.opLanes.add(st.lane.name);
-    }
-    if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
-    let exec;
-    let program = "";
-    if (st.where === "device") {
-      exec = this.enclosingModule(dev, start);
-      if (exec !== void 0) program = exec.program;
-      else if (st.gpu) program = gpuProgram(ev);
-    } else {
-      program = ev.arg("hlo_module") ?? "";
-      exec = this.cpuExecution(dev.device, program, ev.arg("run_id"), start, start + dur);
-    }
-    let op;
-    if (key !== void 0) {
-      let byKey = st.keyProgram === program ? st.keyCache : void 0;
-      if (byKey === void 0) {
-        byKey = this.keyCaches.get(program);
-        if (byKey === void 0) {
-          byKey = /* @__PURE__ */ new Map();
-          this.keyCaches.set(program, byKey);
-        }
-        st.keyProgram = program;
-        st.keyCache = byKey;
-      }
-      op = byKey.get(key);
-      if (op === void 0) {
-        op = this.opInfo(program, ev.name, ev, st);
-        byKey.set(key, op);
-      }
-    } else op = this.opInfo(program, opName ?? ev.name, ev, st);
-    const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
-    if (st.buffer !== void 0) {
-      st.buffer.starts.push(start);
-      st.buffer.durs.push(dur);
-      st.buffer.selfDurs.push(selfDur);
-      st.buffer.ops.push(op);
-      st.buffer.execs.push(exec);
-      return;
-    }
-    if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
-    st.lastStart = start;
-    this.push(st, start, dur, selfDur, op, exec);
-  }
-  opInfo(program, name, ev, st) {
-    let byName = this.opsByProgram.get(program);
-    if (byName === void 0) {
-      byName = /* @__PURE__ */ new Map();
-      this.opsByProgram.set(program, byName);
-    }
-    let op = byName.get(name);
-    if (op === void 0) {
-      op = newOpInfo(program, name, ev, st);
-      byName.set(name, op);
-    }
-    return op;
-  }
-  /** The module execution on this device that contains `t`, if any (ops arrive mostly in time order). */
-  enclosingModule(dev, t) {
-    const list = this.opts.modules?.get(dev.device.name) ?? dev.modules;
-    const n = list.length;
-    if (n === 0) return void 0;
-    let c = dev.moduleCursor;
-    if (c >= n || list[c].startPs > t) c = lastAtOrBefore(list, t);
-    while (c + 1 < n && list[c + 1].startPs <= t) c++;
-    dev.moduleCursor = Math.max(c, 0);
-    if (c < 0) return void 0;
-    const m = list[c];
-    return t < m.endPs || t === m.startPs && m.endPs === m.startPs ? m : void 0;
-  }
-  cpuExecution(device, program, runId, start, end) {
-    if (runId === void 0) return void 0;
-    const key = `${device.name}\0${program}\0${runId}`;
-    let exec = this.cpuExecutions.get(key);
-    if (exec === void 0) {
-      exec = { device, program, startPs: start, endPs: end, busyPs: 0 };
-      this.cpuExecutions.set(key, exec);
-    } else {
-      if (start < exec.startPs) exec.startPs = start;
-      if (end > exec.endPs) exec.endPs = end;
-    }
-    return exec;
-  }
-  push(st, start, dur, selfDur, op, exec) {
-    const end = start + dur;
-    while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
-    if (st.depth > 0) {
-      const parentEnd = st.ends[st.depth - 1];
-      st.childPs[st.depth - 1] += Math.min(end, parentEnd) - start;
-    }
-    const d = st.depth++;
-    st.starts[d] = start;
-    st.ends[d] = end;
-    st.durs[d] = selfDur;
-    st.childPs[d] = 0;
-    st.ops[d] = op;
-    st.execs[d] = exec;
-  }
-  pop(st) {
-    const d = --st.depth;
-    const start = st.starts[d];
-    const dur = st.ends[d] - start;
-    const self2 = Math.max(0, st.durs[d] - st.childPs[d]);
-    const op = st.ops[d];
-    const dev = st.device;
-    const top = d === 0;
-    dev.opPs += self2;
-    if (top) {
-      dev.busyPs += dur;
-      if (start < dev.firstOpPs) dev.firstOpPs = start;
-      if (start + dur > dev.lastOpEndPs) dev.lastOpEndPs = start + dur;
-    }
-    if (this.opts.ops === "windows") {
-      const w = this.windowAt(dev, start);
-      if (w >= 0) {
-        op.countIn++;
-        op.selfInPs += self2;
-        dev.windowOpPs[w] += self2;
-        if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
-      } else {
-        op.countOut++;
-        op.selfOutPs += self2;
-      }
-    } else {
-      op.countIn++;
-      op.selfInPs += self2;
-      if (top) {
-        const exec = st.execs[d];
-        if (exec !== void 0) exec.busyPs += dur;
-      }
-    }
-    st.ops[d] = PLACEHOLDER_OP;
-    st.execs[d] = void 0;
-  }
-  /** Index of the step window containing `t` on this device, or -1. */
-  windowAt(dev, t) {
-    let w = dev.windows;
-    if (w === void 0) {
-      const all = this.opts.windows;
-      w = all?.get(dev.device.name) ?? all?.get("*") ?? { starts: [], ends: [] };
-      dev.windows = w;
-      dev.windowBusyPs = new Float64Array(w.starts.length);
-      dev.windowOpPs = new Float64Array(w.starts.length);
-    }
-    const n = w.starts.length;
-    if (n === 0) return -1;
-    let c = dev.windowCursor;
-    if (c >= n || w.starts[c] > t) c = lastStartAtOrBefore(w.starts, t);
-    while (c + 1 < n && w.starts[c + 1] <= t) c++;
-    dev.windowCursor = Math.max(c, 0);
-    return c >= 0 && t < w.ends[c] ? c : -1;
-  }
-  /** Sort a buffered lane's events by start (longest first on ties, so parents precede children). */
-  replay(st) {
-    const b = st.buffer;
-    st.buffer = void 0;
-    const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
-    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
-  }
-  deviceState(device) {
-    let dev = this.devices.get(device);
-    if (dev === void 0) {
-      dev = {
-        device,
-        modules: [],
-        modulesSorted: true,
-        moduleCursor: 0,
-        opsSeen: false,
-        windows: void 0,
-        windowCursor: 0,
-        windowBusyPs: void 0,
-        windowOpPs: void 0,
-        opPs: 0,
-        busyPs: 0,
-        firstOpPs: Infinity,
-        lastOpEndPs: -Infinity,
-        lastOpStartPs: -Infinity,
-        opLanes: /* @__PURE__ */ new Set()
-      };
-      this.devices.set(device, dev);
-    }
-    return dev;
-  }
-  /** Device states with their modules sorted by start. */
-  deviceStates() {
-    for (const dev of this.devices.values()) if (!dev.modulesSorted) sortExecutions(dev);
-    return [...this.devices.values()];
-  }
-};
-var PLACEHOLDER_OP = {};
-function gpuProgram(ev) {
-  const module2 = ev.arg("hlo_module");
-  if (module2 === void 0) return "";
-  const id = ev.arg("program_id");
-  return id === void 0 ? module2 : `${module2}(${id})`;
-}
-function newOpInfo(program, name, ev, st) {
-  const longName = ev.longName();
-  const gpu = st.lane.device.kind === "gpu";
-  const hloCategory = ev.arg("hlo_category");
-  const category = hloCategory !== void 0 && hloCategory !== "" ? hloCategory : deriveCategory(name, gpu ? ev.category : void 0, st.lane.name);
-  const flops = numberArg(ev.arg("flops")) ?? numberArg(ev.arg("model_flops"));
-  const bytes = numberArg(ev.arg("bytes_accessed")) ?? numberArg(ev.arg("raw_bytes_accessed"));
-  return {
-    name,
-    baseName: baseOpName(name),
-    program,
-    category,
-    scope: scopeOf(ev.arg("tf_op"), gpu ? ev.arg("name") : void 0),
-    longName,
-    customCall: isCustomCall(category, longName, name),
-    flops,
-    bytes,
-    where: st.where,
-    countIn: 0,
-    selfInPs: 0,
-    countOut: 0,
-    selfOutPs: 0
-  };
-}
-function marker(ev) {
-  return { startPs: ev.startPs, durPs: ev.durPs, name: ev.name };
-}
-function laneKey(lane) {
-  return `${lane.device.name}\0${lane.name}\0${lane.rawId}`;
-}
-function sortExecutions(dev) {
-  dev.modules.sort((a, b) => a.startPs - b.startPs);
-  dev.modulesSorted = true;
-  dev.moduleCursor = 0;
-}
-function lastAtOrBefore(list, t) {
-  let lo = 0;
-  let hi = list.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (list[mid].startPs <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
-}
-function lastStartAtOrBefore(starts, t) {
-  let lo = 0;
-  let hi = starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
-}
-
-// src/evidence/analysis/steps.ts
-function planSteps(c, platform2, opDevices, opsPass = c) {
-  const notes = [];
-  const windows = /* @__PURE__ */ new Map();
-  const deviceDurations = [];
-  for (const [device, markers] of c.stepMarkers) {
-    if (!opDevices.has(device.name) || markers.length === 0) continue;
-    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
-    windows.set(device.name, {
-      starts: sorted.map((m) => m.startPs),
-      ends: sorted.map((m) => m.startPs + m.durPs)
-    });
-    for (const m of sorted) deviceDurations.push(m.durPs);
-  }
-  if (windows.size > 0) {
-    const perDevice = deviceDurations.length / windows.size;
-    return {
-      detector: "device-steps",
-      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
-      windows,
-      stepDurationsPs: deviceDurations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const host = topLevel(c.hostSteps);
-  if (host.length > 0) {
-    const starts = host.map((m) => m.startPs);
-    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
-    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
-    const durations = [];
-    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
-    notes.push(
-      "device work is attributed to the host step during which it started; step time is the annotation length"
-    );
-    return {
-      detector: "host-annotations",
-      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
-      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
-      stepDurationsPs: durations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const executions = allExecutions(c, platform2, opDevices);
-  if (executions.length > 0) {
-    const byProgram = /* @__PURE__ */ new Map();
-    for (const e of executions)
-      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
-    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
-    const devices = new Set(steps.map((e) => e.device.name));
-    const stepWindows = /* @__PURE__ */ new Map();
-    for (const device of devices) {
-      const mine = steps.filter((e) => e.device.name === device);
-      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
-    }
-    notes.push(
-      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
-      windows: stepWindows,
-      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
-      program,
-      executions: steps,
-      notes
-    };
-  }
-  const programs = programTimes(opsPass, platform2);
-  if (programs.length > 0) {
-    const program = programs[0][0];
-    notes.push(
-      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
-      windows: void 0,
-      stepDurationsPs: [],
-      program,
-      executions: void 0,
-      notes
-    };
-  }
-  notes.push("no step markers and no program information: the whole trace is treated as one step");
-  return {
-    detector: "whole-trace",
-    detail: "no step markers: the whole trace is one step",
-    windows: void 0,
-    stepDurationsPs: [],
-    program: void 0,
-    executions: void 0,
-    notes
-  };
-}
-function topLevel(markers) {
-  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
-  const out = [];
-  let end = -Infinity;
-  for (const m of sorted) {
-    if (m.startPs < end) continue;
-    out.push(m);
-    end = m.startPs + m.durPs;
-  }
-  return out;
-}
-function allExecutions(c, platform2, opDevices) {
-  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
-  const out = [];
-  for (const dev of c.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    out.push(...dev.modules);
-  }
-  return out;
-}
-function programTimes(c, platform2) {
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  const times = /* @__PURE__ */ new Map();
-  for (const [program, ops] of c.opsByProgram) {
-    if (program === "") continue;
-    for (const op of ops.values()) {
-      if (op.where !== where2) continue;
-      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
-    }
-  }
-  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-}
-function programsInsideWindows(executions, windows) {
-  const inside = /* @__PURE__ */ new Map();
-  const total = /* @__PURE__ */ new Map();
-  for (const e of executions) {
-    total.set(e.program, (total.get(e.program) ?? 0) + 1);
-    const w = windows.get(e.device.name) ?? windows.get("*");
-    if (w !== void 0 && containsStart(w, e.startPs))
-      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
-  }
-  const out = /* @__PURE__ */ new Set();
-  for (const [program, n] of total) {
-    const k = inside.get(program) ?? 0;
-    if (k === n) out.add(program);
-    else if (k !== 0) return void 0;
-  }
-  return out;
-}
-function containsStart(w, t) {
-  let lo = 0;
-  let hi = w.starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (w.starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans >= 0 && t < w.ends[ans];
-}
-function fmtCount(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
-}
-
-// src/evidence/analysis/hotspots.ts
-var PS_PER_MS = 1e9;
-async function summarizeTrace(source, opts = {}) {
-  const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
-  let passes = 0;
-  const run2 = async (o) => {
-    const c = new TraceCollector(o);
-    passes++;
-    const stats2 = await source.read(c, readOpts);
-    c.finish();
-    return { c, stats: stats2 };
-  };
-  const firstOpts = { structure: true, ops: source.cheapLaneSkip ? "skip" : "program" };
-  let { c: first, stats } = await run2(firstOpts);
-  if (stats.lateNames) ({ c: first, stats } = await run2(firstOpts));
-  if (stats.events === 0) throw new InputError(source.path, "the trace holds no events");
-  const platform2 = decidePlatform(first, source.path);
-  const opDevices = activeDevices(first, platform2);
-  let plan = planSteps(first, platform2, opDevices);
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  let final = first;
-  let included;
-  if (!first.collectedOps(where2) && plan.windows === void 0) {
-    final = (await run2({ structure: false, ops: "program", modules: modulesByDevice(first) })).c;
-    plan = planSteps(first, platform2, opDevices, final);
-    included = plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]);
-  }
-  const unsorted = first.unsortedLanes.size > 0;
-  const modulesLate = first.modulesLate.size > 0;
-  if (included === void 0 && first.collectedOps(where2) && !unsorted && !modulesLate) {
-    if (plan.detector === "whole-trace") included = "all";
-    else if (plan.detector === "dominant-program" && plan.program !== void 0)
-      included = /* @__PURE__ */ new Set([plan.program]);
-    else if (plan.windows !== void 0) {
-      const executions = allExecutions(first, platform2, opDevices);
-      if (executions.length > 0) included = programsInsideWindows(executions, plan.windows);
-    }
-  }
-  if (included === void 0 || final.unsortedLanes.size > 0) {
-    const windows = plan.windows;
-    const second = {
-      structure: false,
-      ops: windows === void 0 ? "program" : "windows",
-      ...windows === void 0 ? {} : { windows },
-      modules: modulesByDevice(first),
-      bufferLanes: /* @__PURE__ */ new Set([...first.unsortedLanes, ...final.unsortedLanes])
-    };
-    final = (await run2(second)).c;
-    included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
-  }
-  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
-}
-function decidePlatform(c, path) {
-  const kinds = /* @__PURE__ */ new Set();
-  for (const device of c.deviceOpLanes) kinds.add(device.kind);
-  if (kinds.has("tpu")) return "tpu";
-  if (kinds.has("gpu")) return "gpu";
-  for (const ops of c.opsByProgram.values())
-    for (const op of ops.values()) if (op.where === "host") return "cpu";
-  const seen = [...new Set([...c.allDevices].map((d) => d.name))].slice(0, 6).join(", ");
-  throw new InputError(path, `no TPU, GPU or XLA:CPU op events found (devices: ${seen || "none"})`, {
-    hint: "expected a jax.profiler trace: XLA Ops lines on /device:TPU:N, GPU stream lines, or XLA:CPU host ops"
-  });
-}
-function activeDevices(c, platform2) {
-  const out = /* @__PURE__ */ new Set();
-  if (platform2 === "cpu") {
-    for (const dev of c.devices.values())
-      if (dev.device.kind === "host" && dev.opLanes.size > 0) out.add(dev.device.name);
-  } else {
-    for (const device of c.deviceOpLanes) if (device.kind === platform2) out.add(device.name);
-  }
-  return out;
-}
-function modulesByDevice(c) {
-  const out = /* @__PURE__ */ new Map();
-  for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
-  return out;
-}
-function buildSummary(input) {
-  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  const windowsMode = final !== first && plan.windows !== void 0;
-  const counted = [];
-  let outsidePs = 0;
-  const outsideOps = /* @__PURE__ */ new Set();
-  for (const [program, ops] of final.opsByProgram) {
-    for (const op of ops.values()) {
-      if (op.where !== where2) continue;
-      const inProgram = included === "all" || included.has(program);
-      const count = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
-      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
-      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
-      if (outPs > 0) {
-        outsidePs += outPs;
-        outsideOps.add(op.baseName);
-      }
-      if (count > 0) counted.push({ op, count, selfPs });
-    }
-  }
-  const deviceCount = Math.max(1, opDevices.size);
-  let deviceSteps;
-  let stepDurations = plan.stepDurationsPs;
-  let busyPs = 0;
-  if (plan.detector === "whole-trace") {
-    deviceSteps = deviceCount;
-    stepDurations = [];
-    for (const dev of final.deviceStates()) {
-      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
-      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
-      busyPs += dev.busyPs;
-    }
-  } else if (plan.windows === void 0) {
-    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
-    stepDurations = [];
-    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
-  } else if (windowsMode) {
-    deviceSteps = windowCount(plan.windows, opDevices, platform2);
-    for (const dev of final.deviceStates()) {
-      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
-    }
-  } else {
-    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
-    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
-    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
-  }
-  deviceSteps = Math.max(1, deviceSteps);
-  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
-  const perStep = (ps) => ms(ps / deviceSteps);
-  const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
-  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
-  const share = (ps) => pct2(ps, opPsTotal);
-  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct2(ps / deviceSteps, meanStepPs);
-  const summary2 = {
-    schema: TRACE_SUMMARY_SCHEMA,
-    source: {
-      path: stats.path,
-      format: stats.format,
-      bytes: stats.bytes,
-      events: stats.events,
-      passes: input.passes,
-      capped: stats.capped
-    },
-    platform: platform2,
-    devices: deviceRows(final, first, opDevices),
-    steps: {
-      detector: plan.detector,
-      detail: plan.detail,
-      count: round2(deviceSteps / deviceCount, 3),
-      deviceSteps,
-      program: plan.program,
-      timeMs: timeStats,
-      busyMs: perStep(busyPs),
-      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
-      opMs: perStep(opPsTotal)
-    },
-    ops: opRows(counted, deviceSteps, share, shareOfStep),
-    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
-    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
-    customCalls: customCallRows(counted, deviceSteps, share),
-    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
-    warnings: [...stats.warnings],
-    notes: [...plan.notes]
-  };
-  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
-  if (multiLane.length > 0 && platform2 !== "cpu") {
-    const d = multiLane[0];
-    summary2.notes.push(
-      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
-    );
-  }
-  if (input.passes > 1) summary2.notes.push(passNote(input));
-  return summary2;
-}
-function passNote(input) {
-  const reasons = [];
-  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
-  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
-  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
-  else if (input.final !== input.first) reasons.push("step windows split some programs");
-  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
-}
-function windowCount(windows, opDevices, platform2) {
-  const shared = windows.get("*");
-  if (shared !== void 0)
-    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
-  let n = 0;
-  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
-  return n;
-}
-function deviceRows(final, first, opDevices) {
-  const rows = [];
-  for (const dev of final.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    const stats = dev.device.stats;
-    const peak = Number(stats.peak_teraflops_per_second);
-    rows.push({
-      name: dev.device.name,
-      kind: dev.device.kind,
-      type: stats.device_type_string,
-      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
-      opMs: ms(dev.opPs),
-      busyMs: ms(dev.busyPs)
-    });
-  }
-  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
-  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
-}
-function opRows(counted, steps, share, shareOfStep) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const list = groups2.get(c.op.baseName);
-    if (list === void 0) groups2.set(c.op.baseName, [c]);
-    else list.push(c);
-  }
-  const rows = [];
-  for (const [name, list] of groups2) {
-    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
-    const count = list.reduce((s, c) => s + c.count, 0);
-    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
-    const customCall = list.some((c) => c.op.customCall);
-    const haveFlops = list.every((c) => c.op.flops !== void 0);
-    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
-    const haveBytes = list.every((c) => c.op.bytes !== void 0);
-    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
-    const timeSec = selfPs / 1e12;
-    rows.push({
-      name,
-      category: heaviestKey(list, (c) => c.op.category),
-      scope: heaviestKey(list, (c) => c.op.scope),
-      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
-      variants: new Set(list.map((c) => c.op.name)).size,
-      timeMs: ms(selfPs / steps),
-      occurrences: round2(count / steps, 3),
-      shareOfOps: share(selfPs),
-      shareOfStep: shareOfStep(selfPs),
-      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
-      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
-      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
-      customCall,
-      noCostModel: customCall || flops === void 0 || flops === 0,
-      longName: heaviest.longName
-    });
-  }
-  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function groupRows(counted, keyOf, steps, share) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const key = keyOf(c);
-    let g = groups2.get(key);
-    if (g === void 0) {
-      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
-      groups2.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-    g.names.add(c.op.baseName);
-  }
-  return [...groups2].map(([name, g]) => ({
-    name,
-    timeMs: ms(g.selfPs / steps),
-    occurrences: round2(g.count / steps, 3),
-    shareOfOps: share(g.selfPs),
-    ops: g.names.size
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function customCallRows(counted, steps, share) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    if (!c.op.customCall) continue;
-    const key = `${c.op.baseName}\0${c.op.scope}`;
-    let g = groups2.get(key);
-    if (g === void 0) {
-      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
-      groups2.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-  }
-  return [...groups2.values()].map((g) => ({
-    name: g.name,
-    scope: g.scope,
-    launches: round2(g.count / steps, 3),
-    timeMs: ms(g.selfPs / steps),
-    shareOfOps: share(g.selfPs),
-    noCostModel: true
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function heaviestKey(list, keyOf) {
-  const time = /* @__PURE__ */ new Map();
-  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
-  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-}
-function gcdOfCounts(counts) {
-  let g = 0;
-  for (const c of counts) {
-    let a = g;
-    let b = Math.round(c);
-    while (b !== 0) [a, b] = [b, a % b];
-    g = a;
-  }
-  return g;
-}
-function describe2(ps) {
-  const sorted = [...ps].sort((a, b) => a - b);
-  const n = sorted.length;
-  const mid = n >> 1;
-  const median2 = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  return {
-    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
-    median: ms(median2),
-    min: ms(sorted[0]),
-    max: ms(sorted[n - 1])
-  };
-}
-function ms(ps) {
-  return Math.round(ps / 1e3) / 1e6;
-}
-function pct2(part, whole) {
-  return whole === 0 ? 0 : round2(100 * part / whole, 4);
-}
-function round2(x, digits) {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}
+// src/evidence/analysis/from-path.ts
+import { closeSync as closeSync5, openSync as openSync5, readFileSync as readFileSync14, readSync as readSync3 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -67918,6 +66990,993 @@ function openTrace(path, opts = {}) {
   return { source, resolved };
 }
 
+// src/evidence/analysis/ops.ts
+function laneRole(lane) {
+  const kind = lane.device.kind;
+  const name = lane.name.trim();
+  if (kind === "host") return "host";
+  if (kind !== "tpu" && kind !== "gpu") return "ignore";
+  if (name === "XLA Modules") return "modules";
+  if (name === "Steps") return "steps";
+  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
+  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
+  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
+}
+function baseOpName(name) {
+  const m = /^(.*?)\.\d+$/.exec(name);
+  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
+}
+var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
+function deriveCategory(opName, chromeCat, laneName = "") {
+  const base = baseOpName(opName).replace(/^wrapped_/, "");
+  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
+  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
+  if (/fusion/.test(base)) {
+    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
+    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
+    if (/^ynn/.test(base)) return "ynn fusion";
+    return "fusion";
+  }
+  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
+  if (/^(while|conditional|call)$/.test(base)) return base;
+  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
+  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
+  if (/memset/i.test(base)) return "memset";
+  if (/^[a-z][a-z-]*$/.test(base)) return base;
+  return "kernel";
+}
+function isCustomCall(category, longName, opName) {
+  if (category === "custom-call") return true;
+  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
+  return /^custom-call(\.\d+)?$/.test(opName);
+}
+function scopeOf(tfOp, nameStack) {
+  let stack = (tfOp ?? "").replace(/:$/, "").trim();
+  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
+  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
+  const cut = stack.lastIndexOf("/");
+  return cut > 0 ? stack.slice(0, cut) : stack;
+}
+function numberArg(value) {
+  if (value === void 0 || value === "") return void 0;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : void 0;
+}
+function profilerStepNumber(name) {
+  const m = /^ProfilerStep#(\d+)$/.exec(name);
+  return m === null ? void 0 : Number(m[1]);
+}
+
+// src/evidence/analysis/collect.ts
+var ROLE_IGNORE = 0;
+var ROLE_OPS = 1;
+var ROLE_MODULES = 2;
+var ROLE_STEPS = 3;
+var ROLE_HOST = 4;
+var ROLE_CODE = {
+  ignore: ROLE_IGNORE,
+  ops: ROLE_OPS,
+  modules: ROLE_MODULES,
+  steps: ROLE_STEPS,
+  host: ROLE_HOST
+};
+var TraceCollector = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  devices = /* @__PURE__ */ new Map();
+  /** Op identities, per program then per name. */
+  opsByProgram = /* @__PURE__ */ new Map();
+  stepMarkers = /* @__PURE__ */ new Map();
+  hostSteps = [];
+  cpuExecutions = /* @__PURE__ */ new Map();
+  /** Lanes seen out of start order. */
+  unsortedLanes = /* @__PURE__ */ new Set();
+  /** Devices whose modules arrived after some of their ops (program attribution needs another pass). */
+  modulesLate = /* @__PURE__ */ new Set();
+  /** Devices with op lanes (TPU `XLA Ops`, GPU streams), read or skipped. */
+  deviceOpLanes = /* @__PURE__ */ new Set();
+  /** Every device with a lane offered. */
+  allDevices = /* @__PURE__ */ new Set();
+  lanes = [];
+  /** Op identities by event key, per program (see TraceEventView.key). */
+  keyCaches = /* @__PURE__ */ new Map();
+  deviceOps = false;
+  hostOps = false;
+  /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
+  collectedOps(where2) {
+    return where2 === "device" ? this.deviceOps : this.hostOps;
+  }
+  wantLane(lane) {
+    this.allDevices.add(lane.device);
+    const role = ROLE_CODE[laneRole(lane)];
+    if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
+    if (role === ROLE_IGNORE) return false;
+    if (role === ROLE_OPS && this.opts.ops === "skip") return false;
+    if ((role === ROLE_MODULES || role === ROLE_STEPS) && !this.opts.structure) return false;
+    const device = this.deviceState(lane.device);
+    const key = laneKey(lane);
+    const state = {
+      role,
+      hasOps: false,
+      gpu: lane.device.kind === "gpu",
+      tpu: lane.device.kind === "tpu",
+      keyProgram: void 0,
+      keyCache: void 0,
+      lane,
+      device,
+      where: role === ROLE_HOST ? "host" : "device",
+      depth: 0,
+      starts: [],
+      ends: [],
+      durs: [],
+      childPs: [],
+      ops: [],
+      execs: [],
+      lastStart: -Infinity,
+      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
+    };
+    this.lanes[lane.index] = state;
+    return true;
+  }
+  onEvent(lane, ev) {
+    const st = this.lanes[lane.index];
+    switch (st.role) {
+      case ROLE_OPS:
+        if (st.gpu) this.opEvent(st, ev, ev.arg("hlo_op") ?? ev.name, void 0);
+        else this.opEvent(st, ev, void 0, ev.key);
+        return;
+      case ROLE_MODULES:
+        if (this.opts.structure) this.moduleEvent(st.device, ev);
+        return;
+      case ROLE_STEPS:
+        if (this.opts.structure) this.markers(st.device.device).push(marker(ev));
+        return;
+      case ROLE_HOST:
+        this.hostEvent(st, ev);
+        return;
+    }
+  }
+  /** Close every open event; call once after the read. */
+  finish() {
+    for (const st of this.lanes) {
+      if (st === void 0) continue;
+      if (st.buffer !== void 0) this.replay(st);
+      while (st.depth > 0) this.pop(st);
+    }
+  }
+  // ---- structure ------------------------------------------------------------------------------------
+  moduleEvent(dev, ev) {
+    const exec = {
+      device: dev.device,
+      program: ev.name,
+      startPs: ev.startPs,
+      endPs: ev.startPs + ev.durPs,
+      busyPs: 0
+    };
+    const list = dev.modules;
+    if (list.length > 0 && list[list.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
+    list.push(exec);
+    if (dev.opsSeen && exec.startPs <= dev.lastOpStartPs) this.modulesLate.add(dev.device);
+  }
+  markers(device) {
+    let list = this.stepMarkers.get(device);
+    if (list === void 0) {
+      list = [];
+      this.stepMarkers.set(device, list);
+    }
+    return list;
+  }
+  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
+  hostEvent(st, ev) {
+    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+      if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
+    }
+    const hloOp = ev.arg("hlo_op");
+    if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
+  }
+  // ---- ops --------------------------------------------------------------------------------------------
+  /**
+   * An op event; `opName` overrides the event name (GPU, CPU), `key` (the event's identity) lets the op
+   * identity be found without hashing its name.
+   */
+  opEvent(st, ev, opName, key) {
+    const start = ev.startPs;
+    const dur = ev.durPs;
+    const dev = st.device;
+    if (st.where === "device") this.deviceOps = true;
+    else this.hostOps = true;
+    if (!dev.opsSeen) {
+      dev.opsSeen = true;
+      if (!dev.modulesSorted) sortExecutions(dev);
+    }
+    if (!st.hasOps) {
+      st.hasOps = true;
+      dev.opLanes.add(st.lane.name);
+    }
+    if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
+    let exec;
+    let program = "";
+    if (st.where === "device") {
+      exec = this.enclosingModule(dev, start);
+      if (exec !== void 0) program = exec.program;
+      else if (st.gpu) program = gpuProgram(ev);
+    } else {
+      program = ev.arg("hlo_module") ?? "";
+      exec = this.cpuExecution(dev.device, program, ev.arg("run_id"), start, start + dur);
+    }
+    let op;
+    if (key !== void 0) {
+      let byKey = st.keyProgram === program ? st.keyCache : void 0;
+      if (byKey === void 0) {
+        byKey = this.keyCaches.get(program);
+        if (byKey === void 0) {
+          byKey = /* @__PURE__ */ new Map();
+          this.keyCaches.set(program, byKey);
+        }
+        st.keyProgram = program;
+        st.keyCache = byKey;
+      }
+      op = byKey.get(key);
+      if (op === void 0) {
+        op = this.opInfo(program, ev.name, ev, st);
+        byKey.set(key, op);
+      }
+    } else op = this.opInfo(program, opName ?? ev.name, ev, st);
+    const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
+    if (st.buffer !== void 0) {
+      st.buffer.starts.push(start);
+      st.buffer.durs.push(dur);
+      st.buffer.selfDurs.push(selfDur);
+      st.buffer.ops.push(op);
+      st.buffer.execs.push(exec);
+      return;
+    }
+    if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
+    st.lastStart = start;
+    this.push(st, start, dur, selfDur, op, exec);
+  }
+  opInfo(program, name, ev, st) {
+    let byName = this.opsByProgram.get(program);
+    if (byName === void 0) {
+      byName = /* @__PURE__ */ new Map();
+      this.opsByProgram.set(program, byName);
+    }
+    let op = byName.get(name);
+    if (op === void 0) {
+      op = newOpInfo(program, name, ev, st);
+      byName.set(name, op);
+    }
+    return op;
+  }
+  /** The module execution on this device that contains `t`, if any (ops arrive mostly in time order). */
+  enclosingModule(dev, t) {
+    const list = this.opts.modules?.get(dev.device.name) ?? dev.modules;
+    const n = list.length;
+    if (n === 0) return void 0;
+    let c = dev.moduleCursor;
+    if (c >= n || list[c].startPs > t) c = lastAtOrBefore(list, t);
+    while (c + 1 < n && list[c + 1].startPs <= t) c++;
+    dev.moduleCursor = Math.max(c, 0);
+    if (c < 0) return void 0;
+    const m = list[c];
+    return t < m.endPs || t === m.startPs && m.endPs === m.startPs ? m : void 0;
+  }
+  cpuExecution(device, program, runId, start, end) {
+    if (runId === void 0) return void 0;
+    const key = `${device.name}\0${program}\0${runId}`;
+    let exec = this.cpuExecutions.get(key);
+    if (exec === void 0) {
+      exec = { device, program, startPs: start, endPs: end, busyPs: 0 };
+      this.cpuExecutions.set(key, exec);
+    } else {
+      if (start < exec.startPs) exec.startPs = start;
+      if (end > exec.endPs) exec.endPs = end;
+    }
+    return exec;
+  }
+  push(st, start, dur, selfDur, op, exec) {
+    const end = start + dur;
+    while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
+    if (st.depth > 0) {
+      const parentEnd = st.ends[st.depth - 1];
+      st.childPs[st.depth - 1] += Math.min(end, parentEnd) - start;
+    }
+    const d = st.depth++;
+    st.starts[d] = start;
+    st.ends[d] = end;
+    st.durs[d] = selfDur;
+    st.childPs[d] = 0;
+    st.ops[d] = op;
+    st.execs[d] = exec;
+  }
+  pop(st) {
+    const d = --st.depth;
+    const start = st.starts[d];
+    const dur = st.ends[d] - start;
+    const self2 = Math.max(0, st.durs[d] - st.childPs[d]);
+    const op = st.ops[d];
+    const dev = st.device;
+    const top = d === 0;
+    dev.opPs += self2;
+    if (top) {
+      dev.busyPs += dur;
+      if (start < dev.firstOpPs) dev.firstOpPs = start;
+      if (start + dur > dev.lastOpEndPs) dev.lastOpEndPs = start + dur;
+    }
+    if (this.opts.ops === "windows") {
+      const w = this.windowAt(dev, start);
+      if (w >= 0) {
+        op.countIn++;
+        op.selfInPs += self2;
+        dev.windowOpPs[w] += self2;
+        if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
+      } else {
+        op.countOut++;
+        op.selfOutPs += self2;
+      }
+    } else {
+      op.countIn++;
+      op.selfInPs += self2;
+      if (top) {
+        const exec = st.execs[d];
+        if (exec !== void 0) exec.busyPs += dur;
+      }
+    }
+    st.ops[d] = PLACEHOLDER_OP;
+    st.execs[d] = void 0;
+  }
+  /** Index of the step window containing `t` on this device, or -1. */
+  windowAt(dev, t) {
+    let w = dev.windows;
+    if (w === void 0) {
+      const all = this.opts.windows;
+      w = all?.get(dev.device.name) ?? all?.get("*") ?? { starts: [], ends: [] };
+      dev.windows = w;
+      dev.windowBusyPs = new Float64Array(w.starts.length);
+      dev.windowOpPs = new Float64Array(w.starts.length);
+    }
+    const n = w.starts.length;
+    if (n === 0) return -1;
+    let c = dev.windowCursor;
+    if (c >= n || w.starts[c] > t) c = lastStartAtOrBefore(w.starts, t);
+    while (c + 1 < n && w.starts[c + 1] <= t) c++;
+    dev.windowCursor = Math.max(c, 0);
+    return c >= 0 && t < w.ends[c] ? c : -1;
+  }
+  /** Sort a buffered lane's events by start (longest first on ties, so parents precede children). */
+  replay(st) {
+    const b = st.buffer;
+    st.buffer = void 0;
+    const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
+    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
+  }
+  deviceState(device) {
+    let dev = this.devices.get(device);
+    if (dev === void 0) {
+      dev = {
+        device,
+        modules: [],
+        modulesSorted: true,
+        moduleCursor: 0,
+        opsSeen: false,
+        windows: void 0,
+        windowCursor: 0,
+        windowBusyPs: void 0,
+        windowOpPs: void 0,
+        opPs: 0,
+        busyPs: 0,
+        firstOpPs: Infinity,
+        lastOpEndPs: -Infinity,
+        lastOpStartPs: -Infinity,
+        opLanes: /* @__PURE__ */ new Set()
+      };
+      this.devices.set(device, dev);
+    }
+    return dev;
+  }
+  /** Device states with their modules sorted by start. */
+  deviceStates() {
+    for (const dev of this.devices.values()) if (!dev.modulesSorted) sortExecutions(dev);
+    return [...this.devices.values()];
+  }
+};
+var PLACEHOLDER_OP = {};
+function gpuProgram(ev) {
+  const module2 = ev.arg("hlo_module");
+  if (module2 === void 0) return "";
+  const id = ev.arg("program_id");
+  return id === void 0 ? module2 : `${module2}(${id})`;
+}
+function newOpInfo(program, name, ev, st) {
+  const longName = ev.longName();
+  const gpu = st.lane.device.kind === "gpu";
+  const hloCategory = ev.arg("hlo_category");
+  const category = hloCategory !== void 0 && hloCategory !== "" ? hloCategory : deriveCategory(name, gpu ? ev.category : void 0, st.lane.name);
+  const flops = numberArg(ev.arg("flops")) ?? numberArg(ev.arg("model_flops"));
+  const bytes = numberArg(ev.arg("bytes_accessed")) ?? numberArg(ev.arg("raw_bytes_accessed"));
+  return {
+    name,
+    baseName: baseOpName(name),
+    program,
+    category,
+    scope: scopeOf(ev.arg("tf_op"), gpu ? ev.arg("name") : void 0),
+    longName,
+    customCall: isCustomCall(category, longName, name),
+    flops,
+    bytes,
+    where: st.where,
+    countIn: 0,
+    selfInPs: 0,
+    countOut: 0,
+    selfOutPs: 0
+  };
+}
+function marker(ev) {
+  return { startPs: ev.startPs, durPs: ev.durPs, name: ev.name };
+}
+function laneKey(lane) {
+  return `${lane.device.name}\0${lane.name}\0${lane.rawId}`;
+}
+function sortExecutions(dev) {
+  dev.modules.sort((a, b) => a.startPs - b.startPs);
+  dev.modulesSorted = true;
+  dev.moduleCursor = 0;
+}
+function lastAtOrBefore(list, t) {
+  let lo = 0;
+  let hi = list.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (list[mid].startPs <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans;
+}
+function lastStartAtOrBefore(starts, t) {
+  let lo = 0;
+  let hi = starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans;
+}
+
+// src/evidence/analysis/steps.ts
+function planSteps(c, platform2, opDevices, opsPass = c) {
+  const notes = [];
+  const windows = /* @__PURE__ */ new Map();
+  const deviceDurations = [];
+  for (const [device, markers] of c.stepMarkers) {
+    if (!opDevices.has(device.name) || markers.length === 0) continue;
+    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
+    windows.set(device.name, {
+      starts: sorted.map((m) => m.startPs),
+      ends: sorted.map((m) => m.startPs + m.durPs)
+    });
+    for (const m of sorted) deviceDurations.push(m.durPs);
+  }
+  if (windows.size > 0) {
+    const perDevice = deviceDurations.length / windows.size;
+    return {
+      detector: "device-steps",
+      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
+      windows,
+      stepDurationsPs: deviceDurations,
+      program: void 0,
+      executions: void 0,
+      notes
+    };
+  }
+  const host = topLevel(c.hostSteps);
+  if (host.length > 0) {
+    const starts = host.map((m) => m.startPs);
+    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
+    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
+    const durations = [];
+    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
+    notes.push(
+      "device work is attributed to the host step during which it started; step time is the annotation length"
+    );
+    return {
+      detector: "host-annotations",
+      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
+      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
+      stepDurationsPs: durations,
+      program: void 0,
+      executions: void 0,
+      notes
+    };
+  }
+  const executions = allExecutions(c, platform2, opDevices);
+  if (executions.length > 0) {
+    const byProgram = /* @__PURE__ */ new Map();
+    for (const e of executions)
+      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
+    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
+    const devices = new Set(steps.map((e) => e.device.name));
+    const stepWindows = /* @__PURE__ */ new Map();
+    for (const device of devices) {
+      const mine = steps.filter((e) => e.device.name === device);
+      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
+    }
+    notes.push(
+      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
+    );
+    return {
+      detector: "dominant-program",
+      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
+      windows: stepWindows,
+      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
+      program,
+      executions: steps,
+      notes
+    };
+  }
+  const programs = programTimes(opsPass, platform2);
+  if (programs.length > 0) {
+    const program = programs[0][0];
+    notes.push(
+      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
+    );
+    return {
+      detector: "dominant-program",
+      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
+      windows: void 0,
+      stepDurationsPs: [],
+      program,
+      executions: void 0,
+      notes
+    };
+  }
+  notes.push("no step markers and no program information: the whole trace is treated as one step");
+  return {
+    detector: "whole-trace",
+    detail: "no step markers: the whole trace is one step",
+    windows: void 0,
+    stepDurationsPs: [],
+    program: void 0,
+    executions: void 0,
+    notes
+  };
+}
+function topLevel(markers) {
+  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
+  const out = [];
+  let end = -Infinity;
+  for (const m of sorted) {
+    if (m.startPs < end) continue;
+    out.push(m);
+    end = m.startPs + m.durPs;
+  }
+  return out;
+}
+function allExecutions(c, platform2, opDevices) {
+  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
+  const out = [];
+  for (const dev of c.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    out.push(...dev.modules);
+  }
+  return out;
+}
+function programTimes(c, platform2) {
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  const times = /* @__PURE__ */ new Map();
+  for (const [program, ops] of c.opsByProgram) {
+    if (program === "") continue;
+    for (const op of ops.values()) {
+      if (op.where !== where2) continue;
+      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
+    }
+  }
+  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+function programsInsideWindows(executions, windows) {
+  const inside = /* @__PURE__ */ new Map();
+  const total = /* @__PURE__ */ new Map();
+  for (const e of executions) {
+    total.set(e.program, (total.get(e.program) ?? 0) + 1);
+    const w = windows.get(e.device.name) ?? windows.get("*");
+    if (w !== void 0 && containsStart(w, e.startPs))
+      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
+  }
+  const out = /* @__PURE__ */ new Set();
+  for (const [program, n] of total) {
+    const k = inside.get(program) ?? 0;
+    if (k === n) out.add(program);
+    else if (k !== 0) return void 0;
+  }
+  return out;
+}
+function containsStart(w, t) {
+  let lo = 0;
+  let hi = w.starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (w.starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans >= 0 && t < w.ends[ans];
+}
+function fmtCount(n) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+}
+
+// src/evidence/analysis/hotspots.ts
+var PS_PER_MS = 1e9;
+async function summarizeTrace(source, opts = {}) {
+  const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
+  let passes = 0;
+  const run2 = async (o) => {
+    const c = new TraceCollector(o);
+    passes++;
+    const stats2 = await source.read(c, readOpts);
+    c.finish();
+    return { c, stats: stats2 };
+  };
+  const firstOpts = { structure: true, ops: source.cheapLaneSkip ? "skip" : "program" };
+  let { c: first, stats } = await run2(firstOpts);
+  if (stats.lateNames) ({ c: first, stats } = await run2(firstOpts));
+  if (stats.events === 0) throw new InputError(source.path, "the trace holds no events");
+  const platform2 = decidePlatform(first, source.path);
+  const opDevices = activeDevices(first, platform2);
+  let plan = planSteps(first, platform2, opDevices);
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  let final = first;
+  let included;
+  if (!first.collectedOps(where2) && plan.windows === void 0) {
+    final = (await run2({ structure: false, ops: "program", modules: modulesByDevice(first) })).c;
+    plan = planSteps(first, platform2, opDevices, final);
+    included = plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]);
+  }
+  const unsorted = first.unsortedLanes.size > 0;
+  const modulesLate = first.modulesLate.size > 0;
+  if (included === void 0 && first.collectedOps(where2) && !unsorted && !modulesLate) {
+    if (plan.detector === "whole-trace") included = "all";
+    else if (plan.detector === "dominant-program" && plan.program !== void 0)
+      included = /* @__PURE__ */ new Set([plan.program]);
+    else if (plan.windows !== void 0) {
+      const executions = allExecutions(first, platform2, opDevices);
+      if (executions.length > 0) included = programsInsideWindows(executions, plan.windows);
+    }
+  }
+  if (included === void 0 || final.unsortedLanes.size > 0) {
+    const windows = plan.windows;
+    const second = {
+      structure: false,
+      ops: windows === void 0 ? "program" : "windows",
+      ...windows === void 0 ? {} : { windows },
+      modules: modulesByDevice(first),
+      bufferLanes: /* @__PURE__ */ new Set([...first.unsortedLanes, ...final.unsortedLanes])
+    };
+    final = (await run2(second)).c;
+    included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
+  }
+  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
+}
+function decidePlatform(c, path) {
+  const kinds = /* @__PURE__ */ new Set();
+  for (const device of c.deviceOpLanes) kinds.add(device.kind);
+  if (kinds.has("tpu")) return "tpu";
+  if (kinds.has("gpu")) return "gpu";
+  for (const ops of c.opsByProgram.values())
+    for (const op of ops.values()) if (op.where === "host") return "cpu";
+  const seen = [...new Set([...c.allDevices].map((d) => d.name))].slice(0, 6).join(", ");
+  throw new InputError(path, `no TPU, GPU or XLA:CPU op events found (devices: ${seen || "none"})`, {
+    hint: "expected a jax.profiler trace: XLA Ops lines on /device:TPU:N, GPU stream lines, or XLA:CPU host ops"
+  });
+}
+function activeDevices(c, platform2) {
+  const out = /* @__PURE__ */ new Set();
+  if (platform2 === "cpu") {
+    for (const dev of c.devices.values())
+      if (dev.device.kind === "host" && dev.opLanes.size > 0) out.add(dev.device.name);
+  } else {
+    for (const device of c.deviceOpLanes) if (device.kind === platform2) out.add(device.name);
+  }
+  return out;
+}
+function modulesByDevice(c) {
+  const out = /* @__PURE__ */ new Map();
+  for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
+  return out;
+}
+function buildSummary(input) {
+  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  const windowsMode = final !== first && plan.windows !== void 0;
+  const counted = [];
+  let outsidePs = 0;
+  const outsideOps = /* @__PURE__ */ new Set();
+  for (const [program, ops] of final.opsByProgram) {
+    for (const op of ops.values()) {
+      if (op.where !== where2) continue;
+      const inProgram = included === "all" || included.has(program);
+      const count = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
+      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
+      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
+      if (outPs > 0) {
+        outsidePs += outPs;
+        outsideOps.add(op.baseName);
+      }
+      if (count > 0) counted.push({ op, count, selfPs });
+    }
+  }
+  const deviceCount = Math.max(1, opDevices.size);
+  let deviceSteps;
+  let stepDurations = plan.stepDurationsPs;
+  let busyPs = 0;
+  if (plan.detector === "whole-trace") {
+    deviceSteps = deviceCount;
+    stepDurations = [];
+    for (const dev of final.deviceStates()) {
+      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
+      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
+      busyPs += dev.busyPs;
+    }
+  } else if (plan.windows === void 0) {
+    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
+    stepDurations = [];
+    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
+  } else if (windowsMode) {
+    deviceSteps = windowCount(plan.windows, opDevices, platform2);
+    for (const dev of final.deviceStates()) {
+      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
+    }
+  } else {
+    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
+    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
+    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
+  }
+  deviceSteps = Math.max(1, deviceSteps);
+  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
+  const perStep = (ps) => ms(ps / deviceSteps);
+  const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
+  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
+  const share = (ps) => pct2(ps, opPsTotal);
+  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct2(ps / deviceSteps, meanStepPs);
+  const summary2 = {
+    schema: TRACE_SUMMARY_SCHEMA,
+    source: {
+      path: stats.path,
+      format: stats.format,
+      bytes: stats.bytes,
+      events: stats.events,
+      passes: input.passes,
+      capped: stats.capped
+    },
+    platform: platform2,
+    devices: deviceRows(final, first, opDevices),
+    steps: {
+      detector: plan.detector,
+      detail: plan.detail,
+      count: round2(deviceSteps / deviceCount, 3),
+      deviceSteps,
+      program: plan.program,
+      timeMs: timeStats,
+      busyMs: perStep(busyPs),
+      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
+      opMs: perStep(opPsTotal)
+    },
+    ops: opRows(counted, deviceSteps, share, shareOfStep),
+    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
+    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
+    customCalls: customCallRows(counted, deviceSteps, share),
+    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
+    warnings: [...stats.warnings],
+    notes: [...plan.notes]
+  };
+  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
+  if (multiLane.length > 0 && platform2 !== "cpu") {
+    const d = multiLane[0];
+    summary2.notes.push(
+      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
+    );
+  }
+  if (input.passes > 1) summary2.notes.push(passNote(input));
+  return summary2;
+}
+function passNote(input) {
+  const reasons = [];
+  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
+  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
+  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
+  else if (input.final !== input.first) reasons.push("step windows split some programs");
+  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
+}
+function windowCount(windows, opDevices, platform2) {
+  const shared = windows.get("*");
+  if (shared !== void 0)
+    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
+  let n = 0;
+  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
+  return n;
+}
+function deviceRows(final, first, opDevices) {
+  const rows = [];
+  for (const dev of final.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    const stats = dev.device.stats;
+    const peak = Number(stats.peak_teraflops_per_second);
+    rows.push({
+      name: dev.device.name,
+      kind: dev.device.kind,
+      type: stats.device_type_string,
+      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
+      opMs: ms(dev.opPs),
+      busyMs: ms(dev.busyPs)
+    });
+  }
+  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
+  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+}
+function opRows(counted, steps, share, shareOfStep) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const list = groups2.get(c.op.baseName);
+    if (list === void 0) groups2.set(c.op.baseName, [c]);
+    else list.push(c);
+  }
+  const traceHasFlops = counted.some((c) => c.op.flops !== void 0);
+  const rows = [];
+  for (const [name, list] of groups2) {
+    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
+    const count = list.reduce((s, c) => s + c.count, 0);
+    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
+    const customCall = list.some((c) => c.op.customCall);
+    const haveFlops = list.every((c) => c.op.flops !== void 0);
+    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
+    const haveBytes = list.every((c) => c.op.bytes !== void 0);
+    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
+    const timeSec = selfPs / 1e12;
+    rows.push({
+      name,
+      category: heaviestKey(list, (c) => c.op.category),
+      scope: heaviestKey(list, (c) => c.op.scope),
+      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
+      variants: new Set(list.map((c) => c.op.name)).size,
+      timeMs: ms(selfPs / steps),
+      occurrences: round2(count / steps, 3),
+      shareOfOps: share(selfPs),
+      shareOfStep: shareOfStep(selfPs),
+      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
+      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
+      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
+      customCall,
+      noCostModel: customCall || traceHasFlops && (flops === void 0 || flops === 0),
+      longName: heaviest.longName
+    });
+  }
+  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function groupRows(counted, keyOf, steps, share) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const key = keyOf(c);
+    let g = groups2.get(key);
+    if (g === void 0) {
+      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
+      groups2.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+    g.names.add(c.op.baseName);
+  }
+  return [...groups2].map(([name, g]) => ({
+    name,
+    timeMs: ms(g.selfPs / steps),
+    occurrences: round2(g.count / steps, 3),
+    shareOfOps: share(g.selfPs),
+    ops: g.names.size
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function customCallRows(counted, steps, share) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (!c.op.customCall) continue;
+    const key = `${c.op.baseName}\0${c.op.scope}`;
+    let g = groups2.get(key);
+    if (g === void 0) {
+      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
+      groups2.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+  }
+  return [...groups2.values()].map((g) => ({
+    name: g.name,
+    scope: g.scope,
+    launches: round2(g.count / steps, 3),
+    timeMs: ms(g.selfPs / steps),
+    shareOfOps: share(g.selfPs),
+    noCostModel: true
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function heaviestKey(list, keyOf) {
+  const time = /* @__PURE__ */ new Map();
+  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+}
+function gcdOfCounts(counts) {
+  let g = 0;
+  for (const c of counts) {
+    let a = g;
+    let b = Math.round(c);
+    while (b !== 0) [a, b] = [b, a % b];
+    g = a;
+  }
+  return g;
+}
+function describe2(ps) {
+  const sorted = [...ps].sort((a, b) => a - b);
+  const n = sorted.length;
+  const mid = n >> 1;
+  const median2 = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return {
+    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
+    median: ms(median2),
+    min: ms(sorted[0]),
+    max: ms(sorted[n - 1])
+  };
+}
+function ms(ps) {
+  return Math.round(ps / 1e3) / 1e6;
+}
+function pct2(part, whole) {
+  return whole === 0 ? 0 : round2(100 * part / whole, 4);
+}
+function round2(x, digits) {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+// src/evidence/analysis/from-path.ts
+async function summarizeTracePath(path, debug2) {
+  const saved = savedSummary(path);
+  if (saved !== void 0) return saved;
+  const { source, resolved } = openTrace(path);
+  debug2?.(`reading ${resolved.path} (${resolved.format})`);
+  const summary2 = await summarizeTrace(source);
+  summary2.notes.push(...resolved.notes);
+  return summary2;
+}
+function savedSummary(path) {
+  if (!path.endsWith(".json")) return void 0;
+  let head = "";
+  try {
+    const fd = openSync5(path, "r");
+    const buf = Buffer.alloc(256);
+    head = buf.subarray(0, readSync3(fd, buf, 0, 256, 0)).toString("utf8");
+    closeSync5(fd);
+  } catch {
+    return void 0;
+  }
+  if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
+  const parsed = JSON.parse(readFileSync14(path, "utf8"));
+  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
+    throw new InputError(
+      path,
+      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`
+    );
+  }
+  return parsed;
+}
+
 // src/loop/steps/profile.ts
 var MINUTE_MS3 = 6e4;
 var profileStep = {
@@ -67983,11 +68042,38 @@ async function profileCommit(ctx, workdir, traceDir, id, files) {
   if (result.exitCode !== 0) {
     throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
   }
-  return summarizeTrace(openTrace(traceDir).source);
+  return summarizeTracePath(traceDir);
+}
+function storedProfileKey(target, commit2) {
+  return `profiles/${target}/${commit2}.json`;
+}
+function cacheDir(ctx, commit2) {
+  const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  return join27(ctx.stateDir, "cache", "profiles", key);
+}
+async function knownProfileSummary(ctx, commit2) {
+  const local = join27(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync17(local)) return readJson(local);
+  const key = storedProfileKey(ctx.target.name, commit2);
+  try {
+    if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
+    const copy = join27(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    await ctx.store.get(key, copy);
+    return readJson(copy);
+  } catch (e) {
+    ctx.logger.warn(`could not read the stored profile of ${commit2.slice(0, 12)}: ${errorMessage(e)}`);
+    return void 0;
+  }
+}
+async function shareProfileSummary(ctx, commit2, summaryFile) {
+  try {
+    await ctx.store.put(storedProfileKey(ctx.target.name, commit2), summaryFile);
+  } catch (e) {
+    ctx.logger.warn(`could not store the profile of ${commit2.slice(0, 12)}: ${errorMessage(e)}`);
+  }
 }
 async function championProfile(ctx, commit2) {
-  const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  const dir = join27(ctx.stateDir, "cache", "profiles", key);
+  const dir = cacheDir(ctx, commit2);
   const summaryFile = join27(dir, "summary.json");
   const traceDir = join27(dir, "trace");
   if (existsSync17(summaryFile))
@@ -68004,6 +68090,7 @@ async function championProfile(ctx, commit2) {
     }
   );
   writeJsonAtomic(summaryFile, summary2);
+  await shareProfileSummary(ctx, commit2, summaryFile);
   return { traceDir, summary: summary2, cached: false };
 }
 
@@ -68042,7 +68129,7 @@ var prepareStep = {
       )
     };
     const templateFile = resolve13(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync14(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync15(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -68068,6 +68155,11 @@ function formatValue2(value, unit) {
 async function championHotspots(ctx, champion) {
   if (!ctx.target.profile) return "(no profile command configured for this target)";
   try {
+    const known = await knownProfileSummary(ctx, champion);
+    if (known) return hotspotTable(known);
+    if (!ctx.prepareMayProfile) {
+      return "(no profile of the champion yet: the measuring job profiles it, and the next iteration sees it)";
+    }
     const profile = await championProfile(ctx, champion);
     return hotspotTable(profile.summary);
   } catch (e) {
@@ -68078,7 +68170,7 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join28(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync18(runLog) ? recentLogEntries(readFileSync14(runLog, "utf8"), n) : [];
+  let entries = existsSync18(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68087,7 +68179,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { mkdirSync as mkdirSync17, readFileSync as readFileSync15 } from "node:fs";
+import { mkdirSync as mkdirSync17, readFileSync as readFileSync16 } from "node:fs";
 import { dirname as dirname19 } from "node:path";
 var MINUTE_MS4 = 6e4;
 var proposeStep = {
@@ -68104,7 +68196,7 @@ var proposeStep = {
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: wt.root,
-      prompt: readFileSync15(promptFile, "utf8"),
+      prompt: readFileSync16(promptFile, "utf8"),
       resultFile,
       logFile,
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
@@ -68164,7 +68256,7 @@ var proposeStep = {
 };
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync19, readFileSync as readFileSync16 } from "node:fs";
+import { existsSync as existsSync19, readFileSync as readFileSync17 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -68364,7 +68456,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync19(bundle.path(BundleFiles.logEntry)) ? readFileSync16(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync19(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -68405,7 +68497,7 @@ var publishStep = {
 };
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync20, readFileSync as readFileSync17, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync20, readFileSync as readFileSync18, writeFileSync as writeFileSync5 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/report/log-entry.ts
@@ -68589,7 +68681,7 @@ var recordStep = {
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join29(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync20(runLog) ? readFileSync17(runLog, "utf8") : void 0;
+    const runLogText = existsSync20(runLog) ? readFileSync18(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       writeFileSync5(runLog, appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration)));
     }
@@ -68602,6 +68694,10 @@ var recordStep = {
         ev.verdict ?? "error"
       );
       save();
+    }
+    const summary2 = bundle.path(BundleFiles.summary);
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync20(summary2)) {
+      await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
       (r) => r.runId === ctx.runId && r.iteration === ev.iteration
@@ -68622,11 +68718,12 @@ function tagged(entry, runId, iteration) {
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
   const file = join29(wt.root, ctx.config.paths.log_file);
-  const current = existsSync20(file) ? readFileSync17(file, "utf8") : void 0;
+  const current = existsSync20(file) ? readFileSync18(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
-    identity: HARNESS_IDENTITY
+    identity: HARNESS_IDENTITY,
+    date: await wt.commitDate(candidate)
   });
 }
 
@@ -68759,6 +68856,93 @@ function isInfra(e) {
   return e instanceof InfraFailure || isHillclimbError(e) && e.exitCode !== 2;
 }
 
+// src/loop/trust.ts
+import { existsSync as existsSync21 } from "node:fs";
+var PRODUCED_BY = {
+  "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
+  "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
+  measure: ["measure", "profile", "decide", "record", "publish"],
+  publish: ["record", "publish"]
+};
+async function revalidateBundle(ctx, bundle, phase, trustedBase) {
+  const ev = bundle.load();
+  if (trustedBase !== void 0) {
+    const expected = await ctx.git.revParse(trustedBase);
+    if (ev.base.commit !== expected) {
+      throw new HillclimbError(
+        `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
+        {
+          hint: "the bundle was changed after the propose phase; rerun the iteration",
+          exitCode: ExitCode2.badInput
+        }
+      );
+    }
+  }
+  const keptCpuFailure = ev.gates.cpu?.status === "failed" ? ev.gates.cpu : void 0;
+  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
+  if (phase !== "publish") {
+    ev.measurement = void 0;
+    ev.profile = void 0;
+    ev.gates = { ...keptCpuFailure && phase !== "cpu-gate" ? { cpu: keptCpuFailure } : {} };
+    if (phase !== "cpu-gate" && ev.steps["cpu-gate"] === void 0 && keptCpuFailure) {
+      ev.steps["cpu-gate"] = { status: "done", startedAt: ev.startedAt, finishedAt: ev.startedAt };
+    }
+  }
+  const keptVerdict = phase === "publish" ? ev.verdict : void 0;
+  const keptReasons = phase === "publish" ? ev.verdictReasons : [];
+  ev.verdict = void 0;
+  ev.verdictReasons = [];
+  ev.stoppedAt = void 0;
+  const file = bundle.path(BundleFiles.gitBundle);
+  if (!existsSync21(file)) {
+    if (ev.candidate) {
+      throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+    ev.verdict = "no-op";
+    ev.verdictReasons = ["the agent made no commit"];
+    ev.stoppedAt = "propose";
+    bundle.save(ev);
+    return ev;
+  }
+  const ref = candidateRef(ctx.runId, ev.iteration);
+  await ctx.git.fetchBundle(file, ref);
+  const head = await ctx.git.revParse(ref);
+  if (!await ctx.git.isAncestor(ev.base.commit, head)) {
+    ev.verdict = "invalid";
+    ev.verdictReasons = ["the candidate does not descend from the champion"];
+    ev.stoppedAt = "propose";
+    bundle.save(ev);
+    return ev;
+  }
+  ev.candidate = {
+    ...ev.candidate ?? { patchFile: BundleFiles.patch },
+    branch: iterationBranch(ctx, ev.iteration),
+    commit: head,
+    commits: await ctx.git.commitsBetween(ev.base.commit, head),
+    subject: await ctx.git.subject(head),
+    changedPaths: await ctx.git.changedPaths(ev.base.commit, head),
+    patchFile: BundleFiles.patch
+  };
+  if (phase !== "publish") delete ev.candidate.logCommit;
+  const guard = await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  if (guard.status === "verdict") {
+    ev.verdict = guard.verdict;
+    ev.verdictReasons = guard.reasons;
+    ev.stoppedAt = "guard";
+  } else if (keptCpuFailure && phase !== "cpu-gate") {
+    ev.verdict = "invalid";
+    ev.verdictReasons = [`CPU correctness failed: ${keptCpuFailure.reason ?? "see the JUnit report"}`];
+    ev.stoppedAt = "cpu-gate";
+  } else if (keptVerdict !== void 0) {
+    ev.verdict = keptVerdict;
+    ev.verdictReasons = keptReasons;
+  }
+  bundle.save(ev);
+  return ev;
+}
+
 // src/loop/phases.ts
 var PHASE_STEPS = {
   propose: ["prepare", "propose", "guard"],
@@ -68800,7 +68984,7 @@ async function runPhase(phase, opts) {
     git: git3,
     backend,
     cpuBackend,
-    agent: buildAgent(config, { root: config.root, logger: opts.logger }),
+    agent: PHASE_STEPS[phase].includes("propose") ? buildAgent(config, { root: config.root, logger: opts.logger }) : NO_AGENT,
     forge: buildForge(config, { root: config.root, logger: opts.logger }),
     store,
     logger: opts.logger,
@@ -68809,50 +68993,85 @@ async function runPhase(phase, opts) {
     configHash: configHash(config),
     hillclimbVersion: packageVersion(),
     host: defaultHost(),
-    sleep: realSleep
+    sleep: realSleep,
+    // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
+    prepareMayProfile: phase === "all"
   };
+  const trustFile = join30(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
         hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
-        exitCode: ExitCode.badInput
+        exitCode: ExitCode2.badInput
       });
     }
-    const base = opts.base ?? championFromHistory(stateDir, target.name) ?? await git3.head();
-    bundle.save(newEvidence(ctx, { iteration: opts.iteration, base: { commit: await git3.revParse(base) } }));
+    const fromHistory = championFromHistory(stateDir, target.name);
+    const base = opts.base ?? fromHistory?.commit ?? await git3.head();
+    const commit2 = await git3.revParse(base);
+    const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
+    bundle.save(
+      newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
+    );
   }
-  await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
+  if (existing && phase !== "propose" && phase !== "all" && !madeHere(bundle, trustFile)) {
+    await revalidateBundle(ctx, bundle, phase, opts.base);
+  } else {
+    await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
+  }
   const steps = PHASE_STEPS[phase];
-  const needsBackend = steps.some(
-    (s) => ["cpu-gate", "accelerator-gate", "measure", "profile", "prepare"].includes(s)
-  );
+  const uses = (names) => phase === "all" || steps.some((s) => names.includes(s));
+  const opened = [
+    ...uses(["accelerator-gate", "measure", "profile"]) ? [backend] : [],
+    ...uses(["cpu-gate"]) && !(uses(["accelerator-gate", "measure", "profile"]) && cpuBackend === backend) ? [cpuBackend] : []
+  ];
   try {
-    if (needsBackend) {
-      await backend.open();
-      if (cpuBackend !== backend) await cpuBackend.open();
-    }
+    for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
     if (steps.includes("record")) await pushHistory(store, stateDir, target.name);
+    writeFileAtomic(trustFile, evidenceDigest2(bundle));
     return { phase, evidence, bundleDir: bundle.dir, stateDir };
   } finally {
-    if (needsBackend) {
-      await backend.close().catch((e) => opts.logger.warn(`release compute: ${errorMessage(e)}`));
-      if (cpuBackend !== backend) await cpuBackend.close().catch(() => void 0);
+    for (const b of opened) {
+      await b.close().catch((e) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
     }
     await git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`));
   }
 }
+async function resolveChampion(opts) {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const target = selectTarget(config, opts.target);
+  const stateDir = stateDirOf(config);
+  await pullHistory(
+    buildStore(config, { root: config.root, logger: opts.logger }),
+    stateDir,
+    target.name,
+    opts.logger
+  );
+  const fromHistory = championFromHistory(stateDir, target.name);
+  if (fromHistory) return { ...fromHistory, source: "history" };
+  const git3 = await Git.create(config.root, { logger: opts.logger });
+  return { commit: await git3.head(), source: "head" };
+}
+function evidenceDigest2(bundle) {
+  return createHash8("sha256").update(readFileSync19(bundle.path(BundleFiles.evidence))).digest("hex");
+}
+function madeHere(bundle, trustFile) {
+  return existsSync22(trustFile) && readFileSync19(trustFile, "utf8") === evidenceDigest2(bundle);
+}
 function championFromHistory(stateDir, target) {
-  return readHistory(stateDir, target).at(-1)?.championAfter;
+  const last = readHistory(stateDir, target).at(-1);
+  if (!last) return void 0;
+  const promoted = readHistory(stateDir, target).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
+  return { commit: last.championAfter, ...promoted?.branch ? { branch: promoted.branch } : {} };
 }
 async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   const ev = bundle.load();
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync21(file)) {
+  if (!existsSync22(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
-      exitCode: ExitCode.badInput
+      exitCode: ExitCode2.badInput
     });
   }
   await git3.fetchBundle(file, candidateRef(runId, iteration));
@@ -68867,12 +69086,24 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync21(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync22(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 
 // actions/iterate/src/main.ts
 await runAction(async ({ logger }) => {
+  if (choice("mode", ["propose", "champion"]) === "champion") {
+    const target = optionalText("target");
+    const champion = await resolveChampion({
+      configFile: resolve14(optionalText("config") ?? "hillclimb.yml"),
+      overrides: configOverrides(),
+      ...target ? { target } : {},
+      logger
+    });
+    setOutputs({ champion: champion.commit, "champion-branch": champion.branch ?? "" });
+    logger.info(`champion ${champion.commit.slice(0, 12)} (from ${champion.source})`);
+    return;
+  }
   const opts = phaseOptions(logger);
   const result = await logger.group(
     "hillclimb: propose (prepare, agent, guard)",

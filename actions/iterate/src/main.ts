@@ -3,12 +3,28 @@
  * guard its change). Runs in the agent job: no write token, no cloud credentials. The bundle folder it
  * outputs (with the candidate's commits as a git bundle and a patch) goes to the next job as an artifact.
  */
+
+import { resolve } from 'node:path';
+import { choice, configOverrides, optionalText } from '../../../src/actions/inputs.js';
 import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
 import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
 import { BundleFiles } from '../../../src/loop/bundle.js';
-import { runPhase } from '../../../src/loop/phases.js';
+import { resolveChampion, runPhase } from '../../../src/loop/phases.js';
 
 await runAction(async ({ logger }) => {
+  if (choice('mode', ['propose', 'champion']) === 'champion') {
+    // In a trusted job, before any agent runs: the champion every later phase is checked against.
+    const target = optionalText('target');
+    const champion = await resolveChampion({
+      configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
+      overrides: configOverrides(),
+      ...(target ? { target } : {}),
+      logger,
+    });
+    setOutputs({ champion: champion.commit, 'champion-branch': champion.branch ?? '' });
+    logger.info(`champion ${champion.commit.slice(0, 12)} (from ${champion.source})`);
+    return;
+  }
   const opts = phaseOptions(logger);
   const result = await logger.group('hillclimb: propose (prepare, agent, guard)', () =>
     runPhase('propose', opts),
