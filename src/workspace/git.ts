@@ -155,6 +155,8 @@ export interface CommitOptions {
   identity?: Identity;
   author?: Identity;
   allowEmpty?: boolean;
+  /** Author and committer date (ISO 8601); with the same parent, tree and message the SHA is then reproducible. */
+  date?: string;
 }
 
 export class Git {
@@ -543,6 +545,12 @@ export class Git {
     return (await this.git(['format-patch', '--stdout', '--no-signature', `${base}..${head}`])).stdout;
   }
 
+  /** The committer date of a commit, ISO 8601 (strict). */
+  async commitDate(commit: string): Promise<string> {
+    assertRevision(commit);
+    return (await this.git(['log', '-1', '--format=%cI', commit, '--'])).stdout.trim();
+  }
+
   /** The first line of a commit message. */
   async subject(commit: string): Promise<string> {
     assertRevision(commit);
@@ -594,7 +602,8 @@ export class Git {
     const args = ['commit', '--quiet', '--no-gpg-sign', '--file=-'];
     if (opts.allowEmpty) args.push('--allow-empty');
     if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
-    await this.git(args, { input: message, config: identityConfig(opts.identity) });
+    const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : undefined;
+    await this.git(args, { input: message, config: identityConfig(opts.identity), ...(env ? { env } : {}) });
     return this.head();
   }
 

@@ -217,14 +217,14 @@ store:
     expect(server.commentsOn(REPO, Number(again['pr-number']))).toHaveLength(1);
   });
 
-  it('a publish re-run from an older bundle updates the PR and the comment in place', () => {
+  it('a publish re-run from an older bundle remakes the same log commit: nothing moves, nothing is duplicated', () => {
     const lost = runs.lost!.outputs;
     expect(lost['pr-number']).toBe(runs.report!.outputs['pr-number']);
     expect(lost['comment-id']).toBe(runs.report!.outputs['comment-id']);
-    // A fresh log-entry commit moved the branch (same title, body and labels: the PR is unchanged);
-    // the comment's stamp names the new commit, so the comment is rewritten in place.
+    // The log-entry commit is dated like the candidate, so recording again makes the very same commit:
+    // the branch does not move, and the PR and the comment are unchanged.
     expect(lost['pr-operation']).toBe('unchanged');
-    expect(lost['comment-operation']).toBe('updated');
+    expect(lost['comment-operation']).toBe('unchanged');
     expect(lost.branch).toBe(`hillclimb/toy/${RUN_ID}/i001`);
     expect(server.pullsOf(REPO)).toHaveLength(1);
     expect(server.commentsOn(REPO, Number(lost['pr-number']))).toHaveLength(1);

@@ -13,6 +13,7 @@ import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
 import { appendHistory, historyRow, readHistory } from '../history.js';
 import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { shareProfileSummary } from './profile.js';
 import type { Step } from './step.js';
 
 export const recordStep: Step = {
@@ -40,6 +41,12 @@ export const recordStep: Step = {
         ev.verdict ?? 'error',
       );
       save();
+    }
+
+    // A new champion's profile is the candidate's (the log commit changes only the log): share it.
+    const summary = bundle.path(BundleFiles.summary);
+    if (ev.verdict === 'improved' && ev.candidate?.logCommit && existsSync(summary)) {
+      await shareProfileSummary(ctx, ev.candidate.logCommit, summary);
     }
 
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -72,7 +79,10 @@ async function commitLogEntry(
   const current = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
+  // Dated like the candidate, so recording the same iteration twice (a re-run publish job) makes the
+  // same commit instead of a second one that would strand the first.
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
     identity: HARNESS_IDENTITY,
+    date: await wt.commitDate(candidate),
   });
 }
