@@ -21,6 +21,8 @@ export interface HistoryRow {
   candidateCommit: string | null;
   /** The agent's commit subject (prose). */
   subject: string | null;
+  /** The iteration's PR branch (where a later iteration stacks when this one became the champion). */
+  branch: string | null;
   metric: { path: string; direction: 'higher' | 'lower'; label: string; unit: string };
   /** Median of the per-run values, champion (A) and candidate (B); null when not measured. */
   a: number | null;

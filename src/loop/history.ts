@@ -39,6 +39,7 @@ export function historyRow(ev: IterationEvidence, championAfter: string, now: Da
     baseCommit: ev.base.commit,
     candidateCommit: ev.candidate?.commit ?? null,
     subject: ev.candidate?.subject ?? null,
+    branch: ev.candidate?.branch ?? null,
     metric,
     a: c?.a.median ?? null,
     b: c?.b.median ?? null,

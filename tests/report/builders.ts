@@ -414,6 +414,7 @@ export function historyRows(n: number, opts: { runId?: string; startChampion?: n
       baseCommit: BASE_SHA,
       candidateCommit: verdict === 'no-op' ? null : CANDIDATE_SHA,
       subject: verdict === 'no-op' ? null : `change ${i}`,
+      branch: measuredRow ? `hillclimb/gdn/${opts.runId ?? RUN_ID}/i${String(i).padStart(3, '0')}` : null,
       metric: METRIC,
       a: measuredRow ? champion : null,
       b: measuredRow ? Number(b.toFixed(4)) : null,

@@ -13,7 +13,7 @@ import { recentLogEntries } from '../log-file.js';
 import { loadDirectives, type PromptVars, renderPrompt } from '../prompt.js';
 import { hotspotTable } from '../prompt-context.js';
 import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
-import { championProfile } from './profile.js';
+import { championProfile, knownProfileSummary } from './profile.js';
 import type { Step } from './step.js';
 
 export const prepareStep: Step = {
@@ -80,6 +80,11 @@ function formatValue(value: number, unit: string): string {
 async function championHotspots(ctx: LoopContext, champion: string): Promise<string> {
   if (!ctx.target.profile) return '(no profile command configured for this target)';
   try {
+    const known = await knownProfileSummary(ctx, champion);
+    if (known) return hotspotTable(known);
+    if (!ctx.prepareMayProfile) {
+      return '(no profile of the champion yet: the measuring job profiles it, and the next iteration sees it)';
+    }
     const profile = await championProfile(ctx, champion);
     return hotspotTable(profile.summary);
   } catch (e) {

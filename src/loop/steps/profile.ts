@@ -9,9 +9,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { diffSummaries } from '../../evidence/analysis/diff.js';
-import { summarizeTrace } from '../../evidence/analysis/hotspots.js';
+import { summarizeTracePath } from '../../evidence/analysis/from-path.js';
 import type { TraceSummary } from '../../evidence/analysis/types.js';
-import { openTrace } from '../../evidence/trace/open.js';
 import { errorMessage } from '../../util/errors.js';
 import { readJson, writeJsonAtomic } from '../../util/files.js';
 import { BundleFiles } from '../bundle.js';
@@ -100,16 +99,61 @@ async function profileCommit(
   if (result.exitCode !== 0) {
     throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
   }
-  return summarizeTrace(openTrace(traceDir).source);
+  return summarizeTracePath(traceDir);
 }
 
-/** The champion's profile: from the cache when this commit, command and device were profiled before. */
-export async function championProfile(ctx: LoopContext, commit: string): Promise<ProfileResult> {
+/** Where a commit's profile summary is shared through the store (read by the agent's job in CI). */
+export function storedProfileKey(target: string, commit: string): string {
+  return `profiles/${target}/${commit}.json`;
+}
+
+/** The local cache folder of a commit's profile, by commit, profile command and device. */
+function cacheDir(ctx: LoopContext, commit: string): string {
   const key = createHash('sha256')
     .update(JSON.stringify([commit, ctx.target.profile?.command, ctx.backend.info().description]))
     .digest('hex')
     .slice(0, 20);
-  const dir = join(ctx.stateDir, 'cache', 'profiles', key);
+  return join(ctx.stateDir, 'cache', 'profiles', key);
+}
+
+/**
+ * A profile summary of `commit` that needs no new run: the local cache, else the one a measuring job
+ * stored. Undefined when neither exists (or the store cannot be read).
+ */
+export async function knownProfileSummary(
+  ctx: LoopContext,
+  commit: string,
+): Promise<TraceSummary | undefined> {
+  const local = join(cacheDir(ctx, commit), 'summary.json');
+  if (existsSync(local)) return readJson<TraceSummary>(local);
+  const key = storedProfileKey(ctx.target.name, commit);
+  try {
+    if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return undefined;
+    const copy = join(ctx.stateDir, 'cache', 'stored-profiles', `${commit}.json`);
+    await ctx.store.get(key, copy);
+    return readJson<TraceSummary>(copy);
+  } catch (e) {
+    ctx.logger.warn(`could not read the stored profile of ${commit.slice(0, 12)}: ${errorMessage(e)}`);
+    return undefined;
+  }
+}
+
+/** Share a profile summary through the store (best effort: a failure is a warning). */
+export async function shareProfileSummary(
+  ctx: LoopContext,
+  commit: string,
+  summaryFile: string,
+): Promise<void> {
+  try {
+    await ctx.store.put(storedProfileKey(ctx.target.name, commit), summaryFile);
+  } catch (e) {
+    ctx.logger.warn(`could not store the profile of ${commit.slice(0, 12)}: ${errorMessage(e)}`);
+  }
+}
+
+/** The champion's profile: from the cache when this commit, command and device were profiled before. */
+export async function championProfile(ctx: LoopContext, commit: string): Promise<ProfileResult> {
+  const dir = cacheDir(ctx, commit);
   const summaryFile = join(dir, 'summary.json');
   const traceDir = join(dir, 'trace');
   if (existsSync(summaryFile))
@@ -126,5 +170,6 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
     },
   );
   writeJsonAtomic(summaryFile, summary);
+  await shareProfileSummary(ctx, commit, summaryFile);
   return { traceDir, summary, cached: false };
 }
