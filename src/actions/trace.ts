@@ -3,50 +3,24 @@
  * summary JSON saved earlier; the diff of two; and the profile evidence the report's hotspot tables
  * take. All numbers come from the engine's readers (src/evidence/analysis).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/load.js';
 import { diffSummaries } from '../evidence/analysis/diff.js';
 import { formatDiff, formatSummary } from '../evidence/analysis/format.js';
-import { summarizeTrace } from '../evidence/analysis/hotspots.js';
-import { TRACE_SUMMARY_SCHEMA, type TraceDiff, type TraceSummary } from '../evidence/analysis/types.js';
+import { summarizeTracePath } from '../evidence/analysis/from-path.js';
+import type { TraceDiff, TraceSummary } from '../evidence/analysis/types.js';
 import type { ProfileEvidence } from '../evidence/iteration.js';
-import { openTrace } from '../evidence/trace/open.js';
 import { Bundle, iterationDirName } from '../loop/bundle.js';
 import { runDirOf, stateDirOf } from '../loop/context.js';
 import type { PhaseOptions } from '../loop/phases.js';
 import { customCallSection, hotspotSection } from '../report/hotspots.js';
 import { details, fenced } from '../report/markdown.js';
-import { ExitCode, HillclimbError, InputError } from '../util/errors.js';
+import { ExitCode, HillclimbError } from '../util/errors.js';
 import { writeJsonAtomic } from '../util/files.js';
 
-/** A summary saved as JSON (`hillclimb trace summary --json`, or a bundle's profile/summary.json). */
-function savedSummary(path: string): TraceSummary | undefined {
-  if (!path.endsWith('.json')) return undefined;
-  let parsed: { schema?: unknown };
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8')) as { schema?: unknown };
-  } catch {
-    return undefined; // not a summary: let openTrace read it as a trace
-  }
-  if (typeof parsed.schema !== 'string' || !parsed.schema.startsWith('hillclimb.trace-summary/'))
-    return undefined;
-  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
-    throw new InputError(
-      path,
-      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`,
-    );
-  }
-  return parsed as TraceSummary;
-}
-
-export async function summaryOf(path: string): Promise<TraceSummary> {
-  const saved = savedSummary(path);
-  if (saved) return saved;
-  const { source, resolved } = openTrace(path);
-  const summary = await summarizeTrace(source);
-  summary.notes.push(...resolved.notes);
-  return summary;
+export function summaryOf(path: string): Promise<TraceSummary> {
+  return summarizeTracePath(path);
 }
 
 /** Champion (`before`) and candidate (`after`) analysed and diffed, as profile evidence. */

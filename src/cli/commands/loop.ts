@@ -94,7 +94,7 @@ export function registerLoop(program: Command, ctx: () => CliContext, done: (cod
     .option('--agent <kind>', 'agent: codex, claude, command or replay (agent.kind)')
     .option('--backend <name>', 'compute backend: local, ray or tpu-vm (compute.backend)')
     .option('--forge <kind>', 'forge: local or github (forge.kind)')
-    .option('--store <kind>', 'store: local or hf (store.kind)')
+    .option('--store <kind>', 'store: local, hf or branch (store.kind)')
     .option('--directive <preset...>', 'directive presets from session_directives/ (agent.directives)')
     .option('--resume [run-id]', 'continue a run (default: the latest) without repeating finished work')
     .option('--run-id <id>', 'id for a new run (default: UTC timestamp + random suffix)')

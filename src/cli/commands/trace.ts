@@ -1,10 +1,8 @@
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import type { Command } from 'commander';
 import { diffSummaries } from '../../evidence/analysis/diff.js';
 import { formatDiff, formatSummary } from '../../evidence/analysis/format.js';
-import { summarizeTrace } from '../../evidence/analysis/hotspots.js';
-import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../evidence/analysis/types.js';
-import { openTrace } from '../../evidence/trace/open.js';
+import { summarizeTracePath } from '../../evidence/analysis/from-path.js';
+import type { TraceSummary } from '../../evidence/analysis/types.js';
 import { InputError } from '../../util/errors.js';
 import type { CliContext } from '../context.js';
 
@@ -53,34 +51,6 @@ function parseTop(value: string): number {
 }
 
 /** Summarise a trace, or load a summary saved by `trace summary --json`. */
-async function summarize(path: string, c: CliContext): Promise<TraceSummary> {
-  const saved = savedSummary(path);
-  if (saved !== undefined) return saved;
-  const { source, resolved } = openTrace(path);
-  c.logger.debug(`reading ${resolved.path} (${resolved.format})`);
-  const summary = await summarizeTrace(source);
-  summary.notes.push(...resolved.notes);
-  return summary;
-}
-
-function savedSummary(path: string): TraceSummary | undefined {
-  if (!path.endsWith('.json')) return undefined;
-  let head = '';
-  try {
-    const fd = openSync(path, 'r');
-    const buf = Buffer.alloc(256);
-    head = buf.subarray(0, readSync(fd, buf, 0, 256, 0)).toString('utf8');
-    closeSync(fd);
-  } catch {
-    return undefined; // not readable as a file: let openTrace say why
-  }
-  if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return undefined;
-  const parsed = JSON.parse(readFileSync(path, 'utf8')) as TraceSummary;
-  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
-    throw new InputError(
-      path,
-      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`,
-    );
-  }
-  return parsed;
+function summarize(path: string, c: CliContext): Promise<TraceSummary> {
+  return summarizeTracePath(path, (l) => c.logger.debug(l));
 }
