@@ -41,14 +41,14 @@ describe('buildStore', () => {
     const config = parseConfig(BASE, '/repo/hillclimb.yml');
     const odd = { ...config, store: { kind: 's3' as 'local' } };
     expect(() => buildStore(odd, ctx)).toThrow(UnknownNameError);
-    expect(() => buildStore(odd, ctx)).toThrow('unknown store "s3"; known: hf, local');
+    expect(() => buildStore(odd, ctx)).toThrow('unknown store "s3"; known: branch, hf, local');
   });
 
   it('lists and extends the registered kinds', () => {
-    expect(getStoreTypes()).toEqual(['hf', 'local']);
+    expect(getStoreTypes()).toEqual(['branch', 'hf', 'local']);
     registerStore('memory', () => ({}) as never);
-    expect(getStoreTypes()).toEqual(['hf', 'local', 'memory']);
+    expect(getStoreTypes()).toEqual(['branch', 'hf', 'local', 'memory']);
     unregisterStore('memory');
-    expect(getStoreTypes()).toEqual(['hf', 'local']);
+    expect(getStoreTypes()).toEqual(['branch', 'hf', 'local']);
   });
 });

@@ -39022,6 +39022,7 @@ function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
     baseCommit: ev.base.commit,
     candidateCommit: ev.candidate?.commit ?? null,
     subject: ev.candidate?.subject ?? null,
+    branch: ev.candidate?.branch ?? null,
     metric,
     a: c?.a.median ?? null,
     b: c?.b.median ?? null,
@@ -55723,6 +55724,11 @@ var Git = class _Git {
     assertRevision(head);
     return (await this.git(["format-patch", "--stdout", "--no-signature", `${base}..${head}`])).stdout;
   }
+  /** The committer date of a commit, ISO 8601 (strict). */
+  async commitDate(commit2) {
+    assertRevision(commit2);
+    return (await this.git(["log", "-1", "--format=%cI", commit2, "--"])).stdout.trim();
+  }
   /** The first line of a commit message. */
   async subject(commit2) {
     assertRevision(commit2);
@@ -55761,7 +55767,8 @@ var Git = class _Git {
     const args = ["commit", "--quiet", "--no-gpg-sign", "--file=-"];
     if (opts.allowEmpty) args.push("--allow-empty");
     if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
-    await this.git(args, { input: message, config: identityConfig(opts.identity) });
+    const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : void 0;
+    await this.git(args, { input: message, config: identityConfig(opts.identity), ...env ? { env } : {} });
     return this.head();
   }
   /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
@@ -56012,6 +56019,10 @@ import { createHash as createHash3 } from "node:crypto";
 import { readFileSync as readFileSync5 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { join as join12, resolve as resolve9 } from "node:path";
+var NO_AGENT = {
+  name: "none",
+  run: () => Promise.reject(new Error("this phase runs no agent"))
+};
 function configHash(config) {
   return createHash3("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
 }
@@ -56043,7 +56054,8 @@ function jobId(runId, iteration, ...parts) {
 }
 
 // src/loop/phases.ts
-import { existsSync as existsSync21 } from "node:fs";
+import { createHash as createHash8 } from "node:crypto";
+import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
 import { join as join30 } from "node:path";
 
 // src/agent/factory.ts
@@ -64696,7 +64708,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync18, readFileSync as readFileSync14 } from "node:fs";
+import { existsSync as existsSync18, readFileSync as readFileSync15 } from "node:fs";
 import { join as join28, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
@@ -64894,959 +64906,8 @@ function round(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
 }
 
-// src/evidence/analysis/ops.ts
-function laneRole(lane) {
-  const kind = lane.device.kind;
-  const name = lane.name.trim();
-  if (kind === "host") return "host";
-  if (kind !== "tpu" && kind !== "gpu") return "ignore";
-  if (name === "XLA Modules") return "modules";
-  if (name === "Steps") return "steps";
-  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
-  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
-  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
-}
-function baseOpName(name) {
-  const m = /^(.*?)\.\d+$/.exec(name);
-  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
-}
-var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
-function deriveCategory(opName, chromeCat, laneName = "") {
-  const base = baseOpName(opName).replace(/^wrapped_/, "");
-  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
-  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
-  if (/fusion/.test(base)) {
-    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
-    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
-    if (/^ynn/.test(base)) return "ynn fusion";
-    return "fusion";
-  }
-  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
-  if (/^(while|conditional|call)$/.test(base)) return base;
-  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
-  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
-  if (/memset/i.test(base)) return "memset";
-  if (/^[a-z][a-z-]*$/.test(base)) return base;
-  return "kernel";
-}
-function isCustomCall(category, longName, opName) {
-  if (category === "custom-call") return true;
-  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
-  return /^custom-call(\.\d+)?$/.test(opName);
-}
-function scopeOf(tfOp, nameStack) {
-  let stack = (tfOp ?? "").replace(/:$/, "").trim();
-  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
-  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
-  const cut = stack.lastIndexOf("/");
-  return cut > 0 ? stack.slice(0, cut) : stack;
-}
-function numberArg(value) {
-  if (value === void 0 || value === "") return void 0;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : void 0;
-}
-function profilerStepNumber(name) {
-  const m = /^ProfilerStep#(\d+)$/.exec(name);
-  return m === null ? void 0 : Number(m[1]);
-}
-
-// src/evidence/analysis/collect.ts
-var ROLE_IGNORE = 0;
-var ROLE_OPS = 1;
-var ROLE_MODULES = 2;
-var ROLE_STEPS = 3;
-var ROLE_HOST = 4;
-var ROLE_CODE = {
-  ignore: ROLE_IGNORE,
-  ops: ROLE_OPS,
-  modules: ROLE_MODULES,
-  steps: ROLE_STEPS,
-  host: ROLE_HOST
-};
-var TraceCollector = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  devices = /* @__PURE__ */ new Map();
-  /** Op identities, per program then per name. */
-  opsByProgram = /* @__PURE__ */ new Map();
-  stepMarkers = /* @__PURE__ */ new Map();
-  hostSteps = [];
-  cpuExecutions = /* @__PURE__ */ new Map();
-  /** Lanes seen out of start order. */
-  unsortedLanes = /* @__PURE__ */ new Set();
-  /** Devices whose modules arrived after some of their ops (program attribution needs another pass). */
-  modulesLate = /* @__PURE__ */ new Set();
-  /** Devices with op lanes (TPU `XLA Ops`, GPU streams), read or skipped. */
-  deviceOpLanes = /* @__PURE__ */ new Set();
-  /** Every device with a lane offered. */
-  allDevices = /* @__PURE__ */ new Set();
-  lanes = [];
-  /** Op identities by event key, per program (see TraceEventView.key). */
-  keyCaches = /* @__PURE__ */ new Map();
-  deviceOps = false;
-  hostOps = false;
-  /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
-  collectedOps(where2) {
-    return where2 === "device" ? this.deviceOps : this.hostOps;
-  }
-  wantLane(lane) {
-    this.allDevices.add(lane.device);
-    const role = ROLE_CODE[laneRole(lane)];
-    if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
-    if (role === ROLE_IGNORE) return false;
-    if (role === ROLE_OPS && this.opts.ops === "skip") return false;
-    if ((role === ROLE_MODULES || role === ROLE_STEPS) && !this.opts.structure) return false;
-    const device = this.deviceState(lane.device);
-    const key = laneKey(lane);
-    const state = {
-      role,
-      hasOps: false,
-      gpu: lane.device.kind === "gpu",
-      tpu: lane.device.kind === "tpu",
-      keyProgram: void 0,
-      keyCache: void 0,
-      lane,
-      device,
-      where: role === ROLE_HOST ? "host" : "device",
-      depth: 0,
-      starts: [],
-      ends: [],
-      durs: [],
-      childPs: [],
-      ops: [],
-      execs: [],
-      lastStart: -Infinity,
-      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
-    };
-    this.lanes[lane.index] = state;
-    return true;
-  }
-  onEvent(lane, ev) {
-    const st = this.lanes[lane.index];
-    switch (st.role) {
-      case ROLE_OPS:
-        if (st.gpu) this.opEvent(st, ev, ev.arg("hlo_op") ?? ev.name, void 0);
-        else this.opEvent(st, ev, void 0, ev.key);
-        return;
-      case ROLE_MODULES:
-        if (this.opts.structure) this.moduleEvent(st.device, ev);
-        return;
-      case ROLE_STEPS:
-        if (this.opts.structure) this.markers(st.device.device).push(marker(ev));
-        return;
-      case ROLE_HOST:
-        this.hostEvent(st, ev);
-        return;
-    }
-  }
-  /** Close every open event; call once after the read. */
-  finish() {
-    for (const st of this.lanes) {
-      if (st === void 0) continue;
-      if (st.buffer !== void 0) this.replay(st);
-      while (st.depth > 0) this.pop(st);
-    }
-  }
-  // ---- structure ------------------------------------------------------------------------------------
-  moduleEvent(dev, ev) {
-    const exec = {
-      device: dev.device,
-      program: ev.name,
-      startPs: ev.startPs,
-      endPs: ev.startPs + ev.durPs,
-      busyPs: 0
-    };
-    const list = dev.modules;
-    if (list.length > 0 && list[list.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
-    list.push(exec);
-    if (dev.opsSeen && exec.startPs <= dev.lastOpStartPs) this.modulesLate.add(dev.device);
-  }
-  markers(device) {
-    let list = this.stepMarkers.get(device);
-    if (list === void 0) {
-      list = [];
-      this.stepMarkers.set(device, list);
-    }
-    return list;
-  }
-  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
-  hostEvent(st, ev) {
-    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
-      if (this.opts.structure) this.hostSteps.push(marker(ev));
-      return;
-    }
-    const hloOp = ev.arg("hlo_op");
-    if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
-  }
-  // ---- ops --------------------------------------------------------------------------------------------
-  /**
-   * An op event; `opName` overrides the event name (GPU, CPU), `key` (the event's identity) lets the op
-   * identity be found without hashing its name.
-   */
-  opEvent(st, ev, opName, key) {
-    const start = ev.startPs;
-    const dur = ev.durPs;
-    const dev = st.device;
-    if (st.where === "device") this.deviceOps = true;
-    else this.hostOps = true;
-    if (!dev.opsSeen) {
-      dev.opsSeen = true;
-      if (!dev.modulesSorted) sortExecutions(dev);
-    }
-    if (!st.hasOps) {
-      st.hasOps = true;
-      dev.opLanes.add(st.lane.name);
-    }
-    if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
-    let exec;
-    let program = "";
-    if (st.where === "device") {
-      exec = this.enclosingModule(dev, start);
-      if (exec !== void 0) program = exec.program;
-      else if (st.gpu) program = gpuProgram(ev);
-    } else {
-      program = ev.arg("hlo_module") ?? "";
-      exec = this.cpuExecution(dev.device, program, ev.arg("run_id"), start, start + dur);
-    }
-    let op;
-    if (key !== void 0) {
-      let byKey = st.keyProgram === program ? st.keyCache : void 0;
-      if (byKey === void 0) {
-        byKey = this.keyCaches.get(program);
-        if (byKey === void 0) {
-          byKey = /* @__PURE__ */ new Map();
-          this.keyCaches.set(program, byKey);
-        }
-        st.keyProgram = program;
-        st.keyCache = byKey;
-      }
-      op = byKey.get(key);
-      if (op === void 0) {
-        op = this.opInfo(program, ev.name, ev, st);
-        byKey.set(key, op);
-      }
-    } else op = this.opInfo(program, opName ?? ev.name, ev, st);
-    const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
-    if (st.buffer !== void 0) {
-      st.buffer.starts.push(start);
-      st.buffer.durs.push(dur);
-      st.buffer.selfDurs.push(selfDur);
-      st.buffer.ops.push(op);
-      st.buffer.execs.push(exec);
-      return;
-    }
-    if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
-    st.lastStart = start;
-    this.push(st, start, dur, selfDur, op, exec);
-  }
-  opInfo(program, name, ev, st) {
-    let byName = this.opsByProgram.get(program);
-    if (byName === void 0) {
-      byName = /* @__PURE__ */ new Map();
-      this.opsByProgram.set(program, byName);
-    }
-    let op = byName.get(name);
-    if (op === void 0) {
-      op = newOpInfo(program, name, ev, st);
-      byName.set(name, op);
-    }
-    return op;
-  }
-  /** The module execution on this device that contains `t`, if any (ops arrive mostly in time order). */
-  enclosingModule(dev, t) {
-    const list = this.opts.modules?.get(dev.device.name) ?? dev.modules;
-    const n = list.length;
-    if (n === 0) return void 0;
-    let c = dev.moduleCursor;
-    if (c >= n || list[c].startPs > t) c = lastAtOrBefore(list, t);
-    while (c + 1 < n && list[c + 1].startPs <= t) c++;
-    dev.moduleCursor = Math.max(c, 0);
-    if (c < 0) return void 0;
-    const m = list[c];
-    return t < m.endPs || t === m.startPs && m.endPs === m.startPs ? m : void 0;
-  }
-  cpuExecution(device, program, runId, start, end) {
-    if (runId === void 0) return void 0;
-    const key = `${device.name}\0${program}\0${runId}`;
-    let exec = this.cpuExecutions.get(key);
-    if (exec === void 0) {
-      exec = { device, program, startPs: start, endPs: end, busyPs: 0 };
-      this.cpuExecutions.set(key, exec);
-    } else {
-      if (start < exec.startPs) exec.startPs = start;
-      if (end > exec.endPs) exec.endPs = end;
-    }
-    return exec;
-  }
-  push(st, start, dur, selfDur, op, exec) {
-    const end = start + dur;
-    while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
-    if (st.depth > 0) {
-      const parentEnd = st.ends[st.depth - 1];
-      st.childPs[st.depth - 1] += Math.min(end, parentEnd) - start;
-    }
-    const d = st.depth++;
-    st.starts[d] = start;
-    st.ends[d] = end;
-    st.durs[d] = selfDur;
-    st.childPs[d] = 0;
-    st.ops[d] = op;
-    st.execs[d] = exec;
-  }
-  pop(st) {
-    const d = --st.depth;
-    const start = st.starts[d];
-    const dur = st.ends[d] - start;
-    const self2 = Math.max(0, st.durs[d] - st.childPs[d]);
-    const op = st.ops[d];
-    const dev = st.device;
-    const top = d === 0;
-    dev.opPs += self2;
-    if (top) {
-      dev.busyPs += dur;
-      if (start < dev.firstOpPs) dev.firstOpPs = start;
-      if (start + dur > dev.lastOpEndPs) dev.lastOpEndPs = start + dur;
-    }
-    if (this.opts.ops === "windows") {
-      const w = this.windowAt(dev, start);
-      if (w >= 0) {
-        op.countIn++;
-        op.selfInPs += self2;
-        dev.windowOpPs[w] += self2;
-        if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
-      } else {
-        op.countOut++;
-        op.selfOutPs += self2;
-      }
-    } else {
-      op.countIn++;
-      op.selfInPs += self2;
-      if (top) {
-        const exec = st.execs[d];
-        if (exec !== void 0) exec.busyPs += dur;
-      }
-    }
-    st.ops[d] = PLACEHOLDER_OP;
-    st.execs[d] = void 0;
-  }
-  /** Index of the step window containing `t` on this device, or -1. */
-  windowAt(dev, t) {
-    let w = dev.windows;
-    if (w === void 0) {
-      const all = this.opts.windows;
-      w = all?.get(dev.device.name) ?? all?.get("*") ?? { starts: [], ends: [] };
-      dev.windows = w;
-      dev.windowBusyPs = new Float64Array(w.starts.length);
-      dev.windowOpPs = new Float64Array(w.starts.length);
-    }
-    const n = w.starts.length;
-    if (n === 0) return -1;
-    let c = dev.windowCursor;
-    if (c >= n || w.starts[c] > t) c = lastStartAtOrBefore(w.starts, t);
-    while (c + 1 < n && w.starts[c + 1] <= t) c++;
-    dev.windowCursor = Math.max(c, 0);
-    return c >= 0 && t < w.ends[c] ? c : -1;
-  }
-  /** Sort a buffered lane's events by start (longest first on ties, so parents precede children). */
-  replay(st) {
-    const b = st.buffer;
-    st.buffer = void 0;
-    const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
-    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
-  }
-  deviceState(device) {
-    let dev = this.devices.get(device);
-    if (dev === void 0) {
-      dev = {
-        device,
-        modules: [],
-        modulesSorted: true,
-        moduleCursor: 0,
-        opsSeen: false,
-        windows: void 0,
-        windowCursor: 0,
-        windowBusyPs: void 0,
-        windowOpPs: void 0,
-        opPs: 0,
-        busyPs: 0,
-        firstOpPs: Infinity,
-        lastOpEndPs: -Infinity,
-        lastOpStartPs: -Infinity,
-        opLanes: /* @__PURE__ */ new Set()
-      };
-      this.devices.set(device, dev);
-    }
-    return dev;
-  }
-  /** Device states with their modules sorted by start. */
-  deviceStates() {
-    for (const dev of this.devices.values()) if (!dev.modulesSorted) sortExecutions(dev);
-    return [...this.devices.values()];
-  }
-};
-var PLACEHOLDER_OP = {};
-function gpuProgram(ev) {
-  const module2 = ev.arg("hlo_module");
-  if (module2 === void 0) return "";
-  const id = ev.arg("program_id");
-  return id === void 0 ? module2 : `${module2}(${id})`;
-}
-function newOpInfo(program, name, ev, st) {
-  const longName = ev.longName();
-  const gpu = st.lane.device.kind === "gpu";
-  const hloCategory = ev.arg("hlo_category");
-  const category = hloCategory !== void 0 && hloCategory !== "" ? hloCategory : deriveCategory(name, gpu ? ev.category : void 0, st.lane.name);
-  const flops = numberArg(ev.arg("flops")) ?? numberArg(ev.arg("model_flops"));
-  const bytes = numberArg(ev.arg("bytes_accessed")) ?? numberArg(ev.arg("raw_bytes_accessed"));
-  return {
-    name,
-    baseName: baseOpName(name),
-    program,
-    category,
-    scope: scopeOf(ev.arg("tf_op"), gpu ? ev.arg("name") : void 0),
-    longName,
-    customCall: isCustomCall(category, longName, name),
-    flops,
-    bytes,
-    where: st.where,
-    countIn: 0,
-    selfInPs: 0,
-    countOut: 0,
-    selfOutPs: 0
-  };
-}
-function marker(ev) {
-  return { startPs: ev.startPs, durPs: ev.durPs, name: ev.name };
-}
-function laneKey(lane) {
-  return `${lane.device.name}\0${lane.name}\0${lane.rawId}`;
-}
-function sortExecutions(dev) {
-  dev.modules.sort((a, b) => a.startPs - b.startPs);
-  dev.modulesSorted = true;
-  dev.moduleCursor = 0;
-}
-function lastAtOrBefore(list, t) {
-  let lo = 0;
-  let hi = list.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (list[mid].startPs <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
-}
-function lastStartAtOrBefore(starts, t) {
-  let lo = 0;
-  let hi = starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
-}
-
-// src/evidence/analysis/steps.ts
-function planSteps(c, platform2, opDevices, opsPass = c) {
-  const notes = [];
-  const windows = /* @__PURE__ */ new Map();
-  const deviceDurations = [];
-  for (const [device, markers] of c.stepMarkers) {
-    if (!opDevices.has(device.name) || markers.length === 0) continue;
-    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
-    windows.set(device.name, {
-      starts: sorted.map((m) => m.startPs),
-      ends: sorted.map((m) => m.startPs + m.durPs)
-    });
-    for (const m of sorted) deviceDurations.push(m.durPs);
-  }
-  if (windows.size > 0) {
-    const perDevice = deviceDurations.length / windows.size;
-    return {
-      detector: "device-steps",
-      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
-      windows,
-      stepDurationsPs: deviceDurations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const host = topLevel(c.hostSteps);
-  if (host.length > 0) {
-    const starts = host.map((m) => m.startPs);
-    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
-    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
-    const durations = [];
-    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
-    notes.push(
-      "device work is attributed to the host step during which it started; step time is the annotation length"
-    );
-    return {
-      detector: "host-annotations",
-      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
-      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
-      stepDurationsPs: durations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const executions = allExecutions(c, platform2, opDevices);
-  if (executions.length > 0) {
-    const byProgram = /* @__PURE__ */ new Map();
-    for (const e of executions)
-      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
-    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
-    const devices = new Set(steps.map((e) => e.device.name));
-    const stepWindows = /* @__PURE__ */ new Map();
-    for (const device of devices) {
-      const mine = steps.filter((e) => e.device.name === device);
-      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
-    }
-    notes.push(
-      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
-      windows: stepWindows,
-      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
-      program,
-      executions: steps,
-      notes
-    };
-  }
-  const programs = programTimes(opsPass, platform2);
-  if (programs.length > 0) {
-    const program = programs[0][0];
-    notes.push(
-      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
-      windows: void 0,
-      stepDurationsPs: [],
-      program,
-      executions: void 0,
-      notes
-    };
-  }
-  notes.push("no step markers and no program information: the whole trace is treated as one step");
-  return {
-    detector: "whole-trace",
-    detail: "no step markers: the whole trace is one step",
-    windows: void 0,
-    stepDurationsPs: [],
-    program: void 0,
-    executions: void 0,
-    notes
-  };
-}
-function topLevel(markers) {
-  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
-  const out = [];
-  let end = -Infinity;
-  for (const m of sorted) {
-    if (m.startPs < end) continue;
-    out.push(m);
-    end = m.startPs + m.durPs;
-  }
-  return out;
-}
-function allExecutions(c, platform2, opDevices) {
-  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
-  const out = [];
-  for (const dev of c.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    out.push(...dev.modules);
-  }
-  return out;
-}
-function programTimes(c, platform2) {
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  const times = /* @__PURE__ */ new Map();
-  for (const [program, ops] of c.opsByProgram) {
-    if (program === "") continue;
-    for (const op of ops.values()) {
-      if (op.where !== where2) continue;
-      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
-    }
-  }
-  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-}
-function programsInsideWindows(executions, windows) {
-  const inside = /* @__PURE__ */ new Map();
-  const total = /* @__PURE__ */ new Map();
-  for (const e of executions) {
-    total.set(e.program, (total.get(e.program) ?? 0) + 1);
-    const w = windows.get(e.device.name) ?? windows.get("*");
-    if (w !== void 0 && containsStart(w, e.startPs))
-      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
-  }
-  const out = /* @__PURE__ */ new Set();
-  for (const [program, n] of total) {
-    const k = inside.get(program) ?? 0;
-    if (k === n) out.add(program);
-    else if (k !== 0) return void 0;
-  }
-  return out;
-}
-function containsStart(w, t) {
-  let lo = 0;
-  let hi = w.starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (w.starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans >= 0 && t < w.ends[ans];
-}
-function fmtCount(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
-}
-
-// src/evidence/analysis/hotspots.ts
-var PS_PER_MS = 1e9;
-async function summarizeTrace(source, opts = {}) {
-  const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
-  let passes = 0;
-  const run2 = async (o) => {
-    const c = new TraceCollector(o);
-    passes++;
-    const stats2 = await source.read(c, readOpts);
-    c.finish();
-    return { c, stats: stats2 };
-  };
-  const firstOpts = { structure: true, ops: source.cheapLaneSkip ? "skip" : "program" };
-  let { c: first, stats } = await run2(firstOpts);
-  if (stats.lateNames) ({ c: first, stats } = await run2(firstOpts));
-  if (stats.events === 0) throw new InputError(source.path, "the trace holds no events");
-  const platform2 = decidePlatform(first, source.path);
-  const opDevices = activeDevices(first, platform2);
-  let plan = planSteps(first, platform2, opDevices);
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  let final = first;
-  let included;
-  if (!first.collectedOps(where2) && plan.windows === void 0) {
-    final = (await run2({ structure: false, ops: "program", modules: modulesByDevice(first) })).c;
-    plan = planSteps(first, platform2, opDevices, final);
-    included = plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]);
-  }
-  const unsorted = first.unsortedLanes.size > 0;
-  const modulesLate = first.modulesLate.size > 0;
-  if (included === void 0 && first.collectedOps(where2) && !unsorted && !modulesLate) {
-    if (plan.detector === "whole-trace") included = "all";
-    else if (plan.detector === "dominant-program" && plan.program !== void 0)
-      included = /* @__PURE__ */ new Set([plan.program]);
-    else if (plan.windows !== void 0) {
-      const executions = allExecutions(first, platform2, opDevices);
-      if (executions.length > 0) included = programsInsideWindows(executions, plan.windows);
-    }
-  }
-  if (included === void 0 || final.unsortedLanes.size > 0) {
-    const windows = plan.windows;
-    const second = {
-      structure: false,
-      ops: windows === void 0 ? "program" : "windows",
-      ...windows === void 0 ? {} : { windows },
-      modules: modulesByDevice(first),
-      bufferLanes: /* @__PURE__ */ new Set([...first.unsortedLanes, ...final.unsortedLanes])
-    };
-    final = (await run2(second)).c;
-    included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
-  }
-  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
-}
-function decidePlatform(c, path) {
-  const kinds = /* @__PURE__ */ new Set();
-  for (const device of c.deviceOpLanes) kinds.add(device.kind);
-  if (kinds.has("tpu")) return "tpu";
-  if (kinds.has("gpu")) return "gpu";
-  for (const ops of c.opsByProgram.values())
-    for (const op of ops.values()) if (op.where === "host") return "cpu";
-  const seen = [...new Set([...c.allDevices].map((d) => d.name))].slice(0, 6).join(", ");
-  throw new InputError(path, `no TPU, GPU or XLA:CPU op events found (devices: ${seen || "none"})`, {
-    hint: "expected a jax.profiler trace: XLA Ops lines on /device:TPU:N, GPU stream lines, or XLA:CPU host ops"
-  });
-}
-function activeDevices(c, platform2) {
-  const out = /* @__PURE__ */ new Set();
-  if (platform2 === "cpu") {
-    for (const dev of c.devices.values())
-      if (dev.device.kind === "host" && dev.opLanes.size > 0) out.add(dev.device.name);
-  } else {
-    for (const device of c.deviceOpLanes) if (device.kind === platform2) out.add(device.name);
-  }
-  return out;
-}
-function modulesByDevice(c) {
-  const out = /* @__PURE__ */ new Map();
-  for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
-  return out;
-}
-function buildSummary(input) {
-  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  const windowsMode = final !== first && plan.windows !== void 0;
-  const counted = [];
-  let outsidePs = 0;
-  const outsideOps = /* @__PURE__ */ new Set();
-  for (const [program, ops] of final.opsByProgram) {
-    for (const op of ops.values()) {
-      if (op.where !== where2) continue;
-      const inProgram = included === "all" || included.has(program);
-      const count = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
-      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
-      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
-      if (outPs > 0) {
-        outsidePs += outPs;
-        outsideOps.add(op.baseName);
-      }
-      if (count > 0) counted.push({ op, count, selfPs });
-    }
-  }
-  const deviceCount = Math.max(1, opDevices.size);
-  let deviceSteps;
-  let stepDurations = plan.stepDurationsPs;
-  let busyPs = 0;
-  if (plan.detector === "whole-trace") {
-    deviceSteps = deviceCount;
-    stepDurations = [];
-    for (const dev of final.deviceStates()) {
-      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
-      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
-      busyPs += dev.busyPs;
-    }
-  } else if (plan.windows === void 0) {
-    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
-    stepDurations = [];
-    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
-  } else if (windowsMode) {
-    deviceSteps = windowCount(plan.windows, opDevices, platform2);
-    for (const dev of final.deviceStates()) {
-      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
-    }
-  } else {
-    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
-    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
-    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
-  }
-  deviceSteps = Math.max(1, deviceSteps);
-  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
-  const perStep = (ps) => ms(ps / deviceSteps);
-  const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
-  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
-  const share = (ps) => pct2(ps, opPsTotal);
-  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct2(ps / deviceSteps, meanStepPs);
-  const summary2 = {
-    schema: TRACE_SUMMARY_SCHEMA,
-    source: {
-      path: stats.path,
-      format: stats.format,
-      bytes: stats.bytes,
-      events: stats.events,
-      passes: input.passes,
-      capped: stats.capped
-    },
-    platform: platform2,
-    devices: deviceRows(final, first, opDevices),
-    steps: {
-      detector: plan.detector,
-      detail: plan.detail,
-      count: round2(deviceSteps / deviceCount, 3),
-      deviceSteps,
-      program: plan.program,
-      timeMs: timeStats,
-      busyMs: perStep(busyPs),
-      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
-      opMs: perStep(opPsTotal)
-    },
-    ops: opRows(counted, deviceSteps, share, shareOfStep),
-    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
-    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
-    customCalls: customCallRows(counted, deviceSteps, share),
-    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
-    warnings: [...stats.warnings],
-    notes: [...plan.notes]
-  };
-  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
-  if (multiLane.length > 0 && platform2 !== "cpu") {
-    const d = multiLane[0];
-    summary2.notes.push(
-      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
-    );
-  }
-  if (input.passes > 1) summary2.notes.push(passNote(input));
-  return summary2;
-}
-function passNote(input) {
-  const reasons = [];
-  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
-  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
-  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
-  else if (input.final !== input.first) reasons.push("step windows split some programs");
-  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
-}
-function windowCount(windows, opDevices, platform2) {
-  const shared = windows.get("*");
-  if (shared !== void 0)
-    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
-  let n = 0;
-  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
-  return n;
-}
-function deviceRows(final, first, opDevices) {
-  const rows = [];
-  for (const dev of final.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    const stats = dev.device.stats;
-    const peak = Number(stats.peak_teraflops_per_second);
-    rows.push({
-      name: dev.device.name,
-      kind: dev.device.kind,
-      type: stats.device_type_string,
-      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
-      opMs: ms(dev.opPs),
-      busyMs: ms(dev.busyPs)
-    });
-  }
-  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
-  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
-}
-function opRows(counted, steps, share, shareOfStep) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const list = groups2.get(c.op.baseName);
-    if (list === void 0) groups2.set(c.op.baseName, [c]);
-    else list.push(c);
-  }
-  const rows = [];
-  for (const [name, list] of groups2) {
-    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
-    const count = list.reduce((s, c) => s + c.count, 0);
-    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
-    const customCall = list.some((c) => c.op.customCall);
-    const haveFlops = list.every((c) => c.op.flops !== void 0);
-    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
-    const haveBytes = list.every((c) => c.op.bytes !== void 0);
-    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
-    const timeSec = selfPs / 1e12;
-    rows.push({
-      name,
-      category: heaviestKey(list, (c) => c.op.category),
-      scope: heaviestKey(list, (c) => c.op.scope),
-      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
-      variants: new Set(list.map((c) => c.op.name)).size,
-      timeMs: ms(selfPs / steps),
-      occurrences: round2(count / steps, 3),
-      shareOfOps: share(selfPs),
-      shareOfStep: shareOfStep(selfPs),
-      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
-      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
-      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
-      customCall,
-      noCostModel: customCall || flops === void 0 || flops === 0,
-      longName: heaviest.longName
-    });
-  }
-  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function groupRows(counted, keyOf, steps, share) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const key = keyOf(c);
-    let g = groups2.get(key);
-    if (g === void 0) {
-      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
-      groups2.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-    g.names.add(c.op.baseName);
-  }
-  return [...groups2].map(([name, g]) => ({
-    name,
-    timeMs: ms(g.selfPs / steps),
-    occurrences: round2(g.count / steps, 3),
-    shareOfOps: share(g.selfPs),
-    ops: g.names.size
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function customCallRows(counted, steps, share) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    if (!c.op.customCall) continue;
-    const key = `${c.op.baseName}\0${c.op.scope}`;
-    let g = groups2.get(key);
-    if (g === void 0) {
-      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
-      groups2.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-  }
-  return [...groups2.values()].map((g) => ({
-    name: g.name,
-    scope: g.scope,
-    launches: round2(g.count / steps, 3),
-    timeMs: ms(g.selfPs / steps),
-    shareOfOps: share(g.selfPs),
-    noCostModel: true
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function heaviestKey(list, keyOf) {
-  const time = /* @__PURE__ */ new Map();
-  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
-  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-}
-function gcdOfCounts(counts) {
-  let g = 0;
-  for (const c of counts) {
-    let a = g;
-    let b = Math.round(c);
-    while (b !== 0) [a, b] = [b, a % b];
-    g = a;
-  }
-  return g;
-}
-function describe2(ps) {
-  const sorted = [...ps].sort((a, b) => a - b);
-  const n = sorted.length;
-  const mid = n >> 1;
-  const median2 = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  return {
-    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
-    median: ms(median2),
-    min: ms(sorted[0]),
-    max: ms(sorted[n - 1])
-  };
-}
-function ms(ps) {
-  return Math.round(ps / 1e3) / 1e6;
-}
-function pct2(part, whole) {
-  return whole === 0 ? 0 : round2(100 * part / whole, 4);
-}
-function round2(x, digits) {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}
+// src/evidence/analysis/from-path.ts
+import { closeSync as closeSync5, openSync as openSync5, readFileSync as readFileSync14, readSync as readSync3 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -67877,6 +66938,993 @@ function openTrace(path, opts = {}) {
   return { source, resolved };
 }
 
+// src/evidence/analysis/ops.ts
+function laneRole(lane) {
+  const kind = lane.device.kind;
+  const name = lane.name.trim();
+  if (kind === "host") return "host";
+  if (kind !== "tpu" && kind !== "gpu") return "ignore";
+  if (name === "XLA Modules") return "modules";
+  if (name === "Steps") return "steps";
+  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
+  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
+  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
+}
+function baseOpName(name) {
+  const m = /^(.*?)\.\d+$/.exec(name);
+  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
+}
+var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
+function deriveCategory(opName, chromeCat, laneName = "") {
+  const base = baseOpName(opName).replace(/^wrapped_/, "");
+  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
+  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
+  if (/fusion/.test(base)) {
+    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
+    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
+    if (/^ynn/.test(base)) return "ynn fusion";
+    return "fusion";
+  }
+  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
+  if (/^(while|conditional|call)$/.test(base)) return base;
+  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
+  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
+  if (/memset/i.test(base)) return "memset";
+  if (/^[a-z][a-z-]*$/.test(base)) return base;
+  return "kernel";
+}
+function isCustomCall(category, longName, opName) {
+  if (category === "custom-call") return true;
+  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
+  return /^custom-call(\.\d+)?$/.test(opName);
+}
+function scopeOf(tfOp, nameStack) {
+  let stack = (tfOp ?? "").replace(/:$/, "").trim();
+  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
+  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
+  const cut = stack.lastIndexOf("/");
+  return cut > 0 ? stack.slice(0, cut) : stack;
+}
+function numberArg(value) {
+  if (value === void 0 || value === "") return void 0;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : void 0;
+}
+function profilerStepNumber(name) {
+  const m = /^ProfilerStep#(\d+)$/.exec(name);
+  return m === null ? void 0 : Number(m[1]);
+}
+
+// src/evidence/analysis/collect.ts
+var ROLE_IGNORE = 0;
+var ROLE_OPS = 1;
+var ROLE_MODULES = 2;
+var ROLE_STEPS = 3;
+var ROLE_HOST = 4;
+var ROLE_CODE = {
+  ignore: ROLE_IGNORE,
+  ops: ROLE_OPS,
+  modules: ROLE_MODULES,
+  steps: ROLE_STEPS,
+  host: ROLE_HOST
+};
+var TraceCollector = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  devices = /* @__PURE__ */ new Map();
+  /** Op identities, per program then per name. */
+  opsByProgram = /* @__PURE__ */ new Map();
+  stepMarkers = /* @__PURE__ */ new Map();
+  hostSteps = [];
+  cpuExecutions = /* @__PURE__ */ new Map();
+  /** Lanes seen out of start order. */
+  unsortedLanes = /* @__PURE__ */ new Set();
+  /** Devices whose modules arrived after some of their ops (program attribution needs another pass). */
+  modulesLate = /* @__PURE__ */ new Set();
+  /** Devices with op lanes (TPU `XLA Ops`, GPU streams), read or skipped. */
+  deviceOpLanes = /* @__PURE__ */ new Set();
+  /** Every device with a lane offered. */
+  allDevices = /* @__PURE__ */ new Set();
+  lanes = [];
+  /** Op identities by event key, per program (see TraceEventView.key). */
+  keyCaches = /* @__PURE__ */ new Map();
+  deviceOps = false;
+  hostOps = false;
+  /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
+  collectedOps(where2) {
+    return where2 === "device" ? this.deviceOps : this.hostOps;
+  }
+  wantLane(lane) {
+    this.allDevices.add(lane.device);
+    const role = ROLE_CODE[laneRole(lane)];
+    if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
+    if (role === ROLE_IGNORE) return false;
+    if (role === ROLE_OPS && this.opts.ops === "skip") return false;
+    if ((role === ROLE_MODULES || role === ROLE_STEPS) && !this.opts.structure) return false;
+    const device = this.deviceState(lane.device);
+    const key = laneKey(lane);
+    const state = {
+      role,
+      hasOps: false,
+      gpu: lane.device.kind === "gpu",
+      tpu: lane.device.kind === "tpu",
+      keyProgram: void 0,
+      keyCache: void 0,
+      lane,
+      device,
+      where: role === ROLE_HOST ? "host" : "device",
+      depth: 0,
+      starts: [],
+      ends: [],
+      durs: [],
+      childPs: [],
+      ops: [],
+      execs: [],
+      lastStart: -Infinity,
+      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
+    };
+    this.lanes[lane.index] = state;
+    return true;
+  }
+  onEvent(lane, ev) {
+    const st = this.lanes[lane.index];
+    switch (st.role) {
+      case ROLE_OPS:
+        if (st.gpu) this.opEvent(st, ev, ev.arg("hlo_op") ?? ev.name, void 0);
+        else this.opEvent(st, ev, void 0, ev.key);
+        return;
+      case ROLE_MODULES:
+        if (this.opts.structure) this.moduleEvent(st.device, ev);
+        return;
+      case ROLE_STEPS:
+        if (this.opts.structure) this.markers(st.device.device).push(marker(ev));
+        return;
+      case ROLE_HOST:
+        this.hostEvent(st, ev);
+        return;
+    }
+  }
+  /** Close every open event; call once after the read. */
+  finish() {
+    for (const st of this.lanes) {
+      if (st === void 0) continue;
+      if (st.buffer !== void 0) this.replay(st);
+      while (st.depth > 0) this.pop(st);
+    }
+  }
+  // ---- structure ------------------------------------------------------------------------------------
+  moduleEvent(dev, ev) {
+    const exec = {
+      device: dev.device,
+      program: ev.name,
+      startPs: ev.startPs,
+      endPs: ev.startPs + ev.durPs,
+      busyPs: 0
+    };
+    const list = dev.modules;
+    if (list.length > 0 && list[list.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
+    list.push(exec);
+    if (dev.opsSeen && exec.startPs <= dev.lastOpStartPs) this.modulesLate.add(dev.device);
+  }
+  markers(device) {
+    let list = this.stepMarkers.get(device);
+    if (list === void 0) {
+      list = [];
+      this.stepMarkers.set(device, list);
+    }
+    return list;
+  }
+  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
+  hostEvent(st, ev) {
+    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+      if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
+    }
+    const hloOp = ev.arg("hlo_op");
+    if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
+  }
+  // ---- ops --------------------------------------------------------------------------------------------
+  /**
+   * An op event; `opName` overrides the event name (GPU, CPU), `key` (the event's identity) lets the op
+   * identity be found without hashing its name.
+   */
+  opEvent(st, ev, opName, key) {
+    const start = ev.startPs;
+    const dur = ev.durPs;
+    const dev = st.device;
+    if (st.where === "device") this.deviceOps = true;
+    else this.hostOps = true;
+    if (!dev.opsSeen) {
+      dev.opsSeen = true;
+      if (!dev.modulesSorted) sortExecutions(dev);
+    }
+    if (!st.hasOps) {
+      st.hasOps = true;
+      dev.opLanes.add(st.lane.name);
+    }
+    if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
+    let exec;
+    let program = "";
+    if (st.where === "device") {
+      exec = this.enclosingModule(dev, start);
+      if (exec !== void 0) program = exec.program;
+      else if (st.gpu) program = gpuProgram(ev);
+    } else {
+      program = ev.arg("hlo_module") ?? "";
+      exec = this.cpuExecution(dev.device, program, ev.arg("run_id"), start, start + dur);
+    }
+    let op;
+    if (key !== void 0) {
+      let byKey = st.keyProgram === program ? st.keyCache : void 0;
+      if (byKey === void 0) {
+        byKey = this.keyCaches.get(program);
+        if (byKey === void 0) {
+          byKey = /* @__PURE__ */ new Map();
+          this.keyCaches.set(program, byKey);
+        }
+        st.keyProgram = program;
+        st.keyCache = byKey;
+      }
+      op = byKey.get(key);
+      if (op === void 0) {
+        op = this.opInfo(program, ev.name, ev, st);
+        byKey.set(key, op);
+      }
+    } else op = this.opInfo(program, opName ?? ev.name, ev, st);
+    const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
+    if (st.buffer !== void 0) {
+      st.buffer.starts.push(start);
+      st.buffer.durs.push(dur);
+      st.buffer.selfDurs.push(selfDur);
+      st.buffer.ops.push(op);
+      st.buffer.execs.push(exec);
+      return;
+    }
+    if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
+    st.lastStart = start;
+    this.push(st, start, dur, selfDur, op, exec);
+  }
+  opInfo(program, name, ev, st) {
+    let byName = this.opsByProgram.get(program);
+    if (byName === void 0) {
+      byName = /* @__PURE__ */ new Map();
+      this.opsByProgram.set(program, byName);
+    }
+    let op = byName.get(name);
+    if (op === void 0) {
+      op = newOpInfo(program, name, ev, st);
+      byName.set(name, op);
+    }
+    return op;
+  }
+  /** The module execution on this device that contains `t`, if any (ops arrive mostly in time order). */
+  enclosingModule(dev, t) {
+    const list = this.opts.modules?.get(dev.device.name) ?? dev.modules;
+    const n = list.length;
+    if (n === 0) return void 0;
+    let c = dev.moduleCursor;
+    if (c >= n || list[c].startPs > t) c = lastAtOrBefore(list, t);
+    while (c + 1 < n && list[c + 1].startPs <= t) c++;
+    dev.moduleCursor = Math.max(c, 0);
+    if (c < 0) return void 0;
+    const m = list[c];
+    return t < m.endPs || t === m.startPs && m.endPs === m.startPs ? m : void 0;
+  }
+  cpuExecution(device, program, runId, start, end) {
+    if (runId === void 0) return void 0;
+    const key = `${device.name}\0${program}\0${runId}`;
+    let exec = this.cpuExecutions.get(key);
+    if (exec === void 0) {
+      exec = { device, program, startPs: start, endPs: end, busyPs: 0 };
+      this.cpuExecutions.set(key, exec);
+    } else {
+      if (start < exec.startPs) exec.startPs = start;
+      if (end > exec.endPs) exec.endPs = end;
+    }
+    return exec;
+  }
+  push(st, start, dur, selfDur, op, exec) {
+    const end = start + dur;
+    while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
+    if (st.depth > 0) {
+      const parentEnd = st.ends[st.depth - 1];
+      st.childPs[st.depth - 1] += Math.min(end, parentEnd) - start;
+    }
+    const d = st.depth++;
+    st.starts[d] = start;
+    st.ends[d] = end;
+    st.durs[d] = selfDur;
+    st.childPs[d] = 0;
+    st.ops[d] = op;
+    st.execs[d] = exec;
+  }
+  pop(st) {
+    const d = --st.depth;
+    const start = st.starts[d];
+    const dur = st.ends[d] - start;
+    const self2 = Math.max(0, st.durs[d] - st.childPs[d]);
+    const op = st.ops[d];
+    const dev = st.device;
+    const top = d === 0;
+    dev.opPs += self2;
+    if (top) {
+      dev.busyPs += dur;
+      if (start < dev.firstOpPs) dev.firstOpPs = start;
+      if (start + dur > dev.lastOpEndPs) dev.lastOpEndPs = start + dur;
+    }
+    if (this.opts.ops === "windows") {
+      const w = this.windowAt(dev, start);
+      if (w >= 0) {
+        op.countIn++;
+        op.selfInPs += self2;
+        dev.windowOpPs[w] += self2;
+        if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
+      } else {
+        op.countOut++;
+        op.selfOutPs += self2;
+      }
+    } else {
+      op.countIn++;
+      op.selfInPs += self2;
+      if (top) {
+        const exec = st.execs[d];
+        if (exec !== void 0) exec.busyPs += dur;
+      }
+    }
+    st.ops[d] = PLACEHOLDER_OP;
+    st.execs[d] = void 0;
+  }
+  /** Index of the step window containing `t` on this device, or -1. */
+  windowAt(dev, t) {
+    let w = dev.windows;
+    if (w === void 0) {
+      const all = this.opts.windows;
+      w = all?.get(dev.device.name) ?? all?.get("*") ?? { starts: [], ends: [] };
+      dev.windows = w;
+      dev.windowBusyPs = new Float64Array(w.starts.length);
+      dev.windowOpPs = new Float64Array(w.starts.length);
+    }
+    const n = w.starts.length;
+    if (n === 0) return -1;
+    let c = dev.windowCursor;
+    if (c >= n || w.starts[c] > t) c = lastStartAtOrBefore(w.starts, t);
+    while (c + 1 < n && w.starts[c + 1] <= t) c++;
+    dev.windowCursor = Math.max(c, 0);
+    return c >= 0 && t < w.ends[c] ? c : -1;
+  }
+  /** Sort a buffered lane's events by start (longest first on ties, so parents precede children). */
+  replay(st) {
+    const b = st.buffer;
+    st.buffer = void 0;
+    const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
+    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
+  }
+  deviceState(device) {
+    let dev = this.devices.get(device);
+    if (dev === void 0) {
+      dev = {
+        device,
+        modules: [],
+        modulesSorted: true,
+        moduleCursor: 0,
+        opsSeen: false,
+        windows: void 0,
+        windowCursor: 0,
+        windowBusyPs: void 0,
+        windowOpPs: void 0,
+        opPs: 0,
+        busyPs: 0,
+        firstOpPs: Infinity,
+        lastOpEndPs: -Infinity,
+        lastOpStartPs: -Infinity,
+        opLanes: /* @__PURE__ */ new Set()
+      };
+      this.devices.set(device, dev);
+    }
+    return dev;
+  }
+  /** Device states with their modules sorted by start. */
+  deviceStates() {
+    for (const dev of this.devices.values()) if (!dev.modulesSorted) sortExecutions(dev);
+    return [...this.devices.values()];
+  }
+};
+var PLACEHOLDER_OP = {};
+function gpuProgram(ev) {
+  const module2 = ev.arg("hlo_module");
+  if (module2 === void 0) return "";
+  const id = ev.arg("program_id");
+  return id === void 0 ? module2 : `${module2}(${id})`;
+}
+function newOpInfo(program, name, ev, st) {
+  const longName = ev.longName();
+  const gpu = st.lane.device.kind === "gpu";
+  const hloCategory = ev.arg("hlo_category");
+  const category = hloCategory !== void 0 && hloCategory !== "" ? hloCategory : deriveCategory(name, gpu ? ev.category : void 0, st.lane.name);
+  const flops = numberArg(ev.arg("flops")) ?? numberArg(ev.arg("model_flops"));
+  const bytes = numberArg(ev.arg("bytes_accessed")) ?? numberArg(ev.arg("raw_bytes_accessed"));
+  return {
+    name,
+    baseName: baseOpName(name),
+    program,
+    category,
+    scope: scopeOf(ev.arg("tf_op"), gpu ? ev.arg("name") : void 0),
+    longName,
+    customCall: isCustomCall(category, longName, name),
+    flops,
+    bytes,
+    where: st.where,
+    countIn: 0,
+    selfInPs: 0,
+    countOut: 0,
+    selfOutPs: 0
+  };
+}
+function marker(ev) {
+  return { startPs: ev.startPs, durPs: ev.durPs, name: ev.name };
+}
+function laneKey(lane) {
+  return `${lane.device.name}\0${lane.name}\0${lane.rawId}`;
+}
+function sortExecutions(dev) {
+  dev.modules.sort((a, b) => a.startPs - b.startPs);
+  dev.modulesSorted = true;
+  dev.moduleCursor = 0;
+}
+function lastAtOrBefore(list, t) {
+  let lo = 0;
+  let hi = list.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (list[mid].startPs <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans;
+}
+function lastStartAtOrBefore(starts, t) {
+  let lo = 0;
+  let hi = starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans;
+}
+
+// src/evidence/analysis/steps.ts
+function planSteps(c, platform2, opDevices, opsPass = c) {
+  const notes = [];
+  const windows = /* @__PURE__ */ new Map();
+  const deviceDurations = [];
+  for (const [device, markers] of c.stepMarkers) {
+    if (!opDevices.has(device.name) || markers.length === 0) continue;
+    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
+    windows.set(device.name, {
+      starts: sorted.map((m) => m.startPs),
+      ends: sorted.map((m) => m.startPs + m.durPs)
+    });
+    for (const m of sorted) deviceDurations.push(m.durPs);
+  }
+  if (windows.size > 0) {
+    const perDevice = deviceDurations.length / windows.size;
+    return {
+      detector: "device-steps",
+      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
+      windows,
+      stepDurationsPs: deviceDurations,
+      program: void 0,
+      executions: void 0,
+      notes
+    };
+  }
+  const host = topLevel(c.hostSteps);
+  if (host.length > 0) {
+    const starts = host.map((m) => m.startPs);
+    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
+    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
+    const durations = [];
+    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
+    notes.push(
+      "device work is attributed to the host step during which it started; step time is the annotation length"
+    );
+    return {
+      detector: "host-annotations",
+      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
+      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
+      stepDurationsPs: durations,
+      program: void 0,
+      executions: void 0,
+      notes
+    };
+  }
+  const executions = allExecutions(c, platform2, opDevices);
+  if (executions.length > 0) {
+    const byProgram = /* @__PURE__ */ new Map();
+    for (const e of executions)
+      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
+    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
+    const devices = new Set(steps.map((e) => e.device.name));
+    const stepWindows = /* @__PURE__ */ new Map();
+    for (const device of devices) {
+      const mine = steps.filter((e) => e.device.name === device);
+      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
+    }
+    notes.push(
+      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
+    );
+    return {
+      detector: "dominant-program",
+      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
+      windows: stepWindows,
+      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
+      program,
+      executions: steps,
+      notes
+    };
+  }
+  const programs = programTimes(opsPass, platform2);
+  if (programs.length > 0) {
+    const program = programs[0][0];
+    notes.push(
+      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
+    );
+    return {
+      detector: "dominant-program",
+      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
+      windows: void 0,
+      stepDurationsPs: [],
+      program,
+      executions: void 0,
+      notes
+    };
+  }
+  notes.push("no step markers and no program information: the whole trace is treated as one step");
+  return {
+    detector: "whole-trace",
+    detail: "no step markers: the whole trace is one step",
+    windows: void 0,
+    stepDurationsPs: [],
+    program: void 0,
+    executions: void 0,
+    notes
+  };
+}
+function topLevel(markers) {
+  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
+  const out = [];
+  let end = -Infinity;
+  for (const m of sorted) {
+    if (m.startPs < end) continue;
+    out.push(m);
+    end = m.startPs + m.durPs;
+  }
+  return out;
+}
+function allExecutions(c, platform2, opDevices) {
+  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
+  const out = [];
+  for (const dev of c.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    out.push(...dev.modules);
+  }
+  return out;
+}
+function programTimes(c, platform2) {
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  const times = /* @__PURE__ */ new Map();
+  for (const [program, ops] of c.opsByProgram) {
+    if (program === "") continue;
+    for (const op of ops.values()) {
+      if (op.where !== where2) continue;
+      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
+    }
+  }
+  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+function programsInsideWindows(executions, windows) {
+  const inside = /* @__PURE__ */ new Map();
+  const total = /* @__PURE__ */ new Map();
+  for (const e of executions) {
+    total.set(e.program, (total.get(e.program) ?? 0) + 1);
+    const w = windows.get(e.device.name) ?? windows.get("*");
+    if (w !== void 0 && containsStart(w, e.startPs))
+      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
+  }
+  const out = /* @__PURE__ */ new Set();
+  for (const [program, n] of total) {
+    const k = inside.get(program) ?? 0;
+    if (k === n) out.add(program);
+    else if (k !== 0) return void 0;
+  }
+  return out;
+}
+function containsStart(w, t) {
+  let lo = 0;
+  let hi = w.starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (w.starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans >= 0 && t < w.ends[ans];
+}
+function fmtCount(n) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+}
+
+// src/evidence/analysis/hotspots.ts
+var PS_PER_MS = 1e9;
+async function summarizeTrace(source, opts = {}) {
+  const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
+  let passes = 0;
+  const run2 = async (o) => {
+    const c = new TraceCollector(o);
+    passes++;
+    const stats2 = await source.read(c, readOpts);
+    c.finish();
+    return { c, stats: stats2 };
+  };
+  const firstOpts = { structure: true, ops: source.cheapLaneSkip ? "skip" : "program" };
+  let { c: first, stats } = await run2(firstOpts);
+  if (stats.lateNames) ({ c: first, stats } = await run2(firstOpts));
+  if (stats.events === 0) throw new InputError(source.path, "the trace holds no events");
+  const platform2 = decidePlatform(first, source.path);
+  const opDevices = activeDevices(first, platform2);
+  let plan = planSteps(first, platform2, opDevices);
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  let final = first;
+  let included;
+  if (!first.collectedOps(where2) && plan.windows === void 0) {
+    final = (await run2({ structure: false, ops: "program", modules: modulesByDevice(first) })).c;
+    plan = planSteps(first, platform2, opDevices, final);
+    included = plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]);
+  }
+  const unsorted = first.unsortedLanes.size > 0;
+  const modulesLate = first.modulesLate.size > 0;
+  if (included === void 0 && first.collectedOps(where2) && !unsorted && !modulesLate) {
+    if (plan.detector === "whole-trace") included = "all";
+    else if (plan.detector === "dominant-program" && plan.program !== void 0)
+      included = /* @__PURE__ */ new Set([plan.program]);
+    else if (plan.windows !== void 0) {
+      const executions = allExecutions(first, platform2, opDevices);
+      if (executions.length > 0) included = programsInsideWindows(executions, plan.windows);
+    }
+  }
+  if (included === void 0 || final.unsortedLanes.size > 0) {
+    const windows = plan.windows;
+    const second = {
+      structure: false,
+      ops: windows === void 0 ? "program" : "windows",
+      ...windows === void 0 ? {} : { windows },
+      modules: modulesByDevice(first),
+      bufferLanes: /* @__PURE__ */ new Set([...first.unsortedLanes, ...final.unsortedLanes])
+    };
+    final = (await run2(second)).c;
+    included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
+  }
+  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
+}
+function decidePlatform(c, path) {
+  const kinds = /* @__PURE__ */ new Set();
+  for (const device of c.deviceOpLanes) kinds.add(device.kind);
+  if (kinds.has("tpu")) return "tpu";
+  if (kinds.has("gpu")) return "gpu";
+  for (const ops of c.opsByProgram.values())
+    for (const op of ops.values()) if (op.where === "host") return "cpu";
+  const seen = [...new Set([...c.allDevices].map((d) => d.name))].slice(0, 6).join(", ");
+  throw new InputError(path, `no TPU, GPU or XLA:CPU op events found (devices: ${seen || "none"})`, {
+    hint: "expected a jax.profiler trace: XLA Ops lines on /device:TPU:N, GPU stream lines, or XLA:CPU host ops"
+  });
+}
+function activeDevices(c, platform2) {
+  const out = /* @__PURE__ */ new Set();
+  if (platform2 === "cpu") {
+    for (const dev of c.devices.values())
+      if (dev.device.kind === "host" && dev.opLanes.size > 0) out.add(dev.device.name);
+  } else {
+    for (const device of c.deviceOpLanes) if (device.kind === platform2) out.add(device.name);
+  }
+  return out;
+}
+function modulesByDevice(c) {
+  const out = /* @__PURE__ */ new Map();
+  for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
+  return out;
+}
+function buildSummary(input) {
+  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  const windowsMode = final !== first && plan.windows !== void 0;
+  const counted = [];
+  let outsidePs = 0;
+  const outsideOps = /* @__PURE__ */ new Set();
+  for (const [program, ops] of final.opsByProgram) {
+    for (const op of ops.values()) {
+      if (op.where !== where2) continue;
+      const inProgram = included === "all" || included.has(program);
+      const count = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
+      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
+      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
+      if (outPs > 0) {
+        outsidePs += outPs;
+        outsideOps.add(op.baseName);
+      }
+      if (count > 0) counted.push({ op, count, selfPs });
+    }
+  }
+  const deviceCount = Math.max(1, opDevices.size);
+  let deviceSteps;
+  let stepDurations = plan.stepDurationsPs;
+  let busyPs = 0;
+  if (plan.detector === "whole-trace") {
+    deviceSteps = deviceCount;
+    stepDurations = [];
+    for (const dev of final.deviceStates()) {
+      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
+      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
+      busyPs += dev.busyPs;
+    }
+  } else if (plan.windows === void 0) {
+    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
+    stepDurations = [];
+    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
+  } else if (windowsMode) {
+    deviceSteps = windowCount(plan.windows, opDevices, platform2);
+    for (const dev of final.deviceStates()) {
+      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
+    }
+  } else {
+    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
+    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
+    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
+  }
+  deviceSteps = Math.max(1, deviceSteps);
+  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
+  const perStep = (ps) => ms(ps / deviceSteps);
+  const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
+  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
+  const share = (ps) => pct2(ps, opPsTotal);
+  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct2(ps / deviceSteps, meanStepPs);
+  const summary2 = {
+    schema: TRACE_SUMMARY_SCHEMA,
+    source: {
+      path: stats.path,
+      format: stats.format,
+      bytes: stats.bytes,
+      events: stats.events,
+      passes: input.passes,
+      capped: stats.capped
+    },
+    platform: platform2,
+    devices: deviceRows(final, first, opDevices),
+    steps: {
+      detector: plan.detector,
+      detail: plan.detail,
+      count: round2(deviceSteps / deviceCount, 3),
+      deviceSteps,
+      program: plan.program,
+      timeMs: timeStats,
+      busyMs: perStep(busyPs),
+      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
+      opMs: perStep(opPsTotal)
+    },
+    ops: opRows(counted, deviceSteps, share, shareOfStep),
+    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
+    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
+    customCalls: customCallRows(counted, deviceSteps, share),
+    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
+    warnings: [...stats.warnings],
+    notes: [...plan.notes]
+  };
+  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
+  if (multiLane.length > 0 && platform2 !== "cpu") {
+    const d = multiLane[0];
+    summary2.notes.push(
+      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
+    );
+  }
+  if (input.passes > 1) summary2.notes.push(passNote(input));
+  return summary2;
+}
+function passNote(input) {
+  const reasons = [];
+  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
+  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
+  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
+  else if (input.final !== input.first) reasons.push("step windows split some programs");
+  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
+}
+function windowCount(windows, opDevices, platform2) {
+  const shared = windows.get("*");
+  if (shared !== void 0)
+    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
+  let n = 0;
+  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
+  return n;
+}
+function deviceRows(final, first, opDevices) {
+  const rows = [];
+  for (const dev of final.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    const stats = dev.device.stats;
+    const peak = Number(stats.peak_teraflops_per_second);
+    rows.push({
+      name: dev.device.name,
+      kind: dev.device.kind,
+      type: stats.device_type_string,
+      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
+      opMs: ms(dev.opPs),
+      busyMs: ms(dev.busyPs)
+    });
+  }
+  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
+  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+}
+function opRows(counted, steps, share, shareOfStep) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const list = groups2.get(c.op.baseName);
+    if (list === void 0) groups2.set(c.op.baseName, [c]);
+    else list.push(c);
+  }
+  const traceHasFlops = counted.some((c) => c.op.flops !== void 0);
+  const rows = [];
+  for (const [name, list] of groups2) {
+    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
+    const count = list.reduce((s, c) => s + c.count, 0);
+    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
+    const customCall = list.some((c) => c.op.customCall);
+    const haveFlops = list.every((c) => c.op.flops !== void 0);
+    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
+    const haveBytes = list.every((c) => c.op.bytes !== void 0);
+    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
+    const timeSec = selfPs / 1e12;
+    rows.push({
+      name,
+      category: heaviestKey(list, (c) => c.op.category),
+      scope: heaviestKey(list, (c) => c.op.scope),
+      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
+      variants: new Set(list.map((c) => c.op.name)).size,
+      timeMs: ms(selfPs / steps),
+      occurrences: round2(count / steps, 3),
+      shareOfOps: share(selfPs),
+      shareOfStep: shareOfStep(selfPs),
+      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
+      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
+      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
+      customCall,
+      noCostModel: customCall || traceHasFlops && (flops === void 0 || flops === 0),
+      longName: heaviest.longName
+    });
+  }
+  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function groupRows(counted, keyOf, steps, share) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const key = keyOf(c);
+    let g = groups2.get(key);
+    if (g === void 0) {
+      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
+      groups2.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+    g.names.add(c.op.baseName);
+  }
+  return [...groups2].map(([name, g]) => ({
+    name,
+    timeMs: ms(g.selfPs / steps),
+    occurrences: round2(g.count / steps, 3),
+    shareOfOps: share(g.selfPs),
+    ops: g.names.size
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function customCallRows(counted, steps, share) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (!c.op.customCall) continue;
+    const key = `${c.op.baseName}\0${c.op.scope}`;
+    let g = groups2.get(key);
+    if (g === void 0) {
+      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
+      groups2.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+  }
+  return [...groups2.values()].map((g) => ({
+    name: g.name,
+    scope: g.scope,
+    launches: round2(g.count / steps, 3),
+    timeMs: ms(g.selfPs / steps),
+    shareOfOps: share(g.selfPs),
+    noCostModel: true
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function heaviestKey(list, keyOf) {
+  const time = /* @__PURE__ */ new Map();
+  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+}
+function gcdOfCounts(counts) {
+  let g = 0;
+  for (const c of counts) {
+    let a = g;
+    let b = Math.round(c);
+    while (b !== 0) [a, b] = [b, a % b];
+    g = a;
+  }
+  return g;
+}
+function describe2(ps) {
+  const sorted = [...ps].sort((a, b) => a - b);
+  const n = sorted.length;
+  const mid = n >> 1;
+  const median2 = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return {
+    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
+    median: ms(median2),
+    min: ms(sorted[0]),
+    max: ms(sorted[n - 1])
+  };
+}
+function ms(ps) {
+  return Math.round(ps / 1e3) / 1e6;
+}
+function pct2(part, whole) {
+  return whole === 0 ? 0 : round2(100 * part / whole, 4);
+}
+function round2(x, digits) {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+// src/evidence/analysis/from-path.ts
+async function summarizeTracePath(path, debug2) {
+  const saved = savedSummary(path);
+  if (saved !== void 0) return saved;
+  const { source, resolved } = openTrace(path);
+  debug2?.(`reading ${resolved.path} (${resolved.format})`);
+  const summary2 = await summarizeTrace(source);
+  summary2.notes.push(...resolved.notes);
+  return summary2;
+}
+function savedSummary(path) {
+  if (!path.endsWith(".json")) return void 0;
+  let head = "";
+  try {
+    const fd = openSync5(path, "r");
+    const buf = Buffer.alloc(256);
+    head = buf.subarray(0, readSync3(fd, buf, 0, 256, 0)).toString("utf8");
+    closeSync5(fd);
+  } catch {
+    return void 0;
+  }
+  if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
+  const parsed = JSON.parse(readFileSync14(path, "utf8"));
+  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
+    throw new InputError(
+      path,
+      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`
+    );
+  }
+  return parsed;
+}
+
 // src/loop/steps/profile.ts
 var MINUTE_MS3 = 6e4;
 var profileStep = {
@@ -67942,11 +67990,38 @@ async function profileCommit(ctx, workdir, traceDir, id, files) {
   if (result.exitCode !== 0) {
     throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
   }
-  return summarizeTrace(openTrace(traceDir).source);
+  return summarizeTracePath(traceDir);
+}
+function storedProfileKey(target, commit2) {
+  return `profiles/${target}/${commit2}.json`;
+}
+function cacheDir(ctx, commit2) {
+  const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  return join27(ctx.stateDir, "cache", "profiles", key);
+}
+async function knownProfileSummary(ctx, commit2) {
+  const local = join27(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync17(local)) return readJson(local);
+  const key = storedProfileKey(ctx.target.name, commit2);
+  try {
+    if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
+    const copy = join27(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    await ctx.store.get(key, copy);
+    return readJson(copy);
+  } catch (e) {
+    ctx.logger.warn(`could not read the stored profile of ${commit2.slice(0, 12)}: ${errorMessage(e)}`);
+    return void 0;
+  }
+}
+async function shareProfileSummary(ctx, commit2, summaryFile) {
+  try {
+    await ctx.store.put(storedProfileKey(ctx.target.name, commit2), summaryFile);
+  } catch (e) {
+    ctx.logger.warn(`could not store the profile of ${commit2.slice(0, 12)}: ${errorMessage(e)}`);
+  }
 }
 async function championProfile(ctx, commit2) {
-  const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  const dir = join27(ctx.stateDir, "cache", "profiles", key);
+  const dir = cacheDir(ctx, commit2);
   const summaryFile = join27(dir, "summary.json");
   const traceDir = join27(dir, "trace");
   if (existsSync17(summaryFile))
@@ -67963,6 +68038,7 @@ async function championProfile(ctx, commit2) {
     }
   );
   writeJsonAtomic(summaryFile, summary2);
+  await shareProfileSummary(ctx, commit2, summaryFile);
   return { traceDir, summary: summary2, cached: false };
 }
 
@@ -68001,7 +68077,7 @@ var prepareStep = {
       )
     };
     const templateFile = resolve13(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync14(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync15(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -68027,6 +68103,11 @@ function formatValue2(value, unit) {
 async function championHotspots(ctx, champion) {
   if (!ctx.target.profile) return "(no profile command configured for this target)";
   try {
+    const known = await knownProfileSummary(ctx, champion);
+    if (known) return hotspotTable(known);
+    if (!ctx.prepareMayProfile) {
+      return "(no profile of the champion yet: the measuring job profiles it, and the next iteration sees it)";
+    }
     const profile = await championProfile(ctx, champion);
     return hotspotTable(profile.summary);
   } catch (e) {
@@ -68037,7 +68118,7 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join28(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync18(runLog) ? recentLogEntries(readFileSync14(runLog, "utf8"), n) : [];
+  let entries = existsSync18(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68046,7 +68127,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { mkdirSync as mkdirSync17, readFileSync as readFileSync15 } from "node:fs";
+import { mkdirSync as mkdirSync17, readFileSync as readFileSync16 } from "node:fs";
 import { dirname as dirname19 } from "node:path";
 var MINUTE_MS4 = 6e4;
 var proposeStep = {
@@ -68063,7 +68144,7 @@ var proposeStep = {
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: wt.root,
-      prompt: readFileSync15(promptFile, "utf8"),
+      prompt: readFileSync16(promptFile, "utf8"),
       resultFile,
       logFile,
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
@@ -68123,7 +68204,7 @@ var proposeStep = {
 };
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync19, readFileSync as readFileSync16 } from "node:fs";
+import { existsSync as existsSync19, readFileSync as readFileSync17 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -68296,7 +68377,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync19(bundle.path(BundleFiles.logEntry)) ? readFileSync16(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync19(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -68337,7 +68418,7 @@ var publishStep = {
 };
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync20, readFileSync as readFileSync17, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync20, readFileSync as readFileSync18, writeFileSync as writeFileSync5 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/report/log-entry.ts
@@ -68521,7 +68602,7 @@ var recordStep = {
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join29(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync20(runLog) ? readFileSync17(runLog, "utf8") : void 0;
+    const runLogText = existsSync20(runLog) ? readFileSync18(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       writeFileSync5(runLog, appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration)));
     }
@@ -68534,6 +68615,10 @@ var recordStep = {
         ev.verdict ?? "error"
       );
       save();
+    }
+    const summary2 = bundle.path(BundleFiles.summary);
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync20(summary2)) {
+      await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
       (r) => r.runId === ctx.runId && r.iteration === ev.iteration
@@ -68554,11 +68639,12 @@ function tagged(entry, runId, iteration) {
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
   const file = join29(wt.root, ctx.config.paths.log_file);
-  const current = existsSync20(file) ? readFileSync17(file, "utf8") : void 0;
+  const current = existsSync20(file) ? readFileSync18(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
-    identity: HARNESS_IDENTITY
+    identity: HARNESS_IDENTITY,
+    date: await wt.commitDate(candidate)
   });
 }
 
@@ -68691,6 +68777,93 @@ function isInfra(e) {
   return e instanceof InfraFailure || isHillclimbError(e) && e.exitCode !== 2;
 }
 
+// src/loop/trust.ts
+import { existsSync as existsSync21 } from "node:fs";
+var PRODUCED_BY = {
+  "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
+  "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
+  measure: ["measure", "profile", "decide", "record", "publish"],
+  publish: ["record", "publish"]
+};
+async function revalidateBundle(ctx, bundle, phase, trustedBase) {
+  const ev = bundle.load();
+  if (trustedBase !== void 0) {
+    const expected = await ctx.git.revParse(trustedBase);
+    if (ev.base.commit !== expected) {
+      throw new HillclimbError(
+        `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
+        {
+          hint: "the bundle was changed after the propose phase; rerun the iteration",
+          exitCode: ExitCode2.badInput
+        }
+      );
+    }
+  }
+  const keptCpuFailure = ev.gates.cpu?.status === "failed" ? ev.gates.cpu : void 0;
+  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
+  if (phase !== "publish") {
+    ev.measurement = void 0;
+    ev.profile = void 0;
+    ev.gates = { ...keptCpuFailure && phase !== "cpu-gate" ? { cpu: keptCpuFailure } : {} };
+    if (phase !== "cpu-gate" && ev.steps["cpu-gate"] === void 0 && keptCpuFailure) {
+      ev.steps["cpu-gate"] = { status: "done", startedAt: ev.startedAt, finishedAt: ev.startedAt };
+    }
+  }
+  const keptVerdict = phase === "publish" ? ev.verdict : void 0;
+  const keptReasons = phase === "publish" ? ev.verdictReasons : [];
+  ev.verdict = void 0;
+  ev.verdictReasons = [];
+  ev.stoppedAt = void 0;
+  const file = bundle.path(BundleFiles.gitBundle);
+  if (!existsSync21(file)) {
+    if (ev.candidate) {
+      throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+    ev.verdict = "no-op";
+    ev.verdictReasons = ["the agent made no commit"];
+    ev.stoppedAt = "propose";
+    bundle.save(ev);
+    return ev;
+  }
+  const ref = candidateRef(ctx.runId, ev.iteration);
+  await ctx.git.fetchBundle(file, ref);
+  const head = await ctx.git.revParse(ref);
+  if (!await ctx.git.isAncestor(ev.base.commit, head)) {
+    ev.verdict = "invalid";
+    ev.verdictReasons = ["the candidate does not descend from the champion"];
+    ev.stoppedAt = "propose";
+    bundle.save(ev);
+    return ev;
+  }
+  ev.candidate = {
+    ...ev.candidate ?? { patchFile: BundleFiles.patch },
+    branch: iterationBranch(ctx, ev.iteration),
+    commit: head,
+    commits: await ctx.git.commitsBetween(ev.base.commit, head),
+    subject: await ctx.git.subject(head),
+    changedPaths: await ctx.git.changedPaths(ev.base.commit, head),
+    patchFile: BundleFiles.patch
+  };
+  if (phase !== "publish") delete ev.candidate.logCommit;
+  const guard = await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  if (guard.status === "verdict") {
+    ev.verdict = guard.verdict;
+    ev.verdictReasons = guard.reasons;
+    ev.stoppedAt = "guard";
+  } else if (keptCpuFailure && phase !== "cpu-gate") {
+    ev.verdict = "invalid";
+    ev.verdictReasons = [`CPU correctness failed: ${keptCpuFailure.reason ?? "see the JUnit report"}`];
+    ev.stoppedAt = "cpu-gate";
+  } else if (keptVerdict !== void 0) {
+    ev.verdict = keptVerdict;
+    ev.verdictReasons = keptReasons;
+  }
+  bundle.save(ev);
+  return ev;
+}
+
 // src/loop/phases.ts
 var PHASE_STEPS = {
   propose: ["prepare", "propose", "guard"],
@@ -68732,7 +68905,7 @@ async function runPhase(phase, opts) {
     git: git3,
     backend,
     cpuBackend,
-    agent: buildAgent(config, { root: config.root, logger: opts.logger }),
+    agent: PHASE_STEPS[phase].includes("propose") ? buildAgent(config, { root: config.root, logger: opts.logger }) : NO_AGENT,
     forge: buildForge(config, { root: config.root, logger: opts.logger }),
     store,
     logger: opts.logger,
@@ -68741,8 +68914,11 @@ async function runPhase(phase, opts) {
     configHash: configHash(config),
     hillclimbVersion: packageVersion(),
     host: defaultHost(),
-    sleep: realSleep
+    sleep: realSleep,
+    // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
+    prepareMayProfile: phase === "all"
   };
+  const trustFile = join30(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -68750,39 +68926,56 @@ async function runPhase(phase, opts) {
         exitCode: ExitCode2.badInput
       });
     }
-    const base = opts.base ?? championFromHistory(stateDir, target.name) ?? await git3.head();
-    bundle.save(newEvidence(ctx, { iteration: opts.iteration, base: { commit: await git3.revParse(base) } }));
+    const fromHistory = championFromHistory(stateDir, target.name);
+    const base = opts.base ?? fromHistory?.commit ?? await git3.head();
+    const commit2 = await git3.revParse(base);
+    const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
+    bundle.save(
+      newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
+    );
   }
-  await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
+  if (existing && phase !== "propose" && phase !== "all" && !madeHere(bundle, trustFile)) {
+    await revalidateBundle(ctx, bundle, phase, opts.base);
+  } else {
+    await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
+  }
   const steps = PHASE_STEPS[phase];
-  const needsBackend = steps.some(
-    (s) => ["cpu-gate", "accelerator-gate", "measure", "profile", "prepare"].includes(s)
-  );
+  const uses = (names) => phase === "all" || steps.some((s) => names.includes(s));
+  const opened = [
+    ...uses(["accelerator-gate", "measure", "profile"]) ? [backend] : [],
+    ...uses(["cpu-gate"]) && !(uses(["accelerator-gate", "measure", "profile"]) && cpuBackend === backend) ? [cpuBackend] : []
+  ];
   try {
-    if (needsBackend) {
-      await backend.open();
-      if (cpuBackend !== backend) await cpuBackend.open();
-    }
+    for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
     if (steps.includes("record")) await pushHistory(store, stateDir, target.name);
+    writeFileAtomic(trustFile, evidenceDigest2(bundle));
     return { phase, evidence, bundleDir: bundle.dir, stateDir };
   } finally {
-    if (needsBackend) {
-      await backend.close().catch((e) => opts.logger.warn(`release compute: ${errorMessage(e)}`));
-      if (cpuBackend !== backend) await cpuBackend.close().catch(() => void 0);
+    for (const b of opened) {
+      await b.close().catch((e) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
     }
     await git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`));
   }
 }
+function evidenceDigest2(bundle) {
+  return createHash8("sha256").update(readFileSync19(bundle.path(BundleFiles.evidence))).digest("hex");
+}
+function madeHere(bundle, trustFile) {
+  return existsSync22(trustFile) && readFileSync19(trustFile, "utf8") === evidenceDigest2(bundle);
+}
 function championFromHistory(stateDir, target) {
-  return readHistory(stateDir, target).at(-1)?.championAfter;
+  const last = readHistory(stateDir, target).at(-1);
+  if (!last) return void 0;
+  const promoted = readHistory(stateDir, target).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
+  return { commit: last.championAfter, ...promoted?.branch ? { branch: promoted.branch } : {} };
 }
 async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   const ev = bundle.load();
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync21(file)) {
+  if (!existsSync22(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -68799,7 +68992,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync21(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync22(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 

@@ -34421,7 +34421,7 @@ function phaseOptions(logger) {
 }
 
 // src/actions/trace.ts
-import { mkdirSync as mkdirSync2, readFileSync as readFileSync4 } from "node:fs";
+import { mkdirSync as mkdirSync2 } from "node:fs";
 import { join as join6 } from "node:path";
 
 // src/config/load.ts
@@ -35005,959 +35005,8 @@ function formatDiff(d, top = 15) {
   return out.join("\n");
 }
 
-// src/evidence/analysis/ops.ts
-function laneRole(lane) {
-  const kind = lane.device.kind;
-  const name = lane.name.trim();
-  if (kind === "host") return "host";
-  if (kind !== "tpu" && kind !== "gpu") return "ignore";
-  if (name === "XLA Modules") return "modules";
-  if (name === "Steps") return "steps";
-  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
-  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
-  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
-}
-function baseOpName(name) {
-  const m = /^(.*?)\.\d+$/.exec(name);
-  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
-}
-var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
-function deriveCategory(opName, chromeCat, laneName = "") {
-  const base = baseOpName(opName).replace(/^wrapped_/, "");
-  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
-  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
-  if (/fusion/.test(base)) {
-    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
-    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
-    if (/^ynn/.test(base)) return "ynn fusion";
-    return "fusion";
-  }
-  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
-  if (/^(while|conditional|call)$/.test(base)) return base;
-  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
-  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
-  if (/memset/i.test(base)) return "memset";
-  if (/^[a-z][a-z-]*$/.test(base)) return base;
-  return "kernel";
-}
-function isCustomCall(category, longName, opName) {
-  if (category === "custom-call") return true;
-  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
-  return /^custom-call(\.\d+)?$/.test(opName);
-}
-function scopeOf(tfOp, nameStack) {
-  let stack = (tfOp ?? "").replace(/:$/, "").trim();
-  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
-  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
-  const cut = stack.lastIndexOf("/");
-  return cut > 0 ? stack.slice(0, cut) : stack;
-}
-function numberArg(value) {
-  if (value === void 0 || value === "") return void 0;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : void 0;
-}
-function profilerStepNumber(name) {
-  const m = /^ProfilerStep#(\d+)$/.exec(name);
-  return m === null ? void 0 : Number(m[1]);
-}
-
-// src/evidence/analysis/collect.ts
-var ROLE_IGNORE = 0;
-var ROLE_OPS = 1;
-var ROLE_MODULES = 2;
-var ROLE_STEPS = 3;
-var ROLE_HOST = 4;
-var ROLE_CODE = {
-  ignore: ROLE_IGNORE,
-  ops: ROLE_OPS,
-  modules: ROLE_MODULES,
-  steps: ROLE_STEPS,
-  host: ROLE_HOST
-};
-var TraceCollector = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  devices = /* @__PURE__ */ new Map();
-  /** Op identities, per program then per name. */
-  opsByProgram = /* @__PURE__ */ new Map();
-  stepMarkers = /* @__PURE__ */ new Map();
-  hostSteps = [];
-  cpuExecutions = /* @__PURE__ */ new Map();
-  /** Lanes seen out of start order. */
-  unsortedLanes = /* @__PURE__ */ new Set();
-  /** Devices whose modules arrived after some of their ops (program attribution needs another pass). */
-  modulesLate = /* @__PURE__ */ new Set();
-  /** Devices with op lanes (TPU `XLA Ops`, GPU streams), read or skipped. */
-  deviceOpLanes = /* @__PURE__ */ new Set();
-  /** Every device with a lane offered. */
-  allDevices = /* @__PURE__ */ new Set();
-  lanes = [];
-  /** Op identities by event key, per program (see TraceEventView.key). */
-  keyCaches = /* @__PURE__ */ new Map();
-  deviceOps = false;
-  hostOps = false;
-  /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
-  collectedOps(where) {
-    return where === "device" ? this.deviceOps : this.hostOps;
-  }
-  wantLane(lane) {
-    this.allDevices.add(lane.device);
-    const role = ROLE_CODE[laneRole(lane)];
-    if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
-    if (role === ROLE_IGNORE) return false;
-    if (role === ROLE_OPS && this.opts.ops === "skip") return false;
-    if ((role === ROLE_MODULES || role === ROLE_STEPS) && !this.opts.structure) return false;
-    const device = this.deviceState(lane.device);
-    const key = laneKey(lane);
-    const state = {
-      role,
-      hasOps: false,
-      gpu: lane.device.kind === "gpu",
-      tpu: lane.device.kind === "tpu",
-      keyProgram: void 0,
-      keyCache: void 0,
-      lane,
-      device,
-      where: role === ROLE_HOST ? "host" : "device",
-      depth: 0,
-      starts: [],
-      ends: [],
-      durs: [],
-      childPs: [],
-      ops: [],
-      execs: [],
-      lastStart: -Infinity,
-      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
-    };
-    this.lanes[lane.index] = state;
-    return true;
-  }
-  onEvent(lane, ev) {
-    const st = this.lanes[lane.index];
-    switch (st.role) {
-      case ROLE_OPS:
-        if (st.gpu) this.opEvent(st, ev, ev.arg("hlo_op") ?? ev.name, void 0);
-        else this.opEvent(st, ev, void 0, ev.key);
-        return;
-      case ROLE_MODULES:
-        if (this.opts.structure) this.moduleEvent(st.device, ev);
-        return;
-      case ROLE_STEPS:
-        if (this.opts.structure) this.markers(st.device.device).push(marker(ev));
-        return;
-      case ROLE_HOST:
-        this.hostEvent(st, ev);
-        return;
-    }
-  }
-  /** Close every open event; call once after the read. */
-  finish() {
-    for (const st of this.lanes) {
-      if (st === void 0) continue;
-      if (st.buffer !== void 0) this.replay(st);
-      while (st.depth > 0) this.pop(st);
-    }
-  }
-  // ---- structure ------------------------------------------------------------------------------------
-  moduleEvent(dev, ev) {
-    const exec = {
-      device: dev.device,
-      program: ev.name,
-      startPs: ev.startPs,
-      endPs: ev.startPs + ev.durPs,
-      busyPs: 0
-    };
-    const list = dev.modules;
-    if (list.length > 0 && list[list.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
-    list.push(exec);
-    if (dev.opsSeen && exec.startPs <= dev.lastOpStartPs) this.modulesLate.add(dev.device);
-  }
-  markers(device) {
-    let list = this.stepMarkers.get(device);
-    if (list === void 0) {
-      list = [];
-      this.stepMarkers.set(device, list);
-    }
-    return list;
-  }
-  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
-  hostEvent(st, ev) {
-    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
-      if (this.opts.structure) this.hostSteps.push(marker(ev));
-      return;
-    }
-    const hloOp = ev.arg("hlo_op");
-    if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
-  }
-  // ---- ops --------------------------------------------------------------------------------------------
-  /**
-   * An op event; `opName` overrides the event name (GPU, CPU), `key` (the event's identity) lets the op
-   * identity be found without hashing its name.
-   */
-  opEvent(st, ev, opName, key) {
-    const start = ev.startPs;
-    const dur = ev.durPs;
-    const dev = st.device;
-    if (st.where === "device") this.deviceOps = true;
-    else this.hostOps = true;
-    if (!dev.opsSeen) {
-      dev.opsSeen = true;
-      if (!dev.modulesSorted) sortExecutions(dev);
-    }
-    if (!st.hasOps) {
-      st.hasOps = true;
-      dev.opLanes.add(st.lane.name);
-    }
-    if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
-    let exec;
-    let program = "";
-    if (st.where === "device") {
-      exec = this.enclosingModule(dev, start);
-      if (exec !== void 0) program = exec.program;
-      else if (st.gpu) program = gpuProgram(ev);
-    } else {
-      program = ev.arg("hlo_module") ?? "";
-      exec = this.cpuExecution(dev.device, program, ev.arg("run_id"), start, start + dur);
-    }
-    let op;
-    if (key !== void 0) {
-      let byKey = st.keyProgram === program ? st.keyCache : void 0;
-      if (byKey === void 0) {
-        byKey = this.keyCaches.get(program);
-        if (byKey === void 0) {
-          byKey = /* @__PURE__ */ new Map();
-          this.keyCaches.set(program, byKey);
-        }
-        st.keyProgram = program;
-        st.keyCache = byKey;
-      }
-      op = byKey.get(key);
-      if (op === void 0) {
-        op = this.opInfo(program, ev.name, ev, st);
-        byKey.set(key, op);
-      }
-    } else op = this.opInfo(program, opName ?? ev.name, ev, st);
-    const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
-    if (st.buffer !== void 0) {
-      st.buffer.starts.push(start);
-      st.buffer.durs.push(dur);
-      st.buffer.selfDurs.push(selfDur);
-      st.buffer.ops.push(op);
-      st.buffer.execs.push(exec);
-      return;
-    }
-    if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
-    st.lastStart = start;
-    this.push(st, start, dur, selfDur, op, exec);
-  }
-  opInfo(program, name, ev, st) {
-    let byName = this.opsByProgram.get(program);
-    if (byName === void 0) {
-      byName = /* @__PURE__ */ new Map();
-      this.opsByProgram.set(program, byName);
-    }
-    let op = byName.get(name);
-    if (op === void 0) {
-      op = newOpInfo(program, name, ev, st);
-      byName.set(name, op);
-    }
-    return op;
-  }
-  /** The module execution on this device that contains `t`, if any (ops arrive mostly in time order). */
-  enclosingModule(dev, t) {
-    const list = this.opts.modules?.get(dev.device.name) ?? dev.modules;
-    const n = list.length;
-    if (n === 0) return void 0;
-    let c = dev.moduleCursor;
-    if (c >= n || list[c].startPs > t) c = lastAtOrBefore(list, t);
-    while (c + 1 < n && list[c + 1].startPs <= t) c++;
-    dev.moduleCursor = Math.max(c, 0);
-    if (c < 0) return void 0;
-    const m = list[c];
-    return t < m.endPs || t === m.startPs && m.endPs === m.startPs ? m : void 0;
-  }
-  cpuExecution(device, program, runId, start, end) {
-    if (runId === void 0) return void 0;
-    const key = `${device.name}\0${program}\0${runId}`;
-    let exec = this.cpuExecutions.get(key);
-    if (exec === void 0) {
-      exec = { device, program, startPs: start, endPs: end, busyPs: 0 };
-      this.cpuExecutions.set(key, exec);
-    } else {
-      if (start < exec.startPs) exec.startPs = start;
-      if (end > exec.endPs) exec.endPs = end;
-    }
-    return exec;
-  }
-  push(st, start, dur, selfDur, op, exec) {
-    const end = start + dur;
-    while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
-    if (st.depth > 0) {
-      const parentEnd = st.ends[st.depth - 1];
-      st.childPs[st.depth - 1] += Math.min(end, parentEnd) - start;
-    }
-    const d = st.depth++;
-    st.starts[d] = start;
-    st.ends[d] = end;
-    st.durs[d] = selfDur;
-    st.childPs[d] = 0;
-    st.ops[d] = op;
-    st.execs[d] = exec;
-  }
-  pop(st) {
-    const d = --st.depth;
-    const start = st.starts[d];
-    const dur = st.ends[d] - start;
-    const self = Math.max(0, st.durs[d] - st.childPs[d]);
-    const op = st.ops[d];
-    const dev = st.device;
-    const top = d === 0;
-    dev.opPs += self;
-    if (top) {
-      dev.busyPs += dur;
-      if (start < dev.firstOpPs) dev.firstOpPs = start;
-      if (start + dur > dev.lastOpEndPs) dev.lastOpEndPs = start + dur;
-    }
-    if (this.opts.ops === "windows") {
-      const w = this.windowAt(dev, start);
-      if (w >= 0) {
-        op.countIn++;
-        op.selfInPs += self;
-        dev.windowOpPs[w] += self;
-        if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
-      } else {
-        op.countOut++;
-        op.selfOutPs += self;
-      }
-    } else {
-      op.countIn++;
-      op.selfInPs += self;
-      if (top) {
-        const exec = st.execs[d];
-        if (exec !== void 0) exec.busyPs += dur;
-      }
-    }
-    st.ops[d] = PLACEHOLDER_OP;
-    st.execs[d] = void 0;
-  }
-  /** Index of the step window containing `t` on this device, or -1. */
-  windowAt(dev, t) {
-    let w = dev.windows;
-    if (w === void 0) {
-      const all = this.opts.windows;
-      w = all?.get(dev.device.name) ?? all?.get("*") ?? { starts: [], ends: [] };
-      dev.windows = w;
-      dev.windowBusyPs = new Float64Array(w.starts.length);
-      dev.windowOpPs = new Float64Array(w.starts.length);
-    }
-    const n = w.starts.length;
-    if (n === 0) return -1;
-    let c = dev.windowCursor;
-    if (c >= n || w.starts[c] > t) c = lastStartAtOrBefore(w.starts, t);
-    while (c + 1 < n && w.starts[c + 1] <= t) c++;
-    dev.windowCursor = Math.max(c, 0);
-    return c >= 0 && t < w.ends[c] ? c : -1;
-  }
-  /** Sort a buffered lane's events by start (longest first on ties, so parents precede children). */
-  replay(st) {
-    const b = st.buffer;
-    st.buffer = void 0;
-    const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
-    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
-  }
-  deviceState(device) {
-    let dev = this.devices.get(device);
-    if (dev === void 0) {
-      dev = {
-        device,
-        modules: [],
-        modulesSorted: true,
-        moduleCursor: 0,
-        opsSeen: false,
-        windows: void 0,
-        windowCursor: 0,
-        windowBusyPs: void 0,
-        windowOpPs: void 0,
-        opPs: 0,
-        busyPs: 0,
-        firstOpPs: Infinity,
-        lastOpEndPs: -Infinity,
-        lastOpStartPs: -Infinity,
-        opLanes: /* @__PURE__ */ new Set()
-      };
-      this.devices.set(device, dev);
-    }
-    return dev;
-  }
-  /** Device states with their modules sorted by start. */
-  deviceStates() {
-    for (const dev of this.devices.values()) if (!dev.modulesSorted) sortExecutions(dev);
-    return [...this.devices.values()];
-  }
-};
-var PLACEHOLDER_OP = {};
-function gpuProgram(ev) {
-  const module = ev.arg("hlo_module");
-  if (module === void 0) return "";
-  const id = ev.arg("program_id");
-  return id === void 0 ? module : `${module}(${id})`;
-}
-function newOpInfo(program, name, ev, st) {
-  const longName = ev.longName();
-  const gpu = st.lane.device.kind === "gpu";
-  const hloCategory = ev.arg("hlo_category");
-  const category = hloCategory !== void 0 && hloCategory !== "" ? hloCategory : deriveCategory(name, gpu ? ev.category : void 0, st.lane.name);
-  const flops = numberArg(ev.arg("flops")) ?? numberArg(ev.arg("model_flops"));
-  const bytes = numberArg(ev.arg("bytes_accessed")) ?? numberArg(ev.arg("raw_bytes_accessed"));
-  return {
-    name,
-    baseName: baseOpName(name),
-    program,
-    category,
-    scope: scopeOf(ev.arg("tf_op"), gpu ? ev.arg("name") : void 0),
-    longName,
-    customCall: isCustomCall(category, longName, name),
-    flops,
-    bytes,
-    where: st.where,
-    countIn: 0,
-    selfInPs: 0,
-    countOut: 0,
-    selfOutPs: 0
-  };
-}
-function marker(ev) {
-  return { startPs: ev.startPs, durPs: ev.durPs, name: ev.name };
-}
-function laneKey(lane) {
-  return `${lane.device.name}\0${lane.name}\0${lane.rawId}`;
-}
-function sortExecutions(dev) {
-  dev.modules.sort((a, b) => a.startPs - b.startPs);
-  dev.modulesSorted = true;
-  dev.moduleCursor = 0;
-}
-function lastAtOrBefore(list, t) {
-  let lo = 0;
-  let hi = list.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (list[mid].startPs <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
-}
-function lastStartAtOrBefore(starts, t) {
-  let lo = 0;
-  let hi = starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
-}
-
-// src/evidence/analysis/steps.ts
-function planSteps(c, platform2, opDevices, opsPass = c) {
-  const notes = [];
-  const windows = /* @__PURE__ */ new Map();
-  const deviceDurations = [];
-  for (const [device, markers] of c.stepMarkers) {
-    if (!opDevices.has(device.name) || markers.length === 0) continue;
-    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
-    windows.set(device.name, {
-      starts: sorted.map((m) => m.startPs),
-      ends: sorted.map((m) => m.startPs + m.durPs)
-    });
-    for (const m of sorted) deviceDurations.push(m.durPs);
-  }
-  if (windows.size > 0) {
-    const perDevice = deviceDurations.length / windows.size;
-    return {
-      detector: "device-steps",
-      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
-      windows,
-      stepDurationsPs: deviceDurations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const host = topLevel(c.hostSteps);
-  if (host.length > 0) {
-    const starts = host.map((m) => m.startPs);
-    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
-    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
-    const durations = [];
-    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
-    notes.push(
-      "device work is attributed to the host step during which it started; step time is the annotation length"
-    );
-    return {
-      detector: "host-annotations",
-      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
-      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
-      stepDurationsPs: durations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const executions = allExecutions(c, platform2, opDevices);
-  if (executions.length > 0) {
-    const byProgram = /* @__PURE__ */ new Map();
-    for (const e of executions)
-      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
-    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
-    const devices = new Set(steps.map((e) => e.device.name));
-    const stepWindows = /* @__PURE__ */ new Map();
-    for (const device of devices) {
-      const mine = steps.filter((e) => e.device.name === device);
-      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
-    }
-    notes.push(
-      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
-      windows: stepWindows,
-      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
-      program,
-      executions: steps,
-      notes
-    };
-  }
-  const programs = programTimes(opsPass, platform2);
-  if (programs.length > 0) {
-    const program = programs[0][0];
-    notes.push(
-      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
-      windows: void 0,
-      stepDurationsPs: [],
-      program,
-      executions: void 0,
-      notes
-    };
-  }
-  notes.push("no step markers and no program information: the whole trace is treated as one step");
-  return {
-    detector: "whole-trace",
-    detail: "no step markers: the whole trace is one step",
-    windows: void 0,
-    stepDurationsPs: [],
-    program: void 0,
-    executions: void 0,
-    notes
-  };
-}
-function topLevel(markers) {
-  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
-  const out = [];
-  let end = -Infinity;
-  for (const m of sorted) {
-    if (m.startPs < end) continue;
-    out.push(m);
-    end = m.startPs + m.durPs;
-  }
-  return out;
-}
-function allExecutions(c, platform2, opDevices) {
-  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
-  const out = [];
-  for (const dev of c.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    out.push(...dev.modules);
-  }
-  return out;
-}
-function programTimes(c, platform2) {
-  const where = platform2 === "cpu" ? "host" : "device";
-  const times = /* @__PURE__ */ new Map();
-  for (const [program, ops] of c.opsByProgram) {
-    if (program === "") continue;
-    for (const op of ops.values()) {
-      if (op.where !== where) continue;
-      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
-    }
-  }
-  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-}
-function programsInsideWindows(executions, windows) {
-  const inside = /* @__PURE__ */ new Map();
-  const total = /* @__PURE__ */ new Map();
-  for (const e of executions) {
-    total.set(e.program, (total.get(e.program) ?? 0) + 1);
-    const w = windows.get(e.device.name) ?? windows.get("*");
-    if (w !== void 0 && containsStart(w, e.startPs))
-      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
-  }
-  const out = /* @__PURE__ */ new Set();
-  for (const [program, n] of total) {
-    const k = inside.get(program) ?? 0;
-    if (k === n) out.add(program);
-    else if (k !== 0) return void 0;
-  }
-  return out;
-}
-function containsStart(w, t) {
-  let lo = 0;
-  let hi = w.starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (w.starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans >= 0 && t < w.ends[ans];
-}
-function fmtCount(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
-}
-
-// src/evidence/analysis/hotspots.ts
-var PS_PER_MS = 1e9;
-async function summarizeTrace(source, opts = {}) {
-  const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
-  let passes = 0;
-  const run = async (o) => {
-    const c = new TraceCollector(o);
-    passes++;
-    const stats2 = await source.read(c, readOpts);
-    c.finish();
-    return { c, stats: stats2 };
-  };
-  const firstOpts = { structure: true, ops: source.cheapLaneSkip ? "skip" : "program" };
-  let { c: first, stats } = await run(firstOpts);
-  if (stats.lateNames) ({ c: first, stats } = await run(firstOpts));
-  if (stats.events === 0) throw new InputError(source.path, "the trace holds no events");
-  const platform2 = decidePlatform(first, source.path);
-  const opDevices = activeDevices(first, platform2);
-  let plan = planSteps(first, platform2, opDevices);
-  const where = platform2 === "cpu" ? "host" : "device";
-  let final = first;
-  let included;
-  if (!first.collectedOps(where) && plan.windows === void 0) {
-    final = (await run({ structure: false, ops: "program", modules: modulesByDevice(first) })).c;
-    plan = planSteps(first, platform2, opDevices, final);
-    included = plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]);
-  }
-  const unsorted = first.unsortedLanes.size > 0;
-  const modulesLate = first.modulesLate.size > 0;
-  if (included === void 0 && first.collectedOps(where) && !unsorted && !modulesLate) {
-    if (plan.detector === "whole-trace") included = "all";
-    else if (plan.detector === "dominant-program" && plan.program !== void 0)
-      included = /* @__PURE__ */ new Set([plan.program]);
-    else if (plan.windows !== void 0) {
-      const executions = allExecutions(first, platform2, opDevices);
-      if (executions.length > 0) included = programsInsideWindows(executions, plan.windows);
-    }
-  }
-  if (included === void 0 || final.unsortedLanes.size > 0) {
-    const windows = plan.windows;
-    const second = {
-      structure: false,
-      ops: windows === void 0 ? "program" : "windows",
-      ...windows === void 0 ? {} : { windows },
-      modules: modulesByDevice(first),
-      bufferLanes: /* @__PURE__ */ new Set([...first.unsortedLanes, ...final.unsortedLanes])
-    };
-    final = (await run(second)).c;
-    included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
-  }
-  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
-}
-function decidePlatform(c, path) {
-  const kinds = /* @__PURE__ */ new Set();
-  for (const device of c.deviceOpLanes) kinds.add(device.kind);
-  if (kinds.has("tpu")) return "tpu";
-  if (kinds.has("gpu")) return "gpu";
-  for (const ops of c.opsByProgram.values())
-    for (const op of ops.values()) if (op.where === "host") return "cpu";
-  const seen = [...new Set([...c.allDevices].map((d) => d.name))].slice(0, 6).join(", ");
-  throw new InputError(path, `no TPU, GPU or XLA:CPU op events found (devices: ${seen || "none"})`, {
-    hint: "expected a jax.profiler trace: XLA Ops lines on /device:TPU:N, GPU stream lines, or XLA:CPU host ops"
-  });
-}
-function activeDevices(c, platform2) {
-  const out = /* @__PURE__ */ new Set();
-  if (platform2 === "cpu") {
-    for (const dev of c.devices.values())
-      if (dev.device.kind === "host" && dev.opLanes.size > 0) out.add(dev.device.name);
-  } else {
-    for (const device of c.deviceOpLanes) if (device.kind === platform2) out.add(device.name);
-  }
-  return out;
-}
-function modulesByDevice(c) {
-  const out = /* @__PURE__ */ new Map();
-  for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
-  return out;
-}
-function buildSummary(input) {
-  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
-  const where = platform2 === "cpu" ? "host" : "device";
-  const windowsMode = final !== first && plan.windows !== void 0;
-  const counted = [];
-  let outsidePs = 0;
-  const outsideOps = /* @__PURE__ */ new Set();
-  for (const [program, ops] of final.opsByProgram) {
-    for (const op of ops.values()) {
-      if (op.where !== where) continue;
-      const inProgram = included === "all" || included.has(program);
-      const count2 = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
-      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
-      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
-      if (outPs > 0) {
-        outsidePs += outPs;
-        outsideOps.add(op.baseName);
-      }
-      if (count2 > 0) counted.push({ op, count: count2, selfPs });
-    }
-  }
-  const deviceCount = Math.max(1, opDevices.size);
-  let deviceSteps;
-  let stepDurations = plan.stepDurationsPs;
-  let busyPs = 0;
-  if (plan.detector === "whole-trace") {
-    deviceSteps = deviceCount;
-    stepDurations = [];
-    for (const dev of final.deviceStates()) {
-      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
-      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
-      busyPs += dev.busyPs;
-    }
-  } else if (plan.windows === void 0) {
-    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
-    stepDurations = [];
-    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
-  } else if (windowsMode) {
-    deviceSteps = windowCount(plan.windows, opDevices, platform2);
-    for (const dev of final.deviceStates()) {
-      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
-    }
-  } else {
-    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
-    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
-    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
-  }
-  deviceSteps = Math.max(1, deviceSteps);
-  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
-  const perStep = (ps) => ms(ps / deviceSteps);
-  const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
-  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
-  const share = (ps) => pct(ps, opPsTotal);
-  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct(ps / deviceSteps, meanStepPs);
-  const summary2 = {
-    schema: TRACE_SUMMARY_SCHEMA,
-    source: {
-      path: stats.path,
-      format: stats.format,
-      bytes: stats.bytes,
-      events: stats.events,
-      passes: input.passes,
-      capped: stats.capped
-    },
-    platform: platform2,
-    devices: deviceRows(final, first, opDevices),
-    steps: {
-      detector: plan.detector,
-      detail: plan.detail,
-      count: round2(deviceSteps / deviceCount, 3),
-      deviceSteps,
-      program: plan.program,
-      timeMs: timeStats,
-      busyMs: perStep(busyPs),
-      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
-      opMs: perStep(opPsTotal)
-    },
-    ops: opRows(counted, deviceSteps, share, shareOfStep),
-    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
-    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
-    customCalls: customCallRows(counted, deviceSteps, share),
-    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
-    warnings: [...stats.warnings],
-    notes: [...plan.notes]
-  };
-  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
-  if (multiLane.length > 0 && platform2 !== "cpu") {
-    const d = multiLane[0];
-    summary2.notes.push(
-      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
-    );
-  }
-  if (input.passes > 1) summary2.notes.push(passNote(input));
-  return summary2;
-}
-function passNote(input) {
-  const reasons = [];
-  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
-  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
-  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
-  else if (input.final !== input.first) reasons.push("step windows split some programs");
-  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
-}
-function windowCount(windows, opDevices, platform2) {
-  const shared = windows.get("*");
-  if (shared !== void 0)
-    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
-  let n = 0;
-  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
-  return n;
-}
-function deviceRows(final, first, opDevices) {
-  const rows = [];
-  for (const dev of final.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    const stats = dev.device.stats;
-    const peak = Number(stats.peak_teraflops_per_second);
-    rows.push({
-      name: dev.device.name,
-      kind: dev.device.kind,
-      type: stats.device_type_string,
-      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
-      opMs: ms(dev.opPs),
-      busyMs: ms(dev.busyPs)
-    });
-  }
-  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
-  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
-}
-function opRows(counted, steps, share, shareOfStep) {
-  const groups = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const list = groups.get(c.op.baseName);
-    if (list === void 0) groups.set(c.op.baseName, [c]);
-    else list.push(c);
-  }
-  const rows = [];
-  for (const [name, list] of groups) {
-    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
-    const count2 = list.reduce((s, c) => s + c.count, 0);
-    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
-    const customCall = list.some((c) => c.op.customCall);
-    const haveFlops = list.every((c) => c.op.flops !== void 0);
-    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
-    const haveBytes = list.every((c) => c.op.bytes !== void 0);
-    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
-    const timeSec = selfPs / 1e12;
-    rows.push({
-      name,
-      category: heaviestKey(list, (c) => c.op.category),
-      scope: heaviestKey(list, (c) => c.op.scope),
-      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
-      variants: new Set(list.map((c) => c.op.name)).size,
-      timeMs: ms(selfPs / steps),
-      occurrences: round2(count2 / steps, 3),
-      shareOfOps: share(selfPs),
-      shareOfStep: shareOfStep(selfPs),
-      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
-      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
-      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
-      customCall,
-      noCostModel: customCall || flops === void 0 || flops === 0,
-      longName: heaviest.longName
-    });
-  }
-  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function groupRows(counted, keyOf, steps, share) {
-  const groups = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const key = keyOf(c);
-    let g = groups.get(key);
-    if (g === void 0) {
-      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
-      groups.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-    g.names.add(c.op.baseName);
-  }
-  return [...groups].map(([name, g]) => ({
-    name,
-    timeMs: ms(g.selfPs / steps),
-    occurrences: round2(g.count / steps, 3),
-    shareOfOps: share(g.selfPs),
-    ops: g.names.size
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function customCallRows(counted, steps, share) {
-  const groups = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    if (!c.op.customCall) continue;
-    const key = `${c.op.baseName}\0${c.op.scope}`;
-    let g = groups.get(key);
-    if (g === void 0) {
-      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
-      groups.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-  }
-  return [...groups.values()].map((g) => ({
-    name: g.name,
-    scope: g.scope,
-    launches: round2(g.count / steps, 3),
-    timeMs: ms(g.selfPs / steps),
-    shareOfOps: share(g.selfPs),
-    noCostModel: true
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function heaviestKey(list, keyOf) {
-  const time = /* @__PURE__ */ new Map();
-  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
-  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-}
-function gcdOfCounts(counts) {
-  let g = 0;
-  for (const c of counts) {
-    let a = g;
-    let b = Math.round(c);
-    while (b !== 0) [a, b] = [b, a % b];
-    g = a;
-  }
-  return g;
-}
-function describe(ps) {
-  const sorted = [...ps].sort((a, b) => a - b);
-  const n = sorted.length;
-  const mid = n >> 1;
-  const median = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  return {
-    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
-    median: ms(median),
-    min: ms(sorted[0]),
-    max: ms(sorted[n - 1])
-  };
-}
-function ms(ps) {
-  return Math.round(ps / 1e3) / 1e6;
-}
-function pct(part, whole) {
-  return whole === 0 ? 0 : round2(100 * part / whole, 4);
-}
-function round2(x, digits) {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}
+// src/evidence/analysis/from-path.ts
+import { closeSync as closeSync4, openSync as openSync4, readFileSync as readFileSync4, readSync as readSync3 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -37988,6 +37037,993 @@ function openTrace(path, opts = {}) {
   return { source, resolved };
 }
 
+// src/evidence/analysis/ops.ts
+function laneRole(lane) {
+  const kind = lane.device.kind;
+  const name = lane.name.trim();
+  if (kind === "host") return "host";
+  if (kind !== "tpu" && kind !== "gpu") return "ignore";
+  if (name === "XLA Modules") return "modules";
+  if (name === "Steps") return "steps";
+  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
+  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
+  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
+}
+function baseOpName(name) {
+  const m = /^(.*?)\.\d+$/.exec(name);
+  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
+}
+var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
+function deriveCategory(opName, chromeCat, laneName = "") {
+  const base = baseOpName(opName).replace(/^wrapped_/, "");
+  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
+  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
+  if (/fusion/.test(base)) {
+    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
+    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
+    if (/^ynn/.test(base)) return "ynn fusion";
+    return "fusion";
+  }
+  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
+  if (/^(while|conditional|call)$/.test(base)) return base;
+  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
+  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
+  if (/memset/i.test(base)) return "memset";
+  if (/^[a-z][a-z-]*$/.test(base)) return base;
+  return "kernel";
+}
+function isCustomCall(category, longName, opName) {
+  if (category === "custom-call") return true;
+  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
+  return /^custom-call(\.\d+)?$/.test(opName);
+}
+function scopeOf(tfOp, nameStack) {
+  let stack = (tfOp ?? "").replace(/:$/, "").trim();
+  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
+  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
+  const cut = stack.lastIndexOf("/");
+  return cut > 0 ? stack.slice(0, cut) : stack;
+}
+function numberArg(value) {
+  if (value === void 0 || value === "") return void 0;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : void 0;
+}
+function profilerStepNumber(name) {
+  const m = /^ProfilerStep#(\d+)$/.exec(name);
+  return m === null ? void 0 : Number(m[1]);
+}
+
+// src/evidence/analysis/collect.ts
+var ROLE_IGNORE = 0;
+var ROLE_OPS = 1;
+var ROLE_MODULES = 2;
+var ROLE_STEPS = 3;
+var ROLE_HOST = 4;
+var ROLE_CODE = {
+  ignore: ROLE_IGNORE,
+  ops: ROLE_OPS,
+  modules: ROLE_MODULES,
+  steps: ROLE_STEPS,
+  host: ROLE_HOST
+};
+var TraceCollector = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  devices = /* @__PURE__ */ new Map();
+  /** Op identities, per program then per name. */
+  opsByProgram = /* @__PURE__ */ new Map();
+  stepMarkers = /* @__PURE__ */ new Map();
+  hostSteps = [];
+  cpuExecutions = /* @__PURE__ */ new Map();
+  /** Lanes seen out of start order. */
+  unsortedLanes = /* @__PURE__ */ new Set();
+  /** Devices whose modules arrived after some of their ops (program attribution needs another pass). */
+  modulesLate = /* @__PURE__ */ new Set();
+  /** Devices with op lanes (TPU `XLA Ops`, GPU streams), read or skipped. */
+  deviceOpLanes = /* @__PURE__ */ new Set();
+  /** Every device with a lane offered. */
+  allDevices = /* @__PURE__ */ new Set();
+  lanes = [];
+  /** Op identities by event key, per program (see TraceEventView.key). */
+  keyCaches = /* @__PURE__ */ new Map();
+  deviceOps = false;
+  hostOps = false;
+  /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
+  collectedOps(where) {
+    return where === "device" ? this.deviceOps : this.hostOps;
+  }
+  wantLane(lane) {
+    this.allDevices.add(lane.device);
+    const role = ROLE_CODE[laneRole(lane)];
+    if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
+    if (role === ROLE_IGNORE) return false;
+    if (role === ROLE_OPS && this.opts.ops === "skip") return false;
+    if ((role === ROLE_MODULES || role === ROLE_STEPS) && !this.opts.structure) return false;
+    const device = this.deviceState(lane.device);
+    const key = laneKey(lane);
+    const state = {
+      role,
+      hasOps: false,
+      gpu: lane.device.kind === "gpu",
+      tpu: lane.device.kind === "tpu",
+      keyProgram: void 0,
+      keyCache: void 0,
+      lane,
+      device,
+      where: role === ROLE_HOST ? "host" : "device",
+      depth: 0,
+      starts: [],
+      ends: [],
+      durs: [],
+      childPs: [],
+      ops: [],
+      execs: [],
+      lastStart: -Infinity,
+      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
+    };
+    this.lanes[lane.index] = state;
+    return true;
+  }
+  onEvent(lane, ev) {
+    const st = this.lanes[lane.index];
+    switch (st.role) {
+      case ROLE_OPS:
+        if (st.gpu) this.opEvent(st, ev, ev.arg("hlo_op") ?? ev.name, void 0);
+        else this.opEvent(st, ev, void 0, ev.key);
+        return;
+      case ROLE_MODULES:
+        if (this.opts.structure) this.moduleEvent(st.device, ev);
+        return;
+      case ROLE_STEPS:
+        if (this.opts.structure) this.markers(st.device.device).push(marker(ev));
+        return;
+      case ROLE_HOST:
+        this.hostEvent(st, ev);
+        return;
+    }
+  }
+  /** Close every open event; call once after the read. */
+  finish() {
+    for (const st of this.lanes) {
+      if (st === void 0) continue;
+      if (st.buffer !== void 0) this.replay(st);
+      while (st.depth > 0) this.pop(st);
+    }
+  }
+  // ---- structure ------------------------------------------------------------------------------------
+  moduleEvent(dev, ev) {
+    const exec = {
+      device: dev.device,
+      program: ev.name,
+      startPs: ev.startPs,
+      endPs: ev.startPs + ev.durPs,
+      busyPs: 0
+    };
+    const list = dev.modules;
+    if (list.length > 0 && list[list.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
+    list.push(exec);
+    if (dev.opsSeen && exec.startPs <= dev.lastOpStartPs) this.modulesLate.add(dev.device);
+  }
+  markers(device) {
+    let list = this.stepMarkers.get(device);
+    if (list === void 0) {
+      list = [];
+      this.stepMarkers.set(device, list);
+    }
+    return list;
+  }
+  /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
+  hostEvent(st, ev) {
+    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+      if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
+    }
+    const hloOp = ev.arg("hlo_op");
+    if (hloOp !== void 0) this.opEvent(st, ev, hloOp, void 0);
+  }
+  // ---- ops --------------------------------------------------------------------------------------------
+  /**
+   * An op event; `opName` overrides the event name (GPU, CPU), `key` (the event's identity) lets the op
+   * identity be found without hashing its name.
+   */
+  opEvent(st, ev, opName, key) {
+    const start = ev.startPs;
+    const dur = ev.durPs;
+    const dev = st.device;
+    if (st.where === "device") this.deviceOps = true;
+    else this.hostOps = true;
+    if (!dev.opsSeen) {
+      dev.opsSeen = true;
+      if (!dev.modulesSorted) sortExecutions(dev);
+    }
+    if (!st.hasOps) {
+      st.hasOps = true;
+      dev.opLanes.add(st.lane.name);
+    }
+    if (start > dev.lastOpStartPs) dev.lastOpStartPs = start;
+    let exec;
+    let program = "";
+    if (st.where === "device") {
+      exec = this.enclosingModule(dev, start);
+      if (exec !== void 0) program = exec.program;
+      else if (st.gpu) program = gpuProgram(ev);
+    } else {
+      program = ev.arg("hlo_module") ?? "";
+      exec = this.cpuExecution(dev.device, program, ev.arg("run_id"), start, start + dur);
+    }
+    let op;
+    if (key !== void 0) {
+      let byKey = st.keyProgram === program ? st.keyCache : void 0;
+      if (byKey === void 0) {
+        byKey = this.keyCaches.get(program);
+        if (byKey === void 0) {
+          byKey = /* @__PURE__ */ new Map();
+          this.keyCaches.set(program, byKey);
+        }
+        st.keyProgram = program;
+        st.keyCache = byKey;
+      }
+      op = byKey.get(key);
+      if (op === void 0) {
+        op = this.opInfo(program, ev.name, ev, st);
+        byKey.set(key, op);
+      }
+    } else op = this.opInfo(program, opName ?? ev.name, ev, st);
+    const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
+    if (st.buffer !== void 0) {
+      st.buffer.starts.push(start);
+      st.buffer.durs.push(dur);
+      st.buffer.selfDurs.push(selfDur);
+      st.buffer.ops.push(op);
+      st.buffer.execs.push(exec);
+      return;
+    }
+    if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
+    st.lastStart = start;
+    this.push(st, start, dur, selfDur, op, exec);
+  }
+  opInfo(program, name, ev, st) {
+    let byName = this.opsByProgram.get(program);
+    if (byName === void 0) {
+      byName = /* @__PURE__ */ new Map();
+      this.opsByProgram.set(program, byName);
+    }
+    let op = byName.get(name);
+    if (op === void 0) {
+      op = newOpInfo(program, name, ev, st);
+      byName.set(name, op);
+    }
+    return op;
+  }
+  /** The module execution on this device that contains `t`, if any (ops arrive mostly in time order). */
+  enclosingModule(dev, t) {
+    const list = this.opts.modules?.get(dev.device.name) ?? dev.modules;
+    const n = list.length;
+    if (n === 0) return void 0;
+    let c = dev.moduleCursor;
+    if (c >= n || list[c].startPs > t) c = lastAtOrBefore(list, t);
+    while (c + 1 < n && list[c + 1].startPs <= t) c++;
+    dev.moduleCursor = Math.max(c, 0);
+    if (c < 0) return void 0;
+    const m = list[c];
+    return t < m.endPs || t === m.startPs && m.endPs === m.startPs ? m : void 0;
+  }
+  cpuExecution(device, program, runId, start, end) {
+    if (runId === void 0) return void 0;
+    const key = `${device.name}\0${program}\0${runId}`;
+    let exec = this.cpuExecutions.get(key);
+    if (exec === void 0) {
+      exec = { device, program, startPs: start, endPs: end, busyPs: 0 };
+      this.cpuExecutions.set(key, exec);
+    } else {
+      if (start < exec.startPs) exec.startPs = start;
+      if (end > exec.endPs) exec.endPs = end;
+    }
+    return exec;
+  }
+  push(st, start, dur, selfDur, op, exec) {
+    const end = start + dur;
+    while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
+    if (st.depth > 0) {
+      const parentEnd = st.ends[st.depth - 1];
+      st.childPs[st.depth - 1] += Math.min(end, parentEnd) - start;
+    }
+    const d = st.depth++;
+    st.starts[d] = start;
+    st.ends[d] = end;
+    st.durs[d] = selfDur;
+    st.childPs[d] = 0;
+    st.ops[d] = op;
+    st.execs[d] = exec;
+  }
+  pop(st) {
+    const d = --st.depth;
+    const start = st.starts[d];
+    const dur = st.ends[d] - start;
+    const self = Math.max(0, st.durs[d] - st.childPs[d]);
+    const op = st.ops[d];
+    const dev = st.device;
+    const top = d === 0;
+    dev.opPs += self;
+    if (top) {
+      dev.busyPs += dur;
+      if (start < dev.firstOpPs) dev.firstOpPs = start;
+      if (start + dur > dev.lastOpEndPs) dev.lastOpEndPs = start + dur;
+    }
+    if (this.opts.ops === "windows") {
+      const w = this.windowAt(dev, start);
+      if (w >= 0) {
+        op.countIn++;
+        op.selfInPs += self;
+        dev.windowOpPs[w] += self;
+        if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
+      } else {
+        op.countOut++;
+        op.selfOutPs += self;
+      }
+    } else {
+      op.countIn++;
+      op.selfInPs += self;
+      if (top) {
+        const exec = st.execs[d];
+        if (exec !== void 0) exec.busyPs += dur;
+      }
+    }
+    st.ops[d] = PLACEHOLDER_OP;
+    st.execs[d] = void 0;
+  }
+  /** Index of the step window containing `t` on this device, or -1. */
+  windowAt(dev, t) {
+    let w = dev.windows;
+    if (w === void 0) {
+      const all = this.opts.windows;
+      w = all?.get(dev.device.name) ?? all?.get("*") ?? { starts: [], ends: [] };
+      dev.windows = w;
+      dev.windowBusyPs = new Float64Array(w.starts.length);
+      dev.windowOpPs = new Float64Array(w.starts.length);
+    }
+    const n = w.starts.length;
+    if (n === 0) return -1;
+    let c = dev.windowCursor;
+    if (c >= n || w.starts[c] > t) c = lastStartAtOrBefore(w.starts, t);
+    while (c + 1 < n && w.starts[c + 1] <= t) c++;
+    dev.windowCursor = Math.max(c, 0);
+    return c >= 0 && t < w.ends[c] ? c : -1;
+  }
+  /** Sort a buffered lane's events by start (longest first on ties, so parents precede children). */
+  replay(st) {
+    const b = st.buffer;
+    st.buffer = void 0;
+    const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
+    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
+  }
+  deviceState(device) {
+    let dev = this.devices.get(device);
+    if (dev === void 0) {
+      dev = {
+        device,
+        modules: [],
+        modulesSorted: true,
+        moduleCursor: 0,
+        opsSeen: false,
+        windows: void 0,
+        windowCursor: 0,
+        windowBusyPs: void 0,
+        windowOpPs: void 0,
+        opPs: 0,
+        busyPs: 0,
+        firstOpPs: Infinity,
+        lastOpEndPs: -Infinity,
+        lastOpStartPs: -Infinity,
+        opLanes: /* @__PURE__ */ new Set()
+      };
+      this.devices.set(device, dev);
+    }
+    return dev;
+  }
+  /** Device states with their modules sorted by start. */
+  deviceStates() {
+    for (const dev of this.devices.values()) if (!dev.modulesSorted) sortExecutions(dev);
+    return [...this.devices.values()];
+  }
+};
+var PLACEHOLDER_OP = {};
+function gpuProgram(ev) {
+  const module = ev.arg("hlo_module");
+  if (module === void 0) return "";
+  const id = ev.arg("program_id");
+  return id === void 0 ? module : `${module}(${id})`;
+}
+function newOpInfo(program, name, ev, st) {
+  const longName = ev.longName();
+  const gpu = st.lane.device.kind === "gpu";
+  const hloCategory = ev.arg("hlo_category");
+  const category = hloCategory !== void 0 && hloCategory !== "" ? hloCategory : deriveCategory(name, gpu ? ev.category : void 0, st.lane.name);
+  const flops = numberArg(ev.arg("flops")) ?? numberArg(ev.arg("model_flops"));
+  const bytes = numberArg(ev.arg("bytes_accessed")) ?? numberArg(ev.arg("raw_bytes_accessed"));
+  return {
+    name,
+    baseName: baseOpName(name),
+    program,
+    category,
+    scope: scopeOf(ev.arg("tf_op"), gpu ? ev.arg("name") : void 0),
+    longName,
+    customCall: isCustomCall(category, longName, name),
+    flops,
+    bytes,
+    where: st.where,
+    countIn: 0,
+    selfInPs: 0,
+    countOut: 0,
+    selfOutPs: 0
+  };
+}
+function marker(ev) {
+  return { startPs: ev.startPs, durPs: ev.durPs, name: ev.name };
+}
+function laneKey(lane) {
+  return `${lane.device.name}\0${lane.name}\0${lane.rawId}`;
+}
+function sortExecutions(dev) {
+  dev.modules.sort((a, b) => a.startPs - b.startPs);
+  dev.modulesSorted = true;
+  dev.moduleCursor = 0;
+}
+function lastAtOrBefore(list, t) {
+  let lo = 0;
+  let hi = list.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (list[mid].startPs <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans;
+}
+function lastStartAtOrBefore(starts, t) {
+  let lo = 0;
+  let hi = starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans;
+}
+
+// src/evidence/analysis/steps.ts
+function planSteps(c, platform2, opDevices, opsPass = c) {
+  const notes = [];
+  const windows = /* @__PURE__ */ new Map();
+  const deviceDurations = [];
+  for (const [device, markers] of c.stepMarkers) {
+    if (!opDevices.has(device.name) || markers.length === 0) continue;
+    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
+    windows.set(device.name, {
+      starts: sorted.map((m) => m.startPs),
+      ends: sorted.map((m) => m.startPs + m.durPs)
+    });
+    for (const m of sorted) deviceDurations.push(m.durPs);
+  }
+  if (windows.size > 0) {
+    const perDevice = deviceDurations.length / windows.size;
+    return {
+      detector: "device-steps",
+      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
+      windows,
+      stepDurationsPs: deviceDurations,
+      program: void 0,
+      executions: void 0,
+      notes
+    };
+  }
+  const host = topLevel(c.hostSteps);
+  if (host.length > 0) {
+    const starts = host.map((m) => m.startPs);
+    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
+    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
+    const durations = [];
+    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
+    notes.push(
+      "device work is attributed to the host step during which it started; step time is the annotation length"
+    );
+    return {
+      detector: "host-annotations",
+      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
+      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
+      stepDurationsPs: durations,
+      program: void 0,
+      executions: void 0,
+      notes
+    };
+  }
+  const executions = allExecutions(c, platform2, opDevices);
+  if (executions.length > 0) {
+    const byProgram = /* @__PURE__ */ new Map();
+    for (const e of executions)
+      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
+    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
+    const devices = new Set(steps.map((e) => e.device.name));
+    const stepWindows = /* @__PURE__ */ new Map();
+    for (const device of devices) {
+      const mine = steps.filter((e) => e.device.name === device);
+      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
+    }
+    notes.push(
+      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
+    );
+    return {
+      detector: "dominant-program",
+      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
+      windows: stepWindows,
+      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
+      program,
+      executions: steps,
+      notes
+    };
+  }
+  const programs = programTimes(opsPass, platform2);
+  if (programs.length > 0) {
+    const program = programs[0][0];
+    notes.push(
+      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
+    );
+    return {
+      detector: "dominant-program",
+      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
+      windows: void 0,
+      stepDurationsPs: [],
+      program,
+      executions: void 0,
+      notes
+    };
+  }
+  notes.push("no step markers and no program information: the whole trace is treated as one step");
+  return {
+    detector: "whole-trace",
+    detail: "no step markers: the whole trace is one step",
+    windows: void 0,
+    stepDurationsPs: [],
+    program: void 0,
+    executions: void 0,
+    notes
+  };
+}
+function topLevel(markers) {
+  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
+  const out = [];
+  let end = -Infinity;
+  for (const m of sorted) {
+    if (m.startPs < end) continue;
+    out.push(m);
+    end = m.startPs + m.durPs;
+  }
+  return out;
+}
+function allExecutions(c, platform2, opDevices) {
+  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
+  const out = [];
+  for (const dev of c.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    out.push(...dev.modules);
+  }
+  return out;
+}
+function programTimes(c, platform2) {
+  const where = platform2 === "cpu" ? "host" : "device";
+  const times = /* @__PURE__ */ new Map();
+  for (const [program, ops] of c.opsByProgram) {
+    if (program === "") continue;
+    for (const op of ops.values()) {
+      if (op.where !== where) continue;
+      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
+    }
+  }
+  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+function programsInsideWindows(executions, windows) {
+  const inside = /* @__PURE__ */ new Map();
+  const total = /* @__PURE__ */ new Map();
+  for (const e of executions) {
+    total.set(e.program, (total.get(e.program) ?? 0) + 1);
+    const w = windows.get(e.device.name) ?? windows.get("*");
+    if (w !== void 0 && containsStart(w, e.startPs))
+      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
+  }
+  const out = /* @__PURE__ */ new Set();
+  for (const [program, n] of total) {
+    const k = inside.get(program) ?? 0;
+    if (k === n) out.add(program);
+    else if (k !== 0) return void 0;
+  }
+  return out;
+}
+function containsStart(w, t) {
+  let lo = 0;
+  let hi = w.starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (w.starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans >= 0 && t < w.ends[ans];
+}
+function fmtCount(n) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+}
+
+// src/evidence/analysis/hotspots.ts
+var PS_PER_MS = 1e9;
+async function summarizeTrace(source, opts = {}) {
+  const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
+  let passes = 0;
+  const run = async (o) => {
+    const c = new TraceCollector(o);
+    passes++;
+    const stats2 = await source.read(c, readOpts);
+    c.finish();
+    return { c, stats: stats2 };
+  };
+  const firstOpts = { structure: true, ops: source.cheapLaneSkip ? "skip" : "program" };
+  let { c: first, stats } = await run(firstOpts);
+  if (stats.lateNames) ({ c: first, stats } = await run(firstOpts));
+  if (stats.events === 0) throw new InputError(source.path, "the trace holds no events");
+  const platform2 = decidePlatform(first, source.path);
+  const opDevices = activeDevices(first, platform2);
+  let plan = planSteps(first, platform2, opDevices);
+  const where = platform2 === "cpu" ? "host" : "device";
+  let final = first;
+  let included;
+  if (!first.collectedOps(where) && plan.windows === void 0) {
+    final = (await run({ structure: false, ops: "program", modules: modulesByDevice(first) })).c;
+    plan = planSteps(first, platform2, opDevices, final);
+    included = plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]);
+  }
+  const unsorted = first.unsortedLanes.size > 0;
+  const modulesLate = first.modulesLate.size > 0;
+  if (included === void 0 && first.collectedOps(where) && !unsorted && !modulesLate) {
+    if (plan.detector === "whole-trace") included = "all";
+    else if (plan.detector === "dominant-program" && plan.program !== void 0)
+      included = /* @__PURE__ */ new Set([plan.program]);
+    else if (plan.windows !== void 0) {
+      const executions = allExecutions(first, platform2, opDevices);
+      if (executions.length > 0) included = programsInsideWindows(executions, plan.windows);
+    }
+  }
+  if (included === void 0 || final.unsortedLanes.size > 0) {
+    const windows = plan.windows;
+    const second = {
+      structure: false,
+      ops: windows === void 0 ? "program" : "windows",
+      ...windows === void 0 ? {} : { windows },
+      modules: modulesByDevice(first),
+      bufferLanes: /* @__PURE__ */ new Set([...first.unsortedLanes, ...final.unsortedLanes])
+    };
+    final = (await run(second)).c;
+    included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
+  }
+  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
+}
+function decidePlatform(c, path) {
+  const kinds = /* @__PURE__ */ new Set();
+  for (const device of c.deviceOpLanes) kinds.add(device.kind);
+  if (kinds.has("tpu")) return "tpu";
+  if (kinds.has("gpu")) return "gpu";
+  for (const ops of c.opsByProgram.values())
+    for (const op of ops.values()) if (op.where === "host") return "cpu";
+  const seen = [...new Set([...c.allDevices].map((d) => d.name))].slice(0, 6).join(", ");
+  throw new InputError(path, `no TPU, GPU or XLA:CPU op events found (devices: ${seen || "none"})`, {
+    hint: "expected a jax.profiler trace: XLA Ops lines on /device:TPU:N, GPU stream lines, or XLA:CPU host ops"
+  });
+}
+function activeDevices(c, platform2) {
+  const out = /* @__PURE__ */ new Set();
+  if (platform2 === "cpu") {
+    for (const dev of c.devices.values())
+      if (dev.device.kind === "host" && dev.opLanes.size > 0) out.add(dev.device.name);
+  } else {
+    for (const device of c.deviceOpLanes) if (device.kind === platform2) out.add(device.name);
+  }
+  return out;
+}
+function modulesByDevice(c) {
+  const out = /* @__PURE__ */ new Map();
+  for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
+  return out;
+}
+function buildSummary(input) {
+  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
+  const where = platform2 === "cpu" ? "host" : "device";
+  const windowsMode = final !== first && plan.windows !== void 0;
+  const counted = [];
+  let outsidePs = 0;
+  const outsideOps = /* @__PURE__ */ new Set();
+  for (const [program, ops] of final.opsByProgram) {
+    for (const op of ops.values()) {
+      if (op.where !== where) continue;
+      const inProgram = included === "all" || included.has(program);
+      const count2 = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
+      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
+      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
+      if (outPs > 0) {
+        outsidePs += outPs;
+        outsideOps.add(op.baseName);
+      }
+      if (count2 > 0) counted.push({ op, count: count2, selfPs });
+    }
+  }
+  const deviceCount = Math.max(1, opDevices.size);
+  let deviceSteps;
+  let stepDurations = plan.stepDurationsPs;
+  let busyPs = 0;
+  if (plan.detector === "whole-trace") {
+    deviceSteps = deviceCount;
+    stepDurations = [];
+    for (const dev of final.deviceStates()) {
+      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
+      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
+      busyPs += dev.busyPs;
+    }
+  } else if (plan.windows === void 0) {
+    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
+    stepDurations = [];
+    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
+  } else if (windowsMode) {
+    deviceSteps = windowCount(plan.windows, opDevices, platform2);
+    for (const dev of final.deviceStates()) {
+      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
+    }
+  } else {
+    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
+    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
+    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
+  }
+  deviceSteps = Math.max(1, deviceSteps);
+  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
+  const perStep = (ps) => ms(ps / deviceSteps);
+  const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
+  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
+  const share = (ps) => pct(ps, opPsTotal);
+  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct(ps / deviceSteps, meanStepPs);
+  const summary2 = {
+    schema: TRACE_SUMMARY_SCHEMA,
+    source: {
+      path: stats.path,
+      format: stats.format,
+      bytes: stats.bytes,
+      events: stats.events,
+      passes: input.passes,
+      capped: stats.capped
+    },
+    platform: platform2,
+    devices: deviceRows(final, first, opDevices),
+    steps: {
+      detector: plan.detector,
+      detail: plan.detail,
+      count: round2(deviceSteps / deviceCount, 3),
+      deviceSteps,
+      program: plan.program,
+      timeMs: timeStats,
+      busyMs: perStep(busyPs),
+      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
+      opMs: perStep(opPsTotal)
+    },
+    ops: opRows(counted, deviceSteps, share, shareOfStep),
+    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
+    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
+    customCalls: customCallRows(counted, deviceSteps, share),
+    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
+    warnings: [...stats.warnings],
+    notes: [...plan.notes]
+  };
+  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
+  if (multiLane.length > 0 && platform2 !== "cpu") {
+    const d = multiLane[0];
+    summary2.notes.push(
+      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
+    );
+  }
+  if (input.passes > 1) summary2.notes.push(passNote(input));
+  return summary2;
+}
+function passNote(input) {
+  const reasons = [];
+  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
+  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
+  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
+  else if (input.final !== input.first) reasons.push("step windows split some programs");
+  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
+}
+function windowCount(windows, opDevices, platform2) {
+  const shared = windows.get("*");
+  if (shared !== void 0)
+    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
+  let n = 0;
+  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
+  return n;
+}
+function deviceRows(final, first, opDevices) {
+  const rows = [];
+  for (const dev of final.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    const stats = dev.device.stats;
+    const peak = Number(stats.peak_teraflops_per_second);
+    rows.push({
+      name: dev.device.name,
+      kind: dev.device.kind,
+      type: stats.device_type_string,
+      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
+      opMs: ms(dev.opPs),
+      busyMs: ms(dev.busyPs)
+    });
+  }
+  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
+  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+}
+function opRows(counted, steps, share, shareOfStep) {
+  const groups = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const list = groups.get(c.op.baseName);
+    if (list === void 0) groups.set(c.op.baseName, [c]);
+    else list.push(c);
+  }
+  const traceHasFlops = counted.some((c) => c.op.flops !== void 0);
+  const rows = [];
+  for (const [name, list] of groups) {
+    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
+    const count2 = list.reduce((s, c) => s + c.count, 0);
+    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
+    const customCall = list.some((c) => c.op.customCall);
+    const haveFlops = list.every((c) => c.op.flops !== void 0);
+    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
+    const haveBytes = list.every((c) => c.op.bytes !== void 0);
+    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
+    const timeSec = selfPs / 1e12;
+    rows.push({
+      name,
+      category: heaviestKey(list, (c) => c.op.category),
+      scope: heaviestKey(list, (c) => c.op.scope),
+      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
+      variants: new Set(list.map((c) => c.op.name)).size,
+      timeMs: ms(selfPs / steps),
+      occurrences: round2(count2 / steps, 3),
+      shareOfOps: share(selfPs),
+      shareOfStep: shareOfStep(selfPs),
+      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
+      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
+      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
+      customCall,
+      noCostModel: customCall || traceHasFlops && (flops === void 0 || flops === 0),
+      longName: heaviest.longName
+    });
+  }
+  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function groupRows(counted, keyOf, steps, share) {
+  const groups = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const key = keyOf(c);
+    let g = groups.get(key);
+    if (g === void 0) {
+      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
+      groups.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+    g.names.add(c.op.baseName);
+  }
+  return [...groups].map(([name, g]) => ({
+    name,
+    timeMs: ms(g.selfPs / steps),
+    occurrences: round2(g.count / steps, 3),
+    shareOfOps: share(g.selfPs),
+    ops: g.names.size
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function customCallRows(counted, steps, share) {
+  const groups = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (!c.op.customCall) continue;
+    const key = `${c.op.baseName}\0${c.op.scope}`;
+    let g = groups.get(key);
+    if (g === void 0) {
+      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
+      groups.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+  }
+  return [...groups.values()].map((g) => ({
+    name: g.name,
+    scope: g.scope,
+    launches: round2(g.count / steps, 3),
+    timeMs: ms(g.selfPs / steps),
+    shareOfOps: share(g.selfPs),
+    noCostModel: true
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function heaviestKey(list, keyOf) {
+  const time = /* @__PURE__ */ new Map();
+  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+}
+function gcdOfCounts(counts) {
+  let g = 0;
+  for (const c of counts) {
+    let a = g;
+    let b = Math.round(c);
+    while (b !== 0) [a, b] = [b, a % b];
+    g = a;
+  }
+  return g;
+}
+function describe(ps) {
+  const sorted = [...ps].sort((a, b) => a - b);
+  const n = sorted.length;
+  const mid = n >> 1;
+  const median = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return {
+    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
+    median: ms(median),
+    min: ms(sorted[0]),
+    max: ms(sorted[n - 1])
+  };
+}
+function ms(ps) {
+  return Math.round(ps / 1e3) / 1e6;
+}
+function pct(part, whole) {
+  return whole === 0 ? 0 : round2(100 * part / whole, 4);
+}
+function round2(x, digits) {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+// src/evidence/analysis/from-path.ts
+async function summarizeTracePath(path, debug2) {
+  const saved = savedSummary(path);
+  if (saved !== void 0) return saved;
+  const { source, resolved } = openTrace(path);
+  debug2?.(`reading ${resolved.path} (${resolved.format})`);
+  const summary2 = await summarizeTrace(source);
+  summary2.notes.push(...resolved.notes);
+  return summary2;
+}
+function savedSummary(path) {
+  if (!path.endsWith(".json")) return void 0;
+  let head = "";
+  try {
+    const fd = openSync4(path, "r");
+    const buf = Buffer.alloc(256);
+    head = buf.subarray(0, readSync3(fd, buf, 0, 256, 0)).toString("utf8");
+    closeSync4(fd);
+  } catch {
+    return void 0;
+  }
+  if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
+  const parsed = JSON.parse(readFileSync4(path, "utf8"));
+  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
+    throw new InputError(
+      path,
+      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`
+    );
+  }
+  return parsed;
+}
+
 // src/loop/context.ts
 import { join as join5, resolve as resolve4 } from "node:path";
 function stateDirOf(config) {
@@ -37998,31 +38034,8 @@ function runDirOf(stateDir, runId) {
 }
 
 // src/actions/trace.ts
-function savedSummary(path) {
-  if (!path.endsWith(".json")) return void 0;
-  let parsed;
-  try {
-    parsed = JSON.parse(readFileSync4(path, "utf8"));
-  } catch {
-    return void 0;
-  }
-  if (typeof parsed.schema !== "string" || !parsed.schema.startsWith("hillclimb.trace-summary/"))
-    return void 0;
-  if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
-    throw new InputError(
-      path,
-      `unsupported summary schema "${parsed.schema}" (expected ${TRACE_SUMMARY_SCHEMA})`
-    );
-  }
-  return parsed;
-}
-async function summaryOf(path) {
-  const saved = savedSummary(path);
-  if (saved) return saved;
-  const { source, resolved } = openTrace(path);
-  const summary2 = await summarizeTrace(source);
-  summary2.notes.push(...resolved.notes);
-  return summary2;
+function summaryOf(path) {
+  return summarizeTracePath(path);
 }
 async function compareTraces(before, after) {
   const summary2 = await summaryOf(after);
