@@ -63,7 +63,12 @@ export async function startRayHead(): Promise<RayHead> {
   // Short path: Ray puts unix sockets under the temp dir (107-character limit).
   const tempDir = mkdtempSync('/tmp/hcray-');
   const ports = await Promise.all(Array.from({ length: 10 }, () => freePort()));
-  const workerBase = 20000 + Math.floor(Math.random() * 20000);
+  // Worker ports: a range below Linux's ephemeral ports (32768+), where the OS hands out the free ports
+  // above, and clear of every one of them (Ray refuses overlapping ranges).
+  let workerBase = 0;
+  do {
+    workerBase = 20000 + Math.floor(Math.random() * 12000);
+  } while (ports.some((p) => p !== undefined && p >= workerBase && p <= workerBase + 200));
   const [gcs, dash, client, nodeMgr, objMgr, agentHttp, agentGrpc, rtEnv, metrics] = ports;
   const out = openSync(join(tempDir, 'ray-start.log'), 'a');
   const child: ChildProcess = spawn(

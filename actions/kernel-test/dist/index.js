@@ -67992,8 +67992,10 @@ async function profileCommit(ctx, workdir, traceDir, id, files) {
   }
   return summarizeTracePath(traceDir);
 }
-function storedProfileKey(target, commit2) {
-  return `profiles/${target}/${commit2}.json`;
+function storedProfileKey(ctx, commit2) {
+  const info = ctx.backend.info();
+  const device = [info.backend, info.acceleratorType].filter(Boolean).join("-").replace(/[^A-Za-z0-9._-]/g, "_");
+  return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
@@ -68002,7 +68004,7 @@ function cacheDir(ctx, commit2) {
 async function knownProfileSummary(ctx, commit2) {
   const local = join27(cacheDir(ctx, commit2), "summary.json");
   if (existsSync17(local)) return readJson(local);
-  const key = storedProfileKey(ctx.target.name, commit2);
+  const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
     const copy = join27(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
@@ -68015,7 +68017,7 @@ async function knownProfileSummary(ctx, commit2) {
 }
 async function shareProfileSummary(ctx, commit2, summaryFile) {
   try {
-    await ctx.store.put(storedProfileKey(ctx.target.name, commit2), summaryFile);
+    await ctx.store.put(storedProfileKey(ctx, commit2), summaryFile);
   } catch (e) {
     ctx.logger.warn(`could not store the profile of ${commit2.slice(0, 12)}: ${errorMessage(e)}`);
   }
@@ -68026,6 +68028,8 @@ async function championProfile(ctx, commit2) {
   const traceDir = join27(dir, "trace");
   if (existsSync17(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
+  const stored = await knownProfileSummary(ctx, commit2);
+  if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
   const summary2 = await profileCommit(
     ctx,

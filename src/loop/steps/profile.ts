@@ -102,9 +102,17 @@ async function profileCommit(
   return summarizeTracePath(traceDir);
 }
 
-/** Where a commit's profile summary is shared through the store (read by the agent's job in CI). */
-export function storedProfileKey(target: string, commit: string): string {
-  return `profiles/${target}/${commit}.json`;
+/**
+ * Where a commit's profile summary is shared through the store (read by the agent's job in CI). Keyed
+ * by the kind of device too, so a CPU profile never stands in for a TPU one.
+ */
+export function storedProfileKey(ctx: LoopContext, commit: string): string {
+  const info = ctx.backend.info();
+  const device = [info.backend, info.acceleratorType]
+    .filter(Boolean)
+    .join('-')
+    .replace(/[^A-Za-z0-9._-]/g, '_');
+  return `profiles/${ctx.target.name}/${device}/${commit}.json`;
 }
 
 /** The local cache folder of a commit's profile, by commit, profile command and device. */
@@ -126,7 +134,7 @@ export async function knownProfileSummary(
 ): Promise<TraceSummary | undefined> {
   const local = join(cacheDir(ctx, commit), 'summary.json');
   if (existsSync(local)) return readJson<TraceSummary>(local);
-  const key = storedProfileKey(ctx.target.name, commit);
+  const key = storedProfileKey(ctx, commit);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return undefined;
     const copy = join(ctx.stateDir, 'cache', 'stored-profiles', `${commit}.json`);
@@ -145,7 +153,7 @@ export async function shareProfileSummary(
   summaryFile: string,
 ): Promise<void> {
   try {
-    await ctx.store.put(storedProfileKey(ctx.target.name, commit), summaryFile);
+    await ctx.store.put(storedProfileKey(ctx, commit), summaryFile);
   } catch (e) {
     ctx.logger.warn(`could not store the profile of ${commit.slice(0, 12)}: ${errorMessage(e)}`);
   }
@@ -158,6 +166,9 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
   const traceDir = join(dir, 'trace');
   if (existsSync(summaryFile))
     return { traceDir, summary: readJson<TraceSummary>(summaryFile), cached: true };
+  // Profiled before by another job or iteration (same commit, same kind of device): reuse its summary.
+  const stored = await knownProfileSummary(ctx, commit);
+  if (stored) return { traceDir: storedProfileKey(ctx, commit), summary: stored, cached: true };
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit), commit);
   const summary = await profileCommit(
     ctx,
