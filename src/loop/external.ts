@@ -19,7 +19,6 @@ import { EVIDENCE_SCHEMA } from '../evidence/iteration.js';
 import { buildForge } from '../forge/factory.js';
 import { renderComment } from '../report/comment.js';
 import { buildStore } from '../store/factory.js';
-import { perfettoLinkFor } from '../store/perfetto.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import { appendLineDurable, readJsonLines, writeFileAtomic } from '../util/files.js';
 import { Git } from '../workspace/git.js';
@@ -28,7 +27,7 @@ import { configHash, defaultHost, runDirOf, stateDirOf } from './context.js';
 import { historyRow } from './history.js';
 import { candidateRef } from './naming.js';
 import { type PhaseOptions, type PhaseResult, runPhase } from './phases.js';
-import { STICKY_KEY } from './steps/publish.js';
+import { STICKY_KEY, storeBundle } from './steps/publish.js';
 
 export interface ExternalChange {
   /** What the change is compared against (the PR's base commit). */
@@ -128,17 +127,7 @@ export async function publishToPullRequest(opts: PhaseOptions, prNumber: number)
   const forge = buildForge(config, { root: config.root, logger: opts.logger });
   const startedAt = new Date().toISOString();
   ev.finishedAt ??= startedAt;
-  ev.publish ??= { warnings: [] };
-  const publish = ev.publish;
-  const prefix = `runs/${ev.runId}/${iterationDirName(ev.iteration)}`;
-  const stored = await store.putDir(prefix, bundle.dir);
-  publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
-  const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
-  if (ev.profile?.status === 'done' && trace) {
-    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
-    const link = perfettoLinkFor(store, trace.key);
-    if (link.ok) publish.perfettoUrl = link.url;
-  }
+  const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
   const comment = renderComment(ev, [], {});
   writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
   const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
@@ -157,7 +146,10 @@ export async function publishToPullRequest(opts: PhaseOptions, prNumber: number)
     note: `comment on PR #${prNumber} ${sticky.operation}`,
   };
   bundle.save(ev);
-  await store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+  await store.put(
+    `runs/${ev.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
+    bundle.path(BundleFiles.evidence),
+  );
   return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
 }
 
@@ -187,9 +179,7 @@ export async function recordBaseline(opts: PhaseOptions): Promise<PhaseResult> {
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   const prefix = `baselines/${target.name}/${ev.runId}`;
   ev.finishedAt ??= new Date().toISOString();
-  ev.publish ??= { warnings: [] };
-  await store.putDir(prefix, bundle.dir);
-  ev.publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  await storeBundle(store, bundle, ev, prefix);
   bundle.save(ev);
   const series = join(runDirOf(stateDir, opts.runId), 'baseline.jsonl');
   const key = baselineKey(target.name);

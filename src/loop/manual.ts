@@ -10,7 +10,6 @@ import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.j
 import { packageVersion } from '../env/root.js';
 import type { IterationEvidence, StepName } from '../evidence/iteration.js';
 import { buildForge } from '../forge/factory.js';
-import { renderComment } from '../report/comment.js';
 import { buildStore } from '../store/factory.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
@@ -26,11 +25,11 @@ import {
   runDirOf,
   stateDirOf,
 } from './context.js';
-import { readHistory } from './history.js';
+import { prepareExternalChange, publishToPullRequest } from './external.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { newRunId } from './journal.js';
+import type { PhaseOptions } from './phases.js';
 import { championProfile, type ProfileResult } from './steps/profile.js';
-import { STICKY_KEY } from './steps/publish.js';
 
 export interface ManualOptions {
   configFile: string;
@@ -108,42 +107,45 @@ export interface MeasureCommitsOptions extends ManualOptions {
   runId?: string;
 }
 
+/** The options a manual measurement hands to the phase functions it shares with CI. */
+function phaseOptions(opts: ManualOptions, runId: string): PhaseOptions {
+  return {
+    configFile: opts.configFile,
+    ...(opts.overrides ? { overrides: opts.overrides } : {}),
+    ...(opts.target ? { target: opts.target } : {}),
+    runId,
+    iteration: 1,
+    logger: opts.logger,
+    ...(opts.progress ? { progress: opts.progress } : {}),
+  };
+}
+
 /** A/B-measure `head` against `base` with the loop's statistics; returns the evidence (with its verdict). */
 export async function measureCommits(
   opts: MeasureCommitsOptions,
 ): Promise<{ evidence: IterationEvidence; bundleDir: string }> {
   const runId = opts.runId ?? `manual-${newRunId()}`;
+  // The same bundle a pull request's evidence starts from (base..head as a git bundle and a patch).
+  const prepared = await prepareExternalChange(phaseOptions(opts, runId), {
+    base: opts.base,
+    head: opts.head,
+    source: `hillclimb measure ${opts.base}..${opts.head}`,
+    guard: false,
+  });
   return withContext(opts, runId, async (ctx) => {
-    const base = await ctx.git.revParse(opts.base);
-    const head = await ctx.git.revParse(opts.head);
-    const bundle = new Bundle(join(ctx.runDir, 'i001'));
-    const ev = newEvidence(ctx, { iteration: 1, base: { commit: base } });
-    ev.candidate = {
-      branch: (await ctx.git.currentBranch()) ?? head.slice(0, 12),
-      commit: head,
-      commits: await ctx.git.commitsBetween(base, head),
-      subject: await ctx.git.subject(head),
-      changedPaths: await ctx.git.changedPaths(base, head),
-      patchFile: BundleFiles.patch,
-    };
-    const now = new Date().toISOString();
-    for (const step of ['prepare', 'propose', 'guard'] as StepName[]) {
-      ev.steps[step] = {
-        status: 'skipped',
-        startedAt: now,
-        finishedAt: now,
-        note: 'manual measurement: no agent',
-      };
-    }
+    const bundle = new Bundle(prepared.bundleDir);
+    const ev = bundle.load();
     // A change to the protected harness measures each arm with a different yardstick: say so.
-    const harnessTouched = ev.candidate.changedPaths.filter((p) => matchAny(ctx.target.protected, p));
+    const harnessTouched = (ev.candidate?.changedPaths ?? []).filter((p) =>
+      matchAny(ctx.target.protected, p),
+    );
     if (harnessTouched.length > 0) {
       ev.verdict = 'needs-human';
       ev.verdictReasons = [
         `the change touches protected harness paths (${harnessTouched.join(', ')}): each arm would be measured by its own harness; re-baseline instead`,
       ];
+      bundle.save(ev);
     }
-    bundle.save(ev);
     const steps: StepName[] = [
       ...(opts.gates ?? []),
       'measure',
@@ -164,17 +166,11 @@ export async function commentMeasurement(
   evidence: IterationEvidence,
   prNumber: number,
 ): Promise<{ commentId: number; operation: string }> {
-  return withContext({ ...opts }, evidence.runId, async (ctx) => {
-    const history = readHistory(ctx.stateDir, ctx.target.name);
-    const comment = renderComment(evidence, history, {});
-    const r = await ctx.forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
-      runStartedAt: evidence.runStartedAt,
-      runId: evidence.runId,
-      iteration: evidence.iteration,
-      commit: evidence.candidate?.commit ?? evidence.base.commit,
-    });
-    return { commentId: r.commentId, operation: r.operation };
-  });
+  const r = await publishToPullRequest(phaseOptions(opts, evidence.runId), prNumber);
+  return {
+    commentId: r.evidence.publish?.commentId ?? 0,
+    operation: r.evidence.publish?.commentOperation ?? '',
+  };
 }
 
 export interface GateOptions extends ManualOptions {

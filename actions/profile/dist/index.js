@@ -68428,20 +68428,12 @@ var publishStep = {
   name: "publish",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
-    ev.publish ??= { warnings: [] };
-    const publish = ev.publish;
-    const prefix = `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`;
-    const stored = await ctx.store.putDir(prefix, bundle.dir);
-    publish.bundleUrl = ctx.store.url(`${prefix}/${BundleFiles.evidence}`);
-    if (ev.profile?.status === "done" && stored.some((o) => o.key.startsWith(`${prefix}/${BundleFiles.profileDir}`))) {
-      publish.traceUrl = ctx.store.url(`${prefix}/${BundleFiles.profileDir}`);
-      const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
-      if (trace) {
-        const link2 = perfettoLinkFor(ctx.store, trace.key);
-        if (link2.ok) publish.perfettoUrl = link2.url;
-        else publish.warnings.push(`no Perfetto link: ${link2.reason}`);
-      }
-    }
+    const publish = await storeBundle(
+      ctx.store,
+      bundle,
+      ev,
+      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`
+    );
     save();
     const candidate = ev.candidate;
     if (!candidate) return { status: "done", note: "no commit: bundle stored, no PR" };
@@ -68481,13 +68473,32 @@ var publishStep = {
     publish.commentId = sticky.commentId;
     publish.commentOperation = sticky.operation;
     save();
-    await ctx.store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+    await ctx.store.put(
+      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
+      bundle.path(BundleFiles.evidence)
+    );
     return {
       status: "done",
       note: `PR #${result.pr.number} ${result.operation}, comment ${sticky.operation}`
     };
   }
 };
+async function storeBundle(store, bundle, ev, prefix) {
+  ev.publish ??= { warnings: [] };
+  const publish = ev.publish;
+  const stored = await store.putDir(prefix, bundle.dir);
+  publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
+  if (ev.profile?.status === "done" && trace) {
+    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
+    const link2 = perfettoLinkFor(store, trace.key);
+    if (link2.ok) publish.perfettoUrl = link2.url;
+    else if (!publish.warnings.some((w) => w.startsWith("no Perfetto link"))) {
+      publish.warnings.push(`no Perfetto link: ${link2.reason}`);
+    }
+  }
+  return publish;
+}
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync20, readFileSync as readFileSync18, writeFileSync as writeFileSync5 } from "node:fs";

@@ -55332,33 +55332,6 @@ function getStoreTypes() {
   return [...builders2.keys()].sort();
 }
 
-// src/store/perfetto.ts
-var PERFETTO_UI_URL = "https://ui.perfetto.dev";
-function perfettoLink(traceUrl, opts) {
-  let parsed;
-  try {
-    parsed = new URL(traceUrl);
-  } catch {
-    return { ok: false, reason: `not a URL: ${traceUrl}` };
-  }
-  if (parsed.protocol === "file:") {
-    return { ok: false, reason: `local file: open ${PERFETTO_UI_URL} and drop the trace file on it` };
-  }
-  if (parsed.protocol !== "https:") {
-    return { ok: false, reason: "the Perfetto UI only loads traces over HTTPS" };
-  }
-  if (!opts.publiclyReadable) {
-    return {
-      ok: false,
-      reason: `the trace needs credentials (private repository): download it and drop it on ${PERFETTO_UI_URL}`
-    };
-  }
-  return { ok: true, url: `${PERFETTO_UI_URL}/#!/?url=${encodeURIComponent(traceUrl)}` };
-}
-function perfettoLinkFor(store, key) {
-  return perfettoLink(store.url(key), { publiclyReadable: store.publiclyReadable });
-}
-
 // src/workspace/git.ts
 import { createHash as createHash2 } from "node:crypto";
 import { accessSync, constants as constants3, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, rmSync as rmSync5, statSync as statSync6 } from "node:fs";
@@ -68424,26 +68397,45 @@ See ${code(logFile)} in this branch.`
   };
 }
 
+// src/store/perfetto.ts
+var PERFETTO_UI_URL = "https://ui.perfetto.dev";
+function perfettoLink(traceUrl, opts) {
+  let parsed;
+  try {
+    parsed = new URL(traceUrl);
+  } catch {
+    return { ok: false, reason: `not a URL: ${traceUrl}` };
+  }
+  if (parsed.protocol === "file:") {
+    return { ok: false, reason: `local file: open ${PERFETTO_UI_URL} and drop the trace file on it` };
+  }
+  if (parsed.protocol !== "https:") {
+    return { ok: false, reason: "the Perfetto UI only loads traces over HTTPS" };
+  }
+  if (!opts.publiclyReadable) {
+    return {
+      ok: false,
+      reason: `the trace needs credentials (private repository): download it and drop it on ${PERFETTO_UI_URL}`
+    };
+  }
+  return { ok: true, url: `${PERFETTO_UI_URL}/#!/?url=${encodeURIComponent(traceUrl)}` };
+}
+function perfettoLinkFor(store, key) {
+  return perfettoLink(store.url(key), { publiclyReadable: store.publiclyReadable });
+}
+
 // src/loop/steps/publish.ts
 var STICKY_KEY = "hillclimb";
 var publishStep = {
   name: "publish",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
-    ev.publish ??= { warnings: [] };
-    const publish = ev.publish;
-    const prefix = `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`;
-    const stored = await ctx.store.putDir(prefix, bundle.dir);
-    publish.bundleUrl = ctx.store.url(`${prefix}/${BundleFiles.evidence}`);
-    if (ev.profile?.status === "done" && stored.some((o) => o.key.startsWith(`${prefix}/${BundleFiles.profileDir}`))) {
-      publish.traceUrl = ctx.store.url(`${prefix}/${BundleFiles.profileDir}`);
-      const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
-      if (trace) {
-        const link2 = perfettoLinkFor(ctx.store, trace.key);
-        if (link2.ok) publish.perfettoUrl = link2.url;
-        else publish.warnings.push(`no Perfetto link: ${link2.reason}`);
-      }
-    }
+    const publish = await storeBundle(
+      ctx.store,
+      bundle,
+      ev,
+      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`
+    );
     save();
     const candidate = ev.candidate;
     if (!candidate) return { status: "done", note: "no commit: bundle stored, no PR" };
@@ -68483,13 +68475,32 @@ var publishStep = {
     publish.commentId = sticky.commentId;
     publish.commentOperation = sticky.operation;
     save();
-    await ctx.store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+    await ctx.store.put(
+      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
+      bundle.path(BundleFiles.evidence)
+    );
     return {
       status: "done",
       note: `PR #${result.pr.number} ${result.operation}, comment ${sticky.operation}`
     };
   }
 };
+async function storeBundle(store, bundle, ev, prefix) {
+  ev.publish ??= { warnings: [] };
+  const publish = ev.publish;
+  const stored = await store.putDir(prefix, bundle.dir);
+  publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
+  if (ev.profile?.status === "done" && trace) {
+    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
+    const link2 = perfettoLinkFor(store, trace.key);
+    if (link2.ok) publish.perfettoUrl = link2.url;
+    else if (!publish.warnings.some((w) => w.startsWith("no Perfetto link"))) {
+      publish.warnings.push(`no Perfetto link: ${link2.reason}`);
+    }
+  }
+  return publish;
+}
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync20, readFileSync as readFileSync18, writeFileSync as writeFileSync5 } from "node:fs";
@@ -69086,17 +69097,7 @@ async function publishToPullRequest(opts, prNumber) {
   const forge = buildForge(config, { root: config.root, logger: opts.logger });
   const startedAt = (/* @__PURE__ */ new Date()).toISOString();
   ev.finishedAt ??= startedAt;
-  ev.publish ??= { warnings: [] };
-  const publish = ev.publish;
-  const prefix = `runs/${ev.runId}/${iterationDirName(ev.iteration)}`;
-  const stored = await store.putDir(prefix, bundle.dir);
-  publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
-  const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
-  if (ev.profile?.status === "done" && trace) {
-    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
-    const link2 = perfettoLinkFor(store, trace.key);
-    if (link2.ok) publish.perfettoUrl = link2.url;
-  }
+  const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
   const comment = renderComment(ev, [], {});
   writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
   const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
@@ -69115,7 +69116,10 @@ async function publishToPullRequest(opts, prNumber) {
     note: `comment on PR #${prNumber} ${sticky.operation}`
   };
   bundle.save(ev);
-  await store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+  await store.put(
+    `runs/${ev.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
+    bundle.path(BundleFiles.evidence)
+  );
   return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
 }
 function baselineKey(target) {
@@ -69136,9 +69140,7 @@ async function recordBaseline(opts) {
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   const prefix = `baselines/${target.name}/${ev.runId}`;
   ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-  ev.publish ??= { warnings: [] };
-  await store.putDir(prefix, bundle.dir);
-  ev.publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  await storeBundle(store, bundle, ev, prefix);
   bundle.save(ev);
   const series = join31(runDirOf(stateDir, opts.runId), "baseline.jsonl");
   const key = baselineKey(target.name);

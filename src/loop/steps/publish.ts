@@ -5,12 +5,14 @@
  * An iteration without a commit (no-op) has nothing to review: only its bundle is stored.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import type { IterationEvidence, PublishEvidence } from '../../evidence/iteration.js';
 import type { CommentStamp } from '../../forge/forge.js';
 import { renderComment } from '../../report/comment.js';
 import { renderPullRequest } from '../../report/pr.js';
 import { perfettoLinkFor } from '../../store/perfetto.js';
+import type { Store } from '../../store/store.js';
 import { writeFileAtomic } from '../../util/files.js';
-import { BundleFiles, iterationDirName } from '../bundle.js';
+import { type Bundle, BundleFiles, iterationDirName } from '../bundle.js';
 import { readHistory } from '../history.js';
 import type { Step } from './step.js';
 
@@ -21,23 +23,12 @@ export const publishStep: Step = {
   name: 'publish',
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
-    ev.publish ??= { warnings: [] };
-    const publish = ev.publish;
-    const prefix = `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`;
-    const stored = await ctx.store.putDir(prefix, bundle.dir);
-    publish.bundleUrl = ctx.store.url(`${prefix}/${BundleFiles.evidence}`);
-    if (
-      ev.profile?.status === 'done' &&
-      stored.some((o) => o.key.startsWith(`${prefix}/${BundleFiles.profileDir}`))
-    ) {
-      publish.traceUrl = ctx.store.url(`${prefix}/${BundleFiles.profileDir}`);
-      const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
-      if (trace) {
-        const link = perfettoLinkFor(ctx.store, trace.key);
-        if (link.ok) publish.perfettoUrl = link.url;
-        else publish.warnings.push(`no Perfetto link: ${link.reason}`);
-      }
-    }
+    const publish = await storeBundle(
+      ctx.store,
+      bundle,
+      ev,
+      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`,
+    );
     save();
 
     const candidate = ev.candidate;
@@ -84,10 +75,39 @@ export const publishStep: Step = {
     publish.commentOperation = sticky.operation;
     save();
     // The stored copy of evidence.json should carry the PR and comment too.
-    await ctx.store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+    await ctx.store.put(
+      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
+      bundle.path(BundleFiles.evidence),
+    );
     return {
       status: 'done',
       note: `PR #${result.pr.number} ${result.operation}, comment ${sticky.operation}`,
     };
   },
 };
+
+/**
+ * Put an iteration's bundle in the store under `prefix` and record where it went: the evidence URL and,
+ * when a profile was taken, the trace URL and a Perfetto link (or why there is none).
+ */
+export async function storeBundle(
+  store: Store,
+  bundle: Bundle,
+  ev: IterationEvidence,
+  prefix: string,
+): Promise<PublishEvidence> {
+  ev.publish ??= { warnings: [] };
+  const publish = ev.publish;
+  const stored = await store.putDir(prefix, bundle.dir);
+  publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
+  const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
+  if (ev.profile?.status === 'done' && trace) {
+    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
+    const link = perfettoLinkFor(store, trace.key);
+    if (link.ok) publish.perfettoUrl = link.url;
+    else if (!publish.warnings.some((w) => w.startsWith('no Perfetto link'))) {
+      publish.warnings.push(`no Perfetto link: ${link.reason}`);
+    }
+  }
+  return publish;
+}
