@@ -4,9 +4,10 @@
  * `<system-out>`, `<system-err>`). The engine reads test results only from these files.
  * Unreadable, truncated or non-JUnit files raise InputError naming the file (exit code 2).
  */
-import { readFile } from 'node:fs/promises';
+
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { errorMessage, InputError } from '../util/errors.js';
+import { readTextFile } from '../util/files.js';
 
 export type TestStatus = 'passed' | 'failed' | 'error' | 'skipped';
 
@@ -223,25 +224,10 @@ export function parseJUnitXml(xml: string, file: string): JUnitReport {
   return { file, cases, totals: totalsOf(file, cases, suites) };
 }
 
-/** Why a file could not be read, without repeating its path. */
-function readProblem(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return 'no such file';
-  if (code === 'EISDIR') return 'is a directory';
-  if (code === 'EACCES') return 'permission denied';
-  return errorMessage(err);
-}
-
 /**
  * Read and parse a JUnit XML file.
  * @throws InputError naming the file when it cannot be read or parsed.
  */
 export async function readJUnitXml(file: string): Promise<JUnitReport> {
-  let xml: string;
-  try {
-    xml = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new InputError(file, `cannot read JUnit XML: ${readProblem(err)}`, { cause: err });
-  }
-  return parseJUnitXml(xml, file);
+  return parseJUnitXml(await readTextFile(file, 'JUnit XML'), file);
 }

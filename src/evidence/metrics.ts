@@ -4,11 +4,11 @@
  * reports from these files. Errors name the file and the JSON path of the problem (exit code 2).
  */
 import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { packageRoot } from '../env/root.js';
 import { errorMessage, InputError } from '../util/errors.js';
+import { readTextFile } from '../util/files.js';
 
 /** Read from the package at run time (not imported), so the esbuild bundle finds it too. */
 export const METRICS_SCHEMA_FILE = 'schemas/metrics.schema.json';
@@ -197,27 +197,12 @@ export function parseMetrics(text: string, file: string): MetricsFile {
   return data as MetricsFile;
 }
 
-/** Why a file could not be read, without repeating its path. */
-function readProblem(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return 'no such file';
-  if (code === 'EISDIR') return 'is a directory';
-  if (code === 'EACCES') return 'permission denied';
-  return errorMessage(err);
-}
-
 /**
  * Read, parse and validate a metrics JSON file.
  * @throws InputError naming the file when it cannot be read, parsed or validated.
  */
 export async function readMetricsFile(file: string): Promise<MetricsFile> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new InputError(file, `cannot read metrics JSON: ${readProblem(err)}`, { cause: err });
-  }
-  return parseMetrics(text, file);
+  return parseMetrics(await readTextFile(file, 'metrics JSON'), file);
 }
 
 function kindOf(value: unknown): string {

@@ -57,6 +57,25 @@ export class InputError extends HillclimbError {
   }
 }
 
+/** A call to an outside service (a forge, a store) that could not be completed. Infrastructure. */
+export class ApiError extends HillclimbError {
+  override name = 'ApiError';
+  /** HTTP status, when the service answered; undefined for a network or git failure. */
+  readonly status: number | undefined;
+  /** What hillclimb was doing, e.g. `pulls.create`, `git push`, `commit`. */
+  readonly operation: string;
+
+  constructor(
+    operation: string,
+    message: string,
+    opts: { status?: number; hint?: string; cause?: unknown } = {},
+  ) {
+    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode.infra, cause: opts.cause });
+    this.operation = operation;
+    this.status = opts.status;
+  }
+}
+
 /** A name chosen by config (backend, forge, store, agent) is not one of the registered ones. */
 export class UnknownNameError extends HillclimbError {
   override name = 'UnknownNameError';

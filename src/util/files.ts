@@ -9,6 +9,7 @@ import {
   renameSync,
   writeSync,
 } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { InputError } from './errors.js';
 
@@ -40,6 +41,24 @@ export function appendLineDurable(path: string, line: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Why a file could not be read, without repeating its path. */
+export function readProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EISDIR') return 'is a directory';
+  if (code === 'EACCES') return 'permission denied';
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Read a text file; an unreadable one is an InputError naming the file, what it was, and why. */
+export async function readTextFile(file: string, what: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    throw new InputError(file, `cannot read ${what}: ${readProblem(err)}`, { cause: err });
   }
 }
 

@@ -38768,6 +38768,18 @@ var InputError = class extends HillclimbError {
     this.file = file;
   }
 };
+var ApiError = class extends HillclimbError {
+  name = "ApiError";
+  /** HTTP status, when the service answered; undefined for a network or git failure. */
+  status;
+  /** What hillclimb was doing, e.g. `pulls.create`, `git push`, `commit`. */
+  operation;
+  constructor(operation, message, opts = {}) {
+    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode2.infra, cause: opts.cause });
+    this.operation = operation;
+    this.status = opts.status;
+  }
+};
 var UnknownNameError = class extends HillclimbError {
   name = "UnknownNameError";
   constructor(kind, given, known) {
@@ -38879,6 +38891,7 @@ import {
   renameSync,
   writeSync
 } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 function writeFileAtomic(path, data) {
   mkdirSync(dirname(path), { recursive: true });
@@ -38906,6 +38919,20 @@ function appendLineDurable(path, line) {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+}
+function readProblem(err) {
+  const code2 = err.code;
+  if (code2 === "ENOENT") return "no such file";
+  if (code2 === "EISDIR") return "is a directory";
+  if (code2 === "EACCES") return "permission denied";
+  return err instanceof Error ? err.message : String(err);
+}
+async function readTextFile(file, what) {
+  try {
+    return await readFile(file, "utf8");
+  } catch (err) {
+    throw new InputError(file, `cannot read ${what}: ${readProblem(err)}`, { cause: err });
   }
 }
 function readJson(path) {
@@ -44011,17 +44038,8 @@ function setPath(data, keyPath, value) {
 import { resolve as resolve8 } from "node:path";
 
 // src/forge/errors.ts
-var ForgeApiError = class extends HillclimbError {
+var ForgeApiError = class extends ApiError {
   name = "ForgeApiError";
-  /** HTTP status, when the forge answered; undefined for a network or git failure. */
-  status;
-  /** What hillclimb was doing, e.g. `pulls.create` or `git push`. */
-  operation;
-  constructor(operation, message, opts = {}) {
-    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode2.infra, cause: opts.cause });
-    this.operation = operation;
-    this.status = opts.status;
-  }
 };
 
 // src/forge/git.ts
@@ -49542,17 +49560,8 @@ import { basename as basename3, dirname as dirname17, isAbsolute as isAbsolute4,
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
-var StoreApiError = class extends HillclimbError {
+var StoreApiError = class extends ApiError {
   name = "StoreApiError";
-  /** HTTP status, when the backend answered. */
-  status;
-  /** What the store was doing, e.g. `commit` or `listFiles`. */
-  operation;
-  constructor(operation, message, opts = {}) {
-    super(`${operation}: ${message}`, { hint: opts.hint, exitCode: ExitCode2.infra, cause: opts.cause });
-    this.operation = operation;
-    this.status = opts.status;
-  }
 };
 
 // src/store/keys.ts
@@ -58707,9 +58716,6 @@ var decideStep = {
 // src/loop/steps/gates.ts
 import { existsSync as existsSync14 } from "node:fs";
 
-// src/evidence/junit.ts
-import { readFile } from "node:fs/promises";
-
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
 var nameChar = nameStartChar + "\\-.\\d\\u00B7\\u0300-\\u036F\\u203F-\\u2040";
@@ -63036,21 +63042,8 @@ function parseJUnitXml(xml, file) {
   for (const suite of suites) collectCases(file, suite, cases);
   return { file, cases, totals: totalsOf(file, cases, suites) };
 }
-function readProblem(err) {
-  const code2 = err.code;
-  if (code2 === "ENOENT") return "no such file";
-  if (code2 === "EISDIR") return "is a directory";
-  if (code2 === "EACCES") return "permission denied";
-  return errorMessage(err);
-}
 async function readJUnitXml(file) {
-  let xml;
-  try {
-    xml = await readFile(file, "utf8");
-  } catch (err) {
-    throw new InputError(file, `cannot read JUnit XML: ${readProblem(err)}`, { cause: err });
-  }
-  return parseJUnitXml(xml, file);
+  return parseJUnitXml(await readTextFile(file, "JUnit XML"), file);
 }
 
 // src/loop/naming.ts
@@ -63740,7 +63733,6 @@ import { join as join24 } from "node:path";
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync12 } from "node:fs";
-import { readFile as readFile2 } from "node:fs/promises";
 import { join as join23 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
@@ -63816,21 +63808,8 @@ function parseMetrics(text3, file) {
   }
   return data;
 }
-function readProblem2(err) {
-  const code2 = err.code;
-  if (code2 === "ENOENT") return "no such file";
-  if (code2 === "EISDIR") return "is a directory";
-  if (code2 === "EACCES") return "permission denied";
-  return errorMessage(err);
-}
 async function readMetricsFile(file) {
-  let text3;
-  try {
-    text3 = await readFile2(file, "utf8");
-  } catch (err) {
-    throw new InputError(file, `cannot read metrics JSON: ${readProblem2(err)}`, { cause: err });
-  }
-  return parseMetrics(text3, file);
+  return parseMetrics(await readTextFile(file, "metrics JSON"), file);
 }
 function kindOf(value) {
   if (value === null) return "null";
