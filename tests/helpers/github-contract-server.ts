@@ -27,6 +27,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
+import { guardNetwork } from './network-guard.js';
 import { FIXTURES } from './paths.js';
 
 export const GITHUB_OPENAPI_SUBSET = join(FIXTURES, 'github-openapi', 'api.github.com.subset.json');
@@ -1060,21 +1061,3 @@ function isAncestor(bareDir: string, maybeAncestor: string, of: string): boolean
   }
 }
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-
-/** Make `fetch` refuse anything but loopback while a contract server runs; returns the undo. */
-function guardNetwork(onStray: (url: string) => void): () => void {
-  const original = globalThis.fetch;
-  globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const host = new URL(href).hostname;
-    if (!LOOPBACK.has(host)) {
-      onStray(href);
-      throw new TypeError(`network access is disabled in tests: ${href}`);
-    }
-    return original(input, init);
-  }) as typeof fetch;
-  return () => {
-    globalThis.fetch = original;
-  };
-}

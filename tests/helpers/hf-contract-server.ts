@@ -26,6 +26,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Ajv, type ValidateFunction } from 'ajv';
+import { guardNetwork } from './network-guard.js';
 
 const LFS_SIZE_THRESHOLD = 10 * 1024 * 1024;
 const DEFAULT_TREE_PAGE_SIZE = 1000;
@@ -644,20 +645,3 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-
-/** Make `fetch` refuse anything but loopback while a contract server runs; returns the undo. */
-function guardNetwork(onStray: (url: string) => void): () => void {
-  const original = globalThis.fetch;
-  globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (!LOOPBACK.has(new URL(href).hostname)) {
-      onStray(href);
-      throw new TypeError(`network access is disabled in tests: ${href}`);
-    }
-    return original(input, init);
-  }) as typeof fetch;
-  return () => {
-    globalThis.fetch = original;
-  };
-}
