@@ -6,6 +6,8 @@ import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
 import { readHistory } from '../../src/loop/history.js';
 import { Journal, runProgress } from '../../src/loop/journal.js';
 import { type LoopResult, runLoop } from '../../src/loop/run.js';
+import { evidenceLoader } from '../../src/report/log-evidence.js';
+import { lintLog } from '../../src/report/log-lint.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
 import { gitIn, makeToyRepo } from './toy-repo.js';
@@ -101,6 +103,16 @@ describe('hillclimb loop on a toy target (replay agent, local compute, forge and
     expect(log).toContain('### Iteration 1');
     const runLog = readFileSync(join(result.runDir, 'hillclimb-log.md'), 'utf8');
     expect(runLog.match(/### Iteration /g)).toHaveLength(4);
+    // Each entry was linted against its evidence when it was recorded.
+    for (const it of result.iterations) {
+      expect(it.evidence.publish?.warnings.filter((w) => w.startsWith('log lint'))).toEqual([]);
+    }
+    const lint = lintLog(runLog, {
+      scope: 'all',
+      loadEvidence: evidenceLoader([result.stateDir]),
+      requireEvidence: true,
+    });
+    expect(lint).toEqual([]);
   });
 
   it('keeps every artifact in the bundle and cleans up its worktrees', () => {

@@ -40157,8 +40157,8 @@ function iterationSummary(result) {
 
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
-import { join as join30 } from "node:path";
+import { existsSync as existsSync23, readFileSync as readFileSync20 } from "node:fs";
+import { join as join31 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute2, resolve as resolve4 } from "node:path";
@@ -43939,7 +43939,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join31 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join32 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -43947,13 +43947,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join31(key),
+        keyPath: join32(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join31(String(e.params.missingProperty)),
+        keyPath: join32(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -68480,15 +68480,37 @@ async function storeBundle(store, bundle, ev, prefix) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync20, readFileSync as readFileSync18, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join29 } from "node:path";
+import { existsSync as existsSync21, readFileSync as readFileSync19, writeFileSync as writeFileSync5 } from "node:fs";
+import { join as join30 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
 var LOG_ENTRY_FORMAT = 1;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
+var LOG_LABELS = [
+  "Run",
+  "Date",
+  "Verdict",
+  "Reason",
+  "Commit",
+  "Base",
+  "Agent",
+  "Guard",
+  "Correctness (CPU)",
+  "Failing tests (CPU)",
+  "Correctness (accelerator)",
+  "Failing tests (accelerator)",
+  "Measurement",
+  "MFU",
+  "Profile",
+  "Step time",
+  "Hotspot",
+  "Custom-call launches per step",
+  "Evidence"
+];
 var ITERATION_HEADING = /^### Iteration (\d+)([A-Za-z]*)\b/;
+var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
 function defaultEvidencePath(evidence) {
   return `${bundleKey(evidence)}/evidence.json`;
 }
@@ -68509,6 +68531,10 @@ function evidenceMarker(path, digest) {
   if (/\s|-->/.test(path))
     throw new HillclimbError(`evidence path ${JSON.stringify(path)} cannot go in the log marker`);
   return `<!-- hillclimb:evidence ${path} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
+}
+function parseEvidenceMarker(line) {
+  const m = EVIDENCE_MARKER.exec(line.trim());
+  return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
 }
 function entryHeading(number, evidence) {
   return `### Iteration ${number} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
@@ -68654,19 +68680,315 @@ ${body}
 `;
 }
 
+// src/report/log-evidence.ts
+import { existsSync as existsSync20, readFileSync as readFileSync18 } from "node:fs";
+import { join as join29 } from "node:path";
+function evidenceLoader(roots) {
+  return (path) => {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
+      return {
+        status: "missing",
+        reason: "remote evidence is not fetched; download the bundle and pass --evidence-root"
+      };
+    }
+    try {
+      assertKey(path);
+    } catch (e) {
+      return { status: "unreadable", reason: errorMessage(e) };
+    }
+    for (const root of roots) {
+      const file = join29(root, path);
+      if (!existsSync20(file)) continue;
+      let parsed;
+      try {
+        parsed = JSON.parse(readFileSync18(file, "utf8"));
+      } catch (e) {
+        return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
+      }
+      const schema = parsed?.schema;
+      if (schema !== EVIDENCE_SCHEMA) {
+        return {
+          status: "unreadable",
+          reason: `${file}: schema ${String(schema)} is not ${EVIDENCE_SCHEMA}`
+        };
+      }
+      return { status: "found", evidence: parsed };
+    }
+    return { status: "missing", reason: `not under ${roots.join(" or ") || "any evidence root"}` };
+  };
+}
+
+// src/report/log-numbers.ts
+var UNITS = [
+  "TFLOP/s",
+  "GFLOP/s",
+  "tokens/s",
+  "tok/s",
+  "GB/s",
+  "MFU",
+  "pp",
+  "ms",
+  "\xB5s",
+  "\u03BCs",
+  "us",
+  "ns",
+  "min",
+  "s",
+  "h",
+  "%",
+  "\xD7",
+  "x"
+];
+var NUMBER = String.raw`[+\-−±]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?`;
+var UNIT = UNITS.map((u) => u.replace(/[/]/g, "\\/")).join("|");
+var QUANTITY = new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?(${UNIT})(?![A-Za-z0-9])`, "g");
+function normalUnit(unit) {
+  if (unit === "us" || unit === "\u03BCs") return "\xB5s";
+  if (unit === "\xD7") return "x";
+  if (unit === "tokens/s") return "tok/s";
+  return unit.toLowerCase();
+}
+function normalNumber(text3) {
+  const digits = text3.replace(/^[+\-−±]/, "").replaceAll(",", "");
+  return String(Number(digits));
+}
+function quantities(text3) {
+  return [...text3.matchAll(QUANTITY)].map((m) => ({
+    text: m[0],
+    key: `${normalNumber(m[1])}${normalUnit(m[2])}`
+  }));
+}
+function quantityKeys(texts) {
+  return new Set(texts.flatMap((t) => quantities(t).map((q) => q.key)));
+}
+
+// src/report/log-lint.ts
+var PLACEHOLDERS2 = ["- Commit: (pending)", "- Commit: this commit"];
+var ANY_HEADING = /^#{1,3} /;
+var LABELLED = /^- (.+?):(?: (.*))?$/;
+var LABELS = new Set(LOG_LABELS);
+function headingOrderProblems(lines) {
+  const problems = [];
+  let prev;
+  lines.forEach((text3, i) => {
+    const m = ITERATION_HEADING.exec(text3);
+    if (!m) return;
+    const cur = { number: Number(m[1]), suffix: m[2] };
+    if (prev) {
+      const what = `${cur.number}${cur.suffix} after ${prev.number}${prev.suffix}`;
+      let message;
+      if (cur.number < prev.number) message = `iteration number decreased (${what})`;
+      else if (cur.number === prev.number) {
+        if (prev.suffix === "" && cur.suffix === "") message = `duplicate iteration number (${what})`;
+        else if (prev.suffix !== "" && cur.suffix === "")
+          message = `sub-iteration returned to base number (${what})`;
+        else if (prev.suffix !== "" && cur.suffix <= prev.suffix)
+          message = `sub-iteration suffix not increasing (${what})`;
+      }
+      if (message) problems.push({ line: i + 1, severity: "error", rule: "monotonic", message });
+    }
+    prev = cur;
+  });
+  return problems;
+}
+function scopeStart(lines, scope) {
+  if (scope === "all") return 0;
+  for (let i = lines.length - 1; i >= 0; i--) if (lines[i].startsWith("### Iteration ")) return i;
+  return 0;
+}
+function entriesFrom(lines, from) {
+  const entries = [];
+  for (let i = from; i < lines.length; i++) {
+    if (!ITERATION_HEADING.test(lines[i])) continue;
+    let end = i + 1;
+    while (end < lines.length && !ANY_HEADING.test(lines[end])) end++;
+    entries.push({ start: i, end });
+    i = end - 1;
+  }
+  return entries;
+}
+function notInEvidence(text3, known) {
+  return quantities(text3).filter((q) => !known.has(q.key)).map((q) => q.text);
+}
+var listed = (xs) => xs.map((x) => `"${x}"`).join(", ");
+function checkEntry(lines, entry, opts, skip2) {
+  const problems = [];
+  const headingLine = entry.start + 1;
+  const unavailable = (rule, message) => problems.push({ line: headingLine, severity: opts.requireEvidence ? "error" : "warning", rule, message });
+  let marker2;
+  for (let i = entry.start + 1; i < entry.end && !marker2; i++) {
+    const text3 = lines[i];
+    marker2 = parseEvidenceMarker(text3);
+    if (!marker2 && text3.trim().startsWith("<!-- hillclimb:evidence")) {
+      problems.push({
+        line: i + 1,
+        severity: "error",
+        rule: "evidence-reference",
+        message: "malformed evidence reference"
+      });
+      return problems;
+    }
+  }
+  if (!marker2) {
+    unavailable("evidence-missing", "entry names no evidence file; its numbers cannot be checked");
+    return problems;
+  }
+  if (marker2.format !== LOG_ENTRY_FORMAT) {
+    unavailable(
+      "entry-format",
+      `entry was rendered in log format ${marker2.format}, this hillclimb renders format ${LOG_ENTRY_FORMAT}; its numbers cannot be checked`
+    );
+    return problems;
+  }
+  const lookup = (opts.loadEvidence ?? (() => ({ status: "missing", reason: "no evidence location given" })))(marker2.path);
+  if (lookup.status === "missing") {
+    unavailable(
+      "evidence-missing",
+      `evidence ${marker2.path} not available (${lookup.reason}); numbers not checked`
+    );
+    return problems;
+  }
+  if (lookup.status === "unreadable") {
+    problems.push({
+      line: headingLine,
+      severity: "error",
+      rule: "evidence-unreadable",
+      message: `evidence ${marker2.path}: ${lookup.reason}`
+    });
+    return problems;
+  }
+  const evidence = lookup.evidence;
+  if (evidenceDigest(evidence) !== marker2.digest) {
+    problems.push({
+      line: headingLine,
+      severity: "error",
+      rule: "evidence-changed",
+      message: `evidence ${marker2.path} changed since this entry was rendered (sha256 differs)`
+    });
+  }
+  const heading = ITERATION_HEADING.exec(lines[entry.start]);
+  const expectedHeading = entryHeading(Number(heading[1]), evidence);
+  const headingRest = (text3) => text3.replace(ITERATION_HEADING, "");
+  if (headingRest(lines[entry.start]) !== headingRest(expectedHeading)) {
+    problems.push({
+      line: headingLine,
+      severity: "error",
+      rule: "heading-edited",
+      message: `heading differs from the evidence; expected: ${expectedHeading}`
+    });
+  }
+  const expected = harnessLines(evidence, marker2.path);
+  const known = quantityKeys(expected.map(([, text3]) => text3));
+  const expectedByLabel = /* @__PURE__ */ new Map();
+  for (const [label, text3] of expected)
+    expectedByLabel.set(label, [...expectedByLabel.get(label) ?? [], `- ${label}: ${text3}`]);
+  const actualByLabel = /* @__PURE__ */ new Map();
+  for (let i = entry.start + 1; i < entry.end; i++) {
+    const text3 = lines[i].trimEnd();
+    const trimmed = text3.trim();
+    if (trimmed === "" || trimmed.startsWith(">")) continue;
+    if (trimmed.startsWith("<!--") && trimmed.endsWith("-->")) continue;
+    const labelled = LABELLED.exec(text3);
+    if (labelled && LABELS.has(labelled[1])) {
+      const label = labelled[1];
+      actualByLabel.set(label, [
+        ...actualByLabel.get(label) ?? [],
+        { line: i + 1, text: text3, reported: skip2.has(i) }
+      ]);
+      continue;
+    }
+    const unknown = notInEvidence(text3, known);
+    if (unknown.length > 0) {
+      problems.push({
+        line: i + 1,
+        severity: "error",
+        rule: "number-not-in-evidence",
+        message: `${listed(unknown)} not in the evidence`
+      });
+    }
+  }
+  for (const label of LOG_LABELS) {
+    const want = expectedByLabel.get(label) ?? [];
+    const have = actualByLabel.get(label) ?? [];
+    have.forEach((actual, k) => {
+      if (actual.reported) return;
+      const unknown = notInEvidence(actual.text, known);
+      const numbers2 = unknown.length > 0 ? ` (${listed(unknown)} not in the evidence)` : "";
+      const expectedText = want[k];
+      if (expectedText === void 0) {
+        problems.push({
+          line: actual.line,
+          severity: "error",
+          rule: "harness-line-extra",
+          message: `harness line not rendered from the evidence${numbers2}`
+        });
+      } else if (actual.text !== expectedText) {
+        problems.push({
+          line: actual.line,
+          severity: "error",
+          rule: "harness-line-edited",
+          message: `harness line differs from the evidence${numbers2}; expected: ${expectedText}`
+        });
+      }
+    });
+    for (const missing of want.slice(have.length)) {
+      problems.push({
+        line: headingLine,
+        severity: "error",
+        rule: "harness-line-missing",
+        message: `harness line missing: ${missing}`
+      });
+    }
+  }
+  return problems;
+}
+function lintLog(text3, opts = {}) {
+  const lines = text3.split("\n").map((l) => l.replace(/\r$/, ""));
+  const from = scopeStart(lines, opts.scope ?? "last-entry");
+  const problems = [];
+  const placeholderLines = /* @__PURE__ */ new Set();
+  for (let i = from; i < lines.length; i++) {
+    const stripped = lines[i].trim();
+    if (PLACEHOLDERS2.includes(stripped)) {
+      placeholderLines.add(i);
+      problems.push({
+        line: i + 1,
+        severity: "error",
+        rule: "placeholder",
+        message: `placeholder "${stripped}": the commit must be stamped`
+      });
+    }
+  }
+  if (!opts.allowNonMonotonic) problems.push(...headingOrderProblems(lines));
+  for (const entry of entriesFrom(lines, from))
+    problems.push(...checkEntry(lines, entry, opts, placeholderLines));
+  return problems.sort((a, b) => a.line - b.line);
+}
+function formatProblem(file, p) {
+  return `${file}:${p.line}: ${p.severity}: ${p.message} [${p.rule}]`;
+}
+
 // src/loop/steps/record.ts
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join29("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join30("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join29(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync20(runLog) ? readFileSync18(runLog, "utf8") : void 0;
+    const runLog = join30(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync21(runLog) ? readFileSync19(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
-      writeFileSync5(runLog, appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration)));
+      const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
+      writeFileSync5(runLog, text3);
+      save();
+      for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
+        const line = `log lint: ${formatProblem(runLog, p)}`;
+        ctx.logger.warn(line);
+        ev.publish ??= { warnings: [] };
+        ev.publish.warnings.push(line);
+      }
     }
     if (ev.candidate && !ev.candidate.logCommit) {
       ev.candidate.logCommit = await commitLogEntry(
@@ -68679,7 +69001,7 @@ var recordStep = {
       save();
     }
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync20(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync21(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -68700,8 +69022,8 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join29(wt.root, ctx.config.paths.log_file);
-  const current = existsSync20(file) ? readFileSync18(file, "utf8") : void 0;
+  const file = join30(wt.root, ctx.config.paths.log_file);
+  const current = existsSync21(file) ? readFileSync19(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
@@ -68840,7 +69162,7 @@ function isInfra(e) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync21 } from "node:fs";
+import { existsSync as existsSync22 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -68877,7 +69199,7 @@ async function revalidateBundle(ctx, bundle, phase, trustedBase) {
   ev.verdictReasons = [];
   ev.stoppedAt = void 0;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync21(file)) {
+  if (!existsSync22(file)) {
     if (ev.candidate) {
       throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
         exitCode: ExitCode.badInput
@@ -68943,7 +69265,7 @@ async function runPhase(phase, opts) {
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join30(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join31(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -68980,7 +69302,7 @@ async function runPhase(phase, opts) {
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === "all"
   };
-  const trustFile = join30(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  const trustFile = join31(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -69021,10 +69343,10 @@ async function runPhase(phase, opts) {
   }
 }
 function evidenceDigest2(bundle) {
-  return createHash8("sha256").update(readFileSync19(bundle.path(BundleFiles.evidence))).digest("hex");
+  return createHash8("sha256").update(readFileSync20(bundle.path(BundleFiles.evidence))).digest("hex");
 }
 function madeHere(bundle, trustFile) {
-  return existsSync22(trustFile) && readFileSync19(trustFile, "utf8") === evidenceDigest2(bundle);
+  return existsSync23(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -69037,7 +69359,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync22(file)) {
+  if (!existsSync23(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode.badInput
     });
@@ -69054,7 +69376,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync22(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync23(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 

@@ -7,6 +7,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { appendLogEntry, renderLogEntry } from '../../report/log-entry.js';
+import { evidenceLoader } from '../../report/log-evidence.js';
+import { formatProblem, lintLog } from '../../report/log-lint.js';
 import { writeFileAtomic } from '../../util/files.js';
 import { HARNESS_IDENTITY } from '../../workspace/git.js';
 import { BundleFiles } from '../bundle.js';
@@ -29,7 +31,17 @@ export const recordStep: Step = {
     const runLog = join(ctx.runDir, 'hillclimb-log.md');
     const runLogText = existsSync(runLog) ? readFileSync(runLog, 'utf8') : undefined;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
-      writeFileSync(runLog, appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration)));
+      const text = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
+      writeFileSync(runLog, text);
+      // The entry must pass the log's own rules against the evidence as saved: anything else is a bug
+      // in rendering, kept as a warning on the iteration rather than lost.
+      save();
+      for (const p of lintLog(text, { scope: 'last-entry', loadEvidence: evidenceLoader([ctx.stateDir]) })) {
+        const line = `log lint: ${formatProblem(runLog, p)}`;
+        ctx.logger.warn(line);
+        ev.publish ??= { warnings: [] };
+        ev.publish.warnings.push(line);
+      }
     }
 
     if (ev.candidate && !ev.candidate.logCommit) {
