@@ -1060,4 +1060,3 @@ function isAncestor(bareDir: string, maybeAncestor: string, of: string): boolean
     return false;
   }
 }
-

@@ -644,4 +644,3 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('error', reject);
   });
 }
-
