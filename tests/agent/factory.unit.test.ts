@@ -7,26 +7,14 @@ import { parseConfig } from '../../src/config/load.js';
 import type { HillclimbConfig } from '../../src/config/types.js';
 import { ConfigError, UnknownNameError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 import { tempDir } from '../helpers/paths.js';
 
 const t = tempDir();
 mkdirSync(join(t.dir, 'examples', 'replay', 'gdn'), { recursive: true });
 afterAll(() => t.cleanup());
 
-const TARGET = `version: 1
-targets:
-  k:
-    editable: [kernels/k/**]
-    protected: [kernels/harness/**]
-    correctness:
-      cpu:
-        command: ["{python}", "-m", "pytest", "kernels"]
-    bench:
-      command: ["{python}", "-m", "bench", "--out", "{metrics}"]
-      metric:
-        path: measurements.fwd.median_ms
-        direction: lower
-`;
+const TARGET = MINIMAL_CONFIG;
 
 function config(agentYaml = ''): HillclimbConfig {
   return parseConfig(`${TARGET}${agentYaml}`, join(t.dir, 'hillclimb.yml'));

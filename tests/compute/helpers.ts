@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { parseConfig } from '../../src/config/load.js';
 import type { HillclimbConfig } from '../../src/config/types.js';
 import { run } from '../../src/exec/exec.js';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 import { tempDir } from '../helpers/paths.js';
 
 export const GIT_ENV = {
@@ -27,20 +28,7 @@ export async function gitRepo(files: Record<string, string>): Promise<{ dir: str
   return t;
 }
 
-const TARGET = `version: 1
-targets:
-  k:
-    editable: [kernels/k/**]
-    protected: [kernels/harness/**]
-    correctness:
-      cpu:
-        command: ["{python}", "-m", "pytest", "kernels"]
-    bench:
-      command: ["{python}", "-m", "bench", "--out", "{metrics}"]
-      metric:
-        path: m
-        direction: lower
-`;
+const TARGET = MINIMAL_CONFIG;
 
 /** A schema-valid config with a `compute:` section given as YAML text (indented two spaces per level). */
 export function configWith(compute: string, root = '/repo'): HillclimbConfig {

@@ -2,25 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/util/errors.js';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 
-const BASE = `version: 1
-targets:
-  k:
-    editable: [kernels/k/**]
-    protected: [kernels/harness/**]
-    correctness:
-      cpu:
-        command: ["python", "-m", "pytest"]
-    bench:
-      command: ["python", "-m", "bench", "--out", "{metrics}"]
-      metric:
-        path: a.b
-        direction: lower
-forge:
-  kind: github
-  github:
-    repository: octo/kernels
-`;
+const BASE = `${MINIMAL_CONFIG}forge:\n  kind: github\n  github:\n    repository: octo/kernels\n`;
 
 describe('forge.github config', () => {
   it('defaults: no push URL override, identity from the token', () => {

@@ -5,21 +5,9 @@ import { GitHubForge } from '../../src/forge/forges/github.js';
 import { LocalForge } from '../../src/forge/forges/local.js';
 import { HillclimbError, UnknownNameError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 
-const BASE = `version: 1
-targets:
-  k:
-    editable: [kernels/k/**]
-    protected: [kernels/harness/**]
-    correctness:
-      cpu:
-        command: ["python", "-m", "pytest"]
-    bench:
-      command: ["python", "-m", "bench", "--out", "{metrics}"]
-      metric:
-        path: a.b
-        direction: lower
-`;
+const BASE = MINIMAL_CONFIG;
 const GITHUB = `${BASE}forge:\n  kind: github\n  github:\n    repository: octo/kernels\n    token_env: HC_TEST_TOKEN\n`;
 const ctx = { root: '/repo', logger: memoryLogger(), env: {} };
 

@@ -1,25 +1,9 @@
 // The store.hf keys this module added to the config schema.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 
-const BASE = `version: 1
-targets:
-  k:
-    editable: [kernels/k/**]
-    protected: [kernels/harness/**]
-    correctness:
-      cpu:
-        command: ["python", "-m", "pytest"]
-    bench:
-      command: ["python", "-m", "bench", "--out", "{metrics}"]
-      metric:
-        path: a.b
-        direction: lower
-store:
-  kind: hf
-  hf:
-    repo: my-org/evidence
-`;
+const BASE = `${MINIMAL_CONFIG}store:\n  kind: hf\n  hf:\n    repo: my-org/evidence\n`;
 
 describe('store.hf config', () => {
   it('creates private repositories unless told otherwise', () => {

@@ -5,21 +5,9 @@ import { HfStore } from '../../src/store/stores/hf.js';
 import { LocalStore } from '../../src/store/stores/local.js';
 import { UnknownNameError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 
-const BASE = `version: 1
-targets:
-  k:
-    editable: [kernels/k/**]
-    protected: [kernels/harness/**]
-    correctness:
-      cpu:
-        command: ["python", "-m", "pytest"]
-    bench:
-      command: ["python", "-m", "bench", "--out", "{metrics}"]
-      metric:
-        path: a.b
-        direction: lower
-`;
+const BASE = MINIMAL_CONFIG;
 const ctx = { root: '/repo', logger: memoryLogger(), env: {} };
 
 describe('buildStore', () => {
