@@ -5,29 +5,10 @@ import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGcloud, useFakeGcloud } from '../compute/fake-gcloud.js';
+import { TPU_CONFIG } from '../helpers/config.js';
 import { type ActionRun, runActionBundle } from './harness.js';
 
-const CONFIG = `version: 1
-targets:
-  k:
-    editable: [k/**]
-    protected: [h/**]
-    correctness:
-      cpu:
-        command: ["{python}", "-m", "pytest"]
-    bench:
-      command: ["{python}", "b.py", "{metrics}"]
-      metric: { path: m, direction: lower }
-compute:
-  backend: tpu-vm
-  tpu_vm:
-    project: hc-proj
-    zones: [zone-a, zone-b]
-    accelerator_type: v5p-8
-    runtime_version: v2-alpha-tpuv5
-    poll_seconds: 0.01
-    allocate_attempts: 1
-`;
+const CONFIG = TPU_CONFIG;
 
 let fake: FakeGcloud;
 let project: string;

@@ -5,6 +5,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TPU_CONFIG } from '../helpers/config.js';
 import { CLI } from '../helpers/paths.js';
 import { type FakeGcloud, useFakeGcloud } from './fake-gcloud.js';
 
@@ -15,30 +16,7 @@ let project: string;
 beforeEach(() => {
   fake = useFakeGcloud();
   project = fake.scratch;
-  writeFileSync(
-    join(project, 'hillclimb.yml'),
-    `version: 1
-targets:
-  k:
-    editable: [k/**]
-    protected: [h/**]
-    correctness:
-      cpu:
-        command: ["{python}", "-m", "pytest"]
-    bench:
-      command: ["{python}", "b.py", "{metrics}"]
-      metric: { path: m, direction: lower }
-compute:
-  backend: tpu-vm
-  tpu_vm:
-    project: hc-proj
-    zones: [zone-a, zone-b]
-    accelerator_type: v5p-8
-    runtime_version: v2-alpha-tpuv5
-    poll_seconds: 0.01
-    allocate_attempts: 1
-`,
-  );
+  writeFileSync(join(project, 'hillclimb.yml'), TPU_CONFIG);
 });
 afterEach(() => fake.restore());
 
