@@ -3,22 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { fillCommand } from '../../src/config/command.js';
 import { loadConfig, nearest, parseConfig, selectTarget } from '../../src/config/load.js';
 import { ConfigError } from '../../src/util/errors.js';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 
-const MINIMAL = `version: 1
-targets:
-  k:
-    editable: [kernels/k/**]
-    protected: [kernels/harness/**]
-    correctness:
-      cpu:
-        command: ["{python}", "-m", "pytest", "kernels"]
-    bench:
-      command: ["{python}", "-m", "bench", "--out", "{metrics}"]
-      metric:
-        path: measurements.fwd.median_ms
-        direction: lower
-`;
+const MINIMAL = MINIMAL_CONFIG;
 
 function configError(text: string, overrides = {}): ConfigError {
   try {
