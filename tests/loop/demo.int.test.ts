@@ -1,0 +1,86 @@
+// The README's main command: `hillclimb demo` over the real GDN kernel and its replay patches, on CPU.
+// Slow (a few minutes: three CPU gates and two A/B measurements with JAX), so it asserts what must hold
+// on any machine: every iteration ends where it should, with its evidence and its PR record.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { describePatch, listReplayPatches } from '../../src/agent/agents/replay.js';
+import { CLI, REPO_ROOT, tempDir } from '../helpers/paths.js';
+
+const run = promisify(execFile);
+const REPLAY = join(REPO_ROOT, 'examples', 'replay', 'gdn');
+
+interface DemoJson {
+  endReason: string;
+  iterations: Array<{
+    iteration: number;
+    verdict: string;
+    reason: string;
+    subject: string | null;
+    prUrl: string | null;
+    bundle: string;
+  }>;
+}
+
+describe('the replay patches of the demo', () => {
+  it('apply to the kernel as it is, in the order the demo reaches them, each with a real subject', async () => {
+    const t = tempDir('hc-demo-patches-');
+    try {
+      const wt = join(t.dir, 'wt');
+      await run('git', ['-C', REPO_ROOT, 'worktree', 'add', '--detach', '--quiet', wt, 'HEAD']);
+      try {
+        const patches = listReplayPatches(REPLAY);
+        expect(patches.map((p) => p.patch.split('/').pop())).toEqual([
+          '0001-blocked-inverse.patch',
+          '0002-outer-product-decay.patch',
+          '0003-wrapper-layout-helpers.patch',
+          '0004-relax-fp32-tolerance.patch',
+        ]);
+        for (const p of patches) {
+          const described = describePatch(readFileSync(p.patch, 'utf8'), p.patch);
+          expect(described.subject).not.toMatch(/^replay patch/);
+          await run('git', ['-C', wt, 'apply', '--check', p.patch]);
+        }
+        // 0001 is the improvement: the others must also apply on top of it.
+        await run('git', ['-C', wt, 'apply', patches[0]!.patch]);
+        for (const p of patches.slice(1)) await run('git', ['-C', wt, 'apply', '--check', p.patch]);
+      } finally {
+        await run('git', ['-C', REPO_ROOT, 'worktree', 'remove', '--force', wt]);
+      }
+    } finally {
+      t.cleanup();
+    }
+  });
+});
+
+describe('hillclimb demo', () => {
+  it('runs the loop end to end on CPU: each patch reaches its verdict, with evidence and a PR record', async () => {
+    const t = tempDir('hc-demo-');
+    try {
+      const r = await run(process.execPath, [CLI, 'demo', '--json', '--dir', join(t.dir, 'repo')], {
+        cwd: REPO_ROOT,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      const demo = JSON.parse(r.stdout) as DemoJson;
+      expect(demo.endReason).toBe('completed');
+      const [blocked, outer, helpers, tolerance] = demo.iterations;
+      // Measured candidates: the blocked inverse is faster by ~1.45x on a quiet machine; the verdict then
+      // is `improved`, but a heavily loaded machine may widen the interval into `no-change`.
+      expect(['improved', 'no-change']).toContain(blocked!.verdict);
+      expect(blocked!.subject).toContain('blockwise');
+      // Wrong math is caught by the CPU tests, before any measurement.
+      expect(outer!.verdict).toBe('invalid');
+      expect(outer!.reason).toContain('CPU correctness failed');
+      // A cosmetic change measures as no change (or, under load, never as a regression).
+      expect(['no-change', 'improved']).toContain(helpers!.verdict);
+      // Loosening the protected tolerance is caught by the path guard, before anything runs.
+      expect(tolerance!.verdict).toBe('invalid');
+      expect(tolerance!.reason).toContain('kernels/harness/spec.py');
+      for (const it of demo.iterations) expect(it.prUrl).toMatch(/^file:\/\/.*\/forge\/pulls\/\d+\.json$/);
+    } finally {
+      t.cleanup();
+    }
+  }, 900_000);
+});
