@@ -1,26 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ClaudeAgent, DEFAULT_CLAUDE_ALLOWED_TOOLS } from '../../src/agent/agents/claude.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { git } from '../workspace/repo.js';
-import { type AgentFixture, agentFixture, fakesFirstOnPath } from './setup.js';
+import { useAgentFixtures } from './setup.js';
 
-const fixtures: AgentFixture[] = [];
-let restorePath: () => void;
-beforeAll(() => {
-  restorePath = fakesFirstOnPath();
-});
-afterAll(() => restorePath());
-afterEach(() => {
-  for (const f of fixtures.splice(0)) f.repo.cleanup();
-});
-
-function setup(mode: string, overrides = {}) {
-  const f = agentFixture(mode, overrides);
-  fixtures.push(f);
-  return f;
-}
+const setup = useAgentFixtures();
 
 function claude(opts: Partial<ConstructorParameters<typeof ClaudeAgent>[0]> = {}) {
   return new ClaudeAgent({

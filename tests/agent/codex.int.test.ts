@@ -1,27 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CODEX_SANDBOX_NOTE, CodexAgent } from '../../src/agent/agents/codex.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { HARNESS_IDENTITY } from '../../src/workspace/git.js';
 import { git } from '../workspace/repo.js';
-import { type AgentFixture, agentFixture, fakesFirstOnPath } from './setup.js';
+import { useAgentFixtures } from './setup.js';
 
-const fixtures: AgentFixture[] = [];
-let restorePath: () => void;
-beforeAll(() => {
-  restorePath = fakesFirstOnPath();
-});
-afterAll(() => restorePath());
-afterEach(() => {
-  for (const f of fixtures.splice(0)) f.repo.cleanup();
-});
-
-function setup(mode: string, overrides = {}) {
-  const f = agentFixture(mode, overrides);
-  fixtures.push(f);
-  return f;
-}
+const setup = useAgentFixtures();
 
 function codex(opts: Partial<ConstructorParameters<typeof CodexAgent>[0]> = {}) {
   const logger = memoryLogger();

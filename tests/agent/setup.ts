@@ -1,6 +1,7 @@
 // Shared set-up for the agent adapter tests: a real repo, request paths, the fakes first on PATH.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { AgentRequest } from '../../src/agent/agent.js';
 import { makeRepo, type TestRepo } from '../workspace/repo.js';
 
@@ -53,5 +54,26 @@ export function agentFixture(mode: string, overrides: Partial<AgentRequest> = {}
       if (!existsSync(recordFile)) throw new Error('the fake agent did not run (no record)');
       return JSON.parse(readFileSync(recordFile, 'utf8'));
     },
+  };
+}
+
+/**
+ * For a test file of one adapter: the fakes first on PATH for the whole file, and a `setup(mode)`
+ * whose repos are removed after each test.
+ */
+export function useAgentFixtures(): (mode: string, overrides?: Partial<AgentRequest>) => AgentFixture {
+  const fixtures: AgentFixture[] = [];
+  let restorePath: () => void;
+  beforeAll(() => {
+    restorePath = fakesFirstOnPath();
+  });
+  afterAll(() => restorePath());
+  afterEach(() => {
+    for (const f of fixtures.splice(0)) f.repo.cleanup();
+  });
+  return (mode, overrides = {}) => {
+    const f = agentFixture(mode, overrides);
+    fixtures.push(f);
+    return f;
   };
 }

@@ -23,11 +23,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { guardNetwork } from './network-guard.js';
+import { type LoopbackServer, serveOnLoopback } from './loopback-server.js';
 import { FIXTURES } from './paths.js';
 
 export const GITHUB_OPENAPI_SUBSET = join(FIXTURES, 'github-openapi', 'api.github.com.subset.json');
@@ -160,8 +159,7 @@ export class GitHubContractServer {
   readonly violations: string[] = [];
   readonly requests: RequestRecord[] = [];
   url = '';
-  private server: Server | undefined;
-  private restoreFetch: (() => void) | undefined;
+  private listener: LoopbackServer | undefined;
   private readonly operations: Operation[];
   private readonly tokens = new Map<string, UserRecord & ContractUser>();
   private readonly repos = new Map<string, Repo>();
@@ -178,22 +176,13 @@ export class GitHubContractServer {
 
   static async start(): Promise<GitHubContractServer> {
     const s = new GitHubContractServer();
-    s.server = createServer((req, res) => {
-      s.handle(req, res).catch((e) => {
-        s.violations.push(`server error: ${(e as Error).stack ?? e}`);
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
-    });
-    await new Promise<void>((resolve) => s.server!.listen(0, '127.0.0.1', resolve));
-    s.url = `http://127.0.0.1:${(s.server.address() as AddressInfo).port}`;
-    s.restoreFetch = guardNetwork((url) => s.violations.push(`network access outside loopback: ${url}`));
+    s.listener = await serveOnLoopback((req, res) => s.handle(req, res), s.violations);
+    s.url = s.listener.url;
     return s;
   }
 
   async close(): Promise<void> {
-    this.restoreFetch?.();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+    await this.listener?.close();
   }
 
   // ---- state set-up -----------------------------------------------------------------------------

@@ -23,10 +23,9 @@
  * inline (base64 in the NDJSON).
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { guardNetwork } from './network-guard.js';
+import { type LoopbackServer, serveOnLoopback } from './loopback-server.js';
 
 const LFS_SIZE_THRESHOLD = 10 * 1024 * 1024;
 const DEFAULT_TREE_PAGE_SIZE = 1000;
@@ -220,30 +219,20 @@ export class HfContractServer {
   url = '';
   /** Entries per page of a tree listing (small values exercise the Link header). */
   treePageSize = DEFAULT_TREE_PAGE_SIZE;
-  private server: Server | undefined;
-  private restoreFetch: (() => void) | undefined;
+  private listener: LoopbackServer | undefined;
   private readonly tokens = new Map<string, HfUser>();
   private readonly repos = new Map<string, HfRepo>();
   private readonly lfsObjects = new Map<string, Buffer>();
 
   static async start(): Promise<HfContractServer> {
     const s = new HfContractServer();
-    s.server = createServer((req, res) => {
-      s.handle(req, res).catch((e) => {
-        s.violations.push(`server error: ${(e as Error).stack ?? e}`);
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
-    });
-    await new Promise<void>((resolve) => s.server!.listen(0, '127.0.0.1', resolve));
-    s.url = `http://127.0.0.1:${(s.server.address() as AddressInfo).port}`;
-    s.restoreFetch = guardNetwork((url) => s.violations.push(`network access outside loopback: ${url}`));
+    s.listener = await serveOnLoopback((req, res) => s.handle(req, res), s.violations);
+    s.url = s.listener.url;
     return s;
   }
 
   async close(): Promise<void> {
-    this.restoreFetch?.();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+    await this.listener?.close();
   }
 
   addToken(token: string, user: HfUser): void {
