@@ -40210,37 +40210,14 @@ function gitIdentityEnv(agent) {
   };
 }
 
-// src/agent/outcome.ts
-import { mkdirSync as mkdirSync2, rmSync } from "node:fs";
-import { dirname as dirname2, relative, resolve as resolve2 } from "node:path";
-function prepareResultFile(file) {
-  rmSync(file, { force: true });
-  mkdirSync2(dirname2(file), { recursive: true });
-}
-function outsideOf(root, dir) {
-  const rel = relative(resolve2(root), resolve2(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve2(dir);
-}
-function toOutcome(proc, logFile, result, problem, harnessCommit) {
-  return {
-    status: proc.status,
-    exitCode: proc.exitCode,
-    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
-    ...result ? { result } : { resultProblem: problem ?? "no result" },
-    ...harnessCommit ? { harnessCommit } : {},
-    logFile,
-    durationMs: proc.durationMs
-  };
-}
-
 // src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync4 } from "node:fs";
-import { dirname as dirname4 } from "node:path";
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync3 } from "node:fs";
+import { dirname as dirname3 } from "node:path";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
-import { createWriteStream, mkdirSync as mkdirSync3 } from "node:fs";
-import { dirname as dirname3 } from "node:path";
+import { createWriteStream, mkdirSync as mkdirSync2 } from "node:fs";
+import { dirname as dirname2 } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 var ExecError = class extends HillclimbError {
   name = "ExecError";
@@ -40294,7 +40271,7 @@ function spawnAndCollect(command, args, opts, shown) {
   const env = buildEnv(opts);
   let log;
   if (opts.logFile) {
-    mkdirSync3(dirname3(opts.logFile), { recursive: true });
+    mkdirSync2(dirname2(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
   return new Promise((resolve14, reject) => {
@@ -40470,7 +40447,7 @@ function indent(text3) {
 var AGENT_KILL_GRACE_MS = 5e3;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync4(dirname4(spec.logFile), { recursive: true });
+  mkdirSync3(dirname3(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -40571,6 +40548,56 @@ function jsonLines(text3) {
 }
 function nonJsonLines(text3) {
   return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
+}
+
+// src/agent/launch.ts
+async function launchAgent(request2, launch) {
+  const { env, secrets, refused } = agentEnvironment({
+    modelKeys: launch.modelKeys,
+    adapterNames: launch.adapterNames,
+    passEnv: launch.passEnv,
+    defaults: gitIdentityEnv(launch.agent),
+    requestEnv: { ...request2.env, ...launch.extraEnv }
+  });
+  if (refused.length > 0)
+    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
+  return runAgentProcess({
+    command: launch.command,
+    args: launch.args,
+    cwd: request2.workdir,
+    input: launch.input ?? request2.prompt,
+    env,
+    secrets,
+    logFile: request2.logFile,
+    timeoutMs: request2.timeoutMs,
+    idleTimeoutMs: request2.idleTimeoutMs,
+    signal: request2.signal,
+    apiFailure: launch.apiFailure,
+    infraExitCodes: launch.infraExitCodes
+  });
+}
+
+// src/agent/outcome.ts
+import { mkdirSync as mkdirSync4, rmSync } from "node:fs";
+import { dirname as dirname4, relative, resolve as resolve2 } from "node:path";
+function prepareResultFile(file) {
+  rmSync(file, { force: true });
+  mkdirSync4(dirname4(file), { recursive: true });
+}
+function outsideOf(root, dir) {
+  const rel = relative(resolve2(root), resolve2(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve2(dir);
+}
+function toOutcome(proc, logFile, result, problem, harnessCommit) {
+  return {
+    status: proc.status,
+    exitCode: proc.exitCode,
+    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
+    ...result ? { result } : { resultProblem: problem ?? "no result" },
+    ...harnessCommit ? { harnessCommit } : {},
+    logFile,
+    durationMs: proc.durationMs
+  };
 }
 
 // src/agent/result.ts
@@ -40680,26 +40707,15 @@ var ClaudeAgent = class {
       resultDir: outsideOf(request2.workdir, dirname5(request2.resultFile)),
       extraArgs: this.opts.extraArgs
     });
-    const { env, secrets, refused } = agentEnvironment({
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: this.opts.binary,
+      args,
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
-      defaults: gitIdentityEnv(this.name),
-      requestEnv: request2.env
-    });
-    if (refused.length > 0) this.opts.logger.warn(`claude: not passing ${refused.join(", ")} to the agent`);
-    const proc = await runAgentProcess({
-      command: this.opts.binary,
-      args,
-      cwd: request2.workdir,
-      input: request2.prompt,
-      env,
-      secrets,
-      logFile: request2.logFile,
-      timeoutMs: request2.timeoutMs,
-      idleTimeoutMs: request2.idleTimeoutMs,
-      signal: request2.signal,
-      apiFailure: claudeApiFailure
+      apiFailure: claudeApiFailure,
+      logger: this.opts.logger
     });
     let { result, problem } = readAgentResult(request2.resultFile);
     if (!result && proc.result) {
@@ -41547,27 +41563,17 @@ var CodexAgent = class {
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs
       });
-      const { env, secrets, refused } = agentEnvironment({
+      const proc = await launchAgent(request2, {
+        agent: this.name,
+        command: this.opts.binary,
+        args,
+        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
+        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
         modelKeys: CODEX_MODEL_KEYS,
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
-        defaults: gitIdentityEnv(this.name),
-        requestEnv: request2.env
-      });
-      if (refused.length > 0) this.opts.logger.warn(`codex: not passing ${refused.join(", ")} to the agent`);
-      const proc = await runAgentProcess({
-        command: this.opts.binary,
-        args,
-        cwd: request2.workdir,
-        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
-        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
-        env,
-        secrets,
-        logFile: request2.logFile,
-        timeoutMs: request2.timeoutMs,
-        idleTimeoutMs: request2.idleTimeoutMs,
-        signal: request2.signal,
-        apiFailure: codexApiFailure
+        apiFailure: codexApiFailure,
+        logger: this.opts.logger
       });
       let { result, problem } = readAgentResult(request2.resultFile);
       if (!result && existsSync5(lastMessageFile)) {
@@ -41625,31 +41631,20 @@ var CommandAgent = class {
   name = "command";
   async run(request2) {
     prepareResultFile(request2.resultFile);
-    const { env, secrets, refused } = agentEnvironment({
+    const [program, ...args] = this.opts.command;
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: program,
+      args,
       modelKeys: [],
       passEnv: this.opts.passEnv,
-      defaults: gitIdentityEnv(this.name),
-      requestEnv: {
-        ...request2.env,
+      extraEnv: {
         HILLCLIMB_RESULT_FILE: request2.resultFile,
         HILLCLIMB_WORKDIR: request2.workdir,
         HILLCLIMB_ITERATION: String(request2.iteration)
-      }
-    });
-    if (refused.length > 0) this.opts.logger.warn(`command agent: not passing ${refused.join(", ")}`);
-    const [program, ...args] = this.opts.command;
-    const proc = await runAgentProcess({
-      command: program,
-      args,
-      cwd: request2.workdir,
-      input: request2.prompt,
-      env,
-      secrets,
-      logFile: request2.logFile,
-      timeoutMs: request2.timeoutMs,
-      idleTimeoutMs: request2.idleTimeoutMs,
-      signal: request2.signal,
-      infraExitCodes: [COMMAND_INFRA_EXIT_CODE]
+      },
+      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      logger: this.opts.logger
     });
     const { result, problem } = readAgentResult(request2.resultFile);
     return toOutcome(proc, request2.logFile, result, problem);

@@ -56160,36 +56160,13 @@ function gitIdentityEnv(agent) {
   };
 }
 
-// src/agent/outcome.ts
-import { mkdirSync as mkdirSync8, rmSync as rmSync6 } from "node:fs";
-import { dirname as dirname10, relative as relative3, resolve as resolve10 } from "node:path";
-function prepareResultFile(file) {
-  rmSync6(file, { force: true });
-  mkdirSync8(dirname10(file), { recursive: true });
-}
-function outsideOf(root, dir) {
-  const rel = relative3(resolve10(root), resolve10(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve10(dir);
-}
-function toOutcome(proc, logFile, result, problem, harnessCommit) {
-  return {
-    status: proc.status,
-    exitCode: proc.exitCode,
-    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
-    ...result ? { result } : { resultProblem: problem ?? "no result" },
-    ...harnessCommit ? { harnessCommit } : {},
-    logFile,
-    durationMs: proc.durationMs
-  };
-}
-
 // src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync9 } from "node:fs";
-import { dirname as dirname11 } from "node:path";
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync8 } from "node:fs";
+import { dirname as dirname10 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync9(dirname11(spec.logFile), { recursive: true });
+  mkdirSync8(dirname10(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -56290,6 +56267,56 @@ function jsonLines(text3) {
 }
 function nonJsonLines(text3) {
   return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
+}
+
+// src/agent/launch.ts
+async function launchAgent(request2, launch) {
+  const { env, secrets, refused } = agentEnvironment({
+    modelKeys: launch.modelKeys,
+    adapterNames: launch.adapterNames,
+    passEnv: launch.passEnv,
+    defaults: gitIdentityEnv(launch.agent),
+    requestEnv: { ...request2.env, ...launch.extraEnv }
+  });
+  if (refused.length > 0)
+    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
+  return runAgentProcess({
+    command: launch.command,
+    args: launch.args,
+    cwd: request2.workdir,
+    input: launch.input ?? request2.prompt,
+    env,
+    secrets,
+    logFile: request2.logFile,
+    timeoutMs: request2.timeoutMs,
+    idleTimeoutMs: request2.idleTimeoutMs,
+    signal: request2.signal,
+    apiFailure: launch.apiFailure,
+    infraExitCodes: launch.infraExitCodes
+  });
+}
+
+// src/agent/outcome.ts
+import { mkdirSync as mkdirSync9, rmSync as rmSync6 } from "node:fs";
+import { dirname as dirname11, relative as relative3, resolve as resolve10 } from "node:path";
+function prepareResultFile(file) {
+  rmSync6(file, { force: true });
+  mkdirSync9(dirname11(file), { recursive: true });
+}
+function outsideOf(root, dir) {
+  const rel = relative3(resolve10(root), resolve10(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve10(dir);
+}
+function toOutcome(proc, logFile, result, problem, harnessCommit) {
+  return {
+    status: proc.status,
+    exitCode: proc.exitCode,
+    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
+    ...result ? { result } : { resultProblem: problem ?? "no result" },
+    ...harnessCommit ? { harnessCommit } : {},
+    logFile,
+    durationMs: proc.durationMs
+  };
 }
 
 // src/agent/result.ts
@@ -56399,26 +56426,15 @@ var ClaudeAgent = class {
       resultDir: outsideOf(request2.workdir, dirname12(request2.resultFile)),
       extraArgs: this.opts.extraArgs
     });
-    const { env, secrets, refused } = agentEnvironment({
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: this.opts.binary,
+      args,
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
-      defaults: gitIdentityEnv(this.name),
-      requestEnv: request2.env
-    });
-    if (refused.length > 0) this.opts.logger.warn(`claude: not passing ${refused.join(", ")} to the agent`);
-    const proc = await runAgentProcess({
-      command: this.opts.binary,
-      args,
-      cwd: request2.workdir,
-      input: request2.prompt,
-      env,
-      secrets,
-      logFile: request2.logFile,
-      timeoutMs: request2.timeoutMs,
-      idleTimeoutMs: request2.idleTimeoutMs,
-      signal: request2.signal,
-      apiFailure: claudeApiFailure
+      apiFailure: claudeApiFailure,
+      logger: this.opts.logger
     });
     let { result, problem } = readAgentResult(request2.resultFile);
     if (!result && proc.result) {
@@ -56541,27 +56557,17 @@ var CodexAgent = class {
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs
       });
-      const { env, secrets, refused } = agentEnvironment({
+      const proc = await launchAgent(request2, {
+        agent: this.name,
+        command: this.opts.binary,
+        args,
+        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
+        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
         modelKeys: CODEX_MODEL_KEYS,
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
-        defaults: gitIdentityEnv(this.name),
-        requestEnv: request2.env
-      });
-      if (refused.length > 0) this.opts.logger.warn(`codex: not passing ${refused.join(", ")} to the agent`);
-      const proc = await runAgentProcess({
-        command: this.opts.binary,
-        args,
-        cwd: request2.workdir,
-        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
-        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
-        env,
-        secrets,
-        logFile: request2.logFile,
-        timeoutMs: request2.timeoutMs,
-        idleTimeoutMs: request2.idleTimeoutMs,
-        signal: request2.signal,
-        apiFailure: codexApiFailure
+        apiFailure: codexApiFailure,
+        logger: this.opts.logger
       });
       let { result, problem } = readAgentResult(request2.resultFile);
       if (!result && existsSync9(lastMessageFile)) {
@@ -56619,31 +56625,20 @@ var CommandAgent = class {
   name = "command";
   async run(request2) {
     prepareResultFile(request2.resultFile);
-    const { env, secrets, refused } = agentEnvironment({
+    const [program, ...args] = this.opts.command;
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: program,
+      args,
       modelKeys: [],
       passEnv: this.opts.passEnv,
-      defaults: gitIdentityEnv(this.name),
-      requestEnv: {
-        ...request2.env,
+      extraEnv: {
         HILLCLIMB_RESULT_FILE: request2.resultFile,
         HILLCLIMB_WORKDIR: request2.workdir,
         HILLCLIMB_ITERATION: String(request2.iteration)
-      }
-    });
-    if (refused.length > 0) this.opts.logger.warn(`command agent: not passing ${refused.join(", ")}`);
-    const [program, ...args] = this.opts.command;
-    const proc = await runAgentProcess({
-      command: program,
-      args,
-      cwd: request2.workdir,
-      input: request2.prompt,
-      env,
-      secrets,
-      logFile: request2.logFile,
-      timeoutMs: request2.timeoutMs,
-      idleTimeoutMs: request2.idleTimeoutMs,
-      signal: request2.signal,
-      infraExitCodes: [COMMAND_INFRA_EXIT_CODE]
+      },
+      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      logger: this.opts.logger
     });
     const { result, problem } = readAgentResult(request2.resultFile);
     return toOutcome(proc, request2.logFile, result, problem);

@@ -21,9 +21,9 @@ import { dirname } from 'node:path';
 import type { ExecResult } from '../../exec/exec.js';
 import type { Logger } from '../../util/log.js';
 import type { Agent, AgentOutcome, AgentRequest, AgentResult } from '../agent.js';
-import { agentEnvironment, gitIdentityEnv } from '../environment.js';
+import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
-import { firstMatchingLine, jsonLines, nonJsonLines, runAgentProcess } from '../process.js';
+import { firstMatchingLine, jsonLines, nonJsonLines } from '../process.js';
 import { readAgentResult, resultFromMessage } from '../result.js';
 
 export interface ClaudeOptions {
@@ -82,26 +82,15 @@ export class ClaudeAgent implements Agent {
       resultDir: outsideOf(request.workdir, dirname(request.resultFile)),
       extraArgs: this.opts.extraArgs,
     });
-    const { env, secrets, refused } = agentEnvironment({
+    const proc = await launchAgent(request, {
+      agent: this.name,
+      command: this.opts.binary,
+      args,
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
-      defaults: gitIdentityEnv(this.name),
-      requestEnv: request.env,
-    });
-    if (refused.length > 0) this.opts.logger.warn(`claude: not passing ${refused.join(', ')} to the agent`);
-    const proc = await runAgentProcess({
-      command: this.opts.binary,
-      args,
-      cwd: request.workdir,
-      input: request.prompt,
-      env,
-      secrets,
-      logFile: request.logFile,
-      timeoutMs: request.timeoutMs,
-      idleTimeoutMs: request.idleTimeoutMs,
-      signal: request.signal,
       apiFailure: claudeApiFailure,
+      logger: this.opts.logger,
     });
     let { result, problem } = readAgentResult(request.resultFile);
     if (!result && proc.result) {

@@ -27,10 +27,10 @@ import type { ExecResult } from '../../exec/exec.js';
 import type { Logger } from '../../util/log.js';
 import { Git } from '../../workspace/git.js';
 import type { Agent, AgentOutcome, AgentRequest } from '../agent.js';
-import { agentEnvironment, gitIdentityEnv } from '../environment.js';
+import { launchAgent } from '../launch.js';
 import { commitLeftovers } from '../leftovers.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
-import { firstMatchingLine, jsonLines, nonJsonLines, runAgentProcess } from '../process.js';
+import { firstMatchingLine, jsonLines, nonJsonLines } from '../process.js';
 import { RESULT_JSON_SCHEMA, readAgentResult, resultFromMessage } from '../result.js';
 
 export interface CodexOptions {
@@ -97,27 +97,17 @@ export class CodexAgent implements Agent {
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs,
       });
-      const { env, secrets, refused } = agentEnvironment({
+      const proc = await launchAgent(request, {
+        agent: this.name,
+        command: this.opts.binary,
+        args,
+        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
+        input: args.includes('workspace-write') ? `${request.prompt}${CODEX_SANDBOX_NOTE}` : request.prompt,
         modelKeys: CODEX_MODEL_KEYS,
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
-        defaults: gitIdentityEnv(this.name),
-        requestEnv: request.env,
-      });
-      if (refused.length > 0) this.opts.logger.warn(`codex: not passing ${refused.join(', ')} to the agent`);
-      const proc = await runAgentProcess({
-        command: this.opts.binary,
-        args,
-        cwd: request.workdir,
-        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
-        input: args.includes('workspace-write') ? `${request.prompt}${CODEX_SANDBOX_NOTE}` : request.prompt,
-        env,
-        secrets,
-        logFile: request.logFile,
-        timeoutMs: request.timeoutMs,
-        idleTimeoutMs: request.idleTimeoutMs,
-        signal: request.signal,
         apiFailure: codexApiFailure,
+        logger: this.opts.logger,
       });
 
       let { result, problem } = readAgentResult(request.resultFile);

@@ -12,9 +12,8 @@
 import type { CommandArgs } from '../../config/types.js';
 import type { Logger } from '../../util/log.js';
 import type { Agent, AgentOutcome, AgentRequest } from '../agent.js';
-import { agentEnvironment, gitIdentityEnv } from '../environment.js';
+import { launchAgent } from '../launch.js';
 import { prepareResultFile, toOutcome } from '../outcome.js';
-import { runAgentProcess } from '../process.js';
 import { readAgentResult } from '../result.js';
 
 /** sysexits.h EX_TEMPFAIL: "temporary failure; the user is invited to retry". */
@@ -35,31 +34,20 @@ export class CommandAgent implements Agent {
 
   async run(request: AgentRequest): Promise<AgentOutcome> {
     prepareResultFile(request.resultFile);
-    const { env, secrets, refused } = agentEnvironment({
+    const [program, ...args] = this.opts.command;
+    const proc = await launchAgent(request, {
+      agent: this.name,
+      command: program!,
+      args,
       modelKeys: [],
       passEnv: this.opts.passEnv,
-      defaults: gitIdentityEnv(this.name),
-      requestEnv: {
-        ...request.env,
+      extraEnv: {
         HILLCLIMB_RESULT_FILE: request.resultFile,
         HILLCLIMB_WORKDIR: request.workdir,
         HILLCLIMB_ITERATION: String(request.iteration),
       },
-    });
-    if (refused.length > 0) this.opts.logger.warn(`command agent: not passing ${refused.join(', ')}`);
-    const [program, ...args] = this.opts.command;
-    const proc = await runAgentProcess({
-      command: program!,
-      args,
-      cwd: request.workdir,
-      input: request.prompt,
-      env,
-      secrets,
-      logFile: request.logFile,
-      timeoutMs: request.timeoutMs,
-      idleTimeoutMs: request.idleTimeoutMs,
-      signal: request.signal,
       infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      logger: this.opts.logger,
     });
     const { result, problem } = readAgentResult(request.resultFile);
     return toOutcome(proc, request.logFile, result, problem);
