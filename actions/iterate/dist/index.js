@@ -64248,6 +64248,10 @@ function minimumDetectableEffect(cv, nA, nB, opts = {}) {
   }
   return Math.expm1(mdeMultiplier(nA + nB - 2, opts) * cv * Math.sqrt(1 / nA + 1 / nB));
 }
+function expectedLogHalfWidth(cv, nA, nB, confidence = DEFAULT_CONFIDENCE) {
+  const t = studentTQuantile(1 - (1 - confidence) / 2, nA + nB - 2);
+  return t * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+}
 function pooledLogCv(groups2) {
   let weighted = 0;
   let dof = 0;
@@ -64475,6 +64479,20 @@ function checkPolicy2(p) {
 function topUp(a, b, target) {
   return { a: Math.max(0, target - a.length), b: Math.max(0, target - b.length) };
 }
+function futilityBar(comparison, opts, nMax) {
+  const { acceptBar, noiseCv, mdeSource } = comparison;
+  if (acceptBar === null || mdeSource === "fixed" || noiseCv === null) return acceptBar;
+  const policy = resolvePolicy(opts);
+  const mde = minimumDetectableEffect(noiseCv, nMax, nMax, {
+    confidence: policy.confidence,
+    power: policy.power
+  });
+  const barAtMax = 1 + Math.max(mde, policy.practicalDelta);
+  return Math.min(
+    acceptBar,
+    barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax, policy.confidence))
+  );
+}
 function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
   checkPolicy2(policy);
   const n = Math.min(a.length, b.length);
@@ -64501,19 +64519,22 @@ function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
   if (verdict === "invalid") return stop(`invalid: ${comparison.reasons.join("; ")}`, comparison);
   if (verdict === "needs-human") return stop("implausible speedup: a human decides", comparison);
   if (verdict === "improved") return stop("the whole CI is above the accept bar", comparison);
-  if (ci === null || acceptBar === null) return stop("no interval", comparison);
-  if (ci.hi <= acceptBar) {
+  const futile = futilityBar(comparison, opts, policy.nMax);
+  if (ci === null || acceptBar === null || futile === null) return stop("no interval", comparison);
+  if (ci.hi <= futile) {
+    const why = futile < acceptBar ? `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound could not clear the accept bar at ${policy.nMax} runs per arm` : "the whole CI is below the accept bar: more runs would not lift its lower bound above it";
     return stop(
-      verdict === "regressed" ? "regressed: the whole CI is below the regression bar" : "the whole CI is below the accept bar: more runs would not lift its lower bound above it",
+      verdict === "regressed" ? "regressed: the whole CI is below the regression bar" : why,
       comparison
     );
   }
   if (n >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
   const target = Math.min(policy.nMax, n + policy.step);
+  const straddles = ci.hi > acceptBar ? `straddles the accept bar ${acceptBar.toFixed(4)}` : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
   return {
     action: "more",
     addRuns: topUp(a, b, target),
-    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] straddles the accept bar ${acceptBar.toFixed(4)}`,
+    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
     comparison
   };
 }

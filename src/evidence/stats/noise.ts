@@ -70,6 +70,20 @@ export function minimumDetectableEffect(cv: number, nA: number, nB: number, opts
 }
 
 /**
+ * Expected half-width, in log units, of the interval of the ratio of medians with `nA` and `nB` runs
+ * per arm at per-run noise `cv`: t_{1−α/2, ν} · √(π/2) · F · CV · √(1/nA + 1/nB), the first term of the MDE.
+ */
+export function expectedLogHalfWidth(
+  cv: number,
+  nA: number,
+  nB: number,
+  confidence: number = DEFAULT_CONFIDENCE,
+): number {
+  const t = studentTQuantile(1 - (1 - confidence) / 2, nA + nB - 2);
+  return t * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+}
+
+/**
  * Pooled within-group CV on the log scale: √(Σ_g (n_g − 1)·s²_g / Σ_g (n_g − 1)) with s_g the SD of
  * ln(value) in group g. Pooling within groups keeps a shift between groups (two builds, two jobs)
  * out of the run-to-run noise. Groups with fewer than two values contribute nothing; NaN when no

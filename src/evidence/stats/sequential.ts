@@ -5,16 +5,29 @@
  *   fewer than nStart runs in an arm           → more (up to nStart)
  *   inputs invalid (NaN, non-positive)         → stop: `invalid` stays invalid
  *   needs-human, or improved (lo > accept bar) → stop
- *   hi ≤ accept bar (a clear loss, or too small to ever clear the bar; includes `regressed`) → stop
- *   CI straddles the accept bar and n < nMax   → more (step runs per arm, capped at nMax)
+ *   hi ≤ the futility bar (a clear loss, or too small to ever clear the bar; includes `regressed`) → stop
+ *   otherwise, n < nMax                        → more (step runs per arm, capped at nMax)
  *   n ≥ nMax                                   → stop with the verdict at nMax
+ *
+ * The futility bar is the accept bar, lowered when the MDE comes from the noise observed in this very
+ * comparison: that bar falls as runs are added, so an interval wholly under today's bar may still be
+ * worth more runs (a real gain measured through a burst of load). It is then the lower of today's
+ * accept bar and the upper bound a gain needs for nMax runs to clear the bar nMax runs give at this
+ * noise: barₙₘₐₓ · exp(expected half-width at nMax). With a fixed MDE it is the accept bar.
  *
  * Looking repeatedly inflates error rates only where a bound is compared with a bar near the
  * estimate. The accept bar sits at least one MDE (≈ 3.5 standard errors) above "no change", so
  * repeated looks add almost nothing to the false-accept rate; the simulation (tests and
  * `npm run bench:stats`) measures it.
  */
-import { type CompareOptions, type Comparison, compareArms, inputProblems } from './verdict.js';
+import { expectedLogHalfWidth, minimumDetectableEffect } from './noise.js';
+import {
+  type CompareOptions,
+  type Comparison,
+  compareArms,
+  inputProblems,
+  resolvePolicy,
+} from './verdict.js';
 
 export interface SequentialPolicy {
   /** Runs per arm before the first look. Default 5. */
@@ -60,6 +73,26 @@ function topUp(a: readonly number[], b: readonly number[], target: number): { a:
 }
 
 /**
+ * The bar under which the CI's upper bound makes more runs futile (see the module comment): if the
+ * true gain were as large as that bound, nMax runs per arm at this noise would still not lift the
+ * interval's lower bound over the accept bar those runs give. Never above today's accept bar.
+ */
+export function futilityBar(comparison: Comparison, opts: CompareOptions, nMax: number): number | null {
+  const { acceptBar, noiseCv, mdeSource } = comparison;
+  if (acceptBar === null || mdeSource === 'fixed' || noiseCv === null) return acceptBar;
+  const policy = resolvePolicy(opts);
+  const mde = minimumDetectableEffect(noiseCv, nMax, nMax, {
+    confidence: policy.confidence,
+    power: policy.power,
+  });
+  const barAtMax = 1 + Math.max(mde, policy.practicalDelta);
+  return Math.min(
+    acceptBar,
+    barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax, policy.confidence)),
+  );
+}
+
+/**
  * Decide whether to measure more. `opts` are the verdict options; the comparison uses
  * minRuns = nStart, so the verdict at a stop is exactly what `compareArms` says for these runs.
  * @throws RangeError on an inconsistent policy (a caller bug).
@@ -98,21 +131,28 @@ export function decideNext(
   if (verdict === 'invalid') return stop(`invalid: ${comparison.reasons.join('; ')}`, comparison);
   if (verdict === 'needs-human') return stop('implausible speedup: a human decides', comparison);
   if (verdict === 'improved') return stop('the whole CI is above the accept bar', comparison);
-  if (ci === null || acceptBar === null) return stop('no interval', comparison); // unreachable for valid inputs
-  if (ci.hi <= acceptBar) {
+  const futile = futilityBar(comparison, opts, policy.nMax);
+  if (ci === null || acceptBar === null || futile === null) return stop('no interval', comparison); // unreachable for valid inputs
+  if (ci.hi <= futile) {
+    const why =
+      futile < acceptBar
+        ? `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound could not clear the accept bar at ${policy.nMax} runs per arm`
+        : 'the whole CI is below the accept bar: more runs would not lift its lower bound above it';
     return stop(
-      verdict === 'regressed'
-        ? 'regressed: the whole CI is below the regression bar'
-        : 'the whole CI is below the accept bar: more runs would not lift its lower bound above it',
+      verdict === 'regressed' ? 'regressed: the whole CI is below the regression bar' : why,
       comparison,
     );
   }
   if (n >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
   const target = Math.min(policy.nMax, n + policy.step);
+  const straddles =
+    ci.hi > acceptBar
+      ? `straddles the accept bar ${acceptBar.toFixed(4)}`
+      : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
   return {
     action: 'more',
     addRuns: topUp(a, b, target),
-    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] straddles the accept bar ${acceptBar.toFixed(4)}`,
+    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
     comparison,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * measure: champion (A) and candidate (B) benchmarked in the same job, on the same backend, each run a
  * fresh process, interleaved ABAB… from a seeded random first arm. Runs are added in steps while the
- * confidence interval straddles the accept bar (sequential stopping, rule fixed in the harness); the
+ * confidence interval could still clear the accept bar (sequential stopping, rule fixed in the harness); the
  * noise floor comes from the champion's own runs (A/A) pooled over this run's iterations.
  *
  * A candidate run that fails makes the iteration `invalid` at once; a champion run that fails is an

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../../src/evidence/stats/random.js';
-import { DEFAULT_SEQUENTIAL_POLICY, decideNext } from '../../../src/evidence/stats/sequential.js';
+import {
+  DEFAULT_SEQUENTIAL_POLICY,
+  decideNext,
+  futilityBar,
+} from '../../../src/evidence/stats/sequential.js';
 import { compareArms } from '../../../src/evidence/stats/verdict.js';
 
 function runs(typical: number, cv: number, n: number, seed: number): number[] {
@@ -67,6 +71,52 @@ describe('decideNext', () => {
     expect(atMax.action).toBe('stop');
     expect(atMax.reason).toBe('reached nMax = 5 runs per arm');
     expect(atMax.comparison!.verdict).toBe('no-change');
+  });
+
+  it('keeps measuring a real gain seen through a burst of noise: the bar falls as runs are added', () => {
+    // Champion ≈ 5.1 ms; candidate ≈ 3.6 ms (1.42×), two of its runs slowed by a burst of load. At 5 runs
+    // the noise puts today's accept bar above the whole interval, but a gain at the interval's upper
+    // bound would clear the lower bar 15 runs per arm give: stopping now could call a real gain
+    // `no-change`.
+    const o = { ...opts, practicalDelta: 0.02 };
+    const a = [5.21, 4.83, 5.52, 5.11, 5.0];
+    const b = [3.6, 5.6, 3.55, 4.9, 3.58];
+    const now = compareArms(a, b, o);
+    expect(now.ci!.hi).toBeLessThan(now.acceptBar!);
+    expect(futilityBar(now, o, 15)!).toBeLessThan(now.ci!.hi);
+    const d = decideNext(a, b, o);
+    expect(d.action).toBe('more');
+    expect(d.reason).toMatch(/below the accept bar 1\.\d+, but the bar falls with more runs/);
+    // Louder noise in the same place: even 15 runs could not accept a gain at the upper bound.
+    const hopeless = decideNext(a, [3.81, 5.6, 3.75, 5.3, 3.86], o);
+    expect(hopeless.action).toBe('stop');
+    expect(hopeless.reason).toMatch(
+      /even a gain at its upper bound could not clear the accept bar at 15 runs/,
+    );
+    // The first interval under a fixed MDE (an A/A-calibrated bar no run count moves) is futile.
+    const fixed = decideNext(a, b, { ...opts, mde: now.acceptBar! - 1 });
+    expect(fixed.action).toBe('stop');
+    expect(fixed.reason).toBe(
+      'the whole CI is below the accept bar: more runs would not lift its lower bound above it',
+    );
+  });
+
+  it('never stops where the CI reaches over the accept bar', () => {
+    const rng = createRng(11);
+    let futileStops = 0;
+    for (let trial = 0; trial < 200; trial++) {
+      const cv = 0.01 + 0.2 * rng.uniform();
+      const n = 5 + 2 * Math.floor(5 * rng.uniform());
+      const a = runs(100, cv, n, 1000 + trial);
+      const b = runs(100 / (1 + 0.3 * rng.uniform()), cv, n, 2000 + trial);
+      const d = decideNext(a, b, opts);
+      const c = d.comparison!;
+      if (d.action === 'stop' && c.verdict === 'no-change') {
+        futileStops++;
+        expect(c.ci!.hi).toBeLessThanOrEqual(c.acceptBar!);
+      }
+    }
+    expect(futileStops).toBeGreaterThan(20);
   });
 
   it('rejects an inconsistent policy', () => {
