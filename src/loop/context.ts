@@ -50,6 +50,12 @@ export interface LoopContext {
    * job, which holds no cloud credentials: there the prompt uses the profile a measuring job stored.
    */
   prepareMayProfile: boolean;
+  /**
+   * A dry run: compute commands are printed, not run, and nothing leaves this machine — no branch
+   * pushed, no PR, comment or stored bundle, no history row. The evidence bundle still shows what the
+   * iteration would have published.
+   */
+  dryRun: boolean;
 }
 
 /** For runs and phases that never propose: an agent that must not be called. */

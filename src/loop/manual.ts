@@ -77,6 +77,7 @@ async function manualContext(opts: ManualOptions, runId: string): Promise<LoopCo
     host: defaultHost(),
     sleep: realSleep,
     prepareMayProfile: true,
+    dryRun: Boolean(opts.dryRun),
   };
 }
 

@@ -138,6 +138,7 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     sleep: realSleep,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === 'all',
+    dryRun: Boolean(opts.dryRun),
   };
 
   const trustFile = join(stateDir, 'trust', `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
@@ -175,7 +176,7 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
   try {
     for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, undefined, { only: steps });
-    if (steps.includes('record')) await pushHistory(store, stateDir, target.name);
+    if (steps.includes('record') && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
     writeFileAtomic(trustFile, evidenceDigest(bundle));
     return { phase, evidence, bundleDir: bundle.dir, stateDir };
   } finally {

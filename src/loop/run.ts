@@ -124,7 +124,8 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
     if (config.loop.sync_main !== 'off')
       startCommit = await syncWithBase(config, git, runDir, opts.logger, startCommit);
     runStartedAt = new Date().toISOString();
-    totalIterations = config.loop.iterations;
+    // A dry run walks one iteration: every later one would print the same commands.
+    totalIterations = opts.dryRun ? 1 : config.loop.iterations;
     champion = { commit: startCommit, iteration: undefined };
     journal.append({
       t: 'run-start',
@@ -165,6 +166,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
     host: defaultHost(),
     sleep: opts.sleep ?? realSleep,
     prepareMayProfile: true,
+    dryRun: Boolean(opts.dryRun),
   };
 
   const outcomes: IterationOutcome[] = [];
@@ -262,6 +264,10 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
     journal.append({ t: 'run-end', at: new Date().toISOString(), reason: endReason, message });
     await cleanup(ctx, cpuBackend, stashSha, opts.logger);
     throw e;
+  }
+  if (opts.dryRun && !message) {
+    message =
+      'dry run: compute commands were printed, not run; nothing was pushed, published or added to the history';
   }
   journal.append({
     t: 'run-end',

@@ -239,3 +239,42 @@ describe('a process killed mid-iteration, then resumed', () => {
     expect(gitIn(repo, 'worktree', 'list').trim().split('\n')).toHaveLength(1);
   }, 240_000);
 });
+
+describe('a dry run', () => {
+  const t = tempDir('hc-dry-run-');
+  afterAll(t.cleanup);
+
+  it('walks one iteration printing the commands, and pushes, publishes and records nothing', async () => {
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo);
+    const logger = memoryLogger();
+    const progress: string[] = [];
+    const r = await loop(repo, { dryRun: true, logger, progress: (l) => progress.push(l) });
+    expect(r.iterations).toHaveLength(1);
+    expect(r.message).toMatch(/^dry run: compute commands were printed, not run; nothing was pushed/);
+    const ev = r.iterations[0]!.evidence;
+    // The agent proposed and the guard passed; the CPU gate printed its command and stopped there.
+    expect(ev.candidate?.commit).toBeDefined();
+    expect(ev.steps.guard?.status).toBe('done');
+    expect(ev.stoppedAt).toBe('cpu-gate');
+    expect(r.iterations[0]!.reason).toContain('dry run');
+    expect(logger.lines.join('\n')).toMatch(
+      /dry run: \S*python\S* harness\/check\.py --junit \S+cpu\.junit\.xml/,
+    );
+    // Nothing left the machine, and the shared history has no row for a run that measured nothing.
+    expect(ev.steps.publish).toMatchObject({ status: 'skipped' });
+    expect(ev.steps.publish!.note).toMatch(
+      /^dry run: would push hillclimb\/toy\/\S+\/i001 and open or update the local PR/,
+    );
+    expect(existsSync(join(r.stateDir, 'forge'))).toBe(false);
+    expect(existsSync(join(r.stateDir, 'store'))).toBe(false);
+    expect(existsSync(join(r.stateDir, 'history.jsonl'))).toBe(false);
+    // What would have been published is in the bundle.
+    expect(readdirSync(join(r.iterations[0]!.bundleDir, 'report')).sort()).toEqual([
+      'comment.md',
+      'log-entry.md',
+      'pr.md',
+    ]);
+    expect(progress.some((l) => l.includes('publish skipped: dry run'))).toBe(true);
+  });
+});

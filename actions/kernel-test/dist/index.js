@@ -68355,6 +68355,7 @@ var publishStep = {
   name: "publish",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
+    if (ctx.dryRun) return dryRunPublish(ctx, bundle, ev);
     const publish = await storeBundle(
       ctx.store,
       bundle,
@@ -68425,6 +68426,18 @@ async function storeBundle(store, bundle, ev, prefix) {
     }
   }
   return publish;
+}
+function dryRunPublish(ctx, bundle, ev) {
+  const candidate = ev.candidate;
+  if (!candidate) return { status: "skipped", note: "dry run: no commit, nothing would be published" };
+  const pr = renderPullRequest(ev, { logFile: ctx.config.paths.log_file });
+  writeFileAtomic(bundle.path(BundleFiles.prBody), pr.body);
+  const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
+  writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, history, {}).body);
+  return {
+    status: "skipped",
+    note: `dry run: would push ${candidate.branch} and open or update the ${ctx.config.forge.kind} PR "${pr.title}" with its comment (texts in ${bundle.dir})`
+  };
 }
 
 // src/loop/steps/record.ts
@@ -68948,6 +68961,7 @@ var recordStep = {
       );
       save();
     }
+    if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
     if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync21(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
@@ -69248,7 +69262,8 @@ async function runPhase(phase, opts) {
     host: defaultHost(),
     sleep: realSleep,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
-    prepareMayProfile: phase === "all"
+    prepareMayProfile: phase === "all",
+    dryRun: Boolean(opts.dryRun)
   };
   const trustFile = join31(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
@@ -69280,7 +69295,7 @@ async function runPhase(phase, opts) {
   try {
     for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
-    if (steps.includes("record")) await pushHistory(store, stateDir, target.name);
+    if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
     writeFileAtomic(trustFile, evidenceDigest2(bundle));
     return { phase, evidence, bundleDir: bundle.dir, stateDir };
   } finally {

@@ -37,7 +37,7 @@ function withCommon(cmd: Command): Command {
     .option('-c, --config <file>', 'config file (default: hillclimb.yml in the project root)')
     .option('-t, --target <name>', 'target (default: loop.target or the only target)')
     .option('--backend <name>', 'compute backend: local, ray or tpu-vm')
-    .option('--dry-run', 'print cloud commands instead of running them')
+    .option('--dry-run', 'print compute commands instead of running them; publish nothing')
     .option('--json', 'print JSON');
 }
 
@@ -107,7 +107,9 @@ export function registerHarness(program: Command, ctx: () => CliContext, done: (
           ...(flags.cpuGate ? { gates: ['cpu-gate' as const] } : {}),
           noProfile: !flags.profile,
         });
-        const comment = flags.pr ? await commentMeasurement(opts, r.evidence, Number(flags.pr)) : undefined;
+        // A dry run measured nothing: it must not overwrite the PR's comment with that.
+        const comment =
+          flags.pr && !opts.dryRun ? await commentMeasurement(opts, r.evidence, Number(flags.pr)) : undefined;
         return { ...r, comment };
       });
       if (flags.json) c.stdout(JSON.stringify(result.evidence, null, 2));
@@ -116,6 +118,7 @@ export function registerHarness(program: Command, ctx: () => CliContext, done: (
         for (const reason of result.evidence.verdictReasons.slice(1)) c.stdout(`  ${reason}`);
         c.stdout(`evidence: ${result.bundleDir}`);
         if (result.comment) c.stdout(`PR #${flags.pr}: sticky comment ${result.comment.operation}`);
+        else if (flags.pr) c.stdout(`PR #${flags.pr}: dry run, sticky comment left alone`);
       }
       done(result.evidence.verdict === 'error' ? ExitCode.infra : 0);
     },

@@ -31,7 +31,7 @@ export function registerIterate(program: Command, ctx: () => CliContext, done: (
     .option('--forge <kind>', 'forge.kind')
     .option('--store <kind>', 'store.kind')
     .option('--directive <preset...>', 'agent.directives')
-    .option('--dry-run', 'print cloud commands instead of running them')
+    .option('--dry-run', 'print compute commands instead of running them; publish nothing')
     .option('--json', 'print the evidence as JSON')
     .action(async (phase: string, flags: IterateFlags) => {
       const c = ctx();

@@ -98,7 +98,10 @@ export function registerLoop(program: Command, ctx: () => CliContext, done: (cod
     .option('--directive <preset...>', 'directive presets from session_directives/ (agent.directives)')
     .option('--resume [run-id]', 'continue a run (default: the latest) without repeating finished work')
     .option('--run-id <id>', 'id for a new run (default: UTC timestamp + random suffix)')
-    .option('--dry-run', 'print cloud commands instead of running them (tpu-vm, ray)')
+    .option(
+      '--dry-run',
+      'walk one iteration, printing compute commands instead of running them; push and publish nothing',
+    )
     .option('--json', 'print the result as JSON')
     .action(async (flags: LoopFlags) => {
       const c = ctx();

@@ -3,6 +3,8 @@
  * updated (found by its head branch), labelled by verdict, and the sticky comment is written or updated
  * in place. Every call is idempotent, so a retried or resumed publish updates and never duplicates.
  * An iteration without a commit (no-op) has nothing to review: only its bundle is stored.
+ * A dry run publishes nothing: it writes the PR and comment texts into the bundle and says what it
+ * would have done.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { IterationEvidence, PublishEvidence } from '../../evidence/iteration.js';
@@ -13,8 +15,9 @@ import { perfettoLinkFor } from '../../store/perfetto.js';
 import type { Store } from '../../store/store.js';
 import { writeFileAtomic } from '../../util/files.js';
 import { type Bundle, BundleFiles, iterationDirName } from '../bundle.js';
+import type { LoopContext } from '../context.js';
 import { readHistory } from '../history.js';
-import type { Step } from './step.js';
+import type { Step, StepResult } from './step.js';
 
 /** The key of hillclimb's sticky comment (one per PR). */
 export const STICKY_KEY = 'hillclimb';
@@ -23,6 +26,7 @@ export const publishStep: Step = {
   name: 'publish',
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
+    if (ctx.dryRun) return dryRunPublish(ctx, bundle, ev);
     const publish = await storeBundle(
       ctx.store,
       bundle,
@@ -110,4 +114,18 @@ export async function storeBundle(
     }
   }
   return publish;
+}
+
+/** What publish would do, without doing it: the texts go into the bundle for inspection. */
+function dryRunPublish(ctx: LoopContext, bundle: Bundle, ev: IterationEvidence): StepResult {
+  const candidate = ev.candidate;
+  if (!candidate) return { status: 'skipped', note: 'dry run: no commit, nothing would be published' };
+  const pr = renderPullRequest(ev, { logFile: ctx.config.paths.log_file });
+  writeFileAtomic(bundle.path(BundleFiles.prBody), pr.body);
+  const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
+  writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, history, {}).body);
+  return {
+    status: 'skipped',
+    note: `dry run: would push ${candidate.branch} and open or update the ${ctx.config.forge.kind} PR "${pr.title}" with its comment (texts in ${bundle.dir})`,
+  };
 }

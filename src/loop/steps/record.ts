@@ -2,7 +2,7 @@
  * record: runs for every iteration, whatever its verdict — nothing is lost. It finishes the evidence,
  * renders the log entry from it (the harness writes the log, never the agent), commits the entry on
  * top of the candidate as the harness, appends the history row once, and renders the PR and comment
- * text into the bundle.
+ * text into the bundle. A dry run appends no history row.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,6 +54,9 @@ export const recordStep: Step = {
       );
       save();
     }
+
+    // A dry run measured nothing: it leaves the shared history and the profile cache alone.
+    if (ctx.dryRun) return { status: 'done', note: 'dry run: no history row' };
 
     // A new champion's profile is the candidate's (the log commit changes only the log): share it.
     const summary = bundle.path(BundleFiles.summary);
