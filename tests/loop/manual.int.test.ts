@@ -1,6 +1,6 @@
 // hillclimb test / measure / profile through the real CLI on the toy target.
 import { execFile, execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +56,13 @@ describe('hillclimb test, measure and profile', () => {
     expect(ev.verdict).toBe('improved');
     expect(ev.measurement?.comparison?.ci?.lo).toBeGreaterThan(1);
     expect(ev.profile?.status).toBe('done');
+  });
+
+  it('measure --pr --dry-run prints the commands and leaves the PR comment alone', async () => {
+    const r = await hillclimb(repo, 'measure', '--base', base, '--head', faster, '--pr', '7', '--dry-run');
+    expect(r.stderr).toMatch(/dry run: \S*python\S* harness\/bench\.py/);
+    expect(r.stdout).toContain('PR #7: dry run, sticky comment left alone');
+    expect(existsSync(join(repo, '.hillclimb', 'forge'))).toBe(false);
   });
 
   it('measure: a change to the protected harness is not measured as a speedup', async () => {
