@@ -4,8 +4,9 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import type { HillclimbConfig } from '../config/types.js';
-import { ConfigError, UnknownNameError } from '../util/errors.js';
+import { ConfigError, ExitCode, HillclimbError, UnknownNameError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { findOnPath } from '../workspace/git.js';
 import type { Agent } from './agent.js';
 import { ClaudeAgent, DEFAULT_CLAUDE_ALLOWED_TOOLS } from './agents/claude.js';
 import { CodexAgent } from './agents/codex.js';
@@ -88,6 +89,37 @@ export function buildAgent(config: HillclimbConfig, opts: AgentFactoryOptions): 
     );
   }
   return build(config, opts);
+}
+
+/** How to install the agent CLIs hillclimb drives (doctor prints them too). */
+export const AGENT_INSTALL_HINTS: Readonly<Record<string, string>> = {
+  codex: 'npm i -g @openai/codex',
+  claude: 'npm i -g @anthropic-ai/claude-code',
+};
+
+/**
+ * Fail before a loop starts when the agent's program is not installed. Found later, a missing binary
+ * is retried as an infrastructure failure in every iteration, and each ends in `error`. A relative
+ * path with a slash (a script in the repository) resolves in the agent's worktree and is not checked.
+ * @throws HillclimbError naming the config key and how to install the program.
+ */
+export function checkAgentInstalled(config: HillclimbConfig): void {
+  const { kind } = config.agent;
+  const [program, key] =
+    kind === 'codex'
+      ? [config.agent.codex.binary, 'agent.codex.binary']
+      : kind === 'claude'
+        ? [config.agent.claude.binary, 'agent.claude.binary']
+        : kind === 'command'
+          ? [config.agent.command?.command[0], 'agent.command.command']
+          : [undefined, ''];
+  if (program === undefined || (program.includes('/') && !isAbsolute(program))) return;
+  if (findOnPath(program) !== undefined) return;
+  const install = AGENT_INSTALL_HINTS[kind];
+  throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
+    hint: `${install ? `install it (${install}) or ` : ''}point ${key} in ${config.file} at the program`,
+    exitCode: ExitCode.failure,
+  });
 }
 
 /** The known agent kinds, sorted. */

@@ -3,6 +3,7 @@
  * Required pieces make the exit code 1 when missing; optional ones only say what they unlock.
  */
 import { existsSync } from 'node:fs';
+import { AGENT_INSTALL_HINTS } from '../agent/factory.js';
 import { venvPython } from '../env/python.js';
 import { run } from '../exec/exec.js';
 
@@ -146,14 +147,14 @@ export function defaultChecks(root: string): Check[] {
       'codex',
       ['--version'],
       false,
-      'needed only for agent: codex — npm i -g @openai/codex',
+      `needed only for agent: codex — ${AGENT_INSTALL_HINTS.codex}`,
     ),
     toolCheck(
       'claude',
       'claude',
       ['--version'],
       false,
-      'needed only for agent: claude — npm i -g @anthropic-ai/claude-code',
+      `needed only for agent: claude — ${AGENT_INSTALL_HINTS.claude}`,
     ),
     toolCheck('gh', 'gh', ['--version'], false, 'optional, for inspecting loop PRs — https://cli.github.com'),
   ];

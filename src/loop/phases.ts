@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildAgent } from '../agent/factory.js';
+import { buildAgent, checkAgentInstalled } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
 import { LocalBackend } from '../compute/backends/local.js';
 import { buildBackend } from '../compute/factory.js';
@@ -92,6 +92,7 @@ export interface PhaseResult {
 /** Run one phase of one iteration. Idempotent: finished steps are skipped. */
 export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
+  if (PHASE_STEPS[phase].includes('propose')) checkAgentInstalled(config);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);

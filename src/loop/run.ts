@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { buildAgent } from '../agent/factory.js';
+import { buildAgent, checkAgentInstalled } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
 import { LocalBackend } from '../compute/backends/local.js';
 import { buildBackend } from '../compute/factory.js';
@@ -68,6 +68,7 @@ export interface LoopResult {
 export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
+  checkAgentInstalled(config);
   const root = config.root;
   const stateDir = stateDirOf(config);
   const git = await Git.create(root, { logger: opts.logger });

@@ -2,10 +2,16 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { buildAgent, getAgentTypes, registerAgent, unregisterAgent } from '../../src/agent/factory.js';
+import {
+  buildAgent,
+  checkAgentInstalled,
+  getAgentTypes,
+  registerAgent,
+  unregisterAgent,
+} from '../../src/agent/factory.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { HillclimbConfig } from '../../src/config/types.js';
-import { ConfigError, UnknownNameError } from '../../src/util/errors.js';
+import { ConfigError, HillclimbError, UnknownNameError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { MINIMAL_CONFIG } from '../helpers/config.js';
 import { tempDir } from '../helpers/paths.js';
@@ -104,5 +110,38 @@ describe('buildAgent', () => {
       unregisterAgent('fake');
     }
     expect(getAgentTypes()).not.toContain('fake');
+  });
+});
+
+describe('checkAgentInstalled', () => {
+  it('passes when the program is on PATH, and for the replay agent and scripts in the repository', () => {
+    expect(() =>
+      checkAgentInstalled(config('agent:\n  kind: command\n  command: {command: ["sh", "x"]}\n')),
+    ).not.toThrow();
+    expect(() => checkAgentInstalled(config('agent:\n  kind: replay\n'))).not.toThrow();
+    expect(() =>
+      checkAgentInstalled(config('agent:\n  kind: command\n  command: {command: ["./agents/mine.sh"]}\n')),
+    ).not.toThrow();
+  });
+
+  it('fails before the loop starts when the agent CLI is missing, naming the key and how to install it', () => {
+    const c = config('agent:\n  kind: codex\n  codex: {binary: hc-no-such-codex}\n');
+    let error: unknown;
+    try {
+      checkAgentInstalled(c);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(HillclimbError);
+    expect((error as HillclimbError).message).toBe(
+      'agent codex: "hc-no-such-codex" is not installed (not found on PATH)',
+    );
+    expect((error as HillclimbError).hint).toBe(
+      `install it (npm i -g @openai/codex) or point agent.codex.binary in ${c.file} at the program`,
+    );
+    expect((error as HillclimbError).exitCode).toBe(1);
+    expect(() =>
+      checkAgentInstalled(config('agent:\n  kind: command\n  command: {command: ["/nonexistent/agent"]}\n')),
+    ).toThrow(/agent command: "\/nonexistent\/agent" is not installed/);
   });
 });

@@ -40163,56 +40163,12 @@ import { join as join31 } from "node:path";
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute2, resolve as resolve4 } from "node:path";
 
-// src/agent/agents/claude.ts
-import { dirname as dirname5 } from "node:path";
-
-// src/agent/environment.ts
-var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
-var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
-function isRefusedName(name, modelKeys = []) {
-  if (modelKeys.includes(name)) return false;
-  return NEVER.test(name) || isSecretName(name);
-}
-function agentEnvironment(spec) {
-  const source = spec.source ?? process.env;
-  const env = {};
-  const refused = [];
-  const take = (name) => {
-    const v = source[name];
-    if (v !== void 0) env[name] = v;
-  };
-  for (const name of BASE_NAMES) take(name);
-  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
-  for (const name of spec.modelKeys) take(name);
-  for (const name of spec.adapterNames ?? []) take(name);
-  for (const name of spec.passEnv ?? []) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else take(name);
-  }
-  Object.assign(env, spec.defaults ?? {});
-  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else env[name] = value;
-  }
-  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
-  return { env, secrets, refused: [...new Set(refused)].sort() };
-}
-function agentIdentity(agent) {
-  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
-}
-function gitIdentityEnv(agent) {
-  const id = agentIdentity(agent);
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email
-  };
-}
-
-// src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync3 } from "node:fs";
-import { dirname as dirname3 } from "node:path";
+// src/workspace/git.ts
+import { createHash } from "node:crypto";
+import { accessSync, constants as constants3, mkdirSync as mkdirSync3, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, dirname as dirname3, isAbsolute, join as join4, relative, resolve as resolve2 } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
@@ -40443,334 +40399,6 @@ function indent(text3) {
   return text3.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
-// src/agent/process.ts
-var AGENT_KILL_GRACE_MS = 5e3;
-async function runAgentProcess(spec) {
-  const started = Date.now();
-  mkdirSync3(dirname3(spec.logFile), { recursive: true });
-  appendFileSync2(
-    spec.logFile,
-    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
-# cwd: ${spec.cwd}
-`
-  );
-  let result;
-  try {
-    result = await run(spec.command, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      inheritEnv: false,
-      input: spec.input,
-      allowedExitCodes: "any",
-      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
-      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
-      killGraceMs: AGENT_KILL_GRACE_MS,
-      logFile: spec.logFile,
-      redact: spec.secrets,
-      signal: spec.signal
-    });
-  } catch (e) {
-    if (!(e instanceof ExecError)) throw e;
-    const durationMs2 = Date.now() - started;
-    const ended = e.result;
-    if (ended === void 0) {
-      const missing = e.message.includes("command not found");
-      appendFileSync2(spec.logFile, `# ${e.message}
-`);
-      return {
-        status: "failed",
-        exitCode: null,
-        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
-        durationMs: durationMs2
-      };
-    }
-    if (ended.killedBy === "timeout") {
-      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
-    }
-    if (ended.killedBy === "idle-timeout") {
-      const api2 = spec.apiFailure?.(ended);
-      return {
-        status: "timeout",
-        exitCode: null,
-        result: ended,
-        durationMs: durationMs2,
-        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
-      };
-    }
-    if (ended.killedBy === "abort") {
-      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
-    }
-    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
-  }
-  const durationMs = Date.now() - started;
-  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
-  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
-    return {
-      status: "failed",
-      exitCode: result.exitCode,
-      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
-      result,
-      durationMs
-    };
-  }
-  const api = spec.apiFailure?.(result);
-  return {
-    status: "failed",
-    exitCode: result.exitCode,
-    result,
-    durationMs,
-    ...api ? { infraError: `model API failure: ${api}` } : {}
-  };
-}
-function firstMatchingLine(texts, patterns) {
-  for (const text3 of texts) {
-    for (const line of text3.split("\n")) {
-      if (patterns.some((p) => p.test(line))) {
-        const t = line.trim();
-        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
-      }
-    }
-  }
-  return void 0;
-}
-function jsonLines(text3) {
-  const out = [];
-  for (const line of text3.split("\n")) {
-    const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const v = JSON.parse(t);
-      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
-    } catch {
-    }
-  }
-  return out;
-}
-function nonJsonLines(text3) {
-  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
-}
-
-// src/agent/launch.ts
-async function launchAgent(request2, launch) {
-  const { env, secrets, refused } = agentEnvironment({
-    modelKeys: launch.modelKeys,
-    adapterNames: launch.adapterNames,
-    passEnv: launch.passEnv,
-    defaults: gitIdentityEnv(launch.agent),
-    requestEnv: { ...request2.env, ...launch.extraEnv }
-  });
-  if (refused.length > 0)
-    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
-  return runAgentProcess({
-    command: launch.command,
-    args: launch.args,
-    cwd: request2.workdir,
-    input: launch.input ?? request2.prompt,
-    env,
-    secrets,
-    logFile: request2.logFile,
-    timeoutMs: request2.timeoutMs,
-    idleTimeoutMs: request2.idleTimeoutMs,
-    signal: request2.signal,
-    apiFailure: launch.apiFailure,
-    infraExitCodes: launch.infraExitCodes
-  });
-}
-
-// src/agent/outcome.ts
-import { mkdirSync as mkdirSync4, rmSync } from "node:fs";
-import { dirname as dirname4, relative, resolve as resolve2 } from "node:path";
-function prepareResultFile(file) {
-  rmSync(file, { force: true });
-  mkdirSync4(dirname4(file), { recursive: true });
-}
-function outsideOf(root, dir) {
-  const rel = relative(resolve2(root), resolve2(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve2(dir);
-}
-function toOutcome(proc, logFile, result, problem, harnessCommit) {
-  return {
-    status: proc.status,
-    exitCode: proc.exitCode,
-    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
-    ...result ? { result } : { resultProblem: problem ?? "no result" },
-    ...harnessCommit ? { harnessCommit } : {},
-    logFile,
-    durationMs: proc.durationMs
-  };
-}
-
-// src/agent/result.ts
-import { existsSync as existsSync4, readFileSync as readFileSync2, statSync } from "node:fs";
-var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
-var MAX_RESULT_FIELD_CHARS = 1500;
-var MAX_RESULT_FILE_BYTES = 64 * 1024;
-var RESULT_JSON_SCHEMA = {
-  type: "object",
-  properties: {
-    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
-    summary: { type: "string", description: "What was changed, in a few sentences." },
-    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
-  },
-  required: [...RESULT_FIELDS],
-  additionalProperties: false
-};
-function validateAgentResult(value) {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
-  }
-  const record2 = value;
-  const out = {};
-  const problems = [];
-  for (const key of RESULT_FIELDS) {
-    const v = record2[key];
-    if (v === void 0) problems.push(`${key} is missing`);
-    else if (typeof v !== "string")
-      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
-    else if (v.trim() === "") problems.push(`${key} is empty`);
-    else if (v.length > MAX_RESULT_FIELD_CHARS)
-      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
-    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
-    else out[key] = v.trim();
-  }
-  if (problems.length > 0) return { problem: problems.join("; ") };
-  return { result: out };
-}
-function parseAgentResult(text3) {
-  let value;
-  try {
-    value = JSON.parse(text3);
-  } catch (e) {
-    return { problem: `not valid JSON (${e.message})` };
-  }
-  return validateAgentResult(value);
-}
-function readAgentResult(file) {
-  if (!existsSync4(file)) return { problem: `no result file at ${file}` };
-  const size = statSync(file).size;
-  if (size > MAX_RESULT_FILE_BYTES) {
-    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
-  }
-  const check = parseAgentResult(readFileSync2(file, "utf8"));
-  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
-}
-function resultFromMessage(text3) {
-  const candidates = [text3.trim()];
-  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
-  for (const c of candidates) {
-    if (!c.startsWith("{")) continue;
-    const check = parseAgentResult(c);
-    if (check.result) return check.result;
-  }
-  return void 0;
-}
-
-// src/agent/agents/claude.ts
-var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
-  "Read",
-  "Edit",
-  "Write",
-  "Glob",
-  "Grep",
-  "Bash(git status:*)",
-  "Bash(git diff:*)",
-  "Bash(git log:*)",
-  "Bash(git show:*)",
-  "Bash(git add:*)",
-  "Bash(git commit:*)",
-  "Bash(python:*)",
-  "Bash(python3:*)",
-  "Bash(.venv/bin/python:*)"
-];
-var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
-var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
-var API_FAILURE = [
-  /API Error:? \(?(?:429|5\d\d)\b/i,
-  /overloaded_error|rate_limit_error|"type":"api_error"/,
-  /API Error: (?:Connection error|Request timed out)/i,
-  /usage limit reached|out of (?:extra )?usage/i,
-  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
-  /Retrying in \d+ seconds/
-];
-var ClaudeAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "claude";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const args = claudeArgs({
-      model: this.opts.model,
-      maxTurns: this.opts.maxTurns,
-      allowedTools: this.opts.allowedTools,
-      resultDir: outsideOf(request2.workdir, dirname5(request2.resultFile)),
-      extraArgs: this.opts.extraArgs
-    });
-    const proc = await launchAgent(request2, {
-      agent: this.name,
-      command: this.opts.binary,
-      args,
-      modelKeys: CLAUDE_MODEL_KEYS,
-      adapterNames: CLAUDE_SETTINGS,
-      passEnv: this.opts.passEnv,
-      apiFailure: claudeApiFailure,
-      logger: this.opts.logger
-    });
-    let { result, problem } = readAgentResult(request2.resultFile);
-    if (!result && proc.result) {
-      const fromMessage = finalResult(proc.result.stdout);
-      if (fromMessage) [result, problem] = [fromMessage, void 0];
-    }
-    return toOutcome(proc, request2.logFile, result, problem);
-  }
-};
-function claudeArgs(i) {
-  const user = i.extraArgs;
-  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
-  const args = ["-p", "--verbose", "--output-format", "stream-json"];
-  if (!has("--permission-mode", "--dangerously-skip-permissions"))
-    args.push("--permission-mode", "acceptEdits");
-  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
-    args.push("--allowedTools", i.allowedTools.join(","));
-  }
-  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
-  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
-  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
-  args.push(...user);
-  return args;
-}
-function claudeApiFailure(result) {
-  const messages = [];
-  for (const ev of jsonLines(result.stdout)) {
-    if (ev.type !== "result") continue;
-    const failed = ev.is_error === true || typeof ev.subtype === "string" && ev.subtype.startsWith("error");
-    if (failed && typeof ev.result === "string") messages.push(ev.result);
-  }
-  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
-}
-function finalResult(stdout) {
-  const last = jsonLines(stdout).filter((e) => e.type === "result").at(-1);
-  if (!last) return void 0;
-  if (last.structured_output !== void 0) {
-    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
-    if (fromStructured) return fromStructured;
-  }
-  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
-}
-
-// src/agent/agents/codex.ts
-import { existsSync as existsSync5, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync } from "node:fs";
-import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname7, join as join5 } from "node:path";
-
-// src/workspace/git.ts
-import { createHash } from "node:crypto";
-import { accessSync, constants as constants3, mkdirSync as mkdirSync5, mkdtempSync, rmSync as rmSync2, statSync as statSync2 } from "node:fs";
-import { tmpdir } from "node:os";
-import { delimiter, dirname as dirname6, isAbsolute, join as join4, relative as relative2, resolve as resolve3 } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
-
 // src/workspace/branch-name.ts
 var MAX_BRANCH_NAME_LENGTH = 200;
 var ALLOWED = /^[A-Za-z0-9._/-]+$/;
@@ -40877,7 +40505,7 @@ var Git = class _Git {
     if (!binary) {
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode.infra });
     }
-    const cwd = resolve3(dir);
+    const cwd = resolve2(dir);
     const probe = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
       cwd,
       env: GIT_ENV,
@@ -40904,8 +40532,8 @@ var Git = class _Git {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode.infra });
-    mkdirSync5(dirname6(resolve3(dest)), { recursive: true });
-    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve3(dest)], {
+    mkdirSync3(dirname3(resolve2(dest)), { recursive: true });
+    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve2(dest)], {
       env: GIT_ENV,
       timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
     });
@@ -41131,24 +40759,24 @@ var Git = class _Git {
     } finally {
       await this.git(["worktree", "remove", "--force", probe], { allowedExitCodes: [0, 128] });
       await this.git(["worktree", "prune"]);
-      rmSync2(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     }
   }
   // ---------------------------------------------------------------------------------------------
   // Worktrees (A/B arms)
   /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
   async addWorktree(path, commit2) {
-    const abs = resolve3(path);
+    const abs = resolve2(path);
     const sha = await this.revParse(commit2);
     await this.git(["worktree", "add", "--detach", "--quiet", "--", abs, sha]);
     this.createdWorktrees.add(abs);
     return { path: abs, commit: sha };
   }
   async removeWorktree(path) {
-    const abs = resolve3(path);
+    const abs = resolve2(path);
     const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
     if (r.exitCode !== 0) {
-      rmSync2(abs, { recursive: true, force: true });
+      rmSync(abs, { recursive: true, force: true });
       await this.git(["worktree", "prune"]);
     }
     this.createdWorktrees.delete(abs);
@@ -41185,13 +40813,13 @@ var Git = class _Git {
   async createBundle(file, ref, base) {
     assertRefName(ref);
     assertRevision(base);
-    mkdirSync5(dirname6(resolve3(file)), { recursive: true });
-    await this.git(["bundle", "create", "--quiet", resolve3(file), ref, `^${base}`]);
+    mkdirSync3(dirname3(resolve2(file)), { recursive: true });
+    await this.git(["bundle", "create", "--quiet", resolve2(file), ref, `^${base}`]);
   }
   /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
   async fetchBundle(file, ref) {
     assertRefName(ref);
-    await this.git(["fetch", "--quiet", "--no-tags", resolve3(file), `+${ref}:${ref}`]);
+    await this.git(["fetch", "--quiet", "--no-tags", resolve2(file), `+${ref}:${ref}`]);
   }
   /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
   async formatPatch(base, head) {
@@ -41224,12 +40852,12 @@ var Git = class _Git {
   async applyPatch(file, opts = {}) {
     const args = ["apply", "--index", "--whitespace=nowarn"];
     if (opts.check) args.push("--check");
-    args.push("--", resolve3(file));
+    args.push("--", resolve2(file));
     await this.git(args);
   }
   /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
   async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve3(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    const excluded = (opts.exclude ?? []).map((p) => relative(this.root, resolve2(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
     await this.git(["add", "--all", "--", ":/", ...excluded]);
   }
   /** Whether the index differs from HEAD (something is staged). */
@@ -41476,7 +41104,7 @@ function findOnPath(name, path = process.env.PATH ?? "") {
 function isExecutable(file) {
   try {
     accessSync(file, constants3.X_OK);
-    return statSync2(file).isFile();
+    return statSync(file).isFile();
   } catch {
     return false;
   }
@@ -41488,6 +41116,376 @@ function assertRefName(ref) {
     });
   }
 }
+
+// src/agent/agents/claude.ts
+import { dirname as dirname6 } from "node:path";
+
+// src/agent/environment.ts
+var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
+var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
+function isRefusedName(name, modelKeys = []) {
+  if (modelKeys.includes(name)) return false;
+  return NEVER.test(name) || isSecretName(name);
+}
+function agentEnvironment(spec) {
+  const source = spec.source ?? process.env;
+  const env = {};
+  const refused = [];
+  const take = (name) => {
+    const v = source[name];
+    if (v !== void 0) env[name] = v;
+  };
+  for (const name of BASE_NAMES) take(name);
+  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
+  for (const name of spec.modelKeys) take(name);
+  for (const name of spec.adapterNames ?? []) take(name);
+  for (const name of spec.passEnv ?? []) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else take(name);
+  }
+  Object.assign(env, spec.defaults ?? {});
+  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else env[name] = value;
+  }
+  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
+  return { env, secrets, refused: [...new Set(refused)].sort() };
+}
+function agentIdentity(agent) {
+  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
+}
+function gitIdentityEnv(agent) {
+  const id = agentIdentity(agent);
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email
+  };
+}
+
+// src/agent/process.ts
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync4 } from "node:fs";
+import { dirname as dirname4 } from "node:path";
+var AGENT_KILL_GRACE_MS = 5e3;
+async function runAgentProcess(spec) {
+  const started = Date.now();
+  mkdirSync4(dirname4(spec.logFile), { recursive: true });
+  appendFileSync2(
+    spec.logFile,
+    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
+# cwd: ${spec.cwd}
+`
+  );
+  let result;
+  try {
+    result = await run(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      inheritEnv: false,
+      input: spec.input,
+      allowedExitCodes: "any",
+      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
+      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
+      killGraceMs: AGENT_KILL_GRACE_MS,
+      logFile: spec.logFile,
+      redact: spec.secrets,
+      signal: spec.signal
+    });
+  } catch (e) {
+    if (!(e instanceof ExecError)) throw e;
+    const durationMs2 = Date.now() - started;
+    const ended = e.result;
+    if (ended === void 0) {
+      const missing = e.message.includes("command not found");
+      appendFileSync2(spec.logFile, `# ${e.message}
+`);
+      return {
+        status: "failed",
+        exitCode: null,
+        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
+        durationMs: durationMs2
+      };
+    }
+    if (ended.killedBy === "timeout") {
+      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
+    }
+    if (ended.killedBy === "idle-timeout") {
+      const api2 = spec.apiFailure?.(ended);
+      return {
+        status: "timeout",
+        exitCode: null,
+        result: ended,
+        durationMs: durationMs2,
+        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
+      };
+    }
+    if (ended.killedBy === "abort") {
+      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
+    }
+    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
+  }
+  const durationMs = Date.now() - started;
+  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
+  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
+    return {
+      status: "failed",
+      exitCode: result.exitCode,
+      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
+      result,
+      durationMs
+    };
+  }
+  const api = spec.apiFailure?.(result);
+  return {
+    status: "failed",
+    exitCode: result.exitCode,
+    result,
+    durationMs,
+    ...api ? { infraError: `model API failure: ${api}` } : {}
+  };
+}
+function firstMatchingLine(texts, patterns) {
+  for (const text3 of texts) {
+    for (const line of text3.split("\n")) {
+      if (patterns.some((p) => p.test(line))) {
+        const t = line.trim();
+        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
+      }
+    }
+  }
+  return void 0;
+}
+function jsonLines(text3) {
+  const out = [];
+  for (const line of text3.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const v = JSON.parse(t);
+      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
+    } catch {
+    }
+  }
+  return out;
+}
+function nonJsonLines(text3) {
+  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
+}
+
+// src/agent/launch.ts
+async function launchAgent(request2, launch) {
+  const { env, secrets, refused } = agentEnvironment({
+    modelKeys: launch.modelKeys,
+    adapterNames: launch.adapterNames,
+    passEnv: launch.passEnv,
+    defaults: gitIdentityEnv(launch.agent),
+    requestEnv: { ...request2.env, ...launch.extraEnv }
+  });
+  if (refused.length > 0)
+    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
+  return runAgentProcess({
+    command: launch.command,
+    args: launch.args,
+    cwd: request2.workdir,
+    input: launch.input ?? request2.prompt,
+    env,
+    secrets,
+    logFile: request2.logFile,
+    timeoutMs: request2.timeoutMs,
+    idleTimeoutMs: request2.idleTimeoutMs,
+    signal: request2.signal,
+    apiFailure: launch.apiFailure,
+    infraExitCodes: launch.infraExitCodes
+  });
+}
+
+// src/agent/outcome.ts
+import { mkdirSync as mkdirSync5, rmSync as rmSync2 } from "node:fs";
+import { dirname as dirname5, relative as relative2, resolve as resolve3 } from "node:path";
+function prepareResultFile(file) {
+  rmSync2(file, { force: true });
+  mkdirSync5(dirname5(file), { recursive: true });
+}
+function outsideOf(root, dir) {
+  const rel = relative2(resolve3(root), resolve3(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve3(dir);
+}
+function toOutcome(proc, logFile, result, problem, harnessCommit) {
+  return {
+    status: proc.status,
+    exitCode: proc.exitCode,
+    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
+    ...result ? { result } : { resultProblem: problem ?? "no result" },
+    ...harnessCommit ? { harnessCommit } : {},
+    logFile,
+    durationMs: proc.durationMs
+  };
+}
+
+// src/agent/result.ts
+import { existsSync as existsSync4, readFileSync as readFileSync2, statSync as statSync2 } from "node:fs";
+var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
+var MAX_RESULT_FIELD_CHARS = 1500;
+var MAX_RESULT_FILE_BYTES = 64 * 1024;
+var RESULT_JSON_SCHEMA = {
+  type: "object",
+  properties: {
+    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
+    summary: { type: "string", description: "What was changed, in a few sentences." },
+    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
+  },
+  required: [...RESULT_FIELDS],
+  additionalProperties: false
+};
+function validateAgentResult(value) {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
+  }
+  const record2 = value;
+  const out = {};
+  const problems = [];
+  for (const key of RESULT_FIELDS) {
+    const v = record2[key];
+    if (v === void 0) problems.push(`${key} is missing`);
+    else if (typeof v !== "string")
+      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
+    else if (v.trim() === "") problems.push(`${key} is empty`);
+    else if (v.length > MAX_RESULT_FIELD_CHARS)
+      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
+    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
+    else out[key] = v.trim();
+  }
+  if (problems.length > 0) return { problem: problems.join("; ") };
+  return { result: out };
+}
+function parseAgentResult(text3) {
+  let value;
+  try {
+    value = JSON.parse(text3);
+  } catch (e) {
+    return { problem: `not valid JSON (${e.message})` };
+  }
+  return validateAgentResult(value);
+}
+function readAgentResult(file) {
+  if (!existsSync4(file)) return { problem: `no result file at ${file}` };
+  const size = statSync2(file).size;
+  if (size > MAX_RESULT_FILE_BYTES) {
+    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
+  }
+  const check = parseAgentResult(readFileSync2(file, "utf8"));
+  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
+}
+function resultFromMessage(text3) {
+  const candidates = [text3.trim()];
+  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
+  for (const c of candidates) {
+    if (!c.startsWith("{")) continue;
+    const check = parseAgentResult(c);
+    if (check.result) return check.result;
+  }
+  return void 0;
+}
+
+// src/agent/agents/claude.ts
+var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
+  "Read",
+  "Edit",
+  "Write",
+  "Glob",
+  "Grep",
+  "Bash(git status:*)",
+  "Bash(git diff:*)",
+  "Bash(git log:*)",
+  "Bash(git show:*)",
+  "Bash(git add:*)",
+  "Bash(git commit:*)",
+  "Bash(python:*)",
+  "Bash(python3:*)",
+  "Bash(.venv/bin/python:*)"
+];
+var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
+var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
+var API_FAILURE = [
+  /API Error:? \(?(?:429|5\d\d)\b/i,
+  /overloaded_error|rate_limit_error|"type":"api_error"/,
+  /API Error: (?:Connection error|Request timed out)/i,
+  /usage limit reached|out of (?:extra )?usage/i,
+  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
+  /Retrying in \d+ seconds/
+];
+var ClaudeAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "claude";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const args = claudeArgs({
+      model: this.opts.model,
+      maxTurns: this.opts.maxTurns,
+      allowedTools: this.opts.allowedTools,
+      resultDir: outsideOf(request2.workdir, dirname6(request2.resultFile)),
+      extraArgs: this.opts.extraArgs
+    });
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: this.opts.binary,
+      args,
+      modelKeys: CLAUDE_MODEL_KEYS,
+      adapterNames: CLAUDE_SETTINGS,
+      passEnv: this.opts.passEnv,
+      apiFailure: claudeApiFailure,
+      logger: this.opts.logger
+    });
+    let { result, problem } = readAgentResult(request2.resultFile);
+    if (!result && proc.result) {
+      const fromMessage = finalResult(proc.result.stdout);
+      if (fromMessage) [result, problem] = [fromMessage, void 0];
+    }
+    return toOutcome(proc, request2.logFile, result, problem);
+  }
+};
+function claudeArgs(i) {
+  const user = i.extraArgs;
+  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const args = ["-p", "--verbose", "--output-format", "stream-json"];
+  if (!has("--permission-mode", "--dangerously-skip-permissions"))
+    args.push("--permission-mode", "acceptEdits");
+  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
+    args.push("--allowedTools", i.allowedTools.join(","));
+  }
+  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
+  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
+  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
+  args.push(...user);
+  return args;
+}
+function claudeApiFailure(result) {
+  const messages = [];
+  for (const ev of jsonLines(result.stdout)) {
+    if (ev.type !== "result") continue;
+    const failed = ev.is_error === true || typeof ev.subtype === "string" && ev.subtype.startsWith("error");
+    if (failed && typeof ev.result === "string") messages.push(ev.result);
+  }
+  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+}
+function finalResult(stdout) {
+  const last = jsonLines(stdout).filter((e) => e.type === "result").at(-1);
+  if (!last) return void 0;
+  if (last.structured_output !== void 0) {
+    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
+    if (fromStructured) return fromStructured;
+  }
+  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
+}
+
+// src/agent/agents/codex.ts
+import { existsSync as existsSync5, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync } from "node:fs";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname7, join as join5 } from "node:path";
 
 // src/agent/leftovers.ts
 var SUBJECT_MAX = 72;
@@ -41850,6 +41848,21 @@ function buildAgent(config, opts) {
     );
   }
   return build(config, opts);
+}
+var AGENT_INSTALL_HINTS = {
+  codex: "npm i -g @openai/codex",
+  claude: "npm i -g @anthropic-ai/claude-code"
+};
+function checkAgentInstalled(config) {
+  const { kind } = config.agent;
+  const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
+  if (program === void 0 || program.includes("/") && !isAbsolute2(program)) return;
+  if (findOnPath(program) !== void 0) return;
+  const install = AGENT_INSTALL_HINTS[kind];
+  throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
+    hint: `${install ? `install it (${install}) or ` : ""}point ${key} in ${config.file} at the program`,
+    exitCode: ExitCode.failure
+  });
 }
 function getAgentTypes() {
   return [...builders.keys()].sort();
@@ -69292,6 +69305,7 @@ function historyKey(target) {
 }
 async function runPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
+  if (PHASE_STEPS[phase].includes("propose")) checkAgentInstalled(config);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);

@@ -56845,6 +56845,21 @@ function buildAgent(config, opts) {
   }
   return build(config, opts);
 }
+var AGENT_INSTALL_HINTS = {
+  codex: "npm i -g @openai/codex",
+  claude: "npm i -g @anthropic-ai/claude-code"
+};
+function checkAgentInstalled(config) {
+  const { kind } = config.agent;
+  const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
+  if (program === void 0 || program.includes("/") && !isAbsolute3(program)) return;
+  if (findOnPath(program) !== void 0) return;
+  const install = AGENT_INSTALL_HINTS[kind];
+  throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
+    hint: `${install ? `install it (${install}) or ` : ""}point ${key} in ${config.file} at the program`,
+    exitCode: ExitCode2.failure
+  });
+}
 function getAgentTypes() {
   return [...builders3.keys()].sort();
 }
@@ -69294,6 +69309,7 @@ function historyKey(target) {
 }
 async function runPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
+  if (PHASE_STEPS[phase].includes("propose")) checkAgentInstalled(config);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
