@@ -99,10 +99,12 @@ describe('setup: dispatch inputs', () => {
     expect(r.outputs).toMatchObject({
       agent: 'codex',
       backend: 'tpu-vm',
-      more: 'true',
+      // A dry run walks one iteration: no continuation is dispatched.
+      more: 'false',
       next: 'gh4242/2',
       'dry-run': 'true',
     });
+    expect((await validate({ IN_ITERATIONS: '3', IN_DRY_RUN: 'false' })).outputs.more).toBe('true');
     expect(JSON.parse(r.outputs.overrides!)).toEqual({
       'forge.github.repository': 'octo/kernels',
       'forge.github.api_url': 'https://api.github.com',
