@@ -127,9 +127,19 @@ export async function publishToPullRequest(opts: PhaseOptions, prNumber: number)
   const forge = buildForge(config, { root: config.root, logger: opts.logger });
   const startedAt = new Date().toISOString();
   ev.finishedAt ??= startedAt;
-  const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
   const comment = renderComment(ev, [], {});
   writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
+  if (opts.dryRun) {
+    ev.steps.publish = {
+      status: 'skipped',
+      startedAt,
+      finishedAt: startedAt,
+      note: `dry run: would write the sticky comment on PR #${prNumber} (text in ${bundle.path(BundleFiles.comment)})`,
+    };
+    bundle.save(ev);
+    return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
+  }
+  const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
   const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
     runStartedAt: ev.runStartedAt,
     runId: ev.runId,
@@ -176,6 +186,10 @@ export async function recordBaseline(opts: PhaseOptions): Promise<PhaseResult> {
     });
   }
   const ev = bundle.load();
+  if (opts.dryRun) {
+    opts.logger.info(`dry run: the baseline of ${target.name} is neither stored nor added to its series`);
+    return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
+  }
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   const prefix = `baselines/${target.name}/${ev.runId}`;
   ev.finishedAt ??= new Date().toISOString();

@@ -121,13 +121,19 @@ describe('pull-request evidence through the actions', () => {
     const measure = clone();
     handOver(prepare, measure, runId);
     runs.measure = await step('profile', measure, { 'run-id': runId, store: 'local', forge: 'local' });
-    for (const name of ['comment', 'again']) {
+    // A dry run first: it must leave the PR alone, so the real one below creates the comment.
+    for (const name of ['dry', 'comment', 'again']) {
       const comment = clone();
       handOver(measure, comment, runId);
       runs[name] = await step(
         'report',
         comment,
-        { 'run-id': runId, 'pull-request': String(pr), store: 'local' },
+        {
+          'run-id': runId,
+          'pull-request': String(pr),
+          store: 'local',
+          ...(name === 'dry' ? { 'dry-run': 'true' } : {}),
+        },
         { GITHUB_TOKEN: BOT_TOKEN },
       );
     }
@@ -182,6 +188,16 @@ describe('pull-request evidence through the actions', () => {
     // No iteration PR was opened for a person's change.
     expect(server.pullsOf(REPO).map((p) => p.head)).toEqual(['faster-kernel', 'loosen-check']);
     expect(server.violations).toEqual([]);
+  });
+
+  it('a dry run of the comment writes nothing to the PR', () => {
+    expect(runs.dry!.code).toBe(0);
+    expect(runs.dry!.outputs).toMatchObject({ 'pr-number': '', 'comment-operation': '', 'comment-id': '' });
+    const ev = JSON.parse(readFileSync(runs.dry!.outputs['evidence-file']!, 'utf8'));
+    expect(ev.steps.publish).toMatchObject({ status: 'skipped' });
+    expect(ev.steps.publish.note).toMatch(
+      new RegExp(`^dry run: would write the sticky comment on PR #${pr} `),
+    );
   });
 
   it('a PR that touches the protected harness is invalid and fails the check without running it', () => {
