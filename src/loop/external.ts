@@ -12,6 +12,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, selectTarget } from '../config/load.js';
+import type { HillclimbConfig } from '../config/types.js';
 import { packageVersion } from '../env/root.js';
 import type { HistoryRow } from '../evidence/history.js';
 import type { IterationEvidence } from '../evidence/iteration.js';
@@ -111,17 +112,27 @@ export async function prepareExternalChange(
   return { phase: 'propose', evidence: bundle.load(), bundleDir: bundle.dir, stateDir };
 }
 
-/** Store the bundle and write (or update) hillclimb's sticky comment on pull request `prNumber`. */
-export async function publishToPullRequest(opts: PhaseOptions, prNumber: number): Promise<PhaseResult> {
-  const config = loadConfig(opts.configFile, opts.overrides);
+/** The bundle an earlier job of this workflow made (an artifact); a clear error when it was not handed over. */
+function handedOverBundle(
+  config: HillclimbConfig,
+  opts: PhaseOptions,
+  whose: string,
+): { stateDir: string; bundle: Bundle } {
   const stateDir = stateDirOf(config);
   const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-      hint: `download the iteration's bundle artifact into ${bundle.dir}`,
+      hint: `download ${whose} bundle artifact into ${bundle.dir}`,
       exitCode: ExitCode.badInput,
     });
   }
+  return { stateDir, bundle };
+}
+
+/** Store the bundle and write (or update) hillclimb's sticky comment on pull request `prNumber`. */
+export async function publishToPullRequest(opts: PhaseOptions, prNumber: number): Promise<PhaseResult> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const { stateDir, bundle } = handedOverBundle(config, opts, "the iteration's");
   const ev = bundle.load();
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   const forge = buildForge(config, { root: config.root, logger: opts.logger });
@@ -177,14 +188,7 @@ export function baselineKey(target: string): string {
 export async function recordBaseline(opts: PhaseOptions): Promise<PhaseResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
-  const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
-  if (!bundle.exists()) {
-    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-      hint: `download the baseline's bundle artifact into ${bundle.dir}`,
-      exitCode: ExitCode.badInput,
-    });
-  }
+  const { stateDir, bundle } = handedOverBundle(config, opts, "the baseline's");
   const ev = bundle.load();
   if (opts.dryRun) {
     opts.logger.info(`dry run: the baseline of ${target.name} is neither stored nor added to its series`);

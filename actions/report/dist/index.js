@@ -69430,16 +69430,20 @@ async function pushHistory(store, stateDir, target) {
 }
 
 // src/loop/external.ts
-async function publishToPullRequest(opts, prNumber) {
-  const config = loadConfig(opts.configFile, opts.overrides);
+function handedOverBundle(config, opts, whose) {
   const stateDir = stateDirOf(config);
   const bundle = new Bundle(join32(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-      hint: `download the iteration's bundle artifact into ${bundle.dir}`,
+      hint: `download ${whose} bundle artifact into ${bundle.dir}`,
       exitCode: ExitCode2.badInput
     });
   }
+  return { stateDir, bundle };
+}
+async function publishToPullRequest(opts, prNumber) {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const { stateDir, bundle } = handedOverBundle(config, opts, "the iteration's");
   const ev = bundle.load();
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   const forge = buildForge(config, { root: config.root, logger: opts.logger });
@@ -69486,14 +69490,7 @@ function baselineKey(target) {
 async function recordBaseline(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
-  const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join32(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
-  if (!bundle.exists()) {
-    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-      hint: `download the baseline's bundle artifact into ${bundle.dir}`,
-      exitCode: ExitCode2.badInput
-    });
-  }
+  const { stateDir, bundle } = handedOverBundle(config, opts, "the baseline's");
   const ev = bundle.load();
   if (opts.dryRun) {
     opts.logger.info(`dry run: the baseline of ${target.name} is neither stored nor added to its series`);
