@@ -3,9 +3,13 @@
  * Required pieces make the exit code 1 when missing; optional ones only say what they unlock.
  */
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { AGENT_INSTALL_HINTS } from '../agent/factory.js';
+import { loadConfig } from '../config/load.js';
+import type { HillclimbConfig } from '../config/types.js';
 import { venvPython } from '../env/python.js';
 import { run } from '../exec/exec.js';
+import { errorMessage, isHillclimbError } from '../util/errors.js';
 
 export interface CheckResult {
   name: string;
@@ -130,32 +134,74 @@ export function pythonChecks(root: string): Check[] {
   ];
 }
 
+/** The project's hillclimb.yml, if there is one: valid, and what it asks of this machine. */
+interface ProjectConfig {
+  check: Check;
+  config?: HillclimbConfig;
+}
+
+function projectConfig(root: string): ProjectConfig {
+  const file = join(root, 'hillclimb.yml');
+  if (!existsSync(file)) {
+    return {
+      check: {
+        name: 'hillclimb.yml',
+        required: false,
+        run: async () => ({
+          ok: false,
+          detail: `none in ${root}`,
+          hint: "the loop needs one: start from this repository's hillclimb.yml (docs/user-guide.md)",
+        }),
+      },
+    };
+  }
+  try {
+    const config = loadConfig(file);
+    const targets = Object.keys(config.targets).join(', ');
+    const detail = `valid: target ${targets}, agent ${config.agent.kind}, backend ${config.compute.backend}`;
+    return {
+      check: { name: 'hillclimb.yml', required: true, run: async () => ({ ok: true, detail }) },
+      config,
+    };
+  } catch (e) {
+    const detail = errorMessage(e);
+    const hint = isHillclimbError(e) && e.hint ? e.hint : 'fix the file and run doctor again';
+    return {
+      check: { name: 'hillclimb.yml', required: true, run: async () => ({ ok: false, detail, hint }) },
+    };
+  }
+}
+
 export function defaultChecks(root: string): Check[] {
+  const project = projectConfig(root);
+  const config = project.config;
+  // What hillclimb.yml names becomes required: its agent's CLI, gcloud for the tpu-vm backend.
+  const agent = (kind: 'codex' | 'claude') => {
+    const used = config?.agent.kind === kind;
+    const binary = used ? config!.agent[kind].binary : kind;
+    return toolCheck(
+      kind,
+      binary,
+      ['--version'],
+      used,
+      `${used ? `agent.kind in ${config!.file} is ${kind}` : `needed only for agent: ${kind}`} — ${AGENT_INSTALL_HINTS[kind]}`,
+    );
+  };
+  const tpu = config?.compute.backend === 'tpu-vm';
   return [
     nodeCheck(),
     toolCheck('git', 'git', ['--version'], true, 'install git (apt install git)'),
     ...pythonChecks(root),
+    project.check,
     toolCheck(
       'gcloud',
       'gcloud',
       ['--version'],
-      false,
-      'needed only for compute.backend: tpu-vm — https://cloud.google.com/sdk/docs/install',
+      tpu,
+      `${tpu ? `compute.backend in ${config!.file} is tpu-vm` : 'needed only for compute.backend: tpu-vm'} — https://cloud.google.com/sdk/docs/install`,
     ),
-    toolCheck(
-      'codex',
-      'codex',
-      ['--version'],
-      false,
-      `needed only for agent: codex — ${AGENT_INSTALL_HINTS.codex}`,
-    ),
-    toolCheck(
-      'claude',
-      'claude',
-      ['--version'],
-      false,
-      `needed only for agent: claude — ${AGENT_INSTALL_HINTS.claude}`,
-    ),
+    agent('codex'),
+    agent('claude'),
     toolCheck('gh', 'gh', ['--version'], false, 'optional, for inspecting loop PRs — https://cli.github.com'),
   ];
 }

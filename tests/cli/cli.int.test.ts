@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { MINIMAL_CONFIG } from '../helpers/config.js';
 import { CLI, REPO_ROOT, tempDir } from '../helpers/paths.js';
 
 const execFileP = promisify(execFile);
@@ -55,6 +56,28 @@ describe('hillclimb CLI', () => {
       expect(r.stdout).toMatch(/MISSING\s+python venv/);
       expect(r.stdout).toContain('git: install git');
       expect(r.stdout).toContain('npm run setup');
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('doctor makes what hillclimb.yml names required, and reports an invalid hillclimb.yml', async () => {
+    const t = tempDir();
+    try {
+      const file = join(t.dir, 'hillclimb.yml');
+      writeFileSync(file, `${MINIMAL_CONFIG}agent:\n  kind: codex\n  codex: {binary: hc-no-such-codex}\n`);
+      const needsCodex = await hillclimb(['doctor', '--root', t.dir]);
+      expect(needsCodex.code).toBe(1);
+      expect(needsCodex.stdout).toMatch(/ok\s+hillclimb\.yml\s+valid: target k, agent codex, backend local/);
+      expect(needsCodex.stdout).toMatch(/MISSING\s+codex\s+hc-no-such-codex not found/);
+      expect(needsCodex.stdout).toContain(`codex: agent.kind in ${file} is codex — npm i -g @openai/codex`);
+
+      writeFileSync(file, `${MINIMAL_CONFIG}loop:\n  iterations: many\n`);
+      const broken = await hillclimb(['doctor', '--root', t.dir]);
+      expect(broken.code).toBe(1);
+      expect(broken.stdout).toMatch(
+        new RegExp(`MISSING\\s+hillclimb\\.yml\\s+${file}:\\d+: loop\\.iterations: `),
+      );
     } finally {
       t.cleanup();
     }

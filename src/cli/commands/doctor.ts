@@ -5,7 +5,9 @@ import type { CliContext } from '../context.js';
 export function registerDoctor(program: Command, ctx: () => CliContext, done: (code: number) => void): void {
   program
     .command('doctor')
-    .description('check node, git, the Python venv with JAX, and optional tools; say what is missing')
+    .description(
+      'check node, git, the Python venv with JAX, hillclimb.yml and the tools it names; say what is missing',
+    )
     .option('--json', 'print the results as JSON')
     .action(async (opts: { json?: boolean }) => {
       const c = ctx();
