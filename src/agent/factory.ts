@@ -4,9 +4,9 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import type { HillclimbConfig } from '../config/types.js';
+import { findOnPath } from '../exec/find-on-path.js';
 import { ConfigError, ExitCode, HillclimbError, UnknownNameError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
-import { findOnPath } from '../workspace/git.js';
 import type { Agent } from './agent.js';
 import { ClaudeAgent, DEFAULT_CLAUDE_ALLOWED_TOOLS } from './agents/claude.js';
 import { CodexAgent } from './agents/codex.js';

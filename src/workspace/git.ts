@@ -10,11 +10,12 @@
  * with a short sleep, as the seed loop's wrapper did; every other failure throws a GitError at once.
  */
 import { createHash } from 'node:crypto';
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { displayCommand, type ExecResult, run } from '../exec/exec.js';
+import { findOnPath } from '../exec/find-on-path.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { secretsFromEnv } from '../util/redact.js';
@@ -858,26 +859,6 @@ function assertRevision(ref: string): void {
 function assertSha(sha: string): void {
   if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(sha)) {
     throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode.badInput });
-  }
-}
-
-/** The first executable named `name` on PATH, as an absolute path. */
-export function findOnPath(name: string, path = process.env.PATH ?? ''): string | undefined {
-  if (isAbsolute(name)) return isExecutable(name) ? name : undefined;
-  for (const dir of path.split(delimiter)) {
-    if (dir === '') continue;
-    const candidate = join(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
   }
 }
 

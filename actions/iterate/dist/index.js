@@ -40169,17 +40169,82 @@ function iterationSummary(result) {
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
 import { existsSync as existsSync23, readFileSync as readFileSync20 } from "node:fs";
-import { join as join31 } from "node:path";
+import { join as join32 } from "node:path";
 
 // src/agent/factory.ts
-import { isAbsolute as isAbsolute2, resolve as resolve4 } from "node:path";
+import { isAbsolute as isAbsolute3, resolve as resolve4 } from "node:path";
 
-// src/workspace/git.ts
-import { createHash } from "node:crypto";
-import { accessSync, constants as constants3, mkdirSync as mkdirSync3, mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { delimiter, dirname as dirname3, isAbsolute, join as join4, relative, resolve as resolve2 } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+// src/exec/find-on-path.ts
+import { accessSync, constants as constants3, statSync } from "node:fs";
+import { delimiter, isAbsolute, join as join4 } from "node:path";
+function findOnPath(name, path = process.env.PATH ?? "") {
+  if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join4(dir, name);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return void 0;
+}
+function isExecutable(file) {
+  try {
+    accessSync(file, constants3.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+// src/agent/agents/claude.ts
+import { dirname as dirname5 } from "node:path";
+
+// src/agent/environment.ts
+var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
+var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
+function isRefusedName(name, modelKeys = []) {
+  if (modelKeys.includes(name)) return false;
+  return NEVER.test(name) || isSecretName(name);
+}
+function agentEnvironment(spec) {
+  const source = spec.source ?? process.env;
+  const env = {};
+  const refused = [];
+  const take = (name) => {
+    const v = source[name];
+    if (v !== void 0) env[name] = v;
+  };
+  for (const name of BASE_NAMES) take(name);
+  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
+  for (const name of spec.modelKeys) take(name);
+  for (const name of spec.adapterNames ?? []) take(name);
+  for (const name of spec.passEnv ?? []) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else take(name);
+  }
+  Object.assign(env, spec.defaults ?? {});
+  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else env[name] = value;
+  }
+  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
+  return { env, secrets, refused: [...new Set(refused)].sort() };
+}
+function agentIdentity(agent) {
+  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
+}
+function gitIdentityEnv(agent) {
+  const id = agentIdentity(agent);
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email
+  };
+}
+
+// src/agent/process.ts
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync3 } from "node:fs";
+import { dirname as dirname3 } from "node:path";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
@@ -40410,6 +40475,334 @@ function indent(text3) {
   return text3.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
+// src/agent/process.ts
+var AGENT_KILL_GRACE_MS = 5e3;
+async function runAgentProcess(spec) {
+  const started = Date.now();
+  mkdirSync3(dirname3(spec.logFile), { recursive: true });
+  appendFileSync2(
+    spec.logFile,
+    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
+# cwd: ${spec.cwd}
+`
+  );
+  let result;
+  try {
+    result = await run(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      inheritEnv: false,
+      input: spec.input,
+      allowedExitCodes: "any",
+      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
+      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
+      killGraceMs: AGENT_KILL_GRACE_MS,
+      logFile: spec.logFile,
+      redact: spec.secrets,
+      signal: spec.signal
+    });
+  } catch (e) {
+    if (!(e instanceof ExecError)) throw e;
+    const durationMs2 = Date.now() - started;
+    const ended = e.result;
+    if (ended === void 0) {
+      const missing = e.message.includes("command not found");
+      appendFileSync2(spec.logFile, `# ${e.message}
+`);
+      return {
+        status: "failed",
+        exitCode: null,
+        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
+        durationMs: durationMs2
+      };
+    }
+    if (ended.killedBy === "timeout") {
+      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
+    }
+    if (ended.killedBy === "idle-timeout") {
+      const api2 = spec.apiFailure?.(ended);
+      return {
+        status: "timeout",
+        exitCode: null,
+        result: ended,
+        durationMs: durationMs2,
+        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
+      };
+    }
+    if (ended.killedBy === "abort") {
+      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
+    }
+    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
+  }
+  const durationMs = Date.now() - started;
+  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
+  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
+    return {
+      status: "failed",
+      exitCode: result.exitCode,
+      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
+      result,
+      durationMs
+    };
+  }
+  const api = spec.apiFailure?.(result);
+  return {
+    status: "failed",
+    exitCode: result.exitCode,
+    result,
+    durationMs,
+    ...api ? { infraError: `model API failure: ${api}` } : {}
+  };
+}
+function firstMatchingLine(texts, patterns) {
+  for (const text3 of texts) {
+    for (const line of text3.split("\n")) {
+      if (patterns.some((p) => p.test(line))) {
+        const t = line.trim();
+        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
+      }
+    }
+  }
+  return void 0;
+}
+function jsonLines(text3) {
+  const out = [];
+  for (const line of text3.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const v = JSON.parse(t);
+      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
+    } catch {
+    }
+  }
+  return out;
+}
+function nonJsonLines(text3) {
+  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
+}
+
+// src/agent/launch.ts
+async function launchAgent(request2, launch) {
+  const { env, secrets, refused } = agentEnvironment({
+    modelKeys: launch.modelKeys,
+    adapterNames: launch.adapterNames,
+    passEnv: launch.passEnv,
+    defaults: gitIdentityEnv(launch.agent),
+    requestEnv: { ...request2.env, ...launch.extraEnv }
+  });
+  if (refused.length > 0)
+    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
+  return runAgentProcess({
+    command: launch.command,
+    args: launch.args,
+    cwd: request2.workdir,
+    input: launch.input ?? request2.prompt,
+    env,
+    secrets,
+    logFile: request2.logFile,
+    timeoutMs: request2.timeoutMs,
+    idleTimeoutMs: request2.idleTimeoutMs,
+    signal: request2.signal,
+    apiFailure: launch.apiFailure,
+    infraExitCodes: launch.infraExitCodes
+  });
+}
+
+// src/agent/outcome.ts
+import { mkdirSync as mkdirSync4, rmSync } from "node:fs";
+import { dirname as dirname4, relative, resolve as resolve2 } from "node:path";
+function prepareResultFile(file) {
+  rmSync(file, { force: true });
+  mkdirSync4(dirname4(file), { recursive: true });
+}
+function outsideOf(root, dir) {
+  const rel = relative(resolve2(root), resolve2(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve2(dir);
+}
+function toOutcome(proc, logFile, result, problem, harnessCommit) {
+  return {
+    status: proc.status,
+    exitCode: proc.exitCode,
+    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
+    ...result ? { result } : { resultProblem: problem ?? "no result" },
+    ...harnessCommit ? { harnessCommit } : {},
+    logFile,
+    durationMs: proc.durationMs
+  };
+}
+
+// src/agent/result.ts
+import { existsSync as existsSync4, readFileSync as readFileSync2, statSync as statSync2 } from "node:fs";
+var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
+var MAX_RESULT_FIELD_CHARS = 1500;
+var MAX_RESULT_FILE_BYTES = 64 * 1024;
+var RESULT_JSON_SCHEMA = {
+  type: "object",
+  properties: {
+    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
+    summary: { type: "string", description: "What was changed, in a few sentences." },
+    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
+  },
+  required: [...RESULT_FIELDS],
+  additionalProperties: false
+};
+function validateAgentResult(value) {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
+  }
+  const record2 = value;
+  const out = {};
+  const problems = [];
+  for (const key of RESULT_FIELDS) {
+    const v = record2[key];
+    if (v === void 0) problems.push(`${key} is missing`);
+    else if (typeof v !== "string")
+      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
+    else if (v.trim() === "") problems.push(`${key} is empty`);
+    else if (v.length > MAX_RESULT_FIELD_CHARS)
+      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
+    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
+    else out[key] = v.trim();
+  }
+  if (problems.length > 0) return { problem: problems.join("; ") };
+  return { result: out };
+}
+function parseAgentResult(text3) {
+  let value;
+  try {
+    value = JSON.parse(text3);
+  } catch (e) {
+    return { problem: `not valid JSON (${e.message})` };
+  }
+  return validateAgentResult(value);
+}
+function readAgentResult(file) {
+  if (!existsSync4(file)) return { problem: `no result file at ${file}` };
+  const size = statSync2(file).size;
+  if (size > MAX_RESULT_FILE_BYTES) {
+    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
+  }
+  const check = parseAgentResult(readFileSync2(file, "utf8"));
+  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
+}
+function resultFromMessage(text3) {
+  const candidates = [text3.trim()];
+  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
+  for (const c of candidates) {
+    if (!c.startsWith("{")) continue;
+    const check = parseAgentResult(c);
+    if (check.result) return check.result;
+  }
+  return void 0;
+}
+
+// src/agent/agents/claude.ts
+var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
+  "Read",
+  "Edit",
+  "Write",
+  "Glob",
+  "Grep",
+  "Bash(git status:*)",
+  "Bash(git diff:*)",
+  "Bash(git log:*)",
+  "Bash(git show:*)",
+  "Bash(git add:*)",
+  "Bash(git commit:*)",
+  "Bash(python:*)",
+  "Bash(python3:*)",
+  "Bash(.venv/bin/python:*)"
+];
+var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
+var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
+var API_FAILURE = [
+  /API Error:? \(?(?:429|5\d\d)\b/i,
+  /overloaded_error|rate_limit_error|"type":"api_error"/,
+  /API Error: (?:Connection error|Request timed out)/i,
+  /usage limit reached|out of (?:extra )?usage/i,
+  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
+  /Retrying in \d+ seconds/
+];
+var ClaudeAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "claude";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const args = claudeArgs({
+      model: this.opts.model,
+      maxTurns: this.opts.maxTurns,
+      allowedTools: this.opts.allowedTools,
+      resultDir: outsideOf(request2.workdir, dirname5(request2.resultFile)),
+      extraArgs: this.opts.extraArgs
+    });
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: this.opts.binary,
+      args,
+      modelKeys: CLAUDE_MODEL_KEYS,
+      adapterNames: CLAUDE_SETTINGS,
+      passEnv: this.opts.passEnv,
+      apiFailure: claudeApiFailure,
+      logger: this.opts.logger
+    });
+    let { result, problem } = readAgentResult(request2.resultFile);
+    if (!result && proc.result) {
+      const fromMessage = finalResult(proc.result.stdout);
+      if (fromMessage) [result, problem] = [fromMessage, void 0];
+    }
+    return toOutcome(proc, request2.logFile, result, problem);
+  }
+};
+function claudeArgs(i) {
+  const user = i.extraArgs;
+  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const args = ["-p", "--verbose", "--output-format", "stream-json"];
+  if (!has("--permission-mode", "--dangerously-skip-permissions"))
+    args.push("--permission-mode", "acceptEdits");
+  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
+    args.push("--allowedTools", i.allowedTools.join(","));
+  }
+  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
+  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
+  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
+  args.push(...user);
+  return args;
+}
+function claudeApiFailure(result) {
+  const messages = [];
+  for (const ev of jsonLines(result.stdout)) {
+    if (ev.type !== "result") continue;
+    const failed = ev.is_error === true || typeof ev.subtype === "string" && ev.subtype.startsWith("error");
+    if (failed && typeof ev.result === "string") messages.push(ev.result);
+  }
+  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+}
+function finalResult(stdout) {
+  const last = jsonLines(stdout).filter((e) => e.type === "result").at(-1);
+  if (!last) return void 0;
+  if (last.structured_output !== void 0) {
+    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
+    if (fromStructured) return fromStructured;
+  }
+  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
+}
+
+// src/agent/agents/codex.ts
+import { existsSync as existsSync5, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync } from "node:fs";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname7, join as join6 } from "node:path";
+
+// src/workspace/git.ts
+import { createHash } from "node:crypto";
+import { mkdirSync as mkdirSync5, mkdtempSync, rmSync as rmSync2 } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname as dirname6, isAbsolute as isAbsolute2, join as join5, relative as relative2, resolve as resolve3 } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
 // src/workspace/branch-name.ts
 var MAX_BRANCH_NAME_LENGTH = 200;
 var ALLOWED = /^[A-Za-z0-9._/-]+$/;
@@ -40516,7 +40909,7 @@ var Git = class _Git {
     if (!binary) {
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
     }
-    const cwd = resolve2(dir);
+    const cwd = resolve3(dir);
     const probe = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
       cwd,
       env: GIT_ENV,
@@ -40543,8 +40936,8 @@ var Git = class _Git {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    mkdirSync3(dirname3(resolve2(dest)), { recursive: true });
-    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve2(dest)], {
+    mkdirSync5(dirname6(resolve3(dest)), { recursive: true });
+    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve3(dest)], {
       env: GIT_ENV,
       timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
     });
@@ -40761,8 +41154,8 @@ var Git = class _Git {
   }
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
-    const dir = mkdtempSync(join4(tmpdir(), "hc-stash-probe-"));
-    const probe = join4(dir, "probe");
+    const dir = mkdtempSync(join5(tmpdir(), "hc-stash-probe-"));
+    const probe = join5(dir, "probe");
     try {
       await this.git(["worktree", "add", "--detach", "--quiet", probe, "HEAD"]);
       const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe, allowedExitCodes: "any" });
@@ -40770,24 +41163,24 @@ var Git = class _Git {
     } finally {
       await this.git(["worktree", "remove", "--force", probe], { allowedExitCodes: [0, 128] });
       await this.git(["worktree", "prune"]);
-      rmSync(dir, { recursive: true, force: true });
+      rmSync2(dir, { recursive: true, force: true });
     }
   }
   // ---------------------------------------------------------------------------------------------
   // Worktrees (A/B arms)
   /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
   async addWorktree(path, commit2) {
-    const abs = resolve2(path);
+    const abs = resolve3(path);
     const sha = await this.revParse(commit2);
     await this.git(["worktree", "add", "--detach", "--quiet", "--", abs, sha]);
     this.createdWorktrees.add(abs);
     return { path: abs, commit: sha };
   }
   async removeWorktree(path) {
-    const abs = resolve2(path);
+    const abs = resolve3(path);
     const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
     if (r.exitCode !== 0) {
-      rmSync(abs, { recursive: true, force: true });
+      rmSync2(abs, { recursive: true, force: true });
       await this.git(["worktree", "prune"]);
     }
     this.createdWorktrees.delete(abs);
@@ -40824,13 +41217,13 @@ var Git = class _Git {
   async createBundle(file, ref, base) {
     assertRefName(ref);
     assertRevision(base);
-    mkdirSync3(dirname3(resolve2(file)), { recursive: true });
-    await this.git(["bundle", "create", "--quiet", resolve2(file), ref, `^${base}`]);
+    mkdirSync5(dirname6(resolve3(file)), { recursive: true });
+    await this.git(["bundle", "create", "--quiet", resolve3(file), ref, `^${base}`]);
   }
   /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
   async fetchBundle(file, ref) {
     assertRefName(ref);
-    await this.git(["fetch", "--quiet", "--no-tags", resolve2(file), `+${ref}:${ref}`]);
+    await this.git(["fetch", "--quiet", "--no-tags", resolve3(file), `+${ref}:${ref}`]);
   }
   /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
   async formatPatch(base, head) {
@@ -40863,12 +41256,12 @@ var Git = class _Git {
   async applyPatch(file, opts = {}) {
     const args = ["apply", "--index", "--whitespace=nowarn"];
     if (opts.check) args.push("--check");
-    args.push("--", resolve2(file));
+    args.push("--", resolve3(file));
     await this.git(args);
   }
   /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
   async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative(this.root, resolve2(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve3(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute2(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
     await this.git(["add", "--all", "--", ":/", ...excluded]);
   }
   /** Whether the index differs from HEAD (something is staged). */
@@ -41103,23 +41496,6 @@ function assertSha(sha) {
     throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode2.badInput });
   }
 }
-function findOnPath(name, path = process.env.PATH ?? "") {
-  if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
-  for (const dir of path.split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join4(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return void 0;
-}
-function isExecutable(file) {
-  try {
-    accessSync(file, constants3.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
 function assertRefName(ref) {
   if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || ref.includes("..") || ref.endsWith("/") || ref.endsWith(".lock")) {
     throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
@@ -41127,376 +41503,6 @@ function assertRefName(ref) {
     });
   }
 }
-
-// src/agent/agents/claude.ts
-import { dirname as dirname6 } from "node:path";
-
-// src/agent/environment.ts
-var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
-var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
-function isRefusedName(name, modelKeys = []) {
-  if (modelKeys.includes(name)) return false;
-  return NEVER.test(name) || isSecretName(name);
-}
-function agentEnvironment(spec) {
-  const source = spec.source ?? process.env;
-  const env = {};
-  const refused = [];
-  const take = (name) => {
-    const v = source[name];
-    if (v !== void 0) env[name] = v;
-  };
-  for (const name of BASE_NAMES) take(name);
-  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
-  for (const name of spec.modelKeys) take(name);
-  for (const name of spec.adapterNames ?? []) take(name);
-  for (const name of spec.passEnv ?? []) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else take(name);
-  }
-  Object.assign(env, spec.defaults ?? {});
-  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else env[name] = value;
-  }
-  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
-  return { env, secrets, refused: [...new Set(refused)].sort() };
-}
-function agentIdentity(agent) {
-  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
-}
-function gitIdentityEnv(agent) {
-  const id = agentIdentity(agent);
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email
-  };
-}
-
-// src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync4 } from "node:fs";
-import { dirname as dirname4 } from "node:path";
-var AGENT_KILL_GRACE_MS = 5e3;
-async function runAgentProcess(spec) {
-  const started = Date.now();
-  mkdirSync4(dirname4(spec.logFile), { recursive: true });
-  appendFileSync2(
-    spec.logFile,
-    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
-# cwd: ${spec.cwd}
-`
-  );
-  let result;
-  try {
-    result = await run(spec.command, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      inheritEnv: false,
-      input: spec.input,
-      allowedExitCodes: "any",
-      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
-      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
-      killGraceMs: AGENT_KILL_GRACE_MS,
-      logFile: spec.logFile,
-      redact: spec.secrets,
-      signal: spec.signal
-    });
-  } catch (e) {
-    if (!(e instanceof ExecError)) throw e;
-    const durationMs2 = Date.now() - started;
-    const ended = e.result;
-    if (ended === void 0) {
-      const missing = e.message.includes("command not found");
-      appendFileSync2(spec.logFile, `# ${e.message}
-`);
-      return {
-        status: "failed",
-        exitCode: null,
-        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
-        durationMs: durationMs2
-      };
-    }
-    if (ended.killedBy === "timeout") {
-      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
-    }
-    if (ended.killedBy === "idle-timeout") {
-      const api2 = spec.apiFailure?.(ended);
-      return {
-        status: "timeout",
-        exitCode: null,
-        result: ended,
-        durationMs: durationMs2,
-        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
-      };
-    }
-    if (ended.killedBy === "abort") {
-      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
-    }
-    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
-  }
-  const durationMs = Date.now() - started;
-  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
-  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
-    return {
-      status: "failed",
-      exitCode: result.exitCode,
-      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
-      result,
-      durationMs
-    };
-  }
-  const api = spec.apiFailure?.(result);
-  return {
-    status: "failed",
-    exitCode: result.exitCode,
-    result,
-    durationMs,
-    ...api ? { infraError: `model API failure: ${api}` } : {}
-  };
-}
-function firstMatchingLine(texts, patterns) {
-  for (const text3 of texts) {
-    for (const line of text3.split("\n")) {
-      if (patterns.some((p) => p.test(line))) {
-        const t = line.trim();
-        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
-      }
-    }
-  }
-  return void 0;
-}
-function jsonLines(text3) {
-  const out = [];
-  for (const line of text3.split("\n")) {
-    const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const v = JSON.parse(t);
-      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
-    } catch {
-    }
-  }
-  return out;
-}
-function nonJsonLines(text3) {
-  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
-}
-
-// src/agent/launch.ts
-async function launchAgent(request2, launch) {
-  const { env, secrets, refused } = agentEnvironment({
-    modelKeys: launch.modelKeys,
-    adapterNames: launch.adapterNames,
-    passEnv: launch.passEnv,
-    defaults: gitIdentityEnv(launch.agent),
-    requestEnv: { ...request2.env, ...launch.extraEnv }
-  });
-  if (refused.length > 0)
-    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
-  return runAgentProcess({
-    command: launch.command,
-    args: launch.args,
-    cwd: request2.workdir,
-    input: launch.input ?? request2.prompt,
-    env,
-    secrets,
-    logFile: request2.logFile,
-    timeoutMs: request2.timeoutMs,
-    idleTimeoutMs: request2.idleTimeoutMs,
-    signal: request2.signal,
-    apiFailure: launch.apiFailure,
-    infraExitCodes: launch.infraExitCodes
-  });
-}
-
-// src/agent/outcome.ts
-import { mkdirSync as mkdirSync5, rmSync as rmSync2 } from "node:fs";
-import { dirname as dirname5, relative as relative2, resolve as resolve3 } from "node:path";
-function prepareResultFile(file) {
-  rmSync2(file, { force: true });
-  mkdirSync5(dirname5(file), { recursive: true });
-}
-function outsideOf(root, dir) {
-  const rel = relative2(resolve3(root), resolve3(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve3(dir);
-}
-function toOutcome(proc, logFile, result, problem, harnessCommit) {
-  return {
-    status: proc.status,
-    exitCode: proc.exitCode,
-    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
-    ...result ? { result } : { resultProblem: problem ?? "no result" },
-    ...harnessCommit ? { harnessCommit } : {},
-    logFile,
-    durationMs: proc.durationMs
-  };
-}
-
-// src/agent/result.ts
-import { existsSync as existsSync4, readFileSync as readFileSync2, statSync as statSync2 } from "node:fs";
-var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
-var MAX_RESULT_FIELD_CHARS = 1500;
-var MAX_RESULT_FILE_BYTES = 64 * 1024;
-var RESULT_JSON_SCHEMA = {
-  type: "object",
-  properties: {
-    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
-    summary: { type: "string", description: "What was changed, in a few sentences." },
-    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
-  },
-  required: [...RESULT_FIELDS],
-  additionalProperties: false
-};
-function validateAgentResult(value) {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
-  }
-  const record2 = value;
-  const out = {};
-  const problems = [];
-  for (const key of RESULT_FIELDS) {
-    const v = record2[key];
-    if (v === void 0) problems.push(`${key} is missing`);
-    else if (typeof v !== "string")
-      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
-    else if (v.trim() === "") problems.push(`${key} is empty`);
-    else if (v.length > MAX_RESULT_FIELD_CHARS)
-      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
-    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
-    else out[key] = v.trim();
-  }
-  if (problems.length > 0) return { problem: problems.join("; ") };
-  return { result: out };
-}
-function parseAgentResult(text3) {
-  let value;
-  try {
-    value = JSON.parse(text3);
-  } catch (e) {
-    return { problem: `not valid JSON (${e.message})` };
-  }
-  return validateAgentResult(value);
-}
-function readAgentResult(file) {
-  if (!existsSync4(file)) return { problem: `no result file at ${file}` };
-  const size = statSync2(file).size;
-  if (size > MAX_RESULT_FILE_BYTES) {
-    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
-  }
-  const check = parseAgentResult(readFileSync2(file, "utf8"));
-  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
-}
-function resultFromMessage(text3) {
-  const candidates = [text3.trim()];
-  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
-  for (const c of candidates) {
-    if (!c.startsWith("{")) continue;
-    const check = parseAgentResult(c);
-    if (check.result) return check.result;
-  }
-  return void 0;
-}
-
-// src/agent/agents/claude.ts
-var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
-  "Read",
-  "Edit",
-  "Write",
-  "Glob",
-  "Grep",
-  "Bash(git status:*)",
-  "Bash(git diff:*)",
-  "Bash(git log:*)",
-  "Bash(git show:*)",
-  "Bash(git add:*)",
-  "Bash(git commit:*)",
-  "Bash(python:*)",
-  "Bash(python3:*)",
-  "Bash(.venv/bin/python:*)"
-];
-var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
-var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
-var API_FAILURE = [
-  /API Error:? \(?(?:429|5\d\d)\b/i,
-  /overloaded_error|rate_limit_error|"type":"api_error"/,
-  /API Error: (?:Connection error|Request timed out)/i,
-  /usage limit reached|out of (?:extra )?usage/i,
-  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
-  /Retrying in \d+ seconds/
-];
-var ClaudeAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "claude";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const args = claudeArgs({
-      model: this.opts.model,
-      maxTurns: this.opts.maxTurns,
-      allowedTools: this.opts.allowedTools,
-      resultDir: outsideOf(request2.workdir, dirname6(request2.resultFile)),
-      extraArgs: this.opts.extraArgs
-    });
-    const proc = await launchAgent(request2, {
-      agent: this.name,
-      command: this.opts.binary,
-      args,
-      modelKeys: CLAUDE_MODEL_KEYS,
-      adapterNames: CLAUDE_SETTINGS,
-      passEnv: this.opts.passEnv,
-      apiFailure: claudeApiFailure,
-      logger: this.opts.logger
-    });
-    let { result, problem } = readAgentResult(request2.resultFile);
-    if (!result && proc.result) {
-      const fromMessage = finalResult(proc.result.stdout);
-      if (fromMessage) [result, problem] = [fromMessage, void 0];
-    }
-    return toOutcome(proc, request2.logFile, result, problem);
-  }
-};
-function claudeArgs(i) {
-  const user = i.extraArgs;
-  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
-  const args = ["-p", "--verbose", "--output-format", "stream-json"];
-  if (!has("--permission-mode", "--dangerously-skip-permissions"))
-    args.push("--permission-mode", "acceptEdits");
-  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
-    args.push("--allowedTools", i.allowedTools.join(","));
-  }
-  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
-  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
-  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
-  args.push(...user);
-  return args;
-}
-function claudeApiFailure(result) {
-  const messages = [];
-  for (const ev of jsonLines(result.stdout)) {
-    if (ev.type !== "result") continue;
-    const failed = ev.is_error === true || typeof ev.subtype === "string" && ev.subtype.startsWith("error");
-    if (failed && typeof ev.result === "string") messages.push(ev.result);
-  }
-  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
-}
-function finalResult(stdout) {
-  const last = jsonLines(stdout).filter((e) => e.type === "result").at(-1);
-  if (!last) return void 0;
-  if (last.structured_output !== void 0) {
-    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
-    if (fromStructured) return fromStructured;
-  }
-  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
-}
-
-// src/agent/agents/codex.ts
-import { existsSync as existsSync5, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync } from "node:fs";
-import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname7, join as join5 } from "node:path";
 
 // src/agent/leftovers.ts
 var SUBJECT_MAX = 72;
@@ -41558,9 +41564,9 @@ var CodexAgent = class {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync3(lastMessageFile, { force: true });
-    const scratch = mkdtempSync2(join5(tmpdir2(), "hc-codex-"));
+    const scratch = mkdtempSync2(join6(tmpdir2(), "hc-codex-"));
     try {
-      const schemaFile = join5(scratch, "result.schema.json");
+      const schemaFile = join6(scratch, "result.schema.json");
       writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const args = codexArgs({
@@ -41662,7 +41668,7 @@ var CommandAgent = class {
 
 // src/agent/agents/replay.ts
 import { appendFileSync as appendFileSync3, existsSync as existsSync6, mkdirSync as mkdirSync6, readdirSync, readFileSync as readFileSync4, writeFileSync as writeFileSync2 } from "node:fs";
-import { basename, dirname as dirname8, join as join6 } from "node:path";
+import { basename, dirname as dirname8, join as join7 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
@@ -41676,11 +41682,11 @@ function listReplayPatches(dir) {
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join6(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join7(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join6(dir, n), ...companion ? { companion } : {} };
+    return { patch: join7(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -41841,7 +41847,7 @@ var builders = /* @__PURE__ */ new Map([
   [
     "replay",
     (c, o) => new ReplayAgent({
-      dir: isAbsolute2(c.agent.replay.dir) ? c.agent.replay.dir : resolve4(o.root, c.agent.replay.dir),
+      dir: isAbsolute3(c.agent.replay.dir) ? c.agent.replay.dir : resolve4(o.root, c.agent.replay.dir),
       logger: o.logger
     })
   ]
@@ -41867,7 +41873,7 @@ var AGENT_INSTALL_HINTS = {
 function checkAgentInstalled(config) {
   const { kind } = config.agent;
   const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
-  if (program === void 0 || program.includes("/") && !isAbsolute2(program)) return;
+  if (program === void 0 || program.includes("/") && !isAbsolute3(program)) return;
   if (findOnPath(program) !== void 0) return;
   const install = AGENT_INSTALL_HINTS[kind];
   throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
@@ -41882,7 +41888,7 @@ function getAgentTypes() {
 // src/compute/backends/local.ts
 import { appendFileSync as appendFileSync4, existsSync as existsSync7, mkdirSync as mkdirSync8, readdirSync as readdirSync2 } from "node:fs";
 import { availableParallelism, constants as constants4 } from "node:os";
-import { dirname as dirname10, join as join9 } from "node:path";
+import { dirname as dirname10, join as join10 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -41901,10 +41907,10 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { join as join7 } from "node:path";
+import { join as join8 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join7(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join8(root, VENV_DIR, "bin", "python");
 }
 
 // src/compute/job-env.ts
@@ -41918,7 +41924,7 @@ function jobEnv(extra = {}, base = process.env) {
 
 // src/compute/outputs.ts
 import { mkdirSync as mkdirSync7, rmSync as rmSync4, writeFileSync as writeFileSync3 } from "node:fs";
-import { dirname as dirname9, join as join8 } from "node:path";
+import { dirname as dirname9, join as join9 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -42014,7 +42020,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join8(outputs.trace, ...rest2);
+      target = join9(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -42067,7 +42073,7 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cache2 = this.opts.cacheDir ?? join9(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = this.opts.cacheDir ?? join10(this.opts.root, ".hillclimb", "cache", "jobs");
     const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
     const shown = displayCommand(argv[0], argv.slice(1));
     const result = (extra) => ({
@@ -42128,7 +42134,7 @@ import { resolve as resolve5 } from "node:path";
 // src/compute/backends/ray.ts
 import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync4, readFileSync as readFileSync5, rmSync as rmSync6 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname11, join as join11 } from "node:path";
+import { dirname as dirname11, join as join12 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash2 } from "node:crypto";
@@ -42579,7 +42585,7 @@ function shellJoin(args) {
 // src/compute/tree.ts
 import { copyFileSync, existsSync as existsSync8, mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
-import { isAbsolute as isAbsolute3, join as join10 } from "node:path";
+import { isAbsolute as isAbsolute4, join as join11 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
@@ -42597,9 +42603,9 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync3(join10(tmpdir3(), "hc-index-"));
+  const tmp = mkdtempSync3(join11(tmpdir3(), "hc-index-"));
   try {
-    const index = join10(tmp, "index");
+    const index = join11(tmp, "index");
     if (existsSync8(realIndex)) copyFileSync(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
@@ -42608,7 +42614,7 @@ async function snapshotTree(workdir, opts = {}) {
       await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
     }
     for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute3(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      if (isAbsolute4(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
       const blob = await git(workdir, ["hash-object", "-w", "--stdin"], env, content);
       await git(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
     }
@@ -42902,9 +42908,9 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync4(join11(tmpdir4(), "hc-raypkg-"));
+    const tmp = mkdtempSync4(join12(tmpdir4(), "hc-raypkg-"));
     try {
-      const zip = join11(tmp, "package.zip");
+      const zip = join12(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
       const data = readFileSync5(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
@@ -42933,7 +42939,7 @@ var RayBackend = class {
 // src/compute/backends/tpu-vm.ts
 import { mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync5, readFileSync as readFileSync7, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname12, join as join13 } from "node:path";
+import { dirname as dirname12, join as join14 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -43135,11 +43141,11 @@ function setupScript(command) {
 
 // src/compute/tpu/state.ts
 import { mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync6, renameSync as renameSync2, rmSync as rmSync7, writeFileSync as writeFileSync4 } from "node:fs";
-import { join as join12 } from "node:path";
+import { join as join13 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join12(stateDir, "tpu");
+  return join13(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join12(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join13(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
   mkdirSync10(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
@@ -43158,7 +43164,7 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync6(join12(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync6(join13(dir, n), "utf8")));
     } catch {
     }
   }
@@ -43525,9 +43531,9 @@ var TpuVmBackend = class {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync5(join13(tmpdir5(), "hc-tpujob-"));
+    const tmp = mkdtempSync5(join14(tmpdir5(), "hc-tpujob-"));
     try {
-      const tarball = join13(tmp, "tree.tar.gz");
+      const tarball = join14(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -43562,7 +43568,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join13(tmp, "outputs.tar.gz");
+      const local = join14(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -43715,16 +43721,16 @@ function getBackendTypes() {
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
 import { existsSync as existsSync10, readFileSync as readFileSync9 } from "node:fs";
-import { dirname as dirname14, join as join15, resolve as resolve7 } from "node:path";
+import { dirname as dirname14, join as join16, resolve as resolve7 } from "node:path";
 
 // src/env/root.ts
 import { existsSync as existsSync9, readFileSync as readFileSync8 } from "node:fs";
-import { dirname as dirname13, join as join14, resolve as resolve6 } from "node:path";
+import { dirname as dirname13, join as join15, resolve as resolve6 } from "node:path";
 import { fileURLToPath } from "node:url";
 function packageRoot() {
   let dir = dirname13(fileURLToPath(import.meta.url));
   for (; ; ) {
-    const pkg = join14(dir, "package.json");
+    const pkg = join15(dir, "package.json");
     if (existsSync9(pkg)) {
       try {
         if (JSON.parse(readFileSync8(pkg, "utf8")).name === "hillclimb") return dir;
@@ -43737,7 +43743,7 @@ function packageRoot() {
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync8(join14(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync8(join15(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/config/rules.ts
@@ -43869,7 +43875,7 @@ var MAX_LISTED_PROBLEMS = 8;
 var validator;
 function schemaValidator() {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync9(join15(packageRoot(), SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync9(join16(packageRoot(), SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
   validator = ajv.compile(schema);
   return validator;
@@ -43958,7 +43964,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join32 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join33 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -43966,13 +43972,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join32(key),
+        keyPath: join33(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join32(String(e.params.missingProperty)),
+        keyPath: join33(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -49247,29 +49253,29 @@ function tryUnlink(path) {
 
 // src/forge/forges/local-records.ts
 import { existsSync as existsSync11, readdirSync as readdirSync4, rmSync as rmSync9 } from "node:fs";
-import { join as join16 } from "node:path";
+import { join as join17 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join16(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join17(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join16(this.dir, "lock");
+    return join17(this.dir, "lock");
   }
   pullFile(n) {
-    return join16(this.dir, "pulls", `${n}.json`);
+    return join17(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join16(this.dir, "comments", String(pull), `${id}.json`);
+    return join17(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join16(this.dir, "pulls"));
+    return numberedJson(join17(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
@@ -49280,7 +49286,7 @@ var LocalRecords = class {
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join16(this.dir, "comments", String(n)));
+    return numberedJson(join17(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
@@ -49290,7 +49296,7 @@ var LocalRecords = class {
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join16(this.dir, "counters.json");
+    const file = join17(this.dir, "counters.json");
     const counters = existsSync11(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value + 1 });
@@ -49306,7 +49312,7 @@ var LocalRecords = class {
 function numberedJson(dir) {
   if (!existsSync11(dir)) return [];
   return readdirSync4(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join16(dir, `${n}.json`);
+    const file = join17(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
@@ -49564,7 +49570,7 @@ import { resolve as resolve11 } from "node:path";
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync6, renameSync as renameSync4, rmSync as rmSync11, statSync as statSync5 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { basename as basename3, dirname as dirname17, isAbsolute as isAbsolute4, join as join18, resolve as resolve9 } from "node:path";
+import { basename as basename3, dirname as dirname17, isAbsolute as isAbsolute5, join as join19, resolve as resolve9 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -49600,13 +49606,13 @@ function keyProblem(key, isPrefix) {
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { copyFileSync as copyFileSync2, mkdirSync as mkdirSync13, readdirSync as readdirSync5, renameSync as renameSync3, rmSync as rmSync10, statSync as statSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname16, join as join17 } from "node:path";
+import { basename as basename2, dirname as dirname16, join as join18 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
     for (const name of readdirSync5(abs).sort()) {
-      const childAbs = join17(abs, name);
+      const childAbs = join18(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
@@ -49618,7 +49624,7 @@ function walkFiles(dir) {
 }
 function copyFileAtomic(src, dest) {
   mkdirSync13(dirname16(dest), { recursive: true });
-  const tmp = join17(dirname16(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  const tmp = join18(dirname16(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync2(src, tmp);
     renameSync3(tmp, dest);
@@ -49663,7 +49669,7 @@ var BranchStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join18(dir, rel) }));
+    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join19(dir, rel) }));
     if (changes.length === 0) return [];
     return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
   }
@@ -49674,13 +49680,13 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join18(s.dir, "checkout");
+      const worktree = join19(s.dir, "checkout");
       mkdirSync14(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
       mkdirSync14(dirname17(dest), { recursive: true });
-      const tmp = join18(dirname17(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      const tmp = join19(dirname17(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync3(join18(worktree, key), tmp);
+        copyFileSync3(join19(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
         rmSync11(tmp, { force: true });
@@ -49743,7 +49749,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync6(join18(tmpdir6(), "hc-branch-store-"));
+    const dir = mkdtempSync6(join19(tmpdir6(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -49821,7 +49827,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join18(dir, "repo.git");
+    this.gitDir = join19(dir, "repo.git");
     this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
   }
   dir;
@@ -49845,7 +49851,7 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join18(this.dir, `${o.index}.index`) } : {}
+        ...o.index ? { GIT_INDEX_FILE: join19(this.dir, `${o.index}.index`) } : {}
       },
       redact: this.redact,
       timeoutMs: GIT_TIMEOUT_MS2,
@@ -49942,7 +49948,7 @@ function isUrl(remote) {
 }
 function toUrl(remote, repoDir) {
   if (isUrl(remote)) return remote;
-  return pathToFileURL2(isAbsolute4(remote) ? remote : resolve9(repoDir, remote)).href;
+  return pathToFileURL2(isAbsolute5(remote) ? remote : resolve9(repoDir, remote)).href;
 }
 function githubRepository(url) {
   const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
@@ -49965,7 +49971,7 @@ function sleep4(ms2) {
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
 import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync15, openAsBlob, renameSync as renameSync5, rmSync as rmSync12, statSync as statSync6 } from "node:fs";
-import { basename as basename4, dirname as dirname18, join as join19 } from "node:path";
+import { basename as basename4, dirname as dirname18, join as join20 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -58407,7 +58413,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join19(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join20(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -58423,7 +58429,7 @@ var HfStore = class {
       });
     }
     mkdirSync15(dirname18(dest), { recursive: true });
-    const tmp = join19(dirname18(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    const tmp = join20(dirname18(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
@@ -58551,7 +58557,7 @@ function firstLine(s) {
 
 // src/store/stores/local.ts
 import { existsSync as existsSync12, statSync as statSync7 } from "node:fs";
-import { join as join20, relative as relative3 } from "node:path";
+import { join as join21, relative as relative3 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -58572,7 +58578,7 @@ var LocalStore = class {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join20(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join21(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -58590,7 +58596,7 @@ var LocalStore = class {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join20(this.dir, key);
+    const p = join21(this.dir, key);
     if (relative3(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
@@ -58668,7 +58674,7 @@ function getStoreTypes() {
 import { createHash as createHash5 } from "node:crypto";
 import { readFileSync as readFileSync11 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
-import { join as join21, resolve as resolve12 } from "node:path";
+import { join as join22, resolve as resolve12 } from "node:path";
 var NO_AGENT = {
   name: "none",
   run: () => Promise.reject(new Error("this phase runs no agent"))
@@ -58680,7 +58686,7 @@ function stateDirOf(config) {
   return resolve12(config.root, config.paths.state_dir);
 }
 function runDirOf(stateDir, runId) {
-  return join21(stateDir, "runs", runId);
+  return join22(stateDir, "runs", runId);
 }
 function defaultHost() {
   return hostname2();
@@ -63072,12 +63078,12 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/worktrees.ts
 import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
-import { join as join22 } from "node:path";
+import { join as join23 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join22(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join23(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join22(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join23(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
   if (existsSync13(path)) {
@@ -63736,19 +63742,19 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join24 } from "node:path";
+import { join as join25 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync12 } from "node:fs";
-import { join as join23 } from "node:path";
+import { join as join24 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync12(join23(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync12(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -64757,7 +64763,7 @@ function priorChampionRuns(ctx, iteration, champion) {
   if (!existsSync15(ctx.runDir)) return groups2;
   for (const name of readdirSync7(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join24(ctx.runDir, name));
+    const b = new Bundle(join25(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -64769,7 +64775,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync18, readFileSync as readFileSync15 } from "node:fs";
-import { join as join28, resolve as resolve13 } from "node:path";
+import { join as join29, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -64784,7 +64790,7 @@ function recentLogEntries(text3, n) {
 
 // src/loop/prompt.ts
 import { existsSync as existsSync16, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join25 } from "node:path";
+import { join as join26 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -64818,8 +64824,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync13(join25(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join25(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync13(join26(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join26(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -64855,7 +64861,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
 import { existsSync as existsSync17, mkdirSync as mkdirSync16, rmSync as rmSync15 } from "node:fs";
-import { join as join27 } from "node:path";
+import { join as join28 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -66075,7 +66081,7 @@ function numberOrUndefined(s) {
 
 // src/evidence/trace/profile-dir.ts
 import { closeSync as closeSync3, openSync as openSync3, readdirSync as readdirSync9, readSync, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join26 } from "node:path";
+import { basename as basename6, join as join27 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66099,7 +66105,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync9(runDir).filter((f) => statSync8(join26(runDir, f)).isFile());
+  const files = readdirSync9(runDir).filter((f) => statSync8(join27(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -66107,7 +66113,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join26(runDir, sorted[0]), format, notes };
+    return { path: join27(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -66118,7 +66124,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join26(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join27(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -66130,15 +66136,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync9(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join26(dir, "plugins", "profile"), dir]) {
+  for (const base of [join27(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync9(base).filter((r) => statSync8(join26(base, r)).isDirectory());
+      runs = readdirSync9(base).filter((r) => statSync8(join27(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync9(join26(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join26(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync9(join27(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join27(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -68059,15 +68065,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join27(ctx.stateDir, "cache", "profiles", key);
+  return join28(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join27(cacheDir(ctx, commit2), "summary.json");
+  const local = join28(cacheDir(ctx, commit2), "summary.json");
   if (existsSync17(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join27(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join28(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return readJson(copy);
   } catch (e) {
@@ -68084,8 +68090,8 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join27(dir, "summary.json");
-  const traceDir = join27(dir, "trace");
+  const summaryFile = join28(dir, "summary.json");
+  const traceDir = join28(dir, "trace");
   if (existsSync17(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
@@ -68097,8 +68103,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join27(dir, "metrics.json"),
-      log: join27(dir, "profile.log")
+      metrics: join28(dir, "metrics.json"),
+      log: join28(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68180,7 +68186,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join28(ctx.runDir, "hillclimb-log.md");
+  const runLog = join29(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
   let entries = existsSync18(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
   if (entries.length < n) {
@@ -68534,7 +68540,7 @@ function dryRunPublish(ctx, bundle, ev) {
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync21, readFileSync as readFileSync19, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join30 } from "node:path";
+import { join as join31 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
@@ -68735,7 +68741,7 @@ ${body}
 
 // src/report/log-evidence.ts
 import { existsSync as existsSync20, readFileSync as readFileSync18 } from "node:fs";
-import { join as join29 } from "node:path";
+import { join as join30 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -68750,7 +68756,7 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join29(root, path);
+      const file = join30(root, path);
       if (!existsSync20(file)) continue;
       let parsed;
       try {
@@ -69027,10 +69033,10 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join30("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join31("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join30(ctx.runDir, "hillclimb-log.md");
+    const runLog = join31(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync21(runLog) ? readFileSync19(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
@@ -69076,7 +69082,7 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join30(wt.root, ctx.config.paths.log_file);
+  const file = join31(wt.root, ctx.config.paths.log_file);
   const current = existsSync21(file) ? readFileSync19(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
@@ -69320,7 +69326,7 @@ async function runPhase(phase, opts) {
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join31(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join32(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -69358,7 +69364,7 @@ async function runPhase(phase, opts) {
     prepareMayProfile: phase === "all",
     dryRun: Boolean(opts.dryRun)
   };
-  const trustFile = join31(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  const trustFile = join32(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {

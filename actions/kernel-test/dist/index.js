@@ -40087,7 +40087,7 @@ function setIterationOutputs(result) {
 }
 
 // src/loop/external.ts
-import { join as join32 } from "node:path";
+import { join as join33 } from "node:path";
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
@@ -40336,7 +40336,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join33 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join34 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -40344,13 +40344,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join33(key),
+        keyPath: join34(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join33(String(e.params.missingProperty)),
+        keyPath: join34(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -55273,10 +55273,31 @@ function getStoreTypes() {
 
 // src/workspace/git.ts
 import { createHash as createHash2 } from "node:crypto";
-import { accessSync, constants as constants3, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, rmSync as rmSync5, statSync as statSync6 } from "node:fs";
+import { mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, rmSync as rmSync5 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
-import { delimiter, dirname as dirname9, isAbsolute as isAbsolute2, join as join11, relative as relative2, resolve as resolve8 } from "node:path";
+import { dirname as dirname9, isAbsolute as isAbsolute3, join as join12, relative as relative2, resolve as resolve8 } from "node:path";
 import { setTimeout as sleep3 } from "node:timers/promises";
+
+// src/exec/find-on-path.ts
+import { accessSync, constants as constants3, statSync as statSync6 } from "node:fs";
+import { delimiter, isAbsolute as isAbsolute2, join as join11 } from "node:path";
+function findOnPath(name, path = process.env.PATH ?? "") {
+  if (isAbsolute2(name)) return isExecutable(name) ? name : void 0;
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join11(dir, name);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return void 0;
+}
+function isExecutable(file) {
+  try {
+    accessSync(file, constants3.X_OK);
+    return statSync6(file).isFile();
+  } catch {
+    return false;
+  }
+}
 
 // src/workspace/branch-name.ts
 var MAX_BRANCH_NAME_LENGTH = 200;
@@ -55629,8 +55650,8 @@ var Git = class _Git {
   }
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
-    const dir = mkdtempSync2(join11(tmpdir2(), "hc-stash-probe-"));
-    const probe = join11(dir, "probe");
+    const dir = mkdtempSync2(join12(tmpdir2(), "hc-stash-probe-"));
+    const probe = join12(dir, "probe");
     try {
       await this.git(["worktree", "add", "--detach", "--quiet", probe, "HEAD"]);
       const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe, allowedExitCodes: "any" });
@@ -55736,7 +55757,7 @@ var Git = class _Git {
   }
   /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
   async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve8(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute2(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve8(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute3(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
     await this.git(["add", "--all", "--", ":/", ...excluded]);
   }
   /** Whether the index differs from HEAD (something is staged). */
@@ -55971,23 +55992,6 @@ function assertSha(sha) {
     throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode2.badInput });
   }
 }
-function findOnPath(name, path = process.env.PATH ?? "") {
-  if (isAbsolute2(name)) return isExecutable(name) ? name : void 0;
-  for (const dir of path.split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join11(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return void 0;
-}
-function isExecutable(file) {
-  try {
-    accessSync(file, constants3.X_OK);
-    return statSync6(file).isFile();
-  } catch {
-    return false;
-  }
-}
 function assertRefName(ref) {
   if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || ref.includes("..") || ref.endsWith("/") || ref.endsWith(".lock")) {
     throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
@@ -56000,7 +56004,7 @@ function assertRefName(ref) {
 import { createHash as createHash3 } from "node:crypto";
 import { readFileSync as readFileSync5 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
-import { join as join12, resolve as resolve9 } from "node:path";
+import { join as join13, resolve as resolve9 } from "node:path";
 var NO_AGENT = {
   name: "none",
   run: () => Promise.reject(new Error("this phase runs no agent"))
@@ -56012,7 +56016,7 @@ function stateDirOf(config) {
   return resolve9(config.root, config.paths.state_dir);
 }
 function runDirOf(stateDir, runId) {
-  return join12(stateDir, "runs", runId);
+  return join13(stateDir, "runs", runId);
 }
 function defaultHost() {
   return hostname2();
@@ -56038,10 +56042,10 @@ function jobId(runId, iteration, ...parts) {
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
 import { existsSync as existsSync23, readFileSync as readFileSync20 } from "node:fs";
-import { join as join31 } from "node:path";
+import { join as join32 } from "node:path";
 
 // src/agent/factory.ts
-import { isAbsolute as isAbsolute3, resolve as resolve11 } from "node:path";
+import { isAbsolute as isAbsolute4, resolve as resolve11 } from "node:path";
 
 // src/agent/agents/claude.ts
 import { dirname as dirname12 } from "node:path";
@@ -56411,7 +56415,7 @@ function finalResult(stdout) {
 // src/agent/agents/codex.ts
 import { existsSync as existsSync9, mkdtempSync as mkdtempSync3, readFileSync as readFileSync7, rmSync as rmSync7, writeFileSync } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname13, join as join13 } from "node:path";
+import { dirname as dirname13, join as join14 } from "node:path";
 
 // src/agent/leftovers.ts
 var SUBJECT_MAX = 72;
@@ -56473,9 +56477,9 @@ var CodexAgent = class {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync7(lastMessageFile, { force: true });
-    const scratch = mkdtempSync3(join13(tmpdir3(), "hc-codex-"));
+    const scratch = mkdtempSync3(join14(tmpdir3(), "hc-codex-"));
     try {
-      const schemaFile = join13(scratch, "result.schema.json");
+      const schemaFile = join14(scratch, "result.schema.json");
       writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const args = codexArgs({
@@ -56577,7 +56581,7 @@ var CommandAgent = class {
 
 // src/agent/agents/replay.ts
 import { appendFileSync as appendFileSync3, existsSync as existsSync10, mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync2 } from "node:fs";
-import { basename as basename4, dirname as dirname14, join as join14 } from "node:path";
+import { basename as basename4, dirname as dirname14, join as join15 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
@@ -56591,11 +56595,11 @@ function listReplayPatches(dir) {
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join14(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join15(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join14(dir, n), ...companion ? { companion } : {} };
+    return { patch: join15(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -56756,7 +56760,7 @@ var builders3 = /* @__PURE__ */ new Map([
   [
     "replay",
     (c, o) => new ReplayAgent({
-      dir: isAbsolute3(c.agent.replay.dir) ? c.agent.replay.dir : resolve11(o.root, c.agent.replay.dir),
+      dir: isAbsolute4(c.agent.replay.dir) ? c.agent.replay.dir : resolve11(o.root, c.agent.replay.dir),
       logger: o.logger
     })
   ]
@@ -56782,7 +56786,7 @@ var AGENT_INSTALL_HINTS = {
 function checkAgentInstalled(config) {
   const { kind } = config.agent;
   const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
-  if (program === void 0 || program.includes("/") && !isAbsolute3(program)) return;
+  if (program === void 0 || program.includes("/") && !isAbsolute4(program)) return;
   if (findOnPath(program) !== void 0) return;
   const install = AGENT_INSTALL_HINTS[kind];
   throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
@@ -56797,7 +56801,7 @@ function getAgentTypes() {
 // src/compute/backends/local.ts
 import { appendFileSync as appendFileSync4, existsSync as existsSync11, mkdirSync as mkdirSync12, readdirSync as readdirSync4 } from "node:fs";
 import { availableParallelism, constants as constants4 } from "node:os";
-import { dirname as dirname16, join as join17 } from "node:path";
+import { dirname as dirname16, join as join18 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -56816,10 +56820,10 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { join as join15 } from "node:path";
+import { join as join16 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join15(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join16(root, VENV_DIR, "bin", "python");
 }
 
 // src/compute/job-env.ts
@@ -56833,7 +56837,7 @@ function jobEnv(extra = {}, base = process.env) {
 
 // src/compute/outputs.ts
 import { mkdirSync as mkdirSync11, rmSync as rmSync8, writeFileSync as writeFileSync3 } from "node:fs";
-import { dirname as dirname15, join as join16 } from "node:path";
+import { dirname as dirname15, join as join17 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -56929,7 +56933,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join16(outputs.trace, ...rest2);
+      target = join17(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -56982,7 +56986,7 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cache2 = this.opts.cacheDir ?? join17(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = this.opts.cacheDir ?? join18(this.opts.root, ".hillclimb", "cache", "jobs");
     const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
     const shown = displayCommand(argv[0], argv.slice(1));
     const result = (extra) => ({
@@ -57043,7 +57047,7 @@ import { resolve as resolve12 } from "node:path";
 // src/compute/backends/ray.ts
 import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname17, join as join19 } from "node:path";
+import { dirname as dirname17, join as join20 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash4 } from "node:crypto";
@@ -57494,7 +57498,7 @@ function shellJoin(args) {
 // src/compute/tree.ts
 import { copyFileSync as copyFileSync3, existsSync as existsSync12, mkdtempSync as mkdtempSync4, rmSync as rmSync9 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
-import { isAbsolute as isAbsolute4, join as join18 } from "node:path";
+import { isAbsolute as isAbsolute5, join as join19 } from "node:path";
 var GIT_TIMEOUT_MS2 = 5 * 6e4;
 async function git2(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS2, input });
@@ -57512,9 +57516,9 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync4(join18(tmpdir4(), "hc-index-"));
+  const tmp = mkdtempSync4(join19(tmpdir4(), "hc-index-"));
   try {
-    const index = join18(tmp, "index");
+    const index = join19(tmp, "index");
     if (existsSync12(realIndex)) copyFileSync3(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git2(workdir, ["add", "--all", "--", "."], env);
@@ -57523,7 +57527,7 @@ async function snapshotTree(workdir, opts = {}) {
       await git2(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
     }
     for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute4(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      if (isAbsolute5(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
       const blob = await git2(workdir, ["hash-object", "-w", "--stdin"], env, content);
       await git2(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
     }
@@ -57817,9 +57821,9 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync5(join19(tmpdir5(), "hc-raypkg-"));
+    const tmp = mkdtempSync5(join20(tmpdir5(), "hc-raypkg-"));
     try {
-      const zip = join19(tmp, "package.zip");
+      const zip = join20(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
       const data = readFileSync9(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
@@ -57848,7 +57852,7 @@ var RayBackend = class {
 // src/compute/backends/tpu-vm.ts
 import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync12 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname18, join as join21 } from "node:path";
+import { dirname as dirname18, join as join22 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -58050,11 +58054,11 @@ function setupScript(command) {
 
 // src/compute/tpu/state.ts
 import { mkdirSync as mkdirSync14, readdirSync as readdirSync5, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync11, writeFileSync as writeFileSync4 } from "node:fs";
-import { join as join20 } from "node:path";
+import { join as join21 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join20(stateDir, "tpu");
+  return join21(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join20(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join21(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
   mkdirSync14(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
@@ -58073,7 +58077,7 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync10(join20(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync10(join21(dir, n), "utf8")));
     } catch {
     }
   }
@@ -58440,9 +58444,9 @@ var TpuVmBackend = class {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync6(join21(tmpdir6(), "hc-tpujob-"));
+    const tmp = mkdtempSync6(join22(tmpdir6(), "hc-tpujob-"));
     try {
-      const tarball = join21(tmp, "tree.tar.gz");
+      const tarball = join22(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -58477,7 +58481,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join21(tmp, "outputs.tar.gz");
+      const local = join22(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -62995,12 +62999,12 @@ async function readJUnitXml(file) {
 
 // src/loop/worktrees.ts
 import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
-import { join as join22 } from "node:path";
+import { join as join23 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join22(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join23(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join22(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join23(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
   if (existsSync13(path)) {
@@ -63659,19 +63663,19 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join24 } from "node:path";
+import { join as join25 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync12 } from "node:fs";
-import { join as join23 } from "node:path";
+import { join as join24 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync12(join23(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync12(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -64680,7 +64684,7 @@ function priorChampionRuns(ctx, iteration, champion) {
   if (!existsSync15(ctx.runDir)) return groups2;
   for (const name of readdirSync7(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join24(ctx.runDir, name));
+    const b = new Bundle(join25(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -64692,7 +64696,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync18, readFileSync as readFileSync15 } from "node:fs";
-import { join as join28, resolve as resolve13 } from "node:path";
+import { join as join29, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -64707,7 +64711,7 @@ function recentLogEntries(text3, n) {
 
 // src/loop/prompt.ts
 import { existsSync as existsSync16, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join25 } from "node:path";
+import { join as join26 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -64741,8 +64745,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync13(join25(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join25(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync13(join26(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join26(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -64778,7 +64782,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
 import { existsSync as existsSync17, mkdirSync as mkdirSync16, rmSync as rmSync15 } from "node:fs";
-import { join as join27 } from "node:path";
+import { join as join28 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -65998,7 +66002,7 @@ function numberOrUndefined(s) {
 
 // src/evidence/trace/profile-dir.ts
 import { closeSync as closeSync3, openSync as openSync3, readdirSync as readdirSync9, readSync, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join26 } from "node:path";
+import { basename as basename6, join as join27 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66022,7 +66026,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync9(runDir).filter((f) => statSync8(join26(runDir, f)).isFile());
+  const files = readdirSync9(runDir).filter((f) => statSync8(join27(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -66030,7 +66034,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join26(runDir, sorted[0]), format, notes };
+    return { path: join27(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -66041,7 +66045,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join26(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join27(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -66053,15 +66057,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync9(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join26(dir, "plugins", "profile"), dir]) {
+  for (const base of [join27(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync9(base).filter((r) => statSync8(join26(base, r)).isDirectory());
+      runs = readdirSync9(base).filter((r) => statSync8(join27(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync9(join26(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join26(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync9(join27(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join27(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -67982,15 +67986,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join27(ctx.stateDir, "cache", "profiles", key);
+  return join28(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join27(cacheDir(ctx, commit2), "summary.json");
+  const local = join28(cacheDir(ctx, commit2), "summary.json");
   if (existsSync17(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join27(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join28(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return readJson(copy);
   } catch (e) {
@@ -68007,8 +68011,8 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join27(dir, "summary.json");
-  const traceDir = join27(dir, "trace");
+  const summaryFile = join28(dir, "summary.json");
+  const traceDir = join28(dir, "trace");
   if (existsSync17(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
@@ -68020,8 +68024,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join27(dir, "metrics.json"),
-      log: join27(dir, "profile.log")
+      metrics: join28(dir, "metrics.json"),
+      log: join28(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68103,7 +68107,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join28(ctx.runDir, "hillclimb-log.md");
+  const runLog = join29(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
   let entries = existsSync18(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
   if (entries.length < n) {
@@ -68457,7 +68461,7 @@ function dryRunPublish(ctx, bundle, ev) {
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync21, readFileSync as readFileSync19, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join30 } from "node:path";
+import { join as join31 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
@@ -68658,7 +68662,7 @@ ${body}
 
 // src/report/log-evidence.ts
 import { existsSync as existsSync20, readFileSync as readFileSync18 } from "node:fs";
-import { join as join29 } from "node:path";
+import { join as join30 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -68673,7 +68677,7 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join29(root, path);
+      const file = join30(root, path);
       if (!existsSync20(file)) continue;
       let parsed;
       try {
@@ -68950,10 +68954,10 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join30("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join31("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join30(ctx.runDir, "hillclimb-log.md");
+    const runLog = join31(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync21(runLog) ? readFileSync19(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
@@ -68999,7 +69003,7 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join30(wt.root, ctx.config.paths.log_file);
+  const file = join31(wt.root, ctx.config.paths.log_file);
   const current = existsSync21(file) ? readFileSync19(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
@@ -69243,7 +69247,7 @@ async function runPhase(phase, opts) {
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join31(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join32(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -69281,7 +69285,7 @@ async function runPhase(phase, opts) {
     prepareMayProfile: phase === "all",
     dryRun: Boolean(opts.dryRun)
   };
-  const trustFile = join31(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  const trustFile = join32(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -69364,7 +69368,7 @@ async function prepareExternalChange(opts, change) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join32(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join33(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     const git3 = await Git.create(config.root, { logger: opts.logger });
     try {
