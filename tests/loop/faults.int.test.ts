@@ -240,6 +240,55 @@ describe('a process killed mid-iteration, then resumed', () => {
   }, 240_000);
 });
 
+describe('Ctrl-C mid-measurement, then resumed', () => {
+  const t = tempDir('hc-faults-sigint-');
+  afterAll(t.cleanup);
+
+  it('stops the running step cleanly (exit 130, resume hint, worktrees removed) and resumes', async () => {
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo);
+    const child: ChildProcess = spawn(process.execPath, [CLI, 'loop', '--root', repo], {
+      env: { ...process.env, HILLCLIMB_PYTHON: python },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const runs = join(repo, '.hillclimb', 'runs');
+    const measured = () => {
+      const run = existsSync(runs) ? readdirSync(runs)[0] : undefined;
+      return run !== undefined && existsSync(join(runs, run, 'i001', 'measure', 'B-02.json'));
+    };
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (measured()) {
+          clearInterval(timer);
+          child.kill('SIGINT');
+          resolve();
+        }
+      }, 20);
+      child.once('exit', () => {
+        clearInterval(timer);
+        reject(new Error('the loop finished before it could be interrupted'));
+      });
+    });
+    expect(await exited).toBe(130);
+    expect(stderr).toContain('hint: continue where it stopped with: hillclimb loop --resume');
+    expect(stderr).not.toMatch(/\s+at .*\.js:\d+/);
+    // Clean stop: the journal says so and no worktree is left behind.
+    const runDir = join(runs, readdirSync(runs)[0]!);
+    const ended = new Journal(runDir).entries().filter((e) => e.t === 'run-end');
+    expect(ended.map((e) => (e as { reason: string }).reason)).toEqual(['interrupted']);
+    expect(gitIn(repo, 'worktree', 'list').trim().split('\n')).toHaveLength(1);
+
+    const r = await loop(repo, { resume: true });
+    expect(r.endReason).toBe('completed');
+    expect(r.iterations.map((i) => i.verdict)).toEqual(['improved', 'invalid', 'no-change', 'invalid']);
+  }, 240_000);
+});
+
 describe('a dry run', () => {
   const t = tempDir('hc-dry-run-');
   afterAll(t.cleanup);
