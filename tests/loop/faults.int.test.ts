@@ -178,6 +178,42 @@ describe('candidate faults', () => {
   });
 });
 
+/**
+ * Start `hillclimb loop` on the toy repo and send `signal` once iteration 1 has recorded two candidate
+ * benchmark runs; resolves when the process has exited.
+ */
+async function loopStoppedMidMeasurement(
+  repo: string,
+  signal: NodeJS.Signals,
+): Promise<{ code: number | null; stderr: string; measureDir: string }> {
+  const child: ChildProcess = spawn(process.execPath, [CLI, 'loop', '--root', repo], {
+    env: { ...process.env, HILLCLIMB_PYTHON: python },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const runs = join(repo, '.hillclimb', 'runs');
+  const measureDir = await new Promise<string>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const run = existsSync(runs) ? readdirSync(runs)[0] : undefined;
+      const dir = run === undefined ? undefined : join(runs, run, 'i001', 'measure');
+      if (dir && existsSync(join(dir, 'B-02.json'))) {
+        clearInterval(timer);
+        child.kill(signal);
+        resolve(dir);
+      }
+    }, 20);
+    child.once('exit', () => {
+      clearInterval(timer);
+      reject(new Error(`the loop finished before it could be sent ${signal}`));
+    });
+  });
+  return { code: await exited, stderr, measureDir };
+}
+
 describe('a process killed mid-iteration, then resumed', () => {
   const t = tempDir('hc-faults-resume-');
   afterAll(t.cleanup);
@@ -185,33 +221,8 @@ describe('a process killed mid-iteration, then resumed', () => {
   it('continues from the journal without repeating finished work', async () => {
     const repo = join(t.dir, 'repo');
     makeToyRepo(repo);
-    const child: ChildProcess = spawn(process.execPath, [CLI, 'loop', '--root', repo], {
-      env: { ...process.env, HILLCLIMB_PYTHON: python },
-      stdio: 'ignore',
-    });
-    const runs = join(repo, '.hillclimb', 'runs');
-    const measureDir = () => {
-      if (!existsSync(runs)) return undefined;
-      const run = readdirSync(runs)[0];
-      return run ? join(runs, run, 'i001', 'measure') : undefined;
-    };
     // Kill it (SIGKILL: no clean-up at all) once iteration 1 has recorded a few benchmark runs.
-    await new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        const dir = measureDir();
-        if (dir && existsSync(join(dir, 'B-02.json'))) {
-          clearInterval(timer);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 20);
-      child.on('exit', () => {
-        clearInterval(timer);
-        reject(new Error('the loop finished before it could be killed'));
-      });
-    });
-    await new Promise((r) => child.once('exit', r));
-    const dir = measureDir()!;
+    const { measureDir: dir } = await loopStoppedMidMeasurement(repo, 'SIGKILL');
     const before = new Map(
       readdirSync(dir)
         .filter((f) => f.endsWith('.json'))
@@ -247,38 +258,12 @@ describe('Ctrl-C mid-measurement, then resumed', () => {
   it('stops the running step cleanly (exit 130, resume hint, worktrees removed) and resumes', async () => {
     const repo = join(t.dir, 'repo');
     makeToyRepo(repo);
-    const child: ChildProcess = spawn(process.execPath, [CLI, 'loop', '--root', repo], {
-      env: { ...process.env, HILLCLIMB_PYTHON: python },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const runs = join(repo, '.hillclimb', 'runs');
-    const measured = () => {
-      const run = existsSync(runs) ? readdirSync(runs)[0] : undefined;
-      return run !== undefined && existsSync(join(runs, run, 'i001', 'measure', 'B-02.json'));
-    };
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        if (measured()) {
-          clearInterval(timer);
-          child.kill('SIGINT');
-          resolve();
-        }
-      }, 20);
-      child.once('exit', () => {
-        clearInterval(timer);
-        reject(new Error('the loop finished before it could be interrupted'));
-      });
-    });
-    expect(await exited).toBe(130);
+    const { code, stderr, measureDir } = await loopStoppedMidMeasurement(repo, 'SIGINT');
+    expect(code).toBe(130);
     expect(stderr).toContain('hint: continue where it stopped with: hillclimb loop --resume');
     expect(stderr).not.toMatch(/\s+at .*\.js:\d+/);
     // Clean stop: the journal says so and no worktree is left behind.
-    const runDir = join(runs, readdirSync(runs)[0]!);
+    const runDir = join(measureDir, '..', '..');
     const ended = new Journal(runDir).entries().filter((e) => e.t === 'run-end');
     expect(ended.map((e) => (e as { reason: string }).reason)).toEqual(['interrupted']);
     expect(gitIn(repo, 'worktree', 'list').trim().split('\n')).toHaveLength(1);
