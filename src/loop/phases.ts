@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildAgent, checkAgentInstalled } from '../agent/factory.js';
+import { buildAgent } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
 import { LocalBackend } from '../compute/backends/local.js';
 import { buildBackend } from '../compute/factory.js';
@@ -41,6 +41,7 @@ import {
 import { historyFile, readHistory } from './history.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { candidateRef } from './naming.js';
+import { preflight } from './preflight.js';
 import { revalidateBundle } from './trust.js';
 
 export const PHASES = ['propose', 'cpu-gate', 'accelerator-gate', 'measure', 'publish', 'all'] as const;
@@ -92,8 +93,12 @@ export interface PhaseResult {
 /** Run one phase of one iteration. Idempotent: finished steps are skipped. */
 export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
-  if (PHASE_STEPS[phase].includes('propose')) checkAgentInstalled(config);
   const target = selectTarget(config, opts.target);
+  const steps = PHASE_STEPS[phase];
+  preflight(config, target, {
+    agent: steps.includes('propose'),
+    cpuGate: steps.includes('cpu-gate') && !(opts.dryRun && config.compute.backend === 'local'),
+  });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
   const bundle = new Bundle(join(runDir, iterationDirName(opts.iteration)));
@@ -165,7 +170,6 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     await ensureCandidateCommits(git, bundle, ctx.runId, opts.iteration);
   }
 
-  const steps = PHASE_STEPS[phase];
   // Open only what the phase uses: the CPU gate runs on this machine, so its job never allocates a TPU.
   const uses = (names: readonly StepName[]) => phase === 'all' || steps.some((s) => names.includes(s));
   const opened = [

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { buildAgent, checkAgentInstalled } from '../agent/factory.js';
+import { buildAgent } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
 import { LocalBackend } from '../compute/backends/local.js';
 import { buildBackend } from '../compute/factory.js';
@@ -25,6 +25,7 @@ import { configHash, defaultHost, type LoopContext, realSleep, runDirOf, stateDi
 import { failureSignature, Interrupted } from './failures.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from './journal.js';
+import { preflight } from './preflight.js';
 import { removeRunWorktrees } from './worktrees.js';
 
 export interface LoopOptions {
@@ -68,7 +69,8 @@ export interface LoopResult {
 export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
-  checkAgentInstalled(config);
+  // A dry run on the local backend prints the CPU gate's command too: it needs no interpreter.
+  preflight(config, target, { agent: true, cpuGate: !(opts.dryRun && config.compute.backend === 'local') });
   const root = config.root;
   const stateDir = stateDirOf(config);
   const git = await Git.create(root, { logger: opts.logger });

@@ -78,6 +78,33 @@ describe('agent faults', () => {
   });
 });
 
+describe('preflight', () => {
+  const t = tempDir('hc-faults-preflight-');
+  afterAll(t.cleanup);
+
+  it('a missing project interpreter stops the run before it starts, saying to run setup', async () => {
+    const repo = join(t.dir, 'novenv');
+    makeToyRepo(repo, STANDARD_PATCHES.slice(0, 1));
+    process.env.HILLCLIMB_PYTHON = join(t.dir, 'no-venv', 'bin', 'python');
+    try {
+      const err = await loop(repo).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(HillclimbError);
+      expect((err as HillclimbError).message).toBe(
+        `the project interpreter ${process.env.HILLCLIMB_PYTHON} does not exist`,
+      );
+      expect((err as HillclimbError).hint).toContain('run: hillclimb setup');
+      // Nothing was started: no run, no branch.
+      expect(existsSync(join(repo, '.hillclimb', 'runs'))).toBe(false);
+      expect(gitIn(repo, 'branch', '--list', 'hillclimb/*').trim()).toBe('');
+      // A dry run on the local backend prints the gate's command instead: it needs no interpreter.
+      const dry = await loop(repo, { dryRun: true });
+      expect(dry.iterations).toHaveLength(1);
+    } finally {
+      process.env.HILLCLIMB_PYTHON = python;
+    }
+  });
+});
+
 describe('dirty tree policy', () => {
   const t = tempDir('hc-faults-dirty-');
   afterAll(t.cleanup);

@@ -56041,7 +56041,7 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync23, readFileSync as readFileSync20 } from "node:fs";
+import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
 import { join as join32 } from "node:path";
 
 // src/agent/factory.ts
@@ -69142,8 +69142,23 @@ function isInfra(e) {
   return e instanceof InfraFailure || isHillclimbError(e) && e.exitCode !== 2;
 }
 
-// src/loop/trust.ts
+// src/loop/preflight.ts
 import { existsSync as existsSync22 } from "node:fs";
+function preflight(config, target, needs) {
+  if (needs.agent) checkAgentInstalled(config);
+  if (needs.cpuGate && usesPlaceholder(target.correctness.cpu.command, "python")) {
+    const python = venvPython(config.root);
+    if (!existsSync22(python)) {
+      throw new HillclimbError(`the project interpreter ${python} does not exist`, {
+        hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
+        exitCode: ExitCode2.failure
+      });
+    }
+  }
+}
+
+// src/loop/trust.ts
+import { existsSync as existsSync23 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -69180,7 +69195,7 @@ async function revalidateBundle(ctx, bundle, phase, trustedBase) {
   ev.verdictReasons = [];
   ev.stoppedAt = void 0;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync22(file)) {
+  if (!existsSync23(file)) {
     if (ev.candidate) {
       throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -69243,8 +69258,12 @@ function historyKey(target) {
 }
 async function runPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  if (PHASE_STEPS[phase].includes("propose")) checkAgentInstalled(config);
   const target = selectTarget(config, opts.target);
+  const steps = PHASE_STEPS[phase];
+  preflight(config, target, {
+    agent: steps.includes("propose"),
+    cpuGate: steps.includes("cpu-gate") && !(opts.dryRun && config.compute.backend === "local")
+  });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
   const bundle = new Bundle(join32(runDir, iterationDirName(opts.iteration)));
@@ -69306,7 +69325,6 @@ async function runPhase(phase, opts) {
   } else {
     await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
   }
-  const steps = PHASE_STEPS[phase];
   const uses = (names) => phase === "all" || steps.some((s) => names.includes(s));
   const opened = [
     ...uses(["accelerator-gate", "measure", "profile"]) ? [backend] : [],
@@ -69329,7 +69347,7 @@ function evidenceDigest2(bundle) {
   return createHash8("sha256").update(readFileSync20(bundle.path(BundleFiles.evidence))).digest("hex");
 }
 function madeHere(bundle, trustFile) {
-  return existsSync23(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
+  return existsSync24(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -69342,7 +69360,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync23(file)) {
+  if (!existsSync24(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -69359,7 +69377,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync23(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync24(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 
