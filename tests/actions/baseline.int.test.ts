@@ -16,6 +16,7 @@ describe('baseline through the actions', () => {
   const bare = join(t.dir, 'remote.git');
   let python: string;
   const runs: Record<string, ActionRun> = {};
+  let dataBranchAfterDryRun = 'not read';
   let jobs = 0;
   const clone = (): string => {
     const dir = join(t.dir, `job${++jobs}`);
@@ -59,12 +60,22 @@ describe('baseline through the actions', () => {
       forge: 'local',
     });
     runs.profile = await step('profile', measure, { store: 'local', forge: 'local' });
-    for (const name of ['record', 'again']) {
+    // A dry run first: it must store nothing, so the data branch does not exist until the real one.
+    for (const name of ['dry', 'record', 'again']) {
       const record = clone();
       cpSync(join(measure, '.hillclimb', 'runs', RUN_ID), join(record, '.hillclimb', 'runs', RUN_ID), {
         recursive: true,
       });
-      runs[name] = await step('report', record, { baseline: 'true', store: 'branch' });
+      runs[name] = await step('report', record, {
+        baseline: 'true',
+        store: 'branch',
+        ...(name === 'dry' ? { 'dry-run': 'true' } : {}),
+      });
+      if (name === 'dry') {
+        dataBranchAfterDryRun = execFileSync('git', ['ls-remote', bare, 'refs/heads/hillclimb-data'], {
+          encoding: 'utf8',
+        });
+      }
     }
   }, 300_000);
   afterAll(t.cleanup);
@@ -72,6 +83,14 @@ describe('baseline through the actions', () => {
   it('measures main against its parent', () => {
     expect(runs.gate!.outputs).toMatchObject({ status: 'skipped', pending: 'true' });
     expect(runs.profile!.outputs.verdict).toBe('improved');
+  });
+
+  it('a dry run stores nothing', () => {
+    expect(runs.dry!.code, runs.dry!.stdout).toBe(0);
+    expect(runs.dry!.stdout).toContain(
+      'dry run: the baseline of toy is neither stored nor added to its series',
+    );
+    expect(dataBranchAfterDryRun).toBe('');
   });
 
   it('records one row in the baseline series, and the bundle beside it; a re-run adds nothing', () => {
