@@ -337,5 +337,11 @@ describe('a dry run', () => {
       'pr.md',
     ]);
     expect(progress.some((l) => l.includes('publish skipped: dry run'))).toBe(true);
+    // The champion's profile command was printed for the prompt, without a warning about it.
+    expect(logger.lines.join('\n')).toMatch(/dry run: \S*python\S* harness\/bench\.py .*--trace/);
+    expect(logger.lines.filter((l) => l.startsWith('warning:'))).toEqual([]);
+    expect(readFileSync(join(r.iterations[0]!.bundleDir, 'agent', 'prompt.md'), 'utf8')).toContain(
+      "(dry run: the champion's profile command was printed, not run)",
+    );
   });
 });

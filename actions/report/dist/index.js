@@ -68172,6 +68172,7 @@ async function championHotspots(ctx, champion) {
     const profile = await championProfile(ctx, champion);
     return hotspotTable(profile.summary);
   } catch (e) {
+    if (ctx.dryRun) return "(dry run: the champion's profile command was printed, not run)";
     ctx.logger.warn(`champion profile for the prompt failed: ${e.message}`);
     return `(the champion's profile failed: ${e.message.split("\n")[0]})`;
   }

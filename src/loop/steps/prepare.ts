@@ -88,6 +88,8 @@ async function championHotspots(ctx: LoopContext, champion: string): Promise<str
     const profile = await championProfile(ctx, champion);
     return hotspotTable(profile.summary);
   } catch (e) {
+    // A dry run printed the profile command above: that is all it was meant to do.
+    if (ctx.dryRun) return "(dry run: the champion's profile command was printed, not run)";
     ctx.logger.warn(`champion profile for the prompt failed: ${(e as Error).message}`);
     return `(the champion's profile failed: ${(e as Error).message.split('\n')[0]})`;
   }
