@@ -3,7 +3,7 @@
  * by config (compute, agent, forge, store), the repository, and where the run keeps its files.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Agent } from '../agent/agent.js';
@@ -68,8 +68,19 @@ export function configHash(config: HillclimbConfig): string {
   return createHash('sha256').update(readFileSync(config.file)).digest('hex').slice(0, 16);
 }
 
+/**
+ * The state folder (`paths.state_dir`), created on first use with a `.gitignore` of its own, so git
+ * ignores it whatever the repository's .gitignore says: otherwise the loop's own files (runs, history,
+ * the lock) would make the tree dirty, and `dirty_tree: stash` would stash them.
+ */
 export function stateDirOf(config: HillclimbConfig): string {
-  return resolve(config.root, config.paths.state_dir);
+  const dir = resolve(config.root, config.paths.state_dir);
+  const ignore = join(dir, '.gitignore');
+  if (!existsSync(ignore)) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(ignore, '# hillclimb state: never committed\n*\n');
+  }
+  return dir;
 }
 
 export function runDirOf(stateDir: string, runId: string): string {

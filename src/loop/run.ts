@@ -11,7 +11,7 @@ import type { Backend } from '../compute/backend.js';
 import { LocalBackend } from '../compute/backends/local.js';
 import { buildBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import type { HillclimbConfig } from '../config/types.js';
+import type { HillclimbConfig, TargetConfig } from '../config/types.js';
 import { packageVersion } from '../env/root.js';
 import type { IterationEvidence } from '../evidence/iteration.js';
 import type { Verdict } from '../evidence/verdicts.js';
@@ -25,6 +25,7 @@ import { configHash, defaultHost, type LoopContext, realSleep, runDirOf, stateDi
 import { failureSignature, Interrupted } from './failures.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from './journal.js';
+import { acquireLoopLock } from './lock.js';
 import { preflight } from './preflight.js';
 import { removeRunWorktrees } from './worktrees.js';
 
@@ -71,6 +72,19 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const target = selectTarget(config, opts.target);
   // A dry run on the local backend prints the CPU gate's command too: it needs no interpreter.
   preflight(config, target, { agent: true, cpuGate: !(opts.dryRun && config.compute.backend === 'local') });
+  const release = acquireLoopLock(stateDirOf(config));
+  try {
+    return await runLocked(opts, config, target);
+  } finally {
+    release();
+  }
+}
+
+async function runLocked(
+  opts: LoopOptions,
+  config: HillclimbConfig,
+  target: TargetConfig,
+): Promise<LoopResult> {
   const root = config.root;
   const stateDir = stateDirOf(config);
   const git = await Git.create(root, { logger: opts.logger });

@@ -2,6 +2,7 @@
 // with the evidence kept.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Journal } from '../../src/loop/journal.js';
@@ -102,6 +103,48 @@ describe('preflight', () => {
     } finally {
       process.env.HILLCLIMB_PYTHON = python;
     }
+  });
+});
+
+describe('one loop at a time per repository', () => {
+  const t = tempDir('hc-faults-lock-');
+  afterAll(t.cleanup);
+
+  it('a second loop is refused while one runs; a lock left by a dead process is taken over', async () => {
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo, STANDARD_PATCHES.slice(0, 1));
+    const first = loop(repo, { overrides: { 'loop.iterations': 1 } });
+    const lock = join(repo, '.hillclimb', 'loop.lock');
+    while (!existsSync(lock)) await new Promise((r) => setTimeout(r, 5));
+    const err = await loop(repo).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HillclimbError);
+    expect((err as HillclimbError).message).toMatch(
+      new RegExp(
+        `^another hillclimb loop \\(pid ${process.pid}, started .*\\) is running on this repository$`,
+      ),
+    );
+    expect((await first).endReason).toBe('completed');
+    expect(existsSync(lock)).toBe(false);
+
+    // kill -9 leaves the lock behind: its process is gone, so the next loop takes it over.
+    const dead = spawn('sh', ['-c', 'exit 0']);
+    await new Promise((r) => dead.once('exit', r));
+    writeFileSync(lock, JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: 'earlier' }));
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r.endReason).toBe('completed');
+  });
+
+  it('the state folder ignores itself: a repository whose .gitignore omits it stays clean', async () => {
+    const repo = join(t.dir, 'unignored');
+    makeToyRepo(repo, STANDARD_PATCHES.slice(0, 1));
+    writeFileSync(join(repo, '.gitignore'), '__pycache__/\n');
+    gitIn(repo, 'commit', '-qam', 'ignore only pycache');
+    const r1 = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r1.endReason).toBe('completed');
+    expect(gitIn(repo, 'status', '--porcelain').trim()).toBe('');
+    // With dirty_tree: fail (the default), a second run starts: the first one's state is not a change.
+    const r2 = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r2.endReason).toBe('completed');
   });
 });
 

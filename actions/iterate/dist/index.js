@@ -40168,7 +40168,7 @@ function iterationSummary(result) {
 
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
+import { existsSync as existsSync25, readFileSync as readFileSync20 } from "node:fs";
 import { join as join32 } from "node:path";
 
 // src/agent/factory.ts
@@ -58672,7 +58672,7 @@ function getStoreTypes() {
 
 // src/loop/context.ts
 import { createHash as createHash5 } from "node:crypto";
-import { readFileSync as readFileSync11 } from "node:fs";
+import { existsSync as existsSync13, mkdirSync as mkdirSync16, readFileSync as readFileSync11, writeFileSync as writeFileSync5 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { join as join22, resolve as resolve12 } from "node:path";
 var NO_AGENT = {
@@ -58683,7 +58683,13 @@ function configHash(config) {
   return createHash5("sha256").update(readFileSync11(config.file)).digest("hex").slice(0, 16);
 }
 function stateDirOf(config) {
-  return resolve12(config.root, config.paths.state_dir);
+  const dir = resolve12(config.root, config.paths.state_dir);
+  const ignore = join22(dir, ".gitignore");
+  if (!existsSync13(ignore)) {
+    mkdirSync16(dir, { recursive: true });
+    writeFileSync5(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
 }
 function runDirOf(stateDir, runId) {
   return join22(stateDir, "runs", runId);
@@ -58728,7 +58734,7 @@ var decideStep = {
 };
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync14 } from "node:fs";
+import { existsSync as existsSync15 } from "node:fs";
 
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
@@ -63077,7 +63083,7 @@ function jobId(runId, iteration, ...parts) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
+import { existsSync as existsSync14, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
 import { join as join23 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
   return join23(ctx.runDir, "worktrees", iterationDirName(iteration));
@@ -63086,7 +63092,7 @@ function championWorktreePath(ctx, commit2) {
   return join23(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
-  if (existsSync13(path)) {
+  if (existsSync14(path)) {
     try {
       const wt = await Git.create(path);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
@@ -63147,7 +63153,7 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync14(junitFile)) {
+  if (existsSync15(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       const failing = report.cases.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.classname}::${c.name}${c.message ? ` \u2014 ${c.message.split("\n")[0]}` : ""}`);
@@ -63741,7 +63747,7 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { existsSync as existsSync16, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
 import { join as join25 } from "node:path";
 
 // src/evidence/metrics.ts
@@ -64760,7 +64766,7 @@ async function comparability(bundle, m, run2) {
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync15(ctx.runDir)) return groups2;
+  if (!existsSync16(ctx.runDir)) return groups2;
   for (const name of readdirSync7(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
     const b = new Bundle(join25(ctx.runDir, name));
@@ -64774,7 +64780,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync18, readFileSync as readFileSync15 } from "node:fs";
+import { existsSync as existsSync19, readFileSync as readFileSync15 } from "node:fs";
 import { join as join29, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
@@ -64789,7 +64795,7 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync16, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
 import { join as join26 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -64812,7 +64818,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync16(dir)) return [];
+  if (!existsSync17(dir)) return [];
   return readdirSync8(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
@@ -64860,7 +64866,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync17, mkdirSync as mkdirSync16, rmSync as rmSync15 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync17, rmSync as rmSync15 } from "node:fs";
 import { join as join28 } from "node:path";
 
 // src/evidence/analysis/types.ts
@@ -68041,7 +68047,7 @@ var profileStep = {
 async function profileCommit(ctx, workdir, traceDir, id, files) {
   const profile = ctx.target.profile;
   rmSync15(traceDir, { recursive: true, force: true });
-  mkdirSync16(traceDir, { recursive: true });
+  mkdirSync17(traceDir, { recursive: true });
   const result = await ctx.backend.run({
     id,
     command: profile.command,
@@ -68069,7 +68075,7 @@ function cacheDir(ctx, commit2) {
 }
 async function knownProfileSummary(ctx, commit2) {
   const local = join28(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync17(local)) return readJson(local);
+  if (existsSync18(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
@@ -68092,7 +68098,7 @@ async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
   const summaryFile = join28(dir, "summary.json");
   const traceDir = join28(dir, "trace");
-  if (existsSync17(summaryFile))
+  if (existsSync18(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -68189,7 +68195,7 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join29(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync18(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
+  let entries = existsSync19(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68198,7 +68204,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { mkdirSync as mkdirSync17, readFileSync as readFileSync16 } from "node:fs";
+import { mkdirSync as mkdirSync18, readFileSync as readFileSync16 } from "node:fs";
 import { dirname as dirname19 } from "node:path";
 var MINUTE_MS4 = 6e4;
 var proposeStep = {
@@ -68210,7 +68216,7 @@ var proposeStep = {
     const promptFile = bundle.path(BundleFiles.prompt);
     const resultFile = bundle.path(BundleFiles.agentResult);
     const logFile = bundle.path(BundleFiles.agentLog);
-    mkdirSync17(dirname19(resultFile), { recursive: true });
+    mkdirSync18(dirname19(resultFile), { recursive: true });
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
@@ -68275,7 +68281,7 @@ var proposeStep = {
 };
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync19, readFileSync as readFileSync17 } from "node:fs";
+import { existsSync as existsSync20, readFileSync as readFileSync17 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -68468,7 +68474,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync19(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync20(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -68540,7 +68546,7 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync21, readFileSync as readFileSync19, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync22, readFileSync as readFileSync19, writeFileSync as writeFileSync6 } from "node:fs";
 import { join as join31 } from "node:path";
 
 // src/report/log-entry.ts
@@ -68741,7 +68747,7 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync20, readFileSync as readFileSync18 } from "node:fs";
+import { existsSync as existsSync21, readFileSync as readFileSync18 } from "node:fs";
 import { join as join30 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
@@ -68758,7 +68764,7 @@ function evidenceLoader(roots) {
     }
     for (const root of roots) {
       const file = join30(root, path);
-      if (!existsSync20(file)) continue;
+      if (!existsSync21(file)) continue;
       let parsed;
       try {
         parsed = JSON.parse(readFileSync18(file, "utf8"));
@@ -69038,10 +69044,10 @@ var recordStep = {
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join31(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync21(runLog) ? readFileSync19(runLog, "utf8") : void 0;
+    const runLogText = existsSync22(runLog) ? readFileSync19(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync5(runLog, text3);
+      writeFileSync6(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -69062,7 +69068,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync21(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync22(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -69084,7 +69090,7 @@ function tagged(entry, runId, iteration) {
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
   const file = join31(wt.root, ctx.config.paths.log_file);
-  const current = existsSync21(file) ? readFileSync19(file, "utf8") : void 0;
+  const current = existsSync22(file) ? readFileSync19(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
@@ -69223,12 +69229,12 @@ function isInfra(e) {
 }
 
 // src/loop/preflight.ts
-import { existsSync as existsSync22 } from "node:fs";
+import { existsSync as existsSync23 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   if (needs.cpuGate && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync22(python)) {
+    if (!existsSync23(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -69238,7 +69244,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync23 } from "node:fs";
+import { existsSync as existsSync24 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -69275,7 +69281,7 @@ async function revalidateBundle(ctx, bundle, phase, trustedBase) {
   ev.verdictReasons = [];
   ev.stoppedAt = void 0;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync23(file)) {
+  if (!existsSync24(file)) {
     if (ev.candidate) {
       throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -69442,7 +69448,7 @@ function evidenceDigest2(bundle) {
   return createHash8("sha256").update(readFileSync20(bundle.path(BundleFiles.evidence))).digest("hex");
 }
 function madeHere(bundle, trustFile) {
-  return existsSync24(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
+  return existsSync25(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -69455,7 +69461,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync24(file)) {
+  if (!existsSync25(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -69472,7 +69478,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync24(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync25(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 

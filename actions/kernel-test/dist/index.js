@@ -56002,7 +56002,7 @@ function assertRefName(ref) {
 
 // src/loop/context.ts
 import { createHash as createHash3 } from "node:crypto";
-import { readFileSync as readFileSync5 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync8, readFileSync as readFileSync5, writeFileSync } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { join as join13, resolve as resolve9 } from "node:path";
 var NO_AGENT = {
@@ -56013,7 +56013,13 @@ function configHash(config) {
   return createHash3("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
 }
 function stateDirOf(config) {
-  return resolve9(config.root, config.paths.state_dir);
+  const dir = resolve9(config.root, config.paths.state_dir);
+  const ignore = join13(dir, ".gitignore");
+  if (!existsSync8(ignore)) {
+    mkdirSync8(dir, { recursive: true });
+    writeFileSync(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
 }
 function runDirOf(stateDir, runId) {
   return join13(stateDir, "runs", runId);
@@ -56041,7 +56047,7 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
+import { existsSync as existsSync25, readFileSync as readFileSync20 } from "node:fs";
 import { join as join32 } from "node:path";
 
 // src/agent/factory.ts
@@ -56095,12 +56101,12 @@ function gitIdentityEnv(agent) {
 }
 
 // src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync8 } from "node:fs";
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync9 } from "node:fs";
 import { dirname as dirname10 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync8(dirname10(spec.logFile), { recursive: true });
+  mkdirSync9(dirname10(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -56231,11 +56237,11 @@ async function launchAgent(request2, launch) {
 }
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync9, rmSync as rmSync6 } from "node:fs";
+import { mkdirSync as mkdirSync10, rmSync as rmSync6 } from "node:fs";
 import { dirname as dirname11, relative as relative3, resolve as resolve10 } from "node:path";
 function prepareResultFile(file) {
   rmSync6(file, { force: true });
-  mkdirSync9(dirname11(file), { recursive: true });
+  mkdirSync10(dirname11(file), { recursive: true });
 }
 function outsideOf(root, dir) {
   const rel = relative3(resolve10(root), resolve10(dir));
@@ -56254,7 +56260,7 @@ function toOutcome(proc, logFile, result, problem, harnessCommit) {
 }
 
 // src/agent/result.ts
-import { existsSync as existsSync8, readFileSync as readFileSync6, statSync as statSync7 } from "node:fs";
+import { existsSync as existsSync9, readFileSync as readFileSync6, statSync as statSync7 } from "node:fs";
 var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
 var MAX_RESULT_FIELD_CHARS = 1500;
 var MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -56299,7 +56305,7 @@ function parseAgentResult(text3) {
   return validateAgentResult(value);
 }
 function readAgentResult(file) {
-  if (!existsSync8(file)) return { problem: `no result file at ${file}` };
+  if (!existsSync9(file)) return { problem: `no result file at ${file}` };
   const size = statSync7(file).size;
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
@@ -56413,7 +56419,7 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync9, mkdtempSync as mkdtempSync3, readFileSync as readFileSync7, rmSync as rmSync7, writeFileSync } from "node:fs";
+import { existsSync as existsSync10, mkdtempSync as mkdtempSync3, readFileSync as readFileSync7, rmSync as rmSync7, writeFileSync as writeFileSync2 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname13, join as join14 } from "node:path";
 
@@ -56480,7 +56486,7 @@ var CodexAgent = class {
     const scratch = mkdtempSync3(join14(tmpdir3(), "hc-codex-"));
     try {
       const schemaFile = join14(scratch, "result.schema.json");
-      writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      writeFileSync2(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const args = codexArgs({
         workdir: request2.workdir,
@@ -56504,7 +56510,7 @@ var CodexAgent = class {
         logger: this.opts.logger
       });
       let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync9(lastMessageFile)) {
+      if (!result && existsSync10(lastMessageFile)) {
         const fromMessage = resultFromMessage(readFileSync7(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
@@ -56580,12 +56586,12 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync10, mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync2 } from "node:fs";
+import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync11, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync3 } from "node:fs";
 import { basename as basename4, dirname as dirname14, join as join15 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
-  if (!existsSync10(dir)) {
+  if (!existsSync11(dir)) {
     throw new HillclimbError(`replay agent: no folder ${dir}`, {
       hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
       exitCode: ExitCode2.badInput
@@ -56612,7 +56618,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync10(dirname14(request2.logFile), { recursive: true });
+    mkdirSync11(dirname14(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -56655,7 +56661,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync2(request2.resultFile, readFileSync8(entry.companion));
+    if (entry.companion) writeFileSync3(request2.resultFile, readFileSync8(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -56708,7 +56714,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync2(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync3(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -56799,7 +56805,7 @@ function getAgentTypes() {
 }
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync11, mkdirSync as mkdirSync12, readdirSync as readdirSync4 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync12, mkdirSync as mkdirSync13, readdirSync as readdirSync4 } from "node:fs";
 import { availableParallelism, constants as constants4 } from "node:os";
 import { dirname as dirname16, join as join18 } from "node:path";
 
@@ -56836,7 +56842,7 @@ function jobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync11, rmSync as rmSync8, writeFileSync as writeFileSync3 } from "node:fs";
+import { mkdirSync as mkdirSync12, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
 import { dirname as dirname15, join as join17 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -56915,7 +56921,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync11(dirname15(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync12(dirname15(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -56941,10 +56947,10 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync11(target, { recursive: true });
+      mkdirSync12(target, { recursive: true });
     } else {
-      mkdirSync11(dirname15(target), { recursive: true });
-      writeFileSync3(target, entry.data);
+      mkdirSync12(dirname15(target), { recursive: true });
+      writeFileSync4(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -56996,14 +57002,14 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync12(dirname16(job.logFile), { recursive: true });
+    mkdirSync13(dirname16(job.logFile), { recursive: true });
     appendFileSync4(job.logFile, `$ ${shown}
 `);
     if (this.opts.dryRun) {
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync11(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync12(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
@@ -57045,7 +57051,7 @@ var LocalBackend = class {
 import { resolve as resolve12 } from "node:path";
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync10 } from "node:fs";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname17, join as join20 } from "node:path";
 
@@ -57496,7 +57502,7 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync3, existsSync as existsSync12, mkdtempSync as mkdtempSync4, rmSync as rmSync9 } from "node:fs";
+import { copyFileSync as copyFileSync3, existsSync as existsSync13, mkdtempSync as mkdtempSync4, rmSync as rmSync9 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
 import { isAbsolute as isAbsolute5, join as join19 } from "node:path";
 var GIT_TIMEOUT_MS2 = 5 * 6e4;
@@ -57519,7 +57525,7 @@ async function snapshotTree(workdir, opts = {}) {
   const tmp = mkdtempSync4(join19(tmpdir4(), "hc-index-"));
   try {
     const index = join19(tmp, "index");
-    if (existsSync12(realIndex)) copyFileSync3(realIndex, index);
+    if (existsSync13(realIndex)) copyFileSync3(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git2(workdir, ["add", "--all", "--", "."], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
@@ -57644,7 +57650,7 @@ var RayBackend = class {
       handle: submissionId,
       ...extra
     });
-    mkdirSync13(dirname17(job.logFile), { recursive: true });
+    mkdirSync14(dirname17(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -57850,7 +57856,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync12 } from "node:fs";
+import { mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync12 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
 import { dirname as dirname18, join as join22 } from "node:path";
 
@@ -58053,17 +58059,17 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync14, readdirSync as readdirSync5, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync11, writeFileSync as writeFileSync4 } from "node:fs";
+import { mkdirSync as mkdirSync15, readdirSync as readdirSync5, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync11, writeFileSync as writeFileSync5 } from "node:fs";
 import { join as join21 } from "node:path";
 function tpuStateDir(stateDir) {
   return join21(stateDir, "tpu");
 }
 var recordFile = (dir, name, zone) => join21(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync14(dir, { recursive: true });
+  mkdirSync15(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync4(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync5(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync5(tmp, file);
 }
@@ -58439,7 +58445,7 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync15(dirname18(job.logFile), { recursive: true });
+    mkdirSync16(dirname18(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
@@ -58665,7 +58671,7 @@ var decideStep = {
 };
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync14 } from "node:fs";
+import { existsSync as existsSync15 } from "node:fs";
 
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
@@ -62998,7 +63004,7 @@ async function readJUnitXml(file) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
+import { existsSync as existsSync14, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
 import { join as join23 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
   return join23(ctx.runDir, "worktrees", iterationDirName(iteration));
@@ -63007,7 +63013,7 @@ function championWorktreePath(ctx, commit2) {
   return join23(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
-  if (existsSync13(path)) {
+  if (existsSync14(path)) {
     try {
       const wt = await Git.create(path);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
@@ -63068,7 +63074,7 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync14(junitFile)) {
+  if (existsSync15(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       const failing = report.cases.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.classname}::${c.name}${c.message ? ` \u2014 ${c.message.split("\n")[0]}` : ""}`);
@@ -63662,7 +63668,7 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { existsSync as existsSync16, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
 import { join as join25 } from "node:path";
 
 // src/evidence/metrics.ts
@@ -64681,7 +64687,7 @@ async function comparability(bundle, m, run2) {
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync15(ctx.runDir)) return groups2;
+  if (!existsSync16(ctx.runDir)) return groups2;
   for (const name of readdirSync7(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
     const b = new Bundle(join25(ctx.runDir, name));
@@ -64695,7 +64701,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync18, readFileSync as readFileSync15 } from "node:fs";
+import { existsSync as existsSync19, readFileSync as readFileSync15 } from "node:fs";
 import { join as join29, resolve as resolve13 } from "node:path";
 
 // src/loop/log-file.ts
@@ -64710,7 +64716,7 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync16, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
 import { join as join26 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -64733,7 +64739,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync16(dir)) return [];
+  if (!existsSync17(dir)) return [];
   return readdirSync8(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
@@ -64781,7 +64787,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync17, mkdirSync as mkdirSync16, rmSync as rmSync15 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync17, rmSync as rmSync15 } from "node:fs";
 import { join as join28 } from "node:path";
 
 // src/evidence/analysis/types.ts
@@ -67962,7 +67968,7 @@ var profileStep = {
 async function profileCommit(ctx, workdir, traceDir, id, files) {
   const profile = ctx.target.profile;
   rmSync15(traceDir, { recursive: true, force: true });
-  mkdirSync16(traceDir, { recursive: true });
+  mkdirSync17(traceDir, { recursive: true });
   const result = await ctx.backend.run({
     id,
     command: profile.command,
@@ -67990,7 +67996,7 @@ function cacheDir(ctx, commit2) {
 }
 async function knownProfileSummary(ctx, commit2) {
   const local = join28(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync17(local)) return readJson(local);
+  if (existsSync18(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
@@ -68013,7 +68019,7 @@ async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
   const summaryFile = join28(dir, "summary.json");
   const traceDir = join28(dir, "trace");
-  if (existsSync17(summaryFile))
+  if (existsSync18(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -68110,7 +68116,7 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join29(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync18(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
+  let entries = existsSync19(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68119,7 +68125,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { mkdirSync as mkdirSync17, readFileSync as readFileSync16 } from "node:fs";
+import { mkdirSync as mkdirSync18, readFileSync as readFileSync16 } from "node:fs";
 import { dirname as dirname19 } from "node:path";
 var MINUTE_MS4 = 6e4;
 var proposeStep = {
@@ -68131,7 +68137,7 @@ var proposeStep = {
     const promptFile = bundle.path(BundleFiles.prompt);
     const resultFile = bundle.path(BundleFiles.agentResult);
     const logFile = bundle.path(BundleFiles.agentLog);
-    mkdirSync17(dirname19(resultFile), { recursive: true });
+    mkdirSync18(dirname19(resultFile), { recursive: true });
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
@@ -68196,7 +68202,7 @@ var proposeStep = {
 };
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync19, readFileSync as readFileSync17 } from "node:fs";
+import { existsSync as existsSync20, readFileSync as readFileSync17 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -68389,7 +68395,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync19(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync20(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -68461,7 +68467,7 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync21, readFileSync as readFileSync19, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync22, readFileSync as readFileSync19, writeFileSync as writeFileSync6 } from "node:fs";
 import { join as join31 } from "node:path";
 
 // src/report/log-entry.ts
@@ -68662,7 +68668,7 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync20, readFileSync as readFileSync18 } from "node:fs";
+import { existsSync as existsSync21, readFileSync as readFileSync18 } from "node:fs";
 import { join as join30 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
@@ -68679,7 +68685,7 @@ function evidenceLoader(roots) {
     }
     for (const root of roots) {
       const file = join30(root, path);
-      if (!existsSync20(file)) continue;
+      if (!existsSync21(file)) continue;
       let parsed;
       try {
         parsed = JSON.parse(readFileSync18(file, "utf8"));
@@ -68959,10 +68965,10 @@ var recordStep = {
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join31(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync21(runLog) ? readFileSync19(runLog, "utf8") : void 0;
+    const runLogText = existsSync22(runLog) ? readFileSync19(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync5(runLog, text3);
+      writeFileSync6(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -68983,7 +68989,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync21(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync22(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -69005,7 +69011,7 @@ function tagged(entry, runId, iteration) {
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
   const file = join31(wt.root, ctx.config.paths.log_file);
-  const current = existsSync21(file) ? readFileSync19(file, "utf8") : void 0;
+  const current = existsSync22(file) ? readFileSync19(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
@@ -69144,12 +69150,12 @@ function isInfra(e) {
 }
 
 // src/loop/preflight.ts
-import { existsSync as existsSync22 } from "node:fs";
+import { existsSync as existsSync23 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   if (needs.cpuGate && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync22(python)) {
+    if (!existsSync23(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -69159,7 +69165,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync23 } from "node:fs";
+import { existsSync as existsSync24 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -69196,7 +69202,7 @@ async function revalidateBundle(ctx, bundle, phase, trustedBase) {
   ev.verdictReasons = [];
   ev.stoppedAt = void 0;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync23(file)) {
+  if (!existsSync24(file)) {
     if (ev.candidate) {
       throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -69348,7 +69354,7 @@ function evidenceDigest2(bundle) {
   return createHash8("sha256").update(readFileSync20(bundle.path(BundleFiles.evidence))).digest("hex");
 }
 function madeHere(bundle, trustFile) {
-  return existsSync24(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
+  return existsSync25(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -69361,7 +69367,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync24(file)) {
+  if (!existsSync25(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -69378,7 +69384,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync24(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync25(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 

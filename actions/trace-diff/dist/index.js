@@ -34421,7 +34421,7 @@ function phaseOptions(logger) {
 }
 
 // src/actions/trace.ts
-import { mkdirSync as mkdirSync2 } from "node:fs";
+import { mkdirSync as mkdirSync3 } from "node:fs";
 import { join as join6 } from "node:path";
 
 // src/config/load.ts
@@ -38025,9 +38025,16 @@ function savedSummary(path) {
 }
 
 // src/loop/context.ts
+import { existsSync as existsSync6, mkdirSync as mkdirSync2, readFileSync as readFileSync5, writeFileSync } from "node:fs";
 import { join as join5, resolve as resolve4 } from "node:path";
 function stateDirOf(config) {
-  return resolve4(config.root, config.paths.state_dir);
+  const dir = resolve4(config.root, config.paths.state_dir);
+  const ignore = join5(dir, ".gitignore");
+  if (!existsSync6(ignore)) {
+    mkdirSync2(dir, { recursive: true });
+    writeFileSync(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
 }
 function runDirOf(stateDir, runId) {
   return join5(stateDir, "runs", runId);
@@ -38058,7 +38065,7 @@ function iterationProfile(opts) {
 function writeAnalysis(profile, dir) {
   const files = {};
   const write = (name, value) => {
-    mkdirSync2(dir, { recursive: true });
+    mkdirSync3(dir, { recursive: true });
     writeJsonAtomic(join6(dir, name), value);
     return join6(dir, name);
   };
