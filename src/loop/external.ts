@@ -134,13 +134,10 @@ export async function publishToPullRequest(opts: PhaseOptions, prNumber: number)
   const config = loadConfig(opts.configFile, opts.overrides);
   const { stateDir, bundle } = handedOverBundle(config, opts, "the iteration's");
   const ev = bundle.load();
-  const store = buildStore(config, { root: config.root, logger: opts.logger });
-  const forge = buildForge(config, { root: config.root, logger: opts.logger });
   const startedAt = new Date().toISOString();
   ev.finishedAt ??= startedAt;
-  const comment = renderComment(ev, [], {});
-  writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
   if (opts.dryRun) {
+    writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, [], {}).body);
     ev.steps.publish = {
       status: 'skipped',
       startedAt,
@@ -150,7 +147,12 @@ export async function publishToPullRequest(opts: PhaseOptions, prNumber: number)
     bundle.save(ev);
     return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
   }
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const forge = buildForge(config, { root: config.root, logger: opts.logger });
+  // Stored first: the comment links to the stored evidence and trace.
   const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
+  const comment = renderComment(ev, [], {});
+  writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
   const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
     runStartedAt: ev.runStartedAt,
     runId: ev.runId,

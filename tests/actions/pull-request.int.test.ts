@@ -184,6 +184,9 @@ describe('pull-request evidence through the actions', () => {
     const comments = server.commentsOn(REPO, pr);
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain(stickyMarker(STICKY_KEY));
+    // The bundle is stored before the comment is rendered: the comment links to the stored evidence.
+    expect(comments[0]!.body).toContain(runs.again!.outputs['bundle-url']!);
+    expect(runs.comment!.outputs['bundle-url']).toMatch(/evidence\.json$/);
     expect(comments[0]!.user.login).toBe('hillclimb-app[bot]');
     // No iteration PR was opened for a person's change.
     expect(server.pullsOf(REPO).map((p) => p.head)).toEqual(['faster-kernel', 'loosen-check']);

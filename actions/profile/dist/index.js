@@ -69221,7 +69221,8 @@ function isInfra(e) {
 import { existsSync as existsSync23 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
-  if (needs.cpuGate && usesPlaceholder(target.correctness.cpu.command, "python")) {
+  const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
+  if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
     if (!existsSync23(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
@@ -69337,7 +69338,8 @@ async function runPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   preflight(config, target, {
     agent: steps.includes("propose"),
-    cpuGate: steps.includes("cpu-gate") && !(opts.dryRun && config.compute.backend === "local")
+    cpuGate: steps.includes("cpu-gate"),
+    dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);

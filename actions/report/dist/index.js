@@ -69223,7 +69223,8 @@ function isInfra(e) {
 import { existsSync as existsSync23 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
-  if (needs.cpuGate && usesPlaceholder(target.correctness.cpu.command, "python")) {
+  const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
+  if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
     if (!existsSync23(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
@@ -69339,7 +69340,8 @@ async function runPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   preflight(config, target, {
     agent: steps.includes("propose"),
-    cpuGate: steps.includes("cpu-gate") && !(opts.dryRun && config.compute.backend === "local")
+    cpuGate: steps.includes("cpu-gate"),
+    dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
@@ -69474,13 +69476,10 @@ async function publishToPullRequest(opts, prNumber) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const { stateDir, bundle } = handedOverBundle(config, opts, "the iteration's");
   const ev = bundle.load();
-  const store = buildStore(config, { root: config.root, logger: opts.logger });
-  const forge = buildForge(config, { root: config.root, logger: opts.logger });
   const startedAt = (/* @__PURE__ */ new Date()).toISOString();
   ev.finishedAt ??= startedAt;
-  const comment = renderComment(ev, [], {});
-  writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
   if (opts.dryRun) {
+    writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, [], {}).body);
     ev.steps.publish = {
       status: "skipped",
       startedAt,
@@ -69490,7 +69489,11 @@ async function publishToPullRequest(opts, prNumber) {
     bundle.save(ev);
     return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
   }
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const forge = buildForge(config, { root: config.root, logger: opts.logger });
   const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
+  const comment = renderComment(ev, [], {});
+  writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
   const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
     runStartedAt: ev.runStartedAt,
     runId: ev.runId,
