@@ -97,7 +97,8 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
   const steps = PHASE_STEPS[phase];
   preflight(config, target, {
     agent: steps.includes('propose'),
-    cpuGate: steps.includes('cpu-gate') && !(opts.dryRun && config.compute.backend === 'local'),
+    cpuGate: steps.includes('cpu-gate'),
+    dryRun: opts.dryRun,
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);

@@ -13,14 +13,17 @@ import { ExitCode, HillclimbError } from '../util/errors.js';
 export interface PreflightNeeds {
   /** The agent will be asked to propose. */
   agent: boolean;
-  /** The CPU gate will run here. */
+  /** The CPU gate is among the steps to run. */
   cpuGate: boolean;
+  /** A dry run: on the local backend the CPU gate's command is printed, so it needs no interpreter. */
+  dryRun?: boolean;
 }
 
 /** @throws HillclimbError saying what is missing and how to get it. */
 export function preflight(config: HillclimbConfig, target: TargetConfig, needs: PreflightNeeds): void {
   if (needs.agent) checkAgentInstalled(config);
-  if (needs.cpuGate && usesPlaceholder(target.correctness.cpu.command, 'python')) {
+  const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === 'local');
+  if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, 'python')) {
     const python = venvPython(config.root);
     if (!existsSync(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {

@@ -70,11 +70,11 @@ export interface LoopResult {
 export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
-  // A dry run on the local backend prints the CPU gate's command too: it needs no interpreter.
-  preflight(config, target, { agent: true, cpuGate: !(opts.dryRun && config.compute.backend === 'local') });
-  const release = acquireLoopLock(stateDirOf(config));
+  preflight(config, target, { agent: true, cpuGate: true, dryRun: opts.dryRun });
+  const stateDir = stateDirOf(config);
+  const release = acquireLoopLock(stateDir);
   try {
-    return await runLocked(opts, config, target);
+    return await runLocked(opts, config, target, stateDir);
   } finally {
     release();
   }
@@ -84,9 +84,9 @@ async function runLocked(
   opts: LoopOptions,
   config: HillclimbConfig,
   target: TargetConfig,
+  stateDir: string,
 ): Promise<LoopResult> {
   const root = config.root;
-  const stateDir = stateDirOf(config);
   const git = await Git.create(root, { logger: opts.logger });
   const signal = opts.signal ?? new AbortController().signal;
   const progressOut = opts.progress ?? ((l: string) => opts.logger.info(l));
