@@ -1,0 +1,217 @@
+/**
+ * The sandbox every untrusted process runs in on this machine: the agent, and the candidate's tests,
+ * benchmarks and profiles. Built from Linux namespaces with util-linux alone (`unshare`, `mount`,
+ * `pivot_root`, `setpriv`), which every Linux runner has; no daemon, no setuid helper.
+ *
+ * Inside, the process sees a new root: the system directories read-only (/usr, /bin, /lib*, /etc, /opt),
+ * a fresh /proc of its own PID namespace, a minimal /dev, private empty /tmp and /var/tmp, and exactly the
+ * paths the caller lists — read-only or writable — at their usual locations. Nothing else of the machine
+ * is there: not HOME, not the runner's temp folder (where GitHub keeps GITHUB_OUTPUT and the file
+ * commands), not the repository's state folder, not other worktrees. It has its own PID namespace (it
+ * cannot see or signal the harness; `/proc/$PPID` is its own shell), its own IPC and hostname, no network
+ * unless asked for, no capabilities, and no way to gain any (no_new_privs). When its main process ends,
+ * the namespace's init exits and the kernel kills every process it left behind.
+ *
+ * What it does not do: limit CPU or memory (the caller's timeouts do), or filter system calls. Files
+ * under the read-only system directories that the user running hillclimb can read stay readable.
+ */
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { run } from './exec.js';
+
+export interface SandboxSpec {
+  /** Working directory of the command; must lie inside one of the listed paths. */
+  cwd: string;
+  /** Paths visible read-only, at the same location. Missing paths are skipped. */
+  readOnly: readonly string[];
+  /** Paths visible and writable, at the same location. They must exist. */
+  writable: readonly string[];
+  /** Share the machine's network (the agent talks to its model API). Default false: no network at all. */
+  network?: boolean;
+}
+
+/** System directories every sandbox sees read-only. */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt', '/nix'];
+
+/** Files under /etc that hold credentials; masked even though /etc is visible. */
+const MASKED_FILES = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/sudoers'];
+const MASKED_DIRS = ['/etc/ssh', '/etc/sudoers.d'];
+
+/**
+ * The sandbox's init: runs as root of a fresh user namespace (all capabilities there, none outside), in
+ * fresh mount, PID, IPC, UTS (and network) namespaces, as PID 1. Arguments: stage dir, cwd, then
+ * `ro:<path>` / `rw:<path>` / `mask:<path>` items, `--`, the command. Exit 125 when the sandbox cannot be
+ * built (never the command's own code).
+ */
+const INIT_SCRIPT = String.raw`set -eu
+job_path=${'$'}{PATH-}
+PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
+die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
+stage=$1; cwd=$2; shift 2
+mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
+R=$stage
+ro_tree() {
+  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  while read -r opts mp; do
+    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
+    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
+      die "cannot make $mp read-only"
+  done
+}
+expose() {
+  kind=$1; p=$2
+  if [ -d "$p" ]; then mkdir -p "$R$p"
+  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
+  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
+  mount --rbind "$p" "$R$p" || die "cannot expose $p"
+  [ "$kind" = rw ] || ro_tree "$p"
+}
+mask() {
+  p=$1
+  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
+  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
+}
+for d in ${SYSTEM_DIRS.join(' ')}; do
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
+done
+mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
+mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
+for n in null zero full random urandom tty; do
+  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
+done
+ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
+ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
+mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+expose ro /sys
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  case $1 in
+    ro:*) expose ro "${'$'}{1#ro:}" ;;
+    rw:*) expose rw "${'$'}{1#rw:}" ;;
+    mask:*) mask "${'$'}{1#mask:}" ;;
+    *) die "unknown item $1" ;;
+  esac
+  shift
+done
+shift
+cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
+umount -l /.old-root; rmdir /.old-root
+mount -o remount,bind,ro / || die "cannot make / read-only"
+cd "$cwd" || die "cannot enter $cwd"
+setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+PATH=$job_path; export PATH
+exec 3<&0
+"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+child=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
+while :; do
+  if wait "$child"; then exit 0; else status=$?; fi
+  kill -0 "$child" 2>/dev/null || exit "$status"
+done
+`;
+
+/** Exit code of the sandbox's init when it could not build the sandbox (the command never ran). */
+export const SANDBOX_SETUP_FAILED = 125;
+
+/** Where the init mounts the new root (in its own mount namespace; the folder itself stays empty). */
+function stageDir(): string {
+  const dir = join(tmpdir(), 'hillclimb-sandbox');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
+/** Paths the init script can pass through mountinfo unambiguously. */
+function checkPath(p: string): string {
+  if (!isAbsolute(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
+  return resolve(p);
+}
+
+/** Parents before children, so a nested path is mounted over its parent's mount. */
+function byDepth(a: { path: string }, b: { path: string }): number {
+  return a.path.split('/').length - b.path.split('/').length || a.path.localeCompare(b.path);
+}
+
+/** The argument array that runs `command args` inside a sandbox built from `spec`. */
+export function sandboxCommand(
+  spec: SandboxSpec,
+  command: string,
+  args: readonly string[],
+): { command: string; args: string[] } {
+  const items = [
+    ...spec.readOnly.map((p) => ({ kind: 'ro', path: checkPath(p) })),
+    ...spec.writable.map((p) => ({ kind: 'rw', path: checkPath(p) })),
+  ].sort(byDepth);
+  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  return {
+    command: 'unshare',
+    args: [
+      '--user',
+      '--map-root-user',
+      '--mount',
+      '--pid',
+      '--fork',
+      '--kill-child',
+      '--ipc',
+      '--uts',
+      ...(spec.network ? [] : ['--net']),
+      '--',
+      '/bin/sh',
+      '-c',
+      INIT_SCRIPT,
+      'hillclimb-sandbox',
+      stageDir(),
+      checkPath(spec.cwd),
+      ...items.map((i) => `${i.kind}:${i.path}`),
+      ...masks,
+      '--',
+      command,
+      ...args,
+    ],
+  };
+}
+
+export type SandboxAvailability = { available: true } | { available: false; reason: string };
+
+let probed: Promise<SandboxAvailability> | undefined;
+
+/**
+ * Whether this machine can build the sandbox: one trivial sandboxed command, run once per process.
+ * The reason names what failed (no unshare, user namespaces disabled or restricted).
+ */
+export function sandboxAvailability(): Promise<SandboxAvailability> {
+  probed ??= probe();
+  return probed;
+}
+
+/** Forget the probe's answer (tests that change the machine's answer). */
+export function resetSandboxProbe(): void {
+  probed = undefined;
+}
+
+async function probe(): Promise<SandboxAvailability> {
+  if (process.platform !== 'linux') {
+    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
+  }
+  const { command, args } = sandboxCommand({ cwd: '/', readOnly: [], writable: [] }, 'true', []);
+  try {
+    const r = await run(command, args, { allowedExitCodes: 'any', timeoutMs: 30_000 });
+    if (r.exitCode === 0) return { available: true };
+    const why = (r.stderr.trim().split('\n').at(-1) ?? '').trim() || `exit code ${r.exitCode}`;
+    return { available: false, reason: why };
+  } catch (e) {
+    return { available: false, reason: e instanceof Error ? e.message.split('\n')[0]! : String(e) };
+  }
+}
+
+/** What to do when the sandbox is unavailable, for hints and docs. */
+export const SANDBOX_HINT =
+  'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run ' +
+  '`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian ' +
+  '`sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces ' +
+  '(docs/security.md, "The sandbox")';
