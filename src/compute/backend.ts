@@ -8,6 +8,7 @@
  * output ends up at its local destination before `run` resolves.
  */
 import type { CommandArgs } from '../config/types.js';
+import type { Isolation } from '../evidence/iteration.js';
 
 export interface JobOutputs {
   /** Local path where the metrics JSON the job writes ({metrics}) must end up. */
@@ -41,7 +42,15 @@ export interface JobSpec {
   logFile: string;
   /** Cancels the job (the backend stops it where it runs). */
   signal?: AbortSignal;
+  /**
+   * Names the code under test (its tree hash): jobs of the same code share one {cache} folder, and no
+   * job can write the cache of other code (a candidate must not poison the champion's compile cache).
+   * Without it {cache} is one folder for all jobs.
+   */
+  cacheKey?: string;
 }
+
+export type { Isolation } from '../evidence/iteration.js';
 
 export interface JobResult {
   /** The job's exit code; null when it was killed or never ran. */
@@ -59,6 +68,8 @@ export interface JobResult {
   logFile: string;
   /** Backend-specific id of the run (Ray submission id, TPU VM name), for logs and evidence. */
   handle?: string;
+  /** How the job's code was isolated from the harness (absent when it never ran). */
+  isolation?: Isolation;
 }
 
 /** What a backend runs on; recorded with every measurement as provenance. */

@@ -50,6 +50,7 @@ const builders = new Map<string, BackendBuilder>([
         logger: opts.logger,
         dryRun: opts.dryRun,
         cacheDir: resolve(config.root, config.paths.state_dir, 'cache', 'jobs'),
+        sandbox: config.sandbox,
       }),
   ],
   [
@@ -82,6 +83,19 @@ export function buildBackend(config: HillclimbConfig, opts: BuildBackendOptions)
   const builder = builders.get(name);
   if (!builder) throw new UnknownNameError('compute backend', name, getBackendTypes());
   return builder(config, opts);
+}
+
+/**
+ * Where the CPU gate runs: always this machine (Pallas in interpret mode), before any accelerator time.
+ * The compute backend itself when that is `local` (one backend, one sandbox probe), else a local one.
+ */
+export function buildCpuBackend(
+  config: HillclimbConfig,
+  opts: BuildBackendOptions,
+  backend?: Backend,
+): Backend {
+  if (backend && config.compute.backend === 'local') return backend;
+  return builders.get('local')!(config, opts);
 }
 
 /** The registered backend names, sorted. */

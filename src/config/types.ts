@@ -137,6 +137,16 @@ export interface ComputeConfig {
   tpu_vm?: TpuVmConfig;
 }
 
+export interface SandboxConfig {
+  /**
+   * auto: sandbox untrusted code where the machine can; elsewhere run it unsandboxed and mark the
+   * iteration's numbers unverified (no verdict can be improved). required: refuse to run it unsandboxed.
+   */
+  mode: 'auto' | 'required';
+  /** Extra absolute paths untrusted code may read. */
+  read_paths: string[];
+}
+
 export interface ForgeConfig {
   kind: 'local' | 'github';
   base: string;
@@ -190,6 +200,7 @@ export interface HillclimbConfig {
   measure: MeasureConfig;
   agent: AgentConfig;
   compute: ComputeConfig;
+  sandbox: SandboxConfig;
   forge: ForgeConfig;
   store: StoreConfig;
   paths: PathsConfig;

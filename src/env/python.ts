@@ -4,8 +4,8 @@
  * second setup with nothing changed runs no pip at all.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { run } from '../exec/exec.js';
 import { HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
@@ -162,4 +162,25 @@ export async function setupPython(
   writeFileSync(join(root, VENV_DIR, STAMP_FILE), `${JSON.stringify(newStamp, null, 2)}\n`);
   logger.info(`python: ready (${files.join(', ')})`);
   return { python, installed: true, files };
+}
+
+/**
+ * The folders an interpreter needs to be readable to run: its venv (or installation) and, for a venv,
+ * the base installation its pyvenv.cfg names and its links resolve into. For the sandbox's read list.
+ */
+export function interpreterReadPaths(python: string): string[] {
+  const paths = new Set<string>();
+  const prefix = dirname(dirname(python));
+  paths.add(prefix);
+  const cfg = join(prefix, 'pyvenv.cfg');
+  if (existsSync(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync(cfg, 'utf8'))?.[1]?.trim();
+    if (home) paths.add(dirname(home));
+  }
+  try {
+    paths.add(dirname(dirname(realpathSync(python))));
+  } catch {
+    // a missing interpreter fails later, with a message of its own
+  }
+  return [...paths].filter((p) => p !== '/' && p !== '/usr');
 }

@@ -27,6 +27,23 @@ export const STEPS = [
 
 export type StepName = (typeof STEPS)[number];
 
+/**
+ * How untrusted code (the agent's, the candidate's) was kept from the harness where it ran: `sandbox`
+ * (this machine, in the namespace sandbox), `remote` (another machine: a TPU VM, a Ray worker), `none`
+ * (this machine, unsandboxed: nothing it could reach can be trusted).
+ */
+export type Isolation = 'sandbox' | 'remote' | 'none';
+
+/** Steps that run untrusted code. */
+export type UntrustedStep = 'propose' | 'cpu-gate' | 'accelerator-gate' | 'measure' | 'profile';
+
+export interface IsolationRecord {
+  /** The weakest isolation of the step's processes. */
+  mode: Isolation;
+  /** Which job (process) ran them: CI run/attempt/job, or host/pid locally. */
+  job: string;
+}
+
 export interface StepRecord {
   status: 'done' | 'skipped' | 'failed';
   startedAt: string;
@@ -173,6 +190,8 @@ export interface IterationEvidence {
   measurement?: MeasurementEvidence;
   profile?: ProfileEvidence;
   publish?: PublishEvidence;
+  /** How each step that ran untrusted code isolated it (see isolation.ts for what that allows). */
+  isolation?: Partial<Record<UntrustedStep, IsolationRecord>>;
   provenance: {
     hillclimbVersion: string;
     /** Hash of the protected paths at the base commit: a harness change re-baselines. */

@@ -15,9 +15,9 @@
  * What it does not do: limit CPU or memory (the caller's timeouts do), or filter system calls. Files
  * under the read-only system directories that the user running hillclimb can read stay readable.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { run } from './exec.js';
 
 export interface SandboxSpec {
@@ -174,6 +174,20 @@ export function sandboxCommand(
       ...args,
     ],
   };
+}
+
+/**
+ * The folders a program needs visible to start: its own folder and, for a link, the folder it resolves
+ * into — unless the system directories already show them.
+ */
+export function programReadPaths(program: string): string[] {
+  const dirs = new Set<string>([dirname(program)]);
+  try {
+    dirs.add(dirname(realpathSync(program)));
+  } catch {
+    // reported when the program fails to start
+  }
+  return [...dirs].filter((d) => !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
 }
 
 export type SandboxAvailability = { available: true } | { available: false; reason: string };

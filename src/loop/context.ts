@@ -56,6 +56,8 @@ export interface LoopContext {
    * iteration would have published.
    */
   dryRun: boolean;
+  /** This process's job: which machine ran which step (see evidence/isolation.ts). */
+  job: string;
 }
 
 /** For runs and phases that never propose: an agent that must not be called. */
@@ -85,6 +87,17 @@ export function stateDirOf(config: HillclimbConfig): string {
 
 export function runDirOf(stateDir: string, runId: string): string {
   return join(stateDir, 'runs', runId);
+}
+
+/**
+ * Names the job this process is: in GitHub Actions the run, attempt and job id (one runner), elsewhere
+ * host and process. Steps record it beside how they isolated untrusted code.
+ */
+export function currentJobId(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.GITHUB_ACTIONS === 'true' && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? '1'}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname()}-${process.pid}`;
 }
 
 export function defaultHost(): string {

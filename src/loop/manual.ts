@@ -4,8 +4,7 @@
  * the loop, so a number means the same thing wherever it was produced.
  */
 import { join } from 'node:path';
-import { LocalBackend } from '../compute/backends/local.js';
-import { buildBackend } from '../compute/factory.js';
+import { buildBackend, buildCpuBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
 import { packageVersion } from '../env/root.js';
 import type { IterationEvidence, StepName } from '../evidence/iteration.js';
@@ -18,6 +17,7 @@ import { matchAny } from '../workspace/glob.js';
 import { Bundle, BundleFiles } from './bundle.js';
 import {
   configHash,
+  currentJobId,
   defaultHost,
   type LoopContext,
   NO_AGENT,
@@ -62,10 +62,7 @@ async function manualContext(opts: ManualOptions, runId: string): Promise<LoopCo
     totalIterations: 1,
     git: await Git.create(config.root, { logger: opts.logger }),
     backend,
-    cpuBackend:
-      config.compute.backend === 'local'
-        ? backend
-        : new LocalBackend({ root: config.root, logger: opts.logger }),
+    cpuBackend: buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend),
     agent: NO_AGENT,
     forge: buildForge(config, { root: config.root, logger: opts.logger }),
     store: buildStore(config, { root: config.root, logger: opts.logger }),
@@ -77,6 +74,7 @@ async function manualContext(opts: ManualOptions, runId: string): Promise<LoopCo
     host: defaultHost(),
     sleep: realSleep,
     prepareMayProfile: true,
+    job: currentJobId(),
     dryRun: Boolean(opts.dryRun),
   };
 }

@@ -15,8 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildAgent } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
-import { LocalBackend } from '../compute/backends/local.js';
-import { buildBackend } from '../compute/factory.js';
+import { buildBackend, buildCpuBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
 import { packageVersion } from '../env/root.js';
 import type { IterationEvidence, StepName } from '../evidence/iteration.js';
@@ -31,6 +30,7 @@ import { Git } from '../workspace/git.js';
 import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
 import {
   configHash,
+  currentJobId,
   defaultHost,
   type LoopContext,
   NO_AGENT,
@@ -113,10 +113,7 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     runId: opts.runId,
     dryRun: opts.dryRun,
   });
-  const cpuBackend: Backend =
-    config.compute.backend === 'local'
-      ? backend
-      : new LocalBackend({ root: config.root, logger: opts.logger });
+  const cpuBackend: Backend = buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend);
   const existing = bundle.exists() ? bundle.load() : undefined;
   const ctx: LoopContext = {
     config,
@@ -145,6 +142,7 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     sleep: realSleep,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === 'all',
+    job: currentJobId(),
     dryRun: Boolean(opts.dryRun),
   };
 

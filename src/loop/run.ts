@@ -8,8 +8,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildAgent } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
-import { LocalBackend } from '../compute/backends/local.js';
-import { buildBackend } from '../compute/factory.js';
+import { buildBackend, buildCpuBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
 import type { HillclimbConfig, TargetConfig } from '../config/types.js';
 import { packageVersion } from '../env/root.js';
@@ -21,7 +20,15 @@ import { ExitCode, errorMessage, HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { Git } from '../workspace/git.js';
 import { Bundle, iterationDirName } from './bundle.js';
-import { configHash, defaultHost, type LoopContext, realSleep, runDirOf, stateDirOf } from './context.js';
+import {
+  configHash,
+  currentJobId,
+  defaultHost,
+  type LoopContext,
+  realSleep,
+  runDirOf,
+  stateDirOf,
+} from './context.js';
 import { failureSignature, Interrupted } from './failures.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from './journal.js';
@@ -158,8 +165,7 @@ async function runLocked(
   }
 
   const backend = buildBackend(config, { root, logger: opts.logger, runId, dryRun: opts.dryRun });
-  const cpuBackend: Backend =
-    config.compute.backend === 'local' ? backend : new LocalBackend({ root, logger: opts.logger });
+  const cpuBackend: Backend = buildCpuBackend(config, { root, logger: opts.logger }, backend);
   const ctx: LoopContext = {
     config,
     target,
@@ -183,6 +189,7 @@ async function runLocked(
     host: defaultHost(),
     sleep: opts.sleep ?? realSleep,
     prepareMayProfile: true,
+    job: currentJobId(),
     dryRun: Boolean(opts.dryRun),
   };
 

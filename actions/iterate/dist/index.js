@@ -2172,9 +2172,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve15, reject) => {
+          return new Promise((resolve17, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve15(data);
+              return err ? reject(err) : resolve17(data);
             });
           });
         }
@@ -2212,12 +2212,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve15, reject) => {
+          return new Promise((resolve17, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve15(data);
+              ) : resolve17(data);
             });
           });
         }
@@ -4484,8 +4484,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve15, reject) => {
-        res = resolve15;
+      const promise = new Promise((resolve17, reject) => {
+        res = resolve17;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -5797,7 +5797,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants5 = require_constants2();
+    var constants6 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5872,7 +5872,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants5.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants6.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5967,11 +5967,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants5.ERROR.OK) {
+          if (ret !== constants6.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants5.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants6.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants5.ERROR.PAUSED) {
+            } else if (ret === constants6.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5994,10 +5994,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants5.ERROR.OK) {
+        if (ret === constants6.ERROR.OK) {
           return null;
         }
-        if (ret === constants5.ERROR.PAUSED || ret === constants5.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants6.ERROR.PAUSED || ret === constants6.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6014,7 +6014,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants5.ERROR[ret], data);
+        return new HTTPParserError(message, constants6.ERROR[ret], data);
       }
       destroy() {
         assert(this.ptr != null);
@@ -6194,7 +6194,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants5.ERROR.PAUSED : 0;
+        return pause ? constants6.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6216,7 +6216,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6252,13 +6252,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -6736,12 +6736,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve15, reject) => {
+      const waitForDrain = () => new Promise((resolve17, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve15;
+          callback = resolve17;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7411,12 +7411,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve15, reject) => {
+      const waitForDrain = () => new Promise((resolve17, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve15;
+          callback = resolve17;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7895,16 +7895,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve15) => {
+        return new Promise((resolve17) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve15;
+            this[kClosedResolve] = resolve17;
           } else {
-            resolve15(null);
+            resolve17(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve15) => {
+        return new Promise((resolve17) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
             const request2 = requests[i];
@@ -7915,7 +7915,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve15(null);
+            resolve17(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7966,7 +7966,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve15, reject) => {
+        const socket = await new Promise((resolve17, reject) => {
           client[kConnector]({
             host,
             hostname: hostname3,
@@ -7978,7 +7978,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve15(socket2);
+              resolve17(socket2);
             }
           });
         });
@@ -8314,8 +8314,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c) => c.close()));
         } else {
-          await new Promise((resolve15) => {
-            this[kClosedResolve] = resolve15;
+          await new Promise((resolve17) => {
+            this[kClosedResolve] = resolve17;
           });
         }
       }
@@ -9584,7 +9584,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve15, reject) => {
+        return await new Promise((resolve17, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9597,7 +9597,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve15(null);
+              resolve17(null);
             }
           }).on("error", noop4).on("data", function(chunk2) {
             limit -= chunk2.length;
@@ -9616,7 +9616,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert(!stream[kConsume]);
-      return new Promise((resolve15, reject) => {
+      return new Promise((resolve17, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9633,7 +9633,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve15,
+              resolve: resolve17,
               reject,
               length: 0,
               body: []
@@ -9703,18 +9703,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve15, stream, length } = consume2;
+      const { type, body, resolve: resolve17, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve15(chunksDecode(body, length));
+          resolve17(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve15(JSON.parse(chunksDecode(body, length)));
+          resolve17(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve15(chunksConcat(body, length).buffer);
+          resolve17(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve15(new Blob(body, { type: stream[kContentType] }));
+          resolve17(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve15(chunksConcat(body, length));
+          resolve17(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9971,9 +9971,9 @@ var require_api_request = __commonJS({
     };
     function request2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve15, reject) => {
+        return new Promise((resolve17, reject) => {
           request2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve15(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -10196,9 +10196,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve15, reject) => {
+        return new Promise((resolve17, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve15(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -10483,9 +10483,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve15, reject) => {
+        return new Promise((resolve17, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve15(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -10577,9 +10577,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve15, reject) => {
+        return new Promise((resolve17, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve15(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -14442,7 +14442,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve15, reject) => agent.dispatch(
+        return new Promise((resolve17, reject) => agent.dispatch(
           {
             path: url.pathname + url.search,
             origin: url.origin,
@@ -14518,7 +14518,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable4({ read: resume });
               const onError = this.onError.bind(this);
-              resolve15({
+              resolve17({
                 status,
                 statusText,
                 headersList,
@@ -14561,7 +14561,7 @@ var require_fetch = __commonJS({
               for (let i = 0; i < rawHeaders.length; i += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i]), rawHeaders[i + 1].toString("latin1"), true);
               }
-              resolve15({
+              resolve17({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18302,8 +18302,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay2(ms2) {
-      return new Promise((resolve15) => {
-        setTimeout(resolve15, ms2).unref();
+      return new Promise((resolve17) => {
+        setTimeout(resolve17, ms2).unref();
       });
     }
     module2.exports = {
@@ -19538,11 +19538,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants5);
+          this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -19559,10 +19559,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants5);
+        this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -19623,8 +19623,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants5) {
-        this.code = optimizeExpr(this.code, names, constants5);
+      optimizeNames(names, constants6) {
+        this.code = optimizeExpr(this.code, names, constants6);
         return this;
       }
       get names() {
@@ -19653,12 +19653,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         const { nodes } = this;
         let i = nodes.length;
         while (i--) {
           const n = nodes[i];
-          if (n.optimizeNames(names, constants5))
+          if (n.optimizeNames(names, constants6))
             continue;
           subtractNames(names, n.names);
           nodes.splice(i, 1);
@@ -19711,12 +19711,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants5);
-        if (!(super.optimizeNames(names, constants5) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        if (!(super.optimizeNames(names, constants6) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants5);
+        this.condition = optimizeExpr(this.condition, names, constants6);
         return this;
       }
       get names() {
@@ -19739,10 +19739,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants5) {
-        if (!super.optimizeNames(names, constants5))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants5);
+        this.iteration = optimizeExpr(this.iteration, names, constants6);
         return this;
       }
       get names() {
@@ -19778,10 +19778,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants5) {
-        if (!super.optimizeNames(names, constants5))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants5);
+        this.iterable = optimizeExpr(this.iterable, names, constants6);
         return this;
       }
       get names() {
@@ -19823,11 +19823,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         var _a, _b;
-        super.optimizeNames(names, constants5);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants5);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants5);
+        super.optimizeNames(names, constants6);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants6);
         return this;
       }
       get names() {
@@ -20128,7 +20128,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants5) {
+    function optimizeExpr(expr, names, constants6) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -20143,14 +20143,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n) {
-        const c = constants5[n.str];
+        const c = constants6[n.str];
         if (c === void 0 || names[n.str] !== 1)
           return n;
         delete names[n.str];
         return c;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants5[c.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants6[c.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -22112,7 +22112,7 @@ var require_compile = __commonJS({
       const schOrFunc = root.refs[ref];
       if (schOrFunc)
         return schOrFunc;
-      let _sch = resolve15.call(this, root, ref);
+      let _sch = resolve17.call(this, root, ref);
       if (_sch === void 0) {
         const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
@@ -22139,7 +22139,7 @@ var require_compile = __commonJS({
     function sameSchemaEnv(s1, s2) {
       return s1.schema === s2.schema && s1.root === s2.root && s1.baseId === s2.baseId;
     }
-    function resolve15(root, ref) {
+    function resolve17(root, ref) {
       let sch;
       while (typeof (sch = this.refs[ref]) == "string")
         ref = sch;
@@ -23003,7 +23003,7 @@ var require_fast_uri = __commonJS({
       }
       return uri;
     }
-    function resolve15(baseURI, relativeURI, options2) {
+    function resolve17(baseURI, relativeURI, options2) {
       const schemelessOptions = options2 ? Object.assign({ scheme: "null" }, options2) : { scheme: "null" };
       const {
         parsed: baseParsed,
@@ -23039,50 +23039,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative4, options2, skipNormalization) {
+    function resolveComponent(base, relative5, options2, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse3(serialize(base, options2), options2);
-        relative4 = parse3(serialize(relative4, options2), options2);
+        relative5 = parse3(serialize(relative5, options2), options2);
       }
       options2 = options2 || {};
-      if (!options2.tolerant && relative4.scheme) {
-        target.scheme = relative4.scheme;
-        target.userinfo = relative4.userinfo;
-        target.host = relative4.host;
-        target.port = relative4.port;
-        target.path = removeDotSegments(relative4.path || "");
-        target.query = relative4.query;
+      if (!options2.tolerant && relative5.scheme) {
+        target.scheme = relative5.scheme;
+        target.userinfo = relative5.userinfo;
+        target.host = relative5.host;
+        target.port = relative5.port;
+        target.path = removeDotSegments(relative5.path || "");
+        target.query = relative5.query;
       } else {
-        if (relative4.userinfo !== void 0 || relative4.host !== void 0 || relative4.port !== void 0) {
-          target.userinfo = relative4.userinfo;
-          target.host = relative4.host;
-          target.port = relative4.port;
-          target.path = removeDotSegments(relative4.path || "");
-          target.query = relative4.query;
+        if (relative5.userinfo !== void 0 || relative5.host !== void 0 || relative5.port !== void 0) {
+          target.userinfo = relative5.userinfo;
+          target.host = relative5.host;
+          target.port = relative5.port;
+          target.path = removeDotSegments(relative5.path || "");
+          target.query = relative5.query;
         } else {
-          if (!relative4.path) {
+          if (!relative5.path) {
             target.path = base.path;
-            if (relative4.query !== void 0) {
-              target.query = relative4.query;
+            if (relative5.query !== void 0) {
+              target.query = relative5.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative4.path[0] === "/") {
-              target.path = removeDotSegments(relative4.path);
+            if (relative5.path[0] === "/") {
+              target.path = removeDotSegments(relative5.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative4.path;
+                target.path = "/" + relative5.path;
               } else if (!base.path) {
-                target.path = relative4.path;
+                target.path = relative5.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative4.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative5.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative4.query;
+            target.query = relative5.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -23090,7 +23090,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative4.fragment;
+      target.fragment = relative5.fragment;
       return target;
     }
     function equal(uriA, uriB, options2) {
@@ -23394,7 +23394,7 @@ var require_fast_uri = __commonJS({
     var fastUri = {
       SCHEMES,
       normalize,
-      resolve: resolve15,
+      resolve: resolve17,
       resolveComponent,
       equal,
       serialize,
@@ -27050,7 +27050,7 @@ var require_foldFlowLines = __commonJS({
         else
           end = lineWidth - indentAtStart;
       }
-      let split = void 0;
+      let split2 = void 0;
       let prev = void 0;
       let overflow = false;
       let i = -1;
@@ -27083,18 +27083,18 @@ var require_foldFlowLines = __commonJS({
           if (mode === FOLD_BLOCK)
             i = consumeMoreIndentedLines(text3, i, indent2.length);
           end = i + indent2.length + endStep;
-          split = void 0;
+          split2 = void 0;
         } else {
           if (ch === " " && prev && prev !== " " && prev !== "\n" && prev !== "	") {
             const next = text3[i + 1];
             if (next && next !== " " && next !== "\n" && next !== "	")
-              split = i;
+              split2 = i;
           }
           if (i >= end) {
-            if (split) {
-              folds.push(split);
-              end = split + endStep;
-              split = void 0;
+            if (split2) {
+              folds.push(split2);
+              end = split2 + endStep;
+              split2 = void 0;
             } else if (mode === FOLD_QUOTED) {
               while (prev === " " || prev === "	") {
                 prev = ch;
@@ -27107,7 +27107,7 @@ var require_foldFlowLines = __commonJS({
               folds.push(j);
               escapedFolds[j] = true;
               end = j + endStep;
-              split = void 0;
+              split2 = void 0;
             } else {
               overflow = true;
             }
@@ -30641,13 +30641,13 @@ var require_resolve_block_scalar = __commonJS({
       return { mode, indent: indent2, chomp, comment, length };
     }
     function splitLines(source) {
-      const split = source.split(/\n( *)/);
-      const first = split[0];
+      const split2 = source.split(/\n( *)/);
+      const first = split2[0];
       const m = first.match(/^( *)/);
       const line0 = m?.[1] ? [m[1], first.slice(m[1].length)] : ["", first];
       const lines = [line0];
-      for (let i = 1; i < split.length; i += 2)
-        lines.push([split[i], split[i + 1]]);
+      for (let i = 1; i < split2.length; i += 2)
+        lines.push([split2[i], split2[i + 1]]);
       return lines;
     }
     exports2.resolveBlockScalar = resolveBlockScalar;
@@ -33849,8 +33849,8 @@ var require_light = __commonJS({
           return this.Promise.resolve();
         }
         yieldLoop(t = 0) {
-          return new this.Promise(function(resolve15, reject) {
-            return setTimeout(resolve15, t);
+          return new this.Promise(function(resolve17, reject) {
+            return setTimeout(resolve17, t);
           });
         }
         computePenalty() {
@@ -34061,15 +34061,15 @@ var require_light = __commonJS({
           return this._queue.length === 0;
         }
         async _tryToRun() {
-          var args, cb, error2, reject, resolve15, returned, task;
+          var args, cb, error2, reject, resolve17, returned, task;
           if (this._running < 1 && this._queue.length > 0) {
             this._running++;
-            ({ task, args, resolve: resolve15, reject } = this._queue.shift());
+            ({ task, args, resolve: resolve17, reject } = this._queue.shift());
             cb = await (async function() {
               try {
                 returned = await task(...args);
                 return function() {
-                  return resolve15(returned);
+                  return resolve17(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -34084,13 +34084,13 @@ var require_light = __commonJS({
           }
         }
         schedule(task, ...args) {
-          var promise, reject, resolve15;
-          resolve15 = reject = null;
+          var promise, reject, resolve17;
+          resolve17 = reject = null;
           promise = new this.Promise(function(_resolve, _reject) {
-            resolve15 = _resolve;
+            resolve17 = _resolve;
             return reject = _reject;
           });
-          this._queue.push({ task, args, resolve: resolve15, reject });
+          this._queue.push({ task, args, resolve: resolve17, reject });
           this._tryToRun();
           return promise;
         }
@@ -34491,14 +34491,14 @@ var require_light = __commonJS({
                 counts = this._states.counts;
                 return counts[0] + counts[1] + counts[2] + counts[3] === at;
               };
-              return new this.Promise((resolve15, reject) => {
+              return new this.Promise((resolve17, reject) => {
                 if (finished()) {
-                  return resolve15();
+                  return resolve17();
                 } else {
                   return this.on("done", () => {
                     if (finished()) {
                       this.removeAllListeners("done");
-                      return resolve15();
+                      return resolve17();
                     }
                   });
                 }
@@ -34591,9 +34591,9 @@ var require_light = __commonJS({
               options2 = parser$5.load(options2, this.jobDefaults);
             }
             task = (...args2) => {
-              return new this.Promise(function(resolve15, reject) {
+              return new this.Promise(function(resolve17, reject) {
                 return fn(...args2, function(...args3) {
-                  return (args3[0] != null ? reject : resolve15)(args3);
+                  return (args3[0] != null ? reject : resolve17)(args3);
                 });
               });
             };
@@ -34834,7 +34834,7 @@ var require_DLList = __commonJS({
 var require_Events = __commonJS({
   "node_modules/bottleneck/lib/Events.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -34843,7 +34843,7 @@ var require_Events = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -34851,13 +34851,13 @@ var require_Events = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35049,7 +35049,7 @@ var require_BottleneckError = __commonJS({
 var require_Job = __commonJS({
   "node_modules/bottleneck/lib/Job.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35058,7 +35058,7 @@ var require_Job = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35066,13 +35066,13 @@ var require_Job = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35253,7 +35253,7 @@ var require_Job = __commonJS({
 var require_LocalDatastore = __commonJS({
   "node_modules/bottleneck/lib/LocalDatastore.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35262,7 +35262,7 @@ var require_LocalDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35270,13 +35270,13 @@ var require_LocalDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35345,8 +35345,8 @@ var require_LocalDatastore = __commonJS({
         })();
       }
       yieldLoop(t = 0) {
-        return new this.Promise(function(resolve15, reject) {
-          return setTimeout(resolve15, t);
+        return new this.Promise(function(resolve17, reject) {
+          return setTimeout(resolve17, t);
         });
       }
       computePenalty() {
@@ -35816,7 +35816,7 @@ var require_Scripts = __commonJS({
 var require_RedisConnection = __commonJS({
   "node_modules/bottleneck/lib/RedisConnection.js"(exports, module) {
     "use strict";
-    function asyncGeneratorStep(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35825,7 +35825,7 @@ var require_RedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35833,13 +35833,13 @@ var require_RedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35880,7 +35880,7 @@ var require_RedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve15, reject) => {
+          return new this.Promise((resolve17, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -35891,14 +35891,14 @@ var require_RedisConnection = __commonJS({
               });
             }
             if (client.ready) {
-              return resolve15();
+              return resolve17();
             } else {
-              return client.once("ready", resolve15);
+              return client.once("ready", resolve17);
             }
           });
         }
         _loadScript(name) {
-          return new this.Promise((resolve15, reject) => {
+          return new this.Promise((resolve17, reject) => {
             var payload;
             payload = Scripts.payload(name);
             return this.client.multi([["script", "load", payload]]).exec((err, replies) => {
@@ -35906,7 +35906,7 @@ var require_RedisConnection = __commonJS({
                 return reject(err);
               }
               this.shas[name] = replies[0];
-              return resolve15(replies[0]);
+              return resolve17(replies[0]);
             });
           });
         }
@@ -35919,12 +35919,12 @@ var require_RedisConnection = __commonJS({
           var _this = this;
           return _asyncToGenerator(function* () {
             yield _this.ready;
-            return new _this.Promise((resolve15, reject) => {
+            return new _this.Promise((resolve17, reject) => {
               return _this.client.multi([cmd]).exec_atomic(function(err, replies) {
                 if (err != null) {
                   return reject(err);
                 } else {
-                  return resolve15(replies[0]);
+                  return resolve17(replies[0]);
                 }
               });
             });
@@ -35932,13 +35932,13 @@ var require_RedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve15, reject) => {
+            return new this.Promise((resolve17, reject) => {
               var handler2;
               handler2 = (chan) => {
                 if (chan === channel) {
                   this.subscriber.removeListener("subscribe", handler2);
                   this.limiters[channel] = instance;
-                  return resolve15();
+                  return resolve17();
                 }
               };
               this.subscriber.on("subscribe", handler2);
@@ -35952,13 +35952,13 @@ var require_RedisConnection = __commonJS({
             /* @__PURE__ */ (function() {
               var _ref = _asyncToGenerator(function* (channel) {
                 if (!_this2.terminated) {
-                  yield new _this2.Promise((resolve15, reject) => {
+                  yield new _this2.Promise((resolve17, reject) => {
                     return _this2.subscriber.unsubscribe(channel, function(err, chan) {
                       if (err != null) {
                         return reject(err);
                       }
                       if (chan === channel) {
-                        return resolve15();
+                        return resolve17();
                       }
                     });
                   });
@@ -36043,7 +36043,7 @@ var require_IORedisConnection = __commonJS({
     function _arrayWithHoles(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36052,7 +36052,7 @@ var require_IORedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36060,13 +36060,13 @@ var require_IORedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36112,7 +36112,7 @@ var require_IORedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve15, reject) => {
+          return new this.Promise((resolve17, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -36123,9 +36123,9 @@ var require_IORedisConnection = __commonJS({
               });
             }
             if (client.status === "ready") {
-              return resolve15();
+              return resolve17();
             } else {
-              return client.once("ready", resolve15);
+              return client.once("ready", resolve17);
             }
           });
         }
@@ -36151,10 +36151,10 @@ var require_IORedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve15, reject) => {
+            return new this.Promise((resolve17, reject) => {
               return this.subscriber.subscribe(channel, () => {
                 this.limiters[channel] = instance;
-                return resolve15();
+                return resolve17();
               });
             });
           }));
@@ -36252,7 +36252,7 @@ var require_RedisDatastore = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36261,7 +36261,7 @@ var require_RedisDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36269,13 +36269,13 @@ var require_RedisDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36411,7 +36411,7 @@ var require_RedisDatastore = __commonJS({
           if (!(name === "init" || name === "register_client")) {
             yield _this3.ready;
           }
-          return new _this3.Promise((resolve15, reject) => {
+          return new _this3.Promise((resolve17, reject) => {
             var all_args, arr;
             all_args = [Date.now(), _this3.clientId].concat(args);
             _this3.instance.Events.trigger("debug", `Calling Redis script: ${name}.lua`, all_args);
@@ -36419,7 +36419,7 @@ var require_RedisDatastore = __commonJS({
               if (err != null) {
                 return reject(err);
               }
-              return resolve15(replies);
+              return resolve17(replies);
             });
             return _this3.connection.__scriptFn__(name)(...arr);
           }).catch((e) => {
@@ -36650,7 +36650,7 @@ var require_States = __commonJS({
 var require_Sync = __commonJS({
   "node_modules/bottleneck/lib/Sync.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36659,7 +36659,7 @@ var require_Sync = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36667,13 +36667,13 @@ var require_Sync = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36696,19 +36696,19 @@ var require_Sync = __commonJS({
       _tryToRun() {
         var _this = this;
         return _asyncToGenerator2(function* () {
-          var args, cb, error2, reject, resolve15, returned, task;
+          var args, cb, error2, reject, resolve17, returned, task;
           if (_this._running < 1 && _this._queue.length > 0) {
             _this._running++;
             var _this$_queue$shift = _this._queue.shift();
             task = _this$_queue$shift.task;
             args = _this$_queue$shift.args;
-            resolve15 = _this$_queue$shift.resolve;
+            resolve17 = _this$_queue$shift.resolve;
             reject = _this$_queue$shift.reject;
             cb = yield _asyncToGenerator2(function* () {
               try {
                 returned = yield task(...args);
                 return function() {
-                  return resolve15(returned);
+                  return resolve17(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -36724,16 +36724,16 @@ var require_Sync = __commonJS({
         })();
       }
       schedule(task, ...args) {
-        var promise, reject, resolve15;
-        resolve15 = reject = null;
+        var promise, reject, resolve17;
+        resolve17 = reject = null;
         promise = new this.Promise(function(_resolve, _reject) {
-          resolve15 = _resolve;
+          resolve17 = _resolve;
           return reject = _reject;
         });
         this._queue.push({
           task,
           args,
-          resolve: resolve15,
+          resolve: resolve17,
           reject
         });
         this._tryToRun();
@@ -36786,7 +36786,7 @@ var require_Group = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36795,7 +36795,7 @@ var require_Group = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36803,13 +36803,13 @@ var require_Group = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37072,7 +37072,7 @@ var require_Bottleneck = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -37081,7 +37081,7 @@ var require_Bottleneck = __commonJS({
         return;
       }
       if (info.done) {
-        resolve15(value);
+        resolve17(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -37089,13 +37089,13 @@ var require_Bottleneck = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve15, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve15, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37333,14 +37333,14 @@ var require_Bottleneck = __commonJS({
               counts = this._states.counts;
               return counts[0] + counts[1] + counts[2] + counts[3] === at;
             };
-            return new this.Promise((resolve15, reject) => {
+            return new this.Promise((resolve17, reject) => {
               if (finished()) {
-                return resolve15();
+                return resolve17();
               } else {
                 return this.on("done", () => {
                   if (finished()) {
                     this.removeAllListeners("done");
-                    return resolve15();
+                    return resolve17();
                   }
                 });
               }
@@ -37448,9 +37448,9 @@ var require_Bottleneck = __commonJS({
             options2 = parser3.load(options2, this.jobDefaults);
           }
           task = (...args2) => {
-            return new this.Promise(function(resolve15, reject) {
+            return new this.Promise(function(resolve17, reject) {
               return fn(...args2, function(...args3) {
-                return (args3[0] != null ? reject : resolve15)(args3);
+                return (args3[0] != null ? reject : resolve17)(args3);
               });
             });
           };
@@ -37664,8 +37664,8 @@ var init_sha256_wrapper_ITDNMKRK = __esm({
       return function(moduleArg = {}) {
         var Module2 = moduleArg;
         var readyPromiseResolve, readyPromiseReject;
-        Module2["ready"] = new Promise((resolve15, reject) => {
-          readyPromiseResolve = resolve15;
+        Module2["ready"] = new Promise((resolve17, reject) => {
+          readyPromiseResolve = resolve17;
           readyPromiseReject = reject;
         });
         var moduleOverrides = Object.assign({}, Module2);
@@ -38217,7 +38217,7 @@ var init_sub_paths_HFKHI55E = __esm({
 });
 
 // actions/iterate/src/main.ts
-import { resolve as resolve14 } from "node:path";
+import { resolve as resolve16 } from "node:path";
 
 // node_modules/@actions/core/lib/command.js
 import * as os from "os";
@@ -38381,11 +38381,11 @@ import { EOL as EOL3 } from "os";
 import { constants, promises } from "fs";
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve15) {
-      resolve15(value);
+    return value instanceof P ? value : new P(function(resolve17) {
+      resolve17(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve15, reject) {
+  return new (P || (P = Promise))(function(resolve17, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -38401,7 +38401,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve15(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve17(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -38994,8 +38994,8 @@ var Bundle = class {
     this.dir = dir;
   }
   dir;
-  path(relative4) {
-    return join(this.dir, relative4);
+  path(relative5) {
+    return join(this.dir, relative5);
   }
   exists() {
     return existsSync3(this.path(EVIDENCE_FILE));
@@ -40168,8 +40168,8 @@ function iterationSummary(result) {
 
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync25, readFileSync as readFileSync20 } from "node:fs";
-import { join as join32 } from "node:path";
+import { existsSync as existsSync26, readFileSync as readFileSync21 } from "node:fs";
+import { join as join34 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute3, resolve as resolve4 } from "node:path";
@@ -40306,7 +40306,7 @@ function spawnAndCollect(command, args, opts, shown) {
     mkdirSync2(dirname2(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
-  return new Promise((resolve15, reject) => {
+  return new Promise((resolve17, reject) => {
     const child = spawn(command, [...args], {
       cwd: opts.cwd,
       env,
@@ -40376,8 +40376,8 @@ function spawnAndCollect(command, args, opts, shown) {
         killedBy,
         logFile: opts.logFile
       };
-      if (log) log.end(() => resolve15(result));
-      else resolve15(result);
+      if (log) log.end(() => resolve17(result));
+      else resolve17(result);
     };
     child.on("error", (e) => {
       if (settled) return;
@@ -40910,7 +40910,7 @@ var Git = class _Git {
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
     }
     const cwd = resolve3(dir);
-    const probe = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
+    const probe2 = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
       cwd,
       env: GIT_ENV,
       allowedExitCodes: "any"
@@ -40919,8 +40919,8 @@ var Git = class _Git {
         exitCode: ExitCode2.infra
       });
     });
-    const [inside, top] = probe.stdout.trim().split("\n");
-    if (probe.exitCode !== 0 || inside !== "true" || !top) {
+    const [inside, top] = probe2.stdout.trim().split("\n");
+    if (probe2.exitCode !== 0 || inside !== "true" || !top) {
       throw new HillclimbError(`${cwd} is not inside a git work tree`, {
         hint: "run hillclimb from a clone of the repository (git init or git clone first)",
         exitCode: ExitCode2.badInput
@@ -41110,9 +41110,9 @@ var Git = class _Git {
    */
   async restoreStash(sha) {
     assertSha(sha);
-    const probe = await this.probeStashApply(sha);
-    if (probe !== void 0) {
-      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe}` };
+    const probe2 = await this.probeStashApply(sha);
+    if (probe2 !== void 0) {
+      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe2}` };
     }
     if (!await this.isClean()) {
       return { restored: false, sha, reason: "the working tree has uncommitted changes" };
@@ -41155,13 +41155,13 @@ var Git = class _Git {
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
     const dir = mkdtempSync(join5(tmpdir(), "hc-stash-probe-"));
-    const probe = join5(dir, "probe");
+    const probe2 = join5(dir, "probe");
     try {
-      await this.git(["worktree", "add", "--detach", "--quiet", probe, "HEAD"]);
-      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe, allowedExitCodes: "any" });
+      await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
+      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
       return r.exitCode === 0 ? void 0 : firstLines(r.stderr || r.stdout) || `exit code ${r.exitCode}`;
     } finally {
-      await this.git(["worktree", "remove", "--force", probe], { allowedExitCodes: [0, 128] });
+      await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
       await this.git(["worktree", "prune"]);
       rmSync2(dir, { recursive: true, force: true });
     }
@@ -41885,10 +41885,13 @@ function getAgentTypes() {
   return [...builders.keys()].sort();
 }
 
+// src/compute/factory.ts
+import { resolve as resolve7 } from "node:path";
+
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync7, mkdirSync as mkdirSync8, readdirSync as readdirSync2 } from "node:fs";
-import { availableParallelism, constants as constants4 } from "node:os";
-import { dirname as dirname10, join as join10 } from "node:path";
+import { appendFileSync as appendFileSync4, existsSync as existsSync8, mkdirSync as mkdirSync10, mkdtempSync as mkdtempSync3, readdirSync as readdirSync3, rmSync as rmSync5 } from "node:fs";
+import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
+import { dirname as dirname12, join as join12, resolve as resolve6 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -41907,10 +41910,243 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { join as join8 } from "node:path";
+import { existsSync as existsSync7, readFileSync as readFileSync5, realpathSync, writeFileSync as writeFileSync3 } from "node:fs";
+import { dirname as dirname9, join as join8 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
   return process.env.HILLCLIMB_PYTHON || join8(root, VENV_DIR, "bin", "python");
+}
+function interpreterReadPaths(python) {
+  const paths = /* @__PURE__ */ new Set();
+  const prefix = dirname9(dirname9(python));
+  paths.add(prefix);
+  const cfg = join8(prefix, "pyvenv.cfg");
+  if (existsSync7(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync5(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname9(home));
+  }
+  try {
+    paths.add(dirname9(dirname9(realpathSync(python))));
+  } catch {
+  }
+  return [...paths].filter((p) => p !== "/" && p !== "/usr");
+}
+
+// src/exec/sandbox.ts
+import { mkdirSync as mkdirSync7, realpathSync as realpathSync2 } from "node:fs";
+import { tmpdir as tmpdir3 } from "node:os";
+import { dirname as dirname10, isAbsolute as isAbsolute4, join as join9, resolve as resolve5 } from "node:path";
+var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
+var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
+var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
+var INIT_SCRIPT = String.raw`set -eu
+job_path=${"$"}{PATH-}
+PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
+die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
+stage=$1; cwd=$2; shift 2
+mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
+R=$stage
+ro_tree() {
+  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  while read -r opts mp; do
+    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
+    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
+      die "cannot make $mp read-only"
+  done
+}
+expose() {
+  kind=$1; p=$2
+  if [ -d "$p" ]; then mkdir -p "$R$p"
+  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
+  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
+  mount --rbind "$p" "$R$p" || die "cannot expose $p"
+  [ "$kind" = rw ] || ro_tree "$p"
+}
+mask() {
+  p=$1
+  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
+  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
+}
+for d in ${SYSTEM_DIRS.join(" ")}; do
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
+done
+mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
+mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
+for n in null zero full random urandom tty; do
+  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
+done
+ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
+ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
+mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+expose ro /sys
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  case $1 in
+    ro:*) expose ro "${"$"}{1#ro:}" ;;
+    rw:*) expose rw "${"$"}{1#rw:}" ;;
+    mask:*) mask "${"$"}{1#mask:}" ;;
+    *) die "unknown item $1" ;;
+  esac
+  shift
+done
+shift
+cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
+umount -l /.old-root; rmdir /.old-root
+mount -o remount,bind,ro / || die "cannot make / read-only"
+cd "$cwd" || die "cannot enter $cwd"
+setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+PATH=$job_path; export PATH
+exec 3<&0
+"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+child=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
+while :; do
+  if wait "$child"; then exit 0; else status=$?; fi
+  kill -0 "$child" 2>/dev/null || exit "$status"
+done
+`;
+var SANDBOX_SETUP_FAILED = 125;
+function stageDir() {
+  const dir = join9(tmpdir3(), "hillclimb-sandbox");
+  mkdirSync7(dir, { recursive: true, mode: 448 });
+  return dir;
+}
+function checkPath(p) {
+  if (!isAbsolute4(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
+  return resolve5(p);
+}
+function byDepth(a, b) {
+  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
+}
+function sandboxCommand(spec, command, args) {
+  const items = [
+    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
+    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
+  ].sort(byDepth);
+  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  return {
+    command: "unshare",
+    args: [
+      "--user",
+      "--map-root-user",
+      "--mount",
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--ipc",
+      "--uts",
+      ...spec.network ? [] : ["--net"],
+      "--",
+      "/bin/sh",
+      "-c",
+      INIT_SCRIPT,
+      "hillclimb-sandbox",
+      stageDir(),
+      checkPath(spec.cwd),
+      ...items.map((i) => `${i.kind}:${i.path}`),
+      ...masks,
+      "--",
+      command,
+      ...args
+    ]
+  };
+}
+function programReadPaths(program) {
+  const dirs = /* @__PURE__ */ new Set([dirname10(program)]);
+  try {
+    dirs.add(dirname10(realpathSync2(program)));
+  } catch {
+  }
+  return [...dirs].filter((d) => !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+}
+var probed;
+function sandboxAvailability() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
+  }
+  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
+  try {
+    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
+    if (r.exitCode === 0) return { available: true };
+    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
+    return { available: false, reason: why };
+  } catch (e) {
+    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
+  }
+}
+var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
+
+// src/util/untrusted-files.ts
+import {
+  closeSync as closeSync2,
+  constants as constants4,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync as mkdirSync8,
+  openSync as openSync2,
+  readdirSync as readdirSync2,
+  readSync
+} from "node:fs";
+import { join as join10, relative as relative3 } from "node:path";
+var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path) {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative3(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync8(to, { recursive: true });
+      for (const name of readdirSync2(from).sort()) visit(join10(from, name), join10(to, name));
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync(from, to, constants4.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
 }
 
 // src/compute/job-env.ts
@@ -41921,10 +42157,26 @@ function jobEnv(extra = {}, base = process.env) {
   }
   return { ...env, ...extra };
 }
+var SANDBOX_PASSED = /^(?:PATH|LANG|LANGUAGE|LC_\w+|TZ|TERM|HILLCLIMB_ACCELERATOR|(?:JAX|XLA|TPU|LIBTPU|PJRT|CUDA|NVIDIA|ROCR|HIP|OMP|MKL|OPENBLAS)_\w+)$/;
+function sandboxJobEnv(extra = {}, base = process.env) {
+  const env = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== void 0 && SANDBOX_PASSED.test(name) && !isSecretName(name)) env[name] = value;
+  }
+  return {
+    ...env,
+    HOME: "/tmp",
+    TMPDIR: "/tmp",
+    XDG_CACHE_HOME: "/tmp/.cache",
+    // The working tree is read-only: Python must not try to write bytecode next to the sources.
+    PYTHONDONTWRITEBYTECODE: "1",
+    ...Object.fromEntries(Object.entries(extra).filter(([name]) => !isSecretName(name)))
+  };
+}
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync7, rmSync as rmSync4, writeFileSync as writeFileSync3 } from "node:fs";
-import { dirname as dirname9, join as join9 } from "node:path";
+import { mkdirSync as mkdirSync9, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
+import { dirname as dirname11, join as join11 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -42002,7 +42254,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync7(dirname9(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync9(dirname11(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -42020,7 +42272,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join9(outputs.trace, ...rest2);
+      target = join11(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -42028,22 +42280,23 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync7(target, { recursive: true });
+      mkdirSync9(target, { recursive: true });
     } else {
-      mkdirSync7(dirname9(target), { recursive: true });
-      writeFileSync3(target, entry.data);
+      mkdirSync9(dirname11(target), { recursive: true });
+      writeFileSync4(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
 }
 
 // src/compute/backends/local.ts
+var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace" };
 function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   const forced = env.HILLCLIMB_ACCELERATOR;
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync2(dir);
+      return readdirSync3(dir);
     } catch {
       return [];
     }
@@ -42056,7 +42309,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
 }
 function signalExitCode(signal) {
   if (signal === null) return null;
-  const n = constants4.signals[signal];
+  const n = constants5.signals[signal];
   return n === void 0 ? null : 128 + n;
 }
 var LocalBackend = class {
@@ -42067,15 +42320,15 @@ var LocalBackend = class {
   opts;
   name = "local";
   accelerator;
+  decided;
   async open() {
     this.opts.logger.debug(`local backend: ${this.info().description}`);
   }
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cache2 = this.opts.cacheDir ?? join10(this.opts.root, ".hillclimb", "cache", "jobs");
-    const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
-    const shown = displayCommand(argv[0], argv.slice(1));
+    const cacheRoot = this.opts.cacheDir ?? join12(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = job.cacheKey ? join12(cacheRoot, "by-code", job.cacheKey) : cacheRoot;
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -42083,24 +42336,98 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync8(dirname10(job.logFile), { recursive: true });
-    appendFileSync4(job.logFile, `$ ${shown}
-`);
+    mkdirSync10(dirname12(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
+      const shown = displayCommand(
+        ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
+      );
+      appendFileSync4(job.logFile, `$ ${shown}
+`);
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync7(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync8(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
     }
+    const isolation = await this.isolation();
+    if (isolation.problem) return result({ infraError: isolation.problem });
+    mkdirSync10(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
+    if (isolation.mode === "none") {
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
+      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
+# unsandboxed: ${isolation.why}
+`);
+      const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
+      return { ...ended, isolation: "none" };
+    }
+    const scratch = mkdtempSync3(join12(tmpdir4(), "hc-job-"));
+    try {
+      const out = join12(scratch, "out");
+      mkdirSync10(out);
+      const inside = {
+        ...job.outputs.metrics ? { metrics: join12(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join12(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join12(out, SANDBOX_OUTPUTS.trace) } : {}
+      };
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
+      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
+`);
+      const program = argv[0].includes("/") ? resolve6(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === void 0 || !existsSync8(program)) {
+        return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
+      }
+      const sandboxed = sandboxCommand(
+        {
+          cwd: job.workdir,
+          readOnly: [
+            job.workdir,
+            ...programReadPaths(program),
+            ...interpreterReadPaths(python),
+            ...this.opts.sandbox?.read_paths ?? []
+          ],
+          writable: [out, cache2]
+        },
+        argv[0],
+        argv.slice(1)
+      );
+      const { ended, lastError } = await this.exec(
+        [sandboxed.command, ...sandboxed.args],
+        job,
+        sandboxJobEnv(job.env),
+        false,
+        started
+      );
+      if (ended.exitCode === SANDBOX_SETUP_FAILED && lastError?.startsWith("hillclimb sandbox:")) {
+        return { ...ended, exitCode: null, infraError: `the sandbox could not be built: ${lastError}` };
+      }
+      const refused = collectOutputs(inside, job.outputs);
+      if (refused.length > 0) appendFileSync4(job.logFile, `# outputs refused: ${refused.join("; ")}
+`);
+      return { ...ended, isolation: "sandbox" };
+    } finally {
+      rmSync5(scratch, { recursive: true, force: true });
+    }
+  }
+  async exec(argv, job, env, inheritEnv, started) {
+    const done = (extra, lastError) => ({
+      ended: {
+        exitCode: null,
+        logFile: job.logFile,
+        handle: `local:${job.id}`,
+        ...extra,
+        durationMs: Date.now() - started
+      },
+      ...lastError !== void 0 ? { lastError } : {}
+    });
     try {
       const r = await run(argv[0], argv.slice(1), {
         cwd: job.workdir,
-        env: jobEnv(job.env),
+        env,
+        inheritEnv,
         timeoutMs: job.timeoutMs,
         idleTimeoutMs: job.idleTimeoutMs,
         signal: job.signal,
@@ -42108,13 +42435,29 @@ var LocalBackend = class {
         allowedExitCodes: "any",
         redact: secretsFromEnv()
       });
-      return result({ exitCode: r.exitCode ?? signalExitCode(r.signal) });
+      return done({ exitCode: r.exitCode ?? signalExitCode(r.signal) }, r.stderr.trim().split("\n").at(-1));
     } catch (e) {
       if (!(e instanceof ExecError)) throw e;
-      if (e.result?.killedBy) return result({ killedBy: e.result.killedBy });
-      if (e.result) return result({ exitCode: signalExitCode(e.result.signal) });
-      return result({ infraError: e.message });
+      if (e.result?.killedBy) return done({ killedBy: e.result.killedBy });
+      if (e.result) return done({ exitCode: signalExitCode(e.result.signal) });
+      return done({ infraError: e.message });
     }
+  }
+  /** How jobs run here: decided once, from `sandbox.mode` and whether this machine can build the sandbox. */
+  async isolation() {
+    this.decided ??= (async () => {
+      const available = await sandboxAvailability();
+      if (available.available) return { mode: "sandbox" };
+      const why = `no sandbox on this machine (${available.reason})`;
+      if (this.opts.sandbox?.mode === "required") {
+        return { mode: "none", problem: `sandbox.mode is required, but ${why}; ${SANDBOX_HINT}` };
+      }
+      this.opts.logger.warn(
+        `candidate code runs unsandboxed: ${why}. Its numbers are unverified and no iteration can be improved; ${SANDBOX_HINT}`
+      );
+      return { mode: "none", why };
+    })();
+    return this.decided;
   }
   async close() {
   }
@@ -42127,14 +42470,25 @@ var LocalBackend = class {
     };
   }
 };
-
-// src/compute/factory.ts
-import { resolve as resolve5 } from "node:path";
+function split(argv) {
+  return [argv[0], argv.slice(1)];
+}
+function collectOutputs(inside, outputs) {
+  const refused = [];
+  for (const name of ["metrics", "junit", "trace"]) {
+    const from = inside[name];
+    const to = outputs[name];
+    if (from === void 0 || to === void 0 || !existsSync8(from)) continue;
+    const r = copyPlainTree(from, to);
+    refused.push(...r.refused.map((x) => `${name}/${x}`));
+  }
+  return refused;
+}
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync4, readFileSync as readFileSync5, rmSync as rmSync6 } from "node:fs";
-import { tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname11, join as join12 } from "node:path";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync5, readFileSync as readFileSync6, rmSync as rmSync7 } from "node:fs";
+import { tmpdir as tmpdir6 } from "node:os";
+import { dirname as dirname13, join as join14 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash2 } from "node:crypto";
@@ -42299,13 +42653,13 @@ var RayJobsClient = class {
 };
 function httpRequest(url, method, headers, payload, timeoutMs) {
   const send = url.protocol === "https:" ? httpsRequest : httpRequestRaw;
-  return new Promise((resolve15, reject) => {
+  return new Promise((resolve17, reject) => {
     const req = send(url, { method, headers }, (res) => {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
       res.on(
         "end",
-        () => resolve15({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
+        () => resolve17({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
       );
       res.on("error", reject);
     });
@@ -42583,9 +42937,9 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync, existsSync as existsSync8, mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
-import { tmpdir as tmpdir3 } from "node:os";
-import { isAbsolute as isAbsolute4, join as join11 } from "node:path";
+import { copyFileSync as copyFileSync2, existsSync as existsSync9, mkdtempSync as mkdtempSync4, rmSync as rmSync6 } from "node:fs";
+import { tmpdir as tmpdir5 } from "node:os";
+import { isAbsolute as isAbsolute5, join as join13 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
@@ -42603,10 +42957,10 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync3(join11(tmpdir3(), "hc-index-"));
+  const tmp = mkdtempSync4(join13(tmpdir5(), "hc-index-"));
   try {
-    const index = join11(tmp, "index");
-    if (existsSync8(realIndex)) copyFileSync(realIndex, index);
+    const index = join13(tmp, "index");
+    if (existsSync9(realIndex)) copyFileSync2(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
@@ -42614,13 +42968,13 @@ async function snapshotTree(workdir, opts = {}) {
       await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
     }
     for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute4(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      if (isAbsolute5(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
       const blob = await git(workdir, ["hash-object", "-w", "--stdin"], env, content);
       await git(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
     }
     return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
   } finally {
-    rmSync5(tmp, { recursive: true, force: true });
+    rmSync6(tmp, { recursive: true, force: true });
   }
 }
 async function archiveTree(workdir, treeId, format, outFile) {
@@ -42629,12 +42983,12 @@ async function archiveTree(workdir, treeId, format, outFile) {
 
 // src/compute/wait.ts
 function sleep2(ms2, signal) {
-  return new Promise((resolve15) => {
-    if (signal?.aborted) return resolve15();
+  return new Promise((resolve17) => {
+    if (signal?.aborted) return resolve17();
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve15();
+      resolve17();
     };
     const timer = setTimeout(done, ms2);
     signal?.addEventListener("abort", done, { once: true });
@@ -42729,9 +43083,11 @@ var RayBackend = class {
       durationMs: Date.now() - started,
       logFile: job.logFile,
       handle: submissionId,
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
       ...extra
     });
-    mkdirSync9(dirname11(job.logFile), { recursive: true });
+    mkdirSync11(dirname13(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -42908,15 +43264,15 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync4(join12(tmpdir4(), "hc-raypkg-"));
+    const tmp = mkdtempSync5(join14(tmpdir6(), "hc-raypkg-"));
     try {
-      const zip = join12(tmp, "package.zip");
+      const zip = join14(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync5(zip);
+      const data = readFileSync6(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
-      rmSync6(tmp, { recursive: true, force: true });
+      rmSync7(tmp, { recursive: true, force: true });
     }
     return uri;
   }
@@ -42937,9 +43293,9 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync5, readFileSync as readFileSync7, rmSync as rmSync8 } from "node:fs";
-import { tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname12, join as join14 } from "node:path";
+import { mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync6, readFileSync as readFileSync8, rmSync as rmSync9 } from "node:fs";
+import { tmpdir as tmpdir7 } from "node:os";
+import { dirname as dirname14, join as join16 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -43140,38 +43496,38 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync6, renameSync as renameSync2, rmSync as rmSync7, writeFileSync as writeFileSync4 } from "node:fs";
-import { join as join13 } from "node:path";
+import { mkdirSync as mkdirSync12, readdirSync as readdirSync4, readFileSync as readFileSync7, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
+import { join as join15 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join13(stateDir, "tpu");
+  return join15(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join13(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join15(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync10(dir, { recursive: true });
+  mkdirSync12(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync4(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync5(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync2(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync3(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync4(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync6(join13(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync7(join15(dir, n), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync7(recordFile(dir, name, zone), { force: true });
+  rmSync8(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/lifecycle.ts
@@ -43500,6 +43856,8 @@ var TpuVmBackend = class {
       durationMs: Date.now() - started,
       logFile: job.logFile,
       ...this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {},
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
       ...extra2
     });
     fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
@@ -43526,14 +43884,14 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync11(dirname12(job.logFile), { recursive: true });
+    mkdirSync13(dirname14(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync5(join14(tmpdir5(), "hc-tpujob-"));
+    const tmp = mkdtempSync6(join16(tmpdir7(), "hc-tpujob-"));
     try {
-      const tarball = join14(tmp, "tree.tar.gz");
+      const tarball = join16(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -43568,7 +43926,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join14(tmp, "outputs.tar.gz");
+      const local = join16(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -43580,13 +43938,13 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync7(local), job.outputs);
+        installOutputs(readFileSync8(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
       return result({ exitCode });
     } finally {
-      rmSync8(tmp, { recursive: true, force: true });
+      rmSync9(tmp, { recursive: true, force: true });
     }
   }
   /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
@@ -43667,7 +44025,7 @@ var TpuVmBackend = class {
 
 // src/compute/factory.ts
 function tpuStateDirFor(config) {
-  return tpuStateDir(resolve5(config.root, config.paths.state_dir));
+  return tpuStateDir(resolve7(config.root, config.paths.state_dir));
 }
 function missingSection(config, key) {
   return new ConfigError(
@@ -43683,7 +44041,8 @@ var builders2 = /* @__PURE__ */ new Map([
       root: opts.root,
       logger: opts.logger,
       dryRun: opts.dryRun,
-      cacheDir: resolve5(config.root, config.paths.state_dir, "cache", "jobs")
+      cacheDir: resolve7(config.root, config.paths.state_dir, "cache", "jobs"),
+      sandbox: config.sandbox
     })
   ],
   [
@@ -43713,6 +44072,10 @@ function buildBackend(config, opts) {
   if (!builder) throw new UnknownNameError("compute backend", name, getBackendTypes());
   return builder(config, opts);
 }
+function buildCpuBackend(config, opts, backend) {
+  if (backend && config.compute.backend === "local") return backend;
+  return builders2.get("local")(config, opts);
+}
 function getBackendTypes() {
   return [...builders2.keys()].sort();
 }
@@ -43720,30 +44083,30 @@ function getBackendTypes() {
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync10, readFileSync as readFileSync9 } from "node:fs";
-import { dirname as dirname14, join as join16, resolve as resolve7 } from "node:path";
+import { existsSync as existsSync11, readFileSync as readFileSync10 } from "node:fs";
+import { dirname as dirname16, join as join18, resolve as resolve9 } from "node:path";
 
 // src/env/root.ts
-import { existsSync as existsSync9, readFileSync as readFileSync8 } from "node:fs";
-import { dirname as dirname13, join as join15, resolve as resolve6 } from "node:path";
+import { existsSync as existsSync10, readFileSync as readFileSync9 } from "node:fs";
+import { dirname as dirname15, join as join17, resolve as resolve8 } from "node:path";
 import { fileURLToPath } from "node:url";
 function packageRoot() {
-  let dir = dirname13(fileURLToPath(import.meta.url));
+  let dir = dirname15(fileURLToPath(import.meta.url));
   for (; ; ) {
-    const pkg = join15(dir, "package.json");
-    if (existsSync9(pkg)) {
+    const pkg = join17(dir, "package.json");
+    if (existsSync10(pkg)) {
       try {
-        if (JSON.parse(readFileSync8(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync9(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
-    const parent = dirname13(dir);
+    const parent = dirname15(dir);
     if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
     dir = parent;
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync8(join15(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync9(join17(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/config/rules.ts
@@ -43875,19 +44238,19 @@ var MAX_LISTED_PROBLEMS = 8;
 var validator;
 function schemaValidator() {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync9(join16(packageRoot(), SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync10(join18(packageRoot(), SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
   validator = ajv.compile(schema);
   return validator;
 }
 function loadConfig(file, overrides = {}) {
-  const path = resolve7(file);
-  if (!existsSync10(path)) {
+  const path = resolve9(file);
+  if (!existsSync11(path)) {
     throw new ConfigError(path, "", "file not found", {
       hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
     });
   }
-  return parseConfig(readFileSync9(path, "utf8"), path, overrides);
+  return parseConfig(readFileSync10(path, "utf8"), path, overrides);
 }
 function parseConfig(text3, file, overrides = {}) {
   const lines = new import_yaml.LineCounter();
@@ -43917,7 +44280,7 @@ function toTyped(data, file) {
   const typed = data;
   const targets = {};
   for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
-  return { ...typed, targets, file, root: dirname14(file) };
+  return { ...typed, targets, file, root: dirname16(file) };
 }
 function selectTarget(config, name) {
   const wanted = name ?? config.loop.target;
@@ -43964,7 +44327,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join33 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join35 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -43972,13 +44335,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join33(key),
+        keyPath: join35(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join33(String(e.params.missingProperty)),
+        keyPath: join35(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -44049,7 +44412,7 @@ function setPath(data, keyPath, value) {
 }
 
 // src/forge/factory.ts
-import { resolve as resolve8 } from "node:path";
+import { resolve as resolve10 } from "node:path";
 
 // src/forge/errors.ts
 var ForgeApiError = class extends ApiError {
@@ -44701,7 +45064,7 @@ var before_after_hook_default = { Singular, Collection };
 // node_modules/@octokit/endpoint/dist-bundle/index.js
 var VERSION3 = "0.0.0-development";
 var userAgent = `octokit-endpoint.js/${VERSION3} ${getUserAgent()}`;
-var DEFAULTS = {
+var DEFAULTS2 = {
   method: "GET",
   baseUrl: "https://api.github.com",
   headers: {
@@ -45000,16 +45363,16 @@ function endpointWithDefaults(defaults, route, options2) {
   return parse(merge(defaults, route, options2));
 }
 function withDefaults(oldDefaults, newDefaults) {
-  const DEFAULTS2 = merge(oldDefaults, newDefaults);
-  const endpoint2 = endpointWithDefaults.bind(null, DEFAULTS2);
+  const DEFAULTS22 = merge(oldDefaults, newDefaults);
+  const endpoint2 = endpointWithDefaults.bind(null, DEFAULTS22);
   return Object.assign(endpoint2, {
-    DEFAULTS: DEFAULTS2,
-    defaults: withDefaults.bind(null, DEFAULTS2),
-    merge: merge.bind(null, DEFAULTS2),
+    DEFAULTS: DEFAULTS22,
+    defaults: withDefaults.bind(null, DEFAULTS22),
+    merge: merge.bind(null, DEFAULTS22),
     parse
   });
 }
-var endpoint = withDefaults(null, DEFAULTS);
+var endpoint = withDefaults(null, DEFAULTS2);
 
 // node_modules/content-type/dist/index.js
 var SP = 32;
@@ -49165,9 +49528,9 @@ function redactUrl(url) {
 
 // src/forge/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync2, mkdirSync as mkdirSync12, openSync as openSync2, readFileSync as readFileSync10, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync14, openSync as openSync3, readFileSync as readFileSync11, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { dirname as dirname15 } from "node:path";
+import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep3 } from "node:timers/promises";
 async function withFileLock(lockPath, fn, opts = {}) {
   const token = await acquire(lockPath, opts);
@@ -49183,15 +49546,15 @@ async function acquire(lockPath, opts) {
   const staleMs = opts.staleMs ?? 10 * 6e4;
   const token = randomUUID2();
   const content = { pid: process.pid, host: hostname(), token, acquiredAt: "" };
-  mkdirSync12(dirname15(lockPath), { recursive: true });
+  mkdirSync14(dirname17(lockPath), { recursive: true });
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
-      const fd = openSync2(lockPath, "wx");
+      const fd = openSync3(lockPath, "wx");
       try {
         writeSync2(fd, JSON.stringify({ ...content, acquiredAt: (/* @__PURE__ */ new Date()).toISOString() }));
       } finally {
-        closeSync2(fd);
+        closeSync3(fd);
       }
       return token;
     } catch (e) {
@@ -49218,7 +49581,7 @@ function release(lockPath, token) {
 }
 function readHolder(lockPath) {
   try {
-    return JSON.parse(readFileSync10(lockPath, "utf8"));
+    return JSON.parse(readFileSync11(lockPath, "utf8"));
   } catch {
     return void 0;
   }
@@ -49252,52 +49615,52 @@ function tryUnlink(path) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync11, readdirSync as readdirSync4, rmSync as rmSync9 } from "node:fs";
-import { join as join17 } from "node:path";
+import { existsSync as existsSync12, readdirSync as readdirSync5, rmSync as rmSync10 } from "node:fs";
+import { join as join19 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join17(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join19(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join17(this.dir, "lock");
+    return join19(this.dir, "lock");
   }
   pullFile(n) {
-    return join17(this.dir, "pulls", `${n}.json`);
+    return join19(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join17(this.dir, "comments", String(pull), `${id}.json`);
+    return join19(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join17(this.dir, "pulls"));
+    return numberedJson(join19(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
-    return existsSync11(file) ? readJson(file) : void 0;
+    return existsSync12(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join17(this.dir, "comments", String(n)));
+    return numberedJson(join19(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
   }
   deleteComment(pull, id) {
-    rmSync9(this.commentFile(pull, id), { force: true });
+    rmSync10(this.commentFile(pull, id), { force: true });
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join17(this.dir, "counters.json");
-    const counters = existsSync11(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const file = join19(this.dir, "counters.json");
+    const counters = existsSync12(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value + 1 });
     return value;
@@ -49310,13 +49673,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync11(dir)) return [];
-  return readdirSync4(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join17(dir, `${n}.json`);
+  if (!existsSync12(dir)) return [];
+  return readdirSync5(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+    const file = join19(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync11(file)) return [];
+      if (!existsSync12(file)) return [];
       throw e;
     }
   });
@@ -49521,7 +49884,7 @@ var builders3 = /* @__PURE__ */ new Map([
     "local",
     (config, ctx) => new LocalForge({
       repoDir: ctx.root,
-      stateDir: resolve8(ctx.root, config.paths.state_dir),
+      stateDir: resolve10(ctx.root, config.paths.state_dir),
       logger: ctx.logger
     })
   ],
@@ -49564,13 +49927,13 @@ function getForgeTypes() {
 }
 
 // src/store/factory.ts
-import { resolve as resolve11 } from "node:path";
+import { resolve as resolve13 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync6, renameSync as renameSync4, rmSync as rmSync11, statSync as statSync5 } from "node:fs";
-import { tmpdir as tmpdir6 } from "node:os";
-import { basename as basename3, dirname as dirname17, isAbsolute as isAbsolute5, join as join19, resolve as resolve9 } from "node:path";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync7, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync5 } from "node:fs";
+import { tmpdir as tmpdir8 } from "node:os";
+import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute6, join as join21, resolve as resolve11 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -49605,14 +49968,14 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync2, mkdirSync as mkdirSync13, readdirSync as readdirSync5, renameSync as renameSync3, rmSync as rmSync10, statSync as statSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname16, join as join18 } from "node:path";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync15, readdirSync as readdirSync6, renameSync as renameSync3, rmSync as rmSync11, statSync as statSync4 } from "node:fs";
+import { basename as basename2, dirname as dirname18, join as join20 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
-    for (const name of readdirSync5(abs).sort()) {
-      const childAbs = join18(abs, name);
+    for (const name of readdirSync6(abs).sort()) {
+      const childAbs = join20(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
@@ -49623,13 +49986,13 @@ function walkFiles(dir) {
   return out.sort();
 }
 function copyFileAtomic(src, dest) {
-  mkdirSync13(dirname16(dest), { recursive: true });
-  const tmp = join18(dirname16(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  mkdirSync15(dirname18(dest), { recursive: true });
+  const tmp = join20(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
-    copyFileSync2(src, tmp);
+    copyFileSync3(src, tmp);
     renameSync3(tmp, dest);
   } catch (e) {
-    rmSync10(tmp, { force: true });
+    rmSync11(tmp, { force: true });
     throw e;
   }
 }
@@ -49669,7 +50032,7 @@ var BranchStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join19(dir, rel) }));
+    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join21(dir, rel) }));
     if (changes.length === 0) return [];
     return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
   }
@@ -49680,16 +50043,16 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join19(s.dir, "checkout");
-      mkdirSync14(worktree);
+      const worktree = join21(s.dir, "checkout");
+      mkdirSync16(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync14(dirname17(dest), { recursive: true });
-      const tmp = join19(dirname17(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      mkdirSync16(dirname19(dest), { recursive: true });
+      const tmp = join21(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync3(join19(worktree, key), tmp);
+        copyFileSync4(join21(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
-        rmSync11(tmp, { force: true });
+        rmSync12(tmp, { force: true });
       }
     });
   }
@@ -49749,7 +50112,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync6(join19(tmpdir6(), "hc-branch-store-"));
+    const dir = mkdtempSync7(join21(tmpdir8(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -49763,7 +50126,7 @@ var BranchStore = class {
       await s.init();
       return await fn(s);
     } finally {
-      rmSync11(dir, { recursive: true, force: true });
+      rmSync12(dir, { recursive: true, force: true });
     }
   }
   /** The remote as a URL: a remote name of the repository resolved, a relative path made absolute. */
@@ -49827,7 +50190,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join19(dir, "repo.git");
+    this.gitDir = join21(dir, "repo.git");
     this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
   }
   dir;
@@ -49851,7 +50214,7 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join19(this.dir, `${o.index}.index`) } : {}
+        ...o.index ? { GIT_INDEX_FILE: join21(this.dir, `${o.index}.index`) } : {}
       },
       redact: this.redact,
       timeoutMs: GIT_TIMEOUT_MS2,
@@ -49948,7 +50311,7 @@ function isUrl(remote) {
 }
 function toUrl(remote, repoDir) {
   if (isUrl(remote)) return remote;
-  return pathToFileURL2(isAbsolute5(remote) ? remote : resolve9(repoDir, remote)).href;
+  return pathToFileURL2(isAbsolute6(remote) ? remote : resolve11(repoDir, remote)).href;
 }
 function githubRepository(url) {
   const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
@@ -49970,8 +50333,8 @@ function sleep4(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync15, openAsBlob, renameSync as renameSync5, rmSync as rmSync12, statSync as statSync6 } from "node:fs";
-import { basename as basename4, dirname as dirname18, join as join20 } from "node:path";
+import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync17, openAsBlob, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync6 } from "node:fs";
+import { basename as basename4, dirname as dirname20, join as join22 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -53552,9 +53915,9 @@ async function getWebWorkerCode() {
 }
 var pendingWorkers = [];
 var runningWorkers = /* @__PURE__ */ new Set();
-var resolve10;
+var resolve12;
 var waitPromise = new Promise((r) => {
-  resolve10 = r;
+  resolve12 = r;
 });
 async function getWorker(poolSize) {
   {
@@ -53585,18 +53948,18 @@ async function freeWorker(worker, poolSize) {
   }
   runningWorkers.delete(worker);
   pendingWorkers.push(worker);
-  const r = resolve10;
+  const r = resolve12;
   waitPromise = new Promise((r2) => {
-    resolve10 = r2;
+    resolve12 = r2;
   });
   r();
 }
 function destroyWorker(worker) {
   runningWorkers.delete(worker);
   worker.terminate();
-  const r = resolve10;
+  const r = resolve12;
   waitPromise = new Promise((r2) => {
-    resolve10 = r2;
+    resolve12 = r2;
   });
   r();
 }
@@ -55415,11 +55778,11 @@ function cacheKey(params) {
   return JSON.stringify([params.refreshUrl, params.initialAccessToken]);
 }
 function bg4_regroup_bytes(bytes) {
-  const split = Math.floor(bytes.byteLength / 4);
+  const split2 = Math.floor(bytes.byteLength / 4);
   const rem = bytes.byteLength % 4;
-  const g1_pos = split + (rem >= 1 ? 1 : 0);
-  const g2_pos = g1_pos + split + (rem >= 2 ? 1 : 0);
-  const g3_pos = g2_pos + split + (rem == 3 ? 1 : 0);
+  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
+  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
+  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
   const ret = new Uint8Array(bytes.byteLength);
   for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
     ret[i] = bytes[j];
@@ -55437,11 +55800,11 @@ function bg4_regroup_bytes(bytes) {
 }
 function bg4_split_bytes(bytes) {
   const ret = new Uint8Array(bytes.byteLength);
-  const split = Math.floor(bytes.byteLength / 4);
+  const split2 = Math.floor(bytes.byteLength / 4);
   const rem = bytes.byteLength % 4;
-  const g1_pos = split + (rem >= 1 ? 1 : 0);
-  const g2_pos = g1_pos + split + (rem >= 2 ? 1 : 0);
-  const g3_pos = g2_pos + split + (rem == 3 ? 1 : 0);
+  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
+  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
+  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
   for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
     ret[j] = bytes[i];
   }
@@ -55558,19 +55921,19 @@ async function promisesQueueStreaming(factories, concurrency) {
 var WebBlob = class extends Blob {
   static async create(url, opts) {
     const customFetch = opts?.fetch ?? fetch;
-    const probe = await customFetch(url, {
+    const probe2 = await customFetch(url, {
       headers: {
         Range: "bytes=0-0",
         ...opts?.accessToken && { Authorization: `Bearer ${opts.accessToken}` }
       }
     });
-    if (!probe.ok) {
-      throw await createApiError(probe);
+    if (!probe2.ok) {
+      throw await createApiError(probe2);
     }
-    const contentType = probe.headers.get("content-type") || "";
-    if (probe.status === 206) {
-      const totalSize = Number(probe.headers.get("content-range")?.split("/").pop());
-      await probe.body?.cancel();
+    const contentType = probe2.headers.get("content-type") || "";
+    if (probe2.status === 206) {
+      const totalSize = Number(probe2.headers.get("content-range")?.split("/").pop());
+      await probe2.body?.cancel();
       if (Number.isFinite(totalSize) && totalSize >= (opts?.cacheBelow ?? 1e6)) {
         return new WebBlob(url, 0, totalSize, contentType, true, customFetch, opts?.accessToken);
       }
@@ -55582,7 +55945,7 @@ var WebBlob = class extends Blob {
       }
       return full.blob();
     }
-    return probe.blob();
+    return probe2.blob();
   }
   url;
   start;
@@ -58413,7 +58776,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join20(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join22(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -58428,8 +58791,8 @@ var HfStore = class {
         hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
       });
     }
-    mkdirSync15(dirname18(dest), { recursive: true });
-    const tmp = join20(dirname18(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    mkdirSync17(dirname20(dest), { recursive: true });
+    const tmp = join22(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
@@ -58437,7 +58800,7 @@ var HfStore = class {
       );
       renameSync5(tmp, dest);
     } finally {
-      rmSync12(tmp, { force: true });
+      rmSync13(tmp, { force: true });
     }
   }
   async list(prefix) {
@@ -58556,8 +58919,8 @@ function firstLine(s) {
 }
 
 // src/store/stores/local.ts
-import { existsSync as existsSync12, statSync as statSync7 } from "node:fs";
-import { join as join21, relative as relative3 } from "node:path";
+import { existsSync as existsSync13, statSync as statSync7 } from "node:fs";
+import { join as join23, relative as relative4 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -58574,11 +58937,11 @@ var LocalStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    if (!existsSync12(dir) || !statSync7(dir).isDirectory()) {
+    if (!existsSync13(dir) || !statSync7(dir).isDirectory()) {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join21(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join23(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -58589,21 +58952,21 @@ var LocalStore = class {
   }
   async list(prefix) {
     assertPrefix(prefix);
-    if (!existsSync12(this.dir)) return [];
+    if (!existsSync13(this.dir)) return [];
     return walkFiles(this.dir).filter((k) => k.startsWith(prefix));
   }
   url(key) {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join21(this.dir, key);
-    if (relative3(this.dir, p).startsWith(".."))
+    const p = join23(this.dir, key);
+    if (relative4(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
   }
 };
 function isFile2(path) {
-  return existsSync12(path) && statSync7(path).isFile();
+  return existsSync13(path) && statSync7(path).isFile();
 }
 
 // src/store/factory.ts
@@ -58611,7 +58974,7 @@ var LOCAL_STORE_DIR = "store";
 var builders4 = /* @__PURE__ */ new Map([
   [
     "local",
-    (config, ctx) => new LocalStore({ dir: resolve11(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
+    (config, ctx) => new LocalStore({ dir: resolve13(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
   ],
   [
     "hf",
@@ -58672,27 +59035,33 @@ function getStoreTypes() {
 
 // src/loop/context.ts
 import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync13, mkdirSync as mkdirSync16, readFileSync as readFileSync11, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync14, mkdirSync as mkdirSync18, readFileSync as readFileSync12, writeFileSync as writeFileSync6 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
-import { join as join22, resolve as resolve12 } from "node:path";
+import { join as join24, resolve as resolve14 } from "node:path";
 var NO_AGENT = {
   name: "none",
   run: () => Promise.reject(new Error("this phase runs no agent"))
 };
 function configHash(config) {
-  return createHash5("sha256").update(readFileSync11(config.file)).digest("hex").slice(0, 16);
+  return createHash5("sha256").update(readFileSync12(config.file)).digest("hex").slice(0, 16);
 }
 function stateDirOf(config) {
-  const dir = resolve12(config.root, config.paths.state_dir);
-  const ignore = join22(dir, ".gitignore");
-  if (!existsSync13(ignore)) {
-    mkdirSync16(dir, { recursive: true });
-    writeFileSync5(ignore, "# hillclimb state: never committed\n*\n");
+  const dir = resolve14(config.root, config.paths.state_dir);
+  const ignore = join24(dir, ".gitignore");
+  if (!existsSync14(ignore)) {
+    mkdirSync18(dir, { recursive: true });
+    writeFileSync6(ignore, "# hillclimb state: never committed\n*\n");
   }
   return dir;
 }
 function runDirOf(stateDir, runId) {
-  return join22(stateDir, "runs", runId);
+  return join24(stateDir, "runs", runId);
+}
+function currentJobId(env = process.env) {
+  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname2()}-${process.pid}`;
 }
 function defaultHost() {
   return hostname2();
@@ -58716,6 +59085,27 @@ function backoffMs(baseSeconds, attempt) {
   return Math.round(baseSeconds * 1e3 * 2 ** (attempt - 1));
 }
 
+// src/evidence/isolation.ts
+function recordIsolation(ev, step, rec) {
+  ev.isolation ??= {};
+  const before = ev.isolation[step];
+  if (before?.mode === "none" && before.job === rec.job) return;
+  ev.isolation[step] = rec;
+}
+function unverifiedReasons(ev) {
+  const records = ev.isolation ?? {};
+  const measuredBy = records.measure?.job;
+  const reasons = [];
+  for (const [step, rec] of Object.entries(records)) {
+    if (rec.mode !== "none") continue;
+    if (step === "propose" && measuredBy !== void 0 && rec.job !== measuredBy) continue;
+    reasons.push(
+      step === "propose" ? "the agent ran unsandboxed on the machine that measured" : `the ${step} step ran candidate code unsandboxed`
+    );
+  }
+  return reasons;
+}
+
 // src/loop/steps/decide.ts
 var decideStep = {
   name: "decide",
@@ -58729,12 +59119,23 @@ var decideStep = {
         reasons: ["the measurement ended without a comparison"]
       };
     }
+    const unverified = unverifiedReasons(ev);
+    if (c.verdict === "improved" && unverified.length > 0) {
+      return {
+        status: "verdict",
+        verdict: "needs-human",
+        reasons: [
+          `measured as improved, but the numbers are unverified: ${unverified.join("; ")} (docs/security.md)`,
+          ...c.reasons
+        ]
+      };
+    }
     return { status: "verdict", verdict: c.verdict, reasons: c.reasons };
   }
 };
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync15 } from "node:fs";
+import { existsSync as existsSync16 } from "node:fs";
 
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
@@ -63083,22 +63484,22 @@ function jobId(runId, iteration, ...parts) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync14, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
-import { join as join23 } from "node:path";
+import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { join as join25 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join23(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join25(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join23(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join25(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
-  if (existsSync14(path)) {
+  if (existsSync15(path)) {
     try {
       const wt = await Git.create(path);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
     } catch {
     }
-    await ctx.git.removeWorktree(path).catch(() => rmSync13(path, { recursive: true, force: true }));
+    await ctx.git.removeWorktree(path).catch(() => rmSync14(path, { recursive: true, force: true }));
     await ctx.git.pruneWorktrees();
   }
   await ctx.git.addWorktree(path, commit2);
@@ -63142,8 +63543,12 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS,
     outputs: { junit: junitFile },
     logFile,
-    signal: ctx.signal
+    signal: ctx.signal,
+    cacheKey: await ctx.git.treeHash(candidate.commit)
   });
+  if (result.isolation) {
+    recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
+  }
   if (result.killedBy === "abort") throw new InfraFailure(`${which2} gate cancelled`);
   if (result.infraError) throw new InfraFailure(`${which2} gate could not run: ${result.infraError}`);
   const evidence = {
@@ -63153,7 +63558,7 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync15(junitFile)) {
+  if (existsSync16(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       const failing = report.cases.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.classname}::${c.name}${c.message ? ` \u2014 ${c.message.split("\n")[0]}` : ""}`);
@@ -63747,20 +64152,20 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync16, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join25 } from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
+import { join as join27 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
-import { readFileSync as readFileSync12 } from "node:fs";
-import { join as join24 } from "node:path";
+import { readFileSync as readFileSync13 } from "node:fs";
+import { join as join26 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync12(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync13(join26(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -64700,8 +65105,8 @@ async function benchRun(env, arm, index, workdir) {
   const { ctx, bundle, ev } = env;
   const metricsFile = BundleFiles.runMetrics(arm, index);
   const logFile = BundleFiles.runLog(arm, index);
-  rmSync14(bundle.path(metricsFile), { force: true });
-  rmSync14(bundle.path(logFile), { force: true });
+  rmSync15(bundle.path(metricsFile), { force: true });
+  rmSync15(bundle.path(logFile), { force: true });
   const result = await ctx.backend.run({
     // A retried run gets a fresh id: backends (Ray) attach a repeated id to the earlier, failed job.
     id: jobId(ctx.runId, ev.iteration, "bench", arm, index, `a${attemptOf(ev.measurement, arm, index)}`),
@@ -64710,8 +65115,11 @@ async function benchRun(env, arm, index, workdir) {
     timeoutMs: ctx.target.bench.timeout_minutes * MINUTE_MS2,
     outputs: { metrics: bundle.path(metricsFile) },
     logFile: bundle.path(logFile),
-    signal: ctx.signal
+    signal: ctx.signal,
+    // Each arm's code has its own compile cache: the candidate cannot plant entries the champion loads.
+    cacheKey: await ctx.git.treeHash(arm === "A" ? ev.base.commit : ev.candidate.commit)
   });
+  if (result.isolation) recordIsolation(ev, "measure", { mode: result.isolation, job: ctx.job });
   if (result.killedBy === "abort") throw new Interrupted("benchmark cancelled");
   if (result.infraError) throw new InfraFailure(`benchmark run ${runName(arm, index)}: ${result.infraError}`);
   const run2 = {
@@ -64766,10 +65174,10 @@ async function comparability(bundle, m, run2) {
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync16(ctx.runDir)) return groups2;
-  for (const name of readdirSync7(ctx.runDir).sort()) {
+  if (!existsSync17(ctx.runDir)) return groups2;
+  for (const name of readdirSync8(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join25(ctx.runDir, name));
+    const b = new Bundle(join27(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -64780,8 +65188,8 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync19, readFileSync as readFileSync15 } from "node:fs";
-import { join as join29, resolve as resolve13 } from "node:path";
+import { existsSync as existsSync20, readFileSync as readFileSync16 } from "node:fs";
+import { join as join31, resolve as resolve15 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -64795,8 +65203,8 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync17, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join26 } from "node:path";
+import { existsSync as existsSync18, readdirSync as readdirSync9, readFileSync as readFileSync14 } from "node:fs";
+import { join as join28 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -64818,8 +65226,8 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync17(dir)) return [];
-  return readdirSync8(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  if (!existsSync18(dir)) return [];
+  return readdirSync9(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -64830,8 +65238,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync13(join26(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join26(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync14(join28(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join28(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -64866,8 +65274,8 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync18, mkdirSync as mkdirSync17, rmSync as rmSync15 } from "node:fs";
-import { join as join28 } from "node:path";
+import { existsSync as existsSync19, mkdirSync as mkdirSync19, rmSync as rmSync16 } from "node:fs";
+import { join as join30 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -64979,7 +65387,7 @@ function round(ms2) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync5, openSync as openSync5, readFileSync as readFileSync14, readSync as readSync3 } from "node:fs";
+import { closeSync as closeSync6, openSync as openSync6, readFileSync as readFileSync15, readSync as readSync4 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -66086,8 +66494,8 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync3, openSync as openSync3, readdirSync as readdirSync9, readSync, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join27 } from "node:path";
+import { closeSync as closeSync4, openSync as openSync4, readdirSync as readdirSync10, readSync as readSync2, statSync as statSync8 } from "node:fs";
+import { basename as basename6, join as join29 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66111,7 +66519,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync9(runDir).filter((f) => statSync8(join27(runDir, f)).isFile());
+  const files = readdirSync10(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -66119,7 +66527,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join27(runDir, sorted[0]), format, notes };
+    return { path: join29(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -66130,7 +66538,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join27(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join29(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -66140,17 +66548,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync9(dir);
+  const entries = readdirSync10(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join27(dir, "plugins", "profile"), dir]) {
+  for (const base of [join29(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync9(base).filter((r) => statSync8(join27(base, r)).isDirectory());
+      runs = readdirSync10(base).filter((r) => statSync8(join29(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync9(join27(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join27(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync10(join29(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join29(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -66165,13 +66573,13 @@ function riegeliError(path) {
   });
 }
 function readHead(path, n) {
-  const fd = openSync3(path, "r");
+  const fd = openSync4(path, "r");
   try {
     const buf = Buffer.alloc(n);
-    const got = readSync(fd, buf, 0, n, 0);
+    const got = readSync2(fd, buf, 0, n, 0);
     return buf.subarray(0, got);
   } finally {
-    closeSync3(fd);
+    closeSync4(fd);
   }
 }
 
@@ -66181,7 +66589,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync as gunzipSync2 } from "node:zlib";
 
 // src/evidence/trace/wire.ts
-import { closeSync as closeSync4, openSync as openSync4, readSync as readSync2 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readSync as readSync3 } from "node:fs";
 var WIRE_VARINT = 0;
 var WIRE_I64 = 1;
 var WIRE_LEN = 2;
@@ -66202,7 +66610,7 @@ var FileWindow = class {
   constructor(path, size, window2 = WINDOW) {
     this.path = path;
     this.size = size;
-    this.fd = openSync4(path, "r");
+    this.fd = openSync5(path, "r");
     this.buf = Buffer.allocUnsafe(Math.min(window2, Math.max(size, 16)));
   }
   path;
@@ -66216,7 +66624,7 @@ var FileWindow = class {
   bytesRead = 0;
   fd;
   close() {
-    closeSync4(this.fd);
+    closeSync5(this.fd);
   }
   /** Make `[pos, pos + n)` readable; returns the buffer index of `pos`. Throws past the end of file. */
   ensure(pos, n) {
@@ -66230,7 +66638,7 @@ var FileWindow = class {
     const want = Math.min(this.buf.length, this.size - pos);
     let got = 0;
     while (got < want) {
-      const r = readSync2(this.fd, this.buf, got, want - got, pos + got);
+      const r = readSync3(this.fd, this.buf, got, want - got, pos + got);
       if (r === 0) break;
       got += r;
     }
@@ -67979,15 +68387,15 @@ function savedSummary(path) {
   if (!path.endsWith(".json")) return void 0;
   let head = "";
   try {
-    const fd = openSync5(path, "r");
+    const fd = openSync6(path, "r");
     const buf = Buffer.alloc(256);
-    head = buf.subarray(0, readSync3(fd, buf, 0, 256, 0)).toString("utf8");
-    closeSync5(fd);
+    head = buf.subarray(0, readSync4(fd, buf, 0, 256, 0)).toString("utf8");
+    closeSync6(fd);
   } catch {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync14(path, "utf8"));
+  const parsed = JSON.parse(readFileSync15(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -68046,8 +68454,8 @@ var profileStep = {
 };
 async function profileCommit(ctx, workdir, traceDir, id, files) {
   const profile = ctx.target.profile;
-  rmSync15(traceDir, { recursive: true, force: true });
-  mkdirSync17(traceDir, { recursive: true });
+  rmSync16(traceDir, { recursive: true, force: true });
+  mkdirSync19(traceDir, { recursive: true });
   const result = await ctx.backend.run({
     id,
     command: profile.command,
@@ -68071,15 +68479,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join28(ctx.stateDir, "cache", "profiles", key);
+  return join30(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join28(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync18(local)) return readJson(local);
+  const local = join30(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync19(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join28(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join30(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return readJson(copy);
   } catch (e) {
@@ -68096,9 +68504,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join28(dir, "summary.json");
-  const traceDir = join28(dir, "trace");
-  if (existsSync18(summaryFile))
+  const summaryFile = join30(dir, "summary.json");
+  const traceDir = join30(dir, "trace");
+  if (existsSync19(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -68109,8 +68517,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join28(dir, "metrics.json"),
-      log: join28(dir, "profile.log")
+      metrics: join30(dir, "metrics.json"),
+      log: join30(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68148,12 +68556,12 @@ var prepareStep = {
       cpu_test_command: ctx.target.correctness.cpu.command.join(" "),
       result_file: bundle.path(BundleFiles.agentResult),
       directives: loadDirectives(
-        resolve13(ctx.root, ctx.config.paths.directives_dir),
+        resolve15(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
       )
     };
-    const templateFile = resolve13(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync15(templateFile, "utf8"), vars, templateFile);
+    const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
+    const prompt = renderPrompt(readFileSync16(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -68193,9 +68601,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join29(ctx.runDir, "hillclimb-log.md");
+  const runLog = join31(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync19(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
+  let entries = existsSync20(runLog) ? recentLogEntries(readFileSync16(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68204,8 +68612,8 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { mkdirSync as mkdirSync18, readFileSync as readFileSync16 } from "node:fs";
-import { dirname as dirname19 } from "node:path";
+import { mkdirSync as mkdirSync20, readFileSync as readFileSync17 } from "node:fs";
+import { dirname as dirname21 } from "node:path";
 var MINUTE_MS4 = 6e4;
 var proposeStep = {
   name: "propose",
@@ -68216,12 +68624,12 @@ var proposeStep = {
     const promptFile = bundle.path(BundleFiles.prompt);
     const resultFile = bundle.path(BundleFiles.agentResult);
     const logFile = bundle.path(BundleFiles.agentLog);
-    mkdirSync18(dirname19(resultFile), { recursive: true });
+    mkdirSync20(dirname21(resultFile), { recursive: true });
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: wt.root,
-      prompt: readFileSync16(promptFile, "utf8"),
+      prompt: readFileSync17(promptFile, "utf8"),
       resultFile,
       logFile,
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
@@ -68281,7 +68689,7 @@ var proposeStep = {
 };
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync20, readFileSync as readFileSync17 } from "node:fs";
+import { existsSync as existsSync21, readFileSync as readFileSync18 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -68474,7 +68882,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync20(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync21(bundle.path(BundleFiles.logEntry)) ? readFileSync18(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -68546,8 +68954,8 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync22, readFileSync as readFileSync19, writeFileSync as writeFileSync6 } from "node:fs";
-import { join as join31 } from "node:path";
+import { existsSync as existsSync23, readFileSync as readFileSync20, writeFileSync as writeFileSync7 } from "node:fs";
+import { join as join33 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
@@ -68747,8 +69155,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync21, readFileSync as readFileSync18 } from "node:fs";
-import { join as join30 } from "node:path";
+import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
+import { join as join32 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -68763,11 +69171,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join30(root, path);
-      if (!existsSync21(file)) continue;
+      const file = join32(root, path);
+      if (!existsSync22(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync18(file, "utf8"));
+        parsed = JSON.parse(readFileSync19(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -69040,14 +69448,14 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join31("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join33("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join31(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync22(runLog) ? readFileSync19(runLog, "utf8") : void 0;
+    const runLog = join33(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync23(runLog) ? readFileSync20(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync6(runLog, text3);
+      writeFileSync7(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -69068,7 +69476,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync22(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync23(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -69089,8 +69497,8 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join31(wt.root, ctx.config.paths.log_file);
-  const current = existsSync22(file) ? readFileSync19(file, "utf8") : void 0;
+  const file = join33(wt.root, ctx.config.paths.log_file);
+  const current = existsSync23(file) ? readFileSync20(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
@@ -69229,13 +69637,13 @@ function isInfra(e) {
 }
 
 // src/loop/preflight.ts
-import { existsSync as existsSync23 } from "node:fs";
+import { existsSync as existsSync24 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync23(python)) {
+    if (!existsSync24(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -69245,7 +69653,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync24 } from "node:fs";
+import { existsSync as existsSync25 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -69282,7 +69690,7 @@ async function revalidateBundle(ctx, bundle, phase, trustedBase) {
   ev.verdictReasons = [];
   ev.stoppedAt = void 0;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync24(file)) {
+  if (!existsSync25(file)) {
     if (ev.candidate) {
       throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -69354,7 +69762,7 @@ async function runPhase(phase, opts) {
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join32(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join34(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -69364,7 +69772,7 @@ async function runPhase(phase, opts) {
     runId: opts.runId,
     dryRun: opts.dryRun
   });
-  const cpuBackend = config.compute.backend === "local" ? backend : new LocalBackend({ root: config.root, logger: opts.logger });
+  const cpuBackend = buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend);
   const existing = bundle.exists() ? bundle.load() : void 0;
   const ctx = {
     config,
@@ -69390,9 +69798,10 @@ async function runPhase(phase, opts) {
     sleep: realSleep,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === "all",
+    job: currentJobId(),
     dryRun: Boolean(opts.dryRun)
   };
-  const trustFile = join32(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  const trustFile = join34(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -69447,10 +69856,10 @@ async function resolveChampion(opts) {
   return { commit: await git3.head(), source: "head" };
 }
 function evidenceDigest2(bundle) {
-  return createHash8("sha256").update(readFileSync20(bundle.path(BundleFiles.evidence))).digest("hex");
+  return createHash8("sha256").update(readFileSync21(bundle.path(BundleFiles.evidence))).digest("hex");
 }
 function madeHere(bundle, trustFile) {
-  return existsSync25(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
+  return existsSync26(trustFile) && readFileSync21(trustFile, "utf8") === evidenceDigest2(bundle);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -69463,7 +69872,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync25(file)) {
+  if (!existsSync26(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -69480,7 +69889,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync25(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync26(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 
@@ -69489,7 +69898,7 @@ await runAction(async ({ logger }) => {
   if (choice("mode", ["propose", "champion"]) === "champion") {
     const target = optionalText("target");
     const champion = await resolveChampion({
-      configFile: resolve14(optionalText("config") ?? "hillclimb.yml"),
+      configFile: resolve16(optionalText("config") ?? "hillclimb.yml"),
       overrides: configOverrides(),
       ...target ? { target } : {},
       logger

@@ -2172,9 +2172,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve14, reject) => {
+          return new Promise((resolve16, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve14(data);
+              return err ? reject(err) : resolve16(data);
             });
           });
         }
@@ -2212,12 +2212,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve14, reject) => {
+          return new Promise((resolve16, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve14(data);
+              ) : resolve16(data);
             });
           });
         }
@@ -4484,8 +4484,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve14, reject) => {
-        res = resolve14;
+      const promise = new Promise((resolve16, reject) => {
+        res = resolve16;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -5797,7 +5797,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants5 = require_constants2();
+    var constants6 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5872,7 +5872,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants5.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants6.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5967,11 +5967,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants5.ERROR.OK) {
+          if (ret !== constants6.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants5.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants6.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants5.ERROR.PAUSED) {
+            } else if (ret === constants6.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5994,10 +5994,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants5.ERROR.OK) {
+        if (ret === constants6.ERROR.OK) {
           return null;
         }
-        if (ret === constants5.ERROR.PAUSED || ret === constants5.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants6.ERROR.PAUSED || ret === constants6.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6014,7 +6014,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants5.ERROR[ret], data);
+        return new HTTPParserError(message, constants6.ERROR[ret], data);
       }
       destroy() {
         assert(this.ptr != null);
@@ -6194,7 +6194,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants5.ERROR.PAUSED : 0;
+        return pause ? constants6.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6216,7 +6216,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6252,13 +6252,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants5.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -6736,12 +6736,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve14, reject) => {
+      const waitForDrain = () => new Promise((resolve16, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve14;
+          callback = resolve16;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7411,12 +7411,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve14, reject) => {
+      const waitForDrain = () => new Promise((resolve16, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve14;
+          callback = resolve16;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7895,16 +7895,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve14) => {
+        return new Promise((resolve16) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve14;
+            this[kClosedResolve] = resolve16;
           } else {
-            resolve14(null);
+            resolve16(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve14) => {
+        return new Promise((resolve16) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
             const request2 = requests[i];
@@ -7915,7 +7915,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve14(null);
+            resolve16(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7966,7 +7966,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve14, reject) => {
+        const socket = await new Promise((resolve16, reject) => {
           client[kConnector]({
             host,
             hostname: hostname3,
@@ -7978,7 +7978,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve14(socket2);
+              resolve16(socket2);
             }
           });
         });
@@ -8314,8 +8314,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c) => c.close()));
         } else {
-          await new Promise((resolve14) => {
-            this[kClosedResolve] = resolve14;
+          await new Promise((resolve16) => {
+            this[kClosedResolve] = resolve16;
           });
         }
       }
@@ -9584,7 +9584,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve14, reject) => {
+        return await new Promise((resolve16, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9597,7 +9597,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve14(null);
+              resolve16(null);
             }
           }).on("error", noop4).on("data", function(chunk2) {
             limit -= chunk2.length;
@@ -9616,7 +9616,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert(!stream[kConsume]);
-      return new Promise((resolve14, reject) => {
+      return new Promise((resolve16, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9633,7 +9633,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve14,
+              resolve: resolve16,
               reject,
               length: 0,
               body: []
@@ -9703,18 +9703,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve14, stream, length } = consume2;
+      const { type, body, resolve: resolve16, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve14(chunksDecode(body, length));
+          resolve16(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve14(JSON.parse(chunksDecode(body, length)));
+          resolve16(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve14(chunksConcat(body, length).buffer);
+          resolve16(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve14(new Blob(body, { type: stream[kContentType] }));
+          resolve16(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve14(chunksConcat(body, length));
+          resolve16(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9971,9 +9971,9 @@ var require_api_request = __commonJS({
     };
     function request2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve16, reject) => {
           request2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve16(data);
           });
         });
       }
@@ -10196,9 +10196,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve16, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve16(data);
           });
         });
       }
@@ -10483,9 +10483,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve16, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve16(data);
           });
         });
       }
@@ -10577,9 +10577,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve14, reject) => {
+        return new Promise((resolve16, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve14(data);
+            return err ? reject(err) : resolve16(data);
           });
         });
       }
@@ -14442,7 +14442,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve14, reject) => agent.dispatch(
+        return new Promise((resolve16, reject) => agent.dispatch(
           {
             path: url.pathname + url.search,
             origin: url.origin,
@@ -14518,7 +14518,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable4({ read: resume });
               const onError = this.onError.bind(this);
-              resolve14({
+              resolve16({
                 status,
                 statusText,
                 headersList,
@@ -14561,7 +14561,7 @@ var require_fetch = __commonJS({
               for (let i = 0; i < rawHeaders.length; i += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i]), rawHeaders[i + 1].toString("latin1"), true);
               }
-              resolve14({
+              resolve16({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18302,8 +18302,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay2(ms2) {
-      return new Promise((resolve14) => {
-        setTimeout(resolve14, ms2).unref();
+      return new Promise((resolve16) => {
+        setTimeout(resolve16, ms2).unref();
       });
     }
     module2.exports = {
@@ -19538,11 +19538,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants5);
+          this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -19559,10 +19559,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants5);
+        this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -19623,8 +19623,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants5) {
-        this.code = optimizeExpr(this.code, names, constants5);
+      optimizeNames(names, constants6) {
+        this.code = optimizeExpr(this.code, names, constants6);
         return this;
       }
       get names() {
@@ -19653,12 +19653,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         const { nodes } = this;
         let i = nodes.length;
         while (i--) {
           const n = nodes[i];
-          if (n.optimizeNames(names, constants5))
+          if (n.optimizeNames(names, constants6))
             continue;
           subtractNames(names, n.names);
           nodes.splice(i, 1);
@@ -19711,12 +19711,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants5);
-        if (!(super.optimizeNames(names, constants5) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        if (!(super.optimizeNames(names, constants6) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants5);
+        this.condition = optimizeExpr(this.condition, names, constants6);
         return this;
       }
       get names() {
@@ -19739,10 +19739,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants5) {
-        if (!super.optimizeNames(names, constants5))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants5);
+        this.iteration = optimizeExpr(this.iteration, names, constants6);
         return this;
       }
       get names() {
@@ -19778,10 +19778,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants5) {
-        if (!super.optimizeNames(names, constants5))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants5);
+        this.iterable = optimizeExpr(this.iterable, names, constants6);
         return this;
       }
       get names() {
@@ -19823,11 +19823,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants5) {
+      optimizeNames(names, constants6) {
         var _a, _b;
-        super.optimizeNames(names, constants5);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants5);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants5);
+        super.optimizeNames(names, constants6);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants6);
         return this;
       }
       get names() {
@@ -20128,7 +20128,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants5) {
+    function optimizeExpr(expr, names, constants6) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -20143,14 +20143,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n) {
-        const c = constants5[n.str];
+        const c = constants6[n.str];
         if (c === void 0 || names[n.str] !== 1)
           return n;
         delete names[n.str];
         return c;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants5[c.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants6[c.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -22112,7 +22112,7 @@ var require_compile = __commonJS({
       const schOrFunc = root.refs[ref];
       if (schOrFunc)
         return schOrFunc;
-      let _sch = resolve14.call(this, root, ref);
+      let _sch = resolve16.call(this, root, ref);
       if (_sch === void 0) {
         const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
@@ -22139,7 +22139,7 @@ var require_compile = __commonJS({
     function sameSchemaEnv(s1, s2) {
       return s1.schema === s2.schema && s1.root === s2.root && s1.baseId === s2.baseId;
     }
-    function resolve14(root, ref) {
+    function resolve16(root, ref) {
       let sch;
       while (typeof (sch = this.refs[ref]) == "string")
         ref = sch;
@@ -23003,7 +23003,7 @@ var require_fast_uri = __commonJS({
       }
       return uri;
     }
-    function resolve14(baseURI, relativeURI, options2) {
+    function resolve16(baseURI, relativeURI, options2) {
       const schemelessOptions = options2 ? Object.assign({ scheme: "null" }, options2) : { scheme: "null" };
       const {
         parsed: baseParsed,
@@ -23039,50 +23039,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative4, options2, skipNormalization) {
+    function resolveComponent(base, relative5, options2, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse3(serialize(base, options2), options2);
-        relative4 = parse3(serialize(relative4, options2), options2);
+        relative5 = parse3(serialize(relative5, options2), options2);
       }
       options2 = options2 || {};
-      if (!options2.tolerant && relative4.scheme) {
-        target.scheme = relative4.scheme;
-        target.userinfo = relative4.userinfo;
-        target.host = relative4.host;
-        target.port = relative4.port;
-        target.path = removeDotSegments(relative4.path || "");
-        target.query = relative4.query;
+      if (!options2.tolerant && relative5.scheme) {
+        target.scheme = relative5.scheme;
+        target.userinfo = relative5.userinfo;
+        target.host = relative5.host;
+        target.port = relative5.port;
+        target.path = removeDotSegments(relative5.path || "");
+        target.query = relative5.query;
       } else {
-        if (relative4.userinfo !== void 0 || relative4.host !== void 0 || relative4.port !== void 0) {
-          target.userinfo = relative4.userinfo;
-          target.host = relative4.host;
-          target.port = relative4.port;
-          target.path = removeDotSegments(relative4.path || "");
-          target.query = relative4.query;
+        if (relative5.userinfo !== void 0 || relative5.host !== void 0 || relative5.port !== void 0) {
+          target.userinfo = relative5.userinfo;
+          target.host = relative5.host;
+          target.port = relative5.port;
+          target.path = removeDotSegments(relative5.path || "");
+          target.query = relative5.query;
         } else {
-          if (!relative4.path) {
+          if (!relative5.path) {
             target.path = base.path;
-            if (relative4.query !== void 0) {
-              target.query = relative4.query;
+            if (relative5.query !== void 0) {
+              target.query = relative5.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative4.path[0] === "/") {
-              target.path = removeDotSegments(relative4.path);
+            if (relative5.path[0] === "/") {
+              target.path = removeDotSegments(relative5.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative4.path;
+                target.path = "/" + relative5.path;
               } else if (!base.path) {
-                target.path = relative4.path;
+                target.path = relative5.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative4.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative5.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative4.query;
+            target.query = relative5.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -23090,7 +23090,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative4.fragment;
+      target.fragment = relative5.fragment;
       return target;
     }
     function equal(uriA, uriB, options2) {
@@ -23394,7 +23394,7 @@ var require_fast_uri = __commonJS({
     var fastUri = {
       SCHEMES,
       normalize,
-      resolve: resolve14,
+      resolve: resolve16,
       resolveComponent,
       equal,
       serialize,
@@ -27050,7 +27050,7 @@ var require_foldFlowLines = __commonJS({
         else
           end = lineWidth - indentAtStart;
       }
-      let split = void 0;
+      let split2 = void 0;
       let prev = void 0;
       let overflow = false;
       let i = -1;
@@ -27083,18 +27083,18 @@ var require_foldFlowLines = __commonJS({
           if (mode === FOLD_BLOCK)
             i = consumeMoreIndentedLines(text3, i, indent2.length);
           end = i + indent2.length + endStep;
-          split = void 0;
+          split2 = void 0;
         } else {
           if (ch === " " && prev && prev !== " " && prev !== "\n" && prev !== "	") {
             const next = text3[i + 1];
             if (next && next !== " " && next !== "\n" && next !== "	")
-              split = i;
+              split2 = i;
           }
           if (i >= end) {
-            if (split) {
-              folds.push(split);
-              end = split + endStep;
-              split = void 0;
+            if (split2) {
+              folds.push(split2);
+              end = split2 + endStep;
+              split2 = void 0;
             } else if (mode === FOLD_QUOTED) {
               while (prev === " " || prev === "	") {
                 prev = ch;
@@ -27107,7 +27107,7 @@ var require_foldFlowLines = __commonJS({
               folds.push(j);
               escapedFolds[j] = true;
               end = j + endStep;
-              split = void 0;
+              split2 = void 0;
             } else {
               overflow = true;
             }
@@ -30641,13 +30641,13 @@ var require_resolve_block_scalar = __commonJS({
       return { mode, indent: indent2, chomp, comment, length };
     }
     function splitLines(source) {
-      const split = source.split(/\n( *)/);
-      const first = split[0];
+      const split2 = source.split(/\n( *)/);
+      const first = split2[0];
       const m = first.match(/^( *)/);
       const line0 = m?.[1] ? [m[1], first.slice(m[1].length)] : ["", first];
       const lines = [line0];
-      for (let i = 1; i < split.length; i += 2)
-        lines.push([split[i], split[i + 1]]);
+      for (let i = 1; i < split2.length; i += 2)
+        lines.push([split2[i], split2[i + 1]]);
       return lines;
     }
     exports2.resolveBlockScalar = resolveBlockScalar;
@@ -33849,8 +33849,8 @@ var require_light = __commonJS({
           return this.Promise.resolve();
         }
         yieldLoop(t = 0) {
-          return new this.Promise(function(resolve14, reject) {
-            return setTimeout(resolve14, t);
+          return new this.Promise(function(resolve16, reject) {
+            return setTimeout(resolve16, t);
           });
         }
         computePenalty() {
@@ -34061,15 +34061,15 @@ var require_light = __commonJS({
           return this._queue.length === 0;
         }
         async _tryToRun() {
-          var args, cb, error2, reject, resolve14, returned, task;
+          var args, cb, error2, reject, resolve16, returned, task;
           if (this._running < 1 && this._queue.length > 0) {
             this._running++;
-            ({ task, args, resolve: resolve14, reject } = this._queue.shift());
+            ({ task, args, resolve: resolve16, reject } = this._queue.shift());
             cb = await (async function() {
               try {
                 returned = await task(...args);
                 return function() {
-                  return resolve14(returned);
+                  return resolve16(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -34084,13 +34084,13 @@ var require_light = __commonJS({
           }
         }
         schedule(task, ...args) {
-          var promise, reject, resolve14;
-          resolve14 = reject = null;
+          var promise, reject, resolve16;
+          resolve16 = reject = null;
           promise = new this.Promise(function(_resolve, _reject) {
-            resolve14 = _resolve;
+            resolve16 = _resolve;
             return reject = _reject;
           });
-          this._queue.push({ task, args, resolve: resolve14, reject });
+          this._queue.push({ task, args, resolve: resolve16, reject });
           this._tryToRun();
           return promise;
         }
@@ -34491,14 +34491,14 @@ var require_light = __commonJS({
                 counts = this._states.counts;
                 return counts[0] + counts[1] + counts[2] + counts[3] === at;
               };
-              return new this.Promise((resolve14, reject) => {
+              return new this.Promise((resolve16, reject) => {
                 if (finished()) {
-                  return resolve14();
+                  return resolve16();
                 } else {
                   return this.on("done", () => {
                     if (finished()) {
                       this.removeAllListeners("done");
-                      return resolve14();
+                      return resolve16();
                     }
                   });
                 }
@@ -34591,9 +34591,9 @@ var require_light = __commonJS({
               options2 = parser$5.load(options2, this.jobDefaults);
             }
             task = (...args2) => {
-              return new this.Promise(function(resolve14, reject) {
+              return new this.Promise(function(resolve16, reject) {
                 return fn(...args2, function(...args3) {
-                  return (args3[0] != null ? reject : resolve14)(args3);
+                  return (args3[0] != null ? reject : resolve16)(args3);
                 });
               });
             };
@@ -34834,7 +34834,7 @@ var require_DLList = __commonJS({
 var require_Events = __commonJS({
   "node_modules/bottleneck/lib/Events.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -34843,7 +34843,7 @@ var require_Events = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -34851,13 +34851,13 @@ var require_Events = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35049,7 +35049,7 @@ var require_BottleneckError = __commonJS({
 var require_Job = __commonJS({
   "node_modules/bottleneck/lib/Job.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35058,7 +35058,7 @@ var require_Job = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35066,13 +35066,13 @@ var require_Job = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35253,7 +35253,7 @@ var require_Job = __commonJS({
 var require_LocalDatastore = __commonJS({
   "node_modules/bottleneck/lib/LocalDatastore.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35262,7 +35262,7 @@ var require_LocalDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35270,13 +35270,13 @@ var require_LocalDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35345,8 +35345,8 @@ var require_LocalDatastore = __commonJS({
         })();
       }
       yieldLoop(t = 0) {
-        return new this.Promise(function(resolve14, reject) {
-          return setTimeout(resolve14, t);
+        return new this.Promise(function(resolve16, reject) {
+          return setTimeout(resolve16, t);
         });
       }
       computePenalty() {
@@ -35816,7 +35816,7 @@ var require_Scripts = __commonJS({
 var require_RedisConnection = __commonJS({
   "node_modules/bottleneck/lib/RedisConnection.js"(exports, module) {
     "use strict";
-    function asyncGeneratorStep(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -35825,7 +35825,7 @@ var require_RedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -35833,13 +35833,13 @@ var require_RedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -35880,7 +35880,7 @@ var require_RedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve14, reject) => {
+          return new this.Promise((resolve16, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -35891,14 +35891,14 @@ var require_RedisConnection = __commonJS({
               });
             }
             if (client.ready) {
-              return resolve14();
+              return resolve16();
             } else {
-              return client.once("ready", resolve14);
+              return client.once("ready", resolve16);
             }
           });
         }
         _loadScript(name) {
-          return new this.Promise((resolve14, reject) => {
+          return new this.Promise((resolve16, reject) => {
             var payload;
             payload = Scripts.payload(name);
             return this.client.multi([["script", "load", payload]]).exec((err, replies) => {
@@ -35906,7 +35906,7 @@ var require_RedisConnection = __commonJS({
                 return reject(err);
               }
               this.shas[name] = replies[0];
-              return resolve14(replies[0]);
+              return resolve16(replies[0]);
             });
           });
         }
@@ -35919,12 +35919,12 @@ var require_RedisConnection = __commonJS({
           var _this = this;
           return _asyncToGenerator(function* () {
             yield _this.ready;
-            return new _this.Promise((resolve14, reject) => {
+            return new _this.Promise((resolve16, reject) => {
               return _this.client.multi([cmd]).exec_atomic(function(err, replies) {
                 if (err != null) {
                   return reject(err);
                 } else {
-                  return resolve14(replies[0]);
+                  return resolve16(replies[0]);
                 }
               });
             });
@@ -35932,13 +35932,13 @@ var require_RedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve14, reject) => {
+            return new this.Promise((resolve16, reject) => {
               var handler2;
               handler2 = (chan) => {
                 if (chan === channel) {
                   this.subscriber.removeListener("subscribe", handler2);
                   this.limiters[channel] = instance;
-                  return resolve14();
+                  return resolve16();
                 }
               };
               this.subscriber.on("subscribe", handler2);
@@ -35952,13 +35952,13 @@ var require_RedisConnection = __commonJS({
             /* @__PURE__ */ (function() {
               var _ref = _asyncToGenerator(function* (channel) {
                 if (!_this2.terminated) {
-                  yield new _this2.Promise((resolve14, reject) => {
+                  yield new _this2.Promise((resolve16, reject) => {
                     return _this2.subscriber.unsubscribe(channel, function(err, chan) {
                       if (err != null) {
                         return reject(err);
                       }
                       if (chan === channel) {
-                        return resolve14();
+                        return resolve16();
                       }
                     });
                   });
@@ -36043,7 +36043,7 @@ var require_IORedisConnection = __commonJS({
     function _arrayWithHoles(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36052,7 +36052,7 @@ var require_IORedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36060,13 +36060,13 @@ var require_IORedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36112,7 +36112,7 @@ var require_IORedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve14, reject) => {
+          return new this.Promise((resolve16, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -36123,9 +36123,9 @@ var require_IORedisConnection = __commonJS({
               });
             }
             if (client.status === "ready") {
-              return resolve14();
+              return resolve16();
             } else {
-              return client.once("ready", resolve14);
+              return client.once("ready", resolve16);
             }
           });
         }
@@ -36151,10 +36151,10 @@ var require_IORedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve14, reject) => {
+            return new this.Promise((resolve16, reject) => {
               return this.subscriber.subscribe(channel, () => {
                 this.limiters[channel] = instance;
-                return resolve14();
+                return resolve16();
               });
             });
           }));
@@ -36252,7 +36252,7 @@ var require_RedisDatastore = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36261,7 +36261,7 @@ var require_RedisDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36269,13 +36269,13 @@ var require_RedisDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36411,7 +36411,7 @@ var require_RedisDatastore = __commonJS({
           if (!(name === "init" || name === "register_client")) {
             yield _this3.ready;
           }
-          return new _this3.Promise((resolve14, reject) => {
+          return new _this3.Promise((resolve16, reject) => {
             var all_args, arr;
             all_args = [Date.now(), _this3.clientId].concat(args);
             _this3.instance.Events.trigger("debug", `Calling Redis script: ${name}.lua`, all_args);
@@ -36419,7 +36419,7 @@ var require_RedisDatastore = __commonJS({
               if (err != null) {
                 return reject(err);
               }
-              return resolve14(replies);
+              return resolve16(replies);
             });
             return _this3.connection.__scriptFn__(name)(...arr);
           }).catch((e) => {
@@ -36650,7 +36650,7 @@ var require_States = __commonJS({
 var require_Sync = __commonJS({
   "node_modules/bottleneck/lib/Sync.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36659,7 +36659,7 @@ var require_Sync = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36667,13 +36667,13 @@ var require_Sync = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36696,19 +36696,19 @@ var require_Sync = __commonJS({
       _tryToRun() {
         var _this = this;
         return _asyncToGenerator2(function* () {
-          var args, cb, error2, reject, resolve14, returned, task;
+          var args, cb, error2, reject, resolve16, returned, task;
           if (_this._running < 1 && _this._queue.length > 0) {
             _this._running++;
             var _this$_queue$shift = _this._queue.shift();
             task = _this$_queue$shift.task;
             args = _this$_queue$shift.args;
-            resolve14 = _this$_queue$shift.resolve;
+            resolve16 = _this$_queue$shift.resolve;
             reject = _this$_queue$shift.reject;
             cb = yield _asyncToGenerator2(function* () {
               try {
                 returned = yield task(...args);
                 return function() {
-                  return resolve14(returned);
+                  return resolve16(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -36724,16 +36724,16 @@ var require_Sync = __commonJS({
         })();
       }
       schedule(task, ...args) {
-        var promise, reject, resolve14;
-        resolve14 = reject = null;
+        var promise, reject, resolve16;
+        resolve16 = reject = null;
         promise = new this.Promise(function(_resolve, _reject) {
-          resolve14 = _resolve;
+          resolve16 = _resolve;
           return reject = _reject;
         });
         this._queue.push({
           task,
           args,
-          resolve: resolve14,
+          resolve: resolve16,
           reject
         });
         this._tryToRun();
@@ -36786,7 +36786,7 @@ var require_Group = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -36795,7 +36795,7 @@ var require_Group = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -36803,13 +36803,13 @@ var require_Group = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37072,7 +37072,7 @@ var require_Bottleneck = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value = info.value;
@@ -37081,7 +37081,7 @@ var require_Bottleneck = __commonJS({
         return;
       }
       if (info.done) {
-        resolve14(value);
+        resolve16(value);
       } else {
         Promise.resolve(value).then(_next, _throw);
       }
@@ -37089,13 +37089,13 @@ var require_Bottleneck = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve14, reject) {
+        return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
           function _next(value) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "next", value);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve14, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37333,14 +37333,14 @@ var require_Bottleneck = __commonJS({
               counts = this._states.counts;
               return counts[0] + counts[1] + counts[2] + counts[3] === at;
             };
-            return new this.Promise((resolve14, reject) => {
+            return new this.Promise((resolve16, reject) => {
               if (finished()) {
-                return resolve14();
+                return resolve16();
               } else {
                 return this.on("done", () => {
                   if (finished()) {
                     this.removeAllListeners("done");
-                    return resolve14();
+                    return resolve16();
                   }
                 });
               }
@@ -37448,9 +37448,9 @@ var require_Bottleneck = __commonJS({
             options2 = parser3.load(options2, this.jobDefaults);
           }
           task = (...args2) => {
-            return new this.Promise(function(resolve14, reject) {
+            return new this.Promise(function(resolve16, reject) {
               return fn(...args2, function(...args3) {
-                return (args3[0] != null ? reject : resolve14)(args3);
+                return (args3[0] != null ? reject : resolve16)(args3);
               });
             });
           };
@@ -37664,8 +37664,8 @@ var init_sha256_wrapper_ITDNMKRK = __esm({
       return function(moduleArg = {}) {
         var Module2 = moduleArg;
         var readyPromiseResolve, readyPromiseReject;
-        Module2["ready"] = new Promise((resolve14, reject) => {
-          readyPromiseResolve = resolve14;
+        Module2["ready"] = new Promise((resolve16, reject) => {
+          readyPromiseResolve = resolve16;
           readyPromiseReject = reject;
         });
         var moduleOverrides = Object.assign({}, Module2);
@@ -38378,11 +38378,11 @@ import { EOL as EOL3 } from "os";
 import { constants, promises } from "fs";
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve14) {
-      resolve14(value);
+    return value instanceof P ? value : new P(function(resolve16) {
+      resolve16(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve14, reject) {
+  return new (P || (P = Promise))(function(resolve16, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -38398,7 +38398,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve14(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve16(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -38991,8 +38991,8 @@ var Bundle = class {
     this.dir = dir;
   }
   dir;
-  path(relative4) {
-    return join(this.dir, relative4);
+  path(relative5) {
+    return join(this.dir, relative5);
   }
   exists() {
     return existsSync3(this.path(EVIDENCE_FILE));
@@ -40087,7 +40087,7 @@ function setIterationOutputs(result) {
 }
 
 // src/loop/external.ts
-import { join as join33 } from "node:path";
+import { join as join35 } from "node:path";
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
@@ -40336,7 +40336,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join34 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join36 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -40344,13 +40344,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join34(key),
+        keyPath: join36(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join34(String(e.params.missingProperty)),
+        keyPath: join36(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -40483,7 +40483,7 @@ function spawnAndCollect(command, args, opts, shown) {
     mkdirSync2(dirname4(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
-  return new Promise((resolve14, reject) => {
+  return new Promise((resolve16, reject) => {
     const child = spawn(command, [...args], {
       cwd: opts.cwd,
       env,
@@ -40553,8 +40553,8 @@ function spawnAndCollect(command, args, opts, shown) {
         killedBy,
         logFile: opts.logFile
       };
-      if (log) log.end(() => resolve14(result));
-      else resolve14(result);
+      if (log) log.end(() => resolve16(result));
+      else resolve16(result);
     };
     child.on("error", (e) => {
       if (settled) return;
@@ -41601,12 +41601,12 @@ function endpointWithDefaults(defaults, route, options2) {
   return parse(merge(defaults, route, options2));
 }
 function withDefaults(oldDefaults, newDefaults) {
-  const DEFAULTS2 = merge(oldDefaults, newDefaults);
-  const endpoint2 = endpointWithDefaults.bind(null, DEFAULTS2);
+  const DEFAULTS22 = merge(oldDefaults, newDefaults);
+  const endpoint2 = endpointWithDefaults.bind(null, DEFAULTS22);
   return Object.assign(endpoint2, {
-    DEFAULTS: DEFAULTS2,
-    defaults: withDefaults.bind(null, DEFAULTS2),
-    merge: merge.bind(null, DEFAULTS2),
+    DEFAULTS: DEFAULTS22,
+    defaults: withDefaults.bind(null, DEFAULTS22),
+    merge: merge.bind(null, DEFAULTS22),
     parse
   });
 }
@@ -52016,11 +52016,11 @@ function cacheKey(params) {
   return JSON.stringify([params.refreshUrl, params.initialAccessToken]);
 }
 function bg4_regroup_bytes(bytes) {
-  const split = Math.floor(bytes.byteLength / 4);
+  const split2 = Math.floor(bytes.byteLength / 4);
   const rem = bytes.byteLength % 4;
-  const g1_pos = split + (rem >= 1 ? 1 : 0);
-  const g2_pos = g1_pos + split + (rem >= 2 ? 1 : 0);
-  const g3_pos = g2_pos + split + (rem == 3 ? 1 : 0);
+  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
+  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
+  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
   const ret = new Uint8Array(bytes.byteLength);
   for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
     ret[i] = bytes[j];
@@ -52038,11 +52038,11 @@ function bg4_regroup_bytes(bytes) {
 }
 function bg4_split_bytes(bytes) {
   const ret = new Uint8Array(bytes.byteLength);
-  const split = Math.floor(bytes.byteLength / 4);
+  const split2 = Math.floor(bytes.byteLength / 4);
   const rem = bytes.byteLength % 4;
-  const g1_pos = split + (rem >= 1 ? 1 : 0);
-  const g2_pos = g1_pos + split + (rem >= 2 ? 1 : 0);
-  const g3_pos = g2_pos + split + (rem == 3 ? 1 : 0);
+  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
+  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
+  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
   for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
     ret[j] = bytes[i];
   }
@@ -52159,19 +52159,19 @@ async function promisesQueueStreaming(factories, concurrency) {
 var WebBlob = class extends Blob {
   static async create(url, opts) {
     const customFetch = opts?.fetch ?? fetch;
-    const probe = await customFetch(url, {
+    const probe2 = await customFetch(url, {
       headers: {
         Range: "bytes=0-0",
         ...opts?.accessToken && { Authorization: `Bearer ${opts.accessToken}` }
       }
     });
-    if (!probe.ok) {
-      throw await createApiError(probe);
+    if (!probe2.ok) {
+      throw await createApiError(probe2);
     }
-    const contentType = probe.headers.get("content-type") || "";
-    if (probe.status === 206) {
-      const totalSize = Number(probe.headers.get("content-range")?.split("/").pop());
-      await probe.body?.cancel();
+    const contentType = probe2.headers.get("content-type") || "";
+    if (probe2.status === 206) {
+      const totalSize = Number(probe2.headers.get("content-range")?.split("/").pop());
+      await probe2.body?.cancel();
       if (Number.isFinite(totalSize) && totalSize >= (opts?.cacheBelow ?? 1e6)) {
         return new WebBlob(url, 0, totalSize, contentType, true, customFetch, opts?.accessToken);
       }
@@ -52183,7 +52183,7 @@ var WebBlob = class extends Blob {
       }
       return full.blob();
     }
-    return probe.blob();
+    return probe2.blob();
   }
   url;
   start;
@@ -55406,7 +55406,7 @@ var Git = class _Git {
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
     }
     const cwd = resolve8(dir);
-    const probe = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
+    const probe2 = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
       cwd,
       env: GIT_ENV,
       allowedExitCodes: "any"
@@ -55415,8 +55415,8 @@ var Git = class _Git {
         exitCode: ExitCode2.infra
       });
     });
-    const [inside, top] = probe.stdout.trim().split("\n");
-    if (probe.exitCode !== 0 || inside !== "true" || !top) {
+    const [inside, top] = probe2.stdout.trim().split("\n");
+    if (probe2.exitCode !== 0 || inside !== "true" || !top) {
       throw new HillclimbError(`${cwd} is not inside a git work tree`, {
         hint: "run hillclimb from a clone of the repository (git init or git clone first)",
         exitCode: ExitCode2.badInput
@@ -55606,9 +55606,9 @@ var Git = class _Git {
    */
   async restoreStash(sha) {
     assertSha(sha);
-    const probe = await this.probeStashApply(sha);
-    if (probe !== void 0) {
-      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe}` };
+    const probe2 = await this.probeStashApply(sha);
+    if (probe2 !== void 0) {
+      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe2}` };
     }
     if (!await this.isClean()) {
       return { restored: false, sha, reason: "the working tree has uncommitted changes" };
@@ -55651,13 +55651,13 @@ var Git = class _Git {
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
     const dir = mkdtempSync2(join12(tmpdir2(), "hc-stash-probe-"));
-    const probe = join12(dir, "probe");
+    const probe2 = join12(dir, "probe");
     try {
-      await this.git(["worktree", "add", "--detach", "--quiet", probe, "HEAD"]);
-      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe, allowedExitCodes: "any" });
+      await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
+      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
       return r.exitCode === 0 ? void 0 : firstLines(r.stderr || r.stdout) || `exit code ${r.exitCode}`;
     } finally {
-      await this.git(["worktree", "remove", "--force", probe], { allowedExitCodes: [0, 128] });
+      await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
       await this.git(["worktree", "prune"]);
       rmSync5(dir, { recursive: true, force: true });
     }
@@ -56024,6 +56024,12 @@ function stateDirOf(config) {
 function runDirOf(stateDir, runId) {
   return join13(stateDir, "runs", runId);
 }
+function currentJobId(env = process.env) {
+  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname2()}-${process.pid}`;
+}
 function defaultHost() {
   return hostname2();
 }
@@ -56047,8 +56053,8 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync25, readFileSync as readFileSync20 } from "node:fs";
-import { join as join32 } from "node:path";
+import { existsSync as existsSync26, readFileSync as readFileSync21 } from "node:fs";
+import { join as join34 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute4, resolve as resolve11 } from "node:path";
@@ -56804,10 +56810,13 @@ function getAgentTypes() {
   return [...builders3.keys()].sort();
 }
 
+// src/compute/factory.ts
+import { resolve as resolve14 } from "node:path";
+
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync12, mkdirSync as mkdirSync13, readdirSync as readdirSync4 } from "node:fs";
-import { availableParallelism, constants as constants4 } from "node:os";
-import { dirname as dirname16, join as join18 } from "node:path";
+import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync4, readdirSync as readdirSync5, rmSync as rmSync9 } from "node:fs";
+import { availableParallelism, constants as constants5, tmpdir as tmpdir5 } from "node:os";
+import { dirname as dirname18, join as join20, resolve as resolve13 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -56826,10 +56835,243 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { join as join16 } from "node:path";
+import { existsSync as existsSync12, readFileSync as readFileSync9, realpathSync, writeFileSync as writeFileSync4 } from "node:fs";
+import { dirname as dirname15, join as join16 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
   return process.env.HILLCLIMB_PYTHON || join16(root, VENV_DIR, "bin", "python");
+}
+function interpreterReadPaths(python) {
+  const paths = /* @__PURE__ */ new Set();
+  const prefix = dirname15(dirname15(python));
+  paths.add(prefix);
+  const cfg = join16(prefix, "pyvenv.cfg");
+  if (existsSync12(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync9(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname15(home));
+  }
+  try {
+    paths.add(dirname15(dirname15(realpathSync(python))));
+  } catch {
+  }
+  return [...paths].filter((p) => p !== "/" && p !== "/usr");
+}
+
+// src/exec/sandbox.ts
+import { mkdirSync as mkdirSync12, realpathSync as realpathSync2 } from "node:fs";
+import { tmpdir as tmpdir4 } from "node:os";
+import { dirname as dirname16, isAbsolute as isAbsolute5, join as join17, resolve as resolve12 } from "node:path";
+var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
+var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
+var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
+var INIT_SCRIPT = String.raw`set -eu
+job_path=${"$"}{PATH-}
+PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
+die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
+stage=$1; cwd=$2; shift 2
+mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
+R=$stage
+ro_tree() {
+  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  while read -r opts mp; do
+    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
+    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
+      die "cannot make $mp read-only"
+  done
+}
+expose() {
+  kind=$1; p=$2
+  if [ -d "$p" ]; then mkdir -p "$R$p"
+  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
+  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
+  mount --rbind "$p" "$R$p" || die "cannot expose $p"
+  [ "$kind" = rw ] || ro_tree "$p"
+}
+mask() {
+  p=$1
+  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
+  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
+}
+for d in ${SYSTEM_DIRS.join(" ")}; do
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
+done
+mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
+mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
+for n in null zero full random urandom tty; do
+  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
+done
+ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
+ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
+mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+expose ro /sys
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  case $1 in
+    ro:*) expose ro "${"$"}{1#ro:}" ;;
+    rw:*) expose rw "${"$"}{1#rw:}" ;;
+    mask:*) mask "${"$"}{1#mask:}" ;;
+    *) die "unknown item $1" ;;
+  esac
+  shift
+done
+shift
+cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
+umount -l /.old-root; rmdir /.old-root
+mount -o remount,bind,ro / || die "cannot make / read-only"
+cd "$cwd" || die "cannot enter $cwd"
+setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+PATH=$job_path; export PATH
+exec 3<&0
+"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+child=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
+while :; do
+  if wait "$child"; then exit 0; else status=$?; fi
+  kill -0 "$child" 2>/dev/null || exit "$status"
+done
+`;
+var SANDBOX_SETUP_FAILED = 125;
+function stageDir() {
+  const dir = join17(tmpdir4(), "hillclimb-sandbox");
+  mkdirSync12(dir, { recursive: true, mode: 448 });
+  return dir;
+}
+function checkPath(p) {
+  if (!isAbsolute5(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
+  return resolve12(p);
+}
+function byDepth(a, b) {
+  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
+}
+function sandboxCommand(spec, command, args) {
+  const items = [
+    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
+    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
+  ].sort(byDepth);
+  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  return {
+    command: "unshare",
+    args: [
+      "--user",
+      "--map-root-user",
+      "--mount",
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--ipc",
+      "--uts",
+      ...spec.network ? [] : ["--net"],
+      "--",
+      "/bin/sh",
+      "-c",
+      INIT_SCRIPT,
+      "hillclimb-sandbox",
+      stageDir(),
+      checkPath(spec.cwd),
+      ...items.map((i) => `${i.kind}:${i.path}`),
+      ...masks,
+      "--",
+      command,
+      ...args
+    ]
+  };
+}
+function programReadPaths(program) {
+  const dirs = /* @__PURE__ */ new Set([dirname16(program)]);
+  try {
+    dirs.add(dirname16(realpathSync2(program)));
+  } catch {
+  }
+  return [...dirs].filter((d) => !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+}
+var probed;
+function sandboxAvailability() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
+  }
+  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
+  try {
+    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
+    if (r.exitCode === 0) return { available: true };
+    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
+    return { available: false, reason: why };
+  } catch (e) {
+    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
+  }
+}
+var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
+
+// src/util/untrusted-files.ts
+import {
+  closeSync as closeSync3,
+  constants as constants4,
+  copyFileSync as copyFileSync3,
+  fstatSync,
+  lstatSync,
+  mkdirSync as mkdirSync13,
+  openSync as openSync3,
+  readdirSync as readdirSync4,
+  readSync
+} from "node:fs";
+import { join as join18, relative as relative4 } from "node:path";
+var DEFAULTS2 = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path) {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS2, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative4(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync13(to, { recursive: true });
+      for (const name of readdirSync4(from).sort()) visit(join18(from, name), join18(to, name));
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync3(from, to, constants4.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
 }
 
 // src/compute/job-env.ts
@@ -56840,10 +57082,26 @@ function jobEnv(extra = {}, base = process.env) {
   }
   return { ...env, ...extra };
 }
+var SANDBOX_PASSED = /^(?:PATH|LANG|LANGUAGE|LC_\w+|TZ|TERM|HILLCLIMB_ACCELERATOR|(?:JAX|XLA|TPU|LIBTPU|PJRT|CUDA|NVIDIA|ROCR|HIP|OMP|MKL|OPENBLAS)_\w+)$/;
+function sandboxJobEnv(extra = {}, base = process.env) {
+  const env = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== void 0 && SANDBOX_PASSED.test(name) && !isSecretName(name)) env[name] = value;
+  }
+  return {
+    ...env,
+    HOME: "/tmp",
+    TMPDIR: "/tmp",
+    XDG_CACHE_HOME: "/tmp/.cache",
+    // The working tree is read-only: Python must not try to write bytecode next to the sources.
+    PYTHONDONTWRITEBYTECODE: "1",
+    ...Object.fromEntries(Object.entries(extra).filter(([name]) => !isSecretName(name)))
+  };
+}
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync12, rmSync as rmSync8, writeFileSync as writeFileSync4 } from "node:fs";
-import { dirname as dirname15, join as join17 } from "node:path";
+import { mkdirSync as mkdirSync14, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
+import { dirname as dirname17, join as join19 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -56921,7 +57179,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync12(dirname15(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync14(dirname17(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -56939,7 +57197,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join17(outputs.trace, ...rest2);
+      target = join19(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -56947,22 +57205,23 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync12(target, { recursive: true });
+      mkdirSync14(target, { recursive: true });
     } else {
-      mkdirSync12(dirname15(target), { recursive: true });
-      writeFileSync4(target, entry.data);
+      mkdirSync14(dirname17(target), { recursive: true });
+      writeFileSync5(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
 }
 
 // src/compute/backends/local.ts
+var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace" };
 function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   const forced = env.HILLCLIMB_ACCELERATOR;
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync4(dir);
+      return readdirSync5(dir);
     } catch {
       return [];
     }
@@ -56975,7 +57234,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
 }
 function signalExitCode(signal) {
   if (signal === null) return null;
-  const n = constants4.signals[signal];
+  const n = constants5.signals[signal];
   return n === void 0 ? null : 128 + n;
 }
 var LocalBackend = class {
@@ -56986,15 +57245,15 @@ var LocalBackend = class {
   opts;
   name = "local";
   accelerator;
+  decided;
   async open() {
     this.opts.logger.debug(`local backend: ${this.info().description}`);
   }
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cache2 = this.opts.cacheDir ?? join18(this.opts.root, ".hillclimb", "cache", "jobs");
-    const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
-    const shown = displayCommand(argv[0], argv.slice(1));
+    const cacheRoot = this.opts.cacheDir ?? join20(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = job.cacheKey ? join20(cacheRoot, "by-code", job.cacheKey) : cacheRoot;
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -57002,24 +57261,98 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync13(dirname16(job.logFile), { recursive: true });
-    appendFileSync4(job.logFile, `$ ${shown}
-`);
+    mkdirSync15(dirname18(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
+      const shown = displayCommand(
+        ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
+      );
+      appendFileSync4(job.logFile, `$ ${shown}
+`);
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync12(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync13(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
     }
+    const isolation = await this.isolation();
+    if (isolation.problem) return result({ infraError: isolation.problem });
+    mkdirSync15(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
+    if (isolation.mode === "none") {
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
+      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
+# unsandboxed: ${isolation.why}
+`);
+      const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
+      return { ...ended, isolation: "none" };
+    }
+    const scratch = mkdtempSync4(join20(tmpdir5(), "hc-job-"));
+    try {
+      const out = join20(scratch, "out");
+      mkdirSync15(out);
+      const inside = {
+        ...job.outputs.metrics ? { metrics: join20(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join20(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join20(out, SANDBOX_OUTPUTS.trace) } : {}
+      };
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
+      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
+`);
+      const program = argv[0].includes("/") ? resolve13(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === void 0 || !existsSync13(program)) {
+        return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
+      }
+      const sandboxed = sandboxCommand(
+        {
+          cwd: job.workdir,
+          readOnly: [
+            job.workdir,
+            ...programReadPaths(program),
+            ...interpreterReadPaths(python),
+            ...this.opts.sandbox?.read_paths ?? []
+          ],
+          writable: [out, cache2]
+        },
+        argv[0],
+        argv.slice(1)
+      );
+      const { ended, lastError } = await this.exec(
+        [sandboxed.command, ...sandboxed.args],
+        job,
+        sandboxJobEnv(job.env),
+        false,
+        started
+      );
+      if (ended.exitCode === SANDBOX_SETUP_FAILED && lastError?.startsWith("hillclimb sandbox:")) {
+        return { ...ended, exitCode: null, infraError: `the sandbox could not be built: ${lastError}` };
+      }
+      const refused = collectOutputs(inside, job.outputs);
+      if (refused.length > 0) appendFileSync4(job.logFile, `# outputs refused: ${refused.join("; ")}
+`);
+      return { ...ended, isolation: "sandbox" };
+    } finally {
+      rmSync9(scratch, { recursive: true, force: true });
+    }
+  }
+  async exec(argv, job, env, inheritEnv, started) {
+    const done = (extra, lastError) => ({
+      ended: {
+        exitCode: null,
+        logFile: job.logFile,
+        handle: `local:${job.id}`,
+        ...extra,
+        durationMs: Date.now() - started
+      },
+      ...lastError !== void 0 ? { lastError } : {}
+    });
     try {
       const r = await run(argv[0], argv.slice(1), {
         cwd: job.workdir,
-        env: jobEnv(job.env),
+        env,
+        inheritEnv,
         timeoutMs: job.timeoutMs,
         idleTimeoutMs: job.idleTimeoutMs,
         signal: job.signal,
@@ -57027,13 +57360,29 @@ var LocalBackend = class {
         allowedExitCodes: "any",
         redact: secretsFromEnv()
       });
-      return result({ exitCode: r.exitCode ?? signalExitCode(r.signal) });
+      return done({ exitCode: r.exitCode ?? signalExitCode(r.signal) }, r.stderr.trim().split("\n").at(-1));
     } catch (e) {
       if (!(e instanceof ExecError)) throw e;
-      if (e.result?.killedBy) return result({ killedBy: e.result.killedBy });
-      if (e.result) return result({ exitCode: signalExitCode(e.result.signal) });
-      return result({ infraError: e.message });
+      if (e.result?.killedBy) return done({ killedBy: e.result.killedBy });
+      if (e.result) return done({ exitCode: signalExitCode(e.result.signal) });
+      return done({ infraError: e.message });
     }
+  }
+  /** How jobs run here: decided once, from `sandbox.mode` and whether this machine can build the sandbox. */
+  async isolation() {
+    this.decided ??= (async () => {
+      const available = await sandboxAvailability();
+      if (available.available) return { mode: "sandbox" };
+      const why = `no sandbox on this machine (${available.reason})`;
+      if (this.opts.sandbox?.mode === "required") {
+        return { mode: "none", problem: `sandbox.mode is required, but ${why}; ${SANDBOX_HINT}` };
+      }
+      this.opts.logger.warn(
+        `candidate code runs unsandboxed: ${why}. Its numbers are unverified and no iteration can be improved; ${SANDBOX_HINT}`
+      );
+      return { mode: "none", why };
+    })();
+    return this.decided;
   }
   async close() {
   }
@@ -57046,14 +57395,25 @@ var LocalBackend = class {
     };
   }
 };
-
-// src/compute/factory.ts
-import { resolve as resolve12 } from "node:path";
+function split(argv) {
+  return [argv[0], argv.slice(1)];
+}
+function collectOutputs(inside, outputs) {
+  const refused = [];
+  for (const name of ["metrics", "junit", "trace"]) {
+    const from = inside[name];
+    const to = outputs[name];
+    if (from === void 0 || to === void 0 || !existsSync13(from)) continue;
+    const r = copyPlainTree(from, to);
+    refused.push(...r.refused.map((x) => `${name}/${x}`));
+  }
+  return refused;
+}
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync10 } from "node:fs";
-import { tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname17, join as join20 } from "node:path";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync6, readFileSync as readFileSync10, rmSync as rmSync11 } from "node:fs";
+import { tmpdir as tmpdir7 } from "node:os";
+import { dirname as dirname19, join as join22 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash4 } from "node:crypto";
@@ -57218,13 +57578,13 @@ var RayJobsClient = class {
 };
 function httpRequest(url, method, headers, payload, timeoutMs) {
   const send = url.protocol === "https:" ? httpsRequest : httpRequestRaw;
-  return new Promise((resolve14, reject) => {
+  return new Promise((resolve16, reject) => {
     const req = send(url, { method, headers }, (res) => {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
       res.on(
         "end",
-        () => resolve14({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
+        () => resolve16({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
       );
       res.on("error", reject);
     });
@@ -57502,9 +57862,9 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync3, existsSync as existsSync13, mkdtempSync as mkdtempSync4, rmSync as rmSync9 } from "node:fs";
-import { tmpdir as tmpdir4 } from "node:os";
-import { isAbsolute as isAbsolute5, join as join19 } from "node:path";
+import { copyFileSync as copyFileSync4, existsSync as existsSync14, mkdtempSync as mkdtempSync5, rmSync as rmSync10 } from "node:fs";
+import { tmpdir as tmpdir6 } from "node:os";
+import { isAbsolute as isAbsolute6, join as join21 } from "node:path";
 var GIT_TIMEOUT_MS2 = 5 * 6e4;
 async function git2(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS2, input });
@@ -57522,10 +57882,10 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync4(join19(tmpdir4(), "hc-index-"));
+  const tmp = mkdtempSync5(join21(tmpdir6(), "hc-index-"));
   try {
-    const index = join19(tmp, "index");
-    if (existsSync13(realIndex)) copyFileSync3(realIndex, index);
+    const index = join21(tmp, "index");
+    if (existsSync14(realIndex)) copyFileSync4(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git2(workdir, ["add", "--all", "--", "."], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
@@ -57533,13 +57893,13 @@ async function snapshotTree(workdir, opts = {}) {
       await git2(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
     }
     for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute5(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      if (isAbsolute6(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
       const blob = await git2(workdir, ["hash-object", "-w", "--stdin"], env, content);
       await git2(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
     }
     return await git2(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
   } finally {
-    rmSync9(tmp, { recursive: true, force: true });
+    rmSync10(tmp, { recursive: true, force: true });
   }
 }
 async function archiveTree(workdir, treeId, format, outFile) {
@@ -57548,12 +57908,12 @@ async function archiveTree(workdir, treeId, format, outFile) {
 
 // src/compute/wait.ts
 function sleep4(ms2, signal) {
-  return new Promise((resolve14) => {
-    if (signal?.aborted) return resolve14();
+  return new Promise((resolve16) => {
+    if (signal?.aborted) return resolve16();
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve14();
+      resolve16();
     };
     const timer = setTimeout(done, ms2);
     signal?.addEventListener("abort", done, { once: true });
@@ -57648,9 +58008,11 @@ var RayBackend = class {
       durationMs: Date.now() - started,
       logFile: job.logFile,
       handle: submissionId,
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
       ...extra
     });
-    mkdirSync14(dirname17(job.logFile), { recursive: true });
+    mkdirSync16(dirname19(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -57827,15 +58189,15 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync5(join20(tmpdir5(), "hc-raypkg-"));
+    const tmp = mkdtempSync6(join22(tmpdir7(), "hc-raypkg-"));
     try {
-      const zip = join20(tmp, "package.zip");
+      const zip = join22(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync9(zip);
+      const data = readFileSync10(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
-      rmSync10(tmp, { recursive: true, force: true });
+      rmSync11(tmp, { recursive: true, force: true });
     }
     return uri;
   }
@@ -57856,9 +58218,9 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync12 } from "node:fs";
-import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname18, join as join22 } from "node:path";
+import { mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync7, readFileSync as readFileSync12, rmSync as rmSync13 } from "node:fs";
+import { tmpdir as tmpdir8 } from "node:os";
+import { dirname as dirname20, join as join24 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -58059,38 +58421,38 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync15, readdirSync as readdirSync5, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync11, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join21 } from "node:path";
+import { mkdirSync as mkdirSync17, readdirSync as readdirSync6, readFileSync as readFileSync11, renameSync as renameSync5, rmSync as rmSync12, writeFileSync as writeFileSync6 } from "node:fs";
+import { join as join23 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join21(stateDir, "tpu");
+  return join23(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join21(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join23(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync15(dir, { recursive: true });
+  mkdirSync17(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync5(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync6(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync5(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync5(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync6(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync10(join21(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync11(join23(dir, n), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync11(recordFile(dir, name, zone), { force: true });
+  rmSync12(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/lifecycle.ts
@@ -58419,6 +58781,8 @@ var TpuVmBackend = class {
       durationMs: Date.now() - started,
       logFile: job.logFile,
       ...this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {},
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
       ...extra2
     });
     fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
@@ -58445,14 +58809,14 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync16(dirname18(job.logFile), { recursive: true });
+    mkdirSync18(dirname20(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync6(join22(tmpdir6(), "hc-tpujob-"));
+    const tmp = mkdtempSync7(join24(tmpdir8(), "hc-tpujob-"));
     try {
-      const tarball = join22(tmp, "tree.tar.gz");
+      const tarball = join24(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -58487,7 +58851,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join22(tmp, "outputs.tar.gz");
+      const local = join24(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -58499,13 +58863,13 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync11(local), job.outputs);
+        installOutputs(readFileSync12(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
       return result({ exitCode });
     } finally {
-      rmSync12(tmp, { recursive: true, force: true });
+      rmSync13(tmp, { recursive: true, force: true });
     }
   }
   /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
@@ -58586,7 +58950,7 @@ var TpuVmBackend = class {
 
 // src/compute/factory.ts
 function tpuStateDirFor(config) {
-  return tpuStateDir(resolve12(config.root, config.paths.state_dir));
+  return tpuStateDir(resolve14(config.root, config.paths.state_dir));
 }
 function missingSection(config, key) {
   return new ConfigError(
@@ -58602,7 +58966,8 @@ var builders4 = /* @__PURE__ */ new Map([
       root: opts.root,
       logger: opts.logger,
       dryRun: opts.dryRun,
-      cacheDir: resolve12(config.root, config.paths.state_dir, "cache", "jobs")
+      cacheDir: resolve14(config.root, config.paths.state_dir, "cache", "jobs"),
+      sandbox: config.sandbox
     })
   ],
   [
@@ -58632,6 +58997,10 @@ function buildBackend(config, opts) {
   if (!builder) throw new UnknownNameError("compute backend", name, getBackendTypes());
   return builder(config, opts);
 }
+function buildCpuBackend(config, opts, backend) {
+  if (backend && config.compute.backend === "local") return backend;
+  return builders4.get("local")(config, opts);
+}
 function getBackendTypes() {
   return [...builders4.keys()].sort();
 }
@@ -58653,6 +59022,27 @@ function backoffMs(baseSeconds, attempt) {
   return Math.round(baseSeconds * 1e3 * 2 ** (attempt - 1));
 }
 
+// src/evidence/isolation.ts
+function recordIsolation(ev, step, rec) {
+  ev.isolation ??= {};
+  const before = ev.isolation[step];
+  if (before?.mode === "none" && before.job === rec.job) return;
+  ev.isolation[step] = rec;
+}
+function unverifiedReasons(ev) {
+  const records = ev.isolation ?? {};
+  const measuredBy = records.measure?.job;
+  const reasons = [];
+  for (const [step, rec] of Object.entries(records)) {
+    if (rec.mode !== "none") continue;
+    if (step === "propose" && measuredBy !== void 0 && rec.job !== measuredBy) continue;
+    reasons.push(
+      step === "propose" ? "the agent ran unsandboxed on the machine that measured" : `the ${step} step ran candidate code unsandboxed`
+    );
+  }
+  return reasons;
+}
+
 // src/loop/steps/decide.ts
 var decideStep = {
   name: "decide",
@@ -58666,12 +59056,23 @@ var decideStep = {
         reasons: ["the measurement ended without a comparison"]
       };
     }
+    const unverified = unverifiedReasons(ev);
+    if (c.verdict === "improved" && unverified.length > 0) {
+      return {
+        status: "verdict",
+        verdict: "needs-human",
+        reasons: [
+          `measured as improved, but the numbers are unverified: ${unverified.join("; ")} (docs/security.md)`,
+          ...c.reasons
+        ]
+      };
+    }
     return { status: "verdict", verdict: c.verdict, reasons: c.reasons };
   }
 };
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync15 } from "node:fs";
+import { existsSync as existsSync16 } from "node:fs";
 
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
@@ -63004,22 +63405,22 @@ async function readJUnitXml(file) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync14, readdirSync as readdirSync6, rmSync as rmSync13 } from "node:fs";
-import { join as join23 } from "node:path";
+import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { join as join25 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join23(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join25(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join23(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join25(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 async function worktreeAt(ctx, path, commit2) {
-  if (existsSync14(path)) {
+  if (existsSync15(path)) {
     try {
       const wt = await Git.create(path);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
     } catch {
     }
-    await ctx.git.removeWorktree(path).catch(() => rmSync13(path, { recursive: true, force: true }));
+    await ctx.git.removeWorktree(path).catch(() => rmSync14(path, { recursive: true, force: true }));
     await ctx.git.pruneWorktrees();
   }
   await ctx.git.addWorktree(path, commit2);
@@ -63063,8 +63464,12 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS,
     outputs: { junit: junitFile },
     logFile,
-    signal: ctx.signal
+    signal: ctx.signal,
+    cacheKey: await ctx.git.treeHash(candidate.commit)
   });
+  if (result.isolation) {
+    recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
+  }
   if (result.killedBy === "abort") throw new InfraFailure(`${which2} gate cancelled`);
   if (result.infraError) throw new InfraFailure(`${which2} gate could not run: ${result.infraError}`);
   const evidence = {
@@ -63074,7 +63479,7 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync15(junitFile)) {
+  if (existsSync16(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       const failing = report.cases.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.classname}::${c.name}${c.message ? ` \u2014 ${c.message.split("\n")[0]}` : ""}`);
@@ -63668,20 +64073,20 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync16, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join25 } from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
+import { join as join27 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
-import { readFileSync as readFileSync12 } from "node:fs";
-import { join as join24 } from "node:path";
+import { readFileSync as readFileSync13 } from "node:fs";
+import { join as join26 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync12(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync13(join26(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -64621,8 +65026,8 @@ async function benchRun(env, arm, index, workdir) {
   const { ctx, bundle, ev } = env;
   const metricsFile = BundleFiles.runMetrics(arm, index);
   const logFile = BundleFiles.runLog(arm, index);
-  rmSync14(bundle.path(metricsFile), { force: true });
-  rmSync14(bundle.path(logFile), { force: true });
+  rmSync15(bundle.path(metricsFile), { force: true });
+  rmSync15(bundle.path(logFile), { force: true });
   const result = await ctx.backend.run({
     // A retried run gets a fresh id: backends (Ray) attach a repeated id to the earlier, failed job.
     id: jobId(ctx.runId, ev.iteration, "bench", arm, index, `a${attemptOf(ev.measurement, arm, index)}`),
@@ -64631,8 +65036,11 @@ async function benchRun(env, arm, index, workdir) {
     timeoutMs: ctx.target.bench.timeout_minutes * MINUTE_MS2,
     outputs: { metrics: bundle.path(metricsFile) },
     logFile: bundle.path(logFile),
-    signal: ctx.signal
+    signal: ctx.signal,
+    // Each arm's code has its own compile cache: the candidate cannot plant entries the champion loads.
+    cacheKey: await ctx.git.treeHash(arm === "A" ? ev.base.commit : ev.candidate.commit)
   });
+  if (result.isolation) recordIsolation(ev, "measure", { mode: result.isolation, job: ctx.job });
   if (result.killedBy === "abort") throw new Interrupted("benchmark cancelled");
   if (result.infraError) throw new InfraFailure(`benchmark run ${runName(arm, index)}: ${result.infraError}`);
   const run2 = {
@@ -64687,10 +65095,10 @@ async function comparability(bundle, m, run2) {
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync16(ctx.runDir)) return groups2;
-  for (const name of readdirSync7(ctx.runDir).sort()) {
+  if (!existsSync17(ctx.runDir)) return groups2;
+  for (const name of readdirSync8(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join25(ctx.runDir, name));
+    const b = new Bundle(join27(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -64701,8 +65109,8 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync19, readFileSync as readFileSync15 } from "node:fs";
-import { join as join29, resolve as resolve13 } from "node:path";
+import { existsSync as existsSync20, readFileSync as readFileSync16 } from "node:fs";
+import { join as join31, resolve as resolve15 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -64716,8 +65124,8 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync17, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join26 } from "node:path";
+import { existsSync as existsSync18, readdirSync as readdirSync9, readFileSync as readFileSync14 } from "node:fs";
+import { join as join28 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -64739,8 +65147,8 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync17(dir)) return [];
-  return readdirSync8(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  if (!existsSync18(dir)) return [];
+  return readdirSync9(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -64751,8 +65159,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync13(join26(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join26(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync14(join28(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join28(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -64787,8 +65195,8 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync18, mkdirSync as mkdirSync17, rmSync as rmSync15 } from "node:fs";
-import { join as join28 } from "node:path";
+import { existsSync as existsSync19, mkdirSync as mkdirSync19, rmSync as rmSync16 } from "node:fs";
+import { join as join30 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -64900,7 +65308,7 @@ function round(ms2) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync5, openSync as openSync5, readFileSync as readFileSync14, readSync as readSync3 } from "node:fs";
+import { closeSync as closeSync6, openSync as openSync6, readFileSync as readFileSync15, readSync as readSync4 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -66007,8 +66415,8 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync3, openSync as openSync3, readdirSync as readdirSync9, readSync, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join27 } from "node:path";
+import { closeSync as closeSync4, openSync as openSync4, readdirSync as readdirSync10, readSync as readSync2, statSync as statSync8 } from "node:fs";
+import { basename as basename6, join as join29 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66032,7 +66440,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync9(runDir).filter((f) => statSync8(join27(runDir, f)).isFile());
+  const files = readdirSync10(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -66040,7 +66448,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join27(runDir, sorted[0]), format, notes };
+    return { path: join29(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -66051,7 +66459,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join27(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join29(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -66061,17 +66469,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync9(dir);
+  const entries = readdirSync10(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join27(dir, "plugins", "profile"), dir]) {
+  for (const base of [join29(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync9(base).filter((r) => statSync8(join27(base, r)).isDirectory());
+      runs = readdirSync10(base).filter((r) => statSync8(join29(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync9(join27(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join27(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync10(join29(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join29(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -66086,13 +66494,13 @@ function riegeliError(path) {
   });
 }
 function readHead(path, n) {
-  const fd = openSync3(path, "r");
+  const fd = openSync4(path, "r");
   try {
     const buf = Buffer.alloc(n);
-    const got = readSync(fd, buf, 0, n, 0);
+    const got = readSync2(fd, buf, 0, n, 0);
     return buf.subarray(0, got);
   } finally {
-    closeSync3(fd);
+    closeSync4(fd);
   }
 }
 
@@ -66102,7 +66510,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync as gunzipSync2 } from "node:zlib";
 
 // src/evidence/trace/wire.ts
-import { closeSync as closeSync4, openSync as openSync4, readSync as readSync2 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readSync as readSync3 } from "node:fs";
 var WIRE_VARINT = 0;
 var WIRE_I64 = 1;
 var WIRE_LEN = 2;
@@ -66123,7 +66531,7 @@ var FileWindow = class {
   constructor(path, size, window2 = WINDOW) {
     this.path = path;
     this.size = size;
-    this.fd = openSync4(path, "r");
+    this.fd = openSync5(path, "r");
     this.buf = Buffer.allocUnsafe(Math.min(window2, Math.max(size, 16)));
   }
   path;
@@ -66137,7 +66545,7 @@ var FileWindow = class {
   bytesRead = 0;
   fd;
   close() {
-    closeSync4(this.fd);
+    closeSync5(this.fd);
   }
   /** Make `[pos, pos + n)` readable; returns the buffer index of `pos`. Throws past the end of file. */
   ensure(pos, n) {
@@ -66151,7 +66559,7 @@ var FileWindow = class {
     const want = Math.min(this.buf.length, this.size - pos);
     let got = 0;
     while (got < want) {
-      const r = readSync2(this.fd, this.buf, got, want - got, pos + got);
+      const r = readSync3(this.fd, this.buf, got, want - got, pos + got);
       if (r === 0) break;
       got += r;
     }
@@ -67900,15 +68308,15 @@ function savedSummary(path) {
   if (!path.endsWith(".json")) return void 0;
   let head = "";
   try {
-    const fd = openSync5(path, "r");
+    const fd = openSync6(path, "r");
     const buf = Buffer.alloc(256);
-    head = buf.subarray(0, readSync3(fd, buf, 0, 256, 0)).toString("utf8");
-    closeSync5(fd);
+    head = buf.subarray(0, readSync4(fd, buf, 0, 256, 0)).toString("utf8");
+    closeSync6(fd);
   } catch {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync14(path, "utf8"));
+  const parsed = JSON.parse(readFileSync15(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -67967,8 +68375,8 @@ var profileStep = {
 };
 async function profileCommit(ctx, workdir, traceDir, id, files) {
   const profile = ctx.target.profile;
-  rmSync15(traceDir, { recursive: true, force: true });
-  mkdirSync17(traceDir, { recursive: true });
+  rmSync16(traceDir, { recursive: true, force: true });
+  mkdirSync19(traceDir, { recursive: true });
   const result = await ctx.backend.run({
     id,
     command: profile.command,
@@ -67992,15 +68400,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join28(ctx.stateDir, "cache", "profiles", key);
+  return join30(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join28(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync18(local)) return readJson(local);
+  const local = join30(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync19(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join28(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join30(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return readJson(copy);
   } catch (e) {
@@ -68017,9 +68425,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join28(dir, "summary.json");
-  const traceDir = join28(dir, "trace");
-  if (existsSync18(summaryFile))
+  const summaryFile = join30(dir, "summary.json");
+  const traceDir = join30(dir, "trace");
+  if (existsSync19(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -68030,8 +68438,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join28(dir, "metrics.json"),
-      log: join28(dir, "profile.log")
+      metrics: join30(dir, "metrics.json"),
+      log: join30(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68069,12 +68477,12 @@ var prepareStep = {
       cpu_test_command: ctx.target.correctness.cpu.command.join(" "),
       result_file: bundle.path(BundleFiles.agentResult),
       directives: loadDirectives(
-        resolve13(ctx.root, ctx.config.paths.directives_dir),
+        resolve15(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
       )
     };
-    const templateFile = resolve13(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync15(templateFile, "utf8"), vars, templateFile);
+    const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
+    const prompt = renderPrompt(readFileSync16(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -68114,9 +68522,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join29(ctx.runDir, "hillclimb-log.md");
+  const runLog = join31(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync19(runLog) ? recentLogEntries(readFileSync15(runLog, "utf8"), n) : [];
+  let entries = existsSync20(runLog) ? recentLogEntries(readFileSync16(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68125,8 +68533,8 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { mkdirSync as mkdirSync18, readFileSync as readFileSync16 } from "node:fs";
-import { dirname as dirname19 } from "node:path";
+import { mkdirSync as mkdirSync20, readFileSync as readFileSync17 } from "node:fs";
+import { dirname as dirname21 } from "node:path";
 var MINUTE_MS4 = 6e4;
 var proposeStep = {
   name: "propose",
@@ -68137,12 +68545,12 @@ var proposeStep = {
     const promptFile = bundle.path(BundleFiles.prompt);
     const resultFile = bundle.path(BundleFiles.agentResult);
     const logFile = bundle.path(BundleFiles.agentLog);
-    mkdirSync18(dirname19(resultFile), { recursive: true });
+    mkdirSync20(dirname21(resultFile), { recursive: true });
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: wt.root,
-      prompt: readFileSync16(promptFile, "utf8"),
+      prompt: readFileSync17(promptFile, "utf8"),
       resultFile,
       logFile,
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
@@ -68202,7 +68610,7 @@ var proposeStep = {
 };
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync20, readFileSync as readFileSync17 } from "node:fs";
+import { existsSync as existsSync21, readFileSync as readFileSync18 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -68395,7 +68803,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync20(bundle.path(BundleFiles.logEntry)) ? readFileSync17(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync21(bundle.path(BundleFiles.logEntry)) ? readFileSync18(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -68467,8 +68875,8 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync22, readFileSync as readFileSync19, writeFileSync as writeFileSync6 } from "node:fs";
-import { join as join31 } from "node:path";
+import { existsSync as existsSync23, readFileSync as readFileSync20, writeFileSync as writeFileSync7 } from "node:fs";
+import { join as join33 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
@@ -68668,8 +69076,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync21, readFileSync as readFileSync18 } from "node:fs";
-import { join as join30 } from "node:path";
+import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
+import { join as join32 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -68684,11 +69092,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join30(root, path);
-      if (!existsSync21(file)) continue;
+      const file = join32(root, path);
+      if (!existsSync22(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync18(file, "utf8"));
+        parsed = JSON.parse(readFileSync19(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -68961,14 +69369,14 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join31("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join33("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join31(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync22(runLog) ? readFileSync19(runLog, "utf8") : void 0;
+    const runLog = join33(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync23(runLog) ? readFileSync20(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync6(runLog, text3);
+      writeFileSync7(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -68989,7 +69397,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync22(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync23(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -69010,8 +69418,8 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join31(wt.root, ctx.config.paths.log_file);
-  const current = existsSync22(file) ? readFileSync19(file, "utf8") : void 0;
+  const file = join33(wt.root, ctx.config.paths.log_file);
+  const current = existsSync23(file) ? readFileSync20(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
@@ -69150,13 +69558,13 @@ function isInfra(e) {
 }
 
 // src/loop/preflight.ts
-import { existsSync as existsSync23 } from "node:fs";
+import { existsSync as existsSync24 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync23(python)) {
+    if (!existsSync24(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -69166,7 +69574,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync24 } from "node:fs";
+import { existsSync as existsSync25 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -69203,7 +69611,7 @@ async function revalidateBundle(ctx, bundle, phase, trustedBase) {
   ev.verdictReasons = [];
   ev.stoppedAt = void 0;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync24(file)) {
+  if (!existsSync25(file)) {
     if (ev.candidate) {
       throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -69275,7 +69683,7 @@ async function runPhase(phase, opts) {
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join32(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join34(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -69285,7 +69693,7 @@ async function runPhase(phase, opts) {
     runId: opts.runId,
     dryRun: opts.dryRun
   });
-  const cpuBackend = config.compute.backend === "local" ? backend : new LocalBackend({ root: config.root, logger: opts.logger });
+  const cpuBackend = buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend);
   const existing = bundle.exists() ? bundle.load() : void 0;
   const ctx = {
     config,
@@ -69311,9 +69719,10 @@ async function runPhase(phase, opts) {
     sleep: realSleep,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === "all",
+    job: currentJobId(),
     dryRun: Boolean(opts.dryRun)
   };
-  const trustFile = join32(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  const trustFile = join34(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -69353,10 +69762,10 @@ async function runPhase(phase, opts) {
   }
 }
 function evidenceDigest2(bundle) {
-  return createHash8("sha256").update(readFileSync20(bundle.path(BundleFiles.evidence))).digest("hex");
+  return createHash8("sha256").update(readFileSync21(bundle.path(BundleFiles.evidence))).digest("hex");
 }
 function madeHere(bundle, trustFile) {
-  return existsSync25(trustFile) && readFileSync20(trustFile, "utf8") === evidenceDigest2(bundle);
+  return existsSync26(trustFile) && readFileSync21(trustFile, "utf8") === evidenceDigest2(bundle);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -69369,7 +69778,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync25(file)) {
+  if (!existsSync26(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -69386,7 +69795,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync25(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync26(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 
@@ -69395,7 +69804,7 @@ async function prepareExternalChange(opts, change) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join33(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join35(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     const git3 = await Git.create(config.root, { logger: opts.logger });
     try {

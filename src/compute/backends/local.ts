@@ -1,18 +1,34 @@
 /**
  * `local`: jobs run on this machine, in their working tree, through the exec funnel. {python} is the
- * project venv's interpreter (job worktrees have no .venv of their own), {root} the working tree, and
- * outputs are written straight to their local destinations.
+ * project venv's interpreter (job worktrees have no .venv of their own), {root} the working tree.
+ *
+ * Job code is the candidate's, so each job runs in the namespace sandbox (src/exec/sandbox.ts): the
+ * working tree and the interpreter read-only, one fresh output folder and the code's own {cache}
+ * folder writable, no network, nothing else of the machine. Outputs are copied from that folder to
+ * their destinations afterwards, plain files only. Where the machine cannot build the sandbox and
+ * `sandbox.mode` is auto, the job runs unsandboxed and says so (`isolation: 'none'`); with `required`
+ * it does not run.
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { availableParallelism, constants } from 'node:os';
-import { dirname, join } from 'node:path';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { availableParallelism, constants, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fillCommand, usesPlaceholder } from '../../config/command.js';
-import { venvPython } from '../../env/python.js';
+import type { SandboxConfig } from '../../config/types.js';
+import { interpreterReadPaths, venvPython } from '../../env/python.js';
 import { displayCommand, ExecError, run } from '../../exec/exec.js';
+import { findOnPath } from '../../exec/find-on-path.js';
+import {
+  programReadPaths,
+  SANDBOX_HINT,
+  SANDBOX_SETUP_FAILED,
+  sandboxAvailability,
+  sandboxCommand,
+} from '../../exec/sandbox.js';
 import type { Logger } from '../../util/log.js';
 import { secretsFromEnv } from '../../util/redact.js';
-import type { Backend, BackendInfo, JobResult, JobSpec } from '../backend.js';
-import { jobEnv } from '../job-env.js';
+import { copyPlainTree } from '../../util/untrusted-files.js';
+import type { Backend, BackendInfo, Isolation, JobOutputs, JobResult, JobSpec } from '../backend.js';
+import { jobEnv, sandboxJobEnv } from '../job-env.js';
 import { clearDestinations, prepareDestinations } from '../outputs.js';
 
 export interface LocalBackendOptions {
@@ -23,7 +39,12 @@ export interface LocalBackendOptions {
   dryRun?: boolean;
   /** What {cache} becomes: a folder kept across jobs. Default <root>/.hillclimb/cache/jobs. */
   cacheDir?: string;
+  /** How job code is isolated (`sandbox` in hillclimb.yml). Default: auto, no extra read paths. */
+  sandbox?: SandboxConfig;
 }
+
+/** Where a sandboxed job writes its outputs, inside its private folder. */
+const SANDBOX_OUTPUTS = { metrics: 'metrics.json', junit: 'junit.xml', trace: 'trace' } as const;
 
 export interface LocalAccelerator {
   kind: 'tpu' | 'none';
@@ -66,6 +87,7 @@ function signalExitCode(signal: NodeJS.Signals | null): number | null {
 export class LocalBackend implements Backend {
   readonly name = 'local';
   private readonly accelerator: LocalAccelerator;
+  private decided: Promise<{ mode: Isolation; why?: string; problem?: string }> | undefined;
 
   constructor(private readonly opts: LocalBackendOptions) {
     this.accelerator = detectLocalAccelerator();
@@ -78,9 +100,8 @@ export class LocalBackend implements Backend {
   async run(job: JobSpec): Promise<JobResult> {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cache = this.opts.cacheDir ?? join(this.opts.root, '.hillclimb', 'cache', 'jobs');
-    const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...job.outputs });
-    const shown = displayCommand(argv[0], argv.slice(1));
+    const cacheRoot = this.opts.cacheDir ?? join(this.opts.root, '.hillclimb', 'cache', 'jobs');
+    const cache = job.cacheKey ? join(cacheRoot, 'by-code', job.cacheKey) : cacheRoot;
     const result = (extra: Partial<JobResult>): JobResult => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -89,8 +110,11 @@ export class LocalBackend implements Backend {
       ...extra,
     });
     mkdirSync(dirname(job.logFile), { recursive: true });
-    appendFileSync(job.logFile, `$ ${shown}\n`);
     if (this.opts.dryRun) {
+      const shown = displayCommand(
+        ...split(fillCommand(job.command, { python, root: job.workdir, cache, ...job.outputs })),
+      );
+      appendFileSync(job.logFile, `$ ${shown}\n`);
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: 'dry run: the command was printed, not run' });
     }
@@ -99,12 +123,89 @@ export class LocalBackend implements Backend {
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`,
       });
     }
+    const isolation = await this.isolation();
+    if (isolation.problem) return result({ infraError: isolation.problem });
+    mkdirSync(cache, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
+    if (isolation.mode === 'none') {
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...job.outputs });
+      appendFileSync(job.logFile, `$ ${displayCommand(...split(argv))}\n# unsandboxed: ${isolation.why}\n`);
+      const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
+      return { ...ended, isolation: 'none' };
+    }
+    // Sandboxed: outputs go to a private folder first, then plain files are copied to their destinations.
+    const scratch = mkdtempSync(join(tmpdir(), 'hc-job-'));
     try {
-      const r = await run(argv[0], argv.slice(1), {
+      const out = join(scratch, 'out');
+      mkdirSync(out);
+      const inside: JobOutputs = {
+        ...(job.outputs.metrics ? { metrics: join(out, SANDBOX_OUTPUTS.metrics) } : {}),
+        ...(job.outputs.junit ? { junit: join(out, SANDBOX_OUTPUTS.junit) } : {}),
+        ...(job.outputs.trace ? { trace: join(out, SANDBOX_OUTPUTS.trace) } : {}),
+      };
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...inside });
+      appendFileSync(job.logFile, `$ ${displayCommand(...split(argv))}\n`);
+      // Looked up here, as an unsandboxed run would: a missing program is the machine's problem, and
+      // the folder it lives in must be visible inside.
+      const program = argv[0].includes('/') ? resolve(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === undefined || !existsSync(program)) {
+        return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
+      }
+      const sandboxed = sandboxCommand(
+        {
+          cwd: job.workdir,
+          readOnly: [
+            job.workdir,
+            ...programReadPaths(program),
+            ...interpreterReadPaths(python),
+            ...(this.opts.sandbox?.read_paths ?? []),
+          ],
+          writable: [out, cache],
+        },
+        argv[0],
+        argv.slice(1),
+      );
+      const { ended, lastError } = await this.exec(
+        [sandboxed.command, ...sandboxed.args],
+        job,
+        sandboxJobEnv(job.env),
+        false,
+        started,
+      );
+      if (ended.exitCode === SANDBOX_SETUP_FAILED && lastError?.startsWith('hillclimb sandbox:')) {
+        return { ...ended, exitCode: null, infraError: `the sandbox could not be built: ${lastError}` };
+      }
+      const refused = collectOutputs(inside, job.outputs);
+      if (refused.length > 0) appendFileSync(job.logFile, `# outputs refused: ${refused.join('; ')}\n`);
+      return { ...ended, isolation: 'sandbox' };
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+
+  private async exec(
+    argv: readonly string[],
+    job: JobSpec,
+    env: Record<string, string | undefined>,
+    inheritEnv: boolean,
+    started: number,
+  ): Promise<{ ended: JobResult; lastError?: string }> {
+    const done = (extra: Partial<JobResult>, lastError?: string) => ({
+      ended: {
+        exitCode: null,
+        logFile: job.logFile,
+        handle: `local:${job.id}`,
+        ...extra,
+        durationMs: Date.now() - started,
+      },
+      ...(lastError !== undefined ? { lastError } : {}),
+    });
+    try {
+      const r = await run(argv[0]!, argv.slice(1), {
         cwd: job.workdir,
-        env: jobEnv(job.env),
+        env,
+        inheritEnv,
         timeoutMs: job.timeoutMs,
         idleTimeoutMs: job.idleTimeoutMs,
         signal: job.signal,
@@ -112,14 +213,31 @@ export class LocalBackend implements Backend {
         allowedExitCodes: 'any',
         redact: secretsFromEnv(),
       });
-      return result({ exitCode: r.exitCode ?? signalExitCode(r.signal) });
+      return done({ exitCode: r.exitCode ?? signalExitCode(r.signal) }, r.stderr.trim().split('\n').at(-1));
     } catch (e) {
       if (!(e instanceof ExecError)) throw e;
-      if (e.result?.killedBy) return result({ killedBy: e.result.killedBy });
+      if (e.result?.killedBy) return done({ killedBy: e.result.killedBy });
       // Ended by a signal nobody here sent (a crash, the OOM killer): the job's failure, shell-style code.
-      if (e.result) return result({ exitCode: signalExitCode(e.result.signal) });
-      return result({ infraError: e.message }); // could not start
+      if (e.result) return done({ exitCode: signalExitCode(e.result.signal) });
+      return done({ infraError: e.message }); // could not start
     }
+  }
+
+  /** How jobs run here: decided once, from `sandbox.mode` and whether this machine can build the sandbox. */
+  private async isolation(): Promise<{ mode: Isolation; why?: string; problem?: string }> {
+    this.decided ??= (async () => {
+      const available = await sandboxAvailability();
+      if (available.available) return { mode: 'sandbox' as const };
+      const why = `no sandbox on this machine (${available.reason})`;
+      if (this.opts.sandbox?.mode === 'required') {
+        return { mode: 'none' as const, problem: `sandbox.mode is required, but ${why}; ${SANDBOX_HINT}` };
+      }
+      this.opts.logger.warn(
+        `candidate code runs unsandboxed: ${why}. Its numbers are unverified and no iteration can be improved; ${SANDBOX_HINT}`,
+      );
+      return { mode: 'none' as const, why };
+    })();
+    return this.decided;
   }
 
   async close(): Promise<void> {
@@ -136,4 +254,21 @@ export class LocalBackend implements Backend {
         : `local CPU (${availableParallelism()} cores)`,
     };
   }
+}
+
+function split(argv: readonly string[]): [string, string[]] {
+  return [argv[0]!, argv.slice(1)];
+}
+
+/** Copy what a sandboxed job wrote to the requested destinations (plain files only); returns what was refused. */
+function collectOutputs(inside: JobOutputs, outputs: JobOutputs): string[] {
+  const refused: string[] = [];
+  for (const name of ['metrics', 'junit', 'trace'] as const) {
+    const from = inside[name];
+    const to = outputs[name];
+    if (from === undefined || to === undefined || !existsSync(from)) continue;
+    const r = copyPlainTree(from, to);
+    refused.push(...r.refused.map((x) => `${name}/${x}`));
+  }
+  return refused;
 }

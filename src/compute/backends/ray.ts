@@ -148,6 +148,8 @@ export class RayBackend implements Backend {
       durationMs: Date.now() - started,
       logFile: job.logFile,
       handle: submissionId,
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: 'remote',
       ...extra,
     });
     mkdirSync(dirname(job.logFile), { recursive: true });

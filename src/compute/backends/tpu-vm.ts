@@ -151,6 +151,8 @@ export class TpuVmBackend implements Backend {
       durationMs: Date.now() - started,
       logFile: job.logFile,
       ...(this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {}),
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: 'remote',
       ...extra,
     });
     // Fails fast on a placeholder the job has no destination for.

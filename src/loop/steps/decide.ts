@@ -1,4 +1,9 @@
-/** decide: the measured verdict, exactly as the statistics computed it. */
+/**
+ * decide: the measured verdict, exactly as the statistics computed it — except that numbers measured
+ * where untrusted code ran unsandboxed can never make a champion: an `improved` there becomes
+ * `needs-human`, with the reason (see evidence/isolation.ts).
+ */
+import { unverifiedReasons } from '../../evidence/isolation.js';
 import type { Step } from './step.js';
 
 export const decideStep: Step = {
@@ -11,6 +16,17 @@ export const decideStep: Step = {
         status: 'verdict',
         verdict: 'invalid',
         reasons: ['the measurement ended without a comparison'],
+      };
+    }
+    const unverified = unverifiedReasons(ev);
+    if (c.verdict === 'improved' && unverified.length > 0) {
+      return {
+        status: 'verdict',
+        verdict: 'needs-human',
+        reasons: [
+          `measured as improved, but the numbers are unverified: ${unverified.join('; ')} (docs/security.md)`,
+          ...c.reasons,
+        ],
       };
     }
     return { status: 'verdict', verdict: c.verdict, reasons: c.reasons };

@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import type { Backend } from '../../compute/backend.js';
 import type { GateConfig } from '../../config/types.js';
+import { recordIsolation } from '../../evidence/isolation.js';
 import type { GateEvidence } from '../../evidence/iteration.js';
 import { readJUnitXml } from '../../evidence/junit.js';
 import { errorMessage } from '../../util/errors.js';
@@ -65,7 +66,11 @@ async function runGate(
     outputs: { junit: junitFile },
     logFile,
     signal: ctx.signal,
+    cacheKey: await ctx.git.treeHash(candidate.commit),
   });
+  if (result.isolation) {
+    recordIsolation(ev, `${which}-gate`, { mode: result.isolation, job: ctx.job });
+  }
   if (result.killedBy === 'abort') throw new InfraFailure(`${which} gate cancelled`);
   if (result.infraError) throw new InfraFailure(`${which} gate could not run: ${result.infraError}`);
 

@@ -10,6 +10,7 @@
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { recordIsolation } from '../../evidence/isolation.js';
 import type { MeasuredRun, MeasurementEvidence } from '../../evidence/iteration.js';
 import {
   comparabilityProblems,
@@ -193,7 +194,10 @@ async function benchRun(env: StepEnv, arm: 'A' | 'B', index: number, workdir: st
     outputs: { metrics: bundle.path(metricsFile) },
     logFile: bundle.path(logFile),
     signal: ctx.signal,
+    // Each arm's code has its own compile cache: the candidate cannot plant entries the champion loads.
+    cacheKey: await ctx.git.treeHash(arm === 'A' ? ev.base.commit : ev.candidate!.commit),
   });
+  if (result.isolation) recordIsolation(ev, 'measure', { mode: result.isolation, job: ctx.job });
   if (result.killedBy === 'abort') throw new Interrupted('benchmark cancelled');
   if (result.infraError) throw new InfraFailure(`benchmark run ${runName(arm, index)}: ${result.infraError}`);
   const run: MeasuredRun = {
