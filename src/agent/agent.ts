@@ -6,6 +6,7 @@
  * small structured result (hypothesis, change summary, next idea) to `resultFile`. The harness never
  * reads a number from the agent: the result is prose for the PR and the log.
  */
+import type { Isolation } from '../evidence/iteration.js';
 
 export interface AgentRequest {
   iteration: number;
@@ -26,7 +27,25 @@ export interface AgentRequest {
    */
   env: Record<string, string>;
   signal?: AbortSignal;
+  /**
+   * How the agent process is isolated: in the sandbox with these paths (plus its binary, Node.js and its
+   * own config folder), or unsandboxed with the reason. Absent: unsandboxed (a harness-internal agent, or a test).
+   */
+  isolation?: AgentIsolation;
 }
+
+export type AgentIsolation =
+  | {
+      sandbox: {
+        /** Visible read-only (the repository's objects its clone borrows, the Python environment). */
+        readOnly: readonly string[];
+        /** Visible and writable (its repository, its output folder, its HOME). */
+        writable: readonly string[];
+        /** HOME inside the sandbox: an empty folder of its own. */
+        home: string;
+      };
+    }
+  | { sandbox: false; why: string };
 
 /** What the agent says about its change. Prose only; validated for shape and size. */
 export interface AgentResult {
@@ -62,6 +81,8 @@ export interface AgentOutcome {
   harnessCommit?: string;
   logFile: string;
   durationMs: number;
+  /** How the agent process was isolated; absent when no process ran (or a harness-internal agent). */
+  isolation?: Isolation;
 }
 
 export interface Agent {

@@ -2,9 +2,20 @@
  * Starting an agent CLI for one request: the scrubbed environment (with a warning for every name that
  * was asked for and refused), then one run of the process in the request's working tree with its
  * prompt, log file, timeouts and signal. Each adapter adds only what is its own: the command, its model
- * keys and settings, how it recognizes an API failure.
+ * keys and settings, how it recognizes an API failure, the folder it keeps its login in.
+ *
+ * With `request.isolation.sandbox` the process runs in the namespace sandbox (src/exec/sandbox.ts) with
+ * the network shared (it talks to its model API): it sees its repository, its output folder, a HOME of
+ * its own, its binary and Node.js, the Python environment read-only, and nothing else of the machine —
+ * not the harness's process or environment (its own PID namespace), not the runner's files, not the
+ * repository the harness works in. Whatever it leaves running is killed when it exits.
  */
+import { existsSync, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import type { ExecResult } from '../exec/exec.js';
+import { findOnPath } from '../exec/find-on-path.js';
+import { nodeReadPaths, programReadPaths, sandboxCommand } from '../exec/sandbox.js';
 import type { Logger } from '../util/log.js';
 import type { AgentRequest } from './agent.js';
 import { agentEnvironment, gitIdentityEnv } from './environment.js';
@@ -27,6 +38,12 @@ export interface AgentLaunch {
   extraEnv?: Readonly<Record<string, string>>;
   apiFailure?: (result: ExecResult) => string | undefined;
   infraExitCodes?: readonly number[];
+  /**
+   * The CLI's own config folder (login, settings), as the variable that names it and its default under
+   * the user's home, e.g. CODEX_HOME and .codex. In the sandbox it stays writable, and the variable
+   * points at it, since HOME there is an empty folder.
+   */
+  configDir?: { env: string; defaultInHome: string };
   logger: Logger;
 }
 
@@ -40,9 +57,51 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
   });
   if (refused.length > 0)
     launch.logger.warn(`${launch.agent}: not passing ${refused.join(', ')} to the agent`);
-  return runAgentProcess({
-    command: launch.command,
-    args: launch.args,
+  let command = launch.command;
+  let args: readonly string[] = launch.args;
+  const sandbox = request.isolation?.sandbox;
+  if (sandbox) {
+    const binary = findOnPath(launch.command);
+    if (binary === undefined) {
+      return {
+        status: 'failed',
+        exitCode: null,
+        infraError: `agent binary not found: ${launch.command}`,
+        durationMs: 0,
+      };
+    }
+    const writable = [...sandbox.writable];
+    mkdirSync(sandbox.home, { recursive: true });
+    if (launch.configDir) {
+      const dir = env[launch.configDir.env] ?? join(homedir(), launch.configDir.defaultInHome);
+      if (isAbsolute(dir) && existsSync(dir)) {
+        writable.push(dir);
+        env[launch.configDir.env] = dir;
+      }
+    }
+    env.HOME = sandbox.home;
+    env.TMPDIR = '/tmp';
+    const wrapped = sandboxCommand(
+      {
+        cwd: request.workdir,
+        readOnly: [
+          ...programReadPaths(binary),
+          ...nodeReadPaths(),
+          ...argumentFiles(launch.args, writable),
+          ...sandbox.readOnly,
+        ],
+        writable,
+        network: true,
+      },
+      binary,
+      launch.args,
+    );
+    command = wrapped.command;
+    args = wrapped.args;
+  }
+  const outcome = await runAgentProcess({
+    command,
+    args,
     cwd: request.workdir,
     input: launch.input ?? request.prompt,
     env,
@@ -54,4 +113,11 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
     apiFailure: launch.apiFailure,
     infraExitCodes: launch.infraExitCodes,
   });
+  return { ...outcome, isolation: sandbox ? 'sandbox' : 'none' };
+}
+
+/** Files the command names by absolute path (a configured agent's script), outside its writable folders. */
+function argumentFiles(args: readonly string[], writable: readonly string[]): string[] {
+  const inside = (p: string) => writable.some((w) => p === w || p.startsWith(`${w}/`));
+  return args.filter((a) => isAbsolute(a) && !inside(a) && existsSync(a));
 }

@@ -39,7 +39,7 @@ export function leftoverMessage(agent: string, result: AgentResult | undefined):
   const body = [
     result ? `Hypothesis: ${result.hypothesis}` : undefined,
     result ? `Summary: ${result.summary}` : undefined,
-    `Committed by the hillclimb harness on behalf of the ${agent} agent, whose sandbox keeps .git read-only.`,
+    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`,
   ].filter((l) => l !== undefined);
   return `${subject}\n\n${body.join('\n\n')}\n`;
 }

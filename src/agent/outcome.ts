@@ -31,5 +31,6 @@ export function toOutcome(
     ...(harnessCommit ? { harnessCommit } : {}),
     logFile,
     durationMs: proc.durationMs,
+    ...(proc.isolation ? { isolation: proc.isolation } : {}),
   };
 }

@@ -19,6 +19,7 @@
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { Isolation } from '../evidence/iteration.js';
 import { displayCommand, ExecError, type ExecResult, run } from '../exec/exec.js';
 import { redact } from '../util/redact.js';
 import type { AgentStatus } from './agent.js';
@@ -50,6 +51,8 @@ export interface ProcessOutcome {
   /** The finished process (absent when it could not start). */
   result?: ExecResult;
   durationMs: number;
+  /** How the process was isolated from the harness (set by launchAgent). */
+  isolation?: Isolation;
 }
 
 /** After SIGTERM, give an agent CLI this long to stop its own children before SIGKILL. */

@@ -148,6 +148,11 @@ export function sandboxCommand(
     ...spec.writable.map((p) => ({ kind: 'rw', path: checkPath(p) })),
   ].sort(byDepth);
   const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  // With the network shared, name resolution must work: /etc/resolv.conf often links into /run.
+  if (spec.network) {
+    for (const dir of resolverReadPaths()) items.push({ kind: 'ro', path: dir });
+    items.sort(byDepth);
+  }
   return {
     command: 'unshare',
     args: [
@@ -183,11 +188,36 @@ export function sandboxCommand(
 export function programReadPaths(program: string): string[] {
   const dirs = new Set<string>([dirname(program)]);
   try {
-    dirs.add(dirname(realpathSync(program)));
+    const real = realpathSync(program);
+    dirs.add(dirname(real));
+    // An npm package's binary needs its sibling packages (native builds live in optional dependencies).
+    const at = real.indexOf('/node_modules/');
+    if (at !== -1) dirs.add(real.slice(0, at + '/node_modules'.length));
   } catch {
     // reported when the program fails to start
   }
-  return [...dirs].filter((d) => !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+  return outsideSystemDirs([...dirs]);
+}
+
+/** The installation of the Node.js running hillclimb, for programs that are Node scripts (`#!/usr/bin/env node`). */
+export function nodeReadPaths(): string[] {
+  try {
+    return outsideSystemDirs([dirname(dirname(realpathSync(process.execPath)))]);
+  } catch {
+    return [];
+  }
+}
+
+function outsideSystemDirs(dirs: readonly string[]): string[] {
+  return dirs.filter((d) => d !== '/' && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+}
+
+function resolverReadPaths(): string[] {
+  try {
+    return outsideSystemDirs([dirname(realpathSync('/etc/resolv.conf'))]);
+  } catch {
+    return [];
+  }
 }
 
 export type SandboxAvailability = { available: true } | { available: false; reason: string };

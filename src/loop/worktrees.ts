@@ -18,6 +18,18 @@ export function championWorktreePath(ctx: LoopContext, commit: string): string {
 }
 
 /**
+ * The agent's own repository (Git.cloneForAgent) and its output folder (result file, log, scratch): the
+ * only places the agent can write. Both are removed once the harness has taken the change.
+ */
+export function agentRepoPath(ctx: LoopContext, iteration: number): string {
+  return join(ctx.runDir, 'agent', iterationDirName(iteration), 'repo');
+}
+
+export function agentOutputPath(ctx: LoopContext, iteration: number): string {
+  return join(ctx.runDir, 'agent', iterationDirName(iteration), 'out');
+}
+
+/**
  * A clean worktree at `commit` at `path`: reused when it is already there, at that commit and clean;
  * otherwise (left over by a killed run, or dirty) removed and added afresh.
  */

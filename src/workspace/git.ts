@@ -217,6 +217,45 @@ export class Git {
     return Git.create(dest, opts);
   }
 
+  /**
+   * A repository of its own for an agent at `dest`, checked out (detached) at `commit` of this one. It
+   * borrows this repository's objects read-only (alternates) and keeps its own `.git`: the agent may
+   * commit there and change anything under it, and none of it is this repository's config, hooks or refs.
+   */
+  async cloneForAgent(dest: string, commit: string): Promise<void> {
+    assertSha(commit);
+    rmSync(dest, { recursive: true, force: true });
+    mkdirSync(dirname(resolve(dest)), { recursive: true });
+    await this.git(['clone', '--quiet', '--shared', '--no-checkout', '--', this.root, resolve(dest)]);
+    await this.git(['-C', resolve(dest), 'checkout', '--quiet', '--detach', commit], {
+      config: { 'advice.detachedHead': 'false' },
+    });
+  }
+
+  /** The absolute path of this repository's object folder (shared by its worktrees). */
+  async objectsDir(): Promise<string> {
+    return (await this.git(['rev-parse', '--path-format=absolute', '--git-path', 'objects'])).stdout.trim();
+  }
+
+  /**
+   * Messages of the commits in `base..head`, oldest first, read from another repository's object folder
+   * without copying its objects or reading anything else of it (its config and hooks could be an
+   * agent's). Undefined when the objects are not there or not readable.
+   */
+  async messagesVia(objectsDir: string, base: string, head: string): Promise<string[] | undefined> {
+    assertSha(base);
+    assertSha(head);
+    const r = await this.git(['log', '--reverse', '-z', '--format=%B', `${base}..${head}`, '--'], {
+      env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: resolve(objectsDir) },
+      allowedExitCodes: 'any',
+    });
+    if (r.exitCode !== 0) return undefined;
+    return r.stdout
+      .split('\0')
+      .map((m) => m.trim())
+      .filter((m) => m !== '');
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Reading state
 

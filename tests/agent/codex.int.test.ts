@@ -37,7 +37,7 @@ describe('codex adapter', () => {
       '--output-last-message',
       lastMessage,
       '--output-schema',
-      expect.stringMatching(/hc-codex-[^/]+\/result\.schema\.json$/),
+      expect.stringMatching(/(?:hc-codex-|\.codex-)[^/]+\/result\.schema\.json$/),
       '-c',
       'sandbox_workspace_write.network_access=false',
       '-m',

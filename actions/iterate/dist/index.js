@@ -5797,7 +5797,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants6 = require_constants2();
+    var constants7 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5872,7 +5872,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants6.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants7.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5967,11 +5967,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants6.ERROR.OK) {
+          if (ret !== constants7.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants6.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants7.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants6.ERROR.PAUSED) {
+            } else if (ret === constants7.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5994,10 +5994,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants6.ERROR.OK) {
+        if (ret === constants7.ERROR.OK) {
           return null;
         }
-        if (ret === constants6.ERROR.PAUSED || ret === constants6.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants7.ERROR.PAUSED || ret === constants7.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6014,7 +6014,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants6.ERROR[ret], data);
+        return new HTTPParserError(message, constants7.ERROR[ret], data);
       }
       destroy() {
         assert(this.ptr != null);
@@ -6194,7 +6194,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants6.ERROR.PAUSED : 0;
+        return pause ? constants7.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6216,7 +6216,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants6.ERROR.PAUSED;
+          return constants7.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6252,13 +6252,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants6.ERROR.PAUSED;
+          return constants7.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants6.ERROR.PAUSED;
+          return constants7.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants6.ERROR.PAUSED;
+          return constants7.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -12048,10 +12048,10 @@ var require_headers = __commonJS({
         const lowercaseName = isLowerCase ? name : name.toLowerCase();
         const exists2 = this[kHeadersMap].get(lowercaseName);
         if (exists2) {
-          const delimiter2 = lowercaseName === "cookie" ? "; " : ", ";
+          const delimiter3 = lowercaseName === "cookie" ? "; " : ", ";
           this[kHeadersMap].set(lowercaseName, {
             name: exists2.name,
-            value: `${exists2.value}${delimiter2}${value}`
+            value: `${exists2.value}${delimiter3}${value}`
           });
         } else {
           this[kHeadersMap].set(lowercaseName, { name, value });
@@ -19538,11 +19538,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants6) {
+      optimizeNames(names, constants7) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants6);
+          this.rhs = optimizeExpr(this.rhs, names, constants7);
         return this;
       }
       get names() {
@@ -19559,10 +19559,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants6) {
+      optimizeNames(names, constants7) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants6);
+        this.rhs = optimizeExpr(this.rhs, names, constants7);
         return this;
       }
       get names() {
@@ -19623,8 +19623,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants6) {
-        this.code = optimizeExpr(this.code, names, constants6);
+      optimizeNames(names, constants7) {
+        this.code = optimizeExpr(this.code, names, constants7);
         return this;
       }
       get names() {
@@ -19653,12 +19653,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants6) {
+      optimizeNames(names, constants7) {
         const { nodes } = this;
         let i = nodes.length;
         while (i--) {
           const n = nodes[i];
-          if (n.optimizeNames(names, constants6))
+          if (n.optimizeNames(names, constants7))
             continue;
           subtractNames(names, n.names);
           nodes.splice(i, 1);
@@ -19711,12 +19711,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants6) {
+      optimizeNames(names, constants7) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
-        if (!(super.optimizeNames(names, constants6) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants7);
+        if (!(super.optimizeNames(names, constants7) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants6);
+        this.condition = optimizeExpr(this.condition, names, constants7);
         return this;
       }
       get names() {
@@ -19739,10 +19739,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants6) {
-        if (!super.optimizeNames(names, constants6))
+      optimizeNames(names, constants7) {
+        if (!super.optimizeNames(names, constants7))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants6);
+        this.iteration = optimizeExpr(this.iteration, names, constants7);
         return this;
       }
       get names() {
@@ -19778,10 +19778,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants6) {
-        if (!super.optimizeNames(names, constants6))
+      optimizeNames(names, constants7) {
+        if (!super.optimizeNames(names, constants7))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants6);
+        this.iterable = optimizeExpr(this.iterable, names, constants7);
         return this;
       }
       get names() {
@@ -19823,11 +19823,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants6) {
+      optimizeNames(names, constants7) {
         var _a, _b;
-        super.optimizeNames(names, constants6);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants6);
+        super.optimizeNames(names, constants7);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants7);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants7);
         return this;
       }
       get names() {
@@ -20128,7 +20128,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants6) {
+    function optimizeExpr(expr, names, constants7) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -20143,14 +20143,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n) {
-        const c = constants6[n.str];
+        const c = constants7[n.str];
         if (c === void 0 || names[n.str] !== 1)
           return n;
         delete names[n.str];
         return c;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants6[c.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants7[c.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -38307,15 +38307,15 @@ function issueFileCommand(command, message) {
   });
 }
 function prepareKeyValueMessage(key, value) {
-  const delimiter2 = `ghadelimiter_${crypto2.randomUUID()}`;
+  const delimiter3 = `ghadelimiter_${crypto2.randomUUID()}`;
   const convertedValue = toCommandValue(value);
-  if (key.includes(delimiter2)) {
-    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter2}"`);
+  if (key.includes(delimiter3)) {
+    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter3}"`);
   }
-  if (convertedValue.includes(delimiter2)) {
-    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter2}"`);
+  if (convertedValue.includes(delimiter3)) {
+    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter3}"`);
   }
-  return `${key}<<${delimiter2}${os2.EOL}${convertedValue}${os2.EOL}${delimiter2}`;
+  return `${key}<<${delimiter3}${os2.EOL}${convertedValue}${os2.EOL}${delimiter3}`;
 }
 
 // node_modules/@actions/core/lib/core.js
@@ -40168,11 +40168,11 @@ function iterationSummary(result) {
 
 // src/loop/phases.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync26, readFileSync as readFileSync21 } from "node:fs";
-import { join as join34 } from "node:path";
+import { existsSync as existsSync28, readFileSync as readFileSync22 } from "node:fs";
+import { join as join37 } from "node:path";
 
 // src/agent/factory.ts
-import { isAbsolute as isAbsolute3, resolve as resolve4 } from "node:path";
+import { isAbsolute as isAbsolute5, resolve as resolve5 } from "node:path";
 
 // src/exec/find-on-path.ts
 import { accessSync, constants as constants3, statSync } from "node:fs";
@@ -40196,55 +40196,17 @@ function isExecutable(file) {
 }
 
 // src/agent/agents/claude.ts
-import { dirname as dirname5 } from "node:path";
+import { dirname as dirname6 } from "node:path";
 
-// src/agent/environment.ts
-var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
-var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
-function isRefusedName(name, modelKeys = []) {
-  if (modelKeys.includes(name)) return false;
-  return NEVER.test(name) || isSecretName(name);
-}
-function agentEnvironment(spec) {
-  const source = spec.source ?? process.env;
-  const env = {};
-  const refused = [];
-  const take = (name) => {
-    const v = source[name];
-    if (v !== void 0) env[name] = v;
-  };
-  for (const name of BASE_NAMES) take(name);
-  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
-  for (const name of spec.modelKeys) take(name);
-  for (const name of spec.adapterNames ?? []) take(name);
-  for (const name of spec.passEnv ?? []) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else take(name);
-  }
-  Object.assign(env, spec.defaults ?? {});
-  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else env[name] = value;
-  }
-  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
-  return { env, secrets, refused: [...new Set(refused)].sort() };
-}
-function agentIdentity(agent) {
-  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
-}
-function gitIdentityEnv(agent) {
-  const id = agentIdentity(agent);
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email
-  };
-}
+// src/agent/launch.ts
+import { existsSync as existsSync4, mkdirSync as mkdirSync5 } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute as isAbsolute3, join as join6 } from "node:path";
 
-// src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync3 } from "node:fs";
-import { dirname as dirname3 } from "node:path";
+// src/exec/sandbox.ts
+import { mkdirSync as mkdirSync3, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname as dirname3, isAbsolute as isAbsolute2, join as join5, resolve as resolve2 } from "node:path";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
@@ -40475,11 +40437,231 @@ function indent(text3) {
   return text3.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
+// src/exec/sandbox.ts
+var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
+var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
+var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
+var INIT_SCRIPT = String.raw`set -eu
+job_path=${"$"}{PATH-}
+PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
+die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
+stage=$1; cwd=$2; shift 2
+mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
+R=$stage
+ro_tree() {
+  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  while read -r opts mp; do
+    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
+    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
+      die "cannot make $mp read-only"
+  done
+}
+expose() {
+  kind=$1; p=$2
+  if [ -d "$p" ]; then mkdir -p "$R$p"
+  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
+  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
+  mount --rbind "$p" "$R$p" || die "cannot expose $p"
+  [ "$kind" = rw ] || ro_tree "$p"
+}
+mask() {
+  p=$1
+  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
+  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
+}
+for d in ${SYSTEM_DIRS.join(" ")}; do
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
+done
+mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
+mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
+for n in null zero full random urandom tty; do
+  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
+done
+ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
+ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
+mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+expose ro /sys
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  case $1 in
+    ro:*) expose ro "${"$"}{1#ro:}" ;;
+    rw:*) expose rw "${"$"}{1#rw:}" ;;
+    mask:*) mask "${"$"}{1#mask:}" ;;
+    *) die "unknown item $1" ;;
+  esac
+  shift
+done
+shift
+cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
+umount -l /.old-root; rmdir /.old-root
+mount -o remount,bind,ro / || die "cannot make / read-only"
+cd "$cwd" || die "cannot enter $cwd"
+setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+PATH=$job_path; export PATH
+exec 3<&0
+"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+child=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
+while :; do
+  if wait "$child"; then exit 0; else status=$?; fi
+  kill -0 "$child" 2>/dev/null || exit "$status"
+done
+`;
+var SANDBOX_SETUP_FAILED = 125;
+function stageDir() {
+  const dir = join5(tmpdir(), "hillclimb-sandbox");
+  mkdirSync3(dir, { recursive: true, mode: 448 });
+  return dir;
+}
+function checkPath(p) {
+  if (!isAbsolute2(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
+  return resolve2(p);
+}
+function byDepth(a, b) {
+  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
+}
+function sandboxCommand(spec, command, args) {
+  const items = [
+    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
+    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
+  ].sort(byDepth);
+  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  if (spec.network) {
+    for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
+    items.sort(byDepth);
+  }
+  return {
+    command: "unshare",
+    args: [
+      "--user",
+      "--map-root-user",
+      "--mount",
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--ipc",
+      "--uts",
+      ...spec.network ? [] : ["--net"],
+      "--",
+      "/bin/sh",
+      "-c",
+      INIT_SCRIPT,
+      "hillclimb-sandbox",
+      stageDir(),
+      checkPath(spec.cwd),
+      ...items.map((i) => `${i.kind}:${i.path}`),
+      ...masks,
+      "--",
+      command,
+      ...args
+    ]
+  };
+}
+function programReadPaths(program) {
+  const dirs = /* @__PURE__ */ new Set([dirname3(program)]);
+  try {
+    const real = realpathSync(program);
+    dirs.add(dirname3(real));
+    const at = real.indexOf("/node_modules/");
+    if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
+  } catch {
+  }
+  return outsideSystemDirs([...dirs]);
+}
+function nodeReadPaths() {
+  try {
+    return outsideSystemDirs([dirname3(dirname3(realpathSync(process.execPath)))]);
+  } catch {
+    return [];
+  }
+}
+function outsideSystemDirs(dirs) {
+  return dirs.filter((d) => d !== "/" && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+}
+function resolverReadPaths() {
+  try {
+    return outsideSystemDirs([dirname3(realpathSync("/etc/resolv.conf"))]);
+  } catch {
+    return [];
+  }
+}
+var probed;
+function sandboxAvailability() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
+  }
+  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
+  try {
+    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
+    if (r.exitCode === 0) return { available: true };
+    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
+    return { available: false, reason: why };
+  } catch (e) {
+    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
+  }
+}
+var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
+
+// src/agent/environment.ts
+var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
+var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
+function isRefusedName(name, modelKeys = []) {
+  if (modelKeys.includes(name)) return false;
+  return NEVER.test(name) || isSecretName(name);
+}
+function agentEnvironment(spec) {
+  const source = spec.source ?? process.env;
+  const env = {};
+  const refused = [];
+  const take = (name) => {
+    const v = source[name];
+    if (v !== void 0) env[name] = v;
+  };
+  for (const name of BASE_NAMES) take(name);
+  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
+  for (const name of spec.modelKeys) take(name);
+  for (const name of spec.adapterNames ?? []) take(name);
+  for (const name of spec.passEnv ?? []) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else take(name);
+  }
+  Object.assign(env, spec.defaults ?? {});
+  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else env[name] = value;
+  }
+  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
+  return { env, secrets, refused: [...new Set(refused)].sort() };
+}
+function agentIdentity(agent) {
+  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
+}
+function gitIdentityEnv(agent) {
+  const id = agentIdentity(agent);
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email
+  };
+}
+
 // src/agent/process.ts
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync4 } from "node:fs";
+import { dirname as dirname4 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync3(dirname3(spec.logFile), { recursive: true });
+  mkdirSync4(dirname4(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -40593,9 +40775,51 @@ async function launchAgent(request2, launch) {
   });
   if (refused.length > 0)
     launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
-  return runAgentProcess({
-    command: launch.command,
-    args: launch.args,
+  let command = launch.command;
+  let args = launch.args;
+  const sandbox = request2.isolation?.sandbox;
+  if (sandbox) {
+    const binary = findOnPath(launch.command);
+    if (binary === void 0) {
+      return {
+        status: "failed",
+        exitCode: null,
+        infraError: `agent binary not found: ${launch.command}`,
+        durationMs: 0
+      };
+    }
+    const writable = [...sandbox.writable];
+    mkdirSync5(sandbox.home, { recursive: true });
+    if (launch.configDir) {
+      const dir = env[launch.configDir.env] ?? join6(homedir(), launch.configDir.defaultInHome);
+      if (isAbsolute3(dir) && existsSync4(dir)) {
+        writable.push(dir);
+        env[launch.configDir.env] = dir;
+      }
+    }
+    env.HOME = sandbox.home;
+    env.TMPDIR = "/tmp";
+    const wrapped = sandboxCommand(
+      {
+        cwd: request2.workdir,
+        readOnly: [
+          ...programReadPaths(binary),
+          ...nodeReadPaths(),
+          ...argumentFiles(launch.args, writable),
+          ...sandbox.readOnly
+        ],
+        writable,
+        network: true
+      },
+      binary,
+      launch.args
+    );
+    command = wrapped.command;
+    args = wrapped.args;
+  }
+  const outcome = await runAgentProcess({
+    command,
+    args,
     cwd: request2.workdir,
     input: launch.input ?? request2.prompt,
     env,
@@ -40607,18 +40831,23 @@ async function launchAgent(request2, launch) {
     apiFailure: launch.apiFailure,
     infraExitCodes: launch.infraExitCodes
   });
+  return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
+}
+function argumentFiles(args, writable) {
+  const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
+  return args.filter((a) => isAbsolute3(a) && !inside(a) && existsSync4(a));
 }
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync4, rmSync } from "node:fs";
-import { dirname as dirname4, relative, resolve as resolve2 } from "node:path";
+import { mkdirSync as mkdirSync6, rmSync } from "node:fs";
+import { dirname as dirname5, relative, resolve as resolve3 } from "node:path";
 function prepareResultFile(file) {
   rmSync(file, { force: true });
-  mkdirSync4(dirname4(file), { recursive: true });
+  mkdirSync6(dirname5(file), { recursive: true });
 }
 function outsideOf(root, dir) {
-  const rel = relative(resolve2(root), resolve2(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve2(dir);
+  const rel = relative(resolve3(root), resolve3(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve3(dir);
 }
 function toOutcome(proc, logFile, result, problem, harnessCommit) {
   return {
@@ -40628,12 +40857,13 @@ function toOutcome(proc, logFile, result, problem, harnessCommit) {
     ...result ? { result } : { resultProblem: problem ?? "no result" },
     ...harnessCommit ? { harnessCommit } : {},
     logFile,
-    durationMs: proc.durationMs
+    durationMs: proc.durationMs,
+    ...proc.isolation ? { isolation: proc.isolation } : {}
   };
 }
 
 // src/agent/result.ts
-import { existsSync as existsSync4, readFileSync as readFileSync2, statSync as statSync2 } from "node:fs";
+import { existsSync as existsSync5, readFileSync as readFileSync2, statSync as statSync2 } from "node:fs";
 var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
 var MAX_RESULT_FIELD_CHARS = 1500;
 var MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -40678,7 +40908,7 @@ function parseAgentResult(text3) {
   return validateAgentResult(value);
 }
 function readAgentResult(file) {
-  if (!existsSync4(file)) return { problem: `no result file at ${file}` };
+  if (!existsSync5(file)) return { problem: `no result file at ${file}` };
   const size = statSync2(file).size;
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
@@ -40736,7 +40966,7 @@ var ClaudeAgent = class {
       model: this.opts.model,
       maxTurns: this.opts.maxTurns,
       allowedTools: this.opts.allowedTools,
-      resultDir: outsideOf(request2.workdir, dirname5(request2.resultFile)),
+      resultDir: outsideOf(request2.workdir, dirname6(request2.resultFile)),
       extraArgs: this.opts.extraArgs
     });
     const proc = await launchAgent(request2, {
@@ -40747,6 +40977,7 @@ var ClaudeAgent = class {
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
       apiFailure: claudeApiFailure,
+      configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
       logger: this.opts.logger
     });
     let { result, problem } = readAgentResult(request2.resultFile);
@@ -40792,15 +41023,15 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync5, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync } from "node:fs";
-import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname7, join as join6 } from "node:path";
+import { existsSync as existsSync6, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync } from "node:fs";
+import { tmpdir as tmpdir3 } from "node:os";
+import { dirname as dirname8, join as join8 } from "node:path";
 
 // src/workspace/git.ts
 import { createHash } from "node:crypto";
-import { mkdirSync as mkdirSync5, mkdtempSync, rmSync as rmSync2 } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname as dirname6, isAbsolute as isAbsolute2, join as join5, relative as relative2, resolve as resolve3 } from "node:path";
+import { mkdirSync as mkdirSync7, mkdtempSync, rmSync as rmSync2 } from "node:fs";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname7, isAbsolute as isAbsolute4, join as join7, relative as relative2, resolve as resolve4 } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
 // src/workspace/branch-name.ts
@@ -40909,7 +41140,7 @@ var Git = class _Git {
     if (!binary) {
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
     }
-    const cwd = resolve3(dir);
+    const cwd = resolve4(dir);
     const probe2 = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
       cwd,
       env: GIT_ENV,
@@ -40936,12 +41167,45 @@ var Git = class _Git {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    mkdirSync5(dirname6(resolve3(dest)), { recursive: true });
-    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve3(dest)], {
+    mkdirSync7(dirname7(resolve4(dest)), { recursive: true });
+    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve4(dest)], {
       env: GIT_ENV,
       timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
     });
     return _Git.create(dest, opts);
+  }
+  /**
+   * A repository of its own for an agent at `dest`, checked out (detached) at `commit` of this one. It
+   * borrows this repository's objects read-only (alternates) and keeps its own `.git`: the agent may
+   * commit there and change anything under it, and none of it is this repository's config, hooks or refs.
+   */
+  async cloneForAgent(dest, commit2) {
+    assertSha(commit2);
+    rmSync2(dest, { recursive: true, force: true });
+    mkdirSync7(dirname7(resolve4(dest)), { recursive: true });
+    await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
+    await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
+      config: { "advice.detachedHead": "false" }
+    });
+  }
+  /** The absolute path of this repository's object folder (shared by its worktrees). */
+  async objectsDir() {
+    return (await this.git(["rev-parse", "--path-format=absolute", "--git-path", "objects"])).stdout.trim();
+  }
+  /**
+   * Messages of the commits in `base..head`, oldest first, read from another repository's object folder
+   * without copying its objects or reading anything else of it (its config and hooks could be an
+   * agent's). Undefined when the objects are not there or not readable.
+   */
+  async messagesVia(objectsDir, base, head) {
+    assertSha(base);
+    assertSha(head);
+    const r = await this.git(["log", "--reverse", "-z", "--format=%B", `${base}..${head}`, "--"], {
+      env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: resolve4(objectsDir) },
+      allowedExitCodes: "any"
+    });
+    if (r.exitCode !== 0) return void 0;
+    return r.stdout.split("\0").map((m) => m.trim()).filter((m) => m !== "");
   }
   // ---------------------------------------------------------------------------------------------
   // Reading state
@@ -41154,8 +41418,8 @@ var Git = class _Git {
   }
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
-    const dir = mkdtempSync(join5(tmpdir(), "hc-stash-probe-"));
-    const probe2 = join5(dir, "probe");
+    const dir = mkdtempSync(join7(tmpdir2(), "hc-stash-probe-"));
+    const probe2 = join7(dir, "probe");
     try {
       await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
       const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
@@ -41170,14 +41434,14 @@ var Git = class _Git {
   // Worktrees (A/B arms)
   /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
   async addWorktree(path, commit2) {
-    const abs = resolve3(path);
+    const abs = resolve4(path);
     const sha = await this.revParse(commit2);
     await this.git(["worktree", "add", "--detach", "--quiet", "--", abs, sha]);
     this.createdWorktrees.add(abs);
     return { path: abs, commit: sha };
   }
   async removeWorktree(path) {
-    const abs = resolve3(path);
+    const abs = resolve4(path);
     const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
     if (r.exitCode !== 0) {
       rmSync2(abs, { recursive: true, force: true });
@@ -41217,13 +41481,13 @@ var Git = class _Git {
   async createBundle(file, ref, base) {
     assertRefName(ref);
     assertRevision(base);
-    mkdirSync5(dirname6(resolve3(file)), { recursive: true });
-    await this.git(["bundle", "create", "--quiet", resolve3(file), ref, `^${base}`]);
+    mkdirSync7(dirname7(resolve4(file)), { recursive: true });
+    await this.git(["bundle", "create", "--quiet", resolve4(file), ref, `^${base}`]);
   }
   /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
   async fetchBundle(file, ref) {
     assertRefName(ref);
-    await this.git(["fetch", "--quiet", "--no-tags", resolve3(file), `+${ref}:${ref}`]);
+    await this.git(["fetch", "--quiet", "--no-tags", resolve4(file), `+${ref}:${ref}`]);
   }
   /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
   async formatPatch(base, head) {
@@ -41256,12 +41520,12 @@ var Git = class _Git {
   async applyPatch(file, opts = {}) {
     const args = ["apply", "--index", "--whitespace=nowarn"];
     if (opts.check) args.push("--check");
-    args.push("--", resolve3(file));
+    args.push("--", resolve4(file));
     await this.git(args);
   }
   /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
   async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve3(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute2(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve4(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute4(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
     await this.git(["add", "--all", "--", ":/", ...excluded]);
   }
   /** Whether the index differs from HEAD (something is staged). */
@@ -41522,7 +41786,7 @@ function leftoverMessage(agent, result) {
   const body = [
     result ? `Hypothesis: ${result.hypothesis}` : void 0,
     result ? `Summary: ${result.summary}` : void 0,
-    `Committed by the hillclimb harness on behalf of the ${agent} agent, whose sandbox keeps .git read-only.`
+    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`
   ].filter((l) => l !== void 0);
   return `${subject}
 
@@ -41564,16 +41828,17 @@ var CodexAgent = class {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync3(lastMessageFile, { force: true });
-    const scratch = mkdtempSync2(join6(tmpdir2(), "hc-codex-"));
+    const resultDir = outsideOf(request2.workdir, dirname8(request2.resultFile));
+    const scratch = mkdtempSync2(join8(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
     try {
-      const schemaFile = join6(scratch, "result.schema.json");
+      const schemaFile = join8(scratch, "result.schema.json");
       writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const args = codexArgs({
         workdir: request2.workdir,
         lastMessageFile,
         schemaFile,
-        resultDir: outsideOf(request2.workdir, dirname7(request2.resultFile)),
+        resultDir: outsideOf(request2.workdir, dirname8(request2.resultFile)),
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs
@@ -41588,10 +41853,11 @@ var CodexAgent = class {
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
         apiFailure: codexApiFailure,
+        configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
         logger: this.opts.logger
       });
       let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync5(lastMessageFile)) {
+      if (!result && existsSync6(lastMessageFile)) {
         const fromMessage = resultFromMessage(readFileSync3(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
@@ -41667,12 +41933,12 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync6, mkdirSync as mkdirSync6, readdirSync, readFileSync as readFileSync4, writeFileSync as writeFileSync2 } from "node:fs";
-import { basename, dirname as dirname8, join as join7 } from "node:path";
+import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync8, readdirSync, readFileSync as readFileSync4, writeFileSync as writeFileSync2 } from "node:fs";
+import { basename, dirname as dirname9, join as join9 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
-  if (!existsSync6(dir)) {
+  if (!existsSync7(dir)) {
     throw new HillclimbError(`replay agent: no folder ${dir}`, {
       hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
       exitCode: ExitCode2.badInput
@@ -41682,11 +41948,11 @@ function listReplayPatches(dir) {
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join7(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join9(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join7(dir, n), ...companion ? { companion } : {} };
+    return { patch: join9(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -41699,7 +41965,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync6(dirname8(request2.logFile), { recursive: true });
+    mkdirSync8(dirname9(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -41847,7 +42113,7 @@ var builders = /* @__PURE__ */ new Map([
   [
     "replay",
     (c, o) => new ReplayAgent({
-      dir: isAbsolute3(c.agent.replay.dir) ? c.agent.replay.dir : resolve4(o.root, c.agent.replay.dir),
+      dir: isAbsolute5(c.agent.replay.dir) ? c.agent.replay.dir : resolve5(o.root, c.agent.replay.dir),
       logger: o.logger
     })
   ]
@@ -41873,7 +42139,7 @@ var AGENT_INSTALL_HINTS = {
 function checkAgentInstalled(config) {
   const { kind } = config.agent;
   const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
-  if (program === void 0 || program.includes("/") && !isAbsolute3(program)) return;
+  if (program === void 0 || program.includes("/") && !isAbsolute5(program)) return;
   if (findOnPath(program) !== void 0) return;
   const install = AGENT_INSTALL_HINTS[kind];
   throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
@@ -41889,9 +42155,9 @@ function getAgentTypes() {
 import { resolve as resolve7 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync8, mkdirSync as mkdirSync10, mkdtempSync as mkdtempSync3, readdirSync as readdirSync3, rmSync as rmSync5 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync3, readdirSync as readdirSync3, rmSync as rmSync5 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname12, join as join12, resolve as resolve6 } from "node:path";
+import { dirname as dirname12, join as join13, resolve as resolve6 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -41910,180 +42176,27 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync7, readFileSync as readFileSync5, realpathSync, writeFileSync as writeFileSync3 } from "node:fs";
-import { dirname as dirname9, join as join8 } from "node:path";
+import { existsSync as existsSync8, readFileSync as readFileSync5, realpathSync as realpathSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { dirname as dirname10, join as join10 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join8(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join10(root, VENV_DIR, "bin", "python");
 }
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
-  const prefix = dirname9(dirname9(python));
+  const prefix = dirname10(dirname10(python));
   paths.add(prefix);
-  const cfg = join8(prefix, "pyvenv.cfg");
-  if (existsSync7(cfg)) {
+  const cfg = join10(prefix, "pyvenv.cfg");
+  if (existsSync8(cfg)) {
     const home = /^home\s*=\s*(.+)$/m.exec(readFileSync5(cfg, "utf8"))?.[1]?.trim();
-    if (home) paths.add(dirname9(home));
+    if (home) paths.add(dirname10(home));
   }
   try {
-    paths.add(dirname9(dirname9(realpathSync(python))));
+    paths.add(dirname10(dirname10(realpathSync2(python))));
   } catch {
   }
   return [...paths].filter((p) => p !== "/" && p !== "/usr");
 }
-
-// src/exec/sandbox.ts
-import { mkdirSync as mkdirSync7, realpathSync as realpathSync2 } from "node:fs";
-import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname10, isAbsolute as isAbsolute4, join as join9, resolve as resolve5 } from "node:path";
-var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
-var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
-var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
-var INIT_SCRIPT = String.raw`set -eu
-job_path=${"$"}{PATH-}
-PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
-die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
-stage=$1; cwd=$2; shift 2
-mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
-R=$stage
-ro_tree() {
-  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
-    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
-  while read -r opts mp; do
-    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
-    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
-      die "cannot make $mp read-only"
-  done
-}
-expose() {
-  kind=$1; p=$2
-  if [ -d "$p" ]; then mkdir -p "$R$p"
-  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
-  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
-  mount --rbind "$p" "$R$p" || die "cannot expose $p"
-  [ "$kind" = rw ] || ro_tree "$p"
-}
-mask() {
-  p=$1
-  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
-  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
-}
-for d in ${SYSTEM_DIRS.join(" ")}; do
-  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
-done
-mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
-mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
-for n in null zero full random urandom tty; do
-  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
-done
-ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
-ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
-mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
-mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
-expose ro /sys
-mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
-mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
-while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  case $1 in
-    ro:*) expose ro "${"$"}{1#ro:}" ;;
-    rw:*) expose rw "${"$"}{1#rw:}" ;;
-    mask:*) mask "${"$"}{1#mask:}" ;;
-    *) die "unknown item $1" ;;
-  esac
-  shift
-done
-shift
-cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
-umount -l /.old-root; rmdir /.old-root
-mount -o remount,bind,ro / || die "cannot make / read-only"
-cd "$cwd" || die "cannot enter $cwd"
-setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
-PATH=$job_path; export PATH
-exec 3<&0
-"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
-child=$!
-exec 3<&-
-trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
-while :; do
-  if wait "$child"; then exit 0; else status=$?; fi
-  kill -0 "$child" 2>/dev/null || exit "$status"
-done
-`;
-var SANDBOX_SETUP_FAILED = 125;
-function stageDir() {
-  const dir = join9(tmpdir3(), "hillclimb-sandbox");
-  mkdirSync7(dir, { recursive: true, mode: 448 });
-  return dir;
-}
-function checkPath(p) {
-  if (!isAbsolute4(p)) throw new Error(`sandbox path must be absolute: ${p}`);
-  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
-  return resolve5(p);
-}
-function byDepth(a, b) {
-  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
-}
-function sandboxCommand(spec, command, args) {
-  const items = [
-    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
-    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
-  ].sort(byDepth);
-  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
-  return {
-    command: "unshare",
-    args: [
-      "--user",
-      "--map-root-user",
-      "--mount",
-      "--pid",
-      "--fork",
-      "--kill-child",
-      "--ipc",
-      "--uts",
-      ...spec.network ? [] : ["--net"],
-      "--",
-      "/bin/sh",
-      "-c",
-      INIT_SCRIPT,
-      "hillclimb-sandbox",
-      stageDir(),
-      checkPath(spec.cwd),
-      ...items.map((i) => `${i.kind}:${i.path}`),
-      ...masks,
-      "--",
-      command,
-      ...args
-    ]
-  };
-}
-function programReadPaths(program) {
-  const dirs = /* @__PURE__ */ new Set([dirname10(program)]);
-  try {
-    dirs.add(dirname10(realpathSync2(program)));
-  } catch {
-  }
-  return [...dirs].filter((d) => !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
-}
-var probed;
-function sandboxAvailability() {
-  probed ??= probe();
-  return probed;
-}
-async function probe() {
-  if (process.platform !== "linux") {
-    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
-  }
-  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
-  try {
-    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
-    if (r.exitCode === 0) return { available: true };
-    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
-    return { available: false, reason: why };
-  } catch (e) {
-    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
-  }
-}
-var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
 
 // src/util/untrusted-files.ts
 import {
@@ -42092,12 +42205,12 @@ import {
   copyFileSync,
   fstatSync,
   lstatSync,
-  mkdirSync as mkdirSync8,
+  mkdirSync as mkdirSync9,
   openSync as openSync2,
   readdirSync as readdirSync2,
   readSync
 } from "node:fs";
-import { join as join10, relative as relative3 } from "node:path";
+import { join as join11, relative as relative3 } from "node:path";
 var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
 function notPlainFile(path) {
   let st;
@@ -42110,6 +42223,33 @@ function notPlainFile(path) {
   if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
   if (st.nlink > 1) return "a hard link";
   return void 0;
+}
+function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
+  let fd;
+  try {
+    fd = openSync2(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+  } catch (e) {
+    const code2 = e.code;
+    throw new Error(
+      `${path}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
+    );
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path}: not a regular file, refused`);
+    if (st.nlink > 1) throw new Error(`${path}: a hard link, refused`);
+    if (st.size > maxBytes) throw new Error(`${path}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync2(fd);
+  }
 }
 function copyPlainTree(src, dest, opts = {}) {
   const limits = { ...DEFAULTS, ...opts };
@@ -42124,8 +42264,8 @@ function copyPlainTree(src, dest, opts = {}) {
       return;
     }
     if (st.isDirectory()) {
-      mkdirSync8(to, { recursive: true });
-      for (const name of readdirSync2(from).sort()) visit(join10(from, name), join10(to, name));
+      mkdirSync9(to, { recursive: true });
+      for (const name of readdirSync2(from).sort()) visit(join11(from, name), join11(to, name));
       return;
     }
     const why = notPlainFile(from);
@@ -42175,8 +42315,8 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync9, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
-import { dirname as dirname11, join as join11 } from "node:path";
+import { mkdirSync as mkdirSync10, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
+import { dirname as dirname11, join as join12 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -42254,7 +42394,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync9(dirname11(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync10(dirname11(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -42272,7 +42412,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join11(outputs.trace, ...rest2);
+      target = join12(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -42280,9 +42420,9 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync9(target, { recursive: true });
+      mkdirSync10(target, { recursive: true });
     } else {
-      mkdirSync9(dirname11(target), { recursive: true });
+      mkdirSync10(dirname11(target), { recursive: true });
       writeFileSync4(target, entry.data);
     }
   }
@@ -42327,8 +42467,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join12(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = job.cacheKey ? join12(cacheRoot, "by-code", job.cacheKey) : cacheRoot;
+    const cacheRoot = this.opts.cacheDir ?? join13(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = job.cacheKey ? join13(cacheRoot, "by-code", job.cacheKey) : cacheRoot;
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -42336,7 +42476,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync10(dirname12(job.logFile), { recursive: true });
+    mkdirSync11(dirname12(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
@@ -42346,14 +42486,14 @@ var LocalBackend = class {
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync8(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync9(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync10(cache2, { recursive: true });
+    mkdirSync11(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -42364,20 +42504,20 @@ var LocalBackend = class {
       const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
       return { ...ended, isolation: "none" };
     }
-    const scratch = mkdtempSync3(join12(tmpdir4(), "hc-job-"));
+    const scratch = mkdtempSync3(join13(tmpdir4(), "hc-job-"));
     try {
-      const out = join12(scratch, "out");
-      mkdirSync10(out);
+      const out = join13(scratch, "out");
+      mkdirSync11(out);
       const inside = {
-        ...job.outputs.metrics ? { metrics: join12(out, SANDBOX_OUTPUTS.metrics) } : {},
-        ...job.outputs.junit ? { junit: join12(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join12(out, SANDBOX_OUTPUTS.trace) } : {}
+        ...job.outputs.metrics ? { metrics: join13(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join13(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join13(out, SANDBOX_OUTPUTS.trace) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
 `);
       const program = argv[0].includes("/") ? resolve6(job.workdir, argv[0]) : findOnPath(argv[0]);
-      if (program === void 0 || !existsSync8(program)) {
+      if (program === void 0 || !existsSync9(program)) {
         return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
       }
       const sandboxed = sandboxCommand(
@@ -42478,7 +42618,7 @@ function collectOutputs(inside, outputs) {
   for (const name of ["metrics", "junit", "trace"]) {
     const from = inside[name];
     const to = outputs[name];
-    if (from === void 0 || to === void 0 || !existsSync8(from)) continue;
+    if (from === void 0 || to === void 0 || !existsSync9(from)) continue;
     const r = copyPlainTree(from, to);
     refused.push(...r.refused.map((x) => `${name}/${x}`));
   }
@@ -42486,9 +42626,9 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync5, readFileSync as readFileSync6, rmSync as rmSync7 } from "node:fs";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync5, readFileSync as readFileSync6, rmSync as rmSync7 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname13, join as join14 } from "node:path";
+import { dirname as dirname13, join as join15 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash2 } from "node:crypto";
@@ -42937,9 +43077,9 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync2, existsSync as existsSync9, mkdtempSync as mkdtempSync4, rmSync as rmSync6 } from "node:fs";
+import { copyFileSync as copyFileSync2, existsSync as existsSync10, mkdtempSync as mkdtempSync4, rmSync as rmSync6 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
-import { isAbsolute as isAbsolute5, join as join13 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join14 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
@@ -42957,10 +43097,10 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync4(join13(tmpdir5(), "hc-index-"));
+  const tmp = mkdtempSync4(join14(tmpdir5(), "hc-index-"));
   try {
-    const index = join13(tmp, "index");
-    if (existsSync9(realIndex)) copyFileSync2(realIndex, index);
+    const index = join14(tmp, "index");
+    if (existsSync10(realIndex)) copyFileSync2(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
@@ -42968,7 +43108,7 @@ async function snapshotTree(workdir, opts = {}) {
       await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
     }
     for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute5(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      if (isAbsolute6(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
       const blob = await git(workdir, ["hash-object", "-w", "--stdin"], env, content);
       await git(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
     }
@@ -43087,7 +43227,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync11(dirname13(job.logFile), { recursive: true });
+    mkdirSync12(dirname13(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -43264,9 +43404,9 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync5(join14(tmpdir6(), "hc-raypkg-"));
+    const tmp = mkdtempSync5(join15(tmpdir6(), "hc-raypkg-"));
     try {
-      const zip = join14(tmp, "package.zip");
+      const zip = join15(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
       const data = readFileSync6(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
@@ -43293,9 +43433,9 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync6, readFileSync as readFileSync8, rmSync as rmSync9 } from "node:fs";
+import { mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync6, readFileSync as readFileSync8, rmSync as rmSync9 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
-import { dirname as dirname14, join as join16 } from "node:path";
+import { dirname as dirname14, join as join17 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -43496,14 +43636,14 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync12, readdirSync as readdirSync4, readFileSync as readFileSync7, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
-import { join as join15 } from "node:path";
+import { mkdirSync as mkdirSync13, readdirSync as readdirSync4, readFileSync as readFileSync7, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
+import { join as join16 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join15(stateDir, "tpu");
+  return join16(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join15(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join16(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync12(dir, { recursive: true });
+  mkdirSync13(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync5(tmp, `${JSON.stringify(record2, null, 2)}
@@ -43520,7 +43660,7 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync7(join15(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync7(join16(dir, n), "utf8")));
     } catch {
     }
   }
@@ -43884,14 +44024,14 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync13(dirname14(job.logFile), { recursive: true });
+    mkdirSync14(dirname14(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync6(join16(tmpdir7(), "hc-tpujob-"));
+    const tmp = mkdtempSync6(join17(tmpdir7(), "hc-tpujob-"));
     try {
-      const tarball = join16(tmp, "tree.tar.gz");
+      const tarball = join17(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -43926,7 +44066,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join16(tmp, "outputs.tar.gz");
+      const local = join17(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -44083,18 +44223,18 @@ function getBackendTypes() {
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync11, readFileSync as readFileSync10 } from "node:fs";
-import { dirname as dirname16, join as join18, resolve as resolve9 } from "node:path";
+import { existsSync as existsSync12, readFileSync as readFileSync10 } from "node:fs";
+import { dirname as dirname16, join as join19, resolve as resolve9 } from "node:path";
 
 // src/env/root.ts
-import { existsSync as existsSync10, readFileSync as readFileSync9 } from "node:fs";
-import { dirname as dirname15, join as join17, resolve as resolve8 } from "node:path";
+import { existsSync as existsSync11, readFileSync as readFileSync9 } from "node:fs";
+import { dirname as dirname15, join as join18, resolve as resolve8 } from "node:path";
 import { fileURLToPath } from "node:url";
 function packageRoot() {
   let dir = dirname15(fileURLToPath(import.meta.url));
   for (; ; ) {
-    const pkg = join17(dir, "package.json");
-    if (existsSync10(pkg)) {
+    const pkg = join18(dir, "package.json");
+    if (existsSync11(pkg)) {
       try {
         if (JSON.parse(readFileSync9(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
@@ -44106,7 +44246,7 @@ function packageRoot() {
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync9(join17(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync9(join18(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/config/rules.ts
@@ -44238,14 +44378,14 @@ var MAX_LISTED_PROBLEMS = 8;
 var validator;
 function schemaValidator() {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync10(join18(packageRoot(), SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync10(join19(packageRoot(), SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
   validator = ajv.compile(schema);
   return validator;
 }
 function loadConfig(file, overrides = {}) {
   const path = resolve9(file);
-  if (!existsSync11(path)) {
+  if (!existsSync12(path)) {
     throw new ConfigError(path, "", "file not found", {
       hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
     });
@@ -44327,7 +44467,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join35 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join38 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -44335,13 +44475,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join35(key),
+        keyPath: join38(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join35(String(e.params.missingProperty)),
+        keyPath: join38(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -49528,7 +49668,7 @@ function redactUrl(url) {
 
 // src/forge/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync3, mkdirSync as mkdirSync14, openSync as openSync3, readFileSync as readFileSync11, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3, readFileSync as readFileSync11, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep3 } from "node:timers/promises";
@@ -49546,7 +49686,7 @@ async function acquire(lockPath, opts) {
   const staleMs = opts.staleMs ?? 10 * 6e4;
   const token = randomUUID2();
   const content = { pid: process.pid, host: hostname(), token, acquiredAt: "" };
-  mkdirSync14(dirname17(lockPath), { recursive: true });
+  mkdirSync15(dirname17(lockPath), { recursive: true });
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -49615,41 +49755,41 @@ function tryUnlink(path) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync12, readdirSync as readdirSync5, rmSync as rmSync10 } from "node:fs";
-import { join as join19 } from "node:path";
+import { existsSync as existsSync13, readdirSync as readdirSync5, rmSync as rmSync10 } from "node:fs";
+import { join as join20 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join19(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join20(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join19(this.dir, "lock");
+    return join20(this.dir, "lock");
   }
   pullFile(n) {
-    return join19(this.dir, "pulls", `${n}.json`);
+    return join20(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join19(this.dir, "comments", String(pull), `${id}.json`);
+    return join20(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join19(this.dir, "pulls"));
+    return numberedJson(join20(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
-    return existsSync12(file) ? readJson(file) : void 0;
+    return existsSync13(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join19(this.dir, "comments", String(n)));
+    return numberedJson(join20(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
@@ -49659,8 +49799,8 @@ var LocalRecords = class {
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join19(this.dir, "counters.json");
-    const counters = existsSync12(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const file = join20(this.dir, "counters.json");
+    const counters = existsSync13(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value + 1 });
     return value;
@@ -49673,13 +49813,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync12(dir)) return [];
+  if (!existsSync13(dir)) return [];
   return readdirSync5(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join19(dir, `${n}.json`);
+    const file = join20(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync12(file)) return [];
+      if (!existsSync13(file)) return [];
       throw e;
     }
   });
@@ -49931,9 +50071,9 @@ import { resolve as resolve13 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync7, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync5 } from "node:fs";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync7, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync5 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
-import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute6, join as join21, resolve as resolve11 } from "node:path";
+import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join22, resolve as resolve11 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -49968,14 +50108,14 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync15, readdirSync as readdirSync6, renameSync as renameSync3, rmSync as rmSync11, statSync as statSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname18, join as join20 } from "node:path";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync16, readdirSync as readdirSync6, renameSync as renameSync3, rmSync as rmSync11, statSync as statSync4 } from "node:fs";
+import { basename as basename2, dirname as dirname18, join as join21 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
     for (const name of readdirSync6(abs).sort()) {
-      const childAbs = join20(abs, name);
+      const childAbs = join21(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
@@ -49986,8 +50126,8 @@ function walkFiles(dir) {
   return out.sort();
 }
 function copyFileAtomic(src, dest) {
-  mkdirSync15(dirname18(dest), { recursive: true });
-  const tmp = join20(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  mkdirSync16(dirname18(dest), { recursive: true });
+  const tmp = join21(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync3(src, tmp);
     renameSync3(tmp, dest);
@@ -50032,7 +50172,7 @@ var BranchStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join21(dir, rel) }));
+    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join22(dir, rel) }));
     if (changes.length === 0) return [];
     return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
   }
@@ -50043,13 +50183,13 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join21(s.dir, "checkout");
-      mkdirSync16(worktree);
+      const worktree = join22(s.dir, "checkout");
+      mkdirSync17(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync16(dirname19(dest), { recursive: true });
-      const tmp = join21(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      mkdirSync17(dirname19(dest), { recursive: true });
+      const tmp = join22(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync4(join21(worktree, key), tmp);
+        copyFileSync4(join22(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
         rmSync12(tmp, { force: true });
@@ -50112,7 +50252,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync7(join21(tmpdir8(), "hc-branch-store-"));
+    const dir = mkdtempSync7(join22(tmpdir8(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -50190,7 +50330,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join21(dir, "repo.git");
+    this.gitDir = join22(dir, "repo.git");
     this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
   }
   dir;
@@ -50214,7 +50354,7 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join21(this.dir, `${o.index}.index`) } : {}
+        ...o.index ? { GIT_INDEX_FILE: join22(this.dir, `${o.index}.index`) } : {}
       },
       redact: this.redact,
       timeoutMs: GIT_TIMEOUT_MS2,
@@ -50311,7 +50451,7 @@ function isUrl(remote) {
 }
 function toUrl(remote, repoDir) {
   if (isUrl(remote)) return remote;
-  return pathToFileURL2(isAbsolute6(remote) ? remote : resolve11(repoDir, remote)).href;
+  return pathToFileURL2(isAbsolute7(remote) ? remote : resolve11(repoDir, remote)).href;
 }
 function githubRepository(url) {
   const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
@@ -50333,8 +50473,8 @@ function sleep4(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync17, openAsBlob, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync6 } from "node:fs";
-import { basename as basename4, dirname as dirname20, join as join22 } from "node:path";
+import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync18, openAsBlob, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync6 } from "node:fs";
+import { basename as basename4, dirname as dirname20, join as join23 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -58776,7 +58916,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join22(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join23(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -58791,8 +58931,8 @@ var HfStore = class {
         hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
       });
     }
-    mkdirSync17(dirname20(dest), { recursive: true });
-    const tmp = join22(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    mkdirSync18(dirname20(dest), { recursive: true });
+    const tmp = join23(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
@@ -58919,8 +59059,8 @@ function firstLine(s) {
 }
 
 // src/store/stores/local.ts
-import { existsSync as existsSync13, statSync as statSync7 } from "node:fs";
-import { join as join23, relative as relative4 } from "node:path";
+import { existsSync as existsSync14, statSync as statSync7 } from "node:fs";
+import { join as join24, relative as relative4 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -58937,11 +59077,11 @@ var LocalStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    if (!existsSync13(dir) || !statSync7(dir).isDirectory()) {
+    if (!existsSync14(dir) || !statSync7(dir).isDirectory()) {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join23(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join24(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -58952,21 +59092,21 @@ var LocalStore = class {
   }
   async list(prefix) {
     assertPrefix(prefix);
-    if (!existsSync13(this.dir)) return [];
+    if (!existsSync14(this.dir)) return [];
     return walkFiles(this.dir).filter((k) => k.startsWith(prefix));
   }
   url(key) {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join23(this.dir, key);
+    const p = join24(this.dir, key);
     if (relative4(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
   }
 };
 function isFile2(path) {
-  return existsSync13(path) && statSync7(path).isFile();
+  return existsSync14(path) && statSync7(path).isFile();
 }
 
 // src/store/factory.ts
@@ -59035,9 +59175,9 @@ function getStoreTypes() {
 
 // src/loop/context.ts
 import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync14, mkdirSync as mkdirSync18, readFileSync as readFileSync12, writeFileSync as writeFileSync6 } from "node:fs";
+import { existsSync as existsSync15, mkdirSync as mkdirSync19, readFileSync as readFileSync12, writeFileSync as writeFileSync6 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
-import { join as join24, resolve as resolve14 } from "node:path";
+import { join as join25, resolve as resolve14 } from "node:path";
 var NO_AGENT = {
   name: "none",
   run: () => Promise.reject(new Error("this phase runs no agent"))
@@ -59047,15 +59187,15 @@ function configHash(config) {
 }
 function stateDirOf(config) {
   const dir = resolve14(config.root, config.paths.state_dir);
-  const ignore = join24(dir, ".gitignore");
-  if (!existsSync14(ignore)) {
-    mkdirSync18(dir, { recursive: true });
+  const ignore = join25(dir, ".gitignore");
+  if (!existsSync15(ignore)) {
+    mkdirSync19(dir, { recursive: true });
     writeFileSync6(ignore, "# hillclimb state: never committed\n*\n");
   }
   return dir;
 }
 function runDirOf(stateDir, runId) {
-  return join24(stateDir, "runs", runId);
+  return join25(stateDir, "runs", runId);
 }
 function currentJobId(env = process.env) {
   if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
@@ -59135,7 +59275,7 @@ var decideStep = {
 };
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync16 } from "node:fs";
+import { existsSync as existsSync17 } from "node:fs";
 
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
@@ -63484,16 +63624,22 @@ function jobId(runId, iteration, ...parts) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join25 } from "node:path";
+import { existsSync as existsSync16, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join25(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join25(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join26(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+}
+function agentRepoPath(ctx, iteration) {
+  return join26(ctx.runDir, "agent", iterationDirName(iteration), "repo");
+}
+function agentOutputPath(ctx, iteration) {
+  return join26(ctx.runDir, "agent", iterationDirName(iteration), "out");
 }
 async function worktreeAt(ctx, path, commit2) {
-  if (existsSync15(path)) {
+  if (existsSync16(path)) {
     try {
       const wt = await Git.create(path);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
@@ -63558,7 +63704,7 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync16(junitFile)) {
+  if (existsSync17(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       const failing = report.cases.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.classname}::${c.name}${c.message ? ` \u2014 ${c.message.split("\n")[0]}` : ""}`);
@@ -64152,20 +64298,20 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
-import { join as join27 } from "node:path";
+import { existsSync as existsSync18, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
+import { join as join28 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync13 } from "node:fs";
-import { join as join26 } from "node:path";
+import { join as join27 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync13(join26(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync13(join27(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -65174,10 +65320,10 @@ async function comparability(bundle, m, run2) {
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync17(ctx.runDir)) return groups2;
+  if (!existsSync18(ctx.runDir)) return groups2;
   for (const name of readdirSync8(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join27(ctx.runDir, name));
+    const b = new Bundle(join28(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -65188,8 +65334,8 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync20, readFileSync as readFileSync16 } from "node:fs";
-import { join as join31, resolve as resolve15 } from "node:path";
+import { existsSync as existsSync21, readFileSync as readFileSync16 } from "node:fs";
+import { join as join32, resolve as resolve15 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -65203,8 +65349,8 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync18, readdirSync as readdirSync9, readFileSync as readFileSync14 } from "node:fs";
-import { join as join28 } from "node:path";
+import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync14 } from "node:fs";
+import { join as join29 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -65226,7 +65372,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync18(dir)) return [];
+  if (!existsSync19(dir)) return [];
   return readdirSync9(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
@@ -65238,8 +65384,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync14(join28(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join28(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync14(join29(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join29(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -65274,8 +65420,8 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync19, mkdirSync as mkdirSync19, rmSync as rmSync16 } from "node:fs";
-import { join as join30 } from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync20, rmSync as rmSync16 } from "node:fs";
+import { join as join31 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -66495,7 +66641,7 @@ function numberOrUndefined(s) {
 
 // src/evidence/trace/profile-dir.ts
 import { closeSync as closeSync4, openSync as openSync4, readdirSync as readdirSync10, readSync as readSync2, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join29 } from "node:path";
+import { basename as basename6, join as join30 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66519,7 +66665,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync10(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
+  const files = readdirSync10(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -66527,7 +66673,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join29(runDir, sorted[0]), format, notes };
+    return { path: join30(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -66538,7 +66684,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join29(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -66550,15 +66696,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync10(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join29(dir, "plugins", "profile"), dir]) {
+  for (const base of [join30(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync10(base).filter((r) => statSync8(join29(base, r)).isDirectory());
+      runs = readdirSync10(base).filter((r) => statSync8(join30(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync10(join29(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join29(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync10(join30(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -68455,7 +68601,7 @@ var profileStep = {
 async function profileCommit(ctx, workdir, traceDir, id, files) {
   const profile = ctx.target.profile;
   rmSync16(traceDir, { recursive: true, force: true });
-  mkdirSync19(traceDir, { recursive: true });
+  mkdirSync20(traceDir, { recursive: true });
   const result = await ctx.backend.run({
     id,
     command: profile.command,
@@ -68479,15 +68625,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join30(ctx.stateDir, "cache", "profiles", key);
+  return join31(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join30(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync19(local)) return readJson(local);
+  const local = join31(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync20(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join30(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join31(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return readJson(copy);
   } catch (e) {
@@ -68504,9 +68650,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join30(dir, "summary.json");
-  const traceDir = join30(dir, "trace");
-  if (existsSync19(summaryFile))
+  const summaryFile = join31(dir, "summary.json");
+  const traceDir = join31(dir, "trace");
+  if (existsSync20(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -68517,8 +68663,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join30(dir, "metrics.json"),
-      log: join30(dir, "profile.log")
+      metrics: join31(dir, "metrics.json"),
+      log: join31(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68553,8 +68699,8 @@ var prepareStep = {
       champion_metrics: championMetricsText(ctx, ev.base.commit),
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
-      cpu_test_command: ctx.target.correctness.cpu.command.join(" "),
-      result_file: bundle.path(BundleFiles.agentResult),
+      cpu_test_command: agentTestCommand(ctx, ev.iteration),
+      result_file: join32(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve15(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
@@ -68566,6 +68712,19 @@ var prepareStep = {
     return { status: "done" };
   }
 };
+var AGENT_RESULT_NAME = "result.json";
+function agentTestCommand(ctx, iteration) {
+  const out = agentOutputPath(ctx, iteration);
+  const argv = fillCommand(ctx.target.correctness.cpu.command, {
+    python: "python",
+    root: agentRepoPath(ctx, iteration),
+    junit: join32(out, "junit.xml"),
+    metrics: join32(out, "metrics.json"),
+    trace: join32(out, "trace"),
+    cache: join32(out, "cache")
+  });
+  return displayCommand(argv[0], argv.slice(1));
+}
 function championMetricsText(ctx, champion) {
   const rows = readHistory(ctx.stateDir, ctx.target.name);
   const m = championMeasurement(rows, champion);
@@ -68601,9 +68760,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join31(ctx.runDir, "hillclimb-log.md");
+  const runLog = join32(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync20(runLog) ? recentLogEntries(readFileSync16(runLog, "utf8"), n) : [];
+  let entries = existsSync21(runLog) ? recentLogEntries(readFileSync16(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68612,35 +68771,137 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { mkdirSync as mkdirSync20, readFileSync as readFileSync17 } from "node:fs";
-import { dirname as dirname21 } from "node:path";
+import { existsSync as existsSync22, mkdirSync as mkdirSync22, readFileSync as readFileSync18, rmSync as rmSync18 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join34 } from "node:path";
+
+// src/workspace/agent-tree.ts
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync2, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync17, rmSync as rmSync17 } from "node:fs";
+import { join as join33 } from "node:path";
+var DEFAULT_SNAPSHOT_LIMITS = {
+  maxFileBytes: 10 * 1024 * 1024,
+  maxTotalBytes: 512 * 1024 * 1024
+};
+var CONTROL_FILES = /* @__PURE__ */ new Set([".gitattributes", ".gitmodules"]);
+function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
+  const result = { written: [], removed: [], refused: [] };
+  let total = 0;
+  const seen = /* @__PURE__ */ new Set();
+  const walk2 = (rel) => {
+    const from = join33(src, rel);
+    const st = lstatSync2(from);
+    if (st.isDirectory()) {
+      if (rel !== "") mkdirSync21(join33(dest, rel), { recursive: true });
+      for (const name of readdirSync11(from).sort()) {
+        if (rel === "" && name === ".git") continue;
+        walk2(rel === "" ? name : `${rel}/${name}`);
+      }
+      return;
+    }
+    seen.add(rel);
+    const base = rel.split("/").pop();
+    const why = st.isSymbolicLink() ? "a symbolic link" : !st.isFile() ? "not a regular file" : st.nlink > 1 ? "a hard link" : CONTROL_FILES.has(base) ? `${base} is never taken from an agent (it can make git run programs or fetch other repositories)` : st.size > limits.maxFileBytes ? `${st.size} bytes, over the ${limits.maxFileBytes}-byte limit per file` : total + st.size > limits.maxTotalBytes ? `over the ${limits.maxTotalBytes}-byte limit for the whole tree` : void 0;
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    total += st.size;
+    const to = join33(dest, rel);
+    if (sameContent2(from, to)) return;
+    rmSync17(to, { recursive: true, force: true });
+    copyFileSync5(from, to, constants6.COPYFILE_EXCL);
+    result.written.push(rel);
+  };
+  walk2("");
+  const prune = (rel) => {
+    const at = join33(dest, rel);
+    const st = lstatSync2(at);
+    if (st.isDirectory()) {
+      for (const name of readdirSync11(at).sort()) {
+        if (rel === "" && name === ".git") continue;
+        prune(rel === "" ? name : `${rel}/${name}`);
+      }
+      return;
+    }
+    if (!seen.has(rel) && !result.refused.some((r) => r.startsWith(`${rel}: `))) {
+      rmSync17(at, { force: true });
+      result.removed.push(rel);
+    }
+  };
+  prune("");
+  return result;
+}
+function sameContent2(a, b) {
+  let st;
+  try {
+    st = lstatSync2(b);
+  } catch {
+    return false;
+  }
+  if (!st.isFile() || st.size !== lstatSync2(a).size) return false;
+  return readFileSync17(a).equals(readFileSync17(b));
+}
+function readAgentHead(repo) {
+  const gitDir = join33(repo, ".git");
+  const head = readSmallFile(join33(gitDir, "HEAD"));
+  if (head === void 0) return void 0;
+  const sha = /^([0-9a-f]{40})\s*$/.exec(head)?.[1];
+  if (sha) return sha;
+  const ref = /^ref: (refs\/[A-Za-z0-9._/-]+)\s*$/.exec(head)?.[1];
+  if (!ref || ref.split("/").includes("..")) return void 0;
+  const loose = readSmallFile(join33(gitDir, ref));
+  const fromLoose = loose === void 0 ? void 0 : /^([0-9a-f]{40})\s*$/.exec(loose)?.[1];
+  if (fromLoose) return fromLoose;
+  const packed = readSmallFile(join33(gitDir, "packed-refs"), 4 * 1024 * 1024);
+  for (const line of packed?.split("\n") ?? []) {
+    const m = /^([0-9a-f]{40}) (refs\/\S+)$/.exec(line);
+    if (m && m[2] === ref) return m[1];
+  }
+  return void 0;
+}
+function readSmallFile(path, maxBytes = 4096) {
+  try {
+    return readPlainFile(path, maxBytes).toString("utf8");
+  } catch {
+    return void 0;
+  }
+}
+
+// src/loop/steps/propose.ts
 var MINUTE_MS4 = 6e4;
+var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
   name: "propose",
   evaluation: true,
   async run({ ctx, bundle, ev }) {
     const base = ev.base.commit;
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), base);
-    const promptFile = bundle.path(BundleFiles.prompt);
-    const resultFile = bundle.path(BundleFiles.agentResult);
-    const logFile = bundle.path(BundleFiles.agentLog);
-    mkdirSync20(dirname21(resultFile), { recursive: true });
+    const repo = agentRepoPath(ctx, ev.iteration);
+    const out = agentOutputPath(ctx, ev.iteration);
+    rmSync18(dirname21(repo), { recursive: true, force: true });
+    mkdirSync22(out, { recursive: true });
+    await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
+    const resultFile = join34(out, AGENT_RESULT_NAME);
+    const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
-      workdir: wt.root,
-      prompt: readFileSync17(promptFile, "utf8"),
+      workdir: repo,
+      prompt: readFileSync18(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile,
+      logFile: join34(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS4,
       env: {
         HILLCLIMB_ITERATION: String(ev.iteration),
         HILLCLIMB_TARGET: ctx.target.name,
-        HILLCLIMB_RESULT_FILE: resultFile
+        HILLCLIMB_RESULT_FILE: resultFile,
+        // `python` is the project's interpreter: the test command in the prompt is the CPU gate's.
+        PATH: [dirname21(python), process.env.PATH ?? ""].join(delimiter2)
       },
-      signal: ctx.signal
+      signal: ctx.signal,
+      isolation: await agentIsolation(ctx, repo, out)
     });
+    copyPlainTree(out, bundle.path("agent"), { maxTotalBytes: 256 * 1024 * 1024 });
+    if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     ev.agent = {
       kind: ctx.agent.name,
       status: outcome.status,
@@ -68655,22 +68916,33 @@ var proposeStep = {
     };
     if (outcome.infraError) {
       throw new InfraFailure(`agent ${ctx.agent.name}: ${outcome.infraError}`, {
-        hint: `the agent log is ${logFile}`
+        hint: `the agent log is ${bundle.path(BundleFiles.agentLog)}`
       });
     }
-    const head = await wt.head();
-    const commits = head === base ? [] : await wt.commitsBetween(base, head);
-    if (commits.length === 0) {
-      const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
-      return { status: "verdict", verdict: "no-op", reasons: [why] };
-    }
-    if (!await wt.isAncestor(base, head)) {
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), base);
+    const snapshot = snapshotTree2(repo, wt.root);
+    if (snapshot.refused.length > 0) {
+      await wt.resetHard(base);
+      rmSync18(dirname21(repo), { recursive: true, force: true });
       return {
         status: "verdict",
         verdict: "invalid",
-        reasons: ["the agent rewrote history: the champion is not an ancestor of its commit"]
+        reasons: [
+          `the agent's tree holds what the harness never takes: ${snapshot.refused.slice(0, 5).join("; ")}`
+        ]
       };
     }
+    await wt.stageAll();
+    if (!await wt.hasStagedChanges()) {
+      rmSync18(dirname21(repo), { recursive: true, force: true });
+      const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
+      return { status: "verdict", verdict: "no-op", reasons: [why] };
+    }
+    const head = await wt.commit(await commitMessage2(ctx, repo, base, outcome.result), {
+      identity: HARNESS_IDENTITY,
+      author: agentIdentity(ctx.agent.name)
+    });
+    rmSync18(dirname21(repo), { recursive: true, force: true });
     const ref = candidateRef(ctx.runId, ev.iteration);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -68678,7 +68950,7 @@ var proposeStep = {
     ev.candidate = {
       branch: iterationBranch(ctx, ev.iteration),
       commit: head,
-      commits,
+      commits: [head],
       subject: await ctx.git.subject(head),
       changedPaths: await ctx.git.changedPaths(base, head),
       patchFile: BundleFiles.patch
@@ -68687,9 +68959,44 @@ var proposeStep = {
     return note ? { status: "done", note } : { status: "done" };
   }
 };
+async function agentIsolation(ctx, repo, out) {
+  const available = await sandboxAvailability();
+  if (!available.available) {
+    const why = `no sandbox on this machine (${available.reason})`;
+    if (ctx.config.sandbox.mode === "required") {
+      throw new HillclimbError(`sandbox.mode is required, but ${why}`, {
+        hint: SANDBOX_HINT,
+        exitCode: ExitCode2.badInput
+      });
+    }
+    ctx.logger.warn(`the agent runs unsandboxed: ${why}; ${SANDBOX_HINT}`);
+    return { sandbox: false, why };
+  }
+  return {
+    sandbox: {
+      readOnly: [
+        await ctx.git.objectsDir(),
+        ...interpreterReadPaths(venvPython(ctx.root)),
+        ...ctx.config.sandbox.read_paths
+      ],
+      writable: [repo, out],
+      home: join34(out, "home")
+    }
+  };
+}
+async function commitMessage2(ctx, repo, base, result) {
+  const head = readAgentHead(repo);
+  const objects = join34(repo, ".git", "objects");
+  if (head && head !== base && existsSync22(objects)) {
+    const messages = await ctx.git.messagesVia(objects, base, head);
+    if (messages && messages.length > 0) return `${messages.join("\n\n")}
+`;
+  }
+  return leftoverMessage(ctx.agent.name, result);
+}
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync21, readFileSync as readFileSync18 } from "node:fs";
+import { existsSync as existsSync23, readFileSync as readFileSync19 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -68882,7 +69189,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync21(bundle.path(BundleFiles.logEntry)) ? readFileSync18(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync23(bundle.path(BundleFiles.logEntry)) ? readFileSync19(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -68954,8 +69261,8 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync23, readFileSync as readFileSync20, writeFileSync as writeFileSync7 } from "node:fs";
-import { join as join33 } from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync7 } from "node:fs";
+import { join as join36 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash7 } from "node:crypto";
@@ -69155,8 +69462,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
-import { join as join32 } from "node:path";
+import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
+import { join as join35 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -69171,11 +69478,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join32(root, path);
-      if (!existsSync22(file)) continue;
+      const file = join35(root, path);
+      if (!existsSync24(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync19(file, "utf8"));
+        parsed = JSON.parse(readFileSync20(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -69448,11 +69755,11 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join33("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join36("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join33(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync23(runLog) ? readFileSync20(runLog, "utf8") : void 0;
+    const runLog = join36(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync25(runLog) ? readFileSync21(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
       writeFileSync7(runLog, text3);
@@ -69476,7 +69783,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync23(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync25(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -69497,8 +69804,8 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join33(wt.root, ctx.config.paths.log_file);
-  const current = existsSync23(file) ? readFileSync20(file, "utf8") : void 0;
+  const file = join36(wt.root, ctx.config.paths.log_file);
+  const current = existsSync25(file) ? readFileSync21(file, "utf8") : void 0;
   writeFileAtomic(file, appendLogEntry(current, entry));
   await wt.stageAll();
   return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
@@ -69637,13 +69944,13 @@ function isInfra(e) {
 }
 
 // src/loop/preflight.ts
-import { existsSync as existsSync24 } from "node:fs";
+import { existsSync as existsSync26 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync24(python)) {
+    if (!existsSync26(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -69653,7 +69960,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync25 } from "node:fs";
+import { existsSync as existsSync27 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -69690,7 +69997,7 @@ async function revalidateBundle(ctx, bundle, phase, trustedBase) {
   ev.verdictReasons = [];
   ev.stoppedAt = void 0;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync25(file)) {
+  if (!existsSync27(file)) {
     if (ev.candidate) {
       throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -69762,7 +70069,7 @@ async function runPhase(phase, opts) {
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join34(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join37(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -69801,7 +70108,7 @@ async function runPhase(phase, opts) {
     job: currentJobId(),
     dryRun: Boolean(opts.dryRun)
   };
-  const trustFile = join34(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  const trustFile = join37(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -69856,10 +70163,10 @@ async function resolveChampion(opts) {
   return { commit: await git3.head(), source: "head" };
 }
 function evidenceDigest2(bundle) {
-  return createHash8("sha256").update(readFileSync21(bundle.path(BundleFiles.evidence))).digest("hex");
+  return createHash8("sha256").update(readFileSync22(bundle.path(BundleFiles.evidence))).digest("hex");
 }
 function madeHere(bundle, trustFile) {
-  return existsSync26(trustFile) && readFileSync21(trustFile, "utf8") === evidenceDigest2(bundle);
+  return existsSync28(trustFile) && readFileSync22(trustFile, "utf8") === evidenceDigest2(bundle);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -69872,7 +70179,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync26(file)) {
+  if (!existsSync28(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -69889,7 +70196,7 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync26(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync28(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 

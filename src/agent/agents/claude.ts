@@ -90,6 +90,7 @@ export class ClaudeAgent implements Agent {
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
       apiFailure: claudeApiFailure,
+      configDir: { env: 'CLAUDE_CONFIG_DIR', defaultInHome: '.claude' },
       logger: this.opts.logger,
     });
     let { result, problem } = readAgentResult(request.resultFile);

@@ -84,7 +84,10 @@ export class CodexAgent implements Agent {
     prepareResultFile(request.resultFile);
     const lastMessageFile = `${request.logFile.replace(/\.log$/, '')}.last-message.txt`;
     rmSync(lastMessageFile, { force: true });
-    const scratch = mkdtempSync(join(tmpdir(), 'hc-codex-'));
+    // Beside the result file when that lies outside the working tree: a folder the agent can see (and
+    // write) even in the sandbox, that never ends up in its change.
+    const resultDir = outsideOf(request.workdir, dirname(request.resultFile));
+    const scratch = mkdtempSync(join(resultDir ?? tmpdir(), resultDir ? '.codex-' : 'hc-codex-'));
     try {
       const schemaFile = join(scratch, 'result.schema.json');
       writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}\n`);
@@ -107,6 +110,7 @@ export class CodexAgent implements Agent {
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
         apiFailure: codexApiFailure,
+        configDir: { env: 'CODEX_HOME', defaultInHome: '.codex' },
         logger: this.opts.logger,
       });
 

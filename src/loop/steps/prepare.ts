@@ -5,6 +5,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fillCommand } from '../../config/command.js';
+import { displayCommand } from '../../exec/exec.js';
 import { writeFileAtomic } from '../../util/files.js';
 import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
@@ -12,7 +14,7 @@ import { championMeasurement, readHistory } from '../history.js';
 import { recentLogEntries } from '../log-file.js';
 import { loadDirectives, type PromptVars, renderPrompt } from '../prompt.js';
 import { hotspotTable } from '../prompt-context.js';
-import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../worktrees.js';
 import { championProfile, knownProfileSummary } from './profile.js';
 import type { Step } from './step.js';
 
@@ -43,8 +45,8 @@ export const prepareStep: Step = {
       champion_metrics: championMetricsText(ctx, ev.base.commit),
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
-      cpu_test_command: ctx.target.correctness.cpu.command.join(' '),
-      result_file: bundle.path(BundleFiles.agentResult),
+      cpu_test_command: agentTestCommand(ctx, ev.iteration),
+      result_file: join(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives,
@@ -56,6 +58,26 @@ export const prepareStep: Step = {
     return { status: 'done' };
   },
 };
+
+/** What the agent's result file is called in its output folder (copied into the bundle afterwards). */
+export const AGENT_RESULT_NAME = 'result.json';
+
+/**
+ * The CPU gate's command as the agent can run it from its repository: `python` is the project's
+ * interpreter (first on the agent's PATH), the JUnit report goes to its output folder.
+ */
+export function agentTestCommand(ctx: LoopContext, iteration: number): string {
+  const out = agentOutputPath(ctx, iteration);
+  const argv = fillCommand(ctx.target.correctness.cpu.command, {
+    python: 'python',
+    root: agentRepoPath(ctx, iteration),
+    junit: join(out, 'junit.xml'),
+    metrics: join(out, 'metrics.json'),
+    trace: join(out, 'trace'),
+    cache: join(out, 'cache'),
+  });
+  return displayCommand(argv[0], argv.slice(1));
+}
 
 function championMetricsText(ctx: LoopContext, champion: string): string {
   const rows = readHistory(ctx.stateDir, ctx.target.name);

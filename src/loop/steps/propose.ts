@@ -1,48 +1,74 @@
 /**
- * propose: the agent edits the candidate worktree (reset to the champion first, so a resumed step
- * starts clean) and commits. The harness then records what it committed — the commits, their paths,
- * a git bundle and a patch — so later steps, possibly in another job, can rebuild the candidate.
- * No commit → `no-op`. Infrastructure failures (binary missing, model API down) are retried by the
- * runner; the agent's own failures are not.
+ * propose: the agent works in a repository of its own, cloned at the champion, inside the sandbox where
+ * the machine can build one. Afterwards the harness takes its change without trusting that repository
+ * (workspace/agent-tree.ts): the plain files of its working tree are copied into the candidate worktree
+ * the harness owns and committed there by the harness, with the agent as author and the agent's own
+ * commit messages when it wrote any. The harness then records what it committed — the commit, its
+ * paths, a git bundle and a patch — so later steps, possibly in another job, can rebuild the candidate.
+ *
+ * No change → `no-op`. Links, special files or git control files in the agent's tree → `invalid`.
+ * Infrastructure failures (binary missing, model API down) are retried by the runner; the agent's own
+ * failures are not.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import type { AgentIsolation } from '../../agent/agent.js';
+import { agentIdentity } from '../../agent/environment.js';
+import { leftoverMessage } from '../../agent/leftovers.js';
+import { interpreterReadPaths, venvPython } from '../../env/python.js';
+import { recordIsolation } from '../../evidence/isolation.js';
+import { SANDBOX_HINT, sandboxAvailability } from '../../exec/sandbox.js';
+import { ExitCode, HillclimbError } from '../../util/errors.js';
 import { writeFileAtomic } from '../../util/files.js';
+import { copyPlainTree } from '../../util/untrusted-files.js';
+import { readAgentHead, snapshotTree } from '../../workspace/agent-tree.js';
+import { HARNESS_IDENTITY } from '../../workspace/git.js';
 import { BundleFiles } from '../bundle.js';
+import type { LoopContext } from '../context.js';
 import { InfraFailure } from '../failures.js';
 import { candidateRef, iterationBranch } from '../naming.js';
-import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { AGENT_RESULT_NAME } from './prepare.js';
 import type { Step } from './step.js';
 
 const MINUTE_MS = 60_000;
+const AGENT_LOG_NAME = 'agent.log';
 
 export const proposeStep: Step = {
   name: 'propose',
   evaluation: true,
   async run({ ctx, bundle, ev }) {
     const base = ev.base.commit;
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), base);
-    const promptFile = bundle.path(BundleFiles.prompt);
-    const resultFile = bundle.path(BundleFiles.agentResult);
-    const logFile = bundle.path(BundleFiles.agentLog);
-    mkdirSync(dirname(resultFile), { recursive: true });
+    const repo = agentRepoPath(ctx, ev.iteration);
+    const out = agentOutputPath(ctx, ev.iteration);
+    rmSync(dirname(repo), { recursive: true, force: true });
+    mkdirSync(out, { recursive: true });
+    await ctx.git.cloneForAgent(repo, base);
 
     const attempts = (ev.agent?.attempts ?? 0) + 1;
+    const resultFile = join(out, AGENT_RESULT_NAME);
+    const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
-      workdir: wt.root,
-      prompt: readFileSync(promptFile, 'utf8'),
+      workdir: repo,
+      prompt: readFileSync(bundle.path(BundleFiles.prompt), 'utf8'),
       resultFile,
-      logFile,
+      logFile: join(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS,
       env: {
         HILLCLIMB_ITERATION: String(ev.iteration),
         HILLCLIMB_TARGET: ctx.target.name,
         HILLCLIMB_RESULT_FILE: resultFile,
+        // `python` is the project's interpreter: the test command in the prompt is the CPU gate's.
+        PATH: [dirname(python), process.env.PATH ?? ''].join(delimiter),
       },
       signal: ctx.signal,
+      isolation: await agentIsolation(ctx, repo, out),
     });
+    // What the agent wrote for us, into the bundle: plain files only (its output folder was writable to it).
+    copyPlainTree(out, bundle.path('agent'), { maxTotalBytes: 256 * 1024 * 1024 });
+    if (outcome.isolation) recordIsolation(ev, 'propose', { mode: outcome.isolation, job: ctx.job });
     ev.agent = {
       kind: ctx.agent.name,
       status: outcome.status,
@@ -57,13 +83,27 @@ export const proposeStep: Step = {
     };
     if (outcome.infraError) {
       throw new InfraFailure(`agent ${ctx.agent.name}: ${outcome.infraError}`, {
-        hint: `the agent log is ${logFile}`,
+        hint: `the agent log is ${bundle.path(BundleFiles.agentLog)}`,
       });
     }
 
-    const head = await wt.head();
-    const commits = head === base ? [] : await wt.commitsBetween(base, head);
-    if (commits.length === 0) {
+    // The change: the agent's working tree, taken as plain files into the harness's own worktree.
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), base);
+    const snapshot = snapshotTree(repo, wt.root);
+    if (snapshot.refused.length > 0) {
+      await wt.resetHard(base);
+      rmSync(dirname(repo), { recursive: true, force: true });
+      return {
+        status: 'verdict',
+        verdict: 'invalid',
+        reasons: [
+          `the agent's tree holds what the harness never takes: ${snapshot.refused.slice(0, 5).join('; ')}`,
+        ],
+      };
+    }
+    await wt.stageAll();
+    if (!(await wt.hasStagedChanges())) {
+      rmSync(dirname(repo), { recursive: true, force: true });
       const why =
         outcome.status === 'finished'
           ? 'the agent made no commit'
@@ -72,15 +112,13 @@ export const proposeStep: Step = {
             : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
       return { status: 'verdict', verdict: 'no-op', reasons: [why] };
     }
-    if (!(await wt.isAncestor(base, head))) {
-      return {
-        status: 'verdict',
-        verdict: 'invalid',
-        reasons: ['the agent rewrote history: the champion is not an ancestor of its commit'],
-      };
-    }
+    const head = await wt.commit(await commitMessage(ctx, repo, base, outcome.result), {
+      identity: HARNESS_IDENTITY,
+      author: agentIdentity(ctx.agent.name),
+    });
+    rmSync(dirname(repo), { recursive: true, force: true });
 
-    // Keep the commits reachable and portable: a ref in the repository and a git bundle.
+    // Keep the commit reachable and portable: a ref in the repository, a git bundle and a patch.
     const ref = candidateRef(ctx.runId, ev.iteration);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -88,7 +126,7 @@ export const proposeStep: Step = {
     ev.candidate = {
       branch: iterationBranch(ctx, ev.iteration),
       commit: head,
-      commits,
+      commits: [head],
       subject: await ctx.git.subject(head),
       changedPaths: await ctx.git.changedPaths(base, head),
       patchFile: BundleFiles.patch,
@@ -97,3 +135,53 @@ export const proposeStep: Step = {
     return note ? { status: 'done', note } : { status: 'done' };
   },
 };
+
+/**
+ * The sandbox the agent runs in: its repository and output folder writable; the repository's objects
+ * (its clone borrows them), the Python environment and `sandbox.read_paths` read-only. Where the machine
+ * cannot build it: unsandboxed with a warning (`sandbox.mode: auto`), or not at all (`required`).
+ */
+async function agentIsolation(ctx: LoopContext, repo: string, out: string): Promise<AgentIsolation> {
+  const available = await sandboxAvailability();
+  if (!available.available) {
+    const why = `no sandbox on this machine (${available.reason})`;
+    if (ctx.config.sandbox.mode === 'required') {
+      throw new HillclimbError(`sandbox.mode is required, but ${why}`, {
+        hint: SANDBOX_HINT,
+        exitCode: ExitCode.badInput,
+      });
+    }
+    ctx.logger.warn(`the agent runs unsandboxed: ${why}; ${SANDBOX_HINT}`);
+    return { sandbox: false, why };
+  }
+  return {
+    sandbox: {
+      readOnly: [
+        await ctx.git.objectsDir(),
+        ...interpreterReadPaths(venvPython(ctx.root)),
+        ...ctx.config.sandbox.read_paths,
+      ],
+      writable: [repo, out],
+      home: join(out, 'home'),
+    },
+  };
+}
+
+/**
+ * The commit message: the agent's own messages when it committed (read through its object folder, never
+ * its config), else one built from its result.
+ */
+async function commitMessage(
+  ctx: LoopContext,
+  repo: string,
+  base: string,
+  result: Parameters<typeof leftoverMessage>[1],
+): Promise<string> {
+  const head = readAgentHead(repo);
+  const objects = join(repo, '.git', 'objects');
+  if (head && head !== base && existsSync(objects)) {
+    const messages = await ctx.git.messagesVia(objects, base, head);
+    if (messages && messages.length > 0) return `${messages.join('\n\n')}\n`;
+  }
+  return leftoverMessage(ctx.agent.name, result);
+}
