@@ -18,6 +18,8 @@ export function phaseOptions(logger: Logger): PhaseOptions {
   const iterations = positiveInteger('iterations');
   const base = optionalText('base');
   const runStartedAt = optionalText('run-started-at');
+  const attestation = optionalText('attestation');
+  const pinnedSource = optionalText('pinned-source');
   return {
     configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
     overrides: configOverrides(),
@@ -27,6 +29,8 @@ export function phaseOptions(logger: Logger): PhaseOptions {
     ...(iterations ? { totalIterations: iterations } : {}),
     ...(base ? { base } : {}),
     ...(runStartedAt ? { runStartedAt } : {}),
+    ...(attestation ? { attestation } : {}),
+    ...(pinnedSource ? { pinnedSource } : {}),
     dryRun: flag('dry-run', false),
     logger,
     progress: (line) => logger.info(line),
@@ -47,6 +51,14 @@ export function setIterationOutputs(result: PhaseResult): void {
     'candidate-commit': ev.candidate?.commit ?? '',
     'candidate-branch': ev.candidate?.branch ?? '',
   });
+}
+
+/**
+ * The `attestation` output of the actions that hand a bundle on to a job that believes it (kernel-test,
+ * profile): only a job that ran nothing untrusted outside the sandbox vouches (loop/attestation.ts).
+ */
+export function setAttestationOutput(result: PhaseResult): void {
+  setOutputs({ attestation: result.attestation?.verified ? JSON.stringify(result.attestation) : '' });
 }
 
 /** The iteration's job summary: the run table, the comment's sections and the step timeline. */

@@ -3,7 +3,7 @@
  * summary JSON saved earlier; the diff of two; and the profile evidence the report's hotspot tables
  * take. All numbers come from the engine's readers (src/evidence/analysis).
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/load.js';
 import { diffSummaries } from '../evidence/analysis/diff.js';
@@ -54,10 +54,19 @@ export interface AnalysisFiles {
   diffFile?: string;
 }
 
-/** summary.json, champion-summary.json and diff.json in `dir`, for what the profile has. */
-export function writeAnalysis(profile: ProfileEvidence | undefined, dir: string): AnalysisFiles {
+/**
+ * summary.json, champion-summary.json and diff.json in `dir`, for what the profile has. With
+ * `keepExisting`, files already there are kept as they are: in an iteration's bundle the profile step
+ * wrote them, and the bundle must leave this job byte for byte as the measuring phase attested it.
+ */
+export function writeAnalysis(
+  profile: ProfileEvidence | undefined,
+  dir: string,
+  opts: { keepExisting?: boolean } = {},
+): AnalysisFiles {
   const files: AnalysisFiles = {};
   const write = (name: string, value: unknown) => {
+    if (opts.keepExisting && existsSync(join(dir, name))) return join(dir, name);
     mkdirSync(dir, { recursive: true });
     writeJsonAtomic(join(dir, name), value);
     return join(dir, name);

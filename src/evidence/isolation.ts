@@ -30,5 +30,10 @@ export function unverifiedReasons(ev: IterationEvidence): string[] {
         : `the ${step} step ran candidate code unsandboxed`,
     );
   }
+  // A measurement in the loop counts only for a candidate whose CPU gate passed where it can be believed
+  // (`hillclimb measure` of two commits runs no gate at all and promotes nothing).
+  if (ev.measurement && ev.steps['cpu-gate'] !== undefined && ev.gates.cpu?.status !== 'passed') {
+    reasons.push('no believable CPU gate pass (the gate did not run here, or its result was not attested)');
+  }
   return reasons;
 }

@@ -183,6 +183,8 @@ export interface IterationEvidence {
     patchFile: string;
     /** The harness's log-entry commit on top of the candidate, when made. */
     logCommit?: string;
+    /** A person's change: the commit (a PR's merge commit) the candidate was made from. */
+    from?: string;
   };
   agent?: AgentEvidence;
   guard?: GuardEvidence;

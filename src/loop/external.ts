@@ -2,33 +2,48 @@
  * Evidence for a change nobody's agent made — a person's pull request — so the same phases (gates,
  * measure, profile) can run on it, and its result can go into that PR's sticky comment.
  *
- * `prepareExternalChange` writes the iteration's bundle from `base..head` (the commits as a git bundle
- * and a patch, like propose does) with prepare and propose recorded as skipped; with `guard`, the path
- * guard then runs as for an agent's change, so a PR that touches the protected harness is `invalid`
- * before anything measures it with credentials. `publishToPullRequest` stores the bundle and writes the
- * sticky comment on the given PR; nothing goes into the loop's history, which follows champions only.
- * `recordBaseline` keeps a measurement of main in a series of its own (baseline.yml).
+ * `prepareExternalChange` writes the iteration's bundle for `base..head`: the change as one commit with
+ * head's tree on base (a PR's merge commit has two parents; every candidate has one), made by the
+ * harness with a fixed date so any job gets the same SHA, as a git bundle and a patch, with prepare and
+ * propose recorded as skipped; with `guard`, the path guard then runs as for an agent's change, so a PR
+ * that touches the protected harness is `invalid` before anything measures it. It attests the bundle
+ * (no untrusted code has run yet), so the gate phase in the same job keeps it as made.
+ * `publishToPullRequest` takes the bundle of the measuring job — attested, of the pinned commit, else
+ * refused — stores it and writes the sticky comment on the given PR; nothing goes into the loop's
+ * history, which follows champions only. `recordBaseline` keeps a measurement of main in a series of
+ * its own (baseline.yml), under the same rules.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, selectTarget } from '../config/load.js';
-import type { HillclimbConfig } from '../config/types.js';
 import { packageVersion } from '../env/root.js';
 import type { HistoryRow } from '../evidence/history.js';
 import type { IterationEvidence } from '../evidence/iteration.js';
 import { EVIDENCE_SCHEMA } from '../evidence/iteration.js';
-import { buildForge } from '../forge/factory.js';
 import { renderComment } from '../report/comment.js';
-import { buildStore } from '../store/factory.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import { appendLineDurable, readJsonLines, writeFileAtomic } from '../util/files.js';
 import { Git } from '../workspace/git.js';
+import {
+  attestBundle,
+  localAttestationFile,
+  parseAttestation,
+  writeLocalAttestation,
+} from './attestation.js';
 import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
 import { configHash, defaultHost, runDirOf, stateDirOf } from './context.js';
 import { historyRow } from './history.js';
 import { candidateRef } from './naming.js';
-import { type PhaseOptions, type PhaseResult, runPhase } from './phases.js';
+import {
+  fullSha,
+  type OpenPhase,
+  openPhase,
+  type PhaseOptions,
+  type PhaseResult,
+  runPhase,
+} from './phases.js';
 import { STICKY_KEY, storeBundle } from './steps/publish.js';
+import { acceptBundle } from './trust.js';
 
 export interface ExternalChange {
   /** What the change is compared against (the PR's base commit). */
@@ -50,17 +65,22 @@ export async function prepareExternalChange(
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
-  if (!bundle.exists()) {
-    const git = await Git.create(config.root, { logger: opts.logger });
-    try {
+  const git = await Git.create(config.root, { logger: opts.logger });
+  try {
+    if (!bundle.exists()) {
       const base = await git.revParse(change.base);
-      const head = await git.revParse(change.head);
-      const commits = await git.commitsBetween(base, head);
-      if (commits.length === 0) {
+      const source = await git.revParse(change.head);
+      if ((await git.commitsBetween(base, source)).length === 0) {
         throw new HillclimbError(`${change.source}: no commits between ${change.base} and ${change.head}`, {
           exitCode: ExitCode.badInput,
         });
       }
+      const head = await git.commitTreeOf(
+        source,
+        base,
+        `${change.source} at ${source.slice(0, 12)}\n\nThe tree of ${source} on ${base}, made by the hillclimb harness.\n`,
+        await git.commitDate(source),
+      );
       const ref = candidateRef(opts.runId, opts.iteration);
       await git.updateRef(ref, head);
       await git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -85,10 +105,11 @@ export async function prepareExternalChange(
         candidate: {
           branch: candidateRef(opts.runId, opts.iteration).replace(/^refs\//, ''),
           commit: head,
-          commits,
+          commits: [head],
           subject: await git.subject(head),
           changedPaths: await git.changedPaths(base, head),
           patchFile: BundleFiles.patch,
+          from: source,
         },
         gates: {},
         provenance: {
@@ -103,77 +124,89 @@ export async function prepareExternalChange(
         },
       };
       bundle.save(evidence);
-    } finally {
-      await git.close();
+      // Made here from the pinned commits, before any of the change's code ran: this job vouches for it.
+      writeLocalAttestation(
+        localAttestationFile(stateDir, opts.runId, opts.iteration),
+        attestBundle(bundle, evidence, 'propose', true),
+      );
     }
+  } finally {
+    await git.close();
   }
   // prepare and propose are recorded as skipped, so this runs the guard only (once).
   if (change.guard) return runPhase('propose', opts);
   return { phase: 'propose', evidence: bundle.load(), bundleDir: bundle.dir, stateDir };
 }
 
-/** The bundle an earlier job of this workflow made (an artifact); a clear error when it was not handed over. */
-function handedOverBundle(
-  config: HillclimbConfig,
-  opts: PhaseOptions,
-  whose: string,
-): { stateDir: string; bundle: Bundle } {
-  const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
-  if (!bundle.exists()) {
-    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-      hint: `download ${whose} bundle artifact into ${bundle.dir}`,
+/**
+ * The measuring job's bundle, taken as the publishing job may: attested by that job and made from the
+ * pinned commit, else refused (trust.ts). Store keys come from this workflow's run id, not the bundle.
+ */
+async function acceptMeasured(opts: PhaseOptions): Promise<OpenPhase & { ev: IterationEvidence }> {
+  const open = await openPhase('publish', opts);
+  if (!open.existing) {
+    await open.close();
+    throw new HillclimbError(`no evidence bundle at ${open.bundle.dir}`, {
+      hint: `download the measuring job's bundle artifact into ${open.bundle.dir}`,
       exitCode: ExitCode.badInput,
     });
   }
-  return { stateDir, bundle };
+  try {
+    const ev = await acceptBundle(open.ctx, open.bundle, 'publish', {
+      trustedBase: opts.base,
+      attestations: [opts.attestation ? parseAttestation(opts.attestation, 'input attestation') : undefined],
+      ...(opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, 'pinned source') } : {}),
+    });
+    return { ...open, ev };
+  } catch (e) {
+    await open.close();
+    throw e;
+  }
 }
 
 /** Store the bundle and write (or update) hillclimb's sticky comment on pull request `prNumber`. */
 export async function publishToPullRequest(opts: PhaseOptions, prNumber: number): Promise<PhaseResult> {
-  const config = loadConfig(opts.configFile, opts.overrides);
-  const { stateDir, bundle } = handedOverBundle(config, opts, "the iteration's");
-  const ev = bundle.load();
-  const startedAt = new Date().toISOString();
-  ev.finishedAt ??= startedAt;
-  if (opts.dryRun) {
-    writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, [], {}).body);
+  const { ctx, bundle, ev, close } = await acceptMeasured(opts);
+  try {
+    const startedAt = new Date().toISOString();
+    ev.finishedAt ??= startedAt;
+    if (opts.dryRun) {
+      writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, [], {}).body);
+      ev.steps.publish = {
+        status: 'skipped',
+        startedAt,
+        finishedAt: startedAt,
+        note: `dry run: would write the sticky comment on PR #${prNumber} (text in ${bundle.path(BundleFiles.comment)})`,
+      };
+      bundle.save(ev);
+      return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+    }
+    const prefix = `runs/${opts.runId}/${iterationDirName(opts.iteration)}`;
+    // Stored first: the comment links to the stored evidence and trace.
+    const publish = await storeBundle(ctx.store, bundle, ev, prefix);
+    const comment = renderComment(ev, [], {});
+    writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
+    const sticky = await ctx.forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
+      runStartedAt: ev.runStartedAt,
+      runId: opts.runId,
+      iteration: opts.iteration,
+      commit: ev.candidate?.from ?? ev.candidate?.commit ?? ev.base.commit,
+    });
+    publish.prNumber = prNumber;
+    publish.commentId = sticky.commentId;
+    publish.commentOperation = sticky.operation;
     ev.steps.publish = {
-      status: 'skipped',
+      status: 'done',
       startedAt,
-      finishedAt: startedAt,
-      note: `dry run: would write the sticky comment on PR #${prNumber} (text in ${bundle.path(BundleFiles.comment)})`,
+      finishedAt: new Date().toISOString(),
+      note: `comment on PR #${prNumber} ${sticky.operation}`,
     };
     bundle.save(ev);
-    return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
+    await ctx.store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+    return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+  } finally {
+    await close();
   }
-  const store = buildStore(config, { root: config.root, logger: opts.logger });
-  const forge = buildForge(config, { root: config.root, logger: opts.logger });
-  // Stored first: the comment links to the stored evidence and trace.
-  const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
-  const comment = renderComment(ev, [], {});
-  writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
-  const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
-    runStartedAt: ev.runStartedAt,
-    runId: ev.runId,
-    iteration: ev.iteration,
-    commit: ev.candidate?.commit ?? ev.base.commit,
-  });
-  publish.prNumber = prNumber;
-  publish.commentId = sticky.commentId;
-  publish.commentOperation = sticky.operation;
-  ev.steps.publish = {
-    status: 'done',
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    note: `comment on PR #${prNumber} ${sticky.operation}`,
-  };
-  bundle.save(ev);
-  await store.put(
-    `runs/${ev.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
-    bundle.path(BundleFiles.evidence),
-  );
-  return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
 }
 
 /** Where a target's baseline series lives in the store: history rows of main, apart from the loop's. */
@@ -188,27 +221,28 @@ export function baselineKey(target: string): string {
  * serialized (baseline.yml's concurrency group): the store replaces the file whole.
  */
 export async function recordBaseline(opts: PhaseOptions): Promise<PhaseResult> {
-  const config = loadConfig(opts.configFile, opts.overrides);
-  const target = selectTarget(config, opts.target);
-  const { stateDir, bundle } = handedOverBundle(config, opts, "the baseline's");
-  const ev = bundle.load();
-  if (opts.dryRun) {
-    opts.logger.info(`dry run: the baseline of ${target.name} is neither stored nor added to its series`);
-    return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
+  const { ctx, bundle, ev, close } = await acceptMeasured(opts);
+  try {
+    const target = ctx.target;
+    if (opts.dryRun) {
+      opts.logger.info(`dry run: the baseline of ${target.name} is neither stored nor added to its series`);
+      return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+    }
+    const prefix = `baselines/${target.name}/${opts.runId}`;
+    ev.finishedAt ??= new Date().toISOString();
+    await storeBundle(ctx.store, bundle, ev, prefix);
+    bundle.save(ev);
+    const series = join(ctx.runDir, 'baseline.jsonl');
+    const key = baselineKey(target.name);
+    rmSync(series, { force: true });
+    if ((await ctx.store.list('baselines/')).includes(key)) await ctx.store.get(key, series);
+    const rows = readJsonLines<HistoryRow>(series).rows;
+    if (!rows.some((r) => r.runId === opts.runId && r.iteration === opts.iteration)) {
+      appendLineDurable(series, JSON.stringify(historyRow(ev, ev.candidate?.from ?? ev.base.commit)));
+      await ctx.store.put(key, series);
+    }
+    return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+  } finally {
+    await close();
   }
-  const store = buildStore(config, { root: config.root, logger: opts.logger });
-  const prefix = `baselines/${target.name}/${ev.runId}`;
-  ev.finishedAt ??= new Date().toISOString();
-  await storeBundle(store, bundle, ev, prefix);
-  bundle.save(ev);
-  const series = join(runDirOf(stateDir, opts.runId), 'baseline.jsonl');
-  const key = baselineKey(target.name);
-  rmSync(series, { force: true });
-  if ((await store.list('baselines/')).includes(key)) await store.get(key, series);
-  const rows = readJsonLines<HistoryRow>(series).rows;
-  if (!rows.some((r) => r.runId === ev.runId && r.iteration === ev.iteration)) {
-    appendLineDurable(series, JSON.stringify(historyRow(ev, ev.candidate?.commit ?? ev.base.commit)));
-    await store.put(key, series);
-  }
-  return { phase: 'publish', evidence: ev, bundleDir: bundle.dir, stateDir };
 }

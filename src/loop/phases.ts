@@ -10,8 +10,7 @@
  * Phases hand over through the iteration's evidence bundle (uploaded and downloaded as an artifact) and
  * the store (history). `all` runs the whole iteration in one process, as `hillclimb loop` does.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildAgent } from '../agent/factory.js';
 import type { Backend } from '../compute/backend.js';
@@ -24,9 +23,16 @@ import { buildForge } from '../forge/factory.js';
 import { buildStore } from '../store/factory.js';
 import type { Store } from '../store/store.js';
 import { ExitCode, errorMessage, HillclimbError } from '../util/errors.js';
-import { writeFileAtomic } from '../util/files.js';
 import type { Logger } from '../util/log.js';
 import { Git } from '../workspace/git.js';
+import {
+  type Attestation,
+  attestBundle,
+  localAttestationFile,
+  parseAttestation,
+  readLocalAttestation,
+  writeLocalAttestation,
+} from './attestation.js';
 import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
 import {
   configHash,
@@ -42,7 +48,7 @@ import { historyFile, readHistory } from './history.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { candidateRef } from './naming.js';
 import { preflight } from './preflight.js';
-import { revalidateBundle } from './trust.js';
+import { acceptBundle } from './trust.js';
 
 export const PHASES = ['propose', 'cpu-gate', 'accelerator-gate', 'measure', 'publish', 'all'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -75,8 +81,15 @@ export interface PhaseOptions {
    * checked against it; see trust.ts).
    */
   base?: string;
+  /** For a person's change (pr-evidence): the commit (the PR's merge commit) the trusted workflow pinned. */
+  pinnedSource?: string;
   /** When the run started (orders sticky comments); default now, for the first phase. */
   runStartedAt?: string;
+  /**
+   * The attestation of the job that made the bundle (its `attestation` output, JSON). Without it, or
+   * when it does not match, the bundle is re-derived and its results dropped (trust.ts).
+   */
+  attestation?: string;
   dryRun?: boolean;
   logger: Logger;
   progress?: (line: string) => void;
@@ -88,10 +101,24 @@ export interface PhaseResult {
   evidence: IterationEvidence;
   bundleDir: string;
   stateDir: string;
+  /** What this job vouches for: hand it to the next job with the bundle (see attestation.ts). */
+  attestation?: Attestation;
 }
 
-/** Run one phase of one iteration. Idempotent: finished steps are skipped. */
-export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
+/** A phase's context: the loop context, the iteration's bundle, and what closes it (worktrees). */
+export interface OpenPhase {
+  ctx: LoopContext;
+  bundle: Bundle;
+  /** The bundle's evidence as it was when the phase opened (undefined: no bundle yet). */
+  existing: IterationEvidence | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Everything a phase of one iteration works with, built once from the config: the backends picked by
+ * config (an agent only for propose), the repository, the store's history pulled in.
+ */
+export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenPhase> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
@@ -146,7 +173,20 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     dryRun: Boolean(opts.dryRun),
   };
 
-  const trustFile = join(stateDir, 'trust', `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  return {
+    ctx,
+    bundle,
+    existing,
+    close: () => git.close().catch((e: unknown) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`)),
+  };
+}
+
+/** Run one phase of one iteration. Idempotent: finished steps are skipped. */
+export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
+  const { ctx, bundle, existing, close } = await openPhase(phase, opts);
+  const { stateDir, target, git, backend, cpuBackend, store } = ctx;
+  const steps = PHASE_STEPS[phase];
+  const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
   if (!existing) {
     if (phase !== 'propose' && phase !== 'all') {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -162,9 +202,17 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
       newEvidence(ctx, { iteration: opts.iteration, base: { commit, ...(branch ? { branch } : {}) } }),
     );
   }
-  if (existing && phase !== 'propose' && phase !== 'all' && !madeHere(bundle, trustFile)) {
-    // The bundle came from another job (or was changed since this machine wrote it): take nothing on trust.
-    await revalidateBundle(ctx, bundle, phase, opts.base);
+  if (existing && phase !== 'propose' && phase !== 'all') {
+    // Made by another job, or by an earlier phase here: believed only as far as an attestation vouches.
+    const local = readLocalAttestation(trustFile);
+    await acceptBundle(ctx, bundle, phase, {
+      trustedBase: opts.base ?? local?.champion,
+      attestations: [
+        opts.attestation !== undefined ? parseAttestation(opts.attestation, 'input attestation') : undefined,
+        local,
+      ],
+      ...(opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, 'pinned source') } : {}),
+    });
   } else {
     await ensureCandidateCommits(git, bundle, ctx.runId, opts.iteration);
   }
@@ -181,15 +229,16 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, undefined, { only: steps });
     if (steps.includes('record') && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
-    writeFileAtomic(trustFile, evidenceDigest(bundle));
-    return { phase, evidence, bundleDir: bundle.dir, stateDir };
+    const attestation = attest(ctx, bundle, evidence, phase);
+    writeLocalAttestation(trustFile, attestation);
+    return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
   } finally {
     for (const b of opened) {
       await b
         .close()
         .catch((e: unknown) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
     }
-    await git.close().catch((e: unknown) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`));
+    await close();
   }
 }
 
@@ -223,19 +272,16 @@ export async function resolveChampion(
   return { commit: await git.head(), source: 'head' };
 }
 
-/** sha256 of the bundle's evidence.json as it is on disk. */
-function evidenceDigest(bundle: Bundle): string {
-  return createHash('sha256')
-    .update(readFileSync(bundle.path(BundleFiles.evidence)))
-    .digest('hex');
-}
-
 /**
- * Whether this machine wrote the bundle as it is now: a digest kept in the state dir, outside the bundle
- * (so it never travels with the artifact), matches. Then a later phase in the same job may trust it.
+ * What this job vouches for. Verified only when no agent ran in this phase and no untrusted code ran
+ * unsandboxed in this job: anything else may have touched the bundle.
  */
-function madeHere(bundle: Bundle, trustFile: string): boolean {
-  return existsSync(trustFile) && readFileSync(trustFile, 'utf8') === evidenceDigest(bundle);
+export function attest(ctx: LoopContext, bundle: Bundle, ev: IterationEvidence, phase: Phase): Attestation {
+  const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
+    (r) => r.mode === 'none' && r.job === ctx.job,
+  );
+  const agentHere = PHASE_STEPS[phase].includes('propose') && ev.steps.propose?.status === 'done';
+  return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
 }
 
 /** The champion after the target's last history row (with its PR branch when an iteration made it), if any. */
@@ -290,4 +336,14 @@ export async function pullHistory(
 export async function pushHistory(store: Store, stateDir: string, target: string): Promise<void> {
   if (store.name === 'local' || !existsSync(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
+}
+
+/** A full commit SHA given by a workflow (compared as text: the commit need not be in this clone). */
+export function fullSha(value: string, what: string): string {
+  if (!/^[0-9a-f]{40}$/.test(value)) {
+    throw new HillclimbError(`${what} must be a full 40-character commit SHA, got "${value}"`, {
+      exitCode: ExitCode.badInput,
+    });
+  }
+  return value;
 }

@@ -1,26 +1,35 @@
 /**
  * The trust boundary between phases. In CI each phase runs in its own job and gets the iteration's
- * bundle from the previous one; the agent's job (and the job that runs candidate code for the CPU gate)
- * run code the harness does not control, which could rewrite any file in the bundle. So a phase never
- * takes the bundle's word for what it can derive itself:
+ * bundle from the previous one as an artifact. The agent's job runs code the harness does not control,
+ * and any job of the run can write artifacts, so a phase takes a bundle made elsewhere as data:
  *
- * - the champion (`base`) must match the one the trusted workflow passes in;
- * - the candidate is re-read from the git objects (the bundled ref's tip, its commits and paths are
- *   content-addressed), and the path guard and static scan run again on them;
- * - results a phase produces (gates, measurement, profile, verdict) are dropped before it runs, so a
- *   planted "measurement" or "verdict" can never be resumed or published. A failed CPU gate is kept: it
- *   can only hurt the candidate.
+ * - Its files are copied into a fresh folder first, plain files only: a link (to /proc/self/environ,
+ *   to a credentials file) or a special file never reaches a reader.
+ * - It is believed only when it matches a verified attestation (attestation.ts) for the champion the
+ *   trusted workflow passed in: then the results in it stand, because a job that ran no untrusted code
+ *   outside the sandbox wrote them.
+ * - Otherwise everything a phase produces (gates, measurement, profile, verdict) is dropped, so a
+ *   planted "measurement" or "verdict" can never be resumed or published. A failed CPU gate is kept,
+ *   and so is the reason an iteration without a candidate ended: they can only hurt the candidate.
+ * - Either way the candidate is re-read from the git objects through a throwaway repository
+ *   (Git.importBundle: exactly one head, a line of commits on the champion, regular files only), and the
+ *   path guard and static scan run again on it.
  */
-import { existsSync } from 'node:fs';
-import type { IterationEvidence, StepName } from '../evidence/iteration.js';
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import { unverifiedReasons } from '../evidence/isolation.js';
+import { type IterationEvidence, STEPS, type StepName } from '../evidence/iteration.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
+import { writeFileAtomic } from '../util/files.js';
+import { copyPlainTree } from '../util/untrusted-files.js';
+import { CandidateRefused } from '../workspace/git.js';
+import { type Attestation, bundleDigest } from './attestation.js';
 import { type Bundle, BundleFiles } from './bundle.js';
 import type { LoopContext } from './context.js';
 import { candidateRef, iterationBranch } from './naming.js';
 import type { Phase } from './phases.js';
 import { guardStep } from './steps/guard.js';
 
-/** Steps whose results each phase recomputes (and so must not inherit). */
+/** Steps whose results each phase recomputes (and so must not inherit from an untrusted bundle). */
 const PRODUCED_BY: Readonly<Record<Exclude<Phase, 'propose' | 'all'>, readonly StepName[]>> = {
   'cpu-gate': ['cpu-gate', 'accelerator-gate', 'measure', 'profile', 'decide', 'record', 'publish'],
   'accelerator-gate': ['accelerator-gate', 'measure', 'profile', 'decide', 'record', 'publish'],
@@ -28,91 +37,247 @@ const PRODUCED_BY: Readonly<Record<Exclude<Phase, 'propose' | 'all'>, readonly S
   publish: ['record', 'publish'],
 };
 
-export async function revalidateBundle(
+/** Verdicts an iteration without a candidate may keep from an untrusted bundle: none of them promotes. */
+const HARMLESS_WITHOUT_CANDIDATE = new Set(['no-op', 'invalid', 'error']);
+
+/**
+ * Copy the bundle's plain files into a fresh folder that replaces it; returns what was left behind
+ * ("path: why"). Run before anything in the bundle is read.
+ */
+export function quarantineBundle(bundle: Bundle): string[] {
+  const fresh = `${bundle.dir}.quarantine-${process.pid}`;
+  const old = `${bundle.dir}.untrusted-${process.pid}`;
+  rmSync(fresh, { recursive: true, force: true });
+  const copied = copyPlainTree(bundle.dir, fresh);
+  renameSync(bundle.dir, old);
+  renameSync(fresh, bundle.dir);
+  rmSync(old, { recursive: true, force: true });
+  return copied.refused;
+}
+
+export interface AcceptOptions {
+  /** The champion the trusted workflow passed in; required for a bundle made elsewhere. */
+  trustedBase: string | undefined;
+  /**
+   * Statements that may vouch for the bundle: the one handed over by the job that made it, and this
+   * machine's own (an earlier phase in the same job). Believed when any one matches.
+   */
+  attestations: ReadonlyArray<Attestation | undefined>;
+  /**
+   * For a person's change (pr-evidence): the commit the trusted workflow pinned (the PR's merge commit).
+   * The bundle must be attested and made from it; anything else is refused.
+   */
+  pinnedSource?: string;
+}
+
+/**
+ * Take a bundle made elsewhere into `phase`: believed when attested, re-derived otherwise. Returns the
+ * evidence as the phase may use it (also saved).
+ */
+export async function acceptBundle(
   ctx: LoopContext,
   bundle: Bundle,
   phase: Exclude<Phase, 'propose' | 'all'>,
-  trustedBase: string | undefined,
+  opts: AcceptOptions,
 ): Promise<IterationEvidence> {
+  const refused = quarantineBundle(bundle);
+  for (const r of refused) ctx.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const ev = bundle.load();
-  if (trustedBase !== undefined) {
-    const expected = await ctx.git.revParse(trustedBase);
-    if (ev.base.commit !== expected) {
-      throw new HillclimbError(
-        `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
-        {
-          hint: 'the bundle was changed after the propose phase; rerun the iteration',
-          exitCode: ExitCode.badInput,
-        },
-      );
-    }
+  if (opts.trustedBase === undefined) {
+    throw new HillclimbError(
+      `${bundle.dir} was made by another job, and no champion was given to check it against`,
+      {
+        hint: 'pass the champion the workflow resolved (input base / --base)',
+        exitCode: ExitCode.badInput,
+      },
+    );
   }
-
-  const keptCpuFailure = ev.gates.cpu?.status === 'failed' ? ev.gates.cpu : undefined;
-  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
-  if (phase !== 'publish') {
-    ev.measurement = undefined;
-    ev.profile = undefined;
-    ev.gates = { ...(keptCpuFailure && phase !== 'cpu-gate' ? { cpu: keptCpuFailure } : {}) };
-    if (phase !== 'cpu-gate' && ev.steps['cpu-gate'] === undefined && keptCpuFailure) {
-      ev.steps['cpu-gate'] = { status: 'done', startedAt: ev.startedAt, finishedAt: ev.startedAt };
-    }
+  const expected = await ctx.git.revParse(opts.trustedBase);
+  if (ev.base.commit !== expected) {
+    throw new HillclimbError(
+      `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
+      {
+        hint: 'the bundle was changed after the propose phase; rerun the iteration',
+        exitCode: ExitCode.badInput,
+      },
+    );
   }
-  const keptVerdict = phase === 'publish' ? ev.verdict : undefined;
-  const keptReasons = phase === 'publish' ? ev.verdictReasons : [];
-  ev.verdict = undefined;
-  ev.verdictReasons = [];
-  ev.stoppedAt = undefined;
+  const attested = opts.attestations.some((a) => attestedBy(a, bundle, expected, refused));
+  if (opts.pinnedSource !== undefined && !(attested && ev.candidate?.from === opts.pinnedSource)) {
+    throw new HillclimbError(
+      `${bundle.dir}: not an attested bundle of the pinned commit ${opts.pinnedSource.slice(0, 12)}`,
+      {
+        hint: 'pass the attestation of the job that made it; rerun /hillclimb measure',
+        exitCode: ExitCode.badInput,
+      },
+    );
+  }
+  const reported = attested ? undefined : dropUntrustedResults(ev, phase);
 
   const file = bundle.path(BundleFiles.gitBundle);
   if (!existsSync(file)) {
-    if (ev.candidate) {
-      throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
+    if (attested && ev.candidate !== undefined) {
+      throw new HillclimbError(`${file} is missing but the attested evidence names a candidate`, {
         exitCode: ExitCode.badInput,
       });
     }
-    ev.verdict = 'no-op';
-    ev.verdictReasons = ['the agent made no commit'];
-    ev.stoppedAt = 'propose';
+    delete ev.candidate;
+    if (!attested) settleWithoutCandidate(ev, reported);
     bundle.save(ev);
     return ev;
   }
 
-  // The candidate, from the git objects.
-  const ref = candidateRef(ctx.runId, ev.iteration);
-  await ctx.git.fetchBundle(file, ref);
-  const head = await ctx.git.revParse(ref);
-  if (!(await ctx.git.isAncestor(ev.base.commit, head))) {
-    ev.verdict = 'invalid';
-    ev.verdictReasons = ['the candidate does not descend from the champion'];
-    ev.stoppedAt = 'propose';
+  // The candidate, from the git objects, through a throwaway repository.
+  try {
+    const imported = await ctx.git.importBundle(file, {
+      ref: candidateRef(ctx.runId, ev.iteration),
+      champion: expected,
+      ...(attested && ev.candidate ? { expectedHead: ev.candidate.commit } : {}),
+    });
+    ev.candidate = {
+      ...(ev.candidate?.from ? { from: ev.candidate.from } : {}),
+      branch: iterationBranch(ctx, ev.iteration),
+      commit: imported.head,
+      commits: imported.commits,
+      subject: await ctx.git.subject(imported.head),
+      changedPaths: await ctx.git.changedPaths(expected, imported.head),
+      patchFile: BundleFiles.patch,
+    };
+  } catch (e) {
+    if (!(e instanceof CandidateRefused)) throw e;
+    delete ev.candidate;
+    setVerdict(ev, 'invalid', [`the candidate's commits were refused: ${e.message}`], 'propose');
     bundle.save(ev);
     return ev;
   }
-  ev.candidate = {
-    ...(ev.candidate ?? { patchFile: BundleFiles.patch }),
-    branch: iterationBranch(ctx, ev.iteration),
-    commit: head,
-    commits: await ctx.git.commitsBetween(ev.base.commit, head),
-    subject: await ctx.git.subject(head),
-    changedPaths: await ctx.git.changedPaths(ev.base.commit, head),
-    patchFile: BundleFiles.patch,
-  };
-  if (phase !== 'publish') delete ev.candidate.logCommit;
+  // Written again from the verified commits: the bundle's own copy is only a claim.
+  bundle.save(ev);
+  writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(expected, ev.candidate.commit));
 
-  const guard = await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  // The guard again, on the verified commits — unless a trusted job decided this change is not guarded
+  // (a person's PR measured for its tests only).
+  const guardSkippedByTrust = attested && ev.steps.guard?.status === 'skipped';
+  const startedAt = new Date().toISOString();
+  const guard = guardSkippedByTrust
+    ? ({ status: 'done', note: undefined } as const)
+    : await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  if (!guardSkippedByTrust) {
+    const note = guard.status === 'verdict' ? `${guard.verdict}: ${guard.reasons[0] ?? ''}` : guard.note;
+    ev.steps = withStep(ev.steps, 'guard', {
+      status: 'done',
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      ...(note
+        ? { note: `re-checked on the imported commits: ${note}` }
+        : { note: 're-checked on the imported commits' }),
+    });
+  }
   if (guard.status === 'verdict') {
-    ev.verdict = guard.verdict;
-    ev.verdictReasons = guard.reasons;
-    ev.stoppedAt = 'guard';
-  } else if (keptCpuFailure && phase !== 'cpu-gate') {
-    ev.verdict = 'invalid';
-    ev.verdictReasons = [`CPU correctness failed: ${keptCpuFailure.reason ?? 'see the JUnit report'}`];
-    ev.stoppedAt = 'cpu-gate';
-  } else if (keptVerdict !== undefined) {
-    ev.verdict = keptVerdict;
-    ev.verdictReasons = keptReasons;
+    setVerdict(ev, guard.verdict, guard.reasons, 'guard');
+  } else if (!attested && ev.gates.cpu?.status === 'failed' && phase !== 'cpu-gate') {
+    setVerdict(
+      ev,
+      'invalid',
+      [`CPU correctness failed: ${ev.gates.cpu.reason ?? 'see the JUnit report'}`],
+      'cpu-gate',
+    );
+  } else if (!attested && phase === 'publish') {
+    setVerdict(
+      ev,
+      'error',
+      [
+        'no attested result reached the publishing job: the gates and measurement are not believed (docs/security.md)',
+      ],
+      ev.stoppedAt,
+    );
+  }
+  // A measured improvement is a champion only when nothing untrusted ran unsandboxed where it was measured.
+  const unverified = unverifiedReasons(ev);
+  if (ev.verdict === 'improved' && unverified.length > 0) {
+    setVerdict(
+      ev,
+      'needs-human',
+      [`measured as improved, but the numbers are unverified: ${unverified.join('; ')}`],
+      ev.stoppedAt,
+    );
   }
   bundle.save(ev);
   return ev;
+}
+
+/** Whether `a` vouches for this bundle as it is now: verified, for this champion, digest matching. */
+function attestedBy(
+  a: Attestation | undefined,
+  bundle: Bundle,
+  champion: string,
+  refused: string[],
+): boolean {
+  if (!a?.verified || a.champion !== champion || refused.length > 0) return false;
+  try {
+    return bundleDigest(bundle.dir) === a.digest;
+  } catch {
+    return false;
+  }
+}
+
+type Reported = { verdict: NonNullable<IterationEvidence['verdict']>; reasons: string[] } | undefined;
+
+/**
+ * Forget what `phase` and later phases produce, keeping only what can hurt the candidate. Returns the
+ * verdict the bundle claimed, for an iteration that turns out to have no candidate.
+ */
+function dropUntrustedResults(ev: IterationEvidence, phase: Exclude<Phase, 'propose' | 'all'>): Reported {
+  const keptCpuFailure = ev.gates.cpu?.status === 'failed' ? ev.gates.cpu : undefined;
+  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
+  delete ev.steps.guard;
+  ev.measurement = undefined;
+  ev.profile = undefined;
+  ev.isolation = undefined;
+  ev.gates = keptCpuFailure && phase !== 'cpu-gate' ? { cpu: keptCpuFailure } : {};
+  if (phase === 'cpu-gate') delete ev.steps['cpu-gate'];
+  else if (!keptCpuFailure) {
+    // The gate's pass is not believed: record that it was not seen, so no measurement here can promote.
+    ev.steps['cpu-gate'] = {
+      status: 'skipped',
+      startedAt: ev.startedAt,
+      finishedAt: ev.startedAt,
+      note: 'its result came without a valid attestation',
+    };
+  } else ev.steps['cpu-gate'] ??= { status: 'done', startedAt: ev.startedAt, finishedAt: ev.startedAt };
+  const reported = ev.verdict ? { verdict: ev.verdict, reasons: ev.verdictReasons } : undefined;
+  ev.verdict = undefined;
+  ev.verdictReasons = [];
+  ev.stoppedAt = undefined;
+  delete ev.candidate?.logCommit;
+  return reported;
+}
+
+/** An untrusted bundle with no candidate: the reason it gave stands if it cannot promote anything. */
+function settleWithoutCandidate(ev: IterationEvidence, reported: Reported): void {
+  if (reported && HARMLESS_WITHOUT_CANDIDATE.has(reported.verdict)) {
+    setVerdict(ev, reported.verdict, reported.reasons, 'propose');
+  } else {
+    setVerdict(ev, 'no-op', ['the agent made no commit'], 'propose');
+  }
+}
+
+function setVerdict(
+  ev: IterationEvidence,
+  verdict: NonNullable<IterationEvidence['verdict']>,
+  reasons: string[],
+  at: StepName | undefined,
+): void {
+  ev.verdict = verdict;
+  ev.verdictReasons = reasons;
+  if (at) ev.stoppedAt = at;
+}
+
+/** The step records with `name` set, in pipeline order (evidence.json reads in the order steps ran). */
+function withStep(
+  steps: IterationEvidence['steps'],
+  name: StepName,
+  record: NonNullable<IterationEvidence['steps'][StepName]>,
+): IterationEvidence['steps'] {
+  const all = { ...steps, [name]: record };
+  return Object.fromEntries(STEPS.filter((s) => all[s] !== undefined).map((s) => [s, all[s]]));
 }

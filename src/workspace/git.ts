@@ -10,7 +10,7 @@
  * with a short sleep, as the seed loop's wrapper did; every other failure throws a GitError at once.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -76,6 +76,14 @@ interface GitRunOptions {
   env?: Record<string, string>;
   /** Extra `-c key=value` settings for this one command. */
   config?: Record<string, string>;
+}
+
+/** A candidate's commits were refused on import (shape of the bundle or of its history). */
+export class CandidateRefused extends HillclimbError {
+  override name = 'CandidateRefused';
+  constructor(message: string) {
+    super(message, { exitCode: ExitCode.badInput });
+  }
 }
 
 /** A git command failed. Carries the command, its exit code and what git printed. */
@@ -578,6 +586,102 @@ export class Git {
     await this.git(['fetch', '--quiet', '--no-tags', resolve(file), `+${ref}:${ref}`]);
   }
 
+  /**
+   * Take a candidate's commits from a git bundle that untrusted code may have shaped (another job's
+   * artifact). The bundle must name exactly `ref`, need nothing but `champion`, and (when given) point at
+   * `expectedHead`. Its objects land in a throwaway repository first; there the commits must form one
+   * line of single-parent commits on top of the champion, changing only regular files. Only then is the
+   * head fetched into this repository, which copies the objects it reaches and nothing else of the
+   * bundle (extra commits, blobs, refs stay behind). Throws CandidateRefused naming the problem.
+   */
+  async importBundle(
+    file: string,
+    opts: { ref: string; champion: string; expectedHead?: string; maxCommits?: number },
+  ): Promise<{ head: string; commits: string[] }> {
+    assertRefName(opts.ref);
+    assertSha(opts.champion);
+    const refuse = (why: string) => new CandidateRefused(`${file}: ${why}`);
+    const header = parseBundleHeader(readBundleHeader(file));
+    if (!header) throw refuse('not a git bundle (v2 or v3)');
+    if (header.refs.length !== 1 || header.refs[0]!.ref !== opts.ref) {
+      throw refuse(
+        `must hold exactly ${opts.ref}; it holds ${header.refs.map((r) => r.ref).join(', ') || 'nothing'}`,
+      );
+    }
+    const head = header.refs[0]!.sha;
+    if (opts.expectedHead !== undefined && head !== opts.expectedHead) {
+      throw refuse(`its head ${head.slice(0, 12)} is not the expected ${opts.expectedHead.slice(0, 12)}`);
+    }
+    const foreign = header.prerequisites.filter((p) => p !== opts.champion);
+    if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(', ')}`);
+
+    const quarantine = mkdtempSync(join(tmpdir(), 'hc-import-'));
+    try {
+      await this.git(['init', '--quiet', '--bare', '--', quarantine]);
+      writeFileSync(join(quarantine, 'objects', 'info', 'alternates'), `${await this.objectsDir()}\n`);
+      const q = ['--git-dir', quarantine];
+      const imported = 'refs/hillclimb/import';
+      await this.git([...q, 'fetch', '--quiet', '--no-tags', resolve(file), `${opts.ref}:${imported}`]);
+      const max = opts.maxCommits ?? 100;
+      const lines = (
+        await this.git([
+          ...q,
+          'rev-list',
+          '--parents',
+          `--max-count=${max + 1}`,
+          imported,
+          `^${opts.champion}`,
+          '--',
+        ])
+      ).stdout
+        .split('\n')
+        .filter((l) => l !== '');
+      if (lines.length === 0) throw refuse('it adds no commit on top of the champion');
+      if (lines.length > max) throw refuse(`more than ${max} commits`);
+      // Newest first: each commit's only parent is the next line's commit; the last one's is the champion.
+      const chain = lines.map((l) => l.split(' '));
+      for (const [i, [sha, ...parents]] of chain.entries()) {
+        const expected = i + 1 < chain.length ? chain[i + 1]![0] : opts.champion;
+        if (parents.length !== 1 || parents[0] !== expected) {
+          throw refuse(
+            `commit ${sha!.slice(0, 12)} is not a single-parent commit on the line from the champion`,
+          );
+        }
+        const raw = (
+          await this.git([...q, 'diff-tree', '-r', '-z', '--raw', '--no-renames', parents[0]!, sha!, '--'])
+        ).stdout;
+        for (const change of parseRawDiff(raw)) {
+          if (!REGULAR_MODES.has(change.newMode)) {
+            throw refuse(
+              `commit ${sha!.slice(0, 12)} makes ${change.path} a ${describeMode(change.newMode)}`,
+            );
+          }
+        }
+      }
+      await this.git(['fetch', '--quiet', '--no-tags', quarantine, `+${imported}:${opts.ref}`]);
+      return { head, commits: chain.map(([sha]) => sha!).reverse() };
+    } finally {
+      rmSync(quarantine, { recursive: true, force: true });
+    }
+  }
+
+  /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
+  async nonRegularChanges(a: string, b: string): Promise<Array<{ path: string; mode: string }>> {
+    assertRevision(a);
+    assertRevision(b);
+    const raw = (await this.git(['diff', '--raw', '-z', '--no-renames', '--no-ext-diff', a, b, '--'])).stdout;
+    return parseRawDiff(raw)
+      .filter((c) => !REGULAR_MODES.has(c.newMode))
+      .map((c) => ({ path: c.path, mode: describeMode(c.newMode) }));
+  }
+
+  /** A commit's parents, in order. */
+  async parents(commit: string): Promise<string[]> {
+    assertRevision(commit);
+    const r = await this.git(['rev-list', '--parents', '-n', '1', commit, '--']);
+    return r.stdout.trim().split(' ').slice(1);
+  }
+
   /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
   async formatPatch(base: string, head: string): Promise<string> {
     assertRevision(base);
@@ -645,6 +749,87 @@ export class Git {
     const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : undefined;
     await this.git(args, { input: message, config: identityConfig(opts.identity), ...(env ? { env } : {}) });
     return this.head();
+  }
+
+  /**
+   * A commit with `tree` of `treeOf` on the single parent `parent`, by the harness, dated `date`: the
+   * same inputs give the same SHA on any machine. Turns a person's change (a PR's merge commit) into one
+   * commit on its base, the shape every candidate has.
+   */
+  async commitTreeOf(treeOf: string, parent: string, message: string, date: string): Promise<string> {
+    assertRevision(treeOf);
+    assertRevision(parent);
+    const { name, email } = HARNESS_IDENTITY;
+    const r = await this.git(['commit-tree', `${treeOf}^{tree}`, '-p', parent, '-F', '-'], {
+      input: message,
+      env: {
+        GIT_AUTHOR_NAME: name,
+        GIT_AUTHOR_EMAIL: email,
+        GIT_COMMITTER_NAME: name,
+        GIT_COMMITTER_EMAIL: email,
+        GIT_AUTHOR_DATE: date,
+        GIT_COMMITTER_DATE: date,
+      },
+    });
+    return r.stdout.trim();
+  }
+
+  /**
+   * A file's content at a commit, read from the tree — only when it is a regular file there (a link in
+   * a candidate's tree must never lead the harness to read what it points at). Undefined when absent.
+   */
+  async regularFileAt(commit: string, path: string): Promise<string | undefined> {
+    assertRevision(commit);
+    const entry = (await this.git(['ls-tree', '-z', commit, '--', path])).stdout.split('\0')[0] ?? '';
+    if (entry === '') return undefined;
+    const [meta] = entry.split('\t');
+    const [mode, type, oid] = (meta ?? '').split(' ');
+    if (type !== 'blob' || (mode !== '100644' && mode !== '100755')) {
+      throw new HillclimbError(`${path} at ${commit.slice(0, 12)} is not a regular file (mode ${mode})`, {
+        exitCode: ExitCode.badInput,
+      });
+    }
+    return (await this.git(['cat-file', 'blob', oid!])).stdout;
+  }
+
+  /**
+   * A commit on `parent` that sets one file to `content`, built from git objects alone: no checkout,
+   * no working-tree read or write (nothing a link in the tree could redirect). Same inputs, same SHA.
+   */
+  async commitFile(
+    parent: string,
+    path: string,
+    content: string,
+    message: string,
+    opts: { identity: Identity; date: string },
+  ): Promise<string> {
+    assertRevision(parent);
+    const blob = (
+      await this.git(['hash-object', '-w', '--no-filters', '--stdin'], { input: content })
+    ).stdout.trim();
+    const scratch = mkdtempSync(join(tmpdir(), 'hc-index-'));
+    try {
+      const env = { GIT_INDEX_FILE: join(scratch, 'index') };
+      await this.git(['read-tree', parent], { env });
+      await this.git(['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`], { env });
+      const tree = (await this.git(['write-tree'], { env })).stdout.trim();
+      const { name, email } = opts.identity;
+      assertIdentity(opts.identity);
+      const r = await this.git(['commit-tree', tree, '-p', parent, '-F', '-'], {
+        input: message,
+        env: {
+          GIT_AUTHOR_NAME: name,
+          GIT_AUTHOR_EMAIL: email,
+          GIT_COMMITTER_NAME: name,
+          GIT_COMMITTER_EMAIL: email,
+          GIT_AUTHOR_DATE: opts.date,
+          GIT_COMMITTER_DATE: opts.date,
+        },
+      });
+      return r.stdout.trim();
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   }
 
   /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
@@ -913,4 +1098,65 @@ function assertRefName(ref: string): void {
       exitCode: ExitCode.badInput,
     });
   }
+}
+
+/** Modes a candidate may give a path: a regular file, an executable one, or none (deleted). */
+const REGULAR_MODES = new Set(['100644', '100755', '000000']);
+
+function describeMode(mode: string): string {
+  return mode === '120000' ? 'symbolic link' : mode === '160000' ? 'submodule' : `mode ${mode} entry`;
+}
+
+/** Parse `git diff --raw -z --no-renames` output: `:old new oldsha newsha status\0path\0`. */
+export function parseRawDiff(out: string): Array<{ path: string; oldMode: string; newMode: string }> {
+  const parts = out.split('\0');
+  const changes: Array<{ path: string; oldMode: string; newMode: string }> = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const meta = parts[i]!;
+    if (!meta.startsWith(':')) break;
+    const [oldMode, newMode] = meta.slice(1).split(' ');
+    changes.push({ path: parts[i + 1]!, oldMode: oldMode!, newMode: newMode! });
+  }
+  return changes;
+}
+
+/** The first bytes of a bundle file, enough for its header. */
+function readBundleHeader(file: string): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.subarray(0, n).toString('latin1');
+  } catch {
+    return '';
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A git bundle's header (gitformat-bundle): the signature line, v3 capabilities, prerequisites
+ * (`-<sha> <comment>`) and references (`<sha> <refname>`), up to the blank line before the pack.
+ * Undefined when the text is not a complete bundle header.
+ */
+export function parseBundleHeader(
+  text: string,
+): { prerequisites: string[]; refs: Array<{ sha: string; ref: string }> } | undefined {
+  const lines = text.split('\n');
+  if (lines[0] !== '# v2 git bundle' && lines[0] !== '# v3 git bundle') return undefined;
+  const prerequisites: string[] = [];
+  const refs: Array<{ sha: string; ref: string }> = [];
+  for (const line of lines.slice(1)) {
+    if (line === '') return { prerequisites, refs };
+    if (line.startsWith('@')) continue;
+    const pre = /^-([0-9a-f]{40}|[0-9a-f]{64})(?: .*)?$/.exec(line);
+    if (pre) {
+      prerequisites.push(pre[1]!);
+      continue;
+    }
+    const ref = /^([0-9a-f]{40}|[0-9a-f]{64}) (\S+)$/.exec(line);
+    if (!ref) return undefined;
+    refs.push({ sha: ref[1]!, ref: ref[2]! });
+  }
+  return undefined;
 }

@@ -18,19 +18,29 @@ export interface GuardResult {
   protectedTouched: string[];
   /** Changed paths matching no editable glob (and no protected one: those are listed above). */
   outsideEditable: string[];
+  /**
+   * Changed `.gitattributes` / `.gitmodules` files, wherever they are: attributes can make the harness's
+   * own git run filter programs, submodules fetch other repositories. Never a candidate's to change.
+   */
+  gitControl: string[];
 }
+
+const GIT_CONTROL = /(?:^|\/)\.git(?:attributes|modules)$/;
 
 export function classifyChanges(changedPaths: readonly string[], rules: PathRules): GuardResult {
   const protectedTouched: string[] = [];
   const outsideEditable: string[] = [];
+  const gitControl: string[] = [];
   for (const path of [...new Set(changedPaths)].sort()) {
+    if (GIT_CONTROL.test(path)) gitControl.push(path);
     if (matchAny(rules.protected, path)) protectedTouched.push(path);
     else if (!matchAny(rules.editable, path)) outsideEditable.push(path);
   }
   return {
-    allowed: protectedTouched.length === 0 && outsideEditable.length === 0,
+    allowed: protectedTouched.length === 0 && outsideEditable.length === 0 && gitControl.length === 0,
     protectedTouched,
     outsideEditable,
+    gitControl,
   };
 }
 
@@ -45,6 +55,9 @@ export function describeViolations(result: GuardResult): string {
   }
   if (result.outsideEditable.length > 0) {
     parts.push(list(result.outsideEditable, 'path outside editable', 'paths outside editable'));
+  }
+  if (result.gitControl.length > 0) {
+    parts.push(list(result.gitControl, 'git control file changed', 'git control files changed'));
   }
   return parts.join('; ');
 }

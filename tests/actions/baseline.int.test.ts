@@ -60,6 +60,12 @@ describe('baseline through the actions', () => {
       forge: 'local',
     });
     runs.profile = await step('profile', measure, { store: 'local', forge: 'local' });
+    // The record job checks the measure job's bundle against the pinned commits and its attestation.
+    const pinned = {
+      base: gitIn(seed, 'rev-parse', 'HEAD^1').trim(),
+      'pinned-source': gitIn(seed, 'rev-parse', 'HEAD').trim(),
+      attestation: runs.profile.outputs.attestation!,
+    };
     // A dry run first: it must store nothing, so the data branch does not exist until the real one.
     for (const name of ['dry', 'record', 'again']) {
       const record = clone();
@@ -69,6 +75,7 @@ describe('baseline through the actions', () => {
       runs[name] = await step('report', record, {
         baseline: 'true',
         store: 'branch',
+        ...pinned,
         ...(name === 'dry' ? { 'dry-run': 'true' } : {}),
       });
       if (name === 'dry') {

@@ -81,38 +81,50 @@ store:
       permissions: { contents: 'write', pull_requests: 'write', issues: 'write' },
     });
 
+    // setup resolves the champion every later job checks its bundle against.
+    const base = execFileSync('git', ['--git-dir', bare, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
     // propose: the agent job — no token, forge local, history read from the data branch (empty).
     let dir = job();
-    runs.propose = await step('iterate', dir, { iterations: '1', forge: 'local' });
+    runs.propose = await step('iterate', dir, { iterations: '1', forge: 'local', base });
     upload(dir, 'bundle', runs.propose);
-    // cpu-gate: no secrets at all; local store and forge.
+    // cpu-gate: no secrets at all; local store and forge. Nothing vouches for the agent job's bundle.
     dir = job('bundle');
-    runs.cpu = await step('kernel-test', dir, { gate: 'cpu', forge: 'local', store: 'local' });
+    runs.cpu = await step('kernel-test', dir, { gate: 'cpu', forge: 'local', store: 'local', base });
     upload(dir, 'bundle', runs.cpu);
-    // measure: accelerator gate (skipped on local compute), A/B + profile, trace diff.
+    // measure: accelerator gate (skipped on local compute), A/B + profile, trace diff; the bundle is
+    // believed because the CPU gate job attested it.
     dir = job('bundle');
     runs.accelerator = await step('kernel-test', dir, {
       gate: 'accelerator',
       forge: 'local',
       store: 'local',
+      base,
+      attestation: runs.cpu.outputs.attestation!,
     });
-    runs.profile = await step('profile', dir, { forge: 'local', store: 'local' });
+    runs.profile = await step('profile', dir, {
+      forge: 'local',
+      store: 'local',
+      base,
+      attestation: runs.cpu.outputs.attestation!,
+    });
     runs.traceDiff = await step('trace-diff', dir, {});
     upload(dir, 'measured', runs.profile);
     // publish: the only job with a write token.
+    const measured = { base, attestation: runs.profile.outputs.attestation! };
     dir = job('measured');
-    runs.report = await step('report', dir, {}, { env: { GITHUB_TOKEN: TOKEN } });
+    runs.report = await step('report', dir, measured, { env: { GITHUB_TOKEN: TOKEN } });
     upload(dir, 'published', runs.report);
-    // The publish job re-run on a fresh runner: it downloads the newest bundle, the one publish uploaded.
-    dir = job('published');
-    runs.again = await step('report', dir, {}, { env: { GITHUB_TOKEN: TOKEN } });
+    // The publish job re-run on a fresh runner: it downloads the measure job's bundle again (publish
+    // keeps its own copy under another name) and updates in place.
+    dir = job('measured');
+    runs.again = await step('report', dir, measured, { env: { GITHUB_TOKEN: TOKEN } });
     // The next workflow run (the continuation): iteration 2 starts from the champion the data branch
     // names, on a fresh clone. The replay agent has no second patch, so it ends as no-op.
     dir = job();
     runs.next = await step('iterate', dir, { iteration: '2', iterations: '2', forge: 'local' });
     // A publish whose bundle upload was lost (runner gone): re-run from the measure job's bundle.
     dir = job('measured');
-    runs.lost = await step('report', dir, {}, { env: { GITHUB_TOKEN: TOKEN } });
+    runs.lost = await step('report', dir, measured, { env: { GITHUB_TOKEN: TOKEN } });
   }, 300_000);
 
   afterAll(async () => {

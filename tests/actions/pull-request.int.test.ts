@@ -93,7 +93,10 @@ describe('pull-request evidence through the actions', () => {
       s.replace('DELAY_S = 0.02', 'DELAY_S = 0.008'),
     );
     const head = gitIn(seed, 'rev-parse', 'faster-kernel').trim();
+    const base = gitIn(seed, 'rev-parse', 'main').trim();
     const runId = `pr${pr}-${head.slice(0, 12)}`;
+    // What the authorize job pins before any PR code runs, and every later job checks.
+    const pinned = { base, 'pinned-source': head };
     const change = {
       base: 'origin/main',
       head: 'origin/faster-kernel',
@@ -120,7 +123,13 @@ describe('pull-request evidence through the actions', () => {
     });
     const measure = clone();
     handOver(prepare, measure, runId);
-    runs.measure = await step('profile', measure, { 'run-id': runId, store: 'local', forge: 'local' });
+    runs.measure = await step('profile', measure, {
+      'run-id': runId,
+      store: 'local',
+      forge: 'local',
+      ...pinned,
+      attestation: runs.prepare.outputs.attestation!,
+    });
     // A dry run first: it must leave the PR alone, so the real one below creates the comment.
     for (const name of ['dry', 'comment', 'again']) {
       const comment = clone();
@@ -132,6 +141,8 @@ describe('pull-request evidence through the actions', () => {
           'run-id': runId,
           'pull-request': String(pr),
           store: 'local',
+          ...pinned,
+          attestation: runs.measure.outputs.attestation!,
           ...(name === 'dry' ? { 'dry-run': 'true' } : {}),
         },
         { GITHUB_TOKEN: BOT_TOKEN },

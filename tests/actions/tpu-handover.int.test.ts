@@ -85,11 +85,12 @@ describe('a TPU held by one job and used by another', () => {
     runs.allocatePost = await step('tpu', allocator, {}, runs.allocate.state);
 
     const propose = clone();
-    runs.propose = await step('iterate', propose, { ...iteration, backend: 'local' });
+    const base = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: propose, encoding: 'utf8' }).trim();
+    runs.propose = await step('iterate', propose, { ...iteration, backend: 'local', base });
     const gate = clone();
     const bundle = join('.hillclimb', 'runs', RUN_ID, 'i001');
     cpSync(join(propose, bundle), join(gate, bundle), { recursive: true });
-    runs.cpu = await step('kernel-test', gate, { ...iteration, gate: 'cpu', backend: 'local' });
+    runs.cpu = await step('kernel-test', gate, { ...iteration, gate: 'cpu', backend: 'local', base });
 
     const measure = clone();
     cpSync(join(gate, bundle), join(measure, bundle), { recursive: true });
@@ -97,8 +98,13 @@ describe('a TPU held by one job and used by another', () => {
       mode: 'attach',
       allocation: runs.allocate.outputs.allocation!,
     });
-    runs.accelerator = await step('kernel-test', measure, { ...iteration, gate: 'accelerator' });
-    runs.profile = await step('profile', measure, iteration);
+    runs.accelerator = await step('kernel-test', measure, {
+      ...iteration,
+      gate: 'accelerator',
+      base,
+      attestation: runs.cpu.outputs.attestation!,
+    });
+    runs.profile = await step('profile', measure, { ...iteration, base });
     runs.release = await step('tpu', measure, {}, runs.attach.state);
   }, 400_000);
 

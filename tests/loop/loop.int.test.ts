@@ -77,9 +77,14 @@ describe('hillclimb loop on a toy target (replay agent, local compute, forge and
 
   it('leaves a PR record with a sticky comment per iteration that committed, labelled by verdict', () => {
     const pulls = listLocalPulls(result.stateDir);
-    expect(pulls).toHaveLength(4);
+    // Iteration 4 touched a protected path: the guard refused it, so it was never pushed.
+    expect(pulls).toHaveLength(3);
+    const refused = result.iterations[3]!.evidence;
+    expect(refused.verdict).toBe('invalid');
+    expect(refused.publish?.branch).toBeUndefined();
+    expect(refused.publish?.warnings.join('\n')).toMatch(/the guard refused the change: not pushed/);
     const byBranch = new Map(pulls.map((p) => [p.branch, p]));
-    for (const it of result.iterations) {
+    for (const it of result.iterations.slice(0, 3)) {
       const pr = byBranch.get(it.evidence.candidate!.branch)!;
       expect(pr.labels).toContain(`hillclimb:${it.verdict}`);
       expect(pr.draft).toBe(true);

@@ -62,13 +62,26 @@ describe('classifyChanges', () => {
       allowed: true,
       protectedTouched: [],
       outsideEditable: [],
+      gitControl: [],
     });
     expect(classifyChanges([], rules).allowed).toBe(true);
   });
 
   it('lets protected win over editable (the oracle inside the kernel folder)', () => {
     const r = classifyChanges(['kernels/gdn/naive.py', 'kernels/gdn/chunk.py'], rules);
-    expect(r).toEqual({ allowed: false, protectedTouched: ['kernels/gdn/naive.py'], outsideEditable: [] });
+    expect(r).toEqual({
+      allowed: false,
+      protectedTouched: ['kernels/gdn/naive.py'],
+      outsideEditable: [],
+      gitControl: [],
+    });
+  });
+
+  it('refuses git control files even inside an editable folder (attributes run filters, modules fetch)', () => {
+    const r = classifyChanges(['kernels/gdn/.gitattributes', 'kernels/gdn/.gitmodules'], rules);
+    expect(r.allowed).toBe(false);
+    expect(r.gitControl).toEqual(['kernels/gdn/.gitattributes', 'kernels/gdn/.gitmodules']);
+    expect(describeViolations(r)).toContain('2 git control files changed');
   });
 
   it('treats anything outside editable as a violation even when no protected glob names it', () => {

@@ -40133,6 +40133,8 @@ function phaseOptions(logger) {
   const iterations = positiveInteger("iterations");
   const base = optionalText("base");
   const runStartedAt = optionalText("run-started-at");
+  const attestation = optionalText("attestation");
+  const pinnedSource = optionalText("pinned-source");
   return {
     configFile: resolve(optionalText("config") ?? "hillclimb.yml"),
     overrides: configOverrides(),
@@ -40142,6 +40144,8 @@ function phaseOptions(logger) {
     ...iterations ? { totalIterations: iterations } : {},
     ...base ? { base } : {},
     ...runStartedAt ? { runStartedAt } : {},
+    ...attestation ? { attestation } : {},
+    ...pinnedSource ? { pinnedSource } : {},
     dryRun: flag("dry-run", false),
     logger,
     progress: (line) => logger.info(line)
@@ -40167,9 +40171,8 @@ function iterationSummary(result) {
 }
 
 // src/loop/phases.ts
-import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync28, readFileSync as readFileSync22 } from "node:fs";
-import { join as join37 } from "node:path";
+import { existsSync as existsSync29 } from "node:fs";
+import { join as join38 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute5, resolve as resolve5 } from "node:path";
@@ -41023,13 +41026,13 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync6, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync } from "node:fs";
+import { existsSync as existsSync6, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync as writeFileSync2 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname8, join as join8 } from "node:path";
 
 // src/workspace/git.ts
 import { createHash } from "node:crypto";
-import { mkdirSync as mkdirSync7, mkdtempSync, rmSync as rmSync2 } from "node:fs";
+import { closeSync as closeSync2, mkdirSync as mkdirSync7, mkdtempSync, openSync as openSync2, readSync, rmSync as rmSync2, writeFileSync } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname7, isAbsolute as isAbsolute4, join as join7, relative as relative2, resolve as resolve4 } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -41102,6 +41105,12 @@ var LOCK_CONTENTION = /index\.lock|Another git process seems to be running|\.loc
 var DEFAULT_LOCK_RETRIES = 3;
 var DEFAULT_LOCK_RETRY_DELAY_MS = 1e3;
 var DEFAULT_TIMEOUT_MS = 10 * 60 * 1e3;
+var CandidateRefused = class extends HillclimbError {
+  name = "CandidateRefused";
+  constructor(message) {
+    super(message, { exitCode: ExitCode2.badInput });
+  }
+};
 var GitError = class extends HillclimbError {
   name = "GitError";
   commandLine;
@@ -41489,6 +41498,87 @@ var Git = class _Git {
     assertRefName(ref);
     await this.git(["fetch", "--quiet", "--no-tags", resolve4(file), `+${ref}:${ref}`]);
   }
+  /**
+   * Take a candidate's commits from a git bundle that untrusted code may have shaped (another job's
+   * artifact). The bundle must name exactly `ref`, need nothing but `champion`, and (when given) point at
+   * `expectedHead`. Its objects land in a throwaway repository first; there the commits must form one
+   * line of single-parent commits on top of the champion, changing only regular files. Only then is the
+   * head fetched into this repository, which copies the objects it reaches and nothing else of the
+   * bundle (extra commits, blobs, refs stay behind). Throws CandidateRefused naming the problem.
+   */
+  async importBundle(file, opts) {
+    assertRefName(opts.ref);
+    assertSha(opts.champion);
+    const refuse = (why) => new CandidateRefused(`${file}: ${why}`);
+    const header = parseBundleHeader(readBundleHeader(file));
+    if (!header) throw refuse("not a git bundle (v2 or v3)");
+    if (header.refs.length !== 1 || header.refs[0].ref !== opts.ref) {
+      throw refuse(
+        `must hold exactly ${opts.ref}; it holds ${header.refs.map((r) => r.ref).join(", ") || "nothing"}`
+      );
+    }
+    const head = header.refs[0].sha;
+    if (opts.expectedHead !== void 0 && head !== opts.expectedHead) {
+      throw refuse(`its head ${head.slice(0, 12)} is not the expected ${opts.expectedHead.slice(0, 12)}`);
+    }
+    const foreign = header.prerequisites.filter((p) => p !== opts.champion);
+    if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
+    const quarantine = mkdtempSync(join7(tmpdir2(), "hc-import-"));
+    try {
+      await this.git(["init", "--quiet", "--bare", "--", quarantine]);
+      writeFileSync(join7(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+`);
+      const q = ["--git-dir", quarantine];
+      const imported = "refs/hillclimb/import";
+      await this.git([...q, "fetch", "--quiet", "--no-tags", resolve4(file), `${opts.ref}:${imported}`]);
+      const max = opts.maxCommits ?? 100;
+      const lines = (await this.git([
+        ...q,
+        "rev-list",
+        "--parents",
+        `--max-count=${max + 1}`,
+        imported,
+        `^${opts.champion}`,
+        "--"
+      ])).stdout.split("\n").filter((l) => l !== "");
+      if (lines.length === 0) throw refuse("it adds no commit on top of the champion");
+      if (lines.length > max) throw refuse(`more than ${max} commits`);
+      const chain = lines.map((l) => l.split(" "));
+      for (const [i, [sha, ...parents]] of chain.entries()) {
+        const expected = i + 1 < chain.length ? chain[i + 1][0] : opts.champion;
+        if (parents.length !== 1 || parents[0] !== expected) {
+          throw refuse(
+            `commit ${sha.slice(0, 12)} is not a single-parent commit on the line from the champion`
+          );
+        }
+        const raw = (await this.git([...q, "diff-tree", "-r", "-z", "--raw", "--no-renames", parents[0], sha, "--"])).stdout;
+        for (const change of parseRawDiff(raw)) {
+          if (!REGULAR_MODES.has(change.newMode)) {
+            throw refuse(
+              `commit ${sha.slice(0, 12)} makes ${change.path} a ${describeMode(change.newMode)}`
+            );
+          }
+        }
+      }
+      await this.git(["fetch", "--quiet", "--no-tags", quarantine, `+${imported}:${opts.ref}`]);
+      return { head, commits: chain.map(([sha]) => sha).reverse() };
+    } finally {
+      rmSync2(quarantine, { recursive: true, force: true });
+    }
+  }
+  /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
+  async nonRegularChanges(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const raw = (await this.git(["diff", "--raw", "-z", "--no-renames", "--no-ext-diff", a, b, "--"])).stdout;
+    return parseRawDiff(raw).filter((c) => !REGULAR_MODES.has(c.newMode)).map((c) => ({ path: c.path, mode: describeMode(c.newMode) }));
+  }
+  /** A commit's parents, in order. */
+  async parents(commit2) {
+    assertRevision(commit2);
+    const r = await this.git(["rev-list", "--parents", "-n", "1", commit2, "--"]);
+    return r.stdout.trim().split(" ").slice(1);
+  }
   /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
   async formatPatch(base, head) {
     assertRevision(base);
@@ -41541,6 +41631,76 @@ var Git = class _Git {
     const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : void 0;
     await this.git(args, { input: message, config: identityConfig(opts.identity), ...env ? { env } : {} });
     return this.head();
+  }
+  /**
+   * A commit with `tree` of `treeOf` on the single parent `parent`, by the harness, dated `date`: the
+   * same inputs give the same SHA on any machine. Turns a person's change (a PR's merge commit) into one
+   * commit on its base, the shape every candidate has.
+   */
+  async commitTreeOf(treeOf, parent, message, date) {
+    assertRevision(treeOf);
+    assertRevision(parent);
+    const { name, email } = HARNESS_IDENTITY;
+    const r = await this.git(["commit-tree", `${treeOf}^{tree}`, "-p", parent, "-F", "-"], {
+      input: message,
+      env: {
+        GIT_AUTHOR_NAME: name,
+        GIT_AUTHOR_EMAIL: email,
+        GIT_COMMITTER_NAME: name,
+        GIT_COMMITTER_EMAIL: email,
+        GIT_AUTHOR_DATE: date,
+        GIT_COMMITTER_DATE: date
+      }
+    });
+    return r.stdout.trim();
+  }
+  /**
+   * A file's content at a commit, read from the tree — only when it is a regular file there (a link in
+   * a candidate's tree must never lead the harness to read what it points at). Undefined when absent.
+   */
+  async regularFileAt(commit2, path) {
+    assertRevision(commit2);
+    const entry = (await this.git(["ls-tree", "-z", commit2, "--", path])).stdout.split("\0")[0] ?? "";
+    if (entry === "") return void 0;
+    const [meta] = entry.split("	");
+    const [mode, type, oid] = (meta ?? "").split(" ");
+    if (type !== "blob" || mode !== "100644" && mode !== "100755") {
+      throw new HillclimbError(`${path} at ${commit2.slice(0, 12)} is not a regular file (mode ${mode})`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+    return (await this.git(["cat-file", "blob", oid])).stdout;
+  }
+  /**
+   * A commit on `parent` that sets one file to `content`, built from git objects alone: no checkout,
+   * no working-tree read or write (nothing a link in the tree could redirect). Same inputs, same SHA.
+   */
+  async commitFile(parent, path, content, message, opts) {
+    assertRevision(parent);
+    const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
+    const scratch = mkdtempSync(join7(tmpdir2(), "hc-index-"));
+    try {
+      const env = { GIT_INDEX_FILE: join7(scratch, "index") };
+      await this.git(["read-tree", parent], { env });
+      await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
+      const tree = (await this.git(["write-tree"], { env })).stdout.trim();
+      const { name, email } = opts.identity;
+      assertIdentity(opts.identity);
+      const r = await this.git(["commit-tree", tree, "-p", parent, "-F", "-"], {
+        input: message,
+        env: {
+          GIT_AUTHOR_NAME: name,
+          GIT_AUTHOR_EMAIL: email,
+          GIT_COMMITTER_NAME: name,
+          GIT_COMMITTER_EMAIL: email,
+          GIT_AUTHOR_DATE: opts.date,
+          GIT_COMMITTER_DATE: opts.date
+        }
+      });
+      return r.stdout.trim();
+    } finally {
+      rmSync2(scratch, { recursive: true, force: true });
+    }
   }
   /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
   async revert(commit2, identity = HARNESS_IDENTITY) {
@@ -41767,6 +41927,52 @@ function assertRefName(ref) {
     });
   }
 }
+var REGULAR_MODES = /* @__PURE__ */ new Set(["100644", "100755", "000000"]);
+function describeMode(mode) {
+  return mode === "120000" ? "symbolic link" : mode === "160000" ? "submodule" : `mode ${mode} entry`;
+}
+function parseRawDiff(out) {
+  const parts = out.split("\0");
+  const changes = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const meta = parts[i];
+    if (!meta.startsWith(":")) break;
+    const [oldMode, newMode] = meta.slice(1).split(" ");
+    changes.push({ path: parts[i + 1], oldMode, newMode });
+  }
+  return changes;
+}
+function readBundleHeader(file) {
+  const fd = openSync2(file, "r");
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.subarray(0, n).toString("latin1");
+  } catch {
+    return "";
+  } finally {
+    closeSync2(fd);
+  }
+}
+function parseBundleHeader(text3) {
+  const lines = text3.split("\n");
+  if (lines[0] !== "# v2 git bundle" && lines[0] !== "# v3 git bundle") return void 0;
+  const prerequisites = [];
+  const refs = [];
+  for (const line of lines.slice(1)) {
+    if (line === "") return { prerequisites, refs };
+    if (line.startsWith("@")) continue;
+    const pre = /^-([0-9a-f]{40}|[0-9a-f]{64})(?: .*)?$/.exec(line);
+    if (pre) {
+      prerequisites.push(pre[1]);
+      continue;
+    }
+    const ref = /^([0-9a-f]{40}|[0-9a-f]{64}) (\S+)$/.exec(line);
+    if (!ref) return void 0;
+    refs.push({ sha: ref[1], ref: ref[2] });
+  }
+  return void 0;
+}
 
 // src/agent/leftovers.ts
 var SUBJECT_MAX = 72;
@@ -41832,7 +42038,7 @@ var CodexAgent = class {
     const scratch = mkdtempSync2(join8(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
     try {
       const schemaFile = join8(scratch, "result.schema.json");
-      writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      writeFileSync2(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const args = codexArgs({
         workdir: request2.workdir,
@@ -41933,7 +42139,7 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync8, readdirSync, readFileSync as readFileSync4, writeFileSync as writeFileSync2 } from "node:fs";
+import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync8, readdirSync, readFileSync as readFileSync4, writeFileSync as writeFileSync3 } from "node:fs";
 import { basename, dirname as dirname9, join as join9 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
@@ -42008,7 +42214,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync2(request2.resultFile, readFileSync4(entry.companion));
+    if (entry.companion) writeFileSync3(request2.resultFile, readFileSync4(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -42061,7 +42267,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync2(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync3(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -42176,7 +42382,7 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync8, readFileSync as readFileSync5, realpathSync as realpathSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync8, readFileSync as readFileSync5, realpathSync as realpathSync2, writeFileSync as writeFileSync4 } from "node:fs";
 import { dirname as dirname10, join as join10 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
@@ -42200,15 +42406,15 @@ function interpreterReadPaths(python) {
 
 // src/util/untrusted-files.ts
 import {
-  closeSync as closeSync2,
+  closeSync as closeSync3,
   constants as constants4,
   copyFileSync,
   fstatSync,
   lstatSync,
   mkdirSync as mkdirSync9,
-  openSync as openSync2,
+  openSync as openSync3,
   readdirSync as readdirSync2,
-  readSync
+  readSync as readSync2
 } from "node:fs";
 import { join as join11, relative as relative3 } from "node:path";
 var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
@@ -42227,7 +42433,7 @@ function notPlainFile(path) {
 function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
   let fd;
   try {
-    fd = openSync2(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+    fd = openSync3(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
   } catch (e) {
     const code2 = e.code;
     throw new Error(
@@ -42242,13 +42448,13 @@ function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
     const buf = Buffer.alloc(st.size);
     let off = 0;
     while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
+      const n = readSync2(fd, buf, off, buf.length - off, off);
       if (n === 0) break;
       off += n;
     }
     return buf.subarray(0, off);
   } finally {
-    closeSync2(fd);
+    closeSync3(fd);
   }
 }
 function copyPlainTree(src, dest, opts = {}) {
@@ -42315,7 +42521,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync10, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
+import { mkdirSync as mkdirSync10, rmSync as rmSync4, writeFileSync as writeFileSync5 } from "node:fs";
 import { dirname as dirname11, join as join12 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -42423,7 +42629,7 @@ function installOutputs(archive, outputs) {
       mkdirSync10(target, { recursive: true });
     } else {
       mkdirSync10(dirname11(target), { recursive: true });
-      writeFileSync4(target, entry.data);
+      writeFileSync5(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -43636,7 +43842,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync13, readdirSync as readdirSync4, readFileSync as readFileSync7, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
+import { mkdirSync as mkdirSync13, readdirSync as readdirSync4, readFileSync as readFileSync7, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync6 } from "node:fs";
 import { join as join16 } from "node:path";
 function tpuStateDir(stateDir) {
   return join16(stateDir, "tpu");
@@ -43646,7 +43852,7 @@ function writeRecord(dir, record2) {
   mkdirSync13(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync5(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync6(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync2(tmp, file);
 }
@@ -44467,7 +44673,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join38 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join39 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -44475,13 +44681,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join38(key),
+        keyPath: join39(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join38(String(e.params.missingProperty)),
+        keyPath: join39(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -49668,7 +49874,7 @@ function redactUrl(url) {
 
 // src/forge/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3, readFileSync as readFileSync11, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync4, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync11, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep3 } from "node:timers/promises";
@@ -49690,11 +49896,11 @@ async function acquire(lockPath, opts) {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
-      const fd = openSync3(lockPath, "wx");
+      const fd = openSync4(lockPath, "wx");
       try {
         writeSync2(fd, JSON.stringify({ ...content, acquiredAt: (/* @__PURE__ */ new Date()).toISOString() }));
       } finally {
-        closeSync3(fd);
+        closeSync4(fd);
       }
       return token;
     } catch (e) {
@@ -59173,29 +59379,110 @@ function getStoreTypes() {
   return [...builders4.keys()].sort();
 }
 
-// src/loop/context.ts
+// src/loop/attestation.ts
 import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync15, mkdirSync as mkdirSync19, readFileSync as readFileSync12, writeFileSync as writeFileSync6 } from "node:fs";
+import { existsSync as existsSync15, lstatSync as lstatSync2, readdirSync as readdirSync7, readFileSync as readFileSync12 } from "node:fs";
+import { join as join25 } from "node:path";
+function bundleDigest(dir) {
+  const lines = [];
+  const walk2 = (rel) => {
+    const abs = rel === "" ? dir : join25(dir, rel);
+    const st = lstatSync2(abs);
+    if (st.isDirectory()) {
+      for (const name of readdirSync7(abs).sort()) walk2(rel === "" ? name : `${rel}/${name}`);
+      return;
+    }
+    const data = readPlainFile(abs);
+    lines.push(`${createHash5("sha256").update(data).digest("hex")}  ${rel}`);
+  };
+  walk2("");
+  lines.sort();
+  return createHash5("sha256").update(`${lines.join("\n")}
+`).digest("hex");
+}
+function attestBundle(bundle, ev, phase, verified) {
+  return {
+    v: 1,
+    phase,
+    digest: bundleDigest(bundle.dir),
+    champion: ev.base.commit,
+    ...ev.candidate ? { candidate: ev.candidate.commit } : {},
+    verdict: ev.verdict ?? "",
+    verified
+  };
+}
+function parseAttestation(text3, source) {
+  const bad2 = (why) => new HillclimbError(`${source}: ${why}`, {
+    hint: "pass the attestation output of the job that produced the bundle, unchanged",
+    exitCode: ExitCode2.badInput
+  });
+  let v;
+  try {
+    v = JSON.parse(text3);
+  } catch {
+    throw bad2("not JSON");
+  }
+  const a = v;
+  if (typeof v !== "object" || v === null || a.v !== 1) throw bad2("not a hillclimb attestation (v1)");
+  if (typeof a.digest !== "string" || !/^[0-9a-f]{64}$/.test(a.digest))
+    throw bad2("digest must be 64 hex digits");
+  if (typeof a.champion !== "string" || !/^[0-9a-f]{40}$/.test(a.champion))
+    throw bad2("champion must be a full SHA");
+  if (a.candidate !== void 0 && (typeof a.candidate !== "string" || !/^[0-9a-f]{40}$/.test(a.candidate))) {
+    throw bad2("candidate must be a full SHA");
+  }
+  if (typeof a.phase !== "string" || typeof a.verdict !== "string" || typeof a.verified !== "boolean") {
+    throw bad2("phase, verdict and verified are required");
+  }
+  return {
+    v: 1,
+    phase: a.phase,
+    digest: a.digest,
+    champion: a.champion,
+    ...a.candidate ? { candidate: a.candidate } : {},
+    verdict: a.verdict,
+    verified: a.verified
+  };
+}
+function localAttestationFile(stateDir, runId, iteration) {
+  return join25(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+}
+function writeLocalAttestation(file, a) {
+  writeFileAtomic(file, `${JSON.stringify(a)}
+`);
+}
+function readLocalAttestation(file) {
+  if (!existsSync15(file)) return void 0;
+  try {
+    return parseAttestation(readFileSync12(file, "utf8"), file);
+  } catch {
+    return void 0;
+  }
+}
+
+// src/loop/context.ts
+import { createHash as createHash6 } from "node:crypto";
+import { existsSync as existsSync16, mkdirSync as mkdirSync19, readFileSync as readFileSync13, writeFileSync as writeFileSync7 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
-import { join as join25, resolve as resolve14 } from "node:path";
+import { join as join26, resolve as resolve14 } from "node:path";
 var NO_AGENT = {
   name: "none",
   run: () => Promise.reject(new Error("this phase runs no agent"))
 };
 function configHash(config) {
-  return createHash5("sha256").update(readFileSync12(config.file)).digest("hex").slice(0, 16);
+  return createHash6("sha256").update(readFileSync13(config.file)).digest("hex").slice(0, 16);
 }
 function stateDirOf(config) {
   const dir = resolve14(config.root, config.paths.state_dir);
-  const ignore = join25(dir, ".gitignore");
-  if (!existsSync15(ignore)) {
+  const ignore = join26(dir, ".gitignore");
+  if (!existsSync16(ignore)) {
     mkdirSync19(dir, { recursive: true });
-    writeFileSync6(ignore, "# hillclimb state: never committed\n*\n");
+    writeFileSync7(ignore, "# hillclimb state: never committed\n*\n");
   }
   return dir;
 }
 function runDirOf(stateDir, runId) {
-  return join25(stateDir, "runs", runId);
+  return join26(stateDir, "runs", runId);
 }
 function currentJobId(env = process.env) {
   if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
@@ -59243,6 +59530,9 @@ function unverifiedReasons(ev) {
       step === "propose" ? "the agent ran unsandboxed on the machine that measured" : `the ${step} step ran candidate code unsandboxed`
     );
   }
+  if (ev.measurement && ev.steps["cpu-gate"] !== void 0 && ev.gates.cpu?.status !== "passed") {
+    reasons.push("no believable CPU gate pass (the gate did not run here, or its result was not attested)");
+  }
   return reasons;
 }
 
@@ -59275,7 +59565,7 @@ var decideStep = {
 };
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync17 } from "node:fs";
+import { existsSync as existsSync18 } from "node:fs";
 
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
@@ -63624,22 +63914,22 @@ function jobId(runId, iteration, ...parts) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync16, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join26 } from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync14 } from "node:fs";
+import { join as join27 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join27(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join26(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join27(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 function agentRepoPath(ctx, iteration) {
-  return join26(ctx.runDir, "agent", iterationDirName(iteration), "repo");
+  return join27(ctx.runDir, "agent", iterationDirName(iteration), "repo");
 }
 function agentOutputPath(ctx, iteration) {
-  return join26(ctx.runDir, "agent", iterationDirName(iteration), "out");
+  return join27(ctx.runDir, "agent", iterationDirName(iteration), "out");
 }
 async function worktreeAt(ctx, path, commit2) {
-  if (existsSync16(path)) {
+  if (existsSync17(path)) {
     try {
       const wt = await Git.create(path);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
@@ -63704,7 +63994,7 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync17(junitFile)) {
+  if (existsSync18(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       const failing = report.cases.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.classname}::${c.name}${c.message ? ` \u2014 ${c.message.split("\n")[0]}` : ""}`);
@@ -63797,17 +64087,21 @@ function matchAny(globs, path) {
 }
 
 // src/workspace/guard.ts
+var GIT_CONTROL = /(?:^|\/)\.git(?:attributes|modules)$/;
 function classifyChanges(changedPaths, rules) {
   const protectedTouched = [];
   const outsideEditable = [];
+  const gitControl = [];
   for (const path of [...new Set(changedPaths)].sort()) {
+    if (GIT_CONTROL.test(path)) gitControl.push(path);
     if (matchAny(rules.protected, path)) protectedTouched.push(path);
     else if (!matchAny(rules.editable, path)) outsideEditable.push(path);
   }
   return {
-    allowed: protectedTouched.length === 0 && outsideEditable.length === 0,
+    allowed: protectedTouched.length === 0 && outsideEditable.length === 0 && gitControl.length === 0,
     protectedTouched,
-    outsideEditable
+    outsideEditable,
+    gitControl
   };
 }
 function describeViolations(result) {
@@ -63819,6 +64113,9 @@ function describeViolations(result) {
   }
   if (result.outsideEditable.length > 0) {
     parts.push(list(result.outsideEditable, "path outside editable", "paths outside editable"));
+  }
+  if (result.gitControl.length > 0) {
+    parts.push(list(result.gitControl, "git control file changed", "git control files changed"));
   }
   return parts.join("; ");
 }
@@ -64286,8 +64583,11 @@ var guardStep = {
         excerpt: f.excerpt
       }))
     };
+    const nonRegular = await ctx.git.nonRegularChanges(ev.base.commit, candidate.commit);
+    if (nonRegular.length > 0) ev.guard.allowed = false;
     const reasons = [];
     if (!paths.allowed) reasons.push(describeViolations(paths));
+    for (const n of nonRegular) reasons.push(`${n.path} is a ${n.mode}: only regular files may change`);
     for (const f of scan.findings.filter((x) => x.severity === "block")) {
       reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ""} ${f.ruleId}: ${f.reason}`);
     }
@@ -64298,20 +64598,20 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync18, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
-import { join as join28 } from "node:path";
+import { existsSync as existsSync19, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
+import { join as join29 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
-import { readFileSync as readFileSync13 } from "node:fs";
-import { join as join27 } from "node:path";
+import { readFileSync as readFileSync14 } from "node:fs";
+import { join as join28 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync13(join27(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync14(join28(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -65320,10 +65620,10 @@ async function comparability(bundle, m, run2) {
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync18(ctx.runDir)) return groups2;
-  for (const name of readdirSync8(ctx.runDir).sort()) {
+  if (!existsSync19(ctx.runDir)) return groups2;
+  for (const name of readdirSync9(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join28(ctx.runDir, name));
+    const b = new Bundle(join29(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -65334,8 +65634,8 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync21, readFileSync as readFileSync16 } from "node:fs";
-import { join as join32, resolve as resolve15 } from "node:path";
+import { existsSync as existsSync22, readFileSync as readFileSync17 } from "node:fs";
+import { join as join33, resolve as resolve15 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -65349,8 +65649,8 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync14 } from "node:fs";
-import { join as join29 } from "node:path";
+import { existsSync as existsSync20, readdirSync as readdirSync10, readFileSync as readFileSync15 } from "node:fs";
+import { join as join30 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -65372,8 +65672,8 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync19(dir)) return [];
-  return readdirSync9(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  if (!existsSync20(dir)) return [];
+  return readdirSync10(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -65384,8 +65684,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync14(join29(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join29(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync15(join30(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join30(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -65419,9 +65719,9 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 }
 
 // src/loop/steps/profile.ts
-import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync20, mkdirSync as mkdirSync20, rmSync as rmSync16 } from "node:fs";
-import { join as join31 } from "node:path";
+import { createHash as createHash7 } from "node:crypto";
+import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync16 } from "node:fs";
+import { join as join32 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -65533,7 +65833,7 @@ function round(ms2) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync6, openSync as openSync6, readFileSync as readFileSync15, readSync as readSync4 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync16, readSync as readSync5 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -66640,8 +66940,8 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync4, openSync as openSync4, readdirSync as readdirSync10, readSync as readSync2, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join30 } from "node:path";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { basename as basename6, join as join31 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66665,7 +66965,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync10(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
+  const files = readdirSync11(runDir).filter((f) => statSync8(join31(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -66673,7 +66973,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join30(runDir, sorted[0]), format, notes };
+    return { path: join31(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -66684,7 +66984,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join31(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -66694,17 +66994,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync10(dir);
+  const entries = readdirSync11(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join30(dir, "plugins", "profile"), dir]) {
+  for (const base of [join31(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync10(base).filter((r) => statSync8(join30(base, r)).isDirectory());
+      runs = readdirSync11(base).filter((r) => statSync8(join31(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync10(join30(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync11(join31(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -66719,13 +67019,13 @@ function riegeliError(path) {
   });
 }
 function readHead(path, n) {
-  const fd = openSync4(path, "r");
+  const fd = openSync5(path, "r");
   try {
     const buf = Buffer.alloc(n);
-    const got = readSync2(fd, buf, 0, n, 0);
+    const got = readSync3(fd, buf, 0, n, 0);
     return buf.subarray(0, got);
   } finally {
-    closeSync4(fd);
+    closeSync5(fd);
   }
 }
 
@@ -66735,7 +67035,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync as gunzipSync2 } from "node:zlib";
 
 // src/evidence/trace/wire.ts
-import { closeSync as closeSync5, openSync as openSync5, readSync as readSync3 } from "node:fs";
+import { closeSync as closeSync6, openSync as openSync6, readSync as readSync4 } from "node:fs";
 var WIRE_VARINT = 0;
 var WIRE_I64 = 1;
 var WIRE_LEN = 2;
@@ -66756,7 +67056,7 @@ var FileWindow = class {
   constructor(path, size, window2 = WINDOW) {
     this.path = path;
     this.size = size;
-    this.fd = openSync5(path, "r");
+    this.fd = openSync6(path, "r");
     this.buf = Buffer.allocUnsafe(Math.min(window2, Math.max(size, 16)));
   }
   path;
@@ -66770,7 +67070,7 @@ var FileWindow = class {
   bytesRead = 0;
   fd;
   close() {
-    closeSync5(this.fd);
+    closeSync6(this.fd);
   }
   /** Make `[pos, pos + n)` readable; returns the buffer index of `pos`. Throws past the end of file. */
   ensure(pos, n) {
@@ -66784,7 +67084,7 @@ var FileWindow = class {
     const want = Math.min(this.buf.length, this.size - pos);
     let got = 0;
     while (got < want) {
-      const r = readSync3(this.fd, this.buf, got, want - got, pos + got);
+      const r = readSync4(this.fd, this.buf, got, want - got, pos + got);
       if (r === 0) break;
       got += r;
     }
@@ -68533,15 +68833,15 @@ function savedSummary(path) {
   if (!path.endsWith(".json")) return void 0;
   let head = "";
   try {
-    const fd = openSync6(path, "r");
+    const fd = openSync7(path, "r");
     const buf = Buffer.alloc(256);
-    head = buf.subarray(0, readSync4(fd, buf, 0, 256, 0)).toString("utf8");
-    closeSync6(fd);
+    head = buf.subarray(0, readSync5(fd, buf, 0, 256, 0)).toString("utf8");
+    closeSync7(fd);
   } catch {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync15(path, "utf8"));
+  const parsed = JSON.parse(readFileSync16(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -68624,16 +68924,16 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join31(ctx.stateDir, "cache", "profiles", key);
+  const key = createHash7("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  return join32(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join31(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync20(local)) return readJson(local);
+  const local = join32(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync21(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join31(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return readJson(copy);
   } catch (e) {
@@ -68650,9 +68950,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join31(dir, "summary.json");
-  const traceDir = join31(dir, "trace");
-  if (existsSync20(summaryFile))
+  const summaryFile = join32(dir, "summary.json");
+  const traceDir = join32(dir, "trace");
+  if (existsSync21(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -68663,8 +68963,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join31(dir, "metrics.json"),
-      log: join31(dir, "profile.log")
+      metrics: join32(dir, "metrics.json"),
+      log: join32(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68700,14 +69000,14 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join32(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
+      result_file: join33(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve15(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
       )
     };
     const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync16(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync17(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -68718,10 +69018,10 @@ function agentTestCommand(ctx, iteration) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: "python",
     root: agentRepoPath(ctx, iteration),
-    junit: join32(out, "junit.xml"),
-    metrics: join32(out, "metrics.json"),
-    trace: join32(out, "trace"),
-    cache: join32(out, "cache")
+    junit: join33(out, "junit.xml"),
+    metrics: join33(out, "metrics.json"),
+    trace: join33(out, "trace"),
+    cache: join33(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -68760,9 +69060,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join32(ctx.runDir, "hillclimb-log.md");
+  const runLog = join33(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync21(runLog) ? recentLogEntries(readFileSync16(runLog, "utf8"), n) : [];
+  let entries = existsSync22(runLog) ? recentLogEntries(readFileSync17(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68771,12 +69071,12 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync22, mkdirSync as mkdirSync22, readFileSync as readFileSync18, rmSync as rmSync18 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join34 } from "node:path";
+import { existsSync as existsSync23, mkdirSync as mkdirSync22, readFileSync as readFileSync19, rmSync as rmSync18 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join35 } from "node:path";
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync2, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync17, rmSync as rmSync17 } from "node:fs";
-import { join as join33 } from "node:path";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync18, rmSync as rmSync17 } from "node:fs";
+import { join as join34 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
   maxTotalBytes: 512 * 1024 * 1024
@@ -68787,11 +69087,11 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   let total = 0;
   const seen = /* @__PURE__ */ new Set();
   const walk2 = (rel) => {
-    const from = join33(src, rel);
-    const st = lstatSync2(from);
+    const from = join34(src, rel);
+    const st = lstatSync3(from);
     if (st.isDirectory()) {
-      if (rel !== "") mkdirSync21(join33(dest, rel), { recursive: true });
-      for (const name of readdirSync11(from).sort()) {
+      if (rel !== "") mkdirSync21(join34(dest, rel), { recursive: true });
+      for (const name of readdirSync12(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk2(rel === "" ? name : `${rel}/${name}`);
       }
@@ -68805,7 +69105,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
       return;
     }
     total += st.size;
-    const to = join33(dest, rel);
+    const to = join34(dest, rel);
     if (sameContent2(from, to)) return;
     rmSync17(to, { recursive: true, force: true });
     copyFileSync5(from, to, constants6.COPYFILE_EXCL);
@@ -68813,10 +69113,10 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   };
   walk2("");
   const prune = (rel) => {
-    const at = join33(dest, rel);
-    const st = lstatSync2(at);
+    const at = join34(dest, rel);
+    const st = lstatSync3(at);
     if (st.isDirectory()) {
-      for (const name of readdirSync11(at).sort()) {
+      for (const name of readdirSync12(at).sort()) {
         if (rel === "" && name === ".git") continue;
         prune(rel === "" ? name : `${rel}/${name}`);
       }
@@ -68833,25 +69133,25 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
 function sameContent2(a, b) {
   let st;
   try {
-    st = lstatSync2(b);
+    st = lstatSync3(b);
   } catch {
     return false;
   }
-  if (!st.isFile() || st.size !== lstatSync2(a).size) return false;
-  return readFileSync17(a).equals(readFileSync17(b));
+  if (!st.isFile() || st.size !== lstatSync3(a).size) return false;
+  return readFileSync18(a).equals(readFileSync18(b));
 }
 function readAgentHead(repo) {
-  const gitDir = join33(repo, ".git");
-  const head = readSmallFile(join33(gitDir, "HEAD"));
+  const gitDir = join34(repo, ".git");
+  const head = readSmallFile(join34(gitDir, "HEAD"));
   if (head === void 0) return void 0;
   const sha = /^([0-9a-f]{40})\s*$/.exec(head)?.[1];
   if (sha) return sha;
   const ref = /^ref: (refs\/[A-Za-z0-9._/-]+)\s*$/.exec(head)?.[1];
   if (!ref || ref.split("/").includes("..")) return void 0;
-  const loose = readSmallFile(join33(gitDir, ref));
+  const loose = readSmallFile(join34(gitDir, ref));
   const fromLoose = loose === void 0 ? void 0 : /^([0-9a-f]{40})\s*$/.exec(loose)?.[1];
   if (fromLoose) return fromLoose;
-  const packed = readSmallFile(join33(gitDir, "packed-refs"), 4 * 1024 * 1024);
+  const packed = readSmallFile(join34(gitDir, "packed-refs"), 4 * 1024 * 1024);
   for (const line of packed?.split("\n") ?? []) {
     const m = /^([0-9a-f]{40}) (refs\/\S+)$/.exec(line);
     if (m && m[2] === ref) return m[1];
@@ -68880,14 +69180,14 @@ var proposeStep = {
     mkdirSync22(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join34(out, AGENT_RESULT_NAME);
+    const resultFile = join35(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
-      prompt: readFileSync18(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync19(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join34(out, AGENT_LOG_NAME),
+      logFile: join35(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS4,
       env: {
@@ -68980,14 +69280,14 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join34(out, "home")
+      home: join35(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join34(repo, ".git", "objects");
-  if (head && head !== base && existsSync22(objects)) {
+  const objects = join35(repo, ".git", "objects");
+  if (head && head !== base && existsSync23(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
 `;
@@ -68996,7 +69296,7 @@ async function commitMessage2(ctx, repo, base, result) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync23, readFileSync as readFileSync19 } from "node:fs";
+import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -69185,11 +69485,17 @@ var publishStep = {
     save();
     const candidate = ev.candidate;
     if (!candidate) return { status: "done", note: "no commit: bundle stored, no PR" };
-    const head = candidate.logCommit ?? candidate.commit;
+    if (ev.guard?.allowed !== true) {
+      const why = ev.guard ? "the guard refused the change" : "the change was never guarded";
+      publish.warnings.push(`${why}: not pushed (no branch, no PR); the patch is in the stored bundle`);
+      save();
+      return { status: "done", note: `${why}: bundle stored, nothing pushed` };
+    }
+    const head = await pushableHead(ctx, ev);
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync23(bundle.path(BundleFiles.logEntry)) ? readFileSync19(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync24(bundle.path(BundleFiles.logEntry)) ? readFileSync20(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -69231,6 +69537,25 @@ var publishStep = {
     };
   }
 };
+async function pushableHead(ctx, ev) {
+  const candidate = ev.candidate;
+  if (!await ctx.git.isAncestor(ev.base.commit, candidate.commit)) {
+    throw new HillclimbError(
+      `refusing to push ${candidate.commit.slice(0, 12)}: it does not descend from the champion`
+    );
+  }
+  const log = candidate.logCommit;
+  if (log === void 0) return candidate.commit;
+  const parents = await ctx.git.parents(log);
+  const changed = await ctx.git.changedPaths(candidate.commit, log);
+  const logFile = ctx.config.paths.log_file;
+  if (parents.length !== 1 || parents[0] !== candidate.commit || changed.some((p) => p !== logFile)) {
+    throw new HillclimbError(
+      `refusing to push ${log.slice(0, 12)}: not the harness's log commit on the candidate (parents ${parents.join(", ")}; changes ${changed.join(", ") || "nothing"})`
+    );
+  }
+  return log;
+}
 async function storeBundle(store, bundle, ev, prefix) {
   ev.publish ??= { warnings: [] };
   const publish = ev.publish;
@@ -69261,11 +69586,11 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync7 } from "node:fs";
-import { join as join36 } from "node:path";
+import { existsSync as existsSync26, readFileSync as readFileSync22, writeFileSync as writeFileSync8 } from "node:fs";
+import { join as join37 } from "node:path";
 
 // src/report/log-entry.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash8 } from "node:crypto";
 var LOG_ENTRY_FORMAT = 1;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
@@ -69306,7 +69631,7 @@ function canonicalJson(value) {
 function evidenceDigest(evidence) {
   const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
   const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
 }
 function evidenceMarker(path, digest) {
   if (/\s|-->/.test(path))
@@ -69462,8 +69787,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
-import { join as join35 } from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync21 } from "node:fs";
+import { join as join36 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -69478,11 +69803,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join35(root, path);
-      if (!existsSync24(file)) continue;
+      const file = join36(root, path);
+      if (!existsSync25(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync20(file, "utf8"));
+        parsed = JSON.parse(readFileSync21(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -69755,14 +70080,14 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join36("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join37("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join36(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync25(runLog) ? readFileSync21(runLog, "utf8") : void 0;
+    const runLog = join37(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync26(runLog) ? readFileSync22(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync7(runLog, text3);
+      writeFileSync8(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -69771,7 +70096,7 @@ var recordStep = {
         ev.publish.warnings.push(line);
       }
     }
-    if (ev.candidate && !ev.candidate.logCommit) {
+    if (ev.candidate && !ev.candidate.logCommit && ev.guard?.allowed !== false) {
       ev.candidate.logCommit = await commitLogEntry(
         ctx,
         ev.iteration,
@@ -69783,7 +70108,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync25(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync26(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -69803,15 +70128,16 @@ function tagged(entry, runId, iteration) {
 `;
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
-  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join36(wt.root, ctx.config.paths.log_file);
-  const current = existsSync25(file) ? readFileSync21(file, "utf8") : void 0;
-  writeFileAtomic(file, appendLogEntry(current, entry));
-  await wt.stageAll();
-  return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
-    identity: HARNESS_IDENTITY,
-    date: await wt.commitDate(candidate)
-  });
+  const logFile = ctx.config.paths.log_file;
+  const current = await ctx.git.regularFileAt(candidate, logFile);
+  return ctx.git.commitFile(
+    candidate,
+    logFile,
+    appendLogEntry(current, entry),
+    `hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})
+`,
+    { identity: HARNESS_IDENTITY, date: await ctx.git.commitDate(candidate) }
+  );
 }
 
 // src/loop/iteration.ts
@@ -69944,13 +70270,13 @@ function isInfra(e) {
 }
 
 // src/loop/preflight.ts
-import { existsSync as existsSync26 } from "node:fs";
+import { existsSync as existsSync27 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync26(python)) {
+    if (!existsSync27(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -69960,90 +70286,184 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync27 } from "node:fs";
+import { existsSync as existsSync28, renameSync as renameSync6, rmSync as rmSync19 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   measure: ["measure", "profile", "decide", "record", "publish"],
   publish: ["record", "publish"]
 };
-async function revalidateBundle(ctx, bundle, phase, trustedBase) {
+var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "error"]);
+function quarantineBundle(bundle) {
+  const fresh = `${bundle.dir}.quarantine-${process.pid}`;
+  const old = `${bundle.dir}.untrusted-${process.pid}`;
+  rmSync19(fresh, { recursive: true, force: true });
+  const copied = copyPlainTree(bundle.dir, fresh);
+  renameSync6(bundle.dir, old);
+  renameSync6(fresh, bundle.dir);
+  rmSync19(old, { recursive: true, force: true });
+  return copied.refused;
+}
+async function acceptBundle(ctx, bundle, phase, opts) {
+  const refused = quarantineBundle(bundle);
+  for (const r of refused) ctx.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const ev = bundle.load();
-  if (trustedBase !== void 0) {
-    const expected = await ctx.git.revParse(trustedBase);
-    if (ev.base.commit !== expected) {
-      throw new HillclimbError(
-        `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
-        {
-          hint: "the bundle was changed after the propose phase; rerun the iteration",
-          exitCode: ExitCode2.badInput
-        }
-      );
-    }
+  if (opts.trustedBase === void 0) {
+    throw new HillclimbError(
+      `${bundle.dir} was made by another job, and no champion was given to check it against`,
+      {
+        hint: "pass the champion the workflow resolved (input base / --base)",
+        exitCode: ExitCode2.badInput
+      }
+    );
   }
-  const keptCpuFailure = ev.gates.cpu?.status === "failed" ? ev.gates.cpu : void 0;
-  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
-  if (phase !== "publish") {
-    ev.measurement = void 0;
-    ev.profile = void 0;
-    ev.gates = { ...keptCpuFailure && phase !== "cpu-gate" ? { cpu: keptCpuFailure } : {} };
-    if (phase !== "cpu-gate" && ev.steps["cpu-gate"] === void 0 && keptCpuFailure) {
-      ev.steps["cpu-gate"] = { status: "done", startedAt: ev.startedAt, finishedAt: ev.startedAt };
-    }
+  const expected = await ctx.git.revParse(opts.trustedBase);
+  if (ev.base.commit !== expected) {
+    throw new HillclimbError(
+      `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
+      {
+        hint: "the bundle was changed after the propose phase; rerun the iteration",
+        exitCode: ExitCode2.badInput
+      }
+    );
   }
-  const keptVerdict = phase === "publish" ? ev.verdict : void 0;
-  const keptReasons = phase === "publish" ? ev.verdictReasons : [];
-  ev.verdict = void 0;
-  ev.verdictReasons = [];
-  ev.stoppedAt = void 0;
+  const attested = opts.attestations.some((a) => attestedBy(a, bundle, expected, refused));
+  if (opts.pinnedSource !== void 0 && !(attested && ev.candidate?.from === opts.pinnedSource)) {
+    throw new HillclimbError(
+      `${bundle.dir}: not an attested bundle of the pinned commit ${opts.pinnedSource.slice(0, 12)}`,
+      {
+        hint: "pass the attestation of the job that made it; rerun /hillclimb measure",
+        exitCode: ExitCode2.badInput
+      }
+    );
+  }
+  const reported = attested ? void 0 : dropUntrustedResults(ev, phase);
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync27(file)) {
-    if (ev.candidate) {
-      throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
+  if (!existsSync28(file)) {
+    if (attested && ev.candidate !== void 0) {
+      throw new HillclimbError(`${file} is missing but the attested evidence names a candidate`, {
         exitCode: ExitCode2.badInput
       });
     }
-    ev.verdict = "no-op";
-    ev.verdictReasons = ["the agent made no commit"];
-    ev.stoppedAt = "propose";
+    delete ev.candidate;
+    if (!attested) settleWithoutCandidate(ev, reported);
     bundle.save(ev);
     return ev;
   }
-  const ref = candidateRef(ctx.runId, ev.iteration);
-  await ctx.git.fetchBundle(file, ref);
-  const head = await ctx.git.revParse(ref);
-  if (!await ctx.git.isAncestor(ev.base.commit, head)) {
-    ev.verdict = "invalid";
-    ev.verdictReasons = ["the candidate does not descend from the champion"];
-    ev.stoppedAt = "propose";
+  try {
+    const imported = await ctx.git.importBundle(file, {
+      ref: candidateRef(ctx.runId, ev.iteration),
+      champion: expected,
+      ...attested && ev.candidate ? { expectedHead: ev.candidate.commit } : {}
+    });
+    ev.candidate = {
+      ...ev.candidate?.from ? { from: ev.candidate.from } : {},
+      branch: iterationBranch(ctx, ev.iteration),
+      commit: imported.head,
+      commits: imported.commits,
+      subject: await ctx.git.subject(imported.head),
+      changedPaths: await ctx.git.changedPaths(expected, imported.head),
+      patchFile: BundleFiles.patch
+    };
+  } catch (e) {
+    if (!(e instanceof CandidateRefused)) throw e;
+    delete ev.candidate;
+    setVerdict(ev, "invalid", [`the candidate's commits were refused: ${e.message}`], "propose");
     bundle.save(ev);
     return ev;
   }
-  ev.candidate = {
-    ...ev.candidate ?? { patchFile: BundleFiles.patch },
-    branch: iterationBranch(ctx, ev.iteration),
-    commit: head,
-    commits: await ctx.git.commitsBetween(ev.base.commit, head),
-    subject: await ctx.git.subject(head),
-    changedPaths: await ctx.git.changedPaths(ev.base.commit, head),
-    patchFile: BundleFiles.patch
-  };
-  if (phase !== "publish") delete ev.candidate.logCommit;
-  const guard = await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  bundle.save(ev);
+  writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(expected, ev.candidate.commit));
+  const guardSkippedByTrust = attested && ev.steps.guard?.status === "skipped";
+  const startedAt = (/* @__PURE__ */ new Date()).toISOString();
+  const guard = guardSkippedByTrust ? { status: "done", note: void 0 } : await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  if (!guardSkippedByTrust) {
+    const note = guard.status === "verdict" ? `${guard.verdict}: ${guard.reasons[0] ?? ""}` : guard.note;
+    ev.steps = withStep(ev.steps, "guard", {
+      status: "done",
+      startedAt,
+      finishedAt: (/* @__PURE__ */ new Date()).toISOString(),
+      ...note ? { note: `re-checked on the imported commits: ${note}` } : { note: "re-checked on the imported commits" }
+    });
+  }
   if (guard.status === "verdict") {
-    ev.verdict = guard.verdict;
-    ev.verdictReasons = guard.reasons;
-    ev.stoppedAt = "guard";
-  } else if (keptCpuFailure && phase !== "cpu-gate") {
-    ev.verdict = "invalid";
-    ev.verdictReasons = [`CPU correctness failed: ${keptCpuFailure.reason ?? "see the JUnit report"}`];
-    ev.stoppedAt = "cpu-gate";
-  } else if (keptVerdict !== void 0) {
-    ev.verdict = keptVerdict;
-    ev.verdictReasons = keptReasons;
+    setVerdict(ev, guard.verdict, guard.reasons, "guard");
+  } else if (!attested && ev.gates.cpu?.status === "failed" && phase !== "cpu-gate") {
+    setVerdict(
+      ev,
+      "invalid",
+      [`CPU correctness failed: ${ev.gates.cpu.reason ?? "see the JUnit report"}`],
+      "cpu-gate"
+    );
+  } else if (!attested && phase === "publish") {
+    setVerdict(
+      ev,
+      "error",
+      [
+        "no attested result reached the publishing job: the gates and measurement are not believed (docs/security.md)"
+      ],
+      ev.stoppedAt
+    );
+  }
+  const unverified = unverifiedReasons(ev);
+  if (ev.verdict === "improved" && unverified.length > 0) {
+    setVerdict(
+      ev,
+      "needs-human",
+      [`measured as improved, but the numbers are unverified: ${unverified.join("; ")}`],
+      ev.stoppedAt
+    );
   }
   bundle.save(ev);
   return ev;
+}
+function attestedBy(a, bundle, champion, refused) {
+  if (!a?.verified || a.champion !== champion || refused.length > 0) return false;
+  try {
+    return bundleDigest(bundle.dir) === a.digest;
+  } catch {
+    return false;
+  }
+}
+function dropUntrustedResults(ev, phase) {
+  const keptCpuFailure = ev.gates.cpu?.status === "failed" ? ev.gates.cpu : void 0;
+  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
+  delete ev.steps.guard;
+  ev.measurement = void 0;
+  ev.profile = void 0;
+  ev.isolation = void 0;
+  ev.gates = keptCpuFailure && phase !== "cpu-gate" ? { cpu: keptCpuFailure } : {};
+  if (phase === "cpu-gate") delete ev.steps["cpu-gate"];
+  else if (!keptCpuFailure) {
+    ev.steps["cpu-gate"] = {
+      status: "skipped",
+      startedAt: ev.startedAt,
+      finishedAt: ev.startedAt,
+      note: "its result came without a valid attestation"
+    };
+  } else ev.steps["cpu-gate"] ??= { status: "done", startedAt: ev.startedAt, finishedAt: ev.startedAt };
+  const reported = ev.verdict ? { verdict: ev.verdict, reasons: ev.verdictReasons } : void 0;
+  ev.verdict = void 0;
+  ev.verdictReasons = [];
+  ev.stoppedAt = void 0;
+  delete ev.candidate?.logCommit;
+  return reported;
+}
+function settleWithoutCandidate(ev, reported) {
+  if (reported && HARMLESS_WITHOUT_CANDIDATE.has(reported.verdict)) {
+    setVerdict(ev, reported.verdict, reported.reasons, "propose");
+  } else {
+    setVerdict(ev, "no-op", ["the agent made no commit"], "propose");
+  }
+}
+function setVerdict(ev, verdict, reasons, at) {
+  ev.verdict = verdict;
+  ev.verdictReasons = reasons;
+  if (at) ev.stoppedAt = at;
+}
+function withStep(steps, name, record2) {
+  const all = { ...steps, [name]: record2 };
+  return Object.fromEntries(STEPS.filter((s) => all[s] !== void 0).map((s) => [s, all[s]]));
 }
 
 // src/loop/phases.ts
@@ -70058,7 +70478,7 @@ var PHASE_STEPS = {
 function historyKey(target) {
   return `history/${target}.jsonl`;
 }
-async function runPhase(phase, opts) {
+async function openPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
@@ -70069,7 +70489,7 @@ async function runPhase(phase, opts) {
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join37(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join38(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -70108,7 +70528,18 @@ async function runPhase(phase, opts) {
     job: currentJobId(),
     dryRun: Boolean(opts.dryRun)
   };
-  const trustFile = join37(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  return {
+    ctx,
+    bundle,
+    existing,
+    close: () => git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`))
+  };
+}
+async function runPhase(phase, opts) {
+  const { ctx, bundle, existing, close } = await openPhase(phase, opts);
+  const { stateDir, target, git: git3, backend, cpuBackend, store } = ctx;
+  const steps = PHASE_STEPS[phase];
+  const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -70124,8 +70555,16 @@ async function runPhase(phase, opts) {
       newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
     );
   }
-  if (existing && phase !== "propose" && phase !== "all" && !madeHere(bundle, trustFile)) {
-    await revalidateBundle(ctx, bundle, phase, opts.base);
+  if (existing && phase !== "propose" && phase !== "all") {
+    const local = readLocalAttestation(trustFile);
+    await acceptBundle(ctx, bundle, phase, {
+      trustedBase: opts.base ?? local?.champion,
+      attestations: [
+        opts.attestation !== void 0 ? parseAttestation(opts.attestation, "input attestation") : void 0,
+        local
+      ],
+      ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
+    });
   } else {
     await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
   }
@@ -70138,13 +70577,14 @@ async function runPhase(phase, opts) {
     for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
     if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
-    writeFileAtomic(trustFile, evidenceDigest2(bundle));
-    return { phase, evidence, bundleDir: bundle.dir, stateDir };
+    const attestation = attest(ctx, bundle, evidence, phase);
+    writeLocalAttestation(trustFile, attestation);
+    return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
   } finally {
     for (const b of opened) {
       await b.close().catch((e) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
     }
-    await git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`));
+    await close();
   }
 }
 async function resolveChampion(opts) {
@@ -70162,11 +70602,12 @@ async function resolveChampion(opts) {
   const git3 = await Git.create(config.root, { logger: opts.logger });
   return { commit: await git3.head(), source: "head" };
 }
-function evidenceDigest2(bundle) {
-  return createHash8("sha256").update(readFileSync22(bundle.path(BundleFiles.evidence))).digest("hex");
-}
-function madeHere(bundle, trustFile) {
-  return existsSync28(trustFile) && readFileSync22(trustFile, "utf8") === evidenceDigest2(bundle);
+function attest(ctx, bundle, ev, phase) {
+  const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
+    (r) => r.mode === "none" && r.job === ctx.job
+  );
+  const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
+  return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -70179,7 +70620,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync28(file)) {
+  if (!existsSync29(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -70196,8 +70637,16 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync28(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync29(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
+}
+function fullSha(value, what) {
+  if (!/^[0-9a-f]{40}$/.test(value)) {
+    throw new HillclimbError(`${what} must be a full 40-character commit SHA, got "${value}"`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  return value;
 }
 
 // actions/iterate/src/main.ts

@@ -5,7 +5,7 @@
  * base..head first.
  */
 import { choice, flag, optionalText, requiredText } from '../../../src/actions/inputs.js';
-import { phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
+import { phaseOptions, setAttestationOutput, setIterationOutputs } from '../../../src/actions/phase.js';
 import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
 import { prepareExternalChange } from '../../../src/loop/external.js';
 import { runPhase } from '../../../src/loop/phases.js';
@@ -32,6 +32,7 @@ await runAction(async ({ logger }) => {
   const evidence = result.evidence.gates[gate];
   const junit = evidence?.junit;
   setIterationOutputs(result);
+  setAttestationOutput(result);
   setOutputs({
     status: evidence?.status ?? 'not-run',
     'gate-reason': evidence?.reason ?? result.evidence.steps[phase]?.note ?? '',

@@ -4,7 +4,12 @@
  * its trace analysed and diffed against the champion's; then the verdict. The traces stay in the
  * bundle; the report action stores the bundle (traces included) and links them.
  */
-import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
+import {
+  iterationSummary,
+  phaseOptions,
+  setAttestationOutput,
+  setIterationOutputs,
+} from '../../../src/actions/phase.js';
 import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
 import { BundleFiles } from '../../../src/loop/bundle.js';
 import { runPhase } from '../../../src/loop/phases.js';
@@ -19,6 +24,7 @@ await runAction(async ({ logger }) => {
   const c = ev.measurement?.comparison;
   const profiled = ev.profile?.status === 'done';
   setIterationOutputs(result);
+  setAttestationOutput(result);
   setOutputs({
     ratio: c?.ratio,
     'ci-low': c?.ci?.lo,

@@ -38064,9 +38064,9 @@ __export(sha256_node_ZPWO3OWR_exports, {
   sha256Node: () => sha256Node
 });
 import { Readable } from "stream";
-import { createHash } from "crypto";
+import { createHash as createHash6 } from "crypto";
 async function* sha256Node(buffer, opts) {
-  const sha256Stream = createHash("sha256");
+  const sha256Stream = createHash6("sha256");
   const size = buffer instanceof Blob ? buffer.size : buffer.byteLength;
   let done = 0;
   const readable = buffer instanceof Blob ? Readable.fromWeb(buffer.stream()) : Readable.from(Buffer.from(buffer));
@@ -40122,6 +40122,8 @@ function phaseOptions(logger) {
   const iterations = positiveInteger("iterations");
   const base = optionalText("base");
   const runStartedAt = optionalText("run-started-at");
+  const attestation = optionalText("attestation");
+  const pinnedSource = optionalText("pinned-source");
   return {
     configFile: resolve(optionalText("config") ?? "hillclimb.yml"),
     overrides: configOverrides(),
@@ -40131,6 +40133,8 @@ function phaseOptions(logger) {
     ...iterations ? { totalIterations: iterations } : {},
     ...base ? { base } : {},
     ...runStartedAt ? { runStartedAt } : {},
+    ...attestation ? { attestation } : {},
+    ...pinnedSource ? { pinnedSource } : {},
     dryRun: flag("dry-run", false),
     logger,
     progress: (line) => logger.info(line)
@@ -40156,8 +40160,8 @@ function iterationSummary(result) {
 }
 
 // src/loop/external.ts
-import { rmSync as rmSync19 } from "node:fs";
-import { join as join38 } from "node:path";
+import { rmSync as rmSync20 } from "node:fs";
+import { join as join39 } from "node:path";
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
@@ -40406,7 +40410,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join39 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join40 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -40414,13 +40418,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join39(key),
+        keyPath: join40(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join39(String(e.params.missingProperty)),
+        keyPath: join40(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -40490,8 +40494,12 @@ function setPath(data, keyPath, value) {
   obj[keys[keys.length - 1]] = value;
 }
 
-// src/forge/factory.ts
-import { resolve as resolve4 } from "node:path";
+// src/workspace/git.ts
+import { createHash } from "node:crypto";
+import { closeSync as closeSync2, mkdirSync as mkdirSync3, mkdtempSync, openSync as openSync2, readSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname as dirname5, isAbsolute as isAbsolute2, join as join7, relative, resolve as resolve4 } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
@@ -40722,6 +40730,4161 @@ function indent(text3) {
   return text3.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
+// src/exec/find-on-path.ts
+import { accessSync, constants as constants3, statSync } from "node:fs";
+import { delimiter, isAbsolute, join as join6 } from "node:path";
+function findOnPath(name, path = process.env.PATH ?? "") {
+  if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join6(dir, name);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return void 0;
+}
+function isExecutable(file) {
+  try {
+    accessSync(file, constants3.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+// src/workspace/branch-name.ts
+var MAX_BRANCH_NAME_LENGTH = 200;
+var ALLOWED = /^[A-Za-z0-9._/-]+$/;
+function branchNameProblem(name) {
+  if (name === "") return "is empty";
+  if (name.length > MAX_BRANCH_NAME_LENGTH) return `is longer than ${MAX_BRANCH_NAME_LENGTH} characters`;
+  if (!ALLOWED.test(name)) {
+    const bad2 = [...name].find((c) => !ALLOWED.test(c)) ?? "";
+    return `contains ${JSON.stringify(bad2)}; only letters, digits, ".", "_", "-" and "/" are allowed`;
+  }
+  if (name.startsWith("-")) return 'starts with "-"';
+  if (name.startsWith("/") || name.endsWith("/")) return 'starts or ends with "/"';
+  if (name.endsWith(".")) return 'ends with "."';
+  if (name.includes("..")) return 'contains ".."';
+  if (name.includes("//")) return 'contains "//"';
+  for (const part of name.split("/")) {
+    if (part.startsWith(".")) return `has a component starting with "." (${part})`;
+    if (part.endsWith(".lock")) return `has a component ending in ".lock" (${part})`;
+  }
+  if (name === "HEAD") return 'is "HEAD"';
+  return void 0;
+}
+function assertBranchName(name) {
+  const problem = branchNameProblem(name);
+  if (problem !== void 0) {
+    throw new HillclimbError(`invalid branch name ${JSON.stringify(name)}: ${problem}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+}
+function loopBranchName(parts) {
+  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
+    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
+    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
+    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
+  assertBranchName(name);
+  return name;
+}
+
+// src/workspace/git.ts
+var HARNESS_IDENTITY = { name: "hillclimb", email: "hillclimb@users.noreply.invalid" };
+var STASH_PIN_PREFIX = "refs/hillclimb/stashes/";
+var HARDENING_CONFIG = {
+  "core.hooksPath": "/dev/null",
+  "core.fsmonitor": "false",
+  "core.quotePath": "false"
+};
+var GIT_ENV = {
+  GIT_TERMINAL_PROMPT: "0",
+  LC_ALL: "C",
+  LANGUAGE: "C"
+};
+var LOCK_CONTENTION = /index\.lock|Another git process seems to be running|\.lock': File exists/;
+var DEFAULT_LOCK_RETRIES = 3;
+var DEFAULT_LOCK_RETRY_DELAY_MS = 1e3;
+var DEFAULT_TIMEOUT_MS = 10 * 60 * 1e3;
+var CandidateRefused = class extends HillclimbError {
+  name = "CandidateRefused";
+  constructor(message) {
+    super(message, { exitCode: ExitCode2.badInput });
+  }
+};
+var GitError = class extends HillclimbError {
+  name = "GitError";
+  commandLine;
+  gitExitCode;
+  stderr;
+  constructor(commandLine, result, hint) {
+    const lines = (result.stderr || result.stdout).trim().split("\n");
+    const shown = lines.length > 6 ? [...lines.slice(0, 3), "\u2026", ...lines.slice(-2)] : lines;
+    const tail = shown.join("\n  ").trim();
+    super(`${commandLine}: exit code ${result.exitCode}${tail ? `
+  ${tail}` : ""}`, {
+      hint,
+      exitCode: ExitCode2.infra
+    });
+    this.commandLine = commandLine;
+    this.gitExitCode = result.exitCode;
+    this.stderr = result.stderr;
+  }
+};
+var Git = class _Git {
+  constructor(root, binary, opts) {
+    this.root = root;
+    this.binary = binary;
+    this.opts = opts;
+    this.secrets = secretsFromEnv();
+  }
+  root;
+  binary;
+  opts;
+  /** Worktrees this instance added; `close()` removes them. */
+  createdWorktrees = /* @__PURE__ */ new Set();
+  secrets;
+  /** Open the work tree containing `dir`. Throws a HillclimbError when git is missing or `dir` is not in one. */
+  static async create(dir, opts = {}) {
+    const binary = opts.binary ?? findOnPath("git");
+    if (!binary) {
+      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
+    }
+    const cwd = resolve4(dir);
+    const probe2 = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
+      cwd,
+      env: GIT_ENV,
+      allowedExitCodes: "any"
+    }).catch((e) => {
+      throw new HillclimbError(`cannot run git in ${cwd}: ${e.message}`, {
+        exitCode: ExitCode2.infra
+      });
+    });
+    const [inside, top] = probe2.stdout.trim().split("\n");
+    if (probe2.exitCode !== 0 || inside !== "true" || !top) {
+      throw new HillclimbError(`${cwd} is not inside a git work tree`, {
+        hint: "run hillclimb from a clone of the repository (git init or git clone first)",
+        exitCode: ExitCode2.badInput
+      });
+    }
+    return new _Git(top, binary, opts);
+  }
+  /**
+   * Clone `source` (a path or URL) into `dest` and open the clone. Used by the demo to work on a
+   * scratch copy, so the user's checkout never changes.
+   */
+  static async clone(source, dest, opts = {}) {
+    const binary = opts.binary ?? findOnPath("git");
+    if (!binary)
+      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
+    mkdirSync3(dirname5(resolve4(dest)), { recursive: true });
+    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve4(dest)], {
+      env: GIT_ENV,
+      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    });
+    return _Git.create(dest, opts);
+  }
+  /**
+   * A repository of its own for an agent at `dest`, checked out (detached) at `commit` of this one. It
+   * borrows this repository's objects read-only (alternates) and keeps its own `.git`: the agent may
+   * commit there and change anything under it, and none of it is this repository's config, hooks or refs.
+   */
+  async cloneForAgent(dest, commit2) {
+    assertSha(commit2);
+    rmSync(dest, { recursive: true, force: true });
+    mkdirSync3(dirname5(resolve4(dest)), { recursive: true });
+    await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
+    await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
+      config: { "advice.detachedHead": "false" }
+    });
+  }
+  /** The absolute path of this repository's object folder (shared by its worktrees). */
+  async objectsDir() {
+    return (await this.git(["rev-parse", "--path-format=absolute", "--git-path", "objects"])).stdout.trim();
+  }
+  /**
+   * Messages of the commits in `base..head`, oldest first, read from another repository's object folder
+   * without copying its objects or reading anything else of it (its config and hooks could be an
+   * agent's). Undefined when the objects are not there or not readable.
+   */
+  async messagesVia(objectsDir, base, head) {
+    assertSha(base);
+    assertSha(head);
+    const r = await this.git(["log", "--reverse", "-z", "--format=%B", `${base}..${head}`, "--"], {
+      env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: resolve4(objectsDir) },
+      allowedExitCodes: "any"
+    });
+    if (r.exitCode !== 0) return void 0;
+    return r.stdout.split("\0").map((m) => m.trim()).filter((m) => m !== "");
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Reading state
+  /** The full SHA of HEAD. */
+  async head() {
+    return this.revParse("HEAD");
+  }
+  /** The full SHA of the commit `ref` names. Throws when it names none. */
+  async revParse(ref) {
+    const sha = await this.tryRevParse(ref);
+    if (sha === void 0) {
+      throw new HillclimbError(`git: "${ref}" does not name a commit in ${this.root}`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+    return sha;
+  }
+  /** Like revParse, but undefined when `ref` names no commit. */
+  async tryRevParse(ref) {
+    assertRevision(ref);
+    const r = await this.git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], {
+      allowedExitCodes: [0, 1, 128]
+    });
+    return r.exitCode === 0 ? r.stdout.trim() : void 0;
+  }
+  /** The checked-out branch's short name; undefined on a detached HEAD. */
+  async currentBranch() {
+    const r = await this.git(["symbolic-ref", "--quiet", "--short", "HEAD"], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0 ? r.stdout.trim() : void 0;
+  }
+  /** Changed, staged and untracked files (ignored files excluded), from `status --porcelain=v2 -z`. */
+  async status() {
+    const r = await this.git(["status", "--porcelain=v2", "-z", "--untracked-files=all"], {
+      // A status must not take index.lock to refresh stat info: an agent may be running git too.
+      env: { GIT_OPTIONAL_LOCKS: "0" }
+    });
+    return parsePorcelainV2(r.stdout);
+  }
+  async isClean() {
+    return (await this.status()).length === 0;
+  }
+  /** Commits reachable from `b` but not from `a`, oldest first. */
+  async commitsBetween(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(["rev-list", "--reverse", `${a}..${b}`, "--"]);
+    return r.stdout.split("\n").filter((l) => l !== "");
+  }
+  /** Files that differ between two commits, with renames and copies detected. */
+  async changes(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git([
+      "diff",
+      "--name-status",
+      "-z",
+      "-M",
+      "--no-ext-diff",
+      "--no-textconv",
+      a,
+      b,
+      "--"
+    ]);
+    return parseNameStatus(r.stdout);
+  }
+  /** Every path that differs between two commits, sorted; a rename counts as both its paths. */
+  async changedPaths(a, b) {
+    const paths = /* @__PURE__ */ new Set();
+    for (const c of await this.changes(a, b)) {
+      paths.add(c.path);
+      if (c.oldPath !== void 0) paths.add(c.oldPath);
+    }
+    return [...paths].sort();
+  }
+  /** The unified diff between two commits (optionally limited to paths), as text. */
+  async diff(a, b, opts = {}) {
+    assertRevision(a);
+    assertRevision(b);
+    const args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M"];
+    if (opts.context !== void 0) args.push(`--unified=${opts.context}`);
+    args.push(a, b, "--", ...opts.paths ?? []);
+    return (await this.git(args)).stdout;
+  }
+  /** Lines added and deleted per file between two commits. */
+  async numstat(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(["diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv", a, b, "--"]);
+    return parseNumstat(r.stdout);
+  }
+  /** Whether `a` is an ancestor of (or equal to) `b`. */
+  async isAncestor(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(["merge-base", "--is-ancestor", a, b], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0;
+  }
+  /**
+   * A content hash of a commit's tree, or of just some paths in it (e.g. `kernels/harness` for the
+   * "harness hash" in provenance). Without paths: the git tree object id. With paths: sha256 of the
+   * recursive `ls-tree` listing (mode, type, object id, path) of those paths, so it changes exactly when a
+   * file under them is added, removed, renamed, re-moded or edited. Paths that do not exist add nothing.
+   */
+  async treeHash(commit2, paths) {
+    assertRevision(commit2);
+    if (paths === void 0 || paths.length === 0) {
+      return (await this.git(["rev-parse", "--verify", `${commit2}^{tree}`])).stdout.trim();
+    }
+    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2, "--", ...paths]);
+    return createHash("sha256").update(r.stdout).digest("hex");
+  }
+  /** A file's content at a commit; undefined when the file does not exist there. */
+  async show(commit2, path) {
+    assertRevision(commit2);
+    const r = await this.git(["rev-parse", "--verify", "--quiet", `${commit2}:${path}`], {
+      allowedExitCodes: [0, 1, 128]
+    });
+    if (r.exitCode !== 0) return void 0;
+    return (await this.git(["cat-file", "blob", r.stdout.trim()])).stdout;
+  }
+  /** Whether git accepts `name` as a branch name (`git check-ref-format --branch`). */
+  async checkBranchName(name) {
+    if (name.startsWith("-")) return false;
+    const r = await this.git(["check-ref-format", "--branch", name], { allowedExitCodes: [0, 1, 128] });
+    return r.exitCode === 0;
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Stash by SHA
+  /**
+   * Stash every change, untracked files included, and return the stash commit's SHA (undefined when the
+   * tree was clean). The SHA is read from `refs/stash` immediately after `stash push`, before anything
+   * else can run in the tree, and the commit is pinned under refs/hillclimb/stashes/<sha>. From then on
+   * the stash is addressed only by that SHA, never by `stash@{n}`: if the agent later stashes (shifting
+   * every index), drops or even clears the stash list, apply/drop still find this exact commit and the
+   * pin keeps it from garbage collection.
+   */
+  async stashChanges(message) {
+    if (await this.isClean()) return void 0;
+    const before = await this.stashTip();
+    await this.git(["stash", "push", "--include-untracked", "-m", message]);
+    const sha = await this.stashTip();
+    if (sha === void 0 || sha === before) return void 0;
+    await this.git([
+      "update-ref",
+      "-m",
+      `hillclimb: pin stash "${message}"`,
+      `${STASH_PIN_PREFIX}${sha}`,
+      sha
+    ]);
+    this.opts.logger?.debug(`stashed working-tree changes as ${sha}`);
+    return sha;
+  }
+  /** The stash list, newest first. */
+  async listStashes() {
+    const r = await this.git(["stash", "list", "--format=%H%x1f%gd%x1f%gs"]);
+    return r.stdout.split("\n").filter((l) => l !== "").map((l) => {
+      const [sha = "", selector = "", message = ""] = l.split("");
+      return { sha, selector, message };
+    });
+  }
+  /**
+   * Re-apply a stash by SHA. First a dry run in a temporary detached worktree at HEAD: if the stash does
+   * not apply cleanly there, nothing is touched and the stash is kept ("not restored", with the SHA so a
+   * person can apply it by hand). The working tree must also be clean, so the stash cannot mix with other
+   * changes. Only after both checks is it applied here and dropped. A stash is never lost.
+   */
+  async restoreStash(sha) {
+    assertSha(sha);
+    const probe2 = await this.probeStashApply(sha);
+    if (probe2 !== void 0) {
+      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe2}` };
+    }
+    if (!await this.isClean()) {
+      return { restored: false, sha, reason: "the working tree has uncommitted changes" };
+    }
+    const r = await this.git(["stash", "apply", "--quiet", sha], { allowedExitCodes: "any" });
+    if (r.exitCode !== 0) {
+      await this.git(["reset", "--merge"], { allowedExitCodes: [0, 128] });
+      return { restored: false, sha, reason: firstLines(r.stderr || r.stdout) };
+    }
+    await this.dropStash(sha);
+    this.opts.logger?.debug(`restored stash ${sha}`);
+    return { restored: true, sha };
+  }
+  /**
+   * Forget a stash: drop it from the stash list (its index is looked up by SHA now, since indices shift)
+   * and remove its pin. Returns false when it was neither listed nor pinned.
+   */
+  async dropStash(sha) {
+    assertSha(sha);
+    let found = false;
+    const entry = (await this.listStashes()).find((s) => s.sha === sha);
+    if (entry) {
+      await this.git(["stash", "drop", "--quiet", entry.selector]);
+      found = true;
+    }
+    const pin = `${STASH_PIN_PREFIX}${sha}`;
+    const pinned = await this.git(["rev-parse", "--verify", "--quiet", pin], { allowedExitCodes: [0, 1] });
+    if (pinned.exitCode === 0) {
+      await this.git(["update-ref", "-d", pin]);
+      found = true;
+    }
+    return found;
+  }
+  async stashTip() {
+    const r = await this.git(["rev-parse", "--verify", "--quiet", "refs/stash"], {
+      allowedExitCodes: [0, 1]
+    });
+    return r.exitCode === 0 ? r.stdout.trim() : void 0;
+  }
+  /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
+  async probeStashApply(sha) {
+    const dir = mkdtempSync(join7(tmpdir(), "hc-stash-probe-"));
+    const probe2 = join7(dir, "probe");
+    try {
+      await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
+      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
+      return r.exitCode === 0 ? void 0 : firstLines(r.stderr || r.stdout) || `exit code ${r.exitCode}`;
+    } finally {
+      await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
+      await this.git(["worktree", "prune"]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Worktrees (A/B arms)
+  /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
+  async addWorktree(path, commit2) {
+    const abs = resolve4(path);
+    const sha = await this.revParse(commit2);
+    await this.git(["worktree", "add", "--detach", "--quiet", "--", abs, sha]);
+    this.createdWorktrees.add(abs);
+    return { path: abs, commit: sha };
+  }
+  async removeWorktree(path) {
+    const abs = resolve4(path);
+    const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
+    if (r.exitCode !== 0) {
+      rmSync(abs, { recursive: true, force: true });
+      await this.git(["worktree", "prune"]);
+    }
+    this.createdWorktrees.delete(abs);
+  }
+  /** Undo what this instance created: remove every worktree it added. Safe to call more than once. */
+  async close() {
+    const problems = [];
+    for (const path of [...this.createdWorktrees]) {
+      try {
+        await this.removeWorktree(path);
+      } catch (e) {
+        problems.push(`${path}: ${e.message}`);
+      }
+    }
+    if (problems.length > 0) {
+      throw new HillclimbError(`could not remove worktrees:
+  ${problems.join("\n  ")}`, {
+        exitCode: ExitCode2.infra
+      });
+    }
+  }
+  /** Forget worktrees whose folders were deleted behind git's back (e.g. by a killed run). */
+  async pruneWorktrees() {
+    await this.git(["worktree", "prune"]);
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Moving commits between jobs
+  /** Point a ref (e.g. refs/hillclimb/candidates/<run>/i003) at a commit, creating it if needed. */
+  async updateRef(ref, commit2) {
+    assertRefName(ref);
+    await this.git(["update-ref", ref, await this.revParse(commit2)]);
+  }
+  /** Write the commits `base..ref` to a git bundle file, so another job can fetch them with their SHAs. */
+  async createBundle(file, ref, base) {
+    assertRefName(ref);
+    assertRevision(base);
+    mkdirSync3(dirname5(resolve4(file)), { recursive: true });
+    await this.git(["bundle", "create", "--quiet", resolve4(file), ref, `^${base}`]);
+  }
+  /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
+  async fetchBundle(file, ref) {
+    assertRefName(ref);
+    await this.git(["fetch", "--quiet", "--no-tags", resolve4(file), `+${ref}:${ref}`]);
+  }
+  /**
+   * Take a candidate's commits from a git bundle that untrusted code may have shaped (another job's
+   * artifact). The bundle must name exactly `ref`, need nothing but `champion`, and (when given) point at
+   * `expectedHead`. Its objects land in a throwaway repository first; there the commits must form one
+   * line of single-parent commits on top of the champion, changing only regular files. Only then is the
+   * head fetched into this repository, which copies the objects it reaches and nothing else of the
+   * bundle (extra commits, blobs, refs stay behind). Throws CandidateRefused naming the problem.
+   */
+  async importBundle(file, opts) {
+    assertRefName(opts.ref);
+    assertSha(opts.champion);
+    const refuse = (why) => new CandidateRefused(`${file}: ${why}`);
+    const header = parseBundleHeader(readBundleHeader(file));
+    if (!header) throw refuse("not a git bundle (v2 or v3)");
+    if (header.refs.length !== 1 || header.refs[0].ref !== opts.ref) {
+      throw refuse(
+        `must hold exactly ${opts.ref}; it holds ${header.refs.map((r) => r.ref).join(", ") || "nothing"}`
+      );
+    }
+    const head = header.refs[0].sha;
+    if (opts.expectedHead !== void 0 && head !== opts.expectedHead) {
+      throw refuse(`its head ${head.slice(0, 12)} is not the expected ${opts.expectedHead.slice(0, 12)}`);
+    }
+    const foreign = header.prerequisites.filter((p) => p !== opts.champion);
+    if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
+    const quarantine = mkdtempSync(join7(tmpdir(), "hc-import-"));
+    try {
+      await this.git(["init", "--quiet", "--bare", "--", quarantine]);
+      writeFileSync(join7(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+`);
+      const q = ["--git-dir", quarantine];
+      const imported = "refs/hillclimb/import";
+      await this.git([...q, "fetch", "--quiet", "--no-tags", resolve4(file), `${opts.ref}:${imported}`]);
+      const max = opts.maxCommits ?? 100;
+      const lines = (await this.git([
+        ...q,
+        "rev-list",
+        "--parents",
+        `--max-count=${max + 1}`,
+        imported,
+        `^${opts.champion}`,
+        "--"
+      ])).stdout.split("\n").filter((l) => l !== "");
+      if (lines.length === 0) throw refuse("it adds no commit on top of the champion");
+      if (lines.length > max) throw refuse(`more than ${max} commits`);
+      const chain = lines.map((l) => l.split(" "));
+      for (const [i, [sha, ...parents]] of chain.entries()) {
+        const expected = i + 1 < chain.length ? chain[i + 1][0] : opts.champion;
+        if (parents.length !== 1 || parents[0] !== expected) {
+          throw refuse(
+            `commit ${sha.slice(0, 12)} is not a single-parent commit on the line from the champion`
+          );
+        }
+        const raw = (await this.git([...q, "diff-tree", "-r", "-z", "--raw", "--no-renames", parents[0], sha, "--"])).stdout;
+        for (const change of parseRawDiff(raw)) {
+          if (!REGULAR_MODES.has(change.newMode)) {
+            throw refuse(
+              `commit ${sha.slice(0, 12)} makes ${change.path} a ${describeMode(change.newMode)}`
+            );
+          }
+        }
+      }
+      await this.git(["fetch", "--quiet", "--no-tags", quarantine, `+${imported}:${opts.ref}`]);
+      return { head, commits: chain.map(([sha]) => sha).reverse() };
+    } finally {
+      rmSync(quarantine, { recursive: true, force: true });
+    }
+  }
+  /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
+  async nonRegularChanges(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const raw = (await this.git(["diff", "--raw", "-z", "--no-renames", "--no-ext-diff", a, b, "--"])).stdout;
+    return parseRawDiff(raw).filter((c) => !REGULAR_MODES.has(c.newMode)).map((c) => ({ path: c.path, mode: describeMode(c.newMode) }));
+  }
+  /** A commit's parents, in order. */
+  async parents(commit2) {
+    assertRevision(commit2);
+    const r = await this.git(["rev-list", "--parents", "-n", "1", commit2, "--"]);
+    return r.stdout.trim().split(" ").slice(1);
+  }
+  /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
+  async formatPatch(base, head) {
+    assertRevision(base);
+    assertRevision(head);
+    return (await this.git(["format-patch", "--stdout", "--no-signature", `${base}..${head}`])).stdout;
+  }
+  /** The committer date of a commit, ISO 8601 (strict). */
+  async commitDate(commit2) {
+    assertRevision(commit2);
+    return (await this.git(["log", "-1", "--format=%cI", commit2, "--"])).stdout.trim();
+  }
+  /** The first line of a commit message. */
+  async subject(commit2) {
+    assertRevision(commit2);
+    return (await this.git(["log", "-1", "--format=%s", commit2, "--"])).stdout.trim();
+  }
+  /** Every file path in a commit's tree, sorted (for hashing the protected paths matched by globs). */
+  async listFiles(commit2) {
+    assertRevision(commit2);
+    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2]);
+    return r.stdout.split("\0").filter((l) => l !== "").map((l) => {
+      const [meta, path] = l.split("	");
+      return { path, blob: meta.split(" ")[2] };
+    }).sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Changing history
+  /** `git apply --index` a patch file (or only check that it applies). */
+  async applyPatch(file, opts = {}) {
+    const args = ["apply", "--index", "--whitespace=nowarn"];
+    if (opts.check) args.push("--check");
+    args.push("--", resolve4(file));
+    await this.git(args);
+  }
+  /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
+  async stageAll(opts = {}) {
+    const excluded = (opts.exclude ?? []).map((p) => relative(this.root, resolve4(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute2(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    await this.git(["add", "--all", "--", ":/", ...excluded]);
+  }
+  /** Whether the index differs from HEAD (something is staged). */
+  async hasStagedChanges() {
+    const r = await this.git(["diff", "--cached", "--quiet", "--no-ext-diff"], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 1;
+  }
+  /** Commit what is staged and return the new HEAD. The message goes through stdin, verbatim. */
+  async commit(message, opts = {}) {
+    const args = ["commit", "--quiet", "--no-gpg-sign", "--file=-"];
+    if (opts.allowEmpty) args.push("--allow-empty");
+    if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
+    const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : void 0;
+    await this.git(args, { input: message, config: identityConfig(opts.identity), ...env ? { env } : {} });
+    return this.head();
+  }
+  /**
+   * A commit with `tree` of `treeOf` on the single parent `parent`, by the harness, dated `date`: the
+   * same inputs give the same SHA on any machine. Turns a person's change (a PR's merge commit) into one
+   * commit on its base, the shape every candidate has.
+   */
+  async commitTreeOf(treeOf, parent, message, date) {
+    assertRevision(treeOf);
+    assertRevision(parent);
+    const { name, email } = HARNESS_IDENTITY;
+    const r = await this.git(["commit-tree", `${treeOf}^{tree}`, "-p", parent, "-F", "-"], {
+      input: message,
+      env: {
+        GIT_AUTHOR_NAME: name,
+        GIT_AUTHOR_EMAIL: email,
+        GIT_COMMITTER_NAME: name,
+        GIT_COMMITTER_EMAIL: email,
+        GIT_AUTHOR_DATE: date,
+        GIT_COMMITTER_DATE: date
+      }
+    });
+    return r.stdout.trim();
+  }
+  /**
+   * A file's content at a commit, read from the tree — only when it is a regular file there (a link in
+   * a candidate's tree must never lead the harness to read what it points at). Undefined when absent.
+   */
+  async regularFileAt(commit2, path) {
+    assertRevision(commit2);
+    const entry = (await this.git(["ls-tree", "-z", commit2, "--", path])).stdout.split("\0")[0] ?? "";
+    if (entry === "") return void 0;
+    const [meta] = entry.split("	");
+    const [mode, type, oid] = (meta ?? "").split(" ");
+    if (type !== "blob" || mode !== "100644" && mode !== "100755") {
+      throw new HillclimbError(`${path} at ${commit2.slice(0, 12)} is not a regular file (mode ${mode})`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+    return (await this.git(["cat-file", "blob", oid])).stdout;
+  }
+  /**
+   * A commit on `parent` that sets one file to `content`, built from git objects alone: no checkout,
+   * no working-tree read or write (nothing a link in the tree could redirect). Same inputs, same SHA.
+   */
+  async commitFile(parent, path, content, message, opts) {
+    assertRevision(parent);
+    const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
+    const scratch = mkdtempSync(join7(tmpdir(), "hc-index-"));
+    try {
+      const env = { GIT_INDEX_FILE: join7(scratch, "index") };
+      await this.git(["read-tree", parent], { env });
+      await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
+      const tree = (await this.git(["write-tree"], { env })).stdout.trim();
+      const { name, email } = opts.identity;
+      assertIdentity(opts.identity);
+      const r = await this.git(["commit-tree", tree, "-p", parent, "-F", "-"], {
+        input: message,
+        env: {
+          GIT_AUTHOR_NAME: name,
+          GIT_AUTHOR_EMAIL: email,
+          GIT_COMMITTER_NAME: name,
+          GIT_COMMITTER_EMAIL: email,
+          GIT_AUTHOR_DATE: opts.date,
+          GIT_COMMITTER_DATE: opts.date
+        }
+      });
+      return r.stdout.trim();
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+  /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
+  async revert(commit2, identity = HARNESS_IDENTITY) {
+    const sha = await this.revParse(commit2);
+    const r = await this.git(["revert", "--no-edit", "--no-gpg-sign", sha], {
+      allowedExitCodes: "any",
+      config: identityConfig(identity)
+    });
+    if (r.exitCode === 0) return { status: "reverted", head: await this.head() };
+    const paths = await this.unmergedPaths();
+    await this.git(["revert", "--abort"], { allowedExitCodes: [0, 128] });
+    if (paths.length > 0) return { status: "conflict", paths };
+    throw new GitError(this.shown(["revert", sha]), r);
+  }
+  /**
+   * Move the current branch and the working tree to `commit`, discarding every uncommitted change.
+   * The only safe place: the loop's own checkout of its own loop branch, after the tree's changes were
+   * stashed by SHA (or the tree was verified clean) and the commits being discarded are recorded
+   * elsewhere (an iteration branch, a patch in the evidence bundle). Never on a user's branch or tree.
+   */
+  async resetHard(commit2) {
+    const sha = await this.revParse(commit2);
+    await this.git(["reset", "--hard", "--quiet", sha]);
+  }
+  /**
+   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list in
+   * branch-name.ts and `git check-ref-format --branch`.
+   */
+  async createBranch(name, commit2, opts = {}) {
+    assertBranchName(name);
+    if (!await this.checkBranchName(name)) {
+      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
+    }
+    const sha = await this.revParse(commit2);
+    const args = ["branch", "--no-track"];
+    if (opts.force) args.push("--force");
+    args.push("--", name, sha);
+    await this.git(args);
+  }
+  async deleteBranch(name, opts = {}) {
+    if (!await this.checkBranchName(name)) {
+      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
+    }
+    await this.git(["branch", opts.force ? "-D" : "-d", "--", name]);
+  }
+  /** Check out a branch, or a commit detached. */
+  async checkout(ref, opts = {}) {
+    assertRevision(ref);
+    await this.git(opts.detach ? ["switch", "--quiet", "--detach", ref] : ["switch", "--quiet", ref]);
+  }
+  /** Fetch one branch of a remote (name, URL or path); returns the fetched commit (FETCH_HEAD). */
+  async fetch(remote, branch) {
+    assertRevision(remote);
+    if (!await this.checkBranchName(branch)) {
+      throw new HillclimbError(`invalid branch name "${branch}"`, { exitCode: ExitCode2.badInput });
+    }
+    await this.git(["fetch", "--quiet", "--no-tags", "--", remote, `refs/heads/${branch}`]);
+    return this.revParse("FETCH_HEAD");
+  }
+  /**
+   * Merge `ref` into the current branch with a harness-identity merge commit. On conflict the merge is
+   * aborted (the tree is left as before) and the conflicted paths are returned.
+   */
+  async merge(ref, identity = HARNESS_IDENTITY) {
+    const sha = await this.revParse(ref);
+    const before = await this.head();
+    const r = await this.git(["merge", "--no-edit", "--no-gpg-sign", sha], {
+      allowedExitCodes: "any",
+      config: identityConfig(identity)
+    });
+    if (r.exitCode === 0) {
+      const head = await this.head();
+      return { status: head === before ? "up-to-date" : "merged", head };
+    }
+    const paths = await this.unmergedPaths();
+    await this.git(["merge", "--abort"], { allowedExitCodes: [0, 128] });
+    if (paths.length > 0) return { status: "conflict", paths };
+    throw new GitError(this.shown(["merge", sha]), r);
+  }
+  async unmergedPaths() {
+    const r = await this.git(["diff", "--name-only", "-z", "--diff-filter=U"], {
+      allowedExitCodes: [0, 128]
+    });
+    return r.stdout.split("\0").filter((p) => p !== "");
+  }
+  // ---------------------------------------------------------------------------------------------
+  // The funnel
+  shown(args) {
+    return displayCommand("git", args);
+  }
+  async git(args, opts = {}) {
+    const config = { ...HARDENING_CONFIG, ...opts.config };
+    const full = [...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]), ...args];
+    const allowed = opts.allowedExitCodes ?? [0];
+    const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
+    for (let attempt = 0; ; attempt++) {
+      const r = await run(this.binary, full, {
+        cwd: opts.cwd ?? this.root,
+        env: { ...GIT_ENV, ...opts.env },
+        input: opts.input,
+        allowedExitCodes: "any",
+        redact: this.secrets,
+        timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
+      });
+      if (allowed === "any" || r.exitCode !== null && allowed.includes(r.exitCode)) return r;
+      if (attempt < retries && LOCK_CONTENTION.test(r.stderr)) {
+        this.opts.logger?.debug(
+          `${this.shown(args)}: another git process holds a lock; retry ${attempt + 1}/${retries}`
+        );
+        await sleep(this.opts.lockRetryDelayMs ?? DEFAULT_LOCK_RETRY_DELAY_MS);
+        continue;
+      }
+      throw new GitError(
+        this.shown(args),
+        r,
+        LOCK_CONTENTION.test(r.stderr) ? "another git process kept a lock; is one still running?" : void 0
+      );
+    }
+  }
+};
+function parsePorcelainV2(out) {
+  const records = out.split("\0");
+  const entries = [];
+  for (let i = 0; i < records.length; i++) {
+    const rec = records[i];
+    if (rec === "") continue;
+    const type = rec[0];
+    if (type === "?" || type === "!") {
+      if (type === "?") entries.push({ kind: "untracked", path: rec.slice(2), index: "?", worktree: "?" });
+      continue;
+    }
+    if (type === "1") {
+      const [xy, path] = [field(rec, 1), rest(rec, 8)];
+      entries.push({ kind: "tracked", path, index: xy[0], worktree: xy[1] });
+    } else if (type === "2") {
+      const [xy, path] = [field(rec, 1), rest(rec, 9)];
+      const origPath = records[++i] ?? "";
+      entries.push({ kind: "renamed", path, origPath, index: xy[0], worktree: xy[1] });
+    } else if (type === "u") {
+      const [xy, path] = [field(rec, 1), rest(rec, 10)];
+      entries.push({ kind: "unmerged", path, index: xy[0], worktree: xy[1] });
+    }
+  }
+  return entries;
+}
+function parseNameStatus(out) {
+  const tokens = out.split("\0");
+  const changes = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const status = tokens[i];
+    if (status === "") continue;
+    const letter = status[0];
+    if (letter === "R" || letter === "C") {
+      const oldPath = tokens[++i] ?? "";
+      const path = tokens[++i] ?? "";
+      changes.push({ status: letter, path, oldPath });
+    } else {
+      changes.push({ status: letter, path: tokens[++i] ?? "" });
+    }
+  }
+  return changes;
+}
+function parseNumstat(out) {
+  const tokens = out.split("\0");
+  const entries = [];
+  const count = (s) => s === void 0 || s === "-" ? void 0 : Number(s);
+  for (let i = 0; i < tokens.length; i++) {
+    const head = tokens[i];
+    if (head === "") continue;
+    const [added, deleted, path = ""] = head.split("	");
+    if (path === "") {
+      const oldPath = tokens[++i] ?? "";
+      const newPath = tokens[++i] ?? "";
+      entries.push({ path: newPath, oldPath, added: count(added), deleted: count(deleted) });
+    } else {
+      entries.push({ path, added: count(added), deleted: count(deleted) });
+    }
+  }
+  return entries;
+}
+function field(rec, n) {
+  return rec.split(" ")[n] ?? "";
+}
+function rest(rec, n) {
+  let at = 0;
+  for (let k = 0; k < n; k++) at = rec.indexOf(" ", at) + 1;
+  return rec.slice(at);
+}
+function firstLines(text3, n = 3) {
+  return text3.trim().split("\n").slice(0, n).join(" / ");
+}
+function formatIdentity(id) {
+  assertIdentity(id);
+  return `${id.name} <${id.email}>`;
+}
+function identityConfig(id) {
+  if (!id) return {};
+  assertIdentity(id);
+  return { "user.name": id.name, "user.email": id.email };
+}
+function assertIdentity(id) {
+  for (const part of [id.name, id.email]) {
+    if (part.trim() === "" || /[<>\n\r\0]/.test(part)) {
+      throw new HillclimbError(`invalid git identity "${id.name} <${id.email}>"`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+  }
+}
+function assertRevision(ref) {
+  if (ref === "" || ref.startsWith("-") || /[\x00-\x1f\x7f]/.test(ref)) {
+    throw new HillclimbError(`invalid git revision "${ref}"`, { exitCode: ExitCode2.badInput });
+  }
+}
+function assertSha(sha) {
+  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(sha)) {
+    throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode2.badInput });
+  }
+}
+function assertRefName(ref) {
+  if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || ref.includes("..") || ref.endsWith("/") || ref.endsWith(".lock")) {
+    throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+}
+var REGULAR_MODES = /* @__PURE__ */ new Set(["100644", "100755", "000000"]);
+function describeMode(mode) {
+  return mode === "120000" ? "symbolic link" : mode === "160000" ? "submodule" : `mode ${mode} entry`;
+}
+function parseRawDiff(out) {
+  const parts = out.split("\0");
+  const changes = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const meta = parts[i];
+    if (!meta.startsWith(":")) break;
+    const [oldMode, newMode] = meta.slice(1).split(" ");
+    changes.push({ path: parts[i + 1], oldMode, newMode });
+  }
+  return changes;
+}
+function readBundleHeader(file) {
+  const fd = openSync2(file, "r");
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.subarray(0, n).toString("latin1");
+  } catch {
+    return "";
+  } finally {
+    closeSync2(fd);
+  }
+}
+function parseBundleHeader(text3) {
+  const lines = text3.split("\n");
+  if (lines[0] !== "# v2 git bundle" && lines[0] !== "# v3 git bundle") return void 0;
+  const prerequisites = [];
+  const refs = [];
+  for (const line of lines.slice(1)) {
+    if (line === "") return { prerequisites, refs };
+    if (line.startsWith("@")) continue;
+    const pre = /^-([0-9a-f]{40}|[0-9a-f]{64})(?: .*)?$/.exec(line);
+    if (pre) {
+      prerequisites.push(pre[1]);
+      continue;
+    }
+    const ref = /^([0-9a-f]{40}|[0-9a-f]{64}) (\S+)$/.exec(line);
+    if (!ref) return void 0;
+    refs.push({ sha: ref[1], ref: ref[2] });
+  }
+  return void 0;
+}
+
+// src/loop/attestation.ts
+import { createHash as createHash2 } from "node:crypto";
+import { existsSync as existsSync6, lstatSync as lstatSync2, readdirSync as readdirSync2, readFileSync as readFileSync4 } from "node:fs";
+import { join as join9 } from "node:path";
+
+// src/util/untrusted-files.ts
+import {
+  closeSync as closeSync3,
+  constants as constants4,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync as mkdirSync4,
+  openSync as openSync3,
+  readdirSync,
+  readSync as readSync2
+} from "node:fs";
+import { join as join8, relative as relative2 } from "node:path";
+var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path) {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
+  let fd;
+  try {
+    fd = openSync3(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+  } catch (e) {
+    const code2 = e.code;
+    throw new Error(
+      `${path}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
+    );
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path}: not a regular file, refused`);
+    if (st.nlink > 1) throw new Error(`${path}: a hard link, refused`);
+    if (st.size > maxBytes) throw new Error(`${path}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync2(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync3(fd);
+  }
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative2(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync4(to, { recursive: true });
+      for (const name of readdirSync(from).sort()) visit(join8(from, name), join8(to, name));
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync(from, to, constants4.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
+}
+
+// src/loop/attestation.ts
+function bundleDigest(dir) {
+  const lines = [];
+  const walk2 = (rel) => {
+    const abs = rel === "" ? dir : join9(dir, rel);
+    const st = lstatSync2(abs);
+    if (st.isDirectory()) {
+      for (const name of readdirSync2(abs).sort()) walk2(rel === "" ? name : `${rel}/${name}`);
+      return;
+    }
+    const data = readPlainFile(abs);
+    lines.push(`${createHash2("sha256").update(data).digest("hex")}  ${rel}`);
+  };
+  walk2("");
+  lines.sort();
+  return createHash2("sha256").update(`${lines.join("\n")}
+`).digest("hex");
+}
+function attestBundle(bundle, ev, phase, verified) {
+  return {
+    v: 1,
+    phase,
+    digest: bundleDigest(bundle.dir),
+    champion: ev.base.commit,
+    ...ev.candidate ? { candidate: ev.candidate.commit } : {},
+    verdict: ev.verdict ?? "",
+    verified
+  };
+}
+function parseAttestation(text3, source) {
+  const bad2 = (why) => new HillclimbError(`${source}: ${why}`, {
+    hint: "pass the attestation output of the job that produced the bundle, unchanged",
+    exitCode: ExitCode2.badInput
+  });
+  let v;
+  try {
+    v = JSON.parse(text3);
+  } catch {
+    throw bad2("not JSON");
+  }
+  const a = v;
+  if (typeof v !== "object" || v === null || a.v !== 1) throw bad2("not a hillclimb attestation (v1)");
+  if (typeof a.digest !== "string" || !/^[0-9a-f]{64}$/.test(a.digest))
+    throw bad2("digest must be 64 hex digits");
+  if (typeof a.champion !== "string" || !/^[0-9a-f]{40}$/.test(a.champion))
+    throw bad2("champion must be a full SHA");
+  if (a.candidate !== void 0 && (typeof a.candidate !== "string" || !/^[0-9a-f]{40}$/.test(a.candidate))) {
+    throw bad2("candidate must be a full SHA");
+  }
+  if (typeof a.phase !== "string" || typeof a.verdict !== "string" || typeof a.verified !== "boolean") {
+    throw bad2("phase, verdict and verified are required");
+  }
+  return {
+    v: 1,
+    phase: a.phase,
+    digest: a.digest,
+    champion: a.champion,
+    ...a.candidate ? { candidate: a.candidate } : {},
+    verdict: a.verdict,
+    verified: a.verified
+  };
+}
+function localAttestationFile(stateDir, runId, iteration) {
+  return join9(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+}
+function writeLocalAttestation(file, a) {
+  writeFileAtomic(file, `${JSON.stringify(a)}
+`);
+}
+function readLocalAttestation(file) {
+  if (!existsSync6(file)) return void 0;
+  try {
+    return parseAttestation(readFileSync4(file, "utf8"), file);
+  } catch {
+    return void 0;
+  }
+}
+
+// src/loop/context.ts
+import { createHash as createHash3 } from "node:crypto";
+import { existsSync as existsSync7, mkdirSync as mkdirSync5, readFileSync as readFileSync5, writeFileSync as writeFileSync2 } from "node:fs";
+import { hostname } from "node:os";
+import { join as join10, resolve as resolve5 } from "node:path";
+var NO_AGENT = {
+  name: "none",
+  run: () => Promise.reject(new Error("this phase runs no agent"))
+};
+function configHash(config) {
+  return createHash3("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
+}
+function stateDirOf(config) {
+  const dir = resolve5(config.root, config.paths.state_dir);
+  const ignore = join10(dir, ".gitignore");
+  if (!existsSync7(ignore)) {
+    mkdirSync5(dir, { recursive: true });
+    writeFileSync2(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
+}
+function runDirOf(stateDir, runId) {
+  return join10(stateDir, "runs", runId);
+}
+function currentJobId(env = process.env) {
+  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname()}-${process.pid}`;
+}
+function defaultHost() {
+  return hostname();
+}
+var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+
+// src/loop/naming.ts
+function iterationBranch(ctx, iteration) {
+  return loopBranchName({
+    prefix: ctx.config.loop.branch_prefix,
+    target: ctx.target.name,
+    runId: ctx.runId,
+    iteration
+  });
+}
+function candidateRef(runId, iteration) {
+  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
+}
+function jobId(runId, iteration, ...parts) {
+  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
+}
+
+// src/loop/phases.ts
+import { existsSync as existsSync29 } from "node:fs";
+import { join as join38 } from "node:path";
+
+// src/agent/factory.ts
+import { isAbsolute as isAbsolute5, resolve as resolve8 } from "node:path";
+
+// src/agent/agents/claude.ts
+import { dirname as dirname9 } from "node:path";
+
+// src/agent/launch.ts
+import { existsSync as existsSync8, mkdirSync as mkdirSync8 } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute as isAbsolute4, join as join12 } from "node:path";
+
+// src/exec/sandbox.ts
+import { mkdirSync as mkdirSync6, realpathSync } from "node:fs";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname6, isAbsolute as isAbsolute3, join as join11, resolve as resolve6 } from "node:path";
+var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
+var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
+var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
+var INIT_SCRIPT = String.raw`set -eu
+job_path=${"$"}{PATH-}
+PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
+die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
+stage=$1; cwd=$2; shift 2
+mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
+R=$stage
+ro_tree() {
+  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  while read -r opts mp; do
+    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
+    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
+      die "cannot make $mp read-only"
+  done
+}
+expose() {
+  kind=$1; p=$2
+  if [ -d "$p" ]; then mkdir -p "$R$p"
+  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
+  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
+  mount --rbind "$p" "$R$p" || die "cannot expose $p"
+  [ "$kind" = rw ] || ro_tree "$p"
+}
+mask() {
+  p=$1
+  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
+  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
+}
+for d in ${SYSTEM_DIRS.join(" ")}; do
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
+done
+mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
+mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
+for n in null zero full random urandom tty; do
+  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
+done
+ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
+ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
+mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+expose ro /sys
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  case $1 in
+    ro:*) expose ro "${"$"}{1#ro:}" ;;
+    rw:*) expose rw "${"$"}{1#rw:}" ;;
+    mask:*) mask "${"$"}{1#mask:}" ;;
+    *) die "unknown item $1" ;;
+  esac
+  shift
+done
+shift
+cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
+umount -l /.old-root; rmdir /.old-root
+mount -o remount,bind,ro / || die "cannot make / read-only"
+cd "$cwd" || die "cannot enter $cwd"
+setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+PATH=$job_path; export PATH
+exec 3<&0
+"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+child=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
+while :; do
+  if wait "$child"; then exit 0; else status=$?; fi
+  kill -0 "$child" 2>/dev/null || exit "$status"
+done
+`;
+var SANDBOX_SETUP_FAILED = 125;
+function stageDir() {
+  const dir = join11(tmpdir2(), "hillclimb-sandbox");
+  mkdirSync6(dir, { recursive: true, mode: 448 });
+  return dir;
+}
+function checkPath(p) {
+  if (!isAbsolute3(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
+  return resolve6(p);
+}
+function byDepth(a, b) {
+  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
+}
+function sandboxCommand(spec, command, args) {
+  const items = [
+    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
+    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
+  ].sort(byDepth);
+  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  if (spec.network) {
+    for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
+    items.sort(byDepth);
+  }
+  return {
+    command: "unshare",
+    args: [
+      "--user",
+      "--map-root-user",
+      "--mount",
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--ipc",
+      "--uts",
+      ...spec.network ? [] : ["--net"],
+      "--",
+      "/bin/sh",
+      "-c",
+      INIT_SCRIPT,
+      "hillclimb-sandbox",
+      stageDir(),
+      checkPath(spec.cwd),
+      ...items.map((i) => `${i.kind}:${i.path}`),
+      ...masks,
+      "--",
+      command,
+      ...args
+    ]
+  };
+}
+function programReadPaths(program) {
+  const dirs = /* @__PURE__ */ new Set([dirname6(program)]);
+  try {
+    const real = realpathSync(program);
+    dirs.add(dirname6(real));
+    const at = real.indexOf("/node_modules/");
+    if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
+  } catch {
+  }
+  return outsideSystemDirs([...dirs]);
+}
+function nodeReadPaths() {
+  try {
+    return outsideSystemDirs([dirname6(dirname6(realpathSync(process.execPath)))]);
+  } catch {
+    return [];
+  }
+}
+function outsideSystemDirs(dirs) {
+  return dirs.filter((d) => d !== "/" && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+}
+function resolverReadPaths() {
+  try {
+    return outsideSystemDirs([dirname6(realpathSync("/etc/resolv.conf"))]);
+  } catch {
+    return [];
+  }
+}
+var probed;
+function sandboxAvailability() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
+  }
+  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
+  try {
+    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
+    if (r.exitCode === 0) return { available: true };
+    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
+    return { available: false, reason: why };
+  } catch (e) {
+    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
+  }
+}
+var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
+
+// src/agent/environment.ts
+var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
+var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
+function isRefusedName(name, modelKeys = []) {
+  if (modelKeys.includes(name)) return false;
+  return NEVER.test(name) || isSecretName(name);
+}
+function agentEnvironment(spec) {
+  const source = spec.source ?? process.env;
+  const env = {};
+  const refused = [];
+  const take = (name) => {
+    const v = source[name];
+    if (v !== void 0) env[name] = v;
+  };
+  for (const name of BASE_NAMES) take(name);
+  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
+  for (const name of spec.modelKeys) take(name);
+  for (const name of spec.adapterNames ?? []) take(name);
+  for (const name of spec.passEnv ?? []) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else take(name);
+  }
+  Object.assign(env, spec.defaults ?? {});
+  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else env[name] = value;
+  }
+  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
+  return { env, secrets, refused: [...new Set(refused)].sort() };
+}
+function agentIdentity(agent) {
+  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
+}
+function gitIdentityEnv(agent) {
+  const id = agentIdentity(agent);
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email
+  };
+}
+
+// src/agent/process.ts
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync7 } from "node:fs";
+import { dirname as dirname7 } from "node:path";
+var AGENT_KILL_GRACE_MS = 5e3;
+async function runAgentProcess(spec) {
+  const started = Date.now();
+  mkdirSync7(dirname7(spec.logFile), { recursive: true });
+  appendFileSync2(
+    spec.logFile,
+    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
+# cwd: ${spec.cwd}
+`
+  );
+  let result;
+  try {
+    result = await run(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      inheritEnv: false,
+      input: spec.input,
+      allowedExitCodes: "any",
+      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
+      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
+      killGraceMs: AGENT_KILL_GRACE_MS,
+      logFile: spec.logFile,
+      redact: spec.secrets,
+      signal: spec.signal
+    });
+  } catch (e) {
+    if (!(e instanceof ExecError)) throw e;
+    const durationMs2 = Date.now() - started;
+    const ended = e.result;
+    if (ended === void 0) {
+      const missing = e.message.includes("command not found");
+      appendFileSync2(spec.logFile, `# ${e.message}
+`);
+      return {
+        status: "failed",
+        exitCode: null,
+        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
+        durationMs: durationMs2
+      };
+    }
+    if (ended.killedBy === "timeout") {
+      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
+    }
+    if (ended.killedBy === "idle-timeout") {
+      const api2 = spec.apiFailure?.(ended);
+      return {
+        status: "timeout",
+        exitCode: null,
+        result: ended,
+        durationMs: durationMs2,
+        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
+      };
+    }
+    if (ended.killedBy === "abort") {
+      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
+    }
+    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
+  }
+  const durationMs = Date.now() - started;
+  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
+  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
+    return {
+      status: "failed",
+      exitCode: result.exitCode,
+      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
+      result,
+      durationMs
+    };
+  }
+  const api = spec.apiFailure?.(result);
+  return {
+    status: "failed",
+    exitCode: result.exitCode,
+    result,
+    durationMs,
+    ...api ? { infraError: `model API failure: ${api}` } : {}
+  };
+}
+function firstMatchingLine(texts, patterns) {
+  for (const text3 of texts) {
+    for (const line of text3.split("\n")) {
+      if (patterns.some((p) => p.test(line))) {
+        const t = line.trim();
+        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
+      }
+    }
+  }
+  return void 0;
+}
+function jsonLines(text3) {
+  const out = [];
+  for (const line of text3.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const v = JSON.parse(t);
+      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
+    } catch {
+    }
+  }
+  return out;
+}
+function nonJsonLines(text3) {
+  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
+}
+
+// src/agent/launch.ts
+async function launchAgent(request2, launch) {
+  const { env, secrets, refused } = agentEnvironment({
+    modelKeys: launch.modelKeys,
+    adapterNames: launch.adapterNames,
+    passEnv: launch.passEnv,
+    defaults: gitIdentityEnv(launch.agent),
+    requestEnv: { ...request2.env, ...launch.extraEnv }
+  });
+  if (refused.length > 0)
+    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
+  let command = launch.command;
+  let args = launch.args;
+  const sandbox = request2.isolation?.sandbox;
+  if (sandbox) {
+    const binary = findOnPath(launch.command);
+    if (binary === void 0) {
+      return {
+        status: "failed",
+        exitCode: null,
+        infraError: `agent binary not found: ${launch.command}`,
+        durationMs: 0
+      };
+    }
+    const writable = [...sandbox.writable];
+    mkdirSync8(sandbox.home, { recursive: true });
+    if (launch.configDir) {
+      const dir = env[launch.configDir.env] ?? join12(homedir(), launch.configDir.defaultInHome);
+      if (isAbsolute4(dir) && existsSync8(dir)) {
+        writable.push(dir);
+        env[launch.configDir.env] = dir;
+      }
+    }
+    env.HOME = sandbox.home;
+    env.TMPDIR = "/tmp";
+    const wrapped = sandboxCommand(
+      {
+        cwd: request2.workdir,
+        readOnly: [
+          ...programReadPaths(binary),
+          ...nodeReadPaths(),
+          ...argumentFiles(launch.args, writable),
+          ...sandbox.readOnly
+        ],
+        writable,
+        network: true
+      },
+      binary,
+      launch.args
+    );
+    command = wrapped.command;
+    args = wrapped.args;
+  }
+  const outcome = await runAgentProcess({
+    command,
+    args,
+    cwd: request2.workdir,
+    input: launch.input ?? request2.prompt,
+    env,
+    secrets,
+    logFile: request2.logFile,
+    timeoutMs: request2.timeoutMs,
+    idleTimeoutMs: request2.idleTimeoutMs,
+    signal: request2.signal,
+    apiFailure: launch.apiFailure,
+    infraExitCodes: launch.infraExitCodes
+  });
+  return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
+}
+function argumentFiles(args, writable) {
+  const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
+  return args.filter((a) => isAbsolute4(a) && !inside(a) && existsSync8(a));
+}
+
+// src/agent/outcome.ts
+import { mkdirSync as mkdirSync9, rmSync as rmSync2 } from "node:fs";
+import { dirname as dirname8, relative as relative3, resolve as resolve7 } from "node:path";
+function prepareResultFile(file) {
+  rmSync2(file, { force: true });
+  mkdirSync9(dirname8(file), { recursive: true });
+}
+function outsideOf(root, dir) {
+  const rel = relative3(resolve7(root), resolve7(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve7(dir);
+}
+function toOutcome(proc, logFile, result, problem, harnessCommit) {
+  return {
+    status: proc.status,
+    exitCode: proc.exitCode,
+    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
+    ...result ? { result } : { resultProblem: problem ?? "no result" },
+    ...harnessCommit ? { harnessCommit } : {},
+    logFile,
+    durationMs: proc.durationMs,
+    ...proc.isolation ? { isolation: proc.isolation } : {}
+  };
+}
+
+// src/agent/result.ts
+import { existsSync as existsSync9, readFileSync as readFileSync6, statSync as statSync2 } from "node:fs";
+var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
+var MAX_RESULT_FIELD_CHARS = 1500;
+var MAX_RESULT_FILE_BYTES = 64 * 1024;
+var RESULT_JSON_SCHEMA = {
+  type: "object",
+  properties: {
+    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
+    summary: { type: "string", description: "What was changed, in a few sentences." },
+    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
+  },
+  required: [...RESULT_FIELDS],
+  additionalProperties: false
+};
+function validateAgentResult(value) {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
+  }
+  const record2 = value;
+  const out = {};
+  const problems = [];
+  for (const key of RESULT_FIELDS) {
+    const v = record2[key];
+    if (v === void 0) problems.push(`${key} is missing`);
+    else if (typeof v !== "string")
+      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
+    else if (v.trim() === "") problems.push(`${key} is empty`);
+    else if (v.length > MAX_RESULT_FIELD_CHARS)
+      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
+    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
+    else out[key] = v.trim();
+  }
+  if (problems.length > 0) return { problem: problems.join("; ") };
+  return { result: out };
+}
+function parseAgentResult(text3) {
+  let value;
+  try {
+    value = JSON.parse(text3);
+  } catch (e) {
+    return { problem: `not valid JSON (${e.message})` };
+  }
+  return validateAgentResult(value);
+}
+function readAgentResult(file) {
+  if (!existsSync9(file)) return { problem: `no result file at ${file}` };
+  const size = statSync2(file).size;
+  if (size > MAX_RESULT_FILE_BYTES) {
+    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
+  }
+  const check = parseAgentResult(readFileSync6(file, "utf8"));
+  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
+}
+function resultFromMessage(text3) {
+  const candidates = [text3.trim()];
+  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
+  for (const c of candidates) {
+    if (!c.startsWith("{")) continue;
+    const check = parseAgentResult(c);
+    if (check.result) return check.result;
+  }
+  return void 0;
+}
+
+// src/agent/agents/claude.ts
+var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
+  "Read",
+  "Edit",
+  "Write",
+  "Glob",
+  "Grep",
+  "Bash(git status:*)",
+  "Bash(git diff:*)",
+  "Bash(git log:*)",
+  "Bash(git show:*)",
+  "Bash(git add:*)",
+  "Bash(git commit:*)",
+  "Bash(python:*)",
+  "Bash(python3:*)",
+  "Bash(.venv/bin/python:*)"
+];
+var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
+var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
+var API_FAILURE = [
+  /API Error:? \(?(?:429|5\d\d)\b/i,
+  /overloaded_error|rate_limit_error|"type":"api_error"/,
+  /API Error: (?:Connection error|Request timed out)/i,
+  /usage limit reached|out of (?:extra )?usage/i,
+  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
+  /Retrying in \d+ seconds/
+];
+var ClaudeAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "claude";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const args = claudeArgs({
+      model: this.opts.model,
+      maxTurns: this.opts.maxTurns,
+      allowedTools: this.opts.allowedTools,
+      resultDir: outsideOf(request2.workdir, dirname9(request2.resultFile)),
+      extraArgs: this.opts.extraArgs
+    });
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: this.opts.binary,
+      args,
+      modelKeys: CLAUDE_MODEL_KEYS,
+      adapterNames: CLAUDE_SETTINGS,
+      passEnv: this.opts.passEnv,
+      apiFailure: claudeApiFailure,
+      configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
+      logger: this.opts.logger
+    });
+    let { result, problem } = readAgentResult(request2.resultFile);
+    if (!result && proc.result) {
+      const fromMessage = finalResult(proc.result.stdout);
+      if (fromMessage) [result, problem] = [fromMessage, void 0];
+    }
+    return toOutcome(proc, request2.logFile, result, problem);
+  }
+};
+function claudeArgs(i) {
+  const user = i.extraArgs;
+  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const args = ["-p", "--verbose", "--output-format", "stream-json"];
+  if (!has("--permission-mode", "--dangerously-skip-permissions"))
+    args.push("--permission-mode", "acceptEdits");
+  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
+    args.push("--allowedTools", i.allowedTools.join(","));
+  }
+  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
+  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
+  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
+  args.push(...user);
+  return args;
+}
+function claudeApiFailure(result) {
+  const messages = [];
+  for (const ev of jsonLines(result.stdout)) {
+    if (ev.type !== "result") continue;
+    const failed = ev.is_error === true || typeof ev.subtype === "string" && ev.subtype.startsWith("error");
+    if (failed && typeof ev.result === "string") messages.push(ev.result);
+  }
+  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+}
+function finalResult(stdout) {
+  const last = jsonLines(stdout).filter((e) => e.type === "result").at(-1);
+  if (!last) return void 0;
+  if (last.structured_output !== void 0) {
+    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
+    if (fromStructured) return fromStructured;
+  }
+  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
+}
+
+// src/agent/agents/codex.ts
+import { existsSync as existsSync10, mkdtempSync as mkdtempSync2, readFileSync as readFileSync7, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
+import { tmpdir as tmpdir3 } from "node:os";
+import { dirname as dirname10, join as join13 } from "node:path";
+
+// src/agent/leftovers.ts
+var SUBJECT_MAX = 72;
+async function commitLeftovers(git3, headBefore, agent, result, exclude = []) {
+  if (await git3.head() !== headBefore) return void 0;
+  if (await git3.isClean()) return void 0;
+  await git3.stageAll({ exclude });
+  if (!await git3.hasStagedChanges()) return void 0;
+  return git3.commit(leftoverMessage(agent, result), {
+    identity: HARNESS_IDENTITY,
+    author: agentIdentity(agent)
+  });
+}
+function leftoverMessage(agent, result) {
+  const first = (result?.summary ?? result?.hypothesis ?? `${agent} change`).split("\n")[0].trim();
+  const subject = first.length > SUBJECT_MAX ? `${first.slice(0, SUBJECT_MAX - 1)}\u2026` : first;
+  const body = [
+    result ? `Hypothesis: ${result.hypothesis}` : void 0,
+    result ? `Summary: ${result.summary}` : void 0,
+    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`
+  ].filter((l) => l !== void 0);
+  return `${subject}
+
+${body.join("\n\n")}
+`;
+}
+
+// src/agent/agents/codex.ts
+var CODEX_MODEL_KEYS = ["OPENAI_API_KEY", "CODEX_API_KEY"];
+var CODEX_SETTINGS = ["CODEX_HOME", "OPENAI_BASE_URL"];
+var CODEX_SANDBOX_NOTE = `
+
+## Note from the harness (codex sandbox)
+
+This sandbox keeps \`.git\` read-only, so \`git commit\` will fail here. Leave your one change uncommitted in
+the working tree: the harness commits it for you, using your result's summary as the commit message. If you
+decide on no change, leave the working tree clean.
+`;
+var API_FAILURE2 = [
+  /exceeded retry limit, last status: (?:429|5\d\d)/i,
+  /unexpected status (?:429|5\d\d|401|403)/i,
+  /stream disconnected before completion/i,
+  /currently experiencing high demand/i,
+  /Connection failed:|error sending request for url|Error while reading the server response/i,
+  /(?:connection|request) (?:timed out|refused|reset)/i,
+  /You've hit your usage limit|Quota exceeded|usage limit/i,
+  /401 Unauthorized|Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i,
+  /Reconnecting\.\.\. \d+\/\d+/
+];
+var CodexAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "codex";
+  async run(request2) {
+    const git3 = await Git.create(request2.workdir);
+    const headBefore = await git3.head();
+    prepareResultFile(request2.resultFile);
+    const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
+    rmSync3(lastMessageFile, { force: true });
+    const resultDir = outsideOf(request2.workdir, dirname10(request2.resultFile));
+    const scratch = mkdtempSync2(join13(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
+    try {
+      const schemaFile = join13(scratch, "result.schema.json");
+      writeFileSync3(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+`);
+      const args = codexArgs({
+        workdir: request2.workdir,
+        lastMessageFile,
+        schemaFile,
+        resultDir: outsideOf(request2.workdir, dirname10(request2.resultFile)),
+        model: this.opts.model,
+        reasoningEffort: this.opts.reasoningEffort,
+        extraArgs: this.opts.extraArgs
+      });
+      const proc = await launchAgent(request2, {
+        agent: this.name,
+        command: this.opts.binary,
+        args,
+        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
+        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
+        modelKeys: CODEX_MODEL_KEYS,
+        adapterNames: CODEX_SETTINGS,
+        passEnv: this.opts.passEnv,
+        apiFailure: codexApiFailure,
+        configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
+        logger: this.opts.logger
+      });
+      let { result, problem } = readAgentResult(request2.resultFile);
+      if (!result && existsSync10(lastMessageFile)) {
+        const fromMessage = resultFromMessage(readFileSync7(lastMessageFile, "utf8"));
+        if (fromMessage) [result, problem] = [fromMessage, void 0];
+      }
+      const harnessCommit = proc.status === "finished" ? await commitLeftovers(git3, headBefore, this.name, result, [
+        request2.resultFile,
+        request2.logFile,
+        lastMessageFile
+      ]) : void 0;
+      if (harnessCommit)
+        this.opts.logger.info(`codex: committed the agent's change as ${harnessCommit.slice(0, 12)}`);
+      return toOutcome(proc, request2.logFile, result, problem, harnessCommit);
+    } finally {
+      rmSync3(scratch, { recursive: true, force: true });
+    }
+  }
+};
+function codexArgs(i) {
+  const user = i.extraArgs;
+  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const args = ["exec", "--json"];
+  if (!has("--color")) args.push("--color", "never");
+  if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
+    args.push("--sandbox", "workspace-write");
+  }
+  if (!has("--ephemeral")) args.push("--ephemeral");
+  args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);
+  args.push("-c", "sandbox_workspace_write.network_access=false");
+  if (i.model !== void 0 && !has("-m", "--model")) args.push("-m", i.model);
+  if (i.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i.reasoningEffort}"`);
+  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
+  args.push(...user, "-");
+  return args;
+}
+function codexApiFailure(result) {
+  const messages = [];
+  for (const ev of jsonLines(result.stdout)) {
+    if (ev.type === "error" && typeof ev.message === "string") messages.push(ev.message);
+    const err = ev.error;
+    if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
+  }
+  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
+}
+
+// src/agent/agents/command.ts
+var COMMAND_INFRA_EXIT_CODE = 75;
+var CommandAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+    if (opts.command.length === 0) throw new Error("agent.command.command is empty");
+  }
+  opts;
+  name = "command";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const [program, ...args] = this.opts.command;
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: program,
+      args,
+      modelKeys: [],
+      passEnv: this.opts.passEnv,
+      extraEnv: {
+        HILLCLIMB_RESULT_FILE: request2.resultFile,
+        HILLCLIMB_WORKDIR: request2.workdir,
+        HILLCLIMB_ITERATION: String(request2.iteration)
+      },
+      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      logger: this.opts.logger
+    });
+    const { result, problem } = readAgentResult(request2.resultFile);
+    return toOutcome(proc, request2.logFile, result, problem);
+  }
+};
+
+// src/agent/agents/replay.ts
+import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { basename, dirname as dirname11, join as join14 } from "node:path";
+var PATCH_NAME = /^(\d{4})-.+\.patch$/;
+var COMPANION_NAME = /^(\d{4})-.+\.json$/;
+function listReplayPatches(dir) {
+  if (!existsSync11(dir)) {
+    throw new HillclimbError(`replay agent: no folder ${dir}`, {
+      hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const names = readdirSync3(dir).sort();
+  const companions = /* @__PURE__ */ new Map();
+  for (const n of names) {
+    const m = COMPANION_NAME.exec(n);
+    if (m && !companions.has(m[1])) companions.set(m[1], join14(dir, n));
+  }
+  return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
+    const companion = companions.get(PATCH_NAME.exec(n)[1]);
+    return { patch: join14(dir, n), ...companion ? { companion } : {} };
+  });
+}
+var ReplayAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.patches = listReplayPatches(opts.dir);
+  }
+  opts;
+  name = "replay";
+  patches;
+  async run(request2) {
+    const started = Date.now();
+    mkdirSync10(dirname11(request2.logFile), { recursive: true });
+    const log = (line) => appendFileSync3(request2.logFile, `${line}
+`);
+    prepareResultFile(request2.resultFile);
+    const done = (status, exitCode, extra = {}) => {
+      const check = readAgentResult(request2.resultFile);
+      return {
+        status,
+        exitCode,
+        ...check.result ? { result: check.result } : { resultProblem: check.problem },
+        ...extra,
+        logFile: request2.logFile,
+        durationMs: Date.now() - started
+      };
+    };
+    if (request2.signal?.aborted) return done("failed", null, { infraError: "cancelled" });
+    const entry = this.patches[request2.iteration - 1];
+    if (!entry) {
+      log(`replay: no patch for iteration ${request2.iteration} (${this.patches.length} in ${this.opts.dir})`);
+      writeResult(request2.resultFile, {
+        hypothesis: `No replay patch is left for iteration ${request2.iteration}.`,
+        summary: `The replay folder holds ${this.patches.length} patches; nothing was changed.`,
+        next_idea: `Add NNNN-*.patch files to ${this.opts.dir} to replay more iterations.`
+      });
+      return done("finished", 0);
+    }
+    const text3 = readFileSync8(entry.patch, "utf8");
+    const described = describePatch(text3, basename(entry.patch));
+    log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
+    try {
+      const git3 = await Git.create(request2.workdir);
+      await git3.applyPatch(entry.patch);
+      const sha = await git3.commit(commitMessage(described, basename(entry.patch)), {
+        identity: agentIdentity(this.name)
+      });
+      log(`replay: committed ${sha}`);
+    } catch (e) {
+      log(`replay: ${errorMessage(e)}`);
+      this.opts.logger.warn(
+        `replay: ${basename(entry.patch)} did not apply: ${errorMessage(e).split("\n")[0]}`
+      );
+      return done("failed", 1);
+    }
+    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync8(entry.companion));
+    else writeResult(request2.resultFile, described.result);
+    return done("finished", 0);
+  }
+};
+function describePatch(text3, fileName) {
+  const lines = text3.split("\n");
+  const diffStart = lines.findIndex((l) => /^(?:diff --git |--- |Index: )/.test(l));
+  let lead = lines.slice(0, diffStart === -1 ? lines.length : diffStart);
+  let subject;
+  const subjectAt = lead.findIndex((l) => l.startsWith("Subject:"));
+  if (subjectAt !== -1) {
+    let s = lead[subjectAt].slice("Subject:".length);
+    for (let i = subjectAt + 1; i < lead.length && /^\s/.test(lead[i]) && lead[i].trim() !== ""; i++) {
+      s += ` ${lead[i].trim()}`;
+    }
+    subject = s.replace(/^\s*(?:\[[^\]]*\]\s*)*/, "").trim();
+    const bodyStart = lead.findIndex((l, i) => i > subjectAt && l.trim() === "");
+    const bodyEnd = lead.indexOf("---");
+    lead = lead.slice(bodyStart === -1 ? lead.length : bodyStart + 1, bodyEnd === -1 ? lead.length : bodyEnd);
+  } else {
+    lead = lead.map((l) => l.replace(/^#\s?/, ""));
+  }
+  const trailers = {};
+  const prose = [];
+  for (const l of lead) {
+    const m = /^(hypothesis|summary|next(?:[ _]idea)?):\s*(.+)$/i.exec(l.trim());
+    if (m) trailers[m[1].toLowerCase().startsWith("next") ? "next" : m[1].toLowerCase()] = m[2].trim();
+    else prose.push(l);
+  }
+  const body = prose.join("\n").trim();
+  const firstLine3 = body.split("\n")[0]?.trim() || void 0;
+  const title = subject || firstLine3 || `replay patch ${fileName}`;
+  const rest2 = subject ? body : body.split("\n").slice(1).join("\n").trim();
+  return {
+    subject: title,
+    result: {
+      hypothesis: cap(trailers.hypothesis ?? title),
+      summary: cap(trailers.summary ?? (rest2 || title)),
+      next_idea: cap(trailers.next ?? "Apply the next replay patch.")
+    }
+  };
+}
+function commitMessage(d, fileName) {
+  const subject = d.subject.split("\n")[0].slice(0, 72);
+  return `${subject}
+
+${d.result.summary}
+
+Replay-Patch: ${fileName}
+`;
+}
+function writeResult(file, result) {
+  writeFileSync4(file, `${JSON.stringify(result, null, 2)}
+`);
+}
+function cap(s) {
+  return s.length > MAX_RESULT_FIELD_CHARS ? `${s.slice(0, MAX_RESULT_FIELD_CHARS - 1)}\u2026` : s;
+}
+
+// src/agent/factory.ts
+var builders = /* @__PURE__ */ new Map([
+  [
+    "codex",
+    (c, o) => new CodexAgent({
+      binary: c.agent.codex.binary,
+      model: c.agent.codex.model,
+      reasoningEffort: c.agent.codex.reasoning_effort,
+      extraArgs: c.agent.codex.extra_args,
+      passEnv: c.agent.pass_env ?? [],
+      logger: o.logger
+    })
+  ],
+  [
+    "claude",
+    (c, o) => new ClaudeAgent({
+      binary: c.agent.claude.binary,
+      model: c.agent.claude.model,
+      maxTurns: c.agent.claude.max_turns,
+      allowedTools: c.agent.claude.allowed_tools ?? DEFAULT_CLAUDE_ALLOWED_TOOLS,
+      extraArgs: c.agent.claude.extra_args,
+      passEnv: c.agent.pass_env ?? [],
+      logger: o.logger
+    })
+  ],
+  [
+    "command",
+    (c, o) => {
+      if (!c.agent.command) {
+        throw new ConfigError(
+          c.file,
+          "agent.command",
+          "agent.kind is command, so agent.command.command is required"
+        );
+      }
+      return new CommandAgent({
+        command: c.agent.command.command,
+        passEnv: c.agent.pass_env ?? [],
+        logger: o.logger
+      });
+    }
+  ],
+  [
+    "replay",
+    (c, o) => new ReplayAgent({
+      dir: isAbsolute5(c.agent.replay.dir) ? c.agent.replay.dir : resolve8(o.root, c.agent.replay.dir),
+      logger: o.logger
+    })
+  ]
+]);
+function buildAgent(config, opts) {
+  const build = builders.get(config.agent.kind);
+  if (!build) throw new UnknownNameError("agent", config.agent.kind, getAgentTypes());
+  const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
+  if (refused.length > 0) {
+    throw new ConfigError(
+      config.file,
+      "agent.pass_env",
+      `${refused.join(", ")}: tokens and cloud credentials are never passed to an agent`,
+      { hint: "the agent must not be able to push, publish or spend; see docs/agents.md" }
+    );
+  }
+  return build(config, opts);
+}
+var AGENT_INSTALL_HINTS = {
+  codex: "npm i -g @openai/codex",
+  claude: "npm i -g @anthropic-ai/claude-code"
+};
+function checkAgentInstalled(config) {
+  const { kind } = config.agent;
+  const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
+  if (program === void 0 || program.includes("/") && !isAbsolute5(program)) return;
+  if (findOnPath(program) !== void 0) return;
+  const install = AGENT_INSTALL_HINTS[kind];
+  throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
+    hint: `${install ? `install it (${install}) or ` : ""}point ${key} in ${config.file} at the program`,
+    exitCode: ExitCode2.failure
+  });
+}
+function getAgentTypes() {
+  return [...builders.keys()].sort();
+}
+
+// src/compute/factory.ts
+import { resolve as resolve10 } from "node:path";
+
+// src/compute/backends/local.ts
+import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync3, readdirSync as readdirSync4, rmSync as rmSync5 } from "node:fs";
+import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
+import { dirname as dirname14, join as join17, resolve as resolve9 } from "node:path";
+
+// src/config/command.ts
+function fillCommand(args, vars) {
+  const filled = args.map(
+    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
+      const value = vars[name];
+      if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
+      return value;
+    })
+  );
+  if (filled.length === 0) throw new Error("empty command");
+  return filled;
+}
+function usesPlaceholder(args, name) {
+  return args.some((a) => a.includes(`{${name}}`));
+}
+
+// src/env/python.ts
+import { existsSync as existsSync12, readFileSync as readFileSync9, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
+import { dirname as dirname12, join as join15 } from "node:path";
+var VENV_DIR = ".venv";
+function venvPython(root) {
+  return process.env.HILLCLIMB_PYTHON || join15(root, VENV_DIR, "bin", "python");
+}
+function interpreterReadPaths(python) {
+  const paths = /* @__PURE__ */ new Set();
+  const prefix = dirname12(dirname12(python));
+  paths.add(prefix);
+  const cfg = join15(prefix, "pyvenv.cfg");
+  if (existsSync12(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync9(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname12(home));
+  }
+  try {
+    paths.add(dirname12(dirname12(realpathSync2(python))));
+  } catch {
+  }
+  return [...paths].filter((p) => p !== "/" && p !== "/usr");
+}
+
+// src/compute/job-env.ts
+function jobEnv(extra = {}, base = process.env) {
+  const env = {};
+  for (const name of Object.keys(base)) {
+    if (isSecretName(name)) env[name] = void 0;
+  }
+  return { ...env, ...extra };
+}
+var SANDBOX_PASSED = /^(?:PATH|LANG|LANGUAGE|LC_\w+|TZ|TERM|HILLCLIMB_ACCELERATOR|(?:JAX|XLA|TPU|LIBTPU|PJRT|CUDA|NVIDIA|ROCR|HIP|OMP|MKL|OPENBLAS)_\w+)$/;
+function sandboxJobEnv(extra = {}, base = process.env) {
+  const env = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== void 0 && SANDBOX_PASSED.test(name) && !isSecretName(name)) env[name] = value;
+  }
+  return {
+    ...env,
+    HOME: "/tmp",
+    TMPDIR: "/tmp",
+    XDG_CACHE_HOME: "/tmp/.cache",
+    // The working tree is read-only: Python must not try to write bytecode next to the sources.
+    PYTHONDONTWRITEBYTECODE: "1",
+    ...Object.fromEntries(Object.entries(extra).filter(([name]) => !isSecretName(name)))
+  };
+}
+
+// src/compute/outputs.ts
+import { mkdirSync as mkdirSync11, rmSync as rmSync4, writeFileSync as writeFileSync6 } from "node:fs";
+import { dirname as dirname13, join as join16 } from "node:path";
+import { gunzipSync } from "node:zlib";
+var BLOCK = 512;
+function field2(header, offset, length) {
+  const raw = header.subarray(offset, offset + length);
+  const nul = raw.indexOf(0);
+  return raw.subarray(0, nul === -1 ? length : nul).toString("utf8");
+}
+function octal(header, offset, length) {
+  const text3 = field2(header, offset, length).trim();
+  return text3 === "" ? 0 : Number.parseInt(text3, 8);
+}
+function paxRecords(data) {
+  const out = {};
+  let pos = 0;
+  while (pos < data.length) {
+    const space = data.indexOf(32, pos);
+    if (space === -1) break;
+    const len = Number(data.subarray(pos, space).toString("ascii"));
+    if (!Number.isFinite(len) || len <= 0) break;
+    const record2 = data.subarray(space + 1, pos + len - 1).toString("utf8");
+    const eq = record2.indexOf("=");
+    if (eq > 0) out[record2.slice(0, eq)] = record2.slice(eq + 1);
+    pos += len;
+  }
+  return out;
+}
+function readTar(archive) {
+  const tar = archive[0] === 31 && archive[1] === 139 ? gunzipSync(archive) : archive;
+  const entries = [];
+  const skipped = [];
+  let pos = 0;
+  let pax = {};
+  let longName;
+  while (pos + BLOCK <= tar.length) {
+    const header = tar.subarray(pos, pos + BLOCK);
+    if (header.every((b) => b === 0)) break;
+    const storedSize = octal(header, 124, 12);
+    const type = String.fromCharCode(header[156] ?? 0);
+    const prefix = field2(header, 345, 155);
+    const name = field2(header, 0, 100);
+    const size = pax.size !== void 0 ? Number(pax.size) : storedSize;
+    const dataStart = pos + BLOCK;
+    const data = tar.subarray(dataStart, dataStart + size);
+    if (data.length < size) throw new Error("tar archive is truncated");
+    pos = dataStart + Math.ceil(size / BLOCK) * BLOCK;
+    if (type === "x") {
+      pax = paxRecords(data);
+      continue;
+    }
+    if (type === "g") continue;
+    if (type === "L") {
+      longName = data.toString("utf8").replace(/\0+$/, "");
+      continue;
+    }
+    const path = pax.path ?? longName ?? (prefix ? `${prefix}/${name}` : name);
+    pax = {};
+    longName = void 0;
+    if (type === "0" || type === "\0" || type === "7") entries.push({ path, type: "file", data });
+    else if (type === "5") entries.push({ path, type: "dir", data: Buffer.alloc(0) });
+    else skipped.push(path);
+  }
+  return { entries, skipped };
+}
+function safeParts(path) {
+  const parts = path.split("/").filter((p) => p !== "" && p !== ".");
+  if (path.startsWith("/") || parts.length === 0 || parts.some((p) => p === ".." || p.includes("\\"))) {
+    return void 0;
+  }
+  return parts;
+}
+function clearDestinations(outputs) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+    if (dest !== void 0) rmSync4(dest, { recursive: true, force: true });
+  }
+}
+function prepareDestinations(outputs) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+    if (dest !== void 0) mkdirSync11(dirname13(dest), { recursive: true });
+  }
+}
+function installOutputs(archive, outputs) {
+  const { entries, skipped } = readTar(archive);
+  const installed = /* @__PURE__ */ new Set();
+  const ignored = [...skipped];
+  for (const entry of entries) {
+    const parts = safeParts(entry.path);
+    const [head, ...rest2] = parts ?? [];
+    let target;
+    if (head === "metrics.json" && rest2.length === 0 && entry.type === "file" && outputs.metrics) {
+      target = outputs.metrics;
+      installed.add("metrics");
+    } else if (head === "junit.xml" && rest2.length === 0 && entry.type === "file" && outputs.junit) {
+      target = outputs.junit;
+      installed.add("junit");
+    } else if (head === "trace" && outputs.trace) {
+      target = join16(outputs.trace, ...rest2);
+      installed.add("trace");
+    }
+    if (target === void 0) {
+      ignored.push(entry.path);
+      continue;
+    }
+    if (entry.type === "dir") {
+      mkdirSync11(target, { recursive: true });
+    } else {
+      mkdirSync11(dirname13(target), { recursive: true });
+      writeFileSync6(target, entry.data);
+    }
+  }
+  return { installed: [...installed].sort(), ignored };
+}
+
+// src/compute/backends/local.ts
+var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace" };
+function detectLocalAccelerator(env = process.env, devDir = "/dev") {
+  const forced = env.HILLCLIMB_ACCELERATOR;
+  if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
+  const list = (dir) => {
+    try {
+      return readdirSync4(dir);
+    } catch {
+      return [];
+    }
+  };
+  const accel = list(devDir).filter((n) => /^accel\d+$/.test(n));
+  if (accel.length > 0) return { kind: "tpu", evidence: accel.map((n) => `${devDir}/${n}`).join(", ") };
+  const vfio = list(`${devDir}/vfio`).filter((n) => /^\d+$/.test(n));
+  if (vfio.length > 0) return { kind: "tpu", evidence: vfio.map((n) => `${devDir}/vfio/${n}`).join(", ") };
+  return { kind: "none", evidence: "no /dev/accel* or /dev/vfio/<n>" };
+}
+function signalExitCode(signal) {
+  if (signal === null) return null;
+  const n = constants5.signals[signal];
+  return n === void 0 ? null : 128 + n;
+}
+var LocalBackend = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.accelerator = detectLocalAccelerator();
+  }
+  opts;
+  name = "local";
+  accelerator;
+  decided;
+  async open() {
+    this.opts.logger.debug(`local backend: ${this.info().description}`);
+  }
+  async run(job) {
+    const started = Date.now();
+    const python = venvPython(this.opts.root);
+    const cacheRoot = this.opts.cacheDir ?? join17(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = job.cacheKey ? join17(cacheRoot, "by-code", job.cacheKey) : cacheRoot;
+    const result = (extra) => ({
+      exitCode: null,
+      durationMs: Date.now() - started,
+      logFile: job.logFile,
+      handle: `local:${job.id}`,
+      ...extra
+    });
+    mkdirSync12(dirname14(job.logFile), { recursive: true });
+    if (this.opts.dryRun) {
+      const shown = displayCommand(
+        ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
+      );
+      appendFileSync4(job.logFile, `$ ${shown}
+`);
+      this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
+      return result({ infraError: "dry run: the command was printed, not run" });
+    }
+    if (usesPlaceholder(job.command, "python") && !existsSync13(python)) {
+      return result({
+        infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
+      });
+    }
+    const isolation = await this.isolation();
+    if (isolation.problem) return result({ infraError: isolation.problem });
+    mkdirSync12(cache2, { recursive: true });
+    clearDestinations(job.outputs);
+    prepareDestinations(job.outputs);
+    if (isolation.mode === "none") {
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
+      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
+# unsandboxed: ${isolation.why}
+`);
+      const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
+      return { ...ended, isolation: "none" };
+    }
+    const scratch = mkdtempSync3(join17(tmpdir4(), "hc-job-"));
+    try {
+      const out = join17(scratch, "out");
+      mkdirSync12(out);
+      const inside = {
+        ...job.outputs.metrics ? { metrics: join17(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join17(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join17(out, SANDBOX_OUTPUTS.trace) } : {}
+      };
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
+      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
+`);
+      const program = argv[0].includes("/") ? resolve9(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === void 0 || !existsSync13(program)) {
+        return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
+      }
+      const sandboxed = sandboxCommand(
+        {
+          cwd: job.workdir,
+          readOnly: [
+            job.workdir,
+            ...programReadPaths(program),
+            ...interpreterReadPaths(python),
+            ...this.opts.sandbox?.read_paths ?? []
+          ],
+          writable: [out, cache2]
+        },
+        argv[0],
+        argv.slice(1)
+      );
+      const { ended, lastError } = await this.exec(
+        [sandboxed.command, ...sandboxed.args],
+        job,
+        sandboxJobEnv(job.env),
+        false,
+        started
+      );
+      if (ended.exitCode === SANDBOX_SETUP_FAILED && lastError?.startsWith("hillclimb sandbox:")) {
+        return { ...ended, exitCode: null, infraError: `the sandbox could not be built: ${lastError}` };
+      }
+      const refused = collectOutputs(inside, job.outputs);
+      if (refused.length > 0) appendFileSync4(job.logFile, `# outputs refused: ${refused.join("; ")}
+`);
+      return { ...ended, isolation: "sandbox" };
+    } finally {
+      rmSync5(scratch, { recursive: true, force: true });
+    }
+  }
+  async exec(argv, job, env, inheritEnv, started) {
+    const done = (extra, lastError) => ({
+      ended: {
+        exitCode: null,
+        logFile: job.logFile,
+        handle: `local:${job.id}`,
+        ...extra,
+        durationMs: Date.now() - started
+      },
+      ...lastError !== void 0 ? { lastError } : {}
+    });
+    try {
+      const r = await run(argv[0], argv.slice(1), {
+        cwd: job.workdir,
+        env,
+        inheritEnv,
+        timeoutMs: job.timeoutMs,
+        idleTimeoutMs: job.idleTimeoutMs,
+        signal: job.signal,
+        logFile: job.logFile,
+        allowedExitCodes: "any",
+        redact: secretsFromEnv()
+      });
+      return done({ exitCode: r.exitCode ?? signalExitCode(r.signal) }, r.stderr.trim().split("\n").at(-1));
+    } catch (e) {
+      if (!(e instanceof ExecError)) throw e;
+      if (e.result?.killedBy) return done({ killedBy: e.result.killedBy });
+      if (e.result) return done({ exitCode: signalExitCode(e.result.signal) });
+      return done({ infraError: e.message });
+    }
+  }
+  /** How jobs run here: decided once, from `sandbox.mode` and whether this machine can build the sandbox. */
+  async isolation() {
+    this.decided ??= (async () => {
+      const available = await sandboxAvailability();
+      if (available.available) return { mode: "sandbox" };
+      const why = `no sandbox on this machine (${available.reason})`;
+      if (this.opts.sandbox?.mode === "required") {
+        return { mode: "none", problem: `sandbox.mode is required, but ${why}; ${SANDBOX_HINT}` };
+      }
+      this.opts.logger.warn(
+        `candidate code runs unsandboxed: ${why}. Its numbers are unverified and no iteration can be improved; ${SANDBOX_HINT}`
+      );
+      return { mode: "none", why };
+    })();
+    return this.decided;
+  }
+  async close() {
+  }
+  info() {
+    const tpu = this.accelerator.kind === "tpu";
+    return {
+      backend: this.name,
+      hasAccelerator: tpu,
+      description: tpu ? `local TPU (${this.accelerator.evidence})` : `local CPU (${availableParallelism()} cores)`
+    };
+  }
+};
+function split(argv) {
+  return [argv[0], argv.slice(1)];
+}
+function collectOutputs(inside, outputs) {
+  const refused = [];
+  for (const name of ["metrics", "junit", "trace"]) {
+    const from = inside[name];
+    const to = outputs[name];
+    if (from === void 0 || to === void 0 || !existsSync13(from)) continue;
+    const r = copyPlainTree(from, to);
+    refused.push(...r.refused.map((x) => `${name}/${x}`));
+  }
+  return refused;
+}
+
+// src/compute/backends/ray.ts
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync5, readFileSync as readFileSync10, rmSync as rmSync7 } from "node:fs";
+import { tmpdir as tmpdir6 } from "node:os";
+import { dirname as dirname15, join as join19 } from "node:path";
+
+// src/compute/names.ts
+import { createHash as createHash4 } from "node:crypto";
+function shortHash(text3, length = 6) {
+  return createHash4("sha256").update(text3).digest("hex").slice(0, length);
+}
+var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+var MAX_SUBMISSION_ID = 120;
+function raySubmissionId(jobId2) {
+  const base = `hillclimb-${jobId2}`;
+  if (SAFE_ID.test(jobId2) && base.length <= MAX_SUBMISSION_ID) return base;
+  const cleaned = `hillclimb-${jobId2.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, MAX_SUBMISSION_ID - 9);
+  return `${cleaned}-${shortHash(jobId2, 8)}`;
+}
+function jobSlug(jobId2) {
+  if (SAFE_ID.test(jobId2) && jobId2.length <= 100) return jobId2;
+  return `${jobId2.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 90)}-${shortHash(jobId2, 8)}`;
+}
+var GCP_NAME = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+var MAX_GCP_NAME = 63;
+function slug(text3) {
+  return text3.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+}
+function gcpResourceName(prefix, runId, suffix = "") {
+  const cleanPrefix = slug(prefix) || "hillclimb";
+  const head = /^[a-z]/.test(cleanPrefix) ? cleanPrefix : `h-${cleanPrefix}`;
+  const cleanRun = slug(runId);
+  const tail = suffix ? `-${slug(suffix)}` : "";
+  const exact = `${head}-${cleanRun}${tail}`;
+  if (cleanRun === runId && exact.length <= MAX_GCP_NAME && GCP_NAME.test(exact)) return exact;
+  const hash3 = shortHash(runId);
+  const room = MAX_GCP_NAME - head.length - tail.length - hash3.length - 2;
+  const run2 = cleanRun.slice(0, Math.max(0, room)).replace(/-+$/g, "");
+  return [head, run2, hash3].filter(Boolean).join("-") + tail;
+}
+function labelValue(text3) {
+  return text3.toLowerCase().replace(/[^a-z0-9_-]+/g, "-").slice(0, 63);
+}
+
+// src/compute/ray/client.ts
+import { request as httpRequestRaw } from "node:http";
+import { request as httpsRequest } from "node:https";
+var TERMINAL_STATUSES = ["STOPPED", "SUCCEEDED", "FAILED"];
+var RayApiError = class extends Error {
+  constructor(message, status, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+  status;
+  body;
+  name = "RayApiError";
+  /** The head could not be reached at all (refused, reset, DNS, timeout). */
+  get unreachable() {
+    return this.status === void 0;
+  }
+};
+var DEFAULT_REQUEST_TIMEOUT_MS = 3e4;
+var DEFAULT_UPLOAD_TIMEOUT_MS = 10 * 6e4;
+var MAX_ERROR_BODY = 600;
+var RayJobsClient = class {
+  constructor(address, opts = {}) {
+    this.opts = opts;
+    this.address = address.replace(/\/+$/, "");
+  }
+  opts;
+  address;
+  async request(method, path, body, timeoutMs = this.opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS) {
+    const headers = { accept: "application/json", "user-agent": "hillclimb" };
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    let payload;
+    if (body?.json !== void 0) {
+      headers["content-type"] = "application/json";
+      payload = Buffer.from(JSON.stringify(body.json), "utf8");
+    } else if (body?.bytes !== void 0) {
+      headers["content-type"] = "application/octet-stream";
+      payload = body.bytes;
+    }
+    if (payload) headers["content-length"] = String(payload.length);
+    const url = new URL(`${this.address}${path}`);
+    let res;
+    try {
+      res = await httpRequest(url, method, headers, payload, timeoutMs);
+    } catch (e) {
+      const err = e;
+      throw new RayApiError(
+        `${method} ${this.address}${path}: cannot reach the Ray head (${err.code ?? err.message})`
+      );
+    }
+    if (res.status === 401 || res.status === 403) {
+      throw new RayApiError(
+        `${method} ${this.address}${path}: HTTP ${res.status}: the Ray head wants a valid token (set compute.ray.token_env)`,
+        res.status,
+        res.text
+      );
+    }
+    return res;
+  }
+  fail(method, path, r) {
+    const body = r.text.length > MAX_ERROR_BODY ? `\u2026${r.text.slice(-MAX_ERROR_BODY)}` : r.text;
+    throw new RayApiError(
+      `${method} ${this.address}${path}: HTTP ${r.status}: ${body.trim()}`,
+      r.status,
+      r.text
+    );
+  }
+  /** GET /api/version: the head's Ray version. */
+  async version() {
+    const r = await this.request("GET", "/api/version");
+    if (r.status !== 200) this.fail("GET", "/api/version", r);
+    return JSON.parse(r.text).ray_version ?? "unknown";
+  }
+  /** GET /api/jobs/<id>; undefined when no such job exists. */
+  async getJob(id) {
+    const path = `/api/jobs/${encodeURIComponent(id)}`;
+    const r = await this.request("GET", path);
+    if (r.status === 404) return void 0;
+    if (r.status !== 200) this.fail("GET", path, r);
+    return JSON.parse(r.text);
+  }
+  /** POST /api/jobs/. 'exists' when a job with this submission id is already there (a retried submit). */
+  async submit(req) {
+    const r = await this.request("POST", "/api/jobs/", { json: req });
+    if (r.status === 200) return "submitted";
+    if (/already exists/i.test(r.text)) return "exists";
+    this.fail("POST", "/api/jobs/", r);
+  }
+  /** POST /api/jobs/<id>/stop. True when the job was running; a missing job is not an error here. */
+  async stop(id) {
+    const path = `/api/jobs/${encodeURIComponent(id)}/stop`;
+    const r = await this.request("POST", path);
+    if (r.status === 404) return false;
+    if (r.status !== 200) this.fail("POST", path, r);
+    return Boolean(JSON.parse(r.text).stopped);
+  }
+  /** GET /api/jobs/<id>/logs: the job's whole log so far. */
+  async logs(id) {
+    const path = `/api/jobs/${encodeURIComponent(id)}/logs`;
+    const r = await this.request("GET", path);
+    if (r.status !== 200) this.fail("GET", path, r);
+    return JSON.parse(r.text).logs ?? "";
+  }
+  /** GET /api/packages/<protocol>/<name>: whether the head holds a package (the check also pins it). */
+  async packageExists(uri) {
+    const path = packagePath(uri);
+    const r = await this.request("GET", path);
+    if (r.status === 200) return true;
+    if (r.status === 404) return false;
+    this.fail("GET", path, r);
+  }
+  /** PUT /api/packages/<protocol>/<name> with the zip's bytes. */
+  async uploadPackage(uri, data) {
+    const path = packagePath(uri);
+    const r = await this.request(
+      "PUT",
+      path,
+      { bytes: data },
+      this.opts.uploadTimeoutMs ?? DEFAULT_UPLOAD_TIMEOUT_MS
+    );
+    if (r.status !== 200) this.fail("PUT", path, r);
+  }
+};
+function httpRequest(url, method, headers, payload, timeoutMs) {
+  const send = url.protocol === "https:" ? httpsRequest : httpRequestRaw;
+  return new Promise((resolve16, reject) => {
+    const req = send(url, { method, headers }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on(
+        "end",
+        () => resolve16({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
+      );
+      res.on("error", reject);
+    });
+    req.setTimeout(timeoutMs, () => {
+      req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: "ETIMEDOUT" }));
+    });
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+function packagePath(uri) {
+  const m = /^([a-z0-9]+):\/\/([^/]+\.zip)$/.exec(uri);
+  if (!m) throw new Error(`not a package URI: ${uri}`);
+  return `/api/packages/${m[1]}/${encodeURIComponent(m[2])}`;
+}
+
+// src/compute/runner/protocol.ts
+import { createHash as createHash5 } from "node:crypto";
+
+// src/compute/runner/source.ts
+var RUNNER_FILE = ".hillclimb-runner.py";
+var RUNNER_SOURCE = String.raw`"""hillclimb job runner (generated; see src/compute/runner/source.ts)."""
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
+KILL_GRACE_S = 5
+
+
+def marker(nonce, kind, payload=""):
+    """One protocol line: @@hillclimb <nonce> <kind> <payload>@@ (the payload never holds '@' or a newline)."""
+    clean = re.sub(r"[@\r\n]+", " ", str(payload)).strip()
+    sys.stdout.write("\n@@hillclimb %s %s%s@@\n" % (nonce, kind, " " + clean if clean else ""))
+    sys.stdout.flush()
+
+
+def pack(out_dir, wanted):
+    """Gzipped tar of the requested outputs that exist; regular files and folders only."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name in wanted:
+            path = os.path.join(out_dir, OUTPUT_NAMES[name])
+            if os.path.isfile(path) and not os.path.islink(path):
+                tar.add(path, arcname=OUTPUT_NAMES[name], recursive=False)
+            elif os.path.isdir(path) and not os.path.islink(path):
+                for folder, dirs, files in os.walk(path):
+                    rel = os.path.relpath(folder, out_dir)
+                    tar.add(folder, arcname=rel, recursive=False)
+                    for f in sorted(files):
+                        full = os.path.join(folder, f)
+                        if os.path.isfile(full) and not os.path.islink(full):
+                            tar.add(full, arcname=os.path.join(rel, f), recursive=False)
+    return buf.getvalue()
+
+
+def main():
+    spec = json.loads(base64.b64decode(sys.argv[1]).decode("utf-8"))
+    nonce = spec["nonce"]
+    out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
+    # {cache} persists across jobs on this machine (e.g. a JAX compilation cache shared by both arms).
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
+    os.makedirs(cache, exist_ok=True)
+    values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
+    for name in spec["outputs"]:
+        values[name] = os.path.join(out_dir, OUTPUT_NAMES[name])
+
+    def fill(arg):
+        def one(m):
+            if m.group(1) not in values:
+                raise SystemExit("placeholder {%s} has no value" % m.group(1))
+            return values[m.group(1)]
+
+        return PLACEHOLDER.sub(one, arg)
+
+    argv = [fill(a) for a in spec["command"]]
+    env = dict(os.environ)
+    env.update(spec.get("env") or {})
+    env["PYTHONUNBUFFERED"] = "1"
+    pgid_file = spec.get("pgid_file")
+    try:
+        child = subprocess.Popen(argv, env=env, start_new_session=True)
+    except OSError as e:
+        marker(nonce, "spawn-error", "%s: %s" % (argv[0], e))
+        marker(nonce, "result", "exit=127")
+        return 127
+    if pgid_file:
+        with open(pgid_file, "w") as f:
+            f.write(str(child.pid))
+
+    def kill_group():
+        try:
+            os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    stopped = {"by": None}
+
+    def on_signal(signum, frame):
+        stopped["by"] = "signal"
+        kill_group()
+
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    try:
+        code = child.wait(spec.get("timeout_s"))
+    except subprocess.TimeoutExpired:
+        stopped["by"] = "timeout"
+        kill_group()
+        code = child.wait()
+    if code < 0:
+        code = 128 - code
+    sys.stdout.flush()
+    try:
+        data = pack(out_dir, spec["outputs"])
+        emit = spec.get("emit", "log")
+        if emit == "log":
+            limit = spec.get("max_bytes") or 0
+            if limit and len(data) > limit:
+                marker(nonce, "outputs-error", "%d bytes of outputs exceed the cap of %d bytes" % (len(data), limit))
+            else:
+                digest = hashlib.sha256(data).hexdigest()
+                marker(nonce, "outputs-begin", "sha256=%s bytes=%d" % (digest, len(data)))
+                text = base64.b64encode(data).decode("ascii")
+                for i in range(0, len(text), 76):
+                    sys.stdout.write(text[i : i + 76] + "\n")
+                marker(nonce, "outputs-end")
+        else:
+            with open(emit, "wb") as f:
+                f.write(data)
+    except Exception as e:  # an output problem must not hide the job's exit code
+        marker(nonce, "outputs-error", "could not pack outputs: %s" % e)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if pgid_file:
+            try:
+                os.unlink(pgid_file)
+            except OSError:
+                pass
+    marker(nonce, "result", "killed=" + stopped["by"] if stopped["by"] else "exit=%d" % code)
+    return code if 0 <= code < 256 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+`;
+
+// src/compute/runner/protocol.ts
+function runnerNonce(name) {
+  return shortHash(`hillclimb-runner:${name}`, 16);
+}
+function requestedOutputs(outputs) {
+  return ["metrics", "junit", "trace"].filter((k) => outputs[k] !== void 0);
+}
+function runnerArgv(python, spec) {
+  return [python, RUNNER_FILE, Buffer.from(JSON.stringify(spec), "utf8").toString("base64")];
+}
+var MARKER = /^@@hillclimb ([0-9a-f]+) ([a-z-]+)(?: (.*))?@@$/;
+function parseRunnerOutput(text3, nonce) {
+  const report = { finished: false };
+  let payload;
+  let expected;
+  for (const raw of text3.split("\n")) {
+    const line = raw.replace(/\r$/, "");
+    const m = MARKER.exec(line);
+    if (!m || m[1] !== nonce) {
+      if (payload && line !== "") payload.push(line);
+      continue;
+    }
+    const kind = m[2];
+    const rest2 = m[3] ?? "";
+    switch (kind) {
+      case "outputs-begin": {
+        const sm = /sha256=([0-9a-f]{64}) bytes=(\d+)/.exec(rest2);
+        if (sm) expected = { sha256: sm[1], bytes: Number(sm[2]) };
+        payload = [];
+        break;
+      }
+      case "outputs-end": {
+        if (payload && expected) {
+          const data = Buffer.from(payload.join(""), "base64");
+          const digest = createHash5("sha256").update(data).digest("hex");
+          if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
+          else
+            report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
+        }
+        payload = void 0;
+        break;
+      }
+      case "outputs-error":
+        report.outputsError = rest2;
+        break;
+      case "spawn-error":
+        report.spawnError = rest2;
+        break;
+      case "result": {
+        report.finished = true;
+        const em = /^exit=(\d+)$/.exec(rest2);
+        if (em) report.exitCode = Number(em[1]);
+        const km = /^killed=(\w+)$/.exec(rest2);
+        if (km) report.killed = km[1];
+        break;
+      }
+    }
+  }
+  if (payload && !report.outputs && !report.outputsError) {
+    report.outputsError = "outputs cut off: the end marker never arrived";
+  }
+  return report;
+}
+var LogForwarder = class {
+  constructor(nonce) {
+    this.nonce = nonce;
+  }
+  nonce;
+  consumed = 0;
+  inPayload = false;
+  payloadLines = 0;
+  /** The new loggable text in `full` since the last call. With `final`, a trailing partial line is included. */
+  next(full, final = false) {
+    if (full.length < this.consumed) this.consumed = 0;
+    const end = final ? full.length : full.lastIndexOf("\n") + 1;
+    if (end <= this.consumed) return "";
+    const chunk2 = full.slice(this.consumed, end);
+    this.consumed = end;
+    const out = [];
+    const lines = chunk2.split("\n");
+    if (chunk2.endsWith("\n")) lines.pop();
+    for (const line of lines) {
+      const m = MARKER.exec(line.replace(/\r$/, ""));
+      const ours = m !== null && m[1] === this.nonce;
+      if (ours && m[2] === "outputs-begin") {
+        this.inPayload = true;
+        this.payloadLines = 0;
+        continue;
+      }
+      if (ours && m[2] === "outputs-end") {
+        this.inPayload = false;
+        out.push(`[hillclimb: outputs received (${this.payloadLines} lines of base64)]`);
+        continue;
+      }
+      if (this.inPayload) {
+        this.payloadLines += 1;
+        continue;
+      }
+      out.push(line);
+    }
+    return out.length > 0 ? `${out.join("\n")}
+` : "";
+  }
+};
+
+// src/compute/shell.ts
+function shellQuote(arg) {
+  if (arg.includes("\0")) throw new Error("a shell argument cannot contain a NUL byte");
+  return `'${arg.replaceAll("'", "'\\''")}'`;
+}
+function shellJoin(args) {
+  if (args.length === 0) throw new Error("empty command");
+  return args.map(shellQuote).join(" ");
+}
+
+// src/compute/tree.ts
+import { copyFileSync as copyFileSync2, existsSync as existsSync14, mkdtempSync as mkdtempSync4, rmSync as rmSync6 } from "node:fs";
+import { tmpdir as tmpdir5 } from "node:os";
+import { isAbsolute as isAbsolute6, join as join18 } from "node:path";
+var GIT_TIMEOUT_MS = 5 * 6e4;
+async function git(workdir, args, env = {}, input) {
+  const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
+  return r.stdout.trim();
+}
+async function snapshotTree(workdir, opts = {}) {
+  let prefix;
+  let realIndex;
+  try {
+    prefix = await git(workdir, ["rev-parse", "--show-prefix"]);
+    realIndex = await git(workdir, ["rev-parse", "--path-format=absolute", "--git-path", "index"]);
+  } catch (e) {
+    throw new HillclimbError(`${workdir} is not inside a git working tree: ${e.message}`, {
+      hint: "jobs run in git worktrees of the repository; pass a checkout as the job workdir",
+      cause: e
+    });
+  }
+  const tmp = mkdtempSync4(join18(tmpdir5(), "hc-index-"));
+  try {
+    const index = join18(tmp, "index");
+    if (existsSync14(realIndex)) copyFileSync2(realIndex, index);
+    const env = { GIT_INDEX_FILE: index };
+    await git(workdir, ["add", "--all", "--", "."], env);
+    const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
+    if (excludes.length > 0) {
+      await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
+    }
+    for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
+      if (isAbsolute6(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      const blob = await git(workdir, ["hash-object", "-w", "--stdin"], env, content);
+      await git(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
+    }
+    return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
+  } finally {
+    rmSync6(tmp, { recursive: true, force: true });
+  }
+}
+async function archiveTree(workdir, treeId, format, outFile) {
+  await git(workdir, ["archive", `--format=${format}`, `--output=${outFile}`, treeId]);
+}
+
+// src/compute/wait.ts
+function sleep2(ms2, signal) {
+  return new Promise((resolve16) => {
+    if (signal?.aborted) return resolve16();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve16();
+    };
+    const timer = setTimeout(done, ms2);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+// src/compute/backends/ray.ts
+var DEFAULT_CONNECTION_GRACE_MS = 6e4;
+var DEFAULT_STOP_WAIT_MS = 6e4;
+var RUNNER_TIMEOUT_MARGIN_S = 120;
+var MIB = 1024 * 1024;
+function isPrivateAddress(address) {
+  let host;
+  try {
+    host = new URL(address).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return false;
+  }
+  if (host === "localhost" || host === "::1" || host.endsWith(".internal") || host.endsWith(".local"))
+    return true;
+  const m = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host);
+  if (!m) return /^f[cd][0-9a-f]{2}:/i.test(host);
+  const [a, b] = [Number(m[1]), Number(m[2])];
+  return a === 127 || a === 10 || a === 172 && b >= 16 && b <= 31 || a === 192 && b === 168;
+}
+var RayBackend = class {
+  constructor(opts) {
+    this.opts = opts;
+    const { config } = opts;
+    if (config.token_env) {
+      this.token = process.env[config.token_env];
+      if (!this.token) {
+        throw new HillclimbError(`compute.ray.token_env names ${config.token_env}, which is not set`, {
+          hint: `export ${config.token_env}=<the cluster's Ray auth token>, or remove compute.ray.token_env`,
+          exitCode: ExitCode2.badInput
+        });
+      }
+    }
+    this.client = new RayJobsClient(config.address, { token: this.token });
+  }
+  opts;
+  name = "ray";
+  client;
+  token;
+  opened = false;
+  get logger() {
+    return this.opts.logger;
+  }
+  async open() {
+    if (this.opened) return;
+    if (!isPrivateAddress(this.opts.config.address)) {
+      this.logger.warn(
+        `compute.ray.address ${this.opts.config.address} is not a loopback or private address: the Ray job server runs any code it is sent; reach it through an SSH/IAP tunnel (docs/compute.md)`
+      );
+    }
+    if (this.opts.dryRun) {
+      this.logger.info(`dry run: would check GET ${this.client.address}/api/version`);
+      this.opened = true;
+      return;
+    }
+    try {
+      const version = await this.client.version();
+      this.logger.info(`ray: job server at ${this.client.address} (Ray ${version})`);
+    } catch (e) {
+      throw new HillclimbError(`the Ray job server does not answer: ${errorMessage(e)}`, {
+        hint: "start the head or the tunnel to it (e.g. ssh -N -L 8265:localhost:8265 <head>, or gcloud compute ssh <head> --tunnel-through-iap -- -N -L 8265:localhost:8265), then check compute.ray.address",
+        exitCode: ExitCode2.infra,
+        cause: e
+      });
+    }
+    this.opened = true;
+  }
+  async run(job) {
+    const started = Date.now();
+    const { config } = this.opts;
+    const submissionId = raySubmissionId(job.id);
+    const nonce = runnerNonce(submissionId);
+    const outputs = requestedOutputs(job.outputs);
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
+    const spec = {
+      nonce,
+      command: job.command,
+      env: job.env ?? {},
+      outputs,
+      emit: "log",
+      max_bytes: Math.floor(config.max_output_mb * MIB),
+      timeout_s: Math.ceil(job.timeoutMs / 1e3) + RUNNER_TIMEOUT_MARGIN_S
+    };
+    const entrypoint = shellJoin(runnerArgv(config.python, spec));
+    const result = (extra) => ({
+      exitCode: null,
+      durationMs: Date.now() - started,
+      logFile: job.logFile,
+      handle: submissionId,
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
+      ...extra
+    });
+    mkdirSync13(dirname15(job.logFile), { recursive: true });
+    const log = (text3) => {
+      if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
+    };
+    log(`[hillclimb] ray job ${submissionId} at ${this.client.address}
+`);
+    if (this.opts.dryRun) {
+      this.logger.info(`dry run: would submit ${submissionId} with entrypoint: ${entrypoint}`);
+      return result({ infraError: "dry run: the submission was printed, not sent" });
+    }
+    clearDestinations(job.outputs);
+    prepareDestinations(job.outputs);
+    if (job.signal?.aborted) return result({ killedBy: "abort" });
+    try {
+      const existing = await this.client.getJob(submissionId);
+      if (existing) {
+        this.logger.info(`ray: ${submissionId} already exists (${existing.status}); attaching`);
+      } else {
+        const workingDir = await this.uploadTree(job.workdir);
+        const submitted = await this.client.submit({
+          entrypoint,
+          submission_id: submissionId,
+          runtime_env: { ...this.runtimeEnvBase(), working_dir: workingDir },
+          metadata: { hillclimb: "1", job_id: job.id },
+          ...config.entrypoint_resources ? { entrypoint_resources: config.entrypoint_resources } : {}
+        });
+        this.logger.info(
+          submitted === "submitted" ? `ray: submitted ${submissionId}` : `ray: ${submissionId} was submitted meanwhile; attaching`
+        );
+      }
+    } catch (e) {
+      if (e instanceof RayApiError || e instanceof HillclimbError) {
+        return result({ infraError: `could not submit ${submissionId}: ${e.message}` });
+      }
+      throw e;
+    }
+    return this.follow(job, submissionId, nonce, log, result);
+  }
+  /** Poll the job to a terminal state, forwarding its log and enforcing the limits; then classify. */
+  async follow(job, id, nonce, log, result) {
+    const { config } = this.opts;
+    const pollMs = config.poll_seconds * 1e3;
+    const pendingLimitMs = config.pending_timeout_minutes * 6e4;
+    const graceMs = this.opts.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
+    const stopWaitMs = this.opts.stopWaitMs ?? DEFAULT_STOP_WAIT_MS;
+    const forwarder = new LogForwarder(nonce);
+    const pendingSince = Date.now();
+    let runningSince;
+    let lastGrowth = Date.now();
+    let logLength = 0;
+    let lastContact = Date.now();
+    let stoppedBy;
+    let stopRequestedAt = 0;
+    let details2;
+    let pendingMessage = "";
+    const requestStop = async (reason) => {
+      stoppedBy = reason;
+      stopRequestedAt = Date.now();
+      this.logger.warn(`ray: stopping ${id} (${reason})`);
+      try {
+        await this.client.stop(id);
+      } catch (e) {
+        this.logger.warn(`ray: stop request for ${id} failed: ${errorMessage(e)}`);
+      }
+    };
+    for (; ; ) {
+      if (job.signal?.aborted && !stoppedBy) await requestStop("abort");
+      try {
+        details2 = await this.client.getJob(id);
+        lastContact = Date.now();
+      } catch (e) {
+        if (!(e instanceof RayApiError)) throw e;
+        if (Date.now() - lastContact > graceMs) {
+          return result({ infraError: `lost contact with the Ray head while following ${id}: ${e.message}` });
+        }
+        await sleep2(pollMs, job.signal);
+        continue;
+      }
+      if (!details2) {
+        return result({
+          infraError: `job ${id} disappeared from the cluster (head restarted or job deleted)`
+        });
+      }
+      const terminal = TERMINAL_STATUSES.includes(details2.status);
+      if (details2.status !== "PENDING") {
+        const text3 = await this.client.logs(id).catch(() => void 0);
+        if (text3 !== void 0) {
+          if (text3.length > logLength) lastGrowth = Date.now();
+          logLength = text3.length;
+          log(forwarder.next(text3, terminal));
+        }
+      }
+      if (terminal) break;
+      const now = Date.now();
+      if (stoppedBy) {
+        if (now - stopRequestedAt > stopWaitMs) {
+          return result({
+            ...stoppedBy === "pending" ? {} : { killedBy: stoppedBy },
+            infraError: `job ${id} did not stop within ${Math.round(stopWaitMs / 1e3)} s of the stop request`
+          });
+        }
+      } else if (details2.status === "PENDING") {
+        pendingMessage = details2.message ?? "";
+        if (now - pendingSince > pendingLimitMs) {
+          await requestStop("pending");
+          return this.classify(job, details2, { finished: false }, stoppedBy, pendingMessage, result);
+        }
+      } else if (details2.status === "RUNNING") {
+        if (runningSince === void 0) {
+          runningSince = now;
+          lastGrowth = now;
+        }
+        if (now - runningSince > job.timeoutMs) await requestStop("timeout");
+        else if (job.idleTimeoutMs !== void 0 && now - lastGrowth > job.idleTimeoutMs)
+          await requestStop("idle-timeout");
+      }
+      if (!stoppedBy) await sleep2(pollMs, job.signal);
+      else await sleep2(Math.min(pollMs, 1e3));
+    }
+    const full = await this.client.logs(id).catch(() => "");
+    return this.classify(job, details2, parseRunnerOutput(full, nonce), stoppedBy, pendingMessage, result);
+  }
+  classify(job, details2, report, stoppedBy, pendingMessage, result) {
+    const { config } = this.opts;
+    if (stoppedBy === "pending") {
+      const wanted = config.entrypoint_resources ? ` for ${JSON.stringify(config.entrypoint_resources)}` : "";
+      return result({
+        infraError: `job ${details2.submission_id} stayed PENDING for more than ${config.pending_timeout_minutes} min${wanted}: no node could take it (${pendingMessage || "no message"})`
+      });
+    }
+    if (stoppedBy) return result({ killedBy: stoppedBy });
+    if (report.killed === "timeout") return result({ killedBy: "timeout" });
+    if (details2.status === "STOPPED" || report.killed) {
+      return result({ infraError: `job ${details2.submission_id} was stopped outside hillclimb` });
+    }
+    if (!report.finished || report.exitCode === void 0) {
+      const why = [details2.error_type, details2.message].filter(Boolean).join(": ");
+      return result({
+        infraError: `job ${details2.submission_id} ${details2.status} before the runner reported (${why.slice(-800) || "no message"})`
+      });
+    }
+    if (report.spawnError) {
+      return result({ infraError: `the worker could not start the command: ${report.spawnError}` });
+    }
+    const exitCode = report.exitCode;
+    if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
+    if (!report.outputs) return result({ exitCode, infraError: "outputs: the runner sent none" });
+    try {
+      const installed = installOutputs(report.outputs, job.outputs);
+      if (installed.ignored.length > 0) {
+        this.logger.debug(`ray: ignored output entries: ${installed.ignored.join(", ")}`);
+      }
+    } catch (e) {
+      return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
+    }
+    return result({ exitCode });
+  }
+  /** runtime_env from the config without the keys hillclimb owns. */
+  runtimeEnvBase() {
+    const { working_dir, excludes: _excludes, ...rest2 } = this.opts.config.runtime_env ?? {};
+    if (working_dir !== void 0) {
+      this.logger.warn("compute.ray.runtime_env.working_dir is replaced by the job working tree");
+    }
+    return rest2;
+  }
+  /** Package the working tree and upload it unless the head already has it; returns the package URI. */
+  async uploadTree(workdir) {
+    const excludes = this.opts.config.runtime_env?.excludes;
+    const treeId = await snapshotTree(workdir, {
+      extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
+      excludes: Array.isArray(excludes) ? excludes.map(String) : []
+    });
+    const uri = `gcs://_ray_pkg_${treeId}.zip`;
+    if (await this.client.packageExists(uri)) {
+      this.logger.debug(`ray: package ${uri} already on the head`);
+      return uri;
+    }
+    const tmp = mkdtempSync5(join19(tmpdir6(), "hc-raypkg-"));
+    try {
+      const zip = join19(tmp, "package.zip");
+      await archiveTree(workdir, treeId, "zip", zip);
+      const data = readFileSync10(zip);
+      this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
+      await this.client.uploadPackage(uri, data);
+    } finally {
+      rmSync7(tmp, { recursive: true, force: true });
+    }
+    return uri;
+  }
+  async close() {
+    this.opened = false;
+  }
+  info() {
+    const resources = this.opts.config.entrypoint_resources ?? {};
+    const tpuType = Object.keys(resources).map((k) => /^TPU-(.+)-head$/.exec(k)?.[1]).find(Boolean);
+    const hasTpu = Object.entries(resources).some(([k, v]) => /^TPU/.test(k) && v > 0);
+    return {
+      backend: this.name,
+      hasAccelerator: hasTpu,
+      description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ""}`,
+      ...tpuType ? { acceleratorType: tpuType } : {}
+    };
+  }
+};
+
+// src/compute/backends/tpu-vm.ts
+import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync6, readFileSync as readFileSync12, rmSync as rmSync9 } from "node:fs";
+import { tmpdir as tmpdir7 } from "node:os";
+import { dirname as dirname16, join as join21 } from "node:path";
+
+// src/compute/tpu/commands.ts
+var where = (l) => ["--zone", l.zone, "--project", l.project];
+function labelsFlag(labels) {
+  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
+}
+function usesQueuedResource(c) {
+  return c.provisioning === "queued" || c.provisioning === "flex-start";
+}
+var TIER_FLAGS = {
+  "on-demand": [],
+  spot: ["--spot"],
+  reserved: ["--reserved"],
+  guaranteed: ["--guaranteed"]
+};
+function createQueuedResourceArgs(c, zone, qr, node, labels) {
+  const flex = c.provisioning === "flex-start";
+  return [
+    ...flex ? ["alpha"] : [],
+    "compute",
+    "tpus",
+    "queued-resources",
+    "create",
+    qr,
+    "--node-id",
+    node,
+    ...where({ project: c.project, zone }),
+    "--accelerator-type",
+    c.accelerator_type,
+    "--runtime-version",
+    c.runtime_version,
+    ...flex ? ["--provisioning-model", "flex-start", "--max-run-duration", `${Math.round(c.ttl_hours * 3600)}s`] : TIER_FLAGS[c.queued_tier],
+    "--valid-until-duration",
+    `${Math.round(c.ready_timeout_minutes * 60)}s`,
+    "--labels",
+    labelsFlag(labels),
+    ...c.create_args,
+    "--quiet"
+  ];
+}
+function createNodeArgs(c, zone, node, labels) {
+  return [
+    "compute",
+    "tpus",
+    "tpu-vm",
+    "create",
+    node,
+    ...where({ project: c.project, zone }),
+    "--accelerator-type",
+    c.accelerator_type,
+    "--version",
+    c.runtime_version,
+    ...c.provisioning === "spot" ? ["--spot"] : [],
+    "--labels",
+    labelsFlag(labels),
+    ...c.create_args,
+    "--quiet"
+  ];
+}
+function describeQueuedResourceArgs(l, qr) {
+  return ["compute", "tpus", "queued-resources", "describe", qr, ...where(l), "--format=json"];
+}
+function describeNodeArgs(l, node) {
+  return ["compute", "tpus", "tpu-vm", "describe", node, ...where(l), "--format=json"];
+}
+function deleteQueuedResourceArgs(l, qr) {
+  return ["compute", "tpus", "queued-resources", "delete", qr, ...where(l), "--force", "--async", "--quiet"];
+}
+function deleteNodeArgs(l, node) {
+  return ["compute", "tpus", "tpu-vm", "delete", node, ...where(l), "--async", "--quiet"];
+}
+function sshArgs(l, node, worker, command, extra = []) {
+  return [
+    "compute",
+    "tpus",
+    "tpu-vm",
+    "ssh",
+    node,
+    ...where(l),
+    `--worker=${worker}`,
+    "--command",
+    command,
+    "--quiet",
+    ...extra
+  ];
+}
+function scpArgs(l, sources, destination, worker, extra = []) {
+  return [
+    "compute",
+    "tpus",
+    "tpu-vm",
+    "scp",
+    ...sources,
+    destination,
+    ...where(l),
+    `--worker=${worker}`,
+    "--quiet",
+    ...extra
+  ];
+}
+
+// src/compute/tpu/gcloud.ts
+var DEFAULT_TIMEOUT_MS2 = 10 * 6e4;
+function gcloudCli(opts = {}) {
+  const binary = opts.binary ?? "gcloud";
+  const dryRun = Boolean(opts.dryRun);
+  return {
+    dryRun,
+    async run(args, runOpts = {}) {
+      if (dryRun && !runOpts.readOnly) {
+        opts.print?.(`$ ${displayCommand(binary, args)}`);
+        return { args, exitCode: 0, stdout: "", stderr: "", printed: true };
+      }
+      try {
+        const r = await run(binary, args, {
+          // Never wait for an interactive prompt (key generation, confirmations).
+          env: { CLOUDSDK_CORE_DISABLE_PROMPTS: "1" },
+          allowedExitCodes: "any",
+          timeoutMs: runOpts.timeoutMs ?? DEFAULT_TIMEOUT_MS2,
+          idleTimeoutMs: runOpts.idleTimeoutMs,
+          signal: runOpts.signal,
+          logFile: runOpts.logFile,
+          onLine: runOpts.onLine,
+          redact: secretsFromEnv()
+        });
+        return { args, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+      } catch (e) {
+        if (e instanceof ExecError && e.result) {
+          const r = e.result;
+          return { args, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, killedBy: r.killedBy };
+        }
+        throw new HillclimbError(`cannot run ${binary}: ${e.message}`, {
+          hint: "install the Google Cloud SDK (https://cloud.google.com/sdk/docs/install); in Actions use google-github-actions/setup-gcloud",
+          exitCode: ExitCode2.infra,
+          cause: e
+        });
+      }
+    }
+  };
+}
+function gcloudError(r, maxChars = 400) {
+  if (r.killedBy) return `gcloud ${r.killedBy}`;
+  const lines = (r.stderr || r.stdout).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !/^(Using ssh batch size|Waiting for|Create request issued)/.test(l));
+  const errorLines = lines.filter((l) => /^ERROR|error/i.test(l));
+  const text3 = (errorLines.length > 0 ? errorLines : lines).slice(-3).join(" ");
+  return (text3 || `exit code ${r.exitCode}`).slice(0, maxChars);
+}
+var text = (r) => `${r.stderr}
+${r.stdout}`;
+function isNotFound(r) {
+  return /NOT_FOUND|\b404\b|was not found|could not be found|does not exist/i.test(text(r));
+}
+function isAlreadyExists(r) {
+  return /ALREADY_EXISTS|already exists|\b409\b/i.test(text(r));
+}
+function isCapacityError(r) {
+  return /RESOURCE_EXHAUSTED|ZONE_RESOURCE_POOL_EXHAUSTED|capacity|stockout|quota|insufficient|\bUNAVAILABLE\b|\b429\b|\b503\b/i.test(
+    text(r)
+  );
+}
+function isFatalError(r) {
+  if (isCapacityError(r)) return false;
+  return /PERMISSION_DENIED|UNAUTHENTICATED|\b401\b|\b403\b|gcloud auth login|reauthenticat|does not have permission|billing (account|is disabled)|SERVICE_DISABLED|has not been used in project/i.test(
+    text(r)
+  );
+}
+
+// src/compute/tpu/remote.ts
+var JOBS_DIR = "hillclimb/jobs";
+var OUTPUTS_FILE = ".hillclimb-outputs.tar.gz";
+var PGID_FILE = ".hillclimb-pgid";
+function jobDir(slug2) {
+  return `${JOBS_DIR}/${slug2}`;
+}
+function uploadName(slug2) {
+  return `hillclimb-job-${slug2}.tar.gz`;
+}
+function runScript(slug2, runner) {
+  const dir = shellQuote(jobDir(slug2));
+  const tarball = shellQuote(uploadName(slug2));
+  return [
+    'cd "$HOME"',
+    `rm -rf ${shellQuote(JOBS_DIR)}`,
+    `mkdir -p ${dir}`,
+    `tar -xzf ${tarball} -C ${dir}`,
+    `rm -f ${tarball}`,
+    `cd ${dir}`,
+    `exec ${shellJoin(runner)}`
+  ].join(" && ");
+}
+function killScript(slug2, graceSeconds = 5) {
+  const f = shellQuote(`${jobDir(slug2)}/${PGID_FILE}`);
+  const kill = (sig) => `kill -${sig} -- "-$(cat ${f})" 2>/dev/null`;
+  return `cd "$HOME"; if [ -f ${f} ]; then ${kill("TERM")}; sleep ${graceSeconds}; if [ -f ${f} ]; then ${kill("KILL")}; fi; fi; true`;
+}
+function setupScript(command) {
+  return `cd "$HOME" && ${shellJoin(command)}`;
+}
+
+// src/compute/tpu/state.ts
+import { mkdirSync as mkdirSync14, readdirSync as readdirSync5, readFileSync as readFileSync11, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync7 } from "node:fs";
+import { join as join20 } from "node:path";
+function tpuStateDir(stateDir) {
+  return join20(stateDir, "tpu");
+}
+var recordFile = (dir, name, zone) => join20(dir, `${name}.${zone}.json`);
+function writeRecord(dir, record2) {
+  mkdirSync14(dir, { recursive: true });
+  const file = recordFile(dir, record2.name, record2.zone);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
+`);
+  renameSync2(tmp, file);
+}
+function readRecords(dir) {
+  let names;
+  try {
+    names = readdirSync5(dir).filter((n) => n.endsWith(".json"));
+  } catch {
+    return [];
+  }
+  const records = [];
+  for (const n of names.sort()) {
+    try {
+      records.push(JSON.parse(readFileSync11(join20(dir, n), "utf8")));
+    } catch {
+    }
+  }
+  return records;
+}
+function removeRecord(dir, name, zone) {
+  rmSync8(recordFile(dir, name, zone), { force: true });
+}
+
+// src/compute/tpu/lifecycle.ts
+var LABEL_MARK = "hillclimb";
+var LABEL_RUN = "hillclimb-run";
+var LABEL_EXPIRES = "hillclimb-expires";
+var QR_DEAD = /* @__PURE__ */ new Set(["FAILED", "SUSPENDED", "SUSPENDING", "DELETING"]);
+var NODE_DEAD = /* @__PURE__ */ new Set(["PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", "DELETING", "HIDDEN", "HIDING"]);
+var CREATE_TIMEOUT_MS = 15 * 6e4;
+var DELETE_TIMEOUT_MS = 5 * 6e4;
+var SETUP_TIMEOUT_MS = 60 * 6e4;
+var MAX_DESCRIBE_FAILURES = 5;
+function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
+  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
+  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `local-${stamp.toLowerCase()}`;
+}
+function tpuNames(c, runId, generation = 1) {
+  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
+  return usesQueuedResource(c) ? { node, qr: node } : { node };
+}
+function tpuLabels(runId, expiresAt) {
+  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
+}
+function parseJson(r) {
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    return void 0;
+  }
+}
+function describedState(doc) {
+  const s = doc?.state;
+  if (typeof s === "string") return s;
+  if (s && typeof s === "object" && typeof s.state === "string") {
+    return s.state;
+  }
+  return void 0;
+}
+function failureDetail(doc) {
+  const state = doc?.state;
+  return state?.failedData?.error?.message ?? "";
+}
+async function allocateTpu(ctx, opts) {
+  const { config: c, gcloud, logger } = ctx;
+  const now = ctx.now ?? Date.now;
+  const pause = ctx.sleep ?? sleep2;
+  const names = tpuNames(c, opts.runId, opts.generation);
+  const expiresAt = Math.floor(now() / 1e3) + Math.round(c.ttl_hours * 3600);
+  const labels = tpuLabels(opts.runId, expiresAt);
+  const failures = [];
+  for (let pass = 1; pass <= c.allocate_attempts; pass++) {
+    for (const zone of c.zones) {
+      const record2 = {
+        name: names.node,
+        ...names.qr ? { queuedResource: names.qr } : {},
+        project: c.project,
+        zone,
+        acceleratorType: c.accelerator_type,
+        runtimeVersion: c.runtime_version,
+        provisioning: c.provisioning,
+        runId: opts.runId,
+        owner: opts.owner,
+        state: "creating",
+        setupDone: false,
+        createdAt: new Date(now()).toISOString(),
+        expiresAt
+      };
+      if (!gcloud.dryRun) writeRecord(ctx.stateDir, record2);
+      logger.info(
+        `tpu: requesting ${c.accelerator_type} as ${names.qr ?? names.node} in ${zone} (${c.provisioning})`
+      );
+      const outcome = await tryZone(ctx, record2, labels);
+      if (outcome.ok) {
+        record2.state = "active";
+        if (!gcloud.dryRun) writeRecord(ctx.stateDir, record2);
+        logger.info(`tpu: ${record2.name} is up in ${zone}`);
+        if (opts.setup !== false) await runSetup(ctx, record2);
+        return record2;
+      }
+      failures.push(`${zone} (pass ${pass}): ${outcome.reason}`);
+      if (!gcloud.dryRun && !outcome.leftover) removeRecord(ctx.stateDir, record2.name, zone);
+      if (outcome.fatal) {
+        throw new HillclimbError(`TPU allocation stopped: ${outcome.reason}`, {
+          hint: "check the credentials and IAM roles (roles/tpu.admin) of the account gcloud uses",
+          exitCode: ExitCode2.infra
+        });
+      }
+      logger.warn(`tpu: ${zone}: ${outcome.reason}; trying the next zone`);
+    }
+    if (pass < c.allocate_attempts) {
+      logger.info(`tpu: no zone had capacity; retrying in ${c.retry_backoff_seconds} s`);
+      await pause(c.retry_backoff_seconds * 1e3);
+    }
+  }
+  throw new HillclimbError(
+    `no ${c.accelerator_type} TPU in ${c.zones.join(", ")} after ${c.allocate_attempts} pass(es):
+  ${failures.join("\n  ")}`,
+    {
+      hint: "add zones to compute.tpu_vm.zones, raise allocate_attempts, or try provisioning: queued/flex-start",
+      exitCode: ExitCode2.infra
+    }
+  );
+}
+async function tryZone(ctx, rec, labels) {
+  const { config: c, gcloud, logger } = ctx;
+  const queued = rec.queuedResource !== void 0;
+  const create = queued ? createQueuedResourceArgs(c, rec.zone, rec.queuedResource, rec.name, labels) : createNodeArgs(c, rec.zone, rec.name, labels);
+  const r = await gcloud.run(create, { timeoutMs: CREATE_TIMEOUT_MS });
+  if (r.printed) {
+    const loc = { project: rec.project, zone: rec.zone };
+    await gcloud.run(
+      queued ? describeQueuedResourceArgs(loc, rec.queuedResource) : describeNodeArgs(loc, rec.name)
+    );
+    return { ok: true };
+  }
+  if (r.exitCode !== 0) {
+    if (isAlreadyExists(r)) {
+      logger.info(`tpu: ${rec.queuedResource ?? rec.name} already exists in ${rec.zone}; waiting for it`);
+    } else if (isFatalError(r)) {
+      return { ok: false, fatal: true, reason: gcloudError(r) };
+    } else {
+      const clean = queued || await deleteQuietly(ctx, rec);
+      const kind = isCapacityError(r) ? "no capacity" : "create failed";
+      return { ok: false, fatal: false, reason: `${kind}: ${gcloudError(r)}`, leftover: !clean };
+    }
+  }
+  return waitUntilUp(ctx, rec);
+}
+async function waitUntilUp(ctx, rec) {
+  const { config: c, gcloud, logger } = ctx;
+  const now = ctx.now ?? Date.now;
+  const pause = ctx.sleep ?? sleep2;
+  const queued = rec.queuedResource !== void 0;
+  const loc = { project: rec.project, zone: rec.zone };
+  const deadline = now() + c.ready_timeout_minutes * 6e4;
+  let failures = 0;
+  let last = "";
+  for (; ; ) {
+    const d = await gcloud.run(
+      queued ? describeQueuedResourceArgs(loc, rec.queuedResource) : describeNodeArgs(loc, rec.name),
+      { readOnly: true, timeoutMs: 2 * 6e4 }
+    );
+    if (d.exitCode !== 0) {
+      if (isNotFound(d)) return { ok: false, fatal: false, reason: "the resource disappeared while waiting" };
+      failures += 1;
+      if (failures >= MAX_DESCRIBE_FAILURES) {
+        const clean = await deleteQuietly(ctx, rec);
+        return {
+          ok: false,
+          fatal: false,
+          reason: `describe keeps failing: ${gcloudError(d)}`,
+          leftover: !clean
+        };
+      }
+    } else {
+      failures = 0;
+      const doc = parseJson(d);
+      const state = describedState(doc) ?? "UNKNOWN";
+      if (state !== last) logger.info(`tpu: ${rec.queuedResource ?? rec.name} in ${rec.zone}: ${state}`);
+      last = state;
+      if (queued && state === "ACTIVE" || !queued && state === "READY") return { ok: true };
+      if (queued ? QR_DEAD.has(state) : NODE_DEAD.has(state)) {
+        const clean = state === "DELETING" || await deleteQuietly(ctx, rec);
+        const detail = failureDetail(doc);
+        return {
+          ok: false,
+          fatal: false,
+          reason: `${state}${detail ? `: ${detail}` : ""}`,
+          leftover: !clean
+        };
+      }
+    }
+    if (now() >= deadline) {
+      const clean = await deleteQuietly(ctx, rec);
+      return {
+        ok: false,
+        fatal: false,
+        reason: `not up after ${c.ready_timeout_minutes} min (last state ${last || "unknown"})`,
+        leftover: !clean
+      };
+    }
+    await pause(c.poll_seconds * 1e3);
+  }
+}
+function deleteArgs(rec) {
+  const loc = { project: rec.project, zone: rec.zone };
+  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
+}
+async function deleteQuietly(ctx, rec) {
+  const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
+  if (r.exitCode === 0 || isNotFound(r)) return true;
+  ctx.logger.warn(
+    `tpu: could not delete ${rec.queuedResource ?? rec.name} in ${rec.zone}: ${gcloudError(r)}`
+  );
+  return false;
+}
+async function runSetup(ctx, rec) {
+  const { config: c, gcloud, logger } = ctx;
+  if (!c.setup_command || rec.setupDone) return;
+  let command;
+  try {
+    command = fillCommand(c.setup_command, { python: c.python });
+  } catch (e) {
+    throw new HillclimbError(`compute.tpu_vm.setup_command: ${errorMessage(e)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  logger.info(`tpu: running setup_command on ${rec.name}`);
+  const loc = { project: rec.project, zone: rec.zone };
+  const r = await gcloud.run(sshArgs(loc, rec.name, "all", setupScript(command), c.ssh_args), {
+    timeoutMs: SETUP_TIMEOUT_MS,
+    onLine: (l) => logger.debug(l)
+  });
+  if (r.exitCode !== 0) {
+    throw new HillclimbError(`setup_command failed on ${rec.name}: ${gcloudError(r)}`, {
+      hint: "run it by hand with `gcloud compute tpus tpu-vm ssh` to see why, then fix compute.tpu_vm.setup_command",
+      exitCode: ExitCode2.infra
+    });
+  }
+  rec.setupDone = true;
+  if (!gcloud.dryRun) writeRecord(ctx.stateDir, rec);
+}
+async function releaseTpu(ctx, rec) {
+  const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
+  if (r.printed) return "printed";
+  const what = rec.queuedResource ? `queued resource ${rec.queuedResource}` : `TPU VM ${rec.name}`;
+  if (r.exitCode === 0 || isNotFound(r)) {
+    removeRecord(ctx.stateDir, rec.name, rec.zone);
+    const outcome = r.exitCode === 0 ? "deleted" : "already-gone";
+    ctx.logger.info(`tpu: ${what} in ${rec.zone}: ${outcome}`);
+    return outcome;
+  }
+  throw new HillclimbError(`could not release ${what} in ${rec.zone}: ${gcloudError(r)}`, {
+    hint: "the allocation record is kept: retry with `hillclimb tpu release`; the janitor deletes it after its TTL",
+    exitCode: ExitCode2.infra
+  });
+}
+
+// src/compute/backends/tpu-vm.ts
+var UPLOAD_TIMEOUT_MS = 15 * 6e4;
+var FETCH_TIMEOUT_MS = 15 * 6e4;
+var KILL_TIMEOUT_MS = 2 * 6e4;
+var SSH_MARGIN_MS = 3 * 6e4;
+var RELEASE_ATTEMPTS = 3;
+var TpuVmBackend = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "tpu-vm";
+  allocation;
+  /** True when this backend allocated the TPU (and so releases it). */
+  owned = false;
+  /** Set when the TPU stopped answering; the next job replaces it. */
+  lost = false;
+  generation = 1;
+  /** Jobs on one VM run one at a time (a TPU is held by one process). */
+  queue = Promise.resolve();
+  get ctx() {
+    return {
+      config: this.opts.config,
+      gcloud: this.opts.gcloud,
+      logger: this.opts.logger,
+      stateDir: this.opts.stateDir
+    };
+  }
+  async open() {
+    if (this.allocation && !this.lost) return;
+    const held = await this.findHeld();
+    if (held) {
+      this.owned = held.owner === "backend";
+      this.opts.logger.info(
+        this.owned ? `tpu: resuming with ${held.name} in ${held.zone}, allocated earlier in this run` : `tpu: using ${held.name} in ${held.zone}, held by \`hillclimb tpu allocate\``
+      );
+      await runSetup(this.ctx, held);
+      this.allocation = held;
+      this.lost = false;
+      return;
+    }
+    this.allocation = await allocateTpu(this.ctx, {
+      runId: this.opts.runId,
+      owner: "backend",
+      generation: this.generation
+    });
+    this.owned = true;
+    this.lost = false;
+  }
+  /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
+  async findHeld() {
+    if (this.opts.gcloud.dryRun) return void 0;
+    const c = this.opts.config;
+    const candidates = readRecords(this.opts.stateDir).filter(
+      (r) => r.state === "active" && r.project === c.project && r.acceleratorType === c.accelerator_type && (r.owner === "cli" || r.runId === this.opts.runId)
+    );
+    for (const rec of candidates) {
+      if (await this.isUp(rec)) return rec;
+      this.opts.logger.warn(`tpu: recorded ${rec.name} in ${rec.zone} is not up; forgetting it`);
+      if (rec.owner === "backend") await releaseTpu(this.ctx, rec).catch(() => void 0);
+      else removeRecord(this.opts.stateDir, rec.name, rec.zone);
+    }
+    return void 0;
+  }
+  async isUp(rec) {
+    const d = await this.opts.gcloud.run(describeNodeArgs(rec, rec.name), {
+      readOnly: true,
+      timeoutMs: 12e4
+    });
+    if (d.exitCode !== 0) return false;
+    try {
+      return describedState(JSON.parse(d.stdout)) === "READY";
+    } catch {
+      return false;
+    }
+  }
+  run(job) {
+    const next = this.queue.then(() => this.runNow(job));
+    this.queue = next.catch(() => void 0);
+    return next;
+  }
+  async runNow(job) {
+    const started = Date.now();
+    const result = (extra2) => ({
+      exitCode: null,
+      durationMs: Date.now() - started,
+      logFile: job.logFile,
+      ...this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {},
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
+      ...extra2
+    });
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
+    if (this.lost || !this.allocation) {
+      try {
+        if (this.lost) await this.replaceLost();
+        else await this.open();
+      } catch (e) {
+        return result({ infraError: `no TPU: ${errorMessage(e)}` });
+      }
+    }
+    const alloc = this.allocation;
+    const { config, gcloud } = this.opts;
+    const slug2 = jobSlug(job.id);
+    const nonce = runnerNonce(`${alloc.name}/${slug2}`);
+    const spec = {
+      nonce,
+      command: job.command,
+      env: job.env ?? {},
+      outputs: requestedOutputs(job.outputs),
+      emit: OUTPUTS_FILE,
+      timeout_s: Math.max(1, Math.ceil(job.timeoutMs / 1e3)),
+      pgid_file: PGID_FILE
+    };
+    const extra = config.ssh_args;
+    const host = alloc.name;
+    mkdirSync15(dirname16(job.logFile), { recursive: true });
+    if (!gcloud.dryRun) {
+      clearDestinations(job.outputs);
+      prepareDestinations(job.outputs);
+    }
+    const tmp = mkdtempSync6(join21(tmpdir7(), "hc-tpujob-"));
+    try {
+      const tarball = join21(tmp, "tree.tar.gz");
+      try {
+        const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
+        await archiveTree(job.workdir, treeId, "tar.gz", tarball);
+      } catch (e) {
+        return result({ infraError: `could not package ${job.workdir}: ${errorMessage(e)}` });
+      }
+      const up = await gcloud.run(scpArgs(alloc, [tarball], `${host}:${uploadName(slug2)}`, "all", extra), {
+        timeoutMs: UPLOAD_TIMEOUT_MS,
+        logFile: job.logFile,
+        signal: job.signal
+      });
+      if (up.killedBy === "abort") return result({ killedBy: "abort" });
+      if (up.exitCode !== 0) return this.infraFailure(result, `copying the tree to ${host}`, up);
+      const script = runScript(slug2, runnerArgv(config.python, spec));
+      const ran = await gcloud.run(sshArgs(alloc, host, "all", script, extra), {
+        timeoutMs: job.timeoutMs + (this.opts.sshMarginMs ?? SSH_MARGIN_MS),
+        idleTimeoutMs: job.idleTimeoutMs,
+        signal: job.signal,
+        logFile: job.logFile
+      });
+      if (ran.printed) return result({ infraError: "dry run: the commands were printed, not run" });
+      if (ran.killedBy) {
+        await this.stopRemote(slug2);
+        return result({ killedBy: ran.killedBy });
+      }
+      const report = parseRunnerOutput(ran.stdout, nonce);
+      if (!report.finished || report.exitCode === void 0) {
+        if (report.killed === "timeout") return result({ killedBy: "timeout" });
+        return this.infraFailure(result, `running the job on ${host}`, ran);
+      }
+      if (report.spawnError)
+        return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
+      const exitCode = report.exitCode;
+      if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
+      const local = join21(tmp, "outputs.tar.gz");
+      const fetched = await gcloud.run(
+        scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
+        { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
+      );
+      if (fetched.exitCode !== 0) {
+        return result({
+          exitCode,
+          infraError: `outputs: could not fetch them from ${host}: ${gcloudError(fetched)}`
+        });
+      }
+      try {
+        installOutputs(readFileSync12(local), job.outputs);
+      } catch (e) {
+        return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
+      }
+      return result({ exitCode });
+    } finally {
+      rmSync9(tmp, { recursive: true, force: true });
+    }
+  }
+  /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
+  async infraFailure(result, what, r) {
+    const alloc = this.allocation;
+    const up = await this.isUp(alloc);
+    if (!up) {
+      this.lost = true;
+      return result({
+        infraError: `${what}: ${alloc.name} in ${alloc.zone} is not READY any more (preempted?): ${gcloudError(r)}`
+      });
+    }
+    return result({ infraError: `${what}: ${gcloudError(r)}` });
+  }
+  /** Kill the job's process group on every worker after a local timeout or abort. */
+  async stopRemote(slug2) {
+    const alloc = this.allocation;
+    const r = await this.opts.gcloud.run(
+      sshArgs(alloc, alloc.name, "all", killScript(slug2), this.opts.config.ssh_args),
+      {
+        timeoutMs: KILL_TIMEOUT_MS
+      }
+    );
+    if (r.exitCode !== 0)
+      this.opts.logger.warn(`tpu: could not stop job ${slug2} on ${alloc.name}: ${gcloudError(r)}`);
+  }
+  /** Release a lost TPU we own and allocate the next generation. */
+  async replaceLost() {
+    const old = this.allocation;
+    if (old && this.owned) {
+      await releaseTpu(this.ctx, old).catch(
+        (e) => this.opts.logger.warn(`tpu: could not release lost ${old.name}: ${errorMessage(e)}`)
+      );
+    }
+    this.allocation = void 0;
+    this.generation += 1;
+    this.opts.logger.warn(`tpu: replacing the lost TPU (generation ${this.generation})`);
+    this.allocation = await allocateTpu(this.ctx, {
+      runId: this.opts.runId,
+      owner: "backend",
+      generation: this.generation
+    });
+    this.owned = true;
+    this.lost = false;
+  }
+  async close() {
+    await this.queue;
+    const alloc = this.allocation;
+    if (!alloc || !this.owned) {
+      this.allocation = void 0;
+      return;
+    }
+    let lastError;
+    for (let attempt = 1; attempt <= RELEASE_ATTEMPTS; attempt++) {
+      try {
+        await releaseTpu(this.ctx, alloc);
+        this.allocation = void 0;
+        this.owned = false;
+        return;
+      } catch (e) {
+        lastError = e;
+        this.opts.logger.warn(`tpu: release attempt ${attempt} failed: ${errorMessage(e)}`);
+      }
+    }
+    throw lastError instanceof HillclimbError ? lastError : new HillclimbError(`could not release ${alloc.name}: ${errorMessage(lastError)}`);
+  }
+  info() {
+    const a = this.allocation;
+    const c = this.opts.config;
+    return {
+      backend: this.name,
+      hasAccelerator: true,
+      description: a ? `tpu-vm ${a.acceleratorType} ${a.zone} (${a.name})` : `tpu-vm ${c.accelerator_type} (${c.zones.join(", ")}; not allocated)`,
+      acceleratorType: a?.acceleratorType ?? c.accelerator_type
+    };
+  }
+};
+
+// src/compute/factory.ts
+function tpuStateDirFor(config) {
+  return tpuStateDir(resolve10(config.root, config.paths.state_dir));
+}
+function missingSection(config, key) {
+  return new ConfigError(
+    config.file,
+    key,
+    `compute.backend is ${config.compute.backend}, so ${key} is required`
+  );
+}
+var builders2 = /* @__PURE__ */ new Map([
+  [
+    "local",
+    (config, opts) => new LocalBackend({
+      root: opts.root,
+      logger: opts.logger,
+      dryRun: opts.dryRun,
+      cacheDir: resolve10(config.root, config.paths.state_dir, "cache", "jobs"),
+      sandbox: config.sandbox
+    })
+  ],
+  [
+    "ray",
+    (config, opts) => {
+      if (!config.compute.ray) throw missingSection(config, "compute.ray");
+      return new RayBackend({ config: config.compute.ray, logger: opts.logger, dryRun: opts.dryRun });
+    }
+  ],
+  [
+    "tpu-vm",
+    (config, opts) => {
+      if (!config.compute.tpu_vm) throw missingSection(config, "compute.tpu_vm");
+      return new TpuVmBackend({
+        config: config.compute.tpu_vm,
+        logger: opts.logger,
+        gcloud: opts.gcloud ?? gcloudCli({ dryRun: opts.dryRun, print: (line) => opts.logger.info(`dry run: ${line}`) }),
+        stateDir: tpuStateDirFor(config),
+        runId: opts.runId ?? defaultRunId()
+      });
+    }
+  ]
+]);
+function buildBackend(config, opts) {
+  const name = config.compute.backend;
+  const builder = builders2.get(name);
+  if (!builder) throw new UnknownNameError("compute backend", name, getBackendTypes());
+  return builder(config, opts);
+}
+function buildCpuBackend(config, opts, backend) {
+  if (backend && config.compute.backend === "local") return backend;
+  return builders2.get("local")(config, opts);
+}
+function getBackendTypes() {
+  return [...builders2.keys()].sort();
+}
+
+// src/forge/factory.ts
+import { resolve as resolve11 } from "node:path";
+
 // src/forge/errors.ts
 var ForgeApiError = class extends ApiError {
   name = "ForgeApiError";
@@ -40729,7 +44892,7 @@ var ForgeApiError = class extends ApiError {
 
 // src/forge/git.ts
 var NON_INTERACTIVE = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never" };
-function git(cwd, args, opts = {}) {
+function git2(cwd, args, opts = {}) {
   return run(opts.binary ?? "git", args, {
     cwd,
     env: { ...NON_INTERACTIVE, ...opts.env },
@@ -40738,8 +44901,8 @@ function git(cwd, args, opts = {}) {
     timeoutMs: opts.timeoutMs
   });
 }
-async function assertBranchName(cwd, branch, opts = {}) {
-  const res = await git(cwd, ["check-ref-format", `refs/heads/${branch}`], {
+async function assertBranchName2(cwd, branch, opts = {}) {
+  const res = await git2(cwd, ["check-ref-format", `refs/heads/${branch}`], {
     ...opts,
     allowedExitCodes: "any"
   });
@@ -40750,7 +44913,7 @@ async function assertBranchName(cwd, branch, opts = {}) {
   }
 }
 async function resolveCommit(cwd, commit2, opts = {}) {
-  const res = await git(cwd, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${commit2}^{commit}`], {
+  const res = await git2(cwd, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${commit2}^{commit}`], {
     ...opts,
     allowedExitCodes: "any"
   });
@@ -40760,7 +44923,7 @@ async function resolveCommit(cwd, commit2, opts = {}) {
   return res.stdout.trim();
 }
 async function branchSha(cwd, branch, opts = {}) {
-  const res = await git(
+  const res = await git2(
     cwd,
     ["rev-parse", "--verify", "--quiet", "--end-of-options", `refs/heads/${branch}`],
     {
@@ -40772,12 +44935,12 @@ async function branchSha(cwd, branch, opts = {}) {
 }
 async function remoteBranchSha(cwd, remote, branch, opts = {}) {
   assertRemote(remote);
-  const res = await git(cwd, ["ls-remote", "--heads", remote, `refs/heads/${branch}`], opts);
+  const res = await git2(cwd, ["ls-remote", "--heads", remote, `refs/heads/${branch}`], opts);
   const line = res.stdout.split("\n").find((l) => l.endsWith(`	refs/heads/${branch}`));
   return line?.split("	")[0];
 }
 async function worktreesOnBranch(cwd, branch, opts = {}) {
-  const res = await git(cwd, ["worktree", "list", "--porcelain"], opts);
+  const res = await git2(cwd, ["worktree", "list", "--porcelain"], opts);
   const found = [];
   let current = "";
   for (const line of res.stdout.split("\n")) {
@@ -40787,11 +44950,11 @@ async function worktreesOnBranch(cwd, branch, opts = {}) {
   return found;
 }
 async function updateBranch(cwd, branch, sha, opts = {}) {
-  await git(cwd, ["update-ref", "-m", "hillclimb: publish iteration", `refs/heads/${branch}`, sha], opts);
+  await git2(cwd, ["update-ref", "-m", "hillclimb: publish iteration", `refs/heads/${branch}`, sha], opts);
 }
 async function forcePush(cwd, remote, branch, sha, opts = {}) {
   assertRemote(remote);
-  return git(cwd, ["push", "--force", "--porcelain", remote, `${sha}:refs/heads/${branch}`], opts);
+  return git2(cwd, ["push", "--force", "--porcelain", remote, `${sha}:refs/heads/${branch}`], opts);
 }
 function assertRemote(remote) {
   if (remote === "" || remote.startsWith("-")) {
@@ -41372,7 +45535,7 @@ var before_after_hook_default = { Singular, Collection };
 // node_modules/@octokit/endpoint/dist-bundle/index.js
 var VERSION3 = "0.0.0-development";
 var userAgent = `octokit-endpoint.js/${VERSION3} ${getUserAgent()}`;
-var DEFAULTS = {
+var DEFAULTS2 = {
   method: "GET",
   baseUrl: "https://api.github.com",
   headers: {
@@ -41680,7 +45843,7 @@ function withDefaults(oldDefaults, newDefaults) {
     parse
   });
 }
-var endpoint = withDefaults(null, DEFAULTS);
+var endpoint = withDefaults(null, DEFAULTS2);
 
 // node_modules/content-type/dist/index.js
 var SP = 32;
@@ -45532,7 +49695,7 @@ var GitHubForge = class {
   knownLabels = /* @__PURE__ */ new Set();
   async pushBranch(repoDir, branch, commit2) {
     const g = this.opts.git;
-    await assertBranchName(repoDir, branch, g);
+    await assertBranchName2(repoDir, branch, g);
     const sha = await resolveCommit(repoDir, commit2, g);
     const auth2 = gitAuthEnv(this.gitUrl, this.opts.token);
     try {
@@ -45836,10 +49999,10 @@ function redactUrl(url) {
 
 // src/forge/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync2, mkdirSync as mkdirSync3, openSync as openSync2, readFileSync as readFileSync4, statSync, unlinkSync, writeSync as writeSync2 } from "node:fs";
-import { hostname } from "node:os";
-import { dirname as dirname5 } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { closeSync as closeSync4, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { hostname as hostname2 } from "node:os";
+import { dirname as dirname17 } from "node:path";
+import { setTimeout as sleep3 } from "node:timers/promises";
 async function withFileLock(lockPath, fn, opts = {}) {
   const token = await acquire(lockPath, opts);
   try {
@@ -45853,16 +50016,16 @@ async function acquire(lockPath, opts) {
   const basePollMs = opts.pollMs ?? 10;
   const staleMs = opts.staleMs ?? 10 * 6e4;
   const token = randomUUID2();
-  const content = { pid: process.pid, host: hostname(), token, acquiredAt: "" };
-  mkdirSync3(dirname5(lockPath), { recursive: true });
+  const content = { pid: process.pid, host: hostname2(), token, acquiredAt: "" };
+  mkdirSync16(dirname17(lockPath), { recursive: true });
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
-      const fd = openSync2(lockPath, "wx");
+      const fd = openSync4(lockPath, "wx");
       try {
         writeSync2(fd, JSON.stringify({ ...content, acquiredAt: (/* @__PURE__ */ new Date()).toISOString() }));
       } finally {
-        closeSync2(fd);
+        closeSync4(fd);
       }
       return token;
     } catch (e) {
@@ -45881,7 +50044,7 @@ async function acquire(lockPath, opts) {
       );
     }
     const wait = basePollMs * Math.min(8, 1 + attempt / 4);
-    await sleep(wait / 2 + Math.random() * wait);
+    await sleep3(wait / 2 + Math.random() * wait);
   }
 }
 function release(lockPath, token) {
@@ -45889,7 +50052,7 @@ function release(lockPath, token) {
 }
 function readHolder(lockPath) {
   try {
-    return JSON.parse(readFileSync4(lockPath, "utf8"));
+    return JSON.parse(readFileSync13(lockPath, "utf8"));
   } catch {
     return void 0;
   }
@@ -45897,7 +50060,7 @@ function readHolder(lockPath) {
 var EMPTY_LOCK_GRACE_MS = 5e3;
 function isAbandonedEmptyLock(lockPath) {
   try {
-    return Date.now() - statSync(lockPath).mtimeMs > EMPTY_LOCK_GRACE_MS;
+    return Date.now() - statSync3(lockPath).mtimeMs > EMPTY_LOCK_GRACE_MS;
   } catch {
     return false;
   }
@@ -45905,7 +50068,7 @@ function isAbandonedEmptyLock(lockPath) {
 function isStale(holder, staleMs) {
   const age = Date.now() - Date.parse(holder.acquiredAt);
   if (Number.isFinite(age) && age > staleMs) return true;
-  return holder.host === hostname() && !processAlive(holder.pid);
+  return holder.host === hostname2() && !processAlive(holder.pid);
 }
 function processAlive(pid) {
   try {
@@ -45923,52 +50086,52 @@ function tryUnlink(path) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync6, readdirSync, rmSync } from "node:fs";
-import { join as join6 } from "node:path";
+import { existsSync as existsSync15, readdirSync as readdirSync6, rmSync as rmSync10 } from "node:fs";
+import { join as join22 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join6(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join22(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join6(this.dir, "lock");
+    return join22(this.dir, "lock");
   }
   pullFile(n) {
-    return join6(this.dir, "pulls", `${n}.json`);
+    return join22(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join6(this.dir, "comments", String(pull), `${id}.json`);
+    return join22(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join6(this.dir, "pulls"));
+    return numberedJson(join22(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
-    return existsSync6(file) ? readJson(file) : void 0;
+    return existsSync15(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join6(this.dir, "comments", String(n)));
+    return numberedJson(join22(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
   }
   deleteComment(pull, id) {
-    rmSync(this.commentFile(pull, id), { force: true });
+    rmSync10(this.commentFile(pull, id), { force: true });
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join6(this.dir, "counters.json");
-    const counters = existsSync6(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const file = join22(this.dir, "counters.json");
+    const counters = existsSync15(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value + 1 });
     return value;
@@ -45981,13 +50144,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync6(dir)) return [];
-  return readdirSync(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join6(dir, `${n}.json`);
+  if (!existsSync15(dir)) return [];
+  return readdirSync6(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+    const file = join22(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync6(file)) return [];
+      if (!existsSync15(file)) return [];
       throw e;
     }
   });
@@ -46007,7 +50170,7 @@ var LocalForge = class {
   author;
   async pushBranch(repoDir, branch, commit2) {
     const g = this.opts.git;
-    await assertBranchName(repoDir, branch, g);
+    await assertBranchName2(repoDir, branch, g);
     const sha = await resolveCommit(repoDir, commit2, g);
     const { remote, logger } = this.opts;
     if (remote !== void 0) {
@@ -46029,7 +50192,7 @@ var LocalForge = class {
     logger.info(`branch ${branch} \u2192 ${sha.slice(0, 12)}`);
   }
   async upsertPullRequest(spec) {
-    await assertBranchName(this.opts.repoDir, spec.branch, this.opts.git);
+    await assertBranchName2(this.opts.repoDir, spec.branch, this.opts.git);
     const headSha = await this.headSha(spec.branch);
     if (headSha === void 0) {
       throw new HillclimbError(`branch ${spec.branch} does not exist${this.whereBranchesLive()}`, {
@@ -46187,12 +50350,12 @@ function sameContent(a, b) {
 }
 
 // src/forge/factory.ts
-var builders = /* @__PURE__ */ new Map([
+var builders3 = /* @__PURE__ */ new Map([
   [
     "local",
     (config, ctx) => new LocalForge({
       repoDir: ctx.root,
-      stateDir: resolve4(ctx.root, config.paths.state_dir),
+      stateDir: resolve11(ctx.root, config.paths.state_dir),
       logger: ctx.logger
     })
   ],
@@ -46226,22 +50389,22 @@ var builders = /* @__PURE__ */ new Map([
   ]
 ]);
 function buildForge(config, ctx) {
-  const build = builders.get(config.forge.kind);
+  const build = builders3.get(config.forge.kind);
   if (!build) throw new UnknownNameError("forge", config.forge.kind, getForgeTypes());
   return build(config, ctx);
 }
 function getForgeTypes() {
-  return [...builders.keys()].sort();
+  return [...builders3.keys()].sort();
 }
 
 // src/store/factory.ts
-import { resolve as resolve7 } from "node:path";
+import { resolve as resolve14 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync2, mkdirSync as mkdirSync5, mkdtempSync, renameSync as renameSync3, rmSync as rmSync3, statSync as statSync3 } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename as basename2, dirname as dirname7, isAbsolute, join as join8, resolve as resolve5 } from "node:path";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync7, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync5 } from "node:fs";
+import { tmpdir as tmpdir8 } from "node:os";
+import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join24, resolve as resolve12 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -46276,16 +50439,16 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync, mkdirSync as mkdirSync4, readdirSync as readdirSync2, renameSync as renameSync2, rmSync as rmSync2, statSync as statSync2 } from "node:fs";
-import { basename, dirname as dirname6, join as join7 } from "node:path";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync11, statSync as statSync4 } from "node:fs";
+import { basename as basename2, dirname as dirname18, join as join23 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
-    for (const name of readdirSync2(abs).sort()) {
-      const childAbs = join7(abs, name);
+    for (const name of readdirSync7(abs).sort()) {
+      const childAbs = join23(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
-      const st = statSync2(childAbs);
+      const st = statSync4(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
       else if (st.isFile() && !name.includes(TEMP_MARKER)) out.push(childRel);
     }
@@ -46294,13 +50457,13 @@ function walkFiles(dir) {
   return out.sort();
 }
 function copyFileAtomic(src, dest) {
-  mkdirSync4(dirname6(dest), { recursive: true });
-  const tmp = join7(dirname6(dest), `${basename(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  mkdirSync17(dirname18(dest), { recursive: true });
+  const tmp = join23(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
-    copyFileSync(src, tmp);
-    renameSync2(tmp, dest);
+    copyFileSync3(src, tmp);
+    renameSync3(tmp, dest);
   } catch (e) {
-    rmSync2(tmp, { force: true });
+    rmSync11(tmp, { force: true });
     throw e;
   }
 }
@@ -46308,7 +50471,7 @@ function copyFileAtomic(src, dest) {
 // src/store/stores/branch.ts
 var DEFAULT_DATA_BRANCH = "hillclimb-data";
 var SCRATCH_REMOTE = "store";
-var GIT_TIMEOUT_MS = 5 * 6e4;
+var GIT_TIMEOUT_MS2 = 5 * 6e4;
 var DEFAULT_PUSH_ATTEMPTS = 6;
 var IDENTITY = {
   GIT_AUTHOR_NAME: "hillclimb",
@@ -46340,7 +50503,7 @@ var BranchStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join8(dir, rel) }));
+    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join24(dir, rel) }));
     if (changes.length === 0) return [];
     return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
   }
@@ -46351,16 +50514,16 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join8(s.dir, "checkout");
-      mkdirSync5(worktree);
+      const worktree = join24(s.dir, "checkout");
+      mkdirSync18(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync5(dirname7(dest), { recursive: true });
-      const tmp = join8(dirname7(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      mkdirSync18(dirname19(dest), { recursive: true });
+      const tmp = join24(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync2(join8(worktree, key), tmp);
-        renameSync3(tmp, dest);
+        copyFileSync4(join24(worktree, key), tmp);
+        renameSync4(tmp, dest);
       } finally {
-        rmSync3(tmp, { force: true });
+        rmSync12(tmp, { force: true });
       }
     });
   }
@@ -46411,16 +50574,16 @@ var BranchStore = class {
           });
         }
         this.opts.logger.info(`store: ${this.branch} moved meanwhile; re-applying on the new tip`);
-        await sleep2(
+        await sleep4(
           this.opts.retryDelayMs?.(attempt) ?? Math.round(200 * 2 ** attempt * (0.5 + Math.random()))
         );
       }
     });
-    return changes.map((c) => ({ key: c.key, url: this.url(c.key), bytes: statSync3(c.file).size }));
+    return changes.map((c) => ({ key: c.key, url: this.url(c.key), bytes: statSync5(c.file).size }));
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync(join8(tmpdir(), "hc-branch-store-"));
+    const dir = mkdtempSync7(join24(tmpdir8(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -46434,7 +50597,7 @@ var BranchStore = class {
       await s.init();
       return await fn(s);
     } finally {
-      rmSync3(dir, { recursive: true, force: true });
+      rmSync12(dir, { recursive: true, force: true });
     }
   }
   /** The remote as a URL: a remote name of the repository resolved, a relative path made absolute. */
@@ -46498,7 +50661,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join8(dir, "repo.git");
+    this.gitDir = join24(dir, "repo.git");
     this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
   }
   dir;
@@ -46513,7 +50676,7 @@ var Scratch = class {
   async init() {
     await run(this.opts.gitBinary ?? "git", ["init", "-q", "--bare", this.gitDir], {
       env: this.env,
-      timeoutMs: GIT_TIMEOUT_MS
+      timeoutMs: GIT_TIMEOUT_MS2
     });
     await this.git(["remote", "add", SCRATCH_REMOTE, this.url]);
   }
@@ -46522,10 +50685,10 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join8(this.dir, `${o.index}.index`) } : {}
+        ...o.index ? { GIT_INDEX_FILE: join24(this.dir, `${o.index}.index`) } : {}
       },
       redact: this.redact,
-      timeoutMs: GIT_TIMEOUT_MS,
+      timeoutMs: GIT_TIMEOUT_MS2,
       ...o.input !== void 0 ? { input: o.input } : {},
       ...o.allowedExitCodes ? { allowedExitCodes: o.allowedExitCodes } : {}
     });
@@ -46619,7 +50782,7 @@ function isUrl(remote) {
 }
 function toUrl(remote, repoDir) {
   if (isUrl(remote)) return remote;
-  return pathToFileURL2(isAbsolute(remote) ? remote : resolve5(repoDir, remote)).href;
+  return pathToFileURL2(isAbsolute7(remote) ? remote : resolve12(repoDir, remote)).href;
 }
 function githubRepository(url) {
   const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
@@ -46630,19 +50793,19 @@ function basicAuth(token) {
 }
 function isFile(path) {
   try {
-    return statSync3(path).isFile();
+    return statSync5(path).isFile();
   } catch {
     return false;
   }
 }
-function sleep2(ms2) {
+function sleep4(ms2) {
   return new Promise((r) => setTimeout(r, ms2));
 }
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync6, openAsBlob, renameSync as renameSync4, rmSync as rmSync4, statSync as statSync4 } from "node:fs";
-import { basename as basename3, dirname as dirname8, join as join9 } from "node:path";
+import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync19, openAsBlob, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync6 } from "node:fs";
+import { basename as basename4, dirname as dirname20, join as join25 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -50223,9 +54386,9 @@ async function getWebWorkerCode() {
 }
 var pendingWorkers = [];
 var runningWorkers = /* @__PURE__ */ new Set();
-var resolve6;
+var resolve13;
 var waitPromise = new Promise((r) => {
-  resolve6 = r;
+  resolve13 = r;
 });
 async function getWorker(poolSize) {
   {
@@ -50256,18 +54419,18 @@ async function freeWorker(worker, poolSize) {
   }
   runningWorkers.delete(worker);
   pendingWorkers.push(worker);
-  const r = resolve6;
+  const r = resolve13;
   waitPromise = new Promise((r2) => {
-    resolve6 = r2;
+    resolve13 = r2;
   });
   r();
 }
 function destroyWorker(worker) {
   runningWorkers.delete(worker);
   worker.terminate();
-  const r = resolve6;
+  const r = resolve13;
   waitPromise = new Promise((r2) => {
-    resolve6 = r2;
+    resolve13 = r2;
   });
   r();
 }
@@ -55084,7 +59247,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join9(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join25(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -55099,16 +59262,16 @@ var HfStore = class {
         hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
       });
     }
-    mkdirSync6(dirname8(dest), { recursive: true });
-    const tmp = join9(dirname8(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    mkdirSync19(dirname20(dest), { recursive: true });
+    const tmp = join25(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
         () => pipeline(Readable3.fromWeb(blob.stream()), createWriteStream2(tmp))
       );
-      renameSync4(tmp, dest);
+      renameSync5(tmp, dest);
     } finally {
-      rmSync4(tmp, { force: true });
+      rmSync13(tmp, { force: true });
     }
   }
   async list(prefix) {
@@ -55147,7 +59310,7 @@ var HfStore = class {
       () => uploadFiles({ ...this.target(), files: blobs, commitTitle: title, branch: REVISION, useXet: false })
     );
     this.opts.logger.info(`stored ${files.length} file(s) in datasets/${this.opts.repo}`);
-    return files.map(({ key, file }) => ({ key, url: this.url(key), bytes: statSync4(file).size }));
+    return files.map(({ key, file }) => ({ key, url: this.url(key), bytes: statSync6(file).size }));
   }
   /** Create the dataset repository once per store if it is missing. */
   ensureRepo() {
@@ -55227,8 +59390,8 @@ function firstLine(s) {
 }
 
 // src/store/stores/local.ts
-import { existsSync as existsSync7, statSync as statSync5 } from "node:fs";
-import { join as join10, relative } from "node:path";
+import { existsSync as existsSync16, statSync as statSync7 } from "node:fs";
+import { join as join26, relative as relative4 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -55241,15 +59404,15 @@ var LocalStore = class {
     assertKey(key);
     if (!isFile2(file)) throw new HillclimbError(`cannot store ${file} as ${key}: not a file`);
     copyFileAtomic(file, this.path(key));
-    return { key, url: this.url(key), bytes: statSync5(file).size };
+    return { key, url: this.url(key), bytes: statSync7(file).size };
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    if (!existsSync7(dir) || !statSync5(dir).isDirectory()) {
+    if (!existsSync16(dir) || !statSync7(dir).isDirectory()) {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join10(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join26(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -55260,29 +59423,29 @@ var LocalStore = class {
   }
   async list(prefix) {
     assertPrefix(prefix);
-    if (!existsSync7(this.dir)) return [];
+    if (!existsSync16(this.dir)) return [];
     return walkFiles(this.dir).filter((k) => k.startsWith(prefix));
   }
   url(key) {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join10(this.dir, key);
-    if (relative(this.dir, p).startsWith(".."))
+    const p = join26(this.dir, key);
+    if (relative4(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
   }
 };
 function isFile2(path) {
-  return existsSync7(path) && statSync5(path).isFile();
+  return existsSync16(path) && statSync7(path).isFile();
 }
 
 // src/store/factory.ts
 var LOCAL_STORE_DIR = "store";
-var builders2 = /* @__PURE__ */ new Map([
+var builders4 = /* @__PURE__ */ new Map([
   [
     "local",
-    (config, ctx) => new LocalStore({ dir: resolve7(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
+    (config, ctx) => new LocalStore({ dir: resolve14(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
   ],
   [
     "hf",
@@ -55333,3885 +59496,11 @@ function repositoryWebUrl(config, env) {
   return `${api.protocol}//${host}/${gh.repository}`;
 }
 function buildStore(config, ctx) {
-  const build = builders2.get(config.store.kind);
+  const build = builders4.get(config.store.kind);
   if (!build) throw new UnknownNameError("store", config.store.kind, getStoreTypes());
   return build(config, ctx);
 }
 function getStoreTypes() {
-  return [...builders2.keys()].sort();
-}
-
-// src/workspace/git.ts
-import { createHash as createHash2 } from "node:crypto";
-import { mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, rmSync as rmSync5 } from "node:fs";
-import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname9, isAbsolute as isAbsolute3, join as join12, relative as relative2, resolve as resolve8 } from "node:path";
-import { setTimeout as sleep3 } from "node:timers/promises";
-
-// src/exec/find-on-path.ts
-import { accessSync, constants as constants3, statSync as statSync6 } from "node:fs";
-import { delimiter, isAbsolute as isAbsolute2, join as join11 } from "node:path";
-function findOnPath(name, path = process.env.PATH ?? "") {
-  if (isAbsolute2(name)) return isExecutable(name) ? name : void 0;
-  for (const dir of path.split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join11(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return void 0;
-}
-function isExecutable(file) {
-  try {
-    accessSync(file, constants3.X_OK);
-    return statSync6(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-// src/workspace/branch-name.ts
-var MAX_BRANCH_NAME_LENGTH = 200;
-var ALLOWED = /^[A-Za-z0-9._/-]+$/;
-function branchNameProblem(name) {
-  if (name === "") return "is empty";
-  if (name.length > MAX_BRANCH_NAME_LENGTH) return `is longer than ${MAX_BRANCH_NAME_LENGTH} characters`;
-  if (!ALLOWED.test(name)) {
-    const bad2 = [...name].find((c) => !ALLOWED.test(c)) ?? "";
-    return `contains ${JSON.stringify(bad2)}; only letters, digits, ".", "_", "-" and "/" are allowed`;
-  }
-  if (name.startsWith("-")) return 'starts with "-"';
-  if (name.startsWith("/") || name.endsWith("/")) return 'starts or ends with "/"';
-  if (name.endsWith(".")) return 'ends with "."';
-  if (name.includes("..")) return 'contains ".."';
-  if (name.includes("//")) return 'contains "//"';
-  for (const part of name.split("/")) {
-    if (part.startsWith(".")) return `has a component starting with "." (${part})`;
-    if (part.endsWith(".lock")) return `has a component ending in ".lock" (${part})`;
-  }
-  if (name === "HEAD") return 'is "HEAD"';
-  return void 0;
-}
-function assertBranchName2(name) {
-  const problem = branchNameProblem(name);
-  if (problem !== void 0) {
-    throw new HillclimbError(`invalid branch name ${JSON.stringify(name)}: ${problem}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-}
-function loopBranchName(parts) {
-  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
-    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
-    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
-    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
-  assertBranchName2(name);
-  return name;
-}
-
-// src/workspace/git.ts
-var HARNESS_IDENTITY = { name: "hillclimb", email: "hillclimb@users.noreply.invalid" };
-var STASH_PIN_PREFIX = "refs/hillclimb/stashes/";
-var HARDENING_CONFIG = {
-  "core.hooksPath": "/dev/null",
-  "core.fsmonitor": "false",
-  "core.quotePath": "false"
-};
-var GIT_ENV = {
-  GIT_TERMINAL_PROMPT: "0",
-  LC_ALL: "C",
-  LANGUAGE: "C"
-};
-var LOCK_CONTENTION = /index\.lock|Another git process seems to be running|\.lock': File exists/;
-var DEFAULT_LOCK_RETRIES = 3;
-var DEFAULT_LOCK_RETRY_DELAY_MS = 1e3;
-var DEFAULT_TIMEOUT_MS = 10 * 60 * 1e3;
-var GitError = class extends HillclimbError {
-  name = "GitError";
-  commandLine;
-  gitExitCode;
-  stderr;
-  constructor(commandLine, result, hint) {
-    const lines = (result.stderr || result.stdout).trim().split("\n");
-    const shown = lines.length > 6 ? [...lines.slice(0, 3), "\u2026", ...lines.slice(-2)] : lines;
-    const tail = shown.join("\n  ").trim();
-    super(`${commandLine}: exit code ${result.exitCode}${tail ? `
-  ${tail}` : ""}`, {
-      hint,
-      exitCode: ExitCode2.infra
-    });
-    this.commandLine = commandLine;
-    this.gitExitCode = result.exitCode;
-    this.stderr = result.stderr;
-  }
-};
-var Git = class _Git {
-  constructor(root, binary, opts) {
-    this.root = root;
-    this.binary = binary;
-    this.opts = opts;
-    this.secrets = secretsFromEnv();
-  }
-  root;
-  binary;
-  opts;
-  /** Worktrees this instance added; `close()` removes them. */
-  createdWorktrees = /* @__PURE__ */ new Set();
-  secrets;
-  /** Open the work tree containing `dir`. Throws a HillclimbError when git is missing or `dir` is not in one. */
-  static async create(dir, opts = {}) {
-    const binary = opts.binary ?? findOnPath("git");
-    if (!binary) {
-      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    }
-    const cwd = resolve8(dir);
-    const probe2 = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
-      cwd,
-      env: GIT_ENV,
-      allowedExitCodes: "any"
-    }).catch((e) => {
-      throw new HillclimbError(`cannot run git in ${cwd}: ${e.message}`, {
-        exitCode: ExitCode2.infra
-      });
-    });
-    const [inside, top] = probe2.stdout.trim().split("\n");
-    if (probe2.exitCode !== 0 || inside !== "true" || !top) {
-      throw new HillclimbError(`${cwd} is not inside a git work tree`, {
-        hint: "run hillclimb from a clone of the repository (git init or git clone first)",
-        exitCode: ExitCode2.badInput
-      });
-    }
-    return new _Git(top, binary, opts);
-  }
-  /**
-   * Clone `source` (a path or URL) into `dest` and open the clone. Used by the demo to work on a
-   * scratch copy, so the user's checkout never changes.
-   */
-  static async clone(source, dest, opts = {}) {
-    const binary = opts.binary ?? findOnPath("git");
-    if (!binary)
-      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    mkdirSync7(dirname9(resolve8(dest)), { recursive: true });
-    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve8(dest)], {
-      env: GIT_ENV,
-      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
-    });
-    return _Git.create(dest, opts);
-  }
-  /**
-   * A repository of its own for an agent at `dest`, checked out (detached) at `commit` of this one. It
-   * borrows this repository's objects read-only (alternates) and keeps its own `.git`: the agent may
-   * commit there and change anything under it, and none of it is this repository's config, hooks or refs.
-   */
-  async cloneForAgent(dest, commit2) {
-    assertSha(commit2);
-    rmSync5(dest, { recursive: true, force: true });
-    mkdirSync7(dirname9(resolve8(dest)), { recursive: true });
-    await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve8(dest)]);
-    await this.git(["-C", resolve8(dest), "checkout", "--quiet", "--detach", commit2], {
-      config: { "advice.detachedHead": "false" }
-    });
-  }
-  /** The absolute path of this repository's object folder (shared by its worktrees). */
-  async objectsDir() {
-    return (await this.git(["rev-parse", "--path-format=absolute", "--git-path", "objects"])).stdout.trim();
-  }
-  /**
-   * Messages of the commits in `base..head`, oldest first, read from another repository's object folder
-   * without copying its objects or reading anything else of it (its config and hooks could be an
-   * agent's). Undefined when the objects are not there or not readable.
-   */
-  async messagesVia(objectsDir, base, head) {
-    assertSha(base);
-    assertSha(head);
-    const r = await this.git(["log", "--reverse", "-z", "--format=%B", `${base}..${head}`, "--"], {
-      env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: resolve8(objectsDir) },
-      allowedExitCodes: "any"
-    });
-    if (r.exitCode !== 0) return void 0;
-    return r.stdout.split("\0").map((m) => m.trim()).filter((m) => m !== "");
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Reading state
-  /** The full SHA of HEAD. */
-  async head() {
-    return this.revParse("HEAD");
-  }
-  /** The full SHA of the commit `ref` names. Throws when it names none. */
-  async revParse(ref) {
-    const sha = await this.tryRevParse(ref);
-    if (sha === void 0) {
-      throw new HillclimbError(`git: "${ref}" does not name a commit in ${this.root}`, {
-        exitCode: ExitCode2.badInput
-      });
-    }
-    return sha;
-  }
-  /** Like revParse, but undefined when `ref` names no commit. */
-  async tryRevParse(ref) {
-    assertRevision(ref);
-    const r = await this.git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], {
-      allowedExitCodes: [0, 1, 128]
-    });
-    return r.exitCode === 0 ? r.stdout.trim() : void 0;
-  }
-  /** The checked-out branch's short name; undefined on a detached HEAD. */
-  async currentBranch() {
-    const r = await this.git(["symbolic-ref", "--quiet", "--short", "HEAD"], { allowedExitCodes: [0, 1] });
-    return r.exitCode === 0 ? r.stdout.trim() : void 0;
-  }
-  /** Changed, staged and untracked files (ignored files excluded), from `status --porcelain=v2 -z`. */
-  async status() {
-    const r = await this.git(["status", "--porcelain=v2", "-z", "--untracked-files=all"], {
-      // A status must not take index.lock to refresh stat info: an agent may be running git too.
-      env: { GIT_OPTIONAL_LOCKS: "0" }
-    });
-    return parsePorcelainV2(r.stdout);
-  }
-  async isClean() {
-    return (await this.status()).length === 0;
-  }
-  /** Commits reachable from `b` but not from `a`, oldest first. */
-  async commitsBetween(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git(["rev-list", "--reverse", `${a}..${b}`, "--"]);
-    return r.stdout.split("\n").filter((l) => l !== "");
-  }
-  /** Files that differ between two commits, with renames and copies detected. */
-  async changes(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git([
-      "diff",
-      "--name-status",
-      "-z",
-      "-M",
-      "--no-ext-diff",
-      "--no-textconv",
-      a,
-      b,
-      "--"
-    ]);
-    return parseNameStatus(r.stdout);
-  }
-  /** Every path that differs between two commits, sorted; a rename counts as both its paths. */
-  async changedPaths(a, b) {
-    const paths = /* @__PURE__ */ new Set();
-    for (const c of await this.changes(a, b)) {
-      paths.add(c.path);
-      if (c.oldPath !== void 0) paths.add(c.oldPath);
-    }
-    return [...paths].sort();
-  }
-  /** The unified diff between two commits (optionally limited to paths), as text. */
-  async diff(a, b, opts = {}) {
-    assertRevision(a);
-    assertRevision(b);
-    const args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M"];
-    if (opts.context !== void 0) args.push(`--unified=${opts.context}`);
-    args.push(a, b, "--", ...opts.paths ?? []);
-    return (await this.git(args)).stdout;
-  }
-  /** Lines added and deleted per file between two commits. */
-  async numstat(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git(["diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv", a, b, "--"]);
-    return parseNumstat(r.stdout);
-  }
-  /** Whether `a` is an ancestor of (or equal to) `b`. */
-  async isAncestor(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git(["merge-base", "--is-ancestor", a, b], { allowedExitCodes: [0, 1] });
-    return r.exitCode === 0;
-  }
-  /**
-   * A content hash of a commit's tree, or of just some paths in it (e.g. `kernels/harness` for the
-   * "harness hash" in provenance). Without paths: the git tree object id. With paths: sha256 of the
-   * recursive `ls-tree` listing (mode, type, object id, path) of those paths, so it changes exactly when a
-   * file under them is added, removed, renamed, re-moded or edited. Paths that do not exist add nothing.
-   */
-  async treeHash(commit2, paths) {
-    assertRevision(commit2);
-    if (paths === void 0 || paths.length === 0) {
-      return (await this.git(["rev-parse", "--verify", `${commit2}^{tree}`])).stdout.trim();
-    }
-    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2, "--", ...paths]);
-    return createHash2("sha256").update(r.stdout).digest("hex");
-  }
-  /** A file's content at a commit; undefined when the file does not exist there. */
-  async show(commit2, path) {
-    assertRevision(commit2);
-    const r = await this.git(["rev-parse", "--verify", "--quiet", `${commit2}:${path}`], {
-      allowedExitCodes: [0, 1, 128]
-    });
-    if (r.exitCode !== 0) return void 0;
-    return (await this.git(["cat-file", "blob", r.stdout.trim()])).stdout;
-  }
-  /** Whether git accepts `name` as a branch name (`git check-ref-format --branch`). */
-  async checkBranchName(name) {
-    if (name.startsWith("-")) return false;
-    const r = await this.git(["check-ref-format", "--branch", name], { allowedExitCodes: [0, 1, 128] });
-    return r.exitCode === 0;
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Stash by SHA
-  /**
-   * Stash every change, untracked files included, and return the stash commit's SHA (undefined when the
-   * tree was clean). The SHA is read from `refs/stash` immediately after `stash push`, before anything
-   * else can run in the tree, and the commit is pinned under refs/hillclimb/stashes/<sha>. From then on
-   * the stash is addressed only by that SHA, never by `stash@{n}`: if the agent later stashes (shifting
-   * every index), drops or even clears the stash list, apply/drop still find this exact commit and the
-   * pin keeps it from garbage collection.
-   */
-  async stashChanges(message) {
-    if (await this.isClean()) return void 0;
-    const before = await this.stashTip();
-    await this.git(["stash", "push", "--include-untracked", "-m", message]);
-    const sha = await this.stashTip();
-    if (sha === void 0 || sha === before) return void 0;
-    await this.git([
-      "update-ref",
-      "-m",
-      `hillclimb: pin stash "${message}"`,
-      `${STASH_PIN_PREFIX}${sha}`,
-      sha
-    ]);
-    this.opts.logger?.debug(`stashed working-tree changes as ${sha}`);
-    return sha;
-  }
-  /** The stash list, newest first. */
-  async listStashes() {
-    const r = await this.git(["stash", "list", "--format=%H%x1f%gd%x1f%gs"]);
-    return r.stdout.split("\n").filter((l) => l !== "").map((l) => {
-      const [sha = "", selector = "", message = ""] = l.split("");
-      return { sha, selector, message };
-    });
-  }
-  /**
-   * Re-apply a stash by SHA. First a dry run in a temporary detached worktree at HEAD: if the stash does
-   * not apply cleanly there, nothing is touched and the stash is kept ("not restored", with the SHA so a
-   * person can apply it by hand). The working tree must also be clean, so the stash cannot mix with other
-   * changes. Only after both checks is it applied here and dropped. A stash is never lost.
-   */
-  async restoreStash(sha) {
-    assertSha(sha);
-    const probe2 = await this.probeStashApply(sha);
-    if (probe2 !== void 0) {
-      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe2}` };
-    }
-    if (!await this.isClean()) {
-      return { restored: false, sha, reason: "the working tree has uncommitted changes" };
-    }
-    const r = await this.git(["stash", "apply", "--quiet", sha], { allowedExitCodes: "any" });
-    if (r.exitCode !== 0) {
-      await this.git(["reset", "--merge"], { allowedExitCodes: [0, 128] });
-      return { restored: false, sha, reason: firstLines(r.stderr || r.stdout) };
-    }
-    await this.dropStash(sha);
-    this.opts.logger?.debug(`restored stash ${sha}`);
-    return { restored: true, sha };
-  }
-  /**
-   * Forget a stash: drop it from the stash list (its index is looked up by SHA now, since indices shift)
-   * and remove its pin. Returns false when it was neither listed nor pinned.
-   */
-  async dropStash(sha) {
-    assertSha(sha);
-    let found = false;
-    const entry = (await this.listStashes()).find((s) => s.sha === sha);
-    if (entry) {
-      await this.git(["stash", "drop", "--quiet", entry.selector]);
-      found = true;
-    }
-    const pin = `${STASH_PIN_PREFIX}${sha}`;
-    const pinned = await this.git(["rev-parse", "--verify", "--quiet", pin], { allowedExitCodes: [0, 1] });
-    if (pinned.exitCode === 0) {
-      await this.git(["update-ref", "-d", pin]);
-      found = true;
-    }
-    return found;
-  }
-  async stashTip() {
-    const r = await this.git(["rev-parse", "--verify", "--quiet", "refs/stash"], {
-      allowedExitCodes: [0, 1]
-    });
-    return r.exitCode === 0 ? r.stdout.trim() : void 0;
-  }
-  /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
-  async probeStashApply(sha) {
-    const dir = mkdtempSync2(join12(tmpdir2(), "hc-stash-probe-"));
-    const probe2 = join12(dir, "probe");
-    try {
-      await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
-      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
-      return r.exitCode === 0 ? void 0 : firstLines(r.stderr || r.stdout) || `exit code ${r.exitCode}`;
-    } finally {
-      await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
-      await this.git(["worktree", "prune"]);
-      rmSync5(dir, { recursive: true, force: true });
-    }
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Worktrees (A/B arms)
-  /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
-  async addWorktree(path, commit2) {
-    const abs = resolve8(path);
-    const sha = await this.revParse(commit2);
-    await this.git(["worktree", "add", "--detach", "--quiet", "--", abs, sha]);
-    this.createdWorktrees.add(abs);
-    return { path: abs, commit: sha };
-  }
-  async removeWorktree(path) {
-    const abs = resolve8(path);
-    const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
-    if (r.exitCode !== 0) {
-      rmSync5(abs, { recursive: true, force: true });
-      await this.git(["worktree", "prune"]);
-    }
-    this.createdWorktrees.delete(abs);
-  }
-  /** Undo what this instance created: remove every worktree it added. Safe to call more than once. */
-  async close() {
-    const problems = [];
-    for (const path of [...this.createdWorktrees]) {
-      try {
-        await this.removeWorktree(path);
-      } catch (e) {
-        problems.push(`${path}: ${e.message}`);
-      }
-    }
-    if (problems.length > 0) {
-      throw new HillclimbError(`could not remove worktrees:
-  ${problems.join("\n  ")}`, {
-        exitCode: ExitCode2.infra
-      });
-    }
-  }
-  /** Forget worktrees whose folders were deleted behind git's back (e.g. by a killed run). */
-  async pruneWorktrees() {
-    await this.git(["worktree", "prune"]);
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Moving commits between jobs
-  /** Point a ref (e.g. refs/hillclimb/candidates/<run>/i003) at a commit, creating it if needed. */
-  async updateRef(ref, commit2) {
-    assertRefName(ref);
-    await this.git(["update-ref", ref, await this.revParse(commit2)]);
-  }
-  /** Write the commits `base..ref` to a git bundle file, so another job can fetch them with their SHAs. */
-  async createBundle(file, ref, base) {
-    assertRefName(ref);
-    assertRevision(base);
-    mkdirSync7(dirname9(resolve8(file)), { recursive: true });
-    await this.git(["bundle", "create", "--quiet", resolve8(file), ref, `^${base}`]);
-  }
-  /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
-  async fetchBundle(file, ref) {
-    assertRefName(ref);
-    await this.git(["fetch", "--quiet", "--no-tags", resolve8(file), `+${ref}:${ref}`]);
-  }
-  /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
-  async formatPatch(base, head) {
-    assertRevision(base);
-    assertRevision(head);
-    return (await this.git(["format-patch", "--stdout", "--no-signature", `${base}..${head}`])).stdout;
-  }
-  /** The committer date of a commit, ISO 8601 (strict). */
-  async commitDate(commit2) {
-    assertRevision(commit2);
-    return (await this.git(["log", "-1", "--format=%cI", commit2, "--"])).stdout.trim();
-  }
-  /** The first line of a commit message. */
-  async subject(commit2) {
-    assertRevision(commit2);
-    return (await this.git(["log", "-1", "--format=%s", commit2, "--"])).stdout.trim();
-  }
-  /** Every file path in a commit's tree, sorted (for hashing the protected paths matched by globs). */
-  async listFiles(commit2) {
-    assertRevision(commit2);
-    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2]);
-    return r.stdout.split("\0").filter((l) => l !== "").map((l) => {
-      const [meta, path] = l.split("	");
-      return { path, blob: meta.split(" ")[2] };
-    }).sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Changing history
-  /** `git apply --index` a patch file (or only check that it applies). */
-  async applyPatch(file, opts = {}) {
-    const args = ["apply", "--index", "--whitespace=nowarn"];
-    if (opts.check) args.push("--check");
-    args.push("--", resolve8(file));
-    await this.git(args);
-  }
-  /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
-  async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve8(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute3(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
-    await this.git(["add", "--all", "--", ":/", ...excluded]);
-  }
-  /** Whether the index differs from HEAD (something is staged). */
-  async hasStagedChanges() {
-    const r = await this.git(["diff", "--cached", "--quiet", "--no-ext-diff"], { allowedExitCodes: [0, 1] });
-    return r.exitCode === 1;
-  }
-  /** Commit what is staged and return the new HEAD. The message goes through stdin, verbatim. */
-  async commit(message, opts = {}) {
-    const args = ["commit", "--quiet", "--no-gpg-sign", "--file=-"];
-    if (opts.allowEmpty) args.push("--allow-empty");
-    if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
-    const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : void 0;
-    await this.git(args, { input: message, config: identityConfig(opts.identity), ...env ? { env } : {} });
-    return this.head();
-  }
-  /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
-  async revert(commit2, identity = HARNESS_IDENTITY) {
-    const sha = await this.revParse(commit2);
-    const r = await this.git(["revert", "--no-edit", "--no-gpg-sign", sha], {
-      allowedExitCodes: "any",
-      config: identityConfig(identity)
-    });
-    if (r.exitCode === 0) return { status: "reverted", head: await this.head() };
-    const paths = await this.unmergedPaths();
-    await this.git(["revert", "--abort"], { allowedExitCodes: [0, 128] });
-    if (paths.length > 0) return { status: "conflict", paths };
-    throw new GitError(this.shown(["revert", sha]), r);
-  }
-  /**
-   * Move the current branch and the working tree to `commit`, discarding every uncommitted change.
-   * The only safe place: the loop's own checkout of its own loop branch, after the tree's changes were
-   * stashed by SHA (or the tree was verified clean) and the commits being discarded are recorded
-   * elsewhere (an iteration branch, a patch in the evidence bundle). Never on a user's branch or tree.
-   */
-  async resetHard(commit2) {
-    const sha = await this.revParse(commit2);
-    await this.git(["reset", "--hard", "--quiet", sha]);
-  }
-  /**
-   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list in
-   * branch-name.ts and `git check-ref-format --branch`.
-   */
-  async createBranch(name, commit2, opts = {}) {
-    assertBranchName2(name);
-    if (!await this.checkBranchName(name)) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
-    }
-    const sha = await this.revParse(commit2);
-    const args = ["branch", "--no-track"];
-    if (opts.force) args.push("--force");
-    args.push("--", name, sha);
-    await this.git(args);
-  }
-  async deleteBranch(name, opts = {}) {
-    if (!await this.checkBranchName(name)) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
-    }
-    await this.git(["branch", opts.force ? "-D" : "-d", "--", name]);
-  }
-  /** Check out a branch, or a commit detached. */
-  async checkout(ref, opts = {}) {
-    assertRevision(ref);
-    await this.git(opts.detach ? ["switch", "--quiet", "--detach", ref] : ["switch", "--quiet", ref]);
-  }
-  /** Fetch one branch of a remote (name, URL or path); returns the fetched commit (FETCH_HEAD). */
-  async fetch(remote, branch) {
-    assertRevision(remote);
-    if (!await this.checkBranchName(branch)) {
-      throw new HillclimbError(`invalid branch name "${branch}"`, { exitCode: ExitCode2.badInput });
-    }
-    await this.git(["fetch", "--quiet", "--no-tags", "--", remote, `refs/heads/${branch}`]);
-    return this.revParse("FETCH_HEAD");
-  }
-  /**
-   * Merge `ref` into the current branch with a harness-identity merge commit. On conflict the merge is
-   * aborted (the tree is left as before) and the conflicted paths are returned.
-   */
-  async merge(ref, identity = HARNESS_IDENTITY) {
-    const sha = await this.revParse(ref);
-    const before = await this.head();
-    const r = await this.git(["merge", "--no-edit", "--no-gpg-sign", sha], {
-      allowedExitCodes: "any",
-      config: identityConfig(identity)
-    });
-    if (r.exitCode === 0) {
-      const head = await this.head();
-      return { status: head === before ? "up-to-date" : "merged", head };
-    }
-    const paths = await this.unmergedPaths();
-    await this.git(["merge", "--abort"], { allowedExitCodes: [0, 128] });
-    if (paths.length > 0) return { status: "conflict", paths };
-    throw new GitError(this.shown(["merge", sha]), r);
-  }
-  async unmergedPaths() {
-    const r = await this.git(["diff", "--name-only", "-z", "--diff-filter=U"], {
-      allowedExitCodes: [0, 128]
-    });
-    return r.stdout.split("\0").filter((p) => p !== "");
-  }
-  // ---------------------------------------------------------------------------------------------
-  // The funnel
-  shown(args) {
-    return displayCommand("git", args);
-  }
-  async git(args, opts = {}) {
-    const config = { ...HARDENING_CONFIG, ...opts.config };
-    const full = [...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]), ...args];
-    const allowed = opts.allowedExitCodes ?? [0];
-    const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
-    for (let attempt = 0; ; attempt++) {
-      const r = await run(this.binary, full, {
-        cwd: opts.cwd ?? this.root,
-        env: { ...GIT_ENV, ...opts.env },
-        input: opts.input,
-        allowedExitCodes: "any",
-        redact: this.secrets,
-        timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
-      });
-      if (allowed === "any" || r.exitCode !== null && allowed.includes(r.exitCode)) return r;
-      if (attempt < retries && LOCK_CONTENTION.test(r.stderr)) {
-        this.opts.logger?.debug(
-          `${this.shown(args)}: another git process holds a lock; retry ${attempt + 1}/${retries}`
-        );
-        await sleep3(this.opts.lockRetryDelayMs ?? DEFAULT_LOCK_RETRY_DELAY_MS);
-        continue;
-      }
-      throw new GitError(
-        this.shown(args),
-        r,
-        LOCK_CONTENTION.test(r.stderr) ? "another git process kept a lock; is one still running?" : void 0
-      );
-    }
-  }
-};
-function parsePorcelainV2(out) {
-  const records = out.split("\0");
-  const entries = [];
-  for (let i = 0; i < records.length; i++) {
-    const rec = records[i];
-    if (rec === "") continue;
-    const type = rec[0];
-    if (type === "?" || type === "!") {
-      if (type === "?") entries.push({ kind: "untracked", path: rec.slice(2), index: "?", worktree: "?" });
-      continue;
-    }
-    if (type === "1") {
-      const [xy, path] = [field(rec, 1), rest(rec, 8)];
-      entries.push({ kind: "tracked", path, index: xy[0], worktree: xy[1] });
-    } else if (type === "2") {
-      const [xy, path] = [field(rec, 1), rest(rec, 9)];
-      const origPath = records[++i] ?? "";
-      entries.push({ kind: "renamed", path, origPath, index: xy[0], worktree: xy[1] });
-    } else if (type === "u") {
-      const [xy, path] = [field(rec, 1), rest(rec, 10)];
-      entries.push({ kind: "unmerged", path, index: xy[0], worktree: xy[1] });
-    }
-  }
-  return entries;
-}
-function parseNameStatus(out) {
-  const tokens = out.split("\0");
-  const changes = [];
-  for (let i = 0; i < tokens.length; i++) {
-    const status = tokens[i];
-    if (status === "") continue;
-    const letter = status[0];
-    if (letter === "R" || letter === "C") {
-      const oldPath = tokens[++i] ?? "";
-      const path = tokens[++i] ?? "";
-      changes.push({ status: letter, path, oldPath });
-    } else {
-      changes.push({ status: letter, path: tokens[++i] ?? "" });
-    }
-  }
-  return changes;
-}
-function parseNumstat(out) {
-  const tokens = out.split("\0");
-  const entries = [];
-  const count = (s) => s === void 0 || s === "-" ? void 0 : Number(s);
-  for (let i = 0; i < tokens.length; i++) {
-    const head = tokens[i];
-    if (head === "") continue;
-    const [added, deleted, path = ""] = head.split("	");
-    if (path === "") {
-      const oldPath = tokens[++i] ?? "";
-      const newPath = tokens[++i] ?? "";
-      entries.push({ path: newPath, oldPath, added: count(added), deleted: count(deleted) });
-    } else {
-      entries.push({ path, added: count(added), deleted: count(deleted) });
-    }
-  }
-  return entries;
-}
-function field(rec, n) {
-  return rec.split(" ")[n] ?? "";
-}
-function rest(rec, n) {
-  let at = 0;
-  for (let k = 0; k < n; k++) at = rec.indexOf(" ", at) + 1;
-  return rec.slice(at);
-}
-function firstLines(text3, n = 3) {
-  return text3.trim().split("\n").slice(0, n).join(" / ");
-}
-function formatIdentity(id) {
-  assertIdentity(id);
-  return `${id.name} <${id.email}>`;
-}
-function identityConfig(id) {
-  if (!id) return {};
-  assertIdentity(id);
-  return { "user.name": id.name, "user.email": id.email };
-}
-function assertIdentity(id) {
-  for (const part of [id.name, id.email]) {
-    if (part.trim() === "" || /[<>\n\r\0]/.test(part)) {
-      throw new HillclimbError(`invalid git identity "${id.name} <${id.email}>"`, {
-        exitCode: ExitCode2.badInput
-      });
-    }
-  }
-}
-function assertRevision(ref) {
-  if (ref === "" || ref.startsWith("-") || /[\x00-\x1f\x7f]/.test(ref)) {
-    throw new HillclimbError(`invalid git revision "${ref}"`, { exitCode: ExitCode2.badInput });
-  }
-}
-function assertSha(sha) {
-  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(sha)) {
-    throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode2.badInput });
-  }
-}
-function assertRefName(ref) {
-  if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || ref.includes("..") || ref.endsWith("/") || ref.endsWith(".lock")) {
-    throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-}
-
-// src/loop/context.ts
-import { createHash as createHash3 } from "node:crypto";
-import { existsSync as existsSync8, mkdirSync as mkdirSync8, readFileSync as readFileSync5, writeFileSync } from "node:fs";
-import { hostname as hostname2 } from "node:os";
-import { join as join13, resolve as resolve9 } from "node:path";
-var NO_AGENT = {
-  name: "none",
-  run: () => Promise.reject(new Error("this phase runs no agent"))
-};
-function configHash(config) {
-  return createHash3("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
-}
-function stateDirOf(config) {
-  const dir = resolve9(config.root, config.paths.state_dir);
-  const ignore = join13(dir, ".gitignore");
-  if (!existsSync8(ignore)) {
-    mkdirSync8(dir, { recursive: true });
-    writeFileSync(ignore, "# hillclimb state: never committed\n*\n");
-  }
-  return dir;
-}
-function runDirOf(stateDir, runId) {
-  return join13(stateDir, "runs", runId);
-}
-function currentJobId(env = process.env) {
-  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
-    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
-  }
-  return `${hostname2()}-${process.pid}`;
-}
-function defaultHost() {
-  return hostname2();
-}
-var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
-
-// src/loop/naming.ts
-function iterationBranch(ctx, iteration) {
-  return loopBranchName({
-    prefix: ctx.config.loop.branch_prefix,
-    target: ctx.target.name,
-    runId: ctx.runId,
-    iteration
-  });
-}
-function candidateRef(runId, iteration) {
-  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
-}
-function jobId(runId, iteration, ...parts) {
-  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
-}
-
-// src/loop/phases.ts
-import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync28, readFileSync as readFileSync22 } from "node:fs";
-import { join as join37 } from "node:path";
-
-// src/agent/factory.ts
-import { isAbsolute as isAbsolute6, resolve as resolve12 } from "node:path";
-
-// src/agent/agents/claude.ts
-import { dirname as dirname13 } from "node:path";
-
-// src/agent/launch.ts
-import { existsSync as existsSync9, mkdirSync as mkdirSync11 } from "node:fs";
-import { homedir } from "node:os";
-import { isAbsolute as isAbsolute5, join as join15 } from "node:path";
-
-// src/exec/sandbox.ts
-import { mkdirSync as mkdirSync9, realpathSync } from "node:fs";
-import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname10, isAbsolute as isAbsolute4, join as join14, resolve as resolve10 } from "node:path";
-var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
-var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
-var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
-var INIT_SCRIPT = String.raw`set -eu
-job_path=${"$"}{PATH-}
-PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
-die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
-stage=$1; cwd=$2; shift 2
-mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
-R=$stage
-ro_tree() {
-  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
-    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
-  while read -r opts mp; do
-    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
-    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
-      die "cannot make $mp read-only"
-  done
-}
-expose() {
-  kind=$1; p=$2
-  if [ -d "$p" ]; then mkdir -p "$R$p"
-  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
-  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
-  mount --rbind "$p" "$R$p" || die "cannot expose $p"
-  [ "$kind" = rw ] || ro_tree "$p"
-}
-mask() {
-  p=$1
-  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
-  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
-}
-for d in ${SYSTEM_DIRS.join(" ")}; do
-  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
-done
-mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
-mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
-for n in null zero full random urandom tty; do
-  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
-done
-ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
-ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
-mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
-mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
-expose ro /sys
-mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
-mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
-while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  case $1 in
-    ro:*) expose ro "${"$"}{1#ro:}" ;;
-    rw:*) expose rw "${"$"}{1#rw:}" ;;
-    mask:*) mask "${"$"}{1#mask:}" ;;
-    *) die "unknown item $1" ;;
-  esac
-  shift
-done
-shift
-cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
-umount -l /.old-root; rmdir /.old-root
-mount -o remount,bind,ro / || die "cannot make / read-only"
-cd "$cwd" || die "cannot enter $cwd"
-setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
-PATH=$job_path; export PATH
-exec 3<&0
-"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
-child=$!
-exec 3<&-
-trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
-while :; do
-  if wait "$child"; then exit 0; else status=$?; fi
-  kill -0 "$child" 2>/dev/null || exit "$status"
-done
-`;
-var SANDBOX_SETUP_FAILED = 125;
-function stageDir() {
-  const dir = join14(tmpdir3(), "hillclimb-sandbox");
-  mkdirSync9(dir, { recursive: true, mode: 448 });
-  return dir;
-}
-function checkPath(p) {
-  if (!isAbsolute4(p)) throw new Error(`sandbox path must be absolute: ${p}`);
-  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
-  return resolve10(p);
-}
-function byDepth(a, b) {
-  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
-}
-function sandboxCommand(spec, command, args) {
-  const items = [
-    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
-    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
-  ].sort(byDepth);
-  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
-  if (spec.network) {
-    for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
-    items.sort(byDepth);
-  }
-  return {
-    command: "unshare",
-    args: [
-      "--user",
-      "--map-root-user",
-      "--mount",
-      "--pid",
-      "--fork",
-      "--kill-child",
-      "--ipc",
-      "--uts",
-      ...spec.network ? [] : ["--net"],
-      "--",
-      "/bin/sh",
-      "-c",
-      INIT_SCRIPT,
-      "hillclimb-sandbox",
-      stageDir(),
-      checkPath(spec.cwd),
-      ...items.map((i) => `${i.kind}:${i.path}`),
-      ...masks,
-      "--",
-      command,
-      ...args
-    ]
-  };
-}
-function programReadPaths(program) {
-  const dirs = /* @__PURE__ */ new Set([dirname10(program)]);
-  try {
-    const real = realpathSync(program);
-    dirs.add(dirname10(real));
-    const at = real.indexOf("/node_modules/");
-    if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
-  } catch {
-  }
-  return outsideSystemDirs([...dirs]);
-}
-function nodeReadPaths() {
-  try {
-    return outsideSystemDirs([dirname10(dirname10(realpathSync(process.execPath)))]);
-  } catch {
-    return [];
-  }
-}
-function outsideSystemDirs(dirs) {
-  return dirs.filter((d) => d !== "/" && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
-}
-function resolverReadPaths() {
-  try {
-    return outsideSystemDirs([dirname10(realpathSync("/etc/resolv.conf"))]);
-  } catch {
-    return [];
-  }
-}
-var probed;
-function sandboxAvailability() {
-  probed ??= probe();
-  return probed;
-}
-async function probe() {
-  if (process.platform !== "linux") {
-    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
-  }
-  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
-  try {
-    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
-    if (r.exitCode === 0) return { available: true };
-    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
-    return { available: false, reason: why };
-  } catch (e) {
-    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
-  }
-}
-var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
-
-// src/agent/environment.ts
-var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
-var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
-function isRefusedName(name, modelKeys = []) {
-  if (modelKeys.includes(name)) return false;
-  return NEVER.test(name) || isSecretName(name);
-}
-function agentEnvironment(spec) {
-  const source = spec.source ?? process.env;
-  const env = {};
-  const refused = [];
-  const take = (name) => {
-    const v = source[name];
-    if (v !== void 0) env[name] = v;
-  };
-  for (const name of BASE_NAMES) take(name);
-  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
-  for (const name of spec.modelKeys) take(name);
-  for (const name of spec.adapterNames ?? []) take(name);
-  for (const name of spec.passEnv ?? []) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else take(name);
-  }
-  Object.assign(env, spec.defaults ?? {});
-  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else env[name] = value;
-  }
-  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
-  return { env, secrets, refused: [...new Set(refused)].sort() };
-}
-function agentIdentity(agent) {
-  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
-}
-function gitIdentityEnv(agent) {
-  const id = agentIdentity(agent);
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email
-  };
-}
-
-// src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync10 } from "node:fs";
-import { dirname as dirname11 } from "node:path";
-var AGENT_KILL_GRACE_MS = 5e3;
-async function runAgentProcess(spec) {
-  const started = Date.now();
-  mkdirSync10(dirname11(spec.logFile), { recursive: true });
-  appendFileSync2(
-    spec.logFile,
-    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
-# cwd: ${spec.cwd}
-`
-  );
-  let result;
-  try {
-    result = await run(spec.command, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      inheritEnv: false,
-      input: spec.input,
-      allowedExitCodes: "any",
-      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
-      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
-      killGraceMs: AGENT_KILL_GRACE_MS,
-      logFile: spec.logFile,
-      redact: spec.secrets,
-      signal: spec.signal
-    });
-  } catch (e) {
-    if (!(e instanceof ExecError)) throw e;
-    const durationMs2 = Date.now() - started;
-    const ended = e.result;
-    if (ended === void 0) {
-      const missing = e.message.includes("command not found");
-      appendFileSync2(spec.logFile, `# ${e.message}
-`);
-      return {
-        status: "failed",
-        exitCode: null,
-        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
-        durationMs: durationMs2
-      };
-    }
-    if (ended.killedBy === "timeout") {
-      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
-    }
-    if (ended.killedBy === "idle-timeout") {
-      const api2 = spec.apiFailure?.(ended);
-      return {
-        status: "timeout",
-        exitCode: null,
-        result: ended,
-        durationMs: durationMs2,
-        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
-      };
-    }
-    if (ended.killedBy === "abort") {
-      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
-    }
-    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
-  }
-  const durationMs = Date.now() - started;
-  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
-  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
-    return {
-      status: "failed",
-      exitCode: result.exitCode,
-      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
-      result,
-      durationMs
-    };
-  }
-  const api = spec.apiFailure?.(result);
-  return {
-    status: "failed",
-    exitCode: result.exitCode,
-    result,
-    durationMs,
-    ...api ? { infraError: `model API failure: ${api}` } : {}
-  };
-}
-function firstMatchingLine(texts, patterns) {
-  for (const text3 of texts) {
-    for (const line of text3.split("\n")) {
-      if (patterns.some((p) => p.test(line))) {
-        const t = line.trim();
-        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
-      }
-    }
-  }
-  return void 0;
-}
-function jsonLines(text3) {
-  const out = [];
-  for (const line of text3.split("\n")) {
-    const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const v = JSON.parse(t);
-      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
-    } catch {
-    }
-  }
-  return out;
-}
-function nonJsonLines(text3) {
-  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
-}
-
-// src/agent/launch.ts
-async function launchAgent(request2, launch) {
-  const { env, secrets, refused } = agentEnvironment({
-    modelKeys: launch.modelKeys,
-    adapterNames: launch.adapterNames,
-    passEnv: launch.passEnv,
-    defaults: gitIdentityEnv(launch.agent),
-    requestEnv: { ...request2.env, ...launch.extraEnv }
-  });
-  if (refused.length > 0)
-    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
-  let command = launch.command;
-  let args = launch.args;
-  const sandbox = request2.isolation?.sandbox;
-  if (sandbox) {
-    const binary = findOnPath(launch.command);
-    if (binary === void 0) {
-      return {
-        status: "failed",
-        exitCode: null,
-        infraError: `agent binary not found: ${launch.command}`,
-        durationMs: 0
-      };
-    }
-    const writable = [...sandbox.writable];
-    mkdirSync11(sandbox.home, { recursive: true });
-    if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join15(homedir(), launch.configDir.defaultInHome);
-      if (isAbsolute5(dir) && existsSync9(dir)) {
-        writable.push(dir);
-        env[launch.configDir.env] = dir;
-      }
-    }
-    env.HOME = sandbox.home;
-    env.TMPDIR = "/tmp";
-    const wrapped = sandboxCommand(
-      {
-        cwd: request2.workdir,
-        readOnly: [
-          ...programReadPaths(binary),
-          ...nodeReadPaths(),
-          ...argumentFiles(launch.args, writable),
-          ...sandbox.readOnly
-        ],
-        writable,
-        network: true
-      },
-      binary,
-      launch.args
-    );
-    command = wrapped.command;
-    args = wrapped.args;
-  }
-  const outcome = await runAgentProcess({
-    command,
-    args,
-    cwd: request2.workdir,
-    input: launch.input ?? request2.prompt,
-    env,
-    secrets,
-    logFile: request2.logFile,
-    timeoutMs: request2.timeoutMs,
-    idleTimeoutMs: request2.idleTimeoutMs,
-    signal: request2.signal,
-    apiFailure: launch.apiFailure,
-    infraExitCodes: launch.infraExitCodes
-  });
-  return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
-}
-function argumentFiles(args, writable) {
-  const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
-  return args.filter((a) => isAbsolute5(a) && !inside(a) && existsSync9(a));
-}
-
-// src/agent/outcome.ts
-import { mkdirSync as mkdirSync12, rmSync as rmSync6 } from "node:fs";
-import { dirname as dirname12, relative as relative3, resolve as resolve11 } from "node:path";
-function prepareResultFile(file) {
-  rmSync6(file, { force: true });
-  mkdirSync12(dirname12(file), { recursive: true });
-}
-function outsideOf(root, dir) {
-  const rel = relative3(resolve11(root), resolve11(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve11(dir);
-}
-function toOutcome(proc, logFile, result, problem, harnessCommit) {
-  return {
-    status: proc.status,
-    exitCode: proc.exitCode,
-    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
-    ...result ? { result } : { resultProblem: problem ?? "no result" },
-    ...harnessCommit ? { harnessCommit } : {},
-    logFile,
-    durationMs: proc.durationMs,
-    ...proc.isolation ? { isolation: proc.isolation } : {}
-  };
-}
-
-// src/agent/result.ts
-import { existsSync as existsSync10, readFileSync as readFileSync6, statSync as statSync7 } from "node:fs";
-var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
-var MAX_RESULT_FIELD_CHARS = 1500;
-var MAX_RESULT_FILE_BYTES = 64 * 1024;
-var RESULT_JSON_SCHEMA = {
-  type: "object",
-  properties: {
-    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
-    summary: { type: "string", description: "What was changed, in a few sentences." },
-    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
-  },
-  required: [...RESULT_FIELDS],
-  additionalProperties: false
-};
-function validateAgentResult(value) {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
-  }
-  const record2 = value;
-  const out = {};
-  const problems = [];
-  for (const key of RESULT_FIELDS) {
-    const v = record2[key];
-    if (v === void 0) problems.push(`${key} is missing`);
-    else if (typeof v !== "string")
-      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
-    else if (v.trim() === "") problems.push(`${key} is empty`);
-    else if (v.length > MAX_RESULT_FIELD_CHARS)
-      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
-    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
-    else out[key] = v.trim();
-  }
-  if (problems.length > 0) return { problem: problems.join("; ") };
-  return { result: out };
-}
-function parseAgentResult(text3) {
-  let value;
-  try {
-    value = JSON.parse(text3);
-  } catch (e) {
-    return { problem: `not valid JSON (${e.message})` };
-  }
-  return validateAgentResult(value);
-}
-function readAgentResult(file) {
-  if (!existsSync10(file)) return { problem: `no result file at ${file}` };
-  const size = statSync7(file).size;
-  if (size > MAX_RESULT_FILE_BYTES) {
-    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
-  }
-  const check = parseAgentResult(readFileSync6(file, "utf8"));
-  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
-}
-function resultFromMessage(text3) {
-  const candidates = [text3.trim()];
-  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
-  for (const c of candidates) {
-    if (!c.startsWith("{")) continue;
-    const check = parseAgentResult(c);
-    if (check.result) return check.result;
-  }
-  return void 0;
-}
-
-// src/agent/agents/claude.ts
-var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
-  "Read",
-  "Edit",
-  "Write",
-  "Glob",
-  "Grep",
-  "Bash(git status:*)",
-  "Bash(git diff:*)",
-  "Bash(git log:*)",
-  "Bash(git show:*)",
-  "Bash(git add:*)",
-  "Bash(git commit:*)",
-  "Bash(python:*)",
-  "Bash(python3:*)",
-  "Bash(.venv/bin/python:*)"
-];
-var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
-var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
-var API_FAILURE = [
-  /API Error:? \(?(?:429|5\d\d)\b/i,
-  /overloaded_error|rate_limit_error|"type":"api_error"/,
-  /API Error: (?:Connection error|Request timed out)/i,
-  /usage limit reached|out of (?:extra )?usage/i,
-  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
-  /Retrying in \d+ seconds/
-];
-var ClaudeAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "claude";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const args = claudeArgs({
-      model: this.opts.model,
-      maxTurns: this.opts.maxTurns,
-      allowedTools: this.opts.allowedTools,
-      resultDir: outsideOf(request2.workdir, dirname13(request2.resultFile)),
-      extraArgs: this.opts.extraArgs
-    });
-    const proc = await launchAgent(request2, {
-      agent: this.name,
-      command: this.opts.binary,
-      args,
-      modelKeys: CLAUDE_MODEL_KEYS,
-      adapterNames: CLAUDE_SETTINGS,
-      passEnv: this.opts.passEnv,
-      apiFailure: claudeApiFailure,
-      configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
-      logger: this.opts.logger
-    });
-    let { result, problem } = readAgentResult(request2.resultFile);
-    if (!result && proc.result) {
-      const fromMessage = finalResult(proc.result.stdout);
-      if (fromMessage) [result, problem] = [fromMessage, void 0];
-    }
-    return toOutcome(proc, request2.logFile, result, problem);
-  }
-};
-function claudeArgs(i) {
-  const user = i.extraArgs;
-  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
-  const args = ["-p", "--verbose", "--output-format", "stream-json"];
-  if (!has("--permission-mode", "--dangerously-skip-permissions"))
-    args.push("--permission-mode", "acceptEdits");
-  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
-    args.push("--allowedTools", i.allowedTools.join(","));
-  }
-  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
-  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
-  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
-  args.push(...user);
-  return args;
-}
-function claudeApiFailure(result) {
-  const messages = [];
-  for (const ev of jsonLines(result.stdout)) {
-    if (ev.type !== "result") continue;
-    const failed = ev.is_error === true || typeof ev.subtype === "string" && ev.subtype.startsWith("error");
-    if (failed && typeof ev.result === "string") messages.push(ev.result);
-  }
-  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
-}
-function finalResult(stdout) {
-  const last = jsonLines(stdout).filter((e) => e.type === "result").at(-1);
-  if (!last) return void 0;
-  if (last.structured_output !== void 0) {
-    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
-    if (fromStructured) return fromStructured;
-  }
-  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
-}
-
-// src/agent/agents/codex.ts
-import { existsSync as existsSync11, mkdtempSync as mkdtempSync3, readFileSync as readFileSync7, rmSync as rmSync7, writeFileSync as writeFileSync2 } from "node:fs";
-import { tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname14, join as join16 } from "node:path";
-
-// src/agent/leftovers.ts
-var SUBJECT_MAX = 72;
-async function commitLeftovers(git3, headBefore, agent, result, exclude = []) {
-  if (await git3.head() !== headBefore) return void 0;
-  if (await git3.isClean()) return void 0;
-  await git3.stageAll({ exclude });
-  if (!await git3.hasStagedChanges()) return void 0;
-  return git3.commit(leftoverMessage(agent, result), {
-    identity: HARNESS_IDENTITY,
-    author: agentIdentity(agent)
-  });
-}
-function leftoverMessage(agent, result) {
-  const first = (result?.summary ?? result?.hypothesis ?? `${agent} change`).split("\n")[0].trim();
-  const subject = first.length > SUBJECT_MAX ? `${first.slice(0, SUBJECT_MAX - 1)}\u2026` : first;
-  const body = [
-    result ? `Hypothesis: ${result.hypothesis}` : void 0,
-    result ? `Summary: ${result.summary}` : void 0,
-    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`
-  ].filter((l) => l !== void 0);
-  return `${subject}
-
-${body.join("\n\n")}
-`;
-}
-
-// src/agent/agents/codex.ts
-var CODEX_MODEL_KEYS = ["OPENAI_API_KEY", "CODEX_API_KEY"];
-var CODEX_SETTINGS = ["CODEX_HOME", "OPENAI_BASE_URL"];
-var CODEX_SANDBOX_NOTE = `
-
-## Note from the harness (codex sandbox)
-
-This sandbox keeps \`.git\` read-only, so \`git commit\` will fail here. Leave your one change uncommitted in
-the working tree: the harness commits it for you, using your result's summary as the commit message. If you
-decide on no change, leave the working tree clean.
-`;
-var API_FAILURE2 = [
-  /exceeded retry limit, last status: (?:429|5\d\d)/i,
-  /unexpected status (?:429|5\d\d|401|403)/i,
-  /stream disconnected before completion/i,
-  /currently experiencing high demand/i,
-  /Connection failed:|error sending request for url|Error while reading the server response/i,
-  /(?:connection|request) (?:timed out|refused|reset)/i,
-  /You've hit your usage limit|Quota exceeded|usage limit/i,
-  /401 Unauthorized|Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i,
-  /Reconnecting\.\.\. \d+\/\d+/
-];
-var CodexAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "codex";
-  async run(request2) {
-    const git3 = await Git.create(request2.workdir);
-    const headBefore = await git3.head();
-    prepareResultFile(request2.resultFile);
-    const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync7(lastMessageFile, { force: true });
-    const resultDir = outsideOf(request2.workdir, dirname14(request2.resultFile));
-    const scratch = mkdtempSync3(join16(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
-    try {
-      const schemaFile = join16(scratch, "result.schema.json");
-      writeFileSync2(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
-`);
-      const args = codexArgs({
-        workdir: request2.workdir,
-        lastMessageFile,
-        schemaFile,
-        resultDir: outsideOf(request2.workdir, dirname14(request2.resultFile)),
-        model: this.opts.model,
-        reasoningEffort: this.opts.reasoningEffort,
-        extraArgs: this.opts.extraArgs
-      });
-      const proc = await launchAgent(request2, {
-        agent: this.name,
-        command: this.opts.binary,
-        args,
-        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
-        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
-        modelKeys: CODEX_MODEL_KEYS,
-        adapterNames: CODEX_SETTINGS,
-        passEnv: this.opts.passEnv,
-        apiFailure: codexApiFailure,
-        configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
-        logger: this.opts.logger
-      });
-      let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync11(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync7(lastMessageFile, "utf8"));
-        if (fromMessage) [result, problem] = [fromMessage, void 0];
-      }
-      const harnessCommit = proc.status === "finished" ? await commitLeftovers(git3, headBefore, this.name, result, [
-        request2.resultFile,
-        request2.logFile,
-        lastMessageFile
-      ]) : void 0;
-      if (harnessCommit)
-        this.opts.logger.info(`codex: committed the agent's change as ${harnessCommit.slice(0, 12)}`);
-      return toOutcome(proc, request2.logFile, result, problem, harnessCommit);
-    } finally {
-      rmSync7(scratch, { recursive: true, force: true });
-    }
-  }
-};
-function codexArgs(i) {
-  const user = i.extraArgs;
-  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
-  const args = ["exec", "--json"];
-  if (!has("--color")) args.push("--color", "never");
-  if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
-    args.push("--sandbox", "workspace-write");
-  }
-  if (!has("--ephemeral")) args.push("--ephemeral");
-  args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);
-  args.push("-c", "sandbox_workspace_write.network_access=false");
-  if (i.model !== void 0 && !has("-m", "--model")) args.push("-m", i.model);
-  if (i.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i.reasoningEffort}"`);
-  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
-  args.push(...user, "-");
-  return args;
-}
-function codexApiFailure(result) {
-  const messages = [];
-  for (const ev of jsonLines(result.stdout)) {
-    if (ev.type === "error" && typeof ev.message === "string") messages.push(ev.message);
-    const err = ev.error;
-    if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
-  }
-  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
-}
-
-// src/agent/agents/command.ts
-var COMMAND_INFRA_EXIT_CODE = 75;
-var CommandAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-    if (opts.command.length === 0) throw new Error("agent.command.command is empty");
-  }
-  opts;
-  name = "command";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const [program, ...args] = this.opts.command;
-    const proc = await launchAgent(request2, {
-      agent: this.name,
-      command: program,
-      args,
-      modelKeys: [],
-      passEnv: this.opts.passEnv,
-      extraEnv: {
-        HILLCLIMB_RESULT_FILE: request2.resultFile,
-        HILLCLIMB_WORKDIR: request2.workdir,
-        HILLCLIMB_ITERATION: String(request2.iteration)
-      },
-      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
-      logger: this.opts.logger
-    });
-    const { result, problem } = readAgentResult(request2.resultFile);
-    return toOutcome(proc, request2.logFile, result, problem);
-  }
-};
-
-// src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync12, mkdirSync as mkdirSync13, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync3 } from "node:fs";
-import { basename as basename4, dirname as dirname15, join as join17 } from "node:path";
-var PATCH_NAME = /^(\d{4})-.+\.patch$/;
-var COMPANION_NAME = /^(\d{4})-.+\.json$/;
-function listReplayPatches(dir) {
-  if (!existsSync12(dir)) {
-    throw new HillclimbError(`replay agent: no folder ${dir}`, {
-      hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
-      exitCode: ExitCode2.badInput
-    });
-  }
-  const names = readdirSync3(dir).sort();
-  const companions = /* @__PURE__ */ new Map();
-  for (const n of names) {
-    const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join17(dir, n));
-  }
-  return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
-    const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join17(dir, n), ...companion ? { companion } : {} };
-  });
-}
-var ReplayAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-    this.patches = listReplayPatches(opts.dir);
-  }
-  opts;
-  name = "replay";
-  patches;
-  async run(request2) {
-    const started = Date.now();
-    mkdirSync13(dirname15(request2.logFile), { recursive: true });
-    const log = (line) => appendFileSync3(request2.logFile, `${line}
-`);
-    prepareResultFile(request2.resultFile);
-    const done = (status, exitCode, extra = {}) => {
-      const check = readAgentResult(request2.resultFile);
-      return {
-        status,
-        exitCode,
-        ...check.result ? { result: check.result } : { resultProblem: check.problem },
-        ...extra,
-        logFile: request2.logFile,
-        durationMs: Date.now() - started
-      };
-    };
-    if (request2.signal?.aborted) return done("failed", null, { infraError: "cancelled" });
-    const entry = this.patches[request2.iteration - 1];
-    if (!entry) {
-      log(`replay: no patch for iteration ${request2.iteration} (${this.patches.length} in ${this.opts.dir})`);
-      writeResult(request2.resultFile, {
-        hypothesis: `No replay patch is left for iteration ${request2.iteration}.`,
-        summary: `The replay folder holds ${this.patches.length} patches; nothing was changed.`,
-        next_idea: `Add NNNN-*.patch files to ${this.opts.dir} to replay more iterations.`
-      });
-      return done("finished", 0);
-    }
-    const text3 = readFileSync8(entry.patch, "utf8");
-    const described = describePatch(text3, basename4(entry.patch));
-    log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
-    try {
-      const git3 = await Git.create(request2.workdir);
-      await git3.applyPatch(entry.patch);
-      const sha = await git3.commit(commitMessage(described, basename4(entry.patch)), {
-        identity: agentIdentity(this.name)
-      });
-      log(`replay: committed ${sha}`);
-    } catch (e) {
-      log(`replay: ${errorMessage(e)}`);
-      this.opts.logger.warn(
-        `replay: ${basename4(entry.patch)} did not apply: ${errorMessage(e).split("\n")[0]}`
-      );
-      return done("failed", 1);
-    }
-    if (entry.companion) writeFileSync3(request2.resultFile, readFileSync8(entry.companion));
-    else writeResult(request2.resultFile, described.result);
-    return done("finished", 0);
-  }
-};
-function describePatch(text3, fileName) {
-  const lines = text3.split("\n");
-  const diffStart = lines.findIndex((l) => /^(?:diff --git |--- |Index: )/.test(l));
-  let lead = lines.slice(0, diffStart === -1 ? lines.length : diffStart);
-  let subject;
-  const subjectAt = lead.findIndex((l) => l.startsWith("Subject:"));
-  if (subjectAt !== -1) {
-    let s = lead[subjectAt].slice("Subject:".length);
-    for (let i = subjectAt + 1; i < lead.length && /^\s/.test(lead[i]) && lead[i].trim() !== ""; i++) {
-      s += ` ${lead[i].trim()}`;
-    }
-    subject = s.replace(/^\s*(?:\[[^\]]*\]\s*)*/, "").trim();
-    const bodyStart = lead.findIndex((l, i) => i > subjectAt && l.trim() === "");
-    const bodyEnd = lead.indexOf("---");
-    lead = lead.slice(bodyStart === -1 ? lead.length : bodyStart + 1, bodyEnd === -1 ? lead.length : bodyEnd);
-  } else {
-    lead = lead.map((l) => l.replace(/^#\s?/, ""));
-  }
-  const trailers = {};
-  const prose = [];
-  for (const l of lead) {
-    const m = /^(hypothesis|summary|next(?:[ _]idea)?):\s*(.+)$/i.exec(l.trim());
-    if (m) trailers[m[1].toLowerCase().startsWith("next") ? "next" : m[1].toLowerCase()] = m[2].trim();
-    else prose.push(l);
-  }
-  const body = prose.join("\n").trim();
-  const firstLine3 = body.split("\n")[0]?.trim() || void 0;
-  const title = subject || firstLine3 || `replay patch ${fileName}`;
-  const rest2 = subject ? body : body.split("\n").slice(1).join("\n").trim();
-  return {
-    subject: title,
-    result: {
-      hypothesis: cap(trailers.hypothesis ?? title),
-      summary: cap(trailers.summary ?? (rest2 || title)),
-      next_idea: cap(trailers.next ?? "Apply the next replay patch.")
-    }
-  };
-}
-function commitMessage(d, fileName) {
-  const subject = d.subject.split("\n")[0].slice(0, 72);
-  return `${subject}
-
-${d.result.summary}
-
-Replay-Patch: ${fileName}
-`;
-}
-function writeResult(file, result) {
-  writeFileSync3(file, `${JSON.stringify(result, null, 2)}
-`);
-}
-function cap(s) {
-  return s.length > MAX_RESULT_FIELD_CHARS ? `${s.slice(0, MAX_RESULT_FIELD_CHARS - 1)}\u2026` : s;
-}
-
-// src/agent/factory.ts
-var builders3 = /* @__PURE__ */ new Map([
-  [
-    "codex",
-    (c, o) => new CodexAgent({
-      binary: c.agent.codex.binary,
-      model: c.agent.codex.model,
-      reasoningEffort: c.agent.codex.reasoning_effort,
-      extraArgs: c.agent.codex.extra_args,
-      passEnv: c.agent.pass_env ?? [],
-      logger: o.logger
-    })
-  ],
-  [
-    "claude",
-    (c, o) => new ClaudeAgent({
-      binary: c.agent.claude.binary,
-      model: c.agent.claude.model,
-      maxTurns: c.agent.claude.max_turns,
-      allowedTools: c.agent.claude.allowed_tools ?? DEFAULT_CLAUDE_ALLOWED_TOOLS,
-      extraArgs: c.agent.claude.extra_args,
-      passEnv: c.agent.pass_env ?? [],
-      logger: o.logger
-    })
-  ],
-  [
-    "command",
-    (c, o) => {
-      if (!c.agent.command) {
-        throw new ConfigError(
-          c.file,
-          "agent.command",
-          "agent.kind is command, so agent.command.command is required"
-        );
-      }
-      return new CommandAgent({
-        command: c.agent.command.command,
-        passEnv: c.agent.pass_env ?? [],
-        logger: o.logger
-      });
-    }
-  ],
-  [
-    "replay",
-    (c, o) => new ReplayAgent({
-      dir: isAbsolute6(c.agent.replay.dir) ? c.agent.replay.dir : resolve12(o.root, c.agent.replay.dir),
-      logger: o.logger
-    })
-  ]
-]);
-function buildAgent(config, opts) {
-  const build = builders3.get(config.agent.kind);
-  if (!build) throw new UnknownNameError("agent", config.agent.kind, getAgentTypes());
-  const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
-  if (refused.length > 0) {
-    throw new ConfigError(
-      config.file,
-      "agent.pass_env",
-      `${refused.join(", ")}: tokens and cloud credentials are never passed to an agent`,
-      { hint: "the agent must not be able to push, publish or spend; see docs/agents.md" }
-    );
-  }
-  return build(config, opts);
-}
-var AGENT_INSTALL_HINTS = {
-  codex: "npm i -g @openai/codex",
-  claude: "npm i -g @anthropic-ai/claude-code"
-};
-function checkAgentInstalled(config) {
-  const { kind } = config.agent;
-  const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
-  if (program === void 0 || program.includes("/") && !isAbsolute6(program)) return;
-  if (findOnPath(program) !== void 0) return;
-  const install = AGENT_INSTALL_HINTS[kind];
-  throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
-    hint: `${install ? `install it (${install}) or ` : ""}point ${key} in ${config.file} at the program`,
-    exitCode: ExitCode2.failure
-  });
-}
-function getAgentTypes() {
-  return [...builders3.keys()].sort();
-}
-
-// src/compute/factory.ts
-import { resolve as resolve14 } from "node:path";
-
-// src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync14, mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync4, readdirSync as readdirSync5, rmSync as rmSync9 } from "node:fs";
-import { availableParallelism, constants as constants5, tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname18, join as join21, resolve as resolve13 } from "node:path";
-
-// src/config/command.ts
-function fillCommand(args, vars) {
-  const filled = args.map(
-    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
-      const value = vars[name];
-      if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
-      return value;
-    })
-  );
-  if (filled.length === 0) throw new Error("empty command");
-  return filled;
-}
-function usesPlaceholder(args, name) {
-  return args.some((a) => a.includes(`{${name}}`));
-}
-
-// src/env/python.ts
-import { existsSync as existsSync13, readFileSync as readFileSync9, realpathSync as realpathSync2, writeFileSync as writeFileSync4 } from "node:fs";
-import { dirname as dirname16, join as join18 } from "node:path";
-var VENV_DIR = ".venv";
-function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join18(root, VENV_DIR, "bin", "python");
-}
-function interpreterReadPaths(python) {
-  const paths = /* @__PURE__ */ new Set();
-  const prefix = dirname16(dirname16(python));
-  paths.add(prefix);
-  const cfg = join18(prefix, "pyvenv.cfg");
-  if (existsSync13(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync9(cfg, "utf8"))?.[1]?.trim();
-    if (home) paths.add(dirname16(home));
-  }
-  try {
-    paths.add(dirname16(dirname16(realpathSync2(python))));
-  } catch {
-  }
-  return [...paths].filter((p) => p !== "/" && p !== "/usr");
-}
-
-// src/util/untrusted-files.ts
-import {
-  closeSync as closeSync3,
-  constants as constants4,
-  copyFileSync as copyFileSync3,
-  fstatSync,
-  lstatSync,
-  mkdirSync as mkdirSync14,
-  openSync as openSync3,
-  readdirSync as readdirSync4,
-  readSync
-} from "node:fs";
-import { join as join19, relative as relative4 } from "node:path";
-var DEFAULTS2 = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
-function notPlainFile(path) {
-  let st;
-  try {
-    st = lstatSync(path);
-  } catch {
-    return "missing";
-  }
-  if (st.isSymbolicLink()) return "a symbolic link";
-  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
-  if (st.nlink > 1) return "a hard link";
-  return void 0;
-}
-function readPlainFile(path, maxBytes = DEFAULTS2.maxFileBytes) {
-  let fd;
-  try {
-    fd = openSync3(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
-  } catch (e) {
-    const code2 = e.code;
-    throw new Error(
-      `${path}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
-    );
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error(`${path}: not a regular file, refused`);
-    if (st.nlink > 1) throw new Error(`${path}: a hard link, refused`);
-    if (st.size > maxBytes) throw new Error(`${path}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    closeSync3(fd);
-  }
-}
-function copyPlainTree(src, dest, opts = {}) {
-  const limits = { ...DEFAULTS2, ...opts };
-  const result = { copied: [], refused: [], bytes: 0 };
-  const visit = (from, to) => {
-    const rel = relative4(src, from) || ".";
-    let st;
-    try {
-      st = lstatSync(from);
-    } catch {
-      result.refused.push(`${rel}: vanished`);
-      return;
-    }
-    if (st.isDirectory()) {
-      mkdirSync14(to, { recursive: true });
-      for (const name of readdirSync4(from).sort()) visit(join19(from, name), join19(to, name));
-      return;
-    }
-    const why = notPlainFile(from);
-    if (why) {
-      result.refused.push(`${rel}: ${why}`);
-      return;
-    }
-    if (result.copied.length >= limits.maxFiles) {
-      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
-      return;
-    }
-    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
-      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
-      return;
-    }
-    copyFileSync3(from, to, constants4.COPYFILE_EXCL);
-    result.copied.push(rel);
-    result.bytes += st.size;
-  };
-  visit(src, dest);
-  return result;
-}
-
-// src/compute/job-env.ts
-function jobEnv(extra = {}, base = process.env) {
-  const env = {};
-  for (const name of Object.keys(base)) {
-    if (isSecretName(name)) env[name] = void 0;
-  }
-  return { ...env, ...extra };
-}
-var SANDBOX_PASSED = /^(?:PATH|LANG|LANGUAGE|LC_\w+|TZ|TERM|HILLCLIMB_ACCELERATOR|(?:JAX|XLA|TPU|LIBTPU|PJRT|CUDA|NVIDIA|ROCR|HIP|OMP|MKL|OPENBLAS)_\w+)$/;
-function sandboxJobEnv(extra = {}, base = process.env) {
-  const env = {};
-  for (const [name, value] of Object.entries(base)) {
-    if (value !== void 0 && SANDBOX_PASSED.test(name) && !isSecretName(name)) env[name] = value;
-  }
-  return {
-    ...env,
-    HOME: "/tmp",
-    TMPDIR: "/tmp",
-    XDG_CACHE_HOME: "/tmp/.cache",
-    // The working tree is read-only: Python must not try to write bytecode next to the sources.
-    PYTHONDONTWRITEBYTECODE: "1",
-    ...Object.fromEntries(Object.entries(extra).filter(([name]) => !isSecretName(name)))
-  };
-}
-
-// src/compute/outputs.ts
-import { mkdirSync as mkdirSync15, rmSync as rmSync8, writeFileSync as writeFileSync5 } from "node:fs";
-import { dirname as dirname17, join as join20 } from "node:path";
-import { gunzipSync } from "node:zlib";
-var BLOCK = 512;
-function field2(header, offset, length) {
-  const raw = header.subarray(offset, offset + length);
-  const nul = raw.indexOf(0);
-  return raw.subarray(0, nul === -1 ? length : nul).toString("utf8");
-}
-function octal(header, offset, length) {
-  const text3 = field2(header, offset, length).trim();
-  return text3 === "" ? 0 : Number.parseInt(text3, 8);
-}
-function paxRecords(data) {
-  const out = {};
-  let pos = 0;
-  while (pos < data.length) {
-    const space = data.indexOf(32, pos);
-    if (space === -1) break;
-    const len = Number(data.subarray(pos, space).toString("ascii"));
-    if (!Number.isFinite(len) || len <= 0) break;
-    const record2 = data.subarray(space + 1, pos + len - 1).toString("utf8");
-    const eq = record2.indexOf("=");
-    if (eq > 0) out[record2.slice(0, eq)] = record2.slice(eq + 1);
-    pos += len;
-  }
-  return out;
-}
-function readTar(archive) {
-  const tar = archive[0] === 31 && archive[1] === 139 ? gunzipSync(archive) : archive;
-  const entries = [];
-  const skipped = [];
-  let pos = 0;
-  let pax = {};
-  let longName;
-  while (pos + BLOCK <= tar.length) {
-    const header = tar.subarray(pos, pos + BLOCK);
-    if (header.every((b) => b === 0)) break;
-    const storedSize = octal(header, 124, 12);
-    const type = String.fromCharCode(header[156] ?? 0);
-    const prefix = field2(header, 345, 155);
-    const name = field2(header, 0, 100);
-    const size = pax.size !== void 0 ? Number(pax.size) : storedSize;
-    const dataStart = pos + BLOCK;
-    const data = tar.subarray(dataStart, dataStart + size);
-    if (data.length < size) throw new Error("tar archive is truncated");
-    pos = dataStart + Math.ceil(size / BLOCK) * BLOCK;
-    if (type === "x") {
-      pax = paxRecords(data);
-      continue;
-    }
-    if (type === "g") continue;
-    if (type === "L") {
-      longName = data.toString("utf8").replace(/\0+$/, "");
-      continue;
-    }
-    const path = pax.path ?? longName ?? (prefix ? `${prefix}/${name}` : name);
-    pax = {};
-    longName = void 0;
-    if (type === "0" || type === "\0" || type === "7") entries.push({ path, type: "file", data });
-    else if (type === "5") entries.push({ path, type: "dir", data: Buffer.alloc(0) });
-    else skipped.push(path);
-  }
-  return { entries, skipped };
-}
-function safeParts(path) {
-  const parts = path.split("/").filter((p) => p !== "" && p !== ".");
-  if (path.startsWith("/") || parts.length === 0 || parts.some((p) => p === ".." || p.includes("\\"))) {
-    return void 0;
-  }
-  return parts;
-}
-function clearDestinations(outputs) {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) rmSync8(dest, { recursive: true, force: true });
-  }
-}
-function prepareDestinations(outputs) {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync15(dirname17(dest), { recursive: true });
-  }
-}
-function installOutputs(archive, outputs) {
-  const { entries, skipped } = readTar(archive);
-  const installed = /* @__PURE__ */ new Set();
-  const ignored = [...skipped];
-  for (const entry of entries) {
-    const parts = safeParts(entry.path);
-    const [head, ...rest2] = parts ?? [];
-    let target;
-    if (head === "metrics.json" && rest2.length === 0 && entry.type === "file" && outputs.metrics) {
-      target = outputs.metrics;
-      installed.add("metrics");
-    } else if (head === "junit.xml" && rest2.length === 0 && entry.type === "file" && outputs.junit) {
-      target = outputs.junit;
-      installed.add("junit");
-    } else if (head === "trace" && outputs.trace) {
-      target = join20(outputs.trace, ...rest2);
-      installed.add("trace");
-    }
-    if (target === void 0) {
-      ignored.push(entry.path);
-      continue;
-    }
-    if (entry.type === "dir") {
-      mkdirSync15(target, { recursive: true });
-    } else {
-      mkdirSync15(dirname17(target), { recursive: true });
-      writeFileSync5(target, entry.data);
-    }
-  }
-  return { installed: [...installed].sort(), ignored };
-}
-
-// src/compute/backends/local.ts
-var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace" };
-function detectLocalAccelerator(env = process.env, devDir = "/dev") {
-  const forced = env.HILLCLIMB_ACCELERATOR;
-  if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
-  const list = (dir) => {
-    try {
-      return readdirSync5(dir);
-    } catch {
-      return [];
-    }
-  };
-  const accel = list(devDir).filter((n) => /^accel\d+$/.test(n));
-  if (accel.length > 0) return { kind: "tpu", evidence: accel.map((n) => `${devDir}/${n}`).join(", ") };
-  const vfio = list(`${devDir}/vfio`).filter((n) => /^\d+$/.test(n));
-  if (vfio.length > 0) return { kind: "tpu", evidence: vfio.map((n) => `${devDir}/vfio/${n}`).join(", ") };
-  return { kind: "none", evidence: "no /dev/accel* or /dev/vfio/<n>" };
-}
-function signalExitCode(signal) {
-  if (signal === null) return null;
-  const n = constants5.signals[signal];
-  return n === void 0 ? null : 128 + n;
-}
-var LocalBackend = class {
-  constructor(opts) {
-    this.opts = opts;
-    this.accelerator = detectLocalAccelerator();
-  }
-  opts;
-  name = "local";
-  accelerator;
-  decided;
-  async open() {
-    this.opts.logger.debug(`local backend: ${this.info().description}`);
-  }
-  async run(job) {
-    const started = Date.now();
-    const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join21(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = job.cacheKey ? join21(cacheRoot, "by-code", job.cacheKey) : cacheRoot;
-    const result = (extra) => ({
-      exitCode: null,
-      durationMs: Date.now() - started,
-      logFile: job.logFile,
-      handle: `local:${job.id}`,
-      ...extra
-    });
-    mkdirSync16(dirname18(job.logFile), { recursive: true });
-    if (this.opts.dryRun) {
-      const shown = displayCommand(
-        ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
-      );
-      appendFileSync4(job.logFile, `$ ${shown}
-`);
-      this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
-      return result({ infraError: "dry run: the command was printed, not run" });
-    }
-    if (usesPlaceholder(job.command, "python") && !existsSync14(python)) {
-      return result({
-        infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
-      });
-    }
-    const isolation = await this.isolation();
-    if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync16(cache2, { recursive: true });
-    clearDestinations(job.outputs);
-    prepareDestinations(job.outputs);
-    if (isolation.mode === "none") {
-      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs });
-      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
-# unsandboxed: ${isolation.why}
-`);
-      const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
-      return { ...ended, isolation: "none" };
-    }
-    const scratch = mkdtempSync4(join21(tmpdir5(), "hc-job-"));
-    try {
-      const out = join21(scratch, "out");
-      mkdirSync16(out);
-      const inside = {
-        ...job.outputs.metrics ? { metrics: join21(out, SANDBOX_OUTPUTS.metrics) } : {},
-        ...job.outputs.junit ? { junit: join21(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join21(out, SANDBOX_OUTPUTS.trace) } : {}
-      };
-      const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
-      appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
-`);
-      const program = argv[0].includes("/") ? resolve13(job.workdir, argv[0]) : findOnPath(argv[0]);
-      if (program === void 0 || !existsSync14(program)) {
-        return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
-      }
-      const sandboxed = sandboxCommand(
-        {
-          cwd: job.workdir,
-          readOnly: [
-            job.workdir,
-            ...programReadPaths(program),
-            ...interpreterReadPaths(python),
-            ...this.opts.sandbox?.read_paths ?? []
-          ],
-          writable: [out, cache2]
-        },
-        argv[0],
-        argv.slice(1)
-      );
-      const { ended, lastError } = await this.exec(
-        [sandboxed.command, ...sandboxed.args],
-        job,
-        sandboxJobEnv(job.env),
-        false,
-        started
-      );
-      if (ended.exitCode === SANDBOX_SETUP_FAILED && lastError?.startsWith("hillclimb sandbox:")) {
-        return { ...ended, exitCode: null, infraError: `the sandbox could not be built: ${lastError}` };
-      }
-      const refused = collectOutputs(inside, job.outputs);
-      if (refused.length > 0) appendFileSync4(job.logFile, `# outputs refused: ${refused.join("; ")}
-`);
-      return { ...ended, isolation: "sandbox" };
-    } finally {
-      rmSync9(scratch, { recursive: true, force: true });
-    }
-  }
-  async exec(argv, job, env, inheritEnv, started) {
-    const done = (extra, lastError) => ({
-      ended: {
-        exitCode: null,
-        logFile: job.logFile,
-        handle: `local:${job.id}`,
-        ...extra,
-        durationMs: Date.now() - started
-      },
-      ...lastError !== void 0 ? { lastError } : {}
-    });
-    try {
-      const r = await run(argv[0], argv.slice(1), {
-        cwd: job.workdir,
-        env,
-        inheritEnv,
-        timeoutMs: job.timeoutMs,
-        idleTimeoutMs: job.idleTimeoutMs,
-        signal: job.signal,
-        logFile: job.logFile,
-        allowedExitCodes: "any",
-        redact: secretsFromEnv()
-      });
-      return done({ exitCode: r.exitCode ?? signalExitCode(r.signal) }, r.stderr.trim().split("\n").at(-1));
-    } catch (e) {
-      if (!(e instanceof ExecError)) throw e;
-      if (e.result?.killedBy) return done({ killedBy: e.result.killedBy });
-      if (e.result) return done({ exitCode: signalExitCode(e.result.signal) });
-      return done({ infraError: e.message });
-    }
-  }
-  /** How jobs run here: decided once, from `sandbox.mode` and whether this machine can build the sandbox. */
-  async isolation() {
-    this.decided ??= (async () => {
-      const available = await sandboxAvailability();
-      if (available.available) return { mode: "sandbox" };
-      const why = `no sandbox on this machine (${available.reason})`;
-      if (this.opts.sandbox?.mode === "required") {
-        return { mode: "none", problem: `sandbox.mode is required, but ${why}; ${SANDBOX_HINT}` };
-      }
-      this.opts.logger.warn(
-        `candidate code runs unsandboxed: ${why}. Its numbers are unverified and no iteration can be improved; ${SANDBOX_HINT}`
-      );
-      return { mode: "none", why };
-    })();
-    return this.decided;
-  }
-  async close() {
-  }
-  info() {
-    const tpu = this.accelerator.kind === "tpu";
-    return {
-      backend: this.name,
-      hasAccelerator: tpu,
-      description: tpu ? `local TPU (${this.accelerator.evidence})` : `local CPU (${availableParallelism()} cores)`
-    };
-  }
-};
-function split(argv) {
-  return [argv[0], argv.slice(1)];
-}
-function collectOutputs(inside, outputs) {
-  const refused = [];
-  for (const name of ["metrics", "junit", "trace"]) {
-    const from = inside[name];
-    const to = outputs[name];
-    if (from === void 0 || to === void 0 || !existsSync14(from)) continue;
-    const r = copyPlainTree(from, to);
-    refused.push(...r.refused.map((x) => `${name}/${x}`));
-  }
-  return refused;
-}
-
-// src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync6, readFileSync as readFileSync10, rmSync as rmSync11 } from "node:fs";
-import { tmpdir as tmpdir7 } from "node:os";
-import { dirname as dirname19, join as join23 } from "node:path";
-
-// src/compute/names.ts
-import { createHash as createHash4 } from "node:crypto";
-function shortHash(text3, length = 6) {
-  return createHash4("sha256").update(text3).digest("hex").slice(0, length);
-}
-var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
-var MAX_SUBMISSION_ID = 120;
-function raySubmissionId(jobId2) {
-  const base = `hillclimb-${jobId2}`;
-  if (SAFE_ID.test(jobId2) && base.length <= MAX_SUBMISSION_ID) return base;
-  const cleaned = `hillclimb-${jobId2.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, MAX_SUBMISSION_ID - 9);
-  return `${cleaned}-${shortHash(jobId2, 8)}`;
-}
-function jobSlug(jobId2) {
-  if (SAFE_ID.test(jobId2) && jobId2.length <= 100) return jobId2;
-  return `${jobId2.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 90)}-${shortHash(jobId2, 8)}`;
-}
-var GCP_NAME = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
-var MAX_GCP_NAME = 63;
-function slug(text3) {
-  return text3.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
-}
-function gcpResourceName(prefix, runId, suffix = "") {
-  const cleanPrefix = slug(prefix) || "hillclimb";
-  const head = /^[a-z]/.test(cleanPrefix) ? cleanPrefix : `h-${cleanPrefix}`;
-  const cleanRun = slug(runId);
-  const tail = suffix ? `-${slug(suffix)}` : "";
-  const exact = `${head}-${cleanRun}${tail}`;
-  if (cleanRun === runId && exact.length <= MAX_GCP_NAME && GCP_NAME.test(exact)) return exact;
-  const hash3 = shortHash(runId);
-  const room = MAX_GCP_NAME - head.length - tail.length - hash3.length - 2;
-  const run2 = cleanRun.slice(0, Math.max(0, room)).replace(/-+$/g, "");
-  return [head, run2, hash3].filter(Boolean).join("-") + tail;
-}
-function labelValue(text3) {
-  return text3.toLowerCase().replace(/[^a-z0-9_-]+/g, "-").slice(0, 63);
-}
-
-// src/compute/ray/client.ts
-import { request as httpRequestRaw } from "node:http";
-import { request as httpsRequest } from "node:https";
-var TERMINAL_STATUSES = ["STOPPED", "SUCCEEDED", "FAILED"];
-var RayApiError = class extends Error {
-  constructor(message, status, body) {
-    super(message);
-    this.status = status;
-    this.body = body;
-  }
-  status;
-  body;
-  name = "RayApiError";
-  /** The head could not be reached at all (refused, reset, DNS, timeout). */
-  get unreachable() {
-    return this.status === void 0;
-  }
-};
-var DEFAULT_REQUEST_TIMEOUT_MS = 3e4;
-var DEFAULT_UPLOAD_TIMEOUT_MS = 10 * 6e4;
-var MAX_ERROR_BODY = 600;
-var RayJobsClient = class {
-  constructor(address, opts = {}) {
-    this.opts = opts;
-    this.address = address.replace(/\/+$/, "");
-  }
-  opts;
-  address;
-  async request(method, path, body, timeoutMs = this.opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS) {
-    const headers = { accept: "application/json", "user-agent": "hillclimb" };
-    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
-    let payload;
-    if (body?.json !== void 0) {
-      headers["content-type"] = "application/json";
-      payload = Buffer.from(JSON.stringify(body.json), "utf8");
-    } else if (body?.bytes !== void 0) {
-      headers["content-type"] = "application/octet-stream";
-      payload = body.bytes;
-    }
-    if (payload) headers["content-length"] = String(payload.length);
-    const url = new URL(`${this.address}${path}`);
-    let res;
-    try {
-      res = await httpRequest(url, method, headers, payload, timeoutMs);
-    } catch (e) {
-      const err = e;
-      throw new RayApiError(
-        `${method} ${this.address}${path}: cannot reach the Ray head (${err.code ?? err.message})`
-      );
-    }
-    if (res.status === 401 || res.status === 403) {
-      throw new RayApiError(
-        `${method} ${this.address}${path}: HTTP ${res.status}: the Ray head wants a valid token (set compute.ray.token_env)`,
-        res.status,
-        res.text
-      );
-    }
-    return res;
-  }
-  fail(method, path, r) {
-    const body = r.text.length > MAX_ERROR_BODY ? `\u2026${r.text.slice(-MAX_ERROR_BODY)}` : r.text;
-    throw new RayApiError(
-      `${method} ${this.address}${path}: HTTP ${r.status}: ${body.trim()}`,
-      r.status,
-      r.text
-    );
-  }
-  /** GET /api/version: the head's Ray version. */
-  async version() {
-    const r = await this.request("GET", "/api/version");
-    if (r.status !== 200) this.fail("GET", "/api/version", r);
-    return JSON.parse(r.text).ray_version ?? "unknown";
-  }
-  /** GET /api/jobs/<id>; undefined when no such job exists. */
-  async getJob(id) {
-    const path = `/api/jobs/${encodeURIComponent(id)}`;
-    const r = await this.request("GET", path);
-    if (r.status === 404) return void 0;
-    if (r.status !== 200) this.fail("GET", path, r);
-    return JSON.parse(r.text);
-  }
-  /** POST /api/jobs/. 'exists' when a job with this submission id is already there (a retried submit). */
-  async submit(req) {
-    const r = await this.request("POST", "/api/jobs/", { json: req });
-    if (r.status === 200) return "submitted";
-    if (/already exists/i.test(r.text)) return "exists";
-    this.fail("POST", "/api/jobs/", r);
-  }
-  /** POST /api/jobs/<id>/stop. True when the job was running; a missing job is not an error here. */
-  async stop(id) {
-    const path = `/api/jobs/${encodeURIComponent(id)}/stop`;
-    const r = await this.request("POST", path);
-    if (r.status === 404) return false;
-    if (r.status !== 200) this.fail("POST", path, r);
-    return Boolean(JSON.parse(r.text).stopped);
-  }
-  /** GET /api/jobs/<id>/logs: the job's whole log so far. */
-  async logs(id) {
-    const path = `/api/jobs/${encodeURIComponent(id)}/logs`;
-    const r = await this.request("GET", path);
-    if (r.status !== 200) this.fail("GET", path, r);
-    return JSON.parse(r.text).logs ?? "";
-  }
-  /** GET /api/packages/<protocol>/<name>: whether the head holds a package (the check also pins it). */
-  async packageExists(uri) {
-    const path = packagePath(uri);
-    const r = await this.request("GET", path);
-    if (r.status === 200) return true;
-    if (r.status === 404) return false;
-    this.fail("GET", path, r);
-  }
-  /** PUT /api/packages/<protocol>/<name> with the zip's bytes. */
-  async uploadPackage(uri, data) {
-    const path = packagePath(uri);
-    const r = await this.request(
-      "PUT",
-      path,
-      { bytes: data },
-      this.opts.uploadTimeoutMs ?? DEFAULT_UPLOAD_TIMEOUT_MS
-    );
-    if (r.status !== 200) this.fail("PUT", path, r);
-  }
-};
-function httpRequest(url, method, headers, payload, timeoutMs) {
-  const send = url.protocol === "https:" ? httpsRequest : httpRequestRaw;
-  return new Promise((resolve16, reject) => {
-    const req = send(url, { method, headers }, (res) => {
-      const chunks = [];
-      res.on("data", (c) => chunks.push(c));
-      res.on(
-        "end",
-        () => resolve16({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
-      );
-      res.on("error", reject);
-    });
-    req.setTimeout(timeoutMs, () => {
-      req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: "ETIMEDOUT" }));
-    });
-    req.on("error", reject);
-    req.end(payload);
-  });
-}
-function packagePath(uri) {
-  const m = /^([a-z0-9]+):\/\/([^/]+\.zip)$/.exec(uri);
-  if (!m) throw new Error(`not a package URI: ${uri}`);
-  return `/api/packages/${m[1]}/${encodeURIComponent(m[2])}`;
-}
-
-// src/compute/runner/protocol.ts
-import { createHash as createHash5 } from "node:crypto";
-
-// src/compute/runner/source.ts
-var RUNNER_FILE = ".hillclimb-runner.py";
-var RUNNER_SOURCE = String.raw`"""hillclimb job runner (generated; see src/compute/runner/source.ts)."""
-import base64
-import hashlib
-import io
-import json
-import os
-import re
-import shutil
-import signal
-import subprocess
-import sys
-import tarfile
-import tempfile
-
-OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
-KILL_GRACE_S = 5
-
-
-def marker(nonce, kind, payload=""):
-    """One protocol line: @@hillclimb <nonce> <kind> <payload>@@ (the payload never holds '@' or a newline)."""
-    clean = re.sub(r"[@\r\n]+", " ", str(payload)).strip()
-    sys.stdout.write("\n@@hillclimb %s %s%s@@\n" % (nonce, kind, " " + clean if clean else ""))
-    sys.stdout.flush()
-
-
-def pack(out_dir, wanted):
-    """Gzipped tar of the requested outputs that exist; regular files and folders only."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-        for name in wanted:
-            path = os.path.join(out_dir, OUTPUT_NAMES[name])
-            if os.path.isfile(path) and not os.path.islink(path):
-                tar.add(path, arcname=OUTPUT_NAMES[name], recursive=False)
-            elif os.path.isdir(path) and not os.path.islink(path):
-                for folder, dirs, files in os.walk(path):
-                    rel = os.path.relpath(folder, out_dir)
-                    tar.add(folder, arcname=rel, recursive=False)
-                    for f in sorted(files):
-                        full = os.path.join(folder, f)
-                        if os.path.isfile(full) and not os.path.islink(full):
-                            tar.add(full, arcname=os.path.join(rel, f), recursive=False)
-    return buf.getvalue()
-
-
-def main():
-    spec = json.loads(base64.b64decode(sys.argv[1]).decode("utf-8"))
-    nonce = spec["nonce"]
-    out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
-    # {cache} persists across jobs on this machine (e.g. a JAX compilation cache shared by both arms).
-    cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
-    os.makedirs(cache, exist_ok=True)
-    values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
-    for name in spec["outputs"]:
-        values[name] = os.path.join(out_dir, OUTPUT_NAMES[name])
-
-    def fill(arg):
-        def one(m):
-            if m.group(1) not in values:
-                raise SystemExit("placeholder {%s} has no value" % m.group(1))
-            return values[m.group(1)]
-
-        return PLACEHOLDER.sub(one, arg)
-
-    argv = [fill(a) for a in spec["command"]]
-    env = dict(os.environ)
-    env.update(spec.get("env") or {})
-    env["PYTHONUNBUFFERED"] = "1"
-    pgid_file = spec.get("pgid_file")
-    try:
-        child = subprocess.Popen(argv, env=env, start_new_session=True)
-    except OSError as e:
-        marker(nonce, "spawn-error", "%s: %s" % (argv[0], e))
-        marker(nonce, "result", "exit=127")
-        return 127
-    if pgid_file:
-        with open(pgid_file, "w") as f:
-            f.write(str(child.pid))
-
-    def kill_group():
-        try:
-            os.killpg(child.pid, signal.SIGTERM)
-            try:
-                child.wait(KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    stopped = {"by": None}
-
-    def on_signal(signum, frame):
-        stopped["by"] = "signal"
-        kill_group()
-
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, on_signal)
-    try:
-        code = child.wait(spec.get("timeout_s"))
-    except subprocess.TimeoutExpired:
-        stopped["by"] = "timeout"
-        kill_group()
-        code = child.wait()
-    if code < 0:
-        code = 128 - code
-    sys.stdout.flush()
-    try:
-        data = pack(out_dir, spec["outputs"])
-        emit = spec.get("emit", "log")
-        if emit == "log":
-            limit = spec.get("max_bytes") or 0
-            if limit and len(data) > limit:
-                marker(nonce, "outputs-error", "%d bytes of outputs exceed the cap of %d bytes" % (len(data), limit))
-            else:
-                digest = hashlib.sha256(data).hexdigest()
-                marker(nonce, "outputs-begin", "sha256=%s bytes=%d" % (digest, len(data)))
-                text = base64.b64encode(data).decode("ascii")
-                for i in range(0, len(text), 76):
-                    sys.stdout.write(text[i : i + 76] + "\n")
-                marker(nonce, "outputs-end")
-        else:
-            with open(emit, "wb") as f:
-                f.write(data)
-    except Exception as e:  # an output problem must not hide the job's exit code
-        marker(nonce, "outputs-error", "could not pack outputs: %s" % e)
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
-        if pgid_file:
-            try:
-                os.unlink(pgid_file)
-            except OSError:
-                pass
-    marker(nonce, "result", "killed=" + stopped["by"] if stopped["by"] else "exit=%d" % code)
-    return code if 0 <= code < 256 else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-`;
-
-// src/compute/runner/protocol.ts
-function runnerNonce(name) {
-  return shortHash(`hillclimb-runner:${name}`, 16);
-}
-function requestedOutputs(outputs) {
-  return ["metrics", "junit", "trace"].filter((k) => outputs[k] !== void 0);
-}
-function runnerArgv(python, spec) {
-  return [python, RUNNER_FILE, Buffer.from(JSON.stringify(spec), "utf8").toString("base64")];
-}
-var MARKER = /^@@hillclimb ([0-9a-f]+) ([a-z-]+)(?: (.*))?@@$/;
-function parseRunnerOutput(text3, nonce) {
-  const report = { finished: false };
-  let payload;
-  let expected;
-  for (const raw of text3.split("\n")) {
-    const line = raw.replace(/\r$/, "");
-    const m = MARKER.exec(line);
-    if (!m || m[1] !== nonce) {
-      if (payload && line !== "") payload.push(line);
-      continue;
-    }
-    const kind = m[2];
-    const rest2 = m[3] ?? "";
-    switch (kind) {
-      case "outputs-begin": {
-        const sm = /sha256=([0-9a-f]{64}) bytes=(\d+)/.exec(rest2);
-        if (sm) expected = { sha256: sm[1], bytes: Number(sm[2]) };
-        payload = [];
-        break;
-      }
-      case "outputs-end": {
-        if (payload && expected) {
-          const data = Buffer.from(payload.join(""), "base64");
-          const digest = createHash5("sha256").update(data).digest("hex");
-          if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
-          else
-            report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
-        }
-        payload = void 0;
-        break;
-      }
-      case "outputs-error":
-        report.outputsError = rest2;
-        break;
-      case "spawn-error":
-        report.spawnError = rest2;
-        break;
-      case "result": {
-        report.finished = true;
-        const em = /^exit=(\d+)$/.exec(rest2);
-        if (em) report.exitCode = Number(em[1]);
-        const km = /^killed=(\w+)$/.exec(rest2);
-        if (km) report.killed = km[1];
-        break;
-      }
-    }
-  }
-  if (payload && !report.outputs && !report.outputsError) {
-    report.outputsError = "outputs cut off: the end marker never arrived";
-  }
-  return report;
-}
-var LogForwarder = class {
-  constructor(nonce) {
-    this.nonce = nonce;
-  }
-  nonce;
-  consumed = 0;
-  inPayload = false;
-  payloadLines = 0;
-  /** The new loggable text in `full` since the last call. With `final`, a trailing partial line is included. */
-  next(full, final = false) {
-    if (full.length < this.consumed) this.consumed = 0;
-    const end = final ? full.length : full.lastIndexOf("\n") + 1;
-    if (end <= this.consumed) return "";
-    const chunk2 = full.slice(this.consumed, end);
-    this.consumed = end;
-    const out = [];
-    const lines = chunk2.split("\n");
-    if (chunk2.endsWith("\n")) lines.pop();
-    for (const line of lines) {
-      const m = MARKER.exec(line.replace(/\r$/, ""));
-      const ours = m !== null && m[1] === this.nonce;
-      if (ours && m[2] === "outputs-begin") {
-        this.inPayload = true;
-        this.payloadLines = 0;
-        continue;
-      }
-      if (ours && m[2] === "outputs-end") {
-        this.inPayload = false;
-        out.push(`[hillclimb: outputs received (${this.payloadLines} lines of base64)]`);
-        continue;
-      }
-      if (this.inPayload) {
-        this.payloadLines += 1;
-        continue;
-      }
-      out.push(line);
-    }
-    return out.length > 0 ? `${out.join("\n")}
-` : "";
-  }
-};
-
-// src/compute/shell.ts
-function shellQuote(arg) {
-  if (arg.includes("\0")) throw new Error("a shell argument cannot contain a NUL byte");
-  return `'${arg.replaceAll("'", "'\\''")}'`;
-}
-function shellJoin(args) {
-  if (args.length === 0) throw new Error("empty command");
-  return args.map(shellQuote).join(" ");
-}
-
-// src/compute/tree.ts
-import { copyFileSync as copyFileSync4, existsSync as existsSync15, mkdtempSync as mkdtempSync5, rmSync as rmSync10 } from "node:fs";
-import { tmpdir as tmpdir6 } from "node:os";
-import { isAbsolute as isAbsolute7, join as join22 } from "node:path";
-var GIT_TIMEOUT_MS2 = 5 * 6e4;
-async function git2(workdir, args, env = {}, input) {
-  const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS2, input });
-  return r.stdout.trim();
-}
-async function snapshotTree(workdir, opts = {}) {
-  let prefix;
-  let realIndex;
-  try {
-    prefix = await git2(workdir, ["rev-parse", "--show-prefix"]);
-    realIndex = await git2(workdir, ["rev-parse", "--path-format=absolute", "--git-path", "index"]);
-  } catch (e) {
-    throw new HillclimbError(`${workdir} is not inside a git working tree: ${e.message}`, {
-      hint: "jobs run in git worktrees of the repository; pass a checkout as the job workdir",
-      cause: e
-    });
-  }
-  const tmp = mkdtempSync5(join22(tmpdir6(), "hc-index-"));
-  try {
-    const index = join22(tmp, "index");
-    if (existsSync15(realIndex)) copyFileSync4(realIndex, index);
-    const env = { GIT_INDEX_FILE: index };
-    await git2(workdir, ["add", "--all", "--", "."], env);
-    const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
-    if (excludes.length > 0) {
-      await git2(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
-    }
-    for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute7(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
-      const blob = await git2(workdir, ["hash-object", "-w", "--stdin"], env, content);
-      await git2(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
-    }
-    return await git2(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
-  } finally {
-    rmSync10(tmp, { recursive: true, force: true });
-  }
-}
-async function archiveTree(workdir, treeId, format, outFile) {
-  await git2(workdir, ["archive", `--format=${format}`, `--output=${outFile}`, treeId]);
-}
-
-// src/compute/wait.ts
-function sleep4(ms2, signal) {
-  return new Promise((resolve16) => {
-    if (signal?.aborted) return resolve16();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve16();
-    };
-    const timer = setTimeout(done, ms2);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
-// src/compute/backends/ray.ts
-var DEFAULT_CONNECTION_GRACE_MS = 6e4;
-var DEFAULT_STOP_WAIT_MS = 6e4;
-var RUNNER_TIMEOUT_MARGIN_S = 120;
-var MIB = 1024 * 1024;
-function isPrivateAddress(address) {
-  let host;
-  try {
-    host = new URL(address).hostname.replace(/^\[|\]$/g, "");
-  } catch {
-    return false;
-  }
-  if (host === "localhost" || host === "::1" || host.endsWith(".internal") || host.endsWith(".local"))
-    return true;
-  const m = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host);
-  if (!m) return /^f[cd][0-9a-f]{2}:/i.test(host);
-  const [a, b] = [Number(m[1]), Number(m[2])];
-  return a === 127 || a === 10 || a === 172 && b >= 16 && b <= 31 || a === 192 && b === 168;
-}
-var RayBackend = class {
-  constructor(opts) {
-    this.opts = opts;
-    const { config } = opts;
-    if (config.token_env) {
-      this.token = process.env[config.token_env];
-      if (!this.token) {
-        throw new HillclimbError(`compute.ray.token_env names ${config.token_env}, which is not set`, {
-          hint: `export ${config.token_env}=<the cluster's Ray auth token>, or remove compute.ray.token_env`,
-          exitCode: ExitCode2.badInput
-        });
-      }
-    }
-    this.client = new RayJobsClient(config.address, { token: this.token });
-  }
-  opts;
-  name = "ray";
-  client;
-  token;
-  opened = false;
-  get logger() {
-    return this.opts.logger;
-  }
-  async open() {
-    if (this.opened) return;
-    if (!isPrivateAddress(this.opts.config.address)) {
-      this.logger.warn(
-        `compute.ray.address ${this.opts.config.address} is not a loopback or private address: the Ray job server runs any code it is sent; reach it through an SSH/IAP tunnel (docs/compute.md)`
-      );
-    }
-    if (this.opts.dryRun) {
-      this.logger.info(`dry run: would check GET ${this.client.address}/api/version`);
-      this.opened = true;
-      return;
-    }
-    try {
-      const version = await this.client.version();
-      this.logger.info(`ray: job server at ${this.client.address} (Ray ${version})`);
-    } catch (e) {
-      throw new HillclimbError(`the Ray job server does not answer: ${errorMessage(e)}`, {
-        hint: "start the head or the tunnel to it (e.g. ssh -N -L 8265:localhost:8265 <head>, or gcloud compute ssh <head> --tunnel-through-iap -- -N -L 8265:localhost:8265), then check compute.ray.address",
-        exitCode: ExitCode2.infra,
-        cause: e
-      });
-    }
-    this.opened = true;
-  }
-  async run(job) {
-    const started = Date.now();
-    const { config } = this.opts;
-    const submissionId = raySubmissionId(job.id);
-    const nonce = runnerNonce(submissionId);
-    const outputs = requestedOutputs(job.outputs);
-    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
-    const spec = {
-      nonce,
-      command: job.command,
-      env: job.env ?? {},
-      outputs,
-      emit: "log",
-      max_bytes: Math.floor(config.max_output_mb * MIB),
-      timeout_s: Math.ceil(job.timeoutMs / 1e3) + RUNNER_TIMEOUT_MARGIN_S
-    };
-    const entrypoint = shellJoin(runnerArgv(config.python, spec));
-    const result = (extra) => ({
-      exitCode: null,
-      durationMs: Date.now() - started,
-      logFile: job.logFile,
-      handle: submissionId,
-      // Job code runs on the cluster's machines, never beside the harness.
-      isolation: "remote",
-      ...extra
-    });
-    mkdirSync17(dirname19(job.logFile), { recursive: true });
-    const log = (text3) => {
-      if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
-    };
-    log(`[hillclimb] ray job ${submissionId} at ${this.client.address}
-`);
-    if (this.opts.dryRun) {
-      this.logger.info(`dry run: would submit ${submissionId} with entrypoint: ${entrypoint}`);
-      return result({ infraError: "dry run: the submission was printed, not sent" });
-    }
-    clearDestinations(job.outputs);
-    prepareDestinations(job.outputs);
-    if (job.signal?.aborted) return result({ killedBy: "abort" });
-    try {
-      const existing = await this.client.getJob(submissionId);
-      if (existing) {
-        this.logger.info(`ray: ${submissionId} already exists (${existing.status}); attaching`);
-      } else {
-        const workingDir = await this.uploadTree(job.workdir);
-        const submitted = await this.client.submit({
-          entrypoint,
-          submission_id: submissionId,
-          runtime_env: { ...this.runtimeEnvBase(), working_dir: workingDir },
-          metadata: { hillclimb: "1", job_id: job.id },
-          ...config.entrypoint_resources ? { entrypoint_resources: config.entrypoint_resources } : {}
-        });
-        this.logger.info(
-          submitted === "submitted" ? `ray: submitted ${submissionId}` : `ray: ${submissionId} was submitted meanwhile; attaching`
-        );
-      }
-    } catch (e) {
-      if (e instanceof RayApiError || e instanceof HillclimbError) {
-        return result({ infraError: `could not submit ${submissionId}: ${e.message}` });
-      }
-      throw e;
-    }
-    return this.follow(job, submissionId, nonce, log, result);
-  }
-  /** Poll the job to a terminal state, forwarding its log and enforcing the limits; then classify. */
-  async follow(job, id, nonce, log, result) {
-    const { config } = this.opts;
-    const pollMs = config.poll_seconds * 1e3;
-    const pendingLimitMs = config.pending_timeout_minutes * 6e4;
-    const graceMs = this.opts.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
-    const stopWaitMs = this.opts.stopWaitMs ?? DEFAULT_STOP_WAIT_MS;
-    const forwarder = new LogForwarder(nonce);
-    const pendingSince = Date.now();
-    let runningSince;
-    let lastGrowth = Date.now();
-    let logLength = 0;
-    let lastContact = Date.now();
-    let stoppedBy;
-    let stopRequestedAt = 0;
-    let details2;
-    let pendingMessage = "";
-    const requestStop = async (reason) => {
-      stoppedBy = reason;
-      stopRequestedAt = Date.now();
-      this.logger.warn(`ray: stopping ${id} (${reason})`);
-      try {
-        await this.client.stop(id);
-      } catch (e) {
-        this.logger.warn(`ray: stop request for ${id} failed: ${errorMessage(e)}`);
-      }
-    };
-    for (; ; ) {
-      if (job.signal?.aborted && !stoppedBy) await requestStop("abort");
-      try {
-        details2 = await this.client.getJob(id);
-        lastContact = Date.now();
-      } catch (e) {
-        if (!(e instanceof RayApiError)) throw e;
-        if (Date.now() - lastContact > graceMs) {
-          return result({ infraError: `lost contact with the Ray head while following ${id}: ${e.message}` });
-        }
-        await sleep4(pollMs, job.signal);
-        continue;
-      }
-      if (!details2) {
-        return result({
-          infraError: `job ${id} disappeared from the cluster (head restarted or job deleted)`
-        });
-      }
-      const terminal = TERMINAL_STATUSES.includes(details2.status);
-      if (details2.status !== "PENDING") {
-        const text3 = await this.client.logs(id).catch(() => void 0);
-        if (text3 !== void 0) {
-          if (text3.length > logLength) lastGrowth = Date.now();
-          logLength = text3.length;
-          log(forwarder.next(text3, terminal));
-        }
-      }
-      if (terminal) break;
-      const now = Date.now();
-      if (stoppedBy) {
-        if (now - stopRequestedAt > stopWaitMs) {
-          return result({
-            ...stoppedBy === "pending" ? {} : { killedBy: stoppedBy },
-            infraError: `job ${id} did not stop within ${Math.round(stopWaitMs / 1e3)} s of the stop request`
-          });
-        }
-      } else if (details2.status === "PENDING") {
-        pendingMessage = details2.message ?? "";
-        if (now - pendingSince > pendingLimitMs) {
-          await requestStop("pending");
-          return this.classify(job, details2, { finished: false }, stoppedBy, pendingMessage, result);
-        }
-      } else if (details2.status === "RUNNING") {
-        if (runningSince === void 0) {
-          runningSince = now;
-          lastGrowth = now;
-        }
-        if (now - runningSince > job.timeoutMs) await requestStop("timeout");
-        else if (job.idleTimeoutMs !== void 0 && now - lastGrowth > job.idleTimeoutMs)
-          await requestStop("idle-timeout");
-      }
-      if (!stoppedBy) await sleep4(pollMs, job.signal);
-      else await sleep4(Math.min(pollMs, 1e3));
-    }
-    const full = await this.client.logs(id).catch(() => "");
-    return this.classify(job, details2, parseRunnerOutput(full, nonce), stoppedBy, pendingMessage, result);
-  }
-  classify(job, details2, report, stoppedBy, pendingMessage, result) {
-    const { config } = this.opts;
-    if (stoppedBy === "pending") {
-      const wanted = config.entrypoint_resources ? ` for ${JSON.stringify(config.entrypoint_resources)}` : "";
-      return result({
-        infraError: `job ${details2.submission_id} stayed PENDING for more than ${config.pending_timeout_minutes} min${wanted}: no node could take it (${pendingMessage || "no message"})`
-      });
-    }
-    if (stoppedBy) return result({ killedBy: stoppedBy });
-    if (report.killed === "timeout") return result({ killedBy: "timeout" });
-    if (details2.status === "STOPPED" || report.killed) {
-      return result({ infraError: `job ${details2.submission_id} was stopped outside hillclimb` });
-    }
-    if (!report.finished || report.exitCode === void 0) {
-      const why = [details2.error_type, details2.message].filter(Boolean).join(": ");
-      return result({
-        infraError: `job ${details2.submission_id} ${details2.status} before the runner reported (${why.slice(-800) || "no message"})`
-      });
-    }
-    if (report.spawnError) {
-      return result({ infraError: `the worker could not start the command: ${report.spawnError}` });
-    }
-    const exitCode = report.exitCode;
-    if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-    if (!report.outputs) return result({ exitCode, infraError: "outputs: the runner sent none" });
-    try {
-      const installed = installOutputs(report.outputs, job.outputs);
-      if (installed.ignored.length > 0) {
-        this.logger.debug(`ray: ignored output entries: ${installed.ignored.join(", ")}`);
-      }
-    } catch (e) {
-      return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
-    }
-    return result({ exitCode });
-  }
-  /** runtime_env from the config without the keys hillclimb owns. */
-  runtimeEnvBase() {
-    const { working_dir, excludes: _excludes, ...rest2 } = this.opts.config.runtime_env ?? {};
-    if (working_dir !== void 0) {
-      this.logger.warn("compute.ray.runtime_env.working_dir is replaced by the job working tree");
-    }
-    return rest2;
-  }
-  /** Package the working tree and upload it unless the head already has it; returns the package URI. */
-  async uploadTree(workdir) {
-    const excludes = this.opts.config.runtime_env?.excludes;
-    const treeId = await snapshotTree(workdir, {
-      extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
-      excludes: Array.isArray(excludes) ? excludes.map(String) : []
-    });
-    const uri = `gcs://_ray_pkg_${treeId}.zip`;
-    if (await this.client.packageExists(uri)) {
-      this.logger.debug(`ray: package ${uri} already on the head`);
-      return uri;
-    }
-    const tmp = mkdtempSync6(join23(tmpdir7(), "hc-raypkg-"));
-    try {
-      const zip = join23(tmp, "package.zip");
-      await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync10(zip);
-      this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
-      await this.client.uploadPackage(uri, data);
-    } finally {
-      rmSync11(tmp, { recursive: true, force: true });
-    }
-    return uri;
-  }
-  async close() {
-    this.opened = false;
-  }
-  info() {
-    const resources = this.opts.config.entrypoint_resources ?? {};
-    const tpuType = Object.keys(resources).map((k) => /^TPU-(.+)-head$/.exec(k)?.[1]).find(Boolean);
-    const hasTpu = Object.entries(resources).some(([k, v]) => /^TPU/.test(k) && v > 0);
-    return {
-      backend: this.name,
-      hasAccelerator: hasTpu,
-      description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ""}`,
-      ...tpuType ? { acceleratorType: tpuType } : {}
-    };
-  }
-};
-
-// src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync7, readFileSync as readFileSync12, rmSync as rmSync13 } from "node:fs";
-import { tmpdir as tmpdir8 } from "node:os";
-import { dirname as dirname20, join as join25 } from "node:path";
-
-// src/compute/tpu/commands.ts
-var where = (l) => ["--zone", l.zone, "--project", l.project];
-function labelsFlag(labels) {
-  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
-}
-function usesQueuedResource(c) {
-  return c.provisioning === "queued" || c.provisioning === "flex-start";
-}
-var TIER_FLAGS = {
-  "on-demand": [],
-  spot: ["--spot"],
-  reserved: ["--reserved"],
-  guaranteed: ["--guaranteed"]
-};
-function createQueuedResourceArgs(c, zone, qr, node, labels) {
-  const flex = c.provisioning === "flex-start";
-  return [
-    ...flex ? ["alpha"] : [],
-    "compute",
-    "tpus",
-    "queued-resources",
-    "create",
-    qr,
-    "--node-id",
-    node,
-    ...where({ project: c.project, zone }),
-    "--accelerator-type",
-    c.accelerator_type,
-    "--runtime-version",
-    c.runtime_version,
-    ...flex ? ["--provisioning-model", "flex-start", "--max-run-duration", `${Math.round(c.ttl_hours * 3600)}s`] : TIER_FLAGS[c.queued_tier],
-    "--valid-until-duration",
-    `${Math.round(c.ready_timeout_minutes * 60)}s`,
-    "--labels",
-    labelsFlag(labels),
-    ...c.create_args,
-    "--quiet"
-  ];
-}
-function createNodeArgs(c, zone, node, labels) {
-  return [
-    "compute",
-    "tpus",
-    "tpu-vm",
-    "create",
-    node,
-    ...where({ project: c.project, zone }),
-    "--accelerator-type",
-    c.accelerator_type,
-    "--version",
-    c.runtime_version,
-    ...c.provisioning === "spot" ? ["--spot"] : [],
-    "--labels",
-    labelsFlag(labels),
-    ...c.create_args,
-    "--quiet"
-  ];
-}
-function describeQueuedResourceArgs(l, qr) {
-  return ["compute", "tpus", "queued-resources", "describe", qr, ...where(l), "--format=json"];
-}
-function describeNodeArgs(l, node) {
-  return ["compute", "tpus", "tpu-vm", "describe", node, ...where(l), "--format=json"];
-}
-function deleteQueuedResourceArgs(l, qr) {
-  return ["compute", "tpus", "queued-resources", "delete", qr, ...where(l), "--force", "--async", "--quiet"];
-}
-function deleteNodeArgs(l, node) {
-  return ["compute", "tpus", "tpu-vm", "delete", node, ...where(l), "--async", "--quiet"];
-}
-function sshArgs(l, node, worker, command, extra = []) {
-  return [
-    "compute",
-    "tpus",
-    "tpu-vm",
-    "ssh",
-    node,
-    ...where(l),
-    `--worker=${worker}`,
-    "--command",
-    command,
-    "--quiet",
-    ...extra
-  ];
-}
-function scpArgs(l, sources, destination, worker, extra = []) {
-  return [
-    "compute",
-    "tpus",
-    "tpu-vm",
-    "scp",
-    ...sources,
-    destination,
-    ...where(l),
-    `--worker=${worker}`,
-    "--quiet",
-    ...extra
-  ];
-}
-
-// src/compute/tpu/gcloud.ts
-var DEFAULT_TIMEOUT_MS2 = 10 * 6e4;
-function gcloudCli(opts = {}) {
-  const binary = opts.binary ?? "gcloud";
-  const dryRun = Boolean(opts.dryRun);
-  return {
-    dryRun,
-    async run(args, runOpts = {}) {
-      if (dryRun && !runOpts.readOnly) {
-        opts.print?.(`$ ${displayCommand(binary, args)}`);
-        return { args, exitCode: 0, stdout: "", stderr: "", printed: true };
-      }
-      try {
-        const r = await run(binary, args, {
-          // Never wait for an interactive prompt (key generation, confirmations).
-          env: { CLOUDSDK_CORE_DISABLE_PROMPTS: "1" },
-          allowedExitCodes: "any",
-          timeoutMs: runOpts.timeoutMs ?? DEFAULT_TIMEOUT_MS2,
-          idleTimeoutMs: runOpts.idleTimeoutMs,
-          signal: runOpts.signal,
-          logFile: runOpts.logFile,
-          onLine: runOpts.onLine,
-          redact: secretsFromEnv()
-        });
-        return { args, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
-      } catch (e) {
-        if (e instanceof ExecError && e.result) {
-          const r = e.result;
-          return { args, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, killedBy: r.killedBy };
-        }
-        throw new HillclimbError(`cannot run ${binary}: ${e.message}`, {
-          hint: "install the Google Cloud SDK (https://cloud.google.com/sdk/docs/install); in Actions use google-github-actions/setup-gcloud",
-          exitCode: ExitCode2.infra,
-          cause: e
-        });
-      }
-    }
-  };
-}
-function gcloudError(r, maxChars = 400) {
-  if (r.killedBy) return `gcloud ${r.killedBy}`;
-  const lines = (r.stderr || r.stdout).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !/^(Using ssh batch size|Waiting for|Create request issued)/.test(l));
-  const errorLines = lines.filter((l) => /^ERROR|error/i.test(l));
-  const text3 = (errorLines.length > 0 ? errorLines : lines).slice(-3).join(" ");
-  return (text3 || `exit code ${r.exitCode}`).slice(0, maxChars);
-}
-var text = (r) => `${r.stderr}
-${r.stdout}`;
-function isNotFound(r) {
-  return /NOT_FOUND|\b404\b|was not found|could not be found|does not exist/i.test(text(r));
-}
-function isAlreadyExists(r) {
-  return /ALREADY_EXISTS|already exists|\b409\b/i.test(text(r));
-}
-function isCapacityError(r) {
-  return /RESOURCE_EXHAUSTED|ZONE_RESOURCE_POOL_EXHAUSTED|capacity|stockout|quota|insufficient|\bUNAVAILABLE\b|\b429\b|\b503\b/i.test(
-    text(r)
-  );
-}
-function isFatalError(r) {
-  if (isCapacityError(r)) return false;
-  return /PERMISSION_DENIED|UNAUTHENTICATED|\b401\b|\b403\b|gcloud auth login|reauthenticat|does not have permission|billing (account|is disabled)|SERVICE_DISABLED|has not been used in project/i.test(
-    text(r)
-  );
-}
-
-// src/compute/tpu/remote.ts
-var JOBS_DIR = "hillclimb/jobs";
-var OUTPUTS_FILE = ".hillclimb-outputs.tar.gz";
-var PGID_FILE = ".hillclimb-pgid";
-function jobDir(slug2) {
-  return `${JOBS_DIR}/${slug2}`;
-}
-function uploadName(slug2) {
-  return `hillclimb-job-${slug2}.tar.gz`;
-}
-function runScript(slug2, runner) {
-  const dir = shellQuote(jobDir(slug2));
-  const tarball = shellQuote(uploadName(slug2));
-  return [
-    'cd "$HOME"',
-    `rm -rf ${shellQuote(JOBS_DIR)}`,
-    `mkdir -p ${dir}`,
-    `tar -xzf ${tarball} -C ${dir}`,
-    `rm -f ${tarball}`,
-    `cd ${dir}`,
-    `exec ${shellJoin(runner)}`
-  ].join(" && ");
-}
-function killScript(slug2, graceSeconds = 5) {
-  const f = shellQuote(`${jobDir(slug2)}/${PGID_FILE}`);
-  const kill = (sig) => `kill -${sig} -- "-$(cat ${f})" 2>/dev/null`;
-  return `cd "$HOME"; if [ -f ${f} ]; then ${kill("TERM")}; sleep ${graceSeconds}; if [ -f ${f} ]; then ${kill("KILL")}; fi; fi; true`;
-}
-function setupScript(command) {
-  return `cd "$HOME" && ${shellJoin(command)}`;
-}
-
-// src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync18, readdirSync as readdirSync6, readFileSync as readFileSync11, renameSync as renameSync5, rmSync as rmSync12, writeFileSync as writeFileSync6 } from "node:fs";
-import { join as join24 } from "node:path";
-function tpuStateDir(stateDir) {
-  return join24(stateDir, "tpu");
-}
-var recordFile = (dir, name, zone) => join24(dir, `${name}.${zone}.json`);
-function writeRecord(dir, record2) {
-  mkdirSync18(dir, { recursive: true });
-  const file = recordFile(dir, record2.name, record2.zone);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync6(tmp, `${JSON.stringify(record2, null, 2)}
-`);
-  renameSync5(tmp, file);
-}
-function readRecords(dir) {
-  let names;
-  try {
-    names = readdirSync6(dir).filter((n) => n.endsWith(".json"));
-  } catch {
-    return [];
-  }
-  const records = [];
-  for (const n of names.sort()) {
-    try {
-      records.push(JSON.parse(readFileSync11(join24(dir, n), "utf8")));
-    } catch {
-    }
-  }
-  return records;
-}
-function removeRecord(dir, name, zone) {
-  rmSync12(recordFile(dir, name, zone), { force: true });
-}
-
-// src/compute/tpu/lifecycle.ts
-var LABEL_MARK = "hillclimb";
-var LABEL_RUN = "hillclimb-run";
-var LABEL_EXPIRES = "hillclimb-expires";
-var QR_DEAD = /* @__PURE__ */ new Set(["FAILED", "SUSPENDED", "SUSPENDING", "DELETING"]);
-var NODE_DEAD = /* @__PURE__ */ new Set(["PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", "DELETING", "HIDDEN", "HIDING"]);
-var CREATE_TIMEOUT_MS = 15 * 6e4;
-var DELETE_TIMEOUT_MS = 5 * 6e4;
-var SETUP_TIMEOUT_MS = 60 * 6e4;
-var MAX_DESCRIBE_FAILURES = 5;
-function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
-  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
-  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-  return `local-${stamp.toLowerCase()}`;
-}
-function tpuNames(c, runId, generation = 1) {
-  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
-  return usesQueuedResource(c) ? { node, qr: node } : { node };
-}
-function tpuLabels(runId, expiresAt) {
-  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
-}
-function parseJson(r) {
-  try {
-    return JSON.parse(r.stdout);
-  } catch {
-    return void 0;
-  }
-}
-function describedState(doc) {
-  const s = doc?.state;
-  if (typeof s === "string") return s;
-  if (s && typeof s === "object" && typeof s.state === "string") {
-    return s.state;
-  }
-  return void 0;
-}
-function failureDetail(doc) {
-  const state = doc?.state;
-  return state?.failedData?.error?.message ?? "";
-}
-async function allocateTpu(ctx, opts) {
-  const { config: c, gcloud, logger } = ctx;
-  const now = ctx.now ?? Date.now;
-  const pause = ctx.sleep ?? sleep4;
-  const names = tpuNames(c, opts.runId, opts.generation);
-  const expiresAt = Math.floor(now() / 1e3) + Math.round(c.ttl_hours * 3600);
-  const labels = tpuLabels(opts.runId, expiresAt);
-  const failures = [];
-  for (let pass = 1; pass <= c.allocate_attempts; pass++) {
-    for (const zone of c.zones) {
-      const record2 = {
-        name: names.node,
-        ...names.qr ? { queuedResource: names.qr } : {},
-        project: c.project,
-        zone,
-        acceleratorType: c.accelerator_type,
-        runtimeVersion: c.runtime_version,
-        provisioning: c.provisioning,
-        runId: opts.runId,
-        owner: opts.owner,
-        state: "creating",
-        setupDone: false,
-        createdAt: new Date(now()).toISOString(),
-        expiresAt
-      };
-      if (!gcloud.dryRun) writeRecord(ctx.stateDir, record2);
-      logger.info(
-        `tpu: requesting ${c.accelerator_type} as ${names.qr ?? names.node} in ${zone} (${c.provisioning})`
-      );
-      const outcome = await tryZone(ctx, record2, labels);
-      if (outcome.ok) {
-        record2.state = "active";
-        if (!gcloud.dryRun) writeRecord(ctx.stateDir, record2);
-        logger.info(`tpu: ${record2.name} is up in ${zone}`);
-        if (opts.setup !== false) await runSetup(ctx, record2);
-        return record2;
-      }
-      failures.push(`${zone} (pass ${pass}): ${outcome.reason}`);
-      if (!gcloud.dryRun && !outcome.leftover) removeRecord(ctx.stateDir, record2.name, zone);
-      if (outcome.fatal) {
-        throw new HillclimbError(`TPU allocation stopped: ${outcome.reason}`, {
-          hint: "check the credentials and IAM roles (roles/tpu.admin) of the account gcloud uses",
-          exitCode: ExitCode2.infra
-        });
-      }
-      logger.warn(`tpu: ${zone}: ${outcome.reason}; trying the next zone`);
-    }
-    if (pass < c.allocate_attempts) {
-      logger.info(`tpu: no zone had capacity; retrying in ${c.retry_backoff_seconds} s`);
-      await pause(c.retry_backoff_seconds * 1e3);
-    }
-  }
-  throw new HillclimbError(
-    `no ${c.accelerator_type} TPU in ${c.zones.join(", ")} after ${c.allocate_attempts} pass(es):
-  ${failures.join("\n  ")}`,
-    {
-      hint: "add zones to compute.tpu_vm.zones, raise allocate_attempts, or try provisioning: queued/flex-start",
-      exitCode: ExitCode2.infra
-    }
-  );
-}
-async function tryZone(ctx, rec, labels) {
-  const { config: c, gcloud, logger } = ctx;
-  const queued = rec.queuedResource !== void 0;
-  const create = queued ? createQueuedResourceArgs(c, rec.zone, rec.queuedResource, rec.name, labels) : createNodeArgs(c, rec.zone, rec.name, labels);
-  const r = await gcloud.run(create, { timeoutMs: CREATE_TIMEOUT_MS });
-  if (r.printed) {
-    const loc = { project: rec.project, zone: rec.zone };
-    await gcloud.run(
-      queued ? describeQueuedResourceArgs(loc, rec.queuedResource) : describeNodeArgs(loc, rec.name)
-    );
-    return { ok: true };
-  }
-  if (r.exitCode !== 0) {
-    if (isAlreadyExists(r)) {
-      logger.info(`tpu: ${rec.queuedResource ?? rec.name} already exists in ${rec.zone}; waiting for it`);
-    } else if (isFatalError(r)) {
-      return { ok: false, fatal: true, reason: gcloudError(r) };
-    } else {
-      const clean = queued || await deleteQuietly(ctx, rec);
-      const kind = isCapacityError(r) ? "no capacity" : "create failed";
-      return { ok: false, fatal: false, reason: `${kind}: ${gcloudError(r)}`, leftover: !clean };
-    }
-  }
-  return waitUntilUp(ctx, rec);
-}
-async function waitUntilUp(ctx, rec) {
-  const { config: c, gcloud, logger } = ctx;
-  const now = ctx.now ?? Date.now;
-  const pause = ctx.sleep ?? sleep4;
-  const queued = rec.queuedResource !== void 0;
-  const loc = { project: rec.project, zone: rec.zone };
-  const deadline = now() + c.ready_timeout_minutes * 6e4;
-  let failures = 0;
-  let last = "";
-  for (; ; ) {
-    const d = await gcloud.run(
-      queued ? describeQueuedResourceArgs(loc, rec.queuedResource) : describeNodeArgs(loc, rec.name),
-      { readOnly: true, timeoutMs: 2 * 6e4 }
-    );
-    if (d.exitCode !== 0) {
-      if (isNotFound(d)) return { ok: false, fatal: false, reason: "the resource disappeared while waiting" };
-      failures += 1;
-      if (failures >= MAX_DESCRIBE_FAILURES) {
-        const clean = await deleteQuietly(ctx, rec);
-        return {
-          ok: false,
-          fatal: false,
-          reason: `describe keeps failing: ${gcloudError(d)}`,
-          leftover: !clean
-        };
-      }
-    } else {
-      failures = 0;
-      const doc = parseJson(d);
-      const state = describedState(doc) ?? "UNKNOWN";
-      if (state !== last) logger.info(`tpu: ${rec.queuedResource ?? rec.name} in ${rec.zone}: ${state}`);
-      last = state;
-      if (queued && state === "ACTIVE" || !queued && state === "READY") return { ok: true };
-      if (queued ? QR_DEAD.has(state) : NODE_DEAD.has(state)) {
-        const clean = state === "DELETING" || await deleteQuietly(ctx, rec);
-        const detail = failureDetail(doc);
-        return {
-          ok: false,
-          fatal: false,
-          reason: `${state}${detail ? `: ${detail}` : ""}`,
-          leftover: !clean
-        };
-      }
-    }
-    if (now() >= deadline) {
-      const clean = await deleteQuietly(ctx, rec);
-      return {
-        ok: false,
-        fatal: false,
-        reason: `not up after ${c.ready_timeout_minutes} min (last state ${last || "unknown"})`,
-        leftover: !clean
-      };
-    }
-    await pause(c.poll_seconds * 1e3);
-  }
-}
-function deleteArgs(rec) {
-  const loc = { project: rec.project, zone: rec.zone };
-  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
-}
-async function deleteQuietly(ctx, rec) {
-  const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
-  if (r.exitCode === 0 || isNotFound(r)) return true;
-  ctx.logger.warn(
-    `tpu: could not delete ${rec.queuedResource ?? rec.name} in ${rec.zone}: ${gcloudError(r)}`
-  );
-  return false;
-}
-async function runSetup(ctx, rec) {
-  const { config: c, gcloud, logger } = ctx;
-  if (!c.setup_command || rec.setupDone) return;
-  let command;
-  try {
-    command = fillCommand(c.setup_command, { python: c.python });
-  } catch (e) {
-    throw new HillclimbError(`compute.tpu_vm.setup_command: ${errorMessage(e)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  logger.info(`tpu: running setup_command on ${rec.name}`);
-  const loc = { project: rec.project, zone: rec.zone };
-  const r = await gcloud.run(sshArgs(loc, rec.name, "all", setupScript(command), c.ssh_args), {
-    timeoutMs: SETUP_TIMEOUT_MS,
-    onLine: (l) => logger.debug(l)
-  });
-  if (r.exitCode !== 0) {
-    throw new HillclimbError(`setup_command failed on ${rec.name}: ${gcloudError(r)}`, {
-      hint: "run it by hand with `gcloud compute tpus tpu-vm ssh` to see why, then fix compute.tpu_vm.setup_command",
-      exitCode: ExitCode2.infra
-    });
-  }
-  rec.setupDone = true;
-  if (!gcloud.dryRun) writeRecord(ctx.stateDir, rec);
-}
-async function releaseTpu(ctx, rec) {
-  const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
-  if (r.printed) return "printed";
-  const what = rec.queuedResource ? `queued resource ${rec.queuedResource}` : `TPU VM ${rec.name}`;
-  if (r.exitCode === 0 || isNotFound(r)) {
-    removeRecord(ctx.stateDir, rec.name, rec.zone);
-    const outcome = r.exitCode === 0 ? "deleted" : "already-gone";
-    ctx.logger.info(`tpu: ${what} in ${rec.zone}: ${outcome}`);
-    return outcome;
-  }
-  throw new HillclimbError(`could not release ${what} in ${rec.zone}: ${gcloudError(r)}`, {
-    hint: "the allocation record is kept: retry with `hillclimb tpu release`; the janitor deletes it after its TTL",
-    exitCode: ExitCode2.infra
-  });
-}
-
-// src/compute/backends/tpu-vm.ts
-var UPLOAD_TIMEOUT_MS = 15 * 6e4;
-var FETCH_TIMEOUT_MS = 15 * 6e4;
-var KILL_TIMEOUT_MS = 2 * 6e4;
-var SSH_MARGIN_MS = 3 * 6e4;
-var RELEASE_ATTEMPTS = 3;
-var TpuVmBackend = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "tpu-vm";
-  allocation;
-  /** True when this backend allocated the TPU (and so releases it). */
-  owned = false;
-  /** Set when the TPU stopped answering; the next job replaces it. */
-  lost = false;
-  generation = 1;
-  /** Jobs on one VM run one at a time (a TPU is held by one process). */
-  queue = Promise.resolve();
-  get ctx() {
-    return {
-      config: this.opts.config,
-      gcloud: this.opts.gcloud,
-      logger: this.opts.logger,
-      stateDir: this.opts.stateDir
-    };
-  }
-  async open() {
-    if (this.allocation && !this.lost) return;
-    const held = await this.findHeld();
-    if (held) {
-      this.owned = held.owner === "backend";
-      this.opts.logger.info(
-        this.owned ? `tpu: resuming with ${held.name} in ${held.zone}, allocated earlier in this run` : `tpu: using ${held.name} in ${held.zone}, held by \`hillclimb tpu allocate\``
-      );
-      await runSetup(this.ctx, held);
-      this.allocation = held;
-      this.lost = false;
-      return;
-    }
-    this.allocation = await allocateTpu(this.ctx, {
-      runId: this.opts.runId,
-      owner: "backend",
-      generation: this.generation
-    });
-    this.owned = true;
-    this.lost = false;
-  }
-  /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
-  async findHeld() {
-    if (this.opts.gcloud.dryRun) return void 0;
-    const c = this.opts.config;
-    const candidates = readRecords(this.opts.stateDir).filter(
-      (r) => r.state === "active" && r.project === c.project && r.acceleratorType === c.accelerator_type && (r.owner === "cli" || r.runId === this.opts.runId)
-    );
-    for (const rec of candidates) {
-      if (await this.isUp(rec)) return rec;
-      this.opts.logger.warn(`tpu: recorded ${rec.name} in ${rec.zone} is not up; forgetting it`);
-      if (rec.owner === "backend") await releaseTpu(this.ctx, rec).catch(() => void 0);
-      else removeRecord(this.opts.stateDir, rec.name, rec.zone);
-    }
-    return void 0;
-  }
-  async isUp(rec) {
-    const d = await this.opts.gcloud.run(describeNodeArgs(rec, rec.name), {
-      readOnly: true,
-      timeoutMs: 12e4
-    });
-    if (d.exitCode !== 0) return false;
-    try {
-      return describedState(JSON.parse(d.stdout)) === "READY";
-    } catch {
-      return false;
-    }
-  }
-  run(job) {
-    const next = this.queue.then(() => this.runNow(job));
-    this.queue = next.catch(() => void 0);
-    return next;
-  }
-  async runNow(job) {
-    const started = Date.now();
-    const result = (extra2) => ({
-      exitCode: null,
-      durationMs: Date.now() - started,
-      logFile: job.logFile,
-      ...this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {},
-      // Job code runs on the cluster's machines, never beside the harness.
-      isolation: "remote",
-      ...extra2
-    });
-    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
-    if (this.lost || !this.allocation) {
-      try {
-        if (this.lost) await this.replaceLost();
-        else await this.open();
-      } catch (e) {
-        return result({ infraError: `no TPU: ${errorMessage(e)}` });
-      }
-    }
-    const alloc = this.allocation;
-    const { config, gcloud } = this.opts;
-    const slug2 = jobSlug(job.id);
-    const nonce = runnerNonce(`${alloc.name}/${slug2}`);
-    const spec = {
-      nonce,
-      command: job.command,
-      env: job.env ?? {},
-      outputs: requestedOutputs(job.outputs),
-      emit: OUTPUTS_FILE,
-      timeout_s: Math.max(1, Math.ceil(job.timeoutMs / 1e3)),
-      pgid_file: PGID_FILE
-    };
-    const extra = config.ssh_args;
-    const host = alloc.name;
-    mkdirSync19(dirname20(job.logFile), { recursive: true });
-    if (!gcloud.dryRun) {
-      clearDestinations(job.outputs);
-      prepareDestinations(job.outputs);
-    }
-    const tmp = mkdtempSync7(join25(tmpdir8(), "hc-tpujob-"));
-    try {
-      const tarball = join25(tmp, "tree.tar.gz");
-      try {
-        const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
-        await archiveTree(job.workdir, treeId, "tar.gz", tarball);
-      } catch (e) {
-        return result({ infraError: `could not package ${job.workdir}: ${errorMessage(e)}` });
-      }
-      const up = await gcloud.run(scpArgs(alloc, [tarball], `${host}:${uploadName(slug2)}`, "all", extra), {
-        timeoutMs: UPLOAD_TIMEOUT_MS,
-        logFile: job.logFile,
-        signal: job.signal
-      });
-      if (up.killedBy === "abort") return result({ killedBy: "abort" });
-      if (up.exitCode !== 0) return this.infraFailure(result, `copying the tree to ${host}`, up);
-      const script = runScript(slug2, runnerArgv(config.python, spec));
-      const ran = await gcloud.run(sshArgs(alloc, host, "all", script, extra), {
-        timeoutMs: job.timeoutMs + (this.opts.sshMarginMs ?? SSH_MARGIN_MS),
-        idleTimeoutMs: job.idleTimeoutMs,
-        signal: job.signal,
-        logFile: job.logFile
-      });
-      if (ran.printed) return result({ infraError: "dry run: the commands were printed, not run" });
-      if (ran.killedBy) {
-        await this.stopRemote(slug2);
-        return result({ killedBy: ran.killedBy });
-      }
-      const report = parseRunnerOutput(ran.stdout, nonce);
-      if (!report.finished || report.exitCode === void 0) {
-        if (report.killed === "timeout") return result({ killedBy: "timeout" });
-        return this.infraFailure(result, `running the job on ${host}`, ran);
-      }
-      if (report.spawnError)
-        return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
-      const exitCode = report.exitCode;
-      if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join25(tmp, "outputs.tar.gz");
-      const fetched = await gcloud.run(
-        scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
-        { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
-      );
-      if (fetched.exitCode !== 0) {
-        return result({
-          exitCode,
-          infraError: `outputs: could not fetch them from ${host}: ${gcloudError(fetched)}`
-        });
-      }
-      try {
-        installOutputs(readFileSync12(local), job.outputs);
-      } catch (e) {
-        return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
-      }
-      return result({ exitCode });
-    } finally {
-      rmSync13(tmp, { recursive: true, force: true });
-    }
-  }
-  /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
-  async infraFailure(result, what, r) {
-    const alloc = this.allocation;
-    const up = await this.isUp(alloc);
-    if (!up) {
-      this.lost = true;
-      return result({
-        infraError: `${what}: ${alloc.name} in ${alloc.zone} is not READY any more (preempted?): ${gcloudError(r)}`
-      });
-    }
-    return result({ infraError: `${what}: ${gcloudError(r)}` });
-  }
-  /** Kill the job's process group on every worker after a local timeout or abort. */
-  async stopRemote(slug2) {
-    const alloc = this.allocation;
-    const r = await this.opts.gcloud.run(
-      sshArgs(alloc, alloc.name, "all", killScript(slug2), this.opts.config.ssh_args),
-      {
-        timeoutMs: KILL_TIMEOUT_MS
-      }
-    );
-    if (r.exitCode !== 0)
-      this.opts.logger.warn(`tpu: could not stop job ${slug2} on ${alloc.name}: ${gcloudError(r)}`);
-  }
-  /** Release a lost TPU we own and allocate the next generation. */
-  async replaceLost() {
-    const old = this.allocation;
-    if (old && this.owned) {
-      await releaseTpu(this.ctx, old).catch(
-        (e) => this.opts.logger.warn(`tpu: could not release lost ${old.name}: ${errorMessage(e)}`)
-      );
-    }
-    this.allocation = void 0;
-    this.generation += 1;
-    this.opts.logger.warn(`tpu: replacing the lost TPU (generation ${this.generation})`);
-    this.allocation = await allocateTpu(this.ctx, {
-      runId: this.opts.runId,
-      owner: "backend",
-      generation: this.generation
-    });
-    this.owned = true;
-    this.lost = false;
-  }
-  async close() {
-    await this.queue;
-    const alloc = this.allocation;
-    if (!alloc || !this.owned) {
-      this.allocation = void 0;
-      return;
-    }
-    let lastError;
-    for (let attempt = 1; attempt <= RELEASE_ATTEMPTS; attempt++) {
-      try {
-        await releaseTpu(this.ctx, alloc);
-        this.allocation = void 0;
-        this.owned = false;
-        return;
-      } catch (e) {
-        lastError = e;
-        this.opts.logger.warn(`tpu: release attempt ${attempt} failed: ${errorMessage(e)}`);
-      }
-    }
-    throw lastError instanceof HillclimbError ? lastError : new HillclimbError(`could not release ${alloc.name}: ${errorMessage(lastError)}`);
-  }
-  info() {
-    const a = this.allocation;
-    const c = this.opts.config;
-    return {
-      backend: this.name,
-      hasAccelerator: true,
-      description: a ? `tpu-vm ${a.acceleratorType} ${a.zone} (${a.name})` : `tpu-vm ${c.accelerator_type} (${c.zones.join(", ")}; not allocated)`,
-      acceleratorType: a?.acceleratorType ?? c.accelerator_type
-    };
-  }
-};
-
-// src/compute/factory.ts
-function tpuStateDirFor(config) {
-  return tpuStateDir(resolve14(config.root, config.paths.state_dir));
-}
-function missingSection(config, key) {
-  return new ConfigError(
-    config.file,
-    key,
-    `compute.backend is ${config.compute.backend}, so ${key} is required`
-  );
-}
-var builders4 = /* @__PURE__ */ new Map([
-  [
-    "local",
-    (config, opts) => new LocalBackend({
-      root: opts.root,
-      logger: opts.logger,
-      dryRun: opts.dryRun,
-      cacheDir: resolve14(config.root, config.paths.state_dir, "cache", "jobs"),
-      sandbox: config.sandbox
-    })
-  ],
-  [
-    "ray",
-    (config, opts) => {
-      if (!config.compute.ray) throw missingSection(config, "compute.ray");
-      return new RayBackend({ config: config.compute.ray, logger: opts.logger, dryRun: opts.dryRun });
-    }
-  ],
-  [
-    "tpu-vm",
-    (config, opts) => {
-      if (!config.compute.tpu_vm) throw missingSection(config, "compute.tpu_vm");
-      return new TpuVmBackend({
-        config: config.compute.tpu_vm,
-        logger: opts.logger,
-        gcloud: opts.gcloud ?? gcloudCli({ dryRun: opts.dryRun, print: (line) => opts.logger.info(`dry run: ${line}`) }),
-        stateDir: tpuStateDirFor(config),
-        runId: opts.runId ?? defaultRunId()
-      });
-    }
-  ]
-]);
-function buildBackend(config, opts) {
-  const name = config.compute.backend;
-  const builder = builders4.get(name);
-  if (!builder) throw new UnknownNameError("compute backend", name, getBackendTypes());
-  return builder(config, opts);
-}
-function buildCpuBackend(config, opts, backend) {
-  if (backend && config.compute.backend === "local") return backend;
-  return builders4.get("local")(config, opts);
-}
-function getBackendTypes() {
   return [...builders4.keys()].sort();
 }
 
@@ -59250,6 +59539,9 @@ function unverifiedReasons(ev) {
       step === "propose" ? "the agent ran unsandboxed on the machine that measured" : `the ${step} step ran candidate code unsandboxed`
     );
   }
+  if (ev.measurement && ev.steps["cpu-gate"] !== void 0 && ev.gates.cpu?.status !== "passed") {
+    reasons.push("no believable CPU gate pass (the gate did not run here, or its result was not attested)");
+  }
   return reasons;
 }
 
@@ -59282,7 +59574,7 @@ var decideStep = {
 };
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync17 } from "node:fs";
+import { existsSync as existsSync18 } from "node:fs";
 
 // node_modules/fast-xml-parser/src/util.js
 var nameStartChar = ":A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD";
@@ -63615,22 +63907,22 @@ async function readJUnitXml(file) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync16, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join26 } from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync14 } from "node:fs";
+import { join as join27 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join27(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join26(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join27(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 function agentRepoPath(ctx, iteration) {
-  return join26(ctx.runDir, "agent", iterationDirName(iteration), "repo");
+  return join27(ctx.runDir, "agent", iterationDirName(iteration), "repo");
 }
 function agentOutputPath(ctx, iteration) {
-  return join26(ctx.runDir, "agent", iterationDirName(iteration), "out");
+  return join27(ctx.runDir, "agent", iterationDirName(iteration), "out");
 }
 async function worktreeAt(ctx, path, commit2) {
-  if (existsSync16(path)) {
+  if (existsSync17(path)) {
     try {
       const wt = await Git.create(path);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
@@ -63695,7 +63987,7 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync17(junitFile)) {
+  if (existsSync18(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       const failing = report.cases.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.classname}::${c.name}${c.message ? ` \u2014 ${c.message.split("\n")[0]}` : ""}`);
@@ -63788,17 +64080,21 @@ function matchAny(globs, path) {
 }
 
 // src/workspace/guard.ts
+var GIT_CONTROL = /(?:^|\/)\.git(?:attributes|modules)$/;
 function classifyChanges(changedPaths, rules) {
   const protectedTouched = [];
   const outsideEditable = [];
+  const gitControl = [];
   for (const path of [...new Set(changedPaths)].sort()) {
+    if (GIT_CONTROL.test(path)) gitControl.push(path);
     if (matchAny(rules.protected, path)) protectedTouched.push(path);
     else if (!matchAny(rules.editable, path)) outsideEditable.push(path);
   }
   return {
-    allowed: protectedTouched.length === 0 && outsideEditable.length === 0,
+    allowed: protectedTouched.length === 0 && outsideEditable.length === 0 && gitControl.length === 0,
     protectedTouched,
-    outsideEditable
+    outsideEditable,
+    gitControl
   };
 }
 function describeViolations(result) {
@@ -63810,6 +64106,9 @@ function describeViolations(result) {
   }
   if (result.outsideEditable.length > 0) {
     parts.push(list(result.outsideEditable, "path outside editable", "paths outside editable"));
+  }
+  if (result.gitControl.length > 0) {
+    parts.push(list(result.gitControl, "git control file changed", "git control files changed"));
   }
   return parts.join("; ");
 }
@@ -64277,8 +64576,11 @@ var guardStep = {
         excerpt: f.excerpt
       }))
     };
+    const nonRegular = await ctx.git.nonRegularChanges(ev.base.commit, candidate.commit);
+    if (nonRegular.length > 0) ev.guard.allowed = false;
     const reasons = [];
     if (!paths.allowed) reasons.push(describeViolations(paths));
+    for (const n of nonRegular) reasons.push(`${n.path} is a ${n.mode}: only regular files may change`);
     for (const f of scan.findings.filter((x) => x.severity === "block")) {
       reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ""} ${f.ruleId}: ${f.reason}`);
     }
@@ -64289,20 +64591,20 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync18, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
-import { join as join28 } from "node:path";
+import { existsSync as existsSync19, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
+import { join as join29 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
-import { readFileSync as readFileSync13 } from "node:fs";
-import { join as join27 } from "node:path";
+import { readFileSync as readFileSync14 } from "node:fs";
+import { join as join28 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync13(join27(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync14(join28(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -65311,10 +65613,10 @@ async function comparability(bundle, m, run2) {
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync18(ctx.runDir)) return groups2;
-  for (const name of readdirSync8(ctx.runDir).sort()) {
+  if (!existsSync19(ctx.runDir)) return groups2;
+  for (const name of readdirSync9(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join28(ctx.runDir, name));
+    const b = new Bundle(join29(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -65325,8 +65627,8 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync21, readFileSync as readFileSync16 } from "node:fs";
-import { join as join32, resolve as resolve15 } from "node:path";
+import { existsSync as existsSync22, readFileSync as readFileSync17 } from "node:fs";
+import { join as join33, resolve as resolve15 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -65340,8 +65642,8 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync14 } from "node:fs";
-import { join as join29 } from "node:path";
+import { existsSync as existsSync20, readdirSync as readdirSync10, readFileSync as readFileSync15 } from "node:fs";
+import { join as join30 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -65363,8 +65665,8 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync19(dir)) return [];
-  return readdirSync9(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  if (!existsSync20(dir)) return [];
+  return readdirSync10(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -65375,8 +65677,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync14(join29(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join29(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync15(join30(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join30(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -65410,9 +65712,9 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 }
 
 // src/loop/steps/profile.ts
-import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync20, mkdirSync as mkdirSync20, rmSync as rmSync16 } from "node:fs";
-import { join as join31 } from "node:path";
+import { createHash as createHash7 } from "node:crypto";
+import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync16 } from "node:fs";
+import { join as join32 } from "node:path";
 
 // src/evidence/analysis/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
@@ -65524,7 +65826,7 @@ function round(ms2) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync6, openSync as openSync6, readFileSync as readFileSync15, readSync as readSync4 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync16, readSync as readSync5 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -66631,8 +66933,8 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync4, openSync as openSync4, readdirSync as readdirSync10, readSync as readSync2, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join30 } from "node:path";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { basename as basename6, join as join31 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -66656,7 +66958,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync10(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
+  const files = readdirSync11(runDir).filter((f) => statSync8(join31(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -66664,7 +66966,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join30(runDir, sorted[0]), format, notes };
+    return { path: join31(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -66675,7 +66977,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join31(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -66685,17 +66987,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync10(dir);
+  const entries = readdirSync11(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join30(dir, "plugins", "profile"), dir]) {
+  for (const base of [join31(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync10(base).filter((r) => statSync8(join30(base, r)).isDirectory());
+      runs = readdirSync11(base).filter((r) => statSync8(join31(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync10(join30(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync11(join31(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -66710,13 +67012,13 @@ function riegeliError(path) {
   });
 }
 function readHead(path, n) {
-  const fd = openSync4(path, "r");
+  const fd = openSync5(path, "r");
   try {
     const buf = Buffer.alloc(n);
-    const got = readSync2(fd, buf, 0, n, 0);
+    const got = readSync3(fd, buf, 0, n, 0);
     return buf.subarray(0, got);
   } finally {
-    closeSync4(fd);
+    closeSync5(fd);
   }
 }
 
@@ -66726,7 +67028,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync as gunzipSync2 } from "node:zlib";
 
 // src/evidence/trace/wire.ts
-import { closeSync as closeSync5, openSync as openSync5, readSync as readSync3 } from "node:fs";
+import { closeSync as closeSync6, openSync as openSync6, readSync as readSync4 } from "node:fs";
 var WIRE_VARINT = 0;
 var WIRE_I64 = 1;
 var WIRE_LEN = 2;
@@ -66747,7 +67049,7 @@ var FileWindow = class {
   constructor(path, size, window2 = WINDOW) {
     this.path = path;
     this.size = size;
-    this.fd = openSync5(path, "r");
+    this.fd = openSync6(path, "r");
     this.buf = Buffer.allocUnsafe(Math.min(window2, Math.max(size, 16)));
   }
   path;
@@ -66761,7 +67063,7 @@ var FileWindow = class {
   bytesRead = 0;
   fd;
   close() {
-    closeSync5(this.fd);
+    closeSync6(this.fd);
   }
   /** Make `[pos, pos + n)` readable; returns the buffer index of `pos`. Throws past the end of file. */
   ensure(pos, n) {
@@ -66775,7 +67077,7 @@ var FileWindow = class {
     const want = Math.min(this.buf.length, this.size - pos);
     let got = 0;
     while (got < want) {
-      const r = readSync3(this.fd, this.buf, got, want - got, pos + got);
+      const r = readSync4(this.fd, this.buf, got, want - got, pos + got);
       if (r === 0) break;
       got += r;
     }
@@ -68524,15 +68826,15 @@ function savedSummary(path) {
   if (!path.endsWith(".json")) return void 0;
   let head = "";
   try {
-    const fd = openSync6(path, "r");
+    const fd = openSync7(path, "r");
     const buf = Buffer.alloc(256);
-    head = buf.subarray(0, readSync4(fd, buf, 0, 256, 0)).toString("utf8");
-    closeSync6(fd);
+    head = buf.subarray(0, readSync5(fd, buf, 0, 256, 0)).toString("utf8");
+    closeSync7(fd);
   } catch {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync15(path, "utf8"));
+  const parsed = JSON.parse(readFileSync16(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -68615,16 +68917,16 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash6("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join31(ctx.stateDir, "cache", "profiles", key);
+  const key = createHash7("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  return join32(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join31(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync20(local)) return readJson(local);
+  const local = join32(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync21(local)) return readJson(local);
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join31(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return readJson(copy);
   } catch (e) {
@@ -68641,9 +68943,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join31(dir, "summary.json");
-  const traceDir = join31(dir, "trace");
-  if (existsSync20(summaryFile))
+  const summaryFile = join32(dir, "summary.json");
+  const traceDir = join32(dir, "trace");
+  if (existsSync21(summaryFile))
     return { traceDir, summary: readJson(summaryFile), cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -68654,8 +68956,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join31(dir, "metrics.json"),
-      log: join31(dir, "profile.log")
+      metrics: join32(dir, "metrics.json"),
+      log: join32(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -68691,14 +68993,14 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join32(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
+      result_file: join33(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve15(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
       )
     };
     const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync16(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync17(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -68709,10 +69011,10 @@ function agentTestCommand(ctx, iteration) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: "python",
     root: agentRepoPath(ctx, iteration),
-    junit: join32(out, "junit.xml"),
-    metrics: join32(out, "metrics.json"),
-    trace: join32(out, "trace"),
-    cache: join32(out, "cache")
+    junit: join33(out, "junit.xml"),
+    metrics: join33(out, "metrics.json"),
+    trace: join33(out, "trace"),
+    cache: join33(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -68751,9 +69053,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join32(ctx.runDir, "hillclimb-log.md");
+  const runLog = join33(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync21(runLog) ? recentLogEntries(readFileSync16(runLog, "utf8"), n) : [];
+  let entries = existsSync22(runLog) ? recentLogEntries(readFileSync17(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -68762,12 +69064,12 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync22, mkdirSync as mkdirSync22, readFileSync as readFileSync18, rmSync as rmSync18 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join34 } from "node:path";
+import { existsSync as existsSync23, mkdirSync as mkdirSync22, readFileSync as readFileSync19, rmSync as rmSync18 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join35 } from "node:path";
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync2, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync17, rmSync as rmSync17 } from "node:fs";
-import { join as join33 } from "node:path";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync18, rmSync as rmSync17 } from "node:fs";
+import { join as join34 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
   maxTotalBytes: 512 * 1024 * 1024
@@ -68778,11 +69080,11 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   let total = 0;
   const seen = /* @__PURE__ */ new Set();
   const walk2 = (rel) => {
-    const from = join33(src, rel);
-    const st = lstatSync2(from);
+    const from = join34(src, rel);
+    const st = lstatSync3(from);
     if (st.isDirectory()) {
-      if (rel !== "") mkdirSync21(join33(dest, rel), { recursive: true });
-      for (const name of readdirSync11(from).sort()) {
+      if (rel !== "") mkdirSync21(join34(dest, rel), { recursive: true });
+      for (const name of readdirSync12(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk2(rel === "" ? name : `${rel}/${name}`);
       }
@@ -68796,7 +69098,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
       return;
     }
     total += st.size;
-    const to = join33(dest, rel);
+    const to = join34(dest, rel);
     if (sameContent2(from, to)) return;
     rmSync17(to, { recursive: true, force: true });
     copyFileSync5(from, to, constants6.COPYFILE_EXCL);
@@ -68804,10 +69106,10 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   };
   walk2("");
   const prune = (rel) => {
-    const at = join33(dest, rel);
-    const st = lstatSync2(at);
+    const at = join34(dest, rel);
+    const st = lstatSync3(at);
     if (st.isDirectory()) {
-      for (const name of readdirSync11(at).sort()) {
+      for (const name of readdirSync12(at).sort()) {
         if (rel === "" && name === ".git") continue;
         prune(rel === "" ? name : `${rel}/${name}`);
       }
@@ -68824,25 +69126,25 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
 function sameContent2(a, b) {
   let st;
   try {
-    st = lstatSync2(b);
+    st = lstatSync3(b);
   } catch {
     return false;
   }
-  if (!st.isFile() || st.size !== lstatSync2(a).size) return false;
-  return readFileSync17(a).equals(readFileSync17(b));
+  if (!st.isFile() || st.size !== lstatSync3(a).size) return false;
+  return readFileSync18(a).equals(readFileSync18(b));
 }
 function readAgentHead(repo) {
-  const gitDir = join33(repo, ".git");
-  const head = readSmallFile(join33(gitDir, "HEAD"));
+  const gitDir = join34(repo, ".git");
+  const head = readSmallFile(join34(gitDir, "HEAD"));
   if (head === void 0) return void 0;
   const sha = /^([0-9a-f]{40})\s*$/.exec(head)?.[1];
   if (sha) return sha;
   const ref = /^ref: (refs\/[A-Za-z0-9._/-]+)\s*$/.exec(head)?.[1];
   if (!ref || ref.split("/").includes("..")) return void 0;
-  const loose = readSmallFile(join33(gitDir, ref));
+  const loose = readSmallFile(join34(gitDir, ref));
   const fromLoose = loose === void 0 ? void 0 : /^([0-9a-f]{40})\s*$/.exec(loose)?.[1];
   if (fromLoose) return fromLoose;
-  const packed = readSmallFile(join33(gitDir, "packed-refs"), 4 * 1024 * 1024);
+  const packed = readSmallFile(join34(gitDir, "packed-refs"), 4 * 1024 * 1024);
   for (const line of packed?.split("\n") ?? []) {
     const m = /^([0-9a-f]{40}) (refs\/\S+)$/.exec(line);
     if (m && m[2] === ref) return m[1];
@@ -68871,14 +69173,14 @@ var proposeStep = {
     mkdirSync22(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join34(out, AGENT_RESULT_NAME);
+    const resultFile = join35(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
-      prompt: readFileSync18(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync19(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join34(out, AGENT_LOG_NAME),
+      logFile: join35(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS4,
       env: {
@@ -68971,14 +69273,14 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join34(out, "home")
+      home: join35(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join34(repo, ".git", "objects");
-  if (head && head !== base && existsSync22(objects)) {
+  const objects = join35(repo, ".git", "objects");
+  if (head && head !== base && existsSync23(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
 `;
@@ -68987,7 +69289,7 @@ async function commitMessage2(ctx, repo, base, result) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync23, readFileSync as readFileSync19 } from "node:fs";
+import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -69176,11 +69478,17 @@ var publishStep = {
     save();
     const candidate = ev.candidate;
     if (!candidate) return { status: "done", note: "no commit: bundle stored, no PR" };
-    const head = candidate.logCommit ?? candidate.commit;
+    if (ev.guard?.allowed !== true) {
+      const why = ev.guard ? "the guard refused the change" : "the change was never guarded";
+      publish.warnings.push(`${why}: not pushed (no branch, no PR); the patch is in the stored bundle`);
+      save();
+      return { status: "done", note: `${why}: bundle stored, nothing pushed` };
+    }
+    const head = await pushableHead(ctx, ev);
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync23(bundle.path(BundleFiles.logEntry)) ? readFileSync19(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync24(bundle.path(BundleFiles.logEntry)) ? readFileSync20(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -69222,6 +69530,25 @@ var publishStep = {
     };
   }
 };
+async function pushableHead(ctx, ev) {
+  const candidate = ev.candidate;
+  if (!await ctx.git.isAncestor(ev.base.commit, candidate.commit)) {
+    throw new HillclimbError(
+      `refusing to push ${candidate.commit.slice(0, 12)}: it does not descend from the champion`
+    );
+  }
+  const log = candidate.logCommit;
+  if (log === void 0) return candidate.commit;
+  const parents = await ctx.git.parents(log);
+  const changed = await ctx.git.changedPaths(candidate.commit, log);
+  const logFile = ctx.config.paths.log_file;
+  if (parents.length !== 1 || parents[0] !== candidate.commit || changed.some((p) => p !== logFile)) {
+    throw new HillclimbError(
+      `refusing to push ${log.slice(0, 12)}: not the harness's log commit on the candidate (parents ${parents.join(", ")}; changes ${changed.join(", ") || "nothing"})`
+    );
+  }
+  return log;
+}
 async function storeBundle(store, bundle, ev, prefix) {
   ev.publish ??= { warnings: [] };
   const publish = ev.publish;
@@ -69252,11 +69579,11 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync7 } from "node:fs";
-import { join as join36 } from "node:path";
+import { existsSync as existsSync26, readFileSync as readFileSync22, writeFileSync as writeFileSync8 } from "node:fs";
+import { join as join37 } from "node:path";
 
 // src/report/log-entry.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash8 } from "node:crypto";
 var LOG_ENTRY_FORMAT = 1;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
@@ -69297,7 +69624,7 @@ function canonicalJson(value) {
 function evidenceDigest(evidence) {
   const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
   const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
 }
 function evidenceMarker(path, digest) {
   if (/\s|-->/.test(path))
@@ -69453,8 +69780,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
-import { join as join35 } from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync21 } from "node:fs";
+import { join as join36 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -69469,11 +69796,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join35(root, path);
-      if (!existsSync24(file)) continue;
+      const file = join36(root, path);
+      if (!existsSync25(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync20(file, "utf8"));
+        parsed = JSON.parse(readFileSync21(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -69746,14 +70073,14 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join36("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join37("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join36(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync25(runLog) ? readFileSync21(runLog, "utf8") : void 0;
+    const runLog = join37(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync26(runLog) ? readFileSync22(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync7(runLog, text3);
+      writeFileSync8(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -69762,7 +70089,7 @@ var recordStep = {
         ev.publish.warnings.push(line);
       }
     }
-    if (ev.candidate && !ev.candidate.logCommit) {
+    if (ev.candidate && !ev.candidate.logCommit && ev.guard?.allowed !== false) {
       ev.candidate.logCommit = await commitLogEntry(
         ctx,
         ev.iteration,
@@ -69774,7 +70101,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync25(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync26(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -69794,15 +70121,16 @@ function tagged(entry, runId, iteration) {
 `;
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
-  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join36(wt.root, ctx.config.paths.log_file);
-  const current = existsSync25(file) ? readFileSync21(file, "utf8") : void 0;
-  writeFileAtomic(file, appendLogEntry(current, entry));
-  await wt.stageAll();
-  return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
-    identity: HARNESS_IDENTITY,
-    date: await wt.commitDate(candidate)
-  });
+  const logFile = ctx.config.paths.log_file;
+  const current = await ctx.git.regularFileAt(candidate, logFile);
+  return ctx.git.commitFile(
+    candidate,
+    logFile,
+    appendLogEntry(current, entry),
+    `hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})
+`,
+    { identity: HARNESS_IDENTITY, date: await ctx.git.commitDate(candidate) }
+  );
 }
 
 // src/loop/iteration.ts
@@ -69935,13 +70263,13 @@ function isInfra(e) {
 }
 
 // src/loop/preflight.ts
-import { existsSync as existsSync26 } from "node:fs";
+import { existsSync as existsSync27 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync26(python)) {
+    if (!existsSync27(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -69951,90 +70279,184 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync27 } from "node:fs";
+import { existsSync as existsSync28, renameSync as renameSync6, rmSync as rmSync19 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   measure: ["measure", "profile", "decide", "record", "publish"],
   publish: ["record", "publish"]
 };
-async function revalidateBundle(ctx, bundle, phase, trustedBase) {
+var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "error"]);
+function quarantineBundle(bundle) {
+  const fresh = `${bundle.dir}.quarantine-${process.pid}`;
+  const old = `${bundle.dir}.untrusted-${process.pid}`;
+  rmSync19(fresh, { recursive: true, force: true });
+  const copied = copyPlainTree(bundle.dir, fresh);
+  renameSync6(bundle.dir, old);
+  renameSync6(fresh, bundle.dir);
+  rmSync19(old, { recursive: true, force: true });
+  return copied.refused;
+}
+async function acceptBundle(ctx, bundle, phase, opts) {
+  const refused = quarantineBundle(bundle);
+  for (const r of refused) ctx.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const ev = bundle.load();
-  if (trustedBase !== void 0) {
-    const expected = await ctx.git.revParse(trustedBase);
-    if (ev.base.commit !== expected) {
-      throw new HillclimbError(
-        `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
-        {
-          hint: "the bundle was changed after the propose phase; rerun the iteration",
-          exitCode: ExitCode2.badInput
-        }
-      );
-    }
+  if (opts.trustedBase === void 0) {
+    throw new HillclimbError(
+      `${bundle.dir} was made by another job, and no champion was given to check it against`,
+      {
+        hint: "pass the champion the workflow resolved (input base / --base)",
+        exitCode: ExitCode2.badInput
+      }
+    );
   }
-  const keptCpuFailure = ev.gates.cpu?.status === "failed" ? ev.gates.cpu : void 0;
-  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
-  if (phase !== "publish") {
-    ev.measurement = void 0;
-    ev.profile = void 0;
-    ev.gates = { ...keptCpuFailure && phase !== "cpu-gate" ? { cpu: keptCpuFailure } : {} };
-    if (phase !== "cpu-gate" && ev.steps["cpu-gate"] === void 0 && keptCpuFailure) {
-      ev.steps["cpu-gate"] = { status: "done", startedAt: ev.startedAt, finishedAt: ev.startedAt };
-    }
+  const expected = await ctx.git.revParse(opts.trustedBase);
+  if (ev.base.commit !== expected) {
+    throw new HillclimbError(
+      `${bundle.path(BundleFiles.evidence)}: the bundle's champion ${ev.base.commit.slice(0, 12)} is not the expected ${expected.slice(0, 12)}`,
+      {
+        hint: "the bundle was changed after the propose phase; rerun the iteration",
+        exitCode: ExitCode2.badInput
+      }
+    );
   }
-  const keptVerdict = phase === "publish" ? ev.verdict : void 0;
-  const keptReasons = phase === "publish" ? ev.verdictReasons : [];
-  ev.verdict = void 0;
-  ev.verdictReasons = [];
-  ev.stoppedAt = void 0;
+  const attested = opts.attestations.some((a) => attestedBy(a, bundle, expected, refused));
+  if (opts.pinnedSource !== void 0 && !(attested && ev.candidate?.from === opts.pinnedSource)) {
+    throw new HillclimbError(
+      `${bundle.dir}: not an attested bundle of the pinned commit ${opts.pinnedSource.slice(0, 12)}`,
+      {
+        hint: "pass the attestation of the job that made it; rerun /hillclimb measure",
+        exitCode: ExitCode2.badInput
+      }
+    );
+  }
+  const reported = attested ? void 0 : dropUntrustedResults(ev, phase);
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync27(file)) {
-    if (ev.candidate) {
-      throw new HillclimbError(`${file} is missing but the evidence names a candidate`, {
+  if (!existsSync28(file)) {
+    if (attested && ev.candidate !== void 0) {
+      throw new HillclimbError(`${file} is missing but the attested evidence names a candidate`, {
         exitCode: ExitCode2.badInput
       });
     }
-    ev.verdict = "no-op";
-    ev.verdictReasons = ["the agent made no commit"];
-    ev.stoppedAt = "propose";
+    delete ev.candidate;
+    if (!attested) settleWithoutCandidate(ev, reported);
     bundle.save(ev);
     return ev;
   }
-  const ref = candidateRef(ctx.runId, ev.iteration);
-  await ctx.git.fetchBundle(file, ref);
-  const head = await ctx.git.revParse(ref);
-  if (!await ctx.git.isAncestor(ev.base.commit, head)) {
-    ev.verdict = "invalid";
-    ev.verdictReasons = ["the candidate does not descend from the champion"];
-    ev.stoppedAt = "propose";
+  try {
+    const imported = await ctx.git.importBundle(file, {
+      ref: candidateRef(ctx.runId, ev.iteration),
+      champion: expected,
+      ...attested && ev.candidate ? { expectedHead: ev.candidate.commit } : {}
+    });
+    ev.candidate = {
+      ...ev.candidate?.from ? { from: ev.candidate.from } : {},
+      branch: iterationBranch(ctx, ev.iteration),
+      commit: imported.head,
+      commits: imported.commits,
+      subject: await ctx.git.subject(imported.head),
+      changedPaths: await ctx.git.changedPaths(expected, imported.head),
+      patchFile: BundleFiles.patch
+    };
+  } catch (e) {
+    if (!(e instanceof CandidateRefused)) throw e;
+    delete ev.candidate;
+    setVerdict(ev, "invalid", [`the candidate's commits were refused: ${e.message}`], "propose");
     bundle.save(ev);
     return ev;
   }
-  ev.candidate = {
-    ...ev.candidate ?? { patchFile: BundleFiles.patch },
-    branch: iterationBranch(ctx, ev.iteration),
-    commit: head,
-    commits: await ctx.git.commitsBetween(ev.base.commit, head),
-    subject: await ctx.git.subject(head),
-    changedPaths: await ctx.git.changedPaths(ev.base.commit, head),
-    patchFile: BundleFiles.patch
-  };
-  if (phase !== "publish") delete ev.candidate.logCommit;
-  const guard = await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  bundle.save(ev);
+  writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(expected, ev.candidate.commit));
+  const guardSkippedByTrust = attested && ev.steps.guard?.status === "skipped";
+  const startedAt = (/* @__PURE__ */ new Date()).toISOString();
+  const guard = guardSkippedByTrust ? { status: "done", note: void 0 } : await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
+  if (!guardSkippedByTrust) {
+    const note = guard.status === "verdict" ? `${guard.verdict}: ${guard.reasons[0] ?? ""}` : guard.note;
+    ev.steps = withStep(ev.steps, "guard", {
+      status: "done",
+      startedAt,
+      finishedAt: (/* @__PURE__ */ new Date()).toISOString(),
+      ...note ? { note: `re-checked on the imported commits: ${note}` } : { note: "re-checked on the imported commits" }
+    });
+  }
   if (guard.status === "verdict") {
-    ev.verdict = guard.verdict;
-    ev.verdictReasons = guard.reasons;
-    ev.stoppedAt = "guard";
-  } else if (keptCpuFailure && phase !== "cpu-gate") {
-    ev.verdict = "invalid";
-    ev.verdictReasons = [`CPU correctness failed: ${keptCpuFailure.reason ?? "see the JUnit report"}`];
-    ev.stoppedAt = "cpu-gate";
-  } else if (keptVerdict !== void 0) {
-    ev.verdict = keptVerdict;
-    ev.verdictReasons = keptReasons;
+    setVerdict(ev, guard.verdict, guard.reasons, "guard");
+  } else if (!attested && ev.gates.cpu?.status === "failed" && phase !== "cpu-gate") {
+    setVerdict(
+      ev,
+      "invalid",
+      [`CPU correctness failed: ${ev.gates.cpu.reason ?? "see the JUnit report"}`],
+      "cpu-gate"
+    );
+  } else if (!attested && phase === "publish") {
+    setVerdict(
+      ev,
+      "error",
+      [
+        "no attested result reached the publishing job: the gates and measurement are not believed (docs/security.md)"
+      ],
+      ev.stoppedAt
+    );
+  }
+  const unverified = unverifiedReasons(ev);
+  if (ev.verdict === "improved" && unverified.length > 0) {
+    setVerdict(
+      ev,
+      "needs-human",
+      [`measured as improved, but the numbers are unverified: ${unverified.join("; ")}`],
+      ev.stoppedAt
+    );
   }
   bundle.save(ev);
   return ev;
+}
+function attestedBy(a, bundle, champion, refused) {
+  if (!a?.verified || a.champion !== champion || refused.length > 0) return false;
+  try {
+    return bundleDigest(bundle.dir) === a.digest;
+  } catch {
+    return false;
+  }
+}
+function dropUntrustedResults(ev, phase) {
+  const keptCpuFailure = ev.gates.cpu?.status === "failed" ? ev.gates.cpu : void 0;
+  for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
+  delete ev.steps.guard;
+  ev.measurement = void 0;
+  ev.profile = void 0;
+  ev.isolation = void 0;
+  ev.gates = keptCpuFailure && phase !== "cpu-gate" ? { cpu: keptCpuFailure } : {};
+  if (phase === "cpu-gate") delete ev.steps["cpu-gate"];
+  else if (!keptCpuFailure) {
+    ev.steps["cpu-gate"] = {
+      status: "skipped",
+      startedAt: ev.startedAt,
+      finishedAt: ev.startedAt,
+      note: "its result came without a valid attestation"
+    };
+  } else ev.steps["cpu-gate"] ??= { status: "done", startedAt: ev.startedAt, finishedAt: ev.startedAt };
+  const reported = ev.verdict ? { verdict: ev.verdict, reasons: ev.verdictReasons } : void 0;
+  ev.verdict = void 0;
+  ev.verdictReasons = [];
+  ev.stoppedAt = void 0;
+  delete ev.candidate?.logCommit;
+  return reported;
+}
+function settleWithoutCandidate(ev, reported) {
+  if (reported && HARMLESS_WITHOUT_CANDIDATE.has(reported.verdict)) {
+    setVerdict(ev, reported.verdict, reported.reasons, "propose");
+  } else {
+    setVerdict(ev, "no-op", ["the agent made no commit"], "propose");
+  }
+}
+function setVerdict(ev, verdict, reasons, at) {
+  ev.verdict = verdict;
+  ev.verdictReasons = reasons;
+  if (at) ev.stoppedAt = at;
+}
+function withStep(steps, name, record2) {
+  const all = { ...steps, [name]: record2 };
+  return Object.fromEntries(STEPS.filter((s) => all[s] !== void 0).map((s) => [s, all[s]]));
 }
 
 // src/loop/phases.ts
@@ -70049,7 +70471,7 @@ var PHASE_STEPS = {
 function historyKey(target) {
   return `history/${target}.jsonl`;
 }
-async function runPhase(phase, opts) {
+async function openPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
@@ -70060,7 +70482,7 @@ async function runPhase(phase, opts) {
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join37(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join38(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);
@@ -70099,7 +70521,18 @@ async function runPhase(phase, opts) {
     job: currentJobId(),
     dryRun: Boolean(opts.dryRun)
   };
-  const trustFile = join37(stateDir, "trust", `${opts.runId}-${iterationDirName(opts.iteration)}.sha256`);
+  return {
+    ctx,
+    bundle,
+    existing,
+    close: () => git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`))
+  };
+}
+async function runPhase(phase, opts) {
+  const { ctx, bundle, existing, close } = await openPhase(phase, opts);
+  const { stateDir, target, git: git3, backend, cpuBackend, store } = ctx;
+  const steps = PHASE_STEPS[phase];
+  const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
   if (!existing) {
     if (phase !== "propose" && phase !== "all") {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
@@ -70115,8 +70548,16 @@ async function runPhase(phase, opts) {
       newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
     );
   }
-  if (existing && phase !== "propose" && phase !== "all" && !madeHere(bundle, trustFile)) {
-    await revalidateBundle(ctx, bundle, phase, opts.base);
+  if (existing && phase !== "propose" && phase !== "all") {
+    const local = readLocalAttestation(trustFile);
+    await acceptBundle(ctx, bundle, phase, {
+      trustedBase: opts.base ?? local?.champion,
+      attestations: [
+        opts.attestation !== void 0 ? parseAttestation(opts.attestation, "input attestation") : void 0,
+        local
+      ],
+      ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
+    });
   } else {
     await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
   }
@@ -70129,20 +70570,22 @@ async function runPhase(phase, opts) {
     for (const b of opened) await b.open();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
     if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
-    writeFileAtomic(trustFile, evidenceDigest2(bundle));
-    return { phase, evidence, bundleDir: bundle.dir, stateDir };
+    const attestation = attest(ctx, bundle, evidence, phase);
+    writeLocalAttestation(trustFile, attestation);
+    return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
   } finally {
     for (const b of opened) {
       await b.close().catch((e) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
     }
-    await git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`));
+    await close();
   }
 }
-function evidenceDigest2(bundle) {
-  return createHash8("sha256").update(readFileSync22(bundle.path(BundleFiles.evidence))).digest("hex");
-}
-function madeHere(bundle, trustFile) {
-  return existsSync28(trustFile) && readFileSync22(trustFile, "utf8") === evidenceDigest2(bundle);
+function attest(ctx, bundle, ev, phase) {
+  const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
+    (r) => r.mode === "none" && r.job === ctx.job
+  );
+  const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
+  return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
 }
 function championFromHistory(stateDir, target) {
   const last = readHistory(stateDir, target).at(-1);
@@ -70155,7 +70598,7 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git3.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync28(file)) {
+  if (!existsSync29(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -70172,93 +70615,110 @@ async function pullHistory(store, stateDir, target, logger) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync28(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync29(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
-
-// src/loop/external.ts
-function handedOverBundle(config, opts, whose) {
-  const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join38(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
-  if (!bundle.exists()) {
-    throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-      hint: `download ${whose} bundle artifact into ${bundle.dir}`,
+function fullSha(value, what) {
+  if (!/^[0-9a-f]{40}$/.test(value)) {
+    throw new HillclimbError(`${what} must be a full 40-character commit SHA, got "${value}"`, {
       exitCode: ExitCode2.badInput
     });
   }
-  return { stateDir, bundle };
+  return value;
+}
+
+// src/loop/external.ts
+async function acceptMeasured(opts) {
+  const open4 = await openPhase("publish", opts);
+  if (!open4.existing) {
+    await open4.close();
+    throw new HillclimbError(`no evidence bundle at ${open4.bundle.dir}`, {
+      hint: `download the measuring job's bundle artifact into ${open4.bundle.dir}`,
+      exitCode: ExitCode2.badInput
+    });
+  }
+  try {
+    const ev = await acceptBundle(open4.ctx, open4.bundle, "publish", {
+      trustedBase: opts.base,
+      attestations: [opts.attestation ? parseAttestation(opts.attestation, "input attestation") : void 0],
+      ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
+    });
+    return { ...open4, ev };
+  } catch (e) {
+    await open4.close();
+    throw e;
+  }
 }
 async function publishToPullRequest(opts, prNumber) {
-  const config = loadConfig(opts.configFile, opts.overrides);
-  const { stateDir, bundle } = handedOverBundle(config, opts, "the iteration's");
-  const ev = bundle.load();
-  const startedAt = (/* @__PURE__ */ new Date()).toISOString();
-  ev.finishedAt ??= startedAt;
-  if (opts.dryRun) {
-    writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, [], {}).body);
+  const { ctx, bundle, ev, close } = await acceptMeasured(opts);
+  try {
+    const startedAt = (/* @__PURE__ */ new Date()).toISOString();
+    ev.finishedAt ??= startedAt;
+    if (opts.dryRun) {
+      writeFileAtomic(bundle.path(BundleFiles.comment), renderComment(ev, [], {}).body);
+      ev.steps.publish = {
+        status: "skipped",
+        startedAt,
+        finishedAt: startedAt,
+        note: `dry run: would write the sticky comment on PR #${prNumber} (text in ${bundle.path(BundleFiles.comment)})`
+      };
+      bundle.save(ev);
+      return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+    }
+    const prefix = `runs/${opts.runId}/${iterationDirName(opts.iteration)}`;
+    const publish = await storeBundle(ctx.store, bundle, ev, prefix);
+    const comment = renderComment(ev, [], {});
+    writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
+    const sticky = await ctx.forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
+      runStartedAt: ev.runStartedAt,
+      runId: opts.runId,
+      iteration: opts.iteration,
+      commit: ev.candidate?.from ?? ev.candidate?.commit ?? ev.base.commit
+    });
+    publish.prNumber = prNumber;
+    publish.commentId = sticky.commentId;
+    publish.commentOperation = sticky.operation;
     ev.steps.publish = {
-      status: "skipped",
+      status: "done",
       startedAt,
-      finishedAt: startedAt,
-      note: `dry run: would write the sticky comment on PR #${prNumber} (text in ${bundle.path(BundleFiles.comment)})`
+      finishedAt: (/* @__PURE__ */ new Date()).toISOString(),
+      note: `comment on PR #${prNumber} ${sticky.operation}`
     };
     bundle.save(ev);
-    return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
+    await ctx.store.put(`${prefix}/${BundleFiles.evidence}`, bundle.path(BundleFiles.evidence));
+    return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+  } finally {
+    await close();
   }
-  const store = buildStore(config, { root: config.root, logger: opts.logger });
-  const forge = buildForge(config, { root: config.root, logger: opts.logger });
-  const publish = await storeBundle(store, bundle, ev, `runs/${ev.runId}/${iterationDirName(ev.iteration)}`);
-  const comment = renderComment(ev, [], {});
-  writeFileAtomic(bundle.path(BundleFiles.comment), comment.body);
-  const sticky = await forge.upsertStickyComment(prNumber, STICKY_KEY, comment.body, {
-    runStartedAt: ev.runStartedAt,
-    runId: ev.runId,
-    iteration: ev.iteration,
-    commit: ev.candidate?.commit ?? ev.base.commit
-  });
-  publish.prNumber = prNumber;
-  publish.commentId = sticky.commentId;
-  publish.commentOperation = sticky.operation;
-  ev.steps.publish = {
-    status: "done",
-    startedAt,
-    finishedAt: (/* @__PURE__ */ new Date()).toISOString(),
-    note: `comment on PR #${prNumber} ${sticky.operation}`
-  };
-  bundle.save(ev);
-  await store.put(
-    `runs/${ev.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
-    bundle.path(BundleFiles.evidence)
-  );
-  return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
 }
 function baselineKey(target) {
   return `baselines/${target}.jsonl`;
 }
 async function recordBaseline(opts) {
-  const config = loadConfig(opts.configFile, opts.overrides);
-  const target = selectTarget(config, opts.target);
-  const { stateDir, bundle } = handedOverBundle(config, opts, "the baseline's");
-  const ev = bundle.load();
-  if (opts.dryRun) {
-    opts.logger.info(`dry run: the baseline of ${target.name} is neither stored nor added to its series`);
-    return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
+  const { ctx, bundle, ev, close } = await acceptMeasured(opts);
+  try {
+    const target = ctx.target;
+    if (opts.dryRun) {
+      opts.logger.info(`dry run: the baseline of ${target.name} is neither stored nor added to its series`);
+      return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+    }
+    const prefix = `baselines/${target.name}/${opts.runId}`;
+    ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
+    await storeBundle(ctx.store, bundle, ev, prefix);
+    bundle.save(ev);
+    const series = join39(ctx.runDir, "baseline.jsonl");
+    const key = baselineKey(target.name);
+    rmSync20(series, { force: true });
+    if ((await ctx.store.list("baselines/")).includes(key)) await ctx.store.get(key, series);
+    const rows = readJsonLines(series).rows;
+    if (!rows.some((r) => r.runId === opts.runId && r.iteration === opts.iteration)) {
+      appendLineDurable(series, JSON.stringify(historyRow(ev, ev.candidate?.from ?? ev.base.commit)));
+      await ctx.store.put(key, series);
+    }
+    return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir: ctx.stateDir };
+  } finally {
+    await close();
   }
-  const store = buildStore(config, { root: config.root, logger: opts.logger });
-  const prefix = `baselines/${target.name}/${ev.runId}`;
-  ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-  await storeBundle(store, bundle, ev, prefix);
-  bundle.save(ev);
-  const series = join38(runDirOf(stateDir, opts.runId), "baseline.jsonl");
-  const key = baselineKey(target.name);
-  rmSync19(series, { force: true });
-  if ((await store.list("baselines/")).includes(key)) await store.get(key, series);
-  const rows = readJsonLines(series).rows;
-  if (!rows.some((r) => r.runId === ev.runId && r.iteration === ev.iteration)) {
-    appendLineDurable(series, JSON.stringify(historyRow(ev, ev.candidate?.commit ?? ev.base.commit)));
-    await store.put(key, series);
-  }
-  return { phase: "publish", evidence: ev, bundleDir: bundle.dir, stateDir };
 }
 
 // actions/report/src/main.ts

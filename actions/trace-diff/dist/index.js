@@ -34405,6 +34405,8 @@ function phaseOptions(logger) {
   const iterations = positiveInteger("iterations");
   const base = optionalText("base");
   const runStartedAt = optionalText("run-started-at");
+  const attestation = optionalText("attestation");
+  const pinnedSource = optionalText("pinned-source");
   return {
     configFile: resolve(optionalText("config") ?? "hillclimb.yml"),
     overrides: configOverrides(),
@@ -34414,6 +34416,8 @@ function phaseOptions(logger) {
     ...iterations ? { totalIterations: iterations } : {},
     ...base ? { base } : {},
     ...runStartedAt ? { runStartedAt } : {},
+    ...attestation ? { attestation } : {},
+    ...pinnedSource ? { pinnedSource } : {},
     dryRun: flag("dry-run", false),
     logger,
     progress: (line) => logger.info(line)
@@ -34421,7 +34425,7 @@ function phaseOptions(logger) {
 }
 
 // src/actions/trace.ts
-import { mkdirSync as mkdirSync3 } from "node:fs";
+import { existsSync as existsSync7, mkdirSync as mkdirSync3 } from "node:fs";
 import { join as join6 } from "node:path";
 
 // src/config/load.ts
@@ -38062,9 +38066,10 @@ function iterationProfile(opts) {
   }
   return { profile: bundle.load().profile, dir: bundle.path("profile") };
 }
-function writeAnalysis(profile, dir) {
+function writeAnalysis(profile, dir, opts = {}) {
   const files = {};
   const write = (name, value) => {
+    if (opts.keepExisting && existsSync7(join6(dir, name))) return join6(dir, name);
     mkdirSync3(dir, { recursive: true });
     writeJsonAtomic(join6(dir, name), value);
     return join6(dir, name);
@@ -38102,7 +38107,7 @@ await runAction(async ({ logger }) => {
     logger.info(
       `no trace to analyse: profile ${profile?.status ?? "not run"}${profile?.reason ? ` (${profile.reason})` : ""}`
     );
-  const files = writeAnalysis(profile, dir);
+  const files = writeAnalysis(profile, dir, { keepExisting: after === void 0 });
   const top = profile?.diff ? topChanges(profile.diff.ops, 1)[0] : void 0;
   setOutputs({
     status: profile?.status ?? "not-run",

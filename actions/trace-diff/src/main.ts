@@ -31,7 +31,7 @@ await runAction(async ({ logger }) => {
     logger.info(
       `no trace to analyse: profile ${profile?.status ?? 'not run'}${profile?.reason ? ` (${profile.reason})` : ''}`,
     );
-  const files = writeAnalysis(profile, dir);
+  const files = writeAnalysis(profile, dir, { keepExisting: after === undefined });
   const top = profile?.diff ? topChanges(profile.diff.ops, 1)[0] : undefined;
   setOutputs({
     status: profile?.status ?? 'not-run',

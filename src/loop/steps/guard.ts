@@ -31,8 +31,13 @@ export const guardStep: Step = {
         excerpt: f.excerpt,
       })),
     };
+    // Links and submodules are never a candidate's: a link in a tree the harness reads (the log file,
+    // a kernel source) can point it at its own secrets.
+    const nonRegular = await ctx.git.nonRegularChanges(ev.base.commit, candidate.commit);
+    if (nonRegular.length > 0) ev.guard.allowed = false;
     const reasons: string[] = [];
     if (!paths.allowed) reasons.push(describeViolations(paths));
+    for (const n of nonRegular) reasons.push(`${n.path} is a ${n.mode}: only regular files may change`);
     for (const f of scan.findings.filter((x) => x.severity === 'block')) {
       reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ''} ${f.ruleId}: ${f.reason}`);
     }

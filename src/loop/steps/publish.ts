@@ -2,7 +2,10 @@
  * publish: the bundle goes to the store, the iteration's branch to the forge, a draft PR is opened or
  * updated (found by its head branch), labelled by verdict, and the sticky comment is written or updated
  * in place. Every call is idempotent, so a retried or resumed publish updates and never duplicates.
- * An iteration without a commit (no-op) has nothing to review: only its bundle is stored.
+ * An iteration without a commit (no-op) has nothing to review: only its bundle is stored. Neither has
+ * a change the guard refused: it is never pushed (no branch, no PR); its bundle and patch go to the
+ * store, and the report says why. What is pushed is checked first: the candidate on the champion plus
+ * the harness's log commit, which changes the log file and nothing else.
  * A dry run publishes nothing: it writes the PR and comment texts into the bundle and says what it
  * would have done.
  */
@@ -13,6 +16,7 @@ import { renderComment } from '../../report/comment.js';
 import { renderPullRequest } from '../../report/pr.js';
 import { perfettoLinkFor } from '../../store/perfetto.js';
 import type { Store } from '../../store/store.js';
+import { HillclimbError } from '../../util/errors.js';
 import { writeFileAtomic } from '../../util/files.js';
 import { type Bundle, BundleFiles, iterationDirName } from '../bundle.js';
 import type { LoopContext } from '../context.js';
@@ -37,8 +41,14 @@ export const publishStep: Step = {
 
     const candidate = ev.candidate;
     if (!candidate) return { status: 'done', note: 'no commit: bundle stored, no PR' };
+    if (ev.guard?.allowed !== true) {
+      const why = ev.guard ? 'the guard refused the change' : 'the change was never guarded';
+      publish.warnings.push(`${why}: not pushed (no branch, no PR); the patch is in the stored bundle`);
+      save();
+      return { status: 'done', note: `${why}: bundle stored, nothing pushed` };
+    }
 
-    const head = candidate.logCommit ?? candidate.commit;
+    const head = await pushableHead(ctx, ev);
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
 
@@ -89,6 +99,30 @@ export const publishStep: Step = {
     };
   },
 };
+
+/**
+ * What may be pushed: the candidate (on the champion, guarded) and the harness's log commit on top of
+ * it, which must change the log file and nothing else. Anything else is a bug or an attack: throw.
+ */
+async function pushableHead(ctx: LoopContext, ev: IterationEvidence): Promise<string> {
+  const candidate = ev.candidate!;
+  if (!(await ctx.git.isAncestor(ev.base.commit, candidate.commit))) {
+    throw new HillclimbError(
+      `refusing to push ${candidate.commit.slice(0, 12)}: it does not descend from the champion`,
+    );
+  }
+  const log = candidate.logCommit;
+  if (log === undefined) return candidate.commit;
+  const parents = await ctx.git.parents(log);
+  const changed = await ctx.git.changedPaths(candidate.commit, log);
+  const logFile = ctx.config.paths.log_file;
+  if (parents.length !== 1 || parents[0] !== candidate.commit || changed.some((p) => p !== logFile)) {
+    throw new HillclimbError(
+      `refusing to push ${log.slice(0, 12)}: not the harness's log commit on the candidate (parents ${parents.join(', ')}; changes ${changed.join(', ') || 'nothing'})`,
+    );
+  }
+  return log;
+}
 
 /**
  * Put an iteration's bundle in the store under `prefix` and record where it went: the evidence URL and,

@@ -14,7 +14,6 @@ import { HARNESS_IDENTITY } from '../../workspace/git.js';
 import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
 import { appendHistory, historyRow, readHistory } from '../history.js';
-import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
 import { shareProfileSummary } from './profile.js';
 import type { Step } from './step.js';
 
@@ -44,7 +43,8 @@ export const recordStep: Step = {
       }
     }
 
-    if (ev.candidate && !ev.candidate.logCommit) {
+    // A change the guard refused is never pushed, so it gets no log commit either.
+    if (ev.candidate && !ev.candidate.logCommit && ev.guard?.allowed !== false) {
       ev.candidate.logCommit = await commitLogEntry(
         ctx,
         ev.iteration,
@@ -81,7 +81,12 @@ function tagged(entry: string, runId: string, iteration: number): string {
   return `${entry.trimEnd()}\n<!-- hillclimb:iteration ${runId}/${iteration} -->\n`;
 }
 
-/** Commit the entry to the repository's log file on top of the candidate; returns the new commit. */
+/**
+ * Commit the entry to the repository's log file on top of the candidate; returns the new commit. Built
+ * from git objects (Git.commitFile): the candidate's tree is never checked out, so a log file that is a
+ * link cannot make the harness read or write anything else. Dated like the candidate, so recording the
+ * same iteration twice (a re-run publish job) makes the same commit instead of a second one.
+ */
 async function commitLogEntry(
   ctx: LoopContext,
   iteration: number,
@@ -89,15 +94,13 @@ async function commitLogEntry(
   entry: string,
   verdict: string,
 ): Promise<string> {
-  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, iteration), candidate);
-  const file = join(wt.root, ctx.config.paths.log_file);
-  const current = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
-  writeFileAtomic(file, appendLogEntry(current, entry));
-  await wt.stageAll();
-  // Dated like the candidate, so recording the same iteration twice (a re-run publish job) makes the
-  // same commit instead of a second one that would strand the first.
-  return wt.commit(`hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})`, {
-    identity: HARNESS_IDENTITY,
-    date: await wt.commitDate(candidate),
-  });
+  const logFile = ctx.config.paths.log_file;
+  const current = await ctx.git.regularFileAt(candidate, logFile);
+  return ctx.git.commitFile(
+    candidate,
+    logFile,
+    appendLogEntry(current, entry),
+    `hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})\n`,
+    { identity: HARNESS_IDENTITY, date: await ctx.git.commitDate(candidate) },
+  );
 }
