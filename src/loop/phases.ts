@@ -1,6 +1,7 @@
 /**
  * One iteration split into phases, so CI can run each in its own job with only the privileges it needs:
  *
+ *   prepare            prepare                      agent job, before the agent: reads history (token)
  *   propose            prepare, propose, guard      agent job: no write token, no cloud credentials
  *   cpu-gate           cpu-gate                     runs candidate code: no secrets at all
  *   accelerator-gate   accelerator-gate             cloud credentials (candidate code runs on the TPU VM)
@@ -50,10 +51,26 @@ import { candidateRef } from './naming.js';
 import { preflight } from './preflight.js';
 import { acceptBundle } from './trust.js';
 
-export const PHASES = ['propose', 'cpu-gate', 'accelerator-gate', 'measure', 'publish', 'all'] as const;
+export const PHASES = [
+  'prepare',
+  'propose',
+  'cpu-gate',
+  'accelerator-gate',
+  'measure',
+  'publish',
+  'all',
+] as const;
 export type Phase = (typeof PHASES)[number];
 
+/** Phases that start an iteration's bundle on this machine; every other phase takes one over (trust.ts). */
+export type TakeoverPhase = Exclude<Phase, 'prepare' | 'propose' | 'all'>;
+
+function takesOver(phase: Phase): phase is TakeoverPhase {
+  return phase !== 'prepare' && phase !== 'propose' && phase !== 'all';
+}
+
 export const PHASE_STEPS: Readonly<Record<Phase, readonly StepName[]>> = {
+  prepare: ['prepare'],
   propose: ['prepare', 'propose', 'guard'],
   'cpu-gate': ['cpu-gate'],
   'accelerator-gate': ['accelerator-gate'],
@@ -188,7 +205,7 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
   if (!existing) {
-    if (phase !== 'propose' && phase !== 'all') {
+    if (takesOver(phase)) {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
         hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
         exitCode: ExitCode.badInput,
@@ -202,7 +219,7 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
       newEvidence(ctx, { iteration: opts.iteration, base: { commit, ...(branch ? { branch } : {}) } }),
     );
   }
-  if (existing && phase !== 'propose' && phase !== 'all') {
+  if (existing && takesOver(phase)) {
     // Made by another job, or by an earlier phase here: believed only as far as an attestation vouches.
     const local = readLocalAttestation(trustFile);
     await acceptBundle(ctx, bundle, phase, {

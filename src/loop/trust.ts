@@ -26,11 +26,11 @@ import { type Attestation, bundleDigest } from './attestation.js';
 import { type Bundle, BundleFiles } from './bundle.js';
 import type { LoopContext } from './context.js';
 import { candidateRef, iterationBranch } from './naming.js';
-import type { Phase } from './phases.js';
+import type { TakeoverPhase } from './phases.js';
 import { guardStep } from './steps/guard.js';
 
 /** Steps whose results each phase recomputes (and so must not inherit from an untrusted bundle). */
-const PRODUCED_BY: Readonly<Record<Exclude<Phase, 'propose' | 'all'>, readonly StepName[]>> = {
+const PRODUCED_BY: Readonly<Record<TakeoverPhase, readonly StepName[]>> = {
   'cpu-gate': ['cpu-gate', 'accelerator-gate', 'measure', 'profile', 'decide', 'record', 'publish'],
   'accelerator-gate': ['accelerator-gate', 'measure', 'profile', 'decide', 'record', 'publish'],
   measure: ['measure', 'profile', 'decide', 'record', 'publish'],
@@ -77,7 +77,7 @@ export interface AcceptOptions {
 export async function acceptBundle(
   ctx: LoopContext,
   bundle: Bundle,
-  phase: Exclude<Phase, 'propose' | 'all'>,
+  phase: TakeoverPhase,
   opts: AcceptOptions,
 ): Promise<IterationEvidence> {
   const refused = quarantineBundle(bundle);
@@ -191,6 +191,16 @@ export async function acceptBundle(
       ev.stoppedAt,
     );
   }
+  // Attested, but nothing after that job finished (a measuring job that failed before it could attest):
+  // say so, rather than publish a "pending" that nothing will ever complete.
+  if (phase === 'publish' && attested && ev.verdict === undefined) {
+    setVerdict(
+      ev,
+      'error',
+      ['the iteration stopped before a verdict: a later job did not finish (see the workflow run)'],
+      undefined,
+    );
+  }
   // A measured improvement is a champion only when nothing untrusted ran unsandboxed where it was measured.
   const unverified = unverifiedReasons(ev);
   if (ev.verdict === 'improved' && unverified.length > 0) {
@@ -226,7 +236,7 @@ type Reported = { verdict: NonNullable<IterationEvidence['verdict']>; reasons: s
  * Forget what `phase` and later phases produce, keeping only what can hurt the candidate. Returns the
  * verdict the bundle claimed, for an iteration that turns out to have no candidate.
  */
-function dropUntrustedResults(ev: IterationEvidence, phase: Exclude<Phase, 'propose' | 'all'>): Reported {
+function dropUntrustedResults(ev: IterationEvidence, phase: TakeoverPhase): Reported {
   const keptCpuFailure = ev.gates.cpu?.status === 'failed' ? ev.gates.cpu : undefined;
   for (const step of PRODUCED_BY[phase]) delete ev.steps[step];
   delete ev.steps.guard;

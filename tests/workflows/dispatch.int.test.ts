@@ -79,6 +79,7 @@ describe('setup: dispatch inputs', () => {
       'forge.github.api_url': 'https://api.github.com',
       'store.kind': 'branch',
       'loop.iterations': 1,
+      'sandbox.mode': 'required',
     });
   });
 
@@ -116,6 +117,7 @@ describe('setup: dispatch inputs', () => {
       'compute.tpu_vm.accelerator_type': 'v5p-8',
       'compute.tpu_vm.zones': ['us-east5-a', 'us-central1-a'],
       'loop.iterations': 3,
+      'sandbox.mode': 'required',
     });
     expect(JSON.parse(r.outputs.dispatch!)).toEqual({
       target: 'gdn',

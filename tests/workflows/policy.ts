@@ -10,7 +10,13 @@
  *  pinned              every remote `uses:` is pinned to a 40-character commit SHA (actions/* too)
  *  checkout-creds      every actions/checkout sets persist-credentials: false
  *  trigger             no pull_request_target, no workflow_run
- *  concurrency         loop workflows (not ci.yml) have a concurrency group with cancel-in-progress false
+ *  concurrency         loop workflows (not ci.yml) have a concurrency group with cancel-in-progress false;
+ *                      pr-evidence.yml none at the top (every comment starts it, and a newer pending run
+ *                      replaces an older one) but one on each job that measures
+ *  sandbox             a job that runs untrusted code on its runner (iterate's agent, kernel-test, profile
+ *                      without cloud auth) first lets the sandbox use user namespaces
+ *  attested-handover   a step that takes over a bundle from another job (kernel-test without head, profile,
+ *                      report) is given the trusted champion (base)
  *  local-action        `uses: ./actions/x` names an existing action; `with:` keys are declared inputs
  *                      and required inputs are given
  *  agent-job           the job running ./actions/iterate has no write permission, no id-token, no cloud
@@ -60,6 +66,9 @@ const WRITE_SCOPES = ['contents', 'pull-requests', 'issues'];
 const CANDIDATE_ACTIONS = ['./actions/iterate', './actions/kernel-test', './actions/profile'];
 /** Workflows exempt from the concurrency rule (CI may cancel superseded runs). */
 const NOT_LOOP = ['ci.yml'];
+/** Workflows that serialize per job instead (a top-level group would let any comment cancel a measurement). */
+const JOB_LEVEL_CONCURRENCY = ['pr-evidence.yml'];
+const SANDBOX_STEP = /apparmor_restrict_unprivileged_userns/;
 
 function triggers(on: unknown): string[] {
   if (typeof on === 'string') return [on];
@@ -104,7 +113,10 @@ export function policyViolations(name: string, wf: Workflow, actionsRoot: string
   for (const t of triggers(wf.on)) {
     if (t === 'pull_request_target' || t === 'workflow_run') v('on', 'trigger', `${t} is not allowed`);
   }
-  if (!NOT_LOOP.includes(name)) {
+  if (JOB_LEVEL_CONCURRENCY.includes(name)) {
+    if (wf.concurrency !== undefined)
+      v('top', 'concurrency', 'no top-level group: any comment would cancel a queued measurement');
+  } else if (!NOT_LOOP.includes(name)) {
     const c = wf.concurrency;
     if (!c || typeof c === 'string' || !c.group) v('top', 'concurrency', 'a concurrency group is required');
     else if (c['cancel-in-progress'] !== false) v('top', 'concurrency', 'cancel-in-progress must be false');
@@ -191,6 +203,40 @@ export function policyViolations(name: string, wf: Workflow, actionsRoot: string
         v(where, 'candidate-job', `holds write permissions (${tokenWrites.join(', ')})`);
       if (grants['id-token'] === 'write') v(where, 'candidate-job', 'holds id-token: write');
     }
+    const measures = steps.some(
+      (s) =>
+        s.uses === './actions/profile' ||
+        (s.uses === './actions/kernel-test' && s.with?.gate === 'accelerator'),
+    );
+    if (JOB_LEVEL_CONCURRENCY.includes(name) && measures) {
+      const c = job.concurrency as { group?: string; 'cancel-in-progress'?: boolean } | undefined;
+      if (!c?.group || c['cancel-in-progress'] !== false)
+        v(where, 'concurrency', 'a measuring job needs its own group with cancel-in-progress false');
+    }
+    // Untrusted code on this runner: the agent, or candidate code when no cloud runs it elsewhere.
+    const untrustedHere =
+      local('./actions/iterate') ||
+      cpuGate ||
+      (!authenticatesToGcp && (local('./actions/kernel-test') || local('./actions/profile')));
+    if (untrustedHere) {
+      const first = steps.findIndex(
+        (s) =>
+          CANDIDATE_ACTIONS.includes(s.uses ?? '') &&
+          s.with?.mode !== 'prepare' &&
+          s.with?.mode !== 'champion',
+      );
+      const enabled = steps.findIndex((s) => SANDBOX_STEP.test(s.run ?? ''));
+      if (first !== -1 && (enabled === -1 || enabled > first))
+        v(where, 'sandbox', 'let the sandbox use user namespaces before untrusted code runs');
+    }
+    steps.forEach((step, i) => {
+      const takesOver =
+        step.uses === './actions/profile' ||
+        step.uses === './actions/report' ||
+        (step.uses === './actions/kernel-test' && step.with?.head === undefined);
+      if (takesOver && step.with?.base === undefined)
+        v(`${where}.steps[${i}]`, 'attested-handover', `${step.uses} takes over a bundle: give it base`);
+    });
     const risky = writes.filter((s) => WRITE_SCOPES.includes(s));
     if (risky.length > 0 && runsCandidateCode) {
       v(where, 'writer-job', `write permissions (${risky.join(', ')}) in a job that runs candidate code`);

@@ -36,6 +36,7 @@ describe('workflow policy', () => {
       'bad-loop.yml: jobs.agent: agent-job: holds id-token: write',
       'bad-loop.yml: jobs.agent: agent-job: authenticates to a cloud',
       'bad-loop.yml: jobs.agent: agent-job: holds secrets other than the model API key: HF_TOKEN',
+      'bad-loop.yml: jobs.agent: sandbox: let the sandbox use user namespaces before untrusted code runs',
       'bad-loop.yml: jobs.agent: writer-job: write permissions (contents) in a job that runs candidate code',
       'bad-loop.yml: jobs.gate: permissions-job: explicit permissions are required (got "read-all")',
       'bad-loop.yml: jobs.gate: timeout-job: timeout-minutes is required',
@@ -43,6 +44,8 @@ describe('workflow policy', () => {
       'bad-loop.yml: jobs.gate.steps[2]: local-action: ./actions/no-such-action is not an action of this repository',
       'bad-loop.yml: jobs.gate.steps[3]: pinned: docker://alpine:3: docker actions are not allowed',
       'bad-loop.yml: jobs.gate: candidate-job: holds secrets: BOT_TOKEN',
+      'bad-loop.yml: jobs.gate: sandbox: let the sandbox use user namespaces before untrusted code runs',
+      'bad-loop.yml: jobs.gate.steps[1]: attested-handover: ./actions/kernel-test takes over a bundle: give it base',
       'bad-loop.yml: jobs.stray-oidc.steps[0]: timeout-step: run steps need timeout-minutes',
       'bad-loop.yml: jobs.stray-oidc: id-token: id-token: write without google-github-actions/auth',
     ]);

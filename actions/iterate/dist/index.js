@@ -70405,6 +70405,14 @@ async function acceptBundle(ctx, bundle, phase, opts) {
       ev.stoppedAt
     );
   }
+  if (phase === "publish" && attested && ev.verdict === void 0) {
+    setVerdict(
+      ev,
+      "error",
+      ["the iteration stopped before a verdict: a later job did not finish (see the workflow run)"],
+      void 0
+    );
+  }
   const unverified = unverifiedReasons(ev);
   if (ev.verdict === "improved" && unverified.length > 0) {
     setVerdict(
@@ -70467,7 +70475,11 @@ function withStep(steps, name, record2) {
 }
 
 // src/loop/phases.ts
+function takesOver(phase) {
+  return phase !== "prepare" && phase !== "propose" && phase !== "all";
+}
 var PHASE_STEPS = {
+  prepare: ["prepare"],
   propose: ["prepare", "propose", "guard"],
   "cpu-gate": ["cpu-gate"],
   "accelerator-gate": ["accelerator-gate"],
@@ -70541,7 +70553,7 @@ async function runPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
   if (!existing) {
-    if (phase !== "propose" && phase !== "all") {
+    if (takesOver(phase)) {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
         hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
         exitCode: ExitCode2.badInput
@@ -70555,7 +70567,7 @@ async function runPhase(phase, opts) {
       newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
     );
   }
-  if (existing && phase !== "propose" && phase !== "all") {
+  if (existing && takesOver(phase)) {
     const local = readLocalAttestation(trustFile);
     await acceptBundle(ctx, bundle, phase, {
       trustedBase: opts.base ?? local?.champion,
@@ -70651,7 +70663,16 @@ function fullSha(value, what) {
 
 // actions/iterate/src/main.ts
 await runAction(async ({ logger }) => {
-  if (choice("mode", ["propose", "champion"]) === "champion") {
+  const mode = choice("mode", ["propose", "prepare", "champion"]);
+  if (mode === "prepare") {
+    const result2 = await logger.group(
+      "hillclimb: prepare (champion, prompt)",
+      () => runPhase("prepare", phaseOptions(logger))
+    );
+    setIterationOutputs(result2);
+    return;
+  }
+  if (mode === "champion") {
     const target = optionalText("target");
     const champion = await resolveChampion({
       configFile: resolve16(optionalText("config") ?? "hillclimb.yml"),

@@ -12,7 +12,16 @@ import { BundleFiles } from '../../../src/loop/bundle.js';
 import { resolveChampion, runPhase } from '../../../src/loop/phases.js';
 
 await runAction(async ({ logger }) => {
-  if (choice('mode', ['propose', 'champion']) === 'champion') {
+  const mode = choice('mode', ['propose', 'prepare', 'champion']);
+  if (mode === 'prepare') {
+    // The step before the agent's: it may hold a read token for the history; the agent's step holds none.
+    const result = await logger.group('hillclimb: prepare (champion, prompt)', () =>
+      runPhase('prepare', phaseOptions(logger)),
+    );
+    setIterationOutputs(result);
+    return;
+  }
+  if (mode === 'champion') {
     // In a trusted job, before any agent runs: the champion every later phase is checked against.
     const target = optionalText('target');
     const champion = await resolveChampion({

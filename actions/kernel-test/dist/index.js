@@ -70331,6 +70331,14 @@ async function acceptBundle(ctx, bundle, phase, opts) {
       ev.stoppedAt
     );
   }
+  if (phase === "publish" && attested && ev.verdict === void 0) {
+    setVerdict(
+      ev,
+      "error",
+      ["the iteration stopped before a verdict: a later job did not finish (see the workflow run)"],
+      void 0
+    );
+  }
   const unverified = unverifiedReasons(ev);
   if (ev.verdict === "improved" && unverified.length > 0) {
     setVerdict(
@@ -70393,7 +70401,11 @@ function withStep(steps, name, record2) {
 }
 
 // src/loop/phases.ts
+function takesOver(phase) {
+  return phase !== "prepare" && phase !== "propose" && phase !== "all";
+}
 var PHASE_STEPS = {
+  prepare: ["prepare"],
   propose: ["prepare", "propose", "guard"],
   "cpu-gate": ["cpu-gate"],
   "accelerator-gate": ["accelerator-gate"],
@@ -70467,7 +70479,7 @@ async function runPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
   if (!existing) {
-    if (phase !== "propose" && phase !== "all") {
+    if (takesOver(phase)) {
       throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
         hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
         exitCode: ExitCode2.badInput
@@ -70481,7 +70493,7 @@ async function runPhase(phase, opts) {
       newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
     );
   }
-  if (existing && phase !== "propose" && phase !== "all") {
+  if (existing && takesOver(phase)) {
     const local = readLocalAttestation(trustFile);
     await acceptBundle(ctx, bundle, phase, {
       trustedBase: opts.base ?? local?.champion,
