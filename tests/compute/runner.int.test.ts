@@ -1,6 +1,6 @@
 // The job runner, run by a real Python interpreter exactly as a Ray worker or TPU VM starts it, and its
 // output parsed and unpacked by the engine's side of the protocol.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { installOutputs, readTar } from '../../src/compute/outputs.js';
@@ -164,6 +164,25 @@ describe('job runner', () => {
       }
     })();
     expect(alive).toBe(false);
+  });
+
+  it('kills what a job leaves running in its process group when it exits (the next job is the champion)', async () => {
+    const dir = tree();
+    const marker = `hc-runner-orphan-${process.pid}-${Date.now()}`;
+    const r = await runRunner(
+      dir,
+      spec({ command: ['sh', '-c', `sh -c 'sleep 300; : ${marker}' & echo started`] }),
+    );
+    expect(r.stdout).toContain('started');
+    await new Promise((res) => setTimeout(res, 200));
+    const alive = readdirSync('/proc').filter((p) => {
+      try {
+        return /^\d+$/.test(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+    expect(alive).toEqual([]);
   });
 
   it('writes the outputs tarball to a file when asked (the TPU VM path)', async () => {

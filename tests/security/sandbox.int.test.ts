@@ -119,7 +119,7 @@ describe('the sandbox', () => {
     const marker = `hc-orphan-${process.pid}-${Date.now()}`;
     const r = await inSandbox(
       { cwd: wd, readOnly: [wd], writable: [out] },
-      `setsid sh -c 'exec -a ${marker} sleep 300' </dev/null >/dev/null 2>&1 & nohup sh -c 'sleep 300; echo late > ${out}/late' >/dev/null 2>&1 & echo started`,
+      `setsid sh -c 'sleep 300; : ${marker}' </dev/null >/dev/null 2>&1 & nohup sh -c 'sleep 300; echo late > ${out}/late' >/dev/null 2>&1 & echo started`,
     );
     expect(r.stdout).toContain('started');
     // Give the kernel a moment to reap, then look for the orphan anywhere on the machine.

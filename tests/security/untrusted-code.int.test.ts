@@ -99,7 +99,7 @@ describe('untrusted code, attacking from inside', () => {
         '        _fd = _os.open(_d + "/poison", _os.O_WRONLY | _os.O_CREAT)',
         '    except OSError:',
         '        pass',
-        `_sp.Popen(["sh", "-c", "exec -a ${MARKER}-orphan sleep 120"], start_new_session=True)`,
+        `_sp.Popen(["sh", "-c", "sleep 120; : ${MARKER}-orphan"], start_new_session=True)`,
         '',
       ].join('\n');
       makeToyRepo(
@@ -180,7 +180,7 @@ describe('untrusted code, attacking from inside', () => {
         `mkdir -p ${JSON.stringify(join(repo, '.git', 'hooks'))} 2>/dev/null; printf '#!/bin/sh\\necho pwned > /tmp/pwned\\n' > ${JSON.stringify(hookFile)} 2>/dev/null`,
         'find / -xdev -name "set_output_*" -type f 2>/dev/null | while read -r f; do echo "verdict=improved" >> "$f"; done',
         // Leave a process that rewrites the bundle after the step.
-        `setsid sh -c 'exec -a ${MARKER}-agent-orphan sh -c "sleep 3; echo forged > ${evidence}/evidence.json"' >/dev/null 2>&1 &`,
+        `setsid sh -c 'sleep 3; echo forged > ${evidence}/evidence.json; sleep 60; : ${MARKER}-agent-orphan' >/dev/null 2>&1 &`,
         // And a real change.
         "sed -i 's/DELAY_S = 0.02/DELAY_S = 0.008/' toy/kernel.py",
         'git commit -qam "Shorter delay"',

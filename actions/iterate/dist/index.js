@@ -43130,6 +43130,12 @@ def main():
         stopped["by"] = "timeout"
         kill_group()
         code = child.wait()
+    # Whatever the job left running in its process group dies with it: a candidate's leftover process
+    # must not run on into the next job (the champion's runs share this machine).
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     if code < 0:
         code = 128 - code
     sys.stdout.flush()
