@@ -9,6 +9,7 @@ import { loadConfig } from '../config/load.js';
 import type { HillclimbConfig } from '../config/types.js';
 import { venvPython } from '../env/python.js';
 import { run } from '../exec/exec.js';
+import { SANDBOX_HINT, sandboxAvailability } from '../exec/sandbox.js';
 import { errorMessage, isHillclimbError } from '../util/errors.js';
 
 export interface CheckResult {
@@ -172,6 +173,28 @@ function projectConfig(root: string): ProjectConfig {
   }
 }
 
+/**
+ * Whether this machine can build the sandbox untrusted code runs in. Required when hillclimb.yml says
+ * `sandbox.mode: required`; otherwise its absence means unverified numbers and no champion moves.
+ */
+export function sandboxCheck(config: HillclimbConfig | undefined): Check {
+  const required = config?.sandbox.mode === 'required';
+  return {
+    name: 'sandbox',
+    required,
+    async run() {
+      const a = await sandboxAvailability();
+      if (a.available)
+        return { ok: true, detail: 'user namespaces available: agent and candidate code run sandboxed' };
+      return {
+        ok: false,
+        detail: `cannot build the sandbox: ${a.reason}`,
+        hint: `${required ? 'sandbox.mode is required' : 'without it, numbers are unverified and no iteration can be improved'} — ${SANDBOX_HINT}`,
+      };
+    },
+  };
+}
+
 export function defaultChecks(root: string): Check[] {
   const project = projectConfig(root);
   const config = project.config;
@@ -193,6 +216,7 @@ export function defaultChecks(root: string): Check[] {
     toolCheck('git', 'git', ['--version'], true, 'install git (apt install git)'),
     ...pythonChecks(root),
     project.check,
+    sandboxCheck(config),
     toolCheck(
       'gcloud',
       'gcloud',

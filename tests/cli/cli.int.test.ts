@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -56,6 +56,25 @@ describe('hillclimb CLI', () => {
       expect(r.stdout).toMatch(/MISSING\s+python venv/);
       expect(r.stdout).toContain('git: install git');
       expect(r.stdout).toContain('npm run setup');
+      // No unshare on that PATH: no sandbox, said plainly (optional unless sandbox.mode is required).
+      expect(r.stdout).toMatch(/-\s+sandbox\s+cannot build the sandbox/);
+      expect(r.stdout).toContain('without it, numbers are unverified and no iteration can be improved');
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('doctor makes the sandbox required when hillclimb.yml does', async () => {
+    const t = tempDir();
+    try {
+      writeFileSync(join(t.dir, 'hillclimb.yml'), `${MINIMAL_CONFIG}sandbox:\n  mode: required\n`);
+      // A PATH with node on it and no unshare.
+      mkdirSync(join(t.dir, 'bin'));
+      symlinkSync(process.execPath, join(t.dir, 'bin', 'node'));
+      const r = await hillclimb(['doctor', '--root', t.dir], { PATH: join(t.dir, 'bin') });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/MISSING\s+sandbox/);
+      expect(r.stdout).toContain('sandbox.mode is required');
     } finally {
       t.cleanup();
     }
