@@ -13,6 +13,7 @@ interface IterateFlags extends LoopFlags {
   iteration: string;
   base?: string;
   runStartedAt?: string;
+  attestation?: string;
 }
 
 export function registerIterate(program: Command, ctx: () => CliContext, done: (code: number) => void): void {
@@ -23,7 +24,14 @@ export function registerIterate(program: Command, ctx: () => CliContext, done: (
     .requiredOption('-i, --iteration <n>', 'iteration number (1-based)')
     .option('-c, --config <file>', 'config file (default: hillclimb.yml in the project root)')
     .option('-t, --target <name>', 'target to optimize')
-    .option('--base <commit>', 'champion to start from (propose; default: from history, else HEAD)')
+    .option(
+      '--base <commit>',
+      'the champion: where propose starts (default: from history, else HEAD); what a later phase checks the bundle against',
+    )
+    .option(
+      '--attestation <json>',
+      "the statement of the job that made the bundle (its attestation output); without it the bundle's results are dropped",
+    )
     .option('-n, --iterations <n>', 'iterations the run was asked for (shown in the prompt)')
     .option('--run-started-at <iso>', 'when the run started (orders sticky comments)')
     .option('--agent <kind>', 'agent.kind')
@@ -56,6 +64,7 @@ export function registerIterate(program: Command, ctx: () => CliContext, done: (
           ...(flags.iterations ? { totalIterations: Number(flags.iterations) } : {}),
           ...(flags.base ? { base: flags.base } : {}),
           ...(flags.runStartedAt ? { runStartedAt: flags.runStartedAt } : {}),
+          ...(flags.attestation ? { attestation: flags.attestation } : {}),
           dryRun: Boolean(flags.dryRun),
           logger: c.logger,
           progress: (line) => c.stderr(line),
@@ -66,7 +75,9 @@ export function registerIterate(program: Command, ctx: () => CliContext, done: (
       if (flags.json) c.stdout(JSON.stringify(ev, null, 2));
       else
         c.stdout(
-          `${phase}: ${ev.verdict ?? 'pending'}${ev.verdictReasons[0] ? ` — ${ev.verdictReasons[0]}` : ''}\nbundle: ${result.bundleDir}`,
+          `${phase}: ${ev.verdict ?? 'pending'}${ev.verdictReasons[0] ? ` — ${ev.verdictReasons[0]}` : ''}\nbundle: ${result.bundleDir}${
+            result.attestation?.verified ? `\nattestation: ${JSON.stringify(result.attestation)}` : ''
+          }`,
         );
       done(ev.verdict === 'error' ? ExitCode.infra : 0);
     });
