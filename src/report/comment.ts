@@ -10,6 +10,7 @@
  * Whole sections are never cut in the middle; see fit.ts for the last resorts.
  */
 import type { HistoryRow } from '../evidence/history.js';
+import { unverifiedReasons } from '../evidence/isolation.js';
 import type { IterationEvidence } from '../evidence/iteration.js';
 import { VERDICT_DESCRIPTIONS } from '../evidence/verdicts.js';
 import { BODY_CAP_CHARS } from '../forge/limits.js';
@@ -90,6 +91,12 @@ export function headlineSection(evidence: IterationEvidence): string {
   if (evidence.verdict) lines.push(`_${evidence.verdict}: ${VERDICT_DESCRIPTIONS[evidence.verdict]}._`);
   const reasons = verdictReasons(evidence);
   if (reasons.length > 0) lines.push(reasons.map((r) => `- ${cell(r)}`).join('\n'));
+  const unverified = unverifiedReasons(evidence);
+  if (unverified.length > 0) {
+    lines.push(
+      `> [!WARNING]\n> **These numbers are unverified**: ${cell(unverified.join('; '))}. They cannot make a champion (docs/security.md).`,
+    );
+  }
   return lines.join('\n\n');
 }
 

@@ -44,6 +44,16 @@ describe('renderComment headline', () => {
     expect(lines(renderComment(evidence, []).body)[0]).toBe(expected);
   });
 
+  it('says plainly when the numbers are unverified (untrusted code ran unsandboxed where it was measured)', () => {
+    const ev = measured(NEEDS_HUMAN);
+    ev.isolation = { measure: { mode: 'none', job: 'laptop-1' } };
+    const body = renderComment(ev, []).body;
+    expect(body).toContain(
+      '> **These numbers are unverified**: the measure step ran candidate code unsandboxed.',
+    );
+    expect(renderComment(measured(IMPROVED), []).body).not.toContain('unverified');
+  });
+
   it('names target, iteration, candidate, champion and device', () => {
     const body = renderComment(measured(IMPROVED, { device: 'tpu' }), []).body;
     expect(body).toContain(

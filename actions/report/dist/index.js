@@ -39074,6 +39074,30 @@ function championMeasurement(rows, champion) {
   return void 0;
 }
 
+// src/evidence/isolation.ts
+function recordIsolation(ev, step, rec) {
+  ev.isolation ??= {};
+  const before = ev.isolation[step];
+  if (before?.mode === "none" && before.job === rec.job) return;
+  ev.isolation[step] = rec;
+}
+function unverifiedReasons(ev) {
+  const records = ev.isolation ?? {};
+  const measuredBy = records.measure?.job;
+  const reasons = [];
+  for (const [step, rec] of Object.entries(records)) {
+    if (rec.mode !== "none") continue;
+    if (step === "propose" && measuredBy !== void 0 && rec.job !== measuredBy) continue;
+    reasons.push(
+      step === "propose" ? "the agent ran unsandboxed on the machine that measured" : `the ${step} step ran candidate code unsandboxed`
+    );
+  }
+  if (ev.measurement && ev.steps["cpu-gate"] !== void 0 && ev.gates.cpu?.status !== "passed") {
+    reasons.push("no believable CPU gate pass (the gate did not run here, or its result was not attested)");
+  }
+  return reasons;
+}
+
 // src/evidence/verdicts.ts
 var VERDICT_DESCRIPTIONS = {
   improved: "the whole confidence interval of the improvement is above the noise floor; the candidate becomes the champion",
@@ -39887,6 +39911,13 @@ function headlineSection(evidence) {
   if (evidence.verdict) lines.push(`_${evidence.verdict}: ${VERDICT_DESCRIPTIONS[evidence.verdict]}._`);
   const reasons = verdictReasons(evidence);
   if (reasons.length > 0) lines.push(reasons.map((r) => `- ${cell(r)}`).join("\n"));
+  const unverified = unverifiedReasons(evidence);
+  if (unverified.length > 0) {
+    lines.push(
+      `> [!WARNING]
+> **These numbers are unverified**: ${cell(unverified.join("; "))}. They cannot make a champion (docs/security.md).`
+    );
+  }
   return lines.join("\n\n");
 }
 function linksSection(evidence) {
@@ -59525,30 +59556,6 @@ var Interrupted = class extends HillclimbError {
 };
 function backoffMs(baseSeconds, attempt) {
   return Math.round(baseSeconds * 1e3 * 2 ** (attempt - 1));
-}
-
-// src/evidence/isolation.ts
-function recordIsolation(ev, step, rec) {
-  ev.isolation ??= {};
-  const before = ev.isolation[step];
-  if (before?.mode === "none" && before.job === rec.job) return;
-  ev.isolation[step] = rec;
-}
-function unverifiedReasons(ev) {
-  const records = ev.isolation ?? {};
-  const measuredBy = records.measure?.job;
-  const reasons = [];
-  for (const [step, rec] of Object.entries(records)) {
-    if (rec.mode !== "none") continue;
-    if (step === "propose" && measuredBy !== void 0 && rec.job !== measuredBy) continue;
-    reasons.push(
-      step === "propose" ? "the agent ran unsandboxed on the machine that measured" : `the ${step} step ran candidate code unsandboxed`
-    );
-  }
-  if (ev.measurement && ev.steps["cpu-gate"] !== void 0 && ev.gates.cpu?.status !== "passed") {
-    reasons.push("no believable CPU gate pass (the gate did not run here, or its result was not attested)");
-  }
-  return reasons;
 }
 
 // src/loop/steps/decide.ts
