@@ -78,7 +78,10 @@ describe('hillclimb demo', () => {
       // Loosening the protected tolerance is caught by the path guard, before anything runs.
       expect(tolerance!.verdict).toBe('invalid');
       expect(tolerance!.reason).toContain('kernels/harness/spec.py');
-      for (const it of demo.iterations) expect(it.prUrl).toMatch(/^file:\/\/.*\/forge\/pulls\/\d+\.json$/);
+      // Every iteration the guard let through has a PR record; the one it refused was never pushed.
+      for (const it of [blocked, outer, helpers])
+        expect(it!.prUrl).toMatch(/^file:\/\/.*\/forge\/pulls\/\d+\.json$/);
+      expect(tolerance!.prUrl).toBeNull();
     } finally {
       t.cleanup();
     }
