@@ -1,12 +1,16 @@
 """Tripwires against a kernel that tampers with its evaluator (protected).
 
 The kernel runs in the harness's process, so this is not a sandbox: it catches the documented
-cheap tricks (patched timers, changed global JAX config, swapped ``block_until_ready``) by
+cheap tricks (patched timers, changed global JAX config, swapped ``block_until_ready``, trace,
+profile, gc and ``jax.monitoring`` hooks that would run kernel code after it was compiled) by
 snapshotting them *before* ``kernels.gdn`` is imported and comparing afterwards.
 """
 
 from __future__ import annotations
 
+import gc
+import sys
+import threading
 import time
 from typing import Any
 
@@ -41,7 +45,28 @@ def snapshot() -> dict[str, Any]:
     }
     for key in _CONFIG_KEYS:
         snap[f"config.{key}"] = jax.config.values.get(key, "<absent>")
+    # Hooks through which Python code runs later, at times the kernel does not control: after the
+    # kernel is compiled nothing of it may run (it would see the inputs and the seed).
+    snap["hook.sys.settrace"] = sys.gettrace()
+    snap["hook.sys.setprofile"] = sys.getprofile()
+    snap["hook.threading.settrace"] = threading.gettrace()
+    snap["hook.threading.setprofile"] = threading.getprofile()
+    snap["hook.gc.callbacks"] = tuple(gc.callbacks)
+    snap["hook.jax.monitoring"] = _monitoring_listeners()
     return snap
+
+
+def _monitoring_listeners() -> tuple[Any, ...]:
+    """Every listener registered with ``jax.monitoring`` (called on compiles and cache events)."""
+    from jax._src import monitoring
+
+    getters = (
+        "get_event_listeners",
+        "get_event_duration_listeners",
+        "get_event_time_span_listeners",
+        "get_scalar_listeners",
+    )
+    return tuple(tuple(getattr(monitoring, g)()) for g in getters if hasattr(monitoring, g))
 
 
 def changed(before: dict[str, Any]) -> list[str]:
@@ -50,7 +75,20 @@ def changed(before: dict[str, Any]) -> list[str]:
     out = []
     for key, old in before.items():
         new = now[key]
-        same = new is old if key.startswith(("time.", "jax.")) else new == old
+        if key.startswith(("time.", "jax.")):
+            same = new is old
+        elif isinstance(old, tuple):  # hook lists: the same objects in the same order
+            same = len(new) == len(old) and all(_same(a, b) for a, b in zip(new, old, strict=True))
+        elif key.startswith("hook."):
+            same = new is old
+        else:
+            same = new == old
         if not same:
             out.append(f"{key}: {old!r} -> {new!r}")
     return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return a is b
