@@ -5,7 +5,7 @@
 
 One process measures one implementation: compile (timed apart), warm up, then ``--repeats`` timed
 calls per measurement (``perf_counter`` around the call and ``block_until_ready``), alternating
-between the input sets of ``spec.BENCH_GATES`` (mild gates, slow decay).
+between the input sets of ``spec.BENCH_GATES`` (mild gates, slow decay, the layer's gates).
 
 Nothing the kernel returns is taken on trust. The measured programs are traced and compiled from
 abstract shapes (refused if they hold host callbacks or host transfers, or if importing or tracing

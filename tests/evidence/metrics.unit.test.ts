@@ -66,7 +66,7 @@ const COMPLETE: MetricsFile = {
   verification: {
     seed: 123456789,
     seed_source: 'os.urandom',
-    input_sets: ['mild', 'slow'],
+    input_sets: ['mild', 'slow', 'layer'],
     verified: true,
     timed_outputs_compared: 6,
     errors: { 'fwd.o': { max_abs: 2e-7, rel_rms: 4e-7 } },
