@@ -155,15 +155,11 @@ def _is_low(x: object) -> bool:
 GdnFn = Callable[..., tuple[jax.Array, jax.Array]]
 
 
-def oracle_grads(inputs: Inputs, do: jax.Array, ds: jax.Array) -> tuple[jax.Array, ...]:
-    """Gradients of ``sum(o * do) + sum(S_T * ds)`` through the fp32 JAX oracle (float32 inputs)."""
-    return oracle_outputs_and_grads(inputs, do, ds)[1]
-
-
 def oracle_outputs_and_grads(
     inputs: Inputs, do: jax.Array, ds: jax.Array
 ) -> tuple[tuple[jax.Array, jax.Array], tuple[jax.Array, ...]]:
-    """``((o, S_T), grads)`` of the fp32 JAX oracle on ``inputs`` (upcast to float32)."""
+    """``((o, S_T), grads)`` of the fp32 JAX oracle on ``inputs`` (upcast to float32): the
+    gradients of ``sum(o * do) + sum(S_T * ds)``."""
     x = inputs.as_f32()
     s0 = x.s0 if x.s0 is not None else jnp.zeros(ds.shape, jnp.float32)
     return _oracle_vjp((*x.arrays(), s0), (do.astype(jnp.float32), ds), scale=x.scale)
