@@ -4,8 +4,10 @@ suite as it was passed (``hacks/README.md``). The bench now rejects each with ex
 naming the quantity that failed.
 
 Every hack is caught by verifying what is timed (every returned array, every timed input set, fresh
-inputs, outputs of the timed calls), never by reading its source: each patch is applied to a scratch
-copy of the repository and run there like any candidate; the real ``kernels/gdn`` is untouched.
+inputs, outputs of the timed calls) or, for the one that disables a check in memory, by the guards
+comparing the loaded harness before and after the kernel's import; never by reading its source.
+Each patch is applied to a scratch copy of the repository and run there like any candidate; the
+real ``kernels/gdn`` is untouched.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ CAUGHT_BY = {
     "0005-later-calls-cheap": (
         r"fwd: timed call \d+ of \d+ \(input set \d, \w+ gates\) returned o, final_state "
         r"bit-different from the verified call"
+    ),
+    "0006-patch-the-checker": (
+        r"importing the kernel changed global state: "
+        r"harness\.id\.kernels\.harness\.verify\.compare: "
     ),
 }
 TIMING = ["--repeats", "4", "--warmup", "1"]

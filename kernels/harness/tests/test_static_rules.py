@@ -10,7 +10,7 @@ import jax
 import pytest
 
 import kernels.gdn as gdn_pkg
-from kernels.harness import guards, spec, static_scan
+from kernels.harness import guards, spec, static_scan, testing, verify
 
 
 def test_kernel_sources_pass_the_static_scan():
@@ -83,6 +83,21 @@ def test_guards_notice_hooks_that_would_run_kernel_code_after_compiling():
         "hook.jax.monitoring",
     }
     assert guards.changed(before) == []
+
+
+def test_guards_notice_a_swapped_check_or_a_loosened_tolerance(monkeypatch):
+    """A kernel that replaced one of the bench's checks, or loosened a tolerance in memory,
+    would pass whatever it computes: the guards compare the whole loaded harness."""
+    before = guards.snapshot()
+    monkeypatch.setattr(verify, "compare", lambda *args, **kwargs: {})
+    monkeypatch.setattr(testing, "assert_close", lambda *args, **kwargs: (0.0, 0.0))
+    monkeypatch.setitem(spec.TOL_BENCH, "float32", spec.Tol(rel_rms=1e9, atol=1e9))
+    changed = {c.split(":")[0] for c in guards.changed(before)}
+    assert changed == {
+        "harness.id.kernels.harness.verify.compare",
+        "harness.id.kernels.harness.testing.assert_close",
+        "harness.val.kernels.harness.spec.TOL_BENCH",
+    }
 
 
 def test_public_api_surface():
