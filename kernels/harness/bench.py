@@ -5,11 +5,19 @@
 
 One process measures one implementation: compile (timed apart), warm up, then ``--repeats`` timed
 calls per measurement (``perf_counter`` around the call and ``block_until_ready``), alternating
-between two input sets. Before timing, the forward output is checked against the protected oracle
-and for determinism, the traced program is scanned for host callbacks, and the timers and global
-JAX options are checked for tampering. Prints one ``HILLCLIMB_BENCH`` line; ``--out`` gets the
-metrics JSON (``schemas/metrics.schema.json``, documented in ``docs/metrics.md``). Exit codes:
-0 ok, 1 the candidate failed a check, 2 bad arguments.
+between the input sets of ``spec.BENCH_GATES`` (mild gates, slow decay, the layer's gates).
+
+Nothing the kernel returns is taken on trust. The measured programs are traced and compiled from
+abstract shapes (refused if they hold host callbacks or host transfers, or if importing or tracing
+the kernel changed timers, JAX options or interpreter hooks); only then is the input seed drawn
+from ``os.urandom`` (or taken from ``--seed``), so no kernel code ever sees it. Every array each
+measured program returns -- ``fwd``: o and the final state; ``fwd_bwd``: those and all six
+gradients -- is checked on every input set against the protected fp32 oracle
+(``spec.TOL_BENCH*``) and twice bit for bit against itself, before any timing counts; after timing,
+outputs kept from the timed calls must be bit-identical to the verified ones (``verify.py``).
+Prints one ``HILLCLIMB_BENCH`` line; ``--out`` gets the metrics JSON
+(``schemas/metrics.schema.json``, documented in ``docs/metrics.md``). Exit codes: 0 ok, 1 the
+candidate failed a check (one ``bench: failed: …`` line naming what), 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ import platform
 import subprocess
 import sys
 import time
+from os import urandom  # bound before any kernel code is imported
 from pathlib import Path
-from time import perf_counter  # bound before any kernel code is imported
+from time import perf_counter  # likewise
 from typing import Any
 
 from . import presets as _presets
@@ -64,6 +73,18 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 2**spec.SEED_BITS:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**{spec.SEED_BITS}), got {value}")
+    return value
+
+
+def draw_seed() -> int:
+    """A fresh input seed from the OS entropy pool (``spec.SEED_BITS`` bits)."""
+    return int.from_bytes(urandom(8), "big") >> (64 - spec.SEED_BITS)
+
+
 def _measure_list(text: str) -> tuple[str, ...]:
     items = tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
     bad = [s for s in items if s not in MEASUREMENTS]
@@ -84,7 +105,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="metrics JSON to write")
     p.add_argument("--trace", type=Path, default=None, help="jax.profiler trace directory")
     p.add_argument("--measure", type=_measure_list, default=MEASUREMENTS, help="fwd,fwd_bwd")
-    p.add_argument("--seed", type=int, default=spec.SEED)
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        help="input seed, to reproduce a run (default: a fresh one from os.urandom, recorded in "
+        "the metrics); the kernel is compiled before the seed is drawn either way",
+    )
     p.add_argument(
         "--compile-cache",
         type=Path,
@@ -128,16 +155,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         jax.config.update("jax_compilation_cache_dir", str(args.compile_cache.resolve()))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    from . import guards
-
-    before = guards.snapshot()
     import numpy as np
 
-    from kernels import gdn as gdn_pkg
+    from . import flops, guards, schema, verify
 
-    from . import flops, schema
-    from .oracle import jax_oracle_jit
-    from .testing import assert_close, make_inputs
+    before = guards.snapshot()  # every harness module is loaded: their functions are in it
+    from kernels import gdn as gdn_pkg
 
     tampered = guards.changed(before)
     if tampered:
@@ -147,16 +170,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     case = spec.Case(
         B=preset.B, T=preset.T, H=preset.H, K=preset.K, V=preset.V, C=None, dtype=preset.dtype
     )
-    arg_sets = []
-    for i in range(2):  # two input sets, alternated, so no call can reuse a previous result
-        x = make_inputs(case, seed=args.seed + i, gates="mild", with_state=True)
-        arg_sets.append((*x.arrays(), x.s0))
-    inputs0 = make_inputs(case, seed=args.seed, gates="mild", with_state=True)
-    rng = np.random.default_rng(args.seed + 7)
-    cotangents = (
-        jax.numpy.asarray(rng.standard_normal(arg_sets[0][2].shape), preset.dtype),
-        jax.numpy.asarray(rng.standard_normal(arg_sets[0][5].shape), "float32"),
-    )
 
     def fwd(q, k, v, g, beta, s0):
         return gdn_pkg.gdn(
@@ -164,17 +177,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
 
     def fwd_bwd(q, k, v, g, beta, s0, do, ds):
-        _, vjp = jax.vjp(fwd, q, k, v, g, beta, s0)
-        return vjp((do, ds))  # all six gradients are outputs: nothing can be dead-code eliminated
+        out, vjp = jax.vjp(fwd, q, k, v, g, beta, s0)
+        # o, S_T and all six gradients are outputs: nothing is dead code, and all are verified.
+        return (*out, *vjp((do, ds)))
 
-    fns = {"fwd": (fwd, arg_sets), "fwd_bwd": (fwd_bwd, [(*a, *cotangents) for a in arg_sets])}
+    fns = {"fwd": fwd, "fwd_bwd": fwd_bwd}
+    check = not args.no_check
 
-    # What is really built: host callbacks are refused; pallas_calls tell interpret and chunk.
+    # Everything is traced and compiled from abstract shapes, before any input exists: kernel code
+    # runs only while importing and tracing, so it never sees a value or the seed it is judged on.
     interpret = False
     kernel_chunk = None
     for name in args.measure:
-        fn, sets = fns[name]
-        found_interpret, found_chunk = inspect_program(name, jax.make_jaxpr(fn)(*sets[0]))
+        abstract = verify.abstract_args(case, name)
+        found_interpret, found_chunk = inspect_program(name, jax.make_jaxpr(fns[name])(*abstract))
         interpret = interpret or found_interpret
         kernel_chunk = kernel_chunk if kernel_chunk is not None else found_chunk
     chunk_size = (
@@ -185,45 +201,53 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     compiled: dict[str, Any] = {}
     compile_ms: dict[str, float] = {}
-    need = set(args.measure) | ({"fwd"} if not args.no_check else set())
     for name in MEASUREMENTS:
-        if name not in need:
+        if name not in args.measure:
             continue
-        fn, sets = fns[name]
         t0 = perf_counter()
-        compiled[name] = jax.jit(fn).lower(*sets[0]).compile()
+        compiled[name] = jax.jit(fns[name]).lower(*verify.abstract_args(case, name)).compile()
         compile_ms[name] = (perf_counter() - t0) * 1e3
-
-    if not args.no_check:
-        out_a = jax.block_until_ready(compiled["fwd"](*arg_sets[0]))
-        out_b = jax.block_until_ready(compiled["fwd"](*arg_sets[0]))
-        for a, b in zip(jax.tree.leaves(out_a), jax.tree.leaves(out_b), strict=True):
-            if not np.array_equal(np.asarray(a), np.asarray(b)):
-                raise CandidateError(
-                    "fwd is not deterministic: two calls on the same inputs differ"
-                )
-        x = inputs0.as_f32()
-        ref_o, ref_s = jax_oracle_jit(*x.arrays(), scale=x.scale, initial_state=x.s0)
-        try:
-            tol = spec.TOL_BENCH[preset.dtype]
-            assert_close("check o", ref_o, out_a[0], tol=tol, dtype=preset.dtype, log=_err)
-            assert_close("check final_state", ref_s, out_a[1], tol=tol, dtype="float32", log=_err)
-        except AssertionError as e:
-            raise CandidateError(f"output check against the oracle: {e}") from None
+        round_trips = verify.host_round_trips(compiled[name].as_text())
+        if round_trips:
+            raise CandidateError(
+                f"{name}: the compiled program talks to the host: " + "; ".join(round_trips[:3])
+            )
+    # The kernel's code has finished running; from here on only compiled programs execute.
+    tampered = guards.changed(before)
+    if tampered:
+        raise CandidateError("compiling the kernel changed global state: " + "; ".join(tampered))
+    seed_source = "argument" if args.seed is not None else "os.urandom"
+    seed = args.seed if args.seed is not None else draw_seed()
+    sets = verify.input_sets(case, seed=seed)
+    # Every timed quantity on every timed input set, before any timing counts.
+    verified, errors = _verify(compiled, sets, case) if check else ({}, {})
 
     measurements: dict[str, Any] = {}
-    peak = None
     device = jax.devices()[0]
     peak = flops.peak_flops_per_device(device.device_kind)
+    spot_rng = np.random.default_rng([seed, len(sets)])
+    compared = 0
     for name in args.measure:
-        _, sets = fns[name]
-        samples = _time(
+        per_call = sum(o.size * o.dtype.itemsize for o in jax.tree.leaves(compiled[name].out_info))
+        keep = (
+            verify.spot_check_indices(
+                args.repeats, per_call, spot_rng, budget=spec.SPOT_CHECK_BYTES
+            )
+            if check
+            else []
+        )
+        samples, kept = _time(
             compiled[name],
-            sets,
+            [input_set.call_args(name) for input_set in sets],
             repeats=args.repeats,
             warmup=args.warmup,
             block=jax.block_until_ready,
+            keep=frozenset(keep),
         )
+        if check:
+            _spot_check(name, kept, verified[name], sets, repeats=args.repeats)
+        compared += len(kept)
+        del kept
         arr = np.asarray(samples)
         median = float(np.median(arr))
         model = flops.model_flops(
@@ -253,18 +277,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     trace_dir = None
     if args.trace is not None:
         trace_dir = _capture_trace(
-            args.trace, {n: (compiled[n], fns[n][1][0]) for n in args.measure}
+            args.trace, {n: (compiled[n], sets[0].call_args(n)) for n in args.measure}
         )
 
     tampered = guards.changed(before)
     if tampered:
         raise CandidateError("global state changed while measuring: " + "; ".join(tampered))
 
+    gates = ", ".join(f"{s.gates}" for s in sets)
     notes = [
         f"devices: {jax.device_count()} available, 1 used (single-device jit)",
-        "inputs alternate between 2 seeded sets (mild gates: the output check then exercises "
-        "the intra-chunk algebra; timing does not depend on values)",
+        f"inputs alternate between {len(sets)} sets ({gates} gates) drawn from seed {seed} "
+        f"({seed_source}); timing does not depend on values",
     ]
+    if check:
+        notes.append(
+            "verified before timing: every returned array of every measured program on every "
+            f"input set vs the fp32 oracle; {compared} timed outputs bit-identical to the verified"
+        )
+    else:
+        notes.append("--no-check: nothing was verified; these timings are not evidence")
     if pinned is not None:
         notes.append(f"process pinned to CPU core {pinned} (--pin-cpu): XLA:CPU single-threaded")
     if interpret:
@@ -307,6 +339,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "versions": _versions(),
         "git": _git_state(),
         "trace_dir": None if trace_dir is None else str(trace_dir),
+        "verification": {
+            "seed": seed,
+            "seed_source": seed_source,
+            "input_sets": [s.gates for s in sets],
+            "verified": check,
+            "timed_outputs_compared": compared,
+            "errors": errors,
+        },
         "notes": notes,
     }
     errors = schema.validate(metrics)
@@ -315,6 +355,88 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.out is not None:
         _write_json(args.out, metrics)
     return metrics
+
+
+def _verify(
+    compiled: dict[str, Any], sets: list[Any], case: spec.Case
+) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, dict[str, float]]]:
+    """Check every array each measured program returns, on every input set, against the oracle
+    (and twice, bit for bit, against itself). Returns the verified outputs per measurement and
+    input set, which timed outputs must equal bit for bit, and the worst errors per quantity."""
+    import jax
+    import numpy as np
+
+    from . import verify
+
+    measure = list(compiled)
+    oracle_name = "fwd_bwd" if "fwd_bwd" in measure else "fwd"  # its o and S_T serve fwd too
+    oracle = verify.oracle_program(case, oracle_name)
+    verified: dict[str, list[tuple[Any, ...]]] = {n: [] for n in measure}
+    errors: dict[str, dict[str, float]] = {}
+    for input_set in sets:
+        want = tuple(jax.block_until_ready(oracle(*input_set.call_args(oracle_name))))
+        for name in measure:
+            out = _leaves(compiled[name](*input_set.call_args(name)))
+            try:
+                result = verify.compare(name, input_set, out, want, dtype=case.dtype)
+            except verify.MismatchError as e:
+                raise CandidateError(str(e)) from None
+            again = _leaves(compiled[name](*input_set.call_args(name)))
+            if not np.asarray(_identical(name, out, again)).all():
+                raise CandidateError(
+                    f"{name} is not deterministic: two calls on {input_set.label} differ"
+                )
+            verified[name].append(out)
+            for quantity, (max_abs, rel_rms) in result.items():
+                worst = errors.setdefault(f"{name}.{quantity}", {"max_abs": 0.0, "rel_rms": 0.0})
+                worst["max_abs"] = max(worst["max_abs"], max_abs)
+                worst["rel_rms"] = max(worst["rel_rms"], rel_rms)
+    return verified, errors
+
+
+def _spot_check(
+    name: str,
+    kept: dict[int, Any],
+    verified: list[tuple[Any, ...]],
+    sets: list[Any],
+    *,
+    repeats: int,
+) -> None:
+    """After timing: each kept output of a timed call must be bit-identical to the verified output
+    for the same inputs (the bench already required two verification calls to agree bit for bit),
+    so a kernel that computes something else on later calls is caught."""
+    import numpy as np
+
+    from . import verify
+
+    for r, out in sorted(kept.items()):
+        input_set = sets[r % len(sets)]
+        equal = np.asarray(_identical(name, _leaves(out), verified[input_set.index]))
+        if not equal.all():
+            differ = [q for q, ok in zip(verify.QUANTITIES[name], equal, strict=True) if not ok]
+            raise CandidateError(
+                f"{name}: timed call {r + 1} of {repeats} ({input_set.label}) returned "
+                f"{', '.join(differ)} bit-different from the verified call on the same inputs"
+            )
+
+
+def _leaves(out: Any) -> tuple[Any, ...]:
+    import jax
+
+    return tuple(jax.tree.leaves(jax.block_until_ready(out)))
+
+
+_IDENTITY: dict[tuple[Any, ...], Any] = {}
+
+
+def _identical(name: str, a: tuple[Any, ...], b: tuple[Any, ...]) -> Any:
+    """Per-array bitwise equality, by a program compiled once per output signature."""
+    from . import verify
+
+    key = tuple((x.shape, str(x.dtype)) for x in a)
+    if key not in _IDENTITY:
+        _IDENTITY[key] = verify.identity_program(a)
+    return _IDENTITY[key](a, b)
 
 
 def pin_to_one_cpu() -> int | None:
@@ -354,23 +476,34 @@ def inspect_program(name: str, closed_jaxpr: Any) -> tuple[bool, int | None]:
 
 
 def _time(
-    compiled: Any, sets: list[tuple[Any, ...]], *, repeats: int, warmup: int, block: Any
-) -> list[float]:
+    compiled: Any,
+    sets: list[tuple[Any, ...]],
+    *,
+    repeats: int,
+    warmup: int,
+    block: Any,
+    keep: frozenset[int] = frozenset(),
+) -> tuple[list[float], dict[int, Any]]:
+    """Samples in ms of ``repeats`` calls alternating over ``sets``, and the outputs of the calls
+    in ``keep`` (references taken after the clock stopped; compared by the caller)."""
     for i in range(warmup):
         block(compiled(*sets[i % len(sets)]))
     samples = []
+    kept = {}
     wall0 = time.monotonic_ns()
     for r in range(repeats):
         call_args = sets[r % len(sets)]
         t0 = perf_counter()
-        block(compiled(*call_args))
+        out = block(compiled(*call_args))
         samples.append((perf_counter() - t0) * 1e3)
+        if r in keep:
+            kept[r] = out
     wall_ms = (time.monotonic_ns() - wall0) / 1e6
     if sum(samples) > wall_ms * 1.01 + 0.5:
         raise CandidateError(
             f"timer mismatch: samples sum {sum(samples):.3f} ms > wall {wall_ms:.3f} ms"
         )
-    return samples
+    return samples, kept
 
 
 def _capture_trace(trace: Path, calls: dict[str, tuple[Any, tuple[Any, ...]]]) -> Path:

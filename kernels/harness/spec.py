@@ -63,8 +63,36 @@ TOL_GRAD_GATES = {
 }
 # Invariants that hold exactly in exact arithmetic.
 TOL_INVARIANT = Tol(rel_rms=1e-5, atol=1e-5)
-# The bench's output check on its own (large) inputs.
-TOL_BENCH = {"float32": Tol(rel_rms=1e-3, atol=1e-5), "bfloat16": Tol(rel_rms=1e-2, atol=1e-3)}
+# The bench's checks of everything it times, at the preset's shape and dtype, on its own inputs
+# (BENCH_GATES, fresh seeds), against the fp32 oracle. fp32 equals the suite's tolerances. MEASURED
+# worst rel_rms of the honest kernels, pallas / chunked_xla / recurrent at tiny (T=256) and cpu-long
+# (T=2048), 2 bench processes x 3 input sets each, plus 10 seeds in-process for pallas at tiny:
+# o 8.2e-7, final state 5.6e-7, dq dk dv dS0 7.5e-7, dbeta 2.0e-6, dg 5.8e-5 under the layer's gates
+# (3.2e-6 under mild and slow): 17x (dg) to 250x below these. bf16 presets run only on a TPU; on CPU
+# at B1 H2 K=V=64 bf16, pallas T=512 and chunked_xla T=2048, 3 seeds x 3 sets, every output and
+# gradient in bf16 measured 1.7e-3 to 2.5e-3 (dg, layer gates): the rounding of the result to bf16,
+# independent of T; the float32 state and dS0 stayed below 6e-7. 4x (8x for dg, dbeta) below these.
+TOL_BENCH = {"float32": Tol(rel_rms=1e-4, atol=1e-6), "bfloat16": Tol(rel_rms=1e-2, atol=1e-3)}
+TOL_BENCH_GRAD = {"float32": Tol(rel_rms=2e-4, atol=1e-5), "bfloat16": Tol(rel_rms=1e-2, atol=1e-3)}
+TOL_BENCH_GRAD_GATES = {
+    "float32": Tol(rel_rms=1e-3, atol=1e-5),
+    "bfloat16": Tol(rel_rms=2e-2, atol=1e-3),
+}
+
+# --- bench ---------------------------------------------------------------------------------------
+# Gate mode of each input set the bench times and verifies (timed calls alternate between them):
+# mild gates exercise the intra-chunk algebra, slow decay the cross-chunk carry and the long-range
+# gradient terms, which mild gates shrink below any tolerance, and the layer's realistic gates
+# (chunk cumulative g in the -100s) the overflow handling, at the shape that is timed.
+BENCH_GATES = ("mild", "slow", "layer")
+# Bits of the seed the bench draws from os.urandom: at most 53, so the seed in the metrics JSON is
+# an exact JavaScript number.
+SEED_BITS = 53
+# Tokens per rematerialised segment of the oracle's backward at the bench's shape.
+ORACLE_SEGMENT = 64
+# Bytes of timed outputs kept per measurement for the after-timing spot check (all calls fit at the
+# CPU presets; at the TPU presets a random subset).
+SPOT_CHECK_BYTES = 1 << 30
 
 # --- shapes ------------------------------------------------------------------------------------
 # Compile time dominates the suite on CPU, so distinct shapes are few and reused across tests.
@@ -92,10 +120,14 @@ PALLAS_CASES = (
 )
 # Gates: strong, layer-realistic and extreme values must stay finite and correct.
 GATE_CASE = Case(B=1, T=37, H=2, K=16, V=16, C=16)
-GATE_MODES = ("strong", "layer", "extreme")
+# "slow" (g ~ -U(0, 1e-3), alpha ~ 1): the state carries across every chunk, so a kernel that
+# mishandles the cross-chunk carry fails here even when mild and fast gates hide it.
+GATE_MODES = ("strong", "layer", "slow", "extreme")
 # Gradients with random cotangents on o and on the final state; GRAD_CASES[0] also with these gates
-# (an exp taken before the causal mask overflows there and poisons autodiff gradients with NaN).
-GRAD_GATE_MODES = ("mild", "layer")
+# (an exp taken before the causal mask overflows there and poisons autodiff gradients with NaN;
+# under slow decay the long-range terms, e.g. exp(g_last) dS carried into the previous chunk, are as
+# large as the local ones, while under mild gates they are ~1e-4 of them at C = 16).
+GRAD_GATE_MODES = ("mild", "layer", "slow")
 GRAD_CASES = (
     Case(B=1, T=37, H=2, K=16, V=32, C=16),
     Case(B=1, T=64, H=1, K=32, V=32, C=32, dtype="bfloat16"),
@@ -170,6 +202,9 @@ FORBIDDEN_SOURCE_PATTERNS = {
     r"pure_callback|io_callback|debug\.callback|host_callback": "calls back to the host",
     r"\bopen\(|\bpathlib\b|\bpickle\b|np\.load|jnp\.load|\bshelve\b": "reads or writes files",
     r"jax\.profiler": "drives the profiler",
+    r"\bsettrace\b|\bsetprofile\b|_getframe|\binspect\b|\bgc\.|jax\.monitoring": (
+        "hooks the interpreter or reads other frames (the bench's inputs, seed or references)"
+    ),
 }
 # Files allowed under kernels/gdn (no binaries, no data a kernel could load).
 ALLOWED_KERNEL_SUFFIXES = (".py", ".md")

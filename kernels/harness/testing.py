@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +15,7 @@ from . import spec
 from .oracle import jax_oracle
 
 GRAD_NAMES = ("dq", "dk", "dv", "dg", "dbeta", "ds0")
+GATE_MODES = ("mild", "strong", "layer", "slow", "extreme", "one")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ class Inputs:
 def make_inputs(
     case: spec.Case,
     *,
-    seed: int = spec.SEED,
+    seed: int | Sequence[int] = spec.SEED,
     gates: str = "mild",
     with_state: bool = False,
 ) -> Inputs:
@@ -56,8 +57,12 @@ def make_inputs(
 
     ``gates``: ``mild`` (g = logsigmoid(U(0,1))), ``strong`` (x10), ``layer`` (the layer's
     ``-exp(A_log) softplus(a + 1)`` with ``A_log ~ log U(1, 16)``: per-token g near -16 and chunk
-    cumulative g in the -100s), ``extreme`` (g ~ -U(2, 8), beta in {1e-4, 1 - 1e-6}) or ``one``
-    (g = 0, beta = 1).
+    cumulative g in the -100s), ``extreme`` (g ~ -U(2, 8), beta in {1e-4, 1 - 1e-6}), ``slow``
+    (g ~ -U(0, 1e-3): alpha ~ 1, so the state and its cotangent carry across every chunk and the
+    long-range decay terms of the gradients are as large as the local ones; under the other modes
+    they vanish within a chunk) or ``one`` (g = 0, beta = 1).
+
+    ``seed`` is anything ``numpy.random.default_rng`` takes (an int or a list of ints).
     """
     rng = np.random.default_rng(seed)
     B, T, H, K, V = case.B, case.T, case.H, case.K, case.V
@@ -78,6 +83,8 @@ def make_inputs(
     elif gates == "layer":
         a_log = np.log(rng.uniform(1.0, 16.0, size=(1, 1, H)))
         g = -np.exp(a_log) * np.log1p(np.exp(rng.standard_normal((B, T, H)) + 1.0))
+    elif gates == "slow":
+        g = -1e-3 * u
     elif gates == "extreme":
         g = -rng.uniform(2.0, 8.0, size=(B, T, H))
         beta = np.where(rng.uniform(size=(B, T, H)) < 0.5, 1e-4, 1.0 - 1e-6)
@@ -85,7 +92,7 @@ def make_inputs(
         g = np.zeros((B, T, H))
         beta = np.ones((B, T, H))
     else:
-        raise ValueError(f"{gates=} is not one of mild, strong, layer, extreme, one")
+        raise ValueError(f"{gates=} is not one of {', '.join(GATE_MODES)}")
     s0 = 0.5 * rng.standard_normal((B, H, K, V)) if with_state else None
     dtype = jnp.dtype(case.dtype)
     return Inputs(
@@ -148,8 +155,11 @@ def _is_low(x: object) -> bool:
 GdnFn = Callable[..., tuple[jax.Array, jax.Array]]
 
 
-def oracle_grads(inputs: Inputs, do: jax.Array, ds: jax.Array) -> tuple[jax.Array, ...]:
-    """Gradients of ``sum(o * do) + sum(S_T * ds)`` through the fp32 JAX oracle (float32 inputs)."""
+def oracle_outputs_and_grads(
+    inputs: Inputs, do: jax.Array, ds: jax.Array
+) -> tuple[tuple[jax.Array, jax.Array], tuple[jax.Array, ...]]:
+    """``((o, S_T), grads)`` of the fp32 JAX oracle on ``inputs`` (upcast to float32): the
+    gradients of ``sum(o * do) + sum(S_T * ds)``."""
     x = inputs.as_f32()
     s0 = x.s0 if x.s0 is not None else jnp.zeros(ds.shape, jnp.float32)
     return _oracle_vjp((*x.arrays(), s0), (do.astype(jnp.float32), ds), scale=x.scale)
@@ -160,21 +170,28 @@ def _oracle_vjp(args, cotangents, *, scale):
     def fn(q, k, v, g, beta, s0):
         return jax_oracle(q, k, v, g, beta, scale=scale, initial_state=s0)
 
-    return jax.vjp(fn, *args)[1](cotangents)
+    out, vjp = jax.vjp(fn, *args)
+    return out, vjp(cotangents)
 
 
 _VJP_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _jitted_vjp(fn: GdnFn) -> Callable[..., tuple[jax.Array, ...]]:
+def _jitted_vjp(fn: GdnFn) -> Callable[..., tuple[tuple[jax.Array, ...], tuple[jax.Array, ...]]]:
     """One compiled program per ``fn`` (forward, residuals and backward together), reused when the
-    same ``fn`` is checked on other values of the same shape."""
+    same ``fn`` is checked on other values of the same shape. Returns ``(outputs, grads)``: the
+    outputs are the ones ``jax.vjp`` computes, i.e. what a training step uses as its loss input."""
     if fn not in _VJP_CACHE:
-        _VJP_CACHE[fn] = jax.jit(lambda args, cts: jax.vjp(fn, *args)[1](cts))
+
+        def outputs_and_grads(args, cts):
+            out, vjp = jax.vjp(fn, *args)
+            return out, vjp(cts)
+
+        _VJP_CACHE[fn] = jax.jit(outputs_and_grads)
     return _VJP_CACHE[fn]
 
 
-def random_cotangents(inputs: Inputs, *, seed: int) -> tuple[jax.Array, jax.Array]:
+def random_cotangents(inputs: Inputs, *, seed: int | Sequence[int]) -> tuple[jax.Array, jax.Array]:
     """``do`` ``[B, T, H, V]`` in the output dtype and ``ds`` ``[B, H, K, V]`` float32, N(0, 1)."""
     rng = np.random.default_rng(seed)
     B, T, H, K = inputs.q.shape
@@ -191,17 +208,24 @@ def check_gradients(
     dtype: str,
     seed: int = spec.SEED + 1,
 ) -> dict[str, tuple[float, float]]:
-    """Compare all six gradients of ``fn(q, k, v, g, beta, s0) -> (o, S_T)`` with the oracle's.
+    """Compare all six gradients of ``fn(q, k, v, g, beta, s0) -> (o, S_T)`` with the oracle's,
+    and the outputs ``jax.vjp`` returned with them (a forward rule used only under autodiff is
+    another code path from the plain forward, and its ``o`` is the loss a training step sees).
 
     The loss is ``sum(o * do) + sum(S_T * ds)`` with random cotangents on *both* outputs, so an
     implementation that drops the final-state cotangent fails (on ds0 and on every input).
-    Raises ``AssertionError`` naming the first gradient out of tolerance.
+    Raises ``AssertionError`` naming the first output or gradient out of tolerance.
     """
     do, ds = random_cotangents(inputs, seed=seed)
     s0 = inputs.s0 if inputs.s0 is not None else jnp.zeros(ds.shape, jnp.float32)
-    got = _jitted_vjp(fn)((*inputs.arrays(), s0), (do, ds))
-    want = oracle_grads(inputs, do, ds)
-    results = {}
+    (o, s_t), got = _jitted_vjp(fn)((*inputs.arrays(), s0), (do, ds))
+    (ref_o, ref_s), want = oracle_outputs_and_grads(inputs, do, ds)
+    results = {
+        "o": assert_close("o (under jax.vjp)", ref_o, o, tol=spec.TOL_FWD[dtype], dtype=dtype),
+        "final_state": assert_close(
+            "final_state (under jax.vjp)", ref_s, s_t, tol=spec.TOL_FWD[dtype], dtype="float32"
+        ),
+    }
     for name, x, out, ref in zip(GRAD_NAMES, (*inputs.arrays(), s0), got, want, strict=True):
         tol = (spec.TOL_GRAD_GATES if name in ("dg", "dbeta") else spec.TOL_GRAD)[dtype]
         results[name] = assert_close(name, ref, out, tol=tol, dtype=x.dtype)

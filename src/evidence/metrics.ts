@@ -79,6 +79,22 @@ export interface MetricsGit {
   dirty: boolean | null;
 }
 
+/** What the bench verified before its timings counted (absent from metrics of older benches). */
+export interface MetricsVerification {
+  /** Seed of every input set and cotangent (below 2^53); --seed reproduces the run's inputs. */
+  seed: number;
+  /** os.urandom: drawn fresh after the kernel was compiled; argument: given with --seed. */
+  seed_source: 'os.urandom' | 'argument';
+  /** Gate mode of each input set, in the order timed calls alternate over them. */
+  input_sets: string[];
+  /** Every returned array of every measured program checked against the oracle (false: --no-check). */
+  verified: boolean;
+  /** Outputs of timed calls found bit-identical, after timing, to the verified call. */
+  timed_outputs_compared: number;
+  /** Worst error over the input sets per measurement.quantity, e.g. fwd_bwd.dg. */
+  errors: Record<string, { max_abs: number; rel_rms: number }>;
+}
+
 export interface MetricsFile {
   schema: typeof METRICS_SCHEMA_VERSION;
   target: string;
@@ -95,6 +111,7 @@ export interface MetricsFile {
   versions: MetricsVersions;
   git: MetricsGit;
   trace_dir?: string | null;
+  verification?: MetricsVerification;
   notes?: string[];
 }
 

@@ -1,5 +1,6 @@
 """The bench: one fresh process on the tiny preset writes a schema-valid metrics JSON, a trace and
-one parseable line; bad arguments exit 2 with one line; FLOP, peak and MFU conventions.
+one parseable line, after verifying every timed quantity on inputs from a fresh seed; the seed
+reproduces a run; bad arguments exit 2 with one line; FLOP, peak and MFU conventions.
 
 The bench process runs on CPU (``JAX_PLATFORMS=cpu``) even on a TPU host: it checks the bench's
 mechanics, and the pytest process already holds the TPU (one process per TPU)."""
@@ -15,7 +16,7 @@ import sys
 import jax
 import pytest
 
-from kernels.harness import bench, flops, schema, spec
+from kernels.harness import bench, flops, schema, spec, verify
 from kernels.harness.presets import PRESETS
 
 REPEATS = 3
@@ -105,6 +106,51 @@ def test_bench_metrics_are_consistent(tiny_run):
     assert m["git"]["commit"] is None or len(m["git"]["commit"]) == 40
 
 
+def test_bench_verified_every_timed_quantity_on_fresh_inputs(tiny_run):
+    _, m, _, _ = tiny_run
+    ver = m["verification"]
+    assert ver["seed_source"] == "os.urandom"
+    assert 0 <= ver["seed"] < 2**spec.SEED_BITS
+    assert ver["input_sets"] == list(spec.BENCH_GATES)
+    assert ver["verified"] is True
+    # Every timed output of both measurements was kept (they fit the budget) and bit-identical.
+    assert ver["timed_outputs_compared"] == 2 * REPEATS
+    expected = {f"{name}.{q}" for name in verify.MEASUREMENTS for q in verify.QUANTITIES[name]}
+    assert set(ver["errors"]) == expected
+    for key, err in ver["errors"].items():
+        tol = verify.tolerance(key.split(".")[1], m["dtype"])
+        assert err["rel_rms"] <= tol.rel_rms or err["max_abs"] <= tol.atol, key
+    assert any(str(ver["seed"]) in note for note in m["notes"])
+
+
+def test_a_seed_reproduces_the_inputs_of_a_run(tiny_run, tmp_path):
+    """--seed gives a run the inputs of an earlier one: the same errors against the oracle."""
+    _, first, _, _ = tiny_run
+    seed = first["verification"]["seed"]
+    out = tmp_path / "again.json"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "kernels.harness.bench", "--impl", "pallas", "--preset", "tiny",
+            "--repeats", "2", "--warmup", "0", "--measure", "fwd", "--seed", str(seed),
+            "--out", str(out),
+        ],
+        cwd=bench.REPO_ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    again = json.loads(out.read_text())["verification"]
+    assert again["seed"] == seed
+    assert again["seed_source"] == "argument"
+    for key in ("fwd.o", "fwd.final_state"):
+        assert again["errors"][key] == first["verification"]["errors"][key]
+
+
+def test_drawn_seeds_are_fresh_and_fit_a_json_number():
+    seeds = {bench.draw_seed() for _ in range(8)}
+    assert len(seeds) == 8
+    assert all(0 <= s < 2**spec.SEED_BITS <= 2**53 for s in seeds)
+
+
 def test_bench_trace_directory_is_real(tiny_run):
     _, m, _, trace_dir = tiny_run
     assert m["trace_dir"] == str(trace_dir.resolve())
@@ -126,8 +172,22 @@ def test_bench_trace_directory_is_real(tiny_run):
         ["--impl", "pallas", "--preset", "tiny", "--target", "attention"],
         ["--impl", "pallas"],
         ["--impl", "pallas", "--preset", "tiny", "--bogus"],
+        ["--impl", "pallas", "--preset", "tiny", "--seed", "-1"],
+        ["--impl", "pallas", "--preset", "tiny", "--seed", str(2**53)],
+        ["--impl", "pallas", "--preset", "tiny", "--seed", "lucky"],
     ],
-    ids=["impl", "preset", "repeats", "measure", "target", "missing-preset", "unknown-flag"],
+    ids=[
+        "impl",
+        "preset",
+        "repeats",
+        "measure",
+        "target",
+        "missing-preset",
+        "unknown-flag",
+        "seed-negative",
+        "seed-too-large",
+        "seed-not-a-number",
+    ],
 )
 def test_bad_arguments_exit_2_with_one_line(argv, capsys):
     assert bench.main(argv) == 2
@@ -217,9 +277,26 @@ def test_schema_validator_rejects_bad_metrics(tiny_run):
     bad = copy.deepcopy(good)
     bad["measurements"]["fwd"]["samples_ms"] = []
     cases.append((bad, "fewer than 1 items"))
+    bad = copy.deepcopy(good)
+    bad["verification"]["seed"] = 2**53
+    cases.append((bad, "maximum"))
+    bad = copy.deepcopy(good)
+    bad["verification"]["seed_source"] = "kernel"
+    cases.append((bad, "not in"))
+    bad = copy.deepcopy(good)
+    del bad["verification"]["verified"]
+    cases.append((bad, "missing required 'verified'"))
     for doc, needle in cases:
         errors = schema.validate(doc)
         assert any(needle in e for e in errors), (needle, errors)
+
+
+def test_metrics_without_verification_still_validate(tiny_run):
+    """Metrics written before the bench verified every timed quantity have no verification."""
+    _, good, _, _ = tiny_run
+    old = copy.deepcopy(good)
+    del old["verification"]
+    assert schema.validate(old) == []
 
 
 def test_schema_validator_refuses_unknown_keywords():

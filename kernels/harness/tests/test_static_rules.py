@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 import time
 
+import jax
 import pytest
 
 import kernels.gdn as gdn_pkg
-from kernels.harness import guards, spec, static_scan
+from kernels.harness import guards, spec, static_scan, testing, verify
 
 
 def test_kernel_sources_pass_the_static_scan():
@@ -28,6 +31,11 @@ def test_kernel_sources_pass_the_static_scan():
         "data = np.load(path)",
         "with open(p) as fh: pass",
         "import threading",
+        "sys.settrace(watch)",
+        "frame = sys._getframe(2)",
+        "jax.monitoring.register_event_listener(f)",
+        "gc.callbacks.append(f)",
+        "caller = inspect.stack()[1]",
     ],
 )
 def test_static_scan_flags_a_bad_snippet(snippet):
@@ -50,6 +58,46 @@ def test_guards_notice_a_patched_timer(monkeypatch):
     before = guards.snapshot()
     monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
     assert any(c.startswith("time.perf_counter") for c in guards.changed(before))
+
+
+def test_guards_notice_hooks_that_would_run_kernel_code_after_compiling():
+    """Trace, profile, gc and jax.monitoring hooks run Python later, e.g. while the bench draws its
+    seed or compiles the oracle: the bench refuses a kernel that installs any of them."""
+    before = guards.snapshot()
+
+    def hook(*args, **kwargs):
+        return None
+
+    jax.monitoring.register_event_listener(hook)
+    gc.callbacks.append(hook)
+    sys.setprofile(hook)
+    try:
+        changed = guards.changed(before)
+    finally:
+        sys.setprofile(None)
+        gc.callbacks.remove(hook)
+        jax.monitoring.unregister_event_listener(hook)
+    assert {c.split(":")[0] for c in changed} == {
+        "hook.sys.setprofile",
+        "hook.gc.callbacks",
+        "hook.jax.monitoring",
+    }
+    assert guards.changed(before) == []
+
+
+def test_guards_notice_a_swapped_check_or_a_loosened_tolerance(monkeypatch):
+    """A kernel that replaced one of the bench's checks, or loosened a tolerance in memory,
+    would pass whatever it computes: the guards compare the whole loaded harness."""
+    before = guards.snapshot()
+    monkeypatch.setattr(verify, "compare", lambda *args, **kwargs: {})
+    monkeypatch.setattr(testing, "assert_close", lambda *args, **kwargs: (0.0, 0.0))
+    monkeypatch.setitem(spec.TOL_BENCH, "float32", spec.Tol(rel_rms=1e9, atol=1e9))
+    changed = {c.split(":")[0] for c in guards.changed(before)}
+    assert changed == {
+        "harness.id.kernels.harness.verify.compare",
+        "harness.id.kernels.harness.testing.assert_close",
+        "harness.val.kernels.harness.spec.TOL_BENCH",
+    }
 
 
 def test_public_api_surface():
