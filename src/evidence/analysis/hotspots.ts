@@ -235,7 +235,14 @@ function buildSummary(input: BuildInput): TraceSummary {
     meanStepPs,
     peak: roofline.lookup?.peak,
   };
-  const estimates = stepEstimates({ plan, platform, computeDevices, first, final });
+  const estimates = stepEstimates({
+    plan,
+    platform,
+    computeDevices,
+    first,
+    final,
+    stepProgram: heaviestInSteps(counted),
+  });
   const chosen = estimates.find((e) => e.detector === plan.detector);
   const warnings = [...stats.warnings, ...input.costs.warnings];
   const split = disagreement(estimates);
@@ -318,6 +325,14 @@ function buildSummary(input: BuildInput): TraceSummary {
   }
   if (input.passes > 1) summary.notes.push(passNote(input));
   return summary;
+}
+
+/** The program with the most op time inside steps. */
+function heaviestInSteps(counted: readonly Counted[]): string | undefined {
+  const time = new Map<string, number>();
+  for (const c of counted)
+    if (c.selfPs > 0 && c.op.program !== '') time.set(c.op.program, (time.get(c.op.program) ?? 0) + c.selfPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0];
 }
 
 /** Busy time inside the step windows, from a windows-mode pass. */

@@ -41,7 +41,8 @@ export async function opCosts(
       if (op.where !== where) continue;
       if (op.flops !== undefined || op.bytes !== undefined) {
         byOp.set(op, {
-          flops: op.flops,
+          // XLA has no cost model for custom calls and writes 0 FLOPs for them: unknown, not zero.
+          flops: op.customCall && op.flops === 0 ? undefined : op.flops,
           bytes: op.bytes,
           dtype: undefined,
           source: 'trace',

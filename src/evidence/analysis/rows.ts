@@ -41,8 +41,6 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
     if (list === undefined) groups.set(key, [c]);
     else list.push(c);
   }
-  // Without any cost information in the trace, "no cost model" says nothing about a single op.
-  const traceHasCosts = counted.some((c) => c.cost?.flops !== undefined);
   const rows: OpRow[] = [];
   for (const list of groups.values()) {
     const first = list[0]!;
@@ -73,8 +71,9 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
       : list.some((c) => c.cost?.source === 'trace')
         ? 'trace'
         : null;
-    const noCostModel =
-      (customCall && flopsTotal === undefined) || (traceHasCosts && flopsTotal === undefined);
+    // "No cost model": XLA reports no FLOPs for the op (custom calls), not merely that this trace does
+    // not say (an op missing from the HLO, a JSON trace without costs).
+    const noCostModel = flopsTotal === undefined && list.some((c) => c.cost !== undefined || c.op.customCall);
     rows.push({
       name: first.op.baseName,
       program: first.op.program,
@@ -89,6 +88,9 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
         ctx.meanStepPs === undefined || ctx.meanStepPs === 0 ? null : pct(selfPs / ctx.steps, ctx.meanStepPs),
       totalMs: ms(totalPs),
       totalCount: sum(list, (c) => c.totalCount),
+      executions: round(sum(list, execTotal), 3),
+      flopsPerExecution: perExecution(flopsTotal, sum(list, execTotal)),
+      bytesPerExecution: perExecution(bytesTotal, sum(list, execTotal)),
       shareOfDevice: pct(totalPs, ctx.devicePs),
       flops: flopsIn === undefined ? null : round(flopsIn / ctx.steps, 0),
       bytes: bytesIn === undefined ? null : round(bytesIn / ctx.steps, 0),
@@ -109,6 +111,10 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
     });
   }
   return rows.sort((a, b) => b.totalMs - a.totalMs || a.timeMs - b.timeMs || a.name.localeCompare(b.name));
+}
+
+function perExecution(total: number | undefined, executions: number): number | null {
+  return total === undefined || executions === 0 ? null : round(total / executions, 0);
 }
 
 /** The roofline position of an op achieving `tflops` at `intensity` FLOPs per byte. */

@@ -330,6 +330,8 @@ export function modalExecutions(ops: readonly OpInfo[]): { count: number; share:
 
 export interface EstimateInput {
   plan: StepPlan;
+  /** The program with the most op time inside steps: what the program detectors cross-check. */
+  stepProgram: string | undefined;
   platform: Platform;
   /** Per-step counts come from these (op devices that ran compute). */
   computeDevices: ReadonlySet<string>;
@@ -342,7 +344,7 @@ export interface EstimateInput {
  * the summary uses; the others are there to be compared with it.
  */
 export function stepEstimates(input: EstimateInput): StepEstimate[] {
-  const { plan, platform, computeDevices, first, final } = input;
+  const { plan, platform, computeDevices, first, final, stepProgram } = input;
   const devices = Math.max(1, computeDevices.size);
   const out: StepEstimate[] = [];
   const add = (detector: StepDetector, perDevice: number, detail: string, confidence?: Confidence) => {
@@ -366,7 +368,7 @@ export function stepEstimates(input: EstimateInput): StepEstimate[] {
   if (host > 0) add('host-annotations', host, `${host} host step annotations`);
 
   const programs = programTimes(final, platform);
-  const dominant = plan.program ?? programs[0]?.[0];
+  const dominant = plan.program ?? stepProgram ?? programs[0]?.[0];
   const ranOn = (program: string): number => {
     const set = final.programDevices.get(program) ?? first.programDevices.get(program);
     if (set === undefined) return devices;

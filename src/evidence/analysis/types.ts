@@ -157,6 +157,15 @@ export interface OpRow {
   totalCount: number;
   /** Percent of all device op time. */
   shareOfDevice: number;
+  /**
+   * Executions over the whole trace: events, or on GPU, when one execution launches several kernels,
+   * launches of its most frequent kernel.
+   */
+  executions: number;
+  /** Cost-model FLOPs per execution (averaged over variants); null when unknown. */
+  flopsPerExecution: number | null;
+  /** Bytes accessed per execution (averaged over variants); null when unknown. */
+  bytesPerExecution: number | null;
   /** Cost-model FLOPs per step; null when unknown (or for custom calls without a cost model). */
   flops: number | null;
   /** Bytes accessed per step; null when unknown. */

@@ -237,7 +237,7 @@ class XspaceReader {
       const statId = layout.statIdByName.get(HLO_PROTO_STAT);
       if (layout.name !== '/host:metadata' || statId === undefined) continue;
       for (const [s, e] of chunkPairs(layout.eventMetaEntries)) {
-        const found = this.hloProtoEntry(s, e, statId, wanted);
+        const found = this.hloProtoEntry(s, e, statId, layout.statIdByName.get('program_id'), wanted);
         if (found === undefined) continue;
         if (found.bytes === undefined) skipped.push(`${found.name} (${found.size} bytes)`);
         else modules.set(found.id, { name: found.name, bytes: found.bytes });
@@ -251,11 +251,13 @@ class XspaceReader {
     start: number,
     end: number,
     statId: number,
+    programIdStat: number | undefined,
     wanted: ReadonlySet<string> | undefined,
   ): { id: string; name: string; size: number; bytes: Buffer | undefined } | undefined {
     const win = this.win;
     let id = '';
     let name = '';
+    let programId: string | undefined;
     let blob: [number, number] | undefined;
     // map entry: key=1, value=2 XEventMetadata {id=1, name=2, stats=5 XStat {metadata_id=1, bytes=6}}
     const entry = this.fieldRanges(start, end);
@@ -268,12 +270,17 @@ class XspaceReader {
         name = readString(win.buf, j, j + (f.end - f.start));
       } else if (f.field === 5 && f.len) {
         const stat = this.fieldRanges(f.start, f.end);
-        const isHlo = stat.some((x) => x.field === 1 && !x.len && Number(x.varint) === statId);
+        const statOf = stat.find((x) => x.field === 1 && !x.len)?.varint;
         const bytes = stat.find((x) => x.field === 6 && x.len);
-        if (isHlo && bytes !== undefined) blob = [bytes.start, bytes.end];
+        if (Number(statOf) === statId && bytes !== undefined) blob = [bytes.start, bytes.end];
+        // XLA:CPU profiles number their metadata entries apart from the programs and give the
+        // program id as a stat (uint64, field 3).
+        if (programIdStat !== undefined && Number(statOf) === programIdStat)
+          programId = stat.find((x) => (x.field === 3 || x.field === 4) && !x.len)?.varint;
       }
     }
     if (id === '') id = entry.find((f) => f.field === 1 && !f.len)?.varint ?? '';
+    id = programId ?? /\((\d+)\)$/.exec(name)?.[1] ?? id;
     if (blob === undefined || (wanted !== undefined && !wanted.has(id))) return undefined;
     const size = blob[1] - blob[0];
     if (size > MAX_WINDOW) return { id, name, size, bytes: undefined };
