@@ -41,7 +41,7 @@ export function comparison(spec: ComparisonSpec): Comparison {
     verdict: spec.verdict,
     reasons: [
       spec.verdict === 'improved'
-        ? `lower CI bound ${spec.ci.lo.toFixed(4)} > accept bar 1.0821`
+        ? `lower CI bound ${spec.ci.lo.toFixed(4)} > accept bar 1.0100`
         : `CI [${spec.ci.lo.toFixed(4)}, ${spec.ci.hi.toFixed(4)}] decided ${spec.verdict}`,
       `speedup (median A / median B) ${ratio.toFixed(4)} [${spec.ci.lo.toFixed(4)}, ${spec.ci.hi.toFixed(4)}] (95% percentile CI, n = ${n}/${n})`,
     ],
@@ -52,10 +52,14 @@ export function comparison(spec: ComparisonSpec): Comparison {
     ci: { ...spec.ci },
     deltaPct: (ratio - 1) * 100,
     deltaCiPct: { lo: (spec.ci.lo - 1) * 100, hi: (spec.ci.hi - 1) * 100 },
-    mde: 0.0821,
+    mde: 0.0592,
     mdeSource: 'observed',
     noiseCv: 0.021,
-    acceptBar: 1.0821,
+    acceptMargin: 0.0066,
+    acceptBar: 1.01,
+    falseAcceptRate: 0.01,
+    power: 0.8,
+    practicalDelta: 0.01,
     regressBar: 0.98,
     confidence: 0.95,
     ciMethod: 'percentile',

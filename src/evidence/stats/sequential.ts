@@ -15,16 +15,16 @@
  * accept bar and the upper bound a gain needs for nMax runs to clear the bar nMax runs give at this
  * noise: barₙₘₐₓ · exp(expected half-width at nMax). With a fixed MDE it is the accept bar.
  *
- * Looking repeatedly inflates error rates only where a bound is compared with a bar near the
- * estimate. The accept bar sits at least one MDE (≈ 3.5 standard errors) above "no change", so
- * repeated looks add almost nothing to the false-accept rate; the simulation (tests and
- * `npm run bench:stats`) measures it.
+ * Looking repeatedly raises the false-accept rate: each look is another chance for noise to clear the
+ * bar. The bar holds 1% per look; the simulation (tests and `npm run bench:stats`) measures the rate
+ * over all looks of the sequential rule.
  */
-import { expectedLogHalfWidth, minimumDetectableEffect } from './noise.js';
+import { acceptBarFor, expectedLogHalfWidth } from './noise.js';
 import {
   type CompareOptions,
   type Comparison,
   compareArms,
+  DEFAULT_POLICY,
   inputProblems,
   resolvePolicy,
 } from './verdict.js';
@@ -81,20 +81,31 @@ export function futilityBar(comparison: Comparison, opts: CompareOptions, nMax: 
   const { acceptBar, noiseCv, mdeSource } = comparison;
   if (acceptBar === null || mdeSource === 'fixed' || noiseCv === null) return acceptBar;
   const policy = resolvePolicy(opts);
-  const mde = minimumDetectableEffect(noiseCv, nMax, nMax, {
-    confidence: policy.confidence,
-    power: policy.power,
+  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
+    falseAcceptRate: policy.falseAcceptRate,
+    practicalDelta: policy.practicalDelta,
   });
-  const barAtMax = 1 + Math.max(mde, policy.practicalDelta);
-  return Math.min(
-    acceptBar,
-    barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax, policy.confidence)),
-  );
+  return Math.min(acceptBar, barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax)));
+}
+
+/** How many times the rule may look: at nStart, then every `step` runs up to nMax. */
+export function maxLooks(policy: SequentialPolicy): number {
+  return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
 }
 
 /**
- * Decide whether to measure more. `opts` are the verdict options; the comparison uses
- * minRuns = nStart, so the verdict at a stop is exactly what `compareArms` says for these runs.
+ * The verdict options each look uses: the false-accept target shared out over the looks (Bonferroni),
+ * so that accepting at any look of the whole sequence stays under the target.
+ */
+export function perLookOptions(opts: CompareOptions, policy: SequentialPolicy): CompareOptions {
+  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
+  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
+}
+
+/**
+ * Decide whether to measure more. `opts` are the verdict options, their falseAcceptRate the target for
+ * the whole sequence; each look's comparison uses its share (perLookOptions) and minRuns = nStart, so
+ * the verdict at a stop is exactly what `compareArms` says for these runs with those options.
  * @throws RangeError on an inconsistent policy (a caller bug).
  */
 export function decideNext(
@@ -104,6 +115,8 @@ export function decideNext(
   policy: SequentialPolicy = DEFAULT_SEQUENTIAL_POLICY,
 ): SequentialDecision {
   checkPolicy(policy);
+  // The false-accept target covers the whole sequence; each look gets its share.
+  opts = perLookOptions(opts, policy);
   const n = Math.min(a.length, b.length);
   const stop = (reason: string, comparison: Comparison | null): SequentialDecision => ({
     action: 'stop',
