@@ -26,6 +26,7 @@ import {
 } from './rows.js';
 import {
   allExecutions,
+  annotationKinds,
   disagreement,
   modalExecutions,
   type Platform,
@@ -270,6 +271,10 @@ function buildSummary(input: BuildInput): TraceSummary {
       deviceSteps,
       program: plan.program,
       timeMs: timeStats,
+      annotations: annotationKinds(first.hostSteps).map((k) => {
+        const t = describe(k.markers.map((m) => m.durPs));
+        return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
+      }),
       busyMs: ms(busyPs / deviceSteps),
       idleMs: meanStepPs === undefined ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
       opMs: ms(opPsTotal / deviceSteps),

@@ -17,6 +17,7 @@
  * Per-device counts divide by the devices that ran compute (not only memory copies).
  */
 import type { Execution, OpInfo, StepMarker, StepWindows, TraceCollector } from './collect.js';
+import { profilerStepNumber } from './ops.js';
 
 export type StepDetector =
   | 'device-steps'
@@ -105,17 +106,28 @@ export function planSteps(
     });
   }
 
-  // 2. Host step annotations.
-  const host = topLevel(c.hostSteps);
-  if (host.length > 0) {
+  // 2. Host step annotations: of several kinds (e.g. hillclimb_fwd and hillclimb_fwd_bwd), the one with
+  // the most time.
+  const kinds = annotationKinds(c.hostSteps);
+  if (kinds.length > 0) {
+    const chosen = kinds[0]!;
+    const host = chosen.markers;
     const starts = host.map((m) => m.startPs);
     const ends = host.map((m, k) => (k + 1 < host.length ? host[k + 1]!.startPs : m.startPs + m.durPs));
     notes.push(
       'device work is attributed to the host step during which it started; step time is the annotation length',
     );
+    if (kinds.length > 1) {
+      notes.push(
+        `steps are the "${chosen.name}" annotations (the most time); also annotated: ${kinds
+          .slice(1)
+          .map((k) => `"${k.name}" ×${k.markers.length}`)
+          .join(', ')}`,
+      );
+    }
     return plan({
       detector: 'host-annotations',
-      detail: `host step annotations (${host[0]!.name}…): ${host.length} steps`,
+      detail: `host step annotations (${chosen.name}…): ${host.length} steps`,
       windows: new Map([['*', { starts, ends }]]),
       // One duration per annotation; buildSummary repeats them per device that ran compute.
       stepDurationsPs: host.map((m) => m.durPs),
@@ -246,6 +258,21 @@ export function moduleName(program: string): string {
   return program.replace(/\(\d+\)$/, '');
 }
 
+/** Top-level step annotations grouped by name (`ProfilerStep#N` as one), the most total time first. */
+export function annotationKinds(markers: readonly StepMarker[]): { name: string; markers: StepMarker[] }[] {
+  const byName = new Map<string, StepMarker[]>();
+  for (const m of topLevel(markers)) {
+    const name = profilerStepNumber(m.name) === undefined ? m.name : 'ProfilerStep';
+    const list = byName.get(name);
+    if (list === undefined) byName.set(name, [m]);
+    else list.push(m);
+  }
+  const total = (list: StepMarker[]) => list.reduce((t, m) => t + m.durPs, 0);
+  return [...byName]
+    .map(([name, list]) => ({ name, markers: list }))
+    .sort((a, b) => total(b.markers) - total(a.markers) || a.name.localeCompare(b.name));
+}
+
 /** Step markers that do not start inside an earlier one (drops nested annotations). */
 function topLevel(markers: readonly StepMarker[]): StepMarker[] {
   const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
@@ -363,8 +390,8 @@ export function stepEstimates(input: EstimateInput): StepEstimate[] {
   if (withMarkers > 0)
     add('device-steps', markers / withMarkers, `${markers} Steps events on ${withMarkers} device(s)`);
 
-  // Host annotations.
-  const host = topLevel(first.hostSteps).length;
+  // Host annotations (of the kind the steps are).
+  const host = annotationKinds(first.hostSteps)[0]?.markers.length ?? 0;
   if (host > 0) add('host-annotations', host, `${host} host step annotations`);
 
   const programs = programTimes(final, platform);

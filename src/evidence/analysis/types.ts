@@ -89,6 +89,8 @@ export interface StepSummary {
   program: string | undefined;
   /** Step length statistics; null when only op time is known (GPU without marked executions). */
   timeMs: { mean: number; median: number; min: number; max: number } | null;
+  /** Host step annotations by name (the bench marks `hillclimb_<measurement>` steps), most time first. */
+  annotations: AnnotationRow[];
   /** Device busy time per step: the union of top-level op intervals. */
   busyMs: number;
   /** Mean step time minus busy time; null when step time is unknown. */
@@ -128,6 +130,13 @@ export interface Roofline {
   fraction: number;
   /** The peak used: `bf16` (tensor cores, MXU) or `fp32`. */
   peak: 'bf16' | 'fp32';
+}
+
+export interface AnnotationRow {
+  name: string;
+  count: number;
+  meanMs: number;
+  medianMs: number;
 }
 
 export interface OpRow {

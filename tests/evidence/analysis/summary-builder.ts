@@ -69,6 +69,7 @@ export function summaryOf(ops: OpSpec[], steps: Partial<TraceSummary['steps']> =
       deviceSteps: count,
       program: 'jit_f(1)',
       timeMs: { mean: opMs + 1, median: opMs + 1, min: opMs, max: opMs + 2 },
+      annotations: [],
       busyMs: opMs,
       idleMs: 1,
       opMs,
