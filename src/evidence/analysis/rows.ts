@@ -58,7 +58,10 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
     const bytesTotal = haveBytes ? sum(list, (c) => c.cost!.bytes! * execTotal(c)) : undefined;
     const flopsIn = haveFlops ? sum(list, (c) => c.cost!.flops! * execIn(c)) : undefined;
     const bytesIn = haveBytes ? sum(list, (c) => c.cost!.bytes! * execIn(c)) : undefined;
-    const seconds = totalPs / 1e12;
+    // An async start (copy-start, all-gather-start) only issues the transfer: its bytes move while
+    // later ops run, so FLOPs or bytes over its own duration are no rate at all.
+    const asyncStart = /-start$/.test(first.op.baseName);
+    const seconds = asyncStart ? 0 : totalPs / 1e12;
     const tflops = flopsTotal === undefined || seconds === 0 ? null : flopsTotal / seconds / 1e12;
     const gbps = bytesTotal === undefined || seconds === 0 ? null : bytesTotal / seconds / 1e9;
     const intensity =
@@ -97,11 +100,7 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
       tflops: tflops === null ? null : round(tflops, 3),
       gbps: gbps === null ? null : round(gbps, 3),
       intensity: intensity === null ? null : round(intensity, 3),
-      // An async start (copy-start, all-gather-start) only issues the transfer: its bytes move while
-      // later ops run, so bytes over its own duration is no bandwidth at all.
-      roofline: /-start$/.test(first.op.baseName)
-        ? null
-        : rooflineOf(tflops, intensity, dtype, ctx.peak, gbps),
+      roofline: asyncStart ? null : rooflineOf(tflops, intensity, dtype, ctx.peak, gbps),
       costSource,
       dtype,
       customCall,
