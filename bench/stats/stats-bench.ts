@@ -1,15 +1,25 @@
 /**
  * The statistics benchmark: the full Monte Carlo simulation behind the verdict rule
- * (docs/statistics.md). Prints three tables:
+ * (docs/statistics.md). Prints four tables:
  *   1. accept rates of hillclimb's rule (fixed n = 5, sequential 5→15) and of gdnctl's one-run
- *      +0.25% rule, side by side, at true effects 0, 1×MDE and 2×MDE for CV 1%, 2%, 5%;
- *   2. power at 2×MDE and false accepts at zero effect for fixed n from 5 to 15 (the MDE formula's claim);
- *   3. coverage of the percentile and BCa intervals (why percentile is the default).
+ *      +0.25% rule, side by side, at true effects 0, ½×MDE, 1×MDE and 2×MDE for CV 1%, 2%, 5%;
+ *   2. false accepts at zero effect and power at one MDE for fixed n from 5 to 15 (the claims: ≤ 1%
+ *      and ≥ 80%), beside the old rule's (bar at an MDE defined for 80% power at 2×MDE);
+ *   3. where the interval's lower bound falls at no change, per n: the quantiles the bar's model
+ *      (noise.ts LOWER_BOUND_MEAN, LOWER_BOUND_SD) is fitted to;
+ *   4. coverage of the percentile and BCa intervals (why percentile is the default).
  * Run: npm run bench:stats [-- --trials 2000 --seed 1]. Deterministic for a seed.
  */
-import { type CiMethod, MIN_RESAMPLES } from '../../src/evidence/stats/bootstrap.js';
-import { robustNoiseCv } from '../../src/evidence/stats/noise.js';
+import { bootstrapRatioOfMedians, type CiMethod, MIN_RESAMPLES } from '../../src/evidence/stats/bootstrap.js';
+import {
+  DEFAULT_FALSE_ACCEPT_RATE,
+  LOWER_BOUND_MEAN,
+  LOWER_BOUND_SD,
+  logRatioScale,
+  robustNoiseCv,
+} from '../../src/evidence/stats/noise.js';
 import { normalQuantile } from '../../src/evidence/stats/normal.js';
+import { createRng } from '../../src/evidence/stats/random.js';
 import { DEFAULT_SEQUENTIAL_POLICY } from '../../src/evidence/stats/sequential.js';
 import {
   fixedRunsRule,
@@ -20,10 +30,12 @@ import {
   type Rule,
   type Scenario,
   type SimulationResult,
+  scenarioSampler,
   sequentialRule,
   simulate,
   trueMde,
 } from '../../src/evidence/stats/simulation.js';
+import { studentTQuantile } from '../../src/evidence/stats/student.js';
 import { compareArms, DEFAULT_POLICY } from '../../src/evidence/stats/verdict.js';
 
 interface Args {
@@ -48,7 +60,7 @@ function parseArgs(argv: readonly string[]): Args {
 }
 
 const CVS = [0.01, 0.02, 0.05];
-const EFFECTS_IN_MDE = [0, 1, 2];
+const EFFECTS_IN_MDE = [0, 0.5, 1, 2];
 const FIXED_NS = [5, 7, 10, 15];
 /** gdnctl needs no bootstrap; give it more trials so its rates are tight. */
 const GDNCTL_TRIAL_FACTOR = 10;
@@ -95,7 +107,7 @@ function acceptanceTable(args: Args, shape: NoiseShape): string {
         rows.push([
           rule.name,
           pct(cv, 0),
-          k === 0 ? '0' : `${k}×MDE`,
+          k === 0 ? '0' : k === 0.5 ? '½×MDE' : `${k}×MDE`,
           `${pct(k * mde, 2)}`,
           r.meanRunsPerArm.toFixed(1),
           `${pct(r.acceptRate)} ± ${pct(binomialSe(r.acceptRate, trials))}`,
@@ -109,20 +121,22 @@ function acceptanceTable(args: Args, shape: NoiseShape): string {
 }
 
 /**
- * The rule with evaluation.md's textbook MDE, (z_{1−α/2} + z_power) · CV · √(2/n) on the same robust
- * CV, to show what the median, Student-t and bootstrap-width corrections in noise.ts buy.
+ * The rule before issue 12, for comparison: the bar at the MDE of the old formula,
+ * (t_{.975} + t_{.8}) · √(π/2) · 1.1 · CV · √(2/n) on the same robust CV, which had 80% power only at
+ * twice that MDE.
  */
-function textbookMde(cv: number, n: number): number {
-  return (normalQuantile(0.975) + normalQuantile(DEFAULT_POLICY.power)) * cv * Math.sqrt(2 / n);
+function oldMde(cv: number, n: number): number {
+  const t = studentTQuantile(0.975, 2 * n - 2) + studentTQuantile(DEFAULT_POLICY.power, 2 * n - 2);
+  return Math.expm1(t * Math.sqrt(Math.PI / 2) * 1.1 * cv * Math.sqrt(2 / n));
 }
 
-function textbookRule(n: number): Rule {
+function oldRule(n: number): Rule {
   return {
-    name: `textbook MDE, n = ${n}`,
+    name: `old bar (MDE for 2×), n = ${n}`,
     decide(sampler, direction, seed) {
       const a = sampler.draw('a', n);
       const b = sampler.draw('b', n);
-      const mde = textbookMde(robustNoiseCv([a, b]), n);
+      const mde = oldMde(robustNoiseCv([a, b]), n);
       return { verdict: compareArms(a, b, { direction, seed, mde }).verdict, runsPerArm: n };
     },
   };
@@ -140,29 +154,81 @@ function powerTable(args: Args): string {
   for (const n of FIXED_NS) {
     const mde = trueMde(cv, n);
     const zero = run(fixedRunsRule(n), scenario(1), args.trials, args.seed);
-    const power = run(fixedRunsRule(n), scenario(1 + 2 * mde), args.trials, args.seed);
-    const naive = textbookMde(cv, n);
-    const naivePower = run(textbookRule(n), scenario(1 + 2 * naive), args.trials, args.seed);
-    progress(`n = ${n}: power at 2×MDE ${pct(power.acceptRate)}, textbook ${pct(naivePower.acceptRate)}`);
+    const power = run(fixedRunsRule(n), scenario(1 + mde), args.trials, args.seed);
+    const old = oldMde(cv, n);
+    const oldZero = run(oldRule(n), scenario(1), args.trials, args.seed);
+    const oldAtMde = run(oldRule(n), scenario(1 + mde), args.trials, args.seed);
+    progress(`n = ${n}: power at 1×MDE ${pct(power.acceptRate)}, old rule ${pct(oldAtMde.acceptRate)}`);
     rows.push([
       String(n),
       pct(mde, 2),
       `${pct(zero.acceptRate)} ± ${pct(binomialSe(zero.acceptRate, args.trials))}`,
       pct(zero.regressRate),
       `${pct(power.acceptRate)} ± ${pct(binomialSe(power.acceptRate, args.trials))}`,
-      pct(naive, 2),
-      `${pct(naivePower.acceptRate)} ± ${pct(binomialSe(naivePower.acceptRate, args.trials))}`,
+      pct(old, 2),
+      `${pct(oldZero.acceptRate)} ± ${pct(binomialSe(oldZero.acceptRate, args.trials))}`,
+      `${pct(oldAtMde.acceptRate)} ± ${pct(binomialSe(oldAtMde.acceptRate, args.trials))}`,
     ]);
   }
   return table(
     [
       'n/arm',
-      'MDE',
+      'MDE (80% power)',
       'false accept (Δ = 0)',
       'false regressed (Δ = 0)',
-      'power (Δ = 2×MDE)',
-      'textbook MDE',
-      'power at 2× textbook MDE',
+      'power (Δ = 1×MDE)',
+      'old MDE',
+      'old: false accept',
+      "old: accept at today's MDE",
+    ],
+    rows,
+  );
+}
+
+/**
+ * Where the 95% interval's lower bound falls at no change, in units of s (noise.ts): the model says
+ * ln(lo)/s ~ N(LOWER_BOUND_MEAN, LOWER_BOUND_SD²); the quantiles that set the bar and the MDE are shown
+ * beside the model's.
+ */
+function lowerBoundTable(args: Args): string {
+  const rows: string[][] = [];
+  const z = (p: number) => LOWER_BOUND_MEAN + normalQuantile(p) * LOWER_BOUND_SD;
+  const perLook = DEFAULT_FALSE_ACCEPT_RATE / 6;
+  const fmt = (x: number) => x.toFixed(2);
+  for (const n of [5, 7, 9, 11, 13, 15]) {
+    const rng = createRng(args.seed * 31 + n);
+    const cv = 0.02;
+    const sampler = scenarioSampler({ cv, trueRatio: 1, direction: 'lower', shape: 'lognormal' }, rng);
+    const s = logRatioScale(cv, n, n);
+    const xs: number[] = [];
+    for (let t = 0; t < args.trials; t++) {
+      const boot = bootstrapRatioOfMedians(sampler.draw('a', n), sampler.draw('b', n), {
+        seed: Math.floor(rng.uniform() * 2 ** 31),
+      });
+      xs.push(Math.log(boot.percentile.lo) / s);
+    }
+    xs.sort((x, y) => x - y);
+    const q = (p: number) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
+    const mean = xs.reduce((t, x) => t + x, 0) / xs.length;
+    const sd = Math.sqrt(xs.reduce((t, x) => t + (x - mean) ** 2, 0) / (xs.length - 1));
+    progress(`lower bound n = ${n}: mean ${fmt(mean)}, sd ${fmt(sd)}`);
+    rows.push([
+      String(n),
+      fmt(mean),
+      fmt(sd),
+      `${fmt(q(0.2))} (${fmt(z(0.2))})`,
+      `${fmt(q(0.99))} (${fmt(z(0.99))})`,
+      `${fmt(q(1 - perLook))} (${fmt(z(1 - perLook))})`,
+    ]);
+  }
+  return table(
+    [
+      'n/arm',
+      'mean',
+      'SD',
+      '20th pct (model): sets the MDE',
+      '99th pct (model): the bar, 1%',
+      '99.83th pct (model): a sequential look',
     ],
     rows,
   );
@@ -195,8 +261,9 @@ function main(): void {
     '',
     `trials per cell ${args.trials} (gdnctl ${args.trials * GDNCTL_TRIAL_FACTOR}), seed ${args.seed}; ` +
       `policy: ${p.confidence * 100}% ${p.ciMethod} bootstrap CI of the ratio of medians (${MIN_RESAMPLES} resamples), ` +
-      `accept bar 1 + max(MDE, δ = ${pct(p.practicalDelta)}), regression bar 1 − ${pct(p.regressionDelta)}, ` +
-      `MDE for power ${p.power * 100}% from the CV observed in the comparison; sequential n = ${seq.nStart}→${seq.nMax} step ${seq.step}.`,
+      `accept bar 1 + max(δ = ${pct(p.practicalDelta)}, noise margin for ≤ ${pct(p.falseAcceptRate)} false accepts at no change), ` +
+      `regression bar 1 − ${pct(p.regressionDelta)}, MDE = the true gain accepted with ${p.power * 100}% power at the CV observed in the comparison; ` +
+      `sequential n = ${seq.nStart}→${seq.nMax} step ${seq.step}, the false-accept target shared over its looks.`,
     'Effects are multiples of the MDE at n = 5 per arm for the true CV; "accept" at effect 0 is the false-accept rate.',
   );
   for (const shape of NOISE_SHAPES) {
@@ -209,7 +276,14 @@ function main(): void {
     );
   }
   progress('power by n');
-  out.push('', '## The MDE formula at fixed n (log-normal noise, CV 2%)', '', powerTable(args));
+  out.push('', '## False accepts and power at fixed n (log-normal noise, CV 2%)', '', powerTable(args));
+  progress('lower bound at no change');
+  out.push(
+    '',
+    '## Where the lower bound falls at no change: ln(lo) / s by n (log-normal noise, CV 2%; model in brackets)',
+    '',
+    lowerBoundTable(args),
+  );
   progress('interval coverage');
   out.push('', '## Interval coverage at zero effect (log-normal noise)', '', coverageTable(args));
   out.push('', `finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -12,6 +12,9 @@ import { ChromeJsonSource } from '../../src/evidence/trace/chrome-json.js';
 import type { TraceSource } from '../../src/evidence/trace/model.js';
 import { XplaneSource } from '../../src/evidence/trace/xplane.js';
 
+/** JAX's device_kind of the synthetic workload (4 TPU v6e cores). */
+const SYNTHETIC_DEVICE_KIND = 'TPU v6 lite';
+
 export type MeasureKind = 'gunzip' | 'json-reader' | 'xplane-reader' | 'summary' | 'json-parse';
 
 export interface Measurement {
@@ -54,7 +57,11 @@ async function work(
       return byName(new XplaneSource(path));
     case 'summary': {
       const source: TraceSource = path.endsWith('.pb') ? new XplaneSource(path) : new ChromeJsonSource(path);
-      const s = await summarizeTrace(source);
+      // The synthetic workload's device (JSON traces do not name it), so the roofline is computed too.
+      const s = await summarizeTrace(source, { deviceKind: SYNTHETIC_DEVICE_KIND });
+      if (!s.ops.some((o) => o.flops !== null && o.roofline !== null)) {
+        throw new Error(`${path}: the summary has no FLOPs and roofline, so it is not the full analysis`);
+      }
       return { bytes: s.source.bytes, events: s.source.events, names: s.ops.length };
     }
     case 'json-parse':

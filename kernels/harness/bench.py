@@ -304,7 +304,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if peak is None:
         notes.append(f"no peak entry for device kind {device.device_kind!r}: mfu is null")
     if trace_dir is not None:
-        notes.append("the trace holds one extra, untimed call per measurement")
+        notes.append(
+            f"the trace holds {TRACE_STEPS} untimed steps per measurement, after a warm-up call"
+        )
     metrics = {
         "schema": schema.SCHEMA_ID,
         "target": args.target,
@@ -506,15 +508,27 @@ def _time(
     return samples, kept
 
 
+TRACE_STEPS = 5
+"""Profiled steps per measurement: enough for a median, few enough that the trace stays small."""
+
+
 def _capture_trace(trace: Path, calls: dict[str, tuple[Any, tuple[Any, ...]]]) -> Path:
+    """Profile TRACE_STEPS steady-state steps of each measured call after an untraced warm-up call.
+
+    Each step is a ``StepTraceAnnotation`` named ``hillclimb_<measurement>`` with its ``step_num``,
+    so the trace analysis takes its steps (and their median) from the measured call itself.
+    """
     import jax
 
     trace_dir = trace.resolve()
     trace_dir.mkdir(parents=True, exist_ok=True)
+    for compiled, call_args in calls.values():
+        jax.block_until_ready(compiled(*call_args))
     with jax.profiler.trace(str(trace_dir), create_perfetto_trace=True):
         for name, (compiled, call_args) in calls.items():
-            with jax.profiler.TraceAnnotation(f"hillclimb_{name}"):
-                jax.block_until_ready(compiled(*call_args))
+            for step in range(TRACE_STEPS):
+                with jax.profiler.StepTraceAnnotation(f"hillclimb_{name}", step_num=step):
+                    jax.block_until_ready(compiled(*call_args))
     runs = sorted((trace_dir / "plugins" / "profile").glob("*"))
     if (
         not runs

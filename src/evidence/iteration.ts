@@ -4,6 +4,7 @@
  * artifacts (JUnit XML, metrics JSON, traces); the agent's words appear only in `agent.result`, as prose.
  */
 
+import type { ProfileAgreement } from './analysis/agreement.js';
 import type { TraceDiff, TraceSummary } from './analysis/types.js';
 import type { JUnitTotals } from './junit.js';
 import type { Comparison } from './stats/index.js';
@@ -140,6 +141,8 @@ export interface ProfileEvidence {
   summary?: TraceSummary;
   championSummary?: TraceSummary;
   diff?: TraceDiff;
+  /** Whether the traced step times agree with the measured medians (analysis/agreement.ts). */
+  agreement?: ProfileAgreement;
 }
 
 export interface PublishEvidence {

@@ -56,6 +56,7 @@ function diffTableRow(row: DiffRow, custom: boolean): string[] {
   const removed = row.status === 'removed';
   return [
     codeCell(row.name),
+    row.program === '' || row.program === undefined ? EM_DASH : codeCell(row.program),
     cell(row.category),
     added ? EM_DASH : formatValue(row.before, MS),
     removed ? EM_DASH : formatValue(row.after, MS),
@@ -74,9 +75,101 @@ function diffTotals(diff: TraceDiff): string {
   return `Per step, champion → candidate: ${parts.join(' · ')}.`;
 }
 
+/** Whether the profile's times are profiler-inflated: the traced step is not the measured time. */
+export function profilerInflated(profile: ProfileEvidence): boolean {
+  return profile.agreement?.agrees === false;
+}
+
+/** A row's share of the per-step op time, before and after, in percent. */
+export function shares(row: DiffRow, diff: TraceDiff): { before: number; after: number; delta: number } {
+  const before = diff.opTimeMs.before === 0 ? 0 : (100 * row.before) / diff.opTimeMs.before;
+  const after = diff.opTimeMs.after === 0 ? 0 : (100 * row.after) / diff.opTimeMs.after;
+  return { before, after, delta: after - before };
+}
+
+/** Diff rows by |Δ share of op time| (largest first), name breaking ties. */
+export function topShareChanges(rows: readonly DiffRow[], diff: TraceDiff, count: number): DiffRow[] {
+  return [...rows]
+    .sort(
+      (x, y) =>
+        Math.abs(shares(y, diff).delta) - Math.abs(shares(x, diff).delta) ||
+        (x.name < y.name ? -1 : x.name > y.name ? 1 : 0),
+    )
+    .slice(0, Math.max(0, count));
+}
+
+/** `12.3%`, percentage points signed: `+4.1 pp`. */
+function sharePct(percent: number): string {
+  return `${formatFixed(percent, 1)}%`;
+}
+
+function sharePp(delta: number): string {
+  const v = formatFixed(Math.abs(delta), 1);
+  return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `−${v} pp` : `${v} pp`;
+}
+
+/**
+ * The hotspot diff when the trace's times are profiler-inflated: the measured change stays the
+ * headline, the traced times are named for what they are, and ops are compared by their share of op
+ * time per step (which overhead spread over every op distorts far less than the times).
+ */
+function inflatedDiffSection(
+  profile: ProfileEvidence,
+  diff: TraceDiff,
+  rows: number,
+  custom: Set<string>,
+): string {
+  const top = topShareChanges(diff.ops, diff, rows);
+  const lines = [
+    `#### Hotspots (profiler-inflated trace: shares of op time per step, top ${top.length} of ${diff.ops.length} ops by |Δ share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the op time per step.`,
+  ];
+  if (top.length > 0) {
+    const header = ['op', 'program', 'category', 'share before', 'share after', 'Δ share', 'note'];
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        r.program === '' ? EM_DASH : codeCell(r.program),
+        cell(r.category),
+        r.status === 'added' ? EM_DASH : sharePct(sh.before),
+        r.status === 'removed' ? EM_DASH : sharePct(sh.after),
+        sharePp(sh.delta),
+        noteFor(r, custom.has(r.name)),
+      ];
+    });
+    lines.push(table(header, body, ['left', 'left', 'left', 'right', 'right', 'right', 'left']));
+  }
+  if (top.length < diff.ops.length) {
+    lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  }
+  for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
+  return lines.join('\n\n');
+}
+
+/**
+ * `Trace times are profiler-inflated, so they are not compared: the traced step is 10× the measured
+ * median on the champion (17.18 ms vs 1.718 ms) and 1.77× on the candidate (2.383 ms vs 1.345 ms).`
+ */
+export function inflationSentence(profile: ProfileEvidence): string {
+  const a = profile.agreement!;
+  const sides = [
+    ['champion', a.champion],
+    ['candidate', a.candidate],
+  ] as const;
+  const parts = sides
+    .filter(([, x]) => x.ratio !== null)
+    .map(
+      ([label, x]) =>
+        `${formatFixed(x.ratio!, x.ratio! >= 10 ? 0 : 2)}× the measured median on the ${label} (${formatValue(x.tracedMs!, MS)} vs ${formatValue(x.measuredMs!, MS)})`,
+    );
+  return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(' and ')}.`;
+}
+
 /**
  * The hotspot diff: top `rows` ops by |Δ time per step|, with added/removed ops and custom calls
- * flagged. Without a champion trace, the candidate's heaviest ops; without a profile, why.
+ * flagged; when the profile does not agree with the measurement, by |Δ share| instead (see
+ * inflatedDiffSection). Without a champion trace, the candidate's heaviest ops; without a profile, why.
  */
 export function hotspotSection(profile: ProfileEvidence | undefined, rows: number): string | undefined {
   if (!profile) return undefined;
@@ -86,6 +179,7 @@ export function hotspotSection(profile: ProfileEvidence | undefined, rows: numbe
   }
   const custom = customCallNames(profile);
   const diff = profile.diff;
+  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
   if (diff) {
     const top = topChanges(diff.ops, rows);
     const lines = [
@@ -93,9 +187,9 @@ export function hotspotSection(profile: ProfileEvidence | undefined, rows: numbe
       diffTotals(diff),
     ];
     if (top.length > 0) {
-      const header = ['op', 'category', 'before', 'after', 'Δ', 'Δ%', 'note'];
+      const header = ['op', 'program', 'category', 'before', 'after', 'Δ', 'Δ%', 'note'];
       const body = top.map((r) => diffTableRow(r, custom.has(r.name)));
-      lines.push(table(header, body, ['left', 'left', 'right', 'right', 'right', 'right', 'left']));
+      lines.push(table(header, body, ['left', 'left', 'left', 'right', 'right', 'right', 'right', 'left']));
     }
     if (top.length < diff.ops.length) {
       lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
@@ -106,34 +200,55 @@ export function hotspotSection(profile: ProfileEvidence | undefined, rows: numbe
   const summary = profile.summary;
   if (!summary) return `${title}\n\nThe profile produced no trace summary.`;
   const top = heaviestOps(summary.ops, rows);
+  const inflated = profilerInflated(profile);
   const lines = [
-    `${title} (candidate only, no champion trace to diff; top ${top.length} ops by time per step)`,
+    `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary.ops.length} ops by device time over the whole trace${inflated ? '; profiler-inflated trace: compare shares, not times' : ''})`,
   ];
+  if (inflated) lines.push(inflationSentence(profile));
   if (top.length > 0) {
     const body = top.map((op) => [
       codeCell(op.name),
+      op.program === '' ? EM_DASH : codeCell(op.program),
       cell(op.category),
-      formatValue(op.timeMs, MS),
-      formatPercent(op.shareOfOps / 100, 1),
-      op.customCall ? 'custom call, no cost model' : op.noCostModel ? 'no cost model' : '',
+      op.occurrences === 0 && op.timeMs === 0 ? 'outside steps' : formatValue(op.timeMs, MS),
+      formatPercent(op.shareOfDevice / 100, 1),
+      op.tflops === null || op.noCostModel ? EM_DASH : formatFixed(op.tflops, 2),
+      rooflineCell(op),
+      opNote(op),
     ]);
     lines.push(
-      table(['op', 'category', 'time', 'share of ops', 'note'], body, [
-        'left',
-        'left',
-        'right',
-        'right',
-        'left',
-      ]),
+      table(
+        ['op', 'program', 'category', 'time per step', 'share of device time', 'TFLOP/s', 'roofline', 'note'],
+        body,
+        ['left', 'left', 'left', 'right', 'right', 'right', 'right', 'left'],
+      ),
     );
   }
   return lines.join('\n\n');
 }
 
-/** The heaviest ops of one summary, largest first (name breaks ties). */
+/** `35% of 299 (memory)`: an op's place against the device roofline. */
+function rooflineCell(op: OpRow): string {
+  const r = op.roofline;
+  if (r === null) return EM_DASH;
+  if (r.attainableTflops === 0) return `${formatFixed(r.fraction * 100, 0)}% of HBM BW`;
+  return `${formatFixed(r.fraction * 100, 0)}% of ${formatFixed(r.attainableTflops, r.attainableTflops >= 100 ? 0 : 1)} (${r.bound})`;
+}
+
+function opNote(op: OpRow): string {
+  if (op.customCall) return op.noCostModel ? 'custom call, no cost model' : 'custom call';
+  return op.noCostModel ? 'no cost model' : '';
+}
+
+/** The heaviest ops of one summary over the whole trace, largest first (name breaks ties). */
 export function heaviestOps(ops: readonly OpRow[], count: number): OpRow[] {
   return [...ops]
-    .sort((x, y) => y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0))
+    .sort(
+      (x, y) =>
+        (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) ||
+        y.timeMs - x.timeMs ||
+        (x.name < y.name ? -1 : x.name > y.name ? 1 : 0),
+    )
     .slice(0, Math.max(0, count));
 }
 
@@ -164,10 +279,28 @@ export function customCallSection(profile: ProfileEvidence | undefined, rows: nu
   const text = launchesText(profile);
   if (text === undefined) return undefined;
   const lines = [
-    `#### Custom calls\n\nCustom-call launches per step (Pallas/Mosaic kernels; XLA has no cost model for them): ${text}.`,
+    `#### Custom calls\n\nCustom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text}.`,
   ];
   const diff = profile.diff;
-  if (diff && diff.customCalls.length > 0) {
+  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
+    const top = topShareChanges(diff.customCalls, diff, rows);
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        formatLaunches(r.countBefore),
+        formatLaunches(r.countAfter),
+        sharePct(sh.before),
+        sharePct(sh.after),
+        sharePp(sh.delta),
+      ];
+    });
+    const header = ['kernel', 'launches before', 'launches after', 'share before', 'share after', 'Δ share'];
+    lines.push(table(header, body, ['left', 'right', 'right', 'right', 'right', 'right']));
+    if (top.length < diff.customCalls.length) {
+      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
+    }
+  } else if (diff && diff.customCalls.length > 0) {
     const top = topChanges(diff.customCalls, rows);
     const body = top.map((r) => [
       codeCell(r.name),

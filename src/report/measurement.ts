@@ -68,14 +68,37 @@ export function barsLine(m: MeasurementEvidence): string | undefined {
       `${what} ${formatRatioWithCi(c.ratio, c.ci)}, ${confidenceLabel(c.confidence, c.ciMethod)} from ${c.resamples} resamples, seed ${c.seed}.`,
     );
   }
-  if (c.acceptBar !== null) {
-    const mde =
-      c.mde === null
-        ? ''
-        : ` (MDE ${formatPercent(c.mde, 1)}${c.mdeSource === 'fixed' ? ', fixed by policy' : c.noiseCv !== null ? `, from the ${c.mdeSource} CV ${formatCv(c.noiseCv)}` : ''})`;
-    parts.push(`Accept bar ${formatRatio(c.acceptBar)}${mde}; regression bar ${formatRatio(c.regressBar)}.`);
-  }
+  if (c.acceptBar !== null) parts.push(acceptBarText(c));
   return parts.length > 0 ? parts.join(' ') : undefined;
+}
+
+/**
+ * The accept bar said as what it is (the lower CI bound must clear it), then what it can detect:
+ * `Accept bar 1.010×: the lower CI bound must clear +1.0% (the practical floor; noise margin +0.6%
+ * for ≤ 1% false accepts at no change). Detectable with 80% power at n = 5/5 and CV 2.1% (observed):
+ * +5.8%. Regression bar 0.990×.`
+ */
+export function acceptBarText(c: NonNullable<MeasurementEvidence['comparison']>): string {
+  const bar = c.acceptBar!;
+  const regress = `Regression bar ${formatRatio(c.regressBar)}.`;
+  const clear = `+${formatPercent(bar - 1, 1)}`;
+  if (c.mdeSource === 'fixed' || c.acceptMargin === undefined || c.acceptMargin === null) {
+    // A margin fixed by policy (or a record from before the bar had a noise margin).
+    const why = c.mdeSource === 'fixed' ? 'a margin fixed by policy' : `MDE ${formatPercent(c.mde ?? 0, 1)}`;
+    return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
+  }
+  const floor = c.practicalDelta ?? 0;
+  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for ≤ ${formatPercent(c.falseAcceptRate ?? 0.01, 2)} false accepts at no change`;
+  const which =
+    c.acceptMargin > floor
+      ? `${margin}; practical floor +${formatPercent(floor, 1)}`
+      : `the practical floor; ${margin}`;
+  const power = Math.round((c.power ?? 0.8) * 100);
+  const detectable =
+    c.mde === null || c.noiseCv === null
+      ? ''
+      : ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}): +${formatPercent(c.mde, 1)}.`;
+  return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which}).${detectable} ${regress}`;
 }
 
 /** `95% percentile CI`, `90% BCa CI`. */

@@ -101,7 +101,7 @@ describe('action inputs', () => {
     });
     expect(r.files.output).toMatch(/^status<<(ghadelimiter_[0-9a-f-]{36})\ndone\n\1\n/);
     expect(JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')).schema).toBe(
-      'hillclimb.trace-summary/1',
+      'hillclimb.trace-summary/2',
     );
     expect(Number(r.outputs['step-ms-before'])).toBe(Number(r.outputs['step-ms-after']));
     expect(r.summary).toMatch(

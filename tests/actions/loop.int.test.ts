@@ -179,7 +179,7 @@ store:
     const d = runs.traceDiff!.outputs;
     expect(d.status).toBe('done');
     expect(d['top-change']).toMatch(/^toy_kernel −?-?\d/);
-    expect(JSON.parse(readFileSync(d['diff-file']!, 'utf8')).schema).toBe('hillclimb.trace-diff/1');
+    expect(JSON.parse(readFileSync(d['diff-file']!, 'utf8')).schema).toBe('hillclimb.trace-diff/2');
     expect(runs.traceDiff!.summary).toContain('#### Hotspots');
   });
 

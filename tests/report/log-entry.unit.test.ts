@@ -26,7 +26,7 @@ describe('renderLogEntry', () => {
       `- Run: \`${RUN_ID}\`, iteration 3 of 4, target \`gdn\``,
       '- Date: 2026-11-21 23:58 UTC',
       '- Verdict: ✓ improved',
-      '- Reason: lower CI bound 1.2048 > accept bar 1.0821',
+      '- Reason: lower CI bound 1.2048 > accept bar 1.0100',
       '- Reason: speedup (median A / median B) 1.2285 [1.2048, 1.2516] (95% percentile CI, n = 5/5)',
       `- Commit: \`1a2b3c4d5e\` on \`hillclimb/gdn/${RUN_ID}/i003\``,
       '- Base: `9f8e7d6c5b` (champion since iteration 2)',

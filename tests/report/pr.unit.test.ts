@@ -72,7 +72,7 @@ describe('renderPullRequest', () => {
     const body = renderPullRequest(measured(IMPROVED)).body;
     expect(body.split('\n')[0]).toBe('## ✓ improved: fwd+bwd time −18.6% [−20.1%, −17.0%] (n=5+5)');
     expect(body).toContain('### Verdict: ✓ improved');
-    expect(body).toContain('- lower CI bound 1.2048 > accept bar 1.0821');
+    expect(body).toContain('- lower CI bound 1.2048 > accept bar 1.0100');
     expect(body).toContain('| CPU correctness | passed, 128 tests: 126 passed, 2 skipped (41.2 s) |');
     expect(body).toContain(
       '**Measurement:** fwd+bwd time 12.31 ms → 10.02 ms, −18.6% [−20.1%, −17.0%] (n=5+5), MFU n/a on CPU.',

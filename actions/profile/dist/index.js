@@ -9082,8 +9082,8 @@ var require_retry_handler = __commonJS({
       wrapRequestBody
     } = require_util();
     function calculateRetryAfterHeader(retryAfter) {
-      const current = Date.now();
-      return new Date(retryAfter).getTime() - current;
+      const current2 = Date.now();
+      return new Date(retryAfter).getTime() - current2;
     }
     function validatePartialResponseContentLength(headers, range2, statusCode, retryCount) {
       const contentLength = headers["content-length"];
@@ -25643,11 +25643,11 @@ var require_format = __commonJS({
           }
           function getFormat(fmtDef) {
             const code2 = fmtDef instanceof RegExp ? (0, codegen_1.regexpCode)(fmtDef) : opts.code.formats ? (0, codegen_1._)`${opts.code.formats}${(0, codegen_1.getProperty)(schema)}` : void 0;
-            const fmt = gen.scopeValue("formats", { key: schema, ref: fmtDef, code: code2 });
+            const fmt2 = gen.scopeValue("formats", { key: schema, ref: fmtDef, code: code2 });
             if (typeof fmtDef == "object" && !(fmtDef instanceof RegExp)) {
-              return [fmtDef.type || "string", fmtDef.validate, (0, codegen_1._)`${fmt}.validate`];
+              return [fmtDef.type || "string", fmtDef.validate, (0, codegen_1._)`${fmt2}.validate`];
             }
-            return ["string", fmtDef, fmt];
+            return ["string", fmtDef, fmt2];
           }
           function validCondition() {
             if (typeof formatDef == "object" && !(formatDef instanceof RegExp) && formatDef.async) {
@@ -27996,7 +27996,7 @@ ${indent2}${line}` : "\n";
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum2, line) => sum2 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum3, line) => sum3 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -28012,7 +28012,7 @@ ${indent2}${line}` : "\n";
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum2, line) => sum2 + line.length + 2, 2);
+          const len = lines.reduce((sum3, line) => sum3 + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
@@ -33988,15 +33988,15 @@ var require_light = __commonJS({
           });
         }
         next(id) {
-          var current, next;
-          current = this._jobs[id];
-          next = current + 1;
-          if (current != null && next < this.status.length) {
-            this.counts[current]--;
+          var current2, next;
+          current2 = this._jobs[id];
+          next = current2 + 1;
+          if (current2 != null && next < this.status.length) {
+            this.counts[current2]--;
             this.counts[next]++;
             return this._jobs[id]++;
-          } else if (current != null) {
-            this.counts[current]--;
+          } else if (current2 != null) {
+            this.counts[current2]--;
             return delete this._jobs[id];
           }
         }
@@ -34007,13 +34007,13 @@ var require_light = __commonJS({
           return this.counts[initial]++;
         }
         remove(id) {
-          var current;
-          current = this._jobs[id];
-          if (current != null) {
-            this.counts[current]--;
+          var current2;
+          current2 = this._jobs[id];
+          if (current2 != null) {
+            this.counts[current2]--;
             delete this._jobs[id];
           }
-          return current != null;
+          return current2 != null;
         }
         jobStatus(id) {
           var ref;
@@ -36584,15 +36584,15 @@ var require_States = __commonJS({
         });
       }
       next(id) {
-        var current, next;
-        current = this._jobs[id];
-        next = current + 1;
-        if (current != null && next < this.status.length) {
-          this.counts[current]--;
+        var current2, next;
+        current2 = this._jobs[id];
+        next = current2 + 1;
+        if (current2 != null && next < this.status.length) {
+          this.counts[current2]--;
           this.counts[next]++;
           return this._jobs[id]++;
-        } else if (current != null) {
-          this.counts[current]--;
+        } else if (current2 != null) {
+          this.counts[current2]--;
           return delete this._jobs[id];
         }
       }
@@ -36603,13 +36603,13 @@ var require_States = __commonJS({
         return this.counts[initial]++;
       }
       remove(id) {
-        var current;
-        current = this._jobs[id];
-        if (current != null) {
-          this.counts[current]--;
+        var current2;
+        current2 = this._jobs[id];
+        if (current2 != null) {
+          this.counts[current2]--;
           delete this._jobs[id];
         }
-        return current != null;
+        return current2 != null;
       }
       jobStatus(id) {
         var ref;
@@ -38974,6 +38974,7 @@ function diffTableRow(row, custom) {
   const removed = row.status === "removed";
   return [
     codeCell(row.name),
+    row.program === "" || row.program === void 0 ? EM_DASH : codeCell(row.program),
     cell(row.category),
     added ? EM_DASH : formatValue(row.before, MS),
     removed ? EM_DASH : formatValue(row.after, MS),
@@ -38989,6 +38990,65 @@ function diffTotals(diff) {
   parts.push(`busy ${beforeAfter(diff.busyMs)}`);
   return `Per step, champion \u2192 candidate: ${parts.join(" \xB7 ")}.`;
 }
+function profilerInflated(profile) {
+  return profile.agreement?.agrees === false;
+}
+function shares(row, diff) {
+  const before = diff.opTimeMs.before === 0 ? 0 : 100 * row.before / diff.opTimeMs.before;
+  const after = diff.opTimeMs.after === 0 ? 0 : 100 * row.after / diff.opTimeMs.after;
+  return { before, after, delta: after - before };
+}
+function topShareChanges(rows, diff, count) {
+  return [...rows].sort(
+    (x, y) => Math.abs(shares(y, diff).delta) - Math.abs(shares(x, diff).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count));
+}
+function sharePct(percent) {
+  return `${formatFixed(percent, 1)}%`;
+}
+function sharePp(delta) {
+  const v = formatFixed(Math.abs(delta), 1);
+  return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
+}
+function inflatedDiffSection(profile, diff, rows, custom) {
+  const top = topShareChanges(diff.ops, diff, rows);
+  const lines = [
+    `#### Hotspots (profiler-inflated trace: shares of op time per step, top ${top.length} of ${diff.ops.length} ops by |\u0394 share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the op time per step.`
+  ];
+  if (top.length > 0) {
+    const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        r.program === "" ? EM_DASH : codeCell(r.program),
+        cell(r.category),
+        r.status === "added" ? EM_DASH : sharePct(sh.before),
+        r.status === "removed" ? EM_DASH : sharePct(sh.after),
+        sharePp(sh.delta),
+        noteFor(r, custom.has(r.name))
+      ];
+    });
+    lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
+  }
+  if (top.length < diff.ops.length) {
+    lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  }
+  for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
+  return lines.join("\n\n");
+}
+function inflationSentence(profile) {
+  const a = profile.agreement;
+  const sides = [
+    ["champion", a.champion],
+    ["candidate", a.candidate]
+  ];
+  const parts = sides.filter(([, x]) => x.ratio !== null).map(
+    ([label, x]) => `${formatFixed(x.ratio, x.ratio >= 10 ? 0 : 2)}\xD7 the measured median on the ${label} (${formatValue(x.tracedMs, MS)} vs ${formatValue(x.measuredMs, MS)})`
+  );
+  return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(" and ")}.`;
+}
 function hotspotSection(profile, rows) {
   if (!profile) return void 0;
   const title = "#### Hotspots";
@@ -38999,6 +39059,7 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
   }
   const custom = customCallNames(profile);
   const diff = profile.diff;
+  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
   if (diff) {
     const top2 = topChanges(diff.ops, rows);
     const lines2 = [
@@ -39006,9 +39067,9 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
       diffTotals(diff)
     ];
     if (top2.length > 0) {
-      const header = ["op", "category", "before", "after", "\u0394", "\u0394%", "note"];
+      const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
       const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
-      lines2.push(table(header, body, ["left", "left", "right", "right", "right", "right", "left"]));
+      lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
     }
     if (top2.length < diff.ops.length) {
       lines2.push(`_${diff.ops.length - top2.length} more ops in the trace diff of the evidence bundle._`);
@@ -39021,31 +39082,46 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
 
 The profile produced no trace summary.`;
   const top = heaviestOps(summary2.ops, rows);
+  const inflated = profilerInflated(profile);
   const lines = [
-    `${title} (candidate only, no champion trace to diff; top ${top.length} ops by time per step)`
+    `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary2.ops.length} ops by device time over the whole trace${inflated ? "; profiler-inflated trace: compare shares, not times" : ""})`
   ];
+  if (inflated) lines.push(inflationSentence(profile));
   if (top.length > 0) {
     const body = top.map((op) => [
       codeCell(op.name),
+      op.program === "" ? EM_DASH : codeCell(op.program),
       cell(op.category),
-      formatValue(op.timeMs, MS),
-      formatPercent(op.shareOfOps / 100, 1),
-      op.customCall ? "custom call, no cost model" : op.noCostModel ? "no cost model" : ""
+      op.occurrences === 0 && op.timeMs === 0 ? "outside steps" : formatValue(op.timeMs, MS),
+      formatPercent(op.shareOfDevice / 100, 1),
+      op.tflops === null || op.noCostModel ? EM_DASH : formatFixed(op.tflops, 2),
+      rooflineCell(op),
+      opNote(op)
     ]);
     lines.push(
-      table(["op", "category", "time", "share of ops", "note"], body, [
-        "left",
-        "left",
-        "right",
-        "right",
-        "left"
-      ])
+      table(
+        ["op", "program", "category", "time per step", "share of device time", "TFLOP/s", "roofline", "note"],
+        body,
+        ["left", "left", "left", "right", "right", "right", "right", "left"]
+      )
     );
   }
   return lines.join("\n\n");
 }
+function rooflineCell(op) {
+  const r = op.roofline;
+  if (r === null) return EM_DASH;
+  if (r.attainableTflops === 0) return `${formatFixed(r.fraction * 100, 0)}% of HBM BW`;
+  return `${formatFixed(r.fraction * 100, 0)}% of ${formatFixed(r.attainableTflops, r.attainableTflops >= 100 ? 0 : 1)} (${r.bound})`;
+}
+function opNote(op) {
+  if (op.customCall) return op.noCostModel ? "custom call, no cost model" : "custom call";
+  return op.noCostModel ? "no cost model" : "";
+}
 function heaviestOps(ops, count) {
-  return [...ops].sort((x, y) => y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count));
+  return [...ops].sort(
+    (x, y) => (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) || y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count));
 }
 function launchTotals(profile) {
   const diff = profile.diff;
@@ -39071,10 +39147,28 @@ function customCallSection(profile, rows) {
   const lines = [
     `#### Custom calls
 
-Custom-call launches per step (Pallas/Mosaic kernels; XLA has no cost model for them): ${text3}.`
+Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text3}.`
   ];
   const diff = profile.diff;
-  if (diff && diff.customCalls.length > 0) {
+  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
+    const top = topShareChanges(diff.customCalls, diff, rows);
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        formatLaunches(r.countBefore),
+        formatLaunches(r.countAfter),
+        sharePct(sh.before),
+        sharePct(sh.after),
+        sharePp(sh.delta)
+      ];
+    });
+    const header = ["kernel", "launches before", "launches after", "share before", "share after", "\u0394 share"];
+    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
+    if (top.length < diff.customCalls.length) {
+      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
+    }
+  } else if (diff && diff.customCalls.length > 0) {
     const top = topChanges(diff.customCalls, rows);
     const body = top.map((r) => [
       codeCell(r.name),
@@ -39150,11 +39244,23 @@ function barsLine(m) {
       `${what} ${formatRatioWithCi(c.ratio, c.ci)}, ${confidenceLabel(c.confidence, c.ciMethod)} from ${c.resamples} resamples, seed ${c.seed}.`
     );
   }
-  if (c.acceptBar !== null) {
-    const mde = c.mde === null ? "" : ` (MDE ${formatPercent(c.mde, 1)}${c.mdeSource === "fixed" ? ", fixed by policy" : c.noiseCv !== null ? `, from the ${c.mdeSource} CV ${formatCv(c.noiseCv)}` : ""})`;
-    parts.push(`Accept bar ${formatRatio(c.acceptBar)}${mde}; regression bar ${formatRatio(c.regressBar)}.`);
-  }
+  if (c.acceptBar !== null) parts.push(acceptBarText(c));
   return parts.length > 0 ? parts.join(" ") : void 0;
+}
+function acceptBarText(c) {
+  const bar = c.acceptBar;
+  const regress = `Regression bar ${formatRatio(c.regressBar)}.`;
+  const clear = `+${formatPercent(bar - 1, 1)}`;
+  if (c.mdeSource === "fixed" || c.acceptMargin === void 0 || c.acceptMargin === null) {
+    const why = c.mdeSource === "fixed" ? "a margin fixed by policy" : `MDE ${formatPercent(c.mde ?? 0, 1)}`;
+    return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
+  }
+  const floor = c.practicalDelta ?? 0;
+  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for \u2264 ${formatPercent(c.falseAcceptRate ?? 0.01, 2)} false accepts at no change`;
+  const which2 = c.acceptMargin > floor ? `${margin}; practical floor +${formatPercent(floor, 1)}` : `the practical floor; ${margin}`;
+  const power = Math.round((c.power ?? 0.8) * 100);
+  const detectable = c.mde === null || c.noiseCv === null ? "" : ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}): +${formatPercent(c.mde, 1)}.`;
+  return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which2}).${detectable} ${regress}`;
 }
 function confidenceLabel(confidence, method) {
   return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${method === "bca" ? "BCa" : "percentile"} CI`;
@@ -40195,7 +40301,7 @@ function iterationSummary(result) {
 
 // src/loop/phases.ts
 import { existsSync as existsSync29 } from "node:fs";
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute5, resolve as resolve5 } from "node:path";
@@ -44702,7 +44808,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join39 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join40 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -44710,13 +44816,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join39(key),
+        keyPath: join40(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join39(String(e.params.missingProperty)),
+        keyPath: join40(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -44846,10 +44952,10 @@ async function remoteBranchSha(cwd, remote, branch, opts = {}) {
 async function worktreesOnBranch(cwd, branch, opts = {}) {
   const res = await git2(cwd, ["worktree", "list", "--porcelain"], opts);
   const found = [];
-  let current = "";
+  let current2 = "";
   for (const line of res.stdout.split("\n")) {
-    if (line.startsWith("worktree ")) current = line.slice("worktree ".length);
-    if (line === `branch refs/heads/${branch}`) found.push(current);
+    if (line.startsWith("worktree ")) current2 = line.slice("worktree ".length);
+    if (line === `branch refs/heads/${branch}`) found.push(current2);
   }
   return found;
 }
@@ -44871,14 +44977,14 @@ var MANAGED_LABEL_PREFIX = "hillclimb:";
 function isManagedLabel(name) {
   return name.toLowerCase().startsWith(MANAGED_LABEL_PREFIX);
 }
-function planLabels(current, wanted) {
+function planLabels(current2, wanted) {
   const lower = (s) => s.toLowerCase();
   const wantedSet = new Set(wanted.map(lower));
-  const currentSet = new Set(current.map(lower));
+  const currentSet = new Set(current2.map(lower));
   const add = dedupe2(wanted).filter((l) => !currentSet.has(lower(l)));
-  const remove = current.filter((l) => isManagedLabel(l) && !wantedSet.has(lower(l)));
+  const remove = current2.filter((l) => isManagedLabel(l) && !wantedSet.has(lower(l)));
   const removed = new Set(remove.map(lower));
-  const result = [...current.filter((l) => !removed.has(lower(l))), ...add].sort();
+  const result = [...current2.filter((l) => !removed.has(lower(l))), ...add].sort();
   return { add, remove, result };
 }
 function dedupe2(labels) {
@@ -49653,12 +49759,12 @@ var GitHubForge = class {
         pull = existing;
       }
     }
-    const current = pull;
-    const labels = await this.applyLabels(current.number, labelNames(current), spec.labels);
+    const current2 = pull;
+    const labels = await this.applyLabels(current2.number, labelNames(current2), spec.labels);
     if (operation === "unchanged" && labels.changed) operation = "updated";
-    this.opts.logger.info(`PR #${current.number} (${spec.branch}): ${operation}`);
+    this.opts.logger.info(`PR #${current2.number} (${spec.branch}): ${operation}`);
     return {
-      pr: { ...toPullRequest(current), labels: labels.result },
+      pr: { ...toPullRequest(current2), labels: labels.result },
       operation,
       truncated: capped.truncated
     };
@@ -49794,8 +49900,8 @@ var GitHubForge = class {
     return data;
   }
   /** Add wanted labels and remove unwanted managed ones; other labels are left alone. */
-  async applyLabels(number, current, wanted) {
-    const plan = planLabels(current, wanted);
+  async applyLabels(number, current2, wanted) {
+    const plan = planLabels(current2, wanted);
     const s = this.session;
     if (plan.add.length > 0) {
       for (const name of plan.add.filter(isManagedLabel)) await this.ensureLabel(name);
@@ -50643,8 +50749,8 @@ var Scratch = class {
 ` });
     const tree = (await this.git(["write-tree", "--missing-ok"], { index })).stdout.trim();
     if (tip) {
-      const current = (await this.git(["rev-parse", `${tip}^{tree}`])).stdout.trim();
-      if (current === tree) return void 0;
+      const current2 = (await this.git(["rev-parse", `${tip}^{tree}`])).stdout.trim();
+      if (current2 === tree) return void 0;
     }
     const args = ["commit-tree", tree, "-m", message, ...tip ? ["-p", tip] : []];
     return (await this.git(args)).stdout.trim();
@@ -52872,7 +52978,7 @@ function generateWasmBytes2() {
     put([253, 80]);
     put([33, 16 + b]);
   }
-  for (let round3 = 0; round3 < 7; round3++) {
+  for (let round4 = 0; round4 < 7; round4++) {
     g(0, 4, 8, 12);
     g(1, 5, 9, 13);
     g(2, 6, 10, 14);
@@ -53050,7 +53156,7 @@ function generateCompressChunks4xBody() {
     put([253, 80]);
     put([33, 16 + b]);
   }
-  for (let round3 = 0; round3 < 7; round3++) {
+  for (let round4 = 0; round4 < 7; round4++) {
     g(0, 4, 8, 12);
     g(1, 5, 9, 13);
     g(2, 6, 10, 14);
@@ -53171,7 +53277,7 @@ function generateCompressParentBody() {
     put([33, sb]);
   }
   let msgIdx = 0;
-  for (let round3 = 0; round3 < 7; round3++) {
+  for (let round4 = 0; round4 < 7; round4++) {
     g(0, 4, 8, 12, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
     msgIdx += 2;
     g(1, 5, 9, 13, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
@@ -53878,16 +53984,16 @@ function flattenHump(hump) {
 function buildHump(chunks, atStart, atEnd) {
   const leftLevels = [];
   const rightLevels = [];
-  let current = chunks;
+  let current2 = chunks;
   let allLeftsEmpty = true;
   let allRightsEmpty = true;
   while (true) {
     const levelAtStart = atStart && allLeftsEmpty;
     const levelAtEnd = atEnd && allRightsEmpty;
     const promoted = [];
-    const [prefixLen, suffixLen] = splitAndPromote(current, levelAtStart, levelAtEnd, promoted);
-    leftLevels.push(current.slice(0, prefixLen));
-    rightLevels.push(current.slice(current.length - suffixLen));
+    const [prefixLen, suffixLen] = splitAndPromote(current2, levelAtStart, levelAtEnd, promoted);
+    leftLevels.push(current2.slice(0, prefixLen));
+    rightLevels.push(current2.slice(current2.length - suffixLen));
     if (prefixLen > 0) {
       allLeftsEmpty = false;
     }
@@ -53902,7 +54008,7 @@ function buildHump(chunks, atStart, atEnd) {
       rightLevels.push([]);
       break;
     }
-    current = promoted;
+    current2 = promoted;
   }
   return { leftLevels, rightLevels };
 }
@@ -54443,7 +54549,7 @@ async function* sha256(buffer, opts) {
 var cryptoModule;
 var wasmModule;
 function combineUint8Arrays(...arrays) {
-  const totalLength = arrays.reduce((sum2, array) => sum2 + array.length, 0);
+  const totalLength = arrays.reduce((sum22, array) => sum22 + array.length, 0);
   const combinedBytes = new Uint8Array(totalLength);
   let offset = 0;
   for (const array of arrays) {
@@ -56829,9 +56935,9 @@ async function planRangeEdit(spliced, original, params) {
     return void 0;
   }
   if (params.rangeEditCache) {
-    const cached2 = planRangeEditFromCache(spliced, originalHash, originalSize, params.rangeEditCache);
-    if (cached2) {
-      return cached2;
+    const cached22 = planRangeEditFromCache(spliced, originalHash, originalSize, params.rangeEditCache);
+    if (cached22) {
+      return cached22;
     }
   }
   const token = await xetWriteToken(params);
@@ -57165,7 +57271,7 @@ function buildFreshFileCachePayload(fileChunks, representation) {
     false
   ).toJSON() : null;
   return {
-    size: fileChunks.reduce((sum2, chunk2) => sum2 + chunk2.length, 0),
+    size: fileChunks.reduce((sum22, chunk2) => sum22 + chunk2.length, 0),
     openSubtree,
     lastTermChunks
   };
@@ -57594,8 +57700,8 @@ function backtrackDedup(xorb, computeHmac, shardData, chunkCache, chunkMetadata,
     if (chunk2.xorbId === xorb.id) {
       const newIndex = oldIndexToNewIndex.get(chunk2.chunkIndex);
       if (newIndex !== void 0) {
-        const cached2 = chunkCache.getChunk(xorb.chunks[newIndex].hash, null);
-        if (cached2 !== void 0 && cached2.xorbIndex === chunk2.xorbId && cached2.chunkIndex === chunk2.chunkIndex) {
+        const cached22 = chunkCache.getChunk(xorb.chunks[newIndex].hash, null);
+        if (cached22 !== void 0 && cached22.xorbIndex === chunk2.xorbId && cached22.chunkIndex === chunk2.chunkIndex) {
           chunkCache.updateChunkIndex(xorb.chunks[newIndex].hash, newIndex);
         }
         chunk2.chunkIndex = newIndex;
@@ -59414,17 +59520,17 @@ import { existsSync as existsSync15, lstatSync as lstatSync2, readdirSync as rea
 import { join as join25 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
-  const walk2 = (rel) => {
+  const walk3 = (rel) => {
     const abs = rel === "" ? dir : join25(dir, rel);
     const st = lstatSync2(abs);
     if (st.isDirectory()) {
-      for (const name of readdirSync7(abs).sort()) walk2(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync7(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
     const data = readPlainFile(abs);
     lines.push(`${createHash5("sha256").update(data).digest("hex")}  ${rel}`);
   };
-  walk2("");
+  walk3("");
   lines.sort();
   return createHash5("sha256").update(`${lines.join("\n")}
 `).digest("hex");
@@ -61722,8 +61828,8 @@ var MatcherView = class {
   hasAttr(attrName) {
     const path = this._matcher.path;
     if (path.length === 0) return false;
-    const current = path[path.length - 1];
-    return current.values !== void 0 && attrName in current.values;
+    const current2 = path[path.length - 1];
+    return current2.values !== void 0 && attrName in current2.values;
   }
   /**
    * Get the value of a "kept" attribute from the nearest ancestor (or
@@ -61894,9 +62000,9 @@ var Matcher = class {
    */
   updateCurrent(attrValues) {
     if (this.path.length > 0) {
-      const current = this.path[this.path.length - 1];
+      const current2 = this.path[this.path.length - 1];
       if (attrValues !== null && attrValues !== void 0) {
-        current.values = attrValues;
+        current2.values = attrValues;
       }
     }
   }
@@ -61930,8 +62036,8 @@ var Matcher = class {
    */
   hasAttr(attrName) {
     if (this.path.length === 0) return false;
-    const current = this.path[this.path.length - 1];
-    return current.values !== void 0 && attrName in current.values;
+    const current2 = this.path[this.path.length - 1];
+    return current2.values !== void 0 && attrName in current2.values;
   }
   /**
    * Get the value of a "kept" attribute from the nearest ancestor (or
@@ -63859,7 +63965,7 @@ function topSuites(file, doc) {
 function totalsOf(file, cases, suites) {
   const count = (s) => cases.filter((c) => c.status === s).length;
   const suiteTimes = suites.map((s) => attr(s, "time"));
-  const time = suiteTimes.every((t) => t !== void 0 && t.trim() !== "") && suites.length > 0 ? suiteTimes.reduce((sum2, t, i) => sum2 + seconds(file, t, `testsuite ${i}`), 0) : cases.reduce((sum2, c) => sum2 + c.time, 0);
+  const time = suiteTimes.every((t) => t !== void 0 && t.trim() !== "") && suites.length > 0 ? suiteTimes.reduce((sum3, t, i) => sum3 + seconds(file, t, `testsuite ${i}`), 0) : cases.reduce((sum3, c) => sum3 + c.time, 0);
   return {
     tests: cases.length,
     passed: count("passed"),
@@ -64393,23 +64499,23 @@ function basename5(path) {
 // src/workspace/unified-diff.ts
 function parseUnifiedDiff(text3) {
   const files = [];
-  let current;
+  let current2;
   let newLine = 0;
   let inHunk = false;
   const lines = text3.split("\n");
   if (lines.at(-1) === "") lines.pop();
   for (const raw of lines) {
     if (raw.startsWith("diff --git ")) {
-      current = { ...pathsFromDiffGit(raw.slice("diff --git ".length)), binary: false, added: [] };
-      files.push(current);
+      current2 = { ...pathsFromDiffGit(raw.slice("diff --git ".length)), binary: false, added: [] };
+      files.push(current2);
       inHunk = false;
       continue;
     }
-    if (!current) continue;
+    if (!current2) continue;
     if (inHunk) {
       const c = raw[0];
       if (c === "+") {
-        current.added.push({ line: newLine, text: raw.slice(1) });
+        current2.added.push({ line: newLine, text: raw.slice(1) });
         newLine++;
         continue;
       }
@@ -64425,19 +64531,19 @@ function parseUnifiedDiff(text3) {
       newLine = Number(hunk[1]);
       inHunk = true;
     } else if (raw.startsWith("--- ")) {
-      current.oldPath = stripPrefix(raw.slice(4), "a/");
+      current2.oldPath = stripPrefix(raw.slice(4), "a/");
     } else if (raw.startsWith("+++ ")) {
-      current.newPath = stripPrefix(raw.slice(4), "b/");
+      current2.newPath = stripPrefix(raw.slice(4), "b/");
     } else if (raw.startsWith("new file mode")) {
-      current.oldPath = void 0;
+      current2.oldPath = void 0;
     } else if (raw.startsWith("deleted file mode")) {
-      current.newPath = void 0;
+      current2.newPath = void 0;
     } else if (raw.startsWith("rename from ")) {
-      current.oldPath = unquote(raw.slice("rename from ".length));
+      current2.oldPath = unquote(raw.slice("rename from ".length));
     } else if (raw.startsWith("rename to ")) {
-      current.newPath = unquote(raw.slice("rename to ".length));
+      current2.newPath = unquote(raw.slice("rename to ".length));
     } else if (raw.startsWith("Binary files ") || raw === "GIT binary patch") {
-      current.binary = true;
+      current2.binary = true;
     }
   }
   return files;
@@ -64768,9 +64874,9 @@ function quantileOfSorted(sorted, p) {
 }
 function mean(values) {
   if (values.length === 0) return Number.NaN;
-  let sum2 = 0;
-  for (const v of values) sum2 += v;
-  return sum2 / values.length;
+  let sum3 = 0;
+  for (const v of values) sum3 += v;
+  return sum3 / values.length;
 }
 function sampleVariance(values) {
   if (values.length < 2) return Number.NaN;
@@ -65025,113 +65131,50 @@ function bootstrapRatioOfMedians(num2, den, opts) {
   };
 }
 
-// src/evidence/stats/student.ts
-var LANCZOS = [
-  0.9999999999998099,
-  676.5203681218851,
-  -1259.1392167224028,
-  771.3234287776531,
-  -176.6150291621406,
-  12.507343278686905,
-  -0.13857109526572012,
-  9984369578019572e-21,
-  15056327351493116e-23
-];
-function logGamma(x) {
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
-  const z = x - 1;
-  let sum2 = LANCZOS[0];
-  for (let i = 1; i < LANCZOS.length; i++) sum2 += LANCZOS[i] / (z + i);
-  const t = z + 7.5;
-  return 0.5 * Math.log(2 * Math.PI) + (z + 0.5) * Math.log(t) - t + Math.log(sum2);
-}
-function betaContinuedFraction(x, a, b) {
-  const tiny = 1e-300;
-  let c = 1;
-  let d = 1 - (a + b) * x / (a + 1);
-  if (Math.abs(d) < tiny) d = tiny;
-  d = 1 / d;
-  let h = d;
-  for (let m = 1; m <= 300; m++) {
-    const m2 = 2 * m;
-    let aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
-    d = 1 + aa * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c = 1 + aa / c;
-    if (Math.abs(c) < tiny) c = tiny;
-    d = 1 / d;
-    h *= d * c;
-    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
-    d = 1 + aa * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c = 1 + aa / c;
-    if (Math.abs(c) < tiny) c = tiny;
-    d = 1 / d;
-    const delta = d * c;
-    h *= delta;
-    if (Math.abs(delta - 1) < 1e-15) break;
-  }
-  return h;
-}
-function regularizedBeta(x, a, b) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const front = Math.exp(logGamma(a + b) - logGamma(a) - logGamma(b) + a * Math.log(x) + b * Math.log1p(-x));
-  return x < (a + 1) / (a + b + 2) ? front * betaContinuedFraction(x, a, b) / a : 1 - front * betaContinuedFraction(1 - x, b, a) / b;
-}
-function studentTCdf(t, dof) {
-  if (Number.isNaN(t) || !(dof > 0)) return Number.NaN;
-  if (t === Number.POSITIVE_INFINITY) return 1;
-  if (t === Number.NEGATIVE_INFINITY) return 0;
-  const tail = 0.5 * regularizedBeta(dof / (dof + t * t), dof / 2, 0.5);
-  return t > 0 ? 1 - tail : tail;
-}
-var quantileCache = /* @__PURE__ */ new Map();
-function studentTQuantile(p, dof) {
-  if (!(p > 0 && p < 1) || !(dof > 0)) return Number.NaN;
-  if (p === 0.5) return 0;
-  if (p < 0.5) return -studentTQuantile(1 - p, dof);
-  const key = `${p}:${dof}`;
-  const cached2 = quantileCache.get(key);
-  if (cached2 !== void 0) return cached2;
-  let lo = normalQuantile(p);
-  let hi = Math.max(2 * lo, 1);
-  while (studentTCdf(hi, dof) < p) hi *= 2;
-  for (let i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, dof) < p) lo = mid;
-    else hi = mid;
-  }
-  const q = (lo + hi) / 2;
-  quantileCache.set(key, q);
-  return q;
-}
-
 // src/evidence/stats/noise.ts
 var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
 var BOOTSTRAP_WIDTH_FACTOR = 1.1;
+var LOWER_BOUND_MEAN = -1.85;
+var LOWER_BOUND_SD = 0.95;
 var DEFAULT_CONFIDENCE = 0.95;
 var DEFAULT_POWER = 0.8;
-function mdeMultiplier(dof, opts = {}) {
-  const confidence = opts.confidence ?? DEFAULT_CONFIDENCE;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = 0.01;
+function checked(opts) {
   const power = opts.power ?? DEFAULT_POWER;
-  if (!(confidence > 0 && confidence < 1))
-    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
+  const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
+  const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
   if (!(power > 0 && power < 1)) throw new RangeError(`power must be in (0, 1), got ${power}`);
-  if (!(dof >= 1)) throw new RangeError(`degrees of freedom must be \u2265 1, got ${dof}`);
-  const t = studentTQuantile(1 - (1 - confidence) / 2, dof) + studentTQuantile(power, dof);
-  return t * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR;
+  if (!(falseAcceptRate > 0 && falseAcceptRate < 0.5))
+    throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
+  if (!(practicalDelta >= 0 && practicalDelta < 1))
+    throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
+  return { power, falseAcceptRate, practicalDelta };
 }
-function minimumDetectableEffect(cv, nA, nB, opts = {}) {
+function logRatioScale(cv, nA, nB) {
   if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
   if (!(Number.isInteger(nA) && Number.isInteger(nB) && nA >= 1 && nB >= 1 && nA + nB >= 3)) {
     throw new RangeError(`run counts must be integers \u2265 1 with at least 3 runs in all, got ${nA} and ${nB}`);
   }
-  return Math.expm1(mdeMultiplier(nA + nB - 2, opts) * cv * Math.sqrt(1 / nA + 1 / nB));
+  return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
 }
-function expectedLogHalfWidth(cv, nA, nB, confidence = DEFAULT_CONFIDENCE) {
-  const t = studentTQuantile(1 - (1 - confidence) / 2, nA + nB - 2);
-  return t * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+function mdeMultiplier(opts = {}) {
+  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
+}
+function acceptMargin(cv, nA, nB, opts = {}) {
+  const { falseAcceptRate } = checked(opts);
+  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
+  return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
+}
+function acceptBarFor(cv, nA, nB, opts = {}) {
+  return 1 + Math.max(checked(opts).practicalDelta, acceptMargin(cv, nA, nB, opts));
+}
+function minimumDetectableEffect(cv, nA, nB, opts = {}) {
+  const bar = acceptBarFor(cv, nA, nB, opts);
+  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
+}
+function expectedLogHalfWidth(cv, nA, nB) {
+  return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
 }
 function pooledLogCv(groups2) {
   let weighted = 0;
@@ -65177,6 +65220,7 @@ var DEFAULT_POLICY = {
   practicalDelta: 0.01,
   regressionDelta: 0.01,
   power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
   implausibleSpeedup: 10,
   minRuns: 5
 };
@@ -65195,6 +65239,8 @@ function checkPolicy(p) {
   if (p.calibratedCv !== void 0 && !(p.calibratedCv >= 0 && Number.isFinite(p.calibratedCv))) {
     fail2("calibratedCv must be a finite number \u2265 0", p.calibratedCv);
   }
+  if (!(p.falseAcceptRate > 0 && p.falseAcceptRate < 0.5))
+    fail2("falseAcceptRate must be in (0, 0.5)", p.falseAcceptRate);
   if (p.ciMethod !== "bca" && p.ciMethod !== "percentile")
     fail2("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
 }
@@ -65265,7 +65311,11 @@ function compareArms(a, b, opts) {
     mde: null,
     mdeSource: null,
     noiseCv: null,
+    acceptMargin: null,
     acceptBar: null,
+    falseAcceptRate: policy.falseAcceptRate,
+    power: policy.power,
+    practicalDelta: policy.practicalDelta,
     regressBar,
     confidence: policy.confidence,
     ciMethod: policy.ciMethod,
@@ -65293,30 +65343,36 @@ function compareArms(a, b, opts) {
   let mde;
   let mdeSource;
   let noiseCv;
+  let margin;
+  let acceptBar;
   const noiseNotes = [];
   if (policy.mde !== void 0) {
     mde = policy.mde;
     mdeSource = "fixed";
     noiseCv = null;
+    margin = null;
+    acceptBar = 1 + Math.max(mde, policy.practicalDelta);
   } else {
     const calibrated = policy.calibratedCv;
     mdeSource = calibrated !== void 0 && calibrated >= observedCv ? "calibrated" : "observed";
     noiseCv = mdeSource === "calibrated" ? calibrated : observedCv;
-    mde = minimumDetectableEffect(noiseCv, a.length, b.length, {
-      confidence: policy.confidence,
-      power: policy.power
-    });
+    const opts2 = {
+      power: policy.power,
+      falseAcceptRate: policy.falseAcceptRate,
+      practicalDelta: policy.practicalDelta
+    };
+    margin = acceptMargin(noiseCv, a.length, b.length, opts2);
+    acceptBar = 1 + Math.max(policy.practicalDelta, margin);
+    mde = minimumDetectableEffect(noiseCv, a.length, b.length, opts2);
     if (calibrated !== void 0 && observedCv > 2 * calibrated) {
       noiseNotes.push(
         `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`
       );
     }
   }
-  const acceptBar = 1 + Math.max(mde, policy.practicalDelta);
   const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
   const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a.length}/${b.length})`;
-  const mdeOrigin = mdeSource === "fixed" ? "fixed by policy" : `${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}`;
-  const barLine = `accept bar ${num(acceptBar)} = 1 + max(MDE ${pct(mde)} (${mdeOrigin}), practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}`;
+  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
   let verdict;
   let decision;
   if (ratio > policy.implausibleSpeedup) {
@@ -65343,6 +65399,7 @@ function compareArms(a, b, opts) {
     mde,
     mdeSource,
     noiseCv,
+    acceptMargin: margin,
     acceptBar
   };
 }
@@ -65364,18 +65421,22 @@ function futilityBar(comparison, opts, nMax) {
   const { acceptBar, noiseCv, mdeSource } = comparison;
   if (acceptBar === null || mdeSource === "fixed" || noiseCv === null) return acceptBar;
   const policy = resolvePolicy(opts);
-  const mde = minimumDetectableEffect(noiseCv, nMax, nMax, {
-    confidence: policy.confidence,
-    power: policy.power
+  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
+    falseAcceptRate: policy.falseAcceptRate,
+    practicalDelta: policy.practicalDelta
   });
-  const barAtMax = 1 + Math.max(mde, policy.practicalDelta);
-  return Math.min(
-    acceptBar,
-    barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax, policy.confidence))
-  );
+  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
+}
+function maxLooks(policy) {
+  return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
+}
+function perLookOptions(opts, policy) {
+  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
+  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
 }
 function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
   checkPolicy2(policy);
+  opts = perLookOptions(opts, policy);
   const n = Math.min(a.length, b.length);
   const stop = (reason, comparison2) => ({
     action: "stop",
@@ -65403,7 +65464,7 @@ function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
   const futile = futilityBar(comparison, opts, policy.nMax);
   if (ci === null || acceptBar === null || futile === null) return stop("no interval", comparison);
   if (ci.hi <= futile) {
-    const why = futile < acceptBar ? `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound could not clear the accept bar at ${policy.nMax} runs per arm` : "the whole CI is below the accept bar: more runs would not lift its lower bound above it";
+    const why = futile === acceptBar ? "the whole CI is below the accept bar: more runs would not lift its lower bound above it" : `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound would more likely than not miss the accept bar at ${policy.nMax} runs per arm`;
     return stop(
       verdict === "regressed" ? "regressed: the whole CI is below the regression bar" : why,
       comparison
@@ -65639,8 +65700,8 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync22, readFileSync as readFileSync17 } from "node:fs";
-import { join as join33, resolve as resolve15 } from "node:path";
+import { existsSync as existsSync22, readFileSync as readFileSync18 } from "node:fs";
+import { join as join34, resolve as resolve15 } from "node:path";
 
 // src/loop/log-file.ts
 var ENTRY_HEADING = /^### Iteration /m;
@@ -65726,11 +65787,474 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 // src/loop/steps/profile.ts
 import { createHash as createHash7 } from "node:crypto";
 import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync16 } from "node:fs";
-import { join as join32 } from "node:path";
+import { join as join33 } from "node:path";
+
+// src/evidence/analysis/agreement.ts
+var AGREEMENT_FACTOR = 1.5;
+function measurementOf(metricPath) {
+  return /^measurements\.([^.]+)\./.exec(metricPath)?.[1];
+}
+function tracedStep(s, measurement) {
+  const named = s.steps.annotations?.find((a) => a.name === `hillclimb_${measurement}`);
+  if (named !== void 0) return { ms: named.medianMs, steps: `host annotation "${named.name}"` };
+  if (s.steps.timeMs !== null && s.steps.detector !== "whole-trace")
+    return { ms: s.steps.timeMs.median, steps: `${s.steps.detector}: ${s.steps.detail}` };
+  return { ms: null, steps: "no step times in the trace" };
+}
+function profileAgreement(input) {
+  const measurement = measurementOf(input.metricPath);
+  const side2 = (s, measured) => {
+    const traced = s === void 0 ? { ms: null, steps: "no trace" } : tracedStep(s, measurement);
+    const usable2 = input.unit === "ms" && traced.ms !== null && measured !== null && measured > 0;
+    return {
+      tracedMs: traced.ms,
+      measuredMs: input.unit === "ms" ? measured : null,
+      ratio: usable2 ? round(traced.ms / measured) : null,
+      steps: traced.steps
+    };
+  };
+  const candidate = side2(input.candidate, input.measured.b);
+  const champion = side2(input.champion, input.measured.a);
+  const factor = AGREEMENT_FACTOR;
+  const off = (r) => r !== null && (r > factor || r < 1 / factor);
+  const ratios = [champion, candidate].map((x) => x.ratio).filter((r) => r !== null);
+  let agrees;
+  let detail;
+  if (input.unit !== "ms") {
+    agrees = null;
+    detail = `the metric is not a time (${input.unit}): the trace's step times cannot be compared with it`;
+  } else if (ratios.length === 0) {
+    agrees = null;
+    detail = `the trace has no step time to compare with the measured ${measurement ?? "metric"} (${candidate.steps})`;
+  } else {
+    agrees = !off(champion.ratio) && !off(candidate.ratio);
+    const sides = [
+      champion.ratio === null ? void 0 : `champion ${fmt(champion.tracedMs)} traced vs ${fmt(champion.measuredMs)} measured (${champion.ratio}\xD7)`,
+      candidate.ratio === null ? void 0 : `candidate ${fmt(candidate.tracedMs)} traced vs ${fmt(candidate.measuredMs)} measured (${candidate.ratio}\xD7)`
+    ].filter((x) => x !== void 0);
+    detail = agrees ? `the traced step agrees with the measured median within ${factor}\xD7: ${sides.join("; ")}` : `the traced step is not the measured time (more than ${factor}\xD7 apart): ${sides.join("; ")}; the profiler's overhead inflates trace times`;
+  }
+  return { factor, candidate, champion, agrees, detail };
+}
+function fmt(ms2) {
+  return ms2 >= 1 ? `${ms2.toFixed(3)} ms` : `${(ms2 * 1e3).toFixed(1)} \xB5s`;
+}
+function round(x) {
+  return Math.round(x * 100) / 100;
+}
+
+// src/evidence/analysis/ops.ts
+function laneRole(lane) {
+  const kind = lane.device.kind;
+  const name = lane.name.trim();
+  if (kind === "host") return "host";
+  if (kind !== "tpu" && kind !== "gpu") return "ignore";
+  if (name === "XLA Modules") return "modules";
+  if (name === "Steps") return "steps";
+  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
+  if (isDerivedGpuLane(name)) return "ignore";
+  return "ops";
+}
+function isDerivedGpuLane(name) {
+  return /^(XLA Ops|XLA Modules|Steps)( - from #\d+)?$/.test(name) || /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name);
+}
+function baseOpName(name) {
+  const m = /^(.*?)(\.\d+)+$/.exec(name);
+  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
+}
+var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
+function deriveCategory(opName, chromeCat, laneName = "") {
+  const base = baseOpName(opName).replace(/^wrapped_/, "");
+  if (customCallKindOfName(base) !== void 0) return "custom-call";
+  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
+  if (/fusion/.test(base)) {
+    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
+    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
+    if (/^ynn/.test(base)) return "ynn fusion";
+    return "fusion";
+  }
+  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
+  if (/^(while|conditional|call)$/.test(base)) return base;
+  if (chromeCat !== void 0 && chromeCat !== "" && chromeCat !== "gpu_launch") return chromeCat;
+  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
+  if (/memset/i.test(base)) return "memset";
+  if (/^[a-z][a-z-]*$/.test(base)) return base;
+  return "kernel";
+}
+function isCustomCall(category, longName, opName) {
+  if (category === "custom-call") return true;
+  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
+  return customCallKindOfName(baseOpName(opName)) !== void 0;
+}
+function customCallKind(target) {
+  if (/^(tpu_custom_call|mosaic|__gpu\$xla\.gpu\.triton)|triton|mosaic/i.test(target)) return "pallas";
+  if (/^te_.*_ffi$|^te_/.test(target)) return "te-ffi";
+  if (/^__cudnn\$|^cudnn/i.test(target)) return "cudnn";
+  if (/^__cublas|^cublas|hipblas|rocblas/i.test(target)) return "cublas";
+  return "other";
+}
+function customCallKindOfName(base) {
+  if (/^custom[-_]call$|tpu_custom_call|mosaic|triton/i.test(base)) return customCallKind(base);
+  if (/^cudnn-|^cublas|^te_.*_ffi$/.test(base)) return customCallKind(base);
+  return void 0;
+}
+function scopeOf(tfOp, nameStack) {
+  let stack = (tfOp ?? "").replace(/:$/, "").trim();
+  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
+  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
+  const cut = stack.lastIndexOf("/");
+  return cut > 0 ? stack.slice(0, cut) : stack;
+}
+function numberArg(value) {
+  if (value === void 0 || value === "") return void 0;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : void 0;
+}
+function profilerStepNumber(name) {
+  const m = /^ProfilerStep#(\d+)$/.exec(name);
+  return m === null ? void 0 : Number(m[1]);
+}
+
+// src/evidence/analysis/steps.ts
+var CONFIDENCE = {
+  "device-steps": "high",
+  "host-annotations": "high",
+  "host-launches": "high",
+  "dominant-program": "high",
+  "kernel-repetition": "medium",
+  "whole-trace": "low"
+};
+function planSteps(c, platform2, opDevices, opsPass = c) {
+  const notes = [];
+  const plan = (p) => ({
+    launches: void 0,
+    ...p,
+    notes
+  });
+  const windows = /* @__PURE__ */ new Map();
+  const deviceDurations = [];
+  for (const [device, markers] of c.stepMarkers) {
+    if (!opDevices.has(device.name) || markers.length === 0) continue;
+    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
+    windows.set(device.name, {
+      starts: sorted.map((m) => m.startPs),
+      ends: sorted.map((m) => m.startPs + m.durPs)
+    });
+    for (const m of sorted) deviceDurations.push(m.durPs);
+  }
+  if (windows.size > 0) {
+    const perDevice2 = deviceDurations.length / windows.size;
+    return plan({
+      detector: "device-steps",
+      detail: `device Steps line: ${fmtCount(perDevice2)} steps on each of ${windows.size} device(s)`,
+      windows,
+      stepDurationsPs: deviceDurations,
+      program: void 0,
+      executions: void 0
+    });
+  }
+  const kinds = annotationKinds(c.hostSteps);
+  if (kinds.length > 0) {
+    const chosen = kinds[0];
+    const host = chosen.markers;
+    const starts = host.map((m) => m.startPs);
+    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
+    notes.push(
+      "device work is attributed to the host step during which it started; step time is the annotation length"
+    );
+    if (kinds.length > 1) {
+      notes.push(
+        `steps are the "${chosen.name}" annotations (the most time); also annotated: ${kinds.slice(1).map((k) => `"${k.name}" \xD7${k.markers.length}`).join(", ")}`
+      );
+    }
+    return plan({
+      detector: "host-annotations",
+      detail: `host step annotations (${chosen.name}\u2026): ${host.length} steps`,
+      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
+      // One duration per annotation; buildSummary repeats them per device that ran compute.
+      stepDurationsPs: host.map((m) => m.durPs),
+      program: void 0,
+      executions: void 0
+    });
+  }
+  const programs = programTimes(opsPass, platform2);
+  if (platform2 === "gpu" && programs.length > 0) {
+    const launch = launchesOf(c, programs);
+    if (launch !== void 0) {
+      const ran = [...opsPass.programDevices.get(launch.program) ?? []].filter((d) => opDevices.has(d));
+      const devices = Math.max(1, ran.length);
+      const perLauncher = launch.count / launch.launchers;
+      const mode = modalExecutions(programOps(opsPass, launch.program, platform2));
+      if (mode.share >= 0.5 && mode.count / devices < perLauncher - 0.5) {
+        notes.push(
+          `the host launched ${launch.module} ${fmtCount(perLauncher)} times per launching thread, but the devices recorded ${fmtCount(mode.count / devices)} executions each: device events of the other launches are missing, so steps are the executions the devices recorded`
+        );
+      } else {
+        notes.push(
+          "each host launch of the dominant program is one step; other programs count as outside steps"
+        );
+        return plan({
+          detector: "host-launches",
+          detail: `host launches of ${launch.module} (${launch.program}): ${launch.count} from ${launch.launchers} thread(s)`,
+          windows: void 0,
+          stepDurationsPs: [],
+          program: launch.program,
+          executions: void 0,
+          launches: launch.count
+        });
+      }
+    }
+  }
+  const executions = allExecutions(c, platform2, opDevices);
+  if (executions.length > 0) {
+    const byProgram = /* @__PURE__ */ new Map();
+    for (const e of executions)
+      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
+    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
+    const devices = new Set(steps.map((e) => e.device.name));
+    const stepWindows = /* @__PURE__ */ new Map();
+    for (const device of devices) {
+      const mine = steps.filter((e) => e.device.name === device);
+      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
+    }
+    notes.push(
+      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
+    );
+    return plan({
+      detector: "dominant-program",
+      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
+      windows: stepWindows,
+      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
+      program,
+      executions: steps
+    });
+  }
+  if (programs.length > 0) {
+    const program = programs[0][0];
+    notes.push(
+      "no step markers and no launches or executions: steps are executions of the dominant program, counted as the most common execution count of its ops"
+    );
+    return plan({
+      detector: "kernel-repetition",
+      detail: `dominant program ${program} (execution count from how often its ops ran)`,
+      windows: void 0,
+      stepDurationsPs: [],
+      program,
+      executions: void 0
+    });
+  }
+  notes.push("no step markers and no program information: the whole trace is treated as one step");
+  return plan({
+    detector: "whole-trace",
+    detail: "no step markers: the whole trace is one step",
+    windows: void 0,
+    stepDurationsPs: [],
+    program: void 0,
+    executions: void 0
+  });
+}
+function launchesOf(c, programs) {
+  if (c.hostLaunches.size === 0 || programs.length === 0) return void 0;
+  const program = programs[0][0];
+  const module2 = moduleName(program);
+  const launches = c.hostLaunches.get(module2);
+  if (launches === void 0 || launches.count === 0) return void 0;
+  if (sameModule(
+    programs.map(([p]) => p),
+    module2
+  ) > 1)
+    return void 0;
+  return { module: module2, program, count: launches.count, launchers: launches.lanes.size };
+}
+function sameModule(programs, module2) {
+  const withIds = programs.filter((p) => p !== module2 && moduleName(p) === module2).length;
+  return withIds === 0 ? programs.includes(module2) ? 1 : 0 : withIds;
+}
+function moduleName(program) {
+  return program.replace(/\(\d+\)$/, "");
+}
+function annotationKinds(markers) {
+  const byName = /* @__PURE__ */ new Map();
+  for (const m of topLevel(markers)) {
+    const name = profilerStepNumber(m.name) === void 0 ? m.name : "ProfilerStep";
+    const list = byName.get(name);
+    if (list === void 0) byName.set(name, [m]);
+    else list.push(m);
+  }
+  const total = (list) => list.reduce((t, m) => t + m.durPs, 0);
+  return [...byName].map(([name, list]) => ({ name, markers: list })).sort((a, b) => total(b.markers) - total(a.markers) || a.name.localeCompare(b.name));
+}
+function topLevel(markers) {
+  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
+  const out = [];
+  let end = -Infinity;
+  for (const m of sorted) {
+    if (m.startPs < end) continue;
+    out.push(m);
+    end = m.startPs + m.durPs;
+  }
+  return out;
+}
+function allExecutions(c, platform2, opDevices) {
+  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
+  const out = [];
+  for (const dev of c.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    out.push(...dev.modules);
+  }
+  return out;
+}
+function programTimes(c, platform2) {
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  const times = /* @__PURE__ */ new Map();
+  for (const [program, ops] of c.opsByProgram) {
+    if (program === "") continue;
+    for (const op of ops.values()) {
+      if (op.where !== where2) continue;
+      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
+    }
+  }
+  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+function programOps(c, program, platform2) {
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  return [...c.opsByProgram.get(program)?.values() ?? []].filter((op) => op.where === where2);
+}
+function executionsOf(op) {
+  const count = op.countIn + op.countOut;
+  if (op.kernels === void 0 || op.kernels.size < 2) return count;
+  let most = 0;
+  for (const n of op.kernels.values()) most = Math.max(most, n);
+  return Math.min(count, most);
+}
+function modalExecutions(ops) {
+  const freq = /* @__PURE__ */ new Map();
+  for (const op of ops) {
+    const n = executionsOf(op);
+    if (n > 0) freq.set(n, (freq.get(n) ?? 0) + 1);
+  }
+  let best = 0;
+  let bestFreq = 0;
+  for (const [n, f] of freq) {
+    if (f > bestFreq || f === bestFreq && n > best) {
+      best = n;
+      bestFreq = f;
+    }
+  }
+  const total = [...freq.values()].reduce((s, f) => s + f, 0);
+  return { count: best, share: total === 0 ? 0 : bestFreq / total };
+}
+function stepEstimates(input) {
+  const { plan, platform: platform2, computeDevices, first, final, stepProgram } = input;
+  const devices = Math.max(1, computeDevices.size);
+  const out = [];
+  const add = (detector, perDevice2, detail, confidence) => {
+    if (perDevice2 > 0 && !out.some((e) => e.detector === detector))
+      out.push({ detector, perDevice: perDevice2, detail, confidence: confidence ?? CONFIDENCE[detector] });
+  };
+  let markers = 0;
+  let withMarkers = 0;
+  for (const [device, list] of first.stepMarkers) {
+    if (!computeDevices.has(device.name) || list.length === 0) continue;
+    markers += list.length;
+    withMarkers++;
+  }
+  if (withMarkers > 0)
+    add("device-steps", markers / withMarkers, `${markers} Steps events on ${withMarkers} device(s)`);
+  const host = annotationKinds(first.hostSteps)[0]?.markers.length ?? 0;
+  if (host > 0) add("host-annotations", host, `${host} host step annotations`);
+  const programs = programTimes(final, platform2);
+  const dominant = plan.program ?? stepProgram ?? programs[0]?.[0];
+  const ranOn = (program) => {
+    const set = final.programDevices.get(program) ?? first.programDevices.get(program);
+    if (set === void 0) return devices;
+    let n = 0;
+    for (const d of set) if (computeDevices.has(d)) n++;
+    return Math.max(1, n);
+  };
+  if (platform2 === "gpu" && programs.length > 0) {
+    const launch = launchesOf(first, programs);
+    if (launch !== void 0) {
+      add(
+        "host-launches",
+        launch.count / launch.launchers,
+        `${launch.count} launches of ${launch.module} from ${launch.launchers} host thread(s)`
+      );
+    }
+  }
+  if (dominant !== void 0) {
+    const opDevices = new Set(computeDevices);
+    const execs = allExecutions(first, platform2, opDevices).filter((e) => e.program === dominant);
+    if (execs.length > 0) {
+      const on = new Set(execs.map((e) => e.device.name)).size;
+      add(
+        "dominant-program",
+        execs.length / on,
+        `${execs.length} executions of ${dominant} on ${on} device(s)`
+      );
+    }
+  }
+  if (dominant !== void 0) {
+    const mode = modalExecutions(programOps(final, dominant, platform2));
+    if (mode.count > 0) {
+      const on = ranOn(dominant);
+      add(
+        "kernel-repetition",
+        mode.count / on,
+        `${mode.count} executions for ${Math.round(mode.share * 100)}% of the ops of ${dominant}, on ${on} device(s)`,
+        mode.share >= 0.5 ? "medium" : "low"
+      );
+    }
+  }
+  out.sort((a, b) => a.detector === plan.detector ? -1 : b.detector === plan.detector ? 1 : 0);
+  return out;
+}
+function disagreement(estimates) {
+  const chosen = estimates[0];
+  if (chosen === void 0) return void 0;
+  const off = estimates.slice(1).filter((e) => Math.abs(e.perDevice - chosen.perDevice) > 0.5);
+  if (off.length === 0) return void 0;
+  const list = off.map((e) => `${e.detector} ${fmtCount(e.perDevice)} (${e.confidence}: ${e.detail})`);
+  return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list.join("; ")}`;
+}
+function programsInsideWindows(executions, windows) {
+  const inside = /* @__PURE__ */ new Map();
+  const total = /* @__PURE__ */ new Map();
+  for (const e of executions) {
+    total.set(e.program, (total.get(e.program) ?? 0) + 1);
+    const w = windows.get(e.device.name) ?? windows.get("*");
+    if (w !== void 0 && containsStart(w, e.startPs))
+      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
+  }
+  const out = /* @__PURE__ */ new Set();
+  for (const [program, n] of total) {
+    const k = inside.get(program) ?? 0;
+    if (k === n) out.add(program);
+    else if (k !== 0) return void 0;
+  }
+  return out;
+}
+function containsStart(w, t) {
+  let lo = 0;
+  let hi = w.starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (w.starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans >= 0 && t < w.ends[ans];
+}
+function fmtCount(n) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+}
 
 // src/evidence/analysis/types.ts
-var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
-var TRACE_DIFF_SCHEMA = "hillclimb.trace-diff/1";
+var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/2";
+var TRACE_DIFF_SCHEMA = "hillclimb.trace-diff/2";
 
 // src/evidence/analysis/diff.ts
 var DEFAULT_UNCHANGED_PCT = 0.5;
@@ -65747,6 +66271,7 @@ function diffSummaries(before, after, opts = {}) {
     stepTimeMs: beforeMean === void 0 || afterMean === void 0 ? null : numbers(beforeMean, afterMean),
     opTimeMs: numbers(before.steps.opMs, after.steps.opMs),
     busyMs: numbers(before.steps.busyMs, after.steps.busyMs),
+    deviceMs: numbers(before.total.deviceMs, after.total.deviceMs),
     ops: rows(opEntries(before), opEntries(after)),
     categories: rows(categoryEntries(before), categoryEntries(after)),
     customCalls: rows(customCallEntries(before), customCallEntries(after)),
@@ -65755,14 +66280,36 @@ function diffSummaries(before, after, opts = {}) {
   };
 }
 function side(s) {
-  return { path: s.source.path, platform: s.platform, detector: s.steps.detector, steps: s.steps.count };
+  return {
+    path: s.source.path,
+    platform: s.platform,
+    detector: s.steps.detector,
+    steps: s.steps.count,
+    devices: s.devices.filter((d) => d.compute).length,
+    deviceTypes: [...new Set(s.devices.map((d) => d.type).filter((t) => t !== void 0))].sort(),
+    programs: [...new Set(s.programs.map((p) => p.module))].sort()
+  };
 }
 function opEntries(s) {
-  return s.ops.map((o) => ({ name: o.name, category: o.category, timeMs: o.timeMs, count: o.occurrences }));
+  const byKey = /* @__PURE__ */ new Map();
+  for (const o of s.ops) {
+    if (o.occurrences === 0 && o.timeMs === 0) continue;
+    const program = moduleName(o.program);
+    const key = `${program}\0${o.name}`;
+    const e = byKey.get(key);
+    if (e === void 0)
+      byKey.set(key, { name: o.name, program, category: o.category, timeMs: o.timeMs, count: o.occurrences });
+    else {
+      e.timeMs = round2(e.timeMs + o.timeMs);
+      e.count += o.occurrences;
+    }
+  }
+  return [...byKey.values()];
 }
 function categoryEntries(s) {
   return s.categories.map((c) => ({
     name: c.name,
+    program: "",
     category: c.name,
     timeMs: c.timeMs,
     count: c.occurrences
@@ -65771,9 +66318,18 @@ function categoryEntries(s) {
 function customCallEntries(s) {
   const byName = /* @__PURE__ */ new Map();
   for (const c of s.customCalls) {
-    const e = byName.get(c.name);
+    if (c.launches === 0 && c.timeMs === 0) continue;
+    const program = moduleName(c.program);
+    const key = `${program}\0${c.name}`;
+    const e = byName.get(key);
     if (e === void 0)
-      byName.set(c.name, { name: c.name, category: "custom-call", timeMs: c.timeMs, count: c.launches });
+      byName.set(key, {
+        name: c.name,
+        program,
+        category: "custom-call",
+        timeMs: c.timeMs,
+        count: c.launches
+      });
     else {
       e.timeMs += c.timeMs;
       e.count += c.launches;
@@ -65782,13 +66338,16 @@ function customCallEntries(s) {
   return [...byName.values()];
 }
 function diffRows(before, after, threshold) {
-  const b = new Map(before.map((e) => [e.name, e]));
-  const a = new Map(after.map((e) => [e.name, e]));
-  const names = /* @__PURE__ */ new Set([...b.keys(), ...a.keys()]);
+  const keyOf = (e) => `${e.program}\0${e.name}`;
+  const b = new Map(before.map((e) => [keyOf(e), e]));
+  const a = new Map(after.map((e) => [keyOf(e), e]));
+  const keys = /* @__PURE__ */ new Set([...b.keys(), ...a.keys()]);
   const rows = [];
-  for (const name of names) {
-    const x = b.get(name);
-    const y = a.get(name);
+  for (const key of keys) {
+    const x = b.get(key);
+    const y = a.get(key);
+    const name = (x ?? y).name;
+    const program = (x ?? y).program;
     const n = numbers(x?.timeMs ?? 0, y?.timeMs ?? 0);
     let status;
     if (x === void 0) status = "added";
@@ -65797,6 +66356,7 @@ function diffRows(before, after, threshold) {
     else status = n.delta > 0 ? "increased" : "decreased";
     rows.push({
       name,
+      program,
       category: y?.category ?? x?.category ?? "",
       status,
       ...n,
@@ -65805,11 +66365,11 @@ function diffRows(before, after, threshold) {
     });
   }
   return rows.sort(
-    (p, q) => Math.abs(q.delta) - Math.abs(p.delta) || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0)
+    (p, q) => Math.abs(q.delta) - Math.abs(p.delta) || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0) || (p.program < q.program ? -1 : p.program > q.program ? 1 : 0)
   );
 }
 function numbers(before, after) {
-  const delta = round(after - before);
+  const delta = round2(after - before);
   return { before, after, delta, deltaPct: before === 0 ? null : Math.round(1e6 * delta / before) / 1e4 };
 }
 function warnings(before, after) {
@@ -65824,21 +66384,51 @@ function warnings(before, after) {
       `steps were found differently (${before.steps.detector} \u2192 ${after.steps.detector}); per-step numbers may not be comparable`
     );
   }
+  const b = side(before);
+  const a = side(after);
+  if (b.devices !== a.devices) {
+    out.push(
+      `the traces ran on different numbers of devices (${b.devices} \u2192 ${a.devices}); per-step times are per device`
+    );
+  }
+  if (b.deviceTypes.length > 0 && a.deviceTypes.length > 0 && b.deviceTypes.join() !== a.deviceTypes.join()) {
+    out.push(
+      `the traces ran on different devices (${b.deviceTypes.join(", ")} \u2192 ${a.deviceTypes.join(", ")}); times are not comparable`
+    );
+  }
+  const gone = b.programs.filter((p) => !a.programs.includes(p));
+  const added = a.programs.filter((p) => !b.programs.includes(p));
+  if (gone.length > 0 || added.length > 0) {
+    const part = (label, list) => list.length === 0 ? [] : [`${label} ${list.slice(0, 4).join(", ")}${list.length > 4 ? ` (+${list.length - 4})` : ""}`];
+    out.push(
+      `the traces ran different programs (${[...part("only before:", gone), ...part("only after:", added)].join("; ")}); ops of those programs show as added or removed`
+    );
+  }
+  const stepProgram = (s) => s.steps.program === void 0 ? void 0 : moduleName(s.steps.program);
+  if (stepProgram(before) !== void 0 && stepProgram(after) !== void 0 && stepProgram(before) !== stepProgram(after)) {
+    out.push(
+      `steps are executions of different programs (${stepProgram(before)} \u2192 ${stepProgram(after)}); per-step numbers compare different work`
+    );
+  }
   for (const [label, s] of [
     ["before", before],
     ["after", after]
   ]) {
     if (s.source.capped)
       out.push(`the ${label} trace hit the profiler's event cap; its later steps are missing`);
+    if (s.steps.confidence === "low")
+      out.push(
+        `the ${label} trace's steps were found with low confidence (${s.steps.detector}): ${s.steps.detail}`
+      );
   }
   return out;
 }
-function round(ms2) {
+function round2(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync16, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync17, readSync as readSync5 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -66007,11 +66597,15 @@ function parseInteger(text3, p) {
 }
 
 // src/evidence/trace/model.ts
+var PLANE_KINDS = {
+  "device:TPU": "tpu",
+  "device:GPU": "gpu",
+  "device:CUSTOM": "custom",
+  host: "host"
+};
 function deviceKindOf(name, labels = "") {
-  if (name.startsWith("/device:TPU:")) return "tpu";
-  if (name.startsWith("/device:GPU:")) return "gpu";
-  if (name.startsWith("/device:CUSTOM:")) return "custom";
-  if (name.startsWith("/host:")) return "host";
+  const m = /(?:^|\s)\/(device:TPU|device:GPU|device:CUSTOM|host):/.exec(name);
+  if (m !== null) return PLANE_KINDS[m[1]];
   if (/^GPU \d+/.test(labels) || /^GPU \d+/.test(name)) return "gpu";
   if (/^CPU\b/.test(labels)) return "host";
   return "unknown";
@@ -67192,6 +67786,7 @@ function readDouble(buf, i) {
 var MAX_DECODED_FIELD = 8 * 1024 * 1024;
 var YIELD_EVERY_BYTES = 64 * 1024 * 1024;
 var RELATIVE_TIME_LIMIT_NS = 1000000000000n;
+var HLO_PROTO_STAT = "Hlo Proto";
 var XplaneSource = class {
   constructor(path) {
     this.path = path;
@@ -67201,6 +67796,19 @@ var XplaneSource = class {
   cheapLaneSkip = true;
   cache;
   async read(visitor, opts = {}) {
+    return this.withReader(visitor, opts, (r) => r.run());
+  }
+  /**
+   * The HLO modules the profile carries, by program id (decimal string), as the profiler stored them
+   * (`/host:metadata`, stat "Hlo Proto"). `wanted` limits which are copied out; modules larger than the
+   * read window are left out and named in `skipped`.
+   */
+  async hloProtos(wanted) {
+    const visitor = { wantLane: () => false, onEvent: () => {
+    } };
+    return this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+  }
+  async withReader(visitor, opts, use) {
     let size;
     let mtimeMs;
     try {
@@ -67213,7 +67821,7 @@ var XplaneSource = class {
       this.cache = { size, mtimeMs, planes: /* @__PURE__ */ new Map() };
     const win = new FileWindow(this.path, size);
     try {
-      return await new XspaceReader(win, visitor, opts, this.cache).run();
+      return await use(new XspaceReader(win, visitor, opts, this.cache));
     } catch (err) {
       if (err instanceof WireError) {
         throw new InputError(this.path, `corrupt XSpace protobuf: ${err.message}`, {
@@ -67258,12 +67866,12 @@ var XspaceReader = class {
     if (planes.length === 0) throw new WireError(0, "no XPlane found");
     for (const range2 of chunkPairs(planes)) {
       if (this.opts.signal?.aborted) break;
-      let cached2 = this.cache.planes.get(range2[0]);
-      if (cached2 === void 0) {
-        cached2 = { layout: this.planeLayout(range2[0], range2[1]), headers: [] };
-        this.cache.planes.set(range2[0], cached2);
+      let cached3 = this.cache.planes.get(range2[0]);
+      if (cached3 === void 0) {
+        cached3 = { layout: this.planeLayout(range2[0], range2[1]), headers: [] };
+        this.cache.planes.set(range2[0], cached3);
       }
-      const layout = cached2.layout;
+      const layout = cached3.layout;
       const device = {
         index: this.deviceCount++,
         name: layout.name === "" ? `plane ${layout.id}` : layout.name,
@@ -67273,10 +67881,10 @@ var XspaceReader = class {
       };
       let line = 0;
       for (const [start, end] of chunkPairs(layout.lines)) {
-        let header = cached2.headers[line];
+        let header = cached3.headers[line];
         if (header === void 0) {
           header = this.lineHeader(start, end);
-          cached2.headers[line] = header;
+          cached3.headers[line] = header;
         }
         line++;
         const lane = {
@@ -67288,13 +67896,94 @@ var XspaceReader = class {
         if (header.events === 0) continue;
         this.stats.events += header.events;
         if (!this.visitor.wantLane(lane)) continue;
-        cached2.metas ??= this.eventMetadata(layout);
-        await this.lineEvents(start, end, lane, layout, cached2.metas, header);
+        cached3.metas ??= this.eventMetadata(layout);
+        await this.lineEvents(start, end, lane, layout, cached3.metas, header);
         if (this.opts.signal?.aborted) break;
       }
     }
     this.stats.originPs = String((this.originNs ?? 0n) * 1000n);
     return this.stats;
+  }
+  /** See XplaneSource.hloProtos. */
+  async hloProtos(wanted) {
+    const modules = /* @__PURE__ */ new Map();
+    const skipped = [];
+    for (const [start, end] of chunkPairs(this.spaceLayout())) {
+      let cached3 = this.cache.planes.get(start);
+      if (cached3 === void 0) {
+        cached3 = { layout: this.planeLayout(start, end), headers: [] };
+        this.cache.planes.set(start, cached3);
+      }
+      const layout = cached3.layout;
+      const statId = layout.statIdByName.get(HLO_PROTO_STAT);
+      if (layout.name !== "/host:metadata" || statId === void 0) continue;
+      for (const [s, e] of chunkPairs(layout.eventMetaEntries)) {
+        const found = this.hloProtoEntry(s, e, statId, layout.statIdByName.get("program_id"), wanted);
+        if (found === void 0) continue;
+        if (found.bytes === void 0) skipped.push(`${found.name} (${found.size} bytes)`);
+        else modules.set(found.id, { name: found.name, bytes: found.bytes });
+      }
+    }
+    return { modules, skipped };
+  }
+  /** One event metadata entry of the metadata plane: its id, name and HLO proto bytes (copied). */
+  hloProtoEntry(start, end, statId, programIdStat, wanted) {
+    const win = this.win;
+    let id = "";
+    let name = "";
+    let programId;
+    let blob;
+    const entry = this.fieldRanges(start, end);
+    const value = entry.find((f) => f.field === 2 && f.len);
+    if (value === void 0) return void 0;
+    for (const f of this.fieldRanges(value.start, value.end)) {
+      if (f.field === 1 && !f.len) id = f.varint;
+      else if (f.field === 2 && f.len && f.end - f.start <= MAX_DECODED_FIELD) {
+        const j2 = win.ensure(f.start, f.end - f.start);
+        name = readString(win.buf, j2, j2 + (f.end - f.start));
+      } else if (f.field === 5 && f.len) {
+        const stat4 = this.fieldRanges(f.start, f.end);
+        const statOf = stat4.find((x) => x.field === 1 && !x.len)?.varint;
+        const bytes = stat4.find((x) => x.field === 6 && x.len);
+        if (Number(statOf) === statId && bytes !== void 0) blob = [bytes.start, bytes.end];
+        if (programIdStat !== void 0 && Number(statOf) === programIdStat)
+          programId = stat4.find((x) => (x.field === 3 || x.field === 4) && !x.len)?.varint;
+      }
+    }
+    if (id === "") id = entry.find((f) => f.field === 1 && !f.len)?.varint ?? "";
+    id = programId ?? /\((\d+)\)$/.exec(name)?.[1] ?? id;
+    if (blob === void 0 || wanted !== void 0 && !wanted.has(id)) return void 0;
+    const size = blob[1] - blob[0];
+    if (size > MAX_WINDOW) return { id, name, size, bytes: void 0 };
+    const j = win.ensure(blob[0], size);
+    return { id, name, size, bytes: Buffer.from(win.buf.subarray(j, j + size)) };
+  }
+  /** The fields of the message in [start, end) of the file: number, kind, and value or byte range. */
+  fieldRanges(start, end) {
+    const win = this.win;
+    const out = [];
+    let pos = start;
+    while (pos < end) {
+      let i = win.ensureSome(pos, Math.min(20, end - pos));
+      const lim = Math.min(win.filled, end - win.base);
+      const tag = readVarint(win.buf, i, lim);
+      i = wirePos;
+      const field3 = tag >>> 3;
+      const wt = tag & 7;
+      if (field3 === 0) throw new WireError(pos, "invalid field number 0");
+      if (wt === WIRE_LEN) {
+        const len = readVarint(win.buf, i, lim);
+        const fStart = win.base + wirePos;
+        if (fStart + len > end) throw new WireError(pos, `field ${field3} runs past its message`);
+        out.push({ field: field3, len: true, start: fStart, end: fStart + len, varint: "" });
+        pos = fStart + len;
+      } else if (wt === WIRE_VARINT) {
+        const v = readVarint64String(win.buf, i, lim, true);
+        out.push({ field: field3, len: false, start: pos, end: pos, varint: v });
+        pos = win.base + wirePos;
+      } else pos = this.skipAt(pos, i, lim, wt, end);
+    }
+    return out;
   }
   /** Byte ranges of every XPlane; collects XSpace errors and warnings. */
   spaceLayout() {
@@ -67314,11 +68003,10 @@ var XspaceReader = class {
         const start = win.base + wirePos;
         if (start + len > win.size) throw new WireError(pos, `field ${field3} runs past the end of the file`);
         if (field3 === 1) planes.push(start, start + len);
-        else if ((field3 === 2 || field3 === 3) && len < 4096) {
-          const j = win.ensure(start, len);
-          this.stats.warnings.push(
-            `XSpace ${field3 === 2 ? "error" : "warning"}: ${readString(win.buf, j, j + len)}`
-          );
+        else if (field3 === 2 || field3 === 3) {
+          const j = win.ensure(start, Math.min(len, MAX_MESSAGE_BYTES));
+          const text3 = printableMessage(win.buf.subarray(j, j + Math.min(len, MAX_MESSAGE_BYTES)), len);
+          this.stats.warnings.push(`XSpace ${field3 === 2 ? "error" : "warning"}: ${text3}`);
         }
         pos = start + len;
       } else {
@@ -67858,6 +68546,23 @@ function walk(buf, i, end, fn) {
     i = skipField(buf, at, end, wt);
   }
 }
+var MAX_MESSAGE_BYTES = 400;
+function printableMessage(bytes, fullLength) {
+  const text3 = new TextDecoder("utf-8").decode(bytes);
+  const unprintable = (c) => c === 65533 || c < 32 || c === 127;
+  let odd = 0;
+  let line = "";
+  for (const ch of text3) {
+    const c = ch.codePointAt(0);
+    if (unprintable(c)) {
+      if (c !== 9 && c !== 10 && c !== 13) odd++;
+      line += " ";
+    } else line += ch;
+  }
+  if (text3.length > 0 && odd / text3.length > 0.1) return `<${fullLength} bytes of binary data>`;
+  line = line.replace(/ {2,}/g, " ").trim();
+  return fullLength > bytes.length ? `${line}\u2026 (${fullLength} bytes)` : line;
+}
 function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
 }
@@ -67867,63 +68572,6 @@ function openTrace(path, opts = {}) {
   const resolved = resolveTracePath(path);
   const source = resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
-}
-
-// src/evidence/analysis/ops.ts
-function laneRole(lane) {
-  const kind = lane.device.kind;
-  const name = lane.name.trim();
-  if (kind === "host") return "host";
-  if (kind !== "tpu" && kind !== "gpu") return "ignore";
-  if (name === "XLA Modules") return "modules";
-  if (name === "Steps") return "steps";
-  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
-  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
-  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
-}
-function baseOpName(name) {
-  const m = /^(.*?)\.\d+$/.exec(name);
-  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
-}
-var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
-function deriveCategory(opName, chromeCat, laneName = "") {
-  const base = baseOpName(opName).replace(/^wrapped_/, "");
-  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
-  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
-  if (/fusion/.test(base)) {
-    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
-    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
-    if (/^ynn/.test(base)) return "ynn fusion";
-    return "fusion";
-  }
-  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
-  if (/^(while|conditional|call)$/.test(base)) return base;
-  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
-  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
-  if (/memset/i.test(base)) return "memset";
-  if (/^[a-z][a-z-]*$/.test(base)) return base;
-  return "kernel";
-}
-function isCustomCall(category, longName, opName) {
-  if (category === "custom-call") return true;
-  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
-  return /^custom-call(\.\d+)?$/.test(opName);
-}
-function scopeOf(tfOp, nameStack) {
-  let stack = (tfOp ?? "").replace(/:$/, "").trim();
-  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
-  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
-  const cut = stack.lastIndexOf("/");
-  return cut > 0 ? stack.slice(0, cut) : stack;
-}
-function numberArg(value) {
-  if (value === void 0 || value === "") return void 0;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : void 0;
-}
-function profilerStepNumber(name) {
-  const m = /^ProfilerStep#(\d+)$/.exec(name);
-  return m === null ? void 0 : Number(m[1]);
 }
 
 // src/evidence/analysis/collect.ts
@@ -67958,6 +68606,12 @@ var TraceCollector = class {
   deviceOpLanes = /* @__PURE__ */ new Set();
   /** Every device with a lane offered. */
   allDevices = /* @__PURE__ */ new Set();
+  /** GPU host launches of a program (`jit_f:XLA GPU module` events) by module name, and the host lanes. */
+  hostLaunches = /* @__PURE__ */ new Map();
+  /** The devices each program's ops ran on (device names). */
+  programDevices = /* @__PURE__ */ new Map();
+  /** GPU lines xprof's trace viewer derived from the streams (ignored; counted to say so). */
+  derivedGpuLanes = 0;
   lanes = [];
   /** Op identities by event key, per program (see TraceEventView.key). */
   keyCaches = /* @__PURE__ */ new Map();
@@ -67969,6 +68623,7 @@ var TraceCollector = class {
   }
   wantLane(lane) {
     this.allDevices.add(lane.device);
+    if (lane.device.kind === "gpu" && isDerivedGpuLane(lane.name.trim())) this.derivedGpuLanes++;
     const role = ROLE_CODE[laneRole(lane)];
     if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
     if (role === ROLE_IGNORE) return false;
@@ -67983,6 +68638,7 @@ var TraceCollector = class {
       tpu: lane.device.kind === "tpu",
       keyProgram: void 0,
       keyCache: void 0,
+      lastProgram: void 0,
       lane,
       device,
       where: role === ROLE_HOST ? "host" : "device",
@@ -68049,8 +68705,22 @@ var TraceCollector = class {
   }
   /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   hostEvent(st, ev) {
-    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+    const name = ev.name;
+    if (profilerStepNumber(name) !== void 0 || ev.arg("step_num") !== void 0) {
       if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
+    }
+    if (name.endsWith(GPU_LAUNCH_SUFFIX)) {
+      if (this.opts.structure) {
+        const module2 = name.slice(0, -GPU_LAUNCH_SUFFIX.length);
+        let launches = this.hostLaunches.get(module2);
+        if (launches === void 0) {
+          launches = { count: 0, lanes: /* @__PURE__ */ new Set() };
+          this.hostLaunches.set(module2, launches);
+        }
+        launches.count++;
+        launches.lanes.add(laneKey(st.lane));
+      }
       return;
     }
     const hloOp = ev.arg("hlo_op");
@@ -68104,6 +68774,19 @@ var TraceCollector = class {
         byKey.set(key, op);
       }
     } else op = this.opInfo(program, opName ?? ev.name, ev, st);
+    if (st.lastProgram !== program) {
+      st.lastProgram = program;
+      let devices = this.programDevices.get(program);
+      if (devices === void 0) {
+        devices = /* @__PURE__ */ new Set();
+        this.programDevices.set(program, devices);
+      }
+      devices.add(dev.device.name);
+    }
+    if (st.gpu && opName !== void 0 && opName !== ev.name) {
+      op.kernels ??= /* @__PURE__ */ new Map();
+      op.kernels.set(ev.name, (op.kernels.get(ev.name) ?? 0) + 1);
+    }
     const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
     if (st.buffer !== void 0) {
       st.buffer.starts.push(start);
@@ -68123,10 +68806,11 @@ var TraceCollector = class {
       byName = /* @__PURE__ */ new Map();
       this.opsByProgram.set(program, byName);
     }
-    let op = byName.get(name);
+    const key = st.where === "host" ? `${HOST_KEY}${name}` : name;
+    let op = byName.get(key);
     if (op === void 0) {
       op = newOpInfo(program, name, ev, st);
-      byName.set(name, op);
+      byName.set(key, op);
     }
     return op;
   }
@@ -68180,6 +68864,7 @@ var TraceCollector = class {
     const dev = st.device;
     const top = d === 0;
     dev.opPs += self2;
+    if (!op.memcpy) dev.computePs += self2;
     if (top) {
       dev.busyPs += dur;
       if (start < dev.firstOpPs) dev.firstOpPs = start;
@@ -68246,6 +68931,7 @@ var TraceCollector = class {
         windowBusyPs: void 0,
         windowOpPs: void 0,
         opPs: 0,
+        computePs: 0,
         busyPs: 0,
         firstOpPs: Infinity,
         lastOpEndPs: -Infinity,
@@ -68263,6 +68949,9 @@ var TraceCollector = class {
   }
 };
 var PLACEHOLDER_OP = {};
+var HOST_KEY = "";
+var GPU_LAUNCH_SUFFIX = ":XLA GPU module";
+var MEMORY_CATEGORIES = /* @__PURE__ */ new Set(["memcpy", "memset", "gpu_memcpy", "gpu_memset"]);
 function gpuProgram(ev) {
   const module2 = ev.arg("hlo_module");
   if (module2 === void 0) return "";
@@ -68287,6 +68976,9 @@ function newOpInfo(program, name, ev, st) {
     flops,
     bytes,
     where: st.where,
+    programId: ev.arg("program_id") ?? /\((\d+)\)$/.exec(program)?.[1],
+    memcpy: MEMORY_CATEGORIES.has(category),
+    kernels: void 0,
     countIn: 0,
     selfInPs: 0,
     countOut: 0,
@@ -68331,169 +69023,917 @@ function lastStartAtOrBefore(starts, t) {
   return ans;
 }
 
-// src/evidence/analysis/steps.ts
-function planSteps(c, platform2, opDevices, opsPass = c) {
-  const notes = [];
-  const windows = /* @__PURE__ */ new Map();
-  const deviceDurations = [];
-  for (const [device, markers] of c.stepMarkers) {
-    if (!opDevices.has(device.name) || markers.length === 0) continue;
-    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
-    windows.set(device.name, {
-      starts: sorted.map((m) => m.startPs),
-      ends: sorted.map((m) => m.startPs + m.durPs)
-    });
-    for (const m of sorted) deviceDurations.push(m.durPs);
-  }
-  if (windows.size > 0) {
-    const perDevice = deviceDurations.length / windows.size;
-    return {
-      detector: "device-steps",
-      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
-      windows,
-      stepDurationsPs: deviceDurations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const host = topLevel(c.hostSteps);
-  if (host.length > 0) {
-    const starts = host.map((m) => m.startPs);
-    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
-    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
-    const durations = [];
-    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
-    notes.push(
-      "device work is attributed to the host step during which it started; step time is the annotation length"
-    );
-    return {
-      detector: "host-annotations",
-      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
-      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
-      stepDurationsPs: durations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const executions = allExecutions(c, platform2, opDevices);
-  if (executions.length > 0) {
-    const byProgram = /* @__PURE__ */ new Map();
-    for (const e of executions)
-      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
-    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
-    const devices = new Set(steps.map((e) => e.device.name));
-    const stepWindows = /* @__PURE__ */ new Map();
-    for (const device of devices) {
-      const mine = steps.filter((e) => e.device.name === device);
-      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
-    }
-    notes.push(
-      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
-      windows: stepWindows,
-      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
-      program,
-      executions: steps,
-      notes
-    };
-  }
-  const programs = programTimes(opsPass, platform2);
-  if (programs.length > 0) {
-    const program = programs[0][0];
-    notes.push(
-      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
-      windows: void 0,
-      stepDurationsPs: [],
-      program,
-      executions: void 0,
-      notes
-    };
-  }
-  notes.push("no step markers and no program information: the whole trace is treated as one step");
-  return {
-    detector: "whole-trace",
-    detail: "no step markers: the whole trace is one step",
-    windows: void 0,
-    stepDurationsPs: [],
-    program: void 0,
-    executions: void 0,
-    notes
+// src/evidence/trace/hlo-proto.ts
+var ELEMENT_BITS = {
+  1: 8,
+  // PRED
+  2: 8,
+  // S8
+  3: 16,
+  // S16
+  4: 32,
+  // S32
+  5: 64,
+  // S64
+  6: 8,
+  // U8
+  7: 16,
+  // U16
+  8: 32,
+  // U32
+  9: 64,
+  // U64
+  10: 16,
+  // F16
+  11: 32,
+  // F32
+  12: 64,
+  // F64
+  15: 64,
+  // C64
+  16: 16,
+  // BF16
+  18: 128,
+  // C128
+  19: 8,
+  // F8E5M2
+  20: 8,
+  // F8E4M3FN
+  21: 4,
+  // S4
+  22: 4,
+  // U4
+  23: 8,
+  // F8E4M3B11FNUZ
+  24: 8,
+  // F8E5M2FNUZ
+  25: 8,
+  // F8E4M3FNUZ
+  26: 2,
+  // S2
+  27: 2,
+  // U2
+  28: 8,
+  // F8E4M3
+  29: 8,
+  // F8E3M4
+  30: 1,
+  // S1
+  31: 1,
+  // U1
+  32: 4,
+  // F4E2M1FN
+  33: 8
+  // F8E8M0FNU
+};
+var ELEMENT_NAMES = {
+  1: "pred",
+  2: "s8",
+  3: "s16",
+  4: "s32",
+  5: "s64",
+  6: "u8",
+  7: "u16",
+  8: "u32",
+  9: "u64",
+  10: "f16",
+  11: "f32",
+  12: "f64",
+  13: "tuple",
+  14: "opaque",
+  15: "c64",
+  16: "bf16",
+  17: "token",
+  18: "c128",
+  19: "f8e5m2",
+  20: "f8e4m3fn",
+  21: "s4",
+  22: "u4",
+  23: "f8e4m3b11fnuz",
+  24: "f8e5m2fnuz",
+  25: "f8e4m3fnuz",
+  28: "f8e4m3",
+  29: "f8e3m4",
+  32: "f4e2m1fn",
+  33: "f8e8m0fnu"
+};
+var TUPLE = 13;
+function elementBits(type) {
+  return BITS_BY_NAME.get(type);
+}
+var BITS_BY_NAME = new Map(
+  Object.entries(ELEMENT_NAMES).map(([code2, name]) => [name, ELEMENT_BITS[Number(code2)]])
+);
+function elementCount(shape) {
+  if (shape.type === "tuple") return 0;
+  let n = 1;
+  for (const d of shape.dims) n *= d;
+  return n;
+}
+function shapeBytes(shape) {
+  if (shape.type === "tuple") return shape.tuple.reduce((s, t) => s + shapeBytes(t), 0);
+  const bits = elementBits(shape.type);
+  return bits === void 0 ? 0 : Math.ceil(elementCount(shape) * bits / 8);
+}
+function decodeHloProto(buf) {
+  let module2;
+  walk2(buf, 0, buf.length, (field3, wt, i, end) => {
+    if (field3 === 1 && wt === WIRE_LEN) module2 = decodeModule(buf, i, end);
+  });
+  if (module2 === void 0) throw new WireError(0, "HloProto without hlo_module");
+  return module2;
+}
+function decodeModule(buf, start, end) {
+  const m = {
+    name: "",
+    entryComputationId: "",
+    computations: /* @__PURE__ */ new Map(),
+    byId: /* @__PURE__ */ new Map(),
+    byName: /* @__PURE__ */ new Map()
   };
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    if (field3 === 1 && wt === WIRE_LEN) m.name = readString(buf, i, e);
+    else if (field3 === 3 && wt === WIRE_LEN) {
+      const c = decodeComputation(buf, i, e);
+      m.computations.set(c.id, c);
+    } else if (field3 === 6 && wt === WIRE_VARINT) m.entryComputationId = readVarint64String(buf, i, e, true);
+  });
+  for (const c of m.computations.values()) {
+    for (const inst of c.instructions) {
+      m.byId.set(inst.id, inst);
+      if (!c.isFusion && !m.byName.has(inst.name)) m.byName.set(inst.name, inst);
+    }
+  }
+  return m;
 }
-function topLevel(markers) {
-  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
+function decodeComputation(buf, start, end) {
+  const c = { id: "", name: "", instructions: [], rootId: "", isFusion: false };
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    if (field3 === 1 && wt === WIRE_LEN) c.name = readString(buf, i, e);
+    else if (field3 === 2 && wt === WIRE_LEN) c.instructions.push(decodeInstruction(buf, i, e));
+    else if (field3 === 5 && wt === WIRE_VARINT) c.id = readVarint64String(buf, i, e, true);
+    else if (field3 === 6 && wt === WIRE_VARINT) c.rootId = readVarint64String(buf, i, e, true);
+    else if (field3 === 7 && wt === WIRE_VARINT) c.isFusion = readVarint(buf, i, e) !== 0;
+  });
+  return c;
+}
+function decodeInstruction(buf, start, end) {
+  const inst = {
+    id: "",
+    name: "",
+    opcode: "",
+    shape: { type: "invalid", dims: [], tuple: [] },
+    operandIds: [],
+    calledComputationIds: [],
+    dimensions: [],
+    window: void 0,
+    convDims: void 0,
+    dotDims: void 0,
+    featureGroupCount: 1,
+    batchGroupCount: 1,
+    fusionKind: "",
+    customCallTarget: "",
+    backendConfig: "",
+    opName: ""
+  };
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    switch (field3) {
+      case 1:
+        if (wt === WIRE_LEN) inst.name = readString(buf, i, e);
+        break;
+      case 2:
+        if (wt === WIRE_LEN) inst.opcode = readString(buf, i, e);
+        break;
+      case 3:
+        if (wt === WIRE_LEN) inst.shape = decodeShape(buf, i, e);
+        break;
+      case 7:
+        if (wt === WIRE_LEN) inst.opName = decodeOpName(buf, i, e);
+        break;
+      case 11:
+        if (wt === WIRE_LEN) inst.fusionKind = readString(buf, i, e);
+        break;
+      case 14:
+        inst.dimensions.push(...intList(buf, wt, i, e));
+        break;
+      case 15:
+        if (wt === WIRE_LEN) inst.window = decodeWindow(buf, i, e);
+        break;
+      case 16:
+        if (wt === WIRE_LEN) inst.convDims = decodeConvDims(buf, i, e);
+        break;
+      case 28:
+        if (wt === WIRE_LEN) inst.customCallTarget = readString(buf, i, e);
+        break;
+      case 30:
+        if (wt === WIRE_LEN) inst.dotDims = decodeDotDims(buf, i, e);
+        break;
+      case 35:
+        if (wt === WIRE_VARINT) inst.id = readVarint64String(buf, i, e, true);
+        break;
+      case 36:
+        inst.operandIds.push(...idList(buf, wt, i, e));
+        break;
+      case 38:
+        inst.calledComputationIds.push(...idList(buf, wt, i, e));
+        break;
+      case 43:
+        if (wt === WIRE_LEN) inst.backendConfig = readString(buf, i, e);
+        break;
+      case 50:
+        if (wt === WIRE_VARINT) inst.featureGroupCount = Math.max(1, readVarint(buf, i, e));
+        break;
+      case 58:
+        if (wt === WIRE_VARINT) inst.batchGroupCount = Math.max(1, readVarint(buf, i, e));
+        break;
+    }
+  });
+  return inst;
+}
+function decodeShape(buf, start, end) {
+  let code2 = 0;
+  const dims = [];
+  const tuple = [];
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    if (field3 === 2 && wt === WIRE_VARINT) code2 = readVarint(buf, i, e);
+    else if (field3 === 3) dims.push(...intList(buf, wt, i, e));
+    else if (field3 === 4 && wt === WIRE_LEN) tuple.push(decodeShape(buf, i, e));
+  });
+  const type = code2 === TUPLE ? "tuple" : ELEMENT_NAMES[code2] ?? `type${code2}`;
+  return { type, dims, tuple };
+}
+function decodeOpName(buf, start, end) {
+  let name = "";
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    if (field3 === 2 && wt === WIRE_LEN) name = readString(buf, i, e);
+  });
+  return name;
+}
+function decodeWindow(buf, start, end) {
+  const dims = [];
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    if (field3 !== 1 || wt !== WIRE_LEN) return;
+    const d = { size: 1, stride: 1, padLow: 0, padHigh: 0, windowDilation: 1, baseDilation: 1 };
+    walk2(buf, i, e, (f, w, j, k) => {
+      if (w !== WIRE_VARINT) return;
+      const v = signedVarint(buf, j, k);
+      if (f === 1) d.size = v;
+      else if (f === 2) d.stride = v;
+      else if (f === 3) d.padLow = v;
+      else if (f === 4) d.padHigh = v;
+      else if (f === 5) d.windowDilation = v;
+      else if (f === 6) d.baseDilation = v;
+    });
+    d.stride ||= 1;
+    d.windowDilation ||= 1;
+    d.baseDilation ||= 1;
+    dims.push(d);
+  });
+  return dims;
+}
+function decodeConvDims(buf, start, end) {
+  const c = {
+    inputBatch: 0,
+    inputFeature: 0,
+    inputSpatial: [],
+    kernelInputFeature: 0,
+    kernelOutputFeature: 0,
+    kernelSpatial: [],
+    outputBatch: 0,
+    outputFeature: 0,
+    outputSpatial: []
+  };
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    if (wt === WIRE_VARINT) {
+      const v = readVarint(buf, i, e);
+      if (field3 === 3) c.kernelInputFeature = v;
+      else if (field3 === 4) c.kernelOutputFeature = v;
+      else if (field3 === 7) c.inputBatch = v;
+      else if (field3 === 8) c.inputFeature = v;
+      else if (field3 === 9) c.outputBatch = v;
+      else if (field3 === 10) c.outputFeature = v;
+      else if (field3 === 6) c.kernelSpatial.push(v);
+      else if (field3 === 11) c.inputSpatial.push(v);
+      else if (field3 === 12) c.outputSpatial.push(v);
+    } else if (wt === WIRE_LEN) {
+      const list = intList(buf, wt, i, e);
+      if (field3 === 6) c.kernelSpatial.push(...list);
+      else if (field3 === 11) c.inputSpatial.push(...list);
+      else if (field3 === 12) c.outputSpatial.push(...list);
+    }
+  });
+  return c;
+}
+function decodeDotDims(buf, start, end) {
+  const d = { lhsContracting: [], rhsContracting: [], lhsBatch: [], rhsBatch: [] };
+  walk2(buf, start, end, (field3, wt, i, e) => {
+    const list = intList(buf, wt, i, e);
+    if (field3 === 1) d.lhsContracting.push(...list);
+    else if (field3 === 2) d.rhsContracting.push(...list);
+    else if (field3 === 3) d.lhsBatch.push(...list);
+    else if (field3 === 4) d.rhsBatch.push(...list);
+  });
+  return d;
+}
+function intList(buf, wt, i, end) {
+  if (wt === WIRE_VARINT) return [signedVarint(buf, i, end)];
+  if (wt !== WIRE_LEN) return [];
   const out = [];
-  let end = -Infinity;
-  for (const m of sorted) {
-    if (m.startPs < end) continue;
-    out.push(m);
-    end = m.startPs + m.durPs;
+  let p = i;
+  while (p < end) {
+    out.push(signedVarint(buf, p, end));
+    p = wirePos;
   }
   return out;
 }
-function allExecutions(c, platform2, opDevices) {
-  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
+function idList(buf, wt, i, end) {
+  if (wt === WIRE_VARINT) return [readVarint64String(buf, i, end, true)];
+  if (wt !== WIRE_LEN) return [];
   const out = [];
-  for (const dev of c.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    out.push(...dev.modules);
+  let p = i;
+  while (p < end) {
+    out.push(readVarint64String(buf, p, end, true));
+    p = wirePos;
   }
   return out;
 }
-function programTimes(c, platform2) {
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  const times = /* @__PURE__ */ new Map();
-  for (const [program, ops] of c.opsByProgram) {
-    if (program === "") continue;
+function signedVarint(buf, i, end) {
+  const s = readVarint64String(buf, i, end, true);
+  return Number(s);
+}
+function walk2(buf, start, end, fn) {
+  let i = start;
+  while (i < end) {
+    const tag = readVarint(buf, i, end);
+    const at = wirePos;
+    const field3 = tag >>> 3;
+    const wt = tag & 7;
+    if (field3 === 0) throw new WireError(i, "invalid field number 0");
+    if (wt === WIRE_LEN) {
+      const len = readVarint(buf, at, end);
+      const s = wirePos;
+      if (s + len > end) throw new WireError(i, `field ${field3} runs past its message`);
+      fn(field3, wt, s, s + len);
+      i = s + len;
+    } else {
+      fn(field3, wt, at, end);
+      i = skipField(buf, at, end, wt);
+    }
+  }
+}
+
+// src/evidence/analysis/cost.ts
+var FMA_FLOPS = 2;
+var ELEMENTWISE = /* @__PURE__ */ new Set([
+  "abs",
+  "add",
+  "and",
+  "ceil",
+  "clamp",
+  "clz",
+  "compare",
+  "complex",
+  "convert",
+  "divide",
+  "floor",
+  "imag",
+  "is-finite",
+  "maximum",
+  "minimum",
+  "multiply",
+  "negate",
+  "not",
+  "or",
+  "popcnt",
+  "real",
+  "reduce-precision",
+  "remainder",
+  "round-nearest-afz",
+  "round-nearest-even",
+  "select",
+  "shift-left",
+  "shift-right-arithmetic",
+  "shift-right-logical",
+  "sign",
+  "stochastic-convert",
+  "subtract",
+  "xor"
+]);
+var CONV_TARGETS = /^__cudnn\$conv/;
+var GEMM_TARGETS = /^__cublas\$(gemm|lt\$matmul)/;
+function instructionCost(module2, inst) {
+  const target = inst.opcode === "custom-call" ? inst.customCallTarget : void 0;
+  const base = {
+    flops: 0,
+    bytes: ioBytes(module2, inst),
+    dtype: dtypeOf(module2, inst),
+    opcode: inst.opcode,
+    fusionKind: inst.fusionKind,
+    customCall: target === void 0 ? void 0 : customCallKind(target),
+    target
+  };
+  return { ...base, flops: flopsOf(module2, inst, /* @__PURE__ */ new Set()) };
+}
+function flopsOf(module2, inst, visiting) {
+  switch (inst.opcode) {
+    case "dot":
+      return dotFlops(module2, inst, inst.dotDims?.lhsContracting ?? []);
+    case "convolution":
+      return convolutionFlops(module2, inst, inst.shape);
+    case "custom-call":
+      return customCallFlops(module2, inst);
+    case "reduce":
+      return reduceFlops(module2, inst, visiting);
+    case "fusion":
+    case "call":
+      return calledFlops(module2, inst, visiting);
+    default:
+      return ELEMENTWISE.has(inst.opcode) ? elementCount(resultArray(inst.shape)) : 0;
+  }
+}
+function calledFlops(module2, inst, visiting) {
+  let total = 0;
+  for (const id of inst.calledComputationIds) {
+    if (visiting.has(id)) continue;
+    const comp = module2.computations.get(id);
+    if (comp === void 0) continue;
+    visiting.add(id);
+    for (const inner of comp.instructions) {
+      const f = flopsOf(module2, inner, visiting);
+      if (f === void 0) return void 0;
+      total += f;
+    }
+    visiting.delete(id);
+  }
+  return total;
+}
+function reduceFlops(module2, inst, visiting) {
+  const input = operand(module2, inst, 0);
+  if (input === void 0) return 0;
+  const reduced = elementCount(input.shape) - elementCount(resultArray(inst.shape));
+  const reducer = calledFlops(module2, inst, visiting) ?? 0;
+  return Math.max(0, reduced) * Math.max(1, reducer);
+}
+function dotFlops(module2, inst, lhsContracting) {
+  const lhs = operand(module2, inst, 0);
+  if (lhs === void 0) return 0;
+  let contracting = 1;
+  for (const d of lhsContracting) contracting *= lhs.shape.dims[d] ?? 1;
+  return FMA_FLOPS * elementCount(resultArray(inst.shape)) * contracting;
+}
+function customCallFlops(module2, inst) {
+  const target = inst.customCallTarget;
+  if (CONV_TARGETS.test(target)) return convolutionFlops(module2, inst, resultArray(inst.shape));
+  if (GEMM_TARGETS.test(target)) {
+    const dims = gemmContracting(inst.backendConfig);
+    return dims === void 0 ? void 0 : dotFlops(module2, inst, dims);
+  }
+  return void 0;
+}
+function gemmContracting(config) {
+  if (config === "") return void 0;
+  try {
+    const parsed = JSON.parse(config);
+    const dims = parsed.gemm_backend_config?.dot_dimension_numbers?.lhs_contracting_dimensions;
+    return dims?.map(Number);
+  } catch {
+    return void 0;
+  }
+}
+function convolutionFlops(module2, inst, result) {
+  const dn = inst.convDims;
+  const lhs = operand(module2, inst, 0);
+  const rhs = operand(module2, inst, 1);
+  if (dn === void 0 || lhs === void 0 || rhs === void 0) return 0;
+  const window2 = inst.window ?? [];
+  let positions = 1;
+  for (let s = 0; s < dn.inputSpatial.length; s++) {
+    const inputSize = lhs.shape.dims[dn.inputSpatial[s]] ?? 1;
+    const kernelSize = rhs.shape.dims[dn.kernelSpatial[s]] ?? 1;
+    const outputSize = result.dims[dn.outputSpatial[s]] ?? 1;
+    const w = window2[s] ?? {
+      size: kernelSize,
+      stride: 1,
+      padLow: 0,
+      padHigh: 0,
+      windowDilation: 1,
+      baseDilation: 1
+    };
+    positions *= validPositions(inputSize, kernelSize, outputSize, w);
+  }
+  const inputFeatures = lhs.shape.dims[dn.inputFeature] ?? 1;
+  const outputFeatures = result.dims[dn.outputFeature] ?? 1;
+  const batch = lhs.shape.dims[dn.inputBatch] ?? 1;
+  const fmas = inputFeatures / inst.featureGroupCount * outputFeatures * (batch / inst.batchGroupCount) * positions;
+  return FMA_FLOPS * fmas;
+}
+function validPositions(inputSize, kernelSize, outputSize, w) {
+  let valid = 0;
+  for (let k = 0; k < kernelSize; k++) {
+    for (let o = 0; o < outputSize; o++) {
+      const dilated = o * w.stride - w.padLow + k * w.windowDilation;
+      if (dilated < 0) continue;
+      if (dilated % w.baseDilation !== 0) continue;
+      const index = dilated / w.baseDilation;
+      if (index < inputSize) valid++;
+    }
+  }
+  return valid;
+}
+function ioBytes(module2, inst) {
+  let bytes = 0;
+  for (let k = 0; k < inst.operandIds.length; k++) {
+    const op = operand(module2, inst, k);
+    if (op !== void 0) bytes += shapeBytes(op.shape);
+  }
+  const library = inst.opcode === "custom-call" && (CONV_TARGETS.test(inst.customCallTarget) || GEMM_TARGETS.test(inst.customCallTarget));
+  return bytes + shapeBytes(library ? resultArray(inst.shape) : inst.shape);
+}
+function dtypeOf(module2, inst) {
+  const first = operand(module2, inst, 0);
+  const matmul = inst.opcode === "dot" || inst.opcode === "convolution" || inst.opcode === "custom-call" && (CONV_TARGETS.test(inst.customCallTarget) || GEMM_TARGETS.test(inst.customCallTarget));
+  if (matmul && first !== void 0 && first.shape.type !== "tuple") return first.shape.type;
+  if (inst.opcode === "fusion") {
+    const inner = fusedMatmul(module2, inst);
+    if (inner !== void 0) return dtypeOf(module2, inner);
+  }
+  const out = resultArray(inst.shape);
+  return out.type === "tuple" ? void 0 : out.type;
+}
+function fusedMatmul(module2, inst) {
+  for (const id of inst.calledComputationIds) {
+    for (const inner of module2.computations.get(id)?.instructions ?? []) {
+      if (inner.opcode === "dot" || inner.opcode === "convolution") return inner;
+    }
+  }
+  return void 0;
+}
+function operand(module2, inst, k) {
+  const id = inst.operandIds[k];
+  return id === void 0 ? void 0 : module2.byId.get(id);
+}
+function resultArray(shape) {
+  let s = shape;
+  while (s.type === "tuple" && s.tuple.length > 0) s = s.tuple[0];
+  return s;
+}
+
+// src/evidence/analysis/op-costs.ts
+async function opCosts(source, c, where2) {
+  const byOp = /* @__PURE__ */ new Map();
+  const warnings2 = [];
+  const needHlo = /* @__PURE__ */ new Map();
+  for (const ops of c.opsByProgram.values()) {
     for (const op of ops.values()) {
       if (op.where !== where2) continue;
-      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
+      if (op.flops !== void 0 || op.bytes !== void 0) {
+        byOp.set(op, {
+          // XLA has no cost model for custom calls and writes 0 FLOPs for them: unknown, not zero.
+          flops: op.customCall && op.flops === 0 ? void 0 : op.flops,
+          bytes: op.bytes,
+          dtype: void 0,
+          source: "trace",
+          customCall: void 0
+        });
+      } else if (op.programId !== void 0) {
+        let list = needHlo.get(op.programId);
+        if (list === void 0) {
+          list = [];
+          needHlo.set(op.programId, list);
+        }
+        list.push(op);
+      }
     }
   }
-  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-}
-function programsInsideWindows(executions, windows) {
-  const inside = /* @__PURE__ */ new Map();
-  const total = /* @__PURE__ */ new Map();
-  for (const e of executions) {
-    total.set(e.program, (total.get(e.program) ?? 0) + 1);
-    const w = windows.get(e.device.name) ?? windows.get("*");
-    if (w !== void 0 && containsStart(w, e.startPs))
-      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
+  if (needHlo.size === 0 || !(source instanceof XplaneSource)) return { byOp, warnings: warnings2, modulesRead: 0 };
+  const { modules, skipped } = await source.hloProtos(new Set(needHlo.keys()));
+  if (skipped.length > 0)
+    warnings2.push(`HLO modules too large to read for FLOPs: ${skipped.slice(0, 3).join(", ")}`);
+  for (const [programId, blob] of modules) {
+    let module2;
+    try {
+      module2 = decodeHloProto(blob.bytes);
+    } catch (err) {
+      if (!(err instanceof WireError)) throw err;
+      warnings2.push(`the HLO of ${blob.name} does not decode (${err.message}): its ops have no FLOPs`);
+      continue;
+    }
+    for (const op of needHlo.get(programId) ?? []) {
+      const inst = module2.byName.get(op.name);
+      if (inst === void 0) continue;
+      const cost = instructionCost(module2, inst);
+      byOp.set(op, {
+        flops: cost.flops,
+        bytes: cost.bytes,
+        dtype: cost.dtype,
+        source: "hlo",
+        customCall: cost.customCall
+      });
+    }
   }
-  const out = /* @__PURE__ */ new Set();
-  for (const [program, n] of total) {
-    const k = inside.get(program) ?? 0;
-    if (k === n) out.add(program);
-    else if (k !== 0) return void 0;
-  }
-  return out;
+  return { byOp, warnings: warnings2, modulesRead: modules.size };
 }
-function containsStart(w, t) {
-  let lo = 0;
-  let hi = w.starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (w.starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans >= 0 && t < w.ends[ans];
+
+// src/evidence/analysis/peaks.ts
+import { readFileSync as readFileSync16 } from "node:fs";
+import { join as join32 } from "node:path";
+var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
+var SCHEMA = "hillclimb.device-peaks/1";
+var cached2;
+function devicePeakTable() {
+  cached2 ??= parseDevicePeaks(
+    readFileSync16(join32(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    DEVICE_PEAKS_FILE
+  );
+  return cached2;
 }
-function fmtCount(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+function parseDevicePeaks(text3, file) {
+  let doc;
+  try {
+    doc = JSON.parse(text3);
+  } catch (err) {
+    throw new InputError(file, `invalid JSON: ${err.message}`);
+  }
+  if (doc.schema !== SCHEMA)
+    throw new InputError(file, `schema: expected "${SCHEMA}", got ${String(doc.schema)}`);
+  if (!Array.isArray(doc.devices)) throw new InputError(file, "devices: expected a list");
+  const seen = /* @__PURE__ */ new Set();
+  return doc.devices.map((raw, k) => {
+    const e = raw;
+    const where2 = `devices[${k}]${typeof e?.name === "string" ? ` (${e.name})` : ""}`;
+    const bad2 = (problem) => {
+      throw new InputError(file, `${where2}: ${problem}`);
+    };
+    if (typeof e.name !== "string" || e.name === "") bad2("name: expected a string");
+    if (!Array.isArray(e.deviceKinds) || e.deviceKinds.length === 0)
+      bad2("deviceKinds: expected a non-empty list");
+    for (const kind of e.deviceKinds) {
+      if (typeof kind !== "string" || kind === "") bad2("deviceKinds: expected strings");
+      if (seen.has(kind)) bad2(`deviceKinds: "${kind}" is listed twice in the table`);
+      seen.add(kind);
+    }
+    if (!(Number.isInteger(e.devicesPerChip) && e.devicesPerChip >= 1))
+      bad2("devicesPerChip: expected an integer \u2265 1");
+    if (!(e.peakFlopsPerSecond?.bf16 > 0)) bad2("peakFlopsPerSecond.bf16: expected a positive number");
+    const fp32 = e.peakFlopsPerSecond.fp32;
+    if (!(fp32 === null || fp32 > 0)) bad2("peakFlopsPerSecond.fp32: expected a positive number or null");
+    if (!(e.hbmBytesPerSecond > 0)) bad2("hbmBytesPerSecond: expected a positive number");
+    if (typeof e.xplane !== "object" || e.xplane === null) bad2("xplane: expected an object");
+    if (!Array.isArray(e.sources) || e.sources.length === 0) bad2("sources: every entry needs a source");
+    for (const s of e.sources) {
+      if (!/^https:\/\//.test(s?.url ?? "") || typeof s.says !== "string" || s.says === "")
+        bad2("sources: each needs an https url and what it says");
+    }
+    return e;
+  });
+}
+function perDevice(e, matchedBy) {
+  const n = e.devicesPerChip;
+  return {
+    name: e.name,
+    bf16FlopsPerSecond: e.peakFlopsPerSecond.bf16 / n,
+    fp32FlopsPerSecond: e.peakFlopsPerSecond.fp32 === null ? null : e.peakFlopsPerSecond.fp32 / n,
+    bytesPerSecond: e.hbmBytesPerSecond / n,
+    matchedBy
+  };
+}
+function peakForDeviceKind(kind, table2 = devicePeakTable()) {
+  const e = table2.find((x) => x.deviceKinds.includes(kind));
+  if (e !== void 0) return { peak: perDevice(e, `device_kind "${kind}"`), warning: void 0 };
+  return {
+    peak: void 0,
+    warning: `device kind "${kind}" is not in ${DEVICE_PEAKS_FILE}: no roofline (add its peaks to the table)`
+  };
+}
+function peakForPlane(stats, table2 = devicePeakTable()) {
+  const type = stats.device_type_string;
+  if (type !== void 0 && type !== "") {
+    const e2 = table2.find(
+      (x) => (x.xplane.deviceTypeString ?? []).some((t) => t.toLowerCase() === type.toLowerCase())
+    );
+    if (e2 !== void 0) return { peak: perDevice(e2, `device_type_string "${type}"`), warning: void 0 };
+    return {
+      peak: void 0,
+      warning: `device type "${type}" is not in ${DEVICE_PEAKS_FILE}: no roofline (add its peaks to the table)`
+    };
+  }
+  const vendor = stats.device_vendor;
+  const major = stats.compute_cap_major;
+  if (vendor === void 0 || major === void 0) return void 0;
+  const cap2 = `${major}.${stats.compute_cap_minor ?? "0"}`;
+  const cores = Number(stats.core_count);
+  const memoryGB = Number(stats.memory_size) / 1e9;
+  const described = `${vendor} GPU, compute capability ${cap2}, ${Number.isFinite(cores) ? cores : "?"} cores${Number.isFinite(memoryGB) ? `, ${memoryGB.toFixed(0)} GB` : ""}`;
+  const candidates = table2.filter(
+    (x) => x.xplane.vendor?.toLowerCase() === vendor.toLowerCase() && x.xplane.computeCapability === cap2 && (x.xplane.coreCount === void 0 || x.xplane.coreCount === cores)
+  );
+  const byMemory = candidates.filter(
+    (x) => x.xplane.memoryGB === void 0 || !Number.isFinite(memoryGB) || Math.abs(memoryGB - x.xplane.memoryGB) <= 0.1 * x.xplane.memoryGB
+  );
+  const matches = byMemory.length > 0 ? byMemory : candidates;
+  if (matches.length === 0) {
+    return {
+      peak: void 0,
+      warning: `${described} is not in ${DEVICE_PEAKS_FILE}: no roofline (add its peaks to the table)`
+    };
+  }
+  const e = matches[0];
+  const peak = perDevice(e, described);
+  const others = matches.slice(1).map((x) => x.name);
+  return {
+    peak,
+    warning: others.length === 0 ? void 0 : `${described} matches ${[e.name, ...others].join(" and ")}; the roofline uses ${e.name}`
+  };
+}
+
+// src/evidence/analysis/rows.ts
+function opRows(counted, ctx) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const key = `${c.op.program}\0${c.op.baseName}`;
+    const list = groups2.get(key);
+    if (list === void 0) groups2.set(key, [c]);
+    else list.push(c);
+  }
+  const rows = [];
+  for (const list of groups2.values()) {
+    const first = list[0];
+    const selfPs = sum2(list, (c) => c.selfPs);
+    const totalPs = sum2(list, (c) => c.totalPs);
+    const customCall = list.some((c) => c.op.customCall);
+    const kind = customCall ? customCallKindOf(list) : null;
+    const haveFlops = list.every((c) => c.cost?.flops !== void 0);
+    const haveBytes = list.every((c) => c.cost?.bytes !== void 0);
+    const execTotal = (c) => c.totalCount === 0 ? 0 : executionsOf(c.op) * (c.totalCount / (c.op.countIn + c.op.countOut));
+    const execIn = (c) => c.totalCount === 0 ? 0 : execTotal(c) * (c.count / c.totalCount);
+    const flopsTotal = haveFlops ? sum2(list, (c) => c.cost.flops * execTotal(c)) : void 0;
+    const bytesTotal = haveBytes ? sum2(list, (c) => c.cost.bytes * execTotal(c)) : void 0;
+    const flopsIn = haveFlops ? sum2(list, (c) => c.cost.flops * execIn(c)) : void 0;
+    const bytesIn = haveBytes ? sum2(list, (c) => c.cost.bytes * execIn(c)) : void 0;
+    const asyncStart = /-start$/.test(first.op.baseName);
+    const seconds2 = asyncStart ? 0 : totalPs / 1e12;
+    const tflops = flopsTotal === void 0 || seconds2 === 0 ? null : flopsTotal / seconds2 / 1e12;
+    const gbps = bytesTotal === void 0 || seconds2 === 0 ? null : bytesTotal / seconds2 / 1e9;
+    const intensity = flopsTotal === void 0 || bytesTotal === void 0 || bytesTotal === 0 ? null : flopsTotal / bytesTotal;
+    const dtype = heaviestKey(list, (c) => c.cost?.dtype ?? "") || null;
+    const costSource = list.some((c) => c.cost?.source === "hlo") ? "hlo" : list.some((c) => c.cost?.source === "trace") ? "trace" : null;
+    const noCostModel = flopsTotal === void 0 && list.some((c) => c.cost !== void 0 || c.op.customCall);
+    rows.push({
+      name: first.op.baseName,
+      program: first.op.program,
+      category: heaviestKey(list, (c) => c.op.category),
+      scope: heaviestKey(list, (c) => c.op.scope),
+      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
+      variants: new Set(list.map((c) => c.op.name)).size,
+      timeMs: ms(selfPs / ctx.steps),
+      occurrences: round3(sum2(list, (c) => c.count) / ctx.steps, 3),
+      shareOfOps: pct2(selfPs / ctx.steps, ctx.opPsPerStepTotal),
+      shareOfStep: ctx.meanStepPs === void 0 || ctx.meanStepPs === 0 ? null : pct2(selfPs / ctx.steps, ctx.meanStepPs),
+      totalMs: ms(totalPs),
+      totalCount: sum2(list, (c) => c.totalCount),
+      executions: round3(sum2(list, execTotal), 3),
+      flopsPerExecution: perExecution(flopsTotal, sum2(list, execTotal)),
+      bytesPerExecution: perExecution(bytesTotal, sum2(list, execTotal)),
+      shareOfDevice: pct2(totalPs, ctx.devicePs),
+      flops: flopsIn === void 0 ? null : round3(flopsIn / ctx.steps, 0),
+      bytes: bytesIn === void 0 ? null : round3(bytesIn / ctx.steps, 0),
+      tflops: tflops === null ? null : round3(tflops, 3),
+      gbps: gbps === null ? null : round3(gbps, 3),
+      intensity: intensity === null ? null : round3(intensity, 3),
+      roofline: asyncStart ? null : rooflineOf(tflops, intensity, dtype, ctx.peak, gbps),
+      costSource,
+      dtype,
+      customCall,
+      customCallKind: kind,
+      noCostModel,
+      longName: [...list].sort((a, b) => b.totalPs - a.totalPs)[0].op.longName
+    });
+  }
+  return rows.sort((a, b) => b.totalMs - a.totalMs || a.timeMs - b.timeMs || a.name.localeCompare(b.name));
+}
+function perExecution(total, executions) {
+  return total === void 0 || executions === 0 ? null : round3(total / executions, 0);
+}
+function rooflineOf(tflops, intensity, dtype, peak, gbps = null) {
+  if (peak === void 0) return null;
+  if (intensity === 0 && gbps !== null && gbps > 0) {
+    return {
+      bound: "memory",
+      attainableTflops: 0,
+      fraction: round3(gbps * 1e9 / peak.bytesPerSecond, 4),
+      peak: "bf16"
+    };
+  }
+  if (tflops === null || intensity === null) return null;
+  const fp32 = dtype === "f32" && peak.fp32FlopsPerSecond !== null;
+  const peakFlops = fp32 ? peak.fp32FlopsPerSecond : peak.bf16FlopsPerSecond;
+  const memoryCeiling = intensity * peak.bytesPerSecond;
+  const attainable = Math.min(peakFlops, memoryCeiling);
+  if (attainable <= 0) return null;
+  return {
+    bound: memoryCeiling < peakFlops ? "memory" : "compute",
+    attainableTflops: round3(attainable / 1e12, 3),
+    fraction: round3(tflops * 1e12 / attainable, 4),
+    peak: fp32 ? "fp32" : "bf16"
+  };
+}
+function programRows(counted, devicePs, executions, devices) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const list = groups2.get(c.op.program);
+    if (list === void 0) groups2.set(c.op.program, [c]);
+    else list.push(c);
+  }
+  return [...groups2].map(([name, list]) => ({
+    name: name === "" ? "(unknown)" : name,
+    module: name === "" ? "(unknown)" : moduleName(name),
+    deviceMs: ms(sum2(list, (c) => c.totalPs)),
+    inStepsMs: ms(sum2(list, (c) => c.selfPs)),
+    shareOfDevice: pct2(
+      sum2(list, (c) => c.totalPs),
+      devicePs
+    ),
+    executions: name === "" ? null : executions(name),
+    devices: name === "" ? 0 : devices(name),
+    ops: new Set(list.map((c) => c.op.baseName)).size
+  })).sort((a, b) => b.deviceMs - a.deviceMs || a.name.localeCompare(b.name));
+}
+function groupRows(counted, keyOf, steps, opPsPerStepTotal) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (c.count === 0) continue;
+    const key = keyOf(c);
+    let g = groups2.get(key);
+    if (g === void 0) {
+      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
+      groups2.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+    g.names.add(c.op.baseName);
+  }
+  return [...groups2].map(([name, g]) => ({
+    name,
+    timeMs: ms(g.selfPs / steps),
+    occurrences: round3(g.count / steps, 3),
+    shareOfOps: pct2(g.selfPs / steps, opPsPerStepTotal),
+    ops: g.names.size
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function customCallRows(counted, ctx) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (!c.op.customCall) continue;
+    const key = `${c.op.program}\0${c.op.baseName}\0${c.op.scope}`;
+    let g = groups2.get(key);
+    if (g === void 0) {
+      g = { list: [], scope: c.op.scope };
+      groups2.set(key, g);
+    }
+    g.list.push(c);
+  }
+  return [...groups2.values()].map(({ list, scope }) => {
+    const op = list[0].op;
+    const selfPs = sum2(list, (c) => c.selfPs);
+    return {
+      name: op.baseName,
+      program: op.program,
+      scope,
+      kind: customCallKindOf(list),
+      launches: round3(sum2(list, (c) => c.count) / ctx.steps, 3),
+      timeMs: ms(selfPs / ctx.steps),
+      shareOfOps: pct2(selfPs / ctx.steps, ctx.opPsPerStepTotal),
+      totalMs: ms(sum2(list, (c) => c.totalPs)),
+      noCostModel: !list.every((c) => c.cost?.flops !== void 0)
+    };
+  }).sort((a, b) => b.totalMs - a.totalMs || b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function customCallKindOf(list) {
+  for (const c of list) if (c.cost?.customCall !== void 0) return c.cost.customCall;
+  const op = list[0].op;
+  const target = /custom_call_target="([^"]+)"/.exec(op.longName ?? "")?.[1];
+  if (target !== void 0) return customCallKind(target);
+  return customCallKindOfName(op.baseName) ?? "other";
+}
+function heaviestKey(list, keyOf) {
+  const time = /* @__PURE__ */ new Map();
+  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.totalPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+}
+function sum2(list, f) {
+  let s = 0;
+  for (const x of list) s += f(x);
+  return s;
+}
+function ms(ps) {
+  return Math.round(ps / 1e3) / 1e6;
+}
+function pct2(part, whole) {
+  return whole === 0 ? 0 : round3(100 * part / whole, 4);
+}
+function round3(x, digits) {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
 }
 
 // src/evidence/analysis/hotspots.ts
@@ -68527,6 +69967,7 @@ async function summarizeTrace(source, opts = {}) {
   const modulesLate = first.modulesLate.size > 0;
   if (included === void 0 && first.collectedOps(where2) && !unsorted && !modulesLate) {
     if (plan.detector === "whole-trace") included = "all";
+    else if (plan.windows === void 0 && plan.program !== void 0) included = /* @__PURE__ */ new Set([plan.program]);
     else if (plan.detector === "dominant-program" && plan.program !== void 0)
       included = /* @__PURE__ */ new Set([plan.program]);
     else if (plan.windows !== void 0) {
@@ -68546,7 +69987,309 @@ async function summarizeTrace(source, opts = {}) {
     final = (await run2(second)).c;
     included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
   }
-  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
+  const costs = await opCosts(source, final, where2);
+  return buildSummary({
+    source,
+    stats,
+    passes,
+    platform: platform2,
+    opDevices,
+    plan,
+    first,
+    final,
+    included,
+    costs,
+    deviceKind: opts.deviceKind
+  });
+}
+function buildSummary(input) {
+  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
+  const where2 = platform2 === "cpu" ? "host" : "device";
+  const windowsMode = final !== first && plan.windows !== void 0;
+  const counted = [];
+  let outsidePs = 0;
+  let devicePs = 0;
+  const outsideOps = /* @__PURE__ */ new Set();
+  for (const [program, ops] of final.opsByProgram) {
+    for (const op of ops.values()) {
+      if (op.where !== where2) continue;
+      const inProgram = included === "all" || included.has(program);
+      const count = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
+      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
+      const totalPs = op.selfInPs + op.selfOutPs;
+      const totalCount = op.countIn + op.countOut;
+      const outPs = totalPs - selfPs;
+      devicePs += totalPs;
+      if (outPs > 0) {
+        outsidePs += outPs;
+        outsideOps.add(op.baseName);
+      }
+      if (totalCount > 0)
+        counted.push({ op, count, selfPs, totalCount, totalPs, cost: input.costs.byOp.get(op) });
+    }
+  }
+  const computeDevices = /* @__PURE__ */ new Set();
+  for (const dev of final.deviceStates())
+    if (opDevices.has(dev.device.name) && dev.computePs > 0) computeDevices.add(dev.device.name);
+  if (computeDevices.size === 0) for (const d of opDevices) computeDevices.add(d);
+  const devicesOf = (program) => {
+    const set = final.programDevices.get(program);
+    if (set === void 0) return computeDevices.size;
+    let n = 0;
+    for (const d of set) if (computeDevices.has(d)) n++;
+    return Math.max(1, n);
+  };
+  let deviceSteps;
+  let stepDevices = computeDevices.size;
+  let stepDurations = plan.stepDurationsPs;
+  let busyPs = 0;
+  switch (plan.detector) {
+    case "whole-trace":
+      deviceSteps = computeDevices.size;
+      stepDurations = [];
+      for (const dev of final.deviceStates()) {
+        if (!computeDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
+        stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
+        busyPs += dev.busyPs;
+      }
+      break;
+    case "host-launches":
+    case "kernel-repetition": {
+      const program = plan.program;
+      deviceSteps = plan.detector === "host-launches" ? plan.launches : modalExecutions(programOps(final, program, platform2)).count;
+      stepDevices = devicesOf(program);
+      stepDurations = [];
+      busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
+      break;
+    }
+    case "host-annotations":
+      deviceSteps = plan.stepDurationsPs.length * (platform2 === "cpu" ? 1 : computeDevices.size);
+      if (platform2 === "cpu") stepDevices = 1;
+      busyPs = windowsMode ? windowBusy(final) : executionBusy(first, platform2, opDevices, included);
+      break;
+    case "device-steps":
+      deviceSteps = windowCount(plan.windows, computeDevices);
+      stepDevices = Math.max(1, [...plan.windows.keys()].filter((d) => computeDevices.has(d)).length);
+      busyPs = windowsMode ? windowBusy(final) : executionBusy(first, platform2, opDevices, included);
+      break;
+    default: {
+      const executions = plan.executions ?? [];
+      deviceSteps = executions.length;
+      stepDevices = new Set(executions.map((e) => e.device.name)).size;
+      busyPs = windowsMode ? windowBusy(final) : executions.reduce((s, e) => s + e.busyPs, 0);
+    }
+  }
+  deviceSteps = Math.max(1, deviceSteps);
+  stepDevices = Math.max(1, stepDevices);
+  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
+  const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
+  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
+  const roofline = devicePeak(input, computeDevices);
+  const ctx = {
+    steps: deviceSteps,
+    opPsPerStepTotal: opPsTotal / deviceSteps,
+    devicePs,
+    meanStepPs,
+    peak: roofline.lookup?.peak
+  };
+  const estimates = stepEstimates({
+    plan,
+    platform: platform2,
+    computeDevices,
+    first,
+    final,
+    stepProgram: heaviestInSteps(counted)
+  });
+  const chosen = estimates.find((e) => e.detector === plan.detector);
+  const warnings2 = [...stats.warnings, ...input.costs.warnings];
+  const split2 = disagreement(estimates);
+  if (split2 !== void 0) warnings2.push(split2);
+  if (roofline.lookup?.warning !== void 0) warnings2.push(roofline.lookup.warning);
+  const summary2 = {
+    schema: TRACE_SUMMARY_SCHEMA,
+    source: {
+      path: stats.path,
+      format: stats.format,
+      bytes: stats.bytes,
+      events: stats.events,
+      passes: input.passes,
+      capped: stats.capped
+    },
+    platform: platform2,
+    devices: deviceRows(final, first, opDevices, computeDevices),
+    steps: {
+      detector: plan.detector,
+      confidence: chosen?.confidence ?? (plan.detector === "whole-trace" ? "low" : "high"),
+      detail: plan.detail,
+      estimates,
+      count: round3(deviceSteps / stepDevices, 3),
+      deviceSteps,
+      program: plan.program,
+      timeMs: timeStats,
+      annotations: annotationKinds(first.hostSteps).map((k) => {
+        const t = describe2(k.markers.map((m) => m.durPs));
+        return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
+      }),
+      busyMs: ms(busyPs / deviceSteps),
+      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
+      opMs: ms(opPsTotal / deviceSteps)
+    },
+    total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
+    programs: programRows(
+      counted,
+      devicePs,
+      (program) => executionsOf2(program, first, final, platform2),
+      devicesOf
+    ),
+    ops: opRows(counted, ctx),
+    roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
+    categories: groupRows(counted, (c) => c.op.category, deviceSteps, ctx.opPsPerStepTotal),
+    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, ctx.opPsPerStepTotal),
+    customCalls: customCallRows(counted, ctx),
+    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
+    warnings: warnings2,
+    notes: [...plan.notes]
+  };
+  if (devicePs > 0 && outsidePs / devicePs > 0.5) {
+    summary2.notes.push(
+      `${round3(100 * outsidePs / devicePs, 1)}% of device op time is outside steps (other programs); the op and program tables cover the whole trace`
+    );
+  }
+  if (computeDevices.size < opDevices.size) {
+    const idle = [...opDevices].filter((d) => !computeDevices.has(d));
+    summary2.notes.push(
+      `${idle.length} device(s) ran only memory copies and are not counted per device: ${idle.slice(0, 4).join(", ")}`
+    );
+  }
+  const multiLane = final.deviceStates().filter((d) => computeDevices.has(d.device.name) && d.opLanes.size > 1);
+  if (multiLane.length > 0 && platform2 !== "cpu") {
+    const d = multiLane[0];
+    summary2.notes.push(
+      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
+    );
+  }
+  if (platform2 === "gpu" && first.derivedGpuLanes > 0) {
+    const named = counted.some((c) => c.op.program !== "");
+    summary2.notes.push(
+      named ? "xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, \u2026) are not counted again" : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them"
+    );
+  }
+  if (input.costs.modulesRead > 0) {
+    summary2.notes.push(
+      `FLOPs and bytes of ${input.costs.modulesRead} program(s) from the HLO in the XSpace (XLA's cost model: elementwise ops count one FLOP per element)`
+    );
+  }
+  if (input.passes > 1) summary2.notes.push(passNote(input));
+  return summary2;
+}
+function heaviestInSteps(counted) {
+  const time = /* @__PURE__ */ new Map();
+  for (const c of counted)
+    if (c.selfPs > 0 && c.op.program !== "") time.set(c.op.program, (time.get(c.op.program) ?? 0) + c.selfPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0];
+}
+function windowBusy(final) {
+  let busy = 0;
+  for (const dev of final.deviceStates())
+    if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busy += b;
+  return busy;
+}
+function executionBusy(first, platform2, opDevices, included) {
+  return allExecutions(first, platform2, opDevices).filter((e) => included === "all" || included.has(e.program)).reduce((s, e) => s + e.busyPs, 0);
+}
+function executionsOf2(program, first, final, platform2) {
+  if (platform2 === "cpu") {
+    let n2 = 0;
+    for (const e of first.cpuExecutions.values()) if (e.program === program) n2++;
+    for (const e of final.cpuExecutions.values())
+      if (e.program === program && first.cpuExecutions.size === 0) n2++;
+    return n2 > 0 ? n2 : null;
+  }
+  let n = 0;
+  for (const dev of first.deviceStates()) for (const m of dev.modules) if (m.program === program) n++;
+  if (n > 0) return n;
+  if (platform2 === "gpu") {
+    const mode = modalExecutions(programOps(final, program, platform2));
+    return mode.count > 0 ? mode.count : null;
+  }
+  return null;
+}
+function devicePeak(input, computeDevices) {
+  for (const dev of [...input.final.deviceStates(), ...input.first.deviceStates()]) {
+    if (!computeDevices.has(dev.device.name)) continue;
+    const lookup = peakForPlane(dev.device.stats);
+    if (lookup?.peak !== void 0) return { lookup, source: `XSpace plane ${dev.device.name}` };
+    const own = planePeak(dev.device.stats);
+    if (own !== void 0) {
+      return {
+        lookup: { peak: own, warning: lookup?.warning },
+        source: `the peaks ${dev.device.name} records (not in the table)`
+      };
+    }
+    if (lookup !== void 0 && input.deviceKind === void 0) return { lookup, source: "none" };
+    break;
+  }
+  if (input.deviceKind !== void 0) {
+    const lookup = peakForDeviceKind(input.deviceKind);
+    return { lookup, source: lookup.peak === void 0 ? "none" : `device kind "${input.deviceKind}"` };
+  }
+  return { lookup: void 0, source: "none" };
+}
+function planePeak(stats) {
+  const tflops = Number(stats.peak_teraflops_per_second);
+  const gbps = Number(stats.peak_hbm_bw_gigabytes_per_second);
+  if (!(tflops > 0 && gbps > 0)) return void 0;
+  return {
+    name: stats.device_type_string ?? "device",
+    bf16FlopsPerSecond: tflops * 1e12,
+    fp32FlopsPerSecond: null,
+    bytesPerSecond: gbps * 1e9,
+    matchedBy: "plane stats peak_teraflops_per_second and peak_hbm_bw_gigabytes_per_second"
+  };
+}
+function passNote(input) {
+  const reasons = [];
+  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
+  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
+  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
+  else if (input.final !== input.first) reasons.push("step windows split some programs");
+  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
+}
+function windowCount(windows, devices) {
+  let n = 0;
+  for (const [device, w] of windows) if (devices.has(device)) n += w.starts.length;
+  return n;
+}
+function deviceRows(final, first, opDevices, computeDevices) {
+  const rows = [];
+  for (const dev of final.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    const stats = dev.device.stats;
+    const peak = Number(stats.peak_teraflops_per_second);
+    rows.push({
+      name: dev.device.name,
+      kind: dev.device.kind,
+      type: stats.device_type_string,
+      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
+      compute: computeDevices.has(dev.device.name),
+      opMs: ms(dev.opPs),
+      busyMs: ms(dev.busyPs)
+    });
+  }
+  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices, computeDevices);
+  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+}
+function describe2(ps) {
+  const sorted = [...ps].sort((a, b) => a - b);
+  const n = sorted.length;
+  const mid = n >> 1;
+  const median2 = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return {
+    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
+    median: ms(median2),
+    min: ms(sorted[0]),
+    max: ms(sorted[n - 1])
+  };
 }
 function decidePlatform(c, path) {
   const kinds = /* @__PURE__ */ new Set();
@@ -68575,262 +70318,14 @@ function modulesByDevice(c) {
   for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
   return out;
 }
-function buildSummary(input) {
-  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
-  const where2 = platform2 === "cpu" ? "host" : "device";
-  const windowsMode = final !== first && plan.windows !== void 0;
-  const counted = [];
-  let outsidePs = 0;
-  const outsideOps = /* @__PURE__ */ new Set();
-  for (const [program, ops] of final.opsByProgram) {
-    for (const op of ops.values()) {
-      if (op.where !== where2) continue;
-      const inProgram = included === "all" || included.has(program);
-      const count = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
-      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
-      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
-      if (outPs > 0) {
-        outsidePs += outPs;
-        outsideOps.add(op.baseName);
-      }
-      if (count > 0) counted.push({ op, count, selfPs });
-    }
-  }
-  const deviceCount = Math.max(1, opDevices.size);
-  let deviceSteps;
-  let stepDurations = plan.stepDurationsPs;
-  let busyPs = 0;
-  if (plan.detector === "whole-trace") {
-    deviceSteps = deviceCount;
-    stepDurations = [];
-    for (const dev of final.deviceStates()) {
-      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
-      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
-      busyPs += dev.busyPs;
-    }
-  } else if (plan.windows === void 0) {
-    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
-    stepDurations = [];
-    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
-  } else if (windowsMode) {
-    deviceSteps = windowCount(plan.windows, opDevices, platform2);
-    for (const dev of final.deviceStates()) {
-      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
-    }
-  } else {
-    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
-    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
-    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
-  }
-  deviceSteps = Math.max(1, deviceSteps);
-  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
-  const perStep = (ps) => ms(ps / deviceSteps);
-  const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
-  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
-  const share = (ps) => pct2(ps, opPsTotal);
-  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct2(ps / deviceSteps, meanStepPs);
-  const summary2 = {
-    schema: TRACE_SUMMARY_SCHEMA,
-    source: {
-      path: stats.path,
-      format: stats.format,
-      bytes: stats.bytes,
-      events: stats.events,
-      passes: input.passes,
-      capped: stats.capped
-    },
-    platform: platform2,
-    devices: deviceRows(final, first, opDevices),
-    steps: {
-      detector: plan.detector,
-      detail: plan.detail,
-      count: round2(deviceSteps / deviceCount, 3),
-      deviceSteps,
-      program: plan.program,
-      timeMs: timeStats,
-      busyMs: perStep(busyPs),
-      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
-      opMs: perStep(opPsTotal)
-    },
-    ops: opRows(counted, deviceSteps, share, shareOfStep),
-    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
-    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
-    customCalls: customCallRows(counted, deviceSteps, share),
-    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
-    warnings: [...stats.warnings],
-    notes: [...plan.notes]
-  };
-  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
-  if (multiLane.length > 0 && platform2 !== "cpu") {
-    const d = multiLane[0];
-    summary2.notes.push(
-      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
-    );
-  }
-  if (input.passes > 1) summary2.notes.push(passNote(input));
-  return summary2;
-}
-function passNote(input) {
-  const reasons = [];
-  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
-  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
-  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
-  else if (input.final !== input.first) reasons.push("step windows split some programs");
-  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
-}
-function windowCount(windows, opDevices, platform2) {
-  const shared = windows.get("*");
-  if (shared !== void 0)
-    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
-  let n = 0;
-  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
-  return n;
-}
-function deviceRows(final, first, opDevices) {
-  const rows = [];
-  for (const dev of final.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    const stats = dev.device.stats;
-    const peak = Number(stats.peak_teraflops_per_second);
-    rows.push({
-      name: dev.device.name,
-      kind: dev.device.kind,
-      type: stats.device_type_string,
-      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
-      opMs: ms(dev.opPs),
-      busyMs: ms(dev.busyPs)
-    });
-  }
-  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
-  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
-}
-function opRows(counted, steps, share, shareOfStep) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const list = groups2.get(c.op.baseName);
-    if (list === void 0) groups2.set(c.op.baseName, [c]);
-    else list.push(c);
-  }
-  const traceHasFlops = counted.some((c) => c.op.flops !== void 0);
-  const rows = [];
-  for (const [name, list] of groups2) {
-    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
-    const count = list.reduce((s, c) => s + c.count, 0);
-    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
-    const customCall = list.some((c) => c.op.customCall);
-    const haveFlops = list.every((c) => c.op.flops !== void 0);
-    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
-    const haveBytes = list.every((c) => c.op.bytes !== void 0);
-    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
-    const timeSec = selfPs / 1e12;
-    rows.push({
-      name,
-      category: heaviestKey(list, (c) => c.op.category),
-      scope: heaviestKey(list, (c) => c.op.scope),
-      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
-      variants: new Set(list.map((c) => c.op.name)).size,
-      timeMs: ms(selfPs / steps),
-      occurrences: round2(count / steps, 3),
-      shareOfOps: share(selfPs),
-      shareOfStep: shareOfStep(selfPs),
-      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
-      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
-      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
-      customCall,
-      noCostModel: customCall || traceHasFlops && (flops === void 0 || flops === 0),
-      longName: heaviest.longName
-    });
-  }
-  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function groupRows(counted, keyOf, steps, share) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const key = keyOf(c);
-    let g = groups2.get(key);
-    if (g === void 0) {
-      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
-      groups2.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-    g.names.add(c.op.baseName);
-  }
-  return [...groups2].map(([name, g]) => ({
-    name,
-    timeMs: ms(g.selfPs / steps),
-    occurrences: round2(g.count / steps, 3),
-    shareOfOps: share(g.selfPs),
-    ops: g.names.size
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function customCallRows(counted, steps, share) {
-  const groups2 = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    if (!c.op.customCall) continue;
-    const key = `${c.op.baseName}\0${c.op.scope}`;
-    let g = groups2.get(key);
-    if (g === void 0) {
-      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
-      groups2.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-  }
-  return [...groups2.values()].map((g) => ({
-    name: g.name,
-    scope: g.scope,
-    launches: round2(g.count / steps, 3),
-    timeMs: ms(g.selfPs / steps),
-    shareOfOps: share(g.selfPs),
-    noCostModel: true
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function heaviestKey(list, keyOf) {
-  const time = /* @__PURE__ */ new Map();
-  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
-  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-}
-function gcdOfCounts(counts) {
-  let g = 0;
-  for (const c of counts) {
-    let a = g;
-    let b = Math.round(c);
-    while (b !== 0) [a, b] = [b, a % b];
-    g = a;
-  }
-  return g;
-}
-function describe2(ps) {
-  const sorted = [...ps].sort((a, b) => a - b);
-  const n = sorted.length;
-  const mid = n >> 1;
-  const median2 = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  return {
-    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
-    median: ms(median2),
-    min: ms(sorted[0]),
-    max: ms(sorted[n - 1])
-  };
-}
-function ms(ps) {
-  return Math.round(ps / 1e3) / 1e6;
-}
-function pct2(part, whole) {
-  return whole === 0 ? 0 : round2(100 * part / whole, 4);
-}
-function round2(x, digits) {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}
 
 // src/evidence/analysis/from-path.ts
-async function summarizeTracePath(path, debug2) {
+async function summarizeTracePath(path, debug2, opts = {}) {
   const saved = savedSummary(path);
   if (saved !== void 0) return saved;
   const { source, resolved } = openTrace(path);
   debug2?.(`reading ${resolved.path} (${resolved.format})`);
-  const summary2 = await summarizeTrace(source);
+  const summary2 = await summarizeTrace(source, opts);
   summary2.notes.push(...resolved.notes);
   return summary2;
 }
@@ -68846,7 +70341,7 @@ function savedSummary(path) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync16(path, "utf8"));
+  const parsed = JSON.parse(readFileSync17(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -68885,6 +70380,7 @@ var profileStep = {
       writeJsonAtomic(bundle.path(BundleFiles.championSummary), champion.summary);
       const diff = diffSummaries(champion.summary, summary2);
       writeJsonAtomic(bundle.path(BundleFiles.diff), diff);
+      const agreement = measuredAgreement(ev, summary2, champion.summary);
       ev.profile = {
         status: "done",
         candidateTrace: BundleFiles.profileDir,
@@ -68892,8 +70388,10 @@ var profileStep = {
         championCached: champion.cached,
         summary: summary2,
         championSummary: champion.summary,
-        diff
+        diff,
+        ...agreement === void 0 ? {} : { agreement }
       };
+      if (agreement?.agrees === false) ctx.logger.warn(`profile: ${agreement.detail}`);
       return { status: "done" };
     } catch (e) {
       if (e instanceof Interrupted || e instanceof InfraFailure) throw e;
@@ -68903,6 +70401,18 @@ var profileStep = {
     }
   }
 };
+function measuredAgreement(ev, summary2, championSummary) {
+  const m = ev.measurement;
+  const c = m?.comparison;
+  if (m === void 0 || c === void 0) return void 0;
+  return profileAgreement({
+    candidate: summary2,
+    champion: championSummary,
+    metricPath: m.metric.path,
+    measured: { a: c.a.median, b: c.b.median },
+    unit: m.metric.unit
+  });
+}
 async function profileCommit(ctx, workdir, traceDir, id, files) {
   const profile = ctx.target.profile;
   rmSync16(traceDir, { recursive: true, force: true });
@@ -68921,7 +70431,15 @@ async function profileCommit(ctx, workdir, traceDir, id, files) {
   if (result.exitCode !== 0) {
     throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
   }
-  return summarizeTracePath(traceDir);
+  return summarizeTracePath(traceDir, void 0, deviceKindOpts(files.metrics));
+}
+function deviceKindOpts(metricsFile) {
+  try {
+    const kind = readJson(metricsFile).device?.kind;
+    return typeof kind === "string" && kind !== "" ? { deviceKind: kind } : {};
+  } catch {
+    return {};
+  }
 }
 function storedProfileKey(ctx, commit2) {
   const info = ctx.backend.info();
@@ -68930,21 +70448,24 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash7("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join32(ctx.stateDir, "cache", "profiles", key);
+  return join33(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join32(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync21(local)) return readJson(local);
+  const local = join33(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync21(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join33(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
-    return readJson(copy);
+    return current(readJson(copy));
   } catch (e) {
     ctx.logger.warn(`could not read the stored profile of ${commit2.slice(0, 12)}: ${errorMessage(e)}`);
     return void 0;
   }
+}
+function current(summary2) {
+  return summary2.schema === TRACE_SUMMARY_SCHEMA ? summary2 : void 0;
 }
 async function shareProfileSummary(ctx, commit2, summaryFile) {
   try {
@@ -68955,10 +70476,10 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join32(dir, "summary.json");
-  const traceDir = join32(dir, "trace");
-  if (existsSync21(summaryFile))
-    return { traceDir, summary: readJson(summaryFile), cached: true };
+  const summaryFile = join33(dir, "summary.json");
+  const traceDir = join33(dir, "trace");
+  const cachedSummary = existsSync21(summaryFile) ? current(readJson(summaryFile)) : void 0;
+  if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
@@ -68968,8 +70489,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join32(dir, "metrics.json"),
-      log: join32(dir, "profile.log")
+      metrics: join33(dir, "metrics.json"),
+      log: join33(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -69005,14 +70526,14 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join33(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
+      result_file: join34(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve15(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
       )
     };
     const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync17(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync18(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -69023,10 +70544,10 @@ function agentTestCommand(ctx, iteration) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: "python",
     root: agentRepoPath(ctx, iteration),
-    junit: join33(out, "junit.xml"),
-    metrics: join33(out, "metrics.json"),
-    trace: join33(out, "trace"),
-    cache: join33(out, "cache")
+    junit: join34(out, "junit.xml"),
+    metrics: join34(out, "metrics.json"),
+    trace: join34(out, "trace"),
+    cache: join34(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -69065,9 +70586,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join33(ctx.runDir, "hillclimb-log.md");
+  const runLog = join34(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync22(runLog) ? recentLogEntries(readFileSync17(runLog, "utf8"), n) : [];
+  let entries = existsSync22(runLog) ? recentLogEntries(readFileSync18(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -69076,12 +70597,12 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync23, mkdirSync as mkdirSync22, readFileSync as readFileSync19, rmSync as rmSync18 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join35 } from "node:path";
+import { existsSync as existsSync23, mkdirSync as mkdirSync22, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync18, rmSync as rmSync17 } from "node:fs";
-import { join as join34 } from "node:path";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";
+import { join as join35 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
   maxTotalBytes: 512 * 1024 * 1024
@@ -69091,14 +70612,14 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   const result = { written: [], removed: [], refused: [] };
   let total = 0;
   const seen = /* @__PURE__ */ new Set();
-  const walk2 = (rel) => {
-    const from = join34(src, rel);
+  const walk3 = (rel) => {
+    const from = join35(src, rel);
     const st = lstatSync3(from);
     if (st.isDirectory()) {
-      if (rel !== "") mkdirSync21(join34(dest, rel), { recursive: true });
+      if (rel !== "") mkdirSync21(join35(dest, rel), { recursive: true });
       for (const name of readdirSync12(from).sort()) {
         if (rel === "" && name === ".git") continue;
-        walk2(rel === "" ? name : `${rel}/${name}`);
+        walk3(rel === "" ? name : `${rel}/${name}`);
       }
       return;
     }
@@ -69110,15 +70631,15 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
       return;
     }
     total += st.size;
-    const to = join34(dest, rel);
+    const to = join35(dest, rel);
     if (sameContent2(from, to)) return;
     rmSync17(to, { recursive: true, force: true });
     copyFileSync5(from, to, constants6.COPYFILE_EXCL);
     result.written.push(rel);
   };
-  walk2("");
+  walk3("");
   const prune = (rel) => {
-    const at = join34(dest, rel);
+    const at = join35(dest, rel);
     const st = lstatSync3(at);
     if (st.isDirectory()) {
       for (const name of readdirSync12(at).sort()) {
@@ -69143,20 +70664,20 @@ function sameContent2(a, b) {
     return false;
   }
   if (!st.isFile() || st.size !== lstatSync3(a).size) return false;
-  return readFileSync18(a).equals(readFileSync18(b));
+  return readFileSync19(a).equals(readFileSync19(b));
 }
 function readAgentHead(repo) {
-  const gitDir = join34(repo, ".git");
-  const head = readSmallFile(join34(gitDir, "HEAD"));
+  const gitDir = join35(repo, ".git");
+  const head = readSmallFile(join35(gitDir, "HEAD"));
   if (head === void 0) return void 0;
   const sha = /^([0-9a-f]{40})\s*$/.exec(head)?.[1];
   if (sha) return sha;
   const ref = /^ref: (refs\/[A-Za-z0-9._/-]+)\s*$/.exec(head)?.[1];
   if (!ref || ref.split("/").includes("..")) return void 0;
-  const loose = readSmallFile(join34(gitDir, ref));
+  const loose = readSmallFile(join35(gitDir, ref));
   const fromLoose = loose === void 0 ? void 0 : /^([0-9a-f]{40})\s*$/.exec(loose)?.[1];
   if (fromLoose) return fromLoose;
-  const packed = readSmallFile(join34(gitDir, "packed-refs"), 4 * 1024 * 1024);
+  const packed = readSmallFile(join35(gitDir, "packed-refs"), 4 * 1024 * 1024);
   for (const line of packed?.split("\n") ?? []) {
     const m = /^([0-9a-f]{40}) (refs\/\S+)$/.exec(line);
     if (m && m[2] === ref) return m[1];
@@ -69185,14 +70706,14 @@ var proposeStep = {
     mkdirSync22(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join35(out, AGENT_RESULT_NAME);
+    const resultFile = join36(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
-      prompt: readFileSync19(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync20(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join35(out, AGENT_LOG_NAME),
+      logFile: join36(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS4,
       env: {
@@ -69285,13 +70806,13 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join35(out, "home")
+      home: join36(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join35(repo, ".git", "objects");
+  const objects = join36(repo, ".git", "objects");
   if (head && head !== base && existsSync23(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
@@ -69301,7 +70822,7 @@ async function commitMessage2(ctx, repo, base, result) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync24, readFileSync as readFileSync20 } from "node:fs";
+import { existsSync as existsSync24, readFileSync as readFileSync21 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -69500,7 +71021,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync24(bundle.path(BundleFiles.logEntry)) ? readFileSync20(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync24(bundle.path(BundleFiles.logEntry)) ? readFileSync21(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -69591,8 +71112,8 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync26, readFileSync as readFileSync22, writeFileSync as writeFileSync8 } from "node:fs";
-import { join as join37 } from "node:path";
+import { existsSync as existsSync26, readFileSync as readFileSync23, writeFileSync as writeFileSync8 } from "node:fs";
+import { join as join38 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash8 } from "node:crypto";
@@ -69792,8 +71313,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync25, readFileSync as readFileSync21 } from "node:fs";
-import { join as join36 } from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync22 } from "node:fs";
+import { join as join37 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -69808,11 +71329,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join36(root, path);
+      const file = join37(root, path);
       if (!existsSync25(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync21(file, "utf8"));
+        parsed = JSON.parse(readFileSync22(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -70085,11 +71606,11 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join37("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join38("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join37(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync26(runLog) ? readFileSync22(runLog, "utf8") : void 0;
+    const runLog = join38(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync26(runLog) ? readFileSync23(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
       writeFileSync8(runLog, text3);
@@ -70134,11 +71655,11 @@ function tagged(entry, runId, iteration) {
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   const logFile = ctx.config.paths.log_file;
-  const current = await ctx.git.regularFileAt(candidate, logFile);
+  const current2 = await ctx.git.regularFileAt(candidate, logFile);
   return ctx.git.commitFile(
     candidate,
     logFile,
-    appendLogEntry(current, entry),
+    appendLogEntry(current2, entry),
     `hillclimb: log entry for ${ctx.target.name} iteration ${iteration} (${verdict})
 `,
     { identity: HARNESS_IDENTITY, date: await ctx.git.commitDate(candidate) }
@@ -70506,7 +72027,7 @@ async function openPhase(phase, opts) {
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join38(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join39(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name, opts.logger);

@@ -27984,7 +27984,7 @@ ${indent}${line}` : "\n";
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum, line) => sum + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum2, line) => sum2 + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -28000,7 +28000,7 @@ ${indent}${line}` : "\n";
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum, line) => sum + line.length + 2, 2);
+          const len = lines.reduce((sum2, line) => sum2 + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
@@ -34196,6 +34196,7 @@ function diffTableRow(row, custom) {
   const removed = row.status === "removed";
   return [
     codeCell(row.name),
+    row.program === "" || row.program === void 0 ? EM_DASH : codeCell(row.program),
     cell(row.category),
     added ? EM_DASH : formatValue(row.before, MS),
     removed ? EM_DASH : formatValue(row.after, MS),
@@ -34211,6 +34212,65 @@ function diffTotals(diff) {
   parts.push(`busy ${beforeAfter(diff.busyMs)}`);
   return `Per step, champion \u2192 candidate: ${parts.join(" \xB7 ")}.`;
 }
+function profilerInflated(profile) {
+  return profile.agreement?.agrees === false;
+}
+function shares(row, diff) {
+  const before = diff.opTimeMs.before === 0 ? 0 : 100 * row.before / diff.opTimeMs.before;
+  const after = diff.opTimeMs.after === 0 ? 0 : 100 * row.after / diff.opTimeMs.after;
+  return { before, after, delta: after - before };
+}
+function topShareChanges(rows, diff, count2) {
+  return [...rows].sort(
+    (x, y) => Math.abs(shares(y, diff).delta) - Math.abs(shares(x, diff).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count2));
+}
+function sharePct(percent) {
+  return `${formatFixed(percent, 1)}%`;
+}
+function sharePp(delta) {
+  const v = formatFixed(Math.abs(delta), 1);
+  return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
+}
+function inflatedDiffSection(profile, diff, rows, custom) {
+  const top = topShareChanges(diff.ops, diff, rows);
+  const lines = [
+    `#### Hotspots (profiler-inflated trace: shares of op time per step, top ${top.length} of ${diff.ops.length} ops by |\u0394 share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the op time per step.`
+  ];
+  if (top.length > 0) {
+    const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        r.program === "" ? EM_DASH : codeCell(r.program),
+        cell(r.category),
+        r.status === "added" ? EM_DASH : sharePct(sh.before),
+        r.status === "removed" ? EM_DASH : sharePct(sh.after),
+        sharePp(sh.delta),
+        noteFor(r, custom.has(r.name))
+      ];
+    });
+    lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
+  }
+  if (top.length < diff.ops.length) {
+    lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  }
+  for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
+  return lines.join("\n\n");
+}
+function inflationSentence(profile) {
+  const a = profile.agreement;
+  const sides = [
+    ["champion", a.champion],
+    ["candidate", a.candidate]
+  ];
+  const parts = sides.filter(([, x]) => x.ratio !== null).map(
+    ([label, x]) => `${formatFixed(x.ratio, x.ratio >= 10 ? 0 : 2)}\xD7 the measured median on the ${label} (${formatValue(x.tracedMs, MS)} vs ${formatValue(x.measuredMs, MS)})`
+  );
+  return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(" and ")}.`;
+}
 function hotspotSection(profile, rows) {
   if (!profile) return void 0;
   const title = "#### Hotspots";
@@ -34221,6 +34281,7 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
   }
   const custom = customCallNames(profile);
   const diff = profile.diff;
+  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
   if (diff) {
     const top2 = topChanges(diff.ops, rows);
     const lines2 = [
@@ -34228,9 +34289,9 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
       diffTotals(diff)
     ];
     if (top2.length > 0) {
-      const header = ["op", "category", "before", "after", "\u0394", "\u0394%", "note"];
+      const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
       const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
-      lines2.push(table(header, body, ["left", "left", "right", "right", "right", "right", "left"]));
+      lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
     }
     if (top2.length < diff.ops.length) {
       lines2.push(`_${diff.ops.length - top2.length} more ops in the trace diff of the evidence bundle._`);
@@ -34243,31 +34304,46 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
 
 The profile produced no trace summary.`;
   const top = heaviestOps(summary2.ops, rows);
+  const inflated = profilerInflated(profile);
   const lines = [
-    `${title} (candidate only, no champion trace to diff; top ${top.length} ops by time per step)`
+    `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary2.ops.length} ops by device time over the whole trace${inflated ? "; profiler-inflated trace: compare shares, not times" : ""})`
   ];
+  if (inflated) lines.push(inflationSentence(profile));
   if (top.length > 0) {
     const body = top.map((op) => [
       codeCell(op.name),
+      op.program === "" ? EM_DASH : codeCell(op.program),
       cell(op.category),
-      formatValue(op.timeMs, MS),
-      formatPercent(op.shareOfOps / 100, 1),
-      op.customCall ? "custom call, no cost model" : op.noCostModel ? "no cost model" : ""
+      op.occurrences === 0 && op.timeMs === 0 ? "outside steps" : formatValue(op.timeMs, MS),
+      formatPercent(op.shareOfDevice / 100, 1),
+      op.tflops === null || op.noCostModel ? EM_DASH : formatFixed(op.tflops, 2),
+      rooflineCell(op),
+      opNote(op)
     ]);
     lines.push(
-      table(["op", "category", "time", "share of ops", "note"], body, [
-        "left",
-        "left",
-        "right",
-        "right",
-        "left"
-      ])
+      table(
+        ["op", "program", "category", "time per step", "share of device time", "TFLOP/s", "roofline", "note"],
+        body,
+        ["left", "left", "left", "right", "right", "right", "right", "left"]
+      )
     );
   }
   return lines.join("\n\n");
 }
+function rooflineCell(op) {
+  const r = op.roofline;
+  if (r === null) return EM_DASH;
+  if (r.attainableTflops === 0) return `${formatFixed(r.fraction * 100, 0)}% of HBM BW`;
+  return `${formatFixed(r.fraction * 100, 0)}% of ${formatFixed(r.attainableTflops, r.attainableTflops >= 100 ? 0 : 1)} (${r.bound})`;
+}
+function opNote(op) {
+  if (op.customCall) return op.noCostModel ? "custom call, no cost model" : "custom call";
+  return op.noCostModel ? "no cost model" : "";
+}
 function heaviestOps(ops, count2) {
-  return [...ops].sort((x, y) => y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
+  return [...ops].sort(
+    (x, y) => (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) || y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count2));
 }
 function launchTotals(profile) {
   const diff = profile.diff;
@@ -34293,10 +34369,28 @@ function customCallSection(profile, rows) {
   const lines = [
     `#### Custom calls
 
-Custom-call launches per step (Pallas/Mosaic kernels; XLA has no cost model for them): ${text}.`
+Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text}.`
   ];
   const diff = profile.diff;
-  if (diff && diff.customCalls.length > 0) {
+  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
+    const top = topShareChanges(diff.customCalls, diff, rows);
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        formatLaunches(r.countBefore),
+        formatLaunches(r.countAfter),
+        sharePct(sh.before),
+        sharePct(sh.after),
+        sharePp(sh.delta)
+      ];
+    });
+    const header = ["kernel", "launches before", "launches after", "share before", "share after", "\u0394 share"];
+    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
+    if (top.length < diff.customCalls.length) {
+      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
+    }
+  } else if (diff && diff.customCalls.length > 0) {
     const top = topChanges(diff.customCalls, rows);
     const body = top.map((r) => [
       codeCell(r.name),
@@ -34426,7 +34520,7 @@ function phaseOptions(logger) {
 
 // src/actions/trace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync3 } from "node:fs";
-import { join as join6 } from "node:path";
+import { join as join7 } from "node:path";
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
@@ -34657,7 +34751,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join7 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join8 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -34665,13 +34759,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join7(key),
+        keyPath: join8(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join7(String(e.params.missingProperty)),
+        keyPath: join8(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -34741,9 +34835,418 @@ function setPath(data, keyPath, value) {
   obj[keys[keys.length - 1]] = value;
 }
 
+// src/evidence/analysis/ops.ts
+function laneRole(lane) {
+  const kind = lane.device.kind;
+  const name = lane.name.trim();
+  if (kind === "host") return "host";
+  if (kind !== "tpu" && kind !== "gpu") return "ignore";
+  if (name === "XLA Modules") return "modules";
+  if (name === "Steps") return "steps";
+  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
+  if (isDerivedGpuLane(name)) return "ignore";
+  return "ops";
+}
+function isDerivedGpuLane(name) {
+  return /^(XLA Ops|XLA Modules|Steps)( - from #\d+)?$/.test(name) || /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name);
+}
+function baseOpName(name) {
+  const m = /^(.*?)(\.\d+)+$/.exec(name);
+  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
+}
+var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
+function deriveCategory(opName, chromeCat, laneName = "") {
+  const base = baseOpName(opName).replace(/^wrapped_/, "");
+  if (customCallKindOfName(base) !== void 0) return "custom-call";
+  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
+  if (/fusion/.test(base)) {
+    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
+    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
+    if (/^ynn/.test(base)) return "ynn fusion";
+    return "fusion";
+  }
+  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
+  if (/^(while|conditional|call)$/.test(base)) return base;
+  if (chromeCat !== void 0 && chromeCat !== "" && chromeCat !== "gpu_launch") return chromeCat;
+  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
+  if (/memset/i.test(base)) return "memset";
+  if (/^[a-z][a-z-]*$/.test(base)) return base;
+  return "kernel";
+}
+function isCustomCall(category, longName, opName) {
+  if (category === "custom-call") return true;
+  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
+  return customCallKindOfName(baseOpName(opName)) !== void 0;
+}
+function customCallKind(target) {
+  if (/^(tpu_custom_call|mosaic|__gpu\$xla\.gpu\.triton)|triton|mosaic/i.test(target)) return "pallas";
+  if (/^te_.*_ffi$|^te_/.test(target)) return "te-ffi";
+  if (/^__cudnn\$|^cudnn/i.test(target)) return "cudnn";
+  if (/^__cublas|^cublas|hipblas|rocblas/i.test(target)) return "cublas";
+  return "other";
+}
+function customCallKindOfName(base) {
+  if (/^custom[-_]call$|tpu_custom_call|mosaic|triton/i.test(base)) return customCallKind(base);
+  if (/^cudnn-|^cublas|^te_.*_ffi$/.test(base)) return customCallKind(base);
+  return void 0;
+}
+function scopeOf(tfOp, nameStack) {
+  let stack = (tfOp ?? "").replace(/:$/, "").trim();
+  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
+  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
+  const cut = stack.lastIndexOf("/");
+  return cut > 0 ? stack.slice(0, cut) : stack;
+}
+function numberArg(value) {
+  if (value === void 0 || value === "") return void 0;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : void 0;
+}
+function profilerStepNumber(name) {
+  const m = /^ProfilerStep#(\d+)$/.exec(name);
+  return m === null ? void 0 : Number(m[1]);
+}
+
+// src/evidence/analysis/steps.ts
+var CONFIDENCE = {
+  "device-steps": "high",
+  "host-annotations": "high",
+  "host-launches": "high",
+  "dominant-program": "high",
+  "kernel-repetition": "medium",
+  "whole-trace": "low"
+};
+function planSteps(c, platform2, opDevices, opsPass = c) {
+  const notes = [];
+  const plan = (p) => ({
+    launches: void 0,
+    ...p,
+    notes
+  });
+  const windows = /* @__PURE__ */ new Map();
+  const deviceDurations = [];
+  for (const [device, markers] of c.stepMarkers) {
+    if (!opDevices.has(device.name) || markers.length === 0) continue;
+    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
+    windows.set(device.name, {
+      starts: sorted.map((m) => m.startPs),
+      ends: sorted.map((m) => m.startPs + m.durPs)
+    });
+    for (const m of sorted) deviceDurations.push(m.durPs);
+  }
+  if (windows.size > 0) {
+    const perDevice2 = deviceDurations.length / windows.size;
+    return plan({
+      detector: "device-steps",
+      detail: `device Steps line: ${fmtCount(perDevice2)} steps on each of ${windows.size} device(s)`,
+      windows,
+      stepDurationsPs: deviceDurations,
+      program: void 0,
+      executions: void 0
+    });
+  }
+  const kinds = annotationKinds(c.hostSteps);
+  if (kinds.length > 0) {
+    const chosen = kinds[0];
+    const host = chosen.markers;
+    const starts = host.map((m) => m.startPs);
+    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
+    notes.push(
+      "device work is attributed to the host step during which it started; step time is the annotation length"
+    );
+    if (kinds.length > 1) {
+      notes.push(
+        `steps are the "${chosen.name}" annotations (the most time); also annotated: ${kinds.slice(1).map((k) => `"${k.name}" \xD7${k.markers.length}`).join(", ")}`
+      );
+    }
+    return plan({
+      detector: "host-annotations",
+      detail: `host step annotations (${chosen.name}\u2026): ${host.length} steps`,
+      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
+      // One duration per annotation; buildSummary repeats them per device that ran compute.
+      stepDurationsPs: host.map((m) => m.durPs),
+      program: void 0,
+      executions: void 0
+    });
+  }
+  const programs = programTimes(opsPass, platform2);
+  if (platform2 === "gpu" && programs.length > 0) {
+    const launch = launchesOf(c, programs);
+    if (launch !== void 0) {
+      const ran = [...opsPass.programDevices.get(launch.program) ?? []].filter((d) => opDevices.has(d));
+      const devices = Math.max(1, ran.length);
+      const perLauncher = launch.count / launch.launchers;
+      const mode = modalExecutions(programOps(opsPass, launch.program, platform2));
+      if (mode.share >= 0.5 && mode.count / devices < perLauncher - 0.5) {
+        notes.push(
+          `the host launched ${launch.module} ${fmtCount(perLauncher)} times per launching thread, but the devices recorded ${fmtCount(mode.count / devices)} executions each: device events of the other launches are missing, so steps are the executions the devices recorded`
+        );
+      } else {
+        notes.push(
+          "each host launch of the dominant program is one step; other programs count as outside steps"
+        );
+        return plan({
+          detector: "host-launches",
+          detail: `host launches of ${launch.module} (${launch.program}): ${launch.count} from ${launch.launchers} thread(s)`,
+          windows: void 0,
+          stepDurationsPs: [],
+          program: launch.program,
+          executions: void 0,
+          launches: launch.count
+        });
+      }
+    }
+  }
+  const executions = allExecutions(c, platform2, opDevices);
+  if (executions.length > 0) {
+    const byProgram = /* @__PURE__ */ new Map();
+    for (const e of executions)
+      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
+    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
+    const devices = new Set(steps.map((e) => e.device.name));
+    const stepWindows = /* @__PURE__ */ new Map();
+    for (const device of devices) {
+      const mine = steps.filter((e) => e.device.name === device);
+      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
+    }
+    notes.push(
+      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
+    );
+    return plan({
+      detector: "dominant-program",
+      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
+      windows: stepWindows,
+      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
+      program,
+      executions: steps
+    });
+  }
+  if (programs.length > 0) {
+    const program = programs[0][0];
+    notes.push(
+      "no step markers and no launches or executions: steps are executions of the dominant program, counted as the most common execution count of its ops"
+    );
+    return plan({
+      detector: "kernel-repetition",
+      detail: `dominant program ${program} (execution count from how often its ops ran)`,
+      windows: void 0,
+      stepDurationsPs: [],
+      program,
+      executions: void 0
+    });
+  }
+  notes.push("no step markers and no program information: the whole trace is treated as one step");
+  return plan({
+    detector: "whole-trace",
+    detail: "no step markers: the whole trace is one step",
+    windows: void 0,
+    stepDurationsPs: [],
+    program: void 0,
+    executions: void 0
+  });
+}
+function launchesOf(c, programs) {
+  if (c.hostLaunches.size === 0 || programs.length === 0) return void 0;
+  const program = programs[0][0];
+  const module = moduleName(program);
+  const launches = c.hostLaunches.get(module);
+  if (launches === void 0 || launches.count === 0) return void 0;
+  if (sameModule(
+    programs.map(([p]) => p),
+    module
+  ) > 1)
+    return void 0;
+  return { module, program, count: launches.count, launchers: launches.lanes.size };
+}
+function sameModule(programs, module) {
+  const withIds = programs.filter((p) => p !== module && moduleName(p) === module).length;
+  return withIds === 0 ? programs.includes(module) ? 1 : 0 : withIds;
+}
+function moduleName(program) {
+  return program.replace(/\(\d+\)$/, "");
+}
+function annotationKinds(markers) {
+  const byName = /* @__PURE__ */ new Map();
+  for (const m of topLevel(markers)) {
+    const name = profilerStepNumber(m.name) === void 0 ? m.name : "ProfilerStep";
+    const list = byName.get(name);
+    if (list === void 0) byName.set(name, [m]);
+    else list.push(m);
+  }
+  const total = (list) => list.reduce((t, m) => t + m.durPs, 0);
+  return [...byName].map(([name, list]) => ({ name, markers: list })).sort((a, b) => total(b.markers) - total(a.markers) || a.name.localeCompare(b.name));
+}
+function topLevel(markers) {
+  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
+  const out = [];
+  let end = -Infinity;
+  for (const m of sorted) {
+    if (m.startPs < end) continue;
+    out.push(m);
+    end = m.startPs + m.durPs;
+  }
+  return out;
+}
+function allExecutions(c, platform2, opDevices) {
+  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
+  const out = [];
+  for (const dev of c.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    out.push(...dev.modules);
+  }
+  return out;
+}
+function programTimes(c, platform2) {
+  const where = platform2 === "cpu" ? "host" : "device";
+  const times = /* @__PURE__ */ new Map();
+  for (const [program, ops] of c.opsByProgram) {
+    if (program === "") continue;
+    for (const op of ops.values()) {
+      if (op.where !== where) continue;
+      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
+    }
+  }
+  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+function programOps(c, program, platform2) {
+  const where = platform2 === "cpu" ? "host" : "device";
+  return [...c.opsByProgram.get(program)?.values() ?? []].filter((op) => op.where === where);
+}
+function executionsOf(op) {
+  const count2 = op.countIn + op.countOut;
+  if (op.kernels === void 0 || op.kernels.size < 2) return count2;
+  let most = 0;
+  for (const n of op.kernels.values()) most = Math.max(most, n);
+  return Math.min(count2, most);
+}
+function modalExecutions(ops) {
+  const freq = /* @__PURE__ */ new Map();
+  for (const op of ops) {
+    const n = executionsOf(op);
+    if (n > 0) freq.set(n, (freq.get(n) ?? 0) + 1);
+  }
+  let best = 0;
+  let bestFreq = 0;
+  for (const [n, f] of freq) {
+    if (f > bestFreq || f === bestFreq && n > best) {
+      best = n;
+      bestFreq = f;
+    }
+  }
+  const total = [...freq.values()].reduce((s, f) => s + f, 0);
+  return { count: best, share: total === 0 ? 0 : bestFreq / total };
+}
+function stepEstimates(input) {
+  const { plan, platform: platform2, computeDevices, first, final, stepProgram } = input;
+  const devices = Math.max(1, computeDevices.size);
+  const out = [];
+  const add = (detector, perDevice2, detail, confidence) => {
+    if (perDevice2 > 0 && !out.some((e) => e.detector === detector))
+      out.push({ detector, perDevice: perDevice2, detail, confidence: confidence ?? CONFIDENCE[detector] });
+  };
+  let markers = 0;
+  let withMarkers = 0;
+  for (const [device, list] of first.stepMarkers) {
+    if (!computeDevices.has(device.name) || list.length === 0) continue;
+    markers += list.length;
+    withMarkers++;
+  }
+  if (withMarkers > 0)
+    add("device-steps", markers / withMarkers, `${markers} Steps events on ${withMarkers} device(s)`);
+  const host = annotationKinds(first.hostSteps)[0]?.markers.length ?? 0;
+  if (host > 0) add("host-annotations", host, `${host} host step annotations`);
+  const programs = programTimes(final, platform2);
+  const dominant = plan.program ?? stepProgram ?? programs[0]?.[0];
+  const ranOn = (program) => {
+    const set = final.programDevices.get(program) ?? first.programDevices.get(program);
+    if (set === void 0) return devices;
+    let n = 0;
+    for (const d of set) if (computeDevices.has(d)) n++;
+    return Math.max(1, n);
+  };
+  if (platform2 === "gpu" && programs.length > 0) {
+    const launch = launchesOf(first, programs);
+    if (launch !== void 0) {
+      add(
+        "host-launches",
+        launch.count / launch.launchers,
+        `${launch.count} launches of ${launch.module} from ${launch.launchers} host thread(s)`
+      );
+    }
+  }
+  if (dominant !== void 0) {
+    const opDevices = new Set(computeDevices);
+    const execs = allExecutions(first, platform2, opDevices).filter((e) => e.program === dominant);
+    if (execs.length > 0) {
+      const on = new Set(execs.map((e) => e.device.name)).size;
+      add(
+        "dominant-program",
+        execs.length / on,
+        `${execs.length} executions of ${dominant} on ${on} device(s)`
+      );
+    }
+  }
+  if (dominant !== void 0) {
+    const mode = modalExecutions(programOps(final, dominant, platform2));
+    if (mode.count > 0) {
+      const on = ranOn(dominant);
+      add(
+        "kernel-repetition",
+        mode.count / on,
+        `${mode.count} executions for ${Math.round(mode.share * 100)}% of the ops of ${dominant}, on ${on} device(s)`,
+        mode.share >= 0.5 ? "medium" : "low"
+      );
+    }
+  }
+  out.sort((a, b) => a.detector === plan.detector ? -1 : b.detector === plan.detector ? 1 : 0);
+  return out;
+}
+function disagreement(estimates) {
+  const chosen = estimates[0];
+  if (chosen === void 0) return void 0;
+  const off = estimates.slice(1).filter((e) => Math.abs(e.perDevice - chosen.perDevice) > 0.5);
+  if (off.length === 0) return void 0;
+  const list = off.map((e) => `${e.detector} ${fmtCount(e.perDevice)} (${e.confidence}: ${e.detail})`);
+  return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list.join("; ")}`;
+}
+function programsInsideWindows(executions, windows) {
+  const inside = /* @__PURE__ */ new Map();
+  const total = /* @__PURE__ */ new Map();
+  for (const e of executions) {
+    total.set(e.program, (total.get(e.program) ?? 0) + 1);
+    const w = windows.get(e.device.name) ?? windows.get("*");
+    if (w !== void 0 && containsStart(w, e.startPs))
+      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
+  }
+  const out = /* @__PURE__ */ new Set();
+  for (const [program, n] of total) {
+    const k = inside.get(program) ?? 0;
+    if (k === n) out.add(program);
+    else if (k !== 0) return void 0;
+  }
+  return out;
+}
+function containsStart(w, t) {
+  let lo = 0;
+  let hi = w.starts.length - 1;
+  let ans = -1;
+  while (lo <= hi) {
+    const mid = lo + hi >> 1;
+    if (w.starts[mid] <= t) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans >= 0 && t < w.ends[ans];
+}
+function fmtCount(n) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+}
+
 // src/evidence/analysis/types.ts
-var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/1";
-var TRACE_DIFF_SCHEMA = "hillclimb.trace-diff/1";
+var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/2";
+var TRACE_DIFF_SCHEMA = "hillclimb.trace-diff/2";
 
 // src/evidence/analysis/diff.ts
 var DEFAULT_UNCHANGED_PCT = 0.5;
@@ -34760,6 +35263,7 @@ function diffSummaries(before, after, opts = {}) {
     stepTimeMs: beforeMean === void 0 || afterMean === void 0 ? null : numbers(beforeMean, afterMean),
     opTimeMs: numbers(before.steps.opMs, after.steps.opMs),
     busyMs: numbers(before.steps.busyMs, after.steps.busyMs),
+    deviceMs: numbers(before.total.deviceMs, after.total.deviceMs),
     ops: rows(opEntries(before), opEntries(after)),
     categories: rows(categoryEntries(before), categoryEntries(after)),
     customCalls: rows(customCallEntries(before), customCallEntries(after)),
@@ -34768,14 +35272,36 @@ function diffSummaries(before, after, opts = {}) {
   };
 }
 function side(s) {
-  return { path: s.source.path, platform: s.platform, detector: s.steps.detector, steps: s.steps.count };
+  return {
+    path: s.source.path,
+    platform: s.platform,
+    detector: s.steps.detector,
+    steps: s.steps.count,
+    devices: s.devices.filter((d) => d.compute).length,
+    deviceTypes: [...new Set(s.devices.map((d) => d.type).filter((t) => t !== void 0))].sort(),
+    programs: [...new Set(s.programs.map((p) => p.module))].sort()
+  };
 }
 function opEntries(s) {
-  return s.ops.map((o) => ({ name: o.name, category: o.category, timeMs: o.timeMs, count: o.occurrences }));
+  const byKey = /* @__PURE__ */ new Map();
+  for (const o of s.ops) {
+    if (o.occurrences === 0 && o.timeMs === 0) continue;
+    const program = moduleName(o.program);
+    const key = `${program}\0${o.name}`;
+    const e = byKey.get(key);
+    if (e === void 0)
+      byKey.set(key, { name: o.name, program, category: o.category, timeMs: o.timeMs, count: o.occurrences });
+    else {
+      e.timeMs = round(e.timeMs + o.timeMs);
+      e.count += o.occurrences;
+    }
+  }
+  return [...byKey.values()];
 }
 function categoryEntries(s) {
   return s.categories.map((c) => ({
     name: c.name,
+    program: "",
     category: c.name,
     timeMs: c.timeMs,
     count: c.occurrences
@@ -34784,9 +35310,18 @@ function categoryEntries(s) {
 function customCallEntries(s) {
   const byName = /* @__PURE__ */ new Map();
   for (const c of s.customCalls) {
-    const e = byName.get(c.name);
+    if (c.launches === 0 && c.timeMs === 0) continue;
+    const program = moduleName(c.program);
+    const key = `${program}\0${c.name}`;
+    const e = byName.get(key);
     if (e === void 0)
-      byName.set(c.name, { name: c.name, category: "custom-call", timeMs: c.timeMs, count: c.launches });
+      byName.set(key, {
+        name: c.name,
+        program,
+        category: "custom-call",
+        timeMs: c.timeMs,
+        count: c.launches
+      });
     else {
       e.timeMs += c.timeMs;
       e.count += c.launches;
@@ -34795,13 +35330,16 @@ function customCallEntries(s) {
   return [...byName.values()];
 }
 function diffRows(before, after, threshold) {
-  const b = new Map(before.map((e) => [e.name, e]));
-  const a = new Map(after.map((e) => [e.name, e]));
-  const names = /* @__PURE__ */ new Set([...b.keys(), ...a.keys()]);
+  const keyOf = (e) => `${e.program}\0${e.name}`;
+  const b = new Map(before.map((e) => [keyOf(e), e]));
+  const a = new Map(after.map((e) => [keyOf(e), e]));
+  const keys = /* @__PURE__ */ new Set([...b.keys(), ...a.keys()]);
   const rows = [];
-  for (const name of names) {
-    const x = b.get(name);
-    const y = a.get(name);
+  for (const key of keys) {
+    const x = b.get(key);
+    const y = a.get(key);
+    const name = (x ?? y).name;
+    const program = (x ?? y).program;
     const n = numbers(x?.timeMs ?? 0, y?.timeMs ?? 0);
     let status;
     if (x === void 0) status = "added";
@@ -34810,6 +35348,7 @@ function diffRows(before, after, threshold) {
     else status = n.delta > 0 ? "increased" : "decreased";
     rows.push({
       name,
+      program,
       category: y?.category ?? x?.category ?? "",
       status,
       ...n,
@@ -34818,7 +35357,7 @@ function diffRows(before, after, threshold) {
     });
   }
   return rows.sort(
-    (p, q) => Math.abs(q.delta) - Math.abs(p.delta) || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0)
+    (p, q) => Math.abs(q.delta) - Math.abs(p.delta) || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0) || (p.program < q.program ? -1 : p.program > q.program ? 1 : 0)
   );
 }
 function numbers(before, after) {
@@ -34837,12 +35376,42 @@ function warnings(before, after) {
       `steps were found differently (${before.steps.detector} \u2192 ${after.steps.detector}); per-step numbers may not be comparable`
     );
   }
+  const b = side(before);
+  const a = side(after);
+  if (b.devices !== a.devices) {
+    out.push(
+      `the traces ran on different numbers of devices (${b.devices} \u2192 ${a.devices}); per-step times are per device`
+    );
+  }
+  if (b.deviceTypes.length > 0 && a.deviceTypes.length > 0 && b.deviceTypes.join() !== a.deviceTypes.join()) {
+    out.push(
+      `the traces ran on different devices (${b.deviceTypes.join(", ")} \u2192 ${a.deviceTypes.join(", ")}); times are not comparable`
+    );
+  }
+  const gone = b.programs.filter((p) => !a.programs.includes(p));
+  const added = a.programs.filter((p) => !b.programs.includes(p));
+  if (gone.length > 0 || added.length > 0) {
+    const part = (label, list) => list.length === 0 ? [] : [`${label} ${list.slice(0, 4).join(", ")}${list.length > 4 ? ` (+${list.length - 4})` : ""}`];
+    out.push(
+      `the traces ran different programs (${[...part("only before:", gone), ...part("only after:", added)].join("; ")}); ops of those programs show as added or removed`
+    );
+  }
+  const stepProgram = (s) => s.steps.program === void 0 ? void 0 : moduleName(s.steps.program);
+  if (stepProgram(before) !== void 0 && stepProgram(after) !== void 0 && stepProgram(before) !== stepProgram(after)) {
+    out.push(
+      `steps are executions of different programs (${stepProgram(before)} \u2192 ${stepProgram(after)}); per-step numbers compare different work`
+    );
+  }
   for (const [label, s] of [
     ["before", before],
     ["after", after]
   ]) {
     if (s.source.capped)
       out.push(`the ${label} trace hit the profiler's event cap; its later steps are missing`);
+    if (s.steps.confidence === "low")
+      out.push(
+        `the ${label} trace's steps were found with low confidence (${s.steps.detector}): ${s.steps.detail}`
+      );
   }
   return out;
 }
@@ -34876,6 +35445,29 @@ function textTable(header, rows, right) {
 function clip(s, max) {
   return s.length <= max ? s : `${s.slice(0, max - 1)}\u2026`;
 }
+function rooflineText(o) {
+  const r = o.roofline;
+  if (r === null) return "\u2014";
+  if (r.attainableTflops === 0) return `${(r.fraction * 100).toFixed(0)}% of HBM BW`;
+  return `${(r.fraction * 100).toFixed(0)}% of ${formatRate(r.attainableTflops)} (${r.bound})`;
+}
+function formatRate(tflops) {
+  return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
+}
+function opNote2(o) {
+  if (o.customCall) {
+    const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${KIND_LABEL[o.customCallKind]})`;
+    return o.noCostModel ? `${who}, no cost model` : who;
+  }
+  return o.noCostModel ? "no cost model" : "";
+}
+var KIND_LABEL = {
+  pallas: "Pallas/Mosaic",
+  "te-ffi": "TE FFI",
+  cudnn: "cuDNN",
+  cublas: "cuBLAS",
+  other: "other"
+};
 function formatSummary(s, top = 15) {
   const out = [];
   const src = s.source;
@@ -34883,37 +35475,93 @@ function formatSummary(s, top = 15) {
     `${src.path} (${src.format}, ${(src.bytes / 1e6).toFixed(1)} MB, ${src.events.toLocaleString("en-US")} events, read ${src.passes}\xD7)`
   );
   const dev = s.devices;
-  const types = [...new Set(dev.map((d) => d.type).filter((t) => t !== void 0))];
-  const peak = dev.find((d) => d.peakTflops !== void 0)?.peakTflops;
-  const devInfo = [types.join(", "), peak === void 0 ? "" : `${peak} TFLOP/s peak`].filter((x) => x !== "").join(", ");
+  const types = [...new Set(dev.map((d) => d.type).filter((t2) => t2 !== void 0))];
+  const compute = dev.filter((d) => d.compute).length;
+  const devInfo = types.join(", ");
   out.push(
-    `Platform: ${s.platform.toUpperCase()}, ${dev.length} device(s): ${clip(dev.map((d) => d.name).join(", "), 100)}${devInfo === "" ? "" : ` (${devInfo})`}`
+    `Platform: ${s.platform.toUpperCase()}, ${dev.length} device(s)${compute < dev.length ? ` (${compute} ran compute)` : ""}: ${clip(dev.map((d) => d.name).join(", "), 100)}${devInfo === "" ? "" : ` (${devInfo})`}`
+  );
+  const peak = s.roofline.peak;
+  out.push(
+    peak === null ? "Roofline: no device peaks (unknown device; `--device-kind` names it for JSON traces)" : `Roofline: ${peak.name}, ${formatRate(peak.bf16FlopsPerSecond / 1e12)} TFLOP/s bf16${peak.fp32FlopsPerSecond === null ? "" : `, ${formatRate(peak.fp32FlopsPerSecond / 1e12)} fp32`}, ${(peak.bytesPerSecond / 1e9).toFixed(0)} GB/s HBM (from ${s.roofline.source})`
   );
   const st = s.steps;
-  out.push(`Steps: ${count(st.count)} per device, by ${st.detector}: ${st.detail}`);
+  out.push(
+    `Steps: ${count(st.count)} per device, by ${st.detector} (${st.confidence} confidence): ${st.detail}`
+  );
+  const others = st.estimates.filter((e) => e.detector !== st.detector);
+  if (others.length > 0) {
+    out.push(
+      `  cross-check: ${others.map((e) => `${e.detector} ${count(e.perDevice)} (${e.confidence})`).join(", ")}`
+    );
+  }
   const time = st.timeMs === null ? "step time unknown" : `step time mean ${formatMs(st.timeMs.mean)} (median ${formatMs(st.timeMs.median)}, min ${formatMs(st.timeMs.min)}, max ${formatMs(st.timeMs.max)})`;
   out.push(
     `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? "\u2014" : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`
   );
+  const t = s.total;
+  out.push(
+    `Whole trace: ${formatMs(t.deviceMs)} of device op time (all devices), ${formatMs(t.inStepsMs)} in steps, ${formatMs(t.outsideMs)} outside`
+  );
+  if (s.programs.length > 1) {
+    const programs = s.programs.slice(0, top);
+    out.push("", `Programs (${programs.length} of ${s.programs.length}) by device time`);
+    out.push(
+      textTable(
+        ["program", "device time", "share", "in steps", "executions", "devices", "ops"],
+        programs.map((p) => [
+          clip(p.name, 48),
+          formatMs(p.deviceMs),
+          `${p.shareOfDevice.toFixed(1)}%`,
+          formatMs(p.inStepsMs),
+          p.executions === null ? "\u2014" : String(p.executions),
+          String(p.devices),
+          String(p.ops)
+        ]),
+        [false, true, true, true, true, true, true]
+      )
+    );
+  }
   const ops = s.ops.slice(0, top);
-  out.push("", `Top ${ops.length} of ${s.ops.length} ops by time per step`);
+  out.push(
+    "",
+    `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`
+  );
   out.push(
     textTable(
-      ["op", "category", "time/step", "share", "count/step", "TFLOP/s", "note"],
+      [
+        "op",
+        "program",
+        "category",
+        "total",
+        "share",
+        "time/step",
+        "count/step",
+        "TFLOP/s",
+        "GB/s",
+        "FLOP/B",
+        "roofline",
+        "note"
+      ],
       ops.map((o) => [
-        clip(o.name, 48),
-        clip(o.category, 24),
-        formatMs(o.timeMs),
-        `${o.shareOfOps.toFixed(1)}%`,
+        clip(o.name, 40),
+        clip(o.program || "\u2014", 28),
+        clip(o.category, 20),
+        formatMs(o.totalMs),
+        `${o.shareOfDevice.toFixed(1)}%`,
+        o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.timeMs),
         count(o.occurrences),
         o.tflops === null || o.noCostModel ? "\u2014" : o.tflops.toFixed(2),
-        o.customCall ? "custom call, no cost model" : o.noCostModel ? "no cost model" : ""
+        o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
+        o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
+        rooflineText(o),
+        opNote2(o)
       ]),
-      [false, false, true, true, true, true, false]
+      [false, false, false, true, true, true, true, true, true, true, false, false]
     )
   );
   const cats = s.categories.slice(0, top);
-  out.push("", "By category");
+  out.push("", "By category (per step)");
   out.push(
     textTable(
       ["category", "time/step", "share", "count/step", "ops"],
@@ -34928,7 +35576,7 @@ function formatSummary(s, top = 15) {
     )
   );
   if (s.scopes.some((x) => x.name !== "(none)")) {
-    out.push("", "By scope (tf_op)");
+    out.push("", "By scope (tf_op, per step)");
     out.push(
       textTable(
         ["scope", "time/step", "share", "ops"],
@@ -34937,29 +35585,29 @@ function formatSummary(s, top = 15) {
       )
     );
   }
-  out.push(
-    "",
-    s.customCalls.length === 0 ? "Custom calls: none" : "Custom calls (no cost model: XLA reports no FLOPs for them)"
-  );
+  out.push("", s.customCalls.length === 0 ? "Custom calls: none" : "Custom calls");
   if (s.customCalls.length > 0) {
     out.push(
       textTable(
-        ["kernel", "scope", "launches/step", "time/step", "share"],
-        s.customCalls.map((c) => [
+        ["kernel", "program", "kind", "scope", "total", "launches/step", "time/step", "cost model"],
+        s.customCalls.slice(0, top).map((c) => [
           clip(c.name, 40),
-          clip(c.scope || "\u2014", 48),
+          clip(c.program || "\u2014", 28),
+          KIND_LABEL[c.kind] ?? c.kind,
+          clip(c.scope || "\u2014", 40),
+          formatMs(c.totalMs),
           count(c.launches),
           formatMs(c.timeMs),
-          `${c.shareOfOps.toFixed(1)}%`
+          c.noCostModel ? "none (no FLOPs)" : "HLO"
         ]),
-        [false, false, true, true, true]
+        [false, false, false, false, true, true, true, false]
       )
     );
   }
   if (s.outsideSteps.opMs > 0) {
     out.push(
       "",
-      `Outside steps (not counted above): ${formatMs(s.outsideSteps.opMs)} of op time in ${s.outsideSteps.ops} op(s)`
+      `Outside steps: ${formatMs(s.outsideSteps.opMs)} of op time in ${s.outsideSteps.ops} op(s) (itemised above with their programs)`
     );
   }
   for (const n of s.notes) out.push(`note: ${n}`);
@@ -34975,9 +35623,10 @@ function diffTable(rows, top, label) {
   return [
     `${label}: top ${shown.length} of ${rows.length} by |\u0394 time per step| (${changed} changed)`,
     textTable(
-      ["name", "category", "before", "after", "\u0394", "\u0394%", "count/step", "status"],
+      ["name", "program", "category", "before", "after", "\u0394", "\u0394%", "count/step", "status"],
       shown.map((r) => [
         clip(r.name, 48),
+        clip(r.program || "\u2014", 28),
         clip(r.category, 24),
         r.status === "added" ? "\u2014" : formatMs(r.before),
         r.status === "removed" ? "\u2014" : formatMs(r.after),
@@ -34986,13 +35635,13 @@ function diffTable(rows, top, label) {
         `${count(r.countBefore)} \u2192 ${count(r.countAfter)}`,
         r.status
       ]),
-      [false, false, true, true, true, true, true, false]
+      [false, false, false, true, true, true, true, true, false]
     )
   ];
 }
 function formatDiff(d, top = 15) {
   const out = [];
-  const sideLine = (label, x) => `${label} ${x.path} (${x.platform}, ${count(x.steps)} steps by ${x.detector})`;
+  const sideLine = (label, x) => `${label} ${x.path} (${x.platform}${x.deviceTypes.length > 0 ? ` ${x.deviceTypes.join(", ")}` : ""}, ${x.devices} device(s), ${count(x.steps)} steps by ${x.detector})`;
   out.push(sideLine("before:", d.before), sideLine("after: ", d.after));
   const totals = [
     d.stepTimeMs === null ? void 0 : `step time ${change(d.stepTimeMs)}`,
@@ -35000,6 +35649,7 @@ function formatDiff(d, top = 15) {
     `busy ${change(d.busyMs)}`
   ].filter((x) => x !== void 0);
   out.push(`Per step: ${totals.join("; ")}`);
+  out.push(`Whole trace: device op time ${change(d.deviceMs)}`);
   out.push("", ...diffTable(d.ops, top, "Ops"));
   out.push("", ...diffTable(d.categories, top, "Categories"));
   if (d.customCalls.length > 0)
@@ -35010,7 +35660,7 @@ function formatDiff(d, top = 15) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync4, openSync as openSync4, readFileSync as readFileSync4, readSync as readSync3 } from "node:fs";
+import { closeSync as closeSync4, openSync as openSync4, readFileSync as readFileSync5, readSync as readSync3 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -35179,11 +35829,15 @@ function parseInteger(text, p) {
 }
 
 // src/evidence/trace/model.ts
+var PLANE_KINDS = {
+  "device:TPU": "tpu",
+  "device:GPU": "gpu",
+  "device:CUSTOM": "custom",
+  host: "host"
+};
 function deviceKindOf(name, labels = "") {
-  if (name.startsWith("/device:TPU:")) return "tpu";
-  if (name.startsWith("/device:GPU:")) return "gpu";
-  if (name.startsWith("/device:CUSTOM:")) return "custom";
-  if (name.startsWith("/host:")) return "host";
+  const m = /(?:^|\s)\/(device:TPU|device:GPU|device:CUSTOM|host):/.exec(name);
+  if (m !== null) return PLANE_KINDS[m[1]];
   if (/^GPU \d+/.test(labels) || /^GPU \d+/.test(name)) return "gpu";
   if (/^CPU\b/.test(labels)) return "host";
   return "unknown";
@@ -36364,6 +37018,7 @@ function readDouble(buf, i) {
 var MAX_DECODED_FIELD = 8 * 1024 * 1024;
 var YIELD_EVERY_BYTES = 64 * 1024 * 1024;
 var RELATIVE_TIME_LIMIT_NS = 1000000000000n;
+var HLO_PROTO_STAT = "Hlo Proto";
 var XplaneSource = class {
   constructor(path) {
     this.path = path;
@@ -36373,6 +37028,19 @@ var XplaneSource = class {
   cheapLaneSkip = true;
   cache;
   async read(visitor, opts = {}) {
+    return this.withReader(visitor, opts, (r) => r.run());
+  }
+  /**
+   * The HLO modules the profile carries, by program id (decimal string), as the profiler stored them
+   * (`/host:metadata`, stat "Hlo Proto"). `wanted` limits which are copied out; modules larger than the
+   * read window are left out and named in `skipped`.
+   */
+  async hloProtos(wanted) {
+    const visitor = { wantLane: () => false, onEvent: () => {
+    } };
+    return this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+  }
+  async withReader(visitor, opts, use) {
     let size;
     let mtimeMs;
     try {
@@ -36385,7 +37053,7 @@ var XplaneSource = class {
       this.cache = { size, mtimeMs, planes: /* @__PURE__ */ new Map() };
     const win = new FileWindow(this.path, size);
     try {
-      return await new XspaceReader(win, visitor, opts, this.cache).run();
+      return await use(new XspaceReader(win, visitor, opts, this.cache));
     } catch (err) {
       if (err instanceof WireError) {
         throw new InputError(this.path, `corrupt XSpace protobuf: ${err.message}`, {
@@ -36430,12 +37098,12 @@ var XspaceReader = class {
     if (planes.length === 0) throw new WireError(0, "no XPlane found");
     for (const range of chunkPairs(planes)) {
       if (this.opts.signal?.aborted) break;
-      let cached = this.cache.planes.get(range[0]);
-      if (cached === void 0) {
-        cached = { layout: this.planeLayout(range[0], range[1]), headers: [] };
-        this.cache.planes.set(range[0], cached);
+      let cached2 = this.cache.planes.get(range[0]);
+      if (cached2 === void 0) {
+        cached2 = { layout: this.planeLayout(range[0], range[1]), headers: [] };
+        this.cache.planes.set(range[0], cached2);
       }
-      const layout = cached.layout;
+      const layout = cached2.layout;
       const device = {
         index: this.deviceCount++,
         name: layout.name === "" ? `plane ${layout.id}` : layout.name,
@@ -36445,10 +37113,10 @@ var XspaceReader = class {
       };
       let line = 0;
       for (const [start, end] of chunkPairs(layout.lines)) {
-        let header = cached.headers[line];
+        let header = cached2.headers[line];
         if (header === void 0) {
           header = this.lineHeader(start, end);
-          cached.headers[line] = header;
+          cached2.headers[line] = header;
         }
         line++;
         const lane = {
@@ -36460,13 +37128,94 @@ var XspaceReader = class {
         if (header.events === 0) continue;
         this.stats.events += header.events;
         if (!this.visitor.wantLane(lane)) continue;
-        cached.metas ??= this.eventMetadata(layout);
-        await this.lineEvents(start, end, lane, layout, cached.metas, header);
+        cached2.metas ??= this.eventMetadata(layout);
+        await this.lineEvents(start, end, lane, layout, cached2.metas, header);
         if (this.opts.signal?.aborted) break;
       }
     }
     this.stats.originPs = String((this.originNs ?? 0n) * 1000n);
     return this.stats;
+  }
+  /** See XplaneSource.hloProtos. */
+  async hloProtos(wanted) {
+    const modules = /* @__PURE__ */ new Map();
+    const skipped = [];
+    for (const [start, end] of chunkPairs(this.spaceLayout())) {
+      let cached2 = this.cache.planes.get(start);
+      if (cached2 === void 0) {
+        cached2 = { layout: this.planeLayout(start, end), headers: [] };
+        this.cache.planes.set(start, cached2);
+      }
+      const layout = cached2.layout;
+      const statId = layout.statIdByName.get(HLO_PROTO_STAT);
+      if (layout.name !== "/host:metadata" || statId === void 0) continue;
+      for (const [s, e] of chunkPairs(layout.eventMetaEntries)) {
+        const found = this.hloProtoEntry(s, e, statId, layout.statIdByName.get("program_id"), wanted);
+        if (found === void 0) continue;
+        if (found.bytes === void 0) skipped.push(`${found.name} (${found.size} bytes)`);
+        else modules.set(found.id, { name: found.name, bytes: found.bytes });
+      }
+    }
+    return { modules, skipped };
+  }
+  /** One event metadata entry of the metadata plane: its id, name and HLO proto bytes (copied). */
+  hloProtoEntry(start, end, statId, programIdStat, wanted) {
+    const win = this.win;
+    let id = "";
+    let name = "";
+    let programId;
+    let blob;
+    const entry = this.fieldRanges(start, end);
+    const value = entry.find((f) => f.field === 2 && f.len);
+    if (value === void 0) return void 0;
+    for (const f of this.fieldRanges(value.start, value.end)) {
+      if (f.field === 1 && !f.len) id = f.varint;
+      else if (f.field === 2 && f.len && f.end - f.start <= MAX_DECODED_FIELD) {
+        const j2 = win.ensure(f.start, f.end - f.start);
+        name = readString(win.buf, j2, j2 + (f.end - f.start));
+      } else if (f.field === 5 && f.len) {
+        const stat2 = this.fieldRanges(f.start, f.end);
+        const statOf = stat2.find((x) => x.field === 1 && !x.len)?.varint;
+        const bytes = stat2.find((x) => x.field === 6 && x.len);
+        if (Number(statOf) === statId && bytes !== void 0) blob = [bytes.start, bytes.end];
+        if (programIdStat !== void 0 && Number(statOf) === programIdStat)
+          programId = stat2.find((x) => (x.field === 3 || x.field === 4) && !x.len)?.varint;
+      }
+    }
+    if (id === "") id = entry.find((f) => f.field === 1 && !f.len)?.varint ?? "";
+    id = programId ?? /\((\d+)\)$/.exec(name)?.[1] ?? id;
+    if (blob === void 0 || wanted !== void 0 && !wanted.has(id)) return void 0;
+    const size = blob[1] - blob[0];
+    if (size > MAX_WINDOW) return { id, name, size, bytes: void 0 };
+    const j = win.ensure(blob[0], size);
+    return { id, name, size, bytes: Buffer.from(win.buf.subarray(j, j + size)) };
+  }
+  /** The fields of the message in [start, end) of the file: number, kind, and value or byte range. */
+  fieldRanges(start, end) {
+    const win = this.win;
+    const out = [];
+    let pos = start;
+    while (pos < end) {
+      let i = win.ensureSome(pos, Math.min(20, end - pos));
+      const lim = Math.min(win.filled, end - win.base);
+      const tag = readVarint(win.buf, i, lim);
+      i = wirePos;
+      const field = tag >>> 3;
+      const wt = tag & 7;
+      if (field === 0) throw new WireError(pos, "invalid field number 0");
+      if (wt === WIRE_LEN) {
+        const len = readVarint(win.buf, i, lim);
+        const fStart = win.base + wirePos;
+        if (fStart + len > end) throw new WireError(pos, `field ${field} runs past its message`);
+        out.push({ field, len: true, start: fStart, end: fStart + len, varint: "" });
+        pos = fStart + len;
+      } else if (wt === WIRE_VARINT) {
+        const v = readVarint64String(win.buf, i, lim, true);
+        out.push({ field, len: false, start: pos, end: pos, varint: v });
+        pos = win.base + wirePos;
+      } else pos = this.skipAt(pos, i, lim, wt, end);
+    }
+    return out;
   }
   /** Byte ranges of every XPlane; collects XSpace errors and warnings. */
   spaceLayout() {
@@ -36486,11 +37235,10 @@ var XspaceReader = class {
         const start = win.base + wirePos;
         if (start + len > win.size) throw new WireError(pos, `field ${field} runs past the end of the file`);
         if (field === 1) planes.push(start, start + len);
-        else if ((field === 2 || field === 3) && len < 4096) {
-          const j = win.ensure(start, len);
-          this.stats.warnings.push(
-            `XSpace ${field === 2 ? "error" : "warning"}: ${readString(win.buf, j, j + len)}`
-          );
+        else if (field === 2 || field === 3) {
+          const j = win.ensure(start, Math.min(len, MAX_MESSAGE_BYTES));
+          const text = printableMessage(win.buf.subarray(j, j + Math.min(len, MAX_MESSAGE_BYTES)), len);
+          this.stats.warnings.push(`XSpace ${field === 2 ? "error" : "warning"}: ${text}`);
         }
         pos = start + len;
       } else {
@@ -37030,6 +37778,23 @@ function walk(buf, i, end, fn) {
     i = skipField(buf, at, end, wt);
   }
 }
+var MAX_MESSAGE_BYTES = 400;
+function printableMessage(bytes, fullLength) {
+  const text = new TextDecoder("utf-8").decode(bytes);
+  const unprintable = (c) => c === 65533 || c < 32 || c === 127;
+  let odd = 0;
+  let line = "";
+  for (const ch of text) {
+    const c = ch.codePointAt(0);
+    if (unprintable(c)) {
+      if (c !== 9 && c !== 10 && c !== 13) odd++;
+      line += " ";
+    } else line += ch;
+  }
+  if (text.length > 0 && odd / text.length > 0.1) return `<${fullLength} bytes of binary data>`;
+  line = line.replace(/ {2,}/g, " ").trim();
+  return fullLength > bytes.length ? `${line}\u2026 (${fullLength} bytes)` : line;
+}
 function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
 }
@@ -37039,63 +37804,6 @@ function openTrace(path, opts = {}) {
   const resolved = resolveTracePath(path);
   const source = resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
-}
-
-// src/evidence/analysis/ops.ts
-function laneRole(lane) {
-  const kind = lane.device.kind;
-  const name = lane.name.trim();
-  if (kind === "host") return "host";
-  if (kind !== "tpu" && kind !== "gpu") return "ignore";
-  if (name === "XLA Modules") return "modules";
-  if (name === "Steps") return "steps";
-  if (kind === "tpu") return name === "XLA Ops" ? "ops" : "ignore";
-  if (name === "XLA Ops" || /^Stream\b|^stream\b/i.test(name)) return "ops";
-  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? "ignore" : "ops";
-}
-function baseOpName(name) {
-  const m = /^(.*?)\.\d+$/.exec(name);
-  return m?.[1] !== void 0 && m[1] !== "" ? m[1] : name;
-}
-var COLLECTIVES = /^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast)/;
-function deriveCategory(opName, chromeCat, laneName = "") {
-  const base = baseOpName(opName).replace(/^wrapped_/, "");
-  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return "custom-call";
-  if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, "");
-  if (/fusion/.test(base)) {
-    if (/^(gemm|cublas|dot)/.test(base)) return "gemm fusion";
-    if (/^(convolution|conv)/.test(base)) return "convolution fusion";
-    if (/^ynn/.test(base)) return "ynn fusion";
-    return "fusion";
-  }
-  if (/^(copy|copy-start|copy-done)$/.test(base)) return "copy";
-  if (/^(while|conditional|call)$/.test(base)) return base;
-  if (chromeCat !== void 0 && chromeCat !== "") return chromeCat;
-  if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return "memcpy";
-  if (/memset/i.test(base)) return "memset";
-  if (/^[a-z][a-z-]*$/.test(base)) return base;
-  return "kernel";
-}
-function isCustomCall(category, longName, opName) {
-  if (category === "custom-call") return true;
-  if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
-  return /^custom-call(\.\d+)?$/.test(opName);
-}
-function scopeOf(tfOp, nameStack) {
-  let stack = (tfOp ?? "").replace(/:$/, "").trim();
-  if (stack === "" || stack === "XlaModule") stack = (nameStack ?? "").trim();
-  if (stack === "" || !stack.includes("(") && !stack.includes("/")) return "";
-  const cut = stack.lastIndexOf("/");
-  return cut > 0 ? stack.slice(0, cut) : stack;
-}
-function numberArg(value) {
-  if (value === void 0 || value === "") return void 0;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : void 0;
-}
-function profilerStepNumber(name) {
-  const m = /^ProfilerStep#(\d+)$/.exec(name);
-  return m === null ? void 0 : Number(m[1]);
 }
 
 // src/evidence/analysis/collect.ts
@@ -37130,6 +37838,12 @@ var TraceCollector = class {
   deviceOpLanes = /* @__PURE__ */ new Set();
   /** Every device with a lane offered. */
   allDevices = /* @__PURE__ */ new Set();
+  /** GPU host launches of a program (`jit_f:XLA GPU module` events) by module name, and the host lanes. */
+  hostLaunches = /* @__PURE__ */ new Map();
+  /** The devices each program's ops ran on (device names). */
+  programDevices = /* @__PURE__ */ new Map();
+  /** GPU lines xprof's trace viewer derived from the streams (ignored; counted to say so). */
+  derivedGpuLanes = 0;
   lanes = [];
   /** Op identities by event key, per program (see TraceEventView.key). */
   keyCaches = /* @__PURE__ */ new Map();
@@ -37141,6 +37855,7 @@ var TraceCollector = class {
   }
   wantLane(lane) {
     this.allDevices.add(lane.device);
+    if (lane.device.kind === "gpu" && isDerivedGpuLane(lane.name.trim())) this.derivedGpuLanes++;
     const role = ROLE_CODE[laneRole(lane)];
     if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
     if (role === ROLE_IGNORE) return false;
@@ -37155,6 +37870,7 @@ var TraceCollector = class {
       tpu: lane.device.kind === "tpu",
       keyProgram: void 0,
       keyCache: void 0,
+      lastProgram: void 0,
       lane,
       device,
       where: role === ROLE_HOST ? "host" : "device",
@@ -37221,8 +37937,22 @@ var TraceCollector = class {
   }
   /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   hostEvent(st, ev) {
-    if (profilerStepNumber(ev.name) !== void 0 || ev.arg("step_num") !== void 0) {
+    const name = ev.name;
+    if (profilerStepNumber(name) !== void 0 || ev.arg("step_num") !== void 0) {
       if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
+    }
+    if (name.endsWith(GPU_LAUNCH_SUFFIX)) {
+      if (this.opts.structure) {
+        const module = name.slice(0, -GPU_LAUNCH_SUFFIX.length);
+        let launches = this.hostLaunches.get(module);
+        if (launches === void 0) {
+          launches = { count: 0, lanes: /* @__PURE__ */ new Set() };
+          this.hostLaunches.set(module, launches);
+        }
+        launches.count++;
+        launches.lanes.add(laneKey(st.lane));
+      }
       return;
     }
     const hloOp = ev.arg("hlo_op");
@@ -37276,6 +38006,19 @@ var TraceCollector = class {
         byKey.set(key, op);
       }
     } else op = this.opInfo(program, opName ?? ev.name, ev, st);
+    if (st.lastProgram !== program) {
+      st.lastProgram = program;
+      let devices = this.programDevices.get(program);
+      if (devices === void 0) {
+        devices = /* @__PURE__ */ new Set();
+        this.programDevices.set(program, devices);
+      }
+      devices.add(dev.device.name);
+    }
+    if (st.gpu && opName !== void 0 && opName !== ev.name) {
+      op.kernels ??= /* @__PURE__ */ new Map();
+      op.kernels.set(ev.name, (op.kernels.get(ev.name) ?? 0) + 1);
+    }
     const selfDur = st.tpu ? ev.argNumber("device_duration_ps") ?? dur : dur;
     if (st.buffer !== void 0) {
       st.buffer.starts.push(start);
@@ -37295,10 +38038,11 @@ var TraceCollector = class {
       byName = /* @__PURE__ */ new Map();
       this.opsByProgram.set(program, byName);
     }
-    let op = byName.get(name);
+    const key = st.where === "host" ? `${HOST_KEY}${name}` : name;
+    let op = byName.get(key);
     if (op === void 0) {
       op = newOpInfo(program, name, ev, st);
-      byName.set(name, op);
+      byName.set(key, op);
     }
     return op;
   }
@@ -37352,6 +38096,7 @@ var TraceCollector = class {
     const dev = st.device;
     const top = d === 0;
     dev.opPs += self;
+    if (!op.memcpy) dev.computePs += self;
     if (top) {
       dev.busyPs += dur;
       if (start < dev.firstOpPs) dev.firstOpPs = start;
@@ -37418,6 +38163,7 @@ var TraceCollector = class {
         windowBusyPs: void 0,
         windowOpPs: void 0,
         opPs: 0,
+        computePs: 0,
         busyPs: 0,
         firstOpPs: Infinity,
         lastOpEndPs: -Infinity,
@@ -37435,6 +38181,9 @@ var TraceCollector = class {
   }
 };
 var PLACEHOLDER_OP = {};
+var HOST_KEY = "";
+var GPU_LAUNCH_SUFFIX = ":XLA GPU module";
+var MEMORY_CATEGORIES = /* @__PURE__ */ new Set(["memcpy", "memset", "gpu_memcpy", "gpu_memset"]);
 function gpuProgram(ev) {
   const module = ev.arg("hlo_module");
   if (module === void 0) return "";
@@ -37459,6 +38208,9 @@ function newOpInfo(program, name, ev, st) {
     flops,
     bytes,
     where: st.where,
+    programId: ev.arg("program_id") ?? /\((\d+)\)$/.exec(program)?.[1],
+    memcpy: MEMORY_CATEGORIES.has(category),
+    kernels: void 0,
     countIn: 0,
     selfInPs: 0,
     countOut: 0,
@@ -37503,169 +38255,917 @@ function lastStartAtOrBefore(starts, t) {
   return ans;
 }
 
-// src/evidence/analysis/steps.ts
-function planSteps(c, platform2, opDevices, opsPass = c) {
-  const notes = [];
-  const windows = /* @__PURE__ */ new Map();
-  const deviceDurations = [];
-  for (const [device, markers] of c.stepMarkers) {
-    if (!opDevices.has(device.name) || markers.length === 0) continue;
-    const sorted = [...markers].sort((a, b) => a.startPs - b.startPs);
-    windows.set(device.name, {
-      starts: sorted.map((m) => m.startPs),
-      ends: sorted.map((m) => m.startPs + m.durPs)
-    });
-    for (const m of sorted) deviceDurations.push(m.durPs);
-  }
-  if (windows.size > 0) {
-    const perDevice = deviceDurations.length / windows.size;
-    return {
-      detector: "device-steps",
-      detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
-      windows,
-      stepDurationsPs: deviceDurations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const host = topLevel(c.hostSteps);
-  if (host.length > 0) {
-    const starts = host.map((m) => m.startPs);
-    const ends = host.map((m, k) => k + 1 < host.length ? host[k + 1].startPs : m.startPs + m.durPs);
-    const perDevice = platform2 === "cpu" ? 1 : Math.max(1, opDevices.size);
-    const durations = [];
-    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
-    notes.push(
-      "device work is attributed to the host step during which it started; step time is the annotation length"
-    );
-    return {
-      detector: "host-annotations",
-      detail: `host step annotations (${host[0].name}\u2026): ${host.length} steps`,
-      windows: /* @__PURE__ */ new Map([["*", { starts, ends }]]),
-      stepDurationsPs: durations,
-      program: void 0,
-      executions: void 0,
-      notes
-    };
-  }
-  const executions = allExecutions(c, platform2, opDevices);
-  if (executions.length > 0) {
-    const byProgram = /* @__PURE__ */ new Map();
-    for (const e of executions)
-      byProgram.set(e.program, (byProgram.get(e.program) ?? 0) + (e.endPs - e.startPs));
-    const program = [...byProgram].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-    const steps = executions.filter((e) => e.program === program).sort((a, b) => a.startPs - b.startPs);
-    const devices = new Set(steps.map((e) => e.device.name));
-    const stepWindows = /* @__PURE__ */ new Map();
-    for (const device of devices) {
-      const mine = steps.filter((e) => e.device.name === device);
-      stepWindows.set(device, { starts: mine.map((e) => e.startPs), ends: mine.map((e) => e.endPs) });
-    }
-    notes.push(
-      "no step markers: each execution of the dominant program is a step; host gaps between them are excluded"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
-      windows: stepWindows,
-      stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
-      program,
-      executions: steps,
-      notes
-    };
-  }
-  const programs = programTimes(opsPass, platform2);
-  if (programs.length > 0) {
-    const program = programs[0][0];
-    notes.push(
-      "no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat"
-    );
-    return {
-      detector: "dominant-program",
-      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
-      windows: void 0,
-      stepDurationsPs: [],
-      program,
-      executions: void 0,
-      notes
-    };
-  }
-  notes.push("no step markers and no program information: the whole trace is treated as one step");
-  return {
-    detector: "whole-trace",
-    detail: "no step markers: the whole trace is one step",
-    windows: void 0,
-    stepDurationsPs: [],
-    program: void 0,
-    executions: void 0,
-    notes
+// src/evidence/trace/hlo-proto.ts
+var ELEMENT_BITS = {
+  1: 8,
+  // PRED
+  2: 8,
+  // S8
+  3: 16,
+  // S16
+  4: 32,
+  // S32
+  5: 64,
+  // S64
+  6: 8,
+  // U8
+  7: 16,
+  // U16
+  8: 32,
+  // U32
+  9: 64,
+  // U64
+  10: 16,
+  // F16
+  11: 32,
+  // F32
+  12: 64,
+  // F64
+  15: 64,
+  // C64
+  16: 16,
+  // BF16
+  18: 128,
+  // C128
+  19: 8,
+  // F8E5M2
+  20: 8,
+  // F8E4M3FN
+  21: 4,
+  // S4
+  22: 4,
+  // U4
+  23: 8,
+  // F8E4M3B11FNUZ
+  24: 8,
+  // F8E5M2FNUZ
+  25: 8,
+  // F8E4M3FNUZ
+  26: 2,
+  // S2
+  27: 2,
+  // U2
+  28: 8,
+  // F8E4M3
+  29: 8,
+  // F8E3M4
+  30: 1,
+  // S1
+  31: 1,
+  // U1
+  32: 4,
+  // F4E2M1FN
+  33: 8
+  // F8E8M0FNU
+};
+var ELEMENT_NAMES = {
+  1: "pred",
+  2: "s8",
+  3: "s16",
+  4: "s32",
+  5: "s64",
+  6: "u8",
+  7: "u16",
+  8: "u32",
+  9: "u64",
+  10: "f16",
+  11: "f32",
+  12: "f64",
+  13: "tuple",
+  14: "opaque",
+  15: "c64",
+  16: "bf16",
+  17: "token",
+  18: "c128",
+  19: "f8e5m2",
+  20: "f8e4m3fn",
+  21: "s4",
+  22: "u4",
+  23: "f8e4m3b11fnuz",
+  24: "f8e5m2fnuz",
+  25: "f8e4m3fnuz",
+  28: "f8e4m3",
+  29: "f8e3m4",
+  32: "f4e2m1fn",
+  33: "f8e8m0fnu"
+};
+var TUPLE = 13;
+function elementBits(type) {
+  return BITS_BY_NAME.get(type);
+}
+var BITS_BY_NAME = new Map(
+  Object.entries(ELEMENT_NAMES).map(([code2, name]) => [name, ELEMENT_BITS[Number(code2)]])
+);
+function elementCount(shape) {
+  if (shape.type === "tuple") return 0;
+  let n = 1;
+  for (const d of shape.dims) n *= d;
+  return n;
+}
+function shapeBytes(shape) {
+  if (shape.type === "tuple") return shape.tuple.reduce((s, t) => s + shapeBytes(t), 0);
+  const bits = elementBits(shape.type);
+  return bits === void 0 ? 0 : Math.ceil(elementCount(shape) * bits / 8);
+}
+function decodeHloProto(buf) {
+  let module;
+  walk2(buf, 0, buf.length, (field, wt, i, end) => {
+    if (field === 1 && wt === WIRE_LEN) module = decodeModule(buf, i, end);
+  });
+  if (module === void 0) throw new WireError(0, "HloProto without hlo_module");
+  return module;
+}
+function decodeModule(buf, start, end) {
+  const m = {
+    name: "",
+    entryComputationId: "",
+    computations: /* @__PURE__ */ new Map(),
+    byId: /* @__PURE__ */ new Map(),
+    byName: /* @__PURE__ */ new Map()
   };
+  walk2(buf, start, end, (field, wt, i, e) => {
+    if (field === 1 && wt === WIRE_LEN) m.name = readString(buf, i, e);
+    else if (field === 3 && wt === WIRE_LEN) {
+      const c = decodeComputation(buf, i, e);
+      m.computations.set(c.id, c);
+    } else if (field === 6 && wt === WIRE_VARINT) m.entryComputationId = readVarint64String(buf, i, e, true);
+  });
+  for (const c of m.computations.values()) {
+    for (const inst of c.instructions) {
+      m.byId.set(inst.id, inst);
+      if (!c.isFusion && !m.byName.has(inst.name)) m.byName.set(inst.name, inst);
+    }
+  }
+  return m;
 }
-function topLevel(markers) {
-  const sorted = [...markers].sort((a, b) => a.startPs - b.startPs || b.durPs - a.durPs);
+function decodeComputation(buf, start, end) {
+  const c = { id: "", name: "", instructions: [], rootId: "", isFusion: false };
+  walk2(buf, start, end, (field, wt, i, e) => {
+    if (field === 1 && wt === WIRE_LEN) c.name = readString(buf, i, e);
+    else if (field === 2 && wt === WIRE_LEN) c.instructions.push(decodeInstruction(buf, i, e));
+    else if (field === 5 && wt === WIRE_VARINT) c.id = readVarint64String(buf, i, e, true);
+    else if (field === 6 && wt === WIRE_VARINT) c.rootId = readVarint64String(buf, i, e, true);
+    else if (field === 7 && wt === WIRE_VARINT) c.isFusion = readVarint(buf, i, e) !== 0;
+  });
+  return c;
+}
+function decodeInstruction(buf, start, end) {
+  const inst = {
+    id: "",
+    name: "",
+    opcode: "",
+    shape: { type: "invalid", dims: [], tuple: [] },
+    operandIds: [],
+    calledComputationIds: [],
+    dimensions: [],
+    window: void 0,
+    convDims: void 0,
+    dotDims: void 0,
+    featureGroupCount: 1,
+    batchGroupCount: 1,
+    fusionKind: "",
+    customCallTarget: "",
+    backendConfig: "",
+    opName: ""
+  };
+  walk2(buf, start, end, (field, wt, i, e) => {
+    switch (field) {
+      case 1:
+        if (wt === WIRE_LEN) inst.name = readString(buf, i, e);
+        break;
+      case 2:
+        if (wt === WIRE_LEN) inst.opcode = readString(buf, i, e);
+        break;
+      case 3:
+        if (wt === WIRE_LEN) inst.shape = decodeShape(buf, i, e);
+        break;
+      case 7:
+        if (wt === WIRE_LEN) inst.opName = decodeOpName(buf, i, e);
+        break;
+      case 11:
+        if (wt === WIRE_LEN) inst.fusionKind = readString(buf, i, e);
+        break;
+      case 14:
+        inst.dimensions.push(...intList(buf, wt, i, e));
+        break;
+      case 15:
+        if (wt === WIRE_LEN) inst.window = decodeWindow(buf, i, e);
+        break;
+      case 16:
+        if (wt === WIRE_LEN) inst.convDims = decodeConvDims(buf, i, e);
+        break;
+      case 28:
+        if (wt === WIRE_LEN) inst.customCallTarget = readString(buf, i, e);
+        break;
+      case 30:
+        if (wt === WIRE_LEN) inst.dotDims = decodeDotDims(buf, i, e);
+        break;
+      case 35:
+        if (wt === WIRE_VARINT) inst.id = readVarint64String(buf, i, e, true);
+        break;
+      case 36:
+        inst.operandIds.push(...idList(buf, wt, i, e));
+        break;
+      case 38:
+        inst.calledComputationIds.push(...idList(buf, wt, i, e));
+        break;
+      case 43:
+        if (wt === WIRE_LEN) inst.backendConfig = readString(buf, i, e);
+        break;
+      case 50:
+        if (wt === WIRE_VARINT) inst.featureGroupCount = Math.max(1, readVarint(buf, i, e));
+        break;
+      case 58:
+        if (wt === WIRE_VARINT) inst.batchGroupCount = Math.max(1, readVarint(buf, i, e));
+        break;
+    }
+  });
+  return inst;
+}
+function decodeShape(buf, start, end) {
+  let code2 = 0;
+  const dims = [];
+  const tuple = [];
+  walk2(buf, start, end, (field, wt, i, e) => {
+    if (field === 2 && wt === WIRE_VARINT) code2 = readVarint(buf, i, e);
+    else if (field === 3) dims.push(...intList(buf, wt, i, e));
+    else if (field === 4 && wt === WIRE_LEN) tuple.push(decodeShape(buf, i, e));
+  });
+  const type = code2 === TUPLE ? "tuple" : ELEMENT_NAMES[code2] ?? `type${code2}`;
+  return { type, dims, tuple };
+}
+function decodeOpName(buf, start, end) {
+  let name = "";
+  walk2(buf, start, end, (field, wt, i, e) => {
+    if (field === 2 && wt === WIRE_LEN) name = readString(buf, i, e);
+  });
+  return name;
+}
+function decodeWindow(buf, start, end) {
+  const dims = [];
+  walk2(buf, start, end, (field, wt, i, e) => {
+    if (field !== 1 || wt !== WIRE_LEN) return;
+    const d = { size: 1, stride: 1, padLow: 0, padHigh: 0, windowDilation: 1, baseDilation: 1 };
+    walk2(buf, i, e, (f, w, j, k) => {
+      if (w !== WIRE_VARINT) return;
+      const v = signedVarint(buf, j, k);
+      if (f === 1) d.size = v;
+      else if (f === 2) d.stride = v;
+      else if (f === 3) d.padLow = v;
+      else if (f === 4) d.padHigh = v;
+      else if (f === 5) d.windowDilation = v;
+      else if (f === 6) d.baseDilation = v;
+    });
+    d.stride ||= 1;
+    d.windowDilation ||= 1;
+    d.baseDilation ||= 1;
+    dims.push(d);
+  });
+  return dims;
+}
+function decodeConvDims(buf, start, end) {
+  const c = {
+    inputBatch: 0,
+    inputFeature: 0,
+    inputSpatial: [],
+    kernelInputFeature: 0,
+    kernelOutputFeature: 0,
+    kernelSpatial: [],
+    outputBatch: 0,
+    outputFeature: 0,
+    outputSpatial: []
+  };
+  walk2(buf, start, end, (field, wt, i, e) => {
+    if (wt === WIRE_VARINT) {
+      const v = readVarint(buf, i, e);
+      if (field === 3) c.kernelInputFeature = v;
+      else if (field === 4) c.kernelOutputFeature = v;
+      else if (field === 7) c.inputBatch = v;
+      else if (field === 8) c.inputFeature = v;
+      else if (field === 9) c.outputBatch = v;
+      else if (field === 10) c.outputFeature = v;
+      else if (field === 6) c.kernelSpatial.push(v);
+      else if (field === 11) c.inputSpatial.push(v);
+      else if (field === 12) c.outputSpatial.push(v);
+    } else if (wt === WIRE_LEN) {
+      const list = intList(buf, wt, i, e);
+      if (field === 6) c.kernelSpatial.push(...list);
+      else if (field === 11) c.inputSpatial.push(...list);
+      else if (field === 12) c.outputSpatial.push(...list);
+    }
+  });
+  return c;
+}
+function decodeDotDims(buf, start, end) {
+  const d = { lhsContracting: [], rhsContracting: [], lhsBatch: [], rhsBatch: [] };
+  walk2(buf, start, end, (field, wt, i, e) => {
+    const list = intList(buf, wt, i, e);
+    if (field === 1) d.lhsContracting.push(...list);
+    else if (field === 2) d.rhsContracting.push(...list);
+    else if (field === 3) d.lhsBatch.push(...list);
+    else if (field === 4) d.rhsBatch.push(...list);
+  });
+  return d;
+}
+function intList(buf, wt, i, end) {
+  if (wt === WIRE_VARINT) return [signedVarint(buf, i, end)];
+  if (wt !== WIRE_LEN) return [];
   const out = [];
-  let end = -Infinity;
-  for (const m of sorted) {
-    if (m.startPs < end) continue;
-    out.push(m);
-    end = m.startPs + m.durPs;
+  let p = i;
+  while (p < end) {
+    out.push(signedVarint(buf, p, end));
+    p = wirePos;
   }
   return out;
 }
-function allExecutions(c, platform2, opDevices) {
-  if (platform2 === "cpu") return [...c.cpuExecutions.values()];
+function idList(buf, wt, i, end) {
+  if (wt === WIRE_VARINT) return [readVarint64String(buf, i, end, true)];
+  if (wt !== WIRE_LEN) return [];
   const out = [];
-  for (const dev of c.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    out.push(...dev.modules);
+  let p = i;
+  while (p < end) {
+    out.push(readVarint64String(buf, p, end, true));
+    p = wirePos;
   }
   return out;
 }
-function programTimes(c, platform2) {
-  const where = platform2 === "cpu" ? "host" : "device";
-  const times = /* @__PURE__ */ new Map();
-  for (const [program, ops] of c.opsByProgram) {
-    if (program === "") continue;
+function signedVarint(buf, i, end) {
+  const s = readVarint64String(buf, i, end, true);
+  return Number(s);
+}
+function walk2(buf, start, end, fn) {
+  let i = start;
+  while (i < end) {
+    const tag = readVarint(buf, i, end);
+    const at = wirePos;
+    const field = tag >>> 3;
+    const wt = tag & 7;
+    if (field === 0) throw new WireError(i, "invalid field number 0");
+    if (wt === WIRE_LEN) {
+      const len = readVarint(buf, at, end);
+      const s = wirePos;
+      if (s + len > end) throw new WireError(i, `field ${field} runs past its message`);
+      fn(field, wt, s, s + len);
+      i = s + len;
+    } else {
+      fn(field, wt, at, end);
+      i = skipField(buf, at, end, wt);
+    }
+  }
+}
+
+// src/evidence/analysis/cost.ts
+var FMA_FLOPS = 2;
+var ELEMENTWISE = /* @__PURE__ */ new Set([
+  "abs",
+  "add",
+  "and",
+  "ceil",
+  "clamp",
+  "clz",
+  "compare",
+  "complex",
+  "convert",
+  "divide",
+  "floor",
+  "imag",
+  "is-finite",
+  "maximum",
+  "minimum",
+  "multiply",
+  "negate",
+  "not",
+  "or",
+  "popcnt",
+  "real",
+  "reduce-precision",
+  "remainder",
+  "round-nearest-afz",
+  "round-nearest-even",
+  "select",
+  "shift-left",
+  "shift-right-arithmetic",
+  "shift-right-logical",
+  "sign",
+  "stochastic-convert",
+  "subtract",
+  "xor"
+]);
+var CONV_TARGETS = /^__cudnn\$conv/;
+var GEMM_TARGETS = /^__cublas\$(gemm|lt\$matmul)/;
+function instructionCost(module, inst) {
+  const target = inst.opcode === "custom-call" ? inst.customCallTarget : void 0;
+  const base = {
+    flops: 0,
+    bytes: ioBytes(module, inst),
+    dtype: dtypeOf(module, inst),
+    opcode: inst.opcode,
+    fusionKind: inst.fusionKind,
+    customCall: target === void 0 ? void 0 : customCallKind(target),
+    target
+  };
+  return { ...base, flops: flopsOf(module, inst, /* @__PURE__ */ new Set()) };
+}
+function flopsOf(module, inst, visiting) {
+  switch (inst.opcode) {
+    case "dot":
+      return dotFlops(module, inst, inst.dotDims?.lhsContracting ?? []);
+    case "convolution":
+      return convolutionFlops(module, inst, inst.shape);
+    case "custom-call":
+      return customCallFlops(module, inst);
+    case "reduce":
+      return reduceFlops(module, inst, visiting);
+    case "fusion":
+    case "call":
+      return calledFlops(module, inst, visiting);
+    default:
+      return ELEMENTWISE.has(inst.opcode) ? elementCount(resultArray(inst.shape)) : 0;
+  }
+}
+function calledFlops(module, inst, visiting) {
+  let total = 0;
+  for (const id of inst.calledComputationIds) {
+    if (visiting.has(id)) continue;
+    const comp = module.computations.get(id);
+    if (comp === void 0) continue;
+    visiting.add(id);
+    for (const inner of comp.instructions) {
+      const f = flopsOf(module, inner, visiting);
+      if (f === void 0) return void 0;
+      total += f;
+    }
+    visiting.delete(id);
+  }
+  return total;
+}
+function reduceFlops(module, inst, visiting) {
+  const input = operand(module, inst, 0);
+  if (input === void 0) return 0;
+  const reduced = elementCount(input.shape) - elementCount(resultArray(inst.shape));
+  const reducer = calledFlops(module, inst, visiting) ?? 0;
+  return Math.max(0, reduced) * Math.max(1, reducer);
+}
+function dotFlops(module, inst, lhsContracting) {
+  const lhs = operand(module, inst, 0);
+  if (lhs === void 0) return 0;
+  let contracting = 1;
+  for (const d of lhsContracting) contracting *= lhs.shape.dims[d] ?? 1;
+  return FMA_FLOPS * elementCount(resultArray(inst.shape)) * contracting;
+}
+function customCallFlops(module, inst) {
+  const target = inst.customCallTarget;
+  if (CONV_TARGETS.test(target)) return convolutionFlops(module, inst, resultArray(inst.shape));
+  if (GEMM_TARGETS.test(target)) {
+    const dims = gemmContracting(inst.backendConfig);
+    return dims === void 0 ? void 0 : dotFlops(module, inst, dims);
+  }
+  return void 0;
+}
+function gemmContracting(config) {
+  if (config === "") return void 0;
+  try {
+    const parsed = JSON.parse(config);
+    const dims = parsed.gemm_backend_config?.dot_dimension_numbers?.lhs_contracting_dimensions;
+    return dims?.map(Number);
+  } catch {
+    return void 0;
+  }
+}
+function convolutionFlops(module, inst, result) {
+  const dn = inst.convDims;
+  const lhs = operand(module, inst, 0);
+  const rhs = operand(module, inst, 1);
+  if (dn === void 0 || lhs === void 0 || rhs === void 0) return 0;
+  const window = inst.window ?? [];
+  let positions = 1;
+  for (let s = 0; s < dn.inputSpatial.length; s++) {
+    const inputSize = lhs.shape.dims[dn.inputSpatial[s]] ?? 1;
+    const kernelSize = rhs.shape.dims[dn.kernelSpatial[s]] ?? 1;
+    const outputSize = result.dims[dn.outputSpatial[s]] ?? 1;
+    const w = window[s] ?? {
+      size: kernelSize,
+      stride: 1,
+      padLow: 0,
+      padHigh: 0,
+      windowDilation: 1,
+      baseDilation: 1
+    };
+    positions *= validPositions(inputSize, kernelSize, outputSize, w);
+  }
+  const inputFeatures = lhs.shape.dims[dn.inputFeature] ?? 1;
+  const outputFeatures = result.dims[dn.outputFeature] ?? 1;
+  const batch = lhs.shape.dims[dn.inputBatch] ?? 1;
+  const fmas = inputFeatures / inst.featureGroupCount * outputFeatures * (batch / inst.batchGroupCount) * positions;
+  return FMA_FLOPS * fmas;
+}
+function validPositions(inputSize, kernelSize, outputSize, w) {
+  let valid = 0;
+  for (let k = 0; k < kernelSize; k++) {
+    for (let o = 0; o < outputSize; o++) {
+      const dilated = o * w.stride - w.padLow + k * w.windowDilation;
+      if (dilated < 0) continue;
+      if (dilated % w.baseDilation !== 0) continue;
+      const index = dilated / w.baseDilation;
+      if (index < inputSize) valid++;
+    }
+  }
+  return valid;
+}
+function ioBytes(module, inst) {
+  let bytes = 0;
+  for (let k = 0; k < inst.operandIds.length; k++) {
+    const op = operand(module, inst, k);
+    if (op !== void 0) bytes += shapeBytes(op.shape);
+  }
+  const library = inst.opcode === "custom-call" && (CONV_TARGETS.test(inst.customCallTarget) || GEMM_TARGETS.test(inst.customCallTarget));
+  return bytes + shapeBytes(library ? resultArray(inst.shape) : inst.shape);
+}
+function dtypeOf(module, inst) {
+  const first = operand(module, inst, 0);
+  const matmul = inst.opcode === "dot" || inst.opcode === "convolution" || inst.opcode === "custom-call" && (CONV_TARGETS.test(inst.customCallTarget) || GEMM_TARGETS.test(inst.customCallTarget));
+  if (matmul && first !== void 0 && first.shape.type !== "tuple") return first.shape.type;
+  if (inst.opcode === "fusion") {
+    const inner = fusedMatmul(module, inst);
+    if (inner !== void 0) return dtypeOf(module, inner);
+  }
+  const out = resultArray(inst.shape);
+  return out.type === "tuple" ? void 0 : out.type;
+}
+function fusedMatmul(module, inst) {
+  for (const id of inst.calledComputationIds) {
+    for (const inner of module.computations.get(id)?.instructions ?? []) {
+      if (inner.opcode === "dot" || inner.opcode === "convolution") return inner;
+    }
+  }
+  return void 0;
+}
+function operand(module, inst, k) {
+  const id = inst.operandIds[k];
+  return id === void 0 ? void 0 : module.byId.get(id);
+}
+function resultArray(shape) {
+  let s = shape;
+  while (s.type === "tuple" && s.tuple.length > 0) s = s.tuple[0];
+  return s;
+}
+
+// src/evidence/analysis/op-costs.ts
+async function opCosts(source, c, where) {
+  const byOp = /* @__PURE__ */ new Map();
+  const warnings2 = [];
+  const needHlo = /* @__PURE__ */ new Map();
+  for (const ops of c.opsByProgram.values()) {
     for (const op of ops.values()) {
       if (op.where !== where) continue;
-      times.set(program, (times.get(program) ?? 0) + op.selfInPs + op.selfOutPs);
+      if (op.flops !== void 0 || op.bytes !== void 0) {
+        byOp.set(op, {
+          // XLA has no cost model for custom calls and writes 0 FLOPs for them: unknown, not zero.
+          flops: op.customCall && op.flops === 0 ? void 0 : op.flops,
+          bytes: op.bytes,
+          dtype: void 0,
+          source: "trace",
+          customCall: void 0
+        });
+      } else if (op.programId !== void 0) {
+        let list = needHlo.get(op.programId);
+        if (list === void 0) {
+          list = [];
+          needHlo.set(op.programId, list);
+        }
+        list.push(op);
+      }
     }
   }
-  return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-}
-function programsInsideWindows(executions, windows) {
-  const inside = /* @__PURE__ */ new Map();
-  const total = /* @__PURE__ */ new Map();
-  for (const e of executions) {
-    total.set(e.program, (total.get(e.program) ?? 0) + 1);
-    const w = windows.get(e.device.name) ?? windows.get("*");
-    if (w !== void 0 && containsStart(w, e.startPs))
-      inside.set(e.program, (inside.get(e.program) ?? 0) + 1);
+  if (needHlo.size === 0 || !(source instanceof XplaneSource)) return { byOp, warnings: warnings2, modulesRead: 0 };
+  const { modules, skipped } = await source.hloProtos(new Set(needHlo.keys()));
+  if (skipped.length > 0)
+    warnings2.push(`HLO modules too large to read for FLOPs: ${skipped.slice(0, 3).join(", ")}`);
+  for (const [programId, blob] of modules) {
+    let module;
+    try {
+      module = decodeHloProto(blob.bytes);
+    } catch (err) {
+      if (!(err instanceof WireError)) throw err;
+      warnings2.push(`the HLO of ${blob.name} does not decode (${err.message}): its ops have no FLOPs`);
+      continue;
+    }
+    for (const op of needHlo.get(programId) ?? []) {
+      const inst = module.byName.get(op.name);
+      if (inst === void 0) continue;
+      const cost = instructionCost(module, inst);
+      byOp.set(op, {
+        flops: cost.flops,
+        bytes: cost.bytes,
+        dtype: cost.dtype,
+        source: "hlo",
+        customCall: cost.customCall
+      });
+    }
   }
-  const out = /* @__PURE__ */ new Set();
-  for (const [program, n] of total) {
-    const k = inside.get(program) ?? 0;
-    if (k === n) out.add(program);
-    else if (k !== 0) return void 0;
-  }
-  return out;
+  return { byOp, warnings: warnings2, modulesRead: modules.size };
 }
-function containsStart(w, t) {
-  let lo = 0;
-  let hi = w.starts.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (w.starts[mid] <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans >= 0 && t < w.ends[ans];
+
+// src/evidence/analysis/peaks.ts
+import { readFileSync as readFileSync4 } from "node:fs";
+import { join as join5 } from "node:path";
+var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
+var SCHEMA = "hillclimb.device-peaks/1";
+var cached;
+function devicePeakTable() {
+  cached ??= parseDevicePeaks(
+    readFileSync4(join5(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    DEVICE_PEAKS_FILE
+  );
+  return cached;
 }
-function fmtCount(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+function parseDevicePeaks(text, file) {
+  let doc;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new InputError(file, `invalid JSON: ${err.message}`);
+  }
+  if (doc.schema !== SCHEMA)
+    throw new InputError(file, `schema: expected "${SCHEMA}", got ${String(doc.schema)}`);
+  if (!Array.isArray(doc.devices)) throw new InputError(file, "devices: expected a list");
+  const seen = /* @__PURE__ */ new Set();
+  return doc.devices.map((raw, k) => {
+    const e = raw;
+    const where = `devices[${k}]${typeof e?.name === "string" ? ` (${e.name})` : ""}`;
+    const bad2 = (problem) => {
+      throw new InputError(file, `${where}: ${problem}`);
+    };
+    if (typeof e.name !== "string" || e.name === "") bad2("name: expected a string");
+    if (!Array.isArray(e.deviceKinds) || e.deviceKinds.length === 0)
+      bad2("deviceKinds: expected a non-empty list");
+    for (const kind of e.deviceKinds) {
+      if (typeof kind !== "string" || kind === "") bad2("deviceKinds: expected strings");
+      if (seen.has(kind)) bad2(`deviceKinds: "${kind}" is listed twice in the table`);
+      seen.add(kind);
+    }
+    if (!(Number.isInteger(e.devicesPerChip) && e.devicesPerChip >= 1))
+      bad2("devicesPerChip: expected an integer \u2265 1");
+    if (!(e.peakFlopsPerSecond?.bf16 > 0)) bad2("peakFlopsPerSecond.bf16: expected a positive number");
+    const fp32 = e.peakFlopsPerSecond.fp32;
+    if (!(fp32 === null || fp32 > 0)) bad2("peakFlopsPerSecond.fp32: expected a positive number or null");
+    if (!(e.hbmBytesPerSecond > 0)) bad2("hbmBytesPerSecond: expected a positive number");
+    if (typeof e.xplane !== "object" || e.xplane === null) bad2("xplane: expected an object");
+    if (!Array.isArray(e.sources) || e.sources.length === 0) bad2("sources: every entry needs a source");
+    for (const s of e.sources) {
+      if (!/^https:\/\//.test(s?.url ?? "") || typeof s.says !== "string" || s.says === "")
+        bad2("sources: each needs an https url and what it says");
+    }
+    return e;
+  });
+}
+function perDevice(e, matchedBy) {
+  const n = e.devicesPerChip;
+  return {
+    name: e.name,
+    bf16FlopsPerSecond: e.peakFlopsPerSecond.bf16 / n,
+    fp32FlopsPerSecond: e.peakFlopsPerSecond.fp32 === null ? null : e.peakFlopsPerSecond.fp32 / n,
+    bytesPerSecond: e.hbmBytesPerSecond / n,
+    matchedBy
+  };
+}
+function peakForDeviceKind(kind, table2 = devicePeakTable()) {
+  const e = table2.find((x) => x.deviceKinds.includes(kind));
+  if (e !== void 0) return { peak: perDevice(e, `device_kind "${kind}"`), warning: void 0 };
+  return {
+    peak: void 0,
+    warning: `device kind "${kind}" is not in ${DEVICE_PEAKS_FILE}: no roofline (add its peaks to the table)`
+  };
+}
+function peakForPlane(stats, table2 = devicePeakTable()) {
+  const type = stats.device_type_string;
+  if (type !== void 0 && type !== "") {
+    const e2 = table2.find(
+      (x) => (x.xplane.deviceTypeString ?? []).some((t) => t.toLowerCase() === type.toLowerCase())
+    );
+    if (e2 !== void 0) return { peak: perDevice(e2, `device_type_string "${type}"`), warning: void 0 };
+    return {
+      peak: void 0,
+      warning: `device type "${type}" is not in ${DEVICE_PEAKS_FILE}: no roofline (add its peaks to the table)`
+    };
+  }
+  const vendor = stats.device_vendor;
+  const major = stats.compute_cap_major;
+  if (vendor === void 0 || major === void 0) return void 0;
+  const cap = `${major}.${stats.compute_cap_minor ?? "0"}`;
+  const cores = Number(stats.core_count);
+  const memoryGB = Number(stats.memory_size) / 1e9;
+  const described = `${vendor} GPU, compute capability ${cap}, ${Number.isFinite(cores) ? cores : "?"} cores${Number.isFinite(memoryGB) ? `, ${memoryGB.toFixed(0)} GB` : ""}`;
+  const candidates = table2.filter(
+    (x) => x.xplane.vendor?.toLowerCase() === vendor.toLowerCase() && x.xplane.computeCapability === cap && (x.xplane.coreCount === void 0 || x.xplane.coreCount === cores)
+  );
+  const byMemory = candidates.filter(
+    (x) => x.xplane.memoryGB === void 0 || !Number.isFinite(memoryGB) || Math.abs(memoryGB - x.xplane.memoryGB) <= 0.1 * x.xplane.memoryGB
+  );
+  const matches = byMemory.length > 0 ? byMemory : candidates;
+  if (matches.length === 0) {
+    return {
+      peak: void 0,
+      warning: `${described} is not in ${DEVICE_PEAKS_FILE}: no roofline (add its peaks to the table)`
+    };
+  }
+  const e = matches[0];
+  const peak = perDevice(e, described);
+  const others = matches.slice(1).map((x) => x.name);
+  return {
+    peak,
+    warning: others.length === 0 ? void 0 : `${described} matches ${[e.name, ...others].join(" and ")}; the roofline uses ${e.name}`
+  };
+}
+
+// src/evidence/analysis/rows.ts
+function opRows(counted, ctx) {
+  const groups = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const key = `${c.op.program}\0${c.op.baseName}`;
+    const list = groups.get(key);
+    if (list === void 0) groups.set(key, [c]);
+    else list.push(c);
+  }
+  const rows = [];
+  for (const list of groups.values()) {
+    const first = list[0];
+    const selfPs = sum(list, (c) => c.selfPs);
+    const totalPs = sum(list, (c) => c.totalPs);
+    const customCall = list.some((c) => c.op.customCall);
+    const kind = customCall ? customCallKindOf(list) : null;
+    const haveFlops = list.every((c) => c.cost?.flops !== void 0);
+    const haveBytes = list.every((c) => c.cost?.bytes !== void 0);
+    const execTotal = (c) => c.totalCount === 0 ? 0 : executionsOf(c.op) * (c.totalCount / (c.op.countIn + c.op.countOut));
+    const execIn = (c) => c.totalCount === 0 ? 0 : execTotal(c) * (c.count / c.totalCount);
+    const flopsTotal = haveFlops ? sum(list, (c) => c.cost.flops * execTotal(c)) : void 0;
+    const bytesTotal = haveBytes ? sum(list, (c) => c.cost.bytes * execTotal(c)) : void 0;
+    const flopsIn = haveFlops ? sum(list, (c) => c.cost.flops * execIn(c)) : void 0;
+    const bytesIn = haveBytes ? sum(list, (c) => c.cost.bytes * execIn(c)) : void 0;
+    const asyncStart = /-start$/.test(first.op.baseName);
+    const seconds = asyncStart ? 0 : totalPs / 1e12;
+    const tflops = flopsTotal === void 0 || seconds === 0 ? null : flopsTotal / seconds / 1e12;
+    const gbps = bytesTotal === void 0 || seconds === 0 ? null : bytesTotal / seconds / 1e9;
+    const intensity = flopsTotal === void 0 || bytesTotal === void 0 || bytesTotal === 0 ? null : flopsTotal / bytesTotal;
+    const dtype = heaviestKey(list, (c) => c.cost?.dtype ?? "") || null;
+    const costSource = list.some((c) => c.cost?.source === "hlo") ? "hlo" : list.some((c) => c.cost?.source === "trace") ? "trace" : null;
+    const noCostModel = flopsTotal === void 0 && list.some((c) => c.cost !== void 0 || c.op.customCall);
+    rows.push({
+      name: first.op.baseName,
+      program: first.op.program,
+      category: heaviestKey(list, (c) => c.op.category),
+      scope: heaviestKey(list, (c) => c.op.scope),
+      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
+      variants: new Set(list.map((c) => c.op.name)).size,
+      timeMs: ms(selfPs / ctx.steps),
+      occurrences: round2(sum(list, (c) => c.count) / ctx.steps, 3),
+      shareOfOps: pct(selfPs / ctx.steps, ctx.opPsPerStepTotal),
+      shareOfStep: ctx.meanStepPs === void 0 || ctx.meanStepPs === 0 ? null : pct(selfPs / ctx.steps, ctx.meanStepPs),
+      totalMs: ms(totalPs),
+      totalCount: sum(list, (c) => c.totalCount),
+      executions: round2(sum(list, execTotal), 3),
+      flopsPerExecution: perExecution(flopsTotal, sum(list, execTotal)),
+      bytesPerExecution: perExecution(bytesTotal, sum(list, execTotal)),
+      shareOfDevice: pct(totalPs, ctx.devicePs),
+      flops: flopsIn === void 0 ? null : round2(flopsIn / ctx.steps, 0),
+      bytes: bytesIn === void 0 ? null : round2(bytesIn / ctx.steps, 0),
+      tflops: tflops === null ? null : round2(tflops, 3),
+      gbps: gbps === null ? null : round2(gbps, 3),
+      intensity: intensity === null ? null : round2(intensity, 3),
+      roofline: asyncStart ? null : rooflineOf(tflops, intensity, dtype, ctx.peak, gbps),
+      costSource,
+      dtype,
+      customCall,
+      customCallKind: kind,
+      noCostModel,
+      longName: [...list].sort((a, b) => b.totalPs - a.totalPs)[0].op.longName
+    });
+  }
+  return rows.sort((a, b) => b.totalMs - a.totalMs || a.timeMs - b.timeMs || a.name.localeCompare(b.name));
+}
+function perExecution(total, executions) {
+  return total === void 0 || executions === 0 ? null : round2(total / executions, 0);
+}
+function rooflineOf(tflops, intensity, dtype, peak, gbps = null) {
+  if (peak === void 0) return null;
+  if (intensity === 0 && gbps !== null && gbps > 0) {
+    return {
+      bound: "memory",
+      attainableTflops: 0,
+      fraction: round2(gbps * 1e9 / peak.bytesPerSecond, 4),
+      peak: "bf16"
+    };
+  }
+  if (tflops === null || intensity === null) return null;
+  const fp32 = dtype === "f32" && peak.fp32FlopsPerSecond !== null;
+  const peakFlops = fp32 ? peak.fp32FlopsPerSecond : peak.bf16FlopsPerSecond;
+  const memoryCeiling = intensity * peak.bytesPerSecond;
+  const attainable = Math.min(peakFlops, memoryCeiling);
+  if (attainable <= 0) return null;
+  return {
+    bound: memoryCeiling < peakFlops ? "memory" : "compute",
+    attainableTflops: round2(attainable / 1e12, 3),
+    fraction: round2(tflops * 1e12 / attainable, 4),
+    peak: fp32 ? "fp32" : "bf16"
+  };
+}
+function programRows(counted, devicePs, executions, devices) {
+  const groups = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    const list = groups.get(c.op.program);
+    if (list === void 0) groups.set(c.op.program, [c]);
+    else list.push(c);
+  }
+  return [...groups].map(([name, list]) => ({
+    name: name === "" ? "(unknown)" : name,
+    module: name === "" ? "(unknown)" : moduleName(name),
+    deviceMs: ms(sum(list, (c) => c.totalPs)),
+    inStepsMs: ms(sum(list, (c) => c.selfPs)),
+    shareOfDevice: pct(
+      sum(list, (c) => c.totalPs),
+      devicePs
+    ),
+    executions: name === "" ? null : executions(name),
+    devices: name === "" ? 0 : devices(name),
+    ops: new Set(list.map((c) => c.op.baseName)).size
+  })).sort((a, b) => b.deviceMs - a.deviceMs || a.name.localeCompare(b.name));
+}
+function groupRows(counted, keyOf, steps, opPsPerStepTotal) {
+  const groups = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (c.count === 0) continue;
+    const key = keyOf(c);
+    let g = groups.get(key);
+    if (g === void 0) {
+      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
+      groups.set(key, g);
+    }
+    g.selfPs += c.selfPs;
+    g.count += c.count;
+    g.names.add(c.op.baseName);
+  }
+  return [...groups].map(([name, g]) => ({
+    name,
+    timeMs: ms(g.selfPs / steps),
+    occurrences: round2(g.count / steps, 3),
+    shareOfOps: pct(g.selfPs / steps, opPsPerStepTotal),
+    ops: g.names.size
+  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function customCallRows(counted, ctx) {
+  const groups = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (!c.op.customCall) continue;
+    const key = `${c.op.program}\0${c.op.baseName}\0${c.op.scope}`;
+    let g = groups.get(key);
+    if (g === void 0) {
+      g = { list: [], scope: c.op.scope };
+      groups.set(key, g);
+    }
+    g.list.push(c);
+  }
+  return [...groups.values()].map(({ list, scope }) => {
+    const op = list[0].op;
+    const selfPs = sum(list, (c) => c.selfPs);
+    return {
+      name: op.baseName,
+      program: op.program,
+      scope,
+      kind: customCallKindOf(list),
+      launches: round2(sum(list, (c) => c.count) / ctx.steps, 3),
+      timeMs: ms(selfPs / ctx.steps),
+      shareOfOps: pct(selfPs / ctx.steps, ctx.opPsPerStepTotal),
+      totalMs: ms(sum(list, (c) => c.totalPs)),
+      noCostModel: !list.every((c) => c.cost?.flops !== void 0)
+    };
+  }).sort((a, b) => b.totalMs - a.totalMs || b.timeMs - a.timeMs || a.name.localeCompare(b.name));
+}
+function customCallKindOf(list) {
+  for (const c of list) if (c.cost?.customCall !== void 0) return c.cost.customCall;
+  const op = list[0].op;
+  const target = /custom_call_target="([^"]+)"/.exec(op.longName ?? "")?.[1];
+  if (target !== void 0) return customCallKind(target);
+  return customCallKindOfName(op.baseName) ?? "other";
+}
+function heaviestKey(list, keyOf) {
+  const time = /* @__PURE__ */ new Map();
+  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.totalPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
+}
+function sum(list, f) {
+  let s = 0;
+  for (const x of list) s += f(x);
+  return s;
+}
+function ms(ps) {
+  return Math.round(ps / 1e3) / 1e6;
+}
+function pct(part, whole) {
+  return whole === 0 ? 0 : round2(100 * part / whole, 4);
+}
+function round2(x, digits) {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
 }
 
 // src/evidence/analysis/hotspots.ts
@@ -37699,6 +39199,7 @@ async function summarizeTrace(source, opts = {}) {
   const modulesLate = first.modulesLate.size > 0;
   if (included === void 0 && first.collectedOps(where) && !unsorted && !modulesLate) {
     if (plan.detector === "whole-trace") included = "all";
+    else if (plan.windows === void 0 && plan.program !== void 0) included = /* @__PURE__ */ new Set([plan.program]);
     else if (plan.detector === "dominant-program" && plan.program !== void 0)
       included = /* @__PURE__ */ new Set([plan.program]);
     else if (plan.windows !== void 0) {
@@ -37718,7 +39219,309 @@ async function summarizeTrace(source, opts = {}) {
     final = (await run(second)).c;
     included = windows === void 0 ? plan.program === void 0 ? "all" : /* @__PURE__ */ new Set([plan.program]) : "all";
   }
-  return buildSummary({ source, stats, passes, platform: platform2, opDevices, plan, first, final, included });
+  const costs = await opCosts(source, final, where);
+  return buildSummary({
+    source,
+    stats,
+    passes,
+    platform: platform2,
+    opDevices,
+    plan,
+    first,
+    final,
+    included,
+    costs,
+    deviceKind: opts.deviceKind
+  });
+}
+function buildSummary(input) {
+  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
+  const where = platform2 === "cpu" ? "host" : "device";
+  const windowsMode = final !== first && plan.windows !== void 0;
+  const counted = [];
+  let outsidePs = 0;
+  let devicePs = 0;
+  const outsideOps = /* @__PURE__ */ new Set();
+  for (const [program, ops] of final.opsByProgram) {
+    for (const op of ops.values()) {
+      if (op.where !== where) continue;
+      const inProgram = included === "all" || included.has(program);
+      const count2 = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
+      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
+      const totalPs = op.selfInPs + op.selfOutPs;
+      const totalCount = op.countIn + op.countOut;
+      const outPs = totalPs - selfPs;
+      devicePs += totalPs;
+      if (outPs > 0) {
+        outsidePs += outPs;
+        outsideOps.add(op.baseName);
+      }
+      if (totalCount > 0)
+        counted.push({ op, count: count2, selfPs, totalCount, totalPs, cost: input.costs.byOp.get(op) });
+    }
+  }
+  const computeDevices = /* @__PURE__ */ new Set();
+  for (const dev of final.deviceStates())
+    if (opDevices.has(dev.device.name) && dev.computePs > 0) computeDevices.add(dev.device.name);
+  if (computeDevices.size === 0) for (const d of opDevices) computeDevices.add(d);
+  const devicesOf = (program) => {
+    const set = final.programDevices.get(program);
+    if (set === void 0) return computeDevices.size;
+    let n = 0;
+    for (const d of set) if (computeDevices.has(d)) n++;
+    return Math.max(1, n);
+  };
+  let deviceSteps;
+  let stepDevices = computeDevices.size;
+  let stepDurations = plan.stepDurationsPs;
+  let busyPs = 0;
+  switch (plan.detector) {
+    case "whole-trace":
+      deviceSteps = computeDevices.size;
+      stepDurations = [];
+      for (const dev of final.deviceStates()) {
+        if (!computeDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
+        stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
+        busyPs += dev.busyPs;
+      }
+      break;
+    case "host-launches":
+    case "kernel-repetition": {
+      const program = plan.program;
+      deviceSteps = plan.detector === "host-launches" ? plan.launches : modalExecutions(programOps(final, program, platform2)).count;
+      stepDevices = devicesOf(program);
+      stepDurations = [];
+      busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
+      break;
+    }
+    case "host-annotations":
+      deviceSteps = plan.stepDurationsPs.length * (platform2 === "cpu" ? 1 : computeDevices.size);
+      if (platform2 === "cpu") stepDevices = 1;
+      busyPs = windowsMode ? windowBusy(final) : executionBusy(first, platform2, opDevices, included);
+      break;
+    case "device-steps":
+      deviceSteps = windowCount(plan.windows, computeDevices);
+      stepDevices = Math.max(1, [...plan.windows.keys()].filter((d) => computeDevices.has(d)).length);
+      busyPs = windowsMode ? windowBusy(final) : executionBusy(first, platform2, opDevices, included);
+      break;
+    default: {
+      const executions = plan.executions ?? [];
+      deviceSteps = executions.length;
+      stepDevices = new Set(executions.map((e) => e.device.name)).size;
+      busyPs = windowsMode ? windowBusy(final) : executions.reduce((s, e) => s + e.busyPs, 0);
+    }
+  }
+  deviceSteps = Math.max(1, deviceSteps);
+  stepDevices = Math.max(1, stepDevices);
+  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
+  const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
+  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
+  const roofline = devicePeak(input, computeDevices);
+  const ctx = {
+    steps: deviceSteps,
+    opPsPerStepTotal: opPsTotal / deviceSteps,
+    devicePs,
+    meanStepPs,
+    peak: roofline.lookup?.peak
+  };
+  const estimates = stepEstimates({
+    plan,
+    platform: platform2,
+    computeDevices,
+    first,
+    final,
+    stepProgram: heaviestInSteps(counted)
+  });
+  const chosen = estimates.find((e) => e.detector === plan.detector);
+  const warnings2 = [...stats.warnings, ...input.costs.warnings];
+  const split = disagreement(estimates);
+  if (split !== void 0) warnings2.push(split);
+  if (roofline.lookup?.warning !== void 0) warnings2.push(roofline.lookup.warning);
+  const summary2 = {
+    schema: TRACE_SUMMARY_SCHEMA,
+    source: {
+      path: stats.path,
+      format: stats.format,
+      bytes: stats.bytes,
+      events: stats.events,
+      passes: input.passes,
+      capped: stats.capped
+    },
+    platform: platform2,
+    devices: deviceRows(final, first, opDevices, computeDevices),
+    steps: {
+      detector: plan.detector,
+      confidence: chosen?.confidence ?? (plan.detector === "whole-trace" ? "low" : "high"),
+      detail: plan.detail,
+      estimates,
+      count: round2(deviceSteps / stepDevices, 3),
+      deviceSteps,
+      program: plan.program,
+      timeMs: timeStats,
+      annotations: annotationKinds(first.hostSteps).map((k) => {
+        const t = describe(k.markers.map((m) => m.durPs));
+        return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
+      }),
+      busyMs: ms(busyPs / deviceSteps),
+      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
+      opMs: ms(opPsTotal / deviceSteps)
+    },
+    total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
+    programs: programRows(
+      counted,
+      devicePs,
+      (program) => executionsOf2(program, first, final, platform2),
+      devicesOf
+    ),
+    ops: opRows(counted, ctx),
+    roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
+    categories: groupRows(counted, (c) => c.op.category, deviceSteps, ctx.opPsPerStepTotal),
+    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, ctx.opPsPerStepTotal),
+    customCalls: customCallRows(counted, ctx),
+    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
+    warnings: warnings2,
+    notes: [...plan.notes]
+  };
+  if (devicePs > 0 && outsidePs / devicePs > 0.5) {
+    summary2.notes.push(
+      `${round2(100 * outsidePs / devicePs, 1)}% of device op time is outside steps (other programs); the op and program tables cover the whole trace`
+    );
+  }
+  if (computeDevices.size < opDevices.size) {
+    const idle = [...opDevices].filter((d) => !computeDevices.has(d));
+    summary2.notes.push(
+      `${idle.length} device(s) ran only memory copies and are not counted per device: ${idle.slice(0, 4).join(", ")}`
+    );
+  }
+  const multiLane = final.deviceStates().filter((d) => computeDevices.has(d.device.name) && d.opLanes.size > 1);
+  if (multiLane.length > 0 && platform2 !== "cpu") {
+    const d = multiLane[0];
+    summary2.notes.push(
+      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
+    );
+  }
+  if (platform2 === "gpu" && first.derivedGpuLanes > 0) {
+    const named = counted.some((c) => c.op.program !== "");
+    summary2.notes.push(
+      named ? "xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, \u2026) are not counted again" : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them"
+    );
+  }
+  if (input.costs.modulesRead > 0) {
+    summary2.notes.push(
+      `FLOPs and bytes of ${input.costs.modulesRead} program(s) from the HLO in the XSpace (XLA's cost model: elementwise ops count one FLOP per element)`
+    );
+  }
+  if (input.passes > 1) summary2.notes.push(passNote(input));
+  return summary2;
+}
+function heaviestInSteps(counted) {
+  const time = /* @__PURE__ */ new Map();
+  for (const c of counted)
+    if (c.selfPs > 0 && c.op.program !== "") time.set(c.op.program, (time.get(c.op.program) ?? 0) + c.selfPs);
+  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0];
+}
+function windowBusy(final) {
+  let busy = 0;
+  for (const dev of final.deviceStates())
+    if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busy += b;
+  return busy;
+}
+function executionBusy(first, platform2, opDevices, included) {
+  return allExecutions(first, platform2, opDevices).filter((e) => included === "all" || included.has(e.program)).reduce((s, e) => s + e.busyPs, 0);
+}
+function executionsOf2(program, first, final, platform2) {
+  if (platform2 === "cpu") {
+    let n2 = 0;
+    for (const e of first.cpuExecutions.values()) if (e.program === program) n2++;
+    for (const e of final.cpuExecutions.values())
+      if (e.program === program && first.cpuExecutions.size === 0) n2++;
+    return n2 > 0 ? n2 : null;
+  }
+  let n = 0;
+  for (const dev of first.deviceStates()) for (const m of dev.modules) if (m.program === program) n++;
+  if (n > 0) return n;
+  if (platform2 === "gpu") {
+    const mode = modalExecutions(programOps(final, program, platform2));
+    return mode.count > 0 ? mode.count : null;
+  }
+  return null;
+}
+function devicePeak(input, computeDevices) {
+  for (const dev of [...input.final.deviceStates(), ...input.first.deviceStates()]) {
+    if (!computeDevices.has(dev.device.name)) continue;
+    const lookup = peakForPlane(dev.device.stats);
+    if (lookup?.peak !== void 0) return { lookup, source: `XSpace plane ${dev.device.name}` };
+    const own = planePeak(dev.device.stats);
+    if (own !== void 0) {
+      return {
+        lookup: { peak: own, warning: lookup?.warning },
+        source: `the peaks ${dev.device.name} records (not in the table)`
+      };
+    }
+    if (lookup !== void 0 && input.deviceKind === void 0) return { lookup, source: "none" };
+    break;
+  }
+  if (input.deviceKind !== void 0) {
+    const lookup = peakForDeviceKind(input.deviceKind);
+    return { lookup, source: lookup.peak === void 0 ? "none" : `device kind "${input.deviceKind}"` };
+  }
+  return { lookup: void 0, source: "none" };
+}
+function planePeak(stats) {
+  const tflops = Number(stats.peak_teraflops_per_second);
+  const gbps = Number(stats.peak_hbm_bw_gigabytes_per_second);
+  if (!(tflops > 0 && gbps > 0)) return void 0;
+  return {
+    name: stats.device_type_string ?? "device",
+    bf16FlopsPerSecond: tflops * 1e12,
+    fp32FlopsPerSecond: null,
+    bytesPerSecond: gbps * 1e9,
+    matchedBy: "plane stats peak_teraflops_per_second and peak_hbm_bw_gigabytes_per_second"
+  };
+}
+function passNote(input) {
+  const reasons = [];
+  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
+  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
+  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
+  else if (input.final !== input.first) reasons.push("step windows split some programs");
+  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
+}
+function windowCount(windows, devices) {
+  let n = 0;
+  for (const [device, w] of windows) if (devices.has(device)) n += w.starts.length;
+  return n;
+}
+function deviceRows(final, first, opDevices, computeDevices) {
+  const rows = [];
+  for (const dev of final.deviceStates()) {
+    if (!opDevices.has(dev.device.name)) continue;
+    const stats = dev.device.stats;
+    const peak = Number(stats.peak_teraflops_per_second);
+    rows.push({
+      name: dev.device.name,
+      kind: dev.device.kind,
+      type: stats.device_type_string,
+      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
+      compute: computeDevices.has(dev.device.name),
+      opMs: ms(dev.opPs),
+      busyMs: ms(dev.busyPs)
+    });
+  }
+  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices, computeDevices);
+  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+}
+function describe(ps) {
+  const sorted = [...ps].sort((a, b) => a - b);
+  const n = sorted.length;
+  const mid = n >> 1;
+  const median = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return {
+    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
+    median: ms(median),
+    min: ms(sorted[0]),
+    max: ms(sorted[n - 1])
+  };
 }
 function decidePlatform(c, path) {
   const kinds = /* @__PURE__ */ new Set();
@@ -37747,262 +39550,14 @@ function modulesByDevice(c) {
   for (const dev of c.deviceStates()) if (dev.modules.length > 0) out.set(dev.device.name, dev.modules);
   return out;
 }
-function buildSummary(input) {
-  const { stats, plan, final, first, platform: platform2, opDevices, included } = input;
-  const where = platform2 === "cpu" ? "host" : "device";
-  const windowsMode = final !== first && plan.windows !== void 0;
-  const counted = [];
-  let outsidePs = 0;
-  const outsideOps = /* @__PURE__ */ new Set();
-  for (const [program, ops] of final.opsByProgram) {
-    for (const op of ops.values()) {
-      if (op.where !== where) continue;
-      const inProgram = included === "all" || included.has(program);
-      const count2 = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
-      const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
-      const outPs = windowsMode ? op.selfOutPs : inProgram ? 0 : op.selfInPs;
-      if (outPs > 0) {
-        outsidePs += outPs;
-        outsideOps.add(op.baseName);
-      }
-      if (count2 > 0) counted.push({ op, count: count2, selfPs });
-    }
-  }
-  const deviceCount = Math.max(1, opDevices.size);
-  let deviceSteps;
-  let stepDurations = plan.stepDurationsPs;
-  let busyPs = 0;
-  if (plan.detector === "whole-trace") {
-    deviceSteps = deviceCount;
-    stepDurations = [];
-    for (const dev of final.deviceStates()) {
-      if (!opDevices.has(dev.device.name) || dev.lastOpEndPs < dev.firstOpPs) continue;
-      stepDurations.push(dev.lastOpEndPs - dev.firstOpPs);
-      busyPs += dev.busyPs;
-    }
-  } else if (plan.windows === void 0) {
-    deviceSteps = Math.max(1, gcdOfCounts(counted.map((c) => c.count)));
-    stepDurations = [];
-    busyPs = counted.reduce((s, c) => s + c.selfPs, 0);
-  } else if (windowsMode) {
-    deviceSteps = windowCount(plan.windows, opDevices, platform2);
-    for (const dev of final.deviceStates()) {
-      if (dev.windowBusyPs !== void 0) for (const b of dev.windowBusyPs) busyPs += b;
-    }
-  } else {
-    const executions = plan.executions ?? allExecutions(first, platform2, opDevices).filter((e) => included !== "all" && included.has(e.program));
-    busyPs = executions.reduce((s, e) => s + e.busyPs, 0);
-    deviceSteps = plan.executions !== void 0 ? plan.executions.length : windowCount(plan.windows, opDevices, platform2);
-  }
-  deviceSteps = Math.max(1, deviceSteps);
-  const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
-  const perStep = (ps) => ms(ps / deviceSteps);
-  const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
-  const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
-  const share = (ps) => pct(ps, opPsTotal);
-  const shareOfStep = (ps) => meanStepPs === void 0 || meanStepPs === 0 ? null : pct(ps / deviceSteps, meanStepPs);
-  const summary2 = {
-    schema: TRACE_SUMMARY_SCHEMA,
-    source: {
-      path: stats.path,
-      format: stats.format,
-      bytes: stats.bytes,
-      events: stats.events,
-      passes: input.passes,
-      capped: stats.capped
-    },
-    platform: platform2,
-    devices: deviceRows(final, first, opDevices),
-    steps: {
-      detector: plan.detector,
-      detail: plan.detail,
-      count: round2(deviceSteps / deviceCount, 3),
-      deviceSteps,
-      program: plan.program,
-      timeMs: timeStats,
-      busyMs: perStep(busyPs),
-      idleMs: meanStepPs === void 0 ? null : ms(Math.max(0, meanStepPs - busyPs / deviceSteps)),
-      opMs: perStep(opPsTotal)
-    },
-    ops: opRows(counted, deviceSteps, share, shareOfStep),
-    categories: groupRows(counted, (c) => c.op.category, deviceSteps, share),
-    scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, share),
-    customCalls: customCallRows(counted, deviceSteps, share),
-    outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
-    warnings: [...stats.warnings],
-    notes: [...plan.notes]
-  };
-  const multiLane = final.deviceStates().filter((d) => opDevices.has(d.device.name) && d.opLanes.size > 1);
-  if (multiLane.length > 0 && platform2 !== "cpu") {
-    const d = multiLane[0];
-    summary2.notes.push(
-      `busy time adds up the op lanes of a device (${d.opLanes.size} on ${d.device.name}); work overlapping on concurrent lanes is counted once per lane`
-    );
-  }
-  if (input.passes > 1) summary2.notes.push(passNote(input));
-  return summary2;
-}
-function passNote(input) {
-  const reasons = [];
-  if (input.first.unsortedLanes.size > 0) reasons.push("some lanes were out of time order");
-  if (input.first.modulesLate.size > 0) reasons.push("XLA Modules came after their ops");
-  if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
-  else if (input.final !== input.first) reasons.push("step windows split some programs");
-  return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
-}
-function windowCount(windows, opDevices, platform2) {
-  const shared = windows.get("*");
-  if (shared !== void 0)
-    return shared.starts.length * (platform2 === "cpu" ? 1 : Math.max(1, opDevices.size));
-  let n = 0;
-  for (const [device, w] of windows) if (opDevices.has(device)) n += w.starts.length;
-  return n;
-}
-function deviceRows(final, first, opDevices) {
-  const rows = [];
-  for (const dev of final.deviceStates()) {
-    if (!opDevices.has(dev.device.name)) continue;
-    const stats = dev.device.stats;
-    const peak = Number(stats.peak_teraflops_per_second);
-    rows.push({
-      name: dev.device.name,
-      kind: dev.device.kind,
-      type: stats.device_type_string,
-      peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
-      opMs: ms(dev.opPs),
-      busyMs: ms(dev.busyPs)
-    });
-  }
-  if (rows.length === 0 && final !== first) return deviceRows(first, first, opDevices);
-  return rows.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
-}
-function opRows(counted, steps, share, shareOfStep) {
-  const groups = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const list = groups.get(c.op.baseName);
-    if (list === void 0) groups.set(c.op.baseName, [c]);
-    else list.push(c);
-  }
-  const traceHasFlops = counted.some((c) => c.op.flops !== void 0);
-  const rows = [];
-  for (const [name, list] of groups) {
-    const selfPs = list.reduce((s, c) => s + c.selfPs, 0);
-    const count2 = list.reduce((s, c) => s + c.count, 0);
-    const heaviest = [...list].sort((a, b) => b.selfPs - a.selfPs)[0].op;
-    const customCall = list.some((c) => c.op.customCall);
-    const haveFlops = list.every((c) => c.op.flops !== void 0);
-    const flops = haveFlops ? list.reduce((s, c) => s + c.op.flops * c.count, 0) : void 0;
-    const haveBytes = list.every((c) => c.op.bytes !== void 0);
-    const bytes = haveBytes ? list.reduce((s, c) => s + c.op.bytes * c.count, 0) : void 0;
-    const timeSec = selfPs / 1e12;
-    rows.push({
-      name,
-      category: heaviestKey(list, (c) => c.op.category),
-      scope: heaviestKey(list, (c) => c.op.scope),
-      programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== "").sort(),
-      variants: new Set(list.map((c) => c.op.name)).size,
-      timeMs: ms(selfPs / steps),
-      occurrences: round2(count2 / steps, 3),
-      shareOfOps: share(selfPs),
-      shareOfStep: shareOfStep(selfPs),
-      flops: flops === void 0 || customCall ? null : round2(flops / steps, 0),
-      bytes: bytes === void 0 ? null : round2(bytes / steps, 0),
-      tflops: flops === void 0 || customCall || timeSec === 0 ? null : round2(flops / timeSec / 1e12, 3),
-      customCall,
-      noCostModel: customCall || traceHasFlops && (flops === void 0 || flops === 0),
-      longName: heaviest.longName
-    });
-  }
-  return rows.sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function groupRows(counted, keyOf, steps, share) {
-  const groups = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    const key = keyOf(c);
-    let g = groups.get(key);
-    if (g === void 0) {
-      g = { selfPs: 0, count: 0, names: /* @__PURE__ */ new Set() };
-      groups.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-    g.names.add(c.op.baseName);
-  }
-  return [...groups].map(([name, g]) => ({
-    name,
-    timeMs: ms(g.selfPs / steps),
-    occurrences: round2(g.count / steps, 3),
-    shareOfOps: share(g.selfPs),
-    ops: g.names.size
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function customCallRows(counted, steps, share) {
-  const groups = /* @__PURE__ */ new Map();
-  for (const c of counted) {
-    if (!c.op.customCall) continue;
-    const key = `${c.op.baseName}\0${c.op.scope}`;
-    let g = groups.get(key);
-    if (g === void 0) {
-      g = { name: c.op.baseName, scope: c.op.scope, selfPs: 0, count: 0 };
-      groups.set(key, g);
-    }
-    g.selfPs += c.selfPs;
-    g.count += c.count;
-  }
-  return [...groups.values()].map((g) => ({
-    name: g.name,
-    scope: g.scope,
-    launches: round2(g.count / steps, 3),
-    timeMs: ms(g.selfPs / steps),
-    shareOfOps: share(g.selfPs),
-    noCostModel: true
-  })).sort((a, b) => b.timeMs - a.timeMs || a.name.localeCompare(b.name));
-}
-function heaviestKey(list, keyOf) {
-  const time = /* @__PURE__ */ new Map();
-  for (const c of list) time.set(keyOf(c), (time.get(keyOf(c)) ?? 0) + c.selfPs);
-  return [...time].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0];
-}
-function gcdOfCounts(counts) {
-  let g = 0;
-  for (const c of counts) {
-    let a = g;
-    let b = Math.round(c);
-    while (b !== 0) [a, b] = [b, a % b];
-    g = a;
-  }
-  return g;
-}
-function describe(ps) {
-  const sorted = [...ps].sort((a, b) => a - b);
-  const n = sorted.length;
-  const mid = n >> 1;
-  const median = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  return {
-    mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
-    median: ms(median),
-    min: ms(sorted[0]),
-    max: ms(sorted[n - 1])
-  };
-}
-function ms(ps) {
-  return Math.round(ps / 1e3) / 1e6;
-}
-function pct(part, whole) {
-  return whole === 0 ? 0 : round2(100 * part / whole, 4);
-}
-function round2(x, digits) {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}
 
 // src/evidence/analysis/from-path.ts
-async function summarizeTracePath(path, debug2) {
+async function summarizeTracePath(path, debug2, opts = {}) {
   const saved = savedSummary(path);
   if (saved !== void 0) return saved;
   const { source, resolved } = openTrace(path);
   debug2?.(`reading ${resolved.path} (${resolved.format})`);
-  const summary2 = await summarizeTrace(source);
+  const summary2 = await summarizeTrace(source, opts);
   summary2.notes.push(...resolved.notes);
   return summary2;
 }
@@ -38018,7 +39573,7 @@ function savedSummary(path) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync4(path, "utf8"));
+  const parsed = JSON.parse(readFileSync5(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -38029,11 +39584,11 @@ function savedSummary(path) {
 }
 
 // src/loop/context.ts
-import { existsSync as existsSync6, mkdirSync as mkdirSync2, readFileSync as readFileSync5, writeFileSync } from "node:fs";
-import { join as join5, resolve as resolve4 } from "node:path";
+import { existsSync as existsSync6, mkdirSync as mkdirSync2, readFileSync as readFileSync6, writeFileSync } from "node:fs";
+import { join as join6, resolve as resolve4 } from "node:path";
 function stateDirOf(config) {
   const dir = resolve4(config.root, config.paths.state_dir);
-  const ignore = join5(dir, ".gitignore");
+  const ignore = join6(dir, ".gitignore");
   if (!existsSync6(ignore)) {
     mkdirSync2(dir, { recursive: true });
     writeFileSync(ignore, "# hillclimb state: never committed\n*\n");
@@ -38041,7 +39596,7 @@ function stateDirOf(config) {
   return dir;
 }
 function runDirOf(stateDir, runId) {
-  return join5(stateDir, "runs", runId);
+  return join6(stateDir, "runs", runId);
 }
 
 // src/actions/trace.ts
@@ -38057,7 +39612,7 @@ async function compareTraces(before, after) {
 }
 function iterationProfile(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const bundle = new Bundle(join6(runDirOf(stateDirOf(config), opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join7(runDirOf(stateDirOf(config), opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
       hint: "run the profile action first (or download the bundle artifact), or give the after and before traces",
@@ -38069,10 +39624,10 @@ function iterationProfile(opts) {
 function writeAnalysis(profile, dir, opts = {}) {
   const files = {};
   const write = (name, value) => {
-    if (opts.keepExisting && existsSync7(join6(dir, name))) return join6(dir, name);
+    if (opts.keepExisting && existsSync7(join7(dir, name))) return join7(dir, name);
     mkdirSync3(dir, { recursive: true });
-    writeJsonAtomic(join6(dir, name), value);
-    return join6(dir, name);
+    writeJsonAtomic(join7(dir, name), value);
+    return join7(dir, name);
   };
   if (profile?.summary) files.summaryFile = write("summary.json", profile.summary);
   if (profile?.championSummary)

@@ -8,6 +8,7 @@ mechanics, and the pytest process already holds the TPU (one process per TPU).""
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import os
 import subprocess
@@ -160,6 +161,17 @@ def test_bench_trace_directory_is_real(tiny_run):
     assert "perfetto_trace.json.gz" in names
     assert any(n.endswith(".xplane.pb") for n in names)
     assert (runs[0] / "perfetto_trace.json.gz").stat().st_size > 1000
+
+
+def test_bench_trace_holds_steady_state_steps_of_each_measurement(tiny_run):
+    # TRACE_STEPS step annotations per measured call, numbered, and no traced warm-up call.
+    _, m, _, trace_dir = tiny_run
+    (perfetto,) = (trace_dir / "plugins" / "profile").glob("*/perfetto_trace.json.gz")
+    events = json.loads(gzip.decompress(perfetto.read_bytes()))["traceEvents"]
+    for name in m["measurements"]:
+        steps = [e for e in events if e.get("name") == f"hillclimb_{name}" and e.get("ph") == "X"]
+        assert len(steps) == bench.TRACE_STEPS, name
+        assert sorted(int(e["args"]["step_num"]) for e in steps) == list(range(bench.TRACE_STEPS))
 
 
 @pytest.mark.parametrize(

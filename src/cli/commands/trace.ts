@@ -15,13 +15,16 @@ export function registerTrace(program: Command, ctx: () => CliContext, done: (co
 
   trace
     .command('summary')
-    .description('steps, op hotspots, categories, scopes and custom calls of one trace')
+    .description(
+      'steps, programs, op hotspots with FLOP rates and roofline position, categories, scopes and custom calls of one trace',
+    )
     .argument('<path>', 'a trace file (.xplane.pb, .trace.json.gz, .json) or a profile directory')
     .option('--json', 'print the full summary as JSON (every op, not only the top ones)')
     .option('--top <n>', `rows per table (default ${DEFAULT_TOP})`, parseTop)
-    .action(async (path: string, opts: { json?: boolean; top?: number }) => {
+    .option('--device-kind <kind>', DEVICE_KIND_HELP)
+    .action(async (path: string, opts: { json?: boolean; top?: number; deviceKind?: string }) => {
       const c = ctx();
-      const summary = await summarize(path, c);
+      const summary = await summarize(path, c, opts.deviceKind);
       c.stdout(
         opts.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, opts.top ?? DEFAULT_TOP),
       );
@@ -35,13 +38,22 @@ export function registerTrace(program: Command, ctx: () => CliContext, done: (co
     .argument('<after>', 'the same, for the changed version')
     .option('--json', 'print the full diff as JSON')
     .option('--top <n>', `rows per table (default ${DEFAULT_TOP})`, parseTop)
-    .action(async (before: string, after: string, opts: { json?: boolean; top?: number }) => {
-      const c = ctx();
-      const diff = diffSummaries(await summarize(before, c), await summarize(after, c));
-      c.stdout(opts.json ? JSON.stringify(diff, null, 2) : formatDiff(diff, opts.top ?? DEFAULT_TOP));
-      done(0);
-    });
+    .option('--device-kind <kind>', DEVICE_KIND_HELP)
+    .action(
+      async (before: string, after: string, opts: { json?: boolean; top?: number; deviceKind?: string }) => {
+        const c = ctx();
+        const diff = diffSummaries(
+          await summarize(before, c, opts.deviceKind),
+          await summarize(after, c, opts.deviceKind),
+        );
+        c.stdout(opts.json ? JSON.stringify(diff, null, 2) : formatDiff(diff, opts.top ?? DEFAULT_TOP));
+        done(0);
+      },
+    );
 }
+
+const DEVICE_KIND_HELP =
+  'the JAX device_kind the trace ran on (e.g. "TPU v6 lite"), for the roofline of traces that do not say (JSON); see schemas/device-peaks.json';
 
 function parseTop(value: string): number {
   const n = Number(value);
@@ -51,6 +63,6 @@ function parseTop(value: string): number {
 }
 
 /** Summarise a trace, or load a summary saved by `trace summary --json`. */
-function summarize(path: string, c: CliContext): Promise<TraceSummary> {
-  return summarizeTracePath(path, (l) => c.logger.debug(l));
+function summarize(path: string, c: CliContext, deviceKind: string | undefined): Promise<TraceSummary> {
+  return summarizeTracePath(path, (l) => c.logger.debug(l), deviceKind === undefined ? {} : { deviceKind });
 }

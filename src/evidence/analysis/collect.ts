@@ -17,6 +17,7 @@ import {
   baseOpName,
   deriveCategory,
   isCustomCall,
+  isDerivedGpuLane,
   type LaneRole,
   laneRole,
   numberArg,
@@ -39,6 +40,15 @@ export interface OpInfo {
   bytes: number | undefined;
   /** Where the op ran: on a device (TPU/GPU lanes) or on host threads (XLA:CPU). */
   where: 'device' | 'host';
+  /** The program id (`program_id` arg, or the number in `jit_f(123)`), when the trace has one. */
+  programId: string | undefined;
+  /** A memory copy or set (no compute): such devices do not count as running steps. */
+  memcpy: boolean;
+  /**
+   * GPU: launches per kernel name, when the op's kernels are not named after it (a cuDNN convolution
+   * launches an im2col kernel and a GEMM). An op execution launches each of them once.
+   */
+  kernels: Map<string, number> | undefined;
   /** Occurrences and self time counted (inside steps; or all, in program mode). */
   countIn: number;
   selfInPs: number;
@@ -102,6 +112,8 @@ interface DeviceState {
   windowBusyPs: Float64Array | undefined;
   windowOpPs: Float64Array | undefined;
   opPs: number;
+  /** Op self time of ops that are not memory copies or sets. */
+  computePs: number;
   busyPs: number;
   firstOpPs: number;
   lastOpEndPs: number;
@@ -116,6 +128,8 @@ interface LaneState {
   tpu: boolean;
   keyProgram: string | undefined;
   keyCache: Map<unknown, OpInfo> | undefined;
+  /** The program of the lane's last op (programDevices is updated when it changes). */
+  lastProgram: string | undefined;
   lane: TraceLane;
   device: DeviceState;
   where: 'device' | 'host';
@@ -153,6 +167,12 @@ export class TraceCollector implements TraceVisitor {
   readonly deviceOpLanes = new Set<TraceDevice>();
   /** Every device with a lane offered. */
   readonly allDevices = new Set<TraceDevice>();
+  /** GPU host launches of a program (`jit_f:XLA GPU module` events) by module name, and the host lanes. */
+  readonly hostLaunches = new Map<string, { count: number; lanes: Set<string> }>();
+  /** The devices each program's ops ran on (device names). */
+  readonly programDevices = new Map<string, Set<string>>();
+  /** GPU lines xprof's trace viewer derived from the streams (ignored; counted to say so). */
+  derivedGpuLanes = 0;
   private readonly lanes: LaneState[] = [];
   /** Op identities by event key, per program (see TraceEventView.key). */
   private readonly keyCaches = new Map<string, Map<unknown, OpInfo>>();
@@ -168,6 +188,7 @@ export class TraceCollector implements TraceVisitor {
 
   wantLane(lane: TraceLane): boolean {
     this.allDevices.add(lane.device);
+    if (lane.device.kind === 'gpu' && isDerivedGpuLane(lane.name.trim())) this.derivedGpuLanes++;
     const role = ROLE_CODE[laneRole(lane)];
     if (role === ROLE_OPS) this.deviceOpLanes.add(lane.device);
     if (role === ROLE_IGNORE) return false;
@@ -182,6 +203,7 @@ export class TraceCollector implements TraceVisitor {
       tpu: lane.device.kind === 'tpu',
       keyProgram: undefined,
       keyCache: undefined,
+      lastProgram: undefined,
       lane,
       device,
       where: role === ROLE_HOST ? 'host' : 'device',
@@ -258,8 +280,22 @@ export class TraceCollector implements TraceVisitor {
 
   /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   private hostEvent(st: LaneState, ev: TraceEventView): void {
-    if (profilerStepNumber(ev.name) !== undefined || ev.arg('step_num') !== undefined) {
+    const name = ev.name;
+    if (profilerStepNumber(name) !== undefined || ev.arg('step_num') !== undefined) {
       if (this.opts.structure) this.hostSteps.push(marker(ev));
+      return;
+    }
+    if (name.endsWith(GPU_LAUNCH_SUFFIX)) {
+      if (this.opts.structure) {
+        const module = name.slice(0, -GPU_LAUNCH_SUFFIX.length);
+        let launches = this.hostLaunches.get(module);
+        if (launches === undefined) {
+          launches = { count: 0, lanes: new Set() };
+          this.hostLaunches.set(module, launches);
+        }
+        launches.count++;
+        launches.lanes.add(laneKey(st.lane));
+      }
       return;
     }
     const hloOp = ev.arg('hlo_op');
@@ -315,6 +351,19 @@ export class TraceCollector implements TraceVisitor {
         byKey.set(key, op);
       }
     } else op = this.opInfo(program, opName ?? ev.name, ev, st);
+    if (st.lastProgram !== program) {
+      st.lastProgram = program;
+      let devices = this.programDevices.get(program);
+      if (devices === undefined) {
+        devices = new Set();
+        this.programDevices.set(program, devices);
+      }
+      devices.add(dev.device.name);
+    }
+    if (st.gpu && opName !== undefined && opName !== ev.name) {
+      op.kernels ??= new Map();
+      op.kernels.set(ev.name, (op.kernels.get(ev.name) ?? 0) + 1);
+    }
     // TPU ops carry the device's own measurement; xprof's op statistics use it, so do we. The timeline
     // duration still decides nesting and busy time.
     const selfDur = st.tpu ? (ev.argNumber('device_duration_ps') ?? dur) : dur;
@@ -337,10 +386,13 @@ export class TraceCollector implements TraceVisitor {
       byName = new Map();
       this.opsByProgram.set(program, byName);
     }
-    let op = byName.get(name);
+    // Host events that name an HLO op are XLA:CPU ops, or on GPU the host's kernel launches: never the
+    // same op as a device event of that name.
+    const key = st.where === 'host' ? `${HOST_KEY}${name}` : name;
+    let op = byName.get(key);
     if (op === undefined) {
       op = newOpInfo(program, name, ev, st);
-      byName.set(name, op);
+      byName.set(key, op);
     }
     return op;
   }
@@ -411,6 +463,7 @@ export class TraceCollector implements TraceVisitor {
     const dev = st.device;
     const top = d === 0;
     dev.opPs += self;
+    if (!op.memcpy) dev.computePs += self;
     if (top) {
       dev.busyPs += dur;
       if (start < dev.firstOpPs) dev.firstOpPs = start;
@@ -482,6 +535,7 @@ export class TraceCollector implements TraceVisitor {
         windowBusyPs: undefined,
         windowOpPs: undefined,
         opPs: 0,
+        computePs: 0,
         busyPs: 0,
         firstOpPs: Infinity,
         lastOpEndPs: -Infinity,
@@ -503,6 +557,15 @@ export class TraceCollector implements TraceVisitor {
 export type { DeviceState };
 
 const PLACEHOLDER_OP = {} as OpInfo;
+
+/** Prefix of host op keys in `opsByProgram` (a name cannot start with it). */
+const HOST_KEY = '\u0001';
+
+/** A GPU program launch on a host thread: `<module>:XLA GPU module`. */
+const GPU_LAUNCH_SUFFIX = ':XLA GPU module';
+
+/** Categories of ops that only move or set memory. */
+const MEMORY_CATEGORIES = new Set(['memcpy', 'memset', 'gpu_memcpy', 'gpu_memset']);
 
 /** A GPU kernel's program: `hlo_module(program_id)` like TPU module names, or the module alone (JSON). */
 function gpuProgram(ev: TraceEventView): string {
@@ -533,6 +596,9 @@ function newOpInfo(program: string, name: string, ev: TraceEventView, st: LaneSt
     flops,
     bytes,
     where: st.where,
+    programId: ev.arg('program_id') ?? /\((\d+)\)$/.exec(program)?.[1],
+    memcpy: MEMORY_CATEGORIES.has(category),
+    kernels: undefined,
     countIn: 0,
     selfInPs: 0,
     countOut: 0,

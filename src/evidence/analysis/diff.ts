@@ -5,6 +5,7 @@
  * sorted by |Δ|. Per-step normalisation lets traces with different step counts be compared; the same
  * code serves TPU, GPU and CPU summaries.
  */
+import { moduleName } from './steps.js';
 import {
   type DiffNumbers,
   type DiffRow,
@@ -23,6 +24,7 @@ const DEFAULT_UNCHANGED_PCT = 0.5;
 
 interface Entry {
   name: string;
+  program: string;
   category: string;
   timeMs: number;
   count: number;
@@ -41,6 +43,7 @@ export function diffSummaries(before: TraceSummary, after: TraceSummary, opts: D
     stepTimeMs: beforeMean === undefined || afterMean === undefined ? null : numbers(beforeMean, afterMean),
     opTimeMs: numbers(before.steps.opMs, after.steps.opMs),
     busyMs: numbers(before.steps.busyMs, after.steps.busyMs),
+    deviceMs: numbers(before.total.deviceMs, after.total.deviceMs),
     ops: rows(opEntries(before), opEntries(after)),
     categories: rows(categoryEntries(before), categoryEntries(after)),
     customCalls: rows(customCallEntries(before), customCallEntries(after)),
@@ -50,29 +53,64 @@ export function diffSummaries(before: TraceSummary, after: TraceSummary, opts: D
 }
 
 function side(s: TraceSummary): TraceDiff['before'] {
-  return { path: s.source.path, platform: s.platform, detector: s.steps.detector, steps: s.steps.count };
+  return {
+    path: s.source.path,
+    platform: s.platform,
+    detector: s.steps.detector,
+    steps: s.steps.count,
+    devices: s.devices.filter((d) => d.compute).length,
+    deviceTypes: [...new Set(s.devices.map((d) => d.type).filter((t) => t !== undefined))].sort(),
+    programs: [...new Set(s.programs.map((p) => p.module))].sort(),
+  };
 }
 
+/**
+ * Ops inside steps (ops only outside steps have no per-step time to compare), by module name and op:
+ * the compilations of one module (different ids) are summed.
+ */
 function opEntries(s: TraceSummary): Entry[] {
-  return s.ops.map((o) => ({ name: o.name, category: o.category, timeMs: o.timeMs, count: o.occurrences }));
+  const byKey = new Map<string, Entry>();
+  for (const o of s.ops) {
+    if (o.occurrences === 0 && o.timeMs === 0) continue;
+    const program = moduleName(o.program);
+    const key = `${program}\u0000${o.name}`;
+    const e = byKey.get(key);
+    if (e === undefined)
+      byKey.set(key, { name: o.name, program, category: o.category, timeMs: o.timeMs, count: o.occurrences });
+    else {
+      e.timeMs = round(e.timeMs + o.timeMs);
+      e.count += o.occurrences;
+    }
+  }
+  return [...byKey.values()];
 }
 
 function categoryEntries(s: TraceSummary): Entry[] {
   return s.categories.map((c) => ({
     name: c.name,
+    program: '',
     category: c.name,
     timeMs: c.timeMs,
     count: c.occurrences,
   }));
 }
 
-/** Custom calls by name (scopes merged). */
+/** Custom calls by program and name (scopes merged). */
 function customCallEntries(s: TraceSummary): Entry[] {
   const byName = new Map<string, Entry>();
   for (const c of s.customCalls) {
-    const e = byName.get(c.name);
+    if (c.launches === 0 && c.timeMs === 0) continue;
+    const program = moduleName(c.program);
+    const key = `${program}\u0000${c.name}`;
+    const e = byName.get(key);
     if (e === undefined)
-      byName.set(c.name, { name: c.name, category: 'custom-call', timeMs: c.timeMs, count: c.launches });
+      byName.set(key, {
+        name: c.name,
+        program,
+        category: 'custom-call',
+        timeMs: c.timeMs,
+        count: c.launches,
+      });
     else {
       e.timeMs += c.timeMs;
       e.count += c.launches;
@@ -82,13 +120,16 @@ function customCallEntries(s: TraceSummary): Entry[] {
 }
 
 function diffRows(before: readonly Entry[], after: readonly Entry[], threshold: number): DiffRow[] {
-  const b = new Map(before.map((e) => [e.name, e]));
-  const a = new Map(after.map((e) => [e.name, e]));
-  const names = new Set([...b.keys(), ...a.keys()]);
+  const keyOf = (e: Entry) => `${e.program}\u0000${e.name}`;
+  const b = new Map(before.map((e) => [keyOf(e), e]));
+  const a = new Map(after.map((e) => [keyOf(e), e]));
+  const keys = new Set([...b.keys(), ...a.keys()]);
   const rows: DiffRow[] = [];
-  for (const name of names) {
-    const x = b.get(name);
-    const y = a.get(name);
+  for (const key of keys) {
+    const x = b.get(key);
+    const y = a.get(key);
+    const name = (x ?? y)!.name;
+    const program = (x ?? y)!.program;
     const n = numbers(x?.timeMs ?? 0, y?.timeMs ?? 0);
     let status: DiffStatus;
     if (x === undefined) status = 'added';
@@ -97,6 +138,7 @@ function diffRows(before: readonly Entry[], after: readonly Entry[], threshold: 
     else status = n.delta > 0 ? 'increased' : 'decreased';
     rows.push({
       name,
+      program,
       category: y?.category ?? x?.category ?? '',
       status,
       ...n,
@@ -105,7 +147,10 @@ function diffRows(before: readonly Entry[], after: readonly Entry[], threshold: 
     });
   }
   return rows.sort(
-    (p, q) => Math.abs(q.delta) - Math.abs(p.delta) || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0),
+    (p, q) =>
+      Math.abs(q.delta) - Math.abs(p.delta) ||
+      (p.name < q.name ? -1 : p.name > q.name ? 1 : 0) ||
+      (p.program < q.program ? -1 : p.program > q.program ? 1 : 0),
   );
 }
 
@@ -126,12 +171,50 @@ function warnings(before: TraceSummary, after: TraceSummary): string[] {
       `steps were found differently (${before.steps.detector} → ${after.steps.detector}); per-step numbers may not be comparable`,
     );
   }
+  const b = side(before);
+  const a = side(after);
+  if (b.devices !== a.devices) {
+    out.push(
+      `the traces ran on different numbers of devices (${b.devices} → ${a.devices}); per-step times are per device`,
+    );
+  }
+  if (b.deviceTypes.length > 0 && a.deviceTypes.length > 0 && b.deviceTypes.join() !== a.deviceTypes.join()) {
+    out.push(
+      `the traces ran on different devices (${b.deviceTypes.join(', ')} → ${a.deviceTypes.join(', ')}); times are not comparable`,
+    );
+  }
+  const gone = b.programs.filter((p) => !a.programs.includes(p));
+  const added = a.programs.filter((p) => !b.programs.includes(p));
+  if (gone.length > 0 || added.length > 0) {
+    const part = (label: string, list: string[]) =>
+      list.length === 0
+        ? []
+        : [`${label} ${list.slice(0, 4).join(', ')}${list.length > 4 ? ` (+${list.length - 4})` : ''}`];
+    out.push(
+      `the traces ran different programs (${[...part('only before:', gone), ...part('only after:', added)].join('; ')}); ops of those programs show as added or removed`,
+    );
+  }
+  const stepProgram = (s: TraceSummary) =>
+    s.steps.program === undefined ? undefined : moduleName(s.steps.program);
+  if (
+    stepProgram(before) !== undefined &&
+    stepProgram(after) !== undefined &&
+    stepProgram(before) !== stepProgram(after)
+  ) {
+    out.push(
+      `steps are executions of different programs (${stepProgram(before)} → ${stepProgram(after)}); per-step numbers compare different work`,
+    );
+  }
   for (const [label, s] of [
     ['before', before],
     ['after', after],
   ] as const) {
     if (s.source.capped)
       out.push(`the ${label} trace hit the profiler's event cap; its later steps are missing`);
+    if (s.steps.confidence === 'low')
+      out.push(
+        `the ${label} trace's steps were found with low confidence (${s.steps.detector}): ${s.steps.detail}`,
+      );
   }
   return out;
 }

@@ -6,19 +6,20 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { InputError } from '../../util/errors.js';
 import { openTrace } from '../trace/open.js';
-import { summarizeTrace } from './hotspots.js';
+import { type SummarizeOptions, summarizeTrace } from './hotspots.js';
 import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from './types.js';
 
 /** Summarise the trace at `path`, or load the summary saved there. */
 export async function summarizeTracePath(
   path: string,
   debug?: (line: string) => void,
+  opts: SummarizeOptions = {},
 ): Promise<TraceSummary> {
   const saved = savedSummary(path);
   if (saved !== undefined) return saved;
   const { source, resolved } = openTrace(path);
   debug?.(`reading ${resolved.path} (${resolved.format})`);
-  const summary = await summarizeTrace(source);
+  const summary = await summarizeTrace(source, opts);
   summary.notes.push(...resolved.notes);
   return summary;
 }

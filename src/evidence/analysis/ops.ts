@@ -16,14 +16,27 @@ export function laneRole(lane: TraceLane): LaneRole {
   if (name === 'XLA Modules') return 'modules';
   if (name === 'Steps') return 'steps';
   if (kind === 'tpu') return name === 'XLA Ops' ? 'ops' : 'ignore';
-  // GPU: every stream line holds kernels or copies, except lines xprof derives from them.
-  if (name === 'XLA Ops' || /^Stream\b|^stream\b/i.test(name)) return 'ops';
-  return /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name) ? 'ignore' : 'ops';
+  // GPU: kernels and copies are on the stream lines. xprof's trace viewer adds lines it derives from them
+  // (`XLA Ops - from #16`, `XLA Modules - from #16`, `Framework Ops`, `Source code`, …); counting those
+  // too would count every kernel again, and their module events span many executions.
+  if (isDerivedGpuLane(name)) return 'ignore';
+  return 'ops';
 }
 
-/** An op name without the trailing instruction number: `fusion.12` → `fusion`. */
+/** A GPU line xprof derives from the stream lines (never a line the device wrote). */
+export function isDerivedGpuLane(name: string): boolean {
+  return (
+    /^(XLA Ops|XLA Modules|Steps)( - from #\d+)?$/.test(name) ||
+    /Name Scope|Framework|TensorFlow|Source code|Async/i.test(name)
+  );
+}
+
+/**
+ * An op name without its trailing instruction numbers: `fusion.12` → `fusion`, `cudnn-conv.1.0` →
+ * `cudnn-conv` (XLA numbers clones of a numbered instruction again).
+ */
 export function baseOpName(name: string): string {
-  const m = /^(.*?)\.\d+$/.exec(name);
+  const m = /^(.*?)(\.\d+)+$/.exec(name);
   return m?.[1] !== undefined && m[1] !== '' ? m[1] : name;
 }
 
@@ -36,7 +49,7 @@ const COLLECTIVES =
  */
 export function deriveCategory(opName: string, chromeCat?: string, laneName = ''): string {
   const base = baseOpName(opName).replace(/^wrapped_/, '');
-  if (/custom[-_]call|tpu_custom_call|mosaic|triton/i.test(base)) return 'custom-call';
+  if (customCallKindOfName(base) !== undefined) return 'custom-call';
   if (COLLECTIVES.test(base)) return base.replace(/-(start|done)$/, '');
   if (/fusion/.test(base)) {
     if (/^(gemm|cublas|dot)/.test(base)) return 'gemm fusion';
@@ -46,7 +59,8 @@ export function deriveCategory(opName: string, chromeCat?: string, laneName = ''
   }
   if (/^(copy|copy-start|copy-done)$/.test(base)) return 'copy';
   if (/^(while|conditional|call)$/.test(base)) return base;
-  if (chromeCat !== undefined && chromeCat !== '') return chromeCat;
+  // xprof's streaming trace viewer files every kernel under `gpu_launch`: no category at all.
+  if (chromeCat !== undefined && chromeCat !== '' && chromeCat !== 'gpu_launch') return chromeCat;
   if (/memcpy/i.test(laneName) || /memcpy|copyBuffer/i.test(base)) return 'memcpy';
   if (/memset/i.test(base)) return 'memset';
   if (/^[a-z][a-z-]*$/.test(base)) return base;
@@ -57,7 +71,35 @@ export function deriveCategory(opName: string, chromeCat?: string, laneName = ''
 export function isCustomCall(category: string, longName: string | undefined, opName: string): boolean {
   if (category === 'custom-call') return true;
   if (longName !== undefined && /custom_call_target=/.test(longName)) return true;
-  return /^custom-call(\.\d+)?$/.test(opName);
+  return customCallKindOfName(baseOpName(opName)) !== undefined;
+}
+
+/**
+ * Who wrote a custom call's kernel, from its `custom_call_target`:
+ * - `pallas`: Pallas/Mosaic (`tpu_custom_call`, `mosaic_gpu`) and Triton (`__gpu$xla.gpu.triton`);
+ * - `te-ffi`: TransformerEngine's typed-FFI calls (`te_fused_attn_forward_ffi`, …);
+ * - `cudnn`, `cublas`: library calls XLA emits for convolutions and GEMMs (`__cudnn$convForward`,
+ *   `__cublas$gemm`, `__cublas$lt$matmul`; ROCm uses the same names for MIOpen and rocBLAS/hipBLASLt);
+ * - `other`: anything else.
+ */
+export type CustomCallKind = 'pallas' | 'te-ffi' | 'cudnn' | 'cublas' | 'other';
+
+export function customCallKind(target: string): CustomCallKind {
+  if (/^(tpu_custom_call|mosaic|__gpu\$xla\.gpu\.triton)|triton|mosaic/i.test(target)) return 'pallas';
+  if (/^te_.*_ffi$|^te_/.test(target)) return 'te-ffi';
+  if (/^__cudnn\$|^cudnn/i.test(target)) return 'cudnn';
+  if (/^__cublas|^cublas|hipblas|rocblas/i.test(target)) return 'cublas';
+  return 'other';
+}
+
+/**
+ * The custom-call kind an op's name gives away when no HLO is at hand (XLA names library calls
+ * `cudnn-conv.N`, `cublas-gemm.N`, typed-FFI calls after their target, generic ones `custom-call.N`).
+ */
+export function customCallKindOfName(base: string): CustomCallKind | undefined {
+  if (/^custom[-_]call$|tpu_custom_call|mosaic|triton/i.test(base)) return customCallKind(base);
+  if (/^cudnn-|^cublas|^te_.*_ffi$/.test(base)) return customCallKind(base);
+  return undefined;
 }
 
 /**

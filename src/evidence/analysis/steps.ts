@@ -1,19 +1,46 @@
 /**
- * Step detection. Three detectors, tried in order (reference/traces.md §4):
+ * Step detection. Detectors, tried in order; the first that applies defines the steps, and every other
+ * one that applies gives its own count, so a disagreement can be reported (reference/traces.md §4):
  *   1. `device-steps`: a `Steps` line on a device; each event is one step on that device.
  *   2. `host-annotations`: host events with a `step_num` arg (jax.profiler.StepTraceAnnotation) or named
  *      `ProfilerStep#N` (PyTorch); step i spans from its start to the next step's start (the last one to
  *      its end), and device work is attributed to the step during which it started.
- *   3. `dominant-program`: the program with the most execution time; each execution is one step (TPU
- *      `XLA Modules` events, XLA:CPU `run_id` groups). On GPU, where executions are not marked, the count
- *      is estimated from how often the program's kernels repeat.
+ *   3. `host-launches` (GPU): the host's launches of the dominant program (`jit_f:XLA GPU module`
+ *      events); each launch runs the program once on one device.
+ *   4. `dominant-program`: the program with the most execution time; each execution is one step (TPU
+ *      `XLA Modules` events, XLA:CPU `run_id` groups).
+ *   5. `kernel-repetition` (GPU, nothing marked): the modal execution count of the dominant program's
+ *      ops. The mode, not a greatest common divisor: one kernel that lost its `hlo_op` tag turns counts
+ *      40, 39, 79, 40 into a GCD of 1.
  * Without any of these the whole trace is one step (`whole-trace`).
+ *
+ * Per-device counts divide by the devices that ran compute (not only memory copies).
  */
-import type { Execution, StepMarker, StepWindows, TraceCollector } from './collect.js';
+import type { Execution, OpInfo, StepMarker, StepWindows, TraceCollector } from './collect.js';
+import { profilerStepNumber } from './ops.js';
 
-export type StepDetector = 'device-steps' | 'host-annotations' | 'dominant-program' | 'whole-trace';
+export type StepDetector =
+  | 'device-steps'
+  | 'host-annotations'
+  | 'host-launches'
+  | 'dominant-program'
+  | 'kernel-repetition'
+  | 'whole-trace';
 
 export type Platform = 'tpu' | 'gpu' | 'cpu';
+
+/** How far a detector's count can be trusted. */
+export type Confidence = 'high' | 'medium' | 'low';
+
+/** What one detector found. */
+export interface StepEstimate {
+  detector: StepDetector;
+  /** Steps per device (a fraction when devices ran different counts). */
+  perDevice: number;
+  confidence: Confidence;
+  /** One line: what was counted. */
+  detail: string;
+}
 
 export interface StepPlan {
   detector: StepDetector;
@@ -23,12 +50,23 @@ export interface StepPlan {
   windows: StepWindows | undefined;
   /** Step lengths in ps, one per step per device (empty when they must come from op time). */
   stepDurationsPs: number[];
-  /** For `dominant-program`: the program (full module name). */
+  /** For the program detectors: the program (full module name). */
   program: string | undefined;
   /** For `dominant-program` with marked executions: the executions that are the steps. */
   executions: Execution[] | undefined;
+  /** For `host-launches`: how many launches the program had (all devices together). */
+  launches: number | undefined;
   notes: string[];
 }
+
+const CONFIDENCE: Record<StepDetector, Confidence> = {
+  'device-steps': 'high',
+  'host-annotations': 'high',
+  'host-launches': 'high',
+  'dominant-program': 'high',
+  'kernel-repetition': 'medium',
+  'whole-trace': 'low',
+};
 
 /** Choose the detector and build step windows from a structure pass (ops from `opsPass` when it read them). */
 export function planSteps(
@@ -38,6 +76,11 @@ export function planSteps(
   opsPass: TraceCollector = c,
 ): StepPlan {
   const notes: string[] = [];
+  const plan = (p: Omit<StepPlan, 'notes' | 'launches'> & { launches?: number }): StepPlan => ({
+    launches: undefined,
+    ...p,
+    notes,
+  });
 
   // 1. Device Steps lines (only on devices that ran ops).
   const windows: StepWindows = new Map();
@@ -53,40 +96,77 @@ export function planSteps(
   }
   if (windows.size > 0) {
     const perDevice = deviceDurations.length / windows.size;
-    return {
+    return plan({
       detector: 'device-steps',
       detail: `device Steps line: ${fmtCount(perDevice)} steps on each of ${windows.size} device(s)`,
       windows,
       stepDurationsPs: deviceDurations,
       program: undefined,
       executions: undefined,
-      notes,
-    };
+    });
   }
 
-  // 2. Host step annotations.
-  const host = topLevel(c.hostSteps);
-  if (host.length > 0) {
+  // 2. Host step annotations: of several kinds (e.g. hillclimb_fwd and hillclimb_fwd_bwd), the one with
+  // the most time.
+  const kinds = annotationKinds(c.hostSteps);
+  if (kinds.length > 0) {
+    const chosen = kinds[0]!;
+    const host = chosen.markers;
     const starts = host.map((m) => m.startPs);
     const ends = host.map((m, k) => (k + 1 < host.length ? host[k + 1]!.startPs : m.startPs + m.durPs));
-    const perDevice = platform === 'cpu' ? 1 : Math.max(1, opDevices.size);
-    const durations: number[] = [];
-    for (let d = 0; d < perDevice; d++) for (const m of host) durations.push(m.durPs);
     notes.push(
       'device work is attributed to the host step during which it started; step time is the annotation length',
     );
-    return {
+    if (kinds.length > 1) {
+      notes.push(
+        `steps are the "${chosen.name}" annotations (the most time); also annotated: ${kinds
+          .slice(1)
+          .map((k) => `"${k.name}" ×${k.markers.length}`)
+          .join(', ')}`,
+      );
+    }
+    return plan({
       detector: 'host-annotations',
-      detail: `host step annotations (${host[0]!.name}…): ${host.length} steps`,
+      detail: `host step annotations (${chosen.name}…): ${host.length} steps`,
       windows: new Map([['*', { starts, ends }]]),
-      stepDurationsPs: durations,
+      // One duration per annotation; buildSummary repeats them per device that ran compute.
+      stepDurationsPs: host.map((m) => m.durPs),
       program: undefined,
       executions: undefined,
-      notes,
-    };
+    });
   }
 
-  // 3. The dominant program.
+  // 3. GPU: host launches of the dominant program, unless the devices recorded fewer executions.
+  const programs = programTimes(opsPass, platform);
+  if (platform === 'gpu' && programs.length > 0) {
+    const launch = launchesOf(c, programs);
+    if (launch !== undefined) {
+      const ran = [...(opsPass.programDevices.get(launch.program) ?? [])].filter((d) => opDevices.has(d));
+      const devices = Math.max(1, ran.length);
+      const perLauncher = launch.count / launch.launchers;
+      const mode = modalExecutions(programOps(opsPass, launch.program, platform));
+      if (mode.share >= 0.5 && mode.count / devices < perLauncher - 0.5) {
+        notes.push(
+          `the host launched ${launch.module} ${fmtCount(perLauncher)} times per launching thread, but the devices recorded ${fmtCount(mode.count / devices)} executions each: device events of the other launches are missing, so steps are the executions the devices recorded`,
+        );
+      } else {
+        notes.push(
+          'each host launch of the dominant program is one step; other programs count as outside steps',
+        );
+        return plan({
+          detector: 'host-launches',
+          detail: `host launches of ${launch.module} (${launch.program}): ${launch.count} from ${launch.launchers} thread(s)`,
+          windows: undefined,
+          stepDurationsPs: [],
+          program: launch.program,
+          executions: undefined,
+          launches: launch.count,
+        });
+      }
+    }
+  }
+
+  // 4. The dominant program's marked executions.
   const executions = allExecutions(c, platform, opDevices);
   if (executions.length > 0) {
     const byProgram = new Map<string, number>();
@@ -103,43 +183,94 @@ export function planSteps(
     notes.push(
       'no step markers: each execution of the dominant program is a step; host gaps between them are excluded',
     );
-    return {
+    return plan({
       detector: 'dominant-program',
       detail: `dominant program ${program}: ${fmtCount(steps.length / devices.size)} executions on each of ${devices.size} device(s)`,
       windows: stepWindows,
       stepDurationsPs: steps.map((e) => e.endPs - e.startPs),
       program,
       executions: steps,
-      notes,
-    };
+    });
   }
-  const programs = programTimes(opsPass, platform);
+
+  // 5. GPU without launches: how often the dominant program's ops ran.
   if (programs.length > 0) {
     const program = programs[0]![0];
     notes.push(
-      'no step markers and no marked executions: steps are executions of the dominant program, counted from how often its kernels repeat',
+      'no step markers and no launches or executions: steps are executions of the dominant program, counted as the most common execution count of its ops',
     );
-    return {
-      detector: 'dominant-program',
-      detail: `dominant program ${program} (execution count estimated from kernel repetition)`,
+    return plan({
+      detector: 'kernel-repetition',
+      detail: `dominant program ${program} (execution count from how often its ops ran)`,
       windows: undefined,
       stepDurationsPs: [],
       program,
       executions: undefined,
-      notes,
-    };
+    });
   }
 
   notes.push('no step markers and no program information: the whole trace is treated as one step');
-  return {
+  return plan({
     detector: 'whole-trace',
     detail: 'no step markers: the whole trace is one step',
     windows: undefined,
     stepDurationsPs: [],
     program: undefined,
     executions: undefined,
-    notes,
-  };
+  });
+}
+
+/**
+ * The dominant program's launches: module name, count and launching host threads (one per device in
+ * JAX), when they are unambiguous.
+ */
+export function launchesOf(
+  c: TraceCollector,
+  programs: readonly [string, number][],
+): { module: string; program: string; count: number; launchers: number } | undefined {
+  if (c.hostLaunches.size === 0 || programs.length === 0) return undefined;
+  const program = programs[0]![0];
+  const module = moduleName(program);
+  const launches = c.hostLaunches.get(module);
+  if (launches === undefined || launches.count === 0) return undefined;
+  if (
+    sameModule(
+      programs.map(([p]) => p),
+      module,
+    ) > 1
+  )
+    return undefined;
+  return { module, program, count: launches.count, launchers: launches.lanes.size };
+}
+
+/**
+ * How many compilations share a module name. Launches name only the module, so those of several
+ * compilations (one per input shape) cannot be told apart. Kernels without a program id count as
+ * part of the compilation that has one.
+ */
+export function sameModule(programs: readonly string[], module: string): number {
+  const withIds = programs.filter((p) => p !== module && moduleName(p) === module).length;
+  return withIds === 0 ? (programs.includes(module) ? 1 : 0) : withIds;
+}
+
+/** `jit_f(123)` → `jit_f`; names without an id are returned as they are. */
+export function moduleName(program: string): string {
+  return program.replace(/\(\d+\)$/, '');
+}
+
+/** Top-level step annotations grouped by name (`ProfilerStep#N` as one), the most total time first. */
+export function annotationKinds(markers: readonly StepMarker[]): { name: string; markers: StepMarker[] }[] {
+  const byName = new Map<string, StepMarker[]>();
+  for (const m of topLevel(markers)) {
+    const name = profilerStepNumber(m.name) === undefined ? m.name : 'ProfilerStep';
+    const list = byName.get(name);
+    if (list === undefined) byName.set(name, [m]);
+    else list.push(m);
+  }
+  const total = (list: StepMarker[]) => list.reduce((t, m) => t + m.durPs, 0);
+  return [...byName]
+    .map(([name, list]) => ({ name, markers: list }))
+    .sort((a, b) => total(b.markers) - total(a.markers) || a.name.localeCompare(b.name));
 }
 
 /** Step markers that do not start inside an earlier one (drops nested annotations). */
@@ -184,6 +315,153 @@ export function programTimes(c: TraceCollector, platform: Platform): [string, nu
   return [...times].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
 }
 
+/** A program's ops on the platform's lanes (device ops, or XLA:CPU host ops). */
+export function programOps(c: TraceCollector, program: string, platform: Platform): OpInfo[] {
+  const where = platform === 'cpu' ? 'host' : 'device';
+  return [...(c.opsByProgram.get(program)?.values() ?? [])].filter((op) => op.where === where);
+}
+
+/**
+ * How many times an op ran: its events, or on GPU, when one execution launches several differently
+ * named kernels, the launches of its most frequent kernel.
+ */
+export function executionsOf(op: OpInfo): number {
+  const count = op.countIn + op.countOut;
+  if (op.kernels === undefined || op.kernels.size < 2) return count;
+  let most = 0;
+  for (const n of op.kernels.values()) most = Math.max(most, n);
+  return Math.min(count, most);
+}
+
+/**
+ * The most common execution count among a program's ops (ties go to the larger count), and the share
+ * of its ops that have it.
+ */
+export function modalExecutions(ops: readonly OpInfo[]): { count: number; share: number } {
+  const freq = new Map<number, number>();
+  for (const op of ops) {
+    const n = executionsOf(op);
+    if (n > 0) freq.set(n, (freq.get(n) ?? 0) + 1);
+  }
+  let best = 0;
+  let bestFreq = 0;
+  for (const [n, f] of freq) {
+    if (f > bestFreq || (f === bestFreq && n > best)) {
+      best = n;
+      bestFreq = f;
+    }
+  }
+  const total = [...freq.values()].reduce((s, f) => s + f, 0);
+  return { count: best, share: total === 0 ? 0 : bestFreq / total };
+}
+
+export interface EstimateInput {
+  plan: StepPlan;
+  /** The program with the most op time inside steps: what the program detectors cross-check. */
+  stepProgram: string | undefined;
+  platform: Platform;
+  /** Per-step counts come from these (op devices that ran compute). */
+  computeDevices: ReadonlySet<string>;
+  first: TraceCollector;
+  final: TraceCollector;
+}
+
+/**
+ * Every detector's count, per device that ran compute, the plan's own first. The chosen count is what
+ * the summary uses; the others are there to be compared with it.
+ */
+export function stepEstimates(input: EstimateInput): StepEstimate[] {
+  const { plan, platform, computeDevices, first, final, stepProgram } = input;
+  const devices = Math.max(1, computeDevices.size);
+  const out: StepEstimate[] = [];
+  const add = (detector: StepDetector, perDevice: number, detail: string, confidence?: Confidence) => {
+    if (perDevice > 0 && !out.some((e) => e.detector === detector))
+      out.push({ detector, perDevice, detail, confidence: confidence ?? CONFIDENCE[detector] });
+  };
+
+  // Device Steps lines.
+  let markers = 0;
+  let withMarkers = 0;
+  for (const [device, list] of first.stepMarkers) {
+    if (!computeDevices.has(device.name) || list.length === 0) continue;
+    markers += list.length;
+    withMarkers++;
+  }
+  if (withMarkers > 0)
+    add('device-steps', markers / withMarkers, `${markers} Steps events on ${withMarkers} device(s)`);
+
+  // Host annotations (of the kind the steps are).
+  const host = annotationKinds(first.hostSteps)[0]?.markers.length ?? 0;
+  if (host > 0) add('host-annotations', host, `${host} host step annotations`);
+
+  const programs = programTimes(final, platform);
+  const dominant = plan.program ?? stepProgram ?? programs[0]?.[0];
+  const ranOn = (program: string): number => {
+    const set = final.programDevices.get(program) ?? first.programDevices.get(program);
+    if (set === undefined) return devices;
+    let n = 0;
+    for (const d of set) if (computeDevices.has(d)) n++;
+    return Math.max(1, n);
+  };
+
+  // Host launches (GPU), per launching thread (JAX launches each device's executions on its own thread).
+  if (platform === 'gpu' && programs.length > 0) {
+    const launch = launchesOf(first, programs);
+    if (launch !== undefined) {
+      add(
+        'host-launches',
+        launch.count / launch.launchers,
+        `${launch.count} launches of ${launch.module} from ${launch.launchers} host thread(s)`,
+      );
+    }
+  }
+
+  // Marked executions of the dominant program (TPU modules, XLA:CPU run ids).
+  if (dominant !== undefined) {
+    const opDevices = new Set(computeDevices);
+    const execs = allExecutions(first, platform, opDevices).filter((e) => e.program === dominant);
+    if (execs.length > 0) {
+      const on = new Set(execs.map((e) => e.device.name)).size;
+      add(
+        'dominant-program',
+        execs.length / on,
+        `${execs.length} executions of ${dominant} on ${on} device(s)`,
+      );
+    }
+  }
+
+  // Op repetition of the dominant program (GPU; elsewhere only as a cross-check).
+  if (dominant !== undefined) {
+    const mode = modalExecutions(programOps(final, dominant, platform));
+    if (mode.count > 0) {
+      const on = ranOn(dominant);
+      add(
+        'kernel-repetition',
+        mode.count / on,
+        `${mode.count} executions for ${Math.round(mode.share * 100)}% of the ops of ${dominant}, on ${on} device(s)`,
+        mode.share >= 0.5 ? 'medium' : 'low',
+      );
+    }
+  }
+  // The plan's detector first.
+  out.sort((a, b) => (a.detector === plan.detector ? -1 : b.detector === plan.detector ? 1 : 0));
+  return out;
+}
+
+/**
+ * A warning when detectors disagree with the chosen one by more than rounding: each is listed with its
+ * count and confidence. Counts of a program that runs several times per annotated step legitimately
+ * differ from the annotations; the warning says so.
+ */
+export function disagreement(estimates: readonly StepEstimate[]): string | undefined {
+  const chosen = estimates[0];
+  if (chosen === undefined) return undefined;
+  const off = estimates.slice(1).filter((e) => Math.abs(e.perDevice - chosen.perDevice) > 0.5);
+  if (off.length === 0) return undefined;
+  const list = off.map((e) => `${e.detector} ${fmtCount(e.perDevice)} (${e.confidence}: ${e.detail})`);
+  return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list.join('; ')}`;
+}
+
 /**
  * Whether each program's executions are either all inside the step windows or all outside; then
  * per-program totals from a program-mode pass give exact per-step numbers without another pass.
@@ -224,6 +502,6 @@ function containsStart(w: { starts: number[]; ends: number[] }, t: number): bool
   return ans >= 0 && t < w.ends[ans]!;
 }
 
-function fmtCount(n: number): string {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+export function fmtCount(n: number): string {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
 }

@@ -4,8 +4,11 @@
  */
 export { type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
 export {
+  acceptBarFor,
+  acceptMargin,
   BOOTSTRAP_WIDTH_FACTOR,
   calibrateNoise,
+  DEFAULT_FALSE_ACCEPT_RATE,
   type MdeOptions,
   MEDIAN_SE_FACTOR,
   minimumDetectableEffect,

@@ -1,32 +1,37 @@
 /**
- * Run-to-run noise and the minimum detectable effect (MDE).
+ * Run-to-run noise, the accept bar and the minimum detectable effect (MDE).
  *
- *   MDE = exp((t_{1−α/2, ν} + t_{power, ν}) · √(π/2) · F · CV · √(1/n_A + 1/n_B)) − 1,   ν = n_A + n_B − 2
+ * The verdict accepts when the lower bound `lo` of the interval of the improvement ratio (95%,
+ * percentile bootstrap of the ratio of medians) clears the accept bar:
  *
- * - CV: per-run coefficient of variation, the SD of ln(value) pooled over both arms after dropping
- *   each arm's outliers (`robustNoiseCv`), or the A/A calibration's if that is larger.
- * - √(1/n_A + 1/n_B) (= √(2/n) for equal arms) turns per-run noise into the noise of the comparison.
- * - √(π/2) ≈ 1.2533: a median's standard error relative to a mean's under Gaussian noise
- *   (asymptotic efficiency 2/π). The verdict compares medians, not means.
- * - Student t instead of normal quantiles: the interval's width is itself estimated from the
- *   comparison's n_A + n_B runs (ν = 8 at 5 runs per arm raises the constant by 14%).
- * - exp(…) − 1: CV is measured in log units and the verdict compares ratios, so the detectable
- *   log-ratio is turned into a relative change (≈ the bracket itself for small values).
- * - F = 1.1 (BOOTSTRAP_WIDTH_FACTOR): at 5–15 runs per arm the percentile bootstrap interval of a
- *   ratio of medians covers 96–97% instead of the nominal 95% (the bootstrap distribution of a
- *   small-sample median is discrete), i.e. it is about 1.1× as wide as normal theory says.
+ *   accept bar = 1 + max(δ, noise margin)
+ *   noise margin = exp((μ + z_{1−f} · σ) · s) − 1                  (0 when negative)
+ *   MDE = accept bar · exp((−μ + z_{power} · σ) · s) − 1
+ *   s = √(π/2) · F · CV · √(1/n_A + 1/n_B)
  *
- * With α = 0.05, power 0.8 and 5 runs per arm the constant is (2.306 + 0.889) · 1.2533 · 1.1 ≈ 4.40,
- * so CV 1% gives an MDE of 2.8%; at 15 runs per arm it is 4.00 and 1.5%. The textbook
- * (z_{1−α/2} + z_power) · CV · √(2/n) of evaluation.md §5 is the large-sample limit for means.
+ * - s is the standard error of ln(ratio of medians) as normal theory gives it: CV is the per-run
+ *   coefficient of variation (the SD of ln(value) pooled over both arms after dropping each arm's
+ *   outliers, `robustNoiseCv`, or the A/A calibration's if larger), √(1/n_A + 1/n_B) turns per-run
+ *   noise into the noise of the comparison, √(π/2) is a median's standard error relative to a mean's,
+ *   and F = 1.1 (BOOTSTRAP_WIDTH_FACTOR) is how much wider the small-sample percentile bootstrap
+ *   interval is than normal theory.
+ * - μ and σ describe where the interval's lower bound falls: at no change, ln(lo) / s is close to
+ *   normal with mean μ = −1.85 and SD σ = 0.95 (LOWER_BOUND_MEAN, LOWER_BOUND_SD), measured by the
+ *   simulation for 5–15 runs per arm (`npm run bench:stats` prints the quantiles it is fitted to).
+ *   A true change shifts it by ln(true ratio) / s, so both error rates follow from the same two
+ *   numbers.
+ * - The noise margin is the false-accept control: at no change, lo clears 1 + margin with probability
+ *   f (the false-accept target, 1% for one comparison; the sequential rule divides it by its looks).
+ * - δ (practicalDelta, 1%) is a floor: a smaller gain is not worth a PR however quiet the machine.
+ *   Where it is above the noise margin, false accepts fall below f.
+ * - The MDE is what the bar means for detection: the true improvement accepted with probability
+ *   `power` (80%) at this n and CV.
  *
- * Meaning: the verdict accepts only when the interval's lower bound clears 1 + max(MDE, δ). At a true
- * improvement of 2×MDE that happens with probability ≥ power (the simulation measures 82–88% for
- * n = 5…15 and CV 1–5%; with the textbook formula 61–65%); at no change essentially never (≤ 0.1%).
- * tests/evidence/stats/simulation.test.ts and `npm run bench:stats` check both claims.
+ * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the bar is 1.01
+ * up to CV ≈ 3.2%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
  */
 import { logCv, sampleVariance, withoutOutliers } from './describe.js';
-import { studentTQuantile } from './student.js';
+import { normalQuantile } from './normal.js';
 
 /** Standard error of a median relative to a mean for Gaussian noise, √(π/2). */
 export const MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
@@ -34,53 +39,80 @@ export const MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
 /** Width of the small-sample percentile bootstrap interval of a ratio of medians relative to normal theory. */
 export const BOOTSTRAP_WIDTH_FACTOR = 1.1;
 
+/** Mean of ln(lower bound of the 95% interval) / s at no change (simulation, 5–15 runs per arm). */
+export const LOWER_BOUND_MEAN = -1.85;
+/** SD of ln(lower bound of the 95% interval) / s at no change (simulation, 5–15 runs per arm). */
+export const LOWER_BOUND_SD = 0.95;
+
 export const DEFAULT_CONFIDENCE = 0.95;
 export const DEFAULT_POWER = 0.8;
+/** The false-accept target at no change, for one comparison. */
+export const DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+/** The smallest improvement worth accepting, whatever the noise. */
+export const DEFAULT_PRACTICAL_DELTA = 0.01;
 
 export interface MdeOptions {
-  /** Two-sided confidence level 1 − α. Default 0.95. */
-  confidence?: number;
-  /** Probability of accepting a true change of 2×MDE (of detecting one MDE against no change). Default 0.8. */
+  /** Probability of accepting a true change of one MDE. Default 0.8. */
   power?: number;
+  /** Largest share of no-change candidates the bar may let through. Default 0.01. */
+  falseAcceptRate?: number;
+  /** The floor of the accept bar (0.01 = 1%). Default 0.01. */
+  practicalDelta?: number;
 }
 
-/** The MDE in units of CV · √(1/n_A + 1/n_B) for ν = n_A + n_B − 2 degrees of freedom. */
-export function mdeMultiplier(dof: number, opts: MdeOptions = {}): number {
-  const confidence = opts.confidence ?? DEFAULT_CONFIDENCE;
+function checked(opts: MdeOptions): Required<MdeOptions> {
   const power = opts.power ?? DEFAULT_POWER;
-  if (!(confidence > 0 && confidence < 1))
-    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
+  const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
+  const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
   if (!(power > 0 && power < 1)) throw new RangeError(`power must be in (0, 1), got ${power}`);
-  if (!(dof >= 1)) throw new RangeError(`degrees of freedom must be ≥ 1, got ${dof}`);
-  const t = studentTQuantile(1 - (1 - confidence) / 2, dof) + studentTQuantile(power, dof);
-  return t * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR;
+  if (!(falseAcceptRate > 0 && falseAcceptRate < 0.5))
+    throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
+  if (!(practicalDelta >= 0 && practicalDelta < 1))
+    throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
+  return { power, falseAcceptRate, practicalDelta };
 }
 
-/**
- * Minimum detectable relative effect (a fraction: 0.02 = 2%) for per-run noise `cv` with `nA` and
- * `nB` runs per arm. See the module comment for the formula.
- */
-export function minimumDetectableEffect(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+/** s: the standard error of ln(ratio of medians) for per-run noise `cv` and `nA`, `nB` runs. */
+export function logRatioScale(cv: number, nA: number, nB: number): number {
   if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number ≥ 0, got ${cv}`);
   if (!(Number.isInteger(nA) && Number.isInteger(nB) && nA >= 1 && nB >= 1 && nA + nB >= 3)) {
     throw new RangeError(`run counts must be integers ≥ 1 with at least 3 runs in all, got ${nA} and ${nB}`);
   }
-  // The noise is in log units (CV = SD of ln(value)); exp turns the log-scale effect into a ratio.
-  return Math.expm1(mdeMultiplier(nA + nB - 2, opts) * cv * Math.sqrt(1 / nA + 1 / nB));
+  return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+}
+
+/** The MDE's exponent over s above the bar: −μ + z_{power} · σ. */
+export function mdeMultiplier(opts: MdeOptions = {}): number {
+  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
 }
 
 /**
- * Expected half-width, in log units, of the interval of the ratio of medians with `nA` and `nB` runs
- * per arm at per-run noise `cv`: t_{1−α/2, ν} · √(π/2) · F · CV · √(1/nA + 1/nB), the first term of the MDE.
+ * The noise part of the accept bar (a fraction): how far above 1 the interval's lower bound must be so
+ * that no more than `falseAcceptRate` of no-change candidates are accepted.
  */
-export function expectedLogHalfWidth(
-  cv: number,
-  nA: number,
-  nB: number,
-  confidence: number = DEFAULT_CONFIDENCE,
-): number {
-  const t = studentTQuantile(1 - (1 - confidence) / 2, nA + nB - 2);
-  return t * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+export function acceptMargin(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+  const { falseAcceptRate } = checked(opts);
+  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
+  return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
+}
+
+/** The accept bar: 1 + max(practical δ, noise margin). */
+export function acceptBarFor(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+  return 1 + Math.max(checked(opts).practicalDelta, acceptMargin(cv, nA, nB, opts));
+}
+
+/**
+ * Minimum detectable effect (a fraction: 0.04 = 4%): the true improvement the verdict accepts with
+ * probability `power` at per-run noise `cv` with `nA` and `nB` runs per arm. See the module comment.
+ */
+export function minimumDetectableEffect(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+  const bar = acceptBarFor(cv, nA, nB, opts);
+  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
+}
+
+/** Expected distance, in log units, from the estimate down to the interval's lower bound: −μ · s. */
+export function expectedLogHalfWidth(cv: number, nA: number, nB: number): number {
+  return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
 }
 
 /**

@@ -9,22 +9,25 @@
  *   otherwise, n < nMax                        → more (step runs per arm, capped at nMax)
  *   n ≥ nMax                                   → stop with the verdict at nMax
  *
- * The futility bar is the accept bar, lowered when the MDE comes from the noise observed in this very
- * comparison: that bar falls as runs are added, so an interval wholly under today's bar may still be
- * worth more runs (a real gain measured through a burst of load). It is then the lower of today's
- * accept bar and the upper bound a gain needs for nMax runs to clear the bar nMax runs give at this
- * noise: barₙₘₐₓ · exp(expected half-width at nMax). With a fixed MDE it is the accept bar.
+ * The futility bar asks whether more runs could pay off: if the true gain were as large as the
+ * interval's upper bound, would nMax runs per arm at this noise more likely than not lift the lower
+ * bound over the bar those runs give? That gain is barₙₘₐₓ · exp(expected half-width at nMax); an
+ * interval wholly under it stops as no-change. It can lie below today's bar (a noisy comparison's bar
+ * falls as runs are added, so a real gain seen through a burst of load gets more runs) or above it
+ * (at the practical floor, a no-change interval that pokes over the bar stops at 5 runs instead of
+ * running to nMax; the simulation shows the same power at a third fewer runs). With a fixed margin it
+ * is the accept bar.
  *
- * Looking repeatedly inflates error rates only where a bound is compared with a bar near the
- * estimate. The accept bar sits at least one MDE (≈ 3.5 standard errors) above "no change", so
- * repeated looks add almost nothing to the false-accept rate; the simulation (tests and
- * `npm run bench:stats`) measures it.
+ * Looking repeatedly raises the false-accept rate: each look is another chance for noise to clear the
+ * bar. Each look therefore holds the false-accept target divided by the number of looks
+ * (perLookOptions); the simulation (tests and `npm run bench:stats`) measures the rate over all looks.
  */
-import { expectedLogHalfWidth, minimumDetectableEffect } from './noise.js';
+import { acceptBarFor, expectedLogHalfWidth } from './noise.js';
 import {
   type CompareOptions,
   type Comparison,
   compareArms,
+  DEFAULT_POLICY,
   inputProblems,
   resolvePolicy,
 } from './verdict.js';
@@ -73,28 +76,39 @@ function topUp(a: readonly number[], b: readonly number[], target: number): { a:
 }
 
 /**
- * The bar under which the CI's upper bound makes more runs futile (see the module comment): if the
- * true gain were as large as that bound, nMax runs per arm at this noise would still not lift the
- * interval's lower bound over the accept bar those runs give. Never above today's accept bar.
+ * The bar under which the CI's upper bound makes more runs futile (see the module comment): a true
+ * gain that large would, more likely than not, still leave the lower bound under the accept bar after
+ * nMax runs per arm at this noise.
  */
 export function futilityBar(comparison: Comparison, opts: CompareOptions, nMax: number): number | null {
   const { acceptBar, noiseCv, mdeSource } = comparison;
   if (acceptBar === null || mdeSource === 'fixed' || noiseCv === null) return acceptBar;
   const policy = resolvePolicy(opts);
-  const mde = minimumDetectableEffect(noiseCv, nMax, nMax, {
-    confidence: policy.confidence,
-    power: policy.power,
+  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
+    falseAcceptRate: policy.falseAcceptRate,
+    practicalDelta: policy.practicalDelta,
   });
-  const barAtMax = 1 + Math.max(mde, policy.practicalDelta);
-  return Math.min(
-    acceptBar,
-    barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax, policy.confidence)),
-  );
+  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
+}
+
+/** How many times the rule may look: at nStart, then every `step` runs up to nMax. */
+export function maxLooks(policy: SequentialPolicy): number {
+  return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
 }
 
 /**
- * Decide whether to measure more. `opts` are the verdict options; the comparison uses
- * minRuns = nStart, so the verdict at a stop is exactly what `compareArms` says for these runs.
+ * The verdict options each look uses: the false-accept target shared out over the looks (Bonferroni),
+ * so that accepting at any look of the whole sequence stays under the target.
+ */
+export function perLookOptions(opts: CompareOptions, policy: SequentialPolicy): CompareOptions {
+  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
+  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
+}
+
+/**
+ * Decide whether to measure more. `opts` are the verdict options, their falseAcceptRate the target for
+ * the whole sequence; each look's comparison uses its share (perLookOptions) and minRuns = nStart, so
+ * the verdict at a stop is exactly what `compareArms` says for these runs with those options.
  * @throws RangeError on an inconsistent policy (a caller bug).
  */
 export function decideNext(
@@ -104,6 +118,8 @@ export function decideNext(
   policy: SequentialPolicy = DEFAULT_SEQUENTIAL_POLICY,
 ): SequentialDecision {
   checkPolicy(policy);
+  // The false-accept target covers the whole sequence; each look gets its share.
+  opts = perLookOptions(opts, policy);
   const n = Math.min(a.length, b.length);
   const stop = (reason: string, comparison: Comparison | null): SequentialDecision => ({
     action: 'stop',
@@ -135,9 +151,9 @@ export function decideNext(
   if (ci === null || acceptBar === null || futile === null) return stop('no interval', comparison); // unreachable for valid inputs
   if (ci.hi <= futile) {
     const why =
-      futile < acceptBar
-        ? `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound could not clear the accept bar at ${policy.nMax} runs per arm`
-        : 'the whole CI is below the accept bar: more runs would not lift its lower bound above it';
+      futile === acceptBar
+        ? 'the whole CI is below the accept bar: more runs would not lift its lower bound above it'
+        : `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound would more likely than not miss the accept bar at ${policy.nMax} runs per arm`;
     return stop(
       verdict === 'regressed' ? 'regressed: the whole CI is below the regression bar' : why,
       comparison,

@@ -162,9 +162,13 @@ export function simulate(
   };
 }
 
-/** The MDE the verdict would use at `n` runs per arm if it knew the true CV. */
+/** The MDE the verdict would report at `n` runs per arm if it knew the true CV. */
 export function trueMde(cv: number, n: number, policy: ComparePolicy = {}): number {
-  return minimumDetectableEffect(cv, n, n, { confidence: policy.confidence, power: policy.power });
+  return minimumDetectableEffect(cv, n, n, {
+    power: policy.power,
+    falseAcceptRate: policy.falseAcceptRate,
+    practicalDelta: policy.practicalDelta,
+  });
 }
 
 export interface CoverageResult {

@@ -7,16 +7,20 @@
  *   invalid      inputs cannot support a verdict: a value that is not finite and positive, or fewer
  *                than `minRuns` runs in an arm;
  *   needs-human  r > implausibleSpeedup (never accepted automatically);
- *   improved     lo > 1 + max(MDE, practicalDelta)          (the accept bar);
- *   regressed    hi < 1 − regressionDelta                    (the regression bar);
+ *   improved     lo > 1 + max(practicalDelta, noise margin)  (the accept bar; noise.ts);
+ *   regressed    hi < 1 − regressionDelta                     (the regression bar);
  *   no-change    otherwise ("~").
+ * The noise margin holds false accepts at no change to `falseAcceptRate` (1%); the MDE reported with
+ * the verdict is the true gain the bar lets through with probability `power` (80%) at this n and CV.
  */
 import type { StatsVerdict } from '../verdicts.js';
 import { bootstrapRatioOfMedians, type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
 import { median } from './describe.js';
 import {
+  acceptMargin,
   armCv,
   DEFAULT_CONFIDENCE,
+  DEFAULT_FALSE_ACCEPT_RATE,
   DEFAULT_POWER,
   minimumDetectableEffect,
   pooledLogCv,
@@ -28,7 +32,10 @@ export type Direction = 'higher' | 'lower';
 
 /** Knobs of the rule. The harness fixes them per target; the agent never chooses them. */
 export interface ComparePolicy {
-  /** Two-sided confidence level of the interval. Default 0.95. */
+  /**
+   * Two-sided confidence level of the interval. Default 0.95; the accept bar's constants are measured for
+   * 0.95 (noise.ts), so another level changes the false-accept rate (`npm run bench:stats` says by how much).
+   */
   confidence?: number;
   /** Bootstrap resamples, ≥ 2000. Default 2000. */
   resamples?: number;
@@ -38,7 +45,10 @@ export interface ComparePolicy {
   practicalDelta?: number;
   /** Relative loss the upper CI bound must clear to say `regressed`. Default: practicalDelta. */
   regressionDelta?: number;
-  /** A fixed MDE (fraction). When set, no CV is estimated and `calibratedCv` is ignored. */
+  /**
+   * A fixed accept margin (fraction): the bar is then 1 + max(mde, practicalDelta) and no CV is
+   * estimated (`calibratedCv` is ignored).
+   */
   mde?: number;
   /**
    * Per-run CV from an A/A calibration (noise.ts `calibrateNoise`). The MDE then uses
@@ -48,6 +58,8 @@ export interface ComparePolicy {
   calibratedCv?: number;
   /** Power the MDE is defined for. Default 0.8. */
   power?: number;
+  /** Largest share of no-change candidates the accept bar may let through. Default 0.01. */
+  falseAcceptRate?: number;
   /** Improvement ratios above this are `needs-human`. Default 10. */
   implausibleSpeedup?: number;
   /** Fewest runs per arm that can support a verdict. Default 5. */
@@ -71,6 +83,7 @@ export const DEFAULT_POLICY: ResolvedPolicy = {
   practicalDelta: 0.01,
   regressionDelta: 0.01,
   power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
   implausibleSpeedup: 10,
   minRuns: 5,
 };
@@ -106,13 +119,24 @@ export interface Comparison {
   /** (ratio − 1) · 100: the improvement in percent (for 'lower', the speedup minus one). */
   deltaPct: number | null;
   deltaCiPct: Interval | null;
-  /** Minimum detectable effect used (fraction). */
+  /**
+   * Minimum detectable effect (fraction): the true improvement the accept bar lets through with
+   * probability `power` at this comparison's n and CV. For a fixed policy margin, that margin.
+   */
   mde: number | null;
   mdeSource: MdeSource | null;
-  /** The per-run CV the MDE was computed from (null for a fixed MDE). */
+  /** The per-run CV the bar and MDE were computed from (null for a fixed margin). */
   noiseCv: number | null;
-  /** 1 + max(mde, practicalDelta): `improved` needs ci.lo above it. */
+  /** The noise part of the bar: false accepts at no change ≤ falseAcceptRate (null when fixed). */
+  acceptMargin: number | null;
+  /** 1 + max(practicalDelta, acceptMargin) (or the fixed margin): `improved` needs ci.lo above it. */
   acceptBar: number | null;
+  /** The false-accept target the bar holds at no change. */
+  falseAcceptRate: number;
+  /** The power the MDE is defined for. */
+  power: number;
+  /** The floor of the bar. */
+  practicalDelta: number;
   /** 1 − regressionDelta: `regressed` needs ci.hi below it. */
   regressBar: number;
   confidence: number;
@@ -136,6 +160,8 @@ function checkPolicy(p: ResolvedPolicy): void {
   if (p.calibratedCv !== undefined && !(p.calibratedCv >= 0 && Number.isFinite(p.calibratedCv))) {
     fail('calibratedCv must be a finite number ≥ 0', p.calibratedCv);
   }
+  if (!(p.falseAcceptRate > 0 && p.falseAcceptRate < 0.5))
+    fail('falseAcceptRate must be in (0, 0.5)', p.falseAcceptRate);
   if (p.ciMethod !== 'bca' && p.ciMethod !== 'percentile')
     fail("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
 }
@@ -224,7 +250,11 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     mde: null,
     mdeSource: null,
     noiseCv: null,
+    acceptMargin: null,
     acceptBar: null,
+    falseAcceptRate: policy.falseAcceptRate,
+    power: policy.power,
+    practicalDelta: policy.practicalDelta,
     regressBar,
     confidence: policy.confidence,
     ciMethod: policy.ciMethod,
@@ -257,34 +287,40 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   let mde: number;
   let mdeSource: MdeSource;
   let noiseCv: number | null;
+  let margin: number | null;
+  let acceptBar: number;
   const noiseNotes: string[] = [];
   if (policy.mde !== undefined) {
     mde = policy.mde;
     mdeSource = 'fixed';
     noiseCv = null;
+    margin = null;
+    acceptBar = 1 + Math.max(mde, policy.practicalDelta);
   } else {
     const calibrated = policy.calibratedCv;
     mdeSource = calibrated !== undefined && calibrated >= observedCv ? 'calibrated' : 'observed';
     noiseCv = mdeSource === 'calibrated' ? calibrated! : observedCv;
-    mde = minimumDetectableEffect(noiseCv, a.length, b.length, {
-      confidence: policy.confidence,
+    const opts = {
       power: policy.power,
-    });
+      falseAcceptRate: policy.falseAcceptRate,
+      practicalDelta: policy.practicalDelta,
+    };
+    margin = acceptMargin(noiseCv, a.length, b.length, opts);
+    acceptBar = 1 + Math.max(policy.practicalDelta, margin);
+    mde = minimumDetectableEffect(noiseCv, a.length, b.length, opts);
     if (calibrated !== undefined && observedCv > 2 * calibrated) {
       noiseNotes.push(
         `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`,
       );
     }
   }
-  const acceptBar = 1 + Math.max(mde, policy.practicalDelta);
 
   const confLabel = `${Math.round(policy.confidence * 1000) / 10}% ${policy.ciMethod === 'bca' ? 'BCa' : 'percentile'} CI`;
   const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a.length}/${b.length})`;
-  const mdeOrigin =
+  const barLine =
     mdeSource === 'fixed'
-      ? 'fixed by policy'
-      : `${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}`;
-  const barLine = `accept bar ${num(acceptBar)} = 1 + max(MDE ${pct(mde)} (${mdeOrigin}), practical δ ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}`;
+      ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical δ ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}`
+      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ≤ ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
 
   let verdict: StatsVerdict;
   let decision: string;
@@ -313,6 +349,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     mde,
     mdeSource,
     noiseCv,
+    acceptMargin: margin,
     acceptBar,
   };
 }

@@ -121,12 +121,21 @@ export interface NormalizedEvent {
   args: Record<string, string>;
 }
 
-/** Classify a device from its process/plane name and, for Kineto traces, its `process_labels`. */
+const PLANE_KINDS: Record<string, DeviceKind> = {
+  'device:TPU': 'tpu',
+  'device:GPU': 'gpu',
+  'device:CUSTOM': 'custom',
+  host: 'host',
+};
+
+/**
+ * Classify a device from its process/plane name and, for Kineto traces, its `process_labels`. xprof's
+ * trace viewer (`trace_viewer@`) prefixes the host name (`tw003 /device:GPU:0`), so the device part may
+ * follow a host name and a space.
+ */
 export function deviceKindOf(name: string, labels = ''): DeviceKind {
-  if (name.startsWith('/device:TPU:')) return 'tpu';
-  if (name.startsWith('/device:GPU:')) return 'gpu';
-  if (name.startsWith('/device:CUSTOM:')) return 'custom';
-  if (name.startsWith('/host:')) return 'host';
+  const m = /(?:^|\s)\/(device:TPU|device:GPU|device:CUSTOM|host):/.exec(name);
+  if (m !== null) return PLANE_KINDS[m[1]!]!;
   if (/^GPU \d+/.test(labels) || /^GPU \d+/.test(name)) return 'gpu';
   if (/^CPU\b/.test(labels)) return 'host';
   return 'unknown';

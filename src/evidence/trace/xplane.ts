@@ -32,6 +32,7 @@ import {
 } from './model.js';
 import {
   FileWindow,
+  MAX_WINDOW,
   readDouble,
   readString,
   readVarint,
@@ -85,6 +86,17 @@ interface LayoutCache {
   planes: Map<number, { layout: PlaneLayout; headers: LineHeader[]; metas?: Map<number, EventMeta> }>;
 }
 
+/** A serialized HLO module from the profile's `/host:metadata` plane. */
+export interface HloProtoBlob {
+  /** The program's name as the profiler wrote it, e.g. `jit_dot(49)`. */
+  name: string;
+  /** The serialized `xla.HloProto`. */
+  bytes: Buffer;
+}
+
+/** The metadata plane's stat holding each program's HLO (xprof: `kHloProto`). */
+const HLO_PROTO_STAT = 'Hlo Proto';
+
 export class XplaneSource implements TraceSource {
   readonly format = 'xplane' as const;
   readonly cheapLaneSkip = true;
@@ -93,6 +105,26 @@ export class XplaneSource implements TraceSource {
   constructor(readonly path: string) {}
 
   async read(visitor: TraceVisitor, opts: ReadOptions = {}): Promise<ReadStats> {
+    return this.withReader(visitor, opts, (r) => r.run());
+  }
+
+  /**
+   * The HLO modules the profile carries, by program id (decimal string), as the profiler stored them
+   * (`/host:metadata`, stat "Hlo Proto"). `wanted` limits which are copied out; modules larger than the
+   * read window are left out and named in `skipped`.
+   */
+  async hloProtos(
+    wanted?: ReadonlySet<string>,
+  ): Promise<{ modules: Map<string, HloProtoBlob>; skipped: string[] }> {
+    const visitor: TraceVisitor = { wantLane: () => false, onEvent: () => {} };
+    return this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+  }
+
+  private async withReader<T>(
+    visitor: TraceVisitor,
+    opts: ReadOptions,
+    use: (r: XspaceReader) => Promise<T>,
+  ): Promise<T> {
     let size: number;
     let mtimeMs: number;
     try {
@@ -105,7 +137,7 @@ export class XplaneSource implements TraceSource {
       this.cache = { size, mtimeMs, planes: new Map() };
     const win = new FileWindow(this.path, size);
     try {
-      return await new XspaceReader(win, visitor, opts, this.cache).run();
+      return await use(new XspaceReader(win, visitor, opts, this.cache));
     } catch (err) {
       if (err instanceof WireError) {
         throw new InputError(this.path, `corrupt XSpace protobuf: ${err.message}`, {
@@ -189,6 +221,104 @@ class XspaceReader {
     return this.stats;
   }
 
+  /** See XplaneSource.hloProtos. */
+  async hloProtos(
+    wanted: ReadonlySet<string> | undefined,
+  ): Promise<{ modules: Map<string, HloProtoBlob>; skipped: string[] }> {
+    const modules = new Map<string, HloProtoBlob>();
+    const skipped: string[] = [];
+    for (const [start, end] of chunkPairs(this.spaceLayout())) {
+      let cached = this.cache.planes.get(start);
+      if (cached === undefined) {
+        cached = { layout: this.planeLayout(start, end), headers: [] };
+        this.cache.planes.set(start, cached);
+      }
+      const layout = cached.layout;
+      const statId = layout.statIdByName.get(HLO_PROTO_STAT);
+      if (layout.name !== '/host:metadata' || statId === undefined) continue;
+      for (const [s, e] of chunkPairs(layout.eventMetaEntries)) {
+        const found = this.hloProtoEntry(s, e, statId, layout.statIdByName.get('program_id'), wanted);
+        if (found === undefined) continue;
+        if (found.bytes === undefined) skipped.push(`${found.name} (${found.size} bytes)`);
+        else modules.set(found.id, { name: found.name, bytes: found.bytes });
+      }
+    }
+    return { modules, skipped };
+  }
+
+  /** One event metadata entry of the metadata plane: its id, name and HLO proto bytes (copied). */
+  private hloProtoEntry(
+    start: number,
+    end: number,
+    statId: number,
+    programIdStat: number | undefined,
+    wanted: ReadonlySet<string> | undefined,
+  ): { id: string; name: string; size: number; bytes: Buffer | undefined } | undefined {
+    const win = this.win;
+    let id = '';
+    let name = '';
+    let programId: string | undefined;
+    let blob: [number, number] | undefined;
+    // map entry: key=1, value=2 XEventMetadata {id=1, name=2, stats=5 XStat {metadata_id=1, bytes=6}}
+    const entry = this.fieldRanges(start, end);
+    const value = entry.find((f) => f.field === 2 && f.len);
+    if (value === undefined) return undefined;
+    for (const f of this.fieldRanges(value.start, value.end)) {
+      if (f.field === 1 && !f.len) id = f.varint;
+      else if (f.field === 2 && f.len && f.end - f.start <= MAX_DECODED_FIELD) {
+        const j = win.ensure(f.start, f.end - f.start);
+        name = readString(win.buf, j, j + (f.end - f.start));
+      } else if (f.field === 5 && f.len) {
+        const stat = this.fieldRanges(f.start, f.end);
+        const statOf = stat.find((x) => x.field === 1 && !x.len)?.varint;
+        const bytes = stat.find((x) => x.field === 6 && x.len);
+        if (Number(statOf) === statId && bytes !== undefined) blob = [bytes.start, bytes.end];
+        // XLA:CPU profiles number their metadata entries apart from the programs and give the
+        // program id as a stat (uint64, field 3).
+        if (programIdStat !== undefined && Number(statOf) === programIdStat)
+          programId = stat.find((x) => (x.field === 3 || x.field === 4) && !x.len)?.varint;
+      }
+    }
+    if (id === '') id = entry.find((f) => f.field === 1 && !f.len)?.varint ?? '';
+    id = programId ?? /\((\d+)\)$/.exec(name)?.[1] ?? id;
+    if (blob === undefined || (wanted !== undefined && !wanted.has(id))) return undefined;
+    const size = blob[1] - blob[0];
+    if (size > MAX_WINDOW) return { id, name, size, bytes: undefined };
+    const j = win.ensure(blob[0], size);
+    return { id, name, size, bytes: Buffer.from(win.buf.subarray(j, j + size)) };
+  }
+
+  /** The fields of the message in [start, end) of the file: number, kind, and value or byte range. */
+  private fieldRanges(
+    start: number,
+    end: number,
+  ): { field: number; len: boolean; start: number; end: number; varint: string }[] {
+    const win = this.win;
+    const out: { field: number; len: boolean; start: number; end: number; varint: string }[] = [];
+    let pos = start;
+    while (pos < end) {
+      let i = win.ensureSome(pos, Math.min(20, end - pos));
+      const lim = Math.min(win.filled, end - win.base);
+      const tag = readVarint(win.buf, i, lim);
+      i = wirePos;
+      const field = tag >>> 3;
+      const wt = tag & 7;
+      if (field === 0) throw new WireError(pos, 'invalid field number 0');
+      if (wt === WIRE_LEN) {
+        const len = readVarint(win.buf, i, lim);
+        const fStart = win.base + wirePos;
+        if (fStart + len > end) throw new WireError(pos, `field ${field} runs past its message`);
+        out.push({ field, len: true, start: fStart, end: fStart + len, varint: '' });
+        pos = fStart + len;
+      } else if (wt === WIRE_VARINT) {
+        const v = readVarint64String(win.buf, i, lim, true);
+        out.push({ field, len: false, start: pos, end: pos, varint: v });
+        pos = win.base + wirePos;
+      } else pos = this.skipAt(pos, i, lim, wt, end);
+    }
+    return out;
+  }
+
   /** Byte ranges of every XPlane; collects XSpace errors and warnings. */
   private spaceLayout(): number[] {
     const win = this.win;
@@ -207,11 +337,10 @@ class XspaceReader {
         const start = win.base + wirePos;
         if (start + len > win.size) throw new WireError(pos, `field ${field} runs past the end of the file`);
         if (field === 1) planes.push(start, start + len);
-        else if ((field === 2 || field === 3) && len < 4096) {
-          const j = win.ensure(start, len);
-          this.stats.warnings.push(
-            `XSpace ${field === 2 ? 'error' : 'warning'}: ${readString(win.buf, j, j + len)}`,
-          );
+        else if (field === 2 || field === 3) {
+          const j = win.ensure(start, Math.min(len, MAX_MESSAGE_BYTES));
+          const text = printableMessage(win.buf.subarray(j, j + Math.min(len, MAX_MESSAGE_BYTES)), len);
+          this.stats.warnings.push(`XSpace ${field === 2 ? 'error' : 'warning'}: ${text}`);
         }
         pos = start + len;
       } else {
@@ -822,6 +951,30 @@ function walk(
     fn(tag >>> 3, wt, at);
     i = skipField(buf, at, end, wt);
   }
+}
+
+/** Bytes of an XSpace error or warning read for the message; longer ones are cut. */
+const MAX_MESSAGE_BYTES = 400;
+
+/**
+ * An XSpace error or warning as one readable line. Profilers sometimes store binary status payloads
+ * there; those are reported by size instead of printed, and control characters never reach a terminal.
+ */
+export function printableMessage(bytes: Uint8Array, fullLength: number): string {
+  const text = new TextDecoder('utf-8').decode(bytes);
+  const unprintable = (c: number) => c === 0xfffd || c < 0x20 || c === 0x7f;
+  let odd = 0;
+  let line = '';
+  for (const ch of text) {
+    const c = ch.codePointAt(0)!;
+    if (unprintable(c)) {
+      if (c !== 0x09 && c !== 0x0a && c !== 0x0d) odd++;
+      line += ' ';
+    } else line += ch;
+  }
+  if (text.length > 0 && odd / text.length > 0.1) return `<${fullLength} bytes of binary data>`;
+  line = line.replace(/ {2,}/g, ' ').trim();
+  return fullLength > bytes.length ? `${line}… (${fullLength} bytes)` : line;
 }
 
 function* chunkPairs(flat: number[]): Generator<[number, number]> {

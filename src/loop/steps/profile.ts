@@ -2,15 +2,19 @@
  * profile: one profiled run of the candidate, its trace analysed by the harness (steps, hotspots,
  * custom calls) and diffed against the champion's. The champion's profile is cached by commit, profile
  * command and device, so a champion is profiled once per run however many iterations measure it.
+ * The traced step times are checked against the measured medians (analysis/agreement.ts): a profile
+ * that does not agree is kept, and reports say its times are profiler-inflated.
  * A profile that fails is recorded and reported; it never changes a measured verdict.
  */
 
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { type ProfileAgreement, profileAgreement } from '../../evidence/analysis/agreement.js';
 import { diffSummaries } from '../../evidence/analysis/diff.js';
 import { summarizeTracePath } from '../../evidence/analysis/from-path.js';
-import type { TraceSummary } from '../../evidence/analysis/types.js';
+import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../evidence/analysis/types.js';
+import type { IterationEvidence } from '../../evidence/iteration.js';
 import { errorMessage } from '../../util/errors.js';
 import { readJson, writeJsonAtomic } from '../../util/files.js';
 import { BundleFiles } from '../bundle.js';
@@ -55,6 +59,7 @@ export const profileStep: Step = {
       writeJsonAtomic(bundle.path(BundleFiles.championSummary), champion.summary);
       const diff = diffSummaries(champion.summary, summary);
       writeJsonAtomic(bundle.path(BundleFiles.diff), diff);
+      const agreement = measuredAgreement(ev, summary, champion.summary);
       ev.profile = {
         status: 'done',
         candidateTrace: BundleFiles.profileDir,
@@ -63,7 +68,9 @@ export const profileStep: Step = {
         summary,
         championSummary: champion.summary,
         diff,
+        ...(agreement === undefined ? {} : { agreement }),
       };
+      if (agreement?.agrees === false) ctx.logger.warn(`profile: ${agreement.detail}`);
       return { status: 'done' };
     } catch (e) {
       if (e instanceof Interrupted || e instanceof InfraFailure) throw e;
@@ -73,6 +80,27 @@ export const profileStep: Step = {
     }
   },
 };
+
+/**
+ * The profile checked against the measurement of the same iteration: the traced step of the measured
+ * call (the bench's `hillclimb_<measurement>` step annotations) against the measured medians.
+ */
+function measuredAgreement(
+  ev: IterationEvidence,
+  summary: TraceSummary,
+  championSummary: TraceSummary,
+): ProfileAgreement | undefined {
+  const m = ev.measurement;
+  const c = m?.comparison;
+  if (m === undefined || c === undefined) return undefined;
+  return profileAgreement({
+    candidate: summary,
+    champion: championSummary,
+    metricPath: m.metric.path,
+    measured: { a: c.a.median, b: c.b.median },
+    unit: m.metric.unit,
+  });
+}
 
 /** Run the profile command in `workdir` and analyse the trace it writes to `traceDir`. */
 async function profileCommit(
@@ -99,7 +127,17 @@ async function profileCommit(
   if (result.exitCode !== 0) {
     throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
   }
-  return summarizeTracePath(traceDir);
+  return summarizeTracePath(traceDir, undefined, deviceKindOpts(files.metrics));
+}
+
+/** The device kind the bench recorded (metrics JSON `device.kind`), for the roofline of JSON traces. */
+function deviceKindOpts(metricsFile: string): { deviceKind?: string } {
+  try {
+    const kind = readJson<{ device?: { kind?: unknown } }>(metricsFile).device?.kind;
+    return typeof kind === 'string' && kind !== '' ? { deviceKind: kind } : {};
+  } catch {
+    return {};
+  }
 }
 
 /**
@@ -133,17 +171,22 @@ export async function knownProfileSummary(
   commit: string,
 ): Promise<TraceSummary | undefined> {
   const local = join(cacheDir(ctx, commit), 'summary.json');
-  if (existsSync(local)) return readJson<TraceSummary>(local);
+  if (existsSync(local)) return current(readJson<TraceSummary>(local));
   const key = storedProfileKey(ctx, commit);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return undefined;
     const copy = join(ctx.stateDir, 'cache', 'stored-profiles', `${commit}.json`);
     await ctx.store.get(key, copy);
-    return readJson<TraceSummary>(copy);
+    return current(readJson<TraceSummary>(copy));
   } catch (e) {
     ctx.logger.warn(`could not read the stored profile of ${commit.slice(0, 12)}: ${errorMessage(e)}`);
     return undefined;
   }
+}
+
+/** A cached summary of this hillclimb's schema; an older one is profiled again. */
+function current(summary: TraceSummary): TraceSummary | undefined {
+  return summary.schema === TRACE_SUMMARY_SCHEMA ? summary : undefined;
 }
 
 /** Share a profile summary through the store (best effort: a failure is a warning). */
@@ -164,8 +207,8 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
   const dir = cacheDir(ctx, commit);
   const summaryFile = join(dir, 'summary.json');
   const traceDir = join(dir, 'trace');
-  if (existsSync(summaryFile))
-    return { traceDir, summary: readJson<TraceSummary>(summaryFile), cached: true };
+  const cachedSummary = existsSync(summaryFile) ? current(readJson<TraceSummary>(summaryFile)) : undefined;
+  if (cachedSummary !== undefined) return { traceDir, summary: cachedSummary, cached: true };
   // Profiled before by another job or iteration (same commit, same kind of device): reuse its summary.
   const stored = await knownProfileSummary(ctx, commit);
   if (stored) return { traceDir: storedProfileKey(ctx, commit), summary: stored, cached: true };

@@ -1,77 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { diffSummaries } from '../../../src/evidence/analysis/diff.js';
 import { formatDiff, formatMs, formatSummary, textTable } from '../../../src/evidence/analysis/format.js';
-import {
-  TRACE_DIFF_SCHEMA,
-  TRACE_SUMMARY_SCHEMA,
-  type TraceSummary,
-} from '../../../src/evidence/analysis/types.js';
-
-function summary(
-  ops: [name: string, category: string, timeMs: number, occurrences: number][],
-  extra: Partial<TraceSummary['steps']> = {},
-): TraceSummary {
-  const opMs = ops.reduce((t, o) => t + o[2], 0);
-  return {
-    schema: TRACE_SUMMARY_SCHEMA,
-    source: { path: 'x.xplane.pb', format: 'xplane', bytes: 1, events: 1, passes: 1, capped: false },
-    platform: 'tpu',
-    devices: [],
-    steps: {
-      detector: 'dominant-program',
-      detail: '',
-      count: 10,
-      deviceSteps: 10,
-      program: 'jit_f(1)',
-      timeMs: { mean: opMs + 1, median: opMs + 1, min: opMs, max: opMs + 2 },
-      busyMs: opMs,
-      idleMs: 1,
-      opMs,
-      ...extra,
-    },
-    ops: ops.map(([name, category, timeMs, occurrences]) => ({
-      name,
-      category,
-      scope: '',
-      programs: [],
-      variants: 1,
-      timeMs,
-      occurrences,
-      shareOfOps: (100 * timeMs) / opMs,
-      shareOfStep: null,
-      flops: null,
-      bytes: null,
-      tflops: null,
-      customCall: category === 'custom-call',
-      noCostModel: category === 'custom-call',
-      longName: undefined,
-    })),
-    categories: [...new Set(ops.map((o) => o[1]))].map((c) => {
-      const mine = ops.filter((o) => o[1] === c);
-      return {
-        name: c,
-        timeMs: mine.reduce((t, o) => t + o[2], 0),
-        occurrences: mine.reduce((t, o) => t + o[3], 0),
-        shareOfOps: 0,
-        ops: mine.length,
-      };
-    }),
-    scopes: [],
-    customCalls: ops
-      .filter((o) => o[1] === 'custom-call')
-      .map(([name, , timeMs, launches]) => ({
-        name,
-        scope: '',
-        launches,
-        timeMs,
-        shareOfOps: 0,
-        noCostModel: true as const,
-      })),
-    outsideSteps: { opMs: 0, ops: 0 },
-    warnings: [],
-    notes: [],
-  };
-}
+import { TRACE_DIFF_SCHEMA, type TraceSummary } from '../../../src/evidence/analysis/types.js';
+import { summaryOf as summary } from './summary-builder.js';
 
 const before = summary([
   ['convolution_fusion', 'convolution fusion', 10, 2],
@@ -102,6 +33,7 @@ describe('diffSummaries', () => {
     ]);
     expect(d.ops[0]).toEqual({
       name: 'gdn_chunk_fwd',
+      program: 'jit_f',
       category: 'custom-call',
       status: 'decreased',
       before: 5,
@@ -131,9 +63,45 @@ describe('diffSummaries', () => {
     expect(d.warnings).toEqual([]);
   });
 
+  it('matches ops by program module and name: compilations of one module (different ids) are summed', () => {
+    const b = summary([
+      ['fusion', 'loop fusion', 2, 1, 'jit_step(11)'],
+      ['fusion', 'loop fusion', 1, 1, 'jit_other(12)'],
+    ]);
+    const a = summary([
+      ['fusion', 'loop fusion', 1.5, 1, 'jit_step(31)'],
+      ['fusion', 'loop fusion', 0.5, 1, 'jit_step(32)'],
+      ['fusion', 'loop fusion', 1, 1, 'jit_other(33)'],
+    ]);
+    const d = diffSummaries(b, a);
+    expect(d.ops.map((r) => [r.program, r.name, r.before, r.after, r.status])).toEqual([
+      ['jit_other', 'fusion', 1, 1, 'unchanged'],
+      ['jit_step', 'fusion', 2, 2, 'unchanged'],
+    ]);
+    expect(d.warnings).toEqual([]);
+  });
+
+  it('says when the traces ran different programs, device counts or device kinds', () => {
+    const b = summary([['fusion', 'loop fusion', 2, 1, 'jit_step(1)']]);
+    const a = summary([
+      ['fusion', 'loop fusion', 2, 1, 'jit_step(1)'],
+      ['k', 'custom-call', 1, 1, 'jit_new(2)'],
+    ]);
+    a.devices = [
+      { ...a.devices[0]!, type: 'TPU v6 Lite' },
+      { ...a.devices[0]!, name: '/device:TPU:1', type: 'TPU v6 Lite' },
+    ];
+    a.steps = { ...a.steps, program: 'jit_new(2)' };
+    const text = diffSummaries(b, a).warnings.join('\n');
+    expect(text).toMatch(/different programs \(only after: jit_new\)/);
+    expect(text).toMatch(/different numbers of devices \(1 → 2\)/);
+    expect(text).toMatch(/different devices \(TPU v5 lite → TPU v6 Lite\)/);
+    expect(text).toMatch(/steps are executions of different programs \(jit_f → jit_new\)/);
+  });
+
   it('warns when the two sides are not comparable, and reports null step time when one side has none', () => {
     const gpu: TraceSummary = {
-      ...summary([['k', 'kernel', 1, 1]], { timeMs: null, detector: 'whole-trace' }),
+      ...summary([['k', 'kernel', 1, 1]], { timeMs: null, detector: 'whole-trace', confidence: 'low' }),
       platform: 'gpu',
     };
     gpu.source = { ...gpu.source, capped: true };
@@ -142,6 +110,9 @@ describe('diffSummaries', () => {
     expect(d.warnings.join('\n')).toMatch(/different platforms \(tpu → gpu\)/);
     expect(d.warnings.join('\n')).toMatch(/steps were found differently \(dominant-program → whole-trace\)/);
     expect(d.warnings.join('\n')).toMatch(/after trace hit the profiler's event cap/);
+    expect(d.warnings.join('\n')).toMatch(
+      /after trace's steps were found with low confidence \(whole-trace\)/,
+    );
   });
 });
 
@@ -166,21 +137,25 @@ describe('human tables', () => {
     ).toBe('a   num\n--  ---\nxx    1\ny   123');
   });
 
-  it('a summary lists top ops, categories and custom calls with the no-cost-model flag', () => {
+  it('a summary lists top ops with their program, categories and custom calls with the no-cost-model flag', () => {
     const text = formatSummary(before, 2);
-    expect(text).toMatch(/Top 2 of 5 ops by time per step/);
-    expect(text).toMatch(/convolution_fusion\s+convolution fusion\s+10\.000 ms/);
-    expect(text).toMatch(/gdn_chunk_fwd .* custom call, no cost model/);
+    expect(text).toMatch(/Top 2 of 5 ops by device time/);
+    expect(text).toMatch(
+      /convolution_fusion\s+jit_f\(1\)\s+convolution fusion\s+100\.000 ms\s+47\.6%\s+10\.000 ms/,
+    );
+    expect(text).toMatch(/gdn_chunk_fwd .* custom call \(Pallas\/Mosaic\), no cost model/);
     expect(text).not.toMatch(/\bsteady\b/);
-    expect(text).toMatch(/Custom calls \(no cost model/);
+    expect(text).toMatch(/Custom calls\n.*cost model/);
+    expect(text).toMatch(/Steps: 10 per device, by dominant-program \(high confidence\)/);
   });
 
   it('a diff shows totals and rows with signs', () => {
     const text = formatDiff(diffSummaries(before, after), 3);
     expect(text).toMatch(/op time 21\.000 ms → 18\.910 ms \(−10\.0%\)/);
     expect(text).toMatch(
-      /gdn_chunk_fwd\s+custom-call\s+5\.000 ms\s+3\.000 ms\s+−2\.000 ms\s+−40\.0%\s+1 → 2\s+decreased/,
+      /gdn_chunk_fwd\s+jit_f\s+custom-call\s+5\.000 ms\s+3\.000 ms\s+−2\.000 ms\s+−40\.0%\s+1 → 2\s+decreased/,
     );
+    expect(text).toMatch(/Whole trace: device op time 210\.000 ms → 189\.100 ms/);
     expect(text).toMatch(/old_op .* removed/);
   });
 });

@@ -31,24 +31,47 @@ describe('hillclimb trace summary', () => {
   it('prints the TPU fixture as tables', async () => {
     const r = await hillclimb(['trace', 'summary', TPU]);
     expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Platform: TPU, 4 device\(s\): \/device:TPU:0, .* \(TPU v6 Lite\)/);
     expect(r.stdout).toMatch(
-      /Platform: TPU, 4 device\(s\): \/device:TPU:0, .* \(TPU v6 Lite, 918 TFLOP\/s peak\)/,
+      /Roofline: TPU v6e \(Trillium\), 918 TFLOP\/s bf16, 1638 GB\/s HBM \(from XSpace plane \/device:TPU:0\)/,
     );
     expect(r.stdout).toMatch(
-      /Steps: 100 per device, by dominant-program: dominant program jit_f\(12190760917235803885\)/,
+      /Steps: 100 per device, by dominant-program \(high confidence\): dominant program jit_f\(12190760917235803885\)/,
     );
-    expect(r.stdout).toMatch(/copy-done\s+copy-done\s+760\.083 ms\s+96\.9%\s+6/);
+    expect(r.stdout).toMatch(
+      /copy-done\s+jit_f\(12190760917235803885\)\s+copy-done\s+304033\.212 ms\s+96\.5%\s+760\.083 ms\s+6/,
+    );
+    // Ops of the programs outside steps are rows too, marked as such.
+    expect(r.stdout).toMatch(/all-reduce\s+jit__psum\(\d+…\s+all-reduce\s+1460\.345 ms\s+0\.5%\s+outside/);
+    expect(r.stdout).toMatch(/broadcast_add_fusion .* 82% of 0\.205 \(memory\)/);
     expect(r.stdout).toMatch(/Custom calls: none/);
   });
 
   it('--json prints the whole summary; --top limits table rows', async () => {
     const json = await hillclimb(['trace', 'summary', TPU, '--json']);
     const s = JSON.parse(json.stdout) as TraceSummary;
-    expect(s.schema).toBe('hillclimb.trace-summary/1');
-    expect(s.ops).toHaveLength(3);
+    expect(s.schema).toBe('hillclimb.trace-summary/2');
+    expect(s.ops).toHaveLength(5);
     const top = await hillclimb(['trace', 'summary', TPU, '--top', '1']);
-    expect(top.stdout).toMatch(/Top 1 of 3 ops/);
+    expect(top.stdout).toMatch(/Top 1 of 5 ops/);
     expect((await hillclimb(['trace', 'summary', TPU, '--top', 'x'])).code).toBe(2);
+  });
+
+  it('--device-kind gives a JSON trace (no device stats) its roofline; an unknown kind is named', async () => {
+    const t = tempDir();
+    try {
+      const json = join(t.dir, 'host.trace.json.gz');
+      writeFileSync(json, gzipSync(tslToJson(await xspaceToTsl(TPU))));
+      const plain = await hillclimb(['trace', 'summary', json]);
+      expect(plain.stdout).toMatch(/Roofline: no device peaks/);
+      const named = await hillclimb(['trace', 'summary', json, '--device-kind', 'TPU v6 lite']);
+      expect(named.stdout).toMatch(/Roofline: TPU v6e \(Trillium\), .* \(from device kind "TPU v6 lite"\)/);
+      const unknown = await hillclimb(['trace', 'summary', json, '--device-kind', 'TPU v99']);
+      expect(unknown.code).toBe(0);
+      expect(unknown.stdout).toMatch(/warning: device kind "TPU v99" is not in schemas\/device-peaks\.json/);
+    } finally {
+      t.cleanup();
+    }
   });
 
   it('accepts a profile directory (the JAX CPU fixture)', async () => {
@@ -67,14 +90,14 @@ describe('hillclimb trace diff', () => {
     const j = await hillclimb(['trace', 'diff', before, after, '--json']);
     expect(j.code).toBe(0);
     const d = JSON.parse(j.stdout) as TraceDiff;
-    expect(d.schema).toBe('hillclimb.trace-diff/1');
+    expect(d.schema).toBe('hillclimb.trace-diff/2');
     expect(d.ops.some((o) => o.status === 'added')).toBe(true);
     expect(d.ops.some((o) => o.status === 'removed')).toBe(true);
     const deltas = d.ops.map((o) => Math.abs(o.delta));
     expect(deltas).toEqual([...deltas].sort((a, b) => b - a));
     const text = formatDiff(d, 5);
     expect(text).toMatch(/Ops: top 5 of \d+ by \|Δ time per step\|/);
-    expect(text).toMatch(/Memcpy DtoD \(Device -> Device\)\s+gpu_memcpy .* increased/);
+    expect(text).toMatch(/Memcpy DtoD \(Device -> Device\)\s+—\s+gpu_memcpy .* increased/);
   });
 
   it('diffs saved summaries as well as traces', async () => {

@@ -1,9 +1,16 @@
-// Expected MDE constants computed with scipy 1.17:
-//   m = (t.ppf(.975, ν) + t.ppf(.8, ν)) · √(π/2) · 1.1 · CV · √(1/n_A + 1/n_B);  MDE = exp(m) − 1
+// The bar and the MDE from the lower bound's distribution at no change (noise.ts):
+//   s = √(π/2) · 1.1 · CV · √(1/n_A + 1/n_B);  margin = exp((−1.85 + z_{1−f} · 0.95) · s) − 1
+//   bar = 1 + max(δ, margin);  MDE = bar · exp((1.85 + z_{power} · 0.95) · s) − 1
+// with z_{0.99} = 2.3263478740408408 and z_{0.8} = 0.8416212335729143.
 import { describe, expect, it } from 'vitest';
 import {
+  acceptBarFor,
+  acceptMargin,
   BOOTSTRAP_WIDTH_FACTOR,
   calibrateNoise,
+  LOWER_BOUND_MEAN,
+  LOWER_BOUND_SD,
+  logRatioScale,
   MEDIAN_SE_FACTOR,
   mdeMultiplier,
   minimumDetectableEffect,
@@ -11,32 +18,46 @@ import {
   robustNoiseCv,
 } from '../../../src/evidence/stats/noise.js';
 
-describe('minimumDetectableEffect', () => {
-  it('follows the documented formula', () => {
+const Z99 = 2.3263478740408408;
+const Z80 = 0.8416212335729143;
+
+describe('the accept bar and the minimum detectable effect', () => {
+  it('follow the documented formulas', () => {
     expect(MEDIAN_SE_FACTOR).toBeCloseTo(Math.sqrt(Math.PI / 2), 15);
     expect(BOOTSTRAP_WIDTH_FACTOR).toBe(1.1);
-    expect(mdeMultiplier(8)).toBeCloseTo(4.4046259207371845, 9);
-    expect(minimumDetectableEffect(0.01, 5, 5)).toBeCloseTo(Math.expm1(0.027857300301091556), 10);
-    expect(minimumDetectableEffect(0.01, 15, 15)).toBeCloseTo(Math.expm1(0.014614272469297557), 10);
-    expect(minimumDetectableEffect(0.02, 5, 8)).toBeCloseTo(Math.expm1(0.04835967307284848), 10);
-    expect(minimumDetectableEffect(0.01, 5, 5)).toBeCloseTo(0.02824894, 7);
-    expect(mdeMultiplier(8, { confidence: 0.99, power: 0.9 })).toBeCloseTo(6.551603028795206, 8);
+    expect([LOWER_BOUND_MEAN, LOWER_BOUND_SD]).toEqual([-1.85, 0.95]);
+    const s = logRatioScale(0.05, 5, 5);
+    expect(s).toBeCloseTo(MEDIAN_SE_FACTOR * 1.1 * 0.05 * Math.sqrt(0.4), 15);
+    expect(acceptMargin(0.05, 5, 5)).toBeCloseTo(Math.expm1((-1.85 + Z99 * 0.95) * s), 12);
+    expect(mdeMultiplier()).toBeCloseTo(1.85 + Z80 * 0.95, 12);
+    // CV 5%: the noise margin (1.58%) is above the 1% floor and sets the bar.
+    const bar = acceptBarFor(0.05, 5, 5);
+    expect(bar).toBeCloseTo(1.0158, 4);
+    expect(minimumDetectableEffect(0.05, 5, 5)).toBeCloseTo(bar * Math.exp((1.85 + Z80 * 0.95) * s) - 1, 12);
+    // CV 1%: the 1% floor sets the bar.
+    expect(acceptBarFor(0.01, 5, 5)).toBe(1.01);
+    expect(minimumDetectableEffect(0.01, 5, 5)).toBeCloseTo(0.0336, 4);
+    expect(minimumDetectableEffect(0.02, 5, 5)).toBeCloseTo(0.0578, 4);
+    expect(minimumDetectableEffect(0.05, 5, 5)).toBeCloseTo(0.1402, 4);
   });
 
-  it('scales with CV (in log units) and shrinks with √n towards the large-sample constant', () => {
-    expect(Math.log1p(minimumDetectableEffect(0.02, 5, 5))).toBeCloseTo(
-      2 * Math.log1p(minimumDetectableEffect(0.01, 5, 5)),
-      12,
+  it('a stricter false-accept target raises the margin; more power raises the MDE; more runs lower both', () => {
+    expect(acceptMargin(0.05, 5, 5, { falseAcceptRate: 0.001 })).toBeGreaterThan(acceptMargin(0.05, 5, 5));
+    expect(minimumDetectableEffect(0.02, 5, 5, { power: 0.9 })).toBeGreaterThan(
+      minimumDetectableEffect(0.02, 5, 5),
     );
-    expect(minimumDetectableEffect(0, 5, 5)).toBe(0);
-    const largeSample = (1.959963984540054 + 0.8416212335729143) * MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR;
-    expect(mdeMultiplier(1e6)).toBeCloseTo(largeSample, 4);
+    expect(minimumDetectableEffect(0.02, 15, 15)).toBeLessThan(minimumDetectableEffect(0.02, 5, 5));
+    expect(acceptMargin(0, 5, 5)).toBe(0);
+    // Without noise the MDE is the practical floor itself.
+    expect(minimumDetectableEffect(0, 5, 5)).toBeCloseTo(0.01, 12);
+    expect(minimumDetectableEffect(0, 5, 5, { practicalDelta: 0 })).toBe(0);
   });
 
   it('rejects impossible arguments', () => {
     expect(() => minimumDetectableEffect(-0.01, 5, 5)).toThrow(RangeError);
     expect(() => minimumDetectableEffect(0.01, 1, 1)).toThrow(/run counts/);
-    expect(() => mdeMultiplier(8, { power: 1 })).toThrow(/power/);
+    expect(() => mdeMultiplier({ power: 1 })).toThrow(/power/);
+    expect(() => acceptMargin(0.01, 5, 5, { falseAcceptRate: 0.6 })).toThrow(/falseAcceptRate/);
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { acceptMargin, minimumDetectableEffect } from '../../../src/evidence/stats/noise.js';
 import { createRng } from '../../../src/evidence/stats/random.js';
 import { compareArms, DEFAULT_POLICY, resolvePolicy } from '../../../src/evidence/stats/verdict.js';
 
@@ -98,11 +99,19 @@ describe('compareArms', () => {
     expect(one.resamples).toBe(2000);
   });
 
-  it('sets the accept bar to 1 + max(MDE, practical δ) and says where the MDE came from', () => {
+  it('sets the accept bar to 1 + max(practical δ, noise margin), reports the MDE, and says where the noise came from', () => {
     const b = runs(99, 0.01, 10, 9);
     const observed = compareArms(A_MS, b, { direction: 'lower', seed: 1 });
     expect(observed.mdeSource).toBe('observed');
-    expect(observed.acceptBar).toBeCloseTo(1 + Math.max(observed.mde!, 0.01), 12);
+    const [nA, nB] = [A_MS.length, b.length];
+    expect(observed.acceptMargin).toBeCloseTo(acceptMargin(observed.noiseCv!, nA, nB), 12);
+    expect(observed.acceptBar).toBeCloseTo(1 + Math.max(observed.acceptMargin!, 0.01), 12);
+    expect(observed.mde).toBeCloseTo(minimumDetectableEffect(observed.noiseCv!, nA, nB), 12);
+    expect(observed.mde!).toBeGreaterThan(observed.acceptBar! - 1);
+    expect(observed).toMatchObject({ falseAcceptRate: 0.01, power: 0.8, practicalDelta: 0.01 });
+    expect(observed.reasons[2]).toMatch(
+      /^accept bar 1\.0100 = 1 \+ max\(practical δ 1\.00%, noise margin 0\.\d\d% for ≤ 1\.00% false accepts at no change\); detectable with 80% power: \d\.\d\d% \(observed CV \d\.\d\d%, n = \d+\/\d+\); regression bar 0\.9900$/,
+    );
 
     // A calibration noisier than today's runs raises the floor; a quieter one does not lower it.
     const noisy = compareArms(A_MS, b, { direction: 'lower', seed: 1, calibratedCv: 0.03 });
@@ -124,7 +133,8 @@ describe('compareArms', () => {
     const a = [10, 10, 10, 10, 10];
     const small = compareArms(a, [9.95, 9.95, 9.95, 9.95, 9.95], { direction: 'lower', seed: 1 });
     expect(small.ci).toEqual({ lo: 10 / 9.95, hi: 10 / 9.95 });
-    expect(small.mde).toBe(0);
+    expect(small.acceptMargin).toBe(0);
+    expect(small.mde).toBeCloseTo(0.01, 12);
     expect(small.verdict).toBe('no-change');
     const big = compareArms(a, [9.8, 9.8, 9.8, 9.8, 9.8], { direction: 'lower', seed: 1 });
     expect(big.verdict).toBe('improved');
@@ -138,9 +148,13 @@ describe('compareArms', () => {
       practicalDelta: 0.01,
       regressionDelta: 0.01,
       power: 0.8,
+      falseAcceptRate: 0.01,
       implausibleSpeedup: 10,
       minRuns: 5,
     });
+    expect(() => compareArms(A_MS, A_MS, { direction: 'lower', seed: 1, falseAcceptRate: 0.5 })).toThrow(
+      /falseAcceptRate/,
+    );
     expect(resolvePolicy({ practicalDelta: 0.02 }).regressionDelta).toBe(0.02);
     expect(resolvePolicy({ practicalDelta: 0.02, regressionDelta: 0.005 }).regressionDelta).toBe(0.005);
     expect(() => compareArms(A_MS, A_MS, { direction: 'lower', seed: 1, implausibleSpeedup: 1 })).toThrow(

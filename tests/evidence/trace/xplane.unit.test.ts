@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { collectEvents } from '../../../src/evidence/trace/model.js';
 import { readVarint, readVarint64String } from '../../../src/evidence/trace/wire.js';
-import { XplaneSource } from '../../../src/evidence/trace/xplane.js';
+import { printableMessage, XplaneSource } from '../../../src/evidence/trace/xplane.js';
 import { tempDir } from '../../helpers/paths.js';
 
 /** Protobuf encoding helpers: fields as byte arrays. */
@@ -165,5 +165,18 @@ describe('XSpace wire decoding', () => {
     } finally {
       t.cleanup();
     }
+  });
+});
+
+describe('XSpace errors and warnings', () => {
+  it('are printed as one readable line; binary payloads by size', () => {
+    const text = (s: string) => new TextEncoder().encode(s);
+    expect(printableMessage(text('profiler buffer full\n'), 21)).toBe('profiler buffer full');
+    expect(printableMessage(text('lost 12 events\u0000 on line\u001b 3 of 4'), 31)).toBe(
+      'lost 12 events on line 3 of 4',
+    );
+    const binary = Uint8Array.from([0x08, 0x96, 0x01, 0x12, 0x00, 0xff, 0xfe, 0x80, 0x01, 0x02]);
+    expect(printableMessage(binary, 10)).toBe('<10 bytes of binary data>');
+    expect(printableMessage(text('x'.repeat(400)), 5000)).toBe(`${'x'.repeat(400)}… (5000 bytes)`);
   });
 });
