@@ -206,7 +206,12 @@ describe('candidate faults', () => {
       json: { hypothesis: 'h', summary: 'no metrics', next_idea: 'n' },
     },
     {
-      name: '0004-faster-corrupt-trace',
+      name: '0004-unverified',
+      edit: flag('UNVERIFIED', (s) => s.replace('DELAY_S = 0.02', 'DELAY_S = 0.008')),
+      json: { hypothesis: 'h', summary: 'unverified', next_idea: 'n' },
+    },
+    {
+      name: '0005-faster-corrupt-trace',
       edit: flag('CORRUPT_TRACE', (s) => s.replace('DELAY_S = 0.02', 'DELAY_S = 0.008')),
       json: { hypothesis: 'h', summary: 'faster', next_idea: 'n' },
     },
@@ -215,7 +220,14 @@ describe('candidate faults', () => {
 
   beforeAll(async () => {
     const repo = join(t.dir, 'repo');
-    makeToyRepo(repo, patches, TOY_CONFIG.replace('idle_timeout_minutes: 0.2', 'idle_timeout_minutes: 0.05'));
+    makeToyRepo(
+      repo,
+      patches,
+      TOY_CONFIG.replace('idle_timeout_minutes: 0.2', 'idle_timeout_minutes: 0.05').replace(
+        'iterations: 4',
+        'iterations: 5',
+      ),
+    );
     result = await loop(repo);
   }, 240_000);
 
@@ -240,8 +252,14 @@ describe('candidate faults', () => {
     expect(it3.reason).toMatch(/candidate benchmark run B-01 failed: .*B-01\.json/);
   });
 
-  it('a corrupt trace is recorded as a failed profile; the measured verdict stands', () => {
+  it('a bench that says it did not verify what it timed gives no evidence: invalid', () => {
     const it4 = result.iterations[3]!;
+    expect(it4.verdict).toBe('invalid');
+    expect(it4.reason).toMatch(/B-01\.json: the bench did not verify what it timed/);
+  });
+
+  it('a corrupt trace is recorded as a failed profile; the measured verdict stands', () => {
+    const it4 = result.iterations[4]!;
     expect(it4.verdict).toBe('improved');
     expect(it4.evidence.profile?.status).toBe('failed');
     expect(it4.evidence.profile?.reason).toMatch(/trace|gzip|JSON/i);

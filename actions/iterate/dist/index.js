@@ -65662,6 +65662,10 @@ async function benchRun(env, arm, index, workdir) {
   }
   try {
     const metrics = await readMetricsFile(bundle.path(metricsFile));
+    if (metrics.verification?.verified === false) {
+      run2.problem = `${metricsFile}: the bench did not verify what it timed (verification.verified is false)`;
+      return run2;
+    }
     run2.value = metricValue(metrics, ctx.target.bench.metric.path, metricsFile);
     if (!(run2.value > 0)) {
       run2.problem = `metric ${ctx.target.bench.metric.path} is ${run2.value}, not positive`;

@@ -220,6 +220,11 @@ async function benchRun(env: StepEnv, arm: 'A' | 'B', index: number, workdir: st
   }
   try {
     const metrics = await readMetricsFile(bundle.path(metricsFile));
+    // A bench that says it did not verify what it timed (a debug flag) gives no evidence.
+    if (metrics.verification?.verified === false) {
+      run.problem = `${metricsFile}: the bench did not verify what it timed (verification.verified is false)`;
+      return run;
+    }
     run.value = metricValue(metrics, ctx.target.bench.metric.path, metricsFile);
     if (!(run.value > 0)) {
       run.problem = `metric ${ctx.target.bench.metric.path} is ${run.value}, not positive`;
