@@ -31,7 +31,14 @@ import {
   verdictReasons,
 } from './facts.js';
 import { EM_DASH, formatDuration, formatTime, oneLine, plural, shortSha } from './format.js';
-import { beforeAfter, customCallNames, hotspotLine, launchesText, topChanges } from './hotspots.js';
+import {
+  beforeAfter,
+  customCallNames,
+  hotspotLine,
+  launchesText,
+  profilerInflated,
+  topChanges,
+} from './hotspots.js';
 import { agentQuote, code, escapeHtml } from './markdown.js';
 
 /**
@@ -185,7 +192,9 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
     add('Profile', `${profile.status}${profile.reason ? `: ${profile.reason}` : ''}`);
   } else if (profile) {
     const custom = customCallNames(profile);
-    if (profile.diff?.stepTimeMs) add('Step time', beforeAfter(profile.diff.stepTimeMs));
+    // A trace the profiler inflated is no result: its times are shown as what they are.
+    const inflated = profilerInflated(profile) ? ' (profiler-inflated trace: not the measured change)' : '';
+    if (profile.diff?.stepTimeMs) add('Step time', `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
     for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
       add('Hotspot', hotspotLine(row, custom.has(row.name)));
     const launches = launchesText(profile);

@@ -52,6 +52,21 @@ describe('renderLogEntry', () => {
     ]);
   });
 
+  it('marks the step time of a profiler-inflated trace as no result', () => {
+    const ev = measured(IMPROVED);
+    const side = { measuredMs: 1.718, tracedMs: 17.18, ratio: 10 };
+    ev.profile!.agreement = {
+      factor: 1.5,
+      champion: side,
+      candidate: side,
+      agrees: false,
+      detail: 'the traced step is 10× the measured median',
+    } as unknown as NonNullable<typeof ev.profile>['agreement'];
+    expect(renderLogEntry(ev, { evidencePath: 'e.json' })).toContain(
+      '- Step time: 12.00 ms → 10.00 ms (−16.7%) (profiler-inflated trace: not the measured change)',
+    );
+  });
+
   it('shows MFU on TPU and failing tests of a failed gate', () => {
     expect(renderLogEntry(measured(IMPROVED, { device: 'tpu' }))).toContain(
       '\n- MFU: 31.20% → 38.33% (+7.13 pp)\n',

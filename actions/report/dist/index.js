@@ -71228,7 +71228,8 @@ function harnessLines(evidence, evidencePath) {
     add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
   } else if (profile) {
     const custom = customCallNames(profile);
-    if (profile.diff?.stepTimeMs) add("Step time", beforeAfter(profile.diff.stepTimeMs));
+    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
+    if (profile.diff?.stepTimeMs) add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
     for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
       add("Hotspot", hotspotLine(row, custom.has(row.name)));
     const launches = launchesText(profile);
