@@ -7,6 +7,7 @@
  * reads a number from the agent: the result is prose for the PR and the log.
  */
 import type { Isolation } from '../evidence/iteration.js';
+import { ExitCode, HillclimbError } from '../util/errors.js';
 
 export interface AgentRequest {
   iteration: number;
@@ -87,5 +88,29 @@ export interface AgentOutcome {
 
 export interface Agent {
   readonly name: string;
+  /**
+   * Run the agent once. Resolves with the outcome whatever the agent did (a failure of the agent's own
+   * making, or an infrastructure failure the loop may retry). Rejects with AgentSetupError when the
+   * model API refused the credentials: no retry can fix that, so the run stops and says what to set.
+   */
   run(request: AgentRequest): Promise<AgentOutcome>;
+}
+
+/**
+ * The model API refused the agent's credentials (401/403): a setup error. Exit code 2 (bad input), so
+ * the loop does not retry it as infrastructure; the run stops with this message and hint.
+ */
+export class AgentSetupError extends HillclimbError {
+  override name = 'AgentSetupError';
+
+  constructor(
+    readonly agent: string,
+    problem: string,
+    opts: { hint: string; logFile: string },
+  ) {
+    super(`agent ${agent}: ${problem}`, {
+      hint: `${opts.hint} (the agent log is ${opts.logFile})`,
+      exitCode: ExitCode.badInput,
+    });
+  }
 }

@@ -19,7 +19,7 @@ import { nodeReadPaths, programReadPaths, sandboxCommand } from '../exec/sandbox
 import type { Logger } from '../util/log.js';
 import type { AgentRequest } from './agent.js';
 import { agentEnvironment, gitIdentityEnv } from './environment.js';
-import { type ProcessOutcome, runAgentProcess } from './process.js';
+import { type LineSignal, type ProcessOutcome, runAgentProcess } from './process.js';
 
 export interface AgentLaunch {
   /** The adapter's name: the git identity of its commits and the prefix of its warnings. */
@@ -37,6 +37,11 @@ export interface AgentLaunch {
   /** Variables added to the request's env (the command agent's HILLCLIMB_*). */
   extraEnv?: Readonly<Record<string, string>>;
   apiFailure?: (result: ExecResult) => string | undefined;
+  /** How the CLI says the API refused its credentials (see process.ts). */
+  setupFailure?: (result: ExecResult) => string | undefined;
+  /** Reads the output as it arrives: a refused key or an endless API retry stops the run (process.ts). */
+  watchLine?: (line: string, stream: 'stdout' | 'stderr') => LineSignal | undefined;
+  apiRetryLimitMs?: number;
   infraExitCodes?: readonly number[];
   /**
    * The CLI's own config folder (login, settings), as the variable that names it and its default under
@@ -111,6 +116,9 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
     idleTimeoutMs: request.idleTimeoutMs,
     signal: request.signal,
     apiFailure: launch.apiFailure,
+    setupFailure: launch.setupFailure,
+    watchLine: launch.watchLine,
+    apiRetryLimitMs: launch.apiRetryLimitMs,
     infraExitCodes: launch.infraExitCodes,
   });
   return { ...outcome, isolation: sandbox ? 'sandbox' : 'none' };

@@ -7,7 +7,9 @@
  * | exit 0                                               | finished | —          |
  * | binary missing / cannot start                        | failed   | yes        |
  * | non-zero exit, output shows a model-API failure      | failed   | yes        |
- * |   (429, 5xx, overloaded, unreachable, auth, quota)   |          |            |
+ * |   (429, 5xx, overloaded, unreachable, quota)         |          |            |
+ * | the model API refused the credentials (401, 403)     | failed   | — (setupError: stopped at the first refusal) |
+ * | the CLI kept retrying the model API with no progress | failed   | yes (stopped after `apiRetryLimitMs`) |
  * | non-zero exit for any other reason, or a crash       | failed   | —          |
  * | wall-clock timeout                                   | timeout  | —          |
  * | idle timeout                                         | timeout  | only if the output shows the CLI was retrying a model-API failure |
@@ -16,6 +18,11 @@
  * Idle timeouts: both CLIs retry API errors themselves and print each retry, so a silent agent is most
  * often stuck on its own command (a test waiting forever); it counts as the agent's unless its last
  * words were API-retry messages.
+ *
+ * Two things cannot wait for the process to end, so the adapter reads the output line by line
+ * (`watchLine`): a rejected key (both CLIs retry a 401 for minutes, and no retry can fix it), and an API
+ * that never answers (codex 0.169 prints `Reconnecting... waiting for network` every ~20 s for as long
+ * as the endpoint is unreachable, so neither the idle timeout nor its own retry limit ever ends it).
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -40,14 +47,34 @@ export interface AgentProcessSpec {
   signal?: AbortSignal;
   /** Recognize a model-API failure in the output; returns a one-line description. */
   apiFailure?: (result: ExecResult) => string | undefined;
+  /** Recognize, in the finished output, that the API refused the credentials (a setup error). */
+  setupFailure?: (result: ExecResult) => string | undefined;
+  /** Read each output line as it arrives (see LineSignal). */
+  watchLine?: (line: string, stream: 'stdout' | 'stderr') => LineSignal | undefined;
+  /**
+   * How long the CLI may keep retrying the model API with no sign of progress before the run is stopped
+   * as an infrastructure failure. Default DEFAULT_API_RETRY_LIMIT_MS; only used with `watchLine`.
+   */
+  apiRetryLimitMs?: number;
   /** Exit codes by which the agent itself reports an infrastructure failure (the command agent's 75). */
   infraExitCodes?: readonly number[];
 }
+
+/** What one output line says about the model API, as `watchLine` reads it. */
+export type LineSignal =
+  /** A failure no retry can fix (the key was refused): the run stops now, as a setup error. */
+  | { setup: string }
+  /** The CLI is retrying or reconnecting to the model API. */
+  | { retrying: string }
+  /** The model answered (a tool ran, a message arrived): the API works. */
+  | { progress: true };
 
 export interface ProcessOutcome {
   status: AgentStatus;
   exitCode: number | null;
   infraError?: string;
+  /** The model API refused the agent's credentials: retrying cannot help, the user must fix the key. */
+  setupError?: string;
   /** The finished process (absent when it could not start). */
   result?: ExecResult;
   durationMs: number;
@@ -58,6 +85,13 @@ export interface ProcessOutcome {
 /** After SIGTERM, give an agent CLI this long to stop its own children before SIGKILL. */
 const AGENT_KILL_GRACE_MS = 5000;
 
+/**
+ * Longer than either CLI's own retry schedule for a failing API (Claude Code 2.1: 10 retries, about
+ * three minutes; codex 0.169: 5 stream retries per transport, under a minute), so a CLI that gives up by
+ * itself is classified from its own final words; only an endless wait is cut short.
+ */
+export const DEFAULT_API_RETRY_LIMIT_MS = 5 * 60_000;
+
 export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOutcome> {
   const started = Date.now();
   mkdirSync(dirname(spec.logFile), { recursive: true });
@@ -65,6 +99,15 @@ export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOu
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}\n# cwd: ${spec.cwd}\n`,
   );
+  const watch = new ApiWatch(spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS, spec.signal);
+  try {
+    return await runWatched(spec, started, watch);
+  } finally {
+    watch.dispose();
+  }
+}
+
+async function runWatched(spec: AgentProcessSpec, started: number, watch: ApiWatch): Promise<ProcessOutcome> {
   let result: ExecResult;
   try {
     result = await run(spec.command, spec.args, {
@@ -78,7 +121,8 @@ export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOu
       killGraceMs: AGENT_KILL_GRACE_MS,
       logFile: spec.logFile,
       redact: spec.secrets,
-      signal: spec.signal,
+      signal: watch.signal,
+      ...(spec.watchLine ? { onLine: (line, stream) => watch.read(spec.watchLine!(line, stream)) } : {}),
     });
   } catch (e) {
     if (!(e instanceof ExecError)) throw e;
@@ -110,6 +154,15 @@ export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOu
       };
     }
     if (ended.killedBy === 'abort') {
+      const stop = watch.stopped;
+      if (stop?.kind === 'setup') {
+        appendFileSync(spec.logFile, `# stopped by the harness: ${stop.message}\n`);
+        return { status: 'failed', exitCode: null, setupError: stop.message, result: ended, durationMs };
+      }
+      if (stop?.kind === 'api') {
+        appendFileSync(spec.logFile, `# stopped by the harness: ${stop.message}\n`);
+        return { status: 'failed', exitCode: null, infraError: stop.message, result: ended, durationMs };
+      }
       return { status: 'failed', exitCode: null, infraError: 'cancelled', result: ended, durationMs };
     }
     // Killed by a signal nobody here sent: the agent crashed.
@@ -126,6 +179,8 @@ export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOu
       durationMs,
     };
   }
+  const setup = spec.setupFailure?.(result);
+  if (setup) return { status: 'failed', exitCode: result.exitCode, setupError: setup, result, durationMs };
   const api = spec.apiFailure?.(result);
   return {
     status: 'failed',
@@ -134,6 +189,57 @@ export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOu
     durationMs,
     ...(api ? { infraError: `model API failure: ${api}` } : {}),
   };
+}
+
+/**
+ * Acts on the signals `watchLine` reads while the agent runs: stops the process at the first setup
+ * error, and when API retries go on for `limitMs` with no progress in between. Its signal also
+ * follows the request's own (cancel).
+ */
+class ApiWatch {
+  private readonly controller = new AbortController();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private lastRetry = '';
+  private readonly onCancel = () => this.controller.abort();
+  stopped: { kind: 'setup' | 'api'; message: string } | undefined;
+
+  constructor(
+    private readonly limitMs: number,
+    private readonly outer: AbortSignal | undefined,
+  ) {
+    if (outer?.aborted) this.controller.abort();
+    else outer?.addEventListener('abort', this.onCancel, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  read(signal: LineSignal | undefined): void {
+    if (signal === undefined || this.stopped) return;
+    if ('setup' in signal) this.stop('setup', signal.setup);
+    else if ('retrying' in signal) {
+      this.lastRetry = signal.retrying;
+      this.retryTimer ??= setTimeout(() => {
+        const seconds = Math.round(this.limitMs / 1000);
+        this.stop('api', `the model API kept failing for ${seconds} s with no answer: ${this.lastRetry}`);
+      }, this.limitMs);
+    } else {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+    }
+  }
+
+  private stop(kind: 'setup' | 'api', message: string): void {
+    if (this.controller.signal.aborted) return;
+    this.stopped = { kind, message: message.length > 300 ? `${message.slice(0, 299)}…` : message };
+    this.controller.abort();
+  }
+
+  dispose(): void {
+    clearTimeout(this.retryTimer);
+    this.outer?.removeEventListener('abort', this.onCancel);
+  }
 }
 
 /** The first line among `texts` that matches any pattern, trimmed to a readable length. */

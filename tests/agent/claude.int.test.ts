@@ -34,7 +34,7 @@ describe('claude adapter', () => {
       '--permission-mode',
       'acceptEdits',
       '--allowedTools',
-      'Read,Edit,Write,Glob,Grep,Bash(git status:*),Bash(git diff:*),Bash(git log:*),Bash(git show:*),Bash(git add:*),Bash(git commit:*),Bash(python:*),Bash(python3:*),Bash(.venv/bin/python:*)',
+      'Read,Glob,Grep,Bash(git status:*),Bash(git diff:*),Bash(git log:*),Bash(git show:*),Bash(git add:*),Bash(git commit:*),Bash(python:*),Bash(python3:*),Bash(.venv/bin/python:*)',
       '--model',
       'claude-opus-4-1',
       '--max-turns',

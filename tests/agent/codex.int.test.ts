@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CODEX_SANDBOX_NOTE, CodexAgent } from '../../src/agent/agents/codex.js';
+import { CODEX_SANDBOX_NOTE, CodexAgent, codexArgs } from '../../src/agent/agents/codex.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { HARNESS_IDENTITY } from '../../src/workspace/git.js';
 import { git } from '../workspace/repo.js';
@@ -19,7 +19,12 @@ describe('codex adapter', () => {
   it('runs codex exec with the exact flags, the prompt on stdin, and commits the change for the agent', async () => {
     const f = setup('ok');
     const head = git(f.repo.root, 'rev-parse', 'HEAD').trim();
-    const { agent } = codex({ model: 'gpt-5.4', reasoningEffort: 'high', extraArgs: ['--search'] });
+    const { agent } = codex({
+      model: 'gpt-5.5',
+      reasoningEffort: 'high',
+      extraArgs: ['--search'],
+      sourceEnv: { OPENAI_BASE_URL: 'https://llm-proxy.example/v1' },
+    });
     const outcome = await agent.run(f.request);
 
     const rec = f.record();
@@ -40,8 +45,20 @@ describe('codex adapter', () => {
       expect.stringMatching(/(?:hc-codex-|\.codex-)[^/]+\/result\.schema\.json$/),
       '-c',
       'sandbox_workspace_write.network_access=false',
+      '-c',
+      'sandbox_workspace_write.exclude_slash_tmp=true',
+      '-c',
+      'analytics.enabled=false',
+      '-c',
+      'check_for_update_on_startup=false',
+      '-c',
+      'features.apps=false',
+      '-c',
+      'features.plugins=false',
+      '-c',
+      'openai_base_url="https://llm-proxy.example/v1"',
       '-m',
-      'gpt-5.4',
+      'gpt-5.5',
       '-c',
       'model_reasoning_effort="high"',
       '--add-dir',
@@ -74,6 +91,17 @@ describe('codex adapter', () => {
     expect(log).toContain('$ codex exec --json');
     expect(log).toContain('"type":"turn.completed"');
     expect(outcome.logFile).toBe(f.request.logFile);
+  });
+
+  it('lets extra_args choose the endpoint or the provider instead of OPENAI_BASE_URL', () => {
+    const base = { workdir: '/w', lastMessageFile: '/l', schemaFile: '/s', baseUrl: 'https://a.example/v1' };
+    expect(codexArgs({ ...base, extraArgs: [] })).toContain('openai_base_url="https://a.example/v1"');
+    for (const own of ['openai_base_url="https://b.example/v1"', 'model_provider="azure"']) {
+      const args = codexArgs({ ...base, extraArgs: ['-c', own] });
+      expect(args.filter((a) => a.startsWith('openai_base_url=') || a.startsWith('model_provider='))).toEqual(
+        [own],
+      );
+    }
   });
 
   it('leaves out --add-dir when the result file is inside the workdir, and lets extra_args replace the sandbox', async () => {

@@ -15,12 +15,16 @@ describe('docs/agents.md', () => {
       lastMessageFile: '/l',
       schemaFile: '/s',
       resultDir: '/r',
+      baseUrl: 'https://u',
       model: 'm',
       reasoningEffort: 'high',
       extraArgs: [],
     });
     for (const a of args.filter((x) => x.startsWith('-') || x.includes('='))) {
-      expect(doc, a).toContain(a.replace('"high"', '"<agent.codex.reasoning_effort>"'));
+      const shown = a
+        .replace('"high"', '"<agent.codex.reasoning_effort>"')
+        .replace('"https://u"', '"<OPENAI_BASE_URL>"');
+      expect(doc, a).toContain(shown);
     }
   });
 

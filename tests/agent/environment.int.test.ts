@@ -84,8 +84,19 @@ describe('scrubbed agent environment', () => {
     const agent = new CodexAgent({ binary: 'codex', extraArgs: [], passEnv: ['HTTPS_PROXY'], logger });
     await agent.run(f.request);
     const env = f.record().env;
-    expectOnly(env, ['OPENAI_API_KEY', 'HTTPS_PROXY', ...GIT_IDENTITY, ...REQUEST]);
+    expectOnly(env, [
+      'OPENAI_API_KEY',
+      'CODEX_API_KEY',
+      'TMPDIR',
+      'HTTPS_PROXY',
+      ...GIT_IDENTITY,
+      ...REQUEST,
+    ]);
     expect(env.OPENAI_API_KEY).toBe(PLANTED.OPENAI_API_KEY);
+    // `codex exec` reads only CODEX_API_KEY: the user's OpenAI key is handed over under that name.
+    expect(env.CODEX_API_KEY).toBe(PLANTED.OPENAI_API_KEY);
+    // Its TMPDIR is a private scratch folder (the sandbox keeps /tmp read-only).
+    expect(env.TMPDIR).toMatch(/hc-codex-[^/]+\/tmp$/);
     expect(env.ANTHROPIC_API_KEY).toBeUndefined();
     expect(env.GIT_AUTHOR_NAME).toBe('codex (hillclimb agent)');
     expect(logger.lines.join('\n')).toContain('not passing GITHUB_TOKEN to the agent');

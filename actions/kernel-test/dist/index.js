@@ -41993,6 +41993,19 @@ import { isAbsolute as isAbsolute5, resolve as resolve8 } from "node:path";
 // src/agent/agents/claude.ts
 import { dirname as dirname9 } from "node:path";
 
+// src/agent/agent.ts
+var AgentSetupError = class extends HillclimbError {
+  constructor(agent, problem, opts) {
+    super(`agent ${agent}: ${problem}`, {
+      hint: `${opts.hint} (the agent log is ${opts.logFile})`,
+      exitCode: ExitCode2.badInput
+    });
+    this.agent = agent;
+  }
+  agent;
+  name = "AgentSetupError";
+};
+
 // src/agent/launch.ts
 import { existsSync as existsSync8, mkdirSync as mkdirSync8 } from "node:fs";
 import { homedir } from "node:os";
@@ -42223,6 +42236,7 @@ function gitIdentityEnv(agent) {
 import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync7 } from "node:fs";
 import { dirname as dirname7 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
+var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
   mkdirSync7(dirname7(spec.logFile), { recursive: true });
@@ -42232,6 +42246,14 @@ async function runAgentProcess(spec) {
 # cwd: ${spec.cwd}
 `
   );
+  const watch = new ApiWatch(spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS, spec.signal);
+  try {
+    return await runWatched(spec, started, watch);
+  } finally {
+    watch.dispose();
+  }
+}
+async function runWatched(spec, started, watch) {
   let result;
   try {
     result = await run(spec.command, spec.args, {
@@ -42245,7 +42267,8 @@ async function runAgentProcess(spec) {
       killGraceMs: AGENT_KILL_GRACE_MS,
       logFile: spec.logFile,
       redact: spec.secrets,
-      signal: spec.signal
+      signal: watch.signal,
+      ...spec.watchLine ? { onLine: (line, stream) => watch.read(spec.watchLine(line, stream)) } : {}
     });
   } catch (e) {
     if (!(e instanceof ExecError)) throw e;
@@ -42276,6 +42299,17 @@ async function runAgentProcess(spec) {
       };
     }
     if (ended.killedBy === "abort") {
+      const stop = watch.stopped;
+      if (stop?.kind === "setup") {
+        appendFileSync2(spec.logFile, `# stopped by the harness: ${stop.message}
+`);
+        return { status: "failed", exitCode: null, setupError: stop.message, result: ended, durationMs: durationMs2 };
+      }
+      if (stop?.kind === "api") {
+        appendFileSync2(spec.logFile, `# stopped by the harness: ${stop.message}
+`);
+        return { status: "failed", exitCode: null, infraError: stop.message, result: ended, durationMs: durationMs2 };
+      }
       return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
     }
     return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
@@ -42291,6 +42325,8 @@ async function runAgentProcess(spec) {
       durationMs
     };
   }
+  const setup = spec.setupFailure?.(result);
+  if (setup) return { status: "failed", exitCode: result.exitCode, setupError: setup, result, durationMs };
   const api = spec.apiFailure?.(result);
   return {
     status: "failed",
@@ -42300,6 +42336,47 @@ async function runAgentProcess(spec) {
     ...api ? { infraError: `model API failure: ${api}` } : {}
   };
 }
+var ApiWatch = class {
+  constructor(limitMs, outer) {
+    this.limitMs = limitMs;
+    this.outer = outer;
+    if (outer?.aborted) this.controller.abort();
+    else outer?.addEventListener("abort", this.onCancel, { once: true });
+  }
+  limitMs;
+  outer;
+  controller = new AbortController();
+  retryTimer;
+  lastRetry = "";
+  onCancel = () => this.controller.abort();
+  stopped;
+  get signal() {
+    return this.controller.signal;
+  }
+  read(signal) {
+    if (signal === void 0 || this.stopped) return;
+    if ("setup" in signal) this.stop("setup", signal.setup);
+    else if ("retrying" in signal) {
+      this.lastRetry = signal.retrying;
+      this.retryTimer ??= setTimeout(() => {
+        const seconds2 = Math.round(this.limitMs / 1e3);
+        this.stop("api", `the model API kept failing for ${seconds2} s with no answer: ${this.lastRetry}`);
+      }, this.limitMs);
+    } else {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = void 0;
+    }
+  }
+  stop(kind, message) {
+    if (this.controller.signal.aborted) return;
+    this.stopped = { kind, message: message.length > 300 ? `${message.slice(0, 299)}\u2026` : message };
+    this.controller.abort();
+  }
+  dispose() {
+    clearTimeout(this.retryTimer);
+    this.outer?.removeEventListener("abort", this.onCancel);
+  }
+};
 function firstMatchingLine(texts, patterns) {
   for (const text3 of texts) {
     for (const line of text3.split("\n")) {
@@ -42393,6 +42470,9 @@ async function launchAgent(request2, launch) {
     idleTimeoutMs: request2.idleTimeoutMs,
     signal: request2.signal,
     apiFailure: launch.apiFailure,
+    setupFailure: launch.setupFailure,
+    watchLine: launch.watchLine,
+    apiRetryLimitMs: launch.apiRetryLimitMs,
     infraExitCodes: launch.infraExitCodes
   });
   return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
@@ -42494,8 +42574,6 @@ function resultFromMessage(text3) {
 // src/agent/agents/claude.ts
 var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
   "Read",
-  "Edit",
-  "Write",
   "Glob",
   "Grep",
   "Bash(git status:*)",
@@ -42512,12 +42590,24 @@ var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
 var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
 var API_FAILURE = [
   /API Error:? \(?(?:429|5\d\d)\b/i,
+  /Request rejected \(429\)|Repeated 529 Overloaded errors|Unable to connect to API/i,
   /overloaded_error|rate_limit_error|"type":"api_error"/,
-  /API Error: (?:Connection error|Request timed out)/i,
+  /API Error: (?:Connection error|Connection refused|Request timed out)/i,
   /usage limit reached|out of (?:extra )?usage/i,
-  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
   /Retrying in \d+ seconds/
 ];
+var SETUP_FAILURE = [
+  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|Failed to authenticate|API Error: 40[13]\b/i
+];
+var SETUP_ERRORS = /* @__PURE__ */ new Set([
+  "authentication_failed",
+  "oauth_org_not_allowed",
+  "account_on_hold",
+  "verification_required",
+  "billing_error",
+  "model_not_found",
+  "cloud_credential_error"
+]);
 var ClaudeAgent = class {
   constructor(opts) {
     this.opts = opts;
@@ -42542,8 +42632,17 @@ var ClaudeAgent = class {
       passEnv: this.opts.passEnv,
       apiFailure: claudeApiFailure,
       configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
+      setupFailure: claudeSetupFailure,
+      watchLine: claudeLineSignal,
+      apiRetryLimitMs: this.opts.apiRetryLimitMs,
       logger: this.opts.logger
     });
+    if (proc.setupError) {
+      throw new AgentSetupError(this.name, proc.setupError, {
+        hint: claudeKeyHint({ ...this.opts.sourceEnv ?? process.env, ...request2.env }),
+        logFile: request2.logFile
+      });
+    }
     let { result, problem } = readAgentResult(request2.resultFile);
     if (!result && proc.result) {
       const fromMessage = finalResult(proc.result.stdout);
@@ -42567,17 +42666,71 @@ function claudeArgs(i) {
   args.push(...user);
   return args;
 }
+function finalEvent(stdout) {
+  return jsonLines(stdout).filter((e) => e.type === "result").at(-1);
+}
+function apiErrorStatus(final) {
+  return typeof final?.api_error_status === "number" ? final.api_error_status : void 0;
+}
+function assistantErrors(stdout) {
+  return jsonLines(stdout).filter((e) => e.type === "assistant" && typeof e.error === "string").map((e) => e.error);
+}
+function failedResultText(final) {
+  if (!final) return "";
+  const failed = final.is_error === true || typeof final.subtype === "string" && final.subtype.startsWith("error");
+  return failed && typeof final.result === "string" ? final.result : "";
+}
 function claudeApiFailure(result) {
-  const messages = [];
-  for (const ev of jsonLines(result.stdout)) {
-    if (ev.type !== "result") continue;
-    const failed = ev.is_error === true || typeof ev.subtype === "string" && ev.subtype.startsWith("error");
-    if (failed && typeof ev.result === "string") messages.push(ev.result);
+  const final = finalEvent(result.stdout);
+  const text3 = failedResultText(final).split("\n")[0].trim();
+  const status = apiErrorStatus(final);
+  if (final?.is_error === true && (final.terminal_reason === "api_error" || status !== void 0)) {
+    return `${text3 || "API error"} (${status === void 0 ? "no HTTP response" : `status ${status}`})`;
   }
-  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+  return firstMatchingLine([text3, result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+}
+function claudeSetupFailure(result) {
+  const final = finalEvent(result.stdout);
+  const text3 = failedResultText(final).split("\n")[0].trim();
+  const status = apiErrorStatus(final);
+  const refused = status === 401 || status === 403 || assistantErrors(result.stdout).some((e) => SETUP_ERRORS.has(e));
+  if (refused) return `the model API refused the credentials: ${text3 || `status ${status}`}`;
+  const line = firstMatchingLine([text3, result.stderr], SETUP_FAILURE);
+  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
+}
+function claudeLineSignal(line, stream) {
+  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
+  let ev;
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    return void 0;
+  }
+  if (ev.type === "system" && ev.subtype === "api_retry") {
+    const status = typeof ev.error_status === "number" ? ev.error_status : void 0;
+    const error2 = typeof ev.error === "string" ? ev.error : "unknown";
+    const what = `${status ?? "no HTTP response"} ${error2}`;
+    if (status === 401 || status === 403 || SETUP_ERRORS.has(error2)) {
+      return { setup: `the model API refused the credentials (${what})` };
+    }
+    return { retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}` };
+  }
+  const message = ev.message;
+  if (ev.type === "assistant" && message?.model !== "<synthetic>" || ev.type === "user") {
+    return { progress: true };
+  }
+  return void 0;
+}
+function claudeKeyHint(source) {
+  const where2 = source.ANTHROPIC_BASE_URL?.trim() || "api.anthropic.com";
+  if (source.ANTHROPIC_API_KEY?.trim()) return `ANTHROPIC_API_KEY was refused by ${where2}: set a valid key`;
+  if (source.CLAUDE_CODE_OAUTH_TOKEN?.trim()) {
+    return `CLAUDE_CODE_OAUTH_TOKEN was refused by ${where2}: create a new one with \`claude setup-token\``;
+  }
+  return "neither ANTHROPIC_API_KEY nor CLAUDE_CODE_OAUTH_TOKEN is set: set one (an API key, or a token from `claude setup-token`)";
 }
 function finalResult(stdout) {
-  const last = jsonLines(stdout).filter((e) => e.type === "result").at(-1);
+  const last = finalEvent(stdout);
   if (!last) return void 0;
   if (last.structured_output !== void 0) {
     const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
@@ -42587,7 +42740,7 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync10, mkdtempSync as mkdtempSync2, readFileSync as readFileSync7, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync10, mkdirSync as mkdirSync10, mkdtempSync as mkdtempSync2, readFileSync as readFileSync7, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname10, join as join13 } from "node:path";
 
@@ -42618,8 +42771,8 @@ ${body.join("\n\n")}
 }
 
 // src/agent/agents/codex.ts
-var CODEX_MODEL_KEYS = ["OPENAI_API_KEY", "CODEX_API_KEY"];
-var CODEX_SETTINGS = ["CODEX_HOME", "OPENAI_BASE_URL"];
+var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
+var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
 
 ## Note from the harness (codex sandbox)
@@ -42630,15 +42783,26 @@ decide on no change, leave the working tree clean.
 `;
 var API_FAILURE2 = [
   /exceeded retry limit, last status: (?:429|5\d\d)/i,
-  /unexpected status (?:429|5\d\d|401|403)/i,
+  /unexpected status (?:429|5\d\d)/i,
   /stream disconnected before completion/i,
   /currently experiencing high demand/i,
   /Connection failed:|error sending request for url|Error while reading the server response/i,
   /(?:connection|request) (?:timed out|refused|reset)/i,
   /You've hit your usage limit|Quota exceeded|usage limit/i,
-  /401 Unauthorized|Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i,
-  /Reconnecting\.\.\. \d+\/\d+/
+  /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/
 ];
+var SETUP_FAILURE2 = [
+  /unexpected status (?:401|403)\b/i,
+  /\b401 Unauthorized\b/i,
+  /Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i
+];
+var QUIET_CONFIG = [
+  "analytics.enabled=false",
+  "check_for_update_on_startup=false",
+  "features.apps=false",
+  "features.plugins=false"
+];
+var UNKNOWN_MODEL = /Model metadata for `([^`]+)` not found/;
 var CodexAgent = class {
   constructor(opts) {
     this.opts = opts;
@@ -42657,15 +42821,20 @@ var CodexAgent = class {
       const schemaFile = join13(scratch, "result.schema.json");
       writeFileSync3(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
+      const agentTmp = join13(scratch, "tmp");
+      mkdirSync10(agentTmp);
+      const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const args = codexArgs({
         workdir: request2.workdir,
         lastMessageFile,
         schemaFile,
         resultDir: outsideOf(request2.workdir, dirname10(request2.resultFile)),
+        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs
       });
+      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
       const proc = await launchAgent(request2, {
         agent: this.name,
         command: this.opts.binary,
@@ -42675,10 +42844,26 @@ var CodexAgent = class {
         modelKeys: CODEX_MODEL_KEYS,
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
+        extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: apiKey } : {} },
         apiFailure: codexApiFailure,
         configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
+        setupFailure: codexSetupFailure,
+        watchLine: codexLineSignal,
+        apiRetryLimitMs: this.opts.apiRetryLimitMs,
         logger: this.opts.logger
       });
+      const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
+      if (unknownModel) {
+        this.opts.logger.warn(
+          `codex: model ${unknownModel} is not in this codex's model catalog (codex debug models --bundled): it gets no apply_patch tool and edits through shell commands only`
+        );
+      }
+      if (proc.setupError) {
+        throw new AgentSetupError(this.name, proc.setupError, {
+          hint: codexKeyHint(source, nonEmpty(source.OPENAI_BASE_URL)),
+          logFile: request2.logFile
+        });
+      }
       let { result, problem } = readAgentResult(request2.resultFile);
       if (!result && existsSync10(lastMessageFile)) {
         const fromMessage = resultFromMessage(readFileSync7(lastMessageFile, "utf8"));
@@ -42700,6 +42885,7 @@ var CodexAgent = class {
 function codexArgs(i) {
   const user = i.extraArgs;
   const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const configures = (...keys) => user.some((a) => keys.some((k) => a.startsWith(`${k}=`)));
   const args = ["exec", "--json"];
   if (!has("--color")) args.push("--color", "never");
   if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
@@ -42708,20 +42894,64 @@ function codexArgs(i) {
   if (!has("--ephemeral")) args.push("--ephemeral");
   args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);
   args.push("-c", "sandbox_workspace_write.network_access=false");
+  args.push("-c", "sandbox_workspace_write.exclude_slash_tmp=true");
+  for (const quiet of QUIET_CONFIG) args.push("-c", quiet);
+  if (i.baseUrl !== void 0 && !configures("openai_base_url", "model_provider")) {
+    args.push("-c", `openai_base_url=${JSON.stringify(i.baseUrl)}`);
+  }
   if (i.model !== void 0 && !has("-m", "--model")) args.push("-m", i.model);
   if (i.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i.reasoningEffort}"`);
   if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
   args.push(...user, "-");
   return args;
 }
-function codexApiFailure(result) {
+function errorMessages(stdout) {
   const messages = [];
-  for (const ev of jsonLines(result.stdout)) {
+  for (const ev of jsonLines(stdout)) {
     if (ev.type === "error" && typeof ev.message === "string") messages.push(ev.message);
     const err = ev.error;
     if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
   }
-  return firstMatchingLine([messages.join("\n"), result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
+  return messages;
+}
+function codexApiFailure(result) {
+  const messages = errorMessages(result.stdout).join("\n");
+  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
+}
+function codexSetupFailure(result) {
+  const messages = errorMessages(result.stdout).join("\n");
+  const line = firstMatchingLine([messages, result.stderr], SETUP_FAILURE2);
+  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
+}
+function codexLineSignal(line, stream) {
+  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
+  let ev;
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    return void 0;
+  }
+  if (ev.type === "error" && typeof ev.message === "string") {
+    if (SETUP_FAILURE2.some((p) => p.test(ev.message))) {
+      return { setup: `the model API refused the credentials: ${ev.message}` };
+    }
+    return ev.message.startsWith("Reconnecting...") ? { retrying: ev.message } : void 0;
+  }
+  if ((ev.type === "item.started" || ev.type === "item.completed") && ev.item?.type !== "error") {
+    return { progress: true };
+  }
+  return void 0;
+}
+function codexKeyHint(source, baseUrl) {
+  const where2 = baseUrl ?? "api.openai.com";
+  if (nonEmpty(source.CODEX_API_KEY)) return `CODEX_API_KEY was refused by ${where2}: set a valid key there`;
+  if (nonEmpty(source.OPENAI_API_KEY)) {
+    return `OPENAI_API_KEY (passed to codex as CODEX_API_KEY, the only key codex exec reads) was refused by ${where2}: set a valid key`;
+  }
+  return "neither OPENAI_API_KEY nor CODEX_API_KEY is set: set one to an OpenAI API key (or run `codex login` as this user)";
+}
+function nonEmpty(value) {
+  return value === void 0 || value.trim() === "" ? void 0 : value;
 }
 
 // src/agent/agents/command.ts
@@ -42756,7 +42986,7 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync11, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync4 } from "node:fs";
 import { basename, dirname as dirname11, join as join14 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
@@ -42788,7 +43018,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync10(dirname11(request2.logFile), { recursive: true });
+    mkdirSync11(dirname11(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -42978,7 +43208,7 @@ function getAgentTypes() {
 import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync3, readdirSync as readdirSync4, rmSync as rmSync5 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync3, readdirSync as readdirSync4, rmSync as rmSync5 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname14, join as join17, resolve as resolve9 } from "node:path";
 
@@ -43047,7 +43277,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync11, rmSync as rmSync4, writeFileSync as writeFileSync6 } from "node:fs";
+import { mkdirSync as mkdirSync12, rmSync as rmSync4, writeFileSync as writeFileSync6 } from "node:fs";
 import { dirname as dirname13, join as join16 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -43126,7 +43356,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync11(dirname13(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync12(dirname13(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -43152,9 +43382,9 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync11(target, { recursive: true });
+      mkdirSync12(target, { recursive: true });
     } else {
-      mkdirSync11(dirname13(target), { recursive: true });
+      mkdirSync12(dirname13(target), { recursive: true });
       writeFileSync6(target, entry.data);
     }
   }
@@ -43208,7 +43438,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync12(dirname14(job.logFile), { recursive: true });
+    mkdirSync13(dirname14(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
@@ -43225,7 +43455,7 @@ var LocalBackend = class {
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync12(cache2, { recursive: true });
+    mkdirSync13(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -43239,7 +43469,7 @@ var LocalBackend = class {
     const scratch = mkdtempSync3(join17(tmpdir4(), "hc-job-"));
     try {
       const out = join17(scratch, "out");
-      mkdirSync12(out);
+      mkdirSync13(out);
       const inside = {
         ...job.outputs.metrics ? { metrics: join17(out, SANDBOX_OUTPUTS.metrics) } : {},
         ...job.outputs.junit ? { junit: join17(out, SANDBOX_OUTPUTS.junit) } : {},
@@ -43358,7 +43588,7 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync5, readFileSync as readFileSync10, rmSync as rmSync7 } from "node:fs";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readFileSync as readFileSync10, rmSync as rmSync7 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
 import { dirname as dirname15, join as join19 } from "node:path";
 
@@ -43965,7 +44195,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync13(dirname15(job.logFile), { recursive: true });
+    mkdirSync14(dirname15(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -44171,7 +44401,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync6, readFileSync as readFileSync12, rmSync as rmSync9 } from "node:fs";
+import { mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync6, readFileSync as readFileSync12, rmSync as rmSync9 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
 import { dirname as dirname16, join as join21 } from "node:path";
 
@@ -44374,14 +44604,14 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync14, readdirSync as readdirSync5, readFileSync as readFileSync11, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync7 } from "node:fs";
+import { mkdirSync as mkdirSync15, readdirSync as readdirSync5, readFileSync as readFileSync11, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync7 } from "node:fs";
 import { join as join20 } from "node:path";
 function tpuStateDir(stateDir) {
   return join20(stateDir, "tpu");
 }
 var recordFile = (dir, name, zone) => join20(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync14(dir, { recursive: true });
+  mkdirSync15(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
@@ -44762,7 +44992,7 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync15(dirname16(job.logFile), { recursive: true });
+    mkdirSync16(dirname16(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
@@ -50075,7 +50305,7 @@ function redactUrl(url) {
 
 // src/forge/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync4, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync4, mkdirSync as mkdirSync17, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep3 } from "node:timers/promises";
@@ -50093,7 +50323,7 @@ async function acquire(lockPath, opts) {
   const staleMs = opts.staleMs ?? 10 * 6e4;
   const token = randomUUID2();
   const content = { pid: process.pid, host: hostname2(), token, acquiredAt: "" };
-  mkdirSync16(dirname17(lockPath), { recursive: true });
+  mkdirSync17(dirname17(lockPath), { recursive: true });
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -50478,7 +50708,7 @@ import { resolve as resolve14 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync7, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync5 } from "node:fs";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync7, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync5 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
 import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join24, resolve as resolve12 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
@@ -50515,7 +50745,7 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync11, statSync as statSync4 } from "node:fs";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync18, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync11, statSync as statSync4 } from "node:fs";
 import { basename as basename2, dirname as dirname18, join as join23 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
@@ -50533,7 +50763,7 @@ function walkFiles(dir) {
   return out.sort();
 }
 function copyFileAtomic(src, dest) {
-  mkdirSync17(dirname18(dest), { recursive: true });
+  mkdirSync18(dirname18(dest), { recursive: true });
   const tmp = join23(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync3(src, tmp);
@@ -50591,9 +50821,9 @@ var BranchStore = class {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
       const worktree = join24(s.dir, "checkout");
-      mkdirSync18(worktree);
+      mkdirSync19(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync18(dirname19(dest), { recursive: true });
+      mkdirSync19(dirname19(dest), { recursive: true });
       const tmp = join24(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
         copyFileSync4(join24(worktree, key), tmp);
@@ -50880,7 +51110,7 @@ function sleep4(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync19, openAsBlob, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync6 } from "node:fs";
+import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync6 } from "node:fs";
 import { basename as basename4, dirname as dirname20, join as join25 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -59338,7 +59568,7 @@ var HfStore = class {
         hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
       });
     }
-    mkdirSync19(dirname20(dest), { recursive: true });
+    mkdirSync20(dirname20(dest), { recursive: true });
     const tmp = join25(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
@@ -65724,7 +65954,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync16 } from "node:fs";
+import { existsSync as existsSync21, mkdirSync as mkdirSync21, rmSync as rmSync16 } from "node:fs";
 import { join as join33 } from "node:path";
 
 // src/evidence/analysis/agreement.ts
@@ -70354,7 +70584,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 async function profileCommit(ctx, workdir, traceDir, id, files) {
   const profile = ctx.target.profile;
   rmSync16(traceDir, { recursive: true, force: true });
-  mkdirSync20(traceDir, { recursive: true });
+  mkdirSync21(traceDir, { recursive: true });
   const result = await ctx.backend.run({
     id,
     command: profile.command,
@@ -70535,11 +70765,11 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync23, mkdirSync as mkdirSync22, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
+import { existsSync as existsSync23, mkdirSync as mkdirSync23, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync22, readdirSync as readdirSync12, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";
 import { join as join35 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -70554,7 +70784,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const from = join35(src, rel);
     const st = lstatSync3(from);
     if (st.isDirectory()) {
-      if (rel !== "") mkdirSync21(join35(dest, rel), { recursive: true });
+      if (rel !== "") mkdirSync22(join35(dest, rel), { recursive: true });
       for (const name of readdirSync12(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk3(rel === "" ? name : `${rel}/${name}`);
@@ -70641,7 +70871,7 @@ var proposeStep = {
     const repo = agentRepoPath(ctx, ev.iteration);
     const out = agentOutputPath(ctx, ev.iteration);
     rmSync18(dirname21(repo), { recursive: true, force: true });
-    mkdirSync22(out, { recursive: true });
+    mkdirSync23(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const resultFile = join36(out, AGENT_RESULT_NAME);

@@ -11,19 +11,36 @@
  * the Claude Code CLI reference (docs.anthropic.com/en/docs/claude-code/cli-reference: `--add-dir`,
  * `--allowedTools`, `--permission-mode` with `acceptEdits`, `--max-turns`, `--output-format`).
  *
- * Permissions: `acceptEdits` approves file edits in the working folders without prompting; shell commands
- * run only when an allowed-tools rule names them (by default: read-only git, `git add`/`git commit`, and
- * python for the CPU tests). In print mode anything else is refused, not asked. Never
+ * Permissions: `acceptEdits` approves file edits in the working folders (the working tree and the
+ * `--add-dir` result folder) without prompting; shell commands run only when an allowed-tools rule names
+ * them (by default: read-only git, `git add`/`git commit`, and python for the CPU tests). In print mode
+ * anything else is refused, not asked. `Edit` and `Write` are deliberately NOT allow-listed: a bare tool
+ * rule approves that tool on every path, and with it Claude Code 2.1 writes outside the working folders
+ * (seen with the real binary; tests/agent/claude.real.int.test.ts). Never
  * `--dangerously-skip-permissions` unless the user puts it in `extra_args`. Claude Code has no OS sandbox
- * here: the scrubbed environment and the CI job boundary (no tokens, no cloud credentials) are the fence.
+ * here (an allowed `python` can still write anywhere the user can): the scrubbed environment and the CI
+ * job boundary (no tokens, no cloud credentials) are the fence.
+ *
+ * API failures: Claude Code retries them itself and reports each retry as a stream-json
+ * `{"type":"system","subtype":"api_retry","attempt","max_retries","retry_delay_ms","error_status","error"}`
+ * event (`error_status` is null when no HTTP response came, e.g. connection refused), and ends a failed
+ * run with a `result` event carrying `is_error`, `terminal_reason: "api_error"` and `api_error_status`
+ * (the SDK message schema bundled in the 2.1.332 binary). A 401/403 is a setup error and stops the run at
+ * the first retry notice; anything else is infrastructure.
  */
 import { dirname } from 'node:path';
 import type { ExecResult } from '../../exec/exec.js';
 import type { Logger } from '../../util/log.js';
-import type { Agent, AgentOutcome, AgentRequest, AgentResult } from '../agent.js';
+import {
+  type Agent,
+  type AgentOutcome,
+  type AgentRequest,
+  type AgentResult,
+  AgentSetupError,
+} from '../agent.js';
 import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
-import { firstMatchingLine, jsonLines, nonJsonLines } from '../process.js';
+import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
 import { readAgentResult, resultFromMessage } from '../result.js';
 
 export interface ClaudeOptions {
@@ -34,13 +51,18 @@ export interface ClaudeOptions {
   extraArgs: readonly string[];
   passEnv: readonly string[];
   logger: Logger;
+  /** How long Claude Code may keep retrying the model API with no answer (default: process.ts). */
+  apiRetryLimitMs?: number;
+  /** Where the credentials are looked up for the setup-error hint (default: process.env). */
+  sourceEnv?: NodeJS.ProcessEnv;
 }
 
-/** Enough to read and edit the kernel, run its CPU tests and commit; nothing that reaches out. */
+/**
+ * Enough to read the kernel, run its CPU tests and commit; nothing that reaches out. Edits need no rule:
+ * `acceptEdits` approves them inside the working folders, and only there.
+ */
 export const DEFAULT_CLAUDE_ALLOWED_TOOLS = [
   'Read',
-  'Edit',
-  'Write',
   'Glob',
   'Grep',
   'Bash(git status:*)',
@@ -58,15 +80,41 @@ export const DEFAULT_CLAUDE_ALLOWED_TOOLS = [
 export const CLAUDE_MODEL_KEYS = ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN'] as const;
 const CLAUDE_SETTINGS = ['ANTHROPIC_BASE_URL', 'CLAUDE_CONFIG_DIR'] as const;
 
-/** What Claude Code prints when the model API, not the agent, failed ("API Error: 529 …" and kin). */
+/**
+ * What Claude Code prints when the model API, not the agent, failed, for output without the structured
+ * fields: 2.1.332's texts (`API Error: Request rejected (429)`, `API Error: 529 …`, `API Error: Connection
+ * refused …`) and earlier 2.1 builds' (`Repeated 529 Overloaded errors`, `Unable to connect to API
+ * (ConnectionRefused)`).
+ */
 const API_FAILURE = [
   /API Error:? \(?(?:429|5\d\d)\b/i,
+  /Request rejected \(429\)|Repeated 529 Overloaded errors|Unable to connect to API/i,
   /overloaded_error|rate_limit_error|"type":"api_error"/,
-  /API Error: (?:Connection error|Request timed out)/i,
+  /API Error: (?:Connection error|Connection refused|Request timed out)/i,
   /usage limit reached|out of (?:extra )?usage/i,
-  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|API Error: 40[13]\b/i,
   /Retrying in \d+ seconds/,
 ];
+
+/** The API refused the credentials. */
+const SETUP_FAILURE = [
+  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|Failed to authenticate|API Error: 40[13]\b/i,
+];
+
+/**
+ * `error` values of `api_retry` events and synthetic assistant messages that no retry can fix (the enum in
+ * Claude Code 2.1.332's SDK schema: authentication_failed, oauth_org_not_allowed, account_on_hold,
+ * verification_required, billing_error, rate_limit, overloaded, invalid_request, model_not_found,
+ * server_error, unknown, max_output_tokens, cloud_credential_error).
+ */
+const SETUP_ERRORS = new Set([
+  'authentication_failed',
+  'oauth_org_not_allowed',
+  'account_on_hold',
+  'verification_required',
+  'billing_error',
+  'model_not_found',
+  'cloud_credential_error',
+]);
 
 export class ClaudeAgent implements Agent {
   readonly name = 'claude';
@@ -91,8 +139,17 @@ export class ClaudeAgent implements Agent {
       passEnv: this.opts.passEnv,
       apiFailure: claudeApiFailure,
       configDir: { env: 'CLAUDE_CONFIG_DIR', defaultInHome: '.claude' },
+      setupFailure: claudeSetupFailure,
+      watchLine: claudeLineSignal,
+      apiRetryLimitMs: this.opts.apiRetryLimitMs,
       logger: this.opts.logger,
     });
+    if (proc.setupError) {
+      throw new AgentSetupError(this.name, proc.setupError, {
+        hint: claudeKeyHint({ ...(this.opts.sourceEnv ?? process.env), ...request.env }),
+        logFile: request.logFile,
+      });
+    }
     let { result, problem } = readAgentResult(request.resultFile);
     if (!result && proc.result) {
       const fromMessage = finalResult(proc.result.stdout);
@@ -127,22 +184,101 @@ export function claudeArgs(i: ClaudeArgsInput): string[] {
   return args;
 }
 
-/** Model-API failures in the stream's final `result` event, stderr, or plain (non-JSON) stdout. */
+/** The stream's final `result` event, when there is one. */
+function finalEvent(stdout: string): Record<string, unknown> | undefined {
+  return jsonLines(stdout)
+    .filter((e) => e.type === 'result')
+    .at(-1);
+}
+
+/** The HTTP status of the API error that ended the run (`result.api_error_status`), if any. */
+function apiErrorStatus(final: Record<string, unknown> | undefined): number | undefined {
+  return typeof final?.api_error_status === 'number' ? final.api_error_status : undefined;
+}
+
+/** The `error` class Claude Code gave the failed call (on its synthetic assistant message). */
+function assistantErrors(stdout: string): string[] {
+  return jsonLines(stdout)
+    .filter((e) => e.type === 'assistant' && typeof e.error === 'string')
+    .map((e) => e.error as string);
+}
+
+/** Text of a failed final `result` event (`is_error`, or an `error_*` subtype). */
+function failedResultText(final: Record<string, unknown> | undefined): string {
+  if (!final) return '';
+  const failed =
+    final.is_error === true || (typeof final.subtype === 'string' && final.subtype.startsWith('error'));
+  return failed && typeof final.result === 'string' ? final.result : '';
+}
+
+/**
+ * Model-API failures: the final `result` event's `terminal_reason: "api_error"` / `api_error_status`
+ * first, then the known texts in the final result, stderr, or plain (non-JSON) stdout.
+ */
 export function claudeApiFailure(result: ExecResult): string | undefined {
-  const messages: string[] = [];
-  for (const ev of jsonLines(result.stdout)) {
-    if (ev.type !== 'result') continue;
-    const failed = ev.is_error === true || (typeof ev.subtype === 'string' && ev.subtype.startsWith('error'));
-    if (failed && typeof ev.result === 'string') messages.push(ev.result);
+  const final = finalEvent(result.stdout);
+  const text = failedResultText(final).split('\n')[0]!.trim();
+  const status = apiErrorStatus(final);
+  if (final?.is_error === true && (final.terminal_reason === 'api_error' || status !== undefined)) {
+    return `${text || 'API error'} (${status === undefined ? 'no HTTP response' : `status ${status}`})`;
   }
-  return firstMatchingLine([messages.join('\n'), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+  return firstMatchingLine([text, result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+}
+
+/** The API refused Claude Code's credentials (401/403, or an authentication `error` class). */
+export function claudeSetupFailure(result: ExecResult): string | undefined {
+  const final = finalEvent(result.stdout);
+  const text = failedResultText(final).split('\n')[0]!.trim();
+  const status = apiErrorStatus(final);
+  const refused =
+    status === 401 || status === 403 || assistantErrors(result.stdout).some((e) => SETUP_ERRORS.has(e));
+  if (refused) return `the model API refused the credentials: ${text || `status ${status}`}`;
+  const line = firstMatchingLine([text, result.stderr], SETUP_FAILURE);
+  return line === undefined ? undefined : `the model API refused the credentials: ${line}`;
+}
+
+/**
+ * One stream-json line as it arrives: an `api_retry` event is a retry notice (a setup error when the
+ * status is 401/403 or the error class is one no retry fixes); a real assistant message (not the
+ * `<synthetic>` one Claude Code writes for an API error) or a tool result means the model answered.
+ */
+export function claudeLineSignal(line: string, stream: 'stdout' | 'stderr'): LineSignal | undefined {
+  if (stream !== 'stdout' || !line.startsWith('{')) return undefined;
+  let ev: Record<string, unknown>;
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (ev.type === 'system' && ev.subtype === 'api_retry') {
+    const status = typeof ev.error_status === 'number' ? ev.error_status : undefined;
+    const error = typeof ev.error === 'string' ? ev.error : 'unknown';
+    const what = `${status ?? 'no HTTP response'} ${error}`;
+    if (status === 401 || status === 403 || SETUP_ERRORS.has(error)) {
+      return { setup: `the model API refused the credentials (${what})` };
+    }
+    return { retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}` };
+  }
+  const message = ev.message as { model?: unknown } | undefined;
+  if ((ev.type === 'assistant' && message?.model !== '<synthetic>') || ev.type === 'user') {
+    return { progress: true };
+  }
+  return undefined;
+}
+
+/** What to tell a user whose credentials were refused. */
+export function claudeKeyHint(source: NodeJS.ProcessEnv): string {
+  const where = source.ANTHROPIC_BASE_URL?.trim() || 'api.anthropic.com';
+  if (source.ANTHROPIC_API_KEY?.trim()) return `ANTHROPIC_API_KEY was refused by ${where}: set a valid key`;
+  if (source.CLAUDE_CODE_OAUTH_TOKEN?.trim()) {
+    return `CLAUDE_CODE_OAUTH_TOKEN was refused by ${where}: create a new one with \`claude setup-token\``;
+  }
+  return 'neither ANTHROPIC_API_KEY nor CLAUDE_CODE_OAUTH_TOKEN is set: set one (an API key, or a token from `claude setup-token`)';
 }
 
 /** A result in the final `result` event: `structured_output` (with --json-schema) or the final text. */
 function finalResult(stdout: string): AgentResult | undefined {
-  const last = jsonLines(stdout)
-    .filter((e) => e.type === 'result')
-    .at(-1);
+  const last = finalEvent(stdout);
   if (!last) return undefined;
   if (last.structured_output !== undefined) {
     const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));

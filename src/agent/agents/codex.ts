@@ -3,7 +3,10 @@
  *
  *   codex exec --json --color never --sandbox workspace-write --ephemeral -C <workdir>
  *     --output-last-message <log>.last-message.txt --output-schema <result schema>
- *     -c sandbox_workspace_write.network_access=false [-m <model>] [-c model_reasoning_effort="<effort>"]
+ *     -c sandbox_workspace_write.network_access=false -c sandbox_workspace_write.exclude_slash_tmp=true
+ *     -c analytics.enabled=false -c check_for_update_on_startup=false -c features.apps=false
+ *     -c features.plugins=false
+ *     [-c openai_base_url="<OPENAI_BASE_URL>"] [-m <model>] [-c model_reasoning_effort="<effort>"]
  *     [--add-dir <result folder>] [<agent.codex.extra_args>...] -        (prompt on stdin)
  *
  * Flags checked against openai/codex `codex-rs/exec/src/cli.rs` (`--json`, `--color`, `--ephemeral`,
@@ -12,25 +15,36 @@
  * writable", `--dangerously-bypass-approvals-and-sandbox`), `codex-rs/utils/cli/src/config_override.rs`
  * (`-c key=value`, global, TOML values), `codex-rs/exec/src/lib.rs` (exec defaults the approval policy to
  * `never`), `docs/exec.md` (JSONL events; CODEX_API_KEY) and developers.openai.com/codex
- * "Agent approvals & security" (workspace-write: writes limited to the workspace, network off).
+ * "Agent approvals & security" (workspace-write: writes limited to the workspace, network off). Every
+ * flag, config key and event named here is exercised against the real 0.169 binary in
+ * tests/agent/codex.real.int.test.ts.
+ *
+ * Credentials and endpoint (what codex 0.169 really reads, seen with the real binary): `codex exec`
+ * authenticates with `CODEX_API_KEY` (or a `codex login` in CODEX_HOME) and ignores `OPENAI_API_KEY`, so
+ * a user's OPENAI_API_KEY is handed over as CODEX_API_KEY when CODEX_API_KEY is unset. It ignores
+ * `OPENAI_BASE_URL` too: the built-in `openai` provider takes its endpoint from the `openai_base_url`
+ * config key (`codex-rs/model-provider-info/src/lib.rs`: built_in_model_providers(openai_base_url)), so
+ * OPENAI_BASE_URL becomes `-c openai_base_url=…` unless extra_args pick an endpoint or provider.
  *
  * Sandbox: workspace-write without network, never danger-full-access or the bypass flag unless the user
- * puts it in `extra_args` (a flag given there replaces ours). In workspace-write codex keeps `.git`
- * read-only, so the agent cannot commit; the prompt gets a note saying so, and the harness commits what
- * the agent left in the working tree (leftovers.ts). The final message is constrained to the result
+ * puts it in `extra_args` (a flag given there replaces ours). Workspace-write also makes `/tmp` and
+ * `$TMPDIR` writable by default; `/tmp` is excluded and TMPDIR points at a private scratch folder, so the
+ * agent writes only its working tree, the result folder and that scratch. In workspace-write codex keeps
+ * `.git` read-only, so the agent cannot commit; the prompt gets a note saying so, and the harness commits
+ * what the agent left in the working tree (leftovers.ts). The final message is constrained to the result
  * schema, and is used when the agent did not write the result file.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { ExecResult } from '../../exec/exec.js';
 import type { Logger } from '../../util/log.js';
 import { Git } from '../../workspace/git.js';
-import type { Agent, AgentOutcome, AgentRequest } from '../agent.js';
+import { type Agent, type AgentOutcome, type AgentRequest, AgentSetupError } from '../agent.js';
 import { launchAgent } from '../launch.js';
 import { commitLeftovers } from '../leftovers.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
-import { firstMatchingLine, jsonLines, nonJsonLines } from '../process.js';
+import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
 import { RESULT_JSON_SCHEMA, readAgentResult, resultFromMessage } from '../result.js';
 
 export interface CodexOptions {
@@ -40,12 +54,16 @@ export interface CodexOptions {
   extraArgs: readonly string[];
   passEnv: readonly string[];
   logger: Logger;
+  /** How long codex may keep retrying the model API with no answer (default: process.ts). */
+  apiRetryLimitMs?: number;
+  /** Where OPENAI_API_KEY / CODEX_API_KEY / OPENAI_BASE_URL are read (default: process.env). */
+  sourceEnv?: NodeJS.ProcessEnv;
 }
 
-/** Model credentials codex reads (CODEX_API_KEY is exec-only, per docs/exec.md). */
-export const CODEX_MODEL_KEYS = ['OPENAI_API_KEY', 'CODEX_API_KEY'] as const;
-/** Non-secret settings: where codex keeps its login and config; a custom endpoint. */
-const CODEX_SETTINGS = ['CODEX_HOME', 'OPENAI_BASE_URL'] as const;
+/** Model credentials: CODEX_API_KEY is what `codex exec` reads; OPENAI_API_KEY is handed over as it. */
+export const CODEX_MODEL_KEYS = ['CODEX_API_KEY', 'OPENAI_API_KEY'] as const;
+/** Non-secret settings: where codex keeps its login and config. */
+const CODEX_SETTINGS = ['CODEX_HOME'] as const;
 
 export const CODEX_SANDBOX_NOTE = `
 
@@ -59,19 +77,41 @@ decide on no change, leave the working tree clean.
 /**
  * What codex prints when the model API, not the agent, failed (codex-rs/core/src/error.rs messages:
  * RetryLimit, UnexpectedStatus, Stream, InternalServerError, ConnectionFailed, UsageLimitReached,
- * QuotaExceeded, auth).
+ * QuotaExceeded; and the reconnect loop's `Reconnecting... n/m (…)` / `Reconnecting... waiting for
+ * network (…)`, seen from 0.169).
  */
 const API_FAILURE = [
   /exceeded retry limit, last status: (?:429|5\d\d)/i,
-  /unexpected status (?:429|5\d\d|401|403)/i,
+  /unexpected status (?:429|5\d\d)/i,
   /stream disconnected before completion/i,
   /currently experiencing high demand/i,
   /Connection failed:|error sending request for url|Error while reading the server response/i,
   /(?:connection|request) (?:timed out|refused|reset)/i,
   /You've hit your usage limit|Quota exceeded|usage limit/i,
-  /401 Unauthorized|Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i,
-  /Reconnecting\.\.\. \d+\/\d+/,
+  /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/,
 ];
+
+/** The API refused the credentials: no retry can fix it. */
+const SETUP_FAILURE = [
+  /unexpected status (?:401|403)\b/i,
+  /\b401 Unauthorized\b/i,
+  /Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i,
+];
+
+/**
+ * codex's own calls home, off: the agent reaches the model API and nothing else. Each one was seen
+ * with the real 0.169 binary behind a refusing proxy: analytics (ab.chatgpt.com), the plugin
+ * marketplace (github.com, api.github.com), apps (chatgpt.com), the update check.
+ */
+const QUIET_CONFIG = [
+  'analytics.enabled=false',
+  'check_for_update_on_startup=false',
+  'features.apps=false',
+  'features.plugins=false',
+] as const;
+
+/** The warning codex 0.169 gives for a model outside its catalog (no apply_patch tool for it). */
+const UNKNOWN_MODEL = /Model metadata for `([^`]+)` not found/;
 
 export class CodexAgent implements Agent {
   readonly name = 'codex';
@@ -91,15 +131,21 @@ export class CodexAgent implements Agent {
     try {
       const schemaFile = join(scratch, 'result.schema.json');
       writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}\n`);
+      // The agent's TMPDIR: workspace-write keeps $TMPDIR writable, and this one holds nothing else.
+      const agentTmp = join(scratch, 'tmp');
+      mkdirSync(agentTmp);
+      const source = { ...(this.opts.sourceEnv ?? process.env), ...request.env };
       const args = codexArgs({
         workdir: request.workdir,
         lastMessageFile,
         schemaFile,
         resultDir: outsideOf(request.workdir, dirname(request.resultFile)),
+        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs,
       });
+      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
       const proc = await launchAgent(request, {
         agent: this.name,
         command: this.opts.binary,
@@ -109,10 +155,27 @@ export class CodexAgent implements Agent {
         modelKeys: CODEX_MODEL_KEYS,
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
+        extraEnv: { TMPDIR: agentTmp, ...(apiKey ? { CODEX_API_KEY: apiKey } : {}) },
         apiFailure: codexApiFailure,
         configDir: { env: 'CODEX_HOME', defaultInHome: '.codex' },
+        setupFailure: codexSetupFailure,
+        watchLine: codexLineSignal,
+        apiRetryLimitMs: this.opts.apiRetryLimitMs,
         logger: this.opts.logger,
       });
+      const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
+      if (unknownModel) {
+        this.opts.logger.warn(
+          `codex: model ${unknownModel} is not in this codex's model catalog (codex debug models --bundled): ` +
+            'it gets no apply_patch tool and edits through shell commands only',
+        );
+      }
+      if (proc.setupError) {
+        throw new AgentSetupError(this.name, proc.setupError, {
+          hint: codexKeyHint(source, nonEmpty(source.OPENAI_BASE_URL)),
+          logFile: request.logFile,
+        });
+      }
 
       let { result, problem } = readAgentResult(request.resultFile);
       if (!result && existsSync(lastMessageFile)) {
@@ -142,6 +205,8 @@ export interface CodexArgsInput {
   schemaFile: string;
   /** A folder outside the workdir the agent must be able to write (the result file's), if any. */
   resultDir?: string;
+  /** The model API's base URL (OPENAI_BASE_URL), when not the default. */
+  baseUrl?: string;
   model?: string;
   reasoningEffort?: string;
   extraArgs: readonly string[];
@@ -151,6 +216,7 @@ export interface CodexArgsInput {
 export function codexArgs(i: CodexArgsInput): string[] {
   const user = i.extraArgs;
   const has = (...flags: string[]) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const configures = (...keys: string[]) => user.some((a) => keys.some((k) => a.startsWith(`${k}=`)));
   const args = ['exec', '--json'];
   if (!has('--color')) args.push('--color', 'never');
   if (!has('--sandbox', '-s', '--dangerously-bypass-approvals-and-sandbox', '--yolo')) {
@@ -159,6 +225,11 @@ export function codexArgs(i: CodexArgsInput): string[] {
   if (!has('--ephemeral')) args.push('--ephemeral');
   args.push('-C', i.workdir, '--output-last-message', i.lastMessageFile, '--output-schema', i.schemaFile);
   args.push('-c', 'sandbox_workspace_write.network_access=false');
+  args.push('-c', 'sandbox_workspace_write.exclude_slash_tmp=true');
+  for (const quiet of QUIET_CONFIG) args.push('-c', quiet);
+  if (i.baseUrl !== undefined && !configures('openai_base_url', 'model_provider')) {
+    args.push('-c', `openai_base_url=${JSON.stringify(i.baseUrl)}`);
+  }
   if (i.model !== undefined && !has('-m', '--model')) args.push('-m', i.model);
   if (i.reasoningEffort !== undefined) args.push('-c', `model_reasoning_effort="${i.reasoningEffort}"`);
   if (i.resultDir !== undefined) args.push('--add-dir', i.resultDir);
@@ -166,13 +237,65 @@ export function codexArgs(i: CodexArgsInput): string[] {
   return args;
 }
 
-/** Model-API failures in codex's JSONL events (`error`, `turn.failed`) and its plain stderr. */
-export function codexApiFailure(result: ExecResult): string | undefined {
+/** The messages codex reported as errors: `error` events and `turn.failed`. */
+function errorMessages(stdout: string): string[] {
   const messages: string[] = [];
-  for (const ev of jsonLines(result.stdout)) {
+  for (const ev of jsonLines(stdout)) {
     if (ev.type === 'error' && typeof ev.message === 'string') messages.push(ev.message);
     const err = ev.error as { message?: unknown } | undefined;
     if (ev.type === 'turn.failed' && typeof err?.message === 'string') messages.push(err.message);
   }
-  return firstMatchingLine([messages.join('\n'), result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+  return messages;
+}
+
+/** Model-API failures in codex's JSONL events (`error`, `turn.failed`) and its plain stderr. */
+export function codexApiFailure(result: ExecResult): string | undefined {
+  const messages = errorMessages(result.stdout).join('\n');
+  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+}
+
+/** The API refused codex's credentials (in its error events or stderr). */
+export function codexSetupFailure(result: ExecResult): string | undefined {
+  const messages = errorMessages(result.stdout).join('\n');
+  const line = firstMatchingLine([messages, result.stderr], SETUP_FAILURE);
+  return line === undefined ? undefined : `the model API refused the credentials: ${line}`;
+}
+
+/**
+ * One line of `codex exec --json` as it arrives (event types from codex-rs/exec/src/exec_events.rs):
+ * an `error` event is a retry notice (`Reconnecting... …`), and a setup error when the status is 401 or
+ * 403; an `item.started` / `item.completed` that is not itself an error means the model answered.
+ */
+export function codexLineSignal(line: string, stream: 'stdout' | 'stderr'): LineSignal | undefined {
+  if (stream !== 'stdout' || !line.startsWith('{')) return undefined;
+  let ev: { type?: unknown; message?: unknown; item?: { type?: unknown } };
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (ev.type === 'error' && typeof ev.message === 'string') {
+    if (SETUP_FAILURE.some((p) => p.test(ev.message as string))) {
+      return { setup: `the model API refused the credentials: ${ev.message}` };
+    }
+    return ev.message.startsWith('Reconnecting...') ? { retrying: ev.message } : undefined;
+  }
+  if ((ev.type === 'item.started' || ev.type === 'item.completed') && ev.item?.type !== 'error') {
+    return { progress: true };
+  }
+  return undefined;
+}
+
+/** What to tell a user whose key was refused: which variable held it, and where it was sent. */
+export function codexKeyHint(source: NodeJS.ProcessEnv, baseUrl: string | undefined): string {
+  const where = baseUrl ?? 'api.openai.com';
+  if (nonEmpty(source.CODEX_API_KEY)) return `CODEX_API_KEY was refused by ${where}: set a valid key there`;
+  if (nonEmpty(source.OPENAI_API_KEY)) {
+    return `OPENAI_API_KEY (passed to codex as CODEX_API_KEY, the only key codex exec reads) was refused by ${where}: set a valid key`;
+  }
+  return 'neither OPENAI_API_KEY nor CODEX_API_KEY is set: set one to an OpenAI API key (or run `codex login` as this user)';
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
 }

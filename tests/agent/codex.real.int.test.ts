@@ -1,0 +1,302 @@
+/**
+ * The real `codex` binary (the pinned @openai/codex devDependency) driven through the codex adapter
+ * against an in-process fake of the OpenAI Responses API (tests/helpers/model-servers). What each case
+ * shows is in its name; together they fail when a codex upgrade changes a flag, a config key, the
+ * credentials it reads, its event stream or its sandbox.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AgentSetupError } from '../../src/agent/agent.js';
+import { CodexAgent, type CodexOptions } from '../../src/agent/agents/codex.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { HARNESS_IDENTITY } from '../../src/workspace/git.js';
+import {
+  type ResponsesServer,
+  type ResponsesServerOptions,
+  startResponsesServer,
+} from '../helpers/model-servers/openai-responses.js';
+import { REPO_ROOT, tempDir } from '../helpers/paths.js';
+import { git } from '../workspace/repo.js';
+import { codexBinary, pinnedVersion, type RealAgentFixture, useRealAgentFixtures } from './real-cli.js';
+
+const KEY = 'sk-test-codex-0123456789';
+/** The model docs/agents.md shows: one in codex 0.169's bundled catalog, so it gets apply_patch. */
+const MODEL = 'gpt-5.5';
+
+const setup = useRealAgentFixtures();
+const servers: ResponsesServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.close();
+});
+
+async function serve(opts: Omit<ResponsesServerOptions, 'apiKey'> & { apiKey?: string }) {
+  const server = await startResponsesServer({ apiKey: KEY, ...opts });
+  servers.push(server);
+  return server;
+}
+
+function codex(opts: Partial<CodexOptions> = {}) {
+  const logger = memoryLogger();
+  const agent = new CodexAgent({
+    binary: codexBinary(),
+    model: MODEL,
+    extraArgs: [],
+    passEnv: [],
+    logger,
+    sourceEnv: {},
+    ...opts,
+  });
+  return { agent, logger };
+}
+
+/** The user's environment: only OPENAI_API_KEY and OPENAI_BASE_URL, as the OpenAI docs tell people. */
+function openaiEnv(f: RealAgentFixture, server: { baseUrl: string }, key = KEY) {
+  return { ...f.request, env: { ...f.request.env, OPENAI_API_KEY: key, OPENAI_BASE_URL: server.baseUrl } };
+}
+
+const RESULT = { hypothesis: 'Scaling by one is free.', summary: 'Multiply by one.', next_idea: 'Tile V.' };
+
+const patchChunk = (file: string) =>
+  `*** Begin Patch\n*** Update File: ${file}\n@@\n def chunk(x):\n-    return x\n+    return x * 1\n*** End Patch\n`;
+
+/** The text codex sent back for the n-th tool call (function_call_output / custom_tool_call_output). */
+function toolOutputs(server: ResponsesServer): string[] {
+  return server.requests.flatMap((r) =>
+    (r.body.input as Array<{ type?: string; output?: unknown }>)
+      .filter((i) => i.type === 'function_call_output' || i.type === 'custom_tool_call_output')
+      .map((i) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output))),
+  );
+}
+
+describe('codex (real binary) through the adapter', () => {
+  it(`is the pinned version (${pinnedVersion('@openai/codex')})`, () => {
+    const out = execFileSync(codexBinary(), ['--version'], { encoding: 'utf8' });
+    expect(out.trim()).toBe(`codex-cli ${pinnedVersion('@openai/codex')}`);
+  });
+
+  it('with only OPENAI_API_KEY and OPENAI_BASE_URL: reads, patches, writes the result; the harness commits', async () => {
+    const f = await setup();
+    const server = await serve({
+      replies: [
+        { functionCall: { name: 'exec_command', arguments: { cmd: 'cat kernels/gdn/chunk.py' } } },
+        { customToolCall: { name: 'apply_patch', input: patchChunk('kernels/gdn/chunk.py') } },
+        {
+          functionCall: {
+            name: 'exec_command',
+            arguments: { cmd: `printf '%s' '${JSON.stringify(RESULT)}' > ${f.request.resultFile}` },
+          },
+        },
+        { message: JSON.stringify({ ...RESULT, summary: 'from the final message' }) },
+      ],
+    });
+    const head = git(f.repo.root, 'rev-parse', 'HEAD').trim();
+    const { agent } = codex();
+    const outcome = await agent.run(openaiEnv(f, server));
+
+    expect(server.violations).toEqual([]);
+    expect(f.proxy.attempts).toEqual([]); // nothing but the model server was contacted
+    // The key arrived (as CODEX_API_KEY), at the base URL, over the WebSocket transport first.
+    expect(server.handshakes).toEqual([
+      { status: 101, authorization: `Bearer ${KEY}`, beta: expect.stringMatching(/^responses_websockets=/) },
+    ]);
+    expect(server.requests.map((r) => r.transport)).toEqual([
+      'websocket',
+      'websocket',
+      'websocket',
+      'websocket',
+    ]);
+    expect(server.requests.every((r) => r.authorization === `Bearer ${KEY}` && r.body.model === MODEL)).toBe(
+      true,
+    );
+    // This model gets the apply_patch tool, and the final message is held to the result's schema.
+    const first = server.requests[0]!.body;
+    const tools = (first.tools as Array<{ name?: string; type: string }>).map((t) => t.name ?? t.type);
+    expect(tools).toEqual(expect.arrayContaining(['exec_command', 'apply_patch']));
+    expect(first.text).toMatchObject({
+      format: { type: 'json_schema', schema: { required: ['hypothesis', 'summary', 'next_idea'] } },
+    });
+    // The command read the file; the patch applied; the result was written outside the tree.
+    const outputs = toolOutputs(server);
+    expect(outputs[0]).toContain('def chunk(x):\n    return x');
+    expect(outputs[1]).toContain('Success. Updated the following files:\nM kernels/gdn/chunk.py');
+
+    expect(outcome).toMatchObject({ status: 'finished', exitCode: 0, result: RESULT });
+    expect(outcome.infraError).toBeUndefined();
+    expect(outcome.harnessCommit).toBe(git(f.repo.root, 'rev-parse', 'HEAD').trim());
+    expect(git(f.repo.root, 'rev-parse', 'HEAD~1').trim()).toBe(head);
+    expect(git(f.repo.root, 'log', '-1', '--format=%an|%cn|%s').trim()).toBe(
+      `codex (hillclimb agent)|${HARNESS_IDENTITY.name}|Multiply by one.`,
+    );
+    expect(readFileSync(join(f.repo.root, 'kernels/gdn/chunk.py'), 'utf8')).toBe(
+      'def chunk(x):\n    return x * 1\n',
+    );
+    expect(git(f.repo.root, 'status', '--porcelain')).toBe('');
+    expect(readFileSync(f.request.logFile, 'utf8')).not.toContain(KEY); // the key is redacted
+  });
+
+  it('falls back to HTTP when the endpoint has no WebSocket transport (an OpenAI-compatible proxy)', async () => {
+    const f = await setup();
+    const server = await serve({
+      websocket: false,
+      replies: [
+        { customToolCall: { name: 'apply_patch', input: patchChunk('kernels/gdn/chunk.py') } },
+        { message: JSON.stringify(RESULT) },
+      ],
+    });
+    const outcome = await codex().agent.run(openaiEnv(f, server));
+    expect(server.violations).toEqual([]);
+    expect(server.handshakes.length).toBeGreaterThan(0);
+    expect(server.handshakes.every((h) => h.status === 405)).toBe(true);
+    expect(server.requests.map((r) => r.transport)).toEqual(['http', 'http']);
+    expect(outcome).toMatchObject({ status: 'finished', result: RESULT });
+    expect(outcome.harnessCommit).toBeDefined();
+  });
+
+  it('keeps writes inside the working tree, the result folder and its own TMPDIR', async () => {
+    const f = await setup();
+    const sibling = f.outside;
+    const slashTmp = join('/tmp', `hc-codex-escape-${process.pid}-${Date.now()}`);
+    const server = await serve({
+      replies: [
+        { functionCall: { name: 'exec_command', arguments: { cmd: `echo x > ${sibling}; echo rc=$?` } } },
+        { functionCall: { name: 'exec_command', arguments: { cmd: `echo x > ${slashTmp}; echo rc=$?` } } },
+        {
+          functionCall: {
+            name: 'exec_command',
+            arguments: { cmd: 'echo x > "$TMPDIR/scratch"; echo rc=$?' },
+          },
+        },
+        {
+          functionCall: {
+            name: 'exec_command',
+            arguments: { cmd: 'git commit --allow-empty -m x; echo rc=$?' },
+          },
+        },
+        {
+          customToolCall: {
+            name: 'apply_patch',
+            input: `*** Begin Patch\n*** Add File: ${sibling}\n+x\n*** End Patch\n`,
+          },
+        },
+        { customToolCall: { name: 'apply_patch', input: patchChunk('kernels/gdn/chunk.py') } },
+        { message: JSON.stringify(RESULT) },
+      ],
+    });
+    try {
+      const head = git(f.repo.root, 'rev-parse', 'HEAD').trim();
+      const outcome = await codex().agent.run(openaiEnv(f, server));
+      const outputs = toolOutputs(server);
+      expect(outputs[0]).toMatch(/Read-only file system|Permission denied/);
+      expect(outputs[0]).toContain('rc=1');
+      expect(outputs[1]).toMatch(/Read-only file system|Permission denied/);
+      expect(outputs[2]).toContain('rc=0'); // its private TMPDIR is writable
+      expect(outputs[3]).not.toContain('rc=0'); // .git is read-only: the agent cannot commit
+      expect(outputs[4]).toMatch(/rejected|outside|not allowed|denied/i);
+      expect(existsSync(sibling)).toBe(false);
+      expect(existsSync(slashTmp)).toBe(false);
+      // The one change inside the tree was committed by the harness, on top of the champion.
+      expect(outcome.status).toBe('finished');
+      expect(git(f.repo.root, 'rev-parse', 'HEAD~1').trim()).toBe(head);
+      expect(git(f.repo.root, 'show', '--name-only', '--format=', 'HEAD').trim()).toBe(
+        'kernels/gdn/chunk.py',
+      );
+    } finally {
+      rmSync(slashTmp, { force: true });
+    }
+  });
+
+  it('a refused key (401) is a setup error, reported at once instead of after codex’s ten retries', async () => {
+    const f = await setup();
+    const server = await serve({ replies: [] });
+    const started = Date.now();
+    const error = await codex()
+      .agent.run(openaiEnv(f, server, 'sk-wrong-key-0123456789'))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AgentSetupError);
+    const e = error as AgentSetupError;
+    expect(e.exitCode).toBe(2); // not retried by the loop
+    expect(e.message).toMatch(
+      /^agent codex: the model API refused the credentials: Reconnecting\.\.\. .*401 Unauthorized/,
+    );
+    expect(e.hint).toContain('OPENAI_API_KEY (passed to codex as CODEX_API_KEY');
+    expect(e.hint).toContain(server.baseUrl);
+    expect(Date.now() - started).toBeLessThan(8000); // codex alone retries for ~13 s
+    expect(server.requests).toEqual([]);
+    expect(readFileSync(f.request.logFile, 'utf8')).toContain(
+      '# stopped by the harness: the model API refused',
+    );
+  });
+
+  it('429 is an infrastructure failure (the loop retries it)', async () => {
+    const f = await setup();
+    const server = await serve({ replies: [], whenExhausted: { status: 429 } });
+    const outcome = await codex().agent.run(openaiEnv(f, server));
+    expect(outcome).toMatchObject({ status: 'failed', exitCode: 1 });
+    expect(outcome.infraError).toMatch(/^model API failure: .*429/);
+    expect(outcome.harnessCommit).toBeUndefined();
+  });
+
+  it('a 5xx that does not end is stopped after apiRetryLimitMs as infrastructure', async () => {
+    const f = await setup();
+    const server = await serve({ replies: [], whenExhausted: { status: 503 } });
+    const started = Date.now();
+    const outcome = await codex({ apiRetryLimitMs: 1500 }).agent.run(openaiEnv(f, server));
+    expect(outcome.status).toBe('failed');
+    expect(outcome.infraError).toMatch(
+      /^the model API kept failing for 2 s with no answer: Reconnecting\.\.\. .*503/,
+    );
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('an unreachable API ("Reconnecting... waiting for network") becomes infrastructure, not a 2-hour no-op', async () => {
+    const f = await setup();
+    const closed = await serve({ replies: [] });
+    const { baseUrl } = closed;
+    await closed.close(); // nothing listens there any more: connection refused
+    servers.splice(servers.indexOf(closed), 1);
+    const outcome = await codex({ apiRetryLimitMs: 12_000 }).agent.run(openaiEnv(f, { baseUrl }));
+    expect(outcome.status).toBe('failed');
+    expect(outcome.infraError).toMatch(
+      /^the model API kept failing for 12 s with no answer: Reconnecting\.\.\. waiting for network/,
+    );
+    expect(outcome.durationMs).toBeLessThan(30_000);
+  });
+
+  it('offers apply_patch only to models in its catalog, and the adapter warns about the others', async () => {
+    const f = await setup();
+    const server = await serve({ replies: [{ message: JSON.stringify(RESULT) }] });
+    const { agent, logger } = codex({ model: 'gpt-5.4' });
+    const outcome = await agent.run(openaiEnv(f, server));
+    expect(outcome.status).toBe('finished');
+    const tools = (server.requests[0]!.body.tools as Array<{ name?: string; type: string }>).map(
+      (t) => t.name ?? t.type,
+    );
+    expect(tools).toContain('exec_command');
+    expect(tools).not.toContain('apply_patch');
+    expect(logger.lines.join('\n')).toContain("codex: model gpt-5.4 is not in this codex's model catalog");
+  });
+
+  it('the models docs/agents.md names are in this codex’s bundled catalog, with apply_patch', () => {
+    const doc = readFileSync(join(REPO_ROOT, 'docs', 'agents.md'), 'utf8');
+    const named = doc.match(/codex: +\{ binary: codex, model: ([\w.-]+)/)?.[1];
+    expect(named).toBe(MODEL);
+    const home = tempDir('hc-codex-home-');
+    let catalog: { models: Array<{ slug: string; apply_patch_tool_type?: string | null }> };
+    try {
+      mkdirSync(join(home.dir, '.codex'));
+      catalog = JSON.parse(
+        execFileSync(codexBinary(), ['debug', 'models', '--bundled'], {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH, HOME: home.dir, CODEX_HOME: join(home.dir, '.codex') },
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }),
+      );
+    } finally {
+      home.cleanup();
+    }
+    const entry = catalog.models.find((m) => m.slug === named);
+    expect(entry?.apply_patch_tool_type).toBeTruthy();
+  });
+});
