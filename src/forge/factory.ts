@@ -56,6 +56,7 @@ const builders = new Map<string, ForgeBuilder>([
         apiUrl: gh.api_url,
         gitUrl: gh.git_url,
         commentAuthor: gh.comment_author,
+        defaultBase: config.forge.base,
         logger: ctx.logger,
       });
     },

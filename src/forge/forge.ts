@@ -65,15 +65,21 @@ export interface UpsertPullRequestResult {
 
 export interface Forge {
   readonly name: string;
-  /** Make `branch` on the forge point at `commit` from the local repository `repoDir` (force-update). */
+  /**
+   * Make `branch` on the forge point at `commit` from the local repository `repoDir`. What the branch
+   * held before is replaced only when it is hillclimb's own work (earlier harness or agent commits);
+   * commits anybody else made there stop the push with ForeignCommitsError (./errors.ts).
+   */
   pushBranch(repoDir: string, branch: string, commit: string): Promise<void>;
   /**
-   * Find the open PR whose head is `spec.branch`, or create it; bring title, body, base and labels up to
-   * date. `draft` applies when the PR is created; an existing PR keeps its draft state, because a
-   * reviewer may have marked it ready.
+   * Find the PR whose head is `spec.branch` — the open one, else the newest one a person closed or
+   * merged — or create it; bring title, body, base and labels up to date. A closed PR is updated and
+   * stays closed: never reopened, never duplicated. `draft` applies when the PR is created; an existing
+   * PR keeps its draft state, because a reviewer may have marked it ready. When `spec.base` no longer
+   * exists (a stacked base, merged and deleted), the forge's default base is used if it has one.
    */
   upsertPullRequest(spec: PullRequestSpec): Promise<UpsertPullRequestResult>;
-  /** The open PR for a head branch, if any. */
+  /** The PR for a head branch (open first, else the newest closed or merged one), if any was opened. */
   findPullRequest(branch: string): Promise<PullRequest | undefined>;
   /**
    * Create or update the single comment on PR `number` that carries the marker for `key`, unless the

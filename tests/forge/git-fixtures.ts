@@ -1,9 +1,16 @@
-/** Real git repositories in temp folders for forge tests: a working repo and a bare "remote". */
+/**
+ * Real git repositories in temp folders for forge tests: a working repo and a bare "remote". Commits
+ * are made as the harness (the identity of what the loop publishes), except `personCommitOn`, which
+ * stands for a reviewer's work on a branch.
+ */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
-const IDENTITY = ['-c', 'user.name=hillclimb test', '-c', 'user.email=test@hillclimb.invalid'];
+/** src/workspace/git.ts HARNESS_IDENTITY. */
+const IDENTITY = ['-c', 'user.name=hillclimb', '-c', 'user.email=hillclimb@users.noreply.invalid'];
+export const PERSON = { name: 'Rae Viewer', email: 'rae@example.com' };
 
 export function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', [...IDENTITY, ...args], {
@@ -45,6 +52,25 @@ export function detachedCommit(repo: string, path: string, content: string): str
   const sha = commitFile(repo, path, content, `detached change to ${path}`);
   git(repo, 'checkout', '-q', 'main');
   return sha;
+}
+
+/**
+ * A person's commit on top of `branch` of the bare repository `bare` (as a reviewer pushing a fix-up
+ * to a PR branch would make). Returns its SHA.
+ */
+export function personCommitOn(bare: string, branch: string, path: string, content: string): string {
+  const clone = mkdtempSync(join(tmpdir(), 'hc-reviewer-'));
+  try {
+    execFileSync('git', ['clone', '-q', '--branch', branch, bare, clone]);
+    const person = ['-c', `user.name=${PERSON.name}`, '-c', `user.email=${PERSON.email}`];
+    writeFileSync(join(clone, path), content);
+    execFileSync('git', ['-C', clone, 'add', '--', path]);
+    execFileSync('git', ['-C', clone, ...person, 'commit', '-q', '-m', 'Reviewer fix-up']);
+    execFileSync('git', ['-C', clone, 'push', '-q', 'origin', `HEAD:refs/heads/${branch}`]);
+    return execFileSync('git', ['-C', clone, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  } finally {
+    rmSync(clone, { recursive: true, force: true });
+  }
 }
 
 /** An empty bare repository, then `main` pushed to it from `from`. */

@@ -18,11 +18,18 @@
  * document is a violation.
  *
  * While a server runs, `fetch` to anything but loopback fails and is recorded as a violation.
- * Faults (5xx, secondary and primary rate limits) and gates (hold requests until N arrive, to force
- * races) are injected per test.
+ * Faults (5xx, secondary and primary rate limits, the 422 "was submitted too quickly") and gates
+ * (hold requests until N arrive, to force races) are injected per test. People's actions on the web
+ * UI have helpers: close a PR, merge it with the head branch auto-deleted (GitHub then retargets the
+ * open PRs based on that branch to the merged PR's base), mark a PR ready.
+ *
+ * What GitHub does that the tests rely on, modelled here: `pulls.create` / `pulls.update` with a base
+ * branch that does not exist answer 422 `{"resource":"PullRequest","field":"base","code":"invalid"}`;
+ * `pulls.list` filters by `state` (`open` by default), so a closed PR is only found with `state=all`;
+ * a new PR may be opened for a head whose earlier PR is closed (only an open one blocks it).
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -83,6 +90,7 @@ interface Pull {
   createdAt: string;
   updatedAt: string;
   closedAt: string | null;
+  mergedAt: string | null;
 }
 
 export interface CommentRecord {
@@ -249,6 +257,45 @@ export class GitHubContractServer {
     pr.draft = false;
   }
 
+  /** Close a PR without merging it (a person's "Close pull request"). */
+  closeByPerson(fullName: string, number: number): void {
+    const pr = this.mustRepo(fullName).pulls.get(number);
+    if (!pr) throw new Error(`no PR ${number}`);
+    pr.state = 'closed';
+    pr.closedAt = new Date().toISOString();
+  }
+
+  /**
+   * Merge a PR into its base (a fast-forward of the base is enough here) and delete its head branch,
+   * as "Automatically delete head branches" does. Like GitHub, open PRs whose base was that branch
+   * are retargeted to the merged PR's base.
+   */
+  mergeAndDeleteHead(fullName: string, number: number): void {
+    const repo = this.mustRepo(fullName);
+    const pr = repo.pulls.get(number);
+    if (!pr) throw new Error(`no PR ${number}`);
+    const head = refSha(repo.bareDir, pr.head);
+    if (!head) throw new Error(`PR ${number} has no head branch`);
+    execFileSync('git', ['--git-dir', repo.bareDir, 'update-ref', `refs/heads/${pr.base}`, head]);
+    execFileSync('git', ['--git-dir', repo.bareDir, 'update-ref', '-d', `refs/heads/${pr.head}`]);
+    const now = new Date().toISOString();
+    Object.assign(pr, { state: 'closed', closedAt: now, mergedAt: now, updatedAt: now });
+    for (const other of repo.pulls.values()) {
+      if (other.state === 'open' && other.base === pr.head) other.base = pr.base;
+    }
+  }
+
+  /** Delete a branch (as the branches page, or a person's `git push --delete`, does). */
+  deleteBranch(fullName: string, branch: string): void {
+    execFileSync('git', [
+      '--git-dir',
+      this.mustRepo(fullName).bareDir,
+      'update-ref',
+      '-d',
+      `refs/heads/${branch}`,
+    ]);
+  }
+
   addLabelToIssue(fullName: string, number: number, name: string): void {
     const repo = this.mustRepo(fullName);
     this.labelFor(repo, name);
@@ -298,6 +345,25 @@ export class GitHubContractServer {
           'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. ' +
           'If you reach out to GitHub Support for help, please include the request ID.',
         documentation_url: `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`,
+      },
+    });
+  }
+
+  /**
+   * GitHub's other secondary limit on creating content: a 422 validation error with no retry-after
+   * (seen on PRs, issues and comments created in quick succession).
+   */
+  injectSubmittedTooQuickly(count = 1, path?: RegExp, resource = 'IssueComment'): void {
+    this.inject({
+      count,
+      method: 'post',
+      status: 422,
+      path,
+      body: {
+        message: 'Validation Failed',
+        errors: [{ resource, code: 'custom', field: 'body', message: 'was submitted too quickly' }],
+        documentation_url: DOCS,
+        status: '422',
       },
     });
   }
@@ -593,6 +659,7 @@ export class GitHubContractServer {
       createdAt: now,
       updatedAt: now,
       closedAt: null,
+      mergedAt: null,
     };
     repo.pulls.set(pull.number, pull);
     return this.pullJson(repo, pull);
@@ -841,7 +908,7 @@ export class GitHubContractServer {
         sha: refSha(repo.bareDir, p.base) ?? '',
         repo: repoJson,
       },
-      merged_at: null,
+      merged_at: p.mergedAt,
       created_at: p.createdAt,
       updated_at: p.updatedAt,
       closed_at: p.closedAt,
@@ -1048,4 +1115,42 @@ function isAncestor(bareDir: string, maybeAncestor: string, of: string): boolean
   } catch {
     return false;
   }
+}
+
+/** GitHub refuses any pushed file over 100 MiB (docs: "About large files on GitHub"). */
+export const GITHUB_FILE_SIZE_LIMIT_BYTES = 100 * 1024 * 1024;
+
+/**
+ * Make a bare repository refuse pushes the way github.com does for large files: a pre-receive hook
+ * that rejects any new blob over `limitBytes` with GitHub's GH001 messages (the file, its size and the
+ * limit in MB; git shows them prefixed with `remote:`), so the push fails with `[remote rejected] …
+ * (pre-receive hook declined)`. Tests pass a scaled-down limit instead of pushing 100 MiB.
+ */
+export function installGitHubPushRules(bareDir: string, limitBytes = GITHUB_FILE_SIZE_LIMIT_BYTES): void {
+  const hook = join(bareDir, 'hooks', 'pre-receive');
+  const script = `#!/bin/sh
+# GitHub's large-file rule (GH001), for tests.
+status=0
+while read -r old new ref; do
+  [ "$new" = "0000000000000000000000000000000000000000" ] && continue
+  report=$(git rev-list --objects "$new" --not --all |
+    git cat-file --batch-check='%(objecttype) %(objectsize) %(rest)' |
+    awk -v limit=${limitBytes} -v trace="$new" '$1 == "blob" && $2 > limit {
+      path = $0; sub(/^[^ ]+ [^ ]+ /, "", path)
+      print "error: Trace: " trace
+      print "error: See https://gh.io/lfs for more information."
+      printf "error: File %s is %.2f MB; this exceeds GitHub'"'"'s file size limit of %.2f MB\\n", path, $2 / 1048576, limit / 1048576
+    }')
+  if [ -n "$report" ]; then
+    echo "$report" >&2
+    status=1
+  fi
+done
+if [ "$status" -ne 0 ]; then
+  echo "error: GH001: Large files detected. You may want to try Git Large File Storage - https://git-lfs.github.com." >&2
+fi
+exit "$status"
+`;
+  writeFileSync(hook, script);
+  chmodSync(hook, 0o755);
 }

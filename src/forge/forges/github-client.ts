@@ -6,8 +6,10 @@
  *   DO_NOT_RETRY_STATUSES are not (they will not get better by asking again). 403/429 rate limits are
  *   the throttling plugin's job, which is why they sit in the list.
  * - Throttling: GitHub's primary limit (`x-ratelimit-remaining: 0`, wait until `x-ratelimit-reset`)
- *   and secondary limit (`retry-after`) are waited out and retried, up to RATE_LIMIT_RETRIES times and
- *   never longer than `maxRateLimitWaitSeconds`; writes are spaced as GitHub asks.
+ *   and secondary limit (`retry-after`) are waited out and retried, up to RATE_LIMIT_RETRIES times per
+ *   request, and all waits of one forge together never longer than its RateLimitBudget
+ *   (RATE_LIMIT_WAIT_BUDGET_SECONDS): a wait that would overrun it is not started, the request fails
+ *   with the reset time in its hint. Writes are spaced as GitHub asks.
  *
  * Every duration scales with `timing.secondMs`, so tests run the real plugins on a fast clock
  * instead of mocking them.
@@ -24,8 +26,31 @@ export const DO_NOT_RETRY_STATUSES = [400, 401, 403, 404, 410, 422, 429, 451] as
 export const SERVER_ERROR_RETRIES = 3;
 /** How many times one request is retried after hitting a rate limit. */
 export const RATE_LIMIT_RETRIES = 2;
-/** Never sleep longer than this for a rate limit; fail with a hint instead. */
-export const MAX_RATE_LIMIT_WAIT_SECONDS = 15 * 60;
+/**
+ * All rate-limit waits of one forge (one job step) together stay under this; beyond it the request
+ * fails with a hint instead of sleeping. The report steps that publish have timeouts of 10 minutes
+ * (pr-evidence, baseline) and 20 (hillclimb): the budget leaves room for the work itself, so a job
+ * fails with GitHub's reset time in its message rather than being killed mid-wait with none.
+ */
+export const RATE_LIMIT_WAIT_BUDGET_SECONDS = 4 * 60;
+
+/** Seconds of rate-limit waiting left to one forge; shared by every request it makes. */
+export class RateLimitBudget {
+  private spentSeconds = 0;
+
+  constructor(readonly totalSeconds: number = RATE_LIMIT_WAIT_BUDGET_SECONDS) {}
+
+  get leftSeconds(): number {
+    return Math.max(0, this.totalSeconds - this.spentSeconds);
+  }
+
+  /** Reserve `seconds` of waiting; false (and nothing reserved) when that would overrun the budget. */
+  take(seconds: number): boolean {
+    if (seconds > this.leftSeconds) return false;
+    this.spentSeconds += seconds;
+    return true;
+  }
+}
 
 export interface GitHubClientTiming {
   /** Length of one "second" of backoff and rate-limit waits, in ms. Default 1000; tests use ~1-20. */
@@ -46,7 +71,8 @@ export interface GitHubClientOptions {
   timing?: GitHubClientTiming;
   serverErrorRetries?: number;
   rateLimitRetries?: number;
-  maxRateLimitWaitSeconds?: number;
+  /** Shared by every request (and by the forge's own 422 retries). Default: a fresh budget. */
+  budget?: RateLimitBudget;
 }
 
 const GitHubOctokit = Octokit.plugin(retry, throttling);
@@ -56,7 +82,7 @@ export function buildGitHubClient(opts: GitHubClientOptions): GitHubClient {
   const { logger } = opts;
   const secondMs = opts.timing?.secondMs ?? 1000;
   const rateLimitRetries = opts.rateLimitRetries ?? RATE_LIMIT_RETRIES;
-  const maxWait = opts.maxRateLimitWaitSeconds ?? MAX_RATE_LIMIT_WAIT_SECONDS;
+  const budget = opts.budget ?? new RateLimitBudget();
 
   const onLimit =
     (kind: 'primary' | 'secondary') =>
@@ -66,9 +92,10 @@ export function buildGitHubClient(opts: GitHubClientOptions): GitHubClient {
         logger.warn(`GitHub ${kind} rate limit on ${what}: giving up after ${retryCount} retries`);
         return false;
       }
-      if (retryAfter > maxWait) {
+      if (!budget.take(retryAfter)) {
         logger.warn(
-          `GitHub ${kind} rate limit on ${what}: reset in ${retryAfter} s is too far away; not waiting`,
+          `GitHub ${kind} rate limit on ${what}: the wait of ${retryAfter} s is more than the ${budget.leftSeconds} s ` +
+            `left of this job's ${budget.totalSeconds} s rate-limit budget; not waiting`,
         );
         return false;
       }

@@ -21,6 +21,17 @@ export const ERROR_NO_COMMITS_BETWEEN = 'No commits between';
 export const ERROR_DRAFTS_NOT_SUPPORTED = 'Draft pull requests are not supported';
 /** 422 code from labels.create when the label exists (harmless: it is what we wanted). */
 export const ERROR_CODE_ALREADY_EXISTS = 'already_exists';
+/**
+ * 422 for content created faster than GitHub allows (a secondary rate limit that comes as a
+ * validation error, e.g. `{"resource":"IssueComment","code":"custom","message":"was submitted too
+ * quickly"}`); the throttling plugin only knows the 403/429 forms.
+ */
+export const ERROR_SUBMITTED_TOO_QUICKLY = 'was submitted too quickly';
+/**
+ * How long to wait before retrying it: GitHub's rate-limit docs ask for at least one minute when a
+ * secondary limit gives no `retry-after`.
+ */
+export const SUBMITTED_TOO_QUICKLY_WAIT_SECONDS = 60;
 
 /** The permission each operation needs, for 403 hints (fine-grained / GitHub App names). */
 const PERMISSION_FOR: Record<string, string> = {
@@ -68,6 +79,27 @@ export function githubErrorText(err: unknown): string {
   return parts.join(': ');
 }
 
+/** 422 "was submitted too quickly" (see ERROR_SUBMITTED_TOO_QUICKLY). */
+export function isSubmittedTooQuickly(err: unknown): boolean {
+  return (
+    (err as RequestErrorLike).status === 422 && githubErrorText(err).includes(ERROR_SUBMITTED_TOO_QUICKLY)
+  );
+}
+
+/**
+ * 422 `{"resource":"PullRequest","field":"base","code":"invalid"}`: the base branch does not exist
+ * (pulls.create and pulls.update), e.g. a stacked PR's base merged and auto-deleted.
+ */
+export function isInvalidBase(err: unknown): boolean {
+  const e = err as RequestErrorLike;
+  const errors = e.response?.data?.errors;
+  return (
+    e.status === 422 &&
+    Array.isArray(errors) &&
+    errors.some((x) => x.field === 'base' && x.code === 'invalid')
+  );
+}
+
 export function githubErrorCodes(err: unknown): string[] {
   const errors = (err as RequestErrorLike).response?.data?.errors;
   return Array.isArray(errors) ? errors.flatMap((x) => (x.code ? [x.code] : [])) : [];
@@ -98,11 +130,20 @@ function hintFor(
       'Workflow permissions), or use a GitHub App token'
     );
   }
+  if (status === 422 && text.includes(ERROR_SUBMITTED_TOO_QUICKLY)) {
+    return (
+      "GitHub's secondary rate limit on creating content; hillclimb waited and retried within its rate-limit " +
+      'budget and gave up: run the step again in a few minutes'
+    );
+  }
   if (headers['x-ratelimit-remaining'] === '0' || /rate limit/i.test(text)) {
     const reset = Number(headers['x-ratelimit-reset']);
     const when =
       Number.isFinite(reset) && reset > 0 ? ` (resets at ${new Date(reset * 1000).toISOString()})` : '';
-    return `GitHub rate limit exhausted${when}; run again later, or use a GitHub App token (higher limits)`;
+    return (
+      `GitHub rate limit exhausted${when}, and waiting for it would outlast this job's rate-limit budget; ` +
+      'run again after that, or use a GitHub App token (higher limits)'
+    );
   }
   const permission = PERMISSION_FOR[operation];
   if (status === 403 && text.includes(ERROR_NOT_ACCESSIBLE_BY_INTEGRATION)) {

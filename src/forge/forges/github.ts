@@ -1,9 +1,17 @@
 /**
  * The `github` forge: branches pushed with git, PRs, labels and the sticky comment through Octokit.
  *
- * - PRs: found by head branch (`pulls.list` with `head=owner:branch`, open only) or created as a
- *   draft; a 422 "A pull request already exists" (another run won the race) turns into find + update.
- *   The draft state is set at creation only: a person who marked the PR ready for review wins.
+ * - PRs: found by head branch (`pulls.list` with `head=owner:branch`, any state: an open one first,
+ *   else the newest one a person closed, which is updated and left closed, never duplicated) or
+ *   created as a draft; a 422 "A pull request already exists" (another run won the race) turns into
+ *   find + update. The draft state is set at creation only: a person who marked the PR ready wins.
+ * - Stacked PRs: a base branch that no longer exists (a champion's branch, merged and auto-deleted)
+ *   makes GitHub answer 422 `base invalid`; the PR then goes to `defaultBase` (forge.base) instead.
+ * - Rate limits: waits are capped per forge (./github-client.ts RateLimitBudget); GitHub's 422 "was
+ *   submitted too quickly" (a secondary limit on content creation, not retried by the throttling
+ *   plugin) is waited out for a minute, from the same budget, and retried.
+ * - Pushes replace only hillclimb's own commits (../git.ts pushReplacingOwnCommits): a reviewer's
+ *   commits on an iteration branch stop the publish with ForeignCommitsError.
  * - Labels: only `hillclimb:*` labels are added or removed (./../labels.ts); missing ones are created
  *   with a colour per verdict.
  * - Sticky comment: ./github-comments.ts finds it; a stale stamp is never written; after creating,
@@ -25,11 +33,17 @@ import type {
   UpsertOperation,
   UpsertPullRequestResult,
 } from '../forge.js';
-import { assertBranchName, forcePush, type GitOptions, resolveCommit } from '../git.js';
+import { assertBranchName, type GitOptions, pushReplacingOwnCommits, resolveCommit } from '../git.js';
 import { isManagedLabel, labelStyle, planLabels } from '../labels.js';
 import { BODY_CAP_CHARS, capBody, capTitle } from '../limits.js';
 import { composeStickyBody, decodeStamp, mayOverwrite } from '../sticky.js';
-import { buildGitHubClient, type GitHubClient, type GitHubClientTiming } from './github-client.js';
+import {
+  buildGitHubClient,
+  type GitHubClient,
+  type GitHubClientTiming,
+  RATE_LIMIT_RETRIES,
+  RateLimitBudget,
+} from './github-client.js';
 import {
   deleteComments,
   findStickyComments,
@@ -42,6 +56,9 @@ import {
   ERROR_DRAFTS_NOT_SUPPORTED,
   ERROR_PR_ALREADY_EXISTS,
   githubErrorCodes,
+  isInvalidBase,
+  isSubmittedTooQuickly,
+  SUBMITTED_TOO_QUICKLY_WAIT_SECONDS,
   toForgeApiError,
 } from './github-errors.js';
 
@@ -59,11 +76,14 @@ export interface GitHubForgeOptions {
   gitUrl?: string;
   /** Login whose comments are the forge's own; default: the token's identity. */
   commentAuthor?: string;
+  /** forge.base: where a PR goes when its own base branch no longer exists. Default: no fallback. */
+  defaultBase?: string;
   logger: Logger;
   /** Retry and rate-limit timing (tests shrink it); see ./github-client.ts. */
   timing?: GitHubClientTiming;
   serverErrorRetries?: number;
   rateLimitRetries?: number;
+  /** All rate-limit waits of this forge together (default RATE_LIMIT_WAIT_BUDGET_SECONDS). */
   maxRateLimitWaitSeconds?: number;
   git?: GitOptions;
 }
@@ -102,6 +122,7 @@ export class GitHubForge implements Forge {
     this.tokenEnv = opts.tokenEnv ?? 'GITHUB_TOKEN';
     const apiUrl = opts.apiUrl ?? DEFAULT_GITHUB_API_URL;
     this.gitUrl = opts.gitUrl ?? defaultGitUrl(apiUrl, opts.repository);
+    const budget = new RateLimitBudget(opts.maxRateLimitWaitSeconds);
     this.client = buildGitHubClient({
       token: opts.token,
       baseUrl: apiUrl,
@@ -109,19 +130,31 @@ export class GitHubForge implements Forge {
       timing: opts.timing,
       serverErrorRetries: opts.serverErrorRetries,
       rateLimitRetries: opts.rateLimitRetries,
-      maxRateLimitWaitSeconds: opts.maxRateLimitWaitSeconds,
+      budget,
     });
     const ctx = { repository: opts.repository, tokenEnv: this.tokenEnv };
+    const secondMs = opts.timing?.secondMs ?? 1000;
+    const retries = opts.rateLimitRetries ?? RATE_LIMIT_RETRIES;
+    const logger = opts.logger;
     this.session = {
       client: this.client,
       owner,
       repo,
-      logger: opts.logger,
+      logger,
       async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-        try {
-          return await fn();
-        } catch (e) {
-          throw toForgeApiError(e, operation, ctx);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await fn();
+          } catch (e) {
+            const wait = SUBMITTED_TOO_QUICKLY_WAIT_SECONDS;
+            if (!isSubmittedTooQuickly(e) || attempt > retries || !budget.take(wait)) {
+              throw toForgeApiError(e, operation, ctx);
+            }
+            logger.warn(
+              `GitHub says ${operation} "was submitted too quickly" (a secondary rate limit): retrying in ${wait} s (retry ${attempt})`,
+            );
+            await sleep(wait * secondMs);
+          }
         }
       },
     };
@@ -132,8 +165,9 @@ export class GitHubForge implements Forge {
     await assertBranchName(repoDir, branch, g);
     const sha = await resolveCommit(repoDir, commit, g);
     const auth = gitAuthEnv(this.gitUrl, this.opts.token);
+    let pushed: Awaited<ReturnType<typeof pushReplacingOwnCommits>>;
     try {
-      await forcePush(repoDir, this.gitUrl, branch, sha, {
+      pushed = await pushReplacingOwnCommits(repoDir, this.gitUrl, branch, sha, {
         ...g,
         env: { ...g?.env, ...auth.env },
         redact: [...(g?.redact ?? []), ...auth.secrets],
@@ -150,7 +184,11 @@ export class GitHubForge implements Forge {
         cause: e,
       });
     }
-    this.opts.logger.info(`pushed ${branch} → ${sha.slice(0, 12)}`);
+    this.opts.logger.info(
+      pushed === 'unchanged'
+        ? `${branch} already at ${sha.slice(0, 12)}`
+        : `pushed ${branch} → ${sha.slice(0, 12)}`,
+    );
   }
 
   async upsertPullRequest(spec: PullRequestSpec): Promise<UpsertPullRequestResult> {
@@ -178,13 +216,20 @@ export class GitHubForge implements Forge {
       }
     }
     if (existing) {
+      if (existing.state !== 'open') {
+        this.opts.logger.warn(
+          `PR #${existing.number} for ${spec.branch} was ${existing.merged_at ? 'merged' : 'closed'}; ` +
+            'updating it and leaving it as it is (not reopening it, not opening another)',
+        );
+      }
       const changes: { title?: string; body?: string; base?: string } = {};
       if (existing.title !== title) changes.title = title;
       if ((existing.body ?? '') !== body) changes.body = body;
-      if (existing.base.ref !== spec.base) changes.base = spec.base;
+      // A closed PR keeps its base: it is history, and its base may be long gone.
+      if (existing.state === 'open' && existing.base.ref !== spec.base) changes.base = spec.base;
       if (Object.keys(changes).length > 0) {
-        pull = await this.updatePull(existing.number, changes);
-        operation = 'updated';
+        pull = await this.updatePullOrRebase(existing, changes);
+        operation = pull === existing ? 'unchanged' : 'updated';
       } else {
         pull = existing;
       }
@@ -292,51 +337,96 @@ export class GitHubForge implements Forge {
     return this.login;
   }
 
+  /**
+   * The PR for a head branch: the open one, else the newest closed or merged one (a re-run finds the PR
+   * a person closed instead of opening a second). `pulls.list` with `state: all`, head-filtered.
+   */
   private async findPull(branch: string): Promise<PullLike | undefined> {
     const { data } = await this.session.call('pulls.list', () =>
       this.client.rest.pulls.list({
         owner: this.owner,
         repo: this.repo,
         head: `${this.owner}:${branch}`,
-        state: 'open',
+        state: 'all',
         per_page: 100,
       }),
     );
-    const pulls = data as PullLike[];
-    // The head filter is exact on GitHub; checking again keeps a fork's same-named branch out.
-    return pulls
-      .filter(
-        (p) =>
-          p.head.ref === branch &&
-          (p.head.repo?.full_name ?? this.opts.repository).toLowerCase() ===
-            this.opts.repository.toLowerCase(),
-      )
-      .sort((a, b) => a.number - b.number)[0];
+    const pulls = (data as PullLike[]).filter(
+      // The head filter is exact on GitHub; checking again keeps a fork's same-named branch out.
+      (p) =>
+        p.head.ref === branch &&
+        (p.head.repo?.full_name ?? this.opts.repository).toLowerCase() === this.opts.repository.toLowerCase(),
+    );
+    const open = pulls.filter((p) => p.state === 'open').sort((a, b) => a.number - b.number)[0];
+    return open ?? pulls.sort((a, b) => b.number - a.number)[0];
   }
 
   private async createPull(spec: PullRequestSpec, title: string, body: string): Promise<PullLike> {
-    const create = (draft: boolean) =>
+    const create = (draft: boolean, base: string) =>
       this.session.call('pulls.create', () =>
         this.client.rest.pulls.create({
           owner: this.owner,
           repo: this.repo,
           head: `${this.owner}:${spec.branch}`,
-          base: spec.base,
+          base,
           title,
           body,
           draft,
         }),
       );
+    const createAs = async (base: string) => {
+      try {
+        return (await create(spec.draft, base)).data as PullLike;
+      } catch (e) {
+        if (!(spec.draft && e instanceof ForgeApiError && e.message.includes(ERROR_DRAFTS_NOT_SUPPORTED)))
+          throw e;
+        this.opts.logger.warn(
+          `${this.opts.repository} does not support draft PRs; opening ${spec.branch} as ready`,
+        );
+        return (await create(false, base)).data as PullLike;
+      }
+    };
     try {
-      return (await create(spec.draft)).data as PullLike;
+      return await createAs(spec.base);
     } catch (e) {
-      if (!(spec.draft && e instanceof ForgeApiError && e.message.includes(ERROR_DRAFTS_NOT_SUPPORTED)))
-        throw e;
-      this.opts.logger.warn(
-        `${this.opts.repository} does not support draft PRs; opening ${spec.branch} as ready`,
-      );
-      return (await create(false)).data as PullLike;
+      const fallback = this.fallbackBase(e, spec.base);
+      if (fallback === undefined) throw e;
+      return createAs(fallback);
     }
+  }
+
+  /** Update a PR; when the new base no longer exists, retarget to the default base instead (or keep it). */
+  private async updatePullOrRebase(
+    existing: PullLike,
+    changes: { title?: string; body?: string; base?: string },
+  ): Promise<PullLike> {
+    try {
+      return await this.updatePull(existing.number, changes);
+    } catch (e) {
+      if (changes.base === undefined) throw e;
+      const fallback = this.fallbackBase(e, changes.base);
+      if (fallback === undefined) throw e;
+      const rest = { ...changes, base: fallback === existing.base.ref ? undefined : fallback };
+      if (rest.base === undefined) delete rest.base;
+      return Object.keys(rest).length > 0 ? this.updatePull(existing.number, rest) : existing;
+    }
+  }
+
+  /** The default base to use when `e` says `base` does not exist (422 base invalid), else undefined. */
+  private fallbackBase(e: unknown, base: string): string | undefined {
+    const fallback = this.opts.defaultBase;
+    if (
+      fallback === undefined ||
+      fallback === base ||
+      !(e instanceof ForgeApiError) ||
+      !isInvalidBase(e.cause)
+    ) {
+      return undefined;
+    }
+    this.opts.logger.warn(
+      `base branch ${base} no longer exists on ${this.opts.repository} (merged and deleted?); using ${fallback}`,
+    );
+    return fallback;
   }
 
   private async updatePull(
@@ -474,6 +564,10 @@ export function gitAuthEnv(
     },
     secrets: [token, basic, header],
   };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
 }
 
 /** A URL for messages, without any credentials embedded in it. */

@@ -7,6 +7,7 @@
 
 import { HillclimbError } from '../../util/errors.js';
 import type { Logger } from '../../util/log.js';
+import { ForeignCommitsError } from '../errors.js';
 import type {
   CommentStamp,
   Forge,
@@ -18,8 +19,9 @@ import type {
 import {
   assertBranchName,
   branchSha,
-  forcePush,
+  foreignCommits,
   type GitOptions,
+  pushReplacingOwnCommits,
   remoteBranchSha,
   resolveCommit,
   updateBranch,
@@ -66,13 +68,19 @@ export class LocalForge implements Forge {
     const sha = await resolveCommit(repoDir, commit, g);
     const { remote, logger } = this.opts;
     if (remote !== undefined) {
-      await forcePush(repoDir, remote, branch, sha, g);
+      await pushReplacingOwnCommits(repoDir, remote, branch, sha, g);
       logger.info(`pushed ${branch} → ${sha.slice(0, 12)} to ${remote}`);
       return;
     }
-    if ((await branchSha(repoDir, branch, g)) === sha) {
+    const current = await branchSha(repoDir, branch, g);
+    if (current === sha) {
       logger.info(`branch ${branch} already at ${sha.slice(0, 12)}`);
       return;
+    }
+    // Like a push to GitHub: never move a branch off commits somebody else made on it.
+    if (current !== undefined) {
+      const theirs = await foreignCommits(repoDir, current, sha, g);
+      if (theirs.length > 0) throw new ForeignCommitsError(branch, repoDir, theirs);
     }
     // Moving a branch under a worktree that has it checked out would leave that worktree inconsistent.
     const busy = await worktreesOnBranch(repoDir, branch, g);
@@ -99,7 +107,7 @@ export class LocalForge implements Forge {
 
     const { record, operation } = await this.locked(() => {
       const now = new Date().toISOString();
-      const existing = this.openPullFor(spec.branch);
+      const existing = this.pullFor(spec.branch);
       if (!existing) {
         const record = this.records.newPull({
           number: this.records.take('nextPull'),
@@ -117,9 +125,10 @@ export class LocalForge implements Forge {
         return { record, operation: 'created' as const };
       }
       // Draft state is set at creation only: a person who marked the PR ready for review wins.
+      // A closed PR keeps its base: it is history (GitHub's forge does the same).
       const next: LocalPullRecord = {
         ...existing,
-        base: spec.base,
+        base: existing.state === 'open' ? spec.base : existing.base,
         title: title.text,
         body: body.text,
         labels: planLabels(existing.labels, spec.labels).result,
@@ -134,7 +143,7 @@ export class LocalForge implements Forge {
   }
 
   async findPullRequest(branch: string): Promise<PullRequest | undefined> {
-    const record = this.openPullFor(branch);
+    const record = this.pullFor(branch);
     return record ? this.toPullRequest(record, await this.headSha(branch)) : undefined;
   }
 
@@ -219,8 +228,10 @@ export class LocalForge implements Forge {
     return withFileLock(this.records.lockFile, async () => fn(), this.opts.lock);
   }
 
-  private openPullFor(branch: string): LocalPullRecord | undefined {
-    return this.records.pulls().find((p) => p.branch === branch && p.state === 'open');
+  /** The open PR for a branch, else the newest closed one: found again, never duplicated (as on GitHub). */
+  private pullFor(branch: string): LocalPullRecord | undefined {
+    const all = this.records.pulls().filter((p) => p.branch === branch);
+    return all.find((p) => p.state === 'open') ?? all.sort((a, b) => b.number - a.number)[0];
   }
 
   private requirePull(number: number): LocalPullRecord {

@@ -1,9 +1,9 @@
 // The github forge against the contract server (tests/helpers/github-contract-server.ts): real
 // Octokit with its retry and throttling plugins on a fast clock, real git pushing to a bare repo.
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ForgeApiError } from '../../../src/forge/errors.js';
+import { ForeignCommitsError, ForgeApiError } from '../../../src/forge/errors.js';
 import type { CommentStamp, PullRequestSpec } from '../../../src/forge/forge.js';
 import {
   defaultGitUrl,
@@ -11,12 +11,21 @@ import {
   type GitHubForgeOptions,
   gitAuthEnv,
 } from '../../../src/forge/forges/github.js';
+import { RATE_LIMIT_WAIT_BUDGET_SECONDS } from '../../../src/forge/forges/github-client.js';
 import { BODY_CAP_CHARS } from '../../../src/forge/limits.js';
 import { decodeStamp, stickyMarker } from '../../../src/forge/sticky.js';
 import { memoryLogger } from '../../../src/util/log.js';
 import { type ContractUser, GitHubContractServer } from '../../helpers/github-contract-server.js';
-import { tempDir } from '../../helpers/paths.js';
-import { bareBranchSha, detachedCommit, initBareRemote, initRepo } from '../git-fixtures.js';
+import { REPO_ROOT, tempDir } from '../../helpers/paths.js';
+import {
+  bareBranchSha,
+  detachedCommit,
+  git,
+  initBareRemote,
+  initRepo,
+  PERSON,
+  personCommitOn,
+} from '../git-fixtures.js';
 
 const REPO = 'octo/kernels';
 const TOKEN = 'ghs_installationtoken0001';
@@ -261,7 +270,8 @@ describe('pull requests', () => {
     await forge.closePullRequest(n, 'superseded by #2');
     expect(server.pullsOf(REPO)[0]!.state).toBe('closed');
     expect(server.commentsOn(REPO, n).map((c) => c.body)).toEqual(['superseded by #2']);
-    expect(await forge.findPullRequest(BRANCH)).toBeUndefined();
+    // Found again (closed), so a re-run updates it instead of opening a second one.
+    expect(await forge.findPullRequest(BRANCH)).toMatchObject({ number: n, state: 'closed' });
   });
 });
 
@@ -488,5 +498,127 @@ describe('retries, rate limits and errors', () => {
     const err = await forge.findPullRequest(BRANCH).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 404 });
     expect((err as ForgeApiError).hint).toContain('octo/unknown');
+  });
+});
+
+describe('what people and GitHub do between runs', () => {
+  it('a re-run finds the PR a person closed, updates it and leaves it closed: no second PR', async () => {
+    const forge = forgeWith();
+    const n = await openPr(forge);
+    server.closeByPerson(REPO, n);
+    const again = await forge.upsertPullRequest(spec({ title: 'gdn: fuse gate (re-measured)' }));
+    expect(again.pr).toMatchObject({ number: n, state: 'closed', title: 'gdn: fuse gate (re-measured)' });
+    expect(again.operation).toBe('updated');
+    expect(server.pullsOf(REPO)).toHaveLength(1);
+    expect(server.pullsOf(REPO)[0]!.state).toBe('closed');
+    expect(logger.lines.join('\n')).toContain(
+      `PR #${n} for ${BRANCH} was closed; updating it and leaving it`,
+    );
+  });
+
+  it('a stacked PR whose base was merged and auto-deleted goes to forge.base', async () => {
+    const forge = forgeWith({ defaultBase: 'main' });
+    const champion = 'hillclimb/gdn/r1/i001';
+    const next = 'hillclimb/gdn/r1/i002';
+    const first = await pushedBranch(forge, champion);
+    const a = (await forge.upsertPullRequest(spec({ branch: champion }))).pr.number;
+    git(work, 'checkout', '-q', '--detach', first);
+    git(work, 'commit', '-q', '--allow-empty', '-m', 'i002');
+    const second = git(work, 'rev-parse', 'HEAD');
+    git(work, 'checkout', '-q', 'main');
+    await forge.pushBranch(work, next, second);
+    const b = (await forge.upsertPullRequest(spec({ branch: next, base: champion }))).pr.number;
+    server.mergeAndDeleteHead(REPO, a);
+
+    // The open stacked PR was retargeted by GitHub; updating it with the old base keeps main.
+    const updated = await forge.upsertPullRequest(spec({ branch: next, base: champion, body: 'v2' }));
+    expect(updated.pr).toMatchObject({ number: b, base: 'main', state: 'open', body: 'v2' });
+    // A new PR stacked on the deleted branch is opened against main.
+    git(work, 'checkout', '-q', '--detach', second);
+    git(work, 'commit', '-q', '--allow-empty', '-m', 'i003');
+    const third = git(work, 'rev-parse', 'HEAD');
+    git(work, 'checkout', '-q', 'main');
+    await forge.pushBranch(work, 'hillclimb/gdn/r1/i003', third);
+    const created = await forge.upsertPullRequest(spec({ branch: 'hillclimb/gdn/r1/i003', base: champion }));
+    expect(created).toMatchObject({ operation: 'created', pr: { base: 'main' } });
+    expect(logger.lines.join('\n')).toContain(`base branch ${champion} no longer exists`);
+    const creates = server.requests.filter((q) => q.operationId === 'pulls/create').map((q) => q.status);
+    expect(creates).toEqual([201, 201, 422, 201]);
+  });
+
+  it('without forge.base to fall back on, the deleted base is a clear 422', async () => {
+    const forge = forgeWith();
+    await pushedBranch(forge);
+    const err = await forge.upsertPullRequest(spec({ base: 'gone' })).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ForgeApiError', status: 422, operation: 'pulls.create' });
+    expect((err as Error).message).toContain('base invalid');
+  });
+
+  it('a 422 "was submitted too quickly" is waited out (one minute) and retried', async () => {
+    const forge = forgeWith({ timing: { secondMs: 2, writeSpacingMs: 0 } });
+    const n = await openPr(forge);
+    server.injectSubmittedTooQuickly(1, /\/comments$/);
+    const r = await forge.upsertStickyComment(n, 'mfu', 'MFU +1.0%', STAMP);
+    expect(r.operation).toBe('created');
+    const creates = server.requests.filter((q) => q.operationId === 'issues/create-comment');
+    expect(creates.map((q) => q.status)).toEqual([422, 201]);
+    expect(creates[1]!.at - creates[0]!.at).toBeGreaterThanOrEqual(60 * 2 - 5);
+    expect(logger.lines.join('\n')).toMatch(
+      /issues\.createComment "was submitted too quickly".*retrying in 60 s/,
+    );
+    expect(server.commentsOn(REPO, n)).toHaveLength(1);
+  });
+
+  it('gives up on "submitted too quickly" when the rate-limit budget is spent, with a hint', async () => {
+    const forge = forgeWith({ maxRateLimitWaitSeconds: 100 });
+    const n = await openPr(forge);
+    server.injectSubmittedTooQuickly(5, /\/comments$/);
+    const err = await forge.upsertStickyComment(n, 'mfu', 'x', STAMP).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ForgeApiError', status: 422, operation: 'issues.createComment' });
+    expect((err as ForgeApiError).hint).toMatch(/secondary rate limit on creating content/);
+    expect(server.countRequests('issues/create-comment')).toBe(2); // one wait of 60 s fits in 100 s
+  });
+
+  it('all rate-limit waits of a job together stay inside one budget', async () => {
+    const forge = forgeWith({ maxRateLimitWaitSeconds: 150 });
+    await pushedBranch(forge);
+    server.injectPrimaryRateLimit(100, 2, /\/pulls$/);
+    const err = await forge.upsertPullRequest(spec()).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ForgeApiError', status: 403 });
+    expect((err as ForgeApiError).hint).toMatch(
+      /rate limit exhausted .*outlast this job's rate-limit budget/,
+    );
+    // The first 100 s wait fitted; the second would have made 200 s of the 150.
+    expect(server.countRequests('pulls/list')).toBe(2);
+    expect(logger.lines.join('\n')).toMatch(/left of this job's 150 s rate-limit budget; not waiting/);
+  });
+
+  it('the default budget leaves every report step most of its timeout', () => {
+    const dir = join(REPO_ROOT, '.github', 'workflows');
+    const timeouts = readdirSync(dir).flatMap((f) => {
+      const text = readFileSync(join(dir, f), 'utf8');
+      return [...text.matchAll(/uses: \.\/actions\/report\n\s+timeout-minutes: (\d+)/g)].map((m) =>
+        Number(m[1]),
+      );
+    });
+    expect(timeouts.length).toBeGreaterThan(0);
+    expect(RATE_LIMIT_WAIT_BUDGET_SECONDS).toBeLessThanOrEqual((Math.min(...timeouts) * 60) / 2);
+  });
+
+  it("never force-pushes over a reviewer's commit on the iteration branch", async () => {
+    const forge = forgeWith();
+    await pushedBranch(forge);
+    const reviewer = personCommitOn(bare, BRANCH, 'fix.py', 'reviewer fix\n');
+    const rerun = detachedCommit(work, 'k.py', 're-measured candidate\n');
+    const err = await forge.pushBranch(work, BRANCH, rerun).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ForeignCommitsError);
+    expect(err).toMatchObject({ exitCode: 2 }); // not retried as infrastructure
+    expect((err as Error).message).toContain(
+      `${reviewer.slice(0, 12)} "Reviewer fix-up" by ${PERSON.name} <${PERSON.email}>`,
+    );
+    expect((err as ForeignCommitsError).hint).toMatch(/never force-pushes over commits it did not make/);
+    expect(bareBranchSha(bare, BRANCH)).toBe(reviewer);
+    // The checkout's branches are untouched by the check.
+    expect(git(work, 'for-each-ref', '--format=%(refname)', 'refs/heads')).toBe('refs/heads/main');
   });
 });

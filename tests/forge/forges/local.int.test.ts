@@ -169,16 +169,21 @@ describe('pull requests', () => {
     expect(logger.lines.some((l) => l.includes('warning:') && l.includes('truncated'))).toBe(true);
   });
 
-  it('closes with a comment; the next upsert for the branch opens a new PR', async () => {
+  it('closes with a comment; the next upsert for the branch finds it again, closed, instead of opening another', async () => {
     await forge.upsertPullRequest(spec());
     await forge.closePullRequest(1, 'superseded by a newer iteration');
-    expect(await forge.findPullRequest(BRANCH)).toBeUndefined();
+    expect(await forge.findPullRequest(BRANCH)).toMatchObject({ number: 1, state: 'closed' });
     const view = showLocalPull(stateDir, 1)!;
     expect(view.pull.state).toBe('closed');
     expect(view.pull.closedAt).toBeDefined();
     expect(view.comments.map((c) => c.body)).toEqual(['superseded by a newer iteration']);
     await forge.closePullRequest(1);
-    expect((await forge.upsertPullRequest(spec())).pr.number).toBe(2);
+    const again = await forge.upsertPullRequest(spec({ title: 'retitled' }));
+    expect(again).toMatchObject({
+      operation: 'updated',
+      pr: { number: 1, state: 'closed', title: 'retitled' },
+    });
+    expect(listLocalPulls(stateDir)).toHaveLength(1);
   });
 
   it('fails clearly for a PR that does not exist', async () => {
