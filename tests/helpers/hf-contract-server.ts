@@ -577,13 +577,19 @@ export class HfContractServer {
     return user;
   }
 
+  /**
+   * The repository, when the caller may read it. The Hub does not reveal whether a private repository
+   * exists: a caller without a token gets 401 for a private or missing repository alike, a token
+   * that cannot see it gets 404, both with `X-Error-Code: RepoNotFound` (huggingface_hub
+   * utils/_http.py hf_raise_for_status: "401 is misleading as it is returned for: private and gated
+   * repos if user is not authenticated; missing repos").
+   */
   private readable(req: IncomingMessage, id: string): HfRepo {
     const user = this.auth(req, false);
     const repo = this.repos.get(id);
     const namespace = id.split('/')[0]!;
     if (!repo || (repo.private && !user?.canWrite.includes(namespace))) {
-      // The Hub does not reveal whether a private repository exists.
-      throw new HubError(404, 'Repository not found', 'RepoNotFound');
+      throw new HubError(user ? 404 : 401, 'Repository not found', 'RepoNotFound');
     }
     return repo;
   }

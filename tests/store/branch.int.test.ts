@@ -11,6 +11,7 @@ import { BranchStore, githubRepository } from '../../src/store/stores/branch.js'
 import { HillclimbError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { git, initBareRemote, initRepo } from '../forge/git-fixtures.js';
+import { installGitHubPushRules } from '../helpers/github-contract-server.js';
 import { tempDir } from '../helpers/paths.js';
 
 const BRANCH = 'hillclimb-data';
@@ -78,20 +79,21 @@ describe('branch store', () => {
 
   it('writes a folder as one commit, keeps bytes exact and skips a commit that would change nothing', async () => {
     const s = store();
-    const trace = gzipSync(Buffer.from('{"traceEvents":[]}'.repeat(200)));
+    // Binary content (a git bundle), byte for byte.
+    const binary = gzipSync(Buffer.from('{"traceEvents":[]}'.repeat(200)));
     const plain = join(tmp.dir, 'plain');
-    mkdirSync(join(plain, 'profile', 'candidate-trace'), { recursive: true });
+    mkdirSync(join(plain, 'candidate'), { recursive: true });
     writeFileSync(join(plain, 'evidence.json'), '{"v":1}');
-    writeFileSync(join(plain, 'profile', 'candidate-trace', 'host.trace.json.gz'), trace);
+    writeFileSync(join(plain, 'candidate', 'candidate.bundle'), binary);
     const stored = await s.putDir('runs/r1/i002', plain);
     expect(stored.map((o) => o.key)).toEqual([
+      'runs/r1/i002/candidate/candidate.bundle',
       'runs/r1/i002/evidence.json',
-      'runs/r1/i002/profile/candidate-trace/host.trace.json.gz',
     ]);
     expect(dataLog()).toEqual(['hillclimb: store 2 files under runs/r1/i002']);
-    const back = join(tmp.dir, 'back.gz');
-    await s.get('runs/r1/i002/profile/candidate-trace/host.trace.json.gz', back);
-    expect(readFileSync(back).equals(trace)).toBe(true);
+    const back = join(tmp.dir, 'back.bin');
+    await s.get('runs/r1/i002/candidate/candidate.bundle', back);
+    expect(readFileSync(back).equals(binary)).toBe(true);
 
     await s.putDir('runs/r1/i002', plain);
     expect(dataLog()).toHaveLength(1);
@@ -192,6 +194,51 @@ exec git "$@"
     expect(err).toBeInstanceOf(HillclimbError);
     expect((err as Error).message).toMatch(/^git push: .*pre-receive hook declined.*protected branch/);
     expect(readFileSync(calls, 'utf8')).toBe('called\n');
+  });
+
+  it('keeps traces and large files off the data branch (GitHub refuses > 100 MiB: GH001), with a warning naming each', async () => {
+    // GitHub's push rule, scaled: 2 MiB stands for 100 MiB; the store's own limit for its 10 MiB.
+    installGitHubPushRules(bare, 2 * 1024 * 1024);
+    const bundle = join(tmp.dir, 'bundle');
+    const profile = join(bundle, 'profile', 'candidate-trace', 'plugins', 'profile', '2026_11_25');
+    mkdirSync(profile, { recursive: true });
+    mkdirSync(join(bundle, 'agent'));
+    writeFileSync(join(bundle, 'evidence.json'), '{"verdict":"improved"}\n');
+    writeFileSync(join(profile, 'host.xplane.pb'), Buffer.alloc(3 * 1024 * 1024, 7));
+    writeFileSync(join(profile, 'host.trace.json.gz'), gzipSync(Buffer.alloc(1000, 1)));
+    writeFileSync(join(bundle, 'agent', 'agent.log'), Buffer.alloc(1536 * 1024, 97));
+    const logger = memoryLogger();
+    const s = store({ logger, maxFileBytes: 1024 * 1024 });
+
+    const stored = await s.putDir('runs/r1/i001', bundle);
+    expect(stored.map((o) => o.key)).toEqual(['runs/r1/i001/evidence.json']);
+    expect(await s.list('runs/')).toEqual(['runs/r1/i001/evidence.json']);
+    const warning = logger.lines.find((l) =>
+      l.includes('not putting 3 file(s) on the hillclimb-data branch'),
+    );
+    expect(warning).toContain('runs/r1/i001/agent/agent.log (1.5 MiB, over the 1.0 MiB limit)');
+    expect(warning).toContain(
+      'runs/r1/i001/profile/candidate-trace/plugins/profile/2026_11_25/host.xplane.pb (a profiler trace, 3.0 MiB)',
+    );
+    expect(warning).toContain('host.trace.json.gz (a profiler trace');
+    expect(warning).toContain("the run's artifact keeps them (use store.kind: hf to store traces)");
+
+    // One state file over the limit is an error, not a silent gap.
+    await expect(s.put('history/big.jsonl', join(bundle, 'agent', 'agent.log'))).rejects.toThrow(
+      /cannot store history\/big\.jsonl on the hillclimb-data branch: 1\.5 MiB is over the branch store's 1\.0 MiB per-file limit/,
+    );
+  });
+
+  it('says GH001 plainly when GitHub refuses a file for its size', async () => {
+    installGitHubPushRules(bare, 1024 * 1024);
+    const err = await store({ maxFileBytes: 4 * 1024 * 1024 })
+      .put('runs/r1/big.bin', file('big', Buffer.alloc(2 * 1024 * 1024, 1)))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HillclimbError);
+    expect((err as Error).message).toMatch(
+      /^git push: .* \(hillclimb-data\) refused a file over GitHub's size limit \(GH001\): runs\/r1\/big\.bin is 2\.00 MB$/,
+    );
+    expect((err as HillclimbError).hint).toMatch(/GitHub refuses files over 100 MiB/);
   });
 
   it('keeps the token out of errors and never puts it on a command line', async () => {

@@ -64,6 +64,41 @@ describe('Hub contract server', () => {
     expect(server.repo(REPO)!.commits).toEqual([]);
   });
 
+  it('answers an anonymous read of a private or missing repository 401, a token that cannot see it 404', async () => {
+    server.addToken('hf_outsider0001', { name: 'eve', canWrite: ['eve'] });
+    for (const path of [`/api/datasets/${REPO}/tree/main`, '/api/datasets/org/missing/tree/main']) {
+      const anonymous = await fetch(`${server.url}${path}`);
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get('x-error-code')).toBe('RepoNotFound');
+      const outsider = await fetch(`${server.url}${path}`, {
+        headers: { authorization: 'Bearer hf_outsider0001' },
+      });
+      expect(outsider.status).toBe(404);
+      expect(outsider.headers.get('x-error-code')).toBe('RepoNotFound');
+    }
+    expect(server.violations).toEqual([]);
+  });
+
+  it('serves files, not folders: resolve/main/<folder> is a 404', async () => {
+    const ndjson = [
+      { key: 'header', value: { summary: 'x' } },
+      { key: 'file', value: { path: 'trace/host.trace.json', content: 'e30=', encoding: 'base64' } },
+    ]
+      .map((l) => JSON.stringify(l))
+      .join('\n');
+    expect((await post(`/api/datasets/${REPO}/commit/main`, ndjson, 'application/x-ndjson')).status).toBe(
+      200,
+    );
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    expect(
+      (await fetch(`${server.url}/datasets/${REPO}/resolve/main/trace/host.trace.json`, { headers: auth }))
+        .status,
+    ).toBe(200);
+    expect((await fetch(`${server.url}/datasets/${REPO}/resolve/main/trace`, { headers: auth })).status).toBe(
+      404,
+    );
+  });
+
   it('fails any fetch that leaves loopback while it runs', async () => {
     await expect(fetch('https://huggingface.co/api/whoami-v2')).rejects.toThrow(/network access is disabled/);
     expect(server.violations).toEqual([

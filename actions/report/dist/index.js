@@ -45262,6 +45262,24 @@ import { resolve as resolve11 } from "node:path";
 var ForgeApiError = class extends ApiError {
   name = "ForgeApiError";
 };
+var ForeignCommitsError = class extends HillclimbError {
+  constructor(branch, remote, commits) {
+    const shown = commits.slice(0, 5).map((c) => `${c.sha.slice(0, 12)} "${c.subject}" by ${c.author}`).join("; ");
+    const more = commits.length > 5 ? ` and ${commits.length - 5} more` : "";
+    super(
+      `${branch} on ${remote.replace(/\/\/[^/@]*@/, "//")} has ${commits.length} commit(s) hillclimb did not make (${shown}${more}); not overwriting them`,
+      {
+        hint: `a person has worked on this iteration's branch: merge or close its PR, or move that work to another branch, then publish again (hillclimb never force-pushes over commits it did not make)`,
+        exitCode: ExitCode2.badInput
+      }
+    );
+    this.branch = branch;
+    this.commits = commits;
+  }
+  branch;
+  commits;
+  name = "ForeignCommitsError";
+};
 
 // src/forge/git.ts
 var NON_INTERACTIVE = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never" };
@@ -45325,9 +45343,38 @@ async function worktreesOnBranch(cwd, branch, opts = {}) {
 async function updateBranch(cwd, branch, sha, opts = {}) {
   await git2(cwd, ["update-ref", "-m", "hillclimb: publish iteration", `refs/heads/${branch}`, sha], opts);
 }
-async function forcePush(cwd, remote, branch, sha, opts = {}) {
+var OWN_COMMITTER = /^(?:hillclimb|[\w.-]+-agent)@users\.noreply\.invalid$/;
+function isOwnCommit(c) {
+  return OWN_COMMITTER.test(c.committerEmail);
+}
+async function foreignCommits(cwd, oldTip, newSha, opts = {}) {
+  const res = await git2(
+    cwd,
+    ["log", "--format=%H%x00%s%x00%an <%ae>%x00%cn <%ce>%x00%ce", oldTip, "--not", newSha, "--"],
+    opts
+  );
+  return res.stdout.split("\n").filter((l) => l.includes("\0")).map((l) => {
+    const [sha, subject, author, committer, committerEmail] = l.split("\0");
+    return { sha, subject, author, committer, committerEmail };
+  }).filter((c) => !isOwnCommit(c));
+}
+async function fetchRemoteBranch(cwd, remote, branch, opts = {}) {
   assertRemote(remote);
-  return git2(cwd, ["push", "--force", "--porcelain", remote, `${sha}:refs/heads/${branch}`], opts);
+  await git2(cwd, ["fetch", "--quiet", "--no-tags", remote, `refs/heads/${branch}`], opts);
+  return (await git2(cwd, ["rev-parse", "--verify", "FETCH_HEAD"], opts)).stdout.trim();
+}
+async function pushReplacingOwnCommits(cwd, remote, branch, sha, opts = {}) {
+  const tip = await remoteBranchSha(cwd, remote, branch, opts);
+  if (tip === sha) return "unchanged";
+  if (tip !== void 0) {
+    const fetched = await fetchRemoteBranch(cwd, remote, branch, opts);
+    const theirs = await foreignCommits(cwd, fetched, sha, opts);
+    if (theirs.length > 0) throw new ForeignCommitsError(branch, remote, theirs);
+  }
+  assertRemote(remote);
+  const lease = `--force-with-lease=refs/heads/${branch}:${tip ?? ""}`;
+  await git2(cwd, ["push", lease, "--porcelain", remote, `${sha}:refs/heads/${branch}`], opts);
+  return tip === void 0 ? "created" : "updated";
 }
 function assertRemote(remote) {
   if (remote === "" || remote.startsWith("-")) {
@@ -49804,22 +49851,38 @@ var import_bottleneck = __toESM(require_lib(), 1);
 var DO_NOT_RETRY_STATUSES = [400, 401, 403, 404, 410, 422, 429, 451];
 var SERVER_ERROR_RETRIES = 3;
 var RATE_LIMIT_RETRIES = 2;
-var MAX_RATE_LIMIT_WAIT_SECONDS = 15 * 60;
+var RATE_LIMIT_WAIT_BUDGET_SECONDS = 4 * 60;
+var RateLimitBudget = class {
+  constructor(totalSeconds = RATE_LIMIT_WAIT_BUDGET_SECONDS) {
+    this.totalSeconds = totalSeconds;
+  }
+  totalSeconds;
+  spentSeconds = 0;
+  get leftSeconds() {
+    return Math.max(0, this.totalSeconds - this.spentSeconds);
+  }
+  /** Reserve `seconds` of waiting; false (and nothing reserved) when that would overrun the budget. */
+  take(seconds2) {
+    if (seconds2 > this.leftSeconds) return false;
+    this.spentSeconds += seconds2;
+    return true;
+  }
+};
 var GitHubOctokit = Octokit2.plugin(retry, throttling);
 function buildGitHubClient(opts) {
   const { logger } = opts;
   const secondMs = opts.timing?.secondMs ?? 1e3;
   const rateLimitRetries = opts.rateLimitRetries ?? RATE_LIMIT_RETRIES;
-  const maxWait = opts.maxRateLimitWaitSeconds ?? MAX_RATE_LIMIT_WAIT_SECONDS;
+  const budget = opts.budget ?? new RateLimitBudget();
   const onLimit = (kind) => (retryAfter, options2, _o, retryCount) => {
     const what = `${options2.method ?? ""} ${options2.url ?? ""}`.trim();
     if (retryCount >= rateLimitRetries) {
       logger.warn(`GitHub ${kind} rate limit on ${what}: giving up after ${retryCount} retries`);
       return false;
     }
-    if (retryAfter > maxWait) {
+    if (!budget.take(retryAfter)) {
       logger.warn(
-        `GitHub ${kind} rate limit on ${what}: reset in ${retryAfter} s is too far away; not waiting`
+        `GitHub ${kind} rate limit on ${what}: the wait of ${retryAfter} s is more than the ${budget.leftSeconds} s left of this job's ${budget.totalSeconds} s rate-limit budget; not waiting`
       );
       return false;
     }
@@ -49946,6 +50009,8 @@ var ERROR_BODY_TOO_LONG = "is too long";
 var ERROR_NO_COMMITS_BETWEEN = "No commits between";
 var ERROR_DRAFTS_NOT_SUPPORTED = "Draft pull requests are not supported";
 var ERROR_CODE_ALREADY_EXISTS = "already_exists";
+var ERROR_SUBMITTED_TOO_QUICKLY = "was submitted too quickly";
+var SUBMITTED_TOO_QUICKLY_WAIT_SECONDS = 60;
 var PERMISSION_FOR = {
   "users.getAuthenticated": "none (any valid token)",
   "pulls.list": "pull-requests: read",
@@ -49973,6 +50038,14 @@ function githubErrorText(err) {
   }
   return parts.join(": ");
 }
+function isSubmittedTooQuickly(err) {
+  return err.status === 422 && githubErrorText(err).includes(ERROR_SUBMITTED_TOO_QUICKLY);
+}
+function isInvalidBase(err) {
+  const e = err;
+  const errors = e.response?.data?.errors;
+  return e.status === 422 && Array.isArray(errors) && errors.some((x) => x.field === "base" && x.code === "invalid");
+}
 function githubErrorCodes(err) {
   const errors = err.response?.data?.errors;
   return Array.isArray(errors) ? errors.flatMap((x) => x.code ? [x.code] : []) : [];
@@ -49992,10 +50065,13 @@ function hintFor(status, text3, operation, headers, ctx) {
   if (text3.includes(ERROR_ACTIONS_CANNOT_CREATE_PR)) {
     return 'enable "Allow GitHub Actions to create and approve pull requests" (Settings \u2192 Actions \u2192 General \u2192 Workflow permissions), or use a GitHub App token';
   }
+  if (status === 422 && text3.includes(ERROR_SUBMITTED_TOO_QUICKLY)) {
+    return "GitHub's secondary rate limit on creating content; hillclimb waited and retried within its rate-limit budget and gave up: run the step again in a few minutes";
+  }
   if (headers["x-ratelimit-remaining"] === "0" || /rate limit/i.test(text3)) {
     const reset = Number(headers["x-ratelimit-reset"]);
     const when = Number.isFinite(reset) && reset > 0 ? ` (resets at ${new Date(reset * 1e3).toISOString()})` : "";
-    return `GitHub rate limit exhausted${when}; run again later, or use a GitHub App token (higher limits)`;
+    return `GitHub rate limit exhausted${when}, and waiting for it would outlast this job's rate-limit budget; run again after that, or use a GitHub App token (higher limits)`;
   }
   const permission = PERMISSION_FOR[operation];
   if (status === 403 && text3.includes(ERROR_NOT_ACCESSIBLE_BY_INTEGRATION)) {
@@ -50031,6 +50107,7 @@ var GitHubForge = class {
     this.tokenEnv = opts.tokenEnv ?? "GITHUB_TOKEN";
     const apiUrl = opts.apiUrl ?? DEFAULT_GITHUB_API_URL;
     this.gitUrl = opts.gitUrl ?? defaultGitUrl(apiUrl, opts.repository);
+    const budget = new RateLimitBudget(opts.maxRateLimitWaitSeconds);
     this.client = buildGitHubClient({
       token: opts.token,
       baseUrl: apiUrl,
@@ -50038,19 +50115,31 @@ var GitHubForge = class {
       timing: opts.timing,
       serverErrorRetries: opts.serverErrorRetries,
       rateLimitRetries: opts.rateLimitRetries,
-      maxRateLimitWaitSeconds: opts.maxRateLimitWaitSeconds
+      budget
     });
     const ctx = { repository: opts.repository, tokenEnv: this.tokenEnv };
+    const secondMs = opts.timing?.secondMs ?? 1e3;
+    const retries = opts.rateLimitRetries ?? RATE_LIMIT_RETRIES;
+    const logger = opts.logger;
     this.session = {
       client: this.client,
       owner,
       repo,
-      logger: opts.logger,
+      logger,
       async call(operation, fn) {
-        try {
-          return await fn();
-        } catch (e) {
-          throw toForgeApiError(e, operation, ctx);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await fn();
+          } catch (e) {
+            const wait = SUBMITTED_TOO_QUICKLY_WAIT_SECONDS;
+            if (!isSubmittedTooQuickly(e) || attempt > retries || !budget.take(wait)) {
+              throw toForgeApiError(e, operation, ctx);
+            }
+            logger.warn(
+              `GitHub says ${operation} "was submitted too quickly" (a secondary rate limit): retrying in ${wait} s (retry ${attempt})`
+            );
+            await sleep3(wait * secondMs);
+          }
         }
       }
     };
@@ -50071,8 +50160,9 @@ var GitHubForge = class {
     await assertBranchName2(repoDir, branch, g);
     const sha = await resolveCommit(repoDir, commit2, g);
     const auth2 = gitAuthEnv(this.gitUrl, this.opts.token);
+    let pushed;
     try {
-      await forcePush(repoDir, this.gitUrl, branch, sha, {
+      pushed = await pushReplacingOwnCommits(repoDir, this.gitUrl, branch, sha, {
         ...g,
         env: { ...g?.env, ...auth2.env },
         redact: [...g?.redact ?? [], ...auth2.secrets]
@@ -50087,7 +50177,9 @@ var GitHubForge = class {
         cause: e
       });
     }
-    this.opts.logger.info(`pushed ${branch} \u2192 ${sha.slice(0, 12)}`);
+    this.opts.logger.info(
+      pushed === "unchanged" ? `${branch} already at ${sha.slice(0, 12)}` : `pushed ${branch} \u2192 ${sha.slice(0, 12)}`
+    );
   }
   async upsertPullRequest(spec) {
     const title = capTitle(spec.title).text;
@@ -50111,13 +50203,18 @@ var GitHubForge = class {
       }
     }
     if (existing) {
+      if (existing.state !== "open") {
+        this.opts.logger.warn(
+          `PR #${existing.number} for ${spec.branch} was ${existing.merged_at ? "merged" : "closed"}; updating it and leaving it as it is (not reopening it, not opening another)`
+        );
+      }
       const changes = {};
       if (existing.title !== title) changes.title = title;
       if ((existing.body ?? "") !== body) changes.body = body;
-      if (existing.base.ref !== spec.base) changes.base = spec.base;
+      if (existing.state === "open" && existing.base.ref !== spec.base) changes.base = spec.base;
       if (Object.keys(changes).length > 0) {
-        pull = await this.updatePull(existing.number, changes);
-        operation = "updated";
+        pull = await this.updatePullOrRebase(existing, changes);
+        operation = pull === existing ? "unchanged" : "updated";
       } else {
         pull = existing;
       }
@@ -50215,6 +50312,10 @@ var GitHubForge = class {
     }
     return this.login;
   }
+  /**
+   * The PR for a head branch: the open one, else the newest closed or merged one (a re-run finds the PR
+   * a person closed instead of opening a second). `pulls.list` with `state: all`, head-filtered.
+   */
   async findPull(branch) {
     const { data } = await this.session.call(
       "pulls.list",
@@ -50222,38 +50323,73 @@ var GitHubForge = class {
         owner: this.owner,
         repo: this.repo,
         head: `${this.owner}:${branch}`,
-        state: "open",
+        state: "all",
         per_page: 100
       })
     );
-    const pulls = data;
-    return pulls.filter(
+    const pulls = data.filter(
+      // The head filter is exact on GitHub; checking again keeps a fork's same-named branch out.
       (p) => p.head.ref === branch && (p.head.repo?.full_name ?? this.opts.repository).toLowerCase() === this.opts.repository.toLowerCase()
-    ).sort((a, b) => a.number - b.number)[0];
+    );
+    const open4 = pulls.filter((p) => p.state === "open").sort((a, b) => a.number - b.number)[0];
+    return open4 ?? pulls.sort((a, b) => b.number - a.number)[0];
   }
   async createPull(spec, title, body) {
-    const create = (draft) => this.session.call(
+    const create = (draft, base) => this.session.call(
       "pulls.create",
       () => this.client.rest.pulls.create({
         owner: this.owner,
         repo: this.repo,
         head: `${this.owner}:${spec.branch}`,
-        base: spec.base,
+        base,
         title,
         body,
         draft
       })
     );
+    const createAs = async (base) => {
+      try {
+        return (await create(spec.draft, base)).data;
+      } catch (e) {
+        if (!(spec.draft && e instanceof ForgeApiError && e.message.includes(ERROR_DRAFTS_NOT_SUPPORTED)))
+          throw e;
+        this.opts.logger.warn(
+          `${this.opts.repository} does not support draft PRs; opening ${spec.branch} as ready`
+        );
+        return (await create(false, base)).data;
+      }
+    };
     try {
-      return (await create(spec.draft)).data;
+      return await createAs(spec.base);
     } catch (e) {
-      if (!(spec.draft && e instanceof ForgeApiError && e.message.includes(ERROR_DRAFTS_NOT_SUPPORTED)))
-        throw e;
-      this.opts.logger.warn(
-        `${this.opts.repository} does not support draft PRs; opening ${spec.branch} as ready`
-      );
-      return (await create(false)).data;
+      const fallback = this.fallbackBase(e, spec.base);
+      if (fallback === void 0) throw e;
+      return createAs(fallback);
     }
+  }
+  /** Update a PR; when the new base no longer exists, retarget to the default base instead (or keep it). */
+  async updatePullOrRebase(existing, changes) {
+    try {
+      return await this.updatePull(existing.number, changes);
+    } catch (e) {
+      if (changes.base === void 0) throw e;
+      const fallback = this.fallbackBase(e, changes.base);
+      if (fallback === void 0) throw e;
+      const rest2 = { ...changes, base: fallback === existing.base.ref ? void 0 : fallback };
+      if (rest2.base === void 0) delete rest2.base;
+      return Object.keys(rest2).length > 0 ? this.updatePull(existing.number, rest2) : existing;
+    }
+  }
+  /** The default base to use when `e` says `base` does not exist (422 base invalid), else undefined. */
+  fallbackBase(e, base) {
+    const fallback = this.opts.defaultBase;
+    if (fallback === void 0 || fallback === base || !(e instanceof ForgeApiError) || !isInvalidBase(e.cause)) {
+      return void 0;
+    }
+    this.opts.logger.warn(
+      `base branch ${base} no longer exists on ${this.opts.repository} (merged and deleted?); using ${fallback}`
+    );
+    return fallback;
   }
   async updatePull(number, changes) {
     const { data } = await this.session.call(
@@ -50366,6 +50502,9 @@ function gitAuthEnv(gitUrl, token, env = process.env) {
     secrets: [token, basic, header]
   };
 }
+function sleep3(ms2) {
+  return new Promise((r) => setTimeout(r, ms2));
+}
 function redactUrl(url) {
   return url.replace(/\/\/[^/@]*@/, "//");
 }
@@ -50375,7 +50514,7 @@ import { randomUUID as randomUUID2 } from "node:crypto";
 import { closeSync as closeSync4, mkdirSync as mkdirSync17, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { dirname as dirname17 } from "node:path";
-import { setTimeout as sleep3 } from "node:timers/promises";
+import { setTimeout as sleep4 } from "node:timers/promises";
 async function withFileLock(lockPath, fn, opts = {}) {
   const token = await acquire(lockPath, opts);
   try {
@@ -50417,7 +50556,7 @@ async function acquire(lockPath, opts) {
       );
     }
     const wait = basePollMs * Math.min(8, 1 + attempt / 4);
-    await sleep3(wait / 2 + Math.random() * wait);
+    await sleep4(wait / 2 + Math.random() * wait);
   }
 }
 function release(lockPath, token) {
@@ -50547,13 +50686,18 @@ var LocalForge = class {
     const sha = await resolveCommit(repoDir, commit2, g);
     const { remote, logger } = this.opts;
     if (remote !== void 0) {
-      await forcePush(repoDir, remote, branch, sha, g);
+      await pushReplacingOwnCommits(repoDir, remote, branch, sha, g);
       logger.info(`pushed ${branch} \u2192 ${sha.slice(0, 12)} to ${remote}`);
       return;
     }
-    if (await branchSha(repoDir, branch, g) === sha) {
+    const current = await branchSha(repoDir, branch, g);
+    if (current === sha) {
       logger.info(`branch ${branch} already at ${sha.slice(0, 12)}`);
       return;
+    }
+    if (current !== void 0) {
+      const theirs = await foreignCommits(repoDir, current, sha, g);
+      if (theirs.length > 0) throw new ForeignCommitsError(branch, repoDir, theirs);
     }
     const busy = await worktreesOnBranch(repoDir, branch, g);
     if (busy.length > 0) {
@@ -50577,7 +50721,7 @@ var LocalForge = class {
     if (body.truncated) this.warnTruncated(`PR body for ${spec.branch}`, body.originalChars);
     const { record: record2, operation } = await this.locked(() => {
       const now = (/* @__PURE__ */ new Date()).toISOString();
-      const existing = this.openPullFor(spec.branch);
+      const existing = this.pullFor(spec.branch);
       if (!existing) {
         const record4 = this.records.newPull({
           number: this.records.take("nextPull"),
@@ -50596,7 +50740,7 @@ var LocalForge = class {
       }
       const next = {
         ...existing,
-        base: spec.base,
+        base: existing.state === "open" ? spec.base : existing.base,
         title: title.text,
         body: body.text,
         labels: planLabels(existing.labels, spec.labels).result
@@ -50610,7 +50754,7 @@ var LocalForge = class {
     return { pr: this.toPullRequest(record2, headSha), operation, truncated: body.truncated };
   }
   async findPullRequest(branch) {
-    const record2 = this.openPullFor(branch);
+    const record2 = this.pullFor(branch);
     return record2 ? this.toPullRequest(record2, await this.headSha(branch)) : void 0;
   }
   async upsertStickyComment(number, key, body, stamp) {
@@ -50683,8 +50827,10 @@ var LocalForge = class {
   locked(fn) {
     return withFileLock(this.records.lockFile, async () => fn(), this.opts.lock);
   }
-  openPullFor(branch) {
-    return this.records.pulls().find((p) => p.branch === branch && p.state === "open");
+  /** The open PR for a branch, else the newest closed one: found again, never duplicated (as on GitHub). */
+  pullFor(branch) {
+    const all = this.records.pulls().filter((p) => p.branch === branch);
+    return all.find((p) => p.state === "open") ?? all.sort((a, b) => b.number - a.number)[0];
   }
   requirePull(number) {
     const pr = this.records.pull(number);
@@ -50756,6 +50902,7 @@ var builders3 = /* @__PURE__ */ new Map([
         apiUrl: gh.api_url,
         gitUrl: gh.git_url,
         commentAuthor: gh.comment_author,
+        defaultBase: config.forge.base,
         logger: ctx.logger
       });
     }
@@ -50846,6 +50993,8 @@ var DEFAULT_DATA_BRANCH = "hillclimb-data";
 var SCRATCH_REMOTE = "store";
 var GIT_TIMEOUT_MS2 = 5 * 6e4;
 var DEFAULT_PUSH_ATTEMPTS = 6;
+var BRANCH_STORE_MAX_FILE_BYTES = 10 * 1024 * 1024;
+var TRACE_FILE = /(?:^|\/)plugins\/profile\/|\.xplane\.pb$|\.trace\.json(?:\.gz)?$|(?:^|\/)perfetto_trace\.json(?:\.gz)?$/;
 var IDENTITY = {
   GIT_AUTHOR_NAME: "hillclimb",
   GIT_AUTHOR_EMAIL: "hillclimb@users.noreply.invalid",
@@ -50871,14 +51020,41 @@ var BranchStore = class {
   remoteUrl;
   async put(key, file) {
     assertKey(key);
+    const bytes = isFile(file) ? statSync5(file).size : 0;
+    if (bytes > this.maxFileBytes) {
+      throw new HillclimbError(
+        `cannot store ${key} on the ${this.branch} branch: ${mib(bytes)} is over the branch store's ${mib(this.maxFileBytes)} per-file limit`,
+        {
+          hint: "the data branch is downloaded by every full checkout; store large files with store.kind: hf"
+        }
+      );
+    }
     const [stored] = await this.commit([{ key, file }], `hillclimb: store ${key}`);
     return stored;
   }
+  /** Every file below `dir`, except traces and files over the limit (each named in a warning). */
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join24(dir, rel) }));
+    const changes = [];
+    const skipped = [];
+    for (const rel of walkFiles(dir)) {
+      const change = { key: joinKey(prefix, rel), file: join24(dir, rel) };
+      const bytes = statSync5(change.file).size;
+      if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
+      else if (bytes > this.maxFileBytes) {
+        skipped.push(`${change.key} (${mib(bytes)}, over the ${mib(this.maxFileBytes)} limit)`);
+      } else changes.push(change);
+    }
+    if (skipped.length > 0) {
+      this.opts.logger.warn(
+        `store: not putting ${skipped.length} file(s) on the ${this.branch} branch, which every full checkout downloads: ${skipped.join(", ")}; the run's artifact keeps them (use store.kind: hf to store traces)`
+      );
+    }
     if (changes.length === 0) return [];
     return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
+  }
+  get maxFileBytes() {
+    return this.opts.maxFileBytes ?? BRANCH_STORE_MAX_FILE_BYTES;
   }
   async get(key, dest) {
     assertKey(key);
@@ -50947,7 +51123,7 @@ var BranchStore = class {
           });
         }
         this.opts.logger.info(`store: ${this.branch} moved meanwhile; re-applying on the new tip`);
-        await sleep4(
+        await sleep5(
           this.opts.retryDelayMs?.(attempt) ?? Math.round(200 * 2 ** attempt * (0.5 + Math.random()))
         );
       }
@@ -51140,6 +51316,20 @@ ${r.stderr}`;
     const denied = /\b40[13]\b|denied|not granted|authentication failed|could not read username/i.test(
       detail
     );
+    const tooLarge = `${r.stdout}
+${r.stderr}`.match(
+      /File (.+?) is ([\d.]+ MB); this exceeds GitHub's file size limit/
+    );
+    if (tooLarge || /\bGH001\b/.test(r.stderr)) {
+      return new StoreApiError(
+        operation,
+        `${this.shownUrl} (${this.branch}) refused a file over GitHub's size limit (GH001)${tooLarge ? `: ${tooLarge[1]} is ${tooLarge[2]}` : ""}`,
+        {
+          hint: "GitHub refuses files over 100 MiB; keep the branch store's maxFileBytes below that, or store large files with store.kind: hf",
+          cause: new ExecError(detail, operation, r)
+        }
+      );
+    }
     return new StoreApiError(
       operation,
       `${this.shownUrl} (${this.branch}): ${detail || `exit code ${r.exitCode}`}`,
@@ -51171,7 +51361,10 @@ function isFile(path) {
     return false;
   }
 }
-function sleep4(ms2) {
+function mib(bytes) {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+function sleep5(ms2) {
   return new Promise((r) => setTimeout(r, ms2));
 }
 
@@ -58572,7 +58765,7 @@ function splitAsyncGenerator(source, n) {
   if (n <= 0) {
     return [];
   }
-  const sleep5 = (ms2) => new Promise((resolve32) => setTimeout(resolve32, ms2));
+  const sleep6 = (ms2) => new Promise((resolve32) => setTimeout(resolve32, ms2));
   let takenIndex = null;
   const generators = [];
   let remaining = n;
@@ -58580,7 +58773,7 @@ function splitAsyncGenerator(source, n) {
     generators.push({
       next: async () => {
         while (takenIndex !== null) {
-          await sleep5(1);
+          await sleep6(1);
         }
         takenIndex = i;
         return source.next().then((r) => {
@@ -59745,6 +59938,17 @@ var HfStore = class {
       });
     }
     const status = e.statusCode;
+    if (status === 401 && !this.opts.token) {
+      return new StoreApiError(
+        operation,
+        `401: ${repo} refused a read without a token: it is private or does not exist, and $${this.tokenEnv} is not set`,
+        {
+          status,
+          hint: `give this job $${this.tokenEnv} (read access is enough) or make ${repo} public; until then nothing stored there (history, profiles) can be read, so every run starts from main`,
+          cause: e
+        }
+      );
+    }
     const hints = {
       401: `the token in $${this.tokenEnv} was rejected: create a token with write access at ${this.endpoint}/settings/tokens and export it as ${this.tokenEnv}`,
       403: `the token in $${this.tokenEnv} may not write to ${repo}: give it write access to the ${this.opts.repo.split("/")[0]} namespace`,

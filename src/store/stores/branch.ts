@@ -11,6 +11,12 @@
  * - The token (from `store.branch.token_env`) reaches git as an HTTP header through GIT_CONFIG_*
  *   environment variables, never the command line, and is redacted from every message.
  * - `url(key)` is the GitHub blob URL when the remote is on github.com, else `<remote>#<branch>:<key>`.
+ * - The data branch stays small, because every `actions/checkout` with `fetch-depth: 0` downloads all of
+ *   it and GitHub refuses any pushed file over 100 MiB (GH001): `putDir` leaves out profiler traces
+ *   (`plugins/profile/…`, `*.xplane.pb`, `*.trace.json[.gz]`, `perfetto_trace.json[.gz]`) and any file
+ *   over `maxFileBytes` (default 10 MiB), with a warning naming each one and why; the run's workflow
+ *   artifact keeps them, and the `hf` store is the place for traces. `put` of a file over the limit
+ *   fails instead (a single state file, such as the history, must not vanish quietly).
  */
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
@@ -29,6 +35,15 @@ export const DEFAULT_DATA_BRANCH = 'hillclimb-data';
 const SCRATCH_REMOTE = 'store';
 const GIT_TIMEOUT_MS = 5 * 60_000;
 const DEFAULT_PUSH_ATTEMPTS = 6;
+/**
+ * The largest file the branch store pushes. GitHub warns above 50 MiB and refuses 100 MiB (GH001); a
+ * data branch that every full clone downloads should hold far less. Evidence, history rows, logs and
+ * patches fit; traces do not belong here at any size.
+ */
+export const BRANCH_STORE_MAX_FILE_BYTES = 10 * 1024 * 1024;
+/** Profiler output in a bundle: jax.profiler's plugins/profile/<run>/ folder and its trace files. */
+const TRACE_FILE =
+  /(?:^|\/)plugins\/profile\/|\.xplane\.pb$|\.trace\.json(?:\.gz)?$|(?:^|\/)perfetto_trace\.json(?:\.gz)?$/;
 /** Commits on the data branch are the harness's. */
 const IDENTITY = {
   GIT_AUTHOR_NAME: 'hillclimb',
@@ -55,6 +70,8 @@ export interface BranchStoreOptions {
   retryDelayMs?: (attempt: number) => number;
   /** The git program. Default git. */
   gitBinary?: string;
+  /** Files larger than this are not pushed (see the module comment). Default BRANCH_STORE_MAX_FILE_BYTES. */
+  maxFileBytes?: number;
   /**
    * The repository's web page (e.g. https://github.com/owner/name), for blob URLs when `remote` is a
    * remote name; the factory fills it from the Actions environment or forge.github.
@@ -86,15 +103,44 @@ export class BranchStore implements Store {
 
   async put(key: string, file: string): Promise<StoredObject> {
     assertKey(key);
+    const bytes = isFile(file) ? statSync(file).size : 0;
+    if (bytes > this.maxFileBytes) {
+      throw new HillclimbError(
+        `cannot store ${key} on the ${this.branch} branch: ${mib(bytes)} is over the branch store's ${mib(this.maxFileBytes)} per-file limit`,
+        {
+          hint: 'the data branch is downloaded by every full checkout; store large files with store.kind: hf',
+        },
+      );
+    }
     const [stored] = await this.commit([{ key, file }], `hillclimb: store ${key}`);
     return stored!;
   }
 
+  /** Every file below `dir`, except traces and files over the limit (each named in a warning). */
   async putDir(prefix: string, dir: string): Promise<StoredObject[]> {
     assertPrefix(prefix);
-    const changes = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join(dir, rel) }));
+    const changes: Change[] = [];
+    const skipped: string[] = [];
+    for (const rel of walkFiles(dir)) {
+      const change = { key: joinKey(prefix, rel), file: join(dir, rel) };
+      const bytes = statSync(change.file).size;
+      if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
+      else if (bytes > this.maxFileBytes) {
+        skipped.push(`${change.key} (${mib(bytes)}, over the ${mib(this.maxFileBytes)} limit)`);
+      } else changes.push(change);
+    }
+    if (skipped.length > 0) {
+      this.opts.logger.warn(
+        `store: not putting ${skipped.length} file(s) on the ${this.branch} branch, which every full checkout ` +
+          `downloads: ${skipped.join(', ')}; the run's artifact keeps them (use store.kind: hf to store traces)`,
+      );
+    }
     if (changes.length === 0) return [];
     return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || '/'}`);
+  }
+
+  private get maxFileBytes(): number {
+    return this.opts.maxFileBytes ?? BRANCH_STORE_MAX_FILE_BYTES;
   }
 
   async get(key: string, dest: string): Promise<void> {
@@ -383,6 +429,19 @@ class Scratch {
     const denied = /\b40[13]\b|denied|not granted|authentication failed|could not read username/i.test(
       detail,
     );
+    const tooLarge = `${r.stdout}\n${r.stderr}`.match(
+      /File (.+?) is ([\d.]+ MB); this exceeds GitHub's file size limit/,
+    );
+    if (tooLarge || /\bGH001\b/.test(r.stderr)) {
+      return new StoreApiError(
+        operation,
+        `${this.shownUrl} (${this.branch}) refused a file over GitHub's size limit (GH001)${tooLarge ? `: ${tooLarge[1]} is ${tooLarge[2]}` : ''}`,
+        {
+          hint: "GitHub refuses files over 100 MiB; keep the branch store's maxFileBytes below that, or store large files with store.kind: hf",
+          cause: new ExecError(detail, operation, r),
+        },
+      );
+    }
     return new StoreApiError(
       operation,
       `${this.shownUrl} (${this.branch}): ${detail || `exit code ${r.exitCode}`}`,
@@ -423,6 +482,10 @@ function isFile(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -6,7 +6,10 @@
  * - Large files go through the Hub's LFS "basic" transfer (`useXet: false`), the protocol our contract
  *   tests exercise; downloads likewise use the plain `resolve` URL (`xet: false`).
  * - The token comes from the variable named by `store.hf.token_env`; it is only ever handed to the
- *   library, never logged. Reads work without one on public repositories.
+ *   library, never logged. Reads work without one on public repositories only: the Hub answers an
+ *   anonymous read of a private (or missing) repository with 401, never 404, so `list` cannot tell
+ *   "empty" from "not allowed" and fails instead of returning nothing, with an error that says no
+ *   token was set (rather than blaming one).
  * - URLs: `<endpoint>/datasets/<repo>/resolve/main/<key>`.
  */
 
@@ -109,7 +112,8 @@ export class HfStore implements Store {
         }
       });
     } catch (e) {
-      // A folder (or repository) that does not exist yet holds no keys.
+      // A folder (or repository) that does not exist yet holds no keys. The token could see it were it
+      // there: without a token the Hub says 401 instead, and that is no answer (see wrap).
       if (e instanceof StoreApiError && e.status === 404) return [];
       throw e;
     }
@@ -201,6 +205,19 @@ export class HfStore implements Store {
       });
     }
     const status = e.statusCode;
+    if (status === 401 && !this.opts.token) {
+      return new StoreApiError(
+        operation,
+        `401: ${repo} refused a read without a token: it is private or does not exist, and $${this.tokenEnv} is not set`,
+        {
+          status,
+          hint:
+            `give this job $${this.tokenEnv} (read access is enough) or make ${repo} public; until then nothing ` +
+            'stored there (history, profiles) can be read, so every run starts from main',
+          cause: e,
+        },
+      );
+    }
     const hints: Record<number, string> = {
       401: `the token in $${this.tokenEnv} was rejected: create a token with write access at ${this.endpoint}/settings/tokens and export it as ${this.tokenEnv}`,
       403: `the token in $${this.tokenEnv} may not write to ${repo}: give it write access to the ${this.opts.repo.split('/')[0]} namespace`,

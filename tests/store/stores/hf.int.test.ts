@@ -143,6 +143,29 @@ describe('hf store', () => {
     expect(perfettoLinkFor(anonymous, 'p/t.json.gz')).toMatchObject({ ok: false, reason: /HTTPS/ });
   });
 
+  it('an anonymous read of a private repository is an error that says no token is set, never an empty list', async () => {
+    await storeWith().put('history/gdn.jsonl', join(src, 'metrics.json')); // private by default
+    const anonymous = storeWith({ token: undefined, tokenEnv: 'HC_HF_TOKEN' });
+    for (const read of [
+      () => anonymous.list('history/'),
+      () => anonymous.get('history/gdn.jsonl', join(tmp.dir, 'x.json')),
+    ]) {
+      const err = await read().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreApiError);
+      expect(err).toMatchObject({ status: 401 });
+      const e = err as StoreApiError;
+      expect(e.message).toContain(`datasets/${REPO} refused a read without a token`);
+      expect(e.message).toContain('$HC_HF_TOKEN is not set');
+      expect(`${e.message} ${e.hint}`).not.toMatch(/token in \$HC_HF_TOKEN|was rejected/);
+      expect(e.hint).toContain('give this job $HC_HF_TOKEN (read access is enough)');
+    }
+    // A missing repository looks the same to an anonymous reader.
+    const missing = storeWith({ repo: 'my-org/not-there', token: undefined });
+    await expect(missing.list('')).rejects.toMatchObject({ status: 401 });
+    // With a token that can see it, a missing folder is simply empty.
+    expect(await storeWith().list('nothing-here/')).toEqual([]);
+  });
+
   it('encodes keys in URLs', () => {
     expect(storeWith().url('runs/r 1/a#b.json')).toBe(
       `${server.url}/datasets/${REPO}/resolve/main/runs/r%201/a%23b.json`,
