@@ -1121,17 +1121,32 @@ function isAncestor(bareDir: string, maybeAncestor: string, of: string): boolean
 export const GITHUB_FILE_SIZE_LIMIT_BYTES = 100 * 1024 * 1024;
 
 /**
- * Make a bare repository refuse pushes the way github.com does for large files: a pre-receive hook
- * that rejects any new blob over `limitBytes` with GitHub's GH001 messages (the file, its size and the
- * limit in MB; git shows them prefixed with `remote:`), so the push fails with `[remote rejected] …
- * (pre-receive hook declined)`. Tests pass a scaled-down limit instead of pushing 100 MiB.
+ * Make a bare repository refuse pushes the way github.com does: a pre-receive hook that rejects
+ * - any new blob over `limitBytes` with GitHub's GH001 messages (the file, its size and the limit in
+ *   MB; git shows them prefixed with `remote:`). Tests pass a scaled-down limit, not 100 MiB;
+ * - any update of a branch in `protectedBranches` with GH006 "Protected branch update failed", as
+ *   branch protection does for a token that may not bypass it;
+ * so the push fails with `[remote rejected] … (pre-receive hook declined)`.
  */
-export function installGitHubPushRules(bareDir: string, limitBytes = GITHUB_FILE_SIZE_LIMIT_BYTES): void {
+export function installGitHubPushRules(
+  bareDir: string,
+  limitBytes = GITHUB_FILE_SIZE_LIMIT_BYTES,
+  protectedBranches: readonly string[] = [],
+): void {
   const hook = join(bareDir, 'hooks', 'pre-receive');
+  const protectedRefs = protectedBranches.map((b) => `refs/heads/${b}`).join(' ');
   const script = `#!/bin/sh
-# GitHub's large-file rule (GH001), for tests.
+# GitHub's push rules (GH001 large files, GH006 protected branches), for tests.
 status=0
+too_large=
 while read -r old new ref; do
+  for p in ${protectedRefs}; do
+    if [ "$ref" = "$p" ]; then
+      echo "error: GH006: Protected branch update failed for $ref." >&2
+      echo "error: Changes must be made through a pull request." >&2
+      status=1
+    fi
+  done
   [ "$new" = "0000000000000000000000000000000000000000" ] && continue
   report=$(git rev-list --objects "$new" --not --all |
     git cat-file --batch-check='%(objecttype) %(objectsize) %(rest)' |
@@ -1144,9 +1159,10 @@ while read -r old new ref; do
   if [ -n "$report" ]; then
     echo "$report" >&2
     status=1
+    too_large=1
   fi
 done
-if [ "$status" -ne 0 ]; then
+if [ -n "$too_large" ]; then
   echo "error: GH001: Large files detected. You may want to try Git Large File Storage - https://git-lfs.github.com." >&2
 fi
 exit "$status"

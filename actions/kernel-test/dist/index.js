@@ -50030,6 +50030,10 @@ function hintFor(status, text3, operation, headers, ctx) {
 
 // src/forge/forges/github.ts
 var DEFAULT_GITHUB_API_URL = "https://api.github.com";
+var PROTECTED_BRANCH = /\bGH006\b|\bGH013\b|protected branch/i;
+function protectedBranchHint(branch) {
+  return `a branch protection rule or ruleset covers ${branch}: exclude hillclimb/** and hillclimb-data from it, or add the token's GitHub App to its bypass list (docs/setup.md, "Branch protection")`;
+}
 var GitHubForge = class {
   constructor(opts) {
     this.opts = opts;
@@ -50106,7 +50110,7 @@ var GitHubForge = class {
         e.message
       );
       throw new ForgeApiError("git push", e.message, {
-        hint: denied ? `the token in $${this.tokenEnv} may not push to ${this.opts.repository}: it needs "contents: write"` : `could not push ${branch} to ${redactUrl(this.gitUrl)}`,
+        hint: PROTECTED_BRANCH.test(e.message) ? protectedBranchHint(branch) : denied ? `the token in $${this.tokenEnv} may not push to ${this.opts.repository}: it needs "contents: write"` : `could not push ${branch} to ${redactUrl(this.gitUrl)}`,
         cause: e
       });
     }
@@ -50927,6 +50931,7 @@ var SCRATCH_REMOTE = "store";
 var GIT_TIMEOUT_MS2 = 5 * 6e4;
 var DEFAULT_PUSH_ATTEMPTS = 6;
 var BRANCH_STORE_MAX_FILE_BYTES = 10 * 1024 * 1024;
+var PROTECTED_BRANCH2 = /\bGH006\b|\bGH013\b|protected branch/i;
 var TRACE_FILE = /(?:^|\/)plugins\/profile\/|\.xplane\.pb$|\.trace\.json(?:\.gz)?$|(?:^|\/)perfetto_trace\.json(?:\.gz)?$/;
 var IDENTITY = {
   GIT_AUTHOR_NAME: "hillclimb",
@@ -51267,7 +51272,8 @@ ${r.stderr}`.match(
       operation,
       `${this.shownUrl} (${this.branch}): ${detail || `exit code ${r.exitCode}`}`,
       {
-        hint: denied ? `the token in $${this.tokenEnv} may not ${need} ${this.shownUrl}: it needs "contents: ${need}"` : `check that ${this.shownUrl} is reachable`,
+        hint: PROTECTED_BRANCH2.test(`${r.stdout}
+${r.stderr}`) ? `a branch protection rule or ruleset covers ${this.branch}: exclude it, or add the token's GitHub App to its bypass list (docs/setup.md, "Branch protection")` : denied ? `the token in $${this.tokenEnv} may not ${need} ${this.shownUrl}: it needs "contents: ${need}"` : `check that ${this.shownUrl} is reachable`,
         cause: new ExecError(detail, operation, r)
       }
     );

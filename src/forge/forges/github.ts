@@ -64,6 +64,19 @@ import {
 
 export const DEFAULT_GITHUB_API_URL = 'https://api.github.com';
 
+/**
+ * GitHub's refusals of a push by branch protection (GH006 "Protected branch update failed") or a
+ * ruleset (GH013 "Repository rule violations found").
+ */
+export const PROTECTED_BRANCH = /\bGH006\b|\bGH013\b|protected branch/i;
+
+export function protectedBranchHint(branch: string): string {
+  return (
+    `a branch protection rule or ruleset covers ${branch}: exclude hillclimb/** and hillclimb-data from it, ` +
+    'or add the token\'s GitHub App to its bypass list (docs/setup.md, "Branch protection")'
+  );
+}
+
 export interface GitHubForgeOptions {
   /** owner/name. */
   repository: string;
@@ -178,9 +191,11 @@ export class GitHubForge implements Forge {
         e.message,
       );
       throw new ForgeApiError('git push', e.message, {
-        hint: denied
-          ? `the token in $${this.tokenEnv} may not push to ${this.opts.repository}: it needs "contents: write"`
-          : `could not push ${branch} to ${redactUrl(this.gitUrl)}`,
+        hint: PROTECTED_BRANCH.test(e.message)
+          ? protectedBranchHint(branch)
+          : denied
+            ? `the token in $${this.tokenEnv} may not push to ${this.opts.repository}: it needs "contents: write"`
+            : `could not push ${branch} to ${redactUrl(this.gitUrl)}`,
         cause: e,
       });
     }

@@ -41,6 +41,8 @@ const DEFAULT_PUSH_ATTEMPTS = 6;
  * patches fit; traces do not belong here at any size.
  */
 export const BRANCH_STORE_MAX_FILE_BYTES = 10 * 1024 * 1024;
+/** GitHub's refusals by branch protection (GH006) or a ruleset (GH013). */
+const PROTECTED_BRANCH = /\bGH006\b|\bGH013\b|protected branch/i;
 /** Profiler output in a bundle: jax.profiler's plugins/profile/<run>/ folder and its trace files. */
 const TRACE_FILE =
   /(?:^|\/)plugins\/profile\/|\.xplane\.pb$|\.trace\.json(?:\.gz)?$|(?:^|\/)perfetto_trace\.json(?:\.gz)?$/;
@@ -446,9 +448,12 @@ class Scratch {
       operation,
       `${this.shownUrl} (${this.branch}): ${detail || `exit code ${r.exitCode}`}`,
       {
-        hint: denied
-          ? `the token in $${this.tokenEnv} may not ${need} ${this.shownUrl}: it needs "contents: ${need}"`
-          : `check that ${this.shownUrl} is reachable`,
+        hint: PROTECTED_BRANCH.test(`${r.stdout}\n${r.stderr}`)
+          ? `a branch protection rule or ruleset covers ${this.branch}: exclude it, or add the token's GitHub App ` +
+            'to its bypass list (docs/setup.md, "Branch protection")'
+          : denied
+            ? `the token in $${this.tokenEnv} may not ${need} ${this.shownUrl}: it needs "contents: ${need}"`
+            : `check that ${this.shownUrl} is reachable`,
         cause: new ExecError(detail, operation, r),
       },
     );

@@ -15,7 +15,11 @@ import { RATE_LIMIT_WAIT_BUDGET_SECONDS } from '../../../src/forge/forges/github
 import { BODY_CAP_CHARS } from '../../../src/forge/limits.js';
 import { decodeStamp, stickyMarker } from '../../../src/forge/sticky.js';
 import { memoryLogger } from '../../../src/util/log.js';
-import { type ContractUser, GitHubContractServer } from '../../helpers/github-contract-server.js';
+import {
+  type ContractUser,
+  GitHubContractServer,
+  installGitHubPushRules,
+} from '../../helpers/github-contract-server.js';
 import { REPO_ROOT, tempDir } from '../../helpers/paths.js';
 import {
   bareBranchSha,
@@ -603,6 +607,19 @@ describe('what people and GitHub do between runs', () => {
     });
     expect(timeouts.length).toBeGreaterThan(0);
     expect(RATE_LIMIT_WAIT_BUDGET_SECONDS).toBeLessThanOrEqual((Math.min(...timeouts) * 60) / 2);
+  });
+
+  it('a branch protection rule on the iteration branches is named in the hint (GH006)', async () => {
+    installGitHubPushRules(bare, undefined, [BRANCH]);
+    const err = await pushedBranch(forgeWith()).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ForgeApiError', operation: 'git push' });
+    expect((err as Error).message).toContain(
+      'GH006: Protected branch update failed for refs/heads/hillclimb/',
+    );
+    expect((err as ForgeApiError).hint).toBe(
+      `a branch protection rule or ruleset covers ${BRANCH}: exclude hillclimb/** and hillclimb-data from it, ` +
+        'or add the token\'s GitHub App to its bypass list (docs/setup.md, "Branch protection")',
+    );
   });
 
   it("never force-pushes over a reviewer's commit on the iteration branch", async () => {
