@@ -79,7 +79,7 @@ function toolResults(server: MessagesServer): Array<{ content: string; is_error?
   );
 }
 
-describe('claude (real binary) through the adapter', () => {
+describe('claude (real binary) through the adapter', { timeout: 120_000 }, () => {
   it(`is the pinned version (${pinnedVersion('@anthropic-ai/claude-code')})`, () => {
     const out = execFileSync(claudeBinary(), ['--version'], { encoding: 'utf8' });
     expect(out.trim()).toBe(`${pinnedVersion('@anthropic-ai/claude-code')} (Claude Code)`);

@@ -70,7 +70,7 @@ function toolOutputs(server: ResponsesServer): string[] {
   );
 }
 
-describe('codex (real binary) through the adapter', () => {
+describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => {
   it(`is the pinned version (${pinnedVersion('@openai/codex')})`, () => {
     const out = execFileSync(codexBinary(), ['--version'], { encoding: 'utf8' });
     expect(out.trim()).toBe(`codex-cli ${pinnedVersion('@openai/codex')}`);
