@@ -117,8 +117,14 @@ describe('scrubbed agent environment', () => {
     });
     await agent.run(f.request);
     const env = f.record().env;
-    expectOnly(env, ['ANTHROPIC_API_KEY', ...GIT_IDENTITY, ...REQUEST]);
+    expectOnly(env, [
+      'ANTHROPIC_API_KEY',
+      'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC',
+      ...GIT_IDENTITY,
+      ...REQUEST,
+    ]);
     expect(env.OPENAI_API_KEY).toBeUndefined();
+    expect(env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe('1'); // no telemetry or update calls
   });
 
   it('a command agent gets no model key at all, plus the HILLCLIMB_* variables', async () => {

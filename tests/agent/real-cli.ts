@@ -1,8 +1,9 @@
 /**
  * Shared set-up for the tests that drive the real agent CLIs (the pinned `@openai/codex` and
  * `@anthropic-ai/claude-code` devDependencies) through hillclimb's adapters: where the binaries are,
- * a fresh repository with an isolated HOME per test, and the environment that keeps them offline (a
- * refusing proxy for every host but loopback, the CLIs' own update checks and telemetry off).
+ * a fresh repository with an isolated HOME per test, and the environment that keeps them offline: a
+ * refusing proxy for every host but loopback, which also records any call the CLI makes that the
+ * adapter did not switch off (codex.ts QUIET_CONFIG, claude.ts CLAUDE_QUIET_ENV).
  */
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -56,14 +57,6 @@ export function claudeBinary(): string {
   throw missing('@anthropic-ai/claude-code');
 }
 
-/** Both CLIs' switches for update checks, telemetry and error reports (seen in 2.1.332's binary). */
-const QUIET = {
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-  DISABLE_AUTOUPDATER: '1',
-  DISABLE_TELEMETRY: '1',
-  DISABLE_ERROR_REPORTING: '1',
-};
-
 export interface RealAgentFixture {
   repo: TestRepo;
   /** The request, with an isolated HOME (and CODEX_HOME) and the offline environment in `env`. */
@@ -98,7 +91,7 @@ export function useRealAgentFixtures(): (overrides?: Partial<AgentRequest>) => P
       timeoutMs: 60_000,
       idleTimeoutMs: 45_000,
       ...overrides,
-      env: { HOME: home, CODEX_HOME: join(home, '.codex'), ...QUIET, ...proxy.env, ...overrides.env },
+      env: { HOME: home, CODEX_HOME: join(home, '.codex'), ...proxy.env, ...overrides.env },
     };
     const fixture = { repo, request, home, proxy, outside: join(repo.base, 'outside.txt') };
     made.push(fixture);

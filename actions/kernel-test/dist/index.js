@@ -42586,6 +42586,7 @@ var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
   "Bash(python3:*)",
   "Bash(.venv/bin/python:*)"
 ];
+var CLAUDE_QUIET_ENV = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
 var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
 var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
 var API_FAILURE = [
@@ -42630,6 +42631,7 @@ var ClaudeAgent = class {
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
+      extraEnv: CLAUDE_QUIET_ENV,
       apiFailure: claudeApiFailure,
       configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
       setupFailure: claudeSetupFailure,

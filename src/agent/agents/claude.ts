@@ -76,6 +76,13 @@ export const DEFAULT_CLAUDE_ALLOWED_TOOLS = [
   'Bash(.venv/bin/python:*)',
 ] as const;
 
+/**
+ * Claude Code's own calls home, off (telemetry, error reports, the update check, feature flags): the
+ * agent reaches the model API and nothing else. Without it, 2.1.332 calls api.anthropic.com even when
+ * ANTHROPIC_BASE_URL points elsewhere (seen behind a refusing proxy; tests/agent/claude.real.int.test.ts).
+ */
+export const CLAUDE_QUIET_ENV = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' } as const;
+
 /** API key or subscription OAuth token (claude-code-action takes either). */
 export const CLAUDE_MODEL_KEYS = ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN'] as const;
 const CLAUDE_SETTINGS = ['ANTHROPIC_BASE_URL', 'CLAUDE_CONFIG_DIR'] as const;
@@ -137,6 +144,7 @@ export class ClaudeAgent implements Agent {
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
+      extraEnv: CLAUDE_QUIET_ENV,
       apiFailure: claudeApiFailure,
       configDir: { env: 'CLAUDE_CONFIG_DIR', defaultInHome: '.claude' },
       setupFailure: claudeSetupFailure,
