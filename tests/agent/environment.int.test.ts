@@ -96,7 +96,7 @@ describe('scrubbed agent environment', () => {
     // `codex exec` reads only CODEX_API_KEY: the user's OpenAI key is handed over under that name.
     expect(env.CODEX_API_KEY).toBe(PLANTED.OPENAI_API_KEY);
     // Its TMPDIR is a private scratch folder (the sandbox keeps /tmp read-only).
-    expect(env.TMPDIR).toMatch(/hc-codex-[^/]+\/tmp$/);
+    expect(env.TMPDIR).toMatch(/\/evidence\/i001\/\.codex-[^/]+\/tmp$/);
     expect(env.ANTHROPIC_API_KEY).toBeUndefined();
     expect(env.GIT_AUTHOR_NAME).toBe('codex (hillclimb agent)');
     expect(logger.lines.join('\n')).toContain('not passing GITHUB_TOKEN to the agent');

@@ -28,8 +28,8 @@
  *
  * Sandbox: workspace-write without network, never danger-full-access or the bypass flag unless the user
  * puts it in `extra_args` (a flag given there replaces ours). Workspace-write also makes `/tmp` and
- * `$TMPDIR` writable by default; `/tmp` is excluded and TMPDIR points at a private scratch folder, so the
- * agent writes only its working tree, the result folder and that scratch. In workspace-write codex keeps
+ * `$TMPDIR` writable by default; `/tmp` is excluded and TMPDIR points at a private scratch folder beside
+ * the result file, so the agent writes only its working tree, the result folder and that scratch. In workspace-write codex keeps
  * `.git` read-only, so the agent cannot commit; the prompt gets a note saying so, and the harness commits
  * what the agent left in the working tree (leftovers.ts). The final message is constrained to the result
  * schema, and is used when the agent did not write the result file.
@@ -131,7 +131,8 @@ export class CodexAgent implements Agent {
     try {
       const schemaFile = join(scratch, 'result.schema.json');
       writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}\n`);
-      // The agent's TMPDIR: workspace-write keeps $TMPDIR writable, and this one holds nothing else.
+      // The agent's TMPDIR: workspace-write keeps $TMPDIR writable, and this one holds nothing else. (In
+      // the harness's namespace sandbox launchAgent points TMPDIR at that sandbox's own /tmp instead.)
       const agentTmp = join(scratch, 'tmp');
       mkdirSync(agentTmp);
       const source = { ...(this.opts.sourceEnv ?? process.env), ...request.env };
