@@ -6,8 +6,8 @@
  * failures.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentSetupError } from '../../src/agent/agent.js';
 import {
@@ -15,6 +15,7 @@ import {
   type ClaudeOptions,
   DEFAULT_CLAUDE_ALLOWED_TOOLS,
 } from '../../src/agent/agents/claude.js';
+import { sandboxAvailability } from '../../src/exec/sandbox.js';
 import { memoryLogger } from '../../src/util/log.js';
 import {
   type MessagesServer,
@@ -171,6 +172,45 @@ describe('claude (real binary) through the adapter', { timeout: 120_000 }, () =>
     expect(outcome.status).toBe('finished');
     const log = readFileSync(f.request.logFile, 'utf8');
     expect(log).toContain('"subtype":"permission_denied"');
+  });
+
+  it('works inside the harness’s namespace sandbox, which shows it nothing outside its folders', async (t) => {
+    const available = await sandboxAvailability();
+    if (!available.available) t.skip(`no namespace sandbox on this machine: ${available.reason}`);
+    const f = await setup();
+    const out = dirname(f.request.resultFile);
+    mkdirSync(out, { recursive: true });
+    const file = join(f.repo.root, 'kernels/gdn/chunk.py');
+    const server = await serve({
+      replies: [
+        { toolUse: { name: 'Read', input: { file_path: file } } },
+        {
+          toolUse: {
+            name: 'Edit',
+            input: { file_path: file, old_string: '    return x\n', new_string: '    return x * 1\n' },
+          },
+        },
+        {
+          toolUse: {
+            name: 'Bash',
+            input: { command: `git log -1 --format=%s -- ${f.outside}`, description: 'Outside' },
+          },
+        },
+        {
+          toolUse: {
+            name: 'Write',
+            input: { file_path: f.request.resultFile, content: JSON.stringify(RESULT) },
+          },
+        },
+        { text: 'Done.' },
+      ],
+    });
+    const isolation = { sandbox: { readOnly: [], writable: [f.repo.root, out], home: join(out, 'home') } };
+    const outcome = await claude().run({ ...anthropicEnv(f, server.baseUrl), isolation });
+    expect(server.violations).toEqual([]);
+    expect(f.proxy.attempts).toEqual([]);
+    expect(outcome).toMatchObject({ status: 'finished', isolation: 'sandbox', result: RESULT });
+    expect(readFileSync(file, 'utf8')).toBe('def chunk(x):\n    return x * 1\n');
   });
 
   it('a refused key (401) is a setup error, reported at the first retry notice', async () => {

@@ -93,6 +93,18 @@ describe('codex adapter', () => {
     expect(outcome.logFile).toBe(f.request.logFile);
   });
 
+  it('inside the harness’s sandbox, where its own cannot start, asks for danger-full-access', () => {
+    const base = { workdir: '/w', lastMessageFile: '/l', schemaFile: '/s', extraArgs: [] };
+    expect(codexArgs({ ...base, insideHarnessSandbox: true }).slice(4, 6)).toEqual([
+      '--sandbox',
+      'danger-full-access',
+    ]);
+    expect(codexArgs(base).slice(4, 6)).toEqual(['--sandbox', 'workspace-write']);
+    // A sandbox the user chose still wins.
+    const chosen = codexArgs({ ...base, insideHarnessSandbox: true, extraArgs: ['--sandbox', 'read-only'] });
+    expect(chosen.filter((a) => a === '--sandbox')).toHaveLength(1);
+  });
+
   it('lets extra_args choose the endpoint or the provider instead of OPENAI_BASE_URL', () => {
     const base = { workdir: '/w', lastMessageFile: '/l', schemaFile: '/s', baseUrl: 'https://a.example/v1' };
     expect(codexArgs({ ...base, extraArgs: [] })).toContain('openai_base_url="https://a.example/v1"');

@@ -6,10 +6,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentSetupError } from '../../src/agent/agent.js';
 import { CodexAgent, type CodexOptions } from '../../src/agent/agents/codex.js';
+import { sandboxAvailability } from '../../src/exec/sandbox.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { HARNESS_IDENTITY } from '../../src/workspace/git.js';
 import {
@@ -204,6 +205,44 @@ describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => 
       );
     } finally {
       rmSync(slashTmp, { force: true });
+    }
+  });
+
+  it('inside the harness’s namespace sandbox, where its own cannot start, edits land and writes stay inside', async (t) => {
+    const available = await sandboxAvailability();
+    if (!available.available) t.skip(`no namespace sandbox on this machine: ${available.reason}`);
+    const f = await setup();
+    const out = dirname(f.request.resultFile);
+    mkdirSync(out, { recursive: true });
+    // The codex package is visible read-only in the sandbox (its binary runs from there).
+    const readOnly = join(REPO_ROOT, 'node_modules', `.hc-escape-${process.pid}`);
+    const server = await serve({
+      replies: [
+        { functionCall: { name: 'exec_command', arguments: { cmd: 'cat kernels/gdn/chunk.py' } } },
+        { functionCall: { name: 'exec_command', arguments: { cmd: `echo x > ${f.outside}; echo rc=$?` } } },
+        { functionCall: { name: 'exec_command', arguments: { cmd: `echo x > ${readOnly}; echo rc=$?` } } },
+        { customToolCall: { name: 'apply_patch', input: patchChunk('kernels/gdn/chunk.py') } },
+        { message: JSON.stringify(RESULT) },
+      ],
+    });
+    const isolation = { sandbox: { readOnly: [], writable: [f.repo.root, out], home: join(out, 'home') } };
+    try {
+      const outcome = await codex().agent.run({ ...openaiEnv(f, server), isolation });
+      expect(server.violations).toEqual([]);
+      const outputs = toolOutputs(server);
+      expect(outputs[0]).toContain('def chunk(x):'); // commands run (codex's own bwrap would fail here)
+      // A path beside the repository lands in the sandbox's private /tmp, never on the machine.
+      expect(existsSync(f.outside)).toBe(false);
+      expect(outputs[2]).toMatch(/Read-only file system/);
+      expect(existsSync(readOnly)).toBe(false);
+      expect(outputs[3]).toContain('Success. Updated the following files:');
+      expect(outcome).toMatchObject({ status: 'finished', isolation: 'sandbox', result: RESULT });
+      expect(outcome.harnessCommit).toBeDefined();
+      expect(readFileSync(join(f.repo.root, 'kernels/gdn/chunk.py'), 'utf8')).toBe(
+        'def chunk(x):\n    return x * 1\n',
+      );
+    } finally {
+      rmSync(readOnly, { force: true });
     }
   });
 

@@ -42339,6 +42339,7 @@ var CodexAgent = class {
       mkdirSync8(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const args = codexArgs({
+        insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
         workdir: request2.workdir,
         lastMessageFile,
         schemaFile,
@@ -42403,7 +42404,7 @@ function codexArgs(i) {
   const args = ["exec", "--json"];
   if (!has("--color")) args.push("--color", "never");
   if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
-    args.push("--sandbox", "workspace-write");
+    args.push("--sandbox", i.insideHarnessSandbox ? "danger-full-access" : "workspace-write");
   }
   if (!has("--ephemeral")) args.push("--ephemeral");
   args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);

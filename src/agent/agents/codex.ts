@@ -29,10 +29,21 @@
  * Sandbox: workspace-write without network, never danger-full-access or the bypass flag unless the user
  * puts it in `extra_args` (a flag given there replaces ours). Workspace-write also makes `/tmp` and
  * `$TMPDIR` writable by default; `/tmp` is excluded and TMPDIR points at a private scratch folder beside
- * the result file, so the agent writes only its working tree, the result folder and that scratch. In workspace-write codex keeps
- * `.git` read-only, so the agent cannot commit; the prompt gets a note saying so, and the harness commits
- * what the agent left in the working tree (leftovers.ts). The final message is constrained to the result
- * schema, and is used when the agent did not write the result file.
+ * the result file, so the agent writes only its working tree, the result folder and that scratch. In
+ * workspace-write codex keeps `.git` read-only, so the agent cannot commit; the prompt gets a note saying
+ * so, and the harness commits what the agent left in the working tree (leftovers.ts).
+ *
+ * Inside the harness's own namespace sandbox (`request.isolation.sandbox`, src/exec/sandbox.ts) codex's
+ * sandbox cannot start: its bubblewrap fails with "bwrap: setting up uid map: Operation not permitted"
+ * (no capabilities left to map a nested user namespace), and the legacy Landlock path refuses
+ * workspace-write ("filesystem-restricted execution requires bubblewrap"), so every command and every
+ * apply_patch fails and each iteration would be a no-op (seen with the real 0.169 binary). There codex
+ * runs with `--sandbox danger-full-access`: the harness's sandbox is the fence (writes only to the
+ * agent's repository and output folder); the network stays shared, as the harness's sandbox shares it for
+ * the model API.
+ *
+ * The final message is constrained to the result schema, and is used when the agent did not write the
+ * result file.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -137,6 +148,7 @@ export class CodexAgent implements Agent {
       mkdirSync(agentTmp);
       const source = { ...(this.opts.sourceEnv ?? process.env), ...request.env };
       const args = codexArgs({
+        insideHarnessSandbox: Boolean(request.isolation?.sandbox),
         workdir: request.workdir,
         lastMessageFile,
         schemaFile,
@@ -201,6 +213,8 @@ export class CodexAgent implements Agent {
 }
 
 export interface CodexArgsInput {
+  /** The process runs in the harness's namespace sandbox, where codex's own cannot start (see above). */
+  insideHarnessSandbox?: boolean;
   workdir: string;
   lastMessageFile: string;
   schemaFile: string;
@@ -221,7 +235,7 @@ export function codexArgs(i: CodexArgsInput): string[] {
   const args = ['exec', '--json'];
   if (!has('--color')) args.push('--color', 'never');
   if (!has('--sandbox', '-s', '--dangerously-bypass-approvals-and-sandbox', '--yolo')) {
-    args.push('--sandbox', 'workspace-write');
+    args.push('--sandbox', i.insideHarnessSandbox ? 'danger-full-access' : 'workspace-write');
   }
   if (!has('--ephemeral')) args.push('--ephemeral');
   args.push('-C', i.workdir, '--output-last-message', i.lastMessageFile, '--output-schema', i.schemaFile);
