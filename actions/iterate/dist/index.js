@@ -50572,13 +50572,13 @@ var LocalForge = class {
       logger.info(`pushed ${branch} \u2192 ${sha.slice(0, 12)} to ${remote}`);
       return;
     }
-    const current = await branchSha(repoDir, branch, g);
-    if (current === sha) {
+    const current2 = await branchSha(repoDir, branch, g);
+    if (current2 === sha) {
       logger.info(`branch ${branch} already at ${sha.slice(0, 12)}`);
       return;
     }
-    if (current !== void 0) {
-      const theirs = await foreignCommits(repoDir, current, sha, g);
+    if (current2 !== void 0) {
+      const theirs = await foreignCommits(repoDir, current2, sha, g);
       if (theirs.length > 0) throw new ForeignCommitsError(branch, repoDir, theirs);
     }
     const busy = await worktreesOnBranch(repoDir, branch, g);
