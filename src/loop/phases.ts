@@ -23,7 +23,7 @@ import { STEPS } from '../evidence/iteration.js';
 import { buildForge } from '../forge/factory.js';
 import { buildStore } from '../store/factory.js';
 import type { Store } from '../store/store.js';
-import { ExitCode, errorMessage, HillclimbError } from '../util/errors.js';
+import { ExitCode, errorMessage, HillclimbError, isHillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { Git } from '../workspace/git.js';
 import {
@@ -149,7 +149,7 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
   const bundle = new Bundle(join(runDir, iterationDirName(opts.iteration)));
   const git = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
-  await pullHistory(store, stateDir, target.name, opts.logger);
+  await pullHistory(store, stateDir, target.name);
 
   const backend = buildBackend(config, {
     root: config.root,
@@ -277,12 +277,7 @@ export async function resolveChampion(
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  await pullHistory(
-    buildStore(config, { root: config.root, logger: opts.logger }),
-    stateDir,
-    target.name,
-    opts.logger,
-  );
+  await pullHistory(buildStore(config, { root: config.root, logger: opts.logger }), stateDir, target.name);
   const fromHistory = championFromHistory(stateDir, target.name);
   if (fromHistory) return { ...fromHistory, source: 'history' };
   const git = await Git.create(config.root, { logger: opts.logger });
@@ -333,19 +328,21 @@ async function ensureCandidateCommits(
   await git.fetchBundle(file, candidateRef(runId, iteration));
 }
 
-/** Bring the store's history for the target into the state dir (the store is the shared copy). */
-export async function pullHistory(
-  store: Store,
-  stateDir: string,
-  target: string,
-  logger: Logger,
-): Promise<void> {
+/**
+ * Bring the store's history for the target into the state dir (the store is the shared copy). A store
+ * that cannot be read stops the phase with its reason and hint: carrying on would silently start every
+ * iteration from HEAD instead of the champion, and publish over the real history.
+ */
+export async function pullHistory(store: Store, stateDir: string, target: string): Promise<void> {
   if (store.name === 'local') return;
   try {
     const keys = await store.list('history/');
     if (keys.includes(historyKey(target))) await store.get(historyKey(target), historyFile(stateDir));
   } catch (e) {
-    logger.warn(`could not read the history from the ${store.name} store: ${errorMessage(e)}`);
+    throw new HillclimbError(`could not read the history from the ${store.name} store: ${errorMessage(e)}`, {
+      hint: isHillclimbError(e) && e.hint ? e.hint : `check the ${store.name} store's settings and token`,
+      exitCode: ExitCode.infra,
+    });
   }
 }
 

@@ -71544,7 +71544,7 @@ async function storeBundle(store, bundle, ev, prefix) {
   publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
   const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
   if (ev.profile?.status === "done" && trace) {
-    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
+    publish.traceUrl = store.url(trace.key);
     const link2 = perfettoLinkFor(store, trace.key);
     if (link2.ok) publish.perfettoUrl = link2.url;
     else if (!publish.warnings.some((w) => w.startsWith("no Perfetto link"))) {
@@ -72486,7 +72486,7 @@ async function openPhase(phase, opts) {
   const bundle = new Bundle(join39(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
-  await pullHistory(store, stateDir, target.name, opts.logger);
+  await pullHistory(store, stateDir, target.name);
   const backend = buildBackend(config, {
     root: config.root,
     logger: opts.logger,
@@ -72585,12 +72585,7 @@ async function resolveChampion(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  await pullHistory(
-    buildStore(config, { root: config.root, logger: opts.logger }),
-    stateDir,
-    target.name,
-    opts.logger
-  );
+  await pullHistory(buildStore(config, { root: config.root, logger: opts.logger }), stateDir, target.name);
   const fromHistory = championFromHistory(stateDir, target.name);
   if (fromHistory) return { ...fromHistory, source: "history" };
   const git3 = await Git.create(config.root, { logger: opts.logger });
@@ -72621,13 +72616,16 @@ async function ensureCandidateCommits(git3, bundle, runId, iteration) {
   }
   await git3.fetchBundle(file, candidateRef(runId, iteration));
 }
-async function pullHistory(store, stateDir, target, logger) {
+async function pullHistory(store, stateDir, target) {
   if (store.name === "local") return;
   try {
     const keys = await store.list("history/");
     if (keys.includes(historyKey(target))) await store.get(historyKey(target), historyFile(stateDir));
   } catch (e) {
-    logger.warn(`could not read the history from the ${store.name} store: ${errorMessage(e)}`);
+    throw new HillclimbError(`could not read the history from the ${store.name} store: ${errorMessage(e)}`, {
+      hint: isHillclimbError(e) && e.hint ? e.hint : `check the ${store.name} store's settings and token`,
+      exitCode: ExitCode2.infra
+    });
   }
 }
 async function pushHistory(store, stateDir, target) {

@@ -140,7 +140,8 @@ export async function storeBundle(
   publish.bundleUrl = store.url(`${prefix}/${BundleFiles.evidence}`);
   const trace = stored.find((o) => /perfetto_trace\.json\.gz$|\.trace\.json\.gz$/.test(o.key));
   if (ev.profile?.status === 'done' && trace) {
-    publish.traceUrl = store.url(`${prefix}/${BundleFiles.profileDir}`);
+    // The trace file itself: a folder has no URL on the Hub (resolve/main/<folder> is a 404).
+    publish.traceUrl = store.url(trace.key);
     const link = perfettoLinkFor(store, trace.key);
     if (link.ok) publish.perfettoUrl = link.url;
     else if (!publish.warnings.some((w) => w.startsWith('no Perfetto link'))) {
