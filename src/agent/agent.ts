@@ -75,11 +75,6 @@ export interface AgentOutcome {
   result?: AgentResult;
   /** Why the result file was rejected (missing, not JSON, wrong fields, too long). */
   resultProblem?: string;
-  /**
-   * Set when the harness committed the agent's uncommitted change on its behalf (codex: its sandbox keeps
-   * `.git` read-only). The SHA of that commit; the agent is its author, the harness its committer.
-   */
-  harnessCommit?: string;
   logFile: string;
   durationMs: number;
   /** How the agent process was isolated; absent when no process ran (or a harness-internal agent). */

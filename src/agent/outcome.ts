@@ -21,14 +21,12 @@ export function toOutcome(
   logFile: string,
   result: AgentResult | undefined,
   problem: string | undefined,
-  harnessCommit?: string,
 ): AgentOutcome {
   return {
     status: proc.status,
     exitCode: proc.exitCode,
     ...(proc.infraError !== undefined ? { infraError: proc.infraError } : {}),
     ...(result ? { result } : { resultProblem: problem ?? 'no result' }),
-    ...(harnessCommit ? { harnessCommit } : {}),
     logFile,
     durationMs: proc.durationMs,
     ...(proc.isolation ? { isolation: proc.isolation } : {}),

@@ -49,7 +49,6 @@ describe('claude adapter', () => {
     expect(outcome).toMatchObject({ status: 'finished', exitCode: 0 });
     expect(outcome.infraError).toBeUndefined();
     expect(outcome.result?.summary).toBe('Fused the two matmuls in chunk.py into one dot_general.');
-    expect(outcome.harnessCommit).toBeUndefined();
     expect(git(f.repo.root, 'rev-parse', 'HEAD~1').trim()).toBe(head);
     expect(git(f.repo.root, 'log', '-1', '--format=%an <%ae>|%s').trim()).toBe(
       'claude (hillclimb agent) <claude-agent@users.noreply.invalid>|Fuse the two chunk matmuls',

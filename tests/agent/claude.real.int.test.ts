@@ -133,7 +133,7 @@ describe('claude (real binary) through the adapter', { timeout: 120_000 }, () =>
 
     expect(outcome).toMatchObject({ status: 'finished', exitCode: 0, result: RESULT });
     expect(outcome.infraError).toBeUndefined();
-    expect(outcome.harnessCommit).toBeUndefined(); // Claude Code commits itself
+    // Claude Code commits itself (the loop then takes the tree, and the message, from there).
     expect(git(f.repo.root, 'rev-parse', 'HEAD~1').trim()).toBe(head);
     expect(git(f.repo.root, 'log', '-1', '--format=%an <%ae>|%s').trim()).toBe(
       'claude (hillclimb agent) <claude-agent@users.noreply.invalid>|Multiply by one',

@@ -164,6 +164,8 @@ describe('untrusted code, attacking from inside', () => {
     const runId = 'gh3001-1';
     let hostile: Awaited<ReturnType<typeof runActionBundle>>;
     let linker: Awaited<ReturnType<typeof runActionBundle>>;
+    let armed: Awaited<ReturnType<typeof runActionBundle>>;
+    const filterProof = join(t.dir, 'filter-ran');
     const bundleOf = (dir: string, iteration: number) =>
       join(dir, '.hillclimb', 'runs', runId, `i00${iteration}`);
 
@@ -220,7 +222,36 @@ describe('untrusted code, attacking from inside', () => {
         inputs: { 'run-id': runId, iteration: '2', forge: 'local', store: 'local' },
         env,
       });
+
+      // A third agent arms its own repository against whoever runs git there next: a filter driver in
+      // its .git/config and attributes, a commit hook, and a changed file that `git add` would feed it.
+      writeFileSync(
+        join(repo, 'agents', 'evil.sh'),
+        [
+          '#!/bin/sh',
+          'cd "$HILLCLIMB_WORKDIR"',
+          `printf '[filter "x"]\\n\\tclean = sh -c "env > ${filterProof}; cat"\\n' >> .git/config`,
+          "printf '* filter=x\\n' > .git/info/attributes",
+          `printf '#!/bin/sh\\ntouch ${filterProof}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`,
+          "sed -i 's/DELAY_S = 0.02/DELAY_S = 0.009/' toy/kernel.py",
+          '',
+        ].join('\n'),
+      );
+      gitIn(repo, 'commit', '-qam', 'the third agent');
+      armed = await runActionBundle('iterate', {
+        cwd: repo,
+        inputs: { 'run-id': runId, iteration: '3', forge: 'local', store: 'local' },
+        env,
+      });
     }, 300_000);
+
+    it("attack 19: the harness never runs git in the agent's repository (its config, hooks and attributes)", () => {
+      expect(armed.code, armed.stdout).toBe(0);
+      expect(armed.outputs['candidate-commit']).toMatch(/^[0-9a-f]{40}$/);
+      expect(existsSync(filterProof)).toBe(false);
+      const ev = JSON.parse(readFileSync(join(bundleOf(repo, 3), 'evidence.json'), 'utf8'));
+      expect(ev.candidate.changedPaths).toEqual(['toy/kernel.py']);
+    });
 
     it('attack 13: the agent cannot read the harness environment (GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN)', () => {
       expect(hostile.code, hostile.stdout).toBe(0);

@@ -41061,13 +41061,12 @@ function outsideOf(root, dir) {
   const rel = relative(resolve3(root), resolve3(dir));
   return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve3(dir);
 }
-function toOutcome(proc, logFile, result, problem, harnessCommit) {
+function toOutcome(proc, logFile, result, problem) {
   return {
     status: proc.status,
     exitCode: proc.exitCode,
     ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
     ...result ? { result } : { resultProblem: problem ?? "no result" },
-    ...harnessCommit ? { harnessCommit } : {},
     logFile,
     durationMs: proc.durationMs,
     ...proc.isolation ? { isolation: proc.isolation } : {}
@@ -41310,15 +41309,224 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync6, mkdirSync as mkdirSync8, mkdtempSync as mkdtempSync2, readFileSync as readFileSync3, rmSync as rmSync3, writeFileSync as writeFileSync2 } from "node:fs";
-import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname8, join as join8 } from "node:path";
+import { existsSync as existsSync6, mkdirSync as mkdirSync7, mkdtempSync, readFileSync as readFileSync3, rmSync as rmSync2, writeFileSync } from "node:fs";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname7, join as join7 } from "node:path";
+var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
+var CODEX_SETTINGS = ["CODEX_HOME"];
+var CODEX_SANDBOX_NOTE = `
+
+## Note from the harness (codex sandbox)
+
+This sandbox keeps \`.git\` read-only, so \`git commit\` will fail here. Leave your one change uncommitted in
+the working tree: the harness commits it for you, using your result's summary as the commit message. If you
+decide on no change, leave the working tree clean.
+`;
+var API_FAILURE2 = [
+  /exceeded retry limit, last status: (?:429|5\d\d)/i,
+  /unexpected status (?:429|5\d\d)/i,
+  /stream disconnected before completion/i,
+  /currently experiencing high demand/i,
+  /Connection failed:|error sending request for url|Error while reading the server response/i,
+  /(?:connection|request) (?:timed out|refused|reset)/i,
+  /You've hit your usage limit|Quota exceeded|usage limit/i,
+  /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/
+];
+var SETUP_FAILURE2 = [
+  /unexpected status (?:401|403)\b/i,
+  /\b401 Unauthorized\b/i,
+  /Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i
+];
+var QUIET_CONFIG = [
+  "analytics.enabled=false",
+  "check_for_update_on_startup=false",
+  "features.apps=false",
+  "features.plugins=false"
+];
+var UNKNOWN_MODEL = /Model metadata for `([^`]+)` not found/;
+var CodexAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "codex";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
+    rmSync2(lastMessageFile, { force: true });
+    const resultDir = outsideOf(request2.workdir, dirname7(request2.resultFile));
+    const scratch = mkdtempSync(join7(resultDir ?? tmpdir2(), resultDir ? ".codex-" : "hc-codex-"));
+    try {
+      const schemaFile = join7(scratch, "result.schema.json");
+      writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+`);
+      const agentTmp = join7(scratch, "tmp");
+      mkdirSync7(agentTmp);
+      const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
+      const args = codexArgs({
+        insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
+        workdir: request2.workdir,
+        lastMessageFile,
+        schemaFile,
+        resultDir: outsideOf(request2.workdir, dirname7(request2.resultFile)),
+        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
+        model: this.opts.model,
+        reasoningEffort: this.opts.reasoningEffort,
+        extraArgs: this.opts.extraArgs
+      });
+      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
+      const proc = await launchAgent(request2, {
+        agent: this.name,
+        command: this.opts.binary,
+        args,
+        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
+        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
+        modelKeys: CODEX_MODEL_KEYS,
+        adapterNames: CODEX_SETTINGS,
+        passEnv: this.opts.passEnv,
+        extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: apiKey } : {} },
+        apiFailure: codexApiFailure,
+        configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
+        setupFailure: codexSetupFailure,
+        watchLine: codexLineSignal,
+        apiRetryLimitMs: this.opts.apiRetryLimitMs,
+        logger: this.opts.logger
+      });
+      const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
+      if (unknownModel) {
+        this.opts.logger.warn(
+          `codex: model ${unknownModel} is not in this codex's model catalog (codex debug models --bundled): it gets no apply_patch tool and edits through shell commands only`
+        );
+      }
+      if (proc.setupError) {
+        throw new AgentSetupError(this.name, proc.setupError, {
+          hint: codexKeyHint(source, nonEmpty(source.OPENAI_BASE_URL)),
+          logFile: request2.logFile
+        });
+      }
+      let { result, problem } = readAgentResult(request2.resultFile);
+      if (!result && existsSync6(lastMessageFile)) {
+        const fromMessage = resultFromMessage(readFileSync3(lastMessageFile, "utf8"));
+        if (fromMessage) [result, problem] = [fromMessage, void 0];
+      }
+      return toOutcome(proc, request2.logFile, result, problem);
+    } finally {
+      rmSync2(scratch, { recursive: true, force: true });
+    }
+  }
+};
+function codexArgs(i) {
+  const user = i.extraArgs;
+  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const configures = (...keys) => user.some((a) => keys.some((k) => a.startsWith(`${k}=`)));
+  const args = ["exec", "--json"];
+  if (!has("--color")) args.push("--color", "never");
+  if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
+    args.push("--sandbox", i.insideHarnessSandbox ? "danger-full-access" : "workspace-write");
+  }
+  if (!has("--ephemeral")) args.push("--ephemeral");
+  args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);
+  args.push("-c", "sandbox_workspace_write.network_access=false");
+  args.push("-c", "sandbox_workspace_write.exclude_slash_tmp=true");
+  for (const quiet of QUIET_CONFIG) args.push("-c", quiet);
+  if (i.baseUrl !== void 0 && !configures("openai_base_url", "model_provider")) {
+    args.push("-c", `openai_base_url=${JSON.stringify(i.baseUrl)}`);
+  }
+  if (i.model !== void 0 && !has("-m", "--model")) args.push("-m", i.model);
+  if (i.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i.reasoningEffort}"`);
+  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
+  args.push(...user, "-");
+  return args;
+}
+function errorMessages(stdout) {
+  const messages = [];
+  for (const ev of jsonLines(stdout)) {
+    if (ev.type === "error" && typeof ev.message === "string") messages.push(ev.message);
+    const err = ev.error;
+    if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
+  }
+  return messages;
+}
+function codexApiFailure(result) {
+  const messages = errorMessages(result.stdout).join("\n");
+  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
+}
+function codexSetupFailure(result) {
+  const messages = errorMessages(result.stdout).join("\n");
+  const line = firstMatchingLine([messages, result.stderr], SETUP_FAILURE2);
+  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
+}
+function codexLineSignal(line, stream) {
+  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
+  let ev;
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    return void 0;
+  }
+  if (ev.type === "error" && typeof ev.message === "string") {
+    if (SETUP_FAILURE2.some((p) => p.test(ev.message))) {
+      return { setup: `the model API refused the credentials: ${ev.message}` };
+    }
+    return ev.message.startsWith("Reconnecting...") ? { retrying: ev.message } : void 0;
+  }
+  if ((ev.type === "item.started" || ev.type === "item.completed") && ev.item?.type !== "error") {
+    return { progress: true };
+  }
+  return void 0;
+}
+function codexKeyHint(source, baseUrl) {
+  const where2 = baseUrl ?? "api.openai.com";
+  if (nonEmpty(source.CODEX_API_KEY)) return `CODEX_API_KEY was refused by ${where2}: set a valid key there`;
+  if (nonEmpty(source.OPENAI_API_KEY)) {
+    return `OPENAI_API_KEY (passed to codex as CODEX_API_KEY, the only key codex exec reads) was refused by ${where2}: set a valid key`;
+  }
+  return "neither OPENAI_API_KEY nor CODEX_API_KEY is set: set one to an OpenAI API key (or run `codex login` as this user)";
+}
+function nonEmpty(value) {
+  return value === void 0 || value.trim() === "" ? void 0 : value;
+}
+
+// src/agent/agents/command.ts
+var COMMAND_INFRA_EXIT_CODE = 75;
+var CommandAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+    if (opts.command.length === 0) throw new Error("agent.command.command is empty");
+  }
+  opts;
+  name = "command";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const [program, ...args] = this.opts.command;
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: program,
+      args,
+      modelKeys: [],
+      passEnv: this.opts.passEnv,
+      extraEnv: {
+        HILLCLIMB_RESULT_FILE: request2.resultFile,
+        HILLCLIMB_WORKDIR: request2.workdir,
+        HILLCLIMB_ITERATION: String(request2.iteration)
+      },
+      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      logger: this.opts.logger
+    });
+    const { result, problem } = readAgentResult(request2.resultFile);
+    return toOutcome(proc, request2.logFile, result, problem);
+  }
+};
+
+// src/agent/agents/replay.ts
+import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync9, readdirSync, readFileSync as readFileSync4, writeFileSync as writeFileSync3 } from "node:fs";
+import { basename, dirname as dirname9, join as join9 } from "node:path";
 
 // src/workspace/git.ts
 import { createHash } from "node:crypto";
-import { closeSync as closeSync2, mkdirSync as mkdirSync7, mkdtempSync, openSync as openSync2, readSync, rmSync as rmSync2, writeFileSync } from "node:fs";
-import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname7, isAbsolute as isAbsolute4, join as join7, relative as relative2, resolve as resolve4 } from "node:path";
+import { closeSync as closeSync2, mkdirSync as mkdirSync8, mkdtempSync as mkdtempSync2, openSync as openSync2, readSync, rmSync as rmSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import { tmpdir as tmpdir3 } from "node:os";
+import { dirname as dirname8, isAbsolute as isAbsolute4, join as join8, relative as relative2, resolve as resolve4 } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
 // src/workspace/branch-name.ts
@@ -41460,7 +41668,7 @@ var Git = class _Git {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode.infra });
-    mkdirSync7(dirname7(resolve4(dest)), { recursive: true });
+    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
     await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve4(dest)], {
       env: GIT_ENV,
       timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
@@ -41474,8 +41682,8 @@ var Git = class _Git {
    */
   async cloneForAgent(dest, commit2) {
     assertSha(commit2);
-    rmSync2(dest, { recursive: true, force: true });
-    mkdirSync7(dirname7(resolve4(dest)), { recursive: true });
+    rmSync3(dest, { recursive: true, force: true });
+    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
     await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
     await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
       config: { "advice.detachedHead": "false" }
@@ -41711,8 +41919,8 @@ var Git = class _Git {
   }
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
-    const dir = mkdtempSync(join7(tmpdir2(), "hc-stash-probe-"));
-    const probe2 = join7(dir, "probe");
+    const dir = mkdtempSync2(join8(tmpdir3(), "hc-stash-probe-"));
+    const probe2 = join8(dir, "probe");
     try {
       await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
       const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
@@ -41720,7 +41928,7 @@ var Git = class _Git {
     } finally {
       await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
       await this.git(["worktree", "prune"]);
-      rmSync2(dir, { recursive: true, force: true });
+      rmSync3(dir, { recursive: true, force: true });
     }
   }
   // ---------------------------------------------------------------------------------------------
@@ -41737,7 +41945,7 @@ var Git = class _Git {
     const abs = resolve4(path);
     const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
     if (r.exitCode !== 0) {
-      rmSync2(abs, { recursive: true, force: true });
+      rmSync3(abs, { recursive: true, force: true });
       await this.git(["worktree", "prune"]);
     }
     this.createdWorktrees.delete(abs);
@@ -41774,7 +41982,7 @@ var Git = class _Git {
   async createBundle(file, ref, base) {
     assertRefName(ref);
     assertRevision(base);
-    mkdirSync7(dirname7(resolve4(file)), { recursive: true });
+    mkdirSync8(dirname8(resolve4(file)), { recursive: true });
     await this.git(["bundle", "create", "--quiet", resolve4(file), ref, `^${base}`]);
   }
   /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
@@ -41807,10 +42015,10 @@ var Git = class _Git {
     }
     const foreign = header.prerequisites.filter((p) => p !== opts.champion);
     if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
-    const quarantine = mkdtempSync(join7(tmpdir2(), "hc-import-"));
+    const quarantine = mkdtempSync2(join8(tmpdir3(), "hc-import-"));
     try {
       await this.git(["init", "--quiet", "--bare", "--", quarantine]);
-      writeFileSync(join7(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+      writeFileSync2(join8(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
 `);
       const q = ["--git-dir", quarantine];
       const imported = "refs/hillclimb/import";
@@ -41847,7 +42055,7 @@ var Git = class _Git {
       await this.git(["fetch", "--quiet", "--no-tags", quarantine, `+${imported}:${opts.ref}`]);
       return { head, commits: chain.map(([sha]) => sha).reverse() };
     } finally {
-      rmSync2(quarantine, { recursive: true, force: true });
+      rmSync3(quarantine, { recursive: true, force: true });
     }
   }
   /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
@@ -41962,9 +42170,9 @@ var Git = class _Git {
   async commitFile(parent, path, content, message, opts) {
     assertRevision(parent);
     const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
-    const scratch = mkdtempSync(join7(tmpdir2(), "hc-index-"));
+    const scratch = mkdtempSync2(join8(tmpdir3(), "hc-index-"));
     try {
-      const env = { GIT_INDEX_FILE: join7(scratch, "index") };
+      const env = { GIT_INDEX_FILE: join8(scratch, "index") };
       await this.git(["read-tree", parent], { env });
       await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
       const tree = (await this.git(["write-tree"], { env })).stdout.trim();
@@ -41983,7 +42191,7 @@ var Git = class _Git {
       });
       return r.stdout.trim();
     } finally {
-      rmSync2(scratch, { recursive: true, force: true });
+      rmSync3(scratch, { recursive: true, force: true });
     }
   }
   /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
@@ -42258,251 +42466,7 @@ function parseBundleHeader(text3) {
   return void 0;
 }
 
-// src/agent/leftovers.ts
-var SUBJECT_MAX = 72;
-async function commitLeftovers(git3, headBefore, agent, result, exclude = []) {
-  if (await git3.head() !== headBefore) return void 0;
-  if (await git3.isClean()) return void 0;
-  await git3.stageAll({ exclude });
-  if (!await git3.hasStagedChanges()) return void 0;
-  return git3.commit(leftoverMessage(agent, result), {
-    identity: HARNESS_IDENTITY,
-    author: agentIdentity(agent)
-  });
-}
-function leftoverMessage(agent, result) {
-  const first = (result?.summary ?? result?.hypothesis ?? `${agent} change`).split("\n")[0].trim();
-  const subject = first.length > SUBJECT_MAX ? `${first.slice(0, SUBJECT_MAX - 1)}\u2026` : first;
-  const body = [
-    result ? `Hypothesis: ${result.hypothesis}` : void 0,
-    result ? `Summary: ${result.summary}` : void 0,
-    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`
-  ].filter((l) => l !== void 0);
-  return `${subject}
-
-${body.join("\n\n")}
-`;
-}
-
-// src/agent/agents/codex.ts
-var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
-var CODEX_SETTINGS = ["CODEX_HOME"];
-var CODEX_SANDBOX_NOTE = `
-
-## Note from the harness (codex sandbox)
-
-This sandbox keeps \`.git\` read-only, so \`git commit\` will fail here. Leave your one change uncommitted in
-the working tree: the harness commits it for you, using your result's summary as the commit message. If you
-decide on no change, leave the working tree clean.
-`;
-var API_FAILURE2 = [
-  /exceeded retry limit, last status: (?:429|5\d\d)/i,
-  /unexpected status (?:429|5\d\d)/i,
-  /stream disconnected before completion/i,
-  /currently experiencing high demand/i,
-  /Connection failed:|error sending request for url|Error while reading the server response/i,
-  /(?:connection|request) (?:timed out|refused|reset)/i,
-  /You've hit your usage limit|Quota exceeded|usage limit/i,
-  /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/
-];
-var SETUP_FAILURE2 = [
-  /unexpected status (?:401|403)\b/i,
-  /\b401 Unauthorized\b/i,
-  /Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i
-];
-var QUIET_CONFIG = [
-  "analytics.enabled=false",
-  "check_for_update_on_startup=false",
-  "features.apps=false",
-  "features.plugins=false"
-];
-var UNKNOWN_MODEL = /Model metadata for `([^`]+)` not found/;
-var CodexAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "codex";
-  async run(request2) {
-    const git3 = await Git.create(request2.workdir);
-    const headBefore = await git3.head();
-    prepareResultFile(request2.resultFile);
-    const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync3(lastMessageFile, { force: true });
-    const resultDir = outsideOf(request2.workdir, dirname8(request2.resultFile));
-    const scratch = mkdtempSync2(join8(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
-    try {
-      const schemaFile = join8(scratch, "result.schema.json");
-      writeFileSync2(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
-`);
-      const agentTmp = join8(scratch, "tmp");
-      mkdirSync8(agentTmp);
-      const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
-      const args = codexArgs({
-        insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
-        workdir: request2.workdir,
-        lastMessageFile,
-        schemaFile,
-        resultDir: outsideOf(request2.workdir, dirname8(request2.resultFile)),
-        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
-        model: this.opts.model,
-        reasoningEffort: this.opts.reasoningEffort,
-        extraArgs: this.opts.extraArgs
-      });
-      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
-      const proc = await launchAgent(request2, {
-        agent: this.name,
-        command: this.opts.binary,
-        args,
-        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
-        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
-        modelKeys: CODEX_MODEL_KEYS,
-        adapterNames: CODEX_SETTINGS,
-        passEnv: this.opts.passEnv,
-        extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: apiKey } : {} },
-        apiFailure: codexApiFailure,
-        configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
-        setupFailure: codexSetupFailure,
-        watchLine: codexLineSignal,
-        apiRetryLimitMs: this.opts.apiRetryLimitMs,
-        logger: this.opts.logger
-      });
-      const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
-      if (unknownModel) {
-        this.opts.logger.warn(
-          `codex: model ${unknownModel} is not in this codex's model catalog (codex debug models --bundled): it gets no apply_patch tool and edits through shell commands only`
-        );
-      }
-      if (proc.setupError) {
-        throw new AgentSetupError(this.name, proc.setupError, {
-          hint: codexKeyHint(source, nonEmpty(source.OPENAI_BASE_URL)),
-          logFile: request2.logFile
-        });
-      }
-      let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync6(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync3(lastMessageFile, "utf8"));
-        if (fromMessage) [result, problem] = [fromMessage, void 0];
-      }
-      const harnessCommit = proc.status === "finished" ? await commitLeftovers(git3, headBefore, this.name, result, [
-        request2.resultFile,
-        request2.logFile,
-        lastMessageFile
-      ]) : void 0;
-      if (harnessCommit)
-        this.opts.logger.info(`codex: committed the agent's change as ${harnessCommit.slice(0, 12)}`);
-      return toOutcome(proc, request2.logFile, result, problem, harnessCommit);
-    } finally {
-      rmSync3(scratch, { recursive: true, force: true });
-    }
-  }
-};
-function codexArgs(i) {
-  const user = i.extraArgs;
-  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
-  const configures = (...keys) => user.some((a) => keys.some((k) => a.startsWith(`${k}=`)));
-  const args = ["exec", "--json"];
-  if (!has("--color")) args.push("--color", "never");
-  if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
-    args.push("--sandbox", i.insideHarnessSandbox ? "danger-full-access" : "workspace-write");
-  }
-  if (!has("--ephemeral")) args.push("--ephemeral");
-  args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);
-  args.push("-c", "sandbox_workspace_write.network_access=false");
-  args.push("-c", "sandbox_workspace_write.exclude_slash_tmp=true");
-  for (const quiet of QUIET_CONFIG) args.push("-c", quiet);
-  if (i.baseUrl !== void 0 && !configures("openai_base_url", "model_provider")) {
-    args.push("-c", `openai_base_url=${JSON.stringify(i.baseUrl)}`);
-  }
-  if (i.model !== void 0 && !has("-m", "--model")) args.push("-m", i.model);
-  if (i.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i.reasoningEffort}"`);
-  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
-  args.push(...user, "-");
-  return args;
-}
-function errorMessages(stdout) {
-  const messages = [];
-  for (const ev of jsonLines(stdout)) {
-    if (ev.type === "error" && typeof ev.message === "string") messages.push(ev.message);
-    const err = ev.error;
-    if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
-  }
-  return messages;
-}
-function codexApiFailure(result) {
-  const messages = errorMessages(result.stdout).join("\n");
-  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
-}
-function codexSetupFailure(result) {
-  const messages = errorMessages(result.stdout).join("\n");
-  const line = firstMatchingLine([messages, result.stderr], SETUP_FAILURE2);
-  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
-}
-function codexLineSignal(line, stream) {
-  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
-  let ev;
-  try {
-    ev = JSON.parse(line);
-  } catch {
-    return void 0;
-  }
-  if (ev.type === "error" && typeof ev.message === "string") {
-    if (SETUP_FAILURE2.some((p) => p.test(ev.message))) {
-      return { setup: `the model API refused the credentials: ${ev.message}` };
-    }
-    return ev.message.startsWith("Reconnecting...") ? { retrying: ev.message } : void 0;
-  }
-  if ((ev.type === "item.started" || ev.type === "item.completed") && ev.item?.type !== "error") {
-    return { progress: true };
-  }
-  return void 0;
-}
-function codexKeyHint(source, baseUrl) {
-  const where2 = baseUrl ?? "api.openai.com";
-  if (nonEmpty(source.CODEX_API_KEY)) return `CODEX_API_KEY was refused by ${where2}: set a valid key there`;
-  if (nonEmpty(source.OPENAI_API_KEY)) {
-    return `OPENAI_API_KEY (passed to codex as CODEX_API_KEY, the only key codex exec reads) was refused by ${where2}: set a valid key`;
-  }
-  return "neither OPENAI_API_KEY nor CODEX_API_KEY is set: set one to an OpenAI API key (or run `codex login` as this user)";
-}
-function nonEmpty(value) {
-  return value === void 0 || value.trim() === "" ? void 0 : value;
-}
-
-// src/agent/agents/command.ts
-var COMMAND_INFRA_EXIT_CODE = 75;
-var CommandAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-    if (opts.command.length === 0) throw new Error("agent.command.command is empty");
-  }
-  opts;
-  name = "command";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const [program, ...args] = this.opts.command;
-    const proc = await launchAgent(request2, {
-      agent: this.name,
-      command: program,
-      args,
-      modelKeys: [],
-      passEnv: this.opts.passEnv,
-      extraEnv: {
-        HILLCLIMB_RESULT_FILE: request2.resultFile,
-        HILLCLIMB_WORKDIR: request2.workdir,
-        HILLCLIMB_ITERATION: String(request2.iteration)
-      },
-      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
-      logger: this.opts.logger
-    });
-    const { result, problem } = readAgentResult(request2.resultFile);
-    return toOutcome(proc, request2.logFile, result, problem);
-  }
-};
-
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync9, readdirSync, readFileSync as readFileSync4, writeFileSync as writeFileSync3 } from "node:fs";
-import { basename, dirname as dirname9, join as join9 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
@@ -71046,6 +71010,22 @@ async function recentLogText(ctx, base) {
 // src/loop/steps/propose.ts
 import { existsSync as existsSync23, mkdirSync as mkdirSync23, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
+
+// src/agent/leftovers.ts
+var SUBJECT_MAX = 72;
+function leftoverMessage(agent, result) {
+  const first = (result?.summary ?? result?.hypothesis ?? `${agent} change`).split("\n")[0].trim();
+  const subject = first.length > SUBJECT_MAX ? `${first.slice(0, SUBJECT_MAX - 1)}\u2026` : first;
+  const body = [
+    result ? `Hypothesis: ${result.hypothesis}` : void 0,
+    result ? `Summary: ${result.summary}` : void 0,
+    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`
+  ].filter((l) => l !== void 0);
+  return `${subject}
+
+${body.join("\n\n")}
+`;
+}
 
 // src/workspace/agent-tree.ts
 import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync22, readdirSync as readdirSync12, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";

@@ -42560,13 +42560,12 @@ function outsideOf(root, dir) {
   const rel = relative3(resolve7(root), resolve7(dir));
   return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve7(dir);
 }
-function toOutcome(proc, logFile, result, problem, harnessCommit) {
+function toOutcome(proc, logFile, result, problem) {
   return {
     status: proc.status,
     exitCode: proc.exitCode,
     ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
     ...result ? { result } : { resultProblem: problem ?? "no result" },
-    ...harnessCommit ? { harnessCommit } : {},
     logFile,
     durationMs: proc.durationMs,
     ...proc.isolation ? { isolation: proc.isolation } : {}
@@ -42812,34 +42811,6 @@ function finalResult(stdout) {
 import { existsSync as existsSync10, mkdirSync as mkdirSync10, mkdtempSync as mkdtempSync2, readFileSync as readFileSync7, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname10, join as join13 } from "node:path";
-
-// src/agent/leftovers.ts
-var SUBJECT_MAX = 72;
-async function commitLeftovers(git3, headBefore, agent, result, exclude = []) {
-  if (await git3.head() !== headBefore) return void 0;
-  if (await git3.isClean()) return void 0;
-  await git3.stageAll({ exclude });
-  if (!await git3.hasStagedChanges()) return void 0;
-  return git3.commit(leftoverMessage(agent, result), {
-    identity: HARNESS_IDENTITY,
-    author: agentIdentity(agent)
-  });
-}
-function leftoverMessage(agent, result) {
-  const first = (result?.summary ?? result?.hypothesis ?? `${agent} change`).split("\n")[0].trim();
-  const subject = first.length > SUBJECT_MAX ? `${first.slice(0, SUBJECT_MAX - 1)}\u2026` : first;
-  const body = [
-    result ? `Hypothesis: ${result.hypothesis}` : void 0,
-    result ? `Summary: ${result.summary}` : void 0,
-    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`
-  ].filter((l) => l !== void 0);
-  return `${subject}
-
-${body.join("\n\n")}
-`;
-}
-
-// src/agent/agents/codex.ts
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -42879,8 +42850,6 @@ var CodexAgent = class {
   opts;
   name = "codex";
   async run(request2) {
-    const git3 = await Git.create(request2.workdir);
-    const headBefore = await git3.head();
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync3(lastMessageFile, { force: true });
@@ -42939,14 +42908,7 @@ var CodexAgent = class {
         const fromMessage = resultFromMessage(readFileSync7(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
-      const harnessCommit = proc.status === "finished" ? await commitLeftovers(git3, headBefore, this.name, result, [
-        request2.resultFile,
-        request2.logFile,
-        lastMessageFile
-      ]) : void 0;
-      if (harnessCommit)
-        this.opts.logger.info(`codex: committed the agent's change as ${harnessCommit.slice(0, 12)}`);
-      return toOutcome(proc, request2.logFile, result, problem, harnessCommit);
+      return toOutcome(proc, request2.logFile, result, problem);
     } finally {
       rmSync3(scratch, { recursive: true, force: true });
     }
@@ -71047,6 +71009,22 @@ async function recentLogText(ctx, base) {
 // src/loop/steps/propose.ts
 import { existsSync as existsSync23, mkdirSync as mkdirSync23, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
+
+// src/agent/leftovers.ts
+var SUBJECT_MAX = 72;
+function leftoverMessage(agent, result) {
+  const first = (result?.summary ?? result?.hypothesis ?? `${agent} change`).split("\n")[0].trim();
+  const subject = first.length > SUBJECT_MAX ? `${first.slice(0, SUBJECT_MAX - 1)}\u2026` : first;
+  const body = [
+    result ? `Hypothesis: ${result.hypothesis}` : void 0,
+    result ? `Summary: ${result.summary}` : void 0,
+    `Committed by the hillclimb harness on behalf of the ${agent} agent, from the files it left.`
+  ].filter((l) => l !== void 0);
+  return `${subject}
+
+${body.join("\n\n")}
+`;
+}
 
 // src/workspace/agent-tree.ts
 import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync22, readdirSync as readdirSync12, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";

@@ -50,10 +50,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { ExecResult } from '../../exec/exec.js';
 import type { Logger } from '../../util/log.js';
-import { Git } from '../../workspace/git.js';
 import { type Agent, type AgentOutcome, type AgentRequest, AgentSetupError } from '../agent.js';
 import { launchAgent } from '../launch.js';
-import { commitLeftovers } from '../leftovers.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
 import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
 import { RESULT_JSON_SCHEMA, readAgentResult, resultFromMessage } from '../result.js';
@@ -130,8 +128,6 @@ export class CodexAgent implements Agent {
   constructor(private readonly opts: CodexOptions) {}
 
   async run(request: AgentRequest): Promise<AgentOutcome> {
-    const git = await Git.create(request.workdir);
-    const headBefore = await git.head();
     prepareResultFile(request.resultFile);
     const lastMessageFile = `${request.logFile.replace(/\.log$/, '')}.last-message.txt`;
     rmSync(lastMessageFile, { force: true });
@@ -195,17 +191,9 @@ export class CodexAgent implements Agent {
         const fromMessage = resultFromMessage(readFileSync(lastMessageFile, 'utf8'));
         if (fromMessage) [result, problem] = [fromMessage, undefined];
       }
-      const harnessCommit =
-        proc.status === 'finished'
-          ? await commitLeftovers(git, headBefore, this.name, result, [
-              request.resultFile,
-              request.logFile,
-              lastMessageFile,
-            ])
-          : undefined;
-      if (harnessCommit)
-        this.opts.logger.info(`codex: committed the agent's change as ${harnessCommit.slice(0, 12)}`);
-      return toOutcome(proc, request.logFile, result, problem, harnessCommit);
+      // What the agent changed stays in its working tree: the loop takes it from there as plain files
+      // (workspace/agent-tree.ts) and never runs git in a repository the agent could rewrite.
+      return toOutcome(proc, request.logFile, result, problem);
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
