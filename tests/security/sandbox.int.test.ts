@@ -185,6 +185,33 @@ describe('the sandbox', () => {
     expect(readFileSync(join(wd, 'kernel.py'), 'utf8')).toBe('x = 1\n');
   });
 
+  it('cannot open a kernel setting for writing, even where hillclimb runs as root (core_pattern runs as host root)', async () => {
+    const wd = scratch();
+    // Opened and closed, never written: on a host where this succeeds nothing changes, but the test fails.
+    const r = await inSandbox(
+      { cwd: wd, readOnly: [wd], writable: [] },
+      `python3 -c "open('/proc/sys/kernel/core_pattern', 'a').close(); print('WRITABLE')" 2>&1; python3 -c "open('/proc/sysrq-trigger', 'a').close(); print('WRITABLE')" 2>&1; echo done`,
+    );
+    expect(r.stdout).toContain('done');
+    expect(r.stdout).not.toContain('WRITABLE');
+    expect(r.stdout).toMatch(/Read-only file system|Permission denied/);
+  });
+
+  it('hands the command no descriptor but its standard three', async () => {
+    const wd = scratch();
+    const r = await inSandbox(
+      { cwd: wd, readOnly: [wd], writable: [] },
+      'ls /proc/$$/fd | sort -n | tr "\n" " "',
+    );
+    // The shell's own script descriptor may be open while it reads; nothing of the harness is.
+    expect(
+      r.stdout
+        .trim()
+        .split(' ')
+        .filter((fd) => Number(fd) > 2 && Number(fd) !== 10),
+    ).toEqual([]);
+  });
+
   it('masks credential files under /etc', async () => {
     const wd = scratch();
     const r = await inSandbox(

@@ -285,6 +285,28 @@ describe('untrusted code, attacking from inside', () => {
     });
   });
 
+  describe('a job that pretends the sandbox failed', () => {
+    it("attack 20: exiting 125 with the init's message is the job's own failure, not infrastructure to retry", async () => {
+      const root = join(t.dir, 'fake-125');
+      mkdirSync(root, { recursive: true });
+      const backend = new LocalBackend({
+        root,
+        logger: memoryLogger(),
+        cacheDir: join(t.dir, 'fake-125-cache'),
+      });
+      const r = await backend.run({
+        id: 'fake-125',
+        command: ['sh', '-c', 'echo "hillclimb sandbox: cannot mount a tmpfs" >&2; exit 125'],
+        workdir: root,
+        timeoutMs: 30_000,
+        outputs: {},
+        logFile: join(t.dir, 'fake-125.log'),
+      });
+      expect(r).toMatchObject({ exitCode: 125, isolation: 'sandbox' });
+      expect(r.infraError).toBeUndefined();
+    });
+  });
+
   describe('the compile cache and the outputs of other jobs', () => {
     it("attack 18: a candidate job cannot poison the champion's compile cache or write another job's outputs", async () => {
       const root = join(t.dir, 'cache-repo');
@@ -310,6 +332,23 @@ describe('untrusted code, attacking from inside', () => {
         join(t.dir, 'candidate-out', 'metrics.json'),
       );
       expect(candidate).toMatchObject({ exitCode: 0, isolation: 'sandbox' });
+      // A job with no key (nothing should run without one, but) cannot reach any code's cache either.
+      const keyless = await backend.run({
+        id: 'job-keyless',
+        command: [
+          'sh',
+          '-c',
+          'mkdir -p "$0/../by-code/champion-tree" && echo poison > "$0/../by-code/champion-tree/entry"; echo rc=$?',
+          '{cache}',
+        ],
+        workdir: root,
+        timeoutMs: 30_000,
+        outputs: {},
+        logFile: join(t.dir, 'keyless.log'),
+      });
+      expect(keyless.exitCode).toBe(0);
+      // (Inside, the folders around its own cache are scratch on the sandbox's private /tmp.)
+      expect(existsSync(join(cacheDir, 'by-code', 'champion-tree', 'entry'))).toBe(false);
       const champ = await run(
         'champion-tree',
         'cat "$0/entry" 2>/dev/null || echo clean; echo "{}" > "$1"',

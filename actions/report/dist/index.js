@@ -40297,7 +40297,7 @@ function iterationSummary(result) {
 }
 
 // src/loop/external.ts
-import { rmSync as rmSync20 } from "node:fs";
+import { rmSync as rmSync21 } from "node:fs";
 import { join as join40 } from "node:path";
 
 // src/config/load.ts
@@ -42074,12 +42074,12 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/launch.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync8 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync7 } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute as isAbsolute4, join as join12 } from "node:path";
 
 // src/exec/sandbox.ts
-import { mkdirSync as mkdirSync6, realpathSync } from "node:fs";
+import { mkdtempSync as mkdtempSync2, readFileSync as readFileSync6, realpathSync, rmSync as rmSync2 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, isAbsolute as isAbsolute3, join as join11, resolve as resolve6 } from "node:path";
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
@@ -42089,7 +42089,10 @@ var INIT_SCRIPT = String.raw`set -eu
 job_path=${"$"}{PATH-}
 PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
 die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
-stage=$1; cwd=$2; shift 2
+stage=$1; cwd=$2; ready=$3; shift 3
+# The ready mark: written through a descriptor opened now, after everything is built, and closed before
+# the command starts, so only a sandbox that was built says so (exit 125 alone could be the command's).
+if [ -n "$ready" ]; then exec 4>"$ready" || die "cannot write $ready"; fi
 mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
 R=$stage
 ro_tree() {
@@ -42122,10 +42125,16 @@ mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
 for n in null zero full random urandom tty; do
   [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
 done
+# A local TPU: its device nodes (v4/v5p /dev/accel*, v5e/v6e /dev/vfio/*).
+for n in /dev/accel* /dev/vfio/*; do
+  [ -c "$n" ] || continue; mkdir -p "$R$(dirname "$n")"; : >"$R$n"; mount --bind "$n" "$R$n"
+done
 ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
 ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
 mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
-mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+# Read-only: a process that is root outside (hillclimb run as root) must not write /proc/sys
+# (kernel.core_pattern runs a program as host root).
+mount -t proc -o ro,nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
 expose ro /sys
 mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
 mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
@@ -42144,9 +42153,18 @@ umount -l /.old-root; rmdir /.old-root
 mount -o remount,bind,ro / || die "cannot make / read-only"
 cd "$cwd" || die "cannot enter $cwd"
 setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+if [ -n "$ready" ]; then printf ready >&4; exec 4>&-; fi
 PATH=$job_path; export PATH
+# Descriptors the harness itself inherited (not close-on-exec) must not reach the command: a Python on
+# the system closes every one above 2 before it execs it (dash cannot name a descriptor above 9).
+closer=$(command -v python3 || true)
 exec 3<&0
-"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+if [ -n "$closer" ]; then
+  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$closer" -S -c \
+    'import os, sys; os.closerange(3, os.sysconf("SC_OPEN_MAX")); os.execvp(sys.argv[1], sys.argv[1:])' "$@" <&3 &
+else
+  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+fi
 child=$!
 exec 3<&-
 trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
@@ -42156,10 +42174,21 @@ while :; do
 done
 `;
 var SANDBOX_SETUP_FAILED = 125;
+function sandboxWasReady(readyFile) {
+  try {
+    return readFileSync6(readyFile, "utf8") === "ready";
+  } catch {
+    return false;
+  }
+}
+var stage;
 function stageDir() {
-  const dir = join11(tmpdir2(), "hillclimb-sandbox");
-  mkdirSync6(dir, { recursive: true, mode: 448 });
-  return dir;
+  if (stage === void 0) {
+    const dir = mkdtempSync2(join11(tmpdir2(), "hillclimb-sandbox-"));
+    process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
+    stage = dir;
+  }
+  return stage;
 }
 function checkPath(p) {
   if (!isAbsolute3(p)) throw new Error(`sandbox path must be absolute: ${p}`);
@@ -42198,6 +42227,7 @@ function sandboxCommand(spec, command, args) {
       "hillclimb-sandbox",
       stageDir(),
       checkPath(spec.cwd),
+      spec.readyFile ? checkPath(spec.readyFile) : "",
       ...items.map((i) => `${i.kind}:${i.path}`),
       ...masks,
       "--",
@@ -42300,13 +42330,13 @@ function gitIdentityEnv(agent) {
 }
 
 // src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync7 } from "node:fs";
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync6 } from "node:fs";
 import { dirname as dirname7 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync7(dirname7(spec.logFile), { recursive: true });
+  mkdirSync6(dirname7(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -42497,7 +42527,7 @@ async function launchAgent(request2, launch) {
       };
     }
     const writable = [...sandbox.writable];
-    mkdirSync8(sandbox.home, { recursive: true });
+    mkdirSync7(sandbox.home, { recursive: true });
     if (launch.configDir) {
       const dir = env[launch.configDir.env] ?? join12(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute4(dir) && existsSync8(dir)) {
@@ -42550,11 +42580,11 @@ function argumentFiles(args, writable) {
 }
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync9, rmSync as rmSync2 } from "node:fs";
+import { mkdirSync as mkdirSync8, rmSync as rmSync3 } from "node:fs";
 import { dirname as dirname8, relative as relative3, resolve as resolve7 } from "node:path";
 function prepareResultFile(file) {
-  rmSync2(file, { force: true });
-  mkdirSync9(dirname8(file), { recursive: true });
+  rmSync3(file, { force: true });
+  mkdirSync8(dirname8(file), { recursive: true });
 }
 function outsideOf(root, dir) {
   const rel = relative3(resolve7(root), resolve7(dir));
@@ -42573,7 +42603,7 @@ function toOutcome(proc, logFile, result, problem) {
 }
 
 // src/agent/result.ts
-import { existsSync as existsSync9, readFileSync as readFileSync6, statSync as statSync2 } from "node:fs";
+import { existsSync as existsSync9, readFileSync as readFileSync7, statSync as statSync2 } from "node:fs";
 var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
 var MAX_RESULT_FIELD_CHARS = 1500;
 var MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -42623,7 +42653,7 @@ function readAgentResult(file) {
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
   }
-  const check = parseAgentResult(readFileSync6(file, "utf8"));
+  const check = parseAgentResult(readFileSync7(file, "utf8"));
   return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
 }
 function resultFromMessage(text3) {
@@ -42808,7 +42838,7 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync10, mkdirSync as mkdirSync10, mkdtempSync as mkdtempSync2, readFileSync as readFileSync7, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync10, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync3, readFileSync as readFileSync8, rmSync as rmSync4, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname10, join as join13 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
@@ -42852,15 +42882,15 @@ var CodexAgent = class {
   async run(request2) {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync3(lastMessageFile, { force: true });
+    rmSync4(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname10(request2.resultFile));
-    const scratch = mkdtempSync2(join13(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
+    const scratch = mkdtempSync3(join13(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
     try {
       const schemaFile = join13(scratch, "result.schema.json");
       writeFileSync3(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const agentTmp = join13(scratch, "tmp");
-      mkdirSync10(agentTmp);
+      mkdirSync9(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
@@ -42905,12 +42935,12 @@ var CodexAgent = class {
       }
       let { result, problem } = readAgentResult(request2.resultFile);
       if (!result && existsSync10(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync7(lastMessageFile, "utf8"));
+        const fromMessage = resultFromMessage(readFileSync8(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
       return toOutcome(proc, request2.logFile, result, problem);
     } finally {
-      rmSync3(scratch, { recursive: true, force: true });
+      rmSync4(scratch, { recursive: true, force: true });
     }
   }
 };
@@ -43018,7 +43048,7 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync11, readdirSync as readdirSync3, readFileSync as readFileSync8, writeFileSync as writeFileSync4 } from "node:fs";
+import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync9, writeFileSync as writeFileSync4 } from "node:fs";
 import { basename, dirname as dirname11, join as join14 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
@@ -43050,7 +43080,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync11(dirname11(request2.logFile), { recursive: true });
+    mkdirSync10(dirname11(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -43076,7 +43106,7 @@ var ReplayAgent = class {
       });
       return done("finished", 0);
     }
-    const text3 = readFileSync8(entry.patch, "utf8");
+    const text3 = readFileSync9(entry.patch, "utf8");
     const described = describePatch(text3, basename(entry.patch));
     log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
     try {
@@ -43093,7 +43123,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync8(entry.companion));
+    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync9(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -43240,7 +43270,7 @@ function getAgentTypes() {
 import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync3, readdirSync as readdirSync4, rmSync as rmSync5 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readdirSync as readdirSync4, rmSync as rmSync6 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname14, join as join17, resolve as resolve9 } from "node:path";
 
@@ -43261,7 +43291,7 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync12, readFileSync as readFileSync9, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
 import { dirname as dirname12, join as join15 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
@@ -43273,7 +43303,7 @@ function interpreterReadPaths(python) {
   paths.add(prefix);
   const cfg = join15(prefix, "pyvenv.cfg");
   if (existsSync12(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync9(cfg, "utf8"))?.[1]?.trim();
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync10(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname12(home));
   }
   try {
@@ -43309,7 +43339,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync12, rmSync as rmSync4, writeFileSync as writeFileSync6 } from "node:fs";
+import { mkdirSync as mkdirSync11, rmSync as rmSync5, writeFileSync as writeFileSync6 } from "node:fs";
 import { dirname as dirname13, join as join16 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -43383,12 +43413,12 @@ function safeParts(path) {
 }
 function clearDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) rmSync4(dest, { recursive: true, force: true });
+    if (dest !== void 0) rmSync5(dest, { recursive: true, force: true });
   }
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync12(dirname13(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync11(dirname13(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -43414,9 +43444,9 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync12(target, { recursive: true });
+      mkdirSync11(target, { recursive: true });
     } else {
-      mkdirSync12(dirname13(target), { recursive: true });
+      mkdirSync11(dirname13(target), { recursive: true });
       writeFileSync6(target, entry.data);
     }
   }
@@ -43462,7 +43492,7 @@ var LocalBackend = class {
     const started = Date.now();
     const python = venvPython(this.opts.root);
     const cacheRoot = this.opts.cacheDir ?? join17(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = job.cacheKey ? join17(cacheRoot, "by-code", job.cacheKey) : cacheRoot;
+    const cache2 = join17(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -43470,7 +43500,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync13(dirname14(job.logFile), { recursive: true });
+    mkdirSync12(dirname14(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
@@ -43487,7 +43517,7 @@ var LocalBackend = class {
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync13(cache2, { recursive: true });
+    mkdirSync12(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -43498,10 +43528,10 @@ var LocalBackend = class {
       const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
       return { ...ended, isolation: "none" };
     }
-    const scratch = mkdtempSync3(join17(tmpdir4(), "hc-job-"));
+    const scratch = mkdtempSync4(join17(tmpdir4(), "hc-job-"));
     try {
       const out = join17(scratch, "out");
-      mkdirSync13(out);
+      mkdirSync12(out);
       const inside = {
         ...job.outputs.metrics ? { metrics: join17(out, SANDBOX_OUTPUTS.metrics) } : {},
         ...job.outputs.junit ? { junit: join17(out, SANDBOX_OUTPUTS.junit) } : {},
@@ -43523,7 +43553,8 @@ var LocalBackend = class {
             ...interpreterReadPaths(python),
             ...this.opts.sandbox?.read_paths ?? []
           ],
-          writable: [out, cache2]
+          writable: [out, cache2],
+          readyFile: join17(scratch, "ready")
         },
         argv[0],
         argv.slice(1)
@@ -43535,15 +43566,19 @@ var LocalBackend = class {
         false,
         started
       );
-      if (ended.exitCode === SANDBOX_SETUP_FAILED && lastError?.startsWith("hillclimb sandbox:")) {
-        return { ...ended, exitCode: null, infraError: `the sandbox could not be built: ${lastError}` };
+      if (!sandboxWasReady(join17(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+        return {
+          ...ended,
+          exitCode: null,
+          infraError: `the sandbox could not be built: ${lastError ?? "exit 125"}`
+        };
       }
       const refused = collectOutputs(inside, job.outputs);
       if (refused.length > 0) appendFileSync4(job.logFile, `# outputs refused: ${refused.join("; ")}
 `);
       return { ...ended, isolation: "sandbox" };
     } finally {
-      rmSync5(scratch, { recursive: true, force: true });
+      rmSync6(scratch, { recursive: true, force: true });
     }
   }
   async exec(argv, job, env, inheritEnv, started) {
@@ -43620,7 +43655,7 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readFileSync as readFileSync10, rmSync as rmSync7 } from "node:fs";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
 import { dirname as dirname15, join as join19 } from "node:path";
 
@@ -44077,7 +44112,7 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync2, existsSync as existsSync14, mkdtempSync as mkdtempSync4, rmSync as rmSync6 } from "node:fs";
+import { copyFileSync as copyFileSync2, existsSync as existsSync14, mkdtempSync as mkdtempSync5, rmSync as rmSync7 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
 import { isAbsolute as isAbsolute6, join as join18 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
@@ -44097,7 +44132,7 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync4(join18(tmpdir5(), "hc-index-"));
+  const tmp = mkdtempSync5(join18(tmpdir5(), "hc-index-"));
   try {
     const index = join18(tmp, "index");
     if (existsSync14(realIndex)) copyFileSync2(realIndex, index);
@@ -44114,7 +44149,7 @@ async function snapshotTree(workdir, opts = {}) {
     }
     return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
   } finally {
-    rmSync6(tmp, { recursive: true, force: true });
+    rmSync7(tmp, { recursive: true, force: true });
   }
 }
 async function archiveTree(workdir, treeId, format, outFile) {
@@ -44227,7 +44262,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync14(dirname15(job.logFile), { recursive: true });
+    mkdirSync13(dirname15(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -44404,15 +44439,15 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync5(join19(tmpdir6(), "hc-raypkg-"));
+    const tmp = mkdtempSync6(join19(tmpdir6(), "hc-raypkg-"));
     try {
       const zip = join19(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync10(zip);
+      const data = readFileSync11(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
-      rmSync7(tmp, { recursive: true, force: true });
+      rmSync8(tmp, { recursive: true, force: true });
     }
     return uri;
   }
@@ -44433,7 +44468,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync6, readFileSync as readFileSync12, rmSync as rmSync9 } from "node:fs";
+import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync13, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
 import { dirname as dirname16, join as join21 } from "node:path";
 
@@ -44636,14 +44671,14 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync15, readdirSync as readdirSync5, readFileSync as readFileSync11, renameSync as renameSync2, rmSync as rmSync8, writeFileSync as writeFileSync7 } from "node:fs";
+import { mkdirSync as mkdirSync14, readdirSync as readdirSync5, readFileSync as readFileSync12, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync7 } from "node:fs";
 import { join as join20 } from "node:path";
 function tpuStateDir(stateDir) {
   return join20(stateDir, "tpu");
 }
 var recordFile = (dir, name, zone) => join20(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync15(dir, { recursive: true });
+  mkdirSync14(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
@@ -44660,14 +44695,14 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync11(join20(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync12(join20(dir, n), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync8(recordFile(dir, name, zone), { force: true });
+  rmSync9(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/lifecycle.ts
@@ -45024,12 +45059,12 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync16(dirname16(job.logFile), { recursive: true });
+    mkdirSync15(dirname16(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync6(join21(tmpdir7(), "hc-tpujob-"));
+    const tmp = mkdtempSync7(join21(tmpdir7(), "hc-tpujob-"));
     try {
       const tarball = join21(tmp, "tree.tar.gz");
       try {
@@ -45078,13 +45113,13 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync12(local), job.outputs);
+        installOutputs(readFileSync13(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
       return result({ exitCode });
     } finally {
-      rmSync9(tmp, { recursive: true, force: true });
+      rmSync10(tmp, { recursive: true, force: true });
     }
   }
   /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
@@ -50480,7 +50515,7 @@ function redactUrl(url) {
 
 // src/forge/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync4, mkdirSync as mkdirSync17, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync4, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync14, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep4 } from "node:timers/promises";
@@ -50498,7 +50533,7 @@ async function acquire(lockPath, opts) {
   const staleMs = opts.staleMs ?? 10 * 6e4;
   const token = randomUUID2();
   const content = { pid: process.pid, host: hostname2(), token, acquiredAt: "" };
-  mkdirSync17(dirname17(lockPath), { recursive: true });
+  mkdirSync16(dirname17(lockPath), { recursive: true });
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -50533,7 +50568,7 @@ function release(lockPath, token) {
 }
 function readHolder(lockPath) {
   try {
-    return JSON.parse(readFileSync13(lockPath, "utf8"));
+    return JSON.parse(readFileSync14(lockPath, "utf8"));
   } catch {
     return void 0;
   }
@@ -50567,7 +50602,7 @@ function tryUnlink(path) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync15, readdirSync as readdirSync6, rmSync as rmSync10 } from "node:fs";
+import { existsSync as existsSync15, readdirSync as readdirSync6, rmSync as rmSync11 } from "node:fs";
 import { join as join22 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
@@ -50607,7 +50642,7 @@ var LocalRecords = class {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
   }
   deleteComment(pull, id) {
-    rmSync10(this.commentFile(pull, id), { force: true });
+    rmSync11(this.commentFile(pull, id), { force: true });
   }
   /** Take the next PR number or comment id. */
   take(counter) {
@@ -50891,7 +50926,7 @@ import { resolve as resolve14 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync7, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync5 } from "node:fs";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync8, renameSync as renameSync4, rmSync as rmSync13, statSync as statSync5 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
 import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join24, resolve as resolve12 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
@@ -50928,7 +50963,7 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync18, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync11, statSync as statSync4 } from "node:fs";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
 import { basename as basename2, dirname as dirname18, join as join23 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
@@ -50946,13 +50981,13 @@ function walkFiles(dir) {
   return out.sort();
 }
 function copyFileAtomic(src, dest) {
-  mkdirSync18(dirname18(dest), { recursive: true });
+  mkdirSync17(dirname18(dest), { recursive: true });
   const tmp = join23(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync3(src, tmp);
     renameSync3(tmp, dest);
   } catch (e) {
-    rmSync11(tmp, { force: true });
+    rmSync12(tmp, { force: true });
     throw e;
   }
 }
@@ -51034,15 +51069,15 @@ var BranchStore = class {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
       const worktree = join24(s.dir, "checkout");
-      mkdirSync19(worktree);
+      mkdirSync18(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync19(dirname19(dest), { recursive: true });
+      mkdirSync18(dirname19(dest), { recursive: true });
       const tmp = join24(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
         copyFileSync4(join24(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
-        rmSync12(tmp, { force: true });
+        rmSync13(tmp, { force: true });
       }
     });
   }
@@ -51102,7 +51137,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync7(join24(tmpdir8(), "hc-branch-store-"));
+    const dir = mkdtempSync8(join24(tmpdir8(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -51116,7 +51151,7 @@ var BranchStore = class {
       await s.init();
       return await fn(s);
     } finally {
-      rmSync12(dir, { recursive: true, force: true });
+      rmSync13(dir, { recursive: true, force: true });
     }
   }
   /** The remote as a URL: a remote name of the repository resolved, a relative path made absolute. */
@@ -51341,7 +51376,7 @@ function sleep5(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync6 } from "node:fs";
+import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync19, openAsBlob, renameSync as renameSync5, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
 import { basename as basename4, dirname as dirname20, join as join25 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -59799,7 +59834,7 @@ var HfStore = class {
         hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
       });
     }
-    mkdirSync20(dirname20(dest), { recursive: true });
+    mkdirSync19(dirname20(dest), { recursive: true });
     const tmp = join25(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
@@ -59808,7 +59843,7 @@ var HfStore = class {
       );
       renameSync5(tmp, dest);
     } finally {
-      rmSync13(tmp, { force: true });
+      rmSync14(tmp, { force: true });
     }
   }
   async list(prefix) {
@@ -64431,7 +64466,7 @@ async function readJUnitXml(file) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync14 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
 import { join as join27 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
   return join27(ctx.runDir, "worktrees", iterationDirName(iteration));
@@ -64452,7 +64487,7 @@ async function worktreeAt(ctx, path, commit2) {
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
     } catch {
     }
-    await ctx.git.removeWorktree(path).catch(() => rmSync14(path, { recursive: true, force: true }));
+    await ctx.git.removeWorktree(path).catch(() => rmSync15(path, { recursive: true, force: true }));
     await ctx.git.pruneWorktrees();
   }
   await ctx.git.addWorktree(path, commit2);
@@ -65115,12 +65150,12 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync19, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
+import { existsSync as existsSync19, readdirSync as readdirSync9, rmSync as rmSync16 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
-import { readFileSync as readFileSync14 } from "node:fs";
+import { readFileSync as readFileSync15 } from "node:fs";
 import { join as join28 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
@@ -65128,7 +65163,7 @@ var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync14(join28(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync15(join28(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -66023,8 +66058,8 @@ async function benchRun(env, arm, index, workdir) {
   const { ctx, bundle, ev } = env;
   const metricsFile = BundleFiles.runMetrics(arm, index);
   const logFile = BundleFiles.runLog(arm, index);
-  rmSync15(bundle.path(metricsFile), { force: true });
-  rmSync15(bundle.path(logFile), { force: true });
+  rmSync16(bundle.path(metricsFile), { force: true });
+  rmSync16(bundle.path(logFile), { force: true });
   const result = await ctx.backend.run({
     // A retried run gets a fresh id: backends (Ray) attach a repeated id to the earlier, failed job.
     id: jobId(ctx.runId, ev.iteration, "bench", arm, index, `a${attemptOf(ev.measurement, arm, index)}`),
@@ -66110,7 +66145,7 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync22, readFileSync as readFileSync18 } from "node:fs";
+import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
 import { join as join34, resolve as resolve15 } from "node:path";
 
 // src/loop/log-file.ts
@@ -66125,7 +66160,7 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync20, readdirSync as readdirSync10, readFileSync as readFileSync15 } from "node:fs";
+import { existsSync as existsSync20, readdirSync as readdirSync10, readFileSync as readFileSync16 } from "node:fs";
 import { join as join30 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -66160,7 +66195,7 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync15(join30(dir, `${name}.md`), "utf8").trim();
+    const text3 = readFileSync16(join30(dir, `${name}.md`), "utf8").trim();
     if (text3 === "") throw new HillclimbError(`directive preset ${join30(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
@@ -66196,7 +66231,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync21, rmSync as rmSync16 } from "node:fs";
+import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
 import { join as join33 } from "node:path";
 
 // src/evidence/analysis/agreement.ts
@@ -66838,7 +66873,7 @@ function round2(ms2) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync17, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync18, readSync as readSync5 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -70045,14 +70080,14 @@ async function opCosts(source, c, where2) {
 }
 
 // src/evidence/analysis/peaks.ts
-import { readFileSync as readFileSync16 } from "node:fs";
+import { readFileSync as readFileSync17 } from "node:fs";
 import { join as join32 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync16(join32(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync17(join32(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -70751,7 +70786,7 @@ function savedSummary(path) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync17(path, "utf8"));
+  const parsed = JSON.parse(readFileSync18(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -70778,6 +70813,7 @@ var profileStep = {
       const summary2 = await profileCommit(
         ctx,
         wt.root,
+        candidate.commit,
         traceDir,
         jobId(ctx.runId, ev.iteration, "profile", Date.now()),
         {
@@ -70823,10 +70859,10 @@ function measuredAgreement(ev, summary2, championSummary) {
     unit: m.metric.unit
   });
 }
-async function profileCommit(ctx, workdir, traceDir, id, files) {
+async function profileCommit(ctx, workdir, commit2, traceDir, id, files) {
   const profile = ctx.target.profile;
-  rmSync16(traceDir, { recursive: true, force: true });
-  mkdirSync21(traceDir, { recursive: true });
+  rmSync17(traceDir, { recursive: true, force: true });
+  mkdirSync20(traceDir, { recursive: true });
   const result = await ctx.backend.run({
     id,
     command: profile.command,
@@ -70834,7 +70870,9 @@ async function profileCommit(ctx, workdir, traceDir, id, files) {
     timeoutMs: profile.timeout_minutes * MINUTE_MS3,
     outputs: { trace: traceDir, metrics: files.metrics },
     logFile: files.log,
-    signal: ctx.signal
+    signal: ctx.signal,
+    // The code's own compile cache, as for its measured runs: never another commit's.
+    cacheKey: await ctx.git.treeHash(commit2)
   });
   if (result.killedBy === "abort") throw new Interrupted("profile cancelled");
   if (result.infraError) throw new InfraFailure(`profile run: ${result.infraError}`);
@@ -70896,6 +70934,7 @@ async function championProfile(ctx, commit2) {
   const summary2 = await profileCommit(
     ctx,
     wt.root,
+    commit2,
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
@@ -70943,7 +70982,7 @@ var prepareStep = {
       )
     };
     const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync18(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync19(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -70998,7 +71037,7 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join34(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync22(runLog) ? recentLogEntries(readFileSync18(runLog, "utf8"), n) : [];
+  let entries = existsSync22(runLog) ? recentLogEntries(readFileSync19(runLog, "utf8"), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
@@ -71007,7 +71046,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync23, mkdirSync as mkdirSync23, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
+import { existsSync as existsSync23, mkdirSync as mkdirSync22, readFileSync as readFileSync21, rmSync as rmSync19 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
 
 // src/agent/leftovers.ts
@@ -71027,7 +71066,7 @@ ${body.join("\n\n")}
 }
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync22, readdirSync as readdirSync12, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { join as join35 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -71042,7 +71081,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const from = join35(src, rel);
     const st = lstatSync3(from);
     if (st.isDirectory()) {
-      if (rel !== "") mkdirSync22(join35(dest, rel), { recursive: true });
+      if (rel !== "") mkdirSync21(join35(dest, rel), { recursive: true });
       for (const name of readdirSync12(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk3(rel === "" ? name : `${rel}/${name}`);
@@ -71059,7 +71098,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     total += st.size;
     const to = join35(dest, rel);
     if (sameContent2(from, to)) return;
-    rmSync17(to, { recursive: true, force: true });
+    rmSync18(to, { recursive: true, force: true });
     copyFileSync5(from, to, constants6.COPYFILE_EXCL);
     result.written.push(rel);
   };
@@ -71075,7 +71114,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
       return;
     }
     if (!seen.has(rel) && !result.refused.some((r) => r.startsWith(`${rel}: `))) {
-      rmSync17(at, { force: true });
+      rmSync18(at, { force: true });
       result.removed.push(rel);
     }
   };
@@ -71090,7 +71129,7 @@ function sameContent2(a, b) {
     return false;
   }
   if (!st.isFile() || st.size !== lstatSync3(a).size) return false;
-  return readFileSync19(a).equals(readFileSync19(b));
+  return readFileSync20(a).equals(readFileSync20(b));
 }
 function readAgentHead(repo) {
   const gitDir = join35(repo, ".git");
@@ -71128,8 +71167,8 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev.iteration);
     const out = agentOutputPath(ctx, ev.iteration);
-    rmSync18(dirname21(repo), { recursive: true, force: true });
-    mkdirSync23(out, { recursive: true });
+    rmSync19(dirname21(repo), { recursive: true, force: true });
+    mkdirSync22(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const resultFile = join36(out, AGENT_RESULT_NAME);
@@ -71137,7 +71176,7 @@ var proposeStep = {
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
-      prompt: readFileSync20(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync21(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
       logFile: join36(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
@@ -71175,7 +71214,7 @@ var proposeStep = {
     const snapshot = snapshotTree2(repo, wt.root);
     if (snapshot.refused.length > 0) {
       await wt.resetHard(base);
-      rmSync18(dirname21(repo), { recursive: true, force: true });
+      rmSync19(dirname21(repo), { recursive: true, force: true });
       return {
         status: "verdict",
         verdict: "invalid",
@@ -71186,7 +71225,7 @@ var proposeStep = {
     }
     await wt.stageAll();
     if (!await wt.hasStagedChanges()) {
-      rmSync18(dirname21(repo), { recursive: true, force: true });
+      rmSync19(dirname21(repo), { recursive: true, force: true });
       const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
       return { status: "verdict", verdict: "no-op", reasons: [why] };
     }
@@ -71194,7 +71233,7 @@ var proposeStep = {
       identity: HARNESS_IDENTITY,
       author: agentIdentity(ctx.agent.name)
     });
-    rmSync18(dirname21(repo), { recursive: true, force: true });
+    rmSync19(dirname21(repo), { recursive: true, force: true });
     const ref = candidateRef(ctx.runId, ev.iteration);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -71248,7 +71287,7 @@ async function commitMessage2(ctx, repo, base, result) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync24, readFileSync as readFileSync21 } from "node:fs";
+import { existsSync as existsSync24, readFileSync as readFileSync22 } from "node:fs";
 
 // src/report/pr.ts
 var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
@@ -71447,7 +71486,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync24(bundle.path(BundleFiles.logEntry)) ? readFileSync21(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync24(bundle.path(BundleFiles.logEntry)) ? readFileSync22(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -71538,7 +71577,7 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync26, readFileSync as readFileSync23, writeFileSync as writeFileSync8 } from "node:fs";
+import { existsSync as existsSync26, readFileSync as readFileSync24, writeFileSync as writeFileSync8 } from "node:fs";
 import { join as join38 } from "node:path";
 
 // src/report/log-entry.ts
@@ -71740,7 +71779,7 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync25, readFileSync as readFileSync22 } from "node:fs";
+import { existsSync as existsSync25, readFileSync as readFileSync23 } from "node:fs";
 import { join as join37 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
@@ -71760,7 +71799,7 @@ function evidenceLoader(roots) {
       if (!existsSync25(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync22(file, "utf8"));
+        parsed = JSON.parse(readFileSync23(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -72037,7 +72076,7 @@ var recordStep = {
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join38(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync26(runLog) ? readFileSync23(runLog, "utf8") : void 0;
+    const runLogText = existsSync26(runLog) ? readFileSync24(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
       writeFileSync8(runLog, text3);
@@ -72239,7 +72278,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/trust.ts
-import { existsSync as existsSync28, renameSync as renameSync6, rmSync as rmSync19 } from "node:fs";
+import { existsSync as existsSync28, renameSync as renameSync6, rmSync as rmSync20 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -72250,11 +72289,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync19(fresh, { recursive: true, force: true });
+  rmSync20(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync6(bundle.dir, old);
   renameSync6(fresh, bundle.dir);
-  rmSync19(old, { recursive: true, force: true });
+  rmSync20(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -72683,7 +72722,7 @@ async function recordBaseline(opts) {
     bundle.save(ev);
     const series = join40(ctx.runDir, "baseline.jsonl");
     const key = baselineKey(target.name);
-    rmSync20(series, { force: true });
+    rmSync21(series, { force: true });
     if ((await ctx.store.list("baselines/")).includes(key)) await ctx.store.get(key, series);
     const rows = readJsonLines(series).rows;
     if (!rows.some((r) => r.runId === opts.runId && r.iteration === opts.iteration)) {

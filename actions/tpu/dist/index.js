@@ -34350,7 +34350,10 @@ var INIT_SCRIPT = String.raw`set -eu
 job_path=${"$"}{PATH-}
 PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
 die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
-stage=$1; cwd=$2; shift 2
+stage=$1; cwd=$2; ready=$3; shift 3
+# The ready mark: written through a descriptor opened now, after everything is built, and closed before
+# the command starts, so only a sandbox that was built says so (exit 125 alone could be the command's).
+if [ -n "$ready" ]; then exec 4>"$ready" || die "cannot write $ready"; fi
 mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
 R=$stage
 ro_tree() {
@@ -34383,10 +34386,16 @@ mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
 for n in null zero full random urandom tty; do
   [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
 done
+# A local TPU: its device nodes (v4/v5p /dev/accel*, v5e/v6e /dev/vfio/*).
+for n in /dev/accel* /dev/vfio/*; do
+  [ -c "$n" ] || continue; mkdir -p "$R$(dirname "$n")"; : >"$R$n"; mount --bind "$n" "$R$n"
+done
 ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
 ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
 mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
-mount -t proc -o nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+# Read-only: a process that is root outside (hillclimb run as root) must not write /proc/sys
+# (kernel.core_pattern runs a program as host root).
+mount -t proc -o ro,nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
 expose ro /sys
 mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
 mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
@@ -34405,9 +34414,18 @@ umount -l /.old-root; rmdir /.old-root
 mount -o remount,bind,ro / || die "cannot make / read-only"
 cd "$cwd" || die "cannot enter $cwd"
 setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+if [ -n "$ready" ]; then printf ready >&4; exec 4>&-; fi
 PATH=$job_path; export PATH
+# Descriptors the harness itself inherited (not close-on-exec) must not reach the command: a Python on
+# the system closes every one above 2 before it execs it (dash cannot name a descriptor above 9).
+closer=$(command -v python3 || true)
 exec 3<&0
-"$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+if [ -n "$closer" ]; then
+  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$closer" -S -c \
+    'import os, sys; os.closerange(3, os.sysconf("SC_OPEN_MAX")); os.execvp(sys.argv[1], sys.argv[1:])' "$@" <&3 &
+else
+  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+fi
 child=$!
 exec 3<&-
 trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP

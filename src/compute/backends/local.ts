@@ -23,6 +23,7 @@ import {
   SANDBOX_SETUP_FAILED,
   sandboxAvailability,
   sandboxCommand,
+  sandboxWasReady,
 } from '../../exec/sandbox.js';
 import type { Logger } from '../../util/log.js';
 import { secretsFromEnv } from '../../util/redact.js';
@@ -101,7 +102,8 @@ export class LocalBackend implements Backend {
     const started = Date.now();
     const python = venvPython(this.opts.root);
     const cacheRoot = this.opts.cacheDir ?? join(this.opts.root, '.hillclimb', 'cache', 'jobs');
-    const cache = job.cacheKey ? join(cacheRoot, 'by-code', job.cacheKey) : cacheRoot;
+    // Keyed jobs get their code's own folder; jobs without a key share one that holds no code's cache.
+    const cache = join(cacheRoot, ...(job.cacheKey ? ['by-code', job.cacheKey] : ['shared']));
     const result = (extra: Partial<JobResult>): JobResult => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -162,6 +164,7 @@ export class LocalBackend implements Backend {
             ...(this.opts.sandbox?.read_paths ?? []),
           ],
           writable: [out, cache],
+          readyFile: join(scratch, 'ready'),
         },
         argv[0],
         argv.slice(1),
@@ -173,8 +176,13 @@ export class LocalBackend implements Backend {
         false,
         started,
       );
-      if (ended.exitCode === SANDBOX_SETUP_FAILED && lastError?.startsWith('hillclimb sandbox:')) {
-        return { ...ended, exitCode: null, infraError: `the sandbox could not be built: ${lastError}` };
+      // Only the init's own mark says the sandbox was built: a command can exit 125 and print anything.
+      if (!sandboxWasReady(join(scratch, 'ready')) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+        return {
+          ...ended,
+          exitCode: null,
+          infraError: `the sandbox could not be built: ${lastError ?? 'exit 125'}`,
+        };
       }
       const refused = collectOutputs(inside, job.outputs);
       if (refused.length > 0) appendFileSync(job.logFile, `# outputs refused: ${refused.join('; ')}\n`);

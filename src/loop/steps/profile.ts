@@ -47,6 +47,7 @@ export const profileStep: Step = {
       const summary = await profileCommit(
         ctx,
         wt.root,
+        candidate.commit,
         traceDir,
         jobId(ctx.runId, ev.iteration, 'profile', Date.now()),
         {
@@ -106,6 +107,7 @@ function measuredAgreement(
 async function profileCommit(
   ctx: LoopContext,
   workdir: string,
+  commit: string,
   traceDir: string,
   id: string,
   files: { metrics: string; log: string },
@@ -121,6 +123,8 @@ async function profileCommit(
     outputs: { trace: traceDir, metrics: files.metrics },
     logFile: files.log,
     signal: ctx.signal,
+    // The code's own compile cache, as for its measured runs: never another commit's.
+    cacheKey: await ctx.git.treeHash(commit),
   });
   if (result.killedBy === 'abort') throw new Interrupted('profile cancelled');
   if (result.infraError) throw new InfraFailure(`profile run: ${result.infraError}`);
@@ -216,6 +220,7 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
   const summary = await profileCommit(
     ctx,
     wt.root,
+    commit,
     traceDir,
     jobId(ctx.runId, 0, 'profile', commit.slice(0, 12), Date.now()),
     {
