@@ -153,6 +153,8 @@ async function acceptMeasured(opts: PhaseOptions): Promise<OpenPhase & { ev: Ite
   }
   try {
     const ev = await acceptBundle(open.ctx, open.bundle, 'publish', {
+      iteration: opts.iteration,
+      refused: open.refused,
       trustedBase: opts.base,
       attestations: [opts.attestation ? parseAttestation(opts.attestation, 'input attestation') : undefined],
       ...(opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, 'pinned source') } : {}),

@@ -49,7 +49,7 @@ import { historyFile, readHistory } from './history.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { candidateRef } from './naming.js';
 import { preflight } from './preflight.js';
-import { acceptBundle } from './trust.js';
+import { acceptBundle, quarantineBundle } from './trust.js';
 
 export const PHASES = [
   'prepare',
@@ -128,6 +128,8 @@ export interface OpenPhase {
   bundle: Bundle;
   /** The bundle's evidence as it was when the phase opened (undefined: no bundle yet). */
   existing: IterationEvidence | undefined;
+  /** What quarantining a bundle made elsewhere left out ("path: why"). */
+  refused: string[];
   close(): Promise<void>;
 }
 
@@ -158,6 +160,9 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     dryRun: opts.dryRun,
   });
   const cpuBackend: Backend = buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend);
+  // A bundle another job made is copied to plain files before anything in it is read (trust.ts).
+  const refused = takesOver(phase) && existsSync(bundle.dir) ? quarantineBundle(bundle) : [];
+  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : undefined;
   const ctx: LoopContext = {
     config,
@@ -166,8 +171,9 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     stateDir,
     runId: opts.runId,
     runDir,
-    runStartedAt: existing?.runStartedAt ?? opts.runStartedAt ?? new Date().toISOString(),
-    totalIterations: existing?.totalIterations ?? opts.totalIterations ?? config.loop.iterations,
+    runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
+    totalIterations:
+      opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
     git,
     backend,
     cpuBackend,
@@ -194,13 +200,14 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     ctx,
     bundle,
     existing,
+    refused,
     close: () => git.close().catch((e: unknown) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`)),
   };
 }
 
 /** Run one phase of one iteration. Idempotent: finished steps are skipped. */
 export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
-  const { ctx, bundle, existing, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, close } = await openPhase(phase, opts);
   const { stateDir, target, git, backend, cpuBackend, store } = ctx;
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
@@ -222,8 +229,17 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
   if (existing && takesOver(phase)) {
     // Made by another job, or by an earlier phase here: believed only as far as an attestation vouches.
     const local = readLocalAttestation(trustFile);
+    const trustedBase = opts.base ?? local?.champion;
+    const fromHistory = championFromHistory(stateDir, target.name);
     await acceptBundle(ctx, bundle, phase, {
-      trustedBase: opts.base ?? local?.champion,
+      iteration: opts.iteration,
+      refused,
+      trustedBase,
+      // The PR base of a stacked iteration: the champion's branch, from the shared history only.
+      trustedBranch:
+        fromHistory?.branch && trustedBase && fromHistory.commit === (await git.revParse(trustedBase))
+          ? fromHistory.branch
+          : undefined,
       attestations: [
         opts.attestation !== undefined ? parseAttestation(opts.attestation, 'input attestation') : undefined,
         local,
@@ -350,6 +366,17 @@ export async function pullHistory(store: Store, stateDir: string, target: string
 export async function pushHistory(store: Store, stateDir: string, target: string): Promise<void> {
   if (store.name === 'local' || !existsSync(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
+}
+
+/** When the run started, never later than now (a bundle's clock could hold a comment's stamp hostage). */
+function trustedStart(value: string | undefined): string {
+  const now = new Date().toISOString();
+  return value && !Number.isNaN(Date.parse(value)) && value <= now ? value : now;
+}
+
+/** An iteration count a bundle claims, when it is a plausible one. */
+function plausibleCount(n: unknown): number | undefined {
+  return typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 1000 ? n : undefined;
 }
 
 /** A full commit SHA given by a workflow (compared as text: the commit need not be in this clone). */

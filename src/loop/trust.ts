@@ -56,6 +56,12 @@ export function quarantineBundle(bundle: Bundle): string[] {
 }
 
 export interface AcceptOptions {
+  /** The iteration the trusted workflow runs (the bundle's own number is only a claim). */
+  iteration: number;
+  /** What quarantining left out of the bundle (openPhase did it before anything was read). */
+  refused: readonly string[];
+  /** The champion's branch, from the shared history, when the champion came from an iteration. */
+  trustedBranch?: string;
   /** The champion the trusted workflow passed in; required for a bundle made elsewhere. */
   trustedBase: string | undefined;
   /**
@@ -80,9 +86,15 @@ export async function acceptBundle(
   phase: TakeoverPhase,
   opts: AcceptOptions,
 ): Promise<IterationEvidence> {
-  const refused = quarantineBundle(bundle);
-  for (const r of refused) ctx.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
+  const refused = [...opts.refused];
   const ev = bundle.load();
+  // Who and where the iteration is come from the trusted side, whatever the bundle says: they name
+  // the branch it is pushed to, its store keys and its PR's base.
+  ev.runId = ctx.runId;
+  ev.iteration = opts.iteration;
+  ev.target = ctx.target.name;
+  ev.runStartedAt = ctx.runStartedAt;
+  ev.totalIterations = ctx.totalIterations;
   if (opts.trustedBase === undefined) {
     throw new HillclimbError(
       `${bundle.dir} was made by another job, and no champion was given to check it against`,
@@ -102,6 +114,8 @@ export async function acceptBundle(
       },
     );
   }
+  if (opts.trustedBranch) ev.base.branch = opts.trustedBranch;
+  else delete ev.base.branch;
   const attested = opts.attestations.some((a) => attestedBy(a, bundle, expected, refused));
   if (opts.pinnedSource !== undefined && !(attested && ev.candidate?.from === opts.pinnedSource)) {
     throw new HillclimbError(

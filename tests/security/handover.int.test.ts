@@ -426,6 +426,25 @@ describe('the hand-over between jobs, attacked', () => {
     expect(branchesOf(replayed.remote.bare)).toContain(`refs/heads/hillclimb/toy/${RUN_ID}/i001`);
   });
 
+  it('attack 9: who and where the iteration is come from the workflow, not from the bundle', async () => {
+    const tampered = copyOf('measured');
+    const ev = JSON.parse(readFileSync(join(tampered, 'evidence.json'), 'utf8'));
+    ev.iteration = 7;
+    ev.runId = 'someone-elses-run';
+    ev.base.branch = 'release-old';
+    ev.runStartedAt = '2999-01-01T00:00:00.000Z';
+    writeFileSync(join(tampered, 'evidence.json'), JSON.stringify(ev));
+    const { run, remote } = await publish(tampered, { base });
+    expect(branchesOf(remote.bare)).toContain(`refs/heads/hillclimb/toy/${RUN_ID}/i001`);
+    expect(branchesOf(remote.bare).some((b) => b.includes('i007') || b.includes('someone-elses-run'))).toBe(
+      false,
+    );
+    for (const pr of server.pullsOf(remote.repo)) expect(pr.base).toBe('main');
+    const out = evidenceOf(run);
+    expect(out).toMatchObject({ iteration: 1, runId: RUN_ID });
+    expect(out.runStartedAt < '2999').toBe(true);
+  });
+
   it("attack 8: a person's PR bundle not made from the pinned commit is refused by the comment job", async () => {
     const remote = freshRemote();
     const dir = job(remote.bare, join(artifacts, 'measured'));

@@ -23,8 +23,8 @@ const HEAD = 'a'.repeat(12) + 'b'.repeat(28);
 const PERMISSIONS: Record<string, string> = { maintainer: 'write', outsider: 'read', author: 'admin' };
 
 /** A gh that answers the two API calls the step makes, from a table. */
-function fakeGh(prAuthor: string): string {
-  const bin = join(t.dir, `bin-${prAuthor}`);
+function fakeGh(prAuthor: string, base = 'main'): string {
+  const bin = join(t.dir, `bin-${prAuthor}-${base}`);
   mkdirSync(bin, { recursive: true });
   const perms = Object.entries(PERMISSIONS)
     .map(([user, p]) => `    */collaborators/${user}/permission) echo ${p} ;;`)
@@ -36,7 +36,7 @@ function fakeGh(prAuthor: string): string {
 case "$2" in
 ${perms}
     */collaborators/*/permission) echo none ;;
-    */pulls/7) echo '{"head": {"sha": "${HEAD}"}, "user": {"login": "${prAuthor}"}}' ;;
+    */pulls/7) echo '{"head": {"sha": "${HEAD}"}, "user": {"login": "${prAuthor}"}, "base": {"ref": "${base}", "repo": {"default_branch": "main"}}}' ;;
     *) echo "unexpected gh call: $*" >&2; exit 1 ;;
 esac
 `,
@@ -46,14 +46,14 @@ esac
 }
 
 let n = 0;
-async function authorize(actor: string, body: string, prAuthor: string) {
+async function authorize(actor: string, body: string, prAuthor: string, base = 'main') {
   const output = join(t.dir, `output-${++n}`);
   writeFileSync(output, '');
   const file = join(t.dir, `check-${n}.sh`);
   writeFileSync(file, check);
   const r = await execFileP('bash', ['--noprofile', '--norc', '-eo', 'pipefail', file], {
     env: {
-      PATH: `${fakeGh(prAuthor)}:${process.env.PATH}`,
+      PATH: `${fakeGh(prAuthor, base)}:${process.env.PATH}`,
       GITHUB_OUTPUT: output,
       GH_TOKEN: 'ghs_x',
       REPO: 'octo/kernels',
@@ -67,22 +67,34 @@ async function authorize(actor: string, body: string, prAuthor: string) {
 
 describe('pr-evidence authorize', () => {
   it('measures the pinned head for a maintainer, whoever wrote the PR', async () => {
-    const r = await authorize('maintainer', `/hillclimb measure ${HEAD.slice(0, 12)}`, 'outsider');
+    const r = await authorize('maintainer', `/hillclimb measure ${HEAD}`, 'outsider');
     expect(r.code, r.stdout).toBe(0);
     expect(r.outputs).toContain(`head=${HEAD}`);
   });
 
   it('refuses a pinned commit the PR head moved away from (a push after the comment)', async () => {
-    const r = await authorize('maintainer', '/hillclimb measure 0123456789ab', 'outsider');
+    const r = await authorize('maintainer', `/hillclimb measure ${'0123456789ab'.repeat(3)}0123`, 'outsider');
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('it moved since the comment');
     expect(r.outputs).toBe('');
   });
 
+  it('refuses a short pin: a crafted commit can share a prefix with the reviewed one', async () => {
+    const r = await authorize('maintainer', `/hillclimb measure ${HEAD.slice(0, 12)}`, 'outsider');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`pin the full 40-character commit SHA: /hillclimb measure ${HEAD}`);
+  });
+
+  it('refuses a PR that targets another branch than the default (an old harness would measure it)', async () => {
+    const r = await authorize('maintainer', `/hillclimb measure ${HEAD}`, 'outsider', 'release-1.0');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('targets release-1.0, not main');
+  });
+
   it("refuses an unpinned request on an outside author's PR: the head may have moved since it was read", async () => {
     const r = await authorize('maintainer', '/hillclimb measure', 'outsider');
     expect(r.code).toBe(1);
-    expect(r.stdout).toContain(`pin the commit you reviewed, /hillclimb measure ${HEAD.slice(0, 12)}`);
+    expect(r.stdout).toContain(`pin the commit you reviewed, /hillclimb measure ${HEAD}`);
   });
 
   it('takes an unpinned request when the PR author has write access too', async () => {

@@ -72306,9 +72306,13 @@ function quarantineBundle(bundle) {
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
-  const refused = quarantineBundle(bundle);
-  for (const r of refused) ctx.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
+  const refused = [...opts.refused];
   const ev = bundle.load();
+  ev.runId = ctx.runId;
+  ev.iteration = opts.iteration;
+  ev.target = ctx.target.name;
+  ev.runStartedAt = ctx.runStartedAt;
+  ev.totalIterations = ctx.totalIterations;
   if (opts.trustedBase === void 0) {
     throw new HillclimbError(
       `${bundle.dir} was made by another job, and no champion was given to check it against`,
@@ -72328,6 +72332,8 @@ async function acceptBundle(ctx, bundle, phase, opts) {
       }
     );
   }
+  if (opts.trustedBranch) ev.base.branch = opts.trustedBranch;
+  else delete ev.base.branch;
   const attested = opts.attestations.some((a) => attestedBy(a, bundle, expected, refused));
   if (opts.pinnedSource !== void 0 && !(attested && ev.candidate?.from === opts.pinnedSource)) {
     throw new HillclimbError(
@@ -72513,6 +72519,8 @@ async function openPhase(phase, opts) {
     dryRun: opts.dryRun
   });
   const cpuBackend = buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend);
+  const refused = takesOver(phase) && existsSync29(bundle.dir) ? quarantineBundle(bundle) : [];
+  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
   const ctx = {
     config,
@@ -72521,8 +72529,8 @@ async function openPhase(phase, opts) {
     stateDir,
     runId: opts.runId,
     runDir,
-    runStartedAt: existing?.runStartedAt ?? opts.runStartedAt ?? (/* @__PURE__ */ new Date()).toISOString(),
-    totalIterations: existing?.totalIterations ?? opts.totalIterations ?? config.loop.iterations,
+    runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
+    totalIterations: opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
     git: git3,
     backend,
     cpuBackend,
@@ -72545,11 +72553,12 @@ async function openPhase(phase, opts) {
     ctx,
     bundle,
     existing,
+    refused,
     close: () => git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`))
   };
 }
 async function runPhase(phase, opts) {
-  const { ctx, bundle, existing, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, close } = await openPhase(phase, opts);
   const { stateDir, target, git: git3, backend, cpuBackend, store } = ctx;
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
@@ -72570,8 +72579,14 @@ async function runPhase(phase, opts) {
   }
   if (existing && takesOver(phase)) {
     const local = readLocalAttestation(trustFile);
+    const trustedBase = opts.base ?? local?.champion;
+    const fromHistory = championFromHistory(stateDir, target.name);
     await acceptBundle(ctx, bundle, phase, {
-      trustedBase: opts.base ?? local?.champion,
+      iteration: opts.iteration,
+      refused,
+      trustedBase,
+      // The PR base of a stacked iteration: the champion's branch, from the shared history only.
+      trustedBranch: fromHistory?.branch && trustedBase && fromHistory.commit === await git3.revParse(trustedBase) ? fromHistory.branch : void 0,
       attestations: [
         opts.attestation !== void 0 ? parseAttestation(opts.attestation, "input attestation") : void 0,
         local
@@ -72650,6 +72665,13 @@ async function pullHistory(store, stateDir, target) {
 async function pushHistory(store, stateDir, target) {
   if (store.name === "local" || !existsSync29(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
+}
+function trustedStart(value) {
+  const now = (/* @__PURE__ */ new Date()).toISOString();
+  return value && !Number.isNaN(Date.parse(value)) && value <= now ? value : now;
+}
+function plausibleCount(n) {
+  return typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= 1e3 ? n : void 0;
 }
 function fullSha(value, what) {
   if (!/^[0-9a-f]{40}$/.test(value)) {
