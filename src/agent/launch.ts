@@ -10,13 +10,14 @@
  * not the harness's process or environment (its own PID namespace), not the runner's files, not the
  * repository the harness works in. Whatever it leaves running is killed when it exits.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import type { ExecResult } from '../exec/exec.js';
 import { findOnPath } from '../exec/find-on-path.js';
 import { nodeReadPaths, programReadPaths, sandboxCommand } from '../exec/sandbox.js';
 import type { Logger } from '../util/log.js';
+import { readPlainFile } from '../util/untrusted-files.js';
 import type { AgentRequest } from './agent.js';
 import { agentEnvironment, gitIdentityEnv } from './environment.js';
 import { type LineSignal, type ProcessOutcome, runAgentProcess } from './process.js';
@@ -78,10 +79,13 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
     const writable = [...sandbox.writable];
     mkdirSync(sandbox.home, { recursive: true });
     if (launch.configDir) {
+      // A private copy of its login and settings, never the user's folder: what the agent writes there
+      // (a hook, a notify command) must not run in the user's next session, and its tokens are redacted.
       const dir = env[launch.configDir.env] ?? join(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute(dir) && existsSync(dir)) {
-        writable.push(dir);
-        env[launch.configDir.env] = dir;
+        const copy = join(sandbox.home, launch.configDir.defaultInHome);
+        secrets.push(...copyConfigFolder(dir, copy));
+        env[launch.configDir.env] = copy;
       }
     }
     env.HOME = sandbox.home;
@@ -128,4 +132,45 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
 function argumentFiles(args: readonly string[], writable: readonly string[]): string[] {
   const inside = (p: string) => writable.some((w) => p === w || p.startsWith(`${w}/`));
   return args.filter((a) => isAbsolute(a) && !inside(a) && existsSync(a));
+}
+
+/** Files of an agent's config folder worth copying: its login and settings, not its session history. */
+const CONFIG_FILE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Copy the plain files at the top of `from` into `to` (subfolders — sessions, logs, caches — stay
+ * behind); returns the long string values of its JSON files (tokens) for redaction.
+ */
+function copyConfigFolder(from: string, to: string): string[] {
+  mkdirSync(to, { recursive: true });
+  const secrets: string[] = [];
+  for (const name of readdirSync(from)) {
+    const src = join(from, name);
+    let data: Buffer;
+    try {
+      data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
+    } catch {
+      continue; // a folder, a link, or too large
+    }
+    writeFileSync(join(to, name), data, { mode: 0o600 });
+    if (name.endsWith('.json')) secrets.push(...tokenLikeStrings(data.toString('utf8')));
+  }
+  return secrets;
+}
+
+/** String values of a JSON text long enough to be a credential. */
+function tokenLikeStrings(text: string): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') {
+      if (v.length >= 20 && !/\s/.test(v)) out.push(v);
+    } else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  try {
+    walk(JSON.parse(text));
+  } catch {
+    // not JSON: nothing to redact from it
+  }
+  return out;
 }

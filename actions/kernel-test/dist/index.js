@@ -42007,7 +42007,7 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/launch.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync7 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync7, readdirSync as readdirSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute as isAbsolute4, join as join12 } from "node:path";
 
@@ -42464,8 +42464,9 @@ async function launchAgent(request2, launch) {
     if (launch.configDir) {
       const dir = env[launch.configDir.env] ?? join12(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute4(dir) && existsSync8(dir)) {
-        writable.push(dir);
-        env[launch.configDir.env] = dir;
+        const copy = join12(sandbox.home, launch.configDir.defaultInHome);
+        secrets.push(...copyConfigFolder(dir, copy));
+        env[launch.configDir.env] = copy;
       }
     }
     env.HOME = sandbox.home;
@@ -42510,6 +42511,37 @@ async function launchAgent(request2, launch) {
 function argumentFiles(args, writable) {
   const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
   return args.filter((a) => isAbsolute4(a) && !inside(a) && existsSync8(a));
+}
+var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
+function copyConfigFolder(from, to) {
+  mkdirSync7(to, { recursive: true });
+  const secrets = [];
+  for (const name of readdirSync3(from)) {
+    const src = join12(from, name);
+    let data;
+    try {
+      data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
+    } catch {
+      continue;
+    }
+    writeFileSync3(join12(to, name), data, { mode: 384 });
+    if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
+  }
+  return secrets;
+}
+function tokenLikeStrings(text3) {
+  const out = [];
+  const walk3 = (v) => {
+    if (typeof v === "string") {
+      if (v.length >= 20 && !/\s/.test(v)) out.push(v);
+    } else if (Array.isArray(v)) v.forEach(walk3);
+    else if (v && typeof v === "object") Object.values(v).forEach(walk3);
+  };
+  try {
+    walk3(JSON.parse(text3));
+  } catch {
+  }
+  return out;
 }
 
 // src/agent/outcome.ts
@@ -42771,7 +42803,7 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync10, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync3, readFileSync as readFileSync8, rmSync as rmSync4, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync10, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync3, readFileSync as readFileSync8, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname10, join as join13 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
@@ -42820,7 +42852,7 @@ var CodexAgent = class {
     const scratch = mkdtempSync3(join13(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
     try {
       const schemaFile = join13(scratch, "result.schema.json");
-      writeFileSync3(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      writeFileSync4(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const agentTmp = join13(scratch, "tmp");
       mkdirSync9(agentTmp);
@@ -42981,7 +43013,7 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync3, readFileSync as readFileSync9, writeFileSync as writeFileSync4 } from "node:fs";
+import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync4, readFileSync as readFileSync9, writeFileSync as writeFileSync5 } from "node:fs";
 import { basename, dirname as dirname11, join as join14 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
@@ -42992,7 +43024,7 @@ function listReplayPatches(dir) {
       exitCode: ExitCode2.badInput
     });
   }
-  const names = readdirSync3(dir).sort();
+  const names = readdirSync4(dir).sort();
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
@@ -43056,7 +43088,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync9(entry.companion));
+    if (entry.companion) writeFileSync5(request2.resultFile, readFileSync9(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -43109,7 +43141,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync4(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync5(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -43203,7 +43235,7 @@ function getAgentTypes() {
 import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readdirSync as readdirSync4, rmSync as rmSync6 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readdirSync as readdirSync5, rmSync as rmSync6 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname14, join as join17, resolve as resolve9 } from "node:path";
 
@@ -43224,7 +43256,7 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
 import { dirname as dirname12, join as join15 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
@@ -43272,7 +43304,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync11, rmSync as rmSync5, writeFileSync as writeFileSync6 } from "node:fs";
+import { mkdirSync as mkdirSync11, rmSync as rmSync5, writeFileSync as writeFileSync7 } from "node:fs";
 import { dirname as dirname13, join as join16 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -43380,7 +43412,7 @@ function installOutputs(archive, outputs) {
       mkdirSync11(target, { recursive: true });
     } else {
       mkdirSync11(dirname13(target), { recursive: true });
-      writeFileSync6(target, entry.data);
+      writeFileSync7(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -43393,7 +43425,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync4(dir);
+      return readdirSync5(dir);
     } catch {
       return [];
     }
@@ -44604,7 +44636,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync14, readdirSync as readdirSync5, readFileSync as readFileSync12, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync7 } from "node:fs";
+import { mkdirSync as mkdirSync14, readdirSync as readdirSync6, readFileSync as readFileSync12, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync8 } from "node:fs";
 import { join as join20 } from "node:path";
 function tpuStateDir(stateDir) {
   return join20(stateDir, "tpu");
@@ -44614,14 +44646,14 @@ function writeRecord(dir, record2) {
   mkdirSync14(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync8(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync2(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync5(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync6(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
@@ -50535,7 +50567,7 @@ function tryUnlink(path) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync15, readdirSync as readdirSync6, rmSync as rmSync11 } from "node:fs";
+import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync11 } from "node:fs";
 import { join as join22 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
@@ -50594,7 +50626,7 @@ var LocalRecords = class {
 };
 function numberedJson(dir) {
   if (!existsSync15(dir)) return [];
-  return readdirSync6(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+  return readdirSync7(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
     const file = join22(dir, `${n}.json`);
     try {
       return [readJson(file)];
@@ -50896,13 +50928,13 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
 import { basename as basename2, dirname as dirname18, join as join23 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
-    for (const name of readdirSync7(abs).sort()) {
+    for (const name of readdirSync8(abs).sort()) {
       const childAbs = join23(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
@@ -64399,7 +64431,7 @@ async function readJUnitXml(file) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
 import { join as join27 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
   return join27(ctx.runDir, "worktrees", iterationDirName(iteration));
@@ -65083,7 +65115,7 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync19, readdirSync as readdirSync9, rmSync as rmSync16 } from "node:fs";
+import { existsSync as existsSync19, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/evidence/metrics.ts
@@ -66065,7 +66097,7 @@ async function comparability(bundle, m, run2) {
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
   if (!existsSync19(ctx.runDir)) return groups2;
-  for (const name of readdirSync9(ctx.runDir).sort()) {
+  for (const name of readdirSync10(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
     const b = new Bundle(join29(ctx.runDir, name));
     if (!b.exists()) continue;
@@ -66093,7 +66125,7 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync20, readdirSync as readdirSync10, readFileSync as readFileSync16 } from "node:fs";
+import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync as readFileSync16 } from "node:fs";
 import { join as join30 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -66117,7 +66149,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
 }
 function directivePresets(dir) {
   if (!existsSync20(dir)) return [];
-  return readdirSync10(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  return readdirSync11(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -67917,7 +67949,7 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
 import { basename as basename6, join as join31 } from "node:path";
 function resolveTracePath(path) {
   let st;
@@ -67942,7 +67974,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync11(runDir).filter((f) => statSync8(join31(runDir, f)).isFile());
+  const files = readdirSync12(runDir).filter((f) => statSync8(join31(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -67971,16 +68003,16 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync11(dir);
+  const entries = readdirSync12(dir);
   if (entries.some(isTraceFile)) return dir;
   for (const base of [join31(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync11(base).filter((r) => statSync8(join31(base, r)).isDirectory());
+      runs = readdirSync12(base).filter((r) => statSync8(join31(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync11(join31(base, r)).some(isTraceFile));
+    const withTraces = runs.sort().filter((r) => readdirSync12(join31(base, r)).some(isTraceFile));
     if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
@@ -70999,7 +71031,7 @@ ${body.join("\n\n")}
 }
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { join as join35 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -71015,7 +71047,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const st = lstatSync3(from);
     if (st.isDirectory()) {
       if (rel !== "") mkdirSync21(join35(dest, rel), { recursive: true });
-      for (const name of readdirSync12(from).sort()) {
+      for (const name of readdirSync13(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk3(rel === "" ? name : `${rel}/${name}`);
       }
@@ -71040,7 +71072,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const at = join35(dest, rel);
     const st = lstatSync3(at);
     if (st.isDirectory()) {
-      for (const name of readdirSync12(at).sort()) {
+      for (const name of readdirSync13(at).sort()) {
         if (rel === "" && name === ".git") continue;
         prune(rel === "" ? name : `${rel}/${name}`);
       }
@@ -71124,6 +71156,7 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
+    rmSync19(join36(out, "home"), { recursive: true, force: true });
     copyPlainTree(out, bundle.path("agent"), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     ev.agent = {
@@ -71510,7 +71543,7 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync26, readFileSync as readFileSync24, writeFileSync as writeFileSync8 } from "node:fs";
+import { existsSync as existsSync26, readFileSync as readFileSync24, writeFileSync as writeFileSync9 } from "node:fs";
 import { join as join38 } from "node:path";
 
 // src/report/log-entry.ts
@@ -72012,7 +72045,7 @@ var recordStep = {
     const runLogText = existsSync26(runLog) ? readFileSync24(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync8(runLog, text3);
+      writeFileSync9(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;

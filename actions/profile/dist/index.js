@@ -40344,9 +40344,9 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/launch.ts
-import { existsSync as existsSync4, mkdirSync as mkdirSync4 } from "node:fs";
+import { existsSync as existsSync4, mkdirSync as mkdirSync5, readdirSync as readdirSync2, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute as isAbsolute3, join as join6 } from "node:path";
+import { isAbsolute as isAbsolute3, join as join7 } from "node:path";
 
 // src/exec/sandbox.ts
 import { mkdtempSync, readFileSync as readFileSync2, realpathSync, rmSync } from "node:fs";
@@ -40786,6 +40786,97 @@ async function probe() {
 }
 var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
 
+// src/util/untrusted-files.ts
+import {
+  closeSync as closeSync2,
+  constants as constants4,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync as mkdirSync3,
+  openSync as openSync2,
+  readdirSync,
+  readSync
+} from "node:fs";
+import { join as join6, relative } from "node:path";
+var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path) {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
+  let fd;
+  try {
+    fd = openSync2(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+  } catch (e) {
+    const code2 = e.code;
+    throw new Error(
+      `${path}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
+    );
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path}: not a regular file, refused`);
+    if (st.nlink > 1) throw new Error(`${path}: a hard link, refused`);
+    if (st.size > maxBytes) throw new Error(`${path}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync2(fd);
+  }
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync3(to, { recursive: true });
+      for (const name of readdirSync(from).sort()) visit(join6(from, name), join6(to, name));
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync(from, to, constants4.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
+}
+
 // src/agent/environment.ts
 var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
 var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
@@ -40831,13 +40922,13 @@ function gitIdentityEnv(agent) {
 }
 
 // src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync3 } from "node:fs";
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync4 } from "node:fs";
 import { dirname as dirname4 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync3(dirname4(spec.logFile), { recursive: true });
+  mkdirSync4(dirname4(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -41028,12 +41119,13 @@ async function launchAgent(request2, launch) {
       };
     }
     const writable = [...sandbox.writable];
-    mkdirSync4(sandbox.home, { recursive: true });
+    mkdirSync5(sandbox.home, { recursive: true });
     if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join6(homedir(), launch.configDir.defaultInHome);
+      const dir = env[launch.configDir.env] ?? join7(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute3(dir) && existsSync4(dir)) {
-        writable.push(dir);
-        env[launch.configDir.env] = dir;
+        const copy = join7(sandbox.home, launch.configDir.defaultInHome);
+        secrets.push(...copyConfigFolder(dir, copy));
+        env[launch.configDir.env] = copy;
       }
     }
     env.HOME = sandbox.home;
@@ -41079,16 +41171,47 @@ function argumentFiles(args, writable) {
   const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
   return args.filter((a) => isAbsolute3(a) && !inside(a) && existsSync4(a));
 }
+var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
+function copyConfigFolder(from, to) {
+  mkdirSync5(to, { recursive: true });
+  const secrets = [];
+  for (const name of readdirSync2(from)) {
+    const src = join7(from, name);
+    let data;
+    try {
+      data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
+    } catch {
+      continue;
+    }
+    writeFileSync(join7(to, name), data, { mode: 384 });
+    if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
+  }
+  return secrets;
+}
+function tokenLikeStrings(text3) {
+  const out = [];
+  const walk3 = (v) => {
+    if (typeof v === "string") {
+      if (v.length >= 20 && !/\s/.test(v)) out.push(v);
+    } else if (Array.isArray(v)) v.forEach(walk3);
+    else if (v && typeof v === "object") Object.values(v).forEach(walk3);
+  };
+  try {
+    walk3(JSON.parse(text3));
+  } catch {
+  }
+  return out;
+}
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync5, rmSync as rmSync2 } from "node:fs";
-import { dirname as dirname5, relative, resolve as resolve3 } from "node:path";
+import { mkdirSync as mkdirSync6, rmSync as rmSync2 } from "node:fs";
+import { dirname as dirname5, relative as relative2, resolve as resolve3 } from "node:path";
 function prepareResultFile(file) {
   rmSync2(file, { force: true });
-  mkdirSync5(dirname5(file), { recursive: true });
+  mkdirSync6(dirname5(file), { recursive: true });
 }
 function outsideOf(root, dir) {
-  const rel = relative(resolve3(root), resolve3(dir));
+  const rel = relative2(resolve3(root), resolve3(dir));
   return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve3(dir);
 }
 function toOutcome(proc, logFile, result, problem) {
@@ -41339,9 +41462,9 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync6, mkdirSync as mkdirSync6, mkdtempSync as mkdtempSync2, readFileSync as readFileSync4, rmSync as rmSync3, writeFileSync } from "node:fs";
+import { existsSync as existsSync6, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, readFileSync as readFileSync4, rmSync as rmSync3, writeFileSync as writeFileSync2 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname7, join as join7 } from "node:path";
+import { dirname as dirname7, join as join8 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -41385,13 +41508,13 @@ var CodexAgent = class {
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync3(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname7(request2.resultFile));
-    const scratch = mkdtempSync2(join7(resultDir ?? tmpdir2(), resultDir ? ".codex-" : "hc-codex-"));
+    const scratch = mkdtempSync2(join8(resultDir ?? tmpdir2(), resultDir ? ".codex-" : "hc-codex-"));
     try {
-      const schemaFile = join7(scratch, "result.schema.json");
-      writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      const schemaFile = join8(scratch, "result.schema.json");
+      writeFileSync2(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
-      const agentTmp = join7(scratch, "tmp");
-      mkdirSync6(agentTmp);
+      const agentTmp = join8(scratch, "tmp");
+      mkdirSync7(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
@@ -41549,14 +41672,14 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync8, readdirSync, readFileSync as readFileSync5, writeFileSync as writeFileSync3 } from "node:fs";
-import { basename, dirname as dirname9, join as join9 } from "node:path";
+import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync9, readdirSync as readdirSync3, readFileSync as readFileSync5, writeFileSync as writeFileSync4 } from "node:fs";
+import { basename, dirname as dirname9, join as join10 } from "node:path";
 
 // src/workspace/git.ts
 import { createHash } from "node:crypto";
-import { closeSync as closeSync2, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync3, openSync as openSync2, readSync, rmSync as rmSync4, writeFileSync as writeFileSync2 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync8, mkdtempSync as mkdtempSync3, openSync as openSync3, readSync as readSync2, rmSync as rmSync4, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname8, isAbsolute as isAbsolute4, join as join8, relative as relative2, resolve as resolve4 } from "node:path";
+import { dirname as dirname8, isAbsolute as isAbsolute4, join as join9, relative as relative3, resolve as resolve4 } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
 // src/workspace/branch-name.ts
@@ -41698,7 +41821,7 @@ var Git = class _Git {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode.infra });
-    mkdirSync7(dirname8(resolve4(dest)), { recursive: true });
+    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
     await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve4(dest)], {
       env: GIT_ENV,
       timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
@@ -41713,7 +41836,7 @@ var Git = class _Git {
   async cloneForAgent(dest, commit2) {
     assertSha(commit2);
     rmSync4(dest, { recursive: true, force: true });
-    mkdirSync7(dirname8(resolve4(dest)), { recursive: true });
+    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
     await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
     await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
       config: { "advice.detachedHead": "false" }
@@ -41949,8 +42072,8 @@ var Git = class _Git {
   }
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
-    const dir = mkdtempSync3(join8(tmpdir3(), "hc-stash-probe-"));
-    const probe2 = join8(dir, "probe");
+    const dir = mkdtempSync3(join9(tmpdir3(), "hc-stash-probe-"));
+    const probe2 = join9(dir, "probe");
     try {
       await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
       const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
@@ -42012,7 +42135,7 @@ var Git = class _Git {
   async createBundle(file, ref, base) {
     assertRefName(ref);
     assertRevision(base);
-    mkdirSync7(dirname8(resolve4(file)), { recursive: true });
+    mkdirSync8(dirname8(resolve4(file)), { recursive: true });
     await this.git(["bundle", "create", "--quiet", resolve4(file), ref, `^${base}`]);
   }
   /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
@@ -42045,10 +42168,10 @@ var Git = class _Git {
     }
     const foreign = header.prerequisites.filter((p) => p !== opts.champion);
     if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
-    const quarantine = mkdtempSync3(join8(tmpdir3(), "hc-import-"));
+    const quarantine = mkdtempSync3(join9(tmpdir3(), "hc-import-"));
     try {
       await this.git(["init", "--quiet", "--bare", "--", quarantine]);
-      writeFileSync2(join8(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+      writeFileSync3(join9(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
 `);
       const q = ["--git-dir", quarantine];
       const imported = "refs/hillclimb/import";
@@ -42137,7 +42260,7 @@ var Git = class _Git {
   }
   /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
   async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve4(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute4(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    const excluded = (opts.exclude ?? []).map((p) => relative3(this.root, resolve4(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute4(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
     await this.git(["add", "--all", "--", ":/", ...excluded]);
   }
   /** Whether the index differs from HEAD (something is staged). */
@@ -42200,9 +42323,9 @@ var Git = class _Git {
   async commitFile(parent, path, content, message, opts) {
     assertRevision(parent);
     const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
-    const scratch = mkdtempSync3(join8(tmpdir3(), "hc-index-"));
+    const scratch = mkdtempSync3(join9(tmpdir3(), "hc-index-"));
     try {
-      const env = { GIT_INDEX_FILE: join8(scratch, "index") };
+      const env = { GIT_INDEX_FILE: join9(scratch, "index") };
       await this.git(["read-tree", parent], { env });
       await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
       const tree = (await this.git(["write-tree"], { env })).stdout.trim();
@@ -42465,15 +42588,15 @@ function parseRawDiff(out) {
   return changes;
 }
 function readBundleHeader(file) {
-  const fd = openSync2(file, "r");
+  const fd = openSync3(file, "r");
   try {
     const buf = Buffer.alloc(64 * 1024);
-    const n = readSync(fd, buf, 0, buf.length, 0);
+    const n = readSync2(fd, buf, 0, buf.length, 0);
     return buf.subarray(0, n).toString("latin1");
   } catch {
     return "";
   } finally {
-    closeSync2(fd);
+    closeSync3(fd);
   }
 }
 function parseBundleHeader(text3) {
@@ -42506,15 +42629,15 @@ function listReplayPatches(dir) {
       exitCode: ExitCode.badInput
     });
   }
-  const names = readdirSync(dir).sort();
+  const names = readdirSync3(dir).sort();
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join9(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join10(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join9(dir, n), ...companion ? { companion } : {} };
+    return { patch: join10(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -42527,7 +42650,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync8(dirname9(request2.logFile), { recursive: true });
+    mkdirSync9(dirname9(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -42570,7 +42693,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync3(request2.resultFile, readFileSync5(entry.companion));
+    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync5(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -42623,7 +42746,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync3(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync4(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -42717,7 +42840,7 @@ function getAgentTypes() {
 import { resolve as resolve7 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readdirSync as readdirSync3, rmSync as rmSync6 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readdirSync as readdirSync4, rmSync as rmSync6 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname12, join as join13, resolve as resolve6 } from "node:path";
 
@@ -42738,17 +42861,17 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync8, readFileSync as readFileSync6, realpathSync as realpathSync2, writeFileSync as writeFileSync4 } from "node:fs";
-import { dirname as dirname10, join as join10 } from "node:path";
+import { existsSync as existsSync8, readFileSync as readFileSync6, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
+import { dirname as dirname10, join as join11 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join10(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join11(root, VENV_DIR, "bin", "python");
 }
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
   const prefix = dirname10(dirname10(python));
   paths.add(prefix);
-  const cfg = join10(prefix, "pyvenv.cfg");
+  const cfg = join11(prefix, "pyvenv.cfg");
   if (existsSync8(cfg)) {
     const home = /^home\s*=\s*(.+)$/m.exec(readFileSync6(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname10(home));
@@ -42758,97 +42881,6 @@ function interpreterReadPaths(python) {
   } catch {
   }
   return [...paths].filter((p) => p !== "/" && p !== "/usr");
-}
-
-// src/util/untrusted-files.ts
-import {
-  closeSync as closeSync3,
-  constants as constants4,
-  copyFileSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync as mkdirSync9,
-  openSync as openSync3,
-  readdirSync as readdirSync2,
-  readSync as readSync2
-} from "node:fs";
-import { join as join11, relative as relative3 } from "node:path";
-var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
-function notPlainFile(path) {
-  let st;
-  try {
-    st = lstatSync(path);
-  } catch {
-    return "missing";
-  }
-  if (st.isSymbolicLink()) return "a symbolic link";
-  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
-  if (st.nlink > 1) return "a hard link";
-  return void 0;
-}
-function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
-  let fd;
-  try {
-    fd = openSync3(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
-  } catch (e) {
-    const code2 = e.code;
-    throw new Error(
-      `${path}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
-    );
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error(`${path}: not a regular file, refused`);
-    if (st.nlink > 1) throw new Error(`${path}: a hard link, refused`);
-    if (st.size > maxBytes) throw new Error(`${path}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync2(fd, buf, off, buf.length - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    closeSync3(fd);
-  }
-}
-function copyPlainTree(src, dest, opts = {}) {
-  const limits = { ...DEFAULTS, ...opts };
-  const result = { copied: [], refused: [], bytes: 0 };
-  const visit = (from, to) => {
-    const rel = relative3(src, from) || ".";
-    let st;
-    try {
-      st = lstatSync(from);
-    } catch {
-      result.refused.push(`${rel}: vanished`);
-      return;
-    }
-    if (st.isDirectory()) {
-      mkdirSync9(to, { recursive: true });
-      for (const name of readdirSync2(from).sort()) visit(join11(from, name), join11(to, name));
-      return;
-    }
-    const why = notPlainFile(from);
-    if (why) {
-      result.refused.push(`${rel}: ${why}`);
-      return;
-    }
-    if (result.copied.length >= limits.maxFiles) {
-      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
-      return;
-    }
-    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
-      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
-      return;
-    }
-    copyFileSync(from, to, constants4.COPYFILE_EXCL);
-    result.copied.push(rel);
-    result.bytes += st.size;
-  };
-  visit(src, dest);
-  return result;
 }
 
 // src/compute/job-env.ts
@@ -42877,7 +42909,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync10, rmSync as rmSync5, writeFileSync as writeFileSync5 } from "node:fs";
+import { mkdirSync as mkdirSync10, rmSync as rmSync5, writeFileSync as writeFileSync6 } from "node:fs";
 import { dirname as dirname11, join as join12 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -42985,7 +43017,7 @@ function installOutputs(archive, outputs) {
       mkdirSync10(target, { recursive: true });
     } else {
       mkdirSync10(dirname11(target), { recursive: true });
-      writeFileSync5(target, entry.data);
+      writeFileSync6(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -42998,7 +43030,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync3(dir);
+      return readdirSync4(dir);
     } catch {
       return [];
     }
@@ -44209,7 +44241,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync13, readdirSync as readdirSync4, readFileSync as readFileSync8, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync6 } from "node:fs";
+import { mkdirSync as mkdirSync13, readdirSync as readdirSync5, readFileSync as readFileSync8, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync7 } from "node:fs";
 import { join as join16 } from "node:path";
 function tpuStateDir(stateDir) {
   return join16(stateDir, "tpu");
@@ -44219,14 +44251,14 @@ function writeRecord(dir, record2) {
   mkdirSync13(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync6(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync2(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync4(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync5(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
@@ -50471,7 +50503,7 @@ function tryUnlink(path) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync13, readdirSync as readdirSync5, rmSync as rmSync11 } from "node:fs";
+import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync11 } from "node:fs";
 import { join as join20 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
@@ -50530,7 +50562,7 @@ var LocalRecords = class {
 };
 function numberedJson(dir) {
   if (!existsSync13(dir)) return [];
-  return readdirSync5(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+  return readdirSync6(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
     const file = join20(dir, `${n}.json`);
     try {
       return [readJson(file)];
@@ -50832,13 +50864,13 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync16, readdirSync as readdirSync6, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync16, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
 import { basename as basename2, dirname as dirname18, join as join21 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
-    for (const name of readdirSync6(abs).sort()) {
+    for (const name of readdirSync7(abs).sort()) {
       const childAbs = join21(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
@@ -59958,7 +59990,7 @@ function getStoreTypes() {
 
 // src/loop/attestation.ts
 import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync15, lstatSync as lstatSync2, readdirSync as readdirSync7, readFileSync as readFileSync13 } from "node:fs";
+import { existsSync as existsSync15, lstatSync as lstatSync2, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
 import { join as join25 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
@@ -59966,7 +59998,7 @@ function bundleDigest(dir) {
     const abs = rel === "" ? dir : join25(dir, rel);
     const st = lstatSync2(abs);
     if (st.isDirectory()) {
-      for (const name of readdirSync7(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync8(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
     const data = readPlainFile(abs);
@@ -60039,7 +60071,7 @@ function readLocalAttestation(file) {
 
 // src/loop/context.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync16, mkdirSync as mkdirSync19, readFileSync as readFileSync14, writeFileSync as writeFileSync7 } from "node:fs";
+import { existsSync as existsSync16, mkdirSync as mkdirSync19, readFileSync as readFileSync14, writeFileSync as writeFileSync8 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { join as join26, resolve as resolve14 } from "node:path";
 var NO_AGENT = {
@@ -60054,7 +60086,7 @@ function stateDirOf(config) {
   const ignore = join26(dir, ".gitignore");
   if (!existsSync16(ignore)) {
     mkdirSync19(dir, { recursive: true });
-    writeFileSync7(ignore, "# hillclimb state: never committed\n*\n");
+    writeFileSync8(ignore, "# hillclimb state: never committed\n*\n");
   }
   return dir;
 }
@@ -64467,7 +64499,7 @@ function jobId(runId, iteration, ...parts) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync17, readdirSync as readdirSync8, rmSync as rmSync15 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
 import { join as join27 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
   return join27(ctx.runDir, "worktrees", iterationDirName(iteration));
@@ -65151,7 +65183,7 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync19, readdirSync as readdirSync9, rmSync as rmSync16 } from "node:fs";
+import { existsSync as existsSync19, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/evidence/metrics.ts
@@ -66133,7 +66165,7 @@ async function comparability(bundle, m, run2) {
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
   if (!existsSync19(ctx.runDir)) return groups2;
-  for (const name of readdirSync9(ctx.runDir).sort()) {
+  for (const name of readdirSync10(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
     const b = new Bundle(join29(ctx.runDir, name));
     if (!b.exists()) continue;
@@ -66161,7 +66193,7 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync20, readdirSync as readdirSync10, readFileSync as readFileSync16 } from "node:fs";
+import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync as readFileSync16 } from "node:fs";
 import { join as join30 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -66185,7 +66217,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
 }
 function directivePresets(dir) {
   if (!existsSync20(dir)) return [];
-  return readdirSync10(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  return readdirSync11(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -67985,7 +68017,7 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
 import { basename as basename6, join as join31 } from "node:path";
 function resolveTracePath(path) {
   let st;
@@ -68010,7 +68042,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync11(runDir).filter((f) => statSync8(join31(runDir, f)).isFile());
+  const files = readdirSync12(runDir).filter((f) => statSync8(join31(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -68039,16 +68071,16 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync11(dir);
+  const entries = readdirSync12(dir);
   if (entries.some(isTraceFile)) return dir;
   for (const base of [join31(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync11(base).filter((r) => statSync8(join31(base, r)).isDirectory());
+      runs = readdirSync12(base).filter((r) => statSync8(join31(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync11(join31(base, r)).some(isTraceFile));
+    const withTraces = runs.sort().filter((r) => readdirSync12(join31(base, r)).some(isTraceFile));
     if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
@@ -71067,7 +71099,7 @@ ${body.join("\n\n")}
 }
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { join as join35 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -71083,7 +71115,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const st = lstatSync3(from);
     if (st.isDirectory()) {
       if (rel !== "") mkdirSync21(join35(dest, rel), { recursive: true });
-      for (const name of readdirSync12(from).sort()) {
+      for (const name of readdirSync13(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk3(rel === "" ? name : `${rel}/${name}`);
       }
@@ -71108,7 +71140,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const at = join35(dest, rel);
     const st = lstatSync3(at);
     if (st.isDirectory()) {
-      for (const name of readdirSync12(at).sort()) {
+      for (const name of readdirSync13(at).sort()) {
         if (rel === "" && name === ".git") continue;
         prune(rel === "" ? name : `${rel}/${name}`);
       }
@@ -71192,6 +71224,7 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
+    rmSync19(join36(out, "home"), { recursive: true, force: true });
     copyPlainTree(out, bundle.path("agent"), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     ev.agent = {
@@ -71578,7 +71611,7 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync26, readFileSync as readFileSync24, writeFileSync as writeFileSync8 } from "node:fs";
+import { existsSync as existsSync26, readFileSync as readFileSync24, writeFileSync as writeFileSync9 } from "node:fs";
 import { join as join38 } from "node:path";
 
 // src/report/log-entry.ts
@@ -72080,7 +72113,7 @@ var recordStep = {
     const runLogText = existsSync26(runLog) ? readFileSync24(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
-      writeFileSync8(runLog, text3);
+      writeFileSync9(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;

@@ -66,7 +66,9 @@ export const proposeStep: Step = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out),
     });
-    // What the agent wrote for us, into the bundle: plain files only (its output folder was writable to it).
+    // What the agent wrote for us, into the bundle: plain files only (its output folder was writable to
+    // it). Never its HOME, which holds its private copy of its login.
+    rmSync(join(out, 'home'), { recursive: true, force: true });
     copyPlainTree(out, bundle.path('agent'), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, 'propose', { mode: outcome.isolation, job: ctx.job });
     ev.agent = {
