@@ -51,6 +51,9 @@ export function bundleDigest(dir: string): string {
       for (const name of readdirSync(abs).sort()) walk(rel === '' ? name : `${rel}/${name}`);
       return;
     }
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a name with one would make the manifest ambiguous
+    if (/[\u0000-\u001f\u007f]/.test(rel))
+      throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
     lines.push(`${createHash('sha256').update(data).digest('hex')}  ${rel}`);
   };

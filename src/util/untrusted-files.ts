@@ -101,7 +101,13 @@ export function copyPlainTree(src: string, dest: string, opts: CopyOptions = {})
     }
     if (st.isDirectory()) {
       mkdirSync(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) visit(join(from, name), join(to, name));
+      for (const name of readdirSync(from).sort()) {
+        // A line break or other control character in a name makes manifests and logs ambiguous.
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+        if (/[\u0000-\u001f\u007f]/.test(name))
+          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
+        else visit(join(from, name), join(to, name));
+      }
       return;
     }
     const why = notPlainFile(from);

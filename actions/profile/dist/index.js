@@ -40853,7 +40853,11 @@ function copyPlainTree(src, dest, opts = {}) {
     }
     if (st.isDirectory()) {
       mkdirSync3(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) visit(join6(from, name), join6(to, name));
+      for (const name of readdirSync(from).sort()) {
+        if (/[\u0000-\u001f\u007f]/.test(name))
+          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
+        else visit(join6(from, name), join6(to, name));
+      }
       return;
     }
     const why = notPlainFile(from);
@@ -60001,6 +60005,8 @@ function bundleDigest(dir) {
       for (const name of readdirSync8(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
+    if (/[\u0000-\u001f\u007f]/.test(rel))
+      throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
     lines.push(`${createHash5("sha256").update(data).digest("hex")}  ${rel}`);
   };

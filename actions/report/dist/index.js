@@ -41897,7 +41897,11 @@ function copyPlainTree(src, dest, opts = {}) {
     }
     if (st.isDirectory()) {
       mkdirSync4(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) visit(join8(from, name), join8(to, name));
+      for (const name of readdirSync(from).sort()) {
+        if (/[\u0000-\u001f\u007f]/.test(name))
+          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
+        else visit(join8(from, name), join8(to, name));
+      }
       return;
     }
     const why = notPlainFile(from);
@@ -41931,6 +41935,8 @@ function bundleDigest(dir) {
       for (const name of readdirSync2(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
+    if (/[\u0000-\u001f\u007f]/.test(rel))
+      throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
     lines.push(`${createHash2("sha256").update(data).digest("hex")}  ${rel}`);
   };
