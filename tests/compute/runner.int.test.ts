@@ -42,6 +42,21 @@ async function runRunner(dir: string, s: RunnerSpec, timeoutMs = 30_000) {
   });
 }
 
+/** Processes on this machine whose command line holds `needle` (zombies excluded). */
+function processesWith(needle: string): string[] {
+  return readdirSync('/proc').filter((p) => {
+    try {
+      return (
+        /^\d+$/.test(p) &&
+        readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(needle) &&
+        !/\) Z /.test(readFileSync(`/proc/${p}/stat`, 'utf8'))
+      );
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** A job script that writes every output it is handed. */
 const WRITER = [
   'import json, os, sys',
@@ -143,8 +158,9 @@ describe('job runner', () => {
 
   it('kills the whole job process group at its own time limit, then drops its pgid record', async () => {
     const dir = tree();
+    const marker = `hc-runner-timeout-${process.pid}-${Date.now()}`;
     const s = spec({
-      command: ['sh', '-c', 'sleep 300 & echo $! > child.pid; sleep 300'],
+      command: ['sh', '-c', `sh -c 'sleep 300; : ${marker}' & sleep 300`],
       timeout_s: 1,
       pgid_file: '.pgid',
     });
@@ -152,18 +168,8 @@ describe('job runner', () => {
     const report = parseRunnerOutput(r.stdout, s.nonce);
     expect(report.killed).toBe('timeout');
     expect(existsSync(join(dir, '.pgid'))).toBe(false);
-    const grandchild = Number(readFileSync(join(dir, 'child.pid'), 'utf8'));
     await new Promise((res) => setTimeout(res, 300));
-    const alive = (() => {
-      try {
-        process.kill(grandchild, 0);
-        const stat = readFileSync(`/proc/${grandchild}/stat`, 'utf8');
-        return !/\) Z /.test(stat);
-      } catch {
-        return false;
-      }
-    })();
-    expect(alive).toBe(false);
+    expect(processesWith(marker)).toEqual([]);
   });
 
   it('kills what a job leaves running in its process group when it exits (the next job is the champion)', async () => {
@@ -171,18 +177,30 @@ describe('job runner', () => {
     const marker = `hc-runner-orphan-${process.pid}-${Date.now()}`;
     const r = await runRunner(
       dir,
-      spec({ command: ['sh', '-c', `sh -c 'sleep 300; : ${marker}' & echo started`] }),
+      // One in its process group, one that left it with setsid: neither outlives the job.
+      spec({
+        command: [
+          'sh',
+          '-c',
+          `sh -c 'sleep 300; : ${marker}' & setsid sh -c 'sleep 300; : ${marker}' & echo started`,
+        ],
+      }),
     );
     expect(r.stdout).toContain('started');
     await new Promise((res) => setTimeout(res, 200));
-    const alive = readdirSync('/proc').filter((p) => {
-      try {
-        return /^\d+$/.test(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
-      } catch {
-        return false;
-      }
-    });
-    expect(alive).toEqual([]);
+    expect(processesWith(marker)).toEqual([]);
+  });
+
+  it("gives {cache} the code's own folder when the job names its tree, and a shared one otherwise", async () => {
+    const dir = tree();
+    const key = 'ab'.repeat(20);
+    const r = await runRunner(
+      dir,
+      spec({ command: ['sh', '-c', 'echo "cache=$0"', '{cache}'], cache_key: key }),
+    );
+    expect(r.stdout).toMatch(new RegExp(`cache=.*/\\.cache/hillclimb/jobs/by-code/${key}\\n`));
+    const shared = await runRunner(dir, spec({ command: ['sh', '-c', 'echo "cache=$0"', '{cache}'] }));
+    expect(shared.stdout).toMatch(/cache=.*\/\.cache\/hillclimb\/jobs\/shared\n/);
   });
 
   it('writes the outputs tarball to a file when asked (the TPU VM path)', async () => {

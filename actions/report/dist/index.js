@@ -43933,12 +43933,29 @@ def pack(out_dir, wanted):
     return buf.getvalue()
 
 
+UNSHARE = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
+
+
+def pid_namespace_works():
+    """Whether unshare can give a job its own PID namespace here (user namespaces allowed)."""
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        probe = UNSHARE + ["true"]
+        return subprocess.run(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def main():
     spec = json.loads(base64.b64decode(sys.argv[1]).decode("utf-8"))
     nonce = spec["nonce"]
     out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
-    # {cache} persists across jobs on this machine (e.g. a JAX compilation cache shared by both arms).
+    # {cache} persists across jobs on this machine: one folder per code under test (its tree hash), so a
+    # candidate's job cannot plant compile-cache entries the champion's jobs load.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
+    key = spec.get("cache_key")
+    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^[0-9a-f]{40,64}$", key) else os.path.join(cache, "shared")
     os.makedirs(cache, exist_ok=True)
     values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
@@ -43957,6 +43974,19 @@ def main():
     env.update(spec.get("env") or {})
     env["PYTHONUNBUFFERED"] = "1"
     pgid_file = spec.get("pgid_file")
+    # In a PID namespace of its own where the machine allows one: every process the job starts, even one
+    # that left its session with setsid, dies with it, before the next job (the champion's) runs.
+    isolation = "process-group"
+    if shutil.which(argv[0]) is None:
+        marker(nonce, "spawn-error", "%s: command not found" % argv[0])
+        marker(nonce, "result", "exit=127")
+        return 127
+    if pid_namespace_works():
+        # A shell is the namespace's init, so the job itself keeps ordinary signal handling (an init
+        # ignores signals it has no handler for) and its exit status comes back as a shell reports it.
+        argv = UNSHARE + ["/bin/sh", "-c", '"$@"; exit $?', "hillclimb-job"] + argv
+        isolation = "pid-namespace"
+    marker(nonce, "isolation", isolation)
     try:
         child = subprocess.Popen(argv, env=env, start_new_session=True)
     except OSError as e:
@@ -44285,6 +44315,7 @@ var RayBackend = class {
       nonce,
       command: job.command,
       env: job.env ?? {},
+      ...job.cacheKey ? { cache_key: job.cacheKey } : {},
       outputs,
       emit: "log",
       max_bytes: Math.floor(config.max_output_mb * MIB),
@@ -45090,6 +45121,7 @@ var TpuVmBackend = class {
       nonce,
       command: job.command,
       env: job.env ?? {},
+      ...job.cacheKey ? { cache_key: job.cacheKey } : {},
       outputs: requestedOutputs(job.outputs),
       emit: OUTPUTS_FILE,
       timeout_s: Math.max(1, Math.ceil(job.timeoutMs / 1e3)),

@@ -137,6 +137,7 @@ export class RayBackend implements Backend {
       nonce,
       command: job.command,
       env: job.env ?? {},
+      ...(job.cacheKey ? { cache_key: job.cacheKey } : {}),
       outputs,
       emit: 'log',
       max_bytes: Math.floor(config.max_output_mb * MIB),

@@ -173,6 +173,7 @@ export class TpuVmBackend implements Backend {
       nonce,
       command: job.command,
       env: job.env ?? {},
+      ...(job.cacheKey ? { cache_key: job.cacheKey } : {}),
       outputs: requestedOutputs(job.outputs),
       emit: OUTPUTS_FILE,
       timeout_s: Math.max(1, Math.ceil(job.timeoutMs / 1000)),

@@ -25,6 +25,8 @@ export interface RunnerSpec {
   timeout_s?: number;
   /** Where the runner records the job's process group, so a stop can reach it. */
   pgid_file?: string;
+  /** The code under test's tree hash: {cache} is that code's own folder on the machine. */
+  cache_key?: string;
 }
 
 /** A nonce derived from the job's submission name, so an attached (re-polled) job parses the same way. */
