@@ -611,4 +611,9 @@ def summary_line(metrics: dict[str, Any], out: Path | None) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave without running atexit handlers: a kernel could have registered one to rewrite the
+    # metrics file after it was written (the guards cannot list them).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

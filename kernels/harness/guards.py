@@ -1,10 +1,14 @@
 """Tripwires against a kernel that tampers with its evaluator (protected).
 
 The kernel runs in the harness's process, so this is not a sandbox: it catches the documented
-cheap tricks (patched timers, changed global JAX config, swapped ``block_until_ready``, trace,
-profile, gc and ``jax.monitoring`` hooks that would run kernel code after it was compiled, swapped
-harness functions and in-memory tolerances) by snapshotting them *before* ``kernels.gdn`` is
-imported and comparing afterwards.
+cheap tricks by snapshotting state *before* ``kernels.gdn`` is imported and comparing afterwards:
+patched timers, changed global JAX config, a swapped ``block_until_ready``; trace, profile, gc and
+``jax.monitoring`` hooks and extra Python threads that would run kernel code after it was compiled;
+swapped harness functions and in-memory tolerances; and any function, class or module rebound, or
+function whose code was swapped, in a module loaded before the kernel (a ``json.dumps`` that forges
+the metrics, a ``numpy`` function that blunts the comparison). What it cannot see (a mutated object
+behind an attribute that still points at it, an audit hook) is why the bench also verifies
+everything it times against the oracle, and leaves without running atexit handlers.
 """
 
 from __future__ import annotations
@@ -57,8 +61,41 @@ def snapshot() -> dict[str, Any]:
     snap["hook.threading.setprofile"] = threading.getprofile()
     snap["hook.gc.callbacks"] = tuple(gc.callbacks)
     snap["hook.jax.monitoring"] = _monitoring_listeners()
+    # Threads of Python code: a kernel's own would run on after it was compiled (at exit, the bench
+    # leaves without running atexit handlers at all: see bench.py).
+    snap["hook.python-threads"] = threading.active_count()
     snap.update(_harness_state())
+    snap.update(_loaded_state())
     return snap
+
+
+_BOUND_KINDS = (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType)
+
+
+def _loaded_state() -> dict[str, Any]:
+    """Every function, class and module bound in every module loaded so far (json, numpy, jax, the
+    standard library...), by identity, and the code object of every plain Python function. The
+    harness calls into these (``json.dumps`` writes the metrics, ``numpy`` compares the outputs): a
+    kernel that rebinds one, or swaps a function's code, to forge what the harness computes changes
+    one of them. Modules loaded later (the kernel's own) are not in it."""
+    out: dict[str, Any] = {}
+    for key, module in list(sys.modules.items()):
+        own = key.startswith(("kernels.harness", "kernels.gdn")) or key == "__main__"
+        if module is None or own:
+            continue
+        try:
+            members = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in members:
+            if attr.startswith("__"):
+                continue
+            # Every callable: functions, classes, modules and objects such as numpy's ufuncs.
+            if isinstance(value, _BOUND_KINDS) or callable(value):
+                out[f"module.id.{key}.{attr}"] = value
+                if isinstance(value, types.FunctionType):
+                    out[f"module.id.{key}.{attr}.__code__"] = value.__code__
+    return out
 
 
 # Harness modules whose data (tolerances, shapes, seeds, presets) must stay as written.
@@ -111,7 +148,7 @@ def changed(before: dict[str, Any]) -> list[str]:
         if key not in now:
             same = False
             new = "<gone>"
-        elif key.startswith(("time.", "jax.", "harness.id.")):
+        elif key.startswith(("time.", "jax.", "harness.id.", "module.id.")):
             same = new is old
         elif key.startswith("hook."):  # a hook, or a list of them: the same objects in order
             same = _same(new, old)

@@ -39,6 +39,15 @@ CAUGHT_BY = {
         r"importing the kernel changed global state: "
         r"harness\.id\.kernels\.harness\.verify\.compare: "
     ),
+    # Rebinds json.dumps, which writes the metrics, to halve every timing (an attacker review found
+    # it; the sandbox cannot help: the kernel is in the bench's process).
+    "0007-forge-the-metrics": (
+        r"importing the kernel changed global state: module\.id\.json\.dumps: "
+    ),
+    # A wrong o (x1.5) at the bench's T, with numpy.abs rebound so float64 comparisons see no error.
+    "0008-blunt-the-comparison": (
+        r"importing the kernel changed global state: module\.id\.numpy\.abs: "
+    ),
 }
 TIMING = ["--repeats", "4", "--warmup", "1"]
 
@@ -73,6 +82,8 @@ def make_scratch(dest: Path, patch: Path | None) -> Path:
     shutil.copytree(root / "schemas", dest / "schemas")
     shutil.copy(root / "pyproject.toml", dest / "pyproject.toml")
     shutil.copy(HACKS_DIR / "bench_before.py", dest / "kernels" / "harness" / "bench_before.py")
+    # The guards as they were then too (the bench before this change ran with them).
+    shutil.copy(HACKS_DIR / "guards_before.py", dest / "kernels" / "harness" / "guards_before.py")
     # Its own repository, so git apply cannot reach a repository the temp folder may sit in.
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
     if patch is not None:

@@ -51,7 +51,10 @@ def test_kernel_import_leaves_global_state_alone(globals_before_kernel_import):
     """Timers, jit/vjp/block_until_ready and global JAX options are as they were before
     ``kernels.gdn`` was imported (conftest snapshots them first)."""
     assert gdn_pkg.gdn is not None
-    assert guards.changed(globals_before_kernel_import) == []
+    # pytest itself wraps these hooks around each test (the bench runs without pytest).
+    pytest_wraps = ("module.id.sys.unraisablehook:", "module.id.threading.excepthook:")
+    changed = guards.changed(globals_before_kernel_import)
+    assert [c for c in changed if not c.startswith(pytest_wraps)] == []
 
 
 def test_guards_notice_a_patched_timer(monkeypatch):

@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         jax.config.update("jax_compilation_cache_dir", str(args.compile_cache.resolve()))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    from . import guards
+    from . import guards_before as guards
 
     before = guards.snapshot()
     import numpy as np
