@@ -426,7 +426,7 @@ describe('the hand-over between jobs, attacked', () => {
     expect(branchesOf(replayed.remote.bare)).toContain(`refs/heads/hillclimb/toy/${RUN_ID}/i001`);
   });
 
-  it('attack 9: who and where the iteration is come from the workflow, not from the bundle', async () => {
+  it('attack 22: who and where the iteration is come from the workflow, not from the bundle', async () => {
     const tampered = copyOf('measured');
     const ev = JSON.parse(readFileSync(join(tampered, 'evidence.json'), 'utf8'));
     ev.iteration = 7;
