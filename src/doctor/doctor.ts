@@ -184,6 +184,14 @@ export function sandboxCheck(config: HillclimbConfig | undefined): Check {
     required,
     async run() {
       const a = await sandboxAvailability();
+      if (a.available && process.getuid?.() === 0) {
+        // Inside, the sandbox's user is root outside too: files only root may read stay readable.
+        return {
+          ok: true,
+          detail:
+            'user namespaces available; hillclimb runs as root, so sandboxed code can read root-only files in the system folders: run it as an ordinary user (docs/security.md)',
+        };
+      }
       if (a.available)
         return { ok: true, detail: 'user namespaces available: agent and candidate code run sandboxed' };
       return {
