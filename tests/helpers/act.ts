@@ -201,6 +201,8 @@ export interface ActJob {
 
 interface LogLine {
   msg?: string;
+  stage?: string;
+  stepResult?: string;
   jobID?: string;
   stepID?: string[];
   time?: string;
@@ -255,17 +257,19 @@ export class ActRun {
     )?.arg;
   }
 
-  /**
-   * The values an expression (as written inside `${{ }}`, e.g. `needs.setup.outputs.champion`) evaluated
-   * to in a job, in order. act logs a `with:`/`env:` value as `format('{0}', <expression>)`.
-   */
-  evaluated(job: string, expression: string): string[] {
-    return this.evaluations(job)
-      .filter((e) => e.expression === expression)
-      .map((e) => e.value);
+  /** A step's outcome (`steps.<id>.outcome`: success, failure, skipped), or '' when it never came up. */
+  outcome(job: string, step: string): string {
+    return (
+      this.lines.findLast(
+        (l) => l.jobID === job && l.stepID?.[0] === step && l.stepResult && (l.stage ?? 'Main') === 'Main',
+      )?.stepResult ?? ''
+    );
   }
 
-  /** Every expression act evaluated in a job, unwrapped from act's `format('{0}', …)`. */
+  /**
+   * Every expression act evaluated in a job, with its value, in order. act logs a `with:`/`env:` value
+   * as `format('{0}', <expression>)`; that wrapper is taken off.
+   */
   evaluations(job: string): { expression: string; value: string }[] {
     return this.lines.flatMap((l) => {
       if (l.jobID !== job || !l.msg) return [];
@@ -442,10 +446,15 @@ export function handOvers(run: ActRun, workflowFile: string): HandOver[] {
   const sent = (job: string, name: string): string => {
     const declared = workflow.jobs[job]?.outputs?.[name];
     const inner = declared && /^\$\{\{\s*(.*?)\s*\}\}$/s.exec(declared)?.[1];
-    const steps = inner && alternatives(inner, /^steps\.([\w-]+)\.outputs\.([\w-]+)$/);
-    if (!steps)
-      throw new Error(`${workflowFile}: jobs.${job}.outputs.${name} is not steps.*.outputs.* (${declared})`);
-    return steps.map(([, step, out]) => run.output(job, out!, step!) ?? '').find((v) => v !== '') ?? '';
+    const steps = inner && alternatives(inner, /^steps\.([\w-]+)\.(?:outputs\.([\w-]+)|(outcome))$/);
+    if (!steps) {
+      throw new Error(
+        `${workflowFile}: jobs.${job}.outputs.${name} is not steps.*.outputs.* or steps.*.outcome (${declared})`,
+      );
+    }
+    const value = ([, step, out]: RegExpExecArray) =>
+      out === undefined ? run.outcome(job, step!) : (run.output(job, out, step!) ?? '');
+    return steps.map(value).find((v) => v !== '') ?? '';
   };
   return Object.keys(workflow.jobs).flatMap((to) =>
     run.evaluations(to).flatMap(({ expression, value }) => {

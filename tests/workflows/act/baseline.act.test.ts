@@ -97,6 +97,8 @@ describe.skipIf(act.skip)(`baseline.yml under act${act.skip ? ` (skipped: ${act.
       // Unguarded (main is reviewed): measured, not invalid.
       expect(r.output('measure-local', 'pending', 'gate')).toBe('true');
       expect(r.output('measure-local', 'verdict', 'profile')).toMatch(/^(improved|no-change|regressed)$/);
+      // measure-local's `measured` output (the profile step's outcome) is what lets record run.
+      expect(r.outcome('measure-local', 'profile')).toBe('success');
     },
   );
 

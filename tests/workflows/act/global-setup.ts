@@ -2,9 +2,16 @@
 // checkout, nothing afterwards), so the test files, which run in parallel, find it built. Without Go the
 // tests skip, each saying why; a failed build fails the run here.
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { ACTION_FIXTURES } from '../../helpers/act.js';
 
 export default function setup(): void {
+  if (!existsSync(ACTION_FIXTURES)) {
+    process.stderr.write(
+      `workflow tests: no ${ACTION_FIXTURES}, so the pinned artifact actions are the stand-ins of tests/workflows/act/stand-ins (its README says what only the real actions show)\n`,
+    );
+  }
   if (process.env.HILLCLIMB_ACT_BINARY) return;
   const started = Date.now();
   const r = spawnSync(
