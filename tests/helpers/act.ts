@@ -134,7 +134,11 @@ export class ActWorld {
       .map((l) => JSON.parse(l) as string[]);
   }
 
-  /** The environment act (and so every job on the host) gets: nothing of the test process but PATH. */
+  /**
+   * The environment act (and so every job on the host) gets: nothing of the test process but PATH,
+   * which also finds the gh stand-in first and this Node.js (act runs `node` from PATH for every
+   * JavaScript action, whatever its `using:` says).
+   */
   env(): Record<string, string> {
     return {
       PATH: [this.bin, dirname(process.execPath), process.env.PATH ?? '/usr/bin:/bin'].join(':'),
@@ -143,6 +147,8 @@ export class ActWorld {
       TMPDIR: join(this.opts.dir, 'tmp'),
       GIT_CONFIG_GLOBAL: this.gitConfig,
       GIT_CONFIG_NOSYSTEM: '1',
+      // act asks api.nektosact.com for notices about its version otherwise: nothing here leaves the machine.
+      ACT_DISABLE_VERSION_CHECK: '1',
       HILLCLIMB_ACT_GH_LOG: this.ghLog,
       HILLCLIMB_ACT_ARTIFACTS: this.artifacts,
     };
