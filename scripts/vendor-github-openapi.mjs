@@ -17,7 +17,11 @@ const PACKAGE = '@octokit/openapi';
 const DEFAULT_SOURCE = join(root, 'node_modules', PACKAGE, 'generated', 'api.github.com.deref.json');
 const OUT = join(root, 'tests', 'fixtures', 'github-openapi', 'api.github.com.subset.json');
 
-/** [method, path template] of every REST operation src/forge/forges/github.ts uses. */
+/**
+ * [method, path template] of every REST operation src/forge/forges/github.ts uses, and of those the
+ * workflows' own steps call through `gh` (pr-evidence's authorize job, hillclimb.yml's continue job),
+ * which the workflow tests (tests/workflows/act/) send to the contract server.
+ */
 const OPERATIONS = [
   ['get', '/user'],
   ['get', '/repos/{owner}/{repo}/pulls'],
@@ -30,6 +34,11 @@ const OPERATIONS = [
   ['post', '/repos/{owner}/{repo}/issues/{issue_number}/labels'],
   ['delete', '/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}'],
   ['post', '/repos/{owner}/{repo}/labels'],
+  // gh api repos/{repo}/pulls/{number}; gh api repos/{repo}/collaborators/{user}/permission
+  ['get', '/repos/{owner}/{repo}/pulls/{pull_number}'],
+  ['get', '/repos/{owner}/{repo}/collaborators/{username}/permission'],
+  // gh workflow run hillclimb.yml --ref … -f …
+  ['post', '/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches'],
 ];
 
 const source = process.argv[2] ?? DEFAULT_SOURCE;

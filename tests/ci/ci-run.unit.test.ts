@@ -41,4 +41,12 @@ describe('.ci/run', () => {
     expect(pkg.scripts.test).toContain('npm run test:py');
     expect(pkg.scripts['test:py']).toContain('pytest kernels');
   });
+
+  it('the README test command also runs the workflow files in act (npm run test:workflows)', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(quickStartCommands(readme)[1]).toContain('npm run test:workflows');
+    expect(pkg.scripts['test:workflows']).toBe('vitest run -c vitest.workflows.config.ts');
+  });
 });

@@ -27,12 +27,20 @@
  * branch that does not exist answer 422 `{"resource":"PullRequest","field":"base","code":"invalid"}`;
  * `pulls.list` filters by `state` (`open` by default), so a closed PR is only found with `state=all`;
  * a new PR may be opened for a head whose earlier PR is closed (only an open one blocks it).
+ *
+ * For the workflows' own `gh` calls (tests/workflows/act/): a PR gets `refs/pull/<n>/head` and GitHub's
+ * test merge commit `refs/pull/<n>/merge` (parents: base, head) in the bare repository, as GitHub makes
+ * them, refreshed by `syncPullRefs` after a push; collaborators' roles answer the permission check
+ * (`maintain` reads as `write`, `triage` as `read`; a login that is no collaborator is a 404); a
+ * workflow dispatch is recorded, refused like GitHub when the ref or the workflow file does not exist
+ * there or an input is one the file does not declare.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
+import { parse as parseYaml } from 'yaml';
 import { type LoopbackServer, serveOnLoopback } from './loopback-server.js';
 import { FIXTURES } from './paths.js';
 
@@ -48,7 +56,12 @@ export interface ContractUser {
   login: string;
   /** Installation tokens (GitHub Apps, GITHUB_TOKEN) may not call GET /user. */
   kind: 'user' | 'installation';
-  permissions?: { pull_requests?: Permission; issues?: Permission; contents?: Permission };
+  permissions?: {
+    pull_requests?: Permission;
+    issues?: Permission;
+    contents?: Permission;
+    actions?: Permission;
+  };
 }
 
 export interface RequestRecord {
@@ -123,6 +136,19 @@ interface Repo {
   pulls: Map<number, Pull>;
   labels: Map<string, Label>;
   issueLabels: Map<number, string[]>;
+  /** Collaborators' roles, by login (lower-cased). */
+  collaborators: Map<string, CollaboratorRole>;
+  dispatches: WorkflowDispatch[];
+}
+
+export type CollaboratorRole = 'admin' | 'maintain' | 'write' | 'triage' | 'read';
+
+/** A `POST …/actions/workflows/{workflow_id}/dispatches` GitHub accepted. */
+export interface WorkflowDispatch {
+  workflow: string;
+  ref: string;
+  inputs: Record<string, unknown>;
+  by: string;
 }
 
 interface ParamSpec {
@@ -220,6 +246,8 @@ export class GitHubContractServer {
       pulls: new Map(),
       labels: new Map(),
       issueLabels: new Map(),
+      collaborators: new Map(),
+      dispatches: [],
     });
   }
 
@@ -251,6 +279,51 @@ export class GitHubContractServer {
   }
 
   /** Mark a PR ready for review (a person's action). */
+  /** A collaborator of the repository with this role (what the permission check reads). */
+  setCollaborator(fullName: string, login: string, role: CollaboratorRole): void {
+    this.mustRepo(fullName).collaborators.set(login.toLowerCase(), role);
+  }
+
+  /** The workflow dispatches GitHub accepted for the repository, in order. */
+  dispatchesOf(fullName: string): WorkflowDispatch[] {
+    return [...this.mustRepo(fullName).dispatches];
+  }
+
+  /**
+   * `refs/pull/<n>/head` and the test merge commit `refs/pull/<n>/merge` as GitHub keeps them: the head
+   * branch's commit, and a merge of it into the base branch (first parent the base). A conflict leaves
+   * no merge ref. GitHub refreshes both after a push to either branch; tests call this after pushing.
+   */
+  syncPullRefs(fullName: string, number: number): void {
+    const repo = this.mustRepo(fullName);
+    const pull = repo.pulls.get(number);
+    if (!pull) throw new Error(`no PR ${number}`);
+    const git = (...args: string[]) =>
+      execFileSync('git', ['--git-dir', repo.bareDir, ...args], {
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          GIT_AUTHOR_NAME: 'GitHub',
+          GIT_AUTHOR_EMAIL: 'noreply@github.com',
+          GIT_COMMITTER_NAME: 'GitHub',
+          GIT_COMMITTER_EMAIL: 'noreply@github.com',
+        },
+      }).trim();
+    const head = refSha(repo.bareDir, pull.head);
+    const base = refSha(repo.bareDir, pull.base);
+    if (!head || !base) throw new Error(`PR ${number}: head ${pull.head} or base ${pull.base} is gone`);
+    git('update-ref', `refs/pull/${number}/head`, head);
+    let tree: string;
+    try {
+      tree = git('merge-tree', '--write-tree', base, head).split('\n')[0]!;
+    } catch {
+      git('update-ref', '-d', `refs/pull/${number}/merge`);
+      return;
+    }
+    const merge = git('commit-tree', tree, '-p', base, '-p', head, '-m', `Merge ${head} into ${base}`);
+    git('update-ref', `refs/pull/${number}/merge`, merge);
+  }
+
   markReady(fullName: string, number: number): void {
     const pr = this.mustRepo(fullName).pulls.get(number);
     if (!pr) throw new Error(`no PR ${number}`);
@@ -596,6 +669,12 @@ export class GitHubContractServer {
         return { status: 200, body: this.removeLabel(ctx) };
       case 'issues/create-label':
         return { status: 201, body: this.createLabel(ctx) };
+      case 'pulls/get':
+        return { status: 200, body: this.getPull(ctx) };
+      case 'repos/get-collaborator-permission-level':
+        return { status: 200, body: this.collaboratorPermission(ctx) };
+      case 'actions/create-workflow-dispatch':
+        return this.createWorkflowDispatch(ctx);
       default:
         this.violations.push(
           `${ctx.op.operationId} is in the contract subset but not implemented by the server`,
@@ -662,6 +741,7 @@ export class GitHubContractServer {
       mergedAt: null,
     };
     repo.pulls.set(pull.number, pull);
+    this.syncPullRefs(`${repo.owner}/${repo.name}`, pull.number);
     return this.pullJson(repo, pull);
   }
 
@@ -684,6 +764,55 @@ export class GitHubContractServer {
     }
     pull.updatedAt = new Date().toISOString();
     return this.pullJson(repo, pull);
+  }
+
+  private getPull(ctx: Ctx) {
+    this.requireRead(ctx, 'pull_requests');
+    const pull = ctx.repo!.pulls.get(Number(ctx.params.pull_number));
+    if (!pull) throw notFound();
+    return this.pullJson(ctx.repo!, pull);
+  }
+
+  private collaboratorPermission(ctx: Ctx) {
+    const login = ctx.params.username!;
+    const role = ctx.repo!.collaborators.get(login.toLowerCase());
+    if (!role) throw notFound();
+    const permission = role === 'maintain' ? 'write' : role === 'triage' ? 'read' : role;
+    return { permission, role_name: role, user: userJson(this.userByLogin(login)) };
+  }
+
+  private createWorkflowDispatch(ctx: Ctx) {
+    const p = ctx.user.permissions;
+    if (p && p.actions !== 'write') throw this.denied(ctx);
+    const repo = ctx.repo!;
+    const b = ctx.body as { ref: string; inputs?: Record<string, unknown>; return_run_details?: boolean };
+    const file = ctx.params.workflow_id!;
+    const ref = b.ref.replace(/^refs\/heads\//, '');
+    if (!refSha(repo.bareDir, ref)) throw unprocessable(`No ref found for: ${b.ref}`);
+    let text: string;
+    try {
+      text = execFileSync(
+        'git',
+        ['--git-dir', repo.bareDir, 'show', `refs/heads/${ref}:.github/workflows/${file}`],
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        },
+      );
+    } catch {
+      throw notFound();
+    }
+    const on = (parseYaml(text) as { on?: Record<string, { inputs?: Record<string, unknown> } | null> }).on;
+    if (!on || !('workflow_dispatch' in on)) {
+      throw unprocessable("Workflow does not have 'workflow_dispatch' trigger");
+    }
+    const declared = Object.keys(on.workflow_dispatch?.inputs ?? {});
+    const unexpected = Object.keys(b.inputs ?? {}).filter((k) => !declared.includes(k));
+    if (unexpected.length > 0) {
+      throw unprocessable(`Unexpected inputs provided: ${JSON.stringify(unexpected)}`);
+    }
+    repo.dispatches.push({ workflow: file, ref, inputs: b.inputs ?? {}, by: ctx.user.login });
+    return { status: 204 };
   }
 
   private listComments(ctx: Ctx) {
@@ -1051,6 +1180,11 @@ function custom(resource: string, message: string): HttpError {
     documentation_url: DOCS,
     status: '422',
   });
+}
+
+/** GitHub's plain 422 (a message, no `errors` list), as the workflow dispatch endpoint answers. */
+function unprocessable(message: string): HttpError {
+  return new HttpError(422, { message, documentation_url: DOCS, status: '422' });
 }
 
 function checkLength(

@@ -1,0 +1,125 @@
+// Builds nektos/act, the GitHub Actions runner the workflow tests (tests/workflows/act/) run the real
+// workflow files in, from the Go module proxy, into a cache folder of this checkout
+// (node_modules/.cache/hillclimb-act/<version>-<fix>/act). Built once per checkout; every later call finds
+// the binary and returns at once.
+//
+// It is `go install github.com/nektos/act@<version>` with one fix, so that act treats a skipped job's
+// outputs as GitHub does: GitHub gives every output of a skipped job the empty string; act 0.2.89 leaves
+// the job's `outputs:` templates uninterpolated, so `needs.<skipped>.outputs.x` reads as the literal text
+// `${{ steps.….outputs.… }}` (nektos/act#2467, closed "not planned"). hillclimb's workflows chain
+// attestations with `||` across jobs that may be skipped (measure-local, measure-cloud, cpu-gate), so
+// without the fix a later job gets that text as its attestation. tests/workflows/act/runner.act.test.ts
+// shows the difference. The source comes from the module proxy (`go mod download`, checked against
+// go.sum's database like `go install`), the fix is applied to a copy, and `go build` builds the copy.
+//
+// Usage: node scripts/build-act.mjs
+//   exit 0: the binary's path is the last line of stdout (stderr says whether it was built, and how long
+//           that took);
+//   exit 3: Go is not installed, so there is nothing to build the runner with (the reason on stderr);
+//           the workflow tests skip with that reason;
+//   exit 1: the build failed (go's own output on stderr).
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const VERSION = 'v0.2.89';
+/** Bump when the fix below changes, so an old build is not reused. */
+const FIX = 'hc1';
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dir = join(root, 'node_modules', '.cache', 'hillclimb-act', `${VERSION}-${FIX}`);
+const binary = join(dir, 'act');
+const GO_MISSING = 3;
+
+/** A skipped job's outputs become empty strings, as on GitHub (nektos/act#2467). */
+const SKIPPED_OUTPUTS_FIX = {
+  file: join('pkg', 'runner', 'run_context.go'),
+  find: '\tif !runJob {\n\t\trc.result("skipped")\n',
+  replace:
+    '\tif !runJob {\n\t\trc.result("skipped")\n' +
+    '\t\t// hillclimb: GitHub gives every output of a skipped job the empty string (nektos/act#2467).\n' +
+    '\t\tfor k := range job.Outputs {\n\t\t\tjob.Outputs[k] = ""\n\t\t}\n',
+};
+
+/** `go` on PATH, else the official tarball's place (often not on a non-login shell's PATH). */
+function findGo() {
+  for (const d of [...(process.env.PATH ?? '').split(delimiter), '/usr/local/go/bin']) {
+    if (d && existsSync(join(d, 'go'))) return join(d, 'go');
+  }
+  return undefined;
+}
+
+function run(go, args, cwd) {
+  const r = spawnSync(go, args, {
+    cwd,
+    env: { ...process.env, CGO_ENABLED: '0' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (r.status !== 0) throw new Error(`go ${args.join(' ')} failed (exit ${r.status ?? r.signal})`);
+  return r.stdout;
+}
+
+function build(go, staging) {
+  // The module's source as the proxy serves it (verified against the checksum database).
+  const { Dir: source } = JSON.parse(
+    run(go, ['mod', 'download', '-json', `github.com/nektos/act@${VERSION}`], root),
+  );
+  const src = join(staging, 'src');
+  cpSync(source, src, { recursive: true });
+  // The module cache is read-only; the copy must be writable to patch and build it.
+  spawnSync('chmod', ['-R', 'u+w', src]);
+  const file = join(src, SKIPPED_OUTPUTS_FIX.file);
+  const text = readFileSync(file, 'utf8');
+  if (text.split(SKIPPED_OUTPUTS_FIX.find).length !== 2) {
+    throw new Error(`${SKIPPED_OUTPUTS_FIX.file} of act ${VERSION} does not have the expected code to fix`);
+  }
+  writeFileSync(file, text.replace(SKIPPED_OUTPUTS_FIX.find, SKIPPED_OUTPUTS_FIX.replace));
+  run(go, ['build', '-trimpath', '-o', join(staging, 'act'), '.'], src);
+  rmSync(src, { recursive: true, force: true });
+  chmodSync(join(staging, 'act'), 0o755);
+}
+
+function main() {
+  if (existsSync(binary)) {
+    process.stderr.write(`act ${VERSION}-${FIX}: up to date (${binary})\n`);
+    process.stdout.write(`${binary}\n`);
+    return 0;
+  }
+  const go = findGo();
+  if (!go) {
+    process.stderr.write(
+      `act ${VERSION}: Go is not installed (no go on PATH or in /usr/local/go/bin), so the workflow runner cannot be built\n`,
+    );
+    return GO_MISSING;
+  }
+  // Into a fresh folder, then renamed: a build killed half way never leaves a binary that looks done.
+  const staging = `${dir}.building-${process.pid}`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  process.stderr.write(`act ${VERSION}-${FIX}: building with ${go} from the Go module proxy…\n`);
+  const started = Date.now();
+  try {
+    build(go, staging);
+  } catch (e) {
+    rmSync(staging, { recursive: true, force: true });
+    process.stderr.write(`act ${VERSION}: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+  if (existsSync(binary)) rmSync(staging, { recursive: true, force: true });
+  else renameSync(staging, dir);
+  process.stderr.write(`act ${VERSION}-${FIX}: built in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  process.stdout.write(`${binary}\n`);
+  return 0;
+}
+
+process.exitCode = main();
