@@ -1012,7 +1012,12 @@ export class GitHubContractServer {
 
   private pullJson(repo: Repo, p: Pull) {
     const full = `${repo.owner}/${repo.name}`;
-    const repoJson = { full_name: full, name: repo.name, owner: { login: repo.owner } };
+    const repoJson = {
+      full_name: full,
+      name: repo.name,
+      owner: { login: repo.owner },
+      default_branch: defaultBranch(repo.bareDir),
+    };
     return {
       id: p.number + 500_000,
       node_id: nodeId('PR', p.number),
@@ -1226,6 +1231,13 @@ function nodeId(kind: string, id: number): string {
 
 function repoKey(repo: Repo): string {
   return `${repo.owner}/${repo.name}`.toLowerCase();
+}
+
+/** GitHub's default branch is the bare repository's HEAD. */
+function defaultBranch(bareDir: string): string {
+  return execFileSync('git', ['--git-dir', bareDir, 'symbolic-ref', '--short', 'HEAD'], {
+    encoding: 'utf8',
+  }).trim();
 }
 
 function refSha(bareDir: string, branch: string): string | undefined {

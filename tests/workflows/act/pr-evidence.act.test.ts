@@ -4,6 +4,7 @@
 //   - `pull_request` on each: the CPU gate on the PR's merge commit. The harness PR is not guarded here
 //     (`guard: false`: a check of its tests only), so its tests run and pass;
 //   - `/hillclimb measure` from someone without write access: refused by authorize, nothing else runs;
+//   - `/hillclimb measure <12 hex digits>` by a maintainer: refused, only a full SHA pins a commit;
 //   - `/hillclimb measure <sha>` by a maintainer on each PR: authorize (through `gh api`) → prepare →
 //     measure-local → comment; measure-cloud (GCP) does not run for this local-backend repository. The
 //     kernel PR gets one sticky comment with its measurement; the harness PR is invalid before anything
@@ -37,6 +38,7 @@ const RUN = {
   measureKernel: 2004,
   measureHarness: 2005,
   noCloud: 2006,
+  shortPin: 2007,
 };
 /** compute.backend tpu-vm, in a repository that never set up GCP (no WIF variables). */
 const TPU_VM = `compute:
@@ -173,17 +175,23 @@ describe.skipIf(act.skip)(`pr-evidence.yml under act${act.skip ? ` (skipped: ${a
     runs.checkHarness = await pullRequestEvent(prs.harness, RUN.checkHarness);
     runs.refused = await commentEvent(prs.kernel, 'outsider', '/hillclimb measure', RUN.refused);
     snapshot('refused', prs.kernel);
-    runs.measureKernel = await commentEvent(
+    runs.shortPin = await commentEvent(
       prs.kernel,
       'octocat',
       `/hillclimb measure ${prs.kernel.head.slice(0, 12)}`,
+      RUN.shortPin,
+    );
+    runs.measureKernel = await commentEvent(
+      prs.kernel,
+      'octocat',
+      `/hillclimb measure ${prs.kernel.head}`,
       RUN.measureKernel,
     );
     snapshot('measureKernel', prs.kernel);
     runs.measureHarness = await commentEvent(
       prs.harness,
       'octocat',
-      `/hillclimb measure ${prs.harness.head.slice(0, 12)}`,
+      `/hillclimb measure ${prs.harness.head}`,
       RUN.measureHarness,
     );
     snapshot('measureHarness', prs.harness);
@@ -199,7 +207,7 @@ describe.skipIf(act.skip)(`pr-evidence.yml under act${act.skip ? ` (skipped: ${a
     runs.noCloud = await commentEvent(
       prs.kernel,
       'octocat',
-      `/hillclimb measure ${prs.kernel.head.slice(0, 12)}`,
+      `/hillclimb measure ${prs.kernel.head}`,
       RUN.noCloud,
     );
     snapshot('noCloud', prs.kernel);
@@ -240,6 +248,16 @@ describe.skipIf(act.skip)(`pr-evidence.yml under act${act.skip ? ` (skipped: ${a
     for (const job of ['prepare', 'measure-local', 'measure-cloud', 'comment'])
       expect(r.result(job), job).toBe('skipped');
     expect(after.refused!.comments).toHaveLength(0);
+  });
+
+  it('a maintainer pinning a short SHA is refused: a prefix can be matched by a second, crafted commit', () => {
+    const r = runs.shortPin!;
+    expect(r.result('authorize')).toBe('failure');
+    expect(r.errors('authorize')).toEqual([
+      `pin the full 40-character commit SHA: /hillclimb measure ${prs.kernel!.head}`,
+    ]);
+    for (const job of ['prepare', 'measure-local', 'measure-cloud', 'comment'])
+      expect(r.result(job), job).toBe('skipped');
   });
 
   it('/hillclimb measure <sha>: authorize → prepare → measure-local → comment; measure-cloud does not run', () => {
