@@ -5,12 +5,13 @@ import { describe, expect, it } from 'vitest';
 import { renderComment } from '../../src/report/comment.js';
 import { renderLogEntry } from '../../src/report/log-entry.js';
 import { REPO_ROOT } from '../helpers/paths.js';
-import { historyRows, IMPROVED, measured } from './builders.js';
+import { historyRows, IMPROVED, measured, withLevels } from './builders.js';
 
 const DOC = readFileSync(join(REPO_ROOT, 'docs', 'reports.md'), 'utf8');
 
+/** The docs' example: a TPU iteration that measured both levels (kernel and the 130m model's step). */
 function example() {
-  const ev = measured(IMPROVED, { device: 'tpu' });
+  const ev = withLevels(measured(IMPROVED, { device: 'tpu' }));
   ev.publish = {
     warnings: [],
     perfettoUrl:
@@ -24,7 +25,7 @@ function example() {
 describe('docs/reports.md', () => {
   it('shows the comment the code renders', () => {
     const block = /````text\n([\s\S]*?)\n````/.exec(DOC)?.[1];
-    expect(block).toBe(renderComment(example(), historyRows(5)).body);
+    expect(block).toBe(renderComment(example(), historyRows(5, { levels: true })).body);
   });
 
   it('shows the log entry the code renders', () => {
