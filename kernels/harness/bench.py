@@ -532,16 +532,13 @@ def _verify_model(cfg: Any, programs: dict[str, Any], *, seed: int, check: bool)
 
 def _model_section(cfg: Any, check: Any, *, verified: bool) -> dict[str, Any]:
     """``model`` of the metrics: what was trained and how its step was counted and checked."""
-    import jax
-
-    from . import flops, model_verify
+    from . import flops, model, model_verify
 
     per_token = flops.model_flops_per_token(cfg)
-    params = model_verify.abstract_step_args(cfg)[0]
     return {
         "preset": cfg.name,
         "config": cfg.as_dict(),
-        "params": sum(int(x.size) for x in jax.tree.leaves(params)),
+        "params": model.param_count(model_verify.abstract_step_args(cfg)[0]),
         "gdn_layers": cfg.gdn_layers,
         "gdn_layer_shape": {
             "B": cfg.batch,

@@ -186,11 +186,16 @@ export function shareLine(evidence: IterationEvidence): string | undefined {
   return `${shareValue(share.a)} → ${shareValue(share.b)} of the train step (${shareSource(share)}); Amdahl: ${amdahlText(bound)}`;
 }
 
-/** `model MFU 9.21% → 9.60% (+0.39 pp)` for headlines; undefined without a model level. */
+/**
+ * `model MFU 9.21% → 9.60% (+0.39 pp, +4.2% [−1.9%, +10.0%])` for headlines, the interval showing
+ * whether the model level moved beyond its noise; undefined without a model level.
+ */
 export function modelMfuHeadline(evidence: IterationEvidence): string | undefined {
   const levels = levelsOf(evidence);
   const c = levels?.model?.mfu;
   if (!levels || !c || c.a === null || c.b === null) return undefined;
   const vs = levels.peak?.source === 'measured' ? ' vs measured matmul peak' : '';
-  return `model MFU ${formatMfu(c.a)} → ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)})${vs}`;
+  const relative =
+    c.ratio !== null && c.ci !== null ? `, ${formatMetricChange(c.ratio, c.ci, 'higher')}` : '';
+  return `model MFU ${formatMfu(c.a)} → ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)}${relative})${vs}`;
 }

@@ -12,7 +12,7 @@
  */
 import type { ArmPair, HistoryLevels, HistoryRow } from '../evidence/history.js';
 import type { Verdict } from '../evidence/verdicts.js';
-import { formatSignificant, formatValue, MINUS, plural } from './format.js';
+import { formatFixed, formatSignificant, formatValue, MINUS, plural } from './format.js';
 import { fenced } from './markdown.js';
 
 /** Points beyond this are cut from the start: a chart with hundreds of bars says nothing. */
@@ -260,9 +260,11 @@ export function levelChart(t: Trajectory): string {
 function levelSummary(t: Trajectory): string {
   const first = t.points[0]!;
   const last = t.points[t.points.length - 1]!;
-  const unit = t.metric.unit;
+  // MFU in percent reads as everywhere else (2 decimals); times with 4 significant digits.
+  const value = (x: number) =>
+    t.metric.unit === '%' ? `${formatFixed(x, 2)}%` : formatValue(x, t.metric.unit);
   const measured = t.points.length + t.omitted;
-  return `Champion ${t.metric.label}: ${formatValue(first.championBefore, unit)} → ${formatValue(last.champion, unit)} over ${plural(measured, 'measured iteration')}.`;
+  return `Champion ${t.metric.label}: ${value(first.championBefore)} → ${value(last.champion)} over ${plural(measured, 'measured iteration')}.`;
 }
 
 /**

@@ -310,3 +310,19 @@ def test_output_names_follow_leaf_order():
         "loss",
     ]
     assert len(names) == len(jax.tree.leaves(out))
+
+
+def test_the_guards_notice_a_model_preset_changed_in_memory():
+    """A kernel that shrinks the model it is timed in (fewer layers: a faster step) is caught like
+    a loosened tolerance: the model presets are harness data the guards compare by value."""
+    from kernels.harness import guards, presets
+
+    before = guards.snapshot()
+    saved = presets.MODEL_PRESETS["tiny"]
+    try:
+        presets.MODEL_PRESETS["tiny"] = dataclasses.replace(saved, n_layers=2)
+        changed = guards.changed(before)
+    finally:
+        presets.MODEL_PRESETS["tiny"] = saved
+    assert any(c.startswith("harness.val.kernels.harness.presets.MODEL_PRESETS") for c in changed)
+    assert guards.changed(before) == []
