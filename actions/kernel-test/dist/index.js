@@ -39892,7 +39892,8 @@ function modelMfuHeadline(evidence) {
   const c = levels?.model?.mfu;
   if (!levels || !c || c.a === null || c.b === null) return void 0;
   const vs = levels.peak?.source === "measured" ? " vs measured matmul peak" : "";
-  return `model MFU ${formatMfu(c.a)} \u2192 ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)})${vs}`;
+  const relative5 = c.ratio !== null && c.ci !== null ? `, ${formatMetricChange(c.ratio, c.ci, "higher")}` : "";
+  return `model MFU ${formatMfu(c.a)} \u2192 ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)}${relative5})${vs}`;
 }
 
 // src/report/facts.ts
@@ -40662,9 +40663,9 @@ function levelChart(t) {
 function levelSummary(t) {
   const first = t.points[0];
   const last = t.points[t.points.length - 1];
-  const unit = t.metric.unit;
+  const value2 = (x) => t.metric.unit === "%" ? `${formatFixed(x, 2)}%` : formatValue(x, t.metric.unit);
   const measured = t.points.length + t.omitted;
-  return `Champion ${t.metric.label}: ${formatValue(first.championBefore, unit)} \u2192 ${formatValue(last.champion, unit)} over ${plural(measured, "measured iteration")}.`;
+  return `Champion ${t.metric.label}: ${value2(first.championBefore)} \u2192 ${value2(last.champion)} over ${plural(measured, "measured iteration")}.`;
 }
 function levelsTrajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
   const withLevels = rows.filter(
