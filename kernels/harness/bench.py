@@ -1,7 +1,8 @@
 """Benchmark one implementation of a target and write a metrics JSON (protected).
 
     python -m kernels.harness.bench --target gdn --impl pallas --preset tiny \\
-        --repeats 10 --warmup 2 --out metrics.json [--trace DIR] [--measure fwd,fwd_bwd]
+        --repeats 10 --warmup 2 --out metrics.json [--trace DIR] [--measure fwd,fwd_bwd] \\
+        [--model tiny]
 
 One process measures one implementation: compile (timed apart), warm up, then ``--repeats`` timed
 calls per measurement (``perf_counter`` around the call and ``block_until_ready``), alternating
@@ -15,6 +16,13 @@ measured program returns -- ``fwd``: o and the final state; ``fwd_bwd``: those a
 gradients -- is checked on every input set against the protected fp32 oracle
 (``spec.TOL_BENCH*``) and twice bit for bit against itself, before any timing counts; after timing,
 outputs kept from the timed calls must be bit-identical to the verified ones (``verify.py``).
+
+With ``--model``, the same process also times one AdamW training step of a GDN hybrid language
+model built on the kernel (``model.py``; measurement ``train_step``), verified the same way against
+the same model built on the oracle (``model_verify.py``). MFU is against the device's peak from
+``schemas/device-peaks.json`` at the preset's dtype, or, for a device or dtype the table lacks
+(every CPU), against the best of a few large matmuls timed here (``device.peak.source`` says
+which).
 Prints one ``HILLCLIMB_BENCH`` line; ``--out`` gets the metrics JSON
 (``schemas/metrics.schema.json``, documented in ``docs/metrics.md``). Exit codes: 0 ok, 1 the
 candidate failed a check (one ``bench: failed: …`` line naming what), 2 bad arguments.
@@ -41,6 +49,7 @@ from . import spec
 
 TARGETS = ("gdn",)
 MEASUREMENTS = ("fwd", "fwd_bwd")
+MODEL_MEASUREMENT = "train_step"
 LINE_PREFIX = "HILLCLIMB_BENCH"
 CLOCK = "perf_counter+block_until_ready"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -106,6 +115,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--trace", type=Path, default=None, help="jax.profiler trace directory")
     p.add_argument("--measure", type=_measure_list, default=MEASUREMENTS, help="fwd,fwd_bwd")
     p.add_argument(
+        "--model",
+        default=None,
+        choices=sorted(_presets.MODEL_PRESETS),
+        help="also time one training step of this GDN hybrid model on the kernel "
+        "(measurement train_step); its dtype must be the preset's",
+    )
+    p.add_argument(
         "--seed",
         type=_seed,
         default=None,
@@ -128,7 +144,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--no-check", action="store_true", help="skip the oracle and determinism check (debug)"
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.model is not None:
+        model_dtype = _presets.MODEL_PRESETS[args.model].dtype
+        preset_dtype = _presets.PRESETS[args.preset].dtype
+        if model_dtype != preset_dtype:
+            raise UsageError(
+                f"--model {args.model} is {model_dtype} but --preset {args.preset} is "
+                f"{preset_dtype}: MFU of both levels is against one peak, pick presets of one dtype"
+            )
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     import numpy as np
 
-    from . import flops, guards, schema, verify
+    from . import flops, guards, model, model_verify, schema, verify
 
     before = guards.snapshot()  # every harness module is loaded: their functions are in it
     from kernels import gdn as gdn_pkg
@@ -167,6 +192,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise CandidateError("importing the kernel changed global state: " + "; ".join(tampered))
 
     preset = _presets.PRESETS[args.preset]
+    model_cfg = None if args.model is None else _presets.MODEL_PRESETS[args.model]
     case = spec.Case(
         B=preset.B, T=preset.T, H=preset.H, K=preset.K, V=preset.V, C=None, dtype=preset.dtype
     )
@@ -207,11 +233,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = perf_counter()
         compiled[name] = jax.jit(fns[name]).lower(*verify.abstract_args(case, name)).compile()
         compile_ms[name] = (perf_counter() - t0) * 1e3
-        round_trips = verify.host_round_trips(compiled[name].as_text())
-        if round_trips:
-            raise CandidateError(
-                f"{name}: the compiled program talks to the host: " + "; ".join(round_trips[:3])
-            )
+        _refuse_host_round_trips(name, compiled[name])
+    step_programs: dict[str, Any] = {}
+    if model_cfg is not None:
+        # The model on the kernel, traced once: checked for callbacks, then compiled.
+        t0 = perf_counter()
+        traced = jax.jit(
+            model.make_train_step(model_cfg, model_verify.kernel_core(gdn_pkg.gdn, args.impl))
+        ).trace(*model_verify.abstract_step_args(model_cfg))
+        found_interpret, _ = inspect_program(MODEL_MEASUREMENT, traced.jaxpr)
+        interpret = interpret or found_interpret
+        step_programs["candidate"] = traced.lower().compile()
+        compile_ms[MODEL_MEASUREMENT] = (perf_counter() - t0) * 1e3
+        _refuse_host_round_trips(MODEL_MEASUREMENT, step_programs["candidate"])
+        if check:
+            step_programs["oracle"] = model_verify.compile_step(model_cfg, model_verify.oracle_core)
+            step_programs["optimizer"] = model_verify.compile_optimizer(model_cfg)
     # The kernel's code has finished running; from here on only compiled programs execute.
     tampered = guards.changed(before)
     if tampered:
@@ -221,45 +258,71 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sets = verify.input_sets(case, seed=seed)
     # Every timed quantity on every timed input set, before any timing counts.
     verified, errors = _verify(compiled, sets, case) if check else ({}, {})
+    model_check = None
+    if model_cfg is not None:
+        model_check = _verify_model(model_cfg, step_programs, seed=seed, check=check)
+        errors.update(model_check.errors)
 
     measurements: dict[str, Any] = {}
     device = jax.devices()[0]
-    peak = flops.peak_flops_per_device(device.device_kind)
     spot_rng = np.random.default_rng([seed, len(sets)])
     compared = 0
+    timed: dict[str, Any] = {}
     for name in args.measure:
-        per_call = sum(o.size * o.dtype.itemsize for o in jax.tree.leaves(compiled[name].out_info))
-        keep = (
-            verify.spot_check_indices(
-                args.repeats, per_call, spot_rng, budget=spec.SPOT_CHECK_BYTES
-            )
-            if check
-            else []
-        )
-        samples, kept = _time(
+        samples, kept = _time_and_keep(
             compiled[name],
             [input_set.call_args(name) for input_set in sets],
-            repeats=args.repeats,
-            warmup=args.warmup,
-            block=jax.block_until_ready,
-            keep=frozenset(keep),
+            args=args,
+            rng=spot_rng if check else None,
         )
         if check:
-            _spot_check(name, kept, verified[name], sets, repeats=args.repeats)
+            _spot_check(
+                name,
+                kept,
+                [verified[name][s.index] for s in sets],
+                [s.label for s in sets],
+                names=verify.QUANTITIES[name],
+                repeats=args.repeats,
+            )
         compared += len(kept)
         del kept
+        timed[name] = samples
+    if model_check is not None:
+        samples, kept = _time_and_keep(
+            step_programs["candidate"],
+            [s.args for s in model_check.sets],
+            args=args,
+            rng=spot_rng if check else None,
+        )
+        if check:
+            _spot_check(
+                MODEL_MEASUREMENT,
+                kept,
+                model_check.verified,
+                [s.label for s in model_check.sets],
+                names=model_verify.output_names(model_check.verified[0]),
+                repeats=args.repeats,
+            )
+        compared += len(kept)
+        del kept
+        timed[MODEL_MEASUREMENT] = samples
+
+    # The peak every MFU here is against: the table's, else one measured now (after timing, so the
+    # matmuls disturb nothing timed).
+    peak = _device_peak(device.device_kind, preset.dtype)
+    for name, samples in timed.items():
         arr = np.asarray(samples)
         median = float(np.median(arr))
-        model = flops.model_flops(
-            B=case.B, T=case.T, H=case.H, K=case.K, V=case.V, measurement=name
-        )
-        measurements[name] = {
-            "samples_ms": [round(s, 6) for s in samples],
-            "median_ms": median,
-            "p10_ms": float(np.percentile(arr, 10)),
-            "p90_ms": float(np.percentile(arr, 90)),
-            "flops": model,
-            "executed_flops": flops.executed_flops(
+        if name == MODEL_MEASUREMENT:
+            assert model_cfg is not None
+            work = flops.train_step_flops(model_cfg)
+            executed = None
+            tokens = model_cfg.tokens_per_step
+        else:
+            work = flops.model_flops(
+                B=case.B, T=case.T, H=case.H, K=case.K, V=case.V, measurement=name
+            )
+            executed = flops.executed_flops(
                 impl=args.impl,
                 B=case.B,
                 T=case.T,
@@ -268,17 +331,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 V=case.V,
                 chunk_size=chunk_size,
                 measurement=name,
-            ),
-            "tflops_per_s": model / (median / 1e3) / 1e12,
-            "mfu": flops.mfu(model, median / 1e3, peak),
-            "tokens_per_s": case.B * case.T / (median / 1e3),
+            )
+            tokens = case.B * case.T
+        measurements[name] = {
+            "samples_ms": [round(x, 6) for x in samples],
+            "median_ms": median,
+            "p10_ms": float(np.percentile(arr, 10)),
+            "p90_ms": float(np.percentile(arr, 90)),
+            "flops": work,
+            "executed_flops": executed,
+            "tflops_per_s": work / (median / 1e3) / 1e12,
+            "mfu": flops.mfu(work, median / 1e3, peak["flops_per_s"]),
+            "tokens_per_s": tokens / (median / 1e3),
         }
 
     trace_dir = None
     if args.trace is not None:
-        trace_dir = _capture_trace(
-            args.trace, {n: (compiled[n], sets[0].call_args(n)) for n in args.measure}
-        )
+        calls = {n: (compiled[n], sets[0].call_args(n)) for n in args.measure}
+        if model_check is not None:
+            calls[MODEL_MEASUREMENT] = (step_programs["candidate"], model_check.sets[0].args)
+        trace_dir = _capture_trace(args.trace, calls)
 
     tampered = guards.changed(before)
     if tampered:
@@ -297,12 +369,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
     else:
         notes.append("--no-check: nothing was verified; these timings are not evidence")
+    if model_cfg is not None:
+        notes.append(
+            f"train_step: one AdamW step of the {model_cfg.name} GDN hybrid on the kernel; timed "
+            f"calls alternate over the inputs of its first {spec.MODEL_STEPS} steps"
+            + (", each verified against the same model on the fp32 oracle" if check else "")
+        )
     if pinned is not None:
         notes.append(f"process pinned to CPU core {pinned} (--pin-cpu): XLA:CPU single-threaded")
     if interpret:
         notes.append("Pallas ran in interpret mode: timings say nothing about TPU speed")
-    if peak is None:
-        notes.append(f"no peak entry for device kind {device.device_kind!r}: mfu is null")
+    if peak["source"] == "measured":
+        notes.append(
+            f"{peak['warning']}: MFU is against a measured matmul peak (the best of "
+            f"{peak['measured']['repeats']} {peak['measured']['n']}^3 {preset.dtype} matmuls in "
+            "this process), not a datasheet number"
+        )
     if trace_dir is not None:
         notes.append(
             f"the trace holds {TRACE_STEPS} untimed steps per measurement, after a warm-up call"
@@ -319,8 +401,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "backend": jax.default_backend(),
             "kind": device.device_kind,
             "count": 1,
-            "peak_flops_per_s": peak,
+            "peak_flops_per_s": peak["flops_per_s"],
             "interpret": interpret,
+            "peak": peak,
         },
         "shapes": {
             "B": case.B,
@@ -351,12 +434,132 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "notes": notes,
     }
-    errors = schema.validate(metrics)
-    if errors:  # a harness bug, never the candidate's fault: fail loudly
-        raise RuntimeError("metrics do not match schemas/metrics.schema.json: " + "; ".join(errors))
+    if model_cfg is not None and model_check is not None:
+        metrics["model"] = _model_section(model_cfg, model_check, verified=check)
+    problems = schema.validate(metrics)
+    if problems:  # a harness bug, never the candidate's fault: fail loudly
+        raise RuntimeError(
+            "metrics do not match schemas/metrics.schema.json: " + "; ".join(problems)
+        )
     if args.out is not None:
         _write_json(args.out, metrics)
     return metrics
+
+
+def _refuse_host_round_trips(name: str, compiled: Any) -> None:
+    from . import verify
+
+    round_trips = verify.host_round_trips(compiled.as_text())
+    if round_trips:
+        raise CandidateError(
+            f"{name}: the compiled program talks to the host: " + "; ".join(round_trips[:3])
+        )
+
+
+def _time_and_keep(
+    compiled: Any, call_args: list[Any], *, args: argparse.Namespace, rng: Any
+) -> tuple[list[float], dict[int, Any]]:
+    """Time ``args.repeats`` calls alternating over ``call_args``, keeping the outputs of the
+    calls the spot check will compare (none without ``rng``, i.e. with ``--no-check``)."""
+    import jax
+
+    from . import verify
+
+    keep: list[int] = []
+    if rng is not None:
+        per_call = sum(o.size * o.dtype.itemsize for o in jax.tree.leaves(compiled.out_info))
+        keep = verify.spot_check_indices(args.repeats, per_call, rng, budget=spec.SPOT_CHECK_BYTES)
+    return _time(
+        compiled,
+        call_args,
+        repeats=args.repeats,
+        warmup=args.warmup,
+        block=jax.block_until_ready,
+        keep=frozenset(keep),
+    )
+
+
+def _device_peak(device_kind: str, dtype: str) -> dict[str, Any]:
+    """``device.peak`` of the metrics: the table's peak at ``dtype``, or a measured one."""
+    from . import flops
+
+    table = flops.peak_for_device_kind(device_kind)
+    flops_per_s = None if table is None else table.flops(dtype)
+    if table is not None and flops_per_s is not None:
+        return {
+            "source": "table",
+            "name": table.name,
+            "dtype": flops.PEAK_DTYPES[dtype],
+            "flops_per_s": flops_per_s,
+            "warning": None,
+            "measured": None,
+        }
+    warning = flops.unknown_device_warning(device_kind, dtype)
+    _err(f"warning: {warning}: measuring a matmul peak instead")
+    measured = flops.measure_matmul_peak(dtype)
+    return {
+        "source": "measured",
+        "name": f"measured {measured['n']}^3 {dtype} matmul",
+        "dtype": flops.PEAK_DTYPES[dtype],
+        "flops_per_s": measured["flops_per_s"],
+        "warning": warning,
+        "measured": measured,
+    }
+
+
+def _verify_model(cfg: Any, programs: dict[str, Any], *, seed: int, check: bool) -> Any:
+    """The model's timed input sets and, unless ``--no-check``, their verification."""
+    import jax
+
+    from . import model_verify, verify
+
+    if check:
+        try:
+            return model_verify.verify_model(
+                cfg,
+                programs["candidate"],
+                programs["oracle"],
+                programs["optimizer"],
+                seed=seed,
+                identical=lambda a, b: _identical(
+                    MODEL_MEASUREMENT, _leaves(a), tuple(jax.tree.leaves(b))
+                ),
+            )
+        except verify.MismatchError as e:
+            raise CandidateError(str(e)) from None
+    return model_verify.unverified_sets(cfg, programs["candidate"], seed=seed)
+
+
+def _model_section(cfg: Any, check: Any, *, verified: bool) -> dict[str, Any]:
+    """``model`` of the metrics: what was trained and how its step was counted and checked."""
+    from . import flops, model, model_verify
+
+    per_token = flops.model_flops_per_token(cfg)
+    return {
+        "preset": cfg.name,
+        "config": cfg.as_dict(),
+        "params": model.param_count(model_verify.abstract_step_args(cfg)[0]),
+        "gdn_layers": cfg.gdn_layers,
+        "gdn_layer_shape": {
+            "B": cfg.batch,
+            "T": cfg.seq_len,
+            "H": cfg.heads,
+            "K": cfg.head_dim,
+            "V": cfg.head_dim,
+        },
+        "tokens_per_step": cfg.tokens_per_step,
+        "flops_per_token": {**per_token, "total": sum(per_token.values())},
+        "optimizer": (
+            f"AdamW lr={cfg.learning_rate:g} b1={cfg.b1:g} b2={cfg.b2:g} eps={cfg.eps:g} "
+            f"weight_decay={cfg.weight_decay:g}"
+        ),
+        "verification": {
+            "steps": spec.MODEL_STEPS,
+            "verified": verified,
+            "losses": check.losses,
+            "oracle_losses": check.oracle_losses if verified else None,
+        },
+    }
 
 
 def _verify(
@@ -399,26 +602,29 @@ def _verify(
 def _spot_check(
     name: str,
     kept: dict[int, Any],
-    verified: list[tuple[Any, ...]],
-    sets: list[Any],
+    verified: list[Any],
+    labels: list[str],
     *,
+    names: tuple[str, ...] | list[str],
     repeats: int,
 ) -> None:
     """After timing: each kept output of a timed call must be bit-identical to the verified output
-    for the same inputs (the bench already required two verification calls to agree bit for bit),
-    so a kernel that computes something else on later calls is caught."""
+    for the same inputs (timed call ``r`` ran on input set ``r % len(verified)``; the bench already
+    required two verification calls to agree bit for bit), so a kernel that computes something
+    else on later calls is caught. ``names`` name the outputs' arrays, in leaf order."""
+    import jax
     import numpy as np
 
-    from . import verify
-
     for r, out in sorted(kept.items()):
-        input_set = sets[r % len(sets)]
-        equal = np.asarray(_identical(name, _leaves(out), verified[input_set.index]))
+        i = r % len(verified)
+        equal = np.asarray(_identical(name, _leaves(out), tuple(jax.tree.leaves(verified[i]))))
         if not equal.all():
-            differ = [q for q, ok in zip(verify.QUANTITIES[name], equal, strict=True) if not ok]
+            differ = [q for q, ok in zip(names, equal, strict=True) if not ok]
+            more = f" and {len(differ) - 5} more" if len(differ) > 5 else ""
             raise CandidateError(
-                f"{name}: timed call {r + 1} of {repeats} ({input_set.label}) returned "
-                f"{', '.join(differ)} bit-different from the verified call on the same inputs"
+                f"{name}: timed call {r + 1} of {repeats} ({labels[i]}) returned "
+                f"{', '.join(differ[:5])}{more} bit-different from the verified call on the same "
+                "inputs"
             )
 
 
@@ -587,24 +793,32 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def summary_line(metrics: dict[str, Any], out: Path | None) -> str:
-    """The one parseable line: ``HILLCLIMB_BENCH key=value ...``; mfu is empty when unknown."""
+    """The one parseable line: ``HILLCLIMB_BENCH key=value ...``; empty value = not measured.
+    ``mfu`` is the kernel's (``fwd_bwd``, else ``fwd``), ``model_mfu`` the training step's; both
+    against ``peak`` (``table`` or ``measured``, see ``device.peak``)."""
     m = metrics["measurements"]
     primary = m.get("fwd_bwd") or m.get("fwd")
+    step = m.get(MODEL_MEASUREMENT)
 
     def num(x: float | None) -> str:
         return "" if x is None else f"{x:.6g}"
 
+    peak = metrics["device"].get("peak") or {}
     fields = {
         "target": metrics["target"],
         "impl": metrics["impl"],
         "preset": metrics["preset"],
+        "model": (metrics.get("model") or {}).get("preset", ""),
         "backend": metrics["device"]["backend"],
         "interpret": int(metrics["device"]["interpret"]),
         "chunk_size": metrics["shapes"]["chunk_size"],
         "fwd_ms": num(m["fwd"]["median_ms"]) if "fwd" in m else "",
         "fwd_bwd_ms": num(m["fwd_bwd"]["median_ms"]) if "fwd_bwd" in m else "",
-        "tflops": num(primary["tflops_per_s"]),
-        "mfu": num(primary["mfu"]),
+        "train_step_ms": num(step["median_ms"]) if step else "",
+        "tflops": num(primary["tflops_per_s"]) if primary else "",
+        "mfu": num(primary["mfu"]) if primary else "",
+        "model_mfu": num(step["mfu"]) if step else "",
+        "peak": peak.get("source", ""),
         "metrics": "" if out is None else str(out),
     }
     return LINE_PREFIX + " " + " ".join(f"{k}={v}" for k, v in fields.items())

@@ -1,30 +1,32 @@
-"""FLOP conventions, device peak table and MFU (protected; see docs/metrics.md).
+"""FLOP conventions, device peaks and MFU (protected; see docs/metrics.md).
 
-Model FLOPs use a *fixed* reference chunk size and the forward-substitution inverse
+Kernel FLOPs use a *fixed* reference chunk size and the forward-substitution inverse
 (``kernels/gdn/README.md``), so a different chunk size or a costlier inverse cannot raise the score.
+Model FLOPs follow Levanter's ``flops_per_token`` for marin's GDN hybrid (forward per component,
+training = 3x forward), so a model MFU here means what the seed loop's ``throughput/mfu`` meant.
+
+Peaks come from ``schemas/device-peaks.json``, the one table the engine's roofline reads too
+(``src/evidence/analysis/peaks.ts``), matched by the exact JAX ``device_kind``. A device that is not
+in it (every CPU) or has no figure for the dtype gets a *measured* peak instead: the best of a few
+large matmuls at that dtype, timed in the bench's own process -- labelled as such wherever it is
+shown, never mistaken for a datasheet number.
 """
 
 from __future__ import annotations
 
-REFERENCE_CHUNK = 64
+import dataclasses
+import json
+from pathlib import Path
+from time import perf_counter  # bound when the harness loads, before any kernel code
+from typing import Any
 
-# Dense bf16 peak FLOP/s per JAX device, keyed by lower-cased ``device_kind``. TPU values follow
-# Levanter's table (v5p/v4 per chip = per JAX device; v5e/v6e single-core chips).
-PEAK_FLOPS_PER_DEVICE: dict[str, float] = {
-    "tpu v4": 275e12,
-    "tpu v5 lite": 197e12,
-    "tpu v5e": 197e12,
-    "tpu v5": 459e12,
-    "tpu v5p": 459e12,
-    "tpu v6 lite": 918e12,
-    "tpu v6e": 918e12,
-}
-# GPUs by substring of the lower-cased device_kind, most specific first.
-_GPU_PEAKS: tuple[tuple[str, float], ...] = (
-    ("h100 pcie", 756e12),
-    ("h100", 989e12),
-    ("h200", 989e12),
-)
+REFERENCE_CHUNK = 64
+DEVICE_PEAKS_PATH = Path(__file__).resolve().parents[2] / "schemas" / "device-peaks.json"
+DEVICE_PEAKS_SCHEMA = "hillclimb.device-peaks/1"
+# Preset dtype -> the peak table's key.
+PEAK_DTYPES = {"bfloat16": "bf16", "float32": "fp32"}
+
+# --- kernel FLOPs ---------------------------------------------------------------------------------
 
 
 def fwd_flops_per_token_head(K: int, V: int, C: int = REFERENCE_CHUNK) -> float:
@@ -61,15 +63,168 @@ def executed_flops(
     return fwd if measurement == "fwd" else 3 * fwd
 
 
-def peak_flops_per_device(device_kind: str) -> float | None:
-    """Dense bf16 peak of one device, or ``None`` (CPU and unknown devices: MFU is blank)."""
-    kind = device_kind.strip().lower()
-    if kind in PEAK_FLOPS_PER_DEVICE:
-        return PEAK_FLOPS_PER_DEVICE[kind]
-    for key, peak in _GPU_PEAKS:
-        if key in kind:
-            return peak
+# --- model FLOPs ----------------------------------------------------------------------------------
+
+# The components of model_flops_per_token, in the order the metrics list them.
+MODEL_COMPONENTS = (
+    "lm_head",
+    "mlp",
+    "attention_proj",
+    "attention_scores",
+    "attention_softmax",
+    "gdn_proj",
+    "gdn_conv",
+    "gdn_core",
+)
+# The components that are matrix products in the model (dot_generals in its jaxpr); the rest are
+# elementwise (softmax, the depthwise convolution) or the GDN core's convention.
+MATMUL_COMPONENTS = ("lm_head", "mlp", "attention_proj", "attention_scores", "gdn_proj")
+
+
+def model_flops_per_token(cfg: Any) -> dict[str, float]:
+    """Forward FLOPs per token of the GDN hybrid (``model.ModelConfig``), by component.
+
+    Levanter's ``HackableTransformerConfig.flops_per_token`` convention, with ``D`` = d_model,
+    ``I`` = mlp_dim, ``L`` = seq_len, ``H`` heads of size ``hd`` (GDN ``K = V = hd``):
+
+    - ``lm_head``: ``2 D vocab`` (the embedding lookup is free)
+    - ``mlp``: ``2 * 3 D I`` per layer (SwiGLU gate, up, down)
+    - ``attention_proj``: ``2 D (3 H hd) + 2 (H hd) D`` per attention layer (QKV and out)
+    - ``attention_scores``: ``2 L H hd + 2 L H hd`` per attention layer (``QK^T`` over all ``L``
+      keys and ``PV``; the causal mask is not discounted)
+    - ``attention_softmax``: ``3 L H`` per attention layer
+    - ``gdn_proj``: ``2 D (2 Kd + 2 Vd) + 2 D (2 H) + 2 Vd D`` per GDN layer (qkvz, gates, out)
+    - ``gdn_conv``: ``2 (2 Kd + Vd) W`` per GDN layer (the width-``W`` depthwise convolution)
+    - ``gdn_core``: ``6 H K V`` per GDN layer: the recurrent minimum (three ``K x V`` mat-vecs per
+      token and head), whatever the kernel executes -- as Levanter credits it, so the kernel's
+      chunked overhead never counts as useful work at the model level.
+    """
+    D, I, L = cfg.d_model, cfg.mlp_dim, cfg.seq_len
+    H, hd, W = cfg.heads, cfg.head_dim, cfg.conv_width
+    Kd = Vd = H * hd
+    n_gdn = cfg.gdn_layers
+    n_attn = cfg.n_layers - n_gdn
+    return {
+        "lm_head": 2.0 * D * cfg.vocab,
+        "mlp": cfg.n_layers * 2.0 * 3 * D * I,
+        "attention_proj": n_attn * (2.0 * D * 3 * H * hd + 2.0 * H * hd * D),
+        "attention_scores": n_attn * (2.0 * L * H * hd + 2.0 * L * H * hd),
+        "attention_softmax": n_attn * 3.0 * L * H,
+        "gdn_proj": n_gdn * (2.0 * D * (2 * Kd + 2 * Vd) + 2.0 * D * 2 * H + 2.0 * Vd * D),
+        "gdn_conv": n_gdn * 2.0 * (2 * Kd + Vd) * W,
+        "gdn_core": n_gdn * 6.0 * H * hd * hd,
+    }
+
+
+def train_step_flops(cfg: Any) -> float:
+    """Model FLOPs of one training step: ``3 x`` the forward FLOPs of every token of the batch
+    (backward = 2 x forward; the optimizer is not counted, as in Levanter)."""
+    return 3.0 * sum(model_flops_per_token(cfg).values()) * cfg.tokens_per_step
+
+
+# --- peaks ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DevicePeak:
+    """Peaks of one JAX device (chip figures divided by ``devicesPerChip``)."""
+
+    name: str
+    bf16: float
+    fp32: float | None  # null where the vendor publishes none (TPUs)
+    bytes_per_s: float
+
+    def flops(self, dtype: str) -> float | None:
+        return self.bf16 if PEAK_DTYPES[dtype] == "bf16" else self.fp32
+
+
+def device_peak_table() -> tuple[dict[str, Any], ...]:
+    """The entries of ``schemas/device-peaks.json``, checked. Raises ``ValueError`` naming the
+    file and the entry when it is malformed. Read afresh on every call (a few times a run): no
+    cached copy a kernel could edit in memory."""
+    doc = json.loads(DEVICE_PEAKS_PATH.read_text())
+    where = DEVICE_PEAKS_PATH.name
+    if doc.get("schema") != DEVICE_PEAKS_SCHEMA:
+        raise ValueError(f"{where}: schema is {doc.get('schema')!r}, not {DEVICE_PEAKS_SCHEMA!r}")
+    seen: set[str] = set()
+    for i, e in enumerate(doc["devices"]):
+        kinds, peaks = e.get("deviceKinds"), e.get("peakFlopsPerSecond") or {}
+        if not kinds or not e.get("sources") or not peaks.get("bf16", 0) > 0:
+            raise ValueError(f"{where}: devices[{i}] needs deviceKinds, sources and a bf16 peak")
+        if seen & set(kinds):
+            raise ValueError(f"{where}: devices[{i}]: {sorted(seen & set(kinds))} listed twice")
+        seen |= set(kinds)
+    return tuple(doc["devices"])
+
+
+def peak_for_device_kind(device_kind: str) -> DevicePeak | None:
+    """The table's peaks for this exact JAX ``device_kind`` (``None`` when it is not listed)."""
+    for e in device_peak_table():
+        if device_kind in e["deviceKinds"]:
+            n = e["devicesPerChip"]
+            fp32 = e["peakFlopsPerSecond"]["fp32"]
+            return DevicePeak(
+                name=e["name"],
+                bf16=e["peakFlopsPerSecond"]["bf16"] / n,
+                fp32=None if fp32 is None else fp32 / n,
+                bytes_per_s=e["hbmBytesPerSecond"] / n,
+            )
     return None
+
+
+def peak_flops_per_device(device_kind: str, dtype: str = "bfloat16") -> float | None:
+    """The table's dense peak of one device at ``dtype`` (``None``: not in the table, or no
+    figure for that dtype; the bench then measures one)."""
+    peak = peak_for_device_kind(device_kind)
+    return None if peak is None else peak.flops(dtype)
+
+
+def unknown_device_warning(device_kind: str, dtype: str) -> str | None:
+    """One line naming a device (or dtype) the table has no peak for; ``None`` when it has."""
+    peak = peak_for_device_kind(device_kind)
+    if peak is None:
+        return f"device kind {device_kind!r} is not in schemas/device-peaks.json"
+    if peak.flops(dtype) is None:
+        return f"schemas/device-peaks.json has no {PEAK_DTYPES[dtype]} peak for {peak.name}"
+    return None
+
+
+# Side of the square matmuls the measured peak times: large enough to run at the matrix unit's
+# (or the CPU's vector units') full rate, small enough to take milliseconds.
+MATMUL_PEAK_SIZE = {"cpu": 512}
+MATMUL_PEAK_SIZE_DEFAULT = 8192
+MATMUL_PEAK_REPEATS = 10
+
+
+def measure_matmul_peak(
+    dtype: str, *, n: int | None = None, repeats: int = MATMUL_PEAK_REPEATS
+) -> dict[str, Any]:
+    """The best FLOP/s of ``repeats`` timed ``[n, n] @ [n, n]`` matmuls at ``dtype`` on the default
+    device (compiled first, one untimed call): a peak this machine demonstrably reaches. Returns
+    ``{"flops_per_s", "n", "dtype", "repeats", "samples_ms"}``."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    if n is None:
+        n = MATMUL_PEAK_SIZE.get(jax.default_backend(), MATMUL_PEAK_SIZE_DEFAULT)
+    rng = np.random.default_rng(0)
+    a = jnp.asarray(rng.standard_normal((n, n)), dtype)
+    b = jnp.asarray(rng.standard_normal((n, n)), dtype)
+    matmul = jax.jit(jnp.matmul).lower(a, b).compile()
+    jax.block_until_ready(matmul(a, b))
+    samples = []
+    for _ in range(repeats):
+        t0 = perf_counter()
+        jax.block_until_ready(matmul(a, b))
+        samples.append((perf_counter() - t0) * 1e3)
+    return {
+        "flops_per_s": 2.0 * n**3 / (min(samples) / 1e3),
+        "n": n,
+        "dtype": dtype,
+        "repeats": repeats,
+        "samples_ms": [round(s, 6) for s in samples],
+    }
 
 
 def mfu(flops: float, seconds: float, peak: float | None) -> float | None:

@@ -7,6 +7,21 @@ import type { Verdict } from './verdicts.js';
 
 export const HISTORY_SCHEMA = 'hillclimb.history/v1';
 
+/** A pair of arm medians. */
+export interface ArmPair {
+  a: number | null;
+  b: number | null;
+}
+
+export interface HistoryLevels {
+  kernelMs: ArmPair;
+  kernelMfu: ArmPair;
+  stepMs: ArmPair;
+  modelMfu: ArmPair;
+  /** What the MFUs are against: the table's peak, or a matmul peak measured in each run. */
+  peak: 'table' | 'measured' | null;
+}
+
 export interface HistoryRow {
   schema: typeof HISTORY_SCHEMA;
   /** When the row was written (ISO 8601). */
@@ -37,6 +52,11 @@ export interface HistoryRow {
   mde: number | null;
   mfuA: number | null;
   mfuB: number | null;
+  /**
+   * Medians of both levels, champion (A) and candidate (B), when the runs measured them (levels.ts);
+   * absent from rows written before the model level existed.
+   */
+  levels?: HistoryLevels;
   /** The champion after this iteration. */
   championAfter: string;
   harnessHash: string | null;

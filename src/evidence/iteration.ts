@@ -7,6 +7,7 @@
 import type { ProfileAgreement } from './analysis/agreement.js';
 import type { TraceDiff, TraceSummary } from './analysis/types.js';
 import type { JUnitTotals } from './junit.js';
+import type { KernelShare, LevelsEvidence, RunLevels } from './levels.js';
 import type { Comparison } from './stats/index.js';
 import type { Verdict } from './verdicts.js';
 
@@ -108,6 +109,8 @@ export interface MeasuredRun {
   logFile: string;
   /** Why the run produced no value. */
   problem?: string;
+  /** The run's kernel and model-step numbers (levels.ts); absent when it failed. */
+  levels?: RunLevels;
 }
 
 export interface MeasurementEvidence {
@@ -129,6 +132,8 @@ export interface MeasurementEvidence {
   versions?: Record<string, string>;
   preset?: string;
   impl?: string;
+  /** Kernel and model-step numbers of both arms with intervals, the peak and the kernels' share. */
+  levels?: LevelsEvidence;
 }
 
 export interface ProfileEvidence {
@@ -143,6 +148,8 @@ export interface ProfileEvidence {
   diff?: TraceDiff;
   /** Whether the traced step times agree with the measured medians (analysis/agreement.ts). */
   agreement?: ProfileAgreement;
+  /** The GDN kernels' share of the training step, from the traces when they can say (levels.ts). */
+  kernelShare?: KernelShare;
 }
 
 export interface PublishEvidence {

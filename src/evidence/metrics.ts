@@ -22,10 +22,33 @@ export interface MetricsDevice {
   /** jax device_kind, e.g. 'TPU v5p', 'cpu'. */
   kind: string;
   count: number;
-  /** Dense bf16 peak per device; null when the device is not in the harness peak table (CPU). */
+  /**
+   * The peak every `mfu` in the file is against, at the preset's dtype: the table's, or measured
+   * (`peak` says which). Null only in files of older benches (CPU then had no MFU).
+   */
   peak_flops_per_s: number | null;
   /** True when Pallas ran in interpret mode: timings say nothing about accelerator speed. */
   interpret: boolean;
+  /** Where peak_flops_per_s comes from; absent from files of older benches (the table's bf16 peak). */
+  peak?: MetricsPeak;
+}
+
+/** The peak MFU is against: schemas/device-peaks.json, or the best of a few matmuls timed in the bench. */
+export interface MetricsPeak {
+  source: 'table' | 'measured';
+  /** The table entry's name (`TPU v5p`), or what was measured (`measured 512^3 float32 matmul`). */
+  name: string;
+  dtype: 'bf16' | 'fp32';
+  flops_per_s: number;
+  /** Why the table could not be used; null for a table peak. */
+  warning: string | null;
+  measured: {
+    flops_per_s: number;
+    n: number;
+    dtype: string;
+    repeats: number;
+    samples_ms: number[];
+  } | null;
 }
 
 /** Problem shape; B, T, H, K, V and chunk_size always, other keys as the harness adds them. */
@@ -95,6 +118,39 @@ export interface MetricsVerification {
   errors: Record<string, { max_abs: number; rel_rms: number }>;
 }
 
+/** Forward model FLOPs per token by component (docs/metrics.md). */
+export interface ModelFlopsPerToken {
+  lm_head: number;
+  mlp: number;
+  attention_proj: number;
+  attention_scores: number;
+  attention_softmax: number;
+  gdn_proj: number;
+  gdn_conv: number;
+  gdn_core: number;
+  total: number;
+}
+
+/** The model whose training step `measurements.train_step` timed (bench --model). */
+export interface MetricsModel {
+  preset: string;
+  config: Record<string, number | string | boolean | unknown[]>;
+  params: number;
+  /** GDN layers: each calls the kernel once forward and once backward per step. */
+  gdn_layers: number;
+  /** The shape every GDN layer calls the kernel with. */
+  gdn_layer_shape: { B: number; T: number; H: number; K: number; V: number };
+  tokens_per_step: number;
+  flops_per_token: ModelFlopsPerToken;
+  optimizer: string;
+  verification: {
+    steps: number;
+    verified: boolean;
+    losses: number[];
+    oracle_losses: number[] | null;
+  };
+}
+
 export interface MetricsFile {
   schema: typeof METRICS_SCHEMA_VERSION;
   target: string;
@@ -112,6 +168,8 @@ export interface MetricsFile {
   git: MetricsGit;
   trace_dir?: string | null;
   verification?: MetricsVerification;
+  /** Present when the bench also timed a model's training step (bench --model). */
+  model?: MetricsModel;
   notes?: string[];
 }
 
@@ -290,6 +348,11 @@ export function comparabilityProblems(a: MetricsFile, b: MetricsFile): string[] 
     ['timing.warmup', a.timing.warmup, b.timing.warmup],
     ['timing.repeats', a.timing.repeats, b.timing.repeats],
     ['timing.clock', a.timing.clock, b.timing.clock],
+    // The model level: the same model, or none on both sides.
+    ['model.preset', a.model?.preset ?? null, b.model?.preset ?? null],
+    ['model.config', a.model?.config ?? null, b.model?.config ?? null],
+    // MFU of both arms is against the same kind of peak (a measured peak is re-measured per run).
+    ['device.peak.source', a.device.peak?.source ?? null, b.device.peak?.source ?? null],
     ['versions.jax', a.versions.jax, b.versions.jax],
     ['versions.jaxlib', a.versions.jaxlib, b.versions.jaxlib],
   ];

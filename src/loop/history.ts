@@ -3,7 +3,7 @@
  * champion's latest harness-measured numbers for the prompt.
  */
 import { join } from 'node:path';
-import { HISTORY_SCHEMA, type HistoryRow } from '../evidence/history.js';
+import { HISTORY_SCHEMA, type HistoryLevels, type HistoryRow } from '../evidence/history.js';
 import type { IterationEvidence } from '../evidence/iteration.js';
 import { appendLineDurable, readJsonLines } from '../util/files.js';
 
@@ -51,6 +51,7 @@ export function historyRow(ev: IterationEvidence, championAfter: string, now: Da
     mde: c?.mde ?? null,
     mfuA: m?.mfu.a ?? null,
     mfuB: m?.mfu.b ?? null,
+    ...(m?.levels ? { levels: historyLevels(m.levels) } : {}),
     championAfter,
     harnessHash: ev.provenance.harnessHash ?? null,
     configHash: ev.provenance.configHash,
@@ -59,6 +60,23 @@ export function historyRow(ev: IterationEvidence, championAfter: string, now: Da
     versions: m?.versions ?? {},
     prUrl: ev.publish?.prUrl ?? null,
     evidenceUrl: ev.publish?.bundleUrl ?? null,
+  };
+}
+
+/** The medians of both levels a history row keeps (for the trajectory and baseline charts). */
+function historyLevels(
+  l: NonNullable<NonNullable<IterationEvidence['measurement']>['levels']>,
+): HistoryLevels {
+  const pair = (c: { a: number | null; b: number | null } | undefined) => ({
+    a: c?.a ?? null,
+    b: c?.b ?? null,
+  });
+  return {
+    kernelMs: pair(l.kernel.time),
+    kernelMfu: pair(l.kernel.mfu),
+    stepMs: pair(l.model?.time),
+    modelMfu: pair(l.model?.mfu),
+    peak: l.peak?.source ?? null,
   };
 }
 

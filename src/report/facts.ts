@@ -21,6 +21,7 @@ import {
   oneLine,
   plural,
 } from './format.js';
+import { levelsOf, modelMfuHeadline, peakLabel } from './levels.js';
 
 /** Shown instead of a verdict symbol while an iteration has none yet. */
 const PENDING_SYMBOL = '…';
@@ -59,11 +60,15 @@ export function verdictReasons(evidence: IterationEvidence): string[] {
 
 /**
  * The one-line headline: `✓ improved: fwd+bwd time −18.6% [−20.1%, −17.0%] (n=5+5)` for a measured
- * verdict, else the verdict and its first reason.
+ * verdict, then the model's MFU when the runs trained a model (`; model MFU 9.21% → 9.60% (+0.39 pp)`);
+ * else the verdict and its first reason.
  */
 export function headline(evidence: IterationEvidence): string {
   const change = measuredChange(evidence);
-  if (change) return `${verdictLabel(evidence)}: ${change.text} (${change.n})`;
+  if (change) {
+    const model = modelMfuHeadline(evidence);
+    return `${verdictLabel(evidence)}: ${change.text} (${change.n})${model ? `; ${model}` : ''}`;
+  }
   return `${verdictLabel(evidence)}: ${firstReason(evidence)}`;
 }
 
@@ -103,12 +108,17 @@ export function deviceLabel(evidence: IterationEvidence): string | undefined {
   return backend.hasAccelerator ? undefined : 'CPU';
 }
 
-/** `31.20% → 38.33% (+7.13 pp)`, `n/a on CPU`, or why it is unknown. */
+/**
+ * `31.20% → 38.33% (+7.13 pp)`, with the peak when the runs named it (`… vs measured matmul peak`);
+ * `n/a on CPU` for runs of older benches, or why it is unknown.
+ */
 export function mfuText(evidence: IterationEvidence): string {
   const mfu = evidence.measurement?.mfu;
   const a = mfu?.a ?? null;
   const b = mfu?.b ?? null;
-  if (a !== null && b !== null) return `${formatMfu(a)} → ${formatMfu(b)} (${formatMfuDelta(a, b)})`;
+  const vs = peakLabel(levelsOf(evidence)?.peak);
+  if (a !== null && b !== null)
+    return `${formatMfu(a)} → ${formatMfu(b)} (${formatMfuDelta(a, b)})${vs ? ` ${vs}` : ''}`;
   if (a === null && b === null) {
     if (!evidence.measurement) return 'not measured';
     return ranOnCpu(evidence) ? 'n/a on CPU' : 'unknown (no peak FLOP/s for this device)';

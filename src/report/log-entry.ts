@@ -39,13 +39,14 @@ import {
   profilerInflated,
   topChanges,
 } from './hotspots.js';
+import { kernelLine, modelLine, shareLine } from './levels.js';
 import { agentQuote, code, escapeHtml } from './markdown.js';
 
 /**
  * Bump whenever harnessLines, entryHeading or the digest change: lint then reports entries written
  * earlier as an older format (a warning) instead of as hand edits.
  */
-export const LOG_ENTRY_FORMAT = 1;
+export const LOG_ENTRY_FORMAT = 2;
 /** Hotspot lines per entry. */
 export const LOG_HOTSPOTS = 3;
 /** Failing test names listed per gate before "and N more". */
@@ -67,6 +68,9 @@ export const LOG_LABELS = [
   'Failing tests (accelerator)',
   'Measurement',
   'MFU',
+  'Kernel',
+  'Model',
+  'Kernel share',
   'Profile',
   'Step time',
   'Hotspot',
@@ -184,9 +188,17 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
     else parts.push(`no comparison (${m.runs.length} runs)`);
     add('Measurement', parts.join(', '));
     add('MFU', mfuText(evidence));
+    // Both levels, when the runs recorded them: what the kernel did, and what it did for the step.
+    if (m.levels) {
+      add('Kernel', kernelLine(m.levels));
+      const model = modelLine(m.levels);
+      if (model) add('Model', model);
+    }
   } else {
     add('Measurement', evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : 'not run');
   }
+  const share = m ? shareLine(evidence) : undefined;
+  if (share) add('Kernel share', share);
   const profile = evidence.profile;
   if (profile && profile.status !== 'done') {
     add('Profile', `${profile.status}${profile.reason ? `: ${profile.reason}` : ''}`);

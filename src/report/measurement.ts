@@ -15,6 +15,7 @@ import {
   formatValue,
   shortSha,
 } from './format.js';
+import { levelsOf, levelsTable, mfuLabel } from './levels.js';
 import { cell, code, details, table } from './markdown.js';
 
 /** `5`, or `5 (1 failed)` when some runs of the arm produced no value. */
@@ -44,16 +45,21 @@ export function deltaSection(evidence: IterationEvidence): string | undefined {
     ['runs', runsCell(m, 'A', c.a.n), runsCell(m, 'B', c.b.n), ''],
   ];
   const { a, b } = m.mfu;
-  if (a !== null || b !== null) {
+  // With both levels, MFU is in their table (kernel and model, against their peak); without, the
+  // configured MFU is here.
+  const levels = levelsTable(evidence);
+  if (levels === undefined && (a !== null || b !== null)) {
     const mfu = (x: number | null) => (x === null ? EM_DASH : formatMfu(x));
-    rows.push(['MFU', mfu(a), mfu(b), a !== null && b !== null ? formatMfuDelta(a, b) : '']);
-  } else {
+    const label = cell(mfuLabel(levelsOf(evidence)?.peak));
+    rows.push([label, mfu(a), mfu(b), a !== null && b !== null ? formatMfuDelta(a, b) : '']);
+  } else if (levels === undefined) {
     rows.push(['MFU', cell(mfuText(evidence)), '', '']);
   }
   const header = ['', 'champion (A)', 'candidate (B)', 'change'];
   const lines = [table(header, rows, ['left', 'right', 'right', 'right'])];
   const bars = barsLine(m);
   if (bars) lines.push(bars);
+  if (levels) lines.push(`**Kernel and model**\n\n${levels}`);
   return lines.join('\n\n');
 }
 
@@ -111,18 +117,47 @@ export function rawRunsTable(evidence: IterationEvidence): string | undefined {
   const m = evidence.measurement;
   if (!m || m.runs.length === 0) return undefined;
   const cpu = ranOnCpu(evidence);
+  // The model level's columns, when any run timed a training step.
+  const model = m.runs.some((r) => r.levels?.stepMs != null);
   const rows = m.runs.map((r, i) => [
     String(i + 1),
     r.arm,
     String(r.index),
     r.value === null ? EM_DASH : formatValue(r.value, m.metric.unit),
     r.mfu === null ? (cpu ? 'n/a' : EM_DASH) : formatMfu(r.mfu),
+    ...(model
+      ? [
+          r.levels?.stepMs == null ? EM_DASH : formatValue(r.levels.stepMs, 'ms'),
+          r.levels?.modelMfu == null ? EM_DASH : formatMfu(r.levels.modelMfu),
+        ]
+      : []),
     r.exitCode === null ? EM_DASH : String(r.exitCode),
     formatDuration(r.durationMs),
     r.problem ? cell(r.problem) : '',
   ]);
-  const header = ['#', 'arm', 'run', cell(m.metric.label), 'MFU', 'exit', 'took', 'problem'];
-  const lines = [table(header, rows, ['right', 'left', 'right', 'right', 'right', 'right', 'right', 'left'])];
+  const header = [
+    '#',
+    'arm',
+    'run',
+    cell(m.metric.label),
+    'MFU',
+    ...(model ? ['train step', 'model MFU'] : []),
+    'exit',
+    'took',
+    'problem',
+  ];
+  const align: Array<'left' | 'right'> = [
+    'right',
+    'left',
+    'right',
+    'right',
+    'right',
+    ...(model ? (['right', 'right'] as const) : []),
+    'right',
+    'right',
+    'left',
+  ];
+  const lines = [table(header, rows, align)];
   lines.push(`First arm: ${m.firstArm}. Metric: ${code(m.metric.path)} (${m.metric.direction} is better).`);
   if (m.looks.length > 0) {
     const looks = m.looks.map((l) => `n=${l.n} → ${l.action} (${cell(l.reason)})`);

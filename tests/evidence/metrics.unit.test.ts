@@ -43,7 +43,21 @@ const COMPLETE: MetricsFile = {
   impl: 'pallas',
   preset: 'tiny',
   created_at: '2026-11-21T09:15:02Z',
-  device: { backend: 'cpu', kind: 'cpu', count: 1, peak_flops_per_s: null, interpret: true },
+  device: {
+    backend: 'cpu',
+    kind: 'cpu',
+    count: 1,
+    peak_flops_per_s: 2.5e11,
+    interpret: true,
+    peak: {
+      source: 'measured',
+      name: 'measured 512^3 float32 matmul',
+      dtype: 'fp32',
+      flops_per_s: 2.5e11,
+      warning: "device kind 'cpu' is not in schemas/device-peaks.json",
+      measured: { flops_per_s: 2.5e11, n: 512, dtype: 'float32', repeats: 10, samples_ms: [1.07, 1.1] },
+    },
+  },
   shapes: { B: 1, T: 64, H: 2, K: 32, V: 32, chunk_size: 32 },
   dtype: 'float32',
   timing: { warmup: 1, repeats: 3, clock: 'perf_counter', compile_ms: { fwd: 10 } },
@@ -70,6 +84,27 @@ const COMPLETE: MetricsFile = {
     verified: true,
     timed_outputs_compared: 6,
     errors: { 'fwd.o': { max_abs: 2e-7, rel_rms: 4e-7 } },
+  },
+  model: {
+    preset: 'tiny',
+    config: { vocab: 256, d_model: 64, layer_kinds: ['gdn', 'attention'] },
+    params: 212652,
+    gdn_layers: 3,
+    gdn_layer_shape: { B: 1, T: 64, H: 2, K: 32, V: 32 },
+    tokens_per_step: 64,
+    flops_per_token: {
+      lm_head: 1,
+      mlp: 1,
+      attention_proj: 1,
+      attention_scores: 1,
+      attention_softmax: 1,
+      gdn_proj: 1,
+      gdn_conv: 1,
+      gdn_core: 1,
+      total: 8,
+    },
+    optimizer: 'AdamW lr=0.001',
+    verification: { steps: 3, verified: true, losses: [5.5, 5.4, 5.4], oracle_losses: [5.5, 5.4, 5.4] },
   },
   notes: [],
 };
@@ -239,5 +274,37 @@ describe('comparabilityProblems', () => {
     expect(comparabilityProblems(tpu, rechunked)).toEqual([]);
     const longer: MetricsFile = { ...tpu, shapes: { ...tpu.shapes, T: tpu.shapes.T * 2 } };
     expect(comparabilityProblems(tpu, longer)).toEqual([expect.stringMatching(/^shapes differs:/)]);
+  });
+
+  it('compares the model level too: the same model, or none on both sides, and the same kind of peak', () => {
+    const base = COMPLETE;
+    // A measured peak is re-measured in every run: its value may differ, its kind may not.
+    const remeasured: MetricsFile = {
+      ...base,
+      device: {
+        ...base.device,
+        peak: { ...base.device.peak!, flops_per_s: 2.4e11 },
+        peak_flops_per_s: 2.4e11,
+      },
+    };
+    expect(comparabilityProblems(base, remeasured)).toEqual([]);
+    const { model: _model, ...withoutModel } = base;
+    expect(comparabilityProblems(base, withoutModel)).toEqual([
+      expect.stringMatching(/^model\.preset differs: "tiny" vs null$/),
+      expect.stringMatching(/^model\.config differs:/),
+    ]);
+    const bigger: MetricsFile = {
+      ...base,
+      model: { ...base.model!, config: { ...base.model!.config, d_model: 128 } },
+    };
+    expect(comparabilityProblems(base, bigger)).toEqual([expect.stringMatching(/^model\.config differs:/)]);
+    const table: MetricsFile = {
+      ...base,
+      device: {
+        ...base.device,
+        peak: { ...base.device.peak!, source: 'table', warning: null, measured: null },
+      },
+    };
+    expect(comparabilityProblems(base, table)).toEqual(['device.peak.source differs: "measured" vs "table"']);
   });
 });

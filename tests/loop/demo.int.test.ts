@@ -2,8 +2,9 @@
 // Slow (a few minutes: three CPU gates and two A/B measurements with JAX), so it asserts what must hold
 // on any machine: every iteration ends where it should, with its evidence and its PR record.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { describePatch, listReplayPatches } from '../../src/agent/agents/replay.js';
@@ -82,6 +83,29 @@ describe('hillclimb demo', () => {
       for (const it of [blocked, outer, helpers])
         expect(it!.prUrl).toMatch(/^file:\/\/.*\/forge\/pulls\/\d+\.json$/);
       expect(tolerance!.prUrl).toBeNull();
+      // Each measured iteration's sticky comment shows both levels on CPU: kernel and model MFU (against
+      // the measured matmul peak, labelled so) with their changes, the kernels' share and Amdahl's bound.
+      for (const it of [blocked, helpers]) {
+        const pull = JSON.parse(readFileSync(new URL(it!.prUrl!), 'utf8')) as { number: number };
+        const comments = join(fileURLToPath(it!.prUrl!), '..', '..', 'comments', String(pull.number));
+        const body = readdirSync(comments)
+          .map((f) => (JSON.parse(readFileSync(join(comments, f), 'utf8')) as { body: string }).body)
+          .join('\n');
+        expect(body).toMatch(
+          /\| kernel \| MFU vs measured matmul peak \| [\d.]+% \| [\d.]+% \| [+−][\d.]+ pp/,
+        );
+        expect(body).toMatch(
+          /\| model `tiny` \| MFU vs measured matmul peak \| [\d.]+% \| [\d.]+% \| [+−]?[\d.]+ pp/,
+        );
+        expect(body).toMatch(
+          /\| model `tiny` \| train step time, median \| [\d.]+ ms \| [\d.]+ ms \| [+−]?[\d.]+% \[/,
+        );
+        expect(body).toMatch(
+          /GDN kernels' share of the step \(estimated from the medians\) \| [\d.]+% \| [\d.]+%/,
+        );
+        expect(body).toMatch(/\*\*Amdahl\*\* .*a 2× faster kernel gives at most [\d.]+× step speed/);
+        expect(body).toContain('; model MFU ');
+      }
     } finally {
       t.cleanup();
     }

@@ -11,6 +11,7 @@ import {
   type MeasurementEvidence,
   type ProfileEvidence,
 } from '../../src/evidence/iteration.js';
+import { summarizeLevels } from '../../src/evidence/levels.js';
 import type { Comparison } from '../../src/evidence/stats/index.js';
 import type { StatsVerdict, Verdict } from '../../src/evidence/verdicts.js';
 
@@ -411,7 +412,59 @@ const VERDICT_CYCLE: Verdict[] = [
 ];
 
 /** `n` history rows of one run: the champion improves on each `improved` row. */
-export function historyRows(n: number, opts: { runId?: string; startChampion?: number } = {}): HistoryRow[] {
+/** The rest of the training step besides its 3 GDN layers, ms: their share is 38% at 12.31 ms. */
+export const STEP_REST_MS = 60;
+const GDN_LAYERS = 3;
+/** A training step's time when each of its GDN layers takes `kernelMs`. */
+export function stepMs(kernelMs: number): number {
+  return STEP_REST_MS + GDN_LAYERS * kernelMs;
+}
+
+/**
+ * Both levels on a measured iteration: every run gets kernel and model-step numbers derived from its
+ * value (the kernel's fwd+bwd time), and `levels` is what levels.ts summarizes from them. CPU runs
+ * are against a measured matmul peak; TPU runs against the table's v5p peak.
+ */
+export function withLevels(ev: IterationEvidence): IterationEvidence {
+  const m = ev.measurement!;
+  const cpu = m.device?.backend === 'cpu';
+  const peak = cpu ? 2.5e11 : 459e12;
+  // FLOPs per kernel call and per step that give ~31% kernel MFU and ~6.1% model MFU on the TPU.
+  const kernelFlops = (cpu ? 0.0947 : 0.312) * peak * 0.01231;
+  const stepFlops = (cpu ? 0.0921 : 0.0609) * peak * (stepMs(12.31) / 1e3);
+  const tokens = cpu ? 256 : 8192;
+  for (const r of m.runs) {
+    if (r.value === null) continue;
+    const step = stepMs(r.value);
+    r.levels = {
+      kernelMs: r.value,
+      kernelMfu: kernelFlops / (r.value / 1e3) / peak,
+      stepMs: step,
+      tokensPerS: tokens / (step / 1e3),
+      modelMfu: stepFlops / (step / 1e3) / peak,
+      peakFlopsPerS: peak,
+    };
+    r.mfu = r.levels.kernelMfu;
+  }
+  m.levels = summarizeLevels(
+    m.runs,
+    {
+      peak: cpu
+        ? { source: 'measured', name: 'measured 512^3 float32 matmul', dtype: 'fp32' }
+        : { source: 'table', name: 'TPU v5p', dtype: 'bf16' },
+      model: { preset: cpu ? 'tiny' : '130m', gdnLayers: GDN_LAYERS, layerMatchesKernel: true },
+      verdict: { path: m.metric.path, comparison: m.comparison },
+    },
+    { confidence: 0.95, resamples: 2000, seed: 42 },
+  );
+  m.mfu = { a: m.levels.kernel.mfu.a, b: m.levels.kernel.mfu.b };
+  return ev;
+}
+
+export function historyRows(
+  n: number,
+  opts: { runId?: string; startChampion?: number; levels?: boolean } = {},
+): HistoryRow[] {
   let champion = opts.startChampion ?? 14;
   const rows: HistoryRow[] = [];
   for (let i = 1; i <= n; i++) {
@@ -451,6 +504,18 @@ export function historyRows(n: number, opts: { runId?: string; startChampion?: n
       prUrl: null,
       evidenceUrl: null,
     });
+    if (opts.levels && measuredRow) {
+      const a = champion;
+      const bb = Number(b.toFixed(4));
+      const mfu = (k: number) => (0.0609 * stepMs(12.31)) / stepMs(k);
+      rows.at(-1)!.levels = {
+        kernelMs: { a, b: bb },
+        kernelMfu: { a: (0.312 * 12.31) / a, b: (0.312 * 12.31) / bb },
+        stepMs: { a: stepMs(a), b: stepMs(bb) },
+        modelMfu: { a: mfu(a), b: mfu(bb) },
+        peak: 'table',
+      };
+    }
     if (verdict === 'improved') champion = Number(b.toFixed(4));
   }
   return rows;

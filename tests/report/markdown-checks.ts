@@ -10,45 +10,68 @@ export function mermaidBlocks(markdown: string): string[] {
 const NUM = String.raw`-?\d+(?:\.\d+)?`;
 const QUOTED = String.raw`"[^"\n]*"`;
 
-/** Checks an xychart-beta source line by line; returns the parsed data for further assertions. */
+/**
+ * Checks an xychart-beta source line by line (after an optional `---` config block, whose only key may
+ * be the plot colour palette); returns the parsed data for further assertions. `series.bar` is the first
+ * bar series, `bars` all of them.
+ */
 export function checkXyChart(source: string): {
   labels: string[];
   series: Record<'bar' | 'line', number[]>;
+  bars: number[][];
+  palette: string[] | undefined;
   lo: number;
   hi: number;
 } {
-  const lines = source.split('\n');
+  let lines = source.split('\n');
+  let palette: string[] | undefined;
+  if (lines[0] === '---') {
+    const end = lines.indexOf('---', 1);
+    expect(end).toBeGreaterThan(0);
+    const config = lines.slice(1, end);
+    expect(config.slice(0, 3)).toEqual(['config:', '  themeVariables:', '    xyChart:']);
+    const colours = /^ {6}plotColorPalette: "((?:#[0-9a-f]{6}(?:, )?)+)"$/.exec(config[3] ?? '');
+    expect(colours, config.join('\n')).not.toBeNull();
+    expect(config).toHaveLength(4);
+    palette = colours![1]!.split(', ');
+    lines = lines.slice(end + 1);
+  }
   expect(lines[0]).toBe('xychart-beta');
   let labels: string[] = [];
   let lo = Number.NaN;
   let hi = Number.NaN;
-  const series: Record<'bar' | 'line', number[]> = { bar: [], line: [] };
+  const bars: number[][] = [];
+  let line: number[] = [];
   const title = new RegExp(`^  title ${QUOTED}$`);
   const xAxis = new RegExp(`^  x-axis ${QUOTED} \\[(${QUOTED}(?:, ${QUOTED})*)\\]$`);
   const yAxis = new RegExp(`^  y-axis ${QUOTED} (${NUM}) --> (${NUM})$`);
   const data = new RegExp(`^  (bar|line) \\[(${NUM}(?:, ${NUM})*)\\]$`);
-  for (const line of lines.slice(1)) {
-    const x = xAxis.exec(line);
-    const y = yAxis.exec(line);
-    const d = data.exec(line);
+  for (const text of lines.slice(1)) {
+    const x = xAxis.exec(text);
+    const y = yAxis.exec(text);
+    const d = data.exec(text);
     if (x) labels = x[1]!.split(', ').map((l) => l.slice(1, -1));
     else if (y) {
       lo = Number(y[1]);
       hi = Number(y[2]);
-    } else if (d) series[d[1] as 'bar' | 'line'] = d[2]!.split(', ').map(Number);
-    else if (!title.test(line)) throw new Error(`unexpected mermaid line: ${JSON.stringify(line)}`);
+    } else if (d) {
+      const values = d[2]!.split(', ').map(Number);
+      if (d[1] === 'bar') bars.push(values);
+      else line = values;
+    } else if (!title.test(text)) throw new Error(`unexpected mermaid line: ${JSON.stringify(text)}`);
   }
   expect(labels.length).toBeGreaterThan(0);
   expect(new Set(labels).size).toBe(labels.length);
   expect(lo).toBeLessThan(hi);
-  for (const kind of ['bar', 'line'] as const) {
-    expect(series[kind]).toHaveLength(labels.length);
-    for (const v of series[kind]) {
+  for (const values of [...bars, line]) {
+    if (values === line && line.length === 0 && bars.length > 0) continue;
+    expect(values).toHaveLength(labels.length);
+    for (const v of values) {
       expect(v).toBeGreaterThanOrEqual(lo);
       expect(v).toBeLessThanOrEqual(hi);
     }
   }
-  return { labels, series, lo, hi };
+  return { labels, series: { bar: bars[0] ?? [], line }, bars, palette, lo, hi };
 }
 
 /** Every table has a header, a separator and rows with the same number of cells; fences are closed. */

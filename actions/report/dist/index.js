@@ -854,7 +854,7 @@ var require_tree = __commonJS({
        * @param {any} value
        * @param {number} index
        */
-      constructor(key, value, index) {
+      constructor(key, value2, index) {
         if (index === void 0 || index >= key.length) {
           throw new TypeError("Unreachable");
         }
@@ -863,16 +863,16 @@ var require_tree = __commonJS({
           throw new TypeError("key must be ascii string");
         }
         if (key.length !== ++index) {
-          this.middle = new _TstNode(key, value, index);
+          this.middle = new _TstNode(key, value2, index);
         } else {
-          this.value = value;
+          this.value = value2;
         }
       }
       /**
        * @param {string} key
        * @param {any} value
        */
-      add(key, value) {
+      add(key, value2) {
         const length = key.length;
         if (length === 0) {
           throw new TypeError("Unreachable");
@@ -886,25 +886,25 @@ var require_tree = __commonJS({
           }
           if (node.code === code2) {
             if (length === ++index) {
-              node.value = value;
+              node.value = value2;
               break;
             } else if (node.middle !== null) {
               node = node.middle;
             } else {
-              node.middle = new _TstNode(key, value, index);
+              node.middle = new _TstNode(key, value2, index);
               break;
             }
           } else if (node.code < code2) {
             if (node.left !== null) {
               node = node.left;
             } else {
-              node.left = new _TstNode(key, value, index);
+              node.left = new _TstNode(key, value2, index);
               break;
             }
           } else if (node.right !== null) {
             node = node.right;
           } else {
-            node.right = new _TstNode(key, value, index);
+            node.right = new _TstNode(key, value2, index);
             break;
           }
         }
@@ -943,11 +943,11 @@ var require_tree = __commonJS({
        * @param {string} key
        * @param {any} value
        * */
-      insert(key, value) {
+      insert(key, value2) {
         if (this.node === null) {
-          this.node = new TstNode(key, value, 0);
+          this.node = new TstNode(key, value2, 0);
         } else {
-          this.node.add(key, value);
+          this.node.add(key, value2);
         }
       }
       /**
@@ -1048,11 +1048,11 @@ var require_util = __commonJS({
       return url;
     }
     function isValidPort(port) {
-      const value = parseInt(port, 10);
-      return value === Number(port) && value >= 0 && value <= 65535;
+      const value2 = parseInt(port, 10);
+      return value2 === Number(port) && value2 >= 0 && value2 <= 65535;
     }
-    function isHttpOrHttpsPrefixed(value) {
-      return value != null && value[0] === "h" && value[1] === "t" && value[2] === "t" && value[3] === "p" && (value[4] === ":" || value[4] === "s" && value[5] === ":");
+    function isHttpOrHttpsPrefixed(value2) {
+      return value2 != null && value2[0] === "h" && value2[1] === "t" && value2[2] === "t" && value2[3] === "p" && (value2[4] === ":" || value2[4] === "s" && value2[5] === ":");
     }
     function parseURL(url) {
       if (typeof url === "string") {
@@ -1176,11 +1176,11 @@ var require_util = __commonJS({
       const m = val.toString().match(KEEPALIVE_TIMEOUT_EXPR);
       return m ? parseInt(m[1], 10) * 1e3 : null;
     }
-    function headerNameToString(value) {
-      return typeof value === "string" ? headerNameLowerCasedRecord[value] ?? value.toLowerCase() : tree.lookup(value) ?? value.toString("latin1").toLowerCase();
+    function headerNameToString(value2) {
+      return typeof value2 === "string" ? headerNameLowerCasedRecord[value2] ?? value2.toLowerCase() : tree.lookup(value2) ?? value2.toString("latin1").toLowerCase();
     }
-    function bufferToLowerCasedHeaderName(value) {
-      return tree.lookup(value) ?? value.toString("latin1").toLowerCase();
+    function bufferToLowerCasedHeaderName(value2) {
+      return tree.lookup(value2) ?? value2.toString("latin1").toLowerCase();
     }
     function parseHeaders(headers, obj) {
       if (obj === void 0) obj = {};
@@ -1295,14 +1295,14 @@ var require_util = __commonJS({
             iterator2 = iterable[Symbol.asyncIterator]();
           },
           async pull(controller) {
-            const { done, value } = await iterator2.next();
+            const { done, value: value2 } = await iterator2.next();
             if (done) {
               queueMicrotask(() => {
                 controller.close();
                 controller.byobRequest?.respond(0);
               });
             } else {
-              const buf = Buffer.isBuffer(value) ? value : Buffer.from(value);
+              const buf = Buffer.isBuffer(value2) ? value2 : Buffer.from(value2);
               if (buf.byteLength) {
                 controller.enqueue(new Uint8Array(buf));
               }
@@ -1967,8 +1967,8 @@ var require_request = __commonJS({
           this.endHandler = null;
         }
       }
-      addHeader(key, value) {
-        processHeader(this, key, value);
+      addHeader(key, value2) {
+        processHeader(this, key, value2);
         return this;
       }
     };
@@ -2040,11 +2040,11 @@ var require_request = __commonJS({
       } else if (headerName === "transfer-encoding" || headerName === "keep-alive" || headerName === "upgrade") {
         throw new InvalidArgumentError(`invalid ${headerName} header`);
       } else if (headerName === "connection") {
-        const value = typeof val === "string" ? val.toLowerCase() : null;
-        if (value !== "close" && value !== "keep-alive") {
+        const value2 = typeof val === "string" ? val.toLowerCase() : null;
+        if (value2 !== "close" && value2 !== "keep-alive") {
           throw new InvalidArgumentError("invalid connection header");
         }
-        if (value === "close") {
+        if (value2 === "close") {
           request2.reset = true;
         }
       } else if (headerName === "expect") {
@@ -2709,9 +2709,9 @@ var require_utils = __commonJS({
     function enumToMap(obj) {
       const res = {};
       Object.keys(obj).forEach((key) => {
-        const value = obj[key];
-        if (typeof value === "number") {
-          res[key] = value;
+        const value2 = obj[key];
+        if (typeof value2 === "number") {
+          res[key] = value2;
         }
       });
       return res;
@@ -3524,11 +3524,11 @@ var require_data_url = __commonJS({
     }
     function collectAnHTTPQuotedString(input, position, extractValue) {
       const positionStart = position.position;
-      let value = "";
+      let value2 = "";
       assert(input[position.position] === '"');
       position.position++;
       while (true) {
-        value += collectASequenceOfCodePoints(
+        value2 += collectASequenceOfCodePoints(
           (char) => char !== '"' && char !== "\\",
           input,
           position
@@ -3540,10 +3540,10 @@ var require_data_url = __commonJS({
         position.position++;
         if (quoteOrBackslash === "\\") {
           if (position.position >= input.length) {
-            value += "\\";
+            value2 += "\\";
             break;
           }
-          value += input[position.position];
+          value2 += input[position.position];
           position.position++;
         } else {
           assert(quoteOrBackslash === '"');
@@ -3551,7 +3551,7 @@ var require_data_url = __commonJS({
         }
       }
       if (extractValue) {
-        return value;
+        return value2;
       }
       return input.slice(positionStart, position.position);
     }
@@ -3559,16 +3559,16 @@ var require_data_url = __commonJS({
       assert(mimeType !== "failure");
       const { parameters, essence } = mimeType;
       let serialization = essence;
-      for (let [name, value] of parameters.entries()) {
+      for (let [name, value2] of parameters.entries()) {
         serialization += ";";
         serialization += name;
         serialization += "=";
-        if (!HTTP_TOKEN_CODEPOINTS.test(value)) {
-          value = value.replace(/(\\|")/g, "\\$1");
-          value = '"' + value;
-          value += '"';
+        if (!HTTP_TOKEN_CODEPOINTS.test(value2)) {
+          value2 = value2.replace(/(\\|")/g, "\\$1");
+          value2 = '"' + value2;
+          value2 += '"';
         }
-        serialization += value;
+        serialization += value2;
       }
       return serialization;
     }
@@ -3841,11 +3841,11 @@ var require_webidl = __commonJS({
           });
         }
         while (true) {
-          const { done, value } = method.next();
+          const { done, value: value2 } = method.next();
           if (done) {
             break;
           }
-          seq.push(converter(value, prefix, `${argument}[${index++}]`));
+          seq.push(converter(value2, prefix, `${argument}[${index++}]`));
         }
         return seq;
       };
@@ -3913,20 +3913,20 @@ var require_webidl = __commonJS({
               });
             }
           }
-          let value = dictionary[key];
+          let value2 = dictionary[key];
           const hasDefault = Object.hasOwn(options2, "defaultValue");
-          if (hasDefault && value !== null) {
-            value ??= defaultValue();
+          if (hasDefault && value2 !== null) {
+            value2 ??= defaultValue();
           }
-          if (required || hasDefault || value !== void 0) {
-            value = converter(value, prefix, `${argument}.${key}`);
-            if (options2.allowedValues && !options2.allowedValues.includes(value)) {
+          if (required || hasDefault || value2 !== void 0) {
+            value2 = converter(value2, prefix, `${argument}.${key}`);
+            if (options2.allowedValues && !options2.allowedValues.includes(value2)) {
               throw webidl.errors.exception({
                 header: prefix,
-                message: `${value} is not an accepted type. Expected one of ${options2.allowedValues.join(", ")}.`
+                message: `${value2} is not an accepted type. Expected one of ${options2.allowedValues.join(", ")}.`
               });
             }
-            dict[key] = value;
+            dict[key] = value2;
           }
         }
         return dict;
@@ -4137,8 +4137,8 @@ var require_util2 = __commonJS({
       }
       return true;
     }
-    function normalizeBinaryStringToUtf8(value) {
-      return Buffer.from(value, "binary").toString("utf8");
+    function normalizeBinaryStringToUtf8(value2) {
+      return Buffer.from(value2, "binary").toString("utf8");
     }
     function requestCurrentURL(request2) {
       return request2.urlList[request2.urlList.length - 1];
@@ -4499,8 +4499,8 @@ var require_util2 = __commonJS({
     function normalizeMethod(method) {
       return normalizedMethodRecordsBase[method.toLowerCase()] ?? method;
     }
-    function serializeJavascriptValueToJSONString(value) {
-      const result = JSON.stringify(value);
+    function serializeJavascriptValueToJSONString(value2) {
+      const result = JSON.stringify(value2);
       if (result === void 0) {
         throw new TypeError("Value is not JSON serializable");
       }
@@ -4541,7 +4541,7 @@ var require_util2 = __commonJS({
               done: true
             };
           }
-          const { [keyIndex]: key, [valueIndex]: value } = values[index];
+          const { [keyIndex]: key, [valueIndex]: value2 } = values[index];
           this.#index = index + 1;
           let result;
           switch (this.#kind) {
@@ -4549,10 +4549,10 @@ var require_util2 = __commonJS({
               result = key;
               break;
             case "value":
-              result = value;
+              result = value2;
               break;
             case "key+value":
-              result = [key, value];
+              result = [key, value2];
               break;
           }
           return {
@@ -4618,8 +4618,8 @@ var require_util2 = __commonJS({
                 `Failed to execute 'forEach' on '${name}': parameter 1 is not of type 'Function'.`
               );
             }
-            for (const { 0: key, 1: value } of makeIterator(this, "key+value")) {
-              callbackfn.call(thisArg, value, key, this);
+            for (const { 0: key, 1: value2 } of makeIterator(this, "key+value")) {
+              callbackfn.call(thisArg, value2, key, this);
             }
           }
         }
@@ -4696,8 +4696,8 @@ var require_util2 = __commonJS({
       const protocol = url.protocol;
       return protocol === "http:" || protocol === "https:";
     }
-    function simpleRangeHeaderValue(value, allowWhitespace) {
-      const data = value;
+    function simpleRangeHeaderValue(value2, allowWhitespace) {
+      const data = value2;
       if (!data.startsWith("bytes")) {
         return "failure";
       }
@@ -4815,8 +4815,8 @@ var require_util2 = __commonJS({
       if (values === null) {
         return "failure";
       }
-      for (const value of values) {
-        const temporaryMimeType = parseMIMEType(value);
+      for (const value2 of values) {
+        const temporaryMimeType = parseMIMEType(value2);
         if (temporaryMimeType === "failure" || temporaryMimeType.essence === "*/*") {
           continue;
         }
@@ -4836,8 +4836,8 @@ var require_util2 = __commonJS({
       }
       return mimeType;
     }
-    function gettingDecodingSplitting(value) {
-      const input = value;
+    function gettingDecodingSplitting(value2) {
+      const input = value2;
       const position = { position: 0 };
       const values = [];
       let temporaryValue = "";
@@ -4868,11 +4868,11 @@ var require_util2 = __commonJS({
       return values;
     }
     function getDecodeSplit(name, list) {
-      const value = list.get(name, true);
-      if (value === null) {
+      const value2 = list.get(name, true);
+      if (value2 === null) {
         return null;
       }
-      return gettingDecodingSplitting(value);
+      return gettingDecodingSplitting(value2);
     }
     var textDecoder = new TextDecoder();
     function utf8DecodeBytes(buffer) {
@@ -5055,19 +5055,19 @@ var require_formdata = __commonJS({
         }
         this[kState] = [];
       }
-      append(name, value, filename = void 0) {
+      append(name, value2, filename = void 0) {
         webidl.brandCheck(this, _FormData);
         const prefix = "FormData.append";
         webidl.argumentLengthCheck(arguments, 2, prefix);
-        if (arguments.length === 3 && !isBlobLike(value)) {
+        if (arguments.length === 3 && !isBlobLike(value2)) {
           throw new TypeError(
             "Failed to execute 'append' on 'FormData': parameter 2 is not of type 'Blob'"
           );
         }
         name = webidl.converters.USVString(name, prefix, "name");
-        value = isBlobLike(value) ? webidl.converters.Blob(value, prefix, "value", { strict: false }) : webidl.converters.USVString(value, prefix, "value");
+        value2 = isBlobLike(value2) ? webidl.converters.Blob(value2, prefix, "value", { strict: false }) : webidl.converters.USVString(value2, prefix, "value");
         filename = arguments.length === 3 ? webidl.converters.USVString(filename, prefix, "filename") : void 0;
-        const entry = makeEntry(name, value, filename);
+        const entry = makeEntry(name, value2, filename);
         this[kState].push(entry);
       }
       delete(name) {
@@ -5102,19 +5102,19 @@ var require_formdata = __commonJS({
         name = webidl.converters.USVString(name, prefix, "name");
         return this[kState].findIndex((entry) => entry.name === name) !== -1;
       }
-      set(name, value, filename = void 0) {
+      set(name, value2, filename = void 0) {
         webidl.brandCheck(this, _FormData);
         const prefix = "FormData.set";
         webidl.argumentLengthCheck(arguments, 2, prefix);
-        if (arguments.length === 3 && !isBlobLike(value)) {
+        if (arguments.length === 3 && !isBlobLike(value2)) {
           throw new TypeError(
             "Failed to execute 'set' on 'FormData': parameter 2 is not of type 'Blob'"
           );
         }
         name = webidl.converters.USVString(name, prefix, "name");
-        value = isBlobLike(value) ? webidl.converters.Blob(value, prefix, "name", { strict: false }) : webidl.converters.USVString(value, prefix, "name");
+        value2 = isBlobLike(value2) ? webidl.converters.Blob(value2, prefix, "name", { strict: false }) : webidl.converters.USVString(value2, prefix, "name");
         filename = arguments.length === 3 ? webidl.converters.USVString(filename, prefix, "name") : void 0;
-        const entry = makeEntry(name, value, filename);
+        const entry = makeEntry(name, value2, filename);
         const idx = this[kState].findIndex((entry2) => entry2.name === name);
         if (idx !== -1) {
           this[kState] = [
@@ -5158,21 +5158,21 @@ var require_formdata = __commonJS({
         configurable: true
       }
     });
-    function makeEntry(name, value, filename) {
-      if (typeof value === "string") {
+    function makeEntry(name, value2, filename) {
+      if (typeof value2 === "string") {
       } else {
-        if (!isFileLike(value)) {
-          value = value instanceof Blob ? new File2([value], "blob", { type: value.type }) : new FileLike(value, "blob", { type: value.type });
+        if (!isFileLike(value2)) {
+          value2 = value2 instanceof Blob ? new File2([value2], "blob", { type: value2.type }) : new FileLike(value2, "blob", { type: value2.type });
         }
         if (filename !== void 0) {
           const options2 = {
-            type: value.type,
-            lastModified: value.lastModified
+            type: value2.type,
+            lastModified: value2.lastModified
           };
-          value = value instanceof NativeFile ? new File2([value], filename, options2) : new FileLike(value, filename, options2);
+          value2 = value2 instanceof NativeFile ? new File2([value2], filename, options2) : new FileLike(value2, filename, options2);
         }
       }
-      return { name, value };
+      return { name, value: value2 };
     }
     module2.exports = { FormData, makeEntry };
   }
@@ -5270,19 +5270,19 @@ var require_formdata_parser = __commonJS({
         } else {
           position.position += 2;
         }
-        let value;
+        let value2;
         if (filename !== null) {
           contentType ??= "text/plain";
           if (!isAsciiString(contentType)) {
             contentType = "";
           }
-          value = new File2([body], filename, { type: contentType });
+          value2 = new File2([body], filename, { type: contentType });
         } else {
-          value = utf8DecodeBytes(Buffer.from(body));
+          value2 = utf8DecodeBytes(Buffer.from(body));
         }
         assert(isUSVString(name));
-        assert(typeof value === "string" && isUSVString(value) || isFileLike(value));
-        entryList.push(makeEntry(name, value, filename));
+        assert(typeof value2 === "string" && isUSVString(value2) || isFileLike(value2));
+        entryList.push(makeEntry(name, value2, filename));
       }
     }
     function parseMultipartFormDataHeaders(input, position) {
@@ -5513,27 +5513,27 @@ var require_body = __commonJS({
         const prefix = `--${boundary}\r
 Content-Disposition: form-data`;
         const escape2 = (str) => str.replace(/\n/g, "%0A").replace(/\r/g, "%0D").replace(/"/g, "%22");
-        const normalizeLinefeeds = (value) => value.replace(/\r?\n|\r/g, "\r\n");
+        const normalizeLinefeeds = (value2) => value2.replace(/\r?\n|\r/g, "\r\n");
         const blobParts = [];
         const rn = new Uint8Array([13, 10]);
         length = 0;
         let hasUnknownSizeValue = false;
-        for (const [name, value] of object) {
-          if (typeof value === "string") {
+        for (const [name, value2] of object) {
+          if (typeof value2 === "string") {
             const chunk3 = textEncoder2.encode(prefix + `; name="${escape2(normalizeLinefeeds(name))}"\r
 \r
-${normalizeLinefeeds(value)}\r
+${normalizeLinefeeds(value2)}\r
 `);
             blobParts.push(chunk3);
             length += chunk3.byteLength;
           } else {
-            const chunk3 = textEncoder2.encode(`${prefix}; name="${escape2(normalizeLinefeeds(name))}"` + (value.name ? `; filename="${escape2(value.name)}"` : "") + `\r
-Content-Type: ${value.type || "application/octet-stream"}\r
+            const chunk3 = textEncoder2.encode(`${prefix}; name="${escape2(normalizeLinefeeds(name))}"` + (value2.name ? `; filename="${escape2(value2.name)}"` : "") + `\r
+Content-Type: ${value2.type || "application/octet-stream"}\r
 \r
 `);
-            blobParts.push(chunk3, value, rn);
-            if (typeof value.size === "number") {
-              length += chunk3.byteLength + value.size + rn.byteLength;
+            blobParts.push(chunk3, value2, rn);
+            if (typeof value2.size === "number") {
+              length += chunk3.byteLength + value2.size + rn.byteLength;
             } else {
               hasUnknownSizeValue = true;
             }
@@ -5584,7 +5584,7 @@ Content-Type: ${value.type || "application/octet-stream"}\r
             iterator2 = action(object)[Symbol.asyncIterator]();
           },
           async pull(controller) {
-            const { value, done } = await iterator2.next();
+            const { value: value2, done } = await iterator2.next();
             if (done) {
               queueMicrotask(() => {
                 controller.close();
@@ -5592,7 +5592,7 @@ Content-Type: ${value.type || "application/octet-stream"}\r
               });
             } else {
               if (!isErrored(stream)) {
-                const buffer = new Uint8Array(value);
+                const buffer = new Uint8Array(value2);
                 if (buffer.byteLength) {
                   controller.enqueue(buffer);
                 }
@@ -5655,12 +5655,12 @@ Content-Type: ${value.type || "application/octet-stream"}\r
           return consumeBody(this, parseJSONFromBytes, instance);
         },
         formData() {
-          return consumeBody(this, (value) => {
+          return consumeBody(this, (value2) => {
             const mimeType = bodyMimeType(this);
             if (mimeType !== null) {
               switch (mimeType.essence) {
                 case "multipart/form-data": {
-                  const parsed = multipartFormDataParser(value, mimeType);
+                  const parsed = multipartFormDataParser(value2, mimeType);
                   if (parsed === "failure") {
                     throw new TypeError("Failed to parse body as FormData.");
                   }
@@ -5669,10 +5669,10 @@ Content-Type: ${value.type || "application/octet-stream"}\r
                   return fd;
                 }
                 case "application/x-www-form-urlencoded": {
-                  const entries = new URLSearchParams(value.toString());
+                  const entries = new URLSearchParams(value2.toString());
                   const fd = new FormData();
-                  for (const [name, value2] of entries) {
-                    fd.append(name, value2);
+                  for (const [name, value3] of entries) {
+                    fd.append(name, value3);
                   }
                   return fd;
                 }
@@ -6928,13 +6928,13 @@ var require_client_h2 = __commonJS({
     } = http2;
     function parseH2Headers(headers) {
       const result = [];
-      for (const [name, value] of Object.entries(headers)) {
-        if (Array.isArray(value)) {
-          for (const subvalue of value) {
+      for (const [name, value2] of Object.entries(headers)) {
+        if (Array.isArray(value2)) {
+          for (const subvalue of value2) {
             result.push(Buffer.from(name), Buffer.from(subvalue));
           }
         } else {
-          result.push(Buffer.from(name), Buffer.from(value));
+          result.push(Buffer.from(name), Buffer.from(value2));
         }
       }
       return result;
@@ -7852,8 +7852,8 @@ var require_client = __commonJS({
       get pipelining() {
         return this[kPipelining];
       }
-      set pipelining(value) {
-        this[kPipelining] = value;
+      set pipelining(value2) {
+        this[kPipelining] = value2;
         this[kResume](true);
       }
       get [kPending]() {
@@ -10682,15 +10682,15 @@ var require_mock_utils = __commonJS({
         isPromise
       }
     } = __require("node:util");
-    function matchValue(match, value) {
+    function matchValue(match, value2) {
       if (typeof match === "string") {
-        return match === value;
+        return match === value2;
       }
       if (match instanceof RegExp) {
-        return match.test(value);
+        return match.test(value2);
       }
       if (typeof match === "function") {
-        return match(value) === true;
+        return match(value2) === true;
       }
       return false;
     }
@@ -10831,14 +10831,14 @@ var require_mock_utils = __commonJS({
       const result = [];
       for (let i = 0; i < keys.length; ++i) {
         const key = keys[i];
-        const value = data[key];
+        const value2 = data[key];
         const name = Buffer.from(`${key}`);
-        if (Array.isArray(value)) {
-          for (let j = 0; j < value.length; ++j) {
-            result.push(name, Buffer.from(`${value[j]}`));
+        if (Array.isArray(value2)) {
+          for (let j = 0; j < value2.length; ++j) {
+            result.push(name, Buffer.from(`${value2[j]}`));
           }
         } else {
-          result.push(name, Buffer.from(`${value}`));
+          result.push(name, Buffer.from(`${value2}`));
         }
       }
       return result;
@@ -11988,25 +11988,25 @@ var require_headers = __commonJS({
         });
       }
     }
-    function appendHeader(headers, name, value) {
-      value = headerValueNormalize(value);
+    function appendHeader(headers, name, value2) {
+      value2 = headerValueNormalize(value2);
       if (!isValidHeaderName(name)) {
         throw webidl.errors.invalidArgument({
           prefix: "Headers.append",
           value: name,
           type: "header name"
         });
-      } else if (!isValidHeaderValue(value)) {
+      } else if (!isValidHeaderValue(value2)) {
         throw webidl.errors.invalidArgument({
           prefix: "Headers.append",
-          value,
+          value: value2,
           type: "header value"
         });
       }
       if (getHeadersGuard(headers) === "immutable") {
         throw new TypeError("immutable");
       }
-      return getHeadersList(headers).append(name, value, false);
+      return getHeadersList(headers).append(name, value2, false);
     }
     function compareHeaderName(a, b) {
       return a[0] < b[0] ? -1 : 1;
@@ -12043,7 +12043,7 @@ var require_headers = __commonJS({
        * @param {string} value
        * @param {boolean} isLowerCase
        */
-      append(name, value, isLowerCase) {
+      append(name, value2, isLowerCase) {
         this[kHeadersSortedMap] = null;
         const lowercaseName = isLowerCase ? name : name.toLowerCase();
         const exists2 = this[kHeadersMap].get(lowercaseName);
@@ -12051,13 +12051,13 @@ var require_headers = __commonJS({
           const delimiter3 = lowercaseName === "cookie" ? "; " : ", ";
           this[kHeadersMap].set(lowercaseName, {
             name: exists2.name,
-            value: `${exists2.value}${delimiter3}${value}`
+            value: `${exists2.value}${delimiter3}${value2}`
           });
         } else {
-          this[kHeadersMap].set(lowercaseName, { name, value });
+          this[kHeadersMap].set(lowercaseName, { name, value: value2 });
         }
         if (lowercaseName === "set-cookie") {
-          (this.cookies ??= []).push(value);
+          (this.cookies ??= []).push(value2);
         }
       }
       /**
@@ -12066,13 +12066,13 @@ var require_headers = __commonJS({
        * @param {string} value
        * @param {boolean} isLowerCase
        */
-      set(name, value, isLowerCase) {
+      set(name, value2, isLowerCase) {
         this[kHeadersSortedMap] = null;
         const lowercaseName = isLowerCase ? name : name.toLowerCase();
         if (lowercaseName === "set-cookie") {
-          this.cookies = [value];
+          this.cookies = [value2];
         }
-        this[kHeadersMap].set(lowercaseName, { name, value });
+        this[kHeadersMap].set(lowercaseName, { name, value: value2 });
       }
       /**
        * @see https://fetch.spec.whatwg.org/#concept-header-list-delete
@@ -12097,15 +12097,15 @@ var require_headers = __commonJS({
         return this[kHeadersMap].get(isLowerCase ? name : name.toLowerCase())?.value ?? null;
       }
       *[Symbol.iterator]() {
-        for (const { 0: name, 1: { value } } of this[kHeadersMap]) {
-          yield [name, value];
+        for (const { 0: name, 1: { value: value2 } } of this[kHeadersMap]) {
+          yield [name, value2];
         }
       }
       get entries() {
         const headers = {};
         if (this[kHeadersMap].size !== 0) {
-          for (const { name, value } of this[kHeadersMap].values()) {
-            headers[name] = value;
+          for (const { name, value: value2 } of this[kHeadersMap].values()) {
+            headers[name] = value2;
           }
         }
         return headers;
@@ -12116,13 +12116,13 @@ var require_headers = __commonJS({
       get entriesList() {
         const headers = [];
         if (this[kHeadersMap].size !== 0) {
-          for (const { 0: lowerName, 1: { name, value } } of this[kHeadersMap]) {
+          for (const { 0: lowerName, 1: { name, value: value2 } } of this[kHeadersMap]) {
             if (lowerName === "set-cookie") {
               for (const cookie of this.cookies) {
                 headers.push([name, cookie]);
               }
             } else {
-              headers.push([name, value]);
+              headers.push([name, value2]);
             }
           }
         }
@@ -12140,9 +12140,9 @@ var require_headers = __commonJS({
           const firstValue = iterator2.next().value;
           array[0] = [firstValue[0], firstValue[1].value];
           assert(firstValue[1].value !== null);
-          for (let i = 1, j = 0, right = 0, left = 0, pivot = 0, x, value; i < size; ++i) {
-            value = iterator2.next().value;
-            x = array[i] = [value[0], value[1].value];
+          for (let i = 1, j = 0, right = 0, left = 0, pivot = 0, x, value2; i < size; ++i) {
+            value2 = iterator2.next().value;
+            x = array[i] = [value2[0], value2[1].value];
             assert(x[1] !== null);
             left = 0;
             right = i;
@@ -12168,9 +12168,9 @@ var require_headers = __commonJS({
           return array;
         } else {
           let i = 0;
-          for (const { 0: name, 1: { value } } of this[kHeadersMap]) {
-            array[i++] = [name, value];
-            assert(value !== null);
+          for (const { 0: name, 1: { value: value2 } } of this[kHeadersMap]) {
+            array[i++] = [name, value2];
+            assert(value2 !== null);
           }
           return array.sort(compareHeaderName);
         }
@@ -12192,13 +12192,13 @@ var require_headers = __commonJS({
         }
       }
       // https://fetch.spec.whatwg.org/#dom-headers-append
-      append(name, value) {
+      append(name, value2) {
         webidl.brandCheck(this, _Headers);
         webidl.argumentLengthCheck(arguments, 2, "Headers.append");
         const prefix = "Headers.append";
         name = webidl.converters.ByteString(name, prefix, "name");
-        value = webidl.converters.ByteString(value, prefix, "value");
-        return appendHeader(this, name, value);
+        value2 = webidl.converters.ByteString(value2, prefix, "value");
+        return appendHeader(this, name, value2);
       }
       // https://fetch.spec.whatwg.org/#dom-headers-delete
       delete(name) {
@@ -12252,30 +12252,30 @@ var require_headers = __commonJS({
         return this.#headersList.contains(name, false);
       }
       // https://fetch.spec.whatwg.org/#dom-headers-set
-      set(name, value) {
+      set(name, value2) {
         webidl.brandCheck(this, _Headers);
         webidl.argumentLengthCheck(arguments, 2, "Headers.set");
         const prefix = "Headers.set";
         name = webidl.converters.ByteString(name, prefix, "name");
-        value = webidl.converters.ByteString(value, prefix, "value");
-        value = headerValueNormalize(value);
+        value2 = webidl.converters.ByteString(value2, prefix, "value");
+        value2 = headerValueNormalize(value2);
         if (!isValidHeaderName(name)) {
           throw webidl.errors.invalidArgument({
             prefix,
             value: name,
             type: "header name"
           });
-        } else if (!isValidHeaderValue(value)) {
+        } else if (!isValidHeaderValue(value2)) {
           throw webidl.errors.invalidArgument({
             prefix,
-            value,
+            value: value2,
             type: "header value"
           });
         }
         if (this.#guard === "immutable") {
           throw new TypeError("immutable");
         }
-        this.#headersList.set(name, value, false);
+        this.#headersList.set(name, value2, false);
       }
       // https://fetch.spec.whatwg.org/#dom-headers-getsetcookie
       getSetCookie() {
@@ -12298,13 +12298,13 @@ var require_headers = __commonJS({
           return this.#headersList[kHeadersSortedMap] = names;
         }
         for (let i = 0; i < names.length; ++i) {
-          const { 0: name, 1: value } = names[i];
+          const { 0: name, 1: value2 } = names[i];
           if (name === "set-cookie") {
             for (let j = 0; j < cookies.length; ++j) {
               headers.push([name, cookies[j]]);
             }
           } else {
-            headers.push([name, value]);
+            headers.push([name, value2]);
           }
         }
         return this.#headersList[kHeadersSortedMap] = headers;
@@ -12448,8 +12448,8 @@ var require_response = __commonJS({
         }
         const responseObject = fromInnerResponse(makeResponse({}), "immutable");
         responseObject[kState].status = status;
-        const value = isomorphicEncode(URLSerializer(parsedURL));
-        responseObject[kState].headersList.append("location", value, true);
+        const value2 = isomorphicEncode(URLSerializer(parsedURL));
+        responseObject[kState].headersList.append("location", value2, true);
         return responseObject;
       }
       // https://fetch.spec.whatwg.org/#dom-response
@@ -12631,9 +12631,9 @@ var require_response = __commonJS({
         get(target, p) {
           return p in state ? state[p] : target[p];
         },
-        set(target, p, value) {
+        set(target, p, value2) {
           assert(!(p in state));
-          target[p] = value;
+          target[p] = value2;
           return true;
         }
       });
@@ -12786,8 +12786,8 @@ var require_dispatcher_weakref = __commonJS({
     "use strict";
     var { kConnected, kSize } = require_symbols();
     var CompatWeakRef = class {
-      constructor(value) {
-        this.value = value;
+      constructor(value2) {
+        this.value = value2;
       }
       deref() {
         return this.value[kConnected] === 0 && this.value[kSize] === 0 ? void 0 : this.value;
@@ -13111,8 +13111,8 @@ var require_request2 = __commonJS({
           const headers = init.headers !== void 0 ? init.headers : new HeadersList(headersList);
           headersList.clear();
           if (headers instanceof HeadersList) {
-            for (const { name, value } of headers.rawValues()) {
-              headersList.append(name, value, false);
+            for (const { name, value: value2 } of headers.rawValues()) {
+              headersList.append(name, value2, false);
             }
             headersList.cookies = headers.cookies;
           } else {
@@ -13785,8 +13785,8 @@ var require_fetch = __commonJS({
         }
       }
       if (!request2.headersList.contains("accept", true)) {
-        const value = "*/*";
-        request2.headersList.append("accept", value, true);
+        const value2 = "*/*";
+        request2.headersList.append("accept", value2, true);
       }
       if (!request2.headersList.contains("accept-language", true)) {
         request2.headersList.append("accept-language", "*", true);
@@ -14385,11 +14385,11 @@ var require_fetch = __commonJS({
           let bytes;
           let isFailure;
           try {
-            const { done, value } = await fetchParams.controller.next();
+            const { done, value: value2 } = await fetchParams.controller.next();
             if (isAborted(fetchParams)) {
               break;
             }
-            bytes = done ? void 0 : value;
+            bytes = done ? void 0 : value2;
           } catch (err) {
             if (fetchParams.controller.ended && !timingInfo.encodedBodySize) {
               bytes = void 0;
@@ -14988,15 +14988,15 @@ var require_util4 = __commonJS({
       (async () => {
         while (!fr[kAborted]) {
           try {
-            const { done, value } = await chunkPromise;
+            const { done, value: value2 } = await chunkPromise;
             if (isFirstChunk && !fr[kAborted]) {
               queueMicrotask(() => {
                 fireAProgressEvent("loadstart", fr);
               });
             }
             isFirstChunk = false;
-            if (!done && types.isUint8Array(value)) {
-              bytes.push(value);
+            if (!done && types.isUint8Array(value2)) {
+              bytes.push(value2);
               if ((fr[kLastProgressEventFired] === void 0 || Date.now() - fr[kLastProgressEventFired] >= 50) && !fr[kAborted]) {
                 fr[kLastProgressEventFired] = Date.now();
                 queueMicrotask(() => {
@@ -15420,10 +15420,10 @@ var require_util5 = __commonJS({
     function getFieldValues(header) {
       assert(header !== null);
       const values = [];
-      for (let value of header.split(",")) {
-        value = value.trim();
-        if (isValidHeaderName(value)) {
-          values.push(value);
+      for (let value2 of header.split(",")) {
+        value2 = value2.trim();
+        if (isValidHeaderName(value2)) {
+          values.push(value2);
         }
       }
       return values;
@@ -16107,9 +16107,9 @@ var require_constants4 = __commonJS({
 var require_util6 = __commonJS({
   "node_modules/undici/lib/web/cookies/util.js"(exports2, module2) {
     "use strict";
-    function isCTLExcludingHtab(value) {
-      for (let i = 0; i < value.length; ++i) {
-        const code2 = value.charCodeAt(i);
+    function isCTLExcludingHtab(value2) {
+      for (let i = 0; i < value2.length; ++i) {
+        const code2 = value2.charCodeAt(i);
         if (code2 >= 0 && code2 <= 8 || code2 >= 10 && code2 <= 31 || code2 === 127) {
           return true;
         }
@@ -16142,18 +16142,18 @@ var require_util6 = __commonJS({
         }
       }
     }
-    function validateCookieValue(value) {
-      let len = value.length;
+    function validateCookieValue(value2) {
+      let len = value2.length;
       let i = 0;
-      if (value[0] === '"') {
-        if (len === 1 || value[len - 1] !== '"') {
+      if (value2[0] === '"') {
+        if (len === 1 || value2[len - 1] !== '"') {
           throw new Error("Invalid cookie value");
         }
         --len;
         ++i;
       }
       while (i < len) {
-        const code2 = value.charCodeAt(i++);
+        const code2 = value2.charCodeAt(i++);
         if (code2 < 33 || // exclude CTLs (0-31)
         code2 > 126 || // non-ascii and DEL (127)
         code2 === 34 || // "
@@ -16291,9 +16291,9 @@ var require_util6 = __commonJS({
         if (!part.includes("=")) {
           throw new Error("Invalid unparsed");
         }
-        const [key, ...value] = part.split("=");
+        const [key, ...value2] = part.split("=");
         const trimmedKey = key.trim();
-        const joinedValue = value.join("=");
+        const joinedValue = value2.join("=");
         validateCookieName(trimmedKey);
         validateCookieValue(joinedValue);
         out.push(`${trimmedKey}=${joinedValue}`);
@@ -16326,7 +16326,7 @@ var require_parse = __commonJS({
       let nameValuePair = "";
       let unparsedAttributes = "";
       let name = "";
-      let value = "";
+      let value2 = "";
       if (header.includes(";")) {
         const position = { position: 0 };
         nameValuePair = collectASequenceOfCodePointsFast(";", header, position);
@@ -16335,7 +16335,7 @@ var require_parse = __commonJS({
         nameValuePair = header;
       }
       if (!nameValuePair.includes("=")) {
-        value = nameValuePair;
+        value2 = nameValuePair;
       } else {
         const position = { position: 0 };
         name = collectASequenceOfCodePointsFast(
@@ -16343,16 +16343,16 @@ var require_parse = __commonJS({
           nameValuePair,
           position
         );
-        value = nameValuePair.slice(position.position + 1);
+        value2 = nameValuePair.slice(position.position + 1);
       }
       name = name.trim();
-      value = value.trim();
-      if (name.length + value.length > maxNameValuePairSize) {
+      value2 = value2.trim();
+      if (name.length + value2.length > maxNameValuePairSize) {
         return null;
       }
       return {
         name,
-        value,
+        value: value2,
         ...parseUnparsedAttributes(unparsedAttributes)
       };
     }
@@ -16464,8 +16464,8 @@ var require_cookies = __commonJS({
         return out;
       }
       for (const piece of cookie.split(";")) {
-        const [name, ...value] = piece.split("=");
-        out[name.trim()] = value.join("=");
+        const [name, ...value2] = piece.split("=");
+        out[name.trim()] = value2.join("=");
       }
       return out;
     }
@@ -16522,11 +16522,11 @@ var require_cookies = __commonJS({
         key: "value"
       },
       {
-        converter: webidl.nullableConverter((value) => {
-          if (typeof value === "number") {
-            return webidl.converters["unsigned long long"](value);
+        converter: webidl.nullableConverter((value2) => {
+          if (typeof value2 === "number") {
+            return webidl.converters["unsigned long long"](value2);
           }
-          return new Date(value);
+          return new Date(value2);
         }),
         key: "expires",
         defaultValue: () => null
@@ -17038,26 +17038,26 @@ var require_util7 = __commonJS({
       const extensionList = /* @__PURE__ */ new Map();
       while (position.position < extensions.length) {
         const pair = collectASequenceOfCodePointsFast(";", extensions, position);
-        const [name, value = ""] = pair.split("=");
+        const [name, value2 = ""] = pair.split("=");
         extensionList.set(
           removeHTTPWhitespace(name, true, false),
-          removeHTTPWhitespace(value, false, true)
+          removeHTTPWhitespace(value2, false, true)
         );
         position.position++;
       }
       return extensionList;
     }
-    function isValidClientWindowBits(value) {
-      if (value.length === 0) {
+    function isValidClientWindowBits(value2) {
+      if (value2.length === 0) {
         return false;
       }
-      for (let i = 0; i < value.length; i++) {
-        const byte = value.charCodeAt(i);
+      for (let i = 0; i < value2.length; i++) {
+        const byte = value2.charCodeAt(i);
         if (byte < 48 || byte > 57) {
           return false;
         }
       }
-      const num2 = Number.parseInt(value, 10);
+      const num2 = Number.parseInt(value2, 10);
       return num2 >= 8 && num2 <= 15;
     }
     var hasIntl = typeof process.versions.icu === "string";
@@ -18291,13 +18291,13 @@ var require_websocket = __commonJS({
 var require_util8 = __commonJS({
   "node_modules/undici/lib/web/eventsource/util.js"(exports2, module2) {
     "use strict";
-    function isValidLastEventId(value) {
-      return value.indexOf("\0") === -1;
+    function isValidLastEventId(value2) {
+      return value2.indexOf("\0") === -1;
     }
-    function isASCIINumber(value) {
-      if (value.length === 0) return false;
-      for (let i = 0; i < value.length; i++) {
-        if (value.charCodeAt(i) < 48 || value.charCodeAt(i) > 57) return false;
+    function isASCIINumber(value2) {
+      if (value2.length === 0) return false;
+      for (let i = 0; i < value2.length; i++) {
+        if (value2.charCodeAt(i) < 48 || value2.charCodeAt(i) > 57) return false;
       }
       return true;
     }
@@ -18528,12 +18528,12 @@ var require_eventsource_stream = __commonJS({
           const valueBytes = line.length - valueStart;
           const dataSize = this.eventFieldSizes.data + (event.data === void 0 ? 0 : 1) + valueBytes;
           this.setEventFieldSize("data", dataSize);
-          const value = line.toString("utf8", valueStart);
+          const value2 = line.toString("utf8", valueStart);
           if (event.data === void 0) {
-            event.data = value;
+            event.data = value2;
           } else {
             event.data += `
-${value}`;
+${value2}`;
           }
           this.dataLineCount++;
           return;
@@ -19368,8 +19368,8 @@ var require_scope = __commonJS({
         super(nameStr);
         this.prefix = prefix;
       }
-      setValue(value, { property, itemIndex }) {
-        this.value = value;
+      setValue(value2, { property, itemIndex }) {
+        this.value = value2;
         this.scopePath = (0, code_1._)`.${new code_1.Name(property)}[${itemIndex}]`;
       }
     };
@@ -19388,13 +19388,13 @@ var require_scope = __commonJS({
       name(prefix) {
         return new ValueScopeName(prefix, this._newName(prefix));
       }
-      value(nameOrPrefix, value) {
+      value(nameOrPrefix, value2) {
         var _a;
-        if (value.ref === void 0)
+        if (value2.ref === void 0)
           throw new Error("CodeGen: ref must be passed in value");
         const name = this.toName(nameOrPrefix);
         const { prefix } = name;
-        const valueKey = (_a = value.key) !== null && _a !== void 0 ? _a : value.ref;
+        const valueKey = (_a = value2.key) !== null && _a !== void 0 ? _a : value2.ref;
         let vs = this._values[prefix];
         if (vs) {
           const _name = vs.get(valueKey);
@@ -19406,8 +19406,8 @@ var require_scope = __commonJS({
         vs.set(valueKey, name);
         const s = this._scope[prefix] || (this._scope[prefix] = []);
         const itemIndex = s.length;
-        s[itemIndex] = value.ref;
-        name.setValue(value, { property: prefix, itemIndex });
+        s[itemIndex] = value2.ref;
+        name.setValue(value2, { property: prefix, itemIndex });
         return name;
       }
       getValue(prefix, keyOrRef) {
@@ -19877,8 +19877,8 @@ var require_codegen = __commonJS({
         return this._extScope.name(prefix);
       }
       // reserves unique name in the external scope and assigns value to it
-      scopeValue(prefixOrName, value) {
-        const name = this._extScope.value(prefixOrName, value);
+      scopeValue(prefixOrName, value2) {
+        const name = this._extScope.value(prefixOrName, value2);
         const vs = this._values[name.prefix] || (this._values[name.prefix] = /* @__PURE__ */ new Set());
         vs.add(name);
         return name;
@@ -19932,13 +19932,13 @@ var require_codegen = __commonJS({
       // returns code for object literal for the passed argument list of key-value pairs
       object(...keyValues) {
         const code2 = ["{"];
-        for (const [key, value] of keyValues) {
+        for (const [key, value2] of keyValues) {
           if (code2.length > 1)
             code2.push(",");
           code2.push(key);
-          if (key !== value || this.opts.es5) {
+          if (key !== value2 || this.opts.es5) {
             code2.push(":");
-            (0, code_1.addCodeArg)(code2, value);
+            (0, code_1.addCodeArg)(code2, value2);
           }
         }
         code2.push("}");
@@ -20017,10 +20017,10 @@ var require_codegen = __commonJS({
         return this._leafNode(new Break(label));
       }
       // `return` statement
-      return(value) {
+      return(value2) {
         const node = new Return();
         this._blockNode(node);
-        this.code(value);
+        this.code(value2);
         if (node.nodes.length !== 1)
           throw new Error('CodeGen: "return" should have one node');
         return this._endBlockNode(Return);
@@ -23382,13 +23382,13 @@ var require_fast_uri = __commonJS({
       if (typeof uri !== "string" && typeof uri !== "object") {
         return void 0;
       }
-      let value;
+      let value2;
       try {
-        value = typeof uri === "string" ? uri : serialize(uri, opts);
+        value2 = typeof uri === "string" ? uri : serialize(uri, opts);
       } catch {
         return void 0;
       }
-      const { normalized, malformedAuthorityOrPort, malformedPercentEncoding, malformedSchemeSpecific, malformedHost, malformedScheme } = normalizeStringWithStatus(value, opts);
+      const { normalized, malformedAuthorityOrPort, malformedPercentEncoding, malformedSchemeSpecific, malformedHost, malformedScheme } = normalizeStringWithStatus(value2, opts);
       return malformedAuthorityOrPort || malformedPercentEncoding || malformedSchemeSpecific || malformedHost || malformedScheme ? void 0 : normalized;
     }
     var fastUri = {
@@ -24255,13 +24255,13 @@ var require_ucs2length = __commonJS({
       const len = str.length;
       let length = 0;
       let pos = 0;
-      let value;
+      let value2;
       while (pos < len) {
         length++;
-        value = str.charCodeAt(pos++);
-        if (value >= 55296 && value <= 56319 && pos < len) {
-          value = str.charCodeAt(pos);
-          if ((value & 64512) === 56320)
+        value2 = str.charCodeAt(pos++);
+        if (value2 >= 55296 && value2 <= 56319 && pos < len) {
+          value2 = str.charCodeAt(pos);
+          if ((value2 & 64512) === 56320)
             pos++;
         }
       }
@@ -26577,26 +26577,26 @@ var require_toJS = __commonJS({
   "node_modules/yaml/dist/nodes/toJS.js"(exports2) {
     "use strict";
     var identity = require_identity();
-    function toJS(value, arg, ctx) {
-      if (Array.isArray(value))
-        return value.map((v, i) => toJS(v, String(i), ctx));
-      if (value && typeof value.toJSON === "function") {
-        if (!ctx || !identity.hasAnchor(value))
-          return value.toJSON(arg, ctx);
+    function toJS(value2, arg, ctx) {
+      if (Array.isArray(value2))
+        return value2.map((v, i) => toJS(v, String(i), ctx));
+      if (value2 && typeof value2.toJSON === "function") {
+        if (!ctx || !identity.hasAnchor(value2))
+          return value2.toJSON(arg, ctx);
         const data = { aliasCount: 0, count: 1, res: void 0 };
-        ctx.anchors.set(value, data);
+        ctx.anchors.set(value2, data);
         ctx.onCreate = (res2) => {
           data.res = res2;
           delete ctx.onCreate;
         };
-        const res = value.toJSON(arg, ctx);
+        const res = value2.toJSON(arg, ctx);
         if (ctx.onCreate)
           ctx.onCreate(res);
         return res;
       }
-      if (typeof value === "bigint" && !ctx?.keep)
-        return Number(value);
-      return value;
+      if (typeof value2 === "bigint" && !ctx?.keep)
+        return Number(value2);
+      return value2;
     }
     exports2.toJS = toJS;
   }
@@ -26768,11 +26768,11 @@ var require_Scalar = __commonJS({
     var identity = require_identity();
     var Node = require_Node();
     var toJS = require_toJS();
-    var isScalarValue = (value) => !value || typeof value !== "function" && typeof value !== "object";
+    var isScalarValue = (value2) => !value2 || typeof value2 !== "function" && typeof value2 !== "object";
     var Scalar = class extends Node.NodeBase {
-      constructor(value) {
+      constructor(value2) {
         super(identity.SCALAR);
-        this.value = value;
+        this.value = value2;
       }
       toJSON(arg, ctx) {
         return ctx?.keep ? this.value : toJS.toJS(this.value, arg, ctx);
@@ -26799,7 +26799,7 @@ var require_createNode = __commonJS({
     var identity = require_identity();
     var Scalar = require_Scalar();
     var defaultTagPrefix = "tag:yaml.org,2002:";
-    function findTagObject(value, tagName, tags) {
+    function findTagObject(value2, tagName, tags) {
       if (tagName) {
         const match = tags.filter((t) => t.tag === tagName);
         const tagObj = match.find((t) => !t.format) ?? match[0];
@@ -26807,53 +26807,53 @@ var require_createNode = __commonJS({
           throw new Error(`Tag ${tagName} not found`);
         return tagObj;
       }
-      return tags.find((t) => t.identify?.(value) && !t.format);
+      return tags.find((t) => t.identify?.(value2) && !t.format);
     }
-    function createNode(value, tagName, ctx) {
-      if (identity.isDocument(value))
-        value = value.contents;
-      if (identity.isNode(value))
-        return value;
-      if (identity.isPair(value)) {
+    function createNode(value2, tagName, ctx) {
+      if (identity.isDocument(value2))
+        value2 = value2.contents;
+      if (identity.isNode(value2))
+        return value2;
+      if (identity.isPair(value2)) {
         const map = ctx.schema[identity.MAP].createNode?.(ctx.schema, null, ctx);
-        map.items.push(value);
+        map.items.push(value2);
         return map;
       }
-      if (value instanceof String || value instanceof Number || value instanceof Boolean || typeof BigInt !== "undefined" && value instanceof BigInt) {
-        value = value.valueOf();
+      if (value2 instanceof String || value2 instanceof Number || value2 instanceof Boolean || typeof BigInt !== "undefined" && value2 instanceof BigInt) {
+        value2 = value2.valueOf();
       }
       const { aliasDuplicateObjects, onAnchor, onTagObj, schema, sourceObjects } = ctx;
       let ref = void 0;
-      if (aliasDuplicateObjects && value && typeof value === "object") {
-        ref = sourceObjects.get(value);
+      if (aliasDuplicateObjects && value2 && typeof value2 === "object") {
+        ref = sourceObjects.get(value2);
         if (ref) {
-          ref.anchor ?? (ref.anchor = onAnchor(value));
+          ref.anchor ?? (ref.anchor = onAnchor(value2));
           return new Alias.Alias(ref.anchor);
         } else {
           ref = { anchor: null, node: null };
-          sourceObjects.set(value, ref);
+          sourceObjects.set(value2, ref);
         }
       }
       if (tagName?.startsWith("!!"))
         tagName = defaultTagPrefix + tagName.slice(2);
-      let tagObj = findTagObject(value, tagName, schema.tags);
+      let tagObj = findTagObject(value2, tagName, schema.tags);
       if (!tagObj) {
-        if (value && typeof value.toJSON === "function") {
-          value = value.toJSON();
+        if (value2 && typeof value2.toJSON === "function") {
+          value2 = value2.toJSON();
         }
-        if (!value || typeof value !== "object") {
-          const node2 = new Scalar.Scalar(value);
+        if (!value2 || typeof value2 !== "object") {
+          const node2 = new Scalar.Scalar(value2);
           if (ref)
             ref.node = node2;
           return node2;
         }
-        tagObj = value instanceof Map ? schema[identity.MAP] : Symbol.iterator in Object(value) ? schema[identity.SEQ] : schema[identity.MAP];
+        tagObj = value2 instanceof Map ? schema[identity.MAP] : Symbol.iterator in Object(value2) ? schema[identity.SEQ] : schema[identity.MAP];
       }
       if (onTagObj) {
         onTagObj(tagObj);
         delete ctx.onTagObj;
       }
-      const node = tagObj?.createNode ? tagObj.createNode(ctx.schema, value, ctx) : typeof tagObj?.nodeClass?.from === "function" ? tagObj.nodeClass.from(ctx.schema, value, ctx) : new Scalar.Scalar(value);
+      const node = tagObj?.createNode ? tagObj.createNode(ctx.schema, value2, ctx) : typeof tagObj?.nodeClass?.from === "function" ? tagObj.nodeClass.from(ctx.schema, value2, ctx) : new Scalar.Scalar(value2);
       if (tagName)
         node.tag = tagName;
       else if (!tagObj.default)
@@ -26873,8 +26873,8 @@ var require_Collection = __commonJS({
     var createNode = require_createNode();
     var identity = require_identity();
     var Node = require_Node();
-    function collectionFromPath(schema, path, value) {
-      let v = value;
+    function collectionFromPath(schema, path, value2) {
+      let v = value2;
       for (let i = path.length - 1; i >= 0; --i) {
         const k = path[i];
         if (typeof k === "number" && Number.isInteger(k) && k >= 0) {
@@ -26925,16 +26925,16 @@ var require_Collection = __commonJS({
        * be a Pair instance or a `{ key, value }` object, which may not have a key
        * that already exists in the map.
        */
-      addIn(path, value) {
+      addIn(path, value2) {
         if (isEmptyPath(path))
-          this.add(value);
+          this.add(value2);
         else {
           const [key, ...rest2] = path;
           const node = this.get(key, true);
           if (identity.isCollection(node))
-            node.addIn(rest2, value);
+            node.addIn(rest2, value2);
           else if (node === void 0 && this.schema)
-            this.set(key, collectionFromPath(this.schema, rest2, value));
+            this.set(key, collectionFromPath(this.schema, rest2, value2));
           else
             throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest2}`);
         }
@@ -26988,16 +26988,16 @@ var require_Collection = __commonJS({
        * Sets a value in this collection. For `!!set`, `value` needs to be a
        * boolean to add/remove the item from the set.
        */
-      setIn(path, value) {
+      setIn(path, value2) {
         const [key, ...rest2] = path;
         if (rest2.length === 0) {
-          this.set(key, value);
+          this.set(key, value2);
         } else {
           const node = this.get(key, true);
           if (identity.isCollection(node))
-            node.setIn(rest2, value);
+            node.setIn(rest2, value2);
           else if (node === void 0 && this.schema)
-            this.set(key, collectionFromPath(this.schema, rest2, value));
+            this.set(key, collectionFromPath(this.schema, rest2, value2));
           else
             throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest2}`);
         }
@@ -27192,13 +27192,13 @@ var require_stringifyString = __commonJS({
       }
       return true;
     }
-    function doubleQuotedString(value, ctx) {
-      const json = JSON.stringify(value);
+    function doubleQuotedString(value2, ctx) {
+      const json = JSON.stringify(value2);
       if (ctx.options.doubleQuotedAsJSON)
         return json;
       const { implicitKey } = ctx;
       const minMultiLineLength = ctx.options.doubleQuotedMinMultiLineLength;
-      const indent2 = ctx.indent || (containsDocumentMarker(value) ? "  " : "");
+      const indent2 = ctx.indent || (containsDocumentMarker(value2) ? "  " : "");
       let str = "";
       let start = 0;
       for (let i = 0, ch = json[i]; ch; ch = json[++i]) {
@@ -27272,22 +27272,22 @@ var require_stringifyString = __commonJS({
       str = start ? str + json.slice(start) : json;
       return implicitKey ? str : foldFlowLines.foldFlowLines(str, indent2, foldFlowLines.FOLD_QUOTED, getFoldOptions(ctx, false));
     }
-    function singleQuotedString(value, ctx) {
-      if (ctx.options.singleQuote === false || ctx.implicitKey && value.includes("\n") || /[ \t]\n|\n[ \t]/.test(value))
-        return doubleQuotedString(value, ctx);
-      const indent2 = ctx.indent || (containsDocumentMarker(value) ? "  " : "");
-      const res = "'" + value.replace(/'/g, "''").replace(/\n+/g, `$&
+    function singleQuotedString(value2, ctx) {
+      if (ctx.options.singleQuote === false || ctx.implicitKey && value2.includes("\n") || /[ \t]\n|\n[ \t]/.test(value2))
+        return doubleQuotedString(value2, ctx);
+      const indent2 = ctx.indent || (containsDocumentMarker(value2) ? "  " : "");
+      const res = "'" + value2.replace(/'/g, "''").replace(/\n+/g, `$&
 ${indent2}`) + "'";
       return ctx.implicitKey ? res : foldFlowLines.foldFlowLines(res, indent2, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
     }
-    function quotedString(value, ctx) {
+    function quotedString(value2, ctx) {
       const { singleQuote: singleQuote2 } = ctx.options;
       let qs;
       if (singleQuote2 === false)
         qs = doubleQuotedString;
       else {
-        const hasDouble = value.includes('"');
-        const hasSingle = value.includes("'");
+        const hasDouble = value2.includes('"');
+        const hasSingle = value2.includes("'");
         if (hasDouble && !hasSingle)
           qs = singleQuotedString;
         else if (hasSingle && !hasDouble)
@@ -27295,7 +27295,7 @@ ${indent2}`) + "'";
         else
           qs = singleQuote2 ? singleQuotedString : doubleQuotedString;
       }
-      return qs(value, ctx);
+      return qs(value2, ctx);
     }
     var blockEndNewlines;
     try {
@@ -27303,27 +27303,27 @@ ${indent2}`) + "'";
     } catch {
       blockEndNewlines = /\n+(?!\n|$)/g;
     }
-    function blockString({ comment, type, value }, ctx, onComment, onChompKeep) {
+    function blockString({ comment, type, value: value2 }, ctx, onComment, onChompKeep) {
       const { blockQuote, commentString, lineWidth } = ctx.options;
-      if (!blockQuote || /\n[\t ]+$/.test(value)) {
-        return quotedString(value, ctx);
+      if (!blockQuote || /\n[\t ]+$/.test(value2)) {
+        return quotedString(value2, ctx);
       }
-      const indent2 = ctx.indent || (ctx.forceBlockIndent || containsDocumentMarker(value) ? "  " : "");
-      const literal = blockQuote === "literal" ? true : blockQuote === "folded" || type === Scalar.Scalar.BLOCK_FOLDED ? false : type === Scalar.Scalar.BLOCK_LITERAL ? true : !lineLengthOverLimit(value, lineWidth, indent2.length);
-      if (!value)
+      const indent2 = ctx.indent || (ctx.forceBlockIndent || containsDocumentMarker(value2) ? "  " : "");
+      const literal = blockQuote === "literal" ? true : blockQuote === "folded" || type === Scalar.Scalar.BLOCK_FOLDED ? false : type === Scalar.Scalar.BLOCK_LITERAL ? true : !lineLengthOverLimit(value2, lineWidth, indent2.length);
+      if (!value2)
         return literal ? "|\n" : ">\n";
       let chomp;
       let endStart;
-      for (endStart = value.length; endStart > 0; --endStart) {
-        const ch = value[endStart - 1];
+      for (endStart = value2.length; endStart > 0; --endStart) {
+        const ch = value2[endStart - 1];
         if (ch !== "\n" && ch !== "	" && ch !== " ")
           break;
       }
-      let end = value.substring(endStart);
+      let end = value2.substring(endStart);
       const endNlPos = end.indexOf("\n");
       if (endNlPos === -1) {
         chomp = "-";
-      } else if (value === end || endNlPos !== end.length - 1) {
+      } else if (value2 === end || endNlPos !== end.length - 1) {
         chomp = "+";
         if (onChompKeep)
           onChompKeep();
@@ -27331,7 +27331,7 @@ ${indent2}`) + "'";
         chomp = "";
       }
       if (end) {
-        value = value.slice(0, -end.length);
+        value2 = value2.slice(0, -end.length);
         if (end[end.length - 1] === "\n")
           end = end.slice(0, -1);
         end = end.replace(blockEndNewlines, `$&${indent2}`);
@@ -27339,8 +27339,8 @@ ${indent2}`) + "'";
       let startWithSpace = false;
       let startEnd;
       let startNlPos = -1;
-      for (startEnd = 0; startEnd < value.length; ++startEnd) {
-        const ch = value[startEnd];
+      for (startEnd = 0; startEnd < value2.length; ++startEnd) {
+        const ch = value2[startEnd];
         if (ch === " ")
           startWithSpace = true;
         else if (ch === "\n")
@@ -27348,9 +27348,9 @@ ${indent2}`) + "'";
         else
           break;
       }
-      let start = value.substring(0, startNlPos < startEnd ? startNlPos + 1 : startEnd);
+      let start = value2.substring(0, startNlPos < startEnd ? startNlPos + 1 : startEnd);
       if (start) {
-        value = value.substring(start.length);
+        value2 = value2.substring(start.length);
         start = start.replace(/\n+/g, `$&${indent2}`);
       }
       const indentSize = indent2 ? "2" : "1";
@@ -27361,7 +27361,7 @@ ${indent2}`) + "'";
           onComment();
       }
       if (!literal) {
-        const foldedValue = value.replace(/\n+/g, "\n$&").replace(/(?:^|\n)([\t ].*)(?:([\n\t ]*)\n(?![\n\t ]))?/g, "$1$2").replace(/\n+/g, `$&${indent2}`);
+        const foldedValue = value2.replace(/\n+/g, "\n$&").replace(/(?:^|\n)([\t ].*)(?:([\n\t ]*)\n(?![\n\t ]))?/g, "$1$2").replace(/\n+/g, `$&${indent2}`);
         let literalFallback = false;
         const foldOptions = getFoldOptions(ctx, true);
         if (blockQuote !== "folded" && type !== Scalar.Scalar.BLOCK_FOLDED) {
@@ -27374,37 +27374,37 @@ ${indent2}`) + "'";
           return `>${header}
 ${indent2}${body}`;
       }
-      value = value.replace(/\n+/g, `$&${indent2}`);
+      value2 = value2.replace(/\n+/g, `$&${indent2}`);
       return `|${header}
-${indent2}${start}${value}${end}`;
+${indent2}${start}${value2}${end}`;
     }
     function plainString(item, ctx, onComment, onChompKeep) {
-      const { type, value } = item;
+      const { type, value: value2 } = item;
       const { actualString, implicitKey, indent: indent2, indentStep, inFlow } = ctx;
-      if (implicitKey && value.includes("\n") || inFlow && /[[\]{},]/.test(value)) {
-        return quotedString(value, ctx);
+      if (implicitKey && value2.includes("\n") || inFlow && /[[\]{},]/.test(value2)) {
+        return quotedString(value2, ctx);
       }
-      if (/^[\n\t ,[\]{}#&*!|>'"%@`]|^[?-]$|^[?-][ \t]|[\n:][ \t]|[ \t]\n|[\n\t ]#|[\n\t :]$/.test(value)) {
-        return implicitKey || inFlow || !value.includes("\n") ? quotedString(value, ctx) : blockString(item, ctx, onComment, onChompKeep);
+      if (/^[\n\t ,[\]{}#&*!|>'"%@`]|^[?-]$|^[?-][ \t]|[\n:][ \t]|[ \t]\n|[\n\t ]#|[\n\t :]$/.test(value2)) {
+        return implicitKey || inFlow || !value2.includes("\n") ? quotedString(value2, ctx) : blockString(item, ctx, onComment, onChompKeep);
       }
-      if (!implicitKey && !inFlow && type !== Scalar.Scalar.PLAIN && value.includes("\n")) {
+      if (!implicitKey && !inFlow && type !== Scalar.Scalar.PLAIN && value2.includes("\n")) {
         return blockString(item, ctx, onComment, onChompKeep);
       }
-      if (containsDocumentMarker(value)) {
+      if (containsDocumentMarker(value2)) {
         if (indent2 === "") {
           ctx.forceBlockIndent = true;
           return blockString(item, ctx, onComment, onChompKeep);
         } else if (implicitKey && indent2 === indentStep) {
-          return quotedString(value, ctx);
+          return quotedString(value2, ctx);
         }
       }
-      const str = value.replace(/\n+/g, `$&
+      const str = value2.replace(/\n+/g, `$&
 ${indent2}`);
       if (actualString) {
         const test = (tag) => tag.default && tag.tag !== "tag:yaml.org,2002:str" && tag.test?.test(str);
         const { compat, tags } = ctx.doc.schema;
         if (tags.some(test) || compat?.some(test))
-          return quotedString(value, ctx);
+          return quotedString(value2, ctx);
       }
       return implicitKey ? str : foldFlowLines.foldFlowLines(str, indent2, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
     }
@@ -27577,7 +27577,7 @@ var require_stringifyPair = __commonJS({
     var Scalar = require_Scalar();
     var stringify = require_stringify();
     var stringifyComment = require_stringifyComment();
-    function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
+    function stringifyPair({ key, value: value2 }, ctx, onComment, onChompKeep) {
       const { allNullValues, doc, indent: indent2, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
       let keyComment = identity.isNode(key) && key.comment || null;
       if (simpleKeys) {
@@ -27589,7 +27589,7 @@ var require_stringifyPair = __commonJS({
           throw new Error(msg);
         }
       }
-      let explicitKey = !simpleKeys && (!key || keyComment && value == null && !ctx.inFlow || identity.isCollection(key) || (identity.isScalar(key) ? key.type === Scalar.Scalar.BLOCK_FOLDED || key.type === Scalar.Scalar.BLOCK_LITERAL : typeof key === "object"));
+      let explicitKey = !simpleKeys && (!key || keyComment && value2 == null && !ctx.inFlow || identity.isCollection(key) || (identity.isScalar(key) ? key.type === Scalar.Scalar.BLOCK_FOLDED || key.type === Scalar.Scalar.BLOCK_LITERAL : typeof key === "object"));
       ctx = Object.assign({}, ctx, {
         allNullValues: false,
         implicitKey: !explicitKey && (simpleKeys || !allNullValues),
@@ -27604,12 +27604,12 @@ var require_stringifyPair = __commonJS({
         explicitKey = true;
       }
       if (ctx.inFlow) {
-        if (allNullValues || value == null) {
+        if (allNullValues || value2 == null) {
           if (keyCommentDone && onComment)
             onComment();
           return str === "" ? "?" : explicitKey ? `? ${str}` : str;
         }
-      } else if (allNullValues && !simpleKeys || value == null && explicitKey) {
+      } else if (allNullValues && !simpleKeys || value2 == null && explicitKey) {
         str = `? ${str}`;
         if (keyComment && !keyCommentDone) {
           str += stringifyComment.lineComment(str, ctx.indent, commentString(keyComment));
@@ -27630,26 +27630,26 @@ ${indent2}:`;
           str += stringifyComment.lineComment(str, ctx.indent, commentString(keyComment));
       }
       let vsb, vcb, valueComment;
-      if (identity.isNode(value)) {
-        vsb = !!value.spaceBefore;
-        vcb = value.commentBefore;
-        valueComment = value.comment;
+      if (identity.isNode(value2)) {
+        vsb = !!value2.spaceBefore;
+        vcb = value2.commentBefore;
+        valueComment = value2.comment;
       } else {
         vsb = false;
         vcb = null;
         valueComment = null;
-        if (value && typeof value === "object")
-          value = doc.createNode(value);
+        if (value2 && typeof value2 === "object")
+          value2 = doc.createNode(value2);
       }
       ctx.implicitKey = false;
-      if (!explicitKey && !keyComment && identity.isScalar(value))
+      if (!explicitKey && !keyComment && identity.isScalar(value2))
         ctx.indentAtStart = str.length + 1;
       chompKeep = false;
-      if (!indentSeq && indentStep.length >= 2 && !ctx.inFlow && !explicitKey && identity.isSeq(value) && !value.flow && !value.tag && !value.anchor) {
+      if (!indentSeq && indentStep.length >= 2 && !ctx.inFlow && !explicitKey && identity.isSeq(value2) && !value2.flow && !value2.tag && !value2.anchor) {
         ctx.indent = ctx.indent.substring(2);
       }
       let valueCommentDone = false;
-      const valueStr = stringify.stringify(value, ctx, () => valueCommentDone = true, () => chompKeep = true);
+      const valueStr = stringify.stringify(value2, ctx, () => valueCommentDone = true, () => chompKeep = true);
       let ws = " ";
       if (keyComment || vsb || vcb) {
         ws = vsb ? "\n" : "";
@@ -27665,11 +27665,11 @@ ${stringifyComment.indentComment(cs, ctx.indent)}`;
           ws += `
 ${ctx.indent}`;
         }
-      } else if (!explicitKey && identity.isCollection(value)) {
+      } else if (!explicitKey && identity.isCollection(value2)) {
         const vs0 = valueStr[0];
         const nl0 = valueStr.indexOf("\n");
         const hasNewline = nl0 !== -1;
-        const flow = ctx.inFlow ?? value.flow ?? value.items.length === 0;
+        const flow = ctx.inFlow ?? value2.flow ?? value2.items.length === 0;
         if (hasNewline || !flow) {
           let hasPropsLine = false;
           if (hasNewline && (vs0 === "&" || vs0 === "!")) {
@@ -27732,7 +27732,7 @@ var require_merge = __commonJS({
     var Scalar = require_Scalar();
     var MERGE_KEY = "<<";
     var merge2 = {
-      identify: (value) => value === MERGE_KEY || typeof value === "symbol" && value.description === MERGE_KEY,
+      identify: (value2) => value2 === MERGE_KEY || typeof value2 === "symbol" && value2.description === MERGE_KEY,
       default: "key",
       tag: "tag:yaml.org,2002:merge",
       test: /^<<$/,
@@ -27742,8 +27742,8 @@ var require_merge = __commonJS({
       stringify: () => MERGE_KEY
     };
     var isMergeKey = (ctx, key) => (merge2.identify(key) || identity.isScalar(key) && (!key.type || key.type === Scalar.Scalar.PLAIN) && merge2.identify(key.value)) && ctx?.doc.schema.tags.some((tag) => tag.tag === merge2.tag && tag.default);
-    function addMergeToJSMap(ctx, map, value) {
-      const source = resolveAliasValue(ctx, value);
+    function addMergeToJSMap(ctx, map, value2) {
+      const source = resolveAliasValue(ctx, value2);
       if (identity.isSeq(source))
         for (const it of source.items)
           mergeValue(ctx, map, it);
@@ -27753,20 +27753,20 @@ var require_merge = __commonJS({
       else
         mergeValue(ctx, map, source);
     }
-    function mergeValue(ctx, map, value) {
-      const source = resolveAliasValue(ctx, value);
+    function mergeValue(ctx, map, value2) {
+      const source = resolveAliasValue(ctx, value2);
       if (!identity.isMap(source))
         throw new Error("Merge sources must be maps or map aliases");
       const srcMap = source.toJSON(null, ctx, Map);
-      for (const [key, value2] of srcMap) {
+      for (const [key, value3] of srcMap) {
         if (map instanceof Map) {
           if (!map.has(key))
-            map.set(key, value2);
+            map.set(key, value3);
         } else if (map instanceof Set) {
           map.add(key);
         } else if (!Object.prototype.hasOwnProperty.call(map, key)) {
           Object.defineProperty(map, key, {
-            value: value2,
+            value: value3,
             writable: true,
             enumerable: true,
             configurable: true
@@ -27775,8 +27775,8 @@ var require_merge = __commonJS({
       }
       return map;
     }
-    function resolveAliasValue(ctx, value) {
-      return ctx && identity.isAlias(value) ? value.resolve(ctx.doc, ctx) : value;
+    function resolveAliasValue(ctx, value2) {
+      return ctx && identity.isAlias(value2) ? value2.resolve(ctx.doc, ctx) : value2;
     }
     exports2.addMergeToJSMap = addMergeToJSMap;
     exports2.isMergeKey = isMergeKey;
@@ -27793,20 +27793,20 @@ var require_addPairToJSMap = __commonJS({
     var stringify = require_stringify();
     var identity = require_identity();
     var toJS = require_toJS();
-    function addPairToJSMap(ctx, map, { key, value }) {
+    function addPairToJSMap(ctx, map, { key, value: value2 }) {
       if (identity.isNode(key) && key.addToJSMap)
-        key.addToJSMap(ctx, map, value);
+        key.addToJSMap(ctx, map, value2);
       else if (merge2.isMergeKey(ctx, key))
-        merge2.addMergeToJSMap(ctx, map, value);
+        merge2.addMergeToJSMap(ctx, map, value2);
       else {
         const jsKey = toJS.toJS(key, "", ctx);
         if (map instanceof Map) {
-          map.set(jsKey, toJS.toJS(value, jsKey, ctx));
+          map.set(jsKey, toJS.toJS(value2, jsKey, ctx));
         } else if (map instanceof Set) {
           map.add(jsKey);
         } else {
           const stringKey = stringifyKey(key, jsKey, ctx);
-          const jsValue = toJS.toJS(value, stringKey, ctx);
+          const jsValue = toJS.toJS(value2, stringKey, ctx);
           if (stringKey in map)
             Object.defineProperty(map, stringKey, {
               value: jsValue,
@@ -27856,24 +27856,24 @@ var require_Pair = __commonJS({
     var stringifyPair = require_stringifyPair();
     var addPairToJSMap = require_addPairToJSMap();
     var identity = require_identity();
-    function createPair(key, value, ctx) {
+    function createPair(key, value2, ctx) {
       const k = createNode.createNode(key, void 0, ctx);
-      const v = createNode.createNode(value, void 0, ctx);
+      const v = createNode.createNode(value2, void 0, ctx);
       return new Pair(k, v);
     }
     var Pair = class _Pair {
-      constructor(key, value = null) {
+      constructor(key, value2 = null) {
         Object.defineProperty(this, identity.NODE_TYPE, { value: identity.PAIR });
         this.key = key;
-        this.value = value;
+        this.value = value2;
       }
       clone(schema) {
-        let { key, value } = this;
+        let { key, value: value2 } = this;
         if (identity.isNode(key))
           key = key.clone(schema);
-        if (identity.isNode(value))
-          value = value.clone(schema);
-        return new _Pair(key, value);
+        if (identity.isNode(value2))
+          value2 = value2.clone(schema);
+        return new _Pair(key, value2);
       }
       toJSON(_, ctx) {
         const pair = ctx?.mapAsMap ? /* @__PURE__ */ new Map() : {};
@@ -28076,17 +28076,17 @@ var require_YAMLMap = __commonJS({
       static from(schema, obj, ctx) {
         const { keepUndefined, replacer } = ctx;
         const map = new this(schema);
-        const add = (key, value) => {
+        const add = (key, value2) => {
           if (typeof replacer === "function")
-            value = replacer.call(obj, key, value);
+            value2 = replacer.call(obj, key, value2);
           else if (Array.isArray(replacer) && !replacer.includes(key))
             return;
-          if (value !== void 0 || keepUndefined)
-            map.items.push(Pair.createPair(key, value, ctx));
+          if (value2 !== void 0 || keepUndefined)
+            map.items.push(Pair.createPair(key, value2, ctx));
         };
         if (obj instanceof Map) {
-          for (const [key, value] of obj)
-            add(key, value);
+          for (const [key, value2] of obj)
+            add(key, value2);
         } else if (obj && typeof obj === "object") {
           for (const key of Object.keys(obj))
             add(key, obj[key]);
@@ -28144,8 +28144,8 @@ var require_YAMLMap = __commonJS({
       has(key) {
         return !!findPair(this.items, key);
       }
-      set(key, value) {
-        this.add(new Pair.Pair(key, value), true);
+      set(key, value2) {
+        this.add(new Pair.Pair(key, value2), true);
       }
       /**
        * @param ctx - Conversion context, originally set in Document#toJS()
@@ -28223,8 +28223,8 @@ var require_YAMLSeq = __commonJS({
         super(identity.SEQ, schema);
         this.items = [];
       }
-      add(value) {
-        this.items.push(value);
+      add(value2) {
+        this.items.push(value2);
       }
       /**
        * Removes a value from the collection.
@@ -28265,15 +28265,15 @@ var require_YAMLSeq = __commonJS({
        * If `key` does not contain a representation of an integer, this will throw.
        * It may be wrapped in a `Scalar`.
        */
-      set(key, value) {
+      set(key, value2) {
         const idx = asItemIndex(key);
         if (typeof idx !== "number")
           throw new Error(`Expected a valid index, not ${key}.`);
         const prev = this.items[idx];
-        if (identity.isScalar(prev) && Scalar.isScalarValue(value))
-          prev.value = value;
+        if (identity.isScalar(prev) && Scalar.isScalarValue(value2))
+          prev.value = value2;
         else
-          this.items[idx] = value;
+          this.items[idx] = value2;
       }
       toJSON(_, ctx) {
         const seq = [];
@@ -28349,7 +28349,7 @@ var require_string = __commonJS({
     "use strict";
     var stringifyString = require_stringifyString();
     var string = {
-      identify: (value) => typeof value === "string",
+      identify: (value2) => typeof value2 === "string",
       default: true,
       tag: "tag:yaml.org,2002:str",
       resolve: (str) => str,
@@ -28368,7 +28368,7 @@ var require_null = __commonJS({
     "use strict";
     var Scalar = require_Scalar();
     var nullTag = {
-      identify: (value) => value == null,
+      identify: (value2) => value2 == null,
       createNode: () => new Scalar.Scalar(null),
       default: true,
       tag: "tag:yaml.org,2002:null",
@@ -28386,18 +28386,18 @@ var require_bool = __commonJS({
     "use strict";
     var Scalar = require_Scalar();
     var boolTag = {
-      identify: (value) => typeof value === "boolean",
+      identify: (value2) => typeof value2 === "boolean",
       default: true,
       tag: "tag:yaml.org,2002:bool",
       test: /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/,
       resolve: (str) => new Scalar.Scalar(str[0] === "t" || str[0] === "T"),
-      stringify({ source, value }, ctx) {
+      stringify({ source, value: value2 }, ctx) {
         if (source && boolTag.test.test(source)) {
           const sv = source[0] === "t" || source[0] === "T";
-          if (value === sv)
+          if (value2 === sv)
             return source;
         }
-        return value ? ctx.options.trueStr : ctx.options.falseStr;
+        return value2 ? ctx.options.trueStr : ctx.options.falseStr;
       }
     };
     exports2.boolTag = boolTag;
@@ -28408,13 +28408,13 @@ var require_bool = __commonJS({
 var require_stringifyNumber = __commonJS({
   "node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
     "use strict";
-    function stringifyNumber({ format, minFractionDigits, tag, value }) {
-      if (typeof value === "bigint")
-        return String(value);
-      const num2 = typeof value === "number" ? value : Number(value);
+    function stringifyNumber({ format, minFractionDigits, tag, value: value2 }) {
+      if (typeof value2 === "bigint")
+        return String(value2);
+      const num2 = typeof value2 === "number" ? value2 : Number(value2);
       if (!isFinite(num2))
         return isNaN(num2) ? ".nan" : num2 < 0 ? "-.inf" : ".inf";
-      let n = Object.is(value, -0) ? "-0" : JSON.stringify(value);
+      let n = Object.is(value2, -0) ? "-0" : JSON.stringify(value2);
       if (!format && minFractionDigits && (!tag || tag === "tag:yaml.org,2002:float") && /^-?\d/.test(n) && !n.includes("e")) {
         let i = n.indexOf(".");
         if (i < 0) {
@@ -28438,7 +28438,7 @@ var require_float = __commonJS({
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
     var floatNaN = {
-      identify: (value) => typeof value === "number",
+      identify: (value2) => typeof value2 === "number",
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
@@ -28446,7 +28446,7 @@ var require_float = __commonJS({
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
-      identify: (value) => typeof value === "number",
+      identify: (value2) => typeof value2 === "number",
       default: true,
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
@@ -28458,7 +28458,7 @@ var require_float = __commonJS({
       }
     };
     var float = {
-      identify: (value) => typeof value === "number",
+      identify: (value2) => typeof value2 === "number",
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/,
@@ -28482,16 +28482,16 @@ var require_int = __commonJS({
   "node_modules/yaml/dist/schema/core/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
-    var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
+    var intIdentify = (value2) => typeof value2 === "bigint" || Number.isInteger(value2);
     var intResolve = (str, offset, radix, { intAsBigInt }) => intAsBigInt ? BigInt(str) : parseInt(str.substring(offset), radix);
     function intStringify(node, radix, prefix) {
-      const { value } = node;
-      if (intIdentify(value) && value >= 0)
-        return prefix + value.toString(radix);
+      const { value: value2 } = node;
+      if (intIdentify(value2) && value2 >= 0)
+        return prefix + value2.toString(radix);
       return stringifyNumber.stringifyNumber(node);
     }
     var intOct = {
-      identify: (value) => intIdentify(value) && value >= 0,
+      identify: (value2) => intIdentify(value2) && value2 >= 0,
       default: true,
       tag: "tag:yaml.org,2002:int",
       format: "OCT",
@@ -28508,7 +28508,7 @@ var require_int = __commonJS({
       stringify: stringifyNumber.stringifyNumber
     };
     var intHex = {
-      identify: (value) => intIdentify(value) && value >= 0,
+      identify: (value2) => intIdentify(value2) && value2 >= 0,
       default: true,
       tag: "tag:yaml.org,2002:int",
       format: "HEX",
@@ -28557,20 +28557,20 @@ var require_schema2 = __commonJS({
     var Scalar = require_Scalar();
     var map = require_map();
     var seq = require_seq();
-    function intIdentify(value) {
-      return typeof value === "bigint" || Number.isInteger(value);
+    function intIdentify(value2) {
+      return typeof value2 === "bigint" || Number.isInteger(value2);
     }
-    var stringifyJSON = ({ value }) => JSON.stringify(value);
+    var stringifyJSON = ({ value: value2 }) => JSON.stringify(value2);
     var jsonScalars = [
       {
-        identify: (value) => typeof value === "string",
+        identify: (value2) => typeof value2 === "string",
         default: true,
         tag: "tag:yaml.org,2002:str",
         resolve: (str) => str,
         stringify: stringifyJSON
       },
       {
-        identify: (value) => value == null,
+        identify: (value2) => value2 == null,
         createNode: () => new Scalar.Scalar(null),
         default: true,
         tag: "tag:yaml.org,2002:null",
@@ -28579,7 +28579,7 @@ var require_schema2 = __commonJS({
         stringify: stringifyJSON
       },
       {
-        identify: (value) => typeof value === "boolean",
+        identify: (value2) => typeof value2 === "boolean",
         default: true,
         tag: "tag:yaml.org,2002:bool",
         test: /^true$|^false$/,
@@ -28592,10 +28592,10 @@ var require_schema2 = __commonJS({
         tag: "tag:yaml.org,2002:int",
         test: /^-?(?:0|[1-9][0-9]*)$/,
         resolve: (str, _onError, { intAsBigInt }) => intAsBigInt ? BigInt(str) : parseInt(str, 10),
-        stringify: ({ value }) => intIdentify(value) ? value.toString() : JSON.stringify(value)
+        stringify: ({ value: value2 }) => intIdentify(value2) ? value2.toString() : JSON.stringify(value2)
       },
       {
-        identify: (value) => typeof value === "number",
+        identify: (value2) => typeof value2 === "number",
         default: true,
         tag: "tag:yaml.org,2002:float",
         test: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?$/,
@@ -28625,7 +28625,7 @@ var require_binary = __commonJS({
     var Scalar = require_Scalar();
     var stringifyString = require_stringifyString();
     var binary = {
-      identify: (value) => value instanceof Uint8Array,
+      identify: (value2) => value2 instanceof Uint8Array,
       // Buffer inherits from Uint8Array
       default: false,
       tag: "tag:yaml.org,2002:binary",
@@ -28651,10 +28651,10 @@ var require_binary = __commonJS({
           return src;
         }
       },
-      stringify({ comment, type, value }, ctx, onComment, onChompKeep) {
-        if (!value)
+      stringify({ comment, type, value: value2 }, ctx, onComment, onChompKeep) {
+        if (!value2)
           return "";
-        const buf = value;
+        const buf = value2;
         let str;
         if (typeof node_buffer.Buffer === "function") {
           str = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
@@ -28726,25 +28726,25 @@ ${cn.comment}` : item.comment;
         for (let it of iterable) {
           if (typeof replacer === "function")
             it = replacer.call(iterable, String(i++), it);
-          let key, value;
+          let key, value2;
           if (Array.isArray(it)) {
             if (it.length === 2) {
               key = it[0];
-              value = it[1];
+              value2 = it[1];
             } else
               throw new TypeError(`Expected [key, value] tuple: ${it}`);
           } else if (it && it instanceof Object) {
             const keys = Object.keys(it);
             if (keys.length === 1) {
               key = keys[0];
-              value = it[key];
+              value2 = it[key];
             } else {
               throw new TypeError(`Expected tuple with one key, not ${keys.length} keys`);
             }
           } else {
             key = it;
           }
-          pairs2.items.push(Pair.createPair(key, value, ctx));
+          pairs2.items.push(Pair.createPair(key, value2, ctx));
         }
       return pairs2;
     }
@@ -28791,16 +28791,16 @@ var require_omap = __commonJS({
         if (ctx?.onCreate)
           ctx.onCreate(map);
         for (const pair of this.items) {
-          let key, value;
+          let key, value2;
           if (identity.isPair(pair)) {
             key = toJS.toJS(pair.key, "", ctx);
-            value = toJS.toJS(pair.value, key, ctx);
+            value2 = toJS.toJS(pair.value, key, ctx);
           } else {
             key = toJS.toJS(pair, "", ctx);
           }
           if (map.has(key))
             throw new Error("Ordered maps must not include duplicate keys");
-          map.set(key, value);
+          map.set(key, value2);
         }
         return map;
       }
@@ -28814,7 +28814,7 @@ var require_omap = __commonJS({
     YAMLOMap.tag = "tag:yaml.org,2002:omap";
     var omap = {
       collection: "seq",
-      identify: (value) => value instanceof Map,
+      identify: (value2) => value2 instanceof Map,
       nodeClass: YAMLOMap,
       default: false,
       tag: "tag:yaml.org,2002:omap",
@@ -28844,14 +28844,14 @@ var require_bool2 = __commonJS({
   "node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
-    function boolStringify({ value, source }, ctx) {
-      const boolObj = value ? trueTag : falseTag;
+    function boolStringify({ value: value2, source }, ctx) {
+      const boolObj = value2 ? trueTag : falseTag;
       if (source && boolObj.test.test(source))
         return source;
-      return value ? ctx.options.trueStr : ctx.options.falseStr;
+      return value2 ? ctx.options.trueStr : ctx.options.falseStr;
     }
     var trueTag = {
-      identify: (value) => value === true,
+      identify: (value2) => value2 === true,
       default: true,
       tag: "tag:yaml.org,2002:bool",
       test: /^(?:Y|y|[Yy]es|YES|[Tt]rue|TRUE|[Oo]n|ON)$/,
@@ -28859,7 +28859,7 @@ var require_bool2 = __commonJS({
       stringify: boolStringify
     };
     var falseTag = {
-      identify: (value) => value === false,
+      identify: (value2) => value2 === false,
       default: true,
       tag: "tag:yaml.org,2002:bool",
       test: /^(?:N|n|[Nn]o|NO|[Ff]alse|FALSE|[Oo]ff|OFF)$/,
@@ -28878,7 +28878,7 @@ var require_float2 = __commonJS({
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
     var floatNaN = {
-      identify: (value) => typeof value === "number",
+      identify: (value2) => typeof value2 === "number",
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
@@ -28886,7 +28886,7 @@ var require_float2 = __commonJS({
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
-      identify: (value) => typeof value === "number",
+      identify: (value2) => typeof value2 === "number",
       default: true,
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
@@ -28898,7 +28898,7 @@ var require_float2 = __commonJS({
       }
     };
     var float = {
-      identify: (value) => typeof value === "number",
+      identify: (value2) => typeof value2 === "number",
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*$/,
@@ -28925,7 +28925,7 @@ var require_int2 = __commonJS({
   "node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
-    var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
+    var intIdentify = (value2) => typeof value2 === "bigint" || Number.isInteger(value2);
     function intResolve(str, offset, radix, { intAsBigInt }) {
       const sign = str[0];
       if (sign === "-" || sign === "+")
@@ -28950,10 +28950,10 @@ var require_int2 = __commonJS({
       return sign === "-" ? -1 * n : n;
     }
     function intStringify(node, radix, prefix) {
-      const { value } = node;
-      if (intIdentify(value)) {
-        const str = value.toString(radix);
-        return value < 0 ? "-" + prefix + str.substr(1) : prefix + str;
+      const { value: value2 } = node;
+      if (intIdentify(value2)) {
+        const str = value2.toString(radix);
+        return value2 < 0 ? "-" + prefix + str.substr(1) : prefix + str;
       }
       return stringifyNumber.stringifyNumber(node);
     }
@@ -29031,13 +29031,13 @@ var require_set = __commonJS({
         const pair = YAMLMap.findPair(this.items, key);
         return !keepPair && identity.isPair(pair) ? identity.isScalar(pair.key) ? pair.key.value : pair.key : pair;
       }
-      set(key, value) {
-        if (typeof value !== "boolean")
-          throw new Error(`Expected boolean value for set(key, value) in a YAML set, not ${typeof value}`);
+      set(key, value2) {
+        if (typeof value2 !== "boolean")
+          throw new Error(`Expected boolean value for set(key, value) in a YAML set, not ${typeof value2}`);
         const prev = YAMLMap.findPair(this.items, key);
-        if (prev && !value) {
+        if (prev && !value2) {
           this.items.splice(this.items.indexOf(prev), 1);
-        } else if (!prev && value) {
+        } else if (!prev && value2) {
           this.items.push(new Pair.Pair(key));
         }
       }
@@ -29056,10 +29056,10 @@ var require_set = __commonJS({
         const { replacer } = ctx;
         const set2 = new this(schema);
         if (iterable && Symbol.iterator in Object(iterable))
-          for (let value of iterable) {
+          for (let value2 of iterable) {
             if (typeof replacer === "function")
-              value = replacer.call(iterable, value, value);
-            set2.items.push(Pair.createPair(value, null, ctx));
+              value2 = replacer.call(iterable, value2, value2);
+            set2.items.push(Pair.createPair(value2, null, ctx));
           }
         return set2;
       }
@@ -29067,7 +29067,7 @@ var require_set = __commonJS({
     YAMLSet.tag = "tag:yaml.org,2002:set";
     var set = {
       collection: "map",
-      identify: (value) => value instanceof Set,
+      identify: (value2) => value2 instanceof Set,
       nodeClass: YAMLSet,
       default: false,
       tag: "tag:yaml.org,2002:set",
@@ -29101,33 +29101,33 @@ var require_timestamp = __commonJS({
       return sign === "-" ? num2(-1) * res : res;
     }
     function stringifySexagesimal(node) {
-      let { value } = node;
+      let { value: value2 } = node;
       let num2 = (n) => n;
-      if (typeof value === "bigint")
+      if (typeof value2 === "bigint")
         num2 = (n) => BigInt(n);
-      else if (isNaN(value) || !isFinite(value))
+      else if (isNaN(value2) || !isFinite(value2))
         return stringifyNumber.stringifyNumber(node);
       let sign = "";
-      if (value < 0) {
+      if (value2 < 0) {
         sign = "-";
-        value *= num2(-1);
+        value2 *= num2(-1);
       }
       const _60 = num2(60);
-      const parts = [value % _60];
-      if (value < 60) {
+      const parts = [value2 % _60];
+      if (value2 < 60) {
         parts.unshift(0);
       } else {
-        value = (value - parts[0]) / _60;
-        parts.unshift(value % _60);
-        if (value >= 60) {
-          value = (value - parts[0]) / _60;
-          parts.unshift(value);
+        value2 = (value2 - parts[0]) / _60;
+        parts.unshift(value2 % _60);
+        if (value2 >= 60) {
+          value2 = (value2 - parts[0]) / _60;
+          parts.unshift(value2);
         }
       }
       return sign + parts.map((n) => String(n).padStart(2, "0")).join(":").replace(/000000\d*$/, "");
     }
     var intTime = {
-      identify: (value) => typeof value === "bigint" || Number.isInteger(value),
+      identify: (value2) => typeof value2 === "bigint" || Number.isInteger(value2),
       default: true,
       tag: "tag:yaml.org,2002:int",
       format: "TIME",
@@ -29136,7 +29136,7 @@ var require_timestamp = __commonJS({
       stringify: stringifySexagesimal
     };
     var floatTime = {
-      identify: (value) => typeof value === "number",
+      identify: (value2) => typeof value2 === "number",
       default: true,
       tag: "tag:yaml.org,2002:float",
       format: "TIME",
@@ -29145,7 +29145,7 @@ var require_timestamp = __commonJS({
       stringify: stringifySexagesimal
     };
     var timestamp = {
-      identify: (value) => value instanceof Date,
+      identify: (value2) => value2 instanceof Date,
       default: true,
       tag: "tag:yaml.org,2002:timestamp",
       // If the time zone is omitted, the timestamp is assumed to be specified in UTC. The time part
@@ -29168,7 +29168,7 @@ var require_timestamp = __commonJS({
         }
         return new Date(date);
       },
-      stringify: ({ value }) => value?.toISOString().replace(/(T00:00:00)?\.000Z$/, "") ?? ""
+      stringify: ({ value: value2 }) => value2?.toISOString().replace(/(T00:00:00)?\.000Z$/, "") ?? ""
     };
     exports2.floatTime = floatTime;
     exports2.intTime = intTime;
@@ -29442,7 +29442,7 @@ var require_Document = __commonJS({
     var createNode = require_createNode();
     var directives = require_directives();
     var Document = class _Document {
-      constructor(value, replacer, options2) {
+      constructor(value2, replacer, options2) {
         this.commentBefore = null;
         this.comment = null;
         this.errors = [];
@@ -29474,7 +29474,7 @@ var require_Document = __commonJS({
         } else
           this.directives = new directives.Directives({ version });
         this.setSchema(version, options2);
-        this.contents = value === void 0 ? null : this.createNode(value, _replacer, options2);
+        this.contents = value2 === void 0 ? null : this.createNode(value2, _replacer, options2);
       }
       /**
        * Create a deep copy of this Document and its contents.
@@ -29499,14 +29499,14 @@ var require_Document = __commonJS({
         return copy;
       }
       /** Adds a value to the document. */
-      add(value) {
+      add(value2) {
         if (assertCollection(this.contents))
-          this.contents.add(value);
+          this.contents.add(value2);
       }
       /** Adds a value to the document. */
-      addIn(path, value) {
+      addIn(path, value2) {
         if (assertCollection(this.contents))
-          this.contents.addIn(path, value);
+          this.contents.addIn(path, value2);
       }
       /**
        * Create a new `Alias` node, ensuring that the target `node` has the required anchor.
@@ -29525,10 +29525,10 @@ var require_Document = __commonJS({
         }
         return new Alias.Alias(node.anchor);
       }
-      createNode(value, replacer, options2) {
+      createNode(value2, replacer, options2) {
         let _replacer = void 0;
         if (typeof replacer === "function") {
-          value = replacer.call({ "": value }, "", value);
+          value2 = replacer.call({ "": value2 }, "", value2);
           _replacer = replacer;
         } else if (Array.isArray(replacer)) {
           const keyToStr = (v) => typeof v === "number" || v instanceof String || v instanceof Number;
@@ -29555,7 +29555,7 @@ var require_Document = __commonJS({
           schema: this.schema,
           sourceObjects
         };
-        const node = createNode.createNode(value, tag, ctx);
+        const node = createNode.createNode(value2, tag, ctx);
         if (flow && identity.isCollection(node))
           node.flow = true;
         setAnchors();
@@ -29565,9 +29565,9 @@ var require_Document = __commonJS({
        * Convert a key and a value into a `Pair` using the current schema,
        * recursively wrapping all values as `Scalar` or `Collection` nodes.
        */
-      createPair(key, value, options2 = {}) {
+      createPair(key, value2, options2 = {}) {
         const k = this.createNode(key, null, options2);
-        const v = this.createNode(value, null, options2);
+        const v = this.createNode(value2, null, options2);
         return new Pair.Pair(k, v);
       }
       /**
@@ -29626,24 +29626,24 @@ var require_Document = __commonJS({
        * Sets a value in this document. For `!!set`, `value` needs to be a
        * boolean to add/remove the item from the set.
        */
-      set(key, value) {
+      set(key, value2) {
         if (this.contents == null) {
-          this.contents = Collection2.collectionFromPath(this.schema, [key], value);
+          this.contents = Collection2.collectionFromPath(this.schema, [key], value2);
         } else if (assertCollection(this.contents)) {
-          this.contents.set(key, value);
+          this.contents.set(key, value2);
         }
       }
       /**
        * Sets a value in this document. For `!!set`, `value` needs to be a
        * boolean to add/remove the item from the set.
        */
-      setIn(path, value) {
+      setIn(path, value2) {
         if (Collection2.isEmptyPath(path)) {
-          this.contents = value;
+          this.contents = value2;
         } else if (this.contents == null) {
-          this.contents = Collection2.collectionFromPath(this.schema, Array.from(path), value);
+          this.contents = Collection2.collectionFromPath(this.schema, Array.from(path), value2);
         } else if (assertCollection(this.contents)) {
-          this.contents.setIn(path, value);
+          this.contents.setIn(path, value2);
         }
       }
       /**
@@ -30029,7 +30029,7 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start, key, sep: sep3, value } = collItem;
+        const { start, key, sep: sep3, value: value2 } = collItem;
         const keyProps = resolveProps.resolveProps(start, {
           indicator: "explicit-key-ind",
           next: key ?? sep3?.[0],
@@ -30072,7 +30072,7 @@ var require_resolve_block_map = __commonJS({
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
         const valueProps = resolveProps.resolveProps(sep3 ?? [], {
           indicator: "map-value-ind",
-          next: value,
+          next: value2,
           offset: keyNode.range[2],
           onError,
           parentIndent: bm.indent,
@@ -30081,14 +30081,14 @@ var require_resolve_block_map = __commonJS({
         offset = valueProps.end;
         if (valueProps.found) {
           if (implicitKey) {
-            if (value?.type === "block-map" && !valueProps.hasNewline)
+            if (value2?.type === "block-map" && !valueProps.hasNewline)
               onError(offset, "BLOCK_AS_IMPLICIT_KEY", "Nested mappings are not allowed in compact mappings");
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep3, null, valueProps, onError);
+          const valueNode = value2 ? composeNode(ctx, value2, valueProps, onError) : composeEmptyNode(ctx, offset, sep3, null, valueProps, onError);
           if (ctx.schema.compat)
-            utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
+            utilFlowIndentCheck.flowIndentCheck(bm.indent, value2, onError);
           offset = valueNode.range[2];
           const pair = new Pair.Pair(keyNode, valueNode);
           if (ctx.options.keepSourceTokens)
@@ -30134,18 +30134,18 @@ var require_resolve_block_seq = __commonJS({
         ctx.atKey = false;
       let offset = bs.offset;
       let commentEnd = null;
-      for (const { start, value } of bs.items) {
+      for (const { start, value: value2 } of bs.items) {
         const props = resolveProps.resolveProps(start, {
           indicator: "seq-item-ind",
-          next: value,
+          next: value2,
           offset,
           onError,
           parentIndent: bs.indent,
           startOnNewline: true
         });
         if (!props.found) {
-          if (props.anchor || props.tag || value) {
-            if (value?.type === "block-seq")
+          if (props.anchor || props.tag || value2) {
+            if (value2?.type === "block-seq")
               onError(props.end, "BAD_INDENT", "All sequence items must start at the same column");
             else
               onError(offset, "MISSING_CHAR", "Sequence item without - indicator");
@@ -30156,9 +30156,9 @@ var require_resolve_block_seq = __commonJS({
             continue;
           }
         }
-        const node = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, start, null, props, onError);
+        const node = value2 ? composeNode(ctx, value2, props, onError) : composeEmptyNode(ctx, props.end, start, null, props, onError);
         if (ctx.schema.compat)
-          utilFlowIndentCheck.flowIndentCheck(bs.indent, value, onError);
+          utilFlowIndentCheck.flowIndentCheck(bs.indent, value2, onError);
         offset = node.range[2];
         seq.items.push(node);
       }
@@ -30240,7 +30240,7 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i = 0; i < fc.items.length; ++i) {
         const collItem = fc.items[i];
-        const { start, key, sep: sep3, value } = collItem;
+        const { start, key, sep: sep3, value: value2 } = collItem;
         const props = resolveProps.resolveProps(start, {
           flow: fcName,
           indicator: "explicit-key-ind",
@@ -30251,7 +30251,7 @@ var require_resolve_flow_collection = __commonJS({
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep3 && !value) {
+          if (!props.anchor && !props.tag && !sep3 && !value2) {
             if (i === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i < fc.items.length - 1)
@@ -30306,10 +30306,10 @@ var require_resolve_flow_collection = __commonJS({
           }
         }
         if (!isMap2 && !sep3 && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep3, null, props, onError);
+          const valueNode = value2 ? composeNode(ctx, value2, props, onError) : composeEmptyNode(ctx, props.end, sep3, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
-          if (isBlock(value))
+          if (isBlock(value2))
             onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
         } else {
           ctx.atKey = true;
@@ -30321,7 +30321,7 @@ var require_resolve_flow_collection = __commonJS({
           const valueProps = resolveProps.resolveProps(sep3 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
-            next: value,
+            next: value2,
             offset: keyNode.range[2],
             onError,
             parentIndent: fc.indent,
@@ -30341,15 +30341,15 @@ var require_resolve_flow_collection = __commonJS({
               if (props.start < valueProps.found.offset - 1024)
                 onError(valueProps.found, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit flow sequence key");
             }
-          } else if (value) {
-            if ("source" in value && value.source?.[0] === ":")
-              onError(value, "MISSING_CHAR", `Missing space after : in ${fcName}`);
+          } else if (value2) {
+            if ("source" in value2 && value2.source?.[0] === ":")
+              onError(value2, "MISSING_CHAR", `Missing space after : in ${fcName}`);
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep3, null, valueProps, onError) : null;
+          const valueNode = value2 ? composeNode(ctx, value2, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep3, null, valueProps, onError) : null;
           if (valueNode) {
-            if (isBlock(value))
+            if (isBlock(value2))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
           } else if (valueProps.comment) {
             if (keyNode.comment)
@@ -30492,11 +30492,11 @@ var require_resolve_block_scalar = __commonJS({
           break;
       }
       if (chompStart === 0) {
-        const value2 = header.chomp === "+" && lines.length > 0 ? "\n".repeat(Math.max(1, lines.length - 1)) : "";
+        const value3 = header.chomp === "+" && lines.length > 0 ? "\n".repeat(Math.max(1, lines.length - 1)) : "";
         let end2 = start + header.length;
         if (scalar.source)
           end2 += scalar.source.length;
-        return { value: value2, type, comment: header.comment, range: [start, end2, end2] };
+        return { value: value3, type, comment: header.comment, range: [start, end2, end2] };
       }
       let trimIndent = scalar.indent + header.indent;
       let offset = scalar.offset + header.length;
@@ -30526,11 +30526,11 @@ var require_resolve_block_scalar = __commonJS({
         if (lines[i][0].length > trimIndent)
           chompStart = i + 1;
       }
-      let value = "";
+      let value2 = "";
       let sep3 = "";
       let prevMoreIndented = false;
       for (let i = 0; i < contentStart; ++i)
-        value += lines[i][0].slice(trimIndent) + "\n";
+        value2 += lines[i][0].slice(trimIndent) + "\n";
       for (let i = contentStart; i < chompStart; ++i) {
         let [indent2, content] = lines[i];
         offset += indent2.length + content.length + 1;
@@ -30544,23 +30544,23 @@ var require_resolve_block_scalar = __commonJS({
           indent2 = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep3 + indent2.slice(trimIndent) + content;
+          value2 += sep3 + indent2.slice(trimIndent) + content;
           sep3 = "\n";
         } else if (indent2.length > trimIndent || content[0] === "	") {
           if (sep3 === " ")
             sep3 = "\n";
           else if (!prevMoreIndented && sep3 === "\n")
             sep3 = "\n\n";
-          value += sep3 + indent2.slice(trimIndent) + content;
+          value2 += sep3 + indent2.slice(trimIndent) + content;
           sep3 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
           if (sep3 === "\n")
-            value += "\n";
+            value2 += "\n";
           else
             sep3 = "\n";
         } else {
-          value += sep3 + content;
+          value2 += sep3 + content;
           sep3 = " ";
           prevMoreIndented = false;
         }
@@ -30570,15 +30570,15 @@ var require_resolve_block_scalar = __commonJS({
           break;
         case "+":
           for (let i = chompStart; i < lines.length; ++i)
-            value += "\n" + lines[i][0].slice(trimIndent);
-          if (value[value.length - 1] !== "\n")
-            value += "\n";
+            value2 += "\n" + lines[i][0].slice(trimIndent);
+          if (value2[value2.length - 1] !== "\n")
+            value2 += "\n";
           break;
         default:
-          value += "\n";
+          value2 += "\n";
       }
       const end = start + header.length + scalar.source.length;
-      return { value, type, comment: header.comment, range: [start, end, end] };
+      return { value: value2, type, comment: header.comment, range: [start, end, end] };
     }
     function parseBlockScalarHeader({ offset, props }, strict, onError) {
       if (props[0].type !== "block-scalar-header") {
@@ -30663,20 +30663,20 @@ var require_resolve_flow_scalar = __commonJS({
     function resolveFlowScalar(scalar, strict, onError) {
       const { offset, type, source, end } = scalar;
       let _type;
-      let value;
+      let value2;
       const _onError = (rel, code2, msg) => onError(offset + rel, code2, msg);
       switch (type) {
         case "scalar":
           _type = Scalar.Scalar.PLAIN;
-          value = plainValue(source, _onError);
+          value2 = plainValue(source, _onError);
           break;
         case "single-quoted-scalar":
           _type = Scalar.Scalar.QUOTE_SINGLE;
-          value = singleQuotedValue(source, _onError);
+          value2 = singleQuotedValue(source, _onError);
           break;
         case "double-quoted-scalar":
           _type = Scalar.Scalar.QUOTE_DOUBLE;
-          value = doubleQuotedValue(source, _onError);
+          value2 = doubleQuotedValue(source, _onError);
           break;
         /* istanbul ignore next should not happen */
         default:
@@ -30691,7 +30691,7 @@ var require_resolve_flow_scalar = __commonJS({
       const valueEnd = offset + source.length;
       const re = resolveEnd.resolveEnd(end, valueEnd, strict, onError);
       return {
-        value,
+        value: value2,
         type: _type,
         comment: re.comment,
         range: [offset, valueEnd, re.offset]
@@ -30884,28 +30884,28 @@ var require_compose_scalar = __commonJS({
     var resolveBlockScalar = require_resolve_block_scalar();
     var resolveFlowScalar = require_resolve_flow_scalar();
     function composeScalar(ctx, token, tagToken, onError) {
-      const { value, type, comment, range: range2 } = token.type === "block-scalar" ? resolveBlockScalar.resolveBlockScalar(ctx, token, onError) : resolveFlowScalar.resolveFlowScalar(token, ctx.options.strict, onError);
+      const { value: value2, type, comment, range: range2 } = token.type === "block-scalar" ? resolveBlockScalar.resolveBlockScalar(ctx, token, onError) : resolveFlowScalar.resolveFlowScalar(token, ctx.options.strict, onError);
       const tagName = tagToken ? ctx.directives.tagName(tagToken.source, (msg) => onError(tagToken, "TAG_RESOLVE_FAILED", msg)) : null;
       let tag;
       if (ctx.options.stringKeys && ctx.atKey) {
         tag = ctx.schema[identity.SCALAR];
       } else if (tagName)
-        tag = findScalarTagByName(ctx.schema, value, tagName, tagToken, onError);
+        tag = findScalarTagByName(ctx.schema, value2, tagName, tagToken, onError);
       else if (token.type === "scalar")
-        tag = findScalarTagByTest(ctx, value, token, onError);
+        tag = findScalarTagByTest(ctx, value2, token, onError);
       else
         tag = ctx.schema[identity.SCALAR];
       let scalar;
       try {
-        const res = tag.resolve(value, (msg) => onError(tagToken ?? token, "TAG_RESOLVE_FAILED", msg), ctx.options);
+        const res = tag.resolve(value2, (msg) => onError(tagToken ?? token, "TAG_RESOLVE_FAILED", msg), ctx.options);
         scalar = identity.isScalar(res) ? res : new Scalar.Scalar(res);
       } catch (error2) {
         const msg = error2 instanceof Error ? error2.message : String(error2);
         onError(tagToken ?? token, "TAG_RESOLVE_FAILED", msg);
-        scalar = new Scalar.Scalar(value);
+        scalar = new Scalar.Scalar(value2);
       }
       scalar.range = range2;
-      scalar.source = value;
+      scalar.source = value2;
       if (type)
         scalar.type = type;
       if (tagName)
@@ -30916,7 +30916,7 @@ var require_compose_scalar = __commonJS({
         scalar.comment = comment;
       return scalar;
     }
-    function findScalarTagByName(schema, value, tagName, tagToken, onError) {
+    function findScalarTagByName(schema, value2, tagName, tagToken, onError) {
       if (tagName === "!")
         return schema[identity.SCALAR];
       const matchWithTest = [];
@@ -30929,7 +30929,7 @@ var require_compose_scalar = __commonJS({
         }
       }
       for (const tag of matchWithTest)
-        if (tag.test?.test(value))
+        if (tag.test?.test(value2))
           return tag;
       const kt = schema.knownTags[tagName];
       if (kt && !kt.collection) {
@@ -30939,10 +30939,10 @@ var require_compose_scalar = __commonJS({
       onError(tagToken, "TAG_RESOLVE_FAILED", `Unresolved tag: ${tagName}`, tagName !== "tag:yaml.org,2002:str");
       return schema[identity.SCALAR];
     }
-    function findScalarTagByTest({ atKey, directives, schema }, value, token, onError) {
-      const tag = schema.tags.find((tag2) => (tag2.default === true || atKey && tag2.default === "key") && tag2.test?.test(value)) || schema[identity.SCALAR];
+    function findScalarTagByTest({ atKey, directives, schema }, value2, token, onError) {
+      const tag = schema.tags.find((tag2) => (tag2.default === true || atKey && tag2.default === "key") && tag2.test?.test(value2)) || schema[identity.SCALAR];
       if (schema.compat) {
-        const compat = schema.compat.find((tag2) => tag2.default && tag2.test?.test(value)) ?? schema[identity.SCALAR];
+        const compat = schema.compat.find((tag2) => tag2.default && tag2.test?.test(value2)) ?? schema[identity.SCALAR];
         if (tag.tag !== compat.tag) {
           const ts = directives.tagString(tag.tag);
           const cs = directives.tagString(compat.tag);
@@ -31100,7 +31100,7 @@ var require_compose_doc = __commonJS({
     var composeNode = require_compose_node();
     var resolveEnd = require_resolve_end();
     var resolveProps = require_resolve_props();
-    function composeDoc(options2, directives, { offset, start, value, end }, onError) {
+    function composeDoc(options2, directives, { offset, start, value: value2, end }, onError) {
       const opts = Object.assign({ _directives: directives }, options2);
       const doc = new Document.Document(void 0, opts);
       const ctx = {
@@ -31112,7 +31112,7 @@ var require_compose_doc = __commonJS({
       };
       const props = resolveProps.resolveProps(start, {
         indicator: "doc-start",
-        next: value ?? end?.[0],
+        next: value2 ?? end?.[0],
         offset,
         onError,
         parentIndent: 0,
@@ -31120,10 +31120,10 @@ var require_compose_doc = __commonJS({
       });
       if (props.found) {
         doc.directives.docStart = true;
-        if (value && (value.type === "block-map" || value.type === "block-seq") && !props.hasNewline)
+        if (value2 && (value2.type === "block-map" || value2.type === "block-seq") && !props.hasNewline)
           onError(props.end, "MISSING_CHAR", "Block collection cannot start on same line with directives-end marker");
       }
-      doc.contents = value ? composeNode.composeNode(ctx, value, props, onError) : composeNode.composeEmptyNode(ctx, props.end, start, null, props, onError);
+      doc.contents = value2 ? composeNode.composeNode(ctx, value2, props, onError) : composeNode.composeEmptyNode(ctx, props.end, start, null, props, onError);
       const contentEnd = doc.contents.range[2];
       const re = resolveEnd.resolveEnd(end, contentEnd, false, onError);
       if (re.comment)
@@ -31371,9 +31371,9 @@ var require_cst_scalar = __commonJS({
       }
       return null;
     }
-    function createScalarToken(value, context) {
+    function createScalarToken(value2, context) {
       const { implicitKey = false, indent: indent2, inFlow = false, offset = -1, type = "PLAIN" } = context;
-      const source = stringifyString.stringifyString({ type, value }, {
+      const source = stringifyString.stringifyString({ type, value: value2 }, {
         implicitKey,
         indent: indent2 > 0 ? " ".repeat(indent2) : "",
         inFlow,
@@ -31403,7 +31403,7 @@ var require_cst_scalar = __commonJS({
           return { type: "scalar", offset, indent: indent2, source, end };
       }
     }
-    function setScalarValue(token, value, context = {}) {
+    function setScalarValue(token, value2, context = {}) {
       let { afterKey = false, implicitKey = false, inFlow = false, type } = context;
       let indent2 = "indent" in token ? token.indent : null;
       if (afterKey && typeof indent2 === "number")
@@ -31426,7 +31426,7 @@ var require_cst_scalar = __commonJS({
           default:
             type = "PLAIN";
         }
-      const source = stringifyString.stringifyString({ type, value }, {
+      const source = stringifyString.stringifyString({ type, value: value2 }, {
         implicitKey: implicitKey || indent2 === null,
         indent: indent2 !== null && indent2 > 0 ? " ".repeat(indent2) : "",
         inFlow,
@@ -31572,7 +31572,7 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start, key, sep: sep3, value }) {
+    function stringifyItem({ start, key, sep: sep3, value: value2 }) {
       let res = "";
       for (const st of start)
         res += st.source;
@@ -31581,8 +31581,8 @@ var require_cst_stringify = __commonJS({
       if (sep3)
         for (const st of sep3)
           res += st.source;
-      if (value)
-        res += stringifyToken(value);
+      if (value2)
+        res += stringifyToken(value2);
       return res;
     }
     exports2.stringify = stringify;
@@ -33315,7 +33315,7 @@ var require_public_api = __commonJS({
       }
       return doc.toJS(Object.assign({ reviver: _reviver }, options2));
     }
-    function stringify(value, replacer, options2) {
+    function stringify(value2, replacer, options2) {
       let _replacer = null;
       if (typeof replacer === "function" || Array.isArray(replacer)) {
         _replacer = replacer;
@@ -33328,14 +33328,14 @@ var require_public_api = __commonJS({
         const indent2 = Math.round(options2);
         options2 = indent2 < 1 ? void 0 : indent2 > 8 ? { indent: 8 } : { indent: indent2 };
       }
-      if (value === void 0) {
+      if (value2 === void 0) {
         const { keepUndefined } = options2 ?? replacer ?? {};
         if (!keepUndefined)
           return void 0;
       }
-      if (identity.isDocument(value) && !_replacer)
-        return value.toString(options2);
-      return new Document.Document(value, _replacer, options2).toString(options2);
+      if (identity.isDocument(value2) && !_replacer)
+        return value2.toString(options2);
+      return new Document.Document(value2, _replacer, options2).toString(options2);
     }
     exports2.parse = parse3;
     exports2.parseAllDocuments = parseAllDocuments;
@@ -33438,14 +33438,14 @@ var require_light = __commonJS({
           this._last = null;
           this.length = 0;
         }
-        push(value) {
+        push(value2) {
           var node;
           this.length++;
           if (typeof this.incr === "function") {
             this.incr();
           }
           node = {
-            value,
+            value: value2,
             prev: this._last,
             next: null
           };
@@ -33458,7 +33458,7 @@ var require_light = __commonJS({
           return void 0;
         }
         shift() {
-          var value;
+          var value2;
           if (this._first == null) {
             return;
           } else {
@@ -33467,13 +33467,13 @@ var require_light = __commonJS({
               this.decr();
             }
           }
-          value = this._first.value;
+          value2 = this._first.value;
           if ((this._first = this._first.next) != null) {
             this._first.prev = null;
           } else {
             this._last = null;
           }
-          return value;
+          return value2;
         }
         first() {
           if (this._first != null) {
@@ -34753,14 +34753,14 @@ var require_DLList = __commonJS({
         this._last = null;
         this.length = 0;
       }
-      push(value) {
+      push(value2) {
         var node;
         this.length++;
         if (typeof this.incr === "function") {
           this.incr();
         }
         node = {
-          value,
+          value: value2,
           prev: this._last,
           next: null
         };
@@ -34773,7 +34773,7 @@ var require_DLList = __commonJS({
         return void 0;
       }
       shift() {
-        var value;
+        var value2;
         if (this._first == null) {
           return;
         } else {
@@ -34782,13 +34782,13 @@ var require_DLList = __commonJS({
             this.decr();
           }
         }
-        value = this._first.value;
+        value2 = this._first.value;
         if ((this._first = this._first.next) != null) {
           this._first.prev = null;
         } else {
           this._last = null;
         }
-        return value;
+        return value2;
       }
       first() {
         if (this._first != null) {
@@ -34837,15 +34837,15 @@ var require_Events = __commonJS({
     function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator2(fn) {
@@ -34853,8 +34853,8 @@ var require_Events = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -35052,15 +35052,15 @@ var require_Job = __commonJS({
     function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator2(fn) {
@@ -35068,8 +35068,8 @@ var require_Job = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -35256,15 +35256,15 @@ var require_LocalDatastore = __commonJS({
     function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator2(fn) {
@@ -35272,8 +35272,8 @@ var require_LocalDatastore = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -35819,15 +35819,15 @@ var require_RedisConnection = __commonJS({
     function asyncGeneratorStep(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator(fn) {
@@ -35835,8 +35835,8 @@ var require_RedisConnection = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -36046,15 +36046,15 @@ var require_IORedisConnection = __commonJS({
     function asyncGeneratorStep(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator(fn) {
@@ -36062,8 +36062,8 @@ var require_IORedisConnection = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -36255,15 +36255,15 @@ var require_RedisDatastore = __commonJS({
     function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator2(fn) {
@@ -36271,8 +36271,8 @@ var require_RedisDatastore = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -36653,15 +36653,15 @@ var require_Sync = __commonJS({
     function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator2(fn) {
@@ -36669,8 +36669,8 @@ var require_Sync = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -36789,15 +36789,15 @@ var require_Group = __commonJS({
     function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator2(fn) {
@@ -36805,8 +36805,8 @@ var require_Group = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -37075,15 +37075,15 @@ var require_Bottleneck = __commonJS({
     function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
-        var value = info.value;
+        var value2 = info.value;
       } catch (error2) {
         reject(error2);
         return;
       }
       if (info.done) {
-        resolve16(value);
+        resolve16(value2);
       } else {
-        Promise.resolve(value).then(_next, _throw);
+        Promise.resolve(value2).then(_next, _throw);
       }
     }
     function _asyncToGenerator2(fn) {
@@ -37091,8 +37091,8 @@ var require_Bottleneck = __commonJS({
         var self2 = this, args = arguments;
         return new Promise(function(resolve16, reject) {
           var gen = fn.apply(self2, args);
-          function _next(value) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value);
+          function _next(value2) {
+            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
             asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
@@ -37962,32 +37962,32 @@ var init_sha256_wrapper_ITDNMKRK = __esm({
           }
         }
         var noExitRuntime = Module2["noExitRuntime"] || true;
-        function setValue(ptr, value, type = "i8") {
+        function setValue(ptr, value2, type = "i8") {
           if (type.endsWith("*"))
             type = "*";
           switch (type) {
             case "i1":
-              HEAP8[ptr] = value;
+              HEAP8[ptr] = value2;
               break;
             case "i8":
-              HEAP8[ptr] = value;
+              HEAP8[ptr] = value2;
               break;
             case "i16":
-              HEAP16[ptr >> 1] = value;
+              HEAP16[ptr >> 1] = value2;
               break;
             case "i32":
-              HEAP32[ptr >> 2] = value;
+              HEAP32[ptr >> 2] = value2;
               break;
             case "i64":
               abort("to do setValue(i64) use WASM_BIGINT");
             case "float":
-              HEAPF32[ptr >> 2] = value;
+              HEAPF32[ptr >> 2] = value2;
               break;
             case "double":
-              HEAPF64[ptr >> 3] = value;
+              HEAPF64[ptr >> 3] = value2;
               break;
             case "*":
-              HEAPU32[ptr >> 2] = value;
+              HEAPU32[ptr >> 2] = value2;
               break;
             default:
               abort(`invalid type for setValue: ${type}`);
@@ -38303,9 +38303,9 @@ function issueFileCommand(command, message) {
     encoding: "utf8"
   });
 }
-function prepareKeyValueMessage(key, value) {
+function prepareKeyValueMessage(key, value2) {
   const delimiter3 = `ghadelimiter_${crypto2.randomUUID()}`;
-  const convertedValue = toCommandValue(value);
+  const convertedValue = toCommandValue(value2);
   if (key.includes(delimiter3)) {
     throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter3}"`);
   }
@@ -38377,22 +38377,22 @@ var HttpResponseRetryCodes = [
 import { EOL as EOL3 } from "os";
 import { constants, promises } from "fs";
 var __awaiter = function(thisArg, _arguments, P, generator) {
-  function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve16) {
-      resolve16(value);
+  function adopt(value2) {
+    return value2 instanceof P ? value2 : new P(function(resolve16) {
+      resolve16(value2);
     });
   }
   return new (P || (P = Promise))(function(resolve16, reject) {
-    function fulfilled(value) {
+    function fulfilled(value2) {
       try {
-        step(generator.next(value));
+        step(generator.next(value2));
       } catch (e) {
         reject(e);
       }
     }
-    function rejected(value) {
+    function rejected(value2) {
       try {
-        step(generator["throw"](value));
+        step(generator["throw"](value2));
       } catch (e) {
         reject(e);
       }
@@ -38443,7 +38443,7 @@ var Summary = class {
    * @returns {string} content wrapped in HTML element
    */
   wrap(tag, content, attrs = {}) {
-    const htmlAttrs = Object.entries(attrs).map(([key, value]) => ` ${key}="${value}"`).join("");
+    const htmlAttrs = Object.entries(attrs).map(([key, value2]) => ` ${key}="${value2}"`).join("");
     if (!content) {
       return `<${tag}${htmlAttrs}>`;
     }
@@ -38704,13 +38704,13 @@ function getBooleanInput(name, options2) {
   throw new TypeError(`Input does not meet YAML 1.2 "Core Schema" specification: ${name}
 Support boolean input list: \`true | True | TRUE | false | False | FALSE\``);
 }
-function setOutput(name, value) {
+function setOutput(name, value2) {
   const filePath = process.env["GITHUB_OUTPUT"] || "";
   if (filePath) {
-    return issueFileCommand("OUTPUT", prepareKeyValueMessage(name, value));
+    return issueFileCommand("OUTPUT", prepareKeyValueMessage(name, value2));
   }
   process.stdout.write(os4.EOL);
-  issueCommand("set-output", { name }, toCommandValue(value));
+  issueCommand("set-output", { name }, toCommandValue(value2));
 }
 function setFailed(message) {
   process.exitCode = ExitCode.Failure;
@@ -38798,13 +38798,13 @@ function bad(name, problem) {
   return new HillclimbError(`input ${name}: ${problem}`, { exitCode: ExitCode2.badInput });
 }
 function optionalText(name) {
-  const value = getInput(name, { trimWhitespace: true });
-  return value === "" ? void 0 : value;
+  const value2 = getInput(name, { trimWhitespace: true });
+  return value2 === "" ? void 0 : value2;
 }
 function requiredText(name) {
-  const value = optionalText(name);
-  if (value === void 0) throw bad(name, "required and not supplied");
-  return value;
+  const value2 = optionalText(name);
+  if (value2 === void 0) throw bad(name, "required and not supplied");
+  return value2;
 }
 function flag(name, fallback) {
   if (optionalText(name) === void 0) return fallback;
@@ -38841,8 +38841,8 @@ function configOverrides() {
     ["store", "store.kind"],
     ["forge", "forge.kind"]
   ]) {
-    const value = optionalText(input);
-    if (value !== void 0) overrides[key] = value;
+    const value2 = optionalText(input);
+    if (value2 !== void 0) overrides[key] = value2;
   }
   return overrides;
 }
@@ -38895,8 +38895,8 @@ function writeFileAtomic(path, data) {
   }
   renameSync(tmp, path);
 }
-function writeJsonAtomic(path, value) {
-  writeFileAtomic(path, `${JSON.stringify(value, null, 2)}
+function writeJsonAtomic(path, value2) {
+  writeFileAtomic(path, `${JSON.stringify(value2, null, 2)}
 `);
 }
 function appendLineDurable(path, line) {
@@ -39053,6 +39053,7 @@ function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
     mde: c?.mde ?? null,
     mfuA: m?.mfu.a ?? null,
     mfuB: m?.mfu.b ?? null,
+    ...m?.levels ? { levels: historyLevels(m.levels) } : {},
     championAfter: championAfter2,
     harnessHash: ev.provenance.harnessHash ?? null,
     configHash: ev.provenance.configHash,
@@ -39061,6 +39062,19 @@ function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
     versions: m?.versions ?? {},
     prUrl: ev.publish?.prUrl ?? null,
     evidenceUrl: ev.publish?.bundleUrl ?? null
+  };
+}
+function historyLevels(l) {
+  const pair = (c) => ({
+    a: c?.a ?? null,
+    b: c?.b ?? null
+  });
+  return {
+    kernelMs: pair(l.kernel.time),
+    kernelMfu: pair(l.kernel.mfu),
+    stepMs: pair(l.model?.time),
+    modelMfu: pair(l.model?.mfu),
+    peak: l.peak?.source ?? null
   };
 }
 function championMeasurement(rows, champion) {
@@ -39172,27 +39186,27 @@ function withMinus(text3) {
   const body = text3.slice(1);
   return /^[0.]+$/.test(body) ? body : `${MINUS}${body}`;
 }
-function formatFixed(value, decimals) {
-  return withMinus(value.toFixed(decimals));
+function formatFixed(value2, decimals) {
+  return withMinus(value2.toFixed(decimals));
 }
-function formatSignedFixed(value, decimals) {
-  const text3 = formatFixed(value, decimals);
+function formatSignedFixed(value2, decimals) {
+  const text3 = formatFixed(value2, decimals);
   return text3.startsWith(MINUS) || /^[0.]+$/.test(text3) ? text3 : `+${text3}`;
 }
-function decimalsFor(value, digits) {
-  const abs = Math.abs(value);
+function decimalsFor(value2, digits) {
+  const abs = Math.abs(value2);
   if (abs === 0 || !Number.isFinite(abs)) return digits - 1;
   const magnitude = Math.floor(Math.log10(abs));
   const rounded = Number(abs.toFixed(Math.max(0, Math.min(6, digits - 1 - magnitude))));
   const m = rounded === 0 ? magnitude : Math.floor(Math.log10(rounded));
   return Math.max(0, Math.min(6, digits - 1 - m));
 }
-function formatSignificant(value, digits = VALUE_DIGITS) {
-  if (!Number.isFinite(value)) return String(value);
-  return formatFixed(value, decimalsFor(value, digits));
+function formatSignificant(value2, digits = VALUE_DIGITS) {
+  if (!Number.isFinite(value2)) return String(value2);
+  return formatFixed(value2, decimalsFor(value2, digits));
 }
-function formatValue(value, unit) {
-  const number = formatSignificant(value);
+function formatValue(value2, unit) {
+  const number = formatSignificant(value2);
   if (unit === "") return number;
   return unit === "%" ? `${number}%` : `${number} ${unit}`;
 }
@@ -39268,6 +39282,612 @@ function truncateText(text3, max) {
   return `${chars.slice(0, Math.max(0, max - 1)).join("")}\u2026`;
 }
 
+// src/evidence/stats/describe.ts
+function sortedCopy(values) {
+  return Float64Array.from(values).sort();
+}
+function medianOfSorted(sorted) {
+  const n = sorted.length;
+  if (n === 0) return Number.NaN;
+  const mid = n >> 1;
+  return n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+function median(values) {
+  return medianOfSorted(sortedCopy(values));
+}
+function quantileOfSorted(sorted, p) {
+  const n = sorted.length;
+  if (n === 0 || Number.isNaN(p)) return Number.NaN;
+  const h = (n - 1) * Math.min(1, Math.max(0, p));
+  const lo = Math.floor(h);
+  const hi = Math.min(n - 1, lo + 1);
+  return sorted[lo] + (h - lo) * (sorted[hi] - sorted[lo]);
+}
+function mean(values) {
+  if (values.length === 0) return Number.NaN;
+  let sum3 = 0;
+  for (const v of values) sum3 += v;
+  return sum3 / values.length;
+}
+function sampleVariance(values) {
+  if (values.length < 2) return Number.NaN;
+  const m = mean(values);
+  let ss = 0;
+  for (const v of values) ss += (v - m) ** 2;
+  return ss / (values.length - 1);
+}
+function logCv(values) {
+  return Math.sqrt(sampleVariance(values.map(Math.log)));
+}
+var TUKEY_FENCE_IQRS = 1.5;
+function withoutOutliers(values) {
+  if (values.length < 4) return [...values];
+  const logs = sortedCopy(values.map(Math.log));
+  const q1 = quantileOfSorted(logs, 0.25);
+  const q3 = quantileOfSorted(logs, 0.75);
+  const reach = TUKEY_FENCE_IQRS * (q3 - q1);
+  return values.filter((v) => {
+    const x = Math.log(v);
+    return x >= q1 - reach && x <= q3 + reach;
+  });
+}
+
+// src/evidence/stats/normal.ts
+function normalCdf(x) {
+  if (Number.isNaN(x)) return Number.NaN;
+  const xabs = Math.abs(x);
+  let tail;
+  if (xabs > 37) {
+    tail = 0;
+  } else {
+    const e = Math.exp(-xabs * xabs / 2);
+    if (xabs < 7.07106781186547) {
+      let num2 = 0.0352624965998911 * xabs + 0.700383064443688;
+      num2 = num2 * xabs + 6.37396220353165;
+      num2 = num2 * xabs + 33.912866078383;
+      num2 = num2 * xabs + 112.079291497871;
+      num2 = num2 * xabs + 221.213596169931;
+      num2 = num2 * xabs + 220.206867912376;
+      let den = 0.0883883476483184 * xabs + 1.75566716318264;
+      den = den * xabs + 16.064177579207;
+      den = den * xabs + 86.7807322029461;
+      den = den * xabs + 296.564248779674;
+      den = den * xabs + 637.333633378831;
+      den = den * xabs + 793.826512519948;
+      den = den * xabs + 440.413735824752;
+      tail = e * num2 / den;
+    } else {
+      let cf = xabs + 0.65;
+      cf = xabs + 4 / cf;
+      cf = xabs + 3 / cf;
+      cf = xabs + 2 / cf;
+      cf = xabs + 1 / cf;
+      tail = e / cf / 2.506628274631;
+    }
+  }
+  return x > 0 ? 1 - tail : tail;
+}
+function normalQuantile(p) {
+  if (Number.isNaN(p) || p < 0 || p > 1) return Number.NaN;
+  if (p === 0) return Number.NEGATIVE_INFINITY;
+  if (p === 1) return Number.POSITIVE_INFINITY;
+  const q = p - 0.5;
+  if (Math.abs(q) <= 0.425) {
+    const r2 = 0.180625 - q * q;
+    const num2 = ((((((2509.0809287301227 * r2 + 33430.57558358813) * r2 + 67265.7709270087) * r2 + 45921.95393154987) * r2 + 13731.69376550946) * r2 + 1971.5909503065513) * r2 + 133.14166789178438) * r2 + 3.3871328727963665;
+    const den = ((((((5226.495278852546 * r2 + 28729.085735721943) * r2 + 39307.89580009271) * r2 + 21213.794301586597) * r2 + 5394.196021424751) * r2 + 687.1870074920579) * r2 + 42.31333070160091) * r2 + 1;
+    return q * num2 / den;
+  }
+  let r = Math.sqrt(-Math.log(q < 0 ? p : 1 - p));
+  let value2;
+  if (r <= 5) {
+    r -= 1.6;
+    const num2 = ((((((7745450142783414e-19 * r + 0.022723844989269184) * r + 0.2417807251774506) * r + 1.2704582524523684) * r + 3.6478483247632045) * r + 5.769497221460691) * r + 4.630337846156546) * r + 1.4234371107496835;
+    const den = ((((((10507500716444169e-25 * r + 5475938084995345e-19) * r + 0.015198666563616457) * r + 0.14810397642748008) * r + 0.6897673349851) * r + 1.6763848301838038) * r + 2.053191626637759) * r + 1;
+    value2 = num2 / den;
+  } else {
+    r -= 5;
+    const num2 = ((((((20103343992922881e-23 * r + 27115555687434876e-21) * r + 0.0012426609473880784) * r + 0.026532189526576124) * r + 0.29656057182850487) * r + 1.7848265399172913) * r + 5.463784911164114) * r + 6.657904643501103;
+    const den = ((((((20442631033899397e-31 * r + 1421511758316446e-22) * r + 18463183175100548e-21) * r + 7868691311456133e-19) * r + 0.014875361290850615) * r + 0.1369298809227358) * r + 0.599832206555888) * r + 1;
+    value2 = num2 / den;
+  }
+  return q < 0 ? -value2 : value2;
+}
+
+// src/evidence/stats/random.ts
+var TWO_POW_32 = 4294967296;
+var TWO_POW_53 = 9007199254740992;
+function rotl(x, k) {
+  return x << k | x >>> 32 - k;
+}
+function splitmix32(state) {
+  const next = state + 2654435769 | 0;
+  let z = next;
+  z = Math.imul(z ^ z >>> 16, 2246822507);
+  z = Math.imul(z ^ z >>> 13, 3266489909);
+  z ^= z >>> 16;
+  return [next, z >>> 0];
+}
+function createRng(seed) {
+  if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be a safe integer, got ${seed}`);
+  let state = seed % TWO_POW_32 ^ Math.imul(Math.floor(seed / TWO_POW_32), 668265261);
+  const words = [];
+  for (let i = 0; i < 4; i++) {
+    const [next, out] = splitmix32(state);
+    state = next;
+    words.push(out | 0);
+  }
+  const s = Int32Array.from(words);
+  if ((s[0] | s[1] | s[2] | s[3]) === 0) s[0] = 1;
+  const nextUint32 = () => {
+    const result = Math.imul(rotl(Math.imul(s[1], 5), 7), 9);
+    const t = s[1] << 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 11);
+    return result >>> 0;
+  };
+  const uniform = () => ((nextUint32() >>> 5) * 67108864 + (nextUint32() >>> 6)) / TWO_POW_53;
+  let spareNormal;
+  const normal = () => {
+    if (spareNormal !== void 0) {
+      const z = spareNormal;
+      spareNormal = void 0;
+      return z;
+    }
+    const radius = Math.sqrt(-2 * Math.log(1 - uniform()));
+    const angle = 2 * Math.PI * uniform();
+    spareNormal = radius * Math.sin(angle);
+    return radius * Math.cos(angle);
+  };
+  return {
+    uniform,
+    // One 32-bit draw scaled to [0, n): the bias, at most n / 2^32, is far below anything we measure.
+    int: (n) => Math.floor(nextUint32() / TWO_POW_32 * n),
+    normal
+  };
+}
+
+// src/evidence/stats/bootstrap.ts
+var MIN_RESAMPLES = 2e3;
+function resampledMedian(sorted, rng, counts) {
+  const n = sorted.length;
+  counts.fill(0);
+  for (let i = 0; i < n; i++) counts[rng.int(n)] += 1;
+  const lowRank = n - 1 >> 1;
+  const highRank = n >> 1;
+  let seen = 0;
+  let low = Number.NaN;
+  for (let j = 0; j < n; j++) {
+    seen += counts[j];
+    if (Number.isNaN(low) && seen > lowRank) low = sorted[j];
+    if (seen > highRank) return (low + sorted[j]) / 2;
+  }
+  return low;
+}
+function medianWithout(sorted, skip2) {
+  const m = sorted.length - 1;
+  const at = (rank) => sorted[rank < skip2 ? rank : rank + 1];
+  const mid = m >> 1;
+  return m % 2 === 1 ? at(mid) : (at(mid - 1) + at(mid)) / 2;
+}
+function twoSampleAcceleration(num2, den) {
+  const medNum = medianOfSorted(num2);
+  const medDen = medianOfSorted(den);
+  let cubes = 0;
+  let squares = 0;
+  for (const [sample, jackknifeRatio] of [
+    [num2, (i) => medianWithout(num2, i) / medDen],
+    [den, (i) => medNum / medianWithout(den, i)]
+  ]) {
+    const n = sample.length;
+    if (n < 2) continue;
+    const thetas = Array.from({ length: n }, (_, i) => jackknifeRatio(i));
+    const thetaBar = thetas.reduce((s, t) => s + t, 0) / n;
+    let c = 0;
+    let q = 0;
+    for (const t of thetas) {
+      const u = (n - 1) * (thetaBar - t);
+      c += u ** 3;
+      q += u ** 2;
+    }
+    cubes += c / n ** 3;
+    squares += q / n ** 2;
+  }
+  if (squares === 0) return 0;
+  return cubes / (6 * squares ** 1.5);
+}
+function checkOptions(confidence, resamples) {
+  if (!(confidence > 0 && confidence < 1))
+    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
+  if (!Number.isInteger(resamples) || resamples < MIN_RESAMPLES) {
+    throw new RangeError(`resamples must be an integer \u2265 ${MIN_RESAMPLES}, got ${resamples}`);
+  }
+}
+function bootstrapRatioOfMedians(num2, den, opts) {
+  const confidence = opts.confidence ?? 0.95;
+  const resamples = opts.resamples ?? MIN_RESAMPLES;
+  checkOptions(confidence, resamples);
+  if (num2.length === 0 || den.length === 0) throw new RangeError("both arms need at least one value");
+  const numSorted = sortedCopy(num2);
+  const denSorted = sortedCopy(den);
+  const estimate = medianOfSorted(numSorted) / medianOfSorted(denSorted);
+  const rng = createRng(opts.seed);
+  const numCounts = new Int32Array(numSorted.length);
+  const denCounts = new Int32Array(denSorted.length);
+  const ratios = new Float64Array(resamples);
+  for (let r = 0; r < resamples; r++) {
+    const numMedian = resampledMedian(numSorted, rng, numCounts);
+    ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
+  }
+  ratios.sort();
+  const alpha = 1 - confidence;
+  const percentile = {
+    lo: quantileOfSorted(ratios, alpha / 2),
+    hi: quantileOfSorted(ratios, 1 - alpha / 2)
+  };
+  let below = 0;
+  let ties = 0;
+  for (const ratio of ratios) {
+    if (ratio < estimate) below += 1;
+    else if (ratio === estimate) ties += 1;
+  }
+  const share = (below + ties / 2) / resamples;
+  const clampedShare = Math.min(1 - 0.5 / resamples, Math.max(0.5 / resamples, share));
+  const biasZ0 = normalQuantile(clampedShare);
+  const acceleration = twoSampleAcceleration(numSorted, denSorted);
+  const degenerate = ratios[0] === ratios[resamples - 1];
+  const adjusted = (z) => {
+    const shifted = biasZ0 + z;
+    const denominator = 1 - acceleration * shifted;
+    return denominator > 0 ? normalCdf(biasZ0 + shifted / denominator) : Number.NaN;
+  };
+  const pLo = adjusted(normalQuantile(alpha / 2));
+  const pHi = adjusted(normalQuantile(1 - alpha / 2));
+  const bcaFallback = degenerate || !Number.isFinite(pLo) || !Number.isFinite(pHi) || pLo >= pHi;
+  const bca = bcaFallback ? { ...percentile } : { lo: quantileOfSorted(ratios, pLo), hi: quantileOfSorted(ratios, pHi) };
+  return {
+    estimate,
+    percentile,
+    bca,
+    bcaFallback,
+    biasZ0,
+    acceleration,
+    confidence,
+    resamples,
+    seed: opts.seed
+  };
+}
+
+// src/evidence/levels.ts
+var TRAIN_STEP = "train_step";
+var KERNEL_MEASUREMENT = "fwd_bwd";
+var TRAIN_STEP_PROGRAM = "jit_train_step";
+var KERNEL_OP = /^gdn_/;
+var KERNEL_SCOPE = /(^|\/)gdn_chunk_/;
+var SHARE_AGREEMENT_FACTOR = 1.5;
+var LEVEL_METRICS = {
+  kernelMs: {
+    label: "kernel fwd+bwd time",
+    unit: "ms",
+    direction: "lower",
+    path: `measurements.${KERNEL_MEASUREMENT}.median_ms`
+  },
+  kernelMfu: {
+    label: "kernel MFU",
+    unit: "MFU",
+    direction: "higher",
+    path: `measurements.${KERNEL_MEASUREMENT}.mfu`
+  },
+  stepMs: {
+    label: "train step time",
+    unit: "ms",
+    direction: "lower",
+    path: `measurements.${TRAIN_STEP}.median_ms`
+  },
+  tokensPerS: {
+    label: "tokens/s",
+    unit: "tok/s",
+    direction: "higher",
+    path: `measurements.${TRAIN_STEP}.tokens_per_s`
+  },
+  modelMfu: { label: "model MFU", unit: "MFU", direction: "higher", path: `measurements.${TRAIN_STEP}.mfu` }
+};
+function numberAt(m, measurement, key) {
+  const value2 = m.measurements[measurement]?.[key];
+  return typeof value2 === "number" && Number.isFinite(value2) ? value2 : null;
+}
+function runLevels(m) {
+  return {
+    kernelMs: numberAt(m, KERNEL_MEASUREMENT, "median_ms"),
+    kernelMfu: numberAt(m, KERNEL_MEASUREMENT, "mfu"),
+    stepMs: numberAt(m, TRAIN_STEP, "median_ms"),
+    tokensPerS: numberAt(m, TRAIN_STEP, "tokens_per_s"),
+    modelMfu: numberAt(m, TRAIN_STEP, "mfu"),
+    peakFlopsPerS: m.device.peak_flops_per_s
+  };
+}
+function peakInfo(m) {
+  if (m.device.peak)
+    return { source: m.device.peak.source, name: m.device.peak.name, dtype: m.device.peak.dtype };
+  return m.device.peak_flops_per_s === null ? void 0 : { source: "table", name: m.device.kind, dtype: "bf16" };
+}
+function levelChange(a, b, direction, opts) {
+  const change = {
+    a: a.length > 0 ? median(a) : null,
+    b: b.length > 0 ? median(b) : null,
+    nA: a.length,
+    nB: b.length,
+    ratio: null,
+    ci: null
+  };
+  if (change.a === null || change.b === null || !(change.a > 0 && change.b > 0)) return change;
+  change.ratio = direction === "lower" ? change.a / change.b : change.b / change.a;
+  if (a.length < 2 || b.length < 2 || a.some((x) => !(x > 0)) || b.some((x) => !(x > 0))) return change;
+  const [num2, den] = direction === "lower" ? [a, b] : [b, a];
+  change.ci = { ...bootstrapRatioOfMedians(num2, den, opts).percentile };
+  return change;
+}
+function summarizeLevels(runs, info, opts) {
+  const values = (arm, key) => runs.flatMap((r) => {
+    const v = r.arm === arm ? r.levels?.[key] : null;
+    return typeof v === "number" ? [v] : [];
+  });
+  const change = (key, offset) => {
+    const c = levelChange(values("A", key), values("B", key), LEVEL_METRICS[key].direction, {
+      ...opts,
+      seed: opts.seed + offset
+    });
+    const verdict = info.verdict?.comparison;
+    if (info.verdict?.path === LEVEL_METRICS[key].path && verdict && verdict.ratio !== null) {
+      return { ...c, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
+    }
+    return c;
+  };
+  const levels = {
+    kernel: { time: change("kernelMs", 1), mfu: change("kernelMfu", 2) },
+    confidence: opts.confidence,
+    resamples: opts.resamples,
+    seed: opts.seed
+  };
+  if (info.peak) levels.peak = info.peak;
+  const m = info.model;
+  if (m && (values("A", "stepMs").length > 0 || values("B", "stepMs").length > 0)) {
+    levels.model = {
+      preset: m.preset,
+      gdnLayers: m.gdnLayers,
+      time: change("stepMs", 3),
+      tokensPerS: change("tokensPerS", 4),
+      mfu: change("modelMfu", 5)
+    };
+    if (m.layerMatchesKernel) levels.share = measuredShare(levels, m.gdnLayers);
+  }
+  return levels;
+}
+function measuredShare(levels, gdnLayers) {
+  const share = (kernel, step) => kernel !== null && step !== null && step > 0 ? Math.min(1, gdnLayers * kernel / step) : null;
+  return {
+    a: share(levels.kernel.time.a, levels.model?.time.a ?? null),
+    b: share(levels.kernel.time.b, levels.model?.time.b ?? null),
+    source: "measurement",
+    detail: `estimated from the medians: ${gdnLayers} GDN layers \xD7 kernel fwd+bwd time / train step time`
+  };
+}
+function tracedShare(summary2, measuredStepMs) {
+  const step = summary2.steps.annotations?.find((a) => a.name === `hillclimb_${TRAIN_STEP}`);
+  if (!step || !(step.medianMs > 0)) return void 0;
+  if (measuredStepMs !== null && measuredStepMs > 0) {
+    const ratio = step.medianMs / measuredStepMs;
+    if (ratio > SHARE_AGREEMENT_FACTOR || ratio < 1 / SHARE_AGREEMENT_FACTOR) return void 0;
+  }
+  const inStep = summary2.ops.filter((o) => o.program.replace(/\(\d+\)$/, "") === TRAIN_STEP_PROGRAM);
+  const kernel = inStep.filter((o) => o.customCall && KERNEL_OP.test(o.name) || KERNEL_SCOPE.test(o.scope));
+  if (kernel.length === 0) return void 0;
+  const kernelMs = kernel.reduce((sum3, o) => sum3 + o.totalMs, 0) / step.count;
+  return { share: Math.min(1, kernelMs / step.medianMs), kernelMs, stepMs: step.medianMs };
+}
+function kernelShare(levels, traces) {
+  const model = levels?.model;
+  const a = traces.champion ? tracedShare(traces.champion, model?.time.a ?? null) : void 0;
+  const b = traces.candidate ? tracedShare(traces.candidate, model?.time.b ?? null) : void 0;
+  if (a && b) {
+    const ms2 = (x) => `${x.toFixed(3)} ms`;
+    return {
+      a: a.share,
+      b: b.share,
+      source: "profile",
+      detail: `from the profiles: GDN kernel ops ${ms2(a.kernelMs)} of a ${ms2(a.stepMs)} traced step before, ${ms2(b.kernelMs)} of ${ms2(b.stepMs)} after`
+    };
+  }
+  return levels?.share;
+}
+function amdahlSpeedup(share, speedup) {
+  return 1 / (1 - share + share / speedup);
+}
+function amdahlLimit(share) {
+  return share >= 1 ? Number.POSITIVE_INFINITY : 1 / (1 - share);
+}
+
+// src/report/markdown.ts
+function cell(text3) {
+  return escapeHtml(text3.replace(/\s+/g, " ").trim()).replaceAll("|", "\\|");
+}
+function escapeHtml(text3) {
+  return text3.replaceAll("&", "&amp;").replaceAll("<", "&lt;");
+}
+function code(text3) {
+  const flat = text3.replace(/\s+/g, " ");
+  const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(longest + 1);
+  const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
+  return `${fence}${pad}${flat}${pad}${fence}`;
+}
+function codeCell(text3) {
+  return code(text3).replaceAll("|", "\\|");
+}
+function table(header, rows, align = []) {
+  const sep3 = header.map((_, i) => align[i] === "right" ? "---:" : "---");
+  const line = (cells) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(sep3), ...rows.map(line)].join("\n");
+}
+function details(summary2, body) {
+  return `<details><summary>${escapeHtml(summary2)}</summary>
+
+${body}
+
+</details>`;
+}
+function fenced(language, body) {
+  const longest = Math.max(2, ...[...body.matchAll(/`{3,}/g)].map((m) => m[0].length));
+  const fence = "`".repeat(longest + 1);
+  return `${fence}${language}
+${body}
+${fence}`;
+}
+function link(text3, url) {
+  if (!url) return text3;
+  return `[${text3.replaceAll("[", "\\[").replaceAll("]", "\\]")}](${url.replaceAll(" ", "%20").replaceAll(")", "%29")})`;
+}
+function agentQuote(fields) {
+  const lines = [];
+  for (const [label, text3] of fields) {
+    const body = escapeHtml(text3.trim()).split(/\r?\n/);
+    lines.push(`> agent ${label}: ${body[0] ?? ""}`.trimEnd());
+    for (const rest2 of body.slice(1)) lines.push(`> ${rest2}`.trimEnd());
+  }
+  return lines.join("\n");
+}
+
+// src/report/levels.ts
+var AMDAHL_EXAMPLE_SPEEDUP = 2;
+function levelsOf(evidence) {
+  return evidence.measurement?.levels;
+}
+function peakLabel(peak) {
+  if (!peak) return void 0;
+  return peak.source === "measured" ? "vs measured matmul peak" : `vs ${peak.name} ${peak.dtype} peak`;
+}
+function mfuLabel(peak) {
+  const vs = peakLabel(peak);
+  return vs ? `MFU ${vs}` : "MFU";
+}
+function peakNote(peak) {
+  if (peak?.source !== "measured") return void 0;
+  return `MFU here is against a measured matmul peak (${peak.name}, the best of a few timed in each benchmark process), not a datasheet number: the device is not in schemas/device-peaks.json`;
+}
+function value(x, unit) {
+  if (x === null) return EM_DASH;
+  return unit === "MFU" ? formatMfu(x) : formatValue(x, unit);
+}
+function changeText(key, c) {
+  const metric = LEVEL_METRICS[key];
+  const relative5 = c.ratio !== null && c.ci !== null ? formatMetricChange(c.ratio, c.ci, metric.direction) : void 0;
+  if (metric.unit === "MFU") {
+    if (c.a === null || c.b === null) return EM_DASH;
+    const pp = formatMfuDelta(c.a, c.b);
+    return relative5 ? `${pp} (${relative5})` : pp;
+  }
+  return relative5 ?? EM_DASH;
+}
+function beforeAfterText(key, c) {
+  const unit = LEVEL_METRICS[key].unit;
+  const change = changeText(key, c);
+  return `${value(c.a, unit)} \u2192 ${value(c.b, unit)}${change === EM_DASH ? "" : `, ${change}`}`;
+}
+function shareValue(x) {
+  return x === null ? EM_DASH : formatPercent(x, 1);
+}
+function shareSource(share) {
+  return share.source === "profile" ? "from the profile" : "estimated from the medians";
+}
+function amdahlText(share) {
+  const k = AMDAHL_EXAMPLE_SPEEDUP;
+  const limit = amdahlLimit(share);
+  const most = Number.isFinite(limit) ? `, and no kernel speed-up more than ${formatRatio(limit)}` : "";
+  return `the GDN kernels are ${formatPercent(share, 1)} of the step: a ${k}\xD7 faster kernel gives at most ${formatRatio(amdahlSpeedup(share, k))} step speed${most}`;
+}
+function shareOf(evidence) {
+  return evidence.profile?.kernelShare ?? levelsOf(evidence)?.share;
+}
+function amdahlSection(evidence) {
+  const share = shareOf(evidence);
+  if (!share || share.a === null && share.b === null) return void 0;
+  const parts = [];
+  if (share.a !== null) parts.push(`Champion: ${amdahlText(share.a)}.`);
+  if (share.b !== null) parts.push(`Candidate: ${amdahlText(share.b)}.`);
+  return `**Amdahl** (${cell(share.detail)}). ${parts.join(" ")}`;
+}
+function levelsTable(evidence) {
+  const levels = levelsOf(evidence);
+  if (!levels) return void 0;
+  const mfu = mfuLabel(levels.peak);
+  const row = (level, what, key, c) => [
+    level,
+    cell(what),
+    value(c.a, LEVEL_METRICS[key].unit),
+    value(c.b, LEVEL_METRICS[key].unit),
+    changeText(key, c)
+  ];
+  const rows = [
+    row("kernel", "fwd+bwd time, median", "kernelMs", levels.kernel.time),
+    row("kernel", mfu, "kernelMfu", levels.kernel.mfu)
+  ];
+  const model = levels.model;
+  if (model) {
+    const name = `model ${code(model.preset)}`;
+    rows.push(row(name, "train step time, median", "stepMs", model.time));
+    rows.push(row(name, "tokens/s", "tokensPerS", model.tokensPerS));
+    rows.push(row(name, mfu, "modelMfu", model.mfu));
+    const share = shareOf(evidence);
+    if (share) {
+      rows.push([
+        name,
+        cell(`GDN kernels' share of the step (${shareSource(share)})`),
+        shareValue(share.a),
+        shareValue(share.b),
+        ""
+      ]);
+    }
+  }
+  const confidence = `${Math.round(levels.confidence * 100)}% CI`;
+  const header = ["level", "", "champion (A)", "candidate (B)", `change [${confidence}]`];
+  const lines = [table(header, rows, ["left", "left", "right", "right", "right"])];
+  const note = peakNote(levels.peak);
+  if (note) lines.push(`_${note}._`);
+  const amdahl = amdahlSection(evidence);
+  if (amdahl) lines.push(amdahl);
+  return lines.join("\n\n");
+}
+function kernelLine(levels) {
+  return `fwd+bwd time ${beforeAfterText("kernelMs", levels.kernel.time)}; ${mfuLabel(levels.peak)} ${beforeAfterText("kernelMfu", levels.kernel.mfu)}`;
+}
+function modelLine(levels) {
+  const m = levels.model;
+  if (!m) return void 0;
+  return [
+    `${code(m.preset)} train step ${beforeAfterText("stepMs", m.time)}`,
+    beforeAfterText("tokensPerS", m.tokensPerS),
+    `${mfuLabel(levels.peak)} ${beforeAfterText("modelMfu", m.mfu)}`
+  ].join("; ");
+}
+function shareLine(evidence) {
+  const share = shareOf(evidence);
+  if (!share || share.a === null && share.b === null) return void 0;
+  const bound = share.a ?? share.b;
+  return `${shareValue(share.a)} \u2192 ${shareValue(share.b)} of the train step (${shareSource(share)}); Amdahl: ${amdahlText(bound)}`;
+}
+function modelMfuHeadline(evidence) {
+  const levels = levelsOf(evidence);
+  const c = levels?.model?.mfu;
+  if (!levels || !c || c.a === null || c.b === null) return void 0;
+  const vs = levels.peak?.source === "measured" ? " vs measured matmul peak" : "";
+  const relative5 = c.ratio !== null && c.ci !== null ? `, ${formatMetricChange(c.ratio, c.ci, "higher")}` : "";
+  return `model MFU ${formatMfu(c.a)} \u2192 ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)}${relative5})${vs}`;
+}
+
 // src/report/facts.ts
 var PENDING_SYMBOL = "\u2026";
 function verdictLabel(evidence) {
@@ -39286,7 +39906,10 @@ function verdictReasons(evidence) {
 }
 function headline(evidence) {
   const change = measuredChange(evidence);
-  if (change) return `${verdictLabel(evidence)}: ${change.text} (${change.n})`;
+  if (change) {
+    const model = modelMfuHeadline(evidence);
+    return `${verdictLabel(evidence)}: ${change.text} (${change.n})${model ? `; ${model}` : ""}`;
+  }
   return `${verdictLabel(evidence)}: ${firstReason(evidence)}`;
 }
 function firstReason(evidence) {
@@ -39322,7 +39945,9 @@ function mfuText(evidence) {
   const mfu = evidence.measurement?.mfu;
   const a = mfu?.a ?? null;
   const b = mfu?.b ?? null;
-  if (a !== null && b !== null) return `${formatMfu(a)} \u2192 ${formatMfu(b)} (${formatMfuDelta(a, b)})`;
+  const vs = peakLabel(levelsOf(evidence)?.peak);
+  if (a !== null && b !== null)
+    return `${formatMfu(a)} \u2192 ${formatMfu(b)} (${formatMfuDelta(a, b)})${vs ? ` ${vs}` : ""}`;
   if (a === null && b === null) {
     if (!evidence.measurement) return "not measured";
     return ranOnCpu(evidence) ? "n/a on CPU" : "unknown (no peak FLOP/s for this device)";
@@ -39380,56 +40005,6 @@ function championAfter(evidence) {
 }
 function bundleKey(evidence) {
   return `runs/${evidence.runId}/${iterationTag(evidence.iteration)}`;
-}
-
-// src/report/markdown.ts
-function cell(text3) {
-  return escapeHtml(text3.replace(/\s+/g, " ").trim()).replaceAll("|", "\\|");
-}
-function escapeHtml(text3) {
-  return text3.replaceAll("&", "&amp;").replaceAll("<", "&lt;");
-}
-function code(text3) {
-  const flat = text3.replace(/\s+/g, " ");
-  const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
-  const fence = "`".repeat(longest + 1);
-  const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
-  return `${fence}${pad}${flat}${pad}${fence}`;
-}
-function codeCell(text3) {
-  return code(text3).replaceAll("|", "\\|");
-}
-function table(header, rows, align = []) {
-  const sep3 = header.map((_, i) => align[i] === "right" ? "---:" : "---");
-  const line = (cells) => `| ${cells.join(" | ")} |`;
-  return [line(header), line(sep3), ...rows.map(line)].join("\n");
-}
-function details(summary2, body) {
-  return `<details><summary>${escapeHtml(summary2)}</summary>
-
-${body}
-
-</details>`;
-}
-function fenced(language, body) {
-  const longest = Math.max(2, ...[...body.matchAll(/`{3,}/g)].map((m) => m[0].length));
-  const fence = "`".repeat(longest + 1);
-  return `${fence}${language}
-${body}
-${fence}`;
-}
-function link(text3, url) {
-  if (!url) return text3;
-  return `[${text3.replaceAll("[", "\\[").replaceAll("]", "\\]")}](${url.replaceAll(" ", "%20").replaceAll(")", "%29")})`;
-}
-function agentQuote(fields) {
-  const lines = [];
-  for (const [label, text3] of fields) {
-    const body = escapeHtml(text3.trim()).split(/\r?\n/);
-    lines.push(`> agent ${label}: ${body[0] ?? ""}`.trimEnd());
-    for (const rest2 of body.slice(1)) lines.push(`> ${rest2}`.trimEnd());
-  }
-  return lines.join("\n");
 }
 
 // src/report/checks.ts
@@ -39765,7 +40340,7 @@ function deltaSection(evidence) {
   const c = m?.comparison;
   if (!m || !c) return void 0;
   const unit = m.metric.unit;
-  const value = (x) => x === null ? EM_DASH : formatValue(x, unit);
+  const value2 = (x) => x === null ? EM_DASH : formatValue(x, unit);
   const cv = (x) => x === null ? EM_DASH : formatCv(x);
   const change = c.ratio !== null && c.ci !== null ? formatMetricChange(c.ratio, c.ci, c.direction) : EM_DASH;
   const rows = [
@@ -39775,21 +40350,26 @@ function deltaSection(evidence) {
       evidence.candidate ? code(shortSha(evidence.candidate.commit)) : EM_DASH,
       ""
     ],
-    [cell(`${m.metric.label}, median`), value(c.a.median), value(c.b.median), change],
+    [cell(`${m.metric.label}, median`), value2(c.a.median), value2(c.b.median), change],
     ["CV", cv(c.a.cv), cv(c.b.cv), ""],
     ["runs", runsCell(m, "A", c.a.n), runsCell(m, "B", c.b.n), ""]
   ];
   const { a, b } = m.mfu;
-  if (a !== null || b !== null) {
+  const levels = levelsTable(evidence);
+  if (levels === void 0 && (a !== null || b !== null)) {
     const mfu = (x) => x === null ? EM_DASH : formatMfu(x);
-    rows.push(["MFU", mfu(a), mfu(b), a !== null && b !== null ? formatMfuDelta(a, b) : ""]);
-  } else {
+    const label = cell(mfuLabel(levelsOf(evidence)?.peak));
+    rows.push([label, mfu(a), mfu(b), a !== null && b !== null ? formatMfuDelta(a, b) : ""]);
+  } else if (levels === void 0) {
     rows.push(["MFU", cell(mfuText(evidence)), "", ""]);
   }
   const header = ["", "champion (A)", "candidate (B)", "change"];
   const lines = [table(header, rows, ["left", "right", "right", "right"])];
   const bars = barsLine(m);
   if (bars) lines.push(bars);
+  if (levels) lines.push(`**Kernel and model**
+
+${levels}`);
   return lines.join("\n\n");
 }
 function barsLine(m) {
@@ -39827,18 +40407,44 @@ function rawRunsTable(evidence) {
   const m = evidence.measurement;
   if (!m || m.runs.length === 0) return void 0;
   const cpu = ranOnCpu(evidence);
+  const model = m.runs.some((r) => r.levels?.stepMs != null);
   const rows = m.runs.map((r, i) => [
     String(i + 1),
     r.arm,
     String(r.index),
     r.value === null ? EM_DASH : formatValue(r.value, m.metric.unit),
     r.mfu === null ? cpu ? "n/a" : EM_DASH : formatMfu(r.mfu),
+    ...model ? [
+      r.levels?.stepMs == null ? EM_DASH : formatValue(r.levels.stepMs, "ms"),
+      r.levels?.modelMfu == null ? EM_DASH : formatMfu(r.levels.modelMfu)
+    ] : [],
     r.exitCode === null ? EM_DASH : String(r.exitCode),
     formatDuration(r.durationMs),
     r.problem ? cell(r.problem) : ""
   ]);
-  const header = ["#", "arm", "run", cell(m.metric.label), "MFU", "exit", "took", "problem"];
-  const lines = [table(header, rows, ["right", "left", "right", "right", "right", "right", "right", "left"])];
+  const header = [
+    "#",
+    "arm",
+    "run",
+    cell(m.metric.label),
+    "MFU",
+    ...model ? ["train step", "model MFU"] : [],
+    "exit",
+    "took",
+    "problem"
+  ];
+  const align = [
+    "right",
+    "left",
+    "right",
+    "right",
+    "right",
+    ...model ? ["right", "right"] : [],
+    "right",
+    "right",
+    "left"
+  ];
+  const lines = [table(header, rows, align)];
   lines.push(`First arm: ${m.firstArm}. Metric: ${code(m.metric.path)} (${m.metric.direction} is better).`);
   if (m.looks.length > 0) {
     const looks = m.looks.map((l) => `n=${l.n} \u2192 ${l.action} (${cell(l.reason)})`);
@@ -39928,8 +40534,8 @@ function trajectory(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
 function mermaidText(text3) {
   return text3.replace(/["`\\\r\n\t]/g, " ").replace(/\s+/g, " ").trim();
 }
-function mermaidNumber(value) {
-  return formatSignificant(value).replace(MINUS, "-");
+function mermaidNumber(value2) {
+  return formatSignificant(value2).replace(MINUS, "-");
 }
 function axisRange(values) {
   const min = Math.min(...values);
@@ -39958,6 +40564,8 @@ function trajectoryChart(t) {
   ].join("\n");
 }
 function trajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
+  const levels = levelsTrajectorySection(rows, filter, maxPoints);
+  if (levels !== void 0) return levels;
   const t = trajectory(rows, filter, maxPoints);
   if (!t) return void 0;
   const lines = ["#### Trajectory"];
@@ -39982,6 +40590,109 @@ function trajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
   if (t.unmeasured.length > 0) {
     lines.push(
       `Not plotted (no measurement): ${t.unmeasured.map((u) => `${u.label} ${u.verdict}`).join(", ")}.`
+    );
+  }
+  return lines.join("\n\n");
+}
+var LEVEL_CHART_PALETTE = "#1a7f37, #cf222e, #0969da";
+function levelSeries(peak) {
+  const vs = peak === "measured" ? " vs measured matmul peak" : "";
+  return [
+    {
+      key: "modelMfu",
+      label: `model MFU${vs}`,
+      unit: "%",
+      direction: "higher",
+      scale: 100,
+      pair: (l) => l.modelMfu
+    },
+    {
+      key: "kernelMs",
+      label: "kernel fwd+bwd time",
+      unit: "ms",
+      direction: "lower",
+      scale: 1,
+      pair: (l) => l.kernelMs
+    }
+  ];
+}
+function levelTrajectory(rows, series, filter, maxPoints = DEFAULT_MAX_POINTS) {
+  const relevant = rows.filter(
+    (r) => r.metric.path === filter.metricPath && (filter.target === void 0 || r.target === filter.target)
+  );
+  if (relevant.length === 0) return void 0;
+  const asRows = relevant.map((r) => {
+    const pair = r.levels ? series.pair(r.levels) : { a: null, b: null };
+    const scaled = (x) => x === null ? null : x * series.scale;
+    return { ...r, a: scaled(pair.a), b: scaled(pair.b) };
+  });
+  const t = trajectory(asRows, filter, maxPoints);
+  if (!t) return void 0;
+  return {
+    ...t,
+    metric: { path: series.key, direction: series.direction, label: series.label, unit: series.unit }
+  };
+}
+function levelChart(t) {
+  const unit = t.metric.unit ? ` (${t.metric.unit})` : "";
+  const better = t.metric.direction === "lower" ? "lower is better" : "higher is better";
+  const values = t.points.flatMap((p) => [p.champion, p.candidate]);
+  const { lo, hi } = axisRange(values);
+  const labels = t.points.map((p) => `"${mermaidText(p.label)}"`).join(", ");
+  const floor = mermaidNumber(lo);
+  const kept = t.points.map((p) => p.verdict === "improved" ? mermaidNumber(p.candidate) : floor);
+  const rejected = t.points.map((p) => p.verdict === "improved" ? floor : mermaidNumber(p.candidate));
+  return [
+    "---",
+    "config:",
+    "  themeVariables:",
+    "    xyChart:",
+    `      plotColorPalette: "${LEVEL_CHART_PALETTE}"`,
+    "---",
+    "xychart-beta",
+    `  title "${mermaidText(`${t.metric.label}${unit}, ${better}`)}"`,
+    `  x-axis "iteration" [${labels}]`,
+    `  y-axis "${mermaidText(t.metric.label + unit)}" ${floor} --> ${mermaidNumber(hi)}`,
+    `  bar [${kept.join(", ")}]`,
+    `  bar [${rejected.join(", ")}]`,
+    `  line [${t.points.map((p) => mermaidNumber(p.champion)).join(", ")}]`
+  ].join("\n");
+}
+function levelSummary(t) {
+  const first = t.points[0];
+  const last = t.points[t.points.length - 1];
+  const value2 = (x) => t.metric.unit === "%" ? `${formatFixed(x, 2)}%` : formatValue(x, t.metric.unit);
+  const measured = t.points.length + t.omitted;
+  return `Champion ${t.metric.label}: ${value2(first.championBefore)} \u2192 ${value2(last.champion)} over ${plural(measured, "measured iteration")}.`;
+}
+function levelsTrajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
+  const withLevels = rows.filter(
+    (r) => r.levels && (filter.target === void 0 || r.target === filter.target)
+  );
+  if (withLevels.length === 0) return void 0;
+  const peak = withLevels.at(-1).levels.peak;
+  const lines = ["#### Trajectory"];
+  let unmeasured = [];
+  let charts = 0;
+  for (const series of levelSeries(peak)) {
+    const t = levelTrajectory(rows, series, filter, maxPoints);
+    if (!t || t.points.length === 0) continue;
+    charts += 1;
+    lines.push(levelSummary(t));
+    lines.push(fenced("mermaid", levelChart(t)));
+    if (t.omitted > 0)
+      lines.push(
+        `Showing the last ${t.points.length} of ${t.points.length + t.omitted} measured iterations.`
+      );
+    unmeasured = t.unmeasured;
+  }
+  if (charts === 0) return void 0;
+  lines.push(
+    "Green bars: candidates that became champion; red bars: candidates rejected (no-change, regressed, needs-human); line: the champion after each iteration."
+  );
+  if (unmeasured.length > 0) {
+    lines.push(
+      `Not plotted (no measurement): ${unmeasured.map((u) => `${u.label} ${u.verdict}`).join(", ")}.`
     );
   }
   return lines.join("\n\n");
@@ -40225,7 +40936,7 @@ hint: ${e.hint}` : e.message;
 ${stack}`;
 }
 function maskSecrets(env = process.env) {
-  for (const value of secretsFromEnv(env)) setSecret(value);
+  for (const value2 of secretsFromEnv(env)) setSecret(value2);
 }
 function capSummary(markdown, maxBytes = JOB_SUMMARY_MAX_BYTES) {
   if (Buffer.byteLength(markdown, "utf8") <= maxBytes) return markdown;
@@ -40250,7 +40961,7 @@ async function writeSummary(markdown, logger) {
   await summary.addRaw(capSummary(markdown), true).write();
 }
 function setOutputs(outputs) {
-  for (const [name, value] of Object.entries(outputs)) setOutput(name, value ?? "");
+  for (const [name, value2] of Object.entries(outputs)) setOutput(name, value2 ?? "");
 }
 
 // src/actions/phase.ts
@@ -40485,7 +41196,7 @@ function parseConfig(text3, file, overrides = {}) {
     throw new ConfigError(file, "", "the top level must be a mapping (key: value)");
   }
   const data = structuredClone(raw);
-  for (const [keyPath, value] of Object.entries(overrides)) setPath(data, keyPath, value);
+  for (const [keyPath, value2] of Object.entries(overrides)) setPath(data, keyPath, value2);
   const validate2 = schemaValidator();
   if (!validate2(data)) {
     const problems2 = (validate2.errors ?? []).map(describeAjvError);
@@ -40620,7 +41331,7 @@ function lineOf(root, problem, lines) {
   }
   return offset === void 0 ? void 0 : lines.linePos(offset).line;
 }
-function setPath(data, keyPath, value) {
+function setPath(data, keyPath, value2) {
   const keys = keyPath.split(".");
   let obj = data;
   for (const k of keys.slice(0, -1)) {
@@ -40628,7 +41339,7 @@ function setPath(data, keyPath, value) {
     if (typeof next !== "object" || next === null || Array.isArray(next)) obj[k] = {};
     obj = obj[k];
   }
-  obj[keys[keys.length - 1]] = value;
+  obj[keys[keys.length - 1]] = value2;
 }
 
 // src/workspace/git.ts
@@ -42315,9 +43026,9 @@ function agentEnvironment(spec) {
     else take(name);
   }
   Object.assign(env, spec.defaults ?? {});
-  for (const [name, value] of Object.entries(spec.requestEnv ?? {})) {
+  for (const [name, value2] of Object.entries(spec.requestEnv ?? {})) {
     if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else env[name] = value;
+    else env[name] = value2;
   }
   const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
   return { env, secrets, refused: [...new Set(refused)].sort() };
@@ -42655,11 +43366,11 @@ var RESULT_JSON_SCHEMA = {
   required: [...RESULT_FIELDS],
   additionalProperties: false
 };
-function validateAgentResult(value) {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+function validateAgentResult(value2) {
+  if (typeof value2 !== "object" || value2 === null || Array.isArray(value2)) {
     return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
   }
-  const record2 = value;
+  const record2 = value2;
   const out = {};
   const problems = [];
   for (const key of RESULT_FIELDS) {
@@ -42677,13 +43388,13 @@ function validateAgentResult(value) {
   return { result: out };
 }
 function parseAgentResult(text3) {
-  let value;
+  let value2;
   try {
-    value = JSON.parse(text3);
+    value2 = JSON.parse(text3);
   } catch (e) {
     return { problem: `not valid JSON (${e.message})` };
   }
-  return validateAgentResult(value);
+  return validateAgentResult(value2);
 }
 function readAgentResult(file) {
   if (!existsSync9(file)) return { problem: `no result file at ${file}` };
@@ -43050,8 +43761,8 @@ function codexKeyHint(source, baseUrl) {
   }
   return "neither OPENAI_API_KEY nor CODEX_API_KEY is set: set one to an OpenAI API key (or run `codex login` as this user)";
 }
-function nonEmpty(value) {
-  return value === void 0 || value.trim() === "" ? void 0 : value;
+function nonEmpty(value2) {
+  return value2 === void 0 || value2.trim() === "" ? void 0 : value2;
 }
 
 // src/agent/agents/command.ts
@@ -43316,9 +44027,9 @@ import { dirname as dirname14, join as join17, resolve as resolve9 } from "node:
 function fillCommand(args, vars) {
   const filled = args.map(
     (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
-      const value = vars[name];
-      if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
-      return value;
+      const value2 = vars[name];
+      if (value2 === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
+      return value2;
     })
   );
   if (filled.length === 0) throw new Error("empty command");
@@ -43362,8 +44073,8 @@ function jobEnv(extra = {}, base = process.env) {
 var SANDBOX_PASSED = /^(?:PATH|LANG|LANGUAGE|LC_\w+|TZ|TERM|HILLCLIMB_ACCELERATOR|(?:JAX|XLA|TPU|LIBTPU|PJRT|CUDA|NVIDIA|ROCR|HIP|OMP|MKL|OPENBLAS)_\w+)$/;
 function sandboxJobEnv(extra = {}, base = process.env) {
   const env = {};
-  for (const [name, value] of Object.entries(base)) {
-    if (value !== void 0 && SANDBOX_PASSED.test(name) && !isSecretName(name)) env[name] = value;
+  for (const [name, value2] of Object.entries(base)) {
+    if (value2 !== void 0 && SANDBOX_PASSED.test(name) && !isSecretName(name)) env[name] = value2;
   }
   return {
     ...env,
@@ -45527,9 +46238,9 @@ function decodeStamp(body) {
   }
   return stampProblem(parsed) === void 0 ? parsed : void 0;
 }
-function stampProblem(value) {
-  if (typeof value !== "object" || value === null) return "not an object";
-  const s = value;
+function stampProblem(value2) {
+  if (typeof value2 !== "object" || value2 === null) return "not an object";
+  const s = value2;
   if (typeof s.runStartedAt !== "string" || Number.isNaN(Date.parse(s.runStartedAt))) {
     return `runStartedAt must be an ISO 8601 time (got ${JSON.stringify(s.runStartedAt)})`;
   }
@@ -46045,13 +46756,13 @@ function lowercaseKeys(object) {
     return newObj;
   }, {});
 }
-function isPlainObject(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
+function isPlainObject(value2) {
+  if (typeof value2 !== "object" || value2 === null) return false;
+  if (Object.prototype.toString.call(value2) !== "[object Object]") return false;
+  const proto = Object.getPrototypeOf(value2);
   if (proto === null) return true;
   const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
+  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value2);
 }
 function mergeDeep(defaults, options2) {
   const result = Object.assign({}, defaults);
@@ -46140,57 +46851,57 @@ function encodeUnreserved(str) {
     return "%" + c.charCodeAt(0).toString(16).toUpperCase();
   });
 }
-function encodeValue(operator, value, key) {
-  value = operator === "+" || operator === "#" ? encodeReserved(value) : encodeUnreserved(value);
+function encodeValue(operator, value2, key) {
+  value2 = operator === "+" || operator === "#" ? encodeReserved(value2) : encodeUnreserved(value2);
   if (key) {
-    return encodeUnreserved(key) + "=" + value;
+    return encodeUnreserved(key) + "=" + value2;
   } else {
-    return value;
+    return value2;
   }
 }
-function isDefined(value) {
-  return value !== void 0 && value !== null;
+function isDefined(value2) {
+  return value2 !== void 0 && value2 !== null;
 }
 function isKeyOperator(operator) {
   return operator === ";" || operator === "&" || operator === "?";
 }
 function getValues(context, operator, key, modifier) {
-  var value = context[key], result = [];
-  if (isDefined(value) && value !== "") {
-    if (typeof value === "string" || typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") {
-      value = value.toString();
+  var value2 = context[key], result = [];
+  if (isDefined(value2) && value2 !== "") {
+    if (typeof value2 === "string" || typeof value2 === "number" || typeof value2 === "bigint" || typeof value2 === "boolean") {
+      value2 = value2.toString();
       if (modifier && modifier !== "*") {
-        value = value.substring(0, parseInt(modifier, 10));
+        value2 = value2.substring(0, parseInt(modifier, 10));
       }
       result.push(
-        encodeValue(operator, value, isKeyOperator(operator) ? key : "")
+        encodeValue(operator, value2, isKeyOperator(operator) ? key : "")
       );
     } else {
       if (modifier === "*") {
-        if (Array.isArray(value)) {
-          value.filter(isDefined).forEach(function(value2) {
+        if (Array.isArray(value2)) {
+          value2.filter(isDefined).forEach(function(value22) {
             result.push(
-              encodeValue(operator, value2, isKeyOperator(operator) ? key : "")
+              encodeValue(operator, value22, isKeyOperator(operator) ? key : "")
             );
           });
         } else {
-          Object.keys(value).forEach(function(k) {
-            if (isDefined(value[k])) {
-              result.push(encodeValue(operator, value[k], k));
+          Object.keys(value2).forEach(function(k) {
+            if (isDefined(value2[k])) {
+              result.push(encodeValue(operator, value2[k], k));
             }
           });
         }
       } else {
         const tmp = [];
-        if (Array.isArray(value)) {
-          value.filter(isDefined).forEach(function(value2) {
-            tmp.push(encodeValue(operator, value2));
+        if (Array.isArray(value2)) {
+          value2.filter(isDefined).forEach(function(value22) {
+            tmp.push(encodeValue(operator, value22));
           });
         } else {
-          Object.keys(value).forEach(function(k) {
-            if (isDefined(value[k])) {
+          Object.keys(value2).forEach(function(k) {
+            if (isDefined(value2[k])) {
               tmp.push(encodeUnreserved(k));
-              tmp.push(encodeValue(operator, value[k].toString()));
+              tmp.push(encodeValue(operator, value2[k].toString()));
             }
           });
         }
@@ -46203,12 +46914,12 @@ function getValues(context, operator, key, modifier) {
     }
   } else {
     if (operator === ";") {
-      if (isDefined(value)) {
+      if (isDefined(value2)) {
         result.push(encodeUnreserved(key));
       }
-    } else if (value === "" && (operator === "&" || operator === "?")) {
+    } else if (value2 === "" && (operator === "&" || operator === "?")) {
       result.push(encodeUnreserved(key) + "=");
-    } else if (value === "") {
+    } else if (value2 === "") {
       result.push("");
     }
   }
@@ -46404,8 +47115,8 @@ function parse2(header, options2) {
     index++;
   }
   const valueEnd = whitespace === -1 ? index : whitespace;
-  const value = header.slice(valueStart, valueEnd);
-  const type = (typeFlags & CASE_FLAGS) === 0 ? value : value.toLowerCase();
+  const value2 = header.slice(valueStart, valueEnd);
+  const type = (typeFlags & CASE_FLAGS) === 0 ? value2 : value2.toLowerCase();
   if (index === len || stop !== 0) {
     return { type, index, parameters: new NullObject() };
   }
@@ -46431,8 +47142,8 @@ function parseParameters(header, type, index, len, stopFlags) {
       }
       if (code2 === EQ) {
         const keyEnd = keyWhitespace === -1 ? index : keyWhitespace;
-        const value = header.slice(keyStart, keyEnd);
-        const key = (keyFlags & CASE_FLAGS) === 0 ? value : value.toLowerCase();
+        const value2 = header.slice(keyStart, keyEnd);
+        const key = (keyFlags & CASE_FLAGS) === 0 ? value2 : value2.toLowerCase();
         index++;
         while ((CHAR_MAP[header.charCodeAt(index)] & OWS) !== 0) {
           index++;
@@ -46684,12 +47395,12 @@ var stringifyIteratively = (rootValue, replacer, spaceParam) => {
   }
   return chunks.join("");
 };
-var JSONStringify = (value, replacer, space) => {
+var JSONStringify = (value2, replacer, space) => {
   try {
     const supportsRawJSON = "rawJSON" in JSON;
     if (supportsRawJSON) {
       return originalStringify(
-        value,
+        value2,
         (key, val) => {
           if (typeof val === "bigint") return JSON.rawJSON(val.toString());
           const hasFunctionReplacer = typeof replacer === "function";
@@ -46701,9 +47412,9 @@ var JSONStringify = (value, replacer, space) => {
         space
       );
     }
-    if (!value) return originalStringify(value, replacer, space);
+    if (!value2) return originalStringify(value2, replacer, space);
     const convertedToCustomJSON = originalStringify(
-      value,
+      value2,
       (key, val) => {
         const isNoise = typeof val === "string" && noiseValue.test(val);
         if (isNoise) return val.toString() + "n";
@@ -46724,7 +47435,7 @@ var JSONStringify = (value, replacer, space) => {
     return denoisedJSON;
   } catch (error2) {
     if (error2 instanceof RangeError) {
-      const convertedJSON = stringifyIteratively(value, replacer, space);
+      const convertedJSON = stringifyIteratively(value2, replacer, space);
       if (convertedJSON === void 0) return void 0;
       const supportsRawJSON = "rawJSON" in JSON;
       if (supportsRawJSON) return convertedJSON;
@@ -46752,26 +47463,26 @@ var isContextSourceSupported = () => {
     return false;
   }
 };
-var convertMarkedBigIntsReviver = (key, value, context, userReviver) => {
-  const isCustomFormatBigInt = typeof value === "string" && customFormat.test(value);
-  if (isCustomFormatBigInt) return BigInt(value.slice(0, -1));
-  const isNoiseValue = typeof value === "string" && noiseValue.test(value);
-  if (isNoiseValue) return value.slice(0, -1);
+var convertMarkedBigIntsReviver = (key, value2, context, userReviver) => {
+  const isCustomFormatBigInt = typeof value2 === "string" && customFormat.test(value2);
+  if (isCustomFormatBigInt) return BigInt(value2.slice(0, -1));
+  const isNoiseValue = typeof value2 === "string" && noiseValue.test(value2);
+  if (isNoiseValue) return value2.slice(0, -1);
   const hasUserReviver = typeof userReviver === "function";
-  if (!hasUserReviver) return value;
-  return userReviver(key, value, context);
+  if (!hasUserReviver) return value2;
+  return userReviver(key, value2, context);
 };
 var JSONParseV2 = (text3, reviver) => {
-  return JSON.parse(text3, (key, value, context) => {
-    const isNumber = typeof value === "number";
-    const isOutOfBounds = value > Number.MAX_SAFE_INTEGER || value < Number.MIN_SAFE_INTEGER;
+  return JSON.parse(text3, (key, value2, context) => {
+    const isNumber = typeof value2 === "number";
+    const isOutOfBounds = value2 > Number.MAX_SAFE_INTEGER || value2 < Number.MIN_SAFE_INTEGER;
     const isBigNumber = isNumber && isOutOfBounds;
     const isInt = context && intRegex.test(context.source);
     const isBigInt = isBigNumber && isInt;
     if (isBigInt) return BigInt(context.source);
     const hasCustomReviver = typeof reviver === "function";
-    if (!hasCustomReviver) return value;
-    return reviver(key, value, context);
+    if (!hasCustomReviver) return value2;
+    return reviver(key, value2, context);
   });
 };
 var MAX_INT = Number.MAX_SAFE_INTEGER.toString();
@@ -46785,35 +47496,35 @@ var applyReviverIteratively = (parsed, userReviver) => {
     const node = stack[stack.length - 1];
     if (!node.visited) {
       node.visited = true;
-      const value = node.parent[node.key];
-      const isComplexObject = value !== null && typeof value === "object";
+      const value2 = node.parent[node.key];
+      const isComplexObject = value2 !== null && typeof value2 === "object";
       if (isComplexObject) {
-        const keys = Object.keys(value);
+        const keys = Object.keys(value2);
         for (let i = keys.length - 1; i >= 0; i--) {
-          stack.push({ parent: value, key: keys[i], visited: false });
+          stack.push({ parent: value2, key: keys[i], visited: false });
         }
       }
     } else {
       const { parent, key } = node;
-      let value = parent[key];
-      if (typeof value === "string") {
-        const isCustomFormatBigInt = customFormat.test(value);
+      let value2 = parent[key];
+      if (typeof value2 === "string") {
+        const isCustomFormatBigInt = customFormat.test(value2);
         if (isCustomFormatBigInt) {
-          value = BigInt(value.slice(0, -1));
+          value2 = BigInt(value2.slice(0, -1));
         } else {
-          const isNoise = noiseValue.test(value);
-          if (isNoise) value = value.slice(0, -1);
+          const isNoise = noiseValue.test(value2);
+          if (isNoise) value2 = value2.slice(0, -1);
         }
       }
       const hasUserReviver = typeof userReviver === "function";
       if (hasUserReviver) {
-        value = userReviver.call(parent, key, value);
+        value2 = userReviver.call(parent, key, value2);
       }
-      const isDeleted = value === void 0;
+      const isDeleted = value2 === void 0;
       if (isDeleted) {
         delete parent[key];
       } else {
-        parent[key] = value;
+        parent[key] = value2;
       }
       stack.pop();
     }
@@ -46842,7 +47553,7 @@ var JSONParse = (text3, reviver) => {
     const serializedData = serializeBigInts(text3);
     return originalParse(
       serializedData,
-      (key, value, context) => convertMarkedBigIntsReviver(key, value, context, reviver)
+      (key, value2, context) => convertMarkedBigIntsReviver(key, value2, context, reviver)
     );
   } catch (error2) {
     if (error2 instanceof RangeError) {
@@ -46861,13 +47572,13 @@ var defaults_default = {
     "user-agent": `octokit-request.js/${VERSION4} ${getUserAgent()}`
   }
 };
-function isPlainObject2(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
+function isPlainObject2(value2) {
+  if (typeof value2 !== "object" || value2 === null) return false;
+  if (Object.prototype.toString.call(value2) !== "[object Object]") return false;
+  const proto = Object.getPrototypeOf(value2);
   if (proto === null) return true;
   const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
+  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value2);
 }
 var noop2 = () => "";
 async function fetchWrapper(requestOptions) {
@@ -46881,9 +47592,9 @@ async function fetchWrapper(requestOptions) {
   const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
   const body = isPlainObject2(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
   const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
+    Object.entries(requestOptions.headers).map(([name, value2]) => [
       name,
-      String(value)
+      String(value2)
     ])
   );
   let fetchResponse;
@@ -46923,8 +47634,8 @@ async function fetchWrapper(requestOptions) {
   const status = fetchResponse.status;
   const url = fetchResponse.url;
   const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
+  for (const [key, value2] of fetchResponse.headers) {
+    responseHeaders[key] = value2;
   }
   const octokitResponse = {
     url,
@@ -49814,8 +50525,8 @@ var handler = {
   ownKeys({ scope }) {
     return [...endpointMethodsMap.get(scope).keys()];
   },
-  set(target, methodName, value) {
-    return target.cache[methodName] = value;
+  set(target, methodName, value2) {
+    return target.cache[methodName] = value2;
   },
   get({ octokit, scope, cache: cache2 }, methodName) {
     if (cache2[methodName]) {
@@ -50718,9 +51429,9 @@ var LocalRecords = class {
   take(counter) {
     const file = join22(this.dir, "counters.json");
     const counters = existsSync15(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
-    const value = counters[counter];
-    writeJsonAtomic(file, { ...counters, [counter]: value + 1 });
-    return value;
+    const value2 = counters[counter];
+    writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
+    return value2;
   }
   newPull(fields) {
     return { version: RECORD_VERSION, ...fields };
@@ -51723,11 +52434,11 @@ var wasmView = null;
 var wasmFn = null;
 function toSignedLeb128(n) {
   const bytes = [];
-  let value = n | 0;
+  let value2 = n | 0;
   for (; ; ) {
-    const byte = value & 127;
-    value >>= 7;
-    if (value === 0 && (byte & 64) === 0 || value === -1 && (byte & 64) !== 0) {
+    const byte = value2 & 127;
+    value2 >>= 7;
+    if (value2 === 0 && (byte & 64) === 0 || value2 === -1 && (byte & 64) !== 0) {
       bytes.push(byte);
       return bytes;
     }
@@ -53319,12 +54030,12 @@ function toLebU32Padded52(n) {
 }
 function toSignedLeb128_i32(n) {
   const bytes = [];
-  let value = n | 0;
+  let value2 = n | 0;
   let more = true;
   while (more) {
-    let byte = value & 127;
-    value >>= 7;
-    if (value === 0 && (byte & 64) === 0 || value === -1 && (byte & 64) !== 0) {
+    let byte = value2 & 127;
+    value2 >>= 7;
+    if (value2 === 0 && (byte & 64) === 0 || value2 === -1 && (byte & 64) !== 0) {
       more = false;
     } else {
       byte |= 128;
@@ -55162,12 +55873,12 @@ async function* sha256(buffer, opts) {
     const total = buffer.size;
     let bytesDone = 0;
     while (true) {
-      const { done, value } = await reader.read();
+      const { done, value: value2 } = await reader.read();
       if (done) {
         break;
       }
-      sha2562.update(value);
-      bytesDone += value.length;
+      sha2562.update(value2);
+      bytesDone += value2.length;
       yield bytesDone / total;
       opts?.abortSignal?.throwIfAborted();
     }
@@ -56597,29 +57308,29 @@ var XetBlob = class extends Blob {
               const result = await reader.read();
               listener?.({ event: "read" });
               done = result.done;
-              let value = result.value;
-              if (!value) {
+              let value2 = result.value;
+              if (!value2) {
                 continue;
               }
               if (leftover) {
-                value = combineUint8Arrays(leftover, value);
+                value2 = combineUint8Arrays(leftover, value2);
                 leftover = void 0;
               }
-              while (value.byteLength) {
-                if (value.byteLength < XET_CHUNK_HEADER_BYTES) {
-                  leftover = value;
+              while (value2.byteLength) {
+                if (value2.byteLength < XET_CHUNK_HEADER_BYTES) {
+                  leftover = value2;
                   break;
                 }
                 const chunkHeader = parseChunkHeader(
-                  new DataView(value.buffer, value.byteOffset, XET_CHUNK_HEADER_BYTES)
+                  new DataView(value2.buffer, value2.byteOffset, XET_CHUNK_HEADER_BYTES)
                 );
-                if (value.byteLength < XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length) {
-                  leftover = value;
+                if (value2.byteLength < XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length) {
+                  leftover = value2;
                   break;
                 }
                 const uncompressed = decompressChunk(
                   chunkHeader,
-                  value.subarray(XET_CHUNK_HEADER_BYTES, XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length)
+                  value2.subarray(XET_CHUNK_HEADER_BYTES, XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length)
                 );
                 const range2 = ranges.find((r) => chunkIndex >= r.start && chunkIndex < r.end);
                 if (range2) {
@@ -56637,7 +57348,7 @@ var XetBlob = class extends Blob {
                 }
                 state.decodedBytes += uncompressed.byteLength;
                 chunkIndex++;
-                value = value.slice(XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length);
+                value2 = value2.slice(XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length);
               }
             }
             if (!state.finished) {
@@ -56864,11 +57575,11 @@ var XetBlob = class extends Blob {
     const reader = (await this.#fetch()).getReader();
     const chunks = [];
     for (; ; ) {
-      const { done, value } = await reader.read();
+      const { done, value: value2 } = await reader.read();
       if (done) {
         break;
       }
-      chunks.push(value);
+      chunks.push(value2);
     }
     return concatUint8Arrays(chunks).buffer;
   }
@@ -56959,8 +57670,8 @@ async function getAccessToken(initialAccessToken, customFetch, refreshUrl) {
       expiresAt: new Date(json.exp * 1e3),
       casUrl: json.casUrl
     };
-    for (const [key2, value] of jwts.entries()) {
-      if (value.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD)) {
+    for (const [key2, value2] of jwts.entries()) {
+      if (value2.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD)) {
         jwts.delete(key2);
       } else {
         break;
@@ -57275,8 +57986,8 @@ async function xetWriteToken(params) {
       expiresAt: new Date(json.exp * 1e3),
       casUrl: json.casUrl
     };
-    for (const [key2, value] of jwts2.entries()) {
-      if (value.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
+    for (const [key2, value2] of jwts2.entries()) {
+      if (value2.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
         jwts2.delete(key2);
       } else {
         break;
@@ -57507,11 +58218,11 @@ var SplicedBlob = class extends Blob {
             const reader = segment.stream().getReader();
             try {
               while (true) {
-                const { done, value } = await reader.read();
+                const { done, value: value2 } = await reader.read();
                 if (done) {
                   break;
                 }
-                controller.enqueue(value);
+                controller.enqueue(value2);
               }
             } finally {
               reader.releaseLock();
@@ -58165,13 +58876,13 @@ async function* createXorbs(fileSources, params) {
       const pumpBlob = async function* (chunker, blob) {
         const reader = blob.stream().getReader();
         while (true) {
-          const { done, value } = await reader.read();
+          const { done, value: value2 } = await reader.read();
           if (done) {
             break;
           }
-          processedBytes += value.length;
-          sourceChunks.push(value);
-          yield* addChunks(addDataToChunker(value, chunker));
+          processedBytes += value2.length;
+          sourceChunks.push(value2);
+          yield* addChunks(addDataToChunker(value2, chunker));
         }
       };
       let fileRepresentation;
@@ -58510,13 +59221,13 @@ async function loadDedupInfoToCache(content, remoteXorbHashes, params, chunkCach
     if (opts?.maxChunks !== void 0 && chunksProcessed >= opts.maxChunks) {
       break;
     }
-    const { done, value } = await reader.read();
+    const { done, value: value2 } = await reader.read();
     if (done) {
       await processChunks(finalizeChunker(chunker));
       break;
     }
-    sourceChunks.push(value);
-    await processChunks(addDataToChunker(value, chunker));
+    sourceChunks.push(value2);
+    await processChunks(addDataToChunker(value2, chunker));
   }
 }
 var SHARD_MAX_SIZE = 64 * 1024 * 1024;
@@ -60492,7 +61203,7 @@ function scanAttributeTokens(attrStr) {
       i = j + 1;
     }
     let quoteChar;
-    let value;
+    let value2;
     let k = i;
     while (k < len && isWhiteSpace(attrStr[k])) k++;
     if (k < len && (attrStr[k] === '"' || attrStr[k] === "'")) {
@@ -60500,7 +61211,7 @@ function scanAttributeTokens(attrStr) {
       const closeIdx = attrStr.indexOf(attrStr[k], valueStart);
       if (closeIdx !== -1) {
         quoteChar = attrStr[k];
-        value = attrStr.slice(valueStart, closeIdx);
+        value2 = attrStr.slice(valueStart, closeIdx);
         i = closeIdx + 1;
       }
     }
@@ -60510,7 +61221,7 @@ function scanAttributeTokens(attrStr) {
     token[3] = equalsGroup;
     token[4] = quoteChar !== void 0 ? true : void 0;
     token[5] = quoteChar;
-    token[6] = value;
+    token[6] = value2;
     tokens.push(token);
   }
   return tokens;
@@ -60778,9 +61489,9 @@ var EntityDecoder = class {
    * @param {string} context  — used in error messages ('external' | 'input')
    * @returns {boolean}  true = accept, false = skip
    */
-  _applyRegistrationHook(hook2, name, value, context) {
+  _applyRegistrationHook(hook2, name, value2, context) {
     if (!hook2) return true;
-    const action = hook2(name, value);
+    const action = hook2(name, value2);
     if (action === ENTITY_ACTION.BLOCK) return false;
     if (action === ENTITY_ACTION.THROW) {
       throw new Error(
@@ -60812,9 +61523,9 @@ var EntityDecoder = class {
     }
     const flat = mergeEntityMaps(map);
     const filtered = /* @__PURE__ */ Object.create(null);
-    for (const [name, value] of Object.entries(flat)) {
-      if (this._applyRegistrationHook(this._onExternalEntity, name, value, "external")) {
-        filtered[name] = value;
+    for (const [name, value2] of Object.entries(flat)) {
+      if (this._applyRegistrationHook(this._onExternalEntity, name, value2, "external")) {
+        filtered[name] = value2;
       }
     }
     this._externalMap = filtered;
@@ -60826,11 +61537,11 @@ var EntityDecoder = class {
    * @param {string} key
    * @param {string} value
    */
-  addExternalEntity(key, value) {
+  addExternalEntity(key, value2) {
     validateEntityName(key);
-    if (typeof value === "string" && value.indexOf("&") === -1) {
-      if (this._applyRegistrationHook(this._onExternalEntity, key, value, "external")) {
-        this._externalMap[key] = value;
+    if (typeof value2 === "string" && value2.indexOf("&") === -1) {
+      if (this._applyRegistrationHook(this._onExternalEntity, key, value2, "external")) {
+        this._externalMap[key] = value2;
       }
     }
   }
@@ -60853,9 +61564,9 @@ var EntityDecoder = class {
     }
     const flat = mergeEntityMaps(map);
     const filtered = /* @__PURE__ */ Object.create(null);
-    for (const [name, value] of Object.entries(flat)) {
-      if (this._applyRegistrationHook(this._onInputEntity, name, value, "input")) {
-        filtered[name] = value;
+    for (const [name, value2] of Object.entries(flat)) {
+      if (this._applyRegistrationHook(this._onInputEntity, name, value2, "input")) {
+        filtered[name] = value2;
       }
     }
     this._inputMap = filtered;
@@ -61165,10 +61876,10 @@ function validatePropertyName(propertyName, optionName) {
     );
   }
 }
-function normalizeProcessEntities(value, htmlEntities) {
-  if (typeof value === "boolean") {
+function normalizeProcessEntities(value2, htmlEntities) {
+  if (typeof value2 === "boolean") {
     return {
-      enabled: value,
+      enabled: value2,
       // true or false
       maxEntitySize: 1e4,
       maxExpansionDepth: 1e4,
@@ -61180,17 +61891,17 @@ function normalizeProcessEntities(value, htmlEntities) {
       appliesTo: "all"
     };
   }
-  if (typeof value === "object" && value !== null) {
+  if (typeof value2 === "object" && value2 !== null) {
     return {
-      enabled: value.enabled !== false,
-      maxEntitySize: Math.max(1, value.maxEntitySize ?? 1e4),
-      maxExpansionDepth: Math.max(1, value.maxExpansionDepth ?? 1e4),
-      maxTotalExpansions: Math.max(1, value.maxTotalExpansions ?? Infinity),
-      maxExpandedLength: Math.max(1, value.maxExpandedLength ?? 1e5),
-      maxEntityCount: Math.max(1, value.maxEntityCount ?? 1e3),
-      allowedTags: value.allowedTags ?? null,
-      tagFilter: value.tagFilter ?? null,
-      appliesTo: value.appliesTo ?? "all"
+      enabled: value2.enabled !== false,
+      maxEntitySize: Math.max(1, value2.maxEntitySize ?? 1e4),
+      maxExpansionDepth: Math.max(1, value2.maxExpansionDepth ?? 1e4),
+      maxTotalExpansions: Math.max(1, value2.maxTotalExpansions ?? Infinity),
+      maxExpandedLength: Math.max(1, value2.maxExpandedLength ?? 1e5),
+      maxEntityCount: Math.max(1, value2.maxEntityCount ?? 1e3),
+      allowedTags: value2.allowedTags ?? null,
+      tagFilter: value2.tagFilter ?? null,
+      appliesTo: value2.appliesTo ?? "all"
     };
   }
   return normalizeProcessEntities(true);
@@ -61204,9 +61915,9 @@ var buildOptions = function(options2) {
     { value: built.cdataPropName, name: "cdataPropName" },
     { value: built.commentPropName, name: "commentPropName" }
   ];
-  for (const { value, name } of propertyNameOptions) {
-    if (value) {
-      validatePropertyName(value, name);
+  for (const { value: value2, name } of propertyNameOptions) {
+    if (value2) {
+      validatePropertyName(value2, name);
     }
   }
   if (built.onDangerousProperty === null) {
@@ -63513,10 +64224,10 @@ var VALID_CONTEXTS = Object.freeze({
   NOSQL: nosql_default,
   LOG: log_default
 });
-function assertString(value) {
-  if (typeof value !== "string") {
+function assertString(value2) {
+  if (typeof value2 !== "string") {
     throw new TypeError(
-      `is-unsafe: first argument must be a string, got ${typeof value}`
+      `is-unsafe: first argument must be a string, got ${typeof value2}`
     );
   }
 }
@@ -63546,28 +64257,28 @@ function normalise(context) {
   if (Array.isArray(context[0])) return { lists: context, regex: null };
   return { lists: [context], regex: null };
 }
-function decodedCopy(value, list) {
+function decodedCopy(value2, list) {
   if (!list.decodeEntities) return null;
-  const decoded = decodeEntities(value);
-  return decoded === value ? null : decoded;
+  const decoded = decodeEntities(value2);
+  return decoded === value2 ? null : decoded;
 }
-function matchList(value, list) {
+function matchList(value2, list) {
   const label = list.label ?? "CUSTOM";
-  const decoded = decodedCopy(value, list);
+  const decoded = decodedCopy(value2, list);
   for (const rule of list) {
-    if (rule.pattern.test(value) || decoded !== null && rule.pattern.test(decoded)) {
+    if (rule.pattern.test(value2) || decoded !== null && rule.pattern.test(decoded)) {
       return { context: label, id: rule.id, description: rule.description, pattern: rule.pattern };
     }
   }
   return null;
 }
-function isUnsafe(value, context) {
-  assertString(value);
+function isUnsafe(value2, context) {
+  assertString(value2);
   assertContext(context);
   const { lists, regex: regex2 } = normalise(context);
-  if (regex2) return regex2.test(value);
+  if (regex2) return regex2.test(value2);
   for (const list of lists) {
-    if (matchList(value, list) !== null) return true;
+    if (matchList(value2, list) !== null) return true;
   }
   return false;
 }
@@ -63632,9 +64343,9 @@ var OrderedObjParser = class {
           applyLimitsTo: this.options.processEntities.appliesTo
         },
         // onExternalEntity: (name, value) => isUnsafe(value) ? 'block' : 'allow',
-        onInputEntity: (name, value) => (
+        onInputEntity: (name, value2) => (
           //TODO: VALID_CONTEXTS.HTML should be set only if this.options.htmlEntities
-          isUnsafe(value, [html_default, xml_default]) ? ENTITY_ACTION.BLOCK : ENTITY_ACTION.ALLOW
+          isUnsafe(value2, [html_default, xml_default]) ? ENTITY_ACTION.BLOCK : ENTITY_ACTION.ALLOW
         )
         //postCheck: resolved => resolved
       });
@@ -64361,15 +65072,15 @@ var XMLParser = class {
    * @param {string} key 
    * @param {string} value 
    */
-  addEntity(key, value) {
-    if (value.indexOf("&") !== -1) {
+  addEntity(key, value2) {
+    if (value2.indexOf("&") !== -1) {
       throw new Error("Entity value can't have '&'");
     } else if (key.indexOf("&") !== -1 || key.indexOf(";") !== -1) {
       throw new Error("An entity must be set without '&' and ';'. Eg. use '#xD' for '&#xD;'");
-    } else if (value === "&") {
+    } else if (value2 === "&") {
       throw new Error("An entity with value '&' is not permitted");
     } else {
-      this.externalEntities[key] = value;
+      this.externalEntities[key] = value2;
     }
   }
   /**
@@ -64430,10 +65141,10 @@ function children(node, tag) {
 }
 function seconds(file, raw, where2) {
   if (raw === void 0 || raw.trim() === "") return 0;
-  const value = Number(raw.replaceAll(",", ""));
-  if (!Number.isFinite(value) || value < 0)
+  const value2 = Number(raw.replaceAll(",", ""));
+  if (!Number.isFinite(value2) || value2 < 0)
     throw new InputError(file, `${where2} has time "${raw}", not a number of seconds`);
-  return value;
+  return value2;
 }
 function joinedText(nodes) {
   const parts = nodes.map(text2).filter((t) => t !== "");
@@ -65304,10 +66015,10 @@ function parseMetrics(text3, file) {
 async function readMetricsFile(file) {
   return parseMetrics(await readTextFile(file, "metrics JSON"), file);
 }
-function kindOf(value) {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+function kindOf(value2) {
+  if (value2 === null) return "null";
+  if (Array.isArray(value2)) return "an array";
+  return typeof value2 === "object" ? "an object" : `a ${typeof value2}`;
 }
 function metricValue(metrics, path, file) {
   const keys = path.split(".");
@@ -65355,291 +66066,16 @@ function comparabilityProblems(a, b) {
     ["timing.warmup", a.timing.warmup, b.timing.warmup],
     ["timing.repeats", a.timing.repeats, b.timing.repeats],
     ["timing.clock", a.timing.clock, b.timing.clock],
+    // The model level: the same model, or none on both sides.
+    ["model.preset", a.model?.preset ?? null, b.model?.preset ?? null],
+    ["model.config", a.model?.config ?? null, b.model?.config ?? null],
+    // MFU of both arms is against the same kind of peak (a measured peak is re-measured per run).
+    ["device.peak.source", a.device.peak?.source ?? null, b.device.peak?.source ?? null],
     ["versions.jax", a.versions.jax, b.versions.jax],
     ["versions.jaxlib", a.versions.jaxlib, b.versions.jaxlib]
   ];
   const canonical = (v) => typeof v === "object" && v !== null ? JSON.stringify(Object.fromEntries(Object.entries(v).sort(([x], [y]) => x.localeCompare(y)))) : JSON.stringify(v);
   return fields.filter(([, x, y]) => canonical(x) !== canonical(y)).map(([name, x, y]) => `${name} differs: ${canonical(x)} vs ${canonical(y)}`);
-}
-
-// src/evidence/stats/describe.ts
-function sortedCopy(values) {
-  return Float64Array.from(values).sort();
-}
-function medianOfSorted(sorted) {
-  const n = sorted.length;
-  if (n === 0) return Number.NaN;
-  const mid = n >> 1;
-  return n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-function median(values) {
-  return medianOfSorted(sortedCopy(values));
-}
-function quantileOfSorted(sorted, p) {
-  const n = sorted.length;
-  if (n === 0 || Number.isNaN(p)) return Number.NaN;
-  const h = (n - 1) * Math.min(1, Math.max(0, p));
-  const lo = Math.floor(h);
-  const hi = Math.min(n - 1, lo + 1);
-  return sorted[lo] + (h - lo) * (sorted[hi] - sorted[lo]);
-}
-function mean(values) {
-  if (values.length === 0) return Number.NaN;
-  let sum3 = 0;
-  for (const v of values) sum3 += v;
-  return sum3 / values.length;
-}
-function sampleVariance(values) {
-  if (values.length < 2) return Number.NaN;
-  const m = mean(values);
-  let ss = 0;
-  for (const v of values) ss += (v - m) ** 2;
-  return ss / (values.length - 1);
-}
-function logCv(values) {
-  return Math.sqrt(sampleVariance(values.map(Math.log)));
-}
-var TUKEY_FENCE_IQRS = 1.5;
-function withoutOutliers(values) {
-  if (values.length < 4) return [...values];
-  const logs = sortedCopy(values.map(Math.log));
-  const q1 = quantileOfSorted(logs, 0.25);
-  const q3 = quantileOfSorted(logs, 0.75);
-  const reach = TUKEY_FENCE_IQRS * (q3 - q1);
-  return values.filter((v) => {
-    const x = Math.log(v);
-    return x >= q1 - reach && x <= q3 + reach;
-  });
-}
-
-// src/evidence/stats/normal.ts
-function normalCdf(x) {
-  if (Number.isNaN(x)) return Number.NaN;
-  const xabs = Math.abs(x);
-  let tail;
-  if (xabs > 37) {
-    tail = 0;
-  } else {
-    const e = Math.exp(-xabs * xabs / 2);
-    if (xabs < 7.07106781186547) {
-      let num2 = 0.0352624965998911 * xabs + 0.700383064443688;
-      num2 = num2 * xabs + 6.37396220353165;
-      num2 = num2 * xabs + 33.912866078383;
-      num2 = num2 * xabs + 112.079291497871;
-      num2 = num2 * xabs + 221.213596169931;
-      num2 = num2 * xabs + 220.206867912376;
-      let den = 0.0883883476483184 * xabs + 1.75566716318264;
-      den = den * xabs + 16.064177579207;
-      den = den * xabs + 86.7807322029461;
-      den = den * xabs + 296.564248779674;
-      den = den * xabs + 637.333633378831;
-      den = den * xabs + 793.826512519948;
-      den = den * xabs + 440.413735824752;
-      tail = e * num2 / den;
-    } else {
-      let cf = xabs + 0.65;
-      cf = xabs + 4 / cf;
-      cf = xabs + 3 / cf;
-      cf = xabs + 2 / cf;
-      cf = xabs + 1 / cf;
-      tail = e / cf / 2.506628274631;
-    }
-  }
-  return x > 0 ? 1 - tail : tail;
-}
-function normalQuantile(p) {
-  if (Number.isNaN(p) || p < 0 || p > 1) return Number.NaN;
-  if (p === 0) return Number.NEGATIVE_INFINITY;
-  if (p === 1) return Number.POSITIVE_INFINITY;
-  const q = p - 0.5;
-  if (Math.abs(q) <= 0.425) {
-    const r2 = 0.180625 - q * q;
-    const num2 = ((((((2509.0809287301227 * r2 + 33430.57558358813) * r2 + 67265.7709270087) * r2 + 45921.95393154987) * r2 + 13731.69376550946) * r2 + 1971.5909503065513) * r2 + 133.14166789178438) * r2 + 3.3871328727963665;
-    const den = ((((((5226.495278852546 * r2 + 28729.085735721943) * r2 + 39307.89580009271) * r2 + 21213.794301586597) * r2 + 5394.196021424751) * r2 + 687.1870074920579) * r2 + 42.31333070160091) * r2 + 1;
-    return q * num2 / den;
-  }
-  let r = Math.sqrt(-Math.log(q < 0 ? p : 1 - p));
-  let value;
-  if (r <= 5) {
-    r -= 1.6;
-    const num2 = ((((((7745450142783414e-19 * r + 0.022723844989269184) * r + 0.2417807251774506) * r + 1.2704582524523684) * r + 3.6478483247632045) * r + 5.769497221460691) * r + 4.630337846156546) * r + 1.4234371107496835;
-    const den = ((((((10507500716444169e-25 * r + 5475938084995345e-19) * r + 0.015198666563616457) * r + 0.14810397642748008) * r + 0.6897673349851) * r + 1.6763848301838038) * r + 2.053191626637759) * r + 1;
-    value = num2 / den;
-  } else {
-    r -= 5;
-    const num2 = ((((((20103343992922881e-23 * r + 27115555687434876e-21) * r + 0.0012426609473880784) * r + 0.026532189526576124) * r + 0.29656057182850487) * r + 1.7848265399172913) * r + 5.463784911164114) * r + 6.657904643501103;
-    const den = ((((((20442631033899397e-31 * r + 1421511758316446e-22) * r + 18463183175100548e-21) * r + 7868691311456133e-19) * r + 0.014875361290850615) * r + 0.1369298809227358) * r + 0.599832206555888) * r + 1;
-    value = num2 / den;
-  }
-  return q < 0 ? -value : value;
-}
-
-// src/evidence/stats/random.ts
-var TWO_POW_32 = 4294967296;
-var TWO_POW_53 = 9007199254740992;
-function rotl(x, k) {
-  return x << k | x >>> 32 - k;
-}
-function splitmix32(state) {
-  const next = state + 2654435769 | 0;
-  let z = next;
-  z = Math.imul(z ^ z >>> 16, 2246822507);
-  z = Math.imul(z ^ z >>> 13, 3266489909);
-  z ^= z >>> 16;
-  return [next, z >>> 0];
-}
-function createRng(seed) {
-  if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be a safe integer, got ${seed}`);
-  let state = seed % TWO_POW_32 ^ Math.imul(Math.floor(seed / TWO_POW_32), 668265261);
-  const words = [];
-  for (let i = 0; i < 4; i++) {
-    const [next, out] = splitmix32(state);
-    state = next;
-    words.push(out | 0);
-  }
-  const s = Int32Array.from(words);
-  if ((s[0] | s[1] | s[2] | s[3]) === 0) s[0] = 1;
-  const nextUint32 = () => {
-    const result = Math.imul(rotl(Math.imul(s[1], 5), 7), 9);
-    const t = s[1] << 9;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 11);
-    return result >>> 0;
-  };
-  const uniform = () => ((nextUint32() >>> 5) * 67108864 + (nextUint32() >>> 6)) / TWO_POW_53;
-  let spareNormal;
-  const normal = () => {
-    if (spareNormal !== void 0) {
-      const z = spareNormal;
-      spareNormal = void 0;
-      return z;
-    }
-    const radius = Math.sqrt(-2 * Math.log(1 - uniform()));
-    const angle = 2 * Math.PI * uniform();
-    spareNormal = radius * Math.sin(angle);
-    return radius * Math.cos(angle);
-  };
-  return {
-    uniform,
-    // One 32-bit draw scaled to [0, n): the bias, at most n / 2^32, is far below anything we measure.
-    int: (n) => Math.floor(nextUint32() / TWO_POW_32 * n),
-    normal
-  };
-}
-
-// src/evidence/stats/bootstrap.ts
-var MIN_RESAMPLES = 2e3;
-function resampledMedian(sorted, rng, counts) {
-  const n = sorted.length;
-  counts.fill(0);
-  for (let i = 0; i < n; i++) counts[rng.int(n)] += 1;
-  const lowRank = n - 1 >> 1;
-  const highRank = n >> 1;
-  let seen = 0;
-  let low = Number.NaN;
-  for (let j = 0; j < n; j++) {
-    seen += counts[j];
-    if (Number.isNaN(low) && seen > lowRank) low = sorted[j];
-    if (seen > highRank) return (low + sorted[j]) / 2;
-  }
-  return low;
-}
-function medianWithout(sorted, skip2) {
-  const m = sorted.length - 1;
-  const at = (rank) => sorted[rank < skip2 ? rank : rank + 1];
-  const mid = m >> 1;
-  return m % 2 === 1 ? at(mid) : (at(mid - 1) + at(mid)) / 2;
-}
-function twoSampleAcceleration(num2, den) {
-  const medNum = medianOfSorted(num2);
-  const medDen = medianOfSorted(den);
-  let cubes = 0;
-  let squares = 0;
-  for (const [sample, jackknifeRatio] of [
-    [num2, (i) => medianWithout(num2, i) / medDen],
-    [den, (i) => medNum / medianWithout(den, i)]
-  ]) {
-    const n = sample.length;
-    if (n < 2) continue;
-    const thetas = Array.from({ length: n }, (_, i) => jackknifeRatio(i));
-    const thetaBar = thetas.reduce((s, t) => s + t, 0) / n;
-    let c = 0;
-    let q = 0;
-    for (const t of thetas) {
-      const u = (n - 1) * (thetaBar - t);
-      c += u ** 3;
-      q += u ** 2;
-    }
-    cubes += c / n ** 3;
-    squares += q / n ** 2;
-  }
-  if (squares === 0) return 0;
-  return cubes / (6 * squares ** 1.5);
-}
-function checkOptions(confidence, resamples) {
-  if (!(confidence > 0 && confidence < 1))
-    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
-  if (!Number.isInteger(resamples) || resamples < MIN_RESAMPLES) {
-    throw new RangeError(`resamples must be an integer \u2265 ${MIN_RESAMPLES}, got ${resamples}`);
-  }
-}
-function bootstrapRatioOfMedians(num2, den, opts) {
-  const confidence = opts.confidence ?? 0.95;
-  const resamples = opts.resamples ?? MIN_RESAMPLES;
-  checkOptions(confidence, resamples);
-  if (num2.length === 0 || den.length === 0) throw new RangeError("both arms need at least one value");
-  const numSorted = sortedCopy(num2);
-  const denSorted = sortedCopy(den);
-  const estimate = medianOfSorted(numSorted) / medianOfSorted(denSorted);
-  const rng = createRng(opts.seed);
-  const numCounts = new Int32Array(numSorted.length);
-  const denCounts = new Int32Array(denSorted.length);
-  const ratios = new Float64Array(resamples);
-  for (let r = 0; r < resamples; r++) {
-    const numMedian = resampledMedian(numSorted, rng, numCounts);
-    ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
-  }
-  ratios.sort();
-  const alpha = 1 - confidence;
-  const percentile = {
-    lo: quantileOfSorted(ratios, alpha / 2),
-    hi: quantileOfSorted(ratios, 1 - alpha / 2)
-  };
-  let below = 0;
-  let ties = 0;
-  for (const ratio of ratios) {
-    if (ratio < estimate) below += 1;
-    else if (ratio === estimate) ties += 1;
-  }
-  const share = (below + ties / 2) / resamples;
-  const clampedShare = Math.min(1 - 0.5 / resamples, Math.max(0.5 / resamples, share));
-  const biasZ0 = normalQuantile(clampedShare);
-  const acceleration = twoSampleAcceleration(numSorted, denSorted);
-  const degenerate = ratios[0] === ratios[resamples - 1];
-  const adjusted = (z) => {
-    const shifted = biasZ0 + z;
-    const denominator = 1 - acceleration * shifted;
-    return denominator > 0 ? normalCdf(biasZ0 + shifted / denominator) : Number.NaN;
-  };
-  const pLo = adjusted(normalQuantile(alpha / 2));
-  const pHi = adjusted(normalQuantile(1 - alpha / 2));
-  const bcaFallback = degenerate || !Number.isFinite(pLo) || !Number.isFinite(pHi) || pLo >= pHi;
-  const bca = bcaFallback ? { ...percentile } : { lo: quantileOfSorted(ratios, pLo), hi: quantileOfSorted(ratios, pHi) };
-  return {
-    estimate,
-    percentile,
-    bca,
-    bcaFallback,
-    biasZ0,
-    acceleration,
-    confidence,
-    resamples,
-    seed: opts.seed
-  };
 }
 
 // src/evidence/stats/noise.ts
@@ -66103,6 +66539,15 @@ async function measure(env) {
     m.versions = { ...metrics.versions };
     m.preset = metrics.preset;
     m.impl = metrics.impl;
+    m.levels = summarizeLevels(
+      m.runs,
+      { ...levelInfo(metrics), verdict: { path: m.metric.path, comparison: m.comparison } },
+      {
+        confidence: ctx.config.measure.confidence,
+        resamples: ctx.config.measure.resamples,
+        seed
+      }
+    );
   }
   const c = m.comparison;
   return { status: "done", note: c ? `${c.verdict} after ${m.runs.length} runs` : void 0 };
@@ -66175,10 +66620,28 @@ async function benchRun(env, arm, index, workdir) {
       run2.value = null;
     }
     run2.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
+    run2.levels = runLevels(metrics);
   } catch (e) {
     run2.problem = errorMessage(e);
   }
   return run2;
+}
+function levelInfo(metrics) {
+  const peak = peakInfo(metrics);
+  const model = metrics.model;
+  const s = metrics.shapes;
+  const layer = model?.gdn_layer_shape;
+  return {
+    ...peak ? { peak } : {},
+    ...model && layer ? {
+      model: {
+        preset: model.preset,
+        gdnLayers: model.gdn_layers,
+        // The estimate of the kernels' share needs the kernel timed at the shape the model calls it.
+        layerMatchesKernel: layer.B === s.B && layer.T === s.T && layer.H === s.H && layer.K === s.K && layer.V === s.V
+      }
+    } : {}
+  };
 }
 function attemptOf(m, arm, index) {
   return 1 + (m?.discarded ?? []).filter((r) => r.arm === arm && r.index === index).length;
@@ -66420,9 +66883,9 @@ function scopeOf(tfOp, nameStack) {
   const cut = stack.lastIndexOf("/");
   return cut > 0 ? stack.slice(0, cut) : stack;
 }
-function numberArg(value) {
-  if (value === void 0 || value === "") return void 0;
-  const n = Number(value);
+function numberArg(value2) {
+  if (value2 === void 0 || value2 === "") return void 0;
+  const n = Number(value2);
   return Number.isFinite(n) ? n : void 0;
 }
 function profilerStepNumber(name) {
@@ -67820,30 +68283,30 @@ var ChromeJsonScanner = class {
     const pid = this.pid ?? "";
     const dev = this.deviceEntry(pid);
     if (kind === "process_name" || kind === "process_labels") {
-      const value = kind === "process_name" ? this.argString("name") : this.argString("labels");
-      if (value === void 0) return;
+      const value2 = kind === "process_name" ? this.argString("name") : this.argString("labels");
+      if (value2 === void 0) return;
       const device = dev.device;
       if (kind === "process_name") {
-        if (dev.named && dev.processName === value) return;
-        dev.processName = value;
+        if (dev.named && dev.processName === value2) return;
+        dev.processName = value2;
         dev.named = true;
       } else {
-        if (device.labels === value) return;
-        device.labels = value;
+        if (device.labels === value2) return;
+        device.labels = value2;
       }
       device.name = deviceDisplayName(dev.processName, device.labels);
       device.kind = deviceKindOf(device.name, device.labels);
       if (dev.offered) this.stats.lateNames = true;
     } else if (kind === "thread_name") {
-      const value = this.argString("name");
-      if (value === void 0) return;
+      const value2 = this.argString("name");
+      if (value2 === void 0) return;
       const tid = this.tid ?? "";
       let entry = dev.lanes.get(tid);
       if (entry === void 0) {
         const lane = {
           index: this.laneCount++,
           device: dev.device,
-          name: value,
+          name: value2,
           rawId: String(tid),
           named: true
         };
@@ -67851,8 +68314,8 @@ var ChromeJsonScanner = class {
         dev.lanes.set(tid, entry);
         return;
       }
-      if (entry.lane.named && entry.lane.name === value) return;
-      entry.lane.name = value;
+      if (entry.lane.named && entry.lane.name === value2) return;
+      entry.lane.name = value2;
       entry.lane.named = true;
       if (entry.offered) this.stats.lateNames = true;
     }
@@ -68449,9 +68912,9 @@ var XspaceReader = class {
     let programId;
     let blob;
     const entry = this.fieldRanges(start, end);
-    const value = entry.find((f) => f.field === 2 && f.len);
-    if (value === void 0) return void 0;
-    for (const f of this.fieldRanges(value.start, value.end)) {
+    const value2 = entry.find((f) => f.field === 2 && f.len);
+    if (value2 === void 0) return void 0;
+    for (const f of this.fieldRanges(value2.start, value2.end)) {
       if (f.field === 1 && !f.len) id = f.varint;
       else if (f.field === 2 && f.len && f.end - f.start <= MAX_DECODED_FIELD) {
         const j2 = win.ensure(f.start, f.end - f.start);
@@ -68983,7 +69446,7 @@ var XplaneEventView = class {
 };
 function decodeStatAt(buf, i, end, layout) {
   let id = 0;
-  let value;
+  let value2;
   while (i < end) {
     const tag = readVarint(buf, i, end);
     i = wirePos;
@@ -68994,15 +69457,15 @@ function decodeStatAt(buf, i, end, layout) {
         break;
       case 17:
         if (i + 8 > end) throw new WireError(i, "truncated double");
-        value = String(readDouble(buf, i));
+        value2 = String(readDouble(buf, i));
         i += 8;
         break;
       case 24:
-        value = readVarint64String(buf, i, end, false);
+        value2 = readVarint64String(buf, i, end, false);
         i = wirePos;
         break;
       case 32:
-        value = readVarint64String(buf, i, end, true);
+        value2 = readVarint64String(buf, i, end, true);
         i = wirePos;
         break;
       case 42:
@@ -69013,23 +69476,23 @@ function decodeStatAt(buf, i, end, layout) {
         const len = readVarint(buf, i, end);
         const s = wirePos;
         if (s + len > end) throw new WireError(s, "XStat value runs past its stat");
-        if (tag === 42) value = readString(buf, s, s + len);
-        else if (tag === 50) value = `<${len} bytes>`;
-        else value = gunzipString(buf.subarray(s, s + len));
+        if (tag === 42) value2 = readString(buf, s, s + len);
+        else if (tag === 50) value2 = `<${len} bytes>`;
+        else value2 = gunzipString(buf.subarray(s, s + len));
         i = s + len;
         break;
       }
       case 56: {
         const ref = readVarint(buf, i, end);
         i = wirePos;
-        value = layout.statNames.get(ref) ?? "";
+        value2 = layout.statNames.get(ref) ?? "";
         break;
       }
       default:
         i = skipField(buf, i, end, tag & 7);
     }
   }
-  return value === void 0 ? void 0 : [id, value];
+  return value2 === void 0 ? void 0 : [id, value2];
 }
 function gunzipString(bytes) {
   try {
@@ -70897,6 +71360,7 @@ var profileStep = {
       const diff = diffSummaries(champion.summary, summary2);
       writeJsonAtomic(bundle.path(BundleFiles.diff), diff);
       const agreement = measuredAgreement(ev, summary2, champion.summary);
+      const share = kernelShare(ev.measurement?.levels, { champion: champion.summary, candidate: summary2 });
       ev.profile = {
         status: "done",
         candidateTrace: BundleFiles.profileDir,
@@ -70905,7 +71369,8 @@ var profileStep = {
         summary: summary2,
         championSummary: champion.summary,
         diff,
-        ...agreement === void 0 ? {} : { agreement }
+        ...agreement === void 0 ? {} : { agreement },
+        ...share === void 0 ? {} : { kernelShare: share }
       };
       if (agreement?.agrees === false) ctx.logger.warn(`profile: ${agreement.detail}`);
       return { status: "done" };
@@ -71085,8 +71550,8 @@ function championMetricsText(ctx, champion) {
     `| MFU | ${mfu} | same runs |`
   ].join("\n");
 }
-function formatValue2(value, unit) {
-  return unit === "ms" ? `${value.toPrecision(4)} ms` : `${value.toPrecision(4)}${unit ? ` ${unit}` : ""}`;
+function formatValue2(value2, unit) {
+  return unit === "ms" ? `${value2.toPrecision(4)} ms` : `${value2.toPrecision(4)}${unit ? ` ${unit}` : ""}`;
 }
 async function championHotspots(ctx, champion) {
   if (!ctx.target.profile) return "(no profile command configured for this target)";
@@ -71653,7 +72118,7 @@ import { join as join38 } from "node:path";
 
 // src/report/log-entry.ts
 import { createHash as createHash8 } from "node:crypto";
-var LOG_ENTRY_FORMAT = 1;
+var LOG_ENTRY_FORMAT = 2;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
 var LOG_LABELS = [
@@ -71671,6 +72136,9 @@ var LOG_LABELS = [
   "Failing tests (accelerator)",
   "Measurement",
   "MFU",
+  "Kernel",
+  "Model",
+  "Kernel share",
   "Profile",
   "Step time",
   "Hotspot",
@@ -71682,13 +72150,13 @@ var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) form
 function defaultEvidencePath(evidence) {
   return `${bundleKey(evidence)}/evidence.json`;
 }
-function canonicalJson(value) {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value).filter(([, v]) => v !== void 0).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+function canonicalJson(value2) {
+  if (Array.isArray(value2)) return `[${value2.map(canonicalJson).join(",")}]`;
+  if (value2 !== null && typeof value2 === "object") {
+    const entries = Object.entries(value2).filter(([, v]) => v !== void 0).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
   }
-  return JSON.stringify(value) ?? "null";
+  return JSON.stringify(value2) ?? "null";
 }
 function evidenceDigest(evidence) {
   const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
@@ -71751,9 +72219,16 @@ function harnessLines(evidence, evidencePath) {
     else parts.push(`no comparison (${m.runs.length} runs)`);
     add("Measurement", parts.join(", "));
     add("MFU", mfuText(evidence));
+    if (m.levels) {
+      add("Kernel", kernelLine(m.levels));
+      const model = modelLine(m.levels);
+      if (model) add("Model", model);
+    }
   } else {
     add("Measurement", evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run");
   }
+  const share = m ? shareLine(evidence) : void 0;
+  if (share) add("Kernel share", share);
   const profile = evidence.profile;
   if (profile && profile.status !== "done") {
     add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
@@ -72718,20 +73193,20 @@ async function pushHistory(store, stateDir, target) {
   if (store.name === "local" || !existsSync29(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
-function trustedStart(value) {
+function trustedStart(value2) {
   const now = (/* @__PURE__ */ new Date()).toISOString();
-  return value && !Number.isNaN(Date.parse(value)) && value <= now ? value : now;
+  return value2 && !Number.isNaN(Date.parse(value2)) && value2 <= now ? value2 : now;
 }
 function plausibleCount(n) {
   return typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= 1e3 ? n : void 0;
 }
-function fullSha(value, what) {
-  if (!/^[0-9a-f]{40}$/.test(value)) {
-    throw new HillclimbError(`${what} must be a full 40-character commit SHA, got "${value}"`, {
+function fullSha(value2, what) {
+  if (!/^[0-9a-f]{40}$/.test(value2)) {
+    throw new HillclimbError(`${what} must be a full 40-character commit SHA, got "${value2}"`, {
       exitCode: ExitCode2.badInput
     });
   }
-  return value;
+  return value2;
 }
 
 // src/loop/external.ts

@@ -34004,6 +34004,37 @@ function configOverrides() {
 // src/forge/limits.ts
 var BODY_CAP_CHARS = 64e3;
 
+// src/evidence/levels.ts
+var TRAIN_STEP = "train_step";
+var KERNEL_MEASUREMENT = "fwd_bwd";
+var LEVEL_METRICS = {
+  kernelMs: {
+    label: "kernel fwd+bwd time",
+    unit: "ms",
+    direction: "lower",
+    path: `measurements.${KERNEL_MEASUREMENT}.median_ms`
+  },
+  kernelMfu: {
+    label: "kernel MFU",
+    unit: "MFU",
+    direction: "higher",
+    path: `measurements.${KERNEL_MEASUREMENT}.mfu`
+  },
+  stepMs: {
+    label: "train step time",
+    unit: "ms",
+    direction: "lower",
+    path: `measurements.${TRAIN_STEP}.median_ms`
+  },
+  tokensPerS: {
+    label: "tokens/s",
+    unit: "tok/s",
+    direction: "higher",
+    path: `measurements.${TRAIN_STEP}.tokens_per_s`
+  },
+  modelMfu: { label: "model MFU", unit: "MFU", direction: "higher", path: `measurements.${TRAIN_STEP}.mfu` }
+};
+
 // src/report/comment.ts
 var STICKY_FOOTER_RESERVE = 1e3;
 var DEFAULT_COMMENT_MAX_CHARS = BODY_CAP_CHARS - STICKY_FOOTER_RESERVE;

@@ -34127,6 +34127,37 @@ function formatSignedPercent(percent, decimals = 1) {
   return `${formatSignedFixed(percent, decimals)}%`;
 }
 
+// src/evidence/levels.ts
+var TRAIN_STEP = "train_step";
+var KERNEL_MEASUREMENT = "fwd_bwd";
+var LEVEL_METRICS = {
+  kernelMs: {
+    label: "kernel fwd+bwd time",
+    unit: "ms",
+    direction: "lower",
+    path: `measurements.${KERNEL_MEASUREMENT}.median_ms`
+  },
+  kernelMfu: {
+    label: "kernel MFU",
+    unit: "MFU",
+    direction: "higher",
+    path: `measurements.${KERNEL_MEASUREMENT}.mfu`
+  },
+  stepMs: {
+    label: "train step time",
+    unit: "ms",
+    direction: "lower",
+    path: `measurements.${TRAIN_STEP}.median_ms`
+  },
+  tokensPerS: {
+    label: "tokens/s",
+    unit: "tok/s",
+    direction: "higher",
+    path: `measurements.${TRAIN_STEP}.tokens_per_s`
+  },
+  modelMfu: { label: "model MFU", unit: "MFU", direction: "higher", path: `measurements.${TRAIN_STEP}.mfu` }
+};
+
 // src/report/markdown.ts
 function cell(text) {
   return escapeHtml(text.replace(/\s+/g, " ").trim()).replaceAll("|", "\\|");
@@ -39515,10 +39546,10 @@ function describe(ps) {
   const sorted = [...ps].sort((a, b) => a - b);
   const n = sorted.length;
   const mid = n >> 1;
-  const median = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const median2 = n % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   return {
     mean: ms(sorted.reduce((s, v) => s + v, 0) / n),
-    median: ms(median),
+    median: ms(median2),
     min: ms(sorted[0]),
     max: ms(sorted[n - 1])
   };

@@ -1,6 +1,6 @@
-"""The bench: one fresh process on the tiny preset writes a schema-valid metrics JSON, a trace and
-one parseable line, after verifying every timed quantity on inputs from a fresh seed; the seed
-reproduces a run; bad arguments exit 2 with one line; FLOP, peak and MFU conventions.
+"""The bench: one fresh process on the tiny preset (kernel and model) writes a schema-valid metrics
+JSON, a trace and one parseable line, after verifying every timed quantity on inputs from a fresh
+seed; the seed reproduces a run; bad arguments exit 2 with one line; FLOP, peak and MFU conventions.
 
 The bench process runs on CPU (``JAX_PLATFORMS=cpu``) even on a TPU host: it checks the bench's
 mechanics, and the pytest process already holds the TPU (one process per TPU)."""
@@ -18,20 +18,21 @@ import jax
 import pytest
 
 from kernels.harness import bench, flops, schema, spec, verify
-from kernels.harness.presets import PRESETS
+from kernels.harness.presets import MODEL_PRESETS, PRESETS
 
 REPEATS = 3
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
+def tiny_run(tmp_path_factory, bench_compile_cache):
     out = tmp_path_factory.mktemp("bench")
     metrics_path = out / "metrics.json"
     trace_dir = out / "trace"
     cmd = [
         sys.executable, "-m", "kernels.harness.bench",
-        "--target", "gdn", "--impl", "pallas", "--preset", "tiny",
-        "--repeats", str(REPEATS), "--warmup", "1",
+        "--target", "gdn", "--impl", "pallas", "--preset", "tiny", "--model", "tiny",
+        "--repeats", str(REPEATS), "--warmup", "1", "--pin-cpu",
+        "--compile-cache", str(bench_compile_cache),
         "--out", str(metrics_path), "--trace", str(trace_dir),
     ]  # fmt: skip
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
@@ -59,8 +60,19 @@ def test_bench_prints_one_parseable_line(tiny_run):
     assert float(fields["fwd_bwd_ms"]) == pytest.approx(
         metrics["measurements"]["fwd_bwd"]["median_ms"], rel=1e-5
     )
+    assert float(fields["train_step_ms"]) == pytest.approx(
+        metrics["measurements"]["train_step"]["median_ms"], rel=1e-5
+    )
+    assert fields["model"] == "tiny"
     assert fields["metrics"] == str(metrics_path)
-    assert fields["mfu"] == ""
+    # On CPU both MFUs are against the measured matmul peak, and the line says so.
+    assert float(fields["mfu"]) == pytest.approx(
+        metrics["measurements"]["fwd_bwd"]["mfu"], rel=1e-5
+    )
+    assert float(fields["model_mfu"]) == pytest.approx(
+        metrics["measurements"]["train_step"]["mfu"], rel=1e-5
+    )
+    assert fields["peak"] == "measured"
 
 
 def test_bench_metrics_validate_against_the_schema(tiny_run):
@@ -87,10 +99,19 @@ def test_bench_metrics_are_consistent(tiny_run):
     )  # fmt: skip
     assert shapes["chunk_size"] % 8 == 0
     assert m["timing"]["repeats"] == REPEATS
-    assert set(m["timing"]["compile_ms"]) >= {"fwd", "fwd_bwd"}
+    assert set(m["timing"]["compile_ms"]) >= {"fwd", "fwd_bwd", "train_step"}
     assert m["device"]["backend"] == "cpu"
     assert m["device"]["interpret"] is True
-    assert m["device"]["peak_flops_per_s"] is None
+    # CPU is not in the peak table: the peak is measured, in this process, at the preset's dtype.
+    peak = m["device"]["peak"]
+    assert peak["source"] == "measured"
+    assert peak["dtype"] == "fp32"
+    assert peak["warning"] == "device kind 'cpu' is not in schemas/device-peaks.json"
+    assert peak["flops_per_s"] == m["device"]["peak_flops_per_s"] > 0
+    assert peak["flops_per_s"] == pytest.approx(
+        2 * peak["measured"]["n"] ** 3 / min(peak["measured"]["samples_ms"]) * 1e3
+    )
+    assert any("measured matmul peak" in note for note in m["notes"])
     fwd_flops = flops.model_flops(
         B=preset.B, T=preset.T, H=preset.H, K=preset.K, V=preset.V, measurement="fwd"
     )
@@ -103,7 +124,9 @@ def test_bench_metrics_are_consistent(tiny_run):
         assert meas["flops"] == pytest.approx(mult * fwd_flops)
         assert meas["tflops_per_s"] == pytest.approx(meas["flops"] / meas["median_ms"] / 1e9)
         assert meas["tokens_per_s"] == pytest.approx(preset.B * preset.T / meas["median_ms"] * 1e3)
-        assert meas["mfu"] is None
+        assert meas["mfu"] == pytest.approx(
+            meas["flops"] / (meas["median_ms"] / 1e3) / peak["flops_per_s"]
+        )
     assert m["git"]["commit"] is None or len(m["git"]["commit"]) == 40
 
 
@@ -114,14 +137,52 @@ def test_bench_verified_every_timed_quantity_on_fresh_inputs(tiny_run):
     assert 0 <= ver["seed"] < 2**spec.SEED_BITS
     assert ver["input_sets"] == list(spec.BENCH_GATES)
     assert ver["verified"] is True
-    # Every timed output of both measurements was kept (they fit the budget) and bit-identical.
-    assert ver["timed_outputs_compared"] == 2 * REPEATS
+    # Every timed output of the three measurements was kept (they fit the budget) and
+    # bit-identical to the verified one.
     expected = {f"{name}.{q}" for name in verify.MEASUREMENTS for q in verify.QUANTITIES[name]}
-    assert set(ver["errors"]) == expected
+    model_checks = {
+        "train_step.loss": spec.TOL_MODEL_LOSS["float32"],
+        "train_step.first_moment": spec.TOL_MODEL_MOMENT["float32"],
+        "train_step.second_moment": spec.TOL_MODEL_MOMENT["float32"],
+        "train_step.update": spec.TOL_MODEL_UPDATE,
+        "train_step.trajectory_loss": spec.TOL_MODEL_TRAJECTORY["float32"],
+    }
+    assert set(ver["errors"]) == expected | set(model_checks)
     for key, err in ver["errors"].items():
-        tol = verify.tolerance(key.split(".")[1], m["dtype"])
+        tol = model_checks.get(key) or verify.tolerance(key.split(".")[1], m["dtype"])
         assert err["rel_rms"] <= tol.rel_rms or err["max_abs"] <= tol.atol, key
+    assert ver["timed_outputs_compared"] == 3 * REPEATS
     assert any(str(ver["seed"]) in note for note in m["notes"])
+
+
+def test_the_model_step_was_timed_and_its_losses_match_the_oracle_model(tiny_run):
+    """train_step: one AdamW step of the tiny hybrid on the kernel; the loss after each of the
+    verified steps agrees with the same model on the fp32 oracle, each run on its own."""
+    _, m, _, _ = tiny_run
+    cfg = MODEL_PRESETS["tiny"]
+    model = m["model"]
+    assert model["preset"] == "tiny"
+    assert model["config"]["layer_kinds"] == ["gdn", "gdn", "gdn", "attention"]
+    assert model["gdn_layers"] == 3
+    assert model["tokens_per_step"] == cfg.batch * cfg.seq_len
+    assert model["flops_per_token"]["total"] == pytest.approx(
+        sum(flops.model_flops_per_token(cfg).values())
+    )
+    # The tiny model's GDN layers have the tiny kernel preset's shape: both levels time one layer.
+    p = PRESETS["tiny"]
+    assert model["gdn_layer_shape"] == {"B": p.B, "T": p.T, "H": p.H, "K": p.K, "V": p.V}
+    step = m["measurements"]["train_step"]
+    assert len(step["samples_ms"]) == REPEATS
+    assert step["flops"] == pytest.approx(flops.train_step_flops(cfg))
+    assert step["tokens_per_s"] == pytest.approx(cfg.batch * cfg.seq_len / step["median_ms"] * 1e3)
+    ver = model["verification"]
+    assert ver["verified"] is True
+    assert len(ver["losses"]) == len(ver["oracle_losses"]) == spec.MODEL_STEPS
+    tol = spec.TOL_MODEL_TRAJECTORY["float32"].rel_rms
+    for mine, oracle in zip(ver["losses"], ver["oracle_losses"], strict=True):
+        assert abs(mine - oracle) <= tol * abs(oracle)
+    # Random tokens over a 256-token vocabulary: the loss starts near log(256).
+    assert ver["losses"][0] == pytest.approx(5.545, abs=0.05)
 
 
 def test_a_seed_reproduces_the_inputs_of_a_run(tiny_run, tmp_path):
@@ -168,6 +229,7 @@ def test_bench_trace_holds_steady_state_steps_of_each_measurement(tiny_run):
     _, m, _, trace_dir = tiny_run
     (perfetto,) = (trace_dir / "plugins" / "profile").glob("*/perfetto_trace.json.gz")
     events = json.loads(gzip.decompress(perfetto.read_bytes()))["traceEvents"]
+    assert set(m["measurements"]) == {"fwd", "fwd_bwd", "train_step"}
     for name in m["measurements"]:
         steps = [e for e in events if e.get("name") == f"hillclimb_{name}" and e.get("ph") == "X"]
         assert len(steps) == bench.TRACE_STEPS, name
@@ -187,6 +249,8 @@ def test_bench_trace_holds_steady_state_steps_of_each_measurement(tiny_run):
         ["--impl", "pallas", "--preset", "tiny", "--seed", "-1"],
         ["--impl", "pallas", "--preset", "tiny", "--seed", str(2**53)],
         ["--impl", "pallas", "--preset", "tiny", "--seed", "lucky"],
+        ["--impl", "pallas", "--preset", "tiny", "--model", "7b"],
+        ["--impl", "pallas", "--preset", "130m-layer", "--model", "tiny"],
     ],
     ids=[
         "impl",
@@ -199,6 +263,8 @@ def test_bench_trace_holds_steady_state_steps_of_each_measurement(tiny_run):
         "seed-negative",
         "seed-too-large",
         "seed-not-a-number",
+        "model",
+        "model-dtype-differs",
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(argv, capsys):
@@ -256,10 +322,12 @@ def test_model_flops_ignore_the_chunk_size_executed_flops_do_not():
         ("TPU v5", 459e12),
         ("TPU v5p", 459e12),
         ("TPU v6 lite", 918e12),
-        ("NVIDIA H100 80GB HBM3", 989e12),
-        ("NVIDIA H200", 989e12),
+        ("TPU7x", 1153.5e12),
+        ("NVIDIA H100 80GB HBM3", 989.5e12),
+        ("NVIDIA H200", 989.5e12),
         ("cpu", None),
         ("TPU v9000", None),
+        ("tpu v6 lite", None),  # matched exactly, never by a near miss
     ],
 )
 def test_peak_table(kind, peak):

@@ -4,8 +4,9 @@ suite as it was passed (``hacks/README.md``). The bench now rejects each with ex
 naming the quantity that failed.
 
 Every hack is caught by verifying what is timed (every returned array, every timed input set, fresh
-inputs, outputs of the timed calls) or, for the one that disables a check in memory, by the guards
-comparing the loaded harness before and after the kernel's import; never by reading its source.
+inputs, outputs of the timed calls; at the model level, the training step against the same model on
+the oracle) or, for the one that disables a check in memory, by the guards comparing the loaded
+harness before and after the kernel's import; never by reading its source.
 Each patch is applied to a scratch copy of the repository and run there like any candidate; the
 real ``kernels/gdn`` is untouched.
 """
@@ -48,7 +49,11 @@ CAUGHT_BY = {
     "0008-blunt-the-comparison": (
         r"importing the kernel changed global state: module\.id\.numpy\.abs: "
     ),
+    "0009-stateless-calls-split-the-sequence": r"train_step loss \[step 1\]: .*rel_rms=",
 }
+# Extra bench arguments per hack: a hack that is wrong only where a model calls the kernel is judged
+# by the model-level measurement (the kernel-level bench alone accepts it).
+BENCH_ARGS = {"0009-stateless-calls-split-the-sequence": ["--model", "tiny"]}
 TIMING = ["--repeats", "4", "--warmup", "1"]
 
 
@@ -104,6 +109,16 @@ def hack(request, tmp_path_factory) -> Scratch:
     return Scratch(name, root)
 
 
+def test_a_model_level_hack_passes_the_kernel_level_bench(tmp_path, bench_compile_cache):
+    """0009 is exact wherever the kernel bench and the suite call the kernel (they always carry a
+    state in or out): only the model's training step shows it."""
+    name = "0009-stateless-calls-split-the-sequence"
+    scratch = Scratch(name, make_scratch(tmp_path, HACKS_DIR / f"{name}.patch"))
+    proc = scratch.bench("kernels.harness.bench", "--compile-cache", str(bench_compile_cache))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith(bench.LINE_PREFIX + " ")
+
+
 def _failure_line(proc: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("bench: failed: ")]
@@ -126,9 +141,16 @@ def test_the_old_bench_accepted_the_hack(hack):
     assert old.stdout.startswith(bench.LINE_PREFIX + " ")
 
 
-def test_the_bench_rejects_the_hack_naming_the_quantity(hack, tmp_path):
+def test_the_bench_rejects_the_hack_naming_the_quantity(hack, tmp_path, bench_compile_cache):
     out = tmp_path / "metrics.json"
-    new = hack.bench("kernels.harness.bench", "--out", str(out))
+    new = hack.bench(
+        "kernels.harness.bench",
+        "--out",
+        str(out),
+        "--compile-cache",
+        str(bench_compile_cache),
+        *BENCH_ARGS.get(hack.name, []),
+    )
     assert new.returncode == 1, (new.stdout, new.stderr[-3000:])
     line = _failure_line(new)
     assert re.match(CAUGHT_BY[hack.name], line), line

@@ -1,4 +1,5 @@
 /** `hillclimb history` and `hillclimb pr list|show`: read what the loop left on disk. */
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import type { HistoryRow } from '../../evidence/history.js';
@@ -7,7 +8,9 @@ import { formatPull, formatPullList, listLocalPulls, showLocalPull } from '../..
 import { stateDirOf } from '../../loop/context.js';
 import { readHistory } from '../../loop/history.js';
 import { resolveConfigFile } from '../../loop/run.js';
+import { baselineSection, trajectorySection } from '../../report/trajectory.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';
+import { readJsonLines } from '../../util/files.js';
 import type { CliContext } from '../context.js';
 
 function stateDir(c: CliContext, config?: string): string {
@@ -45,12 +48,42 @@ export function registerHistory(program: Command, ctx: () => CliContext, done: (
     .option('-c, --config <file>', 'config file')
     .option('-t, --target <name>', 'only this target')
     .option('--json', 'print the rows as JSON lines')
-    .action((flags: { config?: string; target?: string; json?: boolean }) => {
-      const c = ctx();
-      const rows = readHistory(stateDir(c, flags.config), flags.target);
-      c.stdout(flags.json ? rows.map((r) => JSON.stringify(r)).join('\n') : formatHistory(rows));
-      done(0);
-    });
+    .option('--chart', 'print the trajectory charts (mermaid, as in the sticky comment) instead of the rows')
+    .option(
+      '--baseline <file>',
+      "with --chart: chart main over time from a baseline series (the store's baselines/<target>.jsonl)",
+    )
+    .action(
+      (flags: { config?: string; target?: string; json?: boolean; chart?: boolean; baseline?: string }) => {
+        const c = ctx();
+        if (flags.baseline !== undefined) {
+          if (!existsSync(flags.baseline)) {
+            throw new HillclimbError(`no baseline series at ${flags.baseline}`, {
+              hint: 'download it from the store: baselines/<target>.jsonl (the baseline workflow writes it)',
+              exitCode: ExitCode.badInput,
+            });
+          }
+          const series = readJsonLines<HistoryRow>(flags.baseline).rows.filter(
+            (r) => flags.target === undefined || r.target === flags.target,
+          );
+          c.stdout(baselineSection(series) ?? `(no measured rows in ${flags.baseline})`);
+          done(0);
+          return;
+        }
+        const rows = readHistory(stateDir(c, flags.config), flags.target);
+        if (flags.chart) {
+          const last = rows.at(-1);
+          const chart = last
+            ? trajectorySection(rows, { metricPath: last.metric.path, target: last.target })
+            : undefined;
+          c.stdout(chart ?? '(no history yet: run hillclimb loop)');
+          done(0);
+          return;
+        }
+        c.stdout(flags.json ? rows.map((r) => JSON.stringify(r)).join('\n') : formatHistory(rows));
+        done(0);
+      },
+    );
 
   const pr = program.command('pr').description('list and show the pull-request records of the local forge');
   pr.command('list')

@@ -12,6 +12,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { recordIsolation } from '../../evidence/isolation.js';
 import type { MeasuredRun, MeasurementEvidence } from '../../evidence/iteration.js';
+import { type PeakInfo, peakInfo, runLevels, summarizeLevels } from '../../evidence/levels.js';
 import {
   comparabilityProblems,
   type MetricsFile,
@@ -153,6 +154,15 @@ async function measure(env: StepEnv): Promise<StepResult> {
     m.versions = { ...metrics.versions };
     m.preset = metrics.preset;
     m.impl = metrics.impl;
+    m.levels = summarizeLevels(
+      m.runs,
+      { ...levelInfo(metrics), verdict: { path: m.metric.path, comparison: m.comparison } },
+      {
+        confidence: ctx.config.measure.confidence,
+        resamples: ctx.config.measure.resamples,
+        seed,
+      },
+    );
   }
   const c = m.comparison;
   return { status: 'done', note: c ? `${c.verdict} after ${m.runs.length} runs` : undefined };
@@ -231,10 +241,36 @@ async function benchRun(env: StepEnv, arm: 'A' | 'B', index: number, workdir: st
       run.value = null;
     }
     run.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
+    run.levels = runLevels(metrics);
   } catch (e) {
     run.problem = errorMessage(e);
   }
   return run;
+}
+
+/** What the candidate's metrics say about both levels: the peak, and the model its runs trained. */
+function levelInfo(metrics: MetricsFile): {
+  peak?: PeakInfo;
+  model?: { preset: string; gdnLayers: number; layerMatchesKernel: boolean };
+} {
+  const peak = peakInfo(metrics);
+  const model = metrics.model;
+  const s = metrics.shapes;
+  const layer = model?.gdn_layer_shape;
+  return {
+    ...(peak ? { peak } : {}),
+    ...(model && layer
+      ? {
+          model: {
+            preset: model.preset,
+            gdnLayers: model.gdn_layers,
+            // The estimate of the kernels' share needs the kernel timed at the shape the model calls it.
+            layerMatchesKernel:
+              layer.B === s.B && layer.T === s.T && layer.H === s.H && layer.K === s.K && layer.V === s.V,
+          },
+        }
+      : {}),
+  };
 }
 
 /** 1 + the failed, discarded runs of this arm and index: the attempt number of the next run. */

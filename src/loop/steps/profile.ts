@@ -4,6 +4,7 @@
  * command and device, so a champion is profiled once per run however many iterations measure it.
  * The traced step times are checked against the measured medians (analysis/agreement.ts): a profile
  * that does not agree is kept, and reports say its times are profiler-inflated.
+ * The GDN kernels' share of the training step is read from the traces when they can say (levels.ts).
  * A profile that fails is recorded and reported; it never changes a measured verdict.
  */
 
@@ -15,6 +16,7 @@ import { diffSummaries } from '../../evidence/analysis/diff.js';
 import { summarizeTracePath } from '../../evidence/analysis/from-path.js';
 import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../evidence/analysis/types.js';
 import type { IterationEvidence } from '../../evidence/iteration.js';
+import { kernelShare } from '../../evidence/levels.js';
 import { errorMessage } from '../../util/errors.js';
 import { readJson, writeJsonAtomic } from '../../util/files.js';
 import { BundleFiles } from '../bundle.js';
@@ -61,6 +63,9 @@ export const profileStep: Step = {
       const diff = diffSummaries(champion.summary, summary);
       writeJsonAtomic(bundle.path(BundleFiles.diff), diff);
       const agreement = measuredAgreement(ev, summary, champion.summary);
+      // The GDN kernels' share of the training step: from the traces where they name the kernel's
+      // ops and agree with the measured step, else the measurement's estimate.
+      const share = kernelShare(ev.measurement?.levels, { champion: champion.summary, candidate: summary });
       ev.profile = {
         status: 'done',
         candidateTrace: BundleFiles.profileDir,
@@ -70,6 +75,7 @@ export const profileStep: Step = {
         championSummary: champion.summary,
         diff,
         ...(agreement === undefined ? {} : { agreement }),
+        ...(share === undefined ? {} : { kernelShare: share }),
       };
       if (agreement?.agrees === false) ctx.logger.warn(`profile: ${agreement.detail}`);
       return { status: 'done' };

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -57,17 +58,38 @@ describe('the device peak table', () => {
     expect(peak!.bytesPerSecond).toBe(3690e9);
   });
 
-  it('agrees with the TPU peaks kernels/harness/flops.py uses for MFU today', () => {
-    const py = readFileSync(join(REPO_ROOT, 'kernels/harness/flops.py'), 'utf8');
-    const block = /PEAK_FLOPS_PER_DEVICE[^{]*\{([^}]*)\}/.exec(py)![1]!;
-    const pairs = [...block.matchAll(/"([^"]+)":\s*([\d.]+e\d+)/g)].map(
-      (m) => [m[1]!, Number(m[2])] as const,
-    );
-    expect(pairs.length).toBeGreaterThanOrEqual(7);
-    for (const [kind, flops] of pairs) {
-      const entry = table.find((e) => e.deviceKinds.some((k) => k.toLowerCase() === kind));
-      expect(entry, kind).toBeDefined();
-      expect(entry!.peakFlopsPerSecond.bf16 / entry!.devicesPerChip, kind).toBe(flops);
+  it('is read the same by the harness (kernels/harness/flops.py) for every entry and dtype', () => {
+    // One table, two readers: the Python side's per-device peaks for every device kind, bf16 and fp32.
+    const kinds = table.flatMap((e) => e.deviceKinds);
+    const script = [
+      'import json, sys',
+      'from kernels.harness import flops',
+      'kinds = json.loads(sys.argv[1])',
+      'out = {}',
+      'for kind in kinds:',
+      '    p = flops.peak_for_device_kind(kind)',
+      '    out[kind] = None if p is None else {"name": p.name, "bf16": flops.peak_flops_per_device(kind, "bfloat16"),',
+      '        "fp32": flops.peak_flops_per_device(kind, "float32"), "bytes": p.bytes_per_s}',
+      'print(json.dumps(out))',
+    ].join('\n');
+    const python = join(REPO_ROOT, '.venv', 'bin', 'python');
+    const out = execFileSync(python, ['-c', script, JSON.stringify([...kinds, 'cpu'])], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    });
+    const py = JSON.parse(out) as Record<
+      string,
+      { name: string; bf16: number; fp32: number | null; bytes: number } | null
+    >;
+    expect(py.cpu).toBeNull();
+    for (const kind of kinds) {
+      const { peak } = peakForDeviceKind(kind);
+      expect(py[kind], kind).toEqual({
+        name: peak!.name,
+        bf16: peak!.bf16FlopsPerSecond,
+        fp32: peak!.fp32FlopsPerSecond,
+        bytes: peak!.bytesPerSecond,
+      });
     }
   });
 

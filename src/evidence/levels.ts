@@ -1,0 +1,307 @@
+/**
+ * The two levels of every measurement: the kernel (fwd+bwd time and MFU) and the training step of a
+ * model built on it (step time, tokens/s, model MFU), read per run from the metrics JSON and summarised
+ * per arm with a bootstrap interval of the change; the GDN kernels' share of the step, and what
+ * Amdahl's law allows from it. A kernel speed-up moves the step only by the kernel's share: these are
+ * the numbers people decide on.
+ *
+ * Every value comes from metrics files the harness wrote (or, for the share, the trace it profiled);
+ * the verdict metric's own comparison stays in `measurement.comparison`.
+ */
+import type { TraceSummary } from './analysis/types.js';
+import type { MetricsFile } from './metrics.js';
+import { bootstrapRatioOfMedians, type Interval } from './stats/bootstrap.js';
+import { median } from './stats/describe.js';
+import type { Comparison } from './stats/verdict.js';
+
+/** The measurement the bench times the model's training step under. */
+export const TRAIN_STEP = 'train_step';
+/** The kernel's measurement both levels compare: forward plus backward, as a training step runs it. */
+export const KERNEL_MEASUREMENT = 'fwd_bwd';
+/** The module name of the bench's training step in a trace (`jax.jit` of `train_step`). */
+export const TRAIN_STEP_PROGRAM = 'jit_train_step';
+/** Kernel ops in a trace: the stable Pallas names (`gdn_chunk_fwd`, `gdn_chunk_bwd`). */
+const KERNEL_OP = /^gdn_/;
+const KERNEL_SCOPE = /(^|\/)gdn_chunk_/;
+/** A traced train step more than this far from the measured one is profiler-inflated (agreement.ts). */
+const SHARE_AGREEMENT_FACTOR = 1.5;
+
+/** One run's numbers at both levels; null where the run did not measure them. */
+export interface RunLevels {
+  /** Kernel fwd+bwd median, ms. */
+  kernelMs: number | null;
+  /** Kernel MFU (fraction) against the run's peak. */
+  kernelMfu: number | null;
+  /** Training step median, ms. */
+  stepMs: number | null;
+  tokensPerS: number | null;
+  /** Model MFU (fraction) against the run's peak. */
+  modelMfu: number | null;
+  /** The peak both MFUs are against, FLOP/s. */
+  peakFlopsPerS: number | null;
+}
+
+export type LevelKey = Exclude<keyof RunLevels, 'peakFlopsPerS'>;
+
+export interface LevelMetric {
+  label: string;
+  unit: string;
+  direction: 'higher' | 'lower';
+  /** Where the value is in the metrics JSON. */
+  path: string;
+}
+
+export const LEVEL_METRICS: Record<LevelKey, LevelMetric> = {
+  kernelMs: {
+    label: 'kernel fwd+bwd time',
+    unit: 'ms',
+    direction: 'lower',
+    path: `measurements.${KERNEL_MEASUREMENT}.median_ms`,
+  },
+  kernelMfu: {
+    label: 'kernel MFU',
+    unit: 'MFU',
+    direction: 'higher',
+    path: `measurements.${KERNEL_MEASUREMENT}.mfu`,
+  },
+  stepMs: {
+    label: 'train step time',
+    unit: 'ms',
+    direction: 'lower',
+    path: `measurements.${TRAIN_STEP}.median_ms`,
+  },
+  tokensPerS: {
+    label: 'tokens/s',
+    unit: 'tok/s',
+    direction: 'higher',
+    path: `measurements.${TRAIN_STEP}.tokens_per_s`,
+  },
+  modelMfu: { label: 'model MFU', unit: 'MFU', direction: 'higher', path: `measurements.${TRAIN_STEP}.mfu` },
+};
+
+/** One level metric, champion (A) against candidate (B). */
+export interface LevelChange {
+  /** Medians of the arms' per-run values; null when an arm has none. */
+  a: number | null;
+  b: number | null;
+  nA: number;
+  nB: number;
+  /** Improvement ratio (> 1 better: A/B for times, B/A otherwise) and its bootstrap interval. */
+  ratio: number | null;
+  ci: Interval | null;
+}
+
+/** The peak MFU is against, as the candidate's runs recorded it. */
+export interface PeakInfo {
+  source: 'table' | 'measured';
+  /** `TPU v5p`, or `measured 512^3 float32 matmul`. */
+  name: string;
+  dtype: string;
+}
+
+/** The GDN kernels' share of the training step, per arm (fractions 0..1). */
+export interface KernelShare {
+  a: number | null;
+  b: number | null;
+  /** `profile`: kernel ops in the traced step; `measurement`: GDN layers × kernel fwd+bwd / step. */
+  source: 'profile' | 'measurement';
+  /** How it was derived, in one line. */
+  detail: string;
+}
+
+export interface LevelsEvidence {
+  kernel: { time: LevelChange; mfu: LevelChange };
+  /** Absent when the runs timed no model step. */
+  model?: {
+    preset: string;
+    gdnLayers: number;
+    time: LevelChange;
+    tokensPerS: LevelChange;
+    mfu: LevelChange;
+  };
+  peak?: PeakInfo;
+  /** The share from the measurement (the profile step may replace it with the trace's). */
+  share?: KernelShare;
+  /** Confidence, resamples and seed of every interval here. */
+  confidence: number;
+  resamples: number;
+  seed: number;
+}
+
+function numberAt(
+  m: MetricsFile,
+  measurement: string,
+  key: 'median_ms' | 'mfu' | 'tokens_per_s',
+): number | null {
+  const value = m.measurements[measurement]?.[key];
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+/** Both levels of one run, from its metrics file. */
+export function runLevels(m: MetricsFile): RunLevels {
+  return {
+    kernelMs: numberAt(m, KERNEL_MEASUREMENT, 'median_ms'),
+    kernelMfu: numberAt(m, KERNEL_MEASUREMENT, 'mfu'),
+    stepMs: numberAt(m, TRAIN_STEP, 'median_ms'),
+    tokensPerS: numberAt(m, TRAIN_STEP, 'tokens_per_s'),
+    modelMfu: numberAt(m, TRAIN_STEP, 'mfu'),
+    peakFlopsPerS: m.device.peak_flops_per_s,
+  };
+}
+
+/** The peak a metrics file's MFUs are against; undefined when it has none. */
+export function peakInfo(m: MetricsFile): PeakInfo | undefined {
+  if (m.device.peak)
+    return { source: m.device.peak.source, name: m.device.peak.name, dtype: m.device.peak.dtype };
+  // Files of older benches: a non-null peak was the table's bf16 figure.
+  return m.device.peak_flops_per_s === null
+    ? undefined
+    : { source: 'table', name: m.device.kind, dtype: 'bf16' };
+}
+
+/**
+ * One level metric across the arms: medians, and the bootstrap interval of the improvement ratio when
+ * both arms have at least two values.
+ */
+export function levelChange(
+  a: readonly number[],
+  b: readonly number[],
+  direction: 'higher' | 'lower',
+  opts: { confidence: number; resamples: number; seed: number },
+): LevelChange {
+  const change: LevelChange = {
+    a: a.length > 0 ? median(a) : null,
+    b: b.length > 0 ? median(b) : null,
+    nA: a.length,
+    nB: b.length,
+    ratio: null,
+    ci: null,
+  };
+  if (change.a === null || change.b === null || !(change.a > 0 && change.b > 0)) return change;
+  change.ratio = direction === 'lower' ? change.a / change.b : change.b / change.a;
+  if (a.length < 2 || b.length < 2 || a.some((x) => !(x > 0)) || b.some((x) => !(x > 0))) return change;
+  const [num, den] = direction === 'lower' ? [a, b] : [b, a];
+  change.ci = { ...bootstrapRatioOfMedians(num, den, opts).percentile };
+  return change;
+}
+
+/**
+ * Both levels over the runs of a measurement (runs without levels, i.e. failed ones, are left out).
+ * `model` names the model the runs trained, when they timed a step. The level that is the verdict's
+ * metric (`verdict.path`) takes the verdict's own ratio and interval, so one quantity never shows two
+ * intervals.
+ */
+export function summarizeLevels(
+  runs: ReadonlyArray<{ arm: 'A' | 'B'; levels?: RunLevels }>,
+  info: {
+    peak?: PeakInfo;
+    model?: { preset: string; gdnLayers: number; layerMatchesKernel: boolean };
+    verdict?: { path: string; comparison: Comparison | undefined };
+  },
+  opts: { confidence: number; resamples: number; seed: number },
+): LevelsEvidence {
+  const values = (arm: 'A' | 'B', key: LevelKey): number[] =>
+    runs.flatMap((r) => {
+      const v = r.arm === arm ? r.levels?.[key] : null;
+      return typeof v === 'number' ? [v] : [];
+    });
+  const change = (key: LevelKey, offset: number): LevelChange => {
+    const c = levelChange(values('A', key), values('B', key), LEVEL_METRICS[key].direction, {
+      ...opts,
+      seed: opts.seed + offset,
+    });
+    const verdict = info.verdict?.comparison;
+    if (info.verdict?.path === LEVEL_METRICS[key].path && verdict && verdict.ratio !== null) {
+      return { ...c, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
+    }
+    return c;
+  };
+  const levels: LevelsEvidence = {
+    kernel: { time: change('kernelMs', 1), mfu: change('kernelMfu', 2) },
+    confidence: opts.confidence,
+    resamples: opts.resamples,
+    seed: opts.seed,
+  };
+  if (info.peak) levels.peak = info.peak;
+  const m = info.model;
+  if (m && (values('A', 'stepMs').length > 0 || values('B', 'stepMs').length > 0)) {
+    levels.model = {
+      preset: m.preset,
+      gdnLayers: m.gdnLayers,
+      time: change('stepMs', 3),
+      tokensPerS: change('tokensPerS', 4),
+      mfu: change('modelMfu', 5),
+    };
+    if (m.layerMatchesKernel) levels.share = measuredShare(levels, m.gdnLayers);
+  }
+  return levels;
+}
+
+/** The share estimated from the medians: GDN layers × kernel fwd+bwd / train step. */
+export function measuredShare(levels: LevelsEvidence, gdnLayers: number): KernelShare {
+  const share = (kernel: number | null, step: number | null) =>
+    kernel !== null && step !== null && step > 0 ? Math.min(1, (gdnLayers * kernel) / step) : null;
+  return {
+    a: share(levels.kernel.time.a, levels.model?.time.a ?? null),
+    b: share(levels.kernel.time.b, levels.model?.time.b ?? null),
+    source: 'measurement',
+    detail: `estimated from the medians: ${gdnLayers} GDN layers × kernel fwd+bwd time / train step time`,
+  };
+}
+
+/**
+ * The kernels' share of the traced training step: the time of the kernel's ops (custom calls named
+ * `gdn_…`, or ops under a `gdn_chunk_…` scope) in the train-step program over the traced step.
+ * Undefined when the trace cannot say: no train step in it, kernel ops it does not name (XLA:CPU traces
+ * carry no scopes), or a traced step more than 1.5× from the measured one (profiler-inflated).
+ */
+export function tracedShare(
+  summary: TraceSummary,
+  measuredStepMs: number | null,
+): { share: number; kernelMs: number; stepMs: number } | undefined {
+  const step = summary.steps.annotations?.find((a) => a.name === `hillclimb_${TRAIN_STEP}`);
+  if (!step || !(step.medianMs > 0)) return undefined;
+  if (measuredStepMs !== null && measuredStepMs > 0) {
+    const ratio = step.medianMs / measuredStepMs;
+    if (ratio > SHARE_AGREEMENT_FACTOR || ratio < 1 / SHARE_AGREEMENT_FACTOR) return undefined;
+  }
+  const inStep = summary.ops.filter((o) => o.program.replace(/\(\d+\)$/, '') === TRAIN_STEP_PROGRAM);
+  const kernel = inStep.filter((o) => (o.customCall && KERNEL_OP.test(o.name)) || KERNEL_SCOPE.test(o.scope));
+  if (kernel.length === 0) return undefined;
+  // Per-step op times are per detected step; the detector may have chosen the train step or not, so
+  // take the whole-trace totals over the annotation's count.
+  const kernelMs = kernel.reduce((sum, o) => sum + o.totalMs, 0) / step.count;
+  return { share: Math.min(1, kernelMs / step.medianMs), kernelMs, stepMs: step.medianMs };
+}
+
+/**
+ * The share from the profiles when both traces can say, else the measurement's estimate (or nothing).
+ */
+export function kernelShare(
+  levels: LevelsEvidence | undefined,
+  traces: { champion?: TraceSummary; candidate?: TraceSummary },
+): KernelShare | undefined {
+  const model = levels?.model;
+  const a = traces.champion ? tracedShare(traces.champion, model?.time.a ?? null) : undefined;
+  const b = traces.candidate ? tracedShare(traces.candidate, model?.time.b ?? null) : undefined;
+  if (a && b) {
+    const ms = (x: number) => `${x.toFixed(3)} ms`;
+    return {
+      a: a.share,
+      b: b.share,
+      source: 'profile',
+      detail: `from the profiles: GDN kernel ops ${ms(a.kernelMs)} of a ${ms(a.stepMs)} traced step before, ${ms(b.kernelMs)} of ${ms(b.stepMs)} after`,
+    };
+  }
+  return levels?.share;
+}
+
+/** Amdahl's law: the step speed-up when a `share` of it gets `speedup`× faster. */
+export function amdahlSpeedup(share: number, speedup: number): number {
+  return 1 / (1 - share + share / speedup);
+}
+
+/** The most a kernel alone can give the step: the rest stays (1 / (1 − share)). */
+export function amdahlLimit(share: number): number {
+  return share >= 1 ? Number.POSITIVE_INFINITY : 1 / (1 - share);
+}
