@@ -20,6 +20,10 @@ import pytest
 from kernels.harness import bench, flops, schema, spec, verify
 from kernels.harness.presets import MODEL_PRESETS, PRESETS
 
+# Tests of the harness, not of the kernel: the candidate gates deselect them (-m 'not harness');
+# measure runs this bench, with every check, on the candidate.
+pytestmark = pytest.mark.harness
+
 REPEATS = 3
 
 

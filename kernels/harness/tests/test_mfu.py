@@ -24,6 +24,10 @@ from kernels.harness import bench, flops, model, model_verify, spec
 from kernels.harness.presets import MODEL_PRESETS, PRESETS, ModelConfig
 from kernels.harness.verify import MismatchError
 
+# Tests of the harness, not of the kernel: the candidate gates deselect them (-m 'not harness');
+# the FLOP counts and peak tables are the harness's, and measure checks the candidate's model step.
+pytestmark = pytest.mark.harness
+
 # --- model FLOPs against the jaxpr --------------------------------------------------------------
 
 # Small, all dimensions distinct, so a FLOP term with the wrong dimension cannot match by accident.
