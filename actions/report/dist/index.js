@@ -43294,7 +43294,7 @@ var Git = class _Git {
     const full = [...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]), ...args];
     const allowed = opts.allowedExitCodes ?? [0];
     const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt2 = 0; ; attempt2++) {
       const r = await run(this.binary, full, {
         cwd: opts.cwd ?? this.root,
         env: { ...GIT_ENV, ...opts.env },
@@ -43304,9 +43304,9 @@ var Git = class _Git {
         timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
       });
       if (allowed === "any" || r.exitCode !== null && allowed.includes(r.exitCode)) return r;
-      if (attempt < retries && LOCK_CONTENTION.test(r.stderr)) {
+      if (attempt2 < retries && LOCK_CONTENTION.test(r.stderr)) {
         this.opts.logger?.debug(
-          `${this.shown(args)}: another git process holds a lock; retry ${attempt + 1}/${retries}`
+          `${this.shown(args)}: another git process holds a lock; retry ${attempt2 + 1}/${retries}`
         );
         await sleep(this.opts.lockRetryDelayMs ?? DEFAULT_LOCK_RETRY_DELAY_MS);
         continue;
@@ -46527,8 +46527,8 @@ async function allocateTpu(ctx, opts) {
 async function tryZone(ctx, rec, labels) {
   const { config: c, gcloud, logger } = ctx;
   const queued = rec.queuedResource !== void 0;
-  const create = queued ? createQueuedResourceArgs(c, rec.zone, rec.queuedResource, rec.name, labels) : createNodeArgs(c, rec.zone, rec.name, labels);
-  const r = await gcloud.run(create, { timeoutMs: CREATE_TIMEOUT_MS });
+  const create2 = queued ? createQueuedResourceArgs(c, rec.zone, rec.queuedResource, rec.name, labels) : createNodeArgs(c, rec.zone, rec.name, labels);
+  const r = await gcloud.run(create2, { timeoutMs: CREATE_TIMEOUT_MS });
   if (r.printed) {
     const loc = { project: rec.project, zone: rec.zone };
     await gcloud.run(
@@ -46890,7 +46890,7 @@ var TpuVmBackend = class {
       return;
     }
     let lastError;
-    for (let attempt = 1; attempt <= RELEASE_ATTEMPTS; attempt++) {
+    for (let attempt2 = 1; attempt2 <= RELEASE_ATTEMPTS; attempt2++) {
       try {
         await releaseTpu(this.ctx, alloc);
         this.allocation = void 0;
@@ -46898,7 +46898,7 @@ var TpuVmBackend = class {
         return;
       } catch (e) {
         lastError = e;
-        this.opts.logger.warn(`tpu: release attempt ${attempt} failed: ${errorMessage(e)}`);
+        this.opts.logger.warn(`tpu: release attempt ${attempt2} failed: ${errorMessage(e)}`);
       }
     }
     throw lastError instanceof HillclimbError ? lastError : new HillclimbError(`could not release ${alloc.name}: ${errorMessage(lastError)}`);
@@ -51848,16 +51848,16 @@ var GitHubForge = class {
       repo,
       logger,
       async call(operation, fn) {
-        for (let attempt = 1; ; attempt++) {
+        for (let attempt2 = 1; ; attempt2++) {
           try {
             return await fn();
           } catch (e) {
             const wait = SUBMITTED_TOO_QUICKLY_WAIT_SECONDS;
-            if (!isSubmittedTooQuickly(e) || attempt > retries || !budget.take(wait)) {
+            if (!isSubmittedTooQuickly(e) || attempt2 > retries || !budget.take(wait)) {
               throw toForgeApiError(e, operation, ctx);
             }
             logger.warn(
-              `GitHub says ${operation} "was submitted too quickly" (a secondary rate limit): retrying in ${wait} s (retry ${attempt})`
+              `GitHub says ${operation} "was submitted too quickly" (a secondary rate limit): retrying in ${wait} s (retry ${attempt2})`
             );
             await sleep3(wait * secondMs);
           }
@@ -52056,7 +52056,7 @@ var GitHubForge = class {
     return open4 ?? pulls.sort((a, b) => b.number - a.number)[0];
   }
   async createPull(spec, title, body) {
-    const create = (draft, base) => this.session.call(
+    const create2 = (draft, base) => this.session.call(
       "pulls.create",
       () => this.client.rest.pulls.create({
         owner: this.owner,
@@ -52070,14 +52070,14 @@ var GitHubForge = class {
     );
     const createAs = async (base) => {
       try {
-        return (await create(spec.draft, base)).data;
+        return (await create2(spec.draft, base)).data;
       } catch (e) {
         if (!(spec.draft && e instanceof ForgeApiError && e.message.includes(ERROR_DRAFTS_NOT_SUPPORTED)))
           throw e;
         this.opts.logger.warn(
           `${this.opts.repository} does not support draft PRs; opening ${spec.branch} as ready`
         );
-        return (await create(false, base)).data;
+        return (await create2(false, base)).data;
       }
     };
     try {
@@ -52230,67 +52230,87 @@ function redactUrl(url) {
   return url.replace(/\/\/[^/@]*@/, "//");
 }
 
-// src/forge/lock.ts
+// src/util/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { closeSync as closeSync4, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync14, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep4 } from "node:timers/promises";
+var EMPTY_LOCK_GRACE_MS = 5e3;
+var DEFAULT_TIMEOUT_MS3 = 3e4;
+var DEFAULT_POLL_MS = 10;
 async function withFileLock(lockPath, fn, opts = {}) {
-  const token = await acquire(lockPath, opts);
+  const release2 = await waitForLock(lockPath, opts);
   try {
     return await fn();
   } finally {
-    release(lockPath, token);
+    release2();
   }
 }
-async function acquire(lockPath, opts) {
-  const timeoutMs = opts.timeoutMs ?? 3e4;
-  const basePollMs = opts.pollMs ?? 10;
-  const staleMs = opts.staleMs ?? 10 * 6e4;
-  const token = randomUUID2();
-  const content = { pid: process.pid, host: hostname2(), token, acquiredAt: "" };
-  mkdirSync16(dirname17(lockPath), { recursive: true });
+async function waitForLock(lockPath, opts) {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS3;
+  const basePollMs = opts.pollMs ?? DEFAULT_POLL_MS;
+  const staleMs = opts.staleMs ?? Number.POSITIVE_INFINITY;
   const deadline = Date.now() + timeoutMs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const fd = openSync4(lockPath, "wx");
-      try {
-        writeSync2(fd, JSON.stringify({ ...content, acquiredAt: (/* @__PURE__ */ new Date()).toISOString() }));
-      } finally {
-        closeSync4(fd);
-      }
-      return token;
-    } catch (e) {
-      if (e.code !== "EEXIST") throw e;
-    }
-    const holder = readHolder(lockPath);
-    if (holder ? isStale(holder, staleMs) : isAbandonedEmptyLock(lockPath)) {
-      const staleToken = holder?.token;
-      if (readHolder(lockPath)?.token === staleToken) tryUnlink(lockPath);
-      continue;
-    }
-    if (Date.now() >= deadline) {
-      throw new HillclimbError(
-        `could not lock ${lockPath} within ${timeoutMs} ms (held by pid ${holder?.pid ?? "?"} on ${holder?.host ?? "?"})`,
-        { hint: "if no hillclimb process is running, delete the lock file" }
-      );
-    }
-    const wait = basePollMs * Math.min(8, 1 + attempt / 4);
+  for (let n = 0; ; n++) {
+    const result = attempt(lockPath, staleMs);
+    if (typeof result === "function") return result;
+    if (Date.now() >= deadline)
+      throw busyError(lockPath, result.holder, `could not be taken within ${timeoutMs} ms`);
+    const wait = basePollMs * Math.min(8, 1 + n / 4);
     await sleep4(wait / 2 + Math.random() * wait);
   }
+}
+function attempt(lockPath, staleMs) {
+  mkdirSync16(dirname17(lockPath), { recursive: true });
+  for (let tries = 0; ; tries++) {
+    const token = create(lockPath);
+    if (token !== void 0) return () => release(lockPath, token);
+    const holder = readHolder(lockPath);
+    const stale = holder ? isStale(holder, staleMs) : isAbandonedEmptyLock(lockPath);
+    if (!stale || tries > 0) return { holder };
+    if (readHolder(lockPath)?.token === holder?.token) tryUnlink(lockPath);
+  }
+}
+function create(lockPath) {
+  const holder = {
+    pid: process.pid,
+    host: hostname2(),
+    token: randomUUID2(),
+    acquiredAt: (/* @__PURE__ */ new Date()).toISOString()
+  };
+  let fd;
+  try {
+    fd = openSync4(lockPath, "wx");
+  } catch (e) {
+    if (e.code === "EEXIST") return void 0;
+    throw e;
+  }
+  try {
+    writeSync2(fd, `${JSON.stringify(holder)}
+`);
+  } finally {
+    closeSync4(fd);
+  }
+  return holder.token;
 }
 function release(lockPath, token) {
   if (readHolder(lockPath)?.token === token) tryUnlink(lockPath);
 }
 function readHolder(lockPath) {
   try {
-    return JSON.parse(readFileSync14(lockPath, "utf8"));
+    const r = JSON.parse(readFileSync14(lockPath, "utf8"));
+    if (typeof r.pid !== "number") return void 0;
+    return {
+      pid: r.pid,
+      host: r.host ?? "",
+      token: r.token ?? "",
+      acquiredAt: r.acquiredAt ?? r.startedAt ?? "?"
+    };
   } catch {
     return void 0;
   }
 }
-var EMPTY_LOCK_GRACE_MS = 5e3;
 function isAbandonedEmptyLock(lockPath) {
   try {
     return Date.now() - statSync3(lockPath).mtimeMs > EMPTY_LOCK_GRACE_MS;
@@ -52301,7 +52321,8 @@ function isAbandonedEmptyLock(lockPath) {
 function isStale(holder, staleMs) {
   const age = Date.now() - Date.parse(holder.acquiredAt);
   if (Number.isFinite(age) && age > staleMs) return true;
-  return holder.host === hostname2() && !processAlive(holder.pid);
+  if (holder.host !== "" && holder.host !== hostname2()) return false;
+  return !processAlive(holder.pid);
 }
 function processAlive(pid) {
   try {
@@ -52316,6 +52337,12 @@ function tryUnlink(path) {
     unlinkSync(path);
   } catch {
   }
+}
+function busyError(lockPath, holder, what) {
+  return new HillclimbError(
+    `the lock ${lockPath} ${what} (held by pid ${holder?.pid ?? "?"} on ${holder?.host || "?"})`,
+    { hint: "if no hillclimb process is running, delete the lock file" }
+  );
 }
 
 // src/forge/forges/local-records.ts
@@ -52391,6 +52418,7 @@ function numberedJson(dir) {
 
 // src/forge/forges/local.ts
 var LOCAL_FORGE_AUTHOR = "hillclimb";
+var RECORDS_LOCK_STALE_MS = 10 * 6e4;
 var LocalForge = class {
   constructor(opts) {
     this.opts = opts;
@@ -52546,7 +52574,10 @@ var LocalForge = class {
     return this.records.comments(number);
   }
   locked(fn) {
-    return withFileLock(this.records.lockFile, async () => fn(), this.opts.lock);
+    return withFileLock(this.records.lockFile, async () => fn(), {
+      staleMs: RECORDS_LOCK_STALE_MS,
+      ...this.opts.lock
+    });
   }
   /** The open PR for a branch, else the newest closed one: found again, never duplicated (as on GitHub). */
   pullFor(branch) {
@@ -52823,7 +52854,7 @@ var BranchStore = class {
     const attempts = this.opts.pushAttempts ?? DEFAULT_PUSH_ATTEMPTS;
     await this.withScratch(async (s) => {
       const blobs = await s.hashFiles(changes.map((c) => c.file));
-      for (let attempt = 1; ; attempt++) {
+      for (let attempt2 = 1; ; attempt2++) {
         const tip = await s.fetchTip();
         const commit2 = await s.commitOnTop(
           tip,
@@ -52839,14 +52870,14 @@ var BranchStore = class {
           this.opts.logger.info(`stored ${changes.length} file(s) on the ${this.branch} branch`);
           return;
         }
-        if (attempt >= attempts) {
+        if (attempt2 >= attempts) {
           throw new StoreApiError("git push", `the ${this.branch} branch kept moving (${attempts} tries)`, {
             hint: "several writers race for the data branch; serialize them with a workflow concurrency group"
           });
         }
         this.opts.logger.info(`store: ${this.branch} moved meanwhile; re-applying on the new tip`);
         await sleep5(
-          this.opts.retryDelayMs?.(attempt) ?? Math.round(200 * 2 ** attempt * (0.5 + Math.random()))
+          this.opts.retryDelayMs?.(attempt2) ?? Math.round(200 * 2 ** attempt2 * (0.5 + Math.random()))
         );
       }
     });
@@ -58330,7 +58361,7 @@ var XetBlob = class extends Blob {
             state.activeHighWater = Math.max(state.activeHighWater, state.active);
             let lastError;
             const tally = { committed: 0 };
-            for (let attempt = 0; attempt < 2; attempt++) {
+            for (let attempt2 = 0; attempt2 < 2; attempt2++) {
               try {
                 await decodeEntry(plan[idx], idx, tally);
                 budgetRelease(est - tally.committed);
@@ -58338,7 +58369,7 @@ var XetBlob = class extends Blob {
                 break;
               } catch (error2) {
                 lastError = error2;
-                if (attempt === 0 && !state.finished && isTransientNetworkError(error2)) {
+                if (attempt2 === 0 && !state.finished && isTransientNetworkError(error2)) {
                   log("retrying entry after transient error", plan[idx].hash, error2);
                   await delay(250);
                   continue;
@@ -61817,8 +61848,8 @@ var Interrupted = class extends HillclimbError {
     super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
   }
 };
-function backoffMs(baseSeconds, attempt) {
-  return Math.round(baseSeconds * 1e3 * 2 ** (attempt - 1));
+function backoffMs(baseSeconds, attempt2) {
+  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
 }
 
 // src/loop/steps/decide.ts
@@ -73371,7 +73402,7 @@ function record(ev, name, rec) {
 }
 async function runWithRetries(ctx, step, env) {
   const retries = ctx.config.loop.infra_retries;
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt2 = 1; ; attempt2++) {
     if (ctx.signal.aborted) throw new Interrupted();
     try {
       return { kind: "ok", result: await step.run(env) };
@@ -73380,10 +73411,10 @@ async function runWithRetries(ctx, step, env) {
         throw e instanceof Interrupted ? e : new Interrupted();
       if (!isInfra(e)) throw e;
       const message = errorMessage(e).split("\n")[0];
-      if (attempt > retries || /\bdry run\b/.test(message)) return { kind: "infra", message };
-      const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
+      if (attempt2 > retries || /\bdry run\b/.test(message)) return { kind: "infra", message };
+      const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt2);
       ctx.logger.warn(
-        `${step.name}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1e3)} s`
+        `${step.name}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s`
       );
       await ctx.sleep(wait);
     }

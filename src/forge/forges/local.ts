@@ -6,6 +6,7 @@
  */
 
 import { HillclimbError } from '../../util/errors.js';
+import { type WaitingLockOptions, withFileLock } from '../../util/lock.js';
 import type { Logger } from '../../util/log.js';
 import { ForeignCommitsError } from '../errors.js';
 import type {
@@ -29,7 +30,6 @@ import {
 } from '../git.js';
 import { planLabels } from '../labels.js';
 import { BODY_CAP_CHARS, capBody, capTitle } from '../limits.js';
-import { type FileLockOptions, withFileLock } from '../lock.js';
 import { composeStickyBody, decodeStamp, hasStickyMarker, mayOverwrite } from '../sticky.js';
 import { type LocalCommentRecord, type LocalPullRecord, LocalRecords } from './local-records.js';
 
@@ -46,11 +46,14 @@ export interface LocalForgeOptions {
   /** Author of the comments this forge writes. Default `hillclimb`. */
   author?: string;
   logger: Logger;
-  lock?: FileLockOptions;
+  /** How long a writer waits for the records' lock, and when a holder's lock counts as abandoned. */
+  lock?: WaitingLockOptions;
   git?: GitOptions;
 }
 
 export const LOCAL_FORGE_AUTHOR = 'hillclimb';
+/** A writer holds the records' lock for milliseconds: one ten minutes old was left by a crash. */
+const RECORDS_LOCK_STALE_MS = 10 * 60_000;
 
 export class LocalForge implements Forge {
   readonly name = 'local';
@@ -225,7 +228,10 @@ export class LocalForge implements Forge {
   }
 
   private locked<T>(fn: () => T): Promise<T> {
-    return withFileLock(this.records.lockFile, async () => fn(), this.opts.lock);
+    return withFileLock(this.records.lockFile, async () => fn(), {
+      staleMs: RECORDS_LOCK_STALE_MS,
+      ...this.opts.lock,
+    });
   }
 
   /** The open PR for a branch, else the newest closed one: found again, never duplicated (as on GitHub). */
