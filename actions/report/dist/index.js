@@ -42535,7 +42535,7 @@ function isExecutable(file) {
   }
 }
 
-// src/workspace/branch-name.ts
+// src/util/branch-name.ts
 var MAX_BRANCH_NAME_LENGTH = 200;
 var ALLOWED = /^[A-Za-z0-9._/-]+$/;
 function branchNameProblem(name) {
@@ -42564,26 +42564,6 @@ function assertBranchName(name) {
       exitCode: ExitCode2.badInput
     });
   }
-}
-function loopBranchName(parts) {
-  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
-    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
-    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
-    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
-  assertBranchName(name);
-  return name;
 }
 
 // src/workspace/git.ts
@@ -42833,7 +42813,10 @@ var Git = class _Git {
     if (r.exitCode !== 0) return void 0;
     return (await this.git(["cat-file", "blob", r.stdout.trim()])).stdout;
   }
-  /** Whether git accepts `name` as a branch name (`git check-ref-format --branch`). */
+  /**
+   * Whether git accepts `name` as a branch name (`git check-ref-format --branch`): for names hillclimb
+   * reads but did not make (`forge.base`); names it creates go through assertBranchName.
+   */
   async checkBranchName(name) {
     if (name.startsWith("-")) return false;
     const r = await this.git(["check-ref-format", "--branch", name], { allowedExitCodes: [0, 1, 128] });
@@ -43224,14 +43207,11 @@ var Git = class _Git {
     await this.git(["reset", "--hard", "--quiet", sha]);
   }
   /**
-   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list in
-   * branch-name.ts and `git check-ref-format --branch`.
+   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list of
+   * src/util/branch-name.ts (which only names git accepts pass).
    */
   async createBranch(name, commit2, opts = {}) {
     assertBranchName(name);
-    if (!await this.checkBranchName(name)) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
-    }
     const sha = await this.revParse(commit2);
     const args = ["branch", "--no-track"];
     if (opts.force) args.push("--force");
@@ -43686,6 +43666,28 @@ function defaultHost() {
   return hostname();
 }
 var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+
+// src/workspace/branch-name.ts
+function loopBranchName(parts) {
+  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
+    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
+    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
+    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
+  assertBranchName(name);
+  return name;
+}
 
 // src/loop/naming.ts
 function iterationBranch(ctx, iteration) {
@@ -47008,17 +47010,6 @@ function git2(cwd, args, opts = {}) {
     allowedExitCodes: opts.allowedExitCodes,
     timeoutMs: opts.timeoutMs
   });
-}
-async function assertBranchName2(cwd, branch, opts = {}) {
-  const res = await git2(cwd, ["check-ref-format", `refs/heads/${branch}`], {
-    ...opts,
-    allowedExitCodes: "any"
-  });
-  if (branch === "" || branch.startsWith("-") || res.exitCode !== 0) {
-    throw new HillclimbError(`invalid branch name ${JSON.stringify(branch)}`, {
-      hint: 'branch names follow git check-ref-format (no spaces, "..", "~", "^", ":" or trailing ".lock")'
-    });
-  }
 }
 async function resolveCommit(cwd, commit2, opts = {}) {
   const res = await git2(cwd, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${commit2}^{commit}`], {
@@ -51878,7 +51869,7 @@ var GitHubForge = class {
   knownLabels = /* @__PURE__ */ new Set();
   async pushBranch(repoDir, branch, commit2) {
     const g = this.opts.git;
-    await assertBranchName2(repoDir, branch, g);
+    assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit2, g);
     const auth2 = gitAuthEnv(this.gitUrl, this.opts.token);
     let pushed;
@@ -52431,7 +52422,7 @@ var LocalForge = class {
   author;
   async pushBranch(repoDir, branch, commit2) {
     const g = this.opts.git;
-    await assertBranchName2(repoDir, branch, g);
+    assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit2, g);
     const { remote, logger } = this.opts;
     if (remote !== void 0) {
@@ -52458,7 +52449,7 @@ var LocalForge = class {
     logger.info(`branch ${branch} \u2192 ${sha.slice(0, 12)}`);
   }
   async upsertPullRequest(spec) {
-    await assertBranchName2(this.opts.repoDir, spec.branch, this.opts.git);
+    assertBranchName(spec.branch);
     const headSha = await this.headSha(spec.branch);
     if (headSha === void 0) {
       throw new HillclimbError(`branch ${spec.branch} does not exist${this.whereBranchesLive()}`, {

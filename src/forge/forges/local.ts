@@ -5,6 +5,7 @@
  * the real thing. Record layout: ./local-records.ts.
  */
 
+import { assertBranchName } from '../../util/branch-name.js';
 import { HillclimbError } from '../../util/errors.js';
 import { type WaitingLockOptions, withFileLock } from '../../util/lock.js';
 import type { Logger } from '../../util/log.js';
@@ -18,7 +19,6 @@ import type {
   UpsertPullRequestResult,
 } from '../forge.js';
 import {
-  assertBranchName,
   branchSha,
   foreignCommits,
   type GitOptions,
@@ -67,7 +67,7 @@ export class LocalForge implements Forge {
 
   async pushBranch(repoDir: string, branch: string, commit: string): Promise<void> {
     const g = this.opts.git;
-    await assertBranchName(repoDir, branch, g);
+    assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit, g);
     const { remote, logger } = this.opts;
     if (remote !== undefined) {
@@ -97,7 +97,7 @@ export class LocalForge implements Forge {
   }
 
   async upsertPullRequest(spec: PullRequestSpec): Promise<UpsertPullRequestResult> {
-    await assertBranchName(this.opts.repoDir, spec.branch, this.opts.git);
+    assertBranchName(spec.branch);
     const headSha = await this.headSha(spec.branch);
     if (headSha === undefined) {
       throw new HillclimbError(`branch ${spec.branch} does not exist${this.whereBranchesLive()}`, {
