@@ -67290,12 +67290,225 @@ function priorChampionRuns(ctx, iteration, champion) {
 import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
 import { join as join33, resolve as resolve15 } from "node:path";
 
+// src/report/log-entry.ts
+import { createHash as createHash7 } from "node:crypto";
+var LOG_ENTRY_FORMAT = 2;
+var LOG_HOTSPOTS = 3;
+var LOG_FAILING_TESTS = 10;
+var LOG_LABELS = [
+  "Run",
+  "Date",
+  "Verdict",
+  "Reason",
+  "Commit",
+  "Base",
+  "Agent",
+  "Guard",
+  "Correctness (CPU)",
+  "Failing tests (CPU)",
+  "Correctness (accelerator)",
+  "Failing tests (accelerator)",
+  "Measurement",
+  "MFU",
+  "Kernel",
+  "Model",
+  "Kernel share",
+  "Profile",
+  "Step time",
+  "Hotspot",
+  "Custom-call launches per step",
+  "Evidence"
+];
+var ITERATION_HEADING_PREFIX = "### Iteration ";
+var ITERATION_HEADING = new RegExp(`^${ITERATION_HEADING_PREFIX}(\\d+)([A-Za-z]*)\\b`);
+function iterationHeading(number) {
+  return `${ITERATION_HEADING_PREFIX}${number}`;
+}
+var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
+function defaultEvidencePath(evidence) {
+  return `${bundleKey(evidence)}/evidence.json`;
+}
+function canonicalJson(value2) {
+  if (Array.isArray(value2)) return `[${value2.map(canonicalJson).join(",")}]`;
+  if (value2 !== null && typeof value2 === "object") {
+    const entries = Object.entries(value2).filter(([, v]) => v !== void 0).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value2) ?? "null";
+}
+function evidenceDigest(evidence) {
+  const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
+  const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
+  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+}
+function evidenceMarker(path, digest) {
+  if (/\s|-->/.test(path))
+    throw new HillclimbError(`evidence path ${JSON.stringify(path)} cannot go in the log marker`);
+  return `<!-- hillclimb:evidence ${path} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
+}
+function parseEvidenceMarker(line) {
+  const m = EVIDENCE_MARKER.exec(line.trim());
+  return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
+}
+function entryHeading(number, evidence) {
+  return `${iterationHeading(number)} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
+}
+function harnessLines(evidence, evidencePath) {
+  const lines = [];
+  const add = (label, text3) => lines.push([label, escapeHtml(oneLine(text3))]);
+  add(
+    "Run",
+    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`
+  );
+  add("Date", formatTime(evidence.startedAt));
+  add("Verdict", verdictLabel(evidence));
+  for (const reason of verdictReasons(evidence)) add("Reason", reason);
+  const c = evidence.candidate;
+  add("Commit", c ? `${code(shortSha(c.commit))} on ${code(c.branch)}` : "none (the agent made no commit)");
+  add(
+    "Base",
+    `${code(shortSha(evidence.base.commit))}${evidence.base.iteration !== void 0 ? ` (champion since iteration ${evidence.base.iteration})` : ""}`
+  );
+  const agent = evidence.agent;
+  if (agent) {
+    const problem = agent.resultProblem ? `; result: ${agent.resultProblem}` : agent.result ? "" : "; no result file";
+    add(
+      "Agent",
+      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}`
+    );
+  }
+  if (evidence.guard) add("Guard", guardText(evidence.guard));
+  for (const [key, name] of [
+    ["cpu", "CPU"],
+    ["accelerator", "accelerator"]
+  ]) {
+    const gate = evidence.gates[key];
+    if (!gate) continue;
+    add(`Correctness (${name})`, gateText(gate));
+    const failing = failingList(gate, LOG_FAILING_TESTS);
+    if (failing) add(`Failing tests (${name})`, failing);
+  }
+  const m = evidence.measurement;
+  if (m) {
+    const change = measuredChange(evidence);
+    const medians = mediansText(m);
+    const parts = [`${m.metric.label}${medians ? ` ${medians}` : ""}`];
+    if (change) parts.push(`${change.delta} (${change.n})`);
+    else parts.push(`no comparison (${m.runs.length} runs)`);
+    add("Measurement", parts.join(", "));
+    add("MFU", mfuText(evidence));
+    if (m.levels) {
+      add("Kernel", kernelLine(m.levels));
+      const model = modelLine(m.levels);
+      if (model) add("Model", model);
+    }
+  } else {
+    add("Measurement", evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run");
+  }
+  const share = m ? shareLine(evidence) : void 0;
+  if (share) add("Kernel share", share);
+  const profile = evidence.profile;
+  if (profile && profile.status !== "done") {
+    add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
+  } else if (profile) {
+    const custom = customCallNames(profile);
+    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
+    if (profile.diff?.stepTimeMs) add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
+    for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
+      add("Hotspot", hotspotLine(row, custom.has(row.name)));
+    const launches = launchesText(profile);
+    if (launches !== void 0) add("Custom-call launches per step", launches);
+  }
+  add("Evidence", code(evidencePath));
+  return lines;
+}
+function agentLines(evidence) {
+  const r = evidence.agent?.result;
+  if (!r) return "";
+  return agentQuote([
+    ["hypothesis", r.hypothesis],
+    ["summary", r.summary],
+    ["next idea", r.next_idea]
+  ]);
+}
+function renderLogEntry(evidence, opts = {}) {
+  const path = opts.evidencePath ?? defaultEvidencePath(evidence);
+  const lines = [
+    entryHeading(opts.number ?? evidence.iteration, evidence),
+    "",
+    evidenceMarker(path, evidenceDigest(evidence)),
+    ...harnessLines(evidence, path).map(([label, text3]) => `- ${label}: ${text3}`)
+  ];
+  const agent = agentLines(evidence);
+  return `${lines.join("\n")}
+${agent === "" ? "" : `
+${agent}
+`}`;
+}
+var DEFAULT_GOAL = "Make the target kernel faster without changing its results. Each iteration tries one change; only a change whose whole confidence interval clears the noise floor replaces the champion.";
+function logHeader(opts = {}) {
+  return `# ${opts.title ?? "Hill-climb log"}
+
+Append-only record of every hillclimb iteration, failed ones included. Written by the harness
+(\`hillclimb loop\`), never by the agent; do not edit entries by hand.
+
+## Goal
+
+${opts.goal ?? DEFAULT_GOAL}
+
+## Loop contract
+
+- One hypothesis and one change set per iteration, proposed by the agent inside the target's editable paths.
+- The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
+  interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
+  the candidate and diffs its trace against the champion's.
+- Exactly one verdict per iteration: improved, no-change, regressed, invalid, needs-human, error or no-op.
+- Every iteration becomes a draft pull request; people review and merge.
+
+## How entries are produced
+
+Each entry is rendered from the iteration's evidence record (\`evidence.json\`). Lines starting with \`- \`
+are the harness's: every number in them was computed from raw artifacts (JUnit XML, metrics JSON,
+traces). Lines starting with \`> agent\` quote the agent's own words and are never read for numbers. The
+hidden \`hillclimb:evidence\` line names the evidence file and its sha256; \`hillclimb log lint\` renders
+each entry again from it and reports any line that differs and any number with a unit that the evidence
+does not contain.
+
+## Iterations
+`;
+}
+function headingNumbers(text3) {
+  const out = [];
+  text3.split("\n").forEach((line, i) => {
+    const m = ITERATION_HEADING.exec(line);
+    if (m) out.push({ line: i + 1, number: Number(m[1]), suffix: m[2] });
+  });
+  return out;
+}
+function appendLogEntry(logText, entry, header = {}) {
+  const first = entry.split("\n", 1)[0] ?? "";
+  const m = ITERATION_HEADING.exec(first);
+  if (!m)
+    throw new HillclimbError(
+      `a log entry must start with "${ITERATION_HEADING_PREFIX}<N>", got ${JSON.stringify(first)}`
+    );
+  const base = logText === void 0 || logText.trim() === "" ? logHeader(header) : logText;
+  const last = headingNumbers(base).at(-1);
+  let body = entry.trimEnd();
+  if (last && Number(m[1]) <= last.number) {
+    body = body.replace(ITERATION_HEADING, iterationHeading(last.number + 1));
+  }
+  return `${base.trimEnd()}
+
+${body}
+`;
+}
+
 // src/loop/log-file.ts
-var ENTRY_HEADING = /^### Iteration /m;
 function recentLogEntries(text3, n) {
   if (n <= 0) return [];
   const starts = [];
-  const re = new RegExp(ENTRY_HEADING.source, "gm");
+  const re = new RegExp(ITERATION_HEADING.source, "gm");
   for (let m = re.exec(text3); m !== null; m = re.exec(text3)) starts.push(m.index);
   const entries = starts.map((s, i) => text3.slice(s, starts[i + 1] ?? text3.length).trim());
   return entries.slice(-n);
@@ -67372,7 +67585,7 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 }
 
 // src/loop/steps/profile.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash8 } from "node:crypto";
 import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
 import { join as join32 } from "node:path";
 
@@ -72039,7 +72252,7 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash7("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
   return join32(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
@@ -72725,214 +72938,6 @@ function dryRunPublish(ctx, bundle, ev) {
 import { existsSync as existsSync26, readFileSync as readFileSync24, writeFileSync as writeFileSync9 } from "node:fs";
 import { join as join37 } from "node:path";
 
-// src/report/log-entry.ts
-import { createHash as createHash8 } from "node:crypto";
-var LOG_ENTRY_FORMAT = 2;
-var LOG_HOTSPOTS = 3;
-var LOG_FAILING_TESTS = 10;
-var LOG_LABELS = [
-  "Run",
-  "Date",
-  "Verdict",
-  "Reason",
-  "Commit",
-  "Base",
-  "Agent",
-  "Guard",
-  "Correctness (CPU)",
-  "Failing tests (CPU)",
-  "Correctness (accelerator)",
-  "Failing tests (accelerator)",
-  "Measurement",
-  "MFU",
-  "Kernel",
-  "Model",
-  "Kernel share",
-  "Profile",
-  "Step time",
-  "Hotspot",
-  "Custom-call launches per step",
-  "Evidence"
-];
-var ITERATION_HEADING = /^### Iteration (\d+)([A-Za-z]*)\b/;
-var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
-function defaultEvidencePath(evidence) {
-  return `${bundleKey(evidence)}/evidence.json`;
-}
-function canonicalJson(value2) {
-  if (Array.isArray(value2)) return `[${value2.map(canonicalJson).join(",")}]`;
-  if (value2 !== null && typeof value2 === "object") {
-    const entries = Object.entries(value2).filter(([, v]) => v !== void 0).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value2) ?? "null";
-}
-function evidenceDigest(evidence) {
-  const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
-  const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
-}
-function evidenceMarker(path, digest) {
-  if (/\s|-->/.test(path))
-    throw new HillclimbError(`evidence path ${JSON.stringify(path)} cannot go in the log marker`);
-  return `<!-- hillclimb:evidence ${path} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
-}
-function parseEvidenceMarker(line) {
-  const m = EVIDENCE_MARKER.exec(line.trim());
-  return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
-}
-function entryHeading(number, evidence) {
-  return `### Iteration ${number} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
-}
-function harnessLines(evidence, evidencePath) {
-  const lines = [];
-  const add = (label, text3) => lines.push([label, escapeHtml(oneLine(text3))]);
-  add(
-    "Run",
-    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`
-  );
-  add("Date", formatTime(evidence.startedAt));
-  add("Verdict", verdictLabel(evidence));
-  for (const reason of verdictReasons(evidence)) add("Reason", reason);
-  const c = evidence.candidate;
-  add("Commit", c ? `${code(shortSha(c.commit))} on ${code(c.branch)}` : "none (the agent made no commit)");
-  add(
-    "Base",
-    `${code(shortSha(evidence.base.commit))}${evidence.base.iteration !== void 0 ? ` (champion since iteration ${evidence.base.iteration})` : ""}`
-  );
-  const agent = evidence.agent;
-  if (agent) {
-    const problem = agent.resultProblem ? `; result: ${agent.resultProblem}` : agent.result ? "" : "; no result file";
-    add(
-      "Agent",
-      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}`
-    );
-  }
-  if (evidence.guard) add("Guard", guardText(evidence.guard));
-  for (const [key, name] of [
-    ["cpu", "CPU"],
-    ["accelerator", "accelerator"]
-  ]) {
-    const gate = evidence.gates[key];
-    if (!gate) continue;
-    add(`Correctness (${name})`, gateText(gate));
-    const failing = failingList(gate, LOG_FAILING_TESTS);
-    if (failing) add(`Failing tests (${name})`, failing);
-  }
-  const m = evidence.measurement;
-  if (m) {
-    const change = measuredChange(evidence);
-    const medians = mediansText(m);
-    const parts = [`${m.metric.label}${medians ? ` ${medians}` : ""}`];
-    if (change) parts.push(`${change.delta} (${change.n})`);
-    else parts.push(`no comparison (${m.runs.length} runs)`);
-    add("Measurement", parts.join(", "));
-    add("MFU", mfuText(evidence));
-    if (m.levels) {
-      add("Kernel", kernelLine(m.levels));
-      const model = modelLine(m.levels);
-      if (model) add("Model", model);
-    }
-  } else {
-    add("Measurement", evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run");
-  }
-  const share = m ? shareLine(evidence) : void 0;
-  if (share) add("Kernel share", share);
-  const profile = evidence.profile;
-  if (profile && profile.status !== "done") {
-    add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
-  } else if (profile) {
-    const custom = customCallNames(profile);
-    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
-    if (profile.diff?.stepTimeMs) add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
-    for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
-      add("Hotspot", hotspotLine(row, custom.has(row.name)));
-    const launches = launchesText(profile);
-    if (launches !== void 0) add("Custom-call launches per step", launches);
-  }
-  add("Evidence", code(evidencePath));
-  return lines;
-}
-function agentLines(evidence) {
-  const r = evidence.agent?.result;
-  if (!r) return "";
-  return agentQuote([
-    ["hypothesis", r.hypothesis],
-    ["summary", r.summary],
-    ["next idea", r.next_idea]
-  ]);
-}
-function renderLogEntry(evidence, opts = {}) {
-  const path = opts.evidencePath ?? defaultEvidencePath(evidence);
-  const lines = [
-    entryHeading(opts.number ?? evidence.iteration, evidence),
-    "",
-    evidenceMarker(path, evidenceDigest(evidence)),
-    ...harnessLines(evidence, path).map(([label, text3]) => `- ${label}: ${text3}`)
-  ];
-  const agent = agentLines(evidence);
-  return `${lines.join("\n")}
-${agent === "" ? "" : `
-${agent}
-`}`;
-}
-var DEFAULT_GOAL = "Make the target kernel faster without changing its results. Each iteration tries one change; only a change whose whole confidence interval clears the noise floor replaces the champion.";
-function logHeader(opts = {}) {
-  return `# ${opts.title ?? "Hill-climb log"}
-
-Append-only record of every hillclimb iteration, failed ones included. Written by the harness
-(\`hillclimb loop\`), never by the agent; do not edit entries by hand.
-
-## Goal
-
-${opts.goal ?? DEFAULT_GOAL}
-
-## Loop contract
-
-- One hypothesis and one change set per iteration, proposed by the agent inside the target's editable paths.
-- The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
-  interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
-  the candidate and diffs its trace against the champion's.
-- Exactly one verdict per iteration: improved, no-change, regressed, invalid, needs-human, error or no-op.
-- Every iteration becomes a draft pull request; people review and merge.
-
-## How entries are produced
-
-Each entry is rendered from the iteration's evidence record (\`evidence.json\`). Lines starting with \`- \`
-are the harness's: every number in them was computed from raw artifacts (JUnit XML, metrics JSON,
-traces). Lines starting with \`> agent\` quote the agent's own words and are never read for numbers. The
-hidden \`hillclimb:evidence\` line names the evidence file and its sha256; \`hillclimb log lint\` renders
-each entry again from it and reports any line that differs and any number with a unit that the evidence
-does not contain.
-
-## Iterations
-`;
-}
-function headingNumbers(text3) {
-  const out = [];
-  text3.split("\n").forEach((line, i) => {
-    const m = ITERATION_HEADING.exec(line);
-    if (m) out.push({ line: i + 1, number: Number(m[1]), suffix: m[2] });
-  });
-  return out;
-}
-function appendLogEntry(logText, entry, header = {}) {
-  const first = entry.split("\n", 1)[0] ?? "";
-  const m = ITERATION_HEADING.exec(first);
-  if (!m)
-    throw new HillclimbError(`a log entry must start with "### Iteration <N>", got ${JSON.stringify(first)}`);
-  const base = logText === void 0 || logText.trim() === "" ? logHeader(header) : logText;
-  const last = headingNumbers(base).at(-1);
-  let body = entry.trimEnd();
-  if (last && Number(m[1]) <= last.number) {
-    body = body.replace(/^### Iteration \d+[A-Za-z]*/, `### Iteration ${last.number + 1}`);
-  }
-  return `${base.trimEnd()}
-
-${body}
-`;
-}
-
 // src/report/log-evidence.ts
 import { existsSync as existsSync25, readFileSync as readFileSync23 } from "node:fs";
 import { join as join36 } from "node:path";
@@ -73046,7 +73051,7 @@ function headingOrderProblems(lines) {
 }
 function scopeStart(lines, scope) {
   if (scope === "all") return 0;
-  for (let i = lines.length - 1; i >= 0; i--) if (lines[i].startsWith("### Iteration ")) return i;
+  for (let i = lines.length - 1; i >= 0; i--) if (ITERATION_HEADING.test(lines[i])) return i;
   return 0;
 }
 function entriesFrom(lines, from) {
