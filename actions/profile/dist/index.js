@@ -45872,6 +45872,44 @@ function isFatalError(r) {
   );
 }
 
+// src/compute/tpu/context.ts
+var LABEL_MARK = "hillclimb";
+var LABEL_RUN = "hillclimb-run";
+var LABEL_EXPIRES = "hillclimb-expires";
+var DELETE_TIMEOUT_MS = 5 * 6e4;
+function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
+  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
+  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `local-${stamp.toLowerCase()}`;
+}
+function tpuNames(c, runId, generation = 1) {
+  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
+  return usesQueuedResource(c) ? { node, qr: node } : { node };
+}
+function tpuLabels(runId, expiresAt) {
+  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
+}
+function parseJson(r) {
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    return void 0;
+  }
+}
+function describedState(doc) {
+  const s = doc?.state;
+  if (typeof s === "string") return s;
+  if (s && typeof s === "object" && typeof s.state === "string") {
+    return s.state;
+  }
+  return void 0;
+}
+function deleteArgs(rec) {
+  const loc = { project: rec.project, zone: rec.zone };
+  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
+}
+
 // src/compute/tpu/remote.ts
 var JOBS_DIR = "hillclimb/jobs";
 var OUTPUTS_FILE = ".hillclimb-outputs.tar.gz";
@@ -45939,44 +45977,12 @@ function removeRecord(dir, name, zone) {
   rmSync9(recordFile(dir, name, zone), { force: true });
 }
 
-// src/compute/tpu/lifecycle.ts
-var LABEL_MARK = "hillclimb";
-var LABEL_RUN = "hillclimb-run";
-var LABEL_EXPIRES = "hillclimb-expires";
+// src/compute/tpu/allocate.ts
 var QR_DEAD = /* @__PURE__ */ new Set(["FAILED", "SUSPENDED", "SUSPENDING", "DELETING"]);
 var NODE_DEAD = /* @__PURE__ */ new Set(["PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", "DELETING", "HIDDEN", "HIDING"]);
 var CREATE_TIMEOUT_MS = 15 * 6e4;
-var DELETE_TIMEOUT_MS = 5 * 6e4;
 var SETUP_TIMEOUT_MS = 60 * 6e4;
 var MAX_DESCRIBE_FAILURES = 5;
-function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
-  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
-  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-  return `local-${stamp.toLowerCase()}`;
-}
-function tpuNames(c, runId, generation = 1) {
-  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
-  return usesQueuedResource(c) ? { node, qr: node } : { node };
-}
-function tpuLabels(runId, expiresAt) {
-  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
-}
-function parseJson(r) {
-  try {
-    return JSON.parse(r.stdout);
-  } catch {
-    return void 0;
-  }
-}
-function describedState(doc) {
-  const s = doc?.state;
-  if (typeof s === "string") return s;
-  if (s && typeof s === "object" && typeof s.state === "string") {
-    return s.state;
-  }
-  return void 0;
-}
 function failureDetail(doc) {
   const state = doc?.state;
   return state?.failedData?.error?.message ?? "";
@@ -46123,10 +46129,6 @@ async function waitUntilUp(ctx, rec) {
     await pause(c.poll_seconds * 1e3);
   }
 }
-function deleteArgs(rec) {
-  const loc = { project: rec.project, zone: rec.zone };
-  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
-}
 async function deleteQuietly(ctx, rec) {
   const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
   if (r.exitCode === 0 || isNotFound(r)) return true;
@@ -46161,6 +46163,8 @@ async function runSetup(ctx, rec) {
   rec.setupDone = true;
   if (!gcloud.dryRun) writeRecord(ctx.stateDir, rec);
 }
+
+// src/compute/tpu/release.ts
 async function releaseTpu(ctx, rec) {
   const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
   if (r.printed) return "printed";

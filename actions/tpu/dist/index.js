@@ -35474,6 +35474,44 @@ function isFatalError(r) {
   );
 }
 
+// src/compute/tpu/context.ts
+var LABEL_MARK = "hillclimb";
+var LABEL_RUN = "hillclimb-run";
+var LABEL_EXPIRES = "hillclimb-expires";
+var DELETE_TIMEOUT_MS = 5 * 6e4;
+function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
+  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
+  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `local-${stamp.toLowerCase()}`;
+}
+function tpuNames(c, runId, generation = 1) {
+  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
+  return usesQueuedResource(c) ? { node, qr: node } : { node };
+}
+function tpuLabels(runId, expiresAt) {
+  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
+}
+function parseJson(r) {
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    return void 0;
+  }
+}
+function describedState(doc) {
+  const s = doc?.state;
+  if (typeof s === "string") return s;
+  if (s && typeof s === "object" && typeof s.state === "string") {
+    return s.state;
+  }
+  return void 0;
+}
+function deleteArgs(rec) {
+  const loc = { project: rec.project, zone: rec.zone };
+  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
+}
+
 // src/compute/tpu/remote.ts
 function setupScript(command) {
   return `cd "$HOME" && ${shellJoin(command)}`;
@@ -35514,44 +35552,12 @@ function removeRecord(dir, name, zone) {
   rmSync(recordFile(dir, name, zone), { force: true });
 }
 
-// src/compute/tpu/lifecycle.ts
-var LABEL_MARK = "hillclimb";
-var LABEL_RUN = "hillclimb-run";
-var LABEL_EXPIRES = "hillclimb-expires";
+// src/compute/tpu/allocate.ts
 var QR_DEAD = /* @__PURE__ */ new Set(["FAILED", "SUSPENDED", "SUSPENDING", "DELETING"]);
 var NODE_DEAD = /* @__PURE__ */ new Set(["PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", "DELETING", "HIDDEN", "HIDING"]);
 var CREATE_TIMEOUT_MS = 15 * 6e4;
-var DELETE_TIMEOUT_MS = 5 * 6e4;
 var SETUP_TIMEOUT_MS = 60 * 6e4;
 var MAX_DESCRIBE_FAILURES = 5;
-function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
-  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
-  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-  return `local-${stamp.toLowerCase()}`;
-}
-function tpuNames(c, runId, generation = 1) {
-  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
-  return usesQueuedResource(c) ? { node, qr: node } : { node };
-}
-function tpuLabels(runId, expiresAt) {
-  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
-}
-function parseJson(r) {
-  try {
-    return JSON.parse(r.stdout);
-  } catch {
-    return void 0;
-  }
-}
-function describedState(doc) {
-  const s = doc?.state;
-  if (typeof s === "string") return s;
-  if (s && typeof s === "object" && typeof s.state === "string") {
-    return s.state;
-  }
-  return void 0;
-}
 function failureDetail(doc) {
   const state = doc?.state;
   return state?.failedData?.error?.message ?? "";
@@ -35698,10 +35704,6 @@ async function waitUntilUp(ctx, rec) {
     await pause(c.poll_seconds * 1e3);
   }
 }
-function deleteArgs(rec) {
-  const loc = { project: rec.project, zone: rec.zone };
-  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
-}
 async function deleteQuietly(ctx, rec) {
   const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
   if (r.exitCode === 0 || isNotFound(r)) return true;
@@ -35736,54 +35738,8 @@ async function runSetup(ctx, rec) {
   rec.setupDone = true;
   if (!gcloud.dryRun) writeRecord(ctx.stateDir, rec);
 }
-async function releaseTpu(ctx, rec) {
-  const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
-  if (r.printed) return "printed";
-  const what = rec.queuedResource ? `queued resource ${rec.queuedResource}` : `TPU VM ${rec.name}`;
-  if (r.exitCode === 0 || isNotFound(r)) {
-    removeRecord(ctx.stateDir, rec.name, rec.zone);
-    const outcome = r.exitCode === 0 ? "deleted" : "already-gone";
-    ctx.logger.info(`tpu: ${what} in ${rec.zone}: ${outcome}`);
-    return outcome;
-  }
-  throw new HillclimbError(`could not release ${what} in ${rec.zone}: ${gcloudError(r)}`, {
-    hint: "the allocation record is kept: retry with `hillclimb tpu release`; the janitor deletes it after its TTL",
-    exitCode: ExitCode2.infra
-  });
-}
-async function releaseRecorded(ctx, opts = {}) {
-  const records = readRecords(ctx.stateDir).filter((r) => opts.name === void 0 || r.name === opts.name);
-  const reports = [];
-  for (const rec of records) {
-    try {
-      reports.push({ name: rec.name, zone: rec.zone, outcome: await releaseTpu(ctx, rec) });
-    } catch (e) {
-      reports.push({ name: rec.name, zone: rec.zone, outcome: "failed", error: errorMessage(e) });
-    }
-  }
-  if (opts.name !== void 0 && records.length === 0) {
-    reports.push(await releaseByName(ctx, opts.name));
-  }
-  return reports;
-}
-async function releaseByName(ctx, name) {
-  const { config: c } = ctx;
-  for (const zone of c.zones) {
-    for (const rec of [
-      { name, queuedResource: name, project: c.project, zone },
-      { name, project: c.project, zone }
-    ]) {
-      const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
-      if (r.printed) return { name, zone, outcome: "printed" };
-      if (r.exitCode === 0) {
-        ctx.logger.info(`tpu: ${name} in ${zone}: deleted`);
-        return { name, zone, outcome: "deleted" };
-      }
-      if (!isNotFound(r)) return { name, zone, outcome: "failed", error: gcloudError(r) };
-    }
-  }
-  return { name, zone: c.zones.join(","), outcome: "not-found" };
-}
+
+// src/compute/tpu/janitor.ts
 var lastSegment = (path) => typeof path === "string" ? path.split("/").pop() ?? path : "";
 function labelsOf(doc) {
   const tpu = doc.tpu;
@@ -35876,6 +35832,56 @@ function asList(r) {
     }
   })();
   return Array.isArray(doc) ? doc.filter((d) => d && typeof d === "object") : [];
+}
+
+// src/compute/tpu/release.ts
+async function releaseTpu(ctx, rec) {
+  const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
+  if (r.printed) return "printed";
+  const what = rec.queuedResource ? `queued resource ${rec.queuedResource}` : `TPU VM ${rec.name}`;
+  if (r.exitCode === 0 || isNotFound(r)) {
+    removeRecord(ctx.stateDir, rec.name, rec.zone);
+    const outcome = r.exitCode === 0 ? "deleted" : "already-gone";
+    ctx.logger.info(`tpu: ${what} in ${rec.zone}: ${outcome}`);
+    return outcome;
+  }
+  throw new HillclimbError(`could not release ${what} in ${rec.zone}: ${gcloudError(r)}`, {
+    hint: "the allocation record is kept: retry with `hillclimb tpu release`; the janitor deletes it after its TTL",
+    exitCode: ExitCode2.infra
+  });
+}
+async function releaseRecorded(ctx, opts = {}) {
+  const records = readRecords(ctx.stateDir).filter((r) => opts.name === void 0 || r.name === opts.name);
+  const reports = [];
+  for (const rec of records) {
+    try {
+      reports.push({ name: rec.name, zone: rec.zone, outcome: await releaseTpu(ctx, rec) });
+    } catch (e) {
+      reports.push({ name: rec.name, zone: rec.zone, outcome: "failed", error: errorMessage(e) });
+    }
+  }
+  if (opts.name !== void 0 && records.length === 0) {
+    reports.push(await releaseByName(ctx, opts.name));
+  }
+  return reports;
+}
+async function releaseByName(ctx, name) {
+  const { config: c } = ctx;
+  for (const zone of c.zones) {
+    for (const rec of [
+      { name, queuedResource: name, project: c.project, zone },
+      { name, project: c.project, zone }
+    ]) {
+      const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
+      if (r.printed) return { name, zone, outcome: "printed" };
+      if (r.exitCode === 0) {
+        ctx.logger.info(`tpu: ${name} in ${zone}: deleted`);
+        return { name, zone, outcome: "deleted" };
+      }
+      if (!isNotFound(r)) return { name, zone, outcome: "failed", error: gcloudError(r) };
+    }
+  }
+  return { name, zone: c.zones.join(","), outcome: "not-found" };
 }
 
 // src/compute/backends/tpu-vm.ts

@@ -35160,6 +35160,13 @@ function isNotFound(r) {
   return /NOT_FOUND|\b404\b|was not found|could not be found|does not exist/i.test(text(r));
 }
 
+// src/compute/tpu/context.ts
+var DELETE_TIMEOUT_MS = 5 * 6e4;
+function deleteArgs(rec) {
+  const loc = { project: rec.project, zone: rec.zone };
+  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
+}
+
 // src/compute/tpu/state.ts
 import { mkdirSync as mkdirSync2, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35187,14 +35194,11 @@ function removeRecord(dir, name, zone) {
   rmSync(recordFile(dir, name, zone), { force: true });
 }
 
-// src/compute/tpu/lifecycle.ts
+// src/compute/tpu/allocate.ts
 var CREATE_TIMEOUT_MS = 15 * 6e4;
-var DELETE_TIMEOUT_MS = 5 * 6e4;
 var SETUP_TIMEOUT_MS = 60 * 6e4;
-function deleteArgs(rec) {
-  const loc = { project: rec.project, zone: rec.zone };
-  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
-}
+
+// src/compute/tpu/release.ts
 async function releaseTpu(ctx, rec) {
   const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
   if (r.printed) return "printed";
