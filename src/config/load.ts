@@ -4,15 +4,14 @@
  * errors name the file, the key path and the line, and suggest the nearest key for a typo.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
-import { packageRoot } from '../env/root.js';
 import { ConfigError } from '../util/errors.js';
 import { crossFieldProblems } from './rules.js';
+import { CONFIG_SCHEMA, SCHEMA_FILE } from './schema.js';
 import type { HillclimbConfig, TargetConfig } from './types.js';
 
-export const SCHEMA_FILE = 'schemas/hillclimb.schema.json';
 /** How many problems one error message lists before saying "and N more". */
 const MAX_LISTED_PROBLEMS = 8;
 
@@ -29,10 +28,9 @@ let validator: ValidateFunction | undefined;
 
 function schemaValidator(): ValidateFunction {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync(join(packageRoot(), SCHEMA_FILE), 'utf8')) as object;
   // verbose: errors carry their parent schema, used for "did you mean" suggestions.
   const ajv = new Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
-  validator = ajv.compile(schema);
+  validator = ajv.compile(CONFIG_SCHEMA);
   return validator;
 }
 
@@ -112,7 +110,7 @@ function throwProblems(
     problems.length > MAX_LISTED_PROBLEMS ? `\n  and ${problems.length - MAX_LISTED_PROBLEMS} more` : '';
   throw new ConfigError(file, first.keyPath, `${first.message}${rest.join('')}${more}`, {
     line: line(first),
-    hint: 'the schema with every key and default is schemas/hillclimb.schema.json',
+    hint: `the schema with every key and default is ${SCHEMA_FILE}`,
   });
 }
 

@@ -59,6 +59,8 @@ export interface MeasureConfig {
   confidence: number;
   resamples: number;
   practical_delta: number;
+  /** Absent: practical_delta (the schema has no default of its own for it). */
+  regression_delta?: number;
   implausible_speedup: number;
   seed: number;
 }

@@ -1,6 +1,6 @@
 /**
- * The few git commands the forges need (validate a branch name, resolve a commit, read, move and push
- * a branch), run through src/exec with argument arrays. src/workspace owns git for the loop; this stays
+ * The few git commands the forges need (resolve a commit, read, move and push a branch; branch names
+ * are checked by src/util/branch-name.ts), run through src/exec with argument arrays. src/workspace owns git for the loop; this stays
  * small so the forge does not depend on it.
  */
 import { type ExecOptions, type ExecResult, run } from '../exec/exec.js';
@@ -29,19 +29,6 @@ export function git(cwd: string, args: readonly string[], opts: GitOptions = {})
     allowedExitCodes: opts.allowedExitCodes,
     timeoutMs: opts.timeoutMs,
   });
-}
-
-/** Throw unless `branch` is a valid branch name (git's own rules, no `@{…}` expansion, no leading `-`). */
-export async function assertBranchName(cwd: string, branch: string, opts: GitOptions = {}): Promise<void> {
-  const res = await git(cwd, ['check-ref-format', `refs/heads/${branch}`], {
-    ...opts,
-    allowedExitCodes: 'any',
-  });
-  if (branch === '' || branch.startsWith('-') || res.exitCode !== 0) {
-    throw new HillclimbError(`invalid branch name ${JSON.stringify(branch)}`, {
-      hint: 'branch names follow git check-ref-format (no spaces, "..", "~", "^", ":" or trailing ".lock")',
-    });
-  }
 }
 
 /** The full SHA of `commit` in the repository at `cwd`; throws naming the commit when it is unknown. */

@@ -17,6 +17,7 @@ import type { Verdict } from '../evidence/verdicts.js';
 import { buildForge } from '../forge/factory.js';
 import { buildStore } from '../store/factory.js';
 import { ExitCode, errorMessage, HillclimbError } from '../util/errors.js';
+import { takeLock } from '../util/lock.js';
 import type { Logger } from '../util/log.js';
 import { Git } from '../workspace/git.js';
 import { Bundle, iterationDirName } from './bundle.js';
@@ -32,7 +33,6 @@ import {
 import { failureSignature, Interrupted } from './failures.js';
 import { newEvidence, runIterationSteps } from './iteration.js';
 import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from './journal.js';
-import { acquireLoopLock } from './lock.js';
 import { preflight } from './preflight.js';
 import { removeRunWorktrees } from './worktrees.js';
 
@@ -85,6 +85,25 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   } finally {
     release();
   }
+}
+
+/**
+ * One loop at a time per repository: two loops on one machine would benchmark at the same time and
+ * disturb each other's numbers, and two writers of one run would corrupt its journal. Held for the
+ * whole run, so never taken over for its age, only when its process is gone.
+ */
+function acquireLoopLock(stateDir: string): () => void {
+  const file = join(stateDir, 'loop.lock');
+  return takeLock(file, {
+    busy: (holder) =>
+      new HillclimbError(
+        `another hillclimb loop (pid ${holder?.pid ?? '?'}, started ${holder?.acquiredAt ?? '?'}) is running on this repository`,
+        {
+          hint: `two loops on one machine disturb each other's measurements: wait for it, or stop it and resume it later (hillclimb loop --resume); ${file} names it`,
+          exitCode: ExitCode.failure,
+        },
+      ),
+  });
 }
 
 async function runLocked(

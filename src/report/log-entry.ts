@@ -80,8 +80,18 @@ export const LOG_LABELS = [
 
 export type LogLabel = (typeof LOG_LABELS)[number];
 
-/** `### Iteration <N><suffix>` at the start of a line (gdnctl's pattern). */
-export const ITERATION_HEADING = /^### Iteration (\d+)([A-Za-z]*)\b/;
+/**
+ * The log heading, defined once (the log reader for the prompt and the lint use these too):
+ * `### Iteration <N><suffix>` at the start of a line (gdnctl's pattern), N the log's own sequence.
+ */
+const ITERATION_HEADING_PREFIX = '### Iteration ';
+export const ITERATION_HEADING = new RegExp(`^${ITERATION_HEADING_PREFIX}(\\d+)([A-Za-z]*)\\b`);
+
+/** `### Iteration <N>`: the start of an entry's heading. */
+export function iterationHeading(number: number): string {
+  return `${ITERATION_HEADING_PREFIX}${number}`;
+}
+
 const EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
 
 export interface LogEntryOptions {
@@ -136,7 +146,7 @@ export function parseEvidenceMarker(
 
 /** The entry's heading. */
 export function entryHeading(number: number, evidence: IterationEvidence): string {
-  return `### Iteration ${number} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
+  return `${iterationHeading(number)} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
 }
 
 /** The harness lines of an entry, as [label, text] pairs in order. Every number comes from `evidence`. */
@@ -307,12 +317,14 @@ export function appendLogEntry(
   const first = entry.split('\n', 1)[0] ?? '';
   const m = ITERATION_HEADING.exec(first);
   if (!m)
-    throw new HillclimbError(`a log entry must start with "### Iteration <N>", got ${JSON.stringify(first)}`);
+    throw new HillclimbError(
+      `a log entry must start with "${ITERATION_HEADING_PREFIX}<N>", got ${JSON.stringify(first)}`,
+    );
   const base = logText === undefined || logText.trim() === '' ? logHeader(header) : logText;
   const last = headingNumbers(base).at(-1);
   let body = entry.trimEnd();
   if (last && Number(m[1]) <= last.number) {
-    body = body.replace(/^### Iteration \d+[A-Za-z]*/, `### Iteration ${last.number + 1}`);
+    body = body.replace(ITERATION_HEADING, iterationHeading(last.number + 1));
   }
   return `${base.trimEnd()}\n\n${body}\n`;
 }

@@ -112,7 +112,7 @@ export function headingOrderProblems(lines: readonly string[]): LintProblem[] {
 /** Index of the first line in scope. */
 function scopeStart(lines: readonly string[], scope: LintScope): number {
   if (scope === 'all') return 0;
-  for (let i = lines.length - 1; i >= 0; i--) if (lines[i]!.startsWith('### Iteration ')) return i;
+  for (let i = lines.length - 1; i >= 0; i--) if (ITERATION_HEADING.test(lines[i]!)) return i;
   return 0;
 }
 

@@ -1,5 +1,6 @@
 /** The measurement sections: champion-vs-candidate delta table, the bars used, the raw per-run values. */
 import type { IterationEvidence, MeasurementEvidence } from '../evidence/iteration.js';
+import { DEFAULT_POLICY } from '../evidence/stats/index.js';
 import { mfuText, ranOnCpu } from './facts.js';
 import {
   EM_DASH,
@@ -94,12 +95,12 @@ export function acceptBarText(c: NonNullable<MeasurementEvidence['comparison']>)
     return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
   }
   const floor = c.practicalDelta ?? 0;
-  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for ≤ ${formatPercent(c.falseAcceptRate ?? 0.01, 2)} false accepts at no change`;
+  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for ≤ ${formatPercent(c.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, 2)} false accepts at no change`;
   const which =
     c.acceptMargin > floor
       ? `${margin}; practical floor +${formatPercent(floor, 1)}`
       : `the practical floor; ${margin}`;
-  const power = Math.round((c.power ?? 0.8) * 100);
+  const power = Math.round((c.power ?? DEFAULT_POLICY.power) * 100);
   const detectable =
     c.mde === null || c.noiseCv === null
       ? ''

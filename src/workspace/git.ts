@@ -16,10 +16,10 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { displayCommand, type ExecResult, run } from '../exec/exec.js';
 import { findOnPath } from '../exec/find-on-path.js';
+import { assertBranchName } from '../util/branch-name.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { secretsFromEnv } from '../util/redact.js';
-import { assertBranchName } from './branch-name.js';
 
 /** Who a commit is by. */
 export interface Identity {
@@ -402,7 +402,10 @@ export class Git {
     return (await this.git(['cat-file', 'blob', r.stdout.trim()])).stdout;
   }
 
-  /** Whether git accepts `name` as a branch name (`git check-ref-format --branch`). */
+  /**
+   * Whether git accepts `name` as a branch name (`git check-ref-format --branch`): for names hillclimb
+   * reads but did not make (`forge.base`); names it creates go through assertBranchName.
+   */
   async checkBranchName(name: string): Promise<boolean> {
     if (name.startsWith('-')) return false;
     const r = await this.git(['check-ref-format', '--branch', name], { allowedExitCodes: [0, 1, 128] });
@@ -858,14 +861,11 @@ export class Git {
   }
 
   /**
-   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list in
-   * branch-name.ts and `git check-ref-format --branch`.
+   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list of
+   * src/util/branch-name.ts (which only names git accepts pass).
    */
   async createBranch(name: string, commit: string, opts: { force?: boolean } = {}): Promise<void> {
     assertBranchName(name);
-    if (!(await this.checkBranchName(name))) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode.badInput });
-    }
     const sha = await this.revParse(commit);
     const args = ['branch', '--no-track'];
     if (opts.force) args.push('--force');

@@ -106,6 +106,17 @@ describe('parseConfig', () => {
     const e = configError(MINIMAL, { 'agent.kind': 'gpt' });
     expect(e.keyPath).toBe('agent.kind');
   });
+
+  it('takes measure.regression_delta when given (absent, the statistics use practical_delta) and refuses too few resamples', () => {
+    expect(parseConfig(MINIMAL, '/repo/hillclimb.yml').measure.regression_delta).toBeUndefined();
+    const c = parseConfig(`${MINIMAL}measure:\n  regression_delta: 0.005\n`, '/repo/hillclimb.yml');
+    expect(c.measure).toMatchObject({ regression_delta: 0.005, practical_delta: 0.02 });
+    expect(configError(`${MINIMAL}measure:\n  regression_delta: 1\n`).keyPath).toBe(
+      'measure.regression_delta',
+    );
+    // The statistics refuse fewer than 2000 resamples; the schema says so before a run starts.
+    expect(configError(`${MINIMAL}measure:\n  resamples: 1500\n`).keyPath).toBe('measure.resamples');
+  });
 });
 
 describe('selectTarget', () => {

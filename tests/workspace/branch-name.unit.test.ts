@@ -1,47 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  assertBranchName,
-  branchNameProblem,
-  checkBranchName,
-  loopBranchName,
-} from '../../src/workspace/branch-name.js';
+import { loopBranchName } from '../../src/workspace/branch-name.js';
 import { Git } from '../../src/workspace/git.js';
 import { makeRepo, type TestRepo } from './repo.js';
-
-describe('branchNameProblem', () => {
-  it.each(['main', 'hillclimb/gdn/20261121-ab12/i001', 'feature/x_y-z.2'])('accepts %s', (name) => {
-    expect(branchNameProblem(name)).toBeUndefined();
-  });
-
-  it.each([
-    ['', 'is empty'],
-    ['-rf', 'starts with "-"'],
-    ['a..b', 'contains ".."'],
-    ['a//b', 'contains "//"'],
-    ['a/b/', 'starts or ends with "/"'],
-    ['/a', 'starts or ends with "/"'],
-    ['a.', 'ends with "."'],
-    ['a/.hidden', 'component starting with "."'],
-    ['refs.lock/x', 'ending in ".lock"'],
-    ['x.lock', 'ending in ".lock"'],
-    ['a@{1}', 'contains "@"'],
-    ['has space', 'contains " "'],
-    ['tab\there', 'contains "\\t"'],
-    ['bell\u0007', 'contains "\\u0007"'],
-    ['a~1', 'contains "~"'],
-    ['a^2', 'contains "^"'],
-    ['a:b', 'contains ":"'],
-    ['a?', 'contains "?"'],
-    ['a*', 'contains "*"'],
-    ['a[b', 'contains "["'],
-    ['a\\b', 'contains "\\\\"'],
-    ['HEAD', 'is "HEAD"'],
-    ['x'.repeat(201), 'longer than 200'],
-  ])('rejects %j (%s)', (name, problem) => {
-    expect(branchNameProblem(name)).toContain(problem);
-    expect(() => assertBranchName(name)).toThrow(/invalid branch name/);
-  });
-});
 
 describe('loopBranchName', () => {
   it('builds <prefix><target>/<run-id>/i<NNN>', () => {
@@ -68,7 +28,7 @@ describe('loopBranchName', () => {
   });
 });
 
-describe('checkBranchName with git', () => {
+describe('Git.checkBranchName (names hillclimb reads but did not make)', () => {
   let repo: TestRepo;
   let git: Git;
   beforeAll(async () => {
@@ -77,9 +37,9 @@ describe('checkBranchName with git', () => {
   });
   afterAll(() => repo.cleanup());
 
-  it('passes names both checks accept and names git check-ref-format rejects', async () => {
-    await expect(checkBranchName('hillclimb/gdn/r1/i001', git)).resolves.toBeUndefined();
-    await expect(checkBranchName('a..b', git)).rejects.toThrow(/contains "\.\."/);
+  it('asks git: a name outside the allow-list that git accepts passes, what git refuses does not', async () => {
+    expect(await git.checkBranchName('hillclimb/gdn/r1/i001')).toBe(true);
+    expect(await git.checkBranchName('fonctionnalité+1')).toBe(true);
     expect(await git.checkBranchName('-bad')).toBe(false);
     expect(await git.checkBranchName('a/.b')).toBe(false);
   });

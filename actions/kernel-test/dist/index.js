@@ -39290,6 +39290,589 @@ function truncateText(text3, max) {
   return `${chars.slice(0, Math.max(0, max - 1)).join("")}\u2026`;
 }
 
+// schemas/hillclimb.schema.json
+var hillclimb_schema_default = {
+  $schema: "http://json-schema.org/draft-07/schema#",
+  $id: "https://hillclimb.dev/schemas/hillclimb.schema.json",
+  title: "hillclimb.yml",
+  description: "Configuration of a hillclimb loop: targets (what the agent may edit, how the harness tests, measures and profiles), the loop policies, the statistics, and which agent, compute backend, forge and store to use. Commands are argument arrays; placeholders {python}, {metrics}, {junit}, {trace}, {root} are filled in by the engine.",
+  type: "object",
+  additionalProperties: false,
+  required: ["version", "targets"],
+  properties: {
+    version: { const: 1, description: "Config format version." },
+    targets: {
+      type: "object",
+      description: "Kernels the loop can optimize, by name.",
+      minProperties: 1,
+      propertyNames: { pattern: "^[a-z][a-z0-9-]*$" },
+      additionalProperties: { $ref: "#/definitions/target" }
+    },
+    loop: { $ref: "#/definitions/loop", default: {} },
+    measure: { $ref: "#/definitions/measure", default: {} },
+    agent: { $ref: "#/definitions/agent", default: {} },
+    compute: { $ref: "#/definitions/compute", default: {} },
+    sandbox: { $ref: "#/definitions/sandbox", default: {} },
+    forge: { $ref: "#/definitions/forge", default: {} },
+    store: { $ref: "#/definitions/store", default: {} },
+    paths: { $ref: "#/definitions/paths", default: {} }
+  },
+  definitions: {
+    command: {
+      type: "array",
+      description: "An argument array. The first element is the program; never a shell string.",
+      minItems: 1,
+      items: { type: "string", minLength: 1 }
+    },
+    glob: {
+      type: "string",
+      minLength: 1,
+      description: "A path glob relative to the repository root (** matches any depth)."
+    },
+    minutes: { type: "number", exclusiveMinimum: 0 },
+    target: {
+      type: "object",
+      additionalProperties: false,
+      required: ["editable", "protected", "correctness", "bench"],
+      properties: {
+        description: { type: "string" },
+        editable: {
+          type: "array",
+          minItems: 1,
+          items: { $ref: "#/definitions/glob" },
+          description: "The only paths an agent may change."
+        },
+        protected: {
+          type: "array",
+          items: { $ref: "#/definitions/glob" },
+          description: "Paths an agent may never change, even when an editable glob matches (oracle, tests, tolerances, shapes, harness, config, CI)."
+        },
+        static_checks: {
+          type: "array",
+          default: [],
+          description: "Patterns that must not appear in added lines of editable files (known hacks).",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["pattern", "reason"],
+            properties: {
+              pattern: {
+                type: "string",
+                minLength: 1,
+                description: "A JavaScript regular expression."
+              },
+              reason: { type: "string", minLength: 1 },
+              paths: { type: "array", items: { $ref: "#/definitions/glob" } }
+            }
+          }
+        },
+        correctness: {
+          type: "object",
+          additionalProperties: false,
+          required: ["cpu"],
+          properties: {
+            cpu: {
+              $ref: "#/definitions/gate",
+              description: "The cheap gate: runs locally before any accelerator time."
+            },
+            accelerator: {
+              $ref: "#/definitions/gate",
+              description: "Runs on the compute backend; skipped on the local CPU backend."
+            }
+          }
+        },
+        bench: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command", "metric"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Writes one metrics JSON to {metrics}."
+            },
+            metric: {
+              type: "object",
+              additionalProperties: false,
+              required: ["path", "direction"],
+              properties: {
+                path: {
+                  type: "string",
+                  pattern: "^[A-Za-z0-9_.]+$",
+                  description: "Dotted path into the metrics JSON, e.g. measurements.fwd_bwd.median_ms."
+                },
+                direction: { enum: ["higher", "lower"], description: "Which way is better." },
+                label: { type: "string", description: "Display name, e.g. 'fwd+bwd time'." }
+              }
+            },
+            mfu_path: {
+              type: "string",
+              default: "measurements.fwd_bwd.mfu",
+              description: "Dotted path of the MFU value reported beside the metric (null on CPU)."
+            },
+            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+          }
+        },
+        profile: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Writes a profiler trace directory to {trace}."
+            },
+            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+          }
+        }
+      }
+    },
+    gate: {
+      type: "object",
+      additionalProperties: false,
+      required: ["command"],
+      properties: {
+        command: {
+          $ref: "#/definitions/command",
+          description: "Exit 0 = pass. Writes JUnit XML to {junit} when it names it."
+        },
+        timeout_minutes: { $ref: "#/definitions/minutes", default: 20 },
+        idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 10 }
+      }
+    },
+    loop: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        target: { type: "string", description: "Target to optimize; default: the only target." },
+        iterations: { type: "integer", minimum: 1, default: 3 },
+        failure_budget: {
+          type: "integer",
+          minimum: 0,
+          default: 3,
+          description: "Stop after this many consecutive iterations ending in error (infrastructure)."
+        },
+        dirty_tree: {
+          enum: ["fail", "stash"],
+          default: "fail",
+          description: "What to do with uncommitted changes at the start of an iteration. stash restores them afterwards by stash SHA."
+        },
+        sync_main: {
+          enum: ["off", "once", "each-iteration"],
+          default: "off",
+          description: "Merge the base branch into the loop branch before iterating."
+        },
+        branch_prefix: { type: "string", pattern: "^[A-Za-z0-9._/-]+/$", default: "hillclimb/" },
+        infra_retries: {
+          type: "integer",
+          minimum: 0,
+          default: 2,
+          description: "Retries (with backoff) for infrastructure failures only; real failures are never retried."
+        },
+        retry_backoff_seconds: { type: "number", minimum: 0, default: 10 },
+        stuck_after: {
+          type: "integer",
+          minimum: 2,
+          default: 3,
+          description: "Stop and ask for a human when this many consecutive iterations fail with the same signature."
+        },
+        log_entries_in_prompt: { type: "integer", minimum: 0, default: 3 }
+      }
+    },
+    measure: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        runs_per_arm: {
+          type: "integer",
+          minimum: 3,
+          default: 5,
+          description: "Fresh-process runs per arm to start with."
+        },
+        max_runs_per_arm: {
+          type: "integer",
+          minimum: 3,
+          default: 15,
+          description: "Cap for sequential stopping."
+        },
+        confidence: { type: "number", exclusiveMinimum: 0.5, exclusiveMaximum: 1, default: 0.95 },
+        resamples: {
+          type: "integer",
+          minimum: 2e3,
+          default: 2e3,
+          description: "Bootstrap resamples of the confidence interval (the statistics refuse fewer than 2000)."
+        },
+        practical_delta: {
+          type: "number",
+          minimum: 0,
+          exclusiveMaximum: 1,
+          default: 0.02,
+          description: "Smallest improvement worth a PR, as a fraction (0.02 = 2%): the floor of the accept bar, whatever the noise."
+        },
+        regression_delta: {
+          type: "number",
+          minimum: 0,
+          exclusiveMaximum: 1,
+          description: "A candidate is 'regressed' when the whole confidence interval of its improvement lies below 1 - regression_delta. Absent: practical_delta."
+        },
+        implausible_speedup: {
+          type: "number",
+          exclusiveMinimum: 1,
+          default: 10,
+          description: "Speedups above this go to a human (needs-human), never auto-accepted."
+        },
+        seed: { type: "integer", default: 1234 }
+      }
+    },
+    agent: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["codex", "claude", "command", "replay"], default: "replay" },
+        timeout_minutes: { $ref: "#/definitions/minutes", default: 120 },
+        idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 15 },
+        directives: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[a-z0-9-]+$" },
+          description: "Directive presets (file names in session_directives/ without .md) appended to the prompt."
+        },
+        pass_env: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+          description: "More environment variables to pass to the agent (e.g. HTTPS_PROXY). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
+        },
+        codex: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            binary: { type: "string", default: "codex" },
+            model: { type: "string" },
+            reasoning_effort: { enum: ["minimal", "low", "medium", "high", "xhigh"] },
+            extra_args: { type: "array", items: { type: "string" }, default: [] }
+          }
+        },
+        claude: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            binary: { type: "string", default: "claude" },
+            model: { type: "string" },
+            max_turns: { type: "integer", minimum: 1 },
+            allowed_tools: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              description: 'Claude Code permission rules passed as --allowedTools (e.g. "Bash(python:*)"). Default: read, edit, read-only git, git add/commit, python (docs/agents.md).'
+            },
+            extra_args: { type: "array", items: { type: "string" }, default: [] }
+          }
+        },
+        command: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Gets the prompt on stdin; HILLCLIMB_RESULT_FILE names where to write the structured result."
+            }
+          }
+        },
+        replay: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            dir: {
+              type: "string",
+              default: "examples/replay/gdn",
+              description: "Folder of NNNN-*.patch files applied in name order, one per iteration (optional NNNN-*.json companions hold the result)."
+            }
+          }
+        }
+      }
+    },
+    compute: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        backend: { enum: ["local", "ray", "tpu-vm"], default: "local" },
+        ray: {
+          type: "object",
+          additionalProperties: false,
+          required: ["address"],
+          properties: {
+            address: {
+              type: "string",
+              pattern: "^https?://",
+              description: "Ray dashboard / Jobs API address, e.g. http://127.0.0.1:8265."
+            },
+            entrypoint_resources: {
+              type: "object",
+              additionalProperties: { type: "number" },
+              description: "e.g. {TPU: 4}"
+            },
+            runtime_env: {
+              type: "object",
+              description: "Passed to the Jobs API as is (working_dir is set by hillclimb)."
+            },
+            poll_seconds: { type: "number", exclusiveMinimum: 0, default: 2 },
+            python: {
+              type: "string",
+              minLength: 1,
+              default: "python",
+              description: "Interpreter on the Ray worker that starts hillclimb's job runner; {python} is filled with it."
+            },
+            pending_timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 15,
+              description: "A job still PENDING after this long (no node with the requested resources) is stopped and reported as an infrastructure error."
+            },
+            max_output_mb: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 32,
+              description: "Cap on the compressed outputs ({metrics}, {junit}, {trace}) a job returns through its log."
+            },
+            token_env: {
+              type: "string",
+              pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+              description: "Environment variable holding a Ray auth token (RAY_AUTH_MODE=token clusters); sent as a Bearer token, never logged."
+            }
+          }
+        },
+        tpu_vm: {
+          type: "object",
+          additionalProperties: false,
+          required: ["project", "zones", "accelerator_type", "runtime_version"],
+          properties: {
+            project: { type: "string", minLength: 1 },
+            zones: {
+              type: "array",
+              minItems: 1,
+              items: { type: "string", minLength: 1 },
+              description: "Tried in order on capacity errors."
+            },
+            accelerator_type: {
+              type: "string",
+              minLength: 1,
+              description: "e.g. v5litepod-8, v5p-8, v6e-8."
+            },
+            runtime_version: { type: "string", minLength: 1, description: "e.g. v2-alpha-tpuv6e." },
+            provisioning: { enum: ["on-demand", "spot", "queued", "flex-start"], default: "queued" },
+            ttl_hours: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 4,
+              description: "Expiry written as a label (hillclimb-expires, epoch seconds); the janitor deletes expired resources. Also the server-side --max-run-duration for flex-start."
+            },
+            name_prefix: { type: "string", pattern: "^[a-z][a-z0-9-]*$", default: "hillclimb" },
+            ready_timeout_minutes: { $ref: "#/definitions/minutes", default: 30 },
+            setup_command: {
+              $ref: "#/definitions/command",
+              description: "Run once on the VM after allocation (e.g. install requirements)."
+            },
+            python: {
+              type: "string",
+              minLength: 1,
+              default: "python3",
+              description: "Interpreter on the TPU VM that starts hillclimb's job runner; {python} is filled with it."
+            },
+            queued_tier: {
+              enum: ["on-demand", "spot", "reserved", "guaranteed"],
+              default: "on-demand",
+              description: "Capacity tier of a queued resource (provisioning: queued): none, --spot, --reserved or --guaranteed."
+            },
+            allocate_attempts: {
+              type: "integer",
+              minimum: 1,
+              default: 2,
+              description: "Passes over the zones before allocation gives up."
+            },
+            retry_backoff_seconds: {
+              type: "number",
+              minimum: 0,
+              default: 60,
+              description: "Pause between passes over the zones."
+            },
+            poll_seconds: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 15,
+              description: "Interval between state polls while waiting for ACTIVE/READY."
+            },
+            ssh_args: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: [],
+              description: "Extra gcloud flags for tpu-vm ssh and scp, e.g. [--tunnel-through-iap] or [--internal-ip]."
+            },
+            create_args: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: [],
+              description: "Extra gcloud flags for create, e.g. [--network=NET, --service-account=SA, --internal-ips]."
+            }
+          }
+        }
+      }
+    },
+    forge: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["local", "github"], default: "local" },
+        base: { type: "string", default: "main", description: "Base branch PRs are opened against." },
+        draft: { type: "boolean", default: true },
+        github: {
+          type: "object",
+          additionalProperties: false,
+          required: ["repository"],
+          properties: {
+            repository: { type: "string", pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$" },
+            api_url: { type: "string", default: "https://api.github.com" },
+            token_env: {
+              type: "string",
+              default: "GITHUB_TOKEN",
+              description: "Environment variable holding the token."
+            },
+            git_url: {
+              type: "string",
+              minLength: 1,
+              description: "Where branches are pushed. Default: https://<host>/<repository>.git, with the host taken from api_url (GitHub Enterprise: <host>/api/v3 -> <host>)."
+            },
+            comment_author: {
+              type: "string",
+              pattern: "^[A-Za-z0-9][A-Za-z0-9-]*(\\[bot\\])?$",
+              description: "Login whose comments the sticky-comment finder may update, e.g. my-app[bot]. Default: the token's own identity (GET /user, or the GraphQL viewer for GitHub App installation tokens)."
+            }
+          }
+        }
+      }
+    },
+    store: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["local", "hf", "branch"], default: "local" },
+        branch: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          description: "store.kind branch: files on a git data branch of the repository (CI state across workflow runs).",
+          properties: {
+            name: {
+              type: "string",
+              pattern: "^[A-Za-z0-9][A-Za-z0-9._/-]*$",
+              default: "hillclimb-data",
+              description: "The data branch; created on the first write."
+            },
+            remote: {
+              type: "string",
+              minLength: 1,
+              default: "origin",
+              description: "A remote of the repository, or a URL or path."
+            },
+            token_env: {
+              type: "string",
+              default: "GITHUB_TOKEN",
+              description: "Environment variable holding the token for https remotes (contents: write to push, read to fetch)."
+            }
+          }
+        },
+        hf: {
+          type: "object",
+          additionalProperties: false,
+          required: ["repo"],
+          properties: {
+            repo: {
+              type: "string",
+              pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+              description: "Dataset repository, e.g. my-org/hillclimb-evidence."
+            },
+            endpoint: { type: "string", default: "https://huggingface.co" },
+            token_env: { type: "string", default: "HF_TOKEN" },
+            private: {
+              type: "boolean",
+              default: true,
+              description: "Visibility used when hillclimb creates the dataset repository; an existing repository is left as it is. Perfetto links only work for public repositories."
+            }
+          }
+        }
+      }
+    },
+    sandbox: {
+      type: "object",
+      additionalProperties: false,
+      description: "How untrusted code (the agent, and the candidate's tests, benchmarks and profiles on this machine) is isolated. See docs/security.md.",
+      properties: {
+        mode: {
+          enum: ["auto", "required"],
+          default: "auto",
+          description: "auto: use the namespace sandbox where this machine can build it; where it cannot, untrusted code runs unsandboxed, the iteration's numbers are marked unverified and no verdict can be improved. required: refuse to run untrusted code without the sandbox (the workflows set this)."
+        },
+        read_paths: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^/", minLength: 2 },
+          description: "Extra absolute paths untrusted code may read (a toolchain outside /usr and /opt). Never credentials."
+        }
+      }
+    },
+    paths: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        state_dir: {
+          type: "string",
+          default: ".hillclimb",
+          description: "Journals, evidence bundles, local forge and store."
+        },
+        log_file: {
+          type: "string",
+          default: "docs/hillclimb-log.md",
+          description: "The hill-climb log, written by the harness."
+        },
+        prompt: { type: "string", default: "prompts/iteration.md" },
+        directives_dir: { type: "string", default: "session_directives" }
+      }
+    }
+  }
+};
+
+// src/config/schema.ts
+var SCHEMA_FILE = "schemas/hillclimb.schema.json";
+var ROOT = hillclimb_schema_default;
+function deref(node) {
+  const ref = node?.$ref?.match(/^#\/definitions\/(.+)$/)?.[1];
+  return ref === void 0 ? node : ROOT.definitions?.[ref];
+}
+var CONFIG_SCHEMA = hillclimb_schema_default;
+function schemaDefault(keyPath) {
+  let node = ROOT;
+  for (const key of keyPath.split(".")) node = deref(node)?.properties?.[key];
+  if (node === void 0 || !("default" in node)) {
+    throw new Error(`${SCHEMA_FILE} has no default for ${keyPath}`);
+  }
+  return node.default;
+}
+function numberDefault(keyPath) {
+  const value2 = schemaDefault(keyPath);
+  if (typeof value2 !== "number") throw new Error(`${SCHEMA_FILE}: the default of ${keyPath} is not a number`);
+  return value2;
+}
+var MEASURE_DEFAULTS = Object.freeze({
+  runs_per_arm: numberDefault("measure.runs_per_arm"),
+  max_runs_per_arm: numberDefault("measure.max_runs_per_arm"),
+  confidence: numberDefault("measure.confidence"),
+  resamples: numberDefault("measure.resamples"),
+  practical_delta: numberDefault("measure.practical_delta"),
+  implausible_speedup: numberDefault("measure.implausible_speedup"),
+  seed: numberDefault("measure.seed")
+});
+
 // src/evidence/stats/describe.ts
 function sortedCopy(values) {
   return Float64Array.from(values).sort();
@@ -39516,8 +40099,8 @@ function checkOptions(confidence, resamples) {
   }
 }
 function bootstrapRatioOfMedians(num2, den, opts) {
-  const confidence = opts.confidence ?? 0.95;
-  const resamples = opts.resamples ?? MIN_RESAMPLES;
+  const confidence = opts.confidence ?? MEASURE_DEFAULTS.confidence;
+  const resamples = opts.resamples ?? MEASURE_DEFAULTS.resamples;
   checkOptions(confidence, resamples);
   if (num2.length === 0 || den.length === 0) throw new RangeError("both arms need at least one value");
   const numSorted = sortedCopy(num2);
@@ -40332,6 +40915,361 @@ function hotspotLine(row, custom) {
   return `${code(row.name)} ${before} \u2192 ${after} (${formatSignedValue(row.delta, MS)}${pct3})${flags ? ` [${flags}]` : ""}`;
 }
 
+// src/evidence/stats/noise.ts
+var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+var BOOTSTRAP_WIDTH_FACTOR = 1.1;
+var LOWER_BOUND_MEAN = -1.85;
+var LOWER_BOUND_SD = 0.95;
+var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+var DEFAULT_POWER = 0.8;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+function checked(opts) {
+  const power = opts.power ?? DEFAULT_POWER;
+  const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
+  const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
+  if (!(power > 0 && power < 1)) throw new RangeError(`power must be in (0, 1), got ${power}`);
+  if (!(falseAcceptRate > 0 && falseAcceptRate < 0.5))
+    throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
+  if (!(practicalDelta >= 0 && practicalDelta < 1))
+    throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
+  return { power, falseAcceptRate, practicalDelta };
+}
+function logRatioScale(cv, nA, nB) {
+  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
+  if (!(Number.isInteger(nA) && Number.isInteger(nB) && nA >= 1 && nB >= 1 && nA + nB >= 3)) {
+    throw new RangeError(`run counts must be integers \u2265 1 with at least 3 runs in all, got ${nA} and ${nB}`);
+  }
+  return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+}
+function mdeMultiplier(opts = {}) {
+  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
+}
+function acceptMargin(cv, nA, nB, opts = {}) {
+  const { falseAcceptRate } = checked(opts);
+  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
+  return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
+}
+function acceptBarFor(cv, nA, nB, opts = {}) {
+  return 1 + Math.max(checked(opts).practicalDelta, acceptMargin(cv, nA, nB, opts));
+}
+function minimumDetectableEffect(cv, nA, nB, opts = {}) {
+  const bar = acceptBarFor(cv, nA, nB, opts);
+  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
+}
+function expectedLogHalfWidth(cv, nA, nB) {
+  return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
+}
+function pooledLogCv(groups2) {
+  let weighted = 0;
+  let dof = 0;
+  for (const group of groups2) {
+    if (group.length < 2) continue;
+    weighted += (group.length - 1) * sampleVariance(group.map(Math.log));
+    dof += group.length - 1;
+  }
+  return dof === 0 ? Number.NaN : Math.sqrt(weighted / dof);
+}
+function robustNoiseCv(groups2) {
+  return pooledLogCv(groups2.map(withoutOutliers));
+}
+var MIN_CALIBRATION_DOF = 4;
+function calibrateNoise(groups2) {
+  for (const [g, group] of groups2.entries()) {
+    for (const [i, v] of group.entries()) {
+      if (!(Number.isFinite(v) && v > 0)) {
+        throw new RangeError(
+          `A/A group ${g} run ${i} is ${v}; noise calibration needs finite positive values`
+        );
+      }
+    }
+  }
+  const kept = groups2.map(withoutOutliers);
+  const cv = pooledLogCv(kept);
+  if (Number.isNaN(cv)) throw new RangeError("A/A calibration needs a group with at least two runs");
+  const usable2 = kept.filter((g) => g.length >= 2);
+  const runs = usable2.reduce((s, g) => s + g.length, 0);
+  const degreesOfFreedom = runs - usable2.length;
+  return { cv, runs, degreesOfFreedom, sufficient: degreesOfFreedom >= MIN_CALIBRATION_DOF };
+}
+function armCv(values) {
+  return values.length < 2 ? null : logCv(values);
+}
+
+// src/evidence/stats/verdict.ts
+var DEFAULT_POLICY = {
+  confidence: DEFAULT_CONFIDENCE,
+  resamples: MEASURE_DEFAULTS.resamples,
+  ciMethod: "percentile",
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
+  power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm
+};
+function checkPolicy(p) {
+  const fail2 = (what, v) => {
+    throw new RangeError(`compare policy: ${what}, got ${v}`);
+  };
+  if (!(p.practicalDelta >= 0 && p.practicalDelta < 1))
+    fail2("practicalDelta must be in [0, 1)", p.practicalDelta);
+  if (!(p.regressionDelta >= 0 && p.regressionDelta < 1))
+    fail2("regressionDelta must be in [0, 1)", p.regressionDelta);
+  if (!(p.implausibleSpeedup > 1)) fail2("implausibleSpeedup must be > 1", p.implausibleSpeedup);
+  if (!(Number.isInteger(p.minRuns) && p.minRuns >= 2)) fail2("minRuns must be an integer \u2265 2", p.minRuns);
+  if (p.mde !== void 0 && !(p.mde >= 0 && Number.isFinite(p.mde)))
+    fail2("mde must be a finite number \u2265 0", p.mde);
+  if (p.calibratedCv !== void 0 && !(p.calibratedCv >= 0 && Number.isFinite(p.calibratedCv))) {
+    fail2("calibratedCv must be a finite number \u2265 0", p.calibratedCv);
+  }
+  if (!(p.falseAcceptRate > 0 && p.falseAcceptRate < 0.5))
+    fail2("falseAcceptRate must be in (0, 0.5)", p.falseAcceptRate);
+  if (p.ciMethod !== "bca" && p.ciMethod !== "percentile")
+    fail2("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
+}
+function resolvePolicy(policy = {}) {
+  const defined = Object.fromEntries(Object.entries(policy).filter(([, v]) => v !== void 0));
+  const practicalDelta = policy.practicalDelta ?? DEFAULT_POLICY.practicalDelta;
+  const resolved = {
+    ...DEFAULT_POLICY,
+    regressionDelta: practicalDelta,
+    ...defined
+  };
+  checkPolicy(resolved);
+  return resolved;
+}
+var ARM_LABEL = { a: "A (champion)", b: "B (candidate)" };
+var MAX_LISTED_BAD_RUNS = 3;
+function armProblems(arm, values, minRuns) {
+  const label = ARM_LABEL[arm];
+  const bad2 = [];
+  values.forEach((v, i) => {
+    if (!Number.isFinite(v)) bad2.push(`run ${i} is ${v}`);
+    else if (v <= 0) bad2.push(`run ${i} is ${v}, but a ratio of medians needs positive values`);
+  });
+  const problems = [];
+  if (bad2.length > 0) {
+    const more = bad2.length > MAX_LISTED_BAD_RUNS ? ` (and ${bad2.length - MAX_LISTED_BAD_RUNS} more)` : "";
+    problems.push(`${label}: ${bad2.slice(0, MAX_LISTED_BAD_RUNS).join("; ")}${more}`);
+  }
+  if (values.length < minRuns) {
+    problems.push(
+      `${label} has ${values.length} run${values.length === 1 ? "" : "s"}; a verdict needs at least ${minRuns} per arm`
+    );
+  }
+  return problems;
+}
+function inputProblems(a, b, minRuns) {
+  return [...armProblems("a", a, minRuns), ...armProblems("b", b, minRuns)];
+}
+function usable(values) {
+  return values.length > 0 && values.every((v) => Number.isFinite(v) && v > 0);
+}
+function summarize(values) {
+  if (!usable(values)) return { n: values.length, median: null, cv: null };
+  return { n: values.length, median: median(values), cv: armCv(values) };
+}
+var pct = (fraction) => `${(fraction * 100).toFixed(2)}%`;
+var num = (x) => x.toFixed(4);
+function ratioLabel(direction) {
+  return direction === "lower" ? "speedup (median A / median B)" : "gain (median B / median A)";
+}
+function compareArms(a, b, opts) {
+  const policy = resolvePolicy(opts);
+  const { direction, seed } = opts;
+  if (direction !== "higher" && direction !== "lower") {
+    throw new RangeError(`direction must be 'higher' or 'lower', got ${String(direction)}`);
+  }
+  const regressBar = 1 - policy.regressionDelta;
+  const empty = {
+    verdict: "invalid",
+    reasons: [],
+    direction,
+    a: summarize(a),
+    b: summarize(b),
+    ratio: null,
+    ci: null,
+    deltaPct: null,
+    deltaCiPct: null,
+    mde: null,
+    mdeSource: null,
+    noiseCv: null,
+    acceptMargin: null,
+    acceptBar: null,
+    falseAcceptRate: policy.falseAcceptRate,
+    power: policy.power,
+    practicalDelta: policy.practicalDelta,
+    regressBar,
+    confidence: policy.confidence,
+    ciMethod: policy.ciMethod,
+    resamples: policy.resamples,
+    seed
+  };
+  const problems = inputProblems(a, b, policy.minRuns);
+  if (problems.length > 0) return { ...empty, reasons: problems };
+  const [numerator, denominator] = direction === "higher" ? [b, a] : [a, b];
+  const boot = bootstrapRatioOfMedians(numerator, denominator, {
+    confidence: policy.confidence,
+    resamples: policy.resamples,
+    seed
+  });
+  const ratio = boot.estimate;
+  if (!Number.isFinite(ratio)) {
+    return {
+      ...empty,
+      reasons: [`the ratio of medians is ${ratio} (values span too many orders of magnitude)`]
+    };
+  }
+  const ci = policy.ciMethod === "bca" ? boot.bca : boot.percentile;
+  const robustCv = robustNoiseCv([a, b]);
+  const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a, b]) : robustCv;
+  let mde;
+  let mdeSource;
+  let noiseCv;
+  let margin;
+  let acceptBar;
+  const noiseNotes = [];
+  if (policy.mde !== void 0) {
+    mde = policy.mde;
+    mdeSource = "fixed";
+    noiseCv = null;
+    margin = null;
+    acceptBar = 1 + Math.max(mde, policy.practicalDelta);
+  } else {
+    const calibrated = policy.calibratedCv;
+    mdeSource = calibrated !== void 0 && calibrated >= observedCv ? "calibrated" : "observed";
+    noiseCv = mdeSource === "calibrated" ? calibrated : observedCv;
+    const opts2 = {
+      power: policy.power,
+      falseAcceptRate: policy.falseAcceptRate,
+      practicalDelta: policy.practicalDelta
+    };
+    margin = acceptMargin(noiseCv, a.length, b.length, opts2);
+    acceptBar = 1 + Math.max(policy.practicalDelta, margin);
+    mde = minimumDetectableEffect(noiseCv, a.length, b.length, opts2);
+    if (calibrated !== void 0 && observedCv > 2 * calibrated) {
+      noiseNotes.push(
+        `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`
+      );
+    }
+  }
+  const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
+  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a.length}/${b.length})`;
+  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
+  let verdict;
+  let decision;
+  if (ratio > policy.implausibleSpeedup) {
+    verdict = "needs-human";
+    decision = `${num(ratio)}\xD7 exceeds the plausibility ceiling ${policy.implausibleSpeedup}\xD7: a human must confirm it before it counts`;
+  } else if (ci.lo > acceptBar) {
+    verdict = "improved";
+    decision = `lower CI bound ${num(ci.lo)} > accept bar ${num(acceptBar)}`;
+  } else if (ci.hi < regressBar) {
+    verdict = "regressed";
+    decision = `upper CI bound ${num(ci.hi)} < regression bar ${num(regressBar)}`;
+  } else {
+    verdict = "no-change";
+    decision = `CI [${num(ci.lo)}, ${num(ci.hi)}] is neither wholly above the accept bar ${num(acceptBar)} nor wholly below the regression bar ${num(regressBar)}: no significant change`;
+  }
+  return {
+    ...empty,
+    verdict,
+    reasons: [decision, estimateLine, barLine, ...noiseNotes],
+    ratio,
+    ci: { ...ci },
+    deltaPct: (ratio - 1) * 100,
+    deltaCiPct: { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100 },
+    mde,
+    mdeSource,
+    noiseCv,
+    acceptMargin: margin,
+    acceptBar
+  };
+}
+
+// src/evidence/stats/sequential.ts
+var SEQUENTIAL_STEP = 2;
+var DEFAULT_SEQUENTIAL_POLICY = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP
+};
+function checkPolicy2(p) {
+  const ok = Number.isInteger(p.nStart) && Number.isInteger(p.nMax) && Number.isInteger(p.step) && p.nStart >= 2 && p.nMax >= p.nStart && p.step >= 1;
+  if (!ok) {
+    throw new RangeError(
+      `sequential policy needs integers 2 \u2264 nStart \u2264 nMax and step \u2265 1, got nStart ${p.nStart}, nMax ${p.nMax}, step ${p.step}`
+    );
+  }
+}
+function topUp(a, b, target) {
+  return { a: Math.max(0, target - a.length), b: Math.max(0, target - b.length) };
+}
+function futilityBar(comparison, opts, nMax) {
+  const { acceptBar, noiseCv, mdeSource } = comparison;
+  if (acceptBar === null || mdeSource === "fixed" || noiseCv === null) return acceptBar;
+  const policy = resolvePolicy(opts);
+  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
+    falseAcceptRate: policy.falseAcceptRate,
+    practicalDelta: policy.practicalDelta
+  });
+  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
+}
+function maxLooks(policy) {
+  return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
+}
+function perLookOptions(opts, policy) {
+  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
+  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
+}
+function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
+  checkPolicy2(policy);
+  opts = perLookOptions(opts, policy);
+  const n = Math.min(a.length, b.length);
+  const stop = (reason, comparison2) => ({
+    action: "stop",
+    addRuns: { a: 0, b: 0 },
+    reason,
+    comparison: comparison2
+  });
+  if (n < policy.nStart) {
+    const bad2 = inputProblems(a, b, 0);
+    if (bad2.length > 0) {
+      return stop(`invalid: ${bad2.join("; ")}`, compareArms(a, b, { ...opts, minRuns: policy.nStart }));
+    }
+    return {
+      action: "more",
+      addRuns: topUp(a, b, policy.nStart),
+      reason: `fewer than ${policy.nStart} runs per arm`,
+      comparison: null
+    };
+  }
+  const comparison = compareArms(a, b, { ...opts, minRuns: policy.nStart });
+  const { verdict, ci, acceptBar } = comparison;
+  if (verdict === "invalid") return stop(`invalid: ${comparison.reasons.join("; ")}`, comparison);
+  if (verdict === "needs-human") return stop("implausible speedup: a human decides", comparison);
+  if (verdict === "improved") return stop("the whole CI is above the accept bar", comparison);
+  const futile = futilityBar(comparison, opts, policy.nMax);
+  if (ci === null || acceptBar === null || futile === null) return stop("no interval", comparison);
+  if (ci.hi <= futile) {
+    const why = futile === acceptBar ? "the whole CI is below the accept bar: more runs would not lift its lower bound above it" : `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound would more likely than not miss the accept bar at ${policy.nMax} runs per arm`;
+    return stop(
+      verdict === "regressed" ? "regressed: the whole CI is below the regression bar" : why,
+      comparison
+    );
+  }
+  if (n >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
+  const target = Math.min(policy.nMax, n + policy.step);
+  const straddles = ci.hi > acceptBar ? `straddles the accept bar ${acceptBar.toFixed(4)}` : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
+  return {
+    action: "more",
+    addRuns: topUp(a, b, target),
+    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
+    comparison
+  };
+}
+
 // src/report/measurement.ts
 function runsCell(m, arm, n) {
   const failed = m.runs.filter((r) => r.arm === arm && r.value === null).length;
@@ -40396,9 +41334,9 @@ function acceptBarText(c) {
     return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
   }
   const floor = c.practicalDelta ?? 0;
-  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for \u2264 ${formatPercent(c.falseAcceptRate ?? 0.01, 2)} false accepts at no change`;
+  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for \u2264 ${formatPercent(c.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, 2)} false accepts at no change`;
   const which2 = c.acceptMargin > floor ? `${margin}; practical floor +${formatPercent(floor, 1)}` : `the practical floor; ${margin}`;
-  const power = Math.round((c.power ?? 0.8) * 100);
+  const power = Math.round((c.power ?? DEFAULT_POLICY.power) * 100);
   const detectable = c.mde === null || c.noiseCv === null ? "" : ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}): +${formatPercent(c.mde, 1)}.`;
   return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which2}).${detectable} ${regress}`;
 }
@@ -40942,36 +41880,13 @@ function setAttestationOutput(result) {
 }
 
 // src/loop/external.ts
-import { join as join40 } from "node:path";
+import { join as join39 } from "node:path";
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
-import { dirname as dirname3, join as join5, resolve as resolve3 } from "node:path";
-
-// src/env/root.ts
 import { existsSync as existsSync4, readFileSync as readFileSync2 } from "node:fs";
-import { dirname as dirname2, join as join4, resolve as resolve2 } from "node:path";
-import { fileURLToPath } from "node:url";
-function packageRoot() {
-  let dir = dirname2(fileURLToPath(import.meta.url));
-  for (; ; ) {
-    const pkg = join4(dir, "package.json");
-    if (existsSync4(pkg)) {
-      try {
-        if (JSON.parse(readFileSync2(pkg, "utf8")).name === "hillclimb") return dir;
-      } catch {
-      }
-    }
-    const parent = dirname2(dir);
-    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
-    dir = parent;
-  }
-}
-function packageVersion() {
-  return JSON.parse(readFileSync2(join4(packageRoot(), "package.json"), "utf8")).version;
-}
+import { dirname as dirname2, resolve as resolve2 } from "node:path";
 
 // src/config/rules.ts
 var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
@@ -41097,24 +42012,22 @@ function staticCheckPatterns(c) {
 }
 
 // src/config/load.ts
-var SCHEMA_FILE = "schemas/hillclimb.schema.json";
 var MAX_LISTED_PROBLEMS = 8;
 var validator;
 function schemaValidator() {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync3(join5(packageRoot(), SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
-  validator = ajv.compile(schema);
+  validator = ajv.compile(CONFIG_SCHEMA);
   return validator;
 }
 function loadConfig(file, overrides = {}) {
-  const path = resolve3(file);
-  if (!existsSync5(path)) {
+  const path = resolve2(file);
+  if (!existsSync4(path)) {
     throw new ConfigError(path, "", "file not found", {
       hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
     });
   }
-  return parseConfig(readFileSync3(path, "utf8"), path, overrides);
+  return parseConfig(readFileSync2(path, "utf8"), path, overrides);
 }
 function parseConfig(text3, file, overrides = {}) {
   const lines = new import_yaml.LineCounter();
@@ -41144,7 +42057,7 @@ function toTyped(data, file) {
   const typed = data;
   const targets = {};
   for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
-  return { ...typed, targets, file, root: dirname3(file) };
+  return { ...typed, targets, file, root: dirname2(file) };
 }
 function selectTarget(config, name) {
   const wanted = name ?? config.loop.target;
@@ -41172,7 +42085,7 @@ function throwProblems(file, problems, line) {
   and ${problems.length - MAX_LISTED_PROBLEMS} more` : "";
   throw new ConfigError(file, first.keyPath, `${first.message}${rest2.join("")}${more}`, {
     line: line(first),
-    hint: "the schema with every key and default is schemas/hillclimb.schema.json"
+    hint: `the schema with every key and default is ${SCHEMA_FILE}`
   });
 }
 function dedupe(problems) {
@@ -41191,7 +42104,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join41 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join40 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -41199,13 +42112,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join41(key),
+        keyPath: join40(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join41(String(e.params.missingProperty)),
+        keyPath: join40(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -41275,11 +42188,34 @@ function setPath(data, keyPath, value2) {
   obj[keys[keys.length - 1]] = value2;
 }
 
+// src/env/root.ts
+import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
+import { dirname as dirname3, join as join4, resolve as resolve3 } from "node:path";
+import { fileURLToPath } from "node:url";
+function packageRoot() {
+  let dir = dirname3(fileURLToPath(import.meta.url));
+  for (; ; ) {
+    const pkg = join4(dir, "package.json");
+    if (existsSync5(pkg)) {
+      try {
+        if (JSON.parse(readFileSync3(pkg, "utf8")).name === "hillclimb") return dir;
+      } catch {
+      }
+    }
+    const parent = dirname3(dir);
+    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
+    dir = parent;
+  }
+}
+function packageVersion() {
+  return JSON.parse(readFileSync3(join4(packageRoot(), "package.json"), "utf8")).version;
+}
+
 // src/workspace/git.ts
 import { createHash } from "node:crypto";
 import { closeSync as closeSync2, mkdirSync as mkdirSync3, mkdtempSync, openSync as openSync2, readSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname as dirname5, isAbsolute as isAbsolute2, join as join7, relative, resolve as resolve4 } from "node:path";
+import { dirname as dirname5, isAbsolute as isAbsolute2, join as join6, relative, resolve as resolve4 } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
 // src/exec/exec.ts
@@ -41513,12 +42449,12 @@ function indent(text3) {
 
 // src/exec/find-on-path.ts
 import { accessSync, constants as constants3, statSync } from "node:fs";
-import { delimiter, isAbsolute, join as join6 } from "node:path";
+import { delimiter, isAbsolute, join as join5 } from "node:path";
 function findOnPath(name, path = process.env.PATH ?? "") {
   if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
   for (const dir of path.split(delimiter)) {
     if (dir === "") continue;
-    const candidate = join6(dir, name);
+    const candidate = join5(dir, name);
     if (isExecutable(candidate)) return candidate;
   }
   return void 0;
@@ -41532,7 +42468,7 @@ function isExecutable(file) {
   }
 }
 
-// src/workspace/branch-name.ts
+// src/util/branch-name.ts
 var MAX_BRANCH_NAME_LENGTH = 200;
 var ALLOWED = /^[A-Za-z0-9._/-]+$/;
 function branchNameProblem(name) {
@@ -41561,26 +42497,6 @@ function assertBranchName(name) {
       exitCode: ExitCode2.badInput
     });
   }
-}
-function loopBranchName(parts) {
-  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
-    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
-    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
-    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
-  assertBranchName(name);
-  return name;
 }
 
 // src/workspace/git.ts
@@ -41830,7 +42746,10 @@ var Git = class _Git {
     if (r.exitCode !== 0) return void 0;
     return (await this.git(["cat-file", "blob", r.stdout.trim()])).stdout;
   }
-  /** Whether git accepts `name` as a branch name (`git check-ref-format --branch`). */
+  /**
+   * Whether git accepts `name` as a branch name (`git check-ref-format --branch`): for names hillclimb
+   * reads but did not make (`forge.base`); names it creates go through assertBranchName.
+   */
   async checkBranchName(name) {
     if (name.startsWith("-")) return false;
     const r = await this.git(["check-ref-format", "--branch", name], { allowedExitCodes: [0, 1, 128] });
@@ -41922,8 +42841,8 @@ var Git = class _Git {
   }
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
-    const dir = mkdtempSync(join7(tmpdir(), "hc-stash-probe-"));
-    const probe2 = join7(dir, "probe");
+    const dir = mkdtempSync(join6(tmpdir(), "hc-stash-probe-"));
+    const probe2 = join6(dir, "probe");
     try {
       await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
       const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
@@ -42018,10 +42937,10 @@ var Git = class _Git {
     }
     const foreign = header.prerequisites.filter((p) => p !== opts.champion);
     if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
-    const quarantine = mkdtempSync(join7(tmpdir(), "hc-import-"));
+    const quarantine = mkdtempSync(join6(tmpdir(), "hc-import-"));
     try {
       await this.git(["init", "--quiet", "--bare", "--", quarantine]);
-      writeFileSync(join7(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+      writeFileSync(join6(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
 `);
       const q = ["--git-dir", quarantine];
       const imported = "refs/hillclimb/import";
@@ -42173,9 +43092,9 @@ var Git = class _Git {
   async commitFile(parent, path, content, message, opts) {
     assertRevision(parent);
     const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
-    const scratch = mkdtempSync(join7(tmpdir(), "hc-index-"));
+    const scratch = mkdtempSync(join6(tmpdir(), "hc-index-"));
     try {
-      const env = { GIT_INDEX_FILE: join7(scratch, "index") };
+      const env = { GIT_INDEX_FILE: join6(scratch, "index") };
       await this.git(["read-tree", parent], { env });
       await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
       const tree = (await this.git(["write-tree"], { env })).stdout.trim();
@@ -42221,14 +43140,11 @@ var Git = class _Git {
     await this.git(["reset", "--hard", "--quiet", sha]);
   }
   /**
-   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list in
-   * branch-name.ts and `git check-ref-format --branch`.
+   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list of
+   * src/util/branch-name.ts (which only names git accepts pass).
    */
   async createBranch(name, commit2, opts = {}) {
     assertBranchName(name);
-    if (!await this.checkBranchName(name)) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
-    }
     const sha = await this.revParse(commit2);
     const args = ["branch", "--no-track"];
     if (opts.force) args.push("--force");
@@ -42291,7 +43207,7 @@ var Git = class _Git {
     const full = [...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]), ...args];
     const allowed = opts.allowedExitCodes ?? [0];
     const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt2 = 0; ; attempt2++) {
       const r = await run(this.binary, full, {
         cwd: opts.cwd ?? this.root,
         env: { ...GIT_ENV, ...opts.env },
@@ -42301,9 +43217,9 @@ var Git = class _Git {
         timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
       });
       if (allowed === "any" || r.exitCode !== null && allowed.includes(r.exitCode)) return r;
-      if (attempt < retries && LOCK_CONTENTION.test(r.stderr)) {
+      if (attempt2 < retries && LOCK_CONTENTION.test(r.stderr)) {
         this.opts.logger?.debug(
-          `${this.shown(args)}: another git process holds a lock; retry ${attempt + 1}/${retries}`
+          `${this.shown(args)}: another git process holds a lock; retry ${attempt2 + 1}/${retries}`
         );
         await sleep(this.opts.lockRetryDelayMs ?? DEFAULT_LOCK_RETRY_DELAY_MS);
         continue;
@@ -42472,7 +43388,7 @@ function parseBundleHeader(text3) {
 // src/loop/attestation.ts
 import { createHash as createHash2 } from "node:crypto";
 import { existsSync as existsSync6, lstatSync as lstatSync2, readdirSync as readdirSync2, readFileSync as readFileSync4 } from "node:fs";
-import { join as join9 } from "node:path";
+import { join as join8 } from "node:path";
 
 // src/util/untrusted-files.ts
 import {
@@ -42486,7 +43402,7 @@ import {
   readdirSync,
   readSync as readSync2
 } from "node:fs";
-import { join as join8, relative as relative2 } from "node:path";
+import { join as join7, relative as relative2 } from "node:path";
 var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
 function notPlainFile(path) {
   let st;
@@ -42544,7 +43460,7 @@ function copyPlainTree(src, dest, opts = {}) {
       for (const name of readdirSync(from).sort()) {
         if (/[\u0000-\u001f\u007f]/.test(name))
           result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
-        else visit(join8(from, name), join8(to, name));
+        else visit(join7(from, name), join7(to, name));
       }
       return;
     }
@@ -42573,7 +43489,7 @@ function copyPlainTree(src, dest, opts = {}) {
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join9(dir, rel);
+    const abs = rel === "" ? dir : join8(dir, rel);
     const st = lstatSync2(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync2(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -42634,7 +43550,7 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, iteration) {
-  return join9(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+  return join8(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
 }
 function writeLocalAttestation(file, a) {
   writeFileAtomic(file, `${JSON.stringify(a)}
@@ -42653,7 +43569,7 @@ function readLocalAttestation(file) {
 import { createHash as createHash3 } from "node:crypto";
 import { existsSync as existsSync7, mkdirSync as mkdirSync5, readFileSync as readFileSync5, writeFileSync as writeFileSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { join as join10, resolve as resolve5 } from "node:path";
+import { join as join9, resolve as resolve5 } from "node:path";
 var NO_AGENT = {
   name: "none",
   run: () => Promise.reject(new Error("this phase runs no agent"))
@@ -42663,7 +43579,7 @@ function configHash(config) {
 }
 function stateDirOf(config) {
   const dir = resolve5(config.root, config.paths.state_dir);
-  const ignore = join10(dir, ".gitignore");
+  const ignore = join9(dir, ".gitignore");
   if (!existsSync7(ignore)) {
     mkdirSync5(dir, { recursive: true });
     writeFileSync2(ignore, "# hillclimb state: never committed\n*\n");
@@ -42671,7 +43587,7 @@ function stateDirOf(config) {
   return dir;
 }
 function runDirOf(stateDir, runId) {
-  return join10(stateDir, "runs", runId);
+  return join9(stateDir, "runs", runId);
 }
 function currentJobId(env = process.env) {
   if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
@@ -42683,6 +43599,28 @@ function defaultHost() {
   return hostname();
 }
 var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+
+// src/workspace/branch-name.ts
+function loopBranchName(parts) {
+  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
+    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
+    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
+    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
+  assertBranchName(name);
+  return name;
+}
 
 // src/loop/naming.ts
 function iterationBranch(ctx, iteration) {
@@ -42702,7 +43640,7 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/phases.ts
 import { existsSync as existsSync29 } from "node:fs";
-import { join as join39 } from "node:path";
+import { join as join38 } from "node:path";
 
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute5, resolve as resolve8 } from "node:path";
@@ -42726,12 +43664,12 @@ var AgentSetupError = class extends HillclimbError {
 // src/agent/launch.ts
 import { existsSync as existsSync8, mkdirSync as mkdirSync7, readdirSync as readdirSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute as isAbsolute4, join as join12 } from "node:path";
+import { isAbsolute as isAbsolute4, join as join11 } from "node:path";
 
 // src/exec/sandbox.ts
 import { mkdtempSync as mkdtempSync2, readFileSync as readFileSync6, realpathSync, rmSync as rmSync2 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname6, isAbsolute as isAbsolute3, join as join11, resolve as resolve6 } from "node:path";
+import { dirname as dirname6, isAbsolute as isAbsolute3, join as join10, resolve as resolve6 } from "node:path";
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
 var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
 var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
@@ -42834,7 +43772,7 @@ function sandboxWasReady(readyFile) {
 var stage;
 function stageDir() {
   if (stage === void 0) {
-    const dir = mkdtempSync2(join11(tmpdir2(), "hillclimb-sandbox-"));
+    const dir = mkdtempSync2(join10(tmpdir2(), "hillclimb-sandbox-"));
     process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
     stage = dir;
   }
@@ -43179,9 +44117,9 @@ async function launchAgent(request2, launch) {
     const writable = [...sandbox.writable];
     mkdirSync7(sandbox.home, { recursive: true });
     if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join12(homedir(), launch.configDir.defaultInHome);
+      const dir = env[launch.configDir.env] ?? join11(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute4(dir) && existsSync8(dir)) {
-        const copy = join12(sandbox.home, launch.configDir.defaultInHome);
+        const copy = join11(sandbox.home, launch.configDir.defaultInHome);
         secrets.push(...copyConfigFolder(dir, copy));
         env[launch.configDir.env] = copy;
       }
@@ -43234,14 +44172,14 @@ function copyConfigFolder(from, to) {
   mkdirSync7(to, { recursive: true });
   const secrets = [];
   for (const name of readdirSync3(from)) {
-    const src = join12(from, name);
+    const src = join11(from, name);
     let data;
     try {
       data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
     } catch {
       continue;
     }
-    writeFileSync3(join12(to, name), data, { mode: 384 });
+    writeFileSync3(join11(to, name), data, { mode: 384 });
     if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
   }
   return secrets;
@@ -43522,7 +44460,7 @@ function finalResult(stdout) {
 // src/agent/agents/codex.ts
 import { existsSync as existsSync10, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync3, readFileSync as readFileSync8, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname10, join as join13 } from "node:path";
+import { dirname as dirname10, join as join12 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -43566,12 +44504,12 @@ var CodexAgent = class {
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync4(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname10(request2.resultFile));
-    const scratch = mkdtempSync3(join13(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
+    const scratch = mkdtempSync3(join12(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
     try {
-      const schemaFile = join13(scratch, "result.schema.json");
+      const schemaFile = join12(scratch, "result.schema.json");
       writeFileSync4(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
-      const agentTmp = join13(scratch, "tmp");
+      const agentTmp = join12(scratch, "tmp");
       mkdirSync9(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const args = codexArgs({
@@ -43731,7 +44669,7 @@ var CommandAgent = class {
 
 // src/agent/agents/replay.ts
 import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync4, readFileSync as readFileSync9, writeFileSync as writeFileSync5 } from "node:fs";
-import { basename, dirname as dirname11, join as join14 } from "node:path";
+import { basename, dirname as dirname11, join as join13 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
@@ -43745,11 +44683,11 @@ function listReplayPatches(dir) {
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join14(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join13(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join14(dir, n), ...companion ? { companion } : {} };
+    return { patch: join13(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -43954,7 +44892,7 @@ import { resolve as resolve10 } from "node:path";
 // src/compute/backends/local.ts
 import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readdirSync as readdirSync5, rmSync as rmSync6 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname14, join as join17, resolve as resolve9 } from "node:path";
+import { dirname as dirname14, join as join16, resolve as resolve9 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -43974,16 +44912,16 @@ function usesPlaceholder(args, name) {
 
 // src/env/python.ts
 import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
-import { dirname as dirname12, join as join15 } from "node:path";
+import { dirname as dirname12, join as join14 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join15(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join14(root, VENV_DIR, "bin", "python");
 }
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
   const prefix = dirname12(dirname12(python));
   paths.add(prefix);
-  const cfg = join15(prefix, "pyvenv.cfg");
+  const cfg = join14(prefix, "pyvenv.cfg");
   if (existsSync12(cfg)) {
     const home = /^home\s*=\s*(.+)$/m.exec(readFileSync10(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname12(home));
@@ -44022,7 +44960,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 
 // src/compute/outputs.ts
 import { mkdirSync as mkdirSync11, rmSync as rmSync5, writeFileSync as writeFileSync7 } from "node:fs";
-import { dirname as dirname13, join as join16 } from "node:path";
+import { dirname as dirname13, join as join15 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -44118,7 +45056,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join16(outputs.trace, ...rest2);
+      target = join15(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -44173,8 +45111,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join17(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = join17(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
+    const cacheRoot = this.opts.cacheDir ?? join16(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = join16(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -44210,14 +45148,14 @@ var LocalBackend = class {
       const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
       return { ...ended, isolation: "none" };
     }
-    const scratch = mkdtempSync4(join17(tmpdir4(), "hc-job-"));
+    const scratch = mkdtempSync4(join16(tmpdir4(), "hc-job-"));
     try {
-      const out = join17(scratch, "out");
+      const out = join16(scratch, "out");
       mkdirSync12(out);
       const inside = {
-        ...job.outputs.metrics ? { metrics: join17(out, SANDBOX_OUTPUTS.metrics) } : {},
-        ...job.outputs.junit ? { junit: join17(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join17(out, SANDBOX_OUTPUTS.trace) } : {}
+        ...job.outputs.metrics ? { metrics: join16(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join16(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join16(out, SANDBOX_OUTPUTS.trace) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
@@ -44236,7 +45174,7 @@ var LocalBackend = class {
             ...this.opts.sandbox?.read_paths ?? []
           ],
           writable: [out, cache2],
-          readyFile: join17(scratch, "ready")
+          readyFile: join16(scratch, "ready")
         },
         argv[0],
         argv.slice(1)
@@ -44248,7 +45186,7 @@ var LocalBackend = class {
         false,
         started
       );
-      if (!sandboxWasReady(join17(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+      if (!sandboxWasReady(join16(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
         return {
           ...ended,
           exitCode: null,
@@ -44339,7 +45277,7 @@ function collectOutputs(inside, outputs) {
 // src/compute/backends/ray.ts
 import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname15, join as join19 } from "node:path";
+import { dirname as dirname15, join as join18 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash4 } from "node:crypto";
@@ -44826,7 +45764,7 @@ function shellJoin(args) {
 // src/compute/tree.ts
 import { copyFileSync as copyFileSync2, existsSync as existsSync14, mkdtempSync as mkdtempSync5, rmSync as rmSync7 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
-import { isAbsolute as isAbsolute6, join as join18 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join17 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
@@ -44844,9 +45782,9 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync5(join18(tmpdir5(), "hc-index-"));
+  const tmp = mkdtempSync5(join17(tmpdir5(), "hc-index-"));
   try {
-    const index = join18(tmp, "index");
+    const index = join17(tmp, "index");
     if (existsSync14(realIndex)) copyFileSync2(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
@@ -45152,9 +46090,9 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync6(join19(tmpdir6(), "hc-raypkg-"));
+    const tmp = mkdtempSync6(join18(tmpdir6(), "hc-raypkg-"));
     try {
-      const zip = join19(tmp, "package.zip");
+      const zip = join18(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
       const data = readFileSync11(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
@@ -45183,7 +46121,7 @@ var RayBackend = class {
 // src/compute/backends/tpu-vm.ts
 import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync13, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
-import { dirname as dirname16, join as join21 } from "node:path";
+import { dirname as dirname16, join as join20 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -45351,6 +46289,44 @@ function isFatalError(r) {
   );
 }
 
+// src/compute/tpu/context.ts
+var LABEL_MARK = "hillclimb";
+var LABEL_RUN = "hillclimb-run";
+var LABEL_EXPIRES = "hillclimb-expires";
+var DELETE_TIMEOUT_MS = 5 * 6e4;
+function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
+  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
+  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `local-${stamp.toLowerCase()}`;
+}
+function tpuNames(c, runId, generation = 1) {
+  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
+  return usesQueuedResource(c) ? { node, qr: node } : { node };
+}
+function tpuLabels(runId, expiresAt) {
+  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
+}
+function parseJson(r) {
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    return void 0;
+  }
+}
+function describedState(doc) {
+  const s = doc?.state;
+  if (typeof s === "string") return s;
+  if (s && typeof s === "object" && typeof s.state === "string") {
+    return s.state;
+  }
+  return void 0;
+}
+function deleteArgs(rec) {
+  const loc = { project: rec.project, zone: rec.zone };
+  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
+}
+
 // src/compute/tpu/remote.ts
 var JOBS_DIR = "hillclimb/jobs";
 var OUTPUTS_FILE = ".hillclimb-outputs.tar.gz";
@@ -45385,11 +46361,11 @@ function setupScript(command) {
 
 // src/compute/tpu/state.ts
 import { mkdirSync as mkdirSync14, readdirSync as readdirSync6, readFileSync as readFileSync12, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync8 } from "node:fs";
-import { join as join20 } from "node:path";
+import { join as join19 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join20(stateDir, "tpu");
+  return join19(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join20(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join19(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
   mkdirSync14(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
@@ -45408,7 +46384,7 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync12(join20(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync12(join19(dir, n), "utf8")));
     } catch {
     }
   }
@@ -45418,44 +46394,12 @@ function removeRecord(dir, name, zone) {
   rmSync9(recordFile(dir, name, zone), { force: true });
 }
 
-// src/compute/tpu/lifecycle.ts
-var LABEL_MARK = "hillclimb";
-var LABEL_RUN = "hillclimb-run";
-var LABEL_EXPIRES = "hillclimb-expires";
+// src/compute/tpu/allocate.ts
 var QR_DEAD = /* @__PURE__ */ new Set(["FAILED", "SUSPENDED", "SUSPENDING", "DELETING"]);
 var NODE_DEAD = /* @__PURE__ */ new Set(["PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", "DELETING", "HIDDEN", "HIDING"]);
 var CREATE_TIMEOUT_MS = 15 * 6e4;
-var DELETE_TIMEOUT_MS = 5 * 6e4;
 var SETUP_TIMEOUT_MS = 60 * 6e4;
 var MAX_DESCRIBE_FAILURES = 5;
-function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
-  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
-  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-  return `local-${stamp.toLowerCase()}`;
-}
-function tpuNames(c, runId, generation = 1) {
-  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
-  return usesQueuedResource(c) ? { node, qr: node } : { node };
-}
-function tpuLabels(runId, expiresAt) {
-  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
-}
-function parseJson(r) {
-  try {
-    return JSON.parse(r.stdout);
-  } catch {
-    return void 0;
-  }
-}
-function describedState(doc) {
-  const s = doc?.state;
-  if (typeof s === "string") return s;
-  if (s && typeof s === "object" && typeof s.state === "string") {
-    return s.state;
-  }
-  return void 0;
-}
 function failureDetail(doc) {
   const state = doc?.state;
   return state?.failedData?.error?.message ?? "";
@@ -45524,8 +46468,8 @@ async function allocateTpu(ctx, opts) {
 async function tryZone(ctx, rec, labels) {
   const { config: c, gcloud, logger } = ctx;
   const queued = rec.queuedResource !== void 0;
-  const create = queued ? createQueuedResourceArgs(c, rec.zone, rec.queuedResource, rec.name, labels) : createNodeArgs(c, rec.zone, rec.name, labels);
-  const r = await gcloud.run(create, { timeoutMs: CREATE_TIMEOUT_MS });
+  const create2 = queued ? createQueuedResourceArgs(c, rec.zone, rec.queuedResource, rec.name, labels) : createNodeArgs(c, rec.zone, rec.name, labels);
+  const r = await gcloud.run(create2, { timeoutMs: CREATE_TIMEOUT_MS });
   if (r.printed) {
     const loc = { project: rec.project, zone: rec.zone };
     await gcloud.run(
@@ -45602,10 +46546,6 @@ async function waitUntilUp(ctx, rec) {
     await pause(c.poll_seconds * 1e3);
   }
 }
-function deleteArgs(rec) {
-  const loc = { project: rec.project, zone: rec.zone };
-  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
-}
 async function deleteQuietly(ctx, rec) {
   const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
   if (r.exitCode === 0 || isNotFound(r)) return true;
@@ -45640,6 +46580,8 @@ async function runSetup(ctx, rec) {
   rec.setupDone = true;
   if (!gcloud.dryRun) writeRecord(ctx.stateDir, rec);
 }
+
+// src/compute/tpu/release.ts
 async function releaseTpu(ctx, rec) {
   const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
   if (r.printed) return "printed";
@@ -45778,9 +46720,9 @@ var TpuVmBackend = class {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync7(join21(tmpdir7(), "hc-tpujob-"));
+    const tmp = mkdtempSync7(join20(tmpdir7(), "hc-tpujob-"));
     try {
-      const tarball = join21(tmp, "tree.tar.gz");
+      const tarball = join20(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -45815,7 +46757,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join21(tmp, "outputs.tar.gz");
+      const local = join20(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -45887,7 +46829,7 @@ var TpuVmBackend = class {
       return;
     }
     let lastError;
-    for (let attempt = 1; attempt <= RELEASE_ATTEMPTS; attempt++) {
+    for (let attempt2 = 1; attempt2 <= RELEASE_ATTEMPTS; attempt2++) {
       try {
         await releaseTpu(this.ctx, alloc);
         this.allocation = void 0;
@@ -45895,7 +46837,7 @@ var TpuVmBackend = class {
         return;
       } catch (e) {
         lastError = e;
-        this.opts.logger.warn(`tpu: release attempt ${attempt} failed: ${errorMessage(e)}`);
+        this.opts.logger.warn(`tpu: release attempt ${attempt2} failed: ${errorMessage(e)}`);
       }
     }
     throw lastError instanceof HillclimbError ? lastError : new HillclimbError(`could not release ${alloc.name}: ${errorMessage(lastError)}`);
@@ -46005,17 +46947,6 @@ function git2(cwd, args, opts = {}) {
     allowedExitCodes: opts.allowedExitCodes,
     timeoutMs: opts.timeoutMs
   });
-}
-async function assertBranchName2(cwd, branch, opts = {}) {
-  const res = await git2(cwd, ["check-ref-format", `refs/heads/${branch}`], {
-    ...opts,
-    allowedExitCodes: "any"
-  });
-  if (branch === "" || branch.startsWith("-") || res.exitCode !== 0) {
-    throw new HillclimbError(`invalid branch name ${JSON.stringify(branch)}`, {
-      hint: 'branch names follow git check-ref-format (no spaces, "..", "~", "^", ":" or trailing ".lock")'
-    });
-  }
 }
 async function resolveCommit(cwd, commit2, opts = {}) {
   const res = await git2(cwd, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${commit2}^{commit}`], {
@@ -50845,16 +51776,16 @@ var GitHubForge = class {
       repo,
       logger,
       async call(operation, fn) {
-        for (let attempt = 1; ; attempt++) {
+        for (let attempt2 = 1; ; attempt2++) {
           try {
             return await fn();
           } catch (e) {
             const wait = SUBMITTED_TOO_QUICKLY_WAIT_SECONDS;
-            if (!isSubmittedTooQuickly(e) || attempt > retries || !budget.take(wait)) {
+            if (!isSubmittedTooQuickly(e) || attempt2 > retries || !budget.take(wait)) {
               throw toForgeApiError(e, operation, ctx);
             }
             logger.warn(
-              `GitHub says ${operation} "was submitted too quickly" (a secondary rate limit): retrying in ${wait} s (retry ${attempt})`
+              `GitHub says ${operation} "was submitted too quickly" (a secondary rate limit): retrying in ${wait} s (retry ${attempt2})`
             );
             await sleep3(wait * secondMs);
           }
@@ -50875,7 +51806,7 @@ var GitHubForge = class {
   knownLabels = /* @__PURE__ */ new Set();
   async pushBranch(repoDir, branch, commit2) {
     const g = this.opts.git;
-    await assertBranchName2(repoDir, branch, g);
+    assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit2, g);
     const auth2 = gitAuthEnv(this.gitUrl, this.opts.token);
     let pushed;
@@ -51053,7 +51984,7 @@ var GitHubForge = class {
     return open4 ?? pulls.sort((a, b) => b.number - a.number)[0];
   }
   async createPull(spec, title, body) {
-    const create = (draft, base) => this.session.call(
+    const create2 = (draft, base) => this.session.call(
       "pulls.create",
       () => this.client.rest.pulls.create({
         owner: this.owner,
@@ -51067,14 +51998,14 @@ var GitHubForge = class {
     );
     const createAs = async (base) => {
       try {
-        return (await create(spec.draft, base)).data;
+        return (await create2(spec.draft, base)).data;
       } catch (e) {
         if (!(spec.draft && e instanceof ForgeApiError && e.message.includes(ERROR_DRAFTS_NOT_SUPPORTED)))
           throw e;
         this.opts.logger.warn(
           `${this.opts.repository} does not support draft PRs; opening ${spec.branch} as ready`
         );
-        return (await create(false, base)).data;
+        return (await create2(false, base)).data;
       }
     };
     try {
@@ -51227,67 +52158,87 @@ function redactUrl(url) {
   return url.replace(/\/\/[^/@]*@/, "//");
 }
 
-// src/forge/lock.ts
+// src/util/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { closeSync as closeSync4, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync14, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep4 } from "node:timers/promises";
+var EMPTY_LOCK_GRACE_MS = 5e3;
+var DEFAULT_TIMEOUT_MS3 = 3e4;
+var DEFAULT_POLL_MS = 10;
 async function withFileLock(lockPath, fn, opts = {}) {
-  const token = await acquire(lockPath, opts);
+  const release2 = await waitForLock(lockPath, opts);
   try {
     return await fn();
   } finally {
-    release(lockPath, token);
+    release2();
   }
 }
-async function acquire(lockPath, opts) {
-  const timeoutMs = opts.timeoutMs ?? 3e4;
-  const basePollMs = opts.pollMs ?? 10;
-  const staleMs = opts.staleMs ?? 10 * 6e4;
-  const token = randomUUID2();
-  const content = { pid: process.pid, host: hostname2(), token, acquiredAt: "" };
-  mkdirSync16(dirname17(lockPath), { recursive: true });
+async function waitForLock(lockPath, opts) {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS3;
+  const basePollMs = opts.pollMs ?? DEFAULT_POLL_MS;
+  const staleMs = opts.staleMs ?? Number.POSITIVE_INFINITY;
   const deadline = Date.now() + timeoutMs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const fd = openSync4(lockPath, "wx");
-      try {
-        writeSync2(fd, JSON.stringify({ ...content, acquiredAt: (/* @__PURE__ */ new Date()).toISOString() }));
-      } finally {
-        closeSync4(fd);
-      }
-      return token;
-    } catch (e) {
-      if (e.code !== "EEXIST") throw e;
-    }
-    const holder = readHolder(lockPath);
-    if (holder ? isStale(holder, staleMs) : isAbandonedEmptyLock(lockPath)) {
-      const staleToken = holder?.token;
-      if (readHolder(lockPath)?.token === staleToken) tryUnlink(lockPath);
-      continue;
-    }
-    if (Date.now() >= deadline) {
-      throw new HillclimbError(
-        `could not lock ${lockPath} within ${timeoutMs} ms (held by pid ${holder?.pid ?? "?"} on ${holder?.host ?? "?"})`,
-        { hint: "if no hillclimb process is running, delete the lock file" }
-      );
-    }
-    const wait = basePollMs * Math.min(8, 1 + attempt / 4);
+  for (let n = 0; ; n++) {
+    const result = attempt(lockPath, staleMs);
+    if (typeof result === "function") return result;
+    if (Date.now() >= deadline)
+      throw busyError(lockPath, result.holder, `could not be taken within ${timeoutMs} ms`);
+    const wait = basePollMs * Math.min(8, 1 + n / 4);
     await sleep4(wait / 2 + Math.random() * wait);
   }
+}
+function attempt(lockPath, staleMs) {
+  mkdirSync16(dirname17(lockPath), { recursive: true });
+  for (let tries = 0; ; tries++) {
+    const token = create(lockPath);
+    if (token !== void 0) return () => release(lockPath, token);
+    const holder = readHolder(lockPath);
+    const stale = holder ? isStale(holder, staleMs) : isAbandonedEmptyLock(lockPath);
+    if (!stale || tries > 0) return { holder };
+    if (readHolder(lockPath)?.token === holder?.token) tryUnlink(lockPath);
+  }
+}
+function create(lockPath) {
+  const holder = {
+    pid: process.pid,
+    host: hostname2(),
+    token: randomUUID2(),
+    acquiredAt: (/* @__PURE__ */ new Date()).toISOString()
+  };
+  let fd;
+  try {
+    fd = openSync4(lockPath, "wx");
+  } catch (e) {
+    if (e.code === "EEXIST") return void 0;
+    throw e;
+  }
+  try {
+    writeSync2(fd, `${JSON.stringify(holder)}
+`);
+  } finally {
+    closeSync4(fd);
+  }
+  return holder.token;
 }
 function release(lockPath, token) {
   if (readHolder(lockPath)?.token === token) tryUnlink(lockPath);
 }
 function readHolder(lockPath) {
   try {
-    return JSON.parse(readFileSync14(lockPath, "utf8"));
+    const r = JSON.parse(readFileSync14(lockPath, "utf8"));
+    if (typeof r.pid !== "number") return void 0;
+    return {
+      pid: r.pid,
+      host: r.host ?? "",
+      token: r.token ?? "",
+      acquiredAt: r.acquiredAt ?? r.startedAt ?? "?"
+    };
   } catch {
     return void 0;
   }
 }
-var EMPTY_LOCK_GRACE_MS = 5e3;
 function isAbandonedEmptyLock(lockPath) {
   try {
     return Date.now() - statSync3(lockPath).mtimeMs > EMPTY_LOCK_GRACE_MS;
@@ -51298,7 +52249,8 @@ function isAbandonedEmptyLock(lockPath) {
 function isStale(holder, staleMs) {
   const age = Date.now() - Date.parse(holder.acquiredAt);
   if (Number.isFinite(age) && age > staleMs) return true;
-  return holder.host === hostname2() && !processAlive(holder.pid);
+  if (holder.host !== "" && holder.host !== hostname2()) return false;
+  return !processAlive(holder.pid);
 }
 function processAlive(pid) {
   try {
@@ -51314,32 +52266,38 @@ function tryUnlink(path) {
   } catch {
   }
 }
+function busyError(lockPath, holder, what) {
+  return new HillclimbError(
+    `the lock ${lockPath} ${what} (held by pid ${holder?.pid ?? "?"} on ${holder?.host || "?"})`,
+    { hint: "if no hillclimb process is running, delete the lock file" }
+  );
+}
 
 // src/forge/forges/local-records.ts
 import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync11 } from "node:fs";
-import { join as join22 } from "node:path";
+import { join as join21 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join22(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join21(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join22(this.dir, "lock");
+    return join21(this.dir, "lock");
   }
   pullFile(n) {
-    return join22(this.dir, "pulls", `${n}.json`);
+    return join21(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join22(this.dir, "comments", String(pull), `${id}.json`);
+    return join21(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join22(this.dir, "pulls"));
+    return numberedJson(join21(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
@@ -51350,7 +52308,7 @@ var LocalRecords = class {
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join22(this.dir, "comments", String(n)));
+    return numberedJson(join21(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
@@ -51360,7 +52318,7 @@ var LocalRecords = class {
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join22(this.dir, "counters.json");
+    const file = join21(this.dir, "counters.json");
     const counters = existsSync15(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value2 = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
@@ -51376,7 +52334,7 @@ var LocalRecords = class {
 function numberedJson(dir) {
   if (!existsSync15(dir)) return [];
   return readdirSync7(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join22(dir, `${n}.json`);
+    const file = join21(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
@@ -51388,6 +52346,7 @@ function numberedJson(dir) {
 
 // src/forge/forges/local.ts
 var LOCAL_FORGE_AUTHOR = "hillclimb";
+var RECORDS_LOCK_STALE_MS = 10 * 6e4;
 var LocalForge = class {
   constructor(opts) {
     this.opts = opts;
@@ -51400,7 +52359,7 @@ var LocalForge = class {
   author;
   async pushBranch(repoDir, branch, commit2) {
     const g = this.opts.git;
-    await assertBranchName2(repoDir, branch, g);
+    assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit2, g);
     const { remote, logger } = this.opts;
     if (remote !== void 0) {
@@ -51427,7 +52386,7 @@ var LocalForge = class {
     logger.info(`branch ${branch} \u2192 ${sha.slice(0, 12)}`);
   }
   async upsertPullRequest(spec) {
-    await assertBranchName2(this.opts.repoDir, spec.branch, this.opts.git);
+    assertBranchName(spec.branch);
     const headSha = await this.headSha(spec.branch);
     if (headSha === void 0) {
       throw new HillclimbError(`branch ${spec.branch} does not exist${this.whereBranchesLive()}`, {
@@ -51543,7 +52502,10 @@ var LocalForge = class {
     return this.records.comments(number);
   }
   locked(fn) {
-    return withFileLock(this.records.lockFile, async () => fn(), this.opts.lock);
+    return withFileLock(this.records.lockFile, async () => fn(), {
+      staleMs: RECORDS_LOCK_STALE_MS,
+      ...this.opts.lock
+    });
   }
   /** The open PR for a branch, else the newest closed one: found again, never duplicated (as on GitHub). */
   pullFor(branch) {
@@ -51642,7 +52604,7 @@ import { resolve as resolve14 } from "node:path";
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync8, renameSync as renameSync4, rmSync as rmSync13, statSync as statSync5 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
-import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join24, resolve as resolve12 } from "node:path";
+import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join23, resolve as resolve12 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -51678,13 +52640,13 @@ function keyProblem(key, isPrefix) {
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname18, join as join23 } from "node:path";
+import { basename as basename2, dirname as dirname18, join as join22 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
     for (const name of readdirSync8(abs).sort()) {
-      const childAbs = join23(abs, name);
+      const childAbs = join22(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
@@ -51696,7 +52658,7 @@ function walkFiles(dir) {
 }
 function copyFileAtomic(src, dest) {
   mkdirSync17(dirname18(dest), { recursive: true });
-  const tmp = join23(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  const tmp = join22(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync3(src, tmp);
     renameSync3(tmp, dest);
@@ -51757,7 +52719,7 @@ var BranchStore = class {
     const changes = [];
     const skipped = [];
     for (const rel of walkFiles(dir)) {
-      const change = { key: joinKey(prefix, rel), file: join24(dir, rel) };
+      const change = { key: joinKey(prefix, rel), file: join23(dir, rel) };
       const bytes = statSync5(change.file).size;
       if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
       else if (bytes > this.maxFileBytes) {
@@ -51782,13 +52744,13 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join24(s.dir, "checkout");
+      const worktree = join23(s.dir, "checkout");
       mkdirSync18(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
       mkdirSync18(dirname19(dest), { recursive: true });
-      const tmp = join24(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      const tmp = join23(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync4(join24(worktree, key), tmp);
+        copyFileSync4(join23(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
         rmSync13(tmp, { force: true });
@@ -51820,7 +52782,7 @@ var BranchStore = class {
     const attempts = this.opts.pushAttempts ?? DEFAULT_PUSH_ATTEMPTS;
     await this.withScratch(async (s) => {
       const blobs = await s.hashFiles(changes.map((c) => c.file));
-      for (let attempt = 1; ; attempt++) {
+      for (let attempt2 = 1; ; attempt2++) {
         const tip = await s.fetchTip();
         const commit2 = await s.commitOnTop(
           tip,
@@ -51836,14 +52798,14 @@ var BranchStore = class {
           this.opts.logger.info(`stored ${changes.length} file(s) on the ${this.branch} branch`);
           return;
         }
-        if (attempt >= attempts) {
+        if (attempt2 >= attempts) {
           throw new StoreApiError("git push", `the ${this.branch} branch kept moving (${attempts} tries)`, {
             hint: "several writers race for the data branch; serialize them with a workflow concurrency group"
           });
         }
         this.opts.logger.info(`store: ${this.branch} moved meanwhile; re-applying on the new tip`);
         await sleep5(
-          this.opts.retryDelayMs?.(attempt) ?? Math.round(200 * 2 ** attempt * (0.5 + Math.random()))
+          this.opts.retryDelayMs?.(attempt2) ?? Math.round(200 * 2 ** attempt2 * (0.5 + Math.random()))
         );
       }
     });
@@ -51851,7 +52813,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync8(join24(tmpdir8(), "hc-branch-store-"));
+    const dir = mkdtempSync8(join23(tmpdir8(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -51929,7 +52891,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join24(dir, "repo.git");
+    this.gitDir = join23(dir, "repo.git");
     this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
   }
   dir;
@@ -51953,7 +52915,7 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join24(this.dir, `${o.index}.index`) } : {}
+        ...o.index ? { GIT_INDEX_FILE: join23(this.dir, `${o.index}.index`) } : {}
       },
       redact: this.redact,
       timeoutMs: GIT_TIMEOUT_MS2,
@@ -52091,7 +53053,7 @@ function sleep5(ms2) {
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
 import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync19, openAsBlob, renameSync as renameSync5, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
-import { basename as basename4, dirname as dirname20, join as join25 } from "node:path";
+import { basename as basename4, dirname as dirname20, join as join24 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -53386,7 +54348,7 @@ var IV = new Uint32Array([
 var CHUNK_START = 1;
 var CHUNK_END = 1 << 1;
 var PARENT = 1 << 2;
-var ROOT = 1 << 3;
+var ROOT2 = 1 << 3;
 var KEYED_HASH = 1 << 4;
 var DERIVE_KEY_CONTEXT = 1 << 5;
 var DERIVE_KEY_MATERIAL = 1 << 6;
@@ -53607,7 +54569,7 @@ var XofReader = class {
     this.blockWords = blockWords;
     this.counter = counter;
     this.blockLen = blockLen;
-    this.flags = flags | ROOT;
+    this.flags = flags | ROOT2;
     this.outputBlock = new Uint32Array(16);
     this.outputBlockOffset = 64;
   }
@@ -53814,7 +54776,7 @@ var Hasher2 = class _Hasher {
     contextHasher.update(contextBytes);
     const contextKey = new Uint32Array(8);
     const output = contextHasher.finalizeOutput();
-    compress(output.inputCv, 0, output.blockWords, 0, contextKey, 0, false, output.counter, output.blockLen, output.flags | ROOT);
+    compress(output.inputCv, 0, output.blockWords, 0, contextKey, 0, false, output.counter, output.blockLen, output.flags | ROOT2);
     return new _Hasher(contextKey, DERIVE_KEY_MATERIAL);
   }
   /**
@@ -53923,7 +54885,7 @@ var Hasher2 = class _Hasher {
         // full output if > 32 bytes
         output.counter,
         output.blockLen,
-        output.flags | ROOT
+        output.flags | ROOT2
       );
       if (IS_LITTLE_ENDIAN) {
         const outBytes = new Uint8Array(outWords.buffer);
@@ -57327,7 +58289,7 @@ var XetBlob = class extends Blob {
             state.activeHighWater = Math.max(state.activeHighWater, state.active);
             let lastError;
             const tally = { committed: 0 };
-            for (let attempt = 0; attempt < 2; attempt++) {
+            for (let attempt2 = 0; attempt2 < 2; attempt2++) {
               try {
                 await decodeEntry(plan[idx], idx, tally);
                 budgetRelease(est - tally.committed);
@@ -57335,7 +58297,7 @@ var XetBlob = class extends Blob {
                 break;
               } catch (error2) {
                 lastError = error2;
-                if (attempt === 0 && !state.finished && isTransientNetworkError(error2)) {
+                if (attempt2 === 0 && !state.finished && isTransientNetworkError(error2)) {
                   log("retrying entry after transient error", plan[idx].hash, error2);
                   await delay(250);
                   continue;
@@ -60533,7 +61495,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join25(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join24(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -60549,7 +61511,7 @@ var HfStore = class {
       });
     }
     mkdirSync19(dirname20(dest), { recursive: true });
-    const tmp = join25(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    const tmp = join24(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
@@ -60688,7 +61650,7 @@ function firstLine(s) {
 
 // src/store/stores/local.ts
 import { existsSync as existsSync16, statSync as statSync7 } from "node:fs";
-import { join as join26, relative as relative4 } from "node:path";
+import { join as join25, relative as relative4 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -60709,7 +61671,7 @@ var LocalStore = class {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join26(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join25(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -60727,7 +61689,7 @@ var LocalStore = class {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join26(this.dir, key);
+    const p = join25(this.dir, key);
     if (relative4(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
@@ -60814,8 +61776,8 @@ var Interrupted = class extends HillclimbError {
     super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
   }
 };
-function backoffMs(baseSeconds, attempt) {
-  return Math.round(baseSeconds * 1e3 * 2 ** (attempt - 1));
+function backoffMs(baseSeconds, attempt2) {
+  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
 }
 
 // src/loop/steps/decide.ts
@@ -65181,18 +66143,18 @@ async function readJUnitXml(file) {
 
 // src/loop/worktrees.ts
 import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
-import { join as join27 } from "node:path";
+import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join27(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join27(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join26(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 function agentRepoPath(ctx, iteration) {
-  return join27(ctx.runDir, "agent", iterationDirName(iteration), "repo");
+  return join26(ctx.runDir, "agent", iterationDirName(iteration), "repo");
 }
 function agentOutputPath(ctx, iteration) {
-  return join27(ctx.runDir, "agent", iterationDirName(iteration), "out");
+  return join26(ctx.runDir, "agent", iterationDirName(iteration), "out");
 }
 async function worktreeAt(ctx, path, commit2) {
   if (existsSync17(path)) {
@@ -65865,19 +66827,19 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { existsSync as existsSync19, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
-import { join as join29 } from "node:path";
+import { join as join28 } from "node:path";
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync15 } from "node:fs";
-import { join as join28 } from "node:path";
+import { join as join27 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync15(join28(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync15(join27(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -66011,359 +66973,8 @@ function comparabilityProblems(a, b) {
   return fields.filter(([, x, y]) => canonical(x) !== canonical(y)).map(([name, x, y]) => `${name} differs: ${canonical(x)} vs ${canonical(y)}`);
 }
 
-// src/evidence/stats/noise.ts
-var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
-var BOOTSTRAP_WIDTH_FACTOR = 1.1;
-var LOWER_BOUND_MEAN = -1.85;
-var LOWER_BOUND_SD = 0.95;
-var DEFAULT_CONFIDENCE = 0.95;
-var DEFAULT_POWER = 0.8;
-var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
-var DEFAULT_PRACTICAL_DELTA = 0.01;
-function checked(opts) {
-  const power = opts.power ?? DEFAULT_POWER;
-  const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
-  const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
-  if (!(power > 0 && power < 1)) throw new RangeError(`power must be in (0, 1), got ${power}`);
-  if (!(falseAcceptRate > 0 && falseAcceptRate < 0.5))
-    throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
-  if (!(practicalDelta >= 0 && practicalDelta < 1))
-    throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
-  return { power, falseAcceptRate, practicalDelta };
-}
-function logRatioScale(cv, nA, nB) {
-  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
-  if (!(Number.isInteger(nA) && Number.isInteger(nB) && nA >= 1 && nB >= 1 && nA + nB >= 3)) {
-    throw new RangeError(`run counts must be integers \u2265 1 with at least 3 runs in all, got ${nA} and ${nB}`);
-  }
-  return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
-}
-function mdeMultiplier(opts = {}) {
-  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
-}
-function acceptMargin(cv, nA, nB, opts = {}) {
-  const { falseAcceptRate } = checked(opts);
-  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
-  return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
-}
-function acceptBarFor(cv, nA, nB, opts = {}) {
-  return 1 + Math.max(checked(opts).practicalDelta, acceptMargin(cv, nA, nB, opts));
-}
-function minimumDetectableEffect(cv, nA, nB, opts = {}) {
-  const bar = acceptBarFor(cv, nA, nB, opts);
-  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
-}
-function expectedLogHalfWidth(cv, nA, nB) {
-  return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
-}
-function pooledLogCv(groups2) {
-  let weighted = 0;
-  let dof = 0;
-  for (const group of groups2) {
-    if (group.length < 2) continue;
-    weighted += (group.length - 1) * sampleVariance(group.map(Math.log));
-    dof += group.length - 1;
-  }
-  return dof === 0 ? Number.NaN : Math.sqrt(weighted / dof);
-}
-function robustNoiseCv(groups2) {
-  return pooledLogCv(groups2.map(withoutOutliers));
-}
-var MIN_CALIBRATION_DOF = 4;
-function calibrateNoise(groups2) {
-  for (const [g, group] of groups2.entries()) {
-    for (const [i, v] of group.entries()) {
-      if (!(Number.isFinite(v) && v > 0)) {
-        throw new RangeError(
-          `A/A group ${g} run ${i} is ${v}; noise calibration needs finite positive values`
-        );
-      }
-    }
-  }
-  const kept = groups2.map(withoutOutliers);
-  const cv = pooledLogCv(kept);
-  if (Number.isNaN(cv)) throw new RangeError("A/A calibration needs a group with at least two runs");
-  const usable2 = kept.filter((g) => g.length >= 2);
-  const runs = usable2.reduce((s, g) => s + g.length, 0);
-  const degreesOfFreedom = runs - usable2.length;
-  return { cv, runs, degreesOfFreedom, sufficient: degreesOfFreedom >= MIN_CALIBRATION_DOF };
-}
-function armCv(values) {
-  return values.length < 2 ? null : logCv(values);
-}
-
-// src/evidence/stats/verdict.ts
-var DEFAULT_POLICY = {
-  confidence: DEFAULT_CONFIDENCE,
-  resamples: MIN_RESAMPLES,
-  ciMethod: "percentile",
-  practicalDelta: 0.01,
-  regressionDelta: 0.01,
-  power: DEFAULT_POWER,
-  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
-  implausibleSpeedup: 10,
-  minRuns: 5
-};
-function checkPolicy(p) {
-  const fail2 = (what, v) => {
-    throw new RangeError(`compare policy: ${what}, got ${v}`);
-  };
-  if (!(p.practicalDelta >= 0 && p.practicalDelta < 1))
-    fail2("practicalDelta must be in [0, 1)", p.practicalDelta);
-  if (!(p.regressionDelta >= 0 && p.regressionDelta < 1))
-    fail2("regressionDelta must be in [0, 1)", p.regressionDelta);
-  if (!(p.implausibleSpeedup > 1)) fail2("implausibleSpeedup must be > 1", p.implausibleSpeedup);
-  if (!(Number.isInteger(p.minRuns) && p.minRuns >= 2)) fail2("minRuns must be an integer \u2265 2", p.minRuns);
-  if (p.mde !== void 0 && !(p.mde >= 0 && Number.isFinite(p.mde)))
-    fail2("mde must be a finite number \u2265 0", p.mde);
-  if (p.calibratedCv !== void 0 && !(p.calibratedCv >= 0 && Number.isFinite(p.calibratedCv))) {
-    fail2("calibratedCv must be a finite number \u2265 0", p.calibratedCv);
-  }
-  if (!(p.falseAcceptRate > 0 && p.falseAcceptRate < 0.5))
-    fail2("falseAcceptRate must be in (0, 0.5)", p.falseAcceptRate);
-  if (p.ciMethod !== "bca" && p.ciMethod !== "percentile")
-    fail2("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
-}
-function resolvePolicy(policy = {}) {
-  const defined = Object.fromEntries(Object.entries(policy).filter(([, v]) => v !== void 0));
-  const practicalDelta = policy.practicalDelta ?? DEFAULT_POLICY.practicalDelta;
-  const resolved = {
-    ...DEFAULT_POLICY,
-    regressionDelta: practicalDelta,
-    ...defined
-  };
-  checkPolicy(resolved);
-  return resolved;
-}
-var ARM_LABEL = { a: "A (champion)", b: "B (candidate)" };
-var MAX_LISTED_BAD_RUNS = 3;
-function armProblems(arm, values, minRuns) {
-  const label = ARM_LABEL[arm];
-  const bad2 = [];
-  values.forEach((v, i) => {
-    if (!Number.isFinite(v)) bad2.push(`run ${i} is ${v}`);
-    else if (v <= 0) bad2.push(`run ${i} is ${v}, but a ratio of medians needs positive values`);
-  });
-  const problems = [];
-  if (bad2.length > 0) {
-    const more = bad2.length > MAX_LISTED_BAD_RUNS ? ` (and ${bad2.length - MAX_LISTED_BAD_RUNS} more)` : "";
-    problems.push(`${label}: ${bad2.slice(0, MAX_LISTED_BAD_RUNS).join("; ")}${more}`);
-  }
-  if (values.length < minRuns) {
-    problems.push(
-      `${label} has ${values.length} run${values.length === 1 ? "" : "s"}; a verdict needs at least ${minRuns} per arm`
-    );
-  }
-  return problems;
-}
-function inputProblems(a, b, minRuns) {
-  return [...armProblems("a", a, minRuns), ...armProblems("b", b, minRuns)];
-}
-function usable(values) {
-  return values.length > 0 && values.every((v) => Number.isFinite(v) && v > 0);
-}
-function summarize(values) {
-  if (!usable(values)) return { n: values.length, median: null, cv: null };
-  return { n: values.length, median: median(values), cv: armCv(values) };
-}
-var pct = (fraction) => `${(fraction * 100).toFixed(2)}%`;
-var num = (x) => x.toFixed(4);
-function ratioLabel(direction) {
-  return direction === "lower" ? "speedup (median A / median B)" : "gain (median B / median A)";
-}
-function compareArms(a, b, opts) {
-  const policy = resolvePolicy(opts);
-  const { direction, seed } = opts;
-  if (direction !== "higher" && direction !== "lower") {
-    throw new RangeError(`direction must be 'higher' or 'lower', got ${String(direction)}`);
-  }
-  const regressBar = 1 - policy.regressionDelta;
-  const empty = {
-    verdict: "invalid",
-    reasons: [],
-    direction,
-    a: summarize(a),
-    b: summarize(b),
-    ratio: null,
-    ci: null,
-    deltaPct: null,
-    deltaCiPct: null,
-    mde: null,
-    mdeSource: null,
-    noiseCv: null,
-    acceptMargin: null,
-    acceptBar: null,
-    falseAcceptRate: policy.falseAcceptRate,
-    power: policy.power,
-    practicalDelta: policy.practicalDelta,
-    regressBar,
-    confidence: policy.confidence,
-    ciMethod: policy.ciMethod,
-    resamples: policy.resamples,
-    seed
-  };
-  const problems = inputProblems(a, b, policy.minRuns);
-  if (problems.length > 0) return { ...empty, reasons: problems };
-  const [numerator, denominator] = direction === "higher" ? [b, a] : [a, b];
-  const boot = bootstrapRatioOfMedians(numerator, denominator, {
-    confidence: policy.confidence,
-    resamples: policy.resamples,
-    seed
-  });
-  const ratio = boot.estimate;
-  if (!Number.isFinite(ratio)) {
-    return {
-      ...empty,
-      reasons: [`the ratio of medians is ${ratio} (values span too many orders of magnitude)`]
-    };
-  }
-  const ci = policy.ciMethod === "bca" ? boot.bca : boot.percentile;
-  const robustCv = robustNoiseCv([a, b]);
-  const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a, b]) : robustCv;
-  let mde;
-  let mdeSource;
-  let noiseCv;
-  let margin;
-  let acceptBar;
-  const noiseNotes = [];
-  if (policy.mde !== void 0) {
-    mde = policy.mde;
-    mdeSource = "fixed";
-    noiseCv = null;
-    margin = null;
-    acceptBar = 1 + Math.max(mde, policy.practicalDelta);
-  } else {
-    const calibrated = policy.calibratedCv;
-    mdeSource = calibrated !== void 0 && calibrated >= observedCv ? "calibrated" : "observed";
-    noiseCv = mdeSource === "calibrated" ? calibrated : observedCv;
-    const opts2 = {
-      power: policy.power,
-      falseAcceptRate: policy.falseAcceptRate,
-      practicalDelta: policy.practicalDelta
-    };
-    margin = acceptMargin(noiseCv, a.length, b.length, opts2);
-    acceptBar = 1 + Math.max(policy.practicalDelta, margin);
-    mde = minimumDetectableEffect(noiseCv, a.length, b.length, opts2);
-    if (calibrated !== void 0 && observedCv > 2 * calibrated) {
-      noiseNotes.push(
-        `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`
-      );
-    }
-  }
-  const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
-  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a.length}/${b.length})`;
-  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
-  let verdict;
-  let decision;
-  if (ratio > policy.implausibleSpeedup) {
-    verdict = "needs-human";
-    decision = `${num(ratio)}\xD7 exceeds the plausibility ceiling ${policy.implausibleSpeedup}\xD7: a human must confirm it before it counts`;
-  } else if (ci.lo > acceptBar) {
-    verdict = "improved";
-    decision = `lower CI bound ${num(ci.lo)} > accept bar ${num(acceptBar)}`;
-  } else if (ci.hi < regressBar) {
-    verdict = "regressed";
-    decision = `upper CI bound ${num(ci.hi)} < regression bar ${num(regressBar)}`;
-  } else {
-    verdict = "no-change";
-    decision = `CI [${num(ci.lo)}, ${num(ci.hi)}] is neither wholly above the accept bar ${num(acceptBar)} nor wholly below the regression bar ${num(regressBar)}: no significant change`;
-  }
-  return {
-    ...empty,
-    verdict,
-    reasons: [decision, estimateLine, barLine, ...noiseNotes],
-    ratio,
-    ci: { ...ci },
-    deltaPct: (ratio - 1) * 100,
-    deltaCiPct: { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100 },
-    mde,
-    mdeSource,
-    noiseCv,
-    acceptMargin: margin,
-    acceptBar
-  };
-}
-
-// src/evidence/stats/sequential.ts
-var DEFAULT_SEQUENTIAL_POLICY = { nStart: 5, nMax: 15, step: 2 };
-function checkPolicy2(p) {
-  const ok = Number.isInteger(p.nStart) && Number.isInteger(p.nMax) && Number.isInteger(p.step) && p.nStart >= 2 && p.nMax >= p.nStart && p.step >= 1;
-  if (!ok) {
-    throw new RangeError(
-      `sequential policy needs integers 2 \u2264 nStart \u2264 nMax and step \u2265 1, got nStart ${p.nStart}, nMax ${p.nMax}, step ${p.step}`
-    );
-  }
-}
-function topUp(a, b, target) {
-  return { a: Math.max(0, target - a.length), b: Math.max(0, target - b.length) };
-}
-function futilityBar(comparison, opts, nMax) {
-  const { acceptBar, noiseCv, mdeSource } = comparison;
-  if (acceptBar === null || mdeSource === "fixed" || noiseCv === null) return acceptBar;
-  const policy = resolvePolicy(opts);
-  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
-    falseAcceptRate: policy.falseAcceptRate,
-    practicalDelta: policy.practicalDelta
-  });
-  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
-}
-function maxLooks(policy) {
-  return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
-}
-function perLookOptions(opts, policy) {
-  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
-  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
-}
-function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
-  checkPolicy2(policy);
-  opts = perLookOptions(opts, policy);
-  const n = Math.min(a.length, b.length);
-  const stop = (reason, comparison2) => ({
-    action: "stop",
-    addRuns: { a: 0, b: 0 },
-    reason,
-    comparison: comparison2
-  });
-  if (n < policy.nStart) {
-    const bad2 = inputProblems(a, b, 0);
-    if (bad2.length > 0) {
-      return stop(`invalid: ${bad2.join("; ")}`, compareArms(a, b, { ...opts, minRuns: policy.nStart }));
-    }
-    return {
-      action: "more",
-      addRuns: topUp(a, b, policy.nStart),
-      reason: `fewer than ${policy.nStart} runs per arm`,
-      comparison: null
-    };
-  }
-  const comparison = compareArms(a, b, { ...opts, minRuns: policy.nStart });
-  const { verdict, ci, acceptBar } = comparison;
-  if (verdict === "invalid") return stop(`invalid: ${comparison.reasons.join("; ")}`, comparison);
-  if (verdict === "needs-human") return stop("implausible speedup: a human decides", comparison);
-  if (verdict === "improved") return stop("the whole CI is above the accept bar", comparison);
-  const futile = futilityBar(comparison, opts, policy.nMax);
-  if (ci === null || acceptBar === null || futile === null) return stop("no interval", comparison);
-  if (ci.hi <= futile) {
-    const why = futile === acceptBar ? "the whole CI is below the accept bar: more runs would not lift its lower bound above it" : `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound would more likely than not miss the accept bar at ${policy.nMax} runs per arm`;
-    return stop(
-      verdict === "regressed" ? "regressed: the whole CI is below the regression bar" : why,
-      comparison
-    );
-  }
-  if (n >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
-  const target = Math.min(policy.nMax, n + policy.step);
-  const straddles = ci.hi > acceptBar ? `straddles the accept bar ${acceptBar.toFixed(4)}` : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
-  return {
-    action: "more",
-    addRuns: topUp(a, b, target),
-    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
-    comparison
-  };
-}
-
 // src/loop/steps/measure.ts
 var MINUTE_MS2 = 6e4;
-var SEQUENTIAL_STEP = 2;
 function metricUnit(path) {
   if (path.endsWith("_ms")) return "ms";
   if (path.endsWith("mfu")) return "MFU";
@@ -66408,6 +67019,7 @@ async function measure(env) {
     confidence: ctx.config.measure.confidence,
     resamples: ctx.config.measure.resamples,
     practicalDelta: ctx.config.measure.practical_delta,
+    regressionDelta: ctx.config.measure.regression_delta,
     implausibleSpeedup: ctx.config.measure.implausible_speedup,
     ...calibration ? { calibratedCv: calibration.cv } : {}
   };
@@ -66600,7 +67212,7 @@ function priorChampionRuns(ctx, iteration, champion) {
   if (!existsSync19(ctx.runDir)) return groups2;
   for (const name of readdirSync10(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join29(ctx.runDir, name));
+    const b = new Bundle(join28(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -66612,14 +67224,227 @@ function priorChampionRuns(ctx, iteration, champion) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync22, readFileSync as readFileSync19 } from "node:fs";
-import { join as join34, resolve as resolve15 } from "node:path";
+import { join as join33, resolve as resolve15 } from "node:path";
+
+// src/report/log-entry.ts
+import { createHash as createHash7 } from "node:crypto";
+var LOG_ENTRY_FORMAT = 2;
+var LOG_HOTSPOTS = 3;
+var LOG_FAILING_TESTS = 10;
+var LOG_LABELS = [
+  "Run",
+  "Date",
+  "Verdict",
+  "Reason",
+  "Commit",
+  "Base",
+  "Agent",
+  "Guard",
+  "Correctness (CPU)",
+  "Failing tests (CPU)",
+  "Correctness (accelerator)",
+  "Failing tests (accelerator)",
+  "Measurement",
+  "MFU",
+  "Kernel",
+  "Model",
+  "Kernel share",
+  "Profile",
+  "Step time",
+  "Hotspot",
+  "Custom-call launches per step",
+  "Evidence"
+];
+var ITERATION_HEADING_PREFIX = "### Iteration ";
+var ITERATION_HEADING = new RegExp(`^${ITERATION_HEADING_PREFIX}(\\d+)([A-Za-z]*)\\b`);
+function iterationHeading(number) {
+  return `${ITERATION_HEADING_PREFIX}${number}`;
+}
+var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
+function defaultEvidencePath(evidence) {
+  return `${bundleKey(evidence)}/evidence.json`;
+}
+function canonicalJson(value2) {
+  if (Array.isArray(value2)) return `[${value2.map(canonicalJson).join(",")}]`;
+  if (value2 !== null && typeof value2 === "object") {
+    const entries = Object.entries(value2).filter(([, v]) => v !== void 0).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value2) ?? "null";
+}
+function evidenceDigest(evidence) {
+  const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
+  const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
+  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+}
+function evidenceMarker(path, digest) {
+  if (/\s|-->/.test(path))
+    throw new HillclimbError(`evidence path ${JSON.stringify(path)} cannot go in the log marker`);
+  return `<!-- hillclimb:evidence ${path} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
+}
+function parseEvidenceMarker(line) {
+  const m = EVIDENCE_MARKER.exec(line.trim());
+  return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
+}
+function entryHeading(number, evidence) {
+  return `${iterationHeading(number)} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
+}
+function harnessLines(evidence, evidencePath) {
+  const lines = [];
+  const add = (label, text3) => lines.push([label, escapeHtml(oneLine(text3))]);
+  add(
+    "Run",
+    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`
+  );
+  add("Date", formatTime(evidence.startedAt));
+  add("Verdict", verdictLabel(evidence));
+  for (const reason of verdictReasons(evidence)) add("Reason", reason);
+  const c = evidence.candidate;
+  add("Commit", c ? `${code(shortSha(c.commit))} on ${code(c.branch)}` : "none (the agent made no commit)");
+  add(
+    "Base",
+    `${code(shortSha(evidence.base.commit))}${evidence.base.iteration !== void 0 ? ` (champion since iteration ${evidence.base.iteration})` : ""}`
+  );
+  const agent = evidence.agent;
+  if (agent) {
+    const problem = agent.resultProblem ? `; result: ${agent.resultProblem}` : agent.result ? "" : "; no result file";
+    add(
+      "Agent",
+      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}`
+    );
+  }
+  if (evidence.guard) add("Guard", guardText(evidence.guard));
+  for (const [key, name] of [
+    ["cpu", "CPU"],
+    ["accelerator", "accelerator"]
+  ]) {
+    const gate = evidence.gates[key];
+    if (!gate) continue;
+    add(`Correctness (${name})`, gateText(gate));
+    const failing = failingList(gate, LOG_FAILING_TESTS);
+    if (failing) add(`Failing tests (${name})`, failing);
+  }
+  const m = evidence.measurement;
+  if (m) {
+    const change = measuredChange(evidence);
+    const medians = mediansText(m);
+    const parts = [`${m.metric.label}${medians ? ` ${medians}` : ""}`];
+    if (change) parts.push(`${change.delta} (${change.n})`);
+    else parts.push(`no comparison (${m.runs.length} runs)`);
+    add("Measurement", parts.join(", "));
+    add("MFU", mfuText(evidence));
+    if (m.levels) {
+      add("Kernel", kernelLine(m.levels));
+      const model = modelLine(m.levels);
+      if (model) add("Model", model);
+    }
+  } else {
+    add("Measurement", evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run");
+  }
+  const share = m ? shareLine(evidence) : void 0;
+  if (share) add("Kernel share", share);
+  const profile = evidence.profile;
+  if (profile && profile.status !== "done") {
+    add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
+  } else if (profile) {
+    const custom = customCallNames(profile);
+    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
+    if (profile.diff?.stepTimeMs) add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
+    for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
+      add("Hotspot", hotspotLine(row, custom.has(row.name)));
+    const launches = launchesText(profile);
+    if (launches !== void 0) add("Custom-call launches per step", launches);
+  }
+  add("Evidence", code(evidencePath));
+  return lines;
+}
+function agentLines(evidence) {
+  const r = evidence.agent?.result;
+  if (!r) return "";
+  return agentQuote([
+    ["hypothesis", r.hypothesis],
+    ["summary", r.summary],
+    ["next idea", r.next_idea]
+  ]);
+}
+function renderLogEntry(evidence, opts = {}) {
+  const path = opts.evidencePath ?? defaultEvidencePath(evidence);
+  const lines = [
+    entryHeading(opts.number ?? evidence.iteration, evidence),
+    "",
+    evidenceMarker(path, evidenceDigest(evidence)),
+    ...harnessLines(evidence, path).map(([label, text3]) => `- ${label}: ${text3}`)
+  ];
+  const agent = agentLines(evidence);
+  return `${lines.join("\n")}
+${agent === "" ? "" : `
+${agent}
+`}`;
+}
+var DEFAULT_GOAL = "Make the target kernel faster without changing its results. Each iteration tries one change; only a change whose whole confidence interval clears the noise floor replaces the champion.";
+function logHeader(opts = {}) {
+  return `# ${opts.title ?? "Hill-climb log"}
+
+Append-only record of every hillclimb iteration, failed ones included. Written by the harness
+(\`hillclimb loop\`), never by the agent; do not edit entries by hand.
+
+## Goal
+
+${opts.goal ?? DEFAULT_GOAL}
+
+## Loop contract
+
+- One hypothesis and one change set per iteration, proposed by the agent inside the target's editable paths.
+- The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
+  interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
+  the candidate and diffs its trace against the champion's.
+- Exactly one verdict per iteration: improved, no-change, regressed, invalid, needs-human, error or no-op.
+- Every iteration becomes a draft pull request; people review and merge.
+
+## How entries are produced
+
+Each entry is rendered from the iteration's evidence record (\`evidence.json\`). Lines starting with \`- \`
+are the harness's: every number in them was computed from raw artifacts (JUnit XML, metrics JSON,
+traces). Lines starting with \`> agent\` quote the agent's own words and are never read for numbers. The
+hidden \`hillclimb:evidence\` line names the evidence file and its sha256; \`hillclimb log lint\` renders
+each entry again from it and reports any line that differs and any number with a unit that the evidence
+does not contain.
+
+## Iterations
+`;
+}
+function headingNumbers(text3) {
+  const out = [];
+  text3.split("\n").forEach((line, i) => {
+    const m = ITERATION_HEADING.exec(line);
+    if (m) out.push({ line: i + 1, number: Number(m[1]), suffix: m[2] });
+  });
+  return out;
+}
+function appendLogEntry(logText, entry, header = {}) {
+  const first = entry.split("\n", 1)[0] ?? "";
+  const m = ITERATION_HEADING.exec(first);
+  if (!m)
+    throw new HillclimbError(
+      `a log entry must start with "${ITERATION_HEADING_PREFIX}<N>", got ${JSON.stringify(first)}`
+    );
+  const base = logText === void 0 || logText.trim() === "" ? logHeader(header) : logText;
+  const last = headingNumbers(base).at(-1);
+  let body = entry.trimEnd();
+  if (last && Number(m[1]) <= last.number) {
+    body = body.replace(ITERATION_HEADING, iterationHeading(last.number + 1));
+  }
+  return `${base.trimEnd()}
+
+${body}
+`;
+}
 
 // src/loop/log-file.ts
-var ENTRY_HEADING = /^### Iteration /m;
 function recentLogEntries(text3, n) {
   if (n <= 0) return [];
   const starts = [];
-  const re = new RegExp(ENTRY_HEADING.source, "gm");
+  const re = new RegExp(ITERATION_HEADING.source, "gm");
   for (let m = re.exec(text3); m !== null; m = re.exec(text3)) starts.push(m.index);
   const entries = starts.map((s, i) => text3.slice(s, starts[i + 1] ?? text3.length).trim());
   return entries.slice(-n);
@@ -66627,7 +67452,7 @@ function recentLogEntries(text3, n) {
 
 // src/loop/prompt.ts
 import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync as readFileSync16 } from "node:fs";
-import { join as join30 } from "node:path";
+import { join as join29 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -66661,8 +67486,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync16(join30(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join30(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync16(join29(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join29(dir, `${name}.md`)} is empty`);
     return `### Directive ${i + 1}: ${name}
 
 ${text3}`;
@@ -66696,9 +67521,9 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
 }
 
 // src/loop/steps/profile.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash8 } from "node:crypto";
 import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
-import { join as join33 } from "node:path";
+import { join as join32 } from "node:path";
 
 // src/evidence/analysis/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
@@ -68451,7 +69276,7 @@ function numberOrUndefined(s) {
 
 // src/evidence/trace/profile-dir.ts
 import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join31 } from "node:path";
+import { basename as basename6, join as join30 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -68475,7 +69300,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync8(join31(runDir, f)).isFile());
+  const files = readdirSync12(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -68483,7 +69308,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join31(runDir, sorted[0]), format, notes };
+    return { path: join30(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -68494,7 +69319,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join31(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -68506,15 +69331,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync12(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join31(dir, "plugins", "profile"), dir]) {
+  for (const base of [join30(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync8(join31(base, r)).isDirectory());
+      runs = readdirSync12(base).filter((r) => statSync8(join30(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join31(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync12(join30(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -70547,13 +71372,13 @@ async function opCosts(source, c, where2) {
 
 // src/evidence/analysis/peaks.ts
 import { readFileSync as readFileSync17 } from "node:fs";
-import { join as join32 } from "node:path";
+import { join as join31 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync17(join32(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync17(join31(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -71363,16 +72188,16 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash7("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join33(ctx.stateDir, "cache", "profiles", key);
+  const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  return join32(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join33(cacheDir(ctx, commit2), "summary.json");
+  const local = join32(cacheDir(ctx, commit2), "summary.json");
   if (existsSync21(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join33(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -71392,8 +72217,8 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join33(dir, "summary.json");
-  const traceDir = join33(dir, "trace");
+  const summaryFile = join32(dir, "summary.json");
+  const traceDir = join32(dir, "trace");
   const cachedSummary = existsSync21(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
@@ -71406,8 +72231,8 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join33(dir, "metrics.json"),
-      log: join33(dir, "profile.log")
+      metrics: join32(dir, "metrics.json"),
+      log: join32(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
@@ -71443,7 +72268,7 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join34(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
+      result_file: join33(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve15(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
@@ -71461,10 +72286,10 @@ function agentTestCommand(ctx, iteration) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: "python",
     root: agentRepoPath(ctx, iteration),
-    junit: join34(out, "junit.xml"),
-    metrics: join34(out, "metrics.json"),
-    trace: join34(out, "trace"),
-    cache: join34(out, "cache")
+    junit: join33(out, "junit.xml"),
+    metrics: join33(out, "metrics.json"),
+    trace: join33(out, "trace"),
+    cache: join33(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -71503,7 +72328,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join34(ctx.runDir, "hillclimb-log.md");
+  const runLog = join33(ctx.runDir, "hillclimb-log.md");
   const n = ctx.config.loop.log_entries_in_prompt;
   let entries = existsSync22(runLog) ? recentLogEntries(readFileSync19(runLog, "utf8"), n) : [];
   if (entries.length < n) {
@@ -71515,7 +72340,7 @@ async function recentLogText(ctx, base) {
 
 // src/loop/steps/propose.ts
 import { existsSync as existsSync23, mkdirSync as mkdirSync22, readFileSync as readFileSync21, rmSync as rmSync19 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
+import { delimiter as delimiter2, dirname as dirname21, join as join35 } from "node:path";
 
 // src/agent/leftovers.ts
 var SUBJECT_MAX = 72;
@@ -71535,7 +72360,7 @@ ${body.join("\n\n")}
 
 // src/workspace/agent-tree.ts
 import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
-import { join as join35 } from "node:path";
+import { join as join34 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
   maxTotalBytes: 512 * 1024 * 1024
@@ -71546,10 +72371,10 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   let total = 0;
   const seen = /* @__PURE__ */ new Set();
   const walk3 = (rel) => {
-    const from = join35(src, rel);
+    const from = join34(src, rel);
     const st = lstatSync3(from);
     if (st.isDirectory()) {
-      if (rel !== "") mkdirSync21(join35(dest, rel), { recursive: true });
+      if (rel !== "") mkdirSync21(join34(dest, rel), { recursive: true });
       for (const name of readdirSync13(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk3(rel === "" ? name : `${rel}/${name}`);
@@ -71564,7 +72389,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
       return;
     }
     total += st.size;
-    const to = join35(dest, rel);
+    const to = join34(dest, rel);
     if (sameContent2(from, to)) return;
     rmSync18(to, { recursive: true, force: true });
     copyFileSync5(from, to, constants6.COPYFILE_EXCL);
@@ -71572,7 +72397,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   };
   walk3("");
   const prune = (rel) => {
-    const at = join35(dest, rel);
+    const at = join34(dest, rel);
     const st = lstatSync3(at);
     if (st.isDirectory()) {
       for (const name of readdirSync13(at).sort()) {
@@ -71600,17 +72425,17 @@ function sameContent2(a, b) {
   return readFileSync20(a).equals(readFileSync20(b));
 }
 function readAgentHead(repo) {
-  const gitDir = join35(repo, ".git");
-  const head = readSmallFile(join35(gitDir, "HEAD"));
+  const gitDir = join34(repo, ".git");
+  const head = readSmallFile(join34(gitDir, "HEAD"));
   if (head === void 0) return void 0;
   const sha = /^([0-9a-f]{40})\s*$/.exec(head)?.[1];
   if (sha) return sha;
   const ref = /^ref: (refs\/[A-Za-z0-9._/-]+)\s*$/.exec(head)?.[1];
   if (!ref || ref.split("/").includes("..")) return void 0;
-  const loose = readSmallFile(join35(gitDir, ref));
+  const loose = readSmallFile(join34(gitDir, ref));
   const fromLoose = loose === void 0 ? void 0 : /^([0-9a-f]{40})\s*$/.exec(loose)?.[1];
   if (fromLoose) return fromLoose;
-  const packed = readSmallFile(join35(gitDir, "packed-refs"), 4 * 1024 * 1024);
+  const packed = readSmallFile(join34(gitDir, "packed-refs"), 4 * 1024 * 1024);
   for (const line of packed?.split("\n") ?? []) {
     const m = /^([0-9a-f]{40}) (refs\/\S+)$/.exec(line);
     if (m && m[2] === ref) return m[1];
@@ -71639,14 +72464,14 @@ var proposeStep = {
     mkdirSync22(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join36(out, AGENT_RESULT_NAME);
+    const resultFile = join35(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
       prompt: readFileSync21(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join36(out, AGENT_LOG_NAME),
+      logFile: join35(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS4,
       env: {
@@ -71659,7 +72484,7 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync19(join36(out, "home"), { recursive: true, force: true });
+    rmSync19(join35(out, "home"), { recursive: true, force: true });
     copyPlainTree(out, bundle.path("agent"), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     ev.agent = {
@@ -71740,13 +72565,13 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join36(out, "home")
+      home: join35(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join36(repo, ".git", "objects");
+  const objects = join35(repo, ".git", "objects");
   if (head && head !== base && existsSync23(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
@@ -72047,219 +72872,11 @@ function dryRunPublish(ctx, bundle, ev) {
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync26, readFileSync as readFileSync24, writeFileSync as writeFileSync9 } from "node:fs";
-import { join as join38 } from "node:path";
-
-// src/report/log-entry.ts
-import { createHash as createHash8 } from "node:crypto";
-var LOG_ENTRY_FORMAT = 2;
-var LOG_HOTSPOTS = 3;
-var LOG_FAILING_TESTS = 10;
-var LOG_LABELS = [
-  "Run",
-  "Date",
-  "Verdict",
-  "Reason",
-  "Commit",
-  "Base",
-  "Agent",
-  "Guard",
-  "Correctness (CPU)",
-  "Failing tests (CPU)",
-  "Correctness (accelerator)",
-  "Failing tests (accelerator)",
-  "Measurement",
-  "MFU",
-  "Kernel",
-  "Model",
-  "Kernel share",
-  "Profile",
-  "Step time",
-  "Hotspot",
-  "Custom-call launches per step",
-  "Evidence"
-];
-var ITERATION_HEADING = /^### Iteration (\d+)([A-Za-z]*)\b/;
-var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
-function defaultEvidencePath(evidence) {
-  return `${bundleKey(evidence)}/evidence.json`;
-}
-function canonicalJson(value2) {
-  if (Array.isArray(value2)) return `[${value2.map(canonicalJson).join(",")}]`;
-  if (value2 !== null && typeof value2 === "object") {
-    const entries = Object.entries(value2).filter(([, v]) => v !== void 0).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value2) ?? "null";
-}
-function evidenceDigest(evidence) {
-  const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
-  const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
-}
-function evidenceMarker(path, digest) {
-  if (/\s|-->/.test(path))
-    throw new HillclimbError(`evidence path ${JSON.stringify(path)} cannot go in the log marker`);
-  return `<!-- hillclimb:evidence ${path} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
-}
-function parseEvidenceMarker(line) {
-  const m = EVIDENCE_MARKER.exec(line.trim());
-  return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
-}
-function entryHeading(number, evidence) {
-  return `### Iteration ${number} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
-}
-function harnessLines(evidence, evidencePath) {
-  const lines = [];
-  const add = (label, text3) => lines.push([label, escapeHtml(oneLine(text3))]);
-  add(
-    "Run",
-    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`
-  );
-  add("Date", formatTime(evidence.startedAt));
-  add("Verdict", verdictLabel(evidence));
-  for (const reason of verdictReasons(evidence)) add("Reason", reason);
-  const c = evidence.candidate;
-  add("Commit", c ? `${code(shortSha(c.commit))} on ${code(c.branch)}` : "none (the agent made no commit)");
-  add(
-    "Base",
-    `${code(shortSha(evidence.base.commit))}${evidence.base.iteration !== void 0 ? ` (champion since iteration ${evidence.base.iteration})` : ""}`
-  );
-  const agent = evidence.agent;
-  if (agent) {
-    const problem = agent.resultProblem ? `; result: ${agent.resultProblem}` : agent.result ? "" : "; no result file";
-    add(
-      "Agent",
-      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}`
-    );
-  }
-  if (evidence.guard) add("Guard", guardText(evidence.guard));
-  for (const [key, name] of [
-    ["cpu", "CPU"],
-    ["accelerator", "accelerator"]
-  ]) {
-    const gate = evidence.gates[key];
-    if (!gate) continue;
-    add(`Correctness (${name})`, gateText(gate));
-    const failing = failingList(gate, LOG_FAILING_TESTS);
-    if (failing) add(`Failing tests (${name})`, failing);
-  }
-  const m = evidence.measurement;
-  if (m) {
-    const change = measuredChange(evidence);
-    const medians = mediansText(m);
-    const parts = [`${m.metric.label}${medians ? ` ${medians}` : ""}`];
-    if (change) parts.push(`${change.delta} (${change.n})`);
-    else parts.push(`no comparison (${m.runs.length} runs)`);
-    add("Measurement", parts.join(", "));
-    add("MFU", mfuText(evidence));
-    if (m.levels) {
-      add("Kernel", kernelLine(m.levels));
-      const model = modelLine(m.levels);
-      if (model) add("Model", model);
-    }
-  } else {
-    add("Measurement", evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run");
-  }
-  const share = m ? shareLine(evidence) : void 0;
-  if (share) add("Kernel share", share);
-  const profile = evidence.profile;
-  if (profile && profile.status !== "done") {
-    add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
-  } else if (profile) {
-    const custom = customCallNames(profile);
-    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
-    if (profile.diff?.stepTimeMs) add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
-    for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
-      add("Hotspot", hotspotLine(row, custom.has(row.name)));
-    const launches = launchesText(profile);
-    if (launches !== void 0) add("Custom-call launches per step", launches);
-  }
-  add("Evidence", code(evidencePath));
-  return lines;
-}
-function agentLines(evidence) {
-  const r = evidence.agent?.result;
-  if (!r) return "";
-  return agentQuote([
-    ["hypothesis", r.hypothesis],
-    ["summary", r.summary],
-    ["next idea", r.next_idea]
-  ]);
-}
-function renderLogEntry(evidence, opts = {}) {
-  const path = opts.evidencePath ?? defaultEvidencePath(evidence);
-  const lines = [
-    entryHeading(opts.number ?? evidence.iteration, evidence),
-    "",
-    evidenceMarker(path, evidenceDigest(evidence)),
-    ...harnessLines(evidence, path).map(([label, text3]) => `- ${label}: ${text3}`)
-  ];
-  const agent = agentLines(evidence);
-  return `${lines.join("\n")}
-${agent === "" ? "" : `
-${agent}
-`}`;
-}
-var DEFAULT_GOAL = "Make the target kernel faster without changing its results. Each iteration tries one change; only a change whose whole confidence interval clears the noise floor replaces the champion.";
-function logHeader(opts = {}) {
-  return `# ${opts.title ?? "Hill-climb log"}
-
-Append-only record of every hillclimb iteration, failed ones included. Written by the harness
-(\`hillclimb loop\`), never by the agent; do not edit entries by hand.
-
-## Goal
-
-${opts.goal ?? DEFAULT_GOAL}
-
-## Loop contract
-
-- One hypothesis and one change set per iteration, proposed by the agent inside the target's editable paths.
-- The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
-  interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
-  the candidate and diffs its trace against the champion's.
-- Exactly one verdict per iteration: improved, no-change, regressed, invalid, needs-human, error or no-op.
-- Every iteration becomes a draft pull request; people review and merge.
-
-## How entries are produced
-
-Each entry is rendered from the iteration's evidence record (\`evidence.json\`). Lines starting with \`- \`
-are the harness's: every number in them was computed from raw artifacts (JUnit XML, metrics JSON,
-traces). Lines starting with \`> agent\` quote the agent's own words and are never read for numbers. The
-hidden \`hillclimb:evidence\` line names the evidence file and its sha256; \`hillclimb log lint\` renders
-each entry again from it and reports any line that differs and any number with a unit that the evidence
-does not contain.
-
-## Iterations
-`;
-}
-function headingNumbers(text3) {
-  const out = [];
-  text3.split("\n").forEach((line, i) => {
-    const m = ITERATION_HEADING.exec(line);
-    if (m) out.push({ line: i + 1, number: Number(m[1]), suffix: m[2] });
-  });
-  return out;
-}
-function appendLogEntry(logText, entry, header = {}) {
-  const first = entry.split("\n", 1)[0] ?? "";
-  const m = ITERATION_HEADING.exec(first);
-  if (!m)
-    throw new HillclimbError(`a log entry must start with "### Iteration <N>", got ${JSON.stringify(first)}`);
-  const base = logText === void 0 || logText.trim() === "" ? logHeader(header) : logText;
-  const last = headingNumbers(base).at(-1);
-  let body = entry.trimEnd();
-  if (last && Number(m[1]) <= last.number) {
-    body = body.replace(/^### Iteration \d+[A-Za-z]*/, `### Iteration ${last.number + 1}`);
-  }
-  return `${base.trimEnd()}
-
-${body}
-`;
-}
+import { join as join37 } from "node:path";
 
 // src/report/log-evidence.ts
 import { existsSync as existsSync25, readFileSync as readFileSync23 } from "node:fs";
-import { join as join37 } from "node:path";
+import { join as join36 } from "node:path";
 function evidenceLoader(roots) {
   return (path) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) {
@@ -72274,7 +72891,7 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join37(root, path);
+      const file = join36(root, path);
       if (!existsSync25(file)) continue;
       let parsed;
       try {
@@ -72370,7 +72987,7 @@ function headingOrderProblems(lines) {
 }
 function scopeStart(lines, scope) {
   if (scope === "all") return 0;
-  for (let i = lines.length - 1; i >= 0; i--) if (lines[i].startsWith("### Iteration ")) return i;
+  for (let i = lines.length - 1; i >= 0; i--) if (ITERATION_HEADING.test(lines[i])) return i;
   return 0;
 }
 function entriesFrom(lines, from) {
@@ -72551,10 +73168,10 @@ var recordStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join38("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join37("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join38(ctx.runDir, "hillclimb-log.md");
+    const runLog = join37(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync26(runLog) ? readFileSync24(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
@@ -72718,7 +73335,7 @@ function record(ev, name, rec) {
 }
 async function runWithRetries(ctx, step, env) {
   const retries = ctx.config.loop.infra_retries;
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt2 = 1; ; attempt2++) {
     if (ctx.signal.aborted) throw new Interrupted();
     try {
       return { kind: "ok", result: await step.run(env) };
@@ -72727,10 +73344,10 @@ async function runWithRetries(ctx, step, env) {
         throw e instanceof Interrupted ? e : new Interrupted();
       if (!isInfra(e)) throw e;
       const message = errorMessage(e).split("\n")[0];
-      if (attempt > retries || /\bdry run\b/.test(message)) return { kind: "infra", message };
-      const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
+      if (attempt2 > retries || /\bdry run\b/.test(message)) return { kind: "infra", message };
+      const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt2);
       ctx.logger.warn(
-        `${step.name}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1e3)} s`
+        `${step.name}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s`
       );
       await ctx.sleep(wait);
     }
@@ -72978,7 +73595,7 @@ async function openPhase(phase, opts) {
   });
   const stateDir = stateDirOf(config);
   const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join39(runDir, iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join38(runDir, iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name);
@@ -73147,7 +73764,7 @@ async function prepareExternalChange(opts, change) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join40(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join39(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const git3 = await Git.create(config.root, { logger: opts.logger });
   try {
     if (!bundle.exists()) {

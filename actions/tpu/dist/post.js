@@ -2160,9 +2160,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve4, reject) => {
+          return new Promise((resolve3, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve4(data);
+              return err ? reject(err) : resolve3(data);
             });
           });
         }
@@ -2200,12 +2200,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve4, reject) => {
+          return new Promise((resolve3, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve4(data);
+              ) : resolve3(data);
             });
           });
         }
@@ -4472,8 +4472,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve4, reject) => {
-        res = resolve4;
+      const promise = new Promise((resolve3, reject) => {
+        res = resolve3;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -6724,12 +6724,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve4, reject) => {
+      const waitForDrain = () => new Promise((resolve3, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve4;
+          callback = resolve3;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7399,12 +7399,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve4, reject) => {
+      const waitForDrain = () => new Promise((resolve3, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve4;
+          callback = resolve3;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7883,16 +7883,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve4) => {
+        return new Promise((resolve3) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve4;
+            this[kClosedResolve] = resolve3;
           } else {
-            resolve4(null);
+            resolve3(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve4) => {
+        return new Promise((resolve3) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
             const request = requests[i];
@@ -7903,7 +7903,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve4(null);
+            resolve3(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7954,7 +7954,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve4, reject) => {
+        const socket = await new Promise((resolve3, reject) => {
           client[kConnector]({
             host,
             hostname,
@@ -7966,7 +7966,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve4(socket2);
+              resolve3(socket2);
             }
           });
         });
@@ -8302,8 +8302,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c) => c.close()));
         } else {
-          await new Promise((resolve4) => {
-            this[kClosedResolve] = resolve4;
+          await new Promise((resolve3) => {
+            this[kClosedResolve] = resolve3;
           });
         }
       }
@@ -9572,7 +9572,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve4, reject) => {
+        return await new Promise((resolve3, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9585,7 +9585,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve4(null);
+              resolve3(null);
             }
           }).on("error", noop).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9604,7 +9604,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert(!stream[kConsume]);
-      return new Promise((resolve4, reject) => {
+      return new Promise((resolve3, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9621,7 +9621,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve4,
+              resolve: resolve3,
               reject,
               length: 0,
               body: []
@@ -9691,18 +9691,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve4, stream, length } = consume2;
+      const { type, body, resolve: resolve3, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve4(chunksDecode(body, length));
+          resolve3(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve4(JSON.parse(chunksDecode(body, length)));
+          resolve3(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve4(chunksConcat(body, length).buffer);
+          resolve3(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve4(new Blob(body, { type: stream[kContentType] }));
+          resolve3(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve4(chunksConcat(body, length));
+          resolve3(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9959,9 +9959,9 @@ var require_api_request = __commonJS({
     };
     function request(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve3, reject) => {
           request.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -10184,9 +10184,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve3, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -10471,9 +10471,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve3, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -10565,9 +10565,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve3, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve3(data);
           });
         });
       }
@@ -14430,7 +14430,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url = requestCurrentURL(request);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve4, reject) => agent.dispatch(
+        return new Promise((resolve3, reject) => agent.dispatch(
           {
             path: url.pathname + url.search,
             origin: url.origin,
@@ -14506,7 +14506,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable({ read: resume });
               const onError = this.onError.bind(this);
-              resolve4({
+              resolve3({
                 status,
                 statusText,
                 headersList,
@@ -14549,7 +14549,7 @@ var require_fetch = __commonJS({
               for (let i = 0; i < rawHeaders.length; i += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i]), rawHeaders[i + 1].toString("latin1"), true);
               }
-              resolve4({
+              resolve3({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18290,8 +18290,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay(ms) {
-      return new Promise((resolve4) => {
-        setTimeout(resolve4, ms).unref();
+      return new Promise((resolve3) => {
+        setTimeout(resolve3, ms).unref();
       });
     }
     module.exports = {
@@ -22100,7 +22100,7 @@ var require_compile = __commonJS({
       const schOrFunc = root.refs[ref];
       if (schOrFunc)
         return schOrFunc;
-      let _sch = resolve4.call(this, root, ref);
+      let _sch = resolve3.call(this, root, ref);
       if (_sch === void 0) {
         const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
@@ -22127,7 +22127,7 @@ var require_compile = __commonJS({
     function sameSchemaEnv(s1, s2) {
       return s1.schema === s2.schema && s1.root === s2.root && s1.baseId === s2.baseId;
     }
-    function resolve4(root, ref) {
+    function resolve3(root, ref) {
       let sch;
       while (typeof (sch = this.refs[ref]) == "string")
         ref = sch;
@@ -22991,7 +22991,7 @@ var require_fast_uri = __commonJS({
       }
       return uri;
     }
-    function resolve4(baseURI, relativeURI, options) {
+    function resolve3(baseURI, relativeURI, options) {
       const schemelessOptions = options ? Object.assign({ scheme: "null" }, options) : { scheme: "null" };
       const {
         parsed: baseParsed,
@@ -23382,7 +23382,7 @@ var require_fast_uri = __commonJS({
     var fastUri = {
       SCHEMES,
       normalize,
-      resolve: resolve4,
+      resolve: resolve3,
       resolveComponent,
       equal,
       serialize,
@@ -33515,11 +33515,11 @@ import { EOL as EOL2 } from "os";
 import { constants, promises } from "fs";
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve4) {
-      resolve4(value);
+    return value instanceof P ? value : new P(function(resolve3) {
+      resolve3(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve4, reject) {
+  return new (P || (P = Promise))(function(resolve3, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -33535,7 +33535,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -33833,6 +33833,589 @@ function getState(name) {
 // src/forge/limits.ts
 var BODY_CAP_CHARS = 64e3;
 
+// schemas/hillclimb.schema.json
+var hillclimb_schema_default = {
+  $schema: "http://json-schema.org/draft-07/schema#",
+  $id: "https://hillclimb.dev/schemas/hillclimb.schema.json",
+  title: "hillclimb.yml",
+  description: "Configuration of a hillclimb loop: targets (what the agent may edit, how the harness tests, measures and profiles), the loop policies, the statistics, and which agent, compute backend, forge and store to use. Commands are argument arrays; placeholders {python}, {metrics}, {junit}, {trace}, {root} are filled in by the engine.",
+  type: "object",
+  additionalProperties: false,
+  required: ["version", "targets"],
+  properties: {
+    version: { const: 1, description: "Config format version." },
+    targets: {
+      type: "object",
+      description: "Kernels the loop can optimize, by name.",
+      minProperties: 1,
+      propertyNames: { pattern: "^[a-z][a-z0-9-]*$" },
+      additionalProperties: { $ref: "#/definitions/target" }
+    },
+    loop: { $ref: "#/definitions/loop", default: {} },
+    measure: { $ref: "#/definitions/measure", default: {} },
+    agent: { $ref: "#/definitions/agent", default: {} },
+    compute: { $ref: "#/definitions/compute", default: {} },
+    sandbox: { $ref: "#/definitions/sandbox", default: {} },
+    forge: { $ref: "#/definitions/forge", default: {} },
+    store: { $ref: "#/definitions/store", default: {} },
+    paths: { $ref: "#/definitions/paths", default: {} }
+  },
+  definitions: {
+    command: {
+      type: "array",
+      description: "An argument array. The first element is the program; never a shell string.",
+      minItems: 1,
+      items: { type: "string", minLength: 1 }
+    },
+    glob: {
+      type: "string",
+      minLength: 1,
+      description: "A path glob relative to the repository root (** matches any depth)."
+    },
+    minutes: { type: "number", exclusiveMinimum: 0 },
+    target: {
+      type: "object",
+      additionalProperties: false,
+      required: ["editable", "protected", "correctness", "bench"],
+      properties: {
+        description: { type: "string" },
+        editable: {
+          type: "array",
+          minItems: 1,
+          items: { $ref: "#/definitions/glob" },
+          description: "The only paths an agent may change."
+        },
+        protected: {
+          type: "array",
+          items: { $ref: "#/definitions/glob" },
+          description: "Paths an agent may never change, even when an editable glob matches (oracle, tests, tolerances, shapes, harness, config, CI)."
+        },
+        static_checks: {
+          type: "array",
+          default: [],
+          description: "Patterns that must not appear in added lines of editable files (known hacks).",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["pattern", "reason"],
+            properties: {
+              pattern: {
+                type: "string",
+                minLength: 1,
+                description: "A JavaScript regular expression."
+              },
+              reason: { type: "string", minLength: 1 },
+              paths: { type: "array", items: { $ref: "#/definitions/glob" } }
+            }
+          }
+        },
+        correctness: {
+          type: "object",
+          additionalProperties: false,
+          required: ["cpu"],
+          properties: {
+            cpu: {
+              $ref: "#/definitions/gate",
+              description: "The cheap gate: runs locally before any accelerator time."
+            },
+            accelerator: {
+              $ref: "#/definitions/gate",
+              description: "Runs on the compute backend; skipped on the local CPU backend."
+            }
+          }
+        },
+        bench: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command", "metric"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Writes one metrics JSON to {metrics}."
+            },
+            metric: {
+              type: "object",
+              additionalProperties: false,
+              required: ["path", "direction"],
+              properties: {
+                path: {
+                  type: "string",
+                  pattern: "^[A-Za-z0-9_.]+$",
+                  description: "Dotted path into the metrics JSON, e.g. measurements.fwd_bwd.median_ms."
+                },
+                direction: { enum: ["higher", "lower"], description: "Which way is better." },
+                label: { type: "string", description: "Display name, e.g. 'fwd+bwd time'." }
+              }
+            },
+            mfu_path: {
+              type: "string",
+              default: "measurements.fwd_bwd.mfu",
+              description: "Dotted path of the MFU value reported beside the metric (null on CPU)."
+            },
+            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+          }
+        },
+        profile: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Writes a profiler trace directory to {trace}."
+            },
+            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+          }
+        }
+      }
+    },
+    gate: {
+      type: "object",
+      additionalProperties: false,
+      required: ["command"],
+      properties: {
+        command: {
+          $ref: "#/definitions/command",
+          description: "Exit 0 = pass. Writes JUnit XML to {junit} when it names it."
+        },
+        timeout_minutes: { $ref: "#/definitions/minutes", default: 20 },
+        idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 10 }
+      }
+    },
+    loop: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        target: { type: "string", description: "Target to optimize; default: the only target." },
+        iterations: { type: "integer", minimum: 1, default: 3 },
+        failure_budget: {
+          type: "integer",
+          minimum: 0,
+          default: 3,
+          description: "Stop after this many consecutive iterations ending in error (infrastructure)."
+        },
+        dirty_tree: {
+          enum: ["fail", "stash"],
+          default: "fail",
+          description: "What to do with uncommitted changes at the start of an iteration. stash restores them afterwards by stash SHA."
+        },
+        sync_main: {
+          enum: ["off", "once", "each-iteration"],
+          default: "off",
+          description: "Merge the base branch into the loop branch before iterating."
+        },
+        branch_prefix: { type: "string", pattern: "^[A-Za-z0-9._/-]+/$", default: "hillclimb/" },
+        infra_retries: {
+          type: "integer",
+          minimum: 0,
+          default: 2,
+          description: "Retries (with backoff) for infrastructure failures only; real failures are never retried."
+        },
+        retry_backoff_seconds: { type: "number", minimum: 0, default: 10 },
+        stuck_after: {
+          type: "integer",
+          minimum: 2,
+          default: 3,
+          description: "Stop and ask for a human when this many consecutive iterations fail with the same signature."
+        },
+        log_entries_in_prompt: { type: "integer", minimum: 0, default: 3 }
+      }
+    },
+    measure: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        runs_per_arm: {
+          type: "integer",
+          minimum: 3,
+          default: 5,
+          description: "Fresh-process runs per arm to start with."
+        },
+        max_runs_per_arm: {
+          type: "integer",
+          minimum: 3,
+          default: 15,
+          description: "Cap for sequential stopping."
+        },
+        confidence: { type: "number", exclusiveMinimum: 0.5, exclusiveMaximum: 1, default: 0.95 },
+        resamples: {
+          type: "integer",
+          minimum: 2e3,
+          default: 2e3,
+          description: "Bootstrap resamples of the confidence interval (the statistics refuse fewer than 2000)."
+        },
+        practical_delta: {
+          type: "number",
+          minimum: 0,
+          exclusiveMaximum: 1,
+          default: 0.02,
+          description: "Smallest improvement worth a PR, as a fraction (0.02 = 2%): the floor of the accept bar, whatever the noise."
+        },
+        regression_delta: {
+          type: "number",
+          minimum: 0,
+          exclusiveMaximum: 1,
+          description: "A candidate is 'regressed' when the whole confidence interval of its improvement lies below 1 - regression_delta. Absent: practical_delta."
+        },
+        implausible_speedup: {
+          type: "number",
+          exclusiveMinimum: 1,
+          default: 10,
+          description: "Speedups above this go to a human (needs-human), never auto-accepted."
+        },
+        seed: { type: "integer", default: 1234 }
+      }
+    },
+    agent: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["codex", "claude", "command", "replay"], default: "replay" },
+        timeout_minutes: { $ref: "#/definitions/minutes", default: 120 },
+        idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 15 },
+        directives: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[a-z0-9-]+$" },
+          description: "Directive presets (file names in session_directives/ without .md) appended to the prompt."
+        },
+        pass_env: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+          description: "More environment variables to pass to the agent (e.g. HTTPS_PROXY). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
+        },
+        codex: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            binary: { type: "string", default: "codex" },
+            model: { type: "string" },
+            reasoning_effort: { enum: ["minimal", "low", "medium", "high", "xhigh"] },
+            extra_args: { type: "array", items: { type: "string" }, default: [] }
+          }
+        },
+        claude: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            binary: { type: "string", default: "claude" },
+            model: { type: "string" },
+            max_turns: { type: "integer", minimum: 1 },
+            allowed_tools: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              description: 'Claude Code permission rules passed as --allowedTools (e.g. "Bash(python:*)"). Default: read, edit, read-only git, git add/commit, python (docs/agents.md).'
+            },
+            extra_args: { type: "array", items: { type: "string" }, default: [] }
+          }
+        },
+        command: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Gets the prompt on stdin; HILLCLIMB_RESULT_FILE names where to write the structured result."
+            }
+          }
+        },
+        replay: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            dir: {
+              type: "string",
+              default: "examples/replay/gdn",
+              description: "Folder of NNNN-*.patch files applied in name order, one per iteration (optional NNNN-*.json companions hold the result)."
+            }
+          }
+        }
+      }
+    },
+    compute: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        backend: { enum: ["local", "ray", "tpu-vm"], default: "local" },
+        ray: {
+          type: "object",
+          additionalProperties: false,
+          required: ["address"],
+          properties: {
+            address: {
+              type: "string",
+              pattern: "^https?://",
+              description: "Ray dashboard / Jobs API address, e.g. http://127.0.0.1:8265."
+            },
+            entrypoint_resources: {
+              type: "object",
+              additionalProperties: { type: "number" },
+              description: "e.g. {TPU: 4}"
+            },
+            runtime_env: {
+              type: "object",
+              description: "Passed to the Jobs API as is (working_dir is set by hillclimb)."
+            },
+            poll_seconds: { type: "number", exclusiveMinimum: 0, default: 2 },
+            python: {
+              type: "string",
+              minLength: 1,
+              default: "python",
+              description: "Interpreter on the Ray worker that starts hillclimb's job runner; {python} is filled with it."
+            },
+            pending_timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 15,
+              description: "A job still PENDING after this long (no node with the requested resources) is stopped and reported as an infrastructure error."
+            },
+            max_output_mb: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 32,
+              description: "Cap on the compressed outputs ({metrics}, {junit}, {trace}) a job returns through its log."
+            },
+            token_env: {
+              type: "string",
+              pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+              description: "Environment variable holding a Ray auth token (RAY_AUTH_MODE=token clusters); sent as a Bearer token, never logged."
+            }
+          }
+        },
+        tpu_vm: {
+          type: "object",
+          additionalProperties: false,
+          required: ["project", "zones", "accelerator_type", "runtime_version"],
+          properties: {
+            project: { type: "string", minLength: 1 },
+            zones: {
+              type: "array",
+              minItems: 1,
+              items: { type: "string", minLength: 1 },
+              description: "Tried in order on capacity errors."
+            },
+            accelerator_type: {
+              type: "string",
+              minLength: 1,
+              description: "e.g. v5litepod-8, v5p-8, v6e-8."
+            },
+            runtime_version: { type: "string", minLength: 1, description: "e.g. v2-alpha-tpuv6e." },
+            provisioning: { enum: ["on-demand", "spot", "queued", "flex-start"], default: "queued" },
+            ttl_hours: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 4,
+              description: "Expiry written as a label (hillclimb-expires, epoch seconds); the janitor deletes expired resources. Also the server-side --max-run-duration for flex-start."
+            },
+            name_prefix: { type: "string", pattern: "^[a-z][a-z0-9-]*$", default: "hillclimb" },
+            ready_timeout_minutes: { $ref: "#/definitions/minutes", default: 30 },
+            setup_command: {
+              $ref: "#/definitions/command",
+              description: "Run once on the VM after allocation (e.g. install requirements)."
+            },
+            python: {
+              type: "string",
+              minLength: 1,
+              default: "python3",
+              description: "Interpreter on the TPU VM that starts hillclimb's job runner; {python} is filled with it."
+            },
+            queued_tier: {
+              enum: ["on-demand", "spot", "reserved", "guaranteed"],
+              default: "on-demand",
+              description: "Capacity tier of a queued resource (provisioning: queued): none, --spot, --reserved or --guaranteed."
+            },
+            allocate_attempts: {
+              type: "integer",
+              minimum: 1,
+              default: 2,
+              description: "Passes over the zones before allocation gives up."
+            },
+            retry_backoff_seconds: {
+              type: "number",
+              minimum: 0,
+              default: 60,
+              description: "Pause between passes over the zones."
+            },
+            poll_seconds: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 15,
+              description: "Interval between state polls while waiting for ACTIVE/READY."
+            },
+            ssh_args: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: [],
+              description: "Extra gcloud flags for tpu-vm ssh and scp, e.g. [--tunnel-through-iap] or [--internal-ip]."
+            },
+            create_args: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: [],
+              description: "Extra gcloud flags for create, e.g. [--network=NET, --service-account=SA, --internal-ips]."
+            }
+          }
+        }
+      }
+    },
+    forge: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["local", "github"], default: "local" },
+        base: { type: "string", default: "main", description: "Base branch PRs are opened against." },
+        draft: { type: "boolean", default: true },
+        github: {
+          type: "object",
+          additionalProperties: false,
+          required: ["repository"],
+          properties: {
+            repository: { type: "string", pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$" },
+            api_url: { type: "string", default: "https://api.github.com" },
+            token_env: {
+              type: "string",
+              default: "GITHUB_TOKEN",
+              description: "Environment variable holding the token."
+            },
+            git_url: {
+              type: "string",
+              minLength: 1,
+              description: "Where branches are pushed. Default: https://<host>/<repository>.git, with the host taken from api_url (GitHub Enterprise: <host>/api/v3 -> <host>)."
+            },
+            comment_author: {
+              type: "string",
+              pattern: "^[A-Za-z0-9][A-Za-z0-9-]*(\\[bot\\])?$",
+              description: "Login whose comments the sticky-comment finder may update, e.g. my-app[bot]. Default: the token's own identity (GET /user, or the GraphQL viewer for GitHub App installation tokens)."
+            }
+          }
+        }
+      }
+    },
+    store: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["local", "hf", "branch"], default: "local" },
+        branch: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          description: "store.kind branch: files on a git data branch of the repository (CI state across workflow runs).",
+          properties: {
+            name: {
+              type: "string",
+              pattern: "^[A-Za-z0-9][A-Za-z0-9._/-]*$",
+              default: "hillclimb-data",
+              description: "The data branch; created on the first write."
+            },
+            remote: {
+              type: "string",
+              minLength: 1,
+              default: "origin",
+              description: "A remote of the repository, or a URL or path."
+            },
+            token_env: {
+              type: "string",
+              default: "GITHUB_TOKEN",
+              description: "Environment variable holding the token for https remotes (contents: write to push, read to fetch)."
+            }
+          }
+        },
+        hf: {
+          type: "object",
+          additionalProperties: false,
+          required: ["repo"],
+          properties: {
+            repo: {
+              type: "string",
+              pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+              description: "Dataset repository, e.g. my-org/hillclimb-evidence."
+            },
+            endpoint: { type: "string", default: "https://huggingface.co" },
+            token_env: { type: "string", default: "HF_TOKEN" },
+            private: {
+              type: "boolean",
+              default: true,
+              description: "Visibility used when hillclimb creates the dataset repository; an existing repository is left as it is. Perfetto links only work for public repositories."
+            }
+          }
+        }
+      }
+    },
+    sandbox: {
+      type: "object",
+      additionalProperties: false,
+      description: "How untrusted code (the agent, and the candidate's tests, benchmarks and profiles on this machine) is isolated. See docs/security.md.",
+      properties: {
+        mode: {
+          enum: ["auto", "required"],
+          default: "auto",
+          description: "auto: use the namespace sandbox where this machine can build it; where it cannot, untrusted code runs unsandboxed, the iteration's numbers are marked unverified and no verdict can be improved. required: refuse to run untrusted code without the sandbox (the workflows set this)."
+        },
+        read_paths: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^/", minLength: 2 },
+          description: "Extra absolute paths untrusted code may read (a toolchain outside /usr and /opt). Never credentials."
+        }
+      }
+    },
+    paths: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        state_dir: {
+          type: "string",
+          default: ".hillclimb",
+          description: "Journals, evidence bundles, local forge and store."
+        },
+        log_file: {
+          type: "string",
+          default: "docs/hillclimb-log.md",
+          description: "The hill-climb log, written by the harness."
+        },
+        prompt: { type: "string", default: "prompts/iteration.md" },
+        directives_dir: { type: "string", default: "session_directives" }
+      }
+    }
+  }
+};
+
+// src/config/schema.ts
+var SCHEMA_FILE = "schemas/hillclimb.schema.json";
+var ROOT = hillclimb_schema_default;
+function deref(node) {
+  const ref = node?.$ref?.match(/^#\/definitions\/(.+)$/)?.[1];
+  return ref === void 0 ? node : ROOT.definitions?.[ref];
+}
+var CONFIG_SCHEMA = hillclimb_schema_default;
+function schemaDefault(keyPath) {
+  let node = ROOT;
+  for (const key of keyPath.split(".")) node = deref(node)?.properties?.[key];
+  if (node === void 0 || !("default" in node)) {
+    throw new Error(`${SCHEMA_FILE} has no default for ${keyPath}`);
+  }
+  return node.default;
+}
+function numberDefault(keyPath) {
+  const value = schemaDefault(keyPath);
+  if (typeof value !== "number") throw new Error(`${SCHEMA_FILE}: the default of ${keyPath} is not a number`);
+  return value;
+}
+var MEASURE_DEFAULTS = Object.freeze({
+  runs_per_arm: numberDefault("measure.runs_per_arm"),
+  max_runs_per_arm: numberDefault("measure.max_runs_per_arm"),
+  confidence: numberDefault("measure.confidence"),
+  resamples: numberDefault("measure.resamples"),
+  practical_delta: numberDefault("measure.practical_delta"),
+  implausible_speedup: numberDefault("measure.implausible_speedup"),
+  seed: numberDefault("measure.seed")
+});
+
 // src/evidence/levels.ts
 var TRAIN_STEP = "train_step";
 var KERNEL_MEASUREMENT = "fwd_bwd";
@@ -33862,6 +34445,34 @@ var LEVEL_METRICS = {
     path: `measurements.${TRAIN_STEP}.tokens_per_s`
   },
   modelMfu: { label: "model MFU", unit: "MFU", direction: "higher", path: `measurements.${TRAIN_STEP}.mfu` }
+};
+
+// src/evidence/stats/noise.ts
+var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+var DEFAULT_POWER = 0.8;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+
+// src/evidence/stats/verdict.ts
+var DEFAULT_POLICY = {
+  confidence: DEFAULT_CONFIDENCE,
+  resamples: MEASURE_DEFAULTS.resamples,
+  ciMethod: "percentile",
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
+  power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm
+};
+
+// src/evidence/stats/sequential.ts
+var SEQUENTIAL_STEP = 2;
+var DEFAULT_SEQUENTIAL_POLICY = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP
 };
 
 // src/report/comment.ts
@@ -34039,7 +34650,7 @@ function spawnAndCollect(command, args, opts, shown) {
     mkdirSync(dirname(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
-  return new Promise((resolve4, reject) => {
+  return new Promise((resolve3, reject) => {
     const child = spawn(command, [...args], {
       cwd: opts.cwd,
       env,
@@ -34109,8 +34720,8 @@ function spawnAndCollect(command, args, opts, shown) {
         killedBy,
         logFile: opts.logFile
       };
-      if (log) log.end(() => resolve4(result));
-      else resolve4(result);
+      if (log) log.end(() => resolve3(result));
+      else resolve3(result);
     };
     child.on("error", (e) => {
       if (settled) return;
@@ -34549,6 +35160,13 @@ function isNotFound(r) {
   return /NOT_FOUND|\b404\b|was not found|could not be found|does not exist/i.test(text(r));
 }
 
+// src/compute/tpu/context.ts
+var DELETE_TIMEOUT_MS = 5 * 6e4;
+function deleteArgs(rec) {
+  const loc = { project: rec.project, zone: rec.zone };
+  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
+}
+
 // src/compute/tpu/state.ts
 import { mkdirSync as mkdirSync2, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -34576,14 +35194,11 @@ function removeRecord(dir, name, zone) {
   rmSync(recordFile(dir, name, zone), { force: true });
 }
 
-// src/compute/tpu/lifecycle.ts
+// src/compute/tpu/allocate.ts
 var CREATE_TIMEOUT_MS = 15 * 6e4;
-var DELETE_TIMEOUT_MS = 5 * 6e4;
 var SETUP_TIMEOUT_MS = 60 * 6e4;
-function deleteArgs(rec) {
-  const loc = { project: rec.project, zone: rec.zone };
-  return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
-}
+
+// src/compute/tpu/release.ts
 async function releaseTpu(ctx, rec) {
   const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
   if (r.printed) return "printed";
@@ -34614,28 +35229,8 @@ function tpuStateDirFor(config) {
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync2, readFileSync as readFileSync3 } from "node:fs";
-import { dirname as dirname3, join as join3, resolve as resolve3 } from "node:path";
-
-// src/env/root.ts
 import { existsSync, readFileSync as readFileSync2 } from "node:fs";
-import { dirname as dirname2, join as join2, resolve as resolve2 } from "node:path";
-import { fileURLToPath } from "node:url";
-function packageRoot() {
-  let dir = dirname2(fileURLToPath(import.meta.url));
-  for (; ; ) {
-    const pkg = join2(dir, "package.json");
-    if (existsSync(pkg)) {
-      try {
-        if (JSON.parse(readFileSync2(pkg, "utf8")).name === "hillclimb") return dir;
-      } catch {
-      }
-    }
-    const parent = dirname2(dir);
-    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
-    dir = parent;
-  }
-}
+import { dirname as dirname2, resolve as resolve2 } from "node:path";
 
 // src/config/rules.ts
 var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
@@ -34761,24 +35356,22 @@ function staticCheckPatterns(c) {
 }
 
 // src/config/load.ts
-var SCHEMA_FILE = "schemas/hillclimb.schema.json";
 var MAX_LISTED_PROBLEMS = 8;
 var validator;
 function schemaValidator() {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync3(join3(packageRoot(), SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
-  validator = ajv.compile(schema);
+  validator = ajv.compile(CONFIG_SCHEMA);
   return validator;
 }
 function loadConfig(file, overrides = {}) {
-  const path = resolve3(file);
-  if (!existsSync2(path)) {
+  const path = resolve2(file);
+  if (!existsSync(path)) {
     throw new ConfigError(path, "", "file not found", {
       hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
     });
   }
-  return parseConfig(readFileSync3(path, "utf8"), path, overrides);
+  return parseConfig(readFileSync2(path, "utf8"), path, overrides);
 }
 function parseConfig(text2, file, overrides = {}) {
   const lines = new import_yaml.LineCounter();
@@ -34808,7 +35401,7 @@ function toTyped(data, file) {
   const typed = data;
   const targets = {};
   for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
-  return { ...typed, targets, file, root: dirname3(file) };
+  return { ...typed, targets, file, root: dirname2(file) };
 }
 function throwProblems(file, problems, line) {
   const first = problems[0];
@@ -34821,7 +35414,7 @@ function throwProblems(file, problems, line) {
   and ${problems.length - MAX_LISTED_PROBLEMS} more` : "";
   throw new ConfigError(file, first.keyPath, `${first.message}${rest.join("")}${more}`, {
     line: line(first),
-    hint: "the schema with every key and default is schemas/hillclimb.schema.json"
+    hint: `the schema with every key and default is ${SCHEMA_FILE}`
   });
 }
 function dedupe(problems) {
@@ -34840,7 +35433,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join4 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join2 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -34848,13 +35441,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join4(key),
+        keyPath: join2(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join4(String(e.params.missingProperty)),
+        keyPath: join2(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":

@@ -34127,6 +34127,589 @@ function formatSignedPercent(percent, decimals = 1) {
   return `${formatSignedFixed(percent, decimals)}%`;
 }
 
+// schemas/hillclimb.schema.json
+var hillclimb_schema_default = {
+  $schema: "http://json-schema.org/draft-07/schema#",
+  $id: "https://hillclimb.dev/schemas/hillclimb.schema.json",
+  title: "hillclimb.yml",
+  description: "Configuration of a hillclimb loop: targets (what the agent may edit, how the harness tests, measures and profiles), the loop policies, the statistics, and which agent, compute backend, forge and store to use. Commands are argument arrays; placeholders {python}, {metrics}, {junit}, {trace}, {root} are filled in by the engine.",
+  type: "object",
+  additionalProperties: false,
+  required: ["version", "targets"],
+  properties: {
+    version: { const: 1, description: "Config format version." },
+    targets: {
+      type: "object",
+      description: "Kernels the loop can optimize, by name.",
+      minProperties: 1,
+      propertyNames: { pattern: "^[a-z][a-z0-9-]*$" },
+      additionalProperties: { $ref: "#/definitions/target" }
+    },
+    loop: { $ref: "#/definitions/loop", default: {} },
+    measure: { $ref: "#/definitions/measure", default: {} },
+    agent: { $ref: "#/definitions/agent", default: {} },
+    compute: { $ref: "#/definitions/compute", default: {} },
+    sandbox: { $ref: "#/definitions/sandbox", default: {} },
+    forge: { $ref: "#/definitions/forge", default: {} },
+    store: { $ref: "#/definitions/store", default: {} },
+    paths: { $ref: "#/definitions/paths", default: {} }
+  },
+  definitions: {
+    command: {
+      type: "array",
+      description: "An argument array. The first element is the program; never a shell string.",
+      minItems: 1,
+      items: { type: "string", minLength: 1 }
+    },
+    glob: {
+      type: "string",
+      minLength: 1,
+      description: "A path glob relative to the repository root (** matches any depth)."
+    },
+    minutes: { type: "number", exclusiveMinimum: 0 },
+    target: {
+      type: "object",
+      additionalProperties: false,
+      required: ["editable", "protected", "correctness", "bench"],
+      properties: {
+        description: { type: "string" },
+        editable: {
+          type: "array",
+          minItems: 1,
+          items: { $ref: "#/definitions/glob" },
+          description: "The only paths an agent may change."
+        },
+        protected: {
+          type: "array",
+          items: { $ref: "#/definitions/glob" },
+          description: "Paths an agent may never change, even when an editable glob matches (oracle, tests, tolerances, shapes, harness, config, CI)."
+        },
+        static_checks: {
+          type: "array",
+          default: [],
+          description: "Patterns that must not appear in added lines of editable files (known hacks).",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["pattern", "reason"],
+            properties: {
+              pattern: {
+                type: "string",
+                minLength: 1,
+                description: "A JavaScript regular expression."
+              },
+              reason: { type: "string", minLength: 1 },
+              paths: { type: "array", items: { $ref: "#/definitions/glob" } }
+            }
+          }
+        },
+        correctness: {
+          type: "object",
+          additionalProperties: false,
+          required: ["cpu"],
+          properties: {
+            cpu: {
+              $ref: "#/definitions/gate",
+              description: "The cheap gate: runs locally before any accelerator time."
+            },
+            accelerator: {
+              $ref: "#/definitions/gate",
+              description: "Runs on the compute backend; skipped on the local CPU backend."
+            }
+          }
+        },
+        bench: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command", "metric"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Writes one metrics JSON to {metrics}."
+            },
+            metric: {
+              type: "object",
+              additionalProperties: false,
+              required: ["path", "direction"],
+              properties: {
+                path: {
+                  type: "string",
+                  pattern: "^[A-Za-z0-9_.]+$",
+                  description: "Dotted path into the metrics JSON, e.g. measurements.fwd_bwd.median_ms."
+                },
+                direction: { enum: ["higher", "lower"], description: "Which way is better." },
+                label: { type: "string", description: "Display name, e.g. 'fwd+bwd time'." }
+              }
+            },
+            mfu_path: {
+              type: "string",
+              default: "measurements.fwd_bwd.mfu",
+              description: "Dotted path of the MFU value reported beside the metric (null on CPU)."
+            },
+            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+          }
+        },
+        profile: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Writes a profiler trace directory to {trace}."
+            },
+            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+          }
+        }
+      }
+    },
+    gate: {
+      type: "object",
+      additionalProperties: false,
+      required: ["command"],
+      properties: {
+        command: {
+          $ref: "#/definitions/command",
+          description: "Exit 0 = pass. Writes JUnit XML to {junit} when it names it."
+        },
+        timeout_minutes: { $ref: "#/definitions/minutes", default: 20 },
+        idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 10 }
+      }
+    },
+    loop: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        target: { type: "string", description: "Target to optimize; default: the only target." },
+        iterations: { type: "integer", minimum: 1, default: 3 },
+        failure_budget: {
+          type: "integer",
+          minimum: 0,
+          default: 3,
+          description: "Stop after this many consecutive iterations ending in error (infrastructure)."
+        },
+        dirty_tree: {
+          enum: ["fail", "stash"],
+          default: "fail",
+          description: "What to do with uncommitted changes at the start of an iteration. stash restores them afterwards by stash SHA."
+        },
+        sync_main: {
+          enum: ["off", "once", "each-iteration"],
+          default: "off",
+          description: "Merge the base branch into the loop branch before iterating."
+        },
+        branch_prefix: { type: "string", pattern: "^[A-Za-z0-9._/-]+/$", default: "hillclimb/" },
+        infra_retries: {
+          type: "integer",
+          minimum: 0,
+          default: 2,
+          description: "Retries (with backoff) for infrastructure failures only; real failures are never retried."
+        },
+        retry_backoff_seconds: { type: "number", minimum: 0, default: 10 },
+        stuck_after: {
+          type: "integer",
+          minimum: 2,
+          default: 3,
+          description: "Stop and ask for a human when this many consecutive iterations fail with the same signature."
+        },
+        log_entries_in_prompt: { type: "integer", minimum: 0, default: 3 }
+      }
+    },
+    measure: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        runs_per_arm: {
+          type: "integer",
+          minimum: 3,
+          default: 5,
+          description: "Fresh-process runs per arm to start with."
+        },
+        max_runs_per_arm: {
+          type: "integer",
+          minimum: 3,
+          default: 15,
+          description: "Cap for sequential stopping."
+        },
+        confidence: { type: "number", exclusiveMinimum: 0.5, exclusiveMaximum: 1, default: 0.95 },
+        resamples: {
+          type: "integer",
+          minimum: 2e3,
+          default: 2e3,
+          description: "Bootstrap resamples of the confidence interval (the statistics refuse fewer than 2000)."
+        },
+        practical_delta: {
+          type: "number",
+          minimum: 0,
+          exclusiveMaximum: 1,
+          default: 0.02,
+          description: "Smallest improvement worth a PR, as a fraction (0.02 = 2%): the floor of the accept bar, whatever the noise."
+        },
+        regression_delta: {
+          type: "number",
+          minimum: 0,
+          exclusiveMaximum: 1,
+          description: "A candidate is 'regressed' when the whole confidence interval of its improvement lies below 1 - regression_delta. Absent: practical_delta."
+        },
+        implausible_speedup: {
+          type: "number",
+          exclusiveMinimum: 1,
+          default: 10,
+          description: "Speedups above this go to a human (needs-human), never auto-accepted."
+        },
+        seed: { type: "integer", default: 1234 }
+      }
+    },
+    agent: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["codex", "claude", "command", "replay"], default: "replay" },
+        timeout_minutes: { $ref: "#/definitions/minutes", default: 120 },
+        idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 15 },
+        directives: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[a-z0-9-]+$" },
+          description: "Directive presets (file names in session_directives/ without .md) appended to the prompt."
+        },
+        pass_env: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+          description: "More environment variables to pass to the agent (e.g. HTTPS_PROXY). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
+        },
+        codex: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            binary: { type: "string", default: "codex" },
+            model: { type: "string" },
+            reasoning_effort: { enum: ["minimal", "low", "medium", "high", "xhigh"] },
+            extra_args: { type: "array", items: { type: "string" }, default: [] }
+          }
+        },
+        claude: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            binary: { type: "string", default: "claude" },
+            model: { type: "string" },
+            max_turns: { type: "integer", minimum: 1 },
+            allowed_tools: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              description: 'Claude Code permission rules passed as --allowedTools (e.g. "Bash(python:*)"). Default: read, edit, read-only git, git add/commit, python (docs/agents.md).'
+            },
+            extra_args: { type: "array", items: { type: "string" }, default: [] }
+          }
+        },
+        command: {
+          type: "object",
+          additionalProperties: false,
+          required: ["command"],
+          properties: {
+            command: {
+              $ref: "#/definitions/command",
+              description: "Gets the prompt on stdin; HILLCLIMB_RESULT_FILE names where to write the structured result."
+            }
+          }
+        },
+        replay: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            dir: {
+              type: "string",
+              default: "examples/replay/gdn",
+              description: "Folder of NNNN-*.patch files applied in name order, one per iteration (optional NNNN-*.json companions hold the result)."
+            }
+          }
+        }
+      }
+    },
+    compute: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        backend: { enum: ["local", "ray", "tpu-vm"], default: "local" },
+        ray: {
+          type: "object",
+          additionalProperties: false,
+          required: ["address"],
+          properties: {
+            address: {
+              type: "string",
+              pattern: "^https?://",
+              description: "Ray dashboard / Jobs API address, e.g. http://127.0.0.1:8265."
+            },
+            entrypoint_resources: {
+              type: "object",
+              additionalProperties: { type: "number" },
+              description: "e.g. {TPU: 4}"
+            },
+            runtime_env: {
+              type: "object",
+              description: "Passed to the Jobs API as is (working_dir is set by hillclimb)."
+            },
+            poll_seconds: { type: "number", exclusiveMinimum: 0, default: 2 },
+            python: {
+              type: "string",
+              minLength: 1,
+              default: "python",
+              description: "Interpreter on the Ray worker that starts hillclimb's job runner; {python} is filled with it."
+            },
+            pending_timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 15,
+              description: "A job still PENDING after this long (no node with the requested resources) is stopped and reported as an infrastructure error."
+            },
+            max_output_mb: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 32,
+              description: "Cap on the compressed outputs ({metrics}, {junit}, {trace}) a job returns through its log."
+            },
+            token_env: {
+              type: "string",
+              pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+              description: "Environment variable holding a Ray auth token (RAY_AUTH_MODE=token clusters); sent as a Bearer token, never logged."
+            }
+          }
+        },
+        tpu_vm: {
+          type: "object",
+          additionalProperties: false,
+          required: ["project", "zones", "accelerator_type", "runtime_version"],
+          properties: {
+            project: { type: "string", minLength: 1 },
+            zones: {
+              type: "array",
+              minItems: 1,
+              items: { type: "string", minLength: 1 },
+              description: "Tried in order on capacity errors."
+            },
+            accelerator_type: {
+              type: "string",
+              minLength: 1,
+              description: "e.g. v5litepod-8, v5p-8, v6e-8."
+            },
+            runtime_version: { type: "string", minLength: 1, description: "e.g. v2-alpha-tpuv6e." },
+            provisioning: { enum: ["on-demand", "spot", "queued", "flex-start"], default: "queued" },
+            ttl_hours: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 4,
+              description: "Expiry written as a label (hillclimb-expires, epoch seconds); the janitor deletes expired resources. Also the server-side --max-run-duration for flex-start."
+            },
+            name_prefix: { type: "string", pattern: "^[a-z][a-z0-9-]*$", default: "hillclimb" },
+            ready_timeout_minutes: { $ref: "#/definitions/minutes", default: 30 },
+            setup_command: {
+              $ref: "#/definitions/command",
+              description: "Run once on the VM after allocation (e.g. install requirements)."
+            },
+            python: {
+              type: "string",
+              minLength: 1,
+              default: "python3",
+              description: "Interpreter on the TPU VM that starts hillclimb's job runner; {python} is filled with it."
+            },
+            queued_tier: {
+              enum: ["on-demand", "spot", "reserved", "guaranteed"],
+              default: "on-demand",
+              description: "Capacity tier of a queued resource (provisioning: queued): none, --spot, --reserved or --guaranteed."
+            },
+            allocate_attempts: {
+              type: "integer",
+              minimum: 1,
+              default: 2,
+              description: "Passes over the zones before allocation gives up."
+            },
+            retry_backoff_seconds: {
+              type: "number",
+              minimum: 0,
+              default: 60,
+              description: "Pause between passes over the zones."
+            },
+            poll_seconds: {
+              type: "number",
+              exclusiveMinimum: 0,
+              default: 15,
+              description: "Interval between state polls while waiting for ACTIVE/READY."
+            },
+            ssh_args: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: [],
+              description: "Extra gcloud flags for tpu-vm ssh and scp, e.g. [--tunnel-through-iap] or [--internal-ip]."
+            },
+            create_args: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: [],
+              description: "Extra gcloud flags for create, e.g. [--network=NET, --service-account=SA, --internal-ips]."
+            }
+          }
+        }
+      }
+    },
+    forge: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["local", "github"], default: "local" },
+        base: { type: "string", default: "main", description: "Base branch PRs are opened against." },
+        draft: { type: "boolean", default: true },
+        github: {
+          type: "object",
+          additionalProperties: false,
+          required: ["repository"],
+          properties: {
+            repository: { type: "string", pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$" },
+            api_url: { type: "string", default: "https://api.github.com" },
+            token_env: {
+              type: "string",
+              default: "GITHUB_TOKEN",
+              description: "Environment variable holding the token."
+            },
+            git_url: {
+              type: "string",
+              minLength: 1,
+              description: "Where branches are pushed. Default: https://<host>/<repository>.git, with the host taken from api_url (GitHub Enterprise: <host>/api/v3 -> <host>)."
+            },
+            comment_author: {
+              type: "string",
+              pattern: "^[A-Za-z0-9][A-Za-z0-9-]*(\\[bot\\])?$",
+              description: "Login whose comments the sticky-comment finder may update, e.g. my-app[bot]. Default: the token's own identity (GET /user, or the GraphQL viewer for GitHub App installation tokens)."
+            }
+          }
+        }
+      }
+    },
+    store: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ["local", "hf", "branch"], default: "local" },
+        branch: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          description: "store.kind branch: files on a git data branch of the repository (CI state across workflow runs).",
+          properties: {
+            name: {
+              type: "string",
+              pattern: "^[A-Za-z0-9][A-Za-z0-9._/-]*$",
+              default: "hillclimb-data",
+              description: "The data branch; created on the first write."
+            },
+            remote: {
+              type: "string",
+              minLength: 1,
+              default: "origin",
+              description: "A remote of the repository, or a URL or path."
+            },
+            token_env: {
+              type: "string",
+              default: "GITHUB_TOKEN",
+              description: "Environment variable holding the token for https remotes (contents: write to push, read to fetch)."
+            }
+          }
+        },
+        hf: {
+          type: "object",
+          additionalProperties: false,
+          required: ["repo"],
+          properties: {
+            repo: {
+              type: "string",
+              pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+              description: "Dataset repository, e.g. my-org/hillclimb-evidence."
+            },
+            endpoint: { type: "string", default: "https://huggingface.co" },
+            token_env: { type: "string", default: "HF_TOKEN" },
+            private: {
+              type: "boolean",
+              default: true,
+              description: "Visibility used when hillclimb creates the dataset repository; an existing repository is left as it is. Perfetto links only work for public repositories."
+            }
+          }
+        }
+      }
+    },
+    sandbox: {
+      type: "object",
+      additionalProperties: false,
+      description: "How untrusted code (the agent, and the candidate's tests, benchmarks and profiles on this machine) is isolated. See docs/security.md.",
+      properties: {
+        mode: {
+          enum: ["auto", "required"],
+          default: "auto",
+          description: "auto: use the namespace sandbox where this machine can build it; where it cannot, untrusted code runs unsandboxed, the iteration's numbers are marked unverified and no verdict can be improved. required: refuse to run untrusted code without the sandbox (the workflows set this)."
+        },
+        read_paths: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^/", minLength: 2 },
+          description: "Extra absolute paths untrusted code may read (a toolchain outside /usr and /opt). Never credentials."
+        }
+      }
+    },
+    paths: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        state_dir: {
+          type: "string",
+          default: ".hillclimb",
+          description: "Journals, evidence bundles, local forge and store."
+        },
+        log_file: {
+          type: "string",
+          default: "docs/hillclimb-log.md",
+          description: "The hill-climb log, written by the harness."
+        },
+        prompt: { type: "string", default: "prompts/iteration.md" },
+        directives_dir: { type: "string", default: "session_directives" }
+      }
+    }
+  }
+};
+
+// src/config/schema.ts
+var SCHEMA_FILE = "schemas/hillclimb.schema.json";
+var ROOT = hillclimb_schema_default;
+function deref(node) {
+  const ref = node?.$ref?.match(/^#\/definitions\/(.+)$/)?.[1];
+  return ref === void 0 ? node : ROOT.definitions?.[ref];
+}
+var CONFIG_SCHEMA = hillclimb_schema_default;
+function schemaDefault(keyPath) {
+  let node = ROOT;
+  for (const key of keyPath.split(".")) node = deref(node)?.properties?.[key];
+  if (node === void 0 || !("default" in node)) {
+    throw new Error(`${SCHEMA_FILE} has no default for ${keyPath}`);
+  }
+  return node.default;
+}
+function numberDefault(keyPath) {
+  const value = schemaDefault(keyPath);
+  if (typeof value !== "number") throw new Error(`${SCHEMA_FILE}: the default of ${keyPath} is not a number`);
+  return value;
+}
+var MEASURE_DEFAULTS = Object.freeze({
+  runs_per_arm: numberDefault("measure.runs_per_arm"),
+  max_runs_per_arm: numberDefault("measure.max_runs_per_arm"),
+  confidence: numberDefault("measure.confidence"),
+  resamples: numberDefault("measure.resamples"),
+  practical_delta: numberDefault("measure.practical_delta"),
+  implausible_speedup: numberDefault("measure.implausible_speedup"),
+  seed: numberDefault("measure.seed")
+});
+
 // src/evidence/levels.ts
 var TRAIN_STEP = "train_step";
 var KERNEL_MEASUREMENT = "fwd_bwd";
@@ -34440,6 +35023,34 @@ Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA
   return lines.join("\n\n");
 }
 
+// src/evidence/stats/noise.ts
+var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+var DEFAULT_POWER = 0.8;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+
+// src/evidence/stats/verdict.ts
+var DEFAULT_POLICY = {
+  confidence: DEFAULT_CONFIDENCE,
+  resamples: MEASURE_DEFAULTS.resamples,
+  ciMethod: "percentile",
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
+  power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm
+};
+
+// src/evidence/stats/sequential.ts
+var SEQUENTIAL_STEP = 2;
+var DEFAULT_SEQUENTIAL_POLICY = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP
+};
+
 // src/report/comment.ts
 var STICKY_FOOTER_RESERVE = 1e3;
 var DEFAULT_COMMENT_MAX_CHARS = BODY_CAP_CHARS - STICKY_FOOTER_RESERVE;
@@ -34551,33 +35162,13 @@ function phaseOptions(logger) {
 
 // src/actions/trace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync3 } from "node:fs";
-import { join as join7 } from "node:path";
+import { join as join6 } from "node:path";
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
-import { dirname as dirname3, join as join3, resolve as resolve3 } from "node:path";
-
-// src/env/root.ts
 import { existsSync as existsSync4, readFileSync as readFileSync2 } from "node:fs";
-import { dirname as dirname2, join as join2, resolve as resolve2 } from "node:path";
-import { fileURLToPath } from "node:url";
-function packageRoot() {
-  let dir = dirname2(fileURLToPath(import.meta.url));
-  for (; ; ) {
-    const pkg = join2(dir, "package.json");
-    if (existsSync4(pkg)) {
-      try {
-        if (JSON.parse(readFileSync2(pkg, "utf8")).name === "hillclimb") return dir;
-      } catch {
-      }
-    }
-    const parent = dirname2(dir);
-    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
-    dir = parent;
-  }
-}
+import { dirname as dirname2, resolve as resolve2 } from "node:path";
 
 // src/config/rules.ts
 var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
@@ -34703,24 +35294,22 @@ function staticCheckPatterns(c) {
 }
 
 // src/config/load.ts
-var SCHEMA_FILE = "schemas/hillclimb.schema.json";
 var MAX_LISTED_PROBLEMS = 8;
 var validator;
 function schemaValidator() {
   if (validator) return validator;
-  const schema = JSON.parse(readFileSync3(join3(packageRoot(), SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
-  validator = ajv.compile(schema);
+  validator = ajv.compile(CONFIG_SCHEMA);
   return validator;
 }
 function loadConfig(file, overrides = {}) {
-  const path = resolve3(file);
-  if (!existsSync5(path)) {
+  const path = resolve2(file);
+  if (!existsSync4(path)) {
     throw new ConfigError(path, "", "file not found", {
       hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
     });
   }
-  return parseConfig(readFileSync3(path, "utf8"), path, overrides);
+  return parseConfig(readFileSync2(path, "utf8"), path, overrides);
 }
 function parseConfig(text, file, overrides = {}) {
   const lines = new import_yaml.LineCounter();
@@ -34750,7 +35339,7 @@ function toTyped(data, file) {
   const typed = data;
   const targets = {};
   for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
-  return { ...typed, targets, file, root: dirname3(file) };
+  return { ...typed, targets, file, root: dirname2(file) };
 }
 function throwProblems(file, problems, line) {
   const first = problems[0];
@@ -34763,7 +35352,7 @@ function throwProblems(file, problems, line) {
   and ${problems.length - MAX_LISTED_PROBLEMS} more` : "";
   throw new ConfigError(file, first.keyPath, `${first.message}${rest.join("")}${more}`, {
     line: line(first),
-    hint: "the schema with every key and default is schemas/hillclimb.schema.json"
+    hint: `the schema with every key and default is ${SCHEMA_FILE}`
   });
 }
 function dedupe(problems) {
@@ -34782,7 +35371,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join8 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join7 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -34790,13 +35379,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join8(key),
+        keyPath: join7(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join8(String(e.params.missingProperty)),
+        keyPath: join7(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -36803,7 +37392,7 @@ function numberOrUndefined(s) {
 
 // src/evidence/trace/profile-dir.ts
 import { closeSync as closeSync2, openSync as openSync2, readdirSync, readSync, statSync } from "node:fs";
-import { basename, join as join4 } from "node:path";
+import { basename, join as join2 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -36827,7 +37416,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync(runDir).filter((f) => statSync(join4(runDir, f)).isFile());
+  const files = readdirSync(runDir).filter((f) => statSync(join2(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -36835,7 +37424,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join4(runDir, sorted[0]), format, notes };
+    return { path: join2(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -36846,7 +37435,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join4(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join2(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -36858,15 +37447,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join4(dir, "plugins", "profile"), dir]) {
+  for (const base of [join2(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync(base).filter((r) => statSync(join4(base, r)).isDirectory());
+      runs = readdirSync(base).filter((r) => statSync(join2(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync(join4(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join4(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync(join2(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join2(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -38899,13 +39488,35 @@ async function opCosts(source, c, where) {
 
 // src/evidence/analysis/peaks.ts
 import { readFileSync as readFileSync4 } from "node:fs";
-import { join as join5 } from "node:path";
+import { join as join4 } from "node:path";
+
+// src/env/root.ts
+import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
+import { dirname as dirname3, join as join3, resolve as resolve3 } from "node:path";
+import { fileURLToPath } from "node:url";
+function packageRoot() {
+  let dir = dirname3(fileURLToPath(import.meta.url));
+  for (; ; ) {
+    const pkg = join3(dir, "package.json");
+    if (existsSync5(pkg)) {
+      try {
+        if (JSON.parse(readFileSync3(pkg, "utf8")).name === "hillclimb") return dir;
+      } catch {
+      }
+    }
+    const parent = dirname3(dir);
+    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
+    dir = parent;
+  }
+}
+
+// src/evidence/analysis/peaks.ts
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached;
 function devicePeakTable() {
   cached ??= parseDevicePeaks(
-    readFileSync4(join5(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync4(join4(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached;
@@ -39616,10 +40227,10 @@ function savedSummary(path) {
 
 // src/loop/context.ts
 import { existsSync as existsSync6, mkdirSync as mkdirSync2, readFileSync as readFileSync6, writeFileSync } from "node:fs";
-import { join as join6, resolve as resolve4 } from "node:path";
+import { join as join5, resolve as resolve4 } from "node:path";
 function stateDirOf(config) {
   const dir = resolve4(config.root, config.paths.state_dir);
-  const ignore = join6(dir, ".gitignore");
+  const ignore = join5(dir, ".gitignore");
   if (!existsSync6(ignore)) {
     mkdirSync2(dir, { recursive: true });
     writeFileSync(ignore, "# hillclimb state: never committed\n*\n");
@@ -39627,7 +40238,7 @@ function stateDirOf(config) {
   return dir;
 }
 function runDirOf(stateDir, runId) {
-  return join6(stateDir, "runs", runId);
+  return join5(stateDir, "runs", runId);
 }
 
 // src/actions/trace.ts
@@ -39643,7 +40254,7 @@ async function compareTraces(before, after) {
 }
 function iterationProfile(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const bundle = new Bundle(join7(runDirOf(stateDirOf(config), opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join6(runDirOf(stateDirOf(config), opts.runId), iterationDirName(opts.iteration)));
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
       hint: "run the profile action first (or download the bundle artifact), or give the after and before traces",
@@ -39655,10 +40266,10 @@ function iterationProfile(opts) {
 function writeAnalysis(profile, dir, opts = {}) {
   const files = {};
   const write = (name, value) => {
-    if (opts.keepExisting && existsSync7(join7(dir, name))) return join7(dir, name);
+    if (opts.keepExisting && existsSync7(join6(dir, name))) return join6(dir, name);
     mkdirSync3(dir, { recursive: true });
-    writeJsonAtomic(join7(dir, name), value);
-    return join7(dir, name);
+    writeJsonAtomic(join6(dir, name), value);
+    return join6(dir, name);
   };
   if (profile?.summary) files.summaryFile = write("summary.json", profile.summary);
   if (profile?.championSummary)

@@ -3,6 +3,7 @@
  * confidence intervals (Efron & Tibshirani 1993, ch. 13–14). Each resample draws both arms
  * independently with replacement, keeping each arm's size. Deterministic for a given seed.
  */
+import { MEASURE_DEFAULTS } from '../../config/schema.js';
 import { medianOfSorted, quantileOfSorted, sortedCopy } from './describe.js';
 import { normalCdf, normalQuantile } from './normal.js';
 import { createRng, type Rng } from './random.js';
@@ -19,9 +20,9 @@ export interface Interval {
 }
 
 export interface BootstrapOptions {
-  /** Two-sided confidence level in (0, 1). Default 0.95. */
+  /** Two-sided confidence level in (0, 1). Default `measure.confidence`'s (0.95). */
   confidence?: number;
-  /** Bootstrap resamples; at least MIN_RESAMPLES. Default 2000. */
+  /** Bootstrap resamples; at least MIN_RESAMPLES. Default `measure.resamples`'s (2000). */
   resamples?: number;
   /** PRNG seed; the same inputs and seed give the same intervals. */
   seed: number;
@@ -126,8 +127,8 @@ export function bootstrapRatioOfMedians(
   den: readonly number[],
   opts: BootstrapOptions,
 ): RatioBootstrap {
-  const confidence = opts.confidence ?? 0.95;
-  const resamples = opts.resamples ?? MIN_RESAMPLES;
+  const confidence = opts.confidence ?? MEASURE_DEFAULTS.confidence;
+  const resamples = opts.resamples ?? MEASURE_DEFAULTS.resamples;
   checkOptions(confidence, resamples);
   if (num.length === 0 || den.length === 0) throw new RangeError('both arms need at least one value');
 

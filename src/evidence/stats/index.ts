@@ -18,6 +18,7 @@ export {
 export {
   DEFAULT_SEQUENTIAL_POLICY,
   decideNext,
+  SEQUENTIAL_STEP,
   type SequentialAction,
   type SequentialDecision,
   type SequentialPolicy,

@@ -30,6 +30,7 @@
  * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the bar is 1.01
  * up to CV ≈ 3.2%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
  */
+import { MEASURE_DEFAULTS } from '../../config/schema.js';
 import { logCv, sampleVariance, withoutOutliers } from './describe.js';
 import { normalQuantile } from './normal.js';
 
@@ -44,19 +45,20 @@ export const LOWER_BOUND_MEAN = -1.85;
 /** SD of ln(lower bound of the 95% interval) / s at no change (simulation, 5–15 runs per arm). */
 export const LOWER_BOUND_SD = 0.95;
 
-export const DEFAULT_CONFIDENCE = 0.95;
+/** The confidence level μ and σ were measured for: `measure.confidence`'s default. */
+export const DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
 export const DEFAULT_POWER = 0.8;
 /** The false-accept target at no change, for one comparison. */
 export const DEFAULT_FALSE_ACCEPT_RATE = 0.01;
-/** The smallest improvement worth accepting, whatever the noise. */
-export const DEFAULT_PRACTICAL_DELTA = 0.01;
+/** The smallest improvement worth accepting, whatever the noise: `measure.practical_delta`'s default. */
+export const DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
 
 export interface MdeOptions {
   /** Probability of accepting a true change of one MDE. Default 0.8. */
   power?: number;
   /** Largest share of no-change candidates the bar may let through. Default 0.01. */
   falseAcceptRate?: number;
-  /** The floor of the accept bar (0.01 = 1%). Default 0.01. */
+  /** The floor of the accept bar (0.02 = 2%). Default DEFAULT_PRACTICAL_DELTA. */
   practicalDelta?: number;
 }
 

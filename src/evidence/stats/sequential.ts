@@ -22,6 +22,7 @@
  * bar. Each look therefore holds the false-accept target divided by the number of looks
  * (perLookOptions); the simulation (tests and `npm run bench:stats`) measures the rate over all looks.
  */
+import { MEASURE_DEFAULTS } from '../../config/schema.js';
 import { acceptBarFor, expectedLogHalfWidth } from './noise.js';
 import {
   type CompareOptions,
@@ -33,15 +34,22 @@ import {
 } from './verdict.js';
 
 export interface SequentialPolicy {
-  /** Runs per arm before the first look. Default 5. */
+  /** Runs per arm before the first look: `measure.runs_per_arm`. */
   nStart: number;
-  /** Most runs per arm. Default 15. */
+  /** Most runs per arm: `measure.max_runs_per_arm`. */
   nMax: number;
-  /** Runs per arm added per look. Default 2. */
+  /** Runs per arm added per look: SEQUENTIAL_STEP (fixed in the harness, not a config key). */
   step: number;
 }
 
-export const DEFAULT_SEQUENTIAL_POLICY: SequentialPolicy = { nStart: 5, nMax: 15, step: 2 };
+/** Runs added per arm at each look after the first. */
+export const SEQUENTIAL_STEP = 2;
+
+export const DEFAULT_SEQUENTIAL_POLICY: SequentialPolicy = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP,
+};
 
 export type SequentialAction = 'stop' | 'more';
 

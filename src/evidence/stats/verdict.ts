@@ -13,8 +13,9 @@
  * The noise margin holds false accepts at no change to `falseAcceptRate` (1%); the MDE reported with
  * the verdict is the true gain the bar lets through with probability `power` (80%) at this n and CV.
  */
+import { MEASURE_DEFAULTS } from '../../config/schema.js';
 import type { StatsVerdict } from '../verdicts.js';
-import { bootstrapRatioOfMedians, type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
+import { bootstrapRatioOfMedians, type CiMethod, type Interval } from './bootstrap.js';
 import { median } from './describe.js';
 import {
   acceptMargin,
@@ -22,6 +23,7 @@ import {
   DEFAULT_CONFIDENCE,
   DEFAULT_FALSE_ACCEPT_RATE,
   DEFAULT_POWER,
+  DEFAULT_PRACTICAL_DELTA,
   minimumDetectableEffect,
   pooledLogCv,
   robustNoiseCv,
@@ -37,11 +39,11 @@ export interface ComparePolicy {
    * 0.95 (noise.ts), so another level changes the false-accept rate (`npm run bench:stats` says by how much).
    */
   confidence?: number;
-  /** Bootstrap resamples, ≥ 2000. Default 2000. */
+  /** Bootstrap resamples, ≥ MIN_RESAMPLES. Default `measure.resamples`'s. */
   resamples?: number;
   /** Interval method. Default 'percentile' (see docs/statistics.md for why not BCa). */
   ciMethod?: CiMethod;
-  /** Smallest relative improvement worth accepting, whatever the noise (0.01 = 1%). Default 0.01. */
+  /** Smallest relative improvement worth accepting, whatever the noise (0.02 = 2%). Default `measure.practical_delta`'s. */
   practicalDelta?: number;
   /** Relative loss the upper CI bound must clear to say `regressed`. Default: practicalDelta. */
   regressionDelta?: number;
@@ -60,9 +62,9 @@ export interface ComparePolicy {
   power?: number;
   /** Largest share of no-change candidates the accept bar may let through. Default 0.01. */
   falseAcceptRate?: number;
-  /** Improvement ratios above this are `needs-human`. Default 10. */
+  /** Improvement ratios above this are `needs-human`. Default `measure.implausible_speedup`'s. */
   implausibleSpeedup?: number;
-  /** Fewest runs per arm that can support a verdict. Default 5. */
+  /** Fewest runs per arm that can support a verdict. Default `measure.runs_per_arm`'s. */
   minRuns?: number;
 }
 
@@ -72,20 +74,23 @@ export interface CompareOptions extends ComparePolicy {
   seed: number;
 }
 
-/** The policy with every default filled in. */
+/**
+ * The policy with every default filled in. The knobs hillclimb.yml sets (`measure.*`) take their defaults
+ * from its schema (config/schema.ts); `regressionDelta` is `practicalDelta` unless given (resolvePolicy).
+ */
 export type ResolvedPolicy = Required<Omit<ComparePolicy, 'mde' | 'calibratedCv'>> &
   Pick<ComparePolicy, 'mde' | 'calibratedCv'>;
 
 export const DEFAULT_POLICY: ResolvedPolicy = {
   confidence: DEFAULT_CONFIDENCE,
-  resamples: MIN_RESAMPLES,
+  resamples: MEASURE_DEFAULTS.resamples,
   ciMethod: 'percentile',
-  practicalDelta: 0.01,
-  regressionDelta: 0.01,
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
   power: DEFAULT_POWER,
   falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
-  implausibleSpeedup: 10,
-  minRuns: 5,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm,
 };
 
 export interface ArmSummary {

@@ -22,6 +22,7 @@
  * - The token reaches git through GIT_CONFIG_* environment variables, never the command line.
  */
 import { ExecError } from '../../exec/exec.js';
+import { assertBranchName } from '../../util/branch-name.js';
 import type { Logger } from '../../util/log.js';
 import { ForgeApiError } from '../errors.js';
 import type {
@@ -33,7 +34,7 @@ import type {
   UpsertOperation,
   UpsertPullRequestResult,
 } from '../forge.js';
-import { assertBranchName, type GitOptions, pushReplacingOwnCommits, resolveCommit } from '../git.js';
+import { type GitOptions, pushReplacingOwnCommits, resolveCommit } from '../git.js';
 import { isManagedLabel, labelStyle, planLabels } from '../labels.js';
 import { BODY_CAP_CHARS, capBody, capTitle } from '../limits.js';
 import { composeStickyBody, decodeStamp, mayOverwrite } from '../sticky.js';
@@ -175,7 +176,7 @@ export class GitHubForge implements Forge {
 
   async pushBranch(repoDir: string, branch: string, commit: string): Promise<void> {
     const g = this.opts.git;
-    await assertBranchName(repoDir, branch, g);
+    assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit, g);
     const auth = gitAuthEnv(this.gitUrl, this.opts.token);
     let pushed: Awaited<ReturnType<typeof pushReplacingOwnCommits>>;

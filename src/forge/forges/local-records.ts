@@ -1,7 +1,7 @@
 /**
  * The local forge's records on disk, under `<state_dir>/forge/`:
  *
- *     lock                      held while records change (see ../lock.ts)
+ *     lock                      held while records change (src/util/lock.ts)
  *     counters.json             next PR number and next comment id
  *     pulls/<n>.json            one PR: number, branch, base, title, body, draft, state, labels, times
  *     comments/<n>/<id>.json    one comment on PR n: id, author, body, minimized, times

@@ -5,7 +5,9 @@
  * the real thing. Record layout: ./local-records.ts.
  */
 
+import { assertBranchName } from '../../util/branch-name.js';
 import { HillclimbError } from '../../util/errors.js';
+import { type WaitingLockOptions, withFileLock } from '../../util/lock.js';
 import type { Logger } from '../../util/log.js';
 import { ForeignCommitsError } from '../errors.js';
 import type {
@@ -17,7 +19,6 @@ import type {
   UpsertPullRequestResult,
 } from '../forge.js';
 import {
-  assertBranchName,
   branchSha,
   foreignCommits,
   type GitOptions,
@@ -29,7 +30,6 @@ import {
 } from '../git.js';
 import { planLabels } from '../labels.js';
 import { BODY_CAP_CHARS, capBody, capTitle } from '../limits.js';
-import { type FileLockOptions, withFileLock } from '../lock.js';
 import { composeStickyBody, decodeStamp, hasStickyMarker, mayOverwrite } from '../sticky.js';
 import { type LocalCommentRecord, type LocalPullRecord, LocalRecords } from './local-records.js';
 
@@ -46,11 +46,14 @@ export interface LocalForgeOptions {
   /** Author of the comments this forge writes. Default `hillclimb`. */
   author?: string;
   logger: Logger;
-  lock?: FileLockOptions;
+  /** How long a writer waits for the records' lock, and when a holder's lock counts as abandoned. */
+  lock?: WaitingLockOptions;
   git?: GitOptions;
 }
 
 export const LOCAL_FORGE_AUTHOR = 'hillclimb';
+/** A writer holds the records' lock for milliseconds: one ten minutes old was left by a crash. */
+const RECORDS_LOCK_STALE_MS = 10 * 60_000;
 
 export class LocalForge implements Forge {
   readonly name = 'local';
@@ -64,7 +67,7 @@ export class LocalForge implements Forge {
 
   async pushBranch(repoDir: string, branch: string, commit: string): Promise<void> {
     const g = this.opts.git;
-    await assertBranchName(repoDir, branch, g);
+    assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit, g);
     const { remote, logger } = this.opts;
     if (remote !== undefined) {
@@ -94,7 +97,7 @@ export class LocalForge implements Forge {
   }
 
   async upsertPullRequest(spec: PullRequestSpec): Promise<UpsertPullRequestResult> {
-    await assertBranchName(this.opts.repoDir, spec.branch, this.opts.git);
+    assertBranchName(spec.branch);
     const headSha = await this.headSha(spec.branch);
     if (headSha === undefined) {
       throw new HillclimbError(`branch ${spec.branch} does not exist${this.whereBranchesLive()}`, {
@@ -225,7 +228,10 @@ export class LocalForge implements Forge {
   }
 
   private locked<T>(fn: () => T): Promise<T> {
-    return withFileLock(this.records.lockFile, async () => fn(), this.opts.lock);
+    return withFileLock(this.records.lockFile, async () => fn(), {
+      staleMs: RECORDS_LOCK_STALE_MS,
+      ...this.opts.lock,
+    });
   }
 
   /** The open PR for a branch, else the newest closed one: found again, never duplicated (as on GitHub). */

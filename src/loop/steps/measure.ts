@@ -24,6 +24,7 @@ import {
   type CompareOptions,
   calibrateNoise,
   decideNext,
+  SEQUENTIAL_STEP,
   type SequentialPolicy,
 } from '../../evidence/stats/index.js';
 import { createRng } from '../../evidence/stats/random.js';
@@ -36,8 +37,6 @@ import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../work
 import type { Step, StepEnv, StepResult } from './step.js';
 
 const MINUTE_MS = 60_000;
-/** Runs added per arm at each sequential look. */
-const SEQUENTIAL_STEP = 2;
 
 export function metricUnit(path: string): string {
   if (path.endsWith('_ms')) return 'ms';
@@ -86,6 +85,7 @@ async function measure(env: StepEnv): Promise<StepResult> {
     confidence: ctx.config.measure.confidence,
     resamples: ctx.config.measure.resamples,
     practicalDelta: ctx.config.measure.practical_delta,
+    regressionDelta: ctx.config.measure.regression_delta,
     implausibleSpeedup: ctx.config.measure.implausible_speedup,
     ...(calibration ? { calibratedCv: calibration.cv } : {}),
   };

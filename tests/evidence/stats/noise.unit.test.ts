@@ -3,6 +3,7 @@
 //   bar = 1 + max(δ, margin);  MDE = bar · exp((1.85 + z_{power} · 0.95) · s) − 1
 // with z_{0.99} = 2.3263478740408408 and z_{0.8} = 0.8416212335729143.
 import { describe, expect, it } from 'vitest';
+import { MEASURE_DEFAULTS } from '../../../src/config/schema.js';
 import {
   acceptBarFor,
   acceptMargin,
@@ -20,6 +21,8 @@ import {
 
 const Z99 = 2.3263478740408408;
 const Z80 = 0.8416212335729143;
+/** The worked examples of docs/statistics.md are at a practical floor δ = 1%. */
+const D1 = { practicalDelta: 0.01 };
 
 describe('the accept bar and the minimum detectable effect', () => {
   it('follow the documented formulas', () => {
@@ -31,14 +34,19 @@ describe('the accept bar and the minimum detectable effect', () => {
     expect(acceptMargin(0.05, 5, 5)).toBeCloseTo(Math.expm1((-1.85 + Z99 * 0.95) * s), 12);
     expect(mdeMultiplier()).toBeCloseTo(1.85 + Z80 * 0.95, 12);
     // CV 5%: the noise margin (1.58%) is above the 1% floor and sets the bar.
-    const bar = acceptBarFor(0.05, 5, 5);
+    const bar = acceptBarFor(0.05, 5, 5, D1);
     expect(bar).toBeCloseTo(1.0158, 4);
-    expect(minimumDetectableEffect(0.05, 5, 5)).toBeCloseTo(bar * Math.exp((1.85 + Z80 * 0.95) * s) - 1, 12);
+    expect(minimumDetectableEffect(0.05, 5, 5, D1)).toBeCloseTo(
+      bar * Math.exp((1.85 + Z80 * 0.95) * s) - 1,
+      12,
+    );
     // CV 1%: the 1% floor sets the bar.
-    expect(acceptBarFor(0.01, 5, 5)).toBe(1.01);
-    expect(minimumDetectableEffect(0.01, 5, 5)).toBeCloseTo(0.0336, 4);
-    expect(minimumDetectableEffect(0.02, 5, 5)).toBeCloseTo(0.0578, 4);
-    expect(minimumDetectableEffect(0.05, 5, 5)).toBeCloseTo(0.1402, 4);
+    expect(acceptBarFor(0.01, 5, 5, D1)).toBe(1.01);
+    expect(minimumDetectableEffect(0.01, 5, 5, D1)).toBeCloseTo(0.0336, 4);
+    expect(minimumDetectableEffect(0.02, 5, 5, D1)).toBeCloseTo(0.0578, 4);
+    expect(minimumDetectableEffect(0.05, 5, 5, D1)).toBeCloseTo(0.1402, 4);
+    // Without a δ given, the floor is measure.practical_delta's default (2%), which also sets the bar at CV 5%.
+    expect(acceptBarFor(0.05, 5, 5)).toBe(1 + MEASURE_DEFAULTS.practical_delta);
   });
 
   it('a stricter false-accept target raises the margin; more power raises the MDE; more runs lower both', () => {
@@ -49,7 +57,8 @@ describe('the accept bar and the minimum detectable effect', () => {
     expect(minimumDetectableEffect(0.02, 15, 15)).toBeLessThan(minimumDetectableEffect(0.02, 5, 5));
     expect(acceptMargin(0, 5, 5)).toBe(0);
     // Without noise the MDE is the practical floor itself.
-    expect(minimumDetectableEffect(0, 5, 5)).toBeCloseTo(0.01, 12);
+    expect(minimumDetectableEffect(0, 5, 5, D1)).toBeCloseTo(0.01, 12);
+    expect(minimumDetectableEffect(0, 5, 5)).toBeCloseTo(MEASURE_DEFAULTS.practical_delta, 12);
     expect(minimumDetectableEffect(0, 5, 5, { practicalDelta: 0 })).toBe(0);
   });
 

@@ -120,7 +120,7 @@ describe('decideNext', () => {
     // waiting for nMax would spend 10 more runs per arm on it.
     const a = runs(100, 0.01, 5, 23);
     const b = runs(100, 0.01, 5, 24);
-    const d = decideNext(a, b, opts);
+    const d = decideNext(a, b, { ...opts, practicalDelta: 0.01 });
     const c = d.comparison!;
     expect(c.acceptBar).toBe(1.01);
     expect(c.ci!.hi).toBeGreaterThan(c.acceptBar!);

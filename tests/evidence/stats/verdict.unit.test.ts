@@ -56,7 +56,7 @@ describe('compareArms', () => {
     const b = runs(105, 0.005, 8, 5);
     const c = compareArms(runs(100, 0.005, 8, 6), b, { direction: 'lower', seed: 1 });
     expect(c.verdict).toBe('regressed');
-    expect(c.reasons[0]).toMatch(/^upper CI bound 0\.\d+ < regression bar 0\.9900$/);
+    expect(c.reasons[0]).toMatch(/^upper CI bound 0\.\d+ < regression bar 0\.9800$/);
   });
 
   it('sends an implausible speedup to a human instead of accepting it', () => {
@@ -105,12 +105,12 @@ describe('compareArms', () => {
     expect(observed.mdeSource).toBe('observed');
     const [nA, nB] = [A_MS.length, b.length];
     expect(observed.acceptMargin).toBeCloseTo(acceptMargin(observed.noiseCv!, nA, nB), 12);
-    expect(observed.acceptBar).toBeCloseTo(1 + Math.max(observed.acceptMargin!, 0.01), 12);
+    expect(observed.acceptBar).toBeCloseTo(1 + Math.max(observed.acceptMargin!, 0.02), 12);
     expect(observed.mde).toBeCloseTo(minimumDetectableEffect(observed.noiseCv!, nA, nB), 12);
     expect(observed.mde!).toBeGreaterThan(observed.acceptBar! - 1);
-    expect(observed).toMatchObject({ falseAcceptRate: 0.01, power: 0.8, practicalDelta: 0.01 });
+    expect(observed).toMatchObject({ falseAcceptRate: 0.01, power: 0.8, practicalDelta: 0.02 });
     expect(observed.reasons[2]).toMatch(
-      /^accept bar 1\.0100 = 1 \+ max\(practical δ 1\.00%, noise margin 0\.\d\d% for ≤ 1\.00% false accepts at no change\); detectable with 80% power: \d\.\d\d% \(observed CV \d\.\d\d%, n = \d+\/\d+\); regression bar 0\.9900$/,
+      /^accept bar 1\.0200 = 1 \+ max\(practical δ 2\.00%, noise margin 0\.\d\d% for ≤ 1\.00% false accepts at no change\); detectable with 80% power: \d\.\d\d% \(observed CV \d\.\d\d%, n = \d+\/\d+\); regression bar 0\.9800$/,
     );
 
     // A calibration noisier than today's runs raises the floor; a quieter one does not lower it.
@@ -134,7 +134,7 @@ describe('compareArms', () => {
     const small = compareArms(a, [9.95, 9.95, 9.95, 9.95, 9.95], { direction: 'lower', seed: 1 });
     expect(small.ci).toEqual({ lo: 10 / 9.95, hi: 10 / 9.95 });
     expect(small.acceptMargin).toBe(0);
-    expect(small.mde).toBeCloseTo(0.01, 12);
+    expect(small.mde).toBeCloseTo(0.02, 12);
     expect(small.verdict).toBe('no-change');
     const big = compareArms(a, [9.8, 9.8, 9.8, 9.8, 9.8], { direction: 'lower', seed: 1 });
     expect(big.verdict).toBe('improved');
@@ -145,8 +145,8 @@ describe('compareArms', () => {
       confidence: 0.95,
       resamples: 2000,
       ciMethod: 'percentile',
-      practicalDelta: 0.01,
-      regressionDelta: 0.01,
+      practicalDelta: 0.02,
+      regressionDelta: 0.02,
       power: 0.8,
       falseAcceptRate: 0.01,
       implausibleSpeedup: 10,
@@ -155,7 +155,7 @@ describe('compareArms', () => {
     expect(() => compareArms(A_MS, A_MS, { direction: 'lower', seed: 1, falseAcceptRate: 0.5 })).toThrow(
       /falseAcceptRate/,
     );
-    expect(resolvePolicy({ practicalDelta: 0.02 }).regressionDelta).toBe(0.02);
+    expect(resolvePolicy({ practicalDelta: 0.03 }).regressionDelta).toBe(0.03);
     expect(resolvePolicy({ practicalDelta: 0.02, regressionDelta: 0.005 }).regressionDelta).toBe(0.005);
     expect(() => compareArms(A_MS, A_MS, { direction: 'lower', seed: 1, implausibleSpeedup: 1 })).toThrow(
       RangeError,
