@@ -1,7 +1,7 @@
 // `hillclimb init` in a repository that is not hillclimb: what it writes, that the engine accepts it,
 // that it is idempotent and never overwrites a user's file without --force, and that bad answers are
 // refused naming the flag.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig, selectTarget } from '../../src/config/load.js';
@@ -84,8 +84,33 @@ describe('hillclimb init --yes', () => {
       HILLCLIMB_PYTHON: join(REPO_ROOT, '.venv', 'bin', 'python'),
     });
     expect(doctor.stdout).toMatch(/ok\s+hillclimb\.yml\s+valid: target scale, agent replay, backend local/);
+    expect(doctor.stdout).toMatch(/ok\s+prompt\s+hillclimb\/prompt\.md/);
+    expect(doctor.stdout).toMatch(
+      /ok\s+workflows\s+4 workflow\(s\) run acme\/hillclimb actions at aaaaaaaaaaaa/,
+    );
     expect(doctor.stdout).toContain('doctor: all required pieces present');
     expect(doctor.code).toBe(0);
+  });
+
+  it('doctor reports mixed or movable pins in the workflows, and a missing prompt', async () => {
+    expect((await hillclimbIn(repo.dir, ['init', ...TOY_FLAGS])).code).toBe(0);
+    const baseline = join(repo.dir, '.github/workflows/baseline.yml');
+    writeFileSync(
+      baseline,
+      read('.github/workflows/baseline.yml').replace(`kernel-test@${PIN.commit}`, 'kernel-test@v1'),
+    );
+    rmSync(join(repo.dir, 'hillclimb/prompt.md'));
+    const env = { HILLCLIMB_PYTHON: join(REPO_ROOT, '.venv', 'bin', 'python') };
+    const r = await hillclimbIn(repo.dir, ['doctor'], env);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/MISSING\s+prompt\s+missing: hillclimb\/prompt\.md/);
+    expect(r.stdout).toContain(
+      'baseline.yml pins acme/hillclimb/actions/kernel-test to "v1", not a full commit SHA',
+    );
+    expect(r.stdout).toContain(
+      `mixed hillclimb releases: acme/hillclimb@v1 (baseline.yml); acme/hillclimb@${PIN.commit} (baseline.yml, hillclimb.yml, janitor.yml, pr-evidence.yml)`,
+    );
+    expect(r.stdout).toContain('re-run hillclimb init (with --force) to pin one release');
   });
 
   it('a second run with the same answers changes nothing and says so', async () => {
