@@ -2,13 +2,10 @@
  * A scratch repository that is not hillclimb: its own layout (a toy JAX kernel under src/mypkg/ops/,
  * pytest tests under tests/, a bench under bench/), no kernels/ folder. And the CLI run in it.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { CLI } from '../helpers/paths.js';
-
-const execFileP = promisify(execFile);
+import { type CliRun, runCli } from '../helpers/cli.js';
 
 /** The pin the tests ask for: any full SHA will do, the workflows are checked against this tree's actions. */
 export const PIN = { repository: 'acme/hillclimb', commit: 'a'.repeat(40) } as const;
@@ -54,23 +51,7 @@ export const TOY_FLAGS = [
   ...PIN_FLAGS,
 ];
 
-export interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** The real CLI (dist/cli.js) with `args` in `cwd`; stdin is not a terminal. */
-export async function hillclimbIn(
-  cwd: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<CliRun> {
-  try {
-    const r = await execFileP(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, ...env } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
+/** The real CLI with `args` in `cwd`; stdin is not a terminal. */
+export function hillclimbIn(cwd: string, args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runCli(args, env, cwd);
 }
