@@ -180,7 +180,7 @@ export function configText(a: InitAnswers, version: string): string {
     'version: 1',
     '',
     'targets:',
-    `  ${a.target}:`,
+    `  ${plainOrQuoted(a.target)}:`,
     '    # The only paths an agent may change. Anything else it touches makes the iteration invalid.',
     '    editable:',
     list(a.editable, '      '),
@@ -200,7 +200,7 @@ export function configText(a: InitAnswers, version: string): string {
     ...(mfu ? [`      mfu_path: ${scalar(mfu)}`] : []),
     '',
     'loop:',
-    `  target: ${a.target}`,
+    `  target: ${plainOrQuoted(a.target)}`,
     '',
     'agent:',
     `  kind: ${a.agent}`,
@@ -228,6 +228,11 @@ export function configText(a: InitAnswers, version: string): string {
 
 function scalar(s: string): string {
   return stringify(s).trimEnd();
+}
+
+/** As is when plain, else one double-quoted line (valid YAML wherever a key or value stands). */
+function plainOrQuoted(s: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(s) ? s : JSON.stringify(s);
 }
 
 /** Which flag a config key path came from. */

@@ -167,6 +167,7 @@ describe('hillclimb init refuses', () => {
       '--bench-command: targets.scale.bench.command must contain {metrics}',
     ],
     [['--target', 'Scale'], '--target: targets must match pattern'],
+    [['--target', 'a: b\nc'], '--target: targets must match pattern'],
     [
       ['--test-command', '{python} -m pytest --junitxml={junitxml}'],
       '--test-command: targets.scale.correctness.cpu.command unknown placeholder {junitxml}',

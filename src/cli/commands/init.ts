@@ -10,6 +10,7 @@ import {
 } from '../../init/gather.js';
 import { applyPlan, nextSteps, planFiles } from '../../init/init.js';
 import { resolvePin } from '../../init/pin.js';
+import { ExitCode, HillclimbError } from '../../util/errors.js';
 import { Git } from '../../workspace/git.js';
 import type { CliContext } from '../context.js';
 
@@ -28,9 +29,17 @@ async function terminalAsk<T>(use: (ask: Ask | undefined) => Promise<T>): Promis
   if (!interactive()) return use(undefined);
   const rl = createInterface({ input: process.stdin, output: process.stdout });
   try {
-    return await use((q, fallback) =>
-      rl.question(fallback === undefined ? `${q}: ` : `${q} [${fallback}]: `),
-    );
+    return await use(async (q, fallback) => {
+      try {
+        return await rl.question(fallback === undefined ? `${q}: ` : `${q} [${fallback}]: `);
+      } catch (e) {
+        // Ctrl+D or Ctrl+C at a question: stop cleanly, nothing written yet.
+        if ((e as Error).name !== 'AbortError') throw e;
+        throw new HillclimbError(`hillclimb init: no answer to "${q}"; nothing was written`, {
+          exitCode: ExitCode.badInput,
+        });
+      }
+    });
   } finally {
     rl.close();
   }
