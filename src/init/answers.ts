@@ -159,6 +159,11 @@ export function defaultProtected(
   return [...out];
 }
 
+/** `globs` with CI, the config and init's folder added where missing (first, in that order). */
+export function withAlwaysProtected(globs: readonly string[]): string[] {
+  return [...new Set([...ALWAYS_PROTECTED, ...globs])];
+}
+
 /** The metrics path of the MFU beside a `…<name>.median_ms` metric. */
 function mfuPathFor(metric: string): string | undefined {
   return metric.endsWith('.median_ms') ? `${metric.slice(0, -'.median_ms'.length)}.mfu` : undefined;

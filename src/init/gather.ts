@@ -18,6 +18,7 @@ import {
   type InitAnswers,
   parseCommand,
   splitList,
+  withAlwaysProtected,
 } from './answers.js';
 
 /** The flags as commander gives them. */
@@ -129,12 +130,15 @@ export async function gatherAnswers(
   );
   const base = checkBranch(FLAG_OF.base, await answer('base', 'Default branch', flags.base, detectedBase));
   const fallbackProtected = defaultProtected(root, { editable, testCommand, benchCommand, requirements });
-  const protectedPaths = splitList(
-    await answer(
-      'protected',
-      'Protected paths (globs, comma separated)',
-      list(flags.protected),
-      fallbackProtected.join(','),
+  // CI, the config and init's own folder stay protected whatever the answer: they decide the trust split.
+  const protectedPaths = withAlwaysProtected(
+    splitList(
+      await answer(
+        'protected',
+        'Protected paths (globs, comma separated)',
+        list(flags.protected),
+        fallbackProtected.join(','),
+      ),
     ),
   );
   for (const [flag, globs] of [

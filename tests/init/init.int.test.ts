@@ -151,6 +151,34 @@ describe('hillclimb init --yes', () => {
   });
 });
 
+describe('hillclimb init answers', () => {
+  it('--protected replaces the detected paths, but CI, the config and its own folder stay protected', async () => {
+    const r = await hillclimbIn(repo.dir, [
+      'init',
+      ...TOY_FLAGS,
+      '--protected',
+      'tests/**,src/mypkg/ops/ref.py',
+    ]);
+    expect(r.code).toBe(0);
+    expect(selectTarget(loadConfig(join(repo.dir, 'hillclimb.yml'))).protected).toEqual([
+      '.github/**',
+      'hillclimb.yml',
+      'hillclimb/**',
+      'tests/**',
+      'src/mypkg/ops/ref.py',
+    ]);
+  });
+
+  it('warns when an editable glob matches no committed file', async () => {
+    const r = await hillclimbIn(repo.dir, ['init', ...TOY_FLAGS, '--editable', 'src/mypkg/kernels/**']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      'warning: --editable src/mypkg/kernels/** matches no file committed at HEAD: the agent could only add files there',
+    );
+    expect(r.stderr).not.toContain('src/mypkg/ops/**');
+  });
+});
+
 describe('hillclimb init refuses', () => {
   it('to guess without a terminal: it names the flags to pass, and writes nothing', async () => {
     const r = await hillclimbIn(repo.dir, ['init', '--target', 'scale', ...PIN_FLAGS]);

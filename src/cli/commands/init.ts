@@ -8,7 +8,7 @@ import {
   type InitFlags,
   nonInteractiveError,
 } from '../../init/gather.js';
-import { applyPlan, nextSteps, planFiles } from '../../init/init.js';
+import { applyPlan, editableWithoutFiles, nextSteps, planFiles } from '../../init/init.js';
 import { resolvePin } from '../../init/pin.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';
 import { Git } from '../../workspace/git.js';
@@ -55,7 +55,7 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
     .option('--editable <glob>', 'a path glob the agent may edit (repeat, or comma separated)', collect)
     .option(
       '--protected <glob>',
-      'a path glob never editable (repeat, or comma separated; default: tests, the bench and test files, requirements, .github, hillclimb.yml, hillclimb/)',
+      'a path glob never editable (repeat, or comma separated; default: tests, the bench and test files, requirements; .github, hillclimb.yml and hillclimb/ always)',
       collect,
     )
     .option(
@@ -96,6 +96,11 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
         gatherAnswers(root, opts, ask, await detectBase(root)),
       );
       const plan = planFiles(root, packageDir, answers, pin, packageVersion());
+      for (const g of await editableWithoutFiles(git, answers.editable)) {
+        c.stderr(
+          `warning: --editable ${g} matches no file committed at HEAD: the agent could only add files there`,
+        );
+      }
       const result = applyPlan(root, plan, { force: Boolean(opts.force) });
 
       const width = Math.max(...result.files.map((f) => f.outcome.length));
