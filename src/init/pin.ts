@@ -4,7 +4,7 @@
  * prefixes). Taken from the flags, else from the installed package when it is a git checkout of that
  * commit; anything else is refused with the flags to pass.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import { Git } from '../workspace/git.js';
@@ -74,16 +74,12 @@ export async function resolvePin(
 
   const passBoth =
     'pass --hillclimb-repo <owner>/<name> and --hillclimb-ref <40-hex commit> of the hillclimb release to pin';
-  let git: Git;
-  try {
-    git = await Git.create(packageDir);
-  } catch {
+  // Only a checkout of hillclimb itself: under node_modules, the work tree around it is the user's.
+  const git = await Git.create(packageDir).catch(() => undefined);
+  if (!git || realpathSync(git.root) !== realpathSync(packageDir)) {
     throw new HillclimbError(
-      'cannot tell which hillclimb commit to pin: the installed hillclimb is not a git checkout',
-      {
-        hint: passBoth,
-        exitCode: ExitCode.badInput,
-      },
+      `cannot tell which hillclimb commit to pin: the installed hillclimb (${packageDir}) is not a git checkout of its own`,
+      { hint: passBoth, exitCode: ExitCode.badInput },
     );
   }
   let commit = ref;

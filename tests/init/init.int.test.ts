@@ -134,6 +134,7 @@ describe('hillclimb init --yes', () => {
     expect(kept.stderr).toContain('differ from what init writes: hillclimb/prompt.md');
     expect(kept.stderr).toContain('--force');
     expect(kept.stdout).toContain('differs    hillclimb/prompt.md');
+    expect(kept.stdout).not.toContain('nothing to change');
     expect(read('hillclimb/prompt.md')).toBe(edited);
 
     // A new answer (another default branch) changes the workflows: also kept until --force.

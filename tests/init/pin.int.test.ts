@@ -60,6 +60,15 @@ describe('resolvePin from an installed checkout', () => {
     );
   });
 
+  it("refuses an install inside someone else's work tree (node_modules), which is no checkout of its own", async () => {
+    const nested = join(pkg.dir, 'node_modules', 'hillclimb');
+    mkdirSync(nested, { recursive: true });
+    writeFileSync(join(nested, 'package.json'), JSON.stringify({ name: 'hillclimb' }));
+    await expect(resolvePin(nested, { repository: 'acme/hillclimb' })).rejects.toThrow(
+      /is not a git checkout of its own/,
+    );
+  });
+
   it('refuses when it is not a git checkout and no flags say', async () => {
     const t = tempDir('hc-init-nogit-');
     try {

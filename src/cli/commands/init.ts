@@ -106,11 +106,11 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
       const width = Math.max(...result.files.map((f) => f.outcome.length));
       for (const f of result.files) c.stdout(`${f.outcome.padEnd(width)}  ${f.path}`);
       const wrote = result.files.some((f) => f.outcome === 'created' || f.outcome === 'replaced');
-      c.stdout(
-        wrote
-          ? `hillclimb init: target ${answers.target}, actions pinned to ${pin.repository}@${pin.commit}`
-          : 'hillclimb init: nothing to change',
-      );
+      if (wrote) {
+        c.stdout(
+          `hillclimb init: target ${answers.target}, actions pinned to ${pin.repository}@${pin.commit}`,
+        );
+      } else if (result.differing.length === 0) c.stdout('hillclimb init: nothing to change');
       if (result.differing.length > 0) {
         c.stderr(
           `error: kept ${result.differing.length} file(s) that differ from what init writes: ${result.differing.join(', ')}`,
