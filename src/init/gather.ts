@@ -3,7 +3,7 @@
  * `--yes`. Without a terminal and without `--yes` nothing is guessed: the error lists the flags to pass.
  */
 
-import { ExitCode, HillclimbError } from '../util/errors.js';
+import { ExitCode, HillclimbError, isHillclimbError } from '../util/errors.js';
 import { Git } from '../workspace/git.js';
 import {
   AGENT_KINDS,
@@ -14,7 +14,6 @@ import {
   DEFAULT_TEST_COMMAND,
   defaultProtected,
   FLAG_OF,
-  type InitAgent,
   type InitAnswers,
   parseCommand,
   splitList,
@@ -54,6 +53,9 @@ export async function detectBase(root: string): Promise<string> {
   return (await git.remoteDefaultBranch('origin')) ?? (await git.currentBranch()) ?? 'main';
 }
 
+/** Questions asked again after an unusable answer, before giving up. */
+const ATTEMPTS = 3;
+
 export async function gatherAnswers(
   root: string,
   flags: InitFlags,
@@ -61,95 +63,130 @@ export async function gatherAnswers(
   detectedBase: string,
 ): Promise<InitAnswers> {
   if (!flags.yes && !ask) throw nonInteractiveError();
-  // One answer: the flag, else asked, else (--yes) the default; a required one without any is an error.
-  const answer = async (
+  /**
+   * One answer, parsed: the flag, else asked (again, saying why, when unusable), else with --yes the
+   * default. A required answer without any is an error naming its flag.
+   */
+  const answer = async <T>(
     key: keyof InitAnswers,
     question: string,
     given: string | undefined,
-    fallback?: string,
-  ) => {
-    if (given !== undefined) return given;
-    if (ask && !flags.yes) {
-      const a = (await ask(question, fallback)).trim();
-      if (a !== '') return a;
+    fallback: string | undefined,
+    parse: (value: string) => T,
+  ): Promise<T> => {
+    const required = badFlag(FLAG_OF[key], 'required', `pass ${FLAG_OF[key]} (with --yes nothing is asked)`);
+    if (given !== undefined) return parse(given);
+    if (flags.yes || !ask) {
+      if (fallback === undefined) throw required;
+      return parse(fallback);
     }
-    if (fallback !== undefined) return fallback;
-    throw badFlag(FLAG_OF[key], 'required', `pass ${FLAG_OF[key]} (with --yes nothing is asked)`);
+    let last: HillclimbError = required;
+    for (let i = 0; i < ATTEMPTS; i++) {
+      const problem = i === 0 ? '' : last === required ? '(required) ' : `${last.message}. `;
+      const value = (await ask(`${problem}${question}`, fallback)).trim() || fallback;
+      if (value === undefined) {
+        last = required;
+        continue;
+      }
+      try {
+        return parse(value);
+      } catch (e) {
+        if (!isHillclimbError(e)) throw e;
+        last = e;
+      }
+    }
+    throw last;
   };
   const list = (v: string[] | undefined) =>
     v === undefined || v.length === 0 ? undefined : splitList(v).join(',');
+  const same = (v: string) => v;
+  const globs = (flag: string) => (v: string) => {
+    const items = splitList(v);
+    if (items.length === 0) throw badFlag(flag, 'at least one glob');
+    for (const g of items) {
+      // Globs go into the config and the workflows' path filters (quoted); no control characters.
+      if (/[\n\r"\\]/.test(g) || g.startsWith('/')) throw badFlag(flag, `"${g}" is not a relative path glob`);
+    }
+    return items;
+  };
+  const oneOf =
+    <T extends string>(flag: string, allowed: readonly T[]) =>
+    (v: string): T => {
+      if (!(allowed as readonly string[]).includes(v))
+        throw badFlag(flag, `"${v}": one of ${allowed.join(', ')}`);
+      return v as T;
+    };
 
-  const target = await answer('target', 'Target name (lowercase, e.g. my-kernel)', flags.target);
-  const editable = splitList(
-    await answer(
-      'editable',
-      'Paths the agent may edit (globs, comma separated, e.g. src/mypkg/ops/**)',
-      list(flags.editable),
-    ),
+  const target = await answer(
+    'target',
+    'Target name (lowercase, e.g. my-kernel)',
+    flags.target,
+    undefined,
+    same,
   );
-  if (editable.length === 0) throw badFlag(FLAG_OF.editable, 'at least one glob');
-  const testCommand = parseCommand(
-    FLAG_OF.testCommand,
-    await answer(
-      'testCommand',
-      'Correctness command (CPU; writes JUnit to {junit})',
-      flags.testCommand,
-      DEFAULT_TEST_COMMAND,
-    ),
+  const editable = await answer(
+    'editable',
+    'Paths the agent may edit (globs, comma separated, e.g. src/mypkg/ops/**)',
+    list(flags.editable),
+    undefined,
+    globs(FLAG_OF.editable),
   );
-  const benchCommand = parseCommand(
-    FLAG_OF.benchCommand,
-    await answer('benchCommand', 'Bench command (writes the metrics JSON to {metrics})', flags.benchCommand),
+  const testCommand = await answer(
+    'testCommand',
+    'Correctness command (CPU; writes JUnit to {junit})',
+    flags.testCommand,
+    DEFAULT_TEST_COMMAND,
+    (v) => parseCommand(FLAG_OF.testCommand, v),
+  );
+  const benchCommand = await answer(
+    'benchCommand',
+    'Bench command (writes the metrics JSON to {metrics})',
+    flags.benchCommand,
+    undefined,
+    (v) => parseCommand(FLAG_OF.benchCommand, v),
   );
   const metric = await answer(
     'metric',
     'Verdict metric (dotted path in the metrics JSON)',
     flags.metric,
     DEFAULT_METRIC,
+    same,
   );
   const direction = await answer(
     'direction',
     'Which way is better (lower or higher)',
     flags.direction,
     'lower',
+    oneOf(FLAG_OF.direction, ['lower', 'higher'] as const),
   );
-  if (direction !== 'lower' && direction !== 'higher')
-    throw badFlag(FLAG_OF.direction, `"${direction}": lower or higher`);
-  const agent = await answer('agent', `Agent (${AGENT_KINDS.join(', ')})`, flags.agent, 'codex');
-  if (!(AGENT_KINDS as readonly string[]).includes(agent)) {
-    throw badFlag(FLAG_OF.agent, `"${agent}": one of ${AGENT_KINDS.join(', ')}`);
-  }
-  const requirements = checkRelativePath(
-    FLAG_OF.requirements,
-    await answer(
-      'requirements',
-      'pip requirements file for .venv (JAX, pytest, your package)',
-      flags.requirements,
-      'requirements.txt',
-    ),
+  const agent = await answer(
+    'agent',
+    `Agent (${AGENT_KINDS.join(', ')})`,
+    flags.agent,
+    'codex',
+    oneOf(FLAG_OF.agent, AGENT_KINDS),
   );
-  const base = checkBranch(FLAG_OF.base, await answer('base', 'Default branch', flags.base, detectedBase));
+  const requirements = await answer(
+    'requirements',
+    'pip requirements file for .venv (JAX, pytest, your package)',
+    flags.requirements,
+    'requirements.txt',
+    (v) => checkRelativePath(FLAG_OF.requirements, v),
+  );
+  const base = await answer('base', 'Default branch', flags.base, detectedBase, (v) =>
+    checkBranch(FLAG_OF.base, v),
+  );
   const fallbackProtected = defaultProtected(root, { editable, testCommand, benchCommand, requirements });
   // CI, the config and init's own folder stay protected whatever the answer: they decide the trust split.
   const protectedPaths = withAlwaysProtected(
-    splitList(
-      await answer(
-        'protected',
-        'Protected paths (globs, comma separated)',
-        list(flags.protected),
-        fallbackProtected.join(','),
-      ),
+    await answer(
+      'protected',
+      'Protected paths (globs, comma separated)',
+      list(flags.protected),
+      fallbackProtected.join(','),
+      globs(FLAG_OF.protected),
     ),
   );
-  for (const [flag, globs] of [
-    [FLAG_OF.editable, editable],
-    [FLAG_OF.protected, protectedPaths],
-  ] as const) {
-    for (const g of globs) {
-      // Globs go into the config and the workflows' path filters (quoted); no control characters.
-      if (/[\n\r"\\]/.test(g) || g.startsWith('/')) throw badFlag(flag, `"${g}" is not a relative path glob`);
-    }
-  }
   return {
     target,
     editable,
@@ -158,7 +195,7 @@ export async function gatherAnswers(
     benchCommand,
     metric,
     direction,
-    agent: agent as InitAgent,
+    agent,
     requirements,
     base,
   };

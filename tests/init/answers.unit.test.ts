@@ -103,6 +103,35 @@ describe('gatherAnswers', () => {
     }
   });
 
+  it('asks again, saying why, after an unusable answer; gives up after three', async () => {
+    const asked: string[] = [];
+    const replies = ['down', 'sideways', 'higher'];
+    const flags = { target: 'k', editable: ['src/k/**'], benchCommand: 'b {metrics}' };
+    const answers = await gatherAnswers(
+      '/nonexistent',
+      flags,
+      async (q) => {
+        asked.push(q);
+        return q.includes('Which way is better') ? replies.shift()! : '';
+      },
+      'main',
+    );
+    expect(answers.direction).toBe('higher');
+    expect(asked.filter((q) => q.includes('Which way is better'))).toEqual([
+      'Which way is better (lower or higher)',
+      '--direction: "down": one of lower, higher. Which way is better (lower or higher)',
+      '--direction: "sideways": one of lower, higher. Which way is better (lower or higher)',
+    ]);
+
+    const never = gatherAnswers(
+      '/nonexistent',
+      { target: 'k', editable: ['src/k/**'] },
+      async () => '',
+      'main',
+    );
+    await expect(never).rejects.toThrow('--bench-command: required');
+  });
+
   it('without a terminal and without --yes, refuses before asking anything', async () => {
     await expect(gatherAnswers('/nonexistent', { target: 'k' }, undefined, 'main')).rejects.toThrow(
       /no terminal to ask on/,

@@ -201,7 +201,7 @@ describe('hillclimb init refuses', () => {
       ['--test-command', '{python} -m pytest --junitxml={junitxml}'],
       '--test-command: targets.scale.correctness.cpu.command unknown placeholder {junitxml}',
     ],
-    [['--direction', 'down'], '--direction: "down": lower or higher'],
+    [['--direction', 'down'], '--direction: "down": one of lower, higher'],
     [['--agent', 'gpt'], '--agent: "gpt": one of codex, claude, replay'],
     [
       ['--requirements', 'reqs.txt; curl evil'],
