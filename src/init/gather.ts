@@ -131,20 +131,14 @@ export async function gatherAnswers(
     undefined,
     globs(FLAG_OF.editable),
   );
-  const testCommand = await answer(
+  const command = (key: 'testCommand' | 'benchCommand', question: string, fallback?: string) =>
+    answer(key, question, flags[key], fallback, (v) => parseCommand(FLAG_OF[key], v));
+  const testCommand = await command(
     'testCommand',
     'Correctness command (CPU; writes JUnit to {junit})',
-    flags.testCommand,
     DEFAULT_TEST_COMMAND,
-    (v) => parseCommand(FLAG_OF.testCommand, v),
   );
-  const benchCommand = await answer(
-    'benchCommand',
-    'Bench command (writes the metrics JSON to {metrics})',
-    flags.benchCommand,
-    undefined,
-    (v) => parseCommand(FLAG_OF.benchCommand, v),
-  );
+  const benchCommand = await command('benchCommand', 'Bench command (writes the metrics JSON to {metrics})');
   const metric = await answer(
     'metric',
     'Verdict metric (dotted path in the metrics JSON)',
