@@ -19,6 +19,7 @@ const RANK: Record<string, number> = {
   report: 6,
   loop: 7,
   doctor: 7,
+  init: 7,
   cli: 8,
   actions: 8,
 };

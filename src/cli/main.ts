@@ -8,6 +8,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerHarness } from './commands/harness.js';
 import { registerHistory } from './commands/history.js';
+import { registerInit } from './commands/init.js';
 import { registerIterate } from './commands/iterate.js';
 import { registerLog } from './commands/log.js';
 import { registerLoop } from './commands/loop.js';
@@ -27,6 +28,7 @@ export function buildProgram(io: CliIO, done: (code: number) => void): Command {
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .exitOverride();
   const ctx = () => contextFor(program, io);
+  registerInit(program, ctx, done);
   registerSetup(program, ctx, done);
   registerDoctor(program, ctx, done);
   registerTpu(program, ctx, done);

@@ -2,7 +2,7 @@
  * `hillclimb doctor`: what this machine has, what is missing, and how to get it.
  * Required pieces make the exit code 1 when missing; optional ones only say what they unlock.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGENT_INSTALL_HINTS } from '../agent/factory.js';
 import { loadConfig } from '../config/load.js';
@@ -173,6 +173,89 @@ function projectConfig(root: string): ProjectConfig {
   }
 }
 
+/** The prompt template and the directive presets hillclimb.yml points at: the loop reads them. */
+export function promptCheck(config: HillclimbConfig): Check {
+  return {
+    name: 'prompt',
+    required: true,
+    async run() {
+      const missing = [
+        config.paths.prompt,
+        ...config.agent.directives.map((d) => `${config.paths.directives_dir}/${d}.md`),
+      ].filter((p) => !existsSync(join(config.root, p)));
+      return missing.length === 0
+        ? { ok: true, detail: `${config.paths.prompt}, ${config.agent.directives.length} directive(s)` }
+        : {
+            ok: false,
+            detail: `missing: ${missing.join(', ')}`,
+            hint: 'hillclimb init writes a starter prompt; or set paths.prompt / paths.directives_dir in hillclimb.yml',
+          };
+    },
+  };
+}
+
+const ACTION_STEP =
+  /^\s*(?:-\s+)?uses:\s+(\.|[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/actions\/([a-z0-9-]+)(?:@(\S+))?/gm;
+
+/**
+ * Which hillclimb the repository's workflows run: its own ./actions, or one release pinned by full
+ * commit SHA (what `hillclimb init` writes). Mixed releases or a movable pin are reported.
+ */
+export function workflowsCheck(root: string): Check {
+  return {
+    name: 'workflows',
+    required: false,
+    async run() {
+      const dir = join(root, '.github', 'workflows');
+      const files = existsSync(dir)
+        ? readdirSync(dir)
+            .filter((f) => /\.ya?ml$/.test(f))
+            .sort()
+        : [];
+      const pins = new Map<string, string[]>();
+      const problems: string[] = [];
+      for (const f of files) {
+        for (const m of readFileSync(join(dir, f), 'utf8').matchAll(ACTION_STEP)) {
+          const [, repo, name, ref] = m;
+          if (repo === '.') {
+            if (!existsSync(join(root, 'actions', name!, 'action.yml')))
+              problems.push(`${f} uses ./actions/${name}, which this repository does not have`);
+            continue;
+          }
+          if (!ref || !/^[0-9a-f]{40}$/.test(ref))
+            problems.push(`${f} pins ${repo}/actions/${name} to "${ref ?? ''}", not a full commit SHA`);
+          const key = `${repo}@${ref ?? ''}`;
+          pins.set(key, [...new Set([...(pins.get(key) ?? []), f])]);
+        }
+      }
+      if (pins.size > 1) {
+        problems.push(
+          `mixed hillclimb releases: ${[...pins].map(([k, fs]) => `${k} (${fs.join(', ')})`).join('; ')}`,
+        );
+      }
+      if (problems.length > 0) {
+        return {
+          ok: false,
+          detail: problems.join('; '),
+          hint: 're-run hillclimb init (with --force) to pin one release',
+        };
+      }
+      if (pins.size === 1) {
+        const [[key, fs]] = [...pins] as [[string, string[]]];
+        const [repo, sha] = key.split('@') as [string, string];
+        return { ok: true, detail: `${fs.length} workflow(s) run ${repo} actions at ${sha.slice(0, 12)}` };
+      }
+      return files.length > 0 && existsSync(join(root, 'actions'))
+        ? { ok: true, detail: "this repository's own actions (./actions)" }
+        : {
+            ok: false,
+            detail: "no workflow runs hillclimb's actions",
+            hint: 'hillclimb init writes them (docs/setup.md)',
+          };
+    },
+  };
+}
+
 /**
  * Whether this machine can build the sandbox untrusted code runs in. Required when hillclimb.yml says
  * `sandbox.mode: required`; otherwise its absence means unverified numbers and no champion moves.
@@ -224,6 +307,8 @@ export function defaultChecks(root: string): Check[] {
     toolCheck('git', 'git', ['--version'], true, 'install git (apt install git)'),
     ...pythonChecks(root),
     project.check,
+    ...(config ? [promptCheck(config)] : []),
+    workflowsCheck(root),
     sandboxCheck(config),
     toolCheck(
       'gcloud',

@@ -298,6 +298,23 @@ export class Git {
     return r.exitCode === 0 ? r.stdout.trim() : undefined;
   }
 
+  /** The URL of remote `name`; undefined when there is no such remote. */
+  async remoteUrl(name: string): Promise<string | undefined> {
+    assertRevision(name);
+    const r = await this.git(['config', '--get', `remote.${name}.url`], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0 ? r.stdout.trim() || undefined : undefined;
+  }
+
+  /** The branch remote `name`'s HEAD points at (its default branch, as last fetched); undefined if unknown. */
+  async remoteDefaultBranch(name: string): Promise<string | undefined> {
+    assertRevision(name);
+    const r = await this.git(['symbolic-ref', '--quiet', '--short', `refs/remotes/${name}/HEAD`], {
+      allowedExitCodes: [0, 1, 128],
+    });
+    const ref = r.exitCode === 0 ? r.stdout.trim() : '';
+    return ref.startsWith(`${name}/`) ? ref.slice(name.length + 1) : undefined;
+  }
+
   /** Changed, staged and untracked files (ignored files excluded), from `status --porcelain=v2 -z`. */
   async status(): Promise<StatusEntry[]> {
     const r = await this.git(['status', '--porcelain=v2', '-z', '--untracked-files=all'], {

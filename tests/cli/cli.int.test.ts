@@ -1,22 +1,11 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
 import { MINIMAL_CONFIG } from '../helpers/config.js';
-import { CLI, REPO_ROOT, tempDir } from '../helpers/paths.js';
+import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 
-const execFileP = promisify(execFile);
-
-async function hillclimb(args: string[], env: Record<string, string> = {}, cwd = REPO_ROOT) {
-  try {
-    const r = await execFileP(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, ...env } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
+const hillclimb = runCli;
 
 describe('hillclimb CLI', () => {
   it('--help lists the verbs', async () => {
@@ -25,6 +14,7 @@ describe('hillclimb CLI', () => {
     expect(r.stdout).toContain('Usage: hillclimb');
     expect(r.stdout).toContain('doctor');
     expect(r.stdout).toContain('setup');
+    expect(r.stdout).toContain('init');
   });
 
   it('--version prints the package version', async () => {

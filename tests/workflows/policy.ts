@@ -26,6 +26,10 @@
  *  writer-job          write permissions on contents, pull-requests or issues only in jobs that run no
  *                      candidate code (no iterate, kernel-test or profile step)
  *  id-token            id-token: write only in jobs that authenticate to GCP with google-github-actions/auth
+ *
+ * Workflows `hillclimb init` writes name hillclimb's actions as `<owner>/<name>/actions/x@<sha>`: given
+ * that repository (`hillclimbRepository`), each such step is checked as the `./actions/x` it stands for,
+ * after its pin is checked.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -96,15 +100,47 @@ function actionInputs(
   );
 }
 
-export function checkWorkflow(file: string, actionsRoot: string): string[] {
-  const wf = parse(readFileSync(file, 'utf8')) as Workflow;
-  return policyViolations(basename(file), wf, actionsRoot);
+export interface PolicyOptions {
+  /** `owner/name` whose `actions/<x>@<sha>` steps are hillclimb's actions (workflows written by init). */
+  hillclimbRepository?: string;
 }
 
-export function policyViolations(name: string, wf: Workflow, actionsRoot: string): string[] {
+export function checkWorkflow(file: string, actionsRoot: string, opts: PolicyOptions = {}): string[] {
+  const wf = parse(readFileSync(file, 'utf8')) as Workflow;
+  return policyViolations(basename(file), wf, actionsRoot, opts);
+}
+
+/** `<repo>/actions/x@ref` → `./actions/x` (with a violation unless ref is a full SHA); others unchanged. */
+function asLocalActions(
+  wf: Workflow,
+  repo: string,
+  v: (where: string, rule: string, detail: string) => void,
+) {
+  const prefix = `${repo}/actions/`;
+  const jobs: Record<string, Job> = {};
+  for (const [jobName, job] of Object.entries(wf.jobs ?? {})) {
+    const steps = (job.steps ?? []).map((step, i) => {
+      if (!step.uses?.startsWith(prefix)) return step;
+      const [path = '', ref = ''] = step.uses.slice(prefix.length).split('@');
+      if (!/^[0-9a-f]{40}$/.test(ref))
+        v(`jobs.${jobName}.steps[${i}]`, 'pinned', `${step.uses} is not pinned to a commit SHA`);
+      return { ...step, uses: `./actions/${path}` };
+    });
+    jobs[jobName] = { ...job, steps };
+  }
+  return { ...wf, jobs };
+}
+
+export function policyViolations(
+  name: string,
+  workflow: Workflow,
+  actionsRoot: string,
+  opts: PolicyOptions = {},
+): string[] {
   const out: string[] = [];
   const v = (where: string, rule: string, detail: string) =>
     out.push(`${name}: ${where}: ${rule}: ${detail}`);
+  const wf = opts.hillclimbRepository ? asLocalActions(workflow, opts.hillclimbRepository, v) : workflow;
 
   const perms = wf.permissions;
   if (!(perms && typeof perms === 'object' && !Array.isArray(perms) && Object.keys(perms).length === 0)) {

@@ -43531,6 +43531,21 @@ var Git = class _Git {
     const r = await this.git(["symbolic-ref", "--quiet", "--short", "HEAD"], { allowedExitCodes: [0, 1] });
     return r.exitCode === 0 ? r.stdout.trim() : void 0;
   }
+  /** The URL of remote `name`; undefined when there is no such remote. */
+  async remoteUrl(name) {
+    assertRevision(name);
+    const r = await this.git(["config", "--get", `remote.${name}.url`], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0 ? r.stdout.trim() || void 0 : void 0;
+  }
+  /** The branch remote `name`'s HEAD points at (its default branch, as last fetched); undefined if unknown. */
+  async remoteDefaultBranch(name) {
+    assertRevision(name);
+    const r = await this.git(["symbolic-ref", "--quiet", "--short", `refs/remotes/${name}/HEAD`], {
+      allowedExitCodes: [0, 1, 128]
+    });
+    const ref = r.exitCode === 0 ? r.stdout.trim() : "";
+    return ref.startsWith(`${name}/`) ? ref.slice(name.length + 1) : void 0;
+  }
   /** Changed, staged and untracked files (ignored files excluded), from `status --porcelain=v2 -z`. */
   async status() {
     const r = await this.git(["status", "--porcelain=v2", "-z", "--untracked-files=all"], {

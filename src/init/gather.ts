@@ -1,0 +1,196 @@
+/**
+ * Answers for `hillclimb init`: from the flags, else asked (on a terminal), else the defaults with
+ * `--yes`. Without a terminal and without `--yes` nothing is guessed: the error lists the flags to pass.
+ */
+
+import { ExitCode, HillclimbError, isHillclimbError } from '../util/errors.js';
+import { Git } from '../workspace/git.js';
+import {
+  AGENT_KINDS,
+  badFlag,
+  checkBranch,
+  checkRelativePath,
+  DEFAULT_METRIC,
+  DEFAULT_TEST_COMMAND,
+  defaultProtected,
+  FLAG_OF,
+  type InitAnswers,
+  parseCommand,
+  splitList,
+  withAlwaysProtected,
+} from './answers.js';
+
+/** The flags as commander gives them. */
+export interface InitFlags {
+  target?: string;
+  editable?: string[];
+  protected?: string[];
+  testCommand?: string;
+  benchCommand?: string;
+  metric?: string;
+  direction?: string;
+  agent?: string;
+  requirements?: string;
+  base?: string;
+  yes?: boolean;
+}
+
+/** Ask one question; the default is shown and taken on an empty answer. */
+export type Ask = (question: string, fallback: string | undefined) => Promise<string>;
+
+const REQUIRED = ['target', 'editable', 'benchCommand'] as const;
+
+export function nonInteractiveError(): HillclimbError {
+  return new HillclimbError('hillclimb init has no terminal to ask on', {
+    hint: `pass --yes with ${REQUIRED.map((k) => FLAG_OF[k]).join(', ')} (and optionally --protected, --test-command, --metric, --direction, --agent, --requirements, --base)`,
+    exitCode: ExitCode.badInput,
+  });
+}
+
+/** The default branch: origin's HEAD when known, else the checked-out branch, else main. */
+export async function detectBase(root: string): Promise<string> {
+  const git = await Git.create(root);
+  return (await git.remoteDefaultBranch('origin')) ?? (await git.currentBranch()) ?? 'main';
+}
+
+/** Questions asked again after an unusable answer, before giving up. */
+const ATTEMPTS = 3;
+
+export async function gatherAnswers(
+  root: string,
+  flags: InitFlags,
+  ask: Ask | undefined,
+  detectedBase: string,
+): Promise<InitAnswers> {
+  if (!flags.yes && !ask) throw nonInteractiveError();
+  /**
+   * One answer, parsed: the flag, else asked (again, saying why, when unusable), else with --yes the
+   * default. A required answer without any is an error naming its flag.
+   */
+  const answer = async <T>(
+    key: keyof InitAnswers,
+    question: string,
+    given: string | undefined,
+    fallback: string | undefined,
+    parse: (value: string) => T,
+  ): Promise<T> => {
+    const required = badFlag(FLAG_OF[key], 'required', `pass ${FLAG_OF[key]} (with --yes nothing is asked)`);
+    if (given !== undefined) return parse(given);
+    if (flags.yes || !ask) {
+      if (fallback === undefined) throw required;
+      return parse(fallback);
+    }
+    let last: HillclimbError = required;
+    for (let i = 0; i < ATTEMPTS; i++) {
+      const problem = i === 0 ? '' : last === required ? '(required) ' : `${last.message}. `;
+      const value = (await ask(`${problem}${question}`, fallback)).trim() || fallback;
+      if (value === undefined) {
+        last = required;
+        continue;
+      }
+      try {
+        return parse(value);
+      } catch (e) {
+        if (!isHillclimbError(e)) throw e;
+        last = e;
+      }
+    }
+    throw last;
+  };
+  const list = (v: string[] | undefined) =>
+    v === undefined || v.length === 0 ? undefined : splitList(v).join(',');
+  const same = (v: string) => v;
+  const globs = (flag: string) => (v: string) => {
+    const items = splitList(v);
+    if (items.length === 0) throw badFlag(flag, 'at least one glob');
+    for (const g of items) {
+      // Globs go into the config and the workflows' path filters (quoted); no control characters.
+      if (/[\n\r"\\]/.test(g) || g.startsWith('/')) throw badFlag(flag, `"${g}" is not a relative path glob`);
+    }
+    return items;
+  };
+  const oneOf =
+    <T extends string>(flag: string, allowed: readonly T[]) =>
+    (v: string): T => {
+      if (!(allowed as readonly string[]).includes(v))
+        throw badFlag(flag, `"${v}": one of ${allowed.join(', ')}`);
+      return v as T;
+    };
+
+  const target = await answer(
+    'target',
+    'Target name (lowercase, e.g. my-kernel)',
+    flags.target,
+    undefined,
+    same,
+  );
+  const editable = await answer(
+    'editable',
+    'Paths the agent may edit (globs, comma separated, e.g. src/mypkg/ops/**)',
+    list(flags.editable),
+    undefined,
+    globs(FLAG_OF.editable),
+  );
+  const command = (key: 'testCommand' | 'benchCommand', question: string, fallback?: string) =>
+    answer(key, question, flags[key], fallback, (v) => parseCommand(FLAG_OF[key], v));
+  const testCommand = await command(
+    'testCommand',
+    'Correctness command (CPU; writes JUnit to {junit})',
+    DEFAULT_TEST_COMMAND,
+  );
+  const benchCommand = await command('benchCommand', 'Bench command (writes the metrics JSON to {metrics})');
+  const metric = await answer(
+    'metric',
+    'Verdict metric (dotted path in the metrics JSON)',
+    flags.metric,
+    DEFAULT_METRIC,
+    same,
+  );
+  const direction = await answer(
+    'direction',
+    'Which way is better (lower or higher)',
+    flags.direction,
+    'lower',
+    oneOf(FLAG_OF.direction, ['lower', 'higher'] as const),
+  );
+  const agent = await answer(
+    'agent',
+    `Agent (${AGENT_KINDS.join(', ')})`,
+    flags.agent,
+    'codex',
+    oneOf(FLAG_OF.agent, AGENT_KINDS),
+  );
+  const requirements = await answer(
+    'requirements',
+    'pip requirements file for .venv (JAX, pytest, your package)',
+    flags.requirements,
+    'requirements.txt',
+    (v) => checkRelativePath(FLAG_OF.requirements, v),
+  );
+  const base = await answer('base', 'Default branch', flags.base, detectedBase, (v) =>
+    checkBranch(FLAG_OF.base, v),
+  );
+  const fallbackProtected = defaultProtected(root, { editable, testCommand, benchCommand, requirements });
+  // CI, the config and init's own folder stay protected whatever the answer: they decide the trust split.
+  const protectedPaths = withAlwaysProtected(
+    await answer(
+      'protected',
+      'Protected paths (globs, comma separated)',
+      list(flags.protected),
+      fallbackProtected.join(','),
+      globs(FLAG_OF.protected),
+    ),
+  );
+  return {
+    target,
+    editable,
+    protected: protectedPaths,
+    testCommand,
+    benchCommand,
+    metric,
+    direction,
+    agent,
+    requirements,
+    base,
+  };
+}

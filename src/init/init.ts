@@ -1,0 +1,118 @@
+/**
+ * `hillclimb init`: bring hillclimb to an existing git repository. Plans every file (hillclimb.yml,
+ * the workflows, a starter prompt and directive), compares each with what is on disk, and writes only
+ * what is missing — or, with `force`, what differs. A second run with the same answers writes nothing.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { writeFileAtomic } from '../util/files.js';
+import type { Git } from '../workspace/git.js';
+import { matchAny } from '../workspace/glob.js';
+import {
+  CONFIG_FILE,
+  configText,
+  DIRECTIVES_DIR,
+  type InitAnswers,
+  PROMPT_FILE,
+  validateConfigText,
+} from './answers.js';
+import type { HillclimbPin } from './pin.js';
+import { initWorkflows } from './workflows.js';
+
+/** The directive preset init copies as a start: the one that applies to any kernel. */
+export const STARTER_DIRECTIVE = 'measure-first';
+
+export interface PlannedFile {
+  /** Relative to the repository root, `/`-separated. */
+  path: string;
+  content: string;
+}
+
+export type FileOutcome = 'created' | 'unchanged' | 'differs' | 'replaced';
+
+export interface InitResult {
+  files: Array<{ path: string; outcome: FileOutcome }>;
+  /** Files the user changed that were kept (no force): they differ from what init would write. */
+  differing: string[];
+}
+
+/** Every file init writes for these answers, validated (the config by the engine's own loader). */
+export function planFiles(
+  root: string,
+  packageDir: string,
+  answers: InitAnswers,
+  pin: HillclimbPin,
+  version: string,
+): PlannedFile[] {
+  const config = configText(answers, version);
+  validateConfigText(config, root, answers.target);
+  const workflows = initWorkflows(packageDir, pin, version, {
+    editable: answers.editable,
+    requirements: answers.requirements,
+    base: answers.base,
+    configFile: CONFIG_FILE,
+  });
+  return [
+    { path: CONFIG_FILE, content: config },
+    ...Object.entries(workflows).map(([file, content]) => ({ path: `.github/workflows/${file}`, content })),
+    { path: PROMPT_FILE, content: readFileSync(join(packageDir, 'prompts', 'iteration.md'), 'utf8') },
+    {
+      path: `${DIRECTIVES_DIR}/${STARTER_DIRECTIVE}.md`,
+      content: readFileSync(join(packageDir, 'session_directives', `${STARTER_DIRECTIVE}.md`), 'utf8'),
+    },
+  ];
+}
+
+/** Write the planned files under `root`: missing ones always, differing ones only with `force`. */
+export function applyPlan(root: string, plan: readonly PlannedFile[], opts: { force: boolean }): InitResult {
+  const files: InitResult['files'] = [];
+  const differing: string[] = [];
+  for (const f of plan) {
+    const abs = join(root, f.path);
+    const current = existsSync(abs) ? readFileSync(abs, 'utf8') : undefined;
+    let outcome: FileOutcome;
+    if (current === f.content) outcome = 'unchanged';
+    else if (current !== undefined && !opts.force) {
+      outcome = 'differs';
+      differing.push(f.path);
+    } else {
+      mkdirSync(dirname(abs), { recursive: true });
+      writeFileAtomic(abs, f.content);
+      outcome = current === undefined ? 'created' : 'replaced';
+    }
+    files.push({ path: f.path, outcome });
+  }
+  return { files, differing };
+}
+
+/** What to do next, for the agent and backend the answers name. */
+export function nextSteps(answers: InitAnswers, written: boolean): string[] {
+  const key =
+    answers.agent === 'codex'
+      ? 'secret OPENAI_API_KEY (only the propose job receives it)'
+      : answers.agent === 'claude'
+        ? 'secret ANTHROPIC_API_KEY (only the propose job receives it)'
+        : `no model key for the replay agent: put NNNN-*.patch files in hillclimb/replay`;
+  return [
+    'Next steps:',
+    `  1. Local check: python3 -m venv .venv && .venv/bin/pip install -r ${answers.requirements}`,
+    '     then: hillclimb doctor   and   hillclimb loop --dry-run   (one iteration, commands printed, nothing published)',
+    `  2. Commit${written ? '' : ' (if not yet)'}: git add ${CONFIG_FILE} .github/workflows hillclimb && git commit -m "hillclimb: init"`,
+    '  3. GitHub → Settings → Secrets and variables → Actions:',
+    `     - ${key}`,
+    '     - variable HILLCLIMB_APP_ID + secret HILLCLIMB_APP_PRIVATE_KEY (a GitHub App, so loop PRs run your CI),',
+    '       or allow "GitHub Actions to create and approve pull requests" (Settings → Actions → General)',
+    '     - for TPUs: variables GCP_WORKLOAD_IDENTITY_PROVIDER and GCP_SERVICE_ACCOUNT, and compute.tpu_vm in hillclimb.yml',
+    '     - optional: variable HILLCLIMB_SCHEDULE=true for a nightly iteration',
+    '  4. First dry run: Actions → hillclimb → Run workflow with dry-run: true and backend: local',
+    '     (or: gh workflow run hillclimb.yml -f dry-run=true -f backend=local)',
+    '  Every secret and variable, branch protection, Workload Identity: docs/setup.md in hillclimb.',
+  ];
+}
+
+/** The editable globs that match no file committed at HEAD (a typo, or a kernel not committed yet). */
+export async function editableWithoutFiles(git: Git, editable: readonly string[]): Promise<string[]> {
+  if (!(await git.tryRevParse('HEAD'))) return [...editable];
+  const paths = (await git.listFiles('HEAD')).map((f) => f.path);
+  return editable.filter((g) => !paths.some((p) => matchAny([g], p)));
+}
