@@ -779,17 +779,9 @@ export class Git {
   async commitTreeOf(treeOf: string, parent: string, message: string, date: string): Promise<string> {
     assertRevision(treeOf);
     assertRevision(parent);
-    const { name, email } = HARNESS_IDENTITY;
     const r = await this.git(['commit-tree', `${treeOf}^{tree}`, '-p', parent, '-F', '-'], {
       input: message,
-      env: {
-        GIT_AUTHOR_NAME: name,
-        GIT_AUTHOR_EMAIL: email,
-        GIT_COMMITTER_NAME: name,
-        GIT_COMMITTER_EMAIL: email,
-        GIT_AUTHOR_DATE: date,
-        GIT_COMMITTER_DATE: date,
-      },
+      env: commitEnv(HARNESS_IDENTITY, date),
     });
     return r.stdout.trim();
   }
@@ -833,18 +825,10 @@ export class Git {
       await this.git(['read-tree', parent], { env });
       await this.git(['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`], { env });
       const tree = (await this.git(['write-tree'], { env })).stdout.trim();
-      const { name, email } = opts.identity;
       assertIdentity(opts.identity);
       const r = await this.git(['commit-tree', tree, '-p', parent, '-F', '-'], {
         input: message,
-        env: {
-          GIT_AUTHOR_NAME: name,
-          GIT_AUTHOR_EMAIL: email,
-          GIT_COMMITTER_NAME: name,
-          GIT_COMMITTER_EMAIL: email,
-          GIT_AUTHOR_DATE: opts.date,
-          GIT_COMMITTER_DATE: opts.date,
-        },
+        env: commitEnv(opts.identity, opts.date),
       });
       return r.stdout.trim();
     } finally {
@@ -1077,6 +1061,18 @@ function identityConfig(id: Identity | undefined): Record<string, string> {
   if (!id) return {};
   assertIdentity(id);
   return { 'user.name': id.name, 'user.email': id.email };
+}
+
+/** Author and committer `id` at `date`: with the tree and parents fixed, the same SHA on any machine. */
+function commitEnv(id: Identity, date: string): Record<string, string> {
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email,
+    GIT_AUTHOR_DATE: date,
+    GIT_COMMITTER_DATE: date,
+  };
 }
 
 function assertIdentity(id: Identity): void {

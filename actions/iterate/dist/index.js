@@ -43944,17 +43944,9 @@ var Git = class _Git {
   async commitTreeOf(treeOf, parent, message, date) {
     assertRevision(treeOf);
     assertRevision(parent);
-    const { name, email } = HARNESS_IDENTITY;
     const r = await this.git(["commit-tree", `${treeOf}^{tree}`, "-p", parent, "-F", "-"], {
       input: message,
-      env: {
-        GIT_AUTHOR_NAME: name,
-        GIT_AUTHOR_EMAIL: email,
-        GIT_COMMITTER_NAME: name,
-        GIT_COMMITTER_EMAIL: email,
-        GIT_AUTHOR_DATE: date,
-        GIT_COMMITTER_DATE: date
-      }
+      env: commitEnv(HARNESS_IDENTITY, date)
     });
     return r.stdout.trim();
   }
@@ -43988,18 +43980,10 @@ var Git = class _Git {
       await this.git(["read-tree", parent], { env });
       await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
       const tree = (await this.git(["write-tree"], { env })).stdout.trim();
-      const { name, email } = opts.identity;
       assertIdentity(opts.identity);
       const r = await this.git(["commit-tree", tree, "-p", parent, "-F", "-"], {
         input: message,
-        env: {
-          GIT_AUTHOR_NAME: name,
-          GIT_AUTHOR_EMAIL: email,
-          GIT_COMMITTER_NAME: name,
-          GIT_COMMITTER_EMAIL: email,
-          GIT_AUTHOR_DATE: opts.date,
-          GIT_COMMITTER_DATE: opts.date
-        }
+        env: commitEnv(opts.identity, opts.date)
       });
       return r.stdout.trim();
     } finally {
@@ -44201,6 +44185,16 @@ function identityConfig(id) {
   if (!id) return {};
   assertIdentity(id);
   return { "user.name": id.name, "user.email": id.email };
+}
+function commitEnv(id, date) {
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email,
+    GIT_AUTHOR_DATE: date,
+    GIT_COMMITTER_DATE: date
+  };
 }
 function assertIdentity(id) {
   for (const part of [id.name, id.email]) {
