@@ -1,8 +1,9 @@
 /**
  * Which hillclimb the workflows `hillclimb init` writes should run: `<owner>/<name>` on GitHub and the
  * full commit SHA their `uses:` lines pin (docs/security.md: pins are whole SHAs, never tags or
- * prefixes). Taken from the flags, else from the installed package when it is a git checkout of that
- * commit; anything else is refused with the flags to pass.
+ * prefixes). Taken from the flags, else from the installed package: a git checkout of that commit, or
+ * a package packed from a release commit (its `dist/release.json`, written by
+ * scripts/stamp-release.mjs); anything else is refused with the flags to pass.
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,6 +60,34 @@ function packageRepository(packageDir: string): string | undefined {
   );
 }
 
+/** Where `npm pack` of a release commit records its pin, inside the package. */
+export const RELEASE_STAMP = join('dist', 'release.json');
+
+/** The pin recorded in a packed release, checked as strictly as a flag; undefined when there is none. */
+function releaseStamp(packageDir: string): { commit: string; repository?: string } | undefined {
+  const file = join(packageDir, RELEASE_STAMP);
+  if (!existsSync(file)) return undefined;
+  const broken = (why: string) =>
+    new HillclimbError(`${file}: ${why}`, {
+      hint: 'reinstall hillclimb from its release, or pass --hillclimb-repo and --hillclimb-ref',
+      exitCode: ExitCode.badInput,
+    });
+  let stamp: { commit?: unknown; repository?: unknown };
+  try {
+    stamp = JSON.parse(readFileSync(file, 'utf8')) as typeof stamp;
+  } catch {
+    throw broken('not valid JSON');
+  }
+  if (typeof stamp.commit !== 'string' || !FULL_SHA.test(stamp.commit)) {
+    throw broken('"commit" is not a full 40-character commit SHA');
+  }
+  if (stamp.repository === undefined || stamp.repository === null) return { commit: stamp.commit };
+  if (typeof stamp.repository !== 'string' || !REPOSITORY.test(stamp.repository)) {
+    throw broken('"repository" is not an owner/name');
+  }
+  return { commit: stamp.commit, repository: stamp.repository };
+}
+
 /**
  * The pin for the installed hillclimb at `packageDir`. Flags win; otherwise the package must be a git
  * checkout whose actions and workflows are exactly its HEAD commit's, and its repository must be
@@ -77,6 +106,12 @@ export async function resolvePin(
   // Only a checkout of hillclimb itself: under node_modules, the work tree around it is the user's.
   const git = await Git.create(packageDir).catch(() => undefined);
   if (!git || realpathSync(git.root) !== realpathSync(packageDir)) {
+    const stamp = releaseStamp(packageDir);
+    if (stamp) {
+      const stamped = repository ?? stamp.repository ?? packageRepository(packageDir);
+      if (!stamped) throw unknownRepository();
+      return { repository: stamped, commit: ref ?? stamp.commit };
+    }
     throw new HillclimbError(
       `cannot tell which hillclimb commit to pin: the installed hillclimb (${packageDir}) is not a git checkout of its own`,
       { hint: passBoth, exitCode: ExitCode.badInput },
@@ -99,11 +134,13 @@ export async function resolvePin(
     repository ??
     packageRepository(packageDir) ??
     (await git.remoteUrl('origin').then((u) => (u ? githubRepository(u) : undefined)));
-  if (!origin) {
-    throw new HillclimbError('cannot tell which GitHub repository hillclimb is published from', {
-      hint: "pass --hillclimb-repo <owner>/<name> (or set repository in hillclimb's package.json)",
-      exitCode: ExitCode.badInput,
-    });
-  }
+  if (!origin) throw unknownRepository();
   return { repository: origin, commit };
+}
+
+function unknownRepository(): HillclimbError {
+  return new HillclimbError('cannot tell which GitHub repository hillclimb is published from', {
+    hint: "pass --hillclimb-repo <owner>/<name> (or set repository in hillclimb's package.json)",
+    exitCode: ExitCode.badInput,
+  });
 }

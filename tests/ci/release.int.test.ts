@@ -2,7 +2,7 @@
 // changelog entry and bundles that match the tree, an annotated tag, nothing pushed; and refusals that
 // change nothing.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
@@ -65,6 +65,25 @@ describe('npm run release', () => {
     execFileSync(process.execPath, [join(clone, 'scripts', 'build.mjs'), '--check'], { cwd: clone });
     expect(first.stdout).toContain(`uses: <owner>/hillclimb/actions/<name>@${sha} # v99.0.0`);
     expect(first.stdout).toContain(`hillclimb init --hillclimb-ref ${sha}`);
+  });
+
+  it('a package packed from the release commit records it (prepack), and only from that commit', () => {
+    const stampFile = join(clone, 'dist', 'release.json');
+    const stampIt = () =>
+      execFileSync(process.execPath, [join(clone, 'scripts', 'stamp-release.mjs')], {
+        cwd: clone,
+        stdio: 'pipe',
+      });
+    stampIt();
+    expect(JSON.parse(readFileSync(stampFile, 'utf8'))).toEqual({
+      version: '99.0.0',
+      commit: git('rev-parse', 'HEAD'),
+      repository: null, // this clone's origin is a folder, not GitHub
+    });
+    git('commit', '-q', '--allow-empty', '-m', 'after the release');
+    stampIt();
+    expect(existsSync(stampFile)).toBe(false);
+    git('reset', '-q', '--hard', 'HEAD^');
   });
 
   it('pushes nothing', () => {

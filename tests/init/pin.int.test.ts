@@ -79,3 +79,48 @@ describe('resolvePin from an installed checkout', () => {
     }
   });
 });
+
+describe('resolvePin from a packed release (npm or tarball: no git)', () => {
+  let pkg: { dir: string; cleanup: () => void };
+  const commit = 'c'.repeat(40);
+  const stamp = (content: unknown) => {
+    mkdirSync(join(pkg.dir, 'dist'), { recursive: true });
+    writeFileSync(
+      join(pkg.dir, 'dist', 'release.json'),
+      typeof content === 'string' ? content : JSON.stringify(content),
+    );
+  };
+  beforeEach(() => {
+    pkg = tempDir('hc-init-packed-');
+    writeFileSync(join(pkg.dir, 'package.json'), JSON.stringify({ name: 'hillclimb' }));
+  });
+  afterEach(() => pkg.cleanup());
+
+  it('pins the commit and repository its release stamp records; flags win', async () => {
+    stamp({ version: '1.2.3', commit, repository: 'acme/hillclimb' });
+    expect(await resolvePin(pkg.dir, {})).toEqual({ repository: 'acme/hillclimb', commit });
+    const ref = 'd'.repeat(40);
+    expect(await resolvePin(pkg.dir, { ref })).toEqual({ repository: 'acme/hillclimb', commit: ref });
+  });
+
+  it('a stamp without a repository needs --hillclimb-repo', async () => {
+    stamp({ version: '1.2.3', commit, repository: null });
+    await expect(resolvePin(pkg.dir, {})).rejects.toThrow(/cannot tell which GitHub repository/);
+    expect(await resolvePin(pkg.dir, { repository: 'fork/hillclimb' })).toEqual({
+      repository: 'fork/hillclimb',
+      commit,
+    });
+  });
+
+  it.each([
+    ['{not json', /release\.json: not valid JSON/],
+    [
+      { commit: 'c'.repeat(12), repository: 'acme/hillclimb' },
+      /"commit" is not a full 40-character commit SHA/,
+    ],
+    [{ commit, repository: 'acme/hill climb; rm -rf /' }, /"repository" is not an owner\/name/],
+  ])('refuses a broken stamp %j, naming the file', async (content, message) => {
+    stamp(content);
+    await expect(resolvePin(pkg.dir, {})).rejects.toThrow(message);
+  });
+});
