@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import hillclimb_bench
-from hillclimb_bench import Measurement, VerificationError
+from hillclimb_bench import Measurement, UsageError, VerificationError
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -179,3 +179,18 @@ def test_peaks_come_from_the_repository_table_by_exact_device_kind() -> None:
     )
     assert hillclimb_bench.device_peak(kind + " ", "bfloat16") is None  # exact match only
     assert hillclimb_bench.device_peak(kind, "float16") is None  # no such column
+
+
+def test_missing_peak_table_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HILLCLIMB_DEVICE_PEAKS", "/nonexistent/device-peaks.json")
+    with pytest.raises(UsageError, match="cannot read the device peak table /nonexistent/"):
+        hillclimb_bench.measure(
+            target="t",
+            impl="numpy",
+            dtype="float32",
+            make_inputs=lambda rng: (np.ones(2),),
+            measurements={
+                "fwd": Measurement(fn=_double, reference=_double, rel_rms_tol=0.0, flops=2.0)
+            },
+            repeats=1,
+        )

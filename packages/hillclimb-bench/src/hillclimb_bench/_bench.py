@@ -313,7 +313,10 @@ def _peak(device: dict[str, Any], dtype: str, jax: Any | None) -> dict[str, Any]
     key = _peaks.PEAK_DTYPES.get(dtype)
     if key is None:
         return None
-    found = _peaks.device_peak(device["kind"], dtype)
+    try:
+        found = _peaks.device_peak(device["kind"], dtype)
+    except ValueError as e:  # a broken install, not the kernel's fault: set HILLCLIMB_DEVICE_PEAKS
+        raise UsageError(f"{e} (set HILLCLIMB_DEVICE_PEAKS to hillclimb's file)") from None
     if found is not None:
         name, flops = found
         return {

@@ -42,7 +42,10 @@ def device_peak(device_kind: str, dtype: str) -> tuple[str, float] | None:
     """``(name, FLOP/s of one device)`` from the table for this exact ``device_kind`` at ``dtype``
     (``None``: kind not listed, or no figure for that dtype)."""
     path = peak_table_path()
-    doc = json.loads(path.read_text())
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read the device peak table {path}: {e}") from None
     if doc.get("schema") != TABLE_SCHEMA:
         raise ValueError(f"{path}: schema is {doc.get('schema')!r}, not {TABLE_SCHEMA!r}")
     key = PEAK_DTYPES.get(dtype)
