@@ -6,8 +6,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INIT_WORKFLOWS } from '../../src/init/workflows.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
-import { hillclimbIn, PIN_FLAGS } from './scratch.js';
+import { actionlint } from '../workflows/actionlint.js';
+import { checkWorkflow } from '../workflows/policy.js';
+import { hillclimbIn, PIN, PIN_FLAGS } from './scratch.js';
 
 // Slow on purpose: PASSES accumulations of x * a / PASSES. The improved patch sets PASSES = 1.
 const KERNEL = `"""y = a * x, accumulated in PASSES passes."""
@@ -168,6 +171,17 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
     expect(init.stderr).toBe('');
     expect(init.code).toBe(0);
     expect(init.stdout).toContain('created  hillclimb.yml');
+  });
+
+  it('the workflows init wrote pass actionlint and the workflow policy', async () => {
+    for (const file of INIT_WORKFLOWS) {
+      const path = join(repo, '.github', 'workflows', file);
+      expect(await actionlint(path), file).toEqual([]);
+      expect(
+        checkWorkflow(path, join(REPO_ROOT, 'actions'), { hillclimbRepository: PIN.repository }),
+        file,
+      ).toEqual([]);
+    }
   });
 
   it('the loop runs both iterations: the faster kernel improves, the wrong one is invalid', () => {
