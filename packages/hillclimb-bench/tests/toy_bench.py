@@ -1,0 +1,56 @@
+"""A user's bench, as the README shows it: a row softmax timed and verified by hillclimb_bench.
+
+BENCH_VARIANT (environment) picks the kernel: good, wrong (lse off by 10%), drift (right for the
+verification calls, one ulp off afterwards), raises.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+import hillclimb_bench
+from hillclimb_bench import Measurement
+
+VARIANT = os.environ.get("BENCH_VARIANT", "good")
+calls = 0
+
+
+def reference(x: np.ndarray) -> dict[str, np.ndarray]:
+    x64 = x.astype(np.float64)
+    m = x64.max(axis=-1, keepdims=True)
+    lse = m + np.log(np.exp(x64 - m).sum(axis=-1, keepdims=True))
+    return {"probs": np.exp(x64 - lse), "lse": lse[..., 0]}
+
+
+def softmax(x: np.ndarray) -> dict[str, Any]:
+    global calls
+    calls += 1
+    m = x.max(axis=-1, keepdims=True)
+    lse = m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+    out = {"probs": np.exp(x - lse), "lse": lse[..., 0]}
+    if VARIANT == "wrong":
+        out["lse"] = out["lse"] * np.float32(1.1)
+    if VARIANT == "drift" and calls > 2:  # 2 = one verification call per input set
+        out["probs"] = np.nextafter(out["probs"], np.float32(np.inf))
+    if VARIANT == "raises" and calls > 1:
+        raise RuntimeError("out of shared memory")
+    return out
+
+
+if __name__ == "__main__":
+    hillclimb_bench.main(
+        target="softmax",
+        impl="numpy",
+        preset="tiny",
+        dtype="float32",
+        shapes={"B": 8, "T": 64, "H": 1, "K": 1, "V": 1, "chunk_size": 64},
+        make_inputs=lambda rng: (rng.standard_normal((8, 64), dtype=np.float32),),
+        measurements={
+            "fwd": Measurement(
+                fn=softmax, reference=reference, rel_rms_tol=1e-5, flops=5 * 8 * 64, tokens=8
+            )
+        },
+    )

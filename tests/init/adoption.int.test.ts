@@ -1,0 +1,217 @@
+// Adoption, end to end (issue 15): a repository that is not hillclimb — its own layout, a JAX kernel
+// under src/mypkg/ops/, pytest tests, a twenty-line bench on hillclimb-bench, no kernels/ folder —
+// gets `hillclimb init --yes`, then `hillclimb loop -n 2` with the replay agent: one patch that makes
+// the kernel faster (improved), one that breaks it (invalid at the CPU gate).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INIT_WORKFLOWS } from '../../src/init/workflows.js';
+import { REPO_ROOT, tempDir } from '../helpers/paths.js';
+import { actionlint } from '../workflows/actionlint.js';
+import { checkWorkflow } from '../workflows/policy.js';
+import { hillclimbIn, PIN, PIN_FLAGS } from './scratch.js';
+
+// Slow on purpose: PASSES accumulations of x * a / PASSES. The improved patch sets PASSES = 1.
+const KERNEL = `"""y = a * x, accumulated in PASSES passes."""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+PASSES = 8
+
+
+@partial(jax.jit, static_argnums=1)
+def scale(x: jax.Array, a: float) -> jax.Array:
+    """x: [N] -> [N], each element times a."""
+    step = x * (a / PASSES)
+    return jax.lax.fori_loop(0, PASSES, lambda _, y: y + step, jnp.zeros_like(x))
+`;
+
+// The user's bench: what packages/hillclimb-bench/README.md shows, on this kernel.
+const BENCH = `"""python bench/bench_scale.py --out metrics.json: mypkg.ops.scale through hillclimb-bench."""
+
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+from hillclimb_bench import Measurement, main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from mypkg.ops import scale  # noqa: E402
+
+N = 1 << 20
+main(
+    target="scale", impl="xla", preset="1m", dtype="float32",
+    shapes={"B": 1, "T": N, "H": 1, "K": 1, "V": 1, "chunk_size": N},
+    make_inputs=lambda rng: (jnp.asarray(rng.standard_normal(N, np.float32)),),
+    measurements={"fwd": Measurement(
+        fn=lambda x: scale(x, 3.0), reference=lambda x: np.asarray(x, np.float64) * 3.0,
+        rel_rms_tol=1e-5, flops=N, tokens=N)},
+)
+`;
+
+const FILES: Record<string, string> = {
+  'pyproject.toml':
+    '[project]\nname = "mypkg"\nversion = "0.0.1"\n\n[tool.pytest.ini_options]\npythonpath = ["src"]\n',
+  'requirements.txt': 'jax\npytest\nhillclimb-bench\n',
+  '.gitignore': '.venv/\n.hillclimb/\n__pycache__/\n',
+  'src/mypkg/__init__.py': '',
+  'src/mypkg/ops/__init__.py': 'from mypkg.ops.scale import scale\n\n__all__ = ["scale"]\n',
+  'src/mypkg/ops/scale.py': KERNEL,
+  'tests/test_scale.py': `import jax.numpy as jnp
+import numpy as np
+
+from mypkg.ops import scale
+
+
+def test_scale_matches_numpy() -> None:
+    x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(scale(jnp.asarray(x), 3.0)), x * 3.0, rtol=1e-5, atol=1e-6)
+`,
+  'bench/bench_scale.py': BENCH,
+};
+
+const PATCHES: Array<{ name: string; from: string; to: string; json: object }> = [
+  {
+    name: '0001-one-pass',
+    from: 'PASSES = 8',
+    to: 'PASSES = 1',
+    json: { hypothesis: 'One pass does the same work.', summary: 'PASSES = 1.', next_idea: 'None.' },
+  },
+  {
+    name: '0002-wrong-factor',
+    from: 'step = x * (a / PASSES)',
+    to: 'step = x * (1.01 * a / PASSES)',
+    json: { hypothesis: 'A cheaper constant.', summary: 'Changed the factor.', next_idea: 'None.' },
+  },
+];
+
+const VENV_SITE = join(REPO_ROOT, '.venv', 'lib');
+const PACKAGE_SRC = join(REPO_ROOT, 'packages', 'hillclimb-bench', 'src');
+// The peak table the package reads from the checkout it sits in (a wheel carries its own copy).
+const PEAKS = join(REPO_ROOT, 'schemas', 'device-peaks.json');
+
+describe('adoption: hillclimb init, then the loop, in a repository that is not hillclimb', () => {
+  const t = tempDir('hc-adopt-');
+  const repo = join(t.dir, 'repo');
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], {
+      cwd: repo,
+      encoding: 'utf8',
+    });
+  const put = (rel: string, text: string) => {
+    mkdirSync(dirname(join(repo, rel)), { recursive: true });
+    writeFileSync(join(repo, rel), text);
+  };
+  let init: Awaited<ReturnType<typeof hillclimbIn>>;
+  let loop: Awaited<ReturnType<typeof hillclimbIn>>;
+
+  beforeAll(async () => {
+    for (const [path, text] of Object.entries(FILES)) put(path, text);
+    git('init', '-q', '-b', 'main');
+    git('add', '-A');
+    git('commit', '-qm', 'mypkg: a scale kernel');
+
+    // The user's .venv: JAX, pytest and numpy of this checkout's venv, and hillclimb-bench from this
+    // checkout's source (a .pth: what `pip install -e packages/hillclimb-bench` leaves, without a build).
+    const python = join(REPO_ROOT, '.venv', 'bin', 'python');
+    execFileSync(python, ['-m', 'venv', '--without-pip', join(repo, '.venv')]);
+    const pyDir = readdirSync(join(repo, '.venv', 'lib')).find((d) => d.startsWith('python'))!;
+    const site = join(
+      VENV_SITE,
+      readdirSync(VENV_SITE).find((d) => d.startsWith('python'))!,
+      'site-packages',
+    );
+    writeFileSync(
+      join(repo, '.venv', 'lib', pyDir, 'site-packages', 'deps.pth'),
+      `${site}\n${PACKAGE_SRC}\n`,
+    );
+
+    init = await hillclimbIn(repo, [
+      'init',
+      '--yes',
+      '--target',
+      'scale',
+      '--editable',
+      'src/mypkg/ops/**',
+      '--bench-command',
+      '{python} bench/bench_scale.py --repeats 5 --out {metrics}',
+      '--test-command',
+      '["{python}", "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--junitxml={junit}"]',
+      '--agent',
+      'replay',
+      ...PIN_FLAGS,
+    ]);
+    // What the user adds by hand: the sandbox may read what the .pth points to, and the peak table.
+    const config = readFileSync(join(repo, 'hillclimb.yml'), 'utf8');
+    put(
+      'hillclimb.yml',
+      `${config}\nsandbox:\n  read_paths: [${[site, PACKAGE_SRC, PEAKS].map((p) => JSON.stringify(p)).join(', ')}]\n`,
+    );
+    for (const p of PATCHES) {
+      const file = 'src/mypkg/ops/scale.py';
+      put(file, KERNEL.replace(p.from, p.to));
+      const diff = git('diff');
+      git('checkout', '-q', '--', '.');
+      put(`hillclimb/replay/${p.name}.patch`, diff);
+      put(`hillclimb/replay/${p.name}.json`, JSON.stringify(p.json));
+    }
+    git('add', '-A');
+    git('commit', '-qm', 'hillclimb init, and two replay patches');
+
+    loop = await hillclimbIn(repo, ['loop', '-n', '2', '--json'], { HILLCLIMB_PYTHON: '' });
+  }, 600_000);
+  afterAll(t.cleanup);
+
+  it('init writes a config the engine accepts', () => {
+    expect(init.stderr).toBe('');
+    expect(init.code).toBe(0);
+    expect(init.stdout).toContain('created  hillclimb.yml');
+  });
+
+  it('the workflows init wrote pass actionlint and the workflow policy', async () => {
+    for (const file of INIT_WORKFLOWS) {
+      const path = join(repo, '.github', 'workflows', file);
+      expect(await actionlint(path), file).toEqual([]);
+      expect(
+        checkWorkflow(path, join(REPO_ROOT, 'actions'), { hillclimbRepository: PIN.repository }),
+        file,
+      ).toEqual([]);
+    }
+  });
+
+  it('the loop runs both iterations: the faster kernel improves, the wrong one is invalid', () => {
+    expect(loop.code, loop.stderr).toBe(0);
+    const result = JSON.parse(loop.stdout) as {
+      endReason: string;
+      iterations: Array<{ verdict: string; reason: string; bundle: string }>;
+    };
+    expect(result.endReason).toBe('completed');
+    expect(
+      result.iterations.map((i) => i.verdict),
+      loop.stdout,
+    ).toEqual(['improved', 'invalid']);
+    expect(result.iterations[1]!.reason).toContain('CPU correctness failed');
+
+    // The improved verdict stands on sandboxed runs of the user's bench, each verified by hillclimb-bench.
+    const bundle = result.iterations[0]!.bundle;
+    const evidence = JSON.parse(readFileSync(join(bundle, 'evidence.json'), 'utf8')) as {
+      isolation: Record<string, { mode: string }>;
+      measurement: { runs: Array<{ arm: string; metricsFile: string }> };
+    };
+    expect(evidence.isolation.measure?.mode).toBe('sandbox');
+    const runs = evidence.measurement.runs;
+    expect(new Set(runs.map((r) => r.arm))).toEqual(new Set(['A', 'B']));
+    for (const run of runs) {
+      const metrics = JSON.parse(readFileSync(join(bundle, run.metricsFile), 'utf8'));
+      expect(metrics.target).toBe('scale');
+      expect(metrics.verification).toMatchObject({ verified: true, seed_source: 'os.urandom' });
+      expect(metrics.verification.timed_outputs_compared).toBe(5);
+      expect(metrics.device.peak.source).toBe('measured'); // a CPU: no table peak
+    }
+  });
+});
