@@ -51,15 +51,18 @@ export interface MetricsPeak {
   } | null;
 }
 
-/** Problem shape; B, T, H, K, V and chunk_size always, other keys as the harness adds them. */
+/**
+ * Problem shape: the target's named dimensions. The gdn harness writes B, T, H, K, V and chunk_size;
+ * a target of another kind names its own (hillclimb-bench writes whatever its user passes).
+ */
 export interface MetricsShapes {
-  B: number;
-  T: number;
-  H: number;
-  K: number;
-  V: number;
-  chunk_size: number;
-  [key: string]: number | string | boolean;
+  B?: number;
+  T?: number;
+  H?: number;
+  K?: number;
+  V?: number;
+  chunk_size?: number;
+  [key: string]: number | string | boolean | undefined;
 }
 
 export interface MetricsTiming {

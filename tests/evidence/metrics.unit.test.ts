@@ -269,10 +269,10 @@ describe('comparabilityProblems', () => {
     const tpu = await readMetricsFile(TPU);
     const rechunked: MetricsFile = {
       ...tpu,
-      shapes: { ...tpu.shapes, chunk_size: tpu.shapes.chunk_size * 2 },
+      shapes: { ...tpu.shapes, chunk_size: tpu.shapes.chunk_size! * 2 },
     };
     expect(comparabilityProblems(tpu, rechunked)).toEqual([]);
-    const longer: MetricsFile = { ...tpu, shapes: { ...tpu.shapes, T: tpu.shapes.T * 2 } };
+    const longer: MetricsFile = { ...tpu, shapes: { ...tpu.shapes, T: tpu.shapes.T! * 2 } };
     expect(comparabilityProblems(tpu, longer)).toEqual([expect.stringMatching(/^shapes differs:/)]);
   });
 

@@ -46,7 +46,7 @@ from mypkg.ops import scale  # noqa: E402
 N = 1 << 20
 main(
     target="scale", impl="xla", preset="1m", dtype="float32",
-    shapes={"B": 1, "T": N, "H": 1, "K": 1, "V": 1, "chunk_size": N},
+    shapes={"n": N},
     make_inputs=lambda rng: (jnp.asarray(rng.standard_normal(N, np.float32)),),
     measurements={"fwd": Measurement(
         fn=lambda x: scale(x, 3.0), reference=lambda x: np.asarray(x, np.float64) * 3.0,

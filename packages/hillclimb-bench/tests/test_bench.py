@@ -105,7 +105,7 @@ def _bench(make_inputs: Any, **kw: Any) -> dict[str, Any]:
         measurements={"fwd": Measurement(fn=_double, reference=_double, rel_rms_tol=0.0)},
         repeats=1,
         warmup=0,
-        **kw,
+        **{"shapes": {"n": 3}, **kw},
     )
 
 
@@ -145,7 +145,7 @@ def test_jax_kernel_is_verified_and_timed() -> None:
                 rel_rms_tol=1e-6,
             )
         },
-        shapes={"B": 4, "T": 8, "H": 1, "K": 1, "V": 1, "chunk_size": 8},
+        shapes={"rows": 4, "cols": 8},
         repeats=2,
         warmup=1,
     )
@@ -161,6 +161,7 @@ def test_shape_mismatch_names_the_quantity() -> None:
             target="t",
             impl="numpy",
             dtype="float32",
+            shapes={"n": 2},
             make_inputs=lambda rng: (np.ones(2),),
             measurements={
                 "fwd": Measurement(fn=_double, reference=lambda x: np.ones(3), rel_rms_tol=1.0)
@@ -188,9 +189,15 @@ def test_missing_peak_table_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) ->
             target="t",
             impl="numpy",
             dtype="float32",
+            shapes={"n": 2},
             make_inputs=lambda rng: (np.ones(2),),
             measurements={
                 "fwd": Measurement(fn=_double, reference=_double, rel_rms_tol=0.0, flops=2.0)
             },
             repeats=1,
         )
+
+
+def test_a_problem_without_named_dimensions_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="shapes: name at least one dimension"):
+        _bench(lambda rng: (np.ones(2),), shapes={})

@@ -46,7 +46,7 @@ if __name__ == "__main__":
         impl="numpy",
         preset="tiny",
         dtype="float32",
-        shapes={"B": 8, "T": 64, "H": 1, "K": 1, "V": 1, "chunk_size": 64},
+        shapes={"rows": 8, "cols": 64},
         make_inputs=lambda rng: (rng.standard_normal((8, 64), dtype=np.float32),),
         measurements={
             "fwd": Measurement(

@@ -173,7 +173,7 @@ def measure(
     measurements: dict[str, Measurement],
     dtype: str,
     preset: str = "default",
-    shapes: dict[str, Any] | None = None,
+    shapes: dict[str, Any],
     seed: int | None = None,
     input_sets: int = 2,
     warmup: int = 2,
@@ -189,6 +189,8 @@ def measure(
     """
     if not measurements:
         raise UsageError("no measurements given")
+    if not shapes:
+        raise UsageError('shapes: name at least one dimension of the problem, e.g. {"n": 4096}')
     if repeats < 1 or warmup < 0 or input_sets < 1:
         raise UsageError(f"need repeats >= 1, warmup >= 0, input_sets >= 1 ({repeats=} {warmup=})")
     for name, m in measurements.items():
@@ -268,7 +270,7 @@ def measure(
             "interpret": interpret,
             **({"peak": peak} if peak is not None else {}),
         },
-        "shapes": dict(shapes or {}),
+        "shapes": dict(shapes),
         "dtype": dtype,
         "timing": {
             "warmup": warmup,
