@@ -41984,6 +41984,34 @@ function isExecutable(file) {
   }
 }
 
+// src/util/registry.ts
+var Registry = class {
+  /** `what` names the kind in errors ("agent", "compute backend"…). */
+  constructor(what, entries) {
+    this.what = what;
+    this.builders = new Map(entries);
+  }
+  what;
+  builders;
+  /** The builder for `name`; UnknownNameError (with the sorted known names) when there is none. */
+  get(name) {
+    const builder = this.builders.get(name);
+    if (builder === void 0) throw new UnknownNameError(this.what, name, this.names());
+    return builder;
+  }
+  /** The registered names, sorted (help texts, validation). */
+  names() {
+    return [...this.builders.keys()].sort();
+  }
+  /** Add or replace a kind (an out-of-tree extension, or a test). */
+  register(name, builder) {
+    this.builders.set(name, builder);
+  }
+  unregister(name) {
+    this.builders.delete(name);
+  }
+};
+
 // src/agent/agents/claude.ts
 import { dirname as dirname6 } from "node:path";
 
@@ -44404,7 +44432,7 @@ function cap(s) {
 }
 
 // src/agent/factory.ts
-var builders = /* @__PURE__ */ new Map([
+var builders = new Registry("agent", [
   [
     "codex",
     (c, o) => new CodexAgent({
@@ -44455,7 +44483,6 @@ var builders = /* @__PURE__ */ new Map([
 ]);
 function buildAgent(config, opts) {
   const build = builders.get(config.agent.kind);
-  if (!build) throw new UnknownNameError("agent", config.agent.kind, getAgentTypes());
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
   if (refused.length > 0) {
     throw new ConfigError(
@@ -44481,9 +44508,6 @@ function checkAgentInstalled(config) {
     hint: `${install ? `install it (${install}) or ` : ""}point ${key} in ${config.file} at the program`,
     exitCode: ExitCode2.failure
   });
-}
-function getAgentTypes() {
-  return [...builders.keys()].sort();
 }
 
 // src/compute/factory.ts
@@ -46239,13 +46263,7 @@ var TpuVmBackend = class {
       this.lost = false;
       return;
     }
-    this.allocation = await allocateTpu(this.ctx, {
-      runId: this.opts.runId,
-      owner: "backend",
-      generation: this.generation
-    });
-    this.owned = true;
-    this.lost = false;
+    await this.allocateOwned();
   }
   /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
   async findHeld() {
@@ -46413,6 +46431,10 @@ var TpuVmBackend = class {
     this.allocation = void 0;
     this.generation += 1;
     this.opts.logger.warn(`tpu: replacing the lost TPU (generation ${this.generation})`);
+    await this.allocateOwned();
+  }
+  /** Create a TPU this backend owns (and so releases in close()), at the current generation. */
+  async allocateOwned() {
     this.allocation = await allocateTpu(this.ctx, {
       runId: this.opts.runId,
       owner: "backend",
@@ -46465,7 +46487,7 @@ function missingSection(config, key) {
     `compute.backend is ${config.compute.backend}, so ${key} is required`
   );
 }
-var builders2 = /* @__PURE__ */ new Map([
+var builders2 = new Registry("compute backend", [
   [
     "local",
     (config, opts) => new LocalBackend({
@@ -46499,16 +46521,11 @@ var builders2 = /* @__PURE__ */ new Map([
 ]);
 function buildBackend(config, opts) {
   const name = config.compute.backend;
-  const builder = builders2.get(name);
-  if (!builder) throw new UnknownNameError("compute backend", name, getBackendTypes());
-  return builder(config, opts);
+  return builders2.get(name)(config, opts);
 }
 function buildCpuBackend(config, opts, backend) {
   if (backend && config.compute.backend === "local") return backend;
   return builders2.get("local")(config, opts);
-}
-function getBackendTypes() {
-  return [...builders2.keys()].sort();
 }
 
 // src/config/load.ts
@@ -52478,7 +52495,7 @@ function sameContent(a, b) {
 }
 
 // src/forge/factory.ts
-var builders3 = /* @__PURE__ */ new Map([
+var builders3 = new Registry("forge", [
   [
     "local",
     (config, ctx) => new LocalForge({
@@ -52518,12 +52535,7 @@ var builders3 = /* @__PURE__ */ new Map([
   ]
 ]);
 function buildForge(config, ctx) {
-  const build = builders3.get(config.forge.kind);
-  if (!build) throw new UnknownNameError("forge", config.forge.kind, getForgeTypes());
-  return build(config, ctx);
-}
-function getForgeTypes() {
-  return [...builders3.keys()].sort();
+  return builders3.get(config.forge.kind)(config, ctx);
 }
 
 // src/store/factory.ts
@@ -61630,7 +61642,7 @@ function isFile2(path) {
 
 // src/store/factory.ts
 var LOCAL_STORE_DIR = "store";
-var builders4 = /* @__PURE__ */ new Map([
+var builders4 = new Registry("store", [
   [
     "local",
     (config, ctx) => new LocalStore({ dir: resolve13(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
@@ -61684,12 +61696,7 @@ function repositoryWebUrl(config, env) {
   return `${api.protocol}//${host}/${gh.repository}`;
 }
 function buildStore(config, ctx) {
-  const build = builders4.get(config.store.kind);
-  if (!build) throw new UnknownNameError("store", config.store.kind, getStoreTypes());
-  return build(config, ctx);
-}
-function getStoreTypes() {
-  return [...builders4.keys()].sort();
+  return builders4.get(config.store.kind)(config, ctx);
 }
 
 // src/loop/attestation.ts

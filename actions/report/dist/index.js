@@ -43721,6 +43721,34 @@ import { join as join38 } from "node:path";
 // src/agent/factory.ts
 import { isAbsolute as isAbsolute5, resolve as resolve8 } from "node:path";
 
+// src/util/registry.ts
+var Registry = class {
+  /** `what` names the kind in errors ("agent", "compute backend"…). */
+  constructor(what, entries) {
+    this.what = what;
+    this.builders = new Map(entries);
+  }
+  what;
+  builders;
+  /** The builder for `name`; UnknownNameError (with the sorted known names) when there is none. */
+  get(name) {
+    const builder = this.builders.get(name);
+    if (builder === void 0) throw new UnknownNameError(this.what, name, this.names());
+    return builder;
+  }
+  /** The registered names, sorted (help texts, validation). */
+  names() {
+    return [...this.builders.keys()].sort();
+  }
+  /** Add or replace a kind (an out-of-tree extension, or a test). */
+  register(name, builder) {
+    this.builders.set(name, builder);
+  }
+  unregister(name) {
+    this.builders.delete(name);
+  }
+};
+
 // src/agent/agents/claude.ts
 import { dirname as dirname9 } from "node:path";
 
@@ -44880,7 +44908,7 @@ function cap(s) {
 }
 
 // src/agent/factory.ts
-var builders = /* @__PURE__ */ new Map([
+var builders = new Registry("agent", [
   [
     "codex",
     (c, o) => new CodexAgent({
@@ -44931,7 +44959,6 @@ var builders = /* @__PURE__ */ new Map([
 ]);
 function buildAgent(config, opts) {
   const build = builders.get(config.agent.kind);
-  if (!build) throw new UnknownNameError("agent", config.agent.kind, getAgentTypes());
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
   if (refused.length > 0) {
     throw new ConfigError(
@@ -44957,9 +44984,6 @@ function checkAgentInstalled(config) {
     hint: `${install ? `install it (${install}) or ` : ""}point ${key} in ${config.file} at the program`,
     exitCode: ExitCode2.failure
   });
-}
-function getAgentTypes() {
-  return [...builders.keys()].sort();
 }
 
 // src/compute/factory.ts
@@ -46715,13 +46739,7 @@ var TpuVmBackend = class {
       this.lost = false;
       return;
     }
-    this.allocation = await allocateTpu(this.ctx, {
-      runId: this.opts.runId,
-      owner: "backend",
-      generation: this.generation
-    });
-    this.owned = true;
-    this.lost = false;
+    await this.allocateOwned();
   }
   /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
   async findHeld() {
@@ -46889,6 +46907,10 @@ var TpuVmBackend = class {
     this.allocation = void 0;
     this.generation += 1;
     this.opts.logger.warn(`tpu: replacing the lost TPU (generation ${this.generation})`);
+    await this.allocateOwned();
+  }
+  /** Create a TPU this backend owns (and so releases in close()), at the current generation. */
+  async allocateOwned() {
     this.allocation = await allocateTpu(this.ctx, {
       runId: this.opts.runId,
       owner: "backend",
@@ -46941,7 +46963,7 @@ function missingSection(config, key) {
     `compute.backend is ${config.compute.backend}, so ${key} is required`
   );
 }
-var builders2 = /* @__PURE__ */ new Map([
+var builders2 = new Registry("compute backend", [
   [
     "local",
     (config, opts) => new LocalBackend({
@@ -46975,16 +46997,11 @@ var builders2 = /* @__PURE__ */ new Map([
 ]);
 function buildBackend(config, opts) {
   const name = config.compute.backend;
-  const builder = builders2.get(name);
-  if (!builder) throw new UnknownNameError("compute backend", name, getBackendTypes());
-  return builder(config, opts);
+  return builders2.get(name)(config, opts);
 }
 function buildCpuBackend(config, opts, backend) {
   if (backend && config.compute.backend === "local") return backend;
   return builders2.get("local")(config, opts);
-}
-function getBackendTypes() {
-  return [...builders2.keys()].sort();
 }
 
 // src/forge/factory.ts
@@ -52625,7 +52642,7 @@ function sameContent(a, b) {
 }
 
 // src/forge/factory.ts
-var builders3 = /* @__PURE__ */ new Map([
+var builders3 = new Registry("forge", [
   [
     "local",
     (config, ctx) => new LocalForge({
@@ -52665,12 +52682,7 @@ var builders3 = /* @__PURE__ */ new Map([
   ]
 ]);
 function buildForge(config, ctx) {
-  const build = builders3.get(config.forge.kind);
-  if (!build) throw new UnknownNameError("forge", config.forge.kind, getForgeTypes());
-  return build(config, ctx);
-}
-function getForgeTypes() {
-  return [...builders3.keys()].sort();
+  return builders3.get(config.forge.kind)(config, ctx);
 }
 
 // src/store/factory.ts
@@ -61777,7 +61789,7 @@ function isFile2(path) {
 
 // src/store/factory.ts
 var LOCAL_STORE_DIR = "store";
-var builders4 = /* @__PURE__ */ new Map([
+var builders4 = new Registry("store", [
   [
     "local",
     (config, ctx) => new LocalStore({ dir: resolve14(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
@@ -61831,12 +61843,7 @@ function repositoryWebUrl(config, env) {
   return `${api.protocol}//${host}/${gh.repository}`;
 }
 function buildStore(config, ctx) {
-  const build = builders4.get(config.store.kind);
-  if (!build) throw new UnknownNameError("store", config.store.kind, getStoreTypes());
-  return build(config, ctx);
-}
-function getStoreTypes() {
-  return [...builders4.keys()].sort();
+  return builders4.get(config.store.kind)(config, ctx);
 }
 
 // src/loop/failures.ts
