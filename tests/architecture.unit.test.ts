@@ -8,7 +8,7 @@ import { REPO_ROOT } from './helpers/paths.js';
 const RANK: Record<string, number> = {
   util: 0,
   exec: 1,
-  env: 2,
+  project: 2,
   config: 3,
   workspace: 4,
   evidence: 4,

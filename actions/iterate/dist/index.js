@@ -44510,7 +44510,7 @@ function usesPlaceholder(args, name) {
   return args.some((a) => a.includes(`{${name}}`));
 }
 
-// src/env/python.ts
+// src/project/python.ts
 import { existsSync as existsSync8, readFileSync as readFileSync6, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
 import { dirname as dirname10, join as join11 } from "node:path";
 var VENV_DIR = ".venv";
@@ -46817,31 +46817,8 @@ function setPath(data, keyPath, value2) {
   obj[keys[keys.length - 1]] = value2;
 }
 
-// src/env/root.ts
-import { existsSync as existsSync12, readFileSync as readFileSync11 } from "node:fs";
-import { dirname as dirname16, join as join18, resolve as resolve9 } from "node:path";
-import { fileURLToPath } from "node:url";
-function packageRoot() {
-  let dir = dirname16(fileURLToPath(import.meta.url));
-  for (; ; ) {
-    const pkg = join18(dir, "package.json");
-    if (existsSync12(pkg)) {
-      try {
-        if (JSON.parse(readFileSync11(pkg, "utf8")).name === "hillclimb") return dir;
-      } catch {
-      }
-    }
-    const parent = dirname16(dir);
-    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
-    dir = parent;
-  }
-}
-function packageVersion() {
-  return JSON.parse(readFileSync11(join18(packageRoot(), "package.json"), "utf8")).version;
-}
-
 // src/forge/factory.ts
-import { resolve as resolve10 } from "node:path";
+import { resolve as resolve9 } from "node:path";
 
 // src/forge/errors.ts
 var ForgeApiError = class extends ApiError {
@@ -52089,9 +52066,9 @@ function redactUrl(url) {
 
 // src/util/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync4, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync12, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync4, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync11, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
-import { dirname as dirname17 } from "node:path";
+import { dirname as dirname16 } from "node:path";
 import { setTimeout as sleep4 } from "node:timers/promises";
 var EMPTY_LOCK_GRACE_MS = 5e3;
 var DEFAULT_TIMEOUT_MS3 = 3e4;
@@ -52119,7 +52096,7 @@ async function waitForLock(lockPath, opts) {
   }
 }
 function attempt(lockPath, staleMs) {
-  mkdirSync15(dirname17(lockPath), { recursive: true });
+  mkdirSync15(dirname16(lockPath), { recursive: true });
   for (let tries = 0; ; tries++) {
     const token = create(lockPath);
     if (token !== void 0) return () => release(lockPath, token);
@@ -52156,7 +52133,7 @@ function release(lockPath, token) {
 }
 function readHolder(lockPath) {
   try {
-    const r = JSON.parse(readFileSync12(lockPath, "utf8"));
+    const r = JSON.parse(readFileSync11(lockPath, "utf8"));
     if (typeof r.pid !== "number") return void 0;
     return {
       pid: r.pid,
@@ -52203,41 +52180,41 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync11 } from "node:fs";
-import { join as join19 } from "node:path";
+import { existsSync as existsSync12, readdirSync as readdirSync6, rmSync as rmSync11 } from "node:fs";
+import { join as join18 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join19(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join18(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join19(this.dir, "lock");
+    return join18(this.dir, "lock");
   }
   pullFile(n) {
-    return join19(this.dir, "pulls", `${n}.json`);
+    return join18(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join19(this.dir, "comments", String(pull), `${id}.json`);
+    return join18(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join19(this.dir, "pulls"));
+    return numberedJson(join18(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
-    return existsSync13(file) ? readJson(file) : void 0;
+    return existsSync12(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join19(this.dir, "comments", String(n)));
+    return numberedJson(join18(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
@@ -52247,8 +52224,8 @@ var LocalRecords = class {
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join19(this.dir, "counters.json");
-    const counters = existsSync13(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const file = join18(this.dir, "counters.json");
+    const counters = existsSync12(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value2 = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
     return value2;
@@ -52261,13 +52238,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync13(dir)) return [];
+  if (!existsSync12(dir)) return [];
   return readdirSync6(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join19(dir, `${n}.json`);
+    const file = join18(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync13(file)) return [];
+      if (!existsSync12(file)) return [];
       throw e;
     }
   });
@@ -52483,7 +52460,7 @@ var builders3 = /* @__PURE__ */ new Map([
     "local",
     (config, ctx) => new LocalForge({
       repoDir: ctx.root,
-      stateDir: resolve10(ctx.root, config.paths.state_dir),
+      stateDir: resolve9(ctx.root, config.paths.state_dir),
       logger: ctx.logger
     })
   ],
@@ -52524,6 +52501,29 @@ function buildForge(config, ctx) {
 }
 function getForgeTypes() {
   return [...builders3.keys()].sort();
+}
+
+// src/project/root.ts
+import { existsSync as existsSync13, readFileSync as readFileSync12 } from "node:fs";
+import { dirname as dirname17, join as join19, resolve as resolve10 } from "node:path";
+import { fileURLToPath } from "node:url";
+function packageRoot() {
+  let dir = dirname17(fileURLToPath(import.meta.url));
+  for (; ; ) {
+    const pkg = join19(dir, "package.json");
+    if (existsSync13(pkg)) {
+      try {
+        if (JSON.parse(readFileSync12(pkg, "utf8")).name === "hillclimb") return dir;
+      } catch {
+      }
+    }
+    const parent = dirname17(dir);
+    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
+    dir = parent;
+  }
+}
+function packageVersion() {
+  return JSON.parse(readFileSync12(join19(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/store/factory.ts

@@ -42188,7 +42188,7 @@ function setPath(data, keyPath, value2) {
   obj[keys[keys.length - 1]] = value2;
 }
 
-// src/env/root.ts
+// src/project/root.ts
 import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
 import { dirname as dirname3, join as join4, resolve as resolve3 } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44919,7 +44919,7 @@ function usesPlaceholder(args, name) {
   return args.some((a) => a.includes(`{${name}}`));
 }
 
-// src/env/python.ts
+// src/project/python.ts
 import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
 import { dirname as dirname12, join as join14 } from "node:path";
 var VENV_DIR = ".venv";

@@ -39490,7 +39490,7 @@ async function opCosts(source, c, where) {
 import { readFileSync as readFileSync4 } from "node:fs";
 import { join as join4 } from "node:path";
 
-// src/env/root.ts
+// src/project/root.ts
 import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
 import { dirname as dirname3, join as join3, resolve as resolve3 } from "node:path";
 import { fileURLToPath } from "node:url";

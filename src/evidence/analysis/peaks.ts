@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../env/root.js';
+import { packageRoot } from '../../project/root.js';
 import { InputError } from '../../util/errors.js';
 
 export const DEVICE_PEAKS_FILE = 'schemas/device-peaks.json';

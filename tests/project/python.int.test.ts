@@ -1,7 +1,7 @@
 import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parsePythonVersion, readStamp, setupPython } from '../../src/env/python.js';
+import { parsePythonVersion, readStamp, setupPython } from '../../src/project/python.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 
