@@ -10,6 +10,7 @@ const RANK: Record<string, number> = {
   exec: 1,
   project: 2,
   config: 3,
+  trace: 3,
   workspace: 4,
   evidence: 4,
   store: 4,

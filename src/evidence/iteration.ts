@@ -4,8 +4,8 @@
  * artifacts (JUnit XML, metrics JSON, traces); the agent's words appear only in `agent.result`, as prose.
  */
 
-import type { ProfileAgreement } from './analysis/agreement.js';
-import type { TraceDiff, TraceSummary } from './analysis/types.js';
+import type { ProfileAgreement } from '../trace/agreement.js';
+import type { TraceDiff, TraceSummary } from '../trace/types.js';
 import type { JUnitTotals } from './junit.js';
 import type { KernelShare, LevelsEvidence, RunLevels } from './levels.js';
 import type { Comparison } from './stats/index.js';
@@ -146,7 +146,7 @@ export interface ProfileEvidence {
   summary?: TraceSummary;
   championSummary?: TraceSummary;
   diff?: TraceDiff;
-  /** Whether the traced step times agree with the measured medians (analysis/agreement.ts). */
+  /** Whether the traced step times agree with the measured medians (trace/agreement.ts). */
   agreement?: ProfileAgreement;
   /** The GDN kernels' share of the training step, from the traces when they can say (levels.ts). */
   kernelShare?: KernelShare;

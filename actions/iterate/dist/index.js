@@ -67610,7 +67610,7 @@ import { createHash as createHash8 } from "node:crypto";
 import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
 import { join as join32 } from "node:path";
 
-// src/evidence/analysis/agreement.ts
+// src/trace/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
 function measurementOf(metricPath) {
   return /^measurements\.([^.]+)\./.exec(metricPath)?.[1];
@@ -67664,7 +67664,7 @@ function round(x) {
   return Math.round(x * 100) / 100;
 }
 
-// src/evidence/analysis/ops.ts
+// src/trace/ops.ts
 function laneRole(lane) {
   const kind = lane.device.kind;
   const name = lane.name.trim();
@@ -67736,7 +67736,7 @@ function profilerStepNumber(name) {
   return m === null ? void 0 : Number(m[1]);
 }
 
-// src/evidence/analysis/steps.ts
+// src/trace/steps.ts
 var CONFIDENCE = {
   "device-steps": "high",
   "host-annotations": "high",
@@ -68073,11 +68073,11 @@ function fmtCount(n) {
   return Number.isInteger(n) ? String(n) : n.toFixed(2);
 }
 
-// src/evidence/analysis/types.ts
+// src/trace/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/2";
 var TRACE_DIFF_SCHEMA = "hillclimb.trace-diff/2";
 
-// src/evidence/analysis/diff.ts
+// src/trace/diff.ts
 var DEFAULT_UNCHANGED_PCT = 0.5;
 function diffSummaries(before, after, opts = {}) {
   const unchangedBelowPct = opts.unchangedBelowPct ?? DEFAULT_UNCHANGED_PCT;
@@ -68248,16 +68248,16 @@ function round2(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
 }
 
-// src/evidence/analysis/from-path.ts
+// src/trace/from-path.ts
 import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync18, readSync as readSync5 } from "node:fs";
 
-// src/evidence/trace/chrome-json.ts
+// src/trace/readers/chrome-json.ts
 import { isAscii } from "node:buffer";
 import { createReadStream as createReadStream2 } from "node:fs";
 import { open as open3 } from "node:fs/promises";
 import { createGunzip } from "node:zlib";
 
-// src/evidence/trace/json-text.ts
+// src/trace/readers/json-text.ts
 var NEED_MORE = /* @__PURE__ */ Symbol("need more text");
 var JsonSyntaxError = class extends Error {
   constructor(at, problem) {
@@ -68417,7 +68417,7 @@ function parseInteger(text3, p) {
   return negative ? -v : v;
 }
 
-// src/evidence/trace/model.ts
+// src/trace/readers/model.ts
 var PLANE_KINDS = {
   "device:TPU": "tpu",
   "device:GPU": "gpu",
@@ -68432,7 +68432,7 @@ function deviceKindOf(name, labels = "") {
   return "unknown";
 }
 
-// src/evidence/trace/chrome-json.ts
+// src/trace/readers/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
@@ -69359,7 +69359,7 @@ function numberOrUndefined(s) {
   return Number.isFinite(n) ? n : void 0;
 }
 
-// src/evidence/trace/profile-dir.ts
+// src/trace/readers/profile-dir.ts
 import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
 import { basename as basename6, join as join30 } from "node:path";
 function resolveTracePath(path) {
@@ -69449,12 +69449,12 @@ function readHead(path, n) {
   }
 }
 
-// src/evidence/trace/xplane.ts
+// src/trace/readers/xplane.ts
 import { statSync as statSync9 } from "node:fs";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync as gunzipSync2 } from "node:zlib";
 
-// src/evidence/trace/wire.ts
+// src/trace/readers/wire.ts
 import { closeSync as closeSync6, openSync as openSync6, readSync as readSync4 } from "node:fs";
 var WIRE_VARINT = 0;
 var WIRE_I64 = 1;
@@ -69603,7 +69603,7 @@ function readDouble(buf, i) {
   return buf.readDoubleLE(i);
 }
 
-// src/evidence/trace/xplane.ts
+// src/trace/readers/xplane.ts
 var MAX_DECODED_FIELD = 8 * 1024 * 1024;
 var YIELD_EVERY_BYTES = 64 * 1024 * 1024;
 var RELATIVE_TIME_LIMIT_NS = 1000000000000n;
@@ -70388,14 +70388,14 @@ function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
 }
 
-// src/evidence/trace/open.ts
+// src/trace/readers/open.ts
 function openTrace(path, opts = {}) {
   const resolved = resolveTracePath(path);
   const source = resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
 }
 
-// src/evidence/analysis/collect.ts
+// src/trace/collect.ts
 var ROLE_IGNORE = 0;
 var ROLE_OPS = 1;
 var ROLE_MODULES = 2;
@@ -70844,7 +70844,7 @@ function lastStartAtOrBefore(starts, t) {
   return ans;
 }
 
-// src/evidence/trace/hlo-proto.ts
+// src/trace/readers/hlo-proto.ts
 var ELEMENT_BITS = {
   1: 8,
   // PRED
@@ -71203,7 +71203,7 @@ function walk2(buf, start, end, fn) {
   }
 }
 
-// src/evidence/analysis/cost.ts
+// src/trace/cost.ts
 var FMA_FLOPS = 2;
 var ELEMENTWISE = /* @__PURE__ */ new Set([
   "abs",
@@ -71399,7 +71399,7 @@ function resultArray(shape) {
   return s;
 }
 
-// src/evidence/analysis/op-costs.ts
+// src/trace/op-costs.ts
 async function opCosts(source, c, where2) {
   const byOp = /* @__PURE__ */ new Map();
   const warnings2 = [];
@@ -71455,7 +71455,7 @@ async function opCosts(source, c, where2) {
   return { byOp, warnings: warnings2, modulesRead: modules.size };
 }
 
-// src/evidence/analysis/peaks.ts
+// src/trace/peaks.ts
 import { readFileSync as readFileSync17 } from "node:fs";
 import { join as join31 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
@@ -71567,7 +71567,7 @@ function peakForPlane(stats, table2 = devicePeakTable()) {
   };
 }
 
-// src/evidence/analysis/rows.ts
+// src/trace/rows.ts
 function opRows(counted, ctx) {
   const groups2 = /* @__PURE__ */ new Map();
   for (const c of counted) {
@@ -71757,7 +71757,7 @@ function round3(x, digits) {
   return Math.round(x * f) / f;
 }
 
-// src/evidence/analysis/hotspots.ts
+// src/trace/summarize.ts
 var PS_PER_MS = 1e9;
 async function summarizeTrace(source, opts = {}) {
   const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
@@ -72140,7 +72140,7 @@ function modulesByDevice(c) {
   return out;
 }
 
-// src/evidence/analysis/from-path.ts
+// src/trace/from-path.ts
 async function summarizeTracePath(path, debug2, opts = {}) {
   const saved = savedSummary(path);
   if (saved !== void 0) return saved;

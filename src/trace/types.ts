@@ -3,9 +3,10 @@
  * of two summaries. Plain JSON-serializable data with a schema version; times are milliseconds (numbers,
  * rounded to the nanosecond), per step and per device unless a field says otherwise.
  */
-import type { TraceFormat } from '../trace/model.js';
+
 import type { CustomCallKind } from './ops.js';
 import type { DevicePeak } from './peaks.js';
+import type { TraceFormat } from './readers/model.js';
 import type { Confidence, Platform, StepDetector, StepEstimate } from './steps.js';
 
 export const TRACE_SUMMARY_SCHEMA = 'hillclimb.trace-summary/2';
@@ -23,7 +24,7 @@ export interface TraceSummary {
     bytes: number;
     /** Complete events in the file. */
     events: number;
-    /** How many times the file was read (1–3; see hotspots.ts). */
+    /** How many times the file was read (1–3; see summarize.ts). */
     passes: number;
     /** The JSON held exactly the profiler's 5,000,000-event cap: later steps are missing. */
     capped: boolean;

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { tslToJson, xspaceToTsl } from '../../../bench/traces/tsl-json.js';
-import { ChromeJsonSource, scanChromeJson, TSL_EVENT_CAP } from '../../../src/evidence/trace/chrome-json.js';
-import { collectEvents, type NormalizedEvent } from '../../../src/evidence/trace/model.js';
-import { XplaneSource } from '../../../src/evidence/trace/xplane.js';
+import { ChromeJsonSource, scanChromeJson, TSL_EVENT_CAP } from '../../../src/trace/readers/chrome-json.js';
+import { collectEvents, type NormalizedEvent } from '../../../src/trace/readers/model.js';
+import { XplaneSource } from '../../../src/trace/readers/xplane.js';
 import { InputError } from '../../../src/util/errors.js';
 import { FIXTURES, REAL_TRACES, tempDir } from '../../helpers/paths.js';
 

@@ -8,9 +8,9 @@ import {
   parseDevicePeaks,
   peakForDeviceKind,
   peakForPlane,
-} from '../../../src/evidence/analysis/peaks.js';
-import { InputError } from '../../../src/util/errors.js';
-import { REPO_ROOT } from '../../helpers/paths.js';
+} from '../../src/trace/peaks.js';
+import { InputError } from '../../src/util/errors.js';
+import { REPO_ROOT } from '../helpers/paths.js';
 
 const EXPECTED_KINDS = [
   'TPU v4',

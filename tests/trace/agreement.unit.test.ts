@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { measurementOf, profileAgreement, tracedStep } from '../../../src/evidence/analysis/agreement.js';
-import type { TraceSummary } from '../../../src/evidence/analysis/types.js';
+import { measurementOf, profileAgreement, tracedStep } from '../../src/trace/agreement.js';
+import type { TraceSummary } from '../../src/trace/types.js';
 import { summaryOf } from './summary-builder.js';
 
 function withSteps(medianMs: number, annotations = true): TraceSummary {

@@ -3,13 +3,14 @@
  * them (TPU `flops` / `bytes_accessed`, `model_flops` in JSON), else from the HLO modules an XSpace
  * stores (GPU and CPU profiles), costed by cost.ts. Modules are decoded one at a time and dropped.
  */
-import { decodeHloProto } from '../trace/hlo-proto.js';
-import type { TraceSource } from '../trace/model.js';
-import { WireError } from '../trace/wire.js';
-import { XplaneSource } from '../trace/xplane.js';
+
 import type { OpInfo, TraceCollector } from './collect.js';
 import { instructionCost } from './cost.js';
 import type { CustomCallKind } from './ops.js';
+import { decodeHloProto } from './readers/hlo-proto.js';
+import type { TraceSource } from './readers/model.js';
+import { WireError } from './readers/wire.js';
+import { XplaneSource } from './readers/xplane.js';
 
 export interface OpCostInfo {
   flops: number | undefined;

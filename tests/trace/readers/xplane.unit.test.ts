@@ -4,9 +4,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { collectEvents } from '../../../src/evidence/trace/model.js';
-import { readVarint, readVarint64String } from '../../../src/evidence/trace/wire.js';
-import { printableMessage, XplaneSource } from '../../../src/evidence/trace/xplane.js';
+import { collectEvents } from '../../../src/trace/readers/model.js';
+import { readVarint, readVarint64String } from '../../../src/trace/readers/wire.js';
+import { printableMessage, XplaneSource } from '../../../src/trace/readers/xplane.js';
 import { tempDir } from '../../helpers/paths.js';
 
 /** Protobuf encoding helpers: fields as byte arrays. */

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { writeSyntheticJson } from '../../../bench/traces/synthetic.js';
+import { writeSyntheticJson } from '../../bench/traces/synthetic.js';
 import {
   eventJson,
   JSON_HEAD,
@@ -11,15 +11,15 @@ import {
   type TslEvent,
   tslToJson,
   xspaceToTsl,
-} from '../../../bench/traces/tsl-json.js';
-import { summarizeTrace } from '../../../src/evidence/analysis/hotspots.js';
-import type { TraceSummary } from '../../../src/evidence/analysis/types.js';
-import { ChromeJsonSource } from '../../../src/evidence/trace/chrome-json.js';
-import { openTrace } from '../../../src/evidence/trace/open.js';
-import { XplaneSource } from '../../../src/evidence/trace/xplane.js';
-import { InputError } from '../../../src/util/errors.js';
-import { FIXTURES, REAL_TRACES, tempDir } from '../../helpers/paths.js';
-import { decodeWithProtobufjs } from '../trace/xplane-proto.js';
+} from '../../bench/traces/tsl-json.js';
+import { ChromeJsonSource } from '../../src/trace/readers/chrome-json.js';
+import { openTrace } from '../../src/trace/readers/open.js';
+import { XplaneSource } from '../../src/trace/readers/xplane.js';
+import { summarizeTrace } from '../../src/trace/summarize.js';
+import type { TraceSummary } from '../../src/trace/types.js';
+import { InputError } from '../../src/util/errors.js';
+import { FIXTURES, REAL_TRACES, tempDir } from '../helpers/paths.js';
+import { decodeWithProtobufjs } from './readers/xplane-proto.js';
 
 const TPU = join(REAL_TRACES, 'xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb');
 const MI300X = join(REAL_TRACES, 'TraceLens/tests/traces/mi300/jax08_gemm/tw003.xplane.pb');

@@ -1,6 +1,6 @@
 """What Google's xprof says about XSpace profiles: the reference the trace tests check against.
 
-    .venv/bin/python tests/evidence/analysis/xprof_reference.py OUT.json XPLANE [XPLANE ...]
+    .venv/bin/python tests/trace/xprof_reference.py OUT.json XPLANE [XPLANE ...]
 
 For each XSpace, xprof (a pinned dev requirement) converts it with its own tools, exactly as its
 web UI would, and this script keeps the numbers the test compares:

@@ -1,5 +1,5 @@
 /** Trace summaries built by hand, for tests of the diff, the tables and the reports. */
-import { type OpRow, TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../../src/evidence/analysis/types.js';
+import { type OpRow, TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../src/trace/types.js';
 
 /** [name, category, time per step (ms), occurrences per step], optionally the program. */
 export type OpSpec = [name: string, category: string, timeMs: number, occurrences: number, program?: string];

@@ -1,8 +1,8 @@
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { collectEvents, type NormalizedEvent } from '../../../src/evidence/trace/model.js';
-import { XplaneSource } from '../../../src/evidence/trace/xplane.js';
+import { collectEvents, type NormalizedEvent } from '../../../src/trace/readers/model.js';
+import { XplaneSource } from '../../../src/trace/readers/xplane.js';
 import { InputError } from '../../../src/util/errors.js';
 import { FIXTURES, REAL_TRACES, tempDir } from '../../helpers/paths.js';
 import { decodeWithProtobufjs, type RefEvent } from './xplane-proto.js';

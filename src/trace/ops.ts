@@ -2,7 +2,7 @@
  * How trace lanes and events map onto XLA concepts: which lanes hold ops, modules or step markers, and
  * how an op is named, categorised and scoped. Pure functions; see reference/traces.md §3–§6.
  */
-import type { TraceLane } from '../trace/model.js';
+import type { TraceLane } from './readers/model.js';
 
 /** What a lane contributes to the analysis. */
 export type LaneRole = 'ops' | 'modules' | 'steps' | 'host' | 'ignore';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { scanChromeJson } from '../../../src/evidence/trace/chrome-json.js';
-import type { NormalizedEvent, ReadStats, TraceLane } from '../../../src/evidence/trace/model.js';
+import { scanChromeJson } from '../../../src/trace/readers/chrome-json.js';
+import type { NormalizedEvent, ReadStats, TraceLane } from '../../../src/trace/readers/model.js';
 import { InputError } from '../../../src/util/errors.js';
 
 /** The §2 example of reference/traces.md, exactly as tsl writes it (one line, string args, `{}` tail). */

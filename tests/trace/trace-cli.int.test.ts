@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { tslToJson, xspaceToTsl } from '../../../bench/traces/tsl-json.js';
-import { formatDiff } from '../../../src/evidence/analysis/format.js';
-import type { TraceDiff, TraceSummary } from '../../../src/evidence/analysis/types.js';
-import { CLI, FIXTURES, REAL_TRACES, REPO_ROOT, tempDir } from '../../helpers/paths.js';
+import { tslToJson, xspaceToTsl } from '../../bench/traces/tsl-json.js';
+import { formatDiff } from '../../src/report/trace-tables.js';
+import type { TraceDiff, TraceSummary } from '../../src/trace/types.js';
+import { CLI, FIXTURES, REAL_TRACES, REPO_ROOT, tempDir } from '../helpers/paths.js';
 
 const execFileP = promisify(execFile);
 const TPU = join(REAL_TRACES, 'xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb');

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatOfFile, resolveTracePath } from '../../../src/evidence/trace/profile-dir.js';
+import { formatOfFile, resolveTracePath } from '../../../src/trace/readers/profile-dir.js';
 import { InputError } from '../../../src/util/errors.js';
 import { tempDir } from '../../helpers/paths.js';
 

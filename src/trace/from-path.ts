@@ -4,9 +4,9 @@
  * point the CLI, the actions and the loop share.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { InputError } from '../../util/errors.js';
-import { openTrace } from '../trace/open.js';
-import { type SummarizeOptions, summarizeTrace } from './hotspots.js';
+import { InputError } from '../util/errors.js';
+import { openTrace } from './readers/open.js';
+import { type SummarizeOptions, summarizeTrace } from './summarize.js';
 import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from './types.js';
 
 /** Summarise the trace at `path`, or load the summary saved there. */

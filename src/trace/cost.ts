@@ -15,14 +15,15 @@
  * Bytes are what the instruction reads and writes: its operands plus its result (scratch buffers of
  * library calls left out). Other custom calls (Pallas/Mosaic, Triton, TE FFI, …) have no cost model.
  */
+
+import { type CustomCallKind, customCallKind } from './ops.js';
 import {
   elementCount,
   type HloInstruction,
   type HloModule,
   type HloShape,
   shapeBytes,
-} from '../trace/hlo-proto.js';
-import { type CustomCallKind, customCallKind } from './ops.js';
+} from './readers/hlo-proto.js';
 
 export interface OpCost {
   /** FLOPs per execution; undefined when there is no cost model (most custom calls). */

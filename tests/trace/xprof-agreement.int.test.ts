@@ -3,12 +3,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { tslToJson, xspaceToTsl } from '../../../bench/traces/tsl-json.js';
-import { TraceCollector } from '../../../src/evidence/analysis/collect.js';
-import { ChromeJsonSource } from '../../../src/evidence/trace/chrome-json.js';
-import type { TraceSource } from '../../../src/evidence/trace/model.js';
-import { XplaneSource } from '../../../src/evidence/trace/xplane.js';
-import { FIXTURES, REAL_TRACES, tempDir } from '../../helpers/paths.js';
+import { tslToJson, xspaceToTsl } from '../../bench/traces/tsl-json.js';
+import { TraceCollector } from '../../src/trace/collect.js';
+import { ChromeJsonSource } from '../../src/trace/readers/chrome-json.js';
+import type { TraceSource } from '../../src/trace/readers/model.js';
+import { XplaneSource } from '../../src/trace/readers/xplane.js';
+import { FIXTURES, REAL_TRACES, tempDir } from '../helpers/paths.js';
 
 const TPU = join(REAL_TRACES, 'xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb');
 const HLO_STATS = join(FIXTURES, 'xprof-hlo-stats/tpu_inference_2.hlo_stats.json');

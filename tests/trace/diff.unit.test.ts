@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { diffSummaries } from '../../../src/evidence/analysis/diff.js';
-import { formatDiff, formatMs, formatSummary, textTable } from '../../../src/evidence/analysis/format.js';
-import { TRACE_DIFF_SCHEMA, type TraceSummary } from '../../../src/evidence/analysis/types.js';
+import { formatDiff, formatMs, formatSummary, textTable } from '../../src/report/trace-tables.js';
+import { diffSummaries } from '../../src/trace/diff.js';
+import { TRACE_DIFF_SCHEMA, type TraceSummary } from '../../src/trace/types.js';
 import { summaryOf as summary } from './summary-builder.js';
 
 const before = summary([

@@ -1,15 +1,15 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { instructionCost } from '../../../src/evidence/analysis/cost.js';
+import { instructionCost } from '../../src/trace/cost.js';
 import {
   decodeHloProto,
   type HloComputation,
   type HloInstruction,
   type HloModule,
   type HloShape,
-} from '../../../src/evidence/trace/hlo-proto.js';
-import { XplaneSource } from '../../../src/evidence/trace/xplane.js';
-import { REAL_TRACES } from '../../helpers/paths.js';
+} from '../../src/trace/readers/hlo-proto.js';
+import { XplaneSource } from '../../src/trace/readers/xplane.js';
+import { REAL_TRACES } from '../helpers/paths.js';
 
 const shape = (type: string, dims: number[]): HloShape => ({ type, dims, tuple: [] });
 

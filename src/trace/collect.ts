@@ -10,9 +10,9 @@
  *   found from the enclosing `XLA Modules` execution (TPU) or the `hlo_module` arg (GPU, CPU);
  * - `windows` mode: ops are split into inside / outside the given step windows, and each window's busy
  *   time is accumulated.
- * The caller (hotspots.ts) decides after a pass whether it needs another one; see `needsSecondPass`.
+ * The caller (summarize.ts) decides after a pass whether it needs another one; see `needsSecondPass`.
  */
-import type { TraceDevice, TraceEventView, TraceLane, TraceVisitor } from '../trace/model.js';
+
 import {
   baseOpName,
   deriveCategory,
@@ -24,6 +24,7 @@ import {
   profilerStepNumber,
   scopeOf,
 } from './ops.js';
+import type { TraceDevice, TraceEventView, TraceLane, TraceVisitor } from './readers/model.js';
 
 /** One op identity: a named HLO instruction (or kernel) of one program, with its aggregated time. */
 export interface OpInfo {

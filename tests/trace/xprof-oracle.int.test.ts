@@ -1,6 +1,6 @@
 /**
  * xprof as the reference oracle: every real XSpace fixture is converted by Google's xprof (a pinned dev
- * requirement; tests/evidence/analysis/xprof_reference.py runs its hlo_stats, kernel_stats,
+ * requirement; tests/trace/xprof_reference.py runs its hlo_stats, kernel_stats,
  * overview_page and trace_viewer tools) and hillclimb's summary of the same file must agree with it on
  * step count, per-step time, per-op totals, the top ops, total device time, and FLOPs and bytes per op
  * execution, within the tolerances below. The test prints the comparison as a table.
@@ -22,13 +22,13 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { summarizeTrace } from '../../../src/evidence/analysis/hotspots.js';
-import type { TraceSummary } from '../../../src/evidence/analysis/types.js';
-import { XplaneSource } from '../../../src/evidence/trace/xplane.js';
-import { FIXTURES, REAL_TRACES, REPO_ROOT, tempDir } from '../../helpers/paths.js';
+import { XplaneSource } from '../../src/trace/readers/xplane.js';
+import { summarizeTrace } from '../../src/trace/summarize.js';
+import type { TraceSummary } from '../../src/trace/types.js';
+import { FIXTURES, REAL_TRACES, REPO_ROOT, tempDir } from '../helpers/paths.js';
 
 const PYTHON = join(REPO_ROOT, '.venv', 'bin', 'python');
-const SCRIPT = join(REPO_ROOT, 'tests', 'evidence', 'analysis', 'xprof_reference.py');
+const SCRIPT = join(REPO_ROOT, 'tests', 'trace', 'xprof_reference.py');
 
 /** Stated tolerances. */
 const TOL = {

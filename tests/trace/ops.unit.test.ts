@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { OpInfo } from '../../../src/evidence/analysis/collect.js';
+import type { OpInfo } from '../../src/trace/collect.js';
 import {
   baseOpName,
   customCallKind,
@@ -8,9 +8,9 @@ import {
   laneRole,
   profilerStepNumber,
   scopeOf,
-} from '../../../src/evidence/analysis/ops.js';
-import { disagreement, executionsOf, modalExecutions } from '../../../src/evidence/analysis/steps.js';
-import { type DeviceKind, deviceKindOf, type TraceLane } from '../../../src/evidence/trace/model.js';
+} from '../../src/trace/ops.js';
+import { type DeviceKind, deviceKindOf, type TraceLane } from '../../src/trace/readers/model.js';
+import { disagreement, executionsOf, modalExecutions } from '../../src/trace/steps.js';
 
 function lane(kind: DeviceKind, name: string): TraceLane {
   return { index: 0, name, rawId: '1', device: { index: 0, name: 'd', rawId: '1', kind, stats: {} } };
