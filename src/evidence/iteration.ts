@@ -4,11 +4,11 @@
  * artifacts (JUnit XML, metrics JSON, traces); the agent's words appear only in `agent.result`, as prose.
  */
 
+import type { Comparison } from '../stats/index.js';
 import type { ProfileAgreement } from '../trace/agreement.js';
 import type { TraceDiff, TraceSummary } from '../trace/types.js';
 import type { JUnitTotals } from './junit.js';
 import type { KernelShare, LevelsEvidence, RunLevels } from './levels.js';
-import type { Comparison } from './stats/index.js';
 import type { Verdict } from './verdicts.js';
 
 export const EVIDENCE_SCHEMA = 'hillclimb.evidence/v1';

@@ -3,7 +3,7 @@
  * No colour codes; columns are aligned by code points (every symbol used here is one column wide).
  */
 import type { IterationEvidence, StepName } from '../evidence/iteration.js';
-import { median } from '../evidence/stats/describe.js';
+import { median } from '../stats/describe.js';
 import {
   championAfter,
   gateText,

@@ -12,8 +12,8 @@ import {
   type ProfileEvidence,
 } from '../../src/evidence/iteration.js';
 import { summarizeLevels } from '../../src/evidence/levels.js';
-import type { Comparison } from '../../src/evidence/stats/index.js';
-import type { StatsVerdict, Verdict } from '../../src/evidence/verdicts.js';
+import type { Verdict } from '../../src/evidence/verdicts.js';
+import type { Comparison, StatsVerdict } from '../../src/stats/index.js';
 import { type DiffRow, TRACE_DIFF_SCHEMA, type TraceDiff } from '../../src/trace/types.js';
 
 export const BASE_SHA = '9f8e7d6c5b4a39281706f5e4d3c2b1a098765432';
@@ -35,7 +35,7 @@ export interface ComparisonSpec {
   n?: number;
 }
 
-/** A comparison with fixed numbers, shaped like stats/verdict.ts compareArms output. */
+/** A comparison with fixed numbers, shaped like stats/compare-arms.ts compareArms output. */
 export function comparison(spec: ComparisonSpec): Comparison {
   const n = spec.n ?? 5;
   const ratio = spec.a / spec.b;

@@ -34078,55 +34078,6 @@ var Bundle = class {
   }
 };
 
-// src/forge/limits.ts
-var BODY_CAP_CHARS = 64e3;
-
-// src/report/format.ts
-var MINUS = "\u2212";
-var EM_DASH = "\u2014";
-var VALUE_DIGITS = 4;
-function withMinus(text) {
-  if (!text.startsWith("-")) return text;
-  const body = text.slice(1);
-  return /^[0.]+$/.test(body) ? body : `${MINUS}${body}`;
-}
-function formatFixed(value, decimals) {
-  return withMinus(value.toFixed(decimals));
-}
-function formatSignedFixed(value, decimals) {
-  const text = formatFixed(value, decimals);
-  return text.startsWith(MINUS) || /^[0.]+$/.test(text) ? text : `+${text}`;
-}
-function decimalsFor(value, digits) {
-  const abs = Math.abs(value);
-  if (abs === 0 || !Number.isFinite(abs)) return digits - 1;
-  const magnitude = Math.floor(Math.log10(abs));
-  const rounded = Number(abs.toFixed(Math.max(0, Math.min(6, digits - 1 - magnitude))));
-  const m = rounded === 0 ? magnitude : Math.floor(Math.log10(rounded));
-  return Math.max(0, Math.min(6, digits - 1 - m));
-}
-function formatSignificant(value, digits = VALUE_DIGITS) {
-  if (!Number.isFinite(value)) return String(value);
-  return formatFixed(value, decimalsFor(value, digits));
-}
-function formatValue(value, unit) {
-  const number = formatSignificant(value);
-  if (unit === "") return number;
-  return unit === "%" ? `${number}%` : `${number} ${unit}`;
-}
-function formatSignedValue(delta, unit) {
-  const number = formatSignificant(delta);
-  const signed = number.startsWith(MINUS) || /^[0.]+$/.test(number) ? number : `+${number}`;
-  if (unit === "") return signed;
-  return unit === "%" ? `${signed}%` : `${signed} ${unit}`;
-}
-function formatPercent(fraction, decimals = 2) {
-  return `${formatFixed(fraction * 100, decimals)}%`;
-}
-function formatSignedPercent(percent, decimals = 1) {
-  return `${formatSignedFixed(percent, decimals)}%`;
-}
-
 // schemas/hillclimb.schema.json
 var hillclimb_schema_default = {
   $schema: "http://json-schema.org/draft-07/schema#",
@@ -34710,6 +34661,87 @@ var MEASURE_DEFAULTS = Object.freeze({
   seed: numberDefault("measure.seed")
 });
 
+// src/stats/noise.ts
+var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+var DEFAULT_POWER = 0.8;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+
+// src/stats/compare-arms.ts
+var STATS_VERDICTS = ["improved", "no-change", "regressed", "invalid", "needs-human"];
+var DEFAULT_POLICY = {
+  confidence: DEFAULT_CONFIDENCE,
+  resamples: MEASURE_DEFAULTS.resamples,
+  ciMethod: "percentile",
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
+  power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm
+};
+
+// src/stats/sequential.ts
+var SEQUENTIAL_STEP = 2;
+var DEFAULT_SEQUENTIAL_POLICY = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP
+};
+
+// src/evidence/verdicts.ts
+var VERDICTS = [...STATS_VERDICTS, "error", "no-op"];
+
+// src/forge/limits.ts
+var BODY_CAP_CHARS = 64e3;
+
+// src/report/format.ts
+var MINUS = "\u2212";
+var EM_DASH = "\u2014";
+var VALUE_DIGITS = 4;
+function withMinus(text) {
+  if (!text.startsWith("-")) return text;
+  const body = text.slice(1);
+  return /^[0.]+$/.test(body) ? body : `${MINUS}${body}`;
+}
+function formatFixed(value, decimals) {
+  return withMinus(value.toFixed(decimals));
+}
+function formatSignedFixed(value, decimals) {
+  const text = formatFixed(value, decimals);
+  return text.startsWith(MINUS) || /^[0.]+$/.test(text) ? text : `+${text}`;
+}
+function decimalsFor(value, digits) {
+  const abs = Math.abs(value);
+  if (abs === 0 || !Number.isFinite(abs)) return digits - 1;
+  const magnitude = Math.floor(Math.log10(abs));
+  const rounded = Number(abs.toFixed(Math.max(0, Math.min(6, digits - 1 - magnitude))));
+  const m = rounded === 0 ? magnitude : Math.floor(Math.log10(rounded));
+  return Math.max(0, Math.min(6, digits - 1 - m));
+}
+function formatSignificant(value, digits = VALUE_DIGITS) {
+  if (!Number.isFinite(value)) return String(value);
+  return formatFixed(value, decimalsFor(value, digits));
+}
+function formatValue(value, unit) {
+  const number = formatSignificant(value);
+  if (unit === "") return number;
+  return unit === "%" ? `${number}%` : `${number} ${unit}`;
+}
+function formatSignedValue(delta, unit) {
+  const number = formatSignificant(delta);
+  const signed = number.startsWith(MINUS) || /^[0.]+$/.test(number) ? number : `+${number}`;
+  if (unit === "") return signed;
+  return unit === "%" ? `${signed}%` : `${signed} ${unit}`;
+}
+function formatPercent(fraction, decimals = 2) {
+  return `${formatFixed(fraction * 100, decimals)}%`;
+}
+function formatSignedPercent(percent, decimals = 1) {
+  return `${formatSignedFixed(percent, decimals)}%`;
+}
+
 // src/evidence/levels.ts
 var TRAIN_STEP = "train_step";
 var KERNEL_MEASUREMENT = "fwd_bwd";
@@ -35022,34 +35054,6 @@ Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA
   }
   return lines.join("\n\n");
 }
-
-// src/evidence/stats/noise.ts
-var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
-var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
-var DEFAULT_POWER = 0.8;
-var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
-var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
-
-// src/evidence/stats/verdict.ts
-var DEFAULT_POLICY = {
-  confidence: DEFAULT_CONFIDENCE,
-  resamples: MEASURE_DEFAULTS.resamples,
-  ciMethod: "percentile",
-  practicalDelta: DEFAULT_PRACTICAL_DELTA,
-  regressionDelta: DEFAULT_PRACTICAL_DELTA,
-  power: DEFAULT_POWER,
-  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
-  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
-  minRuns: MEASURE_DEFAULTS.runs_per_arm
-};
-
-// src/evidence/stats/sequential.ts
-var SEQUENTIAL_STEP = 2;
-var DEFAULT_SEQUENTIAL_POLICY = {
-  nStart: MEASURE_DEFAULTS.runs_per_arm,
-  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
-  step: SEQUENTIAL_STEP
-};
 
 // src/report/comment.ts
 var STICKY_FOOTER_RESERVE = 1e3;

@@ -19,15 +19,15 @@ import {
   metricValue,
   readMetricsFile,
 } from '../../evidence/metrics.js';
-import { median } from '../../evidence/stats/describe.js';
+import { median } from '../../stats/describe.js';
 import {
   type CompareOptions,
   calibrateNoise,
   decideNext,
   SEQUENTIAL_STEP,
   type SequentialPolicy,
-} from '../../evidence/stats/index.js';
-import { createRng } from '../../evidence/stats/random.js';
+} from '../../stats/index.js';
+import { createRng } from '../../stats/random.js';
 import { errorMessage } from '../../util/errors.js';
 import { Bundle, BundleFiles, iterationDirName } from '../bundle.js';
 import type { LoopContext } from '../context.js';

@@ -13,8 +13,7 @@
  * The noise margin holds false accepts at no change to `falseAcceptRate` (1%); the MDE reported with
  * the verdict is the true gain the bar lets through with probability `power` (80%) at this n and CV.
  */
-import { MEASURE_DEFAULTS } from '../../config/schema.js';
-import type { StatsVerdict } from '../verdicts.js';
+import { MEASURE_DEFAULTS } from '../config/schema.js';
 import { bootstrapRatioOfMedians, type CiMethod, type Interval } from './bootstrap.js';
 import { median } from './describe.js';
 import {
@@ -28,6 +27,14 @@ import {
   pooledLogCv,
   robustNoiseCv,
 } from './noise.js';
+
+/**
+ * The verdicts this rule can reach. The loop adds its own two, `error` and `no-op`, to make the full
+ * list every iteration ends with (evidence/verdicts.ts).
+ */
+export const STATS_VERDICTS = ['improved', 'no-change', 'regressed', 'invalid', 'needs-human'] as const;
+
+export type StatsVerdict = (typeof STATS_VERDICTS)[number];
 
 /** Which way is better: 'higher' (MFU, throughput) or 'lower' (time). */
 export type Direction = 'higher' | 'lower';

@@ -1,7 +1,7 @@
 // Reference values from scipy 1.17 (scipy.stats.norm / scipy.stats.t), printed with repr().
 import { describe, expect, it } from 'vitest';
-import { normalCdf, normalQuantile } from '../../../src/evidence/stats/normal.js';
-import { studentTCdf, studentTQuantile } from '../../../src/evidence/stats/student.js';
+import { normalCdf, normalQuantile } from '../../src/stats/normal.js';
+import { studentTCdf, studentTQuantile } from '../../src/stats/student.js';
 
 describe('normal distribution', () => {
   it('matches known quantiles', () => {

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { createRng } from '../../../src/evidence/stats/random.js';
+import { compareArms } from '../../src/stats/compare-arms.js';
+import { createRng } from '../../src/stats/random.js';
 import {
   DEFAULT_SEQUENTIAL_POLICY,
   decideNext,
   futilityBar,
   maxLooks,
   perLookOptions,
-} from '../../../src/evidence/stats/sequential.js';
-import { fixedRunsRule, simulate } from '../../../src/evidence/stats/simulation.js';
-import { compareArms } from '../../../src/evidence/stats/verdict.js';
+} from '../../src/stats/sequential.js';
+import { fixedRunsRule, simulate } from '../../src/stats/simulation.js';
 
 function runs(typical: number, cv: number, n: number, seed: number): number[] {
   const rng = createRng(seed);

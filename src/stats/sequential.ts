@@ -22,8 +22,7 @@
  * bar. Each look therefore holds the false-accept target divided by the number of looks
  * (perLookOptions); the simulation (tests and `npm run bench:stats`) measures the rate over all looks.
  */
-import { MEASURE_DEFAULTS } from '../../config/schema.js';
-import { acceptBarFor, expectedLogHalfWidth } from './noise.js';
+import { MEASURE_DEFAULTS } from '../config/schema.js';
 import {
   type CompareOptions,
   type Comparison,
@@ -31,7 +30,8 @@ import {
   DEFAULT_POLICY,
   inputProblems,
   resolvePolicy,
-} from './verdict.js';
+} from './compare-arms.js';
+import { acceptBarFor, expectedLogHalfWidth } from './noise.js';
 
 export interface SequentialPolicy {
   /** Runs per arm before the first look: `measure.runs_per_arm`. */

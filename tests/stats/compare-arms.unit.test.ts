@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { acceptMargin, minimumDetectableEffect } from '../../../src/evidence/stats/noise.js';
-import { createRng } from '../../../src/evidence/stats/random.js';
-import { compareArms, DEFAULT_POLICY, resolvePolicy } from '../../../src/evidence/stats/verdict.js';
+import { compareArms, DEFAULT_POLICY, resolvePolicy } from '../../src/stats/compare-arms.js';
+import { acceptMargin, minimumDetectableEffect } from '../../src/stats/noise.js';
+import { createRng } from '../../src/stats/random.js';
 
 /** `n` log-normal runs around `typical` with per-run CV `cv`, reproducible from `seed`. */
 function runs(typical: number, cv: number, n: number, seed: number): number[] {

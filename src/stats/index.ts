@@ -4,6 +4,21 @@
  */
 export { type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
 export {
+  type ArmSummary,
+  type CompareOptions,
+  type ComparePolicy,
+  type Comparison,
+  compareArms,
+  DEFAULT_POLICY,
+  type Direction,
+  inputProblems,
+  type MdeSource,
+  type ResolvedPolicy,
+  resolvePolicy,
+  STATS_VERDICTS,
+  type StatsVerdict,
+} from './compare-arms.js';
+export {
   acceptBarFor,
   acceptMargin,
   BOOTSTRAP_WIDTH_FACTOR,
@@ -23,16 +38,3 @@ export {
   type SequentialDecision,
   type SequentialPolicy,
 } from './sequential.js';
-export {
-  type ArmSummary,
-  type CompareOptions,
-  type ComparePolicy,
-  type Comparison,
-  compareArms,
-  DEFAULT_POLICY,
-  type Direction,
-  inputProblems,
-  type MdeSource,
-  type ResolvedPolicy,
-  resolvePolicy,
-} from './verdict.js';

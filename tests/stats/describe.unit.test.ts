@@ -6,7 +6,7 @@ import {
   sampleVariance,
   sortedCopy,
   withoutOutliers,
-} from '../../../src/evidence/stats/describe.js';
+} from '../../src/stats/describe.js';
 
 describe('descriptive statistics', () => {
   it('takes medians of odd and even counts without mutating the input', () => {

@@ -7,7 +7,8 @@
 // assertions allow 3·√(p(1−p)/T). The broken rules below are 10+ standard errors outside, so the same
 // assertions catch them.
 import { describe, expect, it } from 'vitest';
-import { median } from '../../../src/evidence/stats/describe.js';
+import { compareArms } from '../../src/stats/compare-arms.js';
+import { median } from '../../src/stats/describe.js';
 import {
   fixedRunsRule,
   gdnctlRule,
@@ -16,8 +17,7 @@ import {
   sequentialRule,
   simulate,
   trueMde,
-} from '../../../src/evidence/stats/simulation.js';
-import { compareArms } from '../../../src/evidence/stats/verdict.js';
+} from '../../src/stats/simulation.js';
 
 const CVS = [0.01, 0.02, 0.05];
 const N = 5;

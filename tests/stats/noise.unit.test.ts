@@ -3,7 +3,7 @@
 //   bar = 1 + max(δ, margin);  MDE = bar · exp((1.85 + z_{power} · 0.95) · s) − 1
 // with z_{0.99} = 2.3263478740408408 and z_{0.8} = 0.8416212335729143.
 import { describe, expect, it } from 'vitest';
-import { MEASURE_DEFAULTS } from '../../../src/config/schema.js';
+import { MEASURE_DEFAULTS } from '../../src/config/schema.js';
 import {
   acceptBarFor,
   acceptMargin,
@@ -17,7 +17,7 @@ import {
   minimumDetectableEffect,
   pooledLogCv,
   robustNoiseCv,
-} from '../../../src/evidence/stats/noise.js';
+} from '../../src/stats/noise.js';
 
 const Z99 = 2.3263478740408408;
 const Z80 = 0.8416212335729143;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapRatioOfMedians, MIN_RESAMPLES } from '../../../src/evidence/stats/bootstrap.js';
-import { median, quantileOfSorted } from '../../../src/evidence/stats/describe.js';
-import { createRng } from '../../../src/evidence/stats/random.js';
+import { bootstrapRatioOfMedians, MIN_RESAMPLES } from '../../src/stats/bootstrap.js';
+import { median, quantileOfSorted } from '../../src/stats/describe.js';
+import { createRng } from '../../src/stats/random.js';
 
 // Ten runs per arm; scipy reference below computed on exactly these values.
 const A = [100.0, 101.3, 99.2, 100.8, 98.9, 102.4, 100.1, 99.7, 101.9, 100.4];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRng } from '../../../src/evidence/stats/random.js';
+import { createRng } from '../../src/stats/random.js';
 
 describe('createRng', () => {
   it('repeats its sequence for a seed and differs between seeds', () => {

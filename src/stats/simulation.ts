@@ -3,12 +3,11 @@
  * it to prove the verdict rule (false accepts at zero effect, power at 2×MDE) and to show the seed
  * loop's one-run rule failing; `npm run bench:stats` runs it with many trials. Seeded throughout.
  */
-import type { StatsVerdict } from '../verdicts.js';
 import { bootstrapRatioOfMedians, type CiMethod } from './bootstrap.js';
+import { type ComparePolicy, compareArms, type Direction, type StatsVerdict } from './compare-arms.js';
 import { minimumDetectableEffect } from './noise.js';
 import { createRng, type Rng } from './random.js';
 import { DEFAULT_SEQUENTIAL_POLICY, decideNext, type SequentialPolicy } from './sequential.js';
-import { type ComparePolicy, compareArms, type Direction } from './verdict.js';
 
 /**
  * Shape of the run-to-run noise.
