@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/load.js';
-import type { ProfileEvidence } from '../evidence/iteration.js';
+import type { ProfileEvidence } from '../evidence/record.js';
 import { Bundle, iterationDirName } from '../loop/bundle.js';
 import { runDirOf, stateDirOf } from '../loop/context.js';
 import type { PhaseOptions } from '../loop/phases.js';

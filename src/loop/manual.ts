@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { buildBackend, buildCpuBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import type { IterationEvidence, StepName } from '../evidence/iteration.js';
+import type { IterationEvidence, StepName } from '../evidence/record.js';
 import { buildForge } from '../forge/factory.js';
 import { packageVersion } from '../project/root.js';
 import { buildStore } from '../store/factory.js';

@@ -11,7 +11,7 @@ import type { Backend } from '../compute/backend.js';
 import { buildBackend, buildCpuBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
 import type { HillclimbConfig, TargetConfig } from '../config/types.js';
-import type { IterationEvidence } from '../evidence/iteration.js';
+import type { IterationEvidence } from '../evidence/record.js';
 import type { Verdict } from '../evidence/verdicts.js';
 import { buildForge } from '../forge/factory.js';
 import { packageVersion } from '../project/root.js';

@@ -2,7 +2,8 @@
 // with or without a profile, and history rows for trajectories. Numbers are fixed (no bootstrap) so
 // tests can assert exact lines.
 
-import { HISTORY_SCHEMA, type HistoryRow } from '../../src/evidence/history.js';
+import { HISTORY_SCHEMA, type HistoryRow } from '../../src/evidence/history-row.js';
+import { summarizeLevels } from '../../src/evidence/levels.js';
 import {
   EVIDENCE_SCHEMA,
   type GateEvidence,
@@ -10,8 +11,7 @@ import {
   type MeasuredRun,
   type MeasurementEvidence,
   type ProfileEvidence,
-} from '../../src/evidence/iteration.js';
-import { summarizeLevels } from '../../src/evidence/levels.js';
+} from '../../src/evidence/record.js';
 import type { Verdict } from '../../src/evidence/verdicts.js';
 import type { Comparison, StatsVerdict } from '../../src/stats/index.js';
 import { type DiffRow, TRACE_DIFF_SCHEMA, type TraceDiff } from '../../src/trace/types.js';

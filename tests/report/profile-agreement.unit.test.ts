@@ -4,7 +4,7 @@
 // that contradicts the measured one without saying so. This builds that case from the demo's numbers
 // (the measured medians are the ones −21.7% and "10× its measured median" imply) and checks the comment.
 import { describe, expect, it } from 'vitest';
-import type { IterationEvidence } from '../../src/evidence/iteration.js';
+import type { IterationEvidence } from '../../src/evidence/record.js';
 import { renderComment } from '../../src/report/comment.js';
 import { AGREEMENT_FACTOR, profileAgreement } from '../../src/trace/agreement.js';
 import { diffSummaries } from '../../src/trace/diff.js';

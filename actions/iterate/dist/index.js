@@ -38865,7 +38865,7 @@ import { resolve } from "node:path";
 import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
-// src/evidence/iteration.ts
+// src/evidence/record.ts
 var EVIDENCE_SCHEMA = "hillclimb.evidence/v1";
 var STEPS = [
   "prepare",
@@ -39022,7 +39022,7 @@ function stepFinished(evidence, step) {
 // src/loop/history.ts
 import { join as join2 } from "node:path";
 
-// src/evidence/history.ts
+// src/evidence/history-row.ts
 var HISTORY_SCHEMA = "hillclimb.history/v1";
 
 // src/loop/history.ts

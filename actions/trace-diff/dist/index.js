@@ -34005,7 +34005,7 @@ import { resolve } from "node:path";
 import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
-// src/evidence/iteration.ts
+// src/evidence/record.ts
 var EVIDENCE_SCHEMA = "hillclimb.evidence/v1";
 
 // src/util/files.ts

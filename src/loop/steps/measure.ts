@@ -11,7 +11,6 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { recordIsolation } from '../../evidence/isolation.js';
-import type { MeasuredRun, MeasurementEvidence } from '../../evidence/iteration.js';
 import { type PeakInfo, peakInfo, runLevels, summarizeLevels } from '../../evidence/levels.js';
 import {
   comparabilityProblems,
@@ -19,6 +18,7 @@ import {
   metricValue,
   readMetricsFile,
 } from '../../evidence/metrics.js';
+import type { MeasuredRun, MeasurementEvidence } from '../../evidence/record.js';
 import { median } from '../../stats/describe.js';
 import {
   type CompareOptions,

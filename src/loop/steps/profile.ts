@@ -11,8 +11,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { IterationEvidence } from '../../evidence/iteration.js';
 import { kernelShare } from '../../evidence/levels.js';
+import type { IterationEvidence } from '../../evidence/record.js';
 import { type ProfileAgreement, profileAgreement } from '../../trace/agreement.js';
 import { diffSummaries } from '../../trace/diff.js';
 import { summarizeTracePath } from '../../trace/from-path.js';
