@@ -10,17 +10,18 @@
  *   4. coverage of the percentile and BCa intervals (why percentile is the default).
  * Run: npm run bench:stats [-- --trials 2000 --seed 1]. Deterministic for a seed.
  */
-import { bootstrapRatioOfMedians, type CiMethod, MIN_RESAMPLES } from '../../src/evidence/stats/bootstrap.js';
+import { bootstrapRatioOfMedians, type CiMethod, MIN_RESAMPLES } from '../../src/stats/bootstrap.js';
+import { compareArms, DEFAULT_POLICY } from '../../src/stats/compare-arms.js';
 import {
   DEFAULT_FALSE_ACCEPT_RATE,
   LOWER_BOUND_MEAN,
   LOWER_BOUND_SD,
   logRatioScale,
   robustNoiseCv,
-} from '../../src/evidence/stats/noise.js';
-import { normalQuantile } from '../../src/evidence/stats/normal.js';
-import { createRng } from '../../src/evidence/stats/random.js';
-import { DEFAULT_SEQUENTIAL_POLICY } from '../../src/evidence/stats/sequential.js';
+} from '../../src/stats/noise.js';
+import { normalQuantile } from '../../src/stats/normal.js';
+import { createRng } from '../../src/stats/random.js';
+import { DEFAULT_SEQUENTIAL_POLICY } from '../../src/stats/sequential.js';
 import {
   fixedRunsRule,
   gdnctlRule,
@@ -34,9 +35,8 @@ import {
   sequentialRule,
   simulate,
   trueMde,
-} from '../../src/evidence/stats/simulation.js';
-import { studentTQuantile } from '../../src/evidence/stats/student.js';
-import { compareArms, DEFAULT_POLICY } from '../../src/evidence/stats/verdict.js';
+} from '../../src/stats/simulation.js';
+import { studentTQuantile } from '../../src/stats/student.js';
 
 interface Args {
   trials: number;

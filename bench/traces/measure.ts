@@ -7,10 +7,10 @@
  */
 import { createReadStream, readFileSync } from 'node:fs';
 import { createGunzip, gunzipSync } from 'node:zlib';
-import { summarizeTrace } from '../../src/evidence/analysis/hotspots.js';
-import { ChromeJsonSource } from '../../src/evidence/trace/chrome-json.js';
-import type { TraceSource } from '../../src/evidence/trace/model.js';
-import { XplaneSource } from '../../src/evidence/trace/xplane.js';
+import { ChromeJsonSource } from '../../src/trace/readers/chrome-json.js';
+import type { TraceSource } from '../../src/trace/readers/model.js';
+import { XplaneSource } from '../../src/trace/readers/xplane.js';
+import { summarizeTrace } from '../../src/trace/summarize.js';
 
 /** JAX's device_kind of the synthetic workload (4 TPU v6e cores). */
 const SYNTHETIC_DEVICE_KIND = 'TPU v6 lite';

@@ -12,7 +12,7 @@
  *
  * Used by the tests (JSON path on real data) and by the benchmark's synthetic generator.
  */
-import { XplaneSource } from '../../src/evidence/trace/xplane.js';
+import { XplaneSource } from '../../src/trace/readers/xplane.js';
 
 export const HOST_PID = 701;
 const HOST_PLANE = '/host:CPU';

@@ -6,7 +6,7 @@ Model FLOPs follow Levanter's ``flops_per_token`` for marin's GDN hybrid (forwar
 training = 3x forward), so a model MFU here means what the seed loop's ``throughput/mfu`` meant.
 
 Peaks come from ``schemas/device-peaks.json``, the one table the engine's roofline reads too
-(``src/evidence/analysis/peaks.ts``), matched by the exact JAX ``device_kind``. A device that is not
+(``src/trace/peaks.ts``), matched by the exact JAX ``device_kind``. A device that is not
 in it (every CPU) or has no figure for the dtype gets a *measured* peak instead: the best of a few
 large matmuls at that dtype, timed in the bench's own process -- labelled as such wherever it is
 shown, never mistaken for a datasheet number.

@@ -1,21 +1,21 @@
 /**
  * Trace analysis for the trace-diff action: a summary from a trace file, a profile directory, or a
  * summary JSON saved earlier; the diff of two; and the profile evidence the report's hotspot tables
- * take. All numbers come from the engine's readers (src/evidence/analysis).
+ * take. All numbers come from the engine's readers (src/trace).
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/load.js';
-import { diffSummaries } from '../evidence/analysis/diff.js';
-import { formatDiff, formatSummary } from '../evidence/analysis/format.js';
-import { summarizeTracePath } from '../evidence/analysis/from-path.js';
-import type { TraceDiff, TraceSummary } from '../evidence/analysis/types.js';
-import type { ProfileEvidence } from '../evidence/iteration.js';
+import type { ProfileEvidence } from '../evidence/record.js';
 import { Bundle, iterationDirName } from '../loop/bundle.js';
 import { runDirOf, stateDirOf } from '../loop/context.js';
 import type { PhaseOptions } from '../loop/phases.js';
 import { customCallSection, hotspotSection } from '../report/hotspots.js';
 import { details, fenced } from '../report/markdown.js';
+import { formatDiff, formatSummary } from '../report/trace-tables.js';
+import { diffSummaries } from '../trace/diff.js';
+import { summarizeTracePath } from '../trace/from-path.js';
+import type { TraceDiff, TraceSummary } from '../trace/types.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import { writeJsonAtomic } from '../util/files.js';
 

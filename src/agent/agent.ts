@@ -6,7 +6,7 @@
  * small structured result (hypothesis, change summary, next idea) to `resultFile`. The harness never
  * reads a number from the agent: the result is prose for the PR and the log.
  */
-import type { Isolation } from '../evidence/iteration.js';
+import type { Isolation } from '../evidence/record.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 
 export interface AgentRequest {

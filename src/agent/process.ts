@@ -26,7 +26,7 @@
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { Isolation } from '../evidence/iteration.js';
+import type { Isolation } from '../evidence/record.js';
 import { displayCommand, ExecError, type ExecResult, run } from '../exec/exec.js';
 import { redact } from '../util/redact.js';
 import type { AgentStatus } from './agent.js';

@@ -1,6 +1,6 @@
 /** What every CLI command gets: where output goes, the logger, and the project root. */
 import type { Command } from 'commander';
-import { findProjectRoot } from '../env/root.js';
+import { findProjectRoot } from '../project/root.js';
 import { isHillclimbError } from '../util/errors.js';
 import { type Logger, terminalLogger } from '../util/log.js';
 

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { AGENT_INSTALL_HINTS } from '../agent/factory.js';
 import { loadConfig } from '../config/load.js';
 import type { HillclimbConfig } from '../config/types.js';
-import { venvPython } from '../env/python.js';
 import { run } from '../exec/exec.js';
 import { SANDBOX_HINT, sandboxAvailability } from '../exec/sandbox.js';
+import { venvPython } from '../project/python.js';
 import { errorMessage, isHillclimbError } from '../util/errors.js';
 
 export interface CheckResult {

@@ -6,7 +6,7 @@
  * new champion. The one exception is the agent in a job of its own (CI's propose job): what it hands on
  * is a patch the next jobs re-derive and guard, not a result.
  */
-import type { IsolationRecord, IterationEvidence, UntrustedStep } from './iteration.js';
+import type { IsolationRecord, IterationEvidence, UntrustedStep } from './record.js';
 
 /** Record how a step's untrusted processes ran; a step that ran several keeps the weakest. */
 export function recordIsolation(ev: IterationEvidence, step: UntrustedStep, rec: IsolationRecord): void {

@@ -8,11 +8,12 @@
  * Every value comes from metrics files the harness wrote (or, for the share, the trace it profiled);
  * the verdict metric's own comparison stays in `measurement.comparison`.
  */
-import type { TraceSummary } from './analysis/types.js';
+
+import { bootstrapRatioOfMedians, type Interval } from '../stats/bootstrap.js';
+import type { Comparison } from '../stats/compare-arms.js';
+import { median } from '../stats/describe.js';
+import type { TraceSummary } from '../trace/types.js';
 import type { MetricsFile } from './metrics.js';
-import { bootstrapRatioOfMedians, type Interval } from './stats/bootstrap.js';
-import { median } from './stats/describe.js';
-import type { Comparison } from './stats/verdict.js';
 
 /** The measurement the bench times the model's training step under. */
 export const TRAIN_STEP = 'train_step';

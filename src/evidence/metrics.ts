@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { packageRoot } from '../env/root.js';
+import { packageRoot } from '../project/root.js';
 import { errorMessage, InputError } from '../util/errors.js';
 import { readTextFile } from '../util/files.js';
 

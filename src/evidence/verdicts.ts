@@ -1,34 +1,13 @@
 /**
  * The verdicts of hillclimb. Every iteration ends with exactly one; the loop, reports, history and PR
- * comments all use these names and descriptions. The statistics (stats/verdict.ts) produce the first
- * five; the loop adds `error` and `no-op`.
+ * comments all use these names and descriptions. The statistics' A/B rule (stats/compare-arms.ts)
+ * produces the first five; the loop adds `error` and `no-op`.
  */
+import { STATS_VERDICTS } from '../stats/index.js';
 
-export const VERDICTS = [
-  'improved',
-  'no-change',
-  'regressed',
-  'invalid',
-  'needs-human',
-  'error',
-  'no-op',
-] as const;
+export const VERDICTS = [...STATS_VERDICTS, 'error', 'no-op'] as const;
 
 export type Verdict = (typeof VERDICTS)[number];
-
-/** The verdicts an A/B comparison of measurements can reach (stats/verdict.ts `compareArms`). */
-export type StatsVerdict = Extract<
-  Verdict,
-  'improved' | 'no-change' | 'regressed' | 'invalid' | 'needs-human'
->;
-
-export const STATS_VERDICTS: readonly StatsVerdict[] = [
-  'improved',
-  'no-change',
-  'regressed',
-  'invalid',
-  'needs-human',
-];
 
 /** One line per verdict, for reports, PR comments and `--help`. */
 export const VERDICT_DESCRIPTIONS: Readonly<Record<Verdict, string>> = {

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { EVIDENCE_SCHEMA, type IterationEvidence, type StepName } from '../evidence/iteration.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence, type StepName } from '../evidence/record.js';
 import { HillclimbError } from '../util/errors.js';
 import { readJson, writeJsonAtomic } from '../util/files.js';
 

@@ -16,10 +16,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, selectTarget } from '../config/load.js';
-import { packageVersion } from '../env/root.js';
-import type { HistoryRow } from '../evidence/history.js';
-import type { IterationEvidence } from '../evidence/iteration.js';
-import { EVIDENCE_SCHEMA } from '../evidence/iteration.js';
+import type { HistoryRow } from '../evidence/history-row.js';
+import type { IterationEvidence } from '../evidence/record.js';
+import { EVIDENCE_SCHEMA } from '../evidence/record.js';
+import { packageVersion } from '../project/root.js';
 import { renderComment } from '../report/comment.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import { appendLineDurable, readJsonLines, writeFileAtomic } from '../util/files.js';

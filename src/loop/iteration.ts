@@ -5,7 +5,7 @@
  * Infrastructure failures are retried with exponential backoff; when retries run out the iteration ends
  * in `error` (or, for record and publish, the step is marked failed and retried on resume).
  */
-import { EVIDENCE_SCHEMA, type IterationEvidence, STEPS, type StepName } from '../evidence/iteration.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence, STEPS, type StepName } from '../evidence/record.js';
 import { errorMessage, isHillclimbError } from '../util/errors.js';
 import type { Bundle } from './bundle.js';
 import { stepFinished } from './bundle.js';

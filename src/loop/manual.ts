@@ -6,9 +6,9 @@
 import { join } from 'node:path';
 import { buildBackend, buildCpuBackend } from '../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import { packageVersion } from '../env/root.js';
-import type { IterationEvidence, StepName } from '../evidence/iteration.js';
+import type { IterationEvidence, StepName } from '../evidence/record.js';
 import { buildForge } from '../forge/factory.js';
+import { packageVersion } from '../project/root.js';
 import { buildStore } from '../store/factory.js';
 import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/log.js';

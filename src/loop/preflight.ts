@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { checkAgentInstalled } from '../agent/factory.js';
 import { usesPlaceholder } from '../config/command.js';
 import type { HillclimbConfig, TargetConfig } from '../config/types.js';
-import { venvPython } from '../env/python.js';
+import { venvPython } from '../project/python.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 
 export interface PreflightNeeds {

@@ -17,7 +17,7 @@
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { unverifiedReasons } from '../evidence/isolation.js';
-import { type IterationEvidence, STEPS, type StepName } from '../evidence/iteration.js';
+import { type IterationEvidence, STEPS, type StepName } from '../evidence/record.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import { writeFileAtomic } from '../util/files.js';
 import { copyPlainTree } from '../util/untrusted-files.js';

@@ -8,7 +8,7 @@ import type {
   GuardEvidence,
   IterationEvidence,
   MeasurementEvidence,
-} from '../evidence/iteration.js';
+} from '../evidence/record.js';
 import { VERDICT_SYMBOLS } from '../evidence/verdicts.js';
 import {
   EM_DASH,

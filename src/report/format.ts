@@ -4,7 +4,7 @@
  * entry and compares its numbers. Negative numbers use the minus sign (U+2212), and a value that
  * rounds to zero carries no sign.
  */
-import type { Direction, Interval } from '../evidence/stats/index.js';
+import type { Direction, Interval } from '../stats/index.js';
 
 export const MINUS = '\u2212';
 export const EM_DASH = '\u2014';
@@ -140,7 +140,7 @@ export function plural(count: number, noun: string, pluralNoun = `${noun}s`): st
 
 /**
  * How the metric itself changed, in percent, from an improvement ratio (> 1 better, as in
- * stats/verdict.ts). For a 'lower' metric such as time the ratio is A/B, so the value changed by
+ * stats/compare-arms.ts). For a 'lower' metric such as time the ratio is A/B, so the value changed by
  * 1/ratio − 1 and the interval's ends swap; for 'higher' the change is ratio − 1.
  */
 export function metricChangePct(

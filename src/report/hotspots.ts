@@ -1,6 +1,7 @@
 /** The profile sections: hotspot diff (champion → candidate, time per step) and custom-call launches. */
-import type { DiffNumbers, DiffRow, OpRow, TraceDiff } from '../evidence/analysis/types.js';
-import type { ProfileEvidence } from '../evidence/iteration.js';
+
+import type { ProfileEvidence } from '../evidence/record.js';
+import type { DiffNumbers, DiffRow, OpRow, TraceDiff } from '../trace/types.js';
 import {
   EM_DASH,
   formatFixed,

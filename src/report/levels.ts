@@ -7,7 +7,7 @@
  * MFU against a peak the bench measured (every CPU) is always labelled "vs measured matmul peak", so it
  * is never read as a datasheet number.
  */
-import type { IterationEvidence } from '../evidence/iteration.js';
+
 import {
   amdahlLimit,
   amdahlSpeedup,
@@ -18,6 +18,7 @@ import {
   type LevelsEvidence,
   type PeakInfo,
 } from '../evidence/levels.js';
+import type { IterationEvidence } from '../evidence/record.js';
 import {
   EM_DASH,
   formatMetricChange,

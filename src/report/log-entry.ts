@@ -16,7 +16,7 @@
  * and its iteration.
  */
 import { createHash } from 'node:crypto';
-import type { IterationEvidence } from '../evidence/iteration.js';
+import type { IterationEvidence } from '../evidence/record.js';
 import { HillclimbError } from '../util/errors.js';
 import { failingList } from './checks.js';
 import {

@@ -1,7 +1,7 @@
 /** Finding the evidence a log entry names, on disk: the state folder and the local store mirror it. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EVIDENCE_SCHEMA, type IterationEvidence } from '../evidence/iteration.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence } from '../evidence/record.js';
 import { assertKey } from '../store/keys.js';
 import { errorMessage } from '../util/errors.js';
 import type { EvidenceLoader } from './log-lint.js';

@@ -1,6 +1,6 @@
 /** The measurement sections: champion-vs-candidate delta table, the bars used, the raw per-run values. */
-import type { IterationEvidence, MeasurementEvidence } from '../evidence/iteration.js';
-import { DEFAULT_POLICY } from '../evidence/stats/index.js';
+import type { IterationEvidence, MeasurementEvidence } from '../evidence/record.js';
+import { DEFAULT_POLICY } from '../stats/index.js';
 import { mfuText, ranOnCpu } from './facts.js';
 import {
   EM_DASH,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../src/compute/backend.js';
 import { detectLocalAccelerator, LocalBackend } from '../../src/compute/backends/local.js';
-import { venvPython } from '../../src/env/python.js';
+import { venvPython } from '../../src/project/python.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 

@@ -6,10 +6,10 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { MEASURE_DEFAULTS, schemaDefault } from '../../src/config/schema.js';
-import { bootstrapRatioOfMedians, MIN_RESAMPLES } from '../../src/evidence/stats/bootstrap.js';
-import { DEFAULT_CONFIDENCE, DEFAULT_PRACTICAL_DELTA } from '../../src/evidence/stats/noise.js';
-import { DEFAULT_SEQUENTIAL_POLICY } from '../../src/evidence/stats/sequential.js';
-import { DEFAULT_POLICY, resolvePolicy } from '../../src/evidence/stats/verdict.js';
+import { bootstrapRatioOfMedians, MIN_RESAMPLES } from '../../src/stats/bootstrap.js';
+import { DEFAULT_POLICY, resolvePolicy } from '../../src/stats/compare-arms.js';
+import { DEFAULT_CONFIDENCE, DEFAULT_PRACTICAL_DELTA } from '../../src/stats/noise.js';
+import { DEFAULT_SEQUENTIAL_POLICY } from '../../src/stats/sequential.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 
 interface Node {

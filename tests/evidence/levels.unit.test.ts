@@ -13,8 +13,8 @@ import {
   tracedShare,
 } from '../../src/evidence/levels.js';
 import type { MetricsFile } from '../../src/evidence/metrics.js';
-import type { Comparison } from '../../src/evidence/stats/index.js';
-import { summaryOf } from './analysis/summary-builder.js';
+import type { Comparison } from '../../src/stats/index.js';
+import { summaryOf } from '../trace/summary-builder.js';
 
 const OPTS = { confidence: 0.95, resamples: 2000, seed: 7 };
 

@@ -4,7 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IterationEvidence } from '../../src/evidence/iteration.js';
+import type { IterationEvidence } from '../../src/evidence/record.js';
 import { CLI, tempDir } from '../helpers/paths.js';
 import { gitIn, makeToyRepo } from './toy-repo.js';
 

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IterationEvidence } from '../../src/evidence/iteration.js';
+import type { IterationEvidence } from '../../src/evidence/record.js';
 import { runPhase } from '../../src/loop/phases.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';

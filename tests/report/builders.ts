@@ -1,8 +1,9 @@
 // Evidence fixtures for the report tests: one complete IterationEvidence per verdict, on CPU or TPU,
 // with or without a profile, and history rows for trajectories. Numbers are fixed (no bootstrap) so
 // tests can assert exact lines.
-import { type DiffRow, TRACE_DIFF_SCHEMA, type TraceDiff } from '../../src/evidence/analysis/types.js';
-import { HISTORY_SCHEMA, type HistoryRow } from '../../src/evidence/history.js';
+
+import { HISTORY_SCHEMA, type HistoryRow } from '../../src/evidence/history-row.js';
+import { summarizeLevels } from '../../src/evidence/levels.js';
 import {
   EVIDENCE_SCHEMA,
   type GateEvidence,
@@ -10,10 +11,10 @@ import {
   type MeasuredRun,
   type MeasurementEvidence,
   type ProfileEvidence,
-} from '../../src/evidence/iteration.js';
-import { summarizeLevels } from '../../src/evidence/levels.js';
-import type { Comparison } from '../../src/evidence/stats/index.js';
-import type { StatsVerdict, Verdict } from '../../src/evidence/verdicts.js';
+} from '../../src/evidence/record.js';
+import type { Verdict } from '../../src/evidence/verdicts.js';
+import type { Comparison, StatsVerdict } from '../../src/stats/index.js';
+import { type DiffRow, TRACE_DIFF_SCHEMA, type TraceDiff } from '../../src/trace/types.js';
 
 export const BASE_SHA = '9f8e7d6c5b4a39281706f5e4d3c2b1a098765432';
 export const CANDIDATE_SHA = '1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d';
@@ -34,7 +35,7 @@ export interface ComparisonSpec {
   n?: number;
 }
 
-/** A comparison with fixed numbers, shaped like stats/verdict.ts compareArms output. */
+/** A comparison with fixed numbers, shaped like stats/compare-arms.ts compareArms output. */
 export function comparison(spec: ComparisonSpec): Comparison {
   const n = spec.n ?? 5;
   const ratio = spec.a / spec.b;

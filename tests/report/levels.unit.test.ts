@@ -2,7 +2,7 @@
 // log entry's lines (and their lint), the trajectory charts of model MFU and kernel time, and main's
 // baseline chart. On CPU, MFU is always "vs measured matmul peak".
 import { describe, expect, it } from 'vitest';
-import type { HistoryRow } from '../../src/evidence/history.js';
+import type { HistoryRow } from '../../src/evidence/history-row.js';
 import { renderComment } from '../../src/report/comment.js';
 import { headline, mfuText } from '../../src/report/facts.js';
 import { amdahlText, levelsTable } from '../../src/report/levels.js';

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { IterationEvidence } from '../../src/evidence/iteration.js';
+import type { IterationEvidence } from '../../src/evidence/record.js';
 import { appendLogEntry, renderLogEntry } from '../../src/report/log-entry.js';
 import { evidenceLoader } from '../../src/report/log-evidence.js';
 import {

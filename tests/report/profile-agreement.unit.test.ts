@@ -4,12 +4,12 @@
 // that contradicts the measured one without saying so. This builds that case from the demo's numbers
 // (the measured medians are the ones −21.7% and "10× its measured median" imply) and checks the comment.
 import { describe, expect, it } from 'vitest';
-import { AGREEMENT_FACTOR, profileAgreement } from '../../src/evidence/analysis/agreement.js';
-import { diffSummaries } from '../../src/evidence/analysis/diff.js';
-import type { TraceSummary } from '../../src/evidence/analysis/types.js';
-import type { IterationEvidence } from '../../src/evidence/iteration.js';
+import type { IterationEvidence } from '../../src/evidence/record.js';
 import { renderComment } from '../../src/report/comment.js';
-import { summaryOf } from '../evidence/analysis/summary-builder.js';
+import { AGREEMENT_FACTOR, profileAgreement } from '../../src/trace/agreement.js';
+import { diffSummaries } from '../../src/trace/diff.js';
+import type { TraceSummary } from '../../src/trace/types.js';
+import { summaryOf } from '../trace/summary-builder.js';
 import { METRIC, measured } from './builders.js';
 
 /** Measured fwd+bwd medians: the champion's traced step (17.18 ms) was 10× its median. */

@@ -2,7 +2,7 @@
 // itself that every name it accepts is one git accepts, so no caller needs to ask git again.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { createRng } from '../../src/evidence/stats/random.js';
+import { createRng } from '../../src/stats/random.js';
 import { assertBranchName, branchNameProblem, MAX_BRANCH_NAME_LENGTH } from '../../src/util/branch-name.js';
 
 describe('branchNameProblem', () => {

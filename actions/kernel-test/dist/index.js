@@ -38862,7 +38862,7 @@ import { resolve } from "node:path";
 import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
-// src/evidence/iteration.ts
+// src/evidence/record.ts
 var EVIDENCE_SCHEMA = "hillclimb.evidence/v1";
 var STEPS = [
   "prepare",
@@ -39019,7 +39019,7 @@ function stepFinished(evidence, step) {
 // src/loop/history.ts
 import { join as join2 } from "node:path";
 
-// src/evidence/history.ts
+// src/evidence/history-row.ts
 var HISTORY_SCHEMA = "hillclimb.history/v1";
 
 // src/loop/history.ts
@@ -39118,176 +39118,6 @@ function unverifiedReasons(ev) {
     reasons.push("no believable CPU gate pass (the gate did not run here, or its result was not attested)");
   }
   return reasons;
-}
-
-// src/evidence/verdicts.ts
-var VERDICT_DESCRIPTIONS = {
-  improved: "the whole confidence interval of the improvement is above the noise floor; the candidate becomes the champion",
-  "no-change": "~ no significant change: the confidence interval reaches inside the noise floor; the champion stays",
-  regressed: "the whole confidence interval is below 1 \u2212 \u03B4_reg: the candidate is measurably worse; the champion stays",
-  invalid: "the candidate or its evidence cannot support a verdict (failed correctness, protected path touched, bad or too few measurements)",
-  "needs-human": "an implausibly large speedup (above the configured ceiling); never accepted automatically",
-  error: "an infrastructure step failed (backend, network, command); says nothing about the candidate",
-  "no-op": "the agent made no commit; nothing to measure"
-};
-var VERDICT_SYMBOLS = {
-  improved: "\u2713",
-  "no-change": "~",
-  regressed: "\u2717",
-  invalid: "!",
-  "needs-human": "?",
-  error: "E",
-  "no-op": "-"
-};
-
-// src/forge/limits.ts
-var GITHUB_BODY_MAX_CHARS = 65536;
-var GITHUB_TITLE_MAX_CHARS = 256;
-var BODY_CAP_CHARS = 64e3;
-var TITLE_CAP_CHARS = GITHUB_TITLE_MAX_CHARS;
-function truncationNote(originalChars) {
-  return `
-
----
-> **Truncated by hillclimb:** the full text has ${originalChars.toLocaleString("en-US")} characters, over GitHub's ${GITHUB_BODY_MAX_CHARS.toLocaleString("en-US")}-character limit. The job summary and the evidence bundle hold all of it.`;
-}
-function capBody(text3, maxChars = BODY_CAP_CHARS) {
-  if (text3.length <= maxChars) return { text: text3, truncated: false, originalChars: text3.length };
-  const note = truncationNote(text3.length);
-  const fenceCloser = "\n```";
-  const budget = maxChars - note.length - fenceCloser.length;
-  if (budget <= 0) throw new RangeError(`maxChars ${maxChars} leaves no room for the truncation note`);
-  let cut = text3.lastIndexOf("\n", budget);
-  if (cut <= 0) cut = budget;
-  if (isHighSurrogate(text3.charCodeAt(cut - 1))) cut -= 1;
-  let kept = text3.slice(0, cut);
-  if (hasOpenFence(kept)) kept += fenceCloser;
-  return { text: kept + note, truncated: true, originalChars: text3.length };
-}
-function capTitle(title, maxChars = TITLE_CAP_CHARS) {
-  const oneLine3 = title.replace(/\s*\n\s*/g, " ").trim();
-  if (oneLine3.length <= maxChars) {
-    return { text: oneLine3, truncated: false, originalChars: title.length };
-  }
-  let cut = maxChars - 1;
-  if (isHighSurrogate(oneLine3.charCodeAt(cut - 1))) cut -= 1;
-  return { text: `${oneLine3.slice(0, cut)}\u2026`, truncated: true, originalChars: title.length };
-}
-function isHighSurrogate(code2) {
-  return code2 >= 55296 && code2 <= 56319;
-}
-function hasOpenFence(text3) {
-  let open4 = false;
-  for (const line of text3.split("\n")) {
-    if (/^\s{0,3}(```|~~~)/.test(line)) open4 = !open4;
-  }
-  return open4;
-}
-
-// src/report/format.ts
-var MINUS = "\u2212";
-var EM_DASH = "\u2014";
-var VALUE_DIGITS = 4;
-var SHORT_SHA_LENGTH = 10;
-function withMinus(text3) {
-  if (!text3.startsWith("-")) return text3;
-  const body = text3.slice(1);
-  return /^[0.]+$/.test(body) ? body : `${MINUS}${body}`;
-}
-function formatFixed(value2, decimals) {
-  return withMinus(value2.toFixed(decimals));
-}
-function formatSignedFixed(value2, decimals) {
-  const text3 = formatFixed(value2, decimals);
-  return text3.startsWith(MINUS) || /^[0.]+$/.test(text3) ? text3 : `+${text3}`;
-}
-function decimalsFor(value2, digits) {
-  const abs = Math.abs(value2);
-  if (abs === 0 || !Number.isFinite(abs)) return digits - 1;
-  const magnitude = Math.floor(Math.log10(abs));
-  const rounded = Number(abs.toFixed(Math.max(0, Math.min(6, digits - 1 - magnitude))));
-  const m = rounded === 0 ? magnitude : Math.floor(Math.log10(rounded));
-  return Math.max(0, Math.min(6, digits - 1 - m));
-}
-function formatSignificant(value2, digits = VALUE_DIGITS) {
-  if (!Number.isFinite(value2)) return String(value2);
-  return formatFixed(value2, decimalsFor(value2, digits));
-}
-function formatValue(value2, unit) {
-  const number = formatSignificant(value2);
-  if (unit === "") return number;
-  return unit === "%" ? `${number}%` : `${number} ${unit}`;
-}
-function formatSignedValue(delta, unit) {
-  const number = formatSignificant(delta);
-  const signed = number.startsWith(MINUS) || /^[0.]+$/.test(number) ? number : `+${number}`;
-  if (unit === "") return signed;
-  return unit === "%" ? `${signed}%` : `${signed} ${unit}`;
-}
-function formatPercent(fraction, decimals = 2) {
-  return `${formatFixed(fraction * 100, decimals)}%`;
-}
-function formatMfu(fraction) {
-  return formatPercent(fraction, 2);
-}
-function formatMfuDelta(before, after) {
-  return `${formatSignedFixed((after - before) * 100, 2)} pp`;
-}
-function formatCv(fraction) {
-  return formatPercent(fraction, 1);
-}
-function formatSignedPercent(percent, decimals = 1) {
-  return `${formatSignedFixed(percent, decimals)}%`;
-}
-function formatPercentWithCi(percent, ci) {
-  return `${formatSignedPercent(percent)} [${formatSignedPercent(ci.lo)}, ${formatSignedPercent(ci.hi)}]`;
-}
-function formatRatio(ratio) {
-  return `${formatFixed(ratio, 3)}\xD7`;
-}
-function formatRatioWithCi(ratio, ci) {
-  return `${formatRatio(ratio)} [${formatRatio(ci.lo)}, ${formatRatio(ci.hi)}]`;
-}
-function shortSha(sha) {
-  return sha.slice(0, SHORT_SHA_LENGTH);
-}
-function formatDuration(ms2) {
-  if (!Number.isFinite(ms2) || ms2 < 0) return EM_DASH;
-  if (ms2 < 1e3) return `${Math.round(ms2)} ms`;
-  const seconds2 = ms2 / 1e3;
-  if (seconds2 < 60) return `${seconds2.toFixed(1)} s`;
-  const totalSeconds = Math.round(seconds2);
-  if (totalSeconds < 3600) return `${Math.floor(totalSeconds / 60)} min ${totalSeconds % 60} s`;
-  const totalMinutes = Math.round(totalSeconds / 60);
-  return `${Math.floor(totalMinutes / 60)} h ${String(totalMinutes % 60).padStart(2, "0")} min`;
-}
-function formatTime(iso) {
-  const ms2 = Date.parse(iso);
-  if (Number.isNaN(ms2)) return iso;
-  return `${new Date(ms2).toISOString().slice(0, 16).replace("T", " ")} UTC`;
-}
-function iterationTag(iteration) {
-  return `i${String(iteration).padStart(3, "0")}`;
-}
-function plural(count, noun, pluralNoun = `${noun}s`) {
-  return `${count} ${count === 1 ? noun : pluralNoun}`;
-}
-function metricChangePct(ratio, ci, direction) {
-  if (direction === "higher")
-    return { pct: (ratio - 1) * 100, ci: { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100 } };
-  return { pct: (1 / ratio - 1) * 100, ci: { lo: (1 / ci.hi - 1) * 100, hi: (1 / ci.lo - 1) * 100 } };
-}
-function formatMetricChange(ratio, ci, direction) {
-  const change = metricChangePct(ratio, ci, direction);
-  return formatPercentWithCi(change.pct, change.ci);
-}
-function oneLine(text3) {
-  return text3.replace(/\s+/g, " ").trim();
-}
-function truncateText(text3, max) {
-  const chars = [...text3];
-  if (chars.length <= max) return text3;
-  return `${chars.slice(0, Math.max(0, max - 1)).join("")}\u2026`;
 }
 
 // schemas/hillclimb.schema.json
@@ -39873,7 +39703,7 @@ var MEASURE_DEFAULTS = Object.freeze({
   seed: numberDefault("measure.seed")
 });
 
-// src/evidence/stats/describe.ts
+// src/stats/describe.ts
 function sortedCopy(values) {
   return Float64Array.from(values).sort();
 }
@@ -39923,7 +39753,7 @@ function withoutOutliers(values) {
   });
 }
 
-// src/evidence/stats/normal.ts
+// src/stats/normal.ts
 function normalCdf(x) {
   if (Number.isNaN(x)) return Number.NaN;
   const xabs = Math.abs(x);
@@ -39985,7 +39815,7 @@ function normalQuantile(p) {
   return q < 0 ? -value2 : value2;
 }
 
-// src/evidence/stats/random.ts
+// src/stats/random.ts
 var TWO_POW_32 = 4294967296;
 var TWO_POW_53 = 9007199254740992;
 function rotl(x, k) {
@@ -40042,7 +39872,7 @@ function createRng(seed) {
   };
 }
 
-// src/evidence/stats/bootstrap.ts
+// src/stats/bootstrap.ts
 var MIN_RESAMPLES = 2e3;
 function resampledMedian(sorted, rng, counts) {
   const n = sorted.length;
@@ -40151,6 +39981,533 @@ function bootstrapRatioOfMedians(num2, den, opts) {
     resamples,
     seed: opts.seed
   };
+}
+
+// src/stats/noise.ts
+var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+var BOOTSTRAP_WIDTH_FACTOR = 1.1;
+var LOWER_BOUND_MEAN = -1.85;
+var LOWER_BOUND_SD = 0.95;
+var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+var DEFAULT_POWER = 0.8;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+function checked(opts) {
+  const power = opts.power ?? DEFAULT_POWER;
+  const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
+  const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
+  if (!(power > 0 && power < 1)) throw new RangeError(`power must be in (0, 1), got ${power}`);
+  if (!(falseAcceptRate > 0 && falseAcceptRate < 0.5))
+    throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
+  if (!(practicalDelta >= 0 && practicalDelta < 1))
+    throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
+  return { power, falseAcceptRate, practicalDelta };
+}
+function logRatioScale(cv, nA, nB) {
+  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
+  if (!(Number.isInteger(nA) && Number.isInteger(nB) && nA >= 1 && nB >= 1 && nA + nB >= 3)) {
+    throw new RangeError(`run counts must be integers \u2265 1 with at least 3 runs in all, got ${nA} and ${nB}`);
+  }
+  return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+}
+function mdeMultiplier(opts = {}) {
+  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
+}
+function acceptMargin(cv, nA, nB, opts = {}) {
+  const { falseAcceptRate } = checked(opts);
+  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
+  return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
+}
+function acceptBarFor(cv, nA, nB, opts = {}) {
+  return 1 + Math.max(checked(opts).practicalDelta, acceptMargin(cv, nA, nB, opts));
+}
+function minimumDetectableEffect(cv, nA, nB, opts = {}) {
+  const bar = acceptBarFor(cv, nA, nB, opts);
+  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
+}
+function expectedLogHalfWidth(cv, nA, nB) {
+  return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
+}
+function pooledLogCv(groups2) {
+  let weighted = 0;
+  let dof = 0;
+  for (const group of groups2) {
+    if (group.length < 2) continue;
+    weighted += (group.length - 1) * sampleVariance(group.map(Math.log));
+    dof += group.length - 1;
+  }
+  return dof === 0 ? Number.NaN : Math.sqrt(weighted / dof);
+}
+function robustNoiseCv(groups2) {
+  return pooledLogCv(groups2.map(withoutOutliers));
+}
+var MIN_CALIBRATION_DOF = 4;
+function calibrateNoise(groups2) {
+  for (const [g, group] of groups2.entries()) {
+    for (const [i, v] of group.entries()) {
+      if (!(Number.isFinite(v) && v > 0)) {
+        throw new RangeError(
+          `A/A group ${g} run ${i} is ${v}; noise calibration needs finite positive values`
+        );
+      }
+    }
+  }
+  const kept = groups2.map(withoutOutliers);
+  const cv = pooledLogCv(kept);
+  if (Number.isNaN(cv)) throw new RangeError("A/A calibration needs a group with at least two runs");
+  const usable2 = kept.filter((g) => g.length >= 2);
+  const runs = usable2.reduce((s, g) => s + g.length, 0);
+  const degreesOfFreedom = runs - usable2.length;
+  return { cv, runs, degreesOfFreedom, sufficient: degreesOfFreedom >= MIN_CALIBRATION_DOF };
+}
+function armCv(values) {
+  return values.length < 2 ? null : logCv(values);
+}
+
+// src/stats/compare-arms.ts
+var STATS_VERDICTS = ["improved", "no-change", "regressed", "invalid", "needs-human"];
+var DEFAULT_POLICY = {
+  confidence: DEFAULT_CONFIDENCE,
+  resamples: MEASURE_DEFAULTS.resamples,
+  ciMethod: "percentile",
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
+  power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm
+};
+function checkPolicy(p) {
+  const fail2 = (what, v) => {
+    throw new RangeError(`compare policy: ${what}, got ${v}`);
+  };
+  if (!(p.practicalDelta >= 0 && p.practicalDelta < 1))
+    fail2("practicalDelta must be in [0, 1)", p.practicalDelta);
+  if (!(p.regressionDelta >= 0 && p.regressionDelta < 1))
+    fail2("regressionDelta must be in [0, 1)", p.regressionDelta);
+  if (!(p.implausibleSpeedup > 1)) fail2("implausibleSpeedup must be > 1", p.implausibleSpeedup);
+  if (!(Number.isInteger(p.minRuns) && p.minRuns >= 2)) fail2("minRuns must be an integer \u2265 2", p.minRuns);
+  if (p.mde !== void 0 && !(p.mde >= 0 && Number.isFinite(p.mde)))
+    fail2("mde must be a finite number \u2265 0", p.mde);
+  if (p.calibratedCv !== void 0 && !(p.calibratedCv >= 0 && Number.isFinite(p.calibratedCv))) {
+    fail2("calibratedCv must be a finite number \u2265 0", p.calibratedCv);
+  }
+  if (!(p.falseAcceptRate > 0 && p.falseAcceptRate < 0.5))
+    fail2("falseAcceptRate must be in (0, 0.5)", p.falseAcceptRate);
+  if (p.ciMethod !== "bca" && p.ciMethod !== "percentile")
+    fail2("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
+}
+function resolvePolicy(policy = {}) {
+  const defined = Object.fromEntries(Object.entries(policy).filter(([, v]) => v !== void 0));
+  const practicalDelta = policy.practicalDelta ?? DEFAULT_POLICY.practicalDelta;
+  const resolved = {
+    ...DEFAULT_POLICY,
+    regressionDelta: practicalDelta,
+    ...defined
+  };
+  checkPolicy(resolved);
+  return resolved;
+}
+var ARM_LABEL = { a: "A (champion)", b: "B (candidate)" };
+var MAX_LISTED_BAD_RUNS = 3;
+function armProblems(arm, values, minRuns) {
+  const label = ARM_LABEL[arm];
+  const bad2 = [];
+  values.forEach((v, i) => {
+    if (!Number.isFinite(v)) bad2.push(`run ${i} is ${v}`);
+    else if (v <= 0) bad2.push(`run ${i} is ${v}, but a ratio of medians needs positive values`);
+  });
+  const problems = [];
+  if (bad2.length > 0) {
+    const more = bad2.length > MAX_LISTED_BAD_RUNS ? ` (and ${bad2.length - MAX_LISTED_BAD_RUNS} more)` : "";
+    problems.push(`${label}: ${bad2.slice(0, MAX_LISTED_BAD_RUNS).join("; ")}${more}`);
+  }
+  if (values.length < minRuns) {
+    problems.push(
+      `${label} has ${values.length} run${values.length === 1 ? "" : "s"}; a verdict needs at least ${minRuns} per arm`
+    );
+  }
+  return problems;
+}
+function inputProblems(a, b, minRuns) {
+  return [...armProblems("a", a, minRuns), ...armProblems("b", b, minRuns)];
+}
+function usable(values) {
+  return values.length > 0 && values.every((v) => Number.isFinite(v) && v > 0);
+}
+function summarize(values) {
+  if (!usable(values)) return { n: values.length, median: null, cv: null };
+  return { n: values.length, median: median(values), cv: armCv(values) };
+}
+var pct = (fraction) => `${(fraction * 100).toFixed(2)}%`;
+var num = (x) => x.toFixed(4);
+function ratioLabel(direction) {
+  return direction === "lower" ? "speedup (median A / median B)" : "gain (median B / median A)";
+}
+function compareArms(a, b, opts) {
+  const policy = resolvePolicy(opts);
+  const { direction, seed } = opts;
+  if (direction !== "higher" && direction !== "lower") {
+    throw new RangeError(`direction must be 'higher' or 'lower', got ${String(direction)}`);
+  }
+  const regressBar = 1 - policy.regressionDelta;
+  const empty = {
+    verdict: "invalid",
+    reasons: [],
+    direction,
+    a: summarize(a),
+    b: summarize(b),
+    ratio: null,
+    ci: null,
+    deltaPct: null,
+    deltaCiPct: null,
+    mde: null,
+    mdeSource: null,
+    noiseCv: null,
+    acceptMargin: null,
+    acceptBar: null,
+    falseAcceptRate: policy.falseAcceptRate,
+    power: policy.power,
+    practicalDelta: policy.practicalDelta,
+    regressBar,
+    confidence: policy.confidence,
+    ciMethod: policy.ciMethod,
+    resamples: policy.resamples,
+    seed
+  };
+  const problems = inputProblems(a, b, policy.minRuns);
+  if (problems.length > 0) return { ...empty, reasons: problems };
+  const [numerator, denominator] = direction === "higher" ? [b, a] : [a, b];
+  const boot = bootstrapRatioOfMedians(numerator, denominator, {
+    confidence: policy.confidence,
+    resamples: policy.resamples,
+    seed
+  });
+  const ratio = boot.estimate;
+  if (!Number.isFinite(ratio)) {
+    return {
+      ...empty,
+      reasons: [`the ratio of medians is ${ratio} (values span too many orders of magnitude)`]
+    };
+  }
+  const ci = policy.ciMethod === "bca" ? boot.bca : boot.percentile;
+  const robustCv = robustNoiseCv([a, b]);
+  const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a, b]) : robustCv;
+  let mde;
+  let mdeSource;
+  let noiseCv;
+  let margin;
+  let acceptBar;
+  const noiseNotes = [];
+  if (policy.mde !== void 0) {
+    mde = policy.mde;
+    mdeSource = "fixed";
+    noiseCv = null;
+    margin = null;
+    acceptBar = 1 + Math.max(mde, policy.practicalDelta);
+  } else {
+    const calibrated = policy.calibratedCv;
+    mdeSource = calibrated !== void 0 && calibrated >= observedCv ? "calibrated" : "observed";
+    noiseCv = mdeSource === "calibrated" ? calibrated : observedCv;
+    const opts2 = {
+      power: policy.power,
+      falseAcceptRate: policy.falseAcceptRate,
+      practicalDelta: policy.practicalDelta
+    };
+    margin = acceptMargin(noiseCv, a.length, b.length, opts2);
+    acceptBar = 1 + Math.max(policy.practicalDelta, margin);
+    mde = minimumDetectableEffect(noiseCv, a.length, b.length, opts2);
+    if (calibrated !== void 0 && observedCv > 2 * calibrated) {
+      noiseNotes.push(
+        `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`
+      );
+    }
+  }
+  const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
+  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a.length}/${b.length})`;
+  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
+  let verdict;
+  let decision;
+  if (ratio > policy.implausibleSpeedup) {
+    verdict = "needs-human";
+    decision = `${num(ratio)}\xD7 exceeds the plausibility ceiling ${policy.implausibleSpeedup}\xD7: a human must confirm it before it counts`;
+  } else if (ci.lo > acceptBar) {
+    verdict = "improved";
+    decision = `lower CI bound ${num(ci.lo)} > accept bar ${num(acceptBar)}`;
+  } else if (ci.hi < regressBar) {
+    verdict = "regressed";
+    decision = `upper CI bound ${num(ci.hi)} < regression bar ${num(regressBar)}`;
+  } else {
+    verdict = "no-change";
+    decision = `CI [${num(ci.lo)}, ${num(ci.hi)}] is neither wholly above the accept bar ${num(acceptBar)} nor wholly below the regression bar ${num(regressBar)}: no significant change`;
+  }
+  return {
+    ...empty,
+    verdict,
+    reasons: [decision, estimateLine, barLine, ...noiseNotes],
+    ratio,
+    ci: { ...ci },
+    deltaPct: (ratio - 1) * 100,
+    deltaCiPct: { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100 },
+    mde,
+    mdeSource,
+    noiseCv,
+    acceptMargin: margin,
+    acceptBar
+  };
+}
+
+// src/stats/sequential.ts
+var SEQUENTIAL_STEP = 2;
+var DEFAULT_SEQUENTIAL_POLICY = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP
+};
+function checkPolicy2(p) {
+  const ok = Number.isInteger(p.nStart) && Number.isInteger(p.nMax) && Number.isInteger(p.step) && p.nStart >= 2 && p.nMax >= p.nStart && p.step >= 1;
+  if (!ok) {
+    throw new RangeError(
+      `sequential policy needs integers 2 \u2264 nStart \u2264 nMax and step \u2265 1, got nStart ${p.nStart}, nMax ${p.nMax}, step ${p.step}`
+    );
+  }
+}
+function topUp(a, b, target) {
+  return { a: Math.max(0, target - a.length), b: Math.max(0, target - b.length) };
+}
+function futilityBar(comparison, opts, nMax) {
+  const { acceptBar, noiseCv, mdeSource } = comparison;
+  if (acceptBar === null || mdeSource === "fixed" || noiseCv === null) return acceptBar;
+  const policy = resolvePolicy(opts);
+  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
+    falseAcceptRate: policy.falseAcceptRate,
+    practicalDelta: policy.practicalDelta
+  });
+  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
+}
+function maxLooks(policy) {
+  return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
+}
+function perLookOptions(opts, policy) {
+  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
+  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
+}
+function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
+  checkPolicy2(policy);
+  opts = perLookOptions(opts, policy);
+  const n = Math.min(a.length, b.length);
+  const stop = (reason, comparison2) => ({
+    action: "stop",
+    addRuns: { a: 0, b: 0 },
+    reason,
+    comparison: comparison2
+  });
+  if (n < policy.nStart) {
+    const bad2 = inputProblems(a, b, 0);
+    if (bad2.length > 0) {
+      return stop(`invalid: ${bad2.join("; ")}`, compareArms(a, b, { ...opts, minRuns: policy.nStart }));
+    }
+    return {
+      action: "more",
+      addRuns: topUp(a, b, policy.nStart),
+      reason: `fewer than ${policy.nStart} runs per arm`,
+      comparison: null
+    };
+  }
+  const comparison = compareArms(a, b, { ...opts, minRuns: policy.nStart });
+  const { verdict, ci, acceptBar } = comparison;
+  if (verdict === "invalid") return stop(`invalid: ${comparison.reasons.join("; ")}`, comparison);
+  if (verdict === "needs-human") return stop("implausible speedup: a human decides", comparison);
+  if (verdict === "improved") return stop("the whole CI is above the accept bar", comparison);
+  const futile = futilityBar(comparison, opts, policy.nMax);
+  if (ci === null || acceptBar === null || futile === null) return stop("no interval", comparison);
+  if (ci.hi <= futile) {
+    const why = futile === acceptBar ? "the whole CI is below the accept bar: more runs would not lift its lower bound above it" : `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound would more likely than not miss the accept bar at ${policy.nMax} runs per arm`;
+    return stop(
+      verdict === "regressed" ? "regressed: the whole CI is below the regression bar" : why,
+      comparison
+    );
+  }
+  if (n >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
+  const target = Math.min(policy.nMax, n + policy.step);
+  const straddles = ci.hi > acceptBar ? `straddles the accept bar ${acceptBar.toFixed(4)}` : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
+  return {
+    action: "more",
+    addRuns: topUp(a, b, target),
+    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
+    comparison
+  };
+}
+
+// src/evidence/verdicts.ts
+var VERDICTS = [...STATS_VERDICTS, "error", "no-op"];
+var VERDICT_DESCRIPTIONS = {
+  improved: "the whole confidence interval of the improvement is above the noise floor; the candidate becomes the champion",
+  "no-change": "~ no significant change: the confidence interval reaches inside the noise floor; the champion stays",
+  regressed: "the whole confidence interval is below 1 \u2212 \u03B4_reg: the candidate is measurably worse; the champion stays",
+  invalid: "the candidate or its evidence cannot support a verdict (failed correctness, protected path touched, bad or too few measurements)",
+  "needs-human": "an implausibly large speedup (above the configured ceiling); never accepted automatically",
+  error: "an infrastructure step failed (backend, network, command); says nothing about the candidate",
+  "no-op": "the agent made no commit; nothing to measure"
+};
+var VERDICT_SYMBOLS = {
+  improved: "\u2713",
+  "no-change": "~",
+  regressed: "\u2717",
+  invalid: "!",
+  "needs-human": "?",
+  error: "E",
+  "no-op": "-"
+};
+
+// src/forge/limits.ts
+var GITHUB_BODY_MAX_CHARS = 65536;
+var GITHUB_TITLE_MAX_CHARS = 256;
+var BODY_CAP_CHARS = 64e3;
+var TITLE_CAP_CHARS = GITHUB_TITLE_MAX_CHARS;
+function truncationNote(originalChars) {
+  return `
+
+---
+> **Truncated by hillclimb:** the full text has ${originalChars.toLocaleString("en-US")} characters, over GitHub's ${GITHUB_BODY_MAX_CHARS.toLocaleString("en-US")}-character limit. The job summary and the evidence bundle hold all of it.`;
+}
+function capBody(text3, maxChars = BODY_CAP_CHARS) {
+  if (text3.length <= maxChars) return { text: text3, truncated: false, originalChars: text3.length };
+  const note = truncationNote(text3.length);
+  const fenceCloser = "\n```";
+  const budget = maxChars - note.length - fenceCloser.length;
+  if (budget <= 0) throw new RangeError(`maxChars ${maxChars} leaves no room for the truncation note`);
+  let cut = text3.lastIndexOf("\n", budget);
+  if (cut <= 0) cut = budget;
+  if (isHighSurrogate(text3.charCodeAt(cut - 1))) cut -= 1;
+  let kept = text3.slice(0, cut);
+  if (hasOpenFence(kept)) kept += fenceCloser;
+  return { text: kept + note, truncated: true, originalChars: text3.length };
+}
+function capTitle(title, maxChars = TITLE_CAP_CHARS) {
+  const oneLine3 = title.replace(/\s*\n\s*/g, " ").trim();
+  if (oneLine3.length <= maxChars) {
+    return { text: oneLine3, truncated: false, originalChars: title.length };
+  }
+  let cut = maxChars - 1;
+  if (isHighSurrogate(oneLine3.charCodeAt(cut - 1))) cut -= 1;
+  return { text: `${oneLine3.slice(0, cut)}\u2026`, truncated: true, originalChars: title.length };
+}
+function isHighSurrogate(code2) {
+  return code2 >= 55296 && code2 <= 56319;
+}
+function hasOpenFence(text3) {
+  let open4 = false;
+  for (const line of text3.split("\n")) {
+    if (/^\s{0,3}(```|~~~)/.test(line)) open4 = !open4;
+  }
+  return open4;
+}
+
+// src/report/format.ts
+var MINUS = "\u2212";
+var EM_DASH = "\u2014";
+var VALUE_DIGITS = 4;
+var SHORT_SHA_LENGTH = 10;
+function withMinus(text3) {
+  if (!text3.startsWith("-")) return text3;
+  const body = text3.slice(1);
+  return /^[0.]+$/.test(body) ? body : `${MINUS}${body}`;
+}
+function formatFixed(value2, decimals) {
+  return withMinus(value2.toFixed(decimals));
+}
+function formatSignedFixed(value2, decimals) {
+  const text3 = formatFixed(value2, decimals);
+  return text3.startsWith(MINUS) || /^[0.]+$/.test(text3) ? text3 : `+${text3}`;
+}
+function decimalsFor(value2, digits) {
+  const abs = Math.abs(value2);
+  if (abs === 0 || !Number.isFinite(abs)) return digits - 1;
+  const magnitude = Math.floor(Math.log10(abs));
+  const rounded = Number(abs.toFixed(Math.max(0, Math.min(6, digits - 1 - magnitude))));
+  const m = rounded === 0 ? magnitude : Math.floor(Math.log10(rounded));
+  return Math.max(0, Math.min(6, digits - 1 - m));
+}
+function formatSignificant(value2, digits = VALUE_DIGITS) {
+  if (!Number.isFinite(value2)) return String(value2);
+  return formatFixed(value2, decimalsFor(value2, digits));
+}
+function formatValue(value2, unit) {
+  const number = formatSignificant(value2);
+  if (unit === "") return number;
+  return unit === "%" ? `${number}%` : `${number} ${unit}`;
+}
+function formatSignedValue(delta, unit) {
+  const number = formatSignificant(delta);
+  const signed = number.startsWith(MINUS) || /^[0.]+$/.test(number) ? number : `+${number}`;
+  if (unit === "") return signed;
+  return unit === "%" ? `${signed}%` : `${signed} ${unit}`;
+}
+function formatPercent(fraction, decimals = 2) {
+  return `${formatFixed(fraction * 100, decimals)}%`;
+}
+function formatMfu(fraction) {
+  return formatPercent(fraction, 2);
+}
+function formatMfuDelta(before, after) {
+  return `${formatSignedFixed((after - before) * 100, 2)} pp`;
+}
+function formatCv(fraction) {
+  return formatPercent(fraction, 1);
+}
+function formatSignedPercent(percent, decimals = 1) {
+  return `${formatSignedFixed(percent, decimals)}%`;
+}
+function formatPercentWithCi(percent, ci) {
+  return `${formatSignedPercent(percent)} [${formatSignedPercent(ci.lo)}, ${formatSignedPercent(ci.hi)}]`;
+}
+function formatRatio(ratio) {
+  return `${formatFixed(ratio, 3)}\xD7`;
+}
+function formatRatioWithCi(ratio, ci) {
+  return `${formatRatio(ratio)} [${formatRatio(ci.lo)}, ${formatRatio(ci.hi)}]`;
+}
+function shortSha(sha) {
+  return sha.slice(0, SHORT_SHA_LENGTH);
+}
+function formatDuration(ms2) {
+  if (!Number.isFinite(ms2) || ms2 < 0) return EM_DASH;
+  if (ms2 < 1e3) return `${Math.round(ms2)} ms`;
+  const seconds2 = ms2 / 1e3;
+  if (seconds2 < 60) return `${seconds2.toFixed(1)} s`;
+  const totalSeconds = Math.round(seconds2);
+  if (totalSeconds < 3600) return `${Math.floor(totalSeconds / 60)} min ${totalSeconds % 60} s`;
+  const totalMinutes = Math.round(totalSeconds / 60);
+  return `${Math.floor(totalMinutes / 60)} h ${String(totalMinutes % 60).padStart(2, "0")} min`;
+}
+function formatTime(iso) {
+  const ms2 = Date.parse(iso);
+  if (Number.isNaN(ms2)) return iso;
+  return `${new Date(ms2).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+function iterationTag(iteration) {
+  return `i${String(iteration).padStart(3, "0")}`;
+}
+function plural(count, noun, pluralNoun = `${noun}s`) {
+  return `${count} ${count === 1 ? noun : pluralNoun}`;
+}
+function metricChangePct(ratio, ci, direction) {
+  if (direction === "higher")
+    return { pct: (ratio - 1) * 100, ci: { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100 } };
+  return { pct: (1 / ratio - 1) * 100, ci: { lo: (1 / ci.hi - 1) * 100, hi: (1 / ci.lo - 1) * 100 } };
+}
+function formatMetricChange(ratio, ci, direction) {
+  const change = metricChangePct(ratio, ci, direction);
+  return formatPercentWithCi(change.pct, change.ci);
+}
+function oneLine(text3) {
+  return text3.replace(/\s+/g, " ").trim();
+}
+function truncateText(text3, max) {
+  const chars = [...text3];
+  if (chars.length <= max) return text3;
+  return `${chars.slice(0, Math.max(0, max - 1)).join("")}\u2026`;
 }
 
 // src/evidence/levels.ts
@@ -40913,361 +41270,6 @@ function hotspotLine(row, custom) {
     custom ? "custom call" : ""
   ].filter((f) => f !== "").join(", ");
   return `${code(row.name)} ${before} \u2192 ${after} (${formatSignedValue(row.delta, MS)}${pct3})${flags ? ` [${flags}]` : ""}`;
-}
-
-// src/evidence/stats/noise.ts
-var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
-var BOOTSTRAP_WIDTH_FACTOR = 1.1;
-var LOWER_BOUND_MEAN = -1.85;
-var LOWER_BOUND_SD = 0.95;
-var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
-var DEFAULT_POWER = 0.8;
-var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
-var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
-function checked(opts) {
-  const power = opts.power ?? DEFAULT_POWER;
-  const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
-  const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
-  if (!(power > 0 && power < 1)) throw new RangeError(`power must be in (0, 1), got ${power}`);
-  if (!(falseAcceptRate > 0 && falseAcceptRate < 0.5))
-    throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
-  if (!(practicalDelta >= 0 && practicalDelta < 1))
-    throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
-  return { power, falseAcceptRate, practicalDelta };
-}
-function logRatioScale(cv, nA, nB) {
-  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
-  if (!(Number.isInteger(nA) && Number.isInteger(nB) && nA >= 1 && nB >= 1 && nA + nB >= 3)) {
-    throw new RangeError(`run counts must be integers \u2265 1 with at least 3 runs in all, got ${nA} and ${nB}`);
-  }
-  return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
-}
-function mdeMultiplier(opts = {}) {
-  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
-}
-function acceptMargin(cv, nA, nB, opts = {}) {
-  const { falseAcceptRate } = checked(opts);
-  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
-  return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
-}
-function acceptBarFor(cv, nA, nB, opts = {}) {
-  return 1 + Math.max(checked(opts).practicalDelta, acceptMargin(cv, nA, nB, opts));
-}
-function minimumDetectableEffect(cv, nA, nB, opts = {}) {
-  const bar = acceptBarFor(cv, nA, nB, opts);
-  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
-}
-function expectedLogHalfWidth(cv, nA, nB) {
-  return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
-}
-function pooledLogCv(groups2) {
-  let weighted = 0;
-  let dof = 0;
-  for (const group of groups2) {
-    if (group.length < 2) continue;
-    weighted += (group.length - 1) * sampleVariance(group.map(Math.log));
-    dof += group.length - 1;
-  }
-  return dof === 0 ? Number.NaN : Math.sqrt(weighted / dof);
-}
-function robustNoiseCv(groups2) {
-  return pooledLogCv(groups2.map(withoutOutliers));
-}
-var MIN_CALIBRATION_DOF = 4;
-function calibrateNoise(groups2) {
-  for (const [g, group] of groups2.entries()) {
-    for (const [i, v] of group.entries()) {
-      if (!(Number.isFinite(v) && v > 0)) {
-        throw new RangeError(
-          `A/A group ${g} run ${i} is ${v}; noise calibration needs finite positive values`
-        );
-      }
-    }
-  }
-  const kept = groups2.map(withoutOutliers);
-  const cv = pooledLogCv(kept);
-  if (Number.isNaN(cv)) throw new RangeError("A/A calibration needs a group with at least two runs");
-  const usable2 = kept.filter((g) => g.length >= 2);
-  const runs = usable2.reduce((s, g) => s + g.length, 0);
-  const degreesOfFreedom = runs - usable2.length;
-  return { cv, runs, degreesOfFreedom, sufficient: degreesOfFreedom >= MIN_CALIBRATION_DOF };
-}
-function armCv(values) {
-  return values.length < 2 ? null : logCv(values);
-}
-
-// src/evidence/stats/verdict.ts
-var DEFAULT_POLICY = {
-  confidence: DEFAULT_CONFIDENCE,
-  resamples: MEASURE_DEFAULTS.resamples,
-  ciMethod: "percentile",
-  practicalDelta: DEFAULT_PRACTICAL_DELTA,
-  regressionDelta: DEFAULT_PRACTICAL_DELTA,
-  power: DEFAULT_POWER,
-  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
-  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
-  minRuns: MEASURE_DEFAULTS.runs_per_arm
-};
-function checkPolicy(p) {
-  const fail2 = (what, v) => {
-    throw new RangeError(`compare policy: ${what}, got ${v}`);
-  };
-  if (!(p.practicalDelta >= 0 && p.practicalDelta < 1))
-    fail2("practicalDelta must be in [0, 1)", p.practicalDelta);
-  if (!(p.regressionDelta >= 0 && p.regressionDelta < 1))
-    fail2("regressionDelta must be in [0, 1)", p.regressionDelta);
-  if (!(p.implausibleSpeedup > 1)) fail2("implausibleSpeedup must be > 1", p.implausibleSpeedup);
-  if (!(Number.isInteger(p.minRuns) && p.minRuns >= 2)) fail2("minRuns must be an integer \u2265 2", p.minRuns);
-  if (p.mde !== void 0 && !(p.mde >= 0 && Number.isFinite(p.mde)))
-    fail2("mde must be a finite number \u2265 0", p.mde);
-  if (p.calibratedCv !== void 0 && !(p.calibratedCv >= 0 && Number.isFinite(p.calibratedCv))) {
-    fail2("calibratedCv must be a finite number \u2265 0", p.calibratedCv);
-  }
-  if (!(p.falseAcceptRate > 0 && p.falseAcceptRate < 0.5))
-    fail2("falseAcceptRate must be in (0, 0.5)", p.falseAcceptRate);
-  if (p.ciMethod !== "bca" && p.ciMethod !== "percentile")
-    fail2("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
-}
-function resolvePolicy(policy = {}) {
-  const defined = Object.fromEntries(Object.entries(policy).filter(([, v]) => v !== void 0));
-  const practicalDelta = policy.practicalDelta ?? DEFAULT_POLICY.practicalDelta;
-  const resolved = {
-    ...DEFAULT_POLICY,
-    regressionDelta: practicalDelta,
-    ...defined
-  };
-  checkPolicy(resolved);
-  return resolved;
-}
-var ARM_LABEL = { a: "A (champion)", b: "B (candidate)" };
-var MAX_LISTED_BAD_RUNS = 3;
-function armProblems(arm, values, minRuns) {
-  const label = ARM_LABEL[arm];
-  const bad2 = [];
-  values.forEach((v, i) => {
-    if (!Number.isFinite(v)) bad2.push(`run ${i} is ${v}`);
-    else if (v <= 0) bad2.push(`run ${i} is ${v}, but a ratio of medians needs positive values`);
-  });
-  const problems = [];
-  if (bad2.length > 0) {
-    const more = bad2.length > MAX_LISTED_BAD_RUNS ? ` (and ${bad2.length - MAX_LISTED_BAD_RUNS} more)` : "";
-    problems.push(`${label}: ${bad2.slice(0, MAX_LISTED_BAD_RUNS).join("; ")}${more}`);
-  }
-  if (values.length < minRuns) {
-    problems.push(
-      `${label} has ${values.length} run${values.length === 1 ? "" : "s"}; a verdict needs at least ${minRuns} per arm`
-    );
-  }
-  return problems;
-}
-function inputProblems(a, b, minRuns) {
-  return [...armProblems("a", a, minRuns), ...armProblems("b", b, minRuns)];
-}
-function usable(values) {
-  return values.length > 0 && values.every((v) => Number.isFinite(v) && v > 0);
-}
-function summarize(values) {
-  if (!usable(values)) return { n: values.length, median: null, cv: null };
-  return { n: values.length, median: median(values), cv: armCv(values) };
-}
-var pct = (fraction) => `${(fraction * 100).toFixed(2)}%`;
-var num = (x) => x.toFixed(4);
-function ratioLabel(direction) {
-  return direction === "lower" ? "speedup (median A / median B)" : "gain (median B / median A)";
-}
-function compareArms(a, b, opts) {
-  const policy = resolvePolicy(opts);
-  const { direction, seed } = opts;
-  if (direction !== "higher" && direction !== "lower") {
-    throw new RangeError(`direction must be 'higher' or 'lower', got ${String(direction)}`);
-  }
-  const regressBar = 1 - policy.regressionDelta;
-  const empty = {
-    verdict: "invalid",
-    reasons: [],
-    direction,
-    a: summarize(a),
-    b: summarize(b),
-    ratio: null,
-    ci: null,
-    deltaPct: null,
-    deltaCiPct: null,
-    mde: null,
-    mdeSource: null,
-    noiseCv: null,
-    acceptMargin: null,
-    acceptBar: null,
-    falseAcceptRate: policy.falseAcceptRate,
-    power: policy.power,
-    practicalDelta: policy.practicalDelta,
-    regressBar,
-    confidence: policy.confidence,
-    ciMethod: policy.ciMethod,
-    resamples: policy.resamples,
-    seed
-  };
-  const problems = inputProblems(a, b, policy.minRuns);
-  if (problems.length > 0) return { ...empty, reasons: problems };
-  const [numerator, denominator] = direction === "higher" ? [b, a] : [a, b];
-  const boot = bootstrapRatioOfMedians(numerator, denominator, {
-    confidence: policy.confidence,
-    resamples: policy.resamples,
-    seed
-  });
-  const ratio = boot.estimate;
-  if (!Number.isFinite(ratio)) {
-    return {
-      ...empty,
-      reasons: [`the ratio of medians is ${ratio} (values span too many orders of magnitude)`]
-    };
-  }
-  const ci = policy.ciMethod === "bca" ? boot.bca : boot.percentile;
-  const robustCv = robustNoiseCv([a, b]);
-  const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a, b]) : robustCv;
-  let mde;
-  let mdeSource;
-  let noiseCv;
-  let margin;
-  let acceptBar;
-  const noiseNotes = [];
-  if (policy.mde !== void 0) {
-    mde = policy.mde;
-    mdeSource = "fixed";
-    noiseCv = null;
-    margin = null;
-    acceptBar = 1 + Math.max(mde, policy.practicalDelta);
-  } else {
-    const calibrated = policy.calibratedCv;
-    mdeSource = calibrated !== void 0 && calibrated >= observedCv ? "calibrated" : "observed";
-    noiseCv = mdeSource === "calibrated" ? calibrated : observedCv;
-    const opts2 = {
-      power: policy.power,
-      falseAcceptRate: policy.falseAcceptRate,
-      practicalDelta: policy.practicalDelta
-    };
-    margin = acceptMargin(noiseCv, a.length, b.length, opts2);
-    acceptBar = 1 + Math.max(policy.practicalDelta, margin);
-    mde = minimumDetectableEffect(noiseCv, a.length, b.length, opts2);
-    if (calibrated !== void 0 && observedCv > 2 * calibrated) {
-      noiseNotes.push(
-        `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`
-      );
-    }
-  }
-  const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
-  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a.length}/${b.length})`;
-  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
-  let verdict;
-  let decision;
-  if (ratio > policy.implausibleSpeedup) {
-    verdict = "needs-human";
-    decision = `${num(ratio)}\xD7 exceeds the plausibility ceiling ${policy.implausibleSpeedup}\xD7: a human must confirm it before it counts`;
-  } else if (ci.lo > acceptBar) {
-    verdict = "improved";
-    decision = `lower CI bound ${num(ci.lo)} > accept bar ${num(acceptBar)}`;
-  } else if (ci.hi < regressBar) {
-    verdict = "regressed";
-    decision = `upper CI bound ${num(ci.hi)} < regression bar ${num(regressBar)}`;
-  } else {
-    verdict = "no-change";
-    decision = `CI [${num(ci.lo)}, ${num(ci.hi)}] is neither wholly above the accept bar ${num(acceptBar)} nor wholly below the regression bar ${num(regressBar)}: no significant change`;
-  }
-  return {
-    ...empty,
-    verdict,
-    reasons: [decision, estimateLine, barLine, ...noiseNotes],
-    ratio,
-    ci: { ...ci },
-    deltaPct: (ratio - 1) * 100,
-    deltaCiPct: { lo: (ci.lo - 1) * 100, hi: (ci.hi - 1) * 100 },
-    mde,
-    mdeSource,
-    noiseCv,
-    acceptMargin: margin,
-    acceptBar
-  };
-}
-
-// src/evidence/stats/sequential.ts
-var SEQUENTIAL_STEP = 2;
-var DEFAULT_SEQUENTIAL_POLICY = {
-  nStart: MEASURE_DEFAULTS.runs_per_arm,
-  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
-  step: SEQUENTIAL_STEP
-};
-function checkPolicy2(p) {
-  const ok = Number.isInteger(p.nStart) && Number.isInteger(p.nMax) && Number.isInteger(p.step) && p.nStart >= 2 && p.nMax >= p.nStart && p.step >= 1;
-  if (!ok) {
-    throw new RangeError(
-      `sequential policy needs integers 2 \u2264 nStart \u2264 nMax and step \u2265 1, got nStart ${p.nStart}, nMax ${p.nMax}, step ${p.step}`
-    );
-  }
-}
-function topUp(a, b, target) {
-  return { a: Math.max(0, target - a.length), b: Math.max(0, target - b.length) };
-}
-function futilityBar(comparison, opts, nMax) {
-  const { acceptBar, noiseCv, mdeSource } = comparison;
-  if (acceptBar === null || mdeSource === "fixed" || noiseCv === null) return acceptBar;
-  const policy = resolvePolicy(opts);
-  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
-    falseAcceptRate: policy.falseAcceptRate,
-    practicalDelta: policy.practicalDelta
-  });
-  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
-}
-function maxLooks(policy) {
-  return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
-}
-function perLookOptions(opts, policy) {
-  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
-  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
-}
-function decideNext(a, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
-  checkPolicy2(policy);
-  opts = perLookOptions(opts, policy);
-  const n = Math.min(a.length, b.length);
-  const stop = (reason, comparison2) => ({
-    action: "stop",
-    addRuns: { a: 0, b: 0 },
-    reason,
-    comparison: comparison2
-  });
-  if (n < policy.nStart) {
-    const bad2 = inputProblems(a, b, 0);
-    if (bad2.length > 0) {
-      return stop(`invalid: ${bad2.join("; ")}`, compareArms(a, b, { ...opts, minRuns: policy.nStart }));
-    }
-    return {
-      action: "more",
-      addRuns: topUp(a, b, policy.nStart),
-      reason: `fewer than ${policy.nStart} runs per arm`,
-      comparison: null
-    };
-  }
-  const comparison = compareArms(a, b, { ...opts, minRuns: policy.nStart });
-  const { verdict, ci, acceptBar } = comparison;
-  if (verdict === "invalid") return stop(`invalid: ${comparison.reasons.join("; ")}`, comparison);
-  if (verdict === "needs-human") return stop("implausible speedup: a human decides", comparison);
-  if (verdict === "improved") return stop("the whole CI is above the accept bar", comparison);
-  const futile = futilityBar(comparison, opts, policy.nMax);
-  if (ci === null || acceptBar === null || futile === null) return stop("no interval", comparison);
-  if (ci.hi <= futile) {
-    const why = futile === acceptBar ? "the whole CI is below the accept bar: more runs would not lift its lower bound above it" : `the whole CI is below ${futile.toFixed(4)}: even a gain at its upper bound would more likely than not miss the accept bar at ${policy.nMax} runs per arm`;
-    return stop(
-      verdict === "regressed" ? "regressed: the whole CI is below the regression bar" : why,
-      comparison
-    );
-  }
-  if (n >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
-  const target = Math.min(policy.nMax, n + policy.step);
-  const straddles = ci.hi > acceptBar ? `straddles the accept bar ${acceptBar.toFixed(4)}` : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
-  return {
-    action: "more",
-    addRuns: topUp(a, b, target),
-    reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
-    comparison
-  };
 }
 
 // src/report/measurement.ts
@@ -42188,7 +42190,7 @@ function setPath(data, keyPath, value2) {
   obj[keys[keys.length - 1]] = value2;
 }
 
-// src/env/root.ts
+// src/project/root.ts
 import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
 import { dirname as dirname3, join as join4, resolve as resolve3 } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44943,7 +44945,7 @@ function usesPlaceholder(args, name) {
   return args.some((a) => a.includes(`{${name}}`));
 }
 
-// src/env/python.ts
+// src/project/python.ts
 import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
 import { dirname as dirname12, join as join14 } from "node:path";
 var VENV_DIR = ".venv";
@@ -67541,7 +67543,7 @@ import { createHash as createHash8 } from "node:crypto";
 import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
 import { join as join32 } from "node:path";
 
-// src/evidence/analysis/agreement.ts
+// src/trace/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
 function measurementOf(metricPath) {
   return /^measurements\.([^.]+)\./.exec(metricPath)?.[1];
@@ -67595,7 +67597,7 @@ function round(x) {
   return Math.round(x * 100) / 100;
 }
 
-// src/evidence/analysis/ops.ts
+// src/trace/ops.ts
 function laneRole(lane) {
   const kind = lane.device.kind;
   const name = lane.name.trim();
@@ -67667,7 +67669,7 @@ function profilerStepNumber(name) {
   return m === null ? void 0 : Number(m[1]);
 }
 
-// src/evidence/analysis/steps.ts
+// src/trace/steps.ts
 var CONFIDENCE = {
   "device-steps": "high",
   "host-annotations": "high",
@@ -68004,11 +68006,11 @@ function fmtCount(n) {
   return Number.isInteger(n) ? String(n) : n.toFixed(2);
 }
 
-// src/evidence/analysis/types.ts
+// src/trace/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/2";
 var TRACE_DIFF_SCHEMA = "hillclimb.trace-diff/2";
 
-// src/evidence/analysis/diff.ts
+// src/trace/diff.ts
 var DEFAULT_UNCHANGED_PCT = 0.5;
 function diffSummaries(before, after, opts = {}) {
   const unchangedBelowPct = opts.unchangedBelowPct ?? DEFAULT_UNCHANGED_PCT;
@@ -68179,16 +68181,16 @@ function round2(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
 }
 
-// src/evidence/analysis/from-path.ts
+// src/trace/from-path.ts
 import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync18, readSync as readSync5 } from "node:fs";
 
-// src/evidence/trace/chrome-json.ts
+// src/trace/readers/chrome-json.ts
 import { isAscii } from "node:buffer";
 import { createReadStream as createReadStream2 } from "node:fs";
 import { open as open3 } from "node:fs/promises";
 import { createGunzip } from "node:zlib";
 
-// src/evidence/trace/json-text.ts
+// src/trace/readers/json-text.ts
 var NEED_MORE = /* @__PURE__ */ Symbol("need more text");
 var JsonSyntaxError = class extends Error {
   constructor(at, problem) {
@@ -68348,7 +68350,7 @@ function parseInteger(text3, p) {
   return negative ? -v : v;
 }
 
-// src/evidence/trace/model.ts
+// src/trace/readers/model.ts
 var PLANE_KINDS = {
   "device:TPU": "tpu",
   "device:GPU": "gpu",
@@ -68363,7 +68365,7 @@ function deviceKindOf(name, labels = "") {
   return "unknown";
 }
 
-// src/evidence/trace/chrome-json.ts
+// src/trace/readers/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
@@ -69290,7 +69292,7 @@ function numberOrUndefined(s) {
   return Number.isFinite(n) ? n : void 0;
 }
 
-// src/evidence/trace/profile-dir.ts
+// src/trace/readers/profile-dir.ts
 import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
 import { basename as basename6, join as join30 } from "node:path";
 function resolveTracePath(path) {
@@ -69380,12 +69382,12 @@ function readHead(path, n) {
   }
 }
 
-// src/evidence/trace/xplane.ts
+// src/trace/readers/xplane.ts
 import { statSync as statSync9 } from "node:fs";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync as gunzipSync2 } from "node:zlib";
 
-// src/evidence/trace/wire.ts
+// src/trace/readers/wire.ts
 import { closeSync as closeSync6, openSync as openSync6, readSync as readSync4 } from "node:fs";
 var WIRE_VARINT = 0;
 var WIRE_I64 = 1;
@@ -69534,7 +69536,7 @@ function readDouble(buf, i) {
   return buf.readDoubleLE(i);
 }
 
-// src/evidence/trace/xplane.ts
+// src/trace/readers/xplane.ts
 var MAX_DECODED_FIELD = 8 * 1024 * 1024;
 var YIELD_EVERY_BYTES = 64 * 1024 * 1024;
 var RELATIVE_TIME_LIMIT_NS = 1000000000000n;
@@ -70319,14 +70321,14 @@ function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
 }
 
-// src/evidence/trace/open.ts
+// src/trace/readers/open.ts
 function openTrace(path, opts = {}) {
   const resolved = resolveTracePath(path);
   const source = resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
 }
 
-// src/evidence/analysis/collect.ts
+// src/trace/collect.ts
 var ROLE_IGNORE = 0;
 var ROLE_OPS = 1;
 var ROLE_MODULES = 2;
@@ -70775,7 +70777,7 @@ function lastStartAtOrBefore(starts, t) {
   return ans;
 }
 
-// src/evidence/trace/hlo-proto.ts
+// src/trace/readers/hlo-proto.ts
 var ELEMENT_BITS = {
   1: 8,
   // PRED
@@ -71134,7 +71136,7 @@ function walk2(buf, start, end, fn) {
   }
 }
 
-// src/evidence/analysis/cost.ts
+// src/trace/cost.ts
 var FMA_FLOPS = 2;
 var ELEMENTWISE = /* @__PURE__ */ new Set([
   "abs",
@@ -71330,7 +71332,7 @@ function resultArray(shape) {
   return s;
 }
 
-// src/evidence/analysis/op-costs.ts
+// src/trace/op-costs.ts
 async function opCosts(source, c, where2) {
   const byOp = /* @__PURE__ */ new Map();
   const warnings2 = [];
@@ -71386,7 +71388,7 @@ async function opCosts(source, c, where2) {
   return { byOp, warnings: warnings2, modulesRead: modules.size };
 }
 
-// src/evidence/analysis/peaks.ts
+// src/trace/peaks.ts
 import { readFileSync as readFileSync17 } from "node:fs";
 import { join as join31 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
@@ -71498,7 +71500,7 @@ function peakForPlane(stats, table2 = devicePeakTable()) {
   };
 }
 
-// src/evidence/analysis/rows.ts
+// src/trace/rows.ts
 function opRows(counted, ctx) {
   const groups2 = /* @__PURE__ */ new Map();
   for (const c of counted) {
@@ -71688,7 +71690,7 @@ function round3(x, digits) {
   return Math.round(x * f) / f;
 }
 
-// src/evidence/analysis/hotspots.ts
+// src/trace/summarize.ts
 var PS_PER_MS = 1e9;
 async function summarizeTrace(source, opts = {}) {
   const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
@@ -72071,7 +72073,7 @@ function modulesByDevice(c) {
   return out;
 }
 
-// src/evidence/analysis/from-path.ts
+// src/trace/from-path.ts
 async function summarizeTracePath(path, debug2, opts = {}) {
   const saved = savedSummary(path);
   if (saved !== void 0) return saved;

@@ -34009,9 +34009,6 @@ function configOverrides() {
   return overrides;
 }
 
-// src/forge/limits.ts
-var BODY_CAP_CHARS = 64e3;
-
 // schemas/hillclimb.schema.json
 var hillclimb_schema_default = {
   $schema: "http://json-schema.org/draft-07/schema#",
@@ -34595,6 +34592,41 @@ var MEASURE_DEFAULTS = Object.freeze({
   seed: numberDefault("measure.seed")
 });
 
+// src/stats/noise.ts
+var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+var DEFAULT_POWER = 0.8;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+
+// src/stats/compare-arms.ts
+var STATS_VERDICTS = ["improved", "no-change", "regressed", "invalid", "needs-human"];
+var DEFAULT_POLICY = {
+  confidence: DEFAULT_CONFIDENCE,
+  resamples: MEASURE_DEFAULTS.resamples,
+  ciMethod: "percentile",
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
+  power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm
+};
+
+// src/stats/sequential.ts
+var SEQUENTIAL_STEP = 2;
+var DEFAULT_SEQUENTIAL_POLICY = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP
+};
+
+// src/evidence/verdicts.ts
+var VERDICTS = [...STATS_VERDICTS, "error", "no-op"];
+
+// src/forge/limits.ts
+var BODY_CAP_CHARS = 64e3;
+
 // src/evidence/levels.ts
 var TRAIN_STEP = "train_step";
 var KERNEL_MEASUREMENT = "fwd_bwd";
@@ -34624,34 +34656,6 @@ var LEVEL_METRICS = {
     path: `measurements.${TRAIN_STEP}.tokens_per_s`
   },
   modelMfu: { label: "model MFU", unit: "MFU", direction: "higher", path: `measurements.${TRAIN_STEP}.mfu` }
-};
-
-// src/evidence/stats/noise.ts
-var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
-var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
-var DEFAULT_POWER = 0.8;
-var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
-var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
-
-// src/evidence/stats/verdict.ts
-var DEFAULT_POLICY = {
-  confidence: DEFAULT_CONFIDENCE,
-  resamples: MEASURE_DEFAULTS.resamples,
-  ciMethod: "percentile",
-  practicalDelta: DEFAULT_PRACTICAL_DELTA,
-  regressionDelta: DEFAULT_PRACTICAL_DELTA,
-  power: DEFAULT_POWER,
-  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
-  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
-  minRuns: MEASURE_DEFAULTS.runs_per_arm
-};
-
-// src/evidence/stats/sequential.ts
-var SEQUENTIAL_STEP = 2;
-var DEFAULT_SEQUENTIAL_POLICY = {
-  nStart: MEASURE_DEFAULTS.runs_per_arm,
-  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
-  step: SEQUENTIAL_STEP
 };
 
 // src/report/comment.ts

@@ -34005,7 +34005,7 @@ import { resolve } from "node:path";
 import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
-// src/evidence/iteration.ts
+// src/evidence/record.ts
 var EVIDENCE_SCHEMA = "hillclimb.evidence/v1";
 
 // src/util/files.ts
@@ -34077,55 +34077,6 @@ var Bundle = class {
     writeJsonAtomic(this.path(EVIDENCE_FILE), evidence);
   }
 };
-
-// src/forge/limits.ts
-var BODY_CAP_CHARS = 64e3;
-
-// src/report/format.ts
-var MINUS = "\u2212";
-var EM_DASH = "\u2014";
-var VALUE_DIGITS = 4;
-function withMinus(text) {
-  if (!text.startsWith("-")) return text;
-  const body = text.slice(1);
-  return /^[0.]+$/.test(body) ? body : `${MINUS}${body}`;
-}
-function formatFixed(value, decimals) {
-  return withMinus(value.toFixed(decimals));
-}
-function formatSignedFixed(value, decimals) {
-  const text = formatFixed(value, decimals);
-  return text.startsWith(MINUS) || /^[0.]+$/.test(text) ? text : `+${text}`;
-}
-function decimalsFor(value, digits) {
-  const abs = Math.abs(value);
-  if (abs === 0 || !Number.isFinite(abs)) return digits - 1;
-  const magnitude = Math.floor(Math.log10(abs));
-  const rounded = Number(abs.toFixed(Math.max(0, Math.min(6, digits - 1 - magnitude))));
-  const m = rounded === 0 ? magnitude : Math.floor(Math.log10(rounded));
-  return Math.max(0, Math.min(6, digits - 1 - m));
-}
-function formatSignificant(value, digits = VALUE_DIGITS) {
-  if (!Number.isFinite(value)) return String(value);
-  return formatFixed(value, decimalsFor(value, digits));
-}
-function formatValue(value, unit) {
-  const number = formatSignificant(value);
-  if (unit === "") return number;
-  return unit === "%" ? `${number}%` : `${number} ${unit}`;
-}
-function formatSignedValue(delta, unit) {
-  const number = formatSignificant(delta);
-  const signed = number.startsWith(MINUS) || /^[0.]+$/.test(number) ? number : `+${number}`;
-  if (unit === "") return signed;
-  return unit === "%" ? `${signed}%` : `${signed} ${unit}`;
-}
-function formatPercent(fraction, decimals = 2) {
-  return `${formatFixed(fraction * 100, decimals)}%`;
-}
-function formatSignedPercent(percent, decimals = 1) {
-  return `${formatSignedFixed(percent, decimals)}%`;
-}
 
 // schemas/hillclimb.schema.json
 var hillclimb_schema_default = {
@@ -34710,6 +34661,87 @@ var MEASURE_DEFAULTS = Object.freeze({
   seed: numberDefault("measure.seed")
 });
 
+// src/stats/noise.ts
+var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+var DEFAULT_POWER = 0.8;
+var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+
+// src/stats/compare-arms.ts
+var STATS_VERDICTS = ["improved", "no-change", "regressed", "invalid", "needs-human"];
+var DEFAULT_POLICY = {
+  confidence: DEFAULT_CONFIDENCE,
+  resamples: MEASURE_DEFAULTS.resamples,
+  ciMethod: "percentile",
+  practicalDelta: DEFAULT_PRACTICAL_DELTA,
+  regressionDelta: DEFAULT_PRACTICAL_DELTA,
+  power: DEFAULT_POWER,
+  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
+  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
+  minRuns: MEASURE_DEFAULTS.runs_per_arm
+};
+
+// src/stats/sequential.ts
+var SEQUENTIAL_STEP = 2;
+var DEFAULT_SEQUENTIAL_POLICY = {
+  nStart: MEASURE_DEFAULTS.runs_per_arm,
+  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
+  step: SEQUENTIAL_STEP
+};
+
+// src/evidence/verdicts.ts
+var VERDICTS = [...STATS_VERDICTS, "error", "no-op"];
+
+// src/forge/limits.ts
+var BODY_CAP_CHARS = 64e3;
+
+// src/report/format.ts
+var MINUS = "\u2212";
+var EM_DASH = "\u2014";
+var VALUE_DIGITS = 4;
+function withMinus(text) {
+  if (!text.startsWith("-")) return text;
+  const body = text.slice(1);
+  return /^[0.]+$/.test(body) ? body : `${MINUS}${body}`;
+}
+function formatFixed(value, decimals) {
+  return withMinus(value.toFixed(decimals));
+}
+function formatSignedFixed(value, decimals) {
+  const text = formatFixed(value, decimals);
+  return text.startsWith(MINUS) || /^[0.]+$/.test(text) ? text : `+${text}`;
+}
+function decimalsFor(value, digits) {
+  const abs = Math.abs(value);
+  if (abs === 0 || !Number.isFinite(abs)) return digits - 1;
+  const magnitude = Math.floor(Math.log10(abs));
+  const rounded = Number(abs.toFixed(Math.max(0, Math.min(6, digits - 1 - magnitude))));
+  const m = rounded === 0 ? magnitude : Math.floor(Math.log10(rounded));
+  return Math.max(0, Math.min(6, digits - 1 - m));
+}
+function formatSignificant(value, digits = VALUE_DIGITS) {
+  if (!Number.isFinite(value)) return String(value);
+  return formatFixed(value, decimalsFor(value, digits));
+}
+function formatValue(value, unit) {
+  const number = formatSignificant(value);
+  if (unit === "") return number;
+  return unit === "%" ? `${number}%` : `${number} ${unit}`;
+}
+function formatSignedValue(delta, unit) {
+  const number = formatSignificant(delta);
+  const signed = number.startsWith(MINUS) || /^[0.]+$/.test(number) ? number : `+${number}`;
+  if (unit === "") return signed;
+  return unit === "%" ? `${signed}%` : `${signed} ${unit}`;
+}
+function formatPercent(fraction, decimals = 2) {
+  return `${formatFixed(fraction * 100, decimals)}%`;
+}
+function formatSignedPercent(percent, decimals = 1) {
+  return `${formatSignedFixed(percent, decimals)}%`;
+}
+
 // src/evidence/levels.ts
 var TRAIN_STEP = "train_step";
 var KERNEL_MEASUREMENT = "fwd_bwd";
@@ -35022,34 +35054,6 @@ Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA
   }
   return lines.join("\n\n");
 }
-
-// src/evidence/stats/noise.ts
-var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
-var DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
-var DEFAULT_POWER = 0.8;
-var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
-var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
-
-// src/evidence/stats/verdict.ts
-var DEFAULT_POLICY = {
-  confidence: DEFAULT_CONFIDENCE,
-  resamples: MEASURE_DEFAULTS.resamples,
-  ciMethod: "percentile",
-  practicalDelta: DEFAULT_PRACTICAL_DELTA,
-  regressionDelta: DEFAULT_PRACTICAL_DELTA,
-  power: DEFAULT_POWER,
-  falseAcceptRate: DEFAULT_FALSE_ACCEPT_RATE,
-  implausibleSpeedup: MEASURE_DEFAULTS.implausible_speedup,
-  minRuns: MEASURE_DEFAULTS.runs_per_arm
-};
-
-// src/evidence/stats/sequential.ts
-var SEQUENTIAL_STEP = 2;
-var DEFAULT_SEQUENTIAL_POLICY = {
-  nStart: MEASURE_DEFAULTS.runs_per_arm,
-  nMax: MEASURE_DEFAULTS.max_runs_per_arm,
-  step: SEQUENTIAL_STEP
-};
 
 // src/report/comment.ts
 var STICKY_FOOTER_RESERVE = 1e3;
@@ -35455,7 +35459,263 @@ function setPath(data, keyPath, value) {
   obj[keys[keys.length - 1]] = value;
 }
 
-// src/evidence/analysis/ops.ts
+// src/loop/context.ts
+import { existsSync as existsSync5, mkdirSync as mkdirSync2, readFileSync as readFileSync3, writeFileSync } from "node:fs";
+import { join as join2, resolve as resolve3 } from "node:path";
+function stateDirOf(config) {
+  const dir = resolve3(config.root, config.paths.state_dir);
+  const ignore = join2(dir, ".gitignore");
+  if (!existsSync5(ignore)) {
+    mkdirSync2(dir, { recursive: true });
+    writeFileSync(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
+}
+function runDirOf(stateDir, runId) {
+  return join2(stateDir, "runs", runId);
+}
+
+// src/report/trace-tables.ts
+function formatMs(ms2) {
+  const a = Math.abs(ms2);
+  if (a >= 1 || a === 0) return `${ms2.toFixed(3)} ms`;
+  if (a >= 1e-3) return `${(ms2 * 1e3).toFixed(3)} \xB5s`;
+  return `${(ms2 * 1e6).toFixed(0)} ns`;
+}
+function signedMs(ms2) {
+  return ms2 > 0 ? `+${formatMs(ms2)}` : ms2 < 0 ? `\u2212${formatMs(-ms2)}` : formatMs(0);
+}
+function signedPct(pct2) {
+  if (pct2 === null) return "\u2014";
+  const s = `${Math.abs(pct2).toFixed(1)}%`;
+  return pct2 > 0 ? `+${s}` : pct2 < 0 ? `\u2212${s}` : s;
+}
+function count(n) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+}
+function textTable(header, rows, right) {
+  const width = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? "").length)));
+  const line = (cells) => cells.map((v, c) => right[c] ? v.padStart(width[c]) : v.padEnd(width[c])).join("  ").trimEnd();
+  return [line(header), line(width.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+function clip(s, max) {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}\u2026`;
+}
+function rooflineText(o) {
+  const r = o.roofline;
+  if (r === null) return "\u2014";
+  if (r.attainableTflops === 0) return `${(r.fraction * 100).toFixed(0)}% of HBM BW`;
+  return `${(r.fraction * 100).toFixed(0)}% of ${formatRate(r.attainableTflops)} (${r.bound})`;
+}
+function formatRate(tflops) {
+  return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
+}
+function opNote2(o) {
+  if (o.customCall) {
+    const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${KIND_LABEL[o.customCallKind]})`;
+    return o.noCostModel ? `${who}, no cost model` : who;
+  }
+  return o.noCostModel ? "no cost model" : "";
+}
+var KIND_LABEL = {
+  pallas: "Pallas/Mosaic",
+  "te-ffi": "TE FFI",
+  cudnn: "cuDNN",
+  cublas: "cuBLAS",
+  other: "other"
+};
+function formatSummary(s, top = 15) {
+  const out = [];
+  const src = s.source;
+  out.push(
+    `${src.path} (${src.format}, ${(src.bytes / 1e6).toFixed(1)} MB, ${src.events.toLocaleString("en-US")} events, read ${src.passes}\xD7)`
+  );
+  const dev = s.devices;
+  const types = [...new Set(dev.map((d) => d.type).filter((t2) => t2 !== void 0))];
+  const compute = dev.filter((d) => d.compute).length;
+  const devInfo = types.join(", ");
+  out.push(
+    `Platform: ${s.platform.toUpperCase()}, ${dev.length} device(s)${compute < dev.length ? ` (${compute} ran compute)` : ""}: ${clip(dev.map((d) => d.name).join(", "), 100)}${devInfo === "" ? "" : ` (${devInfo})`}`
+  );
+  const peak = s.roofline.peak;
+  out.push(
+    peak === null ? "Roofline: no device peaks (unknown device; `--device-kind` names it for JSON traces)" : `Roofline: ${peak.name}, ${formatRate(peak.bf16FlopsPerSecond / 1e12)} TFLOP/s bf16${peak.fp32FlopsPerSecond === null ? "" : `, ${formatRate(peak.fp32FlopsPerSecond / 1e12)} fp32`}, ${(peak.bytesPerSecond / 1e9).toFixed(0)} GB/s HBM (from ${s.roofline.source})`
+  );
+  const st = s.steps;
+  out.push(
+    `Steps: ${count(st.count)} per device, by ${st.detector} (${st.confidence} confidence): ${st.detail}`
+  );
+  const others = st.estimates.filter((e) => e.detector !== st.detector);
+  if (others.length > 0) {
+    out.push(
+      `  cross-check: ${others.map((e) => `${e.detector} ${count(e.perDevice)} (${e.confidence})`).join(", ")}`
+    );
+  }
+  const time = st.timeMs === null ? "step time unknown" : `step time mean ${formatMs(st.timeMs.mean)} (median ${formatMs(st.timeMs.median)}, min ${formatMs(st.timeMs.min)}, max ${formatMs(st.timeMs.max)})`;
+  out.push(
+    `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? "\u2014" : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`
+  );
+  const t = s.total;
+  out.push(
+    `Whole trace: ${formatMs(t.deviceMs)} of device op time (all devices), ${formatMs(t.inStepsMs)} in steps, ${formatMs(t.outsideMs)} outside`
+  );
+  if (s.programs.length > 1) {
+    const programs = s.programs.slice(0, top);
+    out.push("", `Programs (${programs.length} of ${s.programs.length}) by device time`);
+    out.push(
+      textTable(
+        ["program", "device time", "share", "in steps", "executions", "devices", "ops"],
+        programs.map((p) => [
+          clip(p.name, 48),
+          formatMs(p.deviceMs),
+          `${p.shareOfDevice.toFixed(1)}%`,
+          formatMs(p.inStepsMs),
+          p.executions === null ? "\u2014" : String(p.executions),
+          String(p.devices),
+          String(p.ops)
+        ]),
+        [false, true, true, true, true, true, true]
+      )
+    );
+  }
+  const ops = s.ops.slice(0, top);
+  out.push(
+    "",
+    `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`
+  );
+  out.push(
+    textTable(
+      [
+        "op",
+        "program",
+        "category",
+        "total",
+        "share",
+        "time/step",
+        "count/step",
+        "TFLOP/s",
+        "GB/s",
+        "FLOP/B",
+        "roofline",
+        "note"
+      ],
+      ops.map((o) => [
+        clip(o.name, 40),
+        clip(o.program || "\u2014", 28),
+        clip(o.category, 20),
+        formatMs(o.totalMs),
+        `${o.shareOfDevice.toFixed(1)}%`,
+        o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.timeMs),
+        count(o.occurrences),
+        o.tflops === null || o.noCostModel ? "\u2014" : o.tflops.toFixed(2),
+        o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
+        o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
+        rooflineText(o),
+        opNote2(o)
+      ]),
+      [false, false, false, true, true, true, true, true, true, true, false, false]
+    )
+  );
+  const cats = s.categories.slice(0, top);
+  out.push("", "By category (per step)");
+  out.push(
+    textTable(
+      ["category", "time/step", "share", "count/step", "ops"],
+      cats.map((c) => [
+        clip(c.name, 40),
+        formatMs(c.timeMs),
+        `${c.shareOfOps.toFixed(1)}%`,
+        count(c.occurrences),
+        String(c.ops)
+      ]),
+      [false, true, true, true, true]
+    )
+  );
+  if (s.scopes.some((x) => x.name !== "(none)")) {
+    out.push("", "By scope (tf_op, per step)");
+    out.push(
+      textTable(
+        ["scope", "time/step", "share", "ops"],
+        s.scopes.slice(0, top).map((c) => [clip(c.name, 72), formatMs(c.timeMs), `${c.shareOfOps.toFixed(1)}%`, String(c.ops)]),
+        [false, true, true, true]
+      )
+    );
+  }
+  out.push("", s.customCalls.length === 0 ? "Custom calls: none" : "Custom calls");
+  if (s.customCalls.length > 0) {
+    out.push(
+      textTable(
+        ["kernel", "program", "kind", "scope", "total", "launches/step", "time/step", "cost model"],
+        s.customCalls.slice(0, top).map((c) => [
+          clip(c.name, 40),
+          clip(c.program || "\u2014", 28),
+          KIND_LABEL[c.kind] ?? c.kind,
+          clip(c.scope || "\u2014", 40),
+          formatMs(c.totalMs),
+          count(c.launches),
+          formatMs(c.timeMs),
+          c.noCostModel ? "none (no FLOPs)" : "HLO"
+        ]),
+        [false, false, false, false, true, true, true, false]
+      )
+    );
+  }
+  if (s.outsideSteps.opMs > 0) {
+    out.push(
+      "",
+      `Outside steps: ${formatMs(s.outsideSteps.opMs)} of op time in ${s.outsideSteps.ops} op(s) (itemised above with their programs)`
+    );
+  }
+  for (const n of s.notes) out.push(`note: ${n}`);
+  for (const w of s.warnings) out.push(`warning: ${w}`);
+  return out.join("\n");
+}
+function change(n) {
+  return `${formatMs(n.before)} \u2192 ${formatMs(n.after)} (${signedPct(n.deltaPct)})`;
+}
+function diffTable(rows, top, label) {
+  const shown = rows.slice(0, top);
+  const changed = rows.filter((r) => r.status !== "unchanged").length;
+  return [
+    `${label}: top ${shown.length} of ${rows.length} by |\u0394 time per step| (${changed} changed)`,
+    textTable(
+      ["name", "program", "category", "before", "after", "\u0394", "\u0394%", "count/step", "status"],
+      shown.map((r) => [
+        clip(r.name, 48),
+        clip(r.program || "\u2014", 28),
+        clip(r.category, 24),
+        r.status === "added" ? "\u2014" : formatMs(r.before),
+        r.status === "removed" ? "\u2014" : formatMs(r.after),
+        signedMs(r.delta),
+        signedPct(r.deltaPct),
+        `${count(r.countBefore)} \u2192 ${count(r.countAfter)}`,
+        r.status
+      ]),
+      [false, false, false, true, true, true, true, true, false]
+    )
+  ];
+}
+function formatDiff(d, top = 15) {
+  const out = [];
+  const sideLine = (label, x) => `${label} ${x.path} (${x.platform}${x.deviceTypes.length > 0 ? ` ${x.deviceTypes.join(", ")}` : ""}, ${x.devices} device(s), ${count(x.steps)} steps by ${x.detector})`;
+  out.push(sideLine("before:", d.before), sideLine("after: ", d.after));
+  const totals = [
+    d.stepTimeMs === null ? void 0 : `step time ${change(d.stepTimeMs)}`,
+    `op time ${change(d.opTimeMs)}`,
+    `busy ${change(d.busyMs)}`
+  ].filter((x) => x !== void 0);
+  out.push(`Per step: ${totals.join("; ")}`);
+  out.push(`Whole trace: device op time ${change(d.deviceMs)}`);
+  out.push("", ...diffTable(d.ops, top, "Ops"));
+  out.push("", ...diffTable(d.categories, top, "Categories"));
+  if (d.customCalls.length > 0)
+    out.push("", ...diffTable(d.customCalls, top, "Custom calls (no cost model)"));
+  out.push("", `note: changes under ${d.unchangedBelowPct}% of op time per step count as unchanged`);
+  for (const w of d.warnings) out.push(`warning: ${w}`);
+  return out.join("\n");
+}
+
+// src/trace/ops.ts
 function laneRole(lane) {
   const kind = lane.device.kind;
   const name = lane.name.trim();
@@ -35527,7 +35787,7 @@ function profilerStepNumber(name) {
   return m === null ? void 0 : Number(m[1]);
 }
 
-// src/evidence/analysis/steps.ts
+// src/trace/steps.ts
 var CONFIDENCE = {
   "device-steps": "high",
   "host-annotations": "high",
@@ -35864,11 +36124,11 @@ function fmtCount(n) {
   return Number.isInteger(n) ? String(n) : n.toFixed(2);
 }
 
-// src/evidence/analysis/types.ts
+// src/trace/types.ts
 var TRACE_SUMMARY_SCHEMA = "hillclimb.trace-summary/2";
 var TRACE_DIFF_SCHEMA = "hillclimb.trace-diff/2";
 
-// src/evidence/analysis/diff.ts
+// src/trace/diff.ts
 var DEFAULT_UNCHANGED_PCT = 0.5;
 function diffSummaries(before, after, opts = {}) {
   const unchangedBelowPct = opts.unchangedBelowPct ?? DEFAULT_UNCHANGED_PCT;
@@ -36039,256 +36299,16 @@ function round(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
 }
 
-// src/evidence/analysis/format.ts
-function formatMs(ms2) {
-  const a = Math.abs(ms2);
-  if (a >= 1 || a === 0) return `${ms2.toFixed(3)} ms`;
-  if (a >= 1e-3) return `${(ms2 * 1e3).toFixed(3)} \xB5s`;
-  return `${(ms2 * 1e6).toFixed(0)} ns`;
-}
-function signedMs(ms2) {
-  return ms2 > 0 ? `+${formatMs(ms2)}` : ms2 < 0 ? `\u2212${formatMs(-ms2)}` : formatMs(0);
-}
-function signedPct(pct2) {
-  if (pct2 === null) return "\u2014";
-  const s = `${Math.abs(pct2).toFixed(1)}%`;
-  return pct2 > 0 ? `+${s}` : pct2 < 0 ? `\u2212${s}` : s;
-}
-function count(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(2);
-}
-function textTable(header, rows, right) {
-  const width = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? "").length)));
-  const line = (cells) => cells.map((v, c) => right[c] ? v.padStart(width[c]) : v.padEnd(width[c])).join("  ").trimEnd();
-  return [line(header), line(width.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
-}
-function clip(s, max) {
-  return s.length <= max ? s : `${s.slice(0, max - 1)}\u2026`;
-}
-function rooflineText(o) {
-  const r = o.roofline;
-  if (r === null) return "\u2014";
-  if (r.attainableTflops === 0) return `${(r.fraction * 100).toFixed(0)}% of HBM BW`;
-  return `${(r.fraction * 100).toFixed(0)}% of ${formatRate(r.attainableTflops)} (${r.bound})`;
-}
-function formatRate(tflops) {
-  return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
-}
-function opNote2(o) {
-  if (o.customCall) {
-    const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${KIND_LABEL[o.customCallKind]})`;
-    return o.noCostModel ? `${who}, no cost model` : who;
-  }
-  return o.noCostModel ? "no cost model" : "";
-}
-var KIND_LABEL = {
-  pallas: "Pallas/Mosaic",
-  "te-ffi": "TE FFI",
-  cudnn: "cuDNN",
-  cublas: "cuBLAS",
-  other: "other"
-};
-function formatSummary(s, top = 15) {
-  const out = [];
-  const src = s.source;
-  out.push(
-    `${src.path} (${src.format}, ${(src.bytes / 1e6).toFixed(1)} MB, ${src.events.toLocaleString("en-US")} events, read ${src.passes}\xD7)`
-  );
-  const dev = s.devices;
-  const types = [...new Set(dev.map((d) => d.type).filter((t2) => t2 !== void 0))];
-  const compute = dev.filter((d) => d.compute).length;
-  const devInfo = types.join(", ");
-  out.push(
-    `Platform: ${s.platform.toUpperCase()}, ${dev.length} device(s)${compute < dev.length ? ` (${compute} ran compute)` : ""}: ${clip(dev.map((d) => d.name).join(", "), 100)}${devInfo === "" ? "" : ` (${devInfo})`}`
-  );
-  const peak = s.roofline.peak;
-  out.push(
-    peak === null ? "Roofline: no device peaks (unknown device; `--device-kind` names it for JSON traces)" : `Roofline: ${peak.name}, ${formatRate(peak.bf16FlopsPerSecond / 1e12)} TFLOP/s bf16${peak.fp32FlopsPerSecond === null ? "" : `, ${formatRate(peak.fp32FlopsPerSecond / 1e12)} fp32`}, ${(peak.bytesPerSecond / 1e9).toFixed(0)} GB/s HBM (from ${s.roofline.source})`
-  );
-  const st = s.steps;
-  out.push(
-    `Steps: ${count(st.count)} per device, by ${st.detector} (${st.confidence} confidence): ${st.detail}`
-  );
-  const others = st.estimates.filter((e) => e.detector !== st.detector);
-  if (others.length > 0) {
-    out.push(
-      `  cross-check: ${others.map((e) => `${e.detector} ${count(e.perDevice)} (${e.confidence})`).join(", ")}`
-    );
-  }
-  const time = st.timeMs === null ? "step time unknown" : `step time mean ${formatMs(st.timeMs.mean)} (median ${formatMs(st.timeMs.median)}, min ${formatMs(st.timeMs.min)}, max ${formatMs(st.timeMs.max)})`;
-  out.push(
-    `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? "\u2014" : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`
-  );
-  const t = s.total;
-  out.push(
-    `Whole trace: ${formatMs(t.deviceMs)} of device op time (all devices), ${formatMs(t.inStepsMs)} in steps, ${formatMs(t.outsideMs)} outside`
-  );
-  if (s.programs.length > 1) {
-    const programs = s.programs.slice(0, top);
-    out.push("", `Programs (${programs.length} of ${s.programs.length}) by device time`);
-    out.push(
-      textTable(
-        ["program", "device time", "share", "in steps", "executions", "devices", "ops"],
-        programs.map((p) => [
-          clip(p.name, 48),
-          formatMs(p.deviceMs),
-          `${p.shareOfDevice.toFixed(1)}%`,
-          formatMs(p.inStepsMs),
-          p.executions === null ? "\u2014" : String(p.executions),
-          String(p.devices),
-          String(p.ops)
-        ]),
-        [false, true, true, true, true, true, true]
-      )
-    );
-  }
-  const ops = s.ops.slice(0, top);
-  out.push(
-    "",
-    `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`
-  );
-  out.push(
-    textTable(
-      [
-        "op",
-        "program",
-        "category",
-        "total",
-        "share",
-        "time/step",
-        "count/step",
-        "TFLOP/s",
-        "GB/s",
-        "FLOP/B",
-        "roofline",
-        "note"
-      ],
-      ops.map((o) => [
-        clip(o.name, 40),
-        clip(o.program || "\u2014", 28),
-        clip(o.category, 20),
-        formatMs(o.totalMs),
-        `${o.shareOfDevice.toFixed(1)}%`,
-        o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.timeMs),
-        count(o.occurrences),
-        o.tflops === null || o.noCostModel ? "\u2014" : o.tflops.toFixed(2),
-        o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
-        o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
-        rooflineText(o),
-        opNote2(o)
-      ]),
-      [false, false, false, true, true, true, true, true, true, true, false, false]
-    )
-  );
-  const cats = s.categories.slice(0, top);
-  out.push("", "By category (per step)");
-  out.push(
-    textTable(
-      ["category", "time/step", "share", "count/step", "ops"],
-      cats.map((c) => [
-        clip(c.name, 40),
-        formatMs(c.timeMs),
-        `${c.shareOfOps.toFixed(1)}%`,
-        count(c.occurrences),
-        String(c.ops)
-      ]),
-      [false, true, true, true, true]
-    )
-  );
-  if (s.scopes.some((x) => x.name !== "(none)")) {
-    out.push("", "By scope (tf_op, per step)");
-    out.push(
-      textTable(
-        ["scope", "time/step", "share", "ops"],
-        s.scopes.slice(0, top).map((c) => [clip(c.name, 72), formatMs(c.timeMs), `${c.shareOfOps.toFixed(1)}%`, String(c.ops)]),
-        [false, true, true, true]
-      )
-    );
-  }
-  out.push("", s.customCalls.length === 0 ? "Custom calls: none" : "Custom calls");
-  if (s.customCalls.length > 0) {
-    out.push(
-      textTable(
-        ["kernel", "program", "kind", "scope", "total", "launches/step", "time/step", "cost model"],
-        s.customCalls.slice(0, top).map((c) => [
-          clip(c.name, 40),
-          clip(c.program || "\u2014", 28),
-          KIND_LABEL[c.kind] ?? c.kind,
-          clip(c.scope || "\u2014", 40),
-          formatMs(c.totalMs),
-          count(c.launches),
-          formatMs(c.timeMs),
-          c.noCostModel ? "none (no FLOPs)" : "HLO"
-        ]),
-        [false, false, false, false, true, true, true, false]
-      )
-    );
-  }
-  if (s.outsideSteps.opMs > 0) {
-    out.push(
-      "",
-      `Outside steps: ${formatMs(s.outsideSteps.opMs)} of op time in ${s.outsideSteps.ops} op(s) (itemised above with their programs)`
-    );
-  }
-  for (const n of s.notes) out.push(`note: ${n}`);
-  for (const w of s.warnings) out.push(`warning: ${w}`);
-  return out.join("\n");
-}
-function change(n) {
-  return `${formatMs(n.before)} \u2192 ${formatMs(n.after)} (${signedPct(n.deltaPct)})`;
-}
-function diffTable(rows, top, label) {
-  const shown = rows.slice(0, top);
-  const changed = rows.filter((r) => r.status !== "unchanged").length;
-  return [
-    `${label}: top ${shown.length} of ${rows.length} by |\u0394 time per step| (${changed} changed)`,
-    textTable(
-      ["name", "program", "category", "before", "after", "\u0394", "\u0394%", "count/step", "status"],
-      shown.map((r) => [
-        clip(r.name, 48),
-        clip(r.program || "\u2014", 28),
-        clip(r.category, 24),
-        r.status === "added" ? "\u2014" : formatMs(r.before),
-        r.status === "removed" ? "\u2014" : formatMs(r.after),
-        signedMs(r.delta),
-        signedPct(r.deltaPct),
-        `${count(r.countBefore)} \u2192 ${count(r.countAfter)}`,
-        r.status
-      ]),
-      [false, false, false, true, true, true, true, true, false]
-    )
-  ];
-}
-function formatDiff(d, top = 15) {
-  const out = [];
-  const sideLine = (label, x) => `${label} ${x.path} (${x.platform}${x.deviceTypes.length > 0 ? ` ${x.deviceTypes.join(", ")}` : ""}, ${x.devices} device(s), ${count(x.steps)} steps by ${x.detector})`;
-  out.push(sideLine("before:", d.before), sideLine("after: ", d.after));
-  const totals = [
-    d.stepTimeMs === null ? void 0 : `step time ${change(d.stepTimeMs)}`,
-    `op time ${change(d.opTimeMs)}`,
-    `busy ${change(d.busyMs)}`
-  ].filter((x) => x !== void 0);
-  out.push(`Per step: ${totals.join("; ")}`);
-  out.push(`Whole trace: device op time ${change(d.deviceMs)}`);
-  out.push("", ...diffTable(d.ops, top, "Ops"));
-  out.push("", ...diffTable(d.categories, top, "Categories"));
-  if (d.customCalls.length > 0)
-    out.push("", ...diffTable(d.customCalls, top, "Custom calls (no cost model)"));
-  out.push("", `note: changes under ${d.unchangedBelowPct}% of op time per step count as unchanged`);
-  for (const w of d.warnings) out.push(`warning: ${w}`);
-  return out.join("\n");
-}
+// src/trace/from-path.ts
+import { closeSync as closeSync4, openSync as openSync4, readFileSync as readFileSync6, readSync as readSync3 } from "node:fs";
 
-// src/evidence/analysis/from-path.ts
-import { closeSync as closeSync4, openSync as openSync4, readFileSync as readFileSync5, readSync as readSync3 } from "node:fs";
-
-// src/evidence/trace/chrome-json.ts
+// src/trace/readers/chrome-json.ts
 import { isAscii } from "node:buffer";
 import { createReadStream } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 import { createGunzip } from "node:zlib";
 
-// src/evidence/trace/json-text.ts
+// src/trace/readers/json-text.ts
 var NEED_MORE = /* @__PURE__ */ Symbol("need more text");
 var JsonSyntaxError = class extends Error {
   constructor(at, problem) {
@@ -36448,7 +36468,7 @@ function parseInteger(text, p) {
   return negative ? -v : v;
 }
 
-// src/evidence/trace/model.ts
+// src/trace/readers/model.ts
 var PLANE_KINDS = {
   "device:TPU": "tpu",
   "device:GPU": "gpu",
@@ -36463,7 +36483,7 @@ function deviceKindOf(name, labels = "") {
   return "unknown";
 }
 
-// src/evidence/trace/chrome-json.ts
+// src/trace/readers/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
@@ -37390,9 +37410,9 @@ function numberOrUndefined(s) {
   return Number.isFinite(n) ? n : void 0;
 }
 
-// src/evidence/trace/profile-dir.ts
+// src/trace/readers/profile-dir.ts
 import { closeSync as closeSync2, openSync as openSync2, readdirSync, readSync, statSync } from "node:fs";
-import { basename, join as join2 } from "node:path";
+import { basename, join as join3 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -37416,7 +37436,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync(runDir).filter((f) => statSync(join2(runDir, f)).isFile());
+  const files = readdirSync(runDir).filter((f) => statSync(join3(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -37424,7 +37444,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join2(runDir, sorted[0]), format, notes };
+    return { path: join3(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -37435,7 +37455,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join2(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join3(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -37447,15 +37467,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join2(dir, "plugins", "profile"), dir]) {
+  for (const base of [join3(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync(base).filter((r) => statSync(join2(base, r)).isDirectory());
+      runs = readdirSync(base).filter((r) => statSync(join3(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync(join2(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join2(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync(join3(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join3(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -37480,12 +37500,12 @@ function readHead(path, n) {
   }
 }
 
-// src/evidence/trace/xplane.ts
+// src/trace/readers/xplane.ts
 import { statSync as statSync2 } from "node:fs";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync } from "node:zlib";
 
-// src/evidence/trace/wire.ts
+// src/trace/readers/wire.ts
 import { closeSync as closeSync3, openSync as openSync3, readSync as readSync2 } from "node:fs";
 var WIRE_VARINT = 0;
 var WIRE_I64 = 1;
@@ -37634,7 +37654,7 @@ function readDouble(buf, i) {
   return buf.readDoubleLE(i);
 }
 
-// src/evidence/trace/xplane.ts
+// src/trace/readers/xplane.ts
 var MAX_DECODED_FIELD = 8 * 1024 * 1024;
 var YIELD_EVERY_BYTES = 64 * 1024 * 1024;
 var RELATIVE_TIME_LIMIT_NS = 1000000000000n;
@@ -38419,14 +38439,14 @@ function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
 }
 
-// src/evidence/trace/open.ts
+// src/trace/readers/open.ts
 function openTrace(path, opts = {}) {
   const resolved = resolveTracePath(path);
   const source = resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
 }
 
-// src/evidence/analysis/collect.ts
+// src/trace/collect.ts
 var ROLE_IGNORE = 0;
 var ROLE_OPS = 1;
 var ROLE_MODULES = 2;
@@ -38875,7 +38895,7 @@ function lastStartAtOrBefore(starts, t) {
   return ans;
 }
 
-// src/evidence/trace/hlo-proto.ts
+// src/trace/readers/hlo-proto.ts
 var ELEMENT_BITS = {
   1: 8,
   // PRED
@@ -39234,7 +39254,7 @@ function walk2(buf, start, end, fn) {
   }
 }
 
-// src/evidence/analysis/cost.ts
+// src/trace/cost.ts
 var FMA_FLOPS = 2;
 var ELEMENTWISE = /* @__PURE__ */ new Set([
   "abs",
@@ -39430,7 +39450,7 @@ function resultArray(shape) {
   return s;
 }
 
-// src/evidence/analysis/op-costs.ts
+// src/trace/op-costs.ts
 async function opCosts(source, c, where) {
   const byOp = /* @__PURE__ */ new Map();
   const warnings2 = [];
@@ -39486,21 +39506,21 @@ async function opCosts(source, c, where) {
   return { byOp, warnings: warnings2, modulesRead: modules.size };
 }
 
-// src/evidence/analysis/peaks.ts
-import { readFileSync as readFileSync4 } from "node:fs";
-import { join as join4 } from "node:path";
+// src/trace/peaks.ts
+import { readFileSync as readFileSync5 } from "node:fs";
+import { join as join5 } from "node:path";
 
-// src/env/root.ts
-import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
-import { dirname as dirname3, join as join3, resolve as resolve3 } from "node:path";
+// src/project/root.ts
+import { existsSync as existsSync6, readFileSync as readFileSync4 } from "node:fs";
+import { dirname as dirname3, join as join4, resolve as resolve4 } from "node:path";
 import { fileURLToPath } from "node:url";
 function packageRoot() {
   let dir = dirname3(fileURLToPath(import.meta.url));
   for (; ; ) {
-    const pkg = join3(dir, "package.json");
-    if (existsSync5(pkg)) {
+    const pkg = join4(dir, "package.json");
+    if (existsSync6(pkg)) {
       try {
-        if (JSON.parse(readFileSync3(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync4(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
@@ -39510,13 +39530,13 @@ function packageRoot() {
   }
 }
 
-// src/evidence/analysis/peaks.ts
+// src/trace/peaks.ts
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached;
 function devicePeakTable() {
   cached ??= parseDevicePeaks(
-    readFileSync4(join4(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync5(join5(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached;
@@ -39620,7 +39640,7 @@ function peakForPlane(stats, table2 = devicePeakTable()) {
   };
 }
 
-// src/evidence/analysis/rows.ts
+// src/trace/rows.ts
 function opRows(counted, ctx) {
   const groups = /* @__PURE__ */ new Map();
   for (const c of counted) {
@@ -39810,7 +39830,7 @@ function round2(x, digits) {
   return Math.round(x * f) / f;
 }
 
-// src/evidence/analysis/hotspots.ts
+// src/trace/summarize.ts
 var PS_PER_MS = 1e9;
 async function summarizeTrace(source, opts = {}) {
   const readOpts = opts.signal === void 0 ? {} : { signal: opts.signal };
@@ -40193,7 +40213,7 @@ function modulesByDevice(c) {
   return out;
 }
 
-// src/evidence/analysis/from-path.ts
+// src/trace/from-path.ts
 async function summarizeTracePath(path, debug2, opts = {}) {
   const saved = savedSummary(path);
   if (saved !== void 0) return saved;
@@ -40215,7 +40235,7 @@ function savedSummary(path) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync5(path, "utf8"));
+  const parsed = JSON.parse(readFileSync6(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -40223,22 +40243,6 @@ function savedSummary(path) {
     );
   }
   return parsed;
-}
-
-// src/loop/context.ts
-import { existsSync as existsSync6, mkdirSync as mkdirSync2, readFileSync as readFileSync6, writeFileSync } from "node:fs";
-import { join as join5, resolve as resolve4 } from "node:path";
-function stateDirOf(config) {
-  const dir = resolve4(config.root, config.paths.state_dir);
-  const ignore = join5(dir, ".gitignore");
-  if (!existsSync6(ignore)) {
-    mkdirSync2(dir, { recursive: true });
-    writeFileSync(ignore, "# hillclimb state: never committed\n*\n");
-  }
-  return dir;
-}
-function runDirOf(stateDir, runId) {
-  return join5(stateDir, "runs", runId);
 }
 
 // src/actions/trace.ts

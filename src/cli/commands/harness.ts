@@ -4,10 +4,10 @@
  * `hillclimb profile` (one profiled run, summarized).
  */
 import type { Command } from 'commander';
-import { formatSummary } from '../../evidence/analysis/format.js';
 import { commentMeasurement, measureCommits, profileCommitSummary, testCommit } from '../../loop/manual.js';
 import { resolveConfigFile } from '../../loop/run.js';
 import { headline } from '../../report/facts.js';
+import { formatSummary } from '../../report/trace-tables.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';
 import type { CliContext } from '../context.js';
 import { withInterrupts } from './loop.js';

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
-import type { HistoryRow } from '../../evidence/history.js';
+import type { HistoryRow } from '../../evidence/history-row.js';
 import { VERDICT_SYMBOLS } from '../../evidence/verdicts.js';
 import { formatPull, formatPullList, listLocalPulls, showLocalPull } from '../../forge/local-reader.js';
 import { stateDirOf } from '../../loop/context.js';

@@ -1,6 +1,5 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { packageRoot, packageVersion } from '../../env/root.js';
 import {
   type Ask,
   detectBase,
@@ -10,6 +9,7 @@ import {
 } from '../../init/gather.js';
 import { applyPlan, editableWithoutFiles, nextSteps, planFiles } from '../../init/init.js';
 import { resolvePin } from '../../init/pin.js';
+import { packageRoot, packageVersion } from '../../project/root.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';
 import { Git } from '../../workspace/git.js';
 import type { CliContext } from '../context.js';

@@ -16,7 +16,7 @@ import {
   tpuStatus,
 } from '../../compute/tpu/lifecycle.js';
 import { type ConfigOverrides, loadConfig } from '../../config/load.js';
-import { CONFIG_FILE } from '../../env/root.js';
+import { CONFIG_FILE } from '../../project/root.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';
 import type { CliContext } from '../context.js';
 

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { diffSummaries } from '../../evidence/analysis/diff.js';
-import { formatDiff, formatSummary } from '../../evidence/analysis/format.js';
-import { summarizeTracePath } from '../../evidence/analysis/from-path.js';
-import type { TraceSummary } from '../../evidence/analysis/types.js';
+import { formatDiff, formatSummary } from '../../report/trace-tables.js';
+import { diffSummaries } from '../../trace/diff.js';
+import { summarizeTracePath } from '../../trace/from-path.js';
+import type { TraceSummary } from '../../trace/types.js';
 import { InputError } from '../../util/errors.js';
 import type { CliContext } from '../context.js';
 

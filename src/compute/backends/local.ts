@@ -14,7 +14,6 @@ import { availableParallelism, constants, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fillCommand, usesPlaceholder } from '../../config/command.js';
 import type { SandboxConfig } from '../../config/types.js';
-import { interpreterReadPaths, venvPython } from '../../env/python.js';
 import { displayCommand, ExecError, run } from '../../exec/exec.js';
 import { findOnPath } from '../../exec/find-on-path.js';
 import {
@@ -25,6 +24,7 @@ import {
   sandboxCommand,
   sandboxWasReady,
 } from '../../exec/sandbox.js';
+import { interpreterReadPaths, venvPython } from '../../project/python.js';
 import type { Logger } from '../../util/log.js';
 import { secretsFromEnv } from '../../util/redact.js';
 import { copyPlainTree } from '../../util/untrusted-files.js';

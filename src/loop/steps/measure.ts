@@ -11,7 +11,6 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { recordIsolation } from '../../evidence/isolation.js';
-import type { MeasuredRun, MeasurementEvidence } from '../../evidence/iteration.js';
 import { type PeakInfo, peakInfo, runLevels, summarizeLevels } from '../../evidence/levels.js';
 import {
   comparabilityProblems,
@@ -19,15 +18,16 @@ import {
   metricValue,
   readMetricsFile,
 } from '../../evidence/metrics.js';
-import { median } from '../../evidence/stats/describe.js';
+import type { MeasuredRun, MeasurementEvidence } from '../../evidence/record.js';
+import { median } from '../../stats/describe.js';
 import {
   type CompareOptions,
   calibrateNoise,
   decideNext,
   SEQUENTIAL_STEP,
   type SequentialPolicy,
-} from '../../evidence/stats/index.js';
-import { createRng } from '../../evidence/stats/random.js';
+} from '../../stats/index.js';
+import { createRng } from '../../stats/random.js';
 import { errorMessage } from '../../util/errors.js';
 import { Bundle, BundleFiles, iterationDirName } from '../bundle.js';
 import type { LoopContext } from '../context.js';

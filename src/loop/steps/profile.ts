@@ -11,12 +11,12 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ProfileAgreement, profileAgreement } from '../../evidence/analysis/agreement.js';
-import { diffSummaries } from '../../evidence/analysis/diff.js';
-import { summarizeTracePath } from '../../evidence/analysis/from-path.js';
-import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../evidence/analysis/types.js';
-import type { IterationEvidence } from '../../evidence/iteration.js';
 import { kernelShare } from '../../evidence/levels.js';
+import type { IterationEvidence } from '../../evidence/record.js';
+import { type ProfileAgreement, profileAgreement } from '../../trace/agreement.js';
+import { diffSummaries } from '../../trace/diff.js';
+import { summarizeTracePath } from '../../trace/from-path.js';
+import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../trace/types.js';
 import { errorMessage } from '../../util/errors.js';
 import { readJson, writeJsonAtomic } from '../../util/files.js';
 import { BundleFiles } from '../bundle.js';

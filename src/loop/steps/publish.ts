@@ -10,7 +10,7 @@
  * would have done.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import type { IterationEvidence, PublishEvidence } from '../../evidence/iteration.js';
+import type { IterationEvidence, PublishEvidence } from '../../evidence/record.js';
 import type { CommentStamp } from '../../forge/forge.js';
 import { renderComment } from '../../report/comment.js';
 import { renderPullRequest } from '../../report/pr.js';

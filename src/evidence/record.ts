@@ -1,0 +1,216 @@
+/**
+ * The evidence record of one iteration (`evidence.json` in its bundle). Written step by step by the
+ * loop, read by reports, history and resume. Every number in it was computed by the harness from raw
+ * artifacts (JUnit XML, metrics JSON, traces); the agent's words appear only in `agent.result`, as prose.
+ */
+
+import type { Comparison } from '../stats/index.js';
+import type { ProfileAgreement } from '../trace/agreement.js';
+import type { TraceDiff, TraceSummary } from '../trace/types.js';
+import type { JUnitTotals } from './junit.js';
+import type { KernelShare, LevelsEvidence, RunLevels } from './levels.js';
+import type { Verdict } from './verdicts.js';
+
+export const EVIDENCE_SCHEMA = 'hillclimb.evidence/v1';
+
+/** The steps of an iteration, in order. Cheap gates first; record and publish always run. */
+export const STEPS = [
+  'prepare',
+  'propose',
+  'guard',
+  'cpu-gate',
+  'accelerator-gate',
+  'measure',
+  'profile',
+  'decide',
+  'record',
+  'publish',
+] as const;
+
+export type StepName = (typeof STEPS)[number];
+
+/**
+ * How untrusted code (the agent's, the candidate's) was kept from the harness where it ran: `sandbox`
+ * (this machine, in the namespace sandbox), `remote` (another machine: a TPU VM, a Ray worker), `none`
+ * (this machine, unsandboxed: nothing it could reach can be trusted).
+ */
+export type Isolation = 'sandbox' | 'remote' | 'none';
+
+/** Steps that run untrusted code. */
+export type UntrustedStep = 'propose' | 'cpu-gate' | 'accelerator-gate' | 'measure' | 'profile';
+
+export interface IsolationRecord {
+  /** The weakest isolation of the step's processes. */
+  mode: Isolation;
+  /** Which job (process) ran them: CI run/attempt/job, or host/pid locally. */
+  job: string;
+}
+
+export interface StepRecord {
+  status: 'done' | 'skipped' | 'failed';
+  startedAt: string;
+  finishedAt: string;
+  /** Why it was skipped or what failed, in one line. */
+  note?: string;
+}
+
+export interface AgentEvidence {
+  kind: string;
+  status: 'finished' | 'failed' | 'timeout' | 'not-run';
+  exitCode: number | null;
+  durationMs: number;
+  attempts: number;
+  infraError?: string;
+  /** The agent's own words (prose only; never parsed for numbers). */
+  result?: { hypothesis: string; summary: string; next_idea: string };
+  resultProblem?: string;
+  logFile: string;
+  promptFile: string;
+}
+
+export interface GuardEvidence {
+  allowed: boolean;
+  changedPaths: string[];
+  protectedTouched: string[];
+  outsideEditable: string[];
+  /** Static-scan findings over the added lines; `block` findings make the iteration invalid. */
+  findings: Array<{
+    file: string;
+    line: number | null;
+    rule: string;
+    reason: string;
+    severity: 'block' | 'warn';
+    excerpt: string;
+  }>;
+}
+
+export interface GateEvidence {
+  status: 'passed' | 'failed' | 'error' | 'skipped';
+  /** One line: why it failed or was skipped. */
+  reason?: string;
+  exitCode: number | null;
+  durationMs: number;
+  junit?: JUnitTotals & { failing: string[] };
+  junitFile?: string;
+  logFile?: string;
+}
+
+export interface MeasuredRun {
+  arm: 'A' | 'B';
+  /** 1-based index within the arm. */
+  index: number;
+  /** The metric value this run reported (its per-run statistic, e.g. median ms); null when it failed. */
+  value: number | null;
+  /** MFU (fraction) reported by the same run; null when unknown (CPU). */
+  mfu: number | null;
+  exitCode: number | null;
+  durationMs: number;
+  metricsFile: string;
+  logFile: string;
+  /** Why the run produced no value. */
+  problem?: string;
+  /** The run's kernel and model-step numbers (levels.ts); absent when it failed. */
+  levels?: RunLevels;
+}
+
+export interface MeasurementEvidence {
+  metric: { path: string; direction: 'higher' | 'lower'; label: string; unit: string };
+  /** Runs in the order they ran (interleaved, random first arm). */
+  runs: MeasuredRun[];
+  /** Champion runs that failed (infrastructure) and were re-run; kept as evidence, not used. */
+  discarded?: MeasuredRun[];
+  firstArm: 'A' | 'B';
+  comparison?: Comparison;
+  /** Median MFU per arm, when the device has a peak entry. */
+  mfu: { a: number | null; b: number | null };
+  /** Where the noise floor came from: this run's A/A pool of champion runs. */
+  noise: { cv: number | null; champion_runs: number };
+  /** Sequential-stopping looks: how many runs per arm at each look and the decision. */
+  looks: Array<{ n: number; action: 'stop' | 'more'; reason: string }>;
+  /** Device and library versions from the candidate's metrics files. */
+  device?: { backend: string; kind: string; count: number; interpret: boolean };
+  versions?: Record<string, string>;
+  preset?: string;
+  impl?: string;
+  /** Kernel and model-step numbers of both arms with intervals, the peak and the kernels' share. */
+  levels?: LevelsEvidence;
+}
+
+export interface ProfileEvidence {
+  status: 'done' | 'failed' | 'skipped';
+  reason?: string;
+  candidateTrace?: string;
+  championTrace?: string;
+  /** The champion's trace came from the cache (same commit, config and device). */
+  championCached?: boolean;
+  summary?: TraceSummary;
+  championSummary?: TraceSummary;
+  diff?: TraceDiff;
+  /** Whether the traced step times agree with the measured medians (trace/agreement.ts). */
+  agreement?: ProfileAgreement;
+  /** The GDN kernels' share of the training step, from the traces when they can say (levels.ts). */
+  kernelShare?: KernelShare;
+}
+
+export interface PublishEvidence {
+  branch?: string;
+  prNumber?: number;
+  prUrl?: string;
+  prOperation?: string;
+  commentId?: number;
+  commentOperation?: string;
+  /** Store URLs of the bundle and its trace. */
+  bundleUrl?: string;
+  traceUrl?: string;
+  perfettoUrl?: string;
+  warnings: string[];
+}
+
+export interface IterationEvidence {
+  schema: typeof EVIDENCE_SCHEMA;
+  runId: string;
+  /** When the run started (orders sticky-comment writes). */
+  runStartedAt: string;
+  iteration: number;
+  totalIterations: number;
+  target: string;
+  startedAt: string;
+  finishedAt?: string;
+  /** Set once, by the first step that decides; `decide` sets it for measured candidates. */
+  verdict?: Verdict;
+  verdictReasons: string[];
+  /** The step that ended the evaluation early (guard, a gate, measure), if any. */
+  stoppedAt?: StepName;
+  /** The champion this iteration started from. */
+  base: { commit: string; iteration?: number; branch?: string };
+  candidate?: {
+    branch: string;
+    /** The agent's last commit (what was tested and measured). */
+    commit: string;
+    commits: string[];
+    subject: string;
+    changedPaths: string[];
+    patchFile: string;
+    /** The harness's log-entry commit on top of the candidate, when made. */
+    logCommit?: string;
+    /** A person's change: the commit (a PR's merge commit) the candidate was made from. */
+    from?: string;
+  };
+  agent?: AgentEvidence;
+  guard?: GuardEvidence;
+  gates: { cpu?: GateEvidence; accelerator?: GateEvidence };
+  measurement?: MeasurementEvidence;
+  profile?: ProfileEvidence;
+  publish?: PublishEvidence;
+  /** How each step that ran untrusted code isolated it (see isolation.ts for what that allows). */
+  isolation?: Partial<Record<UntrustedStep, IsolationRecord>>;
+  provenance: {
+    hillclimbVersion: string;
+    /** Hash of the protected paths at the base commit: a harness change re-baselines. */
+    harnessHash?: string;
+    configHash: string;
+    backend?: { backend: string; description: string; hasAccelerator: boolean; acceleratorType?: string };
+    host: string;
+  };
+  steps: Partial<Record<StepName, StepRecord>>;
+}

@@ -1,0 +1,189 @@
+/**
+ * Run-to-run noise, the accept bar and the minimum detectable effect (MDE).
+ *
+ * The verdict accepts when the lower bound `lo` of the interval of the improvement ratio (95%,
+ * percentile bootstrap of the ratio of medians) clears the accept bar:
+ *
+ *   accept bar = 1 + max(δ, noise margin)
+ *   noise margin = exp((μ + z_{1−f} · σ) · s) − 1                  (0 when negative)
+ *   MDE = accept bar · exp((−μ + z_{power} · σ) · s) − 1
+ *   s = √(π/2) · F · CV · √(1/n_A + 1/n_B)
+ *
+ * - s is the standard error of ln(ratio of medians) as normal theory gives it: CV is the per-run
+ *   coefficient of variation (the SD of ln(value) pooled over both arms after dropping each arm's
+ *   outliers, `robustNoiseCv`, or the A/A calibration's if larger), √(1/n_A + 1/n_B) turns per-run
+ *   noise into the noise of the comparison, √(π/2) is a median's standard error relative to a mean's,
+ *   and F = 1.1 (BOOTSTRAP_WIDTH_FACTOR) is how much wider the small-sample percentile bootstrap
+ *   interval is than normal theory.
+ * - μ and σ describe where the interval's lower bound falls: at no change, ln(lo) / s is close to
+ *   normal with mean μ = −1.85 and SD σ = 0.95 (LOWER_BOUND_MEAN, LOWER_BOUND_SD), measured by the
+ *   simulation for 5–15 runs per arm (`npm run bench:stats` prints the quantiles it is fitted to).
+ *   A true change shifts it by ln(true ratio) / s, so both error rates follow from the same two
+ *   numbers.
+ * - The noise margin is the false-accept control: at no change, lo clears 1 + margin with probability
+ *   f (the false-accept target, 1% for one comparison; the sequential rule divides it by its looks).
+ * - δ (practicalDelta, 1%) is a floor: a smaller gain is not worth a PR however quiet the machine.
+ *   Where it is above the noise margin, false accepts fall below f.
+ * - The MDE is what the bar means for detection: the true improvement accepted with probability
+ *   `power` (80%) at this n and CV.
+ *
+ * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the bar is 1.01
+ * up to CV ≈ 3.2%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
+ */
+import { MEASURE_DEFAULTS } from '../config/schema.js';
+import { logCv, sampleVariance, withoutOutliers } from './describe.js';
+import { normalQuantile } from './normal.js';
+
+/** Standard error of a median relative to a mean for Gaussian noise, √(π/2). */
+export const MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
+
+/** Width of the small-sample percentile bootstrap interval of a ratio of medians relative to normal theory. */
+export const BOOTSTRAP_WIDTH_FACTOR = 1.1;
+
+/** Mean of ln(lower bound of the 95% interval) / s at no change (simulation, 5–15 runs per arm). */
+export const LOWER_BOUND_MEAN = -1.85;
+/** SD of ln(lower bound of the 95% interval) / s at no change (simulation, 5–15 runs per arm). */
+export const LOWER_BOUND_SD = 0.95;
+
+/** The confidence level μ and σ were measured for: `measure.confidence`'s default. */
+export const DEFAULT_CONFIDENCE = MEASURE_DEFAULTS.confidence;
+export const DEFAULT_POWER = 0.8;
+/** The false-accept target at no change, for one comparison. */
+export const DEFAULT_FALSE_ACCEPT_RATE = 0.01;
+/** The smallest improvement worth accepting, whatever the noise: `measure.practical_delta`'s default. */
+export const DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
+
+export interface MdeOptions {
+  /** Probability of accepting a true change of one MDE. Default 0.8. */
+  power?: number;
+  /** Largest share of no-change candidates the bar may let through. Default 0.01. */
+  falseAcceptRate?: number;
+  /** The floor of the accept bar (0.02 = 2%). Default DEFAULT_PRACTICAL_DELTA. */
+  practicalDelta?: number;
+}
+
+function checked(opts: MdeOptions): Required<MdeOptions> {
+  const power = opts.power ?? DEFAULT_POWER;
+  const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
+  const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
+  if (!(power > 0 && power < 1)) throw new RangeError(`power must be in (0, 1), got ${power}`);
+  if (!(falseAcceptRate > 0 && falseAcceptRate < 0.5))
+    throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
+  if (!(practicalDelta >= 0 && practicalDelta < 1))
+    throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
+  return { power, falseAcceptRate, practicalDelta };
+}
+
+/** s: the standard error of ln(ratio of medians) for per-run noise `cv` and `nA`, `nB` runs. */
+export function logRatioScale(cv: number, nA: number, nB: number): number {
+  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number ≥ 0, got ${cv}`);
+  if (!(Number.isInteger(nA) && Number.isInteger(nB) && nA >= 1 && nB >= 1 && nA + nB >= 3)) {
+    throw new RangeError(`run counts must be integers ≥ 1 with at least 3 runs in all, got ${nA} and ${nB}`);
+  }
+  return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
+}
+
+/** The MDE's exponent over s above the bar: −μ + z_{power} · σ. */
+export function mdeMultiplier(opts: MdeOptions = {}): number {
+  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
+}
+
+/**
+ * The noise part of the accept bar (a fraction): how far above 1 the interval's lower bound must be so
+ * that no more than `falseAcceptRate` of no-change candidates are accepted.
+ */
+export function acceptMargin(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+  const { falseAcceptRate } = checked(opts);
+  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
+  return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
+}
+
+/** The accept bar: 1 + max(practical δ, noise margin). */
+export function acceptBarFor(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+  return 1 + Math.max(checked(opts).practicalDelta, acceptMargin(cv, nA, nB, opts));
+}
+
+/**
+ * Minimum detectable effect (a fraction: 0.04 = 4%): the true improvement the verdict accepts with
+ * probability `power` at per-run noise `cv` with `nA` and `nB` runs per arm. See the module comment.
+ */
+export function minimumDetectableEffect(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+  const bar = acceptBarFor(cv, nA, nB, opts);
+  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
+}
+
+/** Expected distance, in log units, from the estimate down to the interval's lower bound: −μ · s. */
+export function expectedLogHalfWidth(cv: number, nA: number, nB: number): number {
+  return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
+}
+
+/**
+ * Pooled within-group CV on the log scale: √(Σ_g (n_g − 1)·s²_g / Σ_g (n_g − 1)) with s_g the SD of
+ * ln(value) in group g. Pooling within groups keeps a shift between groups (two builds, two jobs)
+ * out of the run-to-run noise. Groups with fewer than two values contribute nothing; NaN when no
+ * group has two values.
+ */
+export function pooledLogCv(groups: readonly (readonly number[])[]): number {
+  let weighted = 0;
+  let dof = 0;
+  for (const group of groups) {
+    if (group.length < 2) continue;
+    weighted += (group.length - 1) * sampleVariance(group.map(Math.log));
+    dof += group.length - 1;
+  }
+  return dof === 0 ? Number.NaN : Math.sqrt(weighted / dof);
+}
+
+/**
+ * The run-to-run noise that sets the noise floor: `pooledLogCv` after dropping each group's outliers
+ * (Tukey's fences on ln(value), `withoutOutliers`). The verdict compares medians, which a disturbed
+ * run barely moves; an SD that such a run inflates tenfold would raise the bar tenfold and hide real
+ * improvements. NaN when no group keeps two values.
+ */
+export function robustNoiseCv(groups: readonly (readonly number[])[]): number {
+  return pooledLogCv(groups.map(withoutOutliers));
+}
+
+/** Run-to-run noise measured by an A/A study: identical code run several times in fresh processes. */
+export interface NoiseCalibration {
+  /** Pooled per-run CV (SD of ln(value)) after dropping each group's outliers (`robustNoiseCv`). */
+  cv: number;
+  /** Runs used, over all groups, after dropping outliers. */
+  runs: number;
+  /** Degrees of freedom of the CV estimate: runs minus groups. */
+  degreesOfFreedom: number;
+  /** Whether the study had at least MIN_CALIBRATION_DOF degrees of freedom (5 runs of one group). */
+  sufficient: boolean;
+}
+
+/** Below this many degrees of freedom a CV estimate is rougher than ±35% (relative SE ≈ 1/√(2·dof)). */
+export const MIN_CALIBRATION_DOF = 4;
+
+/**
+ * Estimate run-to-run noise from A/A runs. `groups` holds per-run values of identical code: one group
+ * (the champion's runs) or several (e.g. both arms of an A/A comparison, or one group per job).
+ * @throws RangeError when a value is not finite and positive, or no group has two values.
+ */
+export function calibrateNoise(groups: readonly (readonly number[])[]): NoiseCalibration {
+  for (const [g, group] of groups.entries()) {
+    for (const [i, v] of group.entries()) {
+      if (!(Number.isFinite(v) && v > 0)) {
+        throw new RangeError(
+          `A/A group ${g} run ${i} is ${v}; noise calibration needs finite positive values`,
+        );
+      }
+    }
+  }
+  const kept = groups.map(withoutOutliers);
+  const cv = pooledLogCv(kept);
+  if (Number.isNaN(cv)) throw new RangeError('A/A calibration needs a group with at least two runs');
+  const usable = kept.filter((g) => g.length >= 2);
+  const runs = usable.reduce((s, g) => s + g.length, 0);
+  const degreesOfFreedom = runs - usable.length;
+  return { cv, runs, degreesOfFreedom, sufficient: degreesOfFreedom >= MIN_CALIBRATION_DOF };
+}
+
+/** Per-arm CV of one comparison arm; null for fewer than two runs. */
+export function armCv(values: readonly number[]): number | null {
+  return values.length < 2 ? null : logCv(values);
+}

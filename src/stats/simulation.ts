@@ -1,0 +1,215 @@
+/**
+ * Monte Carlo checks of acceptance rules on synthetic runs with a known true effect. The tests use
+ * it to prove the verdict rule (false accepts at zero effect, power at 2×MDE) and to show the seed
+ * loop's one-run rule failing; `npm run bench:stats` runs it with many trials. Seeded throughout.
+ */
+import { bootstrapRatioOfMedians, type CiMethod } from './bootstrap.js';
+import { type ComparePolicy, compareArms, type Direction, type StatsVerdict } from './compare-arms.js';
+import { minimumDetectableEffect } from './noise.js';
+import { createRng, type Rng } from './random.js';
+import { DEFAULT_SEQUENTIAL_POLICY, decideNext, type SequentialPolicy } from './sequential.js';
+
+/**
+ * Shape of the run-to-run noise.
+ * - lognormal: value = typical · exp(σZ) with σ = √ln(1 + CV²), so sd/mean = CV exactly.
+ * - contaminated: lognormal, plus with probability 10% a disturbed run (a noisy neighbour, a
+ *   throttled clock) that is worse by a factor 1 + U(5%, 50%). Both arms are disturbed alike.
+ */
+export type NoiseShape = 'lognormal' | 'contaminated';
+
+export const NOISE_SHAPES: readonly NoiseShape[] = ['lognormal', 'contaminated'];
+
+const CONTAMINATION_PROBABILITY = 0.1;
+const CONTAMINATION_MIN = 0.05;
+const CONTAMINATION_MAX = 0.5;
+
+export interface Scenario {
+  /** Per-run coefficient of variation of the undisturbed noise (0.01 = 1%). */
+  cv: number;
+  /** True improvement ratio of the candidate (> 1 better; 1 = no change), in the verdict's orientation. */
+  trueRatio: number;
+  direction: Direction;
+  shape: NoiseShape;
+}
+
+/** Produces per-run values for an arm, as the engine's interleaved runs would. */
+export interface RunSampler {
+  draw(arm: 'a' | 'b', count: number): number[];
+}
+
+/** Synthetic runs for `scenario`: champion values around 100 ms (lower) or 0.5 MFU (higher). */
+export function scenarioSampler(scenario: Scenario, rng: Rng): RunSampler {
+  const sigma = Math.sqrt(Math.log1p(scenario.cv ** 2));
+  const better = scenario.direction === 'higher' ? 1 : -1;
+  const typical = scenario.direction === 'higher' ? 0.5 : 100;
+  const one = (arm: 'a' | 'b'): number => {
+    let logValue = Math.log(typical) + sigma * rng.normal();
+    if (arm === 'b') logValue += better * Math.log(scenario.trueRatio);
+    if (scenario.shape === 'contaminated' && rng.uniform() < CONTAMINATION_PROBABILITY) {
+      const slowdown = CONTAMINATION_MIN + (CONTAMINATION_MAX - CONTAMINATION_MIN) * rng.uniform();
+      logValue -= better * Math.log1p(slowdown);
+    }
+    return Math.exp(logValue);
+  };
+  return { draw: (arm, count) => Array.from({ length: count }, () => one(arm)) };
+}
+
+export interface RuleOutcome {
+  verdict: StatsVerdict;
+  /** Runs each arm used (the larger arm when they differ). */
+  runsPerArm: number;
+}
+
+/** An acceptance rule under test. */
+export interface Rule {
+  name: string;
+  decide(sampler: RunSampler, direction: Direction, seed: number): RuleOutcome;
+}
+
+/** hillclimb's verdict on a fixed number of runs per arm. */
+export function fixedRunsRule(n: number, policy: ComparePolicy = {}): Rule {
+  return {
+    name: `hillclimb, n = ${n}`,
+    decide(sampler, direction, seed) {
+      const c = compareArms(sampler.draw('a', n), sampler.draw('b', n), { ...policy, direction, seed });
+      return { verdict: c.verdict, runsPerArm: n };
+    },
+  };
+}
+
+/** hillclimb's verdict with sequential stopping (sequential.ts). */
+export function sequentialRule(
+  seq: SequentialPolicy = DEFAULT_SEQUENTIAL_POLICY,
+  policy: ComparePolicy = {},
+): Rule {
+  return {
+    name: `hillclimb, n = ${seq.nStart}→${seq.nMax} sequential`,
+    decide(sampler, direction, seed) {
+      const a: number[] = [];
+      const b: number[] = [];
+      for (;;) {
+        const d = decideNext(a, b, { ...policy, direction, seed }, seq);
+        if (d.action === 'stop') {
+          return { verdict: d.comparison?.verdict ?? 'invalid', runsPerArm: Math.max(a.length, b.length) };
+        }
+        a.push(...sampler.draw('a', d.addRuns.a));
+        b.push(...sampler.draw('b', d.addRuns.b));
+      }
+    },
+  };
+}
+
+/**
+ * The seed loop's rule (gdnctl.py, reference/seed-loop.md §3.5): one run of each, Δ% = (B − A)/|A|·100
+ * in the better direction; promote at Δ ≥ +0.25%, regression at Δ ≤ −1.0%, else within threshold.
+ */
+export function gdnctlRule(promotePct = 0.25, regressionPct = 1.0): Rule {
+  return {
+    name: `gdnctl, n = 1, Δ ≥ +${promotePct}%`,
+    decide(sampler, direction) {
+      const [a] = sampler.draw('a', 1) as [number];
+      const [b] = sampler.draw('b', 1) as [number];
+      const deltaPct = ((direction === 'higher' ? b - a : a - b) / Math.abs(a)) * 100;
+      const verdict: StatsVerdict =
+        deltaPct >= promotePct ? 'improved' : deltaPct <= -regressionPct ? 'regressed' : 'no-change';
+      return { verdict, runsPerArm: 1 };
+    },
+  };
+}
+
+export interface SimulationResult {
+  rule: string;
+  scenario: Scenario;
+  trials: number;
+  /** Share of trials with verdict `improved` (false accepts when trueRatio = 1, power otherwise). */
+  acceptRate: number;
+  /** Share of trials with verdict `regressed`. */
+  regressRate: number;
+  /** Share of trials with `invalid` or `needs-human` (expected 0 on these data). */
+  otherRate: number;
+  meanRunsPerArm: number;
+}
+
+/** Run `rule` on `trials` independent synthetic comparisons of `scenario`. Deterministic for a seed. */
+export function simulate(
+  rule: Rule,
+  scenario: Scenario,
+  opts: { trials: number; seed: number },
+): SimulationResult {
+  const rng = createRng(opts.seed);
+  const sampler = scenarioSampler(scenario, rng);
+  let accepted = 0;
+  let regressed = 0;
+  let other = 0;
+  let runs = 0;
+  for (let t = 0; t < opts.trials; t++) {
+    const bootstrapSeed = Math.floor(rng.uniform() * 2 ** 31);
+    const outcome = rule.decide(sampler, scenario.direction, bootstrapSeed);
+    if (outcome.verdict === 'improved') accepted += 1;
+    else if (outcome.verdict === 'regressed') regressed += 1;
+    else if (outcome.verdict !== 'no-change') other += 1;
+    runs += outcome.runsPerArm;
+  }
+  return {
+    rule: rule.name,
+    scenario,
+    trials: opts.trials,
+    acceptRate: accepted / opts.trials,
+    regressRate: regressed / opts.trials,
+    otherRate: other / opts.trials,
+    meanRunsPerArm: runs / opts.trials,
+  };
+}
+
+/** The MDE the verdict would report at `n` runs per arm if it knew the true CV. */
+export function trueMde(cv: number, n: number, policy: ComparePolicy = {}): number {
+  return minimumDetectableEffect(cv, n, n, {
+    power: policy.power,
+    falseAcceptRate: policy.falseAcceptRate,
+    practicalDelta: policy.practicalDelta,
+  });
+}
+
+export interface CoverageResult {
+  method: CiMethod;
+  n: number;
+  trials: number;
+  /** Share of intervals entirely above the true ratio. */
+  missLow: number;
+  /** Share of intervals entirely below the true ratio. */
+  missHigh: number;
+  coverage: number;
+}
+
+/** How often the bootstrap interval of the ratio of medians misses the true ratio, per side. */
+export function intervalCoverage(
+  scenario: Scenario,
+  n: number,
+  method: CiMethod,
+  opts: { trials: number; seed: number; confidence?: number },
+): CoverageResult {
+  const rng = createRng(opts.seed);
+  const sampler = scenarioSampler(scenario, rng);
+  let missLow = 0;
+  let missHigh = 0;
+  for (let t = 0; t < opts.trials; t++) {
+    const a = sampler.draw('a', n);
+    const b = sampler.draw('b', n);
+    const [numerator, denominator] = scenario.direction === 'higher' ? [b, a] : [a, b];
+    const boot = bootstrapRatioOfMedians(numerator, denominator, {
+      seed: Math.floor(rng.uniform() * 2 ** 31),
+      confidence: opts.confidence,
+    });
+    const ci = method === 'bca' ? boot.bca : boot.percentile;
+    if (ci.lo > scenario.trueRatio) missLow += 1;
+    else if (ci.hi < scenario.trueRatio) missHigh += 1;
+  }
+  return {
+    method,
+    n,
+    trials: opts.trials,
+    missLow: missLow / opts.trials,
+    missHigh: missHigh / opts.trials,
+    coverage: 1 - (missLow + missHigh) / opts.trials,
+  };
+}

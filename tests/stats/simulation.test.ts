@@ -1,0 +1,117 @@
+// The verdict rule proved on synthetic runs with known effects (docs/statistics.md "Simulation").
+// Seeded, so every run gives the same numbers. `npm run bench:stats` runs the same simulation with
+// many more trials and prints the table.
+//
+// Tolerance: with T trials a rule whose true rate sits exactly on a claimed bound (1% false accepts,
+// 80% power at one MDE) lands within 3 binomial standard errors of it with probability 99.9%, so the
+// assertions allow 3·√(p(1−p)/T). The broken rules below are 10+ standard errors outside, so the same
+// assertions catch them.
+import { describe, expect, it } from 'vitest';
+import { compareArms } from '../../src/stats/compare-arms.js';
+import { median } from '../../src/stats/describe.js';
+import {
+  fixedRunsRule,
+  gdnctlRule,
+  type Rule,
+  type Scenario,
+  sequentialRule,
+  simulate,
+  trueMde,
+} from '../../src/stats/simulation.js';
+
+const CVS = [0.01, 0.02, 0.05];
+const N = 5;
+const TRIALS = 250;
+const MAX_FALSE_ACCEPT = 0.01;
+const MIN_POWER = 0.8;
+
+const tolerance = (p: number, trials: number): number => 3 * Math.sqrt((p * (1 - p)) / trials);
+
+interface Check {
+  falseAccepts?: boolean;
+  power?: boolean;
+  trials?: number;
+}
+
+/** Violations of the two claims by `rule` at CV 1%, 2%, 5%; an empty list means the rule passes. */
+function violations(rule: Rule, check: Check = { falseAccepts: true, power: true }): string[] {
+  const trials = check.trials ?? TRIALS;
+  const found: string[] = [];
+  for (const [i, cv] of CVS.entries()) {
+    const mde = trueMde(cv, N);
+    const scenario = (trueRatio: number): Scenario => ({
+      cv,
+      trueRatio,
+      direction: 'lower',
+      shape: 'lognormal',
+    });
+    if (check.falseAccepts) {
+      const r = simulate(rule, scenario(1), { trials, seed: 100 + i });
+      if (r.acceptRate > MAX_FALSE_ACCEPT + tolerance(MAX_FALSE_ACCEPT, trials)) {
+        found.push(`CV ${cv}: false accepts ${r.acceptRate}`);
+      }
+    }
+    if (check.power) {
+      const r = simulate(rule, scenario(1 + mde), { trials, seed: 200 + i });
+      if (r.acceptRate < MIN_POWER - tolerance(MIN_POWER, trials))
+        found.push(`CV ${cv}: power ${r.acceptRate}`);
+    }
+  }
+  return found;
+}
+
+describe('the verdict rule on synthetic runs', () => {
+  it('false-accepts ≤ 1% at zero effect and has ≥ 80% power at one MDE (n = 5, CV 1–5%)', () => {
+    expect(violations(fixedRunsRule(N))).toEqual([]);
+  });
+
+  it('keeps both claims with sequential stopping (5→15 runs)', () => {
+    expect(violations(sequentialRule(), { falseAccepts: true, power: true, trials: 120 })).toEqual([]);
+  });
+
+  it("shows gdnctl's one-run +0.25% rule false-accepting 40–50% of no-change candidates", () => {
+    const rule = gdnctlRule();
+    for (const cv of CVS) {
+      const r = simulate(
+        rule,
+        { cv, trueRatio: 1, direction: 'higher', shape: 'lognormal' },
+        { trials: 20_000, seed: 7 },
+      );
+      // Δ ~ N(0, √2·CV): P(Δ ≥ 0.25%) = 1 − Φ(0.25% / (√2·CV)) = 43% at CV 1%, 48% at CV 5%.
+      expect(r.acceptRate).toBeGreaterThan(0.4);
+      expect(r.acceptRate).toBeLessThan(0.5);
+    }
+    expect(violations(rule, { falseAccepts: true })).toHaveLength(CVS.length);
+  });
+
+  it('catches broken rules with the same assertions', () => {
+    // Accepting whenever the point estimate beats 1 + δ, with no interval: noise passes for signal.
+    const pointEstimate: Rule = {
+      name: 'point estimate > 1%',
+      decide(sampler) {
+        const ratio = median(sampler.draw('a', N)) / median(sampler.draw('b', N));
+        return { verdict: ratio > 1.01 ? 'improved' : 'no-change', runsPerArm: N };
+      },
+    };
+    expect(violations(pointEstimate, { falseAccepts: true })).not.toEqual([]);
+
+    // The bar at the MDE itself (the rule before issue 12): safe, but it misses most gains of one MDE.
+    const tooStrict: Rule = {
+      name: 'bar = MDE',
+      decide(sampler, direction, seed) {
+        const a = sampler.draw('a', N);
+        const b = sampler.draw('b', N);
+        const mde = compareArms(a, b, { direction, seed }).mde!;
+        return { verdict: compareArms(a, b, { direction, seed, mde }).verdict, runsPerArm: N };
+      },
+    };
+    expect(violations(tooStrict, { power: true, trials: 100 })).toHaveLength(CVS.length);
+
+    // Reading a time as higher-is-better turns every speedup into a regression.
+    const wrongDirection: Rule = {
+      name: 'direction flipped',
+      decide: (sampler, _direction, seed) => fixedRunsRule(N).decide(sampler, 'higher', seed),
+    };
+    expect(violations(wrongDirection, { power: true, trials: 50 })).toHaveLength(CVS.length);
+  });
+});
