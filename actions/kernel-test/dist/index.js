@@ -38064,9 +38064,9 @@ __export(sha256_node_ZPWO3OWR_exports, {
   sha256Node: () => sha256Node
 });
 import { Readable } from "stream";
-import { createHash as createHash6 } from "crypto";
+import { createHash as createHash4 } from "crypto";
 async function* sha256Node(buffer, opts) {
-  const sha256Stream = createHash6("sha256");
+  const sha256Stream = createHash4("sha256");
   const size = buffer instanceof Blob ? buffer.size : buffer.byteLength;
   let done = 0;
   const readable = buffer instanceof Blob ? Readable.fromWeb(buffer.stream()) : Readable.from(Buffer.from(buffer));
@@ -38858,7 +38858,7 @@ function configOverrides() {
 // src/actions/phase.ts
 import { resolve } from "node:path";
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
@@ -38959,7 +38959,7 @@ function readJsonLines(path) {
   return { rows, tornTail };
 }
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 var EVIDENCE_FILE = "evidence.json";
 var BundleFiles = {
   evidence: EVIDENCE_FILE,
@@ -39016,13 +39016,13 @@ function stepFinished(evidence, step) {
   return s !== void 0 && (s.status === "done" || s.status === "skipped");
 }
 
-// src/loop/history.ts
+// src/loop/state/history.ts
 import { join as join2 } from "node:path";
 
 // src/evidence/history.ts
 var HISTORY_SCHEMA = "hillclimb.history/v1";
 
-// src/loop/history.ts
+// src/loop/state/history.ts
 var HISTORY_FILE = "history.jsonl";
 function historyFile(stateDir) {
   return join2(stateDir, HISTORY_FILE);
@@ -41879,349 +41879,64 @@ function setAttestationOutput(result) {
   setOutputs({ attestation: result.attestation?.verified ? JSON.stringify(result.attestation) : "" });
 }
 
-// src/loop/external.ts
-import { join as join39 } from "node:path";
+// src/loop/drivers/phases.ts
+import { existsSync as existsSync29 } from "node:fs";
+import { join as join38 } from "node:path";
 
-// src/config/load.ts
-var import_ajv = __toESM(require_ajv(), 1);
-var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync4, readFileSync as readFileSync2 } from "node:fs";
-import { dirname as dirname2, resolve as resolve2 } from "node:path";
+// src/agent/factory.ts
+import { isAbsolute as isAbsolute5, resolve as resolve5 } from "node:path";
 
-// src/config/rules.ts
-var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
-function crossFieldProblems(config) {
-  return [
-    ...loopTargetExists(config),
-    ...backendSections(config),
-    ...measureBounds(config),
-    ...commandPlaceholders(config),
-    ...benchWritesMetrics(config),
-    ...agentSection(config),
-    ...forgeAndStoreSections(config),
-    ...staticCheckPatterns(config)
-  ];
-}
-function loopTargetExists(c) {
-  if (c.loop.target === void 0 || c.targets[c.loop.target]) return [];
-  return [
-    {
-      keyPath: "loop.target",
-      message: `names target "${c.loop.target}", but targets has only ${Object.keys(c.targets).sort().join(", ")}`
-    }
-  ];
-}
-function backendSections(c) {
-  if (c.compute.backend === "ray" && !c.compute.ray) {
-    return [
-      {
-        keyPath: "compute.ray",
-        message: "compute.backend is ray, so compute.ray (with address) is required"
-      }
-    ];
+// src/exec/find-on-path.ts
+import { accessSync, constants as constants3, statSync } from "node:fs";
+import { delimiter, isAbsolute, join as join4 } from "node:path";
+function findOnPath(name, path = process.env.PATH ?? "") {
+  if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join4(dir, name);
+    if (isExecutable(candidate)) return candidate;
   }
-  if (c.compute.backend === "tpu-vm" && !c.compute.tpu_vm) {
-    return [
-      { keyPath: "compute.tpu_vm", message: "compute.backend is tpu-vm, so compute.tpu_vm is required" }
-    ];
+  return void 0;
+}
+function isExecutable(file) {
+  try {
+    accessSync(file, constants3.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
   }
-  return [];
 }
-function measureBounds(c) {
-  if (c.measure.max_runs_per_arm >= c.measure.runs_per_arm) return [];
-  return [
-    {
-      keyPath: "measure.max_runs_per_arm",
-      message: `(${c.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c.measure.runs_per_arm})`
-    }
-  ];
-}
-function commandPlaceholders(c) {
-  const problems = [];
-  const check = (keyPath, args) => {
-    for (const arg of args ?? []) {
-      for (const m of arg.matchAll(/\{([a-z_]+)\}/g)) {
-        if (!PLACEHOLDERS.includes(m[1])) {
-          problems.push({
-            keyPath,
-            message: `unknown placeholder {${m[1]}}; known: ${PLACEHOLDERS.join(", ")}`
-          });
-        }
-      }
-    }
-  };
-  for (const [name, t] of Object.entries(c.targets)) {
-    check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
-    check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
-    check(`targets.${name}.bench.command`, t.bench.command);
-    check(`targets.${name}.profile.command`, t.profile?.command);
-  }
-  return problems;
-}
-function benchWritesMetrics(c) {
-  const problems = [];
-  for (const [name, t] of Object.entries(c.targets)) {
-    if (!t.bench.command.some((a) => a.includes("{metrics}"))) {
-      problems.push({
-        keyPath: `targets.${name}.bench.command`,
-        message: "must contain {metrics}: the engine reads numbers only from the metrics file it names"
-      });
-    }
-    if (t.profile && !t.profile.command.some((a) => a.includes("{trace}"))) {
-      problems.push({ keyPath: `targets.${name}.profile.command`, message: "must contain {trace}" });
-    }
-  }
-  return problems;
-}
-function agentSection(c) {
-  if (c.agent.kind === "command" && !c.agent.command) {
-    return [
-      { keyPath: "agent.command", message: "agent.kind is command, so agent.command.command is required" }
-    ];
-  }
-  return [];
-}
-function forgeAndStoreSections(c) {
-  const problems = [];
-  if (c.forge.kind === "github" && !c.forge.github) {
-    problems.push({
-      keyPath: "forge.github",
-      message: "forge.kind is github, so forge.github.repository is required"
+
+// src/agent/agents/claude.ts
+import { dirname as dirname6 } from "node:path";
+
+// src/agent/agent.ts
+var AgentSetupError = class extends HillclimbError {
+  constructor(agent, problem, opts) {
+    super(`agent ${agent}: ${problem}`, {
+      hint: `${opts.hint} (the agent log is ${opts.logFile})`,
+      exitCode: ExitCode2.badInput
     });
+    this.agent = agent;
   }
-  if (c.store.kind === "hf" && !c.store.hf) {
-    problems.push({ keyPath: "store.hf", message: "store.kind is hf, so store.hf.repo is required" });
-  }
-  return problems;
-}
-function staticCheckPatterns(c) {
-  const problems = [];
-  for (const [name, t] of Object.entries(c.targets)) {
-    t.static_checks.forEach((s, i) => {
-      try {
-        new RegExp(s.pattern);
-      } catch (e) {
-        problems.push({
-          keyPath: `targets.${name}.static_checks.${i}.pattern`,
-          message: e.message
-        });
-      }
-    });
-  }
-  return problems;
-}
+  agent;
+  name = "AgentSetupError";
+};
 
-// src/config/load.ts
-var MAX_LISTED_PROBLEMS = 8;
-var validator;
-function schemaValidator() {
-  if (validator) return validator;
-  const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
-  validator = ajv.compile(CONFIG_SCHEMA);
-  return validator;
-}
-function loadConfig(file, overrides = {}) {
-  const path = resolve2(file);
-  if (!existsSync4(path)) {
-    throw new ConfigError(path, "", "file not found", {
-      hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
-    });
-  }
-  return parseConfig(readFileSync2(path, "utf8"), path, overrides);
-}
-function parseConfig(text3, file, overrides = {}) {
-  const lines = new import_yaml.LineCounter();
-  const doc = (0, import_yaml.parseDocument)(text3, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0];
-    const line = e.linePos?.[0]?.line;
-    throw new ConfigError(file, "", `invalid YAML: ${e.message.split("\n")[0]}`, { line });
-  }
-  const raw = doc.toJS() ?? {};
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new ConfigError(file, "", "the top level must be a mapping (key: value)");
-  }
-  const data = structuredClone(raw);
-  for (const [keyPath, value2] of Object.entries(overrides)) setPath(data, keyPath, value2);
-  const validate2 = schemaValidator();
-  if (!validate2(data)) {
-    const problems2 = (validate2.errors ?? []).map(describeAjvError);
-    throwProblems(file, dedupe(problems2), (p) => lineOf(doc.contents, p, lines));
-  }
-  const config = toTyped(data, file);
-  const problems = crossFieldProblems(config);
-  if (problems.length > 0) throwProblems(file, problems, (p) => lineOf(doc.contents, p, lines));
-  return config;
-}
-function toTyped(data, file) {
-  const typed = data;
-  const targets = {};
-  for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
-  return { ...typed, targets, file, root: dirname2(file) };
-}
-function selectTarget(config, name) {
-  const wanted = name ?? config.loop.target;
-  const names = Object.keys(config.targets).sort();
-  if (wanted === void 0) {
-    if (names.length === 1) return config.targets[names[0]];
-    throw new ConfigError(config.file, "loop.target", `several targets (${names.join(", ")}); name one`, {
-      hint: "set loop.target in hillclimb.yml or pass --target"
-    });
-  }
-  const target = config.targets[wanted];
-  if (!target) {
-    throw new ConfigError(config.file, "targets", `no target "${wanted}"; known: ${names.join(", ")}`);
-  }
-  return target;
-}
-function throwProblems(file, problems, line) {
-  const first = problems[0];
-  const rest2 = problems.slice(1, MAX_LISTED_PROBLEMS).map((p) => {
-    const l = line(p);
-    return `
-  also ${l === void 0 ? "" : `line ${l}: `}${p.keyPath ? `${p.keyPath}: ` : ""}${p.message}`;
-  });
-  const more = problems.length > MAX_LISTED_PROBLEMS ? `
-  and ${problems.length - MAX_LISTED_PROBLEMS} more` : "";
-  throw new ConfigError(file, first.keyPath, `${first.message}${rest2.join("")}${more}`, {
-    line: line(first),
-    hint: `the schema with every key and default is ${SCHEMA_FILE}`
-  });
-}
-function dedupe(problems) {
-  const seen = /* @__PURE__ */ new Set();
-  return problems.filter((p) => {
-    const k = `${p.keyPath}\0${p.message}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-}
-function pointerToPath(pointer) {
-  if (pointer === "") return [];
-  return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
-}
-function describeAjvError(e) {
-  const path = pointerToPath(e.instancePath);
-  const keyPath = path.join(".");
-  const join40 = (k) => keyPath ? `${keyPath}.${k}` : k;
-  const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
-  switch (e.keyword) {
-    case "additionalProperties": {
-      const key = String(e.params.additionalProperty);
-      const known = Object.keys(e.parentSchema?.properties ?? {});
-      const near = nearest(key, known);
-      return {
-        keyPath: join40(key),
-        message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
-      };
-    }
-    case "required":
-      return {
-        keyPath: join40(String(e.params.missingProperty)),
-        message: "missing required key"
-      };
-    case "enum":
-      return {
-        keyPath,
-        message: `must be one of ${(e.params.allowedValues ?? []).map(String).join(", ")}${got}`
-      };
-    case "const":
-      return {
-        keyPath,
-        message: `must be ${JSON.stringify(e.params.allowedValue)}${got}`
-      };
-    case "type":
-      return { keyPath, message: `must be ${e.params.type}${got}` };
-    case "propertyNames":
-      return { keyPath, message: `has a badly formed name: ${e.message ?? ""}` };
-    default:
-      return { keyPath, message: `${e.message ?? "is invalid"}${got}` };
-  }
-}
-function nearest(word, candidates) {
-  let best;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = c;
-    }
-  }
-  return best !== void 0 && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : void 0;
-}
-function editDistance(a, b) {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length];
-}
-function lineOf(root, problem, lines) {
-  const keys = problem.keyPath === "" ? [] : problem.keyPath.split(".");
-  let node = root;
-  let offset = node?.range?.[0];
-  for (const key of keys) {
-    if (!(0, import_yaml.isMap)(node)) break;
-    const pair = node.items.find((p) => (0, import_yaml.isScalar)(p.key) && String(p.key.value) === key);
-    if (!pair) break;
-    offset = pair.key.range?.[0] ?? offset;
-    node = pair.value;
-  }
-  return offset === void 0 ? void 0 : lines.linePos(offset).line;
-}
-function setPath(data, keyPath, value2) {
-  const keys = keyPath.split(".");
-  let obj = data;
-  for (const k of keys.slice(0, -1)) {
-    const next = obj[k];
-    if (typeof next !== "object" || next === null || Array.isArray(next)) obj[k] = {};
-    obj = obj[k];
-  }
-  obj[keys[keys.length - 1]] = value2;
-}
+// src/agent/launch.ts
+import { existsSync as existsSync4, mkdirSync as mkdirSync5, readdirSync as readdirSync2, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute as isAbsolute3, join as join7 } from "node:path";
 
-// src/env/root.ts
-import { existsSync as existsSync5, readFileSync as readFileSync3 } from "node:fs";
-import { dirname as dirname3, join as join4, resolve as resolve3 } from "node:path";
-import { fileURLToPath } from "node:url";
-function packageRoot() {
-  let dir = dirname3(fileURLToPath(import.meta.url));
-  for (; ; ) {
-    const pkg = join4(dir, "package.json");
-    if (existsSync5(pkg)) {
-      try {
-        if (JSON.parse(readFileSync3(pkg, "utf8")).name === "hillclimb") return dir;
-      } catch {
-      }
-    }
-    const parent = dirname3(dir);
-    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
-    dir = parent;
-  }
-}
-function packageVersion() {
-  return JSON.parse(readFileSync3(join4(packageRoot(), "package.json"), "utf8")).version;
-}
-
-// src/workspace/git.ts
-import { createHash } from "node:crypto";
-import { closeSync as closeSync2, mkdirSync as mkdirSync3, mkdtempSync, openSync as openSync2, readSync, rmSync, writeFileSync } from "node:fs";
+// src/exec/sandbox.ts
+import { mkdtempSync, readFileSync as readFileSync2, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname as dirname5, isAbsolute as isAbsolute2, join as join6, relative, resolve as resolve4 } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { dirname as dirname3, isAbsolute as isAbsolute2, join as join5, resolve as resolve2 } from "node:path";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
 import { createWriteStream, mkdirSync as mkdirSync2 } from "node:fs";
-import { dirname as dirname4 } from "node:path";
+import { dirname as dirname2 } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 var ExecError = class extends HillclimbError {
   name = "ExecError";
@@ -42275,7 +41990,7 @@ function spawnAndCollect(command, args, opts, shown) {
   const env = buildEnv(opts);
   let log;
   if (opts.logFile) {
-    mkdirSync2(dirname4(opts.logFile), { recursive: true });
+    mkdirSync2(dirname2(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
   return new Promise((resolve16, reject) => {
@@ -42447,26 +42162,1109 @@ function indent(text3) {
   return text3.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
-// src/exec/find-on-path.ts
-import { accessSync, constants as constants3, statSync } from "node:fs";
-import { delimiter, isAbsolute, join as join5 } from "node:path";
-function findOnPath(name, path = process.env.PATH ?? "") {
-  if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
-  for (const dir of path.split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join5(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return void 0;
+// src/exec/sandbox.ts
+var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
+var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
+var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
+var INIT_SCRIPT = String.raw`set -eu
+job_path=${"$"}{PATH-}
+PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
+die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
+stage=$1; cwd=$2; ready=$3; shift 3
+# The ready mark: written through a descriptor opened now, after everything is built, and closed before
+# the command starts, so only a sandbox that was built says so (exit 125 alone could be the command's).
+if [ -n "$ready" ]; then exec 4>"$ready" || die "cannot write $ready"; fi
+mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
+R=$stage
+ro_tree() {
+  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  while read -r opts mp; do
+    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
+    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
+      die "cannot make $mp read-only"
+  done
 }
-function isExecutable(file) {
+expose() {
+  kind=$1; p=$2
+  if [ -d "$p" ]; then mkdir -p "$R$p"
+  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
+  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
+  mount --rbind "$p" "$R$p" || die "cannot expose $p"
+  [ "$kind" = rw ] || ro_tree "$p"
+}
+mask() {
+  p=$1
+  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
+  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
+}
+for d in ${SYSTEM_DIRS.join(" ")}; do
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
+done
+mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
+mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
+for n in null zero full random urandom tty; do
+  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
+done
+# A local TPU: its device nodes (v4/v5p /dev/accel*, v5e/v6e /dev/vfio/*).
+for n in /dev/accel* /dev/vfio/*; do
+  [ -c "$n" ] || continue; mkdir -p "$R$(dirname "$n")"; : >"$R$n"; mount --bind "$n" "$R$n"
+done
+ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
+ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
+mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
+# Read-only: a process that is root outside (hillclimb run as root) must not write /proc/sys
+# (kernel.core_pattern runs a program as host root).
+mount -t proc -o ro,nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
+expose ro /sys
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
+mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  case $1 in
+    ro:*) expose ro "${"$"}{1#ro:}" ;;
+    rw:*) expose rw "${"$"}{1#rw:}" ;;
+    mask:*) mask "${"$"}{1#mask:}" ;;
+    *) die "unknown item $1" ;;
+  esac
+  shift
+done
+shift
+cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
+umount -l /.old-root; rmdir /.old-root
+mount -o remount,bind,ro / || die "cannot make / read-only"
+cd "$cwd" || die "cannot enter $cwd"
+setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
+if [ -n "$ready" ]; then printf ready >&4; exec 4>&-; fi
+PATH=$job_path; export PATH
+# Descriptors the harness itself inherited (not close-on-exec) must not reach the command: a Python on
+# the system closes every one above 2 before it execs it (dash cannot name a descriptor above 9).
+closer=$(command -v python3 || true)
+exec 3<&0
+if [ -n "$closer" ]; then
+  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$closer" -S -c \
+    'import os, sys; os.closerange(3, os.sysconf("SC_OPEN_MAX")); os.execvp(sys.argv[1], sys.argv[1:])' "$@" <&3 &
+else
+  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
+fi
+child=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
+while :; do
+  if wait "$child"; then exit 0; else status=$?; fi
+  kill -0 "$child" 2>/dev/null || exit "$status"
+done
+`;
+var SANDBOX_SETUP_FAILED = 125;
+function sandboxWasReady(readyFile) {
   try {
-    accessSync(file, constants3.X_OK);
-    return statSync(file).isFile();
+    return readFileSync2(readyFile, "utf8") === "ready";
   } catch {
     return false;
   }
 }
+var stage;
+function stageDir() {
+  if (stage === void 0) {
+    const dir = mkdtempSync(join5(tmpdir(), "hillclimb-sandbox-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    stage = dir;
+  }
+  return stage;
+}
+function checkPath(p) {
+  if (!isAbsolute2(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
+  return resolve2(p);
+}
+function byDepth(a, b) {
+  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
+}
+function sandboxCommand(spec, command, args) {
+  const items = [
+    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
+    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
+  ].sort(byDepth);
+  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  if (spec.network) {
+    for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
+    items.sort(byDepth);
+  }
+  return {
+    command: "unshare",
+    args: [
+      "--user",
+      "--map-root-user",
+      "--mount",
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--ipc",
+      "--uts",
+      ...spec.network ? [] : ["--net"],
+      "--",
+      "/bin/sh",
+      "-c",
+      INIT_SCRIPT,
+      "hillclimb-sandbox",
+      stageDir(),
+      checkPath(spec.cwd),
+      spec.readyFile ? checkPath(spec.readyFile) : "",
+      ...items.map((i) => `${i.kind}:${i.path}`),
+      ...masks,
+      "--",
+      command,
+      ...args
+    ]
+  };
+}
+function programReadPaths(program) {
+  const dirs = /* @__PURE__ */ new Set([dirname3(program)]);
+  try {
+    const real = realpathSync(program);
+    dirs.add(dirname3(real));
+    const at = real.indexOf("/node_modules/");
+    if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
+  } catch {
+  }
+  return outsideSystemDirs([...dirs]);
+}
+function nodeReadPaths() {
+  try {
+    return outsideSystemDirs([dirname3(dirname3(realpathSync(process.execPath)))]);
+  } catch {
+    return [];
+  }
+}
+function outsideSystemDirs(dirs) {
+  return dirs.filter((d) => d !== "/" && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+}
+function resolverReadPaths() {
+  try {
+    return outsideSystemDirs([dirname3(realpathSync("/etc/resolv.conf"))]);
+  } catch {
+    return [];
+  }
+}
+var probed;
+function sandboxAvailability() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
+  }
+  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
+  try {
+    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
+    if (r.exitCode === 0) return { available: true };
+    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
+    return { available: false, reason: why };
+  } catch (e) {
+    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
+  }
+}
+var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
+
+// src/util/untrusted-files.ts
+import {
+  closeSync as closeSync2,
+  constants as constants4,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync as mkdirSync3,
+  openSync as openSync2,
+  readdirSync,
+  readSync
+} from "node:fs";
+import { join as join6, relative } from "node:path";
+var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path) {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
+  let fd;
+  try {
+    fd = openSync2(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+  } catch (e) {
+    const code2 = e.code;
+    throw new Error(
+      `${path}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
+    );
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path}: not a regular file, refused`);
+    if (st.nlink > 1) throw new Error(`${path}: a hard link, refused`);
+    if (st.size > maxBytes) throw new Error(`${path}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync2(fd);
+  }
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync3(to, { recursive: true });
+      for (const name of readdirSync(from).sort()) {
+        if (/[\u0000-\u001f\u007f]/.test(name))
+          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
+        else visit(join6(from, name), join6(to, name));
+      }
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync(from, to, constants4.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
+}
+
+// src/agent/environment.ts
+var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
+var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
+function isRefusedName(name, modelKeys = []) {
+  if (modelKeys.includes(name)) return false;
+  return NEVER.test(name) || isSecretName(name);
+}
+function agentEnvironment(spec) {
+  const source = spec.source ?? process.env;
+  const env = {};
+  const refused = [];
+  const take = (name) => {
+    const v = source[name];
+    if (v !== void 0) env[name] = v;
+  };
+  for (const name of BASE_NAMES) take(name);
+  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
+  for (const name of spec.modelKeys) take(name);
+  for (const name of spec.adapterNames ?? []) take(name);
+  for (const name of spec.passEnv ?? []) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else take(name);
+  }
+  Object.assign(env, spec.defaults ?? {});
+  for (const [name, value2] of Object.entries(spec.requestEnv ?? {})) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else env[name] = value2;
+  }
+  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
+  return { env, secrets, refused: [...new Set(refused)].sort() };
+}
+function agentIdentity(agent) {
+  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
+}
+function gitIdentityEnv(agent) {
+  const id = agentIdentity(agent);
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email
+  };
+}
+
+// src/agent/process.ts
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync4 } from "node:fs";
+import { dirname as dirname4 } from "node:path";
+var AGENT_KILL_GRACE_MS = 5e3;
+var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
+async function runAgentProcess(spec) {
+  const started = Date.now();
+  mkdirSync4(dirname4(spec.logFile), { recursive: true });
+  appendFileSync2(
+    spec.logFile,
+    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
+# cwd: ${spec.cwd}
+`
+  );
+  const watch = new ApiWatch(spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS, spec.signal);
+  try {
+    return await runWatched(spec, started, watch);
+  } finally {
+    watch.dispose();
+  }
+}
+async function runWatched(spec, started, watch) {
+  let result;
+  try {
+    result = await run(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      inheritEnv: false,
+      input: spec.input,
+      allowedExitCodes: "any",
+      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
+      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
+      killGraceMs: AGENT_KILL_GRACE_MS,
+      logFile: spec.logFile,
+      redact: spec.secrets,
+      signal: watch.signal,
+      ...spec.watchLine ? { onLine: (line, stream) => watch.read(spec.watchLine(line, stream)) } : {}
+    });
+  } catch (e) {
+    if (!(e instanceof ExecError)) throw e;
+    const durationMs2 = Date.now() - started;
+    const ended = e.result;
+    if (ended === void 0) {
+      const missing = e.message.includes("command not found");
+      appendFileSync2(spec.logFile, `# ${e.message}
+`);
+      return {
+        status: "failed",
+        exitCode: null,
+        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
+        durationMs: durationMs2
+      };
+    }
+    if (ended.killedBy === "timeout") {
+      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
+    }
+    if (ended.killedBy === "idle-timeout") {
+      const api2 = spec.apiFailure?.(ended);
+      return {
+        status: "timeout",
+        exitCode: null,
+        result: ended,
+        durationMs: durationMs2,
+        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
+      };
+    }
+    if (ended.killedBy === "abort") {
+      const stop = watch.stopped;
+      if (stop?.kind === "setup") {
+        appendFileSync2(spec.logFile, `# stopped by the harness: ${stop.message}
+`);
+        return { status: "failed", exitCode: null, setupError: stop.message, result: ended, durationMs: durationMs2 };
+      }
+      if (stop?.kind === "api") {
+        appendFileSync2(spec.logFile, `# stopped by the harness: ${stop.message}
+`);
+        return { status: "failed", exitCode: null, infraError: stop.message, result: ended, durationMs: durationMs2 };
+      }
+      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
+    }
+    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
+  }
+  const durationMs = Date.now() - started;
+  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
+  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
+    return {
+      status: "failed",
+      exitCode: result.exitCode,
+      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
+      result,
+      durationMs
+    };
+  }
+  const setup = spec.setupFailure?.(result);
+  if (setup) return { status: "failed", exitCode: result.exitCode, setupError: setup, result, durationMs };
+  const api = spec.apiFailure?.(result);
+  return {
+    status: "failed",
+    exitCode: result.exitCode,
+    result,
+    durationMs,
+    ...api ? { infraError: `model API failure: ${api}` } : {}
+  };
+}
+var ApiWatch = class {
+  constructor(limitMs, outer) {
+    this.limitMs = limitMs;
+    this.outer = outer;
+    if (outer?.aborted) this.controller.abort();
+    else outer?.addEventListener("abort", this.onCancel, { once: true });
+  }
+  limitMs;
+  outer;
+  controller = new AbortController();
+  retryTimer;
+  lastRetry = "";
+  onCancel = () => this.controller.abort();
+  stopped;
+  get signal() {
+    return this.controller.signal;
+  }
+  read(signal) {
+    if (signal === void 0 || this.stopped) return;
+    if ("setup" in signal) this.stop("setup", signal.setup);
+    else if ("retrying" in signal) {
+      this.lastRetry = signal.retrying;
+      this.retryTimer ??= setTimeout(() => {
+        const seconds2 = Math.round(this.limitMs / 1e3);
+        this.stop("api", `the model API kept failing for ${seconds2} s with no answer: ${this.lastRetry}`);
+      }, this.limitMs);
+    } else {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = void 0;
+    }
+  }
+  stop(kind, message) {
+    if (this.controller.signal.aborted) return;
+    this.stopped = { kind, message: message.length > 300 ? `${message.slice(0, 299)}\u2026` : message };
+    this.controller.abort();
+  }
+  dispose() {
+    clearTimeout(this.retryTimer);
+    this.outer?.removeEventListener("abort", this.onCancel);
+  }
+};
+function firstMatchingLine(texts, patterns) {
+  for (const text3 of texts) {
+    for (const line of text3.split("\n")) {
+      if (patterns.some((p) => p.test(line))) {
+        const t = line.trim();
+        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
+      }
+    }
+  }
+  return void 0;
+}
+function jsonLines(text3) {
+  const out = [];
+  for (const line of text3.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const v = JSON.parse(t);
+      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
+    } catch {
+    }
+  }
+  return out;
+}
+function nonJsonLines(text3) {
+  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
+}
+
+// src/agent/launch.ts
+async function launchAgent(request2, launch) {
+  const { env, secrets, refused } = agentEnvironment({
+    modelKeys: launch.modelKeys,
+    adapterNames: launch.adapterNames,
+    passEnv: launch.passEnv,
+    defaults: gitIdentityEnv(launch.agent),
+    requestEnv: { ...request2.env, ...launch.extraEnv }
+  });
+  if (refused.length > 0)
+    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
+  let command = launch.command;
+  let args = launch.args;
+  const sandbox = request2.isolation?.sandbox;
+  if (sandbox) {
+    const binary = findOnPath(launch.command);
+    if (binary === void 0) {
+      return {
+        status: "failed",
+        exitCode: null,
+        infraError: `agent binary not found: ${launch.command}`,
+        durationMs: 0
+      };
+    }
+    const writable = [...sandbox.writable];
+    mkdirSync5(sandbox.home, { recursive: true });
+    if (launch.configDir) {
+      const dir = env[launch.configDir.env] ?? join7(homedir(), launch.configDir.defaultInHome);
+      if (isAbsolute3(dir) && existsSync4(dir)) {
+        const copy = join7(sandbox.home, launch.configDir.defaultInHome);
+        secrets.push(...copyConfigFolder(dir, copy));
+        env[launch.configDir.env] = copy;
+      }
+    }
+    env.HOME = sandbox.home;
+    env.TMPDIR = "/tmp";
+    const wrapped = sandboxCommand(
+      {
+        cwd: request2.workdir,
+        readOnly: [
+          ...programReadPaths(binary),
+          ...nodeReadPaths(),
+          ...argumentFiles(launch.args, writable),
+          ...sandbox.readOnly
+        ],
+        writable,
+        network: true
+      },
+      binary,
+      launch.args
+    );
+    command = wrapped.command;
+    args = wrapped.args;
+  }
+  const outcome = await runAgentProcess({
+    command,
+    args,
+    cwd: request2.workdir,
+    input: launch.input ?? request2.prompt,
+    env,
+    secrets,
+    logFile: request2.logFile,
+    timeoutMs: request2.timeoutMs,
+    idleTimeoutMs: request2.idleTimeoutMs,
+    signal: request2.signal,
+    apiFailure: launch.apiFailure,
+    setupFailure: launch.setupFailure,
+    watchLine: launch.watchLine,
+    apiRetryLimitMs: launch.apiRetryLimitMs,
+    infraExitCodes: launch.infraExitCodes
+  });
+  return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
+}
+function argumentFiles(args, writable) {
+  const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
+  return args.filter((a) => isAbsolute3(a) && !inside(a) && existsSync4(a));
+}
+var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
+function copyConfigFolder(from, to) {
+  mkdirSync5(to, { recursive: true });
+  const secrets = [];
+  for (const name of readdirSync2(from)) {
+    const src = join7(from, name);
+    let data;
+    try {
+      data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
+    } catch {
+      continue;
+    }
+    writeFileSync(join7(to, name), data, { mode: 384 });
+    if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
+  }
+  return secrets;
+}
+function tokenLikeStrings(text3) {
+  const out = [];
+  const walk3 = (v) => {
+    if (typeof v === "string") {
+      if (v.length >= 20 && !/\s/.test(v)) out.push(v);
+    } else if (Array.isArray(v)) v.forEach(walk3);
+    else if (v && typeof v === "object") Object.values(v).forEach(walk3);
+  };
+  try {
+    walk3(JSON.parse(text3));
+  } catch {
+  }
+  return out;
+}
+
+// src/agent/outcome.ts
+import { mkdirSync as mkdirSync6, rmSync as rmSync2 } from "node:fs";
+import { dirname as dirname5, relative as relative2, resolve as resolve3 } from "node:path";
+function prepareResultFile(file) {
+  rmSync2(file, { force: true });
+  mkdirSync6(dirname5(file), { recursive: true });
+}
+function outsideOf(root, dir) {
+  const rel = relative2(resolve3(root), resolve3(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve3(dir);
+}
+function toOutcome(proc, logFile, result, problem) {
+  return {
+    status: proc.status,
+    exitCode: proc.exitCode,
+    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
+    ...result ? { result } : { resultProblem: problem ?? "no result" },
+    logFile,
+    durationMs: proc.durationMs,
+    ...proc.isolation ? { isolation: proc.isolation } : {}
+  };
+}
+
+// src/agent/result.ts
+import { existsSync as existsSync5, readFileSync as readFileSync3, statSync as statSync2 } from "node:fs";
+var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
+var MAX_RESULT_FIELD_CHARS = 1500;
+var MAX_RESULT_FILE_BYTES = 64 * 1024;
+var RESULT_JSON_SCHEMA = {
+  type: "object",
+  properties: {
+    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
+    summary: { type: "string", description: "What was changed, in a few sentences." },
+    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
+  },
+  required: [...RESULT_FIELDS],
+  additionalProperties: false
+};
+function validateAgentResult(value2) {
+  if (typeof value2 !== "object" || value2 === null || Array.isArray(value2)) {
+    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
+  }
+  const record2 = value2;
+  const out = {};
+  const problems = [];
+  for (const key of RESULT_FIELDS) {
+    const v = record2[key];
+    if (v === void 0) problems.push(`${key} is missing`);
+    else if (typeof v !== "string")
+      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
+    else if (v.trim() === "") problems.push(`${key} is empty`);
+    else if (v.length > MAX_RESULT_FIELD_CHARS)
+      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
+    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
+    else out[key] = v.trim();
+  }
+  if (problems.length > 0) return { problem: problems.join("; ") };
+  return { result: out };
+}
+function parseAgentResult(text3) {
+  let value2;
+  try {
+    value2 = JSON.parse(text3);
+  } catch (e) {
+    return { problem: `not valid JSON (${e.message})` };
+  }
+  return validateAgentResult(value2);
+}
+function readAgentResult(file) {
+  if (!existsSync5(file)) return { problem: `no result file at ${file}` };
+  const size = statSync2(file).size;
+  if (size > MAX_RESULT_FILE_BYTES) {
+    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
+  }
+  const check = parseAgentResult(readFileSync3(file, "utf8"));
+  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
+}
+function resultFromMessage(text3) {
+  const candidates = [text3.trim()];
+  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
+  for (const c of candidates) {
+    if (!c.startsWith("{")) continue;
+    const check = parseAgentResult(c);
+    if (check.result) return check.result;
+  }
+  return void 0;
+}
+
+// src/agent/agents/claude.ts
+var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
+  "Read",
+  "Glob",
+  "Grep",
+  "Bash(git status:*)",
+  "Bash(git diff:*)",
+  "Bash(git log:*)",
+  "Bash(git show:*)",
+  "Bash(git add:*)",
+  "Bash(git commit:*)",
+  "Bash(python:*)",
+  "Bash(python3:*)",
+  "Bash(.venv/bin/python:*)"
+];
+var CLAUDE_QUIET_ENV = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
+var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
+var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
+var API_FAILURE = [
+  /API Error:? \(?(?:429|5\d\d)\b/i,
+  /Request rejected \(429\)|Repeated 529 Overloaded errors|Unable to connect to API/i,
+  /overloaded_error|rate_limit_error|"type":"api_error"/,
+  /API Error: (?:Connection error|Connection refused|Request timed out)/i,
+  /usage limit reached|out of (?:extra )?usage/i,
+  /Retrying in \d+ seconds/
+];
+var SETUP_FAILURE = [
+  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|Failed to authenticate|API Error: 40[13]\b/i
+];
+var SETUP_ERRORS = /* @__PURE__ */ new Set([
+  "authentication_failed",
+  "oauth_org_not_allowed",
+  "account_on_hold",
+  "verification_required",
+  "billing_error",
+  "model_not_found",
+  "cloud_credential_error"
+]);
+var ClaudeAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "claude";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const args = claudeArgs({
+      model: this.opts.model,
+      maxTurns: this.opts.maxTurns,
+      allowedTools: this.opts.allowedTools,
+      resultDir: outsideOf(request2.workdir, dirname6(request2.resultFile)),
+      extraArgs: this.opts.extraArgs
+    });
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: this.opts.binary,
+      args,
+      modelKeys: CLAUDE_MODEL_KEYS,
+      adapterNames: CLAUDE_SETTINGS,
+      passEnv: this.opts.passEnv,
+      extraEnv: CLAUDE_QUIET_ENV,
+      apiFailure: claudeApiFailure,
+      configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
+      setupFailure: claudeSetupFailure,
+      watchLine: claudeLineSignal,
+      apiRetryLimitMs: this.opts.apiRetryLimitMs,
+      logger: this.opts.logger
+    });
+    if (proc.setupError) {
+      throw new AgentSetupError(this.name, proc.setupError, {
+        hint: claudeKeyHint({ ...this.opts.sourceEnv ?? process.env, ...request2.env }),
+        logFile: request2.logFile
+      });
+    }
+    let { result, problem } = readAgentResult(request2.resultFile);
+    if (!result && proc.result) {
+      const fromMessage = finalResult(proc.result.stdout);
+      if (fromMessage) [result, problem] = [fromMessage, void 0];
+    }
+    return toOutcome(proc, request2.logFile, result, problem);
+  }
+};
+function claudeArgs(i) {
+  const user = i.extraArgs;
+  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const args = ["-p", "--verbose", "--output-format", "stream-json"];
+  if (!has("--permission-mode", "--dangerously-skip-permissions"))
+    args.push("--permission-mode", "acceptEdits");
+  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
+    args.push("--allowedTools", i.allowedTools.join(","));
+  }
+  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
+  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
+  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
+  args.push(...user);
+  return args;
+}
+function finalEvent(stdout) {
+  return jsonLines(stdout).filter((e) => e.type === "result").at(-1);
+}
+function apiErrorStatus(final) {
+  return typeof final?.api_error_status === "number" ? final.api_error_status : void 0;
+}
+function assistantErrors(stdout) {
+  return jsonLines(stdout).filter((e) => e.type === "assistant" && typeof e.error === "string").map((e) => e.error);
+}
+function failedResultText(final) {
+  if (!final) return "";
+  const failed = final.is_error === true || typeof final.subtype === "string" && final.subtype.startsWith("error");
+  return failed && typeof final.result === "string" ? final.result : "";
+}
+function claudeApiFailure(result) {
+  const final = finalEvent(result.stdout);
+  const text3 = failedResultText(final).split("\n")[0].trim();
+  const status = apiErrorStatus(final);
+  if (final?.is_error === true && (final.terminal_reason === "api_error" || status !== void 0)) {
+    return `${text3 || "API error"} (${status === void 0 ? "no HTTP response" : `status ${status}`})`;
+  }
+  return firstMatchingLine([text3, result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+}
+function claudeSetupFailure(result) {
+  const final = finalEvent(result.stdout);
+  const text3 = failedResultText(final).split("\n")[0].trim();
+  const status = apiErrorStatus(final);
+  const refused = status === 401 || status === 403 || assistantErrors(result.stdout).some((e) => SETUP_ERRORS.has(e));
+  if (refused) return `the model API refused the credentials: ${text3 || `status ${status}`}`;
+  const line = firstMatchingLine([text3, result.stderr], SETUP_FAILURE);
+  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
+}
+function claudeLineSignal(line, stream) {
+  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
+  let ev;
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    return void 0;
+  }
+  if (ev.type === "system" && ev.subtype === "api_retry") {
+    const status = typeof ev.error_status === "number" ? ev.error_status : void 0;
+    const error2 = typeof ev.error === "string" ? ev.error : "unknown";
+    const what = `${status ?? "no HTTP response"} ${error2}`;
+    if (status === 401 || status === 403 || SETUP_ERRORS.has(error2)) {
+      return { setup: `the model API refused the credentials (${what})` };
+    }
+    return { retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}` };
+  }
+  const message = ev.message;
+  if (ev.type === "assistant" && message?.model !== "<synthetic>" || ev.type === "user") {
+    return { progress: true };
+  }
+  return void 0;
+}
+function claudeKeyHint(source) {
+  const where2 = source.ANTHROPIC_BASE_URL?.trim() || "api.anthropic.com";
+  if (source.ANTHROPIC_API_KEY?.trim()) return `ANTHROPIC_API_KEY was refused by ${where2}: set a valid key`;
+  if (source.CLAUDE_CODE_OAUTH_TOKEN?.trim()) {
+    return `CLAUDE_CODE_OAUTH_TOKEN was refused by ${where2}: create a new one with \`claude setup-token\``;
+  }
+  return "neither ANTHROPIC_API_KEY nor CLAUDE_CODE_OAUTH_TOKEN is set: set one (an API key, or a token from `claude setup-token`)";
+}
+function finalResult(stdout) {
+  const last = finalEvent(stdout);
+  if (!last) return void 0;
+  if (last.structured_output !== void 0) {
+    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
+    if (fromStructured) return fromStructured;
+  }
+  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
+}
+
+// src/agent/agents/codex.ts
+import { existsSync as existsSync6, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, readFileSync as readFileSync4, rmSync as rmSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname7, join as join8 } from "node:path";
+var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
+var CODEX_SETTINGS = ["CODEX_HOME"];
+var CODEX_SANDBOX_NOTE = `
+
+## Note from the harness (codex sandbox)
+
+This sandbox keeps \`.git\` read-only, so \`git commit\` will fail here. Leave your one change uncommitted in
+the working tree: the harness commits it for you, using your result's summary as the commit message. If you
+decide on no change, leave the working tree clean.
+`;
+var API_FAILURE2 = [
+  /exceeded retry limit, last status: (?:429|5\d\d)/i,
+  /unexpected status (?:429|5\d\d)/i,
+  /stream disconnected before completion/i,
+  /currently experiencing high demand/i,
+  /Connection failed:|error sending request for url|Error while reading the server response/i,
+  /(?:connection|request) (?:timed out|refused|reset)/i,
+  /You've hit your usage limit|Quota exceeded|usage limit/i,
+  /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/
+];
+var SETUP_FAILURE2 = [
+  /unexpected status (?:401|403)\b/i,
+  /\b401 Unauthorized\b/i,
+  /Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i
+];
+var QUIET_CONFIG = [
+  "analytics.enabled=false",
+  "check_for_update_on_startup=false",
+  "features.apps=false",
+  "features.plugins=false"
+];
+var UNKNOWN_MODEL = /Model metadata for `([^`]+)` not found/;
+var CodexAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "codex";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
+    rmSync3(lastMessageFile, { force: true });
+    const resultDir = outsideOf(request2.workdir, dirname7(request2.resultFile));
+    const scratch = mkdtempSync2(join8(resultDir ?? tmpdir2(), resultDir ? ".codex-" : "hc-codex-"));
+    try {
+      const schemaFile = join8(scratch, "result.schema.json");
+      writeFileSync2(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+`);
+      const agentTmp = join8(scratch, "tmp");
+      mkdirSync7(agentTmp);
+      const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
+      const args = codexArgs({
+        insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
+        workdir: request2.workdir,
+        lastMessageFile,
+        schemaFile,
+        resultDir: outsideOf(request2.workdir, dirname7(request2.resultFile)),
+        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
+        model: this.opts.model,
+        reasoningEffort: this.opts.reasoningEffort,
+        extraArgs: this.opts.extraArgs
+      });
+      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
+      const proc = await launchAgent(request2, {
+        agent: this.name,
+        command: this.opts.binary,
+        args,
+        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
+        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
+        modelKeys: CODEX_MODEL_KEYS,
+        adapterNames: CODEX_SETTINGS,
+        passEnv: this.opts.passEnv,
+        extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: apiKey } : {} },
+        apiFailure: codexApiFailure,
+        configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
+        setupFailure: codexSetupFailure,
+        watchLine: codexLineSignal,
+        apiRetryLimitMs: this.opts.apiRetryLimitMs,
+        logger: this.opts.logger
+      });
+      const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
+      if (unknownModel) {
+        this.opts.logger.warn(
+          `codex: model ${unknownModel} is not in this codex's model catalog (codex debug models --bundled): it gets no apply_patch tool and edits through shell commands only`
+        );
+      }
+      if (proc.setupError) {
+        throw new AgentSetupError(this.name, proc.setupError, {
+          hint: codexKeyHint(source, nonEmpty(source.OPENAI_BASE_URL)),
+          logFile: request2.logFile
+        });
+      }
+      let { result, problem } = readAgentResult(request2.resultFile);
+      if (!result && existsSync6(lastMessageFile)) {
+        const fromMessage = resultFromMessage(readFileSync4(lastMessageFile, "utf8"));
+        if (fromMessage) [result, problem] = [fromMessage, void 0];
+      }
+      return toOutcome(proc, request2.logFile, result, problem);
+    } finally {
+      rmSync3(scratch, { recursive: true, force: true });
+    }
+  }
+};
+function codexArgs(i) {
+  const user = i.extraArgs;
+  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
+  const configures = (...keys) => user.some((a) => keys.some((k) => a.startsWith(`${k}=`)));
+  const args = ["exec", "--json"];
+  if (!has("--color")) args.push("--color", "never");
+  if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
+    args.push("--sandbox", i.insideHarnessSandbox ? "danger-full-access" : "workspace-write");
+  }
+  if (!has("--ephemeral")) args.push("--ephemeral");
+  args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);
+  args.push("-c", "sandbox_workspace_write.network_access=false");
+  args.push("-c", "sandbox_workspace_write.exclude_slash_tmp=true");
+  for (const quiet of QUIET_CONFIG) args.push("-c", quiet);
+  if (i.baseUrl !== void 0 && !configures("openai_base_url", "model_provider")) {
+    args.push("-c", `openai_base_url=${JSON.stringify(i.baseUrl)}`);
+  }
+  if (i.model !== void 0 && !has("-m", "--model")) args.push("-m", i.model);
+  if (i.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i.reasoningEffort}"`);
+  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
+  args.push(...user, "-");
+  return args;
+}
+function errorMessages(stdout) {
+  const messages = [];
+  for (const ev of jsonLines(stdout)) {
+    if (ev.type === "error" && typeof ev.message === "string") messages.push(ev.message);
+    const err = ev.error;
+    if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
+  }
+  return messages;
+}
+function codexApiFailure(result) {
+  const messages = errorMessages(result.stdout).join("\n");
+  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
+}
+function codexSetupFailure(result) {
+  const messages = errorMessages(result.stdout).join("\n");
+  const line = firstMatchingLine([messages, result.stderr], SETUP_FAILURE2);
+  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
+}
+function codexLineSignal(line, stream) {
+  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
+  let ev;
+  try {
+    ev = JSON.parse(line);
+  } catch {
+    return void 0;
+  }
+  if (ev.type === "error" && typeof ev.message === "string") {
+    if (SETUP_FAILURE2.some((p) => p.test(ev.message))) {
+      return { setup: `the model API refused the credentials: ${ev.message}` };
+    }
+    return ev.message.startsWith("Reconnecting...") ? { retrying: ev.message } : void 0;
+  }
+  if ((ev.type === "item.started" || ev.type === "item.completed") && ev.item?.type !== "error") {
+    return { progress: true };
+  }
+  return void 0;
+}
+function codexKeyHint(source, baseUrl) {
+  const where2 = baseUrl ?? "api.openai.com";
+  if (nonEmpty(source.CODEX_API_KEY)) return `CODEX_API_KEY was refused by ${where2}: set a valid key there`;
+  if (nonEmpty(source.OPENAI_API_KEY)) {
+    return `OPENAI_API_KEY (passed to codex as CODEX_API_KEY, the only key codex exec reads) was refused by ${where2}: set a valid key`;
+  }
+  return "neither OPENAI_API_KEY nor CODEX_API_KEY is set: set one to an OpenAI API key (or run `codex login` as this user)";
+}
+function nonEmpty(value2) {
+  return value2 === void 0 || value2.trim() === "" ? void 0 : value2;
+}
+
+// src/agent/agents/command.ts
+var COMMAND_INFRA_EXIT_CODE = 75;
+var CommandAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+    if (opts.command.length === 0) throw new Error("agent.command.command is empty");
+  }
+  opts;
+  name = "command";
+  async run(request2) {
+    prepareResultFile(request2.resultFile);
+    const [program, ...args] = this.opts.command;
+    const proc = await launchAgent(request2, {
+      agent: this.name,
+      command: program,
+      args,
+      modelKeys: [],
+      passEnv: this.opts.passEnv,
+      extraEnv: {
+        HILLCLIMB_RESULT_FILE: request2.resultFile,
+        HILLCLIMB_WORKDIR: request2.workdir,
+        HILLCLIMB_ITERATION: String(request2.iteration)
+      },
+      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      logger: this.opts.logger
+    });
+    const { result, problem } = readAgentResult(request2.resultFile);
+    return toOutcome(proc, request2.logFile, result, problem);
+  }
+};
+
+// src/agent/agents/replay.ts
+import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync9, readdirSync as readdirSync3, readFileSync as readFileSync5, writeFileSync as writeFileSync4 } from "node:fs";
+import { basename, dirname as dirname9, join as join10 } from "node:path";
+
+// src/workspace/git.ts
+import { createHash } from "node:crypto";
+import { closeSync as closeSync3, mkdirSync as mkdirSync8, mkdtempSync as mkdtempSync3, openSync as openSync3, readSync as readSync2, rmSync as rmSync4, writeFileSync as writeFileSync3 } from "node:fs";
+import { tmpdir as tmpdir3 } from "node:os";
+import { dirname as dirname8, isAbsolute as isAbsolute4, join as join9, relative as relative3, resolve as resolve4 } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 
 // src/util/branch-name.ts
 var MAX_BRANCH_NAME_LENGTH = 200;
@@ -42587,7 +43385,7 @@ var Git = class _Git {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    mkdirSync3(dirname5(resolve4(dest)), { recursive: true });
+    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
     await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve4(dest)], {
       env: GIT_ENV,
       timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
@@ -42601,8 +43399,8 @@ var Git = class _Git {
    */
   async cloneForAgent(dest, commit2) {
     assertSha(commit2);
-    rmSync(dest, { recursive: true, force: true });
-    mkdirSync3(dirname5(resolve4(dest)), { recursive: true });
+    rmSync4(dest, { recursive: true, force: true });
+    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
     await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
     await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
       config: { "advice.detachedHead": "false" }
@@ -42856,8 +43654,8 @@ var Git = class _Git {
   }
   /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
   async probeStashApply(sha) {
-    const dir = mkdtempSync(join6(tmpdir(), "hc-stash-probe-"));
-    const probe2 = join6(dir, "probe");
+    const dir = mkdtempSync3(join9(tmpdir3(), "hc-stash-probe-"));
+    const probe2 = join9(dir, "probe");
     try {
       await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
       const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
@@ -42865,7 +43663,7 @@ var Git = class _Git {
     } finally {
       await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
       await this.git(["worktree", "prune"]);
-      rmSync(dir, { recursive: true, force: true });
+      rmSync4(dir, { recursive: true, force: true });
     }
   }
   // ---------------------------------------------------------------------------------------------
@@ -42882,7 +43680,7 @@ var Git = class _Git {
     const abs = resolve4(path);
     const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
     if (r.exitCode !== 0) {
-      rmSync(abs, { recursive: true, force: true });
+      rmSync4(abs, { recursive: true, force: true });
       await this.git(["worktree", "prune"]);
     }
     this.createdWorktrees.delete(abs);
@@ -42919,7 +43717,7 @@ var Git = class _Git {
   async createBundle(file, ref, base) {
     assertRefName(ref);
     assertRevision(base);
-    mkdirSync3(dirname5(resolve4(file)), { recursive: true });
+    mkdirSync8(dirname8(resolve4(file)), { recursive: true });
     await this.git(["bundle", "create", "--quiet", resolve4(file), ref, `^${base}`]);
   }
   /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
@@ -42952,10 +43750,10 @@ var Git = class _Git {
     }
     const foreign = header.prerequisites.filter((p) => p !== opts.champion);
     if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
-    const quarantine = mkdtempSync(join6(tmpdir(), "hc-import-"));
+    const quarantine = mkdtempSync3(join9(tmpdir3(), "hc-import-"));
     try {
       await this.git(["init", "--quiet", "--bare", "--", quarantine]);
-      writeFileSync(join6(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+      writeFileSync3(join9(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
 `);
       const q = ["--git-dir", quarantine];
       const imported = "refs/hillclimb/import";
@@ -42992,7 +43790,7 @@ var Git = class _Git {
       await this.git(["fetch", "--quiet", "--no-tags", quarantine, `+${imported}:${opts.ref}`]);
       return { head, commits: chain.map(([sha]) => sha).reverse() };
     } finally {
-      rmSync(quarantine, { recursive: true, force: true });
+      rmSync4(quarantine, { recursive: true, force: true });
     }
   }
   /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
@@ -43044,7 +43842,7 @@ var Git = class _Git {
   }
   /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
   async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative(this.root, resolve4(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute2(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    const excluded = (opts.exclude ?? []).map((p) => relative3(this.root, resolve4(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute4(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
     await this.git(["add", "--all", "--", ":/", ...excluded]);
   }
   /** Whether the index differs from HEAD (something is staged). */
@@ -43099,9 +43897,9 @@ var Git = class _Git {
   async commitFile(parent, path, content, message, opts) {
     assertRevision(parent);
     const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
-    const scratch = mkdtempSync(join6(tmpdir(), "hc-index-"));
+    const scratch = mkdtempSync3(join9(tmpdir3(), "hc-index-"));
     try {
-      const env = { GIT_INDEX_FILE: join6(scratch, "index") };
+      const env = { GIT_INDEX_FILE: join9(scratch, "index") };
       await this.git(["read-tree", parent], { env });
       await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
       const tree = (await this.git(["write-tree"], { env })).stdout.trim();
@@ -43112,7 +43910,7 @@ var Git = class _Git {
       });
       return r.stdout.trim();
     } finally {
-      rmSync(scratch, { recursive: true, force: true });
+      rmSync4(scratch, { recursive: true, force: true });
     }
   }
   /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
@@ -43363,15 +44161,15 @@ function parseRawDiff(out) {
   return changes;
 }
 function readBundleHeader(file) {
-  const fd = openSync2(file, "r");
+  const fd = openSync3(file, "r");
   try {
     const buf = Buffer.alloc(64 * 1024);
-    const n = readSync(fd, buf, 0, buf.length, 0);
+    const n = readSync2(fd, buf, 0, buf.length, 0);
     return buf.subarray(0, n).toString("latin1");
   } catch {
     return "";
   } finally {
-    closeSync2(fd);
+    closeSync3(fd);
   }
 }
 function parseBundleHeader(text3) {
@@ -43394,1309 +44192,25 @@ function parseBundleHeader(text3) {
   return void 0;
 }
 
-// src/loop/attestation.ts
-import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync6, lstatSync as lstatSync2, readdirSync as readdirSync2, readFileSync as readFileSync4 } from "node:fs";
-import { join as join8 } from "node:path";
-
-// src/util/untrusted-files.ts
-import {
-  closeSync as closeSync3,
-  constants as constants4,
-  copyFileSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync as mkdirSync4,
-  openSync as openSync3,
-  readdirSync,
-  readSync as readSync2
-} from "node:fs";
-import { join as join7, relative as relative2 } from "node:path";
-var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
-function notPlainFile(path) {
-  let st;
-  try {
-    st = lstatSync(path);
-  } catch {
-    return "missing";
-  }
-  if (st.isSymbolicLink()) return "a symbolic link";
-  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
-  if (st.nlink > 1) return "a hard link";
-  return void 0;
-}
-function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
-  let fd;
-  try {
-    fd = openSync3(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
-  } catch (e) {
-    const code2 = e.code;
-    throw new Error(
-      `${path}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
-    );
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error(`${path}: not a regular file, refused`);
-    if (st.nlink > 1) throw new Error(`${path}: a hard link, refused`);
-    if (st.size > maxBytes) throw new Error(`${path}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync2(fd, buf, off, buf.length - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    closeSync3(fd);
-  }
-}
-function copyPlainTree(src, dest, opts = {}) {
-  const limits = { ...DEFAULTS, ...opts };
-  const result = { copied: [], refused: [], bytes: 0 };
-  const visit = (from, to) => {
-    const rel = relative2(src, from) || ".";
-    let st;
-    try {
-      st = lstatSync(from);
-    } catch {
-      result.refused.push(`${rel}: vanished`);
-      return;
-    }
-    if (st.isDirectory()) {
-      mkdirSync4(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) {
-        if (/[\u0000-\u001f\u007f]/.test(name))
-          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
-        else visit(join7(from, name), join7(to, name));
-      }
-      return;
-    }
-    const why = notPlainFile(from);
-    if (why) {
-      result.refused.push(`${rel}: ${why}`);
-      return;
-    }
-    if (result.copied.length >= limits.maxFiles) {
-      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
-      return;
-    }
-    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
-      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
-      return;
-    }
-    copyFileSync(from, to, constants4.COPYFILE_EXCL);
-    result.copied.push(rel);
-    result.bytes += st.size;
-  };
-  visit(src, dest);
-  return result;
-}
-
-// src/loop/attestation.ts
-function bundleDigest(dir) {
-  const lines = [];
-  const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join8(dir, rel);
-    const st = lstatSync2(abs);
-    if (st.isDirectory()) {
-      for (const name of readdirSync2(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
-      return;
-    }
-    if (/[\u0000-\u001f\u007f]/.test(rel))
-      throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
-    const data = readPlainFile(abs);
-    lines.push(`${createHash2("sha256").update(data).digest("hex")}  ${rel}`);
-  };
-  walk3("");
-  lines.sort();
-  return createHash2("sha256").update(`${lines.join("\n")}
-`).digest("hex");
-}
-function attestBundle(bundle, ev, phase, verified) {
-  return {
-    v: 1,
-    phase,
-    digest: bundleDigest(bundle.dir),
-    champion: ev.base.commit,
-    ...ev.candidate ? { candidate: ev.candidate.commit } : {},
-    verdict: ev.verdict ?? "",
-    verified
-  };
-}
-function parseAttestation(text3, source) {
-  const bad2 = (why) => new HillclimbError(`${source}: ${why}`, {
-    hint: "pass the attestation output of the job that produced the bundle, unchanged",
-    exitCode: ExitCode2.badInput
-  });
-  let v;
-  try {
-    v = JSON.parse(text3);
-  } catch {
-    throw bad2("not JSON");
-  }
-  const a = v;
-  if (typeof v !== "object" || v === null || a.v !== 1) throw bad2("not a hillclimb attestation (v1)");
-  if (typeof a.digest !== "string" || !/^[0-9a-f]{64}$/.test(a.digest))
-    throw bad2("digest must be 64 hex digits");
-  if (typeof a.champion !== "string" || !/^[0-9a-f]{40}$/.test(a.champion))
-    throw bad2("champion must be a full SHA");
-  if (a.candidate !== void 0 && (typeof a.candidate !== "string" || !/^[0-9a-f]{40}$/.test(a.candidate))) {
-    throw bad2("candidate must be a full SHA");
-  }
-  if (typeof a.phase !== "string" || typeof a.verdict !== "string" || typeof a.verified !== "boolean") {
-    throw bad2("phase, verdict and verified are required");
-  }
-  return {
-    v: 1,
-    phase: a.phase,
-    digest: a.digest,
-    champion: a.champion,
-    ...a.candidate ? { candidate: a.candidate } : {},
-    verdict: a.verdict,
-    verified: a.verified
-  };
-}
-function localAttestationFile(stateDir, runId, iteration) {
-  return join8(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
-}
-function writeLocalAttestation(file, a) {
-  writeFileAtomic(file, `${JSON.stringify(a)}
-`);
-}
-function readLocalAttestation(file) {
-  if (!existsSync6(file)) return void 0;
-  try {
-    return parseAttestation(readFileSync4(file, "utf8"), file);
-  } catch {
-    return void 0;
-  }
-}
-
-// src/loop/context.ts
-import { createHash as createHash3 } from "node:crypto";
-import { existsSync as existsSync7, mkdirSync as mkdirSync5, readFileSync as readFileSync5, writeFileSync as writeFileSync2 } from "node:fs";
-import { hostname } from "node:os";
-import { join as join9, resolve as resolve5 } from "node:path";
-var NO_AGENT = {
-  name: "none",
-  run: () => Promise.reject(new Error("this phase runs no agent"))
-};
-function configHash(config) {
-  return createHash3("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
-}
-function stateDirOf(config) {
-  const dir = resolve5(config.root, config.paths.state_dir);
-  const ignore = join9(dir, ".gitignore");
-  if (!existsSync7(ignore)) {
-    mkdirSync5(dir, { recursive: true });
-    writeFileSync2(ignore, "# hillclimb state: never committed\n*\n");
-  }
-  return dir;
-}
-function runDirOf(stateDir, runId) {
-  return join9(stateDir, "runs", runId);
-}
-function currentJobId(env = process.env) {
-  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
-    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
-  }
-  return `${hostname()}-${process.pid}`;
-}
-function defaultHost() {
-  return hostname();
-}
-var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
-
-// src/workspace/branch-name.ts
-function loopBranchName(parts) {
-  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
-    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
-    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
-    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
-  assertBranchName(name);
-  return name;
-}
-
-// src/loop/naming.ts
-function iterationBranch(ctx, iteration) {
-  return loopBranchName({
-    prefix: ctx.config.loop.branch_prefix,
-    target: ctx.target.name,
-    runId: ctx.runId,
-    iteration
-  });
-}
-function candidateRef(runId, iteration) {
-  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
-}
-function jobId(runId, iteration, ...parts) {
-  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
-}
-
-// src/loop/phases.ts
-import { existsSync as existsSync29 } from "node:fs";
-import { join as join38 } from "node:path";
-
-// src/agent/factory.ts
-import { isAbsolute as isAbsolute5, resolve as resolve8 } from "node:path";
-
-// src/agent/agents/claude.ts
-import { dirname as dirname9 } from "node:path";
-
-// src/agent/agent.ts
-var AgentSetupError = class extends HillclimbError {
-  constructor(agent, problem, opts) {
-    super(`agent ${agent}: ${problem}`, {
-      hint: `${opts.hint} (the agent log is ${opts.logFile})`,
-      exitCode: ExitCode2.badInput
-    });
-    this.agent = agent;
-  }
-  agent;
-  name = "AgentSetupError";
-};
-
-// src/agent/launch.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync7, readdirSync as readdirSync3, writeFileSync as writeFileSync3 } from "node:fs";
-import { homedir } from "node:os";
-import { isAbsolute as isAbsolute4, join as join11 } from "node:path";
-
-// src/exec/sandbox.ts
-import { mkdtempSync as mkdtempSync2, readFileSync as readFileSync6, realpathSync, rmSync as rmSync2 } from "node:fs";
-import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname6, isAbsolute as isAbsolute3, join as join10, resolve as resolve6 } from "node:path";
-var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
-var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
-var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
-var INIT_SCRIPT = String.raw`set -eu
-job_path=${"$"}{PATH-}
-PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
-die() { echo "hillclimb sandbox: $*" >&2; exit 125; }
-stage=$1; cwd=$2; ready=$3; shift 3
-# The ready mark: written through a descriptor opened now, after everything is built, and closed before
-# the command starts, so only a sandbox that was built says so (exit 125 alone could be the command's).
-if [ -n "$ready" ]; then exec 4>"$ready" || die "cannot write $ready"; fi
-mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
-R=$stage
-ro_tree() {
-  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
-    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
-  while read -r opts mp; do
-    o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
-    mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
-      die "cannot make $mp read-only"
-  done
-}
-expose() {
-  kind=$1; p=$2
-  if [ -d "$p" ]; then mkdir -p "$R$p"
-  elif [ -e "$p" ]; then mkdir -p "$R$(dirname "$p")"; [ -e "$R$p" ] || : >"$R$p"
-  else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
-  mount --rbind "$p" "$R$p" || die "cannot expose $p"
-  [ "$kind" = rw ] || ro_tree "$p"
-}
-mask() {
-  p=$1
-  if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
-  elif [ -e "$R$p" ]; then mount --bind /dev/null "$R$p"; fi
-}
-for d in ${SYSTEM_DIRS.join(" ")}; do
-  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$R$d"; elif [ -d "$d" ]; then expose ro "$d"; fi
-done
-mkdir -p "$R/dev" "$R/proc" "$R/sys" "$R/tmp" "$R/var/tmp" "$R/run"
-mount -t tmpfs -o mode=0755,nosuid hillclimb-dev "$R/dev"
-for n in null zero full random urandom tty; do
-  [ -e "/dev/$n" ] || continue; : >"$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"
-done
-# A local TPU: its device nodes (v4/v5p /dev/accel*, v5e/v6e /dev/vfio/*).
-for n in /dev/accel* /dev/vfio/*; do
-  [ -c "$n" ] || continue; mkdir -p "$R$(dirname "$n")"; : >"$R$n"; mount --bind "$n" "$R$n"
-done
-ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
-ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
-mkdir "$R/dev/shm"; mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-shm "$R/dev/shm"
-# Read-only: a process that is root outside (hillclimb run as root) must not write /proc/sys
-# (kernel.core_pattern runs a program as host root).
-mount -t proc -o ro,nosuid,nodev,noexec proc "$R/proc" || die "cannot mount /proc"
-expose ro /sys
-mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/tmp"
-mount -t tmpfs -o mode=1777,nosuid,nodev hillclimb-tmp "$R/var/tmp"
-while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  case $1 in
-    ro:*) expose ro "${"$"}{1#ro:}" ;;
-    rw:*) expose rw "${"$"}{1#rw:}" ;;
-    mask:*) mask "${"$"}{1#mask:}" ;;
-    *) die "unknown item $1" ;;
-  esac
-  shift
-done
-shift
-cd "$R"; mkdir .old-root; pivot_root . .old-root || die "pivot_root failed"; cd /
-umount -l /.old-root; rmdir /.old-root
-mount -o remount,bind,ro / || die "cannot make / read-only"
-cd "$cwd" || die "cannot enter $cwd"
-setpriv=$(command -v setpriv) || die "setpriv is missing (util-linux)"
-if [ -n "$ready" ]; then printf ready >&4; exec 4>&-; fi
-PATH=$job_path; export PATH
-# Descriptors the harness itself inherited (not close-on-exec) must not reach the command: a Python on
-# the system closes every one above 2 before it execs it (dash cannot name a descriptor above 9).
-closer=$(command -v python3 || true)
-exec 3<&0
-if [ -n "$closer" ]; then
-  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$closer" -S -c \
-    'import os, sys; os.closerange(3, os.sysconf("SC_OPEN_MAX")); os.execvp(sys.argv[1], sys.argv[1:])' "$@" <&3 &
-else
-  "$setpriv" --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@" <&3 &
-fi
-child=$!
-exec 3<&-
-trap 'kill -TERM "$child" 2>/dev/null || :' TERM INT HUP
-while :; do
-  if wait "$child"; then exit 0; else status=$?; fi
-  kill -0 "$child" 2>/dev/null || exit "$status"
-done
-`;
-var SANDBOX_SETUP_FAILED = 125;
-function sandboxWasReady(readyFile) {
-  try {
-    return readFileSync6(readyFile, "utf8") === "ready";
-  } catch {
-    return false;
-  }
-}
-var stage;
-function stageDir() {
-  if (stage === void 0) {
-    const dir = mkdtempSync2(join10(tmpdir2(), "hillclimb-sandbox-"));
-    process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
-    stage = dir;
-  }
-  return stage;
-}
-function checkPath(p) {
-  if (!isAbsolute3(p)) throw new Error(`sandbox path must be absolute: ${p}`);
-  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
-  return resolve6(p);
-}
-function byDepth(a, b) {
-  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
-}
-function sandboxCommand(spec, command, args) {
-  const items = [
-    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
-    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
-  ].sort(byDepth);
-  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
-  if (spec.network) {
-    for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
-    items.sort(byDepth);
-  }
-  return {
-    command: "unshare",
-    args: [
-      "--user",
-      "--map-root-user",
-      "--mount",
-      "--pid",
-      "--fork",
-      "--kill-child",
-      "--ipc",
-      "--uts",
-      ...spec.network ? [] : ["--net"],
-      "--",
-      "/bin/sh",
-      "-c",
-      INIT_SCRIPT,
-      "hillclimb-sandbox",
-      stageDir(),
-      checkPath(spec.cwd),
-      spec.readyFile ? checkPath(spec.readyFile) : "",
-      ...items.map((i) => `${i.kind}:${i.path}`),
-      ...masks,
-      "--",
-      command,
-      ...args
-    ]
-  };
-}
-function programReadPaths(program) {
-  const dirs = /* @__PURE__ */ new Set([dirname6(program)]);
-  try {
-    const real = realpathSync(program);
-    dirs.add(dirname6(real));
-    const at = real.indexOf("/node_modules/");
-    if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
-  } catch {
-  }
-  return outsideSystemDirs([...dirs]);
-}
-function nodeReadPaths() {
-  try {
-    return outsideSystemDirs([dirname6(dirname6(realpathSync(process.execPath)))]);
-  } catch {
-    return [];
-  }
-}
-function outsideSystemDirs(dirs) {
-  return dirs.filter((d) => d !== "/" && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
-}
-function resolverReadPaths() {
-  try {
-    return outsideSystemDirs([dirname6(realpathSync("/etc/resolv.conf"))]);
-  } catch {
-    return [];
-  }
-}
-var probed;
-function sandboxAvailability() {
-  probed ??= probe();
-  return probed;
-}
-async function probe() {
-  if (process.platform !== "linux") {
-    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
-  }
-  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
-  try {
-    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
-    if (r.exitCode === 0) return { available: true };
-    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
-    return { available: false, reason: why };
-  } catch (e) {
-    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
-  }
-}
-var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
-
-// src/agent/environment.ts
-var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
-var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
-function isRefusedName(name, modelKeys = []) {
-  if (modelKeys.includes(name)) return false;
-  return NEVER.test(name) || isSecretName(name);
-}
-function agentEnvironment(spec) {
-  const source = spec.source ?? process.env;
-  const env = {};
-  const refused = [];
-  const take = (name) => {
-    const v = source[name];
-    if (v !== void 0) env[name] = v;
-  };
-  for (const name of BASE_NAMES) take(name);
-  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
-  for (const name of spec.modelKeys) take(name);
-  for (const name of spec.adapterNames ?? []) take(name);
-  for (const name of spec.passEnv ?? []) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else take(name);
-  }
-  Object.assign(env, spec.defaults ?? {});
-  for (const [name, value2] of Object.entries(spec.requestEnv ?? {})) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else env[name] = value2;
-  }
-  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
-  return { env, secrets, refused: [...new Set(refused)].sort() };
-}
-function agentIdentity(agent) {
-  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
-}
-function gitIdentityEnv(agent) {
-  const id = agentIdentity(agent);
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email
-  };
-}
-
-// src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync6 } from "node:fs";
-import { dirname as dirname7 } from "node:path";
-var AGENT_KILL_GRACE_MS = 5e3;
-var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
-async function runAgentProcess(spec) {
-  const started = Date.now();
-  mkdirSync6(dirname7(spec.logFile), { recursive: true });
-  appendFileSync2(
-    spec.logFile,
-    `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
-# cwd: ${spec.cwd}
-`
-  );
-  const watch = new ApiWatch(spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS, spec.signal);
-  try {
-    return await runWatched(spec, started, watch);
-  } finally {
-    watch.dispose();
-  }
-}
-async function runWatched(spec, started, watch) {
-  let result;
-  try {
-    result = await run(spec.command, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      inheritEnv: false,
-      input: spec.input,
-      allowedExitCodes: "any",
-      timeoutMs: spec.timeoutMs > 0 ? spec.timeoutMs : void 0,
-      idleTimeoutMs: spec.idleTimeoutMs > 0 ? spec.idleTimeoutMs : void 0,
-      killGraceMs: AGENT_KILL_GRACE_MS,
-      logFile: spec.logFile,
-      redact: spec.secrets,
-      signal: watch.signal,
-      ...spec.watchLine ? { onLine: (line, stream) => watch.read(spec.watchLine(line, stream)) } : {}
-    });
-  } catch (e) {
-    if (!(e instanceof ExecError)) throw e;
-    const durationMs2 = Date.now() - started;
-    const ended = e.result;
-    if (ended === void 0) {
-      const missing = e.message.includes("command not found");
-      appendFileSync2(spec.logFile, `# ${e.message}
-`);
-      return {
-        status: "failed",
-        exitCode: null,
-        infraError: missing ? `agent binary not found: ${spec.command}` : `agent could not start: ${e.message}`,
-        durationMs: durationMs2
-      };
-    }
-    if (ended.killedBy === "timeout") {
-      return { status: "timeout", exitCode: null, result: ended, durationMs: durationMs2 };
-    }
-    if (ended.killedBy === "idle-timeout") {
-      const api2 = spec.apiFailure?.(ended);
-      return {
-        status: "timeout",
-        exitCode: null,
-        result: ended,
-        durationMs: durationMs2,
-        ...api2 ? { infraError: `went silent while retrying the model API: ${api2}` } : {}
-      };
-    }
-    if (ended.killedBy === "abort") {
-      const stop = watch.stopped;
-      if (stop?.kind === "setup") {
-        appendFileSync2(spec.logFile, `# stopped by the harness: ${stop.message}
-`);
-        return { status: "failed", exitCode: null, setupError: stop.message, result: ended, durationMs: durationMs2 };
-      }
-      if (stop?.kind === "api") {
-        appendFileSync2(spec.logFile, `# stopped by the harness: ${stop.message}
-`);
-        return { status: "failed", exitCode: null, infraError: stop.message, result: ended, durationMs: durationMs2 };
-      }
-      return { status: "failed", exitCode: null, infraError: "cancelled", result: ended, durationMs: durationMs2 };
-    }
-    return { status: "failed", exitCode: null, result: ended, durationMs: durationMs2 };
-  }
-  const durationMs = Date.now() - started;
-  if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
-  if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
-    return {
-      status: "failed",
-      exitCode: result.exitCode,
-      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
-      result,
-      durationMs
-    };
-  }
-  const setup = spec.setupFailure?.(result);
-  if (setup) return { status: "failed", exitCode: result.exitCode, setupError: setup, result, durationMs };
-  const api = spec.apiFailure?.(result);
-  return {
-    status: "failed",
-    exitCode: result.exitCode,
-    result,
-    durationMs,
-    ...api ? { infraError: `model API failure: ${api}` } : {}
-  };
-}
-var ApiWatch = class {
-  constructor(limitMs, outer) {
-    this.limitMs = limitMs;
-    this.outer = outer;
-    if (outer?.aborted) this.controller.abort();
-    else outer?.addEventListener("abort", this.onCancel, { once: true });
-  }
-  limitMs;
-  outer;
-  controller = new AbortController();
-  retryTimer;
-  lastRetry = "";
-  onCancel = () => this.controller.abort();
-  stopped;
-  get signal() {
-    return this.controller.signal;
-  }
-  read(signal) {
-    if (signal === void 0 || this.stopped) return;
-    if ("setup" in signal) this.stop("setup", signal.setup);
-    else if ("retrying" in signal) {
-      this.lastRetry = signal.retrying;
-      this.retryTimer ??= setTimeout(() => {
-        const seconds2 = Math.round(this.limitMs / 1e3);
-        this.stop("api", `the model API kept failing for ${seconds2} s with no answer: ${this.lastRetry}`);
-      }, this.limitMs);
-    } else {
-      clearTimeout(this.retryTimer);
-      this.retryTimer = void 0;
-    }
-  }
-  stop(kind, message) {
-    if (this.controller.signal.aborted) return;
-    this.stopped = { kind, message: message.length > 300 ? `${message.slice(0, 299)}\u2026` : message };
-    this.controller.abort();
-  }
-  dispose() {
-    clearTimeout(this.retryTimer);
-    this.outer?.removeEventListener("abort", this.onCancel);
-  }
-};
-function firstMatchingLine(texts, patterns) {
-  for (const text3 of texts) {
-    for (const line of text3.split("\n")) {
-      if (patterns.some((p) => p.test(line))) {
-        const t = line.trim();
-        return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
-      }
-    }
-  }
-  return void 0;
-}
-function jsonLines(text3) {
-  const out = [];
-  for (const line of text3.split("\n")) {
-    const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const v = JSON.parse(t);
-      if (typeof v === "object" && v !== null && !Array.isArray(v)) out.push(v);
-    } catch {
-    }
-  }
-  return out;
-}
-function nonJsonLines(text3) {
-  return text3.split("\n").filter((l) => !l.trim().startsWith("{")).join("\n");
-}
-
-// src/agent/launch.ts
-async function launchAgent(request2, launch) {
-  const { env, secrets, refused } = agentEnvironment({
-    modelKeys: launch.modelKeys,
-    adapterNames: launch.adapterNames,
-    passEnv: launch.passEnv,
-    defaults: gitIdentityEnv(launch.agent),
-    requestEnv: { ...request2.env, ...launch.extraEnv }
-  });
-  if (refused.length > 0)
-    launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
-  let command = launch.command;
-  let args = launch.args;
-  const sandbox = request2.isolation?.sandbox;
-  if (sandbox) {
-    const binary = findOnPath(launch.command);
-    if (binary === void 0) {
-      return {
-        status: "failed",
-        exitCode: null,
-        infraError: `agent binary not found: ${launch.command}`,
-        durationMs: 0
-      };
-    }
-    const writable = [...sandbox.writable];
-    mkdirSync7(sandbox.home, { recursive: true });
-    if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join11(homedir(), launch.configDir.defaultInHome);
-      if (isAbsolute4(dir) && existsSync8(dir)) {
-        const copy = join11(sandbox.home, launch.configDir.defaultInHome);
-        secrets.push(...copyConfigFolder(dir, copy));
-        env[launch.configDir.env] = copy;
-      }
-    }
-    env.HOME = sandbox.home;
-    env.TMPDIR = "/tmp";
-    const wrapped = sandboxCommand(
-      {
-        cwd: request2.workdir,
-        readOnly: [
-          ...programReadPaths(binary),
-          ...nodeReadPaths(),
-          ...argumentFiles(launch.args, writable),
-          ...sandbox.readOnly
-        ],
-        writable,
-        network: true
-      },
-      binary,
-      launch.args
-    );
-    command = wrapped.command;
-    args = wrapped.args;
-  }
-  const outcome = await runAgentProcess({
-    command,
-    args,
-    cwd: request2.workdir,
-    input: launch.input ?? request2.prompt,
-    env,
-    secrets,
-    logFile: request2.logFile,
-    timeoutMs: request2.timeoutMs,
-    idleTimeoutMs: request2.idleTimeoutMs,
-    signal: request2.signal,
-    apiFailure: launch.apiFailure,
-    setupFailure: launch.setupFailure,
-    watchLine: launch.watchLine,
-    apiRetryLimitMs: launch.apiRetryLimitMs,
-    infraExitCodes: launch.infraExitCodes
-  });
-  return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
-}
-function argumentFiles(args, writable) {
-  const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
-  return args.filter((a) => isAbsolute4(a) && !inside(a) && existsSync8(a));
-}
-var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
-function copyConfigFolder(from, to) {
-  mkdirSync7(to, { recursive: true });
-  const secrets = [];
-  for (const name of readdirSync3(from)) {
-    const src = join11(from, name);
-    let data;
-    try {
-      data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
-    } catch {
-      continue;
-    }
-    writeFileSync3(join11(to, name), data, { mode: 384 });
-    if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
-  }
-  return secrets;
-}
-function tokenLikeStrings(text3) {
-  const out = [];
-  const walk3 = (v) => {
-    if (typeof v === "string") {
-      if (v.length >= 20 && !/\s/.test(v)) out.push(v);
-    } else if (Array.isArray(v)) v.forEach(walk3);
-    else if (v && typeof v === "object") Object.values(v).forEach(walk3);
-  };
-  try {
-    walk3(JSON.parse(text3));
-  } catch {
-  }
-  return out;
-}
-
-// src/agent/outcome.ts
-import { mkdirSync as mkdirSync8, rmSync as rmSync3 } from "node:fs";
-import { dirname as dirname8, relative as relative3, resolve as resolve7 } from "node:path";
-function prepareResultFile(file) {
-  rmSync3(file, { force: true });
-  mkdirSync8(dirname8(file), { recursive: true });
-}
-function outsideOf(root, dir) {
-  const rel = relative3(resolve7(root), resolve7(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve7(dir);
-}
-function toOutcome(proc, logFile, result, problem) {
-  return {
-    status: proc.status,
-    exitCode: proc.exitCode,
-    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
-    ...result ? { result } : { resultProblem: problem ?? "no result" },
-    logFile,
-    durationMs: proc.durationMs,
-    ...proc.isolation ? { isolation: proc.isolation } : {}
-  };
-}
-
-// src/agent/result.ts
-import { existsSync as existsSync9, readFileSync as readFileSync7, statSync as statSync2 } from "node:fs";
-var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
-var MAX_RESULT_FIELD_CHARS = 1500;
-var MAX_RESULT_FILE_BYTES = 64 * 1024;
-var RESULT_JSON_SCHEMA = {
-  type: "object",
-  properties: {
-    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
-    summary: { type: "string", description: "What was changed, in a few sentences." },
-    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
-  },
-  required: [...RESULT_FIELDS],
-  additionalProperties: false
-};
-function validateAgentResult(value2) {
-  if (typeof value2 !== "object" || value2 === null || Array.isArray(value2)) {
-    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
-  }
-  const record2 = value2;
-  const out = {};
-  const problems = [];
-  for (const key of RESULT_FIELDS) {
-    const v = record2[key];
-    if (v === void 0) problems.push(`${key} is missing`);
-    else if (typeof v !== "string")
-      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
-    else if (v.trim() === "") problems.push(`${key} is empty`);
-    else if (v.length > MAX_RESULT_FIELD_CHARS)
-      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
-    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
-    else out[key] = v.trim();
-  }
-  if (problems.length > 0) return { problem: problems.join("; ") };
-  return { result: out };
-}
-function parseAgentResult(text3) {
-  let value2;
-  try {
-    value2 = JSON.parse(text3);
-  } catch (e) {
-    return { problem: `not valid JSON (${e.message})` };
-  }
-  return validateAgentResult(value2);
-}
-function readAgentResult(file) {
-  if (!existsSync9(file)) return { problem: `no result file at ${file}` };
-  const size = statSync2(file).size;
-  if (size > MAX_RESULT_FILE_BYTES) {
-    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
-  }
-  const check = parseAgentResult(readFileSync7(file, "utf8"));
-  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
-}
-function resultFromMessage(text3) {
-  const candidates = [text3.trim()];
-  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
-  for (const c of candidates) {
-    if (!c.startsWith("{")) continue;
-    const check = parseAgentResult(c);
-    if (check.result) return check.result;
-  }
-  return void 0;
-}
-
-// src/agent/agents/claude.ts
-var DEFAULT_CLAUDE_ALLOWED_TOOLS = [
-  "Read",
-  "Glob",
-  "Grep",
-  "Bash(git status:*)",
-  "Bash(git diff:*)",
-  "Bash(git log:*)",
-  "Bash(git show:*)",
-  "Bash(git add:*)",
-  "Bash(git commit:*)",
-  "Bash(python:*)",
-  "Bash(python3:*)",
-  "Bash(.venv/bin/python:*)"
-];
-var CLAUDE_QUIET_ENV = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
-var CLAUDE_MODEL_KEYS = ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
-var CLAUDE_SETTINGS = ["ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"];
-var API_FAILURE = [
-  /API Error:? \(?(?:429|5\d\d)\b/i,
-  /Request rejected \(429\)|Repeated 529 Overloaded errors|Unable to connect to API/i,
-  /overloaded_error|rate_limit_error|"type":"api_error"/,
-  /API Error: (?:Connection error|Connection refused|Request timed out)/i,
-  /usage limit reached|out of (?:extra )?usage/i,
-  /Retrying in \d+ seconds/
-];
-var SETUP_FAILURE = [
-  /Invalid API key|authentication_error|OAuth token (?:has )?expired|Please run \/login|Failed to authenticate|API Error: 40[13]\b/i
-];
-var SETUP_ERRORS = /* @__PURE__ */ new Set([
-  "authentication_failed",
-  "oauth_org_not_allowed",
-  "account_on_hold",
-  "verification_required",
-  "billing_error",
-  "model_not_found",
-  "cloud_credential_error"
-]);
-var ClaudeAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "claude";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const args = claudeArgs({
-      model: this.opts.model,
-      maxTurns: this.opts.maxTurns,
-      allowedTools: this.opts.allowedTools,
-      resultDir: outsideOf(request2.workdir, dirname9(request2.resultFile)),
-      extraArgs: this.opts.extraArgs
-    });
-    const proc = await launchAgent(request2, {
-      agent: this.name,
-      command: this.opts.binary,
-      args,
-      modelKeys: CLAUDE_MODEL_KEYS,
-      adapterNames: CLAUDE_SETTINGS,
-      passEnv: this.opts.passEnv,
-      extraEnv: CLAUDE_QUIET_ENV,
-      apiFailure: claudeApiFailure,
-      configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
-      setupFailure: claudeSetupFailure,
-      watchLine: claudeLineSignal,
-      apiRetryLimitMs: this.opts.apiRetryLimitMs,
-      logger: this.opts.logger
-    });
-    if (proc.setupError) {
-      throw new AgentSetupError(this.name, proc.setupError, {
-        hint: claudeKeyHint({ ...this.opts.sourceEnv ?? process.env, ...request2.env }),
-        logFile: request2.logFile
-      });
-    }
-    let { result, problem } = readAgentResult(request2.resultFile);
-    if (!result && proc.result) {
-      const fromMessage = finalResult(proc.result.stdout);
-      if (fromMessage) [result, problem] = [fromMessage, void 0];
-    }
-    return toOutcome(proc, request2.logFile, result, problem);
-  }
-};
-function claudeArgs(i) {
-  const user = i.extraArgs;
-  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
-  const args = ["-p", "--verbose", "--output-format", "stream-json"];
-  if (!has("--permission-mode", "--dangerously-skip-permissions"))
-    args.push("--permission-mode", "acceptEdits");
-  if (i.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
-    args.push("--allowedTools", i.allowedTools.join(","));
-  }
-  if (i.model !== void 0 && !has("--model")) args.push("--model", i.model);
-  if (i.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i.maxTurns));
-  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
-  args.push(...user);
-  return args;
-}
-function finalEvent(stdout) {
-  return jsonLines(stdout).filter((e) => e.type === "result").at(-1);
-}
-function apiErrorStatus(final) {
-  return typeof final?.api_error_status === "number" ? final.api_error_status : void 0;
-}
-function assistantErrors(stdout) {
-  return jsonLines(stdout).filter((e) => e.type === "assistant" && typeof e.error === "string").map((e) => e.error);
-}
-function failedResultText(final) {
-  if (!final) return "";
-  const failed = final.is_error === true || typeof final.subtype === "string" && final.subtype.startsWith("error");
-  return failed && typeof final.result === "string" ? final.result : "";
-}
-function claudeApiFailure(result) {
-  const final = finalEvent(result.stdout);
-  const text3 = failedResultText(final).split("\n")[0].trim();
-  const status = apiErrorStatus(final);
-  if (final?.is_error === true && (final.terminal_reason === "api_error" || status !== void 0)) {
-    return `${text3 || "API error"} (${status === void 0 ? "no HTTP response" : `status ${status}`})`;
-  }
-  return firstMatchingLine([text3, result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
-}
-function claudeSetupFailure(result) {
-  const final = finalEvent(result.stdout);
-  const text3 = failedResultText(final).split("\n")[0].trim();
-  const status = apiErrorStatus(final);
-  const refused = status === 401 || status === 403 || assistantErrors(result.stdout).some((e) => SETUP_ERRORS.has(e));
-  if (refused) return `the model API refused the credentials: ${text3 || `status ${status}`}`;
-  const line = firstMatchingLine([text3, result.stderr], SETUP_FAILURE);
-  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
-}
-function claudeLineSignal(line, stream) {
-  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
-  let ev;
-  try {
-    ev = JSON.parse(line);
-  } catch {
-    return void 0;
-  }
-  if (ev.type === "system" && ev.subtype === "api_retry") {
-    const status = typeof ev.error_status === "number" ? ev.error_status : void 0;
-    const error2 = typeof ev.error === "string" ? ev.error : "unknown";
-    const what = `${status ?? "no HTTP response"} ${error2}`;
-    if (status === 401 || status === 403 || SETUP_ERRORS.has(error2)) {
-      return { setup: `the model API refused the credentials (${what})` };
-    }
-    return { retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}` };
-  }
-  const message = ev.message;
-  if (ev.type === "assistant" && message?.model !== "<synthetic>" || ev.type === "user") {
-    return { progress: true };
-  }
-  return void 0;
-}
-function claudeKeyHint(source) {
-  const where2 = source.ANTHROPIC_BASE_URL?.trim() || "api.anthropic.com";
-  if (source.ANTHROPIC_API_KEY?.trim()) return `ANTHROPIC_API_KEY was refused by ${where2}: set a valid key`;
-  if (source.CLAUDE_CODE_OAUTH_TOKEN?.trim()) {
-    return `CLAUDE_CODE_OAUTH_TOKEN was refused by ${where2}: create a new one with \`claude setup-token\``;
-  }
-  return "neither ANTHROPIC_API_KEY nor CLAUDE_CODE_OAUTH_TOKEN is set: set one (an API key, or a token from `claude setup-token`)";
-}
-function finalResult(stdout) {
-  const last = finalEvent(stdout);
-  if (!last) return void 0;
-  if (last.structured_output !== void 0) {
-    const fromStructured = resultFromMessage(JSON.stringify(last.structured_output));
-    if (fromStructured) return fromStructured;
-  }
-  return typeof last.result === "string" ? resultFromMessage(last.result) : void 0;
-}
-
-// src/agent/agents/codex.ts
-import { existsSync as existsSync10, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync3, readFileSync as readFileSync8, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
-import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname10, join as join12 } from "node:path";
-var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
-var CODEX_SETTINGS = ["CODEX_HOME"];
-var CODEX_SANDBOX_NOTE = `
-
-## Note from the harness (codex sandbox)
-
-This sandbox keeps \`.git\` read-only, so \`git commit\` will fail here. Leave your one change uncommitted in
-the working tree: the harness commits it for you, using your result's summary as the commit message. If you
-decide on no change, leave the working tree clean.
-`;
-var API_FAILURE2 = [
-  /exceeded retry limit, last status: (?:429|5\d\d)/i,
-  /unexpected status (?:429|5\d\d)/i,
-  /stream disconnected before completion/i,
-  /currently experiencing high demand/i,
-  /Connection failed:|error sending request for url|Error while reading the server response/i,
-  /(?:connection|request) (?:timed out|refused|reset)/i,
-  /You've hit your usage limit|Quota exceeded|usage limit/i,
-  /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/
-];
-var SETUP_FAILURE2 = [
-  /unexpected status (?:401|403)\b/i,
-  /\b401 Unauthorized\b/i,
-  /Missing environment variable: `(?:OPENAI|CODEX)_API_KEY`|not logged in|refresh token/i
-];
-var QUIET_CONFIG = [
-  "analytics.enabled=false",
-  "check_for_update_on_startup=false",
-  "features.apps=false",
-  "features.plugins=false"
-];
-var UNKNOWN_MODEL = /Model metadata for `([^`]+)` not found/;
-var CodexAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-  }
-  opts;
-  name = "codex";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync4(lastMessageFile, { force: true });
-    const resultDir = outsideOf(request2.workdir, dirname10(request2.resultFile));
-    const scratch = mkdtempSync3(join12(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
-    try {
-      const schemaFile = join12(scratch, "result.schema.json");
-      writeFileSync4(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
-`);
-      const agentTmp = join12(scratch, "tmp");
-      mkdirSync9(agentTmp);
-      const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
-      const args = codexArgs({
-        insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
-        workdir: request2.workdir,
-        lastMessageFile,
-        schemaFile,
-        resultDir: outsideOf(request2.workdir, dirname10(request2.resultFile)),
-        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
-        model: this.opts.model,
-        reasoningEffort: this.opts.reasoningEffort,
-        extraArgs: this.opts.extraArgs
-      });
-      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
-      const proc = await launchAgent(request2, {
-        agent: this.name,
-        command: this.opts.binary,
-        args,
-        // The note is true only in our sandbox; a user who replaced it via extra_args gets the bare prompt.
-        input: args.includes("workspace-write") ? `${request2.prompt}${CODEX_SANDBOX_NOTE}` : request2.prompt,
-        modelKeys: CODEX_MODEL_KEYS,
-        adapterNames: CODEX_SETTINGS,
-        passEnv: this.opts.passEnv,
-        extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: apiKey } : {} },
-        apiFailure: codexApiFailure,
-        configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
-        setupFailure: codexSetupFailure,
-        watchLine: codexLineSignal,
-        apiRetryLimitMs: this.opts.apiRetryLimitMs,
-        logger: this.opts.logger
-      });
-      const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
-      if (unknownModel) {
-        this.opts.logger.warn(
-          `codex: model ${unknownModel} is not in this codex's model catalog (codex debug models --bundled): it gets no apply_patch tool and edits through shell commands only`
-        );
-      }
-      if (proc.setupError) {
-        throw new AgentSetupError(this.name, proc.setupError, {
-          hint: codexKeyHint(source, nonEmpty(source.OPENAI_BASE_URL)),
-          logFile: request2.logFile
-        });
-      }
-      let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync10(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync8(lastMessageFile, "utf8"));
-        if (fromMessage) [result, problem] = [fromMessage, void 0];
-      }
-      return toOutcome(proc, request2.logFile, result, problem);
-    } finally {
-      rmSync4(scratch, { recursive: true, force: true });
-    }
-  }
-};
-function codexArgs(i) {
-  const user = i.extraArgs;
-  const has = (...flags) => user.some((a) => flags.some((f) => a === f || a.startsWith(`${f}=`)));
-  const configures = (...keys) => user.some((a) => keys.some((k) => a.startsWith(`${k}=`)));
-  const args = ["exec", "--json"];
-  if (!has("--color")) args.push("--color", "never");
-  if (!has("--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--yolo")) {
-    args.push("--sandbox", i.insideHarnessSandbox ? "danger-full-access" : "workspace-write");
-  }
-  if (!has("--ephemeral")) args.push("--ephemeral");
-  args.push("-C", i.workdir, "--output-last-message", i.lastMessageFile, "--output-schema", i.schemaFile);
-  args.push("-c", "sandbox_workspace_write.network_access=false");
-  args.push("-c", "sandbox_workspace_write.exclude_slash_tmp=true");
-  for (const quiet of QUIET_CONFIG) args.push("-c", quiet);
-  if (i.baseUrl !== void 0 && !configures("openai_base_url", "model_provider")) {
-    args.push("-c", `openai_base_url=${JSON.stringify(i.baseUrl)}`);
-  }
-  if (i.model !== void 0 && !has("-m", "--model")) args.push("-m", i.model);
-  if (i.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i.reasoningEffort}"`);
-  if (i.resultDir !== void 0) args.push("--add-dir", i.resultDir);
-  args.push(...user, "-");
-  return args;
-}
-function errorMessages(stdout) {
-  const messages = [];
-  for (const ev of jsonLines(stdout)) {
-    if (ev.type === "error" && typeof ev.message === "string") messages.push(ev.message);
-    const err = ev.error;
-    if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
-  }
-  return messages;
-}
-function codexApiFailure(result) {
-  const messages = errorMessages(result.stdout).join("\n");
-  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
-}
-function codexSetupFailure(result) {
-  const messages = errorMessages(result.stdout).join("\n");
-  const line = firstMatchingLine([messages, result.stderr], SETUP_FAILURE2);
-  return line === void 0 ? void 0 : `the model API refused the credentials: ${line}`;
-}
-function codexLineSignal(line, stream) {
-  if (stream !== "stdout" || !line.startsWith("{")) return void 0;
-  let ev;
-  try {
-    ev = JSON.parse(line);
-  } catch {
-    return void 0;
-  }
-  if (ev.type === "error" && typeof ev.message === "string") {
-    if (SETUP_FAILURE2.some((p) => p.test(ev.message))) {
-      return { setup: `the model API refused the credentials: ${ev.message}` };
-    }
-    return ev.message.startsWith("Reconnecting...") ? { retrying: ev.message } : void 0;
-  }
-  if ((ev.type === "item.started" || ev.type === "item.completed") && ev.item?.type !== "error") {
-    return { progress: true };
-  }
-  return void 0;
-}
-function codexKeyHint(source, baseUrl) {
-  const where2 = baseUrl ?? "api.openai.com";
-  if (nonEmpty(source.CODEX_API_KEY)) return `CODEX_API_KEY was refused by ${where2}: set a valid key there`;
-  if (nonEmpty(source.OPENAI_API_KEY)) {
-    return `OPENAI_API_KEY (passed to codex as CODEX_API_KEY, the only key codex exec reads) was refused by ${where2}: set a valid key`;
-  }
-  return "neither OPENAI_API_KEY nor CODEX_API_KEY is set: set one to an OpenAI API key (or run `codex login` as this user)";
-}
-function nonEmpty(value2) {
-  return value2 === void 0 || value2.trim() === "" ? void 0 : value2;
-}
-
-// src/agent/agents/command.ts
-var COMMAND_INFRA_EXIT_CODE = 75;
-var CommandAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-    if (opts.command.length === 0) throw new Error("agent.command.command is empty");
-  }
-  opts;
-  name = "command";
-  async run(request2) {
-    prepareResultFile(request2.resultFile);
-    const [program, ...args] = this.opts.command;
-    const proc = await launchAgent(request2, {
-      agent: this.name,
-      command: program,
-      args,
-      modelKeys: [],
-      passEnv: this.opts.passEnv,
-      extraEnv: {
-        HILLCLIMB_RESULT_FILE: request2.resultFile,
-        HILLCLIMB_WORKDIR: request2.workdir,
-        HILLCLIMB_ITERATION: String(request2.iteration)
-      },
-      infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
-      logger: this.opts.logger
-    });
-    const { result, problem } = readAgentResult(request2.resultFile);
-    return toOutcome(proc, request2.logFile, result, problem);
-  }
-};
-
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync4, readFileSync as readFileSync9, writeFileSync as writeFileSync5 } from "node:fs";
-import { basename, dirname as dirname11, join as join13 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
-  if (!existsSync11(dir)) {
+  if (!existsSync7(dir)) {
     throw new HillclimbError(`replay agent: no folder ${dir}`, {
       hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
       exitCode: ExitCode2.badInput
     });
   }
-  const names = readdirSync4(dir).sort();
+  const names = readdirSync3(dir).sort();
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join13(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join10(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join13(dir, n), ...companion ? { companion } : {} };
+    return { patch: join10(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -44709,7 +44223,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync10(dirname11(request2.logFile), { recursive: true });
+    mkdirSync9(dirname9(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -44735,7 +44249,7 @@ var ReplayAgent = class {
       });
       return done("finished", 0);
     }
-    const text3 = readFileSync9(entry.patch, "utf8");
+    const text3 = readFileSync5(entry.patch, "utf8");
     const described = describePatch(text3, basename(entry.patch));
     log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
     try {
@@ -44752,7 +44266,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync5(request2.resultFile, readFileSync9(entry.companion));
+    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync5(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -44805,7 +44319,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync5(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync4(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -44857,7 +44371,7 @@ var builders = /* @__PURE__ */ new Map([
   [
     "replay",
     (c, o) => new ReplayAgent({
-      dir: isAbsolute5(c.agent.replay.dir) ? c.agent.replay.dir : resolve8(o.root, c.agent.replay.dir),
+      dir: isAbsolute5(c.agent.replay.dir) ? c.agent.replay.dir : resolve5(o.root, c.agent.replay.dir),
       logger: o.logger
     })
   ]
@@ -44896,12 +44410,12 @@ function getAgentTypes() {
 }
 
 // src/compute/factory.ts
-import { resolve as resolve10 } from "node:path";
+import { resolve as resolve7 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readdirSync as readdirSync5, rmSync as rmSync6 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readdirSync as readdirSync4, rmSync as rmSync6 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname14, join as join16, resolve as resolve9 } from "node:path";
+import { dirname as dirname12, join as join13, resolve as resolve6 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -44920,23 +44434,23 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
-import { dirname as dirname12, join as join14 } from "node:path";
+import { existsSync as existsSync8, readFileSync as readFileSync6, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
+import { dirname as dirname10, join as join11 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join14(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join11(root, VENV_DIR, "bin", "python");
 }
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
-  const prefix = dirname12(dirname12(python));
+  const prefix = dirname10(dirname10(python));
   paths.add(prefix);
-  const cfg = join14(prefix, "pyvenv.cfg");
-  if (existsSync12(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync10(cfg, "utf8"))?.[1]?.trim();
-    if (home) paths.add(dirname12(home));
+  const cfg = join11(prefix, "pyvenv.cfg");
+  if (existsSync8(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync6(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname10(home));
   }
   try {
-    paths.add(dirname12(dirname12(realpathSync2(python))));
+    paths.add(dirname10(dirname10(realpathSync2(python))));
   } catch {
   }
   return [...paths].filter((p) => p !== "/" && p !== "/usr");
@@ -44968,8 +44482,8 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync11, rmSync as rmSync5, writeFileSync as writeFileSync7 } from "node:fs";
-import { dirname as dirname13, join as join15 } from "node:path";
+import { mkdirSync as mkdirSync10, rmSync as rmSync5, writeFileSync as writeFileSync6 } from "node:fs";
+import { dirname as dirname11, join as join12 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -45047,7 +44561,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync11(dirname13(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync10(dirname11(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -45065,7 +44579,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join15(outputs.trace, ...rest2);
+      target = join12(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -45073,10 +44587,10 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync11(target, { recursive: true });
+      mkdirSync10(target, { recursive: true });
     } else {
-      mkdirSync11(dirname13(target), { recursive: true });
-      writeFileSync7(target, entry.data);
+      mkdirSync10(dirname11(target), { recursive: true });
+      writeFileSync6(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -45089,7 +44603,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync5(dir);
+      return readdirSync4(dir);
     } catch {
       return [];
     }
@@ -45120,8 +44634,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join16(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = join16(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
+    const cacheRoot = this.opts.cacheDir ?? join13(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = join13(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -45129,7 +44643,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync12(dirname14(job.logFile), { recursive: true });
+    mkdirSync11(dirname12(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
@@ -45139,14 +44653,14 @@ var LocalBackend = class {
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync13(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync9(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync12(cache2, { recursive: true });
+    mkdirSync11(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -45157,20 +44671,20 @@ var LocalBackend = class {
       const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
       return { ...ended, isolation: "none" };
     }
-    const scratch = mkdtempSync4(join16(tmpdir4(), "hc-job-"));
+    const scratch = mkdtempSync4(join13(tmpdir4(), "hc-job-"));
     try {
-      const out = join16(scratch, "out");
-      mkdirSync12(out);
+      const out = join13(scratch, "out");
+      mkdirSync11(out);
       const inside = {
-        ...job.outputs.metrics ? { metrics: join16(out, SANDBOX_OUTPUTS.metrics) } : {},
-        ...job.outputs.junit ? { junit: join16(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join16(out, SANDBOX_OUTPUTS.trace) } : {}
+        ...job.outputs.metrics ? { metrics: join13(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join13(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join13(out, SANDBOX_OUTPUTS.trace) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
 `);
-      const program = argv[0].includes("/") ? resolve9(job.workdir, argv[0]) : findOnPath(argv[0]);
-      if (program === void 0 || !existsSync13(program)) {
+      const program = argv[0].includes("/") ? resolve6(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === void 0 || !existsSync9(program)) {
         return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
       }
       const sandboxed = sandboxCommand(
@@ -45183,7 +44697,7 @@ var LocalBackend = class {
             ...this.opts.sandbox?.read_paths ?? []
           ],
           writable: [out, cache2],
-          readyFile: join16(scratch, "ready")
+          readyFile: join13(scratch, "ready")
         },
         argv[0],
         argv.slice(1)
@@ -45195,7 +44709,7 @@ var LocalBackend = class {
         false,
         started
       );
-      if (!sandboxWasReady(join16(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+      if (!sandboxWasReady(join13(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
         return {
           ...ended,
           exitCode: null,
@@ -45276,7 +44790,7 @@ function collectOutputs(inside, outputs) {
   for (const name of ["metrics", "junit", "trace"]) {
     const from = inside[name];
     const to = outputs[name];
-    if (from === void 0 || to === void 0 || !existsSync13(from)) continue;
+    if (from === void 0 || to === void 0 || !existsSync9(from)) continue;
     const r = copyPlainTree(from, to);
     refused.push(...r.refused.map((x) => `${name}/${x}`));
   }
@@ -45284,14 +44798,14 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync6, readFileSync as readFileSync11, rmSync as rmSync8 } from "node:fs";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync6, readFileSync as readFileSync7, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname15, join as join18 } from "node:path";
+import { dirname as dirname13, join as join15 } from "node:path";
 
 // src/compute/names.ts
-import { createHash as createHash4 } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 function shortHash(text3, length = 6) {
-  return createHash4("sha256").update(text3).digest("hex").slice(0, length);
+  return createHash2("sha256").update(text3).digest("hex").slice(0, length);
 }
 var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 var MAX_SUBMISSION_ID = 120;
@@ -45475,7 +44989,7 @@ function packagePath(uri) {
 }
 
 // src/compute/runner/protocol.ts
-import { createHash as createHash5 } from "node:crypto";
+import { createHash as createHash3 } from "node:crypto";
 
 // src/compute/runner/source.ts
 var RUNNER_FILE = ".hillclimb-runner.py";
@@ -45689,7 +45203,7 @@ function parseRunnerOutput(text3, nonce) {
       case "outputs-end": {
         if (payload && expected) {
           const data = Buffer.from(payload.join(""), "base64");
-          const digest = createHash5("sha256").update(data).digest("hex");
+          const digest = createHash3("sha256").update(data).digest("hex");
           if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
           else
             report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
@@ -45771,9 +45285,9 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync2, existsSync as existsSync14, mkdtempSync as mkdtempSync5, rmSync as rmSync7 } from "node:fs";
+import { copyFileSync as copyFileSync2, existsSync as existsSync10, mkdtempSync as mkdtempSync5, rmSync as rmSync7 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
-import { isAbsolute as isAbsolute6, join as join17 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join14 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
@@ -45791,10 +45305,10 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync5(join17(tmpdir5(), "hc-index-"));
+  const tmp = mkdtempSync5(join14(tmpdir5(), "hc-index-"));
   try {
-    const index = join17(tmp, "index");
-    if (existsSync14(realIndex)) copyFileSync2(realIndex, index);
+    const index = join14(tmp, "index");
+    if (existsSync10(realIndex)) copyFileSync2(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
@@ -45922,7 +45436,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync13(dirname15(job.logFile), { recursive: true });
+    mkdirSync12(dirname13(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -46099,11 +45613,11 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync6(join18(tmpdir6(), "hc-raypkg-"));
+    const tmp = mkdtempSync6(join15(tmpdir6(), "hc-raypkg-"));
     try {
-      const zip = join18(tmp, "package.zip");
+      const zip = join15(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync11(zip);
+      const data = readFileSync7(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
@@ -46128,9 +45642,9 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync13, rmSync as rmSync10 } from "node:fs";
+import { mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync7, readFileSync as readFileSync9, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
-import { dirname as dirname16, join as join20 } from "node:path";
+import { dirname as dirname14, join as join17 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -46369,31 +45883,31 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync14, readdirSync as readdirSync6, readFileSync as readFileSync12, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync8 } from "node:fs";
-import { join as join19 } from "node:path";
+import { mkdirSync as mkdirSync13, readdirSync as readdirSync5, readFileSync as readFileSync8, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync7 } from "node:fs";
+import { join as join16 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join19(stateDir, "tpu");
+  return join16(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join19(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join16(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync14(dir, { recursive: true });
+  mkdirSync13(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync8(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync2(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync6(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync5(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync12(join19(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync8(join16(dir, n), "utf8")));
     } catch {
     }
   }
@@ -46724,14 +46238,14 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync15(dirname16(job.logFile), { recursive: true });
+    mkdirSync14(dirname14(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync7(join20(tmpdir7(), "hc-tpujob-"));
+    const tmp = mkdtempSync7(join17(tmpdir7(), "hc-tpujob-"));
     try {
-      const tarball = join20(tmp, "tree.tar.gz");
+      const tarball = join17(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -46766,7 +46280,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join20(tmp, "outputs.tar.gz");
+      const local = join17(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -46778,7 +46292,7 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync13(local), job.outputs);
+        installOutputs(readFileSync9(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
@@ -46865,7 +46379,7 @@ var TpuVmBackend = class {
 
 // src/compute/factory.ts
 function tpuStateDirFor(config) {
-  return tpuStateDir(resolve10(config.root, config.paths.state_dir));
+  return tpuStateDir(resolve7(config.root, config.paths.state_dir));
 }
 function missingSection(config, key) {
   return new ConfigError(
@@ -46881,7 +46395,7 @@ var builders2 = /* @__PURE__ */ new Map([
       root: opts.root,
       logger: opts.logger,
       dryRun: opts.dryRun,
-      cacheDir: resolve10(config.root, config.paths.state_dir, "cache", "jobs"),
+      cacheDir: resolve7(config.root, config.paths.state_dir, "cache", "jobs"),
       sandbox: config.sandbox
     })
   ],
@@ -46920,8 +46434,337 @@ function getBackendTypes() {
   return [...builders2.keys()].sort();
 }
 
+// src/config/load.ts
+var import_ajv = __toESM(require_ajv(), 1);
+var import_yaml = __toESM(require_dist(), 1);
+import { existsSync as existsSync11, readFileSync as readFileSync10 } from "node:fs";
+import { dirname as dirname15, resolve as resolve8 } from "node:path";
+
+// src/config/rules.ts
+var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
+function crossFieldProblems(config) {
+  return [
+    ...loopTargetExists(config),
+    ...backendSections(config),
+    ...measureBounds(config),
+    ...commandPlaceholders(config),
+    ...benchWritesMetrics(config),
+    ...agentSection(config),
+    ...forgeAndStoreSections(config),
+    ...staticCheckPatterns(config)
+  ];
+}
+function loopTargetExists(c) {
+  if (c.loop.target === void 0 || c.targets[c.loop.target]) return [];
+  return [
+    {
+      keyPath: "loop.target",
+      message: `names target "${c.loop.target}", but targets has only ${Object.keys(c.targets).sort().join(", ")}`
+    }
+  ];
+}
+function backendSections(c) {
+  if (c.compute.backend === "ray" && !c.compute.ray) {
+    return [
+      {
+        keyPath: "compute.ray",
+        message: "compute.backend is ray, so compute.ray (with address) is required"
+      }
+    ];
+  }
+  if (c.compute.backend === "tpu-vm" && !c.compute.tpu_vm) {
+    return [
+      { keyPath: "compute.tpu_vm", message: "compute.backend is tpu-vm, so compute.tpu_vm is required" }
+    ];
+  }
+  return [];
+}
+function measureBounds(c) {
+  if (c.measure.max_runs_per_arm >= c.measure.runs_per_arm) return [];
+  return [
+    {
+      keyPath: "measure.max_runs_per_arm",
+      message: `(${c.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c.measure.runs_per_arm})`
+    }
+  ];
+}
+function commandPlaceholders(c) {
+  const problems = [];
+  const check = (keyPath, args) => {
+    for (const arg of args ?? []) {
+      for (const m of arg.matchAll(/\{([a-z_]+)\}/g)) {
+        if (!PLACEHOLDERS.includes(m[1])) {
+          problems.push({
+            keyPath,
+            message: `unknown placeholder {${m[1]}}; known: ${PLACEHOLDERS.join(", ")}`
+          });
+        }
+      }
+    }
+  };
+  for (const [name, t] of Object.entries(c.targets)) {
+    check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
+    check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
+    check(`targets.${name}.bench.command`, t.bench.command);
+    check(`targets.${name}.profile.command`, t.profile?.command);
+  }
+  return problems;
+}
+function benchWritesMetrics(c) {
+  const problems = [];
+  for (const [name, t] of Object.entries(c.targets)) {
+    if (!t.bench.command.some((a) => a.includes("{metrics}"))) {
+      problems.push({
+        keyPath: `targets.${name}.bench.command`,
+        message: "must contain {metrics}: the engine reads numbers only from the metrics file it names"
+      });
+    }
+    if (t.profile && !t.profile.command.some((a) => a.includes("{trace}"))) {
+      problems.push({ keyPath: `targets.${name}.profile.command`, message: "must contain {trace}" });
+    }
+  }
+  return problems;
+}
+function agentSection(c) {
+  if (c.agent.kind === "command" && !c.agent.command) {
+    return [
+      { keyPath: "agent.command", message: "agent.kind is command, so agent.command.command is required" }
+    ];
+  }
+  return [];
+}
+function forgeAndStoreSections(c) {
+  const problems = [];
+  if (c.forge.kind === "github" && !c.forge.github) {
+    problems.push({
+      keyPath: "forge.github",
+      message: "forge.kind is github, so forge.github.repository is required"
+    });
+  }
+  if (c.store.kind === "hf" && !c.store.hf) {
+    problems.push({ keyPath: "store.hf", message: "store.kind is hf, so store.hf.repo is required" });
+  }
+  return problems;
+}
+function staticCheckPatterns(c) {
+  const problems = [];
+  for (const [name, t] of Object.entries(c.targets)) {
+    t.static_checks.forEach((s, i) => {
+      try {
+        new RegExp(s.pattern);
+      } catch (e) {
+        problems.push({
+          keyPath: `targets.${name}.static_checks.${i}.pattern`,
+          message: e.message
+        });
+      }
+    });
+  }
+  return problems;
+}
+
+// src/config/load.ts
+var MAX_LISTED_PROBLEMS = 8;
+var validator;
+function schemaValidator() {
+  if (validator) return validator;
+  const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
+  validator = ajv.compile(CONFIG_SCHEMA);
+  return validator;
+}
+function loadConfig(file, overrides = {}) {
+  const path = resolve8(file);
+  if (!existsSync11(path)) {
+    throw new ConfigError(path, "", "file not found", {
+      hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
+    });
+  }
+  return parseConfig(readFileSync10(path, "utf8"), path, overrides);
+}
+function parseConfig(text3, file, overrides = {}) {
+  const lines = new import_yaml.LineCounter();
+  const doc = (0, import_yaml.parseDocument)(text3, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    const line = e.linePos?.[0]?.line;
+    throw new ConfigError(file, "", `invalid YAML: ${e.message.split("\n")[0]}`, { line });
+  }
+  const raw = doc.toJS() ?? {};
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(file, "", "the top level must be a mapping (key: value)");
+  }
+  const data = structuredClone(raw);
+  for (const [keyPath, value2] of Object.entries(overrides)) setPath(data, keyPath, value2);
+  const validate2 = schemaValidator();
+  if (!validate2(data)) {
+    const problems2 = (validate2.errors ?? []).map(describeAjvError);
+    throwProblems(file, dedupe(problems2), (p) => lineOf(doc.contents, p, lines));
+  }
+  const config = toTyped(data, file);
+  const problems = crossFieldProblems(config);
+  if (problems.length > 0) throwProblems(file, problems, (p) => lineOf(doc.contents, p, lines));
+  return config;
+}
+function toTyped(data, file) {
+  const typed = data;
+  const targets = {};
+  for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
+  return { ...typed, targets, file, root: dirname15(file) };
+}
+function selectTarget(config, name) {
+  const wanted = name ?? config.loop.target;
+  const names = Object.keys(config.targets).sort();
+  if (wanted === void 0) {
+    if (names.length === 1) return config.targets[names[0]];
+    throw new ConfigError(config.file, "loop.target", `several targets (${names.join(", ")}); name one`, {
+      hint: "set loop.target in hillclimb.yml or pass --target"
+    });
+  }
+  const target = config.targets[wanted];
+  if (!target) {
+    throw new ConfigError(config.file, "targets", `no target "${wanted}"; known: ${names.join(", ")}`);
+  }
+  return target;
+}
+function throwProblems(file, problems, line) {
+  const first = problems[0];
+  const rest2 = problems.slice(1, MAX_LISTED_PROBLEMS).map((p) => {
+    const l = line(p);
+    return `
+  also ${l === void 0 ? "" : `line ${l}: `}${p.keyPath ? `${p.keyPath}: ` : ""}${p.message}`;
+  });
+  const more = problems.length > MAX_LISTED_PROBLEMS ? `
+  and ${problems.length - MAX_LISTED_PROBLEMS} more` : "";
+  throw new ConfigError(file, first.keyPath, `${first.message}${rest2.join("")}${more}`, {
+    line: line(first),
+    hint: `the schema with every key and default is ${SCHEMA_FILE}`
+  });
+}
+function dedupe(problems) {
+  const seen = /* @__PURE__ */ new Set();
+  return problems.filter((p) => {
+    const k = `${p.keyPath}\0${p.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+function pointerToPath(pointer) {
+  if (pointer === "") return [];
+  return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+}
+function describeAjvError(e) {
+  const path = pointerToPath(e.instancePath);
+  const keyPath = path.join(".");
+  const join40 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
+  switch (e.keyword) {
+    case "additionalProperties": {
+      const key = String(e.params.additionalProperty);
+      const known = Object.keys(e.parentSchema?.properties ?? {});
+      const near = nearest(key, known);
+      return {
+        keyPath: join40(key),
+        message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
+      };
+    }
+    case "required":
+      return {
+        keyPath: join40(String(e.params.missingProperty)),
+        message: "missing required key"
+      };
+    case "enum":
+      return {
+        keyPath,
+        message: `must be one of ${(e.params.allowedValues ?? []).map(String).join(", ")}${got}`
+      };
+    case "const":
+      return {
+        keyPath,
+        message: `must be ${JSON.stringify(e.params.allowedValue)}${got}`
+      };
+    case "type":
+      return { keyPath, message: `must be ${e.params.type}${got}` };
+    case "propertyNames":
+      return { keyPath, message: `has a badly formed name: ${e.message ?? ""}` };
+    default:
+      return { keyPath, message: `${e.message ?? "is invalid"}${got}` };
+  }
+}
+function nearest(word, candidates) {
+  let best;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = c;
+    }
+  }
+  return best !== void 0 && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : void 0;
+}
+function editDistance(a, b) {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length];
+}
+function lineOf(root, problem, lines) {
+  const keys = problem.keyPath === "" ? [] : problem.keyPath.split(".");
+  let node = root;
+  let offset = node?.range?.[0];
+  for (const key of keys) {
+    if (!(0, import_yaml.isMap)(node)) break;
+    const pair = node.items.find((p) => (0, import_yaml.isScalar)(p.key) && String(p.key.value) === key);
+    if (!pair) break;
+    offset = pair.key.range?.[0] ?? offset;
+    node = pair.value;
+  }
+  return offset === void 0 ? void 0 : lines.linePos(offset).line;
+}
+function setPath(data, keyPath, value2) {
+  const keys = keyPath.split(".");
+  let obj = data;
+  for (const k of keys.slice(0, -1)) {
+    const next = obj[k];
+    if (typeof next !== "object" || next === null || Array.isArray(next)) obj[k] = {};
+    obj = obj[k];
+  }
+  obj[keys[keys.length - 1]] = value2;
+}
+
+// src/env/root.ts
+import { existsSync as existsSync12, readFileSync as readFileSync11 } from "node:fs";
+import { dirname as dirname16, join as join18, resolve as resolve9 } from "node:path";
+import { fileURLToPath } from "node:url";
+function packageRoot() {
+  let dir = dirname16(fileURLToPath(import.meta.url));
+  for (; ; ) {
+    const pkg = join18(dir, "package.json");
+    if (existsSync12(pkg)) {
+      try {
+        if (JSON.parse(readFileSync11(pkg, "utf8")).name === "hillclimb") return dir;
+      } catch {
+      }
+    }
+    const parent = dirname16(dir);
+    if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
+    dir = parent;
+  }
+}
+function packageVersion() {
+  return JSON.parse(readFileSync11(join18(packageRoot(), "package.json"), "utf8")).version;
+}
+
 // src/forge/factory.ts
-import { resolve as resolve11 } from "node:path";
+import { resolve as resolve10 } from "node:path";
 
 // src/forge/errors.ts
 var ForgeApiError = class extends ApiError {
@@ -52169,8 +52012,8 @@ function redactUrl(url) {
 
 // src/util/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync4, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync14, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
-import { hostname as hostname2 } from "node:os";
+import { closeSync as closeSync4, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync12, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { hostname } from "node:os";
 import { dirname as dirname17 } from "node:path";
 import { setTimeout as sleep4 } from "node:timers/promises";
 var EMPTY_LOCK_GRACE_MS = 5e3;
@@ -52199,7 +52042,7 @@ async function waitForLock(lockPath, opts) {
   }
 }
 function attempt(lockPath, staleMs) {
-  mkdirSync16(dirname17(lockPath), { recursive: true });
+  mkdirSync15(dirname17(lockPath), { recursive: true });
   for (let tries = 0; ; tries++) {
     const token = create(lockPath);
     if (token !== void 0) return () => release(lockPath, token);
@@ -52212,7 +52055,7 @@ function attempt(lockPath, staleMs) {
 function create(lockPath) {
   const holder = {
     pid: process.pid,
-    host: hostname2(),
+    host: hostname(),
     token: randomUUID2(),
     acquiredAt: (/* @__PURE__ */ new Date()).toISOString()
   };
@@ -52236,7 +52079,7 @@ function release(lockPath, token) {
 }
 function readHolder(lockPath) {
   try {
-    const r = JSON.parse(readFileSync14(lockPath, "utf8"));
+    const r = JSON.parse(readFileSync12(lockPath, "utf8"));
     if (typeof r.pid !== "number") return void 0;
     return {
       pid: r.pid,
@@ -52258,7 +52101,7 @@ function isAbandonedEmptyLock(lockPath) {
 function isStale(holder, staleMs) {
   const age = Date.now() - Date.parse(holder.acquiredAt);
   if (Number.isFinite(age) && age > staleMs) return true;
-  if (holder.host !== "" && holder.host !== hostname2()) return false;
+  if (holder.host !== "" && holder.host !== hostname()) return false;
   return !processAlive(holder.pid);
 }
 function processAlive(pid) {
@@ -52283,41 +52126,41 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync11 } from "node:fs";
-import { join as join21 } from "node:path";
+import { existsSync as existsSync13, readdirSync as readdirSync6, rmSync as rmSync11 } from "node:fs";
+import { join as join19 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join21(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join19(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join21(this.dir, "lock");
+    return join19(this.dir, "lock");
   }
   pullFile(n) {
-    return join21(this.dir, "pulls", `${n}.json`);
+    return join19(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join21(this.dir, "comments", String(pull), `${id}.json`);
+    return join19(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join21(this.dir, "pulls"));
+    return numberedJson(join19(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
-    return existsSync15(file) ? readJson(file) : void 0;
+    return existsSync13(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join21(this.dir, "comments", String(n)));
+    return numberedJson(join19(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
@@ -52327,8 +52170,8 @@ var LocalRecords = class {
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join21(this.dir, "counters.json");
-    const counters = existsSync15(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const file = join19(this.dir, "counters.json");
+    const counters = existsSync13(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value2 = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
     return value2;
@@ -52341,13 +52184,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync15(dir)) return [];
-  return readdirSync7(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join21(dir, `${n}.json`);
+  if (!existsSync13(dir)) return [];
+  return readdirSync6(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+    const file = join19(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync15(file)) return [];
+      if (!existsSync13(file)) return [];
       throw e;
     }
   });
@@ -52563,7 +52406,7 @@ var builders3 = /* @__PURE__ */ new Map([
     "local",
     (config, ctx) => new LocalForge({
       repoDir: ctx.root,
-      stateDir: resolve11(ctx.root, config.paths.state_dir),
+      stateDir: resolve10(ctx.root, config.paths.state_dir),
       logger: ctx.logger
     })
   ],
@@ -52607,13 +52450,13 @@ function getForgeTypes() {
 }
 
 // src/store/factory.ts
-import { resolve as resolve14 } from "node:path";
+import { resolve as resolve13 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync8, renameSync as renameSync4, rmSync as rmSync13, statSync as statSync5 } from "node:fs";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, renameSync as renameSync4, rmSync as rmSync13, statSync as statSync5 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
-import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join23, resolve as resolve12 } from "node:path";
+import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join21, resolve as resolve11 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -52648,14 +52491,14 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname18, join as join22 } from "node:path";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync16, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
+import { basename as basename2, dirname as dirname18, join as join20 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
-    for (const name of readdirSync8(abs).sort()) {
-      const childAbs = join22(abs, name);
+    for (const name of readdirSync7(abs).sort()) {
+      const childAbs = join20(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
@@ -52666,8 +52509,8 @@ function walkFiles(dir) {
   return out.sort();
 }
 function copyFileAtomic(src, dest) {
-  mkdirSync17(dirname18(dest), { recursive: true });
-  const tmp = join22(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  mkdirSync16(dirname18(dest), { recursive: true });
+  const tmp = join20(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync3(src, tmp);
     renameSync3(tmp, dest);
@@ -52728,7 +52571,7 @@ var BranchStore = class {
     const changes = [];
     const skipped = [];
     for (const rel of walkFiles(dir)) {
-      const change = { key: joinKey(prefix, rel), file: join23(dir, rel) };
+      const change = { key: joinKey(prefix, rel), file: join21(dir, rel) };
       const bytes = statSync5(change.file).size;
       if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
       else if (bytes > this.maxFileBytes) {
@@ -52753,13 +52596,13 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join23(s.dir, "checkout");
-      mkdirSync18(worktree);
+      const worktree = join21(s.dir, "checkout");
+      mkdirSync17(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync18(dirname19(dest), { recursive: true });
-      const tmp = join23(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      mkdirSync17(dirname19(dest), { recursive: true });
+      const tmp = join21(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync4(join23(worktree, key), tmp);
+        copyFileSync4(join21(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
         rmSync13(tmp, { force: true });
@@ -52822,7 +52665,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync8(join23(tmpdir8(), "hc-branch-store-"));
+    const dir = mkdtempSync8(join21(tmpdir8(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -52900,7 +52743,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join23(dir, "repo.git");
+    this.gitDir = join21(dir, "repo.git");
     this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
   }
   dir;
@@ -52924,7 +52767,7 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join23(this.dir, `${o.index}.index`) } : {}
+        ...o.index ? { GIT_INDEX_FILE: join21(this.dir, `${o.index}.index`) } : {}
       },
       redact: this.redact,
       timeoutMs: GIT_TIMEOUT_MS2,
@@ -53036,7 +52879,7 @@ function isUrl(remote) {
 }
 function toUrl(remote, repoDir) {
   if (isUrl(remote)) return remote;
-  return pathToFileURL2(isAbsolute7(remote) ? remote : resolve12(repoDir, remote)).href;
+  return pathToFileURL2(isAbsolute7(remote) ? remote : resolve11(repoDir, remote)).href;
 }
 function githubRepository(url) {
   const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
@@ -53061,8 +52904,8 @@ function sleep5(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync19, openAsBlob, renameSync as renameSync5, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
-import { basename as basename4, dirname as dirname20, join as join24 } from "node:path";
+import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync18, openAsBlob, renameSync as renameSync5, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
+import { basename as basename4, dirname as dirname20, join as join22 } from "node:path";
 import { Readable as Readable3 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -56643,9 +56486,9 @@ async function getWebWorkerCode() {
 }
 var pendingWorkers = [];
 var runningWorkers = /* @__PURE__ */ new Set();
-var resolve13;
+var resolve12;
 var waitPromise = new Promise((r) => {
-  resolve13 = r;
+  resolve12 = r;
 });
 async function getWorker(poolSize) {
   {
@@ -56676,18 +56519,18 @@ async function freeWorker(worker, poolSize) {
   }
   runningWorkers.delete(worker);
   pendingWorkers.push(worker);
-  const r = resolve13;
+  const r = resolve12;
   waitPromise = new Promise((r2) => {
-    resolve13 = r2;
+    resolve12 = r2;
   });
   r();
 }
 function destroyWorker(worker) {
   runningWorkers.delete(worker);
   worker.terminate();
-  const r = resolve13;
+  const r = resolve12;
   waitPromise = new Promise((r2) => {
-    resolve13 = r2;
+    resolve12 = r2;
   });
   r();
 }
@@ -61504,7 +61347,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join24(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join22(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -61519,8 +61362,8 @@ var HfStore = class {
         hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
       });
     }
-    mkdirSync19(dirname20(dest), { recursive: true });
-    const tmp = join24(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    mkdirSync18(dirname20(dest), { recursive: true });
+    const tmp = join22(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
@@ -61658,8 +61501,8 @@ function firstLine(s) {
 }
 
 // src/store/stores/local.ts
-import { existsSync as existsSync16, statSync as statSync7 } from "node:fs";
-import { join as join25, relative as relative4 } from "node:path";
+import { existsSync as existsSync14, statSync as statSync7 } from "node:fs";
+import { join as join23, relative as relative4 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -61676,11 +61519,11 @@ var LocalStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    if (!existsSync16(dir) || !statSync7(dir).isDirectory()) {
+    if (!existsSync14(dir) || !statSync7(dir).isDirectory()) {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join25(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join23(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -61691,21 +61534,21 @@ var LocalStore = class {
   }
   async list(prefix) {
     assertPrefix(prefix);
-    if (!existsSync16(this.dir)) return [];
+    if (!existsSync14(this.dir)) return [];
     return walkFiles(this.dir).filter((k) => k.startsWith(prefix));
   }
   url(key) {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join25(this.dir, key);
+    const p = join23(this.dir, key);
     if (relative4(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
   }
 };
 function isFile2(path) {
-  return existsSync16(path) && statSync7(path).isFile();
+  return existsSync14(path) && statSync7(path).isFile();
 }
 
 // src/store/factory.ts
@@ -61713,7 +61556,7 @@ var LOCAL_STORE_DIR = "store";
 var builders4 = /* @__PURE__ */ new Map([
   [
     "local",
-    (config, ctx) => new LocalStore({ dir: resolve14(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
+    (config, ctx) => new LocalStore({ dir: resolve13(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
   ],
   [
     "hf",
@@ -61772,21 +61615,122 @@ function getStoreTypes() {
   return [...builders4.keys()].sort();
 }
 
-// src/loop/failures.ts
-var InfraFailure = class extends HillclimbError {
-  name = "InfraFailure";
-  constructor(message, opts = {}) {
-    super(message, { ...opts, exitCode: ExitCode2.infra });
-  }
+// src/loop/context.ts
+import { createHash as createHash5 } from "node:crypto";
+import { existsSync as existsSync15, mkdirSync as mkdirSync19, readFileSync as readFileSync13, writeFileSync as writeFileSync8 } from "node:fs";
+import { hostname as hostname2 } from "node:os";
+import { join as join24, resolve as resolve14 } from "node:path";
+var NO_AGENT = {
+  name: "none",
+  run: () => Promise.reject(new Error("this phase runs no agent"))
 };
-var Interrupted = class extends HillclimbError {
-  name = "Interrupted";
-  constructor(message = "interrupted") {
-    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
+function configHash(config) {
+  return createHash5("sha256").update(readFileSync13(config.file)).digest("hex").slice(0, 16);
+}
+function stateDirOf(config) {
+  const dir = resolve14(config.root, config.paths.state_dir);
+  const ignore = join24(dir, ".gitignore");
+  if (!existsSync15(ignore)) {
+    mkdirSync19(dir, { recursive: true });
+    writeFileSync8(ignore, "# hillclimb state: never committed\n*\n");
   }
-};
-function backoffMs(baseSeconds, attempt2) {
-  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
+  return dir;
+}
+function runDirOf(stateDir, runId) {
+  return join24(stateDir, "runs", runId);
+}
+function currentJobId(env = process.env) {
+  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname2()}-${process.pid}`;
+}
+function defaultHost() {
+  return hostname2();
+}
+var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+
+// src/loop/state/attestation.ts
+import { createHash as createHash6 } from "node:crypto";
+import { existsSync as existsSync16, lstatSync as lstatSync2, readdirSync as readdirSync8, readFileSync as readFileSync14 } from "node:fs";
+import { join as join25 } from "node:path";
+function bundleDigest(dir) {
+  const lines = [];
+  const walk3 = (rel) => {
+    const abs = rel === "" ? dir : join25(dir, rel);
+    const st = lstatSync2(abs);
+    if (st.isDirectory()) {
+      for (const name of readdirSync8(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
+      return;
+    }
+    if (/[\u0000-\u001f\u007f]/.test(rel))
+      throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
+    const data = readPlainFile(abs);
+    lines.push(`${createHash6("sha256").update(data).digest("hex")}  ${rel}`);
+  };
+  walk3("");
+  lines.sort();
+  return createHash6("sha256").update(`${lines.join("\n")}
+`).digest("hex");
+}
+function attestBundle(bundle, ev, phase, verified) {
+  return {
+    v: 1,
+    phase,
+    digest: bundleDigest(bundle.dir),
+    champion: ev.base.commit,
+    ...ev.candidate ? { candidate: ev.candidate.commit } : {},
+    verdict: ev.verdict ?? "",
+    verified
+  };
+}
+function parseAttestation(text3, source) {
+  const bad2 = (why) => new HillclimbError(`${source}: ${why}`, {
+    hint: "pass the attestation output of the job that produced the bundle, unchanged",
+    exitCode: ExitCode2.badInput
+  });
+  let v;
+  try {
+    v = JSON.parse(text3);
+  } catch {
+    throw bad2("not JSON");
+  }
+  const a = v;
+  if (typeof v !== "object" || v === null || a.v !== 1) throw bad2("not a hillclimb attestation (v1)");
+  if (typeof a.digest !== "string" || !/^[0-9a-f]{64}$/.test(a.digest))
+    throw bad2("digest must be 64 hex digits");
+  if (typeof a.champion !== "string" || !/^[0-9a-f]{40}$/.test(a.champion))
+    throw bad2("champion must be a full SHA");
+  if (a.candidate !== void 0 && (typeof a.candidate !== "string" || !/^[0-9a-f]{40}$/.test(a.candidate))) {
+    throw bad2("candidate must be a full SHA");
+  }
+  if (typeof a.phase !== "string" || typeof a.verdict !== "string" || typeof a.verified !== "boolean") {
+    throw bad2("phase, verdict and verified are required");
+  }
+  return {
+    v: 1,
+    phase: a.phase,
+    digest: a.digest,
+    champion: a.champion,
+    ...a.candidate ? { candidate: a.candidate } : {},
+    verdict: a.verdict,
+    verified: a.verified
+  };
+}
+function localAttestationFile(stateDir, runId, iteration) {
+  return join25(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+}
+function writeLocalAttestation(file, a) {
+  writeFileAtomic(file, `${JSON.stringify(a)}
+`);
+}
+function readLocalAttestation(file) {
+  if (!existsSync16(file)) return void 0;
+  try {
+    return parseAttestation(readFileSync14(file, "utf8"), file);
+  } catch {
+    return void 0;
+  }
 }
 
 // src/loop/steps/decide.ts
@@ -61816,6 +61760,23 @@ var decideStep = {
     return { status: "verdict", verdict: c.verdict, reasons: c.reasons };
   }
 };
+
+// src/loop/steps/failures.ts
+var InfraFailure = class extends HillclimbError {
+  name = "InfraFailure";
+  constructor(message, opts = {}) {
+    super(message, { ...opts, exitCode: ExitCode2.infra });
+  }
+};
+var Interrupted = class extends HillclimbError {
+  name = "Interrupted";
+  constructor(message = "interrupted") {
+    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
+  }
+};
+function backoffMs(baseSeconds, attempt2) {
+  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
+}
 
 // src/loop/steps/gates.ts
 import { existsSync as existsSync18 } from "node:fs";
@@ -66150,7 +66111,7 @@ async function readJUnitXml(file) {
   return parseJUnitXml(await readTextFile(file, "JUnit XML"), file);
 }
 
-// src/loop/worktrees.ts
+// src/loop/state/worktrees.ts
 import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
 import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
@@ -66177,6 +66138,44 @@ async function worktreeAt(ctx, path, commit2) {
   }
   await ctx.git.addWorktree(path, commit2);
   return Git.create(path);
+}
+
+// src/workspace/branch-name.ts
+function loopBranchName(parts) {
+  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
+    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
+    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
+    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
+  assertBranchName(name);
+  return name;
+}
+
+// src/loop/steps/naming.ts
+function iterationBranch(ctx, iteration) {
+  return loopBranchName({
+    prefix: ctx.config.loop.branch_prefix,
+    target: ctx.target.name,
+    runId: ctx.runId,
+    iteration
+  });
+}
+function candidateRef(runId, iteration) {
+  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
+}
+function jobId(runId, iteration, ...parts) {
+  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
 }
 
 // src/loop/steps/gates.ts
@@ -67449,7 +67448,7 @@ ${body}
 `;
 }
 
-// src/loop/log-file.ts
+// src/loop/steps/log-file.ts
 function recentLogEntries(text3, n) {
   if (n <= 0) return [];
   const starts = [];
@@ -67459,80 +67458,10 @@ function recentLogEntries(text3, n) {
   return entries.slice(-n);
 }
 
-// src/loop/prompt.ts
-import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync as readFileSync16 } from "node:fs";
-import { join as join29 } from "node:path";
-var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
-function renderPrompt(template, vars, templateFile = "prompt template") {
-  const used = /* @__PURE__ */ new Set();
-  const out = template.replace(PLACEHOLDER, (_, name) => {
-    if (!(name in vars)) {
-      throw new HillclimbError(`${templateFile}: unknown placeholder {{${name}}}`, {
-        hint: `known placeholders: ${Object.keys(vars).sort().join(", ")}`
-      });
-    }
-    used.add(name);
-    return vars[name];
-  });
-  const unused = Object.keys(vars).filter((k) => !used.has(k) && k !== "directives");
-  if (unused.length > 0) {
-    throw new HillclimbError(`${templateFile}: does not use {{${unused.join("}}, {{")}}}`, {
-      hint: "the harness computes these for the agent; a template that drops them hides context"
-    });
-  }
-  return out;
-}
-function directivePresets(dir) {
-  if (!existsSync20(dir)) return [];
-  return readdirSync11(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
-}
-function loadDirectives(dir, names) {
-  if (names.length === 0) return "";
-  const known = directivePresets(dir);
-  const blocks = names.map((name, i) => {
-    if (!known.includes(name)) {
-      throw new HillclimbError(`unknown directive preset "${name}" (looked in ${dir})`, {
-        hint: `known presets: ${known.join(", ") || "(none)"}`
-      });
-    }
-    const text3 = readFileSync16(join29(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join29(dir, `${name}.md`)} is empty`);
-    return `### Directive ${i + 1}: ${name}
-
-${text3}`;
-  });
-  return `
-## Session directives (follow them unless they conflict with correctness)
-
-${blocks.join("\n\n")}
-`;
-}
-
-// src/loop/prompt-context.ts
-var PROMPT_HOTSPOT_ROWS = 12;
-function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
-  const s = summary2.steps;
-  const step = s.timeMs ? `${s.timeMs.median.toFixed(3)} ms median step` : "step time unknown";
-  const lines = [
-    `Platform ${summary2.platform}; ${s.count} step(s) found by ${s.detector} (${s.detail}); ${step}; op time ${s.opMs.toFixed(3)} ms/step.`,
-    "",
-    "| op | category | ms/step | share of ops | launches/step | note |",
-    "|---|---|---|---|---|---|"
-  ];
-  for (const op of summary2.ops.slice(0, rows)) {
-    const note = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
-    lines.push(
-      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note} |`
-    );
-  }
-  if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
-  return lines.join("\n");
-}
-
 // src/loop/steps/profile.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
-import { join as join32 } from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
+import { join as join31 } from "node:path";
 
 // src/evidence/analysis/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
@@ -68173,7 +68102,7 @@ function round2(ms2) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync18, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync17, readSync as readSync5 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -69284,8 +69213,8 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join30 } from "node:path";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { basename as basename6, join as join29 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -69309,7 +69238,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
+  const files = readdirSync11(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -69317,7 +69246,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join30(runDir, sorted[0]), format, notes };
+    return { path: join29(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -69328,7 +69257,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join29(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -69338,17 +69267,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync12(dir);
+  const entries = readdirSync11(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join30(dir, "plugins", "profile"), dir]) {
+  for (const base of [join29(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync8(join30(base, r)).isDirectory());
+      runs = readdirSync11(base).filter((r) => statSync8(join29(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join30(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync11(join29(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join29(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -71380,14 +71309,14 @@ async function opCosts(source, c, where2) {
 }
 
 // src/evidence/analysis/peaks.ts
-import { readFileSync as readFileSync17 } from "node:fs";
-import { join as join31 } from "node:path";
+import { readFileSync as readFileSync16 } from "node:fs";
+import { join as join30 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync17(join31(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync16(join30(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -72086,7 +72015,7 @@ function savedSummary(path) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync18(path, "utf8"));
+  const parsed = JSON.parse(readFileSync17(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -72198,15 +72127,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join32(ctx.stateDir, "cache", "profiles", key);
+  return join31(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join32(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync21(local)) return current(readJson(local));
+  const local = join31(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync20(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join31(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -72226,9 +72155,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join32(dir, "summary.json");
-  const traceDir = join32(dir, "trace");
-  const cachedSummary = existsSync21(summaryFile) ? current(readJson(summaryFile)) : void 0;
+  const summaryFile = join31(dir, "summary.json");
+  const traceDir = join31(dir, "trace");
+  const cachedSummary = existsSync20(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -72240,13 +72169,83 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join32(dir, "metrics.json"),
-      log: join32(dir, "profile.log")
+      metrics: join31(dir, "metrics.json"),
+      log: join31(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
   await shareProfileSummary(ctx, commit2, summaryFile);
   return { traceDir, summary: summary2, cached: false };
+}
+
+// src/loop/steps/prompt.ts
+import { existsSync as existsSync21, readdirSync as readdirSync12, readFileSync as readFileSync18 } from "node:fs";
+import { join as join32 } from "node:path";
+var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
+function renderPrompt(template, vars, templateFile = "prompt template") {
+  const used = /* @__PURE__ */ new Set();
+  const out = template.replace(PLACEHOLDER, (_, name) => {
+    if (!(name in vars)) {
+      throw new HillclimbError(`${templateFile}: unknown placeholder {{${name}}}`, {
+        hint: `known placeholders: ${Object.keys(vars).sort().join(", ")}`
+      });
+    }
+    used.add(name);
+    return vars[name];
+  });
+  const unused = Object.keys(vars).filter((k) => !used.has(k) && k !== "directives");
+  if (unused.length > 0) {
+    throw new HillclimbError(`${templateFile}: does not use {{${unused.join("}}, {{")}}}`, {
+      hint: "the harness computes these for the agent; a template that drops them hides context"
+    });
+  }
+  return out;
+}
+function directivePresets(dir) {
+  if (!existsSync21(dir)) return [];
+  return readdirSync12(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+}
+function loadDirectives(dir, names) {
+  if (names.length === 0) return "";
+  const known = directivePresets(dir);
+  const blocks = names.map((name, i) => {
+    if (!known.includes(name)) {
+      throw new HillclimbError(`unknown directive preset "${name}" (looked in ${dir})`, {
+        hint: `known presets: ${known.join(", ") || "(none)"}`
+      });
+    }
+    const text3 = readFileSync18(join32(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join32(dir, `${name}.md`)} is empty`);
+    return `### Directive ${i + 1}: ${name}
+
+${text3}`;
+  });
+  return `
+## Session directives (follow them unless they conflict with correctness)
+
+${blocks.join("\n\n")}
+`;
+}
+
+// src/loop/steps/prompt-context.ts
+var PROMPT_HOTSPOT_ROWS = 12;
+function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
+  const s = summary2.steps;
+  const step = s.timeMs ? `${s.timeMs.median.toFixed(3)} ms median step` : "step time unknown";
+  const lines = [
+    `Platform ${summary2.platform}; ${s.count} step(s) found by ${s.detector} (${s.detail}); ${step}; op time ${s.opMs.toFixed(3)} ms/step.`,
+    "",
+    "| op | category | ms/step | share of ops | launches/step | note |",
+    "|---|---|---|---|---|---|"
+  ];
+  for (const op of summary2.ops.slice(0, rows)) {
+    const note = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
+    lines.push(
+      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note} |`
+    );
+  }
+  if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
+  return lines.join("\n");
 }
 
 // src/loop/steps/prepare.ts
@@ -73237,7 +73236,7 @@ async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   );
 }
 
-// src/loop/iteration.ts
+// src/loop/steps/iteration.ts
 var STEP_IMPLS = {
   prepare: prepareStep,
   propose: proposeStep,
@@ -73366,7 +73365,7 @@ function isInfra(e) {
   return e instanceof InfraFailure || isHillclimbError(e) && e.exitCode !== 2;
 }
 
-// src/loop/preflight.ts
+// src/loop/drivers/preflight.ts
 import { existsSync as existsSync27 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
@@ -73382,7 +73381,7 @@ function preflight(config, target, needs) {
   }
 }
 
-// src/loop/trust.ts
+// src/loop/drivers/trust.ts
 import { existsSync as existsSync28, renameSync as renameSync6, rmSync as rmSync20 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -73577,7 +73576,7 @@ function withStep(steps, name, record2) {
   return Object.fromEntries(STEPS.filter((s) => all[s] !== void 0).map((s) => [s, all[s]]));
 }
 
-// src/loop/phases.ts
+// src/loop/drivers/phases.ts
 function takesOver(phase) {
   return phase !== "prepare" && phase !== "propose" && phase !== "all";
 }
@@ -73768,7 +73767,8 @@ function fullSha(value2, what) {
   return value2;
 }
 
-// src/loop/external.ts
+// src/loop/drivers/pull-request.ts
+import { join as join39 } from "node:path";
 async function prepareExternalChange(opts, change) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);

@@ -38219,7 +38219,7 @@ var init_sub_paths_HFKHI55E = __esm({
 // src/actions/phase.ts
 import { resolve } from "node:path";
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 import { existsSync as existsSync2 } from "node:fs";
 import { join } from "node:path";
 
@@ -38393,7 +38393,7 @@ function readJsonLines(path) {
   return { rows, tornTail };
 }
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 var EVIDENCE_FILE = "evidence.json";
 var BundleFiles = {
   evidence: EVIDENCE_FILE,
@@ -38450,13 +38450,13 @@ function stepFinished(evidence, step) {
   return s !== void 0 && (s.status === "done" || s.status === "skipped");
 }
 
-// src/loop/history.ts
+// src/loop/state/history.ts
 import { join as join2 } from "node:path";
 
 // src/evidence/history.ts
 var HISTORY_SCHEMA = "hillclimb.history/v1";
 
-// src/loop/history.ts
+// src/loop/state/history.ts
 var HISTORY_FILE = "history.jsonl";
 function historyFile(stateDir) {
   return join2(stateDir, HISTORY_FILE);
@@ -41948,7 +41948,7 @@ function iterationSummary(result) {
   return renderJobSummary([result.evidence], history).markdown;
 }
 
-// src/loop/phases.ts
+// src/loop/drivers/phases.ts
 import { existsSync as existsSync29 } from "node:fs";
 import { join as join38 } from "node:path";
 
@@ -61684,14 +61684,49 @@ function getStoreTypes() {
   return [...builders4.keys()].sort();
 }
 
-// src/loop/attestation.ts
+// src/loop/context.ts
 import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync15, lstatSync as lstatSync2, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join24 } from "node:path";
+import { existsSync as existsSync15, mkdirSync as mkdirSync19, readFileSync as readFileSync13, writeFileSync as writeFileSync8 } from "node:fs";
+import { hostname as hostname2 } from "node:os";
+import { join as join24, resolve as resolve14 } from "node:path";
+var NO_AGENT = {
+  name: "none",
+  run: () => Promise.reject(new Error("this phase runs no agent"))
+};
+function configHash(config) {
+  return createHash5("sha256").update(readFileSync13(config.file)).digest("hex").slice(0, 16);
+}
+function stateDirOf(config) {
+  const dir = resolve14(config.root, config.paths.state_dir);
+  const ignore = join24(dir, ".gitignore");
+  if (!existsSync15(ignore)) {
+    mkdirSync19(dir, { recursive: true });
+    writeFileSync8(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
+}
+function runDirOf(stateDir, runId) {
+  return join24(stateDir, "runs", runId);
+}
+function currentJobId(env = process.env) {
+  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname2()}-${process.pid}`;
+}
+function defaultHost() {
+  return hostname2();
+}
+var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+
+// src/loop/state/attestation.ts
+import { createHash as createHash6 } from "node:crypto";
+import { existsSync as existsSync16, lstatSync as lstatSync2, readdirSync as readdirSync8, readFileSync as readFileSync14 } from "node:fs";
+import { join as join25 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join24(dir, rel);
+    const abs = rel === "" ? dir : join25(dir, rel);
     const st = lstatSync2(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync8(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -61700,11 +61735,11 @@ function bundleDigest(dir) {
     if (/[\u0000-\u001f\u007f]/.test(rel))
       throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
-    lines.push(`${createHash5("sha256").update(data).digest("hex")}  ${rel}`);
+    lines.push(`${createHash6("sha256").update(data).digest("hex")}  ${rel}`);
   };
   walk3("");
   lines.sort();
-  return createHash5("sha256").update(`${lines.join("\n")}
+  return createHash6("sha256").update(`${lines.join("\n")}
 `).digest("hex");
 }
 function attestBundle(bundle, ev, phase, verified) {
@@ -61752,71 +61787,19 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, iteration) {
-  return join24(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+  return join25(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
 }
 function writeLocalAttestation(file, a) {
   writeFileAtomic(file, `${JSON.stringify(a)}
 `);
 }
 function readLocalAttestation(file) {
-  if (!existsSync15(file)) return void 0;
+  if (!existsSync16(file)) return void 0;
   try {
-    return parseAttestation(readFileSync13(file, "utf8"), file);
+    return parseAttestation(readFileSync14(file, "utf8"), file);
   } catch {
     return void 0;
   }
-}
-
-// src/loop/context.ts
-import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync16, mkdirSync as mkdirSync19, readFileSync as readFileSync14, writeFileSync as writeFileSync8 } from "node:fs";
-import { hostname as hostname2 } from "node:os";
-import { join as join25, resolve as resolve14 } from "node:path";
-var NO_AGENT = {
-  name: "none",
-  run: () => Promise.reject(new Error("this phase runs no agent"))
-};
-function configHash(config) {
-  return createHash6("sha256").update(readFileSync14(config.file)).digest("hex").slice(0, 16);
-}
-function stateDirOf(config) {
-  const dir = resolve14(config.root, config.paths.state_dir);
-  const ignore = join25(dir, ".gitignore");
-  if (!existsSync16(ignore)) {
-    mkdirSync19(dir, { recursive: true });
-    writeFileSync8(ignore, "# hillclimb state: never committed\n*\n");
-  }
-  return dir;
-}
-function runDirOf(stateDir, runId) {
-  return join25(stateDir, "runs", runId);
-}
-function currentJobId(env = process.env) {
-  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
-    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
-  }
-  return `${hostname2()}-${process.pid}`;
-}
-function defaultHost() {
-  return hostname2();
-}
-var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
-
-// src/loop/failures.ts
-var InfraFailure = class extends HillclimbError {
-  name = "InfraFailure";
-  constructor(message, opts = {}) {
-    super(message, { ...opts, exitCode: ExitCode.infra });
-  }
-};
-var Interrupted = class extends HillclimbError {
-  name = "Interrupted";
-  constructor(message = "interrupted") {
-    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
-  }
-};
-function backoffMs(baseSeconds, attempt2) {
-  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
 }
 
 // src/loop/steps/decide.ts
@@ -61846,6 +61829,23 @@ var decideStep = {
     return { status: "verdict", verdict: c.verdict, reasons: c.reasons };
   }
 };
+
+// src/loop/steps/failures.ts
+var InfraFailure = class extends HillclimbError {
+  name = "InfraFailure";
+  constructor(message, opts = {}) {
+    super(message, { ...opts, exitCode: ExitCode.infra });
+  }
+};
+var Interrupted = class extends HillclimbError {
+  name = "Interrupted";
+  constructor(message = "interrupted") {
+    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
+  }
+};
+function backoffMs(baseSeconds, attempt2) {
+  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
+}
 
 // src/loop/steps/gates.ts
 import { existsSync as existsSync18 } from "node:fs";
@@ -66180,45 +66180,7 @@ async function readJUnitXml(file) {
   return parseJUnitXml(await readTextFile(file, "JUnit XML"), file);
 }
 
-// src/workspace/branch-name.ts
-function loopBranchName(parts) {
-  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
-    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
-      exitCode: ExitCode.badInput
-    });
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
-    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
-      exitCode: ExitCode.badInput
-    });
-  }
-  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
-    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
-      exitCode: ExitCode.badInput
-    });
-  }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
-  assertBranchName(name);
-  return name;
-}
-
-// src/loop/naming.ts
-function iterationBranch(ctx, iteration) {
-  return loopBranchName({
-    prefix: ctx.config.loop.branch_prefix,
-    target: ctx.target.name,
-    runId: ctx.runId,
-    iteration
-  });
-}
-function candidateRef(runId, iteration) {
-  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
-}
-function jobId(runId, iteration, ...parts) {
-  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
-}
-
-// src/loop/worktrees.ts
+// src/loop/state/worktrees.ts
 import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
 import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
@@ -66245,6 +66207,44 @@ async function worktreeAt(ctx, path, commit2) {
   }
   await ctx.git.addWorktree(path, commit2);
   return Git.create(path);
+}
+
+// src/workspace/branch-name.ts
+function loopBranchName(parts) {
+  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
+    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
+      exitCode: ExitCode.badInput
+    });
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
+    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
+      exitCode: ExitCode.badInput
+    });
+  }
+  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
+    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
+      exitCode: ExitCode.badInput
+    });
+  }
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
+  assertBranchName(name);
+  return name;
+}
+
+// src/loop/steps/naming.ts
+function iterationBranch(ctx, iteration) {
+  return loopBranchName({
+    prefix: ctx.config.loop.branch_prefix,
+    target: ctx.target.name,
+    runId: ctx.runId,
+    iteration
+  });
+}
+function candidateRef(runId, iteration) {
+  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
+}
+function jobId(runId, iteration, ...parts) {
+  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
 }
 
 // src/loop/steps/gates.ts
@@ -67517,7 +67517,7 @@ ${body}
 `;
 }
 
-// src/loop/log-file.ts
+// src/loop/steps/log-file.ts
 function recentLogEntries(text3, n) {
   if (n <= 0) return [];
   const starts = [];
@@ -67527,80 +67527,10 @@ function recentLogEntries(text3, n) {
   return entries.slice(-n);
 }
 
-// src/loop/prompt.ts
-import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync as readFileSync16 } from "node:fs";
-import { join as join29 } from "node:path";
-var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
-function renderPrompt(template, vars, templateFile = "prompt template") {
-  const used = /* @__PURE__ */ new Set();
-  const out = template.replace(PLACEHOLDER, (_, name) => {
-    if (!(name in vars)) {
-      throw new HillclimbError(`${templateFile}: unknown placeholder {{${name}}}`, {
-        hint: `known placeholders: ${Object.keys(vars).sort().join(", ")}`
-      });
-    }
-    used.add(name);
-    return vars[name];
-  });
-  const unused = Object.keys(vars).filter((k) => !used.has(k) && k !== "directives");
-  if (unused.length > 0) {
-    throw new HillclimbError(`${templateFile}: does not use {{${unused.join("}}, {{")}}}`, {
-      hint: "the harness computes these for the agent; a template that drops them hides context"
-    });
-  }
-  return out;
-}
-function directivePresets(dir) {
-  if (!existsSync20(dir)) return [];
-  return readdirSync11(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
-}
-function loadDirectives(dir, names) {
-  if (names.length === 0) return "";
-  const known = directivePresets(dir);
-  const blocks = names.map((name, i) => {
-    if (!known.includes(name)) {
-      throw new HillclimbError(`unknown directive preset "${name}" (looked in ${dir})`, {
-        hint: `known presets: ${known.join(", ") || "(none)"}`
-      });
-    }
-    const text3 = readFileSync16(join29(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join29(dir, `${name}.md`)} is empty`);
-    return `### Directive ${i + 1}: ${name}
-
-${text3}`;
-  });
-  return `
-## Session directives (follow them unless they conflict with correctness)
-
-${blocks.join("\n\n")}
-`;
-}
-
-// src/loop/prompt-context.ts
-var PROMPT_HOTSPOT_ROWS = 12;
-function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
-  const s = summary2.steps;
-  const step = s.timeMs ? `${s.timeMs.median.toFixed(3)} ms median step` : "step time unknown";
-  const lines = [
-    `Platform ${summary2.platform}; ${s.count} step(s) found by ${s.detector} (${s.detail}); ${step}; op time ${s.opMs.toFixed(3)} ms/step.`,
-    "",
-    "| op | category | ms/step | share of ops | launches/step | note |",
-    "|---|---|---|---|---|---|"
-  ];
-  for (const op of summary2.ops.slice(0, rows)) {
-    const note = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
-    lines.push(
-      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note} |`
-    );
-  }
-  if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
-  return lines.join("\n");
-}
-
 // src/loop/steps/profile.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
-import { join as join32 } from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
+import { join as join31 } from "node:path";
 
 // src/evidence/analysis/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
@@ -68241,7 +68171,7 @@ function round2(ms2) {
 }
 
 // src/evidence/analysis/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync18, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync17, readSync as readSync5 } from "node:fs";
 
 // src/evidence/trace/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -69352,8 +69282,8 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join30 } from "node:path";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { basename as basename6, join as join29 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -69377,7 +69307,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
+  const files = readdirSync11(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -69385,7 +69315,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join30(runDir, sorted[0]), format, notes };
+    return { path: join29(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -69396,7 +69326,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join29(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -69406,17 +69336,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync12(dir);
+  const entries = readdirSync11(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join30(dir, "plugins", "profile"), dir]) {
+  for (const base of [join29(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync8(join30(base, r)).isDirectory());
+      runs = readdirSync11(base).filter((r) => statSync8(join29(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join30(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync11(join29(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join29(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -71448,14 +71378,14 @@ async function opCosts(source, c, where2) {
 }
 
 // src/evidence/analysis/peaks.ts
-import { readFileSync as readFileSync17 } from "node:fs";
-import { join as join31 } from "node:path";
+import { readFileSync as readFileSync16 } from "node:fs";
+import { join as join30 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync17(join31(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync16(join30(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -72154,7 +72084,7 @@ function savedSummary(path) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync18(path, "utf8"));
+  const parsed = JSON.parse(readFileSync17(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -72266,15 +72196,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join32(ctx.stateDir, "cache", "profiles", key);
+  return join31(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join32(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync21(local)) return current(readJson(local));
+  const local = join31(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync20(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join31(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -72294,9 +72224,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join32(dir, "summary.json");
-  const traceDir = join32(dir, "trace");
-  const cachedSummary = existsSync21(summaryFile) ? current(readJson(summaryFile)) : void 0;
+  const summaryFile = join31(dir, "summary.json");
+  const traceDir = join31(dir, "trace");
+  const cachedSummary = existsSync20(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -72308,13 +72238,83 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join32(dir, "metrics.json"),
-      log: join32(dir, "profile.log")
+      metrics: join31(dir, "metrics.json"),
+      log: join31(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
   await shareProfileSummary(ctx, commit2, summaryFile);
   return { traceDir, summary: summary2, cached: false };
+}
+
+// src/loop/steps/prompt.ts
+import { existsSync as existsSync21, readdirSync as readdirSync12, readFileSync as readFileSync18 } from "node:fs";
+import { join as join32 } from "node:path";
+var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
+function renderPrompt(template, vars, templateFile = "prompt template") {
+  const used = /* @__PURE__ */ new Set();
+  const out = template.replace(PLACEHOLDER, (_, name) => {
+    if (!(name in vars)) {
+      throw new HillclimbError(`${templateFile}: unknown placeholder {{${name}}}`, {
+        hint: `known placeholders: ${Object.keys(vars).sort().join(", ")}`
+      });
+    }
+    used.add(name);
+    return vars[name];
+  });
+  const unused = Object.keys(vars).filter((k) => !used.has(k) && k !== "directives");
+  if (unused.length > 0) {
+    throw new HillclimbError(`${templateFile}: does not use {{${unused.join("}}, {{")}}}`, {
+      hint: "the harness computes these for the agent; a template that drops them hides context"
+    });
+  }
+  return out;
+}
+function directivePresets(dir) {
+  if (!existsSync21(dir)) return [];
+  return readdirSync12(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+}
+function loadDirectives(dir, names) {
+  if (names.length === 0) return "";
+  const known = directivePresets(dir);
+  const blocks = names.map((name, i) => {
+    if (!known.includes(name)) {
+      throw new HillclimbError(`unknown directive preset "${name}" (looked in ${dir})`, {
+        hint: `known presets: ${known.join(", ") || "(none)"}`
+      });
+    }
+    const text3 = readFileSync18(join32(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join32(dir, `${name}.md`)} is empty`);
+    return `### Directive ${i + 1}: ${name}
+
+${text3}`;
+  });
+  return `
+## Session directives (follow them unless they conflict with correctness)
+
+${blocks.join("\n\n")}
+`;
+}
+
+// src/loop/steps/prompt-context.ts
+var PROMPT_HOTSPOT_ROWS = 12;
+function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
+  const s = summary2.steps;
+  const step = s.timeMs ? `${s.timeMs.median.toFixed(3)} ms median step` : "step time unknown";
+  const lines = [
+    `Platform ${summary2.platform}; ${s.count} step(s) found by ${s.detector} (${s.detail}); ${step}; op time ${s.opMs.toFixed(3)} ms/step.`,
+    "",
+    "| op | category | ms/step | share of ops | launches/step | note |",
+    "|---|---|---|---|---|---|"
+  ];
+  for (const op of summary2.ops.slice(0, rows)) {
+    const note = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
+    lines.push(
+      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note} |`
+    );
+  }
+  if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
+  return lines.join("\n");
 }
 
 // src/loop/steps/prepare.ts
@@ -73305,7 +73305,7 @@ async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   );
 }
 
-// src/loop/iteration.ts
+// src/loop/steps/iteration.ts
 var STEP_IMPLS = {
   prepare: prepareStep,
   propose: proposeStep,
@@ -73434,7 +73434,7 @@ function isInfra(e) {
   return e instanceof InfraFailure || isHillclimbError(e) && e.exitCode !== 2;
 }
 
-// src/loop/preflight.ts
+// src/loop/drivers/preflight.ts
 import { existsSync as existsSync27 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
@@ -73450,7 +73450,7 @@ function preflight(config, target, needs) {
   }
 }
 
-// src/loop/trust.ts
+// src/loop/drivers/trust.ts
 import { existsSync as existsSync28, renameSync as renameSync6, rmSync as rmSync20 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -73645,7 +73645,7 @@ function withStep(steps, name, record2) {
   return Object.fromEntries(STEPS.filter((s) => all[s] !== void 0).map((s) => [s, all[s]]));
 }
 
-// src/loop/phases.ts
+// src/loop/drivers/phases.ts
 function takesOver(phase) {
   return phase !== "prepare" && phase !== "propose" && phase !== "all";
 }

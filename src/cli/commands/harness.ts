@@ -5,8 +5,13 @@
  */
 import type { Command } from 'commander';
 import { formatSummary } from '../../evidence/analysis/format.js';
-import { commentMeasurement, measureCommits, profileCommitSummary, testCommit } from '../../loop/manual.js';
-import { resolveConfigFile } from '../../loop/run.js';
+import {
+  commentMeasurement,
+  measureCommits,
+  profileCommitSummary,
+  testCommit,
+} from '../../loop/drivers/commits.js';
+import { resolveConfigFile } from '../../loop/drivers/run.js';
 import { headline } from '../../report/facts.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';
 import type { CliContext } from '../context.js';

@@ -4,17 +4,16 @@
  * the loop, so a number means the same thing wherever it was produced.
  */
 import { join } from 'node:path';
-import { buildBackend, buildCpuBackend } from '../compute/factory.js';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import { packageVersion } from '../env/root.js';
-import type { IterationEvidence, StepName } from '../evidence/iteration.js';
-import { buildForge } from '../forge/factory.js';
-import { buildStore } from '../store/factory.js';
-import { errorMessage } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Git } from '../workspace/git.js';
-import { matchAny } from '../workspace/glob.js';
-import { Bundle, BundleFiles } from './bundle.js';
+import { buildBackend, buildCpuBackend } from '../../compute/factory.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
+import { packageVersion } from '../../env/root.js';
+import type { IterationEvidence, StepName } from '../../evidence/iteration.js';
+import { buildForge } from '../../forge/factory.js';
+import { buildStore } from '../../store/factory.js';
+import { errorMessage } from '../../util/errors.js';
+import type { Logger } from '../../util/log.js';
+import { Git } from '../../workspace/git.js';
+import { matchAny } from '../../workspace/glob.js';
 import {
   configHash,
   currentJobId,
@@ -24,12 +23,13 @@ import {
   realSleep,
   runDirOf,
   stateDirOf,
-} from './context.js';
-import { prepareExternalChange, publishToPullRequest } from './external.js';
-import { newEvidence, runIterationSteps } from './iteration.js';
-import { newRunId } from './journal.js';
+} from '../context.js';
+import { Bundle, BundleFiles } from '../state/bundle.js';
+import { newRunId } from '../state/journal.js';
+import { newEvidence, runIterationSteps } from '../steps/iteration.js';
+import { championProfile, type ProfileResult } from '../steps/profile.js';
 import type { PhaseOptions } from './phases.js';
-import { championProfile, type ProfileResult } from './steps/profile.js';
+import { prepareExternalChange, publishToPullRequest } from './pull-request.js';
 
 export interface ManualOptions {
   configFile: string;

@@ -6,21 +6,20 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { buildAgent } from '../agent/factory.js';
-import type { Backend } from '../compute/backend.js';
-import { buildBackend, buildCpuBackend } from '../compute/factory.js';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import type { HillclimbConfig, TargetConfig } from '../config/types.js';
-import { packageVersion } from '../env/root.js';
-import type { IterationEvidence } from '../evidence/iteration.js';
-import type { Verdict } from '../evidence/verdicts.js';
-import { buildForge } from '../forge/factory.js';
-import { buildStore } from '../store/factory.js';
-import { ExitCode, errorMessage, HillclimbError } from '../util/errors.js';
-import { takeLock } from '../util/lock.js';
-import type { Logger } from '../util/log.js';
-import { Git } from '../workspace/git.js';
-import { Bundle, iterationDirName } from './bundle.js';
+import { buildAgent } from '../../agent/factory.js';
+import type { Backend } from '../../compute/backend.js';
+import { buildBackend, buildCpuBackend } from '../../compute/factory.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
+import type { HillclimbConfig, TargetConfig } from '../../config/types.js';
+import { packageVersion } from '../../env/root.js';
+import type { IterationEvidence } from '../../evidence/iteration.js';
+import type { Verdict } from '../../evidence/verdicts.js';
+import { buildForge } from '../../forge/factory.js';
+import { buildStore } from '../../store/factory.js';
+import { ExitCode, errorMessage, HillclimbError } from '../../util/errors.js';
+import { takeLock } from '../../util/lock.js';
+import type { Logger } from '../../util/log.js';
+import { Git } from '../../workspace/git.js';
 import {
   configHash,
   currentJobId,
@@ -29,12 +28,13 @@ import {
   realSleep,
   runDirOf,
   stateDirOf,
-} from './context.js';
-import { failureSignature, Interrupted } from './failures.js';
-import { newEvidence, runIterationSteps } from './iteration.js';
-import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from './journal.js';
+} from '../context.js';
+import { Bundle, iterationDirName } from '../state/bundle.js';
+import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from '../state/journal.js';
+import { removeRunWorktrees } from '../state/worktrees.js';
+import { failureSignature, Interrupted } from '../steps/failures.js';
+import { newEvidence, runIterationSteps } from '../steps/iteration.js';
 import { preflight } from './preflight.js';
-import { removeRunWorktrees } from './worktrees.js';
 
 export interface LoopOptions {
   configFile: string;

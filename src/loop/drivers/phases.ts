@@ -13,28 +13,19 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildAgent } from '../agent/factory.js';
-import type { Backend } from '../compute/backend.js';
-import { buildBackend, buildCpuBackend } from '../compute/factory.js';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import { packageVersion } from '../env/root.js';
-import type { IterationEvidence, StepName } from '../evidence/iteration.js';
-import { STEPS } from '../evidence/iteration.js';
-import { buildForge } from '../forge/factory.js';
-import { buildStore } from '../store/factory.js';
-import type { Store } from '../store/store.js';
-import { ExitCode, errorMessage, HillclimbError, isHillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Git } from '../workspace/git.js';
-import {
-  type Attestation,
-  attestBundle,
-  localAttestationFile,
-  parseAttestation,
-  readLocalAttestation,
-  writeLocalAttestation,
-} from './attestation.js';
-import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
+import { buildAgent } from '../../agent/factory.js';
+import type { Backend } from '../../compute/backend.js';
+import { buildBackend, buildCpuBackend } from '../../compute/factory.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
+import { packageVersion } from '../../env/root.js';
+import type { IterationEvidence, StepName } from '../../evidence/iteration.js';
+import { STEPS } from '../../evidence/iteration.js';
+import { buildForge } from '../../forge/factory.js';
+import { buildStore } from '../../store/factory.js';
+import type { Store } from '../../store/store.js';
+import { ExitCode, errorMessage, HillclimbError, isHillclimbError } from '../../util/errors.js';
+import type { Logger } from '../../util/log.js';
+import { Git } from '../../workspace/git.js';
 import {
   configHash,
   currentJobId,
@@ -44,10 +35,19 @@ import {
   realSleep,
   runDirOf,
   stateDirOf,
-} from './context.js';
-import { historyFile, readHistory } from './history.js';
-import { newEvidence, runIterationSteps } from './iteration.js';
-import { candidateRef } from './naming.js';
+} from '../context.js';
+import {
+  type Attestation,
+  attestBundle,
+  localAttestationFile,
+  parseAttestation,
+  readLocalAttestation,
+  writeLocalAttestation,
+} from '../state/attestation.js';
+import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
+import { historyFile, readHistory } from '../state/history.js';
+import { newEvidence, runIterationSteps } from '../steps/iteration.js';
+import { candidateRef } from '../steps/naming.js';
 import { preflight } from './preflight.js';
 import { acceptBundle, quarantineBundle } from './trust.js';
 
