@@ -6,29 +6,15 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { buildAgent } from '../../agent/factory.js';
-import type { Backend } from '../../compute/backend.js';
-import { buildBackend, buildCpuBackend } from '../../compute/factory.js';
 import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
 import type { HillclimbConfig, TargetConfig } from '../../config/types.js';
-import { packageVersion } from '../../env/root.js';
-import type { IterationEvidence } from '../../evidence/iteration.js';
+import { type IterationEvidence, STEPS } from '../../evidence/iteration.js';
 import type { Verdict } from '../../evidence/verdicts.js';
-import { buildForge } from '../../forge/factory.js';
-import { buildStore } from '../../store/factory.js';
 import { ExitCode, errorMessage, HillclimbError } from '../../util/errors.js';
 import { takeLock } from '../../util/lock.js';
 import type { Logger } from '../../util/log.js';
 import { Git } from '../../workspace/git.js';
-import {
-  configHash,
-  currentJobId,
-  defaultHost,
-  type LoopContext,
-  realSleep,
-  runDirOf,
-  stateDirOf,
-} from '../context.js';
+import { configHash, type LoopContext, openLoopContext, runDirOf, stateDirOf } from '../context.js';
 import { Bundle, iterationDirName } from '../state/bundle.js';
 import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from '../state/journal.js';
 import { removeRunWorktrees } from '../state/worktrees.js';
@@ -106,18 +92,91 @@ function acquireLoopLock(stateDir: string): () => void {
   });
 }
 
+/**
+ * The run, in its phases: start it (or pick it up from its journal), open the loop context, retry what
+ * failed to publish earlier, run the iterations until done or stopped, and always end it in the journal
+ * and release what it holds.
+ */
 async function runLocked(
   opts: LoopOptions,
   config: HillclimbConfig,
   target: TargetConfig,
   stateDir: string,
 ): Promise<LoopResult> {
-  const root = config.root;
-  const git = await Git.create(root, { logger: opts.logger });
-  const signal = opts.signal ?? new AbortController().signal;
+  const git = await Git.create(config.root, { logger: opts.logger });
+  const run = await startOrResume(opts, config, target, stateDir, git);
+  const { ctx, openBackends, close } = await openLoopContext(config, {
+    target,
+    runId: run.runId,
+    steps: STEPS,
+    runStartedAt: run.runStartedAt,
+    totalIterations: run.totalIterations,
+    prepareMayProfile: true,
+    logger: opts.logger,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.sleep ? { sleep: opts.sleep } : {}),
+    dryRun: Boolean(opts.dryRun),
+    git,
+  });
+  const release = () => releaseRun(ctx, close, run.stashSha);
   const progressOut = opts.progress ?? ((l: string) => opts.logger.info(l));
 
-  // Where the run stands: new, or resumed from its journal.
+  let ended: IterationsResult;
+  try {
+    await openBackends();
+    await republishFailed(ctx, run.journal, progressOut);
+    ended = await runIterations(ctx, run, progressOut);
+  } catch (e) {
+    const reason: RunEndReason = e instanceof Interrupted ? 'interrupted' : 'fatal';
+    run.journal.append({ t: 'run-end', at: new Date().toISOString(), reason, message: errorMessage(e) });
+    await release();
+    throw e;
+  }
+  const message =
+    ended.message ??
+    (opts.dryRun
+      ? 'dry run: compute commands were printed, not run; nothing was pushed, published or added to the history'
+      : undefined);
+  run.journal.append({
+    t: 'run-end',
+    at: new Date().toISOString(),
+    reason: ended.endReason,
+    ...(message ? { message } : {}),
+  });
+  await release();
+  return {
+    runId: run.runId,
+    runDir: run.runDir,
+    stateDir,
+    endReason: ended.endReason,
+    message,
+    iterations: ended.outcomes,
+    champion: ended.champion,
+    startCommit: run.startCommit,
+  };
+}
+
+/** Where a run stands when its iterations begin. */
+interface RunStart {
+  runId: string;
+  runDir: string;
+  journal: Journal;
+  startCommit: string;
+  runStartedAt: string;
+  totalIterations: number;
+  champion: LoopResult['champion'];
+  /** The user's uncommitted changes, stashed for the run (a new run with `loop.dirty_tree: stash`). */
+  stashSha?: string;
+}
+
+/** A new run (journalled, the user's changes stashed, synced with the base), or one resumed from its journal. */
+async function startOrResume(
+  opts: LoopOptions,
+  config: HillclimbConfig,
+  target: TargetConfig,
+  stateDir: string,
+  git: Git,
+): Promise<RunStart> {
   const resumeId = opts.resume === true ? listRuns(stateDir).at(-1) : opts.resume;
   if (opts.resume !== undefined && resumeId === undefined) {
     throw new HillclimbError(`no run to resume under ${join(stateDir, 'runs')}`, {
@@ -128,198 +187,213 @@ async function runLocked(
   const runId = resumeId ?? opts.runId ?? newRunId();
   const runDir = runDirOf(stateDir, runId);
   const journal = new Journal(runDir);
-  const hash = configHash(config);
-  let stashSha: string | undefined;
-  let startCommit: string;
-  let runStartedAt: string;
-  let totalIterations: number;
-  let champion: LoopResult['champion'];
+  return resumeId !== undefined
+    ? resumeRun(config, runId, runDir, journal, opts.logger)
+    : startRun(opts, config, target, git, { runId, runDir, journal });
+}
 
-  if (resumeId !== undefined) {
-    if (!existsSync(journal.file)) {
-      throw new HillclimbError(`no journal for run ${resumeId} at ${journal.file}`, {
-        exitCode: ExitCode.badInput,
-      });
-    }
-    const progress = runProgress(journal.entries(), journal.file);
-    if (progress.start.config_hash !== hash) {
-      throw new HillclimbError(`${config.file} changed since run ${runId} started`, {
-        hint: 'resume with the configuration the run started with, or start a new run',
-        exitCode: ExitCode.badInput,
-      });
-    }
-    startCommit = progress.start.start_commit;
-    runStartedAt = progress.start.at;
-    totalIterations = progress.start.iterations;
-    champion = progress.champion;
-    journal.append({
-      t: 'resume',
-      at: new Date().toISOString(),
-      run: runId,
-      from_iteration: progress.finished.size + 1,
-    });
-    opts.logger.info(
-      `resuming run ${runId}: ${progress.finished.size} of ${totalIterations} iterations finished`,
-    );
-  } else {
-    stashSha = await applyDirtyTreePolicy(config, git, runId);
-    startCommit = await git.head();
-    if (config.loop.sync_main !== 'off')
-      startCommit = await syncWithBase(config, git, runDir, opts.logger, startCommit);
-    runStartedAt = new Date().toISOString();
-    // A dry run walks one iteration: every later one would print the same commands.
-    totalIterations = opts.dryRun ? 1 : config.loop.iterations;
-    champion = { commit: startCommit, iteration: undefined };
-    journal.append({
-      t: 'run-start',
-      at: runStartedAt,
-      run: runId,
-      target: target.name,
-      iterations: totalIterations,
-      start_commit: startCommit,
-      config_file: config.file,
-      config_hash: hash,
-      options: { ...(opts.overrides ?? {}), ...(opts.dryRun ? { dryRun: true } : {}) },
+/** Pick a run up from its journal: same config, same start, the champion it had reached. */
+function resumeRun(
+  config: HillclimbConfig,
+  runId: string,
+  runDir: string,
+  journal: Journal,
+  logger: Logger,
+): RunStart {
+  if (!existsSync(journal.file)) {
+    throw new HillclimbError(`no journal for run ${runId} at ${journal.file}`, {
+      exitCode: ExitCode.badInput,
     });
   }
-
-  const backend = buildBackend(config, { root, logger: opts.logger, runId, dryRun: opts.dryRun });
-  const cpuBackend: Backend = buildCpuBackend(config, { root, logger: opts.logger }, backend);
-  const ctx: LoopContext = {
-    config,
-    target,
-    root,
-    stateDir,
+  const progress = runProgress(journal.entries(), journal.file);
+  if (progress.start.config_hash !== configHash(config)) {
+    throw new HillclimbError(`${config.file} changed since run ${runId} started`, {
+      hint: 'resume with the configuration the run started with, or start a new run',
+      exitCode: ExitCode.badInput,
+    });
+  }
+  const totalIterations = progress.start.iterations;
+  journal.append({
+    t: 'resume',
+    at: new Date().toISOString(),
+    run: runId,
+    from_iteration: progress.finished.size + 1,
+  });
+  logger.info(`resuming run ${runId}: ${progress.finished.size} of ${totalIterations} iterations finished`);
+  return {
     runId,
     runDir,
+    journal,
+    startCommit: progress.start.start_commit,
+    runStartedAt: progress.start.at,
+    totalIterations,
+    champion: progress.champion,
+  };
+}
+
+/** Start a new run: apply loop.dirty_tree, sync with the base when asked, and journal its start. */
+async function startRun(
+  opts: LoopOptions,
+  config: HillclimbConfig,
+  target: TargetConfig,
+  git: Git,
+  run: Pick<RunStart, 'runId' | 'runDir' | 'journal'>,
+): Promise<RunStart> {
+  const stashSha = await applyDirtyTreePolicy(config, git, run.runId);
+  let startCommit = await git.head();
+  if (config.loop.sync_main !== 'off')
+    startCommit = await syncWithBase(config, git, run.runDir, opts.logger, startCommit);
+  const runStartedAt = new Date().toISOString();
+  // A dry run walks one iteration: every later one would print the same commands.
+  const totalIterations = opts.dryRun ? 1 : config.loop.iterations;
+  run.journal.append({
+    t: 'run-start',
+    at: runStartedAt,
+    run: run.runId,
+    target: target.name,
+    iterations: totalIterations,
+    start_commit: startCommit,
+    config_file: config.file,
+    config_hash: configHash(config),
+    options: { ...(opts.overrides ?? {}), ...(opts.dryRun ? { dryRun: true } : {}) },
+  });
+  return {
+    ...run,
+    startCommit,
     runStartedAt,
     totalIterations,
-    git,
-    backend,
-    cpuBackend,
-    agent: buildAgent(config, { root, logger: opts.logger }),
-    forge: buildForge(config, { root, logger: opts.logger }),
-    store: buildStore(config, { root, logger: opts.logger }),
-    logger: opts.logger,
-    progress: () => undefined,
-    signal,
-    configHash: hash,
-    hillclimbVersion: packageVersion(),
-    host: defaultHost(),
-    sleep: opts.sleep ?? realSleep,
-    prepareMayProfile: true,
-    job: currentJobId(),
-    dryRun: Boolean(opts.dryRun),
+    champion: { commit: startCommit, iteration: undefined },
+    ...(stashSha ? { stashSha } : {}),
   };
+}
 
+interface IterationsResult {
+  outcomes: IterationOutcome[];
+  endReason: RunEndReason;
+  message?: string;
+  champion: LoopResult['champion'];
+}
+
+/**
+ * The iterations, each from the current champion: a finished one (resume) is only reported; the run
+ * stops early on the failure budget or when it is stuck.
+ */
+async function runIterations(
+  ctx: LoopContext,
+  run: RunStart,
+  progressOut: (line: string) => void,
+): Promise<IterationsResult> {
+  let champion = run.champion;
   const outcomes: IterationOutcome[] = [];
-  let endReason: RunEndReason = 'completed';
-  let message: string | undefined;
-  try {
-    await backend.open();
-    if (cpuBackend !== backend) await cpuBackend.open();
-    await republishFailed(ctx, journal, progressOut);
+  const shouldStop = stopRule(ctx.config);
+  for (let i = 1; i <= run.totalIterations; i++) {
+    const bundle = new Bundle(join(run.runDir, iterationDirName(i)));
+    const finished = bundle.exists() && bundle.load().steps.publish !== undefined;
+    if (!finished) champion = await runIteration(ctx, run.journal, bundle, i, champion, progressOut);
+    const ev = bundle.load();
+    const verdict = ev.verdict ?? 'error';
+    outcomes.push({
+      iteration: i,
+      verdict,
+      reason: ev.verdictReasons[0] ?? '',
+      subject: ev.candidate?.subject ?? null,
+      evidence: ev,
+      bundleDir: bundle.dir,
+    });
+    progressOut(
+      `[${iterationDirName(i)} ${ctx.target.name}] ${verdict}${ev.verdictReasons[0] ? `: ${ev.verdictReasons[0]}` : ''}`,
+    );
+    const stop = shouldStop(ev);
+    if (stop) return { outcomes, endReason: stop.endReason, message: stop.message, champion };
+  }
+  return { outcomes, endReason: 'completed', champion };
+}
 
-    let consecutiveErrors = 0;
-    const signatures: string[] = [];
-    for (let i = 1; i <= totalIterations; i++) {
-      const bundle = new Bundle(join(runDir, iterationDirName(i)));
-      const finished = bundle.exists() && bundle.load().steps.publish !== undefined;
-      if (!finished) {
-        if (!bundle.exists() && i > 1 && config.loop.sync_main === 'each-iteration') {
-          const synced = await syncWithBase(config, git, runDir, opts.logger, champion.commit);
-          if (synced !== champion.commit) {
-            champion = { commit: synced, iteration: champion.iteration };
-            journal.append({ t: 'champion', at: new Date().toISOString(), iteration: i - 1, commit: synced });
-          }
-        }
-        if (!bundle.exists()) {
-          bundle.save(
-            newEvidence(ctx, {
-              iteration: i,
-              base: {
-                commit: champion.commit,
-                ...(champion.iteration !== undefined ? { iteration: champion.iteration } : {}),
-                ...(champion.iteration !== undefined ? { branch: branchOf(runDir, champion.iteration) } : {}),
-              },
-            }),
-          );
-          journal.append({
-            t: 'iteration-start',
-            at: new Date().toISOString(),
-            iteration: i,
-            base_commit: champion.commit,
-          });
-        }
-        ctx.progress = (line) => progressOut(`[${iterationDirName(i)} ${target.name}] ${line}`);
-        const ev = await runIterationSteps(ctx, bundle, journal);
-        const verdict = ev.verdict ?? 'error';
-        journal.append({
-          t: 'iteration-end',
-          at: new Date().toISOString(),
-          iteration: i,
-          verdict,
-          ...(ev.candidate ? { candidate_commit: ev.candidate.commit } : {}),
-        });
-        if (verdict === 'improved' && ev.candidate) {
-          champion = { commit: ev.candidate.logCommit ?? ev.candidate.commit, iteration: i };
-          journal.append({
-            t: 'champion',
-            at: new Date().toISOString(),
-            iteration: i,
-            commit: champion.commit,
-          });
-        }
-      }
-      const ev = bundle.load();
-      const verdict = ev.verdict ?? 'error';
-      outcomes.push({
-        iteration: i,
-        verdict,
-        reason: ev.verdictReasons[0] ?? '',
-        subject: ev.candidate?.subject ?? null,
-        evidence: ev,
-        bundleDir: bundle.dir,
-      });
-      progressOut(
-        `[${iterationDirName(i)} ${target.name}] ${verdict}${ev.verdictReasons[0] ? `: ${ev.verdictReasons[0]}` : ''}`,
-      );
-
-      consecutiveErrors = verdict === 'error' ? consecutiveErrors + 1 : 0;
-      if (consecutiveErrors > config.loop.failure_budget) {
-        endReason = 'failure-budget';
-        message = `${consecutiveErrors} consecutive iterations ended in error (loop.failure_budget is ${config.loop.failure_budget})`;
-        break;
-      }
-      if (['error', 'invalid', 'no-op'].includes(verdict)) {
-        signatures.push(failureSignature(verdict, ev.verdictReasons, ev.stoppedAt));
-      } else signatures.length = 0;
-      const last = signatures.slice(-config.loop.stuck_after);
-      if (last.length === config.loop.stuck_after && new Set(last).size === 1) {
-        endReason = 'stuck';
-        message = `the last ${config.loop.stuck_after} iterations failed the same way (${verdict}: ${ev.verdictReasons[0] ?? ''}); a human should look`;
-        break;
+/**
+ * Run iteration `i` (or resume it at its first unfinished step) and journal its end; returns the
+ * champion after it, which changes only on `improved`.
+ */
+async function runIteration(
+  ctx: LoopContext,
+  journal: Journal,
+  bundle: Bundle,
+  i: number,
+  championBefore: LoopResult['champion'],
+  progressOut: (line: string) => void,
+): Promise<LoopResult['champion']> {
+  let champion = championBefore;
+  if (!bundle.exists()) {
+    if (i > 1 && ctx.config.loop.sync_main === 'each-iteration') {
+      const synced = await syncWithBase(ctx.config, ctx.git, ctx.runDir, ctx.logger, champion.commit);
+      if (synced !== champion.commit) {
+        champion = { commit: synced, iteration: champion.iteration };
+        journal.append({ t: 'champion', at: new Date().toISOString(), iteration: i - 1, commit: synced });
       }
     }
-  } catch (e) {
-    endReason = e instanceof Interrupted ? 'interrupted' : 'fatal';
-    message = errorMessage(e);
-    journal.append({ t: 'run-end', at: new Date().toISOString(), reason: endReason, message });
-    await cleanup(ctx, cpuBackend, stashSha, opts.logger);
-    throw e;
+    bundle.save(
+      newEvidence(ctx, {
+        iteration: i,
+        base: {
+          commit: champion.commit,
+          ...(champion.iteration !== undefined ? { iteration: champion.iteration } : {}),
+          ...(champion.iteration !== undefined ? { branch: branchOf(ctx.runDir, champion.iteration) } : {}),
+        },
+      }),
+    );
+    journal.append({
+      t: 'iteration-start',
+      at: new Date().toISOString(),
+      iteration: i,
+      base_commit: champion.commit,
+    });
   }
-  if (opts.dryRun && !message) {
-    message =
-      'dry run: compute commands were printed, not run; nothing was pushed, published or added to the history';
-  }
+  ctx.progress = (line) => progressOut(`[${iterationDirName(i)} ${ctx.target.name}] ${line}`);
+  const ev = await runIterationSteps(ctx, bundle, journal);
+  const verdict = ev.verdict ?? 'error';
   journal.append({
-    t: 'run-end',
+    t: 'iteration-end',
     at: new Date().toISOString(),
-    reason: endReason,
-    ...(message ? { message } : {}),
+    iteration: i,
+    verdict,
+    ...(ev.candidate ? { candidate_commit: ev.candidate.commit } : {}),
   });
-  await cleanup(ctx, cpuBackend, stashSha, opts.logger);
-  return { runId, runDir, stateDir, endReason, message, iterations: outcomes, champion, startCommit };
+  if (verdict === 'improved' && ev.candidate) {
+    champion = { commit: ev.candidate.logCommit ?? ev.candidate.commit, iteration: i };
+    journal.append({ t: 'champion', at: new Date().toISOString(), iteration: i, commit: champion.commit });
+  }
+  return champion;
+}
+
+/**
+ * When the run stops before its last iteration: more consecutive errors than loop.failure_budget, or
+ * the same failure signature loop.stuck_after times in a row (a human should look).
+ */
+function stopRule(
+  config: HillclimbConfig,
+): (ev: IterationEvidence) => { endReason: RunEndReason; message: string } | undefined {
+  let consecutiveErrors = 0;
+  const signatures: string[] = [];
+  return (ev) => {
+    const verdict = ev.verdict ?? 'error';
+    consecutiveErrors = verdict === 'error' ? consecutiveErrors + 1 : 0;
+    if (consecutiveErrors > config.loop.failure_budget) {
+      return {
+        endReason: 'failure-budget',
+        message: `${consecutiveErrors} consecutive iterations ended in error (loop.failure_budget is ${config.loop.failure_budget})`,
+      };
+    }
+    if (['error', 'invalid', 'no-op'].includes(verdict)) {
+      signatures.push(failureSignature(verdict, ev.verdictReasons, ev.stoppedAt));
+    } else signatures.length = 0;
+    const last = signatures.slice(-config.loop.stuck_after);
+    if (last.length === config.loop.stuck_after && new Set(last).size === 1) {
+      return {
+        endReason: 'stuck',
+        message: `the last ${config.loop.stuck_after} iterations failed the same way (${verdict}: ${ev.verdictReasons[0] ?? ''}); a human should look`,
+      };
+    }
+    return undefined;
+  };
 }
 
 /** The branch of an earlier iteration of this run (where a stacked PR is based). */
@@ -403,34 +477,29 @@ async function syncWithBase(
   }
 }
 
-async function cleanup(
+/**
+ * Release everything the run acquired, whatever happened: the loop context (compute, worktrees), the
+ * run's own worktrees, and the user's stashed changes. A problem is logged and the rest still runs.
+ */
+async function releaseRun(
   ctx: LoopContext,
-  cpuBackend: Backend,
+  close: () => Promise<void>,
   stashSha: string | undefined,
-  logger: Logger,
 ): Promise<void> {
-  const problems: string[] = [];
-  const attempt = async (what: string, fn: () => Promise<unknown>) => {
-    try {
-      await fn();
-    } catch (e) {
-      problems.push(`${what}: ${errorMessage(e)}`);
-    }
-  };
-  await attempt('release compute', () => ctx.backend.close());
-  if (cpuBackend !== ctx.backend) await attempt('release local compute', () => cpuBackend.close());
-  await attempt('remove worktrees', async () => {
-    await ctx.git.close();
+  await close();
+  try {
     await removeRunWorktrees(ctx);
-  });
-  if (stashSha) {
-    await attempt('restore stashed changes', async () => {
-      const r = await ctx.git.restoreStash(stashSha);
-      if (r.restored) await ctx.git.dropStash(stashSha);
-      else logger.warn(`your stashed changes were kept as stash ${stashSha}: ${r.reason}`);
-    });
+  } catch (e) {
+    ctx.logger.warn(`cleanup: remove worktrees: ${errorMessage(e)}`);
   }
-  for (const p of problems) logger.warn(`cleanup: ${p}`);
+  if (!stashSha) return;
+  try {
+    const r = await ctx.git.restoreStash(stashSha);
+    if (r.restored) await ctx.git.dropStash(stashSha);
+    else ctx.logger.warn(`your stashed changes were kept as stash ${stashSha}: ${r.reason}`);
+  } catch (e) {
+    ctx.logger.warn(`cleanup: restore stashed changes: ${errorMessage(e)}`);
+  }
 }
 
 export function resolveConfigFile(root: string, configFile?: string): string {
