@@ -52605,13 +52605,42 @@ function parseBundleHeader(text3) {
 }
 
 // src/loop/context.ts
-import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync15, mkdirSync as mkdirSync19, readFileSync as readFileSync13, writeFileSync as writeFileSync8 } from "node:fs";
-import { hostname as hostname2 } from "node:os";
-import { join as join24, resolve as resolve14 } from "node:path";
+import { createHash as createHash3 } from "node:crypto";
+import { existsSync as existsSync6, mkdirSync as mkdirSync7, readFileSync as readFileSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import { hostname } from "node:os";
+import { join as join10, resolve as resolve7 } from "node:path";
+var NO_AGENT = {
+  name: "none",
+  run: () => Promise.reject(new Error("this phase runs no agent"))
+};
+function configHash(config) {
+  return createHash3("sha256").update(readFileSync3(config.file)).digest("hex").slice(0, 16);
+}
+function stateDirOf(config) {
+  const dir = resolve7(config.root, config.paths.state_dir);
+  const ignore = join10(dir, ".gitignore");
+  if (!existsSync6(ignore)) {
+    mkdirSync7(dir, { recursive: true });
+    writeFileSync2(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
+}
+function runDirOf(stateDir, runId) {
+  return join10(stateDir, "runs", runId);
+}
+function currentJobId(env = process.env) {
+  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname()}-${process.pid}`;
+}
+function defaultHost() {
+  return hostname();
+}
+var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
 
 // src/agent/factory.ts
-import { isAbsolute as isAbsolute6, resolve as resolve9 } from "node:path";
+import { isAbsolute as isAbsolute6, resolve as resolve10 } from "node:path";
 
 // src/agent/agents/claude.ts
 import { dirname as dirname11 } from "node:path";
@@ -52630,14 +52659,14 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/launch.ts
-import { existsSync as existsSync6, mkdirSync as mkdirSync9, readdirSync as readdirSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import { existsSync as existsSync7, mkdirSync as mkdirSync10, readdirSync as readdirSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute as isAbsolute5, join as join12 } from "node:path";
+import { isAbsolute as isAbsolute5, join as join13 } from "node:path";
 
 // src/exec/sandbox.ts
-import { mkdtempSync as mkdtempSync3, readFileSync as readFileSync3, realpathSync, rmSync as rmSync5 } from "node:fs";
+import { mkdtempSync as mkdtempSync3, readFileSync as readFileSync4, realpathSync, rmSync as rmSync5 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname8, isAbsolute as isAbsolute4, join as join10, resolve as resolve7 } from "node:path";
+import { dirname as dirname8, isAbsolute as isAbsolute4, join as join11, resolve as resolve8 } from "node:path";
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
 var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
 var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
@@ -52732,7 +52761,7 @@ done
 var SANDBOX_SETUP_FAILED = 125;
 function sandboxWasReady(readyFile) {
   try {
-    return readFileSync3(readyFile, "utf8") === "ready";
+    return readFileSync4(readyFile, "utf8") === "ready";
   } catch {
     return false;
   }
@@ -52740,7 +52769,7 @@ function sandboxWasReady(readyFile) {
 var stage;
 function stageDir() {
   if (stage === void 0) {
-    const dir = mkdtempSync3(join10(tmpdir3(), "hillclimb-sandbox-"));
+    const dir = mkdtempSync3(join11(tmpdir3(), "hillclimb-sandbox-"));
     process.once("exit", () => rmSync5(dir, { recursive: true, force: true }));
     stage = dir;
   }
@@ -52749,7 +52778,7 @@ function stageDir() {
 function checkPath(p) {
   if (!isAbsolute4(p)) throw new Error(`sandbox path must be absolute: ${p}`);
   if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
-  return resolve7(p);
+  return resolve8(p);
 }
 function byDepth(a, b) {
   return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
@@ -52848,12 +52877,12 @@ import {
   copyFileSync as copyFileSync3,
   fstatSync,
   lstatSync,
-  mkdirSync as mkdirSync7,
+  mkdirSync as mkdirSync8,
   openSync as openSync3,
   readdirSync as readdirSync2,
   readSync as readSync2
 } from "node:fs";
-import { join as join11, relative as relative3 } from "node:path";
+import { join as join12, relative as relative3 } from "node:path";
 var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
 function notPlainFile(path) {
   let st;
@@ -52907,11 +52936,11 @@ function copyPlainTree(src, dest, opts = {}) {
       return;
     }
     if (st.isDirectory()) {
-      mkdirSync7(to, { recursive: true });
+      mkdirSync8(to, { recursive: true });
       for (const name of readdirSync2(from).sort()) {
         if (/[\u0000-\u001f\u007f]/.test(name))
           result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
-        else visit(join11(from, name), join11(to, name));
+        else visit(join12(from, name), join12(to, name));
       }
       return;
     }
@@ -52981,13 +53010,13 @@ function gitIdentityEnv(agent) {
 }
 
 // src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync8 } from "node:fs";
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync9 } from "node:fs";
 import { dirname as dirname9 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync8(dirname9(spec.logFile), { recursive: true });
+  mkdirSync9(dirname9(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -53178,11 +53207,11 @@ async function launchAgent(request2, launch) {
       };
     }
     const writable = [...sandbox.writable];
-    mkdirSync9(sandbox.home, { recursive: true });
+    mkdirSync10(sandbox.home, { recursive: true });
     if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join12(homedir(), launch.configDir.defaultInHome);
-      if (isAbsolute5(dir) && existsSync6(dir)) {
-        const copy = join12(sandbox.home, launch.configDir.defaultInHome);
+      const dir = env[launch.configDir.env] ?? join13(homedir(), launch.configDir.defaultInHome);
+      if (isAbsolute5(dir) && existsSync7(dir)) {
+        const copy = join13(sandbox.home, launch.configDir.defaultInHome);
         secrets.push(...copyConfigFolder(dir, copy));
         env[launch.configDir.env] = copy;
       }
@@ -53228,21 +53257,21 @@ async function launchAgent(request2, launch) {
 }
 function argumentFiles(args, writable) {
   const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
-  return args.filter((a) => isAbsolute5(a) && !inside(a) && existsSync6(a));
+  return args.filter((a) => isAbsolute5(a) && !inside(a) && existsSync7(a));
 }
 var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 function copyConfigFolder(from, to) {
-  mkdirSync9(to, { recursive: true });
+  mkdirSync10(to, { recursive: true });
   const secrets = [];
   for (const name of readdirSync3(from)) {
-    const src = join12(from, name);
+    const src = join13(from, name);
     let data;
     try {
       data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
     } catch {
       continue;
     }
-    writeFileSync2(join12(to, name), data, { mode: 384 });
+    writeFileSync3(join13(to, name), data, { mode: 384 });
     if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
   }
   return secrets;
@@ -53263,15 +53292,15 @@ function tokenLikeStrings(text3) {
 }
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync10, rmSync as rmSync6 } from "node:fs";
-import { dirname as dirname10, relative as relative4, resolve as resolve8 } from "node:path";
+import { mkdirSync as mkdirSync11, rmSync as rmSync6 } from "node:fs";
+import { dirname as dirname10, relative as relative4, resolve as resolve9 } from "node:path";
 function prepareResultFile(file) {
   rmSync6(file, { force: true });
-  mkdirSync10(dirname10(file), { recursive: true });
+  mkdirSync11(dirname10(file), { recursive: true });
 }
 function outsideOf(root, dir) {
-  const rel = relative4(resolve8(root), resolve8(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve8(dir);
+  const rel = relative4(resolve9(root), resolve9(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve9(dir);
 }
 function toOutcome(proc, logFile, result, problem) {
   return {
@@ -53286,7 +53315,7 @@ function toOutcome(proc, logFile, result, problem) {
 }
 
 // src/agent/result.ts
-import { existsSync as existsSync7, readFileSync as readFileSync4, statSync as statSync6 } from "node:fs";
+import { existsSync as existsSync8, readFileSync as readFileSync5, statSync as statSync6 } from "node:fs";
 var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
 var MAX_RESULT_FIELD_CHARS = 1500;
 var MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -53331,12 +53360,12 @@ function parseAgentResult(text3) {
   return validateAgentResult(value2);
 }
 function readAgentResult(file) {
-  if (!existsSync7(file)) return { problem: `no result file at ${file}` };
+  if (!existsSync8(file)) return { problem: `no result file at ${file}` };
   const size = statSync6(file).size;
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
   }
-  const check = parseAgentResult(readFileSync4(file, "utf8"));
+  const check = parseAgentResult(readFileSync5(file, "utf8"));
   return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
 }
 function resultFromMessage(text3) {
@@ -53521,9 +53550,9 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readFileSync as readFileSync5, rmSync as rmSync7, writeFileSync as writeFileSync3 } from "node:fs";
+import { existsSync as existsSync9, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readFileSync as readFileSync6, rmSync as rmSync7, writeFileSync as writeFileSync4 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname12, join as join13 } from "node:path";
+import { dirname as dirname12, join as join14 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -53567,13 +53596,13 @@ var CodexAgent = class {
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync7(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname12(request2.resultFile));
-    const scratch = mkdtempSync4(join13(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
+    const scratch = mkdtempSync4(join14(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
     try {
-      const schemaFile = join13(scratch, "result.schema.json");
-      writeFileSync3(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      const schemaFile = join14(scratch, "result.schema.json");
+      writeFileSync4(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
-      const agentTmp = join13(scratch, "tmp");
-      mkdirSync11(agentTmp);
+      const agentTmp = join14(scratch, "tmp");
+      mkdirSync12(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
@@ -53617,8 +53646,8 @@ var CodexAgent = class {
         });
       }
       let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync8(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync5(lastMessageFile, "utf8"));
+      if (!result && existsSync9(lastMessageFile)) {
+        const fromMessage = resultFromMessage(readFileSync6(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
       return toOutcome(proc, request2.logFile, result, problem);
@@ -53731,12 +53760,12 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync9, mkdirSync as mkdirSync12, readdirSync as readdirSync4, readFileSync as readFileSync6, writeFileSync as writeFileSync4 } from "node:fs";
-import { basename as basename4, dirname as dirname13, join as join14 } from "node:path";
+import { appendFileSync as appendFileSync3, existsSync as existsSync10, mkdirSync as mkdirSync13, readdirSync as readdirSync4, readFileSync as readFileSync7, writeFileSync as writeFileSync5 } from "node:fs";
+import { basename as basename4, dirname as dirname13, join as join15 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
-  if (!existsSync9(dir)) {
+  if (!existsSync10(dir)) {
     throw new HillclimbError(`replay agent: no folder ${dir}`, {
       hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
       exitCode: ExitCode2.badInput
@@ -53746,11 +53775,11 @@ function listReplayPatches(dir) {
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join14(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join15(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join14(dir, n), ...companion ? { companion } : {} };
+    return { patch: join15(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -53763,7 +53792,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync12(dirname13(request2.logFile), { recursive: true });
+    mkdirSync13(dirname13(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -53789,7 +53818,7 @@ var ReplayAgent = class {
       });
       return done("finished", 0);
     }
-    const text3 = readFileSync6(entry.patch, "utf8");
+    const text3 = readFileSync7(entry.patch, "utf8");
     const described = describePatch(text3, basename4(entry.patch));
     log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
     try {
@@ -53806,7 +53835,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync6(entry.companion));
+    if (entry.companion) writeFileSync5(request2.resultFile, readFileSync7(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -53859,7 +53888,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync4(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync5(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -53911,7 +53940,7 @@ var builders2 = /* @__PURE__ */ new Map([
   [
     "replay",
     (c, o) => new ReplayAgent({
-      dir: isAbsolute6(c.agent.replay.dir) ? c.agent.replay.dir : resolve9(o.root, c.agent.replay.dir),
+      dir: isAbsolute6(c.agent.replay.dir) ? c.agent.replay.dir : resolve10(o.root, c.agent.replay.dir),
       logger: o.logger
     })
   ]
@@ -53950,12 +53979,12 @@ function getAgentTypes() {
 }
 
 // src/compute/factory.ts
-import { resolve as resolve11 } from "node:path";
+import { resolve as resolve12 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync11, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readdirSync as readdirSync5, rmSync as rmSync9 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync12, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync5, readdirSync as readdirSync5, rmSync as rmSync9 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname16, join as join17, resolve as resolve10 } from "node:path";
+import { dirname as dirname16, join as join18, resolve as resolve11 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -53974,19 +54003,19 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync10, readFileSync as readFileSync7, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
-import { dirname as dirname14, join as join15 } from "node:path";
+import { existsSync as existsSync11, readFileSync as readFileSync8, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
+import { dirname as dirname14, join as join16 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join15(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join16(root, VENV_DIR, "bin", "python");
 }
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
   const prefix = dirname14(dirname14(python));
   paths.add(prefix);
-  const cfg = join15(prefix, "pyvenv.cfg");
-  if (existsSync10(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync7(cfg, "utf8"))?.[1]?.trim();
+  const cfg = join16(prefix, "pyvenv.cfg");
+  if (existsSync11(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync8(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname14(home));
   }
   try {
@@ -54022,8 +54051,8 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync13, rmSync as rmSync8, writeFileSync as writeFileSync6 } from "node:fs";
-import { dirname as dirname15, join as join16 } from "node:path";
+import { mkdirSync as mkdirSync14, rmSync as rmSync8, writeFileSync as writeFileSync7 } from "node:fs";
+import { dirname as dirname15, join as join17 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -54101,7 +54130,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync13(dirname15(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync14(dirname15(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -54119,7 +54148,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join16(outputs.trace, ...rest2);
+      target = join17(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -54127,10 +54156,10 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync13(target, { recursive: true });
+      mkdirSync14(target, { recursive: true });
     } else {
-      mkdirSync13(dirname15(target), { recursive: true });
-      writeFileSync6(target, entry.data);
+      mkdirSync14(dirname15(target), { recursive: true });
+      writeFileSync7(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -54174,8 +54203,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join17(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = join17(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
+    const cacheRoot = this.opts.cacheDir ?? join18(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = join18(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -54183,7 +54212,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync14(dirname16(job.logFile), { recursive: true });
+    mkdirSync15(dirname16(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
@@ -54193,14 +54222,14 @@ var LocalBackend = class {
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync11(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync12(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync14(cache2, { recursive: true });
+    mkdirSync15(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -54211,20 +54240,20 @@ var LocalBackend = class {
       const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
       return { ...ended, isolation: "none" };
     }
-    const scratch = mkdtempSync5(join17(tmpdir5(), "hc-job-"));
+    const scratch = mkdtempSync5(join18(tmpdir5(), "hc-job-"));
     try {
-      const out = join17(scratch, "out");
-      mkdirSync14(out);
+      const out = join18(scratch, "out");
+      mkdirSync15(out);
       const inside = {
-        ...job.outputs.metrics ? { metrics: join17(out, SANDBOX_OUTPUTS.metrics) } : {},
-        ...job.outputs.junit ? { junit: join17(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join17(out, SANDBOX_OUTPUTS.trace) } : {}
+        ...job.outputs.metrics ? { metrics: join18(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join18(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join18(out, SANDBOX_OUTPUTS.trace) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
 `);
-      const program = argv[0].includes("/") ? resolve10(job.workdir, argv[0]) : findOnPath(argv[0]);
-      if (program === void 0 || !existsSync11(program)) {
+      const program = argv[0].includes("/") ? resolve11(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === void 0 || !existsSync12(program)) {
         return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
       }
       const sandboxed = sandboxCommand(
@@ -54237,7 +54266,7 @@ var LocalBackend = class {
             ...this.opts.sandbox?.read_paths ?? []
           ],
           writable: [out, cache2],
-          readyFile: join17(scratch, "ready")
+          readyFile: join18(scratch, "ready")
         },
         argv[0],
         argv.slice(1)
@@ -54249,7 +54278,7 @@ var LocalBackend = class {
         false,
         started
       );
-      if (!sandboxWasReady(join17(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+      if (!sandboxWasReady(join18(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
         return {
           ...ended,
           exitCode: null,
@@ -54330,7 +54359,7 @@ function collectOutputs(inside, outputs) {
   for (const name of ["metrics", "junit", "trace"]) {
     const from = inside[name];
     const to = outputs[name];
-    if (from === void 0 || to === void 0 || !existsSync11(from)) continue;
+    if (from === void 0 || to === void 0 || !existsSync12(from)) continue;
     const r = copyPlainTree(from, to);
     refused.push(...r.refused.map((x) => `${name}/${x}`));
   }
@@ -54338,14 +54367,14 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync8, rmSync as rmSync11 } from "node:fs";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync7, readFileSync as readFileSync9, rmSync as rmSync11 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
-import { dirname as dirname17, join as join19 } from "node:path";
+import { dirname as dirname17, join as join20 } from "node:path";
 
 // src/compute/names.ts
-import { createHash as createHash3 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 function shortHash(text3, length = 6) {
-  return createHash3("sha256").update(text3).digest("hex").slice(0, length);
+  return createHash4("sha256").update(text3).digest("hex").slice(0, length);
 }
 var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 var MAX_SUBMISSION_ID = 120;
@@ -54529,7 +54558,7 @@ function packagePath(uri) {
 }
 
 // src/compute/runner/protocol.ts
-import { createHash as createHash4 } from "node:crypto";
+import { createHash as createHash5 } from "node:crypto";
 
 // src/compute/runner/source.ts
 var RUNNER_FILE = ".hillclimb-runner.py";
@@ -54743,7 +54772,7 @@ function parseRunnerOutput(text3, nonce) {
       case "outputs-end": {
         if (payload && expected) {
           const data = Buffer.from(payload.join(""), "base64");
-          const digest = createHash4("sha256").update(data).digest("hex");
+          const digest = createHash5("sha256").update(data).digest("hex");
           if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
           else
             report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
@@ -54825,9 +54854,9 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync4, existsSync as existsSync12, mkdtempSync as mkdtempSync6, rmSync as rmSync10 } from "node:fs";
+import { copyFileSync as copyFileSync4, existsSync as existsSync13, mkdtempSync as mkdtempSync6, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { isAbsolute as isAbsolute7, join as join18 } from "node:path";
+import { isAbsolute as isAbsolute7, join as join19 } from "node:path";
 var GIT_TIMEOUT_MS2 = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS2, input });
@@ -54845,10 +54874,10 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync6(join18(tmpdir6(), "hc-index-"));
+  const tmp = mkdtempSync6(join19(tmpdir6(), "hc-index-"));
   try {
-    const index = join18(tmp, "index");
-    if (existsSync12(realIndex)) copyFileSync4(realIndex, index);
+    const index = join19(tmp, "index");
+    if (existsSync13(realIndex)) copyFileSync4(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
@@ -54976,7 +55005,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync15(dirname17(job.logFile), { recursive: true });
+    mkdirSync16(dirname17(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -55153,11 +55182,11 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync7(join19(tmpdir7(), "hc-raypkg-"));
+    const tmp = mkdtempSync7(join20(tmpdir7(), "hc-raypkg-"));
     try {
-      const zip = join19(tmp, "package.zip");
+      const zip = join20(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync8(zip);
+      const data = readFileSync9(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
@@ -55182,9 +55211,9 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, readFileSync as readFileSync10, rmSync as rmSync13 } from "node:fs";
+import { mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync8, readFileSync as readFileSync11, rmSync as rmSync13 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
-import { dirname as dirname18, join as join21 } from "node:path";
+import { dirname as dirname18, join as join22 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -55423,17 +55452,17 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync16, readdirSync as readdirSync6, readFileSync as readFileSync9, renameSync as renameSync5, rmSync as rmSync12, writeFileSync as writeFileSync7 } from "node:fs";
-import { join as join20 } from "node:path";
+import { mkdirSync as mkdirSync17, readdirSync as readdirSync6, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync12, writeFileSync as writeFileSync8 } from "node:fs";
+import { join as join21 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join20(stateDir, "tpu");
+  return join21(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join20(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join21(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync16(dir, { recursive: true });
+  mkdirSync17(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync8(tmp, `${JSON.stringify(record2, null, 2)}
 `);
   renameSync5(tmp, file);
 }
@@ -55447,7 +55476,7 @@ function readRecords(dir) {
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync9(join20(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync10(join21(dir, n), "utf8")));
     } catch {
     }
   }
@@ -55778,14 +55807,14 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync17(dirname18(job.logFile), { recursive: true });
+    mkdirSync18(dirname18(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync8(join21(tmpdir8(), "hc-tpujob-"));
+    const tmp = mkdtempSync8(join22(tmpdir8(), "hc-tpujob-"));
     try {
-      const tarball = join21(tmp, "tree.tar.gz");
+      const tarball = join22(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -55820,7 +55849,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join21(tmp, "outputs.tar.gz");
+      const local = join22(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -55832,7 +55861,7 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync10(local), job.outputs);
+        installOutputs(readFileSync11(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
@@ -55919,7 +55948,7 @@ var TpuVmBackend = class {
 
 // src/compute/factory.ts
 function tpuStateDirFor(config) {
-  return tpuStateDir(resolve11(config.root, config.paths.state_dir));
+  return tpuStateDir(resolve12(config.root, config.paths.state_dir));
 }
 function missingSection(config, key) {
   return new ConfigError(
@@ -55935,7 +55964,7 @@ var builders3 = /* @__PURE__ */ new Map([
       root: opts.root,
       logger: opts.logger,
       dryRun: opts.dryRun,
-      cacheDir: resolve11(config.root, config.paths.state_dir, "cache", "jobs"),
+      cacheDir: resolve12(config.root, config.paths.state_dir, "cache", "jobs"),
       sandbox: config.sandbox
     })
   ],
@@ -55975,16 +56004,16 @@ function getBackendTypes() {
 }
 
 // src/env/root.ts
-import { existsSync as existsSync13, readFileSync as readFileSync11 } from "node:fs";
-import { dirname as dirname19, join as join22, resolve as resolve12 } from "node:path";
+import { existsSync as existsSync14, readFileSync as readFileSync12 } from "node:fs";
+import { dirname as dirname19, join as join23, resolve as resolve13 } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
   let dir = dirname19(fileURLToPath3(import.meta.url));
   for (; ; ) {
-    const pkg = join22(dir, "package.json");
-    if (existsSync13(pkg)) {
+    const pkg = join23(dir, "package.json");
+    if (existsSync14(pkg)) {
       try {
-        if (JSON.parse(readFileSync11(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync12(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
@@ -55994,11 +56023,11 @@ function packageRoot() {
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync11(join22(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync12(join23(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/forge/factory.ts
-import { resolve as resolve13 } from "node:path";
+import { resolve as resolve14 } from "node:path";
 
 // src/forge/errors.ts
 var ForgeApiError = class extends ApiError {
@@ -61246,8 +61275,8 @@ function redactUrl(url) {
 
 // src/util/lock.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { closeSync as closeSync4, mkdirSync as mkdirSync18, openSync as openSync4, readFileSync as readFileSync12, statSync as statSync7, unlinkSync, writeSync as writeSync2 } from "node:fs";
-import { hostname } from "node:os";
+import { closeSync as closeSync4, mkdirSync as mkdirSync19, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync7, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { hostname as hostname2 } from "node:os";
 import { dirname as dirname20 } from "node:path";
 import { setTimeout as sleep5 } from "node:timers/promises";
 var EMPTY_LOCK_GRACE_MS = 5e3;
@@ -61276,7 +61305,7 @@ async function waitForLock(lockPath, opts) {
   }
 }
 function attempt(lockPath, staleMs) {
-  mkdirSync18(dirname20(lockPath), { recursive: true });
+  mkdirSync19(dirname20(lockPath), { recursive: true });
   for (let tries = 0; ; tries++) {
     const token = create(lockPath);
     if (token !== void 0) return () => release(lockPath, token);
@@ -61289,7 +61318,7 @@ function attempt(lockPath, staleMs) {
 function create(lockPath) {
   const holder = {
     pid: process.pid,
-    host: hostname(),
+    host: hostname2(),
     token: randomUUID5(),
     acquiredAt: (/* @__PURE__ */ new Date()).toISOString()
   };
@@ -61313,7 +61342,7 @@ function release(lockPath, token) {
 }
 function readHolder(lockPath) {
   try {
-    const r = JSON.parse(readFileSync12(lockPath, "utf8"));
+    const r = JSON.parse(readFileSync13(lockPath, "utf8"));
     if (typeof r.pid !== "number") return void 0;
     return {
       pid: r.pid,
@@ -61335,7 +61364,7 @@ function isAbandonedEmptyLock(lockPath) {
 function isStale(holder, staleMs) {
   const age = Date.now() - Date.parse(holder.acquiredAt);
   if (Number.isFinite(age) && age > staleMs) return true;
-  if (holder.host !== "" && holder.host !== hostname()) return false;
+  if (holder.host !== "" && holder.host !== hostname2()) return false;
   return !processAlive(holder.pid);
 }
 function processAlive(pid) {
@@ -61360,41 +61389,41 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync14, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
-import { join as join23 } from "node:path";
+import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { join as join24 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join23(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join24(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join23(this.dir, "lock");
+    return join24(this.dir, "lock");
   }
   pullFile(n) {
-    return join23(this.dir, "pulls", `${n}.json`);
+    return join24(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
     return pathToFileURL4(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join23(this.dir, "comments", String(pull), `${id}.json`);
+    return join24(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join23(this.dir, "pulls"));
+    return numberedJson(join24(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
-    return existsSync14(file) ? readJson(file) : void 0;
+    return existsSync15(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join23(this.dir, "comments", String(n)));
+    return numberedJson(join24(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
@@ -61404,8 +61433,8 @@ var LocalRecords = class {
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join23(this.dir, "counters.json");
-    const counters = existsSync14(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const file = join24(this.dir, "counters.json");
+    const counters = existsSync15(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value2 = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
     return value2;
@@ -61418,13 +61447,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync14(dir)) return [];
+  if (!existsSync15(dir)) return [];
   return readdirSync7(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join23(dir, `${n}.json`);
+    const file = join24(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync14(file)) return [];
+      if (!existsSync15(file)) return [];
       throw e;
     }
   });
@@ -61640,7 +61669,7 @@ var builders4 = /* @__PURE__ */ new Map([
     "local",
     (config, ctx) => new LocalForge({
       repoDir: ctx.root,
-      stateDir: resolve13(ctx.root, config.paths.state_dir),
+      stateDir: resolve14(ctx.root, config.paths.state_dir),
       logger: ctx.logger
     })
   ],
@@ -61683,36 +61712,7 @@ function getForgeTypes() {
   return [...builders4.keys()].sort();
 }
 
-// src/loop/context.ts
-var NO_AGENT = {
-  name: "none",
-  run: () => Promise.reject(new Error("this phase runs no agent"))
-};
-function configHash(config) {
-  return createHash5("sha256").update(readFileSync13(config.file)).digest("hex").slice(0, 16);
-}
-function stateDirOf(config) {
-  const dir = resolve14(config.root, config.paths.state_dir);
-  const ignore = join24(dir, ".gitignore");
-  if (!existsSync15(ignore)) {
-    mkdirSync19(dir, { recursive: true });
-    writeFileSync8(ignore, "# hillclimb state: never committed\n*\n");
-  }
-  return dir;
-}
-function runDirOf(stateDir, runId) {
-  return join24(stateDir, "runs", runId);
-}
-function currentJobId(env = process.env) {
-  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
-    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
-  }
-  return `${hostname2()}-${process.pid}`;
-}
-function defaultHost() {
-  return hostname2();
-}
-var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+// src/loop/open-context.ts
 var ACCELERATOR_STEPS = ["accelerator-gate", "measure", "profile"];
 async function openLoopContext(config, role) {
   const { logger } = role;

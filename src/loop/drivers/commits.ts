@@ -8,7 +8,8 @@ import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/loa
 import type { IterationEvidence, StepName } from '../../evidence/iteration.js';
 import type { Logger } from '../../util/log.js';
 import { matchAny } from '../../workspace/glob.js';
-import { type LoopContext, openLoopContext } from '../context.js';
+import type { LoopContext } from '../context.js';
+import { openLoopContext } from '../open-context.js';
 import { Bundle, BundleFiles } from '../state/bundle.js';
 import { newRunId } from '../state/journal.js';
 import { newEvidence, runIterationSteps } from '../steps/iteration.js';

@@ -21,7 +21,8 @@ import type { Store } from '../../store/store.js';
 import { ExitCode, errorMessage, HillclimbError, isHillclimbError } from '../../util/errors.js';
 import type { Logger } from '../../util/log.js';
 import { Git } from '../../workspace/git.js';
-import { type LoopContext, type OpenLoopContext, openLoopContext, runDirOf, stateDirOf } from '../context.js';
+import { type LoopContext, runDirOf, stateDirOf } from '../context.js';
+import { type OpenLoopContext, openLoopContext } from '../open-context.js';
 import {
   type Attestation,
   attestBundle,

@@ -8,7 +8,8 @@ import { registerBackend, unregisterBackend } from '../../src/compute/factory.js
 import { loadConfig, selectTarget } from '../../src/config/load.js';
 import type { BackendKind, HillclimbConfig } from '../../src/config/types.js';
 import { STEPS, type StepName } from '../../src/evidence/iteration.js';
-import { NO_AGENT, openLoopContext } from '../../src/loop/context.js';
+import { NO_AGENT } from '../../src/loop/context.js';
+import { openLoopContext } from '../../src/loop/open-context.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
 import { makeToyRepo } from './toy-repo.js';
