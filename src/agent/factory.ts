@@ -5,8 +5,9 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { HillclimbConfig } from '../config/types.js';
 import { findOnPath } from '../exec/find-on-path.js';
-import { ConfigError, ExitCode, HillclimbError, UnknownNameError } from '../util/errors.js';
+import { ConfigError, ExitCode, HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { Registry } from '../util/registry.js';
 import type { Agent } from './agent.js';
 import { ClaudeAgent, DEFAULT_CLAUDE_ALLOWED_TOOLS } from './agents/claude.js';
 import { CodexAgent } from './agents/codex.js';
@@ -22,7 +23,7 @@ export interface AgentFactoryOptions {
 
 export type AgentBuilder = (config: HillclimbConfig, opts: AgentFactoryOptions) => Agent;
 
-const builders = new Map<string, AgentBuilder>([
+const builders = new Registry<AgentBuilder>('agent', [
   [
     'codex',
     (c, o) =>
@@ -78,7 +79,6 @@ const builders = new Map<string, AgentBuilder>([
 /** Build the agent `config.agent.kind` names. */
 export function buildAgent(config: HillclimbConfig, opts: AgentFactoryOptions): Agent {
   const build = builders.get(config.agent.kind);
-  if (!build) throw new UnknownNameError('agent', config.agent.kind, getAgentTypes());
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
   if (refused.length > 0) {
     throw new ConfigError(
@@ -124,14 +124,14 @@ export function checkAgentInstalled(config: HillclimbConfig): void {
 
 /** The known agent kinds, sorted. */
 export function getAgentTypes(): string[] {
-  return [...builders.keys()].sort();
+  return builders.names();
 }
 
 /** Add (or replace) an agent kind, e.g. for an extension. */
 export function registerAgent(kind: string, builder: AgentBuilder): void {
-  builders.set(kind, builder);
+  builders.register(kind, builder);
 }
 
 export function unregisterAgent(kind: string): void {
-  builders.delete(kind);
+  builders.unregister(kind);
 }

@@ -4,8 +4,9 @@
  */
 import { resolve } from 'node:path';
 import type { HillclimbConfig } from '../config/types.js';
-import { ConfigError, UnknownNameError } from '../util/errors.js';
+import { ConfigError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { Registry } from '../util/registry.js';
 import type { Backend } from './backend.js';
 import { LocalBackend } from './backends/local.js';
 import { RayBackend } from './backends/ray.js';
@@ -41,7 +42,7 @@ function missingSection(config: HillclimbConfig, key: string): ConfigError {
   );
 }
 
-const builders = new Map<string, BackendBuilder>([
+const builders = new Registry<BackendBuilder>('compute backend', [
   [
     'local',
     (config, opts) =>
@@ -80,9 +81,7 @@ const builders = new Map<string, BackendBuilder>([
 /** Build the backend named by `compute.backend`. Throws UnknownNameError for a name with no builder. */
 export function buildBackend(config: HillclimbConfig, opts: BuildBackendOptions): Backend {
   const name = config.compute.backend;
-  const builder = builders.get(name);
-  if (!builder) throw new UnknownNameError('compute backend', name, getBackendTypes());
-  return builder(config, opts);
+  return builders.get(name)(config, opts);
 }
 
 /**
@@ -95,19 +94,19 @@ export function buildCpuBackend(
   backend?: Backend,
 ): Backend {
   if (backend && config.compute.backend === 'local') return backend;
-  return builders.get('local')!(config, opts);
+  return builders.get('local')(config, opts);
 }
 
 /** The registered backend names, sorted. */
 export function getBackendTypes(): string[] {
-  return [...builders.keys()].sort();
+  return builders.names();
 }
 
 /** Add (or replace) a backend, e.g. for an out-of-tree backend or a test. */
 export function registerBackend(name: string, builder: BackendBuilder): void {
-  builders.set(name, builder);
+  builders.register(name, builder);
 }
 
 export function unregisterBackend(name: string): void {
-  builders.delete(name);
+  builders.unregister(name);
 }

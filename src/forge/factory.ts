@@ -4,8 +4,9 @@
  */
 import { resolve } from 'node:path';
 import type { HillclimbConfig } from '../config/types.js';
-import { ExitCode, HillclimbError, UnknownNameError } from '../util/errors.js';
+import { ExitCode, HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { Registry } from '../util/registry.js';
 import type { Forge } from './forge.js';
 import { GitHubForge } from './forges/github.js';
 import { LocalForge } from './forges/local.js';
@@ -20,7 +21,7 @@ export interface ForgeContext {
 
 export type ForgeBuilder = (config: HillclimbConfig, ctx: ForgeContext) => Forge;
 
-const builders = new Map<string, ForgeBuilder>([
+const builders = new Registry<ForgeBuilder>('forge', [
   [
     'local',
     (config, ctx) =>
@@ -64,21 +65,19 @@ const builders = new Map<string, ForgeBuilder>([
 ]);
 
 export function buildForge(config: HillclimbConfig, ctx: ForgeContext): Forge {
-  const build = builders.get(config.forge.kind);
-  if (!build) throw new UnknownNameError('forge', config.forge.kind, getForgeTypes());
-  return build(config, ctx);
+  return builders.get(config.forge.kind)(config, ctx);
 }
 
 /** Registered forge names, sorted (for help texts and validation). */
 export function getForgeTypes(): string[] {
-  return [...builders.keys()].sort();
+  return builders.names();
 }
 
 /** Add or replace a forge kind (e.g. a plugin, or a test). */
 export function registerForge(name: string, builder: ForgeBuilder): void {
-  builders.set(name, builder);
+  builders.register(name, builder);
 }
 
 export function unregisterForge(name: string): void {
-  builders.delete(name);
+  builders.unregister(name);
 }

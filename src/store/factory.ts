@@ -4,8 +4,9 @@
  */
 import { resolve } from 'node:path';
 import type { HillclimbConfig } from '../config/types.js';
-import { ExitCode, HillclimbError, UnknownNameError } from '../util/errors.js';
+import { ExitCode, HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
+import { Registry } from '../util/registry.js';
 import type { Store } from './store.js';
 import { BranchStore, DEFAULT_DATA_BRANCH } from './stores/branch.js';
 import { HfStore } from './stores/hf.js';
@@ -24,7 +25,7 @@ export interface StoreContext {
 
 export type StoreBuilder = (config: HillclimbConfig, ctx: StoreContext) => Store;
 
-const builders = new Map<string, StoreBuilder>([
+const builders = new Registry<StoreBuilder>('store', [
   [
     'local',
     (config, ctx) => new LocalStore({ dir: resolve(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) }),
@@ -82,20 +83,18 @@ function repositoryWebUrl(config: HillclimbConfig, env: NodeJS.ProcessEnv): stri
 }
 
 export function buildStore(config: HillclimbConfig, ctx: StoreContext): Store {
-  const build = builders.get(config.store.kind);
-  if (!build) throw new UnknownNameError('store', config.store.kind, getStoreTypes());
-  return build(config, ctx);
+  return builders.get(config.store.kind)(config, ctx);
 }
 
 /** Registered store names, sorted. */
 export function getStoreTypes(): string[] {
-  return [...builders.keys()].sort();
+  return builders.names();
 }
 
 export function registerStore(name: string, builder: StoreBuilder): void {
-  builders.set(name, builder);
+  builders.register(name, builder);
 }
 
 export function unregisterStore(name: string): void {
-  builders.delete(name);
+  builders.unregister(name);
 }

@@ -42192,6 +42192,34 @@ function setPath(data, keyPath, value2) {
 // src/store/factory.ts
 import { resolve as resolve5 } from "node:path";
 
+// src/util/registry.ts
+var Registry = class {
+  /** `what` names the kind in errors ("agent", "compute backend"…). */
+  constructor(what, entries) {
+    this.what = what;
+    this.builders = new Map(entries);
+  }
+  what;
+  builders;
+  /** The builder for `name`; UnknownNameError (with the sorted known names) when there is none. */
+  get(name) {
+    const builder = this.builders.get(name);
+    if (builder === void 0) throw new UnknownNameError(this.what, name, this.names());
+    return builder;
+  }
+  /** The registered names, sorted (help texts, validation). */
+  names() {
+    return [...this.builders.keys()].sort();
+  }
+  /** Add or replace a kind (an out-of-tree extension, or a test). */
+  register(name, builder) {
+    this.builders.set(name, builder);
+  }
+  unregister(name) {
+    this.builders.delete(name);
+  }
+};
+
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { copyFileSync as copyFileSync2, mkdirSync as mkdirSync4, mkdtempSync, renameSync as renameSync3, rmSync as rmSync2, statSync as statSync2 } from "node:fs";
@@ -51522,7 +51550,7 @@ function isFile2(path) {
 
 // src/store/factory.ts
 var LOCAL_STORE_DIR = "store";
-var builders = /* @__PURE__ */ new Map([
+var builders = new Registry("store", [
   [
     "local",
     (config, ctx) => new LocalStore({ dir: resolve5(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
@@ -51576,12 +51604,7 @@ function repositoryWebUrl(config, env) {
   return `${api.protocol}//${host}/${gh.repository}`;
 }
 function buildStore(config, ctx) {
-  const build = builders.get(config.store.kind);
-  if (!build) throw new UnknownNameError("store", config.store.kind, getStoreTypes());
-  return build(config, ctx);
-}
-function getStoreTypes() {
-  return [...builders.keys()].sort();
+  return builders.get(config.store.kind)(config, ctx);
 }
 
 // src/workspace/git.ts
@@ -53830,7 +53853,7 @@ function cap(s) {
 }
 
 // src/agent/factory.ts
-var builders2 = /* @__PURE__ */ new Map([
+var builders2 = new Registry("agent", [
   [
     "codex",
     (c, o) => new CodexAgent({
@@ -53881,7 +53904,6 @@ var builders2 = /* @__PURE__ */ new Map([
 ]);
 function buildAgent(config, opts) {
   const build = builders2.get(config.agent.kind);
-  if (!build) throw new UnknownNameError("agent", config.agent.kind, getAgentTypes());
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
   if (refused.length > 0) {
     throw new ConfigError(
@@ -53907,9 +53929,6 @@ function checkAgentInstalled(config) {
     hint: `${install ? `install it (${install}) or ` : ""}point ${key} in ${config.file} at the program`,
     exitCode: ExitCode2.failure
   });
-}
-function getAgentTypes() {
-  return [...builders2.keys()].sort();
 }
 
 // src/compute/factory.ts
@@ -55665,13 +55684,7 @@ var TpuVmBackend = class {
       this.lost = false;
       return;
     }
-    this.allocation = await allocateTpu(this.ctx, {
-      runId: this.opts.runId,
-      owner: "backend",
-      generation: this.generation
-    });
-    this.owned = true;
-    this.lost = false;
+    await this.allocateOwned();
   }
   /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
   async findHeld() {
@@ -55839,6 +55852,10 @@ var TpuVmBackend = class {
     this.allocation = void 0;
     this.generation += 1;
     this.opts.logger.warn(`tpu: replacing the lost TPU (generation ${this.generation})`);
+    await this.allocateOwned();
+  }
+  /** Create a TPU this backend owns (and so releases in close()), at the current generation. */
+  async allocateOwned() {
     this.allocation = await allocateTpu(this.ctx, {
       runId: this.opts.runId,
       owner: "backend",
@@ -55891,7 +55908,7 @@ function missingSection(config, key) {
     `compute.backend is ${config.compute.backend}, so ${key} is required`
   );
 }
-var builders3 = /* @__PURE__ */ new Map([
+var builders3 = new Registry("compute backend", [
   [
     "local",
     (config, opts) => new LocalBackend({
@@ -55925,16 +55942,11 @@ var builders3 = /* @__PURE__ */ new Map([
 ]);
 function buildBackend(config, opts) {
   const name = config.compute.backend;
-  const builder = builders3.get(name);
-  if (!builder) throw new UnknownNameError("compute backend", name, getBackendTypes());
-  return builder(config, opts);
+  return builders3.get(name)(config, opts);
 }
 function buildCpuBackend(config, opts, backend) {
   if (backend && config.compute.backend === "local") return backend;
   return builders3.get("local")(config, opts);
-}
-function getBackendTypes() {
-  return [...builders3.keys()].sort();
 }
 
 // src/env/root.ts
@@ -61598,7 +61610,7 @@ function sameContent(a, b) {
 }
 
 // src/forge/factory.ts
-var builders4 = /* @__PURE__ */ new Map([
+var builders4 = new Registry("forge", [
   [
     "local",
     (config, ctx) => new LocalForge({
@@ -61638,12 +61650,7 @@ var builders4 = /* @__PURE__ */ new Map([
   ]
 ]);
 function buildForge(config, ctx) {
-  const build = builders4.get(config.forge.kind);
-  if (!build) throw new UnknownNameError("forge", config.forge.kind, getForgeTypes());
-  return build(config, ctx);
-}
-function getForgeTypes() {
-  return [...builders4.keys()].sort();
+  return builders4.get(config.forge.kind)(config, ctx);
 }
 
 // src/loop/open-context.ts

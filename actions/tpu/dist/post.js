@@ -2160,9 +2160,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve3, reject) => {
+          return new Promise((resolve5, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve3(data);
+              return err ? reject(err) : resolve5(data);
             });
           });
         }
@@ -2200,12 +2200,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve3, reject) => {
+          return new Promise((resolve5, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve3(data);
+              ) : resolve5(data);
             });
           });
         }
@@ -4182,10 +4182,10 @@ var require_util2 = __commonJS({
     function TAOCheck() {
       return "success";
     }
-    function appendFetchMetadata(httpRequest) {
+    function appendFetchMetadata(httpRequest2) {
       let header = null;
-      header = httpRequest.mode;
-      httpRequest.headersList.set("sec-fetch-mode", header, true);
+      header = httpRequest2.mode;
+      httpRequest2.headersList.set("sec-fetch-mode", header, true);
     }
     function appendRequestOriginHeader(request) {
       let serializedOrigin = request.origin;
@@ -4472,8 +4472,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve3, reject) => {
-        res = resolve3;
+      const promise = new Promise((resolve5, reject) => {
+        res = resolve5;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -5785,7 +5785,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants3 = require_constants2();
+    var constants6 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5860,7 +5860,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports2 }) {
         assert(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports2;
-        this.ptr = this.llhttp.llhttp_alloc(constants3.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants6.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5955,11 +5955,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants3.ERROR.OK) {
+          if (ret !== constants6.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants3.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants6.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants3.ERROR.PAUSED) {
+            } else if (ret === constants6.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5982,10 +5982,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants3.ERROR.OK) {
+        if (ret === constants6.ERROR.OK) {
           return null;
         }
-        if (ret === constants3.ERROR.PAUSED || ret === constants3.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants6.ERROR.PAUSED || ret === constants6.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6002,7 +6002,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants3.ERROR[ret], data);
+        return new HTTPParserError(message, constants6.ERROR[ret], data);
       }
       destroy() {
         assert(this.ptr != null);
@@ -6182,7 +6182,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants3.ERROR.PAUSED : 0;
+        return pause ? constants6.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6204,7 +6204,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request.onData(buf) === false) {
-          return constants3.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6240,13 +6240,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants6.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -6724,12 +6724,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve3, reject) => {
+      const waitForDrain = () => new Promise((resolve5, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve3;
+          callback = resolve5;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7399,12 +7399,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve3, reject) => {
+      const waitForDrain = () => new Promise((resolve5, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve3;
+          callback = resolve5;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7883,16 +7883,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve3) => {
+        return new Promise((resolve5) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve3;
+            this[kClosedResolve] = resolve5;
           } else {
-            resolve3(null);
+            resolve5(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve3) => {
+        return new Promise((resolve5) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
             const request = requests[i];
@@ -7903,7 +7903,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve3(null);
+            resolve5(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7954,7 +7954,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve3, reject) => {
+        const socket = await new Promise((resolve5, reject) => {
           client[kConnector]({
             host,
             hostname,
@@ -7966,7 +7966,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve3(socket2);
+              resolve5(socket2);
             }
           });
         });
@@ -8302,8 +8302,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c) => c.close()));
         } else {
-          await new Promise((resolve3) => {
-            this[kClosedResolve] = resolve3;
+          await new Promise((resolve5) => {
+            this[kClosedResolve] = resolve5;
           });
         }
       }
@@ -9572,7 +9572,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve3, reject) => {
+        return await new Promise((resolve5, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9585,7 +9585,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve3(null);
+              resolve5(null);
             }
           }).on("error", noop).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9604,7 +9604,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert(!stream[kConsume]);
-      return new Promise((resolve3, reject) => {
+      return new Promise((resolve5, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9621,7 +9621,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve3,
+              resolve: resolve5,
               reject,
               length: 0,
               body: []
@@ -9691,18 +9691,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve3, stream, length } = consume2;
+      const { type, body, resolve: resolve5, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve3(chunksDecode(body, length));
+          resolve5(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve3(JSON.parse(chunksDecode(body, length)));
+          resolve5(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve3(chunksConcat(body, length).buffer);
+          resolve5(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve3(new Blob(body, { type: stream[kContentType] }));
+          resolve5(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve3(chunksConcat(body, length));
+          resolve5(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9959,9 +9959,9 @@ var require_api_request = __commonJS({
     };
     function request(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
+        return new Promise((resolve5, reject) => {
           request.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10184,9 +10184,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
+        return new Promise((resolve5, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10471,9 +10471,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
+        return new Promise((resolve5, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10565,9 +10565,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve3, reject) => {
+        return new Promise((resolve5, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve3(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -12036,10 +12036,10 @@ var require_headers = __commonJS({
         const lowercaseName = isLowerCase ? name : name.toLowerCase();
         const exists2 = this[kHeadersMap].get(lowercaseName);
         if (exists2) {
-          const delimiter = lowercaseName === "cookie" ? "; " : ", ";
+          const delimiter2 = lowercaseName === "cookie" ? "; " : ", ";
           this[kHeadersMap].set(lowercaseName, {
             name: exists2.name,
-            value: `${exists2.value}${delimiter}${value}`
+            value: `${exists2.value}${delimiter2}${value}`
           });
         } else {
           this[kHeadersMap].set(lowercaseName, { name, value });
@@ -14144,74 +14144,74 @@ var require_fetch = __commonJS({
     async function httpNetworkOrCacheFetch(fetchParams, isAuthenticationFetch = false, isNewConnectionFetch = false) {
       const request = fetchParams.request;
       let httpFetchParams = null;
-      let httpRequest = null;
+      let httpRequest2 = null;
       let response = null;
       const httpCache = null;
       const revalidatingFlag = false;
       if (request.window === "no-window" && request.redirect === "error") {
         httpFetchParams = fetchParams;
-        httpRequest = request;
+        httpRequest2 = request;
       } else {
-        httpRequest = cloneRequest(request);
+        httpRequest2 = cloneRequest(request);
         httpFetchParams = { ...fetchParams };
-        httpFetchParams.request = httpRequest;
+        httpFetchParams.request = httpRequest2;
       }
       const includeCredentials = request.credentials === "include" || request.credentials === "same-origin" && request.responseTainting === "basic";
-      const contentLength = httpRequest.body ? httpRequest.body.length : null;
+      const contentLength = httpRequest2.body ? httpRequest2.body.length : null;
       let contentLengthHeaderValue = null;
-      if (httpRequest.body == null && ["POST", "PUT"].includes(httpRequest.method)) {
+      if (httpRequest2.body == null && ["POST", "PUT"].includes(httpRequest2.method)) {
         contentLengthHeaderValue = "0";
       }
       if (contentLength != null) {
         contentLengthHeaderValue = isomorphicEncode(`${contentLength}`);
       }
       if (contentLengthHeaderValue != null) {
-        httpRequest.headersList.append("content-length", contentLengthHeaderValue, true);
+        httpRequest2.headersList.append("content-length", contentLengthHeaderValue, true);
       }
-      if (contentLength != null && httpRequest.keepalive) {
+      if (contentLength != null && httpRequest2.keepalive) {
       }
-      if (httpRequest.referrer instanceof URL) {
-        httpRequest.headersList.append("referer", isomorphicEncode(httpRequest.referrer.href), true);
+      if (httpRequest2.referrer instanceof URL) {
+        httpRequest2.headersList.append("referer", isomorphicEncode(httpRequest2.referrer.href), true);
       }
-      appendRequestOriginHeader(httpRequest);
-      appendFetchMetadata(httpRequest);
-      if (!httpRequest.headersList.contains("user-agent", true)) {
-        httpRequest.headersList.append("user-agent", defaultUserAgent);
+      appendRequestOriginHeader(httpRequest2);
+      appendFetchMetadata(httpRequest2);
+      if (!httpRequest2.headersList.contains("user-agent", true)) {
+        httpRequest2.headersList.append("user-agent", defaultUserAgent);
       }
-      if (httpRequest.cache === "default" && (httpRequest.headersList.contains("if-modified-since", true) || httpRequest.headersList.contains("if-none-match", true) || httpRequest.headersList.contains("if-unmodified-since", true) || httpRequest.headersList.contains("if-match", true) || httpRequest.headersList.contains("if-range", true))) {
-        httpRequest.cache = "no-store";
+      if (httpRequest2.cache === "default" && (httpRequest2.headersList.contains("if-modified-since", true) || httpRequest2.headersList.contains("if-none-match", true) || httpRequest2.headersList.contains("if-unmodified-since", true) || httpRequest2.headersList.contains("if-match", true) || httpRequest2.headersList.contains("if-range", true))) {
+        httpRequest2.cache = "no-store";
       }
-      if (httpRequest.cache === "no-cache" && !httpRequest.preventNoCacheCacheControlHeaderModification && !httpRequest.headersList.contains("cache-control", true)) {
-        httpRequest.headersList.append("cache-control", "max-age=0", true);
+      if (httpRequest2.cache === "no-cache" && !httpRequest2.preventNoCacheCacheControlHeaderModification && !httpRequest2.headersList.contains("cache-control", true)) {
+        httpRequest2.headersList.append("cache-control", "max-age=0", true);
       }
-      if (httpRequest.cache === "no-store" || httpRequest.cache === "reload") {
-        if (!httpRequest.headersList.contains("pragma", true)) {
-          httpRequest.headersList.append("pragma", "no-cache", true);
+      if (httpRequest2.cache === "no-store" || httpRequest2.cache === "reload") {
+        if (!httpRequest2.headersList.contains("pragma", true)) {
+          httpRequest2.headersList.append("pragma", "no-cache", true);
         }
-        if (!httpRequest.headersList.contains("cache-control", true)) {
-          httpRequest.headersList.append("cache-control", "no-cache", true);
+        if (!httpRequest2.headersList.contains("cache-control", true)) {
+          httpRequest2.headersList.append("cache-control", "no-cache", true);
         }
       }
-      if (httpRequest.headersList.contains("range", true)) {
-        httpRequest.headersList.append("accept-encoding", "identity", true);
+      if (httpRequest2.headersList.contains("range", true)) {
+        httpRequest2.headersList.append("accept-encoding", "identity", true);
       }
-      if (!httpRequest.headersList.contains("accept-encoding", true)) {
-        if (urlHasHttpsScheme(requestCurrentURL(httpRequest))) {
-          httpRequest.headersList.append("accept-encoding", "br, gzip, deflate", true);
+      if (!httpRequest2.headersList.contains("accept-encoding", true)) {
+        if (urlHasHttpsScheme(requestCurrentURL(httpRequest2))) {
+          httpRequest2.headersList.append("accept-encoding", "br, gzip, deflate", true);
         } else {
-          httpRequest.headersList.append("accept-encoding", "gzip, deflate", true);
+          httpRequest2.headersList.append("accept-encoding", "gzip, deflate", true);
         }
       }
-      httpRequest.headersList.delete("host", true);
+      httpRequest2.headersList.delete("host", true);
       if (includeCredentials) {
       }
       if (httpCache == null) {
-        httpRequest.cache = "no-store";
+        httpRequest2.cache = "no-store";
       }
-      if (httpRequest.cache !== "no-store" && httpRequest.cache !== "reload") {
+      if (httpRequest2.cache !== "no-store" && httpRequest2.cache !== "reload") {
       }
       if (response == null) {
-        if (httpRequest.cache === "only-if-cached") {
+        if (httpRequest2.cache === "only-if-cached") {
           return makeNetworkError("only if cached");
         }
         const forwardResponse = await httpNetworkFetch(
@@ -14219,7 +14219,7 @@ var require_fetch = __commonJS({
           includeCredentials,
           isNewConnectionFetch
         );
-        if (!safeMethodsSet.has(httpRequest.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
+        if (!safeMethodsSet.has(httpRequest2.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
         }
         if (revalidatingFlag && forwardResponse.status === 304) {
         }
@@ -14227,8 +14227,8 @@ var require_fetch = __commonJS({
           response = forwardResponse;
         }
       }
-      response.urlList = [...httpRequest.urlList];
-      if (httpRequest.headersList.contains("range", true)) {
+      response.urlList = [...httpRequest2.urlList];
+      if (httpRequest2.headersList.contains("range", true)) {
         response.rangeRequested = true;
       }
       response.requestIncludesCredentials = includeCredentials;
@@ -14430,7 +14430,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url = requestCurrentURL(request);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve3, reject) => agent.dispatch(
+        return new Promise((resolve5, reject) => agent.dispatch(
           {
             path: url.pathname + url.search,
             origin: url.origin,
@@ -14506,7 +14506,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable({ read: resume });
               const onError = this.onError.bind(this);
-              resolve3({
+              resolve5({
                 status,
                 statusText,
                 headersList,
@@ -14549,7 +14549,7 @@ var require_fetch = __commonJS({
               for (let i = 0; i < rawHeaders.length; i += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i]), rawHeaders[i + 1].toString("latin1"), true);
               }
-              resolve3({
+              resolve5({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18290,8 +18290,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay(ms) {
-      return new Promise((resolve3) => {
-        setTimeout(resolve3, ms).unref();
+      return new Promise((resolve5) => {
+        setTimeout(resolve5, ms).unref();
       });
     }
     module.exports = {
@@ -18341,12 +18341,12 @@ var require_eventsource_stream = __commonJS({
       }
       return true;
     }
-    function isFieldName(line, length, field) {
-      if (length !== field.length) {
+    function isFieldName(line, length, field2) {
+      if (length !== field2.length) {
         return false;
       }
       for (let i = 0; i < length; i++) {
-        if (line[i] !== field[i]) {
+        if (line[i] !== field2[i]) {
           return false;
         }
       }
@@ -18547,13 +18547,13 @@ ${value}`;
           }
         }
       }
-      setEventFieldSize(field, size) {
-        const eventSize = this.eventSize - this.eventFieldSizes[field] + size;
+      setEventFieldSize(field2, size) {
+        const eventSize = this.eventSize - this.eventFieldSizes[field2] + size;
         if (this.maxEventSize > 0 && eventSize > this.maxEventSize) {
           throw createMaxEventSizeExceededError();
         }
         this.eventSize = eventSize;
-        this.eventFieldSizes[field] = size;
+        this.eventFieldSizes[field2] = size;
       }
       /**
        * @param {EventSourceStreamEvent} event
@@ -19526,11 +19526,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants6) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants3);
+          this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -19547,10 +19547,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants6) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants3);
+        this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -19611,8 +19611,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants3) {
-        this.code = optimizeExpr(this.code, names, constants3);
+      optimizeNames(names, constants6) {
+        this.code = optimizeExpr(this.code, names, constants6);
         return this;
       }
       get names() {
@@ -19641,12 +19641,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants6) {
         const { nodes } = this;
         let i = nodes.length;
         while (i--) {
           const n = nodes[i];
-          if (n.optimizeNames(names, constants3))
+          if (n.optimizeNames(names, constants6))
             continue;
           subtractNames(names, n.names);
           nodes.splice(i, 1);
@@ -19699,12 +19699,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants6) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants3);
-        if (!(super.optimizeNames(names, constants3) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        if (!(super.optimizeNames(names, constants6) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants3);
+        this.condition = optimizeExpr(this.condition, names, constants6);
         return this;
       }
       get names() {
@@ -19727,10 +19727,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants3) {
-        if (!super.optimizeNames(names, constants3))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants3);
+        this.iteration = optimizeExpr(this.iteration, names, constants6);
         return this;
       }
       get names() {
@@ -19766,10 +19766,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants3) {
-        if (!super.optimizeNames(names, constants3))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants3);
+        this.iterable = optimizeExpr(this.iterable, names, constants6);
         return this;
       }
       get names() {
@@ -19811,11 +19811,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants6) {
         var _a, _b;
-        super.optimizeNames(names, constants3);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants3);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants3);
+        super.optimizeNames(names, constants6);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants6);
         return this;
       }
       get names() {
@@ -20116,7 +20116,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants3) {
+    function optimizeExpr(expr, names, constants6) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -20131,14 +20131,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n) {
-        const c = constants3[n.str];
+        const c = constants6[n.str];
         if (c === void 0 || names[n.str] !== 1)
           return n;
         delete names[n.str];
         return c;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants3[c.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants6[c.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -22100,7 +22100,7 @@ var require_compile = __commonJS({
       const schOrFunc = root.refs[ref];
       if (schOrFunc)
         return schOrFunc;
-      let _sch = resolve3.call(this, root, ref);
+      let _sch = resolve5.call(this, root, ref);
       if (_sch === void 0) {
         const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
@@ -22127,7 +22127,7 @@ var require_compile = __commonJS({
     function sameSchemaEnv(s1, s2) {
       return s1.schema === s2.schema && s1.root === s2.root && s1.baseId === s2.baseId;
     }
-    function resolve3(root, ref) {
+    function resolve5(root, ref) {
       let sch;
       while (typeof (sch = this.refs[ref]) == "string")
         ref = sch;
@@ -22991,7 +22991,7 @@ var require_fast_uri = __commonJS({
       }
       return uri;
     }
-    function resolve3(baseURI, relativeURI, options) {
+    function resolve5(baseURI, relativeURI, options) {
       const schemelessOptions = options ? Object.assign({ scheme: "null" }, options) : { scheme: "null" };
       const {
         parsed: baseParsed,
@@ -23027,50 +23027,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative, options, skipNormalization) {
+    function resolveComponent(base, relative2, options, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse(serialize(base, options), options);
-        relative = parse(serialize(relative, options), options);
+        relative2 = parse(serialize(relative2, options), options);
       }
       options = options || {};
-      if (!options.tolerant && relative.scheme) {
-        target.scheme = relative.scheme;
-        target.userinfo = relative.userinfo;
-        target.host = relative.host;
-        target.port = relative.port;
-        target.path = removeDotSegments(relative.path || "");
-        target.query = relative.query;
+      if (!options.tolerant && relative2.scheme) {
+        target.scheme = relative2.scheme;
+        target.userinfo = relative2.userinfo;
+        target.host = relative2.host;
+        target.port = relative2.port;
+        target.path = removeDotSegments(relative2.path || "");
+        target.query = relative2.query;
       } else {
-        if (relative.userinfo !== void 0 || relative.host !== void 0 || relative.port !== void 0) {
-          target.userinfo = relative.userinfo;
-          target.host = relative.host;
-          target.port = relative.port;
-          target.path = removeDotSegments(relative.path || "");
-          target.query = relative.query;
+        if (relative2.userinfo !== void 0 || relative2.host !== void 0 || relative2.port !== void 0) {
+          target.userinfo = relative2.userinfo;
+          target.host = relative2.host;
+          target.port = relative2.port;
+          target.path = removeDotSegments(relative2.path || "");
+          target.query = relative2.query;
         } else {
-          if (!relative.path) {
+          if (!relative2.path) {
             target.path = base.path;
-            if (relative.query !== void 0) {
-              target.query = relative.query;
+            if (relative2.query !== void 0) {
+              target.query = relative2.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative.path[0] === "/") {
-              target.path = removeDotSegments(relative.path);
+            if (relative2.path[0] === "/") {
+              target.path = removeDotSegments(relative2.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative.path;
+                target.path = "/" + relative2.path;
               } else if (!base.path) {
-                target.path = relative.path;
+                target.path = relative2.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative2.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative.query;
+            target.query = relative2.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -23078,7 +23078,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative.fragment;
+      target.fragment = relative2.fragment;
       return target;
     }
     function equal(uriA, uriB, options) {
@@ -23382,7 +23382,7 @@ var require_fast_uri = __commonJS({
     var fastUri = {
       SCHEMES,
       normalize,
-      resolve: resolve3,
+      resolve: resolve5,
       resolveComponent,
       equal,
       serialize,
@@ -27038,7 +27038,7 @@ var require_foldFlowLines = __commonJS({
         else
           end = lineWidth - indentAtStart;
       }
-      let split = void 0;
+      let split2 = void 0;
       let prev = void 0;
       let overflow = false;
       let i = -1;
@@ -27071,18 +27071,18 @@ var require_foldFlowLines = __commonJS({
           if (mode === FOLD_BLOCK)
             i = consumeMoreIndentedLines(text2, i, indent2.length);
           end = i + indent2.length + endStep;
-          split = void 0;
+          split2 = void 0;
         } else {
           if (ch === " " && prev && prev !== " " && prev !== "\n" && prev !== "	") {
             const next = text2[i + 1];
             if (next && next !== " " && next !== "\n" && next !== "	")
-              split = i;
+              split2 = i;
           }
           if (i >= end) {
-            if (split) {
-              folds.push(split);
-              end = split + endStep;
-              split = void 0;
+            if (split2) {
+              folds.push(split2);
+              end = split2 + endStep;
+              split2 = void 0;
             } else if (mode === FOLD_QUOTED) {
               while (prev === " " || prev === "	") {
                 prev = ch;
@@ -27095,7 +27095,7 @@ var require_foldFlowLines = __commonJS({
               folds.push(j);
               escapedFolds[j] = true;
               end = j + endStep;
-              split = void 0;
+              split2 = void 0;
             } else {
               overflow = true;
             }
@@ -30629,13 +30629,13 @@ var require_resolve_block_scalar = __commonJS({
       return { mode, indent: indent2, chomp, comment, length };
     }
     function splitLines(source) {
-      const split = source.split(/\n( *)/);
-      const first = split[0];
+      const split2 = source.split(/\n( *)/);
+      const first = split2[0];
       const m = first.match(/^( *)/);
       const line0 = m?.[1] ? [m[1], first.slice(m[1].length)] : ["", first];
       const lines = [line0];
-      for (let i = 1; i < split.length; i += 2)
-        lines.push([split[i], split[i + 1]]);
+      for (let i = 1; i < split2.length; i += 2)
+        lines.push([split2[i], split2[i + 1]]);
       return lines;
     }
     exports.resolveBlockScalar = resolveBlockScalar;
@@ -31594,8 +31594,8 @@ var require_cst_visit = __commonJS({
     visit.REMOVE = REMOVE;
     visit.itemAtPath = (cst, path) => {
       let item = cst;
-      for (const [field, index] of path) {
-        const tok = item?.[field];
+      for (const [field2, index] of path) {
+        const tok = item?.[field2];
         if (tok && "items" in tok) {
           item = tok.items[index];
         } else
@@ -31605,8 +31605,8 @@ var require_cst_visit = __commonJS({
     };
     visit.parentCollection = (cst, path) => {
       const parent = visit.itemAtPath(cst, path.slice(0, -1));
-      const field = path[path.length - 1][0];
-      const coll = parent?.[field];
+      const field2 = path[path.length - 1][0];
+      const coll = parent?.[field2];
       if (coll && "items" in coll)
         return coll;
       throw new Error("Parent collection not found");
@@ -31615,11 +31615,11 @@ var require_cst_visit = __commonJS({
       let ctrl = visitor(item, path);
       if (typeof ctrl === "symbol")
         return ctrl;
-      for (const field of ["key", "value"]) {
-        const token = item[field];
+      for (const field2 of ["key", "value"]) {
+        const token = item[field2];
         if (token && "items" in token) {
           for (let i = 0; i < token.items.length; ++i) {
-            const ci = _visit(Object.freeze(path.concat([[field, i]])), token.items[i], visitor);
+            const ci = _visit(Object.freeze(path.concat([[field2, i]])), token.items[i], visitor);
             if (typeof ci === "number")
               i = ci - 1;
             else if (ci === BREAK)
@@ -31629,7 +31629,7 @@ var require_cst_visit = __commonJS({
               i -= 1;
             }
           }
-          if (typeof ctrl === "function" && field === "key")
+          if (typeof ctrl === "function" && field2 === "key")
             ctrl = ctrl(item, path);
         }
       }
@@ -33515,11 +33515,11 @@ import { EOL as EOL2 } from "os";
 import { constants, promises } from "fs";
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve3) {
-      resolve3(value);
+    return value instanceof P ? value : new P(function(resolve5) {
+      resolve5(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve3, reject) {
+  return new (P || (P = Promise))(function(resolve5, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -33535,7 +33535,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve3(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve5(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -34519,6 +34519,14 @@ var ConfigError = class extends HillclimbError {
     this.line = opts.line;
   }
 };
+var UnknownNameError = class extends HillclimbError {
+  name = "UnknownNameError";
+  constructor(kind, given, known) {
+    super(`unknown ${kind} "${given}"; known: ${[...known].sort().join(", ")}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+};
 function isHillclimbError(err) {
   return err instanceof HillclimbError;
 }
@@ -34588,7 +34596,60 @@ function maskSecrets(env = process.env) {
 }
 
 // src/compute/factory.ts
-import { resolve } from "node:path";
+import { resolve as resolve3 } from "node:path";
+
+// src/util/registry.ts
+var Registry = class {
+  /** `what` names the kind in errors ("agent", "compute backend"…). */
+  constructor(what, entries) {
+    this.what = what;
+    this.builders = new Map(entries);
+  }
+  what;
+  builders;
+  /** The builder for `name`; UnknownNameError (with the sorted known names) when there is none. */
+  get(name) {
+    const builder = this.builders.get(name);
+    if (builder === void 0) throw new UnknownNameError(this.what, name, this.names());
+    return builder;
+  }
+  /** The registered names, sorted (help texts, validation). */
+  names() {
+    return [...this.builders.keys()].sort();
+  }
+  /** Add or replace a kind (an out-of-tree extension, or a test). */
+  register(name, builder) {
+    this.builders.set(name, builder);
+  }
+  unregister(name) {
+    this.builders.delete(name);
+  }
+};
+
+// src/compute/backends/local.ts
+import { appendFileSync, existsSync as existsSync2, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync2, rmSync as rmSync3 } from "node:fs";
+import { availableParallelism, constants as constants5, tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname5, join as join6, resolve as resolve2 } from "node:path";
+
+// src/config/command.ts
+function fillCommand(args, vars) {
+  const filled = args.map(
+    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
+      const value = vars[name];
+      if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
+      return value;
+    })
+  );
+  if (filled.length === 0) throw new Error("empty command");
+  return filled;
+}
+function usesPlaceholder(args, name) {
+  return args.some((a) => a.includes(`{${name}}`));
+}
+
+// src/env/python.ts
+import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { dirname as dirname2, join } from "node:path";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
@@ -34650,7 +34711,7 @@ function spawnAndCollect(command, args, opts, shown) {
     mkdirSync(dirname(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
-  return new Promise((resolve3, reject) => {
+  return new Promise((resolve5, reject) => {
     const child = spawn(command, [...args], {
       cwd: opts.cwd,
       env,
@@ -34720,8 +34781,8 @@ function spawnAndCollect(command, args, opts, shown) {
         killedBy,
         logFile: opts.logFile
       };
-      if (log) log.end(() => resolve3(result));
-      else resolve3(result);
+      if (log) log.end(() => resolve5(result));
+      else resolve5(result);
     };
     child.on("error", (e) => {
       if (settled) return;
@@ -34819,8 +34880,55 @@ function indent(text2) {
   return text2.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
+// src/env/python.ts
+var VENV_DIR = ".venv";
+function venvPython(root) {
+  return process.env.HILLCLIMB_PYTHON || join(root, VENV_DIR, "bin", "python");
+}
+function interpreterReadPaths(python) {
+  const paths = /* @__PURE__ */ new Set();
+  const prefix = dirname2(dirname2(python));
+  paths.add(prefix);
+  const cfg = join(prefix, "pyvenv.cfg");
+  if (existsSync(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname2(home));
+  }
+  try {
+    paths.add(dirname2(dirname2(realpathSync(python))));
+  } catch {
+  }
+  return [...paths].filter((p) => p !== "/" && p !== "/usr");
+}
+
+// src/exec/find-on-path.ts
+import { accessSync, constants as constants3, statSync } from "node:fs";
+import { delimiter, isAbsolute, join as join2 } from "node:path";
+function findOnPath(name, path = process.env.PATH ?? "") {
+  if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join2(dir, name);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return void 0;
+}
+function isExecutable(file) {
+  try {
+    accessSync(file, constants3.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
 // src/exec/sandbox.ts
+import { mkdtempSync, readFileSync as readFileSync2, realpathSync as realpathSync2, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname as dirname3, isAbsolute as isAbsolute2, join as join3, resolve } from "node:path";
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
+var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
+var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
 var INIT_SCRIPT = String.raw`set -eu
 job_path=${"$"}{PATH-}
 PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH
@@ -34909,14 +35017,716 @@ while :; do
   kill -0 "$child" 2>/dev/null || exit "$status"
 done
 `;
+var SANDBOX_SETUP_FAILED = 125;
+function sandboxWasReady(readyFile) {
+  try {
+    return readFileSync2(readyFile, "utf8") === "ready";
+  } catch {
+    return false;
+  }
+}
+var stage;
+function stageDir() {
+  if (stage === void 0) {
+    const dir = mkdtempSync(join3(tmpdir(), "hillclimb-sandbox-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    stage = dir;
+  }
+  return stage;
+}
+function checkPath(p) {
+  if (!isAbsolute2(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
+  return resolve(p);
+}
+function byDepth(a, b) {
+  return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
+}
+function sandboxCommand(spec, command, args) {
+  const items = [
+    ...spec.readOnly.map((p) => ({ kind: "ro", path: checkPath(p) })),
+    ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
+  ].sort(byDepth);
+  const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  if (spec.network) {
+    for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
+    items.sort(byDepth);
+  }
+  return {
+    command: "unshare",
+    args: [
+      "--user",
+      "--map-root-user",
+      "--mount",
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--ipc",
+      "--uts",
+      ...spec.network ? [] : ["--net"],
+      "--",
+      "/bin/sh",
+      "-c",
+      INIT_SCRIPT,
+      "hillclimb-sandbox",
+      stageDir(),
+      checkPath(spec.cwd),
+      spec.readyFile ? checkPath(spec.readyFile) : "",
+      ...items.map((i) => `${i.kind}:${i.path}`),
+      ...masks,
+      "--",
+      command,
+      ...args
+    ]
+  };
+}
+function programReadPaths(program) {
+  const dirs = /* @__PURE__ */ new Set([dirname3(program)]);
+  try {
+    const real = realpathSync2(program);
+    dirs.add(dirname3(real));
+    const at = real.indexOf("/node_modules/");
+    if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
+  } catch {
+  }
+  return outsideSystemDirs([...dirs]);
+}
+function outsideSystemDirs(dirs) {
+  return dirs.filter((d) => d !== "/" && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));
+}
+function resolverReadPaths() {
+  try {
+    return outsideSystemDirs([dirname3(realpathSync2("/etc/resolv.conf"))]);
+  } catch {
+    return [];
+  }
+}
+var probed;
+function sandboxAvailability() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return { available: false, reason: `the sandbox needs Linux namespaces; this is ${process.platform}` };
+  }
+  const { command, args } = sandboxCommand({ cwd: "/", readOnly: [], writable: [] }, "true", []);
+  try {
+    const r = await run(command, args, { allowedExitCodes: "any", timeoutMs: 3e4 });
+    if (r.exitCode === 0) return { available: true };
+    const why = (r.stderr.trim().split("\n").at(-1) ?? "").trim() || `exit code ${r.exitCode}`;
+    return { available: false, reason: why };
+  } catch (e) {
+    return { available: false, reason: e instanceof Error ? e.message.split("\n")[0] : String(e) };
+  }
+}
+var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
 
 // src/util/untrusted-files.ts
+import {
+  closeSync,
+  constants as constants4,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync as mkdirSync2,
+  openSync,
+  readdirSync,
+  readSync
+} from "node:fs";
+import { join as join4, relative } from "node:path";
 var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path) {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync2(to, { recursive: true });
+      for (const name of readdirSync(from).sort()) {
+        if (/[\u0000-\u001f\u007f]/.test(name))
+          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
+        else visit(join4(from, name), join4(to, name));
+      }
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync(from, to, constants4.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
+}
+
+// src/compute/job-env.ts
+function jobEnv(extra = {}, base = process.env) {
+  const env = {};
+  for (const name of Object.keys(base)) {
+    if (isSecretName(name)) env[name] = void 0;
+  }
+  return { ...env, ...extra };
+}
+var SANDBOX_PASSED = /^(?:PATH|LANG|LANGUAGE|LC_\w+|TZ|TERM|HILLCLIMB_ACCELERATOR|(?:JAX|XLA|TPU|LIBTPU|PJRT|CUDA|NVIDIA|ROCR|HIP|OMP|MKL|OPENBLAS)_\w+)$/;
+function sandboxJobEnv(extra = {}, base = process.env) {
+  const env = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== void 0 && SANDBOX_PASSED.test(name) && !isSecretName(name)) env[name] = value;
+  }
+  return {
+    ...env,
+    HOME: "/tmp",
+    TMPDIR: "/tmp",
+    XDG_CACHE_HOME: "/tmp/.cache",
+    // The working tree is read-only: Python must not try to write bytecode next to the sources.
+    PYTHONDONTWRITEBYTECODE: "1",
+    ...Object.fromEntries(Object.entries(extra).filter(([name]) => !isSecretName(name)))
+  };
+}
+
+// src/compute/outputs.ts
+import { mkdirSync as mkdirSync3, rmSync as rmSync2, writeFileSync as writeFileSync2 } from "node:fs";
+import { dirname as dirname4, join as join5 } from "node:path";
+import { gunzipSync } from "node:zlib";
+var BLOCK = 512;
+function field(header, offset, length) {
+  const raw = header.subarray(offset, offset + length);
+  const nul = raw.indexOf(0);
+  return raw.subarray(0, nul === -1 ? length : nul).toString("utf8");
+}
+function octal(header, offset, length) {
+  const text2 = field(header, offset, length).trim();
+  return text2 === "" ? 0 : Number.parseInt(text2, 8);
+}
+function paxRecords(data) {
+  const out = {};
+  let pos = 0;
+  while (pos < data.length) {
+    const space = data.indexOf(32, pos);
+    if (space === -1) break;
+    const len = Number(data.subarray(pos, space).toString("ascii"));
+    if (!Number.isFinite(len) || len <= 0) break;
+    const record = data.subarray(space + 1, pos + len - 1).toString("utf8");
+    const eq = record.indexOf("=");
+    if (eq > 0) out[record.slice(0, eq)] = record.slice(eq + 1);
+    pos += len;
+  }
+  return out;
+}
+function readTar(archive) {
+  const tar = archive[0] === 31 && archive[1] === 139 ? gunzipSync(archive) : archive;
+  const entries = [];
+  const skipped = [];
+  let pos = 0;
+  let pax = {};
+  let longName;
+  while (pos + BLOCK <= tar.length) {
+    const header = tar.subarray(pos, pos + BLOCK);
+    if (header.every((b) => b === 0)) break;
+    const storedSize = octal(header, 124, 12);
+    const type = String.fromCharCode(header[156] ?? 0);
+    const prefix = field(header, 345, 155);
+    const name = field(header, 0, 100);
+    const size = pax.size !== void 0 ? Number(pax.size) : storedSize;
+    const dataStart = pos + BLOCK;
+    const data = tar.subarray(dataStart, dataStart + size);
+    if (data.length < size) throw new Error("tar archive is truncated");
+    pos = dataStart + Math.ceil(size / BLOCK) * BLOCK;
+    if (type === "x") {
+      pax = paxRecords(data);
+      continue;
+    }
+    if (type === "g") continue;
+    if (type === "L") {
+      longName = data.toString("utf8").replace(/\0+$/, "");
+      continue;
+    }
+    const path = pax.path ?? longName ?? (prefix ? `${prefix}/${name}` : name);
+    pax = {};
+    longName = void 0;
+    if (type === "0" || type === "\0" || type === "7") entries.push({ path, type: "file", data });
+    else if (type === "5") entries.push({ path, type: "dir", data: Buffer.alloc(0) });
+    else skipped.push(path);
+  }
+  return { entries, skipped };
+}
+function safeParts(path) {
+  const parts = path.split("/").filter((p) => p !== "" && p !== ".");
+  if (path.startsWith("/") || parts.length === 0 || parts.some((p) => p === ".." || p.includes("\\"))) {
+    return void 0;
+  }
+  return parts;
+}
+function clearDestinations(outputs) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+    if (dest !== void 0) rmSync2(dest, { recursive: true, force: true });
+  }
+}
+function prepareDestinations(outputs) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+    if (dest !== void 0) mkdirSync3(dirname4(dest), { recursive: true });
+  }
+}
+function installOutputs(archive, outputs) {
+  const { entries, skipped } = readTar(archive);
+  const installed = /* @__PURE__ */ new Set();
+  const ignored = [...skipped];
+  for (const entry of entries) {
+    const parts = safeParts(entry.path);
+    const [head, ...rest] = parts ?? [];
+    let target;
+    if (head === "metrics.json" && rest.length === 0 && entry.type === "file" && outputs.metrics) {
+      target = outputs.metrics;
+      installed.add("metrics");
+    } else if (head === "junit.xml" && rest.length === 0 && entry.type === "file" && outputs.junit) {
+      target = outputs.junit;
+      installed.add("junit");
+    } else if (head === "trace" && outputs.trace) {
+      target = join5(outputs.trace, ...rest);
+      installed.add("trace");
+    }
+    if (target === void 0) {
+      ignored.push(entry.path);
+      continue;
+    }
+    if (entry.type === "dir") {
+      mkdirSync3(target, { recursive: true });
+    } else {
+      mkdirSync3(dirname4(target), { recursive: true });
+      writeFileSync2(target, entry.data);
+    }
+  }
+  return { installed: [...installed].sort(), ignored };
+}
+
+// src/compute/backends/local.ts
+var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace" };
+function detectLocalAccelerator(env = process.env, devDir = "/dev") {
+  const forced = env.HILLCLIMB_ACCELERATOR;
+  if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
+  const list2 = (dir) => {
+    try {
+      return readdirSync2(dir);
+    } catch {
+      return [];
+    }
+  };
+  const accel = list2(devDir).filter((n) => /^accel\d+$/.test(n));
+  if (accel.length > 0) return { kind: "tpu", evidence: accel.map((n) => `${devDir}/${n}`).join(", ") };
+  const vfio = list2(`${devDir}/vfio`).filter((n) => /^\d+$/.test(n));
+  if (vfio.length > 0) return { kind: "tpu", evidence: vfio.map((n) => `${devDir}/vfio/${n}`).join(", ") };
+  return { kind: "none", evidence: "no /dev/accel* or /dev/vfio/<n>" };
+}
+function signalExitCode(signal) {
+  if (signal === null) return null;
+  const n = constants5.signals[signal];
+  return n === void 0 ? null : 128 + n;
+}
+var LocalBackend = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.accelerator = detectLocalAccelerator();
+  }
+  opts;
+  name = "local";
+  accelerator;
+  decided;
+  async open() {
+    this.opts.logger.debug(`local backend: ${this.info().description}`);
+  }
+  async run(job) {
+    const started = Date.now();
+    const python = venvPython(this.opts.root);
+    const cacheRoot = this.opts.cacheDir ?? join6(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache = join6(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
+    const result = (extra) => ({
+      exitCode: null,
+      durationMs: Date.now() - started,
+      logFile: job.logFile,
+      handle: `local:${job.id}`,
+      ...extra
+    });
+    mkdirSync4(dirname5(job.logFile), { recursive: true });
+    if (this.opts.dryRun) {
+      const shown = displayCommand(
+        ...split(fillCommand(job.command, { python, root: job.workdir, cache, ...job.outputs }))
+      );
+      appendFileSync(job.logFile, `$ ${shown}
+`);
+      this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
+      return result({ infraError: "dry run: the command was printed, not run" });
+    }
+    if (usesPlaceholder(job.command, "python") && !existsSync2(python)) {
+      return result({
+        infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
+      });
+    }
+    const isolation = await this.isolation();
+    if (isolation.problem) return result({ infraError: isolation.problem });
+    mkdirSync4(cache, { recursive: true });
+    clearDestinations(job.outputs);
+    prepareDestinations(job.outputs);
+    if (isolation.mode === "none") {
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...job.outputs });
+      appendFileSync(job.logFile, `$ ${displayCommand(...split(argv))}
+# unsandboxed: ${isolation.why}
+`);
+      const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
+      return { ...ended, isolation: "none" };
+    }
+    const scratch = mkdtempSync2(join6(tmpdir2(), "hc-job-"));
+    try {
+      const out = join6(scratch, "out");
+      mkdirSync4(out);
+      const inside = {
+        ...job.outputs.metrics ? { metrics: join6(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join6(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join6(out, SANDBOX_OUTPUTS.trace) } : {}
+      };
+      const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...inside });
+      appendFileSync(job.logFile, `$ ${displayCommand(...split(argv))}
+`);
+      const program = argv[0].includes("/") ? resolve2(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === void 0 || !existsSync2(program)) {
+        return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
+      }
+      const sandboxed = sandboxCommand(
+        {
+          cwd: job.workdir,
+          readOnly: [
+            job.workdir,
+            ...programReadPaths(program),
+            ...interpreterReadPaths(python),
+            ...this.opts.sandbox?.read_paths ?? []
+          ],
+          writable: [out, cache],
+          readyFile: join6(scratch, "ready")
+        },
+        argv[0],
+        argv.slice(1)
+      );
+      const { ended, lastError } = await this.exec(
+        [sandboxed.command, ...sandboxed.args],
+        job,
+        sandboxJobEnv(job.env),
+        false,
+        started
+      );
+      if (!sandboxWasReady(join6(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+        return {
+          ...ended,
+          exitCode: null,
+          infraError: `the sandbox could not be built: ${lastError ?? "exit 125"}`
+        };
+      }
+      const refused = collectOutputs(inside, job.outputs);
+      if (refused.length > 0) appendFileSync(job.logFile, `# outputs refused: ${refused.join("; ")}
+`);
+      return { ...ended, isolation: "sandbox" };
+    } finally {
+      rmSync3(scratch, { recursive: true, force: true });
+    }
+  }
+  async exec(argv, job, env, inheritEnv, started) {
+    const done = (extra, lastError) => ({
+      ended: {
+        exitCode: null,
+        logFile: job.logFile,
+        handle: `local:${job.id}`,
+        ...extra,
+        durationMs: Date.now() - started
+      },
+      ...lastError !== void 0 ? { lastError } : {}
+    });
+    try {
+      const r = await run(argv[0], argv.slice(1), {
+        cwd: job.workdir,
+        env,
+        inheritEnv,
+        timeoutMs: job.timeoutMs,
+        idleTimeoutMs: job.idleTimeoutMs,
+        signal: job.signal,
+        logFile: job.logFile,
+        allowedExitCodes: "any",
+        redact: secretsFromEnv()
+      });
+      return done({ exitCode: r.exitCode ?? signalExitCode(r.signal) }, r.stderr.trim().split("\n").at(-1));
+    } catch (e) {
+      if (!(e instanceof ExecError)) throw e;
+      if (e.result?.killedBy) return done({ killedBy: e.result.killedBy });
+      if (e.result) return done({ exitCode: signalExitCode(e.result.signal) });
+      return done({ infraError: e.message });
+    }
+  }
+  /** How jobs run here: decided once, from `sandbox.mode` and whether this machine can build the sandbox. */
+  async isolation() {
+    this.decided ??= (async () => {
+      const available = await sandboxAvailability();
+      if (available.available) return { mode: "sandbox" };
+      const why = `no sandbox on this machine (${available.reason})`;
+      if (this.opts.sandbox?.mode === "required") {
+        return { mode: "none", problem: `sandbox.mode is required, but ${why}; ${SANDBOX_HINT}` };
+      }
+      this.opts.logger.warn(
+        `candidate code runs unsandboxed: ${why}. Its numbers are unverified and no iteration can be improved; ${SANDBOX_HINT}`
+      );
+      return { mode: "none", why };
+    })();
+    return this.decided;
+  }
+  async close() {
+  }
+  info() {
+    const tpu = this.accelerator.kind === "tpu";
+    return {
+      backend: this.name,
+      hasAccelerator: tpu,
+      description: tpu ? `local TPU (${this.accelerator.evidence})` : `local CPU (${availableParallelism()} cores)`
+    };
+  }
+};
+function split(argv) {
+  return [argv[0], argv.slice(1)];
+}
+function collectOutputs(inside, outputs) {
+  const refused = [];
+  for (const name of ["metrics", "junit", "trace"]) {
+    const from = inside[name];
+    const to = outputs[name];
+    if (from === void 0 || to === void 0 || !existsSync2(from)) continue;
+    const r = copyPlainTree(from, to);
+    refused.push(...r.refused.map((x) => `${name}/${x}`));
+  }
+  return refused;
+}
+
+// src/compute/backends/ray.ts
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync5, mkdtempSync as mkdtempSync4, readFileSync as readFileSync3, rmSync as rmSync5 } from "node:fs";
+import { tmpdir as tmpdir4 } from "node:os";
+import { dirname as dirname6, join as join8 } from "node:path";
+
+// src/compute/names.ts
+import { createHash } from "node:crypto";
+function shortHash(text2, length = 6) {
+  return createHash("sha256").update(text2).digest("hex").slice(0, length);
+}
+var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+var MAX_SUBMISSION_ID = 120;
+function raySubmissionId(jobId) {
+  const base = `hillclimb-${jobId}`;
+  if (SAFE_ID.test(jobId) && base.length <= MAX_SUBMISSION_ID) return base;
+  const cleaned = `hillclimb-${jobId.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, MAX_SUBMISSION_ID - 9);
+  return `${cleaned}-${shortHash(jobId, 8)}`;
+}
+function jobSlug(jobId) {
+  if (SAFE_ID.test(jobId) && jobId.length <= 100) return jobId;
+  return `${jobId.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 90)}-${shortHash(jobId, 8)}`;
+}
+var GCP_NAME = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+var MAX_GCP_NAME = 63;
+function slug(text2) {
+  return text2.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+}
+function gcpResourceName(prefix, runId, suffix = "") {
+  const cleanPrefix = slug(prefix) || "hillclimb";
+  const head = /^[a-z]/.test(cleanPrefix) ? cleanPrefix : `h-${cleanPrefix}`;
+  const cleanRun = slug(runId);
+  const tail = suffix ? `-${slug(suffix)}` : "";
+  const exact = `${head}-${cleanRun}${tail}`;
+  if (cleanRun === runId && exact.length <= MAX_GCP_NAME && GCP_NAME.test(exact)) return exact;
+  const hash = shortHash(runId);
+  const room = MAX_GCP_NAME - head.length - tail.length - hash.length - 2;
+  const run2 = cleanRun.slice(0, Math.max(0, room)).replace(/-+$/g, "");
+  return [head, run2, hash].filter(Boolean).join("-") + tail;
+}
+function labelValue(text2) {
+  return text2.toLowerCase().replace(/[^a-z0-9_-]+/g, "-").slice(0, 63);
+}
 
 // src/compute/ray/client.ts
+import { request as httpRequestRaw } from "node:http";
+import { request as httpsRequest } from "node:https";
+var TERMINAL_STATUSES = ["STOPPED", "SUCCEEDED", "FAILED"];
+var RayApiError = class extends Error {
+  constructor(message, status, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+  status;
+  body;
+  name = "RayApiError";
+  /** The head could not be reached at all (refused, reset, DNS, timeout). */
+  get unreachable() {
+    return this.status === void 0;
+  }
+};
+var DEFAULT_REQUEST_TIMEOUT_MS = 3e4;
 var DEFAULT_UPLOAD_TIMEOUT_MS = 10 * 6e4;
+var MAX_ERROR_BODY = 600;
+var RayJobsClient = class {
+  constructor(address, opts = {}) {
+    this.opts = opts;
+    this.address = address.replace(/\/+$/, "");
+  }
+  opts;
+  address;
+  async request(method, path, body, timeoutMs = this.opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS) {
+    const headers = { accept: "application/json", "user-agent": "hillclimb" };
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    let payload;
+    if (body?.json !== void 0) {
+      headers["content-type"] = "application/json";
+      payload = Buffer.from(JSON.stringify(body.json), "utf8");
+    } else if (body?.bytes !== void 0) {
+      headers["content-type"] = "application/octet-stream";
+      payload = body.bytes;
+    }
+    if (payload) headers["content-length"] = String(payload.length);
+    const url = new URL(`${this.address}${path}`);
+    let res;
+    try {
+      res = await httpRequest(url, method, headers, payload, timeoutMs);
+    } catch (e) {
+      const err = e;
+      throw new RayApiError(
+        `${method} ${this.address}${path}: cannot reach the Ray head (${err.code ?? err.message})`
+      );
+    }
+    if (res.status === 401 || res.status === 403) {
+      throw new RayApiError(
+        `${method} ${this.address}${path}: HTTP ${res.status}: the Ray head wants a valid token (set compute.ray.token_env)`,
+        res.status,
+        res.text
+      );
+    }
+    return res;
+  }
+  fail(method, path, r) {
+    const body = r.text.length > MAX_ERROR_BODY ? `\u2026${r.text.slice(-MAX_ERROR_BODY)}` : r.text;
+    throw new RayApiError(
+      `${method} ${this.address}${path}: HTTP ${r.status}: ${body.trim()}`,
+      r.status,
+      r.text
+    );
+  }
+  /** GET /api/version: the head's Ray version. */
+  async version() {
+    const r = await this.request("GET", "/api/version");
+    if (r.status !== 200) this.fail("GET", "/api/version", r);
+    return JSON.parse(r.text).ray_version ?? "unknown";
+  }
+  /** GET /api/jobs/<id>; undefined when no such job exists. */
+  async getJob(id) {
+    const path = `/api/jobs/${encodeURIComponent(id)}`;
+    const r = await this.request("GET", path);
+    if (r.status === 404) return void 0;
+    if (r.status !== 200) this.fail("GET", path, r);
+    return JSON.parse(r.text);
+  }
+  /** POST /api/jobs/. 'exists' when a job with this submission id is already there (a retried submit). */
+  async submit(req) {
+    const r = await this.request("POST", "/api/jobs/", { json: req });
+    if (r.status === 200) return "submitted";
+    if (/already exists/i.test(r.text)) return "exists";
+    this.fail("POST", "/api/jobs/", r);
+  }
+  /** POST /api/jobs/<id>/stop. True when the job was running; a missing job is not an error here. */
+  async stop(id) {
+    const path = `/api/jobs/${encodeURIComponent(id)}/stop`;
+    const r = await this.request("POST", path);
+    if (r.status === 404) return false;
+    if (r.status !== 200) this.fail("POST", path, r);
+    return Boolean(JSON.parse(r.text).stopped);
+  }
+  /** GET /api/jobs/<id>/logs: the job's whole log so far. */
+  async logs(id) {
+    const path = `/api/jobs/${encodeURIComponent(id)}/logs`;
+    const r = await this.request("GET", path);
+    if (r.status !== 200) this.fail("GET", path, r);
+    return JSON.parse(r.text).logs ?? "";
+  }
+  /** GET /api/packages/<protocol>/<name>: whether the head holds a package (the check also pins it). */
+  async packageExists(uri) {
+    const path = packagePath(uri);
+    const r = await this.request("GET", path);
+    if (r.status === 200) return true;
+    if (r.status === 404) return false;
+    this.fail("GET", path, r);
+  }
+  /** PUT /api/packages/<protocol>/<name> with the zip's bytes. */
+  async uploadPackage(uri, data) {
+    const path = packagePath(uri);
+    const r = await this.request(
+      "PUT",
+      path,
+      { bytes: data },
+      this.opts.uploadTimeoutMs ?? DEFAULT_UPLOAD_TIMEOUT_MS
+    );
+    if (r.status !== 200) this.fail("PUT", path, r);
+  }
+};
+function httpRequest(url, method, headers, payload, timeoutMs) {
+  const send = url.protocol === "https:" ? httpsRequest : httpRequestRaw;
+  return new Promise((resolve5, reject) => {
+    const req = send(url, { method, headers }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on(
+        "end",
+        () => resolve5({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
+      );
+      res.on("error", reject);
+    });
+    req.setTimeout(timeoutMs, () => {
+      req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: "ETIMEDOUT" }));
+    });
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+function packagePath(uri) {
+  const m = /^([a-z0-9]+):\/\/([^/]+\.zip)$/.exec(uri);
+  if (!m) throw new Error(`not a package URI: ${uri}`);
+  return `/api/packages/${m[1]}/${encodeURIComponent(m[2])}`;
+}
+
+// src/compute/runner/protocol.ts
+import { createHash as createHash2 } from "node:crypto";
 
 // src/compute/runner/source.ts
+var RUNNER_FILE = ".hillclimb-runner.py";
 var RUNNER_SOURCE = String.raw`"""hillclimb job runner (generated; see src/compute/runner/source.ts)."""
 import base64
 import hashlib
@@ -35093,19 +35903,581 @@ if __name__ == "__main__":
     sys.exit(main())
 `;
 
+// src/compute/runner/protocol.ts
+function runnerNonce(name) {
+  return shortHash(`hillclimb-runner:${name}`, 16);
+}
+function requestedOutputs(outputs) {
+  return ["metrics", "junit", "trace"].filter((k) => outputs[k] !== void 0);
+}
+function runnerArgv(python, spec) {
+  return [python, RUNNER_FILE, Buffer.from(JSON.stringify(spec), "utf8").toString("base64")];
+}
+var MARKER = /^@@hillclimb ([0-9a-f]+) ([a-z-]+)(?: (.*))?@@$/;
+function parseRunnerOutput(text2, nonce) {
+  const report = { finished: false };
+  let payload;
+  let expected;
+  for (const raw of text2.split("\n")) {
+    const line = raw.replace(/\r$/, "");
+    const m = MARKER.exec(line);
+    if (!m || m[1] !== nonce) {
+      if (payload && line !== "") payload.push(line);
+      continue;
+    }
+    const kind = m[2];
+    const rest = m[3] ?? "";
+    switch (kind) {
+      case "outputs-begin": {
+        const sm = /sha256=([0-9a-f]{64}) bytes=(\d+)/.exec(rest);
+        if (sm) expected = { sha256: sm[1], bytes: Number(sm[2]) };
+        payload = [];
+        break;
+      }
+      case "outputs-end": {
+        if (payload && expected) {
+          const data = Buffer.from(payload.join(""), "base64");
+          const digest = createHash2("sha256").update(data).digest("hex");
+          if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
+          else
+            report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
+        }
+        payload = void 0;
+        break;
+      }
+      case "outputs-error":
+        report.outputsError = rest;
+        break;
+      case "spawn-error":
+        report.spawnError = rest;
+        break;
+      case "result": {
+        report.finished = true;
+        const em = /^exit=(\d+)$/.exec(rest);
+        if (em) report.exitCode = Number(em[1]);
+        const km = /^killed=(\w+)$/.exec(rest);
+        if (km) report.killed = km[1];
+        break;
+      }
+    }
+  }
+  if (payload && !report.outputs && !report.outputsError) {
+    report.outputsError = "outputs cut off: the end marker never arrived";
+  }
+  return report;
+}
+var LogForwarder = class {
+  constructor(nonce) {
+    this.nonce = nonce;
+  }
+  nonce;
+  consumed = 0;
+  inPayload = false;
+  payloadLines = 0;
+  /** The new loggable text in `full` since the last call. With `final`, a trailing partial line is included. */
+  next(full, final = false) {
+    if (full.length < this.consumed) this.consumed = 0;
+    const end = final ? full.length : full.lastIndexOf("\n") + 1;
+    if (end <= this.consumed) return "";
+    const chunk = full.slice(this.consumed, end);
+    this.consumed = end;
+    const out = [];
+    const lines = chunk.split("\n");
+    if (chunk.endsWith("\n")) lines.pop();
+    for (const line of lines) {
+      const m = MARKER.exec(line.replace(/\r$/, ""));
+      const ours = m !== null && m[1] === this.nonce;
+      if (ours && m[2] === "outputs-begin") {
+        this.inPayload = true;
+        this.payloadLines = 0;
+        continue;
+      }
+      if (ours && m[2] === "outputs-end") {
+        this.inPayload = false;
+        out.push(`[hillclimb: outputs received (${this.payloadLines} lines of base64)]`);
+        continue;
+      }
+      if (this.inPayload) {
+        this.payloadLines += 1;
+        continue;
+      }
+      out.push(line);
+    }
+    return out.length > 0 ? `${out.join("\n")}
+` : "";
+  }
+};
+
+// src/compute/shell.ts
+function shellQuote(arg) {
+  if (arg.includes("\0")) throw new Error("a shell argument cannot contain a NUL byte");
+  return `'${arg.replaceAll("'", "'\\''")}'`;
+}
+function shellJoin(args) {
+  if (args.length === 0) throw new Error("empty command");
+  return args.map(shellQuote).join(" ");
+}
+
 // src/compute/tree.ts
+import { copyFileSync as copyFileSync2, existsSync as existsSync3, mkdtempSync as mkdtempSync3, rmSync as rmSync4 } from "node:fs";
+import { tmpdir as tmpdir3 } from "node:os";
+import { isAbsolute as isAbsolute3, join as join7 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
+async function git(workdir, args, env = {}, input) {
+  const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
+  return r.stdout.trim();
+}
+async function snapshotTree(workdir, opts = {}) {
+  let prefix;
+  let realIndex;
+  try {
+    prefix = await git(workdir, ["rev-parse", "--show-prefix"]);
+    realIndex = await git(workdir, ["rev-parse", "--path-format=absolute", "--git-path", "index"]);
+  } catch (e) {
+    throw new HillclimbError(`${workdir} is not inside a git working tree: ${e.message}`, {
+      hint: "jobs run in git worktrees of the repository; pass a checkout as the job workdir",
+      cause: e
+    });
+  }
+  const tmp = mkdtempSync3(join7(tmpdir3(), "hc-index-"));
+  try {
+    const index = join7(tmp, "index");
+    if (existsSync3(realIndex)) copyFileSync2(realIndex, index);
+    const env = { GIT_INDEX_FILE: index };
+    await git(workdir, ["add", "--all", "--", "."], env);
+    const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
+    if (excludes.length > 0) {
+      await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
+    }
+    for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
+      if (isAbsolute3(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      const blob = await git(workdir, ["hash-object", "-w", "--stdin"], env, content);
+      await git(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
+    }
+    return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
+  } finally {
+    rmSync4(tmp, { recursive: true, force: true });
+  }
+}
+async function archiveTree(workdir, treeId, format, outFile) {
+  await git(workdir, ["archive", `--format=${format}`, `--output=${outFile}`, treeId]);
+}
+
+// src/compute/wait.ts
+function sleep(ms, signal) {
+  return new Promise((resolve5) => {
+    if (signal?.aborted) return resolve5();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve5();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
 
 // src/compute/backends/ray.ts
+var DEFAULT_CONNECTION_GRACE_MS = 6e4;
+var DEFAULT_STOP_WAIT_MS = 6e4;
+var RUNNER_TIMEOUT_MARGIN_S = 120;
 var MIB = 1024 * 1024;
+function isPrivateAddress(address) {
+  let host;
+  try {
+    host = new URL(address).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return false;
+  }
+  if (host === "localhost" || host === "::1" || host.endsWith(".internal") || host.endsWith(".local"))
+    return true;
+  const m = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host);
+  if (!m) return /^f[cd][0-9a-f]{2}:/i.test(host);
+  const [a, b] = [Number(m[1]), Number(m[2])];
+  return a === 127 || a === 10 || a === 172 && b >= 16 && b <= 31 || a === 192 && b === 168;
+}
+var RayBackend = class {
+  constructor(opts) {
+    this.opts = opts;
+    const { config } = opts;
+    if (config.token_env) {
+      this.token = process.env[config.token_env];
+      if (!this.token) {
+        throw new HillclimbError(`compute.ray.token_env names ${config.token_env}, which is not set`, {
+          hint: `export ${config.token_env}=<the cluster's Ray auth token>, or remove compute.ray.token_env`,
+          exitCode: ExitCode2.badInput
+        });
+      }
+    }
+    this.client = new RayJobsClient(config.address, { token: this.token });
+  }
+  opts;
+  name = "ray";
+  client;
+  token;
+  opened = false;
+  get logger() {
+    return this.opts.logger;
+  }
+  async open() {
+    if (this.opened) return;
+    if (!isPrivateAddress(this.opts.config.address)) {
+      this.logger.warn(
+        `compute.ray.address ${this.opts.config.address} is not a loopback or private address: the Ray job server runs any code it is sent; reach it through an SSH/IAP tunnel (docs/compute.md)`
+      );
+    }
+    if (this.opts.dryRun) {
+      this.logger.info(`dry run: would check GET ${this.client.address}/api/version`);
+      this.opened = true;
+      return;
+    }
+    try {
+      const version = await this.client.version();
+      this.logger.info(`ray: job server at ${this.client.address} (Ray ${version})`);
+    } catch (e) {
+      throw new HillclimbError(`the Ray job server does not answer: ${errorMessage(e)}`, {
+        hint: "start the head or the tunnel to it (e.g. ssh -N -L 8265:localhost:8265 <head>, or gcloud compute ssh <head> --tunnel-through-iap -- -N -L 8265:localhost:8265), then check compute.ray.address",
+        exitCode: ExitCode2.infra,
+        cause: e
+      });
+    }
+    this.opened = true;
+  }
+  async run(job) {
+    const started = Date.now();
+    const { config } = this.opts;
+    const submissionId = raySubmissionId(job.id);
+    const nonce = runnerNonce(submissionId);
+    const outputs = requestedOutputs(job.outputs);
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
+    const spec = {
+      nonce,
+      command: job.command,
+      env: job.env ?? {},
+      ...job.cacheKey ? { cache_key: job.cacheKey } : {},
+      outputs,
+      emit: "log",
+      max_bytes: Math.floor(config.max_output_mb * MIB),
+      timeout_s: Math.ceil(job.timeoutMs / 1e3) + RUNNER_TIMEOUT_MARGIN_S
+    };
+    const entrypoint = shellJoin(runnerArgv(config.python, spec));
+    const result = (extra) => ({
+      exitCode: null,
+      durationMs: Date.now() - started,
+      logFile: job.logFile,
+      handle: submissionId,
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
+      ...extra
+    });
+    mkdirSync5(dirname6(job.logFile), { recursive: true });
+    const log = (text2) => {
+      if (text2) appendFileSync2(job.logFile, redact(text2, secretsFromEnv()));
+    };
+    log(`[hillclimb] ray job ${submissionId} at ${this.client.address}
+`);
+    if (this.opts.dryRun) {
+      this.logger.info(`dry run: would submit ${submissionId} with entrypoint: ${entrypoint}`);
+      return result({ infraError: "dry run: the submission was printed, not sent" });
+    }
+    clearDestinations(job.outputs);
+    prepareDestinations(job.outputs);
+    if (job.signal?.aborted) return result({ killedBy: "abort" });
+    try {
+      const existing = await this.client.getJob(submissionId);
+      if (existing) {
+        this.logger.info(`ray: ${submissionId} already exists (${existing.status}); attaching`);
+      } else {
+        const workingDir = await this.uploadTree(job.workdir);
+        const submitted = await this.client.submit({
+          entrypoint,
+          submission_id: submissionId,
+          runtime_env: { ...this.runtimeEnvBase(), working_dir: workingDir },
+          metadata: { hillclimb: "1", job_id: job.id },
+          ...config.entrypoint_resources ? { entrypoint_resources: config.entrypoint_resources } : {}
+        });
+        this.logger.info(
+          submitted === "submitted" ? `ray: submitted ${submissionId}` : `ray: ${submissionId} was submitted meanwhile; attaching`
+        );
+      }
+    } catch (e) {
+      if (e instanceof RayApiError || e instanceof HillclimbError) {
+        return result({ infraError: `could not submit ${submissionId}: ${e.message}` });
+      }
+      throw e;
+    }
+    return this.follow(job, submissionId, nonce, log, result);
+  }
+  /** Poll the job to a terminal state, forwarding its log and enforcing the limits; then classify. */
+  async follow(job, id, nonce, log, result) {
+    const { config } = this.opts;
+    const pollMs = config.poll_seconds * 1e3;
+    const pendingLimitMs = config.pending_timeout_minutes * 6e4;
+    const graceMs = this.opts.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
+    const stopWaitMs = this.opts.stopWaitMs ?? DEFAULT_STOP_WAIT_MS;
+    const forwarder = new LogForwarder(nonce);
+    const pendingSince = Date.now();
+    let runningSince;
+    let lastGrowth = Date.now();
+    let logLength = 0;
+    let lastContact = Date.now();
+    let stoppedBy;
+    let stopRequestedAt = 0;
+    let details2;
+    let pendingMessage = "";
+    const requestStop = async (reason) => {
+      stoppedBy = reason;
+      stopRequestedAt = Date.now();
+      this.logger.warn(`ray: stopping ${id} (${reason})`);
+      try {
+        await this.client.stop(id);
+      } catch (e) {
+        this.logger.warn(`ray: stop request for ${id} failed: ${errorMessage(e)}`);
+      }
+    };
+    for (; ; ) {
+      if (job.signal?.aborted && !stoppedBy) await requestStop("abort");
+      try {
+        details2 = await this.client.getJob(id);
+        lastContact = Date.now();
+      } catch (e) {
+        if (!(e instanceof RayApiError)) throw e;
+        if (Date.now() - lastContact > graceMs) {
+          return result({ infraError: `lost contact with the Ray head while following ${id}: ${e.message}` });
+        }
+        await sleep(pollMs, job.signal);
+        continue;
+      }
+      if (!details2) {
+        return result({
+          infraError: `job ${id} disappeared from the cluster (head restarted or job deleted)`
+        });
+      }
+      const terminal = TERMINAL_STATUSES.includes(details2.status);
+      if (details2.status !== "PENDING") {
+        const text2 = await this.client.logs(id).catch(() => void 0);
+        if (text2 !== void 0) {
+          if (text2.length > logLength) lastGrowth = Date.now();
+          logLength = text2.length;
+          log(forwarder.next(text2, terminal));
+        }
+      }
+      if (terminal) break;
+      const now = Date.now();
+      if (stoppedBy) {
+        if (now - stopRequestedAt > stopWaitMs) {
+          return result({
+            ...stoppedBy === "pending" ? {} : { killedBy: stoppedBy },
+            infraError: `job ${id} did not stop within ${Math.round(stopWaitMs / 1e3)} s of the stop request`
+          });
+        }
+      } else if (details2.status === "PENDING") {
+        pendingMessage = details2.message ?? "";
+        if (now - pendingSince > pendingLimitMs) {
+          await requestStop("pending");
+          return this.classify(job, details2, { finished: false }, stoppedBy, pendingMessage, result);
+        }
+      } else if (details2.status === "RUNNING") {
+        if (runningSince === void 0) {
+          runningSince = now;
+          lastGrowth = now;
+        }
+        if (now - runningSince > job.timeoutMs) await requestStop("timeout");
+        else if (job.idleTimeoutMs !== void 0 && now - lastGrowth > job.idleTimeoutMs)
+          await requestStop("idle-timeout");
+      }
+      if (!stoppedBy) await sleep(pollMs, job.signal);
+      else await sleep(Math.min(pollMs, 1e3));
+    }
+    const full = await this.client.logs(id).catch(() => "");
+    return this.classify(job, details2, parseRunnerOutput(full, nonce), stoppedBy, pendingMessage, result);
+  }
+  classify(job, details2, report, stoppedBy, pendingMessage, result) {
+    const { config } = this.opts;
+    if (stoppedBy === "pending") {
+      const wanted = config.entrypoint_resources ? ` for ${JSON.stringify(config.entrypoint_resources)}` : "";
+      return result({
+        infraError: `job ${details2.submission_id} stayed PENDING for more than ${config.pending_timeout_minutes} min${wanted}: no node could take it (${pendingMessage || "no message"})`
+      });
+    }
+    if (stoppedBy) return result({ killedBy: stoppedBy });
+    if (report.killed === "timeout") return result({ killedBy: "timeout" });
+    if (details2.status === "STOPPED" || report.killed) {
+      return result({ infraError: `job ${details2.submission_id} was stopped outside hillclimb` });
+    }
+    if (!report.finished || report.exitCode === void 0) {
+      const why = [details2.error_type, details2.message].filter(Boolean).join(": ");
+      return result({
+        infraError: `job ${details2.submission_id} ${details2.status} before the runner reported (${why.slice(-800) || "no message"})`
+      });
+    }
+    if (report.spawnError) {
+      return result({ infraError: `the worker could not start the command: ${report.spawnError}` });
+    }
+    const exitCode = report.exitCode;
+    if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
+    if (!report.outputs) return result({ exitCode, infraError: "outputs: the runner sent none" });
+    try {
+      const installed = installOutputs(report.outputs, job.outputs);
+      if (installed.ignored.length > 0) {
+        this.logger.debug(`ray: ignored output entries: ${installed.ignored.join(", ")}`);
+      }
+    } catch (e) {
+      return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
+    }
+    return result({ exitCode });
+  }
+  /** runtime_env from the config without the keys hillclimb owns. */
+  runtimeEnvBase() {
+    const { working_dir, excludes: _excludes, ...rest } = this.opts.config.runtime_env ?? {};
+    if (working_dir !== void 0) {
+      this.logger.warn("compute.ray.runtime_env.working_dir is replaced by the job working tree");
+    }
+    return rest;
+  }
+  /** Package the working tree and upload it unless the head already has it; returns the package URI. */
+  async uploadTree(workdir) {
+    const excludes = this.opts.config.runtime_env?.excludes;
+    const treeId = await snapshotTree(workdir, {
+      extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
+      excludes: Array.isArray(excludes) ? excludes.map(String) : []
+    });
+    const uri = `gcs://_ray_pkg_${treeId}.zip`;
+    if (await this.client.packageExists(uri)) {
+      this.logger.debug(`ray: package ${uri} already on the head`);
+      return uri;
+    }
+    const tmp = mkdtempSync4(join8(tmpdir4(), "hc-raypkg-"));
+    try {
+      const zip = join8(tmp, "package.zip");
+      await archiveTree(workdir, treeId, "zip", zip);
+      const data = readFileSync3(zip);
+      this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
+      await this.client.uploadPackage(uri, data);
+    } finally {
+      rmSync5(tmp, { recursive: true, force: true });
+    }
+    return uri;
+  }
+  async close() {
+    this.opened = false;
+  }
+  info() {
+    const resources = this.opts.config.entrypoint_resources ?? {};
+    const tpuType = Object.keys(resources).map((k) => /^TPU-(.+)-head$/.exec(k)?.[1]).find(Boolean);
+    const hasTpu = Object.entries(resources).some(([k, v]) => /^TPU/.test(k) && v > 0);
+    return {
+      backend: this.name,
+      hasAccelerator: hasTpu,
+      description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ""}`,
+      ...tpuType ? { acceleratorType: tpuType } : {}
+    };
+  }
+};
+
+// src/compute/backends/tpu-vm.ts
+import { mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync5, readFileSync as readFileSync5, rmSync as rmSync7 } from "node:fs";
+import { tmpdir as tmpdir5 } from "node:os";
+import { dirname as dirname7, join as join10 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
+function labelsFlag(labels) {
+  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
+}
+function usesQueuedResource(c) {
+  return c.provisioning === "queued" || c.provisioning === "flex-start";
+}
+var TIER_FLAGS = {
+  "on-demand": [],
+  spot: ["--spot"],
+  reserved: ["--reserved"],
+  guaranteed: ["--guaranteed"]
+};
+function createQueuedResourceArgs(c, zone, qr, node, labels) {
+  const flex = c.provisioning === "flex-start";
+  return [
+    ...flex ? ["alpha"] : [],
+    "compute",
+    "tpus",
+    "queued-resources",
+    "create",
+    qr,
+    "--node-id",
+    node,
+    ...where({ project: c.project, zone }),
+    "--accelerator-type",
+    c.accelerator_type,
+    "--runtime-version",
+    c.runtime_version,
+    ...flex ? ["--provisioning-model", "flex-start", "--max-run-duration", `${Math.round(c.ttl_hours * 3600)}s`] : TIER_FLAGS[c.queued_tier],
+    "--valid-until-duration",
+    `${Math.round(c.ready_timeout_minutes * 60)}s`,
+    "--labels",
+    labelsFlag(labels),
+    ...c.create_args,
+    "--quiet"
+  ];
+}
+function createNodeArgs(c, zone, node, labels) {
+  return [
+    "compute",
+    "tpus",
+    "tpu-vm",
+    "create",
+    node,
+    ...where({ project: c.project, zone }),
+    "--accelerator-type",
+    c.accelerator_type,
+    "--version",
+    c.runtime_version,
+    ...c.provisioning === "spot" ? ["--spot"] : [],
+    "--labels",
+    labelsFlag(labels),
+    ...c.create_args,
+    "--quiet"
+  ];
+}
+function describeQueuedResourceArgs(l, qr) {
+  return ["compute", "tpus", "queued-resources", "describe", qr, ...where(l), "--format=json"];
+}
+function describeNodeArgs(l, node) {
+  return ["compute", "tpus", "tpu-vm", "describe", node, ...where(l), "--format=json"];
+}
 function deleteQueuedResourceArgs(l, qr) {
   return ["compute", "tpus", "queued-resources", "delete", qr, ...where(l), "--force", "--async", "--quiet"];
 }
 function deleteNodeArgs(l, node) {
   return ["compute", "tpus", "tpu-vm", "delete", node, ...where(l), "--async", "--quiet"];
+}
+function sshArgs(l, node, worker, command, extra = []) {
+  return [
+    "compute",
+    "tpus",
+    "tpu-vm",
+    "ssh",
+    node,
+    ...where(l),
+    `--worker=${worker}`,
+    "--command",
+    command,
+    "--quiet",
+    ...extra
+  ];
+}
+function scpArgs(l, sources, destination, worker, extra = []) {
+  return [
+    "compute",
+    "tpus",
+    "tpu-vm",
+    "scp",
+    ...sources,
+    destination,
+    ...where(l),
+    `--worker=${worker}`,
+    "--quiet",
+    ...extra
+  ];
 }
 
 // src/compute/tpu/gcloud.ts
@@ -35159,44 +36531,312 @@ ${r.stdout}`;
 function isNotFound(r) {
   return /NOT_FOUND|\b404\b|was not found|could not be found|does not exist/i.test(text(r));
 }
+function isAlreadyExists(r) {
+  return /ALREADY_EXISTS|already exists|\b409\b/i.test(text(r));
+}
+function isCapacityError(r) {
+  return /RESOURCE_EXHAUSTED|ZONE_RESOURCE_POOL_EXHAUSTED|capacity|stockout|quota|insufficient|\bUNAVAILABLE\b|\b429\b|\b503\b/i.test(
+    text(r)
+  );
+}
+function isFatalError(r) {
+  if (isCapacityError(r)) return false;
+  return /PERMISSION_DENIED|UNAUTHENTICATED|\b401\b|\b403\b|gcloud auth login|reauthenticat|does not have permission|billing (account|is disabled)|SERVICE_DISABLED|has not been used in project/i.test(
+    text(r)
+  );
+}
 
 // src/compute/tpu/context.ts
+var LABEL_MARK = "hillclimb";
+var LABEL_RUN = "hillclimb-run";
+var LABEL_EXPIRES = "hillclimb-expires";
 var DELETE_TIMEOUT_MS = 5 * 6e4;
+function defaultRunId(env = process.env, now = /* @__PURE__ */ new Date()) {
+  if (env.HILLCLIMB_RUN_ID) return env.HILLCLIMB_RUN_ID;
+  if (env.GITHUB_RUN_ID) return `gh${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}`;
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `local-${stamp.toLowerCase()}`;
+}
+function tpuNames(c, runId, generation = 1) {
+  const node = gcpResourceName(c.name_prefix, runId, generation > 1 ? `g${generation}` : "");
+  return usesQueuedResource(c) ? { node, qr: node } : { node };
+}
+function tpuLabels(runId, expiresAt) {
+  return { [LABEL_MARK]: "1", [LABEL_RUN]: labelValue(runId), [LABEL_EXPIRES]: String(expiresAt) };
+}
+function parseJson(r) {
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    return void 0;
+  }
+}
+function describedState(doc) {
+  const s = doc?.state;
+  if (typeof s === "string") return s;
+  if (s && typeof s === "object" && typeof s.state === "string") {
+    return s.state;
+  }
+  return void 0;
+}
 function deleteArgs(rec) {
   const loc = { project: rec.project, zone: rec.zone };
   return rec.queuedResource ? deleteQueuedResourceArgs(loc, rec.queuedResource) : deleteNodeArgs(loc, rec.name);
 }
 
-// src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync2, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-function tpuStateDir(stateDir) {
-  return join(stateDir, "tpu");
+// src/compute/tpu/remote.ts
+var JOBS_DIR = "hillclimb/jobs";
+var OUTPUTS_FILE = ".hillclimb-outputs.tar.gz";
+var PGID_FILE = ".hillclimb-pgid";
+function jobDir(slug2) {
+  return `${JOBS_DIR}/${slug2}`;
 }
-var recordFile = (dir, name, zone) => join(dir, `${name}.${zone}.json`);
+function uploadName(slug2) {
+  return `hillclimb-job-${slug2}.tar.gz`;
+}
+function runScript(slug2, runner) {
+  const dir = shellQuote(jobDir(slug2));
+  const tarball = shellQuote(uploadName(slug2));
+  return [
+    'cd "$HOME"',
+    `rm -rf ${shellQuote(JOBS_DIR)}`,
+    `mkdir -p ${dir}`,
+    `tar -xzf ${tarball} -C ${dir}`,
+    `rm -f ${tarball}`,
+    `cd ${dir}`,
+    `exec ${shellJoin(runner)}`
+  ].join(" && ");
+}
+function killScript(slug2, graceSeconds = 5) {
+  const f = shellQuote(`${jobDir(slug2)}/${PGID_FILE}`);
+  const kill = (sig) => `kill -${sig} -- "-$(cat ${f})" 2>/dev/null`;
+  return `cd "$HOME"; if [ -f ${f} ]; then ${kill("TERM")}; sleep ${graceSeconds}; if [ -f ${f} ]; then ${kill("KILL")}; fi; fi; true`;
+}
+function setupScript(command) {
+  return `cd "$HOME" && ${shellJoin(command)}`;
+}
+
+// src/compute/tpu/state.ts
+import { mkdirSync as mkdirSync6, readdirSync as readdirSync3, readFileSync as readFileSync4, renameSync, rmSync as rmSync6, writeFileSync as writeFileSync3 } from "node:fs";
+import { join as join9 } from "node:path";
+function tpuStateDir(stateDir) {
+  return join9(stateDir, "tpu");
+}
+var recordFile = (dir, name, zone) => join9(dir, `${name}.${zone}.json`);
+function writeRecord(dir, record) {
+  mkdirSync6(dir, { recursive: true });
+  const file = recordFile(dir, record.name, record.zone);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync3(tmp, `${JSON.stringify(record, null, 2)}
+`);
+  renameSync(tmp, file);
+}
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync3(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync(join(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync4(join9(dir, n), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync(recordFile(dir, name, zone), { force: true });
+  rmSync6(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/allocate.ts
+var QR_DEAD = /* @__PURE__ */ new Set(["FAILED", "SUSPENDED", "SUSPENDING", "DELETING"]);
+var NODE_DEAD = /* @__PURE__ */ new Set(["PREEMPTED", "TERMINATED", "STOPPED", "STOPPING", "DELETING", "HIDDEN", "HIDING"]);
 var CREATE_TIMEOUT_MS = 15 * 6e4;
 var SETUP_TIMEOUT_MS = 60 * 6e4;
+var MAX_DESCRIBE_FAILURES = 5;
+function failureDetail(doc) {
+  const state = doc?.state;
+  return state?.failedData?.error?.message ?? "";
+}
+async function allocateTpu(ctx, opts) {
+  const { config: c, gcloud, logger } = ctx;
+  const now = ctx.now ?? Date.now;
+  const pause = ctx.sleep ?? sleep;
+  const names = tpuNames(c, opts.runId, opts.generation);
+  const expiresAt = Math.floor(now() / 1e3) + Math.round(c.ttl_hours * 3600);
+  const labels = tpuLabels(opts.runId, expiresAt);
+  const failures = [];
+  for (let pass = 1; pass <= c.allocate_attempts; pass++) {
+    for (const zone of c.zones) {
+      const record = {
+        name: names.node,
+        ...names.qr ? { queuedResource: names.qr } : {},
+        project: c.project,
+        zone,
+        acceleratorType: c.accelerator_type,
+        runtimeVersion: c.runtime_version,
+        provisioning: c.provisioning,
+        runId: opts.runId,
+        owner: opts.owner,
+        state: "creating",
+        setupDone: false,
+        createdAt: new Date(now()).toISOString(),
+        expiresAt
+      };
+      if (!gcloud.dryRun) writeRecord(ctx.stateDir, record);
+      logger.info(
+        `tpu: requesting ${c.accelerator_type} as ${names.qr ?? names.node} in ${zone} (${c.provisioning})`
+      );
+      const outcome = await tryZone(ctx, record, labels);
+      if (outcome.ok) {
+        record.state = "active";
+        if (!gcloud.dryRun) writeRecord(ctx.stateDir, record);
+        logger.info(`tpu: ${record.name} is up in ${zone}`);
+        if (opts.setup !== false) await runSetup(ctx, record);
+        return record;
+      }
+      failures.push(`${zone} (pass ${pass}): ${outcome.reason}`);
+      if (!gcloud.dryRun && !outcome.leftover) removeRecord(ctx.stateDir, record.name, zone);
+      if (outcome.fatal) {
+        throw new HillclimbError(`TPU allocation stopped: ${outcome.reason}`, {
+          hint: "check the credentials and IAM roles (roles/tpu.admin) of the account gcloud uses",
+          exitCode: ExitCode2.infra
+        });
+      }
+      logger.warn(`tpu: ${zone}: ${outcome.reason}; trying the next zone`);
+    }
+    if (pass < c.allocate_attempts) {
+      logger.info(`tpu: no zone had capacity; retrying in ${c.retry_backoff_seconds} s`);
+      await pause(c.retry_backoff_seconds * 1e3);
+    }
+  }
+  throw new HillclimbError(
+    `no ${c.accelerator_type} TPU in ${c.zones.join(", ")} after ${c.allocate_attempts} pass(es):
+  ${failures.join("\n  ")}`,
+    {
+      hint: "add zones to compute.tpu_vm.zones, raise allocate_attempts, or try provisioning: queued/flex-start",
+      exitCode: ExitCode2.infra
+    }
+  );
+}
+async function tryZone(ctx, rec, labels) {
+  const { config: c, gcloud, logger } = ctx;
+  const queued = rec.queuedResource !== void 0;
+  const create = queued ? createQueuedResourceArgs(c, rec.zone, rec.queuedResource, rec.name, labels) : createNodeArgs(c, rec.zone, rec.name, labels);
+  const r = await gcloud.run(create, { timeoutMs: CREATE_TIMEOUT_MS });
+  if (r.printed) {
+    const loc = { project: rec.project, zone: rec.zone };
+    await gcloud.run(
+      queued ? describeQueuedResourceArgs(loc, rec.queuedResource) : describeNodeArgs(loc, rec.name)
+    );
+    return { ok: true };
+  }
+  if (r.exitCode !== 0) {
+    if (isAlreadyExists(r)) {
+      logger.info(`tpu: ${rec.queuedResource ?? rec.name} already exists in ${rec.zone}; waiting for it`);
+    } else if (isFatalError(r)) {
+      return { ok: false, fatal: true, reason: gcloudError(r) };
+    } else {
+      const clean = queued || await deleteQuietly(ctx, rec);
+      const kind = isCapacityError(r) ? "no capacity" : "create failed";
+      return { ok: false, fatal: false, reason: `${kind}: ${gcloudError(r)}`, leftover: !clean };
+    }
+  }
+  return waitUntilUp(ctx, rec);
+}
+async function waitUntilUp(ctx, rec) {
+  const { config: c, gcloud, logger } = ctx;
+  const now = ctx.now ?? Date.now;
+  const pause = ctx.sleep ?? sleep;
+  const queued = rec.queuedResource !== void 0;
+  const loc = { project: rec.project, zone: rec.zone };
+  const deadline = now() + c.ready_timeout_minutes * 6e4;
+  let failures = 0;
+  let last = "";
+  for (; ; ) {
+    const d = await gcloud.run(
+      queued ? describeQueuedResourceArgs(loc, rec.queuedResource) : describeNodeArgs(loc, rec.name),
+      { readOnly: true, timeoutMs: 2 * 6e4 }
+    );
+    if (d.exitCode !== 0) {
+      if (isNotFound(d)) return { ok: false, fatal: false, reason: "the resource disappeared while waiting" };
+      failures += 1;
+      if (failures >= MAX_DESCRIBE_FAILURES) {
+        const clean = await deleteQuietly(ctx, rec);
+        return {
+          ok: false,
+          fatal: false,
+          reason: `describe keeps failing: ${gcloudError(d)}`,
+          leftover: !clean
+        };
+      }
+    } else {
+      failures = 0;
+      const doc = parseJson(d);
+      const state = describedState(doc) ?? "UNKNOWN";
+      if (state !== last) logger.info(`tpu: ${rec.queuedResource ?? rec.name} in ${rec.zone}: ${state}`);
+      last = state;
+      if (queued && state === "ACTIVE" || !queued && state === "READY") return { ok: true };
+      if (queued ? QR_DEAD.has(state) : NODE_DEAD.has(state)) {
+        const clean = state === "DELETING" || await deleteQuietly(ctx, rec);
+        const detail = failureDetail(doc);
+        return {
+          ok: false,
+          fatal: false,
+          reason: `${state}${detail ? `: ${detail}` : ""}`,
+          leftover: !clean
+        };
+      }
+    }
+    if (now() >= deadline) {
+      const clean = await deleteQuietly(ctx, rec);
+      return {
+        ok: false,
+        fatal: false,
+        reason: `not up after ${c.ready_timeout_minutes} min (last state ${last || "unknown"})`,
+        leftover: !clean
+      };
+    }
+    await pause(c.poll_seconds * 1e3);
+  }
+}
+async function deleteQuietly(ctx, rec) {
+  const r = await ctx.gcloud.run(deleteArgs(rec), { timeoutMs: DELETE_TIMEOUT_MS });
+  if (r.exitCode === 0 || isNotFound(r)) return true;
+  ctx.logger.warn(
+    `tpu: could not delete ${rec.queuedResource ?? rec.name} in ${rec.zone}: ${gcloudError(r)}`
+  );
+  return false;
+}
+async function runSetup(ctx, rec) {
+  const { config: c, gcloud, logger } = ctx;
+  if (!c.setup_command || rec.setupDone) return;
+  let command;
+  try {
+    command = fillCommand(c.setup_command, { python: c.python });
+  } catch (e) {
+    throw new HillclimbError(`compute.tpu_vm.setup_command: ${errorMessage(e)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  logger.info(`tpu: running setup_command on ${rec.name}`);
+  const loc = { project: rec.project, zone: rec.zone };
+  const r = await gcloud.run(sshArgs(loc, rec.name, "all", setupScript(command), c.ssh_args), {
+    timeoutMs: SETUP_TIMEOUT_MS,
+    onLine: (l) => logger.debug(l)
+  });
+  if (r.exitCode !== 0) {
+    throw new HillclimbError(`setup_command failed on ${rec.name}: ${gcloudError(r)}`, {
+      hint: "run it by hand with `gcloud compute tpus tpu-vm ssh` to see why, then fix compute.tpu_vm.setup_command",
+      exitCode: ExitCode2.infra
+    });
+  }
+  rec.setupDone = true;
+  if (!gcloud.dryRun) writeRecord(ctx.stateDir, rec);
+}
 
 // src/compute/tpu/release.ts
 async function releaseTpu(ctx, rec) {
@@ -35220,17 +36860,304 @@ var UPLOAD_TIMEOUT_MS = 15 * 6e4;
 var FETCH_TIMEOUT_MS = 15 * 6e4;
 var KILL_TIMEOUT_MS = 2 * 6e4;
 var SSH_MARGIN_MS = 3 * 6e4;
+var RELEASE_ATTEMPTS = 3;
+var TpuVmBackend = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  name = "tpu-vm";
+  allocation;
+  /** True when this backend allocated the TPU (and so releases it). */
+  owned = false;
+  /** Set when the TPU stopped answering; the next job replaces it. */
+  lost = false;
+  generation = 1;
+  /** Jobs on one VM run one at a time (a TPU is held by one process). */
+  queue = Promise.resolve();
+  get ctx() {
+    return {
+      config: this.opts.config,
+      gcloud: this.opts.gcloud,
+      logger: this.opts.logger,
+      stateDir: this.opts.stateDir
+    };
+  }
+  async open() {
+    if (this.allocation && !this.lost) return;
+    const held = await this.findHeld();
+    if (held) {
+      this.owned = held.owner === "backend";
+      this.opts.logger.info(
+        this.owned ? `tpu: resuming with ${held.name} in ${held.zone}, allocated earlier in this run` : `tpu: using ${held.name} in ${held.zone}, held by \`hillclimb tpu allocate\``
+      );
+      await runSetup(this.ctx, held);
+      this.allocation = held;
+      this.lost = false;
+      return;
+    }
+    await this.allocateOwned();
+  }
+  /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
+  async findHeld() {
+    if (this.opts.gcloud.dryRun) return void 0;
+    const c = this.opts.config;
+    const candidates = readRecords(this.opts.stateDir).filter(
+      (r) => r.state === "active" && r.project === c.project && r.acceleratorType === c.accelerator_type && (r.owner === "cli" || r.runId === this.opts.runId)
+    );
+    for (const rec of candidates) {
+      if (await this.isUp(rec)) return rec;
+      this.opts.logger.warn(`tpu: recorded ${rec.name} in ${rec.zone} is not up; forgetting it`);
+      if (rec.owner === "backend") await releaseTpu(this.ctx, rec).catch(() => void 0);
+      else removeRecord(this.opts.stateDir, rec.name, rec.zone);
+    }
+    return void 0;
+  }
+  async isUp(rec) {
+    const d = await this.opts.gcloud.run(describeNodeArgs(rec, rec.name), {
+      readOnly: true,
+      timeoutMs: 12e4
+    });
+    if (d.exitCode !== 0) return false;
+    try {
+      return describedState(JSON.parse(d.stdout)) === "READY";
+    } catch {
+      return false;
+    }
+  }
+  run(job) {
+    const next = this.queue.then(() => this.runNow(job));
+    this.queue = next.catch(() => void 0);
+    return next;
+  }
+  async runNow(job) {
+    const started = Date.now();
+    const result = (extra2) => ({
+      exitCode: null,
+      durationMs: Date.now() - started,
+      logFile: job.logFile,
+      ...this.allocation ? { handle: `${this.allocation.name}@${this.allocation.zone}` } : {},
+      // Job code runs on the cluster's machines, never beside the harness.
+      isolation: "remote",
+      ...extra2
+    });
+    fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
+    if (this.lost || !this.allocation) {
+      try {
+        if (this.lost) await this.replaceLost();
+        else await this.open();
+      } catch (e) {
+        return result({ infraError: `no TPU: ${errorMessage(e)}` });
+      }
+    }
+    const alloc = this.allocation;
+    const { config, gcloud } = this.opts;
+    const slug2 = jobSlug(job.id);
+    const nonce = runnerNonce(`${alloc.name}/${slug2}`);
+    const spec = {
+      nonce,
+      command: job.command,
+      env: job.env ?? {},
+      ...job.cacheKey ? { cache_key: job.cacheKey } : {},
+      outputs: requestedOutputs(job.outputs),
+      emit: OUTPUTS_FILE,
+      timeout_s: Math.max(1, Math.ceil(job.timeoutMs / 1e3)),
+      pgid_file: PGID_FILE
+    };
+    const extra = config.ssh_args;
+    const host = alloc.name;
+    mkdirSync7(dirname7(job.logFile), { recursive: true });
+    if (!gcloud.dryRun) {
+      clearDestinations(job.outputs);
+      prepareDestinations(job.outputs);
+    }
+    const tmp = mkdtempSync5(join10(tmpdir5(), "hc-tpujob-"));
+    try {
+      const tarball = join10(tmp, "tree.tar.gz");
+      try {
+        const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
+        await archiveTree(job.workdir, treeId, "tar.gz", tarball);
+      } catch (e) {
+        return result({ infraError: `could not package ${job.workdir}: ${errorMessage(e)}` });
+      }
+      const up = await gcloud.run(scpArgs(alloc, [tarball], `${host}:${uploadName(slug2)}`, "all", extra), {
+        timeoutMs: UPLOAD_TIMEOUT_MS,
+        logFile: job.logFile,
+        signal: job.signal
+      });
+      if (up.killedBy === "abort") return result({ killedBy: "abort" });
+      if (up.exitCode !== 0) return this.infraFailure(result, `copying the tree to ${host}`, up);
+      const script = runScript(slug2, runnerArgv(config.python, spec));
+      const ran = await gcloud.run(sshArgs(alloc, host, "all", script, extra), {
+        timeoutMs: job.timeoutMs + (this.opts.sshMarginMs ?? SSH_MARGIN_MS),
+        idleTimeoutMs: job.idleTimeoutMs,
+        signal: job.signal,
+        logFile: job.logFile
+      });
+      if (ran.printed) return result({ infraError: "dry run: the commands were printed, not run" });
+      if (ran.killedBy) {
+        await this.stopRemote(slug2);
+        return result({ killedBy: ran.killedBy });
+      }
+      const report = parseRunnerOutput(ran.stdout, nonce);
+      if (!report.finished || report.exitCode === void 0) {
+        if (report.killed === "timeout") return result({ killedBy: "timeout" });
+        return this.infraFailure(result, `running the job on ${host}`, ran);
+      }
+      if (report.spawnError)
+        return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
+      const exitCode = report.exitCode;
+      if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
+      const local = join10(tmp, "outputs.tar.gz");
+      const fetched = await gcloud.run(
+        scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
+        { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
+      );
+      if (fetched.exitCode !== 0) {
+        return result({
+          exitCode,
+          infraError: `outputs: could not fetch them from ${host}: ${gcloudError(fetched)}`
+        });
+      }
+      try {
+        installOutputs(readFileSync5(local), job.outputs);
+      } catch (e) {
+        return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
+      }
+      return result({ exitCode });
+    } finally {
+      rmSync7(tmp, { recursive: true, force: true });
+    }
+  }
+  /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
+  async infraFailure(result, what, r) {
+    const alloc = this.allocation;
+    const up = await this.isUp(alloc);
+    if (!up) {
+      this.lost = true;
+      return result({
+        infraError: `${what}: ${alloc.name} in ${alloc.zone} is not READY any more (preempted?): ${gcloudError(r)}`
+      });
+    }
+    return result({ infraError: `${what}: ${gcloudError(r)}` });
+  }
+  /** Kill the job's process group on every worker after a local timeout or abort. */
+  async stopRemote(slug2) {
+    const alloc = this.allocation;
+    const r = await this.opts.gcloud.run(
+      sshArgs(alloc, alloc.name, "all", killScript(slug2), this.opts.config.ssh_args),
+      {
+        timeoutMs: KILL_TIMEOUT_MS
+      }
+    );
+    if (r.exitCode !== 0)
+      this.opts.logger.warn(`tpu: could not stop job ${slug2} on ${alloc.name}: ${gcloudError(r)}`);
+  }
+  /** Release a lost TPU we own and allocate the next generation. */
+  async replaceLost() {
+    const old = this.allocation;
+    if (old && this.owned) {
+      await releaseTpu(this.ctx, old).catch(
+        (e) => this.opts.logger.warn(`tpu: could not release lost ${old.name}: ${errorMessage(e)}`)
+      );
+    }
+    this.allocation = void 0;
+    this.generation += 1;
+    this.opts.logger.warn(`tpu: replacing the lost TPU (generation ${this.generation})`);
+    await this.allocateOwned();
+  }
+  /** Create a TPU this backend owns (and so releases in close()), at the current generation. */
+  async allocateOwned() {
+    this.allocation = await allocateTpu(this.ctx, {
+      runId: this.opts.runId,
+      owner: "backend",
+      generation: this.generation
+    });
+    this.owned = true;
+    this.lost = false;
+  }
+  async close() {
+    await this.queue;
+    const alloc = this.allocation;
+    if (!alloc || !this.owned) {
+      this.allocation = void 0;
+      return;
+    }
+    let lastError;
+    for (let attempt = 1; attempt <= RELEASE_ATTEMPTS; attempt++) {
+      try {
+        await releaseTpu(this.ctx, alloc);
+        this.allocation = void 0;
+        this.owned = false;
+        return;
+      } catch (e) {
+        lastError = e;
+        this.opts.logger.warn(`tpu: release attempt ${attempt} failed: ${errorMessage(e)}`);
+      }
+    }
+    throw lastError instanceof HillclimbError ? lastError : new HillclimbError(`could not release ${alloc.name}: ${errorMessage(lastError)}`);
+  }
+  info() {
+    const a = this.allocation;
+    const c = this.opts.config;
+    return {
+      backend: this.name,
+      hasAccelerator: true,
+      description: a ? `tpu-vm ${a.acceleratorType} ${a.zone} (${a.name})` : `tpu-vm ${c.accelerator_type} (${c.zones.join(", ")}; not allocated)`,
+      acceleratorType: a?.acceleratorType ?? c.accelerator_type
+    };
+  }
+};
 
 // src/compute/factory.ts
 function tpuStateDirFor(config) {
-  return tpuStateDir(resolve(config.root, config.paths.state_dir));
+  return tpuStateDir(resolve3(config.root, config.paths.state_dir));
 }
+function missingSection(config, key) {
+  return new ConfigError(
+    config.file,
+    key,
+    `compute.backend is ${config.compute.backend}, so ${key} is required`
+  );
+}
+var builders = new Registry("compute backend", [
+  [
+    "local",
+    (config, opts) => new LocalBackend({
+      root: opts.root,
+      logger: opts.logger,
+      dryRun: opts.dryRun,
+      cacheDir: resolve3(config.root, config.paths.state_dir, "cache", "jobs"),
+      sandbox: config.sandbox
+    })
+  ],
+  [
+    "ray",
+    (config, opts) => {
+      if (!config.compute.ray) throw missingSection(config, "compute.ray");
+      return new RayBackend({ config: config.compute.ray, logger: opts.logger, dryRun: opts.dryRun });
+    }
+  ],
+  [
+    "tpu-vm",
+    (config, opts) => {
+      if (!config.compute.tpu_vm) throw missingSection(config, "compute.tpu_vm");
+      return new TpuVmBackend({
+        config: config.compute.tpu_vm,
+        logger: opts.logger,
+        gcloud: opts.gcloud ?? gcloudCli({ dryRun: opts.dryRun, print: (line) => opts.logger.info(`dry run: ${line}`) }),
+        stateDir: tpuStateDirFor(config),
+        runId: opts.runId ?? defaultRunId()
+      });
+    }
+  ]
+]);
 
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
-import { existsSync, readFileSync as readFileSync2 } from "node:fs";
-import { dirname as dirname2, resolve as resolve2 } from "node:path";
+import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
+import { dirname as dirname8, resolve as resolve4 } from "node:path";
 
 // src/config/rules.ts
 var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
@@ -35365,13 +37292,13 @@ function schemaValidator() {
   return validator;
 }
 function loadConfig(file, overrides = {}) {
-  const path = resolve2(file);
-  if (!existsSync(path)) {
+  const path = resolve4(file);
+  if (!existsSync4(path)) {
     throw new ConfigError(path, "", "file not found", {
       hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
     });
   }
-  return parseConfig(readFileSync2(path, "utf8"), path, overrides);
+  return parseConfig(readFileSync6(path, "utf8"), path, overrides);
 }
 function parseConfig(text2, file, overrides = {}) {
   const lines = new import_yaml.LineCounter();
@@ -35401,7 +37328,7 @@ function toTyped(data, file) {
   const typed = data;
   const targets = {};
   for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
-  return { ...typed, targets, file, root: dirname2(file) };
+  return { ...typed, targets, file, root: dirname8(file) };
 }
 function throwProblems(file, problems, line) {
   const first = problems[0];
@@ -35433,7 +37360,7 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path = pointerToPath(e.instancePath);
   const keyPath = path.join(".");
-  const join2 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join11 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
@@ -35441,13 +37368,13 @@ function describeAjvError(e) {
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join2(key),
+        keyPath: join11(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join2(String(e.params.missingProperty)),
+        keyPath: join11(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":

@@ -96,13 +96,7 @@ export class TpuVmBackend implements Backend {
       this.lost = false;
       return;
     }
-    this.allocation = await allocateTpu(this.ctx, {
-      runId: this.opts.runId,
-      owner: 'backend',
-      generation: this.generation,
-    });
-    this.owned = true;
-    this.lost = false;
+    await this.allocateOwned();
   }
 
   /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
@@ -288,6 +282,11 @@ export class TpuVmBackend implements Backend {
     this.allocation = undefined;
     this.generation += 1;
     this.opts.logger.warn(`tpu: replacing the lost TPU (generation ${this.generation})`);
+    await this.allocateOwned();
+  }
+
+  /** Create a TPU this backend owns (and so releases in close()), at the current generation. */
+  private async allocateOwned(): Promise<void> {
     this.allocation = await allocateTpu(this.ctx, {
       runId: this.opts.runId,
       owner: 'backend',
