@@ -35,6 +35,17 @@ function files(dir: string): string[] {
 
 const SRC = join(REPO_ROOT, 'src');
 
+/**
+ * Imports of a backend implementation (src/compute/backends/*) from outside src/compute: the loop and
+ * everything above it see only the Backend interface, built through src/compute/factory.ts.
+ */
+function backendImplementationImports(file: string, text: string): string[] {
+  if (relative(SRC, file).split('/')[0] === 'compute') return [];
+  return [...text.matchAll(/^(?:import|export)[^'"]*from '(\.{1,2}\/[^']+)'/gm)]
+    .map((m) => m[1]!)
+    .filter((spec) => relative(SRC, resolve(file, '..', spec)).startsWith('compute/backends/'));
+}
+
 describe('module layering', () => {
   it('every src folder has a rank', () => {
     const folders = readdirSync(SRC).filter((n) => statSync(join(SRC, n)).isDirectory());
@@ -60,5 +71,33 @@ describe('module layering', () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('no file outside src/compute imports a backend implementation (drivers build backends through the factory)', () => {
+    const violations = files(SRC).flatMap((file) =>
+      backendImplementationImports(file, readFileSync(file, 'utf8')).map(
+        (spec) => `${relative(REPO_ROOT, file)} imports ${spec} (use compute/factory.js)`,
+      ),
+    );
+    expect(violations).toEqual([]);
+  });
+
+  it('the backend-implementation rule catches a loop driver importing the local backend', () => {
+    const driver = join(SRC, 'loop', 'drivers', 'run.ts');
+    const text = [
+      "import type { Backend } from '../../compute/backend.js';",
+      "import { buildBackend } from '../../compute/factory.js';",
+      'import {',
+      '  LocalBackend,',
+      "} from '../../compute/backends/local.js';",
+    ].join('\n');
+    expect(backendImplementationImports(driver, text)).toEqual(['../../compute/backends/local.js']);
+    // Inside src/compute the factory builds them: allowed.
+    expect(
+      backendImplementationImports(
+        join(SRC, 'compute', 'factory.ts'),
+        "import { LocalBackend } from './backends/local.js';",
+      ),
+    ).toEqual([]);
   });
 });

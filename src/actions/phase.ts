@@ -4,9 +4,9 @@
  * out. The bundle folder is what a workflow uploads as an artifact for the next job.
  */
 import { resolve } from 'node:path';
-import { BundleFiles } from '../loop/bundle.js';
-import { readHistory } from '../loop/history.js';
-import type { PhaseOptions, PhaseResult } from '../loop/phases.js';
+import type { PhaseOptions, PhaseResult } from '../loop/drivers/phases.js';
+import { BundleFiles } from '../loop/state/bundle.js';
+import { readHistory } from '../loop/state/history.js';
 import { renderJobSummary } from '../report/job-summary.js';
 import type { Logger } from '../util/log.js';
 import { configOverrides, flag, optionalText, positiveInteger, requiredText } from './inputs.js';
@@ -55,7 +55,7 @@ export function setIterationOutputs(result: PhaseResult): void {
 
 /**
  * The `attestation` output of the actions that hand a bundle on to a job that believes it (kernel-test,
- * profile): only a job that ran nothing untrusted outside the sandbox vouches (loop/attestation.ts).
+ * profile): only a job that ran nothing untrusted outside the sandbox vouches (loop/state/attestation.ts).
  */
 export function setAttestationOutput(result: PhaseResult): void {
   setOutputs({ attestation: result.attestation?.verified ? JSON.stringify(result.attestation) : '' });

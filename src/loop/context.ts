@@ -1,6 +1,8 @@
 /**
  * What every step of an iteration gets: the configuration, the chosen target, the backends picked once
- * by config (compute, agent, forge, store), the repository, and where the run keeps its files.
+ * by config (compute, agent, forge, store), the repository, and where the run keeps its files. Drivers
+ * get one from openLoopContext (open-context.ts); this file stays light, so the paths can be read
+ * without loading every backend.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

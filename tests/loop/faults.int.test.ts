@@ -5,8 +5,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Journal } from '../../src/loop/journal.js';
-import { runLoop } from '../../src/loop/run.js';
+import { runLoop } from '../../src/loop/drivers/run.js';
+import { Journal } from '../../src/loop/state/journal.js';
 import { HillclimbError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { CLI, tempDir } from '../helpers/paths.js';

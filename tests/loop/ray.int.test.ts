@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runLoop } from '../../src/loop/run.js';
+import { runLoop } from '../../src/loop/drivers/run.js';
 import { HillclimbError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { type RayHead, rayUnavailableReason, startRayHead, VENV_PYTHON } from '../compute/ray-head.js';

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalBackend } from '../../src/compute/backends/local.js';
-import { type LoopResult, runLoop } from '../../src/loop/run.js';
+import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { runActionBundle } from '../actions/harness.js';
 import { tempDir } from '../helpers/paths.js';

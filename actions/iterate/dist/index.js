@@ -33396,6 +33396,634 @@ var require_dist = __commonJS({
   }
 });
 
+// node_modules/@huggingface/hub/dist/chunk-FFYIGW52.mjs
+var init_chunk_FFYIGW52 = __esm({
+  "node_modules/@huggingface/hub/dist/chunk-FFYIGW52.mjs"() {
+  }
+});
+
+// node_modules/@huggingface/hub/dist/sha256-wrapper-ITDNMKRK.mjs
+var sha256_wrapper_ITDNMKRK_exports = {};
+__export(sha256_wrapper_ITDNMKRK_exports, {
+  createSHA256: () => createSHA256,
+  createSHA256WorkerCode: () => createSHA256WorkerCode
+});
+async function createSHA256(isInsideWorker = false) {
+  const BUFFER_MAX_SIZE = 8 * 1024 * 1024;
+  const wasm = isInsideWorker ? (
+    // @ts-expect-error WasmModule will be populated inside self object
+    await self["SHA256WasmModule"]()
+  ) : await sha256_default();
+  const heap = wasm.HEAPU8.subarray(wasm._GetBufferPtr());
+  return {
+    init() {
+      wasm._Hash_Init(256);
+    },
+    update(data) {
+      let byteUsed = 0;
+      while (byteUsed < data.byteLength) {
+        const bytesLeft = data.byteLength - byteUsed;
+        const length = Math.min(bytesLeft, BUFFER_MAX_SIZE);
+        heap.set(data.subarray(byteUsed, byteUsed + length));
+        wasm._Hash_Update(length);
+        byteUsed += length;
+      }
+    },
+    digest(method) {
+      if (method !== "hex") {
+        throw new Error("Only digest hex is supported");
+      }
+      wasm._Hash_Final();
+      const result = Array.from(heap.slice(0, 32));
+      return result.map((b) => b.toString(16).padStart(2, "0")).join("");
+    }
+  };
+}
+function createSHA256WorkerCode() {
+  return `
+		self.addEventListener('message', async (event) => {
+      const { file } = event.data;
+      const sha256 = await self.createSHA256(true);
+      sha256.init();
+      const reader = file.stream().getReader();
+      const total = file.size;
+      let bytesDone = 0;
+      while (true) {
+        const { done, value } = await reader.read();
+        if (done) {
+          break;
+        }
+        sha256.update(value);
+        bytesDone += value.length;
+        postMessage({ progress: bytesDone / total });
+      }
+      postMessage({ sha256: sha256.digest('hex') });
+    });
+    self.SHA256WasmModule = ${sha256_default.toString()};
+    self.createSHA256 = ${createSHA256.toString()};
+  `;
+}
+var Module, sha256_default;
+var init_sha256_wrapper_ITDNMKRK = __esm({
+  "node_modules/@huggingface/hub/dist/sha256-wrapper-ITDNMKRK.mjs"() {
+    init_chunk_FFYIGW52();
+    Module = (() => {
+      var _unused = import.meta.url;
+      return function(moduleArg = {}) {
+        var Module2 = moduleArg;
+        var readyPromiseResolve, readyPromiseReject;
+        Module2["ready"] = new Promise((resolve17, reject) => {
+          readyPromiseResolve = resolve17;
+          readyPromiseReject = reject;
+        });
+        var moduleOverrides = Object.assign({}, Module2);
+        var arguments_ = [];
+        var thisProgram = "./this.program";
+        var quit_ = (status, toThrow) => {
+          throw toThrow;
+        };
+        var ENVIRONMENT_IS_WEB = typeof window == "object";
+        var ENVIRONMENT_IS_WORKER = typeof importScripts == "function";
+        var ENVIRONMENT_IS_NODE = typeof process == "object" && typeof process.versions == "object" && typeof process.versions.node == "string";
+        var ENVIRONMENT_IS_SHELL = !ENVIRONMENT_IS_WEB && !ENVIRONMENT_IS_NODE && !ENVIRONMENT_IS_WORKER;
+        var scriptDirectory = "";
+        function locateFile(path) {
+          if (Module2["locateFile"]) {
+            return Module2["locateFile"](path, scriptDirectory);
+          }
+          return scriptDirectory + path;
+        }
+        var read_, readAsync, readBinary;
+        if (ENVIRONMENT_IS_WEB || ENVIRONMENT_IS_WORKER) {
+          if (ENVIRONMENT_IS_WORKER) {
+            scriptDirectory = self.location.href;
+          } else if (typeof document != "undefined" && document.currentScript) {
+            scriptDirectory = document.currentScript.src;
+          }
+          if (false) {
+            scriptDirectory = false;
+          }
+          if (scriptDirectory.startsWith("blob:")) {
+            scriptDirectory = "";
+          } else {
+            scriptDirectory = scriptDirectory.substr(0, scriptDirectory.replace(/[?#].*/, "").lastIndexOf("/") + 1);
+          }
+          {
+            read_ = (url) => {
+              var xhr = new XMLHttpRequest();
+              xhr.open("GET", url, false);
+              xhr.send(null);
+              return xhr.responseText;
+            };
+            if (ENVIRONMENT_IS_WORKER) {
+              readBinary = (url) => {
+                var xhr = new XMLHttpRequest();
+                xhr.open("GET", url, false);
+                xhr.responseType = "arraybuffer";
+                xhr.send(null);
+                return new Uint8Array(
+                  /** @type{!ArrayBuffer} */
+                  xhr.response
+                );
+              };
+            }
+            readAsync = (url, onload, onerror) => {
+              var xhr = new XMLHttpRequest();
+              xhr.open("GET", url, true);
+              xhr.responseType = "arraybuffer";
+              xhr.onload = () => {
+                if (xhr.status == 200 || xhr.status == 0 && xhr.response) {
+                  onload(xhr.response);
+                  return;
+                }
+                onerror();
+              };
+              xhr.onerror = onerror;
+              xhr.send(null);
+            };
+          }
+        } else {
+        }
+        var out = Module2["print"] || console.log.bind(console);
+        var err = Module2["printErr"] || console.error.bind(console);
+        Object.assign(Module2, moduleOverrides);
+        moduleOverrides = null;
+        if (Module2["arguments"])
+          arguments_ = Module2["arguments"];
+        if (Module2["thisProgram"])
+          thisProgram = Module2["thisProgram"];
+        if (Module2["quit"])
+          quit_ = Module2["quit"];
+        var wasmBinary;
+        if (Module2["wasmBinary"])
+          wasmBinary = Module2["wasmBinary"];
+        if (typeof WebAssembly != "object") {
+          abort("no native wasm support detected");
+        }
+        function intArrayFromBase64(s) {
+          var decoded = atob(s);
+          var bytes = new Uint8Array(decoded.length);
+          for (var i = 0; i < decoded.length; ++i) {
+            bytes[i] = decoded.charCodeAt(i);
+          }
+          return bytes;
+        }
+        function tryParseAsDataURI(filename) {
+          if (!isDataURI(filename)) {
+            return;
+          }
+          return intArrayFromBase64(filename.slice(dataURIPrefix.length));
+        }
+        var wasmMemory3;
+        var ABORT = false;
+        var EXITSTATUS;
+        function assert(condition, text3) {
+          if (!condition) {
+            abort(text3);
+          }
+        }
+        var HEAP, HEAP8, HEAPU8, HEAP16, HEAPU16, HEAP32, HEAPU32, HEAPF32, HEAPF64;
+        function updateMemoryViews() {
+          var b = wasmMemory3.buffer;
+          Module2["HEAP8"] = HEAP8 = new Int8Array(b);
+          Module2["HEAP16"] = HEAP16 = new Int16Array(b);
+          Module2["HEAPU8"] = HEAPU8 = new Uint8Array(b);
+          Module2["HEAPU16"] = HEAPU16 = new Uint16Array(b);
+          Module2["HEAP32"] = HEAP32 = new Int32Array(b);
+          Module2["HEAPU32"] = HEAPU32 = new Uint32Array(b);
+          Module2["HEAPF32"] = HEAPF32 = new Float32Array(b);
+          Module2["HEAPF64"] = HEAPF64 = new Float64Array(b);
+        }
+        var __ATPRERUN__ = [];
+        var __ATINIT__ = [];
+        var __ATEXIT__ = [];
+        var __ATPOSTRUN__ = [];
+        var runtimeInitialized = false;
+        function preRun() {
+          if (Module2["preRun"]) {
+            if (typeof Module2["preRun"] == "function")
+              Module2["preRun"] = [Module2["preRun"]];
+            while (Module2["preRun"].length) {
+              addOnPreRun(Module2["preRun"].shift());
+            }
+          }
+          callRuntimeCallbacks(__ATPRERUN__);
+        }
+        function initRuntime() {
+          runtimeInitialized = true;
+          callRuntimeCallbacks(__ATINIT__);
+        }
+        function postRun() {
+          if (Module2["postRun"]) {
+            if (typeof Module2["postRun"] == "function")
+              Module2["postRun"] = [Module2["postRun"]];
+            while (Module2["postRun"].length) {
+              addOnPostRun(Module2["postRun"].shift());
+            }
+          }
+          callRuntimeCallbacks(__ATPOSTRUN__);
+        }
+        function addOnPreRun(cb) {
+          __ATPRERUN__.unshift(cb);
+        }
+        function addOnInit(cb) {
+          __ATINIT__.unshift(cb);
+        }
+        function addOnExit(cb) {
+        }
+        function addOnPostRun(cb) {
+          __ATPOSTRUN__.unshift(cb);
+        }
+        var runDependencies = 0;
+        var runDependencyWatcher = null;
+        var dependenciesFulfilled = null;
+        function getUniqueRunDependency(id) {
+          return id;
+        }
+        function addRunDependency(id) {
+          runDependencies++;
+          Module2["monitorRunDependencies"]?.(runDependencies);
+        }
+        function removeRunDependency(id) {
+          runDependencies--;
+          Module2["monitorRunDependencies"]?.(runDependencies);
+          if (runDependencies == 0) {
+            if (runDependencyWatcher !== null) {
+              clearInterval(runDependencyWatcher);
+              runDependencyWatcher = null;
+            }
+            if (dependenciesFulfilled) {
+              var callback = dependenciesFulfilled;
+              dependenciesFulfilled = null;
+              callback();
+            }
+          }
+        }
+        function abort(what) {
+          Module2["onAbort"]?.(what);
+          what = "Aborted(" + what + ")";
+          err(what);
+          ABORT = true;
+          EXITSTATUS = 1;
+          what += ". Build with -sASSERTIONS for more info.";
+          var e = new WebAssembly.RuntimeError(what);
+          readyPromiseReject(e);
+          throw e;
+        }
+        var dataURIPrefix = "data:application/octet-stream;base64,";
+        var isDataURI = (filename) => filename.startsWith(dataURIPrefix);
+        var isFileURI = (filename) => filename.startsWith("file://");
+        var wasmBinaryFile;
+        wasmBinaryFile = "data:application/octet-stream;base64,AGFzbQEAAAABHQZgAX8AYAABf2AAAGABfwF/YAJ/fwBgA39/fwF/Aw0MAgAEAgMBBQABAQADBAUBcAEBAQUGAQGAAoACBg4CfwFB8IuEBAt/AUEACweYAQoGbWVtb3J5AgARX193YXNtX2NhbGxfY3RvcnMAAAtIYXNoX1VwZGF0ZQABCkhhc2hfRmluYWwAAwlIYXNoX0luaXQABAxHZXRCdWZmZXJQdHIABRlfX2luZGlyZWN0X2Z1bmN0aW9uX3RhYmxlAQAJc3RhY2tTYXZlAAkMc3RhY2tSZXN0b3JlAAoKc3RhY2tBbGxvYwALCossDAIAC+4CAgV/AX5BACgCwAoiASABKQNAIgYgAK18NwNAAkACQAJAIAanQT9xIgINAEGACyEBIAAhAgwBC0HAACACayEDAkAgAEUNACADIAAgAyAASRshBCABIAJqIQVBACEBA0AgBSABIgFqQYALIAFqLQAAOgAAIAFBAWoiAiEBIAIgBEcNAAsLAkACQCAAIANJIgRFDQBBgAshASAAIQIMAQtBACgCwAoiAUHIAGogARACQYALIANqIQEgACADayECCyABIQEgAiECIAQNAQsgASEBAkACQCACIgJBwABPDQAgASEFIAIhAAwBCyACIQIgASEEA0BBACgCwApByABqIAQiBBACIAJBQGoiASECIARBwABqIgUhBCAFIQUgASEAIAFBP0sNAAsLIAUhBSAAIgBFDQBBACEBQQAhAgNAQQAoAsAKIAEiAWogBSABai0AADoAACACQQFqIgJB/wFxIgQhASACIQIgACAESw0ACwsLqCEBK38gACgCCCICIAAoAgQiAyAAKAIAIgRzcSADIARxcyAEQR53IARBE3dzIARBCndzaiAAKAIQIgVBGncgBUEVd3MgBUEHd3MgACgCHCIGaiAAKAIYIgcgACgCFCIIcyAFcSAHc2ogASgCACIJQRh0IAlBgP4DcUEIdHIgCUEIdkGA/gNxIAlBGHZyciIKakGY36iUBGoiC2oiCSAEcyADcSAJIARxcyAJQR53IAlBE3dzIAlBCndzaiAHIAEoAgQiDEEYdCAMQYD+A3FBCHRyIAxBCHZBgP4DcSAMQRh2cnIiDWogCyAAKAIMIg5qIg8gCCAFc3EgCHNqIA9BGncgD0EVd3MgD0EHd3NqQZGJ3YkHaiIQaiIMIAlzIARxIAwgCXFzIAxBHncgDEETd3MgDEEKd3NqIAggASgCCCILQRh0IAtBgP4DcUEIdHIgC0EIdkGA/gNxIAtBGHZyciIRaiAQIAJqIhIgDyAFc3EgBXNqIBJBGncgEkEVd3MgEkEHd3NqQc/3g657aiITaiILIAxzIAlxIAsgDHFzIAtBHncgC0ETd3MgC0EKd3NqIAUgASgCDCIQQRh0IBBBgP4DcUEIdHIgEEEIdkGA/gNxIBBBGHZyciIUaiATIANqIhMgEiAPc3EgD3NqIBNBGncgE0EVd3MgE0EHd3NqQaW3181+aiIVaiIQIAtzIAxxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIA8gASgCECIWQRh0IBZBgP4DcUEIdHIgFkEIdkGA/gNxIBZBGHZyciIXaiAVIARqIhYgEyASc3EgEnNqIBZBGncgFkEVd3MgFkEHd3NqQduE28oDaiIYaiIPIBBzIAtxIA8gEHFzIA9BHncgD0ETd3MgD0EKd3NqIAEoAhQiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiGSASaiAYIAlqIhIgFiATc3EgE3NqIBJBGncgEkEVd3MgEkEHd3NqQfGjxM8FaiIYaiIJIA9zIBBxIAkgD3FzIAlBHncgCUETd3MgCUEKd3NqIAEoAhgiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiGiATaiAYIAxqIhMgEiAWc3EgFnNqIBNBGncgE0EVd3MgE0EHd3NqQaSF/pF5aiIYaiIMIAlzIA9xIAwgCXFzIAxBHncgDEETd3MgDEEKd3NqIAEoAhwiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiGyAWaiAYIAtqIhYgEyASc3EgEnNqIBZBGncgFkEVd3MgFkEHd3NqQdW98dh6aiIYaiILIAxzIAlxIAsgDHFzIAtBHncgC0ETd3MgC0EKd3NqIAEoAiAiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHCASaiAYIBBqIhIgFiATc3EgE3NqIBJBGncgEkEVd3MgEkEHd3NqQZjVnsB9aiIYaiIQIAtzIAxxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIAEoAiQiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHSATaiAYIA9qIhMgEiAWc3EgFnNqIBNBGncgE0EVd3MgE0EHd3NqQYG2jZQBaiIYaiIPIBBzIAtxIA8gEHFzIA9BHncgD0ETd3MgD0EKd3NqIAEoAigiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHiAWaiAYIAlqIhYgEyASc3EgEnNqIBZBGncgFkEVd3MgFkEHd3NqQb6LxqECaiIYaiIJIA9zIBBxIAkgD3FzIAlBHncgCUETd3MgCUEKd3NqIAEoAiwiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHyASaiAYIAxqIhIgFiATc3EgE3NqIBJBGncgEkEVd3MgEkEHd3NqQcP7sagFaiIYaiIMIAlzIA9xIAwgCXFzIAxBHncgDEETd3MgDEEKd3NqIAEoAjAiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiICATaiAYIAtqIhMgEiAWc3EgFnNqIBNBGncgE0EVd3MgE0EHd3NqQfS6+ZUHaiIYaiILIAxzIAlxIAsgDHFzIAtBHncgC0ETd3MgC0EKd3NqIAEoAjQiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiISAWaiAYIBBqIhAgEyASc3EgEnNqIBBBGncgEEEVd3MgEEEHd3NqQf7j+oZ4aiIYaiIWIAtzIAxxIBYgC3FzIBZBHncgFkETd3MgFkEKd3NqIAEoAjgiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiIiASaiAYIA9qIg8gECATc3EgE3NqIA9BGncgD0EVd3MgD0EHd3NqQaeN8N55aiIVaiISIBZzIAtxIBIgFnFzIBJBHncgEkETd3MgEkEKd3NqIAEoAjwiAUEYdCABQYD+A3FBCHRyIAFBCHZBgP4DcSABQRh2cnIiIyATaiAVIAlqIgEgDyAQc3EgEHNqIAFBGncgAUEVd3MgAUEHd3NqQfTi74x8aiIJaiEVIBIhGCAWISQgCyElIAkgDGohJiABIScgDyEoIBAhKSAjISMgIiEiICEhISAgISAgHyEfIB4hHiAdIR0gHCEcIBshGyAaIRogGSEZIBchFyAUIRQgESERIA0hECAKIQxBgAkhAUEQISoDQCAVIgkgGCIKcyAkIitxIAkgCnFzIAlBHncgCUETd3MgCUEKd3NqIBAiEEEZdyAQQQ53cyAQQQN2cyAMaiAdIh1qICIiFkEPdyAWQQ13cyAWQQp2c2oiDCApaiAmIhIgJyIPICgiE3NxIBNzaiASQRp3IBJBFXdzIBJBB3dzaiABIgEoAgBqIiRqIgsgCXMgCnEgCyAJcXMgC0EedyALQRN3cyALQQp3c2ogESIYQRl3IBhBDndzIBhBA3ZzIBBqIB4iHmogIyIVQQ93IBVBDXdzIBVBCnZzaiINIBNqIAEoAgRqICQgJWoiEyASIA9zcSAPc2ogE0EadyATQRV3cyATQQd3c2oiJWoiECALcyAJcSAQIAtxcyAQQR53IBBBE3dzIBBBCndzaiAUIiRBGXcgJEEOd3MgJEEDdnMgGGogHyIfaiAMQQ93IAxBDXdzIAxBCnZzaiIRIA9qIAEoAghqICUgK2oiGCATIBJzcSASc2ogGEEadyAYQRV3cyAYQQd3c2oiJWoiDyAQcyALcSAPIBBxcyAPQR53IA9BE3dzIA9BCndzaiAXIhdBGXcgF0EOd3MgF0EDdnMgJGogICIgaiANQQ93IA1BDXdzIA1BCnZzaiIUIBJqIAEoAgxqICUgCmoiCiAYIBNzcSATc2ogCkEadyAKQRV3cyAKQQd3c2oiJWoiEiAPcyAQcSASIA9xcyASQR53IBJBE3dzIBJBCndzaiATIBkiJEEZdyAkQQ53cyAkQQN2cyAXaiAhIiFqIBFBD3cgEUENd3MgEUEKdnNqIhdqIAEoAhBqICUgCWoiEyAKIBhzcSAYc2ogE0EadyATQRV3cyATQQd3c2oiJWoiCSAScyAPcSAJIBJxcyAJQR53IAlBE3dzIAlBCndzaiABKAIUIBoiGkEZdyAaQQ53cyAaQQN2cyAkaiAWaiAUQQ93IBRBDXdzIBRBCnZzaiIZaiAYaiAlIAtqIhggEyAKc3EgCnNqIBhBGncgGEEVd3MgGEEHd3NqIiVqIgsgCXMgEnEgCyAJcXMgC0EedyALQRN3cyALQQp3c2ogASgCGCAbIiRBGXcgJEEOd3MgJEEDdnMgGmogFWogF0EPdyAXQQ13cyAXQQp2c2oiGmogCmogJSAQaiIKIBggE3NxIBNzaiAKQRp3IApBFXdzIApBB3dzaiIlaiIQIAtzIAlxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIAEoAhwgHCIcQRl3IBxBDndzIBxBA3ZzICRqIAxqIBlBD3cgGUENd3MgGUEKdnNqIhtqIBNqICUgD2oiJCAKIBhzcSAYc2ogJEEadyAkQRV3cyAkQQd3c2oiE2oiDyAQcyALcSAPIBBxcyAPQR53IA9BE3dzIA9BCndzaiABKAIgIB1BGXcgHUEOd3MgHUEDdnMgHGogDWogGkEPdyAaQQ13cyAaQQp2c2oiHGogGGogEyASaiIYICQgCnNxIApzaiAYQRp3IBhBFXdzIBhBB3dzaiITaiISIA9zIBBxIBIgD3FzIBJBHncgEkETd3MgEkEKd3NqIAEoAiQgHkEZdyAeQQ53cyAeQQN2cyAdaiARaiAbQQ93IBtBDXdzIBtBCnZzaiIdaiAKaiATIAlqIgkgGCAkc3EgJHNqIAlBGncgCUEVd3MgCUEHd3NqIgpqIhMgEnMgD3EgEyAScXMgE0EedyATQRN3cyATQQp3c2ogASgCKCAfQRl3IB9BDndzIB9BA3ZzIB5qIBRqIBxBD3cgHEENd3MgHEEKdnNqIh5qICRqIAogC2oiCiAJIBhzcSAYc2ogCkEadyAKQRV3cyAKQQd3c2oiJGoiCyATcyAScSALIBNxcyALQR53IAtBE3dzIAtBCndzaiABKAIsICBBGXcgIEEOd3MgIEEDdnMgH2ogF2ogHUEPdyAdQQ13cyAdQQp2c2oiH2ogGGogJCAQaiIYIAogCXNxIAlzaiAYQRp3IBhBFXdzIBhBB3dzaiIkaiIQIAtzIBNxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIAEoAjAgIUEZdyAhQQ53cyAhQQN2cyAgaiAZaiAeQQ93IB5BDXdzIB5BCnZzaiIgaiAJaiAkIA9qIiQgGCAKc3EgCnNqICRBGncgJEEVd3MgJEEHd3NqIg9qIgkgEHMgC3EgCSAQcXMgCUEedyAJQRN3cyAJQQp3c2ogASgCNCAWQRl3IBZBDndzIBZBA3ZzICFqIBpqIB9BD3cgH0ENd3MgH0EKdnNqIiFqIApqIA8gEmoiDyAkIBhzcSAYc2ogD0EadyAPQRV3cyAPQQd3c2oiCmoiEiAJcyAQcSASIAlxcyASQR53IBJBE3dzIBJBCndzaiABKAI4IBVBGXcgFUEOd3MgFUEDdnMgFmogG2ogIEEPdyAgQQ13cyAgQQp2c2oiImogGGogCiATaiITIA8gJHNxICRzaiATQRp3IBNBFXdzIBNBB3dzaiIYaiIWIBJzIAlxIBYgEnFzIBZBHncgFkETd3MgFkEKd3NqIAEoAjwgDEEZdyAMQQ53cyAMQQN2cyAVaiAcaiAhQQ93ICFBDXdzICFBCnZzaiIKaiAkaiAYIAtqIgsgEyAPc3EgD3NqIAtBGncgC0EVd3MgC0EHd3NqIiZqIishFSAWIRggEiEkIAkhJSAmIBBqIiwhJiALIScgEyEoIA8hKSAKISMgIiEiICEhISAgISAgHyEfIB4hHiAdIR0gHCEcIBshGyAaIRogGSEZIBchFyAUIRQgESERIA0hECAMIQwgAUHAAGohASAqIgpBEGohKiAKQTBJDQALIAAgDyAGajYCHCAAIBMgB2o2AhggACALIAhqNgIUIAAgLCAFajYCECAAIAkgDmo2AgwgACASIAJqNgIIIAAgFiADajYCBCAAICsgBGo2AgAL1AMDBX8BfgF7QQAoAsAKIgAgACgCQCIBQQJ2QQ9xIgJBAnRqIgMgAygCAEF/IAFBA3QiAXRBf3NxQYABIAF0czYCAAJAAkAgAkEOTw0AIAJBAWohAAwBCwJAIAJBDkcNACAAQQA2AjwLIABByABqIAAQAkEAIQALAkAgACIAQQ1LDQBBACgCwAogAEECdCIAakEAQTggAGsQBhoLQQAoAsAKIgAgACkDQCIFpyICQRt0IAJBC3RBgID8B3FyIAJBBXZBgP4DcSACQQN0QRh2cnI2AjwgACAFQh2IpyICQRh0IAJBgP4DcUEIdHIgAkEIdkGA/gNxIAJBGHZycjYCOCAAQcgAaiAAEAJBACgCwApBPGohAUEAIQADQCABQQcgACIAa0ECdGoiAiAC/QACACAG/Q0MDQ4PCAkKCwQFBgcAAQIDIAb9DQMCAQAHBgUECwoJCA8ODQwgBv0NDA0ODwgJCgsEBQYHAAECA/0LAgAgAEEEaiICIQAgAkEIRw0ACwJAQQAoAsAKIgMoAmhFDQAgA0HIAGohBEEAIQBBACECA0BBgAsgACIAaiAEIABqLQAAOgAAIAJBAWoiAkH/AXEiASEAIAIhAiADKAJoIAFLDQALCwtxAQJ/QQAoAsAKIgFCADcDQCABQcgAaiECAkAgAEHgAUcNACABQRw2AmggAkEQakEA/QAEsAj9CwIAIAJBAP0ABKAI/QsCAEEADwsgAUEgNgJoIAJBEGpBAP0ABJAI/QsCACACQQD9AASACP0LAgBBAAsFAEGACwvyAgIDfwF+AkAgAkUNACAAIAE6AAAgACACaiIDQX9qIAE6AAAgAkEDSQ0AIAAgAToAAiAAIAE6AAEgA0F9aiABOgAAIANBfmogAToAACACQQdJDQAgACABOgADIANBfGogAToAACACQQlJDQAgAEEAIABrQQNxIgRqIgMgAUH/AXFBgYKECGwiATYCACADIAIgBGtBfHEiBGoiAkF8aiABNgIAIARBCUkNACADIAE2AgggAyABNgIEIAJBeGogATYCACACQXRqIAE2AgAgBEEZSQ0AIAMgATYCGCADIAE2AhQgAyABNgIQIAMgATYCDCACQXBqIAE2AgAgAkFsaiABNgIAIAJBaGogATYCACACQWRqIAE2AgAgBCADQQRxQRhyIgVrIgJBIEkNACABrUKBgICAEH4hBiADIAVqIQEDQCABIAY3AxggASAGNwMQIAEgBjcDCCABIAY3AwAgAUEgaiEBIAJBYGoiAkEfSw0ACwsgAAsGACAAJAELBAAjAQsEACMACwYAIAAkAAsSAQJ/IwAgAGtBcHEiASQAIAELC9ICAgBBgAgLwAJn5glqha5nu3Lzbjw69U+lf1IOUYxoBZur2YMfGc3gW9ieBcEH1Xw2F91wMDlZDvcxC8D/ERVYaKeP+WSkT/q+mC+KQpFEN3HP+8C1pdu16VvCVjnxEfFZpII/ktVeHKuYqgfYAVuDEr6FMSTDfQxVdF2+cv6x3oCnBtybdPGbwcFpm+SGR77vxp3BD8yhDCRvLOktqoR0StypsFzaiPl2UlE+mG3GMajIJwOwx39Zv/ML4MZHkafVUWPKBmcpKRSFCrcnOCEbLvxtLE0TDThTVHMKZbsKanYuycKBhSxykqHov6JLZhqocItLwqNRbMcZ6JLRJAaZ1oU1DvRwoGoQFsGkGQhsNx5Md0gntbywNLMMHDlKqthOT8qcW/NvLmjugo90b2OleBR4yIQIAseM+v++kOtsUKT3o/m+8nhxxgBBwAoLBIAFgAA=";
+        if (!isDataURI(wasmBinaryFile)) {
+          wasmBinaryFile = locateFile(wasmBinaryFile);
+        }
+        function getBinarySync(file) {
+          if (file == wasmBinaryFile && wasmBinary) {
+            return new Uint8Array(wasmBinary);
+          }
+          var binary = tryParseAsDataURI(file);
+          if (binary) {
+            return binary;
+          }
+          if (readBinary) {
+            return readBinary(file);
+          }
+          throw "both async and sync fetching of the wasm failed";
+        }
+        function getBinaryPromise(binaryFile) {
+          return Promise.resolve().then(() => getBinarySync(binaryFile));
+        }
+        function instantiateArrayBuffer(binaryFile, imports, receiver) {
+          return getBinaryPromise(binaryFile).then((binary) => {
+            return WebAssembly.instantiate(binary, imports);
+          }).then(receiver, (reason) => {
+            err(`failed to asynchronously prepare wasm: ${reason}`);
+            abort(reason);
+          });
+        }
+        function instantiateAsync(binary, binaryFile, imports, callback) {
+          return instantiateArrayBuffer(binaryFile, imports, callback);
+        }
+        function createWasm() {
+          var info = {
+            "env": wasmImports,
+            "wasi_snapshot_preview1": wasmImports
+          };
+          function receiveInstance(instance, module2) {
+            wasmExports = instance.exports;
+            wasmMemory3 = wasmExports["memory"];
+            updateMemoryViews();
+            addOnInit(wasmExports["__wasm_call_ctors"]);
+            removeRunDependency("wasm-instantiate");
+            return wasmExports;
+          }
+          addRunDependency("wasm-instantiate");
+          function receiveInstantiationResult(result) {
+            receiveInstance(result["instance"]);
+          }
+          if (Module2["instantiateWasm"]) {
+            try {
+              return Module2["instantiateWasm"](info, receiveInstance);
+            } catch (e) {
+              err(`Module.instantiateWasm callback failed with error: ${e}`);
+              readyPromiseReject(e);
+            }
+          }
+          instantiateAsync(wasmBinary, wasmBinaryFile, info, receiveInstantiationResult).catch(readyPromiseReject);
+          return {};
+        }
+        var tempDouble;
+        var tempI64;
+        function ExitStatus(status) {
+          this.name = "ExitStatus";
+          this.message = `Program terminated with exit(${status})`;
+          this.status = status;
+        }
+        var callRuntimeCallbacks = (callbacks) => {
+          while (callbacks.length > 0) {
+            callbacks.shift()(Module2);
+          }
+        };
+        function getValue(ptr, type = "i8") {
+          if (type.endsWith("*"))
+            type = "*";
+          switch (type) {
+            case "i1":
+              return HEAP8[ptr];
+            case "i8":
+              return HEAP8[ptr];
+            case "i16":
+              return HEAP16[ptr >> 1];
+            case "i32":
+              return HEAP32[ptr >> 2];
+            case "i64":
+              abort("to do getValue(i64) use WASM_BIGINT");
+            case "float":
+              return HEAPF32[ptr >> 2];
+            case "double":
+              return HEAPF64[ptr >> 3];
+            case "*":
+              return HEAPU32[ptr >> 2];
+            default:
+              abort(`invalid type for getValue: ${type}`);
+          }
+        }
+        var noExitRuntime = Module2["noExitRuntime"] || true;
+        function setValue(ptr, value2, type = "i8") {
+          if (type.endsWith("*"))
+            type = "*";
+          switch (type) {
+            case "i1":
+              HEAP8[ptr] = value2;
+              break;
+            case "i8":
+              HEAP8[ptr] = value2;
+              break;
+            case "i16":
+              HEAP16[ptr >> 1] = value2;
+              break;
+            case "i32":
+              HEAP32[ptr >> 2] = value2;
+              break;
+            case "i64":
+              abort("to do setValue(i64) use WASM_BIGINT");
+            case "float":
+              HEAPF32[ptr >> 2] = value2;
+              break;
+            case "double":
+              HEAPF64[ptr >> 3] = value2;
+              break;
+            case "*":
+              HEAPU32[ptr >> 2] = value2;
+              break;
+            default:
+              abort(`invalid type for setValue: ${type}`);
+          }
+        }
+        var wasmImports = {};
+        var wasmExports = createWasm();
+        var ___wasm_call_ctors = () => (___wasm_call_ctors = wasmExports["__wasm_call_ctors"])();
+        var _Hash_Update = Module2["_Hash_Update"] = (a0) => (_Hash_Update = Module2["_Hash_Update"] = wasmExports["Hash_Update"])(a0);
+        var _Hash_Final = Module2["_Hash_Final"] = () => (_Hash_Final = Module2["_Hash_Final"] = wasmExports["Hash_Final"])();
+        var _Hash_Init = Module2["_Hash_Init"] = (a0) => (_Hash_Init = Module2["_Hash_Init"] = wasmExports["Hash_Init"])(a0);
+        var _GetBufferPtr = Module2["_GetBufferPtr"] = () => (_GetBufferPtr = Module2["_GetBufferPtr"] = wasmExports["GetBufferPtr"])();
+        var stackSave = () => (stackSave = wasmExports["stackSave"])();
+        var stackRestore = (a0) => (stackRestore = wasmExports["stackRestore"])(a0);
+        var stackAlloc = (a0) => (stackAlloc = wasmExports["stackAlloc"])(a0);
+        var calledRun;
+        dependenciesFulfilled = function runCaller() {
+          if (!calledRun)
+            run2();
+          if (!calledRun)
+            dependenciesFulfilled = runCaller;
+        };
+        function run2() {
+          if (runDependencies > 0) {
+            return;
+          }
+          preRun();
+          if (runDependencies > 0) {
+            return;
+          }
+          function doRun() {
+            if (calledRun)
+              return;
+            calledRun = true;
+            Module2["calledRun"] = true;
+            if (ABORT)
+              return;
+            initRuntime();
+            readyPromiseResolve(Module2);
+            if (Module2["onRuntimeInitialized"])
+              Module2["onRuntimeInitialized"]();
+            postRun();
+          }
+          if (Module2["setStatus"]) {
+            Module2["setStatus"]("Running...");
+            setTimeout(function() {
+              setTimeout(function() {
+                Module2["setStatus"]("");
+              }, 1);
+              doRun();
+            }, 1);
+          } else {
+            doRun();
+          }
+        }
+        if (Module2["preInit"]) {
+          if (typeof Module2["preInit"] == "function")
+            Module2["preInit"] = [Module2["preInit"]];
+          while (Module2["preInit"].length > 0) {
+            Module2["preInit"].pop()();
+          }
+        }
+        run2();
+        return moduleArg.ready;
+      };
+    })();
+    sha256_default = Module;
+  }
+});
+
+// node_modules/@huggingface/hub/dist/sha256-node-ZPWO3OWR.mjs
+var sha256_node_ZPWO3OWR_exports = {};
+__export(sha256_node_ZPWO3OWR_exports, {
+  sha256Node: () => sha256Node
+});
+import { Readable } from "stream";
+import { createHash } from "crypto";
+async function* sha256Node(buffer, opts) {
+  const sha256Stream = createHash("sha256");
+  const size = buffer instanceof Blob ? buffer.size : buffer.byteLength;
+  let done = 0;
+  const readable = buffer instanceof Blob ? Readable.fromWeb(buffer.stream()) : Readable.from(Buffer.from(buffer));
+  for await (const buffer2 of readable) {
+    sha256Stream.update(buffer2);
+    done += buffer2.length;
+    yield done / size;
+    opts?.abortSignal?.throwIfAborted();
+  }
+  return sha256Stream.digest("hex");
+}
+var init_sha256_node_ZPWO3OWR = __esm({
+  "node_modules/@huggingface/hub/dist/sha256-node-ZPWO3OWR.mjs"() {
+    init_chunk_FFYIGW52();
+  }
+});
+
+// node_modules/@huggingface/hub/dist/FileBlob-UNXOJWFM.mjs
+var FileBlob_UNXOJWFM_exports = {};
+__export(FileBlob_UNXOJWFM_exports, {
+  FileBlob: () => FileBlob
+});
+import { createReadStream } from "fs";
+import { open as open2, stat as stat2 } from "fs/promises";
+import { Readable as Readable2 } from "stream";
+import { fileURLToPath } from "url";
+var FileBlob;
+var init_FileBlob_UNXOJWFM = __esm({
+  "node_modules/@huggingface/hub/dist/FileBlob-UNXOJWFM.mjs"() {
+    init_chunk_FFYIGW52();
+    FileBlob = class extends Blob {
+      /**
+       * Creates a new FileBlob on the provided file.
+       *
+       * @param path Path to the file to be lazy readed
+       */
+      static async create(path) {
+        path = path instanceof URL ? fileURLToPath(path) : path;
+        const { size } = await stat2(path);
+        const fileBlob = new FileBlob(path, 0, size);
+        return fileBlob;
+      }
+      path;
+      start;
+      end;
+      constructor(path, start, end) {
+        super();
+        this.path = path;
+        this.start = start;
+        this.end = end;
+      }
+      /**
+       * Returns the size of the blob.
+       */
+      get size() {
+        return this.end - this.start;
+      }
+      /**
+       * Returns a new instance of FileBlob that is a slice of the current one.
+       *
+       * The slice is inclusive of the start and exclusive of the end.
+       *
+       * The slice method does not supports negative start/end.
+       *
+       * @param start beginning of the slice
+       * @param end end of the slice
+       */
+      slice(start = 0, end = this.size) {
+        if (start < 0 || end < 0) {
+          throw new TypeError("Unsupported negative start/end on FileBlob.slice");
+        }
+        const slice = new FileBlob(this.path, this.start + start, Math.min(this.start + end, this.end));
+        return slice;
+      }
+      /**
+       * Read the part of the file delimited by the FileBlob and returns it as an ArrayBuffer.
+       */
+      async arrayBuffer() {
+        const slice = await this.execute((file) => file.read(Buffer.alloc(this.size), 0, this.size, this.start));
+        return slice.buffer;
+      }
+      /**
+       * Read the part of the file delimited by the FileBlob and returns it as a string.
+       */
+      async text() {
+        const buffer = await this.arrayBuffer();
+        return buffer.toString("utf8");
+      }
+      /**
+       * Returns a stream around the part of the file delimited by the FileBlob.
+       */
+      stream() {
+        if (this.start === this.end) {
+          return new Blob([]).stream();
+        }
+        return Readable2.toWeb(createReadStream(this.path, { start: this.start, end: this.end - 1 }));
+      }
+      /**
+       * We are opening and closing the file for each action to prevent file descriptor leaks.
+       *
+       * It is an intended choice of developer experience over performances.
+       */
+      async execute(action) {
+        const file = await open2(this.path, "r");
+        try {
+          return await action(file);
+        } finally {
+          await file.close();
+        }
+      }
+    };
+  }
+});
+
+// node_modules/@huggingface/hub/dist/sub-paths-HFKHI55E.mjs
+var sub_paths_HFKHI55E_exports = {};
+__export(sub_paths_HFKHI55E_exports, {
+  subPaths: () => subPaths
+});
+import { readdir as readdir2, stat as stat3 } from "fs/promises";
+import { fileURLToPath as fileURLToPath2, pathToFileURL as pathToFileURL2 } from "url";
+async function subPaths(path, maxDepth = 10) {
+  const state = await stat3(path);
+  if (!state.isDirectory()) {
+    return [{ path, relativePath: "." }];
+  }
+  const files = await readdir2(path, { withFileTypes: true });
+  const ret = [];
+  for (const file of files) {
+    const filePath = pathToFileURL2(fileURLToPath2(path) + "/" + file.name);
+    if (file.isDirectory()) {
+      ret.push(
+        ...(await subPaths(filePath, maxDepth - 1)).map((subPath) => ({
+          ...subPath,
+          relativePath: `${file.name}/${subPath.relativePath}`
+        }))
+      );
+    } else {
+      ret.push({ path: filePath, relativePath: file.name });
+    }
+  }
+  return ret;
+}
+var init_sub_paths_HFKHI55E = __esm({
+  "node_modules/@huggingface/hub/dist/sub-paths-HFKHI55E.mjs"() {
+    init_chunk_FFYIGW52();
+  }
+});
+
 // node_modules/bottleneck/light.js
 var require_light = __commonJS({
   "node_modules/bottleneck/light.js"(exports2, module2) {
@@ -37588,634 +38216,6 @@ var require_lib = __commonJS({
   }
 });
 
-// node_modules/@huggingface/hub/dist/chunk-FFYIGW52.mjs
-var init_chunk_FFYIGW52 = __esm({
-  "node_modules/@huggingface/hub/dist/chunk-FFYIGW52.mjs"() {
-  }
-});
-
-// node_modules/@huggingface/hub/dist/sha256-wrapper-ITDNMKRK.mjs
-var sha256_wrapper_ITDNMKRK_exports = {};
-__export(sha256_wrapper_ITDNMKRK_exports, {
-  createSHA256: () => createSHA256,
-  createSHA256WorkerCode: () => createSHA256WorkerCode
-});
-async function createSHA256(isInsideWorker = false) {
-  const BUFFER_MAX_SIZE = 8 * 1024 * 1024;
-  const wasm = isInsideWorker ? (
-    // @ts-expect-error WasmModule will be populated inside self object
-    await self["SHA256WasmModule"]()
-  ) : await sha256_default();
-  const heap = wasm.HEAPU8.subarray(wasm._GetBufferPtr());
-  return {
-    init() {
-      wasm._Hash_Init(256);
-    },
-    update(data) {
-      let byteUsed = 0;
-      while (byteUsed < data.byteLength) {
-        const bytesLeft = data.byteLength - byteUsed;
-        const length = Math.min(bytesLeft, BUFFER_MAX_SIZE);
-        heap.set(data.subarray(byteUsed, byteUsed + length));
-        wasm._Hash_Update(length);
-        byteUsed += length;
-      }
-    },
-    digest(method) {
-      if (method !== "hex") {
-        throw new Error("Only digest hex is supported");
-      }
-      wasm._Hash_Final();
-      const result = Array.from(heap.slice(0, 32));
-      return result.map((b) => b.toString(16).padStart(2, "0")).join("");
-    }
-  };
-}
-function createSHA256WorkerCode() {
-  return `
-		self.addEventListener('message', async (event) => {
-      const { file } = event.data;
-      const sha256 = await self.createSHA256(true);
-      sha256.init();
-      const reader = file.stream().getReader();
-      const total = file.size;
-      let bytesDone = 0;
-      while (true) {
-        const { done, value } = await reader.read();
-        if (done) {
-          break;
-        }
-        sha256.update(value);
-        bytesDone += value.length;
-        postMessage({ progress: bytesDone / total });
-      }
-      postMessage({ sha256: sha256.digest('hex') });
-    });
-    self.SHA256WasmModule = ${sha256_default.toString()};
-    self.createSHA256 = ${createSHA256.toString()};
-  `;
-}
-var Module, sha256_default;
-var init_sha256_wrapper_ITDNMKRK = __esm({
-  "node_modules/@huggingface/hub/dist/sha256-wrapper-ITDNMKRK.mjs"() {
-    init_chunk_FFYIGW52();
-    Module = (() => {
-      var _unused = import.meta.url;
-      return function(moduleArg = {}) {
-        var Module2 = moduleArg;
-        var readyPromiseResolve, readyPromiseReject;
-        Module2["ready"] = new Promise((resolve17, reject) => {
-          readyPromiseResolve = resolve17;
-          readyPromiseReject = reject;
-        });
-        var moduleOverrides = Object.assign({}, Module2);
-        var arguments_ = [];
-        var thisProgram = "./this.program";
-        var quit_ = (status, toThrow) => {
-          throw toThrow;
-        };
-        var ENVIRONMENT_IS_WEB = typeof window == "object";
-        var ENVIRONMENT_IS_WORKER = typeof importScripts == "function";
-        var ENVIRONMENT_IS_NODE = typeof process == "object" && typeof process.versions == "object" && typeof process.versions.node == "string";
-        var ENVIRONMENT_IS_SHELL = !ENVIRONMENT_IS_WEB && !ENVIRONMENT_IS_NODE && !ENVIRONMENT_IS_WORKER;
-        var scriptDirectory = "";
-        function locateFile(path) {
-          if (Module2["locateFile"]) {
-            return Module2["locateFile"](path, scriptDirectory);
-          }
-          return scriptDirectory + path;
-        }
-        var read_, readAsync, readBinary;
-        if (ENVIRONMENT_IS_WEB || ENVIRONMENT_IS_WORKER) {
-          if (ENVIRONMENT_IS_WORKER) {
-            scriptDirectory = self.location.href;
-          } else if (typeof document != "undefined" && document.currentScript) {
-            scriptDirectory = document.currentScript.src;
-          }
-          if (false) {
-            scriptDirectory = false;
-          }
-          if (scriptDirectory.startsWith("blob:")) {
-            scriptDirectory = "";
-          } else {
-            scriptDirectory = scriptDirectory.substr(0, scriptDirectory.replace(/[?#].*/, "").lastIndexOf("/") + 1);
-          }
-          {
-            read_ = (url) => {
-              var xhr = new XMLHttpRequest();
-              xhr.open("GET", url, false);
-              xhr.send(null);
-              return xhr.responseText;
-            };
-            if (ENVIRONMENT_IS_WORKER) {
-              readBinary = (url) => {
-                var xhr = new XMLHttpRequest();
-                xhr.open("GET", url, false);
-                xhr.responseType = "arraybuffer";
-                xhr.send(null);
-                return new Uint8Array(
-                  /** @type{!ArrayBuffer} */
-                  xhr.response
-                );
-              };
-            }
-            readAsync = (url, onload, onerror) => {
-              var xhr = new XMLHttpRequest();
-              xhr.open("GET", url, true);
-              xhr.responseType = "arraybuffer";
-              xhr.onload = () => {
-                if (xhr.status == 200 || xhr.status == 0 && xhr.response) {
-                  onload(xhr.response);
-                  return;
-                }
-                onerror();
-              };
-              xhr.onerror = onerror;
-              xhr.send(null);
-            };
-          }
-        } else {
-        }
-        var out = Module2["print"] || console.log.bind(console);
-        var err = Module2["printErr"] || console.error.bind(console);
-        Object.assign(Module2, moduleOverrides);
-        moduleOverrides = null;
-        if (Module2["arguments"])
-          arguments_ = Module2["arguments"];
-        if (Module2["thisProgram"])
-          thisProgram = Module2["thisProgram"];
-        if (Module2["quit"])
-          quit_ = Module2["quit"];
-        var wasmBinary;
-        if (Module2["wasmBinary"])
-          wasmBinary = Module2["wasmBinary"];
-        if (typeof WebAssembly != "object") {
-          abort("no native wasm support detected");
-        }
-        function intArrayFromBase64(s) {
-          var decoded = atob(s);
-          var bytes = new Uint8Array(decoded.length);
-          for (var i = 0; i < decoded.length; ++i) {
-            bytes[i] = decoded.charCodeAt(i);
-          }
-          return bytes;
-        }
-        function tryParseAsDataURI(filename) {
-          if (!isDataURI(filename)) {
-            return;
-          }
-          return intArrayFromBase64(filename.slice(dataURIPrefix.length));
-        }
-        var wasmMemory3;
-        var ABORT = false;
-        var EXITSTATUS;
-        function assert(condition, text3) {
-          if (!condition) {
-            abort(text3);
-          }
-        }
-        var HEAP, HEAP8, HEAPU8, HEAP16, HEAPU16, HEAP32, HEAPU32, HEAPF32, HEAPF64;
-        function updateMemoryViews() {
-          var b = wasmMemory3.buffer;
-          Module2["HEAP8"] = HEAP8 = new Int8Array(b);
-          Module2["HEAP16"] = HEAP16 = new Int16Array(b);
-          Module2["HEAPU8"] = HEAPU8 = new Uint8Array(b);
-          Module2["HEAPU16"] = HEAPU16 = new Uint16Array(b);
-          Module2["HEAP32"] = HEAP32 = new Int32Array(b);
-          Module2["HEAPU32"] = HEAPU32 = new Uint32Array(b);
-          Module2["HEAPF32"] = HEAPF32 = new Float32Array(b);
-          Module2["HEAPF64"] = HEAPF64 = new Float64Array(b);
-        }
-        var __ATPRERUN__ = [];
-        var __ATINIT__ = [];
-        var __ATEXIT__ = [];
-        var __ATPOSTRUN__ = [];
-        var runtimeInitialized = false;
-        function preRun() {
-          if (Module2["preRun"]) {
-            if (typeof Module2["preRun"] == "function")
-              Module2["preRun"] = [Module2["preRun"]];
-            while (Module2["preRun"].length) {
-              addOnPreRun(Module2["preRun"].shift());
-            }
-          }
-          callRuntimeCallbacks(__ATPRERUN__);
-        }
-        function initRuntime() {
-          runtimeInitialized = true;
-          callRuntimeCallbacks(__ATINIT__);
-        }
-        function postRun() {
-          if (Module2["postRun"]) {
-            if (typeof Module2["postRun"] == "function")
-              Module2["postRun"] = [Module2["postRun"]];
-            while (Module2["postRun"].length) {
-              addOnPostRun(Module2["postRun"].shift());
-            }
-          }
-          callRuntimeCallbacks(__ATPOSTRUN__);
-        }
-        function addOnPreRun(cb) {
-          __ATPRERUN__.unshift(cb);
-        }
-        function addOnInit(cb) {
-          __ATINIT__.unshift(cb);
-        }
-        function addOnExit(cb) {
-        }
-        function addOnPostRun(cb) {
-          __ATPOSTRUN__.unshift(cb);
-        }
-        var runDependencies = 0;
-        var runDependencyWatcher = null;
-        var dependenciesFulfilled = null;
-        function getUniqueRunDependency(id) {
-          return id;
-        }
-        function addRunDependency(id) {
-          runDependencies++;
-          Module2["monitorRunDependencies"]?.(runDependencies);
-        }
-        function removeRunDependency(id) {
-          runDependencies--;
-          Module2["monitorRunDependencies"]?.(runDependencies);
-          if (runDependencies == 0) {
-            if (runDependencyWatcher !== null) {
-              clearInterval(runDependencyWatcher);
-              runDependencyWatcher = null;
-            }
-            if (dependenciesFulfilled) {
-              var callback = dependenciesFulfilled;
-              dependenciesFulfilled = null;
-              callback();
-            }
-          }
-        }
-        function abort(what) {
-          Module2["onAbort"]?.(what);
-          what = "Aborted(" + what + ")";
-          err(what);
-          ABORT = true;
-          EXITSTATUS = 1;
-          what += ". Build with -sASSERTIONS for more info.";
-          var e = new WebAssembly.RuntimeError(what);
-          readyPromiseReject(e);
-          throw e;
-        }
-        var dataURIPrefix = "data:application/octet-stream;base64,";
-        var isDataURI = (filename) => filename.startsWith(dataURIPrefix);
-        var isFileURI = (filename) => filename.startsWith("file://");
-        var wasmBinaryFile;
-        wasmBinaryFile = "data:application/octet-stream;base64,AGFzbQEAAAABHQZgAX8AYAABf2AAAGABfwF/YAJ/fwBgA39/fwF/Aw0MAgAEAgMBBQABAQADBAUBcAEBAQUGAQGAAoACBg4CfwFB8IuEBAt/AUEACweYAQoGbWVtb3J5AgARX193YXNtX2NhbGxfY3RvcnMAAAtIYXNoX1VwZGF0ZQABCkhhc2hfRmluYWwAAwlIYXNoX0luaXQABAxHZXRCdWZmZXJQdHIABRlfX2luZGlyZWN0X2Z1bmN0aW9uX3RhYmxlAQAJc3RhY2tTYXZlAAkMc3RhY2tSZXN0b3JlAAoKc3RhY2tBbGxvYwALCossDAIAC+4CAgV/AX5BACgCwAoiASABKQNAIgYgAK18NwNAAkACQAJAIAanQT9xIgINAEGACyEBIAAhAgwBC0HAACACayEDAkAgAEUNACADIAAgAyAASRshBCABIAJqIQVBACEBA0AgBSABIgFqQYALIAFqLQAAOgAAIAFBAWoiAiEBIAIgBEcNAAsLAkACQCAAIANJIgRFDQBBgAshASAAIQIMAQtBACgCwAoiAUHIAGogARACQYALIANqIQEgACADayECCyABIQEgAiECIAQNAQsgASEBAkACQCACIgJBwABPDQAgASEFIAIhAAwBCyACIQIgASEEA0BBACgCwApByABqIAQiBBACIAJBQGoiASECIARBwABqIgUhBCAFIQUgASEAIAFBP0sNAAsLIAUhBSAAIgBFDQBBACEBQQAhAgNAQQAoAsAKIAEiAWogBSABai0AADoAACACQQFqIgJB/wFxIgQhASACIQIgACAESw0ACwsLqCEBK38gACgCCCICIAAoAgQiAyAAKAIAIgRzcSADIARxcyAEQR53IARBE3dzIARBCndzaiAAKAIQIgVBGncgBUEVd3MgBUEHd3MgACgCHCIGaiAAKAIYIgcgACgCFCIIcyAFcSAHc2ogASgCACIJQRh0IAlBgP4DcUEIdHIgCUEIdkGA/gNxIAlBGHZyciIKakGY36iUBGoiC2oiCSAEcyADcSAJIARxcyAJQR53IAlBE3dzIAlBCndzaiAHIAEoAgQiDEEYdCAMQYD+A3FBCHRyIAxBCHZBgP4DcSAMQRh2cnIiDWogCyAAKAIMIg5qIg8gCCAFc3EgCHNqIA9BGncgD0EVd3MgD0EHd3NqQZGJ3YkHaiIQaiIMIAlzIARxIAwgCXFzIAxBHncgDEETd3MgDEEKd3NqIAggASgCCCILQRh0IAtBgP4DcUEIdHIgC0EIdkGA/gNxIAtBGHZyciIRaiAQIAJqIhIgDyAFc3EgBXNqIBJBGncgEkEVd3MgEkEHd3NqQc/3g657aiITaiILIAxzIAlxIAsgDHFzIAtBHncgC0ETd3MgC0EKd3NqIAUgASgCDCIQQRh0IBBBgP4DcUEIdHIgEEEIdkGA/gNxIBBBGHZyciIUaiATIANqIhMgEiAPc3EgD3NqIBNBGncgE0EVd3MgE0EHd3NqQaW3181+aiIVaiIQIAtzIAxxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIA8gASgCECIWQRh0IBZBgP4DcUEIdHIgFkEIdkGA/gNxIBZBGHZyciIXaiAVIARqIhYgEyASc3EgEnNqIBZBGncgFkEVd3MgFkEHd3NqQduE28oDaiIYaiIPIBBzIAtxIA8gEHFzIA9BHncgD0ETd3MgD0EKd3NqIAEoAhQiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiGSASaiAYIAlqIhIgFiATc3EgE3NqIBJBGncgEkEVd3MgEkEHd3NqQfGjxM8FaiIYaiIJIA9zIBBxIAkgD3FzIAlBHncgCUETd3MgCUEKd3NqIAEoAhgiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiGiATaiAYIAxqIhMgEiAWc3EgFnNqIBNBGncgE0EVd3MgE0EHd3NqQaSF/pF5aiIYaiIMIAlzIA9xIAwgCXFzIAxBHncgDEETd3MgDEEKd3NqIAEoAhwiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiGyAWaiAYIAtqIhYgEyASc3EgEnNqIBZBGncgFkEVd3MgFkEHd3NqQdW98dh6aiIYaiILIAxzIAlxIAsgDHFzIAtBHncgC0ETd3MgC0EKd3NqIAEoAiAiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHCASaiAYIBBqIhIgFiATc3EgE3NqIBJBGncgEkEVd3MgEkEHd3NqQZjVnsB9aiIYaiIQIAtzIAxxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIAEoAiQiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHSATaiAYIA9qIhMgEiAWc3EgFnNqIBNBGncgE0EVd3MgE0EHd3NqQYG2jZQBaiIYaiIPIBBzIAtxIA8gEHFzIA9BHncgD0ETd3MgD0EKd3NqIAEoAigiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHiAWaiAYIAlqIhYgEyASc3EgEnNqIBZBGncgFkEVd3MgFkEHd3NqQb6LxqECaiIYaiIJIA9zIBBxIAkgD3FzIAlBHncgCUETd3MgCUEKd3NqIAEoAiwiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiHyASaiAYIAxqIhIgFiATc3EgE3NqIBJBGncgEkEVd3MgEkEHd3NqQcP7sagFaiIYaiIMIAlzIA9xIAwgCXFzIAxBHncgDEETd3MgDEEKd3NqIAEoAjAiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiICATaiAYIAtqIhMgEiAWc3EgFnNqIBNBGncgE0EVd3MgE0EHd3NqQfS6+ZUHaiIYaiILIAxzIAlxIAsgDHFzIAtBHncgC0ETd3MgC0EKd3NqIAEoAjQiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiISAWaiAYIBBqIhAgEyASc3EgEnNqIBBBGncgEEEVd3MgEEEHd3NqQf7j+oZ4aiIYaiIWIAtzIAxxIBYgC3FzIBZBHncgFkETd3MgFkEKd3NqIAEoAjgiFUEYdCAVQYD+A3FBCHRyIBVBCHZBgP4DcSAVQRh2cnIiIiASaiAYIA9qIg8gECATc3EgE3NqIA9BGncgD0EVd3MgD0EHd3NqQaeN8N55aiIVaiISIBZzIAtxIBIgFnFzIBJBHncgEkETd3MgEkEKd3NqIAEoAjwiAUEYdCABQYD+A3FBCHRyIAFBCHZBgP4DcSABQRh2cnIiIyATaiAVIAlqIgEgDyAQc3EgEHNqIAFBGncgAUEVd3MgAUEHd3NqQfTi74x8aiIJaiEVIBIhGCAWISQgCyElIAkgDGohJiABIScgDyEoIBAhKSAjISMgIiEiICEhISAgISAgHyEfIB4hHiAdIR0gHCEcIBshGyAaIRogGSEZIBchFyAUIRQgESERIA0hECAKIQxBgAkhAUEQISoDQCAVIgkgGCIKcyAkIitxIAkgCnFzIAlBHncgCUETd3MgCUEKd3NqIBAiEEEZdyAQQQ53cyAQQQN2cyAMaiAdIh1qICIiFkEPdyAWQQ13cyAWQQp2c2oiDCApaiAmIhIgJyIPICgiE3NxIBNzaiASQRp3IBJBFXdzIBJBB3dzaiABIgEoAgBqIiRqIgsgCXMgCnEgCyAJcXMgC0EedyALQRN3cyALQQp3c2ogESIYQRl3IBhBDndzIBhBA3ZzIBBqIB4iHmogIyIVQQ93IBVBDXdzIBVBCnZzaiINIBNqIAEoAgRqICQgJWoiEyASIA9zcSAPc2ogE0EadyATQRV3cyATQQd3c2oiJWoiECALcyAJcSAQIAtxcyAQQR53IBBBE3dzIBBBCndzaiAUIiRBGXcgJEEOd3MgJEEDdnMgGGogHyIfaiAMQQ93IAxBDXdzIAxBCnZzaiIRIA9qIAEoAghqICUgK2oiGCATIBJzcSASc2ogGEEadyAYQRV3cyAYQQd3c2oiJWoiDyAQcyALcSAPIBBxcyAPQR53IA9BE3dzIA9BCndzaiAXIhdBGXcgF0EOd3MgF0EDdnMgJGogICIgaiANQQ93IA1BDXdzIA1BCnZzaiIUIBJqIAEoAgxqICUgCmoiCiAYIBNzcSATc2ogCkEadyAKQRV3cyAKQQd3c2oiJWoiEiAPcyAQcSASIA9xcyASQR53IBJBE3dzIBJBCndzaiATIBkiJEEZdyAkQQ53cyAkQQN2cyAXaiAhIiFqIBFBD3cgEUENd3MgEUEKdnNqIhdqIAEoAhBqICUgCWoiEyAKIBhzcSAYc2ogE0EadyATQRV3cyATQQd3c2oiJWoiCSAScyAPcSAJIBJxcyAJQR53IAlBE3dzIAlBCndzaiABKAIUIBoiGkEZdyAaQQ53cyAaQQN2cyAkaiAWaiAUQQ93IBRBDXdzIBRBCnZzaiIZaiAYaiAlIAtqIhggEyAKc3EgCnNqIBhBGncgGEEVd3MgGEEHd3NqIiVqIgsgCXMgEnEgCyAJcXMgC0EedyALQRN3cyALQQp3c2ogASgCGCAbIiRBGXcgJEEOd3MgJEEDdnMgGmogFWogF0EPdyAXQQ13cyAXQQp2c2oiGmogCmogJSAQaiIKIBggE3NxIBNzaiAKQRp3IApBFXdzIApBB3dzaiIlaiIQIAtzIAlxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIAEoAhwgHCIcQRl3IBxBDndzIBxBA3ZzICRqIAxqIBlBD3cgGUENd3MgGUEKdnNqIhtqIBNqICUgD2oiJCAKIBhzcSAYc2ogJEEadyAkQRV3cyAkQQd3c2oiE2oiDyAQcyALcSAPIBBxcyAPQR53IA9BE3dzIA9BCndzaiABKAIgIB1BGXcgHUEOd3MgHUEDdnMgHGogDWogGkEPdyAaQQ13cyAaQQp2c2oiHGogGGogEyASaiIYICQgCnNxIApzaiAYQRp3IBhBFXdzIBhBB3dzaiITaiISIA9zIBBxIBIgD3FzIBJBHncgEkETd3MgEkEKd3NqIAEoAiQgHkEZdyAeQQ53cyAeQQN2cyAdaiARaiAbQQ93IBtBDXdzIBtBCnZzaiIdaiAKaiATIAlqIgkgGCAkc3EgJHNqIAlBGncgCUEVd3MgCUEHd3NqIgpqIhMgEnMgD3EgEyAScXMgE0EedyATQRN3cyATQQp3c2ogASgCKCAfQRl3IB9BDndzIB9BA3ZzIB5qIBRqIBxBD3cgHEENd3MgHEEKdnNqIh5qICRqIAogC2oiCiAJIBhzcSAYc2ogCkEadyAKQRV3cyAKQQd3c2oiJGoiCyATcyAScSALIBNxcyALQR53IAtBE3dzIAtBCndzaiABKAIsICBBGXcgIEEOd3MgIEEDdnMgH2ogF2ogHUEPdyAdQQ13cyAdQQp2c2oiH2ogGGogJCAQaiIYIAogCXNxIAlzaiAYQRp3IBhBFXdzIBhBB3dzaiIkaiIQIAtzIBNxIBAgC3FzIBBBHncgEEETd3MgEEEKd3NqIAEoAjAgIUEZdyAhQQ53cyAhQQN2cyAgaiAZaiAeQQ93IB5BDXdzIB5BCnZzaiIgaiAJaiAkIA9qIiQgGCAKc3EgCnNqICRBGncgJEEVd3MgJEEHd3NqIg9qIgkgEHMgC3EgCSAQcXMgCUEedyAJQRN3cyAJQQp3c2ogASgCNCAWQRl3IBZBDndzIBZBA3ZzICFqIBpqIB9BD3cgH0ENd3MgH0EKdnNqIiFqIApqIA8gEmoiDyAkIBhzcSAYc2ogD0EadyAPQRV3cyAPQQd3c2oiCmoiEiAJcyAQcSASIAlxcyASQR53IBJBE3dzIBJBCndzaiABKAI4IBVBGXcgFUEOd3MgFUEDdnMgFmogG2ogIEEPdyAgQQ13cyAgQQp2c2oiImogGGogCiATaiITIA8gJHNxICRzaiATQRp3IBNBFXdzIBNBB3dzaiIYaiIWIBJzIAlxIBYgEnFzIBZBHncgFkETd3MgFkEKd3NqIAEoAjwgDEEZdyAMQQ53cyAMQQN2cyAVaiAcaiAhQQ93ICFBDXdzICFBCnZzaiIKaiAkaiAYIAtqIgsgEyAPc3EgD3NqIAtBGncgC0EVd3MgC0EHd3NqIiZqIishFSAWIRggEiEkIAkhJSAmIBBqIiwhJiALIScgEyEoIA8hKSAKISMgIiEiICEhISAgISAgHyEfIB4hHiAdIR0gHCEcIBshGyAaIRogGSEZIBchFyAUIRQgESERIA0hECAMIQwgAUHAAGohASAqIgpBEGohKiAKQTBJDQALIAAgDyAGajYCHCAAIBMgB2o2AhggACALIAhqNgIUIAAgLCAFajYCECAAIAkgDmo2AgwgACASIAJqNgIIIAAgFiADajYCBCAAICsgBGo2AgAL1AMDBX8BfgF7QQAoAsAKIgAgACgCQCIBQQJ2QQ9xIgJBAnRqIgMgAygCAEF/IAFBA3QiAXRBf3NxQYABIAF0czYCAAJAAkAgAkEOTw0AIAJBAWohAAwBCwJAIAJBDkcNACAAQQA2AjwLIABByABqIAAQAkEAIQALAkAgACIAQQ1LDQBBACgCwAogAEECdCIAakEAQTggAGsQBhoLQQAoAsAKIgAgACkDQCIFpyICQRt0IAJBC3RBgID8B3FyIAJBBXZBgP4DcSACQQN0QRh2cnI2AjwgACAFQh2IpyICQRh0IAJBgP4DcUEIdHIgAkEIdkGA/gNxIAJBGHZycjYCOCAAQcgAaiAAEAJBACgCwApBPGohAUEAIQADQCABQQcgACIAa0ECdGoiAiAC/QACACAG/Q0MDQ4PCAkKCwQFBgcAAQIDIAb9DQMCAQAHBgUECwoJCA8ODQwgBv0NDA0ODwgJCgsEBQYHAAECA/0LAgAgAEEEaiICIQAgAkEIRw0ACwJAQQAoAsAKIgMoAmhFDQAgA0HIAGohBEEAIQBBACECA0BBgAsgACIAaiAEIABqLQAAOgAAIAJBAWoiAkH/AXEiASEAIAIhAiADKAJoIAFLDQALCwtxAQJ/QQAoAsAKIgFCADcDQCABQcgAaiECAkAgAEHgAUcNACABQRw2AmggAkEQakEA/QAEsAj9CwIAIAJBAP0ABKAI/QsCAEEADwsgAUEgNgJoIAJBEGpBAP0ABJAI/QsCACACQQD9AASACP0LAgBBAAsFAEGACwvyAgIDfwF+AkAgAkUNACAAIAE6AAAgACACaiIDQX9qIAE6AAAgAkEDSQ0AIAAgAToAAiAAIAE6AAEgA0F9aiABOgAAIANBfmogAToAACACQQdJDQAgACABOgADIANBfGogAToAACACQQlJDQAgAEEAIABrQQNxIgRqIgMgAUH/AXFBgYKECGwiATYCACADIAIgBGtBfHEiBGoiAkF8aiABNgIAIARBCUkNACADIAE2AgggAyABNgIEIAJBeGogATYCACACQXRqIAE2AgAgBEEZSQ0AIAMgATYCGCADIAE2AhQgAyABNgIQIAMgATYCDCACQXBqIAE2AgAgAkFsaiABNgIAIAJBaGogATYCACACQWRqIAE2AgAgBCADQQRxQRhyIgVrIgJBIEkNACABrUKBgICAEH4hBiADIAVqIQEDQCABIAY3AxggASAGNwMQIAEgBjcDCCABIAY3AwAgAUEgaiEBIAJBYGoiAkEfSw0ACwsgAAsGACAAJAELBAAjAQsEACMACwYAIAAkAAsSAQJ/IwAgAGtBcHEiASQAIAELC9ICAgBBgAgLwAJn5glqha5nu3Lzbjw69U+lf1IOUYxoBZur2YMfGc3gW9ieBcEH1Xw2F91wMDlZDvcxC8D/ERVYaKeP+WSkT/q+mC+KQpFEN3HP+8C1pdu16VvCVjnxEfFZpII/ktVeHKuYqgfYAVuDEr6FMSTDfQxVdF2+cv6x3oCnBtybdPGbwcFpm+SGR77vxp3BD8yhDCRvLOktqoR0StypsFzaiPl2UlE+mG3GMajIJwOwx39Zv/ML4MZHkafVUWPKBmcpKRSFCrcnOCEbLvxtLE0TDThTVHMKZbsKanYuycKBhSxykqHov6JLZhqocItLwqNRbMcZ6JLRJAaZ1oU1DvRwoGoQFsGkGQhsNx5Md0gntbywNLMMHDlKqthOT8qcW/NvLmjugo90b2OleBR4yIQIAseM+v++kOtsUKT3o/m+8nhxxgBBwAoLBIAFgAA=";
-        if (!isDataURI(wasmBinaryFile)) {
-          wasmBinaryFile = locateFile(wasmBinaryFile);
-        }
-        function getBinarySync(file) {
-          if (file == wasmBinaryFile && wasmBinary) {
-            return new Uint8Array(wasmBinary);
-          }
-          var binary = tryParseAsDataURI(file);
-          if (binary) {
-            return binary;
-          }
-          if (readBinary) {
-            return readBinary(file);
-          }
-          throw "both async and sync fetching of the wasm failed";
-        }
-        function getBinaryPromise(binaryFile) {
-          return Promise.resolve().then(() => getBinarySync(binaryFile));
-        }
-        function instantiateArrayBuffer(binaryFile, imports, receiver) {
-          return getBinaryPromise(binaryFile).then((binary) => {
-            return WebAssembly.instantiate(binary, imports);
-          }).then(receiver, (reason) => {
-            err(`failed to asynchronously prepare wasm: ${reason}`);
-            abort(reason);
-          });
-        }
-        function instantiateAsync(binary, binaryFile, imports, callback) {
-          return instantiateArrayBuffer(binaryFile, imports, callback);
-        }
-        function createWasm() {
-          var info = {
-            "env": wasmImports,
-            "wasi_snapshot_preview1": wasmImports
-          };
-          function receiveInstance(instance, module2) {
-            wasmExports = instance.exports;
-            wasmMemory3 = wasmExports["memory"];
-            updateMemoryViews();
-            addOnInit(wasmExports["__wasm_call_ctors"]);
-            removeRunDependency("wasm-instantiate");
-            return wasmExports;
-          }
-          addRunDependency("wasm-instantiate");
-          function receiveInstantiationResult(result) {
-            receiveInstance(result["instance"]);
-          }
-          if (Module2["instantiateWasm"]) {
-            try {
-              return Module2["instantiateWasm"](info, receiveInstance);
-            } catch (e) {
-              err(`Module.instantiateWasm callback failed with error: ${e}`);
-              readyPromiseReject(e);
-            }
-          }
-          instantiateAsync(wasmBinary, wasmBinaryFile, info, receiveInstantiationResult).catch(readyPromiseReject);
-          return {};
-        }
-        var tempDouble;
-        var tempI64;
-        function ExitStatus(status) {
-          this.name = "ExitStatus";
-          this.message = `Program terminated with exit(${status})`;
-          this.status = status;
-        }
-        var callRuntimeCallbacks = (callbacks) => {
-          while (callbacks.length > 0) {
-            callbacks.shift()(Module2);
-          }
-        };
-        function getValue(ptr, type = "i8") {
-          if (type.endsWith("*"))
-            type = "*";
-          switch (type) {
-            case "i1":
-              return HEAP8[ptr];
-            case "i8":
-              return HEAP8[ptr];
-            case "i16":
-              return HEAP16[ptr >> 1];
-            case "i32":
-              return HEAP32[ptr >> 2];
-            case "i64":
-              abort("to do getValue(i64) use WASM_BIGINT");
-            case "float":
-              return HEAPF32[ptr >> 2];
-            case "double":
-              return HEAPF64[ptr >> 3];
-            case "*":
-              return HEAPU32[ptr >> 2];
-            default:
-              abort(`invalid type for getValue: ${type}`);
-          }
-        }
-        var noExitRuntime = Module2["noExitRuntime"] || true;
-        function setValue(ptr, value2, type = "i8") {
-          if (type.endsWith("*"))
-            type = "*";
-          switch (type) {
-            case "i1":
-              HEAP8[ptr] = value2;
-              break;
-            case "i8":
-              HEAP8[ptr] = value2;
-              break;
-            case "i16":
-              HEAP16[ptr >> 1] = value2;
-              break;
-            case "i32":
-              HEAP32[ptr >> 2] = value2;
-              break;
-            case "i64":
-              abort("to do setValue(i64) use WASM_BIGINT");
-            case "float":
-              HEAPF32[ptr >> 2] = value2;
-              break;
-            case "double":
-              HEAPF64[ptr >> 3] = value2;
-              break;
-            case "*":
-              HEAPU32[ptr >> 2] = value2;
-              break;
-            default:
-              abort(`invalid type for setValue: ${type}`);
-          }
-        }
-        var wasmImports = {};
-        var wasmExports = createWasm();
-        var ___wasm_call_ctors = () => (___wasm_call_ctors = wasmExports["__wasm_call_ctors"])();
-        var _Hash_Update = Module2["_Hash_Update"] = (a0) => (_Hash_Update = Module2["_Hash_Update"] = wasmExports["Hash_Update"])(a0);
-        var _Hash_Final = Module2["_Hash_Final"] = () => (_Hash_Final = Module2["_Hash_Final"] = wasmExports["Hash_Final"])();
-        var _Hash_Init = Module2["_Hash_Init"] = (a0) => (_Hash_Init = Module2["_Hash_Init"] = wasmExports["Hash_Init"])(a0);
-        var _GetBufferPtr = Module2["_GetBufferPtr"] = () => (_GetBufferPtr = Module2["_GetBufferPtr"] = wasmExports["GetBufferPtr"])();
-        var stackSave = () => (stackSave = wasmExports["stackSave"])();
-        var stackRestore = (a0) => (stackRestore = wasmExports["stackRestore"])(a0);
-        var stackAlloc = (a0) => (stackAlloc = wasmExports["stackAlloc"])(a0);
-        var calledRun;
-        dependenciesFulfilled = function runCaller() {
-          if (!calledRun)
-            run2();
-          if (!calledRun)
-            dependenciesFulfilled = runCaller;
-        };
-        function run2() {
-          if (runDependencies > 0) {
-            return;
-          }
-          preRun();
-          if (runDependencies > 0) {
-            return;
-          }
-          function doRun() {
-            if (calledRun)
-              return;
-            calledRun = true;
-            Module2["calledRun"] = true;
-            if (ABORT)
-              return;
-            initRuntime();
-            readyPromiseResolve(Module2);
-            if (Module2["onRuntimeInitialized"])
-              Module2["onRuntimeInitialized"]();
-            postRun();
-          }
-          if (Module2["setStatus"]) {
-            Module2["setStatus"]("Running...");
-            setTimeout(function() {
-              setTimeout(function() {
-                Module2["setStatus"]("");
-              }, 1);
-              doRun();
-            }, 1);
-          } else {
-            doRun();
-          }
-        }
-        if (Module2["preInit"]) {
-          if (typeof Module2["preInit"] == "function")
-            Module2["preInit"] = [Module2["preInit"]];
-          while (Module2["preInit"].length > 0) {
-            Module2["preInit"].pop()();
-          }
-        }
-        run2();
-        return moduleArg.ready;
-      };
-    })();
-    sha256_default = Module;
-  }
-});
-
-// node_modules/@huggingface/hub/dist/sha256-node-ZPWO3OWR.mjs
-var sha256_node_ZPWO3OWR_exports = {};
-__export(sha256_node_ZPWO3OWR_exports, {
-  sha256Node: () => sha256Node
-});
-import { Readable } from "stream";
-import { createHash as createHash4 } from "crypto";
-async function* sha256Node(buffer, opts) {
-  const sha256Stream = createHash4("sha256");
-  const size = buffer instanceof Blob ? buffer.size : buffer.byteLength;
-  let done = 0;
-  const readable = buffer instanceof Blob ? Readable.fromWeb(buffer.stream()) : Readable.from(Buffer.from(buffer));
-  for await (const buffer2 of readable) {
-    sha256Stream.update(buffer2);
-    done += buffer2.length;
-    yield done / size;
-    opts?.abortSignal?.throwIfAborted();
-  }
-  return sha256Stream.digest("hex");
-}
-var init_sha256_node_ZPWO3OWR = __esm({
-  "node_modules/@huggingface/hub/dist/sha256-node-ZPWO3OWR.mjs"() {
-    init_chunk_FFYIGW52();
-  }
-});
-
-// node_modules/@huggingface/hub/dist/FileBlob-UNXOJWFM.mjs
-var FileBlob_UNXOJWFM_exports = {};
-__export(FileBlob_UNXOJWFM_exports, {
-  FileBlob: () => FileBlob
-});
-import { createReadStream } from "fs";
-import { open as open2, stat as stat2 } from "fs/promises";
-import { Readable as Readable2 } from "stream";
-import { fileURLToPath as fileURLToPath2 } from "url";
-var FileBlob;
-var init_FileBlob_UNXOJWFM = __esm({
-  "node_modules/@huggingface/hub/dist/FileBlob-UNXOJWFM.mjs"() {
-    init_chunk_FFYIGW52();
-    FileBlob = class extends Blob {
-      /**
-       * Creates a new FileBlob on the provided file.
-       *
-       * @param path Path to the file to be lazy readed
-       */
-      static async create(path) {
-        path = path instanceof URL ? fileURLToPath2(path) : path;
-        const { size } = await stat2(path);
-        const fileBlob = new FileBlob(path, 0, size);
-        return fileBlob;
-      }
-      path;
-      start;
-      end;
-      constructor(path, start, end) {
-        super();
-        this.path = path;
-        this.start = start;
-        this.end = end;
-      }
-      /**
-       * Returns the size of the blob.
-       */
-      get size() {
-        return this.end - this.start;
-      }
-      /**
-       * Returns a new instance of FileBlob that is a slice of the current one.
-       *
-       * The slice is inclusive of the start and exclusive of the end.
-       *
-       * The slice method does not supports negative start/end.
-       *
-       * @param start beginning of the slice
-       * @param end end of the slice
-       */
-      slice(start = 0, end = this.size) {
-        if (start < 0 || end < 0) {
-          throw new TypeError("Unsupported negative start/end on FileBlob.slice");
-        }
-        const slice = new FileBlob(this.path, this.start + start, Math.min(this.start + end, this.end));
-        return slice;
-      }
-      /**
-       * Read the part of the file delimited by the FileBlob and returns it as an ArrayBuffer.
-       */
-      async arrayBuffer() {
-        const slice = await this.execute((file) => file.read(Buffer.alloc(this.size), 0, this.size, this.start));
-        return slice.buffer;
-      }
-      /**
-       * Read the part of the file delimited by the FileBlob and returns it as a string.
-       */
-      async text() {
-        const buffer = await this.arrayBuffer();
-        return buffer.toString("utf8");
-      }
-      /**
-       * Returns a stream around the part of the file delimited by the FileBlob.
-       */
-      stream() {
-        if (this.start === this.end) {
-          return new Blob([]).stream();
-        }
-        return Readable2.toWeb(createReadStream(this.path, { start: this.start, end: this.end - 1 }));
-      }
-      /**
-       * We are opening and closing the file for each action to prevent file descriptor leaks.
-       *
-       * It is an intended choice of developer experience over performances.
-       */
-      async execute(action) {
-        const file = await open2(this.path, "r");
-        try {
-          return await action(file);
-        } finally {
-          await file.close();
-        }
-      }
-    };
-  }
-});
-
-// node_modules/@huggingface/hub/dist/sub-paths-HFKHI55E.mjs
-var sub_paths_HFKHI55E_exports = {};
-__export(sub_paths_HFKHI55E_exports, {
-  subPaths: () => subPaths
-});
-import { readdir as readdir2, stat as stat3 } from "fs/promises";
-import { fileURLToPath as fileURLToPath3, pathToFileURL as pathToFileURL3 } from "url";
-async function subPaths(path, maxDepth = 10) {
-  const state = await stat3(path);
-  if (!state.isDirectory()) {
-    return [{ path, relativePath: "." }];
-  }
-  const files = await readdir2(path, { withFileTypes: true });
-  const ret = [];
-  for (const file of files) {
-    const filePath = pathToFileURL3(fileURLToPath3(path) + "/" + file.name);
-    if (file.isDirectory()) {
-      ret.push(
-        ...(await subPaths(filePath, maxDepth - 1)).map((subPath) => ({
-          ...subPath,
-          relativePath: `${file.name}/${subPath.relativePath}`
-        }))
-      );
-    } else {
-      ret.push({ path: filePath, relativePath: file.name });
-    }
-  }
-  return ret;
-}
-var init_sub_paths_HFKHI55E = __esm({
-  "node_modules/@huggingface/hub/dist/sub-paths-HFKHI55E.mjs"() {
-    init_chunk_FFYIGW52();
-  }
-});
-
 // actions/iterate/src/main.ts
 import { resolve as resolve16 } from "node:path";
 
@@ -38861,7 +38861,7 @@ function configOverrides() {
 // src/actions/phase.ts
 import { resolve } from "node:path";
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
@@ -38962,7 +38962,7 @@ function readJsonLines(path) {
   return { rows, tornTail };
 }
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 var EVIDENCE_FILE = "evidence.json";
 var BundleFiles = {
   evidence: EVIDENCE_FILE,
@@ -39019,13 +39019,13 @@ function stepFinished(evidence, step) {
   return s !== void 0 && (s.status === "done" || s.status === "skipped");
 }
 
-// src/loop/history.ts
+// src/loop/state/history.ts
 import { join as join2 } from "node:path";
 
 // src/evidence/history-row.ts
 var HISTORY_SCHEMA = "hillclimb.history/v1";
 
-// src/loop/history.ts
+// src/loop/state/history.ts
 var HISTORY_FILE = "history.jsonl";
 function historyFile(stateDir) {
   return join2(stateDir, HISTORY_FILE);
@@ -41958,33 +41958,318 @@ function iterationSummary(result) {
   return renderJobSummary([result.evidence], history).markdown;
 }
 
-// src/loop/phases.ts
+// src/loop/drivers/phases.ts
 import { existsSync as existsSync29 } from "node:fs";
 import { join as join38 } from "node:path";
 
-// src/agent/factory.ts
-import { isAbsolute as isAbsolute5, resolve as resolve5 } from "node:path";
+// src/config/load.ts
+var import_ajv = __toESM(require_ajv(), 1);
+var import_yaml = __toESM(require_dist(), 1);
+import { existsSync as existsSync4, readFileSync as readFileSync2 } from "node:fs";
+import { dirname as dirname2, resolve as resolve2 } from "node:path";
 
-// src/exec/find-on-path.ts
-import { accessSync, constants as constants3, statSync } from "node:fs";
-import { delimiter, isAbsolute, join as join4 } from "node:path";
-function findOnPath(name, path = process.env.PATH ?? "") {
-  if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
-  for (const dir of path.split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join4(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return void 0;
+// src/config/rules.ts
+var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
+function crossFieldProblems(config) {
+  return [
+    ...loopTargetExists(config),
+    ...backendSections(config),
+    ...measureBounds(config),
+    ...commandPlaceholders(config),
+    ...benchWritesMetrics(config),
+    ...agentSection(config),
+    ...forgeAndStoreSections(config),
+    ...staticCheckPatterns(config)
+  ];
 }
-function isExecutable(file) {
-  try {
-    accessSync(file, constants3.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
+function loopTargetExists(c) {
+  if (c.loop.target === void 0 || c.targets[c.loop.target]) return [];
+  return [
+    {
+      keyPath: "loop.target",
+      message: `names target "${c.loop.target}", but targets has only ${Object.keys(c.targets).sort().join(", ")}`
+    }
+  ];
+}
+function backendSections(c) {
+  if (c.compute.backend === "ray" && !c.compute.ray) {
+    return [
+      {
+        keyPath: "compute.ray",
+        message: "compute.backend is ray, so compute.ray (with address) is required"
+      }
+    ];
+  }
+  if (c.compute.backend === "tpu-vm" && !c.compute.tpu_vm) {
+    return [
+      { keyPath: "compute.tpu_vm", message: "compute.backend is tpu-vm, so compute.tpu_vm is required" }
+    ];
+  }
+  return [];
+}
+function measureBounds(c) {
+  if (c.measure.max_runs_per_arm >= c.measure.runs_per_arm) return [];
+  return [
+    {
+      keyPath: "measure.max_runs_per_arm",
+      message: `(${c.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c.measure.runs_per_arm})`
+    }
+  ];
+}
+function commandPlaceholders(c) {
+  const problems = [];
+  const check = (keyPath, args) => {
+    for (const arg of args ?? []) {
+      for (const m of arg.matchAll(/\{([a-z_]+)\}/g)) {
+        if (!PLACEHOLDERS.includes(m[1])) {
+          problems.push({
+            keyPath,
+            message: `unknown placeholder {${m[1]}}; known: ${PLACEHOLDERS.join(", ")}`
+          });
+        }
+      }
+    }
+  };
+  for (const [name, t] of Object.entries(c.targets)) {
+    check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
+    check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
+    check(`targets.${name}.bench.command`, t.bench.command);
+    check(`targets.${name}.profile.command`, t.profile?.command);
+  }
+  return problems;
+}
+function benchWritesMetrics(c) {
+  const problems = [];
+  for (const [name, t] of Object.entries(c.targets)) {
+    if (!t.bench.command.some((a) => a.includes("{metrics}"))) {
+      problems.push({
+        keyPath: `targets.${name}.bench.command`,
+        message: "must contain {metrics}: the engine reads numbers only from the metrics file it names"
+      });
+    }
+    if (t.profile && !t.profile.command.some((a) => a.includes("{trace}"))) {
+      problems.push({ keyPath: `targets.${name}.profile.command`, message: "must contain {trace}" });
+    }
+  }
+  return problems;
+}
+function agentSection(c) {
+  if (c.agent.kind === "command" && !c.agent.command) {
+    return [
+      { keyPath: "agent.command", message: "agent.kind is command, so agent.command.command is required" }
+    ];
+  }
+  return [];
+}
+function forgeAndStoreSections(c) {
+  const problems = [];
+  if (c.forge.kind === "github" && !c.forge.github) {
+    problems.push({
+      keyPath: "forge.github",
+      message: "forge.kind is github, so forge.github.repository is required"
+    });
+  }
+  if (c.store.kind === "hf" && !c.store.hf) {
+    problems.push({ keyPath: "store.hf", message: "store.kind is hf, so store.hf.repo is required" });
+  }
+  return problems;
+}
+function staticCheckPatterns(c) {
+  const problems = [];
+  for (const [name, t] of Object.entries(c.targets)) {
+    t.static_checks.forEach((s, i) => {
+      try {
+        new RegExp(s.pattern);
+      } catch (e) {
+        problems.push({
+          keyPath: `targets.${name}.static_checks.${i}.pattern`,
+          message: e.message
+        });
+      }
+    });
+  }
+  return problems;
+}
+
+// src/config/load.ts
+var MAX_LISTED_PROBLEMS = 8;
+var validator;
+function schemaValidator() {
+  if (validator) return validator;
+  const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
+  validator = ajv.compile(CONFIG_SCHEMA);
+  return validator;
+}
+function loadConfig(file, overrides = {}) {
+  const path = resolve2(file);
+  if (!existsSync4(path)) {
+    throw new ConfigError(path, "", "file not found", {
+      hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
+    });
+  }
+  return parseConfig(readFileSync2(path, "utf8"), path, overrides);
+}
+function parseConfig(text3, file, overrides = {}) {
+  const lines = new import_yaml.LineCounter();
+  const doc = (0, import_yaml.parseDocument)(text3, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    const line = e.linePos?.[0]?.line;
+    throw new ConfigError(file, "", `invalid YAML: ${e.message.split("\n")[0]}`, { line });
+  }
+  const raw = doc.toJS() ?? {};
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(file, "", "the top level must be a mapping (key: value)");
+  }
+  const data = structuredClone(raw);
+  for (const [keyPath, value2] of Object.entries(overrides)) setPath(data, keyPath, value2);
+  const validate2 = schemaValidator();
+  if (!validate2(data)) {
+    const problems2 = (validate2.errors ?? []).map(describeAjvError);
+    throwProblems(file, dedupe(problems2), (p) => lineOf(doc.contents, p, lines));
+  }
+  const config = toTyped(data, file);
+  const problems = crossFieldProblems(config);
+  if (problems.length > 0) throwProblems(file, problems, (p) => lineOf(doc.contents, p, lines));
+  return config;
+}
+function toTyped(data, file) {
+  const typed = data;
+  const targets = {};
+  for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
+  return { ...typed, targets, file, root: dirname2(file) };
+}
+function selectTarget(config, name) {
+  const wanted = name ?? config.loop.target;
+  const names = Object.keys(config.targets).sort();
+  if (wanted === void 0) {
+    if (names.length === 1) return config.targets[names[0]];
+    throw new ConfigError(config.file, "loop.target", `several targets (${names.join(", ")}); name one`, {
+      hint: "set loop.target in hillclimb.yml or pass --target"
+    });
+  }
+  const target = config.targets[wanted];
+  if (!target) {
+    throw new ConfigError(config.file, "targets", `no target "${wanted}"; known: ${names.join(", ")}`);
+  }
+  return target;
+}
+function throwProblems(file, problems, line) {
+  const first = problems[0];
+  const rest2 = problems.slice(1, MAX_LISTED_PROBLEMS).map((p) => {
+    const l = line(p);
+    return `
+  also ${l === void 0 ? "" : `line ${l}: `}${p.keyPath ? `${p.keyPath}: ` : ""}${p.message}`;
+  });
+  const more = problems.length > MAX_LISTED_PROBLEMS ? `
+  and ${problems.length - MAX_LISTED_PROBLEMS} more` : "";
+  throw new ConfigError(file, first.keyPath, `${first.message}${rest2.join("")}${more}`, {
+    line: line(first),
+    hint: `the schema with every key and default is ${SCHEMA_FILE}`
+  });
+}
+function dedupe(problems) {
+  const seen = /* @__PURE__ */ new Set();
+  return problems.filter((p) => {
+    const k = `${p.keyPath}\0${p.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+function pointerToPath(pointer) {
+  if (pointer === "") return [];
+  return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+}
+function describeAjvError(e) {
+  const path = pointerToPath(e.instancePath);
+  const keyPath = path.join(".");
+  const join39 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
+  switch (e.keyword) {
+    case "additionalProperties": {
+      const key = String(e.params.additionalProperty);
+      const known = Object.keys(e.parentSchema?.properties ?? {});
+      const near = nearest(key, known);
+      return {
+        keyPath: join39(key),
+        message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
+      };
+    }
+    case "required":
+      return {
+        keyPath: join39(String(e.params.missingProperty)),
+        message: "missing required key"
+      };
+    case "enum":
+      return {
+        keyPath,
+        message: `must be one of ${(e.params.allowedValues ?? []).map(String).join(", ")}${got}`
+      };
+    case "const":
+      return {
+        keyPath,
+        message: `must be ${JSON.stringify(e.params.allowedValue)}${got}`
+      };
+    case "type":
+      return { keyPath, message: `must be ${e.params.type}${got}` };
+    case "propertyNames":
+      return { keyPath, message: `has a badly formed name: ${e.message ?? ""}` };
+    default:
+      return { keyPath, message: `${e.message ?? "is invalid"}${got}` };
   }
 }
+function nearest(word, candidates) {
+  let best;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = c;
+    }
+  }
+  return best !== void 0 && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : void 0;
+}
+function editDistance(a, b) {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length];
+}
+function lineOf(root, problem, lines) {
+  const keys = problem.keyPath === "" ? [] : problem.keyPath.split(".");
+  let node = root;
+  let offset = node?.range?.[0];
+  for (const key of keys) {
+    if (!(0, import_yaml.isMap)(node)) break;
+    const pair = node.items.find((p) => (0, import_yaml.isScalar)(p.key) && String(p.key.value) === key);
+    if (!pair) break;
+    offset = pair.key.range?.[0] ?? offset;
+    node = pair.value;
+  }
+  return offset === void 0 ? void 0 : lines.linePos(offset).line;
+}
+function setPath(data, keyPath, value2) {
+  const keys = keyPath.split(".");
+  let obj = data;
+  for (const k of keys.slice(0, -1)) {
+    const next = obj[k];
+    if (typeof next !== "object" || next === null || Array.isArray(next)) obj[k] = {};
+    obj = obj[k];
+  }
+  obj[keys[keys.length - 1]] = value2;
+}
+
+// src/store/factory.ts
+import { resolve as resolve5 } from "node:path";
 
 // src/util/registry.ts
 var Registry = class {
@@ -42014,36 +42299,17 @@ var Registry = class {
   }
 };
 
-// src/agent/agents/claude.ts
-import { dirname as dirname6 } from "node:path";
-
-// src/agent/agent.ts
-var AgentSetupError = class extends HillclimbError {
-  constructor(agent, problem, opts) {
-    super(`agent ${agent}: ${problem}`, {
-      hint: `${opts.hint} (the agent log is ${opts.logFile})`,
-      exitCode: ExitCode2.badInput
-    });
-    this.agent = agent;
-  }
-  agent;
-  name = "AgentSetupError";
-};
-
-// src/agent/launch.ts
-import { existsSync as existsSync4, mkdirSync as mkdirSync5, readdirSync as readdirSync2, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { isAbsolute as isAbsolute3, join as join7 } from "node:path";
-
-// src/exec/sandbox.ts
-import { mkdtempSync, readFileSync as readFileSync2, realpathSync, rmSync } from "node:fs";
+// src/store/stores/branch.ts
+import { randomUUID as randomUUID3 } from "node:crypto";
+import { copyFileSync as copyFileSync2, mkdirSync as mkdirSync4, mkdtempSync, renameSync as renameSync3, rmSync as rmSync2, statSync as statSync2 } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname as dirname3, isAbsolute as isAbsolute2, join as join5, resolve as resolve2 } from "node:path";
+import { basename as basename2, dirname as dirname5, isAbsolute, join as join5, resolve as resolve3 } from "node:path";
+import { pathToFileURL } from "node:url";
 
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
 import { createWriteStream, mkdirSync as mkdirSync2 } from "node:fs";
-import { dirname as dirname2 } from "node:path";
+import { dirname as dirname3 } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 var ExecError = class extends HillclimbError {
   name = "ExecError";
@@ -42097,7 +42363,7 @@ function spawnAndCollect(command, args, opts, shown) {
   const env = buildEnv(opts);
   let log;
   if (opts.logFile) {
-    mkdirSync2(dirname2(opts.logFile), { recursive: true });
+    mkdirSync2(dirname3(opts.logFile), { recursive: true });
     log = createWriteStream(opts.logFile, { flags: "a" });
   }
   return new Promise((resolve17, reject) => {
@@ -42269,7 +42535,10174 @@ function indent(text3) {
   return text3.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
+// src/store/errors.ts
+var StoreApiError = class extends ApiError {
+  name = "StoreApiError";
+};
+
+// src/store/keys.ts
+function assertKey(key) {
+  const problem = keyProblem(key, false);
+  if (problem) throw new HillclimbError(`invalid store key ${JSON.stringify(key)}: ${problem}`);
+  return key;
+}
+function assertPrefix(prefix) {
+  const problem = prefix === "" ? void 0 : keyProblem(prefix.replace(/\/$/, ""), true);
+  if (problem) throw new HillclimbError(`invalid store prefix ${JSON.stringify(prefix)}: ${problem}`);
+  return prefix;
+}
+function joinKey(prefix, rel) {
+  const p = prefix.replace(/\/+$/, "");
+  return p === "" ? rel : `${p}/${rel}`;
+}
+function keyProblem(key, isPrefix) {
+  if (key === "") return isPrefix ? void 0 : "empty";
+  if (key.startsWith("/")) return "must be relative (no leading /)";
+  if (/[\\\u0000-\u001f\u007f]/.test(key)) return "backslashes and control characters are not allowed";
+  const segments = key.split("/");
+  if (segments.some((s) => s === "" || s === "." || s === ".."))
+    return 'empty, "." and ".." segments are not allowed';
+  return void 0;
+}
+
+// src/store/local-files.ts
+import { randomUUID as randomUUID2 } from "node:crypto";
+import { copyFileSync, mkdirSync as mkdirSync3, readdirSync, renameSync as renameSync2, rmSync, statSync } from "node:fs";
+import { basename, dirname as dirname4, join as join4 } from "node:path";
+var TEMP_MARKER = ".hc-tmp-";
+function walkFiles(dir) {
+  const out = [];
+  const visit = (abs, rel) => {
+    for (const name of readdirSync(abs).sort()) {
+      const childAbs = join4(abs, name);
+      const childRel = rel === "" ? name : `${rel}/${name}`;
+      const st = statSync(childAbs);
+      if (st.isDirectory()) visit(childAbs, childRel);
+      else if (st.isFile() && !name.includes(TEMP_MARKER)) out.push(childRel);
+    }
+  };
+  visit(dir, "");
+  return out.sort();
+}
+function copyFileAtomic(src, dest) {
+  mkdirSync3(dirname4(dest), { recursive: true });
+  const tmp = join4(dirname4(dest), `${basename(dest)}${TEMP_MARKER}${process.pid}-${randomUUID2()}`);
+  try {
+    copyFileSync(src, tmp);
+    renameSync2(tmp, dest);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+// src/store/stores/branch.ts
+var DEFAULT_DATA_BRANCH = "hillclimb-data";
+var SCRATCH_REMOTE = "store";
+var GIT_TIMEOUT_MS = 5 * 6e4;
+var DEFAULT_PUSH_ATTEMPTS = 6;
+var BRANCH_STORE_MAX_FILE_BYTES = 10 * 1024 * 1024;
+var PROTECTED_BRANCH = /\bGH006\b|\bGH013\b|protected branch/i;
+var TRACE_FILE = /(?:^|\/)plugins\/profile\/|\.xplane\.pb$|\.trace\.json(?:\.gz)?$|(?:^|\/)perfetto_trace\.json(?:\.gz)?$/;
+var IDENTITY = {
+  GIT_AUTHOR_NAME: "hillclimb",
+  GIT_AUTHOR_EMAIL: "hillclimb@users.noreply.invalid",
+  GIT_COMMITTER_NAME: "hillclimb",
+  GIT_COMMITTER_EMAIL: "hillclimb@users.noreply.invalid"
+};
+var BranchStore = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.branch = opts.branch ?? DEFAULT_DATA_BRANCH;
+    this.tokenEnv = opts.tokenEnv ?? "GITHUB_TOKEN";
+    if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(this.branch) || this.branch.includes("..")) {
+      throw new HillclimbError(
+        `store.branch.name is not a usable branch name: ${JSON.stringify(this.branch)}`
+      );
+    }
+  }
+  opts;
+  name = "branch";
+  publiclyReadable = false;
+  branch;
+  tokenEnv;
+  remoteUrl;
+  async put(key, file) {
+    assertKey(key);
+    const bytes = isFile(file) ? statSync2(file).size : 0;
+    if (bytes > this.maxFileBytes) {
+      throw new HillclimbError(
+        `cannot store ${key} on the ${this.branch} branch: ${mib(bytes)} is over the branch store's ${mib(this.maxFileBytes)} per-file limit`,
+        {
+          hint: "the data branch is downloaded by every full checkout; store large files with store.kind: hf"
+        }
+      );
+    }
+    const [stored] = await this.commit([{ key, file }], `hillclimb: store ${key}`);
+    return stored;
+  }
+  /** Every file below `dir`, except traces and files over the limit (each named in a warning). */
+  async putDir(prefix, dir) {
+    assertPrefix(prefix);
+    const changes = [];
+    const skipped = [];
+    for (const rel of walkFiles(dir)) {
+      const change = { key: joinKey(prefix, rel), file: join5(dir, rel) };
+      const bytes = statSync2(change.file).size;
+      if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
+      else if (bytes > this.maxFileBytes) {
+        skipped.push(`${change.key} (${mib(bytes)}, over the ${mib(this.maxFileBytes)} limit)`);
+      } else changes.push(change);
+    }
+    if (skipped.length > 0) {
+      this.opts.logger.warn(
+        `store: not putting ${skipped.length} file(s) on the ${this.branch} branch, which every full checkout downloads: ${skipped.join(", ")}; the run's artifact keeps them (use store.kind: hf to store traces)`
+      );
+    }
+    if (changes.length === 0) return [];
+    return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
+  }
+  get maxFileBytes() {
+    return this.opts.maxFileBytes ?? BRANCH_STORE_MAX_FILE_BYTES;
+  }
+  async get(key, dest) {
+    assertKey(key);
+    await this.withScratch(async (s) => {
+      const tip = await s.fetchTip();
+      if (!tip || !await s.exists(tip, key)) {
+        throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
+      }
+      const worktree = join5(s.dir, "checkout");
+      mkdirSync4(worktree);
+      await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
+      mkdirSync4(dirname5(dest), { recursive: true });
+      const tmp = join5(dirname5(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+      try {
+        copyFileSync2(join5(worktree, key), tmp);
+        renameSync3(tmp, dest);
+      } finally {
+        rmSync2(tmp, { force: true });
+      }
+    });
+  }
+  async list(prefix) {
+    assertPrefix(prefix);
+    return this.withScratch(async (s) => {
+      const tip = await s.fetchTip();
+      if (!tip) return [];
+      const r = await s.git(["ls-tree", "-r", "-z", "--name-only", tip]);
+      return r.stdout.split("\0").filter((k) => k !== "" && k.startsWith(prefix)).sort();
+    });
+  }
+  url(key) {
+    const path = assertKey(key).split("/").map(encodeURIComponent).join("/");
+    const remote = this.configuredUrlSync();
+    const gh = githubRepository(remote);
+    const web = gh ? `https://github.com/${gh}` : this.opts.webUrl?.replace(/\/+$/, "");
+    if (web) return `${web}/blob/${this.branch.split("/").map(encodeURIComponent).join("/")}/${path}`;
+    return `${remote}#${this.branch}:${key}`;
+  }
+  /** One commit with every change on top of the current tip; retried when another writer wins. */
+  async commit(changes, message) {
+    for (const c of changes) {
+      if (!isFile(c.file)) throw new HillclimbError(`cannot store ${c.file} as ${c.key}: not a file`);
+    }
+    const attempts = this.opts.pushAttempts ?? DEFAULT_PUSH_ATTEMPTS;
+    await this.withScratch(async (s) => {
+      const blobs = await s.hashFiles(changes.map((c) => c.file));
+      for (let attempt2 = 1; ; attempt2++) {
+        const tip = await s.fetchTip();
+        const commit2 = await s.commitOnTop(
+          tip,
+          changes.map((c, i) => ({ key: c.key, blob: blobs[i] })),
+          message
+        );
+        if (commit2 === void 0) {
+          this.opts.logger.debug(`store: ${this.branch} already holds these ${changes.length} file(s)`);
+          return;
+        }
+        const pushed = await s.push(commit2);
+        if (pushed === "ok") {
+          this.opts.logger.info(`stored ${changes.length} file(s) on the ${this.branch} branch`);
+          return;
+        }
+        if (attempt2 >= attempts) {
+          throw new StoreApiError("git push", `the ${this.branch} branch kept moving (${attempts} tries)`, {
+            hint: "several writers race for the data branch; serialize them with a workflow concurrency group"
+          });
+        }
+        this.opts.logger.info(`store: ${this.branch} moved meanwhile; re-applying on the new tip`);
+        await sleep(
+          this.opts.retryDelayMs?.(attempt2) ?? Math.round(200 * 2 ** attempt2 * (0.5 + Math.random()))
+        );
+      }
+    });
+    return changes.map((c) => ({ key: c.key, url: this.url(c.key), bytes: statSync2(c.file).size }));
+  }
+  async withScratch(fn) {
+    const url = await this.resolveRemoteUrl();
+    const dir = mkdtempSync(join5(tmpdir(), "hc-branch-store-"));
+    try {
+      const s = new Scratch(
+        dir,
+        url,
+        this.branch,
+        this.gitEnv(url),
+        this.secrets(),
+        this.opts,
+        this.tokenEnv
+      );
+      await s.init();
+      return await fn(s);
+    } finally {
+      rmSync2(dir, { recursive: true, force: true });
+    }
+  }
+  /** The remote as a URL: a remote name of the repository resolved, a relative path made absolute. */
+  resolveRemoteUrl() {
+    this.remoteUrl ??= (async () => {
+      const remote = this.opts.remote ?? "origin";
+      if (remote === "" || remote.startsWith("-")) {
+        throw new HillclimbError(`store.branch.remote is not usable: ${JSON.stringify(remote)}`);
+      }
+      if (isUrl(remote)) return remote;
+      const named = await run(this.opts.gitBinary ?? "git", ["remote", "get-url", "--", remote], {
+        cwd: this.opts.repoDir,
+        allowedExitCodes: "any",
+        env: { GIT_TERMINAL_PROMPT: "0" }
+      });
+      if (named.exitCode === 0 && named.stdout.trim() !== "")
+        return toUrl(named.stdout.trim(), this.opts.repoDir);
+      if (remote.includes("/") || remote.startsWith(".")) return toUrl(remote, this.opts.repoDir);
+      throw new HillclimbError(`store.branch.remote "${remote}" is not a remote of ${this.opts.repoDir}`, {
+        hint: "name an existing remote (git remote -v) or give a URL"
+      });
+    })();
+    this.remoteUrl.catch(() => {
+      this.remoteUrl = void 0;
+    });
+    return this.remoteUrl;
+  }
+  /** url() is synchronous: use the configured remote as written when it is a URL or path. */
+  configuredUrlSync() {
+    const remote = this.opts.remote ?? "origin";
+    if (isUrl(remote) || remote.includes("/") || remote.startsWith("."))
+      return toUrl(remote, this.opts.repoDir);
+    return remote;
+  }
+  gitEnv(url) {
+    const env = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", ...IDENTITY };
+    const token = this.opts.token;
+    if (!token || !/^https?:\/\//i.test(url)) return env;
+    const key = `http.${new URL(url).origin}/.extraheader`;
+    const start = Number.parseInt(process.env.GIT_CONFIG_COUNT ?? "0", 10) || 0;
+    return {
+      ...env,
+      GIT_CONFIG_COUNT: String(start + 2),
+      [`GIT_CONFIG_KEY_${start}`]: key,
+      [`GIT_CONFIG_VALUE_${start}`]: "",
+      [`GIT_CONFIG_KEY_${start + 1}`]: key,
+      [`GIT_CONFIG_VALUE_${start + 1}`]: `AUTHORIZATION: basic ${basicAuth(token)}`
+    };
+  }
+  secrets() {
+    const token = this.opts.token;
+    return token ? [token, basicAuth(token)] : [];
+  }
+};
+var Scratch = class {
+  constructor(dir, url, branch, env, redact2, opts, tokenEnv) {
+    this.dir = dir;
+    this.url = url;
+    this.branch = branch;
+    this.env = env;
+    this.redact = redact2;
+    this.opts = opts;
+    this.tokenEnv = tokenEnv;
+    this.gitDir = join5(dir, "repo.git");
+    this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
+  }
+  dir;
+  url;
+  branch;
+  env;
+  redact;
+  opts;
+  tokenEnv;
+  shownUrl;
+  gitDir;
+  async init() {
+    await run(this.opts.gitBinary ?? "git", ["init", "-q", "--bare", this.gitDir], {
+      env: this.env,
+      timeoutMs: GIT_TIMEOUT_MS
+    });
+    await this.git(["remote", "add", SCRATCH_REMOTE, this.url]);
+  }
+  git(args, o = {}) {
+    return run(this.opts.gitBinary ?? "git", args, {
+      env: {
+        ...this.env,
+        GIT_DIR: this.gitDir,
+        ...o.index ? { GIT_INDEX_FILE: join5(this.dir, `${o.index}.index`) } : {}
+      },
+      redact: this.redact,
+      timeoutMs: GIT_TIMEOUT_MS,
+      ...o.input !== void 0 ? { input: o.input } : {},
+      ...o.allowedExitCodes ? { allowedExitCodes: o.allowedExitCodes } : {}
+    });
+  }
+  /** Fetch the branch tip; undefined when the remote has no such branch yet. */
+  async fetchTip() {
+    const ref = `refs/remotes/${SCRATCH_REMOTE}/${this.branch}`;
+    const r = await this.git(
+      [
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--depth=1",
+        "--filter=blob:none",
+        SCRATCH_REMOTE,
+        `+refs/heads/${this.branch}:${ref}`
+      ],
+      { allowedExitCodes: "any" }
+    );
+    if (r.exitCode !== 0) {
+      if (/couldn't find remote ref/i.test(r.stderr)) return void 0;
+      throw this.failure("git fetch", r, "read");
+    }
+    return (await this.git(["rev-parse", "--verify", ref])).stdout.trim();
+  }
+  async exists(tip, key) {
+    const r = await this.git(["cat-file", "-e", `${tip}:${key}`], { allowedExitCodes: "any" });
+    return r.exitCode === 0;
+  }
+  /** Blob ids of local files, written into the scratch repository. */
+  async hashFiles(files) {
+    const r = await this.git(["hash-object", "-w", "--no-filters", "--stdin-paths"], {
+      input: `${files.join("\n")}
+`
+    });
+    const ids = r.stdout.trim().split("\n");
+    if (ids.length !== files.length)
+      throw new Error(`git hash-object returned ${ids.length} ids for ${files.length} files`);
+    return ids;
+  }
+  /** A commit of `tip`'s tree with the entries replaced; undefined when nothing would change. */
+  async commitOnTop(tip, entries, message) {
+    const index = `commit-${randomUUID3()}`;
+    if (tip) await this.git(["read-tree", tip], { index });
+    else await this.git(["read-tree", "--empty"], { index });
+    const info = entries.map((e) => `100644 ${e.blob}	${e.key}`).join("\n");
+    await this.git(["update-index", "--add", "--index-info"], { index, input: `${info}
+` });
+    const tree = (await this.git(["write-tree", "--missing-ok"], { index })).stdout.trim();
+    if (tip) {
+      const current2 = (await this.git(["rev-parse", `${tip}^{tree}`])).stdout.trim();
+      if (current2 === tree) return void 0;
+    }
+    const args = ["commit-tree", tree, "-m", message, ...tip ? ["-p", tip] : []];
+    return (await this.git(args)).stdout.trim();
+  }
+  /** Push without force: 'rejected' when the branch moved since the fetch. */
+  async push(commit2) {
+    const r = await this.git(
+      ["push", "--porcelain", "--no-verify", SCRATCH_REMOTE, `${commit2}:refs/heads/${this.branch}`],
+      { allowedExitCodes: "any" }
+    );
+    if (r.exitCode === 0) return "ok";
+    const text3 = `${r.stdout}
+${r.stderr}`;
+    if (/\[rejected\]|\[remote rejected\].*(?:failed to update ref|cannot lock ref)|fetch first|non-fast-forward|stale info/i.test(
+      text3
+    )) {
+      return "rejected";
+    }
+    throw this.failure("git push", r, "write");
+  }
+  failure(operation, r, need) {
+    const rejected = r.stdout.split("\n").filter((l) => l.startsWith("!"));
+    const detail = [...rejected, ...r.stderr.trim().split("\n").slice(-3)].map((l) => l.trim()).filter(Boolean).join(" ");
+    const denied = /\b40[13]\b|denied|not granted|authentication failed|could not read username/i.test(
+      detail
+    );
+    const tooLarge = `${r.stdout}
+${r.stderr}`.match(
+      /File (.+?) is ([\d.]+ MB); this exceeds GitHub's file size limit/
+    );
+    if (tooLarge || /\bGH001\b/.test(r.stderr)) {
+      return new StoreApiError(
+        operation,
+        `${this.shownUrl} (${this.branch}) refused a file over GitHub's size limit (GH001)${tooLarge ? `: ${tooLarge[1]} is ${tooLarge[2]}` : ""}`,
+        {
+          hint: "GitHub refuses files over 100 MiB; keep the branch store's maxFileBytes below that, or store large files with store.kind: hf",
+          cause: new ExecError(detail, operation, r)
+        }
+      );
+    }
+    return new StoreApiError(
+      operation,
+      `${this.shownUrl} (${this.branch}): ${detail || `exit code ${r.exitCode}`}`,
+      {
+        hint: PROTECTED_BRANCH.test(`${r.stdout}
+${r.stderr}`) ? `a branch protection rule or ruleset covers ${this.branch}: exclude it, or add the token's GitHub App to its bypass list (docs/setup.md, "Branch protection")` : denied ? `the token in $${this.tokenEnv} may not ${need} ${this.shownUrl}: it needs "contents: ${need}"` : `check that ${this.shownUrl} is reachable`,
+        cause: new ExecError(detail, operation, r)
+      }
+    );
+  }
+};
+function isUrl(remote) {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || /^[^/@\s]+@[^:/\s]+:/.test(remote);
+}
+function toUrl(remote, repoDir) {
+  if (isUrl(remote)) return remote;
+  return pathToFileURL(isAbsolute(remote) ? remote : resolve3(repoDir, remote)).href;
+}
+function githubRepository(url) {
+  const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
+  return m ? `${m[1]}/${m[2]}` : void 0;
+}
+function basicAuth(token) {
+  return Buffer.from(`x-access-token:${token}`).toString("base64");
+}
+function isFile(path) {
+  try {
+    return statSync2(path).isFile();
+  } catch {
+    return false;
+  }
+}
+function mib(bytes) {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+function sleep(ms2) {
+  return new Promise((r) => setTimeout(r, ms2));
+}
+
+// src/store/stores/hf.ts
+import { randomUUID as randomUUID4 } from "node:crypto";
+import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync5, openAsBlob, renameSync as renameSync4, rmSync as rmSync3, statSync as statSync3 } from "node:fs";
+import { basename as basename3, dirname as dirname6, join as join6 } from "node:path";
+import { Readable as Readable3 } from "node:stream";
+import { pipeline } from "node:stream/promises";
+
+// node_modules/gearhash-jit/dist/esm/table.js
+var GEAR_TABLE = [
+  0xb088d3a9e840f559n,
+  0x5652c7f739ed20d6n,
+  0x45b28969898972abn,
+  0x6b0a89d5b68ec777n,
+  0x368f573e8b7a31b7n,
+  0x1dc636dce936d94bn,
+  0x207a4c4e5554d5b6n,
+  0xa474b34628239acbn,
+  0x3b06a83e1ca3b912n,
+  0x90e78d6c2f02baf7n,
+  0xe1c92df7150d9a8an,
+  0x8e95053a1086d3adn,
+  0x5a2ef4f1b83a0722n,
+  0xa50fac949f807faen,
+  0x0e7303eb80d8d681n,
+  0x99b07edc1570ad0fn,
+  0x689d2fb555fd3076n,
+  0x00005082119ea468n,
+  0xc4b08306a88fcc28n,
+  0x3eb0678af6374afdn,
+  0xf19f87ab86ad7436n,
+  0xf2129fbfbe6bc736n,
+  0x481149575c98a4edn,
+  0x0000010695477bc5n,
+  0x1fba37801a9ceaccn,
+  0x3bf06fd663a49b6dn,
+  0x99687e9782e3874bn,
+  0x79a10673aa50d8e3n,
+  0xe4accf9e6211f420n,
+  0x2520e71f87579071n,
+  0x2bd5d3fd781a8a9bn,
+  0x00de4dcddd11c873n,
+  0xeaa9311c5a87392fn,
+  0xdb748eb617bc40ffn,
+  0xaf579a8df620bf6fn,
+  0x86a6e5da1b09c2b1n,
+  0xcc2fc30ac322a12en,
+  0x355e2afec1f74267n,
+  0x2d99c8f4c021a47bn,
+  0xbade4b4a9404cfc3n,
+  0xf7b518721d707d69n,
+  0x3286b6587bf32c20n,
+  0x0000b68886af270cn,
+  0xa115d6e4db8a9079n,
+  0x484f7e9c97b2e199n,
+  0xccca7bb75713e301n,
+  0xbf2584a62bb0f160n,
+  0xade7e813625dbcc8n,
+  0x000070940d87955an,
+  0x8ae69108139e626fn,
+  0xbd776ad72fde38a2n,
+  0xfb6b001fc2fcc0cfn,
+  0xc7a474b8e67bc427n,
+  0xbaf6f11610eb5d58n,
+  0x09cb1f5b6de770d1n,
+  0xb0b219e6977d4c47n,
+  0x00ccbc386ea7ad4an,
+  0xcc849d0adf973f01n,
+  0x73a3ef7d016af770n,
+  0xc807d2d386bdbdfen,
+  0x7f2ac9966c791730n,
+  0xd037a86bc6c504dan,
+  0xf3f17c661eaa609dn,
+  0xaca626b04daae687n,
+  0x755a99374f4a5b07n,
+  0x90837ee65b2caeden,
+  0x6ee8ad93fd560785n,
+  0x0000d9e11053edd8n,
+  0x9e063bb2d21cdbd7n,
+  0x07ab77f12a01d2b2n,
+  0xec550255e6641b44n,
+  0x78fb94a8449c14c6n,
+  0xc7510e1bc6c0f5f5n,
+  0x0000320b36e4cae3n,
+  0x827c33262c8b1a2dn,
+  0x14675f0b48ea4144n,
+  0x267bd3a6498decebn,
+  0xf1916ff982f5035en,
+  0x86221b7ff434fb88n,
+  0x9dbecee7386f49d8n,
+  0xea58f8cac80f8f4an,
+  0x008d198692fc64d8n,
+  0x6d38704fbabf9a36n,
+  0xe032cb07d1e7be4cn,
+  0x228d21f6ad450890n,
+  0x635cb1bfc02589a5n,
+  0x4620a1739ca2ce71n,
+  0xa7e7dfe3aae5fb58n,
+  0x0c10ca932b3c0debn,
+  0x2727fee884afed7bn,
+  0xa2df1c6df9e2ab1fn,
+  0x4dcdd1ac0774f523n,
+  0x000070ffad33e24en,
+  0xa2ace87bc5977816n,
+  0x9892275ab4286049n,
+  0xc2861181ddf18959n,
+  0xbb9972a042483e19n,
+  0xef70cd3766513078n,
+  0x00000513abfc9864n,
+  0xc058b61858c94083n,
+  0x09e850859725e0den,
+  0x9197fb3bf83e7d94n,
+  0x7e1e626d12b64bcen,
+  0x520c54507f7b57d1n,
+  0xbee1797174e22416n,
+  0x6fd9ac3222e95587n,
+  0x0023957c9adfbf3en,
+  0xa01c7d7e234bbe15n,
+  0xaba2c758b8a38cbbn,
+  0x0d1fa0ceec3e2b30n,
+  0x0bb6a58b7e60b991n,
+  0x4333dd5b9fa26635n,
+  0xc2fd3b7d4001c1a3n,
+  0xfb41802454731127n,
+  0x65a56185a50d18cbn,
+  0xf67a02bd8784b54fn,
+  0x696f11dd67e65063n,
+  0x00002022fca814abn,
+  0x8cd6be912db9d852n,
+  0x695189b6e9ae8a57n,
+  0xee9453b50ada0c28n,
+  0xd8fc5ea91a78845en,
+  0xab86bf191a4aa767n,
+  0x0000c6b5c86415e5n,
+  0x267310178e08a22en,
+  0xed2d101b078bca25n,
+  0x3b41ed84b226a8fbn,
+  0x13e622120f28dc06n,
+  0xa315f5ebfb706d26n,
+  0x8816c34e3301bacen,
+  0xe9395b9cbb71fdaen,
+  0x002ce9202e721648n,
+  0x4283db1d2bb3c91cn,
+  0xd77d461ad2b1a6a5n,
+  0xe2ec17e46eeb866bn,
+  0xb8e0be4039fbc47cn,
+  0xdea160c4d5299d04n,
+  0x7eec86c8d28c3634n,
+  0x2119ad129f98a399n,
+  0xa6ccf46b61a283efn,
+  0x2c52cedef658c617n,
+  0x2db4871169acdd83n,
+  0x0000f0d6f39ecbe9n,
+  0x3dd5d8c98d2f9489n,
+  0x8a1872a22b01f584n,
+  0xf282a4c40e7b3cf2n,
+  0x8020ec2ccb1ba196n,
+  0x6693b6e09e59e313n,
+  0x0000ce19cc7c83ebn,
+  0x20cb5735f6479c3bn,
+  0x762ebf3759d75a5bn,
+  0x207bfe823d693975n,
+  0xd77dc112339cd9d5n,
+  0x9ba7834284627d03n,
+  0x217dc513e95f51e9n,
+  0xb27b1a29fc5e7816n,
+  0x00d5cd9831bb662dn,
+  0x71e39b806d75734cn,
+  0x7e572af006fb1a23n,
+  0xa2734f2f6ae91f85n,
+  0xbf82c6b5022cddf2n,
+  0x5c3beac60761a0den,
+  0xcdc893bb47416998n,
+  0x6d1085615c187e01n,
+  0x77f8ae30ac277c5dn,
+  0x917c6b81122a2c91n,
+  0x5b75b699add16967n,
+  0x0000cf6ae79a069bn,
+  0xf3c40afa60de1104n,
+  0x2063127aa59167c3n,
+  0x621de62269d1894dn,
+  0xd188ac1de62b4726n,
+  0x107036e2154b673cn,
+  0x0000b85f28553a1dn,
+  0xf2ef4e4c18236f3dn,
+  0xd9d6de6611b9f602n,
+  0xa1fc7955fb47911cn,
+  0xeb85fd032f298dbdn,
+  0xbe27502fb3befae1n,
+  0xe3034251c4cd661en,
+  0x441364d354071836n,
+  0x0082b36c75f2983en,
+  0xb145910316fa66f0n,
+  0x021c069c9847caf7n,
+  0x2910dfc75a4b5221n,
+  0x735b353e1c57a8b5n,
+  0xce44312ce98ed96cn,
+  0xbc942e4506bdfa65n,
+  0xf05086a71257941bn,
+  0xfec3b215d351ceadn,
+  0x00ae1055e0144202n,
+  0xf54b40846f42e454n,
+  0x00007fd9c8bcbcc8n,
+  0xbfbd9ef317de9bfen,
+  0xa804302ff2854e12n,
+  0x39ce4957a5e5d8d4n,
+  0xffb9e2a45637ba84n,
+  0x55b9ad1d9ea0818bn,
+  0x00008acbf319178an,
+  0x48e2bfc8d0fbfb38n,
+  0x8be39841e848b5e8n,
+  0x0e2712160696a08bn,
+  0xd51096e84b44242an,
+  0x1101ba176792e13an,
+  0xc22e770f4531689dn,
+  0x1689eff272bbc56cn,
+  0x00a92a197f5650ecn,
+  0xbc765990bda1784en,
+  0xc61441e392fcb8aen,
+  0x07e13a2ced31e4a0n,
+  0x92cbe984234e9d4dn,
+  0x8f4ff572bb7d8ac5n,
+  0x0b9670c00b963bd0n,
+  0x62955a581a03eb01n,
+  0x645f83e5ea000254n,
+  0x41fce516cd88f299n,
+  0xbbda9748da7a98cfn,
+  0x0000aab2fe4845fan,
+  0x19761b069bf56555n,
+  0x8b8f5e8343b6ad56n,
+  0x3e5d1cfd144821d9n,
+  0xec5c1e2ca2b0cd8fn,
+  0xfaf7e0fea7fbb57fn,
+  0x000000d3ba12961bn,
+  0xda3f90178401b18en,
+  0x70ff906de33a5febn,
+  0x0527d5a7c06970e7n,
+  0x22d8e773607c13e9n,
+  0xc9ab70df643c3bacn,
+  0xeda4c6dc8abe12e3n,
+  0xecef1f410033e78an,
+  0x0024c2b274ac72cbn,
+  0x06740d954fa900b4n,
+  0x1d7a299b323d6304n,
+  0xb3c37cb298cbead5n,
+  0xc986e3c76178739bn,
+  0x9fabea364b46f58an,
+  0x6da214c5af85cc56n,
+  0x17a43ed8b7a38f84n,
+  0x6eccec511d9adbebn,
+  0xf9cab30913335afbn,
+  0x4a5e60c5f415eed2n,
+  0x00006967503672b4n,
+  0x9da51d121454bb87n,
+  0x84321e13b9bbc816n,
+  0xfb3d6fb6ab2fdd8dn,
+  0x60305eed8e160a8dn,
+  0xcbbf4b14e9946ce8n,
+  0x00004f63381b10c3n,
+  0x07d5b7816fcc4e10n,
+  0xe5a536726a6a8155n,
+  0x57afb23447a07fddn,
+  0x18f346f7abc9d394n,
+  0x636dc655d61ad33dn,
+  0xcc8bab4939f7f3f6n,
+  0x63c7a906c1dd187bn
+];
+
+// node_modules/gearhash-jit/dist/esm/wasm.js
+var TABLE_OFFSET = 0;
+var HASH_OFFSET = 2048;
+var MASK_OFFSET = 2056;
+var INPUT_OFFSET = 4096;
+var PAGES = 8;
+var MAX_INPUT_SIZE = PAGES * 65536 - INPUT_OFFSET;
+var wasmMemory = null;
+var wasmView = null;
+var wasmFn = null;
+function toSignedLeb128(n) {
+  const bytes = [];
+  let value2 = n | 0;
+  for (; ; ) {
+    const byte = value2 & 127;
+    value2 >>= 7;
+    if (value2 === 0 && (byte & 64) === 0 || value2 === -1 && (byte & 64) !== 0) {
+      bytes.push(byte);
+      return bytes;
+    }
+    bytes.push(byte | 128);
+  }
+}
+function toLebU32Padded5(n) {
+  return [
+    n & 127 | 128,
+    n >>> 7 & 127 | 128,
+    n >>> 14 & 127 | 128,
+    n >>> 21 & 127 | 128,
+    n >>> 28 & 15
+  ];
+}
+function generateWasmBytes() {
+  const code2 = [];
+  function emit(...bytes) {
+    code2.push(...bytes);
+  }
+  emit(0, 97, 115, 109);
+  emit(1, 0, 0, 0);
+  emit(1, 7, 1, 96, 2, 127, 127, 1, 127);
+  emit(2, 11, 1, 2, 106, 115, 3, 109, 101, 109, 2, 0, PAGES);
+  emit(3, 2, 1, 0);
+  emit(7, 13, 1, 9, 110, 101, 120, 116, 77, 97, 116, 99, 104, 0, 0);
+  emit(10);
+  const sectionSizeOff = code2.length;
+  emit(0, 0, 0, 0, 0);
+  emit(1);
+  const funcSizeOff = code2.length;
+  emit(0, 0, 0, 0, 0);
+  const bodyStart = code2.length;
+  emit(2, 2, 126, 2, 127);
+  emit(65, ...toSignedLeb128(HASH_OFFSET));
+  emit(41, 3, 0);
+  emit(33, 2);
+  emit(65, ...toSignedLeb128(MASK_OFFSET));
+  emit(41, 3, 0);
+  emit(33, 3);
+  emit(32, 0);
+  emit(33, 4);
+  emit(32, 0);
+  emit(32, 1);
+  emit(106);
+  emit(33, 5);
+  emit(2, 64);
+  emit(3, 64);
+  emit(32, 4);
+  emit(32, 5);
+  emit(78);
+  emit(13, 1);
+  emit(32, 2);
+  emit(66, 1);
+  emit(134);
+  emit(32, 4);
+  emit(45, 0, 0);
+  emit(65, 3);
+  emit(116);
+  emit(41, 3, 0);
+  emit(124);
+  emit(34, 2);
+  emit(32, 3);
+  emit(131);
+  emit(80);
+  emit(4, 64);
+  emit(65, ...toSignedLeb128(HASH_OFFSET));
+  emit(32, 2);
+  emit(55, 3, 0);
+  emit(32, 4);
+  emit(32, 0);
+  emit(107);
+  emit(65, 1);
+  emit(106);
+  emit(15);
+  emit(11);
+  emit(32, 4);
+  emit(65, 1);
+  emit(106);
+  emit(33, 4);
+  emit(12, 0);
+  emit(11);
+  emit(11);
+  emit(65, ...toSignedLeb128(HASH_OFFSET));
+  emit(32, 2);
+  emit(55, 3, 0);
+  emit(65, 127);
+  emit(11);
+  const bodySize = code2.length - bodyStart;
+  const bsPatch = toLebU32Padded5(bodySize);
+  for (let i = 0; i < 5; i++)
+    code2[funcSizeOff + i] = bsPatch[i];
+  const secSize = code2.length - sectionSizeOff - 5;
+  const ssPatch = toLebU32Padded5(secSize);
+  for (let i = 0; i < 5; i++)
+    code2[sectionSizeOff + i] = ssPatch[i];
+  return new Uint8Array(code2);
+}
+function initWasm() {
+  if (wasmFn)
+    return;
+  const bytes = generateWasmBytes();
+  wasmMemory = new WebAssembly.Memory({ initial: PAGES });
+  const module2 = new WebAssembly.Module(bytes);
+  const instance = new WebAssembly.Instance(module2, { js: { mem: wasmMemory } });
+  wasmFn = instance.exports.nextMatch;
+  wasmView = new Uint8Array(wasmMemory.buffer);
+  const dv = new DataView(wasmMemory.buffer);
+  for (let i = 0; i < 256; i++) {
+    dv.setBigUint64(TABLE_OFFSET + i * 8, GEAR_TABLE[i], true);
+  }
+}
+function wasmNextMatch(inputStart, inputLen) {
+  return wasmFn(inputStart, inputLen);
+}
+function getView() {
+  return wasmView;
+}
+
+// node_modules/gearhash-jit/dist/esm/index.js
+var Hasher = class {
+  maskBytes;
+  /**
+   * The current 64-bit rolling hash state as 8 little-endian bytes.
+   * Updated after every `nextMatch` call. Zeroed by `resetHash()`.
+   */
+  hash;
+  constructor(mask) {
+    initWasm();
+    this.maskBytes = new Uint8Array(8);
+    this.hash = new Uint8Array(8);
+    new DataView(this.maskBytes.buffer).setBigUint64(0, mask, true);
+  }
+  /**
+   * Scan `buf` for the next gear-hash match. The internal hash state
+   * carries over between calls (for split-buffer scanning).
+   *
+   * @returns 1-based byte position of the match, or -1 if none found.
+   */
+  nextMatch(buf) {
+    const len = buf.length;
+    if (len === 0)
+      return -1;
+    if (len > MAX_INPUT_SIZE) {
+      throw new RangeError(`Input too large: ${len} > ${MAX_INPUT_SIZE}`);
+    }
+    const view = getView();
+    view.set(this.hash, HASH_OFFSET);
+    view.set(this.maskBytes, MASK_OFFSET);
+    view.set(buf, INPUT_OFFSET);
+    const pos = wasmNextMatch(INPUT_OFFSET, len);
+    this.hash.set(view.subarray(HASH_OFFSET, HASH_OFFSET + 8));
+    return pos;
+  }
+  /** Reset rolling hash to zero (call when starting a new chunk). */
+  resetHash() {
+    this.hash.fill(0);
+  }
+};
+
+// node_modules/@huggingface/blake3-jit/dist/esm/compress.js
+function compress(cv, cvOff, block, blockOff, out, outOff, full, counter, blockLen, flags) {
+  let m0 = block[blockOff] | 0;
+  let m1 = block[blockOff + 1] | 0;
+  let m2 = block[blockOff + 2] | 0;
+  let m3 = block[blockOff + 3] | 0;
+  let m4 = block[blockOff + 4] | 0;
+  let m5 = block[blockOff + 5] | 0;
+  let m6 = block[blockOff + 6] | 0;
+  let m7 = block[blockOff + 7] | 0;
+  let m8 = block[blockOff + 8] | 0;
+  let m9 = block[blockOff + 9] | 0;
+  let m10 = block[blockOff + 10] | 0;
+  let m11 = block[blockOff + 11] | 0;
+  let m12 = block[blockOff + 12] | 0;
+  let m13 = block[blockOff + 13] | 0;
+  let m14 = block[blockOff + 14] | 0;
+  let m15 = block[blockOff + 15] | 0;
+  let s0 = cv[cvOff] | 0;
+  let s1 = cv[cvOff + 1] | 0;
+  let s2 = cv[cvOff + 2] | 0;
+  let s3 = cv[cvOff + 3] | 0;
+  let s4 = cv[cvOff + 4] | 0;
+  let s5 = cv[cvOff + 5] | 0;
+  let s6 = cv[cvOff + 6] | 0;
+  let s7 = cv[cvOff + 7] | 0;
+  let s8 = 1779033703;
+  let s9 = 3144134277;
+  let s10 = 1013904242;
+  let s11 = 2773480762;
+  let s12 = counter | 0;
+  let s13 = counter / 4294967296 | 0;
+  let s14 = blockLen | 0;
+  let s15 = flags | 0;
+  s0 = (s0 + s4 | 0) + m0 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 16 | s12 << 16;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 12 | s4 << 20;
+  s0 = (s0 + s4 | 0) + m1 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 8 | s12 << 24;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 7 | s4 << 25;
+  s1 = (s1 + s5 | 0) + m2 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 16 | s13 << 16;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 12 | s5 << 20;
+  s1 = (s1 + s5 | 0) + m3 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 8 | s13 << 24;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 7 | s5 << 25;
+  s2 = (s2 + s6 | 0) + m4 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 16 | s14 << 16;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 12 | s6 << 20;
+  s2 = (s2 + s6 | 0) + m5 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 8 | s14 << 24;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 7 | s6 << 25;
+  s3 = (s3 + s7 | 0) + m6 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 16 | s15 << 16;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 12 | s7 << 20;
+  s3 = (s3 + s7 | 0) + m7 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 8 | s15 << 24;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 7 | s7 << 25;
+  s0 = (s0 + s5 | 0) + m8 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 16 | s15 << 16;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 12 | s5 << 20;
+  s0 = (s0 + s5 | 0) + m9 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 8 | s15 << 24;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 7 | s5 << 25;
+  s1 = (s1 + s6 | 0) + m10 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 16 | s12 << 16;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 12 | s6 << 20;
+  s1 = (s1 + s6 | 0) + m11 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 8 | s12 << 24;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 7 | s6 << 25;
+  s2 = (s2 + s7 | 0) + m12 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 16 | s13 << 16;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 12 | s7 << 20;
+  s2 = (s2 + s7 | 0) + m13 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 8 | s13 << 24;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 7 | s7 << 25;
+  s3 = (s3 + s4 | 0) + m14 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 16 | s14 << 16;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 12 | s4 << 20;
+  s3 = (s3 + s4 | 0) + m15 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 8 | s14 << 24;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 7 | s4 << 25;
+  {
+    const t0 = m0, t1 = m1;
+    m0 = m2;
+    m2 = m3;
+    m3 = m10;
+    m10 = m12;
+    m12 = m9;
+    m9 = m11;
+    m11 = m5;
+    m5 = t0;
+    m1 = m6;
+    m6 = m4;
+    m4 = m7;
+    m7 = m13;
+    m13 = m14;
+    m14 = m15;
+    m15 = m8;
+    m8 = t1;
+  }
+  s0 = (s0 + s4 | 0) + m0 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 16 | s12 << 16;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 12 | s4 << 20;
+  s0 = (s0 + s4 | 0) + m1 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 8 | s12 << 24;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 7 | s4 << 25;
+  s1 = (s1 + s5 | 0) + m2 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 16 | s13 << 16;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 12 | s5 << 20;
+  s1 = (s1 + s5 | 0) + m3 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 8 | s13 << 24;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 7 | s5 << 25;
+  s2 = (s2 + s6 | 0) + m4 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 16 | s14 << 16;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 12 | s6 << 20;
+  s2 = (s2 + s6 | 0) + m5 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 8 | s14 << 24;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 7 | s6 << 25;
+  s3 = (s3 + s7 | 0) + m6 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 16 | s15 << 16;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 12 | s7 << 20;
+  s3 = (s3 + s7 | 0) + m7 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 8 | s15 << 24;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 7 | s7 << 25;
+  s0 = (s0 + s5 | 0) + m8 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 16 | s15 << 16;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 12 | s5 << 20;
+  s0 = (s0 + s5 | 0) + m9 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 8 | s15 << 24;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 7 | s5 << 25;
+  s1 = (s1 + s6 | 0) + m10 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 16 | s12 << 16;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 12 | s6 << 20;
+  s1 = (s1 + s6 | 0) + m11 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 8 | s12 << 24;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 7 | s6 << 25;
+  s2 = (s2 + s7 | 0) + m12 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 16 | s13 << 16;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 12 | s7 << 20;
+  s2 = (s2 + s7 | 0) + m13 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 8 | s13 << 24;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 7 | s7 << 25;
+  s3 = (s3 + s4 | 0) + m14 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 16 | s14 << 16;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 12 | s4 << 20;
+  s3 = (s3 + s4 | 0) + m15 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 8 | s14 << 24;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 7 | s4 << 25;
+  {
+    const t0 = m0, t1 = m1;
+    m0 = m2;
+    m2 = m3;
+    m3 = m10;
+    m10 = m12;
+    m12 = m9;
+    m9 = m11;
+    m11 = m5;
+    m5 = t0;
+    m1 = m6;
+    m6 = m4;
+    m4 = m7;
+    m7 = m13;
+    m13 = m14;
+    m14 = m15;
+    m15 = m8;
+    m8 = t1;
+  }
+  s0 = (s0 + s4 | 0) + m0 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 16 | s12 << 16;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 12 | s4 << 20;
+  s0 = (s0 + s4 | 0) + m1 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 8 | s12 << 24;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 7 | s4 << 25;
+  s1 = (s1 + s5 | 0) + m2 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 16 | s13 << 16;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 12 | s5 << 20;
+  s1 = (s1 + s5 | 0) + m3 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 8 | s13 << 24;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 7 | s5 << 25;
+  s2 = (s2 + s6 | 0) + m4 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 16 | s14 << 16;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 12 | s6 << 20;
+  s2 = (s2 + s6 | 0) + m5 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 8 | s14 << 24;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 7 | s6 << 25;
+  s3 = (s3 + s7 | 0) + m6 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 16 | s15 << 16;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 12 | s7 << 20;
+  s3 = (s3 + s7 | 0) + m7 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 8 | s15 << 24;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 7 | s7 << 25;
+  s0 = (s0 + s5 | 0) + m8 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 16 | s15 << 16;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 12 | s5 << 20;
+  s0 = (s0 + s5 | 0) + m9 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 8 | s15 << 24;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 7 | s5 << 25;
+  s1 = (s1 + s6 | 0) + m10 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 16 | s12 << 16;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 12 | s6 << 20;
+  s1 = (s1 + s6 | 0) + m11 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 8 | s12 << 24;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 7 | s6 << 25;
+  s2 = (s2 + s7 | 0) + m12 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 16 | s13 << 16;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 12 | s7 << 20;
+  s2 = (s2 + s7 | 0) + m13 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 8 | s13 << 24;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 7 | s7 << 25;
+  s3 = (s3 + s4 | 0) + m14 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 16 | s14 << 16;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 12 | s4 << 20;
+  s3 = (s3 + s4 | 0) + m15 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 8 | s14 << 24;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 7 | s4 << 25;
+  {
+    const t0 = m0, t1 = m1;
+    m0 = m2;
+    m2 = m3;
+    m3 = m10;
+    m10 = m12;
+    m12 = m9;
+    m9 = m11;
+    m11 = m5;
+    m5 = t0;
+    m1 = m6;
+    m6 = m4;
+    m4 = m7;
+    m7 = m13;
+    m13 = m14;
+    m14 = m15;
+    m15 = m8;
+    m8 = t1;
+  }
+  s0 = (s0 + s4 | 0) + m0 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 16 | s12 << 16;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 12 | s4 << 20;
+  s0 = (s0 + s4 | 0) + m1 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 8 | s12 << 24;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 7 | s4 << 25;
+  s1 = (s1 + s5 | 0) + m2 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 16 | s13 << 16;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 12 | s5 << 20;
+  s1 = (s1 + s5 | 0) + m3 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 8 | s13 << 24;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 7 | s5 << 25;
+  s2 = (s2 + s6 | 0) + m4 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 16 | s14 << 16;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 12 | s6 << 20;
+  s2 = (s2 + s6 | 0) + m5 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 8 | s14 << 24;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 7 | s6 << 25;
+  s3 = (s3 + s7 | 0) + m6 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 16 | s15 << 16;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 12 | s7 << 20;
+  s3 = (s3 + s7 | 0) + m7 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 8 | s15 << 24;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 7 | s7 << 25;
+  s0 = (s0 + s5 | 0) + m8 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 16 | s15 << 16;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 12 | s5 << 20;
+  s0 = (s0 + s5 | 0) + m9 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 8 | s15 << 24;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 7 | s5 << 25;
+  s1 = (s1 + s6 | 0) + m10 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 16 | s12 << 16;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 12 | s6 << 20;
+  s1 = (s1 + s6 | 0) + m11 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 8 | s12 << 24;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 7 | s6 << 25;
+  s2 = (s2 + s7 | 0) + m12 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 16 | s13 << 16;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 12 | s7 << 20;
+  s2 = (s2 + s7 | 0) + m13 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 8 | s13 << 24;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 7 | s7 << 25;
+  s3 = (s3 + s4 | 0) + m14 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 16 | s14 << 16;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 12 | s4 << 20;
+  s3 = (s3 + s4 | 0) + m15 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 8 | s14 << 24;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 7 | s4 << 25;
+  {
+    const t0 = m0, t1 = m1;
+    m0 = m2;
+    m2 = m3;
+    m3 = m10;
+    m10 = m12;
+    m12 = m9;
+    m9 = m11;
+    m11 = m5;
+    m5 = t0;
+    m1 = m6;
+    m6 = m4;
+    m4 = m7;
+    m7 = m13;
+    m13 = m14;
+    m14 = m15;
+    m15 = m8;
+    m8 = t1;
+  }
+  s0 = (s0 + s4 | 0) + m0 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 16 | s12 << 16;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 12 | s4 << 20;
+  s0 = (s0 + s4 | 0) + m1 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 8 | s12 << 24;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 7 | s4 << 25;
+  s1 = (s1 + s5 | 0) + m2 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 16 | s13 << 16;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 12 | s5 << 20;
+  s1 = (s1 + s5 | 0) + m3 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 8 | s13 << 24;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 7 | s5 << 25;
+  s2 = (s2 + s6 | 0) + m4 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 16 | s14 << 16;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 12 | s6 << 20;
+  s2 = (s2 + s6 | 0) + m5 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 8 | s14 << 24;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 7 | s6 << 25;
+  s3 = (s3 + s7 | 0) + m6 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 16 | s15 << 16;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 12 | s7 << 20;
+  s3 = (s3 + s7 | 0) + m7 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 8 | s15 << 24;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 7 | s7 << 25;
+  s0 = (s0 + s5 | 0) + m8 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 16 | s15 << 16;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 12 | s5 << 20;
+  s0 = (s0 + s5 | 0) + m9 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 8 | s15 << 24;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 7 | s5 << 25;
+  s1 = (s1 + s6 | 0) + m10 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 16 | s12 << 16;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 12 | s6 << 20;
+  s1 = (s1 + s6 | 0) + m11 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 8 | s12 << 24;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 7 | s6 << 25;
+  s2 = (s2 + s7 | 0) + m12 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 16 | s13 << 16;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 12 | s7 << 20;
+  s2 = (s2 + s7 | 0) + m13 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 8 | s13 << 24;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 7 | s7 << 25;
+  s3 = (s3 + s4 | 0) + m14 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 16 | s14 << 16;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 12 | s4 << 20;
+  s3 = (s3 + s4 | 0) + m15 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 8 | s14 << 24;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 7 | s4 << 25;
+  {
+    const t0 = m0, t1 = m1;
+    m0 = m2;
+    m2 = m3;
+    m3 = m10;
+    m10 = m12;
+    m12 = m9;
+    m9 = m11;
+    m11 = m5;
+    m5 = t0;
+    m1 = m6;
+    m6 = m4;
+    m4 = m7;
+    m7 = m13;
+    m13 = m14;
+    m14 = m15;
+    m15 = m8;
+    m8 = t1;
+  }
+  s0 = (s0 + s4 | 0) + m0 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 16 | s12 << 16;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 12 | s4 << 20;
+  s0 = (s0 + s4 | 0) + m1 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 8 | s12 << 24;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 7 | s4 << 25;
+  s1 = (s1 + s5 | 0) + m2 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 16 | s13 << 16;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 12 | s5 << 20;
+  s1 = (s1 + s5 | 0) + m3 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 8 | s13 << 24;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 7 | s5 << 25;
+  s2 = (s2 + s6 | 0) + m4 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 16 | s14 << 16;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 12 | s6 << 20;
+  s2 = (s2 + s6 | 0) + m5 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 8 | s14 << 24;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 7 | s6 << 25;
+  s3 = (s3 + s7 | 0) + m6 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 16 | s15 << 16;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 12 | s7 << 20;
+  s3 = (s3 + s7 | 0) + m7 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 8 | s15 << 24;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 7 | s7 << 25;
+  s0 = (s0 + s5 | 0) + m8 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 16 | s15 << 16;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 12 | s5 << 20;
+  s0 = (s0 + s5 | 0) + m9 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 8 | s15 << 24;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 7 | s5 << 25;
+  s1 = (s1 + s6 | 0) + m10 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 16 | s12 << 16;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 12 | s6 << 20;
+  s1 = (s1 + s6 | 0) + m11 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 8 | s12 << 24;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 7 | s6 << 25;
+  s2 = (s2 + s7 | 0) + m12 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 16 | s13 << 16;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 12 | s7 << 20;
+  s2 = (s2 + s7 | 0) + m13 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 8 | s13 << 24;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 7 | s7 << 25;
+  s3 = (s3 + s4 | 0) + m14 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 16 | s14 << 16;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 12 | s4 << 20;
+  s3 = (s3 + s4 | 0) + m15 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 8 | s14 << 24;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 7 | s4 << 25;
+  {
+    const t0 = m0, t1 = m1;
+    m0 = m2;
+    m2 = m3;
+    m3 = m10;
+    m10 = m12;
+    m12 = m9;
+    m9 = m11;
+    m11 = m5;
+    m5 = t0;
+    m1 = m6;
+    m6 = m4;
+    m4 = m7;
+    m7 = m13;
+    m13 = m14;
+    m14 = m15;
+    m15 = m8;
+    m8 = t1;
+  }
+  s0 = (s0 + s4 | 0) + m0 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 16 | s12 << 16;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 12 | s4 << 20;
+  s0 = (s0 + s4 | 0) + m1 | 0;
+  s12 ^= s0;
+  s12 = s12 >>> 8 | s12 << 24;
+  s8 = s8 + s12 | 0;
+  s4 ^= s8;
+  s4 = s4 >>> 7 | s4 << 25;
+  s1 = (s1 + s5 | 0) + m2 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 16 | s13 << 16;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 12 | s5 << 20;
+  s1 = (s1 + s5 | 0) + m3 | 0;
+  s13 ^= s1;
+  s13 = s13 >>> 8 | s13 << 24;
+  s9 = s9 + s13 | 0;
+  s5 ^= s9;
+  s5 = s5 >>> 7 | s5 << 25;
+  s2 = (s2 + s6 | 0) + m4 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 16 | s14 << 16;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 12 | s6 << 20;
+  s2 = (s2 + s6 | 0) + m5 | 0;
+  s14 ^= s2;
+  s14 = s14 >>> 8 | s14 << 24;
+  s10 = s10 + s14 | 0;
+  s6 ^= s10;
+  s6 = s6 >>> 7 | s6 << 25;
+  s3 = (s3 + s7 | 0) + m6 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 16 | s15 << 16;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 12 | s7 << 20;
+  s3 = (s3 + s7 | 0) + m7 | 0;
+  s15 ^= s3;
+  s15 = s15 >>> 8 | s15 << 24;
+  s11 = s11 + s15 | 0;
+  s7 ^= s11;
+  s7 = s7 >>> 7 | s7 << 25;
+  s0 = (s0 + s5 | 0) + m8 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 16 | s15 << 16;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 12 | s5 << 20;
+  s0 = (s0 + s5 | 0) + m9 | 0;
+  s15 ^= s0;
+  s15 = s15 >>> 8 | s15 << 24;
+  s10 = s10 + s15 | 0;
+  s5 ^= s10;
+  s5 = s5 >>> 7 | s5 << 25;
+  s1 = (s1 + s6 | 0) + m10 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 16 | s12 << 16;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 12 | s6 << 20;
+  s1 = (s1 + s6 | 0) + m11 | 0;
+  s12 ^= s1;
+  s12 = s12 >>> 8 | s12 << 24;
+  s11 = s11 + s12 | 0;
+  s6 ^= s11;
+  s6 = s6 >>> 7 | s6 << 25;
+  s2 = (s2 + s7 | 0) + m12 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 16 | s13 << 16;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 12 | s7 << 20;
+  s2 = (s2 + s7 | 0) + m13 | 0;
+  s13 ^= s2;
+  s13 = s13 >>> 8 | s13 << 24;
+  s8 = s8 + s13 | 0;
+  s7 ^= s8;
+  s7 = s7 >>> 7 | s7 << 25;
+  s3 = (s3 + s4 | 0) + m14 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 16 | s14 << 16;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 12 | s4 << 20;
+  s3 = (s3 + s4 | 0) + m15 | 0;
+  s14 ^= s3;
+  s14 = s14 >>> 8 | s14 << 24;
+  s9 = s9 + s14 | 0;
+  s4 ^= s9;
+  s4 = s4 >>> 7 | s4 << 25;
+  if (full) {
+    out[outOff + 8] = s8 ^ cv[cvOff];
+    out[outOff + 9] = s9 ^ cv[cvOff + 1];
+    out[outOff + 10] = s10 ^ cv[cvOff + 2];
+    out[outOff + 11] = s11 ^ cv[cvOff + 3];
+    out[outOff + 12] = s12 ^ cv[cvOff + 4];
+    out[outOff + 13] = s13 ^ cv[cvOff + 5];
+    out[outOff + 14] = s14 ^ cv[cvOff + 6];
+    out[outOff + 15] = s15 ^ cv[cvOff + 7];
+  }
+  out[outOff] = s0 ^ s8;
+  out[outOff + 1] = s1 ^ s9;
+  out[outOff + 2] = s2 ^ s10;
+  out[outOff + 3] = s3 ^ s11;
+  out[outOff + 4] = s4 ^ s12;
+  out[outOff + 5] = s5 ^ s13;
+  out[outOff + 6] = s6 ^ s14;
+  out[outOff + 7] = s7 ^ s15;
+}
+
+// node_modules/@huggingface/blake3-jit/dist/esm/constants.js
+var IV = new Uint32Array([
+  1779033703,
+  3144134277,
+  1013904242,
+  2773480762,
+  1359893119,
+  2600822924,
+  528734635,
+  1541459225
+]);
+var CHUNK_START = 1;
+var CHUNK_END = 1 << 1;
+var PARENT = 1 << 2;
+var ROOT2 = 1 << 3;
+var KEYED_HASH = 1 << 4;
+var DERIVE_KEY_CONTEXT = 1 << 5;
+var DERIVE_KEY_MATERIAL = 1 << 6;
+var OUT_LEN = 32;
+var KEY_LEN = 32;
+var BLOCK_LEN = 64;
+var CHUNK_LEN = 1024;
+var MAX_DEPTH = 54;
+var PERMUTATIONS = new Uint8Array([
+  0,
+  1,
+  2,
+  3,
+  4,
+  5,
+  6,
+  7,
+  8,
+  9,
+  10,
+  11,
+  12,
+  13,
+  14,
+  15,
+  2,
+  6,
+  3,
+  10,
+  7,
+  0,
+  4,
+  13,
+  1,
+  11,
+  12,
+  5,
+  9,
+  14,
+  15,
+  8,
+  3,
+  4,
+  10,
+  12,
+  13,
+  2,
+  7,
+  14,
+  6,
+  5,
+  9,
+  0,
+  11,
+  15,
+  8,
+  1,
+  10,
+  7,
+  12,
+  9,
+  14,
+  3,
+  13,
+  15,
+  4,
+  0,
+  11,
+  2,
+  5,
+  8,
+  1,
+  6,
+  12,
+  13,
+  9,
+  11,
+  15,
+  10,
+  14,
+  8,
+  7,
+  2,
+  5,
+  3,
+  0,
+  1,
+  6,
+  4,
+  9,
+  14,
+  11,
+  5,
+  8,
+  12,
+  15,
+  1,
+  13,
+  3,
+  0,
+  10,
+  2,
+  6,
+  4,
+  7,
+  11,
+  15,
+  5,
+  0,
+  1,
+  9,
+  8,
+  6,
+  14,
+  10,
+  2,
+  12,
+  3,
+  4,
+  7,
+  13
+]);
+
+// node_modules/@huggingface/blake3-jit/dist/esm/utils.js
+var IS_LITTLE_ENDIAN = new Uint8Array(new Uint32Array([16909060]).buffer)[0] === 4;
+function readLittleEndianWordsFull(input, offset, words) {
+  for (let i = 0; i < 16; ++i, offset += 4) {
+    words[i] = input[offset] | input[offset + 1] << 8 | input[offset + 2] << 16 | input[offset + 3] << 24;
+  }
+}
+function writeLittleEndianBytesPartial(words, wordOffset, output, byteOffset, byteCount) {
+  const fullWords = byteCount >>> 2;
+  let i = 0;
+  for (; i < fullWords; ++i, byteOffset += 4) {
+    const w = words[wordOffset + i];
+    output[byteOffset] = w & 255;
+    output[byteOffset + 1] = w >>> 8 & 255;
+    output[byteOffset + 2] = w >>> 16 & 255;
+    output[byteOffset + 3] = w >>> 24 & 255;
+  }
+  const remaining = byteCount & 3;
+  if (remaining > 0) {
+    const w = words[wordOffset + i];
+    output[byteOffset] = w & 255;
+    if (remaining > 1)
+      output[byteOffset + 1] = w >>> 8 & 255;
+    if (remaining > 2)
+      output[byteOffset + 2] = w >>> 16 & 255;
+  }
+}
+function encodeUTF8(str) {
+  if (typeof TextEncoder !== "undefined") {
+    return new TextEncoder().encode(str);
+  }
+  const bytes = [];
+  for (let i = 0; i < str.length; i++) {
+    let c = str.charCodeAt(i);
+    if (c < 128) {
+      bytes.push(c);
+    } else if (c < 2048) {
+      bytes.push(192 | c >> 6, 128 | c & 63);
+    } else if (c < 55296 || c >= 57344) {
+      bytes.push(224 | c >> 12, 128 | c >> 6 & 63, 128 | c & 63);
+    } else {
+      i++;
+      c = 65536 + ((c & 1023) << 10 | str.charCodeAt(i) & 1023);
+      bytes.push(240 | c >> 18, 128 | c >> 12 & 63, 128 | c >> 6 & 63, 128 | c & 63);
+    }
+  }
+  return new Uint8Array(bytes);
+}
+var CTZ32_TABLE = new Uint8Array([
+  0,
+  1,
+  28,
+  2,
+  29,
+  14,
+  24,
+  3,
+  30,
+  22,
+  20,
+  15,
+  25,
+  17,
+  4,
+  8,
+  31,
+  27,
+  13,
+  23,
+  21,
+  19,
+  16,
+  7,
+  26,
+  12,
+  18,
+  6,
+  11,
+  5,
+  10,
+  9
+]);
+
+// node_modules/@huggingface/blake3-jit/dist/esm/hasher.js
+var XofReader = class {
+  inputCv;
+  blockWords;
+  counter;
+  blockLen;
+  flags;
+  outputBlock;
+  outputBlockOffset;
+  constructor(inputCv, blockWords, counter, blockLen, flags) {
+    this.inputCv = inputCv;
+    this.blockWords = blockWords;
+    this.counter = counter;
+    this.blockLen = blockLen;
+    this.flags = flags | ROOT2;
+    this.outputBlock = new Uint32Array(16);
+    this.outputBlockOffset = 64;
+  }
+  /**
+   * Read the next `length` bytes of output.
+   */
+  read(length) {
+    const output = new Uint8Array(length);
+    let outputOffset = 0;
+    while (outputOffset < length) {
+      if (this.outputBlockOffset >= 64) {
+        compress(
+          this.inputCv,
+          0,
+          this.blockWords,
+          0,
+          this.outputBlock,
+          0,
+          true,
+          // full 64-byte output
+          this.counter++,
+          this.blockLen,
+          this.flags
+        );
+        this.outputBlockOffset = 0;
+      }
+      const available = 64 - this.outputBlockOffset;
+      const toCopy = Math.min(available, length - outputOffset);
+      const wordOffset = this.outputBlockOffset >>> 2;
+      const byteWithinWord = this.outputBlockOffset & 3;
+      if (byteWithinWord === 0 && toCopy >= 4) {
+        const fullWords = toCopy >>> 2;
+        writeLittleEndianBytesPartial(this.outputBlock, wordOffset, output, outputOffset, fullWords << 2);
+        const bytesCopied = fullWords << 2;
+        outputOffset += bytesCopied;
+        this.outputBlockOffset += bytesCopied;
+      } else {
+        for (let i = 0; i < toCopy; i++) {
+          const wordIdx = this.outputBlockOffset + i >>> 2;
+          const byteIdx = this.outputBlockOffset + i & 3;
+          output[outputOffset + i] = this.outputBlock[wordIdx] >>> (byteIdx << 3) & 255;
+        }
+        outputOffset += toCopy;
+        this.outputBlockOffset += toCopy;
+      }
+    }
+    return output;
+  }
+};
+var ChunkState = class {
+  chainingValue;
+  chunkCounter;
+  blockWords;
+  blockLen;
+  blocksCompressed;
+  flags;
+  constructor(keyWords, chunkCounter, flags) {
+    this.chainingValue = new Uint32Array(keyWords);
+    this.chunkCounter = chunkCounter;
+    this.blockWords = new Uint32Array(16);
+    this.blockLen = 0;
+    this.blocksCompressed = 0;
+    this.flags = flags;
+  }
+  resetTo(keyWords, chunkCounter, flags) {
+    this.chainingValue.set(keyWords);
+    this.chunkCounter = chunkCounter;
+    this.blockLen = 0;
+    this.blocksCompressed = 0;
+    this.flags = flags;
+  }
+  /**
+   * Get the flags for the current block.
+   */
+  startFlag() {
+    return this.blocksCompressed === 0 ? CHUNK_START : 0;
+  }
+  /**
+   * Update the chunk state with input data.
+   * Returns the number of bytes consumed.
+   */
+  update(input, inputOffset, inputLen) {
+    let consumed = 0;
+    while (inputLen > 0) {
+      if (this.blockLen === BLOCK_LEN) {
+        compress(this.chainingValue, 0, this.blockWords, 0, this.chainingValue, 0, false, this.chunkCounter, BLOCK_LEN, this.flags | this.startFlag());
+        this.blocksCompressed++;
+        this.blockLen = 0;
+      }
+      const want = BLOCK_LEN - this.blockLen;
+      const take = Math.min(want, inputLen);
+      if (this.blockLen === 0 && take === BLOCK_LEN) {
+        readLittleEndianWordsFull(input, inputOffset, this.blockWords);
+      } else {
+        for (let i = 0; i < take; i++) {
+          const pos = this.blockLen + i;
+          const wordIdx = pos >>> 2;
+          const byteIdx = pos & 3;
+          if (byteIdx === 0) {
+            this.blockWords[wordIdx] = input[inputOffset + i];
+          } else {
+            this.blockWords[wordIdx] |= input[inputOffset + i] << (byteIdx << 3);
+          }
+        }
+      }
+      this.blockLen += take;
+      inputOffset += take;
+      inputLen -= take;
+      consumed += take;
+    }
+    return consumed;
+  }
+  /**
+   * Finalize this chunk and return its output.
+   * Returns 8 words (chaining value) or 16 words (if root).
+   */
+  output() {
+    const usedWords = this.blockLen + 3 >>> 2;
+    for (let i = usedWords; i < 16; i++) {
+      this.blockWords[i] = 0;
+    }
+    return {
+      inputCv: this.chainingValue,
+      blockWords: this.blockWords,
+      blockLen: this.blockLen,
+      counter: this.chunkCounter,
+      flags: this.flags | this.startFlag() | CHUNK_END
+    };
+  }
+  /**
+   * Get the number of bytes in this chunk.
+   */
+  len() {
+    return this.blocksCompressed * BLOCK_LEN + this.blockLen;
+  }
+};
+var Hasher2 = class _Hasher {
+  chunkState;
+  keyWords;
+  cvStack;
+  cvStackLen;
+  flags;
+  parentBlock;
+  parentCv;
+  chunkCv;
+  outWords;
+  finalizeCv;
+  /**
+   * Create a new Hasher.
+   *
+   * @param keyWords - Initial key words (IV for regular hashing)
+   * @param flags - Domain separation flags
+   */
+  constructor(keyWords, flags) {
+    this.keyWords = keyWords ? new Uint32Array(keyWords) : new Uint32Array(IV);
+    this.flags = flags ?? 0;
+    this.chunkState = new ChunkState(this.keyWords, 0, this.flags);
+    this.cvStack = new Uint32Array(MAX_DEPTH * 8);
+    this.cvStackLen = 0;
+    this.parentBlock = new Uint32Array(16);
+    this.parentCv = new Uint32Array(8);
+    this.chunkCv = new Uint32Array(8);
+    this.outWords = new Uint32Array(16);
+    this.finalizeCv = new Uint32Array(8);
+  }
+  /**
+   * Reset the hasher to process a new message with the same key/flags.
+   * Reuses all internal buffers — zero allocations.
+   */
+  reset() {
+    this.chunkState.resetTo(this.keyWords, 0, this.flags);
+    this.cvStackLen = 0;
+    return this;
+  }
+  /**
+   * Create a new keyed hasher (MAC).
+   *
+   * @param key - 32-byte key
+   */
+  static newKeyed(key) {
+    if (key.length !== KEY_LEN) {
+      throw new Error(`Key must be ${KEY_LEN} bytes, got ${key.length}`);
+    }
+    const keyWords = new Uint32Array(8);
+    if (IS_LITTLE_ENDIAN) {
+      const view = new Uint32Array(key.buffer, key.byteOffset, 8);
+      keyWords.set(view);
+    } else {
+      for (let i = 0; i < 8; i++) {
+        const off = i * 4;
+        keyWords[i] = key[off] | key[off + 1] << 8 | key[off + 2] << 16 | key[off + 3] << 24;
+      }
+    }
+    return new _Hasher(keyWords, KEYED_HASH);
+  }
+  /**
+   * Create a new key derivation hasher.
+   *
+   * @param context - Context string for domain separation
+   */
+  static newDeriveKey(context) {
+    const contextBytes = encodeUTF8(context);
+    const contextHasher = new _Hasher(new Uint32Array(IV), DERIVE_KEY_CONTEXT);
+    contextHasher.update(contextBytes);
+    const contextKey = new Uint32Array(8);
+    const output = contextHasher.finalizeOutput();
+    compress(output.inputCv, 0, output.blockWords, 0, contextKey, 0, false, output.counter, output.blockLen, output.flags | ROOT2);
+    return new _Hasher(contextKey, DERIVE_KEY_MATERIAL);
+  }
+  /**
+   * Push a chaining value onto the stack.
+   */
+  pushCv(cv, cvOffset) {
+    this.cvStack.set(cv.subarray(cvOffset, cvOffset + 8), this.cvStackLen * 8);
+    this.cvStackLen++;
+  }
+  /**
+   * Pop a chaining value from the stack.
+   */
+  popCv(out, outOffset) {
+    this.cvStackLen--;
+    out.set(this.cvStack.subarray(this.cvStackLen * 8, (this.cvStackLen + 1) * 8), outOffset);
+  }
+  /**
+   * Add a chunk's chaining value and merge completed subtrees.
+   */
+  addChunkCv(newCv, newCvOffset, totalChunks) {
+    const parentBlock = this.parentBlock;
+    const parentCv = this.parentCv;
+    while ((totalChunks & 1) === 0) {
+      this.popCv(parentBlock, 0);
+      parentBlock.set(newCv.subarray(newCvOffset, newCvOffset + 8), 8);
+      compress(this.keyWords, 0, parentBlock, 0, parentCv, 0, false, 0, BLOCK_LEN, this.flags | PARENT);
+      newCv = parentCv;
+      newCvOffset = 0;
+      totalChunks >>>= 1;
+    }
+    this.pushCv(newCv, newCvOffset);
+  }
+  /**
+   * Update the hasher with input data.
+   *
+   * @param input - Data to hash
+   * @returns this (for chaining)
+   */
+  update(input) {
+    let inputOffset = 0;
+    let inputLen = input.length;
+    while (inputLen > 0) {
+      if (this.chunkState.len() === CHUNK_LEN) {
+        const output = this.chunkState.output();
+        const chunkCv = this.chunkCv;
+        compress(output.inputCv, 0, output.blockWords, 0, chunkCv, 0, false, output.counter, output.blockLen, output.flags);
+        const totalChunks = this.chunkState.chunkCounter + 1;
+        this.addChunkCv(chunkCv, 0, totalChunks);
+        this.chunkState.resetTo(this.keyWords, totalChunks, this.flags);
+      }
+      const want = CHUNK_LEN - this.chunkState.len();
+      const take = Math.min(want, inputLen);
+      this.chunkState.update(input, inputOffset, take);
+      inputOffset += take;
+      inputLen -= take;
+    }
+    return this;
+  }
+  /**
+   * Get the output parameters (for XOF mode or finalization).
+   */
+  finalizeOutput() {
+    let output = this.chunkState.output();
+    let parentBlock = this.parentBlock;
+    let cv = this.finalizeCv;
+    if (this.cvStackLen > 0) {
+      compress(output.inputCv, 0, output.blockWords, 0, cv, 0, false, output.counter, output.blockLen, output.flags);
+      while (this.cvStackLen > 0) {
+        this.cvStackLen--;
+        parentBlock.set(this.cvStack.subarray(this.cvStackLen * 8, (this.cvStackLen + 1) * 8), 0);
+        parentBlock.set(cv, 8);
+        if (this.cvStackLen > 0) {
+          compress(this.keyWords, 0, parentBlock, 0, cv, 0, false, 0, BLOCK_LEN, this.flags | PARENT);
+        } else {
+          return {
+            inputCv: this.keyWords,
+            blockWords: parentBlock,
+            blockLen: BLOCK_LEN,
+            counter: 0,
+            flags: this.flags | PARENT
+          };
+        }
+      }
+    }
+    return output;
+  }
+  /**
+   * Finalize the hash and return the result.
+   *
+   * @param outputLength - Number of bytes to output (default: 32)
+   * @returns The hash output
+   */
+  finalize(outputLength = OUT_LEN) {
+    const output = this.finalizeOutput();
+    const result = new Uint8Array(outputLength);
+    if (outputLength <= 64) {
+      const outWords = this.outWords;
+      compress(
+        output.inputCv,
+        0,
+        output.blockWords,
+        0,
+        outWords,
+        0,
+        outputLength > 32,
+        // full output if > 32 bytes
+        output.counter,
+        output.blockLen,
+        output.flags | ROOT2
+      );
+      if (IS_LITTLE_ENDIAN) {
+        const outBytes = new Uint8Array(outWords.buffer);
+        result.set(outBytes.subarray(0, outputLength));
+      } else {
+        writeLittleEndianBytesPartial(outWords, 0, result, 0, outputLength);
+      }
+    } else {
+      const xof = this.finalizeXof();
+      const full = xof.read(outputLength);
+      result.set(full);
+    }
+    return result;
+  }
+  /**
+   * Finalize and return an XOF reader for arbitrary-length output.
+   */
+  finalizeXof() {
+    const output = this.finalizeOutput();
+    return new XofReader(new Uint32Array(output.inputCv), new Uint32Array(output.blockWords), output.counter, output.blockLen, output.flags);
+  }
+};
+
+// node_modules/@huggingface/blake3-jit/dist/esm/wasm-simd.js
+function toLebU32Min2(n) {
+  return [n & 127 | 128, n >>> 7 & 127];
+}
+function toLebU32Padded52(n) {
+  return [
+    n & 127 | 128,
+    n >>> 7 & 127 | 128,
+    n >>> 14 & 127 | 128,
+    n >>> 21 & 127 | 128,
+    n >>> 28 & 15
+    // Last byte has no continuation bit
+  ];
+}
+function toSignedLeb128_i32(n) {
+  const bytes = [];
+  let value2 = n | 0;
+  let more = true;
+  while (more) {
+    let byte = value2 & 127;
+    value2 >>= 7;
+    if (value2 === 0 && (byte & 64) === 0 || value2 === -1 && (byte & 64) !== 0) {
+      more = false;
+    } else {
+      byte |= 128;
+    }
+    bytes.push(byte);
+  }
+  return bytes;
+}
+var MSG_ACCESS_ORDER = [
+  // Round 1: 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+  0,
+  1,
+  2,
+  3,
+  4,
+  5,
+  6,
+  7,
+  8,
+  9,
+  10,
+  11,
+  12,
+  13,
+  14,
+  15,
+  // Round 2: 2,6,3,10,7,0,4,13,1,11,12,5,9,14,15,8
+  2,
+  6,
+  3,
+  10,
+  7,
+  0,
+  4,
+  13,
+  1,
+  11,
+  12,
+  5,
+  9,
+  14,
+  15,
+  8,
+  // Round 3: 3,4,10,12,13,2,7,14,6,5,9,0,11,15,8,1
+  3,
+  4,
+  10,
+  12,
+  13,
+  2,
+  7,
+  14,
+  6,
+  5,
+  9,
+  0,
+  11,
+  15,
+  8,
+  1,
+  // Round 4: 10,7,12,9,14,3,13,15,4,0,11,2,5,8,1,6
+  10,
+  7,
+  12,
+  9,
+  14,
+  3,
+  13,
+  15,
+  4,
+  0,
+  11,
+  2,
+  5,
+  8,
+  1,
+  6,
+  // Round 5: 12,13,9,11,15,10,14,8,7,2,5,3,0,1,6,4
+  12,
+  13,
+  9,
+  11,
+  15,
+  10,
+  14,
+  8,
+  7,
+  2,
+  5,
+  3,
+  0,
+  1,
+  6,
+  4,
+  // Round 6: 9,14,11,5,8,12,15,1,13,3,0,10,2,6,4,7
+  9,
+  14,
+  11,
+  5,
+  8,
+  12,
+  15,
+  1,
+  13,
+  3,
+  0,
+  10,
+  2,
+  6,
+  4,
+  7,
+  // Round 7: 11,15,5,0,1,9,8,6,14,10,2,12,3,4,7,13
+  11,
+  15,
+  5,
+  0,
+  1,
+  9,
+  8,
+  6,
+  14,
+  10,
+  2,
+  12,
+  3,
+  4,
+  7,
+  13
+];
+function generateWasmBytes2() {
+  const code2 = [];
+  function put(bytes) {
+    code2.push(...bytes);
+  }
+  put([0, 97, 115, 109]);
+  put([1, 0, 0, 0]);
+  put([1]);
+  put([4]);
+  put([1]);
+  put([96, 0, 0]);
+  put([2]);
+  put([11]);
+  put([1]);
+  put([2, 106, 115]);
+  put([3, 109, 101, 109]);
+  put([2, 0, 1]);
+  put([3]);
+  put([4]);
+  put([3]);
+  put([0]);
+  put([0]);
+  put([0]);
+  put([7]);
+  put([50]);
+  put([3]);
+  put([10]);
+  put([99, 111, 109, 112, 114, 101, 115, 115, 52, 120]);
+  put([0, 0]);
+  put([16]);
+  put([
+    99,
+    111,
+    109,
+    112,
+    114,
+    101,
+    115,
+    115,
+    67,
+    104,
+    117,
+    110,
+    107,
+    115,
+    52,
+    120
+  ]);
+  put([0, 1]);
+  put([14]);
+  put([99, 111, 109, 112, 114, 101, 115, 115, 80, 97, 114, 101, 110, 116]);
+  put([0, 2]);
+  put([10]);
+  const sectionSizeOffset = code2.length;
+  put([0, 0, 0, 0, 0]);
+  put([3]);
+  const funcSizeOffset = code2.length;
+  put([0, 0, 0, 0, 0]);
+  const funcBodyStart = code2.length;
+  put([1]);
+  put([32, 123]);
+  for (let i = 0; i < 16; i++) {
+    put([65, ...toLebU32Min2(i * 16)]);
+    put([253, 0, 2, 0]);
+    put([33, i]);
+  }
+  for (let i = 0; i < 8; i++) {
+    put([65, ...toLebU32Min2(512 + i * 16)]);
+    put([253, 0, 2, 0]);
+    put([33, 16 + i]);
+  }
+  const IV2 = [1779033703, 3144134277, 1013904242, 2773480762];
+  for (let i = 0; i < 4; i++) {
+    const ivBytes = [];
+    for (let j = 0; j < 4; j++) {
+      ivBytes.push(IV2[i] & 255);
+      ivBytes.push(IV2[i] >>> 8 & 255);
+      ivBytes.push(IV2[i] >>> 16 & 255);
+      ivBytes.push(IV2[i] >>> 24 & 255);
+    }
+    put([253, 12, ...ivBytes]);
+    put([33, 24 + i]);
+  }
+  put([65, ...toLebU32Min2(768)]);
+  put([253, 0, 2, 0]);
+  put([33, 28]);
+  put([65, ...toLebU32Min2(784)]);
+  put([253, 0, 2, 0]);
+  put([33, 29]);
+  put([65, ...toLebU32Min2(800)]);
+  put([253, 0, 2, 0]);
+  put([33, 30]);
+  put([65, ...toLebU32Min2(816)]);
+  put([253, 0, 2, 0]);
+  put([33, 31]);
+  let msgIdx = 0;
+  function g(a, b, c, d) {
+    const mx = MSG_ACCESS_ORDER[msgIdx++];
+    const my = MSG_ACCESS_ORDER[msgIdx++];
+    put([32, 16 + a]);
+    put([32, 16 + b]);
+    put([253, 174, 1]);
+    put([32, mx]);
+    put([253, 174, 1]);
+    put([33, 16 + a]);
+    put([32, 16 + d]);
+    put([32, 16 + a]);
+    put([253, 81]);
+    put([34, 16 + d]);
+    put([32, 16 + d]);
+    put([253, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13]);
+    put([33, 16 + d]);
+    put([32, 16 + c]);
+    put([32, 16 + d]);
+    put([253, 174, 1]);
+    put([33, 16 + c]);
+    put([32, 16 + b]);
+    put([32, 16 + c]);
+    put([253, 81]);
+    put([34, 16 + b]);
+    put([65, 12]);
+    put([253, 173, 1]);
+    put([32, 16 + b]);
+    put([65, 20]);
+    put([253, 171, 1]);
+    put([253, 80]);
+    put([33, 16 + b]);
+    put([32, 16 + a]);
+    put([32, 16 + b]);
+    put([253, 174, 1]);
+    put([32, my]);
+    put([253, 174, 1]);
+    put([33, 16 + a]);
+    put([32, 16 + d]);
+    put([32, 16 + a]);
+    put([253, 81]);
+    put([34, 16 + d]);
+    put([32, 16 + d]);
+    put([253, 13, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12]);
+    put([33, 16 + d]);
+    put([32, 16 + c]);
+    put([32, 16 + d]);
+    put([253, 174, 1]);
+    put([33, 16 + c]);
+    put([32, 16 + b]);
+    put([32, 16 + c]);
+    put([253, 81]);
+    put([34, 16 + b]);
+    put([65, 7]);
+    put([253, 173, 1]);
+    put([32, 16 + b]);
+    put([65, 25]);
+    put([253, 171, 1]);
+    put([253, 80]);
+    put([33, 16 + b]);
+  }
+  for (let round4 = 0; round4 < 7; round4++) {
+    g(0, 4, 8, 12);
+    g(1, 5, 9, 13);
+    g(2, 6, 10, 14);
+    g(3, 7, 11, 15);
+    g(0, 5, 10, 15);
+    g(1, 6, 11, 12);
+    g(2, 7, 8, 13);
+    g(3, 4, 9, 14);
+  }
+  for (let i = 0; i < 8; i++) {
+    put([65, ...toLebU32Min2(640 + i * 16)]);
+    put([32, 16 + i]);
+    put([32, 24 + i]);
+    put([253, 81]);
+    put([253, 11, 2, 0]);
+  }
+  put([11]);
+  const funcBodySize = code2.length - funcBodyStart;
+  const funcSizeBytes = toLebU32Padded52(funcBodySize);
+  for (let i = 0; i < 5; i++) {
+    code2[funcSizeOffset + i] = funcSizeBytes[i];
+  }
+  const func1SizeOffset = code2.length;
+  put([0, 0, 0, 0, 0]);
+  const func1BodyStart = code2.length;
+  const compressChunksBody = generateCompressChunks4xBody();
+  put(compressChunksBody);
+  const func1BodySize = code2.length - func1BodyStart;
+  const func1SizeBytes = toLebU32Padded52(func1BodySize);
+  for (let i = 0; i < 5; i++) {
+    code2[func1SizeOffset + i] = func1SizeBytes[i];
+  }
+  const func2SizeOffset = code2.length;
+  put([0, 0, 0, 0, 0]);
+  const func2BodyStart = code2.length;
+  const compressParentBody = generateCompressParentBody();
+  put(compressParentBody);
+  const func2BodySize = code2.length - func2BodyStart;
+  const func2SizeBytes = toLebU32Padded52(func2BodySize);
+  for (let i = 0; i < 5; i++) {
+    code2[func2SizeOffset + i] = func2SizeBytes[i];
+  }
+  const sectionSize = code2.length - sectionSizeOffset - 5;
+  const sectionSizeBytes = toLebU32Padded52(sectionSize);
+  for (let i = 0; i < 5; i++) {
+    code2[sectionSizeOffset + i] = sectionSizeBytes[i];
+  }
+  return new Uint8Array(code2);
+}
+function generateCompressChunks4xBody() {
+  const code2 = [];
+  function put(bytes) {
+    code2.push(...bytes);
+  }
+  put([2]);
+  put([32, 123]);
+  put([1, 127]);
+  const BATCH_BLOCK_WORDS = SIMD_MEMORY.BATCH_BLOCK_WORDS;
+  const BATCH_CV = SIMD_MEMORY.BATCH_CV;
+  const BATCH_COUNTER_LOW = SIMD_MEMORY.BATCH_COUNTER_LOW;
+  const BATCH_FLAGS_BASE = SIMD_MEMORY.BATCH_FLAGS_BASE;
+  const BATCH_OUTPUT = SIMD_MEMORY.BATCH_OUTPUT;
+  const IV2 = [1779033703, 3144134277, 1013904242, 2773480762];
+  for (let i = 0; i < 8; i++) {
+    put([65, ...toLebU32Min2(BATCH_CV + i * 16)]);
+    put([253, 0, 2, 0]);
+    put([33, 16 + i]);
+  }
+  put([65, 0]);
+  put([33, 32]);
+  put([2, 64]);
+  put([3, 64]);
+  for (let w = 0; w < 16; w++) {
+    put([32, 32]);
+    put([65, ...toLebU32Min2(256)]);
+    put([108]);
+    put([65, ...toLebU32Min2(BATCH_BLOCK_WORDS + w * 16)]);
+    put([106]);
+    put([253, 0, 2, 0]);
+    put([33, w]);
+  }
+  for (let i = 0; i < 4; i++) {
+    const ivBytes = [];
+    for (let j = 0; j < 4; j++) {
+      ivBytes.push(IV2[i] & 255);
+      ivBytes.push(IV2[i] >>> 8 & 255);
+      ivBytes.push(IV2[i] >>> 16 & 255);
+      ivBytes.push(IV2[i] >>> 24 & 255);
+    }
+    put([253, 12, ...ivBytes]);
+    put([33, 24 + i]);
+  }
+  put([65, ...toLebU32Min2(BATCH_COUNTER_LOW)]);
+  put([253, 0, 2, 0]);
+  put([33, 28]);
+  put([253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  put([33, 29]);
+  const blockLen64 = [];
+  for (let j = 0; j < 4; j++) {
+    blockLen64.push(64, 0, 0, 0);
+  }
+  put([253, 12, ...blockLen64]);
+  put([33, 30]);
+  put([65, ...toLebU32Min2(BATCH_FLAGS_BASE)]);
+  put([253, 0, 2, 0]);
+  put([32, 32]);
+  put([69]);
+  put([32, 32]);
+  put([65, 15]);
+  put([70]);
+  put([65, 1]);
+  put([116]);
+  put([114]);
+  put([253, 17]);
+  put([253, 80]);
+  put([33, 31]);
+  let msgIdx = 0;
+  function g(a, b, c, d) {
+    const mx = MSG_ACCESS_ORDER[msgIdx++];
+    const my = MSG_ACCESS_ORDER[msgIdx++];
+    put([32, 16 + a]);
+    put([32, 16 + b]);
+    put([253, 174, 1]);
+    put([32, mx]);
+    put([253, 174, 1]);
+    put([33, 16 + a]);
+    put([32, 16 + d]);
+    put([32, 16 + a]);
+    put([253, 81]);
+    put([34, 16 + d]);
+    put([32, 16 + d]);
+    put([253, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13]);
+    put([33, 16 + d]);
+    put([32, 16 + c]);
+    put([32, 16 + d]);
+    put([253, 174, 1]);
+    put([33, 16 + c]);
+    put([32, 16 + b]);
+    put([32, 16 + c]);
+    put([253, 81]);
+    put([34, 16 + b]);
+    put([65, 12]);
+    put([253, 173, 1]);
+    put([32, 16 + b]);
+    put([65, 20]);
+    put([253, 171, 1]);
+    put([253, 80]);
+    put([33, 16 + b]);
+    put([32, 16 + a]);
+    put([32, 16 + b]);
+    put([253, 174, 1]);
+    put([32, my]);
+    put([253, 174, 1]);
+    put([33, 16 + a]);
+    put([32, 16 + d]);
+    put([32, 16 + a]);
+    put([253, 81]);
+    put([34, 16 + d]);
+    put([32, 16 + d]);
+    put([253, 13, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12]);
+    put([33, 16 + d]);
+    put([32, 16 + c]);
+    put([32, 16 + d]);
+    put([253, 174, 1]);
+    put([33, 16 + c]);
+    put([32, 16 + b]);
+    put([32, 16 + c]);
+    put([253, 81]);
+    put([34, 16 + b]);
+    put([65, 7]);
+    put([253, 173, 1]);
+    put([32, 16 + b]);
+    put([65, 25]);
+    put([253, 171, 1]);
+    put([253, 80]);
+    put([33, 16 + b]);
+  }
+  for (let round4 = 0; round4 < 7; round4++) {
+    g(0, 4, 8, 12);
+    g(1, 5, 9, 13);
+    g(2, 6, 10, 14);
+    g(3, 7, 11, 15);
+    g(0, 5, 10, 15);
+    g(1, 6, 11, 12);
+    g(2, 7, 8, 13);
+    g(3, 4, 9, 14);
+  }
+  for (let i = 0; i < 8; i++) {
+    put([32, 16 + i]);
+    put([32, 24 + i]);
+    put([253, 81]);
+    put([33, 16 + i]);
+  }
+  put([32, 32]);
+  put([65, 1]);
+  put([106]);
+  put([34, 32]);
+  put([65, 16]);
+  put([73]);
+  put([13, 0]);
+  put([11]);
+  put([11]);
+  for (let i = 0; i < 8; i++) {
+    put([65, ...toLebU32Min2(BATCH_OUTPUT + i * 16)]);
+    put([32, 16 + i]);
+    put([253, 11, 2, 0]);
+  }
+  put([11]);
+  return code2;
+}
+function generateCompressParentBody() {
+  const code2 = [];
+  function put(bytes) {
+    code2.push(...bytes);
+  }
+  put([1]);
+  put([32, 127]);
+  const PARENT_BLOCK_OFFSET = SIMD_MEMORY.PARENT_BLOCK;
+  const CHUNK_CV_OFFSET = SIMD_MEMORY.CHUNK_CV;
+  const IV2 = [
+    1779033703,
+    3144134277,
+    1013904242,
+    2773480762,
+    1359893119,
+    2600822924,
+    528734635,
+    1541459225
+  ];
+  for (let i = 0; i < 16; i++) {
+    put([65, ...toLebU32Min2(PARENT_BLOCK_OFFSET + i * 4)]);
+    put([40, 2, 0]);
+    put([33, i]);
+  }
+  for (let i = 0; i < 8; i++) {
+    put([65, ...toSignedLeb128_i32(IV2[i])]);
+    put([33, 16 + i]);
+  }
+  for (let i = 0; i < 4; i++) {
+    put([65, ...toSignedLeb128_i32(IV2[i])]);
+    put([33, 24 + i]);
+  }
+  put([65, 0]);
+  put([33, 28]);
+  put([65, 0]);
+  put([33, 29]);
+  put([65, 192, 0]);
+  put([33, 30]);
+  put([65, 4]);
+  put([33, 31]);
+  function g(a, b, c, d, mx, my) {
+    const sa = 16 + a, sb = 16 + b, sc = 16 + c, sd = 16 + d;
+    put([32, sa]);
+    put([32, sb]);
+    put([106]);
+    put([32, mx]);
+    put([106]);
+    put([33, sa]);
+    put([32, sd]);
+    put([32, sa]);
+    put([115]);
+    put([65, 16]);
+    put([120]);
+    put([33, sd]);
+    put([32, sc]);
+    put([32, sd]);
+    put([106]);
+    put([33, sc]);
+    put([32, sb]);
+    put([32, sc]);
+    put([115]);
+    put([65, 12]);
+    put([120]);
+    put([33, sb]);
+    put([32, sa]);
+    put([32, sb]);
+    put([106]);
+    put([32, my]);
+    put([106]);
+    put([33, sa]);
+    put([32, sd]);
+    put([32, sa]);
+    put([115]);
+    put([65, 8]);
+    put([120]);
+    put([33, sd]);
+    put([32, sc]);
+    put([32, sd]);
+    put([106]);
+    put([33, sc]);
+    put([32, sb]);
+    put([32, sc]);
+    put([115]);
+    put([65, 7]);
+    put([120]);
+    put([33, sb]);
+  }
+  let msgIdx = 0;
+  for (let round4 = 0; round4 < 7; round4++) {
+    g(0, 4, 8, 12, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+    g(1, 5, 9, 13, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+    g(2, 6, 10, 14, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+    g(3, 7, 11, 15, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+    g(0, 5, 10, 15, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+    g(1, 6, 11, 12, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+    g(2, 7, 8, 13, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+    g(3, 4, 9, 14, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
+    msgIdx += 2;
+  }
+  for (let i = 0; i < 8; i++) {
+    put([65, ...toLebU32Min2(CHUNK_CV_OFFSET + i * 4)]);
+    put([32, 16 + i]);
+    put([32, 24 + i]);
+    put([115]);
+    put([54, 2, 0]);
+  }
+  put([11]);
+  return code2;
+}
+var wasmInstance = null;
+var wasmMemory2 = null;
+var wasmCompress4x = null;
+var wasmCompressChunks4x = null;
+var wasmCompressParent = null;
+var wasmMemoryView = null;
+var wasmMemoryView32 = null;
+function isSimdSupported() {
+  try {
+    const simdTest = new Uint8Array([
+      0,
+      97,
+      115,
+      109,
+      // magic: \0asm
+      1,
+      0,
+      0,
+      0,
+      // version: 1
+      // Type section (id=1): () -> v128
+      1,
+      // section id = 1 (type)
+      5,
+      // section length = 5
+      1,
+      // 1 type
+      96,
+      0,
+      1,
+      123,
+      // func () -> v128
+      // Function section (id=3)
+      3,
+      // section id = 3 (function)
+      2,
+      // section length = 2
+      1,
+      // 1 function
+      0,
+      // type index 0
+      // Code section (id=10) with v128.const
+      10,
+      // section id = 10 (code)
+      22,
+      // section length = 22
+      1,
+      // 1 function body
+      20,
+      // body length = 20
+      0,
+      // 0 locals
+      253,
+      12,
+      // v128.const opcode
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      11
+      // end
+    ]);
+    return WebAssembly.validate(simdTest);
+  } catch {
+    return false;
+  }
+}
+function setupArenaViews() {
+  if (!wasmMemory2)
+    return;
+  const buffer = wasmMemory2.buffer;
+  arenaCvStack = new Uint32Array(buffer, SIMD_MEMORY.CV_STACK, 64 * 8);
+  arenaParentBlock = new Uint32Array(buffer, SIMD_MEMORY.PARENT_BLOCK, 16);
+  arenaChunkCv = new Uint32Array(buffer, SIMD_MEMORY.CHUNK_CV, 8);
+  arenaTempCvs = new Uint32Array(buffer, SIMD_MEMORY.TEMP_CVS, 32);
+  arenaBatchBlockWords = new Uint32Array(buffer, SIMD_MEMORY.BATCH_BLOCK_WORDS, 16 * 16 * 4);
+  arenaBatchCv = new Uint32Array(buffer, SIMD_MEMORY.BATCH_CV, 32);
+  arenaBatchCounterLow = new Uint32Array(buffer, SIMD_MEMORY.BATCH_COUNTER_LOW, 4);
+  arenaBatchFlagsBase = new Uint32Array(buffer, SIMD_MEMORY.BATCH_FLAGS_BASE, 4);
+  arenaBatchOutput = new Uint32Array(buffer, SIMD_MEMORY.BATCH_OUTPUT, 32);
+}
+var cachedWasmBytes = null;
+function initSimdSync() {
+  if (wasmInstance)
+    return true;
+  if (!isSimdSupported()) {
+    return false;
+  }
+  try {
+    const wasmBytes = cachedWasmBytes || generateWasmBytes2();
+    cachedWasmBytes = wasmBytes;
+    wasmMemory2 = new WebAssembly.Memory({ initial: 1 });
+    const importObject = {
+      js: { mem: wasmMemory2 }
+    };
+    const module2 = new WebAssembly.Module(wasmBytes.buffer);
+    wasmInstance = new WebAssembly.Instance(module2, importObject);
+    wasmCompress4x = wasmInstance.exports.compress4x;
+    wasmCompressChunks4x = wasmInstance.exports.compressChunks4x;
+    wasmCompressParent = wasmInstance.exports.compressParent;
+    wasmMemoryView = new Uint8Array(wasmMemory2.buffer);
+    wasmMemoryView32 = new Uint32Array(wasmMemory2.buffer);
+    setupArenaViews();
+    return true;
+  } catch (e) {
+    console.warn("Failed to initialize WASM SIMD:", e);
+    return false;
+  }
+}
+var SIMD_MEMORY = {
+  // SIMD compress4x working area (used by WASM code) - single block
+  BLOCK_WORDS: 0,
+  // 4 x 16 words = 512 bytes (transposed layout)
+  CHAINING_VALUES: 512,
+  // 4 x 8 words = 128 bytes
+  OUTPUT: 640,
+  // 4 x 8 words = 128 bytes
+  COUNTER_LOW: 768,
+  // 4 words = 16 bytes
+  COUNTER_HIGH: 784,
+  // 4 words = 16 bytes
+  BLOCK_LEN: 800,
+  // 4 words = 16 bytes
+  FLAGS: 816,
+  // 4 words = 16 bytes
+  // End of single-block SIMD working area: 832 bytes
+  // SIMD compressChunks4x working area - 16 blocks batched
+  // Each block position has 16 v128 values (one per message word) = 256 bytes
+  // 16 block positions = 16 × 256 = 4096 bytes
+  BATCH_BLOCK_WORDS: 832,
+  // 16 positions × 256 bytes = 4096 bytes (transposed), ends at 4928
+  BATCH_CV: 4928,
+  // 4 × 8 words × 4 bytes = 128 bytes (working CVs), ends at 5056
+  BATCH_COUNTER_LOW: 5056,
+  // 4 words × 4 bytes = 16 bytes (per-chunk counters), ends at 5072
+  BATCH_FLAGS_BASE: 5072,
+  // 4 words × 4 bytes = 16 bytes (base flags, no START/END), ends at 5088
+  BATCH_OUTPUT: 5088,
+  // 4 × 8 words × 4 bytes = 128 bytes (final output), ends at 5216
+  // End of batch working area: 5216 bytes
+  // WASM Arena: JS working buffers (accessed via TypedArray views)
+  CV_STACK: 5216,
+  // 64 levels × 8 words × 4 bytes = 2048 bytes, ends at 7264
+  PARENT_BLOCK: 7264,
+  // 16 words × 4 bytes = 64 bytes, ends at 7328
+  CHUNK_CV: 7328,
+  // 8 words × 4 bytes = 32 bytes, ends at 7360
+  TEMP_CVS: 7360
+  // 4 × 8 words × 4 bytes = 128 bytes, ends at 7488
+  // Total arena usage: ~7488 bytes (fits comfortably in 64KB page)
+};
+var arenaCvStack = null;
+var arenaParentBlock = null;
+var arenaChunkCv = null;
+var arenaTempCvs = null;
+var arenaBatchBlockWords = null;
+var arenaBatchCv = null;
+var arenaBatchCounterLow = null;
+var arenaBatchFlagsBase = null;
+var arenaBatchOutput = null;
+
+// node_modules/@huggingface/blake3-jit/dist/esm/hash.js
+var CV_STACK_DEPTH = 64;
+var HYPER_CV_STACK = new Uint32Array(CV_STACK_DEPTH * 8);
+var CV_POOL_SIZE = 64;
+var CV_POOL = new Uint32Array(CV_POOL_SIZE * 8);
+var CV_VIEWS = [];
+for (let i = 0; i < CV_POOL_SIZE; i++) {
+  CV_VIEWS.push(CV_POOL.subarray(i * 8, i * 8 + 8));
+}
+var simdAvailable = false;
+var SIMD_THRESHOLD = 4 * CHUNK_LEN;
+function ensureSimdSync() {
+  if (simdAvailable)
+    return true;
+  simdAvailable = initSimdSync();
+  return simdAvailable;
+}
+var simdChunkCvs = new Uint32Array(32);
+var reusableTempCv = new Uint32Array(8);
+var reusableChunkCv = new Uint32Array(8);
+var reusablePureParentBlock = new Uint32Array(16);
+var reusablePureParentCv = new Uint32Array(8);
+var reusableSimdCvs = new Uint32Array(32);
+var reusableSimdParentBlock = new Uint32Array(16);
+var reusableSimdParentCv = new Uint32Array(8);
+var reusableOffsets = new Uint32Array(4);
+var reusableCounters = new Uint32Array(4);
+var reusableBlockLens = new Uint32Array(4);
+var reusableFlags = new Uint32Array(4);
+var reusableOut8 = new Uint32Array(8);
+var reusableOut8View = new Uint8Array(reusableOut8.buffer, 0, 32);
+var SIMD_CV_BASE = SIMD_MEMORY.CHAINING_VALUES / 4;
+var SIMD_OUT_BASE = SIMD_MEMORY.OUTPUT / 4;
+var SIMD_COUNTER_LOW_BASE = SIMD_MEMORY.COUNTER_LOW / 4;
+var SIMD_COUNTER_HIGH_BASE = SIMD_MEMORY.COUNTER_HIGH / 4;
+var SIMD_BLOCK_LEN_BASE = SIMD_MEMORY.BLOCK_LEN / 4;
+var BATCH_CV_BASE = SIMD_MEMORY.BATCH_CV / 4;
+var BATCH_COUNTER_LOW_BASE = SIMD_MEMORY.BATCH_COUNTER_LOW / 4;
+var BATCH_FLAGS_BASE_OFFSET = SIMD_MEMORY.BATCH_FLAGS_BASE / 4;
+var BATCH_OUTPUT_BASE = SIMD_MEMORY.BATCH_OUTPUT / 4;
+var batchChunkOffsets = new Uint32Array(4);
+var SIMD_FLAGS_BASE = SIMD_MEMORY.FLAGS / 4;
+function warmupSimd() {
+  return ensureSimdSync();
+}
+
+// node_modules/@huggingface/blake3-jit/dist/esm/index.js
+if (typeof globalThis !== "undefined" && typeof globalThis.document !== "undefined") {
+  queueMicrotask(() => {
+    warmupSimd();
+  });
+}
+
+// node_modules/@huggingface/xetchunk-wasm/dist/esm/xet-chunker.js
+var TARGET_CHUNK_SIZE = 64 * 1024;
+var MINIMUM_CHUNK_DIVISOR = 8;
+var MAXIMUM_CHUNK_MULTIPLIER = 2;
+var HASH_WINDOW_SIZE = 64;
+var BLAKE3_DATA_KEY = new Uint8Array([
+  102,
+  151,
+  245,
+  119,
+  91,
+  149,
+  80,
+  222,
+  49,
+  53,
+  203,
+  172,
+  165,
+  151,
+  24,
+  28,
+  157,
+  228,
+  33,
+  16,
+  155,
+  235,
+  43,
+  88,
+  180,
+  208,
+  176,
+  75,
+  147,
+  173,
+  242,
+  41
+]);
+var XetChunker = class {
+  minimumChunk;
+  maximumChunk;
+  chunkBuf;
+  curChunkLen;
+  gear;
+  blake3;
+  constructor(targetChunkSize = TARGET_CHUNK_SIZE) {
+    if (targetChunkSize <= 0) {
+      throw new Error("Target chunk size must be greater than 0");
+    }
+    if ((targetChunkSize & targetChunkSize - 1) !== 0) {
+      throw new Error("Target chunk size must be a power of 2");
+    }
+    if (targetChunkSize <= HASH_WINDOW_SIZE) {
+      throw new Error("Target chunk size must be greater than hash window size");
+    }
+    if (targetChunkSize >= Number.MAX_SAFE_INTEGER) {
+      throw new Error("Target chunk size must be less than Number.MAX_SAFE_INTEGER");
+    }
+    let mask = BigInt(targetChunkSize - 1);
+    let leadingZeros = 0;
+    for (let i = 63; i >= 0; i--) {
+      if ((mask & 1n << BigInt(i)) !== 0n) {
+        break;
+      }
+      leadingZeros++;
+    }
+    mask = mask << BigInt(leadingZeros);
+    const maximumChunk = targetChunkSize * MAXIMUM_CHUNK_MULTIPLIER;
+    this.minimumChunk = targetChunkSize / MINIMUM_CHUNK_DIVISOR;
+    this.maximumChunk = maximumChunk;
+    this.chunkBuf = new Uint8Array(maximumChunk);
+    this.curChunkLen = 0;
+    this.gear = new Hasher(mask);
+    this.blake3 = Hasher2.newKeyed(BLAKE3_DATA_KEY);
+  }
+  /**
+   * Streaming entry point: accepts an arbitrary slice of data, accumulates
+   * it, and emits a chunk when a boundary (or max size) is reached.
+   * Data is copied into an internal buffer because it may span calls.
+   */
+  next(data, isFinal) {
+    const nBytes = data.length;
+    let createChunk = false;
+    let consumeLen = 0;
+    if (nBytes !== 0) {
+      if (this.curChunkLen + HASH_WINDOW_SIZE < this.minimumChunk) {
+        const maxAdvance = Math.min(this.minimumChunk - this.curChunkLen - HASH_WINDOW_SIZE - 1, nBytes - consumeLen);
+        consumeLen += maxAdvance;
+        this.curChunkLen += maxAdvance;
+      }
+      const readEnd = Math.min(nBytes, consumeLen + this.maximumChunk - this.curChunkLen);
+      let bytesToNextBoundary;
+      const position = this.gear.nextMatch(data.subarray(consumeLen, readEnd));
+      if (position !== -1) {
+        bytesToNextBoundary = position;
+        createChunk = true;
+      } else {
+        bytesToNextBoundary = readEnd - consumeLen;
+      }
+      if (bytesToNextBoundary + this.curChunkLen >= this.maximumChunk) {
+        bytesToNextBoundary = this.maximumChunk - this.curChunkLen;
+        createChunk = true;
+      }
+      this.curChunkLen += bytesToNextBoundary;
+      consumeLen += bytesToNextBoundary;
+      this.chunkBuf.set(data.subarray(0, consumeLen), this.curChunkLen - consumeLen);
+    }
+    if (createChunk || isFinal && this.curChunkLen > 0) {
+      const chunkData = this.chunkBuf.subarray(0, this.curChunkLen);
+      const hash3 = this.blake3.reset().update(chunkData).finalize(32);
+      const chunk2 = {
+        length: chunkData.length,
+        hash: hash3
+      };
+      this.curChunkLen = 0;
+      this.gear.resetHash();
+      return {
+        chunk: chunk2,
+        bytesConsumed: consumeLen
+      };
+    }
+    return {
+      chunk: null,
+      bytesConsumed: consumeLen
+    };
+  }
+  /**
+   * Batch entry point: processes a large contiguous buffer and returns all
+   * complete chunks. Hashes directly from `data` — no intermediate copy
+   * to chunkBuf — for every chunk whose bytes are fully within `data`.
+   */
+  nextBlock(data, isFinal) {
+    const chunks = [];
+    let pos = 0;
+    while (pos < data.length && this.curChunkLen > 0) {
+      const result = this.next(data.subarray(pos), false);
+      if (result.chunk)
+        chunks.push(result.chunk);
+      pos += result.bytesConsumed;
+    }
+    const minSkip = this.minimumChunk > HASH_WINDOW_SIZE ? this.minimumChunk - HASH_WINDOW_SIZE - 1 : 0;
+    while (pos < data.length) {
+      const chunkStart = pos;
+      const scanStart = Math.min(pos + minSkip, data.length);
+      const scanEnd = Math.min(data.length, pos + this.maximumChunk);
+      const position = this.gear.nextMatch(data.subarray(scanStart, scanEnd));
+      let chunkEnd;
+      let foundBoundary;
+      if (position !== -1 && scanStart + position - chunkStart <= this.maximumChunk) {
+        chunkEnd = scanStart + position;
+        foundBoundary = true;
+      } else if (scanEnd - chunkStart >= this.maximumChunk) {
+        chunkEnd = chunkStart + this.maximumChunk;
+        foundBoundary = true;
+      } else {
+        foundBoundary = false;
+        chunkEnd = scanEnd;
+      }
+      if (foundBoundary) {
+        const hash3 = this.blake3.reset().update(data.subarray(chunkStart, chunkEnd)).finalize(32);
+        chunks.push({ length: chunkEnd - chunkStart, hash: hash3 });
+        pos = chunkEnd;
+        this.gear.resetHash();
+      } else if (isFinal) {
+        const hash3 = this.blake3.reset().update(data.subarray(chunkStart)).finalize(32);
+        chunks.push({ length: data.length - chunkStart, hash: hash3 });
+        pos = data.length;
+      } else {
+        this.chunkBuf.set(data.subarray(chunkStart), 0);
+        this.curChunkLen = data.length - chunkStart;
+        pos = data.length;
+      }
+    }
+    return chunks;
+  }
+  finish() {
+    if (this.curChunkLen > 0) {
+      const chunkData = this.chunkBuf.subarray(0, this.curChunkLen);
+      const hash3 = this.blake3.reset().update(chunkData).finalize(32);
+      const chunk2 = { length: this.curChunkLen, hash: hash3 };
+      this.curChunkLen = 0;
+      this.gear.resetHash();
+      return chunk2;
+    }
+    return null;
+  }
+};
+function createChunker(targetChunkSize = TARGET_CHUNK_SIZE) {
+  return new XetChunker(targetChunkSize);
+}
+function nextBlock(chunker, data) {
+  return chunker.nextBlock(data, false);
+}
+function finalize(chunker) {
+  return chunker.finish();
+}
+function hashToHex(hash3) {
+  const view = new DataView(hash3.buffer, hash3.byteOffset, hash3.byteLength);
+  const u64 = view.getBigUint64(0, true);
+  const u64_2 = view.getBigUint64(8, true);
+  const u64_3 = view.getBigUint64(16, true);
+  const u64_4 = view.getBigUint64(24, true);
+  return u64.toString(16).padStart(16, "0") + u64_2.toString(16).padStart(16, "0") + u64_3.toString(16).padStart(16, "0") + u64_4.toString(16).padStart(16, "0");
+}
+function hexToBytes(hex) {
+  const bytes = new Uint8Array(32);
+  const view = new DataView(bytes.buffer);
+  view.setBigUint64(0, BigInt("0x" + hex.slice(0, 16)), true);
+  view.setBigUint64(8, BigInt("0x" + hex.slice(16, 32)), true);
+  view.setBigUint64(16, BigInt("0x" + hex.slice(32, 48)), true);
+  view.setBigUint64(24, BigInt("0x" + hex.slice(48, 64)), true);
+  return bytes;
+}
+
+// node_modules/@huggingface/xetchunk-wasm/dist/esm/xorb-hash.js
+var MEAN_CHUNK_PER_NODE = 4;
+var BLAKE3_NODE_KEY = new Uint8Array([
+  1,
+  126,
+  197,
+  199,
+  165,
+  71,
+  41,
+  150,
+  253,
+  148,
+  102,
+  102,
+  180,
+  138,
+  2,
+  230,
+  93,
+  221,
+  83,
+  111,
+  55,
+  199,
+  109,
+  210,
+  248,
+  99,
+  82,
+  230,
+  74,
+  83,
+  113,
+  63
+]);
+var INDEX_OF_LAST_BYTE_OF_LAST_U64_IN_CHUNK_HASH = 3 * 8;
+var nodeHasher = Hasher2.newKeyed(BLAKE3_NODE_KEY);
+function isNaturalCut(hash3) {
+  return hash3[INDEX_OF_LAST_BYTE_OF_LAST_U64_IN_CHUNK_HASH] % MEAN_CHUNK_PER_NODE === 0;
+}
+function xorbHash(chunks) {
+  if (chunks.length === 0) {
+    return new Uint8Array(32);
+  }
+  let currentChunks = chunks;
+  while (currentChunks.length > 1) {
+    const nodes = [];
+    let currentIndex = 0;
+    let numOfChildrenSoFar = 0;
+    for (let i = 0; i < currentChunks.length; i++) {
+      if (i === currentChunks.length - 1 || numOfChildrenSoFar === 2 * MEAN_CHUNK_PER_NODE || numOfChildrenSoFar >= 2 && currentChunks[i].hash[INDEX_OF_LAST_BYTE_OF_LAST_U64_IN_CHUNK_HASH] % MEAN_CHUNK_PER_NODE === 0) {
+        nodes.push(mergedHashOfSequence(currentChunks.slice(currentIndex, i + 1)));
+        currentIndex = i + 1;
+        numOfChildrenSoFar = 0;
+      } else {
+        numOfChildrenSoFar++;
+      }
+    }
+    currentChunks = nodes;
+  }
+  return currentChunks[0].hash;
+}
+function mergedHashOfSequence(chunks) {
+  let text3 = "";
+  let totalLength = 0;
+  for (const chunk2 of chunks) {
+    text3 += hashToHex(chunk2.hash) + " : " + chunk2.length + "\n";
+    totalLength += chunk2.length;
+  }
+  const bytes = new Uint8Array(text3.length);
+  for (let i = 0; i < text3.length; i++) {
+    bytes[i] = text3.charCodeAt(i);
+  }
+  const hash3 = nodeHasher.reset().update(bytes).finalize(32);
+  return { hash: hash3, length: totalLength };
+}
+
+// node_modules/@huggingface/xetchunk-wasm/dist/esm/hash-utils.js
+var ZERO_KEY = new Uint8Array(32);
+var VERIFICATION_KEY = new Uint8Array([
+  127,
+  24,
+  87,
+  214,
+  206,
+  86,
+  237,
+  102,
+  18,
+  127,
+  249,
+  19,
+  231,
+  165,
+  195,
+  243,
+  164,
+  205,
+  38,
+  213,
+  181,
+  219,
+  73,
+  230,
+  65,
+  36,
+  152,
+  127,
+  40,
+  251,
+  148,
+  195
+]);
+var fileHasher = Hasher2.newKeyed(ZERO_KEY);
+var verificationHasher = Hasher2.newKeyed(VERIFICATION_KEY);
+function fileHash(chunks) {
+  if (chunks.length === 0) {
+    return new Uint8Array(32);
+  }
+  const xorb = xorbHash(chunks);
+  return fileHasher.reset().update(xorb).finalize(32);
+}
+function hmac(hash3, key) {
+  return Hasher2.newKeyed(key).update(hash3).finalize(32);
+}
+function verificationHash(chunkHashes) {
+  const combined = new Uint8Array(chunkHashes.length * 32);
+  for (let i = 0; i < chunkHashes.length; i++) {
+    combined.set(chunkHashes[i], i * 32);
+  }
+  return verificationHasher.reset().update(combined).finalize(32);
+}
+
+// node_modules/@huggingface/xetchunk-wasm/dist/esm/merkle-hash-subtree.js
+var MIN_GROUP_SIZE = 2;
+var MAX_GROUP_SIZE = 9;
+function nextMergeCut(nodes, start, end) {
+  const len = end - start;
+  if (len <= MIN_GROUP_SIZE) {
+    return len;
+  }
+  const lim = Math.min(MAX_GROUP_SIZE, len);
+  for (let i = MIN_GROUP_SIZE; i < lim; i++) {
+    if (isNaturalCut(nodes[start + i].hash)) {
+      return i + 1;
+    }
+  }
+  return lim;
+}
+function validGap(gap) {
+  return gap > MIN_GROUP_SIZE && gap < MAX_GROUP_SIZE - 1;
+}
+function findStableStart(nodes) {
+  if (nodes.length < MIN_GROUP_SIZE + 1) {
+    return void 0;
+  }
+  let prevPrevCut;
+  let prevCut;
+  for (let pos = 0; pos < nodes.length; pos++) {
+    if (!isNaturalCut(nodes[pos].hash)) {
+      continue;
+    }
+    if (prevCut !== void 0 && validGap(pos - prevCut) && prevPrevCut !== void 0 && validGap(prevCut - prevPrevCut)) {
+      return prevCut + 1;
+    }
+    prevPrevCut = prevCut;
+    prevCut = pos;
+  }
+  return void 0;
+}
+function findStableEnd(nodes) {
+  if (nodes.length < MIN_GROUP_SIZE + 1) {
+    return void 0;
+  }
+  let nextNextCut;
+  let nextCut;
+  for (let pos = nodes.length - 1; pos >= 0; pos--) {
+    if (!isNaturalCut(nodes[pos].hash)) {
+      continue;
+    }
+    if (nextCut !== void 0 && validGap(nextCut - pos) && nextNextCut !== void 0 && validGap(nextNextCut - nextCut)) {
+      return nextCut + 1;
+    }
+    nextNextCut = nextCut;
+    nextCut = pos;
+  }
+  return void 0;
+}
+function splitAndPromote(nodes, atStart, atEnd, promoted) {
+  if (nodes.length <= 1) {
+    return [nodes.length, 0];
+  }
+  let stableStart;
+  if (atStart) {
+    stableStart = 0;
+  } else {
+    const idx = findStableStart(nodes);
+    if (idx === void 0) {
+      return [nodes.length, 0];
+    }
+    stableStart = idx;
+  }
+  let stableEnd;
+  if (atEnd) {
+    stableEnd = nodes.length;
+  } else {
+    const idx = findStableEnd(nodes.slice(stableStart));
+    if (idx === void 0) {
+      return [nodes.length, 0];
+    }
+    stableEnd = stableStart + idx;
+  }
+  if (stableStart >= stableEnd) {
+    return [nodes.length, 0];
+  }
+  let pos = stableStart;
+  while (pos < stableEnd) {
+    const cutLen = nextMergeCut(nodes, pos, stableEnd);
+    promoted.push(mergedHashOfSequence(nodes.slice(pos, pos + cutLen)));
+    pos += cutLen;
+  }
+  return [stableStart, nodes.length - stableEnd];
+}
+function flattenHump(hump) {
+  const nodes = [];
+  for (const left of hump.leftLevels) {
+    nodes.push(...left);
+  }
+  for (let level = hump.rightLevels.length - 1; level >= 0; level--) {
+    nodes.push(...hump.rightLevels[level]);
+  }
+  const levels = hump.leftLevels.map((left, i) => [left.length, hump.rightLevels[i].length]);
+  return { nodes, levels };
+}
+function buildHump(chunks, atStart, atEnd) {
+  const leftLevels = [];
+  const rightLevels = [];
+  let current2 = chunks;
+  let allLeftsEmpty = true;
+  let allRightsEmpty = true;
+  while (true) {
+    const levelAtStart = atStart && allLeftsEmpty;
+    const levelAtEnd = atEnd && allRightsEmpty;
+    const promoted = [];
+    const [prefixLen, suffixLen] = splitAndPromote(current2, levelAtStart, levelAtEnd, promoted);
+    leftLevels.push(current2.slice(0, prefixLen));
+    rightLevels.push(current2.slice(current2.length - suffixLen));
+    if (prefixLen > 0) {
+      allLeftsEmpty = false;
+    }
+    if (suffixLen > 0) {
+      allRightsEmpty = false;
+    }
+    if (promoted.length === 0) {
+      break;
+    }
+    if (promoted.length === 1) {
+      leftLevels.push(promoted);
+      rightLevels.push([]);
+      break;
+    }
+    current2 = promoted;
+  }
+  return { leftLevels, rightLevels };
+}
+var MerkleHashSubtree = class _MerkleHashSubtree {
+  nodes;
+  /** Per-level `[leftCount, rightCount]` pairs indexing into `nodes`. */
+  levels;
+  leftOffsets;
+  rightOffsets;
+  /** True if this range begins at chunk 0 of the full sequence. */
+  atStart;
+  /** True if this range ends at the last chunk of the full sequence. */
+  atEnd;
+  constructor(nodes, levels, atStart, atEnd) {
+    this.nodes = nodes;
+    this.levels = levels;
+    this.atStart = atStart;
+    this.atEnd = atEnd;
+    [this.leftOffsets, this.rightOffsets] = computeOffsets(levels);
+  }
+  /**
+   * Create a subtree from a contiguous run of level-0 chunks.
+   *
+   * - `atStart`: `chunks[0]` is the first chunk of the entire file.
+   * - `atEnd`: the last element of `chunks` is the file's final chunk.
+   */
+  static fromChunks(atStart, chunks, atEnd) {
+    const { nodes, levels } = flattenHump(buildHump(chunks, atStart, atEnd));
+    return new _MerkleHashSubtree(nodes, levels, atStart, atEnd);
+  }
+  get numNodes() {
+    return this.nodes.length;
+  }
+  get numLevels() {
+    return this.levels.length;
+  }
+  get isEmpty() {
+    return this.nodes.length === 0;
+  }
+  leftAt(level) {
+    if (level >= this.levels.length) {
+      return [];
+    }
+    const start = this.leftOffsets[level];
+    return this.nodes.slice(start, start + this.levels[level][0]);
+  }
+  rightAt(level) {
+    if (level >= this.levels.length) {
+      return [];
+    }
+    const start = this.rightOffsets[level];
+    return this.nodes.slice(start, start + this.levels[level][1]);
+  }
+  /**
+   * Merge an adjacent subtree (the right neighbor) into this one, in place.
+   * After the call, `this` covers the combined range: it keeps its own
+   * `atStart` and takes `other`'s `atEnd`.
+   *
+   * Throws if `this.atEnd` (nothing can follow the end) or `other.atStart`
+   * (the start cannot appear on the right side of a merge).
+   */
+  mergeInto(other) {
+    if (this.atEnd) {
+      throw new Error("Cannot merge into a subtree that is already at the end");
+    }
+    if (other.atStart) {
+      throw new Error("Cannot merge a subtree that is at the start on the right side");
+    }
+    const combinedAtStart = this.atStart;
+    const combinedAtEnd = other.atEnd;
+    const maxLevels = Math.max(this.numLevels, other.numLevels);
+    const leftLevels = [];
+    const rightLevels = [];
+    let carry = [];
+    let allLeftsEmpty = true;
+    let allRightsEmpty = true;
+    for (let level = 0; level < maxLevels; level++) {
+      const full = [
+        ...this.leftAt(level),
+        ...this.rightAt(level),
+        ...carry,
+        ...other.leftAt(level),
+        ...other.rightAt(level)
+      ];
+      const levelAtStart = combinedAtStart && allLeftsEmpty;
+      const levelAtEnd = combinedAtEnd && allRightsEmpty;
+      const promoted = [];
+      const [prefixLen, suffixLen] = splitAndPromote(full, levelAtStart, levelAtEnd, promoted);
+      leftLevels.push(full.slice(0, prefixLen));
+      rightLevels.push(full.slice(full.length - suffixLen));
+      if (prefixLen > 0) {
+        allLeftsEmpty = false;
+      }
+      if (suffixLen > 0) {
+        allRightsEmpty = false;
+      }
+      carry = promoted;
+    }
+    while (carry.length > 0) {
+      if (carry.length === 1) {
+        leftLevels.push(carry);
+        rightLevels.push([]);
+        carry = [];
+      } else {
+        const promoted = [];
+        const [prefixLen, suffixLen] = splitAndPromote(carry, combinedAtStart && allLeftsEmpty, combinedAtEnd && allRightsEmpty, promoted);
+        leftLevels.push(carry.slice(0, prefixLen));
+        rightLevels.push(carry.slice(carry.length - suffixLen));
+        if (prefixLen > 0) {
+          allLeftsEmpty = false;
+        }
+        if (suffixLen > 0) {
+          allRightsEmpty = false;
+        }
+        carry = promoted;
+      }
+    }
+    while (leftLevels.length > 1 && leftLevels[leftLevels.length - 1].length === 0 && rightLevels[rightLevels.length - 1].length === 0) {
+      leftLevels.pop();
+      rightLevels.pop();
+    }
+    const { nodes, levels } = flattenHump({ leftLevels, rightLevels });
+    this.nodes = nodes;
+    this.levels = levels;
+    [this.leftOffsets, this.rightOffsets] = computeOffsets(levels);
+    this.atStart = combinedAtStart;
+    this.atEnd = combinedAtEnd;
+  }
+  /**
+   * Merge multiple adjacent ranges left-to-right.
+   * Returns an empty fully-closed range when `ranges` is empty.
+   */
+  static merge(ranges) {
+    if (ranges.length === 0) {
+      return _MerkleHashSubtree.fromChunks(true, [], true);
+    }
+    const result = ranges[0].clone();
+    for (let i = 1; i < ranges.length; i++) {
+      result.mergeInto(ranges[i]);
+    }
+    return result;
+  }
+  clone() {
+    return new _MerkleHashSubtree([...this.nodes], this.levels.map((l) => [...l]), this.atStart, this.atEnd);
+  }
+  /**
+   * The final aggregated hash — only available when both boundaries are
+   * known (`atStart && atEnd`). Equals `xorbHash(allChunks)`; apply
+   * `hmac(hash, zeroKey)` to obtain the file hash.
+   *
+   * Returns `undefined` when either boundary is unknown.
+   */
+  finalHash() {
+    if (!this.atStart || !this.atEnd) {
+      return void 0;
+    }
+    if (this.nodes.length === 0) {
+      return new Uint8Array(32);
+    }
+    const top = this.levels.length - 1;
+    const topLeft = this.leftAt(top);
+    if (topLeft.length !== 1 || this.rightAt(top).length !== 0) {
+      throw new Error("Invariant violation: fully-closed hump should have a single node at the top level");
+    }
+    return topLeft[0].hash;
+  }
+  /** Total byte length covered by this subtree. */
+  get totalLength() {
+    let total = 0;
+    for (let level = 0; level < this.levels.length; level++) {
+      for (const node of this.leftAt(level)) {
+        total += node.length;
+      }
+      for (const node of this.rightAt(level)) {
+        total += node.length;
+      }
+    }
+    return total;
+  }
+  /** Serde-human-readable-compatible JSON (what the CAS server produces/accepts). */
+  toJSON() {
+    return {
+      nodes: this.nodes.map((node) => ({ hash: hashToHex(node.hash), size: node.length })),
+      levels: this.levels.map((l) => [...l]),
+      at_start: this.atStart,
+      at_end: this.atEnd
+    };
+  }
+  static fromJSON(json) {
+    return new _MerkleHashSubtree(json.nodes.map((node) => ({ hash: hexToBytes(node.hash), length: node.size })), json.levels.map((l) => [l[0], l[1]]), json.at_start, json.at_end);
+  }
+};
+function computeOffsets(levels) {
+  const leftOffsets = [];
+  const rightOffsets = [];
+  let cumulativeLeft = 0;
+  for (const [leftCount] of levels) {
+    leftOffsets.push(cumulativeLeft);
+    cumulativeLeft += leftCount;
+  }
+  const totalLeft = cumulativeLeft;
+  let cumulativeRightAfter = 0;
+  for (const [, rightCount] of levels) {
+    cumulativeRightAfter += rightCount;
+  }
+  for (const [, rightCount] of levels) {
+    cumulativeRightAfter -= rightCount;
+    rightOffsets.push(totalLeft + cumulativeRightAfter);
+  }
+  return [leftOffsets, rightOffsets];
+}
+
+// node_modules/@huggingface/hub/dist/chunk-AXSL4LYE.mjs
+var HUB_URL = "https://huggingface.co";
+async function createApiError(response, opts) {
+  const error2 = new HubApiError(response.url, response.status, response.headers.get("X-Request-Id") ?? opts?.requestId);
+  error2.message = `Api error with status ${error2.statusCode}${opts?.message ? `. ${opts.message}` : ""}`;
+  const trailer = [`URL: ${error2.url}`, error2.requestId ? `Request ID: ${error2.requestId}` : void 0].filter(Boolean).join(". ");
+  if (response.headers.get("Content-Type")?.startsWith("application/json")) {
+    const json = await response.json();
+    error2.message = json.error || json.message || error2.message;
+    if (json.error_description) {
+      error2.message = error2.message ? error2.message + `: ${json.error_description}` : json.error_description;
+    }
+    error2.data = json;
+  } else {
+    error2.data = { message: await response.text() };
+  }
+  error2.message += `. ${trailer}`;
+  throw error2;
+}
+var HubApiError = class extends Error {
+  statusCode;
+  url;
+  requestId;
+  data;
+  constructor(url, statusCode, requestId, message) {
+    super(message);
+    this.statusCode = statusCode;
+    this.requestId = requestId;
+    this.url = url;
+  }
+};
+var InvalidApiResponseFormatError = class extends Error {
+};
+function checkAccessToken(accessToken) {
+  if (!accessToken.startsWith("hf_")) {
+    throw new TypeError("Your access token must start with 'hf_'");
+  }
+}
+function checkCredentials(params) {
+  if (params.accessToken) {
+    checkAccessToken(params.accessToken);
+    return params.accessToken;
+  }
+  if (params.credentials?.accessToken) {
+    checkAccessToken(params.credentials.accessToken);
+    return params.credentials.accessToken;
+  }
+}
+function toRepoId(repo) {
+  if (typeof repo !== "string") {
+    return repo;
+  }
+  if (repo.startsWith("model/") || repo.startsWith("models/")) {
+    throw new TypeError(
+      "A repo designation for a model should not start with 'models/', directly specify the model namespace / name"
+    );
+  }
+  if (repo.startsWith("space/")) {
+    throw new TypeError("Spaces should start with 'spaces/', plural, not 'space/'");
+  }
+  if (repo.startsWith("dataset/")) {
+    throw new TypeError("Datasets should start with 'datasets/', plural, not 'dataset/'");
+  }
+  if (repo.startsWith("bucket/")) {
+    throw new TypeError("Buckets should start with 'buckets/', plural, not 'bucket/'");
+  }
+  if (repo.startsWith("kernel/")) {
+    throw new TypeError("Kernels should start with 'kernels/', plural, not 'kernel/'");
+  }
+  const slashes = repo.split("/").length - 1;
+  if (repo.startsWith("spaces/")) {
+    if (slashes !== 2) {
+      throw new TypeError("Space Id must include namespace and name of the space");
+    }
+    return {
+      type: "space",
+      name: repo.slice("spaces/".length)
+    };
+  }
+  if (repo.startsWith("datasets/")) {
+    if (slashes > 2) {
+      throw new TypeError("Too many slashes in repo designation: " + repo);
+    }
+    return {
+      type: "dataset",
+      name: repo.slice("datasets/".length)
+    };
+  }
+  if (repo.startsWith("buckets/")) {
+    if (slashes !== 2) {
+      throw new TypeError("Bucket Id must include namespace and name of the bucket");
+    }
+    return {
+      type: "bucket",
+      name: repo.slice("buckets/".length)
+    };
+  }
+  if (repo.startsWith("kernels/")) {
+    if (slashes !== 2) {
+      throw new TypeError("Kernel Id must include namespace and name of the kernel");
+    }
+    return {
+      type: "kernel",
+      name: repo.slice("kernels/".length)
+    };
+  }
+  if (slashes > 1) {
+    throw new TypeError("Too many slashes in repo designation: " + repo);
+  }
+  return {
+    type: "model",
+    name: repo
+  };
+}
+async function* eventToGenerator(cb) {
+  const promises3 = [];
+  function addPromise() {
+    let resolve32;
+    let reject;
+    const p = new Promise((res, rej) => {
+      resolve32 = res;
+      reject = rej;
+    });
+    promises3.push({ p, resolve: resolve32, reject });
+  }
+  addPromise();
+  const callbackRes = Promise.resolve().then(
+    () => cb(
+      (y) => {
+        addPromise();
+        promises3.at(-2)?.resolve({ done: false, value: y });
+      },
+      (r) => {
+        addPromise();
+        promises3.at(-2)?.resolve({ done: true, value: r });
+      },
+      (err) => promises3.shift()?.reject(err)
+    )
+  ).catch((err) => promises3.shift()?.reject(err));
+  while (1) {
+    const p = promises3[0];
+    if (!p) {
+      throw new Error("Logic error in eventGenerator, promises should never be empty");
+    }
+    const result = await p.p;
+    promises3.shift();
+    if (result.done) {
+      await callbackRes;
+      return result.value;
+    }
+    yield result.value;
+  }
+  throw new Error("Unreachable");
+}
+function hexFromBytes(arr) {
+  if (globalThis.Buffer) {
+    return globalThis.Buffer.from(arr).toString("hex");
+  } else {
+    const bin = [];
+    arr.forEach((byte) => {
+      bin.push(byte.toString(16).padStart(2, "0"));
+    });
+    return bin.join("");
+  }
+}
+var isBrowser = typeof window !== "undefined" && typeof window.document !== "undefined";
+var isWebWorker = typeof self === "object" && self.constructor && self.constructor.name === "DedicatedWorkerGlobalScope";
+var isBackend = !isBrowser && !isWebWorker;
+var isFrontend = !isBackend;
+async function getWebWorkerCode() {
+  const sha256Module = await Promise.resolve().then(() => (init_sha256_wrapper_ITDNMKRK(), sha256_wrapper_ITDNMKRK_exports));
+  return URL.createObjectURL(new Blob([sha256Module.createSHA256WorkerCode()]));
+}
+var pendingWorkers = [];
+var runningWorkers = /* @__PURE__ */ new Set();
+var resolve4;
+var waitPromise = new Promise((r) => {
+  resolve4 = r;
+});
+async function getWorker(poolSize) {
+  {
+    const worker2 = pendingWorkers.pop();
+    if (worker2) {
+      runningWorkers.add(worker2);
+      return worker2;
+    }
+  }
+  if (!poolSize) {
+    const worker2 = new Worker(await getWebWorkerCode());
+    runningWorkers.add(worker2);
+    return worker2;
+  }
+  if (poolSize <= 0) {
+    throw new TypeError("Invalid webworker pool size: " + poolSize);
+  }
+  while (runningWorkers.size >= poolSize) {
+    await waitPromise;
+  }
+  const worker = new Worker(await getWebWorkerCode());
+  runningWorkers.add(worker);
+  return worker;
+}
+async function freeWorker(worker, poolSize) {
+  if (!poolSize) {
+    return destroyWorker(worker);
+  }
+  runningWorkers.delete(worker);
+  pendingWorkers.push(worker);
+  const r = resolve4;
+  waitPromise = new Promise((r2) => {
+    resolve4 = r2;
+  });
+  r();
+}
+function destroyWorker(worker) {
+  runningWorkers.delete(worker);
+  worker.terminate();
+  const r = resolve4;
+  waitPromise = new Promise((r2) => {
+    resolve4 = r2;
+  });
+  r();
+}
+async function* sha256(buffer, opts) {
+  yield 0;
+  const maxCryptoSize = typeof opts?.useWebWorker === "object" && opts?.useWebWorker.minSize !== void 0 ? opts.useWebWorker.minSize : 1e7;
+  if (buffer.size < maxCryptoSize && globalThis.crypto?.subtle) {
+    const res = hexFromBytes(
+      new Uint8Array(
+        await globalThis.crypto.subtle.digest("SHA-256", buffer instanceof Blob ? await buffer.arrayBuffer() : buffer)
+      )
+    );
+    yield 1;
+    return res;
+  }
+  if (isFrontend) {
+    if (opts?.useWebWorker) {
+      try {
+        const poolSize = typeof opts?.useWebWorker === "object" ? opts.useWebWorker.poolSize : void 0;
+        const worker = await getWorker(poolSize);
+        let messageHandler;
+        let errorHandler;
+        let abortListener;
+        const cleanup = () => {
+          worker.removeEventListener("message", messageHandler);
+          worker.removeEventListener("error", errorHandler);
+          if (abortListener) {
+            opts?.abortSignal?.removeEventListener("abort", abortListener);
+          }
+        };
+        return yield* eventToGenerator((yieldCallback, returnCallback, rejectCallback) => {
+          messageHandler = (event) => {
+            if (event.data.sha256) {
+              cleanup();
+              freeWorker(worker, poolSize);
+              returnCallback(event.data.sha256);
+            } else if (event.data.progress) {
+              yieldCallback(event.data.progress);
+              try {
+                opts.abortSignal?.throwIfAborted();
+              } catch (err) {
+                cleanup();
+                destroyWorker(worker);
+                rejectCallback(err);
+              }
+            } else {
+              cleanup();
+              destroyWorker(worker);
+              rejectCallback(event);
+            }
+          };
+          errorHandler = (event) => {
+            cleanup();
+            destroyWorker(worker);
+            rejectCallback(event.error);
+          };
+          if (opts?.abortSignal) {
+            try {
+              opts.abortSignal?.throwIfAborted();
+            } catch (err) {
+              cleanup();
+              destroyWorker(worker);
+              rejectCallback(opts.abortSignal.reason ?? new DOMException("Aborted", "AbortError"));
+              return;
+            }
+            abortListener = () => {
+              cleanup();
+              destroyWorker(worker);
+              rejectCallback(opts.abortSignal?.reason ?? new DOMException("Aborted", "AbortError"));
+            };
+            opts.abortSignal.addEventListener("abort", abortListener);
+          }
+          worker.addEventListener("message", messageHandler);
+          worker.addEventListener("error", errorHandler);
+          worker.postMessage({ file: buffer });
+        });
+      } catch (err) {
+        console.warn("Failed to use web worker for sha256", err);
+      }
+    }
+    if (!wasmModule) {
+      wasmModule = await Promise.resolve().then(() => (init_sha256_wrapper_ITDNMKRK(), sha256_wrapper_ITDNMKRK_exports));
+    }
+    const sha2562 = await wasmModule.createSHA256();
+    sha2562.init();
+    const reader = buffer.stream().getReader();
+    const total = buffer.size;
+    let bytesDone = 0;
+    while (true) {
+      const { done, value: value2 } = await reader.read();
+      if (done) {
+        break;
+      }
+      sha2562.update(value2);
+      bytesDone += value2.length;
+      yield bytesDone / total;
+      opts?.abortSignal?.throwIfAborted();
+    }
+    return sha2562.digest("hex");
+  }
+  if (!cryptoModule) {
+    cryptoModule = await Promise.resolve().then(() => (init_sha256_node_ZPWO3OWR(), sha256_node_ZPWO3OWR_exports));
+  }
+  return yield* cryptoModule.sha256Node(buffer, { abortSignal: opts?.abortSignal });
+}
+var cryptoModule;
+var wasmModule;
+function combineUint8Arrays(...arrays) {
+  const totalLength = arrays.reduce((sum22, array) => sum22 + array.length, 0);
+  const combinedBytes = new Uint8Array(totalLength);
+  let offset = 0;
+  for (const array of arrays) {
+    combinedBytes.set(array, offset);
+    offset += array.length;
+  }
+  return combinedBytes;
+}
+function hashU32(a) {
+  a = a | 0;
+  a = a + 2127912214 + (a << 12) | 0;
+  a = a ^ -949894596 ^ a >>> 19;
+  a = a + 374761393 + (a << 5) | 0;
+  a = a + -744332180 ^ a << 9;
+  a = a + -42973499 + (a << 3) | 0;
+  return a ^ -1252372727 ^ a >>> 16 | 0;
+}
+function readU64(b, n) {
+  let x = 0;
+  x |= b[n++] << 0;
+  x |= b[n++] << 8;
+  x |= b[n++] << 16;
+  x |= b[n++] << 24;
+  x |= b[n++] << 32;
+  x |= b[n++] << 40;
+  x |= b[n++] << 48;
+  x |= b[n++] << 56;
+  return x;
+}
+function readU32(b, n) {
+  let x = 0;
+  x |= b[n++] << 0;
+  x |= b[n++] << 8;
+  x |= b[n++] << 16;
+  x |= b[n++] << 24;
+  return x;
+}
+function writeU32(b, n, x) {
+  b[n++] = x >> 0 & 255;
+  b[n++] = x >> 8 & 255;
+  b[n++] = x >> 16 & 255;
+  b[n++] = x >> 24 & 255;
+}
+function imul(a, b) {
+  const ah = a >>> 16;
+  const al = a & 65535;
+  const bh = b >>> 16;
+  const bl = b & 65535;
+  return al * bl + (ah * bl + al * bh << 16) | 0;
+}
+var prime1 = 2654435761;
+var prime2 = 2246822519;
+var prime3 = 3266489917;
+var prime4 = 668265263;
+var prime5 = 374761393;
+function rotl32(x, r) {
+  x = x | 0;
+  r = r | 0;
+  return x >>> (32 - r | 0) | x << r | 0;
+}
+function rotmul32(h, r, m) {
+  h = h | 0;
+  r = r | 0;
+  m = m | 0;
+  return imul(h >>> (32 - r | 0) | h << r, m) | 0;
+}
+function shiftxor32(h, s) {
+  h = h | 0;
+  s = s | 0;
+  return h >>> s ^ h | 0;
+}
+function xxhapply(h, src, m0, s, m1) {
+  return rotmul32(imul(src, m0) + h, s, m1);
+}
+function xxh1(h, src, index) {
+  return rotmul32(h + imul(src[index], prime5), 11, prime1);
+}
+function xxh4(h, src, index) {
+  return xxhapply(h, readU32(src, index), prime3, 17, prime4);
+}
+function xxh16(h, src, index) {
+  return [
+    xxhapply(h[0], readU32(src, index + 0), prime2, 13, prime1),
+    xxhapply(h[1], readU32(src, index + 4), prime2, 13, prime1),
+    xxhapply(h[2], readU32(src, index + 8), prime2, 13, prime1),
+    xxhapply(h[3], readU32(src, index + 12), prime2, 13, prime1)
+  ];
+}
+function xxh32(seed, src, index, len) {
+  let h;
+  const l = len;
+  if (len >= 16) {
+    h = [seed + prime1 + prime2, seed + prime2, seed, seed - prime1];
+    while (len >= 16) {
+      h = xxh16(h, src, index);
+      index += 16;
+      len -= 16;
+    }
+    h = rotl32(h[0], 1) + rotl32(h[1], 7) + rotl32(h[2], 12) + rotl32(h[3], 18) + l;
+  } else {
+    h = seed + prime5 + len >>> 0;
+  }
+  while (len >= 4) {
+    h = xxh4(h, src, index);
+    index += 4;
+    len -= 4;
+  }
+  while (len > 0) {
+    h = xxh1(h, src, index);
+    index++;
+    len--;
+  }
+  h = shiftxor32(imul(shiftxor32(imul(shiftxor32(h, 15), prime2), 13), prime3), 16);
+  return h >>> 0;
+}
+var hash2 = xxh32;
+var minMatch = 4;
+var matchSearchLimit = 12;
+var minTrailingLitterals = 5;
+var skipTrigger = 6;
+var hashSize = 1 << 16;
+var mlBits = 4;
+var mlMask = (1 << mlBits) - 1;
+var runBits = 4;
+var runMask = (1 << runBits) - 1;
+var blockBuf = makeBuffer(5 << 20);
+var hashTable = makeHashTable();
+var magicNum = 407708164;
+var fdContentChksum = 4;
+var fdContentSize = 8;
+var fdBlockChksum = 16;
+var fdVersion = 64;
+var fdVersionMask = 192;
+var bsUncompressed = 2147483648;
+var bsDefault = 7;
+var bsShift = 4;
+var bsMask = 7;
+var bsMap = {
+  4: 65536,
+  5: 262144,
+  6: 1048576,
+  7: 4194304
+};
+function makeHashTable() {
+  try {
+    return new Uint32Array(hashSize);
+  } catch (error2) {
+    const hashTable2 = new Array(hashSize);
+    for (let i = 0; i < hashSize; i++) {
+      hashTable2[i] = 0;
+    }
+    return hashTable2;
+  }
+}
+function clearHashTable(table2) {
+  for (let i = 0; i < hashSize; i++) {
+    table2[i] = 0;
+  }
+}
+function makeBuffer(size) {
+  return new Uint8Array(size);
+}
+function sliceArray(array, start, end) {
+  return array.slice(start, end);
+}
+function compressBound(n) {
+  return n + n / 255 + 16 | 0;
+}
+function decompressBound(src) {
+  let sIndex = 0;
+  if (readU32(src, sIndex) !== magicNum) {
+    throw new Error("invalid magic number");
+  }
+  sIndex += 4;
+  const descriptor = src[sIndex++];
+  if ((descriptor & fdVersionMask) !== fdVersion) {
+    throw new Error("incompatible descriptor version " + (descriptor & fdVersionMask));
+  }
+  const useBlockSum = (descriptor & fdBlockChksum) !== 0;
+  const useContentSize = (descriptor & fdContentSize) !== 0;
+  const bsIdx = src[sIndex++] >> bsShift & bsMask;
+  if (bsMap[bsIdx] === void 0) {
+    throw new Error("invalid block size " + bsIdx);
+  }
+  const maxBlockSize = bsMap[bsIdx];
+  if (useContentSize) {
+    return readU64(src, sIndex);
+  }
+  sIndex++;
+  let maxSize = 0;
+  while (true) {
+    let blockSize = readU32(src, sIndex);
+    sIndex += 4;
+    if (blockSize & bsUncompressed) {
+      blockSize &= ~bsUncompressed;
+      maxSize += blockSize;
+    } else if (blockSize > 0) {
+      maxSize += maxBlockSize;
+    }
+    if (blockSize === 0) {
+      return maxSize;
+    }
+    if (useBlockSum) {
+      sIndex += 4;
+    }
+    sIndex += blockSize;
+  }
+}
+function decompressBlock(src, dst, sIndex, sLength, dIndex) {
+  let mLength, mOffset, sEnd, n, i;
+  const hasCopyWithin = dst.copyWithin !== void 0 && dst.fill !== void 0;
+  sEnd = sIndex + sLength;
+  while (sIndex < sEnd) {
+    const token = src[sIndex++];
+    let literalCount = token >> 4;
+    if (literalCount > 0) {
+      if (literalCount === 15) {
+        while (true) {
+          literalCount += src[sIndex];
+          if (src[sIndex++] !== 255) {
+            break;
+          }
+        }
+      }
+      for (n = sIndex + literalCount; sIndex < n; ) {
+        dst[dIndex++] = src[sIndex++];
+      }
+    }
+    if (sIndex >= sEnd) {
+      break;
+    }
+    mLength = token & 15;
+    mOffset = src[sIndex++] | src[sIndex++] << 8;
+    if (mLength === 15) {
+      while (true) {
+        mLength += src[sIndex];
+        if (src[sIndex++] !== 255) {
+          break;
+        }
+      }
+    }
+    mLength += minMatch;
+    if (hasCopyWithin && mOffset === 1) {
+      dst.fill(dst[dIndex - 1] | 0, dIndex, dIndex + mLength);
+      dIndex += mLength;
+    } else if (hasCopyWithin && mOffset > mLength && mLength > 31) {
+      dst.copyWithin(dIndex, dIndex - mOffset, dIndex - mOffset + mLength);
+      dIndex += mLength;
+    } else {
+      for (i = dIndex - mOffset, n = i + mLength; i < n; ) {
+        dst[dIndex++] = dst[i++] | 0;
+      }
+    }
+  }
+  return dIndex;
+}
+function compressBlock(src, dst, sIndex, sLength, hashTable2) {
+  let mIndex, mAnchor, mLength, mOffset, mStep;
+  let literalCount, dIndex, sEnd, n;
+  dIndex = 0;
+  sEnd = sLength + sIndex;
+  mAnchor = sIndex;
+  let searchMatchCount = (1 << skipTrigger) + 3;
+  while (sIndex <= sEnd - matchSearchLimit) {
+    const seq = readU32(src, sIndex);
+    let hash22 = hashU32(seq) >>> 0;
+    hash22 = (hash22 >> 16 ^ hash22) >>> 0 & 65535;
+    mIndex = hashTable2[hash22] - 1;
+    hashTable2[hash22] = sIndex + 1;
+    if (mIndex < 0 || sIndex - mIndex >>> 16 > 0 || readU32(src, mIndex) !== seq) {
+      mStep = searchMatchCount++ >> skipTrigger;
+      sIndex += mStep;
+      continue;
+    }
+    searchMatchCount = (1 << skipTrigger) + 3;
+    literalCount = sIndex - mAnchor;
+    mOffset = sIndex - mIndex;
+    sIndex += minMatch;
+    mIndex += minMatch;
+    mLength = sIndex;
+    while (sIndex < sEnd - minTrailingLitterals && src[sIndex] === src[mIndex]) {
+      sIndex++;
+      mIndex++;
+    }
+    mLength = sIndex - mLength;
+    const token = mLength < mlMask ? mLength : mlMask;
+    if (literalCount >= runMask) {
+      dst[dIndex++] = (runMask << mlBits) + token;
+      for (n = literalCount - runMask; n >= 255; n -= 255) {
+        dst[dIndex++] = 255;
+      }
+      dst[dIndex++] = n;
+    } else {
+      dst[dIndex++] = (literalCount << mlBits) + token;
+    }
+    for (let i = 0; i < literalCount; i++) {
+      dst[dIndex++] = src[mAnchor + i];
+    }
+    dst[dIndex++] = mOffset;
+    dst[dIndex++] = mOffset >> 8;
+    if (mLength >= mlMask) {
+      for (n = mLength - mlMask; n >= 255; n -= 255) {
+        dst[dIndex++] = 255;
+      }
+      dst[dIndex++] = n;
+    }
+    mAnchor = sIndex;
+  }
+  if (mAnchor === 0) {
+    return 0;
+  }
+  literalCount = sEnd - mAnchor;
+  if (literalCount >= runMask) {
+    dst[dIndex++] = runMask << mlBits;
+    for (n = literalCount - runMask; n >= 255; n -= 255) {
+      dst[dIndex++] = 255;
+    }
+    dst[dIndex++] = n;
+  } else {
+    dst[dIndex++] = literalCount << mlBits;
+  }
+  sIndex = mAnchor;
+  while (sIndex < sEnd) {
+    dst[dIndex++] = src[sIndex++];
+  }
+  return dIndex;
+}
+function decompressFrame(src, dst) {
+  let useBlockSum, useContentSum, useContentSize, descriptor;
+  let sIndex = 0;
+  let dIndex = 0;
+  if (readU32(src, sIndex) !== magicNum) {
+    throw new Error("invalid magic number");
+  }
+  sIndex += 4;
+  descriptor = src[sIndex++];
+  if ((descriptor & fdVersionMask) !== fdVersion) {
+    throw new Error("incompatible descriptor version");
+  }
+  useBlockSum = (descriptor & fdBlockChksum) !== 0;
+  useContentSum = (descriptor & fdContentChksum) !== 0;
+  useContentSize = (descriptor & fdContentSize) !== 0;
+  const bsIdx = src[sIndex++] >> bsShift & bsMask;
+  if (bsMap[bsIdx] === void 0) {
+    throw new Error("invalid block size");
+  }
+  if (useContentSize) {
+    sIndex += 8;
+  }
+  sIndex++;
+  while (true) {
+    var compSize;
+    compSize = readU32(src, sIndex);
+    sIndex += 4;
+    if (compSize === 0) {
+      break;
+    }
+    if (useBlockSum) {
+      sIndex += 4;
+    }
+    if ((compSize & bsUncompressed) !== 0) {
+      compSize &= ~bsUncompressed;
+      for (let j = 0; j < compSize; j++) {
+        dst[dIndex++] = src[sIndex++];
+      }
+    } else {
+      dIndex = decompressBlock(src, dst, sIndex, compSize, dIndex);
+      sIndex += compSize;
+    }
+  }
+  if (useContentSum) {
+    sIndex += 4;
+  }
+  return dIndex;
+}
+function compressFrame(src, dst) {
+  let dIndex = 0;
+  writeU32(dst, dIndex, magicNum);
+  dIndex += 4;
+  dst[dIndex++] = fdVersion;
+  dst[dIndex++] = bsDefault << bsShift;
+  dst[dIndex] = hash2(0, dst, 4, dIndex - 4) >> 8;
+  dIndex++;
+  const maxBlockSize = bsMap[bsDefault];
+  let remaining = src.length;
+  let sIndex = 0;
+  clearHashTable(hashTable);
+  while (remaining > 0) {
+    let compSize = 0;
+    const blockSize = remaining > maxBlockSize ? maxBlockSize : remaining;
+    compSize = compressBlock(src, blockBuf, sIndex, blockSize, hashTable);
+    if (compSize > blockSize || compSize === 0) {
+      writeU32(dst, dIndex, 2147483648 | blockSize);
+      dIndex += 4;
+      for (let z = sIndex + blockSize; sIndex < z; ) {
+        dst[dIndex++] = src[sIndex++];
+      }
+      remaining -= blockSize;
+    } else {
+      writeU32(dst, dIndex, compSize);
+      dIndex += 4;
+      for (let j = 0; j < compSize; ) {
+        dst[dIndex++] = blockBuf[j++];
+      }
+      sIndex += blockSize;
+      remaining -= blockSize;
+    }
+  }
+  writeU32(dst, dIndex, 0);
+  dIndex += 4;
+  return dIndex;
+}
+function decompress(src, maxSize) {
+  let dst, size;
+  if (maxSize === void 0) {
+    maxSize = decompressBound(src);
+  }
+  dst = makeBuffer(maxSize);
+  size = decompressFrame(src, dst);
+  if (size !== maxSize) {
+    dst = sliceArray(dst, 0, size);
+  }
+  return dst;
+}
+function compress2(src, maxSize) {
+  let dst, size;
+  if (maxSize === void 0) {
+    maxSize = compressBound(src.length);
+  }
+  dst = makeBuffer(maxSize);
+  size = compressFrame(src, dst);
+  if (size !== maxSize) {
+    dst = sliceArray(dst, 0, size);
+  }
+  return dst;
+}
+var RangeList = class {
+  ranges = [];
+  /**
+   * Add a range to the list. If it overlaps with existing ranges,
+   * it will split them and increment reference counts accordingly.
+   */
+  add(start, end) {
+    if (end <= start) {
+      throw new TypeError("End must be greater than start");
+    }
+    const overlappingRanges = [];
+    for (let i = 0; i < this.ranges.length; i++) {
+      const range2 = this.ranges[i];
+      if (start < range2.end && end > range2.start) {
+        overlappingRanges.push({ index: i, range: range2 });
+      }
+      if (range2.data !== null) {
+        throw new Error("Overlapping range already has data");
+      }
+    }
+    if (overlappingRanges.length === 0) {
+      this.ranges.push({ start, end, refCount: 1, data: null });
+      this.ranges.sort((a, b) => a.start - b.start);
+      return;
+    }
+    const newRanges = [];
+    let currentPos = start;
+    for (let i = 0; i < overlappingRanges.length; i++) {
+      const { range: range2 } = overlappingRanges[i];
+      if (currentPos < range2.start) {
+        newRanges.push({
+          start: currentPos,
+          end: range2.start,
+          refCount: 1,
+          data: null
+        });
+      } else if (range2.start < currentPos) {
+        newRanges.push({
+          start: range2.start,
+          end: currentPos,
+          refCount: range2.refCount,
+          data: null
+        });
+      }
+      newRanges.push({
+        start: Math.max(currentPos, range2.start),
+        end: Math.min(end, range2.end),
+        refCount: range2.refCount + 1,
+        data: null
+      });
+      if (range2.end > end) {
+        newRanges.push({
+          start: end,
+          end: range2.end,
+          refCount: range2.refCount,
+          data: null
+        });
+      }
+      currentPos = Math.max(currentPos, range2.end);
+    }
+    if (currentPos < end) {
+      newRanges.push({
+        start: currentPos,
+        end,
+        refCount: 1,
+        data: null
+      });
+    }
+    const firstIndex = overlappingRanges[0].index;
+    const lastIndex = overlappingRanges[overlappingRanges.length - 1].index;
+    this.ranges.splice(firstIndex, lastIndex - firstIndex + 1, ...newRanges);
+    this.ranges.sort((a, b) => a.start - b.start);
+  }
+  /**
+   * Remove a range from the list. The range must start and end at existing boundaries.
+   */
+  remove(start, end) {
+    if (end <= start) {
+      throw new TypeError("End must be greater than start");
+    }
+    const affectedRanges = [];
+    for (let i = 0; i < this.ranges.length; i++) {
+      const range2 = this.ranges[i];
+      if (start < range2.end && end > range2.start) {
+        affectedRanges.push({ index: i, range: range2 });
+      }
+    }
+    if (affectedRanges.length === 0) {
+      throw new Error("No ranges found to remove");
+    }
+    if (start !== affectedRanges[0].range.start || end !== affectedRanges[affectedRanges.length - 1].range.end) {
+      throw new Error("Range boundaries must match existing boundaries");
+    }
+    for (let i = 0; i < affectedRanges.length; i++) {
+      const { range: range2 } = affectedRanges[i];
+      range2.refCount--;
+    }
+    this.ranges = this.ranges.filter((range2) => range2.refCount > 0);
+  }
+  /**
+   * Get all ranges within the specified boundaries.
+   */
+  getRanges(start, end) {
+    if (end <= start) {
+      throw new TypeError("End must be greater than start");
+    }
+    return this.ranges.filter((range2) => start < range2.end && end > range2.start);
+  }
+  /**
+   * Get all ranges in the list
+   */
+  getAllRanges() {
+    return [...this.ranges];
+  }
+};
+function indexOfSubsequence(haystack, needle, from = 0) {
+  const needleLength = needle.length;
+  if (needleLength === 0) {
+    return from <= haystack.length ? from : -1;
+  }
+  const last = needleLength - 1;
+  const maxStart = haystack.length - needleLength;
+  const skip2 = new Uint16Array(256).fill(needleLength);
+  for (let i2 = 0; i2 < last; i2++) {
+    skip2[needle[i2]] = last - i2;
+  }
+  let i = from;
+  while (i <= maxStart) {
+    let j = last;
+    while (j >= 0 && haystack[i + j] === needle[j]) {
+      j--;
+    }
+    if (j < 0) {
+      return i;
+    }
+    i += skip2[haystack[i + last]];
+  }
+  return -1;
+}
+var textEncoder = new TextEncoder();
+var CRLF = textEncoder.encode("\r\n");
+var HEADER_SEPARATOR = textEncoder.encode("\r\n\r\n");
+var STAGING_BLOCK_SIZE = 65536;
+var StreamingMultipartParser = class {
+  #delimiter;
+  /**
+   * Unprocessed bytes carried between pushes: bounded by the delimiter length in states 0/2
+   * (a possible partial delimiter), tiny in state 1. Seeded with a virtual CRLF so a body
+   * starting directly with `--boundary` (RFC 2046: the first delimiter's leading CRLF is
+   * "considered part of the preamble") still matches the `\r\n--boundary` delimiter.
+   */
+  #carry = CRLF;
+  /** Confirmed bytes (headers + data) of the in-progress part, as ≥STAGING_BLOCK_SIZE chunks. */
+  #partChunks = [];
+  #partLength = 0;
+  /** Staging block coalescing small appends; pushed to #partChunks when full. */
+  #staging;
+  #stagingLength = 0;
+  /** 0 = scanning for first boundary, 1 = consuming CRLF/`--` after a boundary, 2 = inside a part */
+  #state = 0;
+  #done = false;
+  constructor(contentType) {
+    const boundary = extractBoundary(contentType);
+    if (!boundary) {
+      throw new Error(`No boundary found in Content-Type: ${contentType}`);
+    }
+    this.#delimiter = textEncoder.encode(`\r
+--${boundary}`);
+  }
+  /**
+   * Push a chunk of body bytes (call with no argument to flush at end of stream).
+   * Returns the raw bytes of any parts that completed as a result.
+   *
+   * Copying is linear: each byte is combined with the (bounded) carry once, staged once, and
+   * copied into the completed part once.
+   */
+  push(chunk2) {
+    if (this.#done) {
+      return [];
+    }
+    let data = chunk2 && chunk2.byteLength ? combineUint8Arrays(this.#carry, chunk2) : this.#carry;
+    this.#carry = new Uint8Array(0);
+    const parts = [];
+    for (; ; ) {
+      if (this.#state === 0 || this.#state === 2) {
+        const delimIndex = indexOfSubsequence(data, this.#delimiter, 0);
+        if (delimIndex === -1) {
+          const safeLength = Math.max(0, data.byteLength - (this.#delimiter.byteLength - 1));
+          if (this.#state === 2 && safeLength > 0) {
+            this.#appendToPart(data.subarray(0, safeLength));
+          }
+          this.#carry = data.slice(safeLength);
+          break;
+        }
+        if (this.#state === 2) {
+          this.#appendToPart(data.subarray(0, delimIndex));
+          const partBody = this.#takePart();
+          const headerEnd = indexOfSubsequence(partBody, HEADER_SEPARATOR, 0);
+          if (headerEnd === -1) {
+            throw new Error("Malformed multipart part: missing header/data separator");
+          }
+          parts.push(partBody.subarray(headerEnd + HEADER_SEPARATOR.byteLength));
+        }
+        data = data.slice(delimIndex + this.#delimiter.byteLength);
+        this.#state = 1;
+        continue;
+      }
+      if (data.byteLength < 2) {
+        this.#carry = data;
+        break;
+      }
+      if (data[0] === 45 && data[1] === 45) {
+        this.#done = true;
+        return parts;
+      }
+      if (data[0] === CRLF[0] && data[1] === CRLF[1]) {
+        data = data.slice(2);
+        this.#state = 2;
+        continue;
+      }
+      throw new Error("Malformed multipart body: expected CRLF or closing delimiter after boundary");
+    }
+    return parts;
+  }
+  /** Append confirmed part bytes, coalescing small appends into staging blocks. */
+  #appendToPart(bytes) {
+    this.#partLength += bytes.byteLength;
+    if (bytes.byteLength >= STAGING_BLOCK_SIZE) {
+      this.#flushStaging();
+      this.#partChunks.push(bytes);
+      return;
+    }
+    let offset = 0;
+    while (offset < bytes.byteLength) {
+      if (!this.#staging) {
+        this.#staging = new Uint8Array(STAGING_BLOCK_SIZE);
+        this.#stagingLength = 0;
+      }
+      const toCopy = Math.min(STAGING_BLOCK_SIZE - this.#stagingLength, bytes.byteLength - offset);
+      this.#staging.set(bytes.subarray(offset, offset + toCopy), this.#stagingLength);
+      this.#stagingLength += toCopy;
+      offset += toCopy;
+      if (this.#stagingLength === STAGING_BLOCK_SIZE) {
+        this.#partChunks.push(this.#staging);
+        this.#staging = void 0;
+      }
+    }
+  }
+  #flushStaging() {
+    if (this.#staging && this.#stagingLength > 0) {
+      this.#partChunks.push(this.#staging.subarray(0, this.#stagingLength));
+    }
+    this.#staging = void 0;
+    this.#stagingLength = 0;
+  }
+  /** Assemble and reset the in-progress part. Loop-based copy: the chunk count is unbounded-safe. */
+  #takePart() {
+    this.#flushStaging();
+    const out = new Uint8Array(this.#partLength);
+    let offset = 0;
+    for (const chunk2 of this.#partChunks) {
+      out.set(chunk2, offset);
+      offset += chunk2.byteLength;
+    }
+    this.#partChunks = [];
+    this.#partLength = 0;
+    return out;
+  }
+};
+function extractBoundary(contentType) {
+  for (const part of contentType.split(";")) {
+    const trimmed = part.trim();
+    if (trimmed.toLowerCase().startsWith("boundary=")) {
+      return trimmed.slice("boundary=".length).replace(/^"|"$/g, "");
+    }
+  }
+  return null;
+}
+function sum(arr) {
+  return arr.reduce((a, b) => a + b, 0);
+}
+function concatUint8Arrays(arrays) {
+  const result = new Uint8Array(sum(arrays.map((array) => array.byteLength)));
+  let offset = 0;
+  for (const array of arrays) {
+    result.set(array, offset);
+    offset += array.byteLength;
+  }
+  return result;
+}
+function hasH2Fetch(versions = typeof process !== "undefined" ? process.versions : void 0, frontend = isFrontend) {
+  if (frontend || !versions?.undici || versions.bun) {
+    return false;
+  }
+  return Number(versions.undici.split(".")[0]) >= 8;
+}
+var GLOBAL_DISPATCHER_KEYS = [/* @__PURE__ */ Symbol.for("undici.globalDispatcher.2"), /* @__PURE__ */ Symbol.for("undici.globalDispatcher.1")];
+function withHttp1(base) {
+  return {
+    dispatch: (options2, handler2) => base.dispatch({ ...options2, allowH2: false }, handler2)
+  };
+}
+var cached;
+async function getHttp1Dispatcher() {
+  const globals = globalThis;
+  const find = () => GLOBAL_DISPATCHER_KEYS.map((key) => globals[key]).find((d) => typeof d?.dispatch === "function");
+  let base = find();
+  if (base === void 0) {
+    await (await fetch("data:,")).arrayBuffer();
+    base = find();
+  }
+  if (base === void 0) {
+    return void 0;
+  }
+  if (cached?.base !== base) {
+    cached = { base, http1: withHttp1(base) };
+  }
+  return cached.http1;
+}
+var undiciHttp1Fetch = async (input, init) => {
+  const dispatcher = await getHttp1Dispatcher();
+  return dispatcher ? fetch(input, { ...init, dispatcher }) : fetch(input, init);
+};
+var http1Fetch = hasH2Fetch() ? undiciHttp1Fetch : (input, init) => fetch(input, init);
+var JWT_SAFETY_PERIOD = 6e4;
+var JWT_CACHE_SIZE = 1e3;
+var PARALLEL_DEFAULT_MAX_CONCURRENCY = isFrontend ? 4 : 8;
+var PARALLEL_MIN_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
+var PARALLEL_MAX_IN_FLIGHT_BYTES = 256 * 1024 * 1024;
+var PARALLEL_CONTROLLER_TICK_MS = 500;
+var PARALLEL_PROBE_KEEP_MARGIN = 1.05;
+var PARALLEL_PLATEAU_HOLD_TICKS = 10;
+var Notifier = class {
+  #resolvers = [];
+  wait() {
+    return new Promise((resolve32) => this.#resolvers.push(resolve32));
+  }
+  notifyAll() {
+    const resolvers = this.#resolvers;
+    this.#resolvers = [];
+    for (const resolve32 of resolvers) {
+      resolve32();
+    }
+  }
+};
+function delay(ms2) {
+  return new Promise((resolve32) => setTimeout(resolve32, ms2));
+}
+var compressionSchemeLabels = {
+  [
+    0
+    /* None */
+  ]: "None",
+  [
+    1
+    /* LZ4 */
+  ]: "LZ4",
+  [
+    2
+    /* ByteGroupingLZ4 */
+  ]: "ByteGroupingLZ4"
+};
+var XET_CHUNK_HEADER_BYTES = 8;
+function parseChunkHeader(view) {
+  const chunkHeader = {
+    version: view.getUint8(0),
+    compressed_length: view.getUint8(1) | view.getUint8(2) << 8 | view.getUint8(3) << 16,
+    compression_scheme: view.getUint8(4),
+    uncompressed_length: view.getUint8(5) | view.getUint8(6) << 8 | view.getUint8(7) << 16
+  };
+  if (chunkHeader.version !== 0) {
+    throw new Error(`Unsupported chunk version ${chunkHeader.version}`);
+  }
+  if (chunkHeader.compression_scheme !== 0 && chunkHeader.compression_scheme !== 1 && chunkHeader.compression_scheme !== 2) {
+    throw new Error(
+      `Unsupported compression scheme ${compressionSchemeLabels[chunkHeader.compression_scheme] ?? chunkHeader.compression_scheme}`
+    );
+  }
+  return chunkHeader;
+}
+function decompressChunk(chunkHeader, compressed) {
+  switch (chunkHeader.compression_scheme) {
+    case 1:
+      return decompress(compressed, chunkHeader.uncompressed_length);
+    case 2:
+      return bg4_regroup_bytes(decompress(compressed, chunkHeader.uncompressed_length));
+    default:
+      return compressed.slice();
+  }
+}
+function decodePartChunks(data, descriptor, rangeList) {
+  const ranges = rangeList.getRanges(descriptor.chunks.start, descriptor.chunks.end);
+  const staged = /* @__PURE__ */ new Map();
+  let chunkIndex = descriptor.chunks.start;
+  let offset = 0;
+  while (offset < data.byteLength) {
+    if (chunkIndex >= descriptor.chunks.end) {
+      throw new Error(
+        `Multipart part for chunks ${descriptor.chunks.start}-${descriptor.chunks.end} contains more chunks than expected`
+      );
+    }
+    if (data.byteLength - offset < XET_CHUNK_HEADER_BYTES) {
+      throw new Error("Truncated chunk header in multipart part");
+    }
+    const chunkHeader = parseChunkHeader(new DataView(data.buffer, data.byteOffset + offset, XET_CHUNK_HEADER_BYTES));
+    const compressedStart = offset + XET_CHUNK_HEADER_BYTES;
+    const compressedEnd = compressedStart + chunkHeader.compressed_length;
+    if (compressedEnd > data.byteLength) {
+      throw new Error("Truncated chunk data in multipart part");
+    }
+    const uncompressed = decompressChunk(chunkHeader, data.subarray(compressedStart, compressedEnd));
+    const range2 = ranges.find((range3) => chunkIndex >= range3.start && chunkIndex < range3.end);
+    if (range2) {
+      let chunks = staged.get(range2);
+      if (!chunks) {
+        chunks = [];
+        staged.set(range2, chunks);
+      }
+      chunks.push(uncompressed);
+    }
+    chunkIndex++;
+    offset = compressedEnd;
+  }
+  if (chunkIndex !== descriptor.chunks.end) {
+    throw new Error(
+      `Multipart part decoded chunks ${descriptor.chunks.start}-${chunkIndex} but expected ${descriptor.chunks.start}-${descriptor.chunks.end}`
+    );
+  }
+  return staged;
+}
+function commitChunks(staged) {
+  let committed = 0;
+  for (const [range2, chunks] of staged) {
+    if (range2.data) {
+      continue;
+    }
+    range2.data = chunks;
+    committed += sum(chunks.map((chunk2) => chunk2.byteLength));
+  }
+  return committed;
+}
+var XetBlob = class extends Blob {
+  fetch;
+  accessToken;
+  refreshUrl;
+  reconstructionUrl;
+  hash;
+  start = 0;
+  end = 0;
+  internalLogging = false;
+  reconstructionInfo;
+  listener;
+  parallelDownloads;
+  constructor(params) {
+    super([]);
+    this.fetch = params.fetch ?? http1Fetch;
+    this.accessToken = checkCredentials(params);
+    this.refreshUrl = params.refreshUrl;
+    this.end = params.size;
+    this.reconstructionUrl = params.reconstructionUrl;
+    this.hash = params.hash;
+    this.listener = params.listener;
+    this.internalLogging = params.internalLogging ?? false;
+    this.parallelDownloads = params.parallelDownloads;
+    if (params.readToken) {
+      const key = cacheKey({ refreshUrl: this.refreshUrl, initialAccessToken: this.accessToken });
+      jwts.set(key, {
+        accessToken: params.readToken.accessToken,
+        expiresAt: new Date(params.readToken.exp * 1e3),
+        casUrl: params.readToken.casUrl
+      });
+    }
+  }
+  get size() {
+    return this.end - this.start;
+  }
+  #clone() {
+    const blob = new XetBlob({
+      fetch: this.fetch,
+      hash: this.hash,
+      refreshUrl: this.refreshUrl,
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion
+      reconstructionUrl: this.reconstructionUrl,
+      size: this.size
+    });
+    blob.accessToken = this.accessToken;
+    blob.start = this.start;
+    blob.end = this.end;
+    blob.reconstructionInfo = this.reconstructionInfo;
+    blob.listener = this.listener;
+    blob.internalLogging = this.internalLogging;
+    blob.parallelDownloads = this.parallelDownloads;
+    return blob;
+  }
+  slice(start = 0, end = this.size) {
+    if (start < 0 || end < 0) {
+      throw new TypeError("Unsupported negative start/end on XetBlob.slice");
+    }
+    const slice = this.#clone();
+    slice.start = this.start + start;
+    slice.end = Math.min(this.start + end, this.end);
+    if (slice.start !== this.start || slice.end !== this.end) {
+      slice.reconstructionInfo = void 0;
+    }
+    return slice;
+  }
+  #reconstructionInfoPromise;
+  #loadReconstructionInfo() {
+    if (this.#reconstructionInfoPromise) {
+      return this.#reconstructionInfoPromise;
+    }
+    this.#reconstructionInfoPromise = (async () => {
+      const connParams = await getAccessToken(this.accessToken, this.fetch, this.refreshUrl);
+      const url = this.reconstructionUrl ? this.reconstructionUrl.replace("/v1/reconstructions/", "/v2/reconstructions/") : `${connParams.casUrl}/v2/reconstructions/${this.hash}`;
+      const resp = await this.fetch(url, {
+        headers: {
+          Authorization: `Bearer ${connParams.accessToken}`,
+          Range: `bytes=${this.start}-${this.end - 1}`
+        }
+      });
+      if (!resp.ok) {
+        throw await createApiError(resp);
+      }
+      this.reconstructionInfo = await resp.json();
+      return this.reconstructionInfo;
+    })().finally(() => this.#reconstructionInfoPromise = void 0);
+    return this.#reconstructionInfoPromise;
+  }
+  async #fetch() {
+    if (this.size === 0) {
+      return new ReadableStream({
+        start(controller) {
+          controller.close();
+        }
+      });
+    }
+    if (!this.reconstructionInfo) {
+      await this.#loadReconstructionInfo();
+    }
+    const rangeLists = /* @__PURE__ */ new Map();
+    if (!this.reconstructionInfo) {
+      throw new Error("Failed to load reconstruction info");
+    }
+    for (const term of this.reconstructionInfo.terms) {
+      let rangeList = rangeLists.get(term.hash);
+      if (!rangeList) {
+        rangeList = new RangeList();
+        rangeLists.set(term.hash, rangeList);
+      }
+      rangeList.add(term.range.start, term.range.end);
+    }
+    const listener = this.listener;
+    const log = this.internalLogging ? (...args) => console.log(...args) : () => {
+    };
+    async function* readData(reconstructionInfo, customFetch, maxBytes, reloadReconstructionInfo) {
+      let totalBytesRead = 0;
+      let readBytesToSkip = reconstructionInfo.offset_into_first_range;
+      for (const term of reconstructionInfo.terms) {
+        if (totalBytesRead >= maxBytes) {
+          break;
+        }
+        const rangeList = rangeLists.get(term.hash);
+        if (!rangeList) {
+          throw new Error(`Failed to find range list for term ${term.hash}`);
+        }
+        const locate = (info) => {
+          for (const entry of info.xorbs[term.hash] ?? []) {
+            const descriptor2 = entry.ranges.find(
+              (r) => r.chunks.start <= term.range.start && r.chunks.end >= term.range.end
+            );
+            if (descriptor2) {
+              return { entry, descriptor: descriptor2 };
+            }
+          }
+          return void 0;
+        };
+        const buildMultiRangeHeader = (entry) => `bytes=${entry.ranges.map((r) => `${r.bytes.start}-${r.bytes.end}`).join(",")}`;
+        const fetchMultiRangeEntry = async (entry) => {
+          let resp2 = await customFetch(entry.url, { headers: { Range: buildMultiRangeHeader(entry) } });
+          if (resp2.status === 403) {
+            reconstructionInfo = await reloadReconstructionInfo();
+            const relocated = locate(reconstructionInfo);
+            if (!relocated) {
+              throw new Error(
+                `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end} after refresh`
+              );
+            }
+            entry = relocated.entry;
+            resp2 = await customFetch(entry.url, { headers: { Range: buildMultiRangeHeader(entry) } });
+          }
+          if (!resp2.ok) {
+            throw await createApiError(resp2);
+          }
+          const contentType = resp2.headers.get("content-type") ?? "";
+          if (!contentType.includes("multipart/byteranges")) {
+            throw new Error(`Expected multipart/byteranges response for multi-range request, got "${contentType}"`);
+          }
+          const reader2 = resp2.body?.getReader();
+          if (!reader2) {
+            throw new Error("Failed to get reader from response body");
+          }
+          const parser3 = new StreamingMultipartParser(contentType);
+          const stagedParts = [];
+          let partIndex = 0;
+          const consumeParts = (parts) => {
+            for (const part of parts) {
+              const descriptor2 = entry.ranges[partIndex];
+              if (!descriptor2) {
+                throw new Error(`Received more multipart parts than the ${entry.ranges.length} signed ranges`);
+              }
+              stagedParts.push(decodePartChunks(part, descriptor2, rangeList));
+              partIndex++;
+            }
+          };
+          try {
+            for (; ; ) {
+              const result = await reader2.read();
+              listener?.({ event: "read" });
+              if (result.done) {
+                break;
+              }
+              if (result.value) {
+                consumeParts(parser3.push(result.value));
+              }
+            }
+            consumeParts(parser3.push());
+          } finally {
+            await reader2.cancel().catch(() => {
+            });
+          }
+          if (partIndex !== entry.ranges.length) {
+            throw new Error(
+              `Multi-range fetch produced ${partIndex} parts but expected ${entry.ranges.length} for term ${term.hash}`
+            );
+          }
+          for (const staged of stagedParts) {
+            commitChunks(staged);
+          }
+        };
+        let termRanges = rangeList.getRanges(term.range.start, term.range.end);
+        if (!termRanges.every((range2) => range2.data)) {
+          const located2 = locate(reconstructionInfo);
+          if (!located2) {
+            throw new Error(
+              `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end}`
+            );
+          }
+          if (located2.entry.ranges.length > 1) {
+            await fetchMultiRangeEntry(located2.entry);
+            termRanges = rangeList.getRanges(term.range.start, term.range.end);
+          }
+        }
+        {
+          if (termRanges.every((range2) => range2.data)) {
+            log("all data available for term", term.hash, readBytesToSkip);
+            const cachedLength = sum(termRanges.map((range2) => sum(range2.data.map((chunk2) => chunk2.byteLength))));
+            if (cachedLength !== term.unpacked_length) {
+              throw new Error(
+                `Term ${term.hash} range ${term.range.start}-${term.range.end} decoded to ${cachedLength} bytes, expected ${term.unpacked_length}`
+              );
+            }
+            rangeLoop:
+              for (const range2 of termRanges) {
+                for (let chunk2 of range2.data) {
+                  if (readBytesToSkip) {
+                    const skipped = Math.min(readBytesToSkip, chunk2.byteLength);
+                    chunk2 = chunk2.slice(skipped);
+                    readBytesToSkip -= skipped;
+                    if (!chunk2.byteLength) {
+                      continue;
+                    }
+                  }
+                  if (chunk2.byteLength > maxBytes - totalBytesRead) {
+                    chunk2 = chunk2.slice(0, maxBytes - totalBytesRead);
+                  }
+                  totalBytesRead += chunk2.byteLength;
+                  yield range2.refCount > 1 ? chunk2.slice() : chunk2;
+                  listener?.({ event: "progress", progress: { read: totalBytesRead, total: maxBytes } });
+                  if (totalBytesRead >= maxBytes) {
+                    break rangeLoop;
+                  }
+                }
+              }
+            rangeList.remove(term.range.start, term.range.end);
+            continue;
+          }
+        }
+        let located = locate(reconstructionInfo);
+        if (!located) {
+          throw new Error(
+            `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end}`
+          );
+        }
+        let descriptor = located.descriptor;
+        log("term", term);
+        log("descriptor", descriptor);
+        log("readBytesToSkip", readBytesToSkip);
+        let resp = await customFetch(located.entry.url, {
+          headers: {
+            Range: `bytes=${descriptor.bytes.start}-${descriptor.bytes.end}`
+          }
+        });
+        if (resp.status === 403) {
+          reconstructionInfo = await reloadReconstructionInfo();
+          located = locate(reconstructionInfo);
+          if (!located) {
+            throw new Error(
+              `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end} after refresh`
+            );
+          }
+          descriptor = located.descriptor;
+          resp = await customFetch(located.entry.url, {
+            headers: {
+              Range: `bytes=${descriptor.bytes.start}-${descriptor.bytes.end}`
+            }
+          });
+        }
+        if (!resp.ok) {
+          throw await createApiError(resp);
+        }
+        log(
+          "expected content length",
+          resp.headers.get("content-length"),
+          "range",
+          descriptor.bytes,
+          resp.headers.get("content-range")
+        );
+        const reader = resp.body?.getReader();
+        if (!reader) {
+          throw new Error("Failed to get reader from response body");
+        }
+        let done = false;
+        let chunkIndex = descriptor.chunks.start;
+        const ranges = rangeList.getRanges(descriptor.chunks.start, descriptor.chunks.end);
+        let leftoverBytes = void 0;
+        let totalFetchBytes = 0;
+        fetchData:
+          while (!done && totalBytesRead < maxBytes) {
+            const result = await reader.read();
+            listener?.({ event: "read" });
+            done = result.done;
+            log("read", result.value?.byteLength, "bytes", "total read", totalBytesRead, "toSkip", readBytesToSkip);
+            if (!result.value) {
+              log("no data in result, cancelled", result);
+              continue;
+            }
+            totalFetchBytes += result.value.byteLength;
+            if (leftoverBytes) {
+              result.value = combineUint8Arrays(leftoverBytes, result.value);
+              leftoverBytes = void 0;
+            }
+            while (totalBytesRead < maxBytes && result.value?.byteLength) {
+              if (result.value.byteLength < 8) {
+                leftoverBytes = result.value;
+                continue fetchData;
+              }
+              const header = new DataView(result.value.buffer, result.value.byteOffset, XET_CHUNK_HEADER_BYTES);
+              const chunkHeader = parseChunkHeader(header);
+              log("chunk header", chunkHeader, "to skip", readBytesToSkip);
+              if (result.value.byteLength < chunkHeader.compressed_length + XET_CHUNK_HEADER_BYTES) {
+                leftoverBytes = result.value;
+                continue fetchData;
+              }
+              result.value = result.value.slice(XET_CHUNK_HEADER_BYTES);
+              let uncompressed = decompressChunk(chunkHeader, result.value.subarray(0, chunkHeader.compressed_length));
+              const range2 = ranges.find((range3) => chunkIndex >= range3.start && chunkIndex < range3.end);
+              const shouldYield = chunkIndex >= term.range.start && chunkIndex < term.range.end;
+              const minRefCountToStore = shouldYield ? 2 : 1;
+              let stored = false;
+              if (range2 && range2.refCount >= minRefCountToStore) {
+                range2.data ??= [];
+                range2.data.push(uncompressed);
+                stored = true;
+              }
+              if (shouldYield) {
+                if (readBytesToSkip) {
+                  const skipped = Math.min(readBytesToSkip, uncompressed.byteLength);
+                  uncompressed = uncompressed.slice(readBytesToSkip);
+                  readBytesToSkip -= skipped;
+                }
+                if (uncompressed.byteLength > maxBytes - totalBytesRead) {
+                  uncompressed = uncompressed.slice(0, maxBytes - totalBytesRead);
+                }
+                if (uncompressed.byteLength) {
+                  log(
+                    "yield",
+                    uncompressed.byteLength,
+                    "bytes",
+                    result.value.byteLength,
+                    "total read",
+                    totalBytesRead,
+                    stored
+                  );
+                  totalBytesRead += uncompressed.byteLength;
+                  yield stored ? uncompressed.slice() : uncompressed;
+                  listener?.({ event: "progress", progress: { read: totalBytesRead, total: maxBytes } });
+                }
+              }
+              chunkIndex++;
+              result.value = result.value.slice(chunkHeader.compressed_length);
+            }
+          }
+        if (done && totalBytesRead < maxBytes && totalFetchBytes < descriptor.bytes.end - descriptor.bytes.start + 1) {
+          log("done", done, "total read", totalBytesRead, maxBytes, totalFetchBytes);
+          log("failed to fetch all data for term", term.hash);
+          throw new Error(
+            `Failed to fetch all data for term ${term.hash}, fetched ${totalFetchBytes} bytes out of ${descriptor.bytes.end - descriptor.bytes.start + 1}`
+          );
+        }
+        log("done", done, "total read", totalBytesRead, maxBytes, totalFetchBytes);
+        log("cancel reader");
+        await reader.cancel();
+      }
+    }
+    const parallelOptions = this.parallelDownloads === false ? void 0 : this.parallelDownloads === true || this.parallelDownloads === void 0 ? {} : this.parallelDownloads;
+    async function* readDataParallel(reconstructionInfo, customFetch, maxBytes, reloadReconstructionInfo, opts) {
+      let totalBytesRead = 0;
+      let readBytesToSkip = reconstructionInfo.offset_into_first_range;
+      const terms = reconstructionInfo.terms;
+      const locateEntryFor = (info, term) => {
+        for (const entry of info.xorbs[term.hash] ?? []) {
+          const descriptor = entry.ranges.find(
+            (r) => r.chunks.start <= term.range.start && r.chunks.end >= term.range.end
+          );
+          if (descriptor) {
+            return entry;
+          }
+        }
+        return void 0;
+      };
+      const plan = [];
+      const planIndexByUrl = /* @__PURE__ */ new Map();
+      const termEntryIndex = [];
+      for (const term of terms) {
+        const entry = locateEntryFor(reconstructionInfo, term);
+        if (!entry) {
+          throw new Error(
+            `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end}`
+          );
+        }
+        let idx = planIndexByUrl.get(entry.url);
+        if (idx === void 0) {
+          idx = plan.length;
+          plan.push({ hash: term.hash, ranges: entry.ranges, url: entry.url });
+          planIndexByUrl.set(entry.url, idx);
+        }
+        termEntryIndex.push(idx);
+      }
+      const maxConcurrency = Math.max(1, opts.maxConcurrency ?? PARALLEL_DEFAULT_MAX_CONCURRENCY);
+      const estimateEntryBytes = (item) => sum(item.ranges.map((r) => r.bytes.end - r.bytes.start + 1));
+      const largestEntryBytes = plan.length ? Math.max(...plan.map(estimateEntryBytes)) : 0;
+      const maxInFlightBytes = opts.maxInFlightBytes ?? Math.min(PARALLEL_MAX_IN_FLIGHT_BYTES, Math.max(PARALLEL_MIN_IN_FLIGHT_BYTES, 3 * largestEntryBytes));
+      const state = {
+        nextEntry: 0,
+        neededEntry: 0,
+        target: 1,
+        error: void 0,
+        finished: false,
+        inFlightBytes: 0,
+        decodedBytes: 0,
+        active: 0,
+        claimed: 0,
+        maxActive: 0,
+        activeHighWater: 0,
+        count429: 0,
+        targetHistory: []
+      };
+      const notifier = new Notifier();
+      const budgetAcquire = async (n, entryIdx) => {
+        while (!state.error && !state.finished && state.inFlightBytes + n > maxInFlightBytes && entryIdx !== state.neededEntry) {
+          await notifier.wait();
+        }
+        state.inFlightBytes += n;
+      };
+      const budgetRelease = (n) => {
+        state.inFlightBytes -= n;
+        notifier.notifyAll();
+      };
+      const refreshPlanUrls = (info) => {
+        for (const item of plan) {
+          const match = (info.xorbs[item.hash] ?? []).find(
+            (e) => e.ranges.length === item.ranges.length && e.ranges.every(
+              (r, i) => r.chunks.start === item.ranges[i].chunks.start && r.chunks.end === item.ranges[i].chunks.end
+            )
+          );
+          if (match) {
+            item.url = match.url;
+            item.ranges = match.ranges;
+          }
+        }
+      };
+      const rangeHeaderFor = (item) => `bytes=${item.ranges.map((r) => `${r.bytes.start}-${r.bytes.end}`).join(",")}`;
+      const decodeEntry = async (item, entryIdx, tally) => {
+        if (state.error || state.finished) {
+          return;
+        }
+        const rangeList = rangeLists.get(item.hash);
+        if (!rangeList) {
+          throw new Error(`Failed to find range list for entry ${item.hash}`);
+        }
+        let resp = await customFetch(item.url, { headers: { Range: rangeHeaderFor(item) } });
+        let attempts403 = 0;
+        let attempts429 = 0;
+        while (resp.status === 403 && attempts403 < 1 || resp.status === 429 && attempts429 < 3) {
+          await resp.body?.cancel().catch(() => {
+          });
+          if (resp.status === 403) {
+            attempts403++;
+            reconstructionInfo = await reloadReconstructionInfo();
+            refreshPlanUrls(reconstructionInfo);
+          } else {
+            attempts429++;
+            state.count429++;
+            notifier.notifyAll();
+            await delay(300 * attempts429);
+          }
+          resp = await customFetch(item.url, { headers: { Range: rangeHeaderFor(item) } });
+        }
+        if (!resp.ok) {
+          throw await createApiError(resp);
+        }
+        const reader = resp.body?.getReader();
+        if (!reader) {
+          throw new Error("Failed to get reader from response body");
+        }
+        try {
+          if (item.ranges.length > 1) {
+            const contentType = resp.headers.get("content-type") ?? "";
+            if (!contentType.includes("multipart/byteranges")) {
+              throw new Error(`Expected multipart/byteranges response for multi-range request, got "${contentType}"`);
+            }
+            const parser3 = new StreamingMultipartParser(contentType);
+            let partIndex = 0;
+            const handleParts = async (parts) => {
+              for (const part of parts) {
+                const descriptor = item.ranges[partIndex];
+                if (!descriptor) {
+                  throw new Error(`Received more multipart parts than the ${item.ranges.length} signed ranges`);
+                }
+                const staged = decodePartChunks(part, descriptor, rangeList);
+                tally.committed += commitChunks(staged);
+                state.decodedBytes += part.byteLength;
+                partIndex++;
+                notifier.notifyAll();
+              }
+            };
+            for (; ; ) {
+              if (state.error || state.finished) {
+                return;
+              }
+              const result = await reader.read();
+              listener?.({ event: "read" });
+              if (result.done) {
+                break;
+              }
+              if (result.value) {
+                await handleParts(parser3.push(result.value));
+              }
+            }
+            await handleParts(parser3.push());
+            if (!state.finished && partIndex !== item.ranges.length) {
+              throw new Error(
+                `Multi-range fetch produced ${partIndex} parts but expected ${item.ranges.length} for ${item.hash}`
+              );
+            }
+          } else {
+            const descriptor = item.ranges[0];
+            const ranges = rangeList.getRanges(descriptor.chunks.start, descriptor.chunks.end);
+            const staged = /* @__PURE__ */ new Map();
+            let chunkIndex = descriptor.chunks.start;
+            let leftover;
+            let done = false;
+            while (!done) {
+              if (state.error || state.finished) {
+                return;
+              }
+              const result = await reader.read();
+              listener?.({ event: "read" });
+              done = result.done;
+              let value2 = result.value;
+              if (!value2) {
+                continue;
+              }
+              if (leftover) {
+                value2 = combineUint8Arrays(leftover, value2);
+                leftover = void 0;
+              }
+              while (value2.byteLength) {
+                if (value2.byteLength < XET_CHUNK_HEADER_BYTES) {
+                  leftover = value2;
+                  break;
+                }
+                const chunkHeader = parseChunkHeader(
+                  new DataView(value2.buffer, value2.byteOffset, XET_CHUNK_HEADER_BYTES)
+                );
+                if (value2.byteLength < XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length) {
+                  leftover = value2;
+                  break;
+                }
+                const uncompressed = decompressChunk(
+                  chunkHeader,
+                  value2.subarray(XET_CHUNK_HEADER_BYTES, XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length)
+                );
+                const range2 = ranges.find((r) => chunkIndex >= r.start && chunkIndex < r.end);
+                if (range2) {
+                  let chunks = staged.get(range2);
+                  if (!chunks) {
+                    chunks = [];
+                    staged.set(range2, chunks);
+                  }
+                  chunks.push(uncompressed);
+                  if (chunkIndex === range2.end - 1 && !range2.data) {
+                    range2.data = chunks;
+                    tally.committed += sum(chunks.map((chunk2) => chunk2.byteLength));
+                    notifier.notifyAll();
+                  }
+                }
+                state.decodedBytes += uncompressed.byteLength;
+                chunkIndex++;
+                value2 = value2.slice(XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length);
+              }
+            }
+            if (!state.finished) {
+              for (const range2 of ranges) {
+                if (!range2.data) {
+                  throw new Error(
+                    `Failed to fetch all data for ${item.hash} chunks ${range2.start}-${range2.end} (stream ended early)`
+                  );
+                }
+              }
+            }
+          }
+        } finally {
+          await reader.cancel().catch(() => {
+          });
+        }
+      };
+      const isTransientNetworkError = (error2) => error2 instanceof TypeError || /terminated|socket|network|ECONNRESET|fetch failed/i.test(String(error2));
+      const runWorker = async (workerId) => {
+        for (; ; ) {
+          if (state.error || state.finished) {
+            return;
+          }
+          if (workerId >= state.target) {
+            await notifier.wait();
+            continue;
+          }
+          const idx = state.nextEntry;
+          if (idx >= plan.length) {
+            return;
+          }
+          state.nextEntry++;
+          state.claimed++;
+          const est = estimateEntryBytes(plan[idx]);
+          try {
+            await budgetAcquire(est, idx);
+            if (state.error || state.finished) {
+              budgetRelease(est);
+              return;
+            }
+            state.active++;
+            state.maxActive = Math.max(state.maxActive, state.active);
+            state.activeHighWater = Math.max(state.activeHighWater, state.active);
+            let lastError;
+            const tally = { committed: 0 };
+            for (let attempt2 = 0; attempt2 < 2; attempt2++) {
+              try {
+                await decodeEntry(plan[idx], idx, tally);
+                budgetRelease(est - tally.committed);
+                lastError = void 0;
+                break;
+              } catch (error2) {
+                lastError = error2;
+                if (attempt2 === 0 && !state.finished && isTransientNetworkError(error2)) {
+                  log("retrying entry after transient error", plan[idx].hash, error2);
+                  await delay(250);
+                  continue;
+                }
+              }
+            }
+            if (lastError) {
+              budgetRelease(est);
+              state.error ??= lastError;
+            }
+            state.active--;
+          } finally {
+            state.claimed--;
+            notifier.notifyAll();
+          }
+        }
+      };
+      const workersDone = Promise.allSettled(Array.from({ length: maxConcurrency }, (_, i) => runWorker(i)));
+      const levelRate = /* @__PURE__ */ new Map();
+      let lastBytes = 0;
+      let last429 = 0;
+      let settleTicks = 1;
+      let holdTicks = 0;
+      const controller = setInterval(() => {
+        const rate = state.decodedBytes - lastBytes;
+        lastBytes = state.decodedBytes;
+        const tickHighWater = state.activeHighWater;
+        state.activeHighWater = state.active;
+        holdTicks = Math.max(0, holdTicks - 1);
+        if (state.count429 > last429) {
+          last429 = state.count429;
+          state.target = Math.max(1, state.target - 1);
+          settleTicks = 1;
+          holdTicks = PARALLEL_PLATEAU_HOLD_TICKS;
+        } else if (rate === 0 && state.nextEntry < plan.length) {
+          state.target = Math.min(maxConcurrency, state.target + 1);
+          settleTicks = 1;
+        } else if (settleTicks > 0) {
+          settleTicks--;
+        } else if (state.claimed >= state.target && tickHighWater <= state.target) {
+          const ewma = ((levelRate.get(state.target) ?? rate) + rate) / 2;
+          levelRate.set(state.target, ewma);
+          const below = levelRate.get(state.target - 1);
+          if (state.target > 1 && below === void 0) {
+            state.target--;
+            settleTicks = 1;
+          } else if (below !== void 0 && ewma < below * PARALLEL_PROBE_KEEP_MARGIN) {
+            levelRate.delete(state.target);
+            state.target--;
+            settleTicks = 1;
+            holdTicks = PARALLEL_PLATEAU_HOLD_TICKS;
+          } else if (holdTicks === 0 && state.target < maxConcurrency) {
+            state.target++;
+            settleTicks = 1;
+          }
+        }
+        state.targetHistory.push(state.target);
+        notifier.notifyAll();
+      }, opts.controllerTickMs ?? PARALLEL_CONTROLLER_TICK_MS);
+      try {
+        for (let termIdx = 0; termIdx < terms.length; termIdx++) {
+          const term = terms[termIdx];
+          if (totalBytesRead >= maxBytes) {
+            break;
+          }
+          state.neededEntry = termEntryIndex[termIdx];
+          notifier.notifyAll();
+          const rangeList = rangeLists.get(term.hash);
+          if (!rangeList) {
+            throw new Error(`Failed to find range list for term ${term.hash}`);
+          }
+          let termRanges = rangeList.getRanges(term.range.start, term.range.end);
+          while (!termRanges.every((range2) => range2.data)) {
+            if (state.error) {
+              throw state.error;
+            }
+            if (state.claimed === 0 && state.nextEntry >= plan.length) {
+              throw new Error(
+                `Download workers finished without producing data for term ${term.hash} range ${term.range.start}-${term.range.end}`
+              );
+            }
+            await notifier.wait();
+            termRanges = rangeList.getRanges(term.range.start, term.range.end);
+          }
+          log("all data available for term", term.hash, readBytesToSkip);
+          const cachedLength = sum(termRanges.map((range2) => sum(range2.data.map((chunk2) => chunk2.byteLength))));
+          if (cachedLength !== term.unpacked_length) {
+            throw new Error(
+              `Term ${term.hash} range ${term.range.start}-${term.range.end} decoded to ${cachedLength} bytes, expected ${term.unpacked_length}`
+            );
+          }
+          rangeLoop:
+            for (const range2 of termRanges) {
+              for (let chunk2 of range2.data) {
+                if (readBytesToSkip) {
+                  const skipped = Math.min(readBytesToSkip, chunk2.byteLength);
+                  chunk2 = chunk2.slice(skipped);
+                  readBytesToSkip -= skipped;
+                  if (!chunk2.byteLength) {
+                    continue;
+                  }
+                }
+                if (chunk2.byteLength > maxBytes - totalBytesRead) {
+                  chunk2 = chunk2.slice(0, maxBytes - totalBytesRead);
+                }
+                totalBytesRead += chunk2.byteLength;
+                yield range2.refCount > 1 ? chunk2.slice() : chunk2;
+                listener?.({ event: "progress", progress: { read: totalBytesRead, total: maxBytes } });
+                if (totalBytesRead >= maxBytes) {
+                  break rangeLoop;
+                }
+              }
+            }
+          let freed = 0;
+          for (const range2 of termRanges) {
+            if (range2.refCount === 1 && range2.data) {
+              freed += sum(range2.data.map((chunk2) => chunk2.byteLength));
+            }
+          }
+          rangeList.remove(term.range.start, term.range.end);
+          budgetRelease(freed);
+        }
+      } finally {
+        state.finished = true;
+        clearInterval(controller);
+        notifier.notifyAll();
+        await workersDone;
+        opts.onStat?.({
+          entries: plan.length,
+          maxActive: state.maxActive,
+          finalTarget: state.target,
+          count429: state.count429,
+          targetHistory: state.targetHistory
+        });
+      }
+    }
+    const iterator2 = parallelOptions && (parallelOptions.maxConcurrency ?? PARALLEL_DEFAULT_MAX_CONCURRENCY) > 1 ? readDataParallel(
+      this.reconstructionInfo,
+      this.fetch,
+      this.end - this.start,
+      this.#loadReconstructionInfo.bind(this),
+      parallelOptions
+    ) : readData(this.reconstructionInfo, this.fetch, this.end - this.start, this.#loadReconstructionInfo.bind(this));
+    return new ReadableStream(
+      {
+        // todo: when Safari supports it, type controller as ReadableByteStreamController
+        async pull(controller) {
+          const result = await iterator2.next();
+          if (result.value) {
+            controller.enqueue(result.value);
+          }
+          if (result.done) {
+            controller.close();
+          }
+        },
+        async cancel() {
+          await iterator2.return?.(void 0);
+        },
+        type: "bytes"
+        // todo: when Safari supports it, add autoAllocateChunkSize param
+      },
+      // todo : use ByteLengthQueuingStrategy when there's good support for it, currently in Node.js it fails due to size being a function
+      {
+        highWaterMark: 1e3
+        // 1_000 chunks for ~1MB of RAM
+      }
+    );
+  }
+  async arrayBuffer() {
+    const reader = (await this.#fetch()).getReader();
+    const chunks = [];
+    for (; ; ) {
+      const { done, value: value2 } = await reader.read();
+      if (done) {
+        break;
+      }
+      chunks.push(value2);
+    }
+    return concatUint8Arrays(chunks).buffer;
+  }
+  async text() {
+    return new TextDecoder().decode(await this.arrayBuffer());
+  }
+  async response() {
+    const result = await this.#fetch();
+    return new Response(result);
+  }
+  stream() {
+    const stream = new TransformStream();
+    this.#fetch().then((response) => response.pipeThrough(stream)).catch((error2) => stream.writable.abort(error2.message));
+    return stream.readable;
+  }
+};
+var jwtPromises = /* @__PURE__ */ new Map();
+var jwts = /* @__PURE__ */ new Map();
+function cacheKey(params) {
+  return JSON.stringify([params.refreshUrl, params.initialAccessToken]);
+}
+function bg4_regroup_bytes(bytes) {
+  const split2 = Math.floor(bytes.byteLength / 4);
+  const rem = bytes.byteLength % 4;
+  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
+  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
+  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
+  const ret = new Uint8Array(bytes.byteLength);
+  for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
+    ret[i] = bytes[j];
+  }
+  for (let i = 1, j = g1_pos; i < bytes.byteLength; i += 4, j++) {
+    ret[i] = bytes[j];
+  }
+  for (let i = 2, j = g2_pos; i < bytes.byteLength; i += 4, j++) {
+    ret[i] = bytes[j];
+  }
+  for (let i = 3, j = g3_pos; i < bytes.byteLength; i += 4, j++) {
+    ret[i] = bytes[j];
+  }
+  return ret;
+}
+function bg4_split_bytes(bytes) {
+  const ret = new Uint8Array(bytes.byteLength);
+  const split2 = Math.floor(bytes.byteLength / 4);
+  const rem = bytes.byteLength % 4;
+  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
+  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
+  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
+  for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
+    ret[j] = bytes[i];
+  }
+  for (let i = 1, j = g1_pos; i < bytes.byteLength; i += 4, j++) {
+    ret[j] = bytes[i];
+  }
+  for (let i = 2, j = g2_pos; i < bytes.byteLength; i += 4, j++) {
+    ret[j] = bytes[i];
+  }
+  for (let i = 3, j = g3_pos; i < bytes.byteLength; i += 4, j++) {
+    ret[j] = bytes[i];
+  }
+  return ret;
+}
+async function getAccessToken(initialAccessToken, customFetch, refreshUrl) {
+  const key = cacheKey({ refreshUrl, initialAccessToken });
+  const jwt = jwts.get(key);
+  if (jwt && jwt.expiresAt > new Date(Date.now() + JWT_SAFETY_PERIOD)) {
+    return { accessToken: jwt.accessToken, casUrl: jwt.casUrl };
+  }
+  const existingPromise = jwtPromises.get(key);
+  if (existingPromise) {
+    return existingPromise;
+  }
+  const promise = (async () => {
+    const resp = await customFetch(refreshUrl, {
+      headers: {
+        ...initialAccessToken ? {
+          Authorization: `Bearer ${initialAccessToken}`
+        } : {}
+      }
+    });
+    if (!resp.ok) {
+      throw new Error(`Failed to get JWT token: ${resp.status} ${await resp.text()}`);
+    }
+    const json = await resp.json();
+    const jwt2 = {
+      accessToken: json.accessToken,
+      expiresAt: new Date(json.exp * 1e3),
+      casUrl: json.casUrl
+    };
+    for (const [key2, value2] of jwts.entries()) {
+      if (value2.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD)) {
+        jwts.delete(key2);
+      } else {
+        break;
+      }
+    }
+    if (jwts.size >= JWT_CACHE_SIZE) {
+      const keyToDelete = jwts.keys().next().value;
+      if (keyToDelete) {
+        jwts.delete(keyToDelete);
+      }
+    }
+    jwts.set(key, jwt2);
+    return {
+      accessToken: json.accessToken,
+      casUrl: json.casUrl
+    };
+  })().finally(() => {
+    jwtPromises.delete(key);
+  });
+  jwtPromises.set(key, promise);
+  return promise;
+}
+function range(n, b) {
+  return b ? Array(b - n).fill(0).map((_, i) => n + i) : Array(n).fill(0).map((_, i) => i);
+}
+function chunk(arr, chunkSize) {
+  if (isNaN(chunkSize) || chunkSize < 1) {
+    throw new RangeError("Invalid chunk size: " + chunkSize);
+  }
+  if (!arr.length) {
+    return [];
+  }
+  if (arr.length <= chunkSize) {
+    return [arr];
+  }
+  return range(Math.ceil(arr.length / chunkSize)).map((i) => {
+    return arr.slice(i * chunkSize, (i + 1) * chunkSize);
+  });
+}
+async function promisesQueue(factories, concurrency) {
+  const results = [];
+  const executing = /* @__PURE__ */ new Set();
+  let index = 0;
+  for (const factory of factories) {
+    const closureIndex = index++;
+    const e = factory().then((r) => {
+      results[closureIndex] = r;
+      executing.delete(e);
+    });
+    executing.add(e);
+    if (executing.size >= concurrency) {
+      await Promise.race(executing);
+    }
+  }
+  await Promise.all(executing);
+  return results;
+}
+async function promisesQueueStreaming(factories, concurrency) {
+  const executing = [];
+  for await (const factory of factories) {
+    const e = factory().then(() => {
+      executing.splice(executing.indexOf(e), 1);
+    });
+    executing.push(e);
+    if (executing.length >= concurrency) {
+      await Promise.race(executing);
+    }
+  }
+  await Promise.all(executing);
+}
+var WebBlob = class extends Blob {
+  static async create(url, opts) {
+    const customFetch = opts?.fetch ?? fetch;
+    const probe2 = await customFetch(url, {
+      headers: {
+        Range: "bytes=0-0",
+        ...opts?.accessToken && { Authorization: `Bearer ${opts.accessToken}` }
+      }
+    });
+    if (!probe2.ok) {
+      throw await createApiError(probe2);
+    }
+    const contentType = probe2.headers.get("content-type") || "";
+    if (probe2.status === 206) {
+      const totalSize = Number(probe2.headers.get("content-range")?.split("/").pop());
+      await probe2.body?.cancel();
+      if (Number.isFinite(totalSize) && totalSize >= (opts?.cacheBelow ?? 1e6)) {
+        return new WebBlob(url, 0, totalSize, contentType, true, customFetch, opts?.accessToken);
+      }
+      const full = await customFetch(url, {
+        ...opts?.accessToken && { headers: { Authorization: `Bearer ${opts.accessToken}` } }
+      });
+      if (!full.ok) {
+        throw await createApiError(full);
+      }
+      return full.blob();
+    }
+    return probe2.blob();
+  }
+  url;
+  start;
+  end;
+  contentType;
+  full;
+  fetch;
+  accessToken;
+  constructor(url, start, end, contentType, full, customFetch, accessToken) {
+    super([]);
+    this.url = url;
+    this.start = start;
+    this.end = end;
+    this.contentType = contentType;
+    this.full = full;
+    this.fetch = customFetch;
+    this.accessToken = accessToken;
+  }
+  get size() {
+    return this.end - this.start;
+  }
+  get type() {
+    return this.contentType;
+  }
+  slice(start = 0, end = this.size) {
+    if (start < 0 || end < 0) {
+      throw new TypeError("Unsupported negative start/end on WebBlob.slice");
+    }
+    const slice = new WebBlob(
+      this.url,
+      this.start + start,
+      Math.min(this.start + end, this.end),
+      this.contentType,
+      start === 0 && end === this.size ? this.full : false,
+      this.fetch,
+      this.accessToken
+    );
+    return slice;
+  }
+  async arrayBuffer() {
+    const result = await this.fetchRange();
+    return result.arrayBuffer();
+  }
+  async text() {
+    const result = await this.fetchRange();
+    return result.text();
+  }
+  stream() {
+    const stream = new TransformStream();
+    this.fetchRange().then((response) => response.body?.pipeThrough(stream)).catch((error2) => stream.writable.abort(error2.message));
+    return stream.readable;
+  }
+  fetchRange() {
+    const fetch2 = this.fetch;
+    if (this.full) {
+      return fetch2(this.url, {
+        ...this.accessToken && {
+          headers: {
+            Authorization: `Bearer ${this.accessToken}`
+          }
+        }
+      }).then((resp) => resp.ok ? resp : createApiError(resp));
+    }
+    return fetch2(this.url, {
+      headers: {
+        Range: `bytes=${this.start}-${this.end - 1}`,
+        ...this.accessToken && { Authorization: `Bearer ${this.accessToken}` }
+      }
+    }).then((resp) => resp.ok ? resp : createApiError(resp));
+  }
+};
+function base64FromBytes(arr) {
+  if (globalThis.Buffer) {
+    return globalThis.Buffer.from(arr).toString("base64");
+  } else {
+    const bin = [];
+    arr.forEach((byte) => {
+      bin.push(String.fromCharCode(byte));
+    });
+    return globalThis.btoa(bin.join(""));
+  }
+}
+async function createBlobs(url, destPath, opts) {
+  if (url.protocol === "http:" || url.protocol === "https:") {
+    const blob = await WebBlob.create(url, { fetch: opts?.fetch, accessToken: opts?.accessToken });
+    return [{ path: destPath, blob }];
+  }
+  if (isFrontend) {
+    throw new TypeError(`Unsupported URL protocol "${url.protocol}"`);
+  }
+  if (url.protocol === "file:") {
+    const { FileBlob: FileBlob2 } = await Promise.resolve().then(() => (init_FileBlob_UNXOJWFM(), FileBlob_UNXOJWFM_exports));
+    const { subPaths: subPaths2 } = await Promise.resolve().then(() => (init_sub_paths_HFKHI55E(), sub_paths_HFKHI55E_exports));
+    const paths = await subPaths2(url, opts?.maxFolderDepth);
+    if (paths.length === 1 && paths[0].relativePath === ".") {
+      const blob = await FileBlob2.create(url);
+      return [{ path: destPath, blob }];
+    }
+    return Promise.all(
+      paths.map(async (path2) => ({
+        path: `${destPath}/${path2.relativePath}`.replace(/\/[.]$/, "").replaceAll("//", "/").replace(/^[.]?\//, ""),
+        blob: await FileBlob2.create(new URL(path2.path))
+      }))
+    );
+  }
+  throw new TypeError(`Unsupported URL protocol "${url.protocol}"`);
+}
+var CHUNK_CACHE_INITIAL_SIZE = 1e4;
+var CHUNK_CACHE_GROW_FACTOR = 1.5;
+var CHUNK_CACHE_MAX_SIZE = 1e6;
+var ChunkCache = class {
+  index = 0;
+  // Index >= 0 means local xorb, < 0 means remote xorb
+  xorbIndices;
+  // Max 8K chunks per xorb, less than 64K uint16_t
+  chunkIndices;
+  map = /* @__PURE__ */ new Map();
+  // hash -> chunkCacheIndex. Less overhead that way, empty object is 60+B and empty array is 40+B
+  hmacs = /* @__PURE__ */ new Set();
+  // todo : remove old hmacs
+  maxSize;
+  constructor(maxSize = CHUNK_CACHE_MAX_SIZE) {
+    if (maxSize < 1) {
+      throw new Error("maxSize must be at least 1");
+    }
+    this.maxSize = maxSize;
+    this.xorbIndices = new Int32Array(Math.min(CHUNK_CACHE_INITIAL_SIZE, maxSize));
+    this.chunkIndices = new Uint16Array(Math.min(CHUNK_CACHE_INITIAL_SIZE, maxSize));
+  }
+  addChunkToCache(hash22, xorbIndex, chunkIndex, hmac3) {
+    if (this.map.has(hash22)) {
+      return;
+    }
+    if (this.map.values().next().value === this.index) {
+      this.map.delete(this.map.keys().next().value);
+    }
+    this.map.set(hash22, this.index);
+    if (hmac3 !== null) {
+      this.hmacs.add(hmac3);
+    }
+    if (this.index >= this.xorbIndices.length) {
+      const oldXorbIndices = this.xorbIndices;
+      const oldChunkIndices = this.chunkIndices;
+      this.xorbIndices = new Int32Array(Math.min(this.xorbIndices.length * CHUNK_CACHE_GROW_FACTOR, this.maxSize));
+      this.chunkIndices = new Uint16Array(Math.min(this.chunkIndices.length * CHUNK_CACHE_GROW_FACTOR, this.maxSize));
+      this.xorbIndices.set(oldXorbIndices);
+      this.chunkIndices.set(oldChunkIndices);
+    }
+    this.xorbIndices[this.index] = xorbIndex;
+    this.chunkIndices[this.index] = chunkIndex;
+    this.index = (this.index + 1) % this.maxSize;
+  }
+  getChunk(hash22, hmacFunction) {
+    let index = this.map.get(hash22);
+    if (index === void 0 && hmacFunction !== null) {
+      for (const hmac3 of this.hmacs) {
+        index = this.map.get(hmacFunction(hash22, hmac3));
+        if (index !== void 0) {
+          break;
+        }
+      }
+    }
+    if (index === void 0) {
+      return void 0;
+    }
+    return {
+      xorbIndex: this.xorbIndices[index],
+      chunkIndex: this.chunkIndices[index]
+    };
+  }
+  updateChunkIndex(hash22, chunkIndex) {
+    const index = this.map.get(hash22);
+    if (index === void 0) {
+      throw new Error(`Chunk not found in cache: ${hash22}`);
+    }
+    this.chunkIndices[index] = chunkIndex;
+  }
+  removeChunkFromCache(hash22) {
+    this.map.delete(hash22);
+  }
+};
+var JWT_SAFETY_PERIOD2 = 6e4;
+var JWT_CACHE_SIZE2 = 1e3;
+var jwtPromises2 = /* @__PURE__ */ new Map();
+var jwts2 = /* @__PURE__ */ new Map();
+async function xetWriteToken(params) {
+  if (params.xetParams.expiresAt && params.xetParams.casUrl && params.xetParams.accessToken && params.xetParams.expiresAt > new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
+    return { accessToken: params.xetParams.accessToken, casUrl: params.xetParams.casUrl };
+  }
+  const key = params.xetParams.refreshWriteTokenUrl;
+  const jwt = jwts2.get(key);
+  if (jwt && jwt.expiresAt > new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
+    return { accessToken: jwt.accessToken, casUrl: jwt.casUrl };
+  }
+  const existingPromise = jwtPromises2.get(key);
+  if (existingPromise) {
+    return existingPromise;
+  }
+  const promise = (async () => {
+    const resp = await (params.fetch ?? fetch)(params.xetParams.refreshWriteTokenUrl, {
+      headers: {
+        ...params.accessToken ? {
+          Authorization: `Bearer ${params.accessToken}`
+        } : {},
+        ...params.xetParams.sessionId ? { "X-Xet-Session-Id": params.xetParams.sessionId } : {}
+      }
+    });
+    if (!resp.ok) {
+      throw await createApiError(resp);
+    }
+    const json = await resp.json();
+    const jwt2 = {
+      accessToken: json.accessToken,
+      expiresAt: new Date(json.exp * 1e3),
+      casUrl: json.casUrl
+    };
+    for (const [key2, value2] of jwts2.entries()) {
+      if (value2.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
+        jwts2.delete(key2);
+      } else {
+        break;
+      }
+    }
+    if (jwts2.size >= JWT_CACHE_SIZE2) {
+      const keyToDelete = jwts2.keys().next().value;
+      if (keyToDelete) {
+        jwts2.delete(keyToDelete);
+      }
+    }
+    jwts2.set(key, jwt2);
+    return {
+      accessToken: json.accessToken,
+      casUrl: json.casUrl
+    };
+  })().finally(() => {
+    jwtPromises2.delete(key);
+  });
+  jwtPromises2.set(key, promise);
+  return promise;
+}
+var HASH_LENGTH = 32;
+var XORB_HASH_BOOKEND = "ff".repeat(HASH_LENGTH);
+function readHashFromArray(array, offset) {
+  let hash22 = "";
+  for (let i = 0; i < HASH_LENGTH; i += 8) {
+    hash22 += `${array[offset + i + 7].toString(16).padStart(2, "0")}${array[offset + i + 6].toString(16).padStart(2, "0")}${array[offset + i + 5].toString(16).padStart(2, "0")}${array[offset + i + 4].toString(16).padStart(2, "0")}${array[offset + i + 3].toString(16).padStart(2, "0")}${array[offset + i + 2].toString(16).padStart(2, "0")}${array[offset + i + 1].toString(16).padStart(2, "0")}${array[offset + i].toString(16).padStart(2, "0")}`;
+  }
+  return hash22;
+}
+async function parseShardData(shardBlob) {
+  const shard = new Uint8Array(await shardBlob.arrayBuffer());
+  const shardView = new DataView(shard.buffer);
+  const magicTag = shard.slice(0, SHARD_MAGIC_TAG.length);
+  if (!magicTag.every((byte, i) => byte === SHARD_MAGIC_TAG[i])) {
+    throw new Error("Invalid shard magic tag");
+  }
+  const version = shardView.getBigUint64(SHARD_MAGIC_TAG.length, true);
+  if (version !== SHARD_HEADER_VERSION) {
+    throw new Error(`Invalid shard version: ${version}`);
+  }
+  const footerSize = Number(shardView.getBigUint64(SHARD_MAGIC_TAG.length + 8, true));
+  const footerStart = shard.length - footerSize;
+  const footerVersion = shardView.getBigUint64(footerStart, true);
+  if (footerVersion !== SHARD_FOOTER_VERSION) {
+    throw new Error(`Invalid shard footer version: ${footerVersion}`);
+  }
+  const xorbInfoStart = Number(shardView.getBigUint64(footerStart + 16, true));
+  const fileLookupStart = Number(shardView.getBigUint64(footerStart + 24, true));
+  const hmacKey = readHashFromArray(shard, footerStart + 72);
+  const xorbs = [];
+  let offset = xorbInfoStart;
+  while (offset < fileLookupStart) {
+    const xorbHash2 = readHashFromArray(shard, offset);
+    offset += HASH_LENGTH;
+    if (xorbHash2 === XORB_HASH_BOOKEND) {
+      break;
+    }
+    offset += 4;
+    const chunkCount = shardView.getUint32(offset, true);
+    offset += 4;
+    offset += 4;
+    offset += 4;
+    const chunks = [];
+    for (let i = 0; i < chunkCount; i++) {
+      const chunkHash = readHashFromArray(shard, offset);
+      offset += HASH_LENGTH;
+      const startOffset = shardView.getUint32(offset, true);
+      offset += 4;
+      const length = shardView.getUint32(offset, true);
+      offset += 4;
+      offset += 8;
+      chunks.push({
+        hash: chunkHash,
+        startOffset,
+        unpackedLength: length
+      });
+    }
+    xorbs.push({
+      hash: xorbHash2,
+      chunks
+    });
+  }
+  return {
+    hmacKey,
+    xorbs
+  };
+}
+var SplicedBlob = class extends Blob {
+  originalBlob;
+  spliceOperations;
+  constructor(originalBlob, spliceOperations) {
+    super();
+    this.originalBlob = originalBlob;
+    this.spliceOperations = spliceOperations;
+  }
+  /**
+   * Create a SplicedBlob from an original blob and a set of splice operations.
+   *
+   * Each operation replaces the original content in `[start, end)` with `insert`
+   * (a pure insertion when `start === end`). Positions are byte offsets in the
+   * original blob, are relative to the **original** content (not shifted by other
+   * operations), and operations must not overlap (they can be passed in any order).
+   *
+   * As a convenience, a single `{ insert, start, end }` object is also accepted
+   * instead of a one-element array.
+   */
+  static create(originalBlob, operations) {
+    if (!Array.isArray(operations)) {
+      operations = [operations];
+    }
+    for (const op of operations) {
+      if (op.start < 0 || op.end < 0) {
+        throw new Error("Invalid start/end positions for SplicedBlob");
+      }
+      if (op.start > originalBlob.size || op.end > originalBlob.size) {
+        throw new Error("Invalid start/end positions for SplicedBlob");
+      }
+      if (op.start > op.end) {
+        throw new Error("Invalid start/end positions for SplicedBlob");
+      }
+    }
+    const sortedOps = [...operations].sort((a, b) => a.start - b.start);
+    for (let i = 0; i < sortedOps.length - 1; i++) {
+      if (sortedOps[i].end > sortedOps[i + 1].start) {
+        throw new Error("Overlapping splice operations are not supported");
+      }
+    }
+    return new SplicedBlob(originalBlob, sortedOps);
+  }
+  /**
+   * Returns the size of the spliced blob.
+   * Size = original size - total replaced size + total insert size
+   */
+  get size() {
+    let totalReplacedSize = 0;
+    let totalInsertSize = 0;
+    for (const op of this.spliceOperations) {
+      totalReplacedSize += op.end - op.start;
+      totalInsertSize += op.insert.size;
+    }
+    return this.originalBlob.size - totalReplacedSize + totalInsertSize;
+  }
+  /**
+   * Returns the MIME type of the original blob.
+   */
+  get type() {
+    return this.originalBlob.type;
+  }
+  /**
+   * Returns a new instance of SplicedBlob that is a slice of the current one.
+   *
+   * The slice is inclusive of the start and exclusive of the end.
+   * The slice method does not support negative start/end.
+   *
+   * @param start beginning of the slice
+   * @param end end of the slice
+   */
+  slice(start = 0, end = this.size) {
+    if (start < 0 || end < 0) {
+      throw new TypeError("Unsupported negative start/end on SplicedBlob.slice");
+    }
+    start = Math.min(start, this.size);
+    end = Math.min(end, this.size);
+    if (start >= end) {
+      return new Blob([]);
+    }
+    const segments = this.segments;
+    const segmentBoundaries = [0];
+    let cumulativeSize = 0;
+    for (const segment of segments) {
+      cumulativeSize += segment.size;
+      segmentBoundaries.push(cumulativeSize);
+    }
+    const resultSegments = [];
+    for (let i = 0; i < segments.length; i++) {
+      const segmentStart = segmentBoundaries[i];
+      const segmentEnd = segmentBoundaries[i + 1];
+      if (segmentEnd <= start) {
+        continue;
+      }
+      if (segmentStart >= end) {
+        break;
+      }
+      const sliceStart = Math.max(0, start - segmentStart);
+      const sliceEnd = Math.min(segments[i].size, end - segmentStart);
+      if (sliceStart < sliceEnd) {
+        resultSegments.push(segments[i].slice(sliceStart, sliceEnd));
+      }
+    }
+    return new Blob(resultSegments);
+  }
+  get firstSpliceIndex() {
+    return this.spliceOperations[0]?.start ?? Infinity;
+  }
+  /**
+   * Read the spliced blob content and returns it as an ArrayBuffer.
+   */
+  async arrayBuffer() {
+    const segments = this.segments;
+    const buffers = await Promise.all(segments.map((segment) => segment.arrayBuffer()));
+    const totalSize = sum(buffers.map((buffer) => buffer.byteLength));
+    const result = new Uint8Array(totalSize);
+    let offset = 0;
+    for (const buffer of buffers) {
+      result.set(new Uint8Array(buffer), offset);
+      offset += buffer.byteLength;
+    }
+    return result.buffer;
+  }
+  /**
+   * Read the spliced blob content and returns it as a string.
+   */
+  async text() {
+    const buffer = await this.arrayBuffer();
+    return new TextDecoder().decode(buffer);
+  }
+  /**
+   * Returns a stream around the spliced blob content.
+   */
+  stream() {
+    const readable = new ReadableStream({
+      start: async (controller) => {
+        try {
+          const segments = this.segments;
+          for (const segment of segments) {
+            const reader = segment.stream().getReader();
+            try {
+              while (true) {
+                const { done, value: value2 } = await reader.read();
+                if (done) {
+                  break;
+                }
+                controller.enqueue(value2);
+              }
+            } finally {
+              reader.releaseLock();
+            }
+          }
+          controller.close();
+        } catch (error2) {
+          controller.error(error2);
+        }
+      }
+    });
+    return readable;
+  }
+  /**
+   * Get all segments that make up the spliced blob.
+   * This includes original blob segments between splice operations and insert blobs.
+   */
+  get segments() {
+    const segments = [];
+    let currentPosition = 0;
+    const sortedOps = [...this.spliceOperations].sort((a, b) => a.start - b.start);
+    for (const op of sortedOps) {
+      if (currentPosition < op.start) {
+        segments.push(this.originalBlob.slice(currentPosition, op.start));
+      }
+      if (op.insert.size > 0) {
+        segments.push(op.insert);
+      }
+      currentPosition = op.end;
+    }
+    if (currentPosition < this.originalBlob.size) {
+      segments.push(this.originalBlob.slice(currentPosition));
+    }
+    return segments;
+  }
+};
+var RANGE_EDIT_CACHE_MAX_ENTRIES = 10;
+function addToRangeEditCache(cache2, xetHash, entry) {
+  cache2.delete(xetHash);
+  cache2.set(xetHash, entry);
+  while (cache2.size > RANGE_EDIT_CACHE_MAX_ENTRIES) {
+    const oldest = cache2.keys().next().value;
+    if (oldest === void 0) {
+      break;
+    }
+    cache2.delete(oldest);
+  }
+}
+async function planRangeEdit(spliced, original, params) {
+  const originalHash = original.hash;
+  const originalSize = original.size;
+  if (!originalHash || originalSize === 0 || original.start !== 0) {
+    return void 0;
+  }
+  if (params.rangeEditCache) {
+    const cached22 = planRangeEditFromCache(spliced, originalHash, originalSize, params.rangeEditCache);
+    if (cached22) {
+      return cached22;
+    }
+  }
+  const token = await xetWriteToken(params);
+  const reconstructionResp = await (params.fetch ?? fetch)(`${token.casUrl}/v2/reconstructions/${originalHash}`, {
+    headers: { Authorization: `Bearer ${token.accessToken}` }
+  });
+  if (!reconstructionResp.ok) {
+    return void 0;
+  }
+  const reconstruction = await reconstructionResp.json();
+  const terms = reconstruction.terms.map((term) => ({
+    hash: term.hash,
+    unpackedLength: term.unpacked_length,
+    range: { start: term.range.start, end: term.range.end }
+  }));
+  const segByteStarts = [0];
+  let acc = 0;
+  for (const term of terms) {
+    acc += term.unpackedLength;
+    segByteStarts.push(acc);
+  }
+  if (acc !== originalSize) {
+    throw new Error(
+      `Original file size mismatch: reconstruction reports ${acc} bytes but the blob is ${originalSize} bytes`
+    );
+  }
+  const edits = spliced.spliceOperations;
+  const dirtyRanges = snapAndCoalesceDirtyRanges(edits, segByteStarts, originalSize);
+  if (dirtyRanges.length === 0) {
+    return void 0;
+  }
+  const rangeHeader = "bytes=" + dirtyRanges.map(([start, end]) => `${start}-${end - 1}`).join(",");
+  const resp = await (params.fetch ?? fetch)(`${token.casUrl}/v2/file-chunk-hashes/${originalHash}`, {
+    headers: {
+      Authorization: `Bearer ${token.accessToken}`,
+      "X-Range-Dirty": rangeHeader
+    }
+  });
+  if (!resp.ok) {
+    return void 0;
+  }
+  const chunkHashes = await resp.json();
+  if (chunkHashes.windows.length === 0) {
+    throw new Error("Server returned no windows for range edit");
+  }
+  if (chunkHashes.hashRanges.length !== chunkHashes.windows.length + 1) {
+    throw new Error(
+      `Server returned ${chunkHashes.hashRanges.length} hashRanges, expected ${chunkHashes.windows.length + 1}`
+    );
+  }
+  const windows = assignEditsToWindows(
+    chunkHashes.windows.map((w) => ({ start: w.dirtyByteRange[0], end: w.dirtyByteRange[1] })),
+    edits,
+    originalSize,
+    segByteStarts
+  );
+  return {
+    originalHash,
+    originalSize,
+    newSize: spliced.size,
+    terms,
+    segByteStarts,
+    windows,
+    hashRanges: chunkHashes.hashRanges,
+    gapVerification: chunkHashes.gapVerification
+  };
+}
+function planRangeEditFromCache(spliced, originalHash, originalSize, cache2) {
+  const entry = cache2.get(originalHash);
+  if (!entry || entry.size !== originalSize || entry.terms.length === 0) {
+    return void 0;
+  }
+  const edits = spliced.spliceOperations;
+  if (edits.length === 0) {
+    return void 0;
+  }
+  const lastTerm = entry.terms[entry.terms.length - 1];
+  const lastTermStart = originalSize - lastTerm.unpackedLength;
+  for (const edit of edits) {
+    const editStart = edit.start === edit.end && edit.start === originalSize ? originalSize : edit.start;
+    if (editStart < lastTermStart) {
+      return void 0;
+    }
+  }
+  const segByteStarts = [0];
+  let acc = 0;
+  for (const term of entry.terms) {
+    acc += term.unpackedLength;
+    segByteStarts.push(acc);
+  }
+  const windows = assignEditsToWindows(
+    [{ start: lastTermStart, end: originalSize }],
+    edits,
+    originalSize,
+    segByteStarts
+  );
+  return {
+    originalHash,
+    originalSize,
+    newSize: spliced.size,
+    terms: entry.terms,
+    segByteStarts,
+    windows,
+    hashRanges: [entry.openSubtree, null],
+    gapVerification: entry.terms.slice(0, -1).map((term) => term.rangeHash)
+  };
+}
+function snapAndCoalesceDirtyRanges(edits, segByteStarts, originalSize) {
+  const nSegs = segByteStarts.length - 1;
+  const snapStart = (byte) => {
+    let idx = 0;
+    while (idx + 1 < segByteStarts.length && segByteStarts[idx + 1] <= byte) {
+      idx++;
+    }
+    return segByteStarts[idx];
+  };
+  const snapEnd = (byte) => {
+    let idx = 0;
+    while (idx < segByteStarts.length && segByteStarts[idx] < byte) {
+      idx++;
+    }
+    return segByteStarts[Math.min(idx, segByteStarts.length - 1)];
+  };
+  const snapped = [];
+  for (const edit of edits) {
+    if (edit.start === edit.end) {
+      if (edit.start === originalSize) {
+        snapped.push([segByteStarts[nSegs - 1], segByteStarts[nSegs]]);
+      } else {
+        snapped.push([snapStart(edit.start), snapEnd(edit.start + 1)]);
+      }
+    } else {
+      snapped.push([snapStart(edit.start), snapEnd(edit.end)]);
+    }
+  }
+  snapped.sort((a, b) => a[0] - b[0]);
+  const coalesced = [];
+  for (const range2 of snapped) {
+    const last = coalesced[coalesced.length - 1];
+    if (last && range2[0] <= last[1]) {
+      last[1] = Math.max(last[1], range2[1]);
+      continue;
+    }
+    coalesced.push([range2[0], range2[1]]);
+  }
+  return coalesced;
+}
+function assignEditsToWindows(windows, edits, originalSize, segByteStarts) {
+  let editIdx = 0;
+  const result = [];
+  for (const [windowIdx, window2] of windows.entries()) {
+    const assigned = [];
+    while (editIdx < edits.length) {
+      const edit = edits[editIdx];
+      const belongsHere = edit.start === edit.end ? edit.start < window2.end || edit.start === window2.end && window2.end === originalSize : edit.end <= window2.end;
+      if (!belongsHere) {
+        break;
+      }
+      if (edit.start < window2.start) {
+        throw new Error(
+          `Edit at [${edit.start}, ${edit.end}) starts before its window [${window2.start}, ${window2.end})`
+        );
+      }
+      assigned.push(edit);
+      editIdx++;
+    }
+    let removed = 0;
+    let added = 0;
+    for (const edit of assigned) {
+      removed += edit.end - edit.start;
+      added += edit.insert.size;
+    }
+    const effectiveEnd = segByteStarts.find((segStart) => segStart >= window2.end);
+    if (effectiveEnd === void 0) {
+      throw new Error(`Window end ${window2.end} exceeds the file size ${segByteStarts[segByteStarts.length - 1]}`);
+    }
+    const nextWindowStart = windows[windowIdx + 1]?.start;
+    if (nextWindowStart !== void 0 && effectiveEnd > nextWindowStart) {
+      throw new Error(
+        `Window [${window2.start}, ${window2.end}) extends to term boundary ${effectiveEnd}, overlapping the next window at ${nextWindowStart}`
+      );
+    }
+    result.push({
+      start: window2.start,
+      end: window2.end,
+      effectiveEnd,
+      edits: assigned,
+      newSize: effectiveEnd - window2.start + added - removed,
+      hashSplitSize: window2.end - window2.start + added - removed
+    });
+  }
+  if (editIdx !== edits.length) {
+    throw new Error(`${edits.length - editIdx} edits were not assigned to any window`);
+  }
+  return result;
+}
+function windowSegments(window2, original) {
+  const segments = [];
+  let cursor = window2.start;
+  for (const edit of window2.edits) {
+    if (cursor < edit.start) {
+      segments.push(original.slice(cursor, edit.start));
+    }
+    if (edit.insert.size > 0) {
+      segments.push(edit.insert);
+    }
+    cursor = edit.end;
+  }
+  if (cursor < window2.effectiveEnd) {
+    segments.push(original.slice(cursor, window2.effectiveEnd));
+  }
+  return segments;
+}
+function composeRepresentation(plan, windowRepresentations) {
+  const representation = [];
+  const nSegs = plan.terms.length;
+  let segIdx = 0;
+  let gapIdx = 0;
+  const reuseTerm = (idx) => {
+    const rangeHash = plan.gapVerification[gapIdx];
+    if (rangeHash === void 0) {
+      throw new Error(`Ran out of gapVerification entries at stable term ${idx}`);
+    }
+    gapIdx++;
+    representation.push({
+      xorbId: plan.terms[idx].hash,
+      indexStart: plan.terms[idx].range.start,
+      indexEnd: plan.terms[idx].range.end,
+      length: plan.terms[idx].unpackedLength,
+      rangeHash
+    });
+  };
+  for (let i = 0; i < plan.windows.length; i++) {
+    const window2 = plan.windows[i];
+    while (segIdx < nSegs && plan.segByteStarts[segIdx] < window2.start) {
+      if (plan.segByteStarts[segIdx + 1] > window2.start) {
+        throw new Error(
+          `Window starting at ${window2.start} straddles term ${segIdx} (${plan.segByteStarts[segIdx]}..${plan.segByteStarts[segIdx + 1]})`
+        );
+      }
+      reuseTerm(segIdx);
+      segIdx++;
+    }
+    while (segIdx < nSegs && plan.segByteStarts[segIdx] < window2.effectiveEnd) {
+      segIdx++;
+    }
+    representation.push(...windowRepresentations[i]);
+  }
+  while (segIdx < nSegs) {
+    reuseTerm(segIdx);
+    segIdx++;
+  }
+  if (gapIdx < plan.gapVerification.length) {
+    throw new Error(
+      `Server returned ${plan.gapVerification.length} gapVerification entries but only ${gapIdx} stable terms were emitted`
+    );
+  }
+  return representation;
+}
+var ZERO_KEY2 = new Uint8Array(32);
+function chunkSplitIndex(chunks, size, context) {
+  let cumulative = 0;
+  let index = 0;
+  while (index < chunks.length && cumulative < size) {
+    cumulative += chunks[index].length;
+    index++;
+  }
+  if (cumulative !== size) {
+    throw new Error(`${context}: expected a chunk boundary at ${size} bytes, got ${cumulative}`);
+  }
+  return index;
+}
+function buildRangeEditCachePayload(plan, windowChunks, representation) {
+  if (plan.hashRanges[plan.hashRanges.length - 1] !== null) {
+    return void 0;
+  }
+  const lastRep = representation[representation.length - 1];
+  const lastWindow = windowChunks[windowChunks.length - 1];
+  if (!lastRep || !lastWindow) {
+    return void 0;
+  }
+  const lastTermChunkCount = lastRep.indexEnd - lastRep.indexStart;
+  if (lastTermChunkCount <= 0 || lastTermChunkCount > lastWindow.length) {
+    return void 0;
+  }
+  const lastTermChunks = lastWindow.slice(lastWindow.length - lastTermChunkCount);
+  const hashRanges = plan.hashRanges.map((json) => json === null ? null : MerkleHashSubtree.fromJSON(json));
+  const firstWindowAtStart = hashRanges[0] === null;
+  const sequence = [];
+  for (let i = 0; i < plan.windows.length; i++) {
+    const gap = hashRanges[i];
+    if (gap !== null && gap !== void 0) {
+      sequence.push(gap);
+    }
+    const splitIndex = chunkSplitIndex(windowChunks[i], plan.windows[i].hashSplitSize, "buildRangeEditCachePayload");
+    let chunks = windowChunks[i].slice(0, splitIndex);
+    if (i === plan.windows.length - 1) {
+      chunks = chunks.slice(0, chunks.length - lastTermChunkCount);
+    }
+    if (chunks.length > 0 || i === 0 && firstWindowAtStart) {
+      sequence.push(
+        MerkleHashSubtree.fromChunks(
+          i === 0 && firstWindowAtStart,
+          chunks.map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
+          false
+        )
+      );
+    }
+  }
+  const openSubtree = sequence.length > 0 ? MerkleHashSubtree.merge(sequence) : null;
+  return {
+    size: plan.newSize,
+    openSubtree: openSubtree && !openSubtree.isEmpty ? openSubtree.toJSON() : null,
+    lastTermChunks
+  };
+}
+function buildFreshFileCachePayload(fileChunks, representation) {
+  const lastRep = representation[representation.length - 1];
+  if (!lastRep) {
+    return void 0;
+  }
+  const lastTermChunkCount = lastRep.indexEnd - lastRep.indexStart;
+  if (lastTermChunkCount <= 0 || lastTermChunkCount > fileChunks.length) {
+    return void 0;
+  }
+  const lastTermChunks = fileChunks.slice(fileChunks.length - lastTermChunkCount);
+  const rest2 = fileChunks.slice(0, fileChunks.length - lastTermChunkCount);
+  const openSubtree = rest2.length > 0 ? MerkleHashSubtree.fromChunks(
+    true,
+    rest2.map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
+    false
+  ).toJSON() : null;
+  return {
+    size: fileChunks.reduce((sum22, chunk2) => sum22 + chunk2.length, 0),
+    openSubtree,
+    lastTermChunks
+  };
+}
+function computeComposedFileHash(plan, windowChunks) {
+  if (plan.newSize === 0) {
+    return "0".repeat(64);
+  }
+  const hashRanges = plan.hashRanges.map((json) => json === null ? null : MerkleHashSubtree.fromJSON(json));
+  const trailingGap = hashRanges[hashRanges.length - 1];
+  const firstWindowAtStart = hashRanges[0] === null;
+  const lastWindowAtEnd = trailingGap === null;
+  const lastIdx = plan.windows.length - 1;
+  const mergeSequence = [];
+  for (let i = 0; i < plan.windows.length; i++) {
+    const gap = hashRanges[i];
+    if (gap !== null) {
+      mergeSequence.push(gap);
+    }
+    const window2 = plan.windows[i];
+    const splitIndex = chunkSplitIndex(
+      windowChunks[i],
+      window2.hashSplitSize,
+      `Window [${window2.start}, ${window2.end}) chunk boundaries did not re-sync at the window end`
+    );
+    mergeSequence.push(
+      MerkleHashSubtree.fromChunks(
+        i === 0 && firstWindowAtStart,
+        windowChunks[i].slice(0, splitIndex).map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
+        i === lastIdx && lastWindowAtEnd
+      )
+    );
+  }
+  if (trailingGap !== null && trailingGap !== void 0) {
+    mergeSequence.push(trailingGap);
+  }
+  const merged = MerkleHashSubtree.merge(mergeSequence);
+  const aggregated = merged.finalHash();
+  if (aggregated === void 0) {
+    throw new Error("Merged subtree is not fully closed; cannot derive the file hash");
+  }
+  return hashToHex(hmac(aggregated, ZERO_KEY2));
+}
+var TARGET_CHUNK_SIZE2 = 64 * 1024;
+var MAX_CHUNK_SIZE = 2 * TARGET_CHUNK_SIZE2;
+var XORB_SIZE = 64 * 1024 * 1024;
+var MAX_XORB_CHUNKS = 8 * 1024;
+var INTERVAL_BETWEEN_REMOTE_DEDUP = 4e6;
+var PROCESSING_PROGRESS_RATIO = 0.1;
+var UPLOADING_PROGRESS_RATIO = 1 - PROCESSING_PROGRESS_RATIO;
+function computeXorbHashHex(chunks) {
+  const chunkObjs = chunks.map((c) => ({ hash: hexToBytes(c.hash), length: c.length }));
+  return hashToHex(xorbHash(chunkObjs));
+}
+function computeHmacHex(hash22, key) {
+  return hashToHex(hmac(hexToBytes(hash22), hexToBytes(key)));
+}
+function computeVerificationHashHex(hashes) {
+  return hashToHex(verificationHash(hashes.map(hexToBytes)));
+}
+function computeFileHashHex(chunks) {
+  const chunkObjs = chunks.map((c) => ({ hash: hexToBytes(c.hash), length: c.length }));
+  return hashToHex(fileHash(chunkObjs));
+}
+function addDataToChunker(data, chunker) {
+  return nextBlock(chunker, data).map((c) => ({ hash: hashToHex(c.hash), length: c.length, dedup: false }));
+}
+function finalizeChunker(chunker) {
+  const last = finalize(chunker);
+  if (!last) {
+    return [];
+  }
+  return [{ hash: hashToHex(last.hash), length: last.length, dedup: false }];
+}
+var CurrentXorbInfo = class {
+  id;
+  offset;
+  chunks;
+  fileProcessedBytes;
+  fileUploadedBytes;
+  fileSize;
+  data;
+  immutableData;
+  constructor() {
+    this.id = 0;
+    this.offset = 0;
+    this.chunks = [];
+    this.fileProcessedBytes = {};
+    this.fileUploadedBytes = {};
+    this.fileSize = {};
+    this.data = new Uint8Array(XORB_SIZE);
+    this.immutableData = null;
+  }
+  event(computeXorbHash) {
+    const xorbChunksCleaned = this.chunks.map((chunk2) => ({
+      hash: chunk2.hash,
+      length: chunk2.length
+    }));
+    return {
+      event: "xorb",
+      xorb: this.data.subarray(0, this.offset),
+      hash: computeXorbHash(xorbChunksCleaned),
+      chunks: xorbChunksCleaned,
+      id: this.id,
+      files: Object.entries(this.fileProcessedBytes).map(([path2, processedBytes]) => ({
+        path: path2,
+        progress: processedBytes / this.fileSize[path2],
+        lastSentProgress: ((this.fileUploadedBytes[path2] ?? 0) + (processedBytes - (this.fileUploadedBytes[path2] ?? 0)) * PROCESSING_PROGRESS_RATIO) / this.fileSize[path2]
+      }))
+    };
+  }
+};
+async function* createXorbs(fileSources, params) {
+  const alreadyDoneFileSha256s = /* @__PURE__ */ new Set();
+  let xorbId = 0;
+  const chunkCache = new ChunkCache();
+  let xorb = new CurrentXorbInfo();
+  const nextXorb = (currentFile) => {
+    const event = xorb.event(computeXorbHashHex);
+    xorbId++;
+    xorb = new CurrentXorbInfo();
+    xorb.id = xorbId;
+    xorb.fileUploadedBytes = {
+      [currentFile.path]: currentFile.uploadedBytes
+    };
+    xorb.fileSize[currentFile.path] = currentFile.size;
+    return event;
+  };
+  const pendingFileEvents = [];
+  const remoteXorbHashes = [""];
+  const resolveXorbId = (xorbId2) => typeof xorbId2 === "string" ? xorbId2 : xorbId2 >= 0 ? xorbId2 : remoteXorbHashes[-xorbId2];
+  for await (const fileSource of fileSources) {
+    params.yieldCallback?.({
+      event: "fileProgress",
+      path: fileSource.path,
+      progress: 0
+    });
+    if (fileSource.sha256 && alreadyDoneFileSha256s.has(fileSource.sha256)) {
+      params.yieldCallback?.({
+        event: "fileProgress",
+        path: fileSource.path,
+        progress: 1
+      });
+      continue;
+    }
+    if (fileSource.sha256) {
+      alreadyDoneFileSha256s.add(fileSource.sha256);
+    }
+    {
+      xorb.fileSize[fileSource.path] = fileSource.content.size;
+      let rangeEditPlan;
+      if (fileSource.content instanceof SplicedBlob && fileSource.content.originalBlob instanceof XetBlob && fileSource.content.originalBlob.hash !== void 0 && fileSource.content.originalBlob.size > 0) {
+        rangeEditPlan = await planRangeEdit(fileSource.content, fileSource.content.originalBlob, params);
+      }
+      if (fileSource.content instanceof SplicedBlob && (rangeEditPlan !== void 0 || fileSource.content.firstSpliceIndex < MAX_CHUNK_SIZE)) {
+        await loadFirstChunkDedupInfo(fileSource.content, remoteXorbHashes, params, chunkCache);
+      }
+      let bytesSinceRemoteDedup = Infinity;
+      let bytesSinceLastProgressEvent = 0;
+      let dedupNextChunk = true;
+      const sourceChunks = [];
+      let processedBytes = 0;
+      let dedupedBytes = 0;
+      const fileChunks = [];
+      const chunkMetadata = [];
+      const addChunks = async function* (chunks) {
+        for (const chunk2 of chunks) {
+          if (dedupNextChunk) {
+            chunk2.dedup = true;
+            dedupNextChunk = false;
+          }
+          let chunkIndex = xorb.chunks.length;
+          let chunkXorbId = xorbId;
+          const chunkToCopy = removeChunkFromSourceData(sourceChunks, chunk2.length);
+          let cacheData = chunkCache.getChunk(chunk2.hash, computeHmacHex);
+          if (cacheData === void 0 && chunk2.dedup && bytesSinceRemoteDedup >= INTERVAL_BETWEEN_REMOTE_DEDUP) {
+            const token = await xetWriteToken(params);
+            bytesSinceRemoteDedup = 0;
+            const shardResp = await (params.fetch ?? fetch)(token.casUrl + "/v1/chunks/default/" + chunk2.hash, {
+              headers: {
+                Authorization: `Bearer ${token.accessToken}`
+              }
+            });
+            if (shardResp.ok) {
+              const shard = await shardResp.blob();
+              const shardData = await parseShardData(shard);
+              for (const xorb2 of shardData.xorbs) {
+                const remoteXorbId = -remoteXorbHashes.length;
+                remoteXorbHashes.push(xorb2.hash);
+                let i = 0;
+                for (const chunk3 of xorb2.chunks) {
+                  chunkCache.addChunkToCache(chunk3.hash, remoteXorbId, i++, shardData.hmacKey);
+                }
+              }
+              cacheData = chunkCache.getChunk(chunk2.hash, computeHmacHex);
+              const oldDedupedBytes = dedupedBytes;
+              dedupedBytes = backtrackDedup(xorb, computeHmacHex, shardData, chunkCache, chunkMetadata, dedupedBytes);
+              if (dedupedBytes > oldDedupedBytes) {
+                xorb.fileUploadedBytes[fileSource.path] ??= 0;
+                xorb.fileUploadedBytes[fileSource.path] += dedupedBytes - oldDedupedBytes;
+              }
+            }
+          }
+          if (cacheData === void 0) {
+            if (!writeChunk(xorb, chunkToCopy, chunk2.hash)) {
+              yield nextXorb({ path: fileSource.path, uploadedBytes: processedBytes, size: fileSource.content.size });
+              chunkIndex = 0;
+              chunkXorbId = xorbId;
+              for (const event of pendingFileEvents) {
+                event.representation = event.representation.map((rep) => ({
+                  ...rep,
+                  xorbId: resolveXorbId(rep.xorbId)
+                }));
+                yield event;
+              }
+              pendingFileEvents.length = 0;
+              if (!writeChunk(xorb, chunkToCopy, chunk2.hash)) {
+                throw new Error("Failed to write chunk into xorb");
+              }
+            }
+            chunkCache.addChunkToCache(chunk2.hash, xorbId, chunkIndex, null);
+          } else {
+            chunkXorbId = cacheData.xorbIndex;
+            chunkIndex = cacheData.chunkIndex;
+            dedupedBytes += chunk2.length;
+            xorb.fileUploadedBytes[fileSource.path] ??= 0;
+            xorb.fileUploadedBytes[fileSource.path] += chunk2.length;
+          }
+          bytesSinceRemoteDedup += chunk2.length;
+          bytesSinceLastProgressEvent += chunk2.length;
+          fileChunks.push({ hash: chunk2.hash, length: chunk2.length });
+          chunkMetadata.push({
+            xorbId: chunkXorbId,
+            chunkIndex,
+            length: chunk2.length
+          });
+          xorb.fileProcessedBytes[fileSource.path] = processedBytes;
+          if (bytesSinceLastProgressEvent >= 1e6) {
+            bytesSinceLastProgressEvent = 0;
+            params.yieldCallback?.({
+              event: "fileProgress",
+              path: fileSource.path,
+              progress: ((xorb.fileUploadedBytes[fileSource.path] ?? 0) + (xorb.fileProcessedBytes[fileSource.path] - (xorb.fileUploadedBytes[fileSource.path] ?? 0)) * PROCESSING_PROGRESS_RATIO) / fileSource.content.size
+            });
+          }
+          if (xorb.chunks.length >= MAX_XORB_CHUNKS) {
+            yield nextXorb({ path: fileSource.path, uploadedBytes: processedBytes, size: fileSource.content.size });
+            for (const event of pendingFileEvents) {
+              event.representation = event.representation.map((rep) => ({
+                ...rep,
+                xorbId: resolveXorbId(rep.xorbId)
+              }));
+              yield event;
+            }
+            pendingFileEvents.length = 0;
+          }
+        }
+      };
+      const pumpBlob = async function* (chunker, blob) {
+        const reader = blob.stream().getReader();
+        while (true) {
+          const { done, value: value2 } = await reader.read();
+          if (done) {
+            break;
+          }
+          processedBytes += value2.length;
+          sourceChunks.push(value2);
+          yield* addChunks(addDataToChunker(value2, chunker));
+        }
+      };
+      let fileRepresentation;
+      let fileHashHex;
+      let dedupRatio;
+      let rangeEditCachePayload;
+      if (rangeEditPlan !== void 0) {
+        const originalBlob = fileSource.content.originalBlob;
+        const windowBounds = [];
+        for (const window2 of rangeEditPlan.windows) {
+          const chunker = createChunker(TARGET_CHUNK_SIZE2);
+          dedupNextChunk = true;
+          const startIndex = fileChunks.length;
+          for (const segment of windowSegments(window2, originalBlob)) {
+            yield* pumpBlob(chunker, segment);
+          }
+          yield* addChunks(finalizeChunker(chunker));
+          windowBounds.push([startIndex, fileChunks.length]);
+        }
+        const windowNewBytes = sum(rangeEditPlan.windows.map((window2) => window2.newSize));
+        const reusedBytes = fileSource.content.size - windowNewBytes;
+        processedBytes += reusedBytes;
+        xorb.fileUploadedBytes[fileSource.path] = (xorb.fileUploadedBytes[fileSource.path] ?? 0) + reusedBytes;
+        xorb.fileProcessedBytes[fileSource.path] = processedBytes;
+        const windowRepresentations = windowBounds.map(
+          ([start, end]) => buildFileRepresentation(
+            chunkMetadata.slice(start, end),
+            fileChunks.slice(start, end),
+            computeVerificationHashHex
+          )
+        );
+        fileRepresentation = composeRepresentation(rangeEditPlan, windowRepresentations);
+        fileHashHex = computeComposedFileHash(
+          rangeEditPlan,
+          windowBounds.map(([start, end]) => fileChunks.slice(start, end))
+        );
+        dedupRatio = fileSource.content.size > 0 ? (reusedBytes + dedupedBytes) / fileSource.content.size : 0;
+        if (params.rangeEditCache) {
+          rangeEditCachePayload = buildRangeEditCachePayload(
+            rangeEditPlan,
+            windowBounds.map(([start, end]) => fileChunks.slice(start, end)),
+            fileRepresentation
+          );
+        }
+      } else {
+        const chunker = createChunker(TARGET_CHUNK_SIZE2);
+        yield* pumpBlob(chunker, fileSource.content);
+        yield* addChunks(finalizeChunker(chunker));
+        fileRepresentation = buildFileRepresentation(chunkMetadata, fileChunks, computeVerificationHashHex);
+        fileHashHex = computeFileHashHex(fileChunks);
+        dedupRatio = fileSource.content.size > 0 ? dedupedBytes / fileSource.content.size : 0;
+        if (params.rangeEditCache) {
+          rangeEditCachePayload = buildFreshFileCachePayload(fileChunks, fileRepresentation);
+        }
+      }
+      xorb.immutableData = {
+        chunkIndex: xorb.chunks.length,
+        offset: xorb.offset
+      };
+      pendingFileEvents.push({
+        event: "file",
+        path: fileSource.path,
+        hash: fileHashHex,
+        sha256: fileSource.sha256,
+        dedupRatio,
+        representation: fileRepresentation,
+        rangeEditCachePayload
+      });
+    }
+  }
+  if (xorb.offset > 0) {
+    yield xorb.event(computeXorbHashHex);
+  }
+  for (const event of pendingFileEvents) {
+    event.representation = event.representation.map((rep) => ({
+      ...rep,
+      xorbId: resolveXorbId(rep.xorbId)
+    }));
+    yield event;
+  }
+}
+function backtrackDedup(xorb, computeHmac, shardData, chunkCache, chunkMetadata, dedupedBytes) {
+  const chunkIndexesToBacktrackFor = /* @__PURE__ */ new Map();
+  for (let chunkToRecheckIndex = xorb.immutableData?.chunkIndex ?? 0; chunkToRecheckIndex < xorb.chunks.length; chunkToRecheckIndex++) {
+    const chunk2 = xorb.chunks[chunkToRecheckIndex];
+    const hmacHash = computeHmac(chunk2.hash, shardData.hmacKey);
+    const cacheData = chunkCache.getChunk(hmacHash, null);
+    if (cacheData !== void 0) {
+      chunkIndexesToBacktrackFor.set(chunkToRecheckIndex, {
+        xorbId: cacheData.xorbIndex,
+        chunkIndex: cacheData.chunkIndex
+      });
+      chunkCache.removeChunkFromCache(chunk2.hash);
+    }
+  }
+  for (const metadata of chunkMetadata) {
+    if (metadata.xorbId === xorb.id && chunkIndexesToBacktrackFor.has(metadata.chunkIndex)) {
+      const backtrackData = chunkIndexesToBacktrackFor.get(metadata.chunkIndex);
+      if (backtrackData !== void 0) {
+        metadata.xorbId = backtrackData.xorbId;
+        metadata.chunkIndex = backtrackData.chunkIndex;
+        dedupedBytes += metadata.length;
+      }
+    }
+  }
+  const xorbRangesToErase = [];
+  for (let i = 0; i < xorb.chunks.length; i++) {
+    const chunk2 = xorb.chunks[i];
+    if (chunkIndexesToBacktrackFor.has(i)) {
+      xorbRangesToErase.push({
+        start: chunk2.offset,
+        end: i < xorb.chunks.length - 1 ? xorb.chunks[i + 1].offset : xorb.offset
+      });
+    }
+  }
+  const xorbRangesToKeep = [];
+  let currentStart = 0;
+  for (let i = 0; i < xorbRangesToErase.length; i++) {
+    const range2 = xorbRangesToErase[i];
+    if (currentStart !== range2.start) {
+      xorbRangesToKeep.push({ start: currentStart, end: range2.start });
+    }
+    currentStart = range2.end;
+  }
+  if (currentStart !== xorb.offset) {
+    xorbRangesToKeep.push({ start: currentStart, end: xorb.offset });
+  }
+  let currentOffset = 0;
+  for (const range2 of xorbRangesToKeep) {
+    if (range2.start !== currentOffset) {
+      xorb.data.set(xorb.data.subarray(range2.start, range2.end), currentOffset);
+    }
+    currentOffset += range2.end - range2.start;
+  }
+  const newXorbChunks = [];
+  const oldIndexToNewIndex = /* @__PURE__ */ new Map();
+  let erasedOffset = 0;
+  for (let i = 0; i < xorb.chunks.length; i++) {
+    const chunk2 = xorb.chunks[i];
+    if (chunkIndexesToBacktrackFor.has(i)) {
+      if (i < xorb.chunks.length - 1) {
+        erasedOffset += xorb.chunks[i + 1].offset - chunk2.offset;
+      }
+    } else {
+      newXorbChunks.push({
+        hash: chunk2.hash,
+        length: chunk2.length,
+        offset: chunk2.offset - erasedOffset
+      });
+      if (erasedOffset > 0) {
+        oldIndexToNewIndex.set(i, newXorbChunks.length - 1);
+      }
+    }
+  }
+  xorb.chunks = newXorbChunks;
+  xorb.offset = currentOffset;
+  for (const chunk2 of chunkMetadata) {
+    if (chunk2.xorbId === xorb.id) {
+      const newIndex = oldIndexToNewIndex.get(chunk2.chunkIndex);
+      if (newIndex !== void 0) {
+        const cached22 = chunkCache.getChunk(xorb.chunks[newIndex].hash, null);
+        if (cached22 !== void 0 && cached22.xorbIndex === chunk2.xorbId && cached22.chunkIndex === chunk2.chunkIndex) {
+          chunkCache.updateChunkIndex(xorb.chunks[newIndex].hash, newIndex);
+        }
+        chunk2.chunkIndex = newIndex;
+      }
+    }
+  }
+  return dedupedBytes;
+}
+function removeChunkFromSourceData(sourceChunks, chunkLength) {
+  if (chunkLength === sourceChunks[0].length) {
+    const chunkToCopy = sourceChunks[0];
+    sourceChunks.shift();
+    return chunkToCopy;
+  } else if (chunkLength < sourceChunks[0].length) {
+    const chunkToCopy = sourceChunks[0].subarray(0, chunkLength);
+    sourceChunks[0] = sourceChunks[0].subarray(chunkLength);
+    return chunkToCopy;
+  } else {
+    const chunkToCopy = new Uint8Array(chunkLength);
+    let copyOffset = 0;
+    let index = 0;
+    let toSlice = -1;
+    while (copyOffset < chunkLength) {
+      const nToCopy = Math.min(sourceChunks[index].length, chunkLength - copyOffset);
+      chunkToCopy.set(sourceChunks[index].subarray(0, nToCopy), copyOffset);
+      copyOffset += nToCopy;
+      if (nToCopy === sourceChunks[index].length) {
+        index++;
+      } else {
+        toSlice = nToCopy;
+      }
+    }
+    sourceChunks.splice(0, index);
+    if (toSlice !== -1) {
+      sourceChunks[0] = sourceChunks[0].subarray(toSlice);
+    }
+    return chunkToCopy;
+  }
+}
+function writeChunk(xorb, chunk2, hash22) {
+  const regularCompressedChunk = compress2(chunk2);
+  const bgCompressedChunk = compress2(bg4_split_bytes(chunk2));
+  const compressedChunk = bgCompressedChunk.length < regularCompressedChunk.length ? bgCompressedChunk : regularCompressedChunk;
+  const chunkToWrite = compressedChunk.length < chunk2.length ? compressedChunk : chunk2;
+  if (xorb.offset + XET_CHUNK_HEADER_BYTES + chunkToWrite.length > XORB_SIZE) {
+    return false;
+  }
+  xorb.data[xorb.offset] = 0;
+  xorb.data[xorb.offset + 1] = chunkToWrite.length & 255;
+  xorb.data[xorb.offset + 2] = chunkToWrite.length >> 8 & 255;
+  xorb.data[xorb.offset + 3] = chunkToWrite.length >> 16 & 255;
+  xorb.data[xorb.offset + 4] = chunkToWrite.length < chunk2.length ? bgCompressedChunk.length < regularCompressedChunk.length ? 2 : 1 : 0;
+  xorb.data[xorb.offset + 5] = chunk2.length & 255;
+  xorb.data[xorb.offset + 6] = chunk2.length >> 8 & 255;
+  xorb.data[xorb.offset + 7] = chunk2.length >> 16 & 255;
+  xorb.data.set(chunkToWrite, xorb.offset + XET_CHUNK_HEADER_BYTES);
+  xorb.chunks.push({ hash: hash22, length: chunk2.length, offset: xorb.offset });
+  xorb.offset += XET_CHUNK_HEADER_BYTES + chunkToWrite.length;
+  return true;
+}
+var buildFileRepresentation = (metadata, chunks, computeVerificationHash) => {
+  if (metadata.length === 0) {
+    return [];
+  }
+  const representation = [];
+  let currentRange = {
+    xorbId: metadata[0].xorbId,
+    indexStart: metadata[0].chunkIndex,
+    indexEnd: metadata[0].chunkIndex + 1,
+    length: metadata[0].length,
+    chunkHashStart: 0
+  };
+  for (let i = 1; i < metadata.length; i++) {
+    const chunk2 = metadata[i];
+    if (currentRange.xorbId === chunk2.xorbId && currentRange.indexEnd === chunk2.chunkIndex) {
+      currentRange.indexEnd = chunk2.chunkIndex + 1;
+      currentRange.length += chunk2.length;
+    } else {
+      const rangeHash2 = computeVerificationHash(chunks.slice(currentRange.chunkHashStart, i).map((x) => x.hash));
+      representation.push({
+        xorbId: currentRange.xorbId,
+        indexStart: currentRange.indexStart,
+        indexEnd: currentRange.indexEnd,
+        length: currentRange.length,
+        rangeHash: rangeHash2
+      });
+      currentRange = {
+        xorbId: chunk2.xorbId,
+        indexStart: chunk2.chunkIndex,
+        indexEnd: chunk2.chunkIndex + 1,
+        length: chunk2.length,
+        chunkHashStart: i
+      };
+    }
+  }
+  const rangeHash = computeVerificationHash(chunks.slice(currentRange.chunkHashStart).map((x) => x.hash));
+  representation.push({
+    xorbId: currentRange.xorbId,
+    indexStart: currentRange.indexStart,
+    indexEnd: currentRange.indexEnd,
+    length: currentRange.length,
+    rangeHash
+  });
+  return representation;
+};
+async function loadFirstChunkDedupInfo(content, remoteXorbHashes, params, chunkCache) {
+  await loadDedupInfoToCache(
+    content.originalBlob.slice(0, MAX_CHUNK_SIZE),
+    remoteXorbHashes,
+    params,
+    chunkCache,
+    computeHmacHex,
+    {
+      maxChunks: 1,
+      isAtBeginning: true
+    }
+  );
+}
+async function loadDedupInfoToCache(content, remoteXorbHashes, params, chunkCache, computeHmacHex2, opts) {
+  const chunker = createChunker(TARGET_CHUNK_SIZE2);
+  const cache2 = chunkCache;
+  let dedupedBytes = 0;
+  let chunksProcessed = 0;
+  let totalBytes = 0;
+  let bytesSinceRemoteDedup = Infinity;
+  const sourceChunks = [];
+  const reader = content.stream().getReader();
+  const processChunks = async (chunks) => {
+    for (const chunk2 of chunks) {
+      chunksProcessed++;
+      if (opts?.isAtBeginning && chunksProcessed === 1) {
+        chunk2.dedup = true;
+      }
+      totalBytes += chunk2.length;
+      removeChunkFromSourceData(sourceChunks, chunk2.length);
+      let cacheData = cache2.getChunk(chunk2.hash, computeHmacHex2);
+      if (cacheData !== void 0) {
+        dedupedBytes += chunk2.length;
+        bytesSinceRemoteDedup += chunk2.length;
+        continue;
+      }
+      if (chunk2.dedup && bytesSinceRemoteDedup >= INTERVAL_BETWEEN_REMOTE_DEDUP) {
+        const token = await xetWriteToken(params);
+        bytesSinceRemoteDedup = 0;
+        const shardResp = await (params.fetch ?? fetch)(token.casUrl + "/v1/chunks/default/" + chunk2.hash, {
+          headers: {
+            Authorization: `Bearer ${token.accessToken}`
+          }
+        });
+        if (shardResp.ok) {
+          const shard = await shardResp.blob();
+          const shardData = await parseShardData(shard);
+          for (const xorb of shardData.xorbs) {
+            const remoteXorbId = -remoteXorbHashes.length;
+            remoteXorbHashes.push(xorb.hash);
+            let i = 0;
+            for (const xorbChunk of xorb.chunks) {
+              cache2.addChunkToCache(xorbChunk.hash, remoteXorbId, i++, shardData.hmacKey);
+            }
+          }
+          cacheData = cache2.getChunk(chunk2.hash, computeHmacHex2);
+        }
+      }
+      if (cacheData !== void 0) {
+        dedupedBytes += chunk2.length;
+      }
+      bytesSinceRemoteDedup += chunk2.length;
+    }
+  };
+  while (true) {
+    if (opts?.end !== void 0 && totalBytes >= opts.end) {
+      break;
+    }
+    if (opts?.maxChunks !== void 0 && chunksProcessed >= opts.maxChunks) {
+      break;
+    }
+    const { done, value: value2 } = await reader.read();
+    if (done) {
+      await processChunks(finalizeChunker(chunker));
+      break;
+    }
+    sourceChunks.push(value2);
+    await processChunks(addDataToChunker(value2, chunker));
+  }
+}
+var SHARD_MAX_SIZE = 64 * 1024 * 1024;
+var SHARD_HEADER_SIZE = 48;
+var SHARD_FOOTER_SIZE = 200;
+var HASH_LENGTH2 = 32;
+var XORB_FOOTER_LENGTH = 48;
+var FILE_FOOTER_LENGTH = 48;
+var SHARD_HEADER_VERSION = 2n;
+var SHARD_FOOTER_VERSION = 1n;
+var MDB_FILE_FLAG_WITH_VERIFICATION = 2147483648;
+var MDB_FILE_FLAG_WITH_METADATA_EXT = 1073741824;
+var SHARD_MAGIC_TAG = new Uint8Array([
+  "H".charCodeAt(0),
+  "F".charCodeAt(0),
+  "R".charCodeAt(0),
+  "e".charCodeAt(0),
+  "p".charCodeAt(0),
+  "o".charCodeAt(0),
+  "M".charCodeAt(0),
+  "e".charCodeAt(0),
+  "t".charCodeAt(0),
+  "a".charCodeAt(0),
+  "D".charCodeAt(0),
+  "a".charCodeAt(0),
+  "t".charCodeAt(0),
+  "a".charCodeAt(0),
+  0,
+  85,
+  105,
+  103,
+  69,
+  106,
+  123,
+  129,
+  87,
+  131,
+  165,
+  189,
+  217,
+  92,
+  205,
+  209,
+  74,
+  169
+]);
+async function* uploadShards(source, params) {
+  const xorbHashes = [];
+  const seenFileXetHashes = /* @__PURE__ */ new Set();
+  const fileInfoSection = new Uint8Array(Math.floor(SHARD_MAX_SIZE - SHARD_HEADER_SIZE - SHARD_FOOTER_SIZE) * 0.25);
+  const xorbInfoSection = new Uint8Array(Math.floor(SHARD_MAX_SIZE - SHARD_HEADER_SIZE - SHARD_FOOTER_SIZE) * 0.75);
+  const xorbView = new DataView(xorbInfoSection.buffer);
+  let xorbViewOffset = 0;
+  const fileInfoView = new DataView(fileInfoSection.buffer);
+  let fileViewOffset = 0;
+  let xorbTotalSize = 0n;
+  let fileTotalSize = 0n;
+  let xorbTotalUnpackedSize = 0n;
+  for await (const output of createXorbs(source, params)) {
+    switch (output.event) {
+      case "xorb": {
+        xorbHashes.push(output.hash);
+        const xorbEntrySize = HASH_LENGTH2 + 4 + 4 + 4 + 4;
+        const chunksSize = output.chunks.length * (HASH_LENGTH2 + 4 + 4 + 8);
+        const totalXorbSize = xorbEntrySize + chunksSize;
+        if (xorbViewOffset + totalXorbSize > xorbInfoSection.length) {
+          if (xorbViewOffset > 0 || fileViewOffset > 0) {
+            await uploadShard(createShard(), params);
+          }
+        }
+        writeHashToArray(output.hash, xorbInfoSection, xorbViewOffset);
+        xorbViewOffset += HASH_LENGTH2;
+        xorbView.setUint32(xorbViewOffset, 0, true);
+        xorbViewOffset += 4;
+        xorbView.setUint32(xorbViewOffset, output.chunks.length, true);
+        xorbViewOffset += 4;
+        const xorbUnpackedSize = sum(output.chunks.map((x) => x.length));
+        xorbView.setUint32(xorbViewOffset, xorbUnpackedSize, true);
+        xorbTotalUnpackedSize += BigInt(xorbUnpackedSize);
+        xorbTotalSize += BigInt(output.xorb.byteLength);
+        xorbViewOffset += 4;
+        xorbView.setUint32(xorbViewOffset, output.xorb.byteLength, true);
+        xorbViewOffset += 4;
+        let chunkBytes = 0;
+        for (const chunk2 of output.chunks) {
+          writeHashToArray(chunk2.hash, xorbInfoSection, xorbViewOffset);
+          xorbViewOffset += HASH_LENGTH2;
+          xorbView.setUint32(xorbViewOffset, chunkBytes, true);
+          xorbViewOffset += 4;
+          xorbView.setUint32(xorbViewOffset, chunk2.length, true);
+          xorbViewOffset += 4;
+          xorbView.setBigUint64(xorbViewOffset, 0n, true);
+          xorbViewOffset += 8;
+          chunkBytes += chunk2.length;
+        }
+        for (const file of output.files) {
+          yield {
+            event: "fileProgress",
+            path: file.path,
+            progress: file.lastSentProgress
+          };
+        }
+        await uploadXorb(output, params);
+        for (const file of output.files) {
+          yield { event: "fileProgress", path: file.path, progress: file.progress };
+        }
+        break;
+      }
+      case "file": {
+        yield {
+          event: "file",
+          path: output.path,
+          xetHash: output.hash,
+          sha256: output.sha256,
+          dedupRatio: output.dedupRatio
+        };
+        if (params.rangeEditCache && output.rangeEditCachePayload) {
+          addToRangeEditCache(params.rangeEditCache, output.hash, {
+            size: output.rangeEditCachePayload.size,
+            terms: output.representation.map((rep) => ({
+              hash: typeof rep.xorbId === "number" ? xorbHashes[rep.xorbId] : rep.xorbId,
+              unpackedLength: rep.length,
+              range: { start: rep.indexStart, end: rep.indexEnd },
+              rangeHash: rep.rangeHash
+            })),
+            openSubtree: output.rangeEditCachePayload.openSubtree,
+            lastTermChunks: output.rangeEditCachePayload.lastTermChunks
+          });
+        }
+        if (seenFileXetHashes.has(output.hash)) {
+          break;
+        }
+        seenFileXetHashes.add(output.hash);
+        const fileHeaderSize = HASH_LENGTH2 + 4 + 4 + 8;
+        const representationSize = output.representation.length * (HASH_LENGTH2 + 4 + 4 + 4 + 4);
+        const verificationSize = output.representation.length * (HASH_LENGTH2 + 16);
+        const fileSha256 = output.sha256;
+        const hasMetadataExt = fileSha256 !== void 0;
+        const metadataSize = hasMetadataExt ? HASH_LENGTH2 + 16 : 0;
+        const totalFileSize = fileHeaderSize + representationSize + verificationSize + metadataSize;
+        if (fileViewOffset + totalFileSize > fileInfoSection.length) {
+          if (xorbViewOffset > 0 || fileViewOffset > 0) {
+            await uploadShard(createShard(), params);
+          }
+        }
+        writeHashToArray(output.hash, fileInfoSection, fileViewOffset);
+        fileViewOffset += HASH_LENGTH2;
+        fileInfoView.setUint32(
+          fileViewOffset,
+          MDB_FILE_FLAG_WITH_VERIFICATION + (hasMetadataExt ? MDB_FILE_FLAG_WITH_METADATA_EXT : 0),
+          true
+        );
+        fileViewOffset += 4;
+        fileInfoView.setUint32(fileViewOffset, output.representation.length, true);
+        fileViewOffset += 4;
+        fileInfoView.setBigUint64(fileViewOffset, 0n, true);
+        fileViewOffset += 8;
+        for (const repItem of output.representation) {
+          writeHashToArray(
+            typeof repItem.xorbId === "number" ? xorbHashes[repItem.xorbId] : repItem.xorbId,
+            fileInfoSection,
+            fileViewOffset
+          );
+          fileViewOffset += HASH_LENGTH2;
+          fileInfoView.setUint32(fileViewOffset, 0, true);
+          fileViewOffset += 4;
+          fileInfoView.setUint32(fileViewOffset, repItem.length, true);
+          fileViewOffset += 4;
+          fileInfoView.setUint32(fileViewOffset, repItem.indexStart, true);
+          fileViewOffset += 4;
+          fileInfoView.setUint32(fileViewOffset, repItem.indexEnd, true);
+          fileViewOffset += 4;
+        }
+        for (const repItem of output.representation) {
+          writeHashToArray(repItem.rangeHash, fileInfoSection, fileViewOffset);
+          fileViewOffset += HASH_LENGTH2;
+          for (let i = 0; i < 16; i++) {
+            fileInfoSection[fileViewOffset + i] = 0;
+          }
+          fileViewOffset += 16;
+        }
+        if (hasMetadataExt) {
+          writeHashToArray(fileSha256, fileInfoSection, fileViewOffset);
+          fileViewOffset += HASH_LENGTH2;
+          for (let i = 0; i < 16; i++) {
+            fileInfoSection[fileViewOffset + i] = 0;
+          }
+          fileViewOffset += 16;
+        }
+        break;
+      }
+    }
+  }
+  function createShard() {
+    const shard = new Uint8Array(
+      SHARD_HEADER_SIZE + SHARD_FOOTER_SIZE + xorbViewOffset + XORB_FOOTER_LENGTH + fileViewOffset + FILE_FOOTER_LENGTH
+    );
+    const shardView = new DataView(shard.buffer);
+    let shardOffset = 0;
+    shard.set(SHARD_MAGIC_TAG, shardOffset);
+    shardOffset += SHARD_MAGIC_TAG.length;
+    shardView.setBigUint64(shardOffset, SHARD_HEADER_VERSION, true);
+    shardOffset += 8;
+    shardView.setBigUint64(shardOffset, BigInt(SHARD_FOOTER_SIZE), true);
+    shardOffset += 8;
+    shard.set(fileInfoSection.slice(0, fileViewOffset), shardOffset);
+    shardOffset += fileViewOffset;
+    for (let i = 0; i < 32; i++) {
+      shard[shardOffset + i] = 255;
+    }
+    shardOffset += 32;
+    for (let i = 0; i < 16; i++) {
+      shard[shardOffset + i] = 0;
+    }
+    shardOffset += 16;
+    const xorbInfoOffset = shardOffset;
+    shard.set(xorbInfoSection.slice(0, xorbViewOffset), shardOffset);
+    shardOffset += xorbViewOffset;
+    for (let i = 0; i < 32; i++) {
+      shard[shardOffset + i] = 255;
+    }
+    shardOffset += 32;
+    for (let i = 0; i < 16; i++) {
+      shard[shardOffset + i] = 0;
+    }
+    shardOffset += 16;
+    const footerOffset = shardOffset;
+    shardView.setBigUint64(shardOffset, SHARD_FOOTER_VERSION, true);
+    shardOffset += 8;
+    shardView.setBigUint64(shardOffset, BigInt(SHARD_HEADER_SIZE), true);
+    shardOffset += 8;
+    shardView.setBigUint64(shardOffset, BigInt(xorbInfoOffset), true);
+    shardOffset += 8;
+    for (let i = 0; i < 48; i++) {
+      shardView.setUint8(shardOffset + i, 0);
+    }
+    shardOffset += 48;
+    for (let i = 0; i < 32; i++) {
+      shardView.setUint8(shardOffset + i, 0);
+    }
+    shardOffset += 32;
+    shardView.setBigUint64(shardOffset, BigInt(Math.floor(Date.now() / 1e3)), true);
+    shardOffset += 8;
+    shardView.setBigUint64(shardOffset, 0n, true);
+    shardOffset += 8;
+    for (let i = 0; i < 48; i++) {
+      shardView.setUint8(shardOffset + i, 0);
+    }
+    shardOffset += 48;
+    shardView.setBigUint64(shardOffset, xorbTotalSize, true);
+    shardOffset += 8;
+    shardView.setBigUint64(shardOffset, fileTotalSize, true);
+    shardOffset += 8;
+    shardView.setBigUint64(shardOffset, xorbTotalUnpackedSize, true);
+    shardOffset += 8;
+    shardView.setBigUint64(shardOffset, BigInt(footerOffset), true);
+    xorbViewOffset = 0;
+    fileViewOffset = 0;
+    xorbTotalSize = 0n;
+    xorbTotalUnpackedSize = 0n;
+    fileTotalSize = 0n;
+    return shard;
+  }
+  if (xorbViewOffset || fileViewOffset) {
+    await uploadShard(createShard(), params);
+  }
+}
+function writeHashToArray(hash22, array, offset) {
+  for (let i = 0; i < hash22.length; i += 16) {
+    array[offset + i / 2] = parseInt(hash22.substring(i + 2 * 7, i + 2 * 8), 16);
+    array[offset + i / 2 + 1] = parseInt(hash22.substring(i + 2 * 6, i + 2 * 7), 16);
+    array[offset + i / 2 + 2] = parseInt(hash22.substring(i + 2 * 5, i + 2 * 6), 16);
+    array[offset + i / 2 + 3] = parseInt(hash22.substring(i + 2 * 4, i + 2 * 5), 16);
+    array[offset + i / 2 + 4] = parseInt(hash22.substring(i + 2 * 3, i + 2 * 4), 16);
+    array[offset + i / 2 + 5] = parseInt(hash22.substring(i + 2 * 2, i + 2 * 3), 16);
+    array[offset + i / 2 + 6] = parseInt(hash22.substring(i + 2 * 1, i + 2 * 2), 16);
+    array[offset + i / 2 + 7] = parseInt(hash22.substring(i + 2 * 0, i + 2 * 1), 16);
+  }
+}
+async function uploadXorb(xorb, params) {
+  const token = await xetWriteToken(params);
+  const resp = await (params.fetch ?? fetch)(`${token.casUrl}/v1/xorbs/default/${xorb.hash}`, {
+    method: "POST",
+    body: xorb.xorb,
+    headers: {
+      Authorization: `Bearer ${token.accessToken}`,
+      ...params.xetParams.sessionId ? { "X-Xet-Session-Id": params.xetParams.sessionId } : {}
+    },
+    ...{
+      progressHint: {
+        progressCallback: (progress) => {
+          for (const file of xorb.files) {
+            params.yieldCallback?.({
+              event: "fileProgress",
+              path: file.path,
+              progress: file.lastSentProgress + (file.progress - file.lastSentProgress) * progress
+            });
+          }
+        }
+      }
+    }
+  });
+  if (!resp.ok) {
+    throw await createApiError(resp);
+  }
+}
+async function uploadShard(shard, params) {
+  const token = await xetWriteToken(params);
+  const resp = await (params.fetch ?? fetch)(`${token.casUrl}/v1/shards`, {
+    method: "POST",
+    body: shard,
+    headers: {
+      Authorization: `Bearer ${token.accessToken}`,
+      ...params.xetParams.sessionId ? { "X-Xet-Session-Id": params.xetParams.sessionId } : {}
+    }
+  });
+  if (!resp.ok) {
+    throw await createApiError(resp);
+  }
+}
+function splitAsyncGenerator(source, n) {
+  if (n <= 0) {
+    return [];
+  }
+  const sleep6 = (ms2) => new Promise((resolve32) => setTimeout(resolve32, ms2));
+  let takenIndex = null;
+  const generators = [];
+  let remaining = n;
+  for (let i = 0; i < n; i++) {
+    generators.push({
+      next: async () => {
+        while (takenIndex !== null) {
+          await sleep6(1);
+        }
+        takenIndex = i;
+        return source.next().then((r) => {
+          takenIndex = null;
+          return r;
+        });
+      },
+      return: async () => {
+        remaining--;
+        if (remaining === 0) {
+          return source.return(void 0);
+        }
+        return {
+          done: true,
+          value: void 0
+        };
+      },
+      throw: async (error2) => {
+        return source.throw(error2);
+      },
+      [Symbol.asyncIterator]: () => generators[i]
+    });
+  }
+  return generators;
+}
+var CONCURRENT_SHAS = 5;
+var CONCURRENT_LFS_UPLOADS = 5;
+var MULTIPART_PARALLEL_UPLOAD = 5;
+function isFileOperation(op) {
+  const ret = op.operation === "addOrUpdate";
+  if (ret && !(op.content instanceof Blob)) {
+    throw new TypeError("Precondition failed: op.content should be a Blob");
+  }
+  return ret;
+}
+async function* commitIter(params) {
+  const accessToken = checkCredentials(params);
+  const repoId = toRepoId(params.repo);
+  if (repoId.type === "bucket") {
+    return yield* commitIterBucket(params);
+  }
+  if (params.operations.some((op) => op.operation === "copy")) {
+    throw new Error("'copy' operations are only supported when the destination repo is a bucket");
+  }
+  yield { event: "phase", phase: "preuploading" };
+  let useXet = params.useXet ?? true;
+  const lfsShas = /* @__PURE__ */ new Map();
+  const abortController = new AbortController();
+  const abortSignal = abortController.signal;
+  if (!abortSignal.throwIfAborted) {
+    abortSignal.throwIfAborted = () => {
+      if (abortSignal.aborted) {
+        throw new DOMException("Aborted", "AbortError");
+      }
+    };
+  }
+  if (params.abortSignal) {
+    params.abortSignal.addEventListener("abort", () => abortController.abort());
+  }
+  try {
+    const allOperations = (await Promise.all(
+      params.operations.map(async (operation) => {
+        if (operation.operation === "edit") {
+          const splicedBlob = SplicedBlob.create(
+            operation.originalContent,
+            operation.edits.map((splice) => ({ insert: splice.content, start: splice.start, end: splice.end }))
+          );
+          return {
+            operation: "addOrUpdate",
+            path: operation.path,
+            content: splicedBlob
+          };
+        }
+        if (operation.operation !== "addOrUpdate") {
+          return operation;
+        }
+        if (!(operation.content instanceof URL)) {
+          return { ...operation, content: operation.content };
+        }
+        const lazyBlobs = await createBlobs(operation.content, operation.path, {
+          fetch: params.fetch,
+          maxFolderDepth: params.maxFolderDepth
+        });
+        abortSignal?.throwIfAborted();
+        return lazyBlobs.map((blob) => ({
+          ...operation,
+          content: blob.blob,
+          path: blob.path
+        }));
+      })
+    )).flat(1);
+    const gitAttributes = allOperations.filter(isFileOperation).find((op) => op.path === ".gitattributes")?.content;
+    for (const operations of chunk(allOperations.filter(isFileOperation), 100)) {
+      const payload = {
+        gitAttributes: gitAttributes && await gitAttributes.text(),
+        files: await Promise.all(
+          operations.map(async (operation) => ({
+            path: operation.path,
+            size: operation.content.size,
+            sample: base64FromBytes(new Uint8Array(await operation.content.slice(0, 512).arrayBuffer()))
+          }))
+        )
+      };
+      abortSignal?.throwIfAborted();
+      const res = await (params.fetch ?? fetch)(
+        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/preupload/${encodeURIComponent(
+          params.branch ?? "main"
+        )}` + (params.isPullRequest ? "?create_pr=1" : ""),
+        {
+          method: "POST",
+          headers: {
+            ...accessToken && { Authorization: `Bearer ${accessToken}` },
+            "Content-Type": "application/json"
+          },
+          body: JSON.stringify(payload),
+          signal: abortSignal
+        }
+      );
+      if (!res.ok) {
+        throw await createApiError(res);
+      }
+      const json = await res.json();
+      for (const file of json.files) {
+        if (file.uploadMode === "lfs") {
+          lfsShas.set(file.path, null);
+        }
+      }
+    }
+    yield { event: "phase", phase: "uploadingLargeFiles" };
+    for (const operations of chunk(
+      allOperations.filter(isFileOperation).filter((op) => lfsShas.has(op.path)),
+      100
+    )) {
+      const shas = yield* eventToGenerator((yieldCallback, returnCallback, rejectCallack) => {
+        return promisesQueue(
+          operations.map((op) => async () => {
+            const iterator2 = sha256(op.content, { useWebWorker: params.useWebWorkers, abortSignal });
+            let res2;
+            do {
+              res2 = await iterator2.next();
+              if (!res2.done) {
+                yieldCallback({ event: "fileProgress", path: op.path, progress: res2.value, state: "hashing" });
+              }
+            } while (!res2.done);
+            const sha = res2.value;
+            lfsShas.set(op.path, res2.value);
+            return sha;
+          }),
+          CONCURRENT_SHAS
+        ).then(returnCallback, rejectCallack);
+      });
+      abortSignal?.throwIfAborted();
+      const payload = {
+        operation: "upload",
+        // multipart is a custom protocol for HF
+        transfers: ["basic", "multipart", ...useXet ? ["xet"] : []],
+        hash_algo: "sha_256",
+        ...!params.isPullRequest && {
+          ref: {
+            name: params.branch ?? "main"
+          }
+        },
+        objects: operations.map((op, i) => ({
+          oid: shas[i],
+          size: op.content.size
+        }))
+      };
+      const res = await (params.fetch ?? fetch)(
+        `${params.hubUrl ?? HUB_URL}/${repoId.type === "model" ? "" : repoId.type + "s/"}${repoId.name}.git/info/lfs/objects/batch`,
+        {
+          method: "POST",
+          headers: {
+            ...accessToken && { Authorization: `Bearer ${accessToken}` },
+            Accept: "application/vnd.git-lfs+json",
+            "Content-Type": "application/vnd.git-lfs+json"
+          },
+          body: JSON.stringify(payload),
+          signal: abortSignal
+        }
+      );
+      if (!res.ok) {
+        throw await createApiError(res);
+      }
+      const json = await res.json();
+      const batchRequestId = res.headers.get("X-Request-Id") || void 0;
+      const shaToOperation = new Map(operations.map((op, i) => [shas[i], op]));
+      if (useXet && json.transfer !== "xet") {
+        useXet = false;
+      }
+      let xetParams = null;
+      if (useXet) {
+        for (const obj of json.objects) {
+          const op = shaToOperation.get(obj.oid);
+          if (!op) {
+            throw new InvalidApiResponseFormatError("Unrequested object ID in response");
+          }
+          if (obj.error) {
+            const errorMessage2 = `Error while doing LFS batch call for ${operations[shas.indexOf(obj.oid)].path}: ${obj.error.message}${batchRequestId ? ` - Request ID: ${batchRequestId}` : ""}`;
+            throw new HubApiError(res.url, obj.error.code, batchRequestId, errorMessage2);
+          }
+          if (!obj.actions?.upload) {
+            yield {
+              event: "fileProgress",
+              path: op.path,
+              progress: 1,
+              state: "uploading"
+            };
+          } else {
+            const headers = new Headers(obj.actions.upload.header);
+            xetParams = {
+              sessionId: headers.get("X-Xet-Session-Id") ?? void 0,
+              casUrl: headers.get("X-Xet-Cas-Url") ?? void 0,
+              accessToken: headers.get("X-Xet-Access-Token") ?? void 0,
+              expiresAt: headers.get("X-Xet-Token-Expiration") ? new Date(parseInt(headers.get("X-Xet-Token-Expiration") ?? "0") * 1e3) : void 0,
+              refreshWriteTokenUrl: obj.actions.upload.href
+            };
+          }
+        }
+        const source = (async function* () {
+          for (const obj of json.objects) {
+            const op = shaToOperation.get(obj.oid);
+            if (!op || !obj.actions?.upload) {
+              continue;
+            }
+            abortSignal?.throwIfAborted();
+            yield { content: op.content, path: op.path, sha256: obj.oid };
+          }
+        })();
+        if (xetParams) {
+          const fixedXetParams = xetParams;
+          const sources = splitAsyncGenerator(source, 5);
+          yield* eventToGenerator(
+            (yieldCallback, returnCallback, rejectCallback) => Promise.all(
+              sources.map(async function(source2) {
+                for await (const event of uploadShards(source2, {
+                  fetch: params.fetch,
+                  accessToken,
+                  hubUrl: params.hubUrl ?? HUB_URL,
+                  repo: repoId,
+                  xetParams: fixedXetParams,
+                  // todo: maybe leave empty if PR?
+                  rev: params.branch ?? "main",
+                  isPullRequest: params.isPullRequest,
+                  rangeEditCache: params.rangeEditCache,
+                  yieldCallback: (event2) => yieldCallback({ ...event2, state: "uploading" })
+                })) {
+                  if (event.event === "file") {
+                    yieldCallback({
+                      event: "fileProgress",
+                      path: event.path,
+                      progress: 1,
+                      state: "uploading"
+                    });
+                  } else if (event.event === "fileProgress") {
+                    yieldCallback({
+                      event: "fileProgress",
+                      path: event.path,
+                      progress: event.progress,
+                      state: "uploading"
+                    });
+                  }
+                }
+              })
+            ).then(() => returnCallback(void 0), rejectCallback)
+          );
+        } else {
+        }
+      } else {
+        yield* eventToGenerator((yieldCallback, returnCallback, rejectCallback) => {
+          return promisesQueueStreaming(
+            json.objects.map((obj) => async () => {
+              const op = shaToOperation.get(obj.oid);
+              if (!op) {
+                throw new InvalidApiResponseFormatError("Unrequested object ID in response");
+              }
+              abortSignal?.throwIfAborted();
+              if (obj.error) {
+                const errorMessage2 = `Error while doing LFS batch call for ${operations[shas.indexOf(obj.oid)].path}: ${obj.error.message}${batchRequestId ? ` - Request ID: ${batchRequestId}` : ""}`;
+                throw new HubApiError(res.url, obj.error.code, batchRequestId, errorMessage2);
+              }
+              if (!obj.actions?.upload) {
+                yieldCallback({
+                  event: "fileProgress",
+                  path: op.path,
+                  progress: 1,
+                  state: "uploading"
+                });
+                return;
+              }
+              yieldCallback({
+                event: "fileProgress",
+                path: op.path,
+                progress: 0,
+                state: "uploading"
+              });
+              const content = op.content;
+              const header = obj.actions.upload.header;
+              if (header?.chunk_size) {
+                const chunkSize = parseInt(header.chunk_size);
+                const completionUrl = obj.actions.upload.href;
+                const parts = Object.keys(header).filter((key) => /^[0-9]+$/.test(key));
+                if (parts.length !== Math.ceil(content.size / chunkSize)) {
+                  throw new Error("Invalid server response to upload large LFS file, wrong number of parts");
+                }
+                const completeReq = {
+                  oid: obj.oid,
+                  parts: parts.map((part) => ({
+                    partNumber: +part,
+                    etag: ""
+                  }))
+                };
+                const progressCallback = (progress) => yieldCallback({ event: "fileProgress", path: op.path, progress, state: "uploading" });
+                await promisesQueueStreaming(
+                  parts.map((part) => async () => {
+                    abortSignal?.throwIfAborted();
+                    const index = parseInt(part) - 1;
+                    const slice = content.slice(index * chunkSize, (index + 1) * chunkSize);
+                    const res3 = await (params.fetch ?? fetch)(header[part], {
+                      method: "PUT",
+                      /** Unfortunately, browsers don't support our inherited version of Blob in fetch calls */
+                      body: slice instanceof WebBlob && isFrontend ? await slice.arrayBuffer() : slice,
+                      signal: abortSignal,
+                      ...{
+                        progressHint: {
+                          path: op.path,
+                          part: index,
+                          numParts: parts.length,
+                          progressCallback
+                        }
+                        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+                      }
+                    });
+                    if (!res3.ok) {
+                      throw await createApiError(res3, {
+                        requestId: batchRequestId,
+                        message: `Error while uploading part ${part} of ${operations[shas.indexOf(obj.oid)].path} to LFS storage`
+                      });
+                    }
+                    const eTag = res3.headers.get("ETag");
+                    if (!eTag) {
+                      throw new Error("Cannot get ETag of part during multipart upload");
+                    }
+                    completeReq.parts[Number(part) - 1].etag = eTag;
+                  }),
+                  MULTIPART_PARALLEL_UPLOAD
+                );
+                abortSignal?.throwIfAborted();
+                const res2 = await (params.fetch ?? fetch)(completionUrl, {
+                  method: "POST",
+                  body: JSON.stringify(completeReq),
+                  headers: {
+                    Accept: "application/vnd.git-lfs+json",
+                    "Content-Type": "application/vnd.git-lfs+json"
+                  },
+                  signal: abortSignal
+                });
+                if (!res2.ok) {
+                  throw await createApiError(res2, {
+                    requestId: batchRequestId,
+                    message: `Error completing multipart upload of ${operations[shas.indexOf(obj.oid)].path} to LFS storage`
+                  });
+                }
+                yieldCallback({
+                  event: "fileProgress",
+                  path: op.path,
+                  progress: 1,
+                  state: "uploading"
+                });
+              } else {
+                const res2 = await (params.fetch ?? fetch)(obj.actions.upload.href, {
+                  method: "PUT",
+                  headers: {
+                    ...batchRequestId ? { "X-Request-Id": batchRequestId } : void 0
+                  },
+                  /** Unfortunately, browsers don't support our inherited version of Blob in fetch calls */
+                  body: content instanceof WebBlob && isFrontend ? await content.arrayBuffer() : content,
+                  signal: abortSignal,
+                  ...{
+                    progressHint: {
+                      path: op.path,
+                      progressCallback: (progress) => yieldCallback({
+                        event: "fileProgress",
+                        path: op.path,
+                        progress,
+                        state: "uploading"
+                      })
+                    }
+                    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+                  }
+                });
+                if (!res2.ok) {
+                  throw await createApiError(res2, {
+                    requestId: batchRequestId,
+                    message: `Error while uploading ${operations[shas.indexOf(obj.oid)].path} to LFS storage`
+                  });
+                }
+                yieldCallback({
+                  event: "fileProgress",
+                  path: op.path,
+                  progress: 1,
+                  state: "uploading"
+                });
+              }
+            }),
+            CONCURRENT_LFS_UPLOADS
+          ).then(returnCallback, rejectCallback);
+        });
+      }
+    }
+    abortSignal?.throwIfAborted();
+    yield { event: "phase", phase: "committing" };
+    return yield* eventToGenerator(
+      async (yieldCallback, returnCallback, rejectCallback) => (params.fetch ?? fetch)(
+        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/commit/${encodeURIComponent(
+          params.branch ?? "main"
+        )}` + (params.isPullRequest ? "?create_pr=1" : ""),
+        {
+          method: "POST",
+          headers: {
+            ...accessToken && { Authorization: `Bearer ${accessToken}` },
+            "Content-Type": "application/x-ndjson"
+          },
+          body: [
+            {
+              key: "header",
+              value: {
+                summary: params.title,
+                description: params.description,
+                parentCommit: params.parentCommit
+              }
+            },
+            ...await Promise.all(
+              allOperations.map((operation) => {
+                if (isFileOperation(operation)) {
+                  const sha = lfsShas.get(operation.path);
+                  if (sha) {
+                    return {
+                      key: "lfsFile",
+                      value: {
+                        path: operation.path,
+                        algo: "sha256",
+                        size: operation.content.size,
+                        oid: sha
+                      }
+                    };
+                  }
+                }
+                return convertOperationToNdJson(operation);
+              })
+            )
+          ].map((x) => JSON.stringify(x)).join("\n"),
+          signal: abortSignal,
+          ...{
+            progressHint: {
+              progressCallback: (progress) => {
+                for (const op of allOperations) {
+                  if (isFileOperation(op) && !lfsShas.has(op.path)) {
+                    yieldCallback({
+                      event: "fileProgress",
+                      path: op.path,
+                      progress,
+                      state: "uploading"
+                    });
+                  }
+                }
+              }
+            }
+            // eslint-disable-next-line @typescript-eslint/no-explicit-any
+          }
+        }
+      ).then(async (res) => {
+        if (!res.ok) {
+          throw await createApiError(res);
+        }
+        const json = await res.json();
+        returnCallback({
+          pullRequestUrl: json.pullRequestUrl,
+          commit: {
+            oid: json.commitOid,
+            url: json.commitUrl
+          },
+          hookOutput: json.hookOutput
+        });
+      }).catch(rejectCallback)
+    );
+  } catch (err) {
+    abortController.abort();
+    throw err;
+  }
+}
+async function* commitIterBucket(params) {
+  const accessToken = checkCredentials(params);
+  const repoId = toRepoId(params.repo);
+  if (params.useXet === false) {
+    throw new Error("useXet must be true or undefined for buckets");
+  }
+  const abortController = new AbortController();
+  const abortSignal = abortController.signal;
+  if (!abortSignal.throwIfAborted) {
+    abortSignal.throwIfAborted = () => {
+      if (abortSignal.aborted) {
+        throw new DOMException("Aborted", "AbortError");
+      }
+    };
+  }
+  if (params.abortSignal) {
+    params.abortSignal.addEventListener("abort", () => abortController.abort());
+  }
+  try {
+    const allOperations = (await Promise.all(
+      params.operations.map(async (operation) => {
+        if (operation.operation === "edit") {
+          const splicedBlob = SplicedBlob.create(
+            operation.originalContent,
+            operation.edits.map((splice) => ({ insert: splice.content, start: splice.start, end: splice.end }))
+          );
+          return {
+            operation: "addOrUpdate",
+            path: operation.path,
+            content: splicedBlob
+          };
+        }
+        if (operation.operation !== "addOrUpdate") {
+          return operation;
+        }
+        if (!(operation.content instanceof URL)) {
+          return { ...operation, content: operation.content };
+        }
+        const lazyBlobs = await createBlobs(operation.content, operation.path, {
+          fetch: params.fetch,
+          maxFolderDepth: params.maxFolderDepth
+        });
+        abortSignal?.throwIfAborted();
+        return lazyBlobs.map((blob) => ({
+          ...operation,
+          content: blob.blob,
+          path: blob.path
+        }));
+      })
+    )).flat(1);
+    yield { event: "phase", phase: "uploadingLargeFiles" };
+    for (const operations of chunk(allOperations.filter(isFileOperation), 100)) {
+      const xetHashes = /* @__PURE__ */ new Map();
+      abortSignal?.throwIfAborted();
+      const source = (async function* () {
+        for (const operation of operations) {
+          abortSignal?.throwIfAborted();
+          yield { content: operation.content, path: operation.path };
+        }
+      })();
+      const xetParams = {
+        sessionId: crypto.randomUUID(),
+        refreshWriteTokenUrl: `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/xet-write-token`
+      };
+      const sources = splitAsyncGenerator(source, 5);
+      yield* eventToGenerator(
+        (yieldCallback, returnCallback, rejectCallback) => Promise.all(
+          sources.map(async function(source2) {
+            for await (const event of uploadShards(source2, {
+              fetch: params.fetch,
+              accessToken,
+              hubUrl: params.hubUrl ?? HUB_URL,
+              repo: repoId,
+              xetParams,
+              rev: params.branch ?? "main",
+              rangeEditCache: params.rangeEditCache,
+              yieldCallback: (event2) => yieldCallback({ ...event2, state: "uploading" })
+            })) {
+              if (event.event === "file") {
+                yieldCallback({
+                  event: "fileProgress",
+                  path: event.path,
+                  progress: 1,
+                  state: "uploading"
+                });
+                xetHashes.set(event.path, event.xetHash);
+              } else if (event.event === "fileProgress") {
+                yieldCallback({
+                  event: "fileProgress",
+                  path: event.path,
+                  progress: event.progress,
+                  state: "uploading"
+                });
+              }
+            }
+          })
+        ).then(() => returnCallback(void 0), rejectCallback)
+      );
+      const resp = await (params.fetch ?? fetch)(
+        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/batch`,
+        {
+          method: "POST",
+          headers: {
+            ...accessToken && { Authorization: `Bearer ${accessToken}` },
+            "Content-Type": "application/x-ndjson"
+          },
+          body: [...xetHashes.entries()].map(
+            ([path2, xetHash]) => JSON.stringify({
+              type: "addFile",
+              path: path2,
+              xetHash
+            })
+          ).join("\n"),
+          signal: abortSignal
+        }
+      );
+      if (!resp.ok && resp.status !== 422) {
+        throw await createApiError(resp);
+      }
+      const json = await resp.json();
+      for (const failed of json.failed) {
+        yield {
+          event: "fileProgress",
+          path: failed.path,
+          progress: 0,
+          state: "error"
+        };
+      }
+    }
+    abortSignal?.throwIfAborted();
+    const copyOperations = allOperations.filter(
+      (operation) => operation.operation === "copy"
+    );
+    for (const copyChunk of chunk(copyOperations, 100)) {
+      abortSignal?.throwIfAborted();
+      const resp = await (params.fetch ?? fetch)(
+        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/batch`,
+        {
+          method: "POST",
+          headers: {
+            ...accessToken && { Authorization: `Bearer ${accessToken}` },
+            "Content-Type": "application/x-ndjson"
+          },
+          body: copyChunk.map((op) => {
+            const sourceRepoId = toRepoId(op.sourceRepo);
+            return JSON.stringify({
+              type: "copyFile",
+              path: op.path,
+              xetHash: op.sourceXetHash,
+              sourceRepoType: sourceRepoId.type,
+              sourceRepoId: sourceRepoId.name
+            });
+          }).join("\n"),
+          signal: abortSignal
+        }
+      );
+      if (!resp.ok && resp.status !== 422) {
+        throw await createApiError(resp);
+      }
+      const json = await resp.json();
+      for (const failed of json.failed) {
+        yield {
+          event: "fileProgress",
+          path: failed.path,
+          progress: 0,
+          state: "error"
+        };
+      }
+    }
+    abortSignal?.throwIfAborted();
+    const deletedOperations = allOperations.filter((operation) => operation.operation === "delete");
+    if (deletedOperations.length > 0) {
+      const resp = await (params.fetch ?? fetch)(
+        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/batch`,
+        {
+          method: "POST",
+          headers: {
+            ...accessToken && { Authorization: `Bearer ${accessToken}` },
+            "Content-Type": "application/x-ndjson"
+          },
+          body: deletedOperations.map(
+            (operation) => JSON.stringify({
+              type: "deleteFile",
+              path: operation.path
+            })
+          ).join("\n"),
+          signal: abortSignal
+        }
+      );
+      if (!resp.ok) {
+        throw await createApiError(resp);
+      }
+      const json = await resp.json();
+      if (json.failed.length > 0) {
+        const failedPaths = json.failed.slice(0, 5).map((f) => f.path);
+        throw new Error(
+          `Failed to delete ${json.failed.length} file(s): ${failedPaths.join(", ")}${json.failed.length > 5 ? "..." : ""}, request ID: ${resp.headers.get("X-Request-Id")}`
+        );
+      }
+    }
+    abortSignal?.throwIfAborted();
+  } catch (err) {
+    abortController.abort();
+    throw err;
+  }
+}
+async function commit(params) {
+  const iterator2 = commitIter(params);
+  const failedPaths = [];
+  let failedCount = 0;
+  let res = await iterator2.next();
+  while (!res.done) {
+    if (res.value.event === "fileProgress" && res.value.state === "error") {
+      failedCount++;
+      if (failedPaths.length < 5) {
+        failedPaths.push(res.value.path);
+      }
+    }
+    res = await iterator2.next();
+  }
+  if (failedCount > 0) {
+    throw new Error(
+      `Failed to upload ${failedCount} file(s): ${failedPaths.join(", ")}${failedCount > 5 ? "..." : ""}`
+    );
+  }
+  return res.value;
+}
+async function convertOperationToNdJson(operation) {
+  switch (operation.operation) {
+    case "addOrUpdate": {
+      return {
+        key: "file",
+        value: {
+          content: base64FromBytes(new Uint8Array(await operation.content.arrayBuffer())),
+          path: operation.path,
+          encoding: "base64"
+        }
+      };
+    }
+    case "delete": {
+      return {
+        key: "deletedFile",
+        value: {
+          path: operation.path
+        }
+      };
+    }
+    case "edit": {
+      throw new Error(
+        "Edit operations should be converted to addOrUpdate operations before reaching convertOperationToNdJson"
+      );
+    }
+    default:
+      throw new TypeError("Unknown operation: " + operation.operation);
+  }
+}
+function parseLinkHeader(header) {
+  const regex2 = /<(https?:[/][/][^>]+)>;\s+rel="([^"]+)"/g;
+  return Object.fromEntries([...header.matchAll(regex2)].map(([, url, rel]) => [rel, url]));
+}
+async function fileDownloadInfo(params) {
+  const accessToken = checkCredentials(params);
+  const repoId = toRepoId(params.repo);
+  const hubUrl = params.hubUrl ?? HUB_URL;
+  const revision = repoId.type === "bucket" ? void 0 : params.revision ?? "main";
+  const url = `${hubUrl}/${repoId.type === "model" ? "" : `${repoId.type}s/`}${repoId.name}/${params.raw ? "raw" : "resolve"}${revision ? `/${encodeURIComponent(revision)}` : ""}/${params.path}` + (params.noContentDisposition ? "?noContentDisposition=1" : "");
+  const resp = await (params.fetch ?? fetch)(url, {
+    method: "GET",
+    headers: {
+      ...accessToken && {
+        Authorization: `Bearer ${accessToken}`
+      },
+      Range: "bytes=0-0",
+      Accept: "application/vnd.xet-fileinfo+json, */*"
+    }
+  });
+  if (resp.status === 404 && resp.headers.get("X-Error-Code") === "EntryNotFound") {
+    return null;
+  }
+  if (!resp.ok) {
+    throw await createApiError(resp);
+  }
+  let size;
+  let xetInfo;
+  if (resp.headers.get("Content-Type")?.includes("application/vnd.xet-fileinfo+json")) {
+    size = parseInt(resp.headers.get("X-Linked-Size") ?? "invalid");
+    if (isNaN(size)) {
+      throw new InvalidApiResponseFormatError("Invalid file size received in X-Linked-Size header");
+    }
+    const hash22 = resp.headers.get("X-Xet-Hash");
+    const links = parseLinkHeader(resp.headers.get("Link") ?? "");
+    const reconstructionUrl = (() => {
+      try {
+        return new URL(links["xet-reconstruction-info"]);
+      } catch {
+        return null;
+      }
+    })();
+    const refreshUrl = (() => {
+      try {
+        return new URL(links["xet-auth"]);
+      } catch {
+        return null;
+      }
+    })();
+    if (!hash22) {
+      throw new InvalidApiResponseFormatError("No hash received in X-Xet-Hash header");
+    }
+    if (!reconstructionUrl || !refreshUrl) {
+      throw new InvalidApiResponseFormatError("No xet-reconstruction-info or xet-auth link header");
+    }
+    xetInfo = {
+      hash: hash22,
+      refreshUrl,
+      reconstructionUrl
+    };
+  }
+  if (size === void 0 || isNaN(size)) {
+    const contentRangeHeader = resp.headers.get("content-range");
+    if (!contentRangeHeader) {
+      throw new InvalidApiResponseFormatError("Expected size information");
+    }
+    const [, parsedSize] = contentRangeHeader.split("/");
+    size = parseInt(parsedSize);
+    if (isNaN(size)) {
+      throw new InvalidApiResponseFormatError("Invalid file size received");
+    }
+  }
+  const etag = resp.headers.get("X-Linked-ETag") ?? resp.headers.get("ETag") ?? void 0;
+  if (!etag) {
+    throw new InvalidApiResponseFormatError("Expected ETag");
+  }
+  return {
+    etag,
+    size,
+    xet: xetInfo,
+    // Cannot use resp.url in case it's a S3 url and the user adds an Authorization header to it.
+    url: resp.url && (new URL(resp.url).origin === new URL(hubUrl).origin || resp.headers.get("X-Cache")?.endsWith(" cloudfront")) ? resp.url : url
+  };
+}
+async function downloadFile(params) {
+  const accessToken = checkCredentials(params);
+  const info = params.downloadInfo ?? await fileDownloadInfo({
+    accessToken,
+    repo: params.repo,
+    path: params.path,
+    revision: params.revision,
+    hubUrl: params.hubUrl,
+    fetch: params.fetch,
+    raw: params.raw
+  });
+  if (!info) {
+    return null;
+  }
+  if (info.xet && params.xet !== false) {
+    return new XetBlob({
+      refreshUrl: info.xet.refreshUrl.href,
+      reconstructionUrl: info.xet.reconstructionUrl.href,
+      hash: info.xet.hash,
+      fetch: params.fetch,
+      accessToken,
+      size: info.size,
+      readToken: typeof params.xet === "object" ? params.xet.readToken : void 0,
+      parallelDownloads: params.parallelDownloads
+    });
+  }
+  return new WebBlob(new URL(info.url), 0, info.size, "", true, params.fetch ?? fetch, accessToken);
+}
+async function* listFiles(params) {
+  const accessToken = checkCredentials(params);
+  const repoId = toRepoId(params.repo);
+  const revision = repoId.type === "bucket" ? void 0 : params.revision || "main";
+  let url = `${params.hubUrl || HUB_URL}/api/${repoId.type}s/${repoId.name}/tree${revision ? `/${revision}` : ""}${params.path ? "/" + params.path : ""}?recursive=${!!params.recursive}&expand=${!!params.expand}`;
+  while (url) {
+    const res = await (params.fetch ?? fetch)(url, {
+      headers: {
+        accept: "application/json",
+        ...accessToken ? { Authorization: `Bearer ${accessToken}` } : void 0
+      }
+    });
+    if (!res.ok) {
+      throw await createApiError(res);
+    }
+    const items = await res.json();
+    for (const item of items) {
+      yield item;
+    }
+    const linkHeader = res.headers.get("Link");
+    url = linkHeader ? parseLinkHeader(linkHeader).next : void 0;
+  }
+}
+async function createRepo(params) {
+  const accessToken = checkCredentials(params);
+  const repoId = toRepoId(params.repo);
+  const [namespace, repoName] = repoId.name.split("/");
+  const visibility = params.visibility ?? (params.private !== void 0 ? params.private ? "private" : "public" : void 0);
+  if (!namespace || !repoName) {
+    throw new TypeError(
+      `"${repoId.name}" is not a fully qualified repo name. It should be of the form "{namespace}/{repoName}".`
+    );
+  }
+  const res = repoId.type === "bucket" ? await (params.fetch ?? fetch)(`${params.hubUrl ?? HUB_URL}/api/buckets/${namespace}/${repoName}`, {
+    method: "POST",
+    body: JSON.stringify({
+      visibility,
+      resourceGroupId: params.resourceGroupId
+    }),
+    headers: {
+      Authorization: `Bearer ${accessToken}`,
+      "Content-Type": "application/json"
+    }
+  }) : await (params.fetch ?? fetch)(`${params.hubUrl ?? HUB_URL}/api/repos/create`, {
+    method: "POST",
+    body: JSON.stringify({
+      name: repoName,
+      visibility,
+      organization: namespace,
+      resourceGroupId: params.resourceGroupId,
+      license: params.license,
+      ...repoId.type === "space" ? {
+        type: "space",
+        sdk: params.sdk ?? "static"
+      } : {
+        type: repoId.type
+      },
+      files: params.files ? await Promise.all(
+        params.files.map(async (file) => ({
+          encoding: "base64",
+          path: file.path,
+          content: base64FromBytes(
+            new Uint8Array(file.content instanceof Blob ? await file.content.arrayBuffer() : file.content)
+          )
+        }))
+      ) : void 0
+    }),
+    headers: {
+      Authorization: `Bearer ${accessToken}`,
+      "Content-Type": "application/json"
+    }
+  });
+  if (!res.ok) {
+    throw await createApiError(res);
+  }
+  const output = await res.json();
+  return { repoUrl: output.url, id: output.id };
+}
+var REGEX_COMMIT_HASH = new RegExp("^[0-9a-f]{40}$");
+var DIFFUSERS_SAFETENSORS_FILE = "diffusion_pytorch_model.safetensors";
+var DIFFUSERS_SAFETENSORS_INDEX_FILE = "diffusion_pytorch_model.safetensors.index.json";
+var DIFFUSERS_WEIGHTS_SUBFOLDERS = ["transformer", "unet"];
+var MAX_TENSOR_DIM = 2 ** 32;
+var LIBRARY_WEIGHT_CANDIDATES = {
+  // diffusers keeps the main module (the diffusion transformer / U-Net) under a subfolder,
+  // or at the repo root for single-component repos (ControlNets, standalone VAEs). This matches
+  // how a diffusion model's size is conventionally reported: the diffusion transformer / U-Net,
+  // not the sum of VAE + text encoders.
+  diffusers: [
+    ...DIFFUSERS_WEIGHTS_SUBFOLDERS.map((folder) => ({
+      single: `${folder}/${DIFFUSERS_SAFETENSORS_FILE}`,
+      index: `${folder}/${DIFFUSERS_SAFETENSORS_INDEX_FILE}`
+    })),
+    { single: DIFFUSERS_SAFETENSORS_FILE, index: DIFFUSERS_SAFETENSORS_INDEX_FILE }
+  ]
+};
+async function repoExists(params) {
+  const repoId = toRepoId(params.repo);
+  const res = await (params.fetch ?? fetch)(
+    `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}?expand[]=likes`,
+    {
+      method: "GET",
+      headers: {
+        ...params.accessToken && {
+          Authorization: `Bearer ${params.accessToken}`
+        }
+      }
+    }
+  );
+  if (res.status === 404 || res.status === 401) {
+    return false;
+  }
+  if (!res.ok) {
+    throw await createApiError(res);
+  }
+  return true;
+}
+function uploadFiles(params) {
+  const operations = params.files.map((file) => {
+    const path2 = file instanceof URL ? file.pathname.split("/").at(-1) ?? "file" : "path" in file ? file.path : file.name;
+    if (typeof file === "object" && "edits" in file) {
+      return {
+        operation: "edit",
+        path: path2,
+        originalContent: file.originalContent,
+        edits: file.edits
+      };
+    }
+    return {
+      operation: "addOrUpdate",
+      path: path2,
+      content: "content" in file ? file.content : file
+    };
+  });
+  return commit({
+    ...params.accessToken ? { accessToken: params.accessToken } : { credentials: params.credentials },
+    repo: params.repo,
+    operations,
+    title: params.commitTitle ?? `Add ${params.files.length} files`,
+    description: params.commitDescription,
+    hubUrl: params.hubUrl,
+    branch: params.branch,
+    isPullRequest: params.isPullRequest,
+    parentCommit: params.parentCommit,
+    fetch: params.fetch,
+    useWebWorkers: params.useWebWorkers,
+    abortSignal: params.abortSignal,
+    useXet: params.useXet,
+    rangeEditCache: params.rangeEditCache
+  });
+}
+
+// node_modules/@huggingface/hub/dist/index.mjs
+init_chunk_FFYIGW52();
+
+// src/store/stores/hf.ts
+var DEFAULT_HF_ENDPOINT = "https://huggingface.co";
+var REVISION = "main";
+var HfStore = class {
+  constructor(opts) {
+    this.opts = opts;
+    if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(opts.repo)) {
+      throw new HillclimbError(`store.hf.repo must be namespace/name (got ${JSON.stringify(opts.repo)})`);
+    }
+    this.endpoint = (opts.endpoint ?? DEFAULT_HF_ENDPOINT).replace(/\/+$/, "");
+    this.tokenEnv = opts.tokenEnv ?? "HF_TOKEN";
+    this.publiclyReadable = opts.private === false;
+  }
+  opts;
+  name = "hf";
+  publiclyReadable;
+  endpoint;
+  tokenEnv;
+  repoReady;
+  async put(key, file) {
+    assertKey(key);
+    const [stored] = await this.commitFiles([{ key, file }], `hillclimb: store ${key}`);
+    return stored;
+  }
+  async putDir(prefix, dir) {
+    assertPrefix(prefix);
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join6(dir, rel) }));
+    if (files.length === 0) return [];
+    return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
+  }
+  async get(key, dest) {
+    assertKey(key);
+    const blob = await this.hub(
+      "downloadFile",
+      () => downloadFile({ ...this.target(), path: key, revision: REVISION, xet: false })
+    );
+    if (!blob) {
+      throw new HillclimbError(`no object ${key} in datasets/${this.opts.repo}`, {
+        hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
+      });
+    }
+    mkdirSync5(dirname6(dest), { recursive: true });
+    const tmp = join6(dirname6(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+    try {
+      await this.hub(
+        "downloadFile",
+        () => pipeline(Readable3.fromWeb(blob.stream()), createWriteStream2(tmp))
+      );
+      renameSync4(tmp, dest);
+    } finally {
+      rmSync3(tmp, { force: true });
+    }
+  }
+  async list(prefix) {
+    assertPrefix(prefix);
+    const folder = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
+    const keys = [];
+    try {
+      await this.hub("listFiles", async () => {
+        for await (const entry of listFiles({
+          ...this.target(),
+          path: folder || void 0,
+          recursive: true,
+          revision: REVISION
+        })) {
+          if (entry.type === "file" && entry.path.startsWith(prefix)) keys.push(entry.path);
+        }
+      });
+    } catch (e) {
+      if (e instanceof StoreApiError && e.status === 404) return [];
+      throw e;
+    }
+    return keys.sort();
+  }
+  url(key) {
+    const path = assertKey(key).split("/").map(encodeURIComponent).join("/");
+    return `${this.endpoint}/datasets/${this.opts.repo}/resolve/${REVISION}/${path}`;
+  }
+  async commitFiles(files, title) {
+    this.requireToken("write");
+    await this.ensureRepo();
+    const blobs = await Promise.all(
+      files.map(async ({ key, file }) => ({ path: key, content: await openAsBlob(file) }))
+    );
+    await this.hub(
+      "commit",
+      () => uploadFiles({ ...this.target(), files: blobs, commitTitle: title, branch: REVISION, useXet: false })
+    );
+    this.opts.logger.info(`stored ${files.length} file(s) in datasets/${this.opts.repo}`);
+    return files.map(({ key, file }) => ({ key, url: this.url(key), bytes: statSync3(file).size }));
+  }
+  /** Create the dataset repository once per store if it is missing. */
+  ensureRepo() {
+    this.repoReady ??= (async () => {
+      const exists2 = await this.hub("repoExists", () => repoExists(this.target()));
+      if (exists2) return;
+      const visibility = this.opts.private === false ? "public" : "private";
+      try {
+        await this.hub(
+          "createRepo",
+          () => createRepo({ ...this.target(), accessToken: this.requireToken("write"), visibility })
+        );
+        this.opts.logger.info(`created ${visibility} dataset repository ${this.opts.repo}`);
+      } catch (e) {
+        if (!(e instanceof StoreApiError && e.status === 409)) throw e;
+      }
+    })();
+    this.repoReady.catch(() => {
+      this.repoReady = void 0;
+    });
+    return this.repoReady;
+  }
+  target() {
+    return {
+      repo: { type: "dataset", name: this.opts.repo },
+      hubUrl: this.endpoint,
+      ...this.opts.token ? { accessToken: this.opts.token } : {}
+    };
+  }
+  requireToken(why) {
+    if (!this.opts.token) {
+      throw new HillclimbError(`$${this.tokenEnv} is not set; the hf store needs a token to ${why}`, {
+        hint: `create a token with write access at ${this.endpoint}/settings/tokens and export it as ${this.tokenEnv}`
+      });
+    }
+    return this.opts.token;
+  }
+  /** Run one Hub call; failures become a StoreApiError that names the token variable where it matters. */
+  async hub(operation, fn) {
+    try {
+      return await fn();
+    } catch (e) {
+      throw this.wrap(e, operation);
+    }
+  }
+  wrap(e, operation) {
+    if (e instanceof HillclimbError) return e;
+    const repo = `datasets/${this.opts.repo}`;
+    if (e instanceof TypeError && /access token must start with/.test(e.message)) {
+      return new StoreApiError(operation, `the value of $${this.tokenEnv} is not a Hugging Face token`, {
+        hint: `Hugging Face tokens start with hf_; create one at ${this.endpoint}/settings/tokens`,
+        cause: e
+      });
+    }
+    if (!(e instanceof HubApiError)) {
+      return new StoreApiError(operation, `${e.message ?? String(e)}`, {
+        hint: `could not reach ${this.endpoint}; check the network and store.hf.endpoint`,
+        cause: e
+      });
+    }
+    const status = e.statusCode;
+    if (status === 401 && !this.opts.token) {
+      return new StoreApiError(
+        operation,
+        `401: ${repo} refused a read without a token: it is private or does not exist, and $${this.tokenEnv} is not set`,
+        {
+          status,
+          hint: `give this job $${this.tokenEnv} (read access is enough) or make ${repo} public; until then nothing stored there (history, profiles) can be read, so every run starts from main`,
+          cause: e
+        }
+      );
+    }
+    const hints = {
+      401: `the token in $${this.tokenEnv} was rejected: create a token with write access at ${this.endpoint}/settings/tokens and export it as ${this.tokenEnv}`,
+      403: `the token in $${this.tokenEnv} may not write to ${repo}: give it write access to the ${this.opts.repo.split("/")[0]} namespace`,
+      404: `${repo} was not found, or the token in $${this.tokenEnv} cannot see it`
+    };
+    const who = status === 401 || status === 403 ? ` (token from $${this.tokenEnv})` : "";
+    return new StoreApiError(operation, `${status} ${firstLine(e.message)}${who}`, {
+      status,
+      hint: hints[status],
+      cause: e
+    });
+  }
+};
+function firstLine(s) {
+  return s.split("\n")[0] ?? s;
+}
+
+// src/store/stores/local.ts
+import { existsSync as existsSync5, statSync as statSync4 } from "node:fs";
+import { join as join7, relative } from "node:path";
+import { pathToFileURL as pathToFileURL3 } from "node:url";
+var LocalStore = class {
+  name = "local";
+  publiclyReadable = false;
+  dir;
+  constructor(opts) {
+    this.dir = opts.dir;
+  }
+  async put(key, file) {
+    assertKey(key);
+    if (!isFile2(file)) throw new HillclimbError(`cannot store ${file} as ${key}: not a file`);
+    copyFileAtomic(file, this.path(key));
+    return { key, url: this.url(key), bytes: statSync4(file).size };
+  }
+  async putDir(prefix, dir) {
+    assertPrefix(prefix);
+    if (!existsSync5(dir) || !statSync4(dir).isDirectory()) {
+      throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
+    }
+    const stored = [];
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join7(dir, rel)));
+    return stored;
+  }
+  async get(key, dest) {
+    assertKey(key);
+    const src = this.path(key);
+    if (!isFile2(src)) throw new HillclimbError(`no object ${key} in the local store (${this.dir})`);
+    copyFileAtomic(src, dest);
+  }
+  async list(prefix) {
+    assertPrefix(prefix);
+    if (!existsSync5(this.dir)) return [];
+    return walkFiles(this.dir).filter((k) => k.startsWith(prefix));
+  }
+  url(key) {
+    return pathToFileURL3(this.path(assertKey(key))).href;
+  }
+  path(key) {
+    const p = join7(this.dir, key);
+    if (relative(this.dir, p).startsWith(".."))
+      throw new HillclimbError(`store key escapes the store: ${key}`);
+    return p;
+  }
+};
+function isFile2(path) {
+  return existsSync5(path) && statSync4(path).isFile();
+}
+
+// src/store/factory.ts
+var LOCAL_STORE_DIR = "store";
+var builders = new Registry("store", [
+  [
+    "local",
+    (config, ctx) => new LocalStore({ dir: resolve5(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
+  ],
+  [
+    "hf",
+    (config, ctx) => {
+      const hf = config.store.hf;
+      if (!hf) {
+        throw new HillclimbError("store.kind is hf, so store.hf.repo is required", {
+          exitCode: ExitCode2.badInput
+        });
+      }
+      const token = (ctx.env ?? process.env)[hf.token_env];
+      return new HfStore({
+        repo: hf.repo,
+        endpoint: hf.endpoint,
+        token: token === "" ? void 0 : token,
+        tokenEnv: hf.token_env,
+        private: hf.private,
+        logger: ctx.logger
+      });
+    }
+  ],
+  [
+    "branch",
+    (config, ctx) => {
+      const b = config.store.branch ?? BRANCH_DEFAULTS;
+      const env = ctx.env ?? process.env;
+      const token = env[b.token_env];
+      return new BranchStore({
+        repoDir: ctx.root,
+        branch: b.name,
+        remote: b.remote,
+        token: token === "" ? void 0 : token,
+        tokenEnv: b.token_env,
+        webUrl: repositoryWebUrl(config, env),
+        logger: ctx.logger
+      });
+    }
+  ]
+]);
+var BRANCH_DEFAULTS = { name: DEFAULT_DATA_BRANCH, remote: "origin", token_env: "GITHUB_TOKEN" };
+function repositoryWebUrl(config, env) {
+  if (env.GITHUB_SERVER_URL && env.GITHUB_REPOSITORY)
+    return `${env.GITHUB_SERVER_URL}/${env.GITHUB_REPOSITORY}`;
+  const gh = config.forge.github;
+  if (!gh) return void 0;
+  const api = new URL(gh.api_url);
+  const host = api.hostname === "api.github.com" ? "github.com" : api.host;
+  return `${api.protocol}//${host}/${gh.repository}`;
+}
+function buildStore(config, ctx) {
+  return builders.get(config.store.kind)(config, ctx);
+}
+
+// src/workspace/git.ts
+import { createHash as createHash2 } from "node:crypto";
+import { closeSync as closeSync2, mkdirSync as mkdirSync6, mkdtempSync as mkdtempSync2, openSync as openSync2, readSync, rmSync as rmSync4, writeFileSync } from "node:fs";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname7, isAbsolute as isAbsolute3, join as join9, relative as relative2, resolve as resolve6 } from "node:path";
+import { setTimeout as sleep2 } from "node:timers/promises";
+
+// src/exec/find-on-path.ts
+import { accessSync, constants as constants3, statSync as statSync5 } from "node:fs";
+import { delimiter, isAbsolute as isAbsolute2, join as join8 } from "node:path";
+function findOnPath(name, path = process.env.PATH ?? "") {
+  if (isAbsolute2(name)) return isExecutable(name) ? name : void 0;
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join8(dir, name);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return void 0;
+}
+function isExecutable(file) {
+  try {
+    accessSync(file, constants3.X_OK);
+    return statSync5(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+// src/util/branch-name.ts
+var MAX_BRANCH_NAME_LENGTH = 200;
+var ALLOWED = /^[A-Za-z0-9._/-]+$/;
+function branchNameProblem(name) {
+  if (name === "") return "is empty";
+  if (name.length > MAX_BRANCH_NAME_LENGTH) return `is longer than ${MAX_BRANCH_NAME_LENGTH} characters`;
+  if (!ALLOWED.test(name)) {
+    const bad2 = [...name].find((c) => !ALLOWED.test(c)) ?? "";
+    return `contains ${JSON.stringify(bad2)}; only letters, digits, ".", "_", "-" and "/" are allowed`;
+  }
+  if (name.startsWith("-")) return 'starts with "-"';
+  if (name.startsWith("/") || name.endsWith("/")) return 'starts or ends with "/"';
+  if (name.endsWith(".")) return 'ends with "."';
+  if (name.includes("..")) return 'contains ".."';
+  if (name.includes("//")) return 'contains "//"';
+  for (const part of name.split("/")) {
+    if (part.startsWith(".")) return `has a component starting with "." (${part})`;
+    if (part.endsWith(".lock")) return `has a component ending in ".lock" (${part})`;
+  }
+  if (name === "HEAD") return 'is "HEAD"';
+  return void 0;
+}
+function assertBranchName(name) {
+  const problem = branchNameProblem(name);
+  if (problem !== void 0) {
+    throw new HillclimbError(`invalid branch name ${JSON.stringify(name)}: ${problem}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+}
+
+// src/workspace/git.ts
+var HARNESS_IDENTITY = { name: "hillclimb", email: "hillclimb@users.noreply.invalid" };
+var STASH_PIN_PREFIX = "refs/hillclimb/stashes/";
+var HARDENING_CONFIG = {
+  "core.hooksPath": "/dev/null",
+  "core.fsmonitor": "false",
+  "core.quotePath": "false"
+};
+var GIT_ENV = {
+  GIT_TERMINAL_PROMPT: "0",
+  LC_ALL: "C",
+  LANGUAGE: "C"
+};
+var LOCK_CONTENTION = /index\.lock|Another git process seems to be running|\.lock': File exists/;
+var DEFAULT_LOCK_RETRIES = 3;
+var DEFAULT_LOCK_RETRY_DELAY_MS = 1e3;
+var DEFAULT_TIMEOUT_MS = 10 * 60 * 1e3;
+var CandidateRefused = class extends HillclimbError {
+  name = "CandidateRefused";
+  constructor(message) {
+    super(message, { exitCode: ExitCode2.badInput });
+  }
+};
+var GitError = class extends HillclimbError {
+  name = "GitError";
+  commandLine;
+  gitExitCode;
+  stderr;
+  constructor(commandLine, result, hint) {
+    const lines = (result.stderr || result.stdout).trim().split("\n");
+    const shown = lines.length > 6 ? [...lines.slice(0, 3), "\u2026", ...lines.slice(-2)] : lines;
+    const tail = shown.join("\n  ").trim();
+    super(`${commandLine}: exit code ${result.exitCode}${tail ? `
+  ${tail}` : ""}`, {
+      hint,
+      exitCode: ExitCode2.infra
+    });
+    this.commandLine = commandLine;
+    this.gitExitCode = result.exitCode;
+    this.stderr = result.stderr;
+  }
+};
+var Git = class _Git {
+  constructor(root, binary, opts) {
+    this.root = root;
+    this.binary = binary;
+    this.opts = opts;
+    this.secrets = secretsFromEnv();
+  }
+  root;
+  binary;
+  opts;
+  /** Worktrees this instance added; `close()` removes them. */
+  createdWorktrees = /* @__PURE__ */ new Set();
+  secrets;
+  /** Open the work tree containing `dir`. Throws a HillclimbError when git is missing or `dir` is not in one. */
+  static async create(dir, opts = {}) {
+    const binary = opts.binary ?? findOnPath("git");
+    if (!binary) {
+      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
+    }
+    const cwd = resolve6(dir);
+    const probe2 = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
+      cwd,
+      env: GIT_ENV,
+      allowedExitCodes: "any"
+    }).catch((e) => {
+      throw new HillclimbError(`cannot run git in ${cwd}: ${e.message}`, {
+        exitCode: ExitCode2.infra
+      });
+    });
+    const [inside, top] = probe2.stdout.trim().split("\n");
+    if (probe2.exitCode !== 0 || inside !== "true" || !top) {
+      throw new HillclimbError(`${cwd} is not inside a git work tree`, {
+        hint: "run hillclimb from a clone of the repository (git init or git clone first)",
+        exitCode: ExitCode2.badInput
+      });
+    }
+    return new _Git(top, binary, opts);
+  }
+  /**
+   * Clone `source` (a path or URL) into `dest` and open the clone. Used by the demo to work on a
+   * scratch copy, so the user's checkout never changes.
+   */
+  static async clone(source, dest, opts = {}) {
+    const binary = opts.binary ?? findOnPath("git");
+    if (!binary)
+      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
+    mkdirSync6(dirname7(resolve6(dest)), { recursive: true });
+    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve6(dest)], {
+      env: GIT_ENV,
+      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    });
+    return _Git.create(dest, opts);
+  }
+  /**
+   * A repository of its own for an agent at `dest`, checked out (detached) at `commit` of this one. It
+   * borrows this repository's objects read-only (alternates) and keeps its own `.git`: the agent may
+   * commit there and change anything under it, and none of it is this repository's config, hooks or refs.
+   */
+  async cloneForAgent(dest, commit2) {
+    assertSha(commit2);
+    rmSync4(dest, { recursive: true, force: true });
+    mkdirSync6(dirname7(resolve6(dest)), { recursive: true });
+    await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve6(dest)]);
+    await this.git(["-C", resolve6(dest), "checkout", "--quiet", "--detach", commit2], {
+      config: { "advice.detachedHead": "false" }
+    });
+  }
+  /** The absolute path of this repository's object folder (shared by its worktrees). */
+  async objectsDir() {
+    return (await this.git(["rev-parse", "--path-format=absolute", "--git-path", "objects"])).stdout.trim();
+  }
+  /**
+   * Messages of the commits in `base..head`, oldest first, read from another repository's object folder
+   * without copying its objects or reading anything else of it (its config and hooks could be an
+   * agent's). Undefined when the objects are not there or not readable.
+   */
+  async messagesVia(objectsDir, base, head) {
+    assertSha(base);
+    assertSha(head);
+    const r = await this.git(["log", "--reverse", "-z", "--format=%B", `${base}..${head}`, "--"], {
+      env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: resolve6(objectsDir) },
+      allowedExitCodes: "any"
+    });
+    if (r.exitCode !== 0) return void 0;
+    return r.stdout.split("\0").map((m) => m.trim()).filter((m) => m !== "");
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Reading state
+  /** The full SHA of HEAD. */
+  async head() {
+    return this.revParse("HEAD");
+  }
+  /** The full SHA of the commit `ref` names. Throws when it names none. */
+  async revParse(ref) {
+    const sha = await this.tryRevParse(ref);
+    if (sha === void 0) {
+      throw new HillclimbError(`git: "${ref}" does not name a commit in ${this.root}`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+    return sha;
+  }
+  /** Like revParse, but undefined when `ref` names no commit. */
+  async tryRevParse(ref) {
+    assertRevision(ref);
+    const r = await this.git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], {
+      allowedExitCodes: [0, 1, 128]
+    });
+    return r.exitCode === 0 ? r.stdout.trim() : void 0;
+  }
+  /** The checked-out branch's short name; undefined on a detached HEAD. */
+  async currentBranch() {
+    const r = await this.git(["symbolic-ref", "--quiet", "--short", "HEAD"], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0 ? r.stdout.trim() : void 0;
+  }
+  /** The URL of remote `name`; undefined when there is no such remote. */
+  async remoteUrl(name) {
+    assertRevision(name);
+    const r = await this.git(["config", "--get", `remote.${name}.url`], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0 ? r.stdout.trim() || void 0 : void 0;
+  }
+  /** The branch remote `name`'s HEAD points at (its default branch, as last fetched); undefined if unknown. */
+  async remoteDefaultBranch(name) {
+    assertRevision(name);
+    const r = await this.git(["symbolic-ref", "--quiet", "--short", `refs/remotes/${name}/HEAD`], {
+      allowedExitCodes: [0, 1, 128]
+    });
+    const ref = r.exitCode === 0 ? r.stdout.trim() : "";
+    return ref.startsWith(`${name}/`) ? ref.slice(name.length + 1) : void 0;
+  }
+  /** Changed, staged and untracked files (ignored files excluded), from `status --porcelain=v2 -z`. */
+  async status() {
+    const r = await this.git(["status", "--porcelain=v2", "-z", "--untracked-files=all"], {
+      // A status must not take index.lock to refresh stat info: an agent may be running git too.
+      env: { GIT_OPTIONAL_LOCKS: "0" }
+    });
+    return parsePorcelainV2(r.stdout);
+  }
+  async isClean() {
+    return (await this.status()).length === 0;
+  }
+  /** Commits reachable from `b` but not from `a`, oldest first. */
+  async commitsBetween(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(["rev-list", "--reverse", `${a}..${b}`, "--"]);
+    return r.stdout.split("\n").filter((l) => l !== "");
+  }
+  /** Files that differ between two commits, with renames and copies detected. */
+  async changes(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git([
+      "diff",
+      "--name-status",
+      "-z",
+      "-M",
+      "--no-ext-diff",
+      "--no-textconv",
+      a,
+      b,
+      "--"
+    ]);
+    return parseNameStatus(r.stdout);
+  }
+  /** Every path that differs between two commits, sorted; a rename counts as both its paths. */
+  async changedPaths(a, b) {
+    const paths = /* @__PURE__ */ new Set();
+    for (const c of await this.changes(a, b)) {
+      paths.add(c.path);
+      if (c.oldPath !== void 0) paths.add(c.oldPath);
+    }
+    return [...paths].sort();
+  }
+  /** The unified diff between two commits (optionally limited to paths), as text. */
+  async diff(a, b, opts = {}) {
+    assertRevision(a);
+    assertRevision(b);
+    const args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M"];
+    if (opts.context !== void 0) args.push(`--unified=${opts.context}`);
+    args.push(a, b, "--", ...opts.paths ?? []);
+    return (await this.git(args)).stdout;
+  }
+  /** Lines added and deleted per file between two commits. */
+  async numstat(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(["diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv", a, b, "--"]);
+    return parseNumstat(r.stdout);
+  }
+  /** Whether `a` is an ancestor of (or equal to) `b`. */
+  async isAncestor(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(["merge-base", "--is-ancestor", a, b], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 0;
+  }
+  /**
+   * A content hash of a commit's tree, or of just some paths in it (e.g. `kernels/harness` for the
+   * "harness hash" in provenance). Without paths: the git tree object id. With paths: sha256 of the
+   * recursive `ls-tree` listing (mode, type, object id, path) of those paths, so it changes exactly when a
+   * file under them is added, removed, renamed, re-moded or edited. Paths that do not exist add nothing.
+   */
+  async treeHash(commit2, paths) {
+    assertRevision(commit2);
+    if (paths === void 0 || paths.length === 0) {
+      return (await this.git(["rev-parse", "--verify", `${commit2}^{tree}`])).stdout.trim();
+    }
+    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2, "--", ...paths]);
+    return createHash2("sha256").update(r.stdout).digest("hex");
+  }
+  /** A file's content at a commit; undefined when the file does not exist there. */
+  async show(commit2, path) {
+    assertRevision(commit2);
+    const r = await this.git(["rev-parse", "--verify", "--quiet", `${commit2}:${path}`], {
+      allowedExitCodes: [0, 1, 128]
+    });
+    if (r.exitCode !== 0) return void 0;
+    return (await this.git(["cat-file", "blob", r.stdout.trim()])).stdout;
+  }
+  /**
+   * Whether git accepts `name` as a branch name (`git check-ref-format --branch`): for names hillclimb
+   * reads but did not make (`forge.base`); names it creates go through assertBranchName.
+   */
+  async checkBranchName(name) {
+    if (name.startsWith("-")) return false;
+    const r = await this.git(["check-ref-format", "--branch", name], { allowedExitCodes: [0, 1, 128] });
+    return r.exitCode === 0;
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Stash by SHA
+  /**
+   * Stash every change, untracked files included, and return the stash commit's SHA (undefined when the
+   * tree was clean). The SHA is read from `refs/stash` immediately after `stash push`, before anything
+   * else can run in the tree, and the commit is pinned under refs/hillclimb/stashes/<sha>. From then on
+   * the stash is addressed only by that SHA, never by `stash@{n}`: if the agent later stashes (shifting
+   * every index), drops or even clears the stash list, apply/drop still find this exact commit and the
+   * pin keeps it from garbage collection.
+   */
+  async stashChanges(message) {
+    if (await this.isClean()) return void 0;
+    const before = await this.stashTip();
+    await this.git(["stash", "push", "--include-untracked", "-m", message]);
+    const sha = await this.stashTip();
+    if (sha === void 0 || sha === before) return void 0;
+    await this.git([
+      "update-ref",
+      "-m",
+      `hillclimb: pin stash "${message}"`,
+      `${STASH_PIN_PREFIX}${sha}`,
+      sha
+    ]);
+    this.opts.logger?.debug(`stashed working-tree changes as ${sha}`);
+    return sha;
+  }
+  /** The stash list, newest first. */
+  async listStashes() {
+    const r = await this.git(["stash", "list", "--format=%H%x1f%gd%x1f%gs"]);
+    return r.stdout.split("\n").filter((l) => l !== "").map((l) => {
+      const [sha = "", selector = "", message = ""] = l.split("");
+      return { sha, selector, message };
+    });
+  }
+  /**
+   * Re-apply a stash by SHA. First a dry run in a temporary detached worktree at HEAD: if the stash does
+   * not apply cleanly there, nothing is touched and the stash is kept ("not restored", with the SHA so a
+   * person can apply it by hand). The working tree must also be clean, so the stash cannot mix with other
+   * changes. Only after both checks is it applied here and dropped. A stash is never lost.
+   */
+  async restoreStash(sha) {
+    assertSha(sha);
+    const probe2 = await this.probeStashApply(sha);
+    if (probe2 !== void 0) {
+      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe2}` };
+    }
+    if (!await this.isClean()) {
+      return { restored: false, sha, reason: "the working tree has uncommitted changes" };
+    }
+    const r = await this.git(["stash", "apply", "--quiet", sha], { allowedExitCodes: "any" });
+    if (r.exitCode !== 0) {
+      await this.git(["reset", "--merge"], { allowedExitCodes: [0, 128] });
+      return { restored: false, sha, reason: firstLines(r.stderr || r.stdout) };
+    }
+    await this.dropStash(sha);
+    this.opts.logger?.debug(`restored stash ${sha}`);
+    return { restored: true, sha };
+  }
+  /**
+   * Forget a stash: drop it from the stash list (its index is looked up by SHA now, since indices shift)
+   * and remove its pin. Returns false when it was neither listed nor pinned.
+   */
+  async dropStash(sha) {
+    assertSha(sha);
+    let found = false;
+    const entry = (await this.listStashes()).find((s) => s.sha === sha);
+    if (entry) {
+      await this.git(["stash", "drop", "--quiet", entry.selector]);
+      found = true;
+    }
+    const pin = `${STASH_PIN_PREFIX}${sha}`;
+    const pinned = await this.git(["rev-parse", "--verify", "--quiet", pin], { allowedExitCodes: [0, 1] });
+    if (pinned.exitCode === 0) {
+      await this.git(["update-ref", "-d", pin]);
+      found = true;
+    }
+    return found;
+  }
+  async stashTip() {
+    const r = await this.git(["rev-parse", "--verify", "--quiet", "refs/stash"], {
+      allowedExitCodes: [0, 1]
+    });
+    return r.exitCode === 0 ? r.stdout.trim() : void 0;
+  }
+  /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
+  async probeStashApply(sha) {
+    const dir = mkdtempSync2(join9(tmpdir2(), "hc-stash-probe-"));
+    const probe2 = join9(dir, "probe");
+    try {
+      await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
+      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
+      return r.exitCode === 0 ? void 0 : firstLines(r.stderr || r.stdout) || `exit code ${r.exitCode}`;
+    } finally {
+      await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
+      await this.git(["worktree", "prune"]);
+      rmSync4(dir, { recursive: true, force: true });
+    }
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Worktrees (A/B arms)
+  /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
+  async addWorktree(path, commit2) {
+    const abs = resolve6(path);
+    const sha = await this.revParse(commit2);
+    await this.git(["worktree", "add", "--detach", "--quiet", "--", abs, sha]);
+    this.createdWorktrees.add(abs);
+    return { path: abs, commit: sha };
+  }
+  async removeWorktree(path) {
+    const abs = resolve6(path);
+    const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
+    if (r.exitCode !== 0) {
+      rmSync4(abs, { recursive: true, force: true });
+      await this.git(["worktree", "prune"]);
+    }
+    this.createdWorktrees.delete(abs);
+  }
+  /** Undo what this instance created: remove every worktree it added. Safe to call more than once. */
+  async close() {
+    const problems = [];
+    for (const path of [...this.createdWorktrees]) {
+      try {
+        await this.removeWorktree(path);
+      } catch (e) {
+        problems.push(`${path}: ${e.message}`);
+      }
+    }
+    if (problems.length > 0) {
+      throw new HillclimbError(`could not remove worktrees:
+  ${problems.join("\n  ")}`, {
+        exitCode: ExitCode2.infra
+      });
+    }
+  }
+  /** Forget worktrees whose folders were deleted behind git's back (e.g. by a killed run). */
+  async pruneWorktrees() {
+    await this.git(["worktree", "prune"]);
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Moving commits between jobs
+  /** Point a ref (e.g. refs/hillclimb/candidates/<run>/i003) at a commit, creating it if needed. */
+  async updateRef(ref, commit2) {
+    assertRefName(ref);
+    await this.git(["update-ref", ref, await this.revParse(commit2)]);
+  }
+  /** Write the commits `base..ref` to a git bundle file, so another job can fetch them with their SHAs. */
+  async createBundle(file, ref, base) {
+    assertRefName(ref);
+    assertRevision(base);
+    mkdirSync6(dirname7(resolve6(file)), { recursive: true });
+    await this.git(["bundle", "create", "--quiet", resolve6(file), ref, `^${base}`]);
+  }
+  /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
+  async fetchBundle(file, ref) {
+    assertRefName(ref);
+    await this.git(["fetch", "--quiet", "--no-tags", resolve6(file), `+${ref}:${ref}`]);
+  }
+  /**
+   * Take a candidate's commits from a git bundle that untrusted code may have shaped (another job's
+   * artifact). The bundle must name exactly `ref`, need nothing but `champion`, and (when given) point at
+   * `expectedHead`. Its objects land in a throwaway repository first; there the commits must form one
+   * line of single-parent commits on top of the champion, changing only regular files. Only then is the
+   * head fetched into this repository, which copies the objects it reaches and nothing else of the
+   * bundle (extra commits, blobs, refs stay behind). Throws CandidateRefused naming the problem.
+   */
+  async importBundle(file, opts) {
+    assertRefName(opts.ref);
+    assertSha(opts.champion);
+    const refuse = (why) => new CandidateRefused(`${file}: ${why}`);
+    const header = parseBundleHeader(readBundleHeader(file));
+    if (!header) throw refuse("not a git bundle (v2 or v3)");
+    if (header.refs.length !== 1 || header.refs[0].ref !== opts.ref) {
+      throw refuse(
+        `must hold exactly ${opts.ref}; it holds ${header.refs.map((r) => r.ref).join(", ") || "nothing"}`
+      );
+    }
+    const head = header.refs[0].sha;
+    if (opts.expectedHead !== void 0 && head !== opts.expectedHead) {
+      throw refuse(`its head ${head.slice(0, 12)} is not the expected ${opts.expectedHead.slice(0, 12)}`);
+    }
+    const foreign = header.prerequisites.filter((p) => p !== opts.champion);
+    if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
+    const quarantine = mkdtempSync2(join9(tmpdir2(), "hc-import-"));
+    try {
+      await this.git(["init", "--quiet", "--bare", "--", quarantine]);
+      writeFileSync(join9(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+`);
+      const q = ["--git-dir", quarantine];
+      const imported = "refs/hillclimb/import";
+      await this.git([...q, "fetch", "--quiet", "--no-tags", resolve6(file), `${opts.ref}:${imported}`]);
+      const max = opts.maxCommits ?? 100;
+      const lines = (await this.git([
+        ...q,
+        "rev-list",
+        "--parents",
+        `--max-count=${max + 1}`,
+        imported,
+        `^${opts.champion}`,
+        "--"
+      ])).stdout.split("\n").filter((l) => l !== "");
+      if (lines.length === 0) throw refuse("it adds no commit on top of the champion");
+      if (lines.length > max) throw refuse(`more than ${max} commits`);
+      const chain = lines.map((l) => l.split(" "));
+      for (const [i, [sha, ...parents]] of chain.entries()) {
+        const expected = i + 1 < chain.length ? chain[i + 1][0] : opts.champion;
+        if (parents.length !== 1 || parents[0] !== expected) {
+          throw refuse(
+            `commit ${sha.slice(0, 12)} is not a single-parent commit on the line from the champion`
+          );
+        }
+        const raw = (await this.git([...q, "diff-tree", "-r", "-z", "--raw", "--no-renames", parents[0], sha, "--"])).stdout;
+        for (const change of parseRawDiff(raw)) {
+          if (!REGULAR_MODES.has(change.newMode)) {
+            throw refuse(
+              `commit ${sha.slice(0, 12)} makes ${change.path} a ${describeMode(change.newMode)}`
+            );
+          }
+        }
+      }
+      await this.git(["fetch", "--quiet", "--no-tags", quarantine, `+${imported}:${opts.ref}`]);
+      return { head, commits: chain.map(([sha]) => sha).reverse() };
+    } finally {
+      rmSync4(quarantine, { recursive: true, force: true });
+    }
+  }
+  /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
+  async nonRegularChanges(a, b) {
+    assertRevision(a);
+    assertRevision(b);
+    const raw = (await this.git(["diff", "--raw", "-z", "--no-renames", "--no-ext-diff", a, b, "--"])).stdout;
+    return parseRawDiff(raw).filter((c) => !REGULAR_MODES.has(c.newMode)).map((c) => ({ path: c.path, mode: describeMode(c.newMode) }));
+  }
+  /** A commit's parents, in order. */
+  async parents(commit2) {
+    assertRevision(commit2);
+    const r = await this.git(["rev-list", "--parents", "-n", "1", commit2, "--"]);
+    return r.stdout.trim().split(" ").slice(1);
+  }
+  /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
+  async formatPatch(base, head) {
+    assertRevision(base);
+    assertRevision(head);
+    return (await this.git(["format-patch", "--stdout", "--no-signature", `${base}..${head}`])).stdout;
+  }
+  /** The committer date of a commit, ISO 8601 (strict). */
+  async commitDate(commit2) {
+    assertRevision(commit2);
+    return (await this.git(["log", "-1", "--format=%cI", commit2, "--"])).stdout.trim();
+  }
+  /** The first line of a commit message. */
+  async subject(commit2) {
+    assertRevision(commit2);
+    return (await this.git(["log", "-1", "--format=%s", commit2, "--"])).stdout.trim();
+  }
+  /** Every file path in a commit's tree, sorted (for hashing the protected paths matched by globs). */
+  async listFiles(commit2) {
+    assertRevision(commit2);
+    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2]);
+    return r.stdout.split("\0").filter((l) => l !== "").map((l) => {
+      const [meta, path] = l.split("	");
+      return { path, blob: meta.split(" ")[2] };
+    }).sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  }
+  // ---------------------------------------------------------------------------------------------
+  // Changing history
+  /** `git apply --index` a patch file (or only check that it applies). */
+  async applyPatch(file, opts = {}) {
+    const args = ["apply", "--index", "--whitespace=nowarn"];
+    if (opts.check) args.push("--check");
+    args.push("--", resolve6(file));
+    await this.git(args);
+  }
+  /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
+  async stageAll(opts = {}) {
+    const excluded = (opts.exclude ?? []).map((p) => relative2(this.root, resolve6(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute3(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
+    await this.git(["add", "--all", "--", ":/", ...excluded]);
+  }
+  /** Whether the index differs from HEAD (something is staged). */
+  async hasStagedChanges() {
+    const r = await this.git(["diff", "--cached", "--quiet", "--no-ext-diff"], { allowedExitCodes: [0, 1] });
+    return r.exitCode === 1;
+  }
+  /** Commit what is staged and return the new HEAD. The message goes through stdin, verbatim. */
+  async commit(message, opts = {}) {
+    const args = ["commit", "--quiet", "--no-gpg-sign", "--file=-"];
+    if (opts.allowEmpty) args.push("--allow-empty");
+    if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
+    const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : void 0;
+    await this.git(args, { input: message, config: identityConfig(opts.identity), ...env ? { env } : {} });
+    return this.head();
+  }
+  /**
+   * A commit with `tree` of `treeOf` on the single parent `parent`, by the harness, dated `date`: the
+   * same inputs give the same SHA on any machine. Turns a person's change (a PR's merge commit) into one
+   * commit on its base, the shape every candidate has.
+   */
+  async commitTreeOf(treeOf, parent, message, date) {
+    assertRevision(treeOf);
+    assertRevision(parent);
+    const r = await this.git(["commit-tree", `${treeOf}^{tree}`, "-p", parent, "-F", "-"], {
+      input: message,
+      env: commitEnv(HARNESS_IDENTITY, date)
+    });
+    return r.stdout.trim();
+  }
+  /**
+   * A file's content at a commit, read from the tree — only when it is a regular file there (a link in
+   * a candidate's tree must never lead the harness to read what it points at). Undefined when absent.
+   */
+  async regularFileAt(commit2, path) {
+    assertRevision(commit2);
+    const entry = (await this.git(["ls-tree", "-z", commit2, "--", path])).stdout.split("\0")[0] ?? "";
+    if (entry === "") return void 0;
+    const [meta] = entry.split("	");
+    const [mode, type, oid] = (meta ?? "").split(" ");
+    if (type !== "blob" || mode !== "100644" && mode !== "100755") {
+      throw new HillclimbError(`${path} at ${commit2.slice(0, 12)} is not a regular file (mode ${mode})`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+    return (await this.git(["cat-file", "blob", oid])).stdout;
+  }
+  /**
+   * A commit on `parent` that sets one file to `content`, built from git objects alone: no checkout,
+   * no working-tree read or write (nothing a link in the tree could redirect). Same inputs, same SHA.
+   */
+  async commitFile(parent, path, content, message, opts) {
+    assertRevision(parent);
+    const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
+    const scratch = mkdtempSync2(join9(tmpdir2(), "hc-index-"));
+    try {
+      const env = { GIT_INDEX_FILE: join9(scratch, "index") };
+      await this.git(["read-tree", parent], { env });
+      await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
+      const tree = (await this.git(["write-tree"], { env })).stdout.trim();
+      assertIdentity(opts.identity);
+      const r = await this.git(["commit-tree", tree, "-p", parent, "-F", "-"], {
+        input: message,
+        env: commitEnv(opts.identity, opts.date)
+      });
+      return r.stdout.trim();
+    } finally {
+      rmSync4(scratch, { recursive: true, force: true });
+    }
+  }
+  /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
+  async revert(commit2, identity = HARNESS_IDENTITY) {
+    const sha = await this.revParse(commit2);
+    const r = await this.git(["revert", "--no-edit", "--no-gpg-sign", sha], {
+      allowedExitCodes: "any",
+      config: identityConfig(identity)
+    });
+    if (r.exitCode === 0) return { status: "reverted", head: await this.head() };
+    const paths = await this.unmergedPaths();
+    await this.git(["revert", "--abort"], { allowedExitCodes: [0, 128] });
+    if (paths.length > 0) return { status: "conflict", paths };
+    throw new GitError(this.shown(["revert", sha]), r);
+  }
+  /**
+   * Move the current branch and the working tree to `commit`, discarding every uncommitted change.
+   * The only safe place: the loop's own checkout of its own loop branch, after the tree's changes were
+   * stashed by SHA (or the tree was verified clean) and the commits being discarded are recorded
+   * elsewhere (an iteration branch, a patch in the evidence bundle). Never on a user's branch or tree.
+   */
+  async resetHard(commit2) {
+    const sha = await this.revParse(commit2);
+    await this.git(["reset", "--hard", "--quiet", sha]);
+  }
+  /**
+   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list of
+   * src/util/branch-name.ts (which only names git accepts pass).
+   */
+  async createBranch(name, commit2, opts = {}) {
+    assertBranchName(name);
+    const sha = await this.revParse(commit2);
+    const args = ["branch", "--no-track"];
+    if (opts.force) args.push("--force");
+    args.push("--", name, sha);
+    await this.git(args);
+  }
+  async deleteBranch(name, opts = {}) {
+    if (!await this.checkBranchName(name)) {
+      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
+    }
+    await this.git(["branch", opts.force ? "-D" : "-d", "--", name]);
+  }
+  /** Check out a branch, or a commit detached. */
+  async checkout(ref, opts = {}) {
+    assertRevision(ref);
+    await this.git(opts.detach ? ["switch", "--quiet", "--detach", ref] : ["switch", "--quiet", ref]);
+  }
+  /** Fetch one branch of a remote (name, URL or path); returns the fetched commit (FETCH_HEAD). */
+  async fetch(remote, branch) {
+    assertRevision(remote);
+    if (!await this.checkBranchName(branch)) {
+      throw new HillclimbError(`invalid branch name "${branch}"`, { exitCode: ExitCode2.badInput });
+    }
+    await this.git(["fetch", "--quiet", "--no-tags", "--", remote, `refs/heads/${branch}`]);
+    return this.revParse("FETCH_HEAD");
+  }
+  /**
+   * Merge `ref` into the current branch with a harness-identity merge commit. On conflict the merge is
+   * aborted (the tree is left as before) and the conflicted paths are returned.
+   */
+  async merge(ref, identity = HARNESS_IDENTITY) {
+    const sha = await this.revParse(ref);
+    const before = await this.head();
+    const r = await this.git(["merge", "--no-edit", "--no-gpg-sign", sha], {
+      allowedExitCodes: "any",
+      config: identityConfig(identity)
+    });
+    if (r.exitCode === 0) {
+      const head = await this.head();
+      return { status: head === before ? "up-to-date" : "merged", head };
+    }
+    const paths = await this.unmergedPaths();
+    await this.git(["merge", "--abort"], { allowedExitCodes: [0, 128] });
+    if (paths.length > 0) return { status: "conflict", paths };
+    throw new GitError(this.shown(["merge", sha]), r);
+  }
+  async unmergedPaths() {
+    const r = await this.git(["diff", "--name-only", "-z", "--diff-filter=U"], {
+      allowedExitCodes: [0, 128]
+    });
+    return r.stdout.split("\0").filter((p) => p !== "");
+  }
+  // ---------------------------------------------------------------------------------------------
+  // The funnel
+  shown(args) {
+    return displayCommand("git", args);
+  }
+  async git(args, opts = {}) {
+    const config = { ...HARDENING_CONFIG, ...opts.config };
+    const full = [...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]), ...args];
+    const allowed = opts.allowedExitCodes ?? [0];
+    const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
+    for (let attempt2 = 0; ; attempt2++) {
+      const r = await run(this.binary, full, {
+        cwd: opts.cwd ?? this.root,
+        env: { ...GIT_ENV, ...opts.env },
+        input: opts.input,
+        allowedExitCodes: "any",
+        redact: this.secrets,
+        timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
+      });
+      if (allowed === "any" || r.exitCode !== null && allowed.includes(r.exitCode)) return r;
+      if (attempt2 < retries && LOCK_CONTENTION.test(r.stderr)) {
+        this.opts.logger?.debug(
+          `${this.shown(args)}: another git process holds a lock; retry ${attempt2 + 1}/${retries}`
+        );
+        await sleep2(this.opts.lockRetryDelayMs ?? DEFAULT_LOCK_RETRY_DELAY_MS);
+        continue;
+      }
+      throw new GitError(
+        this.shown(args),
+        r,
+        LOCK_CONTENTION.test(r.stderr) ? "another git process kept a lock; is one still running?" : void 0
+      );
+    }
+  }
+};
+function parsePorcelainV2(out) {
+  const records = out.split("\0");
+  const entries = [];
+  for (let i = 0; i < records.length; i++) {
+    const rec = records[i];
+    if (rec === "") continue;
+    const type = rec[0];
+    if (type === "?" || type === "!") {
+      if (type === "?") entries.push({ kind: "untracked", path: rec.slice(2), index: "?", worktree: "?" });
+      continue;
+    }
+    if (type === "1") {
+      const [xy, path] = [field(rec, 1), rest(rec, 8)];
+      entries.push({ kind: "tracked", path, index: xy[0], worktree: xy[1] });
+    } else if (type === "2") {
+      const [xy, path] = [field(rec, 1), rest(rec, 9)];
+      const origPath = records[++i] ?? "";
+      entries.push({ kind: "renamed", path, origPath, index: xy[0], worktree: xy[1] });
+    } else if (type === "u") {
+      const [xy, path] = [field(rec, 1), rest(rec, 10)];
+      entries.push({ kind: "unmerged", path, index: xy[0], worktree: xy[1] });
+    }
+  }
+  return entries;
+}
+function parseNameStatus(out) {
+  const tokens = out.split("\0");
+  const changes = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const status = tokens[i];
+    if (status === "") continue;
+    const letter = status[0];
+    if (letter === "R" || letter === "C") {
+      const oldPath = tokens[++i] ?? "";
+      const path = tokens[++i] ?? "";
+      changes.push({ status: letter, path, oldPath });
+    } else {
+      changes.push({ status: letter, path: tokens[++i] ?? "" });
+    }
+  }
+  return changes;
+}
+function parseNumstat(out) {
+  const tokens = out.split("\0");
+  const entries = [];
+  const count = (s) => s === void 0 || s === "-" ? void 0 : Number(s);
+  for (let i = 0; i < tokens.length; i++) {
+    const head = tokens[i];
+    if (head === "") continue;
+    const [added, deleted, path = ""] = head.split("	");
+    if (path === "") {
+      const oldPath = tokens[++i] ?? "";
+      const newPath = tokens[++i] ?? "";
+      entries.push({ path: newPath, oldPath, added: count(added), deleted: count(deleted) });
+    } else {
+      entries.push({ path, added: count(added), deleted: count(deleted) });
+    }
+  }
+  return entries;
+}
+function field(rec, n) {
+  return rec.split(" ")[n] ?? "";
+}
+function rest(rec, n) {
+  let at = 0;
+  for (let k = 0; k < n; k++) at = rec.indexOf(" ", at) + 1;
+  return rec.slice(at);
+}
+function firstLines(text3, n = 3) {
+  return text3.trim().split("\n").slice(0, n).join(" / ");
+}
+function formatIdentity(id) {
+  assertIdentity(id);
+  return `${id.name} <${id.email}>`;
+}
+function identityConfig(id) {
+  if (!id) return {};
+  assertIdentity(id);
+  return { "user.name": id.name, "user.email": id.email };
+}
+function commitEnv(id, date) {
+  return {
+    GIT_AUTHOR_NAME: id.name,
+    GIT_AUTHOR_EMAIL: id.email,
+    GIT_COMMITTER_NAME: id.name,
+    GIT_COMMITTER_EMAIL: id.email,
+    GIT_AUTHOR_DATE: date,
+    GIT_COMMITTER_DATE: date
+  };
+}
+function assertIdentity(id) {
+  for (const part of [id.name, id.email]) {
+    if (part.trim() === "" || /[<>\n\r\0]/.test(part)) {
+      throw new HillclimbError(`invalid git identity "${id.name} <${id.email}>"`, {
+        exitCode: ExitCode2.badInput
+      });
+    }
+  }
+}
+function assertRevision(ref) {
+  if (ref === "" || ref.startsWith("-") || /[\x00-\x1f\x7f]/.test(ref)) {
+    throw new HillclimbError(`invalid git revision "${ref}"`, { exitCode: ExitCode2.badInput });
+  }
+}
+function assertSha(sha) {
+  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(sha)) {
+    throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode2.badInput });
+  }
+}
+function assertRefName(ref) {
+  if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || ref.includes("..") || ref.endsWith("/") || ref.endsWith(".lock")) {
+    throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+}
+var REGULAR_MODES = /* @__PURE__ */ new Set(["100644", "100755", "000000"]);
+function describeMode(mode) {
+  return mode === "120000" ? "symbolic link" : mode === "160000" ? "submodule" : `mode ${mode} entry`;
+}
+function parseRawDiff(out) {
+  const parts = out.split("\0");
+  const changes = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const meta = parts[i];
+    if (!meta.startsWith(":")) break;
+    const [oldMode, newMode] = meta.slice(1).split(" ");
+    changes.push({ path: parts[i + 1], oldMode, newMode });
+  }
+  return changes;
+}
+function readBundleHeader(file) {
+  const fd = openSync2(file, "r");
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.subarray(0, n).toString("latin1");
+  } catch {
+    return "";
+  } finally {
+    closeSync2(fd);
+  }
+}
+function parseBundleHeader(text3) {
+  const lines = text3.split("\n");
+  if (lines[0] !== "# v2 git bundle" && lines[0] !== "# v3 git bundle") return void 0;
+  const prerequisites = [];
+  const refs = [];
+  for (const line of lines.slice(1)) {
+    if (line === "") return { prerequisites, refs };
+    if (line.startsWith("@")) continue;
+    const pre = /^-([0-9a-f]{40}|[0-9a-f]{64})(?: .*)?$/.exec(line);
+    if (pre) {
+      prerequisites.push(pre[1]);
+      continue;
+    }
+    const ref = /^([0-9a-f]{40}|[0-9a-f]{64}) (\S+)$/.exec(line);
+    if (!ref) return void 0;
+    refs.push({ sha: ref[1], ref: ref[2] });
+  }
+  return void 0;
+}
+
+// src/loop/context.ts
+import { createHash as createHash3 } from "node:crypto";
+import { existsSync as existsSync6, mkdirSync as mkdirSync7, readFileSync as readFileSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import { hostname } from "node:os";
+import { join as join10, resolve as resolve7 } from "node:path";
+var NO_AGENT = {
+  name: "none",
+  run: () => Promise.reject(new Error("this phase runs no agent"))
+};
+function configHash(config) {
+  return createHash3("sha256").update(readFileSync3(config.file)).digest("hex").slice(0, 16);
+}
+function stateDirOf(config) {
+  const dir = resolve7(config.root, config.paths.state_dir);
+  const ignore = join10(dir, ".gitignore");
+  if (!existsSync6(ignore)) {
+    mkdirSync7(dir, { recursive: true });
+    writeFileSync2(ignore, "# hillclimb state: never committed\n*\n");
+  }
+  return dir;
+}
+function runDirOf(stateDir, runId) {
+  return join10(stateDir, "runs", runId);
+}
+function currentJobId(env = process.env) {
+  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
+    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
+  }
+  return `${hostname()}-${process.pid}`;
+}
+function defaultHost() {
+  return hostname();
+}
+var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
+
+// src/agent/factory.ts
+import { isAbsolute as isAbsolute6, resolve as resolve10 } from "node:path";
+
+// src/agent/agents/claude.ts
+import { dirname as dirname11 } from "node:path";
+
+// src/agent/agent.ts
+var AgentSetupError = class extends HillclimbError {
+  constructor(agent, problem, opts) {
+    super(`agent ${agent}: ${problem}`, {
+      hint: `${opts.hint} (the agent log is ${opts.logFile})`,
+      exitCode: ExitCode2.badInput
+    });
+    this.agent = agent;
+  }
+  agent;
+  name = "AgentSetupError";
+};
+
+// src/agent/launch.ts
+import { existsSync as existsSync7, mkdirSync as mkdirSync10, readdirSync as readdirSync3, writeFileSync as writeFileSync3 } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute as isAbsolute5, join as join13 } from "node:path";
+
 // src/exec/sandbox.ts
+import { mkdtempSync as mkdtempSync3, readFileSync as readFileSync4, realpathSync, rmSync as rmSync5 } from "node:fs";
+import { tmpdir as tmpdir3 } from "node:os";
+import { dirname as dirname8, isAbsolute as isAbsolute4, join as join11, resolve as resolve8 } from "node:path";
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
 var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
 var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
@@ -42364,7 +52797,7 @@ done
 var SANDBOX_SETUP_FAILED = 125;
 function sandboxWasReady(readyFile) {
   try {
-    return readFileSync2(readyFile, "utf8") === "ready";
+    return readFileSync4(readyFile, "utf8") === "ready";
   } catch {
     return false;
   }
@@ -42372,16 +52805,16 @@ function sandboxWasReady(readyFile) {
 var stage;
 function stageDir() {
   if (stage === void 0) {
-    const dir = mkdtempSync(join5(tmpdir(), "hillclimb-sandbox-"));
-    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    const dir = mkdtempSync3(join11(tmpdir3(), "hillclimb-sandbox-"));
+    process.once("exit", () => rmSync5(dir, { recursive: true, force: true }));
     stage = dir;
   }
   return stage;
 }
 function checkPath(p) {
-  if (!isAbsolute2(p)) throw new Error(`sandbox path must be absolute: ${p}`);
+  if (!isAbsolute4(p)) throw new Error(`sandbox path must be absolute: ${p}`);
   if (/[\n\r]/.test(p)) throw new Error(`sandbox path must not contain a line break: ${JSON.stringify(p)}`);
-  return resolve2(p);
+  return resolve8(p);
 }
 function byDepth(a, b) {
   return a.path.split("/").length - b.path.split("/").length || a.path.localeCompare(b.path);
@@ -42425,10 +52858,10 @@ function sandboxCommand(spec, command, args) {
   };
 }
 function programReadPaths(program) {
-  const dirs = /* @__PURE__ */ new Set([dirname3(program)]);
+  const dirs = /* @__PURE__ */ new Set([dirname8(program)]);
   try {
     const real = realpathSync(program);
-    dirs.add(dirname3(real));
+    dirs.add(dirname8(real));
     const at = real.indexOf("/node_modules/");
     if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
   } catch {
@@ -42437,7 +52870,7 @@ function programReadPaths(program) {
 }
 function nodeReadPaths() {
   try {
-    return outsideSystemDirs([dirname3(dirname3(realpathSync(process.execPath)))]);
+    return outsideSystemDirs([dirname8(dirname8(realpathSync(process.execPath)))]);
   } catch {
     return [];
   }
@@ -42447,7 +52880,7 @@ function outsideSystemDirs(dirs) {
 }
 function resolverReadPaths() {
   try {
-    return outsideSystemDirs([dirname3(realpathSync("/etc/resolv.conf"))]);
+    return outsideSystemDirs([dirname8(realpathSync("/etc/resolv.conf"))]);
   } catch {
     return [];
   }
@@ -42475,17 +52908,17 @@ var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linu
 
 // src/util/untrusted-files.ts
 import {
-  closeSync as closeSync2,
+  closeSync as closeSync3,
   constants as constants4,
-  copyFileSync,
+  copyFileSync as copyFileSync3,
   fstatSync,
   lstatSync,
-  mkdirSync as mkdirSync3,
-  openSync as openSync2,
-  readdirSync,
-  readSync
+  mkdirSync as mkdirSync8,
+  openSync as openSync3,
+  readdirSync as readdirSync2,
+  readSync as readSync2
 } from "node:fs";
-import { join as join6, relative } from "node:path";
+import { join as join12, relative as relative3 } from "node:path";
 var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
 function notPlainFile(path) {
   let st;
@@ -42502,7 +52935,7 @@ function notPlainFile(path) {
 function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
   let fd;
   try {
-    fd = openSync2(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
+    fd = openSync3(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
   } catch (e) {
     const code2 = e.code;
     throw new Error(
@@ -42517,20 +52950,20 @@ function readPlainFile(path, maxBytes = DEFAULTS.maxFileBytes) {
     const buf = Buffer.alloc(st.size);
     let off = 0;
     while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
+      const n = readSync2(fd, buf, off, buf.length - off, off);
       if (n === 0) break;
       off += n;
     }
     return buf.subarray(0, off);
   } finally {
-    closeSync2(fd);
+    closeSync3(fd);
   }
 }
 function copyPlainTree(src, dest, opts = {}) {
   const limits = { ...DEFAULTS, ...opts };
   const result = { copied: [], refused: [], bytes: 0 };
   const visit = (from, to) => {
-    const rel = relative(src, from) || ".";
+    const rel = relative3(src, from) || ".";
     let st;
     try {
       st = lstatSync(from);
@@ -42539,11 +52972,11 @@ function copyPlainTree(src, dest, opts = {}) {
       return;
     }
     if (st.isDirectory()) {
-      mkdirSync3(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) {
+      mkdirSync8(to, { recursive: true });
+      for (const name of readdirSync2(from).sort()) {
         if (/[\u0000-\u001f\u007f]/.test(name))
           result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
-        else visit(join6(from, name), join6(to, name));
+        else visit(join12(from, name), join12(to, name));
       }
       return;
     }
@@ -42560,7 +52993,7 @@ function copyPlainTree(src, dest, opts = {}) {
       result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
       return;
     }
-    copyFileSync(from, to, constants4.COPYFILE_EXCL);
+    copyFileSync3(from, to, constants4.COPYFILE_EXCL);
     result.copied.push(rel);
     result.bytes += st.size;
   };
@@ -42613,13 +53046,13 @@ function gitIdentityEnv(agent) {
 }
 
 // src/agent/process.ts
-import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync4 } from "node:fs";
-import { dirname as dirname4 } from "node:path";
+import { appendFileSync as appendFileSync2, mkdirSync as mkdirSync9 } from "node:fs";
+import { dirname as dirname9 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync4(dirname4(spec.logFile), { recursive: true });
+  mkdirSync9(dirname9(spec.logFile), { recursive: true });
   appendFileSync2(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -42810,11 +53243,11 @@ async function launchAgent(request2, launch) {
       };
     }
     const writable = [...sandbox.writable];
-    mkdirSync5(sandbox.home, { recursive: true });
+    mkdirSync10(sandbox.home, { recursive: true });
     if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join7(homedir(), launch.configDir.defaultInHome);
-      if (isAbsolute3(dir) && existsSync4(dir)) {
-        const copy = join7(sandbox.home, launch.configDir.defaultInHome);
+      const dir = env[launch.configDir.env] ?? join13(homedir(), launch.configDir.defaultInHome);
+      if (isAbsolute5(dir) && existsSync7(dir)) {
+        const copy = join13(sandbox.home, launch.configDir.defaultInHome);
         secrets.push(...copyConfigFolder(dir, copy));
         env[launch.configDir.env] = copy;
       }
@@ -42860,21 +53293,21 @@ async function launchAgent(request2, launch) {
 }
 function argumentFiles(args, writable) {
   const inside = (p) => writable.some((w) => p === w || p.startsWith(`${w}/`));
-  return args.filter((a) => isAbsolute3(a) && !inside(a) && existsSync4(a));
+  return args.filter((a) => isAbsolute5(a) && !inside(a) && existsSync7(a));
 }
 var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 function copyConfigFolder(from, to) {
-  mkdirSync5(to, { recursive: true });
+  mkdirSync10(to, { recursive: true });
   const secrets = [];
-  for (const name of readdirSync2(from)) {
-    const src = join7(from, name);
+  for (const name of readdirSync3(from)) {
+    const src = join13(from, name);
     let data;
     try {
       data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
     } catch {
       continue;
     }
-    writeFileSync(join7(to, name), data, { mode: 384 });
+    writeFileSync3(join13(to, name), data, { mode: 384 });
     if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
   }
   return secrets;
@@ -42895,15 +53328,15 @@ function tokenLikeStrings(text3) {
 }
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync6, rmSync as rmSync2 } from "node:fs";
-import { dirname as dirname5, relative as relative2, resolve as resolve3 } from "node:path";
+import { mkdirSync as mkdirSync11, rmSync as rmSync6 } from "node:fs";
+import { dirname as dirname10, relative as relative4, resolve as resolve9 } from "node:path";
 function prepareResultFile(file) {
-  rmSync2(file, { force: true });
-  mkdirSync6(dirname5(file), { recursive: true });
+  rmSync6(file, { force: true });
+  mkdirSync11(dirname10(file), { recursive: true });
 }
 function outsideOf(root, dir) {
-  const rel = relative2(resolve3(root), resolve3(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve3(dir);
+  const rel = relative4(resolve9(root), resolve9(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve9(dir);
 }
 function toOutcome(proc, logFile, result, problem) {
   return {
@@ -42918,7 +53351,7 @@ function toOutcome(proc, logFile, result, problem) {
 }
 
 // src/agent/result.ts
-import { existsSync as existsSync5, readFileSync as readFileSync3, statSync as statSync2 } from "node:fs";
+import { existsSync as existsSync8, readFileSync as readFileSync5, statSync as statSync6 } from "node:fs";
 var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
 var MAX_RESULT_FIELD_CHARS = 1500;
 var MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -42963,12 +53396,12 @@ function parseAgentResult(text3) {
   return validateAgentResult(value2);
 }
 function readAgentResult(file) {
-  if (!existsSync5(file)) return { problem: `no result file at ${file}` };
-  const size = statSync2(file).size;
+  if (!existsSync8(file)) return { problem: `no result file at ${file}` };
+  const size = statSync6(file).size;
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
   }
-  const check = parseAgentResult(readFileSync3(file, "utf8"));
+  const check = parseAgentResult(readFileSync5(file, "utf8"));
   return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
 }
 function resultFromMessage(text3) {
@@ -43032,7 +53465,7 @@ var ClaudeAgent = class {
       model: this.opts.model,
       maxTurns: this.opts.maxTurns,
       allowedTools: this.opts.allowedTools,
-      resultDir: outsideOf(request2.workdir, dirname6(request2.resultFile)),
+      resultDir: outsideOf(request2.workdir, dirname11(request2.resultFile)),
       extraArgs: this.opts.extraArgs
     });
     const proc = await launchAgent(request2, {
@@ -43153,9 +53586,9 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync6, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, readFileSync as readFileSync4, rmSync as rmSync3, writeFileSync as writeFileSync2 } from "node:fs";
-import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname7, join as join8 } from "node:path";
+import { existsSync as existsSync9, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readFileSync as readFileSync6, rmSync as rmSync7, writeFileSync as writeFileSync4 } from "node:fs";
+import { tmpdir as tmpdir4 } from "node:os";
+import { dirname as dirname12, join as join14 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -43197,22 +53630,22 @@ var CodexAgent = class {
   async run(request2) {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync3(lastMessageFile, { force: true });
-    const resultDir = outsideOf(request2.workdir, dirname7(request2.resultFile));
-    const scratch = mkdtempSync2(join8(resultDir ?? tmpdir2(), resultDir ? ".codex-" : "hc-codex-"));
+    rmSync7(lastMessageFile, { force: true });
+    const resultDir = outsideOf(request2.workdir, dirname12(request2.resultFile));
+    const scratch = mkdtempSync4(join14(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
     try {
-      const schemaFile = join8(scratch, "result.schema.json");
-      writeFileSync2(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      const schemaFile = join14(scratch, "result.schema.json");
+      writeFileSync4(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
-      const agentTmp = join8(scratch, "tmp");
-      mkdirSync7(agentTmp);
+      const agentTmp = join14(scratch, "tmp");
+      mkdirSync12(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
         workdir: request2.workdir,
         lastMessageFile,
         schemaFile,
-        resultDir: outsideOf(request2.workdir, dirname7(request2.resultFile)),
+        resultDir: outsideOf(request2.workdir, dirname12(request2.resultFile)),
         baseUrl: nonEmpty(source.OPENAI_BASE_URL),
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
@@ -43249,13 +53682,13 @@ var CodexAgent = class {
         });
       }
       let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync6(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync4(lastMessageFile, "utf8"));
+      if (!result && existsSync9(lastMessageFile)) {
+        const fromMessage = resultFromMessage(readFileSync6(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
       return toOutcome(proc, request2.logFile, result, problem);
     } finally {
-      rmSync3(scratch, { recursive: true, force: true });
+      rmSync7(scratch, { recursive: true, force: true });
     }
   }
 };
@@ -43363,961 +53796,26 @@ var CommandAgent = class {
 };
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync9, readdirSync as readdirSync3, readFileSync as readFileSync5, writeFileSync as writeFileSync4 } from "node:fs";
-import { basename, dirname as dirname9, join as join10 } from "node:path";
-
-// src/workspace/git.ts
-import { createHash } from "node:crypto";
-import { closeSync as closeSync3, mkdirSync as mkdirSync8, mkdtempSync as mkdtempSync3, openSync as openSync3, readSync as readSync2, rmSync as rmSync4, writeFileSync as writeFileSync3 } from "node:fs";
-import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname8, isAbsolute as isAbsolute4, join as join9, relative as relative3, resolve as resolve4 } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
-
-// src/util/branch-name.ts
-var MAX_BRANCH_NAME_LENGTH = 200;
-var ALLOWED = /^[A-Za-z0-9._/-]+$/;
-function branchNameProblem(name) {
-  if (name === "") return "is empty";
-  if (name.length > MAX_BRANCH_NAME_LENGTH) return `is longer than ${MAX_BRANCH_NAME_LENGTH} characters`;
-  if (!ALLOWED.test(name)) {
-    const bad2 = [...name].find((c) => !ALLOWED.test(c)) ?? "";
-    return `contains ${JSON.stringify(bad2)}; only letters, digits, ".", "_", "-" and "/" are allowed`;
-  }
-  if (name.startsWith("-")) return 'starts with "-"';
-  if (name.startsWith("/") || name.endsWith("/")) return 'starts or ends with "/"';
-  if (name.endsWith(".")) return 'ends with "."';
-  if (name.includes("..")) return 'contains ".."';
-  if (name.includes("//")) return 'contains "//"';
-  for (const part of name.split("/")) {
-    if (part.startsWith(".")) return `has a component starting with "." (${part})`;
-    if (part.endsWith(".lock")) return `has a component ending in ".lock" (${part})`;
-  }
-  if (name === "HEAD") return 'is "HEAD"';
-  return void 0;
-}
-function assertBranchName(name) {
-  const problem = branchNameProblem(name);
-  if (problem !== void 0) {
-    throw new HillclimbError(`invalid branch name ${JSON.stringify(name)}: ${problem}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-}
-
-// src/workspace/git.ts
-var HARNESS_IDENTITY = { name: "hillclimb", email: "hillclimb@users.noreply.invalid" };
-var STASH_PIN_PREFIX = "refs/hillclimb/stashes/";
-var HARDENING_CONFIG = {
-  "core.hooksPath": "/dev/null",
-  "core.fsmonitor": "false",
-  "core.quotePath": "false"
-};
-var GIT_ENV = {
-  GIT_TERMINAL_PROMPT: "0",
-  LC_ALL: "C",
-  LANGUAGE: "C"
-};
-var LOCK_CONTENTION = /index\.lock|Another git process seems to be running|\.lock': File exists/;
-var DEFAULT_LOCK_RETRIES = 3;
-var DEFAULT_LOCK_RETRY_DELAY_MS = 1e3;
-var DEFAULT_TIMEOUT_MS = 10 * 60 * 1e3;
-var CandidateRefused = class extends HillclimbError {
-  name = "CandidateRefused";
-  constructor(message) {
-    super(message, { exitCode: ExitCode2.badInput });
-  }
-};
-var GitError = class extends HillclimbError {
-  name = "GitError";
-  commandLine;
-  gitExitCode;
-  stderr;
-  constructor(commandLine, result, hint) {
-    const lines = (result.stderr || result.stdout).trim().split("\n");
-    const shown = lines.length > 6 ? [...lines.slice(0, 3), "\u2026", ...lines.slice(-2)] : lines;
-    const tail = shown.join("\n  ").trim();
-    super(`${commandLine}: exit code ${result.exitCode}${tail ? `
-  ${tail}` : ""}`, {
-      hint,
-      exitCode: ExitCode2.infra
-    });
-    this.commandLine = commandLine;
-    this.gitExitCode = result.exitCode;
-    this.stderr = result.stderr;
-  }
-};
-var Git = class _Git {
-  constructor(root, binary, opts) {
-    this.root = root;
-    this.binary = binary;
-    this.opts = opts;
-    this.secrets = secretsFromEnv();
-  }
-  root;
-  binary;
-  opts;
-  /** Worktrees this instance added; `close()` removes them. */
-  createdWorktrees = /* @__PURE__ */ new Set();
-  secrets;
-  /** Open the work tree containing `dir`. Throws a HillclimbError when git is missing or `dir` is not in one. */
-  static async create(dir, opts = {}) {
-    const binary = opts.binary ?? findOnPath("git");
-    if (!binary) {
-      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    }
-    const cwd = resolve4(dir);
-    const probe2 = await run(binary, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"], {
-      cwd,
-      env: GIT_ENV,
-      allowedExitCodes: "any"
-    }).catch((e) => {
-      throw new HillclimbError(`cannot run git in ${cwd}: ${e.message}`, {
-        exitCode: ExitCode2.infra
-      });
-    });
-    const [inside, top] = probe2.stdout.trim().split("\n");
-    if (probe2.exitCode !== 0 || inside !== "true" || !top) {
-      throw new HillclimbError(`${cwd} is not inside a git work tree`, {
-        hint: "run hillclimb from a clone of the repository (git init or git clone first)",
-        exitCode: ExitCode2.badInput
-      });
-    }
-    return new _Git(top, binary, opts);
-  }
-  /**
-   * Clone `source` (a path or URL) into `dest` and open the clone. Used by the demo to work on a
-   * scratch copy, so the user's checkout never changes.
-   */
-  static async clone(source, dest, opts = {}) {
-    const binary = opts.binary ?? findOnPath("git");
-    if (!binary)
-      throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
-    await run(binary, ["clone", "--quiet", "--no-hardlinks", "--", source, resolve4(dest)], {
-      env: GIT_ENV,
-      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
-    });
-    return _Git.create(dest, opts);
-  }
-  /**
-   * A repository of its own for an agent at `dest`, checked out (detached) at `commit` of this one. It
-   * borrows this repository's objects read-only (alternates) and keeps its own `.git`: the agent may
-   * commit there and change anything under it, and none of it is this repository's config, hooks or refs.
-   */
-  async cloneForAgent(dest, commit2) {
-    assertSha(commit2);
-    rmSync4(dest, { recursive: true, force: true });
-    mkdirSync8(dirname8(resolve4(dest)), { recursive: true });
-    await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
-    await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
-      config: { "advice.detachedHead": "false" }
-    });
-  }
-  /** The absolute path of this repository's object folder (shared by its worktrees). */
-  async objectsDir() {
-    return (await this.git(["rev-parse", "--path-format=absolute", "--git-path", "objects"])).stdout.trim();
-  }
-  /**
-   * Messages of the commits in `base..head`, oldest first, read from another repository's object folder
-   * without copying its objects or reading anything else of it (its config and hooks could be an
-   * agent's). Undefined when the objects are not there or not readable.
-   */
-  async messagesVia(objectsDir, base, head) {
-    assertSha(base);
-    assertSha(head);
-    const r = await this.git(["log", "--reverse", "-z", "--format=%B", `${base}..${head}`, "--"], {
-      env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: resolve4(objectsDir) },
-      allowedExitCodes: "any"
-    });
-    if (r.exitCode !== 0) return void 0;
-    return r.stdout.split("\0").map((m) => m.trim()).filter((m) => m !== "");
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Reading state
-  /** The full SHA of HEAD. */
-  async head() {
-    return this.revParse("HEAD");
-  }
-  /** The full SHA of the commit `ref` names. Throws when it names none. */
-  async revParse(ref) {
-    const sha = await this.tryRevParse(ref);
-    if (sha === void 0) {
-      throw new HillclimbError(`git: "${ref}" does not name a commit in ${this.root}`, {
-        exitCode: ExitCode2.badInput
-      });
-    }
-    return sha;
-  }
-  /** Like revParse, but undefined when `ref` names no commit. */
-  async tryRevParse(ref) {
-    assertRevision(ref);
-    const r = await this.git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], {
-      allowedExitCodes: [0, 1, 128]
-    });
-    return r.exitCode === 0 ? r.stdout.trim() : void 0;
-  }
-  /** The checked-out branch's short name; undefined on a detached HEAD. */
-  async currentBranch() {
-    const r = await this.git(["symbolic-ref", "--quiet", "--short", "HEAD"], { allowedExitCodes: [0, 1] });
-    return r.exitCode === 0 ? r.stdout.trim() : void 0;
-  }
-  /** The URL of remote `name`; undefined when there is no such remote. */
-  async remoteUrl(name) {
-    assertRevision(name);
-    const r = await this.git(["config", "--get", `remote.${name}.url`], { allowedExitCodes: [0, 1] });
-    return r.exitCode === 0 ? r.stdout.trim() || void 0 : void 0;
-  }
-  /** The branch remote `name`'s HEAD points at (its default branch, as last fetched); undefined if unknown. */
-  async remoteDefaultBranch(name) {
-    assertRevision(name);
-    const r = await this.git(["symbolic-ref", "--quiet", "--short", `refs/remotes/${name}/HEAD`], {
-      allowedExitCodes: [0, 1, 128]
-    });
-    const ref = r.exitCode === 0 ? r.stdout.trim() : "";
-    return ref.startsWith(`${name}/`) ? ref.slice(name.length + 1) : void 0;
-  }
-  /** Changed, staged and untracked files (ignored files excluded), from `status --porcelain=v2 -z`. */
-  async status() {
-    const r = await this.git(["status", "--porcelain=v2", "-z", "--untracked-files=all"], {
-      // A status must not take index.lock to refresh stat info: an agent may be running git too.
-      env: { GIT_OPTIONAL_LOCKS: "0" }
-    });
-    return parsePorcelainV2(r.stdout);
-  }
-  async isClean() {
-    return (await this.status()).length === 0;
-  }
-  /** Commits reachable from `b` but not from `a`, oldest first. */
-  async commitsBetween(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git(["rev-list", "--reverse", `${a}..${b}`, "--"]);
-    return r.stdout.split("\n").filter((l) => l !== "");
-  }
-  /** Files that differ between two commits, with renames and copies detected. */
-  async changes(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git([
-      "diff",
-      "--name-status",
-      "-z",
-      "-M",
-      "--no-ext-diff",
-      "--no-textconv",
-      a,
-      b,
-      "--"
-    ]);
-    return parseNameStatus(r.stdout);
-  }
-  /** Every path that differs between two commits, sorted; a rename counts as both its paths. */
-  async changedPaths(a, b) {
-    const paths = /* @__PURE__ */ new Set();
-    for (const c of await this.changes(a, b)) {
-      paths.add(c.path);
-      if (c.oldPath !== void 0) paths.add(c.oldPath);
-    }
-    return [...paths].sort();
-  }
-  /** The unified diff between two commits (optionally limited to paths), as text. */
-  async diff(a, b, opts = {}) {
-    assertRevision(a);
-    assertRevision(b);
-    const args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M"];
-    if (opts.context !== void 0) args.push(`--unified=${opts.context}`);
-    args.push(a, b, "--", ...opts.paths ?? []);
-    return (await this.git(args)).stdout;
-  }
-  /** Lines added and deleted per file between two commits. */
-  async numstat(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git(["diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv", a, b, "--"]);
-    return parseNumstat(r.stdout);
-  }
-  /** Whether `a` is an ancestor of (or equal to) `b`. */
-  async isAncestor(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const r = await this.git(["merge-base", "--is-ancestor", a, b], { allowedExitCodes: [0, 1] });
-    return r.exitCode === 0;
-  }
-  /**
-   * A content hash of a commit's tree, or of just some paths in it (e.g. `kernels/harness` for the
-   * "harness hash" in provenance). Without paths: the git tree object id. With paths: sha256 of the
-   * recursive `ls-tree` listing (mode, type, object id, path) of those paths, so it changes exactly when a
-   * file under them is added, removed, renamed, re-moded or edited. Paths that do not exist add nothing.
-   */
-  async treeHash(commit2, paths) {
-    assertRevision(commit2);
-    if (paths === void 0 || paths.length === 0) {
-      return (await this.git(["rev-parse", "--verify", `${commit2}^{tree}`])).stdout.trim();
-    }
-    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2, "--", ...paths]);
-    return createHash("sha256").update(r.stdout).digest("hex");
-  }
-  /** A file's content at a commit; undefined when the file does not exist there. */
-  async show(commit2, path) {
-    assertRevision(commit2);
-    const r = await this.git(["rev-parse", "--verify", "--quiet", `${commit2}:${path}`], {
-      allowedExitCodes: [0, 1, 128]
-    });
-    if (r.exitCode !== 0) return void 0;
-    return (await this.git(["cat-file", "blob", r.stdout.trim()])).stdout;
-  }
-  /**
-   * Whether git accepts `name` as a branch name (`git check-ref-format --branch`): for names hillclimb
-   * reads but did not make (`forge.base`); names it creates go through assertBranchName.
-   */
-  async checkBranchName(name) {
-    if (name.startsWith("-")) return false;
-    const r = await this.git(["check-ref-format", "--branch", name], { allowedExitCodes: [0, 1, 128] });
-    return r.exitCode === 0;
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Stash by SHA
-  /**
-   * Stash every change, untracked files included, and return the stash commit's SHA (undefined when the
-   * tree was clean). The SHA is read from `refs/stash` immediately after `stash push`, before anything
-   * else can run in the tree, and the commit is pinned under refs/hillclimb/stashes/<sha>. From then on
-   * the stash is addressed only by that SHA, never by `stash@{n}`: if the agent later stashes (shifting
-   * every index), drops or even clears the stash list, apply/drop still find this exact commit and the
-   * pin keeps it from garbage collection.
-   */
-  async stashChanges(message) {
-    if (await this.isClean()) return void 0;
-    const before = await this.stashTip();
-    await this.git(["stash", "push", "--include-untracked", "-m", message]);
-    const sha = await this.stashTip();
-    if (sha === void 0 || sha === before) return void 0;
-    await this.git([
-      "update-ref",
-      "-m",
-      `hillclimb: pin stash "${message}"`,
-      `${STASH_PIN_PREFIX}${sha}`,
-      sha
-    ]);
-    this.opts.logger?.debug(`stashed working-tree changes as ${sha}`);
-    return sha;
-  }
-  /** The stash list, newest first. */
-  async listStashes() {
-    const r = await this.git(["stash", "list", "--format=%H%x1f%gd%x1f%gs"]);
-    return r.stdout.split("\n").filter((l) => l !== "").map((l) => {
-      const [sha = "", selector = "", message = ""] = l.split("");
-      return { sha, selector, message };
-    });
-  }
-  /**
-   * Re-apply a stash by SHA. First a dry run in a temporary detached worktree at HEAD: if the stash does
-   * not apply cleanly there, nothing is touched and the stash is kept ("not restored", with the SHA so a
-   * person can apply it by hand). The working tree must also be clean, so the stash cannot mix with other
-   * changes. Only after both checks is it applied here and dropped. A stash is never lost.
-   */
-  async restoreStash(sha) {
-    assertSha(sha);
-    const probe2 = await this.probeStashApply(sha);
-    if (probe2 !== void 0) {
-      return { restored: false, sha, reason: `does not apply cleanly on ${await this.head()}: ${probe2}` };
-    }
-    if (!await this.isClean()) {
-      return { restored: false, sha, reason: "the working tree has uncommitted changes" };
-    }
-    const r = await this.git(["stash", "apply", "--quiet", sha], { allowedExitCodes: "any" });
-    if (r.exitCode !== 0) {
-      await this.git(["reset", "--merge"], { allowedExitCodes: [0, 128] });
-      return { restored: false, sha, reason: firstLines(r.stderr || r.stdout) };
-    }
-    await this.dropStash(sha);
-    this.opts.logger?.debug(`restored stash ${sha}`);
-    return { restored: true, sha };
-  }
-  /**
-   * Forget a stash: drop it from the stash list (its index is looked up by SHA now, since indices shift)
-   * and remove its pin. Returns false when it was neither listed nor pinned.
-   */
-  async dropStash(sha) {
-    assertSha(sha);
-    let found = false;
-    const entry = (await this.listStashes()).find((s) => s.sha === sha);
-    if (entry) {
-      await this.git(["stash", "drop", "--quiet", entry.selector]);
-      found = true;
-    }
-    const pin = `${STASH_PIN_PREFIX}${sha}`;
-    const pinned = await this.git(["rev-parse", "--verify", "--quiet", pin], { allowedExitCodes: [0, 1] });
-    if (pinned.exitCode === 0) {
-      await this.git(["update-ref", "-d", pin]);
-      found = true;
-    }
-    return found;
-  }
-  async stashTip() {
-    const r = await this.git(["rev-parse", "--verify", "--quiet", "refs/stash"], {
-      allowedExitCodes: [0, 1]
-    });
-    return r.exitCode === 0 ? r.stdout.trim() : void 0;
-  }
-  /** Apply the stash in a throwaway worktree at HEAD. Returns git's complaint, or undefined if it applied. */
-  async probeStashApply(sha) {
-    const dir = mkdtempSync3(join9(tmpdir3(), "hc-stash-probe-"));
-    const probe2 = join9(dir, "probe");
-    try {
-      await this.git(["worktree", "add", "--detach", "--quiet", probe2, "HEAD"]);
-      const r = await this.git(["stash", "apply", "--quiet", sha], { cwd: probe2, allowedExitCodes: "any" });
-      return r.exitCode === 0 ? void 0 : firstLines(r.stderr || r.stdout) || `exit code ${r.exitCode}`;
-    } finally {
-      await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
-      await this.git(["worktree", "prune"]);
-      rmSync4(dir, { recursive: true, force: true });
-    }
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Worktrees (A/B arms)
-  /** Check out `commit` (detached) in a new worktree at `path`. Removed again by `close()`. */
-  async addWorktree(path, commit2) {
-    const abs = resolve4(path);
-    const sha = await this.revParse(commit2);
-    await this.git(["worktree", "add", "--detach", "--quiet", "--", abs, sha]);
-    this.createdWorktrees.add(abs);
-    return { path: abs, commit: sha };
-  }
-  async removeWorktree(path) {
-    const abs = resolve4(path);
-    const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
-    if (r.exitCode !== 0) {
-      rmSync4(abs, { recursive: true, force: true });
-      await this.git(["worktree", "prune"]);
-    }
-    this.createdWorktrees.delete(abs);
-  }
-  /** Undo what this instance created: remove every worktree it added. Safe to call more than once. */
-  async close() {
-    const problems = [];
-    for (const path of [...this.createdWorktrees]) {
-      try {
-        await this.removeWorktree(path);
-      } catch (e) {
-        problems.push(`${path}: ${e.message}`);
-      }
-    }
-    if (problems.length > 0) {
-      throw new HillclimbError(`could not remove worktrees:
-  ${problems.join("\n  ")}`, {
-        exitCode: ExitCode2.infra
-      });
-    }
-  }
-  /** Forget worktrees whose folders were deleted behind git's back (e.g. by a killed run). */
-  async pruneWorktrees() {
-    await this.git(["worktree", "prune"]);
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Moving commits between jobs
-  /** Point a ref (e.g. refs/hillclimb/candidates/<run>/i003) at a commit, creating it if needed. */
-  async updateRef(ref, commit2) {
-    assertRefName(ref);
-    await this.git(["update-ref", ref, await this.revParse(commit2)]);
-  }
-  /** Write the commits `base..ref` to a git bundle file, so another job can fetch them with their SHAs. */
-  async createBundle(file, ref, base) {
-    assertRefName(ref);
-    assertRevision(base);
-    mkdirSync8(dirname8(resolve4(file)), { recursive: true });
-    await this.git(["bundle", "create", "--quiet", resolve4(file), ref, `^${base}`]);
-  }
-  /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
-  async fetchBundle(file, ref) {
-    assertRefName(ref);
-    await this.git(["fetch", "--quiet", "--no-tags", resolve4(file), `+${ref}:${ref}`]);
-  }
-  /**
-   * Take a candidate's commits from a git bundle that untrusted code may have shaped (another job's
-   * artifact). The bundle must name exactly `ref`, need nothing but `champion`, and (when given) point at
-   * `expectedHead`. Its objects land in a throwaway repository first; there the commits must form one
-   * line of single-parent commits on top of the champion, changing only regular files. Only then is the
-   * head fetched into this repository, which copies the objects it reaches and nothing else of the
-   * bundle (extra commits, blobs, refs stay behind). Throws CandidateRefused naming the problem.
-   */
-  async importBundle(file, opts) {
-    assertRefName(opts.ref);
-    assertSha(opts.champion);
-    const refuse = (why) => new CandidateRefused(`${file}: ${why}`);
-    const header = parseBundleHeader(readBundleHeader(file));
-    if (!header) throw refuse("not a git bundle (v2 or v3)");
-    if (header.refs.length !== 1 || header.refs[0].ref !== opts.ref) {
-      throw refuse(
-        `must hold exactly ${opts.ref}; it holds ${header.refs.map((r) => r.ref).join(", ") || "nothing"}`
-      );
-    }
-    const head = header.refs[0].sha;
-    if (opts.expectedHead !== void 0 && head !== opts.expectedHead) {
-      throw refuse(`its head ${head.slice(0, 12)} is not the expected ${opts.expectedHead.slice(0, 12)}`);
-    }
-    const foreign = header.prerequisites.filter((p) => p !== opts.champion);
-    if (foreign.length > 0) throw refuse(`it needs commits other than the champion: ${foreign.join(", ")}`);
-    const quarantine = mkdtempSync3(join9(tmpdir3(), "hc-import-"));
-    try {
-      await this.git(["init", "--quiet", "--bare", "--", quarantine]);
-      writeFileSync3(join9(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
-`);
-      const q = ["--git-dir", quarantine];
-      const imported = "refs/hillclimb/import";
-      await this.git([...q, "fetch", "--quiet", "--no-tags", resolve4(file), `${opts.ref}:${imported}`]);
-      const max = opts.maxCommits ?? 100;
-      const lines = (await this.git([
-        ...q,
-        "rev-list",
-        "--parents",
-        `--max-count=${max + 1}`,
-        imported,
-        `^${opts.champion}`,
-        "--"
-      ])).stdout.split("\n").filter((l) => l !== "");
-      if (lines.length === 0) throw refuse("it adds no commit on top of the champion");
-      if (lines.length > max) throw refuse(`more than ${max} commits`);
-      const chain = lines.map((l) => l.split(" "));
-      for (const [i, [sha, ...parents]] of chain.entries()) {
-        const expected = i + 1 < chain.length ? chain[i + 1][0] : opts.champion;
-        if (parents.length !== 1 || parents[0] !== expected) {
-          throw refuse(
-            `commit ${sha.slice(0, 12)} is not a single-parent commit on the line from the champion`
-          );
-        }
-        const raw = (await this.git([...q, "diff-tree", "-r", "-z", "--raw", "--no-renames", parents[0], sha, "--"])).stdout;
-        for (const change of parseRawDiff(raw)) {
-          if (!REGULAR_MODES.has(change.newMode)) {
-            throw refuse(
-              `commit ${sha.slice(0, 12)} makes ${change.path} a ${describeMode(change.newMode)}`
-            );
-          }
-        }
-      }
-      await this.git(["fetch", "--quiet", "--no-tags", quarantine, `+${imported}:${opts.ref}`]);
-      return { head, commits: chain.map(([sha]) => sha).reverse() };
-    } finally {
-      rmSync4(quarantine, { recursive: true, force: true });
-    }
-  }
-  /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
-  async nonRegularChanges(a, b) {
-    assertRevision(a);
-    assertRevision(b);
-    const raw = (await this.git(["diff", "--raw", "-z", "--no-renames", "--no-ext-diff", a, b, "--"])).stdout;
-    return parseRawDiff(raw).filter((c) => !REGULAR_MODES.has(c.newMode)).map((c) => ({ path: c.path, mode: describeMode(c.newMode) }));
-  }
-  /** A commit's parents, in order. */
-  async parents(commit2) {
-    assertRevision(commit2);
-    const r = await this.git(["rev-list", "--parents", "-n", "1", commit2, "--"]);
-    return r.stdout.trim().split(" ").slice(1);
-  }
-  /** The commits `base..head` as mailbox patches (git format-patch --stdout), for humans and `git am`. */
-  async formatPatch(base, head) {
-    assertRevision(base);
-    assertRevision(head);
-    return (await this.git(["format-patch", "--stdout", "--no-signature", `${base}..${head}`])).stdout;
-  }
-  /** The committer date of a commit, ISO 8601 (strict). */
-  async commitDate(commit2) {
-    assertRevision(commit2);
-    return (await this.git(["log", "-1", "--format=%cI", commit2, "--"])).stdout.trim();
-  }
-  /** The first line of a commit message. */
-  async subject(commit2) {
-    assertRevision(commit2);
-    return (await this.git(["log", "-1", "--format=%s", commit2, "--"])).stdout.trim();
-  }
-  /** Every file path in a commit's tree, sorted (for hashing the protected paths matched by globs). */
-  async listFiles(commit2) {
-    assertRevision(commit2);
-    const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2]);
-    return r.stdout.split("\0").filter((l) => l !== "").map((l) => {
-      const [meta, path] = l.split("	");
-      return { path, blob: meta.split(" ")[2] };
-    }).sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-  }
-  // ---------------------------------------------------------------------------------------------
-  // Changing history
-  /** `git apply --index` a patch file (or only check that it applies). */
-  async applyPatch(file, opts = {}) {
-    const args = ["apply", "--index", "--whitespace=nowarn"];
-    if (opts.check) args.push("--check");
-    args.push("--", resolve4(file));
-    await this.git(args);
-  }
-  /** Stage every change in the work tree, untracked files included, except the `exclude` paths. */
-  async stageAll(opts = {}) {
-    const excluded = (opts.exclude ?? []).map((p) => relative3(this.root, resolve4(this.root, p))).filter((rel) => rel !== "" && !rel.startsWith("..") && !isAbsolute4(rel)).map((rel) => `:(top,literal,exclude)${rel}`);
-    await this.git(["add", "--all", "--", ":/", ...excluded]);
-  }
-  /** Whether the index differs from HEAD (something is staged). */
-  async hasStagedChanges() {
-    const r = await this.git(["diff", "--cached", "--quiet", "--no-ext-diff"], { allowedExitCodes: [0, 1] });
-    return r.exitCode === 1;
-  }
-  /** Commit what is staged and return the new HEAD. The message goes through stdin, verbatim. */
-  async commit(message, opts = {}) {
-    const args = ["commit", "--quiet", "--no-gpg-sign", "--file=-"];
-    if (opts.allowEmpty) args.push("--allow-empty");
-    if (opts.author) args.push(`--author=${formatIdentity(opts.author)}`);
-    const env = opts.date ? { GIT_AUTHOR_DATE: opts.date, GIT_COMMITTER_DATE: opts.date } : void 0;
-    await this.git(args, { input: message, config: identityConfig(opts.identity), ...env ? { env } : {} });
-    return this.head();
-  }
-  /**
-   * A commit with `tree` of `treeOf` on the single parent `parent`, by the harness, dated `date`: the
-   * same inputs give the same SHA on any machine. Turns a person's change (a PR's merge commit) into one
-   * commit on its base, the shape every candidate has.
-   */
-  async commitTreeOf(treeOf, parent, message, date) {
-    assertRevision(treeOf);
-    assertRevision(parent);
-    const r = await this.git(["commit-tree", `${treeOf}^{tree}`, "-p", parent, "-F", "-"], {
-      input: message,
-      env: commitEnv(HARNESS_IDENTITY, date)
-    });
-    return r.stdout.trim();
-  }
-  /**
-   * A file's content at a commit, read from the tree — only when it is a regular file there (a link in
-   * a candidate's tree must never lead the harness to read what it points at). Undefined when absent.
-   */
-  async regularFileAt(commit2, path) {
-    assertRevision(commit2);
-    const entry = (await this.git(["ls-tree", "-z", commit2, "--", path])).stdout.split("\0")[0] ?? "";
-    if (entry === "") return void 0;
-    const [meta] = entry.split("	");
-    const [mode, type, oid] = (meta ?? "").split(" ");
-    if (type !== "blob" || mode !== "100644" && mode !== "100755") {
-      throw new HillclimbError(`${path} at ${commit2.slice(0, 12)} is not a regular file (mode ${mode})`, {
-        exitCode: ExitCode2.badInput
-      });
-    }
-    return (await this.git(["cat-file", "blob", oid])).stdout;
-  }
-  /**
-   * A commit on `parent` that sets one file to `content`, built from git objects alone: no checkout,
-   * no working-tree read or write (nothing a link in the tree could redirect). Same inputs, same SHA.
-   */
-  async commitFile(parent, path, content, message, opts) {
-    assertRevision(parent);
-    const blob = (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], { input: content })).stdout.trim();
-    const scratch = mkdtempSync3(join9(tmpdir3(), "hc-index-"));
-    try {
-      const env = { GIT_INDEX_FILE: join9(scratch, "index") };
-      await this.git(["read-tree", parent], { env });
-      await this.git(["update-index", "--add", "--cacheinfo", `100644,${blob},${path}`], { env });
-      const tree = (await this.git(["write-tree"], { env })).stdout.trim();
-      assertIdentity(opts.identity);
-      const r = await this.git(["commit-tree", tree, "-p", parent, "-F", "-"], {
-        input: message,
-        env: commitEnv(opts.identity, opts.date)
-      });
-      return r.stdout.trim();
-    } finally {
-      rmSync4(scratch, { recursive: true, force: true });
-    }
-  }
-  /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
-  async revert(commit2, identity = HARNESS_IDENTITY) {
-    const sha = await this.revParse(commit2);
-    const r = await this.git(["revert", "--no-edit", "--no-gpg-sign", sha], {
-      allowedExitCodes: "any",
-      config: identityConfig(identity)
-    });
-    if (r.exitCode === 0) return { status: "reverted", head: await this.head() };
-    const paths = await this.unmergedPaths();
-    await this.git(["revert", "--abort"], { allowedExitCodes: [0, 128] });
-    if (paths.length > 0) return { status: "conflict", paths };
-    throw new GitError(this.shown(["revert", sha]), r);
-  }
-  /**
-   * Move the current branch and the working tree to `commit`, discarding every uncommitted change.
-   * The only safe place: the loop's own checkout of its own loop branch, after the tree's changes were
-   * stashed by SHA (or the tree was verified clean) and the commits being discarded are recorded
-   * elsewhere (an iteration branch, a patch in the evidence bundle). Never on a user's branch or tree.
-   */
-  async resetHard(commit2) {
-    const sha = await this.revParse(commit2);
-    await this.git(["reset", "--hard", "--quiet", sha]);
-  }
-  /**
-   * Create (or with `force`, move) a branch at `commit`. The name must pass the allow-list of
-   * src/util/branch-name.ts (which only names git accepts pass).
-   */
-  async createBranch(name, commit2, opts = {}) {
-    assertBranchName(name);
-    const sha = await this.revParse(commit2);
-    const args = ["branch", "--no-track"];
-    if (opts.force) args.push("--force");
-    args.push("--", name, sha);
-    await this.git(args);
-  }
-  async deleteBranch(name, opts = {}) {
-    if (!await this.checkBranchName(name)) {
-      throw new HillclimbError(`invalid branch name "${name}"`, { exitCode: ExitCode2.badInput });
-    }
-    await this.git(["branch", opts.force ? "-D" : "-d", "--", name]);
-  }
-  /** Check out a branch, or a commit detached. */
-  async checkout(ref, opts = {}) {
-    assertRevision(ref);
-    await this.git(opts.detach ? ["switch", "--quiet", "--detach", ref] : ["switch", "--quiet", ref]);
-  }
-  /** Fetch one branch of a remote (name, URL or path); returns the fetched commit (FETCH_HEAD). */
-  async fetch(remote, branch) {
-    assertRevision(remote);
-    if (!await this.checkBranchName(branch)) {
-      throw new HillclimbError(`invalid branch name "${branch}"`, { exitCode: ExitCode2.badInput });
-    }
-    await this.git(["fetch", "--quiet", "--no-tags", "--", remote, `refs/heads/${branch}`]);
-    return this.revParse("FETCH_HEAD");
-  }
-  /**
-   * Merge `ref` into the current branch with a harness-identity merge commit. On conflict the merge is
-   * aborted (the tree is left as before) and the conflicted paths are returned.
-   */
-  async merge(ref, identity = HARNESS_IDENTITY) {
-    const sha = await this.revParse(ref);
-    const before = await this.head();
-    const r = await this.git(["merge", "--no-edit", "--no-gpg-sign", sha], {
-      allowedExitCodes: "any",
-      config: identityConfig(identity)
-    });
-    if (r.exitCode === 0) {
-      const head = await this.head();
-      return { status: head === before ? "up-to-date" : "merged", head };
-    }
-    const paths = await this.unmergedPaths();
-    await this.git(["merge", "--abort"], { allowedExitCodes: [0, 128] });
-    if (paths.length > 0) return { status: "conflict", paths };
-    throw new GitError(this.shown(["merge", sha]), r);
-  }
-  async unmergedPaths() {
-    const r = await this.git(["diff", "--name-only", "-z", "--diff-filter=U"], {
-      allowedExitCodes: [0, 128]
-    });
-    return r.stdout.split("\0").filter((p) => p !== "");
-  }
-  // ---------------------------------------------------------------------------------------------
-  // The funnel
-  shown(args) {
-    return displayCommand("git", args);
-  }
-  async git(args, opts = {}) {
-    const config = { ...HARDENING_CONFIG, ...opts.config };
-    const full = [...Object.entries(config).flatMap(([k, v]) => ["-c", `${k}=${v}`]), ...args];
-    const allowed = opts.allowedExitCodes ?? [0];
-    const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
-    for (let attempt2 = 0; ; attempt2++) {
-      const r = await run(this.binary, full, {
-        cwd: opts.cwd ?? this.root,
-        env: { ...GIT_ENV, ...opts.env },
-        input: opts.input,
-        allowedExitCodes: "any",
-        redact: this.secrets,
-        timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
-      });
-      if (allowed === "any" || r.exitCode !== null && allowed.includes(r.exitCode)) return r;
-      if (attempt2 < retries && LOCK_CONTENTION.test(r.stderr)) {
-        this.opts.logger?.debug(
-          `${this.shown(args)}: another git process holds a lock; retry ${attempt2 + 1}/${retries}`
-        );
-        await sleep(this.opts.lockRetryDelayMs ?? DEFAULT_LOCK_RETRY_DELAY_MS);
-        continue;
-      }
-      throw new GitError(
-        this.shown(args),
-        r,
-        LOCK_CONTENTION.test(r.stderr) ? "another git process kept a lock; is one still running?" : void 0
-      );
-    }
-  }
-};
-function parsePorcelainV2(out) {
-  const records = out.split("\0");
-  const entries = [];
-  for (let i = 0; i < records.length; i++) {
-    const rec = records[i];
-    if (rec === "") continue;
-    const type = rec[0];
-    if (type === "?" || type === "!") {
-      if (type === "?") entries.push({ kind: "untracked", path: rec.slice(2), index: "?", worktree: "?" });
-      continue;
-    }
-    if (type === "1") {
-      const [xy, path] = [field(rec, 1), rest(rec, 8)];
-      entries.push({ kind: "tracked", path, index: xy[0], worktree: xy[1] });
-    } else if (type === "2") {
-      const [xy, path] = [field(rec, 1), rest(rec, 9)];
-      const origPath = records[++i] ?? "";
-      entries.push({ kind: "renamed", path, origPath, index: xy[0], worktree: xy[1] });
-    } else if (type === "u") {
-      const [xy, path] = [field(rec, 1), rest(rec, 10)];
-      entries.push({ kind: "unmerged", path, index: xy[0], worktree: xy[1] });
-    }
-  }
-  return entries;
-}
-function parseNameStatus(out) {
-  const tokens = out.split("\0");
-  const changes = [];
-  for (let i = 0; i < tokens.length; i++) {
-    const status = tokens[i];
-    if (status === "") continue;
-    const letter = status[0];
-    if (letter === "R" || letter === "C") {
-      const oldPath = tokens[++i] ?? "";
-      const path = tokens[++i] ?? "";
-      changes.push({ status: letter, path, oldPath });
-    } else {
-      changes.push({ status: letter, path: tokens[++i] ?? "" });
-    }
-  }
-  return changes;
-}
-function parseNumstat(out) {
-  const tokens = out.split("\0");
-  const entries = [];
-  const count = (s) => s === void 0 || s === "-" ? void 0 : Number(s);
-  for (let i = 0; i < tokens.length; i++) {
-    const head = tokens[i];
-    if (head === "") continue;
-    const [added, deleted, path = ""] = head.split("	");
-    if (path === "") {
-      const oldPath = tokens[++i] ?? "";
-      const newPath = tokens[++i] ?? "";
-      entries.push({ path: newPath, oldPath, added: count(added), deleted: count(deleted) });
-    } else {
-      entries.push({ path, added: count(added), deleted: count(deleted) });
-    }
-  }
-  return entries;
-}
-function field(rec, n) {
-  return rec.split(" ")[n] ?? "";
-}
-function rest(rec, n) {
-  let at = 0;
-  for (let k = 0; k < n; k++) at = rec.indexOf(" ", at) + 1;
-  return rec.slice(at);
-}
-function firstLines(text3, n = 3) {
-  return text3.trim().split("\n").slice(0, n).join(" / ");
-}
-function formatIdentity(id) {
-  assertIdentity(id);
-  return `${id.name} <${id.email}>`;
-}
-function identityConfig(id) {
-  if (!id) return {};
-  assertIdentity(id);
-  return { "user.name": id.name, "user.email": id.email };
-}
-function commitEnv(id, date) {
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email,
-    GIT_AUTHOR_DATE: date,
-    GIT_COMMITTER_DATE: date
-  };
-}
-function assertIdentity(id) {
-  for (const part of [id.name, id.email]) {
-    if (part.trim() === "" || /[<>\n\r\0]/.test(part)) {
-      throw new HillclimbError(`invalid git identity "${id.name} <${id.email}>"`, {
-        exitCode: ExitCode2.badInput
-      });
-    }
-  }
-}
-function assertRevision(ref) {
-  if (ref === "" || ref.startsWith("-") || /[\x00-\x1f\x7f]/.test(ref)) {
-    throw new HillclimbError(`invalid git revision "${ref}"`, { exitCode: ExitCode2.badInput });
-  }
-}
-function assertSha(sha) {
-  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(sha)) {
-    throw new HillclimbError(`not a full commit SHA: "${sha}"`, { exitCode: ExitCode2.badInput });
-  }
-}
-function assertRefName(ref) {
-  if (!/^refs\/[A-Za-z0-9._/-]+$/.test(ref) || ref.includes("..") || ref.endsWith("/") || ref.endsWith(".lock")) {
-    throw new HillclimbError(`refusing suspicious ref name ${JSON.stringify(ref)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-}
-var REGULAR_MODES = /* @__PURE__ */ new Set(["100644", "100755", "000000"]);
-function describeMode(mode) {
-  return mode === "120000" ? "symbolic link" : mode === "160000" ? "submodule" : `mode ${mode} entry`;
-}
-function parseRawDiff(out) {
-  const parts = out.split("\0");
-  const changes = [];
-  for (let i = 0; i + 1 < parts.length; i += 2) {
-    const meta = parts[i];
-    if (!meta.startsWith(":")) break;
-    const [oldMode, newMode] = meta.slice(1).split(" ");
-    changes.push({ path: parts[i + 1], oldMode, newMode });
-  }
-  return changes;
-}
-function readBundleHeader(file) {
-  const fd = openSync3(file, "r");
-  try {
-    const buf = Buffer.alloc(64 * 1024);
-    const n = readSync2(fd, buf, 0, buf.length, 0);
-    return buf.subarray(0, n).toString("latin1");
-  } catch {
-    return "";
-  } finally {
-    closeSync3(fd);
-  }
-}
-function parseBundleHeader(text3) {
-  const lines = text3.split("\n");
-  if (lines[0] !== "# v2 git bundle" && lines[0] !== "# v3 git bundle") return void 0;
-  const prerequisites = [];
-  const refs = [];
-  for (const line of lines.slice(1)) {
-    if (line === "") return { prerequisites, refs };
-    if (line.startsWith("@")) continue;
-    const pre = /^-([0-9a-f]{40}|[0-9a-f]{64})(?: .*)?$/.exec(line);
-    if (pre) {
-      prerequisites.push(pre[1]);
-      continue;
-    }
-    const ref = /^([0-9a-f]{40}|[0-9a-f]{64}) (\S+)$/.exec(line);
-    if (!ref) return void 0;
-    refs.push({ sha: ref[1], ref: ref[2] });
-  }
-  return void 0;
-}
-
-// src/agent/agents/replay.ts
+import { appendFileSync as appendFileSync3, existsSync as existsSync10, mkdirSync as mkdirSync13, readdirSync as readdirSync4, readFileSync as readFileSync7, writeFileSync as writeFileSync5 } from "node:fs";
+import { basename as basename4, dirname as dirname13, join as join15 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
-  if (!existsSync7(dir)) {
+  if (!existsSync10(dir)) {
     throw new HillclimbError(`replay agent: no folder ${dir}`, {
       hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
       exitCode: ExitCode2.badInput
     });
   }
-  const names = readdirSync3(dir).sort();
+  const names = readdirSync4(dir).sort();
   const companions = /* @__PURE__ */ new Map();
   for (const n of names) {
     const m = COMPANION_NAME.exec(n);
-    if (m && !companions.has(m[1])) companions.set(m[1], join10(dir, n));
+    if (m && !companions.has(m[1])) companions.set(m[1], join15(dir, n));
   }
   return names.filter((n) => PATCH_NAME.test(n)).map((n) => {
     const companion = companions.get(PATCH_NAME.exec(n)[1]);
-    return { patch: join10(dir, n), ...companion ? { companion } : {} };
+    return { patch: join15(dir, n), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -44330,7 +53828,7 @@ var ReplayAgent = class {
   patches;
   async run(request2) {
     const started = Date.now();
-    mkdirSync9(dirname9(request2.logFile), { recursive: true });
+    mkdirSync13(dirname13(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync3(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -44356,24 +53854,24 @@ var ReplayAgent = class {
       });
       return done("finished", 0);
     }
-    const text3 = readFileSync5(entry.patch, "utf8");
-    const described = describePatch(text3, basename(entry.patch));
+    const text3 = readFileSync7(entry.patch, "utf8");
+    const described = describePatch(text3, basename4(entry.patch));
     log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
     try {
       const git3 = await Git.create(request2.workdir);
       await git3.applyPatch(entry.patch);
-      const sha = await git3.commit(commitMessage(described, basename(entry.patch)), {
+      const sha = await git3.commit(commitMessage(described, basename4(entry.patch)), {
         identity: agentIdentity(this.name)
       });
       log(`replay: committed ${sha}`);
     } catch (e) {
       log(`replay: ${errorMessage(e)}`);
       this.opts.logger.warn(
-        `replay: ${basename(entry.patch)} did not apply: ${errorMessage(e).split("\n")[0]}`
+        `replay: ${basename4(entry.patch)} did not apply: ${errorMessage(e).split("\n")[0]}`
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync5(entry.companion));
+    if (entry.companion) writeFileSync5(request2.resultFile, readFileSync7(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -44426,7 +53924,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync4(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync5(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -44434,7 +53932,7 @@ function cap(s) {
 }
 
 // src/agent/factory.ts
-var builders = new Registry("agent", [
+var builders2 = new Registry("agent", [
   [
     "codex",
     (c, o) => new CodexAgent({
@@ -44478,13 +53976,13 @@ var builders = new Registry("agent", [
   [
     "replay",
     (c, o) => new ReplayAgent({
-      dir: isAbsolute5(c.agent.replay.dir) ? c.agent.replay.dir : resolve5(o.root, c.agent.replay.dir),
+      dir: isAbsolute6(c.agent.replay.dir) ? c.agent.replay.dir : resolve10(o.root, c.agent.replay.dir),
       logger: o.logger
     })
   ]
 ]);
 function buildAgent(config, opts) {
-  const build = builders.get(config.agent.kind);
+  const build = builders2.get(config.agent.kind);
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
   if (refused.length > 0) {
     throw new ConfigError(
@@ -44503,7 +54001,7 @@ var AGENT_INSTALL_HINTS = {
 function checkAgentInstalled(config) {
   const { kind } = config.agent;
   const [program, key] = kind === "codex" ? [config.agent.codex.binary, "agent.codex.binary"] : kind === "claude" ? [config.agent.claude.binary, "agent.claude.binary"] : kind === "command" ? [config.agent.command?.command[0], "agent.command.command"] : [void 0, ""];
-  if (program === void 0 || program.includes("/") && !isAbsolute5(program)) return;
+  if (program === void 0 || program.includes("/") && !isAbsolute6(program)) return;
   if (findOnPath(program) !== void 0) return;
   const install = AGENT_INSTALL_HINTS[kind];
   throw new HillclimbError(`agent ${kind}: "${program}" is not installed (not found on PATH)`, {
@@ -44513,12 +54011,12 @@ function checkAgentInstalled(config) {
 }
 
 // src/compute/factory.ts
-import { resolve as resolve7 } from "node:path";
+import { resolve as resolve12 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readdirSync as readdirSync4, rmSync as rmSync6 } from "node:fs";
-import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname12, join as join13, resolve as resolve6 } from "node:path";
+import { appendFileSync as appendFileSync4, existsSync as existsSync12, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync5, readdirSync as readdirSync5, rmSync as rmSync9 } from "node:fs";
+import { availableParallelism, constants as constants5, tmpdir as tmpdir5 } from "node:os";
+import { dirname as dirname16, join as join18, resolve as resolve11 } from "node:path";
 
 // src/config/command.ts
 function fillCommand(args, vars) {
@@ -44537,23 +54035,23 @@ function usesPlaceholder(args, name) {
 }
 
 // src/project/python.ts
-import { existsSync as existsSync8, readFileSync as readFileSync6, realpathSync as realpathSync2, writeFileSync as writeFileSync5 } from "node:fs";
-import { dirname as dirname10, join as join11 } from "node:path";
+import { existsSync as existsSync11, readFileSync as readFileSync8, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
+import { dirname as dirname14, join as join16 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join11(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join16(root, VENV_DIR, "bin", "python");
 }
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
-  const prefix = dirname10(dirname10(python));
+  const prefix = dirname14(dirname14(python));
   paths.add(prefix);
-  const cfg = join11(prefix, "pyvenv.cfg");
-  if (existsSync8(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync6(cfg, "utf8"))?.[1]?.trim();
-    if (home) paths.add(dirname10(home));
+  const cfg = join16(prefix, "pyvenv.cfg");
+  if (existsSync11(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync8(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname14(home));
   }
   try {
-    paths.add(dirname10(dirname10(realpathSync2(python))));
+    paths.add(dirname14(dirname14(realpathSync2(python))));
   } catch {
   }
   return [...paths].filter((p) => p !== "/" && p !== "/usr");
@@ -44585,8 +54083,8 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync10, rmSync as rmSync5, writeFileSync as writeFileSync6 } from "node:fs";
-import { dirname as dirname11, join as join12 } from "node:path";
+import { mkdirSync as mkdirSync14, rmSync as rmSync8, writeFileSync as writeFileSync7 } from "node:fs";
+import { dirname as dirname15, join as join17 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -44659,12 +54157,12 @@ function safeParts(path) {
 }
 function clearDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) rmSync5(dest, { recursive: true, force: true });
+    if (dest !== void 0) rmSync8(dest, { recursive: true, force: true });
   }
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
-    if (dest !== void 0) mkdirSync10(dirname11(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync14(dirname15(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -44682,7 +54180,7 @@ function installOutputs(archive, outputs) {
       target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join12(outputs.trace, ...rest2);
+      target = join17(outputs.trace, ...rest2);
       installed.add("trace");
     }
     if (target === void 0) {
@@ -44690,10 +54188,10 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync10(target, { recursive: true });
+      mkdirSync14(target, { recursive: true });
     } else {
-      mkdirSync10(dirname11(target), { recursive: true });
-      writeFileSync6(target, entry.data);
+      mkdirSync14(dirname15(target), { recursive: true });
+      writeFileSync7(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -44706,7 +54204,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync4(dir);
+      return readdirSync5(dir);
     } catch {
       return [];
     }
@@ -44737,8 +54235,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join13(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = join13(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
+    const cacheRoot = this.opts.cacheDir ?? join18(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = join18(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -44746,7 +54244,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync11(dirname12(job.logFile), { recursive: true });
+    mkdirSync15(dirname16(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
@@ -44756,14 +54254,14 @@ var LocalBackend = class {
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync9(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync12(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync11(cache2, { recursive: true });
+    mkdirSync15(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -44774,20 +54272,20 @@ var LocalBackend = class {
       const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
       return { ...ended, isolation: "none" };
     }
-    const scratch = mkdtempSync4(join13(tmpdir4(), "hc-job-"));
+    const scratch = mkdtempSync5(join18(tmpdir5(), "hc-job-"));
     try {
-      const out = join13(scratch, "out");
-      mkdirSync11(out);
+      const out = join18(scratch, "out");
+      mkdirSync15(out);
       const inside = {
-        ...job.outputs.metrics ? { metrics: join13(out, SANDBOX_OUTPUTS.metrics) } : {},
-        ...job.outputs.junit ? { junit: join13(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join13(out, SANDBOX_OUTPUTS.trace) } : {}
+        ...job.outputs.metrics ? { metrics: join18(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join18(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join18(out, SANDBOX_OUTPUTS.trace) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync4(job.logFile, `$ ${displayCommand(...split(argv))}
 `);
-      const program = argv[0].includes("/") ? resolve6(job.workdir, argv[0]) : findOnPath(argv[0]);
-      if (program === void 0 || !existsSync9(program)) {
+      const program = argv[0].includes("/") ? resolve11(job.workdir, argv[0]) : findOnPath(argv[0]);
+      if (program === void 0 || !existsSync12(program)) {
         return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
       }
       const sandboxed = sandboxCommand(
@@ -44800,7 +54298,7 @@ var LocalBackend = class {
             ...this.opts.sandbox?.read_paths ?? []
           ],
           writable: [out, cache2],
-          readyFile: join13(scratch, "ready")
+          readyFile: join18(scratch, "ready")
         },
         argv[0],
         argv.slice(1)
@@ -44812,7 +54310,7 @@ var LocalBackend = class {
         false,
         started
       );
-      if (!sandboxWasReady(join13(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+      if (!sandboxWasReady(join18(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
         return {
           ...ended,
           exitCode: null,
@@ -44824,7 +54322,7 @@ var LocalBackend = class {
 `);
       return { ...ended, isolation: "sandbox" };
     } finally {
-      rmSync6(scratch, { recursive: true, force: true });
+      rmSync9(scratch, { recursive: true, force: true });
     }
   }
   async exec(argv, job, env, inheritEnv, started) {
@@ -44893,7 +54391,7 @@ function collectOutputs(inside, outputs) {
   for (const name of ["metrics", "junit", "trace"]) {
     const from = inside[name];
     const to = outputs[name];
-    if (from === void 0 || to === void 0 || !existsSync9(from)) continue;
+    if (from === void 0 || to === void 0 || !existsSync12(from)) continue;
     const r = copyPlainTree(from, to);
     refused.push(...r.refused.map((x) => `${name}/${x}`));
   }
@@ -44901,14 +54399,14 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync6, readFileSync as readFileSync7, rmSync as rmSync8 } from "node:fs";
-import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname13, join as join15 } from "node:path";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync16, mkdtempSync as mkdtempSync7, readFileSync as readFileSync9, rmSync as rmSync11 } from "node:fs";
+import { tmpdir as tmpdir7 } from "node:os";
+import { dirname as dirname17, join as join20 } from "node:path";
 
 // src/compute/names.ts
-import { createHash as createHash2 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 function shortHash(text3, length = 6) {
-  return createHash2("sha256").update(text3).digest("hex").slice(0, length);
+  return createHash4("sha256").update(text3).digest("hex").slice(0, length);
 }
 var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 var MAX_SUBMISSION_ID = 120;
@@ -45092,7 +54590,7 @@ function packagePath(uri) {
 }
 
 // src/compute/runner/protocol.ts
-import { createHash as createHash3 } from "node:crypto";
+import { createHash as createHash5 } from "node:crypto";
 
 // src/compute/runner/source.ts
 var RUNNER_FILE = ".hillclimb-runner.py";
@@ -45306,7 +54804,7 @@ function parseRunnerOutput(text3, nonce) {
       case "outputs-end": {
         if (payload && expected) {
           const data = Buffer.from(payload.join(""), "base64");
-          const digest = createHash3("sha256").update(data).digest("hex");
+          const digest = createHash5("sha256").update(data).digest("hex");
           if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
           else
             report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
@@ -45388,12 +54886,12 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync2, existsSync as existsSync10, mkdtempSync as mkdtempSync5, rmSync as rmSync7 } from "node:fs";
-import { tmpdir as tmpdir5 } from "node:os";
-import { isAbsolute as isAbsolute6, join as join14 } from "node:path";
-var GIT_TIMEOUT_MS = 5 * 6e4;
+import { copyFileSync as copyFileSync4, existsSync as existsSync13, mkdtempSync as mkdtempSync6, rmSync as rmSync10 } from "node:fs";
+import { tmpdir as tmpdir6 } from "node:os";
+import { isAbsolute as isAbsolute7, join as join19 } from "node:path";
+var GIT_TIMEOUT_MS2 = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
-  const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
+  const r = await run("git", args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS2, input });
   return r.stdout.trim();
 }
 async function snapshotTree(workdir, opts = {}) {
@@ -45408,10 +54906,10 @@ async function snapshotTree(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync5(join14(tmpdir5(), "hc-index-"));
+  const tmp = mkdtempSync6(join19(tmpdir6(), "hc-index-"));
   try {
-    const index = join14(tmp, "index");
-    if (existsSync10(realIndex)) copyFileSync2(realIndex, index);
+    const index = join19(tmp, "index");
+    if (existsSync13(realIndex)) copyFileSync4(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
@@ -45419,13 +54917,13 @@ async function snapshotTree(workdir, opts = {}) {
       await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
     }
     for (const [path, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute6(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
+      if (isAbsolute7(path) || path.split("/").includes("..")) throw new Error(`bad extra file path: ${path}`);
       const blob = await git(workdir, ["hash-object", "-w", "--stdin"], env, content);
       await git(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path}`], env);
     }
     return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
   } finally {
-    rmSync7(tmp, { recursive: true, force: true });
+    rmSync10(tmp, { recursive: true, force: true });
   }
 }
 async function archiveTree(workdir, treeId, format, outFile) {
@@ -45433,7 +54931,7 @@ async function archiveTree(workdir, treeId, format, outFile) {
 }
 
 // src/compute/wait.ts
-function sleep2(ms2, signal) {
+function sleep3(ms2, signal) {
   return new Promise((resolve17) => {
     if (signal?.aborted) return resolve17();
     const done = () => {
@@ -45539,7 +55037,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync12(dirname13(job.logFile), { recursive: true });
+    mkdirSync16(dirname17(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync5(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -45614,7 +55112,7 @@ var RayBackend = class {
         if (Date.now() - lastContact > graceMs) {
           return result({ infraError: `lost contact with the Ray head while following ${id}: ${e.message}` });
         }
-        await sleep2(pollMs, job.signal);
+        await sleep3(pollMs, job.signal);
         continue;
       }
       if (!details2) {
@@ -45655,8 +55153,8 @@ var RayBackend = class {
         else if (job.idleTimeoutMs !== void 0 && now - lastGrowth > job.idleTimeoutMs)
           await requestStop("idle-timeout");
       }
-      if (!stoppedBy) await sleep2(pollMs, job.signal);
-      else await sleep2(Math.min(pollMs, 1e3));
+      if (!stoppedBy) await sleep3(pollMs, job.signal);
+      else await sleep3(Math.min(pollMs, 1e3));
     }
     const full = await this.client.logs(id).catch(() => "");
     return this.classify(job, details2, parseRunnerOutput(full, nonce), stoppedBy, pendingMessage, result);
@@ -45716,15 +55214,15 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync6(join15(tmpdir6(), "hc-raypkg-"));
+    const tmp = mkdtempSync7(join20(tmpdir7(), "hc-raypkg-"));
     try {
-      const zip = join15(tmp, "package.zip");
+      const zip = join20(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync7(zip);
+      const data = readFileSync9(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
-      rmSync8(tmp, { recursive: true, force: true });
+      rmSync11(tmp, { recursive: true, force: true });
     }
     return uri;
   }
@@ -45745,9 +55243,9 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync7, readFileSync as readFileSync9, rmSync as rmSync10 } from "node:fs";
-import { tmpdir as tmpdir7 } from "node:os";
-import { dirname as dirname14, join as join17 } from "node:path";
+import { mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync8, readFileSync as readFileSync11, rmSync as rmSync13 } from "node:fs";
+import { tmpdir as tmpdir8 } from "node:os";
+import { dirname as dirname18, join as join22 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -45986,38 +55484,38 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync13, readdirSync as readdirSync5, readFileSync as readFileSync8, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync7 } from "node:fs";
-import { join as join16 } from "node:path";
+import { mkdirSync as mkdirSync17, readdirSync as readdirSync6, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync12, writeFileSync as writeFileSync8 } from "node:fs";
+import { join as join21 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join16(stateDir, "tpu");
+  return join21(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join16(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join21(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync13(dir, { recursive: true });
+  mkdirSync17(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync7(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync8(tmp, `${JSON.stringify(record2, null, 2)}
 `);
-  renameSync2(tmp, file);
+  renameSync5(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync5(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync6(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
   const records = [];
   for (const n of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync8(join16(dir, n), "utf8")));
+      records.push(JSON.parse(readFileSync10(join21(dir, n), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync9(recordFile(dir, name, zone), { force: true });
+  rmSync12(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/allocate.ts
@@ -46033,7 +55531,7 @@ function failureDetail(doc) {
 async function allocateTpu(ctx, opts) {
   const { config: c, gcloud, logger } = ctx;
   const now = ctx.now ?? Date.now;
-  const pause = ctx.sleep ?? sleep2;
+  const pause = ctx.sleep ?? sleep3;
   const names = tpuNames(c, opts.runId, opts.generation);
   const expiresAt = Math.floor(now() / 1e3) + Math.round(c.ttl_hours * 3600);
   const labels = tpuLabels(opts.runId, expiresAt);
@@ -46119,7 +55617,7 @@ async function tryZone(ctx, rec, labels) {
 async function waitUntilUp(ctx, rec) {
   const { config: c, gcloud, logger } = ctx;
   const now = ctx.now ?? Date.now;
-  const pause = ctx.sleep ?? sleep2;
+  const pause = ctx.sleep ?? sleep3;
   const queued = rec.queuedResource !== void 0;
   const loc = { project: rec.project, zone: rec.zone };
   const deadline = now() + c.ready_timeout_minutes * 6e4;
@@ -46335,14 +55833,14 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync14(dirname14(job.logFile), { recursive: true });
+    mkdirSync18(dirname18(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync7(join17(tmpdir7(), "hc-tpujob-"));
+    const tmp = mkdtempSync8(join22(tmpdir8(), "hc-tpujob-"));
     try {
-      const tarball = join17(tmp, "tree.tar.gz");
+      const tarball = join22(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
@@ -46377,7 +55875,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join17(tmp, "outputs.tar.gz");
+      const local = join22(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -46389,13 +55887,13 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync9(local), job.outputs);
+        installOutputs(readFileSync11(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
       return result({ exitCode });
     } finally {
-      rmSync10(tmp, { recursive: true, force: true });
+      rmSync13(tmp, { recursive: true, force: true });
     }
   }
   /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
@@ -46480,7 +55978,7 @@ var TpuVmBackend = class {
 
 // src/compute/factory.ts
 function tpuStateDirFor(config) {
-  return tpuStateDir(resolve7(config.root, config.paths.state_dir));
+  return tpuStateDir(resolve12(config.root, config.paths.state_dir));
 }
 function missingSection(config, key) {
   return new ConfigError(
@@ -46489,14 +55987,14 @@ function missingSection(config, key) {
     `compute.backend is ${config.compute.backend}, so ${key} is required`
   );
 }
-var builders2 = new Registry("compute backend", [
+var builders3 = new Registry("compute backend", [
   [
     "local",
     (config, opts) => new LocalBackend({
       root: opts.root,
       logger: opts.logger,
       dryRun: opts.dryRun,
-      cacheDir: resolve7(config.root, config.paths.state_dir, "cache", "jobs"),
+      cacheDir: resolve12(config.root, config.paths.state_dir, "cache", "jobs"),
       sandbox: config.sandbox
     })
   ],
@@ -46523,321 +56021,15 @@ var builders2 = new Registry("compute backend", [
 ]);
 function buildBackend(config, opts) {
   const name = config.compute.backend;
-  return builders2.get(name)(config, opts);
+  return builders3.get(name)(config, opts);
 }
 function buildCpuBackend(config, opts, backend) {
   if (backend && config.compute.backend === "local") return backend;
-  return builders2.get("local")(config, opts);
-}
-
-// src/config/load.ts
-var import_ajv = __toESM(require_ajv(), 1);
-var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync11, readFileSync as readFileSync10 } from "node:fs";
-import { dirname as dirname15, resolve as resolve8 } from "node:path";
-
-// src/config/rules.ts
-var PLACEHOLDERS = ["python", "metrics", "junit", "trace", "root", "cache"];
-function crossFieldProblems(config) {
-  return [
-    ...loopTargetExists(config),
-    ...backendSections(config),
-    ...measureBounds(config),
-    ...commandPlaceholders(config),
-    ...benchWritesMetrics(config),
-    ...agentSection(config),
-    ...forgeAndStoreSections(config),
-    ...staticCheckPatterns(config)
-  ];
-}
-function loopTargetExists(c) {
-  if (c.loop.target === void 0 || c.targets[c.loop.target]) return [];
-  return [
-    {
-      keyPath: "loop.target",
-      message: `names target "${c.loop.target}", but targets has only ${Object.keys(c.targets).sort().join(", ")}`
-    }
-  ];
-}
-function backendSections(c) {
-  if (c.compute.backend === "ray" && !c.compute.ray) {
-    return [
-      {
-        keyPath: "compute.ray",
-        message: "compute.backend is ray, so compute.ray (with address) is required"
-      }
-    ];
-  }
-  if (c.compute.backend === "tpu-vm" && !c.compute.tpu_vm) {
-    return [
-      { keyPath: "compute.tpu_vm", message: "compute.backend is tpu-vm, so compute.tpu_vm is required" }
-    ];
-  }
-  return [];
-}
-function measureBounds(c) {
-  if (c.measure.max_runs_per_arm >= c.measure.runs_per_arm) return [];
-  return [
-    {
-      keyPath: "measure.max_runs_per_arm",
-      message: `(${c.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c.measure.runs_per_arm})`
-    }
-  ];
-}
-function commandPlaceholders(c) {
-  const problems = [];
-  const check = (keyPath, args) => {
-    for (const arg of args ?? []) {
-      for (const m of arg.matchAll(/\{([a-z_]+)\}/g)) {
-        if (!PLACEHOLDERS.includes(m[1])) {
-          problems.push({
-            keyPath,
-            message: `unknown placeholder {${m[1]}}; known: ${PLACEHOLDERS.join(", ")}`
-          });
-        }
-      }
-    }
-  };
-  for (const [name, t] of Object.entries(c.targets)) {
-    check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
-    check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
-    check(`targets.${name}.bench.command`, t.bench.command);
-    check(`targets.${name}.profile.command`, t.profile?.command);
-  }
-  return problems;
-}
-function benchWritesMetrics(c) {
-  const problems = [];
-  for (const [name, t] of Object.entries(c.targets)) {
-    if (!t.bench.command.some((a) => a.includes("{metrics}"))) {
-      problems.push({
-        keyPath: `targets.${name}.bench.command`,
-        message: "must contain {metrics}: the engine reads numbers only from the metrics file it names"
-      });
-    }
-    if (t.profile && !t.profile.command.some((a) => a.includes("{trace}"))) {
-      problems.push({ keyPath: `targets.${name}.profile.command`, message: "must contain {trace}" });
-    }
-  }
-  return problems;
-}
-function agentSection(c) {
-  if (c.agent.kind === "command" && !c.agent.command) {
-    return [
-      { keyPath: "agent.command", message: "agent.kind is command, so agent.command.command is required" }
-    ];
-  }
-  return [];
-}
-function forgeAndStoreSections(c) {
-  const problems = [];
-  if (c.forge.kind === "github" && !c.forge.github) {
-    problems.push({
-      keyPath: "forge.github",
-      message: "forge.kind is github, so forge.github.repository is required"
-    });
-  }
-  if (c.store.kind === "hf" && !c.store.hf) {
-    problems.push({ keyPath: "store.hf", message: "store.kind is hf, so store.hf.repo is required" });
-  }
-  return problems;
-}
-function staticCheckPatterns(c) {
-  const problems = [];
-  for (const [name, t] of Object.entries(c.targets)) {
-    t.static_checks.forEach((s, i) => {
-      try {
-        new RegExp(s.pattern);
-      } catch (e) {
-        problems.push({
-          keyPath: `targets.${name}.static_checks.${i}.pattern`,
-          message: e.message
-        });
-      }
-    });
-  }
-  return problems;
-}
-
-// src/config/load.ts
-var MAX_LISTED_PROBLEMS = 8;
-var validator;
-function schemaValidator() {
-  if (validator) return validator;
-  const ajv = new import_ajv.Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: false });
-  validator = ajv.compile(CONFIG_SCHEMA);
-  return validator;
-}
-function loadConfig(file, overrides = {}) {
-  const path = resolve8(file);
-  if (!existsSync11(path)) {
-    throw new ConfigError(path, "", "file not found", {
-      hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
-    });
-  }
-  return parseConfig(readFileSync10(path, "utf8"), path, overrides);
-}
-function parseConfig(text3, file, overrides = {}) {
-  const lines = new import_yaml.LineCounter();
-  const doc = (0, import_yaml.parseDocument)(text3, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0];
-    const line = e.linePos?.[0]?.line;
-    throw new ConfigError(file, "", `invalid YAML: ${e.message.split("\n")[0]}`, { line });
-  }
-  const raw = doc.toJS() ?? {};
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new ConfigError(file, "", "the top level must be a mapping (key: value)");
-  }
-  const data = structuredClone(raw);
-  for (const [keyPath, value2] of Object.entries(overrides)) setPath(data, keyPath, value2);
-  const validate2 = schemaValidator();
-  if (!validate2(data)) {
-    const problems2 = (validate2.errors ?? []).map(describeAjvError);
-    throwProblems(file, dedupe(problems2), (p) => lineOf(doc.contents, p, lines));
-  }
-  const config = toTyped(data, file);
-  const problems = crossFieldProblems(config);
-  if (problems.length > 0) throwProblems(file, problems, (p) => lineOf(doc.contents, p, lines));
-  return config;
-}
-function toTyped(data, file) {
-  const typed = data;
-  const targets = {};
-  for (const [name, t] of Object.entries(typed.targets)) targets[name] = { ...t, name };
-  return { ...typed, targets, file, root: dirname15(file) };
-}
-function selectTarget(config, name) {
-  const wanted = name ?? config.loop.target;
-  const names = Object.keys(config.targets).sort();
-  if (wanted === void 0) {
-    if (names.length === 1) return config.targets[names[0]];
-    throw new ConfigError(config.file, "loop.target", `several targets (${names.join(", ")}); name one`, {
-      hint: "set loop.target in hillclimb.yml or pass --target"
-    });
-  }
-  const target = config.targets[wanted];
-  if (!target) {
-    throw new ConfigError(config.file, "targets", `no target "${wanted}"; known: ${names.join(", ")}`);
-  }
-  return target;
-}
-function throwProblems(file, problems, line) {
-  const first = problems[0];
-  const rest2 = problems.slice(1, MAX_LISTED_PROBLEMS).map((p) => {
-    const l = line(p);
-    return `
-  also ${l === void 0 ? "" : `line ${l}: `}${p.keyPath ? `${p.keyPath}: ` : ""}${p.message}`;
-  });
-  const more = problems.length > MAX_LISTED_PROBLEMS ? `
-  and ${problems.length - MAX_LISTED_PROBLEMS} more` : "";
-  throw new ConfigError(file, first.keyPath, `${first.message}${rest2.join("")}${more}`, {
-    line: line(first),
-    hint: `the schema with every key and default is ${SCHEMA_FILE}`
-  });
-}
-function dedupe(problems) {
-  const seen = /* @__PURE__ */ new Set();
-  return problems.filter((p) => {
-    const k = `${p.keyPath}\0${p.message}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-}
-function pointerToPath(pointer) {
-  if (pointer === "") return [];
-  return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
-}
-function describeAjvError(e) {
-  const path = pointerToPath(e.instancePath);
-  const keyPath = path.join(".");
-  const join39 = (k) => keyPath ? `${keyPath}.${k}` : k;
-  const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
-  switch (e.keyword) {
-    case "additionalProperties": {
-      const key = String(e.params.additionalProperty);
-      const known = Object.keys(e.parentSchema?.properties ?? {});
-      const near = nearest(key, known);
-      return {
-        keyPath: join39(key),
-        message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
-      };
-    }
-    case "required":
-      return {
-        keyPath: join39(String(e.params.missingProperty)),
-        message: "missing required key"
-      };
-    case "enum":
-      return {
-        keyPath,
-        message: `must be one of ${(e.params.allowedValues ?? []).map(String).join(", ")}${got}`
-      };
-    case "const":
-      return {
-        keyPath,
-        message: `must be ${JSON.stringify(e.params.allowedValue)}${got}`
-      };
-    case "type":
-      return { keyPath, message: `must be ${e.params.type}${got}` };
-    case "propertyNames":
-      return { keyPath, message: `has a badly formed name: ${e.message ?? ""}` };
-    default:
-      return { keyPath, message: `${e.message ?? "is invalid"}${got}` };
-  }
-}
-function nearest(word, candidates) {
-  let best;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = c;
-    }
-  }
-  return best !== void 0 && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : void 0;
-}
-function editDistance(a, b) {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length];
-}
-function lineOf(root, problem, lines) {
-  const keys = problem.keyPath === "" ? [] : problem.keyPath.split(".");
-  let node = root;
-  let offset = node?.range?.[0];
-  for (const key of keys) {
-    if (!(0, import_yaml.isMap)(node)) break;
-    const pair = node.items.find((p) => (0, import_yaml.isScalar)(p.key) && String(p.key.value) === key);
-    if (!pair) break;
-    offset = pair.key.range?.[0] ?? offset;
-    node = pair.value;
-  }
-  return offset === void 0 ? void 0 : lines.linePos(offset).line;
-}
-function setPath(data, keyPath, value2) {
-  const keys = keyPath.split(".");
-  let obj = data;
-  for (const k of keys.slice(0, -1)) {
-    const next = obj[k];
-    if (typeof next !== "object" || next === null || Array.isArray(next)) obj[k] = {};
-    obj = obj[k];
-  }
-  obj[keys[keys.length - 1]] = value2;
+  return builders3.get("local")(config, opts);
 }
 
 // src/forge/factory.ts
-import { resolve as resolve9 } from "node:path";
+import { resolve as resolve13 } from "node:path";
 
 // src/forge/errors.ts
 var ForgeApiError = class extends ApiError {
@@ -51667,7 +60859,7 @@ function hintFor(status, text3, operation, headers, ctx) {
 
 // src/forge/forges/github.ts
 var DEFAULT_GITHUB_API_URL = "https://api.github.com";
-var PROTECTED_BRANCH = /\bGH006\b|\bGH013\b|protected branch/i;
+var PROTECTED_BRANCH2 = /\bGH006\b|\bGH013\b|protected branch/i;
 function protectedBranchHint(branch) {
   return `a branch protection rule or ruleset covers ${branch}: exclude hillclimb/** and hillclimb-data from it, or add the token's GitHub App to its bypass list (docs/setup.md, "Branch protection")`;
 }
@@ -51712,7 +60904,7 @@ var GitHubForge = class {
             logger.warn(
               `GitHub says ${operation} "was submitted too quickly" (a secondary rate limit): retrying in ${wait} s (retry ${attempt2})`
             );
-            await sleep3(wait * secondMs);
+            await sleep4(wait * secondMs);
           }
         }
       }
@@ -51747,7 +60939,7 @@ var GitHubForge = class {
         e.message
       );
       throw new ForgeApiError("git push", e.message, {
-        hint: PROTECTED_BRANCH.test(e.message) ? protectedBranchHint(branch) : denied ? `the token in $${this.tokenEnv} may not push to ${this.opts.repository}: it needs "contents: write"` : `could not push ${branch} to ${redactUrl(this.gitUrl)}`,
+        hint: PROTECTED_BRANCH2.test(e.message) ? protectedBranchHint(branch) : denied ? `the token in $${this.tokenEnv} may not push to ${this.opts.repository}: it needs "contents: write"` : `could not push ${branch} to ${redactUrl(this.gitUrl)}`,
         cause: e
       });
     }
@@ -52076,7 +61268,7 @@ function gitAuthEnv(gitUrl, token, env = process.env) {
     secrets: [token, basic, header]
   };
 }
-function sleep3(ms2) {
+function sleep4(ms2) {
   return new Promise((r) => setTimeout(r, ms2));
 }
 function redactUrl(url) {
@@ -52084,11 +61276,11 @@ function redactUrl(url) {
 }
 
 // src/util/lock.ts
-import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync4, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync11, statSync as statSync3, unlinkSync, writeSync as writeSync2 } from "node:fs";
-import { hostname } from "node:os";
-import { dirname as dirname16 } from "node:path";
-import { setTimeout as sleep4 } from "node:timers/promises";
+import { randomUUID as randomUUID5 } from "node:crypto";
+import { closeSync as closeSync4, mkdirSync as mkdirSync19, openSync as openSync4, readFileSync as readFileSync12, statSync as statSync7, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { hostname as hostname2 } from "node:os";
+import { dirname as dirname19 } from "node:path";
+import { setTimeout as sleep5 } from "node:timers/promises";
 var EMPTY_LOCK_GRACE_MS = 5e3;
 var DEFAULT_TIMEOUT_MS3 = 3e4;
 var DEFAULT_POLL_MS = 10;
@@ -52111,11 +61303,11 @@ async function waitForLock(lockPath, opts) {
     if (Date.now() >= deadline)
       throw busyError(lockPath, result.holder, `could not be taken within ${timeoutMs} ms`);
     const wait = basePollMs * Math.min(8, 1 + n / 4);
-    await sleep4(wait / 2 + Math.random() * wait);
+    await sleep5(wait / 2 + Math.random() * wait);
   }
 }
 function attempt(lockPath, staleMs) {
-  mkdirSync15(dirname16(lockPath), { recursive: true });
+  mkdirSync19(dirname19(lockPath), { recursive: true });
   for (let tries = 0; ; tries++) {
     const token = create(lockPath);
     if (token !== void 0) return () => release(lockPath, token);
@@ -52128,8 +61320,8 @@ function attempt(lockPath, staleMs) {
 function create(lockPath) {
   const holder = {
     pid: process.pid,
-    host: hostname(),
-    token: randomUUID2(),
+    host: hostname2(),
+    token: randomUUID5(),
     acquiredAt: (/* @__PURE__ */ new Date()).toISOString()
   };
   let fd;
@@ -52152,7 +61344,7 @@ function release(lockPath, token) {
 }
 function readHolder(lockPath) {
   try {
-    const r = JSON.parse(readFileSync11(lockPath, "utf8"));
+    const r = JSON.parse(readFileSync12(lockPath, "utf8"));
     if (typeof r.pid !== "number") return void 0;
     return {
       pid: r.pid,
@@ -52166,7 +61358,7 @@ function readHolder(lockPath) {
 }
 function isAbandonedEmptyLock(lockPath) {
   try {
-    return Date.now() - statSync3(lockPath).mtimeMs > EMPTY_LOCK_GRACE_MS;
+    return Date.now() - statSync7(lockPath).mtimeMs > EMPTY_LOCK_GRACE_MS;
   } catch {
     return false;
   }
@@ -52174,7 +61366,7 @@ function isAbandonedEmptyLock(lockPath) {
 function isStale(holder, staleMs) {
   const age = Date.now() - Date.parse(holder.acquiredAt);
   if (Number.isFinite(age) && age > staleMs) return true;
-  if (holder.host !== "" && holder.host !== hostname()) return false;
+  if (holder.host !== "" && holder.host !== hostname2()) return false;
   return !processAlive(holder.pid);
 }
 function processAlive(pid) {
@@ -52199,52 +61391,52 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync12, readdirSync as readdirSync6, rmSync as rmSync11 } from "node:fs";
-import { join as join18 } from "node:path";
-import { pathToFileURL } from "node:url";
+import { existsSync as existsSync14, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { join as join23 } from "node:path";
+import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join18(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join23(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join18(this.dir, "lock");
+    return join23(this.dir, "lock");
   }
   pullFile(n) {
-    return join18(this.dir, "pulls", `${n}.json`);
+    return join23(this.dir, "pulls", `${n}.json`);
   }
   pullUrl(n) {
-    return pathToFileURL(this.pullFile(n)).href;
+    return pathToFileURL4(this.pullFile(n)).href;
   }
   commentFile(pull, id) {
-    return join18(this.dir, "comments", String(pull), `${id}.json`);
+    return join23(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join18(this.dir, "pulls"));
+    return numberedJson(join23(this.dir, "pulls"));
   }
   pull(n) {
     const file = this.pullFile(n);
-    return existsSync12(file) ? readJson(file) : void 0;
+    return existsSync14(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n) {
-    return numberedJson(join18(this.dir, "comments", String(n)));
+    return numberedJson(join23(this.dir, "comments", String(n)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
   }
   deleteComment(pull, id) {
-    rmSync11(this.commentFile(pull, id), { force: true });
+    rmSync14(this.commentFile(pull, id), { force: true });
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join18(this.dir, "counters.json");
-    const counters = existsSync12(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const file = join23(this.dir, "counters.json");
+    const counters = existsSync14(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value2 = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
     return value2;
@@ -52257,13 +61449,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync12(dir)) return [];
-  return readdirSync6(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
-    const file = join18(dir, `${n}.json`);
+  if (!existsSync14(dir)) return [];
+  return readdirSync7(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+    const file = join23(dir, `${n}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync12(file)) return [];
+      if (!existsSync14(file)) return [];
       throw e;
     }
   });
@@ -52474,12 +61666,12 @@ function sameContent(a, b) {
 }
 
 // src/forge/factory.ts
-var builders3 = new Registry("forge", [
+var builders4 = new Registry("forge", [
   [
     "local",
     (config, ctx) => new LocalForge({
       repoDir: ctx.root,
-      stateDir: resolve9(ctx.root, config.paths.state_dir),
+      stateDir: resolve13(ctx.root, config.paths.state_dir),
       logger: ctx.logger
     })
   ],
@@ -52514,9201 +61706,96 @@ var builders3 = new Registry("forge", [
   ]
 ]);
 function buildForge(config, ctx) {
-  return builders3.get(config.forge.kind)(config, ctx);
+  return builders4.get(config.forge.kind)(config, ctx);
 }
 
 // src/project/root.ts
-import { existsSync as existsSync13, readFileSync as readFileSync12 } from "node:fs";
-import { dirname as dirname17, join as join19, resolve as resolve10 } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync as existsSync15, readFileSync as readFileSync13 } from "node:fs";
+import { dirname as dirname20, join as join24, resolve as resolve14 } from "node:path";
+import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
-  let dir = dirname17(fileURLToPath(import.meta.url));
+  let dir = dirname20(fileURLToPath3(import.meta.url));
   for (; ; ) {
-    const pkg = join19(dir, "package.json");
-    if (existsSync13(pkg)) {
+    const pkg = join24(dir, "package.json");
+    if (existsSync15(pkg)) {
       try {
-        if (JSON.parse(readFileSync12(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync13(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
-    const parent = dirname17(dir);
+    const parent = dirname20(dir);
     if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
     dir = parent;
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync12(join19(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync13(join24(packageRoot(), "package.json"), "utf8")).version;
 }
 
-// src/store/factory.ts
-import { resolve as resolve13 } from "node:path";
-
-// src/store/stores/branch.ts
-import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, renameSync as renameSync4, rmSync as rmSync13, statSync as statSync5 } from "node:fs";
-import { tmpdir as tmpdir8 } from "node:os";
-import { basename as basename3, dirname as dirname19, isAbsolute as isAbsolute7, join as join21, resolve as resolve11 } from "node:path";
-import { pathToFileURL as pathToFileURL2 } from "node:url";
-
-// src/store/errors.ts
-var StoreApiError = class extends ApiError {
-  name = "StoreApiError";
-};
-
-// src/store/keys.ts
-function assertKey(key) {
-  const problem = keyProblem(key, false);
-  if (problem) throw new HillclimbError(`invalid store key ${JSON.stringify(key)}: ${problem}`);
-  return key;
-}
-function assertPrefix(prefix) {
-  const problem = prefix === "" ? void 0 : keyProblem(prefix.replace(/\/$/, ""), true);
-  if (problem) throw new HillclimbError(`invalid store prefix ${JSON.stringify(prefix)}: ${problem}`);
-  return prefix;
-}
-function joinKey(prefix, rel) {
-  const p = prefix.replace(/\/+$/, "");
-  return p === "" ? rel : `${p}/${rel}`;
-}
-function keyProblem(key, isPrefix) {
-  if (key === "") return isPrefix ? void 0 : "empty";
-  if (key.startsWith("/")) return "must be relative (no leading /)";
-  if (/[\\\u0000-\u001f\u007f]/.test(key)) return "backslashes and control characters are not allowed";
-  const segments = key.split("/");
-  if (segments.some((s) => s === "" || s === "." || s === ".."))
-    return 'empty, "." and ".." segments are not allowed';
-  return void 0;
-}
-
-// src/store/local-files.ts
-import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync16, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname18, join as join20 } from "node:path";
-var TEMP_MARKER = ".hc-tmp-";
-function walkFiles(dir) {
-  const out = [];
-  const visit = (abs, rel) => {
-    for (const name of readdirSync7(abs).sort()) {
-      const childAbs = join20(abs, name);
-      const childRel = rel === "" ? name : `${rel}/${name}`;
-      const st = statSync4(childAbs);
-      if (st.isDirectory()) visit(childAbs, childRel);
-      else if (st.isFile() && !name.includes(TEMP_MARKER)) out.push(childRel);
-    }
+// src/loop/open-context.ts
+var ACCELERATOR_STEPS = ["accelerator-gate", "measure", "profile"];
+async function openLoopContext(config, role) {
+  const { logger } = role;
+  const root = config.root;
+  const stateDir = stateDirOf(config);
+  const backend = buildBackend(config, { root, logger, runId: role.runId, dryRun: role.dryRun });
+  const cpuBackend = buildCpuBackend(config, { root, logger }, backend);
+  const ctx = {
+    config,
+    target: role.target,
+    root,
+    stateDir,
+    runId: role.runId,
+    runDir: runDirOf(stateDir, role.runId),
+    runStartedAt: role.runStartedAt ?? (/* @__PURE__ */ new Date()).toISOString(),
+    totalIterations: role.totalIterations,
+    git: role.git ?? await Git.create(root, { logger }),
+    backend,
+    cpuBackend,
+    agent: role.steps.includes("propose") ? buildAgent(config, { root, logger }) : NO_AGENT,
+    forge: buildForge(config, { root, logger }),
+    store: role.store ?? buildStore(config, { root, logger }),
+    logger,
+    progress: role.progress ?? (() => void 0),
+    signal: role.signal ?? new AbortController().signal,
+    configHash: configHash(config),
+    hillclimbVersion: packageVersion(),
+    host: defaultHost(),
+    sleep: role.sleep ?? realSleep,
+    prepareMayProfile: role.prepareMayProfile,
+    job: currentJobId(),
+    dryRun: Boolean(role.dryRun)
   };
-  visit(dir, "");
-  return out.sort();
-}
-function copyFileAtomic(src, dest) {
-  mkdirSync16(dirname18(dest), { recursive: true });
-  const tmp = join20(dirname18(dest), `${basename2(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
-  try {
-    copyFileSync3(src, tmp);
-    renameSync3(tmp, dest);
-  } catch (e) {
-    rmSync12(tmp, { force: true });
-    throw e;
-  }
-}
-
-// src/store/stores/branch.ts
-var DEFAULT_DATA_BRANCH = "hillclimb-data";
-var SCRATCH_REMOTE = "store";
-var GIT_TIMEOUT_MS2 = 5 * 6e4;
-var DEFAULT_PUSH_ATTEMPTS = 6;
-var BRANCH_STORE_MAX_FILE_BYTES = 10 * 1024 * 1024;
-var PROTECTED_BRANCH2 = /\bGH006\b|\bGH013\b|protected branch/i;
-var TRACE_FILE = /(?:^|\/)plugins\/profile\/|\.xplane\.pb$|\.trace\.json(?:\.gz)?$|(?:^|\/)perfetto_trace\.json(?:\.gz)?$/;
-var IDENTITY = {
-  GIT_AUTHOR_NAME: "hillclimb",
-  GIT_AUTHOR_EMAIL: "hillclimb@users.noreply.invalid",
-  GIT_COMMITTER_NAME: "hillclimb",
-  GIT_COMMITTER_EMAIL: "hillclimb@users.noreply.invalid"
-};
-var BranchStore = class {
-  constructor(opts) {
-    this.opts = opts;
-    this.branch = opts.branch ?? DEFAULT_DATA_BRANCH;
-    this.tokenEnv = opts.tokenEnv ?? "GITHUB_TOKEN";
-    if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(this.branch) || this.branch.includes("..")) {
-      throw new HillclimbError(
-        `store.branch.name is not a usable branch name: ${JSON.stringify(this.branch)}`
-      );
-    }
-  }
-  opts;
-  name = "branch";
-  publiclyReadable = false;
-  branch;
-  tokenEnv;
-  remoteUrl;
-  async put(key, file) {
-    assertKey(key);
-    const bytes = isFile(file) ? statSync5(file).size : 0;
-    if (bytes > this.maxFileBytes) {
-      throw new HillclimbError(
-        `cannot store ${key} on the ${this.branch} branch: ${mib(bytes)} is over the branch store's ${mib(this.maxFileBytes)} per-file limit`,
-        {
-          hint: "the data branch is downloaded by every full checkout; store large files with store.kind: hf"
-        }
-      );
-    }
-    const [stored] = await this.commit([{ key, file }], `hillclimb: store ${key}`);
-    return stored;
-  }
-  /** Every file below `dir`, except traces and files over the limit (each named in a warning). */
-  async putDir(prefix, dir) {
-    assertPrefix(prefix);
-    const changes = [];
-    const skipped = [];
-    for (const rel of walkFiles(dir)) {
-      const change = { key: joinKey(prefix, rel), file: join21(dir, rel) };
-      const bytes = statSync5(change.file).size;
-      if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
-      else if (bytes > this.maxFileBytes) {
-        skipped.push(`${change.key} (${mib(bytes)}, over the ${mib(this.maxFileBytes)} limit)`);
-      } else changes.push(change);
-    }
-    if (skipped.length > 0) {
-      this.opts.logger.warn(
-        `store: not putting ${skipped.length} file(s) on the ${this.branch} branch, which every full checkout downloads: ${skipped.join(", ")}; the run's artifact keeps them (use store.kind: hf to store traces)`
-      );
-    }
-    if (changes.length === 0) return [];
-    return this.commit(changes, `hillclimb: store ${changes.length} files under ${prefix || "/"}`);
-  }
-  get maxFileBytes() {
-    return this.opts.maxFileBytes ?? BRANCH_STORE_MAX_FILE_BYTES;
-  }
-  async get(key, dest) {
-    assertKey(key);
-    await this.withScratch(async (s) => {
-      const tip = await s.fetchTip();
-      if (!tip || !await s.exists(tip, key)) {
-        throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
-      }
-      const worktree = join21(s.dir, "checkout");
-      mkdirSync17(worktree);
-      await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync17(dirname19(dest), { recursive: true });
-      const tmp = join21(dirname19(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
-      try {
-        copyFileSync4(join21(worktree, key), tmp);
-        renameSync4(tmp, dest);
-      } finally {
-        rmSync13(tmp, { force: true });
-      }
-    });
-  }
-  async list(prefix) {
-    assertPrefix(prefix);
-    return this.withScratch(async (s) => {
-      const tip = await s.fetchTip();
-      if (!tip) return [];
-      const r = await s.git(["ls-tree", "-r", "-z", "--name-only", tip]);
-      return r.stdout.split("\0").filter((k) => k !== "" && k.startsWith(prefix)).sort();
-    });
-  }
-  url(key) {
-    const path = assertKey(key).split("/").map(encodeURIComponent).join("/");
-    const remote = this.configuredUrlSync();
-    const gh = githubRepository(remote);
-    const web = gh ? `https://github.com/${gh}` : this.opts.webUrl?.replace(/\/+$/, "");
-    if (web) return `${web}/blob/${this.branch.split("/").map(encodeURIComponent).join("/")}/${path}`;
-    return `${remote}#${this.branch}:${key}`;
-  }
-  /** One commit with every change on top of the current tip; retried when another writer wins. */
-  async commit(changes, message) {
-    for (const c of changes) {
-      if (!isFile(c.file)) throw new HillclimbError(`cannot store ${c.file} as ${c.key}: not a file`);
-    }
-    const attempts = this.opts.pushAttempts ?? DEFAULT_PUSH_ATTEMPTS;
-    await this.withScratch(async (s) => {
-      const blobs = await s.hashFiles(changes.map((c) => c.file));
-      for (let attempt2 = 1; ; attempt2++) {
-        const tip = await s.fetchTip();
-        const commit2 = await s.commitOnTop(
-          tip,
-          changes.map((c, i) => ({ key: c.key, blob: blobs[i] })),
-          message
-        );
-        if (commit2 === void 0) {
-          this.opts.logger.debug(`store: ${this.branch} already holds these ${changes.length} file(s)`);
-          return;
-        }
-        const pushed = await s.push(commit2);
-        if (pushed === "ok") {
-          this.opts.logger.info(`stored ${changes.length} file(s) on the ${this.branch} branch`);
-          return;
-        }
-        if (attempt2 >= attempts) {
-          throw new StoreApiError("git push", `the ${this.branch} branch kept moving (${attempts} tries)`, {
-            hint: "several writers race for the data branch; serialize them with a workflow concurrency group"
-          });
-        }
-        this.opts.logger.info(`store: ${this.branch} moved meanwhile; re-applying on the new tip`);
-        await sleep5(
-          this.opts.retryDelayMs?.(attempt2) ?? Math.round(200 * 2 ** attempt2 * (0.5 + Math.random()))
-        );
-      }
-    });
-    return changes.map((c) => ({ key: c.key, url: this.url(c.key), bytes: statSync5(c.file).size }));
-  }
-  async withScratch(fn) {
-    const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync8(join21(tmpdir8(), "hc-branch-store-"));
-    try {
-      const s = new Scratch(
-        dir,
-        url,
-        this.branch,
-        this.gitEnv(url),
-        this.secrets(),
-        this.opts,
-        this.tokenEnv
-      );
-      await s.init();
-      return await fn(s);
-    } finally {
-      rmSync13(dir, { recursive: true, force: true });
-    }
-  }
-  /** The remote as a URL: a remote name of the repository resolved, a relative path made absolute. */
-  resolveRemoteUrl() {
-    this.remoteUrl ??= (async () => {
-      const remote = this.opts.remote ?? "origin";
-      if (remote === "" || remote.startsWith("-")) {
-        throw new HillclimbError(`store.branch.remote is not usable: ${JSON.stringify(remote)}`);
-      }
-      if (isUrl(remote)) return remote;
-      const named = await run(this.opts.gitBinary ?? "git", ["remote", "get-url", "--", remote], {
-        cwd: this.opts.repoDir,
-        allowedExitCodes: "any",
-        env: { GIT_TERMINAL_PROMPT: "0" }
-      });
-      if (named.exitCode === 0 && named.stdout.trim() !== "")
-        return toUrl(named.stdout.trim(), this.opts.repoDir);
-      if (remote.includes("/") || remote.startsWith(".")) return toUrl(remote, this.opts.repoDir);
-      throw new HillclimbError(`store.branch.remote "${remote}" is not a remote of ${this.opts.repoDir}`, {
-        hint: "name an existing remote (git remote -v) or give a URL"
-      });
-    })();
-    this.remoteUrl.catch(() => {
-      this.remoteUrl = void 0;
-    });
-    return this.remoteUrl;
-  }
-  /** url() is synchronous: use the configured remote as written when it is a URL or path. */
-  configuredUrlSync() {
-    const remote = this.opts.remote ?? "origin";
-    if (isUrl(remote) || remote.includes("/") || remote.startsWith("."))
-      return toUrl(remote, this.opts.repoDir);
-    return remote;
-  }
-  gitEnv(url) {
-    const env = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", ...IDENTITY };
-    const token = this.opts.token;
-    if (!token || !/^https?:\/\//i.test(url)) return env;
-    const key = `http.${new URL(url).origin}/.extraheader`;
-    const start = Number.parseInt(process.env.GIT_CONFIG_COUNT ?? "0", 10) || 0;
-    return {
-      ...env,
-      GIT_CONFIG_COUNT: String(start + 2),
-      [`GIT_CONFIG_KEY_${start}`]: key,
-      [`GIT_CONFIG_VALUE_${start}`]: "",
-      [`GIT_CONFIG_KEY_${start + 1}`]: key,
-      [`GIT_CONFIG_VALUE_${start + 1}`]: `AUTHORIZATION: basic ${basicAuth(token)}`
-    };
-  }
-  secrets() {
-    const token = this.opts.token;
-    return token ? [token, basicAuth(token)] : [];
-  }
-};
-var Scratch = class {
-  constructor(dir, url, branch, env, redact2, opts, tokenEnv) {
-    this.dir = dir;
-    this.url = url;
-    this.branch = branch;
-    this.env = env;
-    this.redact = redact2;
-    this.opts = opts;
-    this.tokenEnv = tokenEnv;
-    this.gitDir = join21(dir, "repo.git");
-    this.shownUrl = url.replace(/\/\/[^/@]*@/, "//");
-  }
-  dir;
-  url;
-  branch;
-  env;
-  redact;
-  opts;
-  tokenEnv;
-  shownUrl;
-  gitDir;
-  async init() {
-    await run(this.opts.gitBinary ?? "git", ["init", "-q", "--bare", this.gitDir], {
-      env: this.env,
-      timeoutMs: GIT_TIMEOUT_MS2
-    });
-    await this.git(["remote", "add", SCRATCH_REMOTE, this.url]);
-  }
-  git(args, o = {}) {
-    return run(this.opts.gitBinary ?? "git", args, {
-      env: {
-        ...this.env,
-        GIT_DIR: this.gitDir,
-        ...o.index ? { GIT_INDEX_FILE: join21(this.dir, `${o.index}.index`) } : {}
-      },
-      redact: this.redact,
-      timeoutMs: GIT_TIMEOUT_MS2,
-      ...o.input !== void 0 ? { input: o.input } : {},
-      ...o.allowedExitCodes ? { allowedExitCodes: o.allowedExitCodes } : {}
-    });
-  }
-  /** Fetch the branch tip; undefined when the remote has no such branch yet. */
-  async fetchTip() {
-    const ref = `refs/remotes/${SCRATCH_REMOTE}/${this.branch}`;
-    const r = await this.git(
-      [
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--depth=1",
-        "--filter=blob:none",
-        SCRATCH_REMOTE,
-        `+refs/heads/${this.branch}:${ref}`
-      ],
-      { allowedExitCodes: "any" }
-    );
-    if (r.exitCode !== 0) {
-      if (/couldn't find remote ref/i.test(r.stderr)) return void 0;
-      throw this.failure("git fetch", r, "read");
-    }
-    return (await this.git(["rev-parse", "--verify", ref])).stdout.trim();
-  }
-  async exists(tip, key) {
-    const r = await this.git(["cat-file", "-e", `${tip}:${key}`], { allowedExitCodes: "any" });
-    return r.exitCode === 0;
-  }
-  /** Blob ids of local files, written into the scratch repository. */
-  async hashFiles(files) {
-    const r = await this.git(["hash-object", "-w", "--no-filters", "--stdin-paths"], {
-      input: `${files.join("\n")}
-`
-    });
-    const ids = r.stdout.trim().split("\n");
-    if (ids.length !== files.length)
-      throw new Error(`git hash-object returned ${ids.length} ids for ${files.length} files`);
-    return ids;
-  }
-  /** A commit of `tip`'s tree with the entries replaced; undefined when nothing would change. */
-  async commitOnTop(tip, entries, message) {
-    const index = `commit-${randomUUID4()}`;
-    if (tip) await this.git(["read-tree", tip], { index });
-    else await this.git(["read-tree", "--empty"], { index });
-    const info = entries.map((e) => `100644 ${e.blob}	${e.key}`).join("\n");
-    await this.git(["update-index", "--add", "--index-info"], { index, input: `${info}
-` });
-    const tree = (await this.git(["write-tree", "--missing-ok"], { index })).stdout.trim();
-    if (tip) {
-      const current2 = (await this.git(["rev-parse", `${tip}^{tree}`])).stdout.trim();
-      if (current2 === tree) return void 0;
-    }
-    const args = ["commit-tree", tree, "-m", message, ...tip ? ["-p", tip] : []];
-    return (await this.git(args)).stdout.trim();
-  }
-  /** Push without force: 'rejected' when the branch moved since the fetch. */
-  async push(commit2) {
-    const r = await this.git(
-      ["push", "--porcelain", "--no-verify", SCRATCH_REMOTE, `${commit2}:refs/heads/${this.branch}`],
-      { allowedExitCodes: "any" }
-    );
-    if (r.exitCode === 0) return "ok";
-    const text3 = `${r.stdout}
-${r.stderr}`;
-    if (/\[rejected\]|\[remote rejected\].*(?:failed to update ref|cannot lock ref)|fetch first|non-fast-forward|stale info/i.test(
-      text3
-    )) {
-      return "rejected";
-    }
-    throw this.failure("git push", r, "write");
-  }
-  failure(operation, r, need) {
-    const rejected = r.stdout.split("\n").filter((l) => l.startsWith("!"));
-    const detail = [...rejected, ...r.stderr.trim().split("\n").slice(-3)].map((l) => l.trim()).filter(Boolean).join(" ");
-    const denied = /\b40[13]\b|denied|not granted|authentication failed|could not read username/i.test(
-      detail
-    );
-    const tooLarge = `${r.stdout}
-${r.stderr}`.match(
-      /File (.+?) is ([\d.]+ MB); this exceeds GitHub's file size limit/
-    );
-    if (tooLarge || /\bGH001\b/.test(r.stderr)) {
-      return new StoreApiError(
-        operation,
-        `${this.shownUrl} (${this.branch}) refused a file over GitHub's size limit (GH001)${tooLarge ? `: ${tooLarge[1]} is ${tooLarge[2]}` : ""}`,
-        {
-          hint: "GitHub refuses files over 100 MiB; keep the branch store's maxFileBytes below that, or store large files with store.kind: hf",
-          cause: new ExecError(detail, operation, r)
-        }
-      );
-    }
-    return new StoreApiError(
-      operation,
-      `${this.shownUrl} (${this.branch}): ${detail || `exit code ${r.exitCode}`}`,
-      {
-        hint: PROTECTED_BRANCH2.test(`${r.stdout}
-${r.stderr}`) ? `a branch protection rule or ruleset covers ${this.branch}: exclude it, or add the token's GitHub App to its bypass list (docs/setup.md, "Branch protection")` : denied ? `the token in $${this.tokenEnv} may not ${need} ${this.shownUrl}: it needs "contents: ${need}"` : `check that ${this.shownUrl} is reachable`,
-        cause: new ExecError(detail, operation, r)
-      }
-    );
-  }
-};
-function isUrl(remote) {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || /^[^/@\s]+@[^:/\s]+:/.test(remote);
-}
-function toUrl(remote, repoDir) {
-  if (isUrl(remote)) return remote;
-  return pathToFileURL2(isAbsolute7(remote) ? remote : resolve11(repoDir, remote)).href;
-}
-function githubRepository(url) {
-  const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
-  return m ? `${m[1]}/${m[2]}` : void 0;
-}
-function basicAuth(token) {
-  return Buffer.from(`x-access-token:${token}`).toString("base64");
-}
-function isFile(path) {
-  try {
-    return statSync5(path).isFile();
-  } catch {
-    return false;
-  }
-}
-function mib(bytes) {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-}
-function sleep5(ms2) {
-  return new Promise((r) => setTimeout(r, ms2));
-}
-
-// src/store/stores/hf.ts
-import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream2, mkdirSync as mkdirSync18, openAsBlob, renameSync as renameSync5, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
-import { basename as basename4, dirname as dirname20, join as join22 } from "node:path";
-import { Readable as Readable3 } from "node:stream";
-import { pipeline } from "node:stream/promises";
-
-// node_modules/gearhash-jit/dist/esm/table.js
-var GEAR_TABLE = [
-  0xb088d3a9e840f559n,
-  0x5652c7f739ed20d6n,
-  0x45b28969898972abn,
-  0x6b0a89d5b68ec777n,
-  0x368f573e8b7a31b7n,
-  0x1dc636dce936d94bn,
-  0x207a4c4e5554d5b6n,
-  0xa474b34628239acbn,
-  0x3b06a83e1ca3b912n,
-  0x90e78d6c2f02baf7n,
-  0xe1c92df7150d9a8an,
-  0x8e95053a1086d3adn,
-  0x5a2ef4f1b83a0722n,
-  0xa50fac949f807faen,
-  0x0e7303eb80d8d681n,
-  0x99b07edc1570ad0fn,
-  0x689d2fb555fd3076n,
-  0x00005082119ea468n,
-  0xc4b08306a88fcc28n,
-  0x3eb0678af6374afdn,
-  0xf19f87ab86ad7436n,
-  0xf2129fbfbe6bc736n,
-  0x481149575c98a4edn,
-  0x0000010695477bc5n,
-  0x1fba37801a9ceaccn,
-  0x3bf06fd663a49b6dn,
-  0x99687e9782e3874bn,
-  0x79a10673aa50d8e3n,
-  0xe4accf9e6211f420n,
-  0x2520e71f87579071n,
-  0x2bd5d3fd781a8a9bn,
-  0x00de4dcddd11c873n,
-  0xeaa9311c5a87392fn,
-  0xdb748eb617bc40ffn,
-  0xaf579a8df620bf6fn,
-  0x86a6e5da1b09c2b1n,
-  0xcc2fc30ac322a12en,
-  0x355e2afec1f74267n,
-  0x2d99c8f4c021a47bn,
-  0xbade4b4a9404cfc3n,
-  0xf7b518721d707d69n,
-  0x3286b6587bf32c20n,
-  0x0000b68886af270cn,
-  0xa115d6e4db8a9079n,
-  0x484f7e9c97b2e199n,
-  0xccca7bb75713e301n,
-  0xbf2584a62bb0f160n,
-  0xade7e813625dbcc8n,
-  0x000070940d87955an,
-  0x8ae69108139e626fn,
-  0xbd776ad72fde38a2n,
-  0xfb6b001fc2fcc0cfn,
-  0xc7a474b8e67bc427n,
-  0xbaf6f11610eb5d58n,
-  0x09cb1f5b6de770d1n,
-  0xb0b219e6977d4c47n,
-  0x00ccbc386ea7ad4an,
-  0xcc849d0adf973f01n,
-  0x73a3ef7d016af770n,
-  0xc807d2d386bdbdfen,
-  0x7f2ac9966c791730n,
-  0xd037a86bc6c504dan,
-  0xf3f17c661eaa609dn,
-  0xaca626b04daae687n,
-  0x755a99374f4a5b07n,
-  0x90837ee65b2caeden,
-  0x6ee8ad93fd560785n,
-  0x0000d9e11053edd8n,
-  0x9e063bb2d21cdbd7n,
-  0x07ab77f12a01d2b2n,
-  0xec550255e6641b44n,
-  0x78fb94a8449c14c6n,
-  0xc7510e1bc6c0f5f5n,
-  0x0000320b36e4cae3n,
-  0x827c33262c8b1a2dn,
-  0x14675f0b48ea4144n,
-  0x267bd3a6498decebn,
-  0xf1916ff982f5035en,
-  0x86221b7ff434fb88n,
-  0x9dbecee7386f49d8n,
-  0xea58f8cac80f8f4an,
-  0x008d198692fc64d8n,
-  0x6d38704fbabf9a36n,
-  0xe032cb07d1e7be4cn,
-  0x228d21f6ad450890n,
-  0x635cb1bfc02589a5n,
-  0x4620a1739ca2ce71n,
-  0xa7e7dfe3aae5fb58n,
-  0x0c10ca932b3c0debn,
-  0x2727fee884afed7bn,
-  0xa2df1c6df9e2ab1fn,
-  0x4dcdd1ac0774f523n,
-  0x000070ffad33e24en,
-  0xa2ace87bc5977816n,
-  0x9892275ab4286049n,
-  0xc2861181ddf18959n,
-  0xbb9972a042483e19n,
-  0xef70cd3766513078n,
-  0x00000513abfc9864n,
-  0xc058b61858c94083n,
-  0x09e850859725e0den,
-  0x9197fb3bf83e7d94n,
-  0x7e1e626d12b64bcen,
-  0x520c54507f7b57d1n,
-  0xbee1797174e22416n,
-  0x6fd9ac3222e95587n,
-  0x0023957c9adfbf3en,
-  0xa01c7d7e234bbe15n,
-  0xaba2c758b8a38cbbn,
-  0x0d1fa0ceec3e2b30n,
-  0x0bb6a58b7e60b991n,
-  0x4333dd5b9fa26635n,
-  0xc2fd3b7d4001c1a3n,
-  0xfb41802454731127n,
-  0x65a56185a50d18cbn,
-  0xf67a02bd8784b54fn,
-  0x696f11dd67e65063n,
-  0x00002022fca814abn,
-  0x8cd6be912db9d852n,
-  0x695189b6e9ae8a57n,
-  0xee9453b50ada0c28n,
-  0xd8fc5ea91a78845en,
-  0xab86bf191a4aa767n,
-  0x0000c6b5c86415e5n,
-  0x267310178e08a22en,
-  0xed2d101b078bca25n,
-  0x3b41ed84b226a8fbn,
-  0x13e622120f28dc06n,
-  0xa315f5ebfb706d26n,
-  0x8816c34e3301bacen,
-  0xe9395b9cbb71fdaen,
-  0x002ce9202e721648n,
-  0x4283db1d2bb3c91cn,
-  0xd77d461ad2b1a6a5n,
-  0xe2ec17e46eeb866bn,
-  0xb8e0be4039fbc47cn,
-  0xdea160c4d5299d04n,
-  0x7eec86c8d28c3634n,
-  0x2119ad129f98a399n,
-  0xa6ccf46b61a283efn,
-  0x2c52cedef658c617n,
-  0x2db4871169acdd83n,
-  0x0000f0d6f39ecbe9n,
-  0x3dd5d8c98d2f9489n,
-  0x8a1872a22b01f584n,
-  0xf282a4c40e7b3cf2n,
-  0x8020ec2ccb1ba196n,
-  0x6693b6e09e59e313n,
-  0x0000ce19cc7c83ebn,
-  0x20cb5735f6479c3bn,
-  0x762ebf3759d75a5bn,
-  0x207bfe823d693975n,
-  0xd77dc112339cd9d5n,
-  0x9ba7834284627d03n,
-  0x217dc513e95f51e9n,
-  0xb27b1a29fc5e7816n,
-  0x00d5cd9831bb662dn,
-  0x71e39b806d75734cn,
-  0x7e572af006fb1a23n,
-  0xa2734f2f6ae91f85n,
-  0xbf82c6b5022cddf2n,
-  0x5c3beac60761a0den,
-  0xcdc893bb47416998n,
-  0x6d1085615c187e01n,
-  0x77f8ae30ac277c5dn,
-  0x917c6b81122a2c91n,
-  0x5b75b699add16967n,
-  0x0000cf6ae79a069bn,
-  0xf3c40afa60de1104n,
-  0x2063127aa59167c3n,
-  0x621de62269d1894dn,
-  0xd188ac1de62b4726n,
-  0x107036e2154b673cn,
-  0x0000b85f28553a1dn,
-  0xf2ef4e4c18236f3dn,
-  0xd9d6de6611b9f602n,
-  0xa1fc7955fb47911cn,
-  0xeb85fd032f298dbdn,
-  0xbe27502fb3befae1n,
-  0xe3034251c4cd661en,
-  0x441364d354071836n,
-  0x0082b36c75f2983en,
-  0xb145910316fa66f0n,
-  0x021c069c9847caf7n,
-  0x2910dfc75a4b5221n,
-  0x735b353e1c57a8b5n,
-  0xce44312ce98ed96cn,
-  0xbc942e4506bdfa65n,
-  0xf05086a71257941bn,
-  0xfec3b215d351ceadn,
-  0x00ae1055e0144202n,
-  0xf54b40846f42e454n,
-  0x00007fd9c8bcbcc8n,
-  0xbfbd9ef317de9bfen,
-  0xa804302ff2854e12n,
-  0x39ce4957a5e5d8d4n,
-  0xffb9e2a45637ba84n,
-  0x55b9ad1d9ea0818bn,
-  0x00008acbf319178an,
-  0x48e2bfc8d0fbfb38n,
-  0x8be39841e848b5e8n,
-  0x0e2712160696a08bn,
-  0xd51096e84b44242an,
-  0x1101ba176792e13an,
-  0xc22e770f4531689dn,
-  0x1689eff272bbc56cn,
-  0x00a92a197f5650ecn,
-  0xbc765990bda1784en,
-  0xc61441e392fcb8aen,
-  0x07e13a2ced31e4a0n,
-  0x92cbe984234e9d4dn,
-  0x8f4ff572bb7d8ac5n,
-  0x0b9670c00b963bd0n,
-  0x62955a581a03eb01n,
-  0x645f83e5ea000254n,
-  0x41fce516cd88f299n,
-  0xbbda9748da7a98cfn,
-  0x0000aab2fe4845fan,
-  0x19761b069bf56555n,
-  0x8b8f5e8343b6ad56n,
-  0x3e5d1cfd144821d9n,
-  0xec5c1e2ca2b0cd8fn,
-  0xfaf7e0fea7fbb57fn,
-  0x000000d3ba12961bn,
-  0xda3f90178401b18en,
-  0x70ff906de33a5febn,
-  0x0527d5a7c06970e7n,
-  0x22d8e773607c13e9n,
-  0xc9ab70df643c3bacn,
-  0xeda4c6dc8abe12e3n,
-  0xecef1f410033e78an,
-  0x0024c2b274ac72cbn,
-  0x06740d954fa900b4n,
-  0x1d7a299b323d6304n,
-  0xb3c37cb298cbead5n,
-  0xc986e3c76178739bn,
-  0x9fabea364b46f58an,
-  0x6da214c5af85cc56n,
-  0x17a43ed8b7a38f84n,
-  0x6eccec511d9adbebn,
-  0xf9cab30913335afbn,
-  0x4a5e60c5f415eed2n,
-  0x00006967503672b4n,
-  0x9da51d121454bb87n,
-  0x84321e13b9bbc816n,
-  0xfb3d6fb6ab2fdd8dn,
-  0x60305eed8e160a8dn,
-  0xcbbf4b14e9946ce8n,
-  0x00004f63381b10c3n,
-  0x07d5b7816fcc4e10n,
-  0xe5a536726a6a8155n,
-  0x57afb23447a07fddn,
-  0x18f346f7abc9d394n,
-  0x636dc655d61ad33dn,
-  0xcc8bab4939f7f3f6n,
-  0x63c7a906c1dd187bn
-];
-
-// node_modules/gearhash-jit/dist/esm/wasm.js
-var TABLE_OFFSET = 0;
-var HASH_OFFSET = 2048;
-var MASK_OFFSET = 2056;
-var INPUT_OFFSET = 4096;
-var PAGES = 8;
-var MAX_INPUT_SIZE = PAGES * 65536 - INPUT_OFFSET;
-var wasmMemory = null;
-var wasmView = null;
-var wasmFn = null;
-function toSignedLeb128(n) {
-  const bytes = [];
-  let value2 = n | 0;
-  for (; ; ) {
-    const byte = value2 & 127;
-    value2 >>= 7;
-    if (value2 === 0 && (byte & 64) === 0 || value2 === -1 && (byte & 64) !== 0) {
-      bytes.push(byte);
-      return bytes;
-    }
-    bytes.push(byte | 128);
-  }
-}
-function toLebU32Padded5(n) {
-  return [
-    n & 127 | 128,
-    n >>> 7 & 127 | 128,
-    n >>> 14 & 127 | 128,
-    n >>> 21 & 127 | 128,
-    n >>> 28 & 15
+  const uses = (names) => role.steps.some((s) => names.includes(s));
+  const needed = [
+    ...uses(ACCELERATOR_STEPS) ? [backend] : [],
+    ...uses(["cpu-gate"]) && !(uses(ACCELERATOR_STEPS) && cpuBackend === backend) ? [cpuBackend] : []
   ];
-}
-function generateWasmBytes() {
-  const code2 = [];
-  function emit(...bytes) {
-    code2.push(...bytes);
-  }
-  emit(0, 97, 115, 109);
-  emit(1, 0, 0, 0);
-  emit(1, 7, 1, 96, 2, 127, 127, 1, 127);
-  emit(2, 11, 1, 2, 106, 115, 3, 109, 101, 109, 2, 0, PAGES);
-  emit(3, 2, 1, 0);
-  emit(7, 13, 1, 9, 110, 101, 120, 116, 77, 97, 116, 99, 104, 0, 0);
-  emit(10);
-  const sectionSizeOff = code2.length;
-  emit(0, 0, 0, 0, 0);
-  emit(1);
-  const funcSizeOff = code2.length;
-  emit(0, 0, 0, 0, 0);
-  const bodyStart = code2.length;
-  emit(2, 2, 126, 2, 127);
-  emit(65, ...toSignedLeb128(HASH_OFFSET));
-  emit(41, 3, 0);
-  emit(33, 2);
-  emit(65, ...toSignedLeb128(MASK_OFFSET));
-  emit(41, 3, 0);
-  emit(33, 3);
-  emit(32, 0);
-  emit(33, 4);
-  emit(32, 0);
-  emit(32, 1);
-  emit(106);
-  emit(33, 5);
-  emit(2, 64);
-  emit(3, 64);
-  emit(32, 4);
-  emit(32, 5);
-  emit(78);
-  emit(13, 1);
-  emit(32, 2);
-  emit(66, 1);
-  emit(134);
-  emit(32, 4);
-  emit(45, 0, 0);
-  emit(65, 3);
-  emit(116);
-  emit(41, 3, 0);
-  emit(124);
-  emit(34, 2);
-  emit(32, 3);
-  emit(131);
-  emit(80);
-  emit(4, 64);
-  emit(65, ...toSignedLeb128(HASH_OFFSET));
-  emit(32, 2);
-  emit(55, 3, 0);
-  emit(32, 4);
-  emit(32, 0);
-  emit(107);
-  emit(65, 1);
-  emit(106);
-  emit(15);
-  emit(11);
-  emit(32, 4);
-  emit(65, 1);
-  emit(106);
-  emit(33, 4);
-  emit(12, 0);
-  emit(11);
-  emit(11);
-  emit(65, ...toSignedLeb128(HASH_OFFSET));
-  emit(32, 2);
-  emit(55, 3, 0);
-  emit(65, 127);
-  emit(11);
-  const bodySize = code2.length - bodyStart;
-  const bsPatch = toLebU32Padded5(bodySize);
-  for (let i = 0; i < 5; i++)
-    code2[funcSizeOff + i] = bsPatch[i];
-  const secSize = code2.length - sectionSizeOff - 5;
-  const ssPatch = toLebU32Padded5(secSize);
-  for (let i = 0; i < 5; i++)
-    code2[sectionSizeOff + i] = ssPatch[i];
-  return new Uint8Array(code2);
-}
-function initWasm() {
-  if (wasmFn)
-    return;
-  const bytes = generateWasmBytes();
-  wasmMemory = new WebAssembly.Memory({ initial: PAGES });
-  const module2 = new WebAssembly.Module(bytes);
-  const instance = new WebAssembly.Instance(module2, { js: { mem: wasmMemory } });
-  wasmFn = instance.exports.nextMatch;
-  wasmView = new Uint8Array(wasmMemory.buffer);
-  const dv = new DataView(wasmMemory.buffer);
-  for (let i = 0; i < 256; i++) {
-    dv.setBigUint64(TABLE_OFFSET + i * 8, GEAR_TABLE[i], true);
-  }
-}
-function wasmNextMatch(inputStart, inputLen) {
-  return wasmFn(inputStart, inputLen);
-}
-function getView() {
-  return wasmView;
-}
-
-// node_modules/gearhash-jit/dist/esm/index.js
-var Hasher = class {
-  maskBytes;
-  /**
-   * The current 64-bit rolling hash state as 8 little-endian bytes.
-   * Updated after every `nextMatch` call. Zeroed by `resetHash()`.
-   */
-  hash;
-  constructor(mask) {
-    initWasm();
-    this.maskBytes = new Uint8Array(8);
-    this.hash = new Uint8Array(8);
-    new DataView(this.maskBytes.buffer).setBigUint64(0, mask, true);
-  }
-  /**
-   * Scan `buf` for the next gear-hash match. The internal hash state
-   * carries over between calls (for split-buffer scanning).
-   *
-   * @returns 1-based byte position of the match, or -1 if none found.
-   */
-  nextMatch(buf) {
-    const len = buf.length;
-    if (len === 0)
-      return -1;
-    if (len > MAX_INPUT_SIZE) {
-      throw new RangeError(`Input too large: ${len} > ${MAX_INPUT_SIZE}`);
-    }
-    const view = getView();
-    view.set(this.hash, HASH_OFFSET);
-    view.set(this.maskBytes, MASK_OFFSET);
-    view.set(buf, INPUT_OFFSET);
-    const pos = wasmNextMatch(INPUT_OFFSET, len);
-    this.hash.set(view.subarray(HASH_OFFSET, HASH_OFFSET + 8));
-    return pos;
-  }
-  /** Reset rolling hash to zero (call when starting a new chunk). */
-  resetHash() {
-    this.hash.fill(0);
-  }
-};
-
-// node_modules/@huggingface/blake3-jit/dist/esm/compress.js
-function compress(cv, cvOff, block, blockOff, out, outOff, full, counter, blockLen, flags) {
-  let m0 = block[blockOff] | 0;
-  let m1 = block[blockOff + 1] | 0;
-  let m2 = block[blockOff + 2] | 0;
-  let m3 = block[blockOff + 3] | 0;
-  let m4 = block[blockOff + 4] | 0;
-  let m5 = block[blockOff + 5] | 0;
-  let m6 = block[blockOff + 6] | 0;
-  let m7 = block[blockOff + 7] | 0;
-  let m8 = block[blockOff + 8] | 0;
-  let m9 = block[blockOff + 9] | 0;
-  let m10 = block[blockOff + 10] | 0;
-  let m11 = block[blockOff + 11] | 0;
-  let m12 = block[blockOff + 12] | 0;
-  let m13 = block[blockOff + 13] | 0;
-  let m14 = block[blockOff + 14] | 0;
-  let m15 = block[blockOff + 15] | 0;
-  let s0 = cv[cvOff] | 0;
-  let s1 = cv[cvOff + 1] | 0;
-  let s2 = cv[cvOff + 2] | 0;
-  let s3 = cv[cvOff + 3] | 0;
-  let s4 = cv[cvOff + 4] | 0;
-  let s5 = cv[cvOff + 5] | 0;
-  let s6 = cv[cvOff + 6] | 0;
-  let s7 = cv[cvOff + 7] | 0;
-  let s8 = 1779033703;
-  let s9 = 3144134277;
-  let s10 = 1013904242;
-  let s11 = 2773480762;
-  let s12 = counter | 0;
-  let s13 = counter / 4294967296 | 0;
-  let s14 = blockLen | 0;
-  let s15 = flags | 0;
-  s0 = (s0 + s4 | 0) + m0 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 16 | s12 << 16;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 12 | s4 << 20;
-  s0 = (s0 + s4 | 0) + m1 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 8 | s12 << 24;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 7 | s4 << 25;
-  s1 = (s1 + s5 | 0) + m2 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 16 | s13 << 16;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 12 | s5 << 20;
-  s1 = (s1 + s5 | 0) + m3 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 8 | s13 << 24;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 7 | s5 << 25;
-  s2 = (s2 + s6 | 0) + m4 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 16 | s14 << 16;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 12 | s6 << 20;
-  s2 = (s2 + s6 | 0) + m5 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 8 | s14 << 24;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 7 | s6 << 25;
-  s3 = (s3 + s7 | 0) + m6 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 16 | s15 << 16;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 12 | s7 << 20;
-  s3 = (s3 + s7 | 0) + m7 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 8 | s15 << 24;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 7 | s7 << 25;
-  s0 = (s0 + s5 | 0) + m8 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 16 | s15 << 16;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 12 | s5 << 20;
-  s0 = (s0 + s5 | 0) + m9 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 8 | s15 << 24;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 7 | s5 << 25;
-  s1 = (s1 + s6 | 0) + m10 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 16 | s12 << 16;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 12 | s6 << 20;
-  s1 = (s1 + s6 | 0) + m11 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 8 | s12 << 24;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 7 | s6 << 25;
-  s2 = (s2 + s7 | 0) + m12 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 16 | s13 << 16;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 12 | s7 << 20;
-  s2 = (s2 + s7 | 0) + m13 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 8 | s13 << 24;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 7 | s7 << 25;
-  s3 = (s3 + s4 | 0) + m14 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 16 | s14 << 16;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 12 | s4 << 20;
-  s3 = (s3 + s4 | 0) + m15 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 8 | s14 << 24;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 7 | s4 << 25;
-  {
-    const t0 = m0, t1 = m1;
-    m0 = m2;
-    m2 = m3;
-    m3 = m10;
-    m10 = m12;
-    m12 = m9;
-    m9 = m11;
-    m11 = m5;
-    m5 = t0;
-    m1 = m6;
-    m6 = m4;
-    m4 = m7;
-    m7 = m13;
-    m13 = m14;
-    m14 = m15;
-    m15 = m8;
-    m8 = t1;
-  }
-  s0 = (s0 + s4 | 0) + m0 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 16 | s12 << 16;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 12 | s4 << 20;
-  s0 = (s0 + s4 | 0) + m1 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 8 | s12 << 24;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 7 | s4 << 25;
-  s1 = (s1 + s5 | 0) + m2 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 16 | s13 << 16;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 12 | s5 << 20;
-  s1 = (s1 + s5 | 0) + m3 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 8 | s13 << 24;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 7 | s5 << 25;
-  s2 = (s2 + s6 | 0) + m4 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 16 | s14 << 16;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 12 | s6 << 20;
-  s2 = (s2 + s6 | 0) + m5 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 8 | s14 << 24;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 7 | s6 << 25;
-  s3 = (s3 + s7 | 0) + m6 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 16 | s15 << 16;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 12 | s7 << 20;
-  s3 = (s3 + s7 | 0) + m7 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 8 | s15 << 24;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 7 | s7 << 25;
-  s0 = (s0 + s5 | 0) + m8 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 16 | s15 << 16;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 12 | s5 << 20;
-  s0 = (s0 + s5 | 0) + m9 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 8 | s15 << 24;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 7 | s5 << 25;
-  s1 = (s1 + s6 | 0) + m10 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 16 | s12 << 16;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 12 | s6 << 20;
-  s1 = (s1 + s6 | 0) + m11 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 8 | s12 << 24;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 7 | s6 << 25;
-  s2 = (s2 + s7 | 0) + m12 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 16 | s13 << 16;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 12 | s7 << 20;
-  s2 = (s2 + s7 | 0) + m13 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 8 | s13 << 24;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 7 | s7 << 25;
-  s3 = (s3 + s4 | 0) + m14 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 16 | s14 << 16;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 12 | s4 << 20;
-  s3 = (s3 + s4 | 0) + m15 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 8 | s14 << 24;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 7 | s4 << 25;
-  {
-    const t0 = m0, t1 = m1;
-    m0 = m2;
-    m2 = m3;
-    m3 = m10;
-    m10 = m12;
-    m12 = m9;
-    m9 = m11;
-    m11 = m5;
-    m5 = t0;
-    m1 = m6;
-    m6 = m4;
-    m4 = m7;
-    m7 = m13;
-    m13 = m14;
-    m14 = m15;
-    m15 = m8;
-    m8 = t1;
-  }
-  s0 = (s0 + s4 | 0) + m0 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 16 | s12 << 16;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 12 | s4 << 20;
-  s0 = (s0 + s4 | 0) + m1 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 8 | s12 << 24;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 7 | s4 << 25;
-  s1 = (s1 + s5 | 0) + m2 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 16 | s13 << 16;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 12 | s5 << 20;
-  s1 = (s1 + s5 | 0) + m3 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 8 | s13 << 24;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 7 | s5 << 25;
-  s2 = (s2 + s6 | 0) + m4 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 16 | s14 << 16;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 12 | s6 << 20;
-  s2 = (s2 + s6 | 0) + m5 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 8 | s14 << 24;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 7 | s6 << 25;
-  s3 = (s3 + s7 | 0) + m6 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 16 | s15 << 16;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 12 | s7 << 20;
-  s3 = (s3 + s7 | 0) + m7 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 8 | s15 << 24;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 7 | s7 << 25;
-  s0 = (s0 + s5 | 0) + m8 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 16 | s15 << 16;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 12 | s5 << 20;
-  s0 = (s0 + s5 | 0) + m9 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 8 | s15 << 24;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 7 | s5 << 25;
-  s1 = (s1 + s6 | 0) + m10 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 16 | s12 << 16;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 12 | s6 << 20;
-  s1 = (s1 + s6 | 0) + m11 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 8 | s12 << 24;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 7 | s6 << 25;
-  s2 = (s2 + s7 | 0) + m12 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 16 | s13 << 16;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 12 | s7 << 20;
-  s2 = (s2 + s7 | 0) + m13 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 8 | s13 << 24;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 7 | s7 << 25;
-  s3 = (s3 + s4 | 0) + m14 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 16 | s14 << 16;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 12 | s4 << 20;
-  s3 = (s3 + s4 | 0) + m15 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 8 | s14 << 24;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 7 | s4 << 25;
-  {
-    const t0 = m0, t1 = m1;
-    m0 = m2;
-    m2 = m3;
-    m3 = m10;
-    m10 = m12;
-    m12 = m9;
-    m9 = m11;
-    m11 = m5;
-    m5 = t0;
-    m1 = m6;
-    m6 = m4;
-    m4 = m7;
-    m7 = m13;
-    m13 = m14;
-    m14 = m15;
-    m15 = m8;
-    m8 = t1;
-  }
-  s0 = (s0 + s4 | 0) + m0 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 16 | s12 << 16;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 12 | s4 << 20;
-  s0 = (s0 + s4 | 0) + m1 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 8 | s12 << 24;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 7 | s4 << 25;
-  s1 = (s1 + s5 | 0) + m2 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 16 | s13 << 16;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 12 | s5 << 20;
-  s1 = (s1 + s5 | 0) + m3 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 8 | s13 << 24;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 7 | s5 << 25;
-  s2 = (s2 + s6 | 0) + m4 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 16 | s14 << 16;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 12 | s6 << 20;
-  s2 = (s2 + s6 | 0) + m5 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 8 | s14 << 24;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 7 | s6 << 25;
-  s3 = (s3 + s7 | 0) + m6 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 16 | s15 << 16;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 12 | s7 << 20;
-  s3 = (s3 + s7 | 0) + m7 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 8 | s15 << 24;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 7 | s7 << 25;
-  s0 = (s0 + s5 | 0) + m8 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 16 | s15 << 16;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 12 | s5 << 20;
-  s0 = (s0 + s5 | 0) + m9 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 8 | s15 << 24;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 7 | s5 << 25;
-  s1 = (s1 + s6 | 0) + m10 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 16 | s12 << 16;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 12 | s6 << 20;
-  s1 = (s1 + s6 | 0) + m11 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 8 | s12 << 24;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 7 | s6 << 25;
-  s2 = (s2 + s7 | 0) + m12 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 16 | s13 << 16;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 12 | s7 << 20;
-  s2 = (s2 + s7 | 0) + m13 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 8 | s13 << 24;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 7 | s7 << 25;
-  s3 = (s3 + s4 | 0) + m14 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 16 | s14 << 16;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 12 | s4 << 20;
-  s3 = (s3 + s4 | 0) + m15 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 8 | s14 << 24;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 7 | s4 << 25;
-  {
-    const t0 = m0, t1 = m1;
-    m0 = m2;
-    m2 = m3;
-    m3 = m10;
-    m10 = m12;
-    m12 = m9;
-    m9 = m11;
-    m11 = m5;
-    m5 = t0;
-    m1 = m6;
-    m6 = m4;
-    m4 = m7;
-    m7 = m13;
-    m13 = m14;
-    m14 = m15;
-    m15 = m8;
-    m8 = t1;
-  }
-  s0 = (s0 + s4 | 0) + m0 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 16 | s12 << 16;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 12 | s4 << 20;
-  s0 = (s0 + s4 | 0) + m1 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 8 | s12 << 24;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 7 | s4 << 25;
-  s1 = (s1 + s5 | 0) + m2 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 16 | s13 << 16;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 12 | s5 << 20;
-  s1 = (s1 + s5 | 0) + m3 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 8 | s13 << 24;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 7 | s5 << 25;
-  s2 = (s2 + s6 | 0) + m4 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 16 | s14 << 16;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 12 | s6 << 20;
-  s2 = (s2 + s6 | 0) + m5 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 8 | s14 << 24;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 7 | s6 << 25;
-  s3 = (s3 + s7 | 0) + m6 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 16 | s15 << 16;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 12 | s7 << 20;
-  s3 = (s3 + s7 | 0) + m7 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 8 | s15 << 24;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 7 | s7 << 25;
-  s0 = (s0 + s5 | 0) + m8 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 16 | s15 << 16;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 12 | s5 << 20;
-  s0 = (s0 + s5 | 0) + m9 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 8 | s15 << 24;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 7 | s5 << 25;
-  s1 = (s1 + s6 | 0) + m10 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 16 | s12 << 16;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 12 | s6 << 20;
-  s1 = (s1 + s6 | 0) + m11 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 8 | s12 << 24;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 7 | s6 << 25;
-  s2 = (s2 + s7 | 0) + m12 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 16 | s13 << 16;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 12 | s7 << 20;
-  s2 = (s2 + s7 | 0) + m13 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 8 | s13 << 24;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 7 | s7 << 25;
-  s3 = (s3 + s4 | 0) + m14 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 16 | s14 << 16;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 12 | s4 << 20;
-  s3 = (s3 + s4 | 0) + m15 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 8 | s14 << 24;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 7 | s4 << 25;
-  {
-    const t0 = m0, t1 = m1;
-    m0 = m2;
-    m2 = m3;
-    m3 = m10;
-    m10 = m12;
-    m12 = m9;
-    m9 = m11;
-    m11 = m5;
-    m5 = t0;
-    m1 = m6;
-    m6 = m4;
-    m4 = m7;
-    m7 = m13;
-    m13 = m14;
-    m14 = m15;
-    m15 = m8;
-    m8 = t1;
-  }
-  s0 = (s0 + s4 | 0) + m0 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 16 | s12 << 16;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 12 | s4 << 20;
-  s0 = (s0 + s4 | 0) + m1 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 8 | s12 << 24;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 7 | s4 << 25;
-  s1 = (s1 + s5 | 0) + m2 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 16 | s13 << 16;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 12 | s5 << 20;
-  s1 = (s1 + s5 | 0) + m3 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 8 | s13 << 24;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 7 | s5 << 25;
-  s2 = (s2 + s6 | 0) + m4 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 16 | s14 << 16;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 12 | s6 << 20;
-  s2 = (s2 + s6 | 0) + m5 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 8 | s14 << 24;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 7 | s6 << 25;
-  s3 = (s3 + s7 | 0) + m6 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 16 | s15 << 16;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 12 | s7 << 20;
-  s3 = (s3 + s7 | 0) + m7 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 8 | s15 << 24;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 7 | s7 << 25;
-  s0 = (s0 + s5 | 0) + m8 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 16 | s15 << 16;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 12 | s5 << 20;
-  s0 = (s0 + s5 | 0) + m9 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 8 | s15 << 24;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 7 | s5 << 25;
-  s1 = (s1 + s6 | 0) + m10 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 16 | s12 << 16;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 12 | s6 << 20;
-  s1 = (s1 + s6 | 0) + m11 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 8 | s12 << 24;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 7 | s6 << 25;
-  s2 = (s2 + s7 | 0) + m12 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 16 | s13 << 16;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 12 | s7 << 20;
-  s2 = (s2 + s7 | 0) + m13 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 8 | s13 << 24;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 7 | s7 << 25;
-  s3 = (s3 + s4 | 0) + m14 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 16 | s14 << 16;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 12 | s4 << 20;
-  s3 = (s3 + s4 | 0) + m15 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 8 | s14 << 24;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 7 | s4 << 25;
-  {
-    const t0 = m0, t1 = m1;
-    m0 = m2;
-    m2 = m3;
-    m3 = m10;
-    m10 = m12;
-    m12 = m9;
-    m9 = m11;
-    m11 = m5;
-    m5 = t0;
-    m1 = m6;
-    m6 = m4;
-    m4 = m7;
-    m7 = m13;
-    m13 = m14;
-    m14 = m15;
-    m15 = m8;
-    m8 = t1;
-  }
-  s0 = (s0 + s4 | 0) + m0 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 16 | s12 << 16;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 12 | s4 << 20;
-  s0 = (s0 + s4 | 0) + m1 | 0;
-  s12 ^= s0;
-  s12 = s12 >>> 8 | s12 << 24;
-  s8 = s8 + s12 | 0;
-  s4 ^= s8;
-  s4 = s4 >>> 7 | s4 << 25;
-  s1 = (s1 + s5 | 0) + m2 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 16 | s13 << 16;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 12 | s5 << 20;
-  s1 = (s1 + s5 | 0) + m3 | 0;
-  s13 ^= s1;
-  s13 = s13 >>> 8 | s13 << 24;
-  s9 = s9 + s13 | 0;
-  s5 ^= s9;
-  s5 = s5 >>> 7 | s5 << 25;
-  s2 = (s2 + s6 | 0) + m4 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 16 | s14 << 16;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 12 | s6 << 20;
-  s2 = (s2 + s6 | 0) + m5 | 0;
-  s14 ^= s2;
-  s14 = s14 >>> 8 | s14 << 24;
-  s10 = s10 + s14 | 0;
-  s6 ^= s10;
-  s6 = s6 >>> 7 | s6 << 25;
-  s3 = (s3 + s7 | 0) + m6 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 16 | s15 << 16;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 12 | s7 << 20;
-  s3 = (s3 + s7 | 0) + m7 | 0;
-  s15 ^= s3;
-  s15 = s15 >>> 8 | s15 << 24;
-  s11 = s11 + s15 | 0;
-  s7 ^= s11;
-  s7 = s7 >>> 7 | s7 << 25;
-  s0 = (s0 + s5 | 0) + m8 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 16 | s15 << 16;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 12 | s5 << 20;
-  s0 = (s0 + s5 | 0) + m9 | 0;
-  s15 ^= s0;
-  s15 = s15 >>> 8 | s15 << 24;
-  s10 = s10 + s15 | 0;
-  s5 ^= s10;
-  s5 = s5 >>> 7 | s5 << 25;
-  s1 = (s1 + s6 | 0) + m10 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 16 | s12 << 16;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 12 | s6 << 20;
-  s1 = (s1 + s6 | 0) + m11 | 0;
-  s12 ^= s1;
-  s12 = s12 >>> 8 | s12 << 24;
-  s11 = s11 + s12 | 0;
-  s6 ^= s11;
-  s6 = s6 >>> 7 | s6 << 25;
-  s2 = (s2 + s7 | 0) + m12 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 16 | s13 << 16;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 12 | s7 << 20;
-  s2 = (s2 + s7 | 0) + m13 | 0;
-  s13 ^= s2;
-  s13 = s13 >>> 8 | s13 << 24;
-  s8 = s8 + s13 | 0;
-  s7 ^= s8;
-  s7 = s7 >>> 7 | s7 << 25;
-  s3 = (s3 + s4 | 0) + m14 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 16 | s14 << 16;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 12 | s4 << 20;
-  s3 = (s3 + s4 | 0) + m15 | 0;
-  s14 ^= s3;
-  s14 = s14 >>> 8 | s14 << 24;
-  s9 = s9 + s14 | 0;
-  s4 ^= s9;
-  s4 = s4 >>> 7 | s4 << 25;
-  if (full) {
-    out[outOff + 8] = s8 ^ cv[cvOff];
-    out[outOff + 9] = s9 ^ cv[cvOff + 1];
-    out[outOff + 10] = s10 ^ cv[cvOff + 2];
-    out[outOff + 11] = s11 ^ cv[cvOff + 3];
-    out[outOff + 12] = s12 ^ cv[cvOff + 4];
-    out[outOff + 13] = s13 ^ cv[cvOff + 5];
-    out[outOff + 14] = s14 ^ cv[cvOff + 6];
-    out[outOff + 15] = s15 ^ cv[cvOff + 7];
-  }
-  out[outOff] = s0 ^ s8;
-  out[outOff + 1] = s1 ^ s9;
-  out[outOff + 2] = s2 ^ s10;
-  out[outOff + 3] = s3 ^ s11;
-  out[outOff + 4] = s4 ^ s12;
-  out[outOff + 5] = s5 ^ s13;
-  out[outOff + 6] = s6 ^ s14;
-  out[outOff + 7] = s7 ^ s15;
-}
-
-// node_modules/@huggingface/blake3-jit/dist/esm/constants.js
-var IV = new Uint32Array([
-  1779033703,
-  3144134277,
-  1013904242,
-  2773480762,
-  1359893119,
-  2600822924,
-  528734635,
-  1541459225
-]);
-var CHUNK_START = 1;
-var CHUNK_END = 1 << 1;
-var PARENT = 1 << 2;
-var ROOT2 = 1 << 3;
-var KEYED_HASH = 1 << 4;
-var DERIVE_KEY_CONTEXT = 1 << 5;
-var DERIVE_KEY_MATERIAL = 1 << 6;
-var OUT_LEN = 32;
-var KEY_LEN = 32;
-var BLOCK_LEN = 64;
-var CHUNK_LEN = 1024;
-var MAX_DEPTH = 54;
-var PERMUTATIONS = new Uint8Array([
-  0,
-  1,
-  2,
-  3,
-  4,
-  5,
-  6,
-  7,
-  8,
-  9,
-  10,
-  11,
-  12,
-  13,
-  14,
-  15,
-  2,
-  6,
-  3,
-  10,
-  7,
-  0,
-  4,
-  13,
-  1,
-  11,
-  12,
-  5,
-  9,
-  14,
-  15,
-  8,
-  3,
-  4,
-  10,
-  12,
-  13,
-  2,
-  7,
-  14,
-  6,
-  5,
-  9,
-  0,
-  11,
-  15,
-  8,
-  1,
-  10,
-  7,
-  12,
-  9,
-  14,
-  3,
-  13,
-  15,
-  4,
-  0,
-  11,
-  2,
-  5,
-  8,
-  1,
-  6,
-  12,
-  13,
-  9,
-  11,
-  15,
-  10,
-  14,
-  8,
-  7,
-  2,
-  5,
-  3,
-  0,
-  1,
-  6,
-  4,
-  9,
-  14,
-  11,
-  5,
-  8,
-  12,
-  15,
-  1,
-  13,
-  3,
-  0,
-  10,
-  2,
-  6,
-  4,
-  7,
-  11,
-  15,
-  5,
-  0,
-  1,
-  9,
-  8,
-  6,
-  14,
-  10,
-  2,
-  12,
-  3,
-  4,
-  7,
-  13
-]);
-
-// node_modules/@huggingface/blake3-jit/dist/esm/utils.js
-var IS_LITTLE_ENDIAN = new Uint8Array(new Uint32Array([16909060]).buffer)[0] === 4;
-function readLittleEndianWordsFull(input, offset, words) {
-  for (let i = 0; i < 16; ++i, offset += 4) {
-    words[i] = input[offset] | input[offset + 1] << 8 | input[offset + 2] << 16 | input[offset + 3] << 24;
-  }
-}
-function writeLittleEndianBytesPartial(words, wordOffset, output, byteOffset, byteCount) {
-  const fullWords = byteCount >>> 2;
-  let i = 0;
-  for (; i < fullWords; ++i, byteOffset += 4) {
-    const w = words[wordOffset + i];
-    output[byteOffset] = w & 255;
-    output[byteOffset + 1] = w >>> 8 & 255;
-    output[byteOffset + 2] = w >>> 16 & 255;
-    output[byteOffset + 3] = w >>> 24 & 255;
-  }
-  const remaining = byteCount & 3;
-  if (remaining > 0) {
-    const w = words[wordOffset + i];
-    output[byteOffset] = w & 255;
-    if (remaining > 1)
-      output[byteOffset + 1] = w >>> 8 & 255;
-    if (remaining > 2)
-      output[byteOffset + 2] = w >>> 16 & 255;
-  }
-}
-function encodeUTF8(str) {
-  if (typeof TextEncoder !== "undefined") {
-    return new TextEncoder().encode(str);
-  }
-  const bytes = [];
-  for (let i = 0; i < str.length; i++) {
-    let c = str.charCodeAt(i);
-    if (c < 128) {
-      bytes.push(c);
-    } else if (c < 2048) {
-      bytes.push(192 | c >> 6, 128 | c & 63);
-    } else if (c < 55296 || c >= 57344) {
-      bytes.push(224 | c >> 12, 128 | c >> 6 & 63, 128 | c & 63);
-    } else {
-      i++;
-      c = 65536 + ((c & 1023) << 10 | str.charCodeAt(i) & 1023);
-      bytes.push(240 | c >> 18, 128 | c >> 12 & 63, 128 | c >> 6 & 63, 128 | c & 63);
-    }
-  }
-  return new Uint8Array(bytes);
-}
-var CTZ32_TABLE = new Uint8Array([
-  0,
-  1,
-  28,
-  2,
-  29,
-  14,
-  24,
-  3,
-  30,
-  22,
-  20,
-  15,
-  25,
-  17,
-  4,
-  8,
-  31,
-  27,
-  13,
-  23,
-  21,
-  19,
-  16,
-  7,
-  26,
-  12,
-  18,
-  6,
-  11,
-  5,
-  10,
-  9
-]);
-
-// node_modules/@huggingface/blake3-jit/dist/esm/hasher.js
-var XofReader = class {
-  inputCv;
-  blockWords;
-  counter;
-  blockLen;
-  flags;
-  outputBlock;
-  outputBlockOffset;
-  constructor(inputCv, blockWords, counter, blockLen, flags) {
-    this.inputCv = inputCv;
-    this.blockWords = blockWords;
-    this.counter = counter;
-    this.blockLen = blockLen;
-    this.flags = flags | ROOT2;
-    this.outputBlock = new Uint32Array(16);
-    this.outputBlockOffset = 64;
-  }
-  /**
-   * Read the next `length` bytes of output.
-   */
-  read(length) {
-    const output = new Uint8Array(length);
-    let outputOffset = 0;
-    while (outputOffset < length) {
-      if (this.outputBlockOffset >= 64) {
-        compress(
-          this.inputCv,
-          0,
-          this.blockWords,
-          0,
-          this.outputBlock,
-          0,
-          true,
-          // full 64-byte output
-          this.counter++,
-          this.blockLen,
-          this.flags
-        );
-        this.outputBlockOffset = 0;
-      }
-      const available = 64 - this.outputBlockOffset;
-      const toCopy = Math.min(available, length - outputOffset);
-      const wordOffset = this.outputBlockOffset >>> 2;
-      const byteWithinWord = this.outputBlockOffset & 3;
-      if (byteWithinWord === 0 && toCopy >= 4) {
-        const fullWords = toCopy >>> 2;
-        writeLittleEndianBytesPartial(this.outputBlock, wordOffset, output, outputOffset, fullWords << 2);
-        const bytesCopied = fullWords << 2;
-        outputOffset += bytesCopied;
-        this.outputBlockOffset += bytesCopied;
-      } else {
-        for (let i = 0; i < toCopy; i++) {
-          const wordIdx = this.outputBlockOffset + i >>> 2;
-          const byteIdx = this.outputBlockOffset + i & 3;
-          output[outputOffset + i] = this.outputBlock[wordIdx] >>> (byteIdx << 3) & 255;
-        }
-        outputOffset += toCopy;
-        this.outputBlockOffset += toCopy;
-      }
-    }
-    return output;
-  }
-};
-var ChunkState = class {
-  chainingValue;
-  chunkCounter;
-  blockWords;
-  blockLen;
-  blocksCompressed;
-  flags;
-  constructor(keyWords, chunkCounter, flags) {
-    this.chainingValue = new Uint32Array(keyWords);
-    this.chunkCounter = chunkCounter;
-    this.blockWords = new Uint32Array(16);
-    this.blockLen = 0;
-    this.blocksCompressed = 0;
-    this.flags = flags;
-  }
-  resetTo(keyWords, chunkCounter, flags) {
-    this.chainingValue.set(keyWords);
-    this.chunkCounter = chunkCounter;
-    this.blockLen = 0;
-    this.blocksCompressed = 0;
-    this.flags = flags;
-  }
-  /**
-   * Get the flags for the current block.
-   */
-  startFlag() {
-    return this.blocksCompressed === 0 ? CHUNK_START : 0;
-  }
-  /**
-   * Update the chunk state with input data.
-   * Returns the number of bytes consumed.
-   */
-  update(input, inputOffset, inputLen) {
-    let consumed = 0;
-    while (inputLen > 0) {
-      if (this.blockLen === BLOCK_LEN) {
-        compress(this.chainingValue, 0, this.blockWords, 0, this.chainingValue, 0, false, this.chunkCounter, BLOCK_LEN, this.flags | this.startFlag());
-        this.blocksCompressed++;
-        this.blockLen = 0;
-      }
-      const want = BLOCK_LEN - this.blockLen;
-      const take = Math.min(want, inputLen);
-      if (this.blockLen === 0 && take === BLOCK_LEN) {
-        readLittleEndianWordsFull(input, inputOffset, this.blockWords);
-      } else {
-        for (let i = 0; i < take; i++) {
-          const pos = this.blockLen + i;
-          const wordIdx = pos >>> 2;
-          const byteIdx = pos & 3;
-          if (byteIdx === 0) {
-            this.blockWords[wordIdx] = input[inputOffset + i];
-          } else {
-            this.blockWords[wordIdx] |= input[inputOffset + i] << (byteIdx << 3);
-          }
-        }
-      }
-      this.blockLen += take;
-      inputOffset += take;
-      inputLen -= take;
-      consumed += take;
-    }
-    return consumed;
-  }
-  /**
-   * Finalize this chunk and return its output.
-   * Returns 8 words (chaining value) or 16 words (if root).
-   */
-  output() {
-    const usedWords = this.blockLen + 3 >>> 2;
-    for (let i = usedWords; i < 16; i++) {
-      this.blockWords[i] = 0;
-    }
-    return {
-      inputCv: this.chainingValue,
-      blockWords: this.blockWords,
-      blockLen: this.blockLen,
-      counter: this.chunkCounter,
-      flags: this.flags | this.startFlag() | CHUNK_END
-    };
-  }
-  /**
-   * Get the number of bytes in this chunk.
-   */
-  len() {
-    return this.blocksCompressed * BLOCK_LEN + this.blockLen;
-  }
-};
-var Hasher2 = class _Hasher {
-  chunkState;
-  keyWords;
-  cvStack;
-  cvStackLen;
-  flags;
-  parentBlock;
-  parentCv;
-  chunkCv;
-  outWords;
-  finalizeCv;
-  /**
-   * Create a new Hasher.
-   *
-   * @param keyWords - Initial key words (IV for regular hashing)
-   * @param flags - Domain separation flags
-   */
-  constructor(keyWords, flags) {
-    this.keyWords = keyWords ? new Uint32Array(keyWords) : new Uint32Array(IV);
-    this.flags = flags ?? 0;
-    this.chunkState = new ChunkState(this.keyWords, 0, this.flags);
-    this.cvStack = new Uint32Array(MAX_DEPTH * 8);
-    this.cvStackLen = 0;
-    this.parentBlock = new Uint32Array(16);
-    this.parentCv = new Uint32Array(8);
-    this.chunkCv = new Uint32Array(8);
-    this.outWords = new Uint32Array(16);
-    this.finalizeCv = new Uint32Array(8);
-  }
-  /**
-   * Reset the hasher to process a new message with the same key/flags.
-   * Reuses all internal buffers — zero allocations.
-   */
-  reset() {
-    this.chunkState.resetTo(this.keyWords, 0, this.flags);
-    this.cvStackLen = 0;
-    return this;
-  }
-  /**
-   * Create a new keyed hasher (MAC).
-   *
-   * @param key - 32-byte key
-   */
-  static newKeyed(key) {
-    if (key.length !== KEY_LEN) {
-      throw new Error(`Key must be ${KEY_LEN} bytes, got ${key.length}`);
-    }
-    const keyWords = new Uint32Array(8);
-    if (IS_LITTLE_ENDIAN) {
-      const view = new Uint32Array(key.buffer, key.byteOffset, 8);
-      keyWords.set(view);
-    } else {
-      for (let i = 0; i < 8; i++) {
-        const off = i * 4;
-        keyWords[i] = key[off] | key[off + 1] << 8 | key[off + 2] << 16 | key[off + 3] << 24;
-      }
-    }
-    return new _Hasher(keyWords, KEYED_HASH);
-  }
-  /**
-   * Create a new key derivation hasher.
-   *
-   * @param context - Context string for domain separation
-   */
-  static newDeriveKey(context) {
-    const contextBytes = encodeUTF8(context);
-    const contextHasher = new _Hasher(new Uint32Array(IV), DERIVE_KEY_CONTEXT);
-    contextHasher.update(contextBytes);
-    const contextKey = new Uint32Array(8);
-    const output = contextHasher.finalizeOutput();
-    compress(output.inputCv, 0, output.blockWords, 0, contextKey, 0, false, output.counter, output.blockLen, output.flags | ROOT2);
-    return new _Hasher(contextKey, DERIVE_KEY_MATERIAL);
-  }
-  /**
-   * Push a chaining value onto the stack.
-   */
-  pushCv(cv, cvOffset) {
-    this.cvStack.set(cv.subarray(cvOffset, cvOffset + 8), this.cvStackLen * 8);
-    this.cvStackLen++;
-  }
-  /**
-   * Pop a chaining value from the stack.
-   */
-  popCv(out, outOffset) {
-    this.cvStackLen--;
-    out.set(this.cvStack.subarray(this.cvStackLen * 8, (this.cvStackLen + 1) * 8), outOffset);
-  }
-  /**
-   * Add a chunk's chaining value and merge completed subtrees.
-   */
-  addChunkCv(newCv, newCvOffset, totalChunks) {
-    const parentBlock = this.parentBlock;
-    const parentCv = this.parentCv;
-    while ((totalChunks & 1) === 0) {
-      this.popCv(parentBlock, 0);
-      parentBlock.set(newCv.subarray(newCvOffset, newCvOffset + 8), 8);
-      compress(this.keyWords, 0, parentBlock, 0, parentCv, 0, false, 0, BLOCK_LEN, this.flags | PARENT);
-      newCv = parentCv;
-      newCvOffset = 0;
-      totalChunks >>>= 1;
-    }
-    this.pushCv(newCv, newCvOffset);
-  }
-  /**
-   * Update the hasher with input data.
-   *
-   * @param input - Data to hash
-   * @returns this (for chaining)
-   */
-  update(input) {
-    let inputOffset = 0;
-    let inputLen = input.length;
-    while (inputLen > 0) {
-      if (this.chunkState.len() === CHUNK_LEN) {
-        const output = this.chunkState.output();
-        const chunkCv = this.chunkCv;
-        compress(output.inputCv, 0, output.blockWords, 0, chunkCv, 0, false, output.counter, output.blockLen, output.flags);
-        const totalChunks = this.chunkState.chunkCounter + 1;
-        this.addChunkCv(chunkCv, 0, totalChunks);
-        this.chunkState.resetTo(this.keyWords, totalChunks, this.flags);
-      }
-      const want = CHUNK_LEN - this.chunkState.len();
-      const take = Math.min(want, inputLen);
-      this.chunkState.update(input, inputOffset, take);
-      inputOffset += take;
-      inputLen -= take;
-    }
-    return this;
-  }
-  /**
-   * Get the output parameters (for XOF mode or finalization).
-   */
-  finalizeOutput() {
-    let output = this.chunkState.output();
-    let parentBlock = this.parentBlock;
-    let cv = this.finalizeCv;
-    if (this.cvStackLen > 0) {
-      compress(output.inputCv, 0, output.blockWords, 0, cv, 0, false, output.counter, output.blockLen, output.flags);
-      while (this.cvStackLen > 0) {
-        this.cvStackLen--;
-        parentBlock.set(this.cvStack.subarray(this.cvStackLen * 8, (this.cvStackLen + 1) * 8), 0);
-        parentBlock.set(cv, 8);
-        if (this.cvStackLen > 0) {
-          compress(this.keyWords, 0, parentBlock, 0, cv, 0, false, 0, BLOCK_LEN, this.flags | PARENT);
-        } else {
-          return {
-            inputCv: this.keyWords,
-            blockWords: parentBlock,
-            blockLen: BLOCK_LEN,
-            counter: 0,
-            flags: this.flags | PARENT
-          };
-        }
-      }
-    }
-    return output;
-  }
-  /**
-   * Finalize the hash and return the result.
-   *
-   * @param outputLength - Number of bytes to output (default: 32)
-   * @returns The hash output
-   */
-  finalize(outputLength = OUT_LEN) {
-    const output = this.finalizeOutput();
-    const result = new Uint8Array(outputLength);
-    if (outputLength <= 64) {
-      const outWords = this.outWords;
-      compress(
-        output.inputCv,
-        0,
-        output.blockWords,
-        0,
-        outWords,
-        0,
-        outputLength > 32,
-        // full output if > 32 bytes
-        output.counter,
-        output.blockLen,
-        output.flags | ROOT2
-      );
-      if (IS_LITTLE_ENDIAN) {
-        const outBytes = new Uint8Array(outWords.buffer);
-        result.set(outBytes.subarray(0, outputLength));
-      } else {
-        writeLittleEndianBytesPartial(outWords, 0, result, 0, outputLength);
-      }
-    } else {
-      const xof = this.finalizeXof();
-      const full = xof.read(outputLength);
-      result.set(full);
-    }
-    return result;
-  }
-  /**
-   * Finalize and return an XOF reader for arbitrary-length output.
-   */
-  finalizeXof() {
-    const output = this.finalizeOutput();
-    return new XofReader(new Uint32Array(output.inputCv), new Uint32Array(output.blockWords), output.counter, output.blockLen, output.flags);
-  }
-};
-
-// node_modules/@huggingface/blake3-jit/dist/esm/wasm-simd.js
-function toLebU32Min2(n) {
-  return [n & 127 | 128, n >>> 7 & 127];
-}
-function toLebU32Padded52(n) {
-  return [
-    n & 127 | 128,
-    n >>> 7 & 127 | 128,
-    n >>> 14 & 127 | 128,
-    n >>> 21 & 127 | 128,
-    n >>> 28 & 15
-    // Last byte has no continuation bit
-  ];
-}
-function toSignedLeb128_i32(n) {
-  const bytes = [];
-  let value2 = n | 0;
-  let more = true;
-  while (more) {
-    let byte = value2 & 127;
-    value2 >>= 7;
-    if (value2 === 0 && (byte & 64) === 0 || value2 === -1 && (byte & 64) !== 0) {
-      more = false;
-    } else {
-      byte |= 128;
-    }
-    bytes.push(byte);
-  }
-  return bytes;
-}
-var MSG_ACCESS_ORDER = [
-  // Round 1: 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
-  0,
-  1,
-  2,
-  3,
-  4,
-  5,
-  6,
-  7,
-  8,
-  9,
-  10,
-  11,
-  12,
-  13,
-  14,
-  15,
-  // Round 2: 2,6,3,10,7,0,4,13,1,11,12,5,9,14,15,8
-  2,
-  6,
-  3,
-  10,
-  7,
-  0,
-  4,
-  13,
-  1,
-  11,
-  12,
-  5,
-  9,
-  14,
-  15,
-  8,
-  // Round 3: 3,4,10,12,13,2,7,14,6,5,9,0,11,15,8,1
-  3,
-  4,
-  10,
-  12,
-  13,
-  2,
-  7,
-  14,
-  6,
-  5,
-  9,
-  0,
-  11,
-  15,
-  8,
-  1,
-  // Round 4: 10,7,12,9,14,3,13,15,4,0,11,2,5,8,1,6
-  10,
-  7,
-  12,
-  9,
-  14,
-  3,
-  13,
-  15,
-  4,
-  0,
-  11,
-  2,
-  5,
-  8,
-  1,
-  6,
-  // Round 5: 12,13,9,11,15,10,14,8,7,2,5,3,0,1,6,4
-  12,
-  13,
-  9,
-  11,
-  15,
-  10,
-  14,
-  8,
-  7,
-  2,
-  5,
-  3,
-  0,
-  1,
-  6,
-  4,
-  // Round 6: 9,14,11,5,8,12,15,1,13,3,0,10,2,6,4,7
-  9,
-  14,
-  11,
-  5,
-  8,
-  12,
-  15,
-  1,
-  13,
-  3,
-  0,
-  10,
-  2,
-  6,
-  4,
-  7,
-  // Round 7: 11,15,5,0,1,9,8,6,14,10,2,12,3,4,7,13
-  11,
-  15,
-  5,
-  0,
-  1,
-  9,
-  8,
-  6,
-  14,
-  10,
-  2,
-  12,
-  3,
-  4,
-  7,
-  13
-];
-function generateWasmBytes2() {
-  const code2 = [];
-  function put(bytes) {
-    code2.push(...bytes);
-  }
-  put([0, 97, 115, 109]);
-  put([1, 0, 0, 0]);
-  put([1]);
-  put([4]);
-  put([1]);
-  put([96, 0, 0]);
-  put([2]);
-  put([11]);
-  put([1]);
-  put([2, 106, 115]);
-  put([3, 109, 101, 109]);
-  put([2, 0, 1]);
-  put([3]);
-  put([4]);
-  put([3]);
-  put([0]);
-  put([0]);
-  put([0]);
-  put([7]);
-  put([50]);
-  put([3]);
-  put([10]);
-  put([99, 111, 109, 112, 114, 101, 115, 115, 52, 120]);
-  put([0, 0]);
-  put([16]);
-  put([
-    99,
-    111,
-    109,
-    112,
-    114,
-    101,
-    115,
-    115,
-    67,
-    104,
-    117,
-    110,
-    107,
-    115,
-    52,
-    120
-  ]);
-  put([0, 1]);
-  put([14]);
-  put([99, 111, 109, 112, 114, 101, 115, 115, 80, 97, 114, 101, 110, 116]);
-  put([0, 2]);
-  put([10]);
-  const sectionSizeOffset = code2.length;
-  put([0, 0, 0, 0, 0]);
-  put([3]);
-  const funcSizeOffset = code2.length;
-  put([0, 0, 0, 0, 0]);
-  const funcBodyStart = code2.length;
-  put([1]);
-  put([32, 123]);
-  for (let i = 0; i < 16; i++) {
-    put([65, ...toLebU32Min2(i * 16)]);
-    put([253, 0, 2, 0]);
-    put([33, i]);
-  }
-  for (let i = 0; i < 8; i++) {
-    put([65, ...toLebU32Min2(512 + i * 16)]);
-    put([253, 0, 2, 0]);
-    put([33, 16 + i]);
-  }
-  const IV2 = [1779033703, 3144134277, 1013904242, 2773480762];
-  for (let i = 0; i < 4; i++) {
-    const ivBytes = [];
-    for (let j = 0; j < 4; j++) {
-      ivBytes.push(IV2[i] & 255);
-      ivBytes.push(IV2[i] >>> 8 & 255);
-      ivBytes.push(IV2[i] >>> 16 & 255);
-      ivBytes.push(IV2[i] >>> 24 & 255);
-    }
-    put([253, 12, ...ivBytes]);
-    put([33, 24 + i]);
-  }
-  put([65, ...toLebU32Min2(768)]);
-  put([253, 0, 2, 0]);
-  put([33, 28]);
-  put([65, ...toLebU32Min2(784)]);
-  put([253, 0, 2, 0]);
-  put([33, 29]);
-  put([65, ...toLebU32Min2(800)]);
-  put([253, 0, 2, 0]);
-  put([33, 30]);
-  put([65, ...toLebU32Min2(816)]);
-  put([253, 0, 2, 0]);
-  put([33, 31]);
-  let msgIdx = 0;
-  function g(a, b, c, d) {
-    const mx = MSG_ACCESS_ORDER[msgIdx++];
-    const my = MSG_ACCESS_ORDER[msgIdx++];
-    put([32, 16 + a]);
-    put([32, 16 + b]);
-    put([253, 174, 1]);
-    put([32, mx]);
-    put([253, 174, 1]);
-    put([33, 16 + a]);
-    put([32, 16 + d]);
-    put([32, 16 + a]);
-    put([253, 81]);
-    put([34, 16 + d]);
-    put([32, 16 + d]);
-    put([253, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13]);
-    put([33, 16 + d]);
-    put([32, 16 + c]);
-    put([32, 16 + d]);
-    put([253, 174, 1]);
-    put([33, 16 + c]);
-    put([32, 16 + b]);
-    put([32, 16 + c]);
-    put([253, 81]);
-    put([34, 16 + b]);
-    put([65, 12]);
-    put([253, 173, 1]);
-    put([32, 16 + b]);
-    put([65, 20]);
-    put([253, 171, 1]);
-    put([253, 80]);
-    put([33, 16 + b]);
-    put([32, 16 + a]);
-    put([32, 16 + b]);
-    put([253, 174, 1]);
-    put([32, my]);
-    put([253, 174, 1]);
-    put([33, 16 + a]);
-    put([32, 16 + d]);
-    put([32, 16 + a]);
-    put([253, 81]);
-    put([34, 16 + d]);
-    put([32, 16 + d]);
-    put([253, 13, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12]);
-    put([33, 16 + d]);
-    put([32, 16 + c]);
-    put([32, 16 + d]);
-    put([253, 174, 1]);
-    put([33, 16 + c]);
-    put([32, 16 + b]);
-    put([32, 16 + c]);
-    put([253, 81]);
-    put([34, 16 + b]);
-    put([65, 7]);
-    put([253, 173, 1]);
-    put([32, 16 + b]);
-    put([65, 25]);
-    put([253, 171, 1]);
-    put([253, 80]);
-    put([33, 16 + b]);
-  }
-  for (let round4 = 0; round4 < 7; round4++) {
-    g(0, 4, 8, 12);
-    g(1, 5, 9, 13);
-    g(2, 6, 10, 14);
-    g(3, 7, 11, 15);
-    g(0, 5, 10, 15);
-    g(1, 6, 11, 12);
-    g(2, 7, 8, 13);
-    g(3, 4, 9, 14);
-  }
-  for (let i = 0; i < 8; i++) {
-    put([65, ...toLebU32Min2(640 + i * 16)]);
-    put([32, 16 + i]);
-    put([32, 24 + i]);
-    put([253, 81]);
-    put([253, 11, 2, 0]);
-  }
-  put([11]);
-  const funcBodySize = code2.length - funcBodyStart;
-  const funcSizeBytes = toLebU32Padded52(funcBodySize);
-  for (let i = 0; i < 5; i++) {
-    code2[funcSizeOffset + i] = funcSizeBytes[i];
-  }
-  const func1SizeOffset = code2.length;
-  put([0, 0, 0, 0, 0]);
-  const func1BodyStart = code2.length;
-  const compressChunksBody = generateCompressChunks4xBody();
-  put(compressChunksBody);
-  const func1BodySize = code2.length - func1BodyStart;
-  const func1SizeBytes = toLebU32Padded52(func1BodySize);
-  for (let i = 0; i < 5; i++) {
-    code2[func1SizeOffset + i] = func1SizeBytes[i];
-  }
-  const func2SizeOffset = code2.length;
-  put([0, 0, 0, 0, 0]);
-  const func2BodyStart = code2.length;
-  const compressParentBody = generateCompressParentBody();
-  put(compressParentBody);
-  const func2BodySize = code2.length - func2BodyStart;
-  const func2SizeBytes = toLebU32Padded52(func2BodySize);
-  for (let i = 0; i < 5; i++) {
-    code2[func2SizeOffset + i] = func2SizeBytes[i];
-  }
-  const sectionSize = code2.length - sectionSizeOffset - 5;
-  const sectionSizeBytes = toLebU32Padded52(sectionSize);
-  for (let i = 0; i < 5; i++) {
-    code2[sectionSizeOffset + i] = sectionSizeBytes[i];
-  }
-  return new Uint8Array(code2);
-}
-function generateCompressChunks4xBody() {
-  const code2 = [];
-  function put(bytes) {
-    code2.push(...bytes);
-  }
-  put([2]);
-  put([32, 123]);
-  put([1, 127]);
-  const BATCH_BLOCK_WORDS = SIMD_MEMORY.BATCH_BLOCK_WORDS;
-  const BATCH_CV = SIMD_MEMORY.BATCH_CV;
-  const BATCH_COUNTER_LOW = SIMD_MEMORY.BATCH_COUNTER_LOW;
-  const BATCH_FLAGS_BASE = SIMD_MEMORY.BATCH_FLAGS_BASE;
-  const BATCH_OUTPUT = SIMD_MEMORY.BATCH_OUTPUT;
-  const IV2 = [1779033703, 3144134277, 1013904242, 2773480762];
-  for (let i = 0; i < 8; i++) {
-    put([65, ...toLebU32Min2(BATCH_CV + i * 16)]);
-    put([253, 0, 2, 0]);
-    put([33, 16 + i]);
-  }
-  put([65, 0]);
-  put([33, 32]);
-  put([2, 64]);
-  put([3, 64]);
-  for (let w = 0; w < 16; w++) {
-    put([32, 32]);
-    put([65, ...toLebU32Min2(256)]);
-    put([108]);
-    put([65, ...toLebU32Min2(BATCH_BLOCK_WORDS + w * 16)]);
-    put([106]);
-    put([253, 0, 2, 0]);
-    put([33, w]);
-  }
-  for (let i = 0; i < 4; i++) {
-    const ivBytes = [];
-    for (let j = 0; j < 4; j++) {
-      ivBytes.push(IV2[i] & 255);
-      ivBytes.push(IV2[i] >>> 8 & 255);
-      ivBytes.push(IV2[i] >>> 16 & 255);
-      ivBytes.push(IV2[i] >>> 24 & 255);
-    }
-    put([253, 12, ...ivBytes]);
-    put([33, 24 + i]);
-  }
-  put([65, ...toLebU32Min2(BATCH_COUNTER_LOW)]);
-  put([253, 0, 2, 0]);
-  put([33, 28]);
-  put([253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-  put([33, 29]);
-  const blockLen64 = [];
-  for (let j = 0; j < 4; j++) {
-    blockLen64.push(64, 0, 0, 0);
-  }
-  put([253, 12, ...blockLen64]);
-  put([33, 30]);
-  put([65, ...toLebU32Min2(BATCH_FLAGS_BASE)]);
-  put([253, 0, 2, 0]);
-  put([32, 32]);
-  put([69]);
-  put([32, 32]);
-  put([65, 15]);
-  put([70]);
-  put([65, 1]);
-  put([116]);
-  put([114]);
-  put([253, 17]);
-  put([253, 80]);
-  put([33, 31]);
-  let msgIdx = 0;
-  function g(a, b, c, d) {
-    const mx = MSG_ACCESS_ORDER[msgIdx++];
-    const my = MSG_ACCESS_ORDER[msgIdx++];
-    put([32, 16 + a]);
-    put([32, 16 + b]);
-    put([253, 174, 1]);
-    put([32, mx]);
-    put([253, 174, 1]);
-    put([33, 16 + a]);
-    put([32, 16 + d]);
-    put([32, 16 + a]);
-    put([253, 81]);
-    put([34, 16 + d]);
-    put([32, 16 + d]);
-    put([253, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13]);
-    put([33, 16 + d]);
-    put([32, 16 + c]);
-    put([32, 16 + d]);
-    put([253, 174, 1]);
-    put([33, 16 + c]);
-    put([32, 16 + b]);
-    put([32, 16 + c]);
-    put([253, 81]);
-    put([34, 16 + b]);
-    put([65, 12]);
-    put([253, 173, 1]);
-    put([32, 16 + b]);
-    put([65, 20]);
-    put([253, 171, 1]);
-    put([253, 80]);
-    put([33, 16 + b]);
-    put([32, 16 + a]);
-    put([32, 16 + b]);
-    put([253, 174, 1]);
-    put([32, my]);
-    put([253, 174, 1]);
-    put([33, 16 + a]);
-    put([32, 16 + d]);
-    put([32, 16 + a]);
-    put([253, 81]);
-    put([34, 16 + d]);
-    put([32, 16 + d]);
-    put([253, 13, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12]);
-    put([33, 16 + d]);
-    put([32, 16 + c]);
-    put([32, 16 + d]);
-    put([253, 174, 1]);
-    put([33, 16 + c]);
-    put([32, 16 + b]);
-    put([32, 16 + c]);
-    put([253, 81]);
-    put([34, 16 + b]);
-    put([65, 7]);
-    put([253, 173, 1]);
-    put([32, 16 + b]);
-    put([65, 25]);
-    put([253, 171, 1]);
-    put([253, 80]);
-    put([33, 16 + b]);
-  }
-  for (let round4 = 0; round4 < 7; round4++) {
-    g(0, 4, 8, 12);
-    g(1, 5, 9, 13);
-    g(2, 6, 10, 14);
-    g(3, 7, 11, 15);
-    g(0, 5, 10, 15);
-    g(1, 6, 11, 12);
-    g(2, 7, 8, 13);
-    g(3, 4, 9, 14);
-  }
-  for (let i = 0; i < 8; i++) {
-    put([32, 16 + i]);
-    put([32, 24 + i]);
-    put([253, 81]);
-    put([33, 16 + i]);
-  }
-  put([32, 32]);
-  put([65, 1]);
-  put([106]);
-  put([34, 32]);
-  put([65, 16]);
-  put([73]);
-  put([13, 0]);
-  put([11]);
-  put([11]);
-  for (let i = 0; i < 8; i++) {
-    put([65, ...toLebU32Min2(BATCH_OUTPUT + i * 16)]);
-    put([32, 16 + i]);
-    put([253, 11, 2, 0]);
-  }
-  put([11]);
-  return code2;
-}
-function generateCompressParentBody() {
-  const code2 = [];
-  function put(bytes) {
-    code2.push(...bytes);
-  }
-  put([1]);
-  put([32, 127]);
-  const PARENT_BLOCK_OFFSET = SIMD_MEMORY.PARENT_BLOCK;
-  const CHUNK_CV_OFFSET = SIMD_MEMORY.CHUNK_CV;
-  const IV2 = [
-    1779033703,
-    3144134277,
-    1013904242,
-    2773480762,
-    1359893119,
-    2600822924,
-    528734635,
-    1541459225
-  ];
-  for (let i = 0; i < 16; i++) {
-    put([65, ...toLebU32Min2(PARENT_BLOCK_OFFSET + i * 4)]);
-    put([40, 2, 0]);
-    put([33, i]);
-  }
-  for (let i = 0; i < 8; i++) {
-    put([65, ...toSignedLeb128_i32(IV2[i])]);
-    put([33, 16 + i]);
-  }
-  for (let i = 0; i < 4; i++) {
-    put([65, ...toSignedLeb128_i32(IV2[i])]);
-    put([33, 24 + i]);
-  }
-  put([65, 0]);
-  put([33, 28]);
-  put([65, 0]);
-  put([33, 29]);
-  put([65, 192, 0]);
-  put([33, 30]);
-  put([65, 4]);
-  put([33, 31]);
-  function g(a, b, c, d, mx, my) {
-    const sa = 16 + a, sb = 16 + b, sc = 16 + c, sd = 16 + d;
-    put([32, sa]);
-    put([32, sb]);
-    put([106]);
-    put([32, mx]);
-    put([106]);
-    put([33, sa]);
-    put([32, sd]);
-    put([32, sa]);
-    put([115]);
-    put([65, 16]);
-    put([120]);
-    put([33, sd]);
-    put([32, sc]);
-    put([32, sd]);
-    put([106]);
-    put([33, sc]);
-    put([32, sb]);
-    put([32, sc]);
-    put([115]);
-    put([65, 12]);
-    put([120]);
-    put([33, sb]);
-    put([32, sa]);
-    put([32, sb]);
-    put([106]);
-    put([32, my]);
-    put([106]);
-    put([33, sa]);
-    put([32, sd]);
-    put([32, sa]);
-    put([115]);
-    put([65, 8]);
-    put([120]);
-    put([33, sd]);
-    put([32, sc]);
-    put([32, sd]);
-    put([106]);
-    put([33, sc]);
-    put([32, sb]);
-    put([32, sc]);
-    put([115]);
-    put([65, 7]);
-    put([120]);
-    put([33, sb]);
-  }
-  let msgIdx = 0;
-  for (let round4 = 0; round4 < 7; round4++) {
-    g(0, 4, 8, 12, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-    g(1, 5, 9, 13, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-    g(2, 6, 10, 14, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-    g(3, 7, 11, 15, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-    g(0, 5, 10, 15, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-    g(1, 6, 11, 12, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-    g(2, 7, 8, 13, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-    g(3, 4, 9, 14, MSG_ACCESS_ORDER[msgIdx], MSG_ACCESS_ORDER[msgIdx + 1]);
-    msgIdx += 2;
-  }
-  for (let i = 0; i < 8; i++) {
-    put([65, ...toLebU32Min2(CHUNK_CV_OFFSET + i * 4)]);
-    put([32, 16 + i]);
-    put([32, 24 + i]);
-    put([115]);
-    put([54, 2, 0]);
-  }
-  put([11]);
-  return code2;
-}
-var wasmInstance = null;
-var wasmMemory2 = null;
-var wasmCompress4x = null;
-var wasmCompressChunks4x = null;
-var wasmCompressParent = null;
-var wasmMemoryView = null;
-var wasmMemoryView32 = null;
-function isSimdSupported() {
-  try {
-    const simdTest = new Uint8Array([
-      0,
-      97,
-      115,
-      109,
-      // magic: \0asm
-      1,
-      0,
-      0,
-      0,
-      // version: 1
-      // Type section (id=1): () -> v128
-      1,
-      // section id = 1 (type)
-      5,
-      // section length = 5
-      1,
-      // 1 type
-      96,
-      0,
-      1,
-      123,
-      // func () -> v128
-      // Function section (id=3)
-      3,
-      // section id = 3 (function)
-      2,
-      // section length = 2
-      1,
-      // 1 function
-      0,
-      // type index 0
-      // Code section (id=10) with v128.const
-      10,
-      // section id = 10 (code)
-      22,
-      // section length = 22
-      1,
-      // 1 function body
-      20,
-      // body length = 20
-      0,
-      // 0 locals
-      253,
-      12,
-      // v128.const opcode
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      0,
-      11
-      // end
-    ]);
-    return WebAssembly.validate(simdTest);
-  } catch {
-    return false;
-  }
-}
-function setupArenaViews() {
-  if (!wasmMemory2)
-    return;
-  const buffer = wasmMemory2.buffer;
-  arenaCvStack = new Uint32Array(buffer, SIMD_MEMORY.CV_STACK, 64 * 8);
-  arenaParentBlock = new Uint32Array(buffer, SIMD_MEMORY.PARENT_BLOCK, 16);
-  arenaChunkCv = new Uint32Array(buffer, SIMD_MEMORY.CHUNK_CV, 8);
-  arenaTempCvs = new Uint32Array(buffer, SIMD_MEMORY.TEMP_CVS, 32);
-  arenaBatchBlockWords = new Uint32Array(buffer, SIMD_MEMORY.BATCH_BLOCK_WORDS, 16 * 16 * 4);
-  arenaBatchCv = new Uint32Array(buffer, SIMD_MEMORY.BATCH_CV, 32);
-  arenaBatchCounterLow = new Uint32Array(buffer, SIMD_MEMORY.BATCH_COUNTER_LOW, 4);
-  arenaBatchFlagsBase = new Uint32Array(buffer, SIMD_MEMORY.BATCH_FLAGS_BASE, 4);
-  arenaBatchOutput = new Uint32Array(buffer, SIMD_MEMORY.BATCH_OUTPUT, 32);
-}
-var cachedWasmBytes = null;
-function initSimdSync() {
-  if (wasmInstance)
-    return true;
-  if (!isSimdSupported()) {
-    return false;
-  }
-  try {
-    const wasmBytes = cachedWasmBytes || generateWasmBytes2();
-    cachedWasmBytes = wasmBytes;
-    wasmMemory2 = new WebAssembly.Memory({ initial: 1 });
-    const importObject = {
-      js: { mem: wasmMemory2 }
-    };
-    const module2 = new WebAssembly.Module(wasmBytes.buffer);
-    wasmInstance = new WebAssembly.Instance(module2, importObject);
-    wasmCompress4x = wasmInstance.exports.compress4x;
-    wasmCompressChunks4x = wasmInstance.exports.compressChunks4x;
-    wasmCompressParent = wasmInstance.exports.compressParent;
-    wasmMemoryView = new Uint8Array(wasmMemory2.buffer);
-    wasmMemoryView32 = new Uint32Array(wasmMemory2.buffer);
-    setupArenaViews();
-    return true;
-  } catch (e) {
-    console.warn("Failed to initialize WASM SIMD:", e);
-    return false;
-  }
-}
-var SIMD_MEMORY = {
-  // SIMD compress4x working area (used by WASM code) - single block
-  BLOCK_WORDS: 0,
-  // 4 x 16 words = 512 bytes (transposed layout)
-  CHAINING_VALUES: 512,
-  // 4 x 8 words = 128 bytes
-  OUTPUT: 640,
-  // 4 x 8 words = 128 bytes
-  COUNTER_LOW: 768,
-  // 4 words = 16 bytes
-  COUNTER_HIGH: 784,
-  // 4 words = 16 bytes
-  BLOCK_LEN: 800,
-  // 4 words = 16 bytes
-  FLAGS: 816,
-  // 4 words = 16 bytes
-  // End of single-block SIMD working area: 832 bytes
-  // SIMD compressChunks4x working area - 16 blocks batched
-  // Each block position has 16 v128 values (one per message word) = 256 bytes
-  // 16 block positions = 16 × 256 = 4096 bytes
-  BATCH_BLOCK_WORDS: 832,
-  // 16 positions × 256 bytes = 4096 bytes (transposed), ends at 4928
-  BATCH_CV: 4928,
-  // 4 × 8 words × 4 bytes = 128 bytes (working CVs), ends at 5056
-  BATCH_COUNTER_LOW: 5056,
-  // 4 words × 4 bytes = 16 bytes (per-chunk counters), ends at 5072
-  BATCH_FLAGS_BASE: 5072,
-  // 4 words × 4 bytes = 16 bytes (base flags, no START/END), ends at 5088
-  BATCH_OUTPUT: 5088,
-  // 4 × 8 words × 4 bytes = 128 bytes (final output), ends at 5216
-  // End of batch working area: 5216 bytes
-  // WASM Arena: JS working buffers (accessed via TypedArray views)
-  CV_STACK: 5216,
-  // 64 levels × 8 words × 4 bytes = 2048 bytes, ends at 7264
-  PARENT_BLOCK: 7264,
-  // 16 words × 4 bytes = 64 bytes, ends at 7328
-  CHUNK_CV: 7328,
-  // 8 words × 4 bytes = 32 bytes, ends at 7360
-  TEMP_CVS: 7360
-  // 4 × 8 words × 4 bytes = 128 bytes, ends at 7488
-  // Total arena usage: ~7488 bytes (fits comfortably in 64KB page)
-};
-var arenaCvStack = null;
-var arenaParentBlock = null;
-var arenaChunkCv = null;
-var arenaTempCvs = null;
-var arenaBatchBlockWords = null;
-var arenaBatchCv = null;
-var arenaBatchCounterLow = null;
-var arenaBatchFlagsBase = null;
-var arenaBatchOutput = null;
-
-// node_modules/@huggingface/blake3-jit/dist/esm/hash.js
-var CV_STACK_DEPTH = 64;
-var HYPER_CV_STACK = new Uint32Array(CV_STACK_DEPTH * 8);
-var CV_POOL_SIZE = 64;
-var CV_POOL = new Uint32Array(CV_POOL_SIZE * 8);
-var CV_VIEWS = [];
-for (let i = 0; i < CV_POOL_SIZE; i++) {
-  CV_VIEWS.push(CV_POOL.subarray(i * 8, i * 8 + 8));
-}
-var simdAvailable = false;
-var SIMD_THRESHOLD = 4 * CHUNK_LEN;
-function ensureSimdSync() {
-  if (simdAvailable)
-    return true;
-  simdAvailable = initSimdSync();
-  return simdAvailable;
-}
-var simdChunkCvs = new Uint32Array(32);
-var reusableTempCv = new Uint32Array(8);
-var reusableChunkCv = new Uint32Array(8);
-var reusablePureParentBlock = new Uint32Array(16);
-var reusablePureParentCv = new Uint32Array(8);
-var reusableSimdCvs = new Uint32Array(32);
-var reusableSimdParentBlock = new Uint32Array(16);
-var reusableSimdParentCv = new Uint32Array(8);
-var reusableOffsets = new Uint32Array(4);
-var reusableCounters = new Uint32Array(4);
-var reusableBlockLens = new Uint32Array(4);
-var reusableFlags = new Uint32Array(4);
-var reusableOut8 = new Uint32Array(8);
-var reusableOut8View = new Uint8Array(reusableOut8.buffer, 0, 32);
-var SIMD_CV_BASE = SIMD_MEMORY.CHAINING_VALUES / 4;
-var SIMD_OUT_BASE = SIMD_MEMORY.OUTPUT / 4;
-var SIMD_COUNTER_LOW_BASE = SIMD_MEMORY.COUNTER_LOW / 4;
-var SIMD_COUNTER_HIGH_BASE = SIMD_MEMORY.COUNTER_HIGH / 4;
-var SIMD_BLOCK_LEN_BASE = SIMD_MEMORY.BLOCK_LEN / 4;
-var BATCH_CV_BASE = SIMD_MEMORY.BATCH_CV / 4;
-var BATCH_COUNTER_LOW_BASE = SIMD_MEMORY.BATCH_COUNTER_LOW / 4;
-var BATCH_FLAGS_BASE_OFFSET = SIMD_MEMORY.BATCH_FLAGS_BASE / 4;
-var BATCH_OUTPUT_BASE = SIMD_MEMORY.BATCH_OUTPUT / 4;
-var batchChunkOffsets = new Uint32Array(4);
-var SIMD_FLAGS_BASE = SIMD_MEMORY.FLAGS / 4;
-function warmupSimd() {
-  return ensureSimdSync();
-}
-
-// node_modules/@huggingface/blake3-jit/dist/esm/index.js
-if (typeof globalThis !== "undefined" && typeof globalThis.document !== "undefined") {
-  queueMicrotask(() => {
-    warmupSimd();
-  });
-}
-
-// node_modules/@huggingface/xetchunk-wasm/dist/esm/xet-chunker.js
-var TARGET_CHUNK_SIZE = 64 * 1024;
-var MINIMUM_CHUNK_DIVISOR = 8;
-var MAXIMUM_CHUNK_MULTIPLIER = 2;
-var HASH_WINDOW_SIZE = 64;
-var BLAKE3_DATA_KEY = new Uint8Array([
-  102,
-  151,
-  245,
-  119,
-  91,
-  149,
-  80,
-  222,
-  49,
-  53,
-  203,
-  172,
-  165,
-  151,
-  24,
-  28,
-  157,
-  228,
-  33,
-  16,
-  155,
-  235,
-  43,
-  88,
-  180,
-  208,
-  176,
-  75,
-  147,
-  173,
-  242,
-  41
-]);
-var XetChunker = class {
-  minimumChunk;
-  maximumChunk;
-  chunkBuf;
-  curChunkLen;
-  gear;
-  blake3;
-  constructor(targetChunkSize = TARGET_CHUNK_SIZE) {
-    if (targetChunkSize <= 0) {
-      throw new Error("Target chunk size must be greater than 0");
-    }
-    if ((targetChunkSize & targetChunkSize - 1) !== 0) {
-      throw new Error("Target chunk size must be a power of 2");
-    }
-    if (targetChunkSize <= HASH_WINDOW_SIZE) {
-      throw new Error("Target chunk size must be greater than hash window size");
-    }
-    if (targetChunkSize >= Number.MAX_SAFE_INTEGER) {
-      throw new Error("Target chunk size must be less than Number.MAX_SAFE_INTEGER");
-    }
-    let mask = BigInt(targetChunkSize - 1);
-    let leadingZeros = 0;
-    for (let i = 63; i >= 0; i--) {
-      if ((mask & 1n << BigInt(i)) !== 0n) {
-        break;
-      }
-      leadingZeros++;
-    }
-    mask = mask << BigInt(leadingZeros);
-    const maximumChunk = targetChunkSize * MAXIMUM_CHUNK_MULTIPLIER;
-    this.minimumChunk = targetChunkSize / MINIMUM_CHUNK_DIVISOR;
-    this.maximumChunk = maximumChunk;
-    this.chunkBuf = new Uint8Array(maximumChunk);
-    this.curChunkLen = 0;
-    this.gear = new Hasher(mask);
-    this.blake3 = Hasher2.newKeyed(BLAKE3_DATA_KEY);
-  }
-  /**
-   * Streaming entry point: accepts an arbitrary slice of data, accumulates
-   * it, and emits a chunk when a boundary (or max size) is reached.
-   * Data is copied into an internal buffer because it may span calls.
-   */
-  next(data, isFinal) {
-    const nBytes = data.length;
-    let createChunk = false;
-    let consumeLen = 0;
-    if (nBytes !== 0) {
-      if (this.curChunkLen + HASH_WINDOW_SIZE < this.minimumChunk) {
-        const maxAdvance = Math.min(this.minimumChunk - this.curChunkLen - HASH_WINDOW_SIZE - 1, nBytes - consumeLen);
-        consumeLen += maxAdvance;
-        this.curChunkLen += maxAdvance;
-      }
-      const readEnd = Math.min(nBytes, consumeLen + this.maximumChunk - this.curChunkLen);
-      let bytesToNextBoundary;
-      const position = this.gear.nextMatch(data.subarray(consumeLen, readEnd));
-      if (position !== -1) {
-        bytesToNextBoundary = position;
-        createChunk = true;
-      } else {
-        bytesToNextBoundary = readEnd - consumeLen;
-      }
-      if (bytesToNextBoundary + this.curChunkLen >= this.maximumChunk) {
-        bytesToNextBoundary = this.maximumChunk - this.curChunkLen;
-        createChunk = true;
-      }
-      this.curChunkLen += bytesToNextBoundary;
-      consumeLen += bytesToNextBoundary;
-      this.chunkBuf.set(data.subarray(0, consumeLen), this.curChunkLen - consumeLen);
-    }
-    if (createChunk || isFinal && this.curChunkLen > 0) {
-      const chunkData = this.chunkBuf.subarray(0, this.curChunkLen);
-      const hash3 = this.blake3.reset().update(chunkData).finalize(32);
-      const chunk2 = {
-        length: chunkData.length,
-        hash: hash3
-      };
-      this.curChunkLen = 0;
-      this.gear.resetHash();
-      return {
-        chunk: chunk2,
-        bytesConsumed: consumeLen
-      };
-    }
-    return {
-      chunk: null,
-      bytesConsumed: consumeLen
-    };
-  }
-  /**
-   * Batch entry point: processes a large contiguous buffer and returns all
-   * complete chunks. Hashes directly from `data` — no intermediate copy
-   * to chunkBuf — for every chunk whose bytes are fully within `data`.
-   */
-  nextBlock(data, isFinal) {
-    const chunks = [];
-    let pos = 0;
-    while (pos < data.length && this.curChunkLen > 0) {
-      const result = this.next(data.subarray(pos), false);
-      if (result.chunk)
-        chunks.push(result.chunk);
-      pos += result.bytesConsumed;
-    }
-    const minSkip = this.minimumChunk > HASH_WINDOW_SIZE ? this.minimumChunk - HASH_WINDOW_SIZE - 1 : 0;
-    while (pos < data.length) {
-      const chunkStart = pos;
-      const scanStart = Math.min(pos + minSkip, data.length);
-      const scanEnd = Math.min(data.length, pos + this.maximumChunk);
-      const position = this.gear.nextMatch(data.subarray(scanStart, scanEnd));
-      let chunkEnd;
-      let foundBoundary;
-      if (position !== -1 && scanStart + position - chunkStart <= this.maximumChunk) {
-        chunkEnd = scanStart + position;
-        foundBoundary = true;
-      } else if (scanEnd - chunkStart >= this.maximumChunk) {
-        chunkEnd = chunkStart + this.maximumChunk;
-        foundBoundary = true;
-      } else {
-        foundBoundary = false;
-        chunkEnd = scanEnd;
-      }
-      if (foundBoundary) {
-        const hash3 = this.blake3.reset().update(data.subarray(chunkStart, chunkEnd)).finalize(32);
-        chunks.push({ length: chunkEnd - chunkStart, hash: hash3 });
-        pos = chunkEnd;
-        this.gear.resetHash();
-      } else if (isFinal) {
-        const hash3 = this.blake3.reset().update(data.subarray(chunkStart)).finalize(32);
-        chunks.push({ length: data.length - chunkStart, hash: hash3 });
-        pos = data.length;
-      } else {
-        this.chunkBuf.set(data.subarray(chunkStart), 0);
-        this.curChunkLen = data.length - chunkStart;
-        pos = data.length;
-      }
-    }
-    return chunks;
-  }
-  finish() {
-    if (this.curChunkLen > 0) {
-      const chunkData = this.chunkBuf.subarray(0, this.curChunkLen);
-      const hash3 = this.blake3.reset().update(chunkData).finalize(32);
-      const chunk2 = { length: this.curChunkLen, hash: hash3 };
-      this.curChunkLen = 0;
-      this.gear.resetHash();
-      return chunk2;
-    }
-    return null;
-  }
-};
-function createChunker(targetChunkSize = TARGET_CHUNK_SIZE) {
-  return new XetChunker(targetChunkSize);
-}
-function nextBlock(chunker, data) {
-  return chunker.nextBlock(data, false);
-}
-function finalize(chunker) {
-  return chunker.finish();
-}
-function hashToHex(hash3) {
-  const view = new DataView(hash3.buffer, hash3.byteOffset, hash3.byteLength);
-  const u64 = view.getBigUint64(0, true);
-  const u64_2 = view.getBigUint64(8, true);
-  const u64_3 = view.getBigUint64(16, true);
-  const u64_4 = view.getBigUint64(24, true);
-  return u64.toString(16).padStart(16, "0") + u64_2.toString(16).padStart(16, "0") + u64_3.toString(16).padStart(16, "0") + u64_4.toString(16).padStart(16, "0");
-}
-function hexToBytes(hex) {
-  const bytes = new Uint8Array(32);
-  const view = new DataView(bytes.buffer);
-  view.setBigUint64(0, BigInt("0x" + hex.slice(0, 16)), true);
-  view.setBigUint64(8, BigInt("0x" + hex.slice(16, 32)), true);
-  view.setBigUint64(16, BigInt("0x" + hex.slice(32, 48)), true);
-  view.setBigUint64(24, BigInt("0x" + hex.slice(48, 64)), true);
-  return bytes;
-}
-
-// node_modules/@huggingface/xetchunk-wasm/dist/esm/xorb-hash.js
-var MEAN_CHUNK_PER_NODE = 4;
-var BLAKE3_NODE_KEY = new Uint8Array([
-  1,
-  126,
-  197,
-  199,
-  165,
-  71,
-  41,
-  150,
-  253,
-  148,
-  102,
-  102,
-  180,
-  138,
-  2,
-  230,
-  93,
-  221,
-  83,
-  111,
-  55,
-  199,
-  109,
-  210,
-  248,
-  99,
-  82,
-  230,
-  74,
-  83,
-  113,
-  63
-]);
-var INDEX_OF_LAST_BYTE_OF_LAST_U64_IN_CHUNK_HASH = 3 * 8;
-var nodeHasher = Hasher2.newKeyed(BLAKE3_NODE_KEY);
-function isNaturalCut(hash3) {
-  return hash3[INDEX_OF_LAST_BYTE_OF_LAST_U64_IN_CHUNK_HASH] % MEAN_CHUNK_PER_NODE === 0;
-}
-function xorbHash(chunks) {
-  if (chunks.length === 0) {
-    return new Uint8Array(32);
-  }
-  let currentChunks = chunks;
-  while (currentChunks.length > 1) {
-    const nodes = [];
-    let currentIndex = 0;
-    let numOfChildrenSoFar = 0;
-    for (let i = 0; i < currentChunks.length; i++) {
-      if (i === currentChunks.length - 1 || numOfChildrenSoFar === 2 * MEAN_CHUNK_PER_NODE || numOfChildrenSoFar >= 2 && currentChunks[i].hash[INDEX_OF_LAST_BYTE_OF_LAST_U64_IN_CHUNK_HASH] % MEAN_CHUNK_PER_NODE === 0) {
-        nodes.push(mergedHashOfSequence(currentChunks.slice(currentIndex, i + 1)));
-        currentIndex = i + 1;
-        numOfChildrenSoFar = 0;
-      } else {
-        numOfChildrenSoFar++;
-      }
-    }
-    currentChunks = nodes;
-  }
-  return currentChunks[0].hash;
-}
-function mergedHashOfSequence(chunks) {
-  let text3 = "";
-  let totalLength = 0;
-  for (const chunk2 of chunks) {
-    text3 += hashToHex(chunk2.hash) + " : " + chunk2.length + "\n";
-    totalLength += chunk2.length;
-  }
-  const bytes = new Uint8Array(text3.length);
-  for (let i = 0; i < text3.length; i++) {
-    bytes[i] = text3.charCodeAt(i);
-  }
-  const hash3 = nodeHasher.reset().update(bytes).finalize(32);
-  return { hash: hash3, length: totalLength };
-}
-
-// node_modules/@huggingface/xetchunk-wasm/dist/esm/hash-utils.js
-var ZERO_KEY = new Uint8Array(32);
-var VERIFICATION_KEY = new Uint8Array([
-  127,
-  24,
-  87,
-  214,
-  206,
-  86,
-  237,
-  102,
-  18,
-  127,
-  249,
-  19,
-  231,
-  165,
-  195,
-  243,
-  164,
-  205,
-  38,
-  213,
-  181,
-  219,
-  73,
-  230,
-  65,
-  36,
-  152,
-  127,
-  40,
-  251,
-  148,
-  195
-]);
-var fileHasher = Hasher2.newKeyed(ZERO_KEY);
-var verificationHasher = Hasher2.newKeyed(VERIFICATION_KEY);
-function fileHash(chunks) {
-  if (chunks.length === 0) {
-    return new Uint8Array(32);
-  }
-  const xorb = xorbHash(chunks);
-  return fileHasher.reset().update(xorb).finalize(32);
-}
-function hmac(hash3, key) {
-  return Hasher2.newKeyed(key).update(hash3).finalize(32);
-}
-function verificationHash(chunkHashes) {
-  const combined = new Uint8Array(chunkHashes.length * 32);
-  for (let i = 0; i < chunkHashes.length; i++) {
-    combined.set(chunkHashes[i], i * 32);
-  }
-  return verificationHasher.reset().update(combined).finalize(32);
-}
-
-// node_modules/@huggingface/xetchunk-wasm/dist/esm/merkle-hash-subtree.js
-var MIN_GROUP_SIZE = 2;
-var MAX_GROUP_SIZE = 9;
-function nextMergeCut(nodes, start, end) {
-  const len = end - start;
-  if (len <= MIN_GROUP_SIZE) {
-    return len;
-  }
-  const lim = Math.min(MAX_GROUP_SIZE, len);
-  for (let i = MIN_GROUP_SIZE; i < lim; i++) {
-    if (isNaturalCut(nodes[start + i].hash)) {
-      return i + 1;
-    }
-  }
-  return lim;
-}
-function validGap(gap) {
-  return gap > MIN_GROUP_SIZE && gap < MAX_GROUP_SIZE - 1;
-}
-function findStableStart(nodes) {
-  if (nodes.length < MIN_GROUP_SIZE + 1) {
-    return void 0;
-  }
-  let prevPrevCut;
-  let prevCut;
-  for (let pos = 0; pos < nodes.length; pos++) {
-    if (!isNaturalCut(nodes[pos].hash)) {
-      continue;
-    }
-    if (prevCut !== void 0 && validGap(pos - prevCut) && prevPrevCut !== void 0 && validGap(prevCut - prevPrevCut)) {
-      return prevCut + 1;
-    }
-    prevPrevCut = prevCut;
-    prevCut = pos;
-  }
-  return void 0;
-}
-function findStableEnd(nodes) {
-  if (nodes.length < MIN_GROUP_SIZE + 1) {
-    return void 0;
-  }
-  let nextNextCut;
-  let nextCut;
-  for (let pos = nodes.length - 1; pos >= 0; pos--) {
-    if (!isNaturalCut(nodes[pos].hash)) {
-      continue;
-    }
-    if (nextCut !== void 0 && validGap(nextCut - pos) && nextNextCut !== void 0 && validGap(nextNextCut - nextCut)) {
-      return nextCut + 1;
-    }
-    nextNextCut = nextCut;
-    nextCut = pos;
-  }
-  return void 0;
-}
-function splitAndPromote(nodes, atStart, atEnd, promoted) {
-  if (nodes.length <= 1) {
-    return [nodes.length, 0];
-  }
-  let stableStart;
-  if (atStart) {
-    stableStart = 0;
-  } else {
-    const idx = findStableStart(nodes);
-    if (idx === void 0) {
-      return [nodes.length, 0];
-    }
-    stableStart = idx;
-  }
-  let stableEnd;
-  if (atEnd) {
-    stableEnd = nodes.length;
-  } else {
-    const idx = findStableEnd(nodes.slice(stableStart));
-    if (idx === void 0) {
-      return [nodes.length, 0];
-    }
-    stableEnd = stableStart + idx;
-  }
-  if (stableStart >= stableEnd) {
-    return [nodes.length, 0];
-  }
-  let pos = stableStart;
-  while (pos < stableEnd) {
-    const cutLen = nextMergeCut(nodes, pos, stableEnd);
-    promoted.push(mergedHashOfSequence(nodes.slice(pos, pos + cutLen)));
-    pos += cutLen;
-  }
-  return [stableStart, nodes.length - stableEnd];
-}
-function flattenHump(hump) {
-  const nodes = [];
-  for (const left of hump.leftLevels) {
-    nodes.push(...left);
-  }
-  for (let level = hump.rightLevels.length - 1; level >= 0; level--) {
-    nodes.push(...hump.rightLevels[level]);
-  }
-  const levels = hump.leftLevels.map((left, i) => [left.length, hump.rightLevels[i].length]);
-  return { nodes, levels };
-}
-function buildHump(chunks, atStart, atEnd) {
-  const leftLevels = [];
-  const rightLevels = [];
-  let current2 = chunks;
-  let allLeftsEmpty = true;
-  let allRightsEmpty = true;
-  while (true) {
-    const levelAtStart = atStart && allLeftsEmpty;
-    const levelAtEnd = atEnd && allRightsEmpty;
-    const promoted = [];
-    const [prefixLen, suffixLen] = splitAndPromote(current2, levelAtStart, levelAtEnd, promoted);
-    leftLevels.push(current2.slice(0, prefixLen));
-    rightLevels.push(current2.slice(current2.length - suffixLen));
-    if (prefixLen > 0) {
-      allLeftsEmpty = false;
-    }
-    if (suffixLen > 0) {
-      allRightsEmpty = false;
-    }
-    if (promoted.length === 0) {
-      break;
-    }
-    if (promoted.length === 1) {
-      leftLevels.push(promoted);
-      rightLevels.push([]);
-      break;
-    }
-    current2 = promoted;
-  }
-  return { leftLevels, rightLevels };
-}
-var MerkleHashSubtree = class _MerkleHashSubtree {
-  nodes;
-  /** Per-level `[leftCount, rightCount]` pairs indexing into `nodes`. */
-  levels;
-  leftOffsets;
-  rightOffsets;
-  /** True if this range begins at chunk 0 of the full sequence. */
-  atStart;
-  /** True if this range ends at the last chunk of the full sequence. */
-  atEnd;
-  constructor(nodes, levels, atStart, atEnd) {
-    this.nodes = nodes;
-    this.levels = levels;
-    this.atStart = atStart;
-    this.atEnd = atEnd;
-    [this.leftOffsets, this.rightOffsets] = computeOffsets(levels);
-  }
-  /**
-   * Create a subtree from a contiguous run of level-0 chunks.
-   *
-   * - `atStart`: `chunks[0]` is the first chunk of the entire file.
-   * - `atEnd`: the last element of `chunks` is the file's final chunk.
-   */
-  static fromChunks(atStart, chunks, atEnd) {
-    const { nodes, levels } = flattenHump(buildHump(chunks, atStart, atEnd));
-    return new _MerkleHashSubtree(nodes, levels, atStart, atEnd);
-  }
-  get numNodes() {
-    return this.nodes.length;
-  }
-  get numLevels() {
-    return this.levels.length;
-  }
-  get isEmpty() {
-    return this.nodes.length === 0;
-  }
-  leftAt(level) {
-    if (level >= this.levels.length) {
-      return [];
-    }
-    const start = this.leftOffsets[level];
-    return this.nodes.slice(start, start + this.levels[level][0]);
-  }
-  rightAt(level) {
-    if (level >= this.levels.length) {
-      return [];
-    }
-    const start = this.rightOffsets[level];
-    return this.nodes.slice(start, start + this.levels[level][1]);
-  }
-  /**
-   * Merge an adjacent subtree (the right neighbor) into this one, in place.
-   * After the call, `this` covers the combined range: it keeps its own
-   * `atStart` and takes `other`'s `atEnd`.
-   *
-   * Throws if `this.atEnd` (nothing can follow the end) or `other.atStart`
-   * (the start cannot appear on the right side of a merge).
-   */
-  mergeInto(other) {
-    if (this.atEnd) {
-      throw new Error("Cannot merge into a subtree that is already at the end");
-    }
-    if (other.atStart) {
-      throw new Error("Cannot merge a subtree that is at the start on the right side");
-    }
-    const combinedAtStart = this.atStart;
-    const combinedAtEnd = other.atEnd;
-    const maxLevels = Math.max(this.numLevels, other.numLevels);
-    const leftLevels = [];
-    const rightLevels = [];
-    let carry = [];
-    let allLeftsEmpty = true;
-    let allRightsEmpty = true;
-    for (let level = 0; level < maxLevels; level++) {
-      const full = [
-        ...this.leftAt(level),
-        ...this.rightAt(level),
-        ...carry,
-        ...other.leftAt(level),
-        ...other.rightAt(level)
-      ];
-      const levelAtStart = combinedAtStart && allLeftsEmpty;
-      const levelAtEnd = combinedAtEnd && allRightsEmpty;
-      const promoted = [];
-      const [prefixLen, suffixLen] = splitAndPromote(full, levelAtStart, levelAtEnd, promoted);
-      leftLevels.push(full.slice(0, prefixLen));
-      rightLevels.push(full.slice(full.length - suffixLen));
-      if (prefixLen > 0) {
-        allLeftsEmpty = false;
-      }
-      if (suffixLen > 0) {
-        allRightsEmpty = false;
-      }
-      carry = promoted;
-    }
-    while (carry.length > 0) {
-      if (carry.length === 1) {
-        leftLevels.push(carry);
-        rightLevels.push([]);
-        carry = [];
-      } else {
-        const promoted = [];
-        const [prefixLen, suffixLen] = splitAndPromote(carry, combinedAtStart && allLeftsEmpty, combinedAtEnd && allRightsEmpty, promoted);
-        leftLevels.push(carry.slice(0, prefixLen));
-        rightLevels.push(carry.slice(carry.length - suffixLen));
-        if (prefixLen > 0) {
-          allLeftsEmpty = false;
-        }
-        if (suffixLen > 0) {
-          allRightsEmpty = false;
-        }
-        carry = promoted;
-      }
-    }
-    while (leftLevels.length > 1 && leftLevels[leftLevels.length - 1].length === 0 && rightLevels[rightLevels.length - 1].length === 0) {
-      leftLevels.pop();
-      rightLevels.pop();
-    }
-    const { nodes, levels } = flattenHump({ leftLevels, rightLevels });
-    this.nodes = nodes;
-    this.levels = levels;
-    [this.leftOffsets, this.rightOffsets] = computeOffsets(levels);
-    this.atStart = combinedAtStart;
-    this.atEnd = combinedAtEnd;
-  }
-  /**
-   * Merge multiple adjacent ranges left-to-right.
-   * Returns an empty fully-closed range when `ranges` is empty.
-   */
-  static merge(ranges) {
-    if (ranges.length === 0) {
-      return _MerkleHashSubtree.fromChunks(true, [], true);
-    }
-    const result = ranges[0].clone();
-    for (let i = 1; i < ranges.length; i++) {
-      result.mergeInto(ranges[i]);
-    }
-    return result;
-  }
-  clone() {
-    return new _MerkleHashSubtree([...this.nodes], this.levels.map((l) => [...l]), this.atStart, this.atEnd);
-  }
-  /**
-   * The final aggregated hash — only available when both boundaries are
-   * known (`atStart && atEnd`). Equals `xorbHash(allChunks)`; apply
-   * `hmac(hash, zeroKey)` to obtain the file hash.
-   *
-   * Returns `undefined` when either boundary is unknown.
-   */
-  finalHash() {
-    if (!this.atStart || !this.atEnd) {
-      return void 0;
-    }
-    if (this.nodes.length === 0) {
-      return new Uint8Array(32);
-    }
-    const top = this.levels.length - 1;
-    const topLeft = this.leftAt(top);
-    if (topLeft.length !== 1 || this.rightAt(top).length !== 0) {
-      throw new Error("Invariant violation: fully-closed hump should have a single node at the top level");
-    }
-    return topLeft[0].hash;
-  }
-  /** Total byte length covered by this subtree. */
-  get totalLength() {
-    let total = 0;
-    for (let level = 0; level < this.levels.length; level++) {
-      for (const node of this.leftAt(level)) {
-        total += node.length;
-      }
-      for (const node of this.rightAt(level)) {
-        total += node.length;
-      }
-    }
-    return total;
-  }
-  /** Serde-human-readable-compatible JSON (what the CAS server produces/accepts). */
-  toJSON() {
-    return {
-      nodes: this.nodes.map((node) => ({ hash: hashToHex(node.hash), size: node.length })),
-      levels: this.levels.map((l) => [...l]),
-      at_start: this.atStart,
-      at_end: this.atEnd
-    };
-  }
-  static fromJSON(json) {
-    return new _MerkleHashSubtree(json.nodes.map((node) => ({ hash: hexToBytes(node.hash), length: node.size })), json.levels.map((l) => [l[0], l[1]]), json.at_start, json.at_end);
-  }
-};
-function computeOffsets(levels) {
-  const leftOffsets = [];
-  const rightOffsets = [];
-  let cumulativeLeft = 0;
-  for (const [leftCount] of levels) {
-    leftOffsets.push(cumulativeLeft);
-    cumulativeLeft += leftCount;
-  }
-  const totalLeft = cumulativeLeft;
-  let cumulativeRightAfter = 0;
-  for (const [, rightCount] of levels) {
-    cumulativeRightAfter += rightCount;
-  }
-  for (const [, rightCount] of levels) {
-    cumulativeRightAfter -= rightCount;
-    rightOffsets.push(totalLeft + cumulativeRightAfter);
-  }
-  return [leftOffsets, rightOffsets];
-}
-
-// node_modules/@huggingface/hub/dist/chunk-AXSL4LYE.mjs
-var HUB_URL = "https://huggingface.co";
-async function createApiError(response, opts) {
-  const error2 = new HubApiError(response.url, response.status, response.headers.get("X-Request-Id") ?? opts?.requestId);
-  error2.message = `Api error with status ${error2.statusCode}${opts?.message ? `. ${opts.message}` : ""}`;
-  const trailer = [`URL: ${error2.url}`, error2.requestId ? `Request ID: ${error2.requestId}` : void 0].filter(Boolean).join(". ");
-  if (response.headers.get("Content-Type")?.startsWith("application/json")) {
-    const json = await response.json();
-    error2.message = json.error || json.message || error2.message;
-    if (json.error_description) {
-      error2.message = error2.message ? error2.message + `: ${json.error_description}` : json.error_description;
-    }
-    error2.data = json;
-  } else {
-    error2.data = { message: await response.text() };
-  }
-  error2.message += `. ${trailer}`;
-  throw error2;
-}
-var HubApiError = class extends Error {
-  statusCode;
-  url;
-  requestId;
-  data;
-  constructor(url, statusCode, requestId, message) {
-    super(message);
-    this.statusCode = statusCode;
-    this.requestId = requestId;
-    this.url = url;
-  }
-};
-var InvalidApiResponseFormatError = class extends Error {
-};
-function checkAccessToken(accessToken) {
-  if (!accessToken.startsWith("hf_")) {
-    throw new TypeError("Your access token must start with 'hf_'");
-  }
-}
-function checkCredentials(params) {
-  if (params.accessToken) {
-    checkAccessToken(params.accessToken);
-    return params.accessToken;
-  }
-  if (params.credentials?.accessToken) {
-    checkAccessToken(params.credentials.accessToken);
-    return params.credentials.accessToken;
-  }
-}
-function toRepoId(repo) {
-  if (typeof repo !== "string") {
-    return repo;
-  }
-  if (repo.startsWith("model/") || repo.startsWith("models/")) {
-    throw new TypeError(
-      "A repo designation for a model should not start with 'models/', directly specify the model namespace / name"
-    );
-  }
-  if (repo.startsWith("space/")) {
-    throw new TypeError("Spaces should start with 'spaces/', plural, not 'space/'");
-  }
-  if (repo.startsWith("dataset/")) {
-    throw new TypeError("Datasets should start with 'datasets/', plural, not 'dataset/'");
-  }
-  if (repo.startsWith("bucket/")) {
-    throw new TypeError("Buckets should start with 'buckets/', plural, not 'bucket/'");
-  }
-  if (repo.startsWith("kernel/")) {
-    throw new TypeError("Kernels should start with 'kernels/', plural, not 'kernel/'");
-  }
-  const slashes = repo.split("/").length - 1;
-  if (repo.startsWith("spaces/")) {
-    if (slashes !== 2) {
-      throw new TypeError("Space Id must include namespace and name of the space");
-    }
-    return {
-      type: "space",
-      name: repo.slice("spaces/".length)
-    };
-  }
-  if (repo.startsWith("datasets/")) {
-    if (slashes > 2) {
-      throw new TypeError("Too many slashes in repo designation: " + repo);
-    }
-    return {
-      type: "dataset",
-      name: repo.slice("datasets/".length)
-    };
-  }
-  if (repo.startsWith("buckets/")) {
-    if (slashes !== 2) {
-      throw new TypeError("Bucket Id must include namespace and name of the bucket");
-    }
-    return {
-      type: "bucket",
-      name: repo.slice("buckets/".length)
-    };
-  }
-  if (repo.startsWith("kernels/")) {
-    if (slashes !== 2) {
-      throw new TypeError("Kernel Id must include namespace and name of the kernel");
-    }
-    return {
-      type: "kernel",
-      name: repo.slice("kernels/".length)
-    };
-  }
-  if (slashes > 1) {
-    throw new TypeError("Too many slashes in repo designation: " + repo);
-  }
+  let opened = [];
   return {
-    type: "model",
-    name: repo
-  };
-}
-async function* eventToGenerator(cb) {
-  const promises3 = [];
-  function addPromise() {
-    let resolve32;
-    let reject;
-    const p = new Promise((res, rej) => {
-      resolve32 = res;
-      reject = rej;
-    });
-    promises3.push({ p, resolve: resolve32, reject });
-  }
-  addPromise();
-  const callbackRes = Promise.resolve().then(
-    () => cb(
-      (y) => {
-        addPromise();
-        promises3.at(-2)?.resolve({ done: false, value: y });
-      },
-      (r) => {
-        addPromise();
-        promises3.at(-2)?.resolve({ done: true, value: r });
-      },
-      (err) => promises3.shift()?.reject(err)
-    )
-  ).catch((err) => promises3.shift()?.reject(err));
-  while (1) {
-    const p = promises3[0];
-    if (!p) {
-      throw new Error("Logic error in eventGenerator, promises should never be empty");
-    }
-    const result = await p.p;
-    promises3.shift();
-    if (result.done) {
-      await callbackRes;
-      return result.value;
-    }
-    yield result.value;
-  }
-  throw new Error("Unreachable");
-}
-function hexFromBytes(arr) {
-  if (globalThis.Buffer) {
-    return globalThis.Buffer.from(arr).toString("hex");
-  } else {
-    const bin = [];
-    arr.forEach((byte) => {
-      bin.push(byte.toString(16).padStart(2, "0"));
-    });
-    return bin.join("");
-  }
-}
-var isBrowser = typeof window !== "undefined" && typeof window.document !== "undefined";
-var isWebWorker = typeof self === "object" && self.constructor && self.constructor.name === "DedicatedWorkerGlobalScope";
-var isBackend = !isBrowser && !isWebWorker;
-var isFrontend = !isBackend;
-async function getWebWorkerCode() {
-  const sha256Module = await Promise.resolve().then(() => (init_sha256_wrapper_ITDNMKRK(), sha256_wrapper_ITDNMKRK_exports));
-  return URL.createObjectURL(new Blob([sha256Module.createSHA256WorkerCode()]));
-}
-var pendingWorkers = [];
-var runningWorkers = /* @__PURE__ */ new Set();
-var resolve12;
-var waitPromise = new Promise((r) => {
-  resolve12 = r;
-});
-async function getWorker(poolSize) {
-  {
-    const worker2 = pendingWorkers.pop();
-    if (worker2) {
-      runningWorkers.add(worker2);
-      return worker2;
-    }
-  }
-  if (!poolSize) {
-    const worker2 = new Worker(await getWebWorkerCode());
-    runningWorkers.add(worker2);
-    return worker2;
-  }
-  if (poolSize <= 0) {
-    throw new TypeError("Invalid webworker pool size: " + poolSize);
-  }
-  while (runningWorkers.size >= poolSize) {
-    await waitPromise;
-  }
-  const worker = new Worker(await getWebWorkerCode());
-  runningWorkers.add(worker);
-  return worker;
-}
-async function freeWorker(worker, poolSize) {
-  if (!poolSize) {
-    return destroyWorker(worker);
-  }
-  runningWorkers.delete(worker);
-  pendingWorkers.push(worker);
-  const r = resolve12;
-  waitPromise = new Promise((r2) => {
-    resolve12 = r2;
-  });
-  r();
-}
-function destroyWorker(worker) {
-  runningWorkers.delete(worker);
-  worker.terminate();
-  const r = resolve12;
-  waitPromise = new Promise((r2) => {
-    resolve12 = r2;
-  });
-  r();
-}
-async function* sha256(buffer, opts) {
-  yield 0;
-  const maxCryptoSize = typeof opts?.useWebWorker === "object" && opts?.useWebWorker.minSize !== void 0 ? opts.useWebWorker.minSize : 1e7;
-  if (buffer.size < maxCryptoSize && globalThis.crypto?.subtle) {
-    const res = hexFromBytes(
-      new Uint8Array(
-        await globalThis.crypto.subtle.digest("SHA-256", buffer instanceof Blob ? await buffer.arrayBuffer() : buffer)
-      )
-    );
-    yield 1;
-    return res;
-  }
-  if (isFrontend) {
-    if (opts?.useWebWorker) {
-      try {
-        const poolSize = typeof opts?.useWebWorker === "object" ? opts.useWebWorker.poolSize : void 0;
-        const worker = await getWorker(poolSize);
-        let messageHandler;
-        let errorHandler;
-        let abortListener;
-        const cleanup = () => {
-          worker.removeEventListener("message", messageHandler);
-          worker.removeEventListener("error", errorHandler);
-          if (abortListener) {
-            opts?.abortSignal?.removeEventListener("abort", abortListener);
-          }
-        };
-        return yield* eventToGenerator((yieldCallback, returnCallback, rejectCallback) => {
-          messageHandler = (event) => {
-            if (event.data.sha256) {
-              cleanup();
-              freeWorker(worker, poolSize);
-              returnCallback(event.data.sha256);
-            } else if (event.data.progress) {
-              yieldCallback(event.data.progress);
-              try {
-                opts.abortSignal?.throwIfAborted();
-              } catch (err) {
-                cleanup();
-                destroyWorker(worker);
-                rejectCallback(err);
-              }
-            } else {
-              cleanup();
-              destroyWorker(worker);
-              rejectCallback(event);
-            }
-          };
-          errorHandler = (event) => {
-            cleanup();
-            destroyWorker(worker);
-            rejectCallback(event.error);
-          };
-          if (opts?.abortSignal) {
-            try {
-              opts.abortSignal?.throwIfAborted();
-            } catch (err) {
-              cleanup();
-              destroyWorker(worker);
-              rejectCallback(opts.abortSignal.reason ?? new DOMException("Aborted", "AbortError"));
-              return;
-            }
-            abortListener = () => {
-              cleanup();
-              destroyWorker(worker);
-              rejectCallback(opts.abortSignal?.reason ?? new DOMException("Aborted", "AbortError"));
-            };
-            opts.abortSignal.addEventListener("abort", abortListener);
-          }
-          worker.addEventListener("message", messageHandler);
-          worker.addEventListener("error", errorHandler);
-          worker.postMessage({ file: buffer });
-        });
-      } catch (err) {
-        console.warn("Failed to use web worker for sha256", err);
-      }
-    }
-    if (!wasmModule) {
-      wasmModule = await Promise.resolve().then(() => (init_sha256_wrapper_ITDNMKRK(), sha256_wrapper_ITDNMKRK_exports));
-    }
-    const sha2562 = await wasmModule.createSHA256();
-    sha2562.init();
-    const reader = buffer.stream().getReader();
-    const total = buffer.size;
-    let bytesDone = 0;
-    while (true) {
-      const { done, value: value2 } = await reader.read();
-      if (done) {
-        break;
-      }
-      sha2562.update(value2);
-      bytesDone += value2.length;
-      yield bytesDone / total;
-      opts?.abortSignal?.throwIfAborted();
-    }
-    return sha2562.digest("hex");
-  }
-  if (!cryptoModule) {
-    cryptoModule = await Promise.resolve().then(() => (init_sha256_node_ZPWO3OWR(), sha256_node_ZPWO3OWR_exports));
-  }
-  return yield* cryptoModule.sha256Node(buffer, { abortSignal: opts?.abortSignal });
-}
-var cryptoModule;
-var wasmModule;
-function combineUint8Arrays(...arrays) {
-  const totalLength = arrays.reduce((sum22, array) => sum22 + array.length, 0);
-  const combinedBytes = new Uint8Array(totalLength);
-  let offset = 0;
-  for (const array of arrays) {
-    combinedBytes.set(array, offset);
-    offset += array.length;
-  }
-  return combinedBytes;
-}
-function hashU32(a) {
-  a = a | 0;
-  a = a + 2127912214 + (a << 12) | 0;
-  a = a ^ -949894596 ^ a >>> 19;
-  a = a + 374761393 + (a << 5) | 0;
-  a = a + -744332180 ^ a << 9;
-  a = a + -42973499 + (a << 3) | 0;
-  return a ^ -1252372727 ^ a >>> 16 | 0;
-}
-function readU64(b, n) {
-  let x = 0;
-  x |= b[n++] << 0;
-  x |= b[n++] << 8;
-  x |= b[n++] << 16;
-  x |= b[n++] << 24;
-  x |= b[n++] << 32;
-  x |= b[n++] << 40;
-  x |= b[n++] << 48;
-  x |= b[n++] << 56;
-  return x;
-}
-function readU32(b, n) {
-  let x = 0;
-  x |= b[n++] << 0;
-  x |= b[n++] << 8;
-  x |= b[n++] << 16;
-  x |= b[n++] << 24;
-  return x;
-}
-function writeU32(b, n, x) {
-  b[n++] = x >> 0 & 255;
-  b[n++] = x >> 8 & 255;
-  b[n++] = x >> 16 & 255;
-  b[n++] = x >> 24 & 255;
-}
-function imul(a, b) {
-  const ah = a >>> 16;
-  const al = a & 65535;
-  const bh = b >>> 16;
-  const bl = b & 65535;
-  return al * bl + (ah * bl + al * bh << 16) | 0;
-}
-var prime1 = 2654435761;
-var prime2 = 2246822519;
-var prime3 = 3266489917;
-var prime4 = 668265263;
-var prime5 = 374761393;
-function rotl32(x, r) {
-  x = x | 0;
-  r = r | 0;
-  return x >>> (32 - r | 0) | x << r | 0;
-}
-function rotmul32(h, r, m) {
-  h = h | 0;
-  r = r | 0;
-  m = m | 0;
-  return imul(h >>> (32 - r | 0) | h << r, m) | 0;
-}
-function shiftxor32(h, s) {
-  h = h | 0;
-  s = s | 0;
-  return h >>> s ^ h | 0;
-}
-function xxhapply(h, src, m0, s, m1) {
-  return rotmul32(imul(src, m0) + h, s, m1);
-}
-function xxh1(h, src, index) {
-  return rotmul32(h + imul(src[index], prime5), 11, prime1);
-}
-function xxh4(h, src, index) {
-  return xxhapply(h, readU32(src, index), prime3, 17, prime4);
-}
-function xxh16(h, src, index) {
-  return [
-    xxhapply(h[0], readU32(src, index + 0), prime2, 13, prime1),
-    xxhapply(h[1], readU32(src, index + 4), prime2, 13, prime1),
-    xxhapply(h[2], readU32(src, index + 8), prime2, 13, prime1),
-    xxhapply(h[3], readU32(src, index + 12), prime2, 13, prime1)
-  ];
-}
-function xxh32(seed, src, index, len) {
-  let h;
-  const l = len;
-  if (len >= 16) {
-    h = [seed + prime1 + prime2, seed + prime2, seed, seed - prime1];
-    while (len >= 16) {
-      h = xxh16(h, src, index);
-      index += 16;
-      len -= 16;
-    }
-    h = rotl32(h[0], 1) + rotl32(h[1], 7) + rotl32(h[2], 12) + rotl32(h[3], 18) + l;
-  } else {
-    h = seed + prime5 + len >>> 0;
-  }
-  while (len >= 4) {
-    h = xxh4(h, src, index);
-    index += 4;
-    len -= 4;
-  }
-  while (len > 0) {
-    h = xxh1(h, src, index);
-    index++;
-    len--;
-  }
-  h = shiftxor32(imul(shiftxor32(imul(shiftxor32(h, 15), prime2), 13), prime3), 16);
-  return h >>> 0;
-}
-var hash2 = xxh32;
-var minMatch = 4;
-var matchSearchLimit = 12;
-var minTrailingLitterals = 5;
-var skipTrigger = 6;
-var hashSize = 1 << 16;
-var mlBits = 4;
-var mlMask = (1 << mlBits) - 1;
-var runBits = 4;
-var runMask = (1 << runBits) - 1;
-var blockBuf = makeBuffer(5 << 20);
-var hashTable = makeHashTable();
-var magicNum = 407708164;
-var fdContentChksum = 4;
-var fdContentSize = 8;
-var fdBlockChksum = 16;
-var fdVersion = 64;
-var fdVersionMask = 192;
-var bsUncompressed = 2147483648;
-var bsDefault = 7;
-var bsShift = 4;
-var bsMask = 7;
-var bsMap = {
-  4: 65536,
-  5: 262144,
-  6: 1048576,
-  7: 4194304
-};
-function makeHashTable() {
-  try {
-    return new Uint32Array(hashSize);
-  } catch (error2) {
-    const hashTable2 = new Array(hashSize);
-    for (let i = 0; i < hashSize; i++) {
-      hashTable2[i] = 0;
-    }
-    return hashTable2;
-  }
-}
-function clearHashTable(table2) {
-  for (let i = 0; i < hashSize; i++) {
-    table2[i] = 0;
-  }
-}
-function makeBuffer(size) {
-  return new Uint8Array(size);
-}
-function sliceArray(array, start, end) {
-  return array.slice(start, end);
-}
-function compressBound(n) {
-  return n + n / 255 + 16 | 0;
-}
-function decompressBound(src) {
-  let sIndex = 0;
-  if (readU32(src, sIndex) !== magicNum) {
-    throw new Error("invalid magic number");
-  }
-  sIndex += 4;
-  const descriptor = src[sIndex++];
-  if ((descriptor & fdVersionMask) !== fdVersion) {
-    throw new Error("incompatible descriptor version " + (descriptor & fdVersionMask));
-  }
-  const useBlockSum = (descriptor & fdBlockChksum) !== 0;
-  const useContentSize = (descriptor & fdContentSize) !== 0;
-  const bsIdx = src[sIndex++] >> bsShift & bsMask;
-  if (bsMap[bsIdx] === void 0) {
-    throw new Error("invalid block size " + bsIdx);
-  }
-  const maxBlockSize = bsMap[bsIdx];
-  if (useContentSize) {
-    return readU64(src, sIndex);
-  }
-  sIndex++;
-  let maxSize = 0;
-  while (true) {
-    let blockSize = readU32(src, sIndex);
-    sIndex += 4;
-    if (blockSize & bsUncompressed) {
-      blockSize &= ~bsUncompressed;
-      maxSize += blockSize;
-    } else if (blockSize > 0) {
-      maxSize += maxBlockSize;
-    }
-    if (blockSize === 0) {
-      return maxSize;
-    }
-    if (useBlockSum) {
-      sIndex += 4;
-    }
-    sIndex += blockSize;
-  }
-}
-function decompressBlock(src, dst, sIndex, sLength, dIndex) {
-  let mLength, mOffset, sEnd, n, i;
-  const hasCopyWithin = dst.copyWithin !== void 0 && dst.fill !== void 0;
-  sEnd = sIndex + sLength;
-  while (sIndex < sEnd) {
-    const token = src[sIndex++];
-    let literalCount = token >> 4;
-    if (literalCount > 0) {
-      if (literalCount === 15) {
-        while (true) {
-          literalCount += src[sIndex];
-          if (src[sIndex++] !== 255) {
-            break;
-          }
-        }
-      }
-      for (n = sIndex + literalCount; sIndex < n; ) {
-        dst[dIndex++] = src[sIndex++];
-      }
-    }
-    if (sIndex >= sEnd) {
-      break;
-    }
-    mLength = token & 15;
-    mOffset = src[sIndex++] | src[sIndex++] << 8;
-    if (mLength === 15) {
-      while (true) {
-        mLength += src[sIndex];
-        if (src[sIndex++] !== 255) {
-          break;
-        }
-      }
-    }
-    mLength += minMatch;
-    if (hasCopyWithin && mOffset === 1) {
-      dst.fill(dst[dIndex - 1] | 0, dIndex, dIndex + mLength);
-      dIndex += mLength;
-    } else if (hasCopyWithin && mOffset > mLength && mLength > 31) {
-      dst.copyWithin(dIndex, dIndex - mOffset, dIndex - mOffset + mLength);
-      dIndex += mLength;
-    } else {
-      for (i = dIndex - mOffset, n = i + mLength; i < n; ) {
-        dst[dIndex++] = dst[i++] | 0;
-      }
-    }
-  }
-  return dIndex;
-}
-function compressBlock(src, dst, sIndex, sLength, hashTable2) {
-  let mIndex, mAnchor, mLength, mOffset, mStep;
-  let literalCount, dIndex, sEnd, n;
-  dIndex = 0;
-  sEnd = sLength + sIndex;
-  mAnchor = sIndex;
-  let searchMatchCount = (1 << skipTrigger) + 3;
-  while (sIndex <= sEnd - matchSearchLimit) {
-    const seq = readU32(src, sIndex);
-    let hash22 = hashU32(seq) >>> 0;
-    hash22 = (hash22 >> 16 ^ hash22) >>> 0 & 65535;
-    mIndex = hashTable2[hash22] - 1;
-    hashTable2[hash22] = sIndex + 1;
-    if (mIndex < 0 || sIndex - mIndex >>> 16 > 0 || readU32(src, mIndex) !== seq) {
-      mStep = searchMatchCount++ >> skipTrigger;
-      sIndex += mStep;
-      continue;
-    }
-    searchMatchCount = (1 << skipTrigger) + 3;
-    literalCount = sIndex - mAnchor;
-    mOffset = sIndex - mIndex;
-    sIndex += minMatch;
-    mIndex += minMatch;
-    mLength = sIndex;
-    while (sIndex < sEnd - minTrailingLitterals && src[sIndex] === src[mIndex]) {
-      sIndex++;
-      mIndex++;
-    }
-    mLength = sIndex - mLength;
-    const token = mLength < mlMask ? mLength : mlMask;
-    if (literalCount >= runMask) {
-      dst[dIndex++] = (runMask << mlBits) + token;
-      for (n = literalCount - runMask; n >= 255; n -= 255) {
-        dst[dIndex++] = 255;
-      }
-      dst[dIndex++] = n;
-    } else {
-      dst[dIndex++] = (literalCount << mlBits) + token;
-    }
-    for (let i = 0; i < literalCount; i++) {
-      dst[dIndex++] = src[mAnchor + i];
-    }
-    dst[dIndex++] = mOffset;
-    dst[dIndex++] = mOffset >> 8;
-    if (mLength >= mlMask) {
-      for (n = mLength - mlMask; n >= 255; n -= 255) {
-        dst[dIndex++] = 255;
-      }
-      dst[dIndex++] = n;
-    }
-    mAnchor = sIndex;
-  }
-  if (mAnchor === 0) {
-    return 0;
-  }
-  literalCount = sEnd - mAnchor;
-  if (literalCount >= runMask) {
-    dst[dIndex++] = runMask << mlBits;
-    for (n = literalCount - runMask; n >= 255; n -= 255) {
-      dst[dIndex++] = 255;
-    }
-    dst[dIndex++] = n;
-  } else {
-    dst[dIndex++] = literalCount << mlBits;
-  }
-  sIndex = mAnchor;
-  while (sIndex < sEnd) {
-    dst[dIndex++] = src[sIndex++];
-  }
-  return dIndex;
-}
-function decompressFrame(src, dst) {
-  let useBlockSum, useContentSum, useContentSize, descriptor;
-  let sIndex = 0;
-  let dIndex = 0;
-  if (readU32(src, sIndex) !== magicNum) {
-    throw new Error("invalid magic number");
-  }
-  sIndex += 4;
-  descriptor = src[sIndex++];
-  if ((descriptor & fdVersionMask) !== fdVersion) {
-    throw new Error("incompatible descriptor version");
-  }
-  useBlockSum = (descriptor & fdBlockChksum) !== 0;
-  useContentSum = (descriptor & fdContentChksum) !== 0;
-  useContentSize = (descriptor & fdContentSize) !== 0;
-  const bsIdx = src[sIndex++] >> bsShift & bsMask;
-  if (bsMap[bsIdx] === void 0) {
-    throw new Error("invalid block size");
-  }
-  if (useContentSize) {
-    sIndex += 8;
-  }
-  sIndex++;
-  while (true) {
-    var compSize;
-    compSize = readU32(src, sIndex);
-    sIndex += 4;
-    if (compSize === 0) {
-      break;
-    }
-    if (useBlockSum) {
-      sIndex += 4;
-    }
-    if ((compSize & bsUncompressed) !== 0) {
-      compSize &= ~bsUncompressed;
-      for (let j = 0; j < compSize; j++) {
-        dst[dIndex++] = src[sIndex++];
-      }
-    } else {
-      dIndex = decompressBlock(src, dst, sIndex, compSize, dIndex);
-      sIndex += compSize;
-    }
-  }
-  if (useContentSum) {
-    sIndex += 4;
-  }
-  return dIndex;
-}
-function compressFrame(src, dst) {
-  let dIndex = 0;
-  writeU32(dst, dIndex, magicNum);
-  dIndex += 4;
-  dst[dIndex++] = fdVersion;
-  dst[dIndex++] = bsDefault << bsShift;
-  dst[dIndex] = hash2(0, dst, 4, dIndex - 4) >> 8;
-  dIndex++;
-  const maxBlockSize = bsMap[bsDefault];
-  let remaining = src.length;
-  let sIndex = 0;
-  clearHashTable(hashTable);
-  while (remaining > 0) {
-    let compSize = 0;
-    const blockSize = remaining > maxBlockSize ? maxBlockSize : remaining;
-    compSize = compressBlock(src, blockBuf, sIndex, blockSize, hashTable);
-    if (compSize > blockSize || compSize === 0) {
-      writeU32(dst, dIndex, 2147483648 | blockSize);
-      dIndex += 4;
-      for (let z = sIndex + blockSize; sIndex < z; ) {
-        dst[dIndex++] = src[sIndex++];
-      }
-      remaining -= blockSize;
-    } else {
-      writeU32(dst, dIndex, compSize);
-      dIndex += 4;
-      for (let j = 0; j < compSize; ) {
-        dst[dIndex++] = blockBuf[j++];
-      }
-      sIndex += blockSize;
-      remaining -= blockSize;
-    }
-  }
-  writeU32(dst, dIndex, 0);
-  dIndex += 4;
-  return dIndex;
-}
-function decompress(src, maxSize) {
-  let dst, size;
-  if (maxSize === void 0) {
-    maxSize = decompressBound(src);
-  }
-  dst = makeBuffer(maxSize);
-  size = decompressFrame(src, dst);
-  if (size !== maxSize) {
-    dst = sliceArray(dst, 0, size);
-  }
-  return dst;
-}
-function compress2(src, maxSize) {
-  let dst, size;
-  if (maxSize === void 0) {
-    maxSize = compressBound(src.length);
-  }
-  dst = makeBuffer(maxSize);
-  size = compressFrame(src, dst);
-  if (size !== maxSize) {
-    dst = sliceArray(dst, 0, size);
-  }
-  return dst;
-}
-var RangeList = class {
-  ranges = [];
-  /**
-   * Add a range to the list. If it overlaps with existing ranges,
-   * it will split them and increment reference counts accordingly.
-   */
-  add(start, end) {
-    if (end <= start) {
-      throw new TypeError("End must be greater than start");
-    }
-    const overlappingRanges = [];
-    for (let i = 0; i < this.ranges.length; i++) {
-      const range2 = this.ranges[i];
-      if (start < range2.end && end > range2.start) {
-        overlappingRanges.push({ index: i, range: range2 });
-      }
-      if (range2.data !== null) {
-        throw new Error("Overlapping range already has data");
-      }
-    }
-    if (overlappingRanges.length === 0) {
-      this.ranges.push({ start, end, refCount: 1, data: null });
-      this.ranges.sort((a, b) => a.start - b.start);
-      return;
-    }
-    const newRanges = [];
-    let currentPos = start;
-    for (let i = 0; i < overlappingRanges.length; i++) {
-      const { range: range2 } = overlappingRanges[i];
-      if (currentPos < range2.start) {
-        newRanges.push({
-          start: currentPos,
-          end: range2.start,
-          refCount: 1,
-          data: null
-        });
-      } else if (range2.start < currentPos) {
-        newRanges.push({
-          start: range2.start,
-          end: currentPos,
-          refCount: range2.refCount,
-          data: null
-        });
-      }
-      newRanges.push({
-        start: Math.max(currentPos, range2.start),
-        end: Math.min(end, range2.end),
-        refCount: range2.refCount + 1,
-        data: null
-      });
-      if (range2.end > end) {
-        newRanges.push({
-          start: end,
-          end: range2.end,
-          refCount: range2.refCount,
-          data: null
-        });
-      }
-      currentPos = Math.max(currentPos, range2.end);
-    }
-    if (currentPos < end) {
-      newRanges.push({
-        start: currentPos,
-        end,
-        refCount: 1,
-        data: null
-      });
-    }
-    const firstIndex = overlappingRanges[0].index;
-    const lastIndex = overlappingRanges[overlappingRanges.length - 1].index;
-    this.ranges.splice(firstIndex, lastIndex - firstIndex + 1, ...newRanges);
-    this.ranges.sort((a, b) => a.start - b.start);
-  }
-  /**
-   * Remove a range from the list. The range must start and end at existing boundaries.
-   */
-  remove(start, end) {
-    if (end <= start) {
-      throw new TypeError("End must be greater than start");
-    }
-    const affectedRanges = [];
-    for (let i = 0; i < this.ranges.length; i++) {
-      const range2 = this.ranges[i];
-      if (start < range2.end && end > range2.start) {
-        affectedRanges.push({ index: i, range: range2 });
-      }
-    }
-    if (affectedRanges.length === 0) {
-      throw new Error("No ranges found to remove");
-    }
-    if (start !== affectedRanges[0].range.start || end !== affectedRanges[affectedRanges.length - 1].range.end) {
-      throw new Error("Range boundaries must match existing boundaries");
-    }
-    for (let i = 0; i < affectedRanges.length; i++) {
-      const { range: range2 } = affectedRanges[i];
-      range2.refCount--;
-    }
-    this.ranges = this.ranges.filter((range2) => range2.refCount > 0);
-  }
-  /**
-   * Get all ranges within the specified boundaries.
-   */
-  getRanges(start, end) {
-    if (end <= start) {
-      throw new TypeError("End must be greater than start");
-    }
-    return this.ranges.filter((range2) => start < range2.end && end > range2.start);
-  }
-  /**
-   * Get all ranges in the list
-   */
-  getAllRanges() {
-    return [...this.ranges];
-  }
-};
-function indexOfSubsequence(haystack, needle, from = 0) {
-  const needleLength = needle.length;
-  if (needleLength === 0) {
-    return from <= haystack.length ? from : -1;
-  }
-  const last = needleLength - 1;
-  const maxStart = haystack.length - needleLength;
-  const skip2 = new Uint16Array(256).fill(needleLength);
-  for (let i2 = 0; i2 < last; i2++) {
-    skip2[needle[i2]] = last - i2;
-  }
-  let i = from;
-  while (i <= maxStart) {
-    let j = last;
-    while (j >= 0 && haystack[i + j] === needle[j]) {
-      j--;
-    }
-    if (j < 0) {
-      return i;
-    }
-    i += skip2[haystack[i + last]];
-  }
-  return -1;
-}
-var textEncoder = new TextEncoder();
-var CRLF = textEncoder.encode("\r\n");
-var HEADER_SEPARATOR = textEncoder.encode("\r\n\r\n");
-var STAGING_BLOCK_SIZE = 65536;
-var StreamingMultipartParser = class {
-  #delimiter;
-  /**
-   * Unprocessed bytes carried between pushes: bounded by the delimiter length in states 0/2
-   * (a possible partial delimiter), tiny in state 1. Seeded with a virtual CRLF so a body
-   * starting directly with `--boundary` (RFC 2046: the first delimiter's leading CRLF is
-   * "considered part of the preamble") still matches the `\r\n--boundary` delimiter.
-   */
-  #carry = CRLF;
-  /** Confirmed bytes (headers + data) of the in-progress part, as ≥STAGING_BLOCK_SIZE chunks. */
-  #partChunks = [];
-  #partLength = 0;
-  /** Staging block coalescing small appends; pushed to #partChunks when full. */
-  #staging;
-  #stagingLength = 0;
-  /** 0 = scanning for first boundary, 1 = consuming CRLF/`--` after a boundary, 2 = inside a part */
-  #state = 0;
-  #done = false;
-  constructor(contentType) {
-    const boundary = extractBoundary(contentType);
-    if (!boundary) {
-      throw new Error(`No boundary found in Content-Type: ${contentType}`);
-    }
-    this.#delimiter = textEncoder.encode(`\r
---${boundary}`);
-  }
-  /**
-   * Push a chunk of body bytes (call with no argument to flush at end of stream).
-   * Returns the raw bytes of any parts that completed as a result.
-   *
-   * Copying is linear: each byte is combined with the (bounded) carry once, staged once, and
-   * copied into the completed part once.
-   */
-  push(chunk2) {
-    if (this.#done) {
-      return [];
-    }
-    let data = chunk2 && chunk2.byteLength ? combineUint8Arrays(this.#carry, chunk2) : this.#carry;
-    this.#carry = new Uint8Array(0);
-    const parts = [];
-    for (; ; ) {
-      if (this.#state === 0 || this.#state === 2) {
-        const delimIndex = indexOfSubsequence(data, this.#delimiter, 0);
-        if (delimIndex === -1) {
-          const safeLength = Math.max(0, data.byteLength - (this.#delimiter.byteLength - 1));
-          if (this.#state === 2 && safeLength > 0) {
-            this.#appendToPart(data.subarray(0, safeLength));
-          }
-          this.#carry = data.slice(safeLength);
-          break;
-        }
-        if (this.#state === 2) {
-          this.#appendToPart(data.subarray(0, delimIndex));
-          const partBody = this.#takePart();
-          const headerEnd = indexOfSubsequence(partBody, HEADER_SEPARATOR, 0);
-          if (headerEnd === -1) {
-            throw new Error("Malformed multipart part: missing header/data separator");
-          }
-          parts.push(partBody.subarray(headerEnd + HEADER_SEPARATOR.byteLength));
-        }
-        data = data.slice(delimIndex + this.#delimiter.byteLength);
-        this.#state = 1;
-        continue;
-      }
-      if (data.byteLength < 2) {
-        this.#carry = data;
-        break;
-      }
-      if (data[0] === 45 && data[1] === 45) {
-        this.#done = true;
-        return parts;
-      }
-      if (data[0] === CRLF[0] && data[1] === CRLF[1]) {
-        data = data.slice(2);
-        this.#state = 2;
-        continue;
-      }
-      throw new Error("Malformed multipart body: expected CRLF or closing delimiter after boundary");
-    }
-    return parts;
-  }
-  /** Append confirmed part bytes, coalescing small appends into staging blocks. */
-  #appendToPart(bytes) {
-    this.#partLength += bytes.byteLength;
-    if (bytes.byteLength >= STAGING_BLOCK_SIZE) {
-      this.#flushStaging();
-      this.#partChunks.push(bytes);
-      return;
-    }
-    let offset = 0;
-    while (offset < bytes.byteLength) {
-      if (!this.#staging) {
-        this.#staging = new Uint8Array(STAGING_BLOCK_SIZE);
-        this.#stagingLength = 0;
-      }
-      const toCopy = Math.min(STAGING_BLOCK_SIZE - this.#stagingLength, bytes.byteLength - offset);
-      this.#staging.set(bytes.subarray(offset, offset + toCopy), this.#stagingLength);
-      this.#stagingLength += toCopy;
-      offset += toCopy;
-      if (this.#stagingLength === STAGING_BLOCK_SIZE) {
-        this.#partChunks.push(this.#staging);
-        this.#staging = void 0;
-      }
-    }
-  }
-  #flushStaging() {
-    if (this.#staging && this.#stagingLength > 0) {
-      this.#partChunks.push(this.#staging.subarray(0, this.#stagingLength));
-    }
-    this.#staging = void 0;
-    this.#stagingLength = 0;
-  }
-  /** Assemble and reset the in-progress part. Loop-based copy: the chunk count is unbounded-safe. */
-  #takePart() {
-    this.#flushStaging();
-    const out = new Uint8Array(this.#partLength);
-    let offset = 0;
-    for (const chunk2 of this.#partChunks) {
-      out.set(chunk2, offset);
-      offset += chunk2.byteLength;
-    }
-    this.#partChunks = [];
-    this.#partLength = 0;
-    return out;
-  }
-};
-function extractBoundary(contentType) {
-  for (const part of contentType.split(";")) {
-    const trimmed = part.trim();
-    if (trimmed.toLowerCase().startsWith("boundary=")) {
-      return trimmed.slice("boundary=".length).replace(/^"|"$/g, "");
-    }
-  }
-  return null;
-}
-function sum(arr) {
-  return arr.reduce((a, b) => a + b, 0);
-}
-function concatUint8Arrays(arrays) {
-  const result = new Uint8Array(sum(arrays.map((array) => array.byteLength)));
-  let offset = 0;
-  for (const array of arrays) {
-    result.set(array, offset);
-    offset += array.byteLength;
-  }
-  return result;
-}
-function hasH2Fetch(versions = typeof process !== "undefined" ? process.versions : void 0, frontend = isFrontend) {
-  if (frontend || !versions?.undici || versions.bun) {
-    return false;
-  }
-  return Number(versions.undici.split(".")[0]) >= 8;
-}
-var GLOBAL_DISPATCHER_KEYS = [/* @__PURE__ */ Symbol.for("undici.globalDispatcher.2"), /* @__PURE__ */ Symbol.for("undici.globalDispatcher.1")];
-function withHttp1(base) {
-  return {
-    dispatch: (options2, handler2) => base.dispatch({ ...options2, allowH2: false }, handler2)
-  };
-}
-var cached;
-async function getHttp1Dispatcher() {
-  const globals = globalThis;
-  const find = () => GLOBAL_DISPATCHER_KEYS.map((key) => globals[key]).find((d) => typeof d?.dispatch === "function");
-  let base = find();
-  if (base === void 0) {
-    await (await fetch("data:,")).arrayBuffer();
-    base = find();
-  }
-  if (base === void 0) {
-    return void 0;
-  }
-  if (cached?.base !== base) {
-    cached = { base, http1: withHttp1(base) };
-  }
-  return cached.http1;
-}
-var undiciHttp1Fetch = async (input, init) => {
-  const dispatcher = await getHttp1Dispatcher();
-  return dispatcher ? fetch(input, { ...init, dispatcher }) : fetch(input, init);
-};
-var http1Fetch = hasH2Fetch() ? undiciHttp1Fetch : (input, init) => fetch(input, init);
-var JWT_SAFETY_PERIOD = 6e4;
-var JWT_CACHE_SIZE = 1e3;
-var PARALLEL_DEFAULT_MAX_CONCURRENCY = isFrontend ? 4 : 8;
-var PARALLEL_MIN_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
-var PARALLEL_MAX_IN_FLIGHT_BYTES = 256 * 1024 * 1024;
-var PARALLEL_CONTROLLER_TICK_MS = 500;
-var PARALLEL_PROBE_KEEP_MARGIN = 1.05;
-var PARALLEL_PLATEAU_HOLD_TICKS = 10;
-var Notifier = class {
-  #resolvers = [];
-  wait() {
-    return new Promise((resolve32) => this.#resolvers.push(resolve32));
-  }
-  notifyAll() {
-    const resolvers = this.#resolvers;
-    this.#resolvers = [];
-    for (const resolve32 of resolvers) {
-      resolve32();
-    }
-  }
-};
-function delay(ms2) {
-  return new Promise((resolve32) => setTimeout(resolve32, ms2));
-}
-var compressionSchemeLabels = {
-  [
-    0
-    /* None */
-  ]: "None",
-  [
-    1
-    /* LZ4 */
-  ]: "LZ4",
-  [
-    2
-    /* ByteGroupingLZ4 */
-  ]: "ByteGroupingLZ4"
-};
-var XET_CHUNK_HEADER_BYTES = 8;
-function parseChunkHeader(view) {
-  const chunkHeader = {
-    version: view.getUint8(0),
-    compressed_length: view.getUint8(1) | view.getUint8(2) << 8 | view.getUint8(3) << 16,
-    compression_scheme: view.getUint8(4),
-    uncompressed_length: view.getUint8(5) | view.getUint8(6) << 8 | view.getUint8(7) << 16
-  };
-  if (chunkHeader.version !== 0) {
-    throw new Error(`Unsupported chunk version ${chunkHeader.version}`);
-  }
-  if (chunkHeader.compression_scheme !== 0 && chunkHeader.compression_scheme !== 1 && chunkHeader.compression_scheme !== 2) {
-    throw new Error(
-      `Unsupported compression scheme ${compressionSchemeLabels[chunkHeader.compression_scheme] ?? chunkHeader.compression_scheme}`
-    );
-  }
-  return chunkHeader;
-}
-function decompressChunk(chunkHeader, compressed) {
-  switch (chunkHeader.compression_scheme) {
-    case 1:
-      return decompress(compressed, chunkHeader.uncompressed_length);
-    case 2:
-      return bg4_regroup_bytes(decompress(compressed, chunkHeader.uncompressed_length));
-    default:
-      return compressed.slice();
-  }
-}
-function decodePartChunks(data, descriptor, rangeList) {
-  const ranges = rangeList.getRanges(descriptor.chunks.start, descriptor.chunks.end);
-  const staged = /* @__PURE__ */ new Map();
-  let chunkIndex = descriptor.chunks.start;
-  let offset = 0;
-  while (offset < data.byteLength) {
-    if (chunkIndex >= descriptor.chunks.end) {
-      throw new Error(
-        `Multipart part for chunks ${descriptor.chunks.start}-${descriptor.chunks.end} contains more chunks than expected`
-      );
-    }
-    if (data.byteLength - offset < XET_CHUNK_HEADER_BYTES) {
-      throw new Error("Truncated chunk header in multipart part");
-    }
-    const chunkHeader = parseChunkHeader(new DataView(data.buffer, data.byteOffset + offset, XET_CHUNK_HEADER_BYTES));
-    const compressedStart = offset + XET_CHUNK_HEADER_BYTES;
-    const compressedEnd = compressedStart + chunkHeader.compressed_length;
-    if (compressedEnd > data.byteLength) {
-      throw new Error("Truncated chunk data in multipart part");
-    }
-    const uncompressed = decompressChunk(chunkHeader, data.subarray(compressedStart, compressedEnd));
-    const range2 = ranges.find((range3) => chunkIndex >= range3.start && chunkIndex < range3.end);
-    if (range2) {
-      let chunks = staged.get(range2);
-      if (!chunks) {
-        chunks = [];
-        staged.set(range2, chunks);
-      }
-      chunks.push(uncompressed);
-    }
-    chunkIndex++;
-    offset = compressedEnd;
-  }
-  if (chunkIndex !== descriptor.chunks.end) {
-    throw new Error(
-      `Multipart part decoded chunks ${descriptor.chunks.start}-${chunkIndex} but expected ${descriptor.chunks.start}-${descriptor.chunks.end}`
-    );
-  }
-  return staged;
-}
-function commitChunks(staged) {
-  let committed = 0;
-  for (const [range2, chunks] of staged) {
-    if (range2.data) {
-      continue;
-    }
-    range2.data = chunks;
-    committed += sum(chunks.map((chunk2) => chunk2.byteLength));
-  }
-  return committed;
-}
-var XetBlob = class extends Blob {
-  fetch;
-  accessToken;
-  refreshUrl;
-  reconstructionUrl;
-  hash;
-  start = 0;
-  end = 0;
-  internalLogging = false;
-  reconstructionInfo;
-  listener;
-  parallelDownloads;
-  constructor(params) {
-    super([]);
-    this.fetch = params.fetch ?? http1Fetch;
-    this.accessToken = checkCredentials(params);
-    this.refreshUrl = params.refreshUrl;
-    this.end = params.size;
-    this.reconstructionUrl = params.reconstructionUrl;
-    this.hash = params.hash;
-    this.listener = params.listener;
-    this.internalLogging = params.internalLogging ?? false;
-    this.parallelDownloads = params.parallelDownloads;
-    if (params.readToken) {
-      const key = cacheKey({ refreshUrl: this.refreshUrl, initialAccessToken: this.accessToken });
-      jwts.set(key, {
-        accessToken: params.readToken.accessToken,
-        expiresAt: new Date(params.readToken.exp * 1e3),
-        casUrl: params.readToken.casUrl
-      });
-    }
-  }
-  get size() {
-    return this.end - this.start;
-  }
-  #clone() {
-    const blob = new XetBlob({
-      fetch: this.fetch,
-      hash: this.hash,
-      refreshUrl: this.refreshUrl,
-      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion
-      reconstructionUrl: this.reconstructionUrl,
-      size: this.size
-    });
-    blob.accessToken = this.accessToken;
-    blob.start = this.start;
-    blob.end = this.end;
-    blob.reconstructionInfo = this.reconstructionInfo;
-    blob.listener = this.listener;
-    blob.internalLogging = this.internalLogging;
-    blob.parallelDownloads = this.parallelDownloads;
-    return blob;
-  }
-  slice(start = 0, end = this.size) {
-    if (start < 0 || end < 0) {
-      throw new TypeError("Unsupported negative start/end on XetBlob.slice");
-    }
-    const slice = this.#clone();
-    slice.start = this.start + start;
-    slice.end = Math.min(this.start + end, this.end);
-    if (slice.start !== this.start || slice.end !== this.end) {
-      slice.reconstructionInfo = void 0;
-    }
-    return slice;
-  }
-  #reconstructionInfoPromise;
-  #loadReconstructionInfo() {
-    if (this.#reconstructionInfoPromise) {
-      return this.#reconstructionInfoPromise;
-    }
-    this.#reconstructionInfoPromise = (async () => {
-      const connParams = await getAccessToken(this.accessToken, this.fetch, this.refreshUrl);
-      const url = this.reconstructionUrl ? this.reconstructionUrl.replace("/v1/reconstructions/", "/v2/reconstructions/") : `${connParams.casUrl}/v2/reconstructions/${this.hash}`;
-      const resp = await this.fetch(url, {
-        headers: {
-          Authorization: `Bearer ${connParams.accessToken}`,
-          Range: `bytes=${this.start}-${this.end - 1}`
-        }
-      });
-      if (!resp.ok) {
-        throw await createApiError(resp);
-      }
-      this.reconstructionInfo = await resp.json();
-      return this.reconstructionInfo;
-    })().finally(() => this.#reconstructionInfoPromise = void 0);
-    return this.#reconstructionInfoPromise;
-  }
-  async #fetch() {
-    if (this.size === 0) {
-      return new ReadableStream({
-        start(controller) {
-          controller.close();
-        }
-      });
-    }
-    if (!this.reconstructionInfo) {
-      await this.#loadReconstructionInfo();
-    }
-    const rangeLists = /* @__PURE__ */ new Map();
-    if (!this.reconstructionInfo) {
-      throw new Error("Failed to load reconstruction info");
-    }
-    for (const term of this.reconstructionInfo.terms) {
-      let rangeList = rangeLists.get(term.hash);
-      if (!rangeList) {
-        rangeList = new RangeList();
-        rangeLists.set(term.hash, rangeList);
-      }
-      rangeList.add(term.range.start, term.range.end);
-    }
-    const listener = this.listener;
-    const log = this.internalLogging ? (...args) => console.log(...args) : () => {
-    };
-    async function* readData(reconstructionInfo, customFetch, maxBytes, reloadReconstructionInfo) {
-      let totalBytesRead = 0;
-      let readBytesToSkip = reconstructionInfo.offset_into_first_range;
-      for (const term of reconstructionInfo.terms) {
-        if (totalBytesRead >= maxBytes) {
-          break;
-        }
-        const rangeList = rangeLists.get(term.hash);
-        if (!rangeList) {
-          throw new Error(`Failed to find range list for term ${term.hash}`);
-        }
-        const locate = (info) => {
-          for (const entry of info.xorbs[term.hash] ?? []) {
-            const descriptor2 = entry.ranges.find(
-              (r) => r.chunks.start <= term.range.start && r.chunks.end >= term.range.end
-            );
-            if (descriptor2) {
-              return { entry, descriptor: descriptor2 };
-            }
-          }
-          return void 0;
-        };
-        const buildMultiRangeHeader = (entry) => `bytes=${entry.ranges.map((r) => `${r.bytes.start}-${r.bytes.end}`).join(",")}`;
-        const fetchMultiRangeEntry = async (entry) => {
-          let resp2 = await customFetch(entry.url, { headers: { Range: buildMultiRangeHeader(entry) } });
-          if (resp2.status === 403) {
-            reconstructionInfo = await reloadReconstructionInfo();
-            const relocated = locate(reconstructionInfo);
-            if (!relocated) {
-              throw new Error(
-                `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end} after refresh`
-              );
-            }
-            entry = relocated.entry;
-            resp2 = await customFetch(entry.url, { headers: { Range: buildMultiRangeHeader(entry) } });
-          }
-          if (!resp2.ok) {
-            throw await createApiError(resp2);
-          }
-          const contentType = resp2.headers.get("content-type") ?? "";
-          if (!contentType.includes("multipart/byteranges")) {
-            throw new Error(`Expected multipart/byteranges response for multi-range request, got "${contentType}"`);
-          }
-          const reader2 = resp2.body?.getReader();
-          if (!reader2) {
-            throw new Error("Failed to get reader from response body");
-          }
-          const parser3 = new StreamingMultipartParser(contentType);
-          const stagedParts = [];
-          let partIndex = 0;
-          const consumeParts = (parts) => {
-            for (const part of parts) {
-              const descriptor2 = entry.ranges[partIndex];
-              if (!descriptor2) {
-                throw new Error(`Received more multipart parts than the ${entry.ranges.length} signed ranges`);
-              }
-              stagedParts.push(decodePartChunks(part, descriptor2, rangeList));
-              partIndex++;
-            }
-          };
-          try {
-            for (; ; ) {
-              const result = await reader2.read();
-              listener?.({ event: "read" });
-              if (result.done) {
-                break;
-              }
-              if (result.value) {
-                consumeParts(parser3.push(result.value));
-              }
-            }
-            consumeParts(parser3.push());
-          } finally {
-            await reader2.cancel().catch(() => {
-            });
-          }
-          if (partIndex !== entry.ranges.length) {
-            throw new Error(
-              `Multi-range fetch produced ${partIndex} parts but expected ${entry.ranges.length} for term ${term.hash}`
-            );
-          }
-          for (const staged of stagedParts) {
-            commitChunks(staged);
-          }
-        };
-        let termRanges = rangeList.getRanges(term.range.start, term.range.end);
-        if (!termRanges.every((range2) => range2.data)) {
-          const located2 = locate(reconstructionInfo);
-          if (!located2) {
-            throw new Error(
-              `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end}`
-            );
-          }
-          if (located2.entry.ranges.length > 1) {
-            await fetchMultiRangeEntry(located2.entry);
-            termRanges = rangeList.getRanges(term.range.start, term.range.end);
-          }
-        }
-        {
-          if (termRanges.every((range2) => range2.data)) {
-            log("all data available for term", term.hash, readBytesToSkip);
-            const cachedLength = sum(termRanges.map((range2) => sum(range2.data.map((chunk2) => chunk2.byteLength))));
-            if (cachedLength !== term.unpacked_length) {
-              throw new Error(
-                `Term ${term.hash} range ${term.range.start}-${term.range.end} decoded to ${cachedLength} bytes, expected ${term.unpacked_length}`
-              );
-            }
-            rangeLoop:
-              for (const range2 of termRanges) {
-                for (let chunk2 of range2.data) {
-                  if (readBytesToSkip) {
-                    const skipped = Math.min(readBytesToSkip, chunk2.byteLength);
-                    chunk2 = chunk2.slice(skipped);
-                    readBytesToSkip -= skipped;
-                    if (!chunk2.byteLength) {
-                      continue;
-                    }
-                  }
-                  if (chunk2.byteLength > maxBytes - totalBytesRead) {
-                    chunk2 = chunk2.slice(0, maxBytes - totalBytesRead);
-                  }
-                  totalBytesRead += chunk2.byteLength;
-                  yield range2.refCount > 1 ? chunk2.slice() : chunk2;
-                  listener?.({ event: "progress", progress: { read: totalBytesRead, total: maxBytes } });
-                  if (totalBytesRead >= maxBytes) {
-                    break rangeLoop;
-                  }
-                }
-              }
-            rangeList.remove(term.range.start, term.range.end);
-            continue;
-          }
-        }
-        let located = locate(reconstructionInfo);
-        if (!located) {
-          throw new Error(
-            `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end}`
-          );
-        }
-        let descriptor = located.descriptor;
-        log("term", term);
-        log("descriptor", descriptor);
-        log("readBytesToSkip", readBytesToSkip);
-        let resp = await customFetch(located.entry.url, {
-          headers: {
-            Range: `bytes=${descriptor.bytes.start}-${descriptor.bytes.end}`
-          }
-        });
-        if (resp.status === 403) {
-          reconstructionInfo = await reloadReconstructionInfo();
-          located = locate(reconstructionInfo);
-          if (!located) {
-            throw new Error(
-              `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end} after refresh`
-            );
-          }
-          descriptor = located.descriptor;
-          resp = await customFetch(located.entry.url, {
-            headers: {
-              Range: `bytes=${descriptor.bytes.start}-${descriptor.bytes.end}`
-            }
-          });
-        }
-        if (!resp.ok) {
-          throw await createApiError(resp);
-        }
-        log(
-          "expected content length",
-          resp.headers.get("content-length"),
-          "range",
-          descriptor.bytes,
-          resp.headers.get("content-range")
-        );
-        const reader = resp.body?.getReader();
-        if (!reader) {
-          throw new Error("Failed to get reader from response body");
-        }
-        let done = false;
-        let chunkIndex = descriptor.chunks.start;
-        const ranges = rangeList.getRanges(descriptor.chunks.start, descriptor.chunks.end);
-        let leftoverBytes = void 0;
-        let totalFetchBytes = 0;
-        fetchData:
-          while (!done && totalBytesRead < maxBytes) {
-            const result = await reader.read();
-            listener?.({ event: "read" });
-            done = result.done;
-            log("read", result.value?.byteLength, "bytes", "total read", totalBytesRead, "toSkip", readBytesToSkip);
-            if (!result.value) {
-              log("no data in result, cancelled", result);
-              continue;
-            }
-            totalFetchBytes += result.value.byteLength;
-            if (leftoverBytes) {
-              result.value = combineUint8Arrays(leftoverBytes, result.value);
-              leftoverBytes = void 0;
-            }
-            while (totalBytesRead < maxBytes && result.value?.byteLength) {
-              if (result.value.byteLength < 8) {
-                leftoverBytes = result.value;
-                continue fetchData;
-              }
-              const header = new DataView(result.value.buffer, result.value.byteOffset, XET_CHUNK_HEADER_BYTES);
-              const chunkHeader = parseChunkHeader(header);
-              log("chunk header", chunkHeader, "to skip", readBytesToSkip);
-              if (result.value.byteLength < chunkHeader.compressed_length + XET_CHUNK_HEADER_BYTES) {
-                leftoverBytes = result.value;
-                continue fetchData;
-              }
-              result.value = result.value.slice(XET_CHUNK_HEADER_BYTES);
-              let uncompressed = decompressChunk(chunkHeader, result.value.subarray(0, chunkHeader.compressed_length));
-              const range2 = ranges.find((range3) => chunkIndex >= range3.start && chunkIndex < range3.end);
-              const shouldYield = chunkIndex >= term.range.start && chunkIndex < term.range.end;
-              const minRefCountToStore = shouldYield ? 2 : 1;
-              let stored = false;
-              if (range2 && range2.refCount >= minRefCountToStore) {
-                range2.data ??= [];
-                range2.data.push(uncompressed);
-                stored = true;
-              }
-              if (shouldYield) {
-                if (readBytesToSkip) {
-                  const skipped = Math.min(readBytesToSkip, uncompressed.byteLength);
-                  uncompressed = uncompressed.slice(readBytesToSkip);
-                  readBytesToSkip -= skipped;
-                }
-                if (uncompressed.byteLength > maxBytes - totalBytesRead) {
-                  uncompressed = uncompressed.slice(0, maxBytes - totalBytesRead);
-                }
-                if (uncompressed.byteLength) {
-                  log(
-                    "yield",
-                    uncompressed.byteLength,
-                    "bytes",
-                    result.value.byteLength,
-                    "total read",
-                    totalBytesRead,
-                    stored
-                  );
-                  totalBytesRead += uncompressed.byteLength;
-                  yield stored ? uncompressed.slice() : uncompressed;
-                  listener?.({ event: "progress", progress: { read: totalBytesRead, total: maxBytes } });
-                }
-              }
-              chunkIndex++;
-              result.value = result.value.slice(chunkHeader.compressed_length);
-            }
-          }
-        if (done && totalBytesRead < maxBytes && totalFetchBytes < descriptor.bytes.end - descriptor.bytes.start + 1) {
-          log("done", done, "total read", totalBytesRead, maxBytes, totalFetchBytes);
-          log("failed to fetch all data for term", term.hash);
-          throw new Error(
-            `Failed to fetch all data for term ${term.hash}, fetched ${totalFetchBytes} bytes out of ${descriptor.bytes.end - descriptor.bytes.start + 1}`
-          );
-        }
-        log("done", done, "total read", totalBytesRead, maxBytes, totalFetchBytes);
-        log("cancel reader");
-        await reader.cancel();
-      }
-    }
-    const parallelOptions = this.parallelDownloads === false ? void 0 : this.parallelDownloads === true || this.parallelDownloads === void 0 ? {} : this.parallelDownloads;
-    async function* readDataParallel(reconstructionInfo, customFetch, maxBytes, reloadReconstructionInfo, opts) {
-      let totalBytesRead = 0;
-      let readBytesToSkip = reconstructionInfo.offset_into_first_range;
-      const terms = reconstructionInfo.terms;
-      const locateEntryFor = (info, term) => {
-        for (const entry of info.xorbs[term.hash] ?? []) {
-          const descriptor = entry.ranges.find(
-            (r) => r.chunks.start <= term.range.start && r.chunks.end >= term.range.end
-          );
-          if (descriptor) {
-            return entry;
-          }
-        }
-        return void 0;
-      };
-      const plan = [];
-      const planIndexByUrl = /* @__PURE__ */ new Map();
-      const termEntryIndex = [];
-      for (const term of terms) {
-        const entry = locateEntryFor(reconstructionInfo, term);
-        if (!entry) {
-          throw new Error(
-            `Failed to find fetch info for term ${term.hash} and range ${term.range.start}-${term.range.end}`
-          );
-        }
-        let idx = planIndexByUrl.get(entry.url);
-        if (idx === void 0) {
-          idx = plan.length;
-          plan.push({ hash: term.hash, ranges: entry.ranges, url: entry.url });
-          planIndexByUrl.set(entry.url, idx);
-        }
-        termEntryIndex.push(idx);
-      }
-      const maxConcurrency = Math.max(1, opts.maxConcurrency ?? PARALLEL_DEFAULT_MAX_CONCURRENCY);
-      const estimateEntryBytes = (item) => sum(item.ranges.map((r) => r.bytes.end - r.bytes.start + 1));
-      const largestEntryBytes = plan.length ? Math.max(...plan.map(estimateEntryBytes)) : 0;
-      const maxInFlightBytes = opts.maxInFlightBytes ?? Math.min(PARALLEL_MAX_IN_FLIGHT_BYTES, Math.max(PARALLEL_MIN_IN_FLIGHT_BYTES, 3 * largestEntryBytes));
-      const state = {
-        nextEntry: 0,
-        neededEntry: 0,
-        target: 1,
-        error: void 0,
-        finished: false,
-        inFlightBytes: 0,
-        decodedBytes: 0,
-        active: 0,
-        claimed: 0,
-        maxActive: 0,
-        activeHighWater: 0,
-        count429: 0,
-        targetHistory: []
-      };
-      const notifier = new Notifier();
-      const budgetAcquire = async (n, entryIdx) => {
-        while (!state.error && !state.finished && state.inFlightBytes + n > maxInFlightBytes && entryIdx !== state.neededEntry) {
-          await notifier.wait();
-        }
-        state.inFlightBytes += n;
-      };
-      const budgetRelease = (n) => {
-        state.inFlightBytes -= n;
-        notifier.notifyAll();
-      };
-      const refreshPlanUrls = (info) => {
-        for (const item of plan) {
-          const match = (info.xorbs[item.hash] ?? []).find(
-            (e) => e.ranges.length === item.ranges.length && e.ranges.every(
-              (r, i) => r.chunks.start === item.ranges[i].chunks.start && r.chunks.end === item.ranges[i].chunks.end
-            )
-          );
-          if (match) {
-            item.url = match.url;
-            item.ranges = match.ranges;
-          }
-        }
-      };
-      const rangeHeaderFor = (item) => `bytes=${item.ranges.map((r) => `${r.bytes.start}-${r.bytes.end}`).join(",")}`;
-      const decodeEntry = async (item, entryIdx, tally) => {
-        if (state.error || state.finished) {
-          return;
-        }
-        const rangeList = rangeLists.get(item.hash);
-        if (!rangeList) {
-          throw new Error(`Failed to find range list for entry ${item.hash}`);
-        }
-        let resp = await customFetch(item.url, { headers: { Range: rangeHeaderFor(item) } });
-        let attempts403 = 0;
-        let attempts429 = 0;
-        while (resp.status === 403 && attempts403 < 1 || resp.status === 429 && attempts429 < 3) {
-          await resp.body?.cancel().catch(() => {
-          });
-          if (resp.status === 403) {
-            attempts403++;
-            reconstructionInfo = await reloadReconstructionInfo();
-            refreshPlanUrls(reconstructionInfo);
-          } else {
-            attempts429++;
-            state.count429++;
-            notifier.notifyAll();
-            await delay(300 * attempts429);
-          }
-          resp = await customFetch(item.url, { headers: { Range: rangeHeaderFor(item) } });
-        }
-        if (!resp.ok) {
-          throw await createApiError(resp);
-        }
-        const reader = resp.body?.getReader();
-        if (!reader) {
-          throw new Error("Failed to get reader from response body");
-        }
-        try {
-          if (item.ranges.length > 1) {
-            const contentType = resp.headers.get("content-type") ?? "";
-            if (!contentType.includes("multipart/byteranges")) {
-              throw new Error(`Expected multipart/byteranges response for multi-range request, got "${contentType}"`);
-            }
-            const parser3 = new StreamingMultipartParser(contentType);
-            let partIndex = 0;
-            const handleParts = async (parts) => {
-              for (const part of parts) {
-                const descriptor = item.ranges[partIndex];
-                if (!descriptor) {
-                  throw new Error(`Received more multipart parts than the ${item.ranges.length} signed ranges`);
-                }
-                const staged = decodePartChunks(part, descriptor, rangeList);
-                tally.committed += commitChunks(staged);
-                state.decodedBytes += part.byteLength;
-                partIndex++;
-                notifier.notifyAll();
-              }
-            };
-            for (; ; ) {
-              if (state.error || state.finished) {
-                return;
-              }
-              const result = await reader.read();
-              listener?.({ event: "read" });
-              if (result.done) {
-                break;
-              }
-              if (result.value) {
-                await handleParts(parser3.push(result.value));
-              }
-            }
-            await handleParts(parser3.push());
-            if (!state.finished && partIndex !== item.ranges.length) {
-              throw new Error(
-                `Multi-range fetch produced ${partIndex} parts but expected ${item.ranges.length} for ${item.hash}`
-              );
-            }
-          } else {
-            const descriptor = item.ranges[0];
-            const ranges = rangeList.getRanges(descriptor.chunks.start, descriptor.chunks.end);
-            const staged = /* @__PURE__ */ new Map();
-            let chunkIndex = descriptor.chunks.start;
-            let leftover;
-            let done = false;
-            while (!done) {
-              if (state.error || state.finished) {
-                return;
-              }
-              const result = await reader.read();
-              listener?.({ event: "read" });
-              done = result.done;
-              let value2 = result.value;
-              if (!value2) {
-                continue;
-              }
-              if (leftover) {
-                value2 = combineUint8Arrays(leftover, value2);
-                leftover = void 0;
-              }
-              while (value2.byteLength) {
-                if (value2.byteLength < XET_CHUNK_HEADER_BYTES) {
-                  leftover = value2;
-                  break;
-                }
-                const chunkHeader = parseChunkHeader(
-                  new DataView(value2.buffer, value2.byteOffset, XET_CHUNK_HEADER_BYTES)
-                );
-                if (value2.byteLength < XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length) {
-                  leftover = value2;
-                  break;
-                }
-                const uncompressed = decompressChunk(
-                  chunkHeader,
-                  value2.subarray(XET_CHUNK_HEADER_BYTES, XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length)
-                );
-                const range2 = ranges.find((r) => chunkIndex >= r.start && chunkIndex < r.end);
-                if (range2) {
-                  let chunks = staged.get(range2);
-                  if (!chunks) {
-                    chunks = [];
-                    staged.set(range2, chunks);
-                  }
-                  chunks.push(uncompressed);
-                  if (chunkIndex === range2.end - 1 && !range2.data) {
-                    range2.data = chunks;
-                    tally.committed += sum(chunks.map((chunk2) => chunk2.byteLength));
-                    notifier.notifyAll();
-                  }
-                }
-                state.decodedBytes += uncompressed.byteLength;
-                chunkIndex++;
-                value2 = value2.slice(XET_CHUNK_HEADER_BYTES + chunkHeader.compressed_length);
-              }
-            }
-            if (!state.finished) {
-              for (const range2 of ranges) {
-                if (!range2.data) {
-                  throw new Error(
-                    `Failed to fetch all data for ${item.hash} chunks ${range2.start}-${range2.end} (stream ended early)`
-                  );
-                }
-              }
-            }
-          }
-        } finally {
-          await reader.cancel().catch(() => {
-          });
-        }
-      };
-      const isTransientNetworkError = (error2) => error2 instanceof TypeError || /terminated|socket|network|ECONNRESET|fetch failed/i.test(String(error2));
-      const runWorker = async (workerId) => {
-        for (; ; ) {
-          if (state.error || state.finished) {
-            return;
-          }
-          if (workerId >= state.target) {
-            await notifier.wait();
-            continue;
-          }
-          const idx = state.nextEntry;
-          if (idx >= plan.length) {
-            return;
-          }
-          state.nextEntry++;
-          state.claimed++;
-          const est = estimateEntryBytes(plan[idx]);
-          try {
-            await budgetAcquire(est, idx);
-            if (state.error || state.finished) {
-              budgetRelease(est);
-              return;
-            }
-            state.active++;
-            state.maxActive = Math.max(state.maxActive, state.active);
-            state.activeHighWater = Math.max(state.activeHighWater, state.active);
-            let lastError;
-            const tally = { committed: 0 };
-            for (let attempt2 = 0; attempt2 < 2; attempt2++) {
-              try {
-                await decodeEntry(plan[idx], idx, tally);
-                budgetRelease(est - tally.committed);
-                lastError = void 0;
-                break;
-              } catch (error2) {
-                lastError = error2;
-                if (attempt2 === 0 && !state.finished && isTransientNetworkError(error2)) {
-                  log("retrying entry after transient error", plan[idx].hash, error2);
-                  await delay(250);
-                  continue;
-                }
-              }
-            }
-            if (lastError) {
-              budgetRelease(est);
-              state.error ??= lastError;
-            }
-            state.active--;
-          } finally {
-            state.claimed--;
-            notifier.notifyAll();
-          }
-        }
-      };
-      const workersDone = Promise.allSettled(Array.from({ length: maxConcurrency }, (_, i) => runWorker(i)));
-      const levelRate = /* @__PURE__ */ new Map();
-      let lastBytes = 0;
-      let last429 = 0;
-      let settleTicks = 1;
-      let holdTicks = 0;
-      const controller = setInterval(() => {
-        const rate = state.decodedBytes - lastBytes;
-        lastBytes = state.decodedBytes;
-        const tickHighWater = state.activeHighWater;
-        state.activeHighWater = state.active;
-        holdTicks = Math.max(0, holdTicks - 1);
-        if (state.count429 > last429) {
-          last429 = state.count429;
-          state.target = Math.max(1, state.target - 1);
-          settleTicks = 1;
-          holdTicks = PARALLEL_PLATEAU_HOLD_TICKS;
-        } else if (rate === 0 && state.nextEntry < plan.length) {
-          state.target = Math.min(maxConcurrency, state.target + 1);
-          settleTicks = 1;
-        } else if (settleTicks > 0) {
-          settleTicks--;
-        } else if (state.claimed >= state.target && tickHighWater <= state.target) {
-          const ewma = ((levelRate.get(state.target) ?? rate) + rate) / 2;
-          levelRate.set(state.target, ewma);
-          const below = levelRate.get(state.target - 1);
-          if (state.target > 1 && below === void 0) {
-            state.target--;
-            settleTicks = 1;
-          } else if (below !== void 0 && ewma < below * PARALLEL_PROBE_KEEP_MARGIN) {
-            levelRate.delete(state.target);
-            state.target--;
-            settleTicks = 1;
-            holdTicks = PARALLEL_PLATEAU_HOLD_TICKS;
-          } else if (holdTicks === 0 && state.target < maxConcurrency) {
-            state.target++;
-            settleTicks = 1;
-          }
-        }
-        state.targetHistory.push(state.target);
-        notifier.notifyAll();
-      }, opts.controllerTickMs ?? PARALLEL_CONTROLLER_TICK_MS);
-      try {
-        for (let termIdx = 0; termIdx < terms.length; termIdx++) {
-          const term = terms[termIdx];
-          if (totalBytesRead >= maxBytes) {
-            break;
-          }
-          state.neededEntry = termEntryIndex[termIdx];
-          notifier.notifyAll();
-          const rangeList = rangeLists.get(term.hash);
-          if (!rangeList) {
-            throw new Error(`Failed to find range list for term ${term.hash}`);
-          }
-          let termRanges = rangeList.getRanges(term.range.start, term.range.end);
-          while (!termRanges.every((range2) => range2.data)) {
-            if (state.error) {
-              throw state.error;
-            }
-            if (state.claimed === 0 && state.nextEntry >= plan.length) {
-              throw new Error(
-                `Download workers finished without producing data for term ${term.hash} range ${term.range.start}-${term.range.end}`
-              );
-            }
-            await notifier.wait();
-            termRanges = rangeList.getRanges(term.range.start, term.range.end);
-          }
-          log("all data available for term", term.hash, readBytesToSkip);
-          const cachedLength = sum(termRanges.map((range2) => sum(range2.data.map((chunk2) => chunk2.byteLength))));
-          if (cachedLength !== term.unpacked_length) {
-            throw new Error(
-              `Term ${term.hash} range ${term.range.start}-${term.range.end} decoded to ${cachedLength} bytes, expected ${term.unpacked_length}`
-            );
-          }
-          rangeLoop:
-            for (const range2 of termRanges) {
-              for (let chunk2 of range2.data) {
-                if (readBytesToSkip) {
-                  const skipped = Math.min(readBytesToSkip, chunk2.byteLength);
-                  chunk2 = chunk2.slice(skipped);
-                  readBytesToSkip -= skipped;
-                  if (!chunk2.byteLength) {
-                    continue;
-                  }
-                }
-                if (chunk2.byteLength > maxBytes - totalBytesRead) {
-                  chunk2 = chunk2.slice(0, maxBytes - totalBytesRead);
-                }
-                totalBytesRead += chunk2.byteLength;
-                yield range2.refCount > 1 ? chunk2.slice() : chunk2;
-                listener?.({ event: "progress", progress: { read: totalBytesRead, total: maxBytes } });
-                if (totalBytesRead >= maxBytes) {
-                  break rangeLoop;
-                }
-              }
-            }
-          let freed = 0;
-          for (const range2 of termRanges) {
-            if (range2.refCount === 1 && range2.data) {
-              freed += sum(range2.data.map((chunk2) => chunk2.byteLength));
-            }
-          }
-          rangeList.remove(term.range.start, term.range.end);
-          budgetRelease(freed);
-        }
-      } finally {
-        state.finished = true;
-        clearInterval(controller);
-        notifier.notifyAll();
-        await workersDone;
-        opts.onStat?.({
-          entries: plan.length,
-          maxActive: state.maxActive,
-          finalTarget: state.target,
-          count429: state.count429,
-          targetHistory: state.targetHistory
-        });
-      }
-    }
-    const iterator2 = parallelOptions && (parallelOptions.maxConcurrency ?? PARALLEL_DEFAULT_MAX_CONCURRENCY) > 1 ? readDataParallel(
-      this.reconstructionInfo,
-      this.fetch,
-      this.end - this.start,
-      this.#loadReconstructionInfo.bind(this),
-      parallelOptions
-    ) : readData(this.reconstructionInfo, this.fetch, this.end - this.start, this.#loadReconstructionInfo.bind(this));
-    return new ReadableStream(
-      {
-        // todo: when Safari supports it, type controller as ReadableByteStreamController
-        async pull(controller) {
-          const result = await iterator2.next();
-          if (result.value) {
-            controller.enqueue(result.value);
-          }
-          if (result.done) {
-            controller.close();
-          }
-        },
-        async cancel() {
-          await iterator2.return?.(void 0);
-        },
-        type: "bytes"
-        // todo: when Safari supports it, add autoAllocateChunkSize param
-      },
-      // todo : use ByteLengthQueuingStrategy when there's good support for it, currently in Node.js it fails due to size being a function
-      {
-        highWaterMark: 1e3
-        // 1_000 chunks for ~1MB of RAM
-      }
-    );
-  }
-  async arrayBuffer() {
-    const reader = (await this.#fetch()).getReader();
-    const chunks = [];
-    for (; ; ) {
-      const { done, value: value2 } = await reader.read();
-      if (done) {
-        break;
-      }
-      chunks.push(value2);
-    }
-    return concatUint8Arrays(chunks).buffer;
-  }
-  async text() {
-    return new TextDecoder().decode(await this.arrayBuffer());
-  }
-  async response() {
-    const result = await this.#fetch();
-    return new Response(result);
-  }
-  stream() {
-    const stream = new TransformStream();
-    this.#fetch().then((response) => response.pipeThrough(stream)).catch((error2) => stream.writable.abort(error2.message));
-    return stream.readable;
-  }
-};
-var jwtPromises = /* @__PURE__ */ new Map();
-var jwts = /* @__PURE__ */ new Map();
-function cacheKey(params) {
-  return JSON.stringify([params.refreshUrl, params.initialAccessToken]);
-}
-function bg4_regroup_bytes(bytes) {
-  const split2 = Math.floor(bytes.byteLength / 4);
-  const rem = bytes.byteLength % 4;
-  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
-  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
-  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
-  const ret = new Uint8Array(bytes.byteLength);
-  for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
-    ret[i] = bytes[j];
-  }
-  for (let i = 1, j = g1_pos; i < bytes.byteLength; i += 4, j++) {
-    ret[i] = bytes[j];
-  }
-  for (let i = 2, j = g2_pos; i < bytes.byteLength; i += 4, j++) {
-    ret[i] = bytes[j];
-  }
-  for (let i = 3, j = g3_pos; i < bytes.byteLength; i += 4, j++) {
-    ret[i] = bytes[j];
-  }
-  return ret;
-}
-function bg4_split_bytes(bytes) {
-  const ret = new Uint8Array(bytes.byteLength);
-  const split2 = Math.floor(bytes.byteLength / 4);
-  const rem = bytes.byteLength % 4;
-  const g1_pos = split2 + (rem >= 1 ? 1 : 0);
-  const g2_pos = g1_pos + split2 + (rem >= 2 ? 1 : 0);
-  const g3_pos = g2_pos + split2 + (rem == 3 ? 1 : 0);
-  for (let i = 0, j = 0; i < bytes.byteLength; i += 4, j++) {
-    ret[j] = bytes[i];
-  }
-  for (let i = 1, j = g1_pos; i < bytes.byteLength; i += 4, j++) {
-    ret[j] = bytes[i];
-  }
-  for (let i = 2, j = g2_pos; i < bytes.byteLength; i += 4, j++) {
-    ret[j] = bytes[i];
-  }
-  for (let i = 3, j = g3_pos; i < bytes.byteLength; i += 4, j++) {
-    ret[j] = bytes[i];
-  }
-  return ret;
-}
-async function getAccessToken(initialAccessToken, customFetch, refreshUrl) {
-  const key = cacheKey({ refreshUrl, initialAccessToken });
-  const jwt = jwts.get(key);
-  if (jwt && jwt.expiresAt > new Date(Date.now() + JWT_SAFETY_PERIOD)) {
-    return { accessToken: jwt.accessToken, casUrl: jwt.casUrl };
-  }
-  const existingPromise = jwtPromises.get(key);
-  if (existingPromise) {
-    return existingPromise;
-  }
-  const promise = (async () => {
-    const resp = await customFetch(refreshUrl, {
-      headers: {
-        ...initialAccessToken ? {
-          Authorization: `Bearer ${initialAccessToken}`
-        } : {}
-      }
-    });
-    if (!resp.ok) {
-      throw new Error(`Failed to get JWT token: ${resp.status} ${await resp.text()}`);
-    }
-    const json = await resp.json();
-    const jwt2 = {
-      accessToken: json.accessToken,
-      expiresAt: new Date(json.exp * 1e3),
-      casUrl: json.casUrl
-    };
-    for (const [key2, value2] of jwts.entries()) {
-      if (value2.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD)) {
-        jwts.delete(key2);
-      } else {
-        break;
-      }
-    }
-    if (jwts.size >= JWT_CACHE_SIZE) {
-      const keyToDelete = jwts.keys().next().value;
-      if (keyToDelete) {
-        jwts.delete(keyToDelete);
-      }
-    }
-    jwts.set(key, jwt2);
-    return {
-      accessToken: json.accessToken,
-      casUrl: json.casUrl
-    };
-  })().finally(() => {
-    jwtPromises.delete(key);
-  });
-  jwtPromises.set(key, promise);
-  return promise;
-}
-function range(n, b) {
-  return b ? Array(b - n).fill(0).map((_, i) => n + i) : Array(n).fill(0).map((_, i) => i);
-}
-function chunk(arr, chunkSize) {
-  if (isNaN(chunkSize) || chunkSize < 1) {
-    throw new RangeError("Invalid chunk size: " + chunkSize);
-  }
-  if (!arr.length) {
-    return [];
-  }
-  if (arr.length <= chunkSize) {
-    return [arr];
-  }
-  return range(Math.ceil(arr.length / chunkSize)).map((i) => {
-    return arr.slice(i * chunkSize, (i + 1) * chunkSize);
-  });
-}
-async function promisesQueue(factories, concurrency) {
-  const results = [];
-  const executing = /* @__PURE__ */ new Set();
-  let index = 0;
-  for (const factory of factories) {
-    const closureIndex = index++;
-    const e = factory().then((r) => {
-      results[closureIndex] = r;
-      executing.delete(e);
-    });
-    executing.add(e);
-    if (executing.size >= concurrency) {
-      await Promise.race(executing);
-    }
-  }
-  await Promise.all(executing);
-  return results;
-}
-async function promisesQueueStreaming(factories, concurrency) {
-  const executing = [];
-  for await (const factory of factories) {
-    const e = factory().then(() => {
-      executing.splice(executing.indexOf(e), 1);
-    });
-    executing.push(e);
-    if (executing.length >= concurrency) {
-      await Promise.race(executing);
-    }
-  }
-  await Promise.all(executing);
-}
-var WebBlob = class extends Blob {
-  static async create(url, opts) {
-    const customFetch = opts?.fetch ?? fetch;
-    const probe2 = await customFetch(url, {
-      headers: {
-        Range: "bytes=0-0",
-        ...opts?.accessToken && { Authorization: `Bearer ${opts.accessToken}` }
-      }
-    });
-    if (!probe2.ok) {
-      throw await createApiError(probe2);
-    }
-    const contentType = probe2.headers.get("content-type") || "";
-    if (probe2.status === 206) {
-      const totalSize = Number(probe2.headers.get("content-range")?.split("/").pop());
-      await probe2.body?.cancel();
-      if (Number.isFinite(totalSize) && totalSize >= (opts?.cacheBelow ?? 1e6)) {
-        return new WebBlob(url, 0, totalSize, contentType, true, customFetch, opts?.accessToken);
-      }
-      const full = await customFetch(url, {
-        ...opts?.accessToken && { headers: { Authorization: `Bearer ${opts.accessToken}` } }
-      });
-      if (!full.ok) {
-        throw await createApiError(full);
-      }
-      return full.blob();
-    }
-    return probe2.blob();
-  }
-  url;
-  start;
-  end;
-  contentType;
-  full;
-  fetch;
-  accessToken;
-  constructor(url, start, end, contentType, full, customFetch, accessToken) {
-    super([]);
-    this.url = url;
-    this.start = start;
-    this.end = end;
-    this.contentType = contentType;
-    this.full = full;
-    this.fetch = customFetch;
-    this.accessToken = accessToken;
-  }
-  get size() {
-    return this.end - this.start;
-  }
-  get type() {
-    return this.contentType;
-  }
-  slice(start = 0, end = this.size) {
-    if (start < 0 || end < 0) {
-      throw new TypeError("Unsupported negative start/end on WebBlob.slice");
-    }
-    const slice = new WebBlob(
-      this.url,
-      this.start + start,
-      Math.min(this.start + end, this.end),
-      this.contentType,
-      start === 0 && end === this.size ? this.full : false,
-      this.fetch,
-      this.accessToken
-    );
-    return slice;
-  }
-  async arrayBuffer() {
-    const result = await this.fetchRange();
-    return result.arrayBuffer();
-  }
-  async text() {
-    const result = await this.fetchRange();
-    return result.text();
-  }
-  stream() {
-    const stream = new TransformStream();
-    this.fetchRange().then((response) => response.body?.pipeThrough(stream)).catch((error2) => stream.writable.abort(error2.message));
-    return stream.readable;
-  }
-  fetchRange() {
-    const fetch2 = this.fetch;
-    if (this.full) {
-      return fetch2(this.url, {
-        ...this.accessToken && {
-          headers: {
-            Authorization: `Bearer ${this.accessToken}`
-          }
-        }
-      }).then((resp) => resp.ok ? resp : createApiError(resp));
-    }
-    return fetch2(this.url, {
-      headers: {
-        Range: `bytes=${this.start}-${this.end - 1}`,
-        ...this.accessToken && { Authorization: `Bearer ${this.accessToken}` }
-      }
-    }).then((resp) => resp.ok ? resp : createApiError(resp));
-  }
-};
-function base64FromBytes(arr) {
-  if (globalThis.Buffer) {
-    return globalThis.Buffer.from(arr).toString("base64");
-  } else {
-    const bin = [];
-    arr.forEach((byte) => {
-      bin.push(String.fromCharCode(byte));
-    });
-    return globalThis.btoa(bin.join(""));
-  }
-}
-async function createBlobs(url, destPath, opts) {
-  if (url.protocol === "http:" || url.protocol === "https:") {
-    const blob = await WebBlob.create(url, { fetch: opts?.fetch, accessToken: opts?.accessToken });
-    return [{ path: destPath, blob }];
-  }
-  if (isFrontend) {
-    throw new TypeError(`Unsupported URL protocol "${url.protocol}"`);
-  }
-  if (url.protocol === "file:") {
-    const { FileBlob: FileBlob2 } = await Promise.resolve().then(() => (init_FileBlob_UNXOJWFM(), FileBlob_UNXOJWFM_exports));
-    const { subPaths: subPaths2 } = await Promise.resolve().then(() => (init_sub_paths_HFKHI55E(), sub_paths_HFKHI55E_exports));
-    const paths = await subPaths2(url, opts?.maxFolderDepth);
-    if (paths.length === 1 && paths[0].relativePath === ".") {
-      const blob = await FileBlob2.create(url);
-      return [{ path: destPath, blob }];
-    }
-    return Promise.all(
-      paths.map(async (path2) => ({
-        path: `${destPath}/${path2.relativePath}`.replace(/\/[.]$/, "").replaceAll("//", "/").replace(/^[.]?\//, ""),
-        blob: await FileBlob2.create(new URL(path2.path))
-      }))
-    );
-  }
-  throw new TypeError(`Unsupported URL protocol "${url.protocol}"`);
-}
-var CHUNK_CACHE_INITIAL_SIZE = 1e4;
-var CHUNK_CACHE_GROW_FACTOR = 1.5;
-var CHUNK_CACHE_MAX_SIZE = 1e6;
-var ChunkCache = class {
-  index = 0;
-  // Index >= 0 means local xorb, < 0 means remote xorb
-  xorbIndices;
-  // Max 8K chunks per xorb, less than 64K uint16_t
-  chunkIndices;
-  map = /* @__PURE__ */ new Map();
-  // hash -> chunkCacheIndex. Less overhead that way, empty object is 60+B and empty array is 40+B
-  hmacs = /* @__PURE__ */ new Set();
-  // todo : remove old hmacs
-  maxSize;
-  constructor(maxSize = CHUNK_CACHE_MAX_SIZE) {
-    if (maxSize < 1) {
-      throw new Error("maxSize must be at least 1");
-    }
-    this.maxSize = maxSize;
-    this.xorbIndices = new Int32Array(Math.min(CHUNK_CACHE_INITIAL_SIZE, maxSize));
-    this.chunkIndices = new Uint16Array(Math.min(CHUNK_CACHE_INITIAL_SIZE, maxSize));
-  }
-  addChunkToCache(hash22, xorbIndex, chunkIndex, hmac3) {
-    if (this.map.has(hash22)) {
-      return;
-    }
-    if (this.map.values().next().value === this.index) {
-      this.map.delete(this.map.keys().next().value);
-    }
-    this.map.set(hash22, this.index);
-    if (hmac3 !== null) {
-      this.hmacs.add(hmac3);
-    }
-    if (this.index >= this.xorbIndices.length) {
-      const oldXorbIndices = this.xorbIndices;
-      const oldChunkIndices = this.chunkIndices;
-      this.xorbIndices = new Int32Array(Math.min(this.xorbIndices.length * CHUNK_CACHE_GROW_FACTOR, this.maxSize));
-      this.chunkIndices = new Uint16Array(Math.min(this.chunkIndices.length * CHUNK_CACHE_GROW_FACTOR, this.maxSize));
-      this.xorbIndices.set(oldXorbIndices);
-      this.chunkIndices.set(oldChunkIndices);
-    }
-    this.xorbIndices[this.index] = xorbIndex;
-    this.chunkIndices[this.index] = chunkIndex;
-    this.index = (this.index + 1) % this.maxSize;
-  }
-  getChunk(hash22, hmacFunction) {
-    let index = this.map.get(hash22);
-    if (index === void 0 && hmacFunction !== null) {
-      for (const hmac3 of this.hmacs) {
-        index = this.map.get(hmacFunction(hash22, hmac3));
-        if (index !== void 0) {
-          break;
-        }
-      }
-    }
-    if (index === void 0) {
-      return void 0;
-    }
-    return {
-      xorbIndex: this.xorbIndices[index],
-      chunkIndex: this.chunkIndices[index]
-    };
-  }
-  updateChunkIndex(hash22, chunkIndex) {
-    const index = this.map.get(hash22);
-    if (index === void 0) {
-      throw new Error(`Chunk not found in cache: ${hash22}`);
-    }
-    this.chunkIndices[index] = chunkIndex;
-  }
-  removeChunkFromCache(hash22) {
-    this.map.delete(hash22);
-  }
-};
-var JWT_SAFETY_PERIOD2 = 6e4;
-var JWT_CACHE_SIZE2 = 1e3;
-var jwtPromises2 = /* @__PURE__ */ new Map();
-var jwts2 = /* @__PURE__ */ new Map();
-async function xetWriteToken(params) {
-  if (params.xetParams.expiresAt && params.xetParams.casUrl && params.xetParams.accessToken && params.xetParams.expiresAt > new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
-    return { accessToken: params.xetParams.accessToken, casUrl: params.xetParams.casUrl };
-  }
-  const key = params.xetParams.refreshWriteTokenUrl;
-  const jwt = jwts2.get(key);
-  if (jwt && jwt.expiresAt > new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
-    return { accessToken: jwt.accessToken, casUrl: jwt.casUrl };
-  }
-  const existingPromise = jwtPromises2.get(key);
-  if (existingPromise) {
-    return existingPromise;
-  }
-  const promise = (async () => {
-    const resp = await (params.fetch ?? fetch)(params.xetParams.refreshWriteTokenUrl, {
-      headers: {
-        ...params.accessToken ? {
-          Authorization: `Bearer ${params.accessToken}`
-        } : {},
-        ...params.xetParams.sessionId ? { "X-Xet-Session-Id": params.xetParams.sessionId } : {}
-      }
-    });
-    if (!resp.ok) {
-      throw await createApiError(resp);
-    }
-    const json = await resp.json();
-    const jwt2 = {
-      accessToken: json.accessToken,
-      expiresAt: new Date(json.exp * 1e3),
-      casUrl: json.casUrl
-    };
-    for (const [key2, value2] of jwts2.entries()) {
-      if (value2.expiresAt < new Date(Date.now() + JWT_SAFETY_PERIOD2)) {
-        jwts2.delete(key2);
-      } else {
-        break;
-      }
-    }
-    if (jwts2.size >= JWT_CACHE_SIZE2) {
-      const keyToDelete = jwts2.keys().next().value;
-      if (keyToDelete) {
-        jwts2.delete(keyToDelete);
-      }
-    }
-    jwts2.set(key, jwt2);
-    return {
-      accessToken: json.accessToken,
-      casUrl: json.casUrl
-    };
-  })().finally(() => {
-    jwtPromises2.delete(key);
-  });
-  jwtPromises2.set(key, promise);
-  return promise;
-}
-var HASH_LENGTH = 32;
-var XORB_HASH_BOOKEND = "ff".repeat(HASH_LENGTH);
-function readHashFromArray(array, offset) {
-  let hash22 = "";
-  for (let i = 0; i < HASH_LENGTH; i += 8) {
-    hash22 += `${array[offset + i + 7].toString(16).padStart(2, "0")}${array[offset + i + 6].toString(16).padStart(2, "0")}${array[offset + i + 5].toString(16).padStart(2, "0")}${array[offset + i + 4].toString(16).padStart(2, "0")}${array[offset + i + 3].toString(16).padStart(2, "0")}${array[offset + i + 2].toString(16).padStart(2, "0")}${array[offset + i + 1].toString(16).padStart(2, "0")}${array[offset + i].toString(16).padStart(2, "0")}`;
-  }
-  return hash22;
-}
-async function parseShardData(shardBlob) {
-  const shard = new Uint8Array(await shardBlob.arrayBuffer());
-  const shardView = new DataView(shard.buffer);
-  const magicTag = shard.slice(0, SHARD_MAGIC_TAG.length);
-  if (!magicTag.every((byte, i) => byte === SHARD_MAGIC_TAG[i])) {
-    throw new Error("Invalid shard magic tag");
-  }
-  const version = shardView.getBigUint64(SHARD_MAGIC_TAG.length, true);
-  if (version !== SHARD_HEADER_VERSION) {
-    throw new Error(`Invalid shard version: ${version}`);
-  }
-  const footerSize = Number(shardView.getBigUint64(SHARD_MAGIC_TAG.length + 8, true));
-  const footerStart = shard.length - footerSize;
-  const footerVersion = shardView.getBigUint64(footerStart, true);
-  if (footerVersion !== SHARD_FOOTER_VERSION) {
-    throw new Error(`Invalid shard footer version: ${footerVersion}`);
-  }
-  const xorbInfoStart = Number(shardView.getBigUint64(footerStart + 16, true));
-  const fileLookupStart = Number(shardView.getBigUint64(footerStart + 24, true));
-  const hmacKey = readHashFromArray(shard, footerStart + 72);
-  const xorbs = [];
-  let offset = xorbInfoStart;
-  while (offset < fileLookupStart) {
-    const xorbHash2 = readHashFromArray(shard, offset);
-    offset += HASH_LENGTH;
-    if (xorbHash2 === XORB_HASH_BOOKEND) {
-      break;
-    }
-    offset += 4;
-    const chunkCount = shardView.getUint32(offset, true);
-    offset += 4;
-    offset += 4;
-    offset += 4;
-    const chunks = [];
-    for (let i = 0; i < chunkCount; i++) {
-      const chunkHash = readHashFromArray(shard, offset);
-      offset += HASH_LENGTH;
-      const startOffset = shardView.getUint32(offset, true);
-      offset += 4;
-      const length = shardView.getUint32(offset, true);
-      offset += 4;
-      offset += 8;
-      chunks.push({
-        hash: chunkHash,
-        startOffset,
-        unpackedLength: length
-      });
-    }
-    xorbs.push({
-      hash: xorbHash2,
-      chunks
-    });
-  }
-  return {
-    hmacKey,
-    xorbs
-  };
-}
-var SplicedBlob = class extends Blob {
-  originalBlob;
-  spliceOperations;
-  constructor(originalBlob, spliceOperations) {
-    super();
-    this.originalBlob = originalBlob;
-    this.spliceOperations = spliceOperations;
-  }
-  /**
-   * Create a SplicedBlob from an original blob and a set of splice operations.
-   *
-   * Each operation replaces the original content in `[start, end)` with `insert`
-   * (a pure insertion when `start === end`). Positions are byte offsets in the
-   * original blob, are relative to the **original** content (not shifted by other
-   * operations), and operations must not overlap (they can be passed in any order).
-   *
-   * As a convenience, a single `{ insert, start, end }` object is also accepted
-   * instead of a one-element array.
-   */
-  static create(originalBlob, operations) {
-    if (!Array.isArray(operations)) {
-      operations = [operations];
-    }
-    for (const op of operations) {
-      if (op.start < 0 || op.end < 0) {
-        throw new Error("Invalid start/end positions for SplicedBlob");
-      }
-      if (op.start > originalBlob.size || op.end > originalBlob.size) {
-        throw new Error("Invalid start/end positions for SplicedBlob");
-      }
-      if (op.start > op.end) {
-        throw new Error("Invalid start/end positions for SplicedBlob");
-      }
-    }
-    const sortedOps = [...operations].sort((a, b) => a.start - b.start);
-    for (let i = 0; i < sortedOps.length - 1; i++) {
-      if (sortedOps[i].end > sortedOps[i + 1].start) {
-        throw new Error("Overlapping splice operations are not supported");
-      }
-    }
-    return new SplicedBlob(originalBlob, sortedOps);
-  }
-  /**
-   * Returns the size of the spliced blob.
-   * Size = original size - total replaced size + total insert size
-   */
-  get size() {
-    let totalReplacedSize = 0;
-    let totalInsertSize = 0;
-    for (const op of this.spliceOperations) {
-      totalReplacedSize += op.end - op.start;
-      totalInsertSize += op.insert.size;
-    }
-    return this.originalBlob.size - totalReplacedSize + totalInsertSize;
-  }
-  /**
-   * Returns the MIME type of the original blob.
-   */
-  get type() {
-    return this.originalBlob.type;
-  }
-  /**
-   * Returns a new instance of SplicedBlob that is a slice of the current one.
-   *
-   * The slice is inclusive of the start and exclusive of the end.
-   * The slice method does not support negative start/end.
-   *
-   * @param start beginning of the slice
-   * @param end end of the slice
-   */
-  slice(start = 0, end = this.size) {
-    if (start < 0 || end < 0) {
-      throw new TypeError("Unsupported negative start/end on SplicedBlob.slice");
-    }
-    start = Math.min(start, this.size);
-    end = Math.min(end, this.size);
-    if (start >= end) {
-      return new Blob([]);
-    }
-    const segments = this.segments;
-    const segmentBoundaries = [0];
-    let cumulativeSize = 0;
-    for (const segment of segments) {
-      cumulativeSize += segment.size;
-      segmentBoundaries.push(cumulativeSize);
-    }
-    const resultSegments = [];
-    for (let i = 0; i < segments.length; i++) {
-      const segmentStart = segmentBoundaries[i];
-      const segmentEnd = segmentBoundaries[i + 1];
-      if (segmentEnd <= start) {
-        continue;
-      }
-      if (segmentStart >= end) {
-        break;
-      }
-      const sliceStart = Math.max(0, start - segmentStart);
-      const sliceEnd = Math.min(segments[i].size, end - segmentStart);
-      if (sliceStart < sliceEnd) {
-        resultSegments.push(segments[i].slice(sliceStart, sliceEnd));
-      }
-    }
-    return new Blob(resultSegments);
-  }
-  get firstSpliceIndex() {
-    return this.spliceOperations[0]?.start ?? Infinity;
-  }
-  /**
-   * Read the spliced blob content and returns it as an ArrayBuffer.
-   */
-  async arrayBuffer() {
-    const segments = this.segments;
-    const buffers = await Promise.all(segments.map((segment) => segment.arrayBuffer()));
-    const totalSize = sum(buffers.map((buffer) => buffer.byteLength));
-    const result = new Uint8Array(totalSize);
-    let offset = 0;
-    for (const buffer of buffers) {
-      result.set(new Uint8Array(buffer), offset);
-      offset += buffer.byteLength;
-    }
-    return result.buffer;
-  }
-  /**
-   * Read the spliced blob content and returns it as a string.
-   */
-  async text() {
-    const buffer = await this.arrayBuffer();
-    return new TextDecoder().decode(buffer);
-  }
-  /**
-   * Returns a stream around the spliced blob content.
-   */
-  stream() {
-    const readable = new ReadableStream({
-      start: async (controller) => {
-        try {
-          const segments = this.segments;
-          for (const segment of segments) {
-            const reader = segment.stream().getReader();
-            try {
-              while (true) {
-                const { done, value: value2 } = await reader.read();
-                if (done) {
-                  break;
-                }
-                controller.enqueue(value2);
-              }
-            } finally {
-              reader.releaseLock();
-            }
-          }
-          controller.close();
-        } catch (error2) {
-          controller.error(error2);
-        }
-      }
-    });
-    return readable;
-  }
-  /**
-   * Get all segments that make up the spliced blob.
-   * This includes original blob segments between splice operations and insert blobs.
-   */
-  get segments() {
-    const segments = [];
-    let currentPosition = 0;
-    const sortedOps = [...this.spliceOperations].sort((a, b) => a.start - b.start);
-    for (const op of sortedOps) {
-      if (currentPosition < op.start) {
-        segments.push(this.originalBlob.slice(currentPosition, op.start));
-      }
-      if (op.insert.size > 0) {
-        segments.push(op.insert);
-      }
-      currentPosition = op.end;
-    }
-    if (currentPosition < this.originalBlob.size) {
-      segments.push(this.originalBlob.slice(currentPosition));
-    }
-    return segments;
-  }
-};
-var RANGE_EDIT_CACHE_MAX_ENTRIES = 10;
-function addToRangeEditCache(cache2, xetHash, entry) {
-  cache2.delete(xetHash);
-  cache2.set(xetHash, entry);
-  while (cache2.size > RANGE_EDIT_CACHE_MAX_ENTRIES) {
-    const oldest = cache2.keys().next().value;
-    if (oldest === void 0) {
-      break;
-    }
-    cache2.delete(oldest);
-  }
-}
-async function planRangeEdit(spliced, original, params) {
-  const originalHash = original.hash;
-  const originalSize = original.size;
-  if (!originalHash || originalSize === 0 || original.start !== 0) {
-    return void 0;
-  }
-  if (params.rangeEditCache) {
-    const cached22 = planRangeEditFromCache(spliced, originalHash, originalSize, params.rangeEditCache);
-    if (cached22) {
-      return cached22;
-    }
-  }
-  const token = await xetWriteToken(params);
-  const reconstructionResp = await (params.fetch ?? fetch)(`${token.casUrl}/v2/reconstructions/${originalHash}`, {
-    headers: { Authorization: `Bearer ${token.accessToken}` }
-  });
-  if (!reconstructionResp.ok) {
-    return void 0;
-  }
-  const reconstruction = await reconstructionResp.json();
-  const terms = reconstruction.terms.map((term) => ({
-    hash: term.hash,
-    unpackedLength: term.unpacked_length,
-    range: { start: term.range.start, end: term.range.end }
-  }));
-  const segByteStarts = [0];
-  let acc = 0;
-  for (const term of terms) {
-    acc += term.unpackedLength;
-    segByteStarts.push(acc);
-  }
-  if (acc !== originalSize) {
-    throw new Error(
-      `Original file size mismatch: reconstruction reports ${acc} bytes but the blob is ${originalSize} bytes`
-    );
-  }
-  const edits = spliced.spliceOperations;
-  const dirtyRanges = snapAndCoalesceDirtyRanges(edits, segByteStarts, originalSize);
-  if (dirtyRanges.length === 0) {
-    return void 0;
-  }
-  const rangeHeader = "bytes=" + dirtyRanges.map(([start, end]) => `${start}-${end - 1}`).join(",");
-  const resp = await (params.fetch ?? fetch)(`${token.casUrl}/v2/file-chunk-hashes/${originalHash}`, {
-    headers: {
-      Authorization: `Bearer ${token.accessToken}`,
-      "X-Range-Dirty": rangeHeader
-    }
-  });
-  if (!resp.ok) {
-    return void 0;
-  }
-  const chunkHashes = await resp.json();
-  if (chunkHashes.windows.length === 0) {
-    throw new Error("Server returned no windows for range edit");
-  }
-  if (chunkHashes.hashRanges.length !== chunkHashes.windows.length + 1) {
-    throw new Error(
-      `Server returned ${chunkHashes.hashRanges.length} hashRanges, expected ${chunkHashes.windows.length + 1}`
-    );
-  }
-  const windows = assignEditsToWindows(
-    chunkHashes.windows.map((w) => ({ start: w.dirtyByteRange[0], end: w.dirtyByteRange[1] })),
-    edits,
-    originalSize,
-    segByteStarts
-  );
-  return {
-    originalHash,
-    originalSize,
-    newSize: spliced.size,
-    terms,
-    segByteStarts,
-    windows,
-    hashRanges: chunkHashes.hashRanges,
-    gapVerification: chunkHashes.gapVerification
-  };
-}
-function planRangeEditFromCache(spliced, originalHash, originalSize, cache2) {
-  const entry = cache2.get(originalHash);
-  if (!entry || entry.size !== originalSize || entry.terms.length === 0) {
-    return void 0;
-  }
-  const edits = spliced.spliceOperations;
-  if (edits.length === 0) {
-    return void 0;
-  }
-  const lastTerm = entry.terms[entry.terms.length - 1];
-  const lastTermStart = originalSize - lastTerm.unpackedLength;
-  for (const edit of edits) {
-    const editStart = edit.start === edit.end && edit.start === originalSize ? originalSize : edit.start;
-    if (editStart < lastTermStart) {
-      return void 0;
-    }
-  }
-  const segByteStarts = [0];
-  let acc = 0;
-  for (const term of entry.terms) {
-    acc += term.unpackedLength;
-    segByteStarts.push(acc);
-  }
-  const windows = assignEditsToWindows(
-    [{ start: lastTermStart, end: originalSize }],
-    edits,
-    originalSize,
-    segByteStarts
-  );
-  return {
-    originalHash,
-    originalSize,
-    newSize: spliced.size,
-    terms: entry.terms,
-    segByteStarts,
-    windows,
-    hashRanges: [entry.openSubtree, null],
-    gapVerification: entry.terms.slice(0, -1).map((term) => term.rangeHash)
-  };
-}
-function snapAndCoalesceDirtyRanges(edits, segByteStarts, originalSize) {
-  const nSegs = segByteStarts.length - 1;
-  const snapStart = (byte) => {
-    let idx = 0;
-    while (idx + 1 < segByteStarts.length && segByteStarts[idx + 1] <= byte) {
-      idx++;
-    }
-    return segByteStarts[idx];
-  };
-  const snapEnd = (byte) => {
-    let idx = 0;
-    while (idx < segByteStarts.length && segByteStarts[idx] < byte) {
-      idx++;
-    }
-    return segByteStarts[Math.min(idx, segByteStarts.length - 1)];
-  };
-  const snapped = [];
-  for (const edit of edits) {
-    if (edit.start === edit.end) {
-      if (edit.start === originalSize) {
-        snapped.push([segByteStarts[nSegs - 1], segByteStarts[nSegs]]);
-      } else {
-        snapped.push([snapStart(edit.start), snapEnd(edit.start + 1)]);
-      }
-    } else {
-      snapped.push([snapStart(edit.start), snapEnd(edit.end)]);
-    }
-  }
-  snapped.sort((a, b) => a[0] - b[0]);
-  const coalesced = [];
-  for (const range2 of snapped) {
-    const last = coalesced[coalesced.length - 1];
-    if (last && range2[0] <= last[1]) {
-      last[1] = Math.max(last[1], range2[1]);
-      continue;
-    }
-    coalesced.push([range2[0], range2[1]]);
-  }
-  return coalesced;
-}
-function assignEditsToWindows(windows, edits, originalSize, segByteStarts) {
-  let editIdx = 0;
-  const result = [];
-  for (const [windowIdx, window2] of windows.entries()) {
-    const assigned = [];
-    while (editIdx < edits.length) {
-      const edit = edits[editIdx];
-      const belongsHere = edit.start === edit.end ? edit.start < window2.end || edit.start === window2.end && window2.end === originalSize : edit.end <= window2.end;
-      if (!belongsHere) {
-        break;
-      }
-      if (edit.start < window2.start) {
-        throw new Error(
-          `Edit at [${edit.start}, ${edit.end}) starts before its window [${window2.start}, ${window2.end})`
-        );
-      }
-      assigned.push(edit);
-      editIdx++;
-    }
-    let removed = 0;
-    let added = 0;
-    for (const edit of assigned) {
-      removed += edit.end - edit.start;
-      added += edit.insert.size;
-    }
-    const effectiveEnd = segByteStarts.find((segStart) => segStart >= window2.end);
-    if (effectiveEnd === void 0) {
-      throw new Error(`Window end ${window2.end} exceeds the file size ${segByteStarts[segByteStarts.length - 1]}`);
-    }
-    const nextWindowStart = windows[windowIdx + 1]?.start;
-    if (nextWindowStart !== void 0 && effectiveEnd > nextWindowStart) {
-      throw new Error(
-        `Window [${window2.start}, ${window2.end}) extends to term boundary ${effectiveEnd}, overlapping the next window at ${nextWindowStart}`
-      );
-    }
-    result.push({
-      start: window2.start,
-      end: window2.end,
-      effectiveEnd,
-      edits: assigned,
-      newSize: effectiveEnd - window2.start + added - removed,
-      hashSplitSize: window2.end - window2.start + added - removed
-    });
-  }
-  if (editIdx !== edits.length) {
-    throw new Error(`${edits.length - editIdx} edits were not assigned to any window`);
-  }
-  return result;
-}
-function windowSegments(window2, original) {
-  const segments = [];
-  let cursor = window2.start;
-  for (const edit of window2.edits) {
-    if (cursor < edit.start) {
-      segments.push(original.slice(cursor, edit.start));
-    }
-    if (edit.insert.size > 0) {
-      segments.push(edit.insert);
-    }
-    cursor = edit.end;
-  }
-  if (cursor < window2.effectiveEnd) {
-    segments.push(original.slice(cursor, window2.effectiveEnd));
-  }
-  return segments;
-}
-function composeRepresentation(plan, windowRepresentations) {
-  const representation = [];
-  const nSegs = plan.terms.length;
-  let segIdx = 0;
-  let gapIdx = 0;
-  const reuseTerm = (idx) => {
-    const rangeHash = plan.gapVerification[gapIdx];
-    if (rangeHash === void 0) {
-      throw new Error(`Ran out of gapVerification entries at stable term ${idx}`);
-    }
-    gapIdx++;
-    representation.push({
-      xorbId: plan.terms[idx].hash,
-      indexStart: plan.terms[idx].range.start,
-      indexEnd: plan.terms[idx].range.end,
-      length: plan.terms[idx].unpackedLength,
-      rangeHash
-    });
-  };
-  for (let i = 0; i < plan.windows.length; i++) {
-    const window2 = plan.windows[i];
-    while (segIdx < nSegs && plan.segByteStarts[segIdx] < window2.start) {
-      if (plan.segByteStarts[segIdx + 1] > window2.start) {
-        throw new Error(
-          `Window starting at ${window2.start} straddles term ${segIdx} (${plan.segByteStarts[segIdx]}..${plan.segByteStarts[segIdx + 1]})`
-        );
-      }
-      reuseTerm(segIdx);
-      segIdx++;
-    }
-    while (segIdx < nSegs && plan.segByteStarts[segIdx] < window2.effectiveEnd) {
-      segIdx++;
-    }
-    representation.push(...windowRepresentations[i]);
-  }
-  while (segIdx < nSegs) {
-    reuseTerm(segIdx);
-    segIdx++;
-  }
-  if (gapIdx < plan.gapVerification.length) {
-    throw new Error(
-      `Server returned ${plan.gapVerification.length} gapVerification entries but only ${gapIdx} stable terms were emitted`
-    );
-  }
-  return representation;
-}
-var ZERO_KEY2 = new Uint8Array(32);
-function chunkSplitIndex(chunks, size, context) {
-  let cumulative = 0;
-  let index = 0;
-  while (index < chunks.length && cumulative < size) {
-    cumulative += chunks[index].length;
-    index++;
-  }
-  if (cumulative !== size) {
-    throw new Error(`${context}: expected a chunk boundary at ${size} bytes, got ${cumulative}`);
-  }
-  return index;
-}
-function buildRangeEditCachePayload(plan, windowChunks, representation) {
-  if (plan.hashRanges[plan.hashRanges.length - 1] !== null) {
-    return void 0;
-  }
-  const lastRep = representation[representation.length - 1];
-  const lastWindow = windowChunks[windowChunks.length - 1];
-  if (!lastRep || !lastWindow) {
-    return void 0;
-  }
-  const lastTermChunkCount = lastRep.indexEnd - lastRep.indexStart;
-  if (lastTermChunkCount <= 0 || lastTermChunkCount > lastWindow.length) {
-    return void 0;
-  }
-  const lastTermChunks = lastWindow.slice(lastWindow.length - lastTermChunkCount);
-  const hashRanges = plan.hashRanges.map((json) => json === null ? null : MerkleHashSubtree.fromJSON(json));
-  const firstWindowAtStart = hashRanges[0] === null;
-  const sequence = [];
-  for (let i = 0; i < plan.windows.length; i++) {
-    const gap = hashRanges[i];
-    if (gap !== null && gap !== void 0) {
-      sequence.push(gap);
-    }
-    const splitIndex = chunkSplitIndex(windowChunks[i], plan.windows[i].hashSplitSize, "buildRangeEditCachePayload");
-    let chunks = windowChunks[i].slice(0, splitIndex);
-    if (i === plan.windows.length - 1) {
-      chunks = chunks.slice(0, chunks.length - lastTermChunkCount);
-    }
-    if (chunks.length > 0 || i === 0 && firstWindowAtStart) {
-      sequence.push(
-        MerkleHashSubtree.fromChunks(
-          i === 0 && firstWindowAtStart,
-          chunks.map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
-          false
-        )
-      );
-    }
-  }
-  const openSubtree = sequence.length > 0 ? MerkleHashSubtree.merge(sequence) : null;
-  return {
-    size: plan.newSize,
-    openSubtree: openSubtree && !openSubtree.isEmpty ? openSubtree.toJSON() : null,
-    lastTermChunks
-  };
-}
-function buildFreshFileCachePayload(fileChunks, representation) {
-  const lastRep = representation[representation.length - 1];
-  if (!lastRep) {
-    return void 0;
-  }
-  const lastTermChunkCount = lastRep.indexEnd - lastRep.indexStart;
-  if (lastTermChunkCount <= 0 || lastTermChunkCount > fileChunks.length) {
-    return void 0;
-  }
-  const lastTermChunks = fileChunks.slice(fileChunks.length - lastTermChunkCount);
-  const rest2 = fileChunks.slice(0, fileChunks.length - lastTermChunkCount);
-  const openSubtree = rest2.length > 0 ? MerkleHashSubtree.fromChunks(
-    true,
-    rest2.map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
-    false
-  ).toJSON() : null;
-  return {
-    size: fileChunks.reduce((sum22, chunk2) => sum22 + chunk2.length, 0),
-    openSubtree,
-    lastTermChunks
-  };
-}
-function computeComposedFileHash(plan, windowChunks) {
-  if (plan.newSize === 0) {
-    return "0".repeat(64);
-  }
-  const hashRanges = plan.hashRanges.map((json) => json === null ? null : MerkleHashSubtree.fromJSON(json));
-  const trailingGap = hashRanges[hashRanges.length - 1];
-  const firstWindowAtStart = hashRanges[0] === null;
-  const lastWindowAtEnd = trailingGap === null;
-  const lastIdx = plan.windows.length - 1;
-  const mergeSequence = [];
-  for (let i = 0; i < plan.windows.length; i++) {
-    const gap = hashRanges[i];
-    if (gap !== null) {
-      mergeSequence.push(gap);
-    }
-    const window2 = plan.windows[i];
-    const splitIndex = chunkSplitIndex(
-      windowChunks[i],
-      window2.hashSplitSize,
-      `Window [${window2.start}, ${window2.end}) chunk boundaries did not re-sync at the window end`
-    );
-    mergeSequence.push(
-      MerkleHashSubtree.fromChunks(
-        i === 0 && firstWindowAtStart,
-        windowChunks[i].slice(0, splitIndex).map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
-        i === lastIdx && lastWindowAtEnd
-      )
-    );
-  }
-  if (trailingGap !== null && trailingGap !== void 0) {
-    mergeSequence.push(trailingGap);
-  }
-  const merged = MerkleHashSubtree.merge(mergeSequence);
-  const aggregated = merged.finalHash();
-  if (aggregated === void 0) {
-    throw new Error("Merged subtree is not fully closed; cannot derive the file hash");
-  }
-  return hashToHex(hmac(aggregated, ZERO_KEY2));
-}
-var TARGET_CHUNK_SIZE2 = 64 * 1024;
-var MAX_CHUNK_SIZE = 2 * TARGET_CHUNK_SIZE2;
-var XORB_SIZE = 64 * 1024 * 1024;
-var MAX_XORB_CHUNKS = 8 * 1024;
-var INTERVAL_BETWEEN_REMOTE_DEDUP = 4e6;
-var PROCESSING_PROGRESS_RATIO = 0.1;
-var UPLOADING_PROGRESS_RATIO = 1 - PROCESSING_PROGRESS_RATIO;
-function computeXorbHashHex(chunks) {
-  const chunkObjs = chunks.map((c) => ({ hash: hexToBytes(c.hash), length: c.length }));
-  return hashToHex(xorbHash(chunkObjs));
-}
-function computeHmacHex(hash22, key) {
-  return hashToHex(hmac(hexToBytes(hash22), hexToBytes(key)));
-}
-function computeVerificationHashHex(hashes) {
-  return hashToHex(verificationHash(hashes.map(hexToBytes)));
-}
-function computeFileHashHex(chunks) {
-  const chunkObjs = chunks.map((c) => ({ hash: hexToBytes(c.hash), length: c.length }));
-  return hashToHex(fileHash(chunkObjs));
-}
-function addDataToChunker(data, chunker) {
-  return nextBlock(chunker, data).map((c) => ({ hash: hashToHex(c.hash), length: c.length, dedup: false }));
-}
-function finalizeChunker(chunker) {
-  const last = finalize(chunker);
-  if (!last) {
-    return [];
-  }
-  return [{ hash: hashToHex(last.hash), length: last.length, dedup: false }];
-}
-var CurrentXorbInfo = class {
-  id;
-  offset;
-  chunks;
-  fileProcessedBytes;
-  fileUploadedBytes;
-  fileSize;
-  data;
-  immutableData;
-  constructor() {
-    this.id = 0;
-    this.offset = 0;
-    this.chunks = [];
-    this.fileProcessedBytes = {};
-    this.fileUploadedBytes = {};
-    this.fileSize = {};
-    this.data = new Uint8Array(XORB_SIZE);
-    this.immutableData = null;
-  }
-  event(computeXorbHash) {
-    const xorbChunksCleaned = this.chunks.map((chunk2) => ({
-      hash: chunk2.hash,
-      length: chunk2.length
-    }));
-    return {
-      event: "xorb",
-      xorb: this.data.subarray(0, this.offset),
-      hash: computeXorbHash(xorbChunksCleaned),
-      chunks: xorbChunksCleaned,
-      id: this.id,
-      files: Object.entries(this.fileProcessedBytes).map(([path2, processedBytes]) => ({
-        path: path2,
-        progress: processedBytes / this.fileSize[path2],
-        lastSentProgress: ((this.fileUploadedBytes[path2] ?? 0) + (processedBytes - (this.fileUploadedBytes[path2] ?? 0)) * PROCESSING_PROGRESS_RATIO) / this.fileSize[path2]
-      }))
-    };
-  }
-};
-async function* createXorbs(fileSources, params) {
-  const alreadyDoneFileSha256s = /* @__PURE__ */ new Set();
-  let xorbId = 0;
-  const chunkCache = new ChunkCache();
-  let xorb = new CurrentXorbInfo();
-  const nextXorb = (currentFile) => {
-    const event = xorb.event(computeXorbHashHex);
-    xorbId++;
-    xorb = new CurrentXorbInfo();
-    xorb.id = xorbId;
-    xorb.fileUploadedBytes = {
-      [currentFile.path]: currentFile.uploadedBytes
-    };
-    xorb.fileSize[currentFile.path] = currentFile.size;
-    return event;
-  };
-  const pendingFileEvents = [];
-  const remoteXorbHashes = [""];
-  const resolveXorbId = (xorbId2) => typeof xorbId2 === "string" ? xorbId2 : xorbId2 >= 0 ? xorbId2 : remoteXorbHashes[-xorbId2];
-  for await (const fileSource of fileSources) {
-    params.yieldCallback?.({
-      event: "fileProgress",
-      path: fileSource.path,
-      progress: 0
-    });
-    if (fileSource.sha256 && alreadyDoneFileSha256s.has(fileSource.sha256)) {
-      params.yieldCallback?.({
-        event: "fileProgress",
-        path: fileSource.path,
-        progress: 1
-      });
-      continue;
-    }
-    if (fileSource.sha256) {
-      alreadyDoneFileSha256s.add(fileSource.sha256);
-    }
-    {
-      xorb.fileSize[fileSource.path] = fileSource.content.size;
-      let rangeEditPlan;
-      if (fileSource.content instanceof SplicedBlob && fileSource.content.originalBlob instanceof XetBlob && fileSource.content.originalBlob.hash !== void 0 && fileSource.content.originalBlob.size > 0) {
-        rangeEditPlan = await planRangeEdit(fileSource.content, fileSource.content.originalBlob, params);
-      }
-      if (fileSource.content instanceof SplicedBlob && (rangeEditPlan !== void 0 || fileSource.content.firstSpliceIndex < MAX_CHUNK_SIZE)) {
-        await loadFirstChunkDedupInfo(fileSource.content, remoteXorbHashes, params, chunkCache);
-      }
-      let bytesSinceRemoteDedup = Infinity;
-      let bytesSinceLastProgressEvent = 0;
-      let dedupNextChunk = true;
-      const sourceChunks = [];
-      let processedBytes = 0;
-      let dedupedBytes = 0;
-      const fileChunks = [];
-      const chunkMetadata = [];
-      const addChunks = async function* (chunks) {
-        for (const chunk2 of chunks) {
-          if (dedupNextChunk) {
-            chunk2.dedup = true;
-            dedupNextChunk = false;
-          }
-          let chunkIndex = xorb.chunks.length;
-          let chunkXorbId = xorbId;
-          const chunkToCopy = removeChunkFromSourceData(sourceChunks, chunk2.length);
-          let cacheData = chunkCache.getChunk(chunk2.hash, computeHmacHex);
-          if (cacheData === void 0 && chunk2.dedup && bytesSinceRemoteDedup >= INTERVAL_BETWEEN_REMOTE_DEDUP) {
-            const token = await xetWriteToken(params);
-            bytesSinceRemoteDedup = 0;
-            const shardResp = await (params.fetch ?? fetch)(token.casUrl + "/v1/chunks/default/" + chunk2.hash, {
-              headers: {
-                Authorization: `Bearer ${token.accessToken}`
-              }
-            });
-            if (shardResp.ok) {
-              const shard = await shardResp.blob();
-              const shardData = await parseShardData(shard);
-              for (const xorb2 of shardData.xorbs) {
-                const remoteXorbId = -remoteXorbHashes.length;
-                remoteXorbHashes.push(xorb2.hash);
-                let i = 0;
-                for (const chunk3 of xorb2.chunks) {
-                  chunkCache.addChunkToCache(chunk3.hash, remoteXorbId, i++, shardData.hmacKey);
-                }
-              }
-              cacheData = chunkCache.getChunk(chunk2.hash, computeHmacHex);
-              const oldDedupedBytes = dedupedBytes;
-              dedupedBytes = backtrackDedup(xorb, computeHmacHex, shardData, chunkCache, chunkMetadata, dedupedBytes);
-              if (dedupedBytes > oldDedupedBytes) {
-                xorb.fileUploadedBytes[fileSource.path] ??= 0;
-                xorb.fileUploadedBytes[fileSource.path] += dedupedBytes - oldDedupedBytes;
-              }
-            }
-          }
-          if (cacheData === void 0) {
-            if (!writeChunk(xorb, chunkToCopy, chunk2.hash)) {
-              yield nextXorb({ path: fileSource.path, uploadedBytes: processedBytes, size: fileSource.content.size });
-              chunkIndex = 0;
-              chunkXorbId = xorbId;
-              for (const event of pendingFileEvents) {
-                event.representation = event.representation.map((rep) => ({
-                  ...rep,
-                  xorbId: resolveXorbId(rep.xorbId)
-                }));
-                yield event;
-              }
-              pendingFileEvents.length = 0;
-              if (!writeChunk(xorb, chunkToCopy, chunk2.hash)) {
-                throw new Error("Failed to write chunk into xorb");
-              }
-            }
-            chunkCache.addChunkToCache(chunk2.hash, xorbId, chunkIndex, null);
-          } else {
-            chunkXorbId = cacheData.xorbIndex;
-            chunkIndex = cacheData.chunkIndex;
-            dedupedBytes += chunk2.length;
-            xorb.fileUploadedBytes[fileSource.path] ??= 0;
-            xorb.fileUploadedBytes[fileSource.path] += chunk2.length;
-          }
-          bytesSinceRemoteDedup += chunk2.length;
-          bytesSinceLastProgressEvent += chunk2.length;
-          fileChunks.push({ hash: chunk2.hash, length: chunk2.length });
-          chunkMetadata.push({
-            xorbId: chunkXorbId,
-            chunkIndex,
-            length: chunk2.length
-          });
-          xorb.fileProcessedBytes[fileSource.path] = processedBytes;
-          if (bytesSinceLastProgressEvent >= 1e6) {
-            bytesSinceLastProgressEvent = 0;
-            params.yieldCallback?.({
-              event: "fileProgress",
-              path: fileSource.path,
-              progress: ((xorb.fileUploadedBytes[fileSource.path] ?? 0) + (xorb.fileProcessedBytes[fileSource.path] - (xorb.fileUploadedBytes[fileSource.path] ?? 0)) * PROCESSING_PROGRESS_RATIO) / fileSource.content.size
-            });
-          }
-          if (xorb.chunks.length >= MAX_XORB_CHUNKS) {
-            yield nextXorb({ path: fileSource.path, uploadedBytes: processedBytes, size: fileSource.content.size });
-            for (const event of pendingFileEvents) {
-              event.representation = event.representation.map((rep) => ({
-                ...rep,
-                xorbId: resolveXorbId(rep.xorbId)
-              }));
-              yield event;
-            }
-            pendingFileEvents.length = 0;
-          }
-        }
-      };
-      const pumpBlob = async function* (chunker, blob) {
-        const reader = blob.stream().getReader();
-        while (true) {
-          const { done, value: value2 } = await reader.read();
-          if (done) {
-            break;
-          }
-          processedBytes += value2.length;
-          sourceChunks.push(value2);
-          yield* addChunks(addDataToChunker(value2, chunker));
-        }
-      };
-      let fileRepresentation;
-      let fileHashHex;
-      let dedupRatio;
-      let rangeEditCachePayload;
-      if (rangeEditPlan !== void 0) {
-        const originalBlob = fileSource.content.originalBlob;
-        const windowBounds = [];
-        for (const window2 of rangeEditPlan.windows) {
-          const chunker = createChunker(TARGET_CHUNK_SIZE2);
-          dedupNextChunk = true;
-          const startIndex = fileChunks.length;
-          for (const segment of windowSegments(window2, originalBlob)) {
-            yield* pumpBlob(chunker, segment);
-          }
-          yield* addChunks(finalizeChunker(chunker));
-          windowBounds.push([startIndex, fileChunks.length]);
-        }
-        const windowNewBytes = sum(rangeEditPlan.windows.map((window2) => window2.newSize));
-        const reusedBytes = fileSource.content.size - windowNewBytes;
-        processedBytes += reusedBytes;
-        xorb.fileUploadedBytes[fileSource.path] = (xorb.fileUploadedBytes[fileSource.path] ?? 0) + reusedBytes;
-        xorb.fileProcessedBytes[fileSource.path] = processedBytes;
-        const windowRepresentations = windowBounds.map(
-          ([start, end]) => buildFileRepresentation(
-            chunkMetadata.slice(start, end),
-            fileChunks.slice(start, end),
-            computeVerificationHashHex
-          )
-        );
-        fileRepresentation = composeRepresentation(rangeEditPlan, windowRepresentations);
-        fileHashHex = computeComposedFileHash(
-          rangeEditPlan,
-          windowBounds.map(([start, end]) => fileChunks.slice(start, end))
-        );
-        dedupRatio = fileSource.content.size > 0 ? (reusedBytes + dedupedBytes) / fileSource.content.size : 0;
-        if (params.rangeEditCache) {
-          rangeEditCachePayload = buildRangeEditCachePayload(
-            rangeEditPlan,
-            windowBounds.map(([start, end]) => fileChunks.slice(start, end)),
-            fileRepresentation
-          );
-        }
-      } else {
-        const chunker = createChunker(TARGET_CHUNK_SIZE2);
-        yield* pumpBlob(chunker, fileSource.content);
-        yield* addChunks(finalizeChunker(chunker));
-        fileRepresentation = buildFileRepresentation(chunkMetadata, fileChunks, computeVerificationHashHex);
-        fileHashHex = computeFileHashHex(fileChunks);
-        dedupRatio = fileSource.content.size > 0 ? dedupedBytes / fileSource.content.size : 0;
-        if (params.rangeEditCache) {
-          rangeEditCachePayload = buildFreshFileCachePayload(fileChunks, fileRepresentation);
-        }
-      }
-      xorb.immutableData = {
-        chunkIndex: xorb.chunks.length,
-        offset: xorb.offset
-      };
-      pendingFileEvents.push({
-        event: "file",
-        path: fileSource.path,
-        hash: fileHashHex,
-        sha256: fileSource.sha256,
-        dedupRatio,
-        representation: fileRepresentation,
-        rangeEditCachePayload
-      });
-    }
-  }
-  if (xorb.offset > 0) {
-    yield xorb.event(computeXorbHashHex);
-  }
-  for (const event of pendingFileEvents) {
-    event.representation = event.representation.map((rep) => ({
-      ...rep,
-      xorbId: resolveXorbId(rep.xorbId)
-    }));
-    yield event;
-  }
-}
-function backtrackDedup(xorb, computeHmac, shardData, chunkCache, chunkMetadata, dedupedBytes) {
-  const chunkIndexesToBacktrackFor = /* @__PURE__ */ new Map();
-  for (let chunkToRecheckIndex = xorb.immutableData?.chunkIndex ?? 0; chunkToRecheckIndex < xorb.chunks.length; chunkToRecheckIndex++) {
-    const chunk2 = xorb.chunks[chunkToRecheckIndex];
-    const hmacHash = computeHmac(chunk2.hash, shardData.hmacKey);
-    const cacheData = chunkCache.getChunk(hmacHash, null);
-    if (cacheData !== void 0) {
-      chunkIndexesToBacktrackFor.set(chunkToRecheckIndex, {
-        xorbId: cacheData.xorbIndex,
-        chunkIndex: cacheData.chunkIndex
-      });
-      chunkCache.removeChunkFromCache(chunk2.hash);
-    }
-  }
-  for (const metadata of chunkMetadata) {
-    if (metadata.xorbId === xorb.id && chunkIndexesToBacktrackFor.has(metadata.chunkIndex)) {
-      const backtrackData = chunkIndexesToBacktrackFor.get(metadata.chunkIndex);
-      if (backtrackData !== void 0) {
-        metadata.xorbId = backtrackData.xorbId;
-        metadata.chunkIndex = backtrackData.chunkIndex;
-        dedupedBytes += metadata.length;
-      }
-    }
-  }
-  const xorbRangesToErase = [];
-  for (let i = 0; i < xorb.chunks.length; i++) {
-    const chunk2 = xorb.chunks[i];
-    if (chunkIndexesToBacktrackFor.has(i)) {
-      xorbRangesToErase.push({
-        start: chunk2.offset,
-        end: i < xorb.chunks.length - 1 ? xorb.chunks[i + 1].offset : xorb.offset
-      });
-    }
-  }
-  const xorbRangesToKeep = [];
-  let currentStart = 0;
-  for (let i = 0; i < xorbRangesToErase.length; i++) {
-    const range2 = xorbRangesToErase[i];
-    if (currentStart !== range2.start) {
-      xorbRangesToKeep.push({ start: currentStart, end: range2.start });
-    }
-    currentStart = range2.end;
-  }
-  if (currentStart !== xorb.offset) {
-    xorbRangesToKeep.push({ start: currentStart, end: xorb.offset });
-  }
-  let currentOffset = 0;
-  for (const range2 of xorbRangesToKeep) {
-    if (range2.start !== currentOffset) {
-      xorb.data.set(xorb.data.subarray(range2.start, range2.end), currentOffset);
-    }
-    currentOffset += range2.end - range2.start;
-  }
-  const newXorbChunks = [];
-  const oldIndexToNewIndex = /* @__PURE__ */ new Map();
-  let erasedOffset = 0;
-  for (let i = 0; i < xorb.chunks.length; i++) {
-    const chunk2 = xorb.chunks[i];
-    if (chunkIndexesToBacktrackFor.has(i)) {
-      if (i < xorb.chunks.length - 1) {
-        erasedOffset += xorb.chunks[i + 1].offset - chunk2.offset;
-      }
-    } else {
-      newXorbChunks.push({
-        hash: chunk2.hash,
-        length: chunk2.length,
-        offset: chunk2.offset - erasedOffset
-      });
-      if (erasedOffset > 0) {
-        oldIndexToNewIndex.set(i, newXorbChunks.length - 1);
-      }
-    }
-  }
-  xorb.chunks = newXorbChunks;
-  xorb.offset = currentOffset;
-  for (const chunk2 of chunkMetadata) {
-    if (chunk2.xorbId === xorb.id) {
-      const newIndex = oldIndexToNewIndex.get(chunk2.chunkIndex);
-      if (newIndex !== void 0) {
-        const cached22 = chunkCache.getChunk(xorb.chunks[newIndex].hash, null);
-        if (cached22 !== void 0 && cached22.xorbIndex === chunk2.xorbId && cached22.chunkIndex === chunk2.chunkIndex) {
-          chunkCache.updateChunkIndex(xorb.chunks[newIndex].hash, newIndex);
-        }
-        chunk2.chunkIndex = newIndex;
-      }
-    }
-  }
-  return dedupedBytes;
-}
-function removeChunkFromSourceData(sourceChunks, chunkLength) {
-  if (chunkLength === sourceChunks[0].length) {
-    const chunkToCopy = sourceChunks[0];
-    sourceChunks.shift();
-    return chunkToCopy;
-  } else if (chunkLength < sourceChunks[0].length) {
-    const chunkToCopy = sourceChunks[0].subarray(0, chunkLength);
-    sourceChunks[0] = sourceChunks[0].subarray(chunkLength);
-    return chunkToCopy;
-  } else {
-    const chunkToCopy = new Uint8Array(chunkLength);
-    let copyOffset = 0;
-    let index = 0;
-    let toSlice = -1;
-    while (copyOffset < chunkLength) {
-      const nToCopy = Math.min(sourceChunks[index].length, chunkLength - copyOffset);
-      chunkToCopy.set(sourceChunks[index].subarray(0, nToCopy), copyOffset);
-      copyOffset += nToCopy;
-      if (nToCopy === sourceChunks[index].length) {
-        index++;
-      } else {
-        toSlice = nToCopy;
-      }
-    }
-    sourceChunks.splice(0, index);
-    if (toSlice !== -1) {
-      sourceChunks[0] = sourceChunks[0].subarray(toSlice);
-    }
-    return chunkToCopy;
-  }
-}
-function writeChunk(xorb, chunk2, hash22) {
-  const regularCompressedChunk = compress2(chunk2);
-  const bgCompressedChunk = compress2(bg4_split_bytes(chunk2));
-  const compressedChunk = bgCompressedChunk.length < regularCompressedChunk.length ? bgCompressedChunk : regularCompressedChunk;
-  const chunkToWrite = compressedChunk.length < chunk2.length ? compressedChunk : chunk2;
-  if (xorb.offset + XET_CHUNK_HEADER_BYTES + chunkToWrite.length > XORB_SIZE) {
-    return false;
-  }
-  xorb.data[xorb.offset] = 0;
-  xorb.data[xorb.offset + 1] = chunkToWrite.length & 255;
-  xorb.data[xorb.offset + 2] = chunkToWrite.length >> 8 & 255;
-  xorb.data[xorb.offset + 3] = chunkToWrite.length >> 16 & 255;
-  xorb.data[xorb.offset + 4] = chunkToWrite.length < chunk2.length ? bgCompressedChunk.length < regularCompressedChunk.length ? 2 : 1 : 0;
-  xorb.data[xorb.offset + 5] = chunk2.length & 255;
-  xorb.data[xorb.offset + 6] = chunk2.length >> 8 & 255;
-  xorb.data[xorb.offset + 7] = chunk2.length >> 16 & 255;
-  xorb.data.set(chunkToWrite, xorb.offset + XET_CHUNK_HEADER_BYTES);
-  xorb.chunks.push({ hash: hash22, length: chunk2.length, offset: xorb.offset });
-  xorb.offset += XET_CHUNK_HEADER_BYTES + chunkToWrite.length;
-  return true;
-}
-var buildFileRepresentation = (metadata, chunks, computeVerificationHash) => {
-  if (metadata.length === 0) {
-    return [];
-  }
-  const representation = [];
-  let currentRange = {
-    xorbId: metadata[0].xorbId,
-    indexStart: metadata[0].chunkIndex,
-    indexEnd: metadata[0].chunkIndex + 1,
-    length: metadata[0].length,
-    chunkHashStart: 0
-  };
-  for (let i = 1; i < metadata.length; i++) {
-    const chunk2 = metadata[i];
-    if (currentRange.xorbId === chunk2.xorbId && currentRange.indexEnd === chunk2.chunkIndex) {
-      currentRange.indexEnd = chunk2.chunkIndex + 1;
-      currentRange.length += chunk2.length;
-    } else {
-      const rangeHash2 = computeVerificationHash(chunks.slice(currentRange.chunkHashStart, i).map((x) => x.hash));
-      representation.push({
-        xorbId: currentRange.xorbId,
-        indexStart: currentRange.indexStart,
-        indexEnd: currentRange.indexEnd,
-        length: currentRange.length,
-        rangeHash: rangeHash2
-      });
-      currentRange = {
-        xorbId: chunk2.xorbId,
-        indexStart: chunk2.chunkIndex,
-        indexEnd: chunk2.chunkIndex + 1,
-        length: chunk2.length,
-        chunkHashStart: i
-      };
-    }
-  }
-  const rangeHash = computeVerificationHash(chunks.slice(currentRange.chunkHashStart).map((x) => x.hash));
-  representation.push({
-    xorbId: currentRange.xorbId,
-    indexStart: currentRange.indexStart,
-    indexEnd: currentRange.indexEnd,
-    length: currentRange.length,
-    rangeHash
-  });
-  return representation;
-};
-async function loadFirstChunkDedupInfo(content, remoteXorbHashes, params, chunkCache) {
-  await loadDedupInfoToCache(
-    content.originalBlob.slice(0, MAX_CHUNK_SIZE),
-    remoteXorbHashes,
-    params,
-    chunkCache,
-    computeHmacHex,
-    {
-      maxChunks: 1,
-      isAtBeginning: true
-    }
-  );
-}
-async function loadDedupInfoToCache(content, remoteXorbHashes, params, chunkCache, computeHmacHex2, opts) {
-  const chunker = createChunker(TARGET_CHUNK_SIZE2);
-  const cache2 = chunkCache;
-  let dedupedBytes = 0;
-  let chunksProcessed = 0;
-  let totalBytes = 0;
-  let bytesSinceRemoteDedup = Infinity;
-  const sourceChunks = [];
-  const reader = content.stream().getReader();
-  const processChunks = async (chunks) => {
-    for (const chunk2 of chunks) {
-      chunksProcessed++;
-      if (opts?.isAtBeginning && chunksProcessed === 1) {
-        chunk2.dedup = true;
-      }
-      totalBytes += chunk2.length;
-      removeChunkFromSourceData(sourceChunks, chunk2.length);
-      let cacheData = cache2.getChunk(chunk2.hash, computeHmacHex2);
-      if (cacheData !== void 0) {
-        dedupedBytes += chunk2.length;
-        bytesSinceRemoteDedup += chunk2.length;
-        continue;
-      }
-      if (chunk2.dedup && bytesSinceRemoteDedup >= INTERVAL_BETWEEN_REMOTE_DEDUP) {
-        const token = await xetWriteToken(params);
-        bytesSinceRemoteDedup = 0;
-        const shardResp = await (params.fetch ?? fetch)(token.casUrl + "/v1/chunks/default/" + chunk2.hash, {
-          headers: {
-            Authorization: `Bearer ${token.accessToken}`
-          }
-        });
-        if (shardResp.ok) {
-          const shard = await shardResp.blob();
-          const shardData = await parseShardData(shard);
-          for (const xorb of shardData.xorbs) {
-            const remoteXorbId = -remoteXorbHashes.length;
-            remoteXorbHashes.push(xorb.hash);
-            let i = 0;
-            for (const xorbChunk of xorb.chunks) {
-              cache2.addChunkToCache(xorbChunk.hash, remoteXorbId, i++, shardData.hmacKey);
-            }
-          }
-          cacheData = cache2.getChunk(chunk2.hash, computeHmacHex2);
-        }
-      }
-      if (cacheData !== void 0) {
-        dedupedBytes += chunk2.length;
-      }
-      bytesSinceRemoteDedup += chunk2.length;
-    }
-  };
-  while (true) {
-    if (opts?.end !== void 0 && totalBytes >= opts.end) {
-      break;
-    }
-    if (opts?.maxChunks !== void 0 && chunksProcessed >= opts.maxChunks) {
-      break;
-    }
-    const { done, value: value2 } = await reader.read();
-    if (done) {
-      await processChunks(finalizeChunker(chunker));
-      break;
-    }
-    sourceChunks.push(value2);
-    await processChunks(addDataToChunker(value2, chunker));
-  }
-}
-var SHARD_MAX_SIZE = 64 * 1024 * 1024;
-var SHARD_HEADER_SIZE = 48;
-var SHARD_FOOTER_SIZE = 200;
-var HASH_LENGTH2 = 32;
-var XORB_FOOTER_LENGTH = 48;
-var FILE_FOOTER_LENGTH = 48;
-var SHARD_HEADER_VERSION = 2n;
-var SHARD_FOOTER_VERSION = 1n;
-var MDB_FILE_FLAG_WITH_VERIFICATION = 2147483648;
-var MDB_FILE_FLAG_WITH_METADATA_EXT = 1073741824;
-var SHARD_MAGIC_TAG = new Uint8Array([
-  "H".charCodeAt(0),
-  "F".charCodeAt(0),
-  "R".charCodeAt(0),
-  "e".charCodeAt(0),
-  "p".charCodeAt(0),
-  "o".charCodeAt(0),
-  "M".charCodeAt(0),
-  "e".charCodeAt(0),
-  "t".charCodeAt(0),
-  "a".charCodeAt(0),
-  "D".charCodeAt(0),
-  "a".charCodeAt(0),
-  "t".charCodeAt(0),
-  "a".charCodeAt(0),
-  0,
-  85,
-  105,
-  103,
-  69,
-  106,
-  123,
-  129,
-  87,
-  131,
-  165,
-  189,
-  217,
-  92,
-  205,
-  209,
-  74,
-  169
-]);
-async function* uploadShards(source, params) {
-  const xorbHashes = [];
-  const seenFileXetHashes = /* @__PURE__ */ new Set();
-  const fileInfoSection = new Uint8Array(Math.floor(SHARD_MAX_SIZE - SHARD_HEADER_SIZE - SHARD_FOOTER_SIZE) * 0.25);
-  const xorbInfoSection = new Uint8Array(Math.floor(SHARD_MAX_SIZE - SHARD_HEADER_SIZE - SHARD_FOOTER_SIZE) * 0.75);
-  const xorbView = new DataView(xorbInfoSection.buffer);
-  let xorbViewOffset = 0;
-  const fileInfoView = new DataView(fileInfoSection.buffer);
-  let fileViewOffset = 0;
-  let xorbTotalSize = 0n;
-  let fileTotalSize = 0n;
-  let xorbTotalUnpackedSize = 0n;
-  for await (const output of createXorbs(source, params)) {
-    switch (output.event) {
-      case "xorb": {
-        xorbHashes.push(output.hash);
-        const xorbEntrySize = HASH_LENGTH2 + 4 + 4 + 4 + 4;
-        const chunksSize = output.chunks.length * (HASH_LENGTH2 + 4 + 4 + 8);
-        const totalXorbSize = xorbEntrySize + chunksSize;
-        if (xorbViewOffset + totalXorbSize > xorbInfoSection.length) {
-          if (xorbViewOffset > 0 || fileViewOffset > 0) {
-            await uploadShard(createShard(), params);
-          }
-        }
-        writeHashToArray(output.hash, xorbInfoSection, xorbViewOffset);
-        xorbViewOffset += HASH_LENGTH2;
-        xorbView.setUint32(xorbViewOffset, 0, true);
-        xorbViewOffset += 4;
-        xorbView.setUint32(xorbViewOffset, output.chunks.length, true);
-        xorbViewOffset += 4;
-        const xorbUnpackedSize = sum(output.chunks.map((x) => x.length));
-        xorbView.setUint32(xorbViewOffset, xorbUnpackedSize, true);
-        xorbTotalUnpackedSize += BigInt(xorbUnpackedSize);
-        xorbTotalSize += BigInt(output.xorb.byteLength);
-        xorbViewOffset += 4;
-        xorbView.setUint32(xorbViewOffset, output.xorb.byteLength, true);
-        xorbViewOffset += 4;
-        let chunkBytes = 0;
-        for (const chunk2 of output.chunks) {
-          writeHashToArray(chunk2.hash, xorbInfoSection, xorbViewOffset);
-          xorbViewOffset += HASH_LENGTH2;
-          xorbView.setUint32(xorbViewOffset, chunkBytes, true);
-          xorbViewOffset += 4;
-          xorbView.setUint32(xorbViewOffset, chunk2.length, true);
-          xorbViewOffset += 4;
-          xorbView.setBigUint64(xorbViewOffset, 0n, true);
-          xorbViewOffset += 8;
-          chunkBytes += chunk2.length;
-        }
-        for (const file of output.files) {
-          yield {
-            event: "fileProgress",
-            path: file.path,
-            progress: file.lastSentProgress
-          };
-        }
-        await uploadXorb(output, params);
-        for (const file of output.files) {
-          yield { event: "fileProgress", path: file.path, progress: file.progress };
-        }
-        break;
-      }
-      case "file": {
-        yield {
-          event: "file",
-          path: output.path,
-          xetHash: output.hash,
-          sha256: output.sha256,
-          dedupRatio: output.dedupRatio
-        };
-        if (params.rangeEditCache && output.rangeEditCachePayload) {
-          addToRangeEditCache(params.rangeEditCache, output.hash, {
-            size: output.rangeEditCachePayload.size,
-            terms: output.representation.map((rep) => ({
-              hash: typeof rep.xorbId === "number" ? xorbHashes[rep.xorbId] : rep.xorbId,
-              unpackedLength: rep.length,
-              range: { start: rep.indexStart, end: rep.indexEnd },
-              rangeHash: rep.rangeHash
-            })),
-            openSubtree: output.rangeEditCachePayload.openSubtree,
-            lastTermChunks: output.rangeEditCachePayload.lastTermChunks
-          });
-        }
-        if (seenFileXetHashes.has(output.hash)) {
-          break;
-        }
-        seenFileXetHashes.add(output.hash);
-        const fileHeaderSize = HASH_LENGTH2 + 4 + 4 + 8;
-        const representationSize = output.representation.length * (HASH_LENGTH2 + 4 + 4 + 4 + 4);
-        const verificationSize = output.representation.length * (HASH_LENGTH2 + 16);
-        const fileSha256 = output.sha256;
-        const hasMetadataExt = fileSha256 !== void 0;
-        const metadataSize = hasMetadataExt ? HASH_LENGTH2 + 16 : 0;
-        const totalFileSize = fileHeaderSize + representationSize + verificationSize + metadataSize;
-        if (fileViewOffset + totalFileSize > fileInfoSection.length) {
-          if (xorbViewOffset > 0 || fileViewOffset > 0) {
-            await uploadShard(createShard(), params);
-          }
-        }
-        writeHashToArray(output.hash, fileInfoSection, fileViewOffset);
-        fileViewOffset += HASH_LENGTH2;
-        fileInfoView.setUint32(
-          fileViewOffset,
-          MDB_FILE_FLAG_WITH_VERIFICATION + (hasMetadataExt ? MDB_FILE_FLAG_WITH_METADATA_EXT : 0),
-          true
-        );
-        fileViewOffset += 4;
-        fileInfoView.setUint32(fileViewOffset, output.representation.length, true);
-        fileViewOffset += 4;
-        fileInfoView.setBigUint64(fileViewOffset, 0n, true);
-        fileViewOffset += 8;
-        for (const repItem of output.representation) {
-          writeHashToArray(
-            typeof repItem.xorbId === "number" ? xorbHashes[repItem.xorbId] : repItem.xorbId,
-            fileInfoSection,
-            fileViewOffset
-          );
-          fileViewOffset += HASH_LENGTH2;
-          fileInfoView.setUint32(fileViewOffset, 0, true);
-          fileViewOffset += 4;
-          fileInfoView.setUint32(fileViewOffset, repItem.length, true);
-          fileViewOffset += 4;
-          fileInfoView.setUint32(fileViewOffset, repItem.indexStart, true);
-          fileViewOffset += 4;
-          fileInfoView.setUint32(fileViewOffset, repItem.indexEnd, true);
-          fileViewOffset += 4;
-        }
-        for (const repItem of output.representation) {
-          writeHashToArray(repItem.rangeHash, fileInfoSection, fileViewOffset);
-          fileViewOffset += HASH_LENGTH2;
-          for (let i = 0; i < 16; i++) {
-            fileInfoSection[fileViewOffset + i] = 0;
-          }
-          fileViewOffset += 16;
-        }
-        if (hasMetadataExt) {
-          writeHashToArray(fileSha256, fileInfoSection, fileViewOffset);
-          fileViewOffset += HASH_LENGTH2;
-          for (let i = 0; i < 16; i++) {
-            fileInfoSection[fileViewOffset + i] = 0;
-          }
-          fileViewOffset += 16;
-        }
-        break;
-      }
-    }
-  }
-  function createShard() {
-    const shard = new Uint8Array(
-      SHARD_HEADER_SIZE + SHARD_FOOTER_SIZE + xorbViewOffset + XORB_FOOTER_LENGTH + fileViewOffset + FILE_FOOTER_LENGTH
-    );
-    const shardView = new DataView(shard.buffer);
-    let shardOffset = 0;
-    shard.set(SHARD_MAGIC_TAG, shardOffset);
-    shardOffset += SHARD_MAGIC_TAG.length;
-    shardView.setBigUint64(shardOffset, SHARD_HEADER_VERSION, true);
-    shardOffset += 8;
-    shardView.setBigUint64(shardOffset, BigInt(SHARD_FOOTER_SIZE), true);
-    shardOffset += 8;
-    shard.set(fileInfoSection.slice(0, fileViewOffset), shardOffset);
-    shardOffset += fileViewOffset;
-    for (let i = 0; i < 32; i++) {
-      shard[shardOffset + i] = 255;
-    }
-    shardOffset += 32;
-    for (let i = 0; i < 16; i++) {
-      shard[shardOffset + i] = 0;
-    }
-    shardOffset += 16;
-    const xorbInfoOffset = shardOffset;
-    shard.set(xorbInfoSection.slice(0, xorbViewOffset), shardOffset);
-    shardOffset += xorbViewOffset;
-    for (let i = 0; i < 32; i++) {
-      shard[shardOffset + i] = 255;
-    }
-    shardOffset += 32;
-    for (let i = 0; i < 16; i++) {
-      shard[shardOffset + i] = 0;
-    }
-    shardOffset += 16;
-    const footerOffset = shardOffset;
-    shardView.setBigUint64(shardOffset, SHARD_FOOTER_VERSION, true);
-    shardOffset += 8;
-    shardView.setBigUint64(shardOffset, BigInt(SHARD_HEADER_SIZE), true);
-    shardOffset += 8;
-    shardView.setBigUint64(shardOffset, BigInt(xorbInfoOffset), true);
-    shardOffset += 8;
-    for (let i = 0; i < 48; i++) {
-      shardView.setUint8(shardOffset + i, 0);
-    }
-    shardOffset += 48;
-    for (let i = 0; i < 32; i++) {
-      shardView.setUint8(shardOffset + i, 0);
-    }
-    shardOffset += 32;
-    shardView.setBigUint64(shardOffset, BigInt(Math.floor(Date.now() / 1e3)), true);
-    shardOffset += 8;
-    shardView.setBigUint64(shardOffset, 0n, true);
-    shardOffset += 8;
-    for (let i = 0; i < 48; i++) {
-      shardView.setUint8(shardOffset + i, 0);
-    }
-    shardOffset += 48;
-    shardView.setBigUint64(shardOffset, xorbTotalSize, true);
-    shardOffset += 8;
-    shardView.setBigUint64(shardOffset, fileTotalSize, true);
-    shardOffset += 8;
-    shardView.setBigUint64(shardOffset, xorbTotalUnpackedSize, true);
-    shardOffset += 8;
-    shardView.setBigUint64(shardOffset, BigInt(footerOffset), true);
-    xorbViewOffset = 0;
-    fileViewOffset = 0;
-    xorbTotalSize = 0n;
-    xorbTotalUnpackedSize = 0n;
-    fileTotalSize = 0n;
-    return shard;
-  }
-  if (xorbViewOffset || fileViewOffset) {
-    await uploadShard(createShard(), params);
-  }
-}
-function writeHashToArray(hash22, array, offset) {
-  for (let i = 0; i < hash22.length; i += 16) {
-    array[offset + i / 2] = parseInt(hash22.substring(i + 2 * 7, i + 2 * 8), 16);
-    array[offset + i / 2 + 1] = parseInt(hash22.substring(i + 2 * 6, i + 2 * 7), 16);
-    array[offset + i / 2 + 2] = parseInt(hash22.substring(i + 2 * 5, i + 2 * 6), 16);
-    array[offset + i / 2 + 3] = parseInt(hash22.substring(i + 2 * 4, i + 2 * 5), 16);
-    array[offset + i / 2 + 4] = parseInt(hash22.substring(i + 2 * 3, i + 2 * 4), 16);
-    array[offset + i / 2 + 5] = parseInt(hash22.substring(i + 2 * 2, i + 2 * 3), 16);
-    array[offset + i / 2 + 6] = parseInt(hash22.substring(i + 2 * 1, i + 2 * 2), 16);
-    array[offset + i / 2 + 7] = parseInt(hash22.substring(i + 2 * 0, i + 2 * 1), 16);
-  }
-}
-async function uploadXorb(xorb, params) {
-  const token = await xetWriteToken(params);
-  const resp = await (params.fetch ?? fetch)(`${token.casUrl}/v1/xorbs/default/${xorb.hash}`, {
-    method: "POST",
-    body: xorb.xorb,
-    headers: {
-      Authorization: `Bearer ${token.accessToken}`,
-      ...params.xetParams.sessionId ? { "X-Xet-Session-Id": params.xetParams.sessionId } : {}
+    ctx,
+    async openBackends() {
+      opened = needed;
+      for (const b of opened) await b.open();
     },
-    ...{
-      progressHint: {
-        progressCallback: (progress) => {
-          for (const file of xorb.files) {
-            params.yieldCallback?.({
-              event: "fileProgress",
-              path: file.path,
-              progress: file.lastSentProgress + (file.progress - file.lastSentProgress) * progress
-            });
-          }
-        }
+    async close() {
+      for (const b of opened) {
+        await b.close().catch((e) => logger.warn(`cleanup: release ${b.name} compute: ${errorMessage(e)}`));
       }
+      opened = [];
+      await ctx.git.close().catch((e) => logger.warn(`cleanup: remove worktrees: ${errorMessage(e)}`));
     }
-  });
-  if (!resp.ok) {
-    throw await createApiError(resp);
-  }
-}
-async function uploadShard(shard, params) {
-  const token = await xetWriteToken(params);
-  const resp = await (params.fetch ?? fetch)(`${token.casUrl}/v1/shards`, {
-    method: "POST",
-    body: shard,
-    headers: {
-      Authorization: `Bearer ${token.accessToken}`,
-      ...params.xetParams.sessionId ? { "X-Xet-Session-Id": params.xetParams.sessionId } : {}
-    }
-  });
-  if (!resp.ok) {
-    throw await createApiError(resp);
-  }
-}
-function splitAsyncGenerator(source, n) {
-  if (n <= 0) {
-    return [];
-  }
-  const sleep6 = (ms2) => new Promise((resolve32) => setTimeout(resolve32, ms2));
-  let takenIndex = null;
-  const generators = [];
-  let remaining = n;
-  for (let i = 0; i < n; i++) {
-    generators.push({
-      next: async () => {
-        while (takenIndex !== null) {
-          await sleep6(1);
-        }
-        takenIndex = i;
-        return source.next().then((r) => {
-          takenIndex = null;
-          return r;
-        });
-      },
-      return: async () => {
-        remaining--;
-        if (remaining === 0) {
-          return source.return(void 0);
-        }
-        return {
-          done: true,
-          value: void 0
-        };
-      },
-      throw: async (error2) => {
-        return source.throw(error2);
-      },
-      [Symbol.asyncIterator]: () => generators[i]
-    });
-  }
-  return generators;
-}
-var CONCURRENT_SHAS = 5;
-var CONCURRENT_LFS_UPLOADS = 5;
-var MULTIPART_PARALLEL_UPLOAD = 5;
-function isFileOperation(op) {
-  const ret = op.operation === "addOrUpdate";
-  if (ret && !(op.content instanceof Blob)) {
-    throw new TypeError("Precondition failed: op.content should be a Blob");
-  }
-  return ret;
-}
-async function* commitIter(params) {
-  const accessToken = checkCredentials(params);
-  const repoId = toRepoId(params.repo);
-  if (repoId.type === "bucket") {
-    return yield* commitIterBucket(params);
-  }
-  if (params.operations.some((op) => op.operation === "copy")) {
-    throw new Error("'copy' operations are only supported when the destination repo is a bucket");
-  }
-  yield { event: "phase", phase: "preuploading" };
-  let useXet = params.useXet ?? true;
-  const lfsShas = /* @__PURE__ */ new Map();
-  const abortController = new AbortController();
-  const abortSignal = abortController.signal;
-  if (!abortSignal.throwIfAborted) {
-    abortSignal.throwIfAborted = () => {
-      if (abortSignal.aborted) {
-        throw new DOMException("Aborted", "AbortError");
-      }
-    };
-  }
-  if (params.abortSignal) {
-    params.abortSignal.addEventListener("abort", () => abortController.abort());
-  }
-  try {
-    const allOperations = (await Promise.all(
-      params.operations.map(async (operation) => {
-        if (operation.operation === "edit") {
-          const splicedBlob = SplicedBlob.create(
-            operation.originalContent,
-            operation.edits.map((splice) => ({ insert: splice.content, start: splice.start, end: splice.end }))
-          );
-          return {
-            operation: "addOrUpdate",
-            path: operation.path,
-            content: splicedBlob
-          };
-        }
-        if (operation.operation !== "addOrUpdate") {
-          return operation;
-        }
-        if (!(operation.content instanceof URL)) {
-          return { ...operation, content: operation.content };
-        }
-        const lazyBlobs = await createBlobs(operation.content, operation.path, {
-          fetch: params.fetch,
-          maxFolderDepth: params.maxFolderDepth
-        });
-        abortSignal?.throwIfAborted();
-        return lazyBlobs.map((blob) => ({
-          ...operation,
-          content: blob.blob,
-          path: blob.path
-        }));
-      })
-    )).flat(1);
-    const gitAttributes = allOperations.filter(isFileOperation).find((op) => op.path === ".gitattributes")?.content;
-    for (const operations of chunk(allOperations.filter(isFileOperation), 100)) {
-      const payload = {
-        gitAttributes: gitAttributes && await gitAttributes.text(),
-        files: await Promise.all(
-          operations.map(async (operation) => ({
-            path: operation.path,
-            size: operation.content.size,
-            sample: base64FromBytes(new Uint8Array(await operation.content.slice(0, 512).arrayBuffer()))
-          }))
-        )
-      };
-      abortSignal?.throwIfAborted();
-      const res = await (params.fetch ?? fetch)(
-        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/preupload/${encodeURIComponent(
-          params.branch ?? "main"
-        )}` + (params.isPullRequest ? "?create_pr=1" : ""),
-        {
-          method: "POST",
-          headers: {
-            ...accessToken && { Authorization: `Bearer ${accessToken}` },
-            "Content-Type": "application/json"
-          },
-          body: JSON.stringify(payload),
-          signal: abortSignal
-        }
-      );
-      if (!res.ok) {
-        throw await createApiError(res);
-      }
-      const json = await res.json();
-      for (const file of json.files) {
-        if (file.uploadMode === "lfs") {
-          lfsShas.set(file.path, null);
-        }
-      }
-    }
-    yield { event: "phase", phase: "uploadingLargeFiles" };
-    for (const operations of chunk(
-      allOperations.filter(isFileOperation).filter((op) => lfsShas.has(op.path)),
-      100
-    )) {
-      const shas = yield* eventToGenerator((yieldCallback, returnCallback, rejectCallack) => {
-        return promisesQueue(
-          operations.map((op) => async () => {
-            const iterator2 = sha256(op.content, { useWebWorker: params.useWebWorkers, abortSignal });
-            let res2;
-            do {
-              res2 = await iterator2.next();
-              if (!res2.done) {
-                yieldCallback({ event: "fileProgress", path: op.path, progress: res2.value, state: "hashing" });
-              }
-            } while (!res2.done);
-            const sha = res2.value;
-            lfsShas.set(op.path, res2.value);
-            return sha;
-          }),
-          CONCURRENT_SHAS
-        ).then(returnCallback, rejectCallack);
-      });
-      abortSignal?.throwIfAborted();
-      const payload = {
-        operation: "upload",
-        // multipart is a custom protocol for HF
-        transfers: ["basic", "multipart", ...useXet ? ["xet"] : []],
-        hash_algo: "sha_256",
-        ...!params.isPullRequest && {
-          ref: {
-            name: params.branch ?? "main"
-          }
-        },
-        objects: operations.map((op, i) => ({
-          oid: shas[i],
-          size: op.content.size
-        }))
-      };
-      const res = await (params.fetch ?? fetch)(
-        `${params.hubUrl ?? HUB_URL}/${repoId.type === "model" ? "" : repoId.type + "s/"}${repoId.name}.git/info/lfs/objects/batch`,
-        {
-          method: "POST",
-          headers: {
-            ...accessToken && { Authorization: `Bearer ${accessToken}` },
-            Accept: "application/vnd.git-lfs+json",
-            "Content-Type": "application/vnd.git-lfs+json"
-          },
-          body: JSON.stringify(payload),
-          signal: abortSignal
-        }
-      );
-      if (!res.ok) {
-        throw await createApiError(res);
-      }
-      const json = await res.json();
-      const batchRequestId = res.headers.get("X-Request-Id") || void 0;
-      const shaToOperation = new Map(operations.map((op, i) => [shas[i], op]));
-      if (useXet && json.transfer !== "xet") {
-        useXet = false;
-      }
-      let xetParams = null;
-      if (useXet) {
-        for (const obj of json.objects) {
-          const op = shaToOperation.get(obj.oid);
-          if (!op) {
-            throw new InvalidApiResponseFormatError("Unrequested object ID in response");
-          }
-          if (obj.error) {
-            const errorMessage2 = `Error while doing LFS batch call for ${operations[shas.indexOf(obj.oid)].path}: ${obj.error.message}${batchRequestId ? ` - Request ID: ${batchRequestId}` : ""}`;
-            throw new HubApiError(res.url, obj.error.code, batchRequestId, errorMessage2);
-          }
-          if (!obj.actions?.upload) {
-            yield {
-              event: "fileProgress",
-              path: op.path,
-              progress: 1,
-              state: "uploading"
-            };
-          } else {
-            const headers = new Headers(obj.actions.upload.header);
-            xetParams = {
-              sessionId: headers.get("X-Xet-Session-Id") ?? void 0,
-              casUrl: headers.get("X-Xet-Cas-Url") ?? void 0,
-              accessToken: headers.get("X-Xet-Access-Token") ?? void 0,
-              expiresAt: headers.get("X-Xet-Token-Expiration") ? new Date(parseInt(headers.get("X-Xet-Token-Expiration") ?? "0") * 1e3) : void 0,
-              refreshWriteTokenUrl: obj.actions.upload.href
-            };
-          }
-        }
-        const source = (async function* () {
-          for (const obj of json.objects) {
-            const op = shaToOperation.get(obj.oid);
-            if (!op || !obj.actions?.upload) {
-              continue;
-            }
-            abortSignal?.throwIfAborted();
-            yield { content: op.content, path: op.path, sha256: obj.oid };
-          }
-        })();
-        if (xetParams) {
-          const fixedXetParams = xetParams;
-          const sources = splitAsyncGenerator(source, 5);
-          yield* eventToGenerator(
-            (yieldCallback, returnCallback, rejectCallback) => Promise.all(
-              sources.map(async function(source2) {
-                for await (const event of uploadShards(source2, {
-                  fetch: params.fetch,
-                  accessToken,
-                  hubUrl: params.hubUrl ?? HUB_URL,
-                  repo: repoId,
-                  xetParams: fixedXetParams,
-                  // todo: maybe leave empty if PR?
-                  rev: params.branch ?? "main",
-                  isPullRequest: params.isPullRequest,
-                  rangeEditCache: params.rangeEditCache,
-                  yieldCallback: (event2) => yieldCallback({ ...event2, state: "uploading" })
-                })) {
-                  if (event.event === "file") {
-                    yieldCallback({
-                      event: "fileProgress",
-                      path: event.path,
-                      progress: 1,
-                      state: "uploading"
-                    });
-                  } else if (event.event === "fileProgress") {
-                    yieldCallback({
-                      event: "fileProgress",
-                      path: event.path,
-                      progress: event.progress,
-                      state: "uploading"
-                    });
-                  }
-                }
-              })
-            ).then(() => returnCallback(void 0), rejectCallback)
-          );
-        } else {
-        }
-      } else {
-        yield* eventToGenerator((yieldCallback, returnCallback, rejectCallback) => {
-          return promisesQueueStreaming(
-            json.objects.map((obj) => async () => {
-              const op = shaToOperation.get(obj.oid);
-              if (!op) {
-                throw new InvalidApiResponseFormatError("Unrequested object ID in response");
-              }
-              abortSignal?.throwIfAborted();
-              if (obj.error) {
-                const errorMessage2 = `Error while doing LFS batch call for ${operations[shas.indexOf(obj.oid)].path}: ${obj.error.message}${batchRequestId ? ` - Request ID: ${batchRequestId}` : ""}`;
-                throw new HubApiError(res.url, obj.error.code, batchRequestId, errorMessage2);
-              }
-              if (!obj.actions?.upload) {
-                yieldCallback({
-                  event: "fileProgress",
-                  path: op.path,
-                  progress: 1,
-                  state: "uploading"
-                });
-                return;
-              }
-              yieldCallback({
-                event: "fileProgress",
-                path: op.path,
-                progress: 0,
-                state: "uploading"
-              });
-              const content = op.content;
-              const header = obj.actions.upload.header;
-              if (header?.chunk_size) {
-                const chunkSize = parseInt(header.chunk_size);
-                const completionUrl = obj.actions.upload.href;
-                const parts = Object.keys(header).filter((key) => /^[0-9]+$/.test(key));
-                if (parts.length !== Math.ceil(content.size / chunkSize)) {
-                  throw new Error("Invalid server response to upload large LFS file, wrong number of parts");
-                }
-                const completeReq = {
-                  oid: obj.oid,
-                  parts: parts.map((part) => ({
-                    partNumber: +part,
-                    etag: ""
-                  }))
-                };
-                const progressCallback = (progress) => yieldCallback({ event: "fileProgress", path: op.path, progress, state: "uploading" });
-                await promisesQueueStreaming(
-                  parts.map((part) => async () => {
-                    abortSignal?.throwIfAborted();
-                    const index = parseInt(part) - 1;
-                    const slice = content.slice(index * chunkSize, (index + 1) * chunkSize);
-                    const res3 = await (params.fetch ?? fetch)(header[part], {
-                      method: "PUT",
-                      /** Unfortunately, browsers don't support our inherited version of Blob in fetch calls */
-                      body: slice instanceof WebBlob && isFrontend ? await slice.arrayBuffer() : slice,
-                      signal: abortSignal,
-                      ...{
-                        progressHint: {
-                          path: op.path,
-                          part: index,
-                          numParts: parts.length,
-                          progressCallback
-                        }
-                        // eslint-disable-next-line @typescript-eslint/no-explicit-any
-                      }
-                    });
-                    if (!res3.ok) {
-                      throw await createApiError(res3, {
-                        requestId: batchRequestId,
-                        message: `Error while uploading part ${part} of ${operations[shas.indexOf(obj.oid)].path} to LFS storage`
-                      });
-                    }
-                    const eTag = res3.headers.get("ETag");
-                    if (!eTag) {
-                      throw new Error("Cannot get ETag of part during multipart upload");
-                    }
-                    completeReq.parts[Number(part) - 1].etag = eTag;
-                  }),
-                  MULTIPART_PARALLEL_UPLOAD
-                );
-                abortSignal?.throwIfAborted();
-                const res2 = await (params.fetch ?? fetch)(completionUrl, {
-                  method: "POST",
-                  body: JSON.stringify(completeReq),
-                  headers: {
-                    Accept: "application/vnd.git-lfs+json",
-                    "Content-Type": "application/vnd.git-lfs+json"
-                  },
-                  signal: abortSignal
-                });
-                if (!res2.ok) {
-                  throw await createApiError(res2, {
-                    requestId: batchRequestId,
-                    message: `Error completing multipart upload of ${operations[shas.indexOf(obj.oid)].path} to LFS storage`
-                  });
-                }
-                yieldCallback({
-                  event: "fileProgress",
-                  path: op.path,
-                  progress: 1,
-                  state: "uploading"
-                });
-              } else {
-                const res2 = await (params.fetch ?? fetch)(obj.actions.upload.href, {
-                  method: "PUT",
-                  headers: {
-                    ...batchRequestId ? { "X-Request-Id": batchRequestId } : void 0
-                  },
-                  /** Unfortunately, browsers don't support our inherited version of Blob in fetch calls */
-                  body: content instanceof WebBlob && isFrontend ? await content.arrayBuffer() : content,
-                  signal: abortSignal,
-                  ...{
-                    progressHint: {
-                      path: op.path,
-                      progressCallback: (progress) => yieldCallback({
-                        event: "fileProgress",
-                        path: op.path,
-                        progress,
-                        state: "uploading"
-                      })
-                    }
-                    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-                  }
-                });
-                if (!res2.ok) {
-                  throw await createApiError(res2, {
-                    requestId: batchRequestId,
-                    message: `Error while uploading ${operations[shas.indexOf(obj.oid)].path} to LFS storage`
-                  });
-                }
-                yieldCallback({
-                  event: "fileProgress",
-                  path: op.path,
-                  progress: 1,
-                  state: "uploading"
-                });
-              }
-            }),
-            CONCURRENT_LFS_UPLOADS
-          ).then(returnCallback, rejectCallback);
-        });
-      }
-    }
-    abortSignal?.throwIfAborted();
-    yield { event: "phase", phase: "committing" };
-    return yield* eventToGenerator(
-      async (yieldCallback, returnCallback, rejectCallback) => (params.fetch ?? fetch)(
-        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/commit/${encodeURIComponent(
-          params.branch ?? "main"
-        )}` + (params.isPullRequest ? "?create_pr=1" : ""),
-        {
-          method: "POST",
-          headers: {
-            ...accessToken && { Authorization: `Bearer ${accessToken}` },
-            "Content-Type": "application/x-ndjson"
-          },
-          body: [
-            {
-              key: "header",
-              value: {
-                summary: params.title,
-                description: params.description,
-                parentCommit: params.parentCommit
-              }
-            },
-            ...await Promise.all(
-              allOperations.map((operation) => {
-                if (isFileOperation(operation)) {
-                  const sha = lfsShas.get(operation.path);
-                  if (sha) {
-                    return {
-                      key: "lfsFile",
-                      value: {
-                        path: operation.path,
-                        algo: "sha256",
-                        size: operation.content.size,
-                        oid: sha
-                      }
-                    };
-                  }
-                }
-                return convertOperationToNdJson(operation);
-              })
-            )
-          ].map((x) => JSON.stringify(x)).join("\n"),
-          signal: abortSignal,
-          ...{
-            progressHint: {
-              progressCallback: (progress) => {
-                for (const op of allOperations) {
-                  if (isFileOperation(op) && !lfsShas.has(op.path)) {
-                    yieldCallback({
-                      event: "fileProgress",
-                      path: op.path,
-                      progress,
-                      state: "uploading"
-                    });
-                  }
-                }
-              }
-            }
-            // eslint-disable-next-line @typescript-eslint/no-explicit-any
-          }
-        }
-      ).then(async (res) => {
-        if (!res.ok) {
-          throw await createApiError(res);
-        }
-        const json = await res.json();
-        returnCallback({
-          pullRequestUrl: json.pullRequestUrl,
-          commit: {
-            oid: json.commitOid,
-            url: json.commitUrl
-          },
-          hookOutput: json.hookOutput
-        });
-      }).catch(rejectCallback)
-    );
-  } catch (err) {
-    abortController.abort();
-    throw err;
-  }
-}
-async function* commitIterBucket(params) {
-  const accessToken = checkCredentials(params);
-  const repoId = toRepoId(params.repo);
-  if (params.useXet === false) {
-    throw new Error("useXet must be true or undefined for buckets");
-  }
-  const abortController = new AbortController();
-  const abortSignal = abortController.signal;
-  if (!abortSignal.throwIfAborted) {
-    abortSignal.throwIfAborted = () => {
-      if (abortSignal.aborted) {
-        throw new DOMException("Aborted", "AbortError");
-      }
-    };
-  }
-  if (params.abortSignal) {
-    params.abortSignal.addEventListener("abort", () => abortController.abort());
-  }
-  try {
-    const allOperations = (await Promise.all(
-      params.operations.map(async (operation) => {
-        if (operation.operation === "edit") {
-          const splicedBlob = SplicedBlob.create(
-            operation.originalContent,
-            operation.edits.map((splice) => ({ insert: splice.content, start: splice.start, end: splice.end }))
-          );
-          return {
-            operation: "addOrUpdate",
-            path: operation.path,
-            content: splicedBlob
-          };
-        }
-        if (operation.operation !== "addOrUpdate") {
-          return operation;
-        }
-        if (!(operation.content instanceof URL)) {
-          return { ...operation, content: operation.content };
-        }
-        const lazyBlobs = await createBlobs(operation.content, operation.path, {
-          fetch: params.fetch,
-          maxFolderDepth: params.maxFolderDepth
-        });
-        abortSignal?.throwIfAborted();
-        return lazyBlobs.map((blob) => ({
-          ...operation,
-          content: blob.blob,
-          path: blob.path
-        }));
-      })
-    )).flat(1);
-    yield { event: "phase", phase: "uploadingLargeFiles" };
-    for (const operations of chunk(allOperations.filter(isFileOperation), 100)) {
-      const xetHashes = /* @__PURE__ */ new Map();
-      abortSignal?.throwIfAborted();
-      const source = (async function* () {
-        for (const operation of operations) {
-          abortSignal?.throwIfAborted();
-          yield { content: operation.content, path: operation.path };
-        }
-      })();
-      const xetParams = {
-        sessionId: crypto.randomUUID(),
-        refreshWriteTokenUrl: `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/xet-write-token`
-      };
-      const sources = splitAsyncGenerator(source, 5);
-      yield* eventToGenerator(
-        (yieldCallback, returnCallback, rejectCallback) => Promise.all(
-          sources.map(async function(source2) {
-            for await (const event of uploadShards(source2, {
-              fetch: params.fetch,
-              accessToken,
-              hubUrl: params.hubUrl ?? HUB_URL,
-              repo: repoId,
-              xetParams,
-              rev: params.branch ?? "main",
-              rangeEditCache: params.rangeEditCache,
-              yieldCallback: (event2) => yieldCallback({ ...event2, state: "uploading" })
-            })) {
-              if (event.event === "file") {
-                yieldCallback({
-                  event: "fileProgress",
-                  path: event.path,
-                  progress: 1,
-                  state: "uploading"
-                });
-                xetHashes.set(event.path, event.xetHash);
-              } else if (event.event === "fileProgress") {
-                yieldCallback({
-                  event: "fileProgress",
-                  path: event.path,
-                  progress: event.progress,
-                  state: "uploading"
-                });
-              }
-            }
-          })
-        ).then(() => returnCallback(void 0), rejectCallback)
-      );
-      const resp = await (params.fetch ?? fetch)(
-        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/batch`,
-        {
-          method: "POST",
-          headers: {
-            ...accessToken && { Authorization: `Bearer ${accessToken}` },
-            "Content-Type": "application/x-ndjson"
-          },
-          body: [...xetHashes.entries()].map(
-            ([path2, xetHash]) => JSON.stringify({
-              type: "addFile",
-              path: path2,
-              xetHash
-            })
-          ).join("\n"),
-          signal: abortSignal
-        }
-      );
-      if (!resp.ok && resp.status !== 422) {
-        throw await createApiError(resp);
-      }
-      const json = await resp.json();
-      for (const failed of json.failed) {
-        yield {
-          event: "fileProgress",
-          path: failed.path,
-          progress: 0,
-          state: "error"
-        };
-      }
-    }
-    abortSignal?.throwIfAborted();
-    const copyOperations = allOperations.filter(
-      (operation) => operation.operation === "copy"
-    );
-    for (const copyChunk of chunk(copyOperations, 100)) {
-      abortSignal?.throwIfAborted();
-      const resp = await (params.fetch ?? fetch)(
-        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/batch`,
-        {
-          method: "POST",
-          headers: {
-            ...accessToken && { Authorization: `Bearer ${accessToken}` },
-            "Content-Type": "application/x-ndjson"
-          },
-          body: copyChunk.map((op) => {
-            const sourceRepoId = toRepoId(op.sourceRepo);
-            return JSON.stringify({
-              type: "copyFile",
-              path: op.path,
-              xetHash: op.sourceXetHash,
-              sourceRepoType: sourceRepoId.type,
-              sourceRepoId: sourceRepoId.name
-            });
-          }).join("\n"),
-          signal: abortSignal
-        }
-      );
-      if (!resp.ok && resp.status !== 422) {
-        throw await createApiError(resp);
-      }
-      const json = await resp.json();
-      for (const failed of json.failed) {
-        yield {
-          event: "fileProgress",
-          path: failed.path,
-          progress: 0,
-          state: "error"
-        };
-      }
-    }
-    abortSignal?.throwIfAborted();
-    const deletedOperations = allOperations.filter((operation) => operation.operation === "delete");
-    if (deletedOperations.length > 0) {
-      const resp = await (params.fetch ?? fetch)(
-        `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}/batch`,
-        {
-          method: "POST",
-          headers: {
-            ...accessToken && { Authorization: `Bearer ${accessToken}` },
-            "Content-Type": "application/x-ndjson"
-          },
-          body: deletedOperations.map(
-            (operation) => JSON.stringify({
-              type: "deleteFile",
-              path: operation.path
-            })
-          ).join("\n"),
-          signal: abortSignal
-        }
-      );
-      if (!resp.ok) {
-        throw await createApiError(resp);
-      }
-      const json = await resp.json();
-      if (json.failed.length > 0) {
-        const failedPaths = json.failed.slice(0, 5).map((f) => f.path);
-        throw new Error(
-          `Failed to delete ${json.failed.length} file(s): ${failedPaths.join(", ")}${json.failed.length > 5 ? "..." : ""}, request ID: ${resp.headers.get("X-Request-Id")}`
-        );
-      }
-    }
-    abortSignal?.throwIfAborted();
-  } catch (err) {
-    abortController.abort();
-    throw err;
-  }
-}
-async function commit(params) {
-  const iterator2 = commitIter(params);
-  const failedPaths = [];
-  let failedCount = 0;
-  let res = await iterator2.next();
-  while (!res.done) {
-    if (res.value.event === "fileProgress" && res.value.state === "error") {
-      failedCount++;
-      if (failedPaths.length < 5) {
-        failedPaths.push(res.value.path);
-      }
-    }
-    res = await iterator2.next();
-  }
-  if (failedCount > 0) {
-    throw new Error(
-      `Failed to upload ${failedCount} file(s): ${failedPaths.join(", ")}${failedCount > 5 ? "..." : ""}`
-    );
-  }
-  return res.value;
-}
-async function convertOperationToNdJson(operation) {
-  switch (operation.operation) {
-    case "addOrUpdate": {
-      return {
-        key: "file",
-        value: {
-          content: base64FromBytes(new Uint8Array(await operation.content.arrayBuffer())),
-          path: operation.path,
-          encoding: "base64"
-        }
-      };
-    }
-    case "delete": {
-      return {
-        key: "deletedFile",
-        value: {
-          path: operation.path
-        }
-      };
-    }
-    case "edit": {
-      throw new Error(
-        "Edit operations should be converted to addOrUpdate operations before reaching convertOperationToNdJson"
-      );
-    }
-    default:
-      throw new TypeError("Unknown operation: " + operation.operation);
-  }
-}
-function parseLinkHeader(header) {
-  const regex2 = /<(https?:[/][/][^>]+)>;\s+rel="([^"]+)"/g;
-  return Object.fromEntries([...header.matchAll(regex2)].map(([, url, rel]) => [rel, url]));
-}
-async function fileDownloadInfo(params) {
-  const accessToken = checkCredentials(params);
-  const repoId = toRepoId(params.repo);
-  const hubUrl = params.hubUrl ?? HUB_URL;
-  const revision = repoId.type === "bucket" ? void 0 : params.revision ?? "main";
-  const url = `${hubUrl}/${repoId.type === "model" ? "" : `${repoId.type}s/`}${repoId.name}/${params.raw ? "raw" : "resolve"}${revision ? `/${encodeURIComponent(revision)}` : ""}/${params.path}` + (params.noContentDisposition ? "?noContentDisposition=1" : "");
-  const resp = await (params.fetch ?? fetch)(url, {
-    method: "GET",
-    headers: {
-      ...accessToken && {
-        Authorization: `Bearer ${accessToken}`
-      },
-      Range: "bytes=0-0",
-      Accept: "application/vnd.xet-fileinfo+json, */*"
-    }
-  });
-  if (resp.status === 404 && resp.headers.get("X-Error-Code") === "EntryNotFound") {
-    return null;
-  }
-  if (!resp.ok) {
-    throw await createApiError(resp);
-  }
-  let size;
-  let xetInfo;
-  if (resp.headers.get("Content-Type")?.includes("application/vnd.xet-fileinfo+json")) {
-    size = parseInt(resp.headers.get("X-Linked-Size") ?? "invalid");
-    if (isNaN(size)) {
-      throw new InvalidApiResponseFormatError("Invalid file size received in X-Linked-Size header");
-    }
-    const hash22 = resp.headers.get("X-Xet-Hash");
-    const links = parseLinkHeader(resp.headers.get("Link") ?? "");
-    const reconstructionUrl = (() => {
-      try {
-        return new URL(links["xet-reconstruction-info"]);
-      } catch {
-        return null;
-      }
-    })();
-    const refreshUrl = (() => {
-      try {
-        return new URL(links["xet-auth"]);
-      } catch {
-        return null;
-      }
-    })();
-    if (!hash22) {
-      throw new InvalidApiResponseFormatError("No hash received in X-Xet-Hash header");
-    }
-    if (!reconstructionUrl || !refreshUrl) {
-      throw new InvalidApiResponseFormatError("No xet-reconstruction-info or xet-auth link header");
-    }
-    xetInfo = {
-      hash: hash22,
-      refreshUrl,
-      reconstructionUrl
-    };
-  }
-  if (size === void 0 || isNaN(size)) {
-    const contentRangeHeader = resp.headers.get("content-range");
-    if (!contentRangeHeader) {
-      throw new InvalidApiResponseFormatError("Expected size information");
-    }
-    const [, parsedSize] = contentRangeHeader.split("/");
-    size = parseInt(parsedSize);
-    if (isNaN(size)) {
-      throw new InvalidApiResponseFormatError("Invalid file size received");
-    }
-  }
-  const etag = resp.headers.get("X-Linked-ETag") ?? resp.headers.get("ETag") ?? void 0;
-  if (!etag) {
-    throw new InvalidApiResponseFormatError("Expected ETag");
-  }
-  return {
-    etag,
-    size,
-    xet: xetInfo,
-    // Cannot use resp.url in case it's a S3 url and the user adds an Authorization header to it.
-    url: resp.url && (new URL(resp.url).origin === new URL(hubUrl).origin || resp.headers.get("X-Cache")?.endsWith(" cloudfront")) ? resp.url : url
   };
 }
-async function downloadFile(params) {
-  const accessToken = checkCredentials(params);
-  const info = params.downloadInfo ?? await fileDownloadInfo({
-    accessToken,
-    repo: params.repo,
-    path: params.path,
-    revision: params.revision,
-    hubUrl: params.hubUrl,
-    fetch: params.fetch,
-    raw: params.raw
-  });
-  if (!info) {
-    return null;
-  }
-  if (info.xet && params.xet !== false) {
-    return new XetBlob({
-      refreshUrl: info.xet.refreshUrl.href,
-      reconstructionUrl: info.xet.reconstructionUrl.href,
-      hash: info.xet.hash,
-      fetch: params.fetch,
-      accessToken,
-      size: info.size,
-      readToken: typeof params.xet === "object" ? params.xet.readToken : void 0,
-      parallelDownloads: params.parallelDownloads
-    });
-  }
-  return new WebBlob(new URL(info.url), 0, info.size, "", true, params.fetch ?? fetch, accessToken);
-}
-async function* listFiles(params) {
-  const accessToken = checkCredentials(params);
-  const repoId = toRepoId(params.repo);
-  const revision = repoId.type === "bucket" ? void 0 : params.revision || "main";
-  let url = `${params.hubUrl || HUB_URL}/api/${repoId.type}s/${repoId.name}/tree${revision ? `/${revision}` : ""}${params.path ? "/" + params.path : ""}?recursive=${!!params.recursive}&expand=${!!params.expand}`;
-  while (url) {
-    const res = await (params.fetch ?? fetch)(url, {
-      headers: {
-        accept: "application/json",
-        ...accessToken ? { Authorization: `Bearer ${accessToken}` } : void 0
-      }
-    });
-    if (!res.ok) {
-      throw await createApiError(res);
-    }
-    const items = await res.json();
-    for (const item of items) {
-      yield item;
-    }
-    const linkHeader = res.headers.get("Link");
-    url = linkHeader ? parseLinkHeader(linkHeader).next : void 0;
-  }
-}
-async function createRepo(params) {
-  const accessToken = checkCredentials(params);
-  const repoId = toRepoId(params.repo);
-  const [namespace, repoName] = repoId.name.split("/");
-  const visibility = params.visibility ?? (params.private !== void 0 ? params.private ? "private" : "public" : void 0);
-  if (!namespace || !repoName) {
-    throw new TypeError(
-      `"${repoId.name}" is not a fully qualified repo name. It should be of the form "{namespace}/{repoName}".`
-    );
-  }
-  const res = repoId.type === "bucket" ? await (params.fetch ?? fetch)(`${params.hubUrl ?? HUB_URL}/api/buckets/${namespace}/${repoName}`, {
-    method: "POST",
-    body: JSON.stringify({
-      visibility,
-      resourceGroupId: params.resourceGroupId
-    }),
-    headers: {
-      Authorization: `Bearer ${accessToken}`,
-      "Content-Type": "application/json"
-    }
-  }) : await (params.fetch ?? fetch)(`${params.hubUrl ?? HUB_URL}/api/repos/create`, {
-    method: "POST",
-    body: JSON.stringify({
-      name: repoName,
-      visibility,
-      organization: namespace,
-      resourceGroupId: params.resourceGroupId,
-      license: params.license,
-      ...repoId.type === "space" ? {
-        type: "space",
-        sdk: params.sdk ?? "static"
-      } : {
-        type: repoId.type
-      },
-      files: params.files ? await Promise.all(
-        params.files.map(async (file) => ({
-          encoding: "base64",
-          path: file.path,
-          content: base64FromBytes(
-            new Uint8Array(file.content instanceof Blob ? await file.content.arrayBuffer() : file.content)
-          )
-        }))
-      ) : void 0
-    }),
-    headers: {
-      Authorization: `Bearer ${accessToken}`,
-      "Content-Type": "application/json"
-    }
-  });
-  if (!res.ok) {
-    throw await createApiError(res);
-  }
-  const output = await res.json();
-  return { repoUrl: output.url, id: output.id };
-}
-var REGEX_COMMIT_HASH = new RegExp("^[0-9a-f]{40}$");
-var DIFFUSERS_SAFETENSORS_FILE = "diffusion_pytorch_model.safetensors";
-var DIFFUSERS_SAFETENSORS_INDEX_FILE = "diffusion_pytorch_model.safetensors.index.json";
-var DIFFUSERS_WEIGHTS_SUBFOLDERS = ["transformer", "unet"];
-var MAX_TENSOR_DIM = 2 ** 32;
-var LIBRARY_WEIGHT_CANDIDATES = {
-  // diffusers keeps the main module (the diffusion transformer / U-Net) under a subfolder,
-  // or at the repo root for single-component repos (ControlNets, standalone VAEs). This matches
-  // how a diffusion model's size is conventionally reported: the diffusion transformer / U-Net,
-  // not the sum of VAE + text encoders.
-  diffusers: [
-    ...DIFFUSERS_WEIGHTS_SUBFOLDERS.map((folder) => ({
-      single: `${folder}/${DIFFUSERS_SAFETENSORS_FILE}`,
-      index: `${folder}/${DIFFUSERS_SAFETENSORS_INDEX_FILE}`
-    })),
-    { single: DIFFUSERS_SAFETENSORS_FILE, index: DIFFUSERS_SAFETENSORS_INDEX_FILE }
-  ]
-};
-async function repoExists(params) {
-  const repoId = toRepoId(params.repo);
-  const res = await (params.fetch ?? fetch)(
-    `${params.hubUrl ?? HUB_URL}/api/${repoId.type}s/${repoId.name}?expand[]=likes`,
-    {
-      method: "GET",
-      headers: {
-        ...params.accessToken && {
-          Authorization: `Bearer ${params.accessToken}`
-        }
-      }
-    }
-  );
-  if (res.status === 404 || res.status === 401) {
-    return false;
-  }
-  if (!res.ok) {
-    throw await createApiError(res);
-  }
-  return true;
-}
-function uploadFiles(params) {
-  const operations = params.files.map((file) => {
-    const path2 = file instanceof URL ? file.pathname.split("/").at(-1) ?? "file" : "path" in file ? file.path : file.name;
-    if (typeof file === "object" && "edits" in file) {
-      return {
-        operation: "edit",
-        path: path2,
-        originalContent: file.originalContent,
-        edits: file.edits
-      };
-    }
-    return {
-      operation: "addOrUpdate",
-      path: path2,
-      content: "content" in file ? file.content : file
-    };
-  });
-  return commit({
-    ...params.accessToken ? { accessToken: params.accessToken } : { credentials: params.credentials },
-    repo: params.repo,
-    operations,
-    title: params.commitTitle ?? `Add ${params.files.length} files`,
-    description: params.commitDescription,
-    hubUrl: params.hubUrl,
-    branch: params.branch,
-    isPullRequest: params.isPullRequest,
-    parentCommit: params.parentCommit,
-    fetch: params.fetch,
-    useWebWorkers: params.useWebWorkers,
-    abortSignal: params.abortSignal,
-    useXet: params.useXet,
-    rangeEditCache: params.rangeEditCache
-  });
-}
 
-// node_modules/@huggingface/hub/dist/index.mjs
-init_chunk_FFYIGW52();
-
-// src/store/stores/hf.ts
-var DEFAULT_HF_ENDPOINT = "https://huggingface.co";
-var REVISION = "main";
-var HfStore = class {
-  constructor(opts) {
-    this.opts = opts;
-    if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(opts.repo)) {
-      throw new HillclimbError(`store.hf.repo must be namespace/name (got ${JSON.stringify(opts.repo)})`);
-    }
-    this.endpoint = (opts.endpoint ?? DEFAULT_HF_ENDPOINT).replace(/\/+$/, "");
-    this.tokenEnv = opts.tokenEnv ?? "HF_TOKEN";
-    this.publiclyReadable = opts.private === false;
-  }
-  opts;
-  name = "hf";
-  publiclyReadable;
-  endpoint;
-  tokenEnv;
-  repoReady;
-  async put(key, file) {
-    assertKey(key);
-    const [stored] = await this.commitFiles([{ key, file }], `hillclimb: store ${key}`);
-    return stored;
-  }
-  async putDir(prefix, dir) {
-    assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join22(dir, rel) }));
-    if (files.length === 0) return [];
-    return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
-  }
-  async get(key, dest) {
-    assertKey(key);
-    const blob = await this.hub(
-      "downloadFile",
-      () => downloadFile({ ...this.target(), path: key, revision: REVISION, xet: false })
-    );
-    if (!blob) {
-      throw new HillclimbError(`no object ${key} in datasets/${this.opts.repo}`, {
-        hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
-      });
-    }
-    mkdirSync18(dirname20(dest), { recursive: true });
-    const tmp = join22(dirname20(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
-    try {
-      await this.hub(
-        "downloadFile",
-        () => pipeline(Readable3.fromWeb(blob.stream()), createWriteStream2(tmp))
-      );
-      renameSync5(tmp, dest);
-    } finally {
-      rmSync14(tmp, { force: true });
-    }
-  }
-  async list(prefix) {
-    assertPrefix(prefix);
-    const folder = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
-    const keys = [];
-    try {
-      await this.hub("listFiles", async () => {
-        for await (const entry of listFiles({
-          ...this.target(),
-          path: folder || void 0,
-          recursive: true,
-          revision: REVISION
-        })) {
-          if (entry.type === "file" && entry.path.startsWith(prefix)) keys.push(entry.path);
-        }
-      });
-    } catch (e) {
-      if (e instanceof StoreApiError && e.status === 404) return [];
-      throw e;
-    }
-    return keys.sort();
-  }
-  url(key) {
-    const path = assertKey(key).split("/").map(encodeURIComponent).join("/");
-    return `${this.endpoint}/datasets/${this.opts.repo}/resolve/${REVISION}/${path}`;
-  }
-  async commitFiles(files, title) {
-    this.requireToken("write");
-    await this.ensureRepo();
-    const blobs = await Promise.all(
-      files.map(async ({ key, file }) => ({ path: key, content: await openAsBlob(file) }))
-    );
-    await this.hub(
-      "commit",
-      () => uploadFiles({ ...this.target(), files: blobs, commitTitle: title, branch: REVISION, useXet: false })
-    );
-    this.opts.logger.info(`stored ${files.length} file(s) in datasets/${this.opts.repo}`);
-    return files.map(({ key, file }) => ({ key, url: this.url(key), bytes: statSync6(file).size }));
-  }
-  /** Create the dataset repository once per store if it is missing. */
-  ensureRepo() {
-    this.repoReady ??= (async () => {
-      const exists2 = await this.hub("repoExists", () => repoExists(this.target()));
-      if (exists2) return;
-      const visibility = this.opts.private === false ? "public" : "private";
-      try {
-        await this.hub(
-          "createRepo",
-          () => createRepo({ ...this.target(), accessToken: this.requireToken("write"), visibility })
-        );
-        this.opts.logger.info(`created ${visibility} dataset repository ${this.opts.repo}`);
-      } catch (e) {
-        if (!(e instanceof StoreApiError && e.status === 409)) throw e;
-      }
-    })();
-    this.repoReady.catch(() => {
-      this.repoReady = void 0;
-    });
-    return this.repoReady;
-  }
-  target() {
-    return {
-      repo: { type: "dataset", name: this.opts.repo },
-      hubUrl: this.endpoint,
-      ...this.opts.token ? { accessToken: this.opts.token } : {}
-    };
-  }
-  requireToken(why) {
-    if (!this.opts.token) {
-      throw new HillclimbError(`$${this.tokenEnv} is not set; the hf store needs a token to ${why}`, {
-        hint: `create a token with write access at ${this.endpoint}/settings/tokens and export it as ${this.tokenEnv}`
-      });
-    }
-    return this.opts.token;
-  }
-  /** Run one Hub call; failures become a StoreApiError that names the token variable where it matters. */
-  async hub(operation, fn) {
-    try {
-      return await fn();
-    } catch (e) {
-      throw this.wrap(e, operation);
-    }
-  }
-  wrap(e, operation) {
-    if (e instanceof HillclimbError) return e;
-    const repo = `datasets/${this.opts.repo}`;
-    if (e instanceof TypeError && /access token must start with/.test(e.message)) {
-      return new StoreApiError(operation, `the value of $${this.tokenEnv} is not a Hugging Face token`, {
-        hint: `Hugging Face tokens start with hf_; create one at ${this.endpoint}/settings/tokens`,
-        cause: e
-      });
-    }
-    if (!(e instanceof HubApiError)) {
-      return new StoreApiError(operation, `${e.message ?? String(e)}`, {
-        hint: `could not reach ${this.endpoint}; check the network and store.hf.endpoint`,
-        cause: e
-      });
-    }
-    const status = e.statusCode;
-    if (status === 401 && !this.opts.token) {
-      return new StoreApiError(
-        operation,
-        `401: ${repo} refused a read without a token: it is private or does not exist, and $${this.tokenEnv} is not set`,
-        {
-          status,
-          hint: `give this job $${this.tokenEnv} (read access is enough) or make ${repo} public; until then nothing stored there (history, profiles) can be read, so every run starts from main`,
-          cause: e
-        }
-      );
-    }
-    const hints = {
-      401: `the token in $${this.tokenEnv} was rejected: create a token with write access at ${this.endpoint}/settings/tokens and export it as ${this.tokenEnv}`,
-      403: `the token in $${this.tokenEnv} may not write to ${repo}: give it write access to the ${this.opts.repo.split("/")[0]} namespace`,
-      404: `${repo} was not found, or the token in $${this.tokenEnv} cannot see it`
-    };
-    const who = status === 401 || status === 403 ? ` (token from $${this.tokenEnv})` : "";
-    return new StoreApiError(operation, `${status} ${firstLine(e.message)}${who}`, {
-      status,
-      hint: hints[status],
-      cause: e
-    });
-  }
-};
-function firstLine(s) {
-  return s.split("\n")[0] ?? s;
-}
-
-// src/store/stores/local.ts
-import { existsSync as existsSync14, statSync as statSync7 } from "node:fs";
-import { join as join23, relative as relative4 } from "node:path";
-import { pathToFileURL as pathToFileURL4 } from "node:url";
-var LocalStore = class {
-  name = "local";
-  publiclyReadable = false;
-  dir;
-  constructor(opts) {
-    this.dir = opts.dir;
-  }
-  async put(key, file) {
-    assertKey(key);
-    if (!isFile2(file)) throw new HillclimbError(`cannot store ${file} as ${key}: not a file`);
-    copyFileAtomic(file, this.path(key));
-    return { key, url: this.url(key), bytes: statSync7(file).size };
-  }
-  async putDir(prefix, dir) {
-    assertPrefix(prefix);
-    if (!existsSync14(dir) || !statSync7(dir).isDirectory()) {
-      throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
-    }
-    const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join23(dir, rel)));
-    return stored;
-  }
-  async get(key, dest) {
-    assertKey(key);
-    const src = this.path(key);
-    if (!isFile2(src)) throw new HillclimbError(`no object ${key} in the local store (${this.dir})`);
-    copyFileAtomic(src, dest);
-  }
-  async list(prefix) {
-    assertPrefix(prefix);
-    if (!existsSync14(this.dir)) return [];
-    return walkFiles(this.dir).filter((k) => k.startsWith(prefix));
-  }
-  url(key) {
-    return pathToFileURL4(this.path(assertKey(key))).href;
-  }
-  path(key) {
-    const p = join23(this.dir, key);
-    if (relative4(this.dir, p).startsWith(".."))
-      throw new HillclimbError(`store key escapes the store: ${key}`);
-    return p;
-  }
-};
-function isFile2(path) {
-  return existsSync14(path) && statSync7(path).isFile();
-}
-
-// src/store/factory.ts
-var LOCAL_STORE_DIR = "store";
-var builders4 = new Registry("store", [
-  [
-    "local",
-    (config, ctx) => new LocalStore({ dir: resolve13(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
-  ],
-  [
-    "hf",
-    (config, ctx) => {
-      const hf = config.store.hf;
-      if (!hf) {
-        throw new HillclimbError("store.kind is hf, so store.hf.repo is required", {
-          exitCode: ExitCode2.badInput
-        });
-      }
-      const token = (ctx.env ?? process.env)[hf.token_env];
-      return new HfStore({
-        repo: hf.repo,
-        endpoint: hf.endpoint,
-        token: token === "" ? void 0 : token,
-        tokenEnv: hf.token_env,
-        private: hf.private,
-        logger: ctx.logger
-      });
-    }
-  ],
-  [
-    "branch",
-    (config, ctx) => {
-      const b = config.store.branch ?? BRANCH_DEFAULTS;
-      const env = ctx.env ?? process.env;
-      const token = env[b.token_env];
-      return new BranchStore({
-        repoDir: ctx.root,
-        branch: b.name,
-        remote: b.remote,
-        token: token === "" ? void 0 : token,
-        tokenEnv: b.token_env,
-        webUrl: repositoryWebUrl(config, env),
-        logger: ctx.logger
-      });
-    }
-  ]
-]);
-var BRANCH_DEFAULTS = { name: DEFAULT_DATA_BRANCH, remote: "origin", token_env: "GITHUB_TOKEN" };
-function repositoryWebUrl(config, env) {
-  if (env.GITHUB_SERVER_URL && env.GITHUB_REPOSITORY)
-    return `${env.GITHUB_SERVER_URL}/${env.GITHUB_REPOSITORY}`;
-  const gh = config.forge.github;
-  if (!gh) return void 0;
-  const api = new URL(gh.api_url);
-  const host = api.hostname === "api.github.com" ? "github.com" : api.host;
-  return `${api.protocol}//${host}/${gh.repository}`;
-}
-function buildStore(config, ctx) {
-  return builders4.get(config.store.kind)(config, ctx);
-}
-
-// src/loop/attestation.ts
-import { createHash as createHash5 } from "node:crypto";
-import { existsSync as existsSync15, lstatSync as lstatSync2, readdirSync as readdirSync8, readFileSync as readFileSync13 } from "node:fs";
-import { join as join24 } from "node:path";
+// src/loop/state/attestation.ts
+import { createHash as createHash6 } from "node:crypto";
+import { existsSync as existsSync16, lstatSync as lstatSync2, readdirSync as readdirSync8, readFileSync as readFileSync14 } from "node:fs";
+import { join as join25 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join24(dir, rel);
+    const abs = rel === "" ? dir : join25(dir, rel);
     const st = lstatSync2(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync8(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -61717,11 +61804,11 @@ function bundleDigest(dir) {
     if (/[\u0000-\u001f\u007f]/.test(rel))
       throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
-    lines.push(`${createHash5("sha256").update(data).digest("hex")}  ${rel}`);
+    lines.push(`${createHash6("sha256").update(data).digest("hex")}  ${rel}`);
   };
   walk3("");
   lines.sort();
-  return createHash5("sha256").update(`${lines.join("\n")}
+  return createHash6("sha256").update(`${lines.join("\n")}
 `).digest("hex");
 }
 function attestBundle(bundle, ev, phase, verified) {
@@ -61769,71 +61856,19 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, iteration) {
-  return join24(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+  return join25(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
 }
 function writeLocalAttestation(file, a) {
   writeFileAtomic(file, `${JSON.stringify(a)}
 `);
 }
 function readLocalAttestation(file) {
-  if (!existsSync15(file)) return void 0;
+  if (!existsSync16(file)) return void 0;
   try {
-    return parseAttestation(readFileSync13(file, "utf8"), file);
+    return parseAttestation(readFileSync14(file, "utf8"), file);
   } catch {
     return void 0;
   }
-}
-
-// src/loop/context.ts
-import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync16, mkdirSync as mkdirSync19, readFileSync as readFileSync14, writeFileSync as writeFileSync8 } from "node:fs";
-import { hostname as hostname2 } from "node:os";
-import { join as join25, resolve as resolve14 } from "node:path";
-var NO_AGENT = {
-  name: "none",
-  run: () => Promise.reject(new Error("this phase runs no agent"))
-};
-function configHash(config) {
-  return createHash6("sha256").update(readFileSync14(config.file)).digest("hex").slice(0, 16);
-}
-function stateDirOf(config) {
-  const dir = resolve14(config.root, config.paths.state_dir);
-  const ignore = join25(dir, ".gitignore");
-  if (!existsSync16(ignore)) {
-    mkdirSync19(dir, { recursive: true });
-    writeFileSync8(ignore, "# hillclimb state: never committed\n*\n");
-  }
-  return dir;
-}
-function runDirOf(stateDir, runId) {
-  return join25(stateDir, "runs", runId);
-}
-function currentJobId(env = process.env) {
-  if (env.GITHUB_ACTIONS === "true" && env.GITHUB_RUN_ID && env.GITHUB_JOB) {
-    return `gh-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT ?? "1"}-${env.GITHUB_JOB}`;
-  }
-  return `${hostname2()}-${process.pid}`;
-}
-function defaultHost() {
-  return hostname2();
-}
-var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
-
-// src/loop/failures.ts
-var InfraFailure = class extends HillclimbError {
-  name = "InfraFailure";
-  constructor(message, opts = {}) {
-    super(message, { ...opts, exitCode: ExitCode2.infra });
-  }
-};
-var Interrupted = class extends HillclimbError {
-  name = "Interrupted";
-  constructor(message = "interrupted") {
-    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
-  }
-};
-function backoffMs(baseSeconds, attempt2) {
-  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
 }
 
 // src/loop/steps/decide.ts
@@ -61863,6 +61898,23 @@ var decideStep = {
     return { status: "verdict", verdict: c.verdict, reasons: c.reasons };
   }
 };
+
+// src/loop/steps/failures.ts
+var InfraFailure = class extends HillclimbError {
+  name = "InfraFailure";
+  constructor(message, opts = {}) {
+    super(message, { ...opts, exitCode: ExitCode2.infra });
+  }
+};
+var Interrupted = class extends HillclimbError {
+  name = "Interrupted";
+  constructor(message = "interrupted") {
+    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
+  }
+};
+function backoffMs(baseSeconds, attempt2) {
+  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
+}
 
 // src/loop/steps/gates.ts
 import { existsSync as existsSync18 } from "node:fs";
@@ -66197,45 +66249,7 @@ async function readJUnitXml(file) {
   return parseJUnitXml(await readTextFile(file, "JUnit XML"), file);
 }
 
-// src/workspace/branch-name.ts
-function loopBranchName(parts) {
-  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
-    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
-    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
-    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
-      exitCode: ExitCode2.badInput
-    });
-  }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
-  assertBranchName(name);
-  return name;
-}
-
-// src/loop/naming.ts
-function iterationBranch(ctx, iteration) {
-  return loopBranchName({
-    prefix: ctx.config.loop.branch_prefix,
-    target: ctx.target.name,
-    runId: ctx.runId,
-    iteration
-  });
-}
-function candidateRef(runId, iteration) {
-  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
-}
-function jobId(runId, iteration, ...parts) {
-  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
-}
-
-// src/loop/worktrees.ts
+// src/loop/state/worktrees.ts
 import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
 import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
@@ -66262,6 +66276,44 @@ async function worktreeAt(ctx, path, commit2) {
   }
   await ctx.git.addWorktree(path, commit2);
   return Git.create(path);
+}
+
+// src/workspace/branch-name.ts
+function loopBranchName(parts) {
+  if (!/^[a-z][a-z0-9-]*$/.test(parts.target)) {
+    throw new HillclimbError(`invalid target name for a branch: ${JSON.stringify(parts.target)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(parts.runId)) {
+    throw new HillclimbError(`invalid run id for a branch: ${JSON.stringify(parts.runId)}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  if (!Number.isInteger(parts.iteration) || parts.iteration < 0) {
+    throw new HillclimbError(`invalid iteration number for a branch: ${parts.iteration}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
+  assertBranchName(name);
+  return name;
+}
+
+// src/loop/steps/naming.ts
+function iterationBranch(ctx, iteration) {
+  return loopBranchName({
+    prefix: ctx.config.loop.branch_prefix,
+    target: ctx.target.name,
+    runId: ctx.runId,
+    iteration
+  });
+}
+function candidateRef(runId, iteration) {
+  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
+}
+function jobId(runId, iteration, ...parts) {
+  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
 }
 
 // src/loop/steps/gates.ts
@@ -67534,7 +67586,7 @@ ${body}
 `;
 }
 
-// src/loop/log-file.ts
+// src/loop/steps/log-file.ts
 function recentLogEntries(text3, n) {
   if (n <= 0) return [];
   const starts = [];
@@ -67544,80 +67596,10 @@ function recentLogEntries(text3, n) {
   return entries.slice(-n);
 }
 
-// src/loop/prompt.ts
-import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync as readFileSync16 } from "node:fs";
-import { join as join29 } from "node:path";
-var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
-function renderPrompt(template, vars, templateFile = "prompt template") {
-  const used = /* @__PURE__ */ new Set();
-  const out = template.replace(PLACEHOLDER, (_, name) => {
-    if (!(name in vars)) {
-      throw new HillclimbError(`${templateFile}: unknown placeholder {{${name}}}`, {
-        hint: `known placeholders: ${Object.keys(vars).sort().join(", ")}`
-      });
-    }
-    used.add(name);
-    return vars[name];
-  });
-  const unused = Object.keys(vars).filter((k) => !used.has(k) && k !== "directives");
-  if (unused.length > 0) {
-    throw new HillclimbError(`${templateFile}: does not use {{${unused.join("}}, {{")}}}`, {
-      hint: "the harness computes these for the agent; a template that drops them hides context"
-    });
-  }
-  return out;
-}
-function directivePresets(dir) {
-  if (!existsSync20(dir)) return [];
-  return readdirSync11(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
-}
-function loadDirectives(dir, names) {
-  if (names.length === 0) return "";
-  const known = directivePresets(dir);
-  const blocks = names.map((name, i) => {
-    if (!known.includes(name)) {
-      throw new HillclimbError(`unknown directive preset "${name}" (looked in ${dir})`, {
-        hint: `known presets: ${known.join(", ") || "(none)"}`
-      });
-    }
-    const text3 = readFileSync16(join29(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join29(dir, `${name}.md`)} is empty`);
-    return `### Directive ${i + 1}: ${name}
-
-${text3}`;
-  });
-  return `
-## Session directives (follow them unless they conflict with correctness)
-
-${blocks.join("\n\n")}
-`;
-}
-
-// src/loop/prompt-context.ts
-var PROMPT_HOTSPOT_ROWS = 12;
-function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
-  const s = summary2.steps;
-  const step = s.timeMs ? `${s.timeMs.median.toFixed(3)} ms median step` : "step time unknown";
-  const lines = [
-    `Platform ${summary2.platform}; ${s.count} step(s) found by ${s.detector} (${s.detail}); ${step}; op time ${s.opMs.toFixed(3)} ms/step.`,
-    "",
-    "| op | category | ms/step | share of ops | launches/step | note |",
-    "|---|---|---|---|---|---|"
-  ];
-  for (const op of summary2.ops.slice(0, rows)) {
-    const note = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
-    lines.push(
-      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note} |`
-    );
-  }
-  if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
-  return lines.join("\n");
-}
-
 // src/loop/steps/profile.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
-import { join as join32 } from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync20, rmSync as rmSync17 } from "node:fs";
+import { join as join31 } from "node:path";
 
 // src/trace/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
@@ -68258,7 +68240,7 @@ function round2(ms2) {
 }
 
 // src/trace/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync18, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync17, readSync as readSync5 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -69369,8 +69351,8 @@ function numberOrUndefined(s) {
 }
 
 // src/trace/readers/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
-import { basename as basename6, join as join30 } from "node:path";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { basename as basename6, join as join29 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -69394,7 +69376,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
+  const files = readdirSync11(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -69402,7 +69384,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join30(runDir, sorted[0]), format, notes };
+    return { path: join29(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -69413,7 +69395,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join29(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -69423,17 +69405,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync12(dir);
+  const entries = readdirSync11(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join30(dir, "plugins", "profile"), dir]) {
+  for (const base of [join29(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync8(join30(base, r)).isDirectory());
+      runs = readdirSync11(base).filter((r) => statSync8(join29(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join30(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync11(join29(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join29(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -71465,14 +71447,14 @@ async function opCosts(source, c, where2) {
 }
 
 // src/trace/peaks.ts
-import { readFileSync as readFileSync17 } from "node:fs";
-import { join as join31 } from "node:path";
+import { readFileSync as readFileSync16 } from "node:fs";
+import { join as join30 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync17(join31(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync16(join30(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -72171,7 +72153,7 @@ function savedSummary(path) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync18(path, "utf8"));
+  const parsed = JSON.parse(readFileSync17(path, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path,
@@ -72283,15 +72265,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join32(ctx.stateDir, "cache", "profiles", key);
+  return join31(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join32(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync21(local)) return current(readJson(local));
+  const local = join31(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync20(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join31(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -72311,9 +72293,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join32(dir, "summary.json");
-  const traceDir = join32(dir, "trace");
-  const cachedSummary = existsSync21(summaryFile) ? current(readJson(summaryFile)) : void 0;
+  const summaryFile = join31(dir, "summary.json");
+  const traceDir = join31(dir, "trace");
+  const cachedSummary = existsSync20(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -72325,13 +72307,83 @@ async function championProfile(ctx, commit2) {
     traceDir,
     jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
     {
-      metrics: join32(dir, "metrics.json"),
-      log: join32(dir, "profile.log")
+      metrics: join31(dir, "metrics.json"),
+      log: join31(dir, "profile.log")
     }
   );
   writeJsonAtomic(summaryFile, summary2);
   await shareProfileSummary(ctx, commit2, summaryFile);
   return { traceDir, summary: summary2, cached: false };
+}
+
+// src/loop/steps/prompt.ts
+import { existsSync as existsSync21, readdirSync as readdirSync12, readFileSync as readFileSync18 } from "node:fs";
+import { join as join32 } from "node:path";
+var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
+function renderPrompt(template, vars, templateFile = "prompt template") {
+  const used = /* @__PURE__ */ new Set();
+  const out = template.replace(PLACEHOLDER, (_, name) => {
+    if (!(name in vars)) {
+      throw new HillclimbError(`${templateFile}: unknown placeholder {{${name}}}`, {
+        hint: `known placeholders: ${Object.keys(vars).sort().join(", ")}`
+      });
+    }
+    used.add(name);
+    return vars[name];
+  });
+  const unused = Object.keys(vars).filter((k) => !used.has(k) && k !== "directives");
+  if (unused.length > 0) {
+    throw new HillclimbError(`${templateFile}: does not use {{${unused.join("}}, {{")}}}`, {
+      hint: "the harness computes these for the agent; a template that drops them hides context"
+    });
+  }
+  return out;
+}
+function directivePresets(dir) {
+  if (!existsSync21(dir)) return [];
+  return readdirSync12(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+}
+function loadDirectives(dir, names) {
+  if (names.length === 0) return "";
+  const known = directivePresets(dir);
+  const blocks = names.map((name, i) => {
+    if (!known.includes(name)) {
+      throw new HillclimbError(`unknown directive preset "${name}" (looked in ${dir})`, {
+        hint: `known presets: ${known.join(", ") || "(none)"}`
+      });
+    }
+    const text3 = readFileSync18(join32(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join32(dir, `${name}.md`)} is empty`);
+    return `### Directive ${i + 1}: ${name}
+
+${text3}`;
+  });
+  return `
+## Session directives (follow them unless they conflict with correctness)
+
+${blocks.join("\n\n")}
+`;
+}
+
+// src/loop/steps/prompt-context.ts
+var PROMPT_HOTSPOT_ROWS = 12;
+function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
+  const s = summary2.steps;
+  const step = s.timeMs ? `${s.timeMs.median.toFixed(3)} ms median step` : "step time unknown";
+  const lines = [
+    `Platform ${summary2.platform}; ${s.count} step(s) found by ${s.detector} (${s.detail}); ${step}; op time ${s.opMs.toFixed(3)} ms/step.`,
+    "",
+    "| op | category | ms/step | share of ops | launches/step | note |",
+    "|---|---|---|---|---|---|"
+  ];
+  for (const op of summary2.ops.slice(0, rows)) {
+    const note = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
+    lines.push(
+      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note} |`
+    );
+  }
+  if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
+  return lines.join("\n");
 }
 
 // src/loop/steps/prepare.ts
@@ -73322,7 +73374,7 @@ async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
   );
 }
 
-// src/loop/iteration.ts
+// src/loop/steps/iteration.ts
 var STEP_IMPLS = {
   prepare: prepareStep,
   propose: proposeStep,
@@ -73451,7 +73503,7 @@ function isInfra(e) {
   return e instanceof InfraFailure || isHillclimbError(e) && e.exitCode !== 2;
 }
 
-// src/loop/preflight.ts
+// src/loop/drivers/preflight.ts
 import { existsSync as existsSync27 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
@@ -73467,7 +73519,7 @@ function preflight(config, target, needs) {
   }
 }
 
-// src/loop/trust.ts
+// src/loop/drivers/trust.ts
 import { existsSync as existsSync28, renameSync as renameSync6, rmSync as rmSync20 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -73662,7 +73714,7 @@ function withStep(steps, name, record2) {
   return Object.fromEntries(STEPS.filter((s) => all[s] !== void 0).map((s) => [s, all[s]]));
 }
 
-// src/loop/phases.ts
+// src/loop/drivers/phases.ts
 function takesOver(phase) {
   return phase !== "prepare" && phase !== "propose" && phase !== "all";
 }
@@ -73688,111 +73740,75 @@ async function openPhase(phase, opts) {
     dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
-  const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join38(runDir, iterationDirName(opts.iteration)));
-  const git3 = await Git.create(config.root, { logger: opts.logger });
+  const bundle = new Bundle(join38(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name);
-  const backend = buildBackend(config, {
-    root: config.root,
-    logger: opts.logger,
-    runId: opts.runId,
-    dryRun: opts.dryRun
-  });
-  const cpuBackend = buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend);
   const refused = takesOver(phase) && existsSync29(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
-  const ctx = {
-    config,
+  const opened = await openLoopContext(config, {
     target,
-    root: config.root,
-    stateDir,
     runId: opts.runId,
-    runDir,
+    steps,
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations: opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
-    git: git3,
-    backend,
-    cpuBackend,
-    agent: PHASE_STEPS[phase].includes("propose") ? buildAgent(config, { root: config.root, logger: opts.logger }) : NO_AGENT,
-    forge: buildForge(config, { root: config.root, logger: opts.logger }),
-    store,
-    logger: opts.logger,
-    progress: (line) => (opts.progress ?? opts.logger.info)(`[${iterationDirName(opts.iteration)} ${target.name}] ${line}`),
-    signal: opts.signal ?? new AbortController().signal,
-    configHash: configHash(config),
-    hillclimbVersion: packageVersion(),
-    host: defaultHost(),
-    sleep: realSleep,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === "all",
-    job: currentJobId(),
-    dryRun: Boolean(opts.dryRun)
-  };
-  return {
-    ctx,
-    bundle,
-    existing,
-    refused,
-    close: () => git3.close().catch((e) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`))
-  };
+    logger: opts.logger,
+    progress: (line) => (opts.progress ?? opts.logger.info)(`[${iterationDirName(opts.iteration)} ${target.name}] ${line}`),
+    ...opts.signal ? { signal: opts.signal } : {},
+    dryRun: Boolean(opts.dryRun),
+    store
+  });
+  return { ...opened, bundle, existing, refused };
 }
 async function runPhase(phase, opts) {
-  const { ctx, bundle, existing, refused, close } = await openPhase(phase, opts);
-  const { stateDir, target, git: git3, backend, cpuBackend, store } = ctx;
+  const { ctx, bundle, existing, refused, openBackends, close } = await openPhase(phase, opts);
+  const { stateDir, target, git: git3, store } = ctx;
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
-  if (!existing) {
-    if (takesOver(phase)) {
-      throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-        hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
-        exitCode: ExitCode2.badInput
-      });
-    }
-    const fromHistory = championFromHistory(stateDir, target.name);
-    const base = opts.base ?? fromHistory?.commit ?? await git3.head();
-    const commit2 = await git3.revParse(base);
-    const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
-    bundle.save(
-      newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
-    );
-  }
-  if (existing && takesOver(phase)) {
-    const local = readLocalAttestation(trustFile);
-    const trustedBase = opts.base ?? local?.champion;
-    const fromHistory = championFromHistory(stateDir, target.name);
-    await acceptBundle(ctx, bundle, phase, {
-      iteration: opts.iteration,
-      refused,
-      trustedBase,
-      // The PR base of a stacked iteration: the champion's branch, from the shared history only.
-      trustedBranch: fromHistory?.branch && trustedBase && fromHistory.commit === await git3.revParse(trustedBase) ? fromHistory.branch : void 0,
-      attestations: [
-        opts.attestation !== void 0 ? parseAttestation(opts.attestation, "input attestation") : void 0,
-        local
-      ],
-      ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
-    });
-  } else {
-    await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
-  }
-  const uses = (names) => phase === "all" || steps.some((s) => names.includes(s));
-  const opened = [
-    ...uses(["accelerator-gate", "measure", "profile"]) ? [backend] : [],
-    ...uses(["cpu-gate"]) && !(uses(["accelerator-gate", "measure", "profile"]) && cpuBackend === backend) ? [cpuBackend] : []
-  ];
   try {
-    for (const b of opened) await b.open();
+    if (!existing) {
+      if (takesOver(phase)) {
+        throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
+          hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
+          exitCode: ExitCode2.badInput
+        });
+      }
+      const fromHistory = championFromHistory(stateDir, target.name);
+      const base = opts.base ?? fromHistory?.commit ?? await git3.head();
+      const commit2 = await git3.revParse(base);
+      const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
+      bundle.save(
+        newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
+      );
+    }
+    if (existing && takesOver(phase)) {
+      const local = readLocalAttestation(trustFile);
+      const trustedBase = opts.base ?? local?.champion;
+      const fromHistory = championFromHistory(stateDir, target.name);
+      await acceptBundle(ctx, bundle, phase, {
+        iteration: opts.iteration,
+        refused,
+        trustedBase,
+        // The PR base of a stacked iteration: the champion's branch, from the shared history only.
+        trustedBranch: fromHistory?.branch && trustedBase && fromHistory.commit === await git3.revParse(trustedBase) ? fromHistory.branch : void 0,
+        attestations: [
+          opts.attestation !== void 0 ? parseAttestation(opts.attestation, "input attestation") : void 0,
+          local
+        ],
+        ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
+      });
+    } else {
+      await ensureCandidateCommits(git3, bundle, ctx.runId, opts.iteration);
+    }
+    await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
     if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
     const attestation = attest(ctx, bundle, evidence, phase);
     writeLocalAttestation(trustFile, attestation);
     return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
   } finally {
-    for (const b of opened) {
-      await b.close().catch((e) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
-    }
     await close();
   }
 }

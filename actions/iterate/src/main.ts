@@ -8,8 +8,8 @@ import { resolve } from 'node:path';
 import { choice, configOverrides, optionalText } from '../../../src/actions/inputs.js';
 import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
 import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { BundleFiles } from '../../../src/loop/bundle.js';
-import { resolveChampion, runPhase } from '../../../src/loop/phases.js';
+import { resolveChampion, runPhase } from '../../../src/loop/drivers/phases.js';
+import { BundleFiles } from '../../../src/loop/state/bundle.js';
 
 await runAction(async ({ logger }) => {
   const mode = choice('mode', ['propose', 'prepare', 'champion']);

@@ -7,8 +7,8 @@
 import { choice, flag, optionalText, requiredText } from '../../../src/actions/inputs.js';
 import { phaseOptions, setAttestationOutput, setIterationOutputs } from '../../../src/actions/phase.js';
 import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { prepareExternalChange } from '../../../src/loop/external.js';
-import { runPhase } from '../../../src/loop/phases.js';
+import { runPhase } from '../../../src/loop/drivers/phases.js';
+import { prepareExternalChange } from '../../../src/loop/drivers/pull-request.js';
 import { checksSection } from '../../../src/report/checks.js';
 import { HillclimbError } from '../../../src/util/errors.js';
 

@@ -11,8 +11,8 @@ import {
   setIterationOutputs,
 } from '../../../src/actions/phase.js';
 import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { BundleFiles } from '../../../src/loop/bundle.js';
-import { runPhase } from '../../../src/loop/phases.js';
+import { runPhase } from '../../../src/loop/drivers/phases.js';
+import { BundleFiles } from '../../../src/loop/state/bundle.js';
 import { measuredChange, mfuText } from '../../../src/report/facts.js';
 
 await runAction(async ({ logger }) => {

@@ -8,8 +8,8 @@
 import { flag, positiveInteger } from '../../../src/actions/inputs.js';
 import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
 import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { publishToPullRequest, recordBaseline } from '../../../src/loop/external.js';
-import { runPhase } from '../../../src/loop/phases.js';
+import { runPhase } from '../../../src/loop/drivers/phases.js';
+import { publishToPullRequest, recordBaseline } from '../../../src/loop/drivers/pull-request.js';
 import { ExitCode, HillclimbError } from '../../../src/util/errors.js';
 
 await runAction(async ({ logger }) => {

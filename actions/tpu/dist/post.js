@@ -34651,10 +34651,6 @@ function usesPlaceholder(args, name) {
   return args.some((a) => a.includes(`{${name}}`));
 }
 
-// src/env/python.ts
-import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { dirname as dirname2, join } from "node:path";
-
 // src/exec/exec.ts
 import { spawn } from "node:child_process";
 import { createWriteStream, mkdirSync } from "node:fs";
@@ -34884,35 +34880,14 @@ function indent(text2) {
   return text2.split("\n").map((l) => `  ${l}`).join("\n");
 }
 
-// src/env/python.ts
-var VENV_DIR = ".venv";
-function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join(root, VENV_DIR, "bin", "python");
-}
-function interpreterReadPaths(python) {
-  const paths = /* @__PURE__ */ new Set();
-  const prefix = dirname2(dirname2(python));
-  paths.add(prefix);
-  const cfg = join(prefix, "pyvenv.cfg");
-  if (existsSync(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync(cfg, "utf8"))?.[1]?.trim();
-    if (home) paths.add(dirname2(home));
-  }
-  try {
-    paths.add(dirname2(dirname2(realpathSync(python))));
-  } catch {
-  }
-  return [...paths].filter((p) => p !== "/" && p !== "/usr");
-}
-
 // src/exec/find-on-path.ts
 import { accessSync, constants as constants3, statSync } from "node:fs";
-import { delimiter, isAbsolute, join as join2 } from "node:path";
+import { delimiter, isAbsolute, join } from "node:path";
 function findOnPath(name, path = process.env.PATH ?? "") {
   if (isAbsolute(name)) return isExecutable(name) ? name : void 0;
   for (const dir of path.split(delimiter)) {
     if (dir === "") continue;
-    const candidate = join2(dir, name);
+    const candidate = join(dir, name);
     if (isExecutable(candidate)) return candidate;
   }
   return void 0;
@@ -34927,9 +34902,9 @@ function isExecutable(file) {
 }
 
 // src/exec/sandbox.ts
-import { mkdtempSync, readFileSync as readFileSync2, realpathSync as realpathSync2, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname as dirname3, isAbsolute as isAbsolute2, join as join3, resolve } from "node:path";
+import { dirname as dirname2, isAbsolute as isAbsolute2, join as join2, resolve } from "node:path";
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
 var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
 var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
@@ -35024,7 +34999,7 @@ done
 var SANDBOX_SETUP_FAILED = 125;
 function sandboxWasReady(readyFile) {
   try {
-    return readFileSync2(readyFile, "utf8") === "ready";
+    return readFileSync(readyFile, "utf8") === "ready";
   } catch {
     return false;
   }
@@ -35032,7 +35007,7 @@ function sandboxWasReady(readyFile) {
 var stage;
 function stageDir() {
   if (stage === void 0) {
-    const dir = mkdtempSync(join3(tmpdir(), "hillclimb-sandbox-"));
+    const dir = mkdtempSync(join2(tmpdir(), "hillclimb-sandbox-"));
     process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     stage = dir;
   }
@@ -35085,10 +35060,10 @@ function sandboxCommand(spec, command, args) {
   };
 }
 function programReadPaths(program) {
-  const dirs = /* @__PURE__ */ new Set([dirname3(program)]);
+  const dirs = /* @__PURE__ */ new Set([dirname2(program)]);
   try {
-    const real = realpathSync2(program);
-    dirs.add(dirname3(real));
+    const real = realpathSync(program);
+    dirs.add(dirname2(real));
     const at = real.indexOf("/node_modules/");
     if (at !== -1) dirs.add(real.slice(0, at + "/node_modules".length));
   } catch {
@@ -35100,7 +35075,7 @@ function outsideSystemDirs(dirs) {
 }
 function resolverReadPaths() {
   try {
-    return outsideSystemDirs([dirname3(realpathSync2("/etc/resolv.conf"))]);
+    return outsideSystemDirs([dirname2(realpathSync("/etc/resolv.conf"))]);
   } catch {
     return [];
   }
@@ -35125,6 +35100,29 @@ async function probe() {
   }
 }
 var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
+
+// src/project/python.ts
+import { existsSync, readFileSync as readFileSync2, realpathSync as realpathSync2, writeFileSync } from "node:fs";
+import { dirname as dirname3, join as join3 } from "node:path";
+var VENV_DIR = ".venv";
+function venvPython(root) {
+  return process.env.HILLCLIMB_PYTHON || join3(root, VENV_DIR, "bin", "python");
+}
+function interpreterReadPaths(python) {
+  const paths = /* @__PURE__ */ new Set();
+  const prefix = dirname3(dirname3(python));
+  paths.add(prefix);
+  const cfg = join3(prefix, "pyvenv.cfg");
+  if (existsSync(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync2(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname3(home));
+  }
+  try {
+    paths.add(dirname3(dirname3(realpathSync2(python))));
+  } catch {
+  }
+  return [...paths].filter((p) => p !== "/" && p !== "/usr");
+}
 
 // src/util/untrusted-files.ts
 import {

@@ -34001,7 +34001,7 @@ function configOverrides() {
 // src/actions/phase.ts
 import { resolve } from "node:path";
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 import { existsSync as existsSync3 } from "node:fs";
 import { join } from "node:path";
 
@@ -34047,7 +34047,7 @@ function readJson(path) {
   }
 }
 
-// src/loop/bundle.ts
+// src/loop/state/bundle.ts
 var EVIDENCE_FILE = "evidence.json";
 function iterationDirName(iteration) {
   return `i${String(iteration).padStart(3, "0")}`;

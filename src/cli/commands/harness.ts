@@ -4,8 +4,13 @@
  * `hillclimb profile` (one profiled run, summarized).
  */
 import type { Command } from 'commander';
-import { commentMeasurement, measureCommits, profileCommitSummary, testCommit } from '../../loop/manual.js';
-import { resolveConfigFile } from '../../loop/run.js';
+import {
+  commentMeasurement,
+  measureCommits,
+  profileCommitSummary,
+  testCommit,
+} from '../../loop/drivers/commits.js';
+import { resolveConfigFile } from '../../loop/drivers/run.js';
 import { headline } from '../../report/facts.js';
 import { formatSummary } from '../../report/trace-tables.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';

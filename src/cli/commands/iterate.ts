@@ -1,10 +1,10 @@
 /**
  * `hillclimb iterate <phase>`: one phase of one iteration (CI runs each phase in its own job, with
- * only the privileges it needs; see src/loop/phases.ts). `all` runs the whole iteration here.
+ * only the privileges it needs; see src/loop/drivers/phases.ts). `all` runs the whole iteration here.
  */
 import type { Command } from 'commander';
-import { PHASES, type Phase, runPhase } from '../../loop/phases.js';
-import { resolveConfigFile } from '../../loop/run.js';
+import { PHASES, type Phase, runPhase } from '../../loop/drivers/phases.js';
+import { resolveConfigFile } from '../../loop/drivers/run.js';
 import { ExitCode, HillclimbError } from '../../util/errors.js';
 import type { CliContext } from '../context.js';
 import { type LoopFlags, overridesFrom, withInterrupts } from './loop.js';

@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { ConfigOverrides } from '../../config/load.js';
-import { type LoopResult, resolveConfigFile, runLoop } from '../../loop/run.js';
+import { type LoopResult, resolveConfigFile, runLoop } from '../../loop/drivers/run.js';
 import { runTable } from '../../report/terminal.js';
 import type { CliContext } from '../context.js';
 

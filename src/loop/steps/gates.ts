@@ -12,11 +12,11 @@ import { recordIsolation } from '../../evidence/isolation.js';
 import { readJUnitXml } from '../../evidence/junit.js';
 import type { GateEvidence } from '../../evidence/record.js';
 import { errorMessage } from '../../util/errors.js';
-import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
-import { InfraFailure } from '../failures.js';
-import { jobId } from '../naming.js';
-import { candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { BundleFiles } from '../state/bundle.js';
+import { candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { InfraFailure } from './failures.js';
+import { jobId } from './naming.js';
 import type { Step, StepEnv, StepResult } from './step.js';
 
 const MINUTE_MS = 60_000;

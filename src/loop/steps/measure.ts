@@ -29,11 +29,11 @@ import {
 } from '../../stats/index.js';
 import { createRng } from '../../stats/random.js';
 import { errorMessage } from '../../util/errors.js';
-import { Bundle, BundleFiles, iterationDirName } from '../bundle.js';
 import type { LoopContext } from '../context.js';
-import { InfraFailure, Interrupted } from '../failures.js';
-import { jobId } from '../naming.js';
-import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../worktrees.js';
+import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
+import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { InfraFailure, Interrupted } from './failures.js';
+import { jobId } from './naming.js';
 import type { Step, StepEnv, StepResult } from './step.js';
 
 const MINUTE_MS = 60_000;

@@ -8,14 +8,14 @@ import { join, resolve } from 'node:path';
 import { fillCommand } from '../../config/command.js';
 import { displayCommand } from '../../exec/exec.js';
 import { writeFileAtomic } from '../../util/files.js';
-import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
-import { championMeasurement, readHistory } from '../history.js';
-import { recentLogEntries } from '../log-file.js';
-import { loadDirectives, type PromptVars, renderPrompt } from '../prompt.js';
-import { hotspotTable } from '../prompt-context.js';
-import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { BundleFiles } from '../state/bundle.js';
+import { championMeasurement, readHistory } from '../state/history.js';
+import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { recentLogEntries } from './log-file.js';
 import { championProfile, knownProfileSummary } from './profile.js';
+import { loadDirectives, type PromptVars, renderPrompt } from './prompt.js';
+import { hotspotTable } from './prompt-context.js';
 import type { Step } from './step.js';
 
 export const prepareStep: Step = {

@@ -19,11 +19,11 @@ import { summarizeTracePath } from '../../trace/from-path.js';
 import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../trace/types.js';
 import { errorMessage } from '../../util/errors.js';
 import { readJson, writeJsonAtomic } from '../../util/files.js';
-import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
-import { InfraFailure, Interrupted } from '../failures.js';
-import { jobId } from '../naming.js';
-import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../worktrees.js';
+import { BundleFiles } from '../state/bundle.js';
+import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { InfraFailure, Interrupted } from './failures.js';
+import { jobId } from './naming.js';
 import type { Step } from './step.js';
 
 const MINUTE_MS = 60_000;

@@ -23,11 +23,11 @@ import { writeFileAtomic } from '../../util/files.js';
 import { copyPlainTree } from '../../util/untrusted-files.js';
 import { readAgentHead, snapshotTree } from '../../workspace/agent-tree.js';
 import { HARNESS_IDENTITY } from '../../workspace/git.js';
-import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
-import { InfraFailure } from '../failures.js';
-import { candidateRef, iterationBranch } from '../naming.js';
-import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../worktrees.js';
+import { BundleFiles } from '../state/bundle.js';
+import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { InfraFailure } from './failures.js';
+import { candidateRef, iterationBranch } from './naming.js';
 import { AGENT_RESULT_NAME } from './prepare.js';
 import type { Step } from './step.js';
 

@@ -18,9 +18,9 @@ import { perfettoLinkFor } from '../../store/perfetto.js';
 import type { Store } from '../../store/store.js';
 import { HillclimbError } from '../../util/errors.js';
 import { writeFileAtomic } from '../../util/files.js';
-import { type Bundle, BundleFiles, iterationDirName } from '../bundle.js';
 import type { LoopContext } from '../context.js';
-import { readHistory } from '../history.js';
+import { type Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
+import { readHistory } from '../state/history.js';
 import type { Step, StepResult } from './step.js';
 
 /** The key of hillclimb's sticky comment (one per PR). */

@@ -11,9 +11,9 @@ import { evidenceLoader } from '../../report/log-evidence.js';
 import { formatProblem, lintLog } from '../../report/log-lint.js';
 import { writeFileAtomic } from '../../util/files.js';
 import { HARNESS_IDENTITY } from '../../workspace/git.js';
-import { BundleFiles } from '../bundle.js';
 import type { LoopContext } from '../context.js';
-import { appendHistory, historyRow, readHistory } from '../history.js';
+import { BundleFiles } from '../state/bundle.js';
+import { appendHistory, historyRow, readHistory } from '../state/history.js';
 import { shareProfileSummary } from './profile.js';
 import type { Step } from './step.js';
 

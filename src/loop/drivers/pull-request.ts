@@ -15,25 +15,26 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig, selectTarget } from '../config/load.js';
-import type { HistoryRow } from '../evidence/history-row.js';
-import type { IterationEvidence } from '../evidence/record.js';
-import { EVIDENCE_SCHEMA } from '../evidence/record.js';
-import { packageVersion } from '../project/root.js';
-import { renderComment } from '../report/comment.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import { appendLineDurable, readJsonLines, writeFileAtomic } from '../util/files.js';
-import { Git } from '../workspace/git.js';
+import { loadConfig, selectTarget } from '../../config/load.js';
+import type { HistoryRow } from '../../evidence/history-row.js';
+import type { IterationEvidence } from '../../evidence/record.js';
+import { EVIDENCE_SCHEMA } from '../../evidence/record.js';
+import { packageVersion } from '../../project/root.js';
+import { renderComment } from '../../report/comment.js';
+import { ExitCode, HillclimbError } from '../../util/errors.js';
+import { appendLineDurable, readJsonLines, writeFileAtomic } from '../../util/files.js';
+import { Git } from '../../workspace/git.js';
+import { configHash, defaultHost, runDirOf, stateDirOf } from '../context.js';
 import {
   attestBundle,
   localAttestationFile,
   parseAttestation,
   writeLocalAttestation,
-} from './attestation.js';
-import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
-import { configHash, defaultHost, runDirOf, stateDirOf } from './context.js';
-import { historyRow } from './history.js';
-import { candidateRef } from './naming.js';
+} from '../state/attestation.js';
+import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
+import { historyRow } from '../state/history.js';
+import { candidateRef } from '../steps/naming.js';
+import { STICKY_KEY, storeBundle } from '../steps/publish.js';
 import {
   fullSha,
   type OpenPhase,
@@ -42,7 +43,6 @@ import {
   type PhaseResult,
   runPhase,
 } from './phases.js';
-import { STICKY_KEY, storeBundle } from './steps/publish.js';
 import { acceptBundle } from './trust.js';
 
 export interface ExternalChange {

@@ -4,9 +4,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IterationEvidence } from '../../src/evidence/record.js';
-import { CLI, tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo } from './toy-repo.js';
+import type { IterationEvidence } from '../../../src/evidence/record.js';
+import { CLI, tempDir } from '../../helpers/paths.js';
+import { gitIn, makeToyRepo } from '../toy-repo.js';
 
 const run = promisify(execFile);
 const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();

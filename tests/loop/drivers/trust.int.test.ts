@@ -6,11 +6,11 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IterationEvidence } from '../../src/evidence/record.js';
-import { runPhase } from '../../src/loop/phases.js';
-import { memoryLogger } from '../../src/util/log.js';
-import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+import type { IterationEvidence } from '../../../src/evidence/record.js';
+import { runPhase } from '../../../src/loop/drivers/phases.js';
+import { memoryLogger } from '../../../src/util/log.js';
+import { tempDir } from '../../helpers/paths.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES } from '../toy-repo.js';
 
 const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
 const RUN = 'trust-run';

@@ -1,7 +1,7 @@
 /** Names the loop gives things: branches, refs and job ids, all derived from the run and iteration. */
-import { loopBranchName } from '../workspace/branch-name.js';
-import { iterationDirName } from './bundle.js';
-import type { LoopContext } from './context.js';
+import { loopBranchName } from '../../workspace/branch-name.js';
+import type { LoopContext } from '../context.js';
+import { iterationDirName } from '../state/bundle.js';
 
 /** The PR branch of an iteration, e.g. hillclimb/gdn/20261121-234512-a3f9/i003. */
 export function iterationBranch(ctx: LoopContext, iteration: number): string {

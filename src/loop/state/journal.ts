@@ -6,8 +6,8 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { HillclimbError } from '../util/errors.js';
-import { appendLineDurable, readJsonLines } from '../util/files.js';
+import { HillclimbError } from '../../util/errors.js';
+import { appendLineDurable, readJsonLines } from '../../util/files.js';
 
 export type RunEndReason = 'completed' | 'failure-budget' | 'stuck' | 'interrupted' | 'fatal';
 

@@ -2,10 +2,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { recentLogEntries } from '../../src/loop/log-file.js';
-import { appendLogEntry, headingNumbers, renderLogEntry } from '../../src/report/log-entry.js';
-import { REPO_ROOT } from '../helpers/paths.js';
-import { IMPROVED, measured, noOp } from '../report/builders.js';
+import { recentLogEntries } from '../../../src/loop/steps/log-file.js';
+import { appendLogEntry, headingNumbers, renderLogEntry } from '../../../src/report/log-entry.js';
+import { REPO_ROOT } from '../../helpers/paths.js';
+import { IMPROVED, measured, noOp } from '../../report/builders.js';
 
 describe('recentLogEntries', () => {
   it('returns the last n entries the writer appended, oldest first', () => {

@@ -4,11 +4,11 @@
  * agent's program, and the project interpreter the CPU gate runs on this machine.
  */
 import { existsSync } from 'node:fs';
-import { checkAgentInstalled } from '../agent/factory.js';
-import { usesPlaceholder } from '../config/command.js';
-import type { HillclimbConfig, TargetConfig } from '../config/types.js';
-import { venvPython } from '../project/python.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
+import { checkAgentInstalled } from '../../agent/factory.js';
+import { usesPlaceholder } from '../../config/command.js';
+import type { HillclimbConfig, TargetConfig } from '../../config/types.js';
+import { venvPython } from '../../project/python.js';
+import { ExitCode, HillclimbError } from '../../util/errors.js';
 
 export interface PreflightNeeds {
   /** The agent will be asked to propose. */

@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { directivePresets, loadDirectives, type PromptVars, renderPrompt } from '../../src/loop/prompt.js';
-import { REPO_ROOT } from '../helpers/paths.js';
+import {
+  directivePresets,
+  loadDirectives,
+  type PromptVars,
+  renderPrompt,
+} from '../../../src/loop/steps/prompt.js';
+import { REPO_ROOT } from '../../helpers/paths.js';
 
 const VARS: PromptVars = {
   iteration: '3',

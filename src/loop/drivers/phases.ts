@@ -13,19 +13,16 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildAgent } from '../agent/factory.js';
-import type { Backend } from '../compute/backend.js';
-import { buildBackend, buildCpuBackend } from '../compute/factory.js';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import type { IterationEvidence, StepName } from '../evidence/record.js';
-import { STEPS } from '../evidence/record.js';
-import { buildForge } from '../forge/factory.js';
-import { packageVersion } from '../project/root.js';
-import { buildStore } from '../store/factory.js';
-import type { Store } from '../store/store.js';
-import { ExitCode, errorMessage, HillclimbError, isHillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Git } from '../workspace/git.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
+import type { IterationEvidence, StepName } from '../../evidence/record.js';
+import { STEPS } from '../../evidence/record.js';
+import { buildStore } from '../../store/factory.js';
+import type { Store } from '../../store/store.js';
+import { ExitCode, errorMessage, HillclimbError, isHillclimbError } from '../../util/errors.js';
+import type { Logger } from '../../util/log.js';
+import { Git } from '../../workspace/git.js';
+import { type LoopContext, runDirOf, stateDirOf } from '../context.js';
+import { type OpenLoopContext, openLoopContext } from '../open-context.js';
 import {
   type Attestation,
   attestBundle,
@@ -33,21 +30,11 @@ import {
   parseAttestation,
   readLocalAttestation,
   writeLocalAttestation,
-} from './attestation.js';
-import { Bundle, BundleFiles, iterationDirName } from './bundle.js';
-import {
-  configHash,
-  currentJobId,
-  defaultHost,
-  type LoopContext,
-  NO_AGENT,
-  realSleep,
-  runDirOf,
-  stateDirOf,
-} from './context.js';
-import { historyFile, readHistory } from './history.js';
-import { newEvidence, runIterationSteps } from './iteration.js';
-import { candidateRef } from './naming.js';
+} from '../state/attestation.js';
+import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
+import { historyFile, readHistory } from '../state/history.js';
+import { newEvidence, runIterationSteps } from '../steps/iteration.js';
+import { candidateRef } from '../steps/naming.js';
 import { preflight } from './preflight.js';
 import { acceptBundle, quarantineBundle } from './trust.js';
 
@@ -122,20 +109,19 @@ export interface PhaseResult {
   attestation?: Attestation;
 }
 
-/** A phase's context: the loop context, the iteration's bundle, and what closes it (worktrees). */
-export interface OpenPhase {
-  ctx: LoopContext;
+/** A phase's context: the loop context, the iteration's bundle, and what opens and closes it. */
+export interface OpenPhase extends OpenLoopContext {
   bundle: Bundle;
   /** The bundle's evidence as it was when the phase opened (undefined: no bundle yet). */
   existing: IterationEvidence | undefined;
   /** What quarantining a bundle made elsewhere left out ("path: why"). */
   refused: string[];
-  close(): Promise<void>;
 }
 
 /**
- * Everything a phase of one iteration works with, built once from the config: the backends picked by
- * config (an agent only for propose), the repository, the store's history pulled in.
+ * Everything a phase of one iteration works with, built once from the config: the loop context for the
+ * phase's steps (an agent only for propose), the store's history pulled in, and the iteration's bundle —
+ * one made elsewhere copied to plain files before anything in it is read (trust.ts).
  */
 export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenPhase> {
   const config = loadConfig(opts.configFile, opts.overrides);
@@ -147,130 +133,88 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     dryRun: opts.dryRun,
   });
   const stateDir = stateDirOf(config);
-  const runDir = runDirOf(stateDir, opts.runId);
-  const bundle = new Bundle(join(runDir, iterationDirName(opts.iteration)));
-  const git = await Git.create(config.root, { logger: opts.logger });
+  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   await pullHistory(store, stateDir, target.name);
 
-  const backend = buildBackend(config, {
-    root: config.root,
-    logger: opts.logger,
-    runId: opts.runId,
-    dryRun: opts.dryRun,
-  });
-  const cpuBackend: Backend = buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend);
-  // A bundle another job made is copied to plain files before anything in it is read (trust.ts).
   const refused = takesOver(phase) && existsSync(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : undefined;
-  const ctx: LoopContext = {
-    config,
+  const opened = await openLoopContext(config, {
     target,
-    root: config.root,
-    stateDir,
     runId: opts.runId,
-    runDir,
+    steps,
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations:
       opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
-    git,
-    backend,
-    cpuBackend,
-    agent: PHASE_STEPS[phase].includes('propose')
-      ? buildAgent(config, { root: config.root, logger: opts.logger })
-      : NO_AGENT,
-    forge: buildForge(config, { root: config.root, logger: opts.logger }),
-    store,
+    // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
+    prepareMayProfile: phase === 'all',
     logger: opts.logger,
     progress: (line) =>
       (opts.progress ?? opts.logger.info)(`[${iterationDirName(opts.iteration)} ${target.name}] ${line}`),
-    signal: opts.signal ?? new AbortController().signal,
-    configHash: configHash(config),
-    hillclimbVersion: packageVersion(),
-    host: defaultHost(),
-    sleep: realSleep,
-    // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
-    prepareMayProfile: phase === 'all',
-    job: currentJobId(),
+    ...(opts.signal ? { signal: opts.signal } : {}),
     dryRun: Boolean(opts.dryRun),
-  };
-
-  return {
-    ctx,
-    bundle,
-    existing,
-    refused,
-    close: () => git.close().catch((e: unknown) => opts.logger.warn(`remove worktrees: ${errorMessage(e)}`)),
-  };
+    store,
+  });
+  return { ...opened, bundle, existing, refused };
 }
 
 /** Run one phase of one iteration. Idempotent: finished steps are skipped. */
 export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
-  const { ctx, bundle, existing, refused, close } = await openPhase(phase, opts);
-  const { stateDir, target, git, backend, cpuBackend, store } = ctx;
+  const { ctx, bundle, existing, refused, openBackends, close } = await openPhase(phase, opts);
+  const { stateDir, target, git, store } = ctx;
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
-  if (!existing) {
-    if (takesOver(phase)) {
-      throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
-        hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
-        exitCode: ExitCode.badInput,
-      });
-    }
-    const fromHistory = championFromHistory(stateDir, target.name);
-    const base = opts.base ?? fromHistory?.commit ?? (await git.head());
-    const commit = await git.revParse(base);
-    const branch = fromHistory?.commit === commit ? fromHistory.branch : undefined;
-    bundle.save(
-      newEvidence(ctx, { iteration: opts.iteration, base: { commit, ...(branch ? { branch } : {}) } }),
-    );
-  }
-  if (existing && takesOver(phase)) {
-    // Made by another job, or by an earlier phase here: believed only as far as an attestation vouches.
-    const local = readLocalAttestation(trustFile);
-    const trustedBase = opts.base ?? local?.champion;
-    const fromHistory = championFromHistory(stateDir, target.name);
-    await acceptBundle(ctx, bundle, phase, {
-      iteration: opts.iteration,
-      refused,
-      trustedBase,
-      // The PR base of a stacked iteration: the champion's branch, from the shared history only.
-      trustedBranch:
-        fromHistory?.branch && trustedBase && fromHistory.commit === (await git.revParse(trustedBase))
-          ? fromHistory.branch
-          : undefined,
-      attestations: [
-        opts.attestation !== undefined ? parseAttestation(opts.attestation, 'input attestation') : undefined,
-        local,
-      ],
-      ...(opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, 'pinned source') } : {}),
-    });
-  } else {
-    await ensureCandidateCommits(git, bundle, ctx.runId, opts.iteration);
-  }
-
-  // Open only what the phase uses: the CPU gate runs on this machine, so its job never allocates a TPU.
-  const uses = (names: readonly StepName[]) => phase === 'all' || steps.some((s) => names.includes(s));
-  const opened = [
-    ...(uses(['accelerator-gate', 'measure', 'profile']) ? [backend] : []),
-    ...(uses(['cpu-gate']) && !(uses(['accelerator-gate', 'measure', 'profile']) && cpuBackend === backend)
-      ? [cpuBackend]
-      : []),
-  ];
   try {
-    for (const b of opened) await b.open();
+    if (!existing) {
+      if (takesOver(phase)) {
+        throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
+          hint: `run the propose phase first, or download the iteration's bundle artifact into ${bundle.dir}`,
+          exitCode: ExitCode.badInput,
+        });
+      }
+      const fromHistory = championFromHistory(stateDir, target.name);
+      const base = opts.base ?? fromHistory?.commit ?? (await git.head());
+      const commit = await git.revParse(base);
+      const branch = fromHistory?.commit === commit ? fromHistory.branch : undefined;
+      bundle.save(
+        newEvidence(ctx, { iteration: opts.iteration, base: { commit, ...(branch ? { branch } : {}) } }),
+      );
+    }
+    if (existing && takesOver(phase)) {
+      // Made by another job, or by an earlier phase here: believed only as far as an attestation vouches.
+      const local = readLocalAttestation(trustFile);
+      const trustedBase = opts.base ?? local?.champion;
+      const fromHistory = championFromHistory(stateDir, target.name);
+      await acceptBundle(ctx, bundle, phase, {
+        iteration: opts.iteration,
+        refused,
+        trustedBase,
+        // The PR base of a stacked iteration: the champion's branch, from the shared history only.
+        trustedBranch:
+          fromHistory?.branch && trustedBase && fromHistory.commit === (await git.revParse(trustedBase))
+            ? fromHistory.branch
+            : undefined,
+        attestations: [
+          opts.attestation !== undefined
+            ? parseAttestation(opts.attestation, 'input attestation')
+            : undefined,
+          local,
+        ],
+        ...(opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, 'pinned source') } : {}),
+      });
+    } else {
+      await ensureCandidateCommits(git, bundle, ctx.runId, opts.iteration);
+    }
+
+    // Only now, with the bundle accepted, open what the phase's steps use: a CPU-gate job allocates no TPU.
+    await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, undefined, { only: steps });
     if (steps.includes('record') && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
     const attestation = attest(ctx, bundle, evidence, phase);
     writeLocalAttestation(trustFile, attestation);
     return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
   } finally {
-    for (const b of opened) {
-      await b
-        .close()
-        .catch((e: unknown) => opts.logger.warn(`release ${b.name} compute: ${errorMessage(e)}`));
-    }
     await close();
   }
 }

@@ -6,9 +6,9 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { EVIDENCE_SCHEMA, type IterationEvidence, type StepName } from '../evidence/record.js';
-import { HillclimbError } from '../util/errors.js';
-import { readJson, writeJsonAtomic } from '../util/files.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence, type StepName } from '../../evidence/record.js';
+import { HillclimbError } from '../../util/errors.js';
+import { readJson, writeJsonAtomic } from '../../util/files.js';
 
 export const EVIDENCE_FILE = 'evidence.json';
 

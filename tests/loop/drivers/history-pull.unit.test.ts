@@ -1,9 +1,9 @@
 // The shared history is what says which commit is the champion: a store that cannot be read must stop
 // the phase with its reason, never let it start silently from HEAD.
 import { describe, expect, it } from 'vitest';
-import { pullHistory } from '../../src/loop/phases.js';
-import type { Store } from '../../src/store/store.js';
-import { HillclimbError } from '../../src/util/errors.js';
+import { pullHistory } from '../../../src/loop/drivers/phases.js';
+import type { Store } from '../../../src/store/store.js';
+import { HillclimbError } from '../../../src/util/errors.js';
 
 describe('pullHistory', () => {
   it('fails with the store’s reason and hint when the store cannot be read', async () => {

@@ -5,9 +5,9 @@
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Git } from '../workspace/git.js';
+import { Git } from '../../workspace/git.js';
+import type { LoopContext } from '../context.js';
 import { iterationDirName } from './bundle.js';
-import type { LoopContext } from './context.js';
 
 export function candidateWorktreePath(ctx: LoopContext, iteration: number): string {
   return join(ctx.runDir, 'worktrees', iterationDirName(iteration));

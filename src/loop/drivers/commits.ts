@@ -4,32 +4,18 @@
  * the loop, so a number means the same thing wherever it was produced.
  */
 import { join } from 'node:path';
-import { buildBackend, buildCpuBackend } from '../compute/factory.js';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../config/load.js';
-import type { IterationEvidence, StepName } from '../evidence/record.js';
-import { buildForge } from '../forge/factory.js';
-import { packageVersion } from '../project/root.js';
-import { buildStore } from '../store/factory.js';
-import { errorMessage } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Git } from '../workspace/git.js';
-import { matchAny } from '../workspace/glob.js';
-import { Bundle, BundleFiles } from './bundle.js';
-import {
-  configHash,
-  currentJobId,
-  defaultHost,
-  type LoopContext,
-  NO_AGENT,
-  realSleep,
-  runDirOf,
-  stateDirOf,
-} from './context.js';
-import { prepareExternalChange, publishToPullRequest } from './external.js';
-import { newEvidence, runIterationSteps } from './iteration.js';
-import { newRunId } from './journal.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
+import type { IterationEvidence, StepName } from '../../evidence/record.js';
+import type { Logger } from '../../util/log.js';
+import { matchAny } from '../../workspace/glob.js';
+import type { LoopContext } from '../context.js';
+import { openLoopContext } from '../open-context.js';
+import { Bundle, BundleFiles } from '../state/bundle.js';
+import { newRunId } from '../state/journal.js';
+import { newEvidence, runIterationSteps } from '../steps/iteration.js';
+import { championProfile, type ProfileResult } from '../steps/profile.js';
 import type { PhaseOptions } from './phases.js';
-import { championProfile, type ProfileResult } from './steps/profile.js';
+import { prepareExternalChange, publishToPullRequest } from './pull-request.js';
 
 export interface ManualOptions {
   configFile: string;
@@ -41,58 +27,33 @@ export interface ManualOptions {
   dryRun?: boolean;
 }
 
-async function manualContext(opts: ManualOptions, runId: string): Promise<LoopContext> {
-  const config = loadConfig(opts.configFile, opts.overrides);
-  const target = selectTarget(config, opts.target);
-  const stateDir = stateDirOf(config);
-  const backend = buildBackend(config, {
-    root: config.root,
-    logger: opts.logger,
-    runId,
-    dryRun: opts.dryRun,
-  });
-  return {
-    config,
-    target,
-    root: config.root,
-    stateDir,
-    runId,
-    runDir: runDirOf(stateDir, runId),
-    runStartedAt: new Date().toISOString(),
-    totalIterations: 1,
-    git: await Git.create(config.root, { logger: opts.logger }),
-    backend,
-    cpuBackend: buildCpuBackend(config, { root: config.root, logger: opts.logger }, backend),
-    agent: NO_AGENT,
-    forge: buildForge(config, { root: config.root, logger: opts.logger }),
-    store: buildStore(config, { root: config.root, logger: opts.logger }),
-    logger: opts.logger,
-    progress: opts.progress ?? ((l) => opts.logger.info(l)),
-    signal: opts.signal ?? new AbortController().signal,
-    configHash: configHash(config),
-    hillclimbVersion: packageVersion(),
-    host: defaultHost(),
-    sleep: realSleep,
-    prepareMayProfile: true,
-    job: currentJobId(),
-    dryRun: Boolean(opts.dryRun),
-  };
-}
-
+/**
+ * Run `fn` in a loop context for one manual iteration that runs `steps` (no agent): the backends those
+ * steps use are open while it runs and released after, whatever happens.
+ */
 async function withContext<T>(
   opts: ManualOptions,
   runId: string,
+  steps: readonly StepName[],
   fn: (ctx: LoopContext) => Promise<T>,
 ): Promise<T> {
-  const ctx = await manualContext(opts, runId);
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const { ctx, openBackends, close } = await openLoopContext(config, {
+    target: selectTarget(config, opts.target),
+    runId,
+    steps,
+    totalIterations: 1,
+    prepareMayProfile: true,
+    logger: opts.logger,
+    progress: opts.progress ?? ((l) => opts.logger.info(l)),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    dryRun: Boolean(opts.dryRun),
+  });
   try {
-    await ctx.backend.open();
-    if (ctx.cpuBackend !== ctx.backend) await ctx.cpuBackend.open();
+    await openBackends();
     return await fn(ctx);
   } finally {
-    await ctx.backend.close().catch((e: unknown) => opts.logger.warn(`release compute: ${errorMessage(e)}`));
-    if (ctx.cpuBackend !== ctx.backend) await ctx.cpuBackend.close().catch(() => undefined);
-    await ctx.git.close().catch(() => undefined);
+    await close();
   }
 }
 
@@ -131,7 +92,13 @@ export async function measureCommits(
     source: `hillclimb measure ${opts.base}..${opts.head}`,
     guard: false,
   });
-  return withContext(opts, runId, async (ctx) => {
+  const steps: StepName[] = [
+    ...(opts.gates ?? []),
+    'measure',
+    ...(opts.noProfile ? [] : (['profile'] as StepName[])),
+    'decide',
+  ];
+  return withContext(opts, runId, steps, async (ctx) => {
     const bundle = new Bundle(prepared.bundleDir);
     const ev = bundle.load();
     // A change to the protected harness measures each arm with a different yardstick: say so.
@@ -145,12 +112,6 @@ export async function measureCommits(
       ];
       bundle.save(ev);
     }
-    const steps: StepName[] = [
-      ...(opts.gates ?? []),
-      'measure',
-      ...(opts.noProfile ? [] : (['profile'] as StepName[])),
-      'decide',
-    ];
     const evidence = await runIterationSteps(ctx, bundle, undefined, { only: steps });
     return { evidence, bundleDir: bundle.dir };
   });
@@ -182,7 +143,7 @@ export async function testCommit(
   opts: GateOptions,
 ): Promise<{ evidence: IterationEvidence; bundleDir: string }> {
   const runId = `manual-${newRunId()}`;
-  return withContext(opts, runId, async (ctx) => {
+  return withContext(opts, runId, [opts.gate], async (ctx) => {
     const commit = await ctx.git.revParse(opts.ref);
     const bundle = new Bundle(join(ctx.runDir, 'i001'));
     const ev = newEvidence(ctx, { iteration: 1, base: { commit } });
@@ -202,7 +163,7 @@ export async function testCommit(
 
 /** Profile one commit and return its trace summary (cached like the loop's champion profiles). */
 export async function profileCommitSummary(opts: ManualOptions & { ref: string }): Promise<ProfileResult> {
-  return withContext(opts, `manual-${newRunId()}`, async (ctx) =>
+  return withContext(opts, `manual-${newRunId()}`, ['profile'], async (ctx) =>
     championProfile(ctx, await ctx.git.revParse(opts.ref)),
   );
 }

@@ -16,18 +16,18 @@
  *   path guard and static scan run again on it.
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
-import { unverifiedReasons } from '../evidence/isolation.js';
-import { type IterationEvidence, STEPS, type StepName } from '../evidence/record.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import { writeFileAtomic } from '../util/files.js';
-import { copyPlainTree } from '../util/untrusted-files.js';
-import { CandidateRefused } from '../workspace/git.js';
-import { type Attestation, bundleDigest } from './attestation.js';
-import { type Bundle, BundleFiles } from './bundle.js';
-import type { LoopContext } from './context.js';
-import { candidateRef, iterationBranch } from './naming.js';
+import { unverifiedReasons } from '../../evidence/isolation.js';
+import { type IterationEvidence, STEPS, type StepName } from '../../evidence/record.js';
+import { ExitCode, HillclimbError } from '../../util/errors.js';
+import { writeFileAtomic } from '../../util/files.js';
+import { copyPlainTree } from '../../util/untrusted-files.js';
+import { CandidateRefused } from '../../workspace/git.js';
+import type { LoopContext } from '../context.js';
+import { type Attestation, bundleDigest } from '../state/attestation.js';
+import { type Bundle, BundleFiles } from '../state/bundle.js';
+import { guardStep } from '../steps/guard.js';
+import { candidateRef, iterationBranch } from '../steps/naming.js';
 import type { TakeoverPhase } from './phases.js';
-import { guardStep } from './steps/guard.js';
 
 /** Steps whose results each phase recomputes (and so must not inherit from an untrusted bundle). */
 const PRODUCED_BY: Readonly<Record<TakeoverPhase, readonly StepName[]>> = {

@@ -5,23 +5,23 @@
  * Infrastructure failures are retried with exponential backoff; when retries run out the iteration ends
  * in `error` (or, for record and publish, the step is marked failed and retried on resume).
  */
-import { EVIDENCE_SCHEMA, type IterationEvidence, STEPS, type StepName } from '../evidence/record.js';
-import { errorMessage, isHillclimbError } from '../util/errors.js';
-import type { Bundle } from './bundle.js';
-import { stepFinished } from './bundle.js';
-import type { LoopContext } from './context.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence, STEPS, type StepName } from '../../evidence/record.js';
+import { errorMessage, isHillclimbError } from '../../util/errors.js';
+import type { LoopContext } from '../context.js';
+import type { Bundle } from '../state/bundle.js';
+import { stepFinished } from '../state/bundle.js';
+import type { Journal } from '../state/journal.js';
+import { decideStep } from './decide.js';
 import { backoffMs, InfraFailure, Interrupted } from './failures.js';
-import type { Journal } from './journal.js';
-import { decideStep } from './steps/decide.js';
-import { acceleratorGateStep, cpuGateStep } from './steps/gates.js';
-import { guardStep } from './steps/guard.js';
-import { measureStep } from './steps/measure.js';
-import { prepareStep } from './steps/prepare.js';
-import { profileStep } from './steps/profile.js';
-import { proposeStep } from './steps/propose.js';
-import { publishStep } from './steps/publish.js';
-import { recordStep } from './steps/record.js';
-import type { Step, StepResult } from './steps/step.js';
+import { acceleratorGateStep, cpuGateStep } from './gates.js';
+import { guardStep } from './guard.js';
+import { measureStep } from './measure.js';
+import { prepareStep } from './prepare.js';
+import { profileStep } from './profile.js';
+import { proposeStep } from './propose.js';
+import { publishStep } from './publish.js';
+import { recordStep } from './record.js';
+import type { Step, StepResult } from './step.js';
 
 export const STEP_IMPLS: Readonly<Record<StepName, Step>> = {
   prepare: prepareStep,
