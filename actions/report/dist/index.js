@@ -23039,50 +23039,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative5, options2, skipNormalization) {
+    function resolveComponent(base, relative6, options2, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse3(serialize(base, options2), options2);
-        relative5 = parse3(serialize(relative5, options2), options2);
+        relative6 = parse3(serialize(relative6, options2), options2);
       }
       options2 = options2 || {};
-      if (!options2.tolerant && relative5.scheme) {
-        target.scheme = relative5.scheme;
-        target.userinfo = relative5.userinfo;
-        target.host = relative5.host;
-        target.port = relative5.port;
-        target.path = removeDotSegments(relative5.path || "");
-        target.query = relative5.query;
+      if (!options2.tolerant && relative6.scheme) {
+        target.scheme = relative6.scheme;
+        target.userinfo = relative6.userinfo;
+        target.host = relative6.host;
+        target.port = relative6.port;
+        target.path = removeDotSegments(relative6.path || "");
+        target.query = relative6.query;
       } else {
-        if (relative5.userinfo !== void 0 || relative5.host !== void 0 || relative5.port !== void 0) {
-          target.userinfo = relative5.userinfo;
-          target.host = relative5.host;
-          target.port = relative5.port;
-          target.path = removeDotSegments(relative5.path || "");
-          target.query = relative5.query;
+        if (relative6.userinfo !== void 0 || relative6.host !== void 0 || relative6.port !== void 0) {
+          target.userinfo = relative6.userinfo;
+          target.host = relative6.host;
+          target.port = relative6.port;
+          target.path = removeDotSegments(relative6.path || "");
+          target.query = relative6.query;
         } else {
-          if (!relative5.path) {
+          if (!relative6.path) {
             target.path = base.path;
-            if (relative5.query !== void 0) {
-              target.query = relative5.query;
+            if (relative6.query !== void 0) {
+              target.query = relative6.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative5.path[0] === "/") {
-              target.path = removeDotSegments(relative5.path);
+            if (relative6.path[0] === "/") {
+              target.path = removeDotSegments(relative6.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative5.path;
+                target.path = "/" + relative6.path;
               } else if (!base.path) {
-                target.path = relative5.path;
+                target.path = relative6.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative5.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative6.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative5.query;
+            target.query = relative6.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -23090,7 +23090,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative5.fragment;
+      target.fragment = relative6.fragment;
       return target;
     }
     function equal(uriA, uriB, options2) {
@@ -38983,8 +38983,8 @@ var Bundle = class {
     this.dir = dir;
   }
   dir;
-  path(relative5) {
-    return join(this.dir, relative5);
+  path(relative6) {
+    return join(this.dir, relative6);
   }
   exists() {
     return existsSync3(this.path(EVIDENCE_FILE));
@@ -40367,13 +40367,13 @@ function value(x, unit) {
 }
 function changeText(key, c) {
   const metric = LEVEL_METRICS[key];
-  const relative5 = c.ratio !== null && c.ci !== null ? formatMetricChange(c.ratio, c.ci, metric.direction) : void 0;
+  const relative6 = c.ratio !== null && c.ci !== null ? formatMetricChange(c.ratio, c.ci, metric.direction) : void 0;
   if (metric.unit === "MFU") {
     if (c.a === null || c.b === null) return EM_DASH;
     const pp = formatMfuDelta(c.a, c.b);
-    return relative5 ? `${pp} (${relative5})` : pp;
+    return relative6 ? `${pp} (${relative6})` : pp;
   }
-  return relative5 ?? EM_DASH;
+  return relative6 ?? EM_DASH;
 }
 function beforeAfterText(key, c) {
   const unit = LEVEL_METRICS[key].unit;
@@ -40467,8 +40467,8 @@ function modelMfuHeadline(evidence) {
   const c = levels?.model?.mfu;
   if (!levels || !c || c.a === null || c.b === null) return void 0;
   const vs = levels.peak?.source === "measured" ? " vs measured matmul peak" : "";
-  const relative5 = c.ratio !== null && c.ci !== null ? `, ${formatMetricChange(c.ratio, c.ci, "higher")}` : "";
-  return `model MFU ${formatMfu(c.a)} \u2192 ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)}${relative5})${vs}`;
+  const relative6 = c.ratio !== null && c.ci !== null ? `, ${formatMetricChange(c.ratio, c.ci, "higher")}` : "";
+  return `model MFU ${formatMfu(c.a)} \u2192 ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)}${relative6})${vs}`;
 }
 
 // src/report/facts.ts
@@ -44966,7 +44966,7 @@ function getAgentTypes() {
 import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readdirSync as readdirSync5, rmSync as rmSync6 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync13, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readdirSync as readdirSync6, rmSync as rmSync6 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname14, join as join16, resolve as resolve9 } from "node:path";
 
@@ -44987,8 +44987,8 @@ function usesPlaceholder(args, name) {
 }
 
 // src/env/python.ts
-import { existsSync as existsSync12, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
-import { dirname as dirname12, join as join14 } from "node:path";
+import { existsSync as existsSync12, readdirSync as readdirSync5, readFileSync as readFileSync10, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
+import { dirname as dirname12, join as join14, relative as relative4 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
   return process.env.HILLCLIMB_PYTHON || join14(root, VENV_DIR, "bin", "python");
@@ -45156,7 +45156,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync5(dir);
+      return readdirSync6(dir);
     } catch {
       return [];
     }
@@ -46436,7 +46436,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync14, readdirSync as readdirSync6, readFileSync as readFileSync12, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync8 } from "node:fs";
+import { mkdirSync as mkdirSync14, readdirSync as readdirSync7, readFileSync as readFileSync12, renameSync as renameSync2, rmSync as rmSync9, writeFileSync as writeFileSync8 } from "node:fs";
 import { join as join19 } from "node:path";
 function tpuStateDir(stateDir) {
   return join19(stateDir, "tpu");
@@ -46453,7 +46453,7 @@ function writeRecord(dir, record2) {
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync6(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync7(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
@@ -52350,7 +52350,7 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync15, readdirSync as readdirSync7, rmSync as rmSync11 } from "node:fs";
+import { existsSync as existsSync15, readdirSync as readdirSync8, rmSync as rmSync11 } from "node:fs";
 import { join as join21 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
@@ -52409,7 +52409,7 @@ var LocalRecords = class {
 };
 function numberedJson(dir) {
   if (!existsSync15(dir)) return [];
-  return readdirSync7(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+  return readdirSync8(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
     const file = join21(dir, `${n}.json`);
     try {
       return [readJson(file)];
@@ -52715,13 +52715,13 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync17, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync12, statSync as statSync4 } from "node:fs";
 import { basename as basename2, dirname as dirname18, join as join22 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
-    for (const name of readdirSync8(abs).sort()) {
+    for (const name of readdirSync9(abs).sort()) {
       const childAbs = join22(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync4(childAbs);
@@ -61726,7 +61726,7 @@ function firstLine(s) {
 
 // src/store/stores/local.ts
 import { existsSync as existsSync16, statSync as statSync7 } from "node:fs";
-import { join as join25, relative as relative4 } from "node:path";
+import { join as join25, relative as relative5 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -61766,7 +61766,7 @@ var LocalStore = class {
   }
   path(key) {
     const p = join25(this.dir, key);
-    if (relative4(this.dir, p).startsWith(".."))
+    if (relative5(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
   }
@@ -66218,7 +66218,7 @@ async function readJUnitXml(file) {
 }
 
 // src/loop/worktrees.ts
-import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync15 } from "node:fs";
 import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
   return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
@@ -66902,7 +66902,7 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync19, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
+import { existsSync as existsSync19, readdirSync as readdirSync11, rmSync as rmSync16 } from "node:fs";
 import { join as join28 } from "node:path";
 
 // src/evidence/metrics.ts
@@ -67286,7 +67286,7 @@ async function comparability(bundle, m, run2) {
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
   if (!existsSync19(ctx.runDir)) return groups2;
-  for (const name of readdirSync10(ctx.runDir).sort()) {
+  for (const name of readdirSync11(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
     const b = new Bundle(join28(ctx.runDir, name));
     if (!b.exists()) continue;
@@ -67527,7 +67527,7 @@ function recentLogEntries(text3, n) {
 }
 
 // src/loop/prompt.ts
-import { existsSync as existsSync20, readdirSync as readdirSync11, readFileSync as readFileSync16 } from "node:fs";
+import { existsSync as existsSync20, readdirSync as readdirSync12, readFileSync as readFileSync16 } from "node:fs";
 import { join as join29 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -67551,7 +67551,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
 }
 function directivePresets(dir) {
   if (!existsSync20(dir)) return [];
-  return readdirSync11(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  return readdirSync12(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -69351,7 +69351,7 @@ function numberOrUndefined(s) {
 }
 
 // src/evidence/trace/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync13, readSync as readSync3, statSync as statSync8 } from "node:fs";
 import { basename as basename6, join as join30 } from "node:path";
 function resolveTracePath(path) {
   let st;
@@ -69376,7 +69376,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
+  const files = readdirSync13(runDir).filter((f) => statSync8(join30(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -69405,16 +69405,16 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync12(dir);
+  const entries = readdirSync13(dir);
   if (entries.some(isTraceFile)) return dir;
   for (const base of [join30(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync8(join30(base, r)).isDirectory());
+      runs = readdirSync13(base).filter((r) => statSync8(join30(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join30(base, r)).some(isTraceFile));
+    const withTraces = runs.sort().filter((r) => readdirSync13(join30(base, r)).some(isTraceFile));
     if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
@@ -72435,7 +72435,7 @@ ${body.join("\n\n")}
 }
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync14, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { join as join34 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -72451,7 +72451,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const st = lstatSync3(from);
     if (st.isDirectory()) {
       if (rel !== "") mkdirSync21(join34(dest, rel), { recursive: true });
-      for (const name of readdirSync13(from).sort()) {
+      for (const name of readdirSync14(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk3(rel === "" ? name : `${rel}/${name}`);
       }
@@ -72476,7 +72476,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const at = join34(dest, rel);
     const st = lstatSync3(at);
     if (st.isDirectory()) {
-      for (const name of readdirSync13(at).sort()) {
+      for (const name of readdirSync14(at).sort()) {
         if (rel === "" && name === ".git") continue;
         prune(rel === "" ? name : `${rel}/${name}`);
       }
