@@ -24,6 +24,7 @@ def test_kernel_sources_pass_the_static_scan():
         "import time",
         "from kernels.harness import spec",
         "from ..harness import oracle",
+        "import hillclimb_bench.checks",
         "jax.config.update('jax_default_matmul_precision', 'bfloat16')",
         "os.environ['XLA_FLAGS'] = ''",
         "sys.modules['kernels.harness.bench'].perf_counter = f",
