@@ -31,18 +31,15 @@ candidate failed a check (one ``bench: failed: …`` line naming what), 2 bad ar
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as _dt
-import json
 import os
-import platform
-import subprocess
 import sys
-import time
 from os import urandom  # bound before any kernel code is imported
 from pathlib import Path
-from time import perf_counter  # likewise
+from time import perf_counter  # likewise (it times compilation; the timing loop is the package's)
 from typing import Any
+
+from hillclimb_bench import checks, metrics, timing
+from hillclimb_bench.errors import VerificationError
 
 from . import presets as _presets
 from . import spec
@@ -51,7 +48,6 @@ TARGETS = ("gdn",)
 MEASUREMENTS = ("fwd", "fwd_bwd")
 MODEL_MEASUREMENT = "train_step"
 LINE_PREFIX = "HILLCLIMB_BENCH"
-CLOCK = "perf_counter+block_until_ready"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -163,11 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: error: {e}", file=sys.stderr)
         return 2
     try:
-        metrics = run(args)
+        doc = run(args)
     except CandidateError as e:
         print(f"bench: failed: {e}", file=sys.stderr)
         return 1
-    print(summary_line(metrics, args.out))
+    print(summary_line(doc, args.out))
     return 0
 
 
@@ -270,6 +266,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     timed: dict[str, Any] = {}
     for name in args.measure:
         samples, kept = _time_and_keep(
+            name,
             compiled[name],
             [input_set.call_args(name) for input_set in sets],
             args=args,
@@ -289,6 +286,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         timed[name] = samples
     if model_check is not None:
         samples, kept = _time_and_keep(
+            MODEL_MEASUREMENT,
             step_programs["candidate"],
             [s.args for s in model_check.sets],
             args=args,
@@ -311,8 +309,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # matmuls disturb nothing timed).
     peak = _device_peak(device.device_kind, preset.dtype)
     for name, samples in timed.items():
-        arr = np.asarray(samples)
-        median = float(np.median(arr))
         if name == MODEL_MEASUREMENT:
             assert model_cfg is not None
             work = flops.train_step_flops(model_cfg)
@@ -333,17 +329,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 measurement=name,
             )
             tokens = case.B * case.T
-        measurements[name] = {
-            "samples_ms": [round(x, 6) for x in samples],
-            "median_ms": median,
-            "p10_ms": float(np.percentile(arr, 10)),
-            "p90_ms": float(np.percentile(arr, 90)),
-            "flops": work,
-            "executed_flops": executed,
-            "tflops_per_s": work / (median / 1e3) / 1e12,
-            "mfu": flops.mfu(work, median / 1e3, peak["flops_per_s"]),
-            "tokens_per_s": tokens / (median / 1e3),
-        }
+        measurements[name] = metrics.measurement(
+            samples,
+            flops=work,
+            executed_flops=executed,
+            tokens=tokens,
+            peak_flops_per_s=peak["flops_per_s"],
+        )
 
     trace_dir = None
     if args.trace is not None:
@@ -389,14 +381,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         notes.append(
             f"the trace holds {TRACE_STEPS} untimed steps per measurement, after a warm-up call"
         )
-    metrics = {
+    doc = {
         "schema": schema.SCHEMA_ID,
         "target": args.target,
         "impl": args.impl,
         "preset": preset.name,
-        "created_at": _dt.datetime.now(_dt.UTC)
-        .isoformat(timespec="seconds")
-        .replace("+00:00", "Z"),
+        "created_at": metrics.created_at(),
         "device": {
             "backend": jax.default_backend(),
             "kind": device.device_kind,
@@ -417,12 +407,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "timing": {
             "warmup": args.warmup,
             "repeats": args.repeats,
-            "clock": CLOCK,
+            "clock": metrics.CLOCK_JAX,
             "compile_ms": {k: round(v, 3) for k, v in compile_ms.items()},
         },
         "measurements": measurements,
-        "versions": _versions(),
-        "git": _git_state(),
+        "versions": metrics.versions(jax),
+        "git": metrics.git_state(REPO_ROOT),
         "trace_dir": None if trace_dir is None else str(trace_dir),
         "verification": {
             "seed": seed,
@@ -435,15 +425,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "notes": notes,
     }
     if model_cfg is not None and model_check is not None:
-        metrics["model"] = _model_section(model_cfg, model_check, verified=check)
-    problems = schema.validate(metrics)
+        doc["model"] = _model_section(model_cfg, model_check, verified=check)
+    problems = schema.validate(doc)
     if problems:  # a harness bug, never the candidate's fault: fail loudly
         raise RuntimeError(
             "metrics do not match schemas/metrics.schema.json: " + "; ".join(problems)
         )
     if args.out is not None:
-        _write_json(args.out, metrics)
-    return metrics
+        metrics.write(args.out, doc)
+    return doc
 
 
 def _refuse_host_round_trips(name: str, compiled: Any) -> None:
@@ -457,54 +447,39 @@ def _refuse_host_round_trips(name: str, compiled: Any) -> None:
 
 
 def _time_and_keep(
-    compiled: Any, call_args: list[Any], *, args: argparse.Namespace, rng: Any
+    name: str, compiled: Any, call_args: list[Any], *, args: argparse.Namespace, rng: Any
 ) -> tuple[list[float], dict[int, Any]]:
-    """Time ``args.repeats`` calls alternating over ``call_args``, keeping the outputs of the
-    calls the spot check will compare (none without ``rng``, i.e. with ``--no-check``)."""
+    """Time ``args.repeats`` calls alternating over ``call_args`` (``hillclimb_bench.timing``),
+    keeping the outputs of the calls the spot check will compare (none without ``rng``, i.e.
+    with ``--no-check``)."""
     import jax
-
-    from . import verify
 
     keep: list[int] = []
     if rng is not None:
         per_call = sum(o.size * o.dtype.itemsize for o in jax.tree.leaves(compiled.out_info))
-        keep = verify.spot_check_indices(args.repeats, per_call, rng, budget=spec.SPOT_CHECK_BYTES)
-    return _time(
-        compiled,
-        call_args,
-        repeats=args.repeats,
-        warmup=args.warmup,
-        block=jax.block_until_ready,
-        keep=frozenset(keep),
-    )
+        keep = checks.spot_check_indices(args.repeats, per_call, rng, budget=spec.SPOT_CHECK_BYTES)
+    try:
+        return timing.time_calls(
+            name,
+            compiled,
+            call_args,
+            repeats=args.repeats,
+            warmup=args.warmup,
+            block=jax.block_until_ready,
+            keep=frozenset(keep),
+        )
+    except VerificationError as e:
+        raise CandidateError(str(e)) from None
 
 
 def _device_peak(device_kind: str, dtype: str) -> dict[str, Any]:
     """``device.peak`` of the metrics: the table's peak at ``dtype``, or a measured one."""
     from . import flops
 
-    table = flops.peak_for_device_kind(device_kind)
-    flops_per_s = None if table is None else table.flops(dtype)
-    if table is not None and flops_per_s is not None:
-        return {
-            "source": "table",
-            "name": table.name,
-            "dtype": flops.PEAK_DTYPES[dtype],
-            "flops_per_s": flops_per_s,
-            "warning": None,
-            "measured": None,
-        }
-    warning = flops.unknown_device_warning(device_kind, dtype)
-    _err(f"warning: {warning}: measuring a matmul peak instead")
-    measured = flops.measure_matmul_peak(dtype)
-    return {
-        "source": "measured",
-        "name": f"measured {measured['n']}^3 {dtype} matmul",
-        "dtype": flops.PEAK_DTYPES[dtype],
-        "flops_per_s": measured["flops_per_s"],
-        "warning": warning,
-        "measured": measured,
-    }
+    peak = flops.peak_entry(device_kind, dtype)
+    if peak["source"] == "measured":
+        _err(f"warning: {peak['warning']}: measured a matmul peak instead")
+    return peak
 
 
 def _verify_model(cfg: Any, programs: dict[str, Any], *, seed: int, check: bool) -> Any:
@@ -609,23 +584,23 @@ def _spot_check(
     repeats: int,
 ) -> None:
     """After timing: each kept output of a timed call must be bit-identical to the verified output
-    for the same inputs (timed call ``r`` ran on input set ``r % len(verified)``; the bench already
-    required two verification calls to agree bit for bit), so a kernel that computes something
-    else on later calls is caught. ``names`` name the outputs' arrays, in leaf order."""
+    for the same inputs (``hillclimb_bench.checks.check_kept``, compared on the device; the bench
+    already required two verification calls to agree bit for bit), so a kernel that computes
+    something else on later calls is caught. ``names`` name the outputs' arrays, in leaf order."""
     import jax
-    import numpy as np
 
-    for r, out in sorted(kept.items()):
-        i = r % len(verified)
-        equal = np.asarray(_identical(name, _leaves(out), tuple(jax.tree.leaves(verified[i]))))
-        if not equal.all():
-            differ = [q for q, ok in zip(names, equal, strict=True) if not ok]
-            more = f" and {len(differ) - 5} more" if len(differ) > 5 else ""
-            raise CandidateError(
-                f"{name}: timed call {r + 1} of {repeats} ({labels[i]}) returned "
-                f"{', '.join(differ[:5])}{more} bit-different from the verified call on the same "
-                "inputs"
-            )
+    try:
+        checks.check_kept(
+            name,
+            {r: _leaves(out) for r, out in kept.items()},
+            [tuple(jax.tree.leaves(v)) for v in verified],
+            labels=labels,
+            names=names,
+            repeats=repeats,
+            identical=lambda a, b: _identical(name, tuple(a), tuple(b)),
+        )
+    except VerificationError as e:
+        raise CandidateError(str(e)) from None
 
 
 def _leaves(out: Any) -> tuple[Any, ...]:
@@ -683,37 +658,6 @@ def inspect_program(name: str, closed_jaxpr: Any) -> tuple[bool, int | None]:
     return interpret, chunk
 
 
-def _time(
-    compiled: Any,
-    sets: list[tuple[Any, ...]],
-    *,
-    repeats: int,
-    warmup: int,
-    block: Any,
-    keep: frozenset[int] = frozenset(),
-) -> tuple[list[float], dict[int, Any]]:
-    """Samples in ms of ``repeats`` calls alternating over ``sets``, and the outputs of the calls
-    in ``keep`` (references taken after the clock stopped; compared by the caller)."""
-    for i in range(warmup):
-        block(compiled(*sets[i % len(sets)]))
-    samples = []
-    kept = {}
-    wall0 = time.monotonic_ns()
-    for r in range(repeats):
-        call_args = sets[r % len(sets)]
-        t0 = perf_counter()
-        out = block(compiled(*call_args))
-        samples.append((perf_counter() - t0) * 1e3)
-        if r in keep:
-            kept[r] = out
-    wall_ms = (time.monotonic_ns() - wall0) / 1e6
-    if sum(samples) > wall_ms * 1.01 + 0.5:
-        raise CandidateError(
-            f"timer mismatch: samples sum {sum(samples):.3f} ms > wall {wall_ms:.3f} ms"
-        )
-    return samples, kept
-
-
 TRACE_STEPS = 5
 """Profiled steps per measurement: enough for a median, few enough that the trace stays small."""
 
@@ -745,51 +689,6 @@ def _capture_trace(trace: Path, calls: dict[str, tuple[Any, tuple[Any, ...]]]) -
             f"profiler wrote no xplane.pb / perfetto_trace.json.gz under {trace_dir}"
         )
     return trace_dir
-
-
-def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-
-    import jax
-    import jaxlib
-    import numpy as np
-
-    out = {
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jaxlib": jaxlib.__version__,
-        "numpy": np.__version__,
-    }
-    for dist in ("libtpu", "libtpu-nightly", "jax-cuda12-plugin"):
-        with contextlib.suppress(md.PackageNotFoundError):
-            out[dist] = md.version(dist)
-    return out
-
-
-def _git_state() -> dict[str, Any]:
-    def git(*cmd: str) -> str | None:
-        try:
-            r = subprocess.run(
-                ["git", "-C", str(REPO_ROOT), *cmd], capture_output=True, text=True, timeout=20
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return r.stdout if r.returncode == 0 else None
-
-    head = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain") if head is not None else None
-    return {
-        "commit": head.strip() if head else None,
-        "dirty": None if status is None else bool(status.strip()),
-    }
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path = path.resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
 
 
 def summary_line(metrics: dict[str, Any], out: Path | None) -> str:

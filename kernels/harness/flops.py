@@ -6,25 +6,25 @@ Model FLOPs follow Levanter's ``flops_per_token`` for marin's GDN hybrid (forwar
 training = 3x forward), so a model MFU here means what the seed loop's ``throughput/mfu`` meant.
 
 Peaks come from ``schemas/device-peaks.json``, the one table the engine's roofline reads too
-(``src/trace/peaks.ts``), matched by the exact JAX ``device_kind``. A device that is not
-in it (every CPU) or has no figure for the dtype gets a *measured* peak instead: the best of a few
-large matmuls at that dtype, timed in the bench's own process -- labelled as such wherever it is
-shown, never mistaken for a datasheet number.
+(``src/trace/peaks.ts``), matched by the exact JAX ``device_kind``, through
+``hillclimb_bench.peaks``. A device that is not in it (every CPU) or has no figure for the dtype
+gets a *measured* peak instead: the best of a few large matmuls at that dtype, timed in the bench's
+own process -- labelled as such wherever it is shown, never mistaken for a datasheet number.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
-from time import perf_counter  # bound when the harness loads, before any kernel code
 from typing import Any
+
+from hillclimb_bench import peaks as _peaks
+from hillclimb_bench.peaks import PEAK_DTYPES as PEAK_DTYPES
+from hillclimb_bench.peaks import DevicePeak
+from hillclimb_bench.peaks import measure_matmul_peak as measure_matmul_peak
+from hillclimb_bench.peaks import mfu as mfu
 
 REFERENCE_CHUNK = 64
 DEVICE_PEAKS_PATH = Path(__file__).resolve().parents[2] / "schemas" / "device-peaks.json"
-DEVICE_PEAKS_SCHEMA = "hillclimb.device-peaks/1"
-# Preset dtype -> the peak table's key.
-PEAK_DTYPES = {"bfloat16": "bf16", "float32": "fp32"}
 
 # --- kernel FLOPs ---------------------------------------------------------------------------------
 
@@ -122,54 +122,19 @@ def train_step_flops(cfg: Any) -> float:
     return 3.0 * sum(model_flops_per_token(cfg).values()) * cfg.tokens_per_step
 
 
-# --- peaks ----------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class DevicePeak:
-    """Peaks of one JAX device (chip figures divided by ``devicesPerChip``)."""
-
-    name: str
-    bf16: float
-    fp32: float | None  # null where the vendor publishes none (TPUs)
-    bytes_per_s: float
-
-    def flops(self, dtype: str) -> float | None:
-        return self.bf16 if PEAK_DTYPES[dtype] == "bf16" else self.fp32
+# --- peaks ---------------------------------------------------------------------------------------
+# The table, its reading and the measured peak are hillclimb_bench.peaks; the harness always reads
+# its own checkout's table (protected, like the harness), never a copy installed with the package.
 
 
 def device_peak_table() -> tuple[dict[str, Any], ...]:
-    """The entries of ``schemas/device-peaks.json``, checked. Raises ``ValueError`` naming the
-    file and the entry when it is malformed. Read afresh on every call (a few times a run): no
-    cached copy a kernel could edit in memory."""
-    doc = json.loads(DEVICE_PEAKS_PATH.read_text())
-    where = DEVICE_PEAKS_PATH.name
-    if doc.get("schema") != DEVICE_PEAKS_SCHEMA:
-        raise ValueError(f"{where}: schema is {doc.get('schema')!r}, not {DEVICE_PEAKS_SCHEMA!r}")
-    seen: set[str] = set()
-    for i, e in enumerate(doc["devices"]):
-        kinds, peaks = e.get("deviceKinds"), e.get("peakFlopsPerSecond") or {}
-        if not kinds or not e.get("sources") or not peaks.get("bf16", 0) > 0:
-            raise ValueError(f"{where}: devices[{i}] needs deviceKinds, sources and a bf16 peak")
-        if seen & set(kinds):
-            raise ValueError(f"{where}: devices[{i}]: {sorted(seen & set(kinds))} listed twice")
-        seen |= set(kinds)
-    return tuple(doc["devices"])
+    """The entries of ``schemas/device-peaks.json``, checked (``ValueError`` naming the entry)."""
+    return _peaks.device_peak_table(DEVICE_PEAKS_PATH)
 
 
 def peak_for_device_kind(device_kind: str) -> DevicePeak | None:
     """The table's peaks for this exact JAX ``device_kind`` (``None`` when it is not listed)."""
-    for e in device_peak_table():
-        if device_kind in e["deviceKinds"]:
-            n = e["devicesPerChip"]
-            fp32 = e["peakFlopsPerSecond"]["fp32"]
-            return DevicePeak(
-                name=e["name"],
-                bf16=e["peakFlopsPerSecond"]["bf16"] / n,
-                fp32=None if fp32 is None else fp32 / n,
-                bytes_per_s=e["hbmBytesPerSecond"] / n,
-            )
-    return None
+    return _peaks.peak_for_device_kind(device_kind, DEVICE_PEAKS_PATH)
 
 
 def peak_flops_per_device(device_kind: str, dtype: str = "bfloat16") -> float | None:
@@ -181,54 +146,11 @@ def peak_flops_per_device(device_kind: str, dtype: str = "bfloat16") -> float | 
 
 def unknown_device_warning(device_kind: str, dtype: str) -> str | None:
     """One line naming a device (or dtype) the table has no peak for; ``None`` when it has."""
-    peak = peak_for_device_kind(device_kind)
-    if peak is None:
-        return f"device kind {device_kind!r} is not in schemas/device-peaks.json"
-    if peak.flops(dtype) is None:
-        return f"schemas/device-peaks.json has no {PEAK_DTYPES[dtype]} peak for {peak.name}"
-    return None
+    return _peaks.unknown_device_warning(device_kind, dtype, DEVICE_PEAKS_PATH)
 
 
-# Side of the square matmuls the measured peak times: large enough to run at the matrix unit's
-# (or the CPU's vector units') full rate, small enough to take milliseconds.
-MATMUL_PEAK_SIZE = {"cpu": 512}
-MATMUL_PEAK_SIZE_DEFAULT = 8192
-MATMUL_PEAK_REPEATS = 10
-
-
-def measure_matmul_peak(
-    dtype: str, *, n: int | None = None, repeats: int = MATMUL_PEAK_REPEATS
-) -> dict[str, Any]:
-    """The best FLOP/s of ``repeats`` timed ``[n, n] @ [n, n]`` matmuls at ``dtype`` on the default
-    device (compiled first, one untimed call): a peak this machine demonstrably reaches. Returns
-    ``{"flops_per_s", "n", "dtype", "repeats", "samples_ms"}``."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    if n is None:
-        n = MATMUL_PEAK_SIZE.get(jax.default_backend(), MATMUL_PEAK_SIZE_DEFAULT)
-    rng = np.random.default_rng(0)
-    a = jnp.asarray(rng.standard_normal((n, n)), dtype)
-    b = jnp.asarray(rng.standard_normal((n, n)), dtype)
-    matmul = jax.jit(jnp.matmul).lower(a, b).compile()
-    jax.block_until_ready(matmul(a, b))
-    samples = []
-    for _ in range(repeats):
-        t0 = perf_counter()
-        jax.block_until_ready(matmul(a, b))
-        samples.append((perf_counter() - t0) * 1e3)
-    return {
-        "flops_per_s": 2.0 * n**3 / (min(samples) / 1e3),
-        "n": n,
-        "dtype": dtype,
-        "repeats": repeats,
-        "samples_ms": [round(s, 6) for s in samples],
-    }
-
-
-def mfu(flops: float, seconds: float, peak: float | None) -> float | None:
-    """Model FLOPs utilisation as a fraction of one device's peak (``None`` without a peak)."""
-    if peak is None or seconds <= 0:
-        return None
-    return flops / seconds / peak
+def peak_entry(device_kind: str, dtype: str) -> dict[str, Any]:
+    """``device.peak`` of the metrics: the table's peak at ``dtype``, or one measured now."""
+    peak = _peaks.peak_entry(device_kind, dtype, DEVICE_PEAKS_PATH)
+    assert peak is not None, f"{dtype} is not a preset dtype"  # presets are bfloat16 or float32
+    return peak

@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-SCHEMA_ID = "hillclimb.metrics/v1"
+from hillclimb_bench.metrics import SCHEMA_ID as SCHEMA_ID  # the one the documents carry
+
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "metrics.schema.json"
 
 _ANNOTATIONS = {"$schema", "$id", "title", "description", "default", "examples", "$comment"}

@@ -216,7 +216,9 @@ FORBIDDEN_BENCH_PRIMITIVES = frozenset({"pure_callback", "io_callback", "callbac
 # the harness, timers, global JAX config, the environment, the file system or host callbacks.
 # Matched against code only (comments and string literals are stripped first).
 FORBIDDEN_SOURCE_PATTERNS = {
-    r"\bkernels\.harness\b|from\s+\.\.harness\b": "imports the protected harness",
+    r"\bkernels\.harness\b|from\s+\.\.harness\b|\bhillclimb_bench\b": (
+        "imports the protected harness"
+    ),
     r"\bimport\s+time\b|\bfrom\s+time\s+import\b|perf_counter|monotonic": "touches timers",
     r"\bjax\.config\b|\bconfig\.update\b|default_matmul_precision": "changes global JAX config",
     r"\bos\.environ\b|\bputenv\b|\bimport\s+os\b": "touches the environment",

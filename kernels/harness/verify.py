@@ -21,7 +21,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+from hillclimb_bench.checks import identity_program as identity_program  # the bench's
+from hillclimb_bench.checks import spot_check_indices as spot_check_indices
 from jax import lax
 
 from . import spec
@@ -195,35 +196,6 @@ def compare(
         except AssertionError as e:
             raise MismatchError(f"{e} (vs the fp32 oracle)") from None
     return results
-
-
-def _bits(x: jax.Array) -> jax.Array:
-    """The raw bits of ``x`` as unsigned integers (so -0.0 != 0.0 and NaN payloads count)."""
-    width = jnp.dtype(x.dtype).itemsize * 8
-    return lax.bitcast_convert_type(x, jnp.dtype(f"uint{width}"))
-
-
-def identity_program(out_info: Any) -> Any:
-    """Compiled ``(a, b) -> bool[n]``: is each of two output tuples bit-identical? Compiled ahead
-    from the program's output shapes, so comparing after timing compiles nothing."""
-
-    def same(a, b):
-        return jnp.stack([jnp.array_equal(_bits(x), _bits(y)) for x, y in zip(a, b, strict=True)])
-
-    info = tuple(jax.ShapeDtypeStruct(o.shape, o.dtype) for o in out_info)
-    return jax.jit(same).lower(info, info).compile()
-
-
-def spot_check_indices(
-    repeats: int, bytes_per_call: int, rng: np.random.Generator, *, budget: int
-) -> list[int]:
-    """Timed calls whose outputs are kept and compared after timing: all of them when their
-    outputs fit in ``budget`` bytes, else a random subset (at least one) the kernel cannot
-    predict, since ``rng`` derives from the unpredictable seed."""
-    n = max(1, min(repeats, budget // max(1, bytes_per_call)))
-    if n >= repeats:
-        return list(range(repeats))
-    return sorted(int(i) for i in rng.choice(repeats, size=n, replace=False))
 
 
 # Host round trips in a compiled program: a callback can cache results across calls, and

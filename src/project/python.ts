@@ -4,8 +4,8 @@
  * second setup with nothing changed runs no pip at all.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { run } from '../exec/exec.js';
 import { HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
@@ -83,9 +83,40 @@ export function requirementsHash(root: string, files: readonly string[], pythonV
   h.update(`python ${pythonVersion}\n`);
   for (const f of files) {
     h.update(`${f}\n`);
-    h.update(readFileSync(join(root, f)));
+    const text = readFileSync(join(root, f));
+    h.update(text);
+    // A local package (`./packages/hillclimb-bench`) is installed as a copy: hash its files too, so
+    // a change to it reinstalls it instead of leaving a stale copy in the venv.
+    for (const dir of localPackages(text.toString('utf8'))) {
+      for (const file of filesBelow(join(root, dir))) {
+        h.update(`${relative(root, file)}\n`);
+        h.update(readFileSync(file));
+      }
+    }
   }
   return h.digest('hex');
+}
+
+/** Requirement lines that are local paths (pip resolves them against the working directory, root). */
+export function localPackages(requirements: string): string[] {
+  return requirements
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim())
+    .filter((l) => l.startsWith('./') || l.startsWith('../'));
+}
+
+function filesBelow(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  // Sources only: no caches (__pycache__, .pytest_cache) that running the tests writes.
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .map((e) => ({ e, path: join(e.parentPath, e.name) }))
+    .filter(({ e, path }) => e.isFile() && !relative(dir, path).split('/').some(isCache))
+    .map(({ path }) => path)
+    .sort();
+}
+
+function isCache(segment: string): boolean {
+  return segment.startsWith('.') || segment === '__pycache__' || segment.endsWith('.egg-info');
 }
 
 export function readStamp(root: string): SetupStamp | undefined {

@@ -1,7 +1,13 @@
 import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parsePythonVersion, readStamp, setupPython } from '../../src/project/python.js';
+import {
+  localPackages,
+  parsePythonVersion,
+  readStamp,
+  requirementsHash,
+  setupPython,
+} from '../../src/project/python.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 
@@ -43,6 +49,34 @@ describe('the project venv', () => {
     expect(r.installed).toBe(false);
     const runtimeOnly = await setupPython(REPO_ROOT, { dev: false, logger: memoryLogger() });
     expect(runtimeOnly.installed).toBe(false);
+  });
+});
+
+describe('requirementsHash', () => {
+  it('covers the sources of a local package a requirements file names, not its caches', () => {
+    const t = tempDir('hc-req-');
+    try {
+      const pkg = join(t.dir, 'packages', 'bench');
+      mkdirSync(join(pkg, 'src', '__pycache__'), { recursive: true });
+      mkdirSync(join(pkg, '.pytest_cache'));
+      mkdirSync(join(t.dir, 'kernels'));
+      writeFileSync(join(t.dir, 'kernels', 'requirements.txt'), 'numpy\n./packages/bench  # ours\n');
+      writeFileSync(join(pkg, 'src', 'bench.py'), 'X = 1\n');
+      const files = ['kernels/requirements.txt'];
+      const hash = () => requirementsHash(t.dir, files, '3.11.7');
+      const first = hash();
+      writeFileSync(join(pkg, 'src', '__pycache__', 'bench.pyc'), 'cache');
+      writeFileSync(join(pkg, '.pytest_cache', 'v'), 'cache');
+      expect(hash()).toBe(first);
+      writeFileSync(join(pkg, 'src', 'bench.py'), 'X = 2\n');
+      expect(hash()).not.toBe(first);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('reads local paths from requirement lines', () => {
+    expect(localPackages('jax==1\n./packages/a # c\n../b\n# ./not\n')).toEqual(['./packages/a', '../b']);
   });
 });
 

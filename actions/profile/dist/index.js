@@ -23039,50 +23039,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative5, options2, skipNormalization) {
+    function resolveComponent(base, relative6, options2, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse3(serialize(base, options2), options2);
-        relative5 = parse3(serialize(relative5, options2), options2);
+        relative6 = parse3(serialize(relative6, options2), options2);
       }
       options2 = options2 || {};
-      if (!options2.tolerant && relative5.scheme) {
-        target.scheme = relative5.scheme;
-        target.userinfo = relative5.userinfo;
-        target.host = relative5.host;
-        target.port = relative5.port;
-        target.path = removeDotSegments(relative5.path || "");
-        target.query = relative5.query;
+      if (!options2.tolerant && relative6.scheme) {
+        target.scheme = relative6.scheme;
+        target.userinfo = relative6.userinfo;
+        target.host = relative6.host;
+        target.port = relative6.port;
+        target.path = removeDotSegments(relative6.path || "");
+        target.query = relative6.query;
       } else {
-        if (relative5.userinfo !== void 0 || relative5.host !== void 0 || relative5.port !== void 0) {
-          target.userinfo = relative5.userinfo;
-          target.host = relative5.host;
-          target.port = relative5.port;
-          target.path = removeDotSegments(relative5.path || "");
-          target.query = relative5.query;
+        if (relative6.userinfo !== void 0 || relative6.host !== void 0 || relative6.port !== void 0) {
+          target.userinfo = relative6.userinfo;
+          target.host = relative6.host;
+          target.port = relative6.port;
+          target.path = removeDotSegments(relative6.path || "");
+          target.query = relative6.query;
         } else {
-          if (!relative5.path) {
+          if (!relative6.path) {
             target.path = base.path;
-            if (relative5.query !== void 0) {
-              target.query = relative5.query;
+            if (relative6.query !== void 0) {
+              target.query = relative6.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative5.path[0] === "/") {
-              target.path = removeDotSegments(relative5.path);
+            if (relative6.path[0] === "/") {
+              target.path = removeDotSegments(relative6.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative5.path;
+                target.path = "/" + relative6.path;
               } else if (!base.path) {
-                target.path = relative5.path;
+                target.path = relative6.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative5.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative6.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative5.query;
+            target.query = relative6.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -23090,7 +23090,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative5.fragment;
+      target.fragment = relative6.fragment;
       return target;
     }
     function equal(uriA, uriB, options2) {
@@ -38425,8 +38425,8 @@ var Bundle = class {
     this.dir = dir;
   }
   dir;
-  path(relative5) {
-    return join(this.dir, relative5);
+  path(relative6) {
+    return join(this.dir, relative6);
   }
   exists() {
     return existsSync2(this.path(EVIDENCE_FILE));
@@ -40166,13 +40166,13 @@ function value(x, unit) {
 }
 function changeText(key, c) {
   const metric = LEVEL_METRICS[key];
-  const relative5 = c.ratio !== null && c.ci !== null ? formatMetricChange(c.ratio, c.ci, metric.direction) : void 0;
+  const relative6 = c.ratio !== null && c.ci !== null ? formatMetricChange(c.ratio, c.ci, metric.direction) : void 0;
   if (metric.unit === "MFU") {
     if (c.a === null || c.b === null) return EM_DASH;
     const pp = formatMfuDelta(c.a, c.b);
-    return relative5 ? `${pp} (${relative5})` : pp;
+    return relative6 ? `${pp} (${relative6})` : pp;
   }
-  return relative5 ?? EM_DASH;
+  return relative6 ?? EM_DASH;
 }
 function beforeAfterText(key, c) {
   const unit = LEVEL_METRICS[key].unit;
@@ -40266,8 +40266,8 @@ function modelMfuHeadline(evidence) {
   const c = levels?.model?.mfu;
   if (!levels || !c || c.a === null || c.b === null) return void 0;
   const vs = levels.peak?.source === "measured" ? " vs measured matmul peak" : "";
-  const relative5 = c.ratio !== null && c.ci !== null ? `, ${formatMetricChange(c.ratio, c.ci, "higher")}` : "";
-  return `model MFU ${formatMfu(c.a)} \u2192 ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)}${relative5})${vs}`;
+  const relative6 = c.ratio !== null && c.ci !== null ? `, ${formatMetricChange(c.ratio, c.ci, "higher")}` : "";
+  return `model MFU ${formatMfu(c.a)} \u2192 ${formatMfu(c.b)} (${formatMfuDelta(c.a, c.b)}${relative6})${vs}`;
 }
 
 // src/report/facts.ts
@@ -54006,7 +54006,7 @@ function checkAgentInstalled(config) {
 import { resolve as resolve12 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync12, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync5, readdirSync as readdirSync5, rmSync as rmSync9 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync12, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync5, readdirSync as readdirSync6, rmSync as rmSync9 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname16, join as join18, resolve as resolve11 } from "node:path";
 
@@ -54027,8 +54027,8 @@ function usesPlaceholder(args, name) {
 }
 
 // src/project/python.ts
-import { existsSync as existsSync11, readFileSync as readFileSync8, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
-import { dirname as dirname14, join as join16 } from "node:path";
+import { existsSync as existsSync11, readdirSync as readdirSync5, readFileSync as readFileSync8, realpathSync as realpathSync2, writeFileSync as writeFileSync6 } from "node:fs";
+import { dirname as dirname14, join as join16, relative as relative5 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
   return process.env.HILLCLIMB_PYTHON || join16(root, VENV_DIR, "bin", "python");
@@ -54196,7 +54196,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync5(dir);
+      return readdirSync6(dir);
     } catch {
       return [];
     }
@@ -55476,7 +55476,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync17, readdirSync as readdirSync6, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync12, writeFileSync as writeFileSync8 } from "node:fs";
+import { mkdirSync as mkdirSync17, readdirSync as readdirSync7, readFileSync as readFileSync10, renameSync as renameSync5, rmSync as rmSync12, writeFileSync as writeFileSync8 } from "node:fs";
 import { join as join21 } from "node:path";
 function tpuStateDir(stateDir) {
   return join21(stateDir, "tpu");
@@ -55493,7 +55493,7 @@ function writeRecord(dir, record2) {
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync6(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync7(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
@@ -61383,7 +61383,7 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync14, readdirSync as readdirSync7, rmSync as rmSync14 } from "node:fs";
+import { existsSync as existsSync14, readdirSync as readdirSync8, rmSync as rmSync14 } from "node:fs";
 import { join as join23 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
@@ -61442,7 +61442,7 @@ var LocalRecords = class {
 };
 function numberedJson(dir) {
   if (!existsSync14(dir)) return [];
-  return readdirSync7(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
+  return readdirSync8(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a, b) => a - b).flatMap((n) => {
     const file = join23(dir, `${n}.json`);
     try {
       return [readJson(file)];
@@ -61782,7 +61782,7 @@ async function openLoopContext(config, role) {
 
 // src/loop/state/attestation.ts
 import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync16, lstatSync as lstatSync2, readdirSync as readdirSync8, readFileSync as readFileSync14 } from "node:fs";
+import { existsSync as existsSync16, lstatSync as lstatSync2, readdirSync as readdirSync9, readFileSync as readFileSync14 } from "node:fs";
 import { join as join25 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
@@ -61790,7 +61790,7 @@ function bundleDigest(dir) {
     const abs = rel === "" ? dir : join25(dir, rel);
     const st = lstatSync2(abs);
     if (st.isDirectory()) {
-      for (const name of readdirSync8(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync9(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
     if (/[\u0000-\u001f\u007f]/.test(rel))
@@ -66242,7 +66242,7 @@ async function readJUnitXml(file) {
 }
 
 // src/loop/state/worktrees.ts
-import { existsSync as existsSync17, readdirSync as readdirSync9, rmSync as rmSync15 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync15 } from "node:fs";
 import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
   return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
@@ -66964,7 +66964,7 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync19, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
+import { existsSync as existsSync19, readdirSync as readdirSync11, rmSync as rmSync16 } from "node:fs";
 import { join as join28 } from "node:path";
 
 // src/evidence/metrics.ts
@@ -67348,7 +67348,7 @@ async function comparability(bundle, m, run2) {
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
   if (!existsSync19(ctx.runDir)) return groups2;
-  for (const name of readdirSync10(ctx.runDir).sort()) {
+  for (const name of readdirSync11(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
     const b = new Bundle(join28(ctx.runDir, name));
     if (!b.exists()) continue;
@@ -69343,7 +69343,7 @@ function numberOrUndefined(s) {
 }
 
 // src/trace/readers/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync8 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync8 } from "node:fs";
 import { basename as basename6, join as join29 } from "node:path";
 function resolveTracePath(path) {
   let st;
@@ -69368,7 +69368,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync11(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
+  const files = readdirSync12(runDir).filter((f) => statSync8(join29(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -69397,16 +69397,16 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync11(dir);
+  const entries = readdirSync12(dir);
   if (entries.some(isTraceFile)) return dir;
   for (const base of [join29(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync11(base).filter((r) => statSync8(join29(base, r)).isDirectory());
+      runs = readdirSync12(base).filter((r) => statSync8(join29(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync11(join29(base, r)).some(isTraceFile));
+    const withTraces = runs.sort().filter((r) => readdirSync12(join29(base, r)).some(isTraceFile));
     if (withTraces.length > 0) return join29(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
@@ -72309,7 +72309,7 @@ async function championProfile(ctx, commit2) {
 }
 
 // src/loop/steps/prompt.ts
-import { existsSync as existsSync21, readdirSync as readdirSync12, readFileSync as readFileSync18 } from "node:fs";
+import { existsSync as existsSync21, readdirSync as readdirSync13, readFileSync as readFileSync18 } from "node:fs";
 import { join as join32 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -72333,7 +72333,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
 }
 function directivePresets(dir) {
   if (!existsSync21(dir)) return [];
-  return readdirSync12(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  return readdirSync13(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -72497,7 +72497,7 @@ ${body.join("\n\n")}
 }
 
 // src/workspace/agent-tree.ts
-import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
+import { constants as constants6, copyFileSync as copyFileSync5, lstatSync as lstatSync3, mkdirSync as mkdirSync21, readdirSync as readdirSync14, readFileSync as readFileSync20, rmSync as rmSync18 } from "node:fs";
 import { join as join34 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -72513,7 +72513,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const st = lstatSync3(from);
     if (st.isDirectory()) {
       if (rel !== "") mkdirSync21(join34(dest, rel), { recursive: true });
-      for (const name of readdirSync13(from).sort()) {
+      for (const name of readdirSync14(from).sort()) {
         if (rel === "" && name === ".git") continue;
         walk3(rel === "" ? name : `${rel}/${name}`);
       }
@@ -72538,7 +72538,7 @@ function snapshotTree2(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
     const at = join34(dest, rel);
     const st = lstatSync3(at);
     if (st.isDirectory()) {
-      for (const name of readdirSync13(at).sort()) {
+      for (const name of readdirSync14(at).sort()) {
         if (rel === "" && name === ".git") continue;
         prune(rel === "" ? name : `${rel}/${name}`);
       }

@@ -23027,50 +23027,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative2, options, skipNormalization) {
+    function resolveComponent(base, relative3, options, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse(serialize(base, options), options);
-        relative2 = parse(serialize(relative2, options), options);
+        relative3 = parse(serialize(relative3, options), options);
       }
       options = options || {};
-      if (!options.tolerant && relative2.scheme) {
-        target.scheme = relative2.scheme;
-        target.userinfo = relative2.userinfo;
-        target.host = relative2.host;
-        target.port = relative2.port;
-        target.path = removeDotSegments(relative2.path || "");
-        target.query = relative2.query;
+      if (!options.tolerant && relative3.scheme) {
+        target.scheme = relative3.scheme;
+        target.userinfo = relative3.userinfo;
+        target.host = relative3.host;
+        target.port = relative3.port;
+        target.path = removeDotSegments(relative3.path || "");
+        target.query = relative3.query;
       } else {
-        if (relative2.userinfo !== void 0 || relative2.host !== void 0 || relative2.port !== void 0) {
-          target.userinfo = relative2.userinfo;
-          target.host = relative2.host;
-          target.port = relative2.port;
-          target.path = removeDotSegments(relative2.path || "");
-          target.query = relative2.query;
+        if (relative3.userinfo !== void 0 || relative3.host !== void 0 || relative3.port !== void 0) {
+          target.userinfo = relative3.userinfo;
+          target.host = relative3.host;
+          target.port = relative3.port;
+          target.path = removeDotSegments(relative3.path || "");
+          target.query = relative3.query;
         } else {
-          if (!relative2.path) {
+          if (!relative3.path) {
             target.path = base.path;
-            if (relative2.query !== void 0) {
-              target.query = relative2.query;
+            if (relative3.query !== void 0) {
+              target.query = relative3.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative2.path[0] === "/") {
-              target.path = removeDotSegments(relative2.path);
+            if (relative3.path[0] === "/") {
+              target.path = removeDotSegments(relative3.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative2.path;
+                target.path = "/" + relative3.path;
               } else if (!base.path) {
-                target.path = relative2.path;
+                target.path = relative3.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative2.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative3.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative2.query;
+            target.query = relative3.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -23078,7 +23078,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative2.fragment;
+      target.fragment = relative3.fragment;
       return target;
     }
     function equal(uriA, uriB, options) {
@@ -34785,7 +34785,7 @@ var Registry = class {
 };
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync2, existsSync as existsSync3, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync2, rmSync as rmSync3 } from "node:fs";
+import { appendFileSync as appendFileSync2, existsSync as existsSync3, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync3, rmSync as rmSync3 } from "node:fs";
 import { availableParallelism, constants as constants5, tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname5, join as join6, resolve as resolve2 } from "node:path";
 
@@ -35256,8 +35256,8 @@ async function probe() {
 var SANDBOX_HINT = 'the sandbox needs unprivileged user namespaces and util-linux (unshare, setpriv): on Ubuntu 24.04 run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`; in a container, allow user namespaces (docs/security.md, "The sandbox")';
 
 // src/project/python.ts
-import { existsSync as existsSync2, readFileSync as readFileSync2, realpathSync as realpathSync2, writeFileSync } from "node:fs";
-import { dirname as dirname3, join as join3 } from "node:path";
+import { existsSync as existsSync2, readdirSync, readFileSync as readFileSync2, realpathSync as realpathSync2, writeFileSync } from "node:fs";
+import { dirname as dirname3, join as join3, relative } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
   return process.env.HILLCLIMB_PYTHON || join3(root, VENV_DIR, "bin", "python");
@@ -35287,10 +35287,10 @@ import {
   lstatSync,
   mkdirSync as mkdirSync2,
   openSync,
-  readdirSync,
+  readdirSync as readdirSync2,
   readSync
 } from "node:fs";
-import { join as join4, relative } from "node:path";
+import { join as join4, relative as relative2 } from "node:path";
 var DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
 function notPlainFile(path) {
   let st;
@@ -35308,7 +35308,7 @@ function copyPlainTree(src, dest, opts = {}) {
   const limits = { ...DEFAULTS, ...opts };
   const result = { copied: [], refused: [], bytes: 0 };
   const visit = (from, to) => {
-    const rel = relative(src, from) || ".";
+    const rel = relative2(src, from) || ".";
     let st;
     try {
       st = lstatSync(from);
@@ -35318,7 +35318,7 @@ function copyPlainTree(src, dest, opts = {}) {
     }
     if (st.isDirectory()) {
       mkdirSync2(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) {
+      for (const name of readdirSync2(from).sort()) {
         if (/[\u0000-\u001f\u007f]/.test(name))
           result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
         else visit(join4(from, name), join4(to, name));
@@ -35493,7 +35493,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list2 = (dir) => {
     try {
-      return readdirSync2(dir);
+      return readdirSync3(dir);
     } catch {
       return [];
     }
@@ -36779,7 +36779,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync6, readdirSync as readdirSync3, readFileSync as readFileSync4, renameSync, rmSync as rmSync6, writeFileSync as writeFileSync3 } from "node:fs";
+import { mkdirSync as mkdirSync6, readdirSync as readdirSync4, readFileSync as readFileSync4, renameSync, rmSync as rmSync6, writeFileSync as writeFileSync3 } from "node:fs";
 import { join as join9 } from "node:path";
 function tpuStateDir(stateDir) {
   return join9(stateDir, "tpu");
@@ -36796,7 +36796,7 @@ function writeRecord(dir, record) {
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync3(dir).filter((n) => n.endsWith(".json"));
+    names = readdirSync4(dir).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }

@@ -24,6 +24,7 @@ def test_kernel_sources_pass_the_static_scan():
         "import time",
         "from kernels.harness import spec",
         "from ..harness import oracle",
+        "import hillclimb_bench.checks",
         "jax.config.update('jax_default_matmul_precision', 'bfloat16')",
         "os.environ['XLA_FLAGS'] = ''",
         "sys.modules['kernels.harness.bench'].perf_counter = f",
@@ -104,6 +105,25 @@ def test_guards_notice_a_swapped_check_or_a_loosened_tolerance(monkeypatch):
         "harness.id.kernels.harness.verify.compare",
         "harness.id.kernels.harness.testing.assert_close",
         "harness.val.kernels.harness.spec.TOL_BENCH",
+    }
+
+
+def test_guards_notice_a_swapped_part_of_hillclimb_bench(monkeypatch):
+    """The bench's timing loop, timed-output check and metrics writer are hillclimb_bench's: a
+    kernel that swaps one (or the clock the loop reads) is seen like one that swaps the harness."""
+    import hillclimb_bench
+
+    before = guards.snapshot()
+    monkeypatch.setattr(hillclimb_bench.checks, "check_kept", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(hillclimb_bench.timing, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(hillclimb_bench.metrics, "write", lambda *args, **kwargs: None)
+    changed = {c.split(":")[0] for c in guards.changed(before)}
+    assert changed == {
+        "module.id.hillclimb_bench.checks.check_kept",
+        "module.id.hillclimb_bench.checks.check_kept.__code__",
+        "module.id.hillclimb_bench.timing.perf_counter",
+        "module.id.hillclimb_bench.metrics.write",
+        "module.id.hillclimb_bench.metrics.write.__code__",
     }
 
 

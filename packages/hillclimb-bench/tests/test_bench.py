@@ -72,7 +72,8 @@ def test_kernel_that_changes_after_verification_is_caught_after_timing(tmp_path:
     done = run_bench(tmp_path, "drift", "--repeats", "2", "--warmup", "0")
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        "bench: failed: fwd.probs: a timed call's output differs bit for bit from the verified one"
+        "bench: failed: fwd: timed call 1 of 2 (set0) returned fwd.probs bit-different from the "
+        "verified call on the same inputs"
     )
     assert not (tmp_path / "m.json").exists()
 
@@ -81,6 +82,69 @@ def test_kernel_that_raises_is_a_failed_check(tmp_path: Path) -> None:
     done = run_bench(tmp_path, "raises", "--repeats", "2")
     assert done.returncode == 1
     assert done.stderr.strip() == "bench: failed: fwd: raised RuntimeError: out of shared memory"
+
+
+@pytest.mark.parametrize(
+    ("variant", "rebound"),
+    [
+        ("forge-json", "module.id.json.dumps"),
+        ("blunt-numpy", "module.id.numpy.abs"),
+        ("patch-checker", "module.id.hillclimb_bench.checks.check_kept"),
+    ],
+)
+def test_kernel_that_tampers_with_the_bench_is_caught_by_the_guards(
+    tmp_path: Path, variant: str, rebound: str
+) -> None:
+    done = run_bench(tmp_path, variant, "--repeats", "2")
+    assert done.returncode == 1, done.stderr
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert line.startswith("bench: failed: guards: global state changed while verifying: ")
+    assert f"{rebound}: " in line
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_guards_see_a_timer_rebound_in_the_timing_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bench rebinds nothing itself: an honest run ends without a guard report...
+    _bench(lambda rng: (np.ones(2),))
+    # ...and a kernel that swaps the clock the timing loop reads is reported by name.
+    clock = hillclimb_bench.timing.perf_counter
+    calls = 0
+
+    def swap_clock(x: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            monkeypatch.setattr(hillclimb_bench.timing, "perf_counter", lambda: clock() / 2)
+        return x * 2
+
+    with pytest.raises(
+        VerificationError, match=r"module\.id\.hillclimb_bench\.timing\.perf_counter"
+    ):
+        hillclimb_bench.measure(
+            target="t",
+            impl="numpy",
+            dtype="float32",
+            shapes={"n": 2},
+            make_inputs=lambda rng: (np.ones(2),),
+            measurements={"fwd": Measurement(fn=swap_clock, reference=_double, rel_rms_tol=0.0)},
+            repeats=1,
+            warmup=0,
+        )
+
+
+def test_a_snapshot_taken_before_the_kernel_import_covers_import_time() -> None:
+    before = hillclimb_bench.guards.snapshot()
+    import math as imported_kernel  # stands for a kernel whose import rebinds something
+
+    original = imported_kernel.sqrt
+    imported_kernel.sqrt = lambda x: 0.0  # type: ignore[assignment]
+    try:
+        with pytest.raises(VerificationError, match=r"^guards: .*module\.id\.math\.sqrt"):
+            _bench(lambda rng: (np.ones(2),), guard_from=before)
+        _bench(lambda rng: (np.ones(2),))  # a snapshot taken later does not see it
+    finally:
+        imported_kernel.sqrt = original
 
 
 @pytest.mark.parametrize("args", [["--repeats", "many"], ["--repeats", "0"], ["--seed", "-1"]])

@@ -1,7 +1,10 @@
 """A user's bench, as the README shows it: a row softmax timed and verified by hillclimb_bench.
 
 BENCH_VARIANT (environment) picks the kernel: good, wrong (lse off by 10%), drift (right for the
-verification calls, one ulp off afterwards), raises.
+verification calls, one ulp off afterwards), raises; and three that tamper with the bench on their
+first call: forge-json (``json.dumps`` halves every timing it writes), blunt-numpy (``numpy.abs``
+returns zeros, so no error shows), patch-checker (``hillclimb_bench.checks.check_kept`` accepts
+anything).
 """
 
 from __future__ import annotations
@@ -37,7 +40,27 @@ def softmax(x: np.ndarray) -> dict[str, Any]:
         out["probs"] = np.nextafter(out["probs"], np.float32(np.inf))
     if VARIANT == "raises" and calls > 1:
         raise RuntimeError("out of shared memory")
+    if calls == 1:
+        tamper()
     return out
+
+
+def tamper() -> None:
+    if VARIANT == "forge-json":
+        import json
+
+        dumps = json.dumps
+
+        def forged(doc: Any, **kw: Any) -> str:
+            for m in doc.get("measurements", {}).values():
+                m["median_ms"] /= 2
+            return dumps(doc, **kw)
+
+        json.dumps = forged
+    if VARIANT == "blunt-numpy":
+        np.abs = lambda x, *a, **kw: np.zeros_like(x)
+    if VARIANT == "patch-checker":
+        hillclimb_bench.checks.check_kept = lambda *a, **kw: 0
 
 
 if __name__ == "__main__":

@@ -4,39 +4,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as _dt
 import importlib.util
-import json
 import math
 import os
-import platform
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from time import perf_counter
 from typing import Any
 
 import numpy as np
 
-from . import _peaks
+from . import checks, guards, metrics, peaks
+from .errors import UsageError, VerificationError
+from .metrics import CLOCK_HOST, CLOCK_JAX, SCHEMA_ID
+from .timing import time_calls
 
-SCHEMA_ID = "hillclimb.metrics/v1"
 MAX_SEED = 2**53 - 1  # an exact JSON/JavaScript number
-CLOCK_JAX = "perf_counter+block_until_ready"
-CLOCK_HOST = "perf_counter"
-
-
-class UsageError(Exception):
-    """Bad arguments (exit 2)."""
-
-
-class VerificationError(Exception):
-    """A callable's output failed a check (exit 1). ``quantity`` names it, e.g. ``fwd.out``."""
-
-    def __init__(self, quantity: str, detail: str) -> None:
-        super().__init__(f"{quantity}: {detail}")
-        self.quantity = quantity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,32 +40,19 @@ class Measurement:
     tokens: int | None = None
 
 
-# --- outputs --------------------------------------------------------------------------------------
-
-
-def _leaves(out: Any, name: str) -> list[tuple[str, Any]]:
-    """``(quantity, array)`` of every array in ``out`` (an array, a tuple/list or dict of them)."""
-    if isinstance(out, dict):
-        return [leaf for k in sorted(out) for leaf in _leaves(out[k], f"{name}.{k}")]
-    if isinstance(out, tuple | list):
-        return [leaf for i, x in enumerate(out) for leaf in _leaves(x, f"{name}.{i}")]
-    return [(name, out)]
-
-
-def _host(x: Any) -> np.ndarray:
-    return np.asarray(x)
+# --- verification ---------------------------------------------------------------------------------
 
 
 def _compare(name: str, outs: Any, refs: Any, tol: float) -> dict[str, dict[str, float]]:
     """Errors of each output array against the reference; raises on the first one out of bounds."""
-    got, want = _leaves(outs, name), _leaves(refs, name)
+    got, want = checks.leaves(outs, name), checks.leaves(refs, name)
     if [q for q, _ in got] != [q for q, _ in want]:
         raise VerificationError(
             name, f"returns {[q for q, _ in got]}, the reference {[q for q, _ in want]}"
         )
     errors: dict[str, dict[str, float]] = {}
     for (q, a), (_, b) in zip(got, want, strict=True):
-        x, y = _host(a), _host(b)
+        x, y = np.asarray(a), np.asarray(b)
         if x.shape != y.shape:
             raise VerificationError(q, f"shape {x.shape}, the reference's is {y.shape}")
         x64, y64 = x.astype(np.float64), y.astype(np.float64)
@@ -99,23 +69,17 @@ def _compare(name: str, outs: Any, refs: Any, tol: float) -> dict[str, dict[str,
     return errors
 
 
-def _bits(out: Any, name: str) -> list[tuple[str, str, tuple[int, ...], bytes]]:
-    return [
-        (q, str(h.dtype), h.shape, h.tobytes())
-        for q, a in _leaves(out, name)
-        for h in [np.ascontiguousarray(_host(a))]
-    ]
+def _arrays(out: Any, name: str) -> list[Any]:
+    return [a for _, a in checks.leaves(out, name)]
 
 
 def _check_identical(name: str, out: Any, verified: list[Any], call: str) -> None:
-    for (q, dt, shape, data), (_, vdt, vshape, vdata) in zip(
-        _bits(out, name), verified, strict=True
+    got = checks.leaves(out, name)
+    for (q, _), same in zip(
+        got, checks.identical_on_host([a for _, a in got], verified), strict=True
     ):
-        if (dt, shape, data) != (vdt, vshape, vdata):
+        if not same:
             raise VerificationError(q, f"{call} output differs bit for bit from the verified one")
-
-
-# --- environment ----------------------------------------------------------------------------------
 
 
 def _load_jax() -> Any | None:
@@ -136,30 +100,17 @@ def _device(jax: Any | None) -> dict[str, Any]:
     }
 
 
-def _versions(jax: Any | None) -> dict[str, str]:
-    versions = {"python": platform.python_version(), "numpy": np.__version__}
-    if jax is None:
-        return {**versions, "jax": "not installed", "jaxlib": "not installed"}
-    import jaxlib
-
-    return {**versions, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
+def _call(name: str, m: Measurement, args: tuple[Any, ...], sync: Callable[[Any], Any]) -> Any:
+    try:
+        return sync(m.fn(*args))
+    except Exception as e:  # the kernel's own failure is a failed check, not a crash
+        raise VerificationError(name, f"raised {type(e).__name__}: {e}") from e
 
 
-def _git() -> dict[str, Any]:
-    def run(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
-        except OSError:
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    commit = run("rev-parse", "HEAD")
-    status = run("status", "--porcelain") if commit else None
-    return {"commit": commit, "dirty": None if status is None else status != ""}
-
-
-def _percentile(samples: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(samples), q))
+def _guard(before: dict[str, Any], when: str) -> None:
+    tampered = guards.changed(before)
+    if tampered:
+        raise VerificationError("guards", f"global state changed {when}: " + "; ".join(tampered))
 
 
 # --- the bench ------------------------------------------------------------------------------------
@@ -180,12 +131,17 @@ def measure(
     repeats: int = 10,
     trace_dir: str | None = None,
     interpret: bool = False,
+    guard_from: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Verify and time every measurement; return the metrics document (not yet written).
 
     ``make_inputs(rng)`` builds one input set from a NumPy generator; set ``i`` uses
-    ``np.random.default_rng([seed, i])``, so ``seed`` reproduces every input. Raises
-    :class:`UsageError` for bad arguments and :class:`VerificationError` for a failed check.
+    ``np.random.default_rng([seed, i])``, so ``seed`` reproduces every input. The guards
+    (:mod:`hillclimb_bench.guards`) compare the process's state after verification, after timing
+    and at the end with a snapshot taken when this starts, or with ``guard_from`` (a
+    ``guards.snapshot()`` the bench took before importing its kernel). Raises
+    :class:`UsageError` for bad arguments and :class:`VerificationError` for a failed check
+    (``quantity`` ``guards`` when the state changed).
     """
     if not measurements:
         raise UsageError("no measurements given")
@@ -199,71 +155,81 @@ def measure(
     if seed is not None and not 0 <= seed <= MAX_SEED:
         raise UsageError(f"--seed must be in [0, 2^53), got {seed}")
     jax = _load_jax()
+    before = guards.snapshot() if guard_from is None else guard_from
     sync: Callable[[Any], Any] = jax.block_until_ready if jax is not None else (lambda x: x)
 
     seed_source = "argument" if seed is not None else "os.urandom"
     if seed is None:
         seed = int.from_bytes(os.urandom(8), "little") & MAX_SEED
     sets = [tuple(make_inputs(np.random.default_rng([seed, i]))) for i in range(input_sets)]
-
-    def call(name: str, m: Measurement, args: tuple[Any, ...]) -> Any:
-        try:
-            return sync(m.fn(*args))
-        except Exception as e:  # the kernel's own failure is a failed check, not a crash
-            raise VerificationError(name, f"raised {type(e).__name__}: {e}") from e
+    labels = [f"set{i}" for i in range(input_sets)]
 
     errors: dict[str, dict[str, float]] = {}
-    results: dict[str, Any] = {}
+    timed: dict[str, list[float]] = {}
     compared = 0
     traced = False
     for name, m in measurements.items():
-        # Verify every set before any timing counts; keep the verified bits.
-        verified = []
+        # Verify every set before any timing counts; keep the verified arrays.
+        verified: list[list[Any]] = []
         for args in sets:
-            out = call(name, m, args)
+            out = _call(name, m, args, sync)
             for q, e in _compare(name, out, m.reference(*args), m.rel_rms_tol).items():
                 worst = errors.get(q)
                 if worst is None or e["rel_rms"] > worst["rel_rms"]:
                     errors[q] = e
-            verified.append(_bits(out, name))
-        for i in range(warmup):
-            k = i % len(sets)
-            _check_identical(name, call(name, m, sets[k]), verified[k], "a warm-up call's")
-        samples: list[float] = []
-        kept: list[tuple[int, Any]] = []
-        for i in range(repeats):
-            k = i % len(sets)
-            t0 = perf_counter()
-            try:
-                out = sync(m.fn(*sets[k]))
-            except Exception as e:
-                raise VerificationError(name, f"raised {type(e).__name__}: {e}") from e
-            samples.append((perf_counter() - t0) * 1e3)
-            kept.append((k, out))
-        for k, out in kept:
-            _check_identical(name, out, verified[k], "a timed call's")
-            compared += 1
+            verified.append([np.array(a) for a in _arrays(out, name)])
+        _guard(before, "while verifying")
+
+        def warm(k: int, out: Any, verified: list[list[Any]] = verified, name: str = name) -> None:
+            _check_identical(name, out, verified[k], "a warm-up call's")
+
+        samples, kept = time_calls(
+            name, m.fn, sets, repeats=repeats, warmup=warmup, block=sync, on_warmup=warm
+        )
+        quantities = [q for q, _ in checks.leaves(kept[0], name)]
+        compared += checks.check_kept(
+            name,
+            {r: _arrays(out, name) for r, out in kept.items()},
+            verified,
+            labels=labels,
+            names=quantities,
+            repeats=repeats,
+        )
         if trace_dir is not None and not traced:
             traced = True
             if jax is None:
                 raise UsageError("--trace needs JAX (jax.profiler)")
             with jax.profiler.trace(trace_dir):
-                out = call(name, m, sets[0])
+                out = _call(name, m, sets[0], sync)
             _check_identical(name, out, verified[0], "the traced call's")
-        results[name] = _measurement(samples, m)
+        timed[name] = samples
+    _guard(before, "while timing")
 
     device = _device(jax)
-    peak = _peak(device, dtype, jax) if any(m.flops for m in measurements.values()) else None
+    try:
+        peak = (
+            peaks.peak_entry(device["kind"], dtype)
+            if any(m.flops for m in measurements.values())
+            else None
+        )
+    except ValueError as e:  # a broken install, not the kernel's fault: set HILLCLIMB_DEVICE_PEAKS
+        raise UsageError(f"{e} (set HILLCLIMB_DEVICE_PEAKS to hillclimb's file)") from None
     peak_flops = None if peak is None else peak["flops_per_s"]
-    for r in results.values():
-        secs = r["median_ms"] / 1e3
-        r["mfu"] = None if peak_flops is None or not r["flops"] else r["flops"] / secs / peak_flops
+    results = {
+        name: metrics.measurement(
+            samples,
+            flops=float(measurements[name].flops or 0.0),
+            tokens=measurements[name].tokens or 0,
+            peak_flops_per_s=peak_flops,
+        )
+        for name, samples in timed.items()
+    }
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "target": target,
         "impl": impl,
         "preset": preset,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+        "created_at": metrics.created_at(),
         "device": {
             **device,
             "peak_flops_per_s": peak_flops,
@@ -278,66 +244,20 @@ def measure(
             "clock": CLOCK_JAX if jax is not None else CLOCK_HOST,
         },
         "measurements": results,
-        "versions": _versions(jax),
-        "git": _git(),
+        "versions": metrics.versions(jax),
+        "git": metrics.git_state(),
         "trace_dir": trace_dir,
         "verification": {
             "seed": seed,
             "seed_source": seed_source,
-            "input_sets": [f"set{i}" for i in range(input_sets)],
+            "input_sets": labels,
             "verified": True,
             "timed_outputs_compared": compared,
             "errors": errors,
         },
     }
+    _guard(before, "while measuring")
     return doc
-
-
-def _measurement(samples: list[float], m: Measurement) -> dict[str, Any]:
-    median = _percentile(samples, 50)
-    flops = float(m.flops or 0.0)
-    return {
-        "samples_ms": [max(s, 1e-9) for s in samples],
-        "median_ms": max(median, 1e-9),
-        "p10_ms": max(_percentile(samples, 10), 1e-9),
-        "p90_ms": max(_percentile(samples, 90), 1e-9),
-        "flops": flops,
-        "executed_flops": None,
-        "tflops_per_s": flops / (max(median, 1e-9) / 1e3) / 1e12,
-        "mfu": None,
-        "tokens_per_s": (m.tokens or 0) / (max(median, 1e-9) / 1e3),
-    }
-
-
-def _peak(device: dict[str, Any], dtype: str, jax: Any | None) -> dict[str, Any] | None:
-    """The table's peak for this device and dtype, else a measured matmul peak labelled as such;
-    ``None`` for a dtype the metrics schema has no peak for (MFU is then null)."""
-    key = _peaks.PEAK_DTYPES.get(dtype)
-    if key is None:
-        return None
-    try:
-        found = _peaks.device_peak(device["kind"], dtype)
-    except ValueError as e:  # a broken install, not the kernel's fault: set HILLCLIMB_DEVICE_PEAKS
-        raise UsageError(f"{e} (set HILLCLIMB_DEVICE_PEAKS to hillclimb's file)") from None
-    if found is not None:
-        name, flops = found
-        return {
-            "source": "table",
-            "name": name,
-            "dtype": key,
-            "flops_per_s": flops,
-            "warning": None,
-            "measured": None,
-        }
-    measured = _peaks.measure_matmul_peak(dtype, device["backend"], jax)
-    return {
-        "source": "measured",
-        "name": f"measured {measured['n']}^3 {dtype} matmul",
-        "dtype": key,
-        "flops_per_s": measured["flops_per_s"],
-        "warning": f"device kind {device['kind']!r} has no {key} peak in device-peaks.json",
-        "measured": measured,
-    }
 
 
 # --- command line ---------------------------------------------------------------------------------
@@ -373,7 +293,7 @@ def main(argv: Sequence[str] | None = None, **bench: Any) -> None:
     except VerificationError as e:
         print(f"bench: failed: {e}", file=sys.stderr)
         raise SystemExit(1) from None
-    Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+    metrics.write(args.out, doc)
     m = ", ".join(f"{k} {v['median_ms']:.4g} ms" for k, v in doc["measurements"].items())
     seed = doc["verification"]["seed"]
     print(f"HILLCLIMB_BENCH {doc['target']}/{doc['impl']}: {m} (seed {seed})")
