@@ -8,6 +8,7 @@ import { REPO_ROOT } from './helpers/paths.js';
 const RANK: Record<string, number> = {
   util: 0,
   exec: 1,
+  git: 2,
   env: 2,
   config: 3,
   workspace: 4,
@@ -32,6 +33,8 @@ function files(dir: string): string[] {
 }
 
 const SRC = join(REPO_ROOT, 'src');
+/** A git process started outside src/git: a literal `git` command, or a git binary defaulted to `git`. */
+const RUNS_GIT = /\b(?:run|spawn|execa|execFile)\(\s*['"`]git['"`]|\?\?\s*['"`]git['"`]/;
 
 describe('module layering', () => {
   it('every src folder has a rank', () => {
@@ -58,5 +61,22 @@ describe('module layering', () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('only src/git starts git: no other file runs a literal git command or defaults a git binary', () => {
+    // runGit (src/git/command.ts) gives every git call the same non-interactive environment and its
+    // timeout; a second runner drifts (three did before src/git). doctor's `git --version` probe goes
+    // through its generic tool check, which names no git command at a call site.
+    const violations = files(SRC)
+      .filter((file) => !['git', 'exec'].includes(relative(SRC, file).split('/')[0]!))
+      .filter((file) => RUNS_GIT.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(REPO_ROOT, file));
+    expect(violations).toEqual([]);
+  });
+
+  it('the git check catches a file that runs git itself', () => {
+    expect(RUNS_GIT.test("await run('git', ['push'], opts)")).toBe(true);
+    expect(RUNS_GIT.test("run(opts.gitBinary ?? 'git', args)")).toBe(true);
+    expect(RUNS_GIT.test("await runGit(['push'], opts)")).toBe(false);
   });
 });
