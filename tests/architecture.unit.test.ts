@@ -47,8 +47,9 @@ describe('module layering', () => {
     for (const file of files(SRC)) {
       const from = relative(SRC, file).split('/')[0]!;
       const text = readFileSync(file, 'utf8');
-      if (/from 'node:child_process'/.test(text) && from !== 'exec') {
-        violations.push(`${relative(REPO_ROOT, file)} imports node:child_process (use src/exec)`);
+      const spawner = /from '(node:child_process|execa)'/.exec(text)?.[1];
+      if (spawner && from !== 'exec') {
+        violations.push(`${relative(REPO_ROOT, file)} imports ${spawner} (use src/exec)`);
       }
       for (const m of text.matchAll(/^(?:import|export)[^'"]*from '(\.{1,2}\/[^']+)'/gm)) {
         const path = resolve(file, '..', m[1]!);
