@@ -9,6 +9,7 @@ const RANK: Record<string, number> = {
   util: 0,
   exec: 1,
   project: 2,
+  git: 2,
   config: 3,
   trace: 3,
   stats: 4,
@@ -34,6 +35,8 @@ function files(dir: string): string[] {
 }
 
 const SRC = join(REPO_ROOT, 'src');
+/** A git process started outside src/git: a literal `git` command, or a git binary defaulted to `git`. */
+const RUNS_GIT = /\b(?:run|spawn|execa|execFile)\(\s*['"`]git['"`]|\?\?\s*['"`]git['"`]/;
 
 /**
  * Imports of a backend implementation (src/compute/backends/*) from outside src/compute: the loop and
@@ -57,8 +60,9 @@ describe('module layering', () => {
     for (const file of files(SRC)) {
       const from = relative(SRC, file).split('/')[0]!;
       const text = readFileSync(file, 'utf8');
-      if (/from 'node:child_process'/.test(text) && from !== 'exec') {
-        violations.push(`${relative(REPO_ROOT, file)} imports node:child_process (use src/exec)`);
+      const spawner = /from '(node:child_process|execa)'/.exec(text)?.[1];
+      if (spawner && from !== 'exec') {
+        violations.push(`${relative(REPO_ROOT, file)} imports ${spawner} (use src/exec)`);
       }
       for (const m of text.matchAll(/^(?:import|export)[^'"]*from '(\.{1,2}\/[^']+)'/gm)) {
         const path = resolve(file, '..', m[1]!);
@@ -99,5 +103,22 @@ describe('module layering', () => {
         "import { LocalBackend } from './backends/local.js';",
       ),
     ).toEqual([]);
+  });
+
+  it('only src/git starts git: no other file runs a literal git command or defaults a git binary', () => {
+    // runGit (src/git/command.ts) gives every git call the same non-interactive environment and its
+    // timeout; a second runner drifts (three did before src/git). doctor's `git --version` probe goes
+    // through its generic tool check, which names no git command at a call site.
+    const violations = files(SRC)
+      .filter((file) => !['git', 'exec'].includes(relative(SRC, file).split('/')[0]!))
+      .filter((file) => RUNS_GIT.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(REPO_ROOT, file));
+    expect(violations).toEqual([]);
+  });
+
+  it('the git check catches a file that runs git itself', () => {
+    expect(RUNS_GIT.test("await run('git', ['push'], opts)")).toBe(true);
+    expect(RUNS_GIT.test("run(opts.gitBinary ?? 'git', args)")).toBe(true);
+    expect(RUNS_GIT.test("await runGit(['push'], opts)")).toBe(false);
   });
 });

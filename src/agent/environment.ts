@@ -7,8 +7,9 @@
  * This hides variables, not files: on a machine whose HOME holds credential files the agent can still
  * read them. In CI the agent runs in a job that has none (DESIGN "GitHub").
  */
+
+import { agentIdentity, identityEnv } from '../git/index.js';
 import { isSecretName } from '../util/redact.js';
-import type { Identity } from '../workspace/git.js';
 
 const BASE_NAMES = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'TMPDIR'];
 
@@ -70,18 +71,10 @@ export function agentEnvironment(spec: AgentEnvironmentSpec): AgentEnvironment {
   return { env, secrets, refused: [...new Set(refused)].sort() };
 }
 
-/** The identity an agent's own commits carry, so provenance shows who proposed what. */
-export function agentIdentity(agent: string): Identity {
-  return { name: `${agent} (hillclimb agent)`, email: `${agent}-agent@users.noreply.invalid` };
-}
+/** The identity an agent's own commits carry (src/git/identity.ts, beside the check that knows it). */
+export { agentIdentity };
 
 /** Git identity variables for the agent process (its `git commit` needs one; CI runners have none). */
 export function gitIdentityEnv(agent: string): Record<string, string> {
-  const id = agentIdentity(agent);
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email,
-  };
+  return identityEnv(agentIdentity(agent));
 }

@@ -7,7 +7,7 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { run } from '../exec/exec.js';
+import { runGit } from '../git/index.js';
 import { HillclimbError } from '../util/errors.js';
 
 export interface SnapshotOptions {
@@ -25,7 +25,12 @@ async function git(
   env: Record<string, string> = {},
   input?: string,
 ): Promise<string> {
-  const r = await run('git', args, { cwd: workdir, env, timeoutMs: GIT_TIMEOUT_MS, input });
+  const r = await runGit(args, {
+    cwd: workdir,
+    env,
+    timeoutMs: GIT_TIMEOUT_MS,
+    ...(input !== undefined ? { input } : {}),
+  });
   return r.stdout.trim();
 }
 

@@ -1,15 +1,16 @@
 /**
- * The one way hillclimb spawns processes. Nothing else imports `node:child_process`.
+ * The one way hillclimb spawns processes, on top of execa. Nothing else imports `node:child_process`
+ * or execa.
  *
  * - Commands are argument arrays, never shell strings.
  * - Wall-clock and idle-output timeouts kill the whole process group (SIGTERM, then SIGKILL).
  * - Output can be teed to a log file; secrets are redacted everywhere output goes.
  * - Failures name the command, the exit code and the log file.
  */
-import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { execa } from 'execa';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
 
@@ -125,7 +126,6 @@ function spawnAndCollect(
   const secrets = opts.redact ?? [];
   const maxChars = opts.maxBufferChars ?? DEFAULT_MAX_BUFFER_CHARS;
   const started = Date.now();
-  const env = buildEnv(opts);
 
   let log: WriteStream | undefined;
   if (opts.logFile) {
@@ -134,12 +134,22 @@ function spawnAndCollect(
   }
 
   return new Promise<ExecResult>((resolve, reject) => {
-    // detached: the child leads its own process group, so a kill reaches its children too.
-    const child = spawn(command, [...args], {
+    // execa starts the child and settles once it has exited and its pipes are closed. Output is not
+    // buffered by execa (our collector keeps a redacted tail and tees lines); kills are ours too,
+    // because execa signals only the child's pid and we must reach the whole process group.
+    const child = execa(command, [...args], {
       cwd: opts.cwd,
-      env,
+      env: buildEnv(opts),
+      extendEnv: false,
+      // detached: the child leads its own process group, so a kill reaches its children too.
       detached: process.platform !== 'win32',
-      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      ...(opts.input === undefined ? { stdin: 'ignore' as const } : { input: opts.input }),
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      reject: false,
+      stripFinalNewline: false,
+      windowsHide: true,
     });
 
     const out = new StreamCollector('stdout', maxChars, secrets, log, opts.onLine);
@@ -184,19 +194,17 @@ function spawnAndCollect(
       armIdle();
       err.push(chunk);
     });
-    if (opts.input !== undefined && child.stdin) {
-      child.stdin.on('error', () => {
-        /* the child may exit without reading its input; that is its business */
-      });
-      child.stdin.end(opts.input);
-    }
+
+    const stopTimers = (): void => {
+      for (const t of timers) clearTimeout(t);
+      if (idleTimer) clearTimeout(idleTimer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    };
 
     const finish = (): void => {
       if (settled) return;
       settled = true;
-      for (const t of timers) clearTimeout(t);
-      if (idleTimer) clearTimeout(idleTimer);
-      opts.signal?.removeEventListener('abort', onAbort);
+      stopTimers();
       out.flush();
       err.flush();
       const result: ExecResult = {
@@ -214,13 +222,12 @@ function spawnAndCollect(
       else resolve(result);
     };
 
-    child.on('error', (e: NodeJS.ErrnoException) => {
+    const failToStart = (code: string | undefined, message: string): void => {
       if (settled) return;
       settled = true;
-      for (const t of timers) clearTimeout(t);
-      if (idleTimer) clearTimeout(idleTimer);
+      stopTimers();
       log?.end();
-      if (e.code === 'ENOENT') {
+      if (code === 'ENOENT') {
         reject(
           new ExecError(
             `${shown}: command not found: ${command}`,
@@ -230,18 +237,36 @@ function spawnAndCollect(
           ),
         );
       } else {
-        reject(new ExecError(`${shown}: could not start: ${e.message}`, shown));
+        reject(new ExecError(`${shown}: could not start: ${message}`, shown));
       }
-    });
+    };
+
     child.on('exit', (code, signal) => {
       exitCode = code;
       exitSignal = signal;
-      // stdio normally closes right after exit; if a grandchild holds it open, stop waiting.
-      const drain = setTimeout(finish, STDIO_DRAIN_MS);
+      // stdio normally closes right after exit; if a grandchild holds it open, stop waiting (and stop
+      // reading, so execa settles too).
+      const drain = setTimeout(() => {
+        finish();
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }, STDIO_DRAIN_MS);
       drain.unref();
       timers.push(drain);
     });
-    child.on('close', finish);
+
+    child.then(
+      (r) => {
+        // No exit code and no signal: the process never ran (execa reports the spawn error's code).
+        if (r.exitCode === undefined && r.signal === undefined && r.failed) {
+          const cause = r.cause as NodeJS.ErrnoException | undefined;
+          failToStart(r.code ?? cause?.code, cause?.message ?? r.shortMessage ?? 'unknown error');
+          return;
+        }
+        finish();
+      },
+      (e: unknown) => failToStart(undefined, e instanceof Error ? e.message : String(e)),
+    );
   });
 }
 

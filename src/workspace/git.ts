@@ -1,5 +1,5 @@
 /**
- * The only code in hillclimb that runs git. Modelled on create-pull-request's git command manager:
+ * The loop's handle on its repository, built on src/git's runGit (the one place git is started). Modelled on create-pull-request's git command manager:
  * an async factory that verifies the work tree and resolves the binary once, one method per git verb,
  * argument arrays with pathspecs after `--`, expected non-zero exits opted into, and a `close()` that
  * undoes the state this instance created (worktrees), called by the loop in `finally`.
@@ -14,47 +14,30 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFil
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { displayCommand, type ExecResult, run } from '../exec/exec.js';
+import { displayCommand, type ExecResult } from '../exec/exec.js';
 import { findOnPath } from '../exec/find-on-path.js';
+import {
+  assertIdentity,
+  DEFAULT_GIT_TIMEOUT_MS,
+  HARDENING_CONFIG,
+  HARNESS_IDENTITY,
+  type Identity,
+  identityEnv,
+  runGit,
+} from '../git/index.js';
 import { assertBranchName } from '../util/branch-name.js';
 import { ExitCode, HillclimbError } from '../util/errors.js';
 import type { Logger } from '../util/log.js';
 import { secretsFromEnv } from '../util/redact.js';
 
-/** Who a commit is by. */
-export interface Identity {
-  name: string;
-  email: string;
-}
-
-/** The fixed identity of commits the harness itself makes (reverts, merges, commits on an agent's behalf). */
-export const HARNESS_IDENTITY: Identity = { name: 'hillclimb', email: 'hillclimb@users.noreply.invalid' };
+export { HARNESS_IDENTITY, type Identity };
 
 /** Prefix of the refs that pin stashes by SHA (see stashChanges). */
 export const STASH_PIN_PREFIX = 'refs/hillclimb/stashes/';
 
-/**
- * Options every git call gets. Hooks and fsmonitor run arbitrary programs named by repository config
- * or files under .git, which an agent may have written; quotePath=false keeps non-ASCII paths readable.
- */
-const HARDENING_CONFIG: Readonly<Record<string, string>> = {
-  'core.hooksPath': '/dev/null',
-  'core.fsmonitor': 'false',
-  'core.quotePath': 'false',
-};
-
-/** Environment for git: never prompt (a prompt would hang an unattended loop), stable English messages. */
-const GIT_ENV: Readonly<Record<string, string>> = {
-  GIT_TERMINAL_PROMPT: '0',
-  LC_ALL: 'C',
-  LANGUAGE: 'C',
-};
-
 const LOCK_CONTENTION = /index\.lock|Another git process seems to be running|\.lock': File exists/;
 const DEFAULT_LOCK_RETRIES = 3;
 const DEFAULT_LOCK_RETRY_DELAY_MS = 1000;
-/** Generous: a fetch over a slow network is the longest thing git does for the loop. */
-const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
 export interface GitOptions {
   /** git to run. Default: `git` found on PATH when the instance is created. */
@@ -190,9 +173,9 @@ export class Git {
       throw new HillclimbError('git not found on PATH', { hint: 'install git', exitCode: ExitCode.infra });
     }
     const cwd = resolve(dir);
-    const probe = await run(binary, ['rev-parse', '--is-inside-work-tree', '--show-toplevel'], {
+    const probe = await runGit(['rev-parse', '--is-inside-work-tree', '--show-toplevel'], {
+      binary,
       cwd,
-      env: GIT_ENV,
       allowedExitCodes: 'any',
     }).catch((e: unknown) => {
       throw new HillclimbError(`cannot run git in ${cwd}: ${(e as Error).message}`, {
@@ -218,9 +201,9 @@ export class Git {
     if (!binary)
       throw new HillclimbError('git not found on PATH', { hint: 'install git', exitCode: ExitCode.infra });
     mkdirSync(dirname(resolve(dest)), { recursive: true });
-    await run(binary, ['clone', '--quiet', '--no-hardlinks', '--', source, resolve(dest)], {
-      env: GIT_ENV,
-      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    await runGit(['clone', '--quiet', '--no-hardlinks', '--', source, resolve(dest)], {
+      binary,
+      ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     });
     return Git.create(dest, opts);
   }
@@ -781,7 +764,7 @@ export class Git {
     assertRevision(parent);
     const r = await this.git(['commit-tree', `${treeOf}^{tree}`, '-p', parent, '-F', '-'], {
       input: message,
-      env: commitEnv(HARNESS_IDENTITY, date),
+      env: identityEnv(HARNESS_IDENTITY, date),
     });
     return r.stdout.trim();
   }
@@ -828,7 +811,7 @@ export class Git {
       assertIdentity(opts.identity);
       const r = await this.git(['commit-tree', tree, '-p', parent, '-F', '-'], {
         input: message,
-        env: commitEnv(opts.identity, opts.date),
+        env: identityEnv(opts.identity, opts.date),
       });
       return r.stdout.trim();
     } finally {
@@ -933,18 +916,18 @@ export class Git {
   }
 
   private async git(args: readonly string[], opts: GitRunOptions = {}): Promise<ExecResult> {
-    const config = { ...HARDENING_CONFIG, ...opts.config };
-    const full = [...Object.entries(config).flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...args];
     const allowed = opts.allowedExitCodes ?? [0];
     const retries = this.opts.lockRetries ?? DEFAULT_LOCK_RETRIES;
     for (let attempt = 0; ; attempt++) {
-      const r = await run(this.binary, full, {
+      const r = await runGit(args, {
+        binary: this.binary,
         cwd: opts.cwd ?? this.root,
-        env: { ...GIT_ENV, ...opts.env },
-        input: opts.input,
+        config: { ...HARDENING_CONFIG, ...opts.config },
+        ...(opts.env ? { env: opts.env } : {}),
+        ...(opts.input !== undefined ? { input: opts.input } : {}),
         allowedExitCodes: 'any',
         redact: this.secrets,
-        timeoutMs: this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        timeoutMs: this.opts.timeoutMs ?? DEFAULT_GIT_TIMEOUT_MS,
       });
       if (allowed === 'any' || (r.exitCode !== null && allowed.includes(r.exitCode))) return r;
       if (attempt < retries && LOCK_CONTENTION.test(r.stderr)) {
@@ -1061,28 +1044,6 @@ function identityConfig(id: Identity | undefined): Record<string, string> {
   if (!id) return {};
   assertIdentity(id);
   return { 'user.name': id.name, 'user.email': id.email };
-}
-
-/** Author and committer `id` at `date`: with the tree and parents fixed, the same SHA on any machine. */
-function commitEnv(id: Identity, date: string): Record<string, string> {
-  return {
-    GIT_AUTHOR_NAME: id.name,
-    GIT_AUTHOR_EMAIL: id.email,
-    GIT_COMMITTER_NAME: id.name,
-    GIT_COMMITTER_EMAIL: id.email,
-    GIT_AUTHOR_DATE: date,
-    GIT_COMMITTER_DATE: date,
-  };
-}
-
-function assertIdentity(id: Identity): void {
-  for (const part of [id.name, id.email]) {
-    if (part.trim() === '' || /[<>\n\r\0]/.test(part)) {
-      throw new HillclimbError(`invalid git identity "${id.name} <${id.email}>"`, {
-        exitCode: ExitCode.badInput,
-      });
-    }
-  }
 }
 
 /** Refuse anything git could read as an option, or that carries control characters. */

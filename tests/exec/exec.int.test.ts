@@ -123,6 +123,28 @@ describe('run', () => {
     expect(r.stdout).toBe(text);
   });
 
+  it('succeeds when the child exits without reading its stdin input', async () => {
+    const r = await run('sh', ['-c', 'echo done'], { input: 'x'.repeat(1 << 20) });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toBe('done\n');
+  });
+
+  it('returns soon after the child exits even when a background grandchild keeps its stdout open', async () => {
+    const r = await run('sh', ['-c', 'sleep 20 & echo $!; echo parent done']);
+    const grandchild = Number(r.stdout.split('\n')[0]);
+    cleanups.push(() => {
+      try {
+        process.kill(grandchild, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain('parent done');
+    // The drain wait is 2 s; the grandchild's 20 s sleep must not hold the call.
+    expect(r.durationMs).toBeLessThan(10_000);
+  });
+
   it('hands a scrubbed environment to the child when inheritEnv is false', async () => {
     process.env.HC_TEST_LEAK = 'leaky';
     try {

@@ -22,6 +22,7 @@
  * - The token reaches git through GIT_CONFIG_* environment variables, never the command line.
  */
 import { ExecError } from '../../exec/exec.js';
+import { type GitOptions, httpAuthEnv, redactUrl, resolveCommit } from '../../git/index.js';
 import { assertBranchName } from '../../util/branch-name.js';
 import type { Logger } from '../../util/log.js';
 import { ForgeApiError } from '../errors.js';
@@ -34,9 +35,9 @@ import type {
   UpsertOperation,
   UpsertPullRequestResult,
 } from '../forge.js';
-import { type GitOptions, pushReplacingOwnCommits, resolveCommit } from '../git.js';
 import { isManagedLabel, labelStyle, planLabels } from '../labels.js';
 import { BODY_CAP_CHARS, capBody, capTitle } from '../limits.js';
+import { pushReplacingOwnCommits } from '../push.js';
 import { composeStickyBody, decodeStamp, mayOverwrite } from '../sticky.js';
 import {
   buildGitHubClient,
@@ -178,7 +179,7 @@ export class GitHubForge implements Forge {
     const g = this.opts.git;
     assertBranchName(branch);
     const sha = await resolveCommit(repoDir, commit, g);
-    const auth = gitAuthEnv(this.gitUrl, this.opts.token);
+    const auth = httpAuthEnv(this.gitUrl, this.opts.token);
     let pushed: Awaited<ReturnType<typeof pushReplacingOwnCommits>>;
     try {
       pushed = await pushReplacingOwnCommits(repoDir, this.gitUrl, branch, sha, {
@@ -555,38 +556,6 @@ export function defaultGitUrl(apiUrl: string, repository: string): string {
   return `${url.protocol}//${host}/${repository}.git`;
 }
 
-/**
- * Environment that makes git send the token as an HTTP header for `gitUrl`, appended after any
- * GIT_CONFIG_* entries already in the environment. The empty value first clears an extraheader that
- * actions/checkout may have persisted for the same host (two Authorization headers are rejected).
- */
-export function gitAuthEnv(
-  gitUrl: string,
-  token: string,
-  env: NodeJS.ProcessEnv = process.env,
-): { env: Record<string, string>; secrets: string[] } {
-  if (!/^https?:\/\//i.test(gitUrl)) return { env: {}, secrets: [token] };
-  const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
-  const header = `AUTHORIZATION: basic ${basic}`;
-  const key = `http.${new URL(gitUrl).origin}/.extraheader`;
-  const start = Number.parseInt(env.GIT_CONFIG_COUNT ?? '0', 10) || 0;
-  return {
-    env: {
-      GIT_CONFIG_COUNT: String(start + 2),
-      [`GIT_CONFIG_KEY_${start}`]: key,
-      [`GIT_CONFIG_VALUE_${start}`]: '',
-      [`GIT_CONFIG_KEY_${start + 1}`]: key,
-      [`GIT_CONFIG_VALUE_${start + 1}`]: header,
-    },
-    secrets: [token, basic, header],
-  };
-}
-
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** A URL for messages, without any credentials embedded in it. */
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^/@]*@/, '//');
 }

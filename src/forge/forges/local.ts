@@ -5,6 +5,15 @@
  * the real thing. Record layout: ./local-records.ts.
  */
 
+import {
+  branchSha,
+  foreignCommits,
+  type GitOptions,
+  remoteBranchSha,
+  resolveCommit,
+  updateBranch,
+  worktreesOnBranch,
+} from '../../git/index.js';
 import { assertBranchName } from '../../util/branch-name.js';
 import { HillclimbError } from '../../util/errors.js';
 import { type WaitingLockOptions, withFileLock } from '../../util/lock.js';
@@ -18,18 +27,9 @@ import type {
   StickyResult,
   UpsertPullRequestResult,
 } from '../forge.js';
-import {
-  branchSha,
-  foreignCommits,
-  type GitOptions,
-  pushReplacingOwnCommits,
-  remoteBranchSha,
-  resolveCommit,
-  updateBranch,
-  worktreesOnBranch,
-} from '../git.js';
 import { planLabels } from '../labels.js';
 import { BODY_CAP_CHARS, capBody, capTitle } from '../limits.js';
+import { pushReplacingOwnCommits } from '../push.js';
 import { composeStickyBody, decodeStamp, hasStickyMarker, mayOverwrite } from '../sticky.js';
 import { type LocalCommentRecord, type LocalPullRecord, LocalRecords } from './local-records.js';
 

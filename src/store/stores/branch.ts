@@ -23,7 +23,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } fr
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ExecError, type ExecResult, run } from '../../exec/exec.js';
+import { ExecError, type ExecResult } from '../../exec/exec.js';
+import { basicAuth, HARNESS_IDENTITY, httpAuthEnv, identityEnv, redactUrl, runGit } from '../../git/index.js';
 import { HillclimbError } from '../../util/errors.js';
 import type { Logger } from '../../util/log.js';
 import { StoreApiError } from '../errors.js';
@@ -46,13 +47,6 @@ const PROTECTED_BRANCH = /\bGH006\b|\bGH013\b|protected branch/i;
 /** Profiler output in a bundle: jax.profiler's plugins/profile/<run>/ folder and its trace files. */
 const TRACE_FILE =
   /(?:^|\/)plugins\/profile\/|\.xplane\.pb$|\.trace\.json(?:\.gz)?$|(?:^|\/)perfetto_trace\.json(?:\.gz)?$/;
-/** Commits on the data branch are the harness's. */
-const IDENTITY = {
-  GIT_AUTHOR_NAME: 'hillclimb',
-  GIT_AUTHOR_EMAIL: 'hillclimb@users.noreply.invalid',
-  GIT_COMMITTER_NAME: 'hillclimb',
-  GIT_COMMITTER_EMAIL: 'hillclimb@users.noreply.invalid',
-};
 
 export interface BranchStoreOptions {
   /** The repository whose remote is meant when `remote` names one (the project root). */
@@ -254,10 +248,11 @@ export class BranchStore implements Store {
         throw new HillclimbError(`store.branch.remote is not usable: ${JSON.stringify(remote)}`);
       }
       if (isUrl(remote)) return remote;
-      const named = await run(this.opts.gitBinary ?? 'git', ['remote', 'get-url', '--', remote], {
+      const named = await runGit(['remote', 'get-url', '--', remote], {
+        ...(this.opts.gitBinary ? { binary: this.opts.gitBinary } : {}),
         cwd: this.opts.repoDir,
         allowedExitCodes: 'any',
-        env: { GIT_TERMINAL_PROMPT: '0' },
+        timeoutMs: GIT_TIMEOUT_MS,
       });
       if (named.exitCode === 0 && named.stdout.trim() !== '')
         return toUrl(named.stdout.trim(), this.opts.repoDir);
@@ -280,21 +275,10 @@ export class BranchStore implements Store {
     return remote;
   }
 
+  /** Commits on the data branch are the harness's; a token goes to git as an HTTP header (src/git/auth.ts). */
   private gitEnv(url: string): Record<string, string> {
-    const env: Record<string, string> = { GIT_TERMINAL_PROMPT: '0', GCM_INTERACTIVE: 'never', ...IDENTITY };
     const token = this.opts.token;
-    if (!token || !/^https?:\/\//i.test(url)) return env;
-    const key = `http.${new URL(url).origin}/.extraheader`;
-    const start = Number.parseInt(process.env.GIT_CONFIG_COUNT ?? '0', 10) || 0;
-    // The empty value first clears an extraheader actions/checkout may have persisted for the host.
-    return {
-      ...env,
-      GIT_CONFIG_COUNT: String(start + 2),
-      [`GIT_CONFIG_KEY_${start}`]: key,
-      [`GIT_CONFIG_VALUE_${start}`]: '',
-      [`GIT_CONFIG_KEY_${start + 1}`]: key,
-      [`GIT_CONFIG_VALUE_${start + 1}`]: `AUTHORIZATION: basic ${basicAuth(token)}`,
-    };
+    return { ...identityEnv(HARNESS_IDENTITY), ...(token ? httpAuthEnv(url, token).env : {}) };
   }
 
   private secrets(): string[] {
@@ -318,11 +302,12 @@ class Scratch {
     private readonly tokenEnv: string,
   ) {
     this.gitDir = join(dir, 'repo.git');
-    this.shownUrl = url.replace(/\/\/[^/@]*@/, '//');
+    this.shownUrl = redactUrl(url);
   }
 
   async init(): Promise<void> {
-    await run(this.opts.gitBinary ?? 'git', ['init', '-q', '--bare', this.gitDir], {
+    await runGit(['init', '-q', '--bare', this.gitDir], {
+      ...(this.opts.gitBinary ? { binary: this.opts.gitBinary } : {}),
       env: this.env,
       timeoutMs: GIT_TIMEOUT_MS,
     });
@@ -333,7 +318,8 @@ class Scratch {
     args: string[],
     o: { index?: string; input?: string; allowedExitCodes?: 'any' } = {},
   ): Promise<ExecResult> {
-    return run(this.opts.gitBinary ?? 'git', args, {
+    return runGit(args, {
+      ...(this.opts.gitBinary ? { binary: this.opts.gitBinary } : {}),
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
@@ -475,10 +461,6 @@ export function githubRepository(url: string): string | undefined {
     /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ??
     /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
   return m ? `${m[1]}/${m[2]}` : undefined;
-}
-
-function basicAuth(token: string): string {
-  return Buffer.from(`x-access-token:${token}`).toString('base64');
 }
 
 function isFile(path: string): boolean {

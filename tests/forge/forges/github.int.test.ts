@@ -5,15 +5,11 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ForeignCommitsError, ForgeApiError } from '../../../src/forge/errors.js';
 import type { CommentStamp, PullRequestSpec } from '../../../src/forge/forge.js';
-import {
-  defaultGitUrl,
-  GitHubForge,
-  type GitHubForgeOptions,
-  gitAuthEnv,
-} from '../../../src/forge/forges/github.js';
+import { defaultGitUrl, GitHubForge, type GitHubForgeOptions } from '../../../src/forge/forges/github.js';
 import { RATE_LIMIT_WAIT_BUDGET_SECONDS } from '../../../src/forge/forges/github-client.js';
 import { BODY_CAP_CHARS } from '../../../src/forge/limits.js';
 import { decodeStamp, stickyMarker } from '../../../src/forge/sticky.js';
+import { httpAuthEnv } from '../../../src/git/index.js';
 import { memoryLogger } from '../../../src/util/log.js';
 import {
   type ContractUser,
@@ -151,12 +147,12 @@ describe('pushBranch', () => {
   });
 
   it('appends its git config after entries already in the environment', () => {
-    const { env } = gitAuthEnv('https://github.com/o/r.git', TOKEN, { GIT_CONFIG_COUNT: '2' });
+    const { env } = httpAuthEnv('https://github.com/o/r.git', TOKEN, { GIT_CONFIG_COUNT: '2' });
     expect(env.GIT_CONFIG_COUNT).toBe('4');
     expect(env.GIT_CONFIG_KEY_2).toBe('http.https://github.com/.extraheader');
     expect(env.GIT_CONFIG_VALUE_2).toBe('');
     expect(env.GIT_CONFIG_VALUE_3).toMatch(/^AUTHORIZATION: basic /);
-    expect(gitAuthEnv('/srv/remote.git', TOKEN).env).toEqual({});
+    expect(httpAuthEnv('/srv/remote.git', TOKEN).env).toEqual({});
   });
 
   it('wraps a failed push into ForgeApiError without leaking the token', async () => {

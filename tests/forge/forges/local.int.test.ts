@@ -286,6 +286,10 @@ describe('across processes', () => {
       format: 'esm',
       target: 'node20',
       logLevel: 'warning',
+      // execa's CommonJS dependencies need a real `require` inside an ESM bundle (as in scripts/build.mjs).
+      banner: {
+        js: "import { createRequire as __hcCreateRequire } from 'node:module'; const require = __hcCreateRequire(import.meta.url);",
+      },
     });
   });
 
@@ -297,7 +301,13 @@ describe('across processes', () => {
     );
     const ready = () =>
       Array.from({ length: writers }, (_, id) => existsSync(`${go}.ready.${id}`)).every(Boolean);
-    while (!ready()) await new Promise((r) => setTimeout(r, 5));
+    // A writer that dies before it is ready must fail the test, not leave this loop waiting for it.
+    let failed: unknown;
+    for (const p of procs) p.catch((e: unknown) => (failed ??= e));
+    while (!ready()) {
+      if (failed !== undefined) throw failed;
+      await new Promise((r) => setTimeout(r, 5));
+    }
     writeFileSync(go, '');
     const outs = await Promise.all(procs);
     return outs.flatMap((o) => JSON.parse(o.stdout) as Array<{ operation: string }>);
