@@ -1,6 +1,6 @@
 // Lower modules never import higher ones (DESIGN.md "Data flows one way"). Each top-level folder of
 // src/ has a rank; a file may import only from folders of a lower rank or its own folder.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './helpers/paths.js';
@@ -47,6 +47,20 @@ function backendImplementationImports(file: string, text: string): string[] {
   return [...text.matchAll(/^(?:import|export)[^'"]*from '(\.{1,2}\/[^']+)'/gm)]
     .map((m) => m[1]!)
     .filter((spec) => relative(SRC, resolve(file, '..', spec)).startsWith('compute/backends/'));
+}
+
+/** Imports that reach into another src module past its public entry (src/<module>/index.ts). */
+function deepImports(file: string, text: string): string[] {
+  const rel = relative(SRC, file);
+  const from = rel.startsWith('..') ? undefined : rel.split('/')[0];
+  return [...text.matchAll(/^(?:import|export)[^'"]*from '(\.{1,2}\/[^']+)'/gm)]
+    .map((m) => m[1]!)
+    .filter((spec) => {
+      const target = relative(SRC, resolve(file, '..', spec));
+      if (target.startsWith('..')) return false; // outside src: the JSON Schemas
+      const [module, ...rest] = target.split('/');
+      return module !== from && rest.join('/') !== 'index.js';
+    });
 }
 
 describe('module layering', () => {
@@ -120,5 +134,46 @@ describe('module layering', () => {
     expect(RUNS_GIT.test("await run('git', ['push'], opts)")).toBe(true);
     expect(RUNS_GIT.test("run(opts.gitBinary ?? 'git', args)")).toBe(true);
     expect(RUNS_GIT.test("await runGit(['push'], opts)")).toBe(false);
+  });
+  it('another module is reached only through its public entry (index.ts)', () => {
+    const actionSources = readdirSync(join(REPO_ROOT, 'actions'))
+      .map((a) => join(REPO_ROOT, 'actions', a, 'src'))
+      .filter((d) => existsSync(d));
+    const violations = [...files(SRC), ...actionSources.flatMap(files)].flatMap((file) =>
+      deepImports(file, readFileSync(file, 'utf8')).map(
+        (spec) => `${relative(REPO_ROOT, file)} imports ${spec}`,
+      ),
+    );
+    expect(violations).toEqual([]);
+  });
+
+  it('the entry rule catches a deep import and allows its own module and entries', () => {
+    const driver = join(SRC, 'loop', 'drivers', 'run.ts');
+    const text = [
+      "import { Git } from '../../workspace/git.js';",
+      "import { runGit } from '../../git/index.js';",
+      "import { Bundle } from '../state/bundle.js';",
+      "import schema from '../../../schemas/hillclimb.schema.json' with { type: 'json' };",
+    ].join('\n');
+    expect(deepImports(driver, text)).toEqual(['../../workspace/git.js']);
+    const action = join(REPO_ROOT, 'actions', 'tpu', 'src', 'main.ts');
+    expect(deepImports(action, "import { Git } from '../../../src/workspace/git.js';")).toEqual([
+      '../../../src/workspace/git.js',
+    ]);
+    expect(deepImports(action, "import { Git } from '../../../src/workspace/index.js';")).toEqual([]);
+  });
+
+  it('a public entry only re-exports', () => {
+    const notReExports: string[] = [];
+    for (const module of readdirSync(SRC)) {
+      const index = join(SRC, module, 'index.ts');
+      if (!existsSync(index)) continue;
+      const code = readFileSync(index, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '')
+        .replace(/export (type )?\{[^}]*\} from '\.\/[^']+';/g, '')
+        .trim();
+      if (code !== '') notReExports.push(`src/${module}/index.ts: ${code.slice(0, 80)}`);
+    }
+    expect(notReExports).toEqual([]);
   });
 });

@@ -4,8 +4,8 @@
  * naming the input. Empty means "not given" (the runner passes declared inputs as empty strings).
  */
 import * as core from '@actions/core';
-import type { ConfigOverrides } from '../config/load.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
+import type { ConfigOverrides } from '../config/index.js';
+import { ExitCode, HillclimbError } from '../util/index.js';
 
 function bad(name: string, problem: string): HillclimbError {
   return new HillclimbError(`input ${name}: ${problem}`, { exitCode: ExitCode.badInput });

@@ -4,11 +4,9 @@
  * out. The bundle folder is what a workflow uploads as an artifact for the next job.
  */
 import { resolve } from 'node:path';
-import type { PhaseOptions, PhaseResult } from '../loop/drivers/phases.js';
-import { BundleFiles } from '../loop/state/bundle.js';
-import { readHistory } from '../loop/state/history.js';
-import { renderJobSummary } from '../report/job-summary.js';
-import type { Logger } from '../util/log.js';
+import { BundleFiles, type PhaseOptions, type PhaseResult, readHistory } from '../loop/index.js';
+import { renderJobSummary } from '../report/index.js';
+import type { Logger } from '../util/index.js';
 import { configOverrides, flag, optionalText, positiveInteger, requiredText } from './inputs.js';
 import { setOutputs } from './run.js';
 

@@ -4,10 +4,8 @@
  * a bug), and a job summary written once through the buffered builder, capped below GitHub's limit.
  */
 import * as core from '@actions/core';
-import { JOB_SUMMARY_MAX_BYTES } from '../report/job-summary.js';
-import { errorMessage, isHillclimbError } from '../util/errors.js';
-import { actionsLogger, type Logger } from '../util/log.js';
-import { secretsFromEnv } from '../util/redact.js';
+import { JOB_SUMMARY_MAX_BYTES } from '../report/index.js';
+import { actionsLogger, errorMessage, isHillclimbError, type Logger, secretsFromEnv } from '../util/index.js';
 
 export interface ActionContext {
   logger: Logger;

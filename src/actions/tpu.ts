@@ -4,13 +4,16 @@
  * `allocation` output, written here as the allocation record the tpu-vm backend attaches to).
  */
 import { resolve } from 'node:path';
-import { tpuStateDirFor } from '../compute/factory.js';
-import { gcloudCli } from '../compute/tpu/gcloud.js';
-import type { JanitorReport, ReleaseReport, TpuContext } from '../compute/tpu/lifecycle.js';
-import type { TpuAllocation } from '../compute/tpu/state.js';
-import { type ConfigOverrides, loadConfig } from '../config/load.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
+import {
+  gcloudCli,
+  type JanitorReport,
+  type ReleaseReport,
+  type TpuAllocation,
+  type TpuContext,
+  tpuStateDirFor,
+} from '../compute/index.js';
+import { type ConfigOverrides, loadConfig } from '../config/index.js';
+import { ExitCode, HillclimbError, type Logger } from '../util/index.js';
 import { configOverrides, flag, jsonObject, list, optionalText } from './inputs.js';
 
 export interface TpuInputs {

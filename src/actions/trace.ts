@@ -5,19 +5,19 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../config/load.js';
-import type { ProfileEvidence } from '../evidence/record.js';
-import { runDirOf, stateDirOf } from '../loop/context.js';
-import type { PhaseOptions } from '../loop/drivers/phases.js';
-import { Bundle, iterationDirName } from '../loop/state/bundle.js';
-import { customCallSection, hotspotSection } from '../report/hotspots.js';
-import { details, fenced } from '../report/markdown.js';
-import { formatDiff, formatSummary } from '../report/trace-tables.js';
-import { diffSummaries } from '../trace/diff.js';
-import { summarizeTracePath } from '../trace/from-path.js';
-import type { TraceDiff, TraceSummary } from '../trace/types.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import { writeJsonAtomic } from '../util/files.js';
+import { loadConfig } from '../config/index.js';
+import type { ProfileEvidence } from '../evidence/index.js';
+import { Bundle, iterationDirName, type PhaseOptions, runDirOf, stateDirOf } from '../loop/index.js';
+import {
+  customCallSection,
+  details,
+  fenced,
+  formatDiff,
+  formatSummary,
+  hotspotSection,
+} from '../report/index.js';
+import { diffSummaries, summarizeTracePath, type TraceDiff, type TraceSummary } from '../trace/index.js';
+import { ExitCode, HillclimbError, writeJsonAtomic } from '../util/index.js';
 
 export function summaryOf(path: string): Promise<TraceSummary> {
   return summarizeTracePath(path);

@@ -6,8 +6,8 @@
  * small structured result (hypothesis, change summary, next idea) to `resultFile`. The harness never
  * reads a number from the agent: the result is prose for the PR and the log.
  */
-import type { Isolation } from '../evidence/record.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
+import type { Isolation } from '../evidence/index.js';
+import { ExitCode, HillclimbError } from '../util/index.js';
 
 export interface AgentRequest {
   iteration: number;

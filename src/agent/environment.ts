@@ -9,7 +9,7 @@
  */
 
 import { agentIdentity, identityEnv } from '../git/index.js';
-import { isSecretName } from '../util/redact.js';
+import { isSecretName } from '../util/index.js';
 
 const BASE_NAMES = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'TMPDIR'];
 

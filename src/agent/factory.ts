@@ -3,11 +3,9 @@
  * pattern). An unknown name fails with the sorted list of known ones.
  */
 import { isAbsolute, resolve } from 'node:path';
-import type { HillclimbConfig } from '../config/types.js';
-import { findOnPath } from '../exec/find-on-path.js';
-import { ConfigError, ExitCode, HillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Registry } from '../util/registry.js';
+import type { HillclimbConfig } from '../config/index.js';
+import { findOnPath } from '../exec/index.js';
+import { ConfigError, ExitCode, HillclimbError, type Logger, Registry } from '../util/index.js';
 import type { Agent } from './agent.js';
 import { ClaudeAgent, DEFAULT_CLAUDE_ALLOWED_TOOLS } from './agents/claude.js';
 import { CodexAgent } from './agents/codex.js';

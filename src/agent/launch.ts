@@ -13,11 +13,14 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import type { ExecResult } from '../exec/exec.js';
-import { findOnPath } from '../exec/find-on-path.js';
-import { nodeReadPaths, programReadPaths, sandboxCommand } from '../exec/sandbox.js';
-import type { Logger } from '../util/log.js';
-import { readPlainFile } from '../util/untrusted-files.js';
+import {
+  type ExecResult,
+  findOnPath,
+  nodeReadPaths,
+  programReadPaths,
+  sandboxCommand,
+} from '../exec/index.js';
+import { type Logger, readPlainFile } from '../util/index.js';
 import type { AgentRequest } from './agent.js';
 import { agentEnvironment, gitIdentityEnv } from './environment.js';
 import { type LineSignal, type ProcessOutcome, runAgentProcess } from './process.js';

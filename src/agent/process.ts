@@ -26,9 +26,9 @@
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { Isolation } from '../evidence/record.js';
-import { displayCommand, ExecError, type ExecResult, run } from '../exec/exec.js';
-import { redact } from '../util/redact.js';
+import type { Isolation } from '../evidence/index.js';
+import { displayCommand, ExecError, type ExecResult, run } from '../exec/index.js';
+import { redact } from '../util/index.js';
 import type { AgentStatus } from './agent.js';
 
 export interface AgentProcessSpec {

@@ -1,8 +1,7 @@
 /** What every CLI command gets: where output goes, the logger, and the project root. */
 import type { Command } from 'commander';
-import { findProjectRoot } from '../project/root.js';
-import { isHillclimbError } from '../util/errors.js';
-import { type Logger, terminalLogger } from '../util/log.js';
+import { findProjectRoot } from '../project/index.js';
+import { isHillclimbError, type Logger, terminalLogger } from '../util/index.js';
 
 export interface CliIO {
   /** Machine-readable or primary output (tables, JSON). */

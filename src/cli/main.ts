@@ -3,7 +3,7 @@
  * User errors print a message and a hint, never a stack.
  */
 import { Command, CommanderError } from 'commander';
-import { packageVersion } from '../project/root.js';
+import { packageVersion } from '../project/index.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerHarness } from './commands/harness.js';

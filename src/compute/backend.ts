@@ -7,8 +7,8 @@
  * backend fills them with paths that make sense where the job runs, and makes sure every requested
  * output ends up at its local destination before `run` resolves.
  */
-import type { CommandArgs } from '../config/types.js';
-import type { Isolation } from '../evidence/record.js';
+import type { CommandArgs } from '../config/index.js';
+import type { Isolation } from '../evidence/index.js';
 
 export interface JobOutputs {
   /** Local path where the metrics JSON the job writes ({metrics}) must end up. */
@@ -50,7 +50,7 @@ export interface JobSpec {
   cacheKey?: string;
 }
 
-export type { Isolation } from '../evidence/record.js';
+export type { Isolation } from '../evidence/index.js';
 
 export interface JobResult {
   /** The job's exit code; null when it was killed or never ran. */

@@ -3,10 +3,8 @@
  * CLI and the loop call buildBackend once and see only the Backend interface.
  */
 import { resolve } from 'node:path';
-import type { HillclimbConfig } from '../config/types.js';
-import { ConfigError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Registry } from '../util/registry.js';
+import type { HillclimbConfig } from '../config/index.js';
+import { ConfigError, type Logger, Registry } from '../util/index.js';
 import type { Backend } from './backend.js';
 import { LocalBackend } from './backends/local.js';
 import { RayBackend } from './backends/ray.js';

@@ -2,7 +2,7 @@
  * The environment a job sees. Jobs run code the agent wrote, so the engine's secrets (forge and Hub
  * tokens, cloud credentials, Actions runtime tokens) are removed before anything is added.
  */
-import { isSecretName } from '../util/redact.js';
+import { isSecretName } from '../util/index.js';
 
 /** Exec `env` overrides: every secret-looking variable of `base` unset, then the job's own variables. */
 export function jobEnv(

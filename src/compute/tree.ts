@@ -8,7 +8,7 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { runGit } from '../git/index.js';
-import { HillclimbError } from '../util/errors.js';
+import { HillclimbError } from '../util/index.js';
 
 export interface SnapshotOptions {
   /** Files added to the snapshot (path relative to the tree → content), replacing any file of that name. */

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
-import { ConfigError } from '../util/errors.js';
+import { ConfigError } from '../util/index.js';
 import { crossFieldProblems } from './rules.js';
 import { CONFIG_SCHEMA, SCHEMA_FILE } from './schema.js';
 import type { HillclimbConfig, TargetConfig } from './types.js';

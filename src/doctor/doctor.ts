@@ -4,13 +4,11 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AGENT_INSTALL_HINTS } from '../agent/factory.js';
-import { loadConfig } from '../config/load.js';
-import type { HillclimbConfig } from '../config/types.js';
-import { run } from '../exec/exec.js';
-import { SANDBOX_HINT, sandboxAvailability } from '../exec/sandbox.js';
-import { venvPython } from '../project/python.js';
-import { errorMessage, isHillclimbError } from '../util/errors.js';
+import { AGENT_INSTALL_HINTS } from '../agent/index.js';
+import { type HillclimbConfig, loadConfig } from '../config/index.js';
+import { run, SANDBOX_HINT, sandboxAvailability } from '../exec/index.js';
+import { venvPython } from '../project/index.js';
+import { errorMessage, isHillclimbError } from '../util/index.js';
 
 export interface CheckResult {
   name: string;

@@ -6,8 +6,7 @@
  */
 
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { errorMessage, InputError } from '../util/errors.js';
-import { readTextFile } from '../util/files.js';
+import { errorMessage, InputError, readTextFile } from '../util/index.js';
 
 export type TestStatus = 'passed' | 'failed' | 'error' | 'skipped';
 

@@ -9,10 +9,8 @@
  * the verdict metric's own comparison stays in `measurement.comparison`.
  */
 
-import { bootstrapRatioOfMedians, type Interval } from '../stats/bootstrap.js';
-import type { Comparison } from '../stats/compare-arms.js';
-import { median } from '../stats/describe.js';
-import type { TraceSummary } from '../trace/types.js';
+import { bootstrapRatioOfMedians, type Comparison, type Interval, median } from '../stats/index.js';
+import type { TraceSummary } from '../trace/index.js';
 import type { MetricsFile } from './metrics.js';
 
 /** The measurement the bench times the model's training step under. */

@@ -6,9 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { packageRoot } from '../project/root.js';
-import { errorMessage, InputError } from '../util/errors.js';
-import { readTextFile } from '../util/files.js';
+import { packageRoot } from '../project/index.js';
+import { errorMessage, InputError, readTextFile } from '../util/index.js';
 
 /** Read from the package at run time (not imported), so the esbuild bundle finds it too. */
 export const METRICS_SCHEMA_FILE = 'schemas/metrics.schema.json';

@@ -5,8 +5,7 @@
  */
 
 import type { Comparison } from '../stats/index.js';
-import type { ProfileAgreement } from '../trace/agreement.js';
-import type { TraceDiff, TraceSummary } from '../trace/types.js';
+import type { ProfileAgreement, TraceDiff, TraceSummary } from '../trace/index.js';
 import type { JUnitTotals } from './junit.js';
 import type { KernelShare, LevelsEvidence, RunLevels } from './levels.js';
 import type { Verdict } from './verdicts.js';

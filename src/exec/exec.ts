@@ -11,8 +11,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { execa } from 'execa';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import { redact } from '../util/redact.js';
+import { ExitCode, HillclimbError, redact } from '../util/index.js';
 
 export interface ExecOptions {
   /** Working directory. Default: the current directory. */

@@ -1,7 +1,7 @@
 /** The forge's error types: an API call (or push) that the forge could not complete; a branch it must not overwrite. */
 
 import type { BranchCommit } from '../git/index.js';
-import { ApiError, ExitCode, HillclimbError } from '../util/errors.js';
+import { ApiError, ExitCode, HillclimbError } from '../util/index.js';
 
 export class ForgeApiError extends ApiError {
   override name = 'ForgeApiError';

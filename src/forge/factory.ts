@@ -3,10 +3,8 @@
  * `buildForge` once; nothing below them knows which forge they talk to.
  */
 import { resolve } from 'node:path';
-import type { HillclimbConfig } from '../config/types.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Registry } from '../util/registry.js';
+import type { HillclimbConfig } from '../config/index.js';
+import { ExitCode, HillclimbError, type Logger, Registry } from '../util/index.js';
 import type { Forge } from './forge.js';
 import { GitHubForge } from './forges/github.js';
 import { LocalForge } from './forges/local.js';

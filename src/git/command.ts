@@ -3,7 +3,7 @@
  * Every call gets the same non-interactive, English-speaking environment: a credential prompt would
  * hang an unattended loop, and callers read git's messages (lock contention, a protected branch).
  */
-import { type ExecOptions, type ExecResult, run } from '../exec/exec.js';
+import { type ExecOptions, type ExecResult, run } from '../exec/index.js';
 
 /** Never prompt (terminal or Git Credential Manager); stable English messages. */
 export const GIT_ENV: Readonly<Record<string, string>> = {

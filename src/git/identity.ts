@@ -2,7 +2,7 @@
  * Who hillclimb's commits are by: the harness itself, and each agent (set in src/agent). One place for
  * the identity environment, so the committer check below recognises every commit hillclimb makes.
  */
-import { ExitCode, HillclimbError } from '../util/errors.js';
+import { ExitCode, HillclimbError } from '../util/index.js';
 
 export interface Identity {
   name: string;

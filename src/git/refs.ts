@@ -3,8 +3,8 @@
  * (branch names are checked by src/util/branch-name.ts before they get here). Remotes are URLs or
  * paths; one starting with `-` is refused, so it can never be read as an option.
  */
-import type { ExecResult } from '../exec/exec.js';
-import { HillclimbError } from '../util/errors.js';
+import type { ExecResult } from '../exec/index.js';
+import { HillclimbError } from '../util/index.js';
 import { type GitCommandOptions, runGit } from './command.js';
 import { isOwnCommit } from './identity.js';
 

@@ -6,9 +6,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { parseConfig } from '../config/load.js';
-import type { HillclimbConfig } from '../config/types.js';
-import { ConfigError, ExitCode, HillclimbError } from '../util/errors.js';
+import { type HillclimbConfig, parseConfig } from '../config/index.js';
+import { ConfigError, ExitCode, HillclimbError } from '../util/index.js';
 
 /** Where init puts the prompt and the directive presets (protected; the config points at them). */
 export const PROMPT_FILE = 'hillclimb/prompt.md';

@@ -3,8 +3,8 @@
  * `--yes`. Without a terminal and without `--yes` nothing is guessed: the error lists the flags to pass.
  */
 
-import { ExitCode, HillclimbError, isHillclimbError } from '../util/errors.js';
-import { Git } from '../workspace/git.js';
+import { ExitCode, HillclimbError, isHillclimbError } from '../util/index.js';
+import { Git } from '../workspace/index.js';
 import {
   AGENT_KINDS,
   badFlag,

@@ -5,9 +5,8 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { writeFileAtomic } from '../util/files.js';
-import type { Git } from '../workspace/git.js';
-import { matchAny } from '../workspace/glob.js';
+import { writeFileAtomic } from '../util/index.js';
+import { type Git, matchAny } from '../workspace/index.js';
 import {
   CONFIG_FILE,
   configText,

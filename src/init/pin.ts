@@ -7,8 +7,8 @@
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import { Git } from '../workspace/git.js';
+import { ExitCode, HillclimbError } from '../util/index.js';
+import { Git } from '../workspace/index.js';
 
 export interface HillclimbPin {
   /** `owner/name` of hillclimb on GitHub. */

@@ -8,13 +8,13 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Agent } from '../agent/agent.js';
-import type { Backend } from '../compute/backend.js';
-import type { HillclimbConfig, TargetConfig } from '../config/types.js';
-import type { Forge } from '../forge/forge.js';
-import type { Store } from '../store/store.js';
-import type { Logger } from '../util/log.js';
-import type { Git } from '../workspace/git.js';
+import type { Agent } from '../agent/index.js';
+import type { Backend } from '../compute/index.js';
+import type { HillclimbConfig, TargetConfig } from '../config/index.js';
+import type { Forge } from '../forge/index.js';
+import type { Store } from '../store/index.js';
+import type { Logger } from '../util/index.js';
+import type { Git } from '../workspace/index.js';
 
 export interface LoopContext {
   config: HillclimbConfig;

@@ -3,18 +3,15 @@
  * context from the config and gets back what opens its backends and what releases everything again.
  * Backends come through compute/factory.ts: no driver imports a backend implementation.
  */
-import { buildAgent } from '../agent/factory.js';
-import type { Backend } from '../compute/backend.js';
-import { buildBackend, buildCpuBackend } from '../compute/factory.js';
-import type { HillclimbConfig, TargetConfig } from '../config/types.js';
-import type { StepName } from '../evidence/record.js';
-import { buildForge } from '../forge/factory.js';
-import { packageVersion } from '../project/root.js';
-import { buildStore } from '../store/factory.js';
-import type { Store } from '../store/store.js';
-import { errorMessage } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Git } from '../workspace/git.js';
+import { buildAgent } from '../agent/index.js';
+import { type Backend, buildBackend, buildCpuBackend } from '../compute/index.js';
+import type { HillclimbConfig, TargetConfig } from '../config/index.js';
+import type { StepName } from '../evidence/index.js';
+import { buildForge } from '../forge/index.js';
+import { packageVersion } from '../project/index.js';
+import { buildStore, type Store } from '../store/index.js';
+import { errorMessage, type Logger } from '../util/index.js';
+import { Git } from '../workspace/index.js';
 import {
   configHash,
   currentJobId,

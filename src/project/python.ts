@@ -6,9 +6,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { run } from '../exec/exec.js';
-import { HillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
+import { run } from '../exec/index.js';
+import { HillclimbError, type Logger } from '../util/index.js';
 
 /** Requirement files installed by `hillclimb setup`, relative to the project root. */
 export const RUNTIME_REQUIREMENTS = ['kernels/requirements.txt'];

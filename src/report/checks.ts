@@ -1,5 +1,5 @@
 /** The checks section: guard and correctness gates, with the names of failing tests. */
-import type { GateEvidence, IterationEvidence } from '../evidence/record.js';
+import type { GateEvidence, IterationEvidence } from '../evidence/index.js';
 import { gateText, guardText } from './facts.js';
 import { cell, code, table } from './markdown.js';
 

@@ -9,11 +9,13 @@
  *   then a note), 4. the custom-call table, 5. the failing-test lists.
  * Whole sections are never cut in the middle; see fit.ts for the last resorts.
  */
-import type { HistoryRow } from '../evidence/history-row.js';
-import { unverifiedReasons } from '../evidence/isolation.js';
-import type { IterationEvidence } from '../evidence/record.js';
-import { VERDICT_DESCRIPTIONS } from '../evidence/verdicts.js';
-import { BODY_CAP_CHARS } from '../forge/limits.js';
+import {
+  type HistoryRow,
+  type IterationEvidence,
+  unverifiedReasons,
+  VERDICT_DESCRIPTIONS,
+} from '../evidence/index.js';
+import { BODY_CAP_CHARS } from '../forge/index.js';
 import { checksSection, DEFAULT_FAILING_TESTS } from './checks.js';
 import { bundleKey, deviceLabel, headline, subjectOf, verdictReasons } from './facts.js';
 import { type FitResult, fitParts, type Part, type SizeOf, shrinkSteps } from './fit.js';

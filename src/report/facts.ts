@@ -3,13 +3,13 @@
  * verdict's reasons, gate and guard results, the device, MFU. Each is derived from harness numbers
  * only; the agent's words never pass through here except the commit subject, which reports label.
  */
-import type {
-  GateEvidence,
-  GuardEvidence,
-  IterationEvidence,
-  MeasurementEvidence,
-} from '../evidence/record.js';
-import { VERDICT_SYMBOLS } from '../evidence/verdicts.js';
+import {
+  type GateEvidence,
+  type GuardEvidence,
+  type IterationEvidence,
+  type MeasurementEvidence,
+  VERDICT_SYMBOLS,
+} from '../evidence/index.js';
 import {
   EM_DASH,
   formatDuration,

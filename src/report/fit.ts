@@ -5,7 +5,7 @@
  * every planned reduction is not enough are trailing sections dropped, and as a last resort the
  * first section is cut on a line boundary.
  */
-import { capBody } from '../forge/limits.js';
+import { capBody } from '../forge/index.js';
 
 export interface Part {
   key: string;

@@ -1,7 +1,7 @@
 /** The profile sections: hotspot diff (champion → candidate, time per step) and custom-call launches. */
 
-import type { ProfileEvidence } from '../evidence/record.js';
-import type { DiffNumbers, DiffRow, OpRow, TraceDiff } from '../trace/types.js';
+import type { ProfileEvidence } from '../evidence/index.js';
+import type { DiffNumbers, DiffRow, OpRow, TraceDiff } from '../trace/index.js';
 import {
   EM_DASH,
   formatFixed,

@@ -4,8 +4,7 @@
  * timeline. Capped in bytes; sections shrink in the comment's order (raw values, chart, tables),
  * and as a last resort the oldest iterations are left out.
  */
-import type { HistoryRow } from '../evidence/history-row.js';
-import { type IterationEvidence, STEPS } from '../evidence/record.js';
+import { type HistoryRow, type IterationEvidence, STEPS } from '../evidence/index.js';
 import { commentParts } from './comment.js';
 import { championAfter, measuredChange, subjectOf, verdictLabel } from './facts.js';
 import { fitParts, type Part, shrinkSteps, utf8Bytes } from './fit.js';

@@ -11,14 +11,14 @@
 import {
   amdahlLimit,
   amdahlSpeedup,
+  type IterationEvidence,
   type KernelShare,
   LEVEL_METRICS,
   type LevelChange,
   type LevelKey,
   type LevelsEvidence,
   type PeakInfo,
-} from '../evidence/levels.js';
-import type { IterationEvidence } from '../evidence/record.js';
+} from '../evidence/index.js';
 import {
   EM_DASH,
   formatMetricChange,

@@ -16,8 +16,8 @@
  * and its iteration.
  */
 import { createHash } from 'node:crypto';
-import type { IterationEvidence } from '../evidence/record.js';
-import { HillclimbError } from '../util/errors.js';
+import type { IterationEvidence } from '../evidence/index.js';
+import { HillclimbError } from '../util/index.js';
 import { failingList } from './checks.js';
 import {
   bundleKey,

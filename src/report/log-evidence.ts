@@ -1,9 +1,9 @@
 /** Finding the evidence a log entry names, on disk: the state folder and the local store mirror it. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EVIDENCE_SCHEMA, type IterationEvidence } from '../evidence/record.js';
-import { assertKey } from '../store/keys.js';
-import { errorMessage } from '../util/errors.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence } from '../evidence/index.js';
+import { assertKey } from '../store/index.js';
+import { errorMessage } from '../util/index.js';
 import type { EvidenceLoader } from './log-lint.js';
 
 /** Look `path` up under each root in turn; a path that could leave its root is refused. */

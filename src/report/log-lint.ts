@@ -20,7 +20,7 @@
  * Scope `last-entry` (default) is from the last `### Iteration ` line to the end (the whole file when
  * there is none); `all` is the whole file.
  */
-import type { IterationEvidence } from '../evidence/record.js';
+import type { IterationEvidence } from '../evidence/index.js';
 import {
   entryHeading,
   evidenceDigest,

@@ -1,5 +1,5 @@
 /** The measurement sections: champion-vs-candidate delta table, the bars used, the raw per-run values. */
-import type { IterationEvidence, MeasurementEvidence } from '../evidence/record.js';
+import type { IterationEvidence, MeasurementEvidence } from '../evidence/index.js';
 import { DEFAULT_POLICY } from '../stats/index.js';
 import { mfuText, ranOnCpu } from './facts.js';
 import {

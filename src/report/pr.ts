@@ -3,10 +3,8 @@
  * agent's words (quoted and labelled), then what the harness found: verdict and reasons, checks,
  * the measurement headline, how to reproduce, where the evidence is, and the log entry.
  */
-import type { IterationEvidence } from '../evidence/record.js';
-import { VERDICT_DESCRIPTIONS, type Verdict } from '../evidence/verdicts.js';
-import { MANAGED_LABEL_PREFIX } from '../forge/labels.js';
-import { BODY_CAP_CHARS, capTitle, TITLE_CAP_CHARS } from '../forge/limits.js';
+import { type IterationEvidence, VERDICT_DESCRIPTIONS, type Verdict } from '../evidence/index.js';
+import { BODY_CAP_CHARS, capTitle, MANAGED_LABEL_PREFIX, TITLE_CAP_CHARS } from '../forge/index.js';
 import { checksSection } from './checks.js';
 import {
   bundleKey,

@@ -1,5 +1,5 @@
 /** Where the numbers came from: device, backend, versions, hashes, seed, run. */
-import type { IterationEvidence } from '../evidence/record.js';
+import type { IterationEvidence } from '../evidence/index.js';
 import { deviceLabel } from './facts.js';
 import { formatTime, shortSha } from './format.js';
 import { cell, code, table } from './markdown.js';

@@ -2,8 +2,8 @@
  * Plain-text output for the terminal: one progress line per step and the table at the end of a run.
  * No colour codes; columns are aligned by code points (every symbol used here is one column wide).
  */
-import type { IterationEvidence, StepName } from '../evidence/record.js';
-import { median } from '../stats/describe.js';
+import type { IterationEvidence, StepName } from '../evidence/index.js';
+import { median } from '../stats/index.js';
 import {
   championAfter,
   gateText,

@@ -1,5 +1,5 @@
 /** Human-readable tables for a trace summary and a trace diff (the CLI's default output). */
-import type { DiffNumbers, DiffRow, OpRow, TraceDiff, TraceSummary } from '../trace/types.js';
+import type { DiffNumbers, DiffRow, OpRow, TraceDiff, TraceSummary } from '../trace/index.js';
 
 /** A duration in ms with a unit that keeps small values readable: `12.345 ms`, `8.200 µs`, `350 ns`. */
 export function formatMs(ms: number): string {

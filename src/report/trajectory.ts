@@ -10,8 +10,7 @@
  * The baseline chart plots main over time from the baseline series (one history-format row per nightly
  * measurement of main against its parent).
  */
-import type { ArmPair, HistoryLevels, HistoryRow } from '../evidence/history-row.js';
-import type { Verdict } from '../evidence/verdicts.js';
+import type { ArmPair, HistoryLevels, HistoryRow, Verdict } from '../evidence/index.js';
 import { formatFixed, formatSignificant, formatValue, MINUS, plural } from './format.js';
 import { fenced } from './markdown.js';
 

@@ -3,7 +3,7 @@
  * confidence intervals (Efron & Tibshirani 1993, ch. 13–14). Each resample draws both arms
  * independently with replacement, keeping each arm's size. Deterministic for a given seed.
  */
-import { MEASURE_DEFAULTS } from '../config/schema.js';
+import { MEASURE_DEFAULTS } from '../config/index.js';
 import { medianOfSorted, quantileOfSorted, sortedCopy } from './describe.js';
 import { normalCdf, normalQuantile } from './normal.js';
 import { createRng, type Rng } from './random.js';

@@ -13,7 +13,7 @@
  * The noise margin holds false accepts at no change to `falseAcceptRate` (1%); the MDE reported with
  * the verdict is the true gain the bar lets through with probability `power` (80%) at this n and CV.
  */
-import { MEASURE_DEFAULTS } from '../config/schema.js';
+import { MEASURE_DEFAULTS } from '../config/index.js';
 import { bootstrapRatioOfMedians, type CiMethod, type Interval } from './bootstrap.js';
 import { median } from './describe.js';
 import {

@@ -2,7 +2,7 @@
  * The statistics the loop calls: A/B verdicts, sequential stopping, noise calibration.
  * docs/statistics.md documents every type and the rule.
  */
-export { type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
+export { bootstrapRatioOfMedians, type CiMethod, type Interval, MIN_RESAMPLES } from './bootstrap.js';
 export {
   type ArmSummary,
   type CompareOptions,
@@ -18,6 +18,7 @@ export {
   STATS_VERDICTS,
   type StatsVerdict,
 } from './compare-arms.js';
+export { median } from './describe.js';
 export {
   acceptBarFor,
   acceptMargin,
@@ -30,6 +31,7 @@ export {
   type NoiseCalibration,
   robustNoiseCv,
 } from './noise.js';
+export { createRng } from './random.js';
 export {
   DEFAULT_SEQUENTIAL_POLICY,
   decideNext,

@@ -30,7 +30,7 @@
  * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the bar is 1.01
  * up to CV ≈ 3.2%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
  */
-import { MEASURE_DEFAULTS } from '../config/schema.js';
+import { MEASURE_DEFAULTS } from '../config/index.js';
 import { logCv, sampleVariance, withoutOutliers } from './describe.js';
 import { normalQuantile } from './normal.js';
 

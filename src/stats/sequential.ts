@@ -22,7 +22,7 @@
  * bar. Each look therefore holds the false-accept target divided by the number of looks
  * (perLookOptions); the simulation (tests and `npm run bench:stats`) measures the rate over all looks.
  */
-import { MEASURE_DEFAULTS } from '../config/schema.js';
+import { MEASURE_DEFAULTS } from '../config/index.js';
 import {
   type CompareOptions,
   type Comparison,

@@ -3,10 +3,8 @@
  * or the loop.
  */
 import { resolve } from 'node:path';
-import type { HillclimbConfig } from '../config/types.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { Registry } from '../util/registry.js';
+import type { HillclimbConfig } from '../config/index.js';
+import { ExitCode, HillclimbError, type Logger, Registry } from '../util/index.js';
 import type { Store } from './store.js';
 import { BranchStore, DEFAULT_DATA_BRANCH } from './stores/branch.js';
 import { HfStore } from './stores/hf.js';

@@ -1,5 +1,5 @@
 /** Store keys: slash-separated relative paths, checked once so no store can be led outside its root. */
-import { HillclimbError } from '../util/errors.js';
+import { HillclimbError } from '../util/index.js';
 
 /** Throw unless `key` is a clean relative path: no empty, `.` or `..` segments, no backslash or control characters. */
 export function assertKey(key: string): string {

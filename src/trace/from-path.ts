@@ -4,7 +4,7 @@
  * point the CLI, the actions and the loop share.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { InputError } from '../util/errors.js';
+import { InputError } from '../util/index.js';
 import { openTrace } from './readers/open.js';
 import { type SummarizeOptions, summarizeTrace } from './summarize.js';
 import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from './types.js';

@@ -8,8 +8,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../project/root.js';
-import { InputError } from '../util/errors.js';
+import { packageRoot } from '../project/index.js';
+import { InputError } from '../util/index.js';
 
 export const DEVICE_PEAKS_FILE = 'schemas/device-peaks.json';
 const SCHEMA = 'hillclimb.device-peaks/1';

@@ -9,7 +9,7 @@
  * A JSON whose metadata names lanes after their first events is read once more up front, with the names
  * known. Ops without FLOPs in the trace are costed from the HLO modules an XSpace carries (op-costs.ts).
  */
-import { InputError } from '../util/errors.js';
+import { InputError } from '../util/index.js';
 import { type CollectOptions, type Execution, type StepWindows, TraceCollector } from './collect.js';
 import { type OpCosts, opCosts } from './op-costs.js';
 import { type DevicePeak, type PeakLookup, peakForDeviceKind, peakForPlane } from './peaks.js';

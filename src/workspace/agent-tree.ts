@@ -8,7 +8,7 @@
  */
 import { constants, copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { readPlainFile } from '../util/untrusted-files.js';
+import { readPlainFile } from '../util/index.js';
 
 export interface SnapshotLimits {
   /** Refuse a file over this size. */

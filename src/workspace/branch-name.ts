@@ -2,8 +2,7 @@
  * The names of the branches the loop creates: `<prefix><target>/<run-id>/i<NNN>`, each part checked,
  * the whole through the one branch-name validator (src/util/branch-name.ts).
  */
-import { assertBranchName } from '../util/branch-name.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
+import { assertBranchName, ExitCode, HillclimbError } from '../util/index.js';
 
 export interface LoopBranchParts {
   /** From `loop.branch_prefix`, e.g. `hillclimb/` (may be empty; a trailing `/` is the caller's choice). */

@@ -14,8 +14,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFil
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { displayCommand, type ExecResult } from '../exec/exec.js';
-import { findOnPath } from '../exec/find-on-path.js';
+import { displayCommand, type ExecResult, findOnPath } from '../exec/index.js';
 import {
   assertIdentity,
   DEFAULT_GIT_TIMEOUT_MS,
@@ -25,10 +24,7 @@ import {
   identityEnv,
   runGit,
 } from '../git/index.js';
-import { assertBranchName } from '../util/branch-name.js';
-import { ExitCode, HillclimbError } from '../util/errors.js';
-import type { Logger } from '../util/log.js';
-import { secretsFromEnv } from '../util/redact.js';
+import { assertBranchName, ExitCode, HillclimbError, type Logger, secretsFromEnv } from '../util/index.js';
 
 export { HARNESS_IDENTITY, type Identity };
 

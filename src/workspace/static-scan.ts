@@ -4,7 +4,7 @@
  * runs the built-in rules (scan-rules.ts) and the target's configured `static_checks`, and reports each
  * finding with file, line, rule id and reason.
  */
-import type { StaticCheck } from '../config/types.js';
+import type { StaticCheck } from '../config/index.js';
 import type { Git } from './git.js';
 import { matchAny } from './glob.js';
 import { LINE_RULES, type LineRule, PATH_RULES, type PathRule, type Severity } from './scan-rules.js';

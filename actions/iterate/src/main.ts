@@ -5,11 +5,18 @@
  */
 
 import { resolve } from 'node:path';
-import { choice, configOverrides, optionalText } from '../../../src/actions/inputs.js';
-import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
-import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { resolveChampion, runPhase } from '../../../src/loop/drivers/phases.js';
-import { BundleFiles } from '../../../src/loop/state/bundle.js';
+import {
+  choice,
+  configOverrides,
+  iterationSummary,
+  optionalText,
+  phaseOptions,
+  runAction,
+  setIterationOutputs,
+  setOutputs,
+  writeSummary,
+} from '../../../src/actions/index.js';
+import { BundleFiles, resolveChampion, runPhase } from '../../../src/loop/index.js';
 
 await runAction(async ({ logger }) => {
   const mode = choice('mode', ['propose', 'prepare', 'champion']);

@@ -4,13 +4,21 @@
  * compute backend). With `head`, the change is a person's (a pull request): its bundle is made from
  * base..head first.
  */
-import { choice, flag, optionalText, requiredText } from '../../../src/actions/inputs.js';
-import { phaseOptions, setAttestationOutput, setIterationOutputs } from '../../../src/actions/phase.js';
-import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { runPhase } from '../../../src/loop/drivers/phases.js';
-import { prepareExternalChange } from '../../../src/loop/drivers/pull-request.js';
-import { checksSection } from '../../../src/report/checks.js';
-import { HillclimbError } from '../../../src/util/errors.js';
+import {
+  choice,
+  flag,
+  optionalText,
+  phaseOptions,
+  requiredText,
+  runAction,
+  setAttestationOutput,
+  setIterationOutputs,
+  setOutputs,
+  writeSummary,
+} from '../../../src/actions/index.js';
+import { prepareExternalChange, runPhase } from '../../../src/loop/index.js';
+import { checksSection } from '../../../src/report/index.js';
+import { HillclimbError } from '../../../src/util/index.js';
 
 await runAction(async ({ logger }) => {
   const gate = choice('gate', ['cpu', 'accelerator'] as const, { required: true });

@@ -7,13 +7,14 @@
 import {
   iterationSummary,
   phaseOptions,
+  runAction,
   setAttestationOutput,
   setIterationOutputs,
-} from '../../../src/actions/phase.js';
-import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { runPhase } from '../../../src/loop/drivers/phases.js';
-import { BundleFiles } from '../../../src/loop/state/bundle.js';
-import { measuredChange, mfuText } from '../../../src/report/facts.js';
+  setOutputs,
+  writeSummary,
+} from '../../../src/actions/index.js';
+import { BundleFiles, runPhase } from '../../../src/loop/index.js';
+import { measuredChange, mfuText } from '../../../src/report/index.js';
 
 await runAction(async ({ logger }) => {
   const opts = phaseOptions(logger);

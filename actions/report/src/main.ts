@@ -5,12 +5,18 @@
  * (person's) PR instead; with `baseline`, the measurement of main joins the baseline series. Neither
  * touches the loop's history. Runs no candidate code; the only job with a write token.
  */
-import { flag, positiveInteger } from '../../../src/actions/inputs.js';
-import { iterationSummary, phaseOptions, setIterationOutputs } from '../../../src/actions/phase.js';
-import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
-import { runPhase } from '../../../src/loop/drivers/phases.js';
-import { publishToPullRequest, recordBaseline } from '../../../src/loop/drivers/pull-request.js';
-import { ExitCode, HillclimbError } from '../../../src/util/errors.js';
+import {
+  flag,
+  iterationSummary,
+  phaseOptions,
+  positiveInteger,
+  runAction,
+  setIterationOutputs,
+  setOutputs,
+  writeSummary,
+} from '../../../src/actions/index.js';
+import { publishToPullRequest, recordBaseline, runPhase } from '../../../src/loop/index.js';
+import { ExitCode, HillclimbError } from '../../../src/util/index.js';
 
 await runAction(async ({ logger }) => {
   const opts = phaseOptions(logger);

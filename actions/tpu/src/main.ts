@@ -9,25 +9,30 @@
  * The post step always runs (post-if: always()); a lost runner is covered by the TTL and the janitor.
  */
 import * as core from '@actions/core';
-import { choice, flag, list, optionalText } from '../../../src/actions/inputs.js';
-import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
 import {
   allocationInput,
   allocationReport,
+  choice,
+  flag,
   janitorReport,
+  list,
+  optionalText,
   releaseReport,
+  runAction,
+  setOutputs,
   type TpuStepReport,
   tpuContext,
   tpuInputs,
-} from '../../../src/actions/tpu.js';
+  writeSummary,
+} from '../../../src/actions/index.js';
 import {
   allocateTpu,
   defaultRunId,
   janitorSweep,
   releaseRecorded,
   tpuNames,
-} from '../../../src/compute/tpu/lifecycle.js';
-import { writeRecord } from '../../../src/compute/tpu/state.js';
+  writeRecord,
+} from '../../../src/compute/index.js';
 
 await runAction(async ({ logger }) => {
   const mode = choice('mode', ['allocate', 'attach', 'release', 'janitor'] as const, { required: true });

@@ -3,11 +3,9 @@
  * step allocated or attached, unless it was held for later jobs. Released = deleted or already gone.
  */
 import * as core from '@actions/core';
-import { runAction } from '../../../src/actions/run.js';
-import { type TpuInputs, tpuContext } from '../../../src/actions/tpu.js';
-import { releaseTpu } from '../../../src/compute/tpu/lifecycle.js';
-import { readRecords } from '../../../src/compute/tpu/state.js';
-import { ExitCode, errorMessage, HillclimbError } from '../../../src/util/errors.js';
+import { runAction, type TpuInputs, tpuContext } from '../../../src/actions/index.js';
+import { readRecords, releaseTpu } from '../../../src/compute/index.js';
+import { ExitCode, errorMessage, HillclimbError } from '../../../src/util/index.js';
 
 await runAction(async ({ logger }) => {
   const runId = core.getState('run-id');

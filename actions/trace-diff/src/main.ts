@@ -4,16 +4,19 @@
  * or two traces given by path (a trace file, a profile directory, or a saved summary JSON).
  */
 import { resolve } from 'node:path';
-import { optionalText, positiveInteger } from '../../../src/actions/inputs.js';
-import { phaseOptions } from '../../../src/actions/phase.js';
-import { runAction, setOutputs, writeSummary } from '../../../src/actions/run.js';
 import {
   compareTraces,
   iterationProfile,
+  optionalText,
+  phaseOptions,
+  positiveInteger,
+  runAction,
+  setOutputs,
   traceDiffMarkdown,
   writeAnalysis,
-} from '../../../src/actions/trace.js';
-import { topChanges } from '../../../src/report/hotspots.js';
+  writeSummary,
+} from '../../../src/actions/index.js';
+import { topChanges } from '../../../src/report/index.js';
 
 await runAction(async ({ logger }) => {
   const rows = positiveInteger('top') ?? 15;

@@ -29,8 +29,8 @@
  * the first retry notice; anything else is infrastructure.
  */
 import { dirname } from 'node:path';
-import type { ExecResult } from '../../exec/exec.js';
-import type { Logger } from '../../util/log.js';
+import type { ExecResult } from '../../exec/index.js';
+import type { Logger } from '../../util/index.js';
 import {
   type Agent,
   type AgentOutcome,

@@ -48,8 +48,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { ExecResult } from '../../exec/exec.js';
-import type { Logger } from '../../util/log.js';
+import type { ExecResult } from '../../exec/index.js';
+import type { Logger } from '../../util/index.js';
 import { type Agent, type AgentOutcome, type AgentRequest, AgentSetupError } from '../agent.js';
 import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';

@@ -9,8 +9,8 @@
  * It edits files and commits its one change, like any agent. Exit 0 = finished; exit 75 (EX_TEMPFAIL)
  * = "infrastructure failure, retry me later" (the loop backs off and retries); any other exit = failed.
  */
-import type { CommandArgs } from '../../config/types.js';
-import type { Logger } from '../../util/log.js';
+import type { CommandArgs } from '../../config/index.js';
+import type { Logger } from '../../util/index.js';
 import type { Agent, AgentOutcome, AgentRequest } from '../agent.js';
 import { launchAgent } from '../launch.js';
 import { prepareResultFile, toOutcome } from '../outcome.js';

@@ -11,9 +11,8 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { ExitCode, errorMessage, HillclimbError } from '../../util/errors.js';
-import type { Logger } from '../../util/log.js';
-import { Git } from '../../workspace/git.js';
+import { ExitCode, errorMessage, HillclimbError, type Logger } from '../../util/index.js';
+import { Git } from '../../workspace/index.js';
 import type { Agent, AgentOutcome, AgentRequest, AgentResult } from '../agent.js';
 import { agentIdentity } from '../environment.js';
 import { prepareResultFile } from '../outcome.js';

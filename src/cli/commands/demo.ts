@@ -6,13 +6,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { listReplayPatches } from '../../agent/agents/replay.js';
-import { formatPullList, listLocalPulls } from '../../forge/local-reader.js';
-import { runLoop } from '../../loop/drivers/run.js';
-import { newRunId } from '../../loop/state/journal.js';
-import { venvPython } from '../../project/python.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { Git } from '../../workspace/git.js';
+import { listReplayPatches } from '../../agent/index.js';
+import { formatPullList, listLocalPulls } from '../../forge/index.js';
+import { newRunId, runLoop } from '../../loop/index.js';
+import { venvPython } from '../../project/index.js';
+import { ExitCode, HillclimbError } from '../../util/index.js';
+import { Git } from '../../workspace/index.js';
 import type { CliContext } from '../context.js';
 import { printLoopResult, withInterrupts } from './loop.js';
 

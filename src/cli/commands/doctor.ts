@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { defaultChecks, formatChecks, runChecks } from '../../doctor/doctor.js';
+import { defaultChecks, formatChecks, runChecks } from '../../doctor/index.js';
 import type { CliContext } from '../context.js';
 
 export function registerDoctor(program: Command, ctx: () => CliContext, done: (code: number) => void): void {

@@ -8,12 +8,11 @@ import {
   commentMeasurement,
   measureCommits,
   profileCommitSummary,
+  resolveConfigFile,
   testCommit,
-} from '../../loop/drivers/commits.js';
-import { resolveConfigFile } from '../../loop/drivers/run.js';
-import { headline } from '../../report/facts.js';
-import { formatSummary } from '../../report/trace-tables.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
+} from '../../loop/index.js';
+import { formatSummary, headline } from '../../report/index.js';
+import { ExitCode, HillclimbError } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 import { withInterrupts } from './loop.js';
 

@@ -1,16 +1,12 @@
 /** `hillclimb history` and `hillclimb pr list|show`: read what the loop left on disk. */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { loadConfig } from '../../config/load.js';
-import type { HistoryRow } from '../../evidence/history-row.js';
-import { VERDICT_SYMBOLS } from '../../evidence/verdicts.js';
-import { formatPull, formatPullList, listLocalPulls, showLocalPull } from '../../forge/local-reader.js';
-import { stateDirOf } from '../../loop/context.js';
-import { resolveConfigFile } from '../../loop/drivers/run.js';
-import { readHistory } from '../../loop/state/history.js';
-import { baselineSection, trajectorySection } from '../../report/trajectory.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { readJsonLines } from '../../util/files.js';
+import { loadConfig } from '../../config/index.js';
+import { type HistoryRow, VERDICT_SYMBOLS } from '../../evidence/index.js';
+import { formatPull, formatPullList, listLocalPulls, showLocalPull } from '../../forge/index.js';
+import { readHistory, resolveConfigFile, stateDirOf } from '../../loop/index.js';
+import { baselineSection, trajectorySection } from '../../report/index.js';
+import { ExitCode, HillclimbError, readJsonLines } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 
 function stateDir(c: CliContext, config?: string): string {

@@ -2,16 +2,19 @@ import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import {
   type Ask,
+  applyPlan,
   detectBase,
+  editableWithoutFiles,
   gatherAnswers,
   type InitFlags,
+  nextSteps,
   nonInteractiveError,
-} from '../../init/gather.js';
-import { applyPlan, editableWithoutFiles, nextSteps, planFiles } from '../../init/init.js';
-import { resolvePin } from '../../init/pin.js';
-import { packageRoot, packageVersion } from '../../project/root.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { Git } from '../../workspace/git.js';
+  planFiles,
+  resolvePin,
+} from '../../init/index.js';
+import { packageRoot, packageVersion } from '../../project/index.js';
+import { ExitCode, HillclimbError } from '../../util/index.js';
+import { Git } from '../../workspace/index.js';
 import type { CliContext } from '../context.js';
 
 interface InitOptions extends InitFlags {

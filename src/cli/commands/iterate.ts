@@ -3,9 +3,8 @@
  * only the privileges it needs; see src/loop/drivers/phases.ts). `all` runs the whole iteration here.
  */
 import type { Command } from 'commander';
-import { PHASES, type Phase, runPhase } from '../../loop/drivers/phases.js';
-import { resolveConfigFile } from '../../loop/drivers/run.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
+import { PHASES, type Phase, resolveConfigFile, runPhase } from '../../loop/index.js';
+import { ExitCode, HillclimbError } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 import { type LoopFlags, overridesFrom, withInterrupts } from './loop.js';
 

@@ -6,11 +6,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
-import { loadConfig } from '../../config/load.js';
-import { CONFIG_FILE } from '../../project/root.js';
-import { evidenceLoader } from '../../report/log-evidence.js';
-import { formatProblem, hasErrors, type LintScope, lintLog } from '../../report/log-lint.js';
-import { InputError } from '../../util/errors.js';
+import { loadConfig } from '../../config/index.js';
+import { CONFIG_FILE } from '../../project/index.js';
+import { evidenceLoader, formatProblem, hasErrors, type LintScope, lintLog } from '../../report/index.js';
+import { InputError } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 
 interface LintFlags {

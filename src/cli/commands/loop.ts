@@ -3,9 +3,9 @@
  * SIGINT/SIGTERM stop the running step cleanly; `--resume` continues the run later.
  */
 import type { Command } from 'commander';
-import type { ConfigOverrides } from '../../config/load.js';
-import { type LoopResult, resolveConfigFile, runLoop } from '../../loop/drivers/run.js';
-import { runTable } from '../../report/terminal.js';
+import type { ConfigOverrides } from '../../config/index.js';
+import { type LoopResult, resolveConfigFile, runLoop } from '../../loop/index.js';
+import { runTable } from '../../report/index.js';
 import type { CliContext } from '../context.js';
 
 export interface LoopFlags {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { setupPython } from '../../project/python.js';
+import { setupPython } from '../../project/index.js';
 import type { CliContext } from '../context.js';
 
 export function registerSetup(program: Command, ctx: () => CliContext, done: (code: number) => void): void {

@@ -5,19 +5,19 @@
  */
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { tpuStateDirFor } from '../../compute/factory.js';
-import { gcloudCli } from '../../compute/tpu/gcloud.js';
 import {
   allocateTpu,
   defaultRunId,
+  gcloudCli,
   janitorSweep,
   releaseRecorded,
   type TpuContext,
+  tpuStateDirFor,
   tpuStatus,
-} from '../../compute/tpu/lifecycle.js';
-import { type ConfigOverrides, loadConfig } from '../../config/load.js';
-import { CONFIG_FILE } from '../../project/root.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
+} from '../../compute/index.js';
+import { type ConfigOverrides, loadConfig } from '../../config/index.js';
+import { CONFIG_FILE } from '../../project/index.js';
+import { ExitCode, HillclimbError } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 
 interface CommonOptions {

@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import { formatDiff, formatSummary } from '../../report/trace-tables.js';
-import { diffSummaries } from '../../trace/diff.js';
-import { summarizeTracePath } from '../../trace/from-path.js';
-import type { TraceSummary } from '../../trace/types.js';
-import { InputError } from '../../util/errors.js';
+import { formatDiff, formatSummary } from '../../report/index.js';
+import { diffSummaries, summarizeTracePath, type TraceSummary } from '../../trace/index.js';
+import { InputError } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 
 const DEFAULT_TOP = 15;

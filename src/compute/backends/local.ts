@@ -12,22 +12,21 @@
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, constants, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fillCommand, usesPlaceholder } from '../../config/command.js';
-import type { SandboxConfig } from '../../config/types.js';
-import { displayCommand, ExecError, run } from '../../exec/exec.js';
-import { findOnPath } from '../../exec/find-on-path.js';
+import { fillCommand, type SandboxConfig, usesPlaceholder } from '../../config/index.js';
 import {
+  displayCommand,
+  ExecError,
+  findOnPath,
   programReadPaths,
+  run,
   SANDBOX_HINT,
   SANDBOX_SETUP_FAILED,
   sandboxAvailability,
   sandboxCommand,
   sandboxWasReady,
-} from '../../exec/sandbox.js';
-import { interpreterReadPaths, venvPython } from '../../project/python.js';
-import type { Logger } from '../../util/log.js';
-import { secretsFromEnv } from '../../util/redact.js';
-import { copyPlainTree } from '../../util/untrusted-files.js';
+} from '../../exec/index.js';
+import { interpreterReadPaths, venvPython } from '../../project/index.js';
+import { copyPlainTree, type Logger, secretsFromEnv } from '../../util/index.js';
 import type { Backend, BackendInfo, Isolation, JobOutputs, JobResult, JobSpec } from '../backend.js';
 import { jobEnv, sandboxJobEnv } from '../job-env.js';
 import { clearDestinations, prepareDestinations } from '../outputs.js';

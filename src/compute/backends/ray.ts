@@ -17,11 +17,15 @@
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fillCommand } from '../../config/command.js';
-import type { RayConfig } from '../../config/types.js';
-import { ExitCode, errorMessage, HillclimbError } from '../../util/errors.js';
-import type { Logger } from '../../util/log.js';
-import { redact, secretsFromEnv } from '../../util/redact.js';
+import { fillCommand, type RayConfig } from '../../config/index.js';
+import {
+  ExitCode,
+  errorMessage,
+  HillclimbError,
+  type Logger,
+  redact,
+  secretsFromEnv,
+} from '../../util/index.js';
 import type { Backend, BackendInfo, JobResult, JobSpec } from '../backend.js';
 import { raySubmissionId } from '../names.js';
 import { clearDestinations, installOutputs, prepareDestinations } from '../outputs.js';

@@ -12,10 +12,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fillCommand } from '../../config/command.js';
-import type { TpuVmConfig } from '../../config/types.js';
-import { errorMessage, HillclimbError } from '../../util/errors.js';
-import type { Logger } from '../../util/log.js';
+import { fillCommand, type TpuVmConfig } from '../../config/index.js';
+import { errorMessage, HillclimbError, type Logger } from '../../util/index.js';
 import type { Backend, BackendInfo, JobResult, JobSpec } from '../backend.js';
 import { jobSlug } from '../names.js';
 import { clearDestinations, installOutputs, prepareDestinations } from '../outputs.js';

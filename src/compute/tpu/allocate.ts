@@ -2,8 +2,8 @@
  * Allocate a TPU VM with zone fallback, and run its setup command once it is up. An allocation record
  * is written before anything is created, so a crash leaves something to release (release.ts).
  */
-import { fillCommand } from '../../config/command.js';
-import { ExitCode, errorMessage, HillclimbError } from '../../util/errors.js';
+import { fillCommand } from '../../config/index.js';
+import { ExitCode, errorMessage, HillclimbError } from '../../util/index.js';
 import { sleep as defaultSleep } from '../wait.js';
 import {
   createNodeArgs,

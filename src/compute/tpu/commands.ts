@@ -3,7 +3,7 @@
  * (or what a dry run prints). Every command names --zone and --project explicitly, so nothing depends
  * on the caller's gcloud defaults.
  */
-import type { TpuVmConfig } from '../../config/types.js';
+import type { TpuVmConfig } from '../../config/index.js';
 
 export interface TpuLocation {
   project: string;

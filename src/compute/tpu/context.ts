@@ -2,8 +2,8 @@
  * What every TPU lifecycle job shares: the context they run in (config, gcloud, logger, records), the
  * names and labels of a run's resources, reading gcloud's describe output, and the delete command.
  */
-import type { TpuVmConfig } from '../../config/types.js';
-import type { Logger } from '../../util/log.js';
+import type { TpuVmConfig } from '../../config/index.js';
+import type { Logger } from '../../util/index.js';
 import { gcpResourceName, labelValue } from '../names.js';
 import { deleteNodeArgs, deleteQueuedResourceArgs, usesQueuedResource } from './commands.js';
 import type { Gcloud, GcloudResult } from './gcloud.js';

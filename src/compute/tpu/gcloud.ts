@@ -3,9 +3,8 @@
  * a shell. In dry-run mode, commands that change anything (create, delete, ssh, scp) are printed
  * instead of run; read-only ones (describe, list) still run, so a dry run shows real decisions.
  */
-import { displayCommand, ExecError, run } from '../../exec/exec.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { secretsFromEnv } from '../../util/redact.js';
+import { displayCommand, ExecError, run } from '../../exec/index.js';
+import { ExitCode, HillclimbError, secretsFromEnv } from '../../util/index.js';
 
 export interface GcloudResult {
   args: readonly string[];

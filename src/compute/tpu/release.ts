@@ -1,5 +1,5 @@
 /** Release TPU allocations: by record, or by name in every configured zone. */
-import { ExitCode, errorMessage, HillclimbError } from '../../util/errors.js';
+import { ExitCode, errorMessage, HillclimbError } from '../../util/index.js';
 import { DELETE_TIMEOUT_MS, deleteArgs, type TpuContext } from './context.js';
 import { gcloudError, isNotFound } from './gcloud.js';
 import { readRecords, removeRecord, type TpuAllocation } from './state.js';

@@ -6,7 +6,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TpuProvisioning } from '../../config/types.js';
+import type { TpuProvisioning } from '../../config/index.js';
 
 export interface TpuAllocation {
   /** TPU VM (node) name. */

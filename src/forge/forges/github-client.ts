@@ -18,7 +18,7 @@ import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import Bottleneck from 'bottleneck';
-import type { Logger } from '../../util/log.js';
+import type { Logger } from '../../util/index.js';
 
 /** Statuses never retried by the retry plugin (rate-limited 403/429 are retried by throttling). */
 export const DO_NOT_RETRY_STATUSES = [400, 401, 403, 404, 410, 422, 429, 451] as const;

@@ -13,7 +13,7 @@
  * marocchino does; if the GraphQL call fails the comments are assumed visible and a warning says so,
  * because failing the whole publish over a rarely-used hide would be worse.
  */
-import type { Logger } from '../../util/log.js';
+import type { Logger } from '../../util/index.js';
 import { ForgeApiError } from '../errors.js';
 import { hasStickyMarker } from '../sticky.js';
 import type { GitHubClient } from './github-client.js';

@@ -21,10 +21,9 @@
  *   ForgeApiError with a hint (./github-errors.ts).
  * - The token reaches git through GIT_CONFIG_* environment variables, never the command line.
  */
-import { ExecError } from '../../exec/exec.js';
+import { ExecError } from '../../exec/index.js';
 import { type GitOptions, httpAuthEnv, redactUrl, resolveCommit } from '../../git/index.js';
-import { assertBranchName } from '../../util/branch-name.js';
-import type { Logger } from '../../util/log.js';
+import { assertBranchName, type Logger } from '../../util/index.js';
 import { ForgeApiError } from '../errors.js';
 import type {
   CommentStamp,

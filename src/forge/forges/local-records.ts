@@ -12,7 +12,7 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { readJson, writeJsonAtomic } from '../../util/files.js';
+import { readJson, writeJsonAtomic } from '../../util/index.js';
 
 export const LOCAL_FORGE_DIR = 'forge';
 const RECORD_VERSION = 1;

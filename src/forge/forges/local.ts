@@ -14,10 +14,13 @@ import {
   updateBranch,
   worktreesOnBranch,
 } from '../../git/index.js';
-import { assertBranchName } from '../../util/branch-name.js';
-import { HillclimbError } from '../../util/errors.js';
-import { type WaitingLockOptions, withFileLock } from '../../util/lock.js';
-import type { Logger } from '../../util/log.js';
+import {
+  assertBranchName,
+  HillclimbError,
+  type Logger,
+  type WaitingLockOptions,
+  withFileLock,
+} from '../../util/index.js';
 import { ForeignCommitsError } from '../errors.js';
 import type {
   CommentStamp,

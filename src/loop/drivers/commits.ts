@@ -4,10 +4,10 @@
  * the loop, so a number means the same thing wherever it was produced.
  */
 import { join } from 'node:path';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
-import type { IterationEvidence, StepName } from '../../evidence/record.js';
-import type { Logger } from '../../util/log.js';
-import { matchAny } from '../../workspace/glob.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/index.js';
+import type { IterationEvidence, StepName } from '../../evidence/index.js';
+import type { Logger } from '../../util/index.js';
+import { matchAny } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { openLoopContext } from '../open-context.js';
 import { Bundle, BundleFiles } from '../state/bundle.js';

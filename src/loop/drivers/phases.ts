@@ -13,14 +13,11 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
-import type { IterationEvidence, StepName } from '../../evidence/record.js';
-import { STEPS } from '../../evidence/record.js';
-import { buildStore } from '../../store/factory.js';
-import type { Store } from '../../store/store.js';
-import { ExitCode, errorMessage, HillclimbError, isHillclimbError } from '../../util/errors.js';
-import type { Logger } from '../../util/log.js';
-import { Git } from '../../workspace/git.js';
+import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/index.js';
+import { type IterationEvidence, STEPS, type StepName } from '../../evidence/index.js';
+import { buildStore, type Store } from '../../store/index.js';
+import { ExitCode, errorMessage, HillclimbError, isHillclimbError, type Logger } from '../../util/index.js';
+import { Git } from '../../workspace/index.js';
 import { type LoopContext, runDirOf, stateDirOf } from '../context.js';
 import { type OpenLoopContext, openLoopContext } from '../open-context.js';
 import {

@@ -4,11 +4,10 @@
  * agent's program, and the project interpreter the CPU gate runs on this machine.
  */
 import { existsSync } from 'node:fs';
-import { checkAgentInstalled } from '../../agent/factory.js';
-import { usesPlaceholder } from '../../config/command.js';
-import type { HillclimbConfig, TargetConfig } from '../../config/types.js';
-import { venvPython } from '../../project/python.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
+import { checkAgentInstalled } from '../../agent/index.js';
+import { type HillclimbConfig, type TargetConfig, usesPlaceholder } from '../../config/index.js';
+import { venvPython } from '../../project/index.js';
+import { ExitCode, HillclimbError } from '../../util/index.js';
 
 export interface PreflightNeeds {
   /** The agent will be asked to propose. */

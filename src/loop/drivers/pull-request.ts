@@ -15,15 +15,18 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig, selectTarget } from '../../config/load.js';
-import type { HistoryRow } from '../../evidence/history-row.js';
-import type { IterationEvidence } from '../../evidence/record.js';
-import { EVIDENCE_SCHEMA } from '../../evidence/record.js';
-import { packageVersion } from '../../project/root.js';
-import { renderComment } from '../../report/comment.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { appendLineDurable, readJsonLines, writeFileAtomic } from '../../util/files.js';
-import { Git } from '../../workspace/git.js';
+import { loadConfig, selectTarget } from '../../config/index.js';
+import { EVIDENCE_SCHEMA, type HistoryRow, type IterationEvidence } from '../../evidence/index.js';
+import { packageVersion } from '../../project/index.js';
+import { renderComment } from '../../report/index.js';
+import {
+  appendLineDurable,
+  ExitCode,
+  HillclimbError,
+  readJsonLines,
+  writeFileAtomic,
+} from '../../util/index.js';
+import { Git } from '../../workspace/index.js';
 import { configHash, defaultHost, runDirOf, stateDirOf } from '../context.js';
 import {
   attestBundle,

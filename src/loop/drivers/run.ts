@@ -6,14 +6,16 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/load.js';
-import type { HillclimbConfig, TargetConfig } from '../../config/types.js';
-import { type IterationEvidence, STEPS } from '../../evidence/record.js';
-import type { Verdict } from '../../evidence/verdicts.js';
-import { ExitCode, errorMessage, HillclimbError } from '../../util/errors.js';
-import { takeLock } from '../../util/lock.js';
-import type { Logger } from '../../util/log.js';
-import { Git } from '../../workspace/git.js';
+import {
+  type ConfigOverrides,
+  type HillclimbConfig,
+  loadConfig,
+  selectTarget,
+  type TargetConfig,
+} from '../../config/index.js';
+import { type IterationEvidence, STEPS, type Verdict } from '../../evidence/index.js';
+import { ExitCode, errorMessage, HillclimbError, type Logger, takeLock } from '../../util/index.js';
+import { Git } from '../../workspace/index.js';
 import { configHash, type LoopContext, runDirOf, stateDirOf } from '../context.js';
 import { openLoopContext } from '../open-context.js';
 import { Bundle, iterationDirName } from '../state/bundle.js';

@@ -16,12 +16,9 @@
  *   path guard and static scan run again on it.
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
-import { unverifiedReasons } from '../../evidence/isolation.js';
-import { type IterationEvidence, STEPS, type StepName } from '../../evidence/record.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { writeFileAtomic } from '../../util/files.js';
-import { copyPlainTree } from '../../util/untrusted-files.js';
-import { CandidateRefused } from '../../workspace/git.js';
+import { type IterationEvidence, STEPS, type StepName, unverifiedReasons } from '../../evidence/index.js';
+import { copyPlainTree, ExitCode, HillclimbError, writeFileAtomic } from '../../util/index.js';
+import { CandidateRefused } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { type Attestation, bundleDigest } from '../state/attestation.js';
 import { type Bundle, BundleFiles } from '../state/bundle.js';

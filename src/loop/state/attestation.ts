@@ -13,10 +13,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { IterationEvidence } from '../../evidence/record.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { writeFileAtomic } from '../../util/files.js';
-import { readPlainFile } from '../../util/untrusted-files.js';
+import type { IterationEvidence } from '../../evidence/index.js';
+import { ExitCode, HillclimbError, readPlainFile, writeFileAtomic } from '../../util/index.js';
 import { type Bundle, iterationDirName } from './bundle.js';
 
 export interface Attestation {

@@ -6,9 +6,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { EVIDENCE_SCHEMA, type IterationEvidence, type StepName } from '../../evidence/record.js';
-import { HillclimbError } from '../../util/errors.js';
-import { readJson, writeJsonAtomic } from '../../util/files.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence, type StepName } from '../../evidence/index.js';
+import { HillclimbError, readJson, writeJsonAtomic } from '../../util/index.js';
 
 export const EVIDENCE_FILE = 'evidence.json';
 

@@ -3,9 +3,13 @@
  * champion's latest harness-measured numbers for the prompt.
  */
 import { join } from 'node:path';
-import { HISTORY_SCHEMA, type HistoryLevels, type HistoryRow } from '../../evidence/history-row.js';
-import type { IterationEvidence } from '../../evidence/record.js';
-import { appendLineDurable, readJsonLines } from '../../util/files.js';
+import {
+  HISTORY_SCHEMA,
+  type HistoryLevels,
+  type HistoryRow,
+  type IterationEvidence,
+} from '../../evidence/index.js';
+import { appendLineDurable, readJsonLines } from '../../util/index.js';
 
 export const HISTORY_FILE = 'history.jsonl';
 

@@ -6,8 +6,7 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { HillclimbError } from '../../util/errors.js';
-import { appendLineDurable, readJsonLines } from '../../util/files.js';
+import { appendLineDurable, HillclimbError, readJsonLines } from '../../util/index.js';
 
 export type RunEndReason = 'completed' | 'failure-budget' | 'stuck' | 'interrupted' | 'fatal';
 

@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Git } from '../../workspace/git.js';
+import { Git } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { iterationDirName } from './bundle.js';
 

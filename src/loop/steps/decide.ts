@@ -3,7 +3,7 @@
  * where untrusted code ran unsandboxed can never make a champion: an `improved` there becomes
  * `needs-human`, with the reason (see evidence/isolation.ts).
  */
-import { unverifiedReasons } from '../../evidence/isolation.js';
+import { unverifiedReasons } from '../../evidence/index.js';
 import type { Step } from './step.js';
 
 export const decideStep: Step = {

@@ -6,7 +6,7 @@
  * A real failure (tests fail, the bench crashes on the candidate) is never retried: the step records
  * a verdict instead of throwing.
  */
-import { ExitCode, HillclimbError } from '../../util/errors.js';
+import { ExitCode, HillclimbError } from '../../util/index.js';
 
 export class InfraFailure extends HillclimbError {
   override name = 'InfraFailure';

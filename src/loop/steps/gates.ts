@@ -6,12 +6,10 @@
  * infrastructure failure.
  */
 import { existsSync } from 'node:fs';
-import type { Backend } from '../../compute/backend.js';
-import type { GateConfig } from '../../config/types.js';
-import { recordIsolation } from '../../evidence/isolation.js';
-import { readJUnitXml } from '../../evidence/junit.js';
-import type { GateEvidence } from '../../evidence/record.js';
-import { errorMessage } from '../../util/errors.js';
+import type { Backend } from '../../compute/index.js';
+import type { GateConfig } from '../../config/index.js';
+import { type GateEvidence, readJUnitXml, recordIsolation } from '../../evidence/index.js';
+import { errorMessage } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { candidateWorktreePath, worktreeAt } from '../state/worktrees.js';

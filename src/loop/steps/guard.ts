@@ -2,8 +2,7 @@
  * guard: the agent may change only the target's editable paths (protected wins), and its added lines
  * must not contain known hacks. Either violation makes the iteration `invalid` before any test runs.
  */
-import { classifyChanges, describeViolations } from '../../workspace/guard.js';
-import { scanCommits } from '../../workspace/static-scan.js';
+import { classifyChanges, describeViolations, scanCommits } from '../../workspace/index.js';
 import type { Step } from './step.js';
 
 export const guardStep: Step = {

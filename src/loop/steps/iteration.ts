@@ -5,8 +5,8 @@
  * Infrastructure failures are retried with exponential backoff; when retries run out the iteration ends
  * in `error` (or, for record and publish, the step is marked failed and retried on resume).
  */
-import { EVIDENCE_SCHEMA, type IterationEvidence, STEPS, type StepName } from '../../evidence/record.js';
-import { errorMessage, isHillclimbError } from '../../util/errors.js';
+import { EVIDENCE_SCHEMA, type IterationEvidence, STEPS, type StepName } from '../../evidence/index.js';
+import { errorMessage, isHillclimbError } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import type { Bundle } from '../state/bundle.js';
 import { stepFinished } from '../state/bundle.js';

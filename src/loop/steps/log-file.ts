@@ -1,5 +1,5 @@
 /** Reading the hill-climb log for the prompt: its last entries, as written by the harness. */
-import { ITERATION_HEADING } from '../../report/log-entry.js';
+import { ITERATION_HEADING } from '../../report/index.js';
 
 /** The last `n` entries (each from its heading, ITERATION_HEADING, to the next), oldest first. */
 export function recentLogEntries(text: string, n: number): string[] {

@@ -10,25 +10,29 @@
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { recordIsolation } from '../../evidence/isolation.js';
-import { type PeakInfo, peakInfo, runLevels, summarizeLevels } from '../../evidence/levels.js';
 import {
   comparabilityProblems,
+  type MeasuredRun,
+  type MeasurementEvidence,
   type MetricsFile,
   metricValue,
+  type PeakInfo,
+  peakInfo,
   readMetricsFile,
-} from '../../evidence/metrics.js';
-import type { MeasuredRun, MeasurementEvidence } from '../../evidence/record.js';
-import { median } from '../../stats/describe.js';
+  recordIsolation,
+  runLevels,
+  summarizeLevels,
+} from '../../evidence/index.js';
 import {
   type CompareOptions,
   calibrateNoise,
+  createRng,
   decideNext,
+  median,
   SEQUENTIAL_STEP,
   type SequentialPolicy,
 } from '../../stats/index.js';
-import { createRng } from '../../stats/random.js';
-import { errorMessage } from '../../util/errors.js';
+import { errorMessage } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
 import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';

@@ -1,5 +1,5 @@
 /** Names the loop gives things: branches, refs and job ids, all derived from the run and iteration. */
-import { loopBranchName } from '../../workspace/branch-name.js';
+import { loopBranchName } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { iterationDirName } from '../state/bundle.js';
 

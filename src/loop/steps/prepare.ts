@@ -5,9 +5,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fillCommand } from '../../config/command.js';
-import { displayCommand } from '../../exec/exec.js';
-import { writeFileAtomic } from '../../util/files.js';
+import { fillCommand } from '../../config/index.js';
+import { displayCommand } from '../../exec/index.js';
+import { writeFileAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { championMeasurement, readHistory } from '../state/history.js';

@@ -11,14 +11,16 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { kernelShare } from '../../evidence/levels.js';
-import type { IterationEvidence } from '../../evidence/record.js';
-import { type ProfileAgreement, profileAgreement } from '../../trace/agreement.js';
-import { diffSummaries } from '../../trace/diff.js';
-import { summarizeTracePath } from '../../trace/from-path.js';
-import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from '../../trace/types.js';
-import { errorMessage } from '../../util/errors.js';
-import { readJson, writeJsonAtomic } from '../../util/files.js';
+import { type IterationEvidence, kernelShare } from '../../evidence/index.js';
+import {
+  diffSummaries,
+  type ProfileAgreement,
+  profileAgreement,
+  summarizeTracePath,
+  TRACE_SUMMARY_SCHEMA,
+  type TraceSummary,
+} from '../../trace/index.js';
+import { errorMessage, readJson, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';

@@ -1,5 +1,5 @@
 /** Context tables the harness computes for the prompt. */
-import type { TraceSummary } from '../../trace/types.js';
+import type { TraceSummary } from '../../trace/index.js';
 
 const PROMPT_HOTSPOT_ROWS = 12;
 

@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HillclimbError } from '../../util/errors.js';
+import { HillclimbError } from '../../util/index.js';
 
 export interface PromptVars {
   iteration: string;

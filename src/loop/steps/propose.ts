@@ -12,17 +12,12 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import type { AgentIsolation } from '../../agent/agent.js';
-import { agentIdentity } from '../../agent/environment.js';
-import { leftoverMessage } from '../../agent/leftovers.js';
-import { recordIsolation } from '../../evidence/isolation.js';
-import { SANDBOX_HINT, sandboxAvailability } from '../../exec/sandbox.js';
-import { interpreterReadPaths, venvPython } from '../../project/python.js';
-import { ExitCode, HillclimbError } from '../../util/errors.js';
-import { writeFileAtomic } from '../../util/files.js';
-import { copyPlainTree } from '../../util/untrusted-files.js';
-import { readAgentHead, snapshotTree } from '../../workspace/agent-tree.js';
-import { HARNESS_IDENTITY } from '../../workspace/git.js';
+import { type AgentIsolation, agentIdentity, leftoverMessage } from '../../agent/index.js';
+import { recordIsolation } from '../../evidence/index.js';
+import { SANDBOX_HINT, sandboxAvailability } from '../../exec/index.js';
+import { interpreterReadPaths, venvPython } from '../../project/index.js';
+import { copyPlainTree, ExitCode, HillclimbError, writeFileAtomic } from '../../util/index.js';
+import { HARNESS_IDENTITY, readAgentHead, snapshotTree } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../state/worktrees.js';

@@ -10,14 +10,11 @@
  * would have done.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import type { IterationEvidence, PublishEvidence } from '../../evidence/record.js';
-import type { CommentStamp } from '../../forge/forge.js';
-import { renderComment } from '../../report/comment.js';
-import { renderPullRequest } from '../../report/pr.js';
-import { perfettoLinkFor } from '../../store/perfetto.js';
-import type { Store } from '../../store/store.js';
-import { HillclimbError } from '../../util/errors.js';
-import { writeFileAtomic } from '../../util/files.js';
+import type { IterationEvidence, PublishEvidence } from '../../evidence/index.js';
+import type { CommentStamp } from '../../forge/index.js';
+import { renderComment, renderPullRequest } from '../../report/index.js';
+import { perfettoLinkFor, type Store } from '../../store/index.js';
+import { HillclimbError, writeFileAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { type Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
 import { readHistory } from '../state/history.js';

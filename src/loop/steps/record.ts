@@ -6,11 +6,15 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { appendLogEntry, renderLogEntry } from '../../report/log-entry.js';
-import { evidenceLoader } from '../../report/log-evidence.js';
-import { formatProblem, lintLog } from '../../report/log-lint.js';
-import { writeFileAtomic } from '../../util/files.js';
-import { HARNESS_IDENTITY } from '../../workspace/git.js';
+import {
+  appendLogEntry,
+  evidenceLoader,
+  formatProblem,
+  lintLog,
+  renderLogEntry,
+} from '../../report/index.js';
+import { writeFileAtomic } from '../../util/index.js';
+import { HARNESS_IDENTITY } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { appendHistory, historyRow, readHistory } from '../state/history.js';

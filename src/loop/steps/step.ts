@@ -1,6 +1,5 @@
 /** The shape of an iteration step. Steps mutate the evidence; the runner persists it after each one. */
-import type { IterationEvidence, StepName } from '../../evidence/record.js';
-import type { Verdict } from '../../evidence/verdicts.js';
+import type { IterationEvidence, StepName, Verdict } from '../../evidence/index.js';
 import type { LoopContext } from '../context.js';
 import type { Bundle } from '../state/bundle.js';
 

@@ -23,10 +23,9 @@ import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } fr
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ExecError, type ExecResult } from '../../exec/exec.js';
+import { ExecError, type ExecResult } from '../../exec/index.js';
 import { basicAuth, HARNESS_IDENTITY, httpAuthEnv, identityEnv, redactUrl, runGit } from '../../git/index.js';
-import { HillclimbError } from '../../util/errors.js';
-import type { Logger } from '../../util/log.js';
+import { HillclimbError, type Logger } from '../../util/index.js';
 import { StoreApiError } from '../errors.js';
 import { assertKey, assertPrefix, joinKey } from '../keys.js';
 import { TEMP_MARKER, walkFiles } from '../local-files.js';

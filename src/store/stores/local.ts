@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { HillclimbError } from '../../util/errors.js';
+import { HillclimbError } from '../../util/index.js';
 import { assertKey, assertPrefix, joinKey } from '../keys.js';
 import { copyFileAtomic, walkFiles } from '../local-files.js';
 import type { Store, StoredObject } from '../store.js';

@@ -18,7 +18,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { InputError } from '../../util/errors.js';
+import { InputError } from '../../util/index.js';
 import {
   charAt,
   fail,

@@ -8,7 +8,7 @@
  */
 import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { InputError } from '../../util/errors.js';
+import { InputError } from '../../util/index.js';
 import type { TraceFormat } from './model.js';
 
 export interface ResolvedTrace {

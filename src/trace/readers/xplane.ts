@@ -19,7 +19,7 @@
 import { statSync } from 'node:fs';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
-import { InputError } from '../../util/errors.js';
+import { InputError } from '../../util/index.js';
 import {
   deviceKindOf,
   type ReadOptions,

@@ -1,0 +1,25 @@
+/**
+ * The front end for GitHub actions (actions/<name>/src/main.ts): inputs, outputs, summaries, phases.
+ * Other modules import from this entry, never from its files.
+ */
+export {
+  choice,
+  configOverrides,
+  flag,
+  list,
+  optionalText,
+  positiveInteger,
+  requiredText,
+} from './inputs.js';
+export { iterationSummary, phaseOptions, setAttestationOutput, setIterationOutputs } from './phase.js';
+export { runAction, setOutputs, writeSummary } from './run.js';
+export type { TpuInputs, TpuStepReport } from './tpu.js';
+export {
+  allocationInput,
+  allocationReport,
+  janitorReport,
+  releaseReport,
+  tpuContext,
+  tpuInputs,
+} from './tpu.js';
+export { compareTraces, iterationProfile, traceDiffMarkdown, writeAnalysis } from './trace.js';

@@ -1,0 +1,9 @@
+/**
+ * Agents (codex, claude, command, replay) behind one interface, built by agent.kind. Other modules
+ * import from this entry, never from its files.
+ */
+export type { Agent, AgentIsolation } from './agent.js';
+export { listReplayPatches } from './agents/replay.js';
+export { agentIdentity } from './environment.js';
+export { AGENT_INSTALL_HINTS, buildAgent, checkAgentInstalled } from './factory.js';
+export { leftoverMessage } from './leftovers.js';

@@ -1,0 +1,35 @@
+/**
+ * The evidence record of an iteration, its history row, verdicts, and the JUnit and metrics readers.
+ * Other modules import from this entry, never from its files.
+ */
+
+export type { ArmPair, HistoryLevels, HistoryRow } from './history-row.js';
+export { HISTORY_SCHEMA } from './history-row.js';
+export { recordIsolation, unverifiedReasons } from './isolation.js';
+export { readJUnitXml } from './junit.js';
+export type { KernelShare, LevelChange, LevelKey, LevelsEvidence, PeakInfo } from './levels.js';
+export {
+  amdahlLimit,
+  amdahlSpeedup,
+  kernelShare,
+  LEVEL_METRICS,
+  peakInfo,
+  runLevels,
+  summarizeLevels,
+} from './levels.js';
+export type { MetricsFile } from './metrics.js';
+export { comparabilityProblems, metricValue, readMetricsFile } from './metrics.js';
+export type {
+  GateEvidence,
+  GuardEvidence,
+  Isolation,
+  IterationEvidence,
+  MeasuredRun,
+  MeasurementEvidence,
+  ProfileEvidence,
+  PublishEvidence,
+  StepName,
+} from './record.js';
+export { EVIDENCE_SCHEMA, STEPS } from './record.js';
+export type { Verdict } from './verdicts.js';
+export { VERDICT_DESCRIPTIONS, VERDICT_SYMBOLS } from './verdicts.js';

@@ -1,0 +1,9 @@
+/**
+ * hillclimb init: a repository's hillclimb.yml, workflows and prompts. Other modules import from this
+ * entry, never from its files.
+ */
+
+export type { Ask, InitFlags } from './gather.js';
+export { detectBase, gatherAnswers, nonInteractiveError } from './gather.js';
+export { applyPlan, editableWithoutFiles, nextSteps, planFiles } from './init.js';
+export { resolvePin } from './pin.js';

@@ -1,0 +1,14 @@
+/**
+ * The loop: its drivers (run, phases, commits, a person's PR), the step pipeline and its on-disk
+ * state. Other modules import from this entry, never from its files.
+ */
+export { runDirOf, stateDirOf } from './context.js';
+export { commentMeasurement, measureCommits, profileCommitSummary, testCommit } from './drivers/commits.js';
+export type { Phase, PhaseOptions, PhaseResult } from './drivers/phases.js';
+export { PHASES, resolveChampion, runPhase } from './drivers/phases.js';
+export { prepareExternalChange, publishToPullRequest, recordBaseline } from './drivers/pull-request.js';
+export type { LoopResult } from './drivers/run.js';
+export { resolveConfigFile, runLoop } from './drivers/run.js';
+export { Bundle, BundleFiles, iterationDirName } from './state/bundle.js';
+export { readHistory } from './state/history.js';
+export { newRunId } from './state/journal.js';

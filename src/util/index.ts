@@ -1,0 +1,29 @@
+/**
+ * Errors, loggers, durable files, locks, redaction, registries: what every module uses. Other modules
+ * import from this entry, never from its files.
+ */
+export { assertBranchName } from './branch-name.js';
+export {
+  ApiError,
+  ConfigError,
+  ExitCode,
+  errorMessage,
+  HillclimbError,
+  InputError,
+  isHillclimbError,
+} from './errors.js';
+export {
+  appendLineDurable,
+  readJson,
+  readJsonLines,
+  readTextFile,
+  writeFileAtomic,
+  writeJsonAtomic,
+} from './files.js';
+export type { WaitingLockOptions } from './lock.js';
+export { takeLock, withFileLock } from './lock.js';
+export type { Logger } from './log.js';
+export { actionsLogger, terminalLogger } from './log.js';
+export { isSecretName, redact, secretsFromEnv } from './redact.js';
+export { Registry } from './registry.js';
+export { copyPlainTree, readPlainFile } from './untrusted-files.js';
