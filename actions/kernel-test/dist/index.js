@@ -73303,7 +73303,7 @@ function readHistory(stateDir, target) {
   const { rows } = readJsonLines(historyFile(stateDir));
   return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target === void 0 || r.target === target));
 }
-function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
+function historyRow(ev, championAfter, now = /* @__PURE__ */ new Date()) {
   const m = ev.measurement;
   const c3 = m?.comparison;
   const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
@@ -73331,7 +73331,7 @@ function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
     mfuA: m?.mfu.a ?? null,
     mfuB: m?.mfu.b ?? null,
     ...m?.levels ? { levels: historyLevels(m.levels) } : {},
-    championAfter: championAfter2,
+    championAfter,
     harnessHash: ev.provenance.harnessHash ?? null,
     configHash: ev.provenance.configHash,
     device: m?.device?.kind ?? null,
@@ -80403,8 +80403,8 @@ var recordStep = {
     );
     if (!already) {
       const promoted = ev.verdict === "improved" && ev.candidate;
-      const championAfter2 = promoted ? ev.candidate.logCommit ?? ev.candidate.commit : ev.base.commit;
-      appendHistory(ctx.stateDir, historyRow(ev, championAfter2));
+      const championAfter = promoted ? ev.candidate.logCommit ?? ev.candidate.commit : ev.base.commit;
+      appendHistory(ctx.stateDir, historyRow(ev, championAfter));
     }
     return { status: "done" };
   }

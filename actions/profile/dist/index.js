@@ -4867,8 +4867,8 @@ var require_util2 = __commonJS({
       }
       return values;
     }
-    function getDecodeSplit(name, list2) {
-      const value2 = list2.get(name, true);
+    function getDecodeSplit(name, list) {
+      const value2 = list.get(name, true);
       if (value2 === null) {
         return null;
       }
@@ -12280,9 +12280,9 @@ var require_headers = __commonJS({
       // https://fetch.spec.whatwg.org/#dom-headers-getsetcookie
       getSetCookie() {
         webidl.brandCheck(this, _Headers);
-        const list2 = this.#headersList.cookies;
-        if (list2) {
-          return [...list2];
+        const list = this.#headersList.cookies;
+        if (list) {
+          return [...list];
         }
         return [];
       }
@@ -12322,8 +12322,8 @@ var require_headers = __commonJS({
       static getHeadersList(o2) {
         return o2.#headersList;
       }
-      static setHeadersList(o2, list2) {
-        o2.#headersList = list2;
+      static setHeadersList(o2, list) {
+        o2.#headersList = list;
       }
     };
     var { getHeadersGuard, setHeadersGuard, getHeadersList, setHeadersList } = Headers3;
@@ -13291,13 +13291,13 @@ var require_request2 = __commonJS({
         if (this.signal.aborted) {
           ac.abort(this.signal.reason);
         } else {
-          let list2 = dependentControllerMap.get(this.signal);
-          if (list2 === void 0) {
-            list2 = /* @__PURE__ */ new Set();
-            dependentControllerMap.set(this.signal, list2);
+          let list = dependentControllerMap.get(this.signal);
+          if (list === void 0) {
+            list = /* @__PURE__ */ new Set();
+            dependentControllerMap.set(this.signal, list);
           }
           const acRef = new WeakRef(ac);
-          list2.add(acRef);
+          list.add(acRef);
           util.addAbortListener(
             ac.signal,
             buildAbort(acRef)
@@ -32380,15 +32380,15 @@ var require_parser = __commonJS({
     var node_process = __require("process");
     var cst = require_cst();
     var lexer = require_lexer();
-    function includesToken(list2, type) {
-      for (let i2 = 0; i2 < list2.length; ++i2)
-        if (list2[i2].type === type)
+    function includesToken(list, type) {
+      for (let i2 = 0; i2 < list.length; ++i2)
+        if (list[i2].type === type)
           return true;
       return false;
     }
-    function findNonEmptyIndex(list2) {
-      for (let i2 = 0; i2 < list2.length; ++i2) {
-        switch (list2[i2].type) {
+    function findNonEmptyIndex(list) {
+      for (let i2 = 0; i2 < list.length; ++i2) {
+        switch (list[i2].type) {
           case "space":
           case "comment":
           case "newline":
@@ -34136,16 +34136,16 @@ var require_light = __commonJS({
           }
         }
         shiftAll(fn) {
-          return this._lists.forEach(function(list2) {
-            return list2.forEachShift(fn);
+          return this._lists.forEach(function(list) {
+            return list.forEachShift(fn);
           });
         }
         getFirst(arr = this._lists) {
-          var j, len, list2;
+          var j, len, list;
           for (j = 0, len = arr.length; j < len; j++) {
-            list2 = arr[j];
-            if (list2.length > 0) {
-              return list2;
+            list = arr[j];
+            if (list.length > 0) {
+              return list;
             }
           }
           return [];
@@ -35509,16 +35509,16 @@ var require_Queues = __commonJS({
         }
       }
       shiftAll(fn) {
-        return this._lists.forEach(function(list2) {
-          return list2.forEachShift(fn);
+        return this._lists.forEach(function(list) {
+          return list.forEachShift(fn);
         });
       }
       getFirst(arr = this._lists) {
-        var j, len, list2;
+        var j, len, list;
         for (j = 0, len = arr.length; j < len; j++) {
-          list2 = arr[j];
-          if (list2.length > 0) {
-            return list2;
+          list = arr[j];
+          if (list.length > 0) {
+            return list;
           }
         }
         return [];
@@ -46069,15 +46069,15 @@ var Emitter = class {
     this.listeners[ev].push(fn);
   }
   removeListener(ev, fn) {
-    const list2 = this.listeners[ev];
-    const i2 = list2.indexOf(fn);
+    const list = this.listeners[ev];
+    const i2 = list.indexOf(fn);
     if (i2 === -1) {
       return;
     }
-    if (i2 === 0 && list2.length === 1) {
-      list2.length = 0;
+    if (i2 === 0 && list.length === 1) {
+      list.length = 0;
     } else {
-      list2.splice(i2, 1);
+      list.splice(i2, 1);
     }
   }
   emit(ev, code2, signal) {
@@ -49161,15 +49161,15 @@ function classifyChanges(changedPaths, rules) {
 function describeViolations(result) {
   if (result.allowed) return "every changed path is editable";
   const parts = [];
-  const list2 = (paths, one, many) => `${paths.length} ${paths.length === 1 ? one : many}: ${paths.join(", ")}`;
+  const list = (paths, one, many) => `${paths.length} ${paths.length === 1 ? one : many}: ${paths.join(", ")}`;
   if (result.protectedTouched.length > 0) {
-    parts.push(list2(result.protectedTouched, "protected path touched", "protected paths touched"));
+    parts.push(list(result.protectedTouched, "protected path touched", "protected paths touched"));
   }
   if (result.outsideEditable.length > 0) {
-    parts.push(list2(result.outsideEditable, "path outside editable", "paths outside editable"));
+    parts.push(list(result.outsideEditable, "path outside editable", "paths outside editable"));
   }
   if (result.gitControl.length > 0) {
-    parts.push(list2(result.gitControl, "git control file changed", "git control files changed"));
+    parts.push(list(result.gitControl, "git control file changed", "git control files changed"));
   }
   return parts.join("; ");
 }
@@ -50852,16 +50852,16 @@ var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "tra
 function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   const forced = env.HILLCLIMB_ACCELERATOR;
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
-  const list2 = (dir) => {
+  const list = (dir) => {
     try {
       return readdirSync6(dir);
     } catch {
       return [];
     }
   };
-  const accel = list2(devDir).filter((n2) => /^accel\d+$/.test(n2));
+  const accel = list(devDir).filter((n2) => /^accel\d+$/.test(n2));
   if (accel.length > 0) return { kind: "tpu", evidence: accel.map((n2) => `${devDir}/${n2}`).join(", ") };
-  const vfio = list2(`${devDir}/vfio`).filter((n2) => /^\d+$/.test(n2));
+  const vfio = list(`${devDir}/vfio`).filter((n2) => /^\d+$/.test(n2));
   if (vfio.length > 0) return { kind: "tpu", evidence: vfio.map((n2) => `${devDir}/vfio/${n2}`).join(", ") };
   return { kind: "none", evidence: "no /dev/accel* or /dev/vfio/<n>" };
 }
@@ -70779,8 +70779,8 @@ function assertContext(context) {
       throw new TypeError("is-unsafe: context must not be an empty array");
     }
     if (Array.isArray(context[0])) {
-      for (const list2 of context) {
-        if (!Array.isArray(list2) || list2.length === 0) {
+      for (const list of context) {
+        if (!Array.isArray(list) || list.length === 0) {
           throw new TypeError(
             "is-unsafe: each context in the array must be a non-empty pattern array (PatternList)"
           );
@@ -70798,15 +70798,15 @@ function normalise(context) {
   if (Array.isArray(context[0])) return { lists: context, regex: null };
   return { lists: [context], regex: null };
 }
-function decodedCopy(value2, list2) {
-  if (!list2.decodeEntities) return null;
+function decodedCopy(value2, list) {
+  if (!list.decodeEntities) return null;
   const decoded = decodeEntities(value2);
   return decoded === value2 ? null : decoded;
 }
-function matchList(value2, list2) {
-  const label = list2.label ?? "CUSTOM";
-  const decoded = decodedCopy(value2, list2);
-  for (const rule of list2) {
+function matchList(value2, list) {
+  const label = list.label ?? "CUSTOM";
+  const decoded = decodedCopy(value2, list);
+  for (const rule of list) {
     if (rule.pattern.test(value2) || decoded !== null && rule.pattern.test(decoded)) {
       return { context: label, id: rule.id, description: rule.description, pattern: rule.pattern };
     }
@@ -70818,8 +70818,8 @@ function isUnsafe(value2, context) {
   assertContext(context);
   const { lists, regex: regex2 } = normalise(context);
   if (regex2) return regex2.test(value2);
-  for (const list2 of lists) {
-    if (matchList(value2, list2) !== null) return true;
+  for (const list of lists) {
+    if (matchList(value2, list) !== null) return true;
   }
   return false;
 }
@@ -73779,8 +73779,8 @@ function checksSection(evidence, maxFailing = DEFAULT_FAILING_TESTS) {
   const lines = ["#### Checks", table(["check", "result"], rows)];
   for (const [key, label] of GATES) {
     const gate = evidence.gates[key];
-    const list2 = gate && failingList(gate, maxFailing);
-    if (list2) lines.push(`Failing tests (${label}): ${list2}`);
+    const list = gate && failingList(gate, maxFailing);
+    if (list) lines.push(`Failing tests (${label}): ${list}`);
   }
   return lines.join("\n\n");
 }
@@ -75581,12 +75581,12 @@ function annotationKinds(markers) {
   const byName = /* @__PURE__ */ new Map();
   for (const m of topLevel(markers)) {
     const name = profilerStepNumber(m.name) === void 0 ? m.name : "ProfilerStep";
-    const list2 = byName.get(name);
-    if (list2 === void 0) byName.set(name, [m]);
-    else list2.push(m);
+    const list = byName.get(name);
+    if (list === void 0) byName.set(name, [m]);
+    else list.push(m);
   }
-  const total = (list2) => list2.reduce((t, m) => t + m.durPs, 0);
-  return [...byName].map(([name, list2]) => ({ name, markers: list2 })).sort((a2, b) => total(b.markers) - total(a2.markers) || a2.name.localeCompare(b.name));
+  const total = (list) => list.reduce((t, m) => t + m.durPs, 0);
+  return [...byName].map(([name, list]) => ({ name, markers: list })).sort((a2, b) => total(b.markers) - total(a2.markers) || a2.name.localeCompare(b.name));
 }
 function topLevel(markers) {
   const sorted = [...markers].sort((a2, b) => a2.startPs - b.startPs || b.durPs - a2.durPs);
@@ -75658,9 +75658,9 @@ function stepEstimates(input) {
   };
   let markers = 0;
   let withMarkers = 0;
-  for (const [device, list2] of first.stepMarkers) {
-    if (!computeDevices.has(device.name) || list2.length === 0) continue;
-    markers += list2.length;
+  for (const [device, list] of first.stepMarkers) {
+    if (!computeDevices.has(device.name) || list.length === 0) continue;
+    markers += list.length;
     withMarkers++;
   }
   if (withMarkers > 0)
@@ -75718,8 +75718,8 @@ function disagreement(estimates) {
   if (chosen === void 0) return void 0;
   const off = estimates.slice(1).filter((e) => Math.abs(e.perDevice - chosen.perDevice) > 0.5);
   if (off.length === 0) return void 0;
-  const list2 = off.map((e) => `${e.detector} ${fmtCount(e.perDevice)} (${e.confidence}: ${e.detail})`);
-  return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list2.join("; ")}`;
+  const list = off.map((e) => `${e.detector} ${fmtCount(e.perDevice)} (${e.confidence}: ${e.detail})`);
+  return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list.join("; ")}`;
 }
 function programsInsideWindows(executions, windows) {
   const inside = /* @__PURE__ */ new Map();
@@ -75902,7 +75902,7 @@ function warnings(before, after) {
   const gone = b.programs.filter((p) => !a2.programs.includes(p));
   const added = a2.programs.filter((p) => !b.programs.includes(p));
   if (gone.length > 0 || added.length > 0) {
-    const part = (label, list2) => list2.length === 0 ? [] : [`${label} ${list2.slice(0, 4).join(", ")}${list2.length > 4 ? ` (+${list2.length - 4})` : ""}`];
+    const part = (label, list) => list.length === 0 ? [] : [`${label} ${list.slice(0, 4).join(", ")}${list.length > 4 ? ` (+${list.length - 4})` : ""}`];
     out.push(
       `the traces ran different programs (${[...part("only before:", gone), ...part("only after:", added)].join("; ")}); ops of those programs show as added or removed`
     );
@@ -78193,18 +78193,18 @@ var TraceCollector = class {
       endPs: ev.startPs + ev.durPs,
       busyPs: 0
     };
-    const list2 = dev.modules;
-    if (list2.length > 0 && list2[list2.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
-    list2.push(exec);
+    const list = dev.modules;
+    if (list.length > 0 && list[list.length - 1].startPs > exec.startPs) dev.modulesSorted = false;
+    list.push(exec);
     if (dev.opsSeen && exec.startPs <= dev.lastOpStartPs) this.modulesLate.add(dev.device);
   }
   markers(device) {
-    let list2 = this.stepMarkers.get(device);
-    if (list2 === void 0) {
-      list2 = [];
-      this.stepMarkers.set(device, list2);
+    let list = this.stepMarkers.get(device);
+    if (list === void 0) {
+      list = [];
+      this.stepMarkers.set(device, list);
     }
-    return list2;
+    return list;
   }
   /** Host events are step annotations, XLA:CPU ops (they carry `hlo_op`), or neither. */
   hostEvent(st, ev) {
@@ -78319,15 +78319,15 @@ var TraceCollector = class {
   }
   /** The module execution on this device that contains `t`, if any (ops arrive mostly in time order). */
   enclosingModule(dev, t) {
-    const list2 = this.opts.modules?.get(dev.device.name) ?? dev.modules;
-    const n2 = list2.length;
+    const list = this.opts.modules?.get(dev.device.name) ?? dev.modules;
+    const n2 = list.length;
     if (n2 === 0) return void 0;
     let c3 = dev.moduleCursor;
-    if (c3 >= n2 || list2[c3].startPs > t) c3 = lastAtOrBefore(list2, t);
-    while (c3 + 1 < n2 && list2[c3 + 1].startPs <= t) c3++;
+    if (c3 >= n2 || list[c3].startPs > t) c3 = lastAtOrBefore(list, t);
+    while (c3 + 1 < n2 && list[c3 + 1].startPs <= t) c3++;
     dev.moduleCursor = Math.max(c3, 0);
     if (c3 < 0) return void 0;
-    const m = list2[c3];
+    const m = list[c3];
     return t < m.endPs || t === m.startPs && m.endPs === m.startPs ? m : void 0;
   }
   cpuExecution(device, program, runId, start, end) {
@@ -78499,13 +78499,13 @@ function sortExecutions(dev) {
   dev.modulesSorted = true;
   dev.moduleCursor = 0;
 }
-function lastAtOrBefore(list2, t) {
+function lastAtOrBefore(list, t) {
   let lo = 0;
-  let hi = list2.length - 1;
+  let hi = list.length - 1;
   let ans = -1;
   while (lo <= hi) {
     const mid = lo + hi >> 1;
-    if (list2[mid].startPs <= t) {
+    if (list[mid].startPs <= t) {
       ans = mid;
       lo = mid + 1;
     } else hi = mid - 1;
@@ -78819,10 +78819,10 @@ function decodeConvDims(buf, start, end) {
       else if (field3 === 11) c3.inputSpatial.push(v);
       else if (field3 === 12) c3.outputSpatial.push(v);
     } else if (wt === WIRE_LEN) {
-      const list2 = intList(buf, wt, i2, e);
-      if (field3 === 6) c3.kernelSpatial.push(...list2);
-      else if (field3 === 11) c3.inputSpatial.push(...list2);
-      else if (field3 === 12) c3.outputSpatial.push(...list2);
+      const list = intList(buf, wt, i2, e);
+      if (field3 === 6) c3.kernelSpatial.push(...list);
+      else if (field3 === 11) c3.inputSpatial.push(...list);
+      else if (field3 === 12) c3.outputSpatial.push(...list);
     }
   });
   return c3;
@@ -78830,11 +78830,11 @@ function decodeConvDims(buf, start, end) {
 function decodeDotDims(buf, start, end) {
   const d = { lhsContracting: [], rhsContracting: [], lhsBatch: [], rhsBatch: [] };
   walk2(buf, start, end, (field3, wt, i2, e) => {
-    const list2 = intList(buf, wt, i2, e);
-    if (field3 === 1) d.lhsContracting.push(...list2);
-    else if (field3 === 2) d.rhsContracting.push(...list2);
-    else if (field3 === 3) d.lhsBatch.push(...list2);
-    else if (field3 === 4) d.rhsBatch.push(...list2);
+    const list = intList(buf, wt, i2, e);
+    if (field3 === 1) d.lhsContracting.push(...list);
+    else if (field3 === 2) d.rhsContracting.push(...list);
+    else if (field3 === 3) d.lhsBatch.push(...list);
+    else if (field3 === 4) d.rhsBatch.push(...list);
   });
   return d;
 }
@@ -79099,12 +79099,12 @@ async function opCosts(source, c3, where2) {
           customCall: void 0
         });
       } else if (op.programId !== void 0) {
-        let list2 = needHlo.get(op.programId);
-        if (list2 === void 0) {
-          list2 = [];
-          needHlo.set(op.programId, list2);
+        let list = needHlo.get(op.programId);
+        if (list === void 0) {
+          list = [];
+          needHlo.set(op.programId, list);
         }
-        list2.push(op);
+        list.push(op);
       }
     }
   }
@@ -79254,49 +79254,49 @@ function opRows(counted, ctx) {
   const groups2 = /* @__PURE__ */ new Map();
   for (const c3 of counted) {
     const key = `${c3.op.program}\0${c3.op.baseName}`;
-    const list2 = groups2.get(key);
-    if (list2 === void 0) groups2.set(key, [c3]);
-    else list2.push(c3);
+    const list = groups2.get(key);
+    if (list === void 0) groups2.set(key, [c3]);
+    else list.push(c3);
   }
   const rows = [];
-  for (const list2 of groups2.values()) {
-    const first = list2[0];
-    const selfPs = sum2(list2, (c3) => c3.selfPs);
-    const totalPs = sum2(list2, (c3) => c3.totalPs);
-    const customCall = list2.some((c3) => c3.op.customCall);
-    const kind = customCall ? customCallKindOf(list2) : null;
-    const haveFlops = list2.every((c3) => c3.cost?.flops !== void 0);
-    const haveBytes = list2.every((c3) => c3.cost?.bytes !== void 0);
+  for (const list of groups2.values()) {
+    const first = list[0];
+    const selfPs = sum2(list, (c3) => c3.selfPs);
+    const totalPs = sum2(list, (c3) => c3.totalPs);
+    const customCall = list.some((c3) => c3.op.customCall);
+    const kind = customCall ? customCallKindOf(list) : null;
+    const haveFlops = list.every((c3) => c3.cost?.flops !== void 0);
+    const haveBytes = list.every((c3) => c3.cost?.bytes !== void 0);
     const execTotal = (c3) => c3.totalCount === 0 ? 0 : executionsOf(c3.op) * (c3.totalCount / (c3.op.countIn + c3.op.countOut));
     const execIn = (c3) => c3.totalCount === 0 ? 0 : execTotal(c3) * (c3.count / c3.totalCount);
-    const flopsTotal = haveFlops ? sum2(list2, (c3) => c3.cost.flops * execTotal(c3)) : void 0;
-    const bytesTotal = haveBytes ? sum2(list2, (c3) => c3.cost.bytes * execTotal(c3)) : void 0;
-    const flopsIn = haveFlops ? sum2(list2, (c3) => c3.cost.flops * execIn(c3)) : void 0;
-    const bytesIn = haveBytes ? sum2(list2, (c3) => c3.cost.bytes * execIn(c3)) : void 0;
+    const flopsTotal = haveFlops ? sum2(list, (c3) => c3.cost.flops * execTotal(c3)) : void 0;
+    const bytesTotal = haveBytes ? sum2(list, (c3) => c3.cost.bytes * execTotal(c3)) : void 0;
+    const flopsIn = haveFlops ? sum2(list, (c3) => c3.cost.flops * execIn(c3)) : void 0;
+    const bytesIn = haveBytes ? sum2(list, (c3) => c3.cost.bytes * execIn(c3)) : void 0;
     const asyncStart = /-start$/.test(first.op.baseName);
     const seconds2 = asyncStart ? 0 : totalPs / 1e12;
     const tflops = flopsTotal === void 0 || seconds2 === 0 ? null : flopsTotal / seconds2 / 1e12;
     const gbps = bytesTotal === void 0 || seconds2 === 0 ? null : bytesTotal / seconds2 / 1e9;
     const intensity = flopsTotal === void 0 || bytesTotal === void 0 || bytesTotal === 0 ? null : flopsTotal / bytesTotal;
-    const dtype = heaviestKey(list2, (c3) => c3.cost?.dtype ?? "") || null;
-    const costSource = list2.some((c3) => c3.cost?.source === "hlo") ? "hlo" : list2.some((c3) => c3.cost?.source === "trace") ? "trace" : null;
-    const noCostModel = flopsTotal === void 0 && list2.some((c3) => c3.cost !== void 0 || c3.op.customCall);
+    const dtype = heaviestKey(list, (c3) => c3.cost?.dtype ?? "") || null;
+    const costSource = list.some((c3) => c3.cost?.source === "hlo") ? "hlo" : list.some((c3) => c3.cost?.source === "trace") ? "trace" : null;
+    const noCostModel = flopsTotal === void 0 && list.some((c3) => c3.cost !== void 0 || c3.op.customCall);
     rows.push({
       name: first.op.baseName,
       program: first.op.program,
-      category: heaviestKey(list2, (c3) => c3.op.category),
-      scope: heaviestKey(list2, (c3) => c3.op.scope),
-      programs: [...new Set(list2.map((c3) => c3.op.program))].filter((p) => p !== "").sort(),
-      variants: new Set(list2.map((c3) => c3.op.name)).size,
+      category: heaviestKey(list, (c3) => c3.op.category),
+      scope: heaviestKey(list, (c3) => c3.op.scope),
+      programs: [...new Set(list.map((c3) => c3.op.program))].filter((p) => p !== "").sort(),
+      variants: new Set(list.map((c3) => c3.op.name)).size,
       timeMs: ms(selfPs / ctx.steps),
-      occurrences: round3(sum2(list2, (c3) => c3.count) / ctx.steps, 3),
+      occurrences: round3(sum2(list, (c3) => c3.count) / ctx.steps, 3),
       shareOfOps: pct2(selfPs / ctx.steps, ctx.opPsPerStepTotal),
       shareOfStep: ctx.meanStepPs === void 0 || ctx.meanStepPs === 0 ? null : pct2(selfPs / ctx.steps, ctx.meanStepPs),
       totalMs: ms(totalPs),
-      totalCount: sum2(list2, (c3) => c3.totalCount),
-      executions: round3(sum2(list2, execTotal), 3),
-      flopsPerExecution: perExecution(flopsTotal, sum2(list2, execTotal)),
-      bytesPerExecution: perExecution(bytesTotal, sum2(list2, execTotal)),
+      totalCount: sum2(list, (c3) => c3.totalCount),
+      executions: round3(sum2(list, execTotal), 3),
+      flopsPerExecution: perExecution(flopsTotal, sum2(list, execTotal)),
+      bytesPerExecution: perExecution(bytesTotal, sum2(list, execTotal)),
       shareOfDevice: pct2(totalPs, ctx.devicePs),
       flops: flopsIn === void 0 ? null : round3(flopsIn / ctx.steps, 0),
       bytes: bytesIn === void 0 ? null : round3(bytesIn / ctx.steps, 0),
@@ -79309,7 +79309,7 @@ function opRows(counted, ctx) {
       customCall,
       customCallKind: kind,
       noCostModel,
-      longName: [...list2].sort((a2, b) => b.totalPs - a2.totalPs)[0].op.longName
+      longName: [...list].sort((a2, b) => b.totalPs - a2.totalPs)[0].op.longName
     });
   }
   return rows.sort((a2, b) => b.totalMs - a2.totalMs || a2.timeMs - b.timeMs || a2.name.localeCompare(b.name));
@@ -79343,22 +79343,22 @@ function rooflineOf(tflops, intensity, dtype, peak, gbps = null) {
 function programRows(counted, devicePs, executions, devices) {
   const groups2 = /* @__PURE__ */ new Map();
   for (const c3 of counted) {
-    const list2 = groups2.get(c3.op.program);
-    if (list2 === void 0) groups2.set(c3.op.program, [c3]);
-    else list2.push(c3);
+    const list = groups2.get(c3.op.program);
+    if (list === void 0) groups2.set(c3.op.program, [c3]);
+    else list.push(c3);
   }
-  return [...groups2].map(([name, list2]) => ({
+  return [...groups2].map(([name, list]) => ({
     name: name === "" ? "(unknown)" : name,
     module: name === "" ? "(unknown)" : moduleName(name),
-    deviceMs: ms(sum2(list2, (c3) => c3.totalPs)),
-    inStepsMs: ms(sum2(list2, (c3) => c3.selfPs)),
+    deviceMs: ms(sum2(list, (c3) => c3.totalPs)),
+    inStepsMs: ms(sum2(list, (c3) => c3.selfPs)),
     shareOfDevice: pct2(
-      sum2(list2, (c3) => c3.totalPs),
+      sum2(list, (c3) => c3.totalPs),
       devicePs
     ),
     executions: name === "" ? null : executions(name),
     devices: name === "" ? 0 : devices(name),
-    ops: new Set(list2.map((c3) => c3.op.baseName)).size
+    ops: new Set(list.map((c3) => c3.op.baseName)).size
   })).sort((a2, b) => b.deviceMs - a2.deviceMs || a2.name.localeCompare(b.name));
 }
 function groupRows(counted, keyOf, steps, opPsPerStepTotal) {
@@ -79395,37 +79395,37 @@ function customCallRows(counted, ctx) {
     }
     g.list.push(c3);
   }
-  return [...groups2.values()].map(({ list: list2, scope }) => {
-    const op = list2[0].op;
-    const selfPs = sum2(list2, (c3) => c3.selfPs);
+  return [...groups2.values()].map(({ list, scope }) => {
+    const op = list[0].op;
+    const selfPs = sum2(list, (c3) => c3.selfPs);
     return {
       name: op.baseName,
       program: op.program,
       scope,
-      kind: customCallKindOf(list2),
-      launches: round3(sum2(list2, (c3) => c3.count) / ctx.steps, 3),
+      kind: customCallKindOf(list),
+      launches: round3(sum2(list, (c3) => c3.count) / ctx.steps, 3),
       timeMs: ms(selfPs / ctx.steps),
       shareOfOps: pct2(selfPs / ctx.steps, ctx.opPsPerStepTotal),
-      totalMs: ms(sum2(list2, (c3) => c3.totalPs)),
-      noCostModel: !list2.every((c3) => c3.cost?.flops !== void 0)
+      totalMs: ms(sum2(list, (c3) => c3.totalPs)),
+      noCostModel: !list.every((c3) => c3.cost?.flops !== void 0)
     };
   }).sort((a2, b) => b.totalMs - a2.totalMs || b.timeMs - a2.timeMs || a2.name.localeCompare(b.name));
 }
-function customCallKindOf(list2) {
-  for (const c3 of list2) if (c3.cost?.customCall !== void 0) return c3.cost.customCall;
-  const op = list2[0].op;
+function customCallKindOf(list) {
+  for (const c3 of list) if (c3.cost?.customCall !== void 0) return c3.cost.customCall;
+  const op = list[0].op;
   const target = /custom_call_target="([^"]+)"/.exec(op.longName ?? "")?.[1];
   if (target !== void 0) return customCallKind(target);
   return customCallKindOfName(op.baseName) ?? "other";
 }
-function heaviestKey(list2, keyOf) {
+function heaviestKey(list, keyOf) {
   const time = /* @__PURE__ */ new Map();
-  for (const c3 of list2) time.set(keyOf(c3), (time.get(keyOf(c3)) ?? 0) + c3.totalPs);
+  for (const c3 of list) time.set(keyOf(c3), (time.get(keyOf(c3)) ?? 0) + c3.totalPs);
   return [...time].sort((a2, b) => b[1] - a2[1] || a2[0].localeCompare(b[0]))[0][0];
 }
-function sum2(list2, f) {
+function sum2(list, f) {
   let s = 0;
-  for (const x of list2) s += f(x);
+  for (const x of list) s += f(x);
   return s;
 }
 function ms(ps) {
