@@ -2,6 +2,9 @@
  * The front end for GitHub actions (actions/<name>/src/main.ts): inputs, outputs, summaries, phases.
  * Other modules import from this entry, never from its files.
  */
+
+export type { ActionsRun } from './github-context.js';
+export { actionsRun } from './github-context.js';
 export {
   choice,
   configOverrides,

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { BundleFiles, type PhaseOptions, type PhaseResult, readHistory } from '../loop/index.js';
 import { renderJobSummary } from '../report/index.js';
 import type { Logger } from '../util/index.js';
+import { actionsRun } from './github-context.js';
 import { configOverrides, flag, optionalText, positiveInteger, requiredText } from './inputs.js';
 import { setOutputs } from './run.js';
 
@@ -18,6 +19,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
   const runStartedAt = optionalText('run-started-at');
   const attestation = optionalText('attestation');
   const pinnedSource = optionalText('pinned-source');
+  const run = actionsRun();
   return {
     configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
     overrides: configOverrides(),
@@ -30,6 +32,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
     ...(attestation ? { attestation } : {}),
     ...(pinnedSource ? { pinnedSource } : {}),
     dryRun: flag('dry-run', false),
+    ...(run ? { jobId: run.jobId, repositoryUrl: run.repositoryUrl } : {}),
     logger,
     progress: (line) => logger.info(line),
   };

@@ -48,6 +48,8 @@ export interface LoopRole {
   git?: Git;
   /** The store when the driver built it already (a phase pulls the history first). */
   store?: Store;
+  /** Names this job in attestations; default currentJobId() (an action passes the toolkit's reading). */
+  jobId?: string;
 }
 
 /** An open loop context: open the backends its steps use, then always close it. */
@@ -100,7 +102,7 @@ export async function openLoopContext(config: HillclimbConfig, role: LoopRole): 
     host: defaultHost(),
     sleep: role.sleep ?? realSleep,
     prepareMayProfile: role.prepareMayProfile,
-    job: currentJobId(),
+    job: role.jobId ?? currentJobId(),
     dryRun: Boolean(role.dryRun),
   };
 

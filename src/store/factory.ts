@@ -19,6 +19,8 @@ export interface StoreContext {
   logger: Logger;
   /** Where tokens are read from. Default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** The repository's web page for links, when the caller knows it (an action, from the toolkit's context). */
+  repositoryUrl?: string;
 }
 
 export type StoreBuilder = (config: HillclimbConfig, ctx: StoreContext) => Store;
@@ -60,7 +62,7 @@ const builders = new Registry<StoreBuilder>('store', [
         remote: b.remote,
         token: token === '' ? undefined : token,
         tokenEnv: b.token_env,
-        webUrl: repositoryWebUrl(config, env),
+        webUrl: ctx.repositoryUrl ?? repositoryWebUrl(config, env),
         logger: ctx.logger,
       });
     },

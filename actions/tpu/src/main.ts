@@ -10,6 +10,7 @@
  */
 import * as core from '@actions/core';
 import {
+  actionsRun,
   allocationInput,
   allocationReport,
   choice,
@@ -42,7 +43,10 @@ await runAction(async ({ logger }) => {
   if (mode === 'allocate' || mode === 'attach') {
     // Saved before anything exists, so the post step can clean up after a failure half way.
     core.saveState('inputs', JSON.stringify(inputs));
-    const runId = mode === 'allocate' ? (optionalText('run-id') ?? defaultRunId()) : undefined;
+    const runId =
+      mode === 'allocate'
+        ? (optionalText('run-id') ?? actionsRun()?.resourceRunId ?? defaultRunId())
+        : undefined;
     if (runId) core.saveState('run-id', runId);
     const allocation = runId
       ? await logger.group('hillclimb: allocate a TPU', () =>

@@ -92,6 +92,10 @@ export interface PhaseOptions {
    */
   attestation?: string;
   dryRun?: boolean;
+  /** Names this job in attestations; default currentJobId() from the environment. */
+  jobId?: string;
+  /** The repository's web page for evidence links; default from the environment or forge.github. */
+  repositoryUrl?: string;
   logger: Logger;
   progress?: (line: string) => void;
   signal?: AbortSignal;
@@ -131,7 +135,11 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
   });
   const stateDir = stateDirOf(config);
   const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
-  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const store = buildStore(config, {
+    root: config.root,
+    logger: opts.logger,
+    ...(opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}),
+  });
   await pullHistory(store, stateDir, target.name);
 
   const refused = takesOver(phase) && existsSync(bundle.dir) ? quarantineBundle(bundle) : [];
@@ -152,6 +160,7 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     ...(opts.signal ? { signal: opts.signal } : {}),
     dryRun: Boolean(opts.dryRun),
     store,
+    ...(opts.jobId ? { jobId: opts.jobId } : {}),
   });
   return { ...opened, bundle, existing, refused };
 }
