@@ -21,7 +21,8 @@ export interface AgentFactoryOptions {
 
 export type AgentBuilder = (config: HillclimbConfig, opts: AgentFactoryOptions) => Agent;
 
-const builders = new Registry<AgentBuilder>('agent', [
+/** The agents known by name: register one for an out-of-tree extension or a test. */
+export const agents = new Registry<AgentBuilder>('agent', [
   [
     'codex',
     (c, o) =>
@@ -76,7 +77,7 @@ const builders = new Registry<AgentBuilder>('agent', [
 
 /** Build the agent `config.agent.kind` names. */
 export function buildAgent(config: HillclimbConfig, opts: AgentFactoryOptions): Agent {
-  const build = builders.get(config.agent.kind);
+  const build = agents.get(config.agent.kind);
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
   if (refused.length > 0) {
     throw new ConfigError(
@@ -118,18 +119,4 @@ export function checkAgentInstalled(config: HillclimbConfig): void {
     hint: `${install ? `install it (${install}) or ` : ''}point ${key} in ${config.file} at the program`,
     exitCode: ExitCode.failure,
   });
-}
-
-/** The known agent kinds, sorted. */
-export function getAgentTypes(): string[] {
-  return builders.names();
-}
-
-/** Add (or replace) an agent kind, e.g. for an extension. */
-export function registerAgent(kind: string, builder: AgentBuilder): void {
-  builders.register(kind, builder);
-}
-
-export function unregisterAgent(kind: string): void {
-  builders.unregister(kind);
 }

@@ -40,7 +40,8 @@ function missingSection(config: HillclimbConfig, key: string): ConfigError {
   );
 }
 
-const builders = new Registry<BackendBuilder>('compute backend', [
+/** The backends known by name: register one for an out-of-tree extension or a test. */
+export const backends = new Registry<BackendBuilder>('compute backend', [
   [
     'local',
     (config, opts) =>
@@ -79,7 +80,7 @@ const builders = new Registry<BackendBuilder>('compute backend', [
 /** Build the backend named by `compute.backend`. Throws UnknownNameError for a name with no builder. */
 export function buildBackend(config: HillclimbConfig, opts: BuildBackendOptions): Backend {
   const name = config.compute.backend;
-  return builders.get(name)(config, opts);
+  return backends.get(name)(config, opts);
 }
 
 /**
@@ -92,19 +93,5 @@ export function buildCpuBackend(
   backend?: Backend,
 ): Backend {
   if (backend && config.compute.backend === 'local') return backend;
-  return builders.get('local')(config, opts);
-}
-
-/** The registered backend names, sorted. */
-export function getBackendTypes(): string[] {
-  return builders.names();
-}
-
-/** Add (or replace) a backend, e.g. for an out-of-tree backend or a test. */
-export function registerBackend(name: string, builder: BackendBuilder): void {
-  builders.register(name, builder);
-}
-
-export function unregisterBackend(name: string): void {
-  builders.unregister(name);
+  return backends.get('local')(config, opts);
 }

@@ -19,7 +19,8 @@ export interface ForgeContext {
 
 export type ForgeBuilder = (config: HillclimbConfig, ctx: ForgeContext) => Forge;
 
-const builders = new Registry<ForgeBuilder>('forge', [
+/** The forges known by name: register one for an out-of-tree extension or a test. */
+export const forges = new Registry<ForgeBuilder>('forge', [
   [
     'local',
     (config, ctx) =>
@@ -63,19 +64,5 @@ const builders = new Registry<ForgeBuilder>('forge', [
 ]);
 
 export function buildForge(config: HillclimbConfig, ctx: ForgeContext): Forge {
-  return builders.get(config.forge.kind)(config, ctx);
-}
-
-/** Registered forge names, sorted (for help texts and validation). */
-export function getForgeTypes(): string[] {
-  return builders.names();
-}
-
-/** Add or replace a forge kind (e.g. a plugin, or a test). */
-export function registerForge(name: string, builder: ForgeBuilder): void {
-  builders.register(name, builder);
-}
-
-export function unregisterForge(name: string): void {
-  builders.unregister(name);
+  return forges.get(config.forge.kind)(config, ctx);
 }

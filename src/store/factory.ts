@@ -25,7 +25,8 @@ export interface StoreContext {
 
 export type StoreBuilder = (config: HillclimbConfig, ctx: StoreContext) => Store;
 
-const builders = new Registry<StoreBuilder>('store', [
+/** The stores known by name: register one for an out-of-tree extension or a test. */
+export const stores = new Registry<StoreBuilder>('store', [
   [
     'local',
     (config, ctx) => new LocalStore({ dir: resolve(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) }),
@@ -83,18 +84,5 @@ function repositoryWebUrl(config: HillclimbConfig, env: NodeJS.ProcessEnv): stri
 }
 
 export function buildStore(config: HillclimbConfig, ctx: StoreContext): Store {
-  return builders.get(config.store.kind)(config, ctx);
-}
-
-/** Registered store names, sorted. */
-export function getStoreTypes(): string[] {
-  return builders.names();
-}
-
-export function registerStore(name: string, builder: StoreBuilder): void {
-  builders.register(name, builder);
-}
-
-export function unregisterStore(name: string): void {
-  builders.unregister(name);
+  return stores.get(config.store.kind)(config, ctx);
 }

@@ -2,13 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import {
-  buildAgent,
-  checkAgentInstalled,
-  getAgentTypes,
-  registerAgent,
-  unregisterAgent,
-} from '../../src/agent/factory.js';
+import { agents, buildAgent, checkAgentInstalled } from '../../src/agent/factory.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { HillclimbConfig } from '../../src/config/types.js';
 import { ConfigError, HillclimbError, UnknownNameError } from '../../src/util/errors.js';
@@ -95,21 +89,21 @@ describe('buildAgent', () => {
   });
 
   it('lists kinds sorted and accepts registered ones', () => {
-    expect(getAgentTypes()).toEqual(['claude', 'codex', 'command', 'replay']);
+    expect(agents.names()).toEqual(['claude', 'codex', 'command', 'replay']);
     const fake: Agent = {
       name: 'fake',
       run: async () => ({ status: 'finished', exitCode: 0, logFile: '', durationMs: 0 }),
     };
-    registerAgent('fake', () => fake);
+    agents.register('fake', () => fake);
     try {
       const c = config();
       (c.agent as { kind: string }).kind = 'fake';
       expect(buildAgent(c, opts)).toBe(fake);
-      expect(getAgentTypes()).toContain('fake');
+      expect(agents.names()).toContain('fake');
     } finally {
-      unregisterAgent('fake');
+      agents.unregister('fake');
     }
-    expect(getAgentTypes()).not.toContain('fake');
+    expect(agents.names()).not.toContain('fake');
   });
 });
 

@@ -3,13 +3,7 @@ import type { Backend } from '../../src/compute/backend.js';
 import { LocalBackend } from '../../src/compute/backends/local.js';
 import { RayBackend } from '../../src/compute/backends/ray.js';
 import { TpuVmBackend } from '../../src/compute/backends/tpu-vm.js';
-import {
-  buildBackend,
-  getBackendTypes,
-  registerBackend,
-  tpuStateDirFor,
-  unregisterBackend,
-} from '../../src/compute/factory.js';
+import { backends, buildBackend, tpuStateDirFor } from '../../src/compute/factory.js';
 import type { BackendKind, HillclimbConfig } from '../../src/config/types.js';
 import { ConfigError, UnknownNameError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
@@ -19,7 +13,7 @@ const opts = { root: '/repo', logger: memoryLogger() };
 
 describe('backend factory', () => {
   it('lists the backends sorted', () => {
-    expect(getBackendTypes()).toEqual(['local', 'ray', 'tpu-vm']);
+    expect(backends.names()).toEqual(['local', 'ray', 'tpu-vm']);
   });
 
   it('builds the backend compute.backend names', () => {
@@ -59,15 +53,15 @@ describe('backend factory', () => {
 
   it('can register and unregister a backend', () => {
     const fake = { name: 'x' } as unknown as Backend;
-    registerBackend('zz-test', () => fake);
+    backends.register('zz-test', () => fake);
     try {
-      expect(getBackendTypes()).toEqual(['local', 'ray', 'tpu-vm', 'zz-test']);
+      expect(backends.names()).toEqual(['local', 'ray', 'tpu-vm', 'zz-test']);
       const config = configWith('  backend: local\n');
       config.compute = { backend: 'zz-test' as BackendKind };
       expect(buildBackend(config, opts)).toBe(fake);
     } finally {
-      unregisterBackend('zz-test');
+      backends.unregister('zz-test');
     }
-    expect(getBackendTypes()).toEqual(['local', 'ray', 'tpu-vm']);
+    expect(backends.names()).toEqual(['local', 'ray', 'tpu-vm']);
   });
 });

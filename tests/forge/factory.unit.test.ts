@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import { buildForge, getForgeTypes, registerForge, unregisterForge } from '../../src/forge/factory.js';
+import { buildForge, forges } from '../../src/forge/factory.js';
 import { GitHubForge } from '../../src/forge/forges/github.js';
 import { LocalForge } from '../../src/forge/forges/local.js';
 import { HillclimbError, UnknownNameError } from '../../src/util/errors.js';
@@ -41,10 +41,10 @@ describe('buildForge', () => {
   });
 
   it('lists and extends the registered kinds', () => {
-    expect(getForgeTypes()).toEqual(['github', 'local']);
-    registerForge('null', () => ({}) as never);
-    expect(getForgeTypes()).toEqual(['github', 'local', 'null']);
-    unregisterForge('null');
-    expect(getForgeTypes()).toEqual(['github', 'local']);
+    expect(forges.names()).toEqual(['github', 'local']);
+    forges.register('null', () => ({}) as never);
+    expect(forges.names()).toEqual(['github', 'local', 'null']);
+    forges.unregister('null');
+    expect(forges.names()).toEqual(['github', 'local']);
   });
 });

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/compute/backend.js';
-import { registerBackend, unregisterBackend } from '../../src/compute/factory.js';
+import { backends } from '../../src/compute/factory.js';
 import { loadConfig, selectTarget } from '../../src/config/load.js';
 import type { BackendKind, HillclimbConfig } from '../../src/config/types.js';
 import { STEPS, type StepName } from '../../src/evidence/record.js';
@@ -61,8 +61,8 @@ async function open(c: HillclimbConfig, steps: readonly StepName[]) {
 describe('openLoopContext', () => {
   const accelerator: string[] = [];
   let failOpen = false;
-  beforeAll(() => registerBackend('zz-accelerator', () => recordingBackend(accelerator, failOpen)));
-  afterAll(() => unregisterBackend('zz-accelerator'));
+  beforeAll(() => backends.register('zz-accelerator', () => recordingBackend(accelerator, failOpen)));
+  afterAll(() => backends.unregister('zz-accelerator'));
 
   it('a CPU-gate role opens only the CPU backend, never the accelerator, and gets no agent', async () => {
     accelerator.length = 0;

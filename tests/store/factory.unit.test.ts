@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import { buildStore, getStoreTypes, registerStore, unregisterStore } from '../../src/store/factory.js';
+import { buildStore, stores } from '../../src/store/factory.js';
 import { HfStore } from '../../src/store/stores/hf.js';
 import { LocalStore } from '../../src/store/stores/local.js';
 import { UnknownNameError } from '../../src/util/errors.js';
@@ -33,10 +33,10 @@ describe('buildStore', () => {
   });
 
   it('lists and extends the registered kinds', () => {
-    expect(getStoreTypes()).toEqual(['branch', 'hf', 'local']);
-    registerStore('memory', () => ({}) as never);
-    expect(getStoreTypes()).toEqual(['branch', 'hf', 'local', 'memory']);
-    unregisterStore('memory');
-    expect(getStoreTypes()).toEqual(['branch', 'hf', 'local']);
+    expect(stores.names()).toEqual(['branch', 'hf', 'local']);
+    stores.register('memory', () => ({}) as never);
+    expect(stores.names()).toEqual(['branch', 'hf', 'local', 'memory']);
+    stores.unregister('memory');
+    expect(stores.names()).toEqual(['branch', 'hf', 'local']);
   });
 });

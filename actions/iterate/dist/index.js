@@ -55486,7 +55486,7 @@ var CommandAgent = class {
 };
 
 // src/agent/factory.ts
-var builders = new Registry("agent", [
+var agents = new Registry("agent", [
   [
     "codex",
     (c3, o2) => new CodexAgent({
@@ -55536,7 +55536,7 @@ var builders = new Registry("agent", [
   ]
 ]);
 function buildAgent(config, opts) {
-  const build = builders.get(config.agent.kind);
+  const build = agents.get(config.agent.kind);
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));
   if (refused.length > 0) {
     throw new ConfigError(
@@ -57569,7 +57569,7 @@ function missingSection(config, key) {
     `compute.backend is ${config.compute.backend}, so ${key} is required`
   );
 }
-var builders2 = new Registry("compute backend", [
+var backends = new Registry("compute backend", [
   [
     "local",
     (config, opts) => new LocalBackend({
@@ -57603,11 +57603,11 @@ var builders2 = new Registry("compute backend", [
 ]);
 function buildBackend(config, opts) {
   const name = config.compute.backend;
-  return builders2.get(name)(config, opts);
+  return backends.get(name)(config, opts);
 }
 function buildCpuBackend(config, opts, backend) {
   if (backend && config.compute.backend === "local") return backend;
-  return builders2.get("local")(config, opts);
+  return backends.get("local")(config, opts);
 }
 
 // src/forge/factory.ts
@@ -59067,7 +59067,7 @@ function sameContent2(a2, b) {
 }
 
 // src/forge/factory.ts
-var builders3 = new Registry("forge", [
+var forges = new Registry("forge", [
   [
     "local",
     (config, ctx) => new LocalForge({
@@ -59107,7 +59107,7 @@ var builders3 = new Registry("forge", [
   ]
 ]);
 function buildForge(config, ctx) {
-  return builders3.get(config.forge.kind)(config, ctx);
+  return forges.get(config.forge.kind)(config, ctx);
 }
 
 // src/store/factory.ts
@@ -68198,7 +68198,7 @@ function isFile2(path6) {
 
 // src/store/factory.ts
 var LOCAL_STORE_DIR = "store";
-var builders4 = new Registry("store", [
+var stores = new Registry("store", [
   [
     "local",
     (config, ctx) => new LocalStore({ dir: resolve13(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
@@ -68252,7 +68252,7 @@ function repositoryWebUrl(config, env) {
   return `${api.protocol}//${host}/${gh.repository}`;
 }
 function buildStore(config, ctx) {
-  return builders4.get(config.store.kind)(config, ctx);
+  return stores.get(config.store.kind)(config, ctx);
 }
 
 // src/store/perfetto.ts

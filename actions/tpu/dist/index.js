@@ -49837,7 +49837,7 @@ function missingSection(config, key) {
     `compute.backend is ${config.compute.backend}, so ${key} is required`
   );
 }
-var builders = new Registry("compute backend", [
+var backends = new Registry("compute backend", [
   [
     "local",
     (config, opts) => new LocalBackend({
