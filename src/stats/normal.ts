@@ -3,6 +3,21 @@
  * Used for the BCa interval and for z-values in the minimum detectable effect.
  */
 
+/** Hart's coefficients, highest power first (numerator degree 6, denominator degree 7). */
+const HART_NUMERATOR = [
+  0.0352624965998911, 0.700383064443688, 6.37396220353165, 33.912866078383, 112.079291497871,
+  221.213596169931, 220.206867912376,
+];
+const HART_DENOMINATOR = [
+  0.0883883476483184, 1.75566716318264, 16.064177579207, 86.7807322029461, 296.564248779674, 637.333633378831,
+  793.826512519948, 440.413735824752,
+];
+
+/** A polynomial at x by Horner's rule; coefficients highest power first. */
+function horner(coefficients: readonly number[], x: number): number {
+  return coefficients.reduce((acc, c) => acc * x + c, 0);
+}
+
 /**
  * Φ(x) = P(Z ≤ x). Hart's 1968 rational approximation as given by G. West, "Better approximations to
  * cumulative normal functions" (2005); absolute error below 1e-14.
@@ -16,19 +31,8 @@ export function normalCdf(x: number): number {
   } else {
     const e = Math.exp((-xabs * xabs) / 2);
     if (xabs < 7.07106781186547) {
-      let num = 0.0352624965998911 * xabs + 0.700383064443688;
-      num = num * xabs + 6.37396220353165;
-      num = num * xabs + 33.912866078383;
-      num = num * xabs + 112.079291497871;
-      num = num * xabs + 221.213596169931;
-      num = num * xabs + 220.206867912376;
-      let den = 0.0883883476483184 * xabs + 1.75566716318264;
-      den = den * xabs + 16.064177579207;
-      den = den * xabs + 86.7807322029461;
-      den = den * xabs + 296.564248779674;
-      den = den * xabs + 637.333633378831;
-      den = den * xabs + 793.826512519948;
-      den = den * xabs + 440.413735824752;
+      const num = horner(HART_NUMERATOR, xabs);
+      const den = horner(HART_DENOMINATOR, xabs);
       tail = (e * num) / den;
     } else {
       let cf = xabs + 0.65;

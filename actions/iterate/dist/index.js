@@ -72750,6 +72750,28 @@ function withoutOutliers(values) {
 }
 
 // src/stats/normal.ts
+var HART_NUMERATOR = [
+  0.0352624965998911,
+  0.700383064443688,
+  6.37396220353165,
+  33.912866078383,
+  112.079291497871,
+  221.213596169931,
+  220.206867912376
+];
+var HART_DENOMINATOR = [
+  0.0883883476483184,
+  1.75566716318264,
+  16.064177579207,
+  86.7807322029461,
+  296.564248779674,
+  637.333633378831,
+  793.826512519948,
+  440.413735824752
+];
+function horner(coefficients, x) {
+  return coefficients.reduce((acc, c3) => acc * x + c3, 0);
+}
 function normalCdf(x) {
   if (Number.isNaN(x)) return Number.NaN;
   const xabs = Math.abs(x);
@@ -72759,19 +72781,8 @@ function normalCdf(x) {
   } else {
     const e = Math.exp(-xabs * xabs / 2);
     if (xabs < 7.07106781186547) {
-      let num2 = 0.0352624965998911 * xabs + 0.700383064443688;
-      num2 = num2 * xabs + 6.37396220353165;
-      num2 = num2 * xabs + 33.912866078383;
-      num2 = num2 * xabs + 112.079291497871;
-      num2 = num2 * xabs + 221.213596169931;
-      num2 = num2 * xabs + 220.206867912376;
-      let den = 0.0883883476483184 * xabs + 1.75566716318264;
-      den = den * xabs + 16.064177579207;
-      den = den * xabs + 86.7807322029461;
-      den = den * xabs + 296.564248779674;
-      den = den * xabs + 637.333633378831;
-      den = den * xabs + 793.826512519948;
-      den = den * xabs + 440.413735824752;
+      const num2 = horner(HART_NUMERATOR, xabs);
+      const den = horner(HART_DENOMINATOR, xabs);
       tail = e * num2 / den;
     } else {
       let cf = xabs + 0.65;
@@ -81436,6 +81447,7 @@ function newEvidence(ctx, it) {
 async function runIterationSteps(ctx, bundle, journal, opts = {}) {
   const ev = bundle.load();
   const save = () => bundle.save(ev);
+  const journalStep = (at, step, status, note) => journal?.append({ t: "step", at, iteration: ev.iteration, step, status, ...note ? { note } : {} });
   for (const name of STEPS) {
     if (opts.only && !opts.only.includes(name)) continue;
     if (stepFinished(ev, name)) continue;
@@ -81449,7 +81461,7 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
         note: `verdict already ${ev.verdict}`
       });
       save();
-      journal?.append({ t: "step", at: startedAt, iteration: ev.iteration, step: name, status: "skipped" });
+      journalStep(startedAt, name, "skipped");
       continue;
     }
     ctx.progress(`${name} \u2026`);
@@ -81470,14 +81482,7 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
         ...note ? { note } : {}
       });
       save();
-      journal?.append({
-        t: "step",
-        at: finishedAt,
-        iteration: ev.iteration,
-        step: name,
-        status: r.status === "skipped" ? "skipped" : "done",
-        ...note ? { note } : {}
-      });
+      journalStep(finishedAt, name, r.status === "skipped" ? "skipped" : "done", note);
       ctx.progress(
         `${name} ${r.status === "verdict" ? `\u2192 ${r.verdict}` : r.status}${note ? `: ${note}` : ""}`
       );
@@ -81494,14 +81499,7 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
       ev.publish.warnings.push(`${name} failed: ${message}`);
     }
     save();
-    journal?.append({
-      t: "step",
-      at: finishedAt,
-      iteration: ev.iteration,
-      step: name,
-      status: "failed",
-      note: message
-    });
+    journalStep(finishedAt, name, "failed", message);
     ctx.progress(`${name} failed: ${message}`);
   }
   return ev;

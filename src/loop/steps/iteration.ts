@@ -73,6 +73,8 @@ export async function runIterationSteps(
 ): Promise<IterationEvidence> {
   const ev = bundle.load();
   const save = () => bundle.save(ev);
+  const journalStep = (at: string, step: StepName, status: 'done' | 'skipped' | 'failed', note?: string) =>
+    journal?.append({ t: 'step', at, iteration: ev.iteration, step, status, ...(note ? { note } : {}) });
   for (const name of STEPS) {
     if (opts.only && !opts.only.includes(name)) continue;
     if (stepFinished(ev, name)) continue;
@@ -86,7 +88,7 @@ export async function runIterationSteps(
         note: `verdict already ${ev.verdict}`,
       });
       save();
-      journal?.append({ t: 'step', at: startedAt, iteration: ev.iteration, step: name, status: 'skipped' });
+      journalStep(startedAt, name, 'skipped');
       continue;
     }
     ctx.progress(`${name} …`);
@@ -107,14 +109,7 @@ export async function runIterationSteps(
         ...(note ? { note } : {}),
       });
       save();
-      journal?.append({
-        t: 'step',
-        at: finishedAt,
-        iteration: ev.iteration,
-        step: name,
-        status: r.status === 'skipped' ? 'skipped' : 'done',
-        ...(note ? { note } : {}),
-      });
+      journalStep(finishedAt, name, r.status === 'skipped' ? 'skipped' : 'done', note);
       ctx.progress(
         `${name} ${r.status === 'verdict' ? `→ ${r.verdict}` : r.status}${note ? `: ${note}` : ''}`,
       );
@@ -132,14 +127,7 @@ export async function runIterationSteps(
       ev.publish.warnings.push(`${name} failed: ${message}`);
     }
     save();
-    journal?.append({
-      t: 'step',
-      at: finishedAt,
-      iteration: ev.iteration,
-      step: name,
-      status: 'failed',
-      note: message,
-    });
+    journalStep(finishedAt, name, 'failed', message);
     ctx.progress(`${name} failed: ${message}`);
   }
   return ev;
