@@ -69,17 +69,29 @@ function side(s: TraceSummary): TraceDiff['before'] {
  * the compilations of one module (different ids) are summed.
  */
 function opEntries(s: TraceSummary): Entry[] {
+  const ops = s.ops.filter((o) => !(o.occurrences === 0 && o.timeMs === 0));
+  return mergeByModule(
+    ops.map((o) => ({
+      name: o.name,
+      program: moduleName(o.program),
+      category: o.category,
+      timeMs: o.timeMs,
+      count: o.occurrences,
+    })),
+    (x, y) => round(x + y),
+  );
+}
+
+/** Entries summed by module name and name; `addTime` says how two times add (rounded or not). */
+function mergeByModule(entries: readonly Entry[], addTime: (x: number, y: number) => number): Entry[] {
   const byKey = new Map<string, Entry>();
-  for (const o of s.ops) {
-    if (o.occurrences === 0 && o.timeMs === 0) continue;
-    const program = moduleName(o.program);
-    const key = `${program}\u0000${o.name}`;
+  for (const entry of entries) {
+    const key = `${entry.program}\u0000${entry.name}`;
     const e = byKey.get(key);
-    if (e === undefined)
-      byKey.set(key, { name: o.name, program, category: o.category, timeMs: o.timeMs, count: o.occurrences });
+    if (e === undefined) byKey.set(key, { ...entry });
     else {
-      e.timeMs = round(e.timeMs + o.timeMs);
-      e.count += o.occurrences;
+      e.timeMs = addTime(e.timeMs, entry.timeMs);
+      e.count += entry.count;
     }
   }
   return [...byKey.values()];
@@ -97,26 +109,17 @@ function categoryEntries(s: TraceSummary): Entry[] {
 
 /** Custom calls by program and name (scopes merged). */
 function customCallEntries(s: TraceSummary): Entry[] {
-  const byName = new Map<string, Entry>();
-  for (const c of s.customCalls) {
-    if (c.launches === 0 && c.timeMs === 0) continue;
-    const program = moduleName(c.program);
-    const key = `${program}\u0000${c.name}`;
-    const e = byName.get(key);
-    if (e === undefined)
-      byName.set(key, {
-        name: c.name,
-        program,
-        category: 'custom-call',
-        timeMs: c.timeMs,
-        count: c.launches,
-      });
-    else {
-      e.timeMs += c.timeMs;
-      e.count += c.launches;
-    }
-  }
-  return [...byName.values()];
+  const calls = s.customCalls.filter((c) => !(c.launches === 0 && c.timeMs === 0));
+  return mergeByModule(
+    calls.map((c) => ({
+      name: c.name,
+      program: moduleName(c.program),
+      category: 'custom-call',
+      timeMs: c.timeMs,
+      count: c.launches,
+    })),
+    (x, y) => x + y,
+  );
 }
 
 function diffRows(before: readonly Entry[], after: readonly Entry[], threshold: number): DiffRow[] {

@@ -76706,17 +76706,27 @@ function side(s) {
   };
 }
 function opEntries(s) {
+  const ops = s.ops.filter((o2) => !(o2.occurrences === 0 && o2.timeMs === 0));
+  return mergeByModule(
+    ops.map((o2) => ({
+      name: o2.name,
+      program: moduleName(o2.program),
+      category: o2.category,
+      timeMs: o2.timeMs,
+      count: o2.occurrences
+    })),
+    (x, y) => round2(x + y)
+  );
+}
+function mergeByModule(entries, addTime) {
   const byKey = /* @__PURE__ */ new Map();
-  for (const o2 of s.ops) {
-    if (o2.occurrences === 0 && o2.timeMs === 0) continue;
-    const program = moduleName(o2.program);
-    const key = `${program}\0${o2.name}`;
+  for (const entry of entries) {
+    const key = `${entry.program}\0${entry.name}`;
     const e = byKey.get(key);
-    if (e === void 0)
-      byKey.set(key, { name: o2.name, program, category: o2.category, timeMs: o2.timeMs, count: o2.occurrences });
+    if (e === void 0) byKey.set(key, { ...entry });
     else {
-      e.timeMs = round2(e.timeMs + o2.timeMs);
-      e.count += o2.occurrences;
+      e.timeMs = addTime(e.timeMs, entry.timeMs);
+      e.count += entry.count;
     }
   }
   return [...byKey.values()];
@@ -76731,26 +76741,17 @@ function categoryEntries(s) {
   }));
 }
 function customCallEntries(s) {
-  const byName = /* @__PURE__ */ new Map();
-  for (const c3 of s.customCalls) {
-    if (c3.launches === 0 && c3.timeMs === 0) continue;
-    const program = moduleName(c3.program);
-    const key = `${program}\0${c3.name}`;
-    const e = byName.get(key);
-    if (e === void 0)
-      byName.set(key, {
-        name: c3.name,
-        program,
-        category: "custom-call",
-        timeMs: c3.timeMs,
-        count: c3.launches
-      });
-    else {
-      e.timeMs += c3.timeMs;
-      e.count += c3.launches;
-    }
-  }
-  return [...byName.values()];
+  const calls = s.customCalls.filter((c3) => !(c3.launches === 0 && c3.timeMs === 0));
+  return mergeByModule(
+    calls.map((c3) => ({
+      name: c3.name,
+      program: moduleName(c3.program),
+      category: "custom-call",
+      timeMs: c3.timeMs,
+      count: c3.launches
+    })),
+    (x, y) => x + y
+  );
 }
 function diffRows(before, after, threshold) {
   const keyOf = (e) => `${e.program}\0${e.name}`;

@@ -40954,17 +40954,27 @@ function side(s) {
   };
 }
 function opEntries(s) {
+  const ops = s.ops.filter((o) => !(o.occurrences === 0 && o.timeMs === 0));
+  return mergeByModule(
+    ops.map((o) => ({
+      name: o.name,
+      program: moduleName(o.program),
+      category: o.category,
+      timeMs: o.timeMs,
+      count: o.occurrences
+    })),
+    (x, y) => round(x + y)
+  );
+}
+function mergeByModule(entries, addTime) {
   const byKey = /* @__PURE__ */ new Map();
-  for (const o of s.ops) {
-    if (o.occurrences === 0 && o.timeMs === 0) continue;
-    const program = moduleName(o.program);
-    const key = `${program}\0${o.name}`;
+  for (const entry of entries) {
+    const key = `${entry.program}\0${entry.name}`;
     const e = byKey.get(key);
-    if (e === void 0)
-      byKey.set(key, { name: o.name, program, category: o.category, timeMs: o.timeMs, count: o.occurrences });
+    if (e === void 0) byKey.set(key, { ...entry });
     else {
-      e.timeMs = round(e.timeMs + o.timeMs);
-      e.count += o.occurrences;
+      e.timeMs = addTime(e.timeMs, entry.timeMs);
+      e.count += entry.count;
     }
   }
   return [...byKey.values()];
@@ -40979,26 +40989,17 @@ function categoryEntries(s) {
   }));
 }
 function customCallEntries(s) {
-  const byName = /* @__PURE__ */ new Map();
-  for (const c of s.customCalls) {
-    if (c.launches === 0 && c.timeMs === 0) continue;
-    const program = moduleName(c.program);
-    const key = `${program}\0${c.name}`;
-    const e = byName.get(key);
-    if (e === void 0)
-      byName.set(key, {
-        name: c.name,
-        program,
-        category: "custom-call",
-        timeMs: c.timeMs,
-        count: c.launches
-      });
-    else {
-      e.timeMs += c.timeMs;
-      e.count += c.launches;
-    }
-  }
-  return [...byName.values()];
+  const calls = s.customCalls.filter((c) => !(c.launches === 0 && c.timeMs === 0));
+  return mergeByModule(
+    calls.map((c) => ({
+      name: c.name,
+      program: moduleName(c.program),
+      category: "custom-call",
+      timeMs: c.timeMs,
+      count: c.launches
+    })),
+    (x, y) => x + y
+  );
 }
 function diffRows(before, after, threshold) {
   const keyOf = (e) => `${e.program}\0${e.name}`;
