@@ -623,26 +623,21 @@ function sortExecutions(dev: DeviceState): void {
 
 /** Index of the last execution starting at or before `t`, or -1. */
 function lastAtOrBefore(list: readonly Execution[], t: number): number {
-  let lo = 0;
-  let hi = list.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (list[mid]!.startPs <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
+  return lastIndexAtOrBefore(list.length, (i) => list[i]!.startPs, t);
 }
 
 function lastStartAtOrBefore(starts: readonly number[], t: number): number {
+  return lastIndexAtOrBefore(starts.length, (i) => starts[i]!, t);
+}
+
+/** Binary search over ascending starts: the last index whose start is at or before `t`, or -1. */
+function lastIndexAtOrBefore(length: number, startOf: (i: number) => number, t: number): number {
   let lo = 0;
-  let hi = starts.length - 1;
+  let hi = length - 1;
   let ans = -1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    if (starts[mid]! <= t) {
+    if (startOf(mid) <= t) {
       ans = mid;
       lo = mid + 1;
     } else hi = mid - 1;

@@ -43661,25 +43661,18 @@ function sortExecutions(dev) {
   dev.moduleCursor = 0;
 }
 function lastAtOrBefore(list2, t) {
-  let lo = 0;
-  let hi = list2.length - 1;
-  let ans = -1;
-  while (lo <= hi) {
-    const mid = lo + hi >> 1;
-    if (list2[mid].startPs <= t) {
-      ans = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return ans;
+  return lastIndexAtOrBefore(list2.length, (i) => list2[i].startPs, t);
 }
 function lastStartAtOrBefore(starts, t) {
+  return lastIndexAtOrBefore(starts.length, (i) => starts[i], t);
+}
+function lastIndexAtOrBefore(length, startOf, t) {
   let lo = 0;
-  let hi = starts.length - 1;
+  let hi = length - 1;
   let ans = -1;
   while (lo <= hi) {
     const mid = lo + hi >> 1;
-    if (starts[mid] <= t) {
+    if (startOf(mid) <= t) {
       ans = mid;
       lo = mid + 1;
     } else hi = mid - 1;
