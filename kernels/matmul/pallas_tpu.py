@@ -51,10 +51,24 @@ class BlockSizes:
     bk: int = 128
 
     @classmethod
-    def get_default(cls, *, M: int, N: int, K: int) -> BlockSizes:
-        """The default tiles, clipped to the problem (a small dimension is one whole block)."""
-        d = cls()
-        return cls(bm=min(d.bm, M), bn=min(d.bn, N), bk=min(d.bk, K))
+    def get_default(cls, *, M: int, N: int, K: int, dtype: Any = jnp.float32) -> BlockSizes:
+        """The default tiles fitted to the problem: per dimension, the largest tile up to the
+        default that divides it and follows the tiling rule, else the whole dimension."""
+        d, sublanes = cls(), SUBLANES.get(jnp.dtype(dtype).name, 8)
+        return cls(
+            bm=_fit(d.bm, M, sublanes), bn=_fit(d.bn, N, NUM_LANES), bk=_fit(d.bk, K, NUM_LANES)
+        )
+
+
+def _fit(block: int, dim: int, multiple: int) -> int:
+    """The largest multiple of ``multiple`` up to ``block`` that divides ``dim``; ``dim`` itself
+    when it is no bigger than ``block`` or no such tile exists."""
+    if dim <= block:
+        return dim
+    for tile in range(block - block % multiple, 0, -multiple):
+        if dim % tile == 0:
+            return tile
+    return dim
 
 
 def check_blocks(M: int, N: int, K: int, blocks: BlockSizes, dtype: Any) -> None:
@@ -163,7 +177,7 @@ def matmul_bias_act(
         raise ValueError(f"x and w must share a dtype, got {x.dtype} and {w.dtype}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation={activation!r}: use one of {ACTIVATIONS}")
-    blocks = block_sizes or BlockSizes.get_default(M=M, N=N, K=K)
+    blocks = block_sizes or BlockSizes.get_default(M=M, N=N, K=K, dtype=x.dtype)
     check_blocks(M, N, K, blocks, x.dtype)
     if interpret is None:
         interpret = jax.default_backend() != "tpu"

@@ -76,6 +76,15 @@ def test_epilogue_applied_once(activation):
     assert _rel_rms(y, ref) <= REL_RMS_TOL["float32"]
 
 
+@pytest.mark.parametrize(("M", "N", "K"), [(8, 128, 128), (200, 384, 640), (1000, 1280, 768)])
+def test_default_tiles_fit_any_shape(M, N, K):
+    """The default tiles divide the problem and follow the tiling rule (else the whole dim)."""
+    b = BlockSizes.get_default(M=M, N=N, K=K, dtype=jnp.bfloat16)
+    for tile, dim, multiple in ((b.bm, M, 16), (b.bn, N, 128), (b.bk, K, 128)):
+        assert dim % tile == 0, (tile, dim)
+        assert tile == dim or tile % multiple == 0, (tile, dim, multiple)
+
+
 def test_default_tiles_accumulate_over_k():
     """The kernel's default tiles on a K long enough to need several K steps (any default
     ``bk`` up to 1024)."""
