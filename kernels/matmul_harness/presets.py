@@ -37,7 +37,7 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
         # CPU, interpret mode: the loop's default bench and the gate tests' size class.
-        Preset("tiny", M=256, N=256, K=256, dtype="float32", activation="gelu", device="cpu"),
+        Preset("tiny", M=512, N=512, K=512, dtype="float32", activation="gelu", device="cpu"),
         Preset("tiny-bf16", M=256, N=256, K=512, dtype="bfloat16", activation="silu", device="cpu"),
         # TPU: a square bf16 matmul, and a transformer MLP up-projection (8k tokens, d=4096,
         # ffn=14336) with its GELU fused.

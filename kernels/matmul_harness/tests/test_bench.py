@@ -37,7 +37,7 @@ def test_bench_writes_valid_metrics(tmp_path):
     assert metrics["dtype"] == p.dtype
     assert metrics["device"]["interpret"] is True  # CPU: read from the traced program
     fwd = metrics["measurements"]["fwd"]
-    assert fwd["flops"] == p.flops == 2 * 256**3 + 10 * 256 * 256
+    assert fwd["flops"] == p.flops == 2 * 512**3 + 10 * 512 * 512
     assert len(fwd["samples_ms"]) == 3
     assert fwd["mfu"] > 0
     v = metrics["verification"]
