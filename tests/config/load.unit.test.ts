@@ -138,6 +138,20 @@ describe('the repository hillclimb.yml', () => {
     );
   });
 
+  it('names the matmul target: only its kernel editable, its harness and all that gdn protects protected', () => {
+    const c = loadConfig(join(REPO_ROOT, 'hillclimb.yml'));
+    const matmul = selectTarget(c, 'matmul');
+    expect(matmul.editable).toEqual(['kernels/matmul/**']);
+    expect(matmul.protected).toEqual(
+      expect.arrayContaining([
+        'kernels/matmul_harness/**',
+        'packages/hillclimb-bench/**',
+        ...selectTarget(c, 'gdn').protected,
+      ]),
+    );
+    expect(matmul.bench.metric.path).toBe('measurements.fwd.median_ms');
+  });
+
   it('a missing file gives a hint instead of a stack', () => {
     expect(() => loadConfig('/nonexistent/hillclimb.yml')).toThrow(/file not found/);
   });
