@@ -1,25 +1,6 @@
-// Runs bench/stats/stats-bench.ts: bundles it with esbuild into a temp file (Node 20 cannot run
-// TypeScript directly), then imports it. Arguments after `--` are passed through.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// Runs bench/stats/stats-bench.ts (bundled by bench/bundle.mjs). Arguments after `--` are passed through.
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
+import { runBench } from '../bundle.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const out = mkdtempSync(join(tmpdir(), 'hc-bench-stats-'));
-const outfile = join(out, 'stats-bench.mjs');
-try {
-  await build({
-    entryPoints: [join(here, 'stats-bench.ts')],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-  });
-  await import(pathToFileURL(outfile).href);
-} finally {
-  rmSync(out, { recursive: true, force: true });
-}
+await runBench(join(dirname(fileURLToPath(import.meta.url)), 'stats-bench.ts'));

@@ -4,23 +4,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleBench } from '../bundle.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const outDir = join(root, 'bench-out', 'traces');
 mkdirSync(outDir, { recursive: true });
 const outfile = join(outDir, 'bench.mjs');
-await build({
-  entryPoints: [join(root, 'bench', 'traces', 'main.ts')],
-  outfile,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  logLevel: 'warning',
-  banner: {
-    js: "import { createRequire as __hcCreateRequire } from 'node:module'; const require = __hcCreateRequire(import.meta.url);",
-  },
-});
+await bundleBench(join(root, 'bench', 'traces', 'main.ts'), outfile);
 const r = spawnSync(process.execPath, [outfile, ...process.argv.slice(2)], { stdio: 'inherit', cwd: root });
 process.exit(r.status ?? 1);
