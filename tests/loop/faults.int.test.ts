@@ -181,6 +181,24 @@ describe('dirty tree policy', () => {
     expect(readFileSync(kernel, 'utf8')).toContain('# local edit');
     expect(gitIn(repo, 'stash', 'list').trim()).toBe('');
   });
+
+  it('stash: a run whose loop context cannot be built ends in the journal and gives the changes back', async () => {
+    // The agent is built with the context: one configured to receive a token is refused there.
+    const repo = join(t.dir, 'stash-unbuildable');
+    const config = TOY_CONFIG.replace('loop:\n', 'loop:\n  dirty_tree: stash\n').replace(
+      'agent:\n',
+      'agent:\n  pass_env: [GITHUB_TOKEN]\n',
+    );
+    makeToyRepo(repo, STANDARD_PATCHES.slice(0, 1), config);
+    writeFileSync(join(repo, 'notes.txt'), 'work in progress\n');
+    const err = await loop(repo, { overrides: { 'loop.iterations': 1 } }).catch((e) => e);
+    expect((err as Error).message).toContain('tokens and cloud credentials are never passed to an agent');
+    expect(readFileSync(join(repo, 'notes.txt'), 'utf8')).toBe('work in progress\n');
+    expect(gitIn(repo, 'stash', 'list').trim()).toBe('');
+    const runs = join(repo, '.hillclimb', 'runs');
+    const journal = readFileSync(join(runs, readdirSync(runs)[0]!, 'journal.jsonl'), 'utf8');
+    expect(JSON.parse(journal.trim().split('\n').at(-1)!)).toMatchObject({ t: 'run-end', reason: 'fatal' });
+  });
 });
 
 describe('candidate faults', () => {

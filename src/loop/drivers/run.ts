@@ -108,7 +108,7 @@ async function runLocked(
 ): Promise<LoopResult> {
   const git = await Git.create(config.root, { logger: opts.logger });
   const run = await startOrResume(opts, config, target, stateDir, git);
-  const { ctx, openBackends, close } = await openLoopContext(config, {
+  const opened = await openLoopContext(config, {
     target,
     runId: run.runId,
     steps: STEPS,
@@ -120,7 +120,19 @@ async function runLocked(
     ...(opts.sleep ? { sleep: opts.sleep } : {}),
     dryRun: Boolean(opts.dryRun),
     git,
+  }).catch(async (e: unknown) => {
+    // Nothing was built to release, but the run has begun: end it in the journal and give the user
+    // their stashed changes back, as a run that fails later does.
+    run.journal.append({
+      t: 'run-end',
+      at: new Date().toISOString(),
+      reason: 'fatal',
+      message: errorMessage(e),
+    });
+    await restoreUserChanges(git, opts.logger, run.stashSha);
+    throw e;
   });
+  const { ctx, openBackends, close } = opened;
   const release = () => releaseRun(ctx, close, run.stashSha);
   const progressOut = opts.progress ?? ((l: string) => opts.logger.info(l));
 
@@ -495,13 +507,18 @@ async function releaseRun(
   } catch (e) {
     ctx.logger.warn(`cleanup: remove worktrees: ${errorMessage(e)}`);
   }
+  await restoreUserChanges(ctx.git, ctx.logger, stashSha);
+}
+
+/** Put back the changes a run stashed when it started (`loop.dirty_tree: stash`); never throws. */
+async function restoreUserChanges(git: Git, logger: Logger, stashSha: string | undefined): Promise<void> {
   if (!stashSha) return;
   try {
-    const r = await ctx.git.restoreStash(stashSha);
-    if (r.restored) await ctx.git.dropStash(stashSha);
-    else ctx.logger.warn(`your stashed changes were kept as stash ${stashSha}: ${r.reason}`);
+    const r = await git.restoreStash(stashSha);
+    if (r.restored) await git.dropStash(stashSha);
+    else logger.warn(`your stashed changes were kept as stash ${stashSha}: ${r.reason}`);
   } catch (e) {
-    ctx.logger.warn(`cleanup: restore stashed changes: ${errorMessage(e)}`);
+    logger.warn(`cleanup: restore stashed changes: ${errorMessage(e)}`);
   }
 }
 
