@@ -38,8 +38,9 @@ from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
-from hillclimb_bench import Measurement, main
+from hillclimb_bench import Measurement, guards, main
 
+before = guards.snapshot()  # before the kernel's import code runs
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mypkg.ops import scale  # noqa: E402
 
@@ -51,6 +52,7 @@ main(
     measurements={"fwd": Measurement(
         fn=lambda x: scale(x, 3.0), reference=lambda x: np.asarray(x, np.float64) * 3.0,
         rel_rms_tol=1e-5, flops=N, tokens=N)},
+    guard_from=before,
 )
 `;
 

@@ -90,6 +90,7 @@ def test_kernel_that_raises_is_a_failed_check(tmp_path: Path) -> None:
         ("forge-json", "module.id.json.dumps"),
         ("blunt-numpy", "module.id.numpy.abs"),
         ("patch-checker", "module.id.hillclimb_bench.checks.check_kept"),
+        ("import-swap", "module.id.hillclimb_bench._bench.time_calls"),
     ],
 )
 def test_kernel_that_tampers_with_the_bench_is_caught_by_the_guards(
@@ -270,3 +271,11 @@ def test_missing_peak_table_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_problem_without_named_dimensions_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="shapes: name at least one dimension"):
         _bench(lambda rng: (np.ones(2),), shapes={})
+
+
+def test_an_atexit_handler_cannot_rewrite_the_metrics(tmp_path: Path) -> None:
+    # main leaves through os._exit: the kernel's handler never runs after the file is written.
+    done = run_bench(tmp_path, "atexit-rewrite", "--repeats", "2")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["measurements"]["fwd"]["median_ms"] != 0.001  # the handler's forged value

@@ -4,7 +4,8 @@ BENCH_VARIANT (environment) picks the kernel: good, wrong (lse off by 10%), drif
 verification calls, one ulp off afterwards), raises; and three that tamper with the bench on their
 first call: forge-json (``json.dumps`` halves every timing it writes), blunt-numpy (``numpy.abs``
 returns zeros, so no error shows), patch-checker (``hillclimb_bench.checks.check_kept`` accepts
-anything).
+anything), atexit-rewrite (an ``atexit`` handler rewrites the metrics file after it is written);
+and one that tampers when the kernel is imported: import-swap (the timing loop reports a hundredth).
 """
 
 from __future__ import annotations
@@ -15,10 +16,24 @@ from typing import Any
 import numpy as np
 
 import hillclimb_bench
-from hillclimb_bench import Measurement
+from hillclimb_bench import Measurement, guards
 
 VARIANT = os.environ.get("BENCH_VARIANT", "good")
 calls = 0
+
+# As the README's bench does: the snapshot is taken before the kernel's import code runs. What
+# follows stands for that import code.
+before = guards.snapshot()
+if VARIANT == "import-swap":
+    import hillclimb_bench._bench as _bench
+
+    _time_calls = _bench.time_calls
+
+    def _fast(*a: Any, **kw: Any) -> Any:
+        samples, kept = _time_calls(*a, **kw)
+        return [s / 100 for s in samples], kept
+
+    _bench.time_calls = _fast
 
 
 def reference(x: np.ndarray) -> dict[str, np.ndarray]:
@@ -61,6 +76,20 @@ def tamper() -> None:
         np.abs = lambda x, *a, **kw: np.zeros_like(x)
     if VARIANT == "patch-checker":
         hillclimb_bench.checks.check_kept = lambda *a, **kw: 0
+    if VARIANT == "atexit-rewrite":
+        import atexit
+        import json
+        import sys
+        from pathlib import Path
+
+        out = Path(sys.argv[sys.argv.index("--out") + 1])
+
+        def rewrite() -> None:
+            doc = json.loads(out.read_text())
+            doc["measurements"]["fwd"]["median_ms"] = 0.001
+            out.write_text(json.dumps(doc))
+
+        atexit.register(rewrite)
 
 
 if __name__ == "__main__":
@@ -76,4 +105,5 @@ if __name__ == "__main__":
                 fn=softmax, reference=reference, rel_rms_tol=1e-5, flops=5 * 8 * 64, tokens=8
             )
         },
+        guard_from=before,
     )

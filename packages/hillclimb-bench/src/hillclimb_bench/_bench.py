@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -278,10 +278,19 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None, **bench: Any) -> None:
+def main(argv: Sequence[str] | None = None, **bench: Any) -> NoReturn:
     """Parse ``--out``, ``--seed``, ``--repeats``, ``--warmup``, ``--trace`` from ``argv``
-    (``sys.argv`` by default), run :func:`measure` with ``bench`` and write the metrics JSON.
-    Exits 0, 1 (``bench: failed: <quantity>: …``, nothing written) or 2 (bad arguments)."""
+    (``sys.argv`` by default), run :func:`measure` with ``bench``, write the metrics JSON and leave
+    the process. Exits 0, 1 (``bench: failed: <quantity>: …``, nothing written) or 2 (bad
+    arguments) through ``os._exit``: no ``atexit`` handler the kernel registered runs after the
+    metrics are written (one could rewrite them, and the guards cannot list such handlers)."""
+    code = _run_main(argv, bench)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _run_main(argv: Sequence[str] | None, bench: dict[str, Any]) -> int:
     try:
         args = _parse(argv)
         doc = measure(
@@ -289,11 +298,12 @@ def main(argv: Sequence[str] | None = None, **bench: Any) -> None:
         )
     except UsageError as e:
         print(f"bench: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        return 2
     except VerificationError as e:
         print(f"bench: failed: {e}", file=sys.stderr)
-        raise SystemExit(1) from None
+        return 1
     metrics.write(args.out, doc)
     m = ", ".join(f"{k} {v['median_ms']:.4g} ms" for k, v in doc["measurements"].items())
     seed = doc["verification"]["seed"]
     print(f"HILLCLIMB_BENCH {doc['target']}/{doc['impl']}: {m} (seed {seed})")
+    return 0
