@@ -52,12 +52,13 @@ export const LINE_RULES: readonly LineRule[] = [
     id: 'import-harness',
     severity: 'block',
     reason:
-      'imports the protected harness (oracle, tolerances, shapes, bench): the kernel must not read or depend on what grades it',
+      'imports the protected harness (oracle, tolerances, shapes, bench, or hillclimb_bench that times it): the kernel must not read or depend on what grades it',
     paths: PY,
+    // `\w*harness` also matches a target's own harness package (kernels/matmul_harness).
     patterns: [
-      /^\s*(?:from|import)\s+(?:[\w.]*\.)?harness\b/,
-      /^\s*from\s+[\w.]+\s+import\s+(?:.*,\s*)?\(?\s*harness\b/,
-      /\b(?:importlib\.import_module|__import__)\s*\(\s*['"][^'"]*\bharness\b/,
+      /^\s*(?:from|import)\s+(?:[\w.]*\.)?(?:\w*harness|hillclimb_bench)\b/,
+      /^\s*from\s+[\w.]+\s+import\s+(?:.*,\s*)?\(?\s*\w*harness\b/,
+      /\b(?:importlib\.import_module|__import__)\s*\(\s*['"][^'"]*(?:harness|hillclimb_bench)\b/,
     ],
   },
   {
