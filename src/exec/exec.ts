@@ -149,6 +149,9 @@ function spawnAndCollect(
       reject: false,
       stripFinalNewline: false,
       windowsHide: true,
+      // Never execa's own logging: NODE_DEBUG=execa would turn it on and print argv and output
+      // unredacted. Our collector is the only place output goes.
+      verbose: 'none',
     });
 
     const out = new StreamCollector('stdout', maxChars, secrets, log, opts.onLine);
@@ -236,7 +239,8 @@ function spawnAndCollect(
           ),
         );
       } else {
-        reject(new ExecError(`${shown}: could not start: ${message}`, shown));
+        // execa's messages can quote the whole command line: redact them like everything else.
+        reject(new ExecError(`${shown}: could not start: ${redact(message, secrets)}`, shown));
       }
     };
 
