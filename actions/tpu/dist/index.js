@@ -47321,7 +47321,10 @@ function spawnAndCollect(command, args, opts, shown) {
       buffer: false,
       reject: false,
       stripFinalNewline: false,
-      windowsHide: true
+      windowsHide: true,
+      // Never execa's own logging: NODE_DEBUG=execa would turn it on and print argv and output
+      // unredacted. Our collector is the only place output goes.
+      verbose: "none"
     });
     const out = new StreamCollector("stdout", maxChars, secrets, log, opts.onLine);
     const err = new StreamCollector("stderr", maxChars, secrets, log, opts.onLine);
@@ -47402,7 +47405,7 @@ function spawnAndCollect(command, args, opts, shown) {
           )
         );
       } else {
-        reject(new ExecError(`${shown}: could not start: ${message}`, shown));
+        reject(new ExecError(`${shown}: could not start: ${redact(message, secrets)}`, shown));
       }
     };
     child.on("exit", (code, signal) => {
@@ -50069,7 +50072,7 @@ await runAction(async ({ logger }) => {
   let report;
   if (mode === "allocate" || mode === "attach") {
     saveState("inputs", JSON.stringify(inputs));
-    const runId = mode === "allocate" ? optionalText("run-id") ?? actionsRun()?.resourceRunId ?? defaultRunId() : void 0;
+    const runId = mode === "allocate" ? optionalText("run-id") ?? runIdOfThisRun() : void 0;
     if (runId) saveState("run-id", runId);
     const allocation = runId ? await logger.group(
       "hillclimb: allocate a TPU",
@@ -50097,3 +50100,6 @@ await runAction(async ({ logger }) => {
   await writeSummary(report.summary, logger);
   if (report.failure) throw report.failure;
 });
+function runIdOfThisRun() {
+  return process.env.HILLCLIMB_RUN_ID || (actionsRun()?.resourceRunId ?? defaultRunId());
+}

@@ -42279,7 +42279,10 @@ function spawnAndCollect(command, args, opts, shown) {
       buffer: false,
       reject: false,
       stripFinalNewline: false,
-      windowsHide: true
+      windowsHide: true,
+      // Never execa's own logging: NODE_DEBUG=execa would turn it on and print argv and output
+      // unredacted. Our collector is the only place output goes.
+      verbose: "none"
     });
     const out = new StreamCollector("stdout", maxChars, secrets, log, opts.onLine);
     const err = new StreamCollector("stderr", maxChars, secrets, log, opts.onLine);
@@ -42360,7 +42363,7 @@ function spawnAndCollect(command, args, opts, shown) {
           )
         );
       } else {
-        reject(new ExecError(`${shown}: could not start: ${message}`, shown));
+        reject(new ExecError(`${shown}: could not start: ${redact(message, secrets)}`, shown));
       }
     };
     child.on("exit", (code, signal) => {

@@ -43,10 +43,7 @@ await runAction(async ({ logger }) => {
   if (mode === 'allocate' || mode === 'attach') {
     // Saved before anything exists, so the post step can clean up after a failure half way.
     core.saveState('inputs', JSON.stringify(inputs));
-    const runId =
-      mode === 'allocate'
-        ? (optionalText('run-id') ?? actionsRun()?.resourceRunId ?? defaultRunId())
-        : undefined;
+    const runId = mode === 'allocate' ? (optionalText('run-id') ?? runIdOfThisRun()) : undefined;
     if (runId) core.saveState('run-id', runId);
     const allocation = runId
       ? await logger.group('hillclimb: allocate a TPU', () =>
@@ -75,3 +72,8 @@ await runAction(async ({ logger }) => {
   await writeSummary(report.summary, logger);
   if (report.failure) throw report.failure;
 });
+
+/** As defaultRunId orders it: HILLCLIMB_RUN_ID first, then the Actions run as the toolkit reads it. */
+function runIdOfThisRun(): string {
+  return process.env.HILLCLIMB_RUN_ID || (actionsRun()?.resourceRunId ?? defaultRunId());
+}
