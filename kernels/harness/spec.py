@@ -119,6 +119,27 @@ TOL_MODEL_TRAJECTORY = {
     "bfloat16": Tol(rel_rms=2e-3, atol=0.0),
 }
 
+# --- the correctness gate's matrix ---------------------------------------------------------------
+# The CPU gate's verdict comes from the verifier (``programs.py``): the candidate's exported fwd and
+# fwd_bwd programs at these shapes and at GATE_DRAWS shapes drawn per run from GATE_DRAW_SPACE
+# (C = 0: the kernel's own chunk), each checked on the BENCH_GATES input sets against the oracle
+# with the TOL_BENCH* tolerances. A kernel special-cased to the listed shapes meets drawn ones.
+GATE_CASES = (
+    Case(B=1, T=37, H=1, K=32, V=32, C=16),  # padded: T is no multiple of the chunk
+    Case(B=1, T=64, H=2, K=32, V=32, C=32, dtype="bfloat16"),
+    Case(B=2, T=40, H=2, K=16, V=16, C=None),  # the kernel's default block sizes
+)
+GATE_DRAWS = 2
+GATE_DRAW_SPACE = {
+    "B": (1, 2),
+    "T": (9, 161),  # [low, high)
+    "H": (1, 2, 3),
+    "K": (16, 32),
+    "V": (16, 32),
+    "C": (0, 8, 16, 32),
+    "dtype": ("float32", "bfloat16"),
+}
+
 # --- shapes ------------------------------------------------------------------------------------
 # Compile time dominates the suite on CPU, so distinct shapes are few and reused across tests.
 ORACLE_CASE = Case(B=1, T=17, H=2, K=8, V=8)

@@ -17,6 +17,8 @@ export interface JobOutputs {
   junit?: string;
   /** Local directory where the profiler trace directory ({trace}) must end up. */
   trace?: string;
+  /** Local directory where the exported programs ({programs}) must end up. */
+  programs?: string;
 }
 
 export interface JobSpec {
@@ -45,12 +47,19 @@ export interface JobSpec {
   /**
    * Names the code under test (its tree hash): jobs of the same code share one {cache} folder, and no
    * job can write the cache of other code (a candidate must not poison the champion's compile cache).
-   * Without it {cache} is one folder for all jobs.
+   * Without it {cache} is one folder for all jobs. `VERIFIER_CACHE_KEY` names the verifier's own folder,
+   * which only verifier jobs (harness code, no candidate code) get.
    */
   cacheKey?: string;
 }
 
 export type { Isolation } from '../evidence/index.js';
+
+/** The {cache} key of verifier jobs: a folder no job that runs candidate code is ever given. */
+export const VERIFIER_CACHE_KEY = 'verifier';
+
+/** The names of a job's outputs, in the order backends handle them. */
+export const OUTPUT_NAMES = ['metrics', 'junit', 'trace', 'programs'] as const;
 
 export interface JobResult {
   /** The job's exit code; null when it was killed or never ran. */
@@ -77,6 +86,11 @@ export interface BackendInfo {
   backend: string;
   /** True when jobs see an accelerator; the accelerator correctness gate is skipped otherwise. */
   hasAccelerator: boolean;
+  /**
+   * The JAX platform jobs run on: what programs are exported for (`jax.export(platforms=[...])`) and
+   * verified on. `cpu` means Pallas interpret mode.
+   */
+  platform: 'cpu' | 'tpu';
   /** Human description, e.g. "local CPU (2 cores)", "ray http://head:8265", "tpu-vm v5p-8 us-east5-a". */
   description: string;
   /** Accelerator type when known, e.g. v5p-8. */

@@ -2,7 +2,8 @@
  * Compute backends (local, ray, tpu-vm) behind the Backend interface, and the TPU lifecycle. Other
  * modules import from this entry, never from its files.
  */
-export type { Backend } from './backend.js';
+export type { Backend, BackendInfo, JobOutputs, JobResult, JobSpec } from './backend.js';
+export { VERIFIER_CACHE_KEY } from './backend.js';
 export { buildBackend, buildCpuBackend, tpuStateDirFor } from './factory.js';
 export { gcloudCli } from './tpu/gcloud.js';
 export type { JanitorReport, ReleaseReport, TpuContext } from './tpu/lifecycle.js';

@@ -98,14 +98,14 @@ function safeParts(path: string): string[] | undefined {
 
 /** Delete whatever sits at the destinations, so an output present after a job was written by that job. */
 export function clearDestinations(outputs: JobOutputs): void {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
     if (dest !== undefined) rmSync(dest, { recursive: true, force: true });
   }
 }
 
 /** Create the parent folder of each destination. */
 export function prepareDestinations(outputs: JobOutputs): void {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
     if (dest !== undefined) mkdirSync(dirname(dest), { recursive: true });
   }
 }
@@ -135,6 +135,9 @@ export function installOutputs(archive: Buffer, outputs: JobOutputs): InstallRes
     } else if (head === 'trace' && outputs.trace) {
       target = join(outputs.trace, ...rest);
       installed.add('trace');
+    } else if (head === 'programs' && outputs.programs) {
+      target = join(outputs.programs, ...rest);
+      installed.add('programs');
     }
     if (target === undefined) {
       ignored.push(entry.path);

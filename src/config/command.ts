@@ -10,6 +10,8 @@ export interface CommandVars {
   junit?: string;
   /** Profiler trace directory to write. */
   trace?: string;
+  /** Folder the export step writes the programs to (engine-built commands only). */
+  programs?: string;
   /** Repository root (the working tree being tested). */
   root?: string;
   /**
@@ -25,7 +27,7 @@ export interface CommandVars {
  */
 export function fillCommand(args: CommandArgs, vars: CommandVars): [string, ...string[]] {
   const filled = args.map((arg) =>
-    arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name: keyof CommandVars) => {
+    arg.replace(/\{(python|metrics|junit|trace|programs|root|cache)\}/g, (_, name: keyof CommandVars) => {
       const value = vars[name];
       if (value === undefined) throw new Error(`placeholder {${name}} has no value in: ${args.join(' ')}`);
       return value;

@@ -124,6 +124,20 @@ function dedupe(problems: ConfigProblem[]): ConfigProblem[] {
   });
 }
 
+/**
+ * Keys an older hillclimb.yml may still hold, with what replaced them (keyed `*.<section>.<key>` under
+ * a target).
+ */
+const RETIRED_KEYS: Record<string, string> = {
+  '*.bench.command':
+    'is no longer read: a bench that imports the candidate cannot be believed. Name the target\'s harness ' +
+    'module in targets.<target>.programs.module (hillclimb exports the candidate\'s programs with it, then ' +
+    'verifies and times them in a process that never imports the candidate); see docs/kernels.md#programs',
+  '*.profile.command':
+    'is no longer read: the profile traces the verified programs (targets.<target>.programs); set ' +
+    'profile.repeats and profile.timeout_minutes, or leave profile out',
+};
+
 function pointerToPath(pointer: string): string[] {
   if (pointer === '') return [];
   return pointer
@@ -140,6 +154,8 @@ function describeAjvError(e: ErrorObject): ConfigProblem {
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String((e.params as { additionalProperty: string }).additionalProperty);
+      const retired = RETIRED_KEYS[`${path.length === 3 && path[0] === 'targets' ? `*.${path[2]}` : ''}.${key}`];
+      if (retired) return { keyPath: join(key), message: retired };
       const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
       const near = nearest(key, known);
       return {

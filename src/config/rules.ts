@@ -13,7 +13,6 @@ export function crossFieldProblems(config: HillclimbConfig): ConfigProblem[] {
     ...backendSections(config),
     ...measureBounds(config),
     ...commandPlaceholders(config),
-    ...benchWritesMetrics(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
     ...staticCheckPatterns(config),
@@ -74,24 +73,6 @@ function commandPlaceholders(c: HillclimbConfig): ConfigProblem[] {
   for (const [name, t] of Object.entries(c.targets)) {
     check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
     check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
-    check(`targets.${name}.bench.command`, t.bench.command);
-    check(`targets.${name}.profile.command`, t.profile?.command);
-  }
-  return problems;
-}
-
-function benchWritesMetrics(c: HillclimbConfig): ConfigProblem[] {
-  const problems: ConfigProblem[] = [];
-  for (const [name, t] of Object.entries(c.targets)) {
-    if (!t.bench.command.some((a) => a.includes('{metrics}'))) {
-      problems.push({
-        keyPath: `targets.${name}.bench.command`,
-        message: 'must contain {metrics}: the engine reads numbers only from the metrics file it names',
-      });
-    }
-    if (t.profile && !t.profile.command.some((a) => a.includes('{trace}'))) {
-      problems.push({ keyPath: `targets.${name}.profile.command`, message: 'must contain {trace}' });
-    }
   }
   return problems;
 }

@@ -28,13 +28,23 @@ export interface TargetConfig {
   protected: string[];
   static_checks: StaticCheck[];
   correctness: { cpu: GateConfig; accelerator?: GateConfig };
+  /**
+   * The target's programs: `python -m <module> export` runs on the tree under test (the only step
+   * that imports the candidate's code), `python -E -s -m <module> verify` in a tree without the
+   * editable paths. Both get `args` after `--`.
+   */
+  programs: { module: string; args: string[]; timeout_minutes: number };
   bench: {
-    command: CommandArgs;
     metric: { path: string; direction: Direction; label?: string };
     mfu_path: string;
+    /** Timed calls per round, per arm and program. */
+    repeats: number;
+    /** Untimed calls per round, per arm and program. */
+    warmup: number;
+    /** Limit on one verifier session. */
     timeout_minutes: number;
   };
-  profile?: { command: CommandArgs; timeout_minutes: number };
+  profile?: { repeats: number; timeout_minutes: number };
 }
 
 export type DirtyTreePolicy = 'fail' | 'stash';

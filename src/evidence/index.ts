@@ -20,7 +20,9 @@ export {
 export type { MetricsFile } from './metrics.js';
 export { comparabilityProblems, metricValue, readMetricsFile } from './metrics.js';
 export type {
+  ExportEvidence,
   GateEvidence,
+  GateVerification,
   GuardEvidence,
   Isolation,
   IterationEvidence,
@@ -28,8 +30,11 @@ export type {
   MeasurementEvidence,
   ProfileEvidence,
   PublishEvidence,
+  SessionRecord,
   StepName,
 } from './record.js';
 export { EVIDENCE_SCHEMA, STEPS } from './record.js';
+export type { GateProgram, Session, SessionArm, SessionMode } from './session.js';
+export { parseSession, readSession, SESSION_SCHEMA } from './session.js';
 export type { Verdict } from './verdicts.js';
 export { VERDICT_DESCRIPTIONS, VERDICT_SYMBOLS } from './verdicts.js';

@@ -172,6 +172,10 @@ export interface MetricsFile {
   verification?: MetricsVerification;
   /** Present when the bench also timed a model's training step (bench --model). */
   model?: MetricsModel;
+  /** The exported programs these timings are of, hashed by the verifier that timed them. */
+  programs?: { platform: string; sha256: Record<string, string> };
+  /** Where the document sits in the verifier's session (round, arm, first arm of the round). */
+  session?: { round: number; rounds: number; arm: string; first: string };
   notes?: string[];
 }
 

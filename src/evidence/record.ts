@@ -87,11 +87,55 @@ export interface GateEvidence {
   status: 'passed' | 'failed' | 'error' | 'skipped';
   /** One line: why it failed or was skipped. */
   reason?: string;
+  /** The test suite's exit code (the candidate's process: shown, never enough to pass). */
   exitCode: number | null;
   durationMs: number;
+  /** The suite's JUnit counts: shown; a failure counts against the candidate, a pass decides nothing. */
   junit?: JUnitTotals & { failing: string[] };
   junitFile?: string;
   logFile?: string;
+  /** The export of the candidate's programs for this gate's platform. */
+  export?: ExportEvidence;
+  /** The verifier's verdict over the matrix: the only way this gate passes. */
+  verifier?: GateVerification;
+}
+
+/** One export of an arm's programs (the only process that ran its code), as the harness saw it. */
+export interface ExportEvidence {
+  status: 'passed' | 'failed';
+  reason?: string;
+  platform: string;
+  /** Bundle folder holding the export's files (manifest and programs). */
+  dir: string;
+  logFile: string;
+  durationMs: number;
+}
+
+/** What the verifier found over a gate's matrix (the candidate's exported programs). */
+export interface GateVerification {
+  passed: boolean;
+  total: number;
+  failed: number;
+  /** `key: error` of the failing programs (at most 20). */
+  failing: string[];
+  /** sha256 of every program the verifier read, keyed measurement@case. */
+  programs: Record<string, string>;
+  platform: string;
+  /** The draw of this run's matrix shapes. */
+  draw: number;
+  sessionFile: string;
+  logFile: string;
+  durationMs: number;
+}
+
+/** One verifier session of a measurement: both arms, call by call, in one process. */
+export interface SessionRecord {
+  /** 1-based. */
+  index: number;
+  rounds: number;
+  durationMs: number;
+  file: string;
+  logFile: string;
 }
 
 export interface MeasuredRun {
@@ -110,6 +154,8 @@ export interface MeasuredRun {
   problem?: string;
   /** The run's kernel and model-step numbers (levels.ts); absent when it failed. */
   levels?: RunLevels;
+  /** The verifier session (1-based) this run is a round of; absent in bundles of older versions. */
+  session?: number;
 }
 
 export interface MeasurementEvidence {
@@ -133,6 +179,10 @@ export interface MeasurementEvidence {
   impl?: string;
   /** Kernel and model-step numbers of both arms with intervals, the peak and the kernels' share. */
   levels?: LevelsEvidence;
+  /** The programs timed: platform and each arm's sha256 per program, as the verifier hashed them. */
+  programs?: { platform: string; A: Record<string, string>; B: Record<string, string> };
+  /** The verifier sessions, in order (each times both arms call by call). */
+  sessions?: SessionRecord[];
 }
 
 export interface ProfileEvidence {
@@ -198,6 +248,8 @@ export interface IterationEvidence {
   agent?: AgentEvidence;
   guard?: GuardEvidence;
   gates: { cpu?: GateEvidence; accelerator?: GateEvidence };
+  /** The draw of the correctness matrix's shapes for this iteration (made by the harness, per run). */
+  draw?: number;
   measurement?: MeasurementEvidence;
   profile?: ProfileEvidence;
   publish?: PublishEvidence;

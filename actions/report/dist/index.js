@@ -1106,16 +1106,16 @@ var require_util = __commonJS({
     function isStream2(obj) {
       return obj && typeof obj === "object" && typeof obj.pipe === "function" && typeof obj.on === "function";
     }
-    function isBlobLike(object) {
-      if (object === null) {
+    function isBlobLike(object2) {
+      if (object2 === null) {
         return false;
-      } else if (object instanceof Blob2) {
+      } else if (object2 instanceof Blob2) {
         return true;
-      } else if (typeof object !== "object") {
+      } else if (typeof object2 !== "object") {
         return false;
       } else {
-        const sTag = object[Symbol.toStringTag];
-        return (sTag === "Blob" || sTag === "File") && ("stream" in object && typeof object.stream === "function" || "arrayBuffer" in object && typeof object.arrayBuffer === "function");
+        const sTag = object2[Symbol.toStringTag];
+        return (sTag === "Blob" || sTag === "File") && ("stream" in object2 && typeof object2.stream === "function" || "arrayBuffer" in object2 && typeof object2.arrayBuffer === "function");
       }
     }
     function buildURL(url, queryParams) {
@@ -1397,8 +1397,8 @@ var require_util = __commonJS({
         }
       );
     }
-    function isFormDataLike(object) {
-      return object && typeof object === "object" && typeof object.append === "function" && typeof object.delete === "function" && typeof object.get === "function" && typeof object.getAll === "function" && typeof object.has === "function" && typeof object.set === "function" && object[Symbol.toStringTag] === "FormData";
+    function isFormDataLike(object2) {
+      return object2 && typeof object2 === "object" && typeof object2.append === "function" && typeof object2.delete === "function" && typeof object2.get === "function" && typeof object2.getAll === "function" && typeof object2.has === "function" && typeof object2.set === "function" && object2[Symbol.toStringTag] === "FormData";
     }
     function addAbortListener3(signal, listener) {
       if ("addEventListener" in signal) {
@@ -2633,12 +2633,12 @@ var require_connect = __commonJS({
           const ref = this._sessionCache.get(sessionKey);
           return ref ? ref.deref() : null;
         }
-        set(sessionKey, session) {
+        set(sessionKey, session2) {
           if (this._maxCachedSessions === 0) {
             return;
           }
-          this._sessionCache.set(sessionKey, new WeakRef(session));
-          this._sessionRegistry.register(session, sessionKey);
+          this._sessionCache.set(sessionKey, new WeakRef(session2));
+          this._sessionRegistry.register(session2, sessionKey);
         }
       };
     } else {
@@ -2650,7 +2650,7 @@ var require_connect = __commonJS({
         get(sessionKey) {
           return this._sessionCache.get(sessionKey);
         }
-        set(sessionKey, session) {
+        set(sessionKey, session2) {
           if (this._maxCachedSessions === 0) {
             return;
           }
@@ -2658,7 +2658,7 @@ var require_connect = __commonJS({
             const { value: oldestKey } = this._sessionCache.keys().next();
             this._sessionCache.delete(oldestKey);
           }
-          this._sessionCache.set(sessionKey, session);
+          this._sessionCache.set(sessionKey, session2);
         }
       };
     }
@@ -2679,14 +2679,14 @@ var require_connect = __commonJS({
           servername = servername || options2.servername || util.getServerName(host) || null;
           const sessionKey = servername || hostname3;
           assert(sessionKey);
-          const session = customSession || sessionCache.get(sessionKey) || null;
+          const session2 = customSession || sessionCache.get(sessionKey) || null;
           port = port || 443;
           socket = tls.connect({
             highWaterMark: 16384,
             // TLS in node can't have bigger HWM anyway...
             ...options2,
             servername,
-            session,
+            session: session2,
             localAddress,
             // TODO(HTTP/2): Add support for h2c
             ALPNProtocols: allowH2 ? ["http/1.1", "h2"] : ["http/1.1"],
@@ -2695,8 +2695,8 @@ var require_connect = __commonJS({
             port,
             host: hostname3
           });
-          socket.on("session", function(session2) {
-            sessionCache.set(sessionKey, session2);
+          socket.on("session", function(session3) {
+            sessionCache.set(sessionKey, session3);
           });
         } else {
           assert(!httpSocket, "httpSocket can only be sent on TLS update");
@@ -4231,8 +4231,8 @@ var require_util2 = __commonJS({
       }
       return "allowed";
     }
-    function isErrorLike(object) {
-      return object instanceof Error || (object?.constructor?.name === "Error" || object?.constructor?.name === "DOMException");
+    function isErrorLike(object2) {
+      return object2 instanceof Error || (object2?.constructor?.name === "Error" || object2?.constructor?.name === "DOMException");
     }
     function isValidReasonPhrase(statusText) {
       for (let i2 = 0; i2 < statusText.length; ++i2) {
@@ -4657,7 +4657,7 @@ var require_util2 = __commonJS({
         return new FastIterableIterator(target, kind);
       };
     }
-    function iteratorMixin(name, object, kInternalIterator, keyIndex = 0, valueIndex = 1) {
+    function iteratorMixin(name, object2, kInternalIterator, keyIndex = 0, valueIndex = 1) {
       const makeIterator = createIterator(name, kInternalIterator, keyIndex, valueIndex);
       const properties = {
         keys: {
@@ -4665,7 +4665,7 @@ var require_util2 = __commonJS({
           enumerable: true,
           configurable: true,
           value: function keys() {
-            webidl.brandCheck(this, object);
+            webidl.brandCheck(this, object2);
             return makeIterator(this, "key");
           }
         },
@@ -4674,7 +4674,7 @@ var require_util2 = __commonJS({
           enumerable: true,
           configurable: true,
           value: function values() {
-            webidl.brandCheck(this, object);
+            webidl.brandCheck(this, object2);
             return makeIterator(this, "value");
           }
         },
@@ -4683,7 +4683,7 @@ var require_util2 = __commonJS({
           enumerable: true,
           configurable: true,
           value: function entries() {
-            webidl.brandCheck(this, object);
+            webidl.brandCheck(this, object2);
             return makeIterator(this, "key+value");
           }
         },
@@ -4692,7 +4692,7 @@ var require_util2 = __commonJS({
           enumerable: true,
           configurable: true,
           value: function forEach(callbackfn, thisArg = globalThis) {
-            webidl.brandCheck(this, object);
+            webidl.brandCheck(this, object2);
             webidl.argumentLengthCheck(arguments, 1, `${name}.forEach`);
             if (typeof callbackfn !== "function") {
               throw new TypeError(
@@ -4705,7 +4705,7 @@ var require_util2 = __commonJS({
           }
         }
       };
-      return Object.defineProperties(object.prototype, {
+      return Object.defineProperties(object2.prototype, {
         ...properties,
         [Symbol.iterator]: {
           writable: true,
@@ -5105,8 +5105,8 @@ var require_file = __commonJS({
       }
     };
     webidl.converters.Blob = webidl.interfaceConverter(Blob2);
-    function isFileLike(object) {
-      return object instanceof File2 || object && (typeof object.stream === "function" || typeof object.arrayBuffer === "function") && object[Symbol.toStringTag] === "File";
+    function isFileLike(object2) {
+      return object2 instanceof File2 || object2 && (typeof object2.stream === "function" || typeof object2.arrayBuffer === "function") && object2[Symbol.toStringTag] === "File";
     }
     module2.exports = { FileLike, isFileLike };
   }
@@ -5554,12 +5554,12 @@ var require_body = __commonJS({
         }
       });
     }
-    function extractBody(object, keepalive = false) {
+    function extractBody(object2, keepalive = false) {
       let stream = null;
-      if (object instanceof ReadableStream) {
-        stream = object;
-      } else if (isBlobLike(object)) {
-        stream = object.stream();
+      if (object2 instanceof ReadableStream) {
+        stream = object2;
+      } else if (isBlobLike(object2)) {
+        stream = object2.stream();
       } else {
         stream = new ReadableStream({
           async pull(controller) {
@@ -5579,17 +5579,17 @@ var require_body = __commonJS({
       let source = null;
       let length = null;
       let type = null;
-      if (typeof object === "string") {
-        source = object;
+      if (typeof object2 === "string") {
+        source = object2;
         type = "text/plain;charset=UTF-8";
-      } else if (object instanceof URLSearchParams) {
-        source = object.toString();
+      } else if (object2 instanceof URLSearchParams) {
+        source = object2.toString();
         type = "application/x-www-form-urlencoded;charset=UTF-8";
-      } else if (isArrayBuffer2(object)) {
-        source = new Uint8Array(object.slice());
-      } else if (ArrayBuffer.isView(object)) {
-        source = new Uint8Array(object.buffer.slice(object.byteOffset, object.byteOffset + object.byteLength));
-      } else if (util.isFormDataLike(object)) {
+      } else if (isArrayBuffer2(object2)) {
+        source = new Uint8Array(object2.slice());
+      } else if (ArrayBuffer.isView(object2)) {
+        source = new Uint8Array(object2.buffer.slice(object2.byteOffset, object2.byteOffset + object2.byteLength));
+      } else if (util.isFormDataLike(object2)) {
         const boundary = `----formdata-undici-0${`${random(1e11)}`.padStart(11, "0")}`;
         const prefix = `--${boundary}\r
 Content-Disposition: form-data`;
@@ -5599,7 +5599,7 @@ Content-Disposition: form-data`;
         const rn = new Uint8Array([13, 10]);
         length = 0;
         let hasUnknownSizeValue = false;
-        for (const [name, value2] of object) {
+        for (const [name, value2] of object2) {
           if (typeof value2 === "string") {
             const chunk3 = textEncoder4.encode(prefix + `; name="${escape2(normalizeLinefeeds(name))}"\r
 \r
@@ -5627,7 +5627,7 @@ Content-Type: ${value2.type || "application/octet-stream"}\r
         if (hasUnknownSizeValue) {
           length = null;
         }
-        source = object;
+        source = object2;
         action = async function* () {
           for (const part of blobParts) {
             if (part.stream) {
@@ -5638,22 +5638,22 @@ Content-Type: ${value2.type || "application/octet-stream"}\r
           }
         };
         type = `multipart/form-data; boundary=${boundary}`;
-      } else if (isBlobLike(object)) {
-        source = object;
-        length = object.size;
-        if (object.type) {
-          type = object.type;
+      } else if (isBlobLike(object2)) {
+        source = object2;
+        length = object2.size;
+        if (object2.type) {
+          type = object2.type;
         }
-      } else if (typeof object[Symbol.asyncIterator] === "function") {
+      } else if (typeof object2[Symbol.asyncIterator] === "function") {
         if (keepalive) {
           throw new TypeError("keepalive");
         }
-        if (util.isDisturbed(object) || object.locked) {
+        if (util.isDisturbed(object2) || object2.locked) {
           throw new TypeError(
             "Response body object should not be disturbed or locked"
           );
         }
-        stream = object instanceof ReadableStream ? object : ReadableStreamFrom(object);
+        stream = object2 instanceof ReadableStream ? object2 : ReadableStreamFrom(object2);
       }
       if (typeof source === "string" || util.isBuffer(source)) {
         length = Buffer.byteLength(source);
@@ -5662,7 +5662,7 @@ Content-Type: ${value2.type || "application/octet-stream"}\r
         let iterator2;
         stream = new ReadableStream({
           async start() {
-            iterator2 = action(object)[Symbol.asyncIterator]();
+            iterator2 = action(object2)[Symbol.asyncIterator]();
           },
           async pull(controller) {
             const { value: value2, done } = await iterator2.next();
@@ -5690,12 +5690,12 @@ Content-Type: ${value2.type || "application/octet-stream"}\r
       const body = { stream, source, length };
       return [body, type];
     }
-    function safelyExtractBody(object, keepalive = false) {
-      if (object instanceof ReadableStream) {
-        assert(!util.isDisturbed(object), "The body has already been consumed.");
-        assert(!object.locked, "The stream is locked.");
+    function safelyExtractBody(object2, keepalive = false) {
+      if (object2 instanceof ReadableStream) {
+        assert(!util.isDisturbed(object2), "The body has already been consumed.");
+        assert(!object2.locked, "The stream is locked.");
       }
-      return extractBody(object, keepalive);
+      return extractBody(object2, keepalive);
     }
     function cloneBody(instance, body) {
       const [out1, out2] = body.stream.tee();
@@ -5775,12 +5775,12 @@ Content-Type: ${value2.type || "application/octet-stream"}\r
     function mixinBody(prototype) {
       Object.assign(prototype.prototype, bodyMixinMethods(prototype));
     }
-    async function consumeBody(object, convertBytesToJSValue, instance) {
-      webidl.brandCheck(object, instance);
-      if (bodyUnusable(object)) {
+    async function consumeBody(object2, convertBytesToJSValue, instance) {
+      webidl.brandCheck(object2, instance);
+      if (bodyUnusable(object2)) {
         throw new TypeError("Body is unusable: Body has already been read");
       }
-      throwIfAborted(object[kState]);
+      throwIfAborted(object2[kState]);
       const promise = createDeferredPromise();
       const errorSteps = (error2) => promise.reject(error2);
       const successSteps = (data) => {
@@ -5790,15 +5790,15 @@ Content-Type: ${value2.type || "application/octet-stream"}\r
           errorSteps(e);
         }
       };
-      if (object[kState].body == null) {
+      if (object2[kState].body == null) {
         successSteps(Buffer.allocUnsafe(0));
         return promise.promise;
       }
-      await fullyReadBody(object[kState].body, successSteps, errorSteps);
+      await fullyReadBody(object2[kState].body, successSteps, errorSteps);
       return promise.promise;
     }
-    function bodyUnusable(object) {
-      const body = object[kState].body;
+    function bodyUnusable(object2) {
+      const body = object2[kState].body;
       return body != null && (body.stream.locked || util.isDisturbed(body.stream));
     }
     function parseJSONFromBytes(bytes) {
@@ -7032,18 +7032,18 @@ var require_client_h2 = __commonJS({
           code: "UNDICI-H2"
         });
       }
-      const session = http2.connect(client[kUrl], {
+      const session2 = http2.connect(client[kUrl], {
         createConnection: () => socket,
         peerMaxConcurrentStreams: client[kMaxConcurrentStreams]
       });
-      session[kOpenStreams] = 0;
-      session[kClient] = client;
-      session[kSocket] = socket;
-      util.addListener(session, "error", onHttp2SessionError);
-      util.addListener(session, "frameError", onHttp2FrameError);
-      util.addListener(session, "end", onHttp2SessionEnd);
-      util.addListener(session, "goaway", onHTTP2GoAway);
-      util.addListener(session, "close", function() {
+      session2[kOpenStreams] = 0;
+      session2[kClient] = client;
+      session2[kSocket] = socket;
+      util.addListener(session2, "error", onHttp2SessionError);
+      util.addListener(session2, "frameError", onHttp2FrameError);
+      util.addListener(session2, "end", onHttp2SessionEnd);
+      util.addListener(session2, "goaway", onHTTP2GoAway);
+      util.addListener(session2, "close", function() {
         const { [kClient]: client2 } = this;
         const { [kSocket]: socket2 } = client2;
         const err = this[kSocket][kError] || this[kError] || new SocketError("closed", util.getSocketInfo(socket2));
@@ -7057,9 +7057,9 @@ var require_client_h2 = __commonJS({
           }
         }
       });
-      session.unref();
-      client[kHTTP2Session] = session;
-      socket[kHTTP2Session] = session;
+      session2.unref();
+      client[kHTTP2Session] = session2;
+      socket[kHTTP2Session] = session2;
       util.addListener(socket, "error", function(err) {
         this[kError] = err;
         this[kClient][kOnError](err);
@@ -7158,7 +7158,7 @@ var require_client_h2 = __commonJS({
       return method !== "GET" && method !== "HEAD" && method !== "OPTIONS" && method !== "TRACE" && method !== "CONNECT";
     }
     function writeH2(client, request2) {
-      const session = client[kHTTP2Session];
+      const session2 = client[kHTTP2Session];
       const { method, path: path6, host, upgrade, expectContinue, signal, headers: reqHeaders } = request2;
       let { body } = request2;
       if (upgrade) {
@@ -7213,8 +7213,8 @@ var require_client_h2 = __commonJS({
         return false;
       }
       if (method === "CONNECT") {
-        session.ref();
-        stream = session.request(headers, { endStream: false, signal });
+        session2.ref();
+        stream = session2.request(headers, { endStream: false, signal });
         let upgradeResponseFinished = false;
         const onResponse = (headers2) => {
           upgradeResponseFinished = true;
@@ -7243,7 +7243,7 @@ var require_client_h2 = __commonJS({
         };
         stream.once("response", onResponse);
         stream.once("error", abort);
-        ++session[kOpenStreams];
+        ++session2[kOpenStreams];
         onReady();
         stream.once("close", () => {
           if (!upgradeResponseFinished && request2.completed) {
@@ -7251,8 +7251,8 @@ var require_client_h2 = __commonJS({
             stream.off(errorMonitor, onUpgradeError);
             request2.onUpgradeError(new InformationalError(`HTTP/2: "stream error" received - code ${stream.rstCode}`));
           }
-          session[kOpenStreams] -= 1;
-          if (session[kOpenStreams] === 0) session.unref();
+          session2[kOpenStreams] -= 1;
+          if (session2[kOpenStreams] === 0) session2.unref();
         });
         return true;
       }
@@ -7287,20 +7287,20 @@ var require_client_h2 = __commonJS({
         assert(body, "no body must not have content length");
         headers[HTTP2_HEADER_CONTENT_LENGTH] = `${contentLength}`;
       }
-      session.ref();
+      session2.ref();
       const shouldEndStream = method === "GET" || method === "HEAD" || body === null;
       if (expectContinue) {
         headers[HTTP2_HEADER_EXPECT] = "100-continue";
-        stream = session.request(headers, { endStream: shouldEndStream, signal });
+        stream = session2.request(headers, { endStream: shouldEndStream, signal });
         stream.once("continue", writeBodyH2);
       } else {
-        stream = session.request(headers, {
+        stream = session2.request(headers, {
           endStream: shouldEndStream,
           signal
         });
         writeBodyH2();
       }
-      ++session[kOpenStreams];
+      ++session2[kOpenStreams];
       stream.once("response", (headers2) => {
         const { [HTTP2_HEADER_STATUS]: statusCode, ...realHeaders } = headers2;
         request2.onResponseStarted();
@@ -7323,8 +7323,8 @@ var require_client_h2 = __commonJS({
         if (stream.state?.state == null || stream.state.state < 6) {
           request2.onComplete([]);
         }
-        if (session[kOpenStreams] === 0) {
-          session.unref();
+        if (session2[kOpenStreams] === 0) {
+          session2.unref();
         }
         abort(new InformationalError("HTTP/2: stream half-closed (remote)"));
         client[kQueue][client[kRunningIdx]++] = null;
@@ -7332,9 +7332,9 @@ var require_client_h2 = __commonJS({
         client[kResume]();
       });
       stream.once("close", () => {
-        session[kOpenStreams] -= 1;
-        if (session[kOpenStreams] === 0) {
-          session.unref();
+        session2[kOpenStreams] -= 1;
+        if (session2[kOpenStreams] === 0) {
+          session2.unref();
         }
       });
       stream.once("error", function(err) {
@@ -12044,10 +12044,10 @@ var require_headers = __commonJS({
       while (j > i2 && isHTTPWhiteSpaceCharCode(potentialValue.charCodeAt(i2))) ++i2;
       return i2 === 0 && j === potentialValue.length ? potentialValue : potentialValue.substring(i2, j);
     }
-    function fill(headers, object) {
-      if (Array.isArray(object)) {
-        for (let i2 = 0; i2 < object.length; ++i2) {
-          const header = object[i2];
+    function fill(headers, object2) {
+      if (Array.isArray(object2)) {
+        for (let i2 = 0; i2 < object2.length; ++i2) {
+          const header = object2[i2];
           if (header.length !== 2) {
             throw webidl.errors.exception({
               header: "Headers constructor",
@@ -12056,10 +12056,10 @@ var require_headers = __commonJS({
           }
           appendHeader(headers, header[0], header[1]);
         }
-      } else if (typeof object === "object" && object !== null) {
-        const keys = Object.keys(object);
+      } else if (typeof object2 === "object" && object2 !== null) {
+        const keys = Object.keys(object2);
         for (let i2 = 0; i2 < keys.length; ++i2) {
-          appendHeader(headers, keys[i2], object[keys[i2]]);
+          appendHeader(headers, keys[i2], object2[keys[i2]]);
         }
       } else {
         throw webidl.errors.conversionFailed({
@@ -23811,50 +23811,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize2(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative6, options2, skipNormalization) {
+    function resolveComponent(base, relative7, options2, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse3(serialize2(base, options2), options2);
-        relative6 = parse3(serialize2(relative6, options2), options2);
+        relative7 = parse3(serialize2(relative7, options2), options2);
       }
       options2 = options2 || {};
-      if (!options2.tolerant && relative6.scheme) {
-        target.scheme = relative6.scheme;
-        target.userinfo = relative6.userinfo;
-        target.host = relative6.host;
-        target.port = relative6.port;
-        target.path = removeDotSegments(relative6.path || "");
-        target.query = relative6.query;
+      if (!options2.tolerant && relative7.scheme) {
+        target.scheme = relative7.scheme;
+        target.userinfo = relative7.userinfo;
+        target.host = relative7.host;
+        target.port = relative7.port;
+        target.path = removeDotSegments(relative7.path || "");
+        target.query = relative7.query;
       } else {
-        if (relative6.userinfo !== void 0 || relative6.host !== void 0 || relative6.port !== void 0) {
-          target.userinfo = relative6.userinfo;
-          target.host = relative6.host;
-          target.port = relative6.port;
-          target.path = removeDotSegments(relative6.path || "");
-          target.query = relative6.query;
+        if (relative7.userinfo !== void 0 || relative7.host !== void 0 || relative7.port !== void 0) {
+          target.userinfo = relative7.userinfo;
+          target.host = relative7.host;
+          target.port = relative7.port;
+          target.path = removeDotSegments(relative7.path || "");
+          target.query = relative7.query;
         } else {
-          if (!relative6.path) {
+          if (!relative7.path) {
             target.path = base.path;
-            if (relative6.query !== void 0) {
-              target.query = relative6.query;
+            if (relative7.query !== void 0) {
+              target.query = relative7.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative6.path[0] === "/") {
-              target.path = removeDotSegments(relative6.path);
+            if (relative7.path[0] === "/") {
+              target.path = removeDotSegments(relative7.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative6.path;
+                target.path = "/" + relative7.path;
               } else if (!base.path) {
-                target.path = relative6.path;
+                target.path = relative7.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative6.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative7.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative6.query;
+            target.query = relative7.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -23862,7 +23862,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative6.fragment;
+      target.fragment = relative7.fragment;
       return target;
     }
     function equal(uriA, uriB, options2) {
@@ -35891,13 +35891,13 @@ var require_light = __commonJS({
             return job.promise;
           }
           wrap(fn) {
-            var schedule2, wrapped;
-            schedule2 = this.schedule.bind(this);
+            var schedule, wrapped;
+            schedule = this.schedule.bind(this);
             wrapped = function(...args) {
-              return schedule2(fn.bind(this), ...args);
+              return schedule(fn.bind(this), ...args);
             };
             wrapped.withOptions = function(options2, ...args) {
-              return schedule2(options2, fn, ...args);
+              return schedule(options2, fn, ...args);
             };
             return wrapped;
           }
@@ -38755,13 +38755,13 @@ var require_Bottleneck = __commonJS({
           return job.promise;
         }
         wrap(fn) {
-          var schedule2, wrapped;
-          schedule2 = this.schedule.bind(this);
+          var schedule, wrapped;
+          schedule = this.schedule.bind(this);
           wrapped = function wrapped2(...args) {
-            return schedule2(fn.bind(this), ...args);
+            return schedule(fn.bind(this), ...args);
           };
           wrapped.withOptions = function(options2, ...args) {
-            return schedule2(options2, fn, ...args);
+            return schedule(options2, fn, ...args);
           };
           return wrapped;
         }
@@ -39716,12 +39716,12 @@ var DEFAULTS = {
     format: ""
   }
 };
-function lowercaseKeys(object) {
-  if (!object) {
+function lowercaseKeys(object2) {
+  if (!object2) {
     return {};
   }
-  return Object.keys(object).reduce((newObj, key) => {
-    newObj[key.toLowerCase()] = object[key];
+  return Object.keys(object2).reduce((newObj, key) => {
+    newObj[key.toLowerCase()] = object2[key];
     return newObj;
   }, {});
 }
@@ -39798,11 +39798,11 @@ function extractUrlVariableNames(url) {
   }
   return matches.map(removeNonChars).reduce((a2, b) => a2.concat(b), []);
 }
-function omit(object, keysToOmit) {
+function omit(object2, keysToOmit) {
   const result = { __proto__: null };
-  for (const key of Object.keys(object)) {
+  for (const key of Object.keys(object2)) {
     if (keysToOmit.indexOf(key) === -1) {
-      result[key] = object[key];
+      result[key] = object2[key];
     }
   }
   return result;
@@ -44691,7 +44691,7 @@ var realSleep = (ms2) => new Promise((r) => setTimeout(r, ms2));
 // src/config/command.ts
 function fillCommand(args, vars) {
   const filled = args.map(
-    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
+    (arg) => arg.replace(/\{(python|metrics|junit|trace|programs|root|cache)\}/g, (_, name) => {
       const value2 = vars[name];
       if (value2 === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
       return value2;
@@ -44718,7 +44718,6 @@ function crossFieldProblems(config) {
     ...backendSections(config),
     ...measureBounds(config),
     ...commandPlaceholders(config),
-    ...benchWritesMetrics(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
     ...staticCheckPatterns(config)
@@ -44775,23 +44774,6 @@ function commandPlaceholders(c3) {
   for (const [name, t] of Object.entries(c3.targets)) {
     check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
     check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
-    check(`targets.${name}.bench.command`, t.bench.command);
-    check(`targets.${name}.profile.command`, t.profile?.command);
-  }
-  return problems;
-}
-function benchWritesMetrics(c3) {
-  const problems = [];
-  for (const [name, t] of Object.entries(c3.targets)) {
-    if (!t.bench.command.some((a2) => a2.includes("{metrics}"))) {
-      problems.push({
-        keyPath: `targets.${name}.bench.command`,
-        message: "must contain {metrics}: the engine reads numbers only from the metrics file it names"
-      });
-    }
-    if (t.profile && !t.profile.command.some((a2) => a2.includes("{trace}"))) {
-      problems.push({ keyPath: `targets.${name}.profile.command`, message: "must contain {trace}" });
-    }
   }
   return problems;
 }
@@ -44876,7 +44858,7 @@ var hillclimb_schema_default = {
     target: {
       type: "object",
       additionalProperties: false,
-      required: ["editable", "protected", "correctness", "bench"],
+      required: ["editable", "protected", "correctness", "programs", "bench"],
       properties: {
         description: { type: "string" },
         editable: {
@@ -44924,15 +44906,36 @@ var hillclimb_schema_default = {
             }
           }
         },
+        programs: {
+          type: "object",
+          additionalProperties: false,
+          required: ["module"],
+          description: "The target's programs. hillclimb runs `python -m <module> export` on the tree under test (the only process that imports the candidate's code: it writes jax.export programs) and `python -E -s -m <module> verify` in a tree without the editable paths (it verifies the programs against the reference and times them). See docs/kernels.md#programs.",
+          properties: {
+            module: {
+              type: "string",
+              pattern: "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$",
+              description: "The harness module (protected) that ends with hillclimb_bench.cli(...), e.g. kernels.harness.programs."
+            },
+            args: {
+              type: "array",
+              items: { type: "string" },
+              default: [],
+              description: "Arguments for the module's target (after --), e.g. [--preset, tiny, --model, tiny]; both steps get the same."
+            },
+            timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 15,
+              description: "Limit on one export."
+            }
+          }
+        },
         bench: {
           type: "object",
           additionalProperties: false,
-          required: ["command", "metric"],
+          required: ["metric"],
+          description: "How the verifier times the programs and which number decides.",
           properties: {
-            command: {
-              $ref: "#/definitions/command",
-              description: "Writes one metrics JSON to {metrics}."
-            },
             metric: {
               type: "object",
               additionalProperties: false,
@@ -44952,17 +44955,38 @@ var hillclimb_schema_default = {
               default: "measurements.fwd_bwd.mfu",
               description: "Dotted path of the MFU value reported beside the metric (null on CPU)."
             },
-            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+            repeats: {
+              type: "integer",
+              minimum: 1,
+              maximum: 1e3,
+              default: 10,
+              description: "Timed calls per round, per arm and program."
+            },
+            warmup: {
+              type: "integer",
+              minimum: 0,
+              maximum: 100,
+              default: 2,
+              description: "Untimed calls per round, per arm and program."
+            },
+            timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 20,
+              description: "Limit on one verifier session."
+            }
           }
         },
         profile: {
           type: "object",
           additionalProperties: false,
-          required: ["command"],
+          description: "One profiled run of the verified programs (a jax.profiler trace in the verifier), diffed against the champion's.",
           properties: {
-            command: {
-              $ref: "#/definitions/command",
-              description: "Writes a profiler trace directory to {trace}."
+            repeats: {
+              type: "integer",
+              minimum: 1,
+              maximum: 1e3,
+              default: 3,
+              description: "Timed calls per program before the traced steps."
             },
             timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
           }
@@ -45502,6 +45526,10 @@ function dedupe(problems) {
     return true;
   });
 }
+var RETIRED_KEYS = {
+  "*.bench.command": "is no longer read: a bench that imports the candidate cannot be believed. Name the target's harness module in targets.<target>.programs.module (hillclimb exports the candidate's programs with it, then verifies and times them in a process that never imports the candidate); see docs/kernels.md#programs",
+  "*.profile.command": "is no longer read: the profile traces the verified programs (targets.<target>.programs); set profile.repeats and profile.timeout_minutes, or leave profile out"
+};
 function pointerToPath(pointer) {
   if (pointer === "") return [];
   return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
@@ -45509,21 +45537,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join40 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join41 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
+      const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
+      if (retired) return { keyPath: join41(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join40(key),
+        keyPath: join41(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join40(String(e.params.missingProperty)),
+        keyPath: join41(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -55573,6 +55603,10 @@ ${body.join("\n\n")}
 `;
 }
 
+// src/compute/backend.ts
+var VERIFIER_CACHE_KEY = "verifier";
+var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
+
 // src/compute/factory.ts
 import { resolve as resolve9 } from "node:path";
 
@@ -55726,12 +55760,12 @@ function safeParts(path6) {
   return parts;
 }
 function clearDestinations(outputs) {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
     if (dest !== void 0) rmSync6(dest, { recursive: true, force: true });
   }
 }
 function prepareDestinations(outputs) {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
     if (dest !== void 0) mkdirSync13(dirname14(dest), { recursive: true });
   }
 }
@@ -55752,6 +55786,9 @@ function installOutputs(archive, outputs) {
     } else if (head === "trace" && outputs.trace) {
       target = join12(outputs.trace, ...rest2);
       installed.add("trace");
+    } else if (head === "programs" && outputs.programs) {
+      target = join12(outputs.programs, ...rest2);
+      installed.add("programs");
     }
     if (target === void 0) {
       ignored.push(entry.path);
@@ -55768,7 +55805,7 @@ function installOutputs(archive, outputs) {
 }
 
 // src/compute/backends/local.ts
-var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace" };
+var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace", programs: "programs" };
 function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   const forced = env.HILLCLIMB_ACCELERATOR;
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
@@ -55849,7 +55886,8 @@ var LocalBackend = class {
       const inside = {
         ...job.outputs.metrics ? { metrics: join13(out, SANDBOX_OUTPUTS.metrics) } : {},
         ...job.outputs.junit ? { junit: join13(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join13(out, SANDBOX_OUTPUTS.trace) } : {}
+        ...job.outputs.trace ? { trace: join13(out, SANDBOX_OUTPUTS.trace) } : {},
+        ...job.outputs.programs ? { programs: join13(out, SANDBOX_OUTPUTS.programs) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync5(job.logFile, `$ ${displayCommand(...split(argv))}
@@ -55949,6 +55987,7 @@ var LocalBackend = class {
     return {
       backend: this.name,
       hasAccelerator: tpu,
+      platform: tpu ? "tpu" : "cpu",
       description: tpu ? `local TPU (${this.accelerator.evidence})` : `local CPU (${availableParallelism()} cores)`
     };
   }
@@ -55958,7 +55997,7 @@ function split(argv) {
 }
 function collectOutputs(inside, outputs) {
   const refused = [];
-  for (const name of ["metrics", "junit", "trace"]) {
+  for (const name of OUTPUT_NAMES) {
     const from = inside[name];
     const to = outputs[name];
     if (from === void 0 || to === void 0 || !existsSync12(from)) continue;
@@ -56178,8 +56217,8 @@ import sys
 import tarfile
 import tempfile
 
-OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
+OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace", "programs": "programs"}
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|programs|root|cache)\}")
 KILL_GRACE_S = 5
 
 
@@ -56231,7 +56270,7 @@ def main():
     # candidate's job cannot plant compile-cache entries the champion's jobs load.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^[0-9a-f]{40,64}$", key) else os.path.join(cache, "shared")
+    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^([0-9a-f]{40,64}|verifier)$", key) else os.path.join(cache, "shared")
     os.makedirs(cache, exist_ok=True)
     values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
@@ -56345,7 +56384,7 @@ function runnerNonce(name) {
   return shortHash(`hillclimb-runner:${name}`, 16);
 }
 function requestedOutputs(outputs) {
-  return ["metrics", "junit", "trace"].filter((k) => outputs[k] !== void 0);
+  return OUTPUT_NAMES.filter((k) => outputs[k] !== void 0);
 }
 function runnerArgv(python, spec) {
   return [python, RUNNER_FILE, Buffer.from(JSON.stringify(spec), "utf8").toString("base64")];
@@ -56811,6 +56850,7 @@ var RayBackend = class {
     return {
       backend: this.name,
       hasAccelerator: hasTpu,
+      platform: hasTpu ? "tpu" : "cpu",
       description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ""}`,
       ...tpuType ? { acceleratorType: tpuType } : {}
     };
@@ -57545,6 +57585,7 @@ var TpuVmBackend = class {
     return {
       backend: this.name,
       hasAccelerator: true,
+      platform: "tpu",
       description: a2 ? `tpu-vm ${a2.acceleratorType} ${a2.zone} (${a2.name})` : `tpu-vm ${c3.accelerator_type} (${c3.zones.join(", ")}; not allocated)`,
       acceleratorType: a2?.acceleratorType ?? c3.accelerator_type
     };
@@ -66057,8 +66098,8 @@ function computeXorbHashHex(chunks) {
 function computeHmacHex(hash22, key) {
   return hashToHex(hmac(hexToBytes(hash22), hexToBytes(key)));
 }
-function computeVerificationHashHex(hashes) {
-  return hashToHex(verificationHash(hashes.map(hexToBytes)));
+function computeVerificationHashHex(hashes2) {
+  return hashToHex(verificationHash(hashes2.map(hexToBytes)));
 }
 function computeFileHashHex(chunks) {
   const chunkObjs = chunks.map((c3) => ({ hash: hexToBytes(c3.hash), length: c3.length }));
@@ -73647,6 +73688,93 @@ var STEPS = [
   "publish"
 ];
 
+// src/evidence/session.ts
+var SESSION_SCHEMA = "hillclimb.session/v1";
+var HEX64 = /^[0-9a-f]{64}$/;
+function object(value2, where2, file) {
+  if (typeof value2 !== "object" || value2 === null || Array.isArray(value2)) {
+    throw new InputError(file, `${where2} is not an object`);
+  }
+  return value2;
+}
+function hashes(value2, where2, file) {
+  const out = {};
+  for (const [key, hash3] of Object.entries(object(value2, where2, file))) {
+    if (typeof hash3 !== "string" || !HEX64.test(hash3)) throw new InputError(file, `${where2}.${key} is no sha256`);
+    out[key] = hash3;
+  }
+  return out;
+}
+function parseSession(text3, file) {
+  let data;
+  try {
+    data = JSON.parse(text3);
+  } catch (e) {
+    throw new InputError(file, `invalid JSON: ${errorMessage(e).split("\n")[0]}`);
+  }
+  const doc = object(data, "(top level)", file);
+  if (doc.schema !== SESSION_SCHEMA) throw new InputError(file, `schema is not ${SESSION_SCHEMA}`);
+  const mode = doc.mode;
+  if (mode !== "gate" && mode !== "measure" && mode !== "profile") throw new InputError(file, "mode is unknown");
+  const arms = {};
+  for (const [name, raw] of Object.entries(object(doc.arms, "arms", file))) {
+    const arm = object(raw, `arms.${name}`, file);
+    const failure = arm.failure;
+    if (failure !== null && typeof failure !== "string") throw new InputError(file, `arms.${name}.failure`);
+    arms[name] = {
+      programs: hashes(arm.programs, `arms.${name}.programs`, file),
+      verified: arm.verified === true,
+      failure
+    };
+  }
+  const session2 = {
+    mode,
+    platform: String(doc.platform),
+    seed: Number(doc.seed),
+    draw: Number(doc.draw),
+    arms,
+    identical: doc.identical === true,
+    rounds: [],
+    notes: Array.isArray(doc.notes) ? doc.notes.filter((n2) => typeof n2 === "string") : []
+  };
+  if (mode === "gate") {
+    const gate = object(doc.gate, "gate", file);
+    const programs = (Array.isArray(gate.programs) ? gate.programs : []).map((raw, i2) => {
+      const p = object(raw, `gate.programs[${i2}]`, file);
+      if (p.status !== "passed" && p.status !== "failed") throw new InputError(file, `gate.programs[${i2}].status`);
+      return {
+        key: String(p.key),
+        purpose: String(p.purpose),
+        status: p.status,
+        ...typeof p.sha256 === "string" && HEX64.test(p.sha256) ? { sha256: p.sha256 } : {},
+        ...typeof p.error === "string" ? { error: p.error } : {}
+      };
+    });
+    const failed = programs.filter((p) => p.status === "failed").length;
+    session2.gate = { passed: programs.length > 0 && failed === 0, total: programs.length, failed, programs };
+  }
+  if (mode === "measure" && Array.isArray(doc.rounds)) {
+    session2.rounds = doc.rounds.map((raw, i2) => {
+      const round4 = object(raw, `rounds[${i2}]`, file);
+      const metrics = {};
+      for (const name of Object.keys(arms)) {
+        metrics[name] = parseMetrics(JSON.stringify(round4[name] ?? null), `${file} rounds[${i2}].${name}`);
+      }
+      return { first: String(round4.first), metrics };
+    });
+  }
+  if (mode === "profile" && doc.profile !== void 0 && doc.profile !== null) {
+    const profile = object(doc.profile, "profile", file);
+    if (profile.metrics !== void 0) {
+      session2.profile = { metrics: parseMetrics(JSON.stringify(profile.metrics), `${file} profile.metrics`) };
+    }
+  }
+  return session2;
+}
+async function readSession(file) {
+  return parseSession(await readTextFile(file, "verifier session"), file);
+}
+
 // src/evidence/verdicts.ts
 var VERDICTS = [...STATS_VERDICTS, "error", "no-op"];
 var VERDICT_DESCRIPTIONS = {
@@ -73700,8 +73828,8 @@ var Bundle = class {
     this.dir = dir;
   }
   dir;
-  path(relative6) {
-    return join24(this.dir, relative6);
+  path(relative7) {
+    return join24(this.dir, relative7);
   }
   exists() {
     return existsSync16(this.path(EVIDENCE_FILE));
@@ -73771,7 +73899,7 @@ function backoffMs(baseSeconds, attempt2) {
 }
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync18 } from "node:fs";
+import { existsSync as existsSync19 } from "node:fs";
 
 // src/loop/state/worktrees.ts
 import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
@@ -73818,8 +73946,184 @@ function jobId(runId, iteration, ...parts) {
   return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
 }
 
-// src/loop/steps/gates.ts
+// src/loop/steps/programs.ts
+import { randomBytes } from "node:crypto";
+import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";
+import { join as join26, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
+var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
+var PROGRAM_FILE = /^(manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
+var DRAW_BITS = 53n;
+function newDraw() {
+  return Number(randomBytes(8).readBigUInt64BE() >> 64n - DRAW_BITS);
+}
+function iterationDraw(ev) {
+  if (!("gates" in ev)) return 0;
+  ev.draw ??= newDraw();
+  return ev.draw;
+}
+function exportCommand(ctx, platform3, draw, only) {
+  const p = ctx.target.programs;
+  return [
+    "{python}",
+    "-m",
+    p.module,
+    "export",
+    "--platform",
+    platform3,
+    "--draw",
+    String(draw),
+    ...only ? ["--only", only] : [],
+    "--out",
+    "{programs}",
+    "--",
+    ...p.args
+  ];
+}
+function verifyCommand(ctx, o2) {
+  const p = ctx.target.programs;
+  return [
+    "{python}",
+    // No PYTHON* variables, no user site-packages: the harness alone decides what this process loads.
+    "-E",
+    "-s",
+    "-m",
+    p.module,
+    "verify",
+    "--mode",
+    o2.mode,
+    "--platform",
+    o2.platform,
+    "--draw",
+    String(o2.draw),
+    ...o2.arms.flatMap((arm) => ["--arm", `${arm}=${VERIFIER_PROGRAMS_DIR}/${arm}`]),
+    "--out",
+    "{metrics}",
+    "--rounds",
+    String(o2.rounds ?? 1),
+    "--repeats",
+    String(o2.repeats),
+    "--warmup",
+    String(o2.warmup),
+    "--compile-cache",
+    "{cache}",
+    // On a CPU, timings are taken on one core (XLA:CPU's thread pool stalls on a busy machine); a gate
+    // only verifies, so it keeps every core.
+    ...o2.platform === "cpu" && o2.mode !== "gate" ? ["--pin-cpu"] : [],
+    ...o2.trace ? ["--trace", "{trace}"] : [],
+    "--",
+    ...p.args
+  ];
+}
+async function exportPrograms(ctx, ev, o2) {
+  rmSync17(o2.dest, { recursive: true, force: true });
+  rmSync17(o2.logFile, { force: true });
+  const result = await o2.backend.run({
+    id: jobId(ctx.runId, ev.iteration, "export", o2.name, Date.now()),
+    command: exportCommand(ctx, o2.platform, o2.draw, o2.only),
+    workdir: o2.workdir,
+    timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
+    outputs: { programs: o2.dest },
+    logFile: o2.logFile,
+    signal: ctx.signal,
+    // The code's own compile cache: never the champion's, never the verifier's.
+    cacheKey: await ctx.git.treeHash(o2.commit)
+  });
+  if (result.isolation && "gates" in ev) recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
+  if (result.killedBy === "abort") throw new Interrupted("export cancelled");
+  if (result.infraError) throw new InfraFailure(`export of ${o2.name} could not run: ${result.infraError}`);
+  const done = { platform: o2.platform, dir: o2.record.dir, logFile: o2.record.logFile, durationMs: result.durationMs };
+  const failed = (reason) => ({ status: "failed", reason, ...done });
+  if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
+  if (result.exitCode !== 0) {
+    return failed(`the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`);
+  }
+  if (!existsSync18(join26(o2.dest, "manifest.json"))) return failed("the export wrote no programs (no manifest.json)");
+  return { status: "passed", ...done };
+}
+function lastErrorLine(logFile) {
+  let text3;
+  try {
+    text3 = readFileSync19(logFile, "utf8");
+  } catch {
+    return void 0;
+  }
+  const lines = text3.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("$ ") && !l.startsWith("# "));
+  const own = [...lines].reverse().find((l) => /\b(failed|error|Error)\b[:]/.test(l));
+  return (own ?? lines.at(-1))?.slice(0, 400);
+}
+function verifierTreePath(ctx, commit2, name) {
+  return join26(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
+}
+async function verifierTree(ctx, commit2, name, programs) {
+  const path6 = verifierTreePath(ctx, commit2, name);
+  const wt = await worktreeAt(ctx, path6, commit2);
+  for (const { path: file } of await wt.listFiles(commit2)) {
+    if (matchAny(ctx.target.editable, file)) rmSync17(join26(wt.root, file), { force: true });
+  }
+  const into = join26(wt.root, VERIFIER_PROGRAMS_DIR);
+  rmSync17(into, { recursive: true, force: true });
+  for (const [arm, dir] of Object.entries(programs)) {
+    const dest = join26(into, arm);
+    mkdirSync21(dest, { recursive: true });
+    for (const entry of readdirSync11(dir, { withFileTypes: true })) {
+      if (entry.isFile() && PROGRAM_FILE.test(entry.name)) cpSync(join26(dir, entry.name), join26(dest, entry.name));
+    }
+  }
+  return wt.root;
+}
+var VerifierFailed = class extends Error {
+  constructor(message, timedOut) {
+    super(message);
+    this.timedOut = timedOut;
+  }
+  timedOut;
+};
+async function runVerifier(ctx, ev, o2) {
+  const tree = await verifierTree(ctx, o2.harness, o2.name, o2.programs);
+  rmSync17(o2.sessionFile, { force: true });
+  rmSync17(o2.logFile, { force: true });
+  const timeout = ctx.target.bench.timeout_minutes;
+  const result = await o2.backend.run({
+    id: jobId(ctx.runId, ev.iteration, "verify", o2.name, Date.now()),
+    command: verifyCommand(ctx, o2),
+    workdir: tree,
+    timeoutMs: timeout * MINUTE_MS,
+    outputs: { metrics: o2.sessionFile, ...o2.traceDir ? { trace: o2.traceDir } : {} },
+    logFile: o2.logFile,
+    signal: ctx.signal,
+    cacheKey: VERIFIER_CACHE_KEY
+  });
+  if (result.isolation && "gates" in ev) recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
+  if (result.killedBy === "abort") throw new Interrupted("verifier cancelled");
+  if (result.infraError) throw new InfraFailure(`the verifier could not run: ${result.infraError}`);
+  const log = relative6(ctx.runDir, o2.logFile);
+  if (result.killedBy) {
+    throw new VerifierFailed(`the verifier session timed out after ${timeout} min (bench.timeout_minutes)`, true);
+  }
+  if (result.exitCode !== 0 || !existsSync18(o2.sessionFile)) {
+    throw new InfraFailure(
+      `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`
+    );
+  }
+  try {
+    return { session: await readSession(o2.sessionFile), durationMs: result.durationMs };
+  } catch (e) {
+    throw new InfraFailure(`the verifier's session is unreadable: ${errorMessage(e)}`);
+  }
+}
+var ProgramFiles = {
+  dir: (arm, platform3) => `programs/${arm}-${platform3}`,
+  exportLog: (arm, platform3) => `programs/export-${arm}-${platform3}.log`,
+  session: (name) => `verify/${name}.session.json`,
+  verifyLog: (name) => `verify/${name}.log`
+};
+function bundlePrograms(bundle, arm, platform3) {
+  return bundle.path(ProgramFiles.dir(arm, platform3));
+}
+
+// src/loop/steps/gates.ts
+var MINUTE_MS2 = 6e4;
 var MAX_FAILING_LISTED = 20;
 var cpuGateStep = {
   name: "cpu-gate",
@@ -73844,6 +74148,7 @@ function skip(env, which2, reason) {
 }
 async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   const candidate = ev.candidate;
+  const label = which2 === "cpu" ? "CPU" : "accelerator";
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
   const junitFile = bundle.path(BundleFiles.gateJunit(which2));
   const logFile = bundle.path(BundleFiles.gateLog(which2));
@@ -73851,8 +74156,8 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     id: jobId(ctx.runId, ev.iteration, `${which2}-gate`, Date.now()),
     command: gate.command,
     workdir: wt.root,
-    timeoutMs: gate.timeout_minutes * MINUTE_MS,
-    idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS,
+    timeoutMs: gate.timeout_minutes * MINUTE_MS2,
+    idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS2,
     outputs: { junit: junitFile },
     logFile,
     signal: ctx.signal,
@@ -73870,13 +74175,13 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
-  if (existsSync18(junitFile)) {
+  if (existsSync19(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
-      const failing = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${c3.message.split("\n")[0]}` : ""}`);
-      evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
+      const failing2 = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${c3.message.split("\n")[0]}` : ""}`);
+      evidence.junit = { ...report.totals, failing: failing2.slice(0, MAX_FAILING_LISTED) };
       evidence.junitFile = BundleFiles.gateJunit(which2);
-      if (failing.length > 0) problems.push(`${failing.length} test(s) failed, first: ${failing[0]}`);
+      if (failing2.length > 0) problems.push(`${failing2.length} test(s) failed, first: ${failing2[0]}`);
       if (report.totals.tests === 0) problems.push("the test report holds no tests");
     } catch (e) {
       problems.push(`unreadable JUnit report: ${errorMessage(e)}`);
@@ -73888,19 +74193,76 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   else if (result.killedBy === "idle-timeout") {
     problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
-  if (problems.length > 0) {
+  const fail2 = (reasons) => {
     evidence.status = "failed";
-    evidence.reason = problems[0];
+    evidence.reason = reasons[0];
     ev.gates[which2] = evidence;
-    return {
-      status: "verdict",
-      verdict: "invalid",
-      reasons: [`${which2 === "cpu" ? "CPU" : "accelerator"} correctness failed: ${problems.join("; ")}`]
-    };
+    return { status: "verdict", verdict: "invalid", reasons: [`${label} correctness failed: ${reasons.join("; ")}`] };
+  };
+  if (problems.length > 0) return fail2(problems);
+  const platform3 = which2 === "cpu" ? "cpu" : backend.info().platform;
+  const draw = iterationDraw(ev);
+  const programsDir = bundlePrograms(bundle, "B", platform3);
+  evidence.export = await exportPrograms(ctx, ev, {
+    backend,
+    workdir: wt.root,
+    commit: candidate.commit,
+    platform: platform3,
+    draw,
+    dest: programsDir,
+    logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
+    record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
+    name: `B-${platform3}`,
+    step: `${which2}-gate`
+  });
+  if (evidence.export.status === "failed") {
+    return fail2([`the candidate's programs could not be exported: ${evidence.export.reason}`]);
+  }
+  const name = `${which2}-gate`;
+  let run2;
+  try {
+    run2 = await runVerifier(ctx, ev, {
+      mode: "gate",
+      platform: platform3,
+      draw,
+      arms: ["B"],
+      repeats: 1,
+      warmup: 0,
+      backend,
+      harness: ev.base.commit,
+      programs: { B: programsDir },
+      sessionFile: bundle.path(ProgramFiles.session(name)),
+      logFile: bundle.path(ProgramFiles.verifyLog(name)),
+      name,
+      step: name
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) return fail2([e.message]);
+    throw e;
+  }
+  const verdict = run2.session.gate;
+  const failing = verdict.programs.filter((p) => p.status === "failed").map((p) => `${p.key}: ${p.error ?? "failed"}`);
+  evidence.verifier = {
+    passed: verdict.passed,
+    total: verdict.total,
+    failed: verdict.failed,
+    failing: failing.slice(0, MAX_FAILING_LISTED),
+    programs: run2.session.arms.B?.programs ?? {},
+    platform: platform3,
+    draw,
+    sessionFile: ProgramFiles.session(name),
+    logFile: ProgramFiles.verifyLog(name),
+    durationMs: run2.durationMs
+  };
+  if (!verdict.passed) {
+    return fail2([
+      verdict.total === 0 ? "the verifier checked no programs" : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`
+    ]);
   }
   ev.gates[which2] = evidence;
   const t = evidence.junit;
-  return { status: "done", note: t ? `${t.passed} passed, ${t.skipped} skipped` : "passed" };
+  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : "";
+  return { status: "done", note: `${tests}${verdict.total} programs verified` };
 }
 
 // src/loop/steps/guard.ts
@@ -73944,9 +74306,9 @@ var guardStep = {
 };
 
 // src/loop/steps/measure.ts
-import { existsSync as existsSync19, readdirSync as readdirSync11, rmSync as rmSync17 } from "node:fs";
-import { join as join26 } from "node:path";
-var MINUTE_MS2 = 6e4;
+import { createHash as createHash6 } from "node:crypto";
+import { cpSync as cpSync2, existsSync as existsSync20, readdirSync as readdirSync12, rmSync as rmSync18 } from "node:fs";
+import { join as join27 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -73960,10 +74322,10 @@ var measureStep = {
   run: measure
 };
 async function measure(env) {
-  const { ctx, ev } = env;
+  const { ctx, ev, bundle } = env;
   const metricConfig = ctx.target.bench.metric;
   const seed = ctx.config.measure.seed + ev.iteration;
-  ev.measurement ??= {
+  ev.measurement = {
     metric: {
       path: metricConfig.path,
       direction: metricConfig.direction,
@@ -73974,14 +74336,13 @@ async function measure(env) {
     firstArm: createRng(seed).uniform() < 0.5 ? "A" : "B",
     mfu: { a: null, b: null },
     noise: { cv: null, champion_runs: 0 },
-    looks: []
+    looks: [],
+    sessions: []
   };
   const m = ev.measurement;
-  const candidate = ev.candidate;
-  const arms = {
-    A: await worktreeAt(ctx, championWorktreePath(ctx, ev.base.commit), ev.base.commit),
-    B: await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit)
-  };
+  const platform3 = ctx.backend.info().platform;
+  const programs = await armPrograms(env, platform3);
+  if ("verdict" in programs) return programs.verdict;
   const prior = priorChampionRuns(ctx, ev.iteration, ev.base.commit);
   const calibration = prior.length > 0 ? calibrateNoise(prior) : void 0;
   m.noise = { cv: calibration?.cv ?? null, champion_runs: calibration?.runs ?? 0 };
@@ -74010,43 +74371,16 @@ async function measure(env) {
       break;
     }
     if (n2 > 0) m.looks.push({ n: n2, action: "more", reason: decision.reason });
-    for (const arm of schedule(m.firstArm, decision.addRuns.a, decision.addRuns.b)) {
-      const index = m.runs.filter((r) => r.arm === arm).length + 1;
-      ctx.progress(`measure ${runName(arm, index)}`);
-      const run2 = await benchRun(env, arm, index, arms[arm].root);
-      if (run2.problem && arm === "A") {
-        m.discarded ??= [];
-        m.discarded.push(run2);
-        env.save();
-        throw new InfraFailure(
-          `champion benchmark run ${runName("A", index)} failed: ${run2.problem} (the champion passed before; treated as infrastructure)`
-        );
-      }
-      m.runs.push(run2);
-      env.save();
-      if (run2.problem) {
-        return {
-          status: "verdict",
-          verdict: "invalid",
-          reasons: [`candidate benchmark run ${runName("B", index)} failed: ${run2.problem}`]
-        };
-      }
-      const mismatch = await comparability(env.bundle, m, run2);
-      if (mismatch.length > 0) {
-        return {
-          status: "verdict",
-          verdict: "invalid",
-          reasons: [`runs are not comparable: ${mismatch.join("; ")}`]
-        };
-      }
-    }
+    const rounds = Math.max(decision.addRuns.a, decision.addRuns.b);
+    const ended = await session(env, platform3, programs, rounds);
+    if (ended) return ended;
   }
   const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu);
   const medianOrNull = (xs) => xs.length > 0 && xs.every((x) => x !== null) ? median(xs) : null;
   m.mfu = { a: medianOrNull(mfus("A")), b: medianOrNull(mfus("B")) };
   const lastB = [...m.runs].reverse().find((r) => r.arm === "B" && r.value !== null);
   if (lastB) {
-    const metrics = await readMetricsFile(env.bundle.path(lastB.metricsFile));
+    const metrics = await readMetricsFile(bundle.path(lastB.metricsFile));
     m.device = {
       backend: metrics.device.backend,
       kind: metrics.device.kind,
@@ -74067,81 +74401,193 @@ async function measure(env) {
     );
   }
   const c3 = m.comparison;
-  return { status: "done", note: c3 ? `${c3.verdict} after ${m.runs.length} runs` : void 0 };
+  const sessions = m.sessions?.length ?? 0;
+  return {
+    status: "done",
+    note: c3 ? `${c3.verdict} after ${m.runs.length} runs in ${sessions} verifier session(s)` : void 0
+  };
 }
 function runName(arm, index) {
   return `${arm}-${String(index).padStart(2, "0")}`;
 }
-function schedule(first, addA, addB) {
-  const second = first === "A" ? "B" : "A";
-  const left = { A: addA, B: addB };
-  const order = [];
-  while (left.A > 0 || left.B > 0) {
-    for (const arm of [first, second]) {
-      if (left[arm] > 0) {
-        order.push(arm);
-        left[arm] -= 1;
-      }
+async function armPrograms(env, platform3) {
+  const { ctx, ev, bundle } = env;
+  const candidate = ev.candidate;
+  const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
+  const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
+  const B = bundlePrograms(bundle, "B", platform3);
+  if (!gated || !existsSync20(join27(B, "manifest.json"))) {
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+    const exported = await exportPrograms(ctx, ev, {
+      backend: ctx.backend,
+      workdir: wt.root,
+      commit: candidate.commit,
+      platform: platform3,
+      draw: iterationDraw(ev),
+      only: "bench",
+      dest: B,
+      logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
+      record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
+      name: `B-${platform3}`,
+      step: "measure"
+    });
+    if (exported.status === "failed") {
+      return {
+        verdict: {
+          status: "verdict",
+          verdict: "invalid",
+          reasons: [`the candidate's programs could not be exported: ${exported.reason}`]
+        }
+      };
     }
   }
-  return order;
+  const A = await championPrograms(ctx, ev, ev.base.commit, platform3);
+  const inBundle = bundlePrograms(bundle, "A", platform3);
+  rmSync18(inBundle, { recursive: true, force: true });
+  cpSync2(A, inBundle, { recursive: true });
+  return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
 }
-async function benchRun(env, arm, index, workdir) {
-  const { ctx, bundle, ev } = env;
-  const metricsFile = BundleFiles.runMetrics(arm, index);
-  const logFile = BundleFiles.runLog(arm, index);
-  rmSync17(bundle.path(metricsFile), { force: true });
-  rmSync17(bundle.path(logFile), { force: true });
-  const result = await ctx.backend.run({
-    // A retried run gets a fresh id: backends (Ray) attach a repeated id to the earlier, failed job.
-    id: jobId(ctx.runId, ev.iteration, "bench", arm, index, `a${attemptOf(ev.measurement, arm, index)}`),
-    command: ctx.target.bench.command,
-    workdir,
-    timeoutMs: ctx.target.bench.timeout_minutes * MINUTE_MS2,
-    outputs: { metrics: bundle.path(metricsFile) },
-    logFile: bundle.path(logFile),
-    signal: ctx.signal,
-    // Each arm's code has its own compile cache: the candidate cannot plant entries the champion loads.
-    cacheKey: await ctx.git.treeHash(arm === "A" ? ev.base.commit : ev.candidate.commit)
+async function championPrograms(ctx, ev, commit2, platform3) {
+  const key = createHash6("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
+  const dir = join27(ctx.stateDir, "cache", "programs", key);
+  if (existsSync20(join27(dir, "manifest.json"))) return dir;
+  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
+  const exported = await exportPrograms(ctx, ev, {
+    backend: ctx.backend,
+    workdir: wt.root,
+    commit: commit2,
+    platform: platform3,
+    draw: iterationDraw(ev),
+    only: "bench",
+    dest: dir,
+    logFile: join27(ctx.stateDir, "cache", "programs", `${key}.log`),
+    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
+    name: `A-${platform3}`,
+    step: "measure"
   });
-  if (result.isolation) recordIsolation(ev, "measure", { mode: result.isolation, job: ctx.job });
-  if (result.killedBy === "abort") throw new Interrupted("benchmark cancelled");
-  if (result.infraError) throw new InfraFailure(`benchmark run ${runName(arm, index)}: ${result.infraError}`);
+  if (exported.status === "failed") {
+    rmSync18(dir, { recursive: true, force: true });
+    throw new InfraFailure(`the champion's programs could not be exported: ${exported.reason}`, {
+      hint: "the champion passed before: check the machine (the export log is in the state folder)"
+    });
+  }
+  return dir;
+}
+async function session(env, platform3, programs, rounds) {
+  const { ctx, ev, bundle } = env;
+  const m = ev.measurement;
+  const index = (m.sessions?.length ?? 0) + 1;
+  const name = `measure-${String(index).padStart(2, "0")}`;
+  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
+  const invalid = (reason) => ({ status: "verdict", verdict: "invalid", reasons: [reason] });
+  let run2;
+  try {
+    run2 = await runVerifier(ctx, ev, {
+      mode: "measure",
+      platform: platform3,
+      draw: iterationDraw(ev),
+      arms: ["A", "B"],
+      rounds,
+      repeats: ctx.target.bench.repeats,
+      warmup: ctx.target.bench.warmup,
+      backend: ctx.backend,
+      harness: ev.base.commit,
+      programs: { A: programs.A, B: programs.B },
+      sessionFile: bundle.path(ProgramFiles.session(name)),
+      logFile: bundle.path(ProgramFiles.verifyLog(name)),
+      name,
+      step: "measure"
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) return invalid(`measurement: ${e.message}`);
+    throw e;
+  }
+  m.sessions.push({
+    index,
+    rounds,
+    durationMs: run2.durationMs,
+    file: ProgramFiles.session(name),
+    logFile: ProgramFiles.verifyLog(name)
+  });
+  env.save();
+  const s = run2.session;
+  const a2 = s.arms.A;
+  const b = s.arms.B;
+  if (!a2 || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
+  m.programs = { platform: platform3, A: a2.programs, B: b.programs };
+  if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
+  if (a2.failure) {
+    throw new InfraFailure(`the champion's programs failed verification: ${a2.failure}`, {
+      hint: "the champion passed before; see the session log in the bundle"
+    });
+  }
+  if (s.identical) {
+    const n2 = Object.keys(b.programs).length;
+    return {
+      status: "verdict",
+      verdict: "no-op",
+      reasons: [`the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`]
+    };
+  }
+  const forged = Object.entries(b.programs).filter(
+    ([key, hash3]) => programs.verifiedByGate?.[key] !== void 0 && programs.verifiedByGate[key] !== hash3
+  );
+  if (forged.length > 0) {
+    return invalid(
+      `the programs measured are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
+    );
+  }
+  if (s.rounds.length !== rounds) {
+    throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
+  }
+  for (const round4 of s.rounds) {
+    const order = round4.first === "B" ? ["B", "A"] : ["A", "B"];
+    for (const arm of order) {
+      const problem = addRun(env, arm, round4.metrics[arm], {
+        index,
+        durationMs: run2.durationMs / rounds,
+        logFile: ProgramFiles.verifyLog(name)
+      });
+      if (problem) return invalid(problem);
+    }
+  }
+  env.save();
+  const mismatch = await comparability(bundle, m.runs);
+  if (mismatch.length > 0) return invalid(`runs are not comparable: ${mismatch.join("; ")}`);
+  return void 0;
+}
+function addRun(env, arm, metrics, from) {
+  const { ctx, bundle, ev } = env;
+  const m = ev.measurement;
+  const runIndex = m.runs.filter((r) => r.arm === arm).length + 1;
+  const metricsFile = BundleFiles.runMetrics(arm, runIndex);
+  writeJsonAtomic(bundle.path(metricsFile), metrics);
   const run2 = {
     arm,
-    index,
+    index: runIndex,
     value: null,
     mfu: null,
-    exitCode: result.exitCode,
-    durationMs: result.durationMs,
+    exitCode: 0,
+    durationMs: from.durationMs,
     metricsFile,
-    logFile
+    logFile: from.logFile,
+    session: from.index
   };
-  if (result.killedBy === "timeout" || result.killedBy === "idle-timeout") {
-    run2.problem = `killed after ${ctx.target.bench.timeout_minutes} min (${result.killedBy})`;
-    return run2;
-  }
-  if (result.exitCode !== 0) {
-    run2.problem = `exit code ${result.exitCode} (log: ${logFile})`;
-    return run2;
-  }
+  m.runs.push(run2);
   try {
-    const metrics = await readMetricsFile(bundle.path(metricsFile));
-    if (metrics.verification?.verified === false) {
-      run2.problem = `${metricsFile}: the bench did not verify what it timed (verification.verified is false)`;
-      return run2;
-    }
     run2.value = metricValue(metrics, ctx.target.bench.metric.path, metricsFile);
-    if (!(run2.value > 0)) {
-      run2.problem = `metric ${ctx.target.bench.metric.path} is ${run2.value}, not positive`;
-      run2.value = null;
-    }
-    run2.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
-    run2.levels = runLevels(metrics);
   } catch (e) {
     run2.problem = errorMessage(e);
+    return `${runName(arm, runIndex)}: ${run2.problem}`;
   }
-  return run2;
+  if (!(run2.value > 0)) {
+    run2.problem = `metric ${ctx.target.bench.metric.path} is ${run2.value}, not positive`;
+    run2.value = null;
+    return `${runName(arm, runIndex)}: ${run2.problem}`;
+  }
+  run2.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
+  run2.levels = runLevels(metrics);
+  return void 0;
 }
 function levelInfo(metrics) {
   const peak = peakInfo(metrics);
@@ -74160,9 +74606,6 @@ function levelInfo(metrics) {
     } : {}
   };
 }
-function attemptOf(m, arm, index) {
-  return 1 + (m?.discarded ?? []).filter((r) => r.arm === arm && r.index === index).length;
-}
 function optionalMetric(metrics, path6, file) {
   try {
     return metricValue(metrics, path6, file);
@@ -74170,21 +74613,23 @@ function optionalMetric(metrics, path6, file) {
     return null;
   }
 }
-async function comparability(bundle, m, run2) {
-  const firstA = m.runs.find((r) => r.arm === "A" && r.value !== null);
-  if (!firstA || firstA === run2) return [];
-  const [a2, b] = await Promise.all([
-    readMetricsFile(bundle.path(firstA.metricsFile)),
-    readMetricsFile(bundle.path(run2.metricsFile))
-  ]);
-  return comparabilityProblems(a2, b);
+async function comparability(bundle, runs) {
+  const firstA = runs.find((r) => r.arm === "A" && r.value !== null);
+  if (!firstA) return [];
+  const a2 = await readMetricsFile(bundle.path(firstA.metricsFile));
+  for (const run2 of runs) {
+    if (run2 === firstA || run2.value === null) continue;
+    const problems = comparabilityProblems(a2, await readMetricsFile(bundle.path(run2.metricsFile)));
+    if (problems.length > 0) return problems.map((p) => `${runName(run2.arm, run2.index)}: ${p}`);
+  }
+  return [];
 }
 function priorChampionRuns(ctx, iteration, champion) {
   const groups2 = [];
-  if (!existsSync19(ctx.runDir)) return groups2;
-  for (const name of readdirSync11(ctx.runDir).sort()) {
+  if (!existsSync20(ctx.runDir)) return groups2;
+  for (const name of readdirSync12(ctx.runDir).sort()) {
     if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join26(ctx.runDir, name));
+    const b = new Bundle(join27(ctx.runDir, name));
     if (!b.exists()) continue;
     const other = b.load();
     if (other.base.commit !== champion || !other.measurement) continue;
@@ -74195,14 +74640,14 @@ function priorChampionRuns(ctx, iteration, champion) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync23, readFileSync as readFileSync23 } from "node:fs";
-import { join as join34, resolve as resolve14 } from "node:path";
+import { existsSync as existsSync24, readFileSync as readFileSync24 } from "node:fs";
+import { join as join35, resolve as resolve14 } from "node:path";
 
 // src/loop/state/history.ts
-import { join as join27 } from "node:path";
+import { join as join28 } from "node:path";
 var HISTORY_FILE = "history.jsonl";
 function historyFile(stateDir) {
-  return join27(stateDir, HISTORY_FILE);
+  return join28(stateDir, HISTORY_FILE);
 }
 function appendHistory(stateDir, row) {
   appendLineDurable(historyFile(stateDir), JSON.stringify(row));
@@ -74452,13 +74897,13 @@ function value(x, unit) {
 }
 function changeText(key, c3) {
   const metric = LEVEL_METRICS[key];
-  const relative6 = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, metric.direction) : void 0;
+  const relative7 = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, metric.direction) : void 0;
   if (metric.unit === "MFU") {
     if (c3.a === null || c3.b === null) return EM_DASH;
     const pp = formatMfuDelta(c3.a, c3.b);
-    return relative6 ? `${pp} (${relative6})` : pp;
+    return relative7 ? `${pp} (${relative7})` : pp;
   }
-  return relative6 ?? EM_DASH;
+  return relative7 ?? EM_DASH;
 }
 function beforeAfterText(key, c3) {
   const unit = LEVEL_METRICS[key].unit;
@@ -74552,8 +74997,8 @@ function modelMfuHeadline(evidence) {
   const c3 = levels?.model?.mfu;
   if (!levels || !c3 || c3.a === null || c3.b === null) return void 0;
   const vs = levels.peak?.source === "measured" ? " vs measured matmul peak" : "";
-  const relative6 = c3.ratio !== null && c3.ci !== null ? `, ${formatMetricChange(c3.ratio, c3.ci, "higher")}` : "";
-  return `model MFU ${formatMfu(c3.a)} \u2192 ${formatMfu(c3.b)} (${formatMfuDelta(c3.a, c3.b)}${relative6})${vs}`;
+  const relative7 = c3.ratio !== null && c3.ci !== null ? `, ${formatMetricChange(c3.ratio, c3.ci, "higher")}` : "";
+  return `model MFU ${formatMfu(c3.a)} \u2192 ${formatMfu(c3.b)} (${formatMfuDelta(c3.a, c3.b)}${relative7})${vs}`;
 }
 
 // src/report/facts.ts
@@ -74709,7 +75154,7 @@ function shrinkSteps(parts, key) {
   const variants = parts.find((p) => p.key === key)?.variants.length ?? 0;
   return Array.from({ length: Math.max(0, variants - 1) }, () => key);
 }
-function join28(parts, levels) {
+function join29(parts, levels) {
   return parts.map((p) => p.variants[Math.min(levels.get(p.key) ?? 0, p.variants.length - 1)] ?? "").filter((t) => t !== "").join(SEPARATOR);
 }
 function droppedNote(where2) {
@@ -74719,7 +75164,7 @@ function fitParts(parts, plan, max, opts = {}) {
   const sizeOf = opts.sizeOf ?? charLength;
   const levels = /* @__PURE__ */ new Map();
   const reduced = [];
-  let text3 = join28(parts, levels);
+  let text3 = join29(parts, levels);
   for (const key of plan) {
     if (sizeOf(text3) <= max) return { text: text3, truncated: reduced.length > 0, reduced };
     const part = parts.find((p) => p.key === key);
@@ -74727,7 +75172,7 @@ function fitParts(parts, plan, max, opts = {}) {
     if (!part || level >= part.variants.length - 1) continue;
     levels.set(key, level + 1);
     reduced.push(key);
-    text3 = join28(parts, levels);
+    text3 = join29(parts, levels);
   }
   if (sizeOf(text3) <= max) return { text: text3, truncated: reduced.length > 0, reduced };
   const note = droppedNote(opts.where ?? "");
@@ -74735,7 +75180,7 @@ function fitParts(parts, plan, max, opts = {}) {
   while (kept.length > 1) {
     const dropped = kept.pop();
     reduced.push(dropped.key);
-    text3 = `${join28(kept, levels)}${SEPARATOR}${note}`;
+    text3 = `${join29(kept, levels)}${SEPARATOR}${note}`;
     if (sizeOf(text3) <= max) return { text: text3, truncated: true, reduced };
   }
   const overshoot = sizeOf(text3) - text3.length;
@@ -75548,7 +75993,7 @@ ${runSummaryTable(iterations)}`
 }
 
 // src/report/log-entry.ts
-import { createHash as createHash6 } from "node:crypto";
+import { createHash as createHash7 } from "node:crypto";
 var LOG_ENTRY_FORMAT = 2;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
@@ -75596,7 +76041,7 @@ function canonicalJson(value2) {
 function evidenceDigest(evidence) {
   const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
   const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash6("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
 }
 function evidenceMarker(path6, digest) {
   if (/\s|-->/.test(path6))
@@ -75762,8 +76207,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync20, readFileSync as readFileSync19 } from "node:fs";
-import { join as join29 } from "node:path";
+import { existsSync as existsSync21, readFileSync as readFileSync20 } from "node:fs";
+import { join as join30 } from "node:path";
 function evidenceLoader(roots) {
   return (path6) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path6)) {
@@ -75778,11 +76223,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join29(root, path6);
-      if (!existsSync20(file)) continue;
+      const file = join30(root, path6);
+      if (!existsSync21(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync19(file, "utf8"));
+        parsed = JSON.parse(readFileSync20(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -76204,9 +76649,9 @@ function recentLogEntries(text3, n2) {
 }
 
 // src/loop/steps/profile.ts
-import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync21, rmSync as rmSync18 } from "node:fs";
-import { join as join32 } from "node:path";
+import { createHash as createHash8 } from "node:crypto";
+import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync19 } from "node:fs";
+import { join as join33 } from "node:path";
 
 // src/trace/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
@@ -76848,7 +77293,7 @@ function round2(ms2) {
 }
 
 // src/trace/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync21, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync22, readSync as readSync5 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -77959,8 +78404,8 @@ function numberOrUndefined(s) {
 }
 
 // src/trace/readers/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync9 } from "node:fs";
-import { basename as basename6, join as join30 } from "node:path";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync13, readSync as readSync3, statSync as statSync9 } from "node:fs";
+import { basename as basename6, join as join31 } from "node:path";
 function resolveTracePath(path6) {
   let st;
   try {
@@ -77984,7 +78429,7 @@ function formatOfFile(path6) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync9(join30(runDir, f)).isFile());
+  const files = readdirSync13(runDir).filter((f) => statSync9(join31(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format2) => {
     const sorted = [...matching].sort();
@@ -77992,7 +78437,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join30(runDir, sorted[0]), format: format2, notes };
+    return { path: join31(runDir, sorted[0]), format: format2, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -78003,7 +78448,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join30(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join31(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -78013,17 +78458,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync12(dir);
+  const entries = readdirSync13(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join30(dir, "plugins", "profile"), dir]) {
+  for (const base of [join31(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync9(join30(base, r)).isDirectory());
+      runs = readdirSync13(base).filter((r) => statSync9(join31(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join30(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join30(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync13(join31(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -80048,14 +80493,14 @@ async function opCosts(source, c3, where2) {
 }
 
 // src/trace/peaks.ts
-import { readFileSync as readFileSync20 } from "node:fs";
-import { join as join31 } from "node:path";
+import { readFileSync as readFileSync21 } from "node:fs";
+import { join as join32 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync20(join31(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync21(join32(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -80754,7 +81199,7 @@ function savedSummary(path6) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync21(path6, "utf8"));
+  const parsed = JSON.parse(readFileSync22(path6, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path6,
@@ -80765,7 +81210,6 @@ function savedSummary(path6) {
 }
 
 // src/loop/steps/profile.ts
-var MINUTE_MS3 = 6e4;
 var profileStep = {
   name: "profile",
   evaluation: true,
@@ -80774,21 +81218,23 @@ var profileStep = {
       ev.profile = { status: "skipped", reason: "no profile command configured for this target" };
       return { status: "skipped", note: "no profile command configured" };
     }
-    const candidate = ev.candidate;
     try {
-      const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
       const traceDir = bundle.path(BundleFiles.profileDir);
-      const summary2 = await profileCommit(
-        ctx,
-        wt.root,
-        candidate.commit,
+      const platform3 = ctx.backend.info().platform;
+      const programs = bundlePrograms(bundle, "B", platform3);
+      if (!existsSync22(join33(programs, "manifest.json"))) {
+        throw new Error(`the candidate has no exported programs for ${platform3} (the measurement did not run)`);
+      }
+      const summary2 = await profileCommit(ctx, ev, {
+        arm: "B",
+        harness: ev.base.commit,
+        programs,
         traceDir,
-        jobId(ctx.runId, ev.iteration, "profile", Date.now()),
-        {
-          metrics: bundle.path(BundleFiles.profileMetrics),
-          log: bundle.path(BundleFiles.profileLog)
-        }
-      );
+        metrics: bundle.path(BundleFiles.profileMetrics),
+        log: bundle.path(BundleFiles.profileLog),
+        session: bundle.path(ProgramFiles.session("profile")),
+        name: "profile"
+      });
       writeJsonAtomic(bundle.path(BundleFiles.summary), summary2);
       const champion = await championProfile(ctx, ev.base.commit);
       writeJsonAtomic(bundle.path(BundleFiles.championSummary), champion.summary);
@@ -80829,27 +81275,39 @@ function measuredAgreement(ev, summary2, championSummary) {
     unit: m.metric.unit
   });
 }
-async function profileCommit(ctx, workdir, commit2, traceDir, id, files) {
+async function profileCommit(ctx, ev, o2) {
   const profile = ctx.target.profile;
-  rmSync18(traceDir, { recursive: true, force: true });
-  mkdirSync21(traceDir, { recursive: true });
-  const result = await ctx.backend.run({
-    id,
-    command: profile.command,
-    workdir,
-    timeoutMs: profile.timeout_minutes * MINUTE_MS3,
-    outputs: { trace: traceDir, metrics: files.metrics },
-    logFile: files.log,
-    signal: ctx.signal,
-    // The code's own compile cache, as for its measured runs: never another commit's.
-    cacheKey: await ctx.git.treeHash(commit2)
-  });
-  if (result.killedBy === "abort") throw new Interrupted("profile cancelled");
-  if (result.infraError) throw new InfraFailure(`profile run: ${result.infraError}`);
-  if (result.exitCode !== 0) {
-    throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
+  rmSync19(o2.traceDir, { recursive: true, force: true });
+  mkdirSync22(o2.traceDir, { recursive: true });
+  let run2;
+  try {
+    run2 = await runVerifier(ctx, ev, {
+      mode: "profile",
+      platform: ctx.backend.info().platform,
+      draw: iterationDraw(ev),
+      arms: [o2.arm],
+      repeats: profile.repeats,
+      warmup: 1,
+      trace: true,
+      backend: ctx.backend,
+      harness: o2.harness,
+      programs: { [o2.arm]: o2.programs },
+      sessionFile: o2.session,
+      logFile: o2.log,
+      traceDir: o2.traceDir,
+      name: o2.name,
+      step: "profile"
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) throw new Error(e.message);
+    throw e;
   }
-  return summarizeTracePath(traceDir, void 0, deviceKindOpts(files.metrics));
+  const failure = run2.session.arms[o2.arm]?.failure;
+  if (failure || !run2.session.profile) {
+    throw new Error(`the verifier did not profile the programs: ${failure ?? "no profile in the session"}`);
+  }
+  writeJsonAtomic(o2.metrics, run2.session.profile.metrics);
+  return summarizeTracePath(o2.traceDir, void 0, deviceKindOpts(o2.metrics));
 }
 function deviceKindOpts(metricsFile) {
   try {
@@ -80865,16 +81323,18 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash7("sha256").update(JSON.stringify([commit2, ctx.target.profile?.command, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join32(ctx.stateDir, "cache", "profiles", key);
+  const key = createHash8("sha256").update(
+    JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])
+  ).digest("hex").slice(0, 20);
+  return join33(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join32(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync21(local)) return current(readJson(local));
+  const local = join33(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync22(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join32(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join33(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -80894,32 +81354,32 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join32(dir, "summary.json");
-  const traceDir = join32(dir, "trace");
-  const cachedSummary = existsSync21(summaryFile) ? current(readJson(summaryFile)) : void 0;
+  const summaryFile = join33(dir, "summary.json");
+  const traceDir = join33(dir, "trace");
+  const cachedSummary = existsSync22(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
-  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
-  const summary2 = await profileCommit(
-    ctx,
-    wt.root,
-    commit2,
+  const where2 = { iteration: 0 };
+  const platform3 = ctx.backend.info().platform;
+  const summary2 = await profileCommit(ctx, where2, {
+    arm: "A",
+    harness: commit2,
+    programs: await championPrograms(ctx, where2, commit2, platform3),
     traceDir,
-    jobId(ctx.runId, 0, "profile", commit2.slice(0, 12), Date.now()),
-    {
-      metrics: join32(dir, "metrics.json"),
-      log: join32(dir, "profile.log")
-    }
-  );
+    metrics: join33(dir, "metrics.json"),
+    log: join33(dir, "profile.log"),
+    session: join33(dir, "session.json"),
+    name: `profile-${commit2.slice(0, 12)}`
+  });
   writeJsonAtomic(summaryFile, summary2);
   await shareProfileSummary(ctx, commit2, summaryFile);
   return { traceDir, summary: summary2, cached: false };
 }
 
 // src/loop/steps/prompt.ts
-import { existsSync as existsSync22, readdirSync as readdirSync13, readFileSync as readFileSync22 } from "node:fs";
-import { join as join33 } from "node:path";
+import { existsSync as existsSync23, readdirSync as readdirSync14, readFileSync as readFileSync23 } from "node:fs";
+import { join as join34 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -80941,8 +81401,8 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync22(dir)) return [];
-  return readdirSync13(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  if (!existsSync23(dir)) return [];
+  return readdirSync14(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -80953,8 +81413,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync22(join33(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join33(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync23(join34(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join34(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
 ${text3}`;
@@ -81015,14 +81475,14 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join34(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
+      result_file: join35(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve14(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
       )
     };
     const templateFile = resolve14(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync23(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync24(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -81033,10 +81493,10 @@ function agentTestCommand(ctx, iteration) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: "python",
     root: agentRepoPath(ctx, iteration),
-    junit: join34(out, "junit.xml"),
-    metrics: join34(out, "metrics.json"),
-    trace: join34(out, "trace"),
-    cache: join34(out, "cache")
+    junit: join35(out, "junit.xml"),
+    metrics: join35(out, "metrics.json"),
+    trace: join35(out, "trace"),
+    cache: join35(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -81075,9 +81535,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join34(ctx.runDir, "hillclimb-log.md");
+  const runLog = join35(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync23(runLog) ? recentLogEntries(readFileSync23(runLog, "utf8"), n2) : [];
+  let entries = existsSync24(runLog) ? recentLogEntries(readFileSync24(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n2 - entries.length), ...entries];
@@ -81086,9 +81546,9 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync24, mkdirSync as mkdirSync22, readFileSync as readFileSync24, rmSync as rmSync19 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join35 } from "node:path";
-var MINUTE_MS4 = 6e4;
+import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync25, rmSync as rmSync20 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
+var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
   name: "propose",
@@ -81097,20 +81557,20 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev.iteration);
     const out = agentOutputPath(ctx, ev.iteration);
-    rmSync19(dirname21(repo), { recursive: true, force: true });
-    mkdirSync22(out, { recursive: true });
+    rmSync20(dirname21(repo), { recursive: true, force: true });
+    mkdirSync23(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join35(out, AGENT_RESULT_NAME);
+    const resultFile = join36(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
-      prompt: readFileSync24(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync25(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join35(out, AGENT_LOG_NAME),
-      timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS4,
-      idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS4,
+      logFile: join36(out, AGENT_LOG_NAME),
+      timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
+      idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
         HILLCLIMB_ITERATION: String(ev.iteration),
         HILLCLIMB_TARGET: ctx.target.name,
@@ -81121,7 +81581,7 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync19(join35(out, "home"), { recursive: true, force: true });
+    rmSync20(join36(out, "home"), { recursive: true, force: true });
     copyPlainTree(out, bundle.path("agent"), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     ev.agent = {
@@ -81145,7 +81605,7 @@ var proposeStep = {
     const snapshot = snapshotTree(repo, wt.root);
     if (snapshot.refused.length > 0) {
       await wt.resetHard(base);
-      rmSync19(dirname21(repo), { recursive: true, force: true });
+      rmSync20(dirname21(repo), { recursive: true, force: true });
       return {
         status: "verdict",
         verdict: "invalid",
@@ -81156,7 +81616,7 @@ var proposeStep = {
     }
     await wt.stageAll();
     if (!await wt.hasStagedChanges()) {
-      rmSync19(dirname21(repo), { recursive: true, force: true });
+      rmSync20(dirname21(repo), { recursive: true, force: true });
       const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
       return { status: "verdict", verdict: "no-op", reasons: [why] };
     }
@@ -81164,7 +81624,7 @@ var proposeStep = {
       identity: HARNESS_IDENTITY,
       author: agentIdentity(ctx.agent.name)
     });
-    rmSync19(dirname21(repo), { recursive: true, force: true });
+    rmSync20(dirname21(repo), { recursive: true, force: true });
     const ref = candidateRef(ctx.runId, ev.iteration);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -81202,14 +81662,14 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join35(out, "home")
+      home: join36(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join35(repo, ".git", "objects");
-  if (head && head !== base && existsSync24(objects)) {
+  const objects = join36(repo, ".git", "objects");
+  if (head && head !== base && existsSync25(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
 `;
@@ -81218,7 +81678,7 @@ async function commitMessage2(ctx, repo, base, result) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync25, readFileSync as readFileSync25 } from "node:fs";
+import { existsSync as existsSync26, readFileSync as readFileSync26 } from "node:fs";
 var STICKY_KEY = "hillclimb";
 var publishStep = {
   name: "publish",
@@ -81244,7 +81704,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync25(bundle.path(BundleFiles.logEntry)) ? readFileSync25(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync26(bundle.path(BundleFiles.logEntry)) ? readFileSync26(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -81335,18 +81795,18 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync26, readFileSync as readFileSync26, writeFileSync as writeFileSync10 } from "node:fs";
-import { join as join36 } from "node:path";
+import { existsSync as existsSync27, readFileSync as readFileSync27, writeFileSync as writeFileSync10 } from "node:fs";
+import { join as join37 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join36("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join37("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join36(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync26(runLog) ? readFileSync26(runLog, "utf8") : void 0;
+    const runLog = join37(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync27(runLog) ? readFileSync27(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
       writeFileSync10(runLog, text3);
@@ -81370,7 +81830,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync26(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync27(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -81519,30 +81979,30 @@ function isInfra(e) {
 }
 
 // src/loop/drivers/pull-request.ts
-import { rmSync as rmSync21 } from "node:fs";
-import { join as join39 } from "node:path";
+import { rmSync as rmSync22 } from "node:fs";
+import { join as join40 } from "node:path";
 
 // src/loop/state/attestation.ts
-import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync27, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync27 } from "node:fs";
-import { join as join37 } from "node:path";
+import { createHash as createHash9 } from "node:crypto";
+import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync15, readFileSync as readFileSync28 } from "node:fs";
+import { join as join38 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join37(dir, rel);
+    const abs = rel === "" ? dir : join38(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
-      for (const name of readdirSync14(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync15(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
     if (/[\u0000-\u001f\u007f]/.test(rel))
       throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
-    lines.push(`${createHash8("sha256").update(data).digest("hex")}  ${rel}`);
+    lines.push(`${createHash9("sha256").update(data).digest("hex")}  ${rel}`);
   };
   walk3("");
   lines.sort();
-  return createHash8("sha256").update(`${lines.join("\n")}
+  return createHash9("sha256").update(`${lines.join("\n")}
 `).digest("hex");
 }
 function attestBundle(bundle, ev, phase, verified) {
@@ -81590,33 +82050,33 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, iteration) {
-  return join37(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+  return join38(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
 `);
 }
 function readLocalAttestation(file) {
-  if (!existsSync27(file)) return void 0;
+  if (!existsSync28(file)) return void 0;
   try {
-    return parseAttestation(readFileSync27(file, "utf8"), file);
+    return parseAttestation(readFileSync28(file, "utf8"), file);
   } catch {
     return void 0;
   }
 }
 
 // src/loop/drivers/phases.ts
-import { existsSync as existsSync30 } from "node:fs";
-import { join as join38 } from "node:path";
+import { existsSync as existsSync31 } from "node:fs";
+import { join as join39 } from "node:path";
 
 // src/loop/drivers/preflight.ts
-import { existsSync as existsSync28 } from "node:fs";
+import { existsSync as existsSync29 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync28(python)) {
+    if (!existsSync29(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
         exitCode: ExitCode2.failure
@@ -81626,7 +82086,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync29, renameSync as renameSync6, rmSync as rmSync20 } from "node:fs";
+import { existsSync as existsSync30, renameSync as renameSync6, rmSync as rmSync21 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -81637,11 +82097,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync20(fresh, { recursive: true, force: true });
+  rmSync21(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync6(bundle.dir, old);
   renameSync6(fresh, bundle.dir);
-  rmSync20(old, { recursive: true, force: true });
+  rmSync21(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -81685,7 +82145,7 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   }
   const reported = attested ? void 0 : dropUntrustedResults(ev, phase);
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync29(file)) {
+  if (!existsSync30(file)) {
     if (attested && ev.candidate !== void 0) {
       throw new HillclimbError(`${file} is missing but the attested evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -81846,14 +82306,14 @@ async function openPhase(phase, opts) {
     dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join38(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join39(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, {
     root: config.root,
     logger: opts.logger,
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
   await pullHistory(store, stateDir, target.name);
-  const refused = takesOver(phase) && existsSync30(bundle.dir) ? quarantineBundle(bundle) : [];
+  const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
   const opened = await openLoopContext(config, {
@@ -81941,7 +82401,7 @@ async function ensureCandidateCommits(git2, bundle, runId, iteration) {
   if (!ev.candidate) return;
   if (await git2.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync30(file)) {
+  if (!existsSync31(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -81961,7 +82421,7 @@ async function pullHistory(store, stateDir, target) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync30(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync31(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 function trustedStart(value2) {
@@ -82061,9 +82521,9 @@ async function recordBaseline(opts) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
     await storeBundle(ctx.store, bundle, ev, prefix);
     bundle.save(ev);
-    const series = join39(ctx.runDir, "baseline.jsonl");
+    const series = join40(ctx.runDir, "baseline.jsonl");
     const key = baselineKey(target.name);
-    rmSync21(series, { force: true });
+    rmSync22(series, { force: true });
     if ((await ctx.store.list("baselines/")).includes(key)) await ctx.store.get(key, series);
     const rows = readJsonLines(series).rows;
     if (!rows.some((r) => r.runId === opts.runId && r.iteration === opts.iteration)) {

@@ -34518,7 +34518,7 @@ function copyPlainTree(src, dest, opts = {}) {
 // src/config/command.ts
 function fillCommand(args, vars) {
   const filled = args.map(
-    (arg) => arg.replace(/\{(python|metrics|junit|trace|root|cache)\}/g, (_, name) => {
+    (arg) => arg.replace(/\{(python|metrics|junit|trace|programs|root|cache)\}/g, (_, name) => {
       const value = vars[name];
       if (value === void 0) throw new Error(`placeholder {${name}} has no value in: ${args.join(" ")}`);
       return value;
@@ -34545,7 +34545,6 @@ function crossFieldProblems(config) {
     ...backendSections(config),
     ...measureBounds(config),
     ...commandPlaceholders(config),
-    ...benchWritesMetrics(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
     ...staticCheckPatterns(config)
@@ -34602,23 +34601,6 @@ function commandPlaceholders(c3) {
   for (const [name, t] of Object.entries(c3.targets)) {
     check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
     check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
-    check(`targets.${name}.bench.command`, t.bench.command);
-    check(`targets.${name}.profile.command`, t.profile?.command);
-  }
-  return problems;
-}
-function benchWritesMetrics(c3) {
-  const problems = [];
-  for (const [name, t] of Object.entries(c3.targets)) {
-    if (!t.bench.command.some((a2) => a2.includes("{metrics}"))) {
-      problems.push({
-        keyPath: `targets.${name}.bench.command`,
-        message: "must contain {metrics}: the engine reads numbers only from the metrics file it names"
-      });
-    }
-    if (t.profile && !t.profile.command.some((a2) => a2.includes("{trace}"))) {
-      problems.push({ keyPath: `targets.${name}.profile.command`, message: "must contain {trace}" });
-    }
   }
   return problems;
 }
@@ -34703,7 +34685,7 @@ var hillclimb_schema_default = {
     target: {
       type: "object",
       additionalProperties: false,
-      required: ["editable", "protected", "correctness", "bench"],
+      required: ["editable", "protected", "correctness", "programs", "bench"],
       properties: {
         description: { type: "string" },
         editable: {
@@ -34751,15 +34733,36 @@ var hillclimb_schema_default = {
             }
           }
         },
+        programs: {
+          type: "object",
+          additionalProperties: false,
+          required: ["module"],
+          description: "The target's programs. hillclimb runs `python -m <module> export` on the tree under test (the only process that imports the candidate's code: it writes jax.export programs) and `python -E -s -m <module> verify` in a tree without the editable paths (it verifies the programs against the reference and times them). See docs/kernels.md#programs.",
+          properties: {
+            module: {
+              type: "string",
+              pattern: "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$",
+              description: "The harness module (protected) that ends with hillclimb_bench.cli(...), e.g. kernels.harness.programs."
+            },
+            args: {
+              type: "array",
+              items: { type: "string" },
+              default: [],
+              description: "Arguments for the module's target (after --), e.g. [--preset, tiny, --model, tiny]; both steps get the same."
+            },
+            timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 15,
+              description: "Limit on one export."
+            }
+          }
+        },
         bench: {
           type: "object",
           additionalProperties: false,
-          required: ["command", "metric"],
+          required: ["metric"],
+          description: "How the verifier times the programs and which number decides.",
           properties: {
-            command: {
-              $ref: "#/definitions/command",
-              description: "Writes one metrics JSON to {metrics}."
-            },
             metric: {
               type: "object",
               additionalProperties: false,
@@ -34779,17 +34782,38 @@ var hillclimb_schema_default = {
               default: "measurements.fwd_bwd.mfu",
               description: "Dotted path of the MFU value reported beside the metric (null on CPU)."
             },
-            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+            repeats: {
+              type: "integer",
+              minimum: 1,
+              maximum: 1e3,
+              default: 10,
+              description: "Timed calls per round, per arm and program."
+            },
+            warmup: {
+              type: "integer",
+              minimum: 0,
+              maximum: 100,
+              default: 2,
+              description: "Untimed calls per round, per arm and program."
+            },
+            timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 20,
+              description: "Limit on one verifier session."
+            }
           }
         },
         profile: {
           type: "object",
           additionalProperties: false,
-          required: ["command"],
+          description: "One profiled run of the verified programs (a jax.profiler trace in the verifier), diffed against the champion's.",
           properties: {
-            command: {
-              $ref: "#/definitions/command",
-              description: "Writes a profiler trace directory to {trace}."
+            repeats: {
+              type: "integer",
+              minimum: 1,
+              maximum: 1e3,
+              default: 3,
+              description: "Timed calls per program before the traced steps."
             },
             timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
           }
@@ -35314,6 +35338,10 @@ function dedupe(problems) {
     return true;
   });
 }
+var RETIRED_KEYS = {
+  "*.bench.command": "is no longer read: a bench that imports the candidate cannot be believed. Name the target's harness module in targets.<target>.programs.module (hillclimb exports the candidate's programs with it, then verifies and times them in a process that never imports the candidate); see docs/kernels.md#programs",
+  "*.profile.command": "is no longer read: the profile traces the verified programs (targets.<target>.programs); set profile.repeats and profile.timeout_minutes, or leave profile out"
+};
 function pointerToPath(pointer) {
   if (pointer === "") return [];
   return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
@@ -35326,6 +35354,8 @@ function describeAjvError(e) {
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
+      const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
+      if (retired) return { keyPath: join11(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
@@ -42698,6 +42728,9 @@ function runGit(args, opts = {}) {
   });
 }
 
+// src/compute/backend.ts
+var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
+
 // src/compute/factory.ts
 import { resolve as resolve4 } from "node:path";
 
@@ -42828,12 +42861,12 @@ function safeParts(path6) {
   return parts;
 }
 function clearDestinations(outputs) {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
     if (dest !== void 0) rmSync2(dest, { recursive: true, force: true });
   }
 }
 function prepareDestinations(outputs) {
-  for (const dest of [outputs.metrics, outputs.junit, outputs.trace]) {
+  for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
     if (dest !== void 0) mkdirSync3(dirname5(dest), { recursive: true });
   }
 }
@@ -42854,6 +42887,9 @@ function installOutputs(archive, outputs) {
     } else if (head === "trace" && outputs.trace) {
       target = join5(outputs.trace, ...rest);
       installed.add("trace");
+    } else if (head === "programs" && outputs.programs) {
+      target = join5(outputs.programs, ...rest);
+      installed.add("programs");
     }
     if (target === void 0) {
       ignored.push(entry.path);
@@ -42870,7 +42906,7 @@ function installOutputs(archive, outputs) {
 }
 
 // src/compute/backends/local.ts
-var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace" };
+var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace", programs: "programs" };
 function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   const forced = env.HILLCLIMB_ACCELERATOR;
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
@@ -42951,7 +42987,8 @@ var LocalBackend = class {
       const inside = {
         ...job.outputs.metrics ? { metrics: join6(out, SANDBOX_OUTPUTS.metrics) } : {},
         ...job.outputs.junit ? { junit: join6(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join6(out, SANDBOX_OUTPUTS.trace) } : {}
+        ...job.outputs.trace ? { trace: join6(out, SANDBOX_OUTPUTS.trace) } : {},
+        ...job.outputs.programs ? { programs: join6(out, SANDBOX_OUTPUTS.programs) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...inside });
       appendFileSync2(job.logFile, `$ ${displayCommand(...split(argv))}
@@ -43051,6 +43088,7 @@ var LocalBackend = class {
     return {
       backend: this.name,
       hasAccelerator: tpu,
+      platform: tpu ? "tpu" : "cpu",
       description: tpu ? `local TPU (${this.accelerator.evidence})` : `local CPU (${availableParallelism()} cores)`
     };
   }
@@ -43060,7 +43098,7 @@ function split(argv) {
 }
 function collectOutputs(inside, outputs) {
   const refused = [];
-  for (const name of ["metrics", "junit", "trace"]) {
+  for (const name of OUTPUT_NAMES) {
     const from = inside[name];
     const to = outputs[name];
     if (from === void 0 || to === void 0 || !existsSync3(from)) continue;
@@ -43280,8 +43318,8 @@ import sys
 import tarfile
 import tempfile
 
-OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
+OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace", "programs": "programs"}
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|programs|root|cache)\}")
 KILL_GRACE_S = 5
 
 
@@ -43333,7 +43371,7 @@ def main():
     # candidate's job cannot plant compile-cache entries the champion's jobs load.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^[0-9a-f]{40,64}$", key) else os.path.join(cache, "shared")
+    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^([0-9a-f]{40,64}|verifier)$", key) else os.path.join(cache, "shared")
     os.makedirs(cache, exist_ok=True)
     values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
@@ -43447,7 +43485,7 @@ function runnerNonce(name) {
   return shortHash(`hillclimb-runner:${name}`, 16);
 }
 function requestedOutputs(outputs) {
-  return ["metrics", "junit", "trace"].filter((k) => outputs[k] !== void 0);
+  return OUTPUT_NAMES.filter((k) => outputs[k] !== void 0);
 }
 function runnerArgv(python, spec) {
   return [python, RUNNER_FILE, Buffer.from(JSON.stringify(spec), "utf8").toString("base64")];
@@ -43913,6 +43951,7 @@ var RayBackend = class {
     return {
       backend: this.name,
       hasAccelerator: hasTpu,
+      platform: hasTpu ? "tpu" : "cpu",
       description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ""}`,
       ...tpuType ? { acceleratorType: tpuType } : {}
     };
@@ -44647,6 +44686,7 @@ var TpuVmBackend = class {
     return {
       backend: this.name,
       hasAccelerator: true,
+      platform: "tpu",
       description: a2 ? `tpu-vm ${a2.acceleratorType} ${a2.zone} (${a2.name})` : `tpu-vm ${c3.accelerator_type} (${c3.zones.join(", ")}; not allocated)`,
       acceleratorType: a2?.acceleratorType ?? c3.accelerator_type
     };

@@ -39017,7 +39017,6 @@ function crossFieldProblems(config) {
     ...backendSections(config),
     ...measureBounds(config),
     ...commandPlaceholders(config),
-    ...benchWritesMetrics(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
     ...staticCheckPatterns(config)
@@ -39074,23 +39073,6 @@ function commandPlaceholders(c) {
   for (const [name, t] of Object.entries(c.targets)) {
     check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
     check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
-    check(`targets.${name}.bench.command`, t.bench.command);
-    check(`targets.${name}.profile.command`, t.profile?.command);
-  }
-  return problems;
-}
-function benchWritesMetrics(c) {
-  const problems = [];
-  for (const [name, t] of Object.entries(c.targets)) {
-    if (!t.bench.command.some((a) => a.includes("{metrics}"))) {
-      problems.push({
-        keyPath: `targets.${name}.bench.command`,
-        message: "must contain {metrics}: the engine reads numbers only from the metrics file it names"
-      });
-    }
-    if (t.profile && !t.profile.command.some((a) => a.includes("{trace}"))) {
-      problems.push({ keyPath: `targets.${name}.profile.command`, message: "must contain {trace}" });
-    }
   }
   return problems;
 }
@@ -39175,7 +39157,7 @@ var hillclimb_schema_default = {
     target: {
       type: "object",
       additionalProperties: false,
-      required: ["editable", "protected", "correctness", "bench"],
+      required: ["editable", "protected", "correctness", "programs", "bench"],
       properties: {
         description: { type: "string" },
         editable: {
@@ -39223,15 +39205,36 @@ var hillclimb_schema_default = {
             }
           }
         },
+        programs: {
+          type: "object",
+          additionalProperties: false,
+          required: ["module"],
+          description: "The target's programs. hillclimb runs `python -m <module> export` on the tree under test (the only process that imports the candidate's code: it writes jax.export programs) and `python -E -s -m <module> verify` in a tree without the editable paths (it verifies the programs against the reference and times them). See docs/kernels.md#programs.",
+          properties: {
+            module: {
+              type: "string",
+              pattern: "^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$",
+              description: "The harness module (protected) that ends with hillclimb_bench.cli(...), e.g. kernels.harness.programs."
+            },
+            args: {
+              type: "array",
+              items: { type: "string" },
+              default: [],
+              description: "Arguments for the module's target (after --), e.g. [--preset, tiny, --model, tiny]; both steps get the same."
+            },
+            timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 15,
+              description: "Limit on one export."
+            }
+          }
+        },
         bench: {
           type: "object",
           additionalProperties: false,
-          required: ["command", "metric"],
+          required: ["metric"],
+          description: "How the verifier times the programs and which number decides.",
           properties: {
-            command: {
-              $ref: "#/definitions/command",
-              description: "Writes one metrics JSON to {metrics}."
-            },
             metric: {
               type: "object",
               additionalProperties: false,
@@ -39251,17 +39254,38 @@ var hillclimb_schema_default = {
               default: "measurements.fwd_bwd.mfu",
               description: "Dotted path of the MFU value reported beside the metric (null on CPU)."
             },
-            timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
+            repeats: {
+              type: "integer",
+              minimum: 1,
+              maximum: 1e3,
+              default: 10,
+              description: "Timed calls per round, per arm and program."
+            },
+            warmup: {
+              type: "integer",
+              minimum: 0,
+              maximum: 100,
+              default: 2,
+              description: "Untimed calls per round, per arm and program."
+            },
+            timeout_minutes: {
+              $ref: "#/definitions/minutes",
+              default: 20,
+              description: "Limit on one verifier session."
+            }
           }
         },
         profile: {
           type: "object",
           additionalProperties: false,
-          required: ["command"],
+          description: "One profiled run of the verified programs (a jax.profiler trace in the verifier), diffed against the champion's.",
           properties: {
-            command: {
-              $ref: "#/definitions/command",
-              description: "Writes a profiler trace directory to {trace}."
+            repeats: {
+              type: "integer",
+              minimum: 1,
+              maximum: 1e3,
+              default: 3,
+              description: "Timed calls per program before the traced steps."
             },
             timeout_minutes: { $ref: "#/definitions/minutes", default: 20 }
           }
@@ -39786,6 +39810,10 @@ function dedupe(problems) {
     return true;
   });
 }
+var RETIRED_KEYS = {
+  "*.bench.command": "is no longer read: a bench that imports the candidate cannot be believed. Name the target's harness module in targets.<target>.programs.module (hillclimb exports the candidate's programs with it, then verifies and times them in a process that never imports the candidate); see docs/kernels.md#programs",
+  "*.profile.command": "is no longer read: the profile traces the verified programs (targets.<target>.programs); set profile.repeats and profile.timeout_minutes, or leave profile out"
+};
 function pointerToPath(pointer) {
   if (pointer === "") return [];
   return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
@@ -39798,6 +39826,8 @@ function describeAjvError(e) {
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
+      const retired = RETIRED_KEYS[`${path.length === 3 && path[0] === "targets" ? `*.${path[2]}` : ""}.${key}`];
+      if (retired) return { keyPath: join7(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {

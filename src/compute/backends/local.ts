@@ -27,7 +27,15 @@ import {
 } from '../../exec/index.js';
 import { interpreterReadPaths, venvPython } from '../../project/index.js';
 import { copyPlainTree, type Logger, secretsFromEnv } from '../../util/index.js';
-import type { Backend, BackendInfo, Isolation, JobOutputs, JobResult, JobSpec } from '../backend.js';
+import {
+  type Backend,
+  type BackendInfo,
+  type Isolation,
+  type JobOutputs,
+  type JobResult,
+  type JobSpec,
+  OUTPUT_NAMES,
+} from '../backend.js';
 import { jobEnv, sandboxJobEnv } from '../job-env.js';
 import { clearDestinations, prepareDestinations } from '../outputs.js';
 
@@ -44,7 +52,7 @@ export interface LocalBackendOptions {
 }
 
 /** Where a sandboxed job writes its outputs, inside its private folder. */
-const SANDBOX_OUTPUTS = { metrics: 'metrics.json', junit: 'junit.xml', trace: 'trace' } as const;
+const SANDBOX_OUTPUTS = { metrics: 'metrics.json', junit: 'junit.xml', trace: 'trace', programs: 'programs' } as const;
 
 export interface LocalAccelerator {
   kind: 'tpu' | 'none';
@@ -144,6 +152,7 @@ export class LocalBackend implements Backend {
         ...(job.outputs.metrics ? { metrics: join(out, SANDBOX_OUTPUTS.metrics) } : {}),
         ...(job.outputs.junit ? { junit: join(out, SANDBOX_OUTPUTS.junit) } : {}),
         ...(job.outputs.trace ? { trace: join(out, SANDBOX_OUTPUTS.trace) } : {}),
+        ...(job.outputs.programs ? { programs: join(out, SANDBOX_OUTPUTS.programs) } : {}),
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache, ...inside });
       appendFileSync(job.logFile, `$ ${displayCommand(...split(argv))}\n`);
@@ -256,6 +265,7 @@ export class LocalBackend implements Backend {
     return {
       backend: this.name,
       hasAccelerator: tpu,
+      platform: tpu ? 'tpu' : 'cpu',
       description: tpu
         ? `local TPU (${this.accelerator.evidence})`
         : `local CPU (${availableParallelism()} cores)`,
@@ -270,7 +280,7 @@ function split(argv: readonly string[]): [string, string[]] {
 /** Copy what a sandboxed job wrote to the requested destinations (plain files only); returns what was refused. */
 function collectOutputs(inside: JobOutputs, outputs: JobOutputs): string[] {
   const refused: string[] = [];
-  for (const name of ['metrics', 'junit', 'trace'] as const) {
+  for (const name of OUTPUT_NAMES) {
     const from = inside[name];
     const to = outputs[name];
     if (from === undefined || to === undefined || !existsSync(from)) continue;

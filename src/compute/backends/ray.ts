@@ -389,6 +389,7 @@ export class RayBackend implements Backend {
     return {
       backend: this.name,
       hasAccelerator: hasTpu,
+      platform: hasTpu ? 'tpu' : 'cpu',
       description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ''}`,
       ...(tpuType ? { acceleratorType: tpuType } : {}),
     };

@@ -324,6 +324,7 @@ export class TpuVmBackend implements Backend {
     return {
       backend: this.name,
       hasAccelerator: true,
+      platform: 'tpu',
       description: a
         ? `tpu-vm ${a.acceleratorType} ${a.zone} (${a.name})`
         : `tpu-vm ${c.accelerator_type} (${c.zones.join(', ')}; not allocated)`,

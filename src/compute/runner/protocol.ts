@@ -3,11 +3,11 @@
  * the parsing of the marker lines it prints.
  */
 import { createHash } from 'node:crypto';
-import type { JobOutputs } from '../backend.js';
+import { type JobOutputs, OUTPUT_NAMES } from '../backend.js';
 import { shortHash } from '../names.js';
 import { RUNNER_FILE } from './source.js';
 
-export type OutputName = 'metrics' | 'junit' | 'trace';
+export type OutputName = (typeof OUTPUT_NAMES)[number];
 
 export interface RunnerSpec {
   /** Marks the runner's protocol lines for this job. */
@@ -35,7 +35,7 @@ export function runnerNonce(name: string): string {
 }
 
 export function requestedOutputs(outputs: JobOutputs): OutputName[] {
-  return (['metrics', 'junit', 'trace'] as const).filter((k) => outputs[k] !== undefined);
+  return OUTPUT_NAMES.filter((k) => outputs[k] !== undefined);
 }
 
 /** The argv (before shell quoting) that starts the runner from the root of the shipped tree. */

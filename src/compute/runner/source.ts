@@ -26,8 +26,8 @@ import sys
 import tarfile
 import tempfile
 
-OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace"}
-PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|root|cache)\}")
+OUTPUT_NAMES = {"metrics": "metrics.json", "junit": "junit.xml", "trace": "trace", "programs": "programs"}
+PLACEHOLDER = re.compile(r"\{(python|metrics|junit|trace|programs|root|cache)\}")
 KILL_GRACE_S = 5
 
 
@@ -79,7 +79,7 @@ def main():
     # candidate's job cannot plant compile-cache entries the champion's jobs load.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^[0-9a-f]{40,64}$", key) else os.path.join(cache, "shared")
+    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^([0-9a-f]{40,64}|verifier)$", key) else os.path.join(cache, "shared")
     os.makedirs(cache, exist_ok=True)
     values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:

@@ -1,9 +1,12 @@
 /**
  * The correctness gates, cheapest first. The CPU gate always runs on this machine (Pallas in interpret
  * mode), so accelerator time goes only to candidates that pass it; the accelerator gate runs on the
- * compute backend and is skipped when the backend has no accelerator. A failing or hanging test suite
- * makes the iteration `invalid` and is never retried; a gate that could not run at all is an
- * infrastructure failure.
+ * compute backend and is skipped when the backend has no accelerator.
+ *
+ * A gate passes only on the verifier's word (./programs.ts): the kernel's test suite runs first and its
+ * failures make the iteration `invalid`, but its passes are the candidate's process speaking; then the
+ * candidate's programs are exported and the verifier checks every one of the matrix against the
+ * reference. A gate that could not run at all is an infrastructure failure.
  */
 import { existsSync } from 'node:fs';
 import type { Backend } from '../../compute/index.js';
@@ -15,6 +18,16 @@ import { BundleFiles } from '../state/bundle.js';
 import { candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
 import { InfraFailure } from './failures.js';
 import { jobId } from './naming.js';
+import {
+  bundlePrograms,
+  exportPrograms,
+  iterationDraw,
+  type Platform,
+  ProgramFiles,
+  runVerifier,
+  VerifierFailed,
+  type VerifierRun,
+} from './programs.js';
 import type { Step, StepEnv, StepResult } from './step.js';
 
 const MINUTE_MS = 60_000;
@@ -52,9 +65,12 @@ async function runGate(
   backend: Backend,
 ): Promise<StepResult> {
   const candidate = ev.candidate!;
+  const label = which === 'cpu' ? 'CPU' : 'accelerator';
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
   const junitFile = bundle.path(BundleFiles.gateJunit(which));
   const logFile = bundle.path(BundleFiles.gateLog(which));
+  // 1. The kernel's own test suite, in the candidate's process: its failures count against the
+  //    candidate; its passes decide nothing (a process that imported the candidate could forge them).
   const result = await backend.run({
     id: jobId(ctx.runId, ev.iteration, `${which}-gate`, Date.now()),
     command: gate.command,
@@ -99,20 +115,83 @@ async function runGate(
   else if (result.killedBy === 'idle-timeout') {
     problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
-
-  if (problems.length > 0) {
+  const fail = (reasons: string[]): StepResult => {
     evidence.status = 'failed';
-    evidence.reason = problems[0];
+    evidence.reason = reasons[0];
     ev.gates[which] = evidence;
-    return {
-      status: 'verdict',
-      verdict: 'invalid',
-      reasons: [`${which === 'cpu' ? 'CPU' : 'accelerator'} correctness failed: ${problems.join('; ')}`],
-    };
+    return { status: 'verdict', verdict: 'invalid', reasons: [`${label} correctness failed: ${reasons.join('; ')}`] };
+  };
+  if (problems.length > 0) return fail(problems);
+
+  // 2. The candidate's programs, exported for this gate's platform (the only other process that runs
+  //    its code), then 3. verified over the matrix by the verifier, which never imports it.
+  const platform: Platform = which === 'cpu' ? 'cpu' : backend.info().platform;
+  const draw = iterationDraw(ev);
+  const programsDir = bundlePrograms(bundle, 'B', platform);
+  evidence.export = await exportPrograms(ctx, ev, {
+    backend,
+    workdir: wt.root,
+    commit: candidate.commit,
+    platform,
+    draw,
+    dest: programsDir,
+    logFile: bundle.path(ProgramFiles.exportLog('B', platform)),
+    record: { dir: ProgramFiles.dir('B', platform), logFile: ProgramFiles.exportLog('B', platform) },
+    name: `B-${platform}`,
+    step: `${which}-gate`,
+  });
+  if (evidence.export.status === 'failed') {
+    return fail([`the candidate's programs could not be exported: ${evidence.export.reason}`]);
+  }
+  const name = `${which}-gate` as const;
+  let run: VerifierRun;
+  try {
+    run = await runVerifier(ctx, ev, {
+      mode: 'gate',
+      platform,
+      draw,
+      arms: ['B'],
+      repeats: 1,
+      warmup: 0,
+      backend,
+      harness: ev.base.commit,
+      programs: { B: programsDir },
+      sessionFile: bundle.path(ProgramFiles.session(name)),
+      logFile: bundle.path(ProgramFiles.verifyLog(name)),
+      name,
+      step: name,
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) return fail([e.message]);
+    throw e;
+  }
+  const verdict = run.session.gate!;
+  const failing = verdict.programs
+    .filter((p) => p.status === 'failed')
+    .map((p) => `${p.key}: ${p.error ?? 'failed'}`);
+  evidence.verifier = {
+    passed: verdict.passed,
+    total: verdict.total,
+    failed: verdict.failed,
+    failing: failing.slice(0, MAX_FAILING_LISTED),
+    programs: run.session.arms.B?.programs ?? {},
+    platform,
+    draw,
+    sessionFile: ProgramFiles.session(name),
+    logFile: ProgramFiles.verifyLog(name),
+    durationMs: run.durationMs,
+  };
+  if (!verdict.passed) {
+    return fail([
+      verdict.total === 0
+        ? 'the verifier checked no programs'
+        : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`,
+    ]);
   }
   ev.gates[which] = evidence;
   const t = evidence.junit;
-  return { status: 'done', note: t ? `${t.passed} passed, ${t.skipped} skipped` : 'passed' };
+  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : '';
+  return { status: 'done', note: `${tests}${verdict.total} programs verified` };
 }
 
 export function gateJobDescription(ctx: LoopContext): string {

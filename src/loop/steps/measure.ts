@@ -1,25 +1,26 @@
 /**
- * measure: champion (A) and candidate (B) benchmarked in the same job, on the same backend, each run a
- * fresh process, interleaved ABAB… from a seeded random first arm. Runs are added in steps while the
- * confidence interval could still clear the accept bar (sequential stopping, rule fixed in the harness); the
- * noise floor comes from the champion's own runs (A/A) pooled over this run's iterations.
+ * measure: champion (A) and candidate (B) timed by the verifier (./programs.ts): a process that never
+ * imports either's code loads both arms' exported programs, verifies every one on fresh inputs, then
+ * times them call by call (A B B A …) in rounds; each round gives one run per arm. Byte-identical
+ * programs end as `no-op`. Rounds are added in sessions while the confidence interval could still
+ * clear the accept bar (sequential stopping, rule fixed in the harness); the noise floor comes from the
+ * champion's own runs (A/A) pooled over this run's iterations.
  *
- * A candidate run that fails makes the iteration `invalid` at once; a champion run that fails is an
- * infrastructure failure (the champion passed before), retried by the runner without losing the runs
- * already recorded.
+ * The candidate's programs are the ones its gate verified (the same files, checked by hash); the
+ * champion's are exported once per run and platform. A candidate that fails verification makes the
+ * iteration `invalid`; a champion that does is an infrastructure failure, retried by the runner.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   comparabilityProblems,
   type MeasuredRun,
-  type MeasurementEvidence,
   type MetricsFile,
   metricValue,
-  type PeakInfo,
   peakInfo,
+  type PeakInfo,
   readMetricsFile,
-  recordIsolation,
   runLevels,
   summarizeLevels,
 } from '../../evidence/index.js';
@@ -32,15 +33,22 @@ import {
   SEQUENTIAL_STEP,
   type SequentialPolicy,
 } from '../../stats/index.js';
-import { errorMessage } from '../../util/index.js';
+import { errorMessage, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
 import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';
-import { InfraFailure, Interrupted } from './failures.js';
-import { jobId } from './naming.js';
+import { InfraFailure } from './failures.js';
+import {
+  type ArmName,
+  bundlePrograms,
+  exportPrograms,
+  iterationDraw,
+  type Platform,
+  ProgramFiles,
+  runVerifier,
+  VerifierFailed,
+} from './programs.js';
 import type { Step, StepEnv, StepResult } from './step.js';
-
-const MINUTE_MS = 60_000;
 
 export function metricUnit(path: string): string {
   if (path.endsWith('_ms')) return 'ms';
@@ -57,10 +65,11 @@ export const measureStep: Step = {
 };
 
 async function measure(env: StepEnv): Promise<StepResult> {
-  const { ctx, ev } = env;
+  const { ctx, ev, bundle } = env;
   const metricConfig = ctx.target.bench.metric;
   const seed = ctx.config.measure.seed + ev.iteration;
-  ev.measurement ??= {
+  // A resumed measurement starts over: a session's rounds are only comparable within it.
+  ev.measurement = {
     metric: {
       path: metricConfig.path,
       direction: metricConfig.direction,
@@ -72,13 +81,12 @@ async function measure(env: StepEnv): Promise<StepResult> {
     mfu: { a: null, b: null },
     noise: { cv: null, champion_runs: 0 },
     looks: [],
+    sessions: [],
   };
   const m = ev.measurement;
-  const candidate = ev.candidate!;
-  const arms = {
-    A: await worktreeAt(ctx, championWorktreePath(ctx, ev.base.commit), ev.base.commit),
-    B: await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit),
-  };
+  const platform = ctx.backend.info().platform;
+  const programs = await armPrograms(env, platform);
+  if ('verdict' in programs) return programs.verdict;
 
   const prior = priorChampionRuns(ctx, ev.iteration, ev.base.commit);
   const calibration = prior.length > 0 ? calibrateNoise(prior) : undefined;
@@ -100,7 +108,7 @@ async function measure(env: StepEnv): Promise<StepResult> {
   };
 
   for (;;) {
-    const values = (arm: 'A' | 'B') =>
+    const values = (arm: ArmName) =>
       m.runs.filter((r) => r.arm === arm && r.value !== null).map((r) => r.value as number);
     const decision = decideNext(values('A'), values('B'), opts, policy);
     const n = Math.min(values('A').length, values('B').length);
@@ -110,45 +118,18 @@ async function measure(env: StepEnv): Promise<StepResult> {
       break;
     }
     if (n > 0) m.looks.push({ n, action: 'more', reason: decision.reason });
-    for (const arm of schedule(m.firstArm, decision.addRuns.a, decision.addRuns.b)) {
-      const index = m.runs.filter((r) => r.arm === arm).length + 1;
-      ctx.progress(`measure ${runName(arm, index)}`);
-      const run = await benchRun(env, arm, index, arms[arm].root);
-      if (run.problem && arm === 'A') {
-        m.discarded ??= [];
-        m.discarded.push(run);
-        env.save();
-        throw new InfraFailure(
-          `champion benchmark run ${runName('A', index)} failed: ${run.problem} (the champion passed before; treated as infrastructure)`,
-        );
-      }
-      m.runs.push(run);
-      env.save();
-      if (run.problem) {
-        return {
-          status: 'verdict',
-          verdict: 'invalid',
-          reasons: [`candidate benchmark run ${runName('B', index)} failed: ${run.problem}`],
-        };
-      }
-      const mismatch = await comparability(env.bundle, m, run);
-      if (mismatch.length > 0) {
-        return {
-          status: 'verdict',
-          verdict: 'invalid',
-          reasons: [`runs are not comparable: ${mismatch.join('; ')}`],
-        };
-      }
-    }
+    const rounds = Math.max(decision.addRuns.a, decision.addRuns.b);
+    const ended = await session(env, platform, programs, rounds);
+    if (ended) return ended;
   }
 
-  const mfus = (arm: 'A' | 'B') => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu);
+  const mfus = (arm: ArmName) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu);
   const medianOrNull = (xs: Array<number | null>) =>
     xs.length > 0 && xs.every((x) => x !== null) ? median(xs as number[]) : null;
   m.mfu = { a: medianOrNull(mfus('A')), b: medianOrNull(mfus('B')) };
   const lastB = [...m.runs].reverse().find((r) => r.arm === 'B' && r.value !== null);
   if (lastB) {
-    const metrics = await readMetricsFile(env.bundle.path(lastB.metricsFile));
+    const metrics = await readMetricsFile(bundle.path(lastB.metricsFile));
     m.device = {
       backend: metrics.device.backend,
       kind: metrics.device.kind,
@@ -169,87 +150,234 @@ async function measure(env: StepEnv): Promise<StepResult> {
     );
   }
   const c = m.comparison;
-  return { status: 'done', note: c ? `${c.verdict} after ${m.runs.length} runs` : undefined };
+  const sessions = m.sessions?.length ?? 0;
+  return {
+    status: 'done',
+    note: c ? `${c.verdict} after ${m.runs.length} runs in ${sessions} verifier session(s)` : undefined,
+  };
 }
 
 /** A run's name as its files are named: A-01, B-12. */
-export function runName(arm: 'A' | 'B', index: number): string {
+export function runName(arm: ArmName, index: number): string {
   return `${arm}-${String(index).padStart(2, '0')}`;
 }
 
-/** The arms of one batch in run order: pairs starting with `first`, then any remainder. */
-export function schedule(first: 'A' | 'B', addA: number, addB: number): Array<'A' | 'B'> {
-  const second = first === 'A' ? 'B' : 'A';
-  const left = { A: addA, B: addB };
-  const order: Array<'A' | 'B'> = [];
-  while (left.A > 0 || left.B > 0) {
-    for (const arm of [first, second] as const) {
-      if (left[arm] > 0) {
-        order.push(arm);
-        left[arm] -= 1;
-      }
-    }
-  }
-  return order;
+interface ArmPrograms {
+  A: string;
+  B: string;
+  /** The hashes the candidate's gate verified on this platform, when it ran there. */
+  verifiedByGate?: Record<string, string>;
 }
 
-async function benchRun(env: StepEnv, arm: 'A' | 'B', index: number, workdir: string): Promise<MeasuredRun> {
-  const { ctx, bundle, ev } = env;
-  const metricsFile = BundleFiles.runMetrics(arm, index);
-  const logFile = BundleFiles.runLog(arm, index);
-  rmSync(bundle.path(metricsFile), { force: true });
-  rmSync(bundle.path(logFile), { force: true });
-  const result = await ctx.backend.run({
-    // A retried run gets a fresh id: backends (Ray) attach a repeated id to the earlier, failed job.
-    id: jobId(ctx.runId, ev.iteration, 'bench', arm, index, `a${attemptOf(ev.measurement, arm, index)}`),
-    command: ctx.target.bench.command,
-    workdir,
-    timeoutMs: ctx.target.bench.timeout_minutes * MINUTE_MS,
-    outputs: { metrics: bundle.path(metricsFile) },
-    logFile: bundle.path(logFile),
-    signal: ctx.signal,
-    // Each arm's code has its own compile cache: the candidate cannot plant entries the champion loads.
-    cacheKey: await ctx.git.treeHash(arm === 'A' ? ev.base.commit : ev.candidate!.commit),
+/**
+ * Both arms' programs for `platform`: the candidate's as its gate exported and verified them (exported
+ * now where no gate ran on this platform), the champion's from the run's cache (exported once).
+ */
+async function armPrograms(env: StepEnv, platform: Platform): Promise<ArmPrograms | { verdict: StepResult }> {
+  const { ctx, ev, bundle } = env;
+  const candidate = ev.candidate!;
+  const gate = platform === 'cpu' ? ev.gates.cpu : ev.gates.accelerator;
+  const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform;
+  const B = bundlePrograms(bundle, 'B', platform);
+  if (!gated || !existsSync(join(B, 'manifest.json'))) {
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+    const exported = await exportPrograms(ctx, ev, {
+      backend: ctx.backend,
+      workdir: wt.root,
+      commit: candidate.commit,
+      platform,
+      draw: iterationDraw(ev),
+      only: 'bench',
+      dest: B,
+      logFile: bundle.path(ProgramFiles.exportLog('B', platform)),
+      record: { dir: ProgramFiles.dir('B', platform), logFile: ProgramFiles.exportLog('B', platform) },
+      name: `B-${platform}`,
+      step: 'measure',
+    });
+    if (exported.status === 'failed') {
+      return {
+        verdict: {
+          status: 'verdict',
+          verdict: 'invalid',
+          reasons: [`the candidate's programs could not be exported: ${exported.reason}`],
+        },
+      };
+    }
+  }
+  const A = await championPrograms(ctx, ev, ev.base.commit, platform);
+  const inBundle = bundlePrograms(bundle, 'A', platform);
+  rmSync(inBundle, { recursive: true, force: true });
+  cpSync(A, inBundle, { recursive: true });
+  return { A: inBundle, B, ...(gated ? { verifiedByGate: gate.verifier!.programs } : {}) };
+}
+
+/** The folder of the champion's timed programs for `platform`, exported once and kept in the state. */
+export async function championPrograms(
+  ctx: LoopContext,
+  ev: Parameters<typeof exportPrograms>[1],
+  commit: string,
+  platform: Platform,
+): Promise<string> {
+  const key = createHash('sha256')
+    .update(JSON.stringify([commit, platform, ctx.target.programs.module, ctx.target.programs.args]))
+    .digest('hex')
+    .slice(0, 20);
+  const dir = join(ctx.stateDir, 'cache', 'programs', key);
+  if (existsSync(join(dir, 'manifest.json'))) return dir;
+  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit), commit);
+  const exported = await exportPrograms(ctx, ev, {
+    backend: ctx.backend,
+    workdir: wt.root,
+    commit,
+    platform,
+    draw: iterationDraw(ev),
+    only: 'bench',
+    dest: dir,
+    logFile: join(ctx.stateDir, 'cache', 'programs', `${key}.log`),
+    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
+    name: `A-${platform}`,
+    step: 'measure',
   });
-  if (result.isolation) recordIsolation(ev, 'measure', { mode: result.isolation, job: ctx.job });
-  if (result.killedBy === 'abort') throw new Interrupted('benchmark cancelled');
-  if (result.infraError) throw new InfraFailure(`benchmark run ${runName(arm, index)}: ${result.infraError}`);
+  if (exported.status === 'failed') {
+    rmSync(dir, { recursive: true, force: true });
+    throw new InfraFailure(`the champion's programs could not be exported: ${exported.reason}`, {
+      hint: 'the champion passed before: check the machine (the export log is in the state folder)',
+    });
+  }
+  return dir;
+}
+
+/**
+ * One verifier session of `rounds` rounds: its runs join the measurement, or it ends the iteration
+ * (`no-op`, `invalid`; a champion failure throws).
+ */
+async function session(
+  env: StepEnv,
+  platform: Platform,
+  programs: ArmPrograms,
+  rounds: number,
+): Promise<StepResult | undefined> {
+  const { ctx, ev, bundle } = env;
+  const m = ev.measurement!;
+  const index = (m.sessions?.length ?? 0) + 1;
+  const name = `measure-${String(index).padStart(2, '0')}`;
+  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
+  const invalid = (reason: string): StepResult => ({ status: 'verdict', verdict: 'invalid', reasons: [reason] });
+  let run: Awaited<ReturnType<typeof runVerifier>>;
+  try {
+    run = await runVerifier(ctx, ev, {
+      mode: 'measure',
+      platform,
+      draw: iterationDraw(ev),
+      arms: ['A', 'B'],
+      rounds,
+      repeats: ctx.target.bench.repeats,
+      warmup: ctx.target.bench.warmup,
+      backend: ctx.backend,
+      harness: ev.base.commit,
+      programs: { A: programs.A, B: programs.B },
+      sessionFile: bundle.path(ProgramFiles.session(name)),
+      logFile: bundle.path(ProgramFiles.verifyLog(name)),
+      name,
+      step: 'measure',
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) return invalid(`measurement: ${e.message}`);
+    throw e;
+  }
+  m.sessions!.push({
+    index,
+    rounds,
+    durationMs: run.durationMs,
+    file: ProgramFiles.session(name),
+    logFile: ProgramFiles.verifyLog(name),
+  });
+  env.save();
+  const s = run.session;
+  const a = s.arms.A;
+  const b = s.arms.B;
+  if (!a || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
+  m.programs = { platform, A: a.programs, B: b.programs };
+  if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
+  if (a.failure) {
+    throw new InfraFailure(`the champion's programs failed verification: ${a.failure}`, {
+      hint: 'the champion passed before; see the session log in the bundle',
+    });
+  }
+  if (s.identical) {
+    const n = Object.keys(b.programs).length;
+    return {
+      status: 'verdict',
+      verdict: 'no-op',
+      reasons: [`the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`],
+    };
+  }
+  const forged = Object.entries(b.programs).filter(
+    ([key, hash]) => programs.verifiedByGate?.[key] !== undefined && programs.verifiedByGate[key] !== hash,
+  );
+  if (forged.length > 0) {
+    return invalid(
+      `the programs measured are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
+    );
+  }
+  if (s.rounds.length !== rounds) {
+    throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
+  }
+  for (const round of s.rounds) {
+    const order: ArmName[] = round.first === 'B' ? ['B', 'A'] : ['A', 'B'];
+    for (const arm of order) {
+      const problem = addRun(env, arm, round.metrics[arm]!, {
+        index,
+        durationMs: run.durationMs / rounds,
+        logFile: ProgramFiles.verifyLog(name),
+      });
+      if (problem) return invalid(problem);
+    }
+  }
+  env.save();
+  const mismatch = await comparability(bundle, m.runs);
+  if (mismatch.length > 0) return invalid(`runs are not comparable: ${mismatch.join('; ')}`);
+  return undefined;
+}
+
+/** Record one round of one arm as a run; returns why it cannot count, if so. */
+function addRun(
+  env: StepEnv,
+  arm: ArmName,
+  metrics: MetricsFile,
+  from: { index: number; durationMs: number; logFile: string },
+): string | undefined {
+  const { ctx, bundle, ev } = env;
+  const m = ev.measurement!;
+  const runIndex = m.runs.filter((r) => r.arm === arm).length + 1;
+  const metricsFile = BundleFiles.runMetrics(arm, runIndex);
+  writeJsonAtomic(bundle.path(metricsFile), metrics);
   const run: MeasuredRun = {
     arm,
-    index,
+    index: runIndex,
     value: null,
     mfu: null,
-    exitCode: result.exitCode,
-    durationMs: result.durationMs,
+    exitCode: 0,
+    durationMs: from.durationMs,
     metricsFile,
-    logFile,
+    logFile: from.logFile,
+    session: from.index,
   };
-  if (result.killedBy === 'timeout' || result.killedBy === 'idle-timeout') {
-    run.problem = `killed after ${ctx.target.bench.timeout_minutes} min (${result.killedBy})`;
-    return run;
-  }
-  if (result.exitCode !== 0) {
-    run.problem = `exit code ${result.exitCode} (log: ${logFile})`;
-    return run;
-  }
+  m.runs.push(run);
   try {
-    const metrics = await readMetricsFile(bundle.path(metricsFile));
-    // A bench that says it did not verify what it timed (a debug flag) gives no evidence.
-    if (metrics.verification?.verified === false) {
-      run.problem = `${metricsFile}: the bench did not verify what it timed (verification.verified is false)`;
-      return run;
-    }
     run.value = metricValue(metrics, ctx.target.bench.metric.path, metricsFile);
-    if (!(run.value > 0)) {
-      run.problem = `metric ${ctx.target.bench.metric.path} is ${run.value}, not positive`;
-      run.value = null;
-    }
-    run.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
-    run.levels = runLevels(metrics);
   } catch (e) {
     run.problem = errorMessage(e);
+    return `${runName(arm, runIndex)}: ${run.problem}`;
   }
-  return run;
+  if (!(run.value > 0)) {
+    run.problem = `metric ${ctx.target.bench.metric.path} is ${run.value}, not positive`;
+    run.value = null;
+    return `${runName(arm, runIndex)}: ${run.problem}`;
+  }
+  run.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
+  run.levels = runLevels(metrics);
+  return undefined;
 }
 
 /** What the candidate's metrics say about both levels: the peak, and the model its runs trained. */
@@ -277,11 +405,6 @@ function levelInfo(metrics: MetricsFile): {
   };
 }
 
-/** 1 + the failed, discarded runs of this arm and index: the attempt number of the next run. */
-function attemptOf(m: MeasurementEvidence | undefined, arm: 'A' | 'B', index: number): number {
-  return 1 + (m?.discarded ?? []).filter((r) => r.arm === arm && r.index === index).length;
-}
-
 function optionalMetric(metrics: MetricsFile, path: string, file: string): number | null {
   try {
     return metricValue(metrics, path, file);
@@ -290,15 +413,17 @@ function optionalMetric(metrics: MetricsFile, path: string, file: string): numbe
   }
 }
 
-/** A run must measure the same problem on the same kind of device as the first champion run. */
-async function comparability(bundle: Bundle, m: MeasurementEvidence, run: MeasuredRun): Promise<string[]> {
-  const firstA = m.runs.find((r) => r.arm === 'A' && r.value !== null);
-  if (!firstA || firstA === run) return [];
-  const [a, b] = await Promise.all([
-    readMetricsFile(bundle.path(firstA.metricsFile)),
-    readMetricsFile(bundle.path(run.metricsFile)),
-  ]);
-  return comparabilityProblems(a, b);
+/** Every run must measure the same problem on the same kind of device as the first champion run. */
+async function comparability(bundle: Bundle, runs: readonly MeasuredRun[]): Promise<string[]> {
+  const firstA = runs.find((r) => r.arm === 'A' && r.value !== null);
+  if (!firstA) return [];
+  const a = await readMetricsFile(bundle.path(firstA.metricsFile));
+  for (const run of runs) {
+    if (run === firstA || run.value === null) continue;
+    const problems = comparabilityProblems(a, await readMetricsFile(bundle.path(run.metricsFile)));
+    if (problems.length > 0) return problems.map((p) => `${runName(run.arm, run.index)}: ${p}`);
+  }
+  return [];
 }
 
 /**

@@ -23,12 +23,10 @@ import {
 import { errorMessage, readJson, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
-import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';
 import { InfraFailure, Interrupted } from './failures.js';
-import { jobId } from './naming.js';
+import { championPrograms } from './measure.js';
+import { type ArmName, bundlePrograms, iterationDraw, ProgramFiles, runVerifier, VerifierFailed } from './programs.js';
 import type { Step } from './step.js';
-
-const MINUTE_MS = 60_000;
 
 export interface ProfileResult {
   traceDir: string;
@@ -44,21 +42,23 @@ export const profileStep: Step = {
       ev.profile = { status: 'skipped', reason: 'no profile command configured for this target' };
       return { status: 'skipped', note: 'no profile command configured' };
     }
-    const candidate = ev.candidate!;
     try {
-      const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
       const traceDir = bundle.path(BundleFiles.profileDir);
-      const summary = await profileCommit(
-        ctx,
-        wt.root,
-        candidate.commit,
+      const platform = ctx.backend.info().platform;
+      const programs = bundlePrograms(bundle, 'B', platform);
+      if (!existsSync(join(programs, 'manifest.json'))) {
+        throw new Error(`the candidate has no exported programs for ${platform} (the measurement did not run)`);
+      }
+      const summary = await profileCommit(ctx, ev, {
+        arm: 'B',
+        harness: ev.base.commit,
+        programs,
         traceDir,
-        jobId(ctx.runId, ev.iteration, 'profile', Date.now()),
-        {
-          metrics: bundle.path(BundleFiles.profileMetrics),
-          log: bundle.path(BundleFiles.profileLog),
-        },
-      );
+        metrics: bundle.path(BundleFiles.profileMetrics),
+        log: bundle.path(BundleFiles.profileLog),
+        session: bundle.path(ProgramFiles.session('profile')),
+        name: 'profile',
+      });
       writeJsonAtomic(bundle.path(BundleFiles.summary), summary);
       const champion = await championProfile(ctx, ev.base.commit);
       writeJsonAtomic(bundle.path(BundleFiles.championSummary), champion.summary);
@@ -111,35 +111,56 @@ function measuredAgreement(
   });
 }
 
-/** Run the profile command in `workdir` and analyse the trace it writes to `traceDir`. */
+/**
+ * Profile an arm's verified programs: the verifier (profile mode) checks them on fresh inputs, times
+ * them and traces a few steps of each; the trace it writes to `traceDir` is analysed here.
+ */
 async function profileCommit(
   ctx: LoopContext,
-  workdir: string,
-  commit: string,
-  traceDir: string,
-  id: string,
-  files: { metrics: string; log: string },
+  ev: Parameters<typeof runVerifier>[1],
+  o: {
+    arm: ArmName;
+    harness: string;
+    programs: string;
+    traceDir: string;
+    metrics: string;
+    log: string;
+    session: string;
+    name: string;
+  },
 ): Promise<TraceSummary> {
   const profile = ctx.target.profile!;
-  rmSync(traceDir, { recursive: true, force: true });
-  mkdirSync(traceDir, { recursive: true });
-  const result = await ctx.backend.run({
-    id,
-    command: profile.command,
-    workdir,
-    timeoutMs: profile.timeout_minutes * MINUTE_MS,
-    outputs: { trace: traceDir, metrics: files.metrics },
-    logFile: files.log,
-    signal: ctx.signal,
-    // The code's own compile cache, as for its measured runs: never another commit's.
-    cacheKey: await ctx.git.treeHash(commit),
-  });
-  if (result.killedBy === 'abort') throw new Interrupted('profile cancelled');
-  if (result.infraError) throw new InfraFailure(`profile run: ${result.infraError}`);
-  if (result.exitCode !== 0) {
-    throw new Error(`profile command exited ${result.exitCode ?? result.killedBy} (log: ${files.log})`);
+  rmSync(o.traceDir, { recursive: true, force: true });
+  mkdirSync(o.traceDir, { recursive: true });
+  let run: Awaited<ReturnType<typeof runVerifier>>;
+  try {
+    run = await runVerifier(ctx, ev, {
+      mode: 'profile',
+      platform: ctx.backend.info().platform,
+      draw: iterationDraw(ev),
+      arms: [o.arm],
+      repeats: profile.repeats,
+      warmup: 1,
+      trace: true,
+      backend: ctx.backend,
+      harness: o.harness,
+      programs: { [o.arm]: o.programs },
+      sessionFile: o.session,
+      logFile: o.log,
+      traceDir: o.traceDir,
+      name: o.name,
+      step: 'profile',
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) throw new Error(e.message);
+    throw e;
   }
-  return summarizeTracePath(traceDir, undefined, deviceKindOpts(files.metrics));
+  const failure = run.session.arms[o.arm]?.failure;
+  if (failure || !run.session.profile) {
+    throw new Error(`the verifier did not profile the programs: ${failure ?? 'no profile in the session'}`);
+  }
+  writeJsonAtomic(o.metrics, run.session.profile.metrics);
+  return summarizeTracePath(o.traceDir, undefined, deviceKindOpts(o.metrics));
 }
 
 /** The device kind the bench recorded (metrics JSON `device.kind`), for the roofline of JSON traces. */
@@ -168,7 +189,9 @@ export function storedProfileKey(ctx: LoopContext, commit: string): string {
 /** The local cache folder of a commit's profile, by commit, profile command and device. */
 function cacheDir(ctx: LoopContext, commit: string): string {
   const key = createHash('sha256')
-    .update(JSON.stringify([commit, ctx.target.profile?.command, ctx.backend.info().description]))
+    .update(
+      JSON.stringify([commit, ctx.target.programs, ctx.target.profile, ctx.backend.info().description]),
+    )
     .digest('hex')
     .slice(0, 20);
   return join(ctx.stateDir, 'cache', 'profiles', key);
@@ -224,18 +247,18 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
   // Profiled before by another job or iteration (same commit, same kind of device): reuse its summary.
   const stored = await knownProfileSummary(ctx, commit);
   if (stored) return { traceDir: storedProfileKey(ctx, commit), summary: stored, cached: true };
-  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit), commit);
-  const summary = await profileCommit(
-    ctx,
-    wt.root,
-    commit,
+  const where = { iteration: 0 };
+  const platform = ctx.backend.info().platform;
+  const summary = await profileCommit(ctx, where, {
+    arm: 'A',
+    harness: commit,
+    programs: await championPrograms(ctx, where, commit, platform),
     traceDir,
-    jobId(ctx.runId, 0, 'profile', commit.slice(0, 12), Date.now()),
-    {
-      metrics: join(dir, 'metrics.json'),
-      log: join(dir, 'profile.log'),
-    },
-  );
+    metrics: join(dir, 'metrics.json'),
+    log: join(dir, 'profile.log'),
+    session: join(dir, 'session.json'),
+    name: `profile-${commit.slice(0, 12)}`,
+  });
   writeJsonAtomic(summaryFile, summary);
   await shareProfileSummary(ctx, commit, summaryFile);
   return { traceDir, summary, cached: false };

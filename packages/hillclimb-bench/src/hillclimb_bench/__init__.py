@@ -1,50 +1,52 @@
-"""hillclimb-bench: time a kernel, verify every timed output, write hillclimb's metrics JSON.
+"""hillclimb-bench: export a kernel's programs, verify them where the kernel cannot reach, time them.
 
-A repository's bench is a short script that describes its kernel and calls :func:`main`::
+A target module (protected harness code) describes the kernel: which programs to export at which
+shapes, the inputs, the reference and the tolerance. hillclimb runs it twice, in two processes:
 
-    hillclimb_bench.main(
-        target="softmax", impl="pallas", preset="small", dtype="float32",
-        make_inputs=lambda rng: (rng.standard_normal((8, 128), dtype=np.float32),),
-        measurements={"fwd": Measurement(fn=my_softmax, reference=ref_softmax, rel_rms_tol=1e-5)},
-    )
+- ``python -m <module> export`` imports the kernel and writes each program with ``jax.export``
+  (:mod:`~hillclimb_bench.export`); this is the only process that runs the candidate's code, and
+  nothing it says is believed;
+- ``python -E -s -m <module> verify`` never imports the kernel (:mod:`~hillclimb_bench.isolation`),
+  reads the programs as data (:mod:`~hillclimb_bench.programs`: hashed, checked for host round trips
+  and foreign custom calls), verifies every output of every program on inputs from a seed drawn
+  there, and times exactly the verified programs: both arms of a comparison call by call in one
+  process (:mod:`~hillclimb_bench.verify`).
 
-One process: draw a seed (``os.urandom``, or ``--seed`` to reproduce), build ``input_sets`` input
-sets from it, verify every array each callable returns on every set against the reference
-(relative RMS within the stated tolerance), warm up, time ``--repeats`` calls alternating over the
-sets (``perf_counter`` around the call and ``jax.block_until_ready`` when JAX is installed), then
-check that every timed call's output is bit-identical to the verified one. Guards
-(:mod:`hillclimb_bench.guards`) check throughout that the kernel rebound nothing the bench relies on
-(timers, ``json``, ``numpy``, this package's checks, JAX options and hooks). Only then is the
-metrics JSON written (``schemas/metrics.schema.json`` of hillclimb).
-
-The parts are public for benches that need their own driver (the gdn harness of hillclimb is one):
-:mod:`~hillclimb_bench.timing` (the timing loop), :mod:`~hillclimb_bench.checks` (timed outputs vs
-verified ones), :mod:`~hillclimb_bench.peaks` (the device peak table, a measured peak, MFU),
-:mod:`~hillclimb_bench.metrics` (the document's common parts, its atomic write) and
-:mod:`~hillclimb_bench.guards`.
-
-Exit codes of :func:`main`: 0 ok; 1 a verification failed (one ``bench: failed: <quantity>: …``
-line, no metrics file); 2 bad arguments (one ``bench: …`` line).
+:class:`Kernel` describes a kernel in one call (see the README); :class:`Target` is the base for a
+harness with needs of its own (hillclimb's gdn target: an oracle program, a model-level training
+step). The parts stay public: :mod:`~hillclimb_bench.timing`, :mod:`~hillclimb_bench.checks`,
+:mod:`~hillclimb_bench.peaks`, :mod:`~hillclimb_bench.metrics`, :mod:`~hillclimb_bench.guards`.
 """
 
 from __future__ import annotations
 
-from . import checks, guards, metrics, peaks, timing
-from ._bench import Measurement, main, measure
+from . import checks, guards, isolation, metrics, peaks, programs, timing
+from .command_line import cli
 from .errors import UsageError, VerificationError
 from .peaks import device_peak, peak_table_path
+from .programs import Request
+from .target import Kernel, Program, Target, Verified, Work, case_id, compare, named_leaves
 
 __all__ = [
-    "Measurement",
+    "Kernel",
+    "Program",
+    "Request",
+    "Target",
     "UsageError",
     "VerificationError",
+    "Verified",
+    "Work",
+    "case_id",
     "checks",
+    "cli",
+    "compare",
     "device_peak",
     "guards",
-    "main",
-    "measure",
+    "isolation",
     "metrics",
+    "named_leaves",
     "peak_table_path",
     "peaks",
+    "programs",
     "timing",
 ]

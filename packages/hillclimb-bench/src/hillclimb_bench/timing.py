@@ -6,7 +6,7 @@ the guards check that nobody rebinds them here or in ``time``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from time import monotonic_ns, perf_counter
 from typing import Any
 
@@ -56,5 +56,53 @@ def time_calls(
     if sum(samples) > wall_ms * 1.01 + 0.5:
         raise VerificationError(
             name, f"timer mismatch: samples sum {sum(samples):.3f} ms > wall {wall_ms:.3f} ms"
+        )
+    return samples, kept
+
+
+def time_interleaved(
+    name: str,
+    programs: Mapping[str, Callable[..., Any]],
+    sets: Mapping[str, Sequence[tuple[Any, ...]]],
+    *,
+    repeats: int,
+    warmup: int,
+    block: Callable[[Any], Any],
+    keep: Mapping[str, Collection[int]],
+) -> tuple[dict[str, list[float]], dict[str, dict[int, Any]]]:
+    """Time several programs (the arms of a comparison) call by call in this process.
+
+    ``programs`` maps an arm to its program, in the order of the first pair; each later pair
+    reverses the order of the one before (A B, B A, A B, …), so neither arm always runs right after
+    the other. Call ``r`` of an arm runs on ``sets[arm][r % len(sets[arm])]``. ``warmup`` untimed
+    calls per arm come first, interleaved the same way. Returns the samples in ms per arm and the
+    outputs of the calls in ``keep[arm]``, for the caller to compare after the clock stopped."""
+    order = list(programs)
+
+    def call(arm: str, args: tuple[Any, ...]) -> Any:
+        try:
+            return block(programs[arm](*args))
+        except Exception as e:  # the program's own failure is a failed check, not a crash
+            raise VerificationError(f"{name} [{arm}]", f"raised {type(e).__name__}: {e}") from e
+
+    for i in range(warmup):
+        for arm in order if i % 2 == 0 else order[::-1]:
+            call(arm, sets[arm][i % len(sets[arm])])
+    samples: dict[str, list[float]] = {arm: [] for arm in order}
+    kept: dict[str, dict[int, Any]] = {arm: {} for arm in order}
+    wall0 = monotonic_ns()
+    for r in range(repeats):
+        for arm in order if r % 2 == 0 else order[::-1]:
+            args = sets[arm][r % len(sets[arm])]
+            t0 = perf_counter()
+            out = call(arm, args)
+            samples[arm].append((perf_counter() - t0) * 1e3)
+            if r in keep.get(arm, ()):
+                kept[arm][r] = out
+    wall_ms = (monotonic_ns() - wall0) / 1e6
+    total = sum(sum(s) for s in samples.values())
+    if total > wall_ms * 1.01 + 0.5:
+        raise VerificationError(
+            name, f"timer mismatch: samples sum {total:.3f} ms > wall {wall_ms:.3f} ms"
         )
     return samples, kept
