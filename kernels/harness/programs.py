@@ -23,7 +23,6 @@ training step against the same model on the oracle (``model_verify.py``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -183,14 +182,18 @@ class GdnTarget(hillclimb_bench.Target):
         errors: dict[str, dict[str, float]] = {}
         for input_set in sets:
             want = tuple(jax.block_until_ready(oracle(*input_set.call_args("fwd_bwd"))))
-            out = tuple(jax.tree.leaves(jax.block_until_ready(program(*input_set.call_args(request.name)))))
+            out = tuple(
+                jax.tree.leaves(jax.block_until_ready(program(*input_set.call_args(request.name))))
+            )
             try:
                 result = verify.compare(request.name, input_set, out, want, dtype=case.dtype)
             except verify.MismatchError as e:
                 raise hillclimb_bench.VerificationError(request.key, str(e)) from None
             outputs.append(out)
             for quantity, (max_abs, rel_rms) in result.items():
-                worst = errors.setdefault(f"{request.name}.{quantity}", {"max_abs": 0.0, "rel_rms": 0.0})
+                worst = errors.setdefault(
+                    f"{request.name}.{quantity}", {"max_abs": 0.0, "rel_rms": 0.0}
+                )
                 worst["max_abs"] = max(worst["max_abs"], max_abs)
                 worst["rel_rms"] = max(worst["rel_rms"], rel_rms)
         return Verified(
@@ -249,7 +252,13 @@ class GdnTarget(hillclimb_bench.Target):
             executed_flops=None
             if chunk is None
             else flops.executed_flops(
-                impl=self.impl, B=c.B, T=c.T, H=c.H, K=c.K, V=c.V, chunk_size=chunk,
+                impl=self.impl,
+                B=c.B,
+                T=c.T,
+                H=c.H,
+                K=c.K,
+                V=c.V,
+                chunk_size=chunk,
                 measurement=request.name,
             ),
         )
@@ -269,20 +278,22 @@ class GdnTarget(hillclimb_bench.Target):
             extra["notes"].append(
                 f"chunk size {chunk} as the export reported it (informational: executed_flops)"
             )
-        timed_kernel = next((v for k, v in verified.items() if not k.startswith(MODEL_MEASUREMENT)), None)
+        timed_kernel = next(
+            (v for k, v in verified.items() if not k.startswith(MODEL_MEASUREMENT)), None
+        )
         if timed_kernel is not None:
             extra["notes"].append(
-                "inputs alternate between "
-                f"{len(timed_kernel.sets)} sets ({', '.join(timed_kernel.details.get('gates', []))} gates); "
-                "every returned array verified against the fp32 oracle on each"
+                f"inputs alternate between {len(timed_kernel.sets)} sets "
+                f"({', '.join(timed_kernel.details.get('gates', []))} gates); every returned array "
+                "verified against the fp32 oracle on each"
             )
         step = verified.get(f"{MODEL_MEASUREMENT}@{self.model.name}") if self.model else None
         if self.model is not None and step is not None:
             extra["model"] = model_section(self.model, step)
             extra["notes"].append(
                 f"train_step: one AdamW step of the {self.model.name} GDN hybrid on the kernel; "
-                f"timed calls alternate over the inputs of its first {spec.MODEL_STEPS} steps, each "
-                "verified against the same model on the fp32 oracle"
+                f"timed calls alternate over the inputs of its first {spec.MODEL_STEPS} steps, "
+                "each verified against the same model on the fp32 oracle"
             )
         return extra
 
@@ -329,7 +340,9 @@ def reported_chunk(info: Mapping[str, Any], case: spec.Case) -> int | None:
 
 
 def case_of(preset: Any) -> spec.Case:
-    return spec.Case(B=preset.B, T=preset.T, H=preset.H, K=preset.K, V=preset.V, C=None, dtype=preset.dtype)
+    return spec.Case(
+        B=preset.B, T=preset.T, H=preset.H, K=preset.K, V=preset.V, C=None, dtype=preset.dtype
+    )
 
 
 def gate_draws(draw: int) -> list[spec.Case]:
@@ -358,14 +371,11 @@ def _chunk(x: Any) -> int | None:
 
 
 def make_target(argv: list[str]) -> GdnTarget:
-    p = argparse.ArgumentParser(prog="kernels.harness.programs -- ")
+    p = hillclimb_bench.ArgumentParser(prog="kernels.harness.programs (target arguments)")
     p.add_argument("--preset", required=True, choices=sorted(_presets.PRESETS))
     p.add_argument("--model", default=None, choices=sorted(_presets.MODEL_PRESETS))
     p.add_argument("--impl", default="pallas", choices=spec.IMPLS)
-    try:
-        args = p.parse_args(argv)
-    except SystemExit:
-        raise hillclimb_bench.UsageError(f"bad target arguments: {' '.join(argv)}") from None
+    args = p.parse_args(argv)
     if args.model is not None:
         model_dtype = _presets.MODEL_PRESETS[args.model].dtype
         preset_dtype = _presets.PRESETS[args.preset].dtype

@@ -1,6 +1,7 @@
 """The ``matmul`` target's programs (protected): what the export writes, how the verifier checks it.
 
-    python -m kernels.matmul_harness.programs export --platform cpu --draw N --out DIR -- --preset tiny
+    python -m kernels.matmul_harness.programs export --platform cpu --draw N --out DIR \\
+        -- --preset tiny
     python -E -s -m kernels.matmul_harness.programs verify --mode gate ... -- --preset tiny
 
 One program, ``fwd(x, w, b) = act(x @ w + b)`` of ``kernels.matmul.matmul_bias_act``: timed at the
@@ -13,7 +14,6 @@ epilogue (``presets.Preset.flops``). Nothing here imports ``kernels.matmul`` exc
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -97,7 +97,11 @@ class MatmulTarget(hillclimb_bench.Target):
         calls = find_pallas_calls(fn, *request.args)
         if not calls:
             raise hillclimb_bench.VerificationError(request.key, "the program has no pallas_call")
-        return {"tiles": "; ".join(f"{c.name}: grid {c.grid}, blocks {[b for _, b, _ in c.blocks]}" for c in calls)}
+        return {
+            "tiles": "; ".join(
+                f"{c.name}: grid {c.grid}, blocks {[b for _, b, _ in c.blocks]}" for c in calls
+            )
+        }
 
     def verify(self, request: Request, program: Any, *, seed: int) -> Verified:
         import jax
@@ -178,12 +182,9 @@ def make_inputs(p: Mapping[str, Any], rng: np.random.Generator) -> tuple[Any, ..
 
 
 def make_target(argv: list[str]) -> MatmulTarget:
-    p = argparse.ArgumentParser(prog="kernels.matmul_harness.programs -- ")
+    p = hillclimb_bench.ArgumentParser(prog="kernels.matmul_harness.programs (target arguments)")
     p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit:
-        raise hillclimb_bench.UsageError(f"bad target arguments: {' '.join(argv)}") from None
+    args = p.parse_args(argv)
     return MatmulTarget(args.preset)
 
 

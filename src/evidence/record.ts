@@ -162,7 +162,10 @@ export interface MeasurementEvidence {
   metric: { path: string; direction: 'higher' | 'lower'; label: string; unit: string };
   /** Runs in the order they ran (interleaved, random first arm). */
   runs: MeasuredRun[];
-  /** Champion runs that failed (infrastructure) and were re-run; kept as evidence, not used. */
+  /**
+   * Runs kept as evidence but not used: rounds a verifier session measured after the look that stopped
+   * (each says so in `problem`); in bundles of older versions, champion runs that failed and were re-run.
+   */
   discarded?: MeasuredRun[];
   firstArm: 'A' | 'B';
   comparison?: Comparison;

@@ -17,7 +17,8 @@ targets:
     editable: [k/**]
     protected: [h/**]
     correctness: {cpu: {command: ["true"]}}
-    bench: {command: ["true", "{metrics}"], metric: {path: m, direction: lower}}
+    programs: {module: h.programs}
+    bench: {metric: {path: m, direction: lower}}
 agent: {kind: command, command: {command: ["true"]}}
 `;
 writeFileSync(join(t.dir, 'hillclimb.yml'), CONFIG);

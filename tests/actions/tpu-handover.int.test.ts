@@ -58,8 +58,8 @@ describe('a TPU held by one job and used by another', () => {
       STANDARD_PATCHES.slice(0, 1),
       // The toy with an accelerator gate too: the same check, run on the "TPU".
       `${TOY_CONFIG.replace(
-        '    bench:\n',
-        '      accelerator:\n        command: ["{python}", "harness/check.py", "--junit", "{junit}"]\n        timeout_minutes: 1\n    bench:\n',
+        '    programs:\n',
+        '      accelerator:\n        command: ["{python}", "harness/check.py", "--junit", "{junit}"]\n        timeout_minutes: 1\n    programs:\n',
       )}compute:
   backend: tpu-vm
   tpu_vm:

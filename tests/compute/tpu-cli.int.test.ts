@@ -129,7 +129,7 @@ describe('hillclimb tpu', () => {
   it('explains a missing compute.tpu_vm section with a hint and no stack', async () => {
     writeFileSync(
       join(project, 'other.yml'),
-      'version: 1\ntargets:\n  k:\n    editable: [k/**]\n    protected: [h/**]\n    correctness:\n      cpu:\n        command: [x]\n    bench:\n      command: [x, "{metrics}"]\n      metric: { path: m, direction: lower }\n',
+      'version: 1\ntargets:\n  k:\n    editable: [k/**]\n    protected: [h/**]\n    correctness:\n      cpu:\n        command: [x]\n    programs: { module: h.programs }\n    bench:\n      metric: { path: m, direction: lower }\n',
     );
     const r = await hillclimb('status', '--config', join(project, 'other.yml'));
     expect(r.code).toBe(2);

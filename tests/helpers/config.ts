@@ -7,8 +7,9 @@ targets:
     correctness:
       cpu:
         command: ["{python}", "-m", "pytest", "kernels"]
+    programs:
+      module: bench
     bench:
-      command: ["{python}", "-m", "bench", "--out", "{metrics}"]
       metric:
         path: measurements.fwd.median_ms
         direction: lower

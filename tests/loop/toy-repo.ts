@@ -1,7 +1,9 @@
 /**
  * A toy target for the loop tests: a real git repository with a Python "kernel" (stdlib only, so no
- * JAX start-up), a protected harness (correctness check writing JUnit, a bench writing metrics JSON
- * and a tsl-shaped trace) and replay patches written as real `git diff` output.
+ * JAX start-up), a protected harness (a correctness check writing JUnit; a target module speaking
+ * hillclimb_bench's export/verify protocol: the export turns the kernel into a program, the verifier
+ * runs, checks and times it and writes a tsl-shaped trace) and replay patches written as real
+ * `git diff` output.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,12 +23,16 @@ targets:
         command: ["{python}", "harness/check.py", "--junit", "{junit}"]
         timeout_minutes: 0.5
         idle_timeout_minutes: 0.2
+    programs:
+      module: harness.programs
+      timeout_minutes: 0.5
     bench:
-      command: ["{python}", "harness/bench.py", "--out", "{metrics}"]
       metric: {path: measurements.fwd_bwd.median_ms, direction: lower, label: run time}
+      repeats: 5
+      warmup: 1
       timeout_minutes: 1
     profile:
-      command: ["{python}", "harness/bench.py", "--repeats", "3", "--out", "{metrics}", "--trace", "{trace}"]
+      repeats: 3
       timeout_minutes: 1
 loop:
   iterations: 4
@@ -56,12 +62,13 @@ export const STANDARD_PATCHES: Array<{ name: string; edit: PatchEdit; json: obje
     json: { hypothesis: 'Cheaper arithmetic.', summary: 'Changed the factor.', next_idea: 'None.' },
   },
   {
-    name: '0003-docstring',
+    // A real change of the program that buys nothing: measured, and no-change.
+    name: '0003-same-speed',
     edit: {
       'toy/kernel.py': (t) =>
-        t.replace('def compute(xs):', 'def compute(xs):\n    """Double every element."""'),
+        `${t.replace('def compute(xs):', 'def compute(xs):\n    """Double every element."""')}\nUNROLL = 2\n`,
     },
-    json: { hypothesis: 'Readability only.', summary: 'Docstring.', next_idea: 'Measure again.' },
+    json: { hypothesis: 'Unrolling the loop helps.', summary: 'Unrolled by two.', next_idea: 'Measure again.' },
   },
   {
     name: '0004-loosen-tolerance',
@@ -95,7 +102,7 @@ export function makeToyRepo(dir: string, patches = STANDARD_PATCHES, config = TO
   put('toy/__init__.py', '');
   copyFileSync(join(TOY, 'kernel.py'), join(dir, 'toy', 'kernel.py'));
   put('harness/__init__.py', '');
-  copyFileSync(join(TOY, 'bench.py'), join(dir, 'harness', 'bench.py'));
+  copyFileSync(join(TOY, 'programs.py'), join(dir, 'harness', 'programs.py'));
   copyFileSync(join(TOY, 'check.py'), join(dir, 'harness', 'check.py'));
   put('prompts/iteration.md', readFileSync(join(REPO_ROOT, 'prompts', 'iteration.md'), 'utf8'));
   put('.gitignore', '.hillclimb/\n__pycache__/\n');
@@ -120,3 +127,12 @@ export function makeToyRepo(dir: string, patches = STANDARD_PATCHES, config = TO
 export function gitIn(dir: string, ...args: string[]): string {
   return git(dir, ...args);
 }
+
+/** A change that leaves the program as it was (a docstring): its programs are the champion's, `no-op`. */
+export const DOCSTRING_PATCH: { name: string; edit: PatchEdit; json: object } = {
+  name: '0005-docstring',
+  edit: {
+    'toy/kernel.py': (t) => t.replace('def compute(xs):', 'def compute(xs):\n    """Double every element."""'),
+  },
+  json: { hypothesis: 'Readability only.', summary: 'Docstring.', next_idea: 'Measure again.' },
+};

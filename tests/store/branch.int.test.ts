@@ -279,7 +279,8 @@ targets:
     editable: [k/**]
     protected: [h/**]
     correctness: {cpu: {command: ["true"]}}
-    bench: {command: ["true", "{metrics}"], metric: {path: m, direction: lower}}
+    programs: {module: h.programs}
+    bench: {metric: {path: m, direction: lower}}
 store:
   kind: branch
 `,

@@ -74361,19 +74361,25 @@ async function measure(env) {
     nMax: ctx.config.measure.max_runs_per_arm,
     step: SEQUENTIAL_STEP
   };
-  for (; ; ) {
-    const values = (arm) => m.runs.filter((r) => r.arm === arm && r.value !== null).map((r) => r.value);
-    const decision = decideNext(values("A"), values("B"), opts, policy);
-    const n2 = Math.min(values("A").length, values("B").length);
+  const values = (arm, n2 = Number.POSITIVE_INFINITY) => m.runs.filter((r) => r.arm === arm && r.value !== null && r.index <= n2).map((r) => r.value);
+  let measured = 0;
+  for (let n2 = 0; ; ) {
+    const decision = decideNext(values("A", n2), values("B", n2), opts, policy);
     if (decision.action === "stop") {
       m.looks.push({ n: n2, action: "stop", reason: decision.reason });
       m.comparison = decision.comparison ?? void 0;
+      setAside(m, n2);
       break;
     }
     if (n2 > 0) m.looks.push({ n: n2, action: "more", reason: decision.reason });
-    const rounds = Math.max(decision.addRuns.a, decision.addRuns.b);
-    const ended = await session(env, platform3, programs, rounds);
-    if (ended) return ended;
+    const next = n2 + Math.max(decision.addRuns.a, decision.addRuns.b);
+    if (next > measured) {
+      const rounds = (n2 === 0 ? next : policy.nMax) - measured;
+      const ended = await session(env, platform3, programs, rounds);
+      if (ended) return ended;
+      measured += rounds;
+    }
+    n2 = next;
   }
   const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu);
   const medianOrNull = (xs) => xs.length > 0 && xs.every((x) => x !== null) ? median(xs) : null;
@@ -74406,6 +74412,12 @@ async function measure(env) {
     status: "done",
     note: c3 ? `${c3.verdict} after ${m.runs.length} runs in ${sessions} verifier session(s)` : void 0
   };
+}
+function setAside(m, n2) {
+  const later = m.runs.filter((r) => r.index > n2);
+  if (later.length === 0) return;
+  m.runs = m.runs.filter((r) => r.index <= n2);
+  m.discarded = [...m.discarded ?? [], ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n2} that stopped` }))];
 }
 function runName(arm, index) {
   return `${arm}-${String(index).padStart(2, "0")}`;

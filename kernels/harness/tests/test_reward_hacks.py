@@ -1,19 +1,21 @@
 """Reward hacks against the bench: each ``hacks/*.patch`` is a real candidate change to
-``kernels/gdn`` that the bench as it was (``hacks/bench_before.py``) measured and accepted — and the
-suite as it was passed (``hacks/README.md``). The bench now rejects each with exit 1 and one line
-naming the quantity that failed.
+``kernels/gdn``. The first nine were measured and accepted by the in-process bench as it was at the
+time (``hacks/bench_before.py``); 0010-0014 were written against the in-process bench of the release
+before the export/verify split (``hacks/bench_inprocess.py``), which accepted 0010, 0011 and 0012.
+``hacks/README.md`` has the table.
 
-Every hack is caught by verifying what is timed (every returned array, every timed input set, fresh
-inputs, outputs of the timed calls; at the model level, the training step against the same model on
-the oracle) or, for the one that disables a check in memory, by the guards comparing the loaded
-harness before and after the kernel's import; never by reading its source.
-Each patch is applied to a scratch copy of the repository and run there like any candidate; the
-real ``kernels/gdn`` is untouched.
+Now the candidate's code runs only in the export step, and the verifier, which never imports it,
+decides: each hack's exported programs fail verification naming the quantity (or the export itself
+refuses them), or, for the one whose kernel is honest and whose forgery lived in its own process,
+its programs are byte-identical to the honest kernel's: nothing it did reached a number. Never by
+reading its source. Each patch is applied to a scratch copy of the repository and run there like any
+candidate; the real ``kernels/gdn`` is untouched.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -23,42 +25,68 @@ from pathlib import Path
 
 import pytest
 
-from kernels.harness import bench, spec
+from kernels.harness import spec
 
 # Tests of the harness, not of the kernel: the candidate gates deselect them (-m 'not harness').
 # They apply fixed patches to the kernel as it is, so a legitimate kernel change could only make
 # a patch fail to apply.
 pytestmark = pytest.mark.harness
 
+REPO = Path(__file__).resolve().parents[3]
 HACKS_DIR = Path(__file__).resolve().parent / "hacks"
-# Hack -> the line the bench must fail with (after "bench: failed: ").
+DRAW = 5
+WRONG_O = r"verify: .*fwd o \[input set 0, mild gates\]: .*rel_rms="
+# Hack -> where the split stops it: the export's one failure line, or the verifier's first error on
+# the candidate's timed programs (after "export: failed: " or the arm's failure).
 CAUGHT_BY = {
-    "0001-shape-specialised-backward": r"fwd_bwd dq \[input set 0, mild gates\]: .*rel_rms=",
-    "0002-seed-fingerprint": r"fwd o \[input set 0, mild gates\]: .*rel_rms=",
-    "0003-drop-slow-decay-terms": r"fwd_bwd (dq|dk|dv|dg|dbeta|ds0) \[input set 1, slow gates\]: ",
-    "0004-vjp-forward-skips-output": r"fwd_bwd o \[input set 0, mild gates\]: ",
-    "0005-later-calls-cheap": (
-        r"fwd: timed call \d+ of \d+ \(input set \d, \w+ gates\) returned o, final_state "
-        r"bit-different from the verified call"
+    "0001-shape-specialised-backward": (
+        r"verify: .*fwd_bwd dq \[input set 0, mild gates\]: .*rel_rms="
     ),
+    "0002-seed-fingerprint": WRONG_O,
+    "0003-drop-slow-decay-terms": (
+        r"verify: .*fwd_bwd (dq|dk|dv|dg|dbeta|ds0) \[input set 1, slow gates\]: "
+    ),
+    "0004-vjp-forward-skips-output": r"verify: .*fwd_bwd o \[input set 0, mild gates\]: ",
+    # XLA's stateful RNG is refused in any program the verifier reads.
+    "0005-later-calls-cheap": r"verify: .*refused: operation rng \(host round trip",
+    # Patching the checker, json or numpy at import: the export's guards see it (its word is
+    # enough to refuse), and the verifier's process was never touched either way.
     "0006-patch-the-checker": (
-        r"importing the kernel changed global state: "
+        r"export: failed: guards: importing or tracing the kernel changed global state: "
         r"harness\.id\.kernels\.harness\.verify\.compare: "
     ),
-    # Rebinds json.dumps, which writes the metrics, to halve every timing (an attacker review found
-    # it; the sandbox cannot help: the kernel is in the bench's process).
-    "0007-forge-the-metrics": (
-        r"importing the kernel changed global state: module\.id\.json\.dumps: "
+    "0007-forge-the-metrics": (r"export: failed: guards: .*module\.id\.json\.dumps: "),
+    "0008-blunt-the-comparison": r"export: failed: guards: .*module\.id\.numpy\.abs: ",
+    "0009-stateless-calls-split-the-sequence": r"verify: .*train_step loss \[step 1\]: .*rel_rms=",
+    # Forged JUnit and metrics written by the process that imports the kernel: never read.
+    "0010-forge-the-gates-by-argv": WRONG_O,
+    # An audit hook rewriting the metrics file at its rename: the verifier's process has none, and
+    # the kernel itself is honest: its programs are the honest kernel's.
+    "0011-rewrite-the-metrics-at-the-rename": None,
+    # The tolerance floats rewritten in place with ctypes: in the export's process only.
+    "0012-loosen-the-tolerance-in-place": WRONG_O,
+    # A host callback memoising outputs: jax.export cannot serialize it; a crafted module with the
+    # callback's custom_call would be refused by the verifier (hillclimb_bench's tests).
+    "0013-memoize-through-a-host-callback": (
+        r"export: failed: .*serialization of host_callbacks is not yet implemented"
     ),
-    # A wrong o (x1.5) at the bench's T, with numpy.abs rebound so float64 comparisons see no error.
-    "0008-blunt-the-comparison": (
-        r"importing the kernel changed global state: module\.id\.numpy\.abs: "
-    ),
-    "0009-stateless-calls-split-the-sequence": r"train_step loss \[step 1\]: .*rel_rms=",
+    # Start-up hooks planted beside the export's output: never copied, never on the verifier's path.
+    "0014-smuggle-files-to-the-verifier": WRONG_O,
 }
+# Which pre-split bench each hack was written against, and whether it accepted the hack.
+OLD_BENCH = {name: ("bench_before", True) for name in CAUGHT_BY if name < "0010"}
+OLD_BENCH.update(
+    {
+        "0010-forge-the-gates-by-argv": ("bench_inprocess", True),
+        "0011-rewrite-the-metrics-at-the-rename": ("bench_inprocess", True),
+        "0012-loosen-the-tolerance-in-place": ("bench_inprocess", True),
+        "0013-memoize-through-a-host-callback": ("bench_inprocess", False),
+        "0014-smuggle-files-to-the-verifier": ("bench_inprocess", False),
+    }
+)
 # Extra bench arguments per hack: a hack that is wrong only where a model calls the kernel is judged
 # by the model-level measurement (the kernel-level bench alone accepts it).
-BENCH_ARGS = {"0009-stateless-calls-split-the-sequence": ["--model", "tiny"]}
+MODEL_HACKS = {"0009-stateless-calls-split-the-sequence"}
 TIMING = ["--repeats", "4", "--warmup", "1"]
 
 
@@ -67,11 +95,13 @@ class Scratch:
     name: str
     root: Path
 
-    def run(self, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *argv: str, cwd: Path | None = None, timeout: int = 600
+    ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(self.root)}
         return subprocess.run(
             [sys.executable, *argv],
-            cwd=self.root,
+            cwd=cwd or self.root,
             env=env,
             capture_output=True,
             text=True,
@@ -79,21 +109,25 @@ class Scratch:
             check=False,
         )
 
-    def bench(self, module: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    def old_bench(self, module: str, *extra: str) -> subprocess.CompletedProcess[str]:
         return self.run("-m", module, "--impl", "pallas", "--preset", "tiny", *TIMING, *extra)
+
+    def export(self, out: Path, *target: str) -> subprocess.CompletedProcess[str]:
+        return self.run(
+            "-m", "kernels.harness.programs", "export", "--platform", "cpu", "--draw", str(DRAW),
+            "--only", "bench", "--out", str(out), "--", "--preset", "tiny", *target,
+        )  # fmt: skip
 
 
 def make_scratch(dest: Path, patch: Path | None) -> Path:
     """A copy of the repository's kernel workspace (harness, kernel, schema, pytest config) in its
-    own git repository, with ``patch`` applied and the pre-change bench beside the current one."""
-    root = bench.REPO_ROOT
+    own git repository, with ``patch`` applied and the pre-split benches beside the harness."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(root / "kernels", dest / "kernels", ignore=ignore)
-    shutil.copytree(root / "schemas", dest / "schemas")
-    shutil.copy(root / "pyproject.toml", dest / "pyproject.toml")
-    shutil.copy(HACKS_DIR / "bench_before.py", dest / "kernels" / "harness" / "bench_before.py")
-    # The guards as they were then too (the bench before this change ran with them).
-    shutil.copy(HACKS_DIR / "guards_before.py", dest / "kernels" / "harness" / "guards_before.py")
+    shutil.copytree(REPO / "kernels", dest / "kernels", ignore=ignore)
+    shutil.copytree(REPO / "schemas", dest / "schemas")
+    shutil.copy(REPO / "pyproject.toml", dest / "pyproject.toml")
+    for old in ("bench_before.py", "bench_inprocess.py", "guards_before.py"):
+        shutil.copy(HACKS_DIR / old, dest / "kernels" / "harness" / old)
     # Its own repository, so git apply cannot reach a repository the temp folder may sit in.
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
     if patch is not None:
@@ -107,6 +141,56 @@ def make_scratch(dest: Path, patch: Path | None) -> Path:
     return dest
 
 
+def verifier_tree(dest: Path) -> Path:
+    """The verifier's tree as hillclimb builds it: the harness without kernels/gdn."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "kernels", dest / "kernels", ignore=ignore)
+    shutil.copytree(REPO / "schemas", dest / "schemas")
+    shutil.rmtree(dest / "kernels" / "gdn")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory) -> dict[str, Path]:
+    """The unpatched kernel's timed programs (kernel level, and with the model); a verifier tree."""
+    root = tmp_path_factory.mktemp("honest")
+    scratch = Scratch("honest", make_scratch(root / "tree", None))
+    out = {"where": verifier_tree(root / "verifier")}
+    for label, target in (("kernel", ()), ("model", ("--model", "tiny"))):
+        done = scratch.export(root / label, *target)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out[label] = root / label
+    return out
+
+
+def split_failure(
+    scratch: Scratch, honest: dict[str, Path], tmp: Path, cache: Path
+) -> tuple[str | None, dict | None]:
+    """The candidate through the split: its export, then a verifier session against the honest
+    programs. Returns the one line that stopped it (None if nothing did) and the session."""
+    model = scratch.name in MODEL_HACKS
+    target = ("--model", "tiny") if model else ()
+    done = scratch.export(tmp / "programs", *target)
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.splitlines() if ln.startswith("export: failed: ")]
+        assert len(lines) == 1, done.stderr[-3000:]
+        return lines[0], None
+    a = honest["model" if model else "kernel"]
+    proc = scratch.run(
+        "-E", "-s", "-m", "kernels.harness.programs", "verify", "--mode", "measure",
+        "--platform", "cpu", "--draw", str(DRAW), "--arm", f"A={a}", "--arm",
+        f"B={tmp / 'programs'}", "--rounds", "1", "--repeats", "1", "--warmup", "0",
+        "--compile-cache", str(cache), "--out", str(tmp / "session.json"), "--", "--preset",
+        "tiny", *target, cwd=honest["where"],
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    session = json.loads((tmp / "session.json").read_text())
+    assert session["arms"]["A"]["failure"] is None
+    failure = session["arms"]["B"]["failure"]
+    return (None if failure is None else f"verify: {failure}"), session
+
+
 @pytest.fixture(scope="module", params=sorted(CAUGHT_BY))
 def hack(request, tmp_path_factory) -> Scratch:
     name = request.param
@@ -114,62 +198,65 @@ def hack(request, tmp_path_factory) -> Scratch:
     return Scratch(name, root)
 
 
-def test_a_model_level_hack_passes_the_kernel_level_bench(tmp_path, bench_compile_cache):
-    """0009 is exact wherever the kernel bench and the suite call the kernel (they always carry a
-    state in or out): only the model's training step shows it."""
+def test_a_model_level_hack_passes_the_kernel_level_check(honest, tmp_path, bench_compile_cache):
+    """0009 is exact wherever the kernel-level programs and the suite call the kernel (they always
+    carry a state in or out): only the model's training step shows it."""
     name = "0009-stateless-calls-split-the-sequence"
-    scratch = Scratch(name, make_scratch(tmp_path, HACKS_DIR / f"{name}.patch"))
-    proc = scratch.bench("kernels.harness.bench", "--compile-cache", str(bench_compile_cache))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.startswith(bench.LINE_PREFIX + " ")
-
-
-def _failure_line(proc: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("bench: failed: ")]
-    assert len(lines) == 1, proc.stderr[-3000:]
-    return lines[0].removeprefix("bench: failed: ")
+    scratch = Scratch("kernel-level-only", make_scratch(tmp_path, HACKS_DIR / f"{name}.patch"))
+    failure, session = split_failure(scratch, honest, tmp_path, bench_compile_cache)
+    assert failure is None
+    assert session is not None
+    assert session["arms"]["B"]["verified"] is True
 
 
 def test_every_hack_has_a_patch_and_an_expected_failure():
     patches = {p.stem for p in HACKS_DIR.glob("*.patch")}
-    assert patches == set(CAUGHT_BY)
+    assert patches == set(CAUGHT_BY) == set(OLD_BENCH)
     for p in HACKS_DIR.glob("*.patch"):
         first = p.read_text().splitlines()[0]
         assert first.startswith("# "), f"{p.name}: the first line is the candidate's subject"
 
 
-def test_the_old_bench_accepted_the_hack(hack):
-    """The premise: before this change each hack was measured and its numbers counted."""
-    old = hack.bench("kernels.harness.bench_before")
-    assert old.returncode == 0, old.stderr[-3000:]
-    assert old.stdout.startswith(bench.LINE_PREFIX + " ")
+def test_the_old_bench_accepted_the_hack_or_not(hack):
+    """The premise: before the split, a process that imported the kernel wrote the numbers."""
+    module, accepted = OLD_BENCH[hack.name]
+    old = hack.old_bench(f"kernels.harness.{module}")
+    assert (old.returncode == 0) == accepted, old.stderr[-3000:]
+    if accepted:
+        assert old.stdout.startswith("HILLCLIMB_BENCH "), old.stdout
 
 
-def test_the_bench_rejects_the_hack_naming_the_quantity(hack, tmp_path, bench_compile_cache):
-    out = tmp_path / "metrics.json"
-    new = hack.bench(
-        "kernels.harness.bench",
-        "--out",
-        str(out),
-        "--compile-cache",
-        str(bench_compile_cache),
-        *BENCH_ARGS.get(hack.name, []),
-    )
-    assert new.returncode == 1, (new.stdout, new.stderr[-3000:])
-    line = _failure_line(new)
-    assert re.match(CAUGHT_BY[hack.name], line), line
-    assert new.stdout == ""
-    assert not out.exists(), "a rejected candidate must leave no metrics file"
+def test_the_split_stops_the_hack(hack, honest, tmp_path, bench_compile_cache):
+    failure, session = split_failure(hack, honest, tmp_path, bench_compile_cache)
+    want = CAUGHT_BY[hack.name]
+    if want is None:
+        # Nothing to refuse in the programs: the forgery never left the export's process.
+        assert failure is None
+        assert session is not None
+        assert session["identical"] is True
+        return
+    assert failure is not None, f"{hack.name} got through: {session}"
+    assert re.match(want, failure), failure
 
 
-def test_the_fixed_seed_does_not_help_a_fingerprinting_kernel(tmp_path):
-    """Given the old fixed seed explicitly (--seed reproduces a run), the fingerprint matches
-    input set 0, which the old bench alone verified; set 1 is timed too, so it is verified too."""
+def test_the_fixed_seed_does_not_help_a_fingerprinting_kernel(
+    honest, tmp_path, bench_compile_cache
+):
+    """Given the old fixed seed (--seed reproduces a session), the fingerprint matches input set 0,
+    which the oldest bench alone verified; every timed set is verified, so set 1 fails."""
     scratch = Scratch("0002", make_scratch(tmp_path, HACKS_DIR / "0002-seed-fingerprint.patch"))
-    new = scratch.bench("kernels.harness.bench", "--seed", str(spec.SEED), "--measure", "fwd")
-    assert new.returncode == 1, new.stderr[-3000:]
-    assert re.match(r"fwd o \[input set 1, slow gates\]: .*rel_rms=", _failure_line(new))
+    done = scratch.export(tmp_path / "programs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    proc = scratch.run(
+        "-E", "-s", "-m", "kernels.harness.programs", "verify", "--mode", "gate", "--platform",
+        "cpu", "--draw", str(DRAW), "--arm", f"B={tmp_path / 'programs'}", "--seed",
+        str(spec.SEED), "--compile-cache", str(bench_compile_cache), "--out",
+        str(tmp_path / "s.json"), "--", "--preset", "tiny", cwd=honest["where"],
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((tmp_path / "s.json").read_text())["gate"]["programs"]
+    fwd = next(r for r in rows if r["key"].startswith("fwd@"))
+    assert re.match(r"fwd o \[input set 1, slow gates\]: .*rel_rms=", fwd["error"]), fwd
 
 
 def _pytest(scratch: Scratch, select: str) -> subprocess.CompletedProcess[str]:

@@ -107,20 +107,32 @@ async function measure(env: StepEnv): Promise<StepResult> {
     step: SEQUENTIAL_STEP,
   };
 
-  for (;;) {
-    const values = (arm: ArmName) =>
-      m.runs.filter((r) => r.arm === arm && r.value !== null).map((r) => r.value as number);
-    const decision = decideNext(values('A'), values('B'), opts, policy);
-    const n = Math.min(values('A').length, values('B').length);
+  // At most two sessions: nStart rounds, then, if the first look asks for more, every round up to nMax
+  // at once (a session costs a process start and a verification of both arms; a round costs only its
+  // timed calls). The looks then follow the sequential rule over the rounds in order, exactly as if
+  // each had been a session of its own; rounds after the look that stops are kept aside, unused.
+  const values = (arm: ArmName, n = Number.POSITIVE_INFINITY) =>
+    m.runs
+      .filter((r) => r.arm === arm && r.value !== null && r.index <= n)
+      .map((r) => r.value as number);
+  let measured = 0;
+  for (let n = 0; ; ) {
+    const decision = decideNext(values('A', n), values('B', n), opts, policy);
     if (decision.action === 'stop') {
       m.looks.push({ n, action: 'stop', reason: decision.reason });
       m.comparison = decision.comparison ?? undefined;
+      setAside(m, n);
       break;
     }
     if (n > 0) m.looks.push({ n, action: 'more', reason: decision.reason });
-    const rounds = Math.max(decision.addRuns.a, decision.addRuns.b);
-    const ended = await session(env, platform, programs, rounds);
-    if (ended) return ended;
+    const next = n + Math.max(decision.addRuns.a, decision.addRuns.b);
+    if (next > measured) {
+      const rounds = (n === 0 ? next : policy.nMax) - measured;
+      const ended = await session(env, platform, programs, rounds);
+      if (ended) return ended;
+      measured += rounds;
+    }
+    n = next;
   }
 
   const mfus = (arm: ArmName) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu);
@@ -155,6 +167,14 @@ async function measure(env: StepEnv): Promise<StepResult> {
     status: 'done',
     note: c ? `${c.verdict} after ${m.runs.length} runs in ${sessions} verifier session(s)` : undefined,
   };
+}
+
+/** Rounds measured after the look that stopped: kept as evidence, never part of the comparison. */
+function setAside(m: NonNullable<StepEnv['ev']['measurement']>, n: number): void {
+  const later = m.runs.filter((r) => r.index > n);
+  if (later.length === 0) return;
+  m.runs = m.runs.filter((r) => r.index <= n);
+  m.discarded = [...(m.discarded ?? []), ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n} that stopped` }))];
 }
 
 /** A run's name as its files are named: A-01, B-12. */

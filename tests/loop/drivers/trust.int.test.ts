@@ -81,7 +81,7 @@ describe('phases across jobs', () => {
 
   it('a planted measurement is thrown away: the measuring job measures for itself', async () => {
     const agentJob = join(t.dir, 'b1');
-    const base = makeToyRepo(agentJob, [STANDARD_PATCHES[2]!]); // a docstring: no speed change
+    const base = makeToyRepo(agentJob, [STANDARD_PATCHES[2]!]); // no speed change
     await phase(agentJob, 'propose');
     await phase(agentJob, 'cpu-gate');
 

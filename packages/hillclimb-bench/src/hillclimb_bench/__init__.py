@@ -1,4 +1,4 @@
-"""hillclimb-bench: export a kernel's programs, verify them where the kernel cannot reach, time them.
+"""hillclimb-bench: export a kernel's programs, verify and time them where the kernel can't reach.
 
 A target module (protected harness code) describes the kernel: which programs to export at which
 shapes, the inputs, the reference and the tolerance. hillclimb runs it twice, in two processes:
@@ -21,13 +21,14 @@ step). The parts stay public: :mod:`~hillclimb_bench.timing`, :mod:`~hillclimb_b
 from __future__ import annotations
 
 from . import checks, guards, isolation, metrics, peaks, programs, timing
-from .command_line import cli
+from .command_line import ArgumentParser, cli
 from .errors import UsageError, VerificationError
 from .peaks import device_peak, peak_table_path
 from .programs import Request
 from .target import Kernel, Program, Target, Verified, Work, case_id, compare, named_leaves
 
 __all__ = [
+    "ArgumentParser",
     "Kernel",
     "Program",
     "Request",

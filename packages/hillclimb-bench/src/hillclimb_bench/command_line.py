@@ -12,6 +12,7 @@ registered runs afterwards.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -20,11 +21,22 @@ from typing import Any, NoReturn
 
 from . import export as _export
 from . import verify as _verify
+from .errors import UsageError
 
 USAGE = "usage: python -m <target module> export|verify [options] [-- target args]"
 
 
-def cli(make_target: Callable[[list[str]], Any] | Any, argv: Sequence[str] | None = None) -> NoReturn:
+class ArgumentParser(argparse.ArgumentParser):
+    """For a target's own arguments (after ``--``): a bad one is a :class:`UsageError` (one line,
+    exit 2), not argparse's usage text and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def cli(
+    make_target: Callable[[list[str]], Any] | Any, argv: Sequence[str] | None = None
+) -> NoReturn:
     args = list(sys.argv[1:] if argv is None else argv)
     prog = f"python -m {Path(sys.argv[0]).stem}" if argv is None else "target"
     code = main(make_target, args, prog)
@@ -39,6 +51,8 @@ def main(make_target: Any, args: list[str], prog: str = "target") -> int:
         print(USAGE, file=sys.stderr)
         return 2
     step, rest = args[0], args[1:]
-    own, target_args = (rest[: rest.index("--")], rest[rest.index("--") + 1 :]) if "--" in rest else (rest, [])
+    own, target_args = (
+        (rest[: rest.index("--")], rest[rest.index("--") + 1 :]) if "--" in rest else (rest, [])
+    )
     runner = _export.run if step == "export" else _verify.run
     return runner(make_target, own, target_args, prog)

@@ -17,9 +17,7 @@ from typing import Any
 def kernel_modules_loaded(kernel_modules: Sequence[str]) -> list[str]:
     """Loaded modules that are, or are inside, one of ``kernel_modules``."""
     return sorted(
-        m
-        for m in list(sys.modules)
-        if any(m == k or m.startswith(k + ".") for k in kernel_modules)
+        m for m in list(sys.modules) if any(m == k or m.startswith(k + ".") for k in kernel_modules)
     )
 
 

@@ -210,9 +210,7 @@ def load(folder: Path, request: Request, *, platform: str) -> Loaded:
     want_avals = [f"{a.dtype}{list(a.shape)}" for a in jax.tree.leaves(request.args)]
     got_avals = [f"{a.dtype}{list(a.shape)}" for a in exp.in_avals]
     if got_avals != want_avals:
-        raise VerificationError(
-            request.key, f"takes {got_avals}, the harness passes {want_avals}"
-        )
+        raise VerificationError(request.key, f"takes {got_avals}, the harness passes {want_avals}")
     calls = scan_module(exp.mlir_module_serialized, platform=platform, key=request.key)
     return Loaded(request, sha256(data), size, exp, calls)
 
@@ -257,7 +255,7 @@ def scan_module(serialized: bytes, *, platform: str, key: str) -> tuple[str, ...
                         f"custom_call {target!r} is not allowed on {platform} "
                         f"(allowed: {sorted(allowed) or 'none'})"
                     )
-                if attrs.get("has_side_effect", "false").strip().lower().endswith("true"):
+                if re.search(r"\btrue\b", attrs.get("has_side_effect", "")):  # #vhlo.bool_v1<true>
                     problems.append(f"custom_call {target!r} has a side effect")
             return ir.WalkResult.ADVANCE
 

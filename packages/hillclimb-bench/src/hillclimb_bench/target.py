@@ -3,9 +3,10 @@
 A target is protected code (the harness of a repository). It runs in two processes that never
 meet:
 
-- the **export** step (:mod:`hillclimb_bench.export`) imports the kernel through :meth:`Target.build`
-  and writes each requested program with ``jax.export``. That process runs the candidate's code, so
-  nothing it says is believed: only the programs it wrote are read, as data.
+- the **export** step (:mod:`hillclimb_bench.export`) imports the kernel through
+  :meth:`Target.build` and writes each requested program with ``jax.export``. That process runs
+  the candidate's code, so nothing it says is believed: only the programs it wrote are read, as
+  data.
 - the **verifier** (:mod:`hillclimb_bench.verify`) never imports the kernel (it checks
   :attr:`Target.kernel_modules` are absent from ``sys.modules``). It calls :meth:`Target.requests`
   to know what it must receive, :meth:`Target.verify` to check each program against the target's
@@ -110,9 +111,7 @@ class Target:
         Informational: the verifier never decides on them."""
         return {}
 
-    def document(
-        self, verified: Mapping[str, Verified], info: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def document(self, verified: Mapping[str, Verified], info: Mapping[str, Any]) -> dict[str, Any]:
         """Extra top-level parts of the metrics (``notes``, a ``model`` section, ``shapes``
         overrides); ``info`` is the export's informational record per program key (the
         candidate's words: label what you take from it)."""

@@ -54,7 +54,7 @@ TRACE_STEPS = 5
 EXIT_BROKEN = 3
 
 
-class Broken(Exception):
+class BrokenError(Exception):
     """The verifier cannot vouch for anything it would write (exit 3)."""
 
 
@@ -121,7 +121,7 @@ def run(make_target: Any, argv: Sequence[str], target_args: Sequence[str], prog:
     except UsageError as e:
         print(f"verify: {e}", file=sys.stderr)
         return 2
-    except Broken as e:
+    except BrokenError as e:
         print(f"verify: cannot vouch for this session: {e}", file=sys.stderr)
         return EXIT_BROKEN
     metrics.write(args.out, doc)
@@ -141,11 +141,13 @@ def session(make_target: Any, args: argparse.Namespace, target_args: Sequence[st
     folders = list(args.arms.values())
     breach = isolation.breaches(target.kernel_modules, folders)
     if breach:
-        raise Broken("; ".join(breach))
+        raise BrokenError("; ".join(breach))
     requests = target.requests(draw=args.draw)
     wanted = requests if args.mode == "gate" else target.timed(requests)
     if not wanted:
-        raise UsageError(f"the target requests no {'programs' if args.mode == 'gate' else 'timed programs'}")
+        raise UsageError(
+            f"the target requests no {'programs' if args.mode == 'gate' else 'timed programs'}"
+        )
     arms = [Arm(name, folder) for name, folder in args.arms.items()]
     for arm in arms:
         arm.info = reported_info(arm.folder)
@@ -178,8 +180,10 @@ def session(make_target: Any, args: argparse.Namespace, target_args: Sequence[st
         for arm in arms:
             if arm.failure is None:
                 verify_arm(target, arm, wanted, seed)
-        identical = len(arms) == 2 and all(a.failure is None for a in arms) and (
-            arms[0].hashes() == arms[1].hashes()
+        identical = (
+            len(arms) == 2
+            and all(a.failure is None for a in arms)
+            and (arms[0].hashes() == arms[1].hashes())
         )
         doc["identical"] = identical
         if all(a.failure is None for a in arms) and not identical:
@@ -198,7 +202,7 @@ def session(make_target: Any, args: argparse.Namespace, target_args: Sequence[st
         }
     breach = isolation.breaches(target.kernel_modules, folders)
     if breach:
-        raise Broken("; ".join(breach))
+        raise BrokenError("; ".join(breach))
     doc["isolation"] = isolation.describe(target.kernel_modules)
     return doc
 
@@ -278,8 +282,12 @@ def gate(target: Target, arm: Arm, wanted: Sequence[Request], seed: int) -> dict
     """Every program of the matrix verified; the gate passes only if all did."""
     rows = []
     for request in wanted:
-        row: dict[str, Any] = {"key": request.key, "name": request.name, "case": request.case,
-                               "purpose": request.purpose}
+        row: dict[str, Any] = {
+            "key": request.key,
+            "name": request.name,
+            "case": request.case,
+            "purpose": request.purpose,
+        }
         loaded = arm.loaded.get(request.key)
         if loaded is None:
             row.update(status="failed", error=_failure_of(arm, request))
@@ -457,7 +465,9 @@ def profile(
         pinned=pinned,
     )
     doc["trace_dir"] = str(trace_dir)
-    doc["notes"].append(f"the trace holds {TRACE_STEPS} untimed steps per program after a warm-up call")
+    doc["notes"].append(
+        f"the trace holds {TRACE_STEPS} untimed steps per program after a warm-up call"
+    )
     return {"metrics": doc, "trace_dir": str(trace_dir)}
 
 
@@ -506,8 +516,9 @@ def metrics_doc(
         notes.append(f"process pinned to CPU core {pinned} (--pin-cpu): XLA:CPU single-threaded")
     if peak is not None and peak["source"] == "measured":
         notes.append(
-            f"{peak['warning']}: MFU is against a matmul peak measured once in this process for "
-            "both arms, not a datasheet number"
+            f"{peak['warning']}: MFU is against a measured matmul peak (the best of "
+            f"{peak['measured']['repeats']} {peak['measured']['n']}^3 {target.dtype} matmuls, "
+            "measured once in this process for both arms), not a datasheet number"
         )
     extra = target.document(arm.verified, arm.info)
     notes += list(extra.pop("notes", []))
@@ -532,9 +543,7 @@ def metrics_doc(
             "warmup": args.warmup,
             "repeats": args.repeats,
             "clock": metrics.CLOCK_JAX,
-            "compile_ms": {
-                r.name: round(arm.compile_ms.get(r.key, 0.0), 3) for r in wanted
-            },
+            "compile_ms": {r.name: round(arm.compile_ms.get(r.key, 0.0), 3) for r in wanted},
         },
         "measurements": measurements,
         "versions": metrics.versions(jax),
@@ -611,7 +620,8 @@ def summary(doc: dict[str, Any]) -> str:
     )
     if doc["mode"] == "gate":
         g = doc["gate"]
-        return f"verify: gate {'passed' if g['passed'] else 'failed'} ({g['total'] - g['failed']}/{g['total']} programs)"
+        verdict = "passed" if g["passed"] else "failed"
+        return f"verify: gate {verdict} ({g['total'] - g['failed']}/{g['total']} programs)"
     if doc.get("identical"):
         return f"verify: {arms}; the arms' programs are identical, nothing timed"
     return f"verify: {arms}; {len(doc.get('rounds', []))} round(s)"
@@ -620,4 +630,3 @@ def summary(doc: dict[str, Any]) -> str:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
-

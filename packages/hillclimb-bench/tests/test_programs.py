@@ -1,0 +1,168 @@
+"""What the verifier believes of an export's folder: only programs that are what they must be.
+
+Each test crafts the folder an attacker's export could write (the export is the candidate's process)
+and checks that ``programs.load`` refuses it with a line naming the program and the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import export
+
+from hillclimb_bench import VerificationError, programs
+from hillclimb_bench.programs import Request
+
+ARGS = (jax.ShapeDtypeStruct((4, 8), jnp.float32),)
+REQUEST = Request("fwd", "r4-c8", "bench", ARGS)
+
+
+def write(folder: Path, fn, *, args=ARGS, platforms=("cpu",), **kw) -> Path:
+    exp = export.export(jax.jit(fn), platforms=list(platforms), **kw)(*args)
+    programs.write(folder, [(REQUEST, exp)], platform=platforms[0], source={})
+    return folder
+
+
+def test_an_honest_program_loads_with_the_hash_of_its_bytes(tmp_path: Path) -> None:
+    folder = write(tmp_path, lambda x: jnp.tanh(x) * 2)
+    loaded = programs.load(folder, REQUEST, platform="cpu")
+    data = (folder / programs.file_name(REQUEST)).read_bytes()
+    assert loaded.sha256 == programs.sha256(data)
+    assert loaded.custom_calls == ()
+    x = np.ones((4, 8), np.float32)
+    np.testing.assert_allclose(loaded.exported.call(x), np.tanh(x) * 2, rtol=1e-6)
+
+
+def test_the_manifest_cannot_point_at_another_file(tmp_path: Path) -> None:
+    folder = write(tmp_path, lambda x: x + 1)
+    manifest = json.loads((folder / programs.MANIFEST).read_text())
+    manifest["programs"][0]["file"] = "../../etc/passwd"
+    (folder / programs.MANIFEST).write_text(json.dumps(manifest))
+    # The file name comes from the request, so the manifest's word changes nothing.
+    assert programs.load(folder, REQUEST, platform="cpu").size > 0
+
+
+def test_a_program_for_another_platform_is_refused(tmp_path: Path) -> None:
+    folder = write(tmp_path, lambda x: x + 1, platforms=("cpu", "tpu"))
+    with pytest.raises(VerificationError, match=r"^fwd@r4-c8: exported for \['cpu', 'tpu'\]"):
+        programs.load(folder, REQUEST, platform="cpu")
+
+
+def test_a_program_at_another_shape_is_refused(tmp_path: Path) -> None:
+    folder = write(tmp_path, lambda x: x + 1, args=(jax.ShapeDtypeStruct((2, 8), jnp.float32),))
+    with pytest.raises(
+        VerificationError,
+        match=r"takes \['float32\[2, 8\]'\], the harness passes \['float32\[4, 8\]'\]",
+    ):
+        programs.load(folder, REQUEST, platform="cpu")
+
+
+def test_a_program_taking_other_arguments_is_refused(tmp_path: Path) -> None:
+    two = (jax.ShapeDtypeStruct((4, 8), jnp.float32), jax.ShapeDtypeStruct((4, 8), jnp.float32))
+    folder = write(tmp_path, lambda x, y: x + y, args=two)
+    with pytest.raises(VerificationError, match=r"takes arguments .*, the harness passes"):
+        programs.load(folder, REQUEST, platform="cpu")
+
+
+def test_stateful_rng_is_refused(tmp_path: Path) -> None:
+    folder = write(tmp_path, lambda x: x + jax.lax.rng_uniform(0.0, 1.0, x.shape))
+    with pytest.raises(
+        VerificationError, match=r"refused: operation rng \(host round trip or state across calls\)"
+    ):
+        programs.load(folder, REQUEST, platform="cpu")
+
+
+def _ffi(target: str, *, side_effect: bool = False):
+    def fn(x):
+        return jax.ffi.ffi_call(
+            target, jax.ShapeDtypeStruct(x.shape, x.dtype), has_side_effect=side_effect
+        )(x)
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    "target", ["xla_ffi_python_cpu_callback", "xla_python_cpu_callback", "my_native_kernel"]
+)
+def test_a_custom_call_off_the_allowlist_is_refused(tmp_path: Path, target: str) -> None:
+    """A host callback cannot be serialized by JAX; an export that disables the check (or writes the
+    bytes itself) still meets the verifier's own walk of the module."""
+    folder = write(
+        tmp_path, _ffi(target), disabled_checks=[export.DisabledSafetyCheck.custom_call(target)]
+    )
+    with pytest.raises(VerificationError, match=rf"custom_call '{target}' is not allowed on cpu"):
+        programs.load(folder, REQUEST, platform="cpu")
+
+
+def test_an_allowed_custom_call_with_a_side_effect_is_refused(tmp_path: Path) -> None:
+    target = "lapack_sgeqrf_ffi"
+    checks = [export.DisabledSafetyCheck.custom_call(target)]
+    folder = write(tmp_path / "a", _ffi(target, side_effect=True), disabled_checks=checks)
+    with pytest.raises(VerificationError, match=r"the program has effects \[FfiEffect\(\)\]"):
+        programs.load(folder, REQUEST, platform="cpu")
+    # The same program with its effects struck from the metadata: the module still says it.
+    exp = export.export(
+        jax.jit(_ffi(target, side_effect=True)), platforms=["cpu"], disabled_checks=checks
+    )(*ARGS)
+    quiet = dataclasses.replace(exp, ordered_effects=(), unordered_effects=())
+    programs.write(tmp_path / "b", [(REQUEST, quiet)], platform="cpu", source={})
+    with pytest.raises(
+        VerificationError, match=r"custom_call 'lapack_sgeqrf_ffi' has a side effect"
+    ):
+        programs.load(tmp_path / "b", REQUEST, platform="cpu")
+
+
+def test_damaged_missing_or_linked_programs_are_refused(tmp_path: Path) -> None:
+    folder = write(tmp_path / "a", lambda x: x + 1)
+    path = folder / programs.file_name(REQUEST)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(
+        VerificationError, match=r"^fwd@r4-c8: .*(does not deserialize|does not parse|takes)"
+    ):
+        programs.load(folder, REQUEST, platform="cpu")
+    path.unlink()
+    with pytest.raises(
+        VerificationError, match=r"the export wrote no program fwd_r4-c8\.jaxexport"
+    ):
+        programs.load(folder, REQUEST, platform="cpu")
+    honest = write(tmp_path / "b", lambda x: x + 1) / programs.file_name(REQUEST)
+    path.symlink_to(honest)
+    with pytest.raises(VerificationError, match=r"the export wrote no program"):
+        programs.load(folder, REQUEST, platform="cpu")
+
+
+def test_a_program_over_the_size_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = write(tmp_path, lambda x: x + 1)
+    monkeypatch.setattr(programs, "MAX_PROGRAM_BYTES", 64)
+    with pytest.raises(VerificationError, match=r"bytes, over the cap"):
+        programs.load(folder, REQUEST, platform="cpu")
+
+
+def test_the_same_function_gives_the_same_bytes_from_any_folder(tmp_path: Path) -> None:
+    """With locations left out (what the export step sets), the bytes depend on the program only:
+    that is how the harness tells a change that changed nothing."""
+    jax.config.update("jax_traceback_in_locations_limit", 0)
+    try:
+        a = write(tmp_path / "a", lambda x: jnp.sin(x) * 3)
+        b = write(tmp_path / "b", lambda x: jnp.sin(x) * 3)
+        c = write(tmp_path / "c", lambda x: jnp.sin(x) * 4)
+    finally:
+        jax.config.update("jax_traceback_in_locations_limit", 10)
+    digest = [programs.load(f, REQUEST, platform="cpu").sha256 for f in (a, b, c)]
+    assert digest[0] == digest[1] != digest[2]
+
+
+def test_requests_name_their_files_safely() -> None:
+    request = dataclasses.replace(REQUEST, case="../../x y")
+    assert "/" not in programs.file_name(request)
+    assert programs.file_name(request).endswith(programs.SUFFIX)

@@ -1,0 +1,323 @@
+"""The export/verify split end to end: a target module run as its two processes, on a toy tree.
+
+The export step imports the kernel (``toy/toykernel``) and writes programs; the verifier, started in
+a copy of the tree without the kernel, verifies and times them. Each test runs the real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+REPO = HERE.parents[2]
+SCHEMA = json.loads((REPO / "schemas" / "metrics.schema.json").read_text())
+
+
+def schema_errors(doc: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft7Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def tree(tmp: Path, name: str, *, kernel: bool = True) -> Path:
+    """A copy of the toy tree (the harness, and the kernel unless it is the verifier's tree)."""
+    root = tmp / name
+    shutil.copytree(HERE / "toy", root, ignore=shutil.ignore_patterns("__pycache__"))
+    if not kernel:
+        shutil.rmtree(root / "toykernel")
+    return root
+
+
+def step(
+    cwd: Path, *args: str, variant: str = "good", flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "TOY_VARIANT": variant, "JAX_PLATFORMS": "cpu"}
+    return subprocess.run(
+        [sys.executable, *flags, "-m", "toy_target", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def export(
+    tmp: Path, name: str, variant: str = "good", draw: int = 7
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp / f"{name}-programs"
+    done = step(
+        tree(tmp, name),
+        "export",
+        "--platform",
+        "cpu",
+        "--draw",
+        str(draw),
+        "--out",
+        str(out),
+        variant=variant,
+    )
+    return done, out
+
+
+def verify(
+    tmp: Path, mode: str, arms: dict[str, Path], *extra: str, draw: int = 7
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    where = tree(tmp, f"verifier-{mode}-{len(list(tmp.iterdir()))}", kernel=False)
+    out = tmp / f"session-{mode}-{len(list(tmp.iterdir()))}.json"
+    args = ["verify", "--mode", mode, "--platform", "cpu", "--draw", str(draw), "--out", str(out)]
+    for name, folder in arms.items():
+        args += ["--arm", f"{name}={folder}"]
+    done = step(where, *args, *extra)
+    return done, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_a_right_kernel_passes_the_gate_over_every_shape(tmp_path: Path) -> None:
+    done, programs = export(tmp_path, "good")
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((programs / "manifest.json").read_text())
+    purposes = sorted(p["purpose"] for p in manifest["programs"])
+    assert purposes == ["bench", "gate", "gate", "gate"]  # bench shape, listed gate shape, 2 drawn
+    assert manifest["source"]["kernel_modules"] == {"toykernel": "toykernel/__init__.py"}
+    done, session = verify(tmp_path, "gate", {"B": programs})
+    assert done.returncode == 0, done.stderr
+    assert session is not None
+    assert session["gate"]["passed"] is True
+    assert [p["status"] for p in session["gate"]["programs"]] == ["passed"] * 4
+    assert session["isolation"]["kernel_modules_loaded"] == []
+
+
+def test_the_drawn_shapes_change_with_the_draw(tmp_path: Path) -> None:
+    _, one = export(tmp_path, "one", draw=1)
+    _, two = export(tmp_path, "two", draw=2)
+    cases = [
+        sorted(p["case"] for p in json.loads((d / "manifest.json").read_text())["programs"])
+        for d in (one, two)
+    ]
+    assert cases[0] != cases[1]
+
+
+@pytest.mark.parametrize(
+    ("variant", "caught"),
+    [
+        ("wrong", r"rel_rms .* > tolerance"),
+        ("shape-special", r"rel_rms .* \[input set 0 \[rows64-cols1024\]\]"),
+        ("stateful", r"refused: operation rng"),
+    ],
+)
+def test_a_wrong_kernel_fails_the_gate_naming_the_program(
+    tmp_path: Path, variant: str, caught: str
+) -> None:
+    done, programs = export(tmp_path, variant, variant=variant)
+    assert done.returncode == 0, done.stderr
+    done, session = verify(tmp_path, "gate", {"B": programs})
+    assert done.returncode == 0, done.stderr
+    assert session is not None
+    assert session["gate"]["passed"] is False
+    failing = [p["error"] for p in session["gate"]["programs"] if p["status"] == "failed"]
+    assert failing
+    assert any(re.search(caught, e) for e in failing), failing
+
+
+def test_what_the_export_process_forges_is_never_read(tmp_path: Path) -> None:
+    """The attack of issue 20: the kernel returns zeros and, at import, writes a passing JUnit
+    report and metrics of its choosing. The export's files other than the programs are never read:
+    the verifier fails the gate."""
+    done, programs = export(tmp_path, "forged", variant="forge-import")
+    assert done.returncode == 0, done.stderr
+    forged = [
+        p
+        for p in tmp_path.rglob("*")
+        if p.name in ("junit.xml",) or p.name.endswith(".metrics.json")
+    ]
+    assert forged, "the variant wrote its forgeries"
+    done, session = verify(tmp_path, "gate", {"B": programs})
+    assert session is not None
+    assert session["gate"]["passed"] is False
+    assert "fwd: rel_rms" in session["gate"]["programs"][0]["error"]
+
+
+def test_measure_times_both_arms_call_by_call_and_writes_valid_metrics(tmp_path: Path) -> None:
+    _, a = export(tmp_path, "a")
+    _, b = export(tmp_path, "b", variant="wrong")  # times fine: a measure run verifies first
+    done, session = verify(tmp_path, "measure", {"A": a, "B": b}, "--rounds", "2", "--repeats", "3")
+    assert done.returncode == 0, done.stderr
+    assert session is not None
+    assert session["arms"]["B"]["failure"]
+    assert "rel_rms" in session["arms"]["B"]["failure"]
+    assert "rounds" not in session  # nothing is timed when an arm fails verification
+
+    _, good = export(tmp_path, "good")
+    done, session = verify(
+        tmp_path, "measure", {"A": a, "B": good}, "--rounds", "2", "--repeats", "3"
+    )
+    assert session is not None
+    assert session["identical"] is True  # the same code exported twice: the same bytes
+    assert "rounds" not in session
+
+
+def test_measure_rounds_hold_one_metrics_document_per_arm(tmp_path: Path) -> None:
+    _, a = export(tmp_path, "a")
+    tree_b = tree(tmp_path, "b")
+    # A different but right kernel: the division done as a multiplication by the reciprocal.
+    src = tree_b / "toykernel" / "__init__.py"
+    src.write_text(
+        src.read_text().replace(
+            "y = e / e.sum(axis=-1, keepdims=True)", "y = e * (1.0 / e.sum(axis=-1, keepdims=True))"
+        )
+    )
+    out_b = tmp_path / "b-programs"
+    done = step(tree_b, "export", "--platform", "cpu", "--draw", "7", "--out", str(out_b))
+    assert done.returncode == 0, done.stderr
+    done, session = verify(
+        tmp_path,
+        "measure",
+        {"A": a, "B": out_b},
+        "--rounds",
+        "3",
+        "--repeats",
+        "4",
+        "--warmup",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr
+    assert session is not None
+    assert session["identical"] is False
+    assert len(session["rounds"]) == 3
+    for i, r in enumerate(session["rounds"]):
+        assert r["first"] in ("A", "B")
+        for arm in ("A", "B"):
+            doc = r[arm]
+            assert schema_errors(doc) == []
+            assert len(doc["measurements"]["fwd"]["samples_ms"]) == 4
+            assert doc["session"] == {"round": i + 1, "rounds": 3, "arm": arm, "first": r["first"]}
+            assert doc["verification"]["timed_outputs_compared"] == 4
+            assert doc["programs"]["sha256"] == session["arms"][arm]["programs"]
+    # One peak for both arms (measured once in the process: no CPU is in the table).
+    peaks = {json.dumps(r[arm]["device"]["peak"]) for r in session["rounds"] for arm in "AB"}
+    assert len(peaks) == 1
+
+
+def test_a_target_that_imports_its_kernel_cannot_verify(tmp_path: Path) -> None:
+    _, programs = export(tmp_path, "good")
+    where = tree(tmp_path, "leaky-verifier")  # the kernel is present ...
+    target = where / "toy_target.py"
+    target.write_text("import toykernel  # noqa: F401\n" + target.read_text())  # ... and imported
+    out = tmp_path / "leaky.json"
+    done = step(
+        where,
+        "verify",
+        "--mode",
+        "gate",
+        "--platform",
+        "cpu",
+        "--draw",
+        "7",
+        "--arm",
+        f"B={programs}",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 3, done.stderr
+    assert "the code under test is loaded in the verifier (toykernel)" in done.stderr
+    assert not out.exists()
+
+
+def test_programs_on_sys_path_make_the_verifier_refuse(tmp_path: Path) -> None:
+    _, programs = export(tmp_path, "good")
+    where = tree(tmp_path, "path-verifier", kernel=False)
+    out = tmp_path / "p.json"
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{programs}", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toy_target",
+            "verify",
+            "--mode",
+            "gate",
+            "--platform",
+            "cpu",
+            "--draw",
+            "7",
+            "--arm",
+            f"B={programs}",
+            "--out",
+            str(out),
+        ],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert "on sys.path is a folder of exported programs" in done.stderr
+
+
+def test_a_kernel_installed_outside_the_tree_is_refused_by_the_export(tmp_path: Path) -> None:
+    """The adopter's silent no-change: both arms imported one installed copy. The export says where
+    the kernel came from and refuses."""
+    root = tree(tmp_path, "installed")
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.move(str(root / "toykernel"), str(site / "toykernel"))
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{site}", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toy_target",
+            "export",
+            "--platform",
+            "cpu",
+            "--draw",
+            "1",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert f"toykernel: imported from {site}" in done.stderr
+    assert "outside the tree under test" in done.stderr
+    assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_bad_arguments_exit_2_with_one_line(tmp_path: Path) -> None:
+    done = step(
+        tree(tmp_path, "t"),
+        "verify",
+        "--mode",
+        "measure",
+        "--platform",
+        "cpu",
+        "--draw",
+        "1",
+        "--arm",
+        "A=x",
+        "--out",
+        "o.json",
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == ["verify: --mode measure takes 2 --arm, got 1"]
+    done = step(tree(tmp_path, "u"), "frobnicate")
+    assert done.returncode == 2
+    assert "usage: python -m <target module> export|verify" in done.stderr
