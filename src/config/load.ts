@@ -130,8 +130,8 @@ function dedupe(problems: ConfigProblem[]): ConfigProblem[] {
  */
 const RETIRED_KEYS: Record<string, string> = {
   '*.bench.command':
-    'is no longer read: a bench that imports the candidate cannot be believed. Name the target\'s harness ' +
-    'module in targets.<target>.programs.module (hillclimb exports the candidate\'s programs with it, then ' +
+    "is no longer read: a bench that imports the candidate cannot be believed. Name the target's harness " +
+    "module in targets.<target>.programs.module (hillclimb exports the candidate's programs with it, then " +
     'verifies and times them in a process that never imports the candidate); see docs/kernels.md#programs',
   '*.profile.command':
     'is no longer read: the profile traces the verified programs (targets.<target>.programs); set ' +
@@ -154,7 +154,8 @@ function describeAjvError(e: ErrorObject): ConfigProblem {
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String((e.params as { additionalProperty: string }).additionalProperty);
-      const retired = RETIRED_KEYS[`${path.length === 3 && path[0] === 'targets' ? `*.${path[2]}` : ''}.${key}`];
+      const retired =
+        RETIRED_KEYS[`${path.length === 3 && path[0] === 'targets' ? `*.${path[2]}` : ''}.${key}`];
       if (retired) return { keyPath: join(key), message: retired };
       const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
       const near = nearest(key, known);

@@ -57,7 +57,8 @@ function object(value: unknown, where: string, file: string): Record<string, unk
 function hashes(value: unknown, where: string, file: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, hash] of Object.entries(object(value, where, file))) {
-    if (typeof hash !== 'string' || !HEX64.test(hash)) throw new InputError(file, `${where}.${key} is no sha256`);
+    if (typeof hash !== 'string' || !HEX64.test(hash))
+      throw new InputError(file, `${where}.${key} is no sha256`);
     out[key] = hash;
   }
   return out;
@@ -74,7 +75,8 @@ export function parseSession(text: string, file: string): Session {
   const doc = object(data, '(top level)', file);
   if (doc.schema !== SESSION_SCHEMA) throw new InputError(file, `schema is not ${SESSION_SCHEMA}`);
   const mode = doc.mode;
-  if (mode !== 'gate' && mode !== 'measure' && mode !== 'profile') throw new InputError(file, 'mode is unknown');
+  if (mode !== 'gate' && mode !== 'measure' && mode !== 'profile')
+    throw new InputError(file, 'mode is unknown');
   const arms: Record<string, SessionArm> = {};
   for (const [name, raw] of Object.entries(object(doc.arms, 'arms', file))) {
     const arm = object(raw, `arms.${name}`, file);
@@ -100,7 +102,8 @@ export function parseSession(text: string, file: string): Session {
     const gate = object(doc.gate, 'gate', file);
     const programs = (Array.isArray(gate.programs) ? gate.programs : []).map((raw, i) => {
       const p = object(raw, `gate.programs[${i}]`, file);
-      if (p.status !== 'passed' && p.status !== 'failed') throw new InputError(file, `gate.programs[${i}].status`);
+      if (p.status !== 'passed' && p.status !== 'failed')
+        throw new InputError(file, `gate.programs[${i}].status`);
       return {
         key: String(p.key),
         purpose: String(p.purpose),

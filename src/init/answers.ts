@@ -22,7 +22,8 @@ export interface InitAnswers {
   editable: string[];
   protected: string[];
   testCommand: string[];
-  benchCommand: string[];
+  /** The target module (hillclimb_bench's export/verify command line), e.g. bench.my_op. */
+  programs: string;
   metric: string;
   direction: 'lower' | 'higher';
   agent: InitAgent;
@@ -43,7 +44,7 @@ export const FLAG_OF: Record<keyof InitAnswers, string> = {
   editable: '--editable',
   protected: '--protected',
   testCommand: '--test-command',
-  benchCommand: '--bench-command',
+  programs: '--programs',
   metric: '--metric',
   direction: '--direction',
   agent: '--agent',
@@ -116,6 +117,14 @@ export function checkRelativePath(flag: string, path: string): string {
   return path;
 }
 
+/** A Python module name (what `python -m` takes): dotted identifiers. */
+export function checkModule(flag: string, module: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(module)) {
+    throw badFlag(flag, `"${module}" is not a Python module name (e.g. bench.my_op, as python -m takes it)`);
+  }
+  return module;
+}
+
 export function checkBranch(flag: string, branch: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(branch) || branch.includes('..')) {
     throw badFlag(flag, `"${branch}" is not a plain branch name`);
@@ -125,12 +134,13 @@ export function checkBranch(flag: string, branch: string): string {
 
 /**
  * The default protected paths: CI, the config, init's prompt folder, the test folders that exist, the
- * requirements file, and the files the test and bench commands name (the harness), unless one of them
- * holds an editable path (protecting it would forbid every change).
+ * requirements file, the files the test command names, and the target module (as a file and as a
+ * package, whether or not it exists yet: it is written after init) unless one of them holds an editable
+ * path (protecting it would forbid every change).
  */
 export function defaultProtected(
   root: string,
-  a: Pick<InitAnswers, 'editable' | 'testCommand' | 'benchCommand' | 'requirements'>,
+  a: Pick<InitAnswers, 'editable' | 'testCommand' | 'programs' | 'requirements'>,
 ): string[] {
   const out = new Set(ALWAYS_PROTECTED);
   for (const t of TEST_FOLDERS) if (existsSync(join(root, t))) out.add(`${t}/**`);
@@ -146,15 +156,17 @@ export function defaultProtected(
       if (!holdsEditable(path)) out.add(`${path}/**`);
     } else out.add(path);
   };
-  for (const cmd of [a.testCommand, a.benchCommand]) {
-    cmd.forEach((arg, i) => {
-      if (cmd[i - 1] === '-m') {
-        // A module run with -m: its file, at the root or under src/.
-        const mod = arg.replaceAll('.', '/');
-        for (const p of [`${mod}.py`, `src/${mod}.py`]) named(p);
-      } else if (!arg.startsWith('-')) named(arg);
-    });
-  }
+  const cmd = a.testCommand;
+  cmd.forEach((arg, i) => {
+    if (cmd[i - 1] === '-m') {
+      // A module run with -m: its file, at the root or under src/.
+      const mod = arg.replaceAll('.', '/');
+      for (const p of [`${mod}.py`, `src/${mod}.py`]) named(p);
+    } else if (!arg.startsWith('-')) named(arg);
+  });
+  // The target module grades the kernel: protected before it exists, as a module and as a package.
+  const mod = a.programs.replaceAll('.', '/');
+  for (const p of [`${mod}.py`, `${mod}/**`]) if (!holdsEditable(p.replace('/**', ''))) out.add(p);
   return [...out];
 }
 
@@ -179,7 +191,6 @@ export function configText(a: InitAnswers, version: string): string {
     '# Reference: docs/user-guide.md and schemas/hillclimb.schema.json in hillclimb.',
     '# Commands are argument arrays (never shell strings). Placeholders the engine fills in:',
     '#   {python}   the project venv interpreter (.venv)   {junit}  JUnit XML path to write',
-    '#   {metrics}  metrics JSON path to write             {trace}  profiler trace directory to write',
     '#   {root}     the working tree under test            {cache}  a folder kept across jobs on that machine',
     'version: 1',
     '',
@@ -188,16 +199,20 @@ export function configText(a: InitAnswers, version: string): string {
     '    # The only paths an agent may change. Anything else it touches makes the iteration invalid.',
     '    editable:',
     list(a.editable, '      '),
-    '    # Never editable, even where an editable glob matches: tests, the bench, requirements, CI, this file.',
+    '    # Never editable, even where an editable glob matches: tests, the target module, requirements, CI,',
+    '    # this file.',
     '    protected:',
     list(a.protected, '      '),
     '    correctness:',
-    '      # The cheap gate, on CPU before any accelerator time; exit 0 = pass.',
+    '      # The kernel\'s own tests, on CPU before any accelerator time: a failure makes the candidate',
+    '      # invalid; only the verifier (programs, below) can pass it.',
     '      cpu:',
     `        command: ${command(a.testCommand)}`,
+    '    # The target module (hillclimb-bench): `python -m <module> export` is the only process that imports',
+    '    # the candidate; `python -E -s -m <module> verify` checks and times its programs without it.',
+    '    programs:',
+    `      module: ${scalar(a.programs)}`,
     '    bench:',
-    '      # Writes one metrics JSON to {metrics} (schemas/metrics.schema.json in hillclimb).',
-    `      command: ${command(a.benchCommand)}`,
     '      metric:',
     `        path: ${scalar(a.metric)}`,
     `        direction: ${a.direction}`,
@@ -249,7 +264,7 @@ function flagForKey(keyPath: string, target: string): string {
   if (keyPath.startsWith(`${t}bench.metric.direction`)) return FLAG_OF.direction;
   if (keyPath.startsWith(`${t}bench.metric`) || keyPath.startsWith(`${t}bench.mfu_path`))
     return FLAG_OF.metric;
-  if (keyPath.startsWith(`${t}bench`)) return FLAG_OF.benchCommand;
+  if (keyPath.startsWith(`${t}programs`)) return FLAG_OF.programs;
   if (keyPath.startsWith('agent')) return FLAG_OF.agent;
   if (keyPath.startsWith('forge.base')) return FLAG_OF.base;
   return CONFIG_FILE;

@@ -9,6 +9,7 @@ import {
   AGENT_KINDS,
   badFlag,
   checkBranch,
+  checkModule,
   checkRelativePath,
   DEFAULT_METRIC,
   DEFAULT_TEST_COMMAND,
@@ -26,7 +27,7 @@ export interface InitFlags {
   editable?: string[];
   protected?: string[];
   testCommand?: string;
-  benchCommand?: string;
+  programs?: string;
   metric?: string;
   direction?: string;
   agent?: string;
@@ -38,7 +39,7 @@ export interface InitFlags {
 /** Ask one question; the default is shown and taken on an empty answer. */
 export type Ask = (question: string, fallback: string | undefined) => Promise<string>;
 
-const REQUIRED = ['target', 'editable', 'benchCommand'] as const;
+const REQUIRED = ['target', 'editable', 'programs'] as const;
 
 export function nonInteractiveError(): HillclimbError {
   return new HillclimbError('hillclimb init has no terminal to ask on', {
@@ -131,14 +132,20 @@ export async function gatherAnswers(
     undefined,
     globs(FLAG_OF.editable),
   );
-  const command = (key: 'testCommand' | 'benchCommand', question: string, fallback?: string) =>
-    answer(key, question, flags[key], fallback, (v) => parseCommand(FLAG_OF[key], v));
-  const testCommand = await command(
+  const testCommand = await answer(
     'testCommand',
     'Correctness command (CPU; writes JUnit to {junit})',
+    flags.testCommand,
     DEFAULT_TEST_COMMAND,
+    (v) => parseCommand(FLAG_OF.testCommand, v),
   );
-  const benchCommand = await command('benchCommand', 'Bench command (writes the metrics JSON to {metrics})');
+  const programs = await answer(
+    'programs',
+    'Target module that exports and verifies the kernel (hillclimb-bench; e.g. bench.my_op)',
+    flags.programs,
+    undefined,
+    (v) => checkModule(FLAG_OF.programs, v),
+  );
   const metric = await answer(
     'metric',
     'Verdict metric (dotted path in the metrics JSON)',
@@ -170,7 +177,7 @@ export async function gatherAnswers(
   const base = await answer('base', 'Default branch', flags.base, detectedBase, (v) =>
     checkBranch(FLAG_OF.base, v),
   );
-  const fallbackProtected = defaultProtected(root, { editable, testCommand, benchCommand, requirements });
+  const fallbackProtected = defaultProtected(root, { editable, testCommand, programs, requirements });
   // CI, the config and init's own folder stay protected whatever the answer: they decide the trust split.
   const protectedPaths = withAlwaysProtected(
     await answer(
@@ -186,7 +193,7 @@ export async function gatherAnswers(
     editable,
     protected: protectedPaths,
     testCommand,
-    benchCommand,
+    programs,
     metric,
     direction,
     agent,

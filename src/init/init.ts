@@ -92,8 +92,12 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
       : answers.agent === 'claude'
         ? 'secret ANTHROPIC_API_KEY (only the propose job receives it)'
         : `no model key for the replay agent: put NNNN-*.patch files in hillclimb/replay`;
+  const module = answers.programs.replaceAll('.', '/');
   return [
     'Next steps:',
+    `  0. Write ${module}.py (protected): a hillclimb_bench target that imports your kernel only in`,
+    '     its kernel() and ends with hillclimb_bench.cli(TARGET) (packages/hillclimb-bench/README.md);',
+    `     add hillclimb-bench[jax] to ${answers.requirements}`,
     `  1. Local check: python3 -m venv .venv && .venv/bin/pip install -r ${answers.requirements}`,
     '     then: hillclimb doctor   and   hillclimb loop --dry-run   (one iteration, commands printed, nothing published)',
     `  2. Commit${written ? '' : ' (if not yet)'}: git add ${CONFIG_FILE} .github/workflows hillclimb && git commit -m "hillclimb: init"`,

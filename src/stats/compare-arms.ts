@@ -24,6 +24,7 @@ import {
   DEFAULT_POWER,
   DEFAULT_PRACTICAL_DELTA,
   minimumDetectableEffect,
+  pairedNoiseCv,
   pooledLogCv,
   robustNoiseCv,
 } from './noise.js';
@@ -73,6 +74,12 @@ export interface ComparePolicy {
   implausibleSpeedup?: number;
   /** Fewest runs per arm that can support a verdict. Default `measure.runs_per_arm`'s. */
   minRuns?: number;
+  /**
+   * a[i] and b[i] were measured together, in one round of one process (the verifier times both arms
+   * call by call): the interval resamples rounds and the noise is that of the per-round ratio
+   * (`pairedNoiseCv`), so noise a round's two values share cancels. Default false.
+   */
+  paired?: boolean;
 }
 
 export interface CompareOptions extends ComparePolicy {
@@ -85,8 +92,8 @@ export interface CompareOptions extends ComparePolicy {
  * The policy with every default filled in. The knobs hillclimb.yml sets (`measure.*`) take their defaults
  * from its schema (config/schema.ts); `regressionDelta` is `practicalDelta` unless given (resolvePolicy).
  */
-export type ResolvedPolicy = Required<Omit<ComparePolicy, 'mde' | 'calibratedCv'>> &
-  Pick<ComparePolicy, 'mde' | 'calibratedCv'>;
+export type ResolvedPolicy = Required<Omit<ComparePolicy, 'mde' | 'calibratedCv' | 'paired'>> &
+  Pick<ComparePolicy, 'mde' | 'calibratedCv' | 'paired'>;
 
 export const DEFAULT_POLICY: ResolvedPolicy = {
   confidence: DEFAULT_CONFIDENCE,
@@ -275,6 +282,10 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   };
 
   const problems = inputProblems(a, b, policy.minRuns);
+  const paired = policy.paired === true;
+  if (paired && a.length !== b.length) {
+    problems.push(`paired arms need one value each per round, got ${a.length} and ${b.length}`);
+  }
   if (problems.length > 0) return { ...empty, reasons: problems };
 
   const [numerator, denominator] = direction === 'higher' ? [b, a] : [a, b];
@@ -282,6 +293,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     confidence: policy.confidence,
     resamples: policy.resamples,
     seed,
+    paired,
   });
   const ratio = boot.estimate;
   if (!Number.isFinite(ratio)) {
@@ -294,7 +306,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
 
   // The noise floor. Tukey's fences always keep the middle half of an arm, so the robust estimate
   // exists whenever an arm has two runs; the plain one is only a guard.
-  const robustCv = robustNoiseCv([a, b]);
+  const robustCv = paired ? pairedNoiseCv(a, b) : robustNoiseCv([a, b]);
   const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a, b]) : robustCv;
   let mde: number;
   let mdeSource: MdeSource;
@@ -316,6 +328,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
       power: policy.power,
       falseAcceptRate: policy.falseAcceptRate,
       practicalDelta: policy.practicalDelta,
+      paired,
     };
     margin = acceptMargin(noiseCv, a.length, b.length, opts);
     acceptBar = 1 + Math.max(policy.practicalDelta, margin);
@@ -328,11 +341,12 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   }
 
   const confLabel = `${Math.round(policy.confidence * 1000) / 10}% ${policy.ciMethod === 'bca' ? 'BCa' : 'percentile'} CI`;
-  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a.length}/${b.length})`;
+  const pairing = paired ? ', paired by round' : '';
+  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a.length}/${b.length})`;
   const barLine =
     mdeSource === 'fixed'
       ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical δ ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}`
-      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ≤ ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
+      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ≤ ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? ' paired' : ''} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
 
   let verdict: StatsVerdict;
   let decision: string;

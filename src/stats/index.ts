@@ -29,6 +29,7 @@ export {
   MEDIAN_SE_FACTOR,
   minimumDetectableEffect,
   type NoiseCalibration,
+  pairedNoiseCv,
   robustNoiseCv,
 } from './noise.js';
 export { createRng } from './random.js';

@@ -33,6 +33,7 @@
 import { MEASURE_DEFAULTS } from '../config/index.js';
 import { logCv, sampleVariance, withoutOutliers } from './describe.js';
 import { normalQuantile } from './normal.js';
+import { studentTQuantile } from './student.js';
 
 /** Standard error of a median relative to a mean for Gaussian noise, √(π/2). */
 export const MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
@@ -60,9 +61,16 @@ export interface MdeOptions {
   falseAcceptRate?: number;
   /** The floor of the accept bar (0.02 = 2%). Default DEFAULT_PRACTICAL_DELTA. */
   practicalDelta?: number;
+  /**
+   * The CV comes from n paired rounds (`pairedNoiseCv`: n − 1 degrees of freedom, half of what two
+   * unpaired arms give): the quantiles of the bar and the MDE are Student's t with n − 1 degrees of
+   * freedom instead of the normal's, which holds the false-accept target with so rough a noise
+   * estimate (the simulation: `npm run bench:stats`).
+   */
+  paired?: boolean;
 }
 
-function checked(opts: MdeOptions): Required<MdeOptions> {
+function checked(opts: MdeOptions): Required<Omit<MdeOptions, 'paired'>> {
   const power = opts.power ?? DEFAULT_POWER;
   const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
   const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
@@ -83,9 +91,14 @@ export function logRatioScale(cv: number, nA: number, nB: number): number {
   return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
 }
 
-/** The MDE's exponent over s above the bar: −μ + z_{power} · σ. */
-export function mdeMultiplier(opts: MdeOptions = {}): number {
-  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
+/** The quantile p of the bar's distribution: the normal's, or Student's t for `paired` rounds. */
+function quantile(p: number, opts: MdeOptions, rounds: number): number {
+  return opts.paired && rounds >= 2 ? studentTQuantile(p, rounds - 1) : normalQuantile(p);
+}
+
+/** The MDE's exponent over s above the bar: −μ + z_{power} · σ (`rounds`: for paired rounds). */
+export function mdeMultiplier(opts: MdeOptions = {}, rounds = 0): number {
+  return -LOWER_BOUND_MEAN + quantile(checked(opts).power, opts, rounds) * LOWER_BOUND_SD;
 }
 
 /**
@@ -94,7 +107,7 @@ export function mdeMultiplier(opts: MdeOptions = {}): number {
  */
 export function acceptMargin(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
   const { falseAcceptRate } = checked(opts);
-  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
+  const k = LOWER_BOUND_MEAN + quantile(1 - falseAcceptRate, opts, Math.min(nA, nB)) * LOWER_BOUND_SD;
   return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
 }
 
@@ -109,7 +122,7 @@ export function acceptBarFor(cv: number, nA: number, nB: number, opts: MdeOption
  */
 export function minimumDetectableEffect(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
   const bar = acceptBarFor(cv, nA, nB, opts);
-  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
+  return bar * Math.exp(mdeMultiplier(opts, Math.min(nA, nB)) * logRatioScale(cv, nA, nB)) - 1;
 }
 
 /** Expected distance, in log units, from the estimate down to the interval's lower bound: −μ · s. */
@@ -142,6 +155,19 @@ export function pooledLogCv(groups: readonly (readonly number[])[]): number {
  */
 export function robustNoiseCv(groups: readonly (readonly number[])[]): number {
   return pooledLogCv(groups.map(withoutOutliers));
+}
+
+/**
+ * The noise of a paired comparison (A[i] and B[i] measured in one round of one process), as the
+ * per-run CV the formulas above take: SD(ln(B[i] / A[i])) / √2 after dropping outlying rounds (Tukey's
+ * fences on the log ratio). Noise both arms share in a round (load, clock, cache state) cancels in the
+ * ratio; for independent noise it equals the per-arm CV. NaN for fewer than two pairs.
+ */
+export function pairedNoiseCv(a: readonly number[], b: readonly number[]): number {
+  if (a.length !== b.length)
+    throw new RangeError(`paired arms need equal lengths, got ${a.length} and ${b.length}`);
+  const ratios = withoutOutliers(a.map((x, i) => b[i]! / x));
+  return ratios.length < 2 ? Number.NaN : logCv(ratios) / Math.SQRT2;
 }
 
 /** Run-to-run noise measured by an A/A study: identical code run several times in fresh processes. */

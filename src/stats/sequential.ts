@@ -95,6 +95,7 @@ export function futilityBar(comparison: Comparison, opts: CompareOptions, nMax: 
   const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
     falseAcceptRate: policy.falseAcceptRate,
     practicalDelta: policy.practicalDelta,
+    paired: policy.paired === true,
   });
   return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
 }

@@ -30,11 +30,19 @@ export interface Scenario {
   trueRatio: number;
   direction: Direction;
   shape: NoiseShape;
+  /**
+   * CV of noise a round's two values share (load on the machine, the clock, cache state while both
+   * arms run call by call in one process): paired rules cancel it, unpaired ones see it as more noise.
+   * Default 0.
+   */
+  shared?: number;
 }
 
 /** Produces per-run values for an arm, as the engine's interleaved runs would. */
 export interface RunSampler {
   draw(arm: 'a' | 'b', count: number): number[];
+  /** `count` rounds of both arms measured together: the shared noise and disturbances hit both. */
+  rounds(count: number): { a: number[]; b: number[] };
 }
 
 /** Synthetic runs for `scenario`: champion values around 100 ms (lower) or 0.5 MFU (higher). */
@@ -42,16 +50,35 @@ export function scenarioSampler(scenario: Scenario, rng: Rng): RunSampler {
   const sigma = Math.sqrt(Math.log1p(scenario.cv ** 2));
   const better = scenario.direction === 'higher' ? 1 : -1;
   const typical = scenario.direction === 'higher' ? 0.5 : 100;
-  const one = (arm: 'a' | 'b'): number => {
-    let logValue = Math.log(typical) + sigma * rng.normal();
-    if (arm === 'b') logValue += better * Math.log(scenario.trueRatio);
+  const sharedSigma = Math.sqrt(Math.log1p((scenario.shared ?? 0) ** 2));
+  // A round's shared part: its load (log scale) and whether a disturbance hit it.
+  const roundState = (): number => {
+    let shift = sharedSigma * rng.normal();
     if (scenario.shape === 'contaminated' && rng.uniform() < CONTAMINATION_PROBABILITY) {
       const slowdown = CONTAMINATION_MIN + (CONTAMINATION_MAX - CONTAMINATION_MIN) * rng.uniform();
-      logValue -= better * Math.log1p(slowdown);
+      shift -= better * Math.log1p(slowdown);
     }
+    return shift;
+  };
+  const one = (arm: 'a' | 'b', shift: number): number => {
+    let logValue = Math.log(typical) + sigma * rng.normal() + shift;
+    if (arm === 'b') logValue += better * Math.log(scenario.trueRatio);
     return Math.exp(logValue);
   };
-  return { draw: (arm, count) => Array.from({ length: count }, () => one(arm)) };
+  return {
+    // Unpaired: every run has a round of its own.
+    draw: (arm, count) => Array.from({ length: count }, () => one(arm, roundState())),
+    rounds(count) {
+      const a: number[] = [];
+      const b: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const shift = roundState();
+        a.push(one('a', shift));
+        b.push(one('b', shift));
+      }
+      return { a, b };
+    },
+  };
 }
 
 export interface RuleOutcome {
@@ -94,6 +121,41 @@ export function sequentialRule(
         }
         a.push(...sampler.draw('a', d.addRuns.a));
         b.push(...sampler.draw('b', d.addRuns.b));
+      }
+    },
+  };
+}
+
+/** hillclimb's verdict on `n` paired rounds (both arms timed call by call in one process). */
+export function pairedRoundsRule(n: number, policy: ComparePolicy = {}): Rule {
+  return {
+    name: `hillclimb paired, n = ${n}`,
+    decide(sampler, direction, seed) {
+      const { a, b } = sampler.rounds(n);
+      const c = compareArms(a, b, { ...policy, paired: true, direction, seed });
+      return { verdict: c.verdict, runsPerArm: n };
+    },
+  };
+}
+
+/** hillclimb's paired verdict with sequential stopping (rounds added in pairs, as the loop does). */
+export function pairedSequentialRule(
+  seq: SequentialPolicy = DEFAULT_SEQUENTIAL_POLICY,
+  policy: ComparePolicy = {},
+): Rule {
+  return {
+    name: `hillclimb paired, n = ${seq.nStart}→${seq.nMax} sequential`,
+    decide(sampler, direction, seed) {
+      const a: number[] = [];
+      const b: number[] = [];
+      for (;;) {
+        const d = decideNext(a, b, { ...policy, paired: true, direction, seed }, seq);
+        if (d.action === 'stop') {
+          return { verdict: d.comparison?.verdict ?? 'invalid', runsPerArm: a.length };
+        }
+        const r = sampler.rounds(Math.max(d.addRuns.a, d.addRuns.b));
+        a.push(...r.a);
+        b.push(...r.b);
       }
     },
   };
@@ -167,6 +229,7 @@ export function trueMde(cv: number, n: number, policy: ComparePolicy = {}): numb
     power: policy.power,
     falseAcceptRate: policy.falseAcceptRate,
     practicalDelta: policy.practicalDelta,
+    paired: policy.paired === true,
   });
 }
 

@@ -46,8 +46,8 @@ describe('parseConfig', () => {
   it('names the key path and line of an invalid enum value', () => {
     const e = configError(MINIMAL.replace('direction: lower', 'direction: down'));
     expect(e.keyPath).toBe('targets.k.bench.metric.direction');
-    expect(e.line).toBe(13);
-    expect(e.message).toContain('/repo/hillclimb.yml:13');
+    expect(e.line).toBe(14);
+    expect(e.message).toContain('/repo/hillclimb.yml:14');
     expect(e.message).toContain('must be one of higher, lower (got "down")');
     expect(e.exitCode).toBe(2);
   });
@@ -55,7 +55,7 @@ describe('parseConfig', () => {
   it('suggests the nearest key for a typo', () => {
     const e = configError(`${MINIMAL}loop:\n  iteratons: 4\n`);
     expect(e.keyPath).toBe('loop.iteratons');
-    expect(e.line).toBe(15);
+    expect(e.line).toBe(16);
     expect(e.message).toContain('unknown key "iteratons" (did you mean "iterations"?)');
   });
 
@@ -64,6 +64,16 @@ describe('parseConfig', () => {
     expect(e.keyPath).toBe('targets.k.editable');
     expect(e.message).toContain('missing required key');
     expect(e.line).toBe(3);
+  });
+
+  it('names what replaced a retired bench or profile command', () => {
+    const bench = configError(MINIMAL.replace('    bench:\n', '    bench:\n      command: [python, bench.py]\n'));
+    expect(bench.keyPath).toBe('targets.k.bench.command');
+    expect(bench.message).toContain('is no longer read: a bench that imports the candidate cannot be believed');
+    expect(bench.message).toContain('targets.<target>.programs.module');
+    const profile = configError(`${MINIMAL}    profile:\n      command: [python, bench.py]\n`);
+    expect(profile.keyPath).toBe('targets.k.profile.command');
+    expect(profile.message).toContain('the profile traces the verified programs');
   });
 
   it('rejects a shell string where a command array is expected', () => {
@@ -92,8 +102,8 @@ describe('parseConfig', () => {
     expect(configError(`${MINIMAL}measure:\n  runs_per_arm: 9\n  max_runs_per_arm: 5\n`).message).toContain(
       'below measure.runs_per_arm',
     );
-    expect(configError(MINIMAL.replace('"{metrics}"', '"out.json"')).message).toContain(
-      'must contain {metrics}',
+    expect(configError(MINIMAL.replace('    programs:\n      module: bench\n', '')).keyPath).toBe(
+      'targets.k.programs',
     );
     expect(configError(MINIMAL.replace('"kernels"]', '"{kernel}"]')).message).toContain(
       'unknown placeholder {kernel}',

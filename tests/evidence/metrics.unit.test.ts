@@ -106,6 +106,8 @@ const COMPLETE: MetricsFile = {
     optimizer: 'AdamW lr=0.001',
     verification: { steps: 3, verified: true, losses: [5.5, 5.4, 5.4], oracle_losses: [5.5, 5.4, 5.4] },
   },
+  programs: { platform: 'cpu', sha256: { 'fwd@tiny': 'a'.repeat(64) } },
+  session: { round: 1, rounds: 5, arm: 'A', first: 'B' },
   notes: [],
 };
 

@@ -1,5 +1,6 @@
 // Adoption, end to end (issue 15): a repository that is not hillclimb — its own layout, a JAX kernel
-// under src/mypkg/ops/, pytest tests, a twenty-line bench on hillclimb-bench, no kernels/ folder —
+// under src/mypkg/ops/, pytest tests, a thirty-line target module on hillclimb-bench (exactly the
+// package README's form: nothing installs mypkg), no kernels/ folder —
 // gets `hillclimb init --yes`, then `hillclimb loop -n 2` with the replay agent: one patch that makes
 // the kernel faster (improved), one that breaks it (invalid at the CPU gate).
 import { execFileSync } from 'node:child_process';
@@ -30,30 +31,43 @@ def scale(x: jax.Array, a: float) -> jax.Array:
     return jax.lax.fori_loop(0, PASSES, lambda _, y: y + step, jnp.zeros_like(x))
 `;
 
-// The user's bench: what packages/hillclimb-bench/README.md shows, on this kernel.
-const BENCH = `"""python bench/bench_scale.py --out metrics.json: mypkg.ops.scale through hillclimb-bench."""
+// The user's target module: what packages/hillclimb-bench/README.md shows, on this kernel. It imports
+// the kernel only in kernel(), which only the export step calls; the verifier never imports mypkg.
+const TARGET = `"""python -m bench.scale_target export|verify: mypkg.ops.scale through hillclimb-bench."""
 
-import sys
-from pathlib import Path
-
-import jax.numpy as jnp
 import numpy as np
-from hillclimb_bench import Measurement, guards, main
 
-before = guards.snapshot()  # before the kernel's import code runs
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mypkg.ops import scale  # noqa: E402
+import hillclimb_bench as hb
 
 N = 1 << 20
-main(
-    target="scale", impl="xla", preset="1m", dtype="float32",
-    shapes={"n": N},
-    make_inputs=lambda rng: (jnp.asarray(rng.standard_normal(N, np.float32)),),
-    measurements={"fwd": Measurement(
-        fn=lambda x: scale(x, 3.0), reference=lambda x: np.asarray(x, np.float64) * 3.0,
-        rel_rms_tol=1e-5, flops=N, tokens=N)},
-    guard_from=before,
+
+
+def make_inputs(rng, shape):
+    import jax.numpy as jnp
+
+    return (jnp.asarray(rng.standard_normal(shape["n"], np.float32)),)
+
+
+def kernel(shape):
+    from mypkg.ops import scale
+
+    return lambda x: scale(x, 3.0)
+
+
+TARGET = hb.Kernel(
+    name="scale",
+    kernel_modules=("mypkg",),
+    source_roots=("src",),
+    programs={"fwd": hb.Program(kernel=kernel, reference=lambda x: np.asarray(x, np.float64) * 3.0,
+                                rel_rms_tol=1e-5, flops=lambda s: s["n"], tokens=lambda s: s["n"])},
+    make_inputs=make_inputs,
+    bench={"n": N},
+    gate=[{"n": 1000}],
+    draw=lambda rng: {"n": int(rng.integers(1, 5000))},
 )
+
+if __name__ == "__main__":
+    hb.cli(TARGET)
 `;
 
 const FILES: Record<string, string> = {
@@ -74,7 +88,7 @@ def test_scale_matches_numpy() -> None:
     x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
     np.testing.assert_allclose(np.asarray(scale(jnp.asarray(x), 3.0)), x * 3.0, rtol=1e-5, atol=1e-6)
 `,
-  'bench/bench_scale.py': BENCH,
+  'bench/scale_target.py': TARGET,
 };
 
 const PATCHES: Array<{ name: string; from: string; to: string; json: object }> = [
@@ -140,8 +154,8 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
       'scale',
       '--editable',
       'src/mypkg/ops/**',
-      '--bench-command',
-      '{python} bench/bench_scale.py --repeats 5 --out {metrics}',
+      '--programs',
+      'bench.scale_target',
       '--test-command',
       '["{python}", "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "--junitxml={junit}"]',
       '--agent',
@@ -199,7 +213,7 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
     ).toEqual(['improved', 'invalid']);
     expect(result.iterations[1]!.reason).toContain('CPU correctness failed');
 
-    // The improved verdict stands on sandboxed runs of the user's bench, each verified by hillclimb-bench.
+    // The improved verdict stands on the verifier's rounds (sandboxed), both arms' programs verified.
     const bundle = result.iterations[0]!.bundle;
     const evidence = JSON.parse(readFileSync(join(bundle, 'evidence.json'), 'utf8')) as {
       isolation: Record<string, { mode: string }>;
@@ -212,7 +226,8 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
       const metrics = JSON.parse(readFileSync(join(bundle, run.metricsFile), 'utf8'));
       expect(metrics.target).toBe('scale');
       expect(metrics.verification).toMatchObject({ verified: true, seed_source: 'os.urandom' });
-      expect(metrics.verification.timed_outputs_compared).toBe(5);
+      expect(metrics.verification.timed_outputs_compared).toBe(10);
+      expect(Object.keys(metrics.programs.sha256)).toEqual(['fwd@n1048576']);
       expect(metrics.device.peak.source).toBe('measured'); // a CPU: no table peak
     }
   });

@@ -48,12 +48,13 @@ describe('defaultProtected', () => {
   });
   afterEach(() => t.cleanup());
 
-  it('protects the files the commands name, the test folder and requirements, never a folder holding editable paths', () => {
+  it('protects the files the test command names, the target module, the test folder and requirements, never a folder holding editable paths', () => {
     const got = defaultProtected(t.dir, {
       editable: ['src/mypkg/ops/**'],
-      // pytest over src/ (holds the kernel: left editable) and test/; the bench as a module under src/.
-      testCommand: ['{python}', '-m', 'pytest', 'src', 'test', '--junitxml={junit}'],
-      benchCommand: ['{python}', '-m', 'mypkg.bench', '--cfg', 'tools/run_bench.py', '--out', '{metrics}'],
+      // pytest over src/ (holds the kernel: left editable) and test/, with a config file; the target
+      // module protected before it exists (as a module and as a package).
+      testCommand: ['{python}', '-m', 'pytest', 'src', 'test', '-c', 'tools/run_bench.py', '--junitxml={junit}'],
+      programs: 'mypkg.bench',
       requirements: 'requirements/ci.txt',
     });
     expect(got).toEqual([
@@ -62,8 +63,9 @@ describe('defaultProtected', () => {
       'hillclimb/**',
       'test/**',
       'requirements/ci.txt',
-      'src/mypkg/bench.py',
       'tools/run_bench.py',
+      'mypkg/bench.py',
+      'mypkg/bench/**',
     ]);
   });
 });
@@ -75,7 +77,7 @@ describe('gatherAnswers', () => {
       const asked: string[] = [];
       const replies: Record<string, string> = {
         'Paths the agent may edit': 'src/k/**, src/k2/**',
-        'Bench command': '{python} b.py --out {metrics}',
+        'Target module': 'bench.b',
         'Which way is better': 'higher',
       };
       const answers = await gatherAnswers(
@@ -92,7 +94,7 @@ describe('gatherAnswers', () => {
       expect(answers).toMatchObject({
         target: 'k',
         editable: ['src/k/**', 'src/k2/**'],
-        benchCommand: ['{python}', 'b.py', '--out', '{metrics}'],
+        programs: 'bench.b',
         direction: 'higher',
         agent: 'codex',
         requirements: 'requirements.txt',
@@ -106,7 +108,7 @@ describe('gatherAnswers', () => {
   it('asks again, saying why, after an unusable answer; gives up after three', async () => {
     const asked: string[] = [];
     const replies = ['down', 'sideways', 'higher'];
-    const flags = { target: 'k', editable: ['src/k/**'], benchCommand: 'b {metrics}' };
+    const flags = { target: 'k', editable: ['src/k/**'], programs: 'bench.b' };
     const answers = await gatherAnswers(
       '/nonexistent',
       flags,
@@ -129,7 +131,7 @@ describe('gatherAnswers', () => {
       async () => '',
       'main',
     );
-    await expect(never).rejects.toThrow('--bench-command: required');
+    await expect(never).rejects.toThrow('--programs: required');
   });
 
   it('without a terminal and without --yes, refuses before asking anything', async () => {

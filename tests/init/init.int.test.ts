@@ -41,14 +41,16 @@ describe('hillclimb init --yes', () => {
     const target = selectTarget(config);
     expect(target.name).toBe('scale');
     expect(target.editable).toEqual(['src/mypkg/ops/**']);
-    // Defaults: CI, the config, init's folder, the tests, the requirements and the bench the command names.
+    // Defaults: CI, the config, init's folder, the tests, the requirements and the target module (as a
+    // module and as a package: it need not exist yet).
     expect(target.protected).toEqual([
       '.github/**',
       'hillclimb.yml',
       'hillclimb/**',
       'tests/**',
       'requirements.txt',
-      'bench/bench_scale.py',
+      'bench/scale_target.py',
+      'bench/scale_target/**',
     ]);
     expect(target.correctness.cpu.command).toEqual([
       '{python}',
@@ -58,7 +60,7 @@ describe('hillclimb init --yes', () => {
       '-q',
       '--junitxml={junit}',
     ]);
-    expect(target.bench.command).toEqual(['{python}', 'bench/bench_scale.py', '--out', '{metrics}']);
+    expect(target.programs).toEqual({ module: 'bench.scale_target', args: [], timeout_minutes: 15 });
     expect(target.bench.metric).toEqual({ path: 'measurements.fwd.median_ms', direction: 'lower' });
     expect(target.bench.mfu_path).toBe('measurements.fwd.mfu');
     expect(config.forge.base).toBe('main');
@@ -185,15 +187,15 @@ describe('hillclimb init refuses', () => {
     const r = await hillclimbIn(repo.dir, ['init', '--target', 'scale', ...PIN_FLAGS]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('no terminal to ask on');
-    expect(r.stderr).toContain('pass --yes with --target, --editable, --bench-command');
+    expect(r.stderr).toContain('pass --yes with --target, --editable, --programs');
     expect(r.stderr).not.toMatch(/\s+at .*\.js:\d+/);
     expect((await hillclimbIn(repo.dir, ['init', ...TOY_FLAGS])).stdout).toContain('created  hillclimb.yml');
   });
 
   it.each([
     [
-      ['--bench-command', '{python} bench/bench_scale.py'],
-      '--bench-command: targets.scale.bench.command must contain {metrics}',
+      ['--programs', 'bench/scale_target.py'],
+      '--programs: "bench/scale_target.py" is not a Python module name (e.g. bench.my_op, as python -m takes it)',
     ],
     [['--target', 'Scale'], '--target: targets must match pattern'],
     [['--target', 'a: b\nc'], '--target: targets must match pattern'],
@@ -233,7 +235,7 @@ describe('hillclimb init refuses', () => {
       ...PIN_FLAGS,
     ]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('--bench-command: required');
+    expect(r.stderr).toContain('--programs: required');
   });
 
   it('outside a git repository', async () => {

@@ -20,7 +20,7 @@ export const TOY_FILES: Record<string, string> = {
     'import jax.numpy as jnp\n\n\ndef scale(x: jnp.ndarray, a: float) -> jnp.ndarray:\n    """x: [N] -> [N], each element times a."""\n    return x * a\n',
   'tests/test_scale.py':
     'import jax.numpy as jnp\n\nfrom mypkg.ops import scale\n\n\ndef test_scale() -> None:\n    assert jnp.allclose(scale(jnp.ones(4), 2.0), 2.0)\n',
-  'bench/bench_scale.py': 'import sys\n\nprint(sys.argv)\n',
+  'bench/scale_target.py': 'import sys\n\nprint(sys.argv)\n',
 };
 
 /** A committed git repository holding TOY_FILES at `dir`. */
@@ -42,8 +42,8 @@ export const TOY_FLAGS = [
   'scale',
   '--editable',
   'src/mypkg/ops/**',
-  '--bench-command',
-  '{python} bench/bench_scale.py --out {metrics}',
+  '--programs',
+  'bench.scale_target',
   '--test-command',
   '["{python}", "-m", "pytest", "tests", "-q", "--junitxml={junit}"]',
   '--agent',

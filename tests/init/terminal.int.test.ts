@@ -58,14 +58,14 @@ describe.skipIf(!SCRIPT)(TITLE, () => {
           /Correctness command[^\]]*\[\{python\} -m pytest -q -p no:cacheprovider --junitxml=\{junit\}\]: /,
           '',
         ],
-        [/Bench command[^:]*: /, '{python} bench/bench_scale.py --out {metrics}'],
+        [/Target module[^:]*: /, 'bench.scale_target'],
         [/Verdict metric[^\]]*\[measurements\.fwd\.median_ms\]: /, ''],
         [/Which way is better[^\]]*\[lower\]: /, 'higher'],
         [/Agent \(codex, claude, replay\) \[codex\]: /, 'claude'],
         [/pip requirements file[^\]]*\[requirements\.txt\]: /, ''],
         [/Default branch \[main\]: /, ''],
         [
-          /Protected paths[^\]]*\[\.github\/\*\*,hillclimb\.yml,hillclimb\/\*\*,tests\/\*\*,requirements\.txt,bench\/bench_scale\.py\]: /,
+          /Protected paths[^\]]*\[\.github\/\*\*,hillclimb\.yml,hillclimb\/\*\*,tests\/\*\*,requirements\.txt,bench\/scale_target\.py,bench\/scale_target\/\*\*\]: /,
           '',
         ],
       ]);
@@ -78,7 +78,7 @@ describe.skipIf(!SCRIPT)(TITLE, () => {
       expect(target.editable).toEqual(['src/mypkg/ops/**']);
       expect(target.bench.metric.direction).toBe('higher');
       expect(config.agent.kind).toBe('claude');
-      expect(target.protected).toContain('bench/bench_scale.py');
+      expect(target.protected).toContain('bench/scale_target.py');
     } finally {
       repo.cleanup();
     }

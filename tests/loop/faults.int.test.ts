@@ -224,9 +224,9 @@ describe('candidate faults', () => {
       json: { hypothesis: 'h', summary: 'no metrics', next_idea: 'n' },
     },
     {
-      name: '0004-unverified',
-      edit: flag('UNVERIFIED', (s) => s.replace('DELAY_S = 0.02', 'DELAY_S = 0.008')),
-      json: { hypothesis: 'h', summary: 'unverified', next_idea: 'n' },
+      name: '0004-garbled-program',
+      edit: flag('GARBLED_PROGRAM', (s) => s.replace('DELAY_S = 0.02', 'DELAY_S = 0.008')),
+      json: { hypothesis: 'h', summary: 'garbled', next_idea: 'n' },
     },
     {
       name: '0005-faster-corrupt-trace',
@@ -256,24 +256,29 @@ describe('candidate faults', () => {
     expect(it1.evidence.gates.cpu?.status).toBe('failed');
   });
 
-  it('a crashing candidate benchmark makes it invalid at once, and the run log is kept', () => {
+  it('a candidate whose export crashes is invalid at its gate, and the export log is kept', () => {
     const it2 = result.iterations[1]!;
     expect(it2.verdict).toBe('invalid');
-    expect(it2.reason).toMatch(/candidate benchmark run B-01 failed: exit code 3/);
-    const failed = it2.evidence.measurement!.runs.find((r) => r.arm === 'B')!;
-    expect(readFileSync(join(it2.bundleDir, failed.logFile), 'utf8')).toContain('the kernel asked to crash');
+    expect(it2.reason).toBe(
+      "CPU correctness failed: the candidate's programs could not be exported: the export exited 3: export: failed: the kernel asked to crash",
+    );
+    const exported = it2.evidence.gates.cpu!.export!;
+    expect(exported.status).toBe('failed');
+    expect(readFileSync(join(it2.bundleDir, exported.logFile), 'utf8')).toContain('the kernel asked to crash');
+    expect(it2.evidence.measurement).toBeUndefined();
   });
 
-  it('a candidate that writes no metrics is invalid, naming the missing file', () => {
+  it('a candidate whose export writes no programs is invalid, saying so', () => {
     const it3 = result.iterations[2]!;
     expect(it3.verdict).toBe('invalid');
-    expect(it3.reason).toMatch(/candidate benchmark run B-01 failed: .*B-01\.json/);
+    expect(it3.reason).toContain('the export wrote no programs (no manifest.json)');
   });
 
-  it('a bench that says it did not verify what it timed gives no evidence: invalid', () => {
+  it('a program the verifier cannot read fails the gate, naming the program', () => {
     const it4 = result.iterations[3]!;
     expect(it4.verdict).toBe('invalid');
-    expect(it4.reason).toMatch(/B-01\.json: the bench did not verify what it timed/);
+    expect(it4.reason).toMatch(/1 of 1 exported programs failed verification, first: fwd_bwd@toy: .*does not deserialize/);
+    expect(it4.evidence.gates.cpu!.verifier).toMatchObject({ passed: false, total: 1, failed: 1 });
   });
 
   it('a corrupt trace is recorded as a failed profile; the measured verdict stands', () => {
@@ -417,7 +422,7 @@ describe('a dry run', () => {
     ]);
     expect(progress.some((l) => l.includes('publish skipped: dry run'))).toBe(true);
     // The champion's profile command was printed for the prompt, without a warning about it.
-    expect(logger.lines.join('\n')).toMatch(/dry run: \S*python\S* harness\/bench\.py .*--trace/);
+    expect(logger.lines.join('\n')).toMatch(/dry run: \S*python\S* -m harness\.programs export --platform cpu /);
     expect(logger.lines.filter((l) => l.startsWith('warning:'))).toEqual([]);
     expect(readFileSync(join(r.iterations[0]!.bundleDir, 'agent', 'prompt.md'), 'utf8')).toContain(
       "(dry run: the champion's profile command was printed, not run)",

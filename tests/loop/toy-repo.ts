@@ -68,7 +68,11 @@ export const STANDARD_PATCHES: Array<{ name: string; edit: PatchEdit; json: obje
       'toy/kernel.py': (t) =>
         `${t.replace('def compute(xs):', 'def compute(xs):\n    """Double every element."""')}\nUNROLL = 2\n`,
     },
-    json: { hypothesis: 'Unrolling the loop helps.', summary: 'Unrolled by two.', next_idea: 'Measure again.' },
+    json: {
+      hypothesis: 'Unrolling the loop helps.',
+      summary: 'Unrolled by two.',
+      next_idea: 'Measure again.',
+    },
   },
   {
     name: '0004-loosen-tolerance',
@@ -132,7 +136,8 @@ export function gitIn(dir: string, ...args: string[]): string {
 export const DOCSTRING_PATCH: { name: string; edit: PatchEdit; json: object } = {
   name: '0005-docstring',
   edit: {
-    'toy/kernel.py': (t) => t.replace('def compute(xs):', 'def compute(xs):\n    """Double every element."""'),
+    'toy/kernel.py': (t) =>
+      t.replace('def compute(xs):', 'def compute(xs):\n    """Double every element."""'),
   },
   json: { hypothesis: 'Readability only.', summary: 'Docstring.', next_idea: 'Measure again.' },
 };

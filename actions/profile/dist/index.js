@@ -55805,7 +55805,12 @@ function installOutputs(archive, outputs) {
 }
 
 // src/compute/backends/local.ts
-var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace", programs: "programs" };
+var SANDBOX_OUTPUTS = {
+  metrics: "metrics.json",
+  junit: "junit.xml",
+  trace: "trace",
+  programs: "programs"
+};
 function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   const forced = env.HILLCLIMB_ACCELERATOR;
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
@@ -72930,6 +72935,52 @@ function resampledMedian(sorted, rng, counts) {
   }
   return low;
 }
+function pairedResampledMedian(sorted, order, counts) {
+  const n2 = sorted.length;
+  const lowRank = n2 - 1 >> 1;
+  const highRank = n2 >> 1;
+  let seen = 0;
+  let low = Number.NaN;
+  for (let j = 0; j < n2; j++) {
+    seen += counts[order[j]];
+    if (Number.isNaN(low) && seen > lowRank) low = sorted[j];
+    if (seen > highRank) return (low + sorted[j]) / 2;
+  }
+  return low;
+}
+function orderOf(values) {
+  return Int32Array.from(values.keys()).sort((i2, j) => values[i2] - values[j]);
+}
+function pairedAcceleration(num2, den) {
+  const n2 = num2.length;
+  if (n2 < 2) return 0;
+  const numSorted = sortedCopy(num2);
+  const denSorted = sortedCopy(den);
+  const rank = (sorted, values) => {
+    const taken = new Uint8Array(sorted.length);
+    return values.map((v) => {
+      let r = sorted.indexOf(v);
+      while (taken[r]) r += 1;
+      taken[r] = 1;
+      return r;
+    });
+  };
+  const numRank = rank(numSorted, num2);
+  const denRank = rank(denSorted, den);
+  const thetas = Array.from(
+    { length: n2 },
+    (_, i2) => medianWithout(numSorted, numRank[i2]) / medianWithout(denSorted, denRank[i2])
+  );
+  const thetaBar = thetas.reduce((s, t) => s + t, 0) / n2;
+  let cubes = 0;
+  let squares = 0;
+  for (const t of thetas) {
+    const u2 = (n2 - 1) * (thetaBar - t);
+    cubes += u2 ** 3;
+    squares += u2 ** 2;
+  }
+  return squares === 0 ? 0 : cubes / (6 * squares ** 1.5);
+}
 function medianWithout(sorted, skip2) {
   const m = sorted.length - 1;
   const at = (rank) => sorted[rank < skip2 ? rank : rank + 1];
@@ -72974,6 +73025,10 @@ function bootstrapRatioOfMedians(num2, den, opts) {
   const resamples = opts.resamples ?? MEASURE_DEFAULTS.resamples;
   checkOptions(confidence, resamples);
   if (num2.length === 0 || den.length === 0) throw new RangeError("both arms need at least one value");
+  const paired = opts.paired === true;
+  if (paired && num2.length !== den.length) {
+    throw new RangeError(`paired arms need equal lengths, got ${num2.length} and ${den.length}`);
+  }
   const numSorted = sortedCopy(num2);
   const denSorted = sortedCopy(den);
   const estimate = medianOfSorted(numSorted) / medianOfSorted(denSorted);
@@ -72981,9 +73036,20 @@ function bootstrapRatioOfMedians(num2, den, opts) {
   const numCounts = new Int32Array(numSorted.length);
   const denCounts = new Int32Array(denSorted.length);
   const ratios = new Float64Array(resamples);
-  for (let r = 0; r < resamples; r++) {
-    const numMedian = resampledMedian(numSorted, rng, numCounts);
-    ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
+  if (paired) {
+    const n2 = num2.length;
+    const numOrder = orderOf(num2);
+    const denOrder = orderOf(den);
+    for (let r = 0; r < resamples; r++) {
+      numCounts.fill(0);
+      for (let i2 = 0; i2 < n2; i2++) numCounts[rng.int(n2)] += 1;
+      ratios[r] = pairedResampledMedian(numSorted, numOrder, numCounts) / pairedResampledMedian(denSorted, denOrder, numCounts);
+    }
+  } else {
+    for (let r = 0; r < resamples; r++) {
+      const numMedian = resampledMedian(numSorted, rng, numCounts);
+      ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
+    }
   }
   ratios.sort();
   const alpha = 1 - confidence;
@@ -73000,7 +73066,7 @@ function bootstrapRatioOfMedians(num2, den, opts) {
   const share = (below + ties / 2) / resamples;
   const clampedShare = Math.min(1 - 0.5 / resamples, Math.max(0.5 / resamples, share));
   const biasZ0 = normalQuantile(clampedShare);
-  const acceleration = twoSampleAcceleration(numSorted, denSorted);
+  const acceleration = paired ? pairedAcceleration(num2, den) : twoSampleAcceleration(numSorted, denSorted);
   const degenerate = ratios[0] === ratios[resamples - 1];
   const adjusted = (z) => {
     const shifted = biasZ0 + z;
@@ -73022,6 +73088,88 @@ function bootstrapRatioOfMedians(num2, den, opts) {
     resamples,
     seed: opts.seed
   };
+}
+
+// src/stats/student.ts
+var LANCZOS = [
+  0.9999999999998099,
+  676.5203681218851,
+  -1259.1392167224028,
+  771.3234287776531,
+  -176.6150291621406,
+  12.507343278686905,
+  -0.13857109526572012,
+  9984369578019572e-21,
+  15056327351493116e-23
+];
+function logGamma(x) {
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  const z = x - 1;
+  let sum3 = LANCZOS[0];
+  for (let i2 = 1; i2 < LANCZOS.length; i2++) sum3 += LANCZOS[i2] / (z + i2);
+  const t = z + 7.5;
+  return 0.5 * Math.log(2 * Math.PI) + (z + 0.5) * Math.log(t) - t + Math.log(sum3);
+}
+function betaContinuedFraction(x, a2, b) {
+  const tiny = 1e-300;
+  let c3 = 1;
+  let d = 1 - (a2 + b) * x / (a2 + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let h2 = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let aa = m * (b - m) * x / ((a2 + m2 - 1) * (a2 + m2));
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + aa / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    h2 *= d * c3;
+    aa = -(a2 + m) * (a2 + b + m) * x / ((a2 + m2) * (a2 + m2 + 1));
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c3 = 1 + aa / c3;
+    if (Math.abs(c3) < tiny) c3 = tiny;
+    d = 1 / d;
+    const delta = d * c3;
+    h2 *= delta;
+    if (Math.abs(delta - 1) < 1e-15) break;
+  }
+  return h2;
+}
+function regularizedBeta(x, a2, b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a2 + b) - logGamma(a2) - logGamma(b) + a2 * Math.log(x) + b * Math.log1p(-x));
+  return x < (a2 + 1) / (a2 + b + 2) ? front * betaContinuedFraction(x, a2, b) / a2 : 1 - front * betaContinuedFraction(1 - x, b, a2) / b;
+}
+function studentTCdf(t, dof) {
+  if (Number.isNaN(t) || !(dof > 0)) return Number.NaN;
+  if (t === Number.POSITIVE_INFINITY) return 1;
+  if (t === Number.NEGATIVE_INFINITY) return 0;
+  const tail = 0.5 * regularizedBeta(dof / (dof + t * t), dof / 2, 0.5);
+  return t > 0 ? 1 - tail : tail;
+}
+var quantileCache = /* @__PURE__ */ new Map();
+function studentTQuantile(p, dof) {
+  if (!(p > 0 && p < 1) || !(dof > 0)) return Number.NaN;
+  if (p === 0.5) return 0;
+  if (p < 0.5) return -studentTQuantile(1 - p, dof);
+  const key = `${p}:${dof}`;
+  const cached3 = quantileCache.get(key);
+  if (cached3 !== void 0) return cached3;
+  let lo = normalQuantile(p);
+  let hi = Math.max(2 * lo, 1);
+  while (studentTCdf(hi, dof) < p) hi *= 2;
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-12 * hi; i2++) {
+    const mid = (lo + hi) / 2;
+    if (studentTCdf(mid, dof) < p) lo = mid;
+    else hi = mid;
+  }
+  const q = (lo + hi) / 2;
+  quantileCache.set(key, q);
+  return q;
 }
 
 // src/stats/noise.ts
@@ -73051,12 +73199,15 @@ function logRatioScale(cv, nA, nB) {
   }
   return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
 }
-function mdeMultiplier(opts = {}) {
-  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
+function quantile(p, opts, rounds) {
+  return opts.paired && rounds >= 2 ? studentTQuantile(p, rounds - 1) : normalQuantile(p);
+}
+function mdeMultiplier(opts = {}, rounds = 0) {
+  return -LOWER_BOUND_MEAN + quantile(checked(opts).power, opts, rounds) * LOWER_BOUND_SD;
 }
 function acceptMargin(cv, nA, nB, opts = {}) {
   const { falseAcceptRate } = checked(opts);
-  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
+  const k = LOWER_BOUND_MEAN + quantile(1 - falseAcceptRate, opts, Math.min(nA, nB)) * LOWER_BOUND_SD;
   return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
 }
 function acceptBarFor(cv, nA, nB, opts = {}) {
@@ -73064,7 +73215,7 @@ function acceptBarFor(cv, nA, nB, opts = {}) {
 }
 function minimumDetectableEffect(cv, nA, nB, opts = {}) {
   const bar = acceptBarFor(cv, nA, nB, opts);
-  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
+  return bar * Math.exp(mdeMultiplier(opts, Math.min(nA, nB)) * logRatioScale(cv, nA, nB)) - 1;
 }
 function expectedLogHalfWidth(cv, nA, nB) {
   return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
@@ -73082,24 +73233,11 @@ function pooledLogCv(groups2) {
 function robustNoiseCv(groups2) {
   return pooledLogCv(groups2.map(withoutOutliers));
 }
-var MIN_CALIBRATION_DOF = 4;
-function calibrateNoise(groups2) {
-  for (const [g, group] of groups2.entries()) {
-    for (const [i2, v] of group.entries()) {
-      if (!(Number.isFinite(v) && v > 0)) {
-        throw new RangeError(
-          `A/A group ${g} run ${i2} is ${v}; noise calibration needs finite positive values`
-        );
-      }
-    }
-  }
-  const kept = groups2.map(withoutOutliers);
-  const cv = pooledLogCv(kept);
-  if (Number.isNaN(cv)) throw new RangeError("A/A calibration needs a group with at least two runs");
-  const usable2 = kept.filter((g) => g.length >= 2);
-  const runs = usable2.reduce((s, g) => s + g.length, 0);
-  const degreesOfFreedom = runs - usable2.length;
-  return { cv, runs, degreesOfFreedom, sufficient: degreesOfFreedom >= MIN_CALIBRATION_DOF };
+function pairedNoiseCv(a2, b) {
+  if (a2.length !== b.length)
+    throw new RangeError(`paired arms need equal lengths, got ${a2.length} and ${b.length}`);
+  const ratios = withoutOutliers(a2.map((x, i2) => b[i2] / x));
+  return ratios.length < 2 ? Number.NaN : logCv(ratios) / Math.SQRT2;
 }
 function armCv(values) {
   return values.length < 2 ? null : logCv(values);
@@ -73217,12 +73355,17 @@ function compareArms(a2, b, opts) {
     seed
   };
   const problems = inputProblems(a2, b, policy.minRuns);
+  const paired = policy.paired === true;
+  if (paired && a2.length !== b.length) {
+    problems.push(`paired arms need one value each per round, got ${a2.length} and ${b.length}`);
+  }
   if (problems.length > 0) return { ...empty, reasons: problems };
   const [numerator, denominator] = direction === "higher" ? [b, a2] : [a2, b];
   const boot = bootstrapRatioOfMedians(numerator, denominator, {
     confidence: policy.confidence,
     resamples: policy.resamples,
-    seed
+    seed,
+    paired
   });
   const ratio = boot.estimate;
   if (!Number.isFinite(ratio)) {
@@ -73232,7 +73375,7 @@ function compareArms(a2, b, opts) {
     };
   }
   const ci = policy.ciMethod === "bca" ? boot.bca : boot.percentile;
-  const robustCv = robustNoiseCv([a2, b]);
+  const robustCv = paired ? pairedNoiseCv(a2, b) : robustNoiseCv([a2, b]);
   const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a2, b]) : robustCv;
   let mde;
   let mdeSource;
@@ -73253,7 +73396,8 @@ function compareArms(a2, b, opts) {
     const opts2 = {
       power: policy.power,
       falseAcceptRate: policy.falseAcceptRate,
-      practicalDelta: policy.practicalDelta
+      practicalDelta: policy.practicalDelta,
+      paired
     };
     margin = acceptMargin(noiseCv, a2.length, b.length, opts2);
     acceptBar = 1 + Math.max(policy.practicalDelta, margin);
@@ -73265,8 +73409,9 @@ function compareArms(a2, b, opts) {
     }
   }
   const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
-  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}, n = ${a2.length}/${b.length})`;
-  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}); regression bar ${num(regressBar)}`;
+  const pairing = paired ? ", paired by round" : "";
+  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a2.length}/${b.length})`;
+  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? " paired" : ""} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}); regression bar ${num(regressBar)}`;
   let verdict;
   let decision;
   if (ratio > policy.implausibleSpeedup) {
@@ -73322,7 +73467,8 @@ function futilityBar(comparison, opts, nMax) {
   const policy = resolvePolicy(opts);
   const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
     falseAcceptRate: policy.falseAcceptRate,
-    practicalDelta: policy.practicalDelta
+    practicalDelta: policy.practicalDelta,
+    paired: policy.paired === true
   });
   return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
 }
@@ -73700,7 +73846,8 @@ function object(value2, where2, file) {
 function hashes(value2, where2, file) {
   const out = {};
   for (const [key, hash3] of Object.entries(object(value2, where2, file))) {
-    if (typeof hash3 !== "string" || !HEX64.test(hash3)) throw new InputError(file, `${where2}.${key} is no sha256`);
+    if (typeof hash3 !== "string" || !HEX64.test(hash3))
+      throw new InputError(file, `${where2}.${key} is no sha256`);
     out[key] = hash3;
   }
   return out;
@@ -73715,7 +73862,8 @@ function parseSession(text3, file) {
   const doc = object(data, "(top level)", file);
   if (doc.schema !== SESSION_SCHEMA) throw new InputError(file, `schema is not ${SESSION_SCHEMA}`);
   const mode = doc.mode;
-  if (mode !== "gate" && mode !== "measure" && mode !== "profile") throw new InputError(file, "mode is unknown");
+  if (mode !== "gate" && mode !== "measure" && mode !== "profile")
+    throw new InputError(file, "mode is unknown");
   const arms = {};
   for (const [name, raw] of Object.entries(object(doc.arms, "arms", file))) {
     const arm = object(raw, `arms.${name}`, file);
@@ -73741,7 +73889,8 @@ function parseSession(text3, file) {
     const gate = object(doc.gate, "gate", file);
     const programs = (Array.isArray(gate.programs) ? gate.programs : []).map((raw, i2) => {
       const p = object(raw, `gate.programs[${i2}]`, file);
-      if (p.status !== "passed" && p.status !== "failed") throw new InputError(file, `gate.programs[${i2}].status`);
+      if (p.status !== "passed" && p.status !== "failed")
+        throw new InputError(file, `gate.programs[${i2}].status`);
       return {
         key: String(p.key),
         purpose: String(p.purpose),
@@ -74029,16 +74178,25 @@ async function exportPrograms(ctx, ev, o2) {
     // The code's own compile cache: never the champion's, never the verifier's.
     cacheKey: await ctx.git.treeHash(o2.commit)
   });
-  if (result.isolation && "gates" in ev) recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
+  if (result.isolation && "gates" in ev)
+    recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === "abort") throw new Interrupted("export cancelled");
   if (result.infraError) throw new InfraFailure(`export of ${o2.name} could not run: ${result.infraError}`);
-  const done = { platform: o2.platform, dir: o2.record.dir, logFile: o2.record.logFile, durationMs: result.durationMs };
+  const done = {
+    platform: o2.platform,
+    dir: o2.record.dir,
+    logFile: o2.record.logFile,
+    durationMs: result.durationMs
+  };
   const failed = (reason) => ({ status: "failed", reason, ...done });
   if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
   if (result.exitCode !== 0) {
-    return failed(`the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`);
+    return failed(
+      `the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`
+    );
   }
-  if (!existsSync18(join26(o2.dest, "manifest.json"))) return failed("the export wrote no programs (no manifest.json)");
+  if (!existsSync18(join26(o2.dest, "manifest.json")))
+    return failed("the export wrote no programs (no manifest.json)");
   return { status: "passed", ...done };
 }
 function lastErrorLine(logFile) {
@@ -74067,7 +74225,8 @@ async function verifierTree(ctx, commit2, name, programs) {
     const dest = join26(into, arm);
     mkdirSync21(dest, { recursive: true });
     for (const entry of readdirSync11(dir, { withFileTypes: true })) {
-      if (entry.isFile() && PROGRAM_FILE.test(entry.name)) cpSync(join26(dir, entry.name), join26(dest, entry.name));
+      if (entry.isFile() && PROGRAM_FILE.test(entry.name))
+        cpSync(join26(dir, entry.name), join26(dest, entry.name));
     }
   }
   return wt.root;
@@ -74094,12 +74253,16 @@ async function runVerifier(ctx, ev, o2) {
     signal: ctx.signal,
     cacheKey: VERIFIER_CACHE_KEY
   });
-  if (result.isolation && "gates" in ev) recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
+  if (result.isolation && "gates" in ev)
+    recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === "abort") throw new Interrupted("verifier cancelled");
   if (result.infraError) throw new InfraFailure(`the verifier could not run: ${result.infraError}`);
   const log = relative6(ctx.runDir, o2.logFile);
   if (result.killedBy) {
-    throw new VerifierFailed(`the verifier session timed out after ${timeout} min (bench.timeout_minutes)`, true);
+    throw new VerifierFailed(
+      `the verifier session timed out after ${timeout} min (bench.timeout_minutes)`,
+      true
+    );
   }
   if (result.exitCode !== 0 || !existsSync18(o2.sessionFile)) {
     throw new InfraFailure(
@@ -74197,7 +74360,11 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     evidence.status = "failed";
     evidence.reason = reasons[0];
     ev.gates[which2] = evidence;
-    return { status: "verdict", verdict: "invalid", reasons: [`${label} correctness failed: ${reasons.join("; ")}`] };
+    return {
+      status: "verdict",
+      verdict: "invalid",
+      reasons: [`${label} correctness failed: ${reasons.join("; ")}`]
+    };
   };
   if (problems.length > 0) return fail2(problems);
   const platform3 = which2 === "cpu" ? "cpu" : backend.info().platform;
@@ -74307,7 +74474,7 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { createHash as createHash6 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync20, readdirSync as readdirSync12, rmSync as rmSync18 } from "node:fs";
+import { cpSync as cpSync2, existsSync as existsSync20, rmSync as rmSync18 } from "node:fs";
 import { join as join27 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
@@ -74325,7 +74492,7 @@ async function measure(env) {
   const { ctx, ev, bundle } = env;
   const metricConfig = ctx.target.bench.metric;
   const seed = ctx.config.measure.seed + ev.iteration;
-  ev.measurement = {
+  ev.measurement ??= {
     metric: {
       path: metricConfig.path,
       direction: metricConfig.direction,
@@ -74340,12 +74507,12 @@ async function measure(env) {
     sessions: []
   };
   const m = ev.measurement;
+  m.looks = [];
+  m.sessions ??= [];
   const platform3 = ctx.backend.info().platform;
   const programs = await armPrograms(env, platform3);
   if ("verdict" in programs) return programs.verdict;
-  const prior = priorChampionRuns(ctx, ev.iteration, ev.base.commit);
-  const calibration = prior.length > 0 ? calibrateNoise(prior) : void 0;
-  m.noise = { cv: calibration?.cv ?? null, champion_runs: calibration?.runs ?? 0 };
+  m.noise = { cv: null, champion_runs: 0 };
   const opts = {
     direction: metricConfig.direction,
     seed,
@@ -74354,7 +74521,7 @@ async function measure(env) {
     practicalDelta: ctx.config.measure.practical_delta,
     regressionDelta: ctx.config.measure.regression_delta,
     implausibleSpeedup: ctx.config.measure.implausible_speedup,
-    ...calibration ? { calibratedCv: calibration.cv } : {}
+    paired: true
   };
   const policy = {
     nStart: ctx.config.measure.runs_per_arm,
@@ -74362,7 +74529,7 @@ async function measure(env) {
     step: SEQUENTIAL_STEP
   };
   const values = (arm, n2 = Number.POSITIVE_INFINITY) => m.runs.filter((r) => r.arm === arm && r.value !== null && r.index <= n2).map((r) => r.value);
-  let measured = 0;
+  let measured = Math.min(values("A").length, values("B").length);
   for (let n2 = 0; ; ) {
     const decision = decideNext(values("A", n2), values("B", n2), opts, policy);
     if (decision.action === "stop") {
@@ -74417,7 +74584,10 @@ function setAside(m, n2) {
   const later = m.runs.filter((r) => r.index > n2);
   if (later.length === 0) return;
   m.runs = m.runs.filter((r) => r.index <= n2);
-  m.discarded = [...m.discarded ?? [], ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n2} that stopped` }))];
+  m.discarded = [
+    ...m.discarded ?? [],
+    ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n2} that stopped` }))
+  ];
 }
 function runName(arm, index) {
   return `${arm}-${String(index).padStart(2, "0")}`;
@@ -74491,7 +74661,11 @@ async function session(env, platform3, programs, rounds) {
   const index = (m.sessions?.length ?? 0) + 1;
   const name = `measure-${String(index).padStart(2, "0")}`;
   ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
-  const invalid = (reason) => ({ status: "verdict", verdict: "invalid", reasons: [reason] });
+  const invalid = (reason) => ({
+    status: "verdict",
+    verdict: "invalid",
+    reasons: [reason]
+  });
   let run2;
   try {
     run2 = await runVerifier(ctx, ev, {
@@ -74538,7 +74712,9 @@ async function session(env, platform3, programs, rounds) {
     return {
       status: "verdict",
       verdict: "no-op",
-      reasons: [`the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`]
+      reasons: [
+        `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
+      ]
     };
   }
   const forged = Object.entries(b.programs).filter(
@@ -74635,20 +74811,6 @@ async function comparability(bundle, runs) {
     if (problems.length > 0) return problems.map((p) => `${runName(run2.arm, run2.index)}: ${p}`);
   }
   return [];
-}
-function priorChampionRuns(ctx, iteration, champion) {
-  const groups2 = [];
-  if (!existsSync20(ctx.runDir)) return groups2;
-  for (const name of readdirSync12(ctx.runDir).sort()) {
-    if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join27(ctx.runDir, name));
-    if (!b.exists()) continue;
-    const other = b.load();
-    if (other.base.commit !== champion || !other.measurement) continue;
-    const values = other.measurement.runs.filter((r) => r.arm === "A" && r.value !== null).map((r) => r.value);
-    if (values.length >= 2) groups2.push(values);
-  }
-  return groups2;
 }
 
 // src/loop/steps/prepare.ts
@@ -78416,7 +78578,7 @@ function numberOrUndefined(s) {
 }
 
 // src/trace/readers/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync13, readSync as readSync3, statSync as statSync9 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync9 } from "node:fs";
 import { basename as basename6, join as join31 } from "node:path";
 function resolveTracePath(path6) {
   let st;
@@ -78441,7 +78603,7 @@ function formatOfFile(path6) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync13(runDir).filter((f) => statSync9(join31(runDir, f)).isFile());
+  const files = readdirSync12(runDir).filter((f) => statSync9(join31(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format2) => {
     const sorted = [...matching].sort();
@@ -78470,16 +78632,16 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync13(dir);
+  const entries = readdirSync12(dir);
   if (entries.some(isTraceFile)) return dir;
   for (const base of [join31(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync13(base).filter((r) => statSync9(join31(base, r)).isDirectory());
+      runs = readdirSync12(base).filter((r) => statSync9(join31(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync13(join31(base, r)).some(isTraceFile));
+    const withTraces = runs.sort().filter((r) => readdirSync12(join31(base, r)).some(isTraceFile));
     if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
@@ -81235,7 +81397,9 @@ var profileStep = {
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
       if (!existsSync22(join33(programs, "manifest.json"))) {
-        throw new Error(`the candidate has no exported programs for ${platform3} (the measurement did not run)`);
+        throw new Error(
+          `the candidate has no exported programs for ${platform3} (the measurement did not run)`
+        );
       }
       const summary2 = await profileCommit(ctx, ev, {
         arm: "B",
@@ -81335,9 +81499,7 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash8("sha256").update(
-    JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])
-  ).digest("hex").slice(0, 20);
+  const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
   return join33(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
@@ -81390,7 +81552,7 @@ async function championProfile(ctx, commit2) {
 }
 
 // src/loop/steps/prompt.ts
-import { existsSync as existsSync23, readdirSync as readdirSync14, readFileSync as readFileSync23 } from "node:fs";
+import { existsSync as existsSync23, readdirSync as readdirSync13, readFileSync as readFileSync23 } from "node:fs";
 import { join as join34 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -81414,7 +81576,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
 }
 function directivePresets(dir) {
   if (!existsSync23(dir)) return [];
-  return readdirSync14(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  return readdirSync13(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -81992,7 +82154,7 @@ function isInfra(e) {
 
 // src/loop/state/attestation.ts
 import { createHash as createHash9 } from "node:crypto";
-import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync15, readFileSync as readFileSync28 } from "node:fs";
+import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync28 } from "node:fs";
 import { join as join38 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
@@ -82000,7 +82162,7 @@ function bundleDigest(dir) {
     const abs = rel === "" ? dir : join38(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
-      for (const name of readdirSync15(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync14(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
     if (/[\u0000-\u001f\u007f]/.test(rel))

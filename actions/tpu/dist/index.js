@@ -47948,7 +47948,12 @@ function installOutputs(archive, outputs) {
 }
 
 // src/compute/backends/local.ts
-var SANDBOX_OUTPUTS = { metrics: "metrics.json", junit: "junit.xml", trace: "trace", programs: "programs" };
+var SANDBOX_OUTPUTS = {
+  metrics: "metrics.json",
+  junit: "junit.xml",
+  trace: "trace",
+  programs: "programs"
+};
 function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   const forced = env.HILLCLIMB_ACCELERATOR;
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };

@@ -49,12 +49,10 @@ CAUGHT_BY = {
     "0004-vjp-forward-skips-output": r"verify: .*fwd_bwd o \[input set 0, mild gates\]: ",
     # XLA's stateful RNG is refused in any program the verifier reads.
     "0005-later-calls-cheap": r"verify: .*refused: operation rng \(host round trip",
-    # Patching the checker, json or numpy at import: the export's guards see it (its word is
-    # enough to refuse), and the verifier's process was never touched either way.
-    "0006-patch-the-checker": (
-        r"export: failed: guards: importing or tracing the kernel changed global state: "
-        r"harness\.id\.kernels\.harness\.verify\.compare: "
-    ),
+    # Patching the checker at import patches the export's copy of it; the verifier's is its own.
+    "0006-patch-the-checker": r"verify: .*fwd_bwd dq \[input set 0, mild gates\]: .*rel_rms=",
+    # Rebinding json or numpy at import: the export's guards see it (its word is enough to refuse a
+    # candidate), and the verifier's process was never touched either way.
     "0007-forge-the-metrics": (r"export: failed: guards: .*module\.id\.json\.dumps: "),
     "0008-blunt-the-comparison": r"export: failed: guards: .*module\.id\.numpy\.abs: ",
     "0009-stateless-calls-split-the-sequence": r"verify: .*train_step loss \[step 1\]: .*rel_rms=",
@@ -110,7 +108,10 @@ class Scratch:
         )
 
     def old_bench(self, module: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        return self.run("-m", module, "--impl", "pallas", "--preset", "tiny", *TIMING, *extra)
+        """The pre-split bench as the engine ran it, writing ``old-metrics.json``."""
+        out = str(self.root / "old-metrics.json")
+        argv = ["--impl", "pallas", "--preset", "tiny", *TIMING, "--out", out, *extra]
+        return self.run("-m", module, *argv)
 
     def export(self, out: Path, *target: str) -> subprocess.CompletedProcess[str]:
         return self.run(
@@ -222,8 +223,11 @@ def test_the_old_bench_accepted_the_hack_or_not(hack):
     module, accepted = OLD_BENCH[hack.name]
     old = hack.old_bench(f"kernels.harness.{module}")
     assert (old.returncode == 0) == accepted, old.stderr[-3000:]
-    if accepted:
-        assert old.stdout.startswith("HILLCLIMB_BENCH "), old.stdout
+    metrics = hack.root / "old-metrics.json"
+    assert metrics.is_file() == accepted
+    doc = json.loads(metrics.read_text()) if accepted else {}
+    # Numbers the engine believed (the oldest bench wrote no verification section).
+    assert doc.get("verification", {}).get("verified", True) is True
 
 
 def test_the_split_stops_the_hack(hack, honest, tmp_path, bench_compile_cache):
@@ -256,7 +260,7 @@ def test_the_fixed_seed_does_not_help_a_fingerprinting_kernel(
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((tmp_path / "s.json").read_text())["gate"]["programs"]
     fwd = next(r for r in rows if r["key"].startswith("fwd@"))
-    assert re.match(r"fwd o \[input set 1, slow gates\]: .*rel_rms=", fwd["error"]), fwd
+    assert re.match(r"fwd@\S+: fwd o \[input set 1, slow gates\]: .*rel_rms=", fwd["error"]), fwd
 
 
 def _pytest(scratch: Scratch, select: str) -> subprocess.CompletedProcess[str]:

@@ -58,7 +58,7 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
     .option('--editable <glob>', 'a path glob the agent may edit (repeat, or comma separated)', collect)
     .option(
       '--protected <glob>',
-      'a path glob never editable (repeat, or comma separated; default: tests, the bench and test files, requirements; .github, hillclimb.yml and hillclimb/ always)',
+      'a path glob never editable (repeat, or comma separated; default: tests, the target module and test files, requirements; .github, hillclimb.yml and hillclimb/ always)',
       collect,
     )
     .option(
@@ -66,8 +66,8 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
       'correctness command, words or a JSON array (default: {python} -m pytest … --junitxml={junit})',
     )
     .option(
-      '--bench-command <cmd>',
-      'bench command writing the metrics JSON to {metrics}, words or a JSON array',
+      '--programs <module>',
+      'the target module (hillclimb-bench) that exports and verifies the kernel, e.g. bench.my_op',
     )
     .option('--metric <path>', 'verdict metric in the metrics JSON (default measurements.fwd.median_ms)')
     .option('--direction <dir>', 'lower or higher is better (default lower)')

@@ -52,7 +52,12 @@ export interface LocalBackendOptions {
 }
 
 /** Where a sandboxed job writes its outputs, inside its private folder. */
-const SANDBOX_OUTPUTS = { metrics: 'metrics.json', junit: 'junit.xml', trace: 'trace', programs: 'programs' } as const;
+const SANDBOX_OUTPUTS = {
+  metrics: 'metrics.json',
+  junit: 'junit.xml',
+  trace: 'trace',
+  programs: 'programs',
+} as const;
 
 export interface LocalAccelerator {
   kind: 'tpu' | 'none';

@@ -119,7 +119,11 @@ async function runGate(
     evidence.status = 'failed';
     evidence.reason = reasons[0];
     ev.gates[which] = evidence;
-    return { status: 'verdict', verdict: 'invalid', reasons: [`${label} correctness failed: ${reasons.join('; ')}`] };
+    return {
+      status: 'verdict',
+      verdict: 'invalid',
+      reasons: [`${label} correctness failed: ${reasons.join('; ')}`],
+    };
   };
   if (problems.length > 0) return fail(problems);
 

@@ -1,32 +1,31 @@
 /**
  * measure: champion (A) and candidate (B) timed by the verifier (./programs.ts): a process that never
  * imports either's code loads both arms' exported programs, verifies every one on fresh inputs, then
- * times them call by call (A B B A …) in rounds; each round gives one run per arm. Byte-identical
- * programs end as `no-op`. Rounds are added in sessions while the confidence interval could still
- * clear the accept bar (sequential stopping, rule fixed in the harness); the noise floor comes from the
- * champion's own runs (A/A) pooled over this run's iterations.
+ * times them call by call (A B B A …) in rounds; each round gives one run per arm, and the comparison
+ * is paired by round (noise both arms share in a round cancels). Byte-identical programs end as
+ * `no-op`. Rounds are added while the confidence interval could still clear the accept bar
+ * (sequential stopping, rule fixed in the harness), in at most two verifier sessions.
  *
  * The candidate's programs are the ones its gate verified (the same files, checked by hash); the
  * champion's are exported once per run and platform. A candidate that fails verification makes the
  * iteration `invalid`; a champion that does is an infrastructure failure, retried by the runner.
  */
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   comparabilityProblems,
   type MeasuredRun,
   type MetricsFile,
   metricValue,
-  peakInfo,
   type PeakInfo,
+  peakInfo,
   readMetricsFile,
   runLevels,
   summarizeLevels,
 } from '../../evidence/index.js';
 import {
   type CompareOptions,
-  calibrateNoise,
   createRng,
   decideNext,
   median,
@@ -35,7 +34,7 @@ import {
 } from '../../stats/index.js';
 import { errorMessage, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
-import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
+import { type Bundle, BundleFiles } from '../state/bundle.js';
 import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';
 import { InfraFailure } from './failures.js';
 import {
@@ -68,8 +67,9 @@ async function measure(env: StepEnv): Promise<StepResult> {
   const { ctx, ev, bundle } = env;
   const metricConfig = ctx.target.bench.metric;
   const seed = ctx.config.measure.seed + ev.iteration;
-  // A resumed measurement starts over: a session's rounds are only comparable within it.
-  ev.measurement = {
+  // A resumed measurement keeps the rounds of the sessions that finished (verified, paired data) and
+  // replays its looks over them.
+  ev.measurement ??= {
     metric: {
       path: metricConfig.path,
       direction: metricConfig.direction,
@@ -84,13 +84,16 @@ async function measure(env: StepEnv): Promise<StepResult> {
     sessions: [],
   };
   const m = ev.measurement;
+  m.looks = [];
+  m.sessions ??= [];
   const platform = ctx.backend.info().platform;
   const programs = await armPrograms(env, platform);
   if ('verdict' in programs) return programs.verdict;
 
-  const prior = priorChampionRuns(ctx, ev.iteration, ev.base.commit);
-  const calibration = prior.length > 0 ? calibrateNoise(prior) : undefined;
-  m.noise = { cv: calibration?.cv ?? null, champion_runs: calibration?.runs ?? 0 };
+  // Each round times both arms call by call in one process: the comparison is paired by round, and
+  // its noise is the per-round ratio's, measured here. (An A/A pool of the champion's runs measures
+  // per-arm noise, which pairing cancels in part, so it does not set the bar.)
+  m.noise = { cv: null, champion_runs: 0 };
   const opts: CompareOptions = {
     direction: metricConfig.direction,
     seed,
@@ -99,7 +102,7 @@ async function measure(env: StepEnv): Promise<StepResult> {
     practicalDelta: ctx.config.measure.practical_delta,
     regressionDelta: ctx.config.measure.regression_delta,
     implausibleSpeedup: ctx.config.measure.implausible_speedup,
-    ...(calibration ? { calibratedCv: calibration.cv } : {}),
+    paired: true,
   };
   const policy: SequentialPolicy = {
     nStart: ctx.config.measure.runs_per_arm,
@@ -112,10 +115,8 @@ async function measure(env: StepEnv): Promise<StepResult> {
   // timed calls). The looks then follow the sequential rule over the rounds in order, exactly as if
   // each had been a session of its own; rounds after the look that stops are kept aside, unused.
   const values = (arm: ArmName, n = Number.POSITIVE_INFINITY) =>
-    m.runs
-      .filter((r) => r.arm === arm && r.value !== null && r.index <= n)
-      .map((r) => r.value as number);
-  let measured = 0;
+    m.runs.filter((r) => r.arm === arm && r.value !== null && r.index <= n).map((r) => r.value as number);
+  let measured = Math.min(values('A').length, values('B').length);
   for (let n = 0; ; ) {
     const decision = decideNext(values('A', n), values('B', n), opts, policy);
     if (decision.action === 'stop') {
@@ -174,7 +175,10 @@ function setAside(m: NonNullable<StepEnv['ev']['measurement']>, n: number): void
   const later = m.runs.filter((r) => r.index > n);
   if (later.length === 0) return;
   m.runs = m.runs.filter((r) => r.index <= n);
-  m.discarded = [...(m.discarded ?? []), ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n} that stopped` }))];
+  m.discarded = [
+    ...(m.discarded ?? []),
+    ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n} that stopped` })),
+  ];
 }
 
 /** A run's name as its files are named: A-01, B-12. */
@@ -282,7 +286,11 @@ async function session(
   const index = (m.sessions?.length ?? 0) + 1;
   const name = `measure-${String(index).padStart(2, '0')}`;
   ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
-  const invalid = (reason: string): StepResult => ({ status: 'verdict', verdict: 'invalid', reasons: [reason] });
+  const invalid = (reason: string): StepResult => ({
+    status: 'verdict',
+    verdict: 'invalid',
+    reasons: [reason],
+  });
   let run: Awaited<ReturnType<typeof runVerifier>>;
   try {
     run = await runVerifier(ctx, ev, {
@@ -329,7 +337,9 @@ async function session(
     return {
       status: 'verdict',
       verdict: 'no-op',
-      reasons: [`the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`],
+      reasons: [
+        `the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`,
+      ],
     };
   }
   const forged = Object.entries(b.programs).filter(
@@ -444,25 +454,4 @@ async function comparability(bundle: Bundle, runs: readonly MeasuredRun[]): Prom
     if (problems.length > 0) return problems.map((p) => `${runName(run.arm, run.index)}: ${p}`);
   }
   return [];
-}
-
-/**
- * Champion runs of earlier iterations of this run that measured the same champion commit: an A/A pool
- * for the noise floor (identical code, fresh processes, same backend).
- */
-function priorChampionRuns(ctx: LoopContext, iteration: number, champion: string): number[][] {
-  const groups: number[][] = [];
-  if (!existsSync(ctx.runDir)) return groups;
-  for (const name of readdirSync(ctx.runDir).sort()) {
-    if (!/^i\d{3}$/.test(name) || name >= iterationDirName(iteration)) continue;
-    const b = new Bundle(join(ctx.runDir, name));
-    if (!b.exists()) continue;
-    const other = b.load();
-    if (other.base.commit !== champion || !other.measurement) continue;
-    const values = other.measurement.runs
-      .filter((r) => r.arm === 'A' && r.value !== null)
-      .map((r) => r.value!);
-    if (values.length >= 2) groups.push(values);
-  }
-  return groups;
 }

@@ -25,7 +25,14 @@ import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { InfraFailure, Interrupted } from './failures.js';
 import { championPrograms } from './measure.js';
-import { type ArmName, bundlePrograms, iterationDraw, ProgramFiles, runVerifier, VerifierFailed } from './programs.js';
+import {
+  type ArmName,
+  bundlePrograms,
+  iterationDraw,
+  ProgramFiles,
+  runVerifier,
+  VerifierFailed,
+} from './programs.js';
 import type { Step } from './step.js';
 
 export interface ProfileResult {
@@ -47,7 +54,9 @@ export const profileStep: Step = {
       const platform = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, 'B', platform);
       if (!existsSync(join(programs, 'manifest.json'))) {
-        throw new Error(`the candidate has no exported programs for ${platform} (the measurement did not run)`);
+        throw new Error(
+          `the candidate has no exported programs for ${platform} (the measurement did not run)`,
+        );
       }
       const summary = await profileCommit(ctx, ev, {
         arm: 'B',
@@ -189,9 +198,7 @@ export function storedProfileKey(ctx: LoopContext, commit: string): string {
 /** The local cache folder of a commit's profile, by commit, profile command and device. */
 function cacheDir(ctx: LoopContext, commit: string): string {
   const key = createHash('sha256')
-    .update(
-      JSON.stringify([commit, ctx.target.programs, ctx.target.profile, ctx.backend.info().description]),
-    )
+    .update(JSON.stringify([commit, ctx.target.programs, ctx.target.profile, ctx.backend.info().description]))
     .digest('hex')
     .slice(0, 20);
   return join(ctx.stateDir, 'cache', 'profiles', key);

@@ -166,16 +166,25 @@ export async function exportPrograms(
     // The code's own compile cache: never the champion's, never the verifier's.
     cacheKey: await ctx.git.treeHash(o.commit),
   });
-  if (result.isolation && 'gates' in ev) recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
+  if (result.isolation && 'gates' in ev)
+    recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === 'abort') throw new Interrupted('export cancelled');
   if (result.infraError) throw new InfraFailure(`export of ${o.name} could not run: ${result.infraError}`);
-  const done = { platform: o.platform, dir: o.record.dir, logFile: o.record.logFile, durationMs: result.durationMs };
+  const done = {
+    platform: o.platform,
+    dir: o.record.dir,
+    logFile: o.record.logFile,
+    durationMs: result.durationMs,
+  };
   const failed = (reason: string): ExportOutcome => ({ status: 'failed', reason, ...done });
   if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
   if (result.exitCode !== 0) {
-    return failed(`the export exited ${result.exitCode}: ${lastErrorLine(o.logFile) ?? `see ${o.record.logFile}`}`);
+    return failed(
+      `the export exited ${result.exitCode}: ${lastErrorLine(o.logFile) ?? `see ${o.record.logFile}`}`,
+    );
   }
-  if (!existsSync(join(o.dest, 'manifest.json'))) return failed('the export wrote no programs (no manifest.json)');
+  if (!existsSync(join(o.dest, 'manifest.json')))
+    return failed('the export wrote no programs (no manifest.json)');
   return { status: 'passed', ...done };
 }
 
@@ -218,7 +227,8 @@ async function verifierTree(
     const dest = join(into, arm);
     mkdirSync(dest, { recursive: true });
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.isFile() && PROGRAM_FILE.test(entry.name)) cpSync(join(dir, entry.name), join(dest, entry.name));
+      if (entry.isFile() && PROGRAM_FILE.test(entry.name))
+        cpSync(join(dir, entry.name), join(dest, entry.name));
     }
   }
   return wt.root;
@@ -272,12 +282,16 @@ export async function runVerifier(
     signal: ctx.signal,
     cacheKey: VERIFIER_CACHE_KEY,
   });
-  if (result.isolation && 'gates' in ev) recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
+  if (result.isolation && 'gates' in ev)
+    recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === 'abort') throw new Interrupted('verifier cancelled');
   if (result.infraError) throw new InfraFailure(`the verifier could not run: ${result.infraError}`);
   const log = relative(ctx.runDir, o.logFile);
   if (result.killedBy) {
-    throw new VerifierFailed(`the verifier session timed out after ${timeout} min (bench.timeout_minutes)`, true);
+    throw new VerifierFailed(
+      `the verifier session timed out after ${timeout} min (bench.timeout_minutes)`,
+      true,
+    );
   }
   if (result.exitCode !== 0 || !existsSync(o.sessionFile)) {
     throw new InfraFailure(

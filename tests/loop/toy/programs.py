@@ -46,6 +46,8 @@ def export(args) -> int:
         return 0
     os.makedirs(args.out, exist_ok=True)
     data = json.dumps(program, sort_keys=True).encode()
+    if getattr(kernel, "GARBLED_PROGRAM", False):
+        data = b"\x00garbled"
     with open(os.path.join(args.out, FILE), "wb") as f:
         f.write(data)
     manifest = {
