@@ -45,6 +45,11 @@ export interface JobSpec {
   /** Cancels the job (the backend stops it where it runs). */
   signal?: AbortSignal;
   /**
+   * Paths in `workdir` (relative) that travel with it to a remote machine even where the repository's
+   * ignore rules would leave them out: the programs a verifier job receives.
+   */
+  include?: readonly string[];
+  /**
    * Names the code under test (its tree hash): jobs of the same code share one {cache} folder, and no
    * job can write the cache of other code (a candidate must not poison the champion's compile cache).
    * Without it {cache} is one folder for all jobs. `VERIFIER_CACHE_KEY` names the verifier's own folder,

@@ -15,6 +15,8 @@ export interface SnapshotOptions {
   extraFiles?: Record<string, string>;
   /** Paths left out, as git glob pathspecs relative to the tree (e.g. "tests/fixtures/**"). */
   excludes?: readonly string[];
+  /** Paths (relative to the tree) added even where ignore rules would leave them out. */
+  include?: readonly string[];
 }
 
 const GIT_TIMEOUT_MS = 5 * 60_000;
@@ -57,6 +59,8 @@ export async function snapshotTree(workdir: string, opts: SnapshotOptions = {}):
     if (existsSync(realIndex)) copyFileSync(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ['add', '--all', '--', '.'], env);
+    const included = (opts.include ?? []).filter((p) => existsSync(join(workdir, p)));
+    if (included.length > 0) await git(workdir, ['add', '--all', '--force', '--', ...included], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
     if (excludes.length > 0) {
       await git(workdir, ['rm', '-r', '-q', '--cached', '--ignore-unmatch', '--', ...excludes], env);

@@ -204,7 +204,7 @@ export function configText(a: InitAnswers, version: string): string {
     '    protected:',
     list(a.protected, '      '),
     '    correctness:',
-    '      # The kernel\'s own tests, on CPU before any accelerator time: a failure makes the candidate',
+    "      # The kernel's own tests, on CPU before any accelerator time: a failure makes the candidate",
     '      # invalid; only the verifier (programs, below) can pass it.',
     '      cpu:',
     `        command: ${command(a.testCommand)}`,

@@ -37,6 +37,20 @@ describe('snapshotTree', () => {
     expect((await run('git', ['stash', 'list'], { cwd: repo.dir })).stdout).toBe('');
   });
 
+  it("ships included paths the ignore rules would leave out (a verifier job's programs)", async () => {
+    const repo = await gitRepo({ 'a.py': '1\n', '.gitignore': '*.jaxexport\n.hillclimb-programs/\n' });
+    cleanups.push(repo.cleanup);
+    mkdirSync(join(repo.dir, '.hillclimb-programs', 'B'), { recursive: true });
+    writeFileSync(join(repo.dir, '.hillclimb-programs', 'B', 'fwd@x.jaxexport'), 'bytes');
+    expect(await lsTree(repo.dir, await snapshotTree(repo.dir))).toEqual(['.gitignore', 'a.py']);
+    const tree = await snapshotTree(repo.dir, { include: ['.hillclimb-programs', 'absent'] });
+    expect(await lsTree(repo.dir, tree)).toEqual([
+      '.gitignore',
+      '.hillclimb-programs/B/fwd@x.jaxexport',
+      'a.py',
+    ]);
+  });
+
   it('is a content hash: the same tree twice gives the same id, a change gives another', async () => {
     const repo = await gitRepo({ 'a.py': '1\n' });
     cleanups.push(repo.cleanup);

@@ -67,9 +67,13 @@ describe('parseConfig', () => {
   });
 
   it('names what replaced a retired bench or profile command', () => {
-    const bench = configError(MINIMAL.replace('    bench:\n', '    bench:\n      command: [python, bench.py]\n'));
+    const bench = configError(
+      MINIMAL.replace('    bench:\n', '    bench:\n      command: [python, bench.py]\n'),
+    );
     expect(bench.keyPath).toBe('targets.k.bench.command');
-    expect(bench.message).toContain('is no longer read: a bench that imports the candidate cannot be believed');
+    expect(bench.message).toContain(
+      'is no longer read: a bench that imports the candidate cannot be believed',
+    );
     expect(bench.message).toContain('targets.<target>.programs.module');
     const profile = configError(`${MINIMAL}    profile:\n      command: [python, bench.py]\n`);
     expect(profile.keyPath).toBe('targets.k.profile.command');

@@ -53,7 +53,16 @@ describe('defaultProtected', () => {
       editable: ['src/mypkg/ops/**'],
       // pytest over src/ (holds the kernel: left editable) and test/, with a config file; the target
       // module protected before it exists (as a module and as a package).
-      testCommand: ['{python}', '-m', 'pytest', 'src', 'test', '-c', 'tools/run_bench.py', '--junitxml={junit}'],
+      testCommand: [
+        '{python}',
+        '-m',
+        'pytest',
+        'src',
+        'test',
+        '-c',
+        'tools/run_bench.py',
+        '--junitxml={junit}',
+      ],
       programs: 'mypkg.bench',
       requirements: 'requirements/ci.txt',
     });

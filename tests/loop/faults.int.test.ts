@@ -264,7 +264,9 @@ describe('candidate faults', () => {
     );
     const exported = it2.evidence.gates.cpu!.export!;
     expect(exported.status).toBe('failed');
-    expect(readFileSync(join(it2.bundleDir, exported.logFile), 'utf8')).toContain('the kernel asked to crash');
+    expect(readFileSync(join(it2.bundleDir, exported.logFile), 'utf8')).toContain(
+      'the kernel asked to crash',
+    );
     expect(it2.evidence.measurement).toBeUndefined();
   });
 
@@ -277,7 +279,9 @@ describe('candidate faults', () => {
   it('a program the verifier cannot read fails the gate, naming the program', () => {
     const it4 = result.iterations[3]!;
     expect(it4.verdict).toBe('invalid');
-    expect(it4.reason).toMatch(/1 of 1 exported programs failed verification, first: fwd_bwd@toy: .*does not deserialize/);
+    expect(it4.reason).toMatch(
+      /1 of 1 exported programs failed verification, first: fwd_bwd@toy: .*does not deserialize/,
+    );
     expect(it4.evidence.gates.cpu!.verifier).toMatchObject({ passed: false, total: 1, failed: 1 });
   });
 
@@ -422,7 +426,9 @@ describe('a dry run', () => {
     ]);
     expect(progress.some((l) => l.includes('publish skipped: dry run'))).toBe(true);
     // The champion's profile command was printed for the prompt, without a warning about it.
-    expect(logger.lines.join('\n')).toMatch(/dry run: \S*python\S* -m harness\.programs export --platform cpu /);
+    expect(logger.lines.join('\n')).toMatch(
+      /dry run: \S*python\S* -m harness\.programs export --platform cpu /,
+    );
     expect(logger.lines.filter((l) => l.startsWith('warning:'))).toEqual([]);
     expect(readFileSync(join(r.iterations[0]!.bundleDir, 'agent', 'prompt.md'), 'utf8')).toContain(
       "(dry run: the champion's profile command was printed, not run)",

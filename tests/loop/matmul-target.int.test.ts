@@ -125,7 +125,8 @@ describe('the matmul target: the loop on a second kind of kernel', () => {
     expect(cmp.verdict).toBe('improved');
     expect(cmp.ratio).toBeGreaterThan(1);
     expect(cmp.ci.lo).toBeGreaterThan(cmp.acceptBar);
-    // The runs are the matmul bench's, through hillclimb-bench: its own shapes, every output verified.
+    // The runs are the verifier's rounds of both arms' exported programs: the target's own shapes,
+    // every output verified, the programs' hashes kept.
     const evidence = JSON.parse(readFileSync(join(tiles!.bundle, 'evidence.json'), 'utf8')) as {
       target: string;
       measurement: { runs: Array<{ arm: string; metricsFile: string }> };
@@ -136,8 +137,10 @@ describe('the matmul target: the loop on a second kind of kernel', () => {
       expect(metrics).toMatchObject({ target: 'matmul', preset: 'tiny' });
       expect(metrics.shapes).toEqual({ M: 512, N: 512, K: 512 });
       expect(metrics.verification).toMatchObject({ verified: true, seed_source: 'os.urandom' });
-      // The tiles each arm really ran: 128 on the champion, 512 on the candidate.
-      expect(metrics.notes[0]).toContain(run.arm === 'A' ? 'grid (4, 4, 4)' : 'grid (1, 1, 1)');
+      expect(Object.keys(metrics.programs.sha256)).toEqual(['fwd@M512-N512-K512-gelu-float32']);
+      // The tiles each arm's export reported: 128 on the champion, 512 on the candidate.
+      const reported = metrics.notes.find((n: string) => n.startsWith('tiles as the export reported them'));
+      expect(reported).toContain(run.arm === 'A' ? 'grid (4, 4, 4)' : 'grid (1, 1, 1)');
     }
 
     // The epilogue on every K step is wrong, and the kernel's own tests say so before any timing.

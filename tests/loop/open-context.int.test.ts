@@ -26,7 +26,12 @@ function recordingBackend(events: string[], failOpen = false): Backend {
     close: async () => {
       events.push('accelerator close');
     },
-    info: () => ({ backend: 'zz-accelerator', hasAccelerator: true, description: 'recording' }),
+    info: () => ({
+      backend: 'zz-accelerator',
+      hasAccelerator: true,
+      platform: 'tpu',
+      description: 'recording',
+    }),
   };
 }
 

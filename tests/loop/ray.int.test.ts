@@ -33,7 +33,7 @@ describe.skipIf(unavailable !== undefined)(
       t.cleanup();
     });
 
-    it('measures and profiles on Ray: an improvement is improved, a crashing candidate job is invalid', async () => {
+    it('measures and profiles on Ray: an improvement is improved, a candidate whose export crashes is invalid', async () => {
       const crash = {
         name: '0002-crash-bench',
         edit: { 'toy/kernel.py': (s: string) => `${s}\nCRASH_BENCH = True\n` },
@@ -52,7 +52,12 @@ describe.skipIf(unavailable !== undefined)(
       expect(first.provenance.backend?.backend).toBe('ray');
       expect(first.measurement?.runs.every((run) => run.value !== null)).toBe(true);
       expect(first.profile?.status).toBe('done');
-      expect(r.iterations[1]!.reason).toMatch(/candidate benchmark run B-01 failed: exit code 3/);
+      // The verifier's sessions ran on the cluster, with the programs shipped in its tree.
+      expect(first.isolation?.measure?.mode).toBe('remote');
+      expect(first.measurement?.sessions?.length).toBeGreaterThanOrEqual(1);
+      expect(r.iterations[1]!.reason).toMatch(
+        /the candidate's programs could not be exported: the export exited 3/,
+      );
     }, 300_000);
 
     it('a Ray head that dies mid-run: the job fails as infrastructure, is retried, ends in error, and the failure budget stops the loop', async () => {

@@ -56539,6 +56539,8 @@ async function snapshotTree2(workdir, opts = {}) {
     if (existsSync13(realIndex)) copyFileSync3(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
+    const included = (opts.include ?? []).filter((p) => existsSync13(join14(workdir, p)));
+    if (included.length > 0) await git(workdir, ["add", "--all", "--force", "--", ...included], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
     if (excludes.length > 0) {
       await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
@@ -56682,7 +56684,7 @@ var RayBackend = class {
       if (existing) {
         this.logger.info(`ray: ${submissionId} already exists (${existing.status}); attaching`);
       } else {
-        const workingDir = await this.uploadTree(job.workdir);
+        const workingDir = await this.uploadTree(job.workdir, job.include);
         const submitted = await this.client.submit({
           entrypoint,
           submission_id: submissionId,
@@ -56830,9 +56832,10 @@ var RayBackend = class {
     return rest2;
   }
   /** Package the working tree and upload it unless the head already has it; returns the package URI. */
-  async uploadTree(workdir) {
+  async uploadTree(workdir, include = []) {
     const excludes = this.opts.config.runtime_env?.excludes;
     const treeId = await snapshotTree2(workdir, {
+      include,
       extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
       excludes: Array.isArray(excludes) ? excludes.map(String) : []
     });
@@ -57470,7 +57473,10 @@ var TpuVmBackend = class {
     try {
       const tarball = join17(tmp, "tree.tar.gz");
       try {
-        const treeId = await snapshotTree2(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
+        const treeId = await snapshotTree2(job.workdir, {
+          extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
+          ...job.include ? { include: job.include } : {}
+        });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
       } catch (e) {
         return result({ infraError: `could not package ${job.workdir}: ${errorMessage(e)}` });
@@ -74259,7 +74265,8 @@ async function runVerifier(ctx, ev, o2) {
     outputs: { metrics: o2.sessionFile, ...o2.traceDir ? { trace: o2.traceDir } : {} },
     logFile: o2.logFile,
     signal: ctx.signal,
-    cacheKey: VERIFIER_CACHE_KEY
+    cacheKey: VERIFIER_CACHE_KEY,
+    include: [VERIFIER_PROGRAMS_DIR]
   });
   if (result.isolation && "gates" in ev)
     recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });

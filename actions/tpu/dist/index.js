@@ -48674,6 +48674,8 @@ async function snapshotTree(workdir, opts = {}) {
     if (existsSync6(realIndex)) copyFileSync2(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
+    const included = (opts.include ?? []).filter((p) => existsSync6(join7(workdir, p)));
+    if (included.length > 0) await git(workdir, ["add", "--all", "--force", "--", ...included], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
     if (excludes.length > 0) {
       await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
@@ -48817,7 +48819,7 @@ var RayBackend = class {
       if (existing) {
         this.logger.info(`ray: ${submissionId} already exists (${existing.status}); attaching`);
       } else {
-        const workingDir = await this.uploadTree(job.workdir);
+        const workingDir = await this.uploadTree(job.workdir, job.include);
         const submitted = await this.client.submit({
           entrypoint,
           submission_id: submissionId,
@@ -48965,9 +48967,10 @@ var RayBackend = class {
     return rest;
   }
   /** Package the working tree and upload it unless the head already has it; returns the package URI. */
-  async uploadTree(workdir) {
+  async uploadTree(workdir, include = []) {
     const excludes = this.opts.config.runtime_env?.excludes;
     const treeId = await snapshotTree(workdir, {
+      include,
       extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
       excludes: Array.isArray(excludes) ? excludes.map(String) : []
     });
@@ -49739,7 +49742,10 @@ var TpuVmBackend = class {
     try {
       const tarball = join10(tmp, "tree.tar.gz");
       try {
-        const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
+        const treeId = await snapshotTree(job.workdir, {
+          extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
+          ...job.include ? { include: job.include } : {}
+        });
         await archiveTree(job.workdir, treeId, "tar.gz", tarball);
       } catch (e) {
         return result({ infraError: `could not package ${job.workdir}: ${errorMessage(e)}` });

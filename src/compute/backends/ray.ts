@@ -176,7 +176,7 @@ export class RayBackend implements Backend {
       if (existing) {
         this.logger.info(`ray: ${submissionId} already exists (${existing.status}); attaching`);
       } else {
-        const workingDir = await this.uploadTree(job.workdir);
+        const workingDir = await this.uploadTree(job.workdir, job.include);
         const submitted = await this.client.submit({
           entrypoint,
           submission_id: submissionId,
@@ -351,9 +351,10 @@ export class RayBackend implements Backend {
   }
 
   /** Package the working tree and upload it unless the head already has it; returns the package URI. */
-  private async uploadTree(workdir: string): Promise<string> {
+  private async uploadTree(workdir: string, include: readonly string[] = []): Promise<string> {
     const excludes = this.opts.config.runtime_env?.excludes;
     const treeId = await snapshotTree(workdir, {
+      include,
       extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
       excludes: Array.isArray(excludes) ? excludes.map(String) : [],
     });

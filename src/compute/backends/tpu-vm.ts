@@ -182,7 +182,10 @@ export class TpuVmBackend implements Backend {
     try {
       const tarball = join(tmp, 'tree.tar.gz');
       try {
-        const treeId = await snapshotTree(job.workdir, { extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE } });
+        const treeId = await snapshotTree(job.workdir, {
+          extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
+          ...(job.include ? { include: job.include } : {}),
+        });
         await archiveTree(job.workdir, treeId, 'tar.gz', tarball);
       } catch (e) {
         return result({ infraError: `could not package ${job.workdir}: ${errorMessage(e)}` });

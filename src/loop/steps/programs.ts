@@ -281,6 +281,7 @@ export async function runVerifier(
     logFile: o.logFile,
     signal: ctx.signal,
     cacheKey: VERIFIER_CACHE_KEY,
+    include: [VERIFIER_PROGRAMS_DIR],
   });
   if (result.isolation && 'gates' in ev)
     recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });

@@ -60,7 +60,7 @@ describe('hillclimb test, measure and profile', () => {
 
   it('measure --pr --dry-run prints the commands and leaves the PR comment alone', async () => {
     const r = await hillclimb(repo, 'measure', '--base', base, '--head', faster, '--pr', '7', '--dry-run');
-    expect(r.stderr).toMatch(/dry run: \S*python\S* harness\/bench\.py/);
+    expect(r.stderr).toMatch(/dry run: \S*python\S* -m harness\.programs export --platform cpu /);
     expect(r.stdout).toContain('PR #7: dry run, sticky comment left alone');
     expect(existsSync(join(repo, '.hillclimb', 'forge'))).toBe(false);
   });
