@@ -52639,7 +52639,7 @@ function spawnAndCollect(command, args, opts, shown) {
     let killedBy;
     let exitCode = null;
     let exitSignal = null;
-    let settled = false;
+    let settled2 = false;
     const timers = [];
     const killGroup = (reason) => {
       if (killedBy !== void 0 || child.pid === void 0) return;
@@ -52679,8 +52679,8 @@ function spawnAndCollect(command, args, opts, shown) {
       opts.signal?.removeEventListener("abort", onAbort);
     };
     const finish = () => {
-      if (settled) return;
-      settled = true;
+      if (settled2) return;
+      settled2 = true;
       stopTimers();
       out.flush();
       err.flush();
@@ -52699,8 +52699,8 @@ function spawnAndCollect(command, args, opts, shown) {
       else resolve17(result);
     };
     const failToStart = (code2, message) => {
-      if (settled) return;
-      settled = true;
+      if (settled2) return;
+      settled2 = true;
       stopTimers();
       log?.end();
       if (code2 === "ENOENT") {
@@ -74331,18 +74331,47 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   const candidate = ev.candidate;
   const label = which2 === "cpu" ? "CPU" : "accelerator";
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+  const job = { ctx, bundle, ev, which: which2, backend, root: wt.root, commit: candidate.commit };
+  const [suite, programs] = settled(await Promise.allSettled([runSuite(job, gate), verifyPrograms(job)]));
+  const evidence = {
+    ...suite.evidence,
+    ...programs.export ? { export: programs.export } : {},
+    ...programs.verifier ? { verifier: programs.verifier } : {}
+  };
+  const problems = [...suite.problems, ...programs.problems];
+  if (problems.length > 0) {
+    evidence.status = "failed";
+    evidence.reason = problems[0];
+    ev.gates[which2] = evidence;
+    return {
+      status: "verdict",
+      verdict: "invalid",
+      reasons: [`${label} correctness failed: ${problems.join("; ")}`]
+    };
+  }
+  ev.gates[which2] = evidence;
+  const t = evidence.junit;
+  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : "";
+  return { status: "done", note: `${tests}${evidence.verifier.total} programs verified` };
+}
+function settled(results) {
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return results.map((r) => r.value);
+}
+async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2 }, gate) {
   const junitFile = bundle.path(BundleFiles.gateJunit(which2));
   const logFile = bundle.path(BundleFiles.gateLog(which2));
   const result = await backend.run({
     id: jobId(ctx.runId, ev.iteration, `${which2}-gate`, Date.now()),
     command: gate.command,
-    workdir: wt.root,
+    workdir: root,
     timeoutMs: gate.timeout_minutes * MINUTE_MS2,
     idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS2,
     outputs: { junit: junitFile },
     logFile,
     signal: ctx.signal,
-    cacheKey: await ctx.git.treeHash(candidate.commit)
+    cacheKey: await ctx.git.treeHash(commit2)
   });
   if (result.isolation) {
     recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
@@ -74359,10 +74388,10 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   if (existsSync19(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
-      const failing2 = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${c3.message.split("\n")[0]}` : ""}`);
-      evidence.junit = { ...report.totals, failing: failing2.slice(0, MAX_FAILING_LISTED) };
+      const failing = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${c3.message.split("\n")[0]}` : ""}`);
+      evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
       evidence.junitFile = BundleFiles.gateJunit(which2);
-      if (failing2.length > 0) problems.push(`${failing2.length} test(s) failed, first: ${failing2[0]}`);
+      if (failing.length > 0) problems.push(`${failing.length} test(s) failed, first: ${failing[0]}`);
       if (report.totals.tests === 0) problems.push("the test report holds no tests");
     } catch (e) {
       problems.push(`unreadable JUnit report: ${errorMessage(e)}`);
@@ -74374,24 +74403,24 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   else if (result.killedBy === "idle-timeout") {
     problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
-  const fail2 = (reasons) => {
-    evidence.status = "failed";
-    evidence.reason = reasons[0];
-    ev.gates[which2] = evidence;
-    return {
-      status: "verdict",
-      verdict: "invalid",
-      reasons: [`${label} correctness failed: ${reasons.join("; ")}`]
-    };
-  };
-  if (problems.length > 0) return fail2(problems);
+  return { evidence, problems };
+}
+async function verifyPrograms({
+  ctx,
+  bundle,
+  ev,
+  which: which2,
+  backend,
+  root,
+  commit: commit2
+}) {
   const platform3 = which2 === "cpu" ? "cpu" : backend.info().platform;
   const draw = iterationDraw(ev);
   const programsDir = bundlePrograms(bundle, "B", platform3);
-  evidence.export = await exportPrograms(ctx, ev, {
+  const exported = await exportPrograms(ctx, ev, {
     backend,
-    workdir: wt.root,
-    commit: candidate.commit,
+    workdir: root,
+    commit: commit2,
     platform: platform3,
     draw,
     dest: programsDir,
@@ -74400,8 +74429,11 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     name: `B-${platform3}`,
     step: `${which2}-gate`
   });
-  if (evidence.export.status === "failed") {
-    return fail2([`the candidate's programs could not be exported: ${evidence.export.reason}`]);
+  if (exported.status === "failed") {
+    return {
+      export: exported,
+      problems: [`the candidate's programs could not be exported: ${exported.reason}`]
+    };
   }
   const name = `${which2}-gate`;
   let run2;
@@ -74422,12 +74454,12 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
       step: name
     });
   } catch (e) {
-    if (e instanceof VerifierFailed) return fail2([e.message]);
+    if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
     throw e;
   }
   const verdict = run2.session.gate;
   const failing = verdict.programs.filter((p) => p.status === "failed").map((p) => `${p.key}: ${p.error ?? "failed"}`);
-  evidence.verifier = {
+  const verifier = {
     passed: verdict.passed,
     total: verdict.total,
     failed: verdict.failed,
@@ -74439,15 +74471,9 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     logFile: ProgramFiles.verifyLog(name),
     durationMs: run2.durationMs
   };
-  if (!verdict.passed) {
-    return fail2([
-      verdict.total === 0 ? "the verifier checked no programs" : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`
-    ]);
-  }
-  ev.gates[which2] = evidence;
-  const t = evidence.junit;
-  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : "";
-  return { status: "done", note: `${tests}${verdict.total} programs verified` };
+  if (verdict.passed) return { export: exported, verifier, problems: [] };
+  const why = verdict.total === 0 ? "the verifier checked no programs" : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`;
+  return { export: exported, verifier, problems: [why] };
 }
 
 // src/loop/steps/guard.ts

@@ -11,7 +11,13 @@
 import { existsSync } from 'node:fs';
 import type { Backend } from '../../compute/index.js';
 import type { GateConfig } from '../../config/index.js';
-import { type GateEvidence, readJUnitXml, recordIsolation } from '../../evidence/index.js';
+import {
+  type ExportEvidence,
+  type GateEvidence,
+  type GateVerification,
+  readJUnitXml,
+  recordIsolation,
+} from '../../evidence/index.js';
 import { errorMessage } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
@@ -67,20 +73,69 @@ async function runGate(
   const candidate = ev.candidate!;
   const label = which === 'cpu' ? 'CPU' : 'accelerator';
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+  const job = { ctx, bundle, ev, which, backend, root: wt.root, commit: candidate.commit };
+  // The suite and the export/verification are independent: they run side by side (most of either is
+  // one process compiling on one core). A failure of either counts; only the verifier passes the gate.
+  const [suite, programs] = settled(await Promise.allSettled([runSuite(job, gate), verifyPrograms(job)]));
+  const evidence: GateEvidence = {
+    ...suite.evidence,
+    ...(programs.export ? { export: programs.export } : {}),
+    ...(programs.verifier ? { verifier: programs.verifier } : {}),
+  };
+  const problems = [...suite.problems, ...programs.problems];
+  if (problems.length > 0) {
+    evidence.status = 'failed';
+    evidence.reason = problems[0];
+    ev.gates[which] = evidence;
+    return {
+      status: 'verdict',
+      verdict: 'invalid',
+      reasons: [`${label} correctness failed: ${problems.join('; ')}`],
+    };
+  }
+  ev.gates[which] = evidence;
+  const t = evidence.junit;
+  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : '';
+  return { status: 'done', note: `${tests}${evidence.verifier!.total} programs verified` };
+}
+
+/** The values of settled promises, or the first rejection rethrown once both have settled. */
+function settled<T extends unknown[]>(results: { [K in keyof T]: PromiseSettledResult<T[K]> }): T {
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as T;
+}
+
+interface GateJob {
+  ctx: StepEnv['ctx'];
+  bundle: StepEnv['bundle'];
+  ev: StepEnv['ev'];
+  which: 'cpu' | 'accelerator';
+  backend: Backend;
+  root: string;
+  commit: string;
+}
+
+/**
+ * The kernel's own test suite, in the candidate's process: its failures count against the candidate;
+ * its passes decide nothing (a process that imported the candidate could forge them).
+ */
+async function runSuite(
+  { ctx, bundle, ev, which, backend, root, commit }: GateJob,
+  gate: GateConfig,
+): Promise<{ evidence: GateEvidence; problems: string[] }> {
   const junitFile = bundle.path(BundleFiles.gateJunit(which));
   const logFile = bundle.path(BundleFiles.gateLog(which));
-  // 1. The kernel's own test suite, in the candidate's process: its failures count against the
-  //    candidate; its passes decide nothing (a process that imported the candidate could forge them).
   const result = await backend.run({
     id: jobId(ctx.runId, ev.iteration, `${which}-gate`, Date.now()),
     command: gate.command,
-    workdir: wt.root,
+    workdir: root,
     timeoutMs: gate.timeout_minutes * MINUTE_MS,
     idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS,
     outputs: { junit: junitFile },
     logFile,
     signal: ctx.signal,
-    cacheKey: await ctx.git.treeHash(candidate.commit),
+    cacheKey: await ctx.git.treeHash(commit),
   });
   if (result.isolation) {
     recordIsolation(ev, `${which}-gate`, { mode: result.isolation, job: ctx.job });
@@ -115,27 +170,29 @@ async function runGate(
   else if (result.killedBy === 'idle-timeout') {
     problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
-  const fail = (reasons: string[]): StepResult => {
-    evidence.status = 'failed';
-    evidence.reason = reasons[0];
-    ev.gates[which] = evidence;
-    return {
-      status: 'verdict',
-      verdict: 'invalid',
-      reasons: [`${label} correctness failed: ${reasons.join('; ')}`],
-    };
-  };
-  if (problems.length > 0) return fail(problems);
+  return { evidence, problems };
+}
 
-  // 2. The candidate's programs, exported for this gate's platform (the only other process that runs
-  //    its code), then 3. verified over the matrix by the verifier, which never imports it.
+/**
+ * The candidate's programs, exported for the gate's platform (the only other process that runs its
+ * code), then verified over the matrix by the verifier, which never imports it: the gate's verdict.
+ */
+async function verifyPrograms({
+  ctx,
+  bundle,
+  ev,
+  which,
+  backend,
+  root,
+  commit,
+}: GateJob): Promise<{ export?: ExportEvidence; verifier?: GateVerification; problems: string[] }> {
   const platform: Platform = which === 'cpu' ? 'cpu' : backend.info().platform;
   const draw = iterationDraw(ev);
   const programsDir = bundlePrograms(bundle, 'B', platform);
-  evidence.export = await exportPrograms(ctx, ev, {
+  const exported = await exportPrograms(ctx, ev, {
     backend,
-    workdir: wt.root,
-    commit: candidate.commit,
+    workdir: root,
+    commit,
     platform,
     draw,
     dest: programsDir,
@@ -144,8 +201,11 @@ async function runGate(
     name: `B-${platform}`,
     step: `${which}-gate`,
   });
-  if (evidence.export.status === 'failed') {
-    return fail([`the candidate's programs could not be exported: ${evidence.export.reason}`]);
+  if (exported.status === 'failed') {
+    return {
+      export: exported,
+      problems: [`the candidate's programs could not be exported: ${exported.reason}`],
+    };
   }
   const name = `${which}-gate` as const;
   let run: VerifierRun;
@@ -166,14 +226,14 @@ async function runGate(
       step: name,
     });
   } catch (e) {
-    if (e instanceof VerifierFailed) return fail([e.message]);
+    if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
     throw e;
   }
   const verdict = run.session.gate!;
   const failing = verdict.programs
     .filter((p) => p.status === 'failed')
     .map((p) => `${p.key}: ${p.error ?? 'failed'}`);
-  evidence.verifier = {
+  const verifier: GateVerification = {
     passed: verdict.passed,
     total: verdict.total,
     failed: verdict.failed,
@@ -185,17 +245,12 @@ async function runGate(
     logFile: ProgramFiles.verifyLog(name),
     durationMs: run.durationMs,
   };
-  if (!verdict.passed) {
-    return fail([
-      verdict.total === 0
-        ? 'the verifier checked no programs'
-        : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`,
-    ]);
-  }
-  ev.gates[which] = evidence;
-  const t = evidence.junit;
-  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : '';
-  return { status: 'done', note: `${tests}${verdict.total} programs verified` };
+  if (verdict.passed) return { export: exported, verifier, problems: [] };
+  const why =
+    verdict.total === 0
+      ? 'the verifier checked no programs'
+      : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`;
+  return { export: exported, verifier, problems: [why] };
 }
 
 export function gateJobDescription(ctx: LoopContext): string {
