@@ -293,9 +293,21 @@ describe('candidate faults', () => {
   });
 });
 
+/** Runs a bundle's evidence lists (0 while it is being written or has none). */
+function recordedRuns(bundle: string): number {
+  try {
+    const ev = JSON.parse(readFileSync(join(bundle, 'evidence.json'), 'utf8')) as {
+      measurement?: { runs: unknown[] };
+    };
+    return ev.measurement?.runs.length ?? 0;
+  } catch {
+    return 0;
+  }
+}
+
 /**
- * Start `hillclimb loop` on the toy repo and send `signal` once iteration 1 has recorded two candidate
- * benchmark runs; resolves when the process has exited.
+ * Start `hillclimb loop` on the toy repo and send `signal` once iteration 1 has recorded a verifier
+ * session's rounds; resolves when the process has exited.
  */
 async function loopStoppedMidMeasurement(
   repo: string,
@@ -315,7 +327,7 @@ async function loopStoppedMidMeasurement(
     const timer = setInterval(() => {
       const run = existsSync(runs) ? readdirSync(runs)[0] : undefined;
       const dir = run === undefined ? undefined : join(runs, run, 'i001', 'measure');
-      if (dir && existsSync(join(dir, 'B-02.json'))) {
+      if (dir && existsSync(join(dir, 'B-02.json')) && recordedRuns(join(dir, '..')) >= 4) {
         clearInterval(timer);
         child.kill(signal);
         resolve(dir);
@@ -336,26 +348,25 @@ describe('a process killed mid-iteration, then resumed', () => {
   it('continues from the journal without repeating finished work', async () => {
     const repo = join(t.dir, 'repo');
     makeToyRepo(repo);
-    // Kill it (SIGKILL: no clean-up at all) once iteration 1 has recorded a few benchmark runs.
+    // Kill it (SIGKILL: no clean-up at all) once iteration 1 has measured a session's rounds.
     const { measureDir: dir } = await loopStoppedMidMeasurement(repo, 'SIGKILL');
-    const before = new Map(
-      readdirSync(dir)
-        .filter((f) => f.endsWith('.json'))
-        .map((f) => [f, statSync(join(dir, f)).mtimeMs]),
+    // What the evidence recorded before the kill: a finished verifier session's rounds, if it got there.
+    const evidence = JSON.parse(readFileSync(join(dir, '..', 'evidence.json'), 'utf8')) as {
+      measurement?: { runs: Array<{ metricsFile: string }> };
+    };
+    const recorded = new Map(
+      (evidence.measurement?.runs ?? []).map((run) => [
+        run.metricsFile,
+        statSync(join(dir, '..', run.metricsFile)).mtimeMs,
+      ]),
     );
-    expect(before.size).toBeGreaterThanOrEqual(3);
 
     const r = await loop(repo, { resume: true });
     expect(r.iterations.map((i) => i.verdict)).toEqual(['improved', 'invalid', 'no-change', 'invalid']);
     expect(r.endReason).toBe('completed');
-    // Runs measured before the kill were kept, not re-run.
-    for (const [f, mtime] of before) {
-      const path = join(dir, f);
-      if (statSync(path).mtimeMs !== mtime) {
-        // Only a run that was in flight when the process died may be redone.
-        expect(f).toMatch(/-0[2-9]\.json$/);
-      }
-    }
+    // Rounds recorded before the kill were kept, not measured again (a session in flight is redone).
+    expect(recorded.size).toBeGreaterThanOrEqual(4);
+    for (const [file, mtime] of recorded) expect(statSync(join(dir, '..', file)).mtimeMs, file).toBe(mtime);
     const entries = new Journal(r.runDir).entries();
     expect(entries.filter((e) => e.t === 'resume')).toHaveLength(1);
     const proposeDone = entries.filter((e) => e.t === 'step' && e.iteration === 1 && e.step === 'propose');
