@@ -32,6 +32,7 @@ export function provenanceRows(evidence: IterationEvidence): Array<[string, stri
         ? cell([m.impl && `impl ${m.impl}`, m.preset && `preset ${m.preset}`].filter(Boolean).join(', '))
         : undefined,
     ],
+    ['programs', m?.programs && programsText(m.programs)],
     ['versions', versionsText(m?.versions) && cell(versionsText(m?.versions)!)],
     ['hillclimb', cell(p.hillclimbVersion)],
     ['harness hash', p.harnessHash ? code(shortSha(p.harnessHash)) : undefined],
@@ -40,6 +41,19 @@ export function provenanceRows(evidence: IterationEvidence): Array<[string, stri
     ['host', cell(p.host)],
   ];
   return rows.filter((r): r is [string, string] => r[1] !== undefined && r[1] !== '');
+}
+
+/**
+ * The programs the verifier timed: per measurement@case, the sha256 (first 12) of the champion's and
+ * the candidate's bytes, so a reader can tell exactly which programs the numbers are of.
+ */
+export function programsText(p: NonNullable<IterationEvidence['measurement']>['programs']): string | undefined {
+  if (!p) return undefined;
+  const keys = [...new Set([...Object.keys(p.A), ...Object.keys(p.B)])].sort();
+  if (keys.length === 0) return undefined;
+  const hash = (h: string | undefined) => (h ? code(h.slice(0, 12)) : '—');
+  const rows = keys.map((k) => `${cell(k)}: A ${hash(p.A[k])} → B ${hash(p.B[k])}`);
+  return `${cell(p.platform)}, sha256 ${rows.join('; ')}`;
 }
 
 export function provenanceSection(evidence: IterationEvidence): string {

@@ -335,3 +335,18 @@ describe('the structural checks themselves', () => {
     ).toThrow();
   });
 });
+
+describe('renderComment provenance', () => {
+  it('names the programs the verifier timed, by sha256, for both arms', () => {
+    const e = measured();
+    e.measurement!.programs = {
+      platform: 'tpu',
+      A: { 'fwd_bwd@B2-T4096': 'a'.repeat(64), 'fwd@B2-T4096': 'c'.repeat(64) },
+      B: { 'fwd_bwd@B2-T4096': 'b'.repeat(64), 'fwd@B2-T4096': 'c'.repeat(64) },
+    };
+    const body = renderComment(e, []).body;
+    expect(body).toContain(
+      `| programs | tpu, sha256 fwd@B2-T4096: A \`${'c'.repeat(12)}\` → B \`${'c'.repeat(12)}\`; fwd_bwd@B2-T4096: A \`${'a'.repeat(12)}\` → B \`${'b'.repeat(12)}\` |`,
+    );
+  });
+});

@@ -75802,6 +75802,7 @@ function provenanceRows(evidence) {
       "benchmark",
       m && (m.impl || m.preset) ? cell([m.impl && `impl ${m.impl}`, m.preset && `preset ${m.preset}`].filter(Boolean).join(", ")) : void 0
     ],
+    ["programs", m?.programs && programsText(m.programs)],
     ["versions", versionsText(m?.versions) && cell(versionsText(m?.versions))],
     ["hillclimb", cell(p.hillclimbVersion)],
     ["harness hash", p.harnessHash ? code(shortSha(p.harnessHash)) : void 0],
@@ -75810,6 +75811,14 @@ function provenanceRows(evidence) {
     ["host", cell(p.host)]
   ];
   return rows.filter((r) => r[1] !== void 0 && r[1] !== "");
+}
+function programsText(p) {
+  if (!p) return void 0;
+  const keys = [.../* @__PURE__ */ new Set([...Object.keys(p.A), ...Object.keys(p.B)])].sort();
+  if (keys.length === 0) return void 0;
+  const hash3 = (h2) => h2 ? code(h2.slice(0, 12)) : "\u2014";
+  const rows = keys.map((k) => `${cell(k)}: A ${hash3(p.A[k])} \u2192 B ${hash3(p.B[k])}`);
+  return `${cell(p.platform)}, sha256 ${rows.join("; ")}`;
 }
 function provenanceSection(evidence) {
   return `#### Provenance
