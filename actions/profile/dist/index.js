@@ -74447,7 +74447,7 @@ async function verifyPrograms({
     throw e;
   }
   const verdict = run2.session.gate;
-  const failing = verdict.programs.filter((p) => p.status === "failed").map((p) => `${p.key}: ${p.error ?? "failed"}`);
+  const failing = verdict.programs.filter((p) => p.status === "failed").map((p) => p.error?.startsWith(`${p.key}: `) ? p.error : `${p.key}: ${p.error ?? "failed"}`);
   const verifier = {
     passed: verdict.passed,
     total: verdict.total,

@@ -232,7 +232,7 @@ async function verifyPrograms({
   const verdict = run.session.gate!;
   const failing = verdict.programs
     .filter((p) => p.status === 'failed')
-    .map((p) => `${p.key}: ${p.error ?? 'failed'}`);
+    .map((p) => (p.error?.startsWith(`${p.key}: `) ? p.error : `${p.key}: ${p.error ?? 'failed'}`));
   const verifier: GateVerification = {
     passed: verdict.passed,
     total: verdict.total,
