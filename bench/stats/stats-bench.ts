@@ -7,7 +7,10 @@
  *      and ≥ 80%), beside the old rule's (bar at an MDE defined for 80% power at 2×MDE);
  *   3. where the interval's lower bound falls at no change, per n: the quantiles the bar's model
  *      (noise.ts LOWER_BOUND_MEAN, LOWER_BOUND_SD) is fitted to;
- *   4. coverage of the percentile and BCa intervals (why percentile is the default).
+ *   4. coverage of the percentile and BCa intervals (why percentile is the default);
+ *   5. the paired rule the loop uses (both arms timed call by call in one verifier process, one round =
+ *      one run per arm): false accepts and power at its MDE, for noise independent per run and for
+ *      noise a round's two runs share (load, clock), beside the unpaired rule on the same rounds.
  * Run: npm run bench:stats [-- --trials 2000 --seed 1]. Deterministic for a seed.
  */
 import { bootstrapRatioOfMedians, type CiMethod, MIN_RESAMPLES } from '../../src/stats/bootstrap.js';
@@ -28,6 +31,8 @@ import {
   intervalCoverage,
   NOISE_SHAPES,
   type NoiseShape,
+  pairedRoundsRule,
+  pairedSequentialRule,
   type Rule,
   type Scenario,
   type SimulationResult,
@@ -250,6 +255,44 @@ function coverageTable(args: Args): string {
   );
 }
 
+/** Shared noise of a round (CV) in the paired table: none, and a machine whose load swings 5%. */
+const SHARED = [0, 0.05];
+
+function pairedTable(args: Args): string {
+  const nStart = DEFAULT_SEQUENTIAL_POLICY.nStart;
+  const rows: string[][] = [];
+  for (const shared of SHARED) {
+    for (const cv of CVS) {
+      const mde = trueMde(cv, nStart, { paired: true });
+      for (const k of [0, 1]) {
+        const scenario: Scenario = {
+          cv,
+          trueRatio: 1 + k * mde,
+          direction: 'lower',
+          shape: 'lognormal',
+          shared,
+        };
+        for (const rule of [pairedRoundsRule(nStart), pairedSequentialRule(), fixedRunsRule(nStart)]) {
+          const r = run(rule, scenario, args.trials, args.seed);
+          progress(
+            `paired: shared ${pct(shared, 0)} CV ${pct(cv, 0)} effect ${k}×MDE ${rule.name}: ${pct(r.acceptRate)}`,
+          );
+          rows.push([
+            rule.name,
+            pct(shared, 0),
+            pct(cv, 0),
+            k === 0 ? '0' : '1×MDE',
+            pct(k * mde, 2),
+            r.meanRunsPerArm.toFixed(1),
+            `${pct(r.acceptRate)} ± ${pct(binomialSe(r.acceptRate, args.trials))}`,
+          ]);
+        }
+      }
+    }
+  }
+  return table(['rule', 'shared', 'CV', 'effect', 'true Δ', 'n/arm', 'accept'], rows);
+}
+
 function main(): void {
   const args = parseArgs(process.argv.slice(2));
   const started = Date.now();
@@ -283,6 +326,13 @@ function main(): void {
     '## Where the lower bound falls at no change: ln(lo) / s by n (log-normal noise, CV 2%; model in brackets)',
     '',
     lowerBoundTable(args),
+  );
+  progress('paired rounds');
+  out.push(
+    '',
+    "## The paired rule: rounds of one verifier session (log-normal noise; MDE is the paired rule's at n = 5)",
+    '',
+    pairedTable(args),
   );
   progress('interval coverage');
   out.push('', '## Interval coverage at zero effect (log-normal noise)', '', coverageTable(args));

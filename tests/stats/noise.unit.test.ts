@@ -15,6 +15,7 @@ import {
   MEDIAN_SE_FACTOR,
   mdeMultiplier,
   minimumDetectableEffect,
+  pairedNoiseCv,
   pooledLogCv,
   robustNoiseCv,
 } from '../../src/stats/noise.js';
@@ -101,5 +102,26 @@ describe('noise estimates', () => {
     ).toBe(false);
     expect(() => calibrateNoise([[1, Number.NaN, 1]])).toThrow(/group 0 run 1 is NaN/);
     expect(() => calibrateNoise([[1]])).toThrow(/at least two runs/);
+  });
+});
+
+describe('pairedNoiseCv', () => {
+  it('is the per-round ratio’s log SD over √2: zero when the arms move together, the per-arm CV when they do not', () => {
+    const a = [3.2, 4.9, 3.3, 5.1, 4.8];
+    expect(
+      pairedNoiseCv(
+        a,
+        a.map((x) => x * 0.8),
+      ),
+    ).toBeCloseTo(0, 12);
+    const ratios = [1.01, 0.99, 1.02, 0.98, 1.0];
+    const b = a.map((x, i) => x * ratios[i]!);
+    const sd = Math.sqrt(
+      ratios
+        .map(Math.log)
+        .reduce((s, l, _, all) => s + (l - all.reduce((x, y) => x + y) / all.length) ** 2, 0) / 4,
+    );
+    expect(pairedNoiseCv(a, b)).toBeCloseTo(sd / Math.SQRT2, 12);
+    expect(() => pairedNoiseCv([1, 2], [1])).toThrow('paired arms need equal lengths');
   });
 });

@@ -12,6 +12,8 @@ import { median } from '../../src/stats/describe.js';
 import {
   fixedRunsRule,
   gdnctlRule,
+  pairedRoundsRule,
+  pairedSequentialRule,
   type Rule,
   type Scenario,
   sequentialRule,
@@ -31,6 +33,8 @@ interface Check {
   falseAccepts?: boolean;
   power?: boolean;
   trials?: number;
+  /** Paired rounds: the MDE is the paired rule's, and this much noise is shared by a round's two runs. */
+  paired?: { shared: number };
 }
 
 /** Violations of the two claims by `rule` at CV 1%, 2%, 5%; an empty list means the rule passes. */
@@ -38,12 +42,13 @@ function violations(rule: Rule, check: Check = { falseAccepts: true, power: true
   const trials = check.trials ?? TRIALS;
   const found: string[] = [];
   for (const [i, cv] of CVS.entries()) {
-    const mde = trueMde(cv, N);
+    const mde = trueMde(cv, N, { paired: check.paired !== undefined });
     const scenario = (trueRatio: number): Scenario => ({
       cv,
       trueRatio,
       direction: 'lower',
       shape: 'lognormal',
+      shared: check.paired?.shared ?? 0,
     });
     if (check.falseAccepts) {
       const r = simulate(rule, scenario(1), { trials, seed: 100 + i });
@@ -67,6 +72,23 @@ describe('the verdict rule on synthetic runs', () => {
 
   it('keeps both claims with sequential stopping (5→15 runs)', () => {
     expect(violations(sequentialRule(), { falseAccepts: true, power: true, trials: 120 })).toEqual([]);
+  });
+
+  it("keeps both claims on paired rounds, with and without noise a round shares (the verifier's sessions)", () => {
+    for (const shared of [0, 0.05]) {
+      const check = { falseAccepts: true, power: true, paired: { shared } };
+      expect(violations(pairedRoundsRule(N), check), `shared ${shared}`).toEqual([]);
+      expect(violations(pairedSequentialRule(), { ...check, trials: 120 }), `shared ${shared}`).toEqual([]);
+    }
+  });
+
+  it('shows the unpaired rule losing its power to noise a round shares, which pairing cancels', () => {
+    const check = { power: true, paired: { shared: 0.05 } };
+    // Where the shared noise dwarfs the rest (CV 1% and 2% beside 5% shared), the unpaired rule finds
+    // a 1-MDE gain a fraction of the time.
+    const unpaired = violations(fixedRunsRule(N), { ...check, trials: 100 });
+    expect(unpaired.map((v) => v.split(':')[0])).toEqual(['CV 0.01', 'CV 0.02']);
+    expect(violations(pairedRoundsRule(N), { ...check, trials: 100 })).toEqual([]);
   });
 
   it("shows gdnctl's one-run +0.25% rule false-accepting 40–50% of no-change candidates", () => {

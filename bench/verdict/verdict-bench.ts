@@ -1,0 +1,244 @@
+/**
+ * Seconds per verdict, before and after the export/verify split, on the real gdn target (`tiny`
+ * kernel and `tiny` model, CPU, Pallas interpret mode):
+ *
+ * - before: the in-process bench of the release before the split (kernels/harness/tests/hacks/
+ *   bench_inprocess.py), one fresh process per run, arms interleaved A B B A …, the unpaired rule;
+ * - after: the verifier (`python -E -s -m kernels.harness.programs verify --mode measure`), both arms'
+ *   exported programs timed call by call in one process, one round = one run per arm, the paired rule.
+ *
+ * Champion A is HEAD's kernel; B adds examples/replay/gdn/0001 (a real speed-up); A′ adds 0003 (a
+ * different program doing the same work: the A/A of the split, since identical programs are never
+ * timed). From the measured cost and noise of each mode it reports the seconds a verdict takes at
+ * n = runs_per_arm, the MDE there, and the seconds each mode needs to reach the same MDE (equal
+ * power); and how often each rule accepts A′ against A (false accepts at no change).
+ *
+ *   npm run bench:verdict -- [--rounds R] [--sessions S] [--aa N]
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { compareArms, minimumDetectableEffect, pairedNoiseCv, robustNoiseCv } from '../../src/stats/index.js';
+
+// npm runs the bench from the repository root (the bundle itself lives in a temporary folder).
+const ROOT = process.cwd();
+const PYTHON = join(ROOT, '.venv', 'bin', 'python');
+const N = 5; // measure.runs_per_arm's default
+const TARGET = ['--preset', 'tiny', '--model', 'tiny'];
+const METRIC = 'fwd_bwd';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '8' }, // before: fresh-process runs per arm
+    sessions: { type: 'string', default: '4' }, // after: verifier sessions of N rounds, A vs B
+    aa: { type: 'string', default: '8' }, // A/A′ comparisons per mode
+  },
+});
+
+function sh(cwd: string, argv: string[], env: Record<string, string> = {}): number {
+  const t0 = performance.now();
+  execFileSync(argv[0]!, argv.slice(1), {
+    cwd,
+    env: { ...process.env, JAX_PLATFORMS: 'cpu', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    maxBuffer: 64 << 20,
+  });
+  return (performance.now() - t0) / 1000;
+}
+
+/** A scratch tree of the kernel workspace with `patches` applied, and the pre-split bench beside it. */
+function tree(dir: string, patches: string[]): string {
+  mkdirSync(dir, { recursive: true });
+  for (const p of ['kernels', 'packages', 'schemas', 'pyproject.toml']) {
+    cpSync(join(ROOT, p), join(dir, p), { recursive: true, filter: (s) => !s.includes('__pycache__') });
+  }
+  cpSync(
+    join(ROOT, 'kernels', 'harness', 'tests', 'hacks', 'bench_inprocess.py'),
+    join(dir, 'kernels', 'harness', 'bench_inprocess.py'),
+  );
+  execFileSync('git', ['init', '-q'], { cwd: dir });
+  for (const p of patches)
+    execFileSync('git', ['apply', join(ROOT, 'examples', 'replay', 'gdn', p)], { cwd: dir });
+  return dir;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+function main(): void {
+  const work = mkdtempSync(join(tmpdir(), 'hc-verdict-'));
+  try {
+    const trees = {
+      A: tree(join(work, 'A'), []),
+      B: tree(join(work, 'B'), ['0001-blocked-inverse.patch']),
+      A2: tree(join(work, 'A2'), ['0003-wrapper-layout-helpers.patch']),
+    };
+    const caches = Object.fromEntries(Object.keys(trees).map((k) => [k, join(work, `cache-${k}`)]));
+
+    // --- before: one fresh in-process bench per run ------------------------------------------------
+    const oldRun = (arm: keyof typeof trees): { seconds: number; value: number } => {
+      const out = join(work, `${arm}.json`);
+      const seconds = sh(trees[arm], [
+        PYTHON,
+        '-m',
+        'kernels.harness.bench_inprocess',
+        '--impl',
+        'pallas',
+        ...TARGET,
+        '--repeats',
+        '10',
+        '--warmup',
+        '2',
+        '--pin-cpu',
+        '--compile-cache',
+        caches[arm]!,
+        '--out',
+        out,
+      ]); // prettier-ignore
+      return { seconds, value: JSON.parse(readFileSync(out, 'utf8')).measurements[METRIC].median_ms };
+    };
+    for (const arm of ['A', 'B', 'A2'] as const) oldRun(arm); // warm each compile cache
+    const old = { A: [] as number[], B: [] as number[], A2: [] as number[], seconds: [] as number[] };
+    const rounds = Number(args.rounds);
+    for (let r = 0; r < rounds; r++) {
+      for (const arm of r % 2 === 0 ? (['A', 'B', 'A2'] as const) : (['A2', 'B', 'A'] as const)) {
+        const run = oldRun(arm);
+        old[arm].push(run.value);
+        old.seconds.push(run.seconds);
+      }
+    }
+
+    // --- after: exports once, then verifier sessions -------------------------------------------------
+    const programs = Object.fromEntries(Object.keys(trees).map((k) => [k, join(work, `programs-${k}`)]));
+    const exportSeconds: Record<string, number> = {};
+    for (const [arm, dir] of Object.entries(trees)) {
+      exportSeconds[arm] = sh(dir, [
+        PYTHON,
+        '-m',
+        'kernels.harness.programs',
+        'export',
+        '--platform',
+        'cpu',
+        '--draw',
+        '1',
+        '--only',
+        'bench',
+        '--out',
+        programs[arm]!,
+        '--',
+        ...TARGET,
+      ]); // prettier-ignore
+    }
+    const verifier = tree(join(work, 'verifier'), []);
+    rmSync(join(verifier, 'kernels', 'gdn'), { recursive: true });
+    const verifierCache = join(work, 'cache-verifier');
+    const session = (a: string, b: string, n: number): { seconds: number; A: number[]; B: number[] } => {
+      const out = join(work, 'session.json');
+      const seconds = sh(verifier, [
+        PYTHON,
+        '-E',
+        '-s',
+        '-m',
+        'kernels.harness.programs',
+        'verify',
+        '--mode',
+        'measure',
+        '--platform',
+        'cpu',
+        '--draw',
+        '1',
+        '--arm',
+        `A=${programs[a]}`,
+        '--arm',
+        `B=${programs[b]}`,
+        '--rounds',
+        String(n),
+        '--repeats',
+        '10',
+        '--warmup',
+        '2',
+        '--pin-cpu',
+        '--compile-cache',
+        verifierCache,
+        '--out',
+        out,
+        '--',
+        ...TARGET,
+      ]); // prettier-ignore
+      const doc = JSON.parse(readFileSync(out, 'utf8'));
+      const values = (arm: string) =>
+        (doc.rounds as Array<Record<string, { measurements: Record<string, { median_ms: number }> }>>).map(
+          (r) => r[arm]!.measurements[METRIC]!.median_ms,
+        );
+      return { seconds, A: values('A'), B: values('B') };
+    };
+    session('A', 'B', 1); // warm the verifier's compile cache
+    session('A', 'A2', 1);
+    const ab = Array.from({ length: Number(args.sessions) }, () => session('A', 'B', N));
+    const aa = Array.from({ length: Number(args.aa) }, () => session('A', 'A2', N));
+
+    // --- the numbers ---------------------------------------------------------------------------------
+    const secondsPerRun = median(old.seconds);
+    // Per-run noise of the old design: each arm's runs (pooled, outliers dropped).
+    const oldCv = robustNoiseCv([old.A, old.B, old.A2]);
+    const newCv = median([...ab, ...aa].map((s) => pairedNoiseCv(s.A, s.B)));
+    const sessionSeconds = median([...ab, ...aa].map((s) => s.seconds));
+    // Time of one round beyond the session's start: from a session of N rounds and one of 1 round.
+    const oneRound = session('A', 'B', 1).seconds;
+    const perRound = Math.max(0, (sessionSeconds - oneRound) / (N - 1));
+    const mdeOld = (n: number) => minimumDetectableEffect(oldCv, n, n);
+    const mdeNew = (n: number) => minimumDetectableEffect(newCv, n, n, { paired: true });
+    const target = mdeOld(N);
+    let nNew = 3;
+    while (mdeNew(nNew) > target && nNew < 200) nNew += 1;
+    const secondsOld = 2 * N * secondsPerRun;
+    const secondsNew = oneRound + (nNew - 1) * perRound;
+    const speedupOld = (xs: { A: number[]; B: number[] }) => median(xs.A) / median(xs.B);
+    const oldAccepts = (b: number[], a: number[]) =>
+      compareArms(a, b, { direction: 'lower', seed: 1 }).verdict === 'improved';
+    // Old-mode A/A′ verdicts: consecutive windows of N runs per arm.
+    let oldAA = 0;
+    let oldAAn = 0;
+    for (let i = 0; i + N <= rounds; i += N) {
+      oldAAn += 1;
+      if (oldAccepts(old.A2.slice(i, i + N), old.A.slice(i, i + N))) oldAA += 1;
+    }
+    const newAA = aa.filter(
+      (s) => compareArms(s.A, s.B, { direction: 'lower', seed: 1, paired: true }).verdict === 'improved',
+    ).length;
+
+    const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
+    const f = (x: number, d = 1) => x.toFixed(d);
+    const lines = [
+      `gdn tiny kernel + tiny model, CPU (Pallas interpret mode), metric ${METRIC}.median_ms, n = ${N} per arm`,
+      '',
+      '| | before: fresh process per run | after: one verifier session |',
+      '| --- | ---: | ---: |',
+      `| cost | ${f(secondsPerRun)} s a run | ${f(oneRound)} s a session of 1 round, +${f(perRound, 2)} s a round |`,
+      `| seconds per verdict at n = ${N} | ${f(secondsOld)} s (${2 * N} processes) | ${f(sessionSeconds)} s (1 process) |`,
+      `| noise (per-run CV; after: paired, per-round ratio / √2) | ${pct(oldCv)} | ${pct(newCv)} |`,
+      `| MDE at n = ${N} (80% power) | ${pct(mdeOld(N))} | ${pct(mdeNew(N))} |`,
+      `| n for the before-MDE ${pct(target)} | ${N} | ${nNew} |`,
+      `| seconds per verdict at equal power | ${f(secondsOld)} s | ${f(secondsNew)} s (**${f(secondsOld / secondsNew)}× fewer**) |`,
+      `| 0001 speed-up, median of A / median of B | ${f(speedupOld(old), 3)} | ${f(median(ab.map(speedupOld)), 3)} |`,
+      `| A vs A′ (0003, no true change) accepted as improved | ${oldAA} of ${oldAAn} | ${newAA} of ${aa.length} |`,
+      '',
+      `exports (once per candidate, shared with its gate; the champion's once per run): ${Object.entries(
+        exportSeconds,
+      )
+        .map(([k, s]) => `${k} ${f(s)} s`)
+        .join(', ')}`,
+    ];
+    console.log(lines.join('\n'));
+    mkdirSync(join(ROOT, 'bench-out'), { recursive: true });
+    writeFileSync(
+      join(ROOT, 'bench-out', 'verdict.json'),
+      JSON.stringify({ old, ab, aa, exportSeconds }, null, 1),
+    );
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main();
