@@ -1,5 +1,6 @@
 /**
- * The metrics contract: one JSON file per benchmark run, written by `python -m kernels.harness.bench`
+ * The metrics contract: one JSON document per arm and timed round, written by the verifier (a harness
+ * process that never imports candidate code; `src/evidence/session.ts` splits its session document)
  * and validated against schemas/metrics.schema.json (draft-07). The engine takes every number it
  * reports from these files. Errors name the file and the JSON path of the problem (exit code 2).
  */

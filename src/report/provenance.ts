@@ -47,7 +47,9 @@ export function provenanceRows(evidence: IterationEvidence): Array<[string, stri
  * The programs the verifier timed: per measurement@case, the sha256 (first 12) of the champion's and
  * the candidate's bytes, so a reader can tell exactly which programs the numbers are of.
  */
-export function programsText(p: NonNullable<IterationEvidence['measurement']>['programs']): string | undefined {
+export function programsText(
+  p: NonNullable<IterationEvidence['measurement']>['programs'],
+): string | undefined {
   if (!p) return undefined;
   const keys = [...new Set([...Object.keys(p.A), ...Object.keys(p.B)])].sort();
   if (keys.length === 0) return undefined;

@@ -142,7 +142,9 @@ describe.skipIf(act.skip)(`hillclimb.yml under act${act.skip ? ` (skipped: ${act
       'tpu-release': 'skipped',
       continue: 'skipped',
     });
-    expect(r.text('measure-local')).toMatch(/dry run: \S+\/python -m harness\.programs export --platform cpu /);
+    expect(r.text('measure-local')).toMatch(
+      /dry run: \S+\/python -m harness\.programs export --platform cpu /,
+    );
     expect(r.text('publish')).toContain(
       `publish skipped: dry run: would push hillclimb/toy/gh${RUN.dry}/i001 and open or update the github PR`,
     );

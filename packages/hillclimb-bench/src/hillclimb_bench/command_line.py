@@ -38,11 +38,17 @@ def cli(
     make_target: Callable[[list[str]], Any] | Any, argv: Sequence[str] | None = None
 ) -> NoReturn:
     args = list(sys.argv[1:] if argv is None else argv)
-    prog = f"python -m {Path(sys.argv[0]).stem}" if argv is None else "target"
+    prog = _program_name() if argv is None else "target"
     code = main(make_target, args, prog)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _program_name() -> str:
+    """``python -m kernels.harness.programs`` for a module run with ``-m``, else the script."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return f"python -m {spec.name}" if spec is not None else Path(sys.argv[0]).name
 
 
 def main(make_target: Any, args: list[str], prog: str = "target") -> int:
