@@ -4,7 +4,7 @@
 // gets `hillclimb init --yes`, then `hillclimb loop -n 2` with the replay agent: one patch that makes
 // the kernel faster (improved), one that breaks it (invalid at the CPU gate).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INIT_WORKFLOWS } from '../../src/init/workflows.js';
@@ -231,4 +231,29 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
       expect(metrics.device.peak.source).toBe('measured'); // a CPU: no table peak
     }
   });
+
+  // The adopter's silent no-change (issue 20): mypkg also installed, not editable, in .venv. Both arms
+  // importing that one copy measured the same kernel twice. With the README's `source_roots` the
+  // tree's copy wins; without it the export names the installed copy and the gate fails, never a
+  // measured no-change.
+  it('a kernel installed in .venv is refused by name unless the tree under test provides it', async () => {
+    const pyDir = readdirSync(join(repo, '.venv', 'lib')).find((d) => d.startsWith('python'))!;
+    cpSync(join(repo, 'src', 'mypkg'), join(repo, '.venv', 'lib', pyDir, 'site-packages', 'mypkg'), {
+      recursive: true,
+    });
+    const gate = () => hillclimbIn(repo, ['test'], { HILLCLIMB_PYTHON: '' });
+
+    const withRoots = await gate();
+    expect(withRoots.code, withRoots.stdout + withRoots.stderr).toBe(0);
+
+    put('bench/scale_target.py', TARGET.replace('    source_roots=("src",),\n', ''));
+    git('commit', '-qam', 'the target module without source_roots');
+    const without = await gate();
+    git('reset', '-q', '--hard', 'HEAD~1');
+    expect(without.code).toBe(1);
+    const text = without.stdout + without.stderr;
+    expect(text).toMatch(/mypkg[^\n]*imported from [^\n]*site-packages/);
+    expect(text).toContain('outside the tree under test');
+    expect(text).toContain('source_roots'); // the hint, whole
+  }, 300_000);
 });

@@ -74214,7 +74214,7 @@ function lastErrorLine(logFile) {
   }
   const lines = text3.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("$ ") && !l.startsWith("# "));
   const own = [...lines].reverse().find((l) => /\b(failed|error|Error)\b[:]/.test(l));
-  return (own ?? lines.at(-1))?.slice(0, 400);
+  return (own ?? lines.at(-1))?.slice(0, 800);
 }
 function verifierTreePath(ctx, commit2, name) {
   return join26(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);

@@ -201,7 +201,8 @@ export function lastErrorLine(logFile: string): string | undefined {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('$ ') && !l.startsWith('# '));
   const own = [...lines].reverse().find((l) => /\b(failed|error|Error)\b[:]/.test(l));
-  return (own ?? lines.at(-1))?.slice(0, 400);
+  // Long enough for a message with two paths and its hint.
+  return (own ?? lines.at(-1))?.slice(0, 800);
 }
 
 /** The verifier's tree for a harness commit: a fresh worktree without the editable paths. */
