@@ -39,9 +39,15 @@ def tree(tmp: Path, name: str, *, kernel: bool = True) -> Path:
 
 
 def step(
-    cwd: Path, *args: str, variant: str = "good", flags: tuple[str, ...] = ()
+    cwd: Path,
+    *args: str,
+    variant: str = "good",
+    flags: tuple[str, ...] = (),
+    path: tuple[Path, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(SRC), "TOY_VARIANT": variant, "JAX_PLATFORMS": "cpu"}
+    """``python -m toy_target *args`` in ``cwd``, with hillclimb_bench (and ``path``) importable."""
+    pythonpath = os.pathsep.join(str(p) for p in (SRC, *path))
+    env = {**os.environ, "PYTHONPATH": pythonpath, "TOY_VARIANT": variant, "JAX_PLATFORMS": "cpu"}
     return subprocess.run(
         [sys.executable, *flags, "-m", "toy_target", *args],
         cwd=cwd,
@@ -71,15 +77,19 @@ def export(
     return done, out
 
 
+def verify_args(mode: str, arms: dict[str, Path], out: Path, draw: int = 7) -> list[str]:
+    args = ["verify", "--mode", mode, "--platform", "cpu", "--draw", str(draw), "--out", str(out)]
+    for name, folder in arms.items():
+        args += ["--arm", f"{name}={folder}"]
+    return args
+
+
 def verify(
     tmp: Path, mode: str, arms: dict[str, Path], *extra: str, draw: int = 7
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
     where = tree(tmp, f"verifier-{mode}-{len(list(tmp.iterdir()))}", kernel=False)
     out = tmp / f"session-{mode}-{len(list(tmp.iterdir()))}.json"
-    args = ["verify", "--mode", mode, "--platform", "cpu", "--draw", str(draw), "--out", str(out)]
-    for name, folder in arms.items():
-        args += ["--arm", f"{name}={folder}"]
-    done = step(where, *args, *extra)
+    done = step(where, *verify_args(mode, arms, out, draw), *extra)
     return done, json.loads(out.read_text()) if out.exists() else None
 
 
@@ -215,20 +225,7 @@ def test_a_target_that_imports_its_kernel_cannot_verify(tmp_path: Path) -> None:
     target = where / "toy_target.py"
     target.write_text("import toykernel  # noqa: F401\n" + target.read_text())  # ... and imported
     out = tmp_path / "leaky.json"
-    done = step(
-        where,
-        "verify",
-        "--mode",
-        "gate",
-        "--platform",
-        "cpu",
-        "--draw",
-        "7",
-        "--arm",
-        f"B={programs}",
-        "--out",
-        str(out),
-    )
+    done = step(where, *verify_args("gate", {"B": programs}, out))
     assert done.returncode == 3, done.stderr
     assert "the code under test is loaded in the verifier (toykernel)" in done.stderr
     assert not out.exists()
@@ -238,31 +235,7 @@ def test_programs_on_sys_path_make_the_verifier_refuse(tmp_path: Path) -> None:
     _, programs = export(tmp_path, "good")
     where = tree(tmp_path, "path-verifier", kernel=False)
     out = tmp_path / "p.json"
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{programs}", "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toy_target",
-            "verify",
-            "--mode",
-            "gate",
-            "--platform",
-            "cpu",
-            "--draw",
-            "7",
-            "--arm",
-            f"B={programs}",
-            "--out",
-            str(out),
-        ],
-        cwd=where,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = step(where, *verify_args("gate", {"B": programs}, out), path=(programs,))
     assert done.returncode == 3
     assert "on sys.path is a folder of exported programs" in done.stderr
 
@@ -274,31 +247,12 @@ def test_a_kernel_installed_outside_the_tree_is_refused_by_the_export(tmp_path: 
     site = tmp_path / "site"
     site.mkdir()
     shutil.move(str(root / "toykernel"), str(site / "toykernel"))
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{site}", "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toy_target",
-            "export",
-            "--platform",
-            "cpu",
-            "--draw",
-            "1",
-            "--out",
-            str(tmp_path / "o"),
-        ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    out = tmp_path / "o"
+    done = step(root, "export", "--platform", "cpu", "--draw", "1", "--out", str(out), path=(site,))
     assert done.returncode == 1
     assert f"toykernel: imported from {site}" in done.stderr
     assert "outside the tree under test" in done.stderr
-    assert not (tmp_path / "o" / "manifest.json").exists()
+    assert not (out / "manifest.json").exists()
 
 
 def test_bad_arguments_exit_2_with_one_line(tmp_path: Path) -> None:
