@@ -230,9 +230,12 @@ def test_no_peak_numbers_live_in_the_python_code():
 
 
 REPO = Path(__file__).resolve().parents[3]
-PEAK_STABILITY = 0.25
-"""Two fresh processes' measured CPU peaks agree within 25 %. Measured on the 2-core dev VM at
-load 3-5: 16 pinned processes gave 245-250 GFLOP/s (512^3 fp32, best of 10), a 2 % spread."""
+PEAK_STABILITY = 1.0
+"""Two fresh processes' measured CPU peaks agree within 2x: a sanity bound that catches a broken
+measurement (compile time in the samples, the wrong FLOP count), not a stability claim. A verifier
+session measures one peak for both arms, so a verdict never compares two peaks. Measured: 16 pinned
+processes at 245-250 GFLOP/s (2 % spread) on a quiet 2-core VM; on the 2026-11-28 dev VM, whose speed
+falls in two bands ~1.3-1.5x apart, 112 and 148 GFLOP/s in back-to-back processes."""
 
 
 def test_the_measured_cpu_peak_is_stable_between_runs():
