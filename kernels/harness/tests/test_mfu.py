@@ -234,8 +234,8 @@ PEAK_STABILITY = 1.0
 """Two fresh processes' measured CPU peaks agree within 2x: a sanity bound that catches a broken
 measurement (compile time in the samples, the wrong FLOP count), not a stability claim. A verifier
 session measures one peak for both arms, so a verdict never compares two peaks. Measured: 16 pinned
-processes at 245-250 GFLOP/s (2 % spread) on a quiet 2-core VM; on the 2026-11-28 dev VM, whose speed
-falls in two bands ~1.3-1.5x apart, 112 and 148 GFLOP/s in back-to-back processes."""
+processes at 245-250 GFLOP/s (2 % spread) on a quiet 2-core VM; on the 2026-11-28 dev VM, whose
+speed falls in two bands ~1.3-1.5x apart, 112 and 148 GFLOP/s in back-to-back processes."""
 
 
 def test_the_measured_cpu_peak_is_stable_between_runs():

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from jax import export
 
-from hillclimb_bench import VerificationError, programs
+import hillclimb_bench as hb
+from hillclimb_bench import VerificationError, programs, timing, verify
 from hillclimb_bench.programs import Request
 
 ARGS = (jax.ShapeDtypeStruct((4, 8), jnp.float32),)
@@ -166,3 +167,53 @@ def test_requests_name_their_files_safely() -> None:
     request = dataclasses.replace(REQUEST, case="../../x y")
     assert "/" not in programs.file_name(request)
     assert programs.file_name(request).endswith(programs.SUFFIX)
+
+
+# --- what the candidate can hand the verifier beyond the programs ---------------------------------
+
+
+def test_a_manifest_nested_past_the_parser_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """The manifest is the export's words: one deep enough to exhaust the JSON parser's recursion
+    must end as a refusal (the arm's failure), never as a verifier that died without a session."""
+    folder = write(tmp_path / "p", lambda x: x * 2)
+    doc = json.loads((folder / "manifest.json").read_text())
+    deep = "[" * 200_000 + "]" * 200_000
+    text = json.dumps(doc)[:-1] + ', "source": {"info": ' + deep + "}}"
+    (folder / "manifest.json").write_text(text)
+    with pytest.raises(VerificationError, match="is not JSON"):
+        programs.read_manifest(folder)
+    assert verify.reported_info(folder) == {}
+
+
+def test_a_program_that_raises_while_timed_is_its_arm_s_failure() -> None:
+    calls = {"B": 0}
+
+    def b(x):
+        calls["B"] += 1
+        if calls["B"] == 3:
+            raise RuntimeError("device lost")
+        return x
+
+    with pytest.raises(timing.ProgramCallError) as failed:
+        timing.time_interleaved(
+            "fwd",
+            {"A": lambda x: x, "B": b},
+            {"A": [(1,)], "B": [(1,)]},
+            repeats=4,
+            warmup=1,
+            block=lambda out: out,
+            keep={},
+        )
+    assert failed.value.arm == "B"
+    assert "raised RuntimeError: device lost" in str(failed.value)
+
+
+def test_a_target_document_cannot_overwrite_what_the_verifier_measured() -> None:
+    class Forging(hb.Target):
+        def document(self, verified, info):
+            return {"notes": ["fine"], "measurements": {"fwd": {"median_ms": 0.001}}}
+
+    arm = verify.Arm("B", Path("."))
+    with pytest.raises(verify.BrokenError, match=r"may not set: \['measurements'\]"):
+        verify.target_document(Forging(), arm)
+    assert hb.Target().document({}, {}) == {}

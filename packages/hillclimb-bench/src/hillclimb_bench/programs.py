@@ -170,8 +170,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise VerificationError("programs", f"{path} is over {MAX_MANIFEST_BYTES} bytes")
     try:
         doc = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise VerificationError("programs", f"{path} is not JSON: {e}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # nested past the parser's depth
+        why = f"{type(e).__name__}: {e}"
+        raise VerificationError("programs", f"{path} is not JSON: {why}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_ID:
         raise VerificationError("programs", f"{path}: schema is not {SCHEMA_ID}")
     return doc

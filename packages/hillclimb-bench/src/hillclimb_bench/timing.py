@@ -60,6 +60,14 @@ def time_calls(
     return samples, kept
 
 
+class ProgramCallError(VerificationError):
+    """A timed call of ``arm``'s program raised: that arm's failure, not the session's."""
+
+    def __init__(self, arm: str, quantity: str, detail: str) -> None:
+        super().__init__(quantity, detail)
+        self.arm = arm
+
+
 def time_interleaved(
     name: str,
     programs: Mapping[str, Callable[..., Any]],
@@ -83,7 +91,7 @@ def time_interleaved(
         try:
             return block(programs[arm](*args))
         except Exception as e:  # the program's own failure is a failed check, not a crash
-            raise VerificationError(f"{name} [{arm}]", f"raised {type(e).__name__}: {e}") from e
+            raise ProgramCallError(arm, f"{name} [{arm}]", f"raised {type(e).__name__}: {e}") from e
 
     for i in range(warmup):
         for arm in order if i % 2 == 0 else order[::-1]:

@@ -41,9 +41,10 @@ from . import checks, isolation, metrics, peaks, programs
 from .errors import UsageError, VerificationError
 from .programs import Loaded, Request, tuple_args
 from .target import Target, Verified
-from .timing import time_interleaved
+from .timing import ProgramCallError, time_interleaved
 
 SCHEMA_ID = "hillclimb.session/v1"
+TARGET_KEYS = frozenset({"shapes", "model", "notes"})  # what Target.document() may add to metrics
 MODES = ("gate", "measure", "profile")
 MAX_SEED = 2**53 - 1
 # Bytes of timed outputs kept per program and arm for the after-timing check (all calls fit at
@@ -211,7 +212,7 @@ def reported_info(folder: Path) -> dict[str, Any]:
     """``source.info`` of the export's manifest, per program key; {} when unreadable."""
     try:
         info = programs.read_manifest(folder).get("source", {}).get("info", {})
-    except (VerificationError, AttributeError):
+    except Exception:  # the candidate's words, informational: any failure to read them is {}
         return {}
     return {k: v for k, v in info.items() if isinstance(v, dict)} if isinstance(info, dict) else {}
 
@@ -348,15 +349,19 @@ def measure(
                 )
                 for a in arms
             }
-            times, kept = time_interleaved(
-                key,
-                {a.name: a.compiled[key] for a in order},
-                {a.name: [s for _, s in verified[a.name].sets] for a in arms},
-                repeats=args.repeats,
-                warmup=args.warmup,
-                block=jax.block_until_ready,
-                keep=keep,
-            )
+            try:
+                times, kept = time_interleaved(
+                    key,
+                    {a.name: a.compiled[key] for a in order},
+                    {a.name: [s for _, s in verified[a.name].sets] for a in arms},
+                    repeats=args.repeats,
+                    warmup=args.warmup,
+                    block=jax.block_until_ready,
+                    keep=keep,
+                )
+            except ProgramCallError as e:
+                next(a for a in arms if a.name == e.arm).failure = str(e)
+                return []
             for a in arms:
                 v = verified[a.name]
                 try:
@@ -415,15 +420,19 @@ def profile(
     for request in wanted:
         v = arm.verified[request.key]
         keep = {arm.name: set(range(args.repeats))}
-        times, kept = time_interleaved(
-            request.key,
-            {arm.name: arm.compiled[request.key]},
-            {arm.name: [s for _, s in v.sets]},
-            repeats=args.repeats,
-            warmup=args.warmup,
-            block=jax.block_until_ready,
-            keep=keep,
-        )
+        try:
+            times, kept = time_interleaved(
+                request.key,
+                {arm.name: arm.compiled[request.key]},
+                {arm.name: [s for _, s in v.sets]},
+                repeats=args.repeats,
+                warmup=args.warmup,
+                block=jax.block_until_ready,
+                keep=keep,
+            )
+        except ProgramCallError as e:
+            arm.failure = str(e)
+            return {}
         try:
             compared += checks.check_kept(
                 request.key,
@@ -520,7 +529,7 @@ def metrics_doc(
             f"{peak['measured']['repeats']} {peak['measured']['n']}^3 {target.dtype} matmuls, "
             "measured once in this process for both arms), not a datasheet number"
         )
-    extra = target.document(arm.verified, arm.info)
+    extra = target_document(target, arm)
     notes += list(extra.pop("notes", []))
     device = jax.devices()[0]
     doc: dict[str, Any] = {
@@ -563,6 +572,18 @@ def metrics_doc(
     }
     doc.update(extra)
     return doc
+
+
+def target_document(target: Target, arm: Arm) -> dict[str, Any]:
+    """The target's additions to an arm's metrics. They are built from what the export reported
+    (``arm.info``), so they may add ``TARGET_KEYS``, never overwrite what the verifier measured."""
+    extra = dict(target.document(arm.verified, arm.info))
+    unknown = set(extra) - TARGET_KEYS
+    if unknown:
+        raise BrokenError(
+            f"the target's document() returned keys it may not set: {sorted(unknown)}"
+        )
+    return extra
 
 
 def device_peak(jax: Any, dtype: str, wanted: Sequence[Request], target: Target) -> dict | None:
