@@ -1,6 +1,6 @@
 // The job runner, run by a real Python interpreter exactly as a Ray worker or TPU VM starts it, and its
 // output parsed and unpacked by the engine's side of the protocol.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { installOutputs, readTar } from '../../src/compute/outputs.js';
@@ -34,11 +34,12 @@ function spec(over: Partial<RunnerSpec>): RunnerSpec {
 }
 
 /** Start the runner through `sh -c` with the quoted argv, as the Ray entrypoint and ssh --command do. */
-async function runRunner(dir: string, s: RunnerSpec, timeoutMs = 30_000) {
+async function runRunner(dir: string, s: RunnerSpec, env: Record<string, string> = {}) {
   return run('sh', ['-c', shellJoin(runnerArgv(PYTHON, s))], {
     cwd: dir,
     allowedExitCodes: 'any',
-    timeoutMs,
+    timeoutMs: 30_000,
+    env,
   });
 }
 
@@ -201,6 +202,27 @@ describe('job runner', () => {
     expect(r.stdout).toMatch(new RegExp(`cache=.*/\\.cache/hillclimb/jobs/by-code/${key}\\n`));
     const shared = await runRunner(dir, spec({ command: ['sh', '-c', 'echo "cache=$0"', '{cache}'] }));
     expect(shared.stdout).toMatch(/cache=.*\/\.cache\/hillclimb\/jobs\/shared\n/);
+  });
+
+  it('gives the verifier a fresh {cache} per job, out of the home folder candidate jobs can write, and removes it', async () => {
+    const dir = tree();
+    const home = join(dir, 'home');
+    const planted = join(home, '.cache', 'hillclimb', 'jobs', 'by-code', 'verifier');
+    mkdirSync(planted, { recursive: true });
+    writeFileSync(join(planted, 'jit_oracle-entry'), 'planted by a candidate job');
+    const show = ['sh', '-c', 'echo "cache=$0"; ls -A "$0"; touch "$0/entry"', '{cache}'];
+    const runs = [];
+    for (let i = 0; i < 2; i++) {
+      runs.push(await runRunner(dir, spec({ command: show, cache_key: 'verifier' }), { HOME: home }));
+    }
+    const folders = runs.map((r) => /cache=(\S+)\n/.exec(r.stdout)![1]!);
+    expect(folders[0]).not.toBe(folders[1]);
+    for (const [i, r] of runs.entries()) {
+      expect(folders[i]).not.toContain(home);
+      expect(r.stdout).not.toContain('jit_oracle-entry'); // nothing another job left is there
+      expect(r.stdout).not.toContain('entry\n'); // not even the verifier's own previous job
+      expect(existsSync(folders[i]!)).toBe(false);
+    }
   });
 
   it('writes the outputs tarball to a file when asked (the TPU VM path)', async () => {

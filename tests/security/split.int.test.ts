@@ -16,7 +16,7 @@ import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { type ActionRun, runActionBundle } from '../actions/harness.js';
 import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import { DOCSTRING_PATCH, gitIn, makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
 
 const FORGED = 'forged_by_candidate_5d1e';
 const noSleep = async () => undefined;
@@ -308,3 +308,49 @@ function bundleDirOf(repo: string): string {
   const run = readdirSync(runs).find((r) => r.startsWith('manual-'))!;
   return join(runs, run, 'i001');
 }
+
+/**
+ * A champion that sandbags: its kernel is really faster, and slower only when its export can tell it
+ * is the champion's (arm A is exported for the timed programs only, `--only bench`). Once it wins, every
+ * later candidate that keeps the code would be measured against a handicapped champion.
+ */
+const SANDBAG_PATCH = {
+  name: '0001-faster-and-sandbagging',
+  edit: {
+    'toy/kernel.py': (s: string) =>
+      s.replace(
+        'DELAY_S = 0.02',
+        'DELAY_S = 0.008 * (3 if "--only" in vars(len.__self__)["__imp" + "ort__"]("s" + "ys").argv else 1)',
+      ),
+  },
+  json: { hypothesis: 'Less waiting per call.', summary: 'Cut the delay.', next_idea: 'Keep it.' },
+};
+
+describe('a champion is timed by the programs it won with, never by a second export', () => {
+  const t = tempDir('hc-split-sandbag-');
+  const repo = join(t.dir, 'repo');
+  let result: LoopResult;
+
+  beforeAll(async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    makeToyRepo(repo, [SANDBAG_PATCH, DOCSTRING_PATCH], `${TOY_CONFIG}sandbox:\n  mode: required\n`);
+    result = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      logger: memoryLogger(),
+      sleep: noSleep,
+      overrides: { 'loop.iterations': 2 },
+    });
+  }, 240_000);
+  afterAll(t.cleanup);
+
+  it('the next candidate with the same code meets the champion’s measured programs: no-op, not improved', () => {
+    const [won, next] = result.iterations;
+    expect(won!.verdict).toBe('improved');
+    // Exported again as arm A, the champion would hand over a program 3× slower and `next` would be
+    // "improved"; timed by the programs its own iteration measured, `next` is byte-identical to it.
+    expect(next!.verdict, next!.reason).toBe('no-op');
+    expect(next!.reason).toContain('identical');
+  });
+});

@@ -56280,10 +56280,17 @@ def main():
     nonce = spec["nonce"]
     out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
     # {cache} persists across jobs on this machine: one folder per code under test (its tree hash), so a
-    # candidate's job cannot plant compile-cache entries the champion's jobs load.
+    # candidate's job cannot plant compile-cache entries the champion's jobs load. The verifier gets a
+    # fresh one per job: here no sandbox keeps candidate jobs, which run as the same user, out of a
+    # folder in the home directory, and a planted entry under the oracle's key would be loaded.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^([0-9a-f]{40,64}|verifier)$", key) else os.path.join(cache, "shared")
+    if key == "verifier":
+        cache = tempfile.mkdtemp(prefix="hillclimb-verifier-cache-")
+    elif key and re.match(r"^[0-9a-f]{40,64}$", key):
+        cache = os.path.join(cache, "by-code", key)
+    else:
+        cache = os.path.join(cache, "shared")
     os.makedirs(cache, exist_ok=True)
     values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
@@ -56379,6 +56386,8 @@ def main():
         marker(nonce, "outputs-error", "could not pack outputs: %s" % e)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
+        if key == "verifier":
+            shutil.rmtree(cache, ignore_errors=True)
         if pgid_file:
             try:
                 os.unlink(pgid_file)
@@ -74114,6 +74123,7 @@ import { randomBytes } from "node:crypto";
 import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";
 import { join as join26, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
+var PLATFORMS = ["cpu", "tpu"];
 var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
 var PROGRAM_FILE = /^(manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
 var DRAW_BITS = 53n;
@@ -74235,15 +74245,15 @@ async function verifierTree(ctx, commit2, name, programs) {
   }
   const into = join26(wt.root, VERIFIER_PROGRAMS_DIR);
   rmSync17(into, { recursive: true, force: true });
-  for (const [arm, dir] of Object.entries(programs)) {
-    const dest = join26(into, arm);
-    mkdirSync21(dest, { recursive: true });
-    for (const entry of readdirSync11(dir, { withFileTypes: true })) {
-      if (entry.isFile() && PROGRAM_FILE.test(entry.name))
-        cpSync(join26(dir, entry.name), join26(dest, entry.name));
-    }
-  }
+  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join26(into, arm));
   return wt.root;
+}
+function copyProgramFiles(from, dest) {
+  mkdirSync21(dest, { recursive: true });
+  for (const entry of readdirSync11(from, { withFileTypes: true })) {
+    if (entry.isFile() && PROGRAM_FILE.test(entry.name))
+      cpSync(join26(from, entry.name), join26(dest, entry.name));
+  }
 }
 var VerifierFailed = class extends Error {
   constructor(message, timedOut) {
@@ -74670,9 +74680,18 @@ async function armPrograms(env, platform3) {
   cpSync2(A, inBundle, { recursive: true });
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
 }
-async function championPrograms(ctx, ev, commit2, platform3) {
+function championCache(ctx, commit2, platform3) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
-  const dir = join27(ctx.stateDir, "cache", "programs", key);
+  return { key, dir: join27(ctx.stateDir, "cache", "programs", key) };
+}
+function keepChampionPrograms(ctx, commit2, platform3, from) {
+  if (!existsSync20(join27(from, "manifest.json"))) return;
+  const { dir } = championCache(ctx, commit2, platform3);
+  rmSync18(dir, { recursive: true, force: true });
+  copyProgramFiles(from, dir);
+}
+async function championPrograms(ctx, ev, commit2, platform3) {
+  const { key, dir } = championCache(ctx, commit2, platform3);
   if (existsSync20(join27(dir, "manifest.json"))) return dir;
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
   const exported = await exportPrograms(ctx, ev, {
@@ -81987,11 +82006,14 @@ var recordStep = {
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
       (r) => r.runId === ctx.runId && r.iteration === ev.iteration
     );
-    if (!already) {
-      const promoted = ev.verdict === "improved" && ev.candidate;
-      const championAfter = promoted ? ev.candidate.logCommit ?? ev.candidate.commit : ev.base.commit;
-      appendHistory(ctx.stateDir, historyRow(ev, championAfter));
+    const promoted = ev.verdict === "improved" && ev.candidate;
+    const championAfter = promoted ? ev.candidate.logCommit ?? ev.candidate.commit : ev.base.commit;
+    if (promoted) {
+      for (const platform3 of PLATFORMS) {
+        keepChampionPrograms(ctx, championAfter, platform3, bundlePrograms(bundle, "B", platform3));
+      }
     }
+    if (!already) appendHistory(ctx.stateDir, historyRow(ev, championAfter));
     return { status: "done" };
   }
 };

@@ -48415,10 +48415,17 @@ def main():
     nonce = spec["nonce"]
     out_dir = tempfile.mkdtemp(prefix="hillclimb-out-")
     # {cache} persists across jobs on this machine: one folder per code under test (its tree hash), so a
-    # candidate's job cannot plant compile-cache entries the champion's jobs load.
+    # candidate's job cannot plant compile-cache entries the champion's jobs load. The verifier gets a
+    # fresh one per job: here no sandbox keeps candidate jobs, which run as the same user, out of a
+    # folder in the home directory, and a planted entry under the oracle's key would be loaded.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    cache = os.path.join(cache, "by-code", key) if key and re.match(r"^([0-9a-f]{40,64}|verifier)$", key) else os.path.join(cache, "shared")
+    if key == "verifier":
+        cache = tempfile.mkdtemp(prefix="hillclimb-verifier-cache-")
+    elif key and re.match(r"^[0-9a-f]{40,64}$", key):
+        cache = os.path.join(cache, "by-code", key)
+    else:
+        cache = os.path.join(cache, "shared")
     os.makedirs(cache, exist_ok=True)
     values = {"python": sys.executable, "root": os.getcwd(), "cache": cache}
     for name in spec["outputs"]:
@@ -48514,6 +48521,8 @@ def main():
         marker(nonce, "outputs-error", "could not pack outputs: %s" % e)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
+        if key == "verifier":
+            shutil.rmtree(cache, ignore_errors=True)
         if pgid_file:
             try:
                 os.unlink(pgid_file)

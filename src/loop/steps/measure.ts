@@ -40,6 +40,7 @@ import { InfraFailure } from './failures.js';
 import {
   type ArmName,
   bundlePrograms,
+  copyProgramFiles,
   exportPrograms,
   iterationDraw,
   type Platform,
@@ -235,18 +236,44 @@ async function armPrograms(env: StepEnv, platform: Platform): Promise<ArmProgram
   return { A: inBundle, B, ...(gated ? { verifiedByGate: gate.verifier!.programs } : {}) };
 }
 
-/** The folder of the champion's timed programs for `platform`, exported once and kept in the state. */
+/** Where the state keeps a champion's programs for `platform` (and the key that names the folder). */
+function championCache(ctx: LoopContext, commit: string, platform: Platform): { key: string; dir: string } {
+  const key = createHash('sha256')
+    .update(JSON.stringify([commit, platform, ctx.target.programs.module, ctx.target.programs.args]))
+    .digest('hex')
+    .slice(0, 20);
+  return { key, dir: join(ctx.stateDir, 'cache', 'programs', key) };
+}
+
+/**
+ * A new champion's programs are the ones its own iteration exported as the candidate and the
+ * verifier measured: keep those (`from`, the bundle's copy) as the champion's, so later iterations
+ * time exactly them instead of exporting the champion again. An export that knows it is the
+ * champion's (arm A) could hand over slower programs than it did as the candidate.
+ */
+export function keepChampionPrograms(
+  ctx: LoopContext,
+  commit: string,
+  platform: Platform,
+  from: string,
+): void {
+  if (!existsSync(join(from, 'manifest.json'))) return;
+  const { dir } = championCache(ctx, commit, platform);
+  rmSync(dir, { recursive: true, force: true });
+  copyProgramFiles(from, dir);
+}
+
+/**
+ * The folder of the champion's timed programs for `platform`: the ones kept when it won
+ * (`keepChampionPrograms`), else exported once (the run's first champion) and kept in the state.
+ */
 export async function championPrograms(
   ctx: LoopContext,
   ev: Parameters<typeof exportPrograms>[1],
   commit: string,
   platform: Platform,
 ): Promise<string> {
-  const key = createHash('sha256')
-    .update(JSON.stringify([commit, platform, ctx.target.programs.module, ctx.target.programs.args]))
-    .digest('hex')
-    .slice(0, 20);
-  const dir = join(ctx.stateDir, 'cache', 'programs', key);
+  const { key, dir } = championCache(ctx, commit, platform);
   if (existsSync(join(dir, 'manifest.json'))) return dir;
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit), commit);
   const exported = await exportPrograms(ctx, ev, {

@@ -10,7 +10,7 @@
  *   It never imports the code under test (it checks that itself), draws its own input seed, verifies
  *   every program against the reference and times exactly the programs it verified. Its session
  *   document (evidence/session.ts) is the only source of a gate's pass and of measured numbers. It gets
- *   a compile cache no export job is ever given (VERIFIER_CACHE_KEY).
+ *   a compile cache no export job is ever given (VERIFIER_CACHE_KEY; fresh per job on remote machines).
  *
  * The harness builds both commands: CPU pinning, the cache, the flags and the placeholders are its
  * choice, never the configuration's or the candidate's.
@@ -37,6 +37,7 @@ import { jobId } from './naming.js';
 const MINUTE_MS = 60_000;
 export type ArmName = 'A' | 'B';
 export type Platform = 'cpu' | 'tpu';
+export const PLATFORMS: readonly Platform[] = ['cpu', 'tpu'];
 export type VerifyMode = 'gate' | 'measure' | 'profile';
 
 /** Where the verifier finds each arm's programs, relative to the verifier tree. */
@@ -224,15 +225,17 @@ async function verifierTree(
   }
   const into = join(wt.root, VERIFIER_PROGRAMS_DIR);
   rmSync(into, { recursive: true, force: true });
-  for (const [arm, dir] of Object.entries(programs)) {
-    const dest = join(into, arm);
-    mkdirSync(dest, { recursive: true });
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.isFile() && PROGRAM_FILE.test(entry.name))
-        cpSync(join(dir, entry.name), join(dest, entry.name));
-    }
-  }
+  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join(into, arm));
   return wt.root;
+}
+
+/** Copy an export's manifest and programs (nothing else it may have left there) into `dest`. */
+export function copyProgramFiles(from: string, dest: string): void {
+  mkdirSync(dest, { recursive: true });
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    if (entry.isFile() && PROGRAM_FILE.test(entry.name))
+      cpSync(join(from, entry.name), join(dest, entry.name));
+  }
 }
 
 export interface VerifierRun {

@@ -18,7 +18,9 @@ import { HARNESS_IDENTITY } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { appendHistory, historyRow, readHistory } from '../state/history.js';
+import { keepChampionPrograms } from './measure.js';
 import { shareProfileSummary } from './profile.js';
+import { bundlePrograms, PLATFORMS } from './programs.js';
 import type { Step } from './step.js';
 
 export const recordStep: Step = {
@@ -71,11 +73,15 @@ export const recordStep: Step = {
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
       (r) => r.runId === ctx.runId && r.iteration === ev.iteration,
     );
-    if (!already) {
-      const promoted = ev.verdict === 'improved' && ev.candidate;
-      const championAfter = promoted ? (ev.candidate!.logCommit ?? ev.candidate!.commit) : ev.base.commit;
-      appendHistory(ctx.stateDir, historyRow(ev, championAfter));
+    const promoted = ev.verdict === 'improved' && ev.candidate;
+    const championAfter = promoted ? (ev.candidate!.logCommit ?? ev.candidate!.commit) : ev.base.commit;
+    if (promoted) {
+      // The new champion is timed from now on by the programs this iteration measured, never re-exported.
+      for (const platform of PLATFORMS) {
+        keepChampionPrograms(ctx, championAfter, platform, bundlePrograms(bundle, 'B', platform));
+      }
     }
+    if (!already) appendHistory(ctx.stateDir, historyRow(ev, championAfter));
     return { status: 'done' };
   },
 };
