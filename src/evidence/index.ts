@@ -20,7 +20,9 @@ export {
 export type { MetricsFile } from './metrics.js';
 export { comparabilityProblems, metricValue, readMetricsFile } from './metrics.js';
 export type {
+  AgentEvidence,
   ExportEvidence,
+  FailedAttempt,
   GateEvidence,
   GateVerification,
   GuardEvidence,

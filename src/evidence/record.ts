@@ -53,18 +53,37 @@ export interface StepRecord {
   note?: string;
 }
 
+/** One attempt of a step that failed for infrastructure reasons (the loop retried it, or gave up). */
+export interface FailedAttempt {
+  attempt: number;
+  at: string;
+  /** The failure, in one line. */
+  message: string;
+}
+
 export interface AgentEvidence {
   kind: string;
   status: 'finished' | 'failed' | 'timeout' | 'not-run';
   exitCode: number | null;
   durationMs: number;
+  /** Attempts made, this one included (earlier ones failed for infrastructure reasons). */
   attempts: number;
   infraError?: string;
   /** The agent's own words (prose only; never parsed for numbers). */
   result?: { hypothesis: string; summary: string; next_idea: string };
   resultProblem?: string;
+  /** This attempt's log; each attempt keeps its own output folder in the bundle (`agent/attempt-N/`). */
   logFile: string;
   promptFile: string;
+  /** The attempts before this one: how each ended. */
+  earlier?: Array<{
+    attempt: number;
+    status: AgentEvidence['status'];
+    exitCode: number | null;
+    durationMs: number;
+    infraError?: string;
+    logFile: string;
+  }>;
 }
 
 export interface GuardEvidence {
@@ -267,4 +286,9 @@ export interface IterationEvidence {
     host: string;
   };
   steps: Partial<Record<StepName, StepRecord>>;
+  /**
+   * Failed attempts per step, in order, saved as they happen: a resumed run continues counting from
+   * them, so `loop.infra_retries` bounds the attempts of a step across interruptions.
+   */
+  failedAttempts?: Partial<Record<StepName, FailedAttempt[]>>;
 }

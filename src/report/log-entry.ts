@@ -30,7 +30,7 @@ import {
   verdictLabel,
   verdictReasons,
 } from './facts.js';
-import { EM_DASH, formatDuration, formatTime, oneLine, plural, shortSha } from './format.js';
+import { EM_DASH, formatDuration, formatTime, oneLine, plural, shortSha, truncateText } from './format.js';
 import {
   beforeAfter,
   customCallNames,
@@ -150,6 +150,15 @@ export function entryHeading(number: number, evidence: IterationEvidence): strin
 }
 
 /** The harness lines of an entry, as [label, text] pairs in order. Every number comes from `evidence`. */
+/** `; before: attempt 1 failed (model API failure: 429 …)`, or nothing for a first attempt. */
+function earlierAttempts(agent: NonNullable<IterationEvidence['agent']>): string {
+  const earlier = (agent.earlier ?? []).map(
+    (a) =>
+      `attempt ${a.attempt} ${a.status}${a.infraError ? ` (${truncateText(oneLine(a.infraError), 120)})` : ''}`,
+  );
+  return earlier.length > 0 ? `; before: ${earlier.join('; ')}` : '';
+}
+
 export function harnessLines(evidence: IterationEvidence, evidencePath: string): Array<[LogLabel, string]> {
   const lines: Array<[LogLabel, string]> = [];
   const add = (label: LogLabel, text: string) => lines.push([label, escapeHtml(oneLine(text))]);
@@ -175,7 +184,7 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
         : '; no result file';
     add(
       'Agent',
-      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, 'attempt')}${problem}`,
+      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, 'attempt')}${problem}${earlierAttempts(agent)}`,
     );
   }
   if (evidence.guard) add('Guard', guardText(evidence.guard));

@@ -2,6 +2,8 @@
 // with the evidence kept.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,7 +51,7 @@ describe('agent faults', () => {
     expect(r.iterations[0]!.reason).toBe('the agent failed (exit code 7) without a commit');
     expect(r.endReason).toBe('stuck');
     expect(r.message).toContain('a human should look');
-    expect(existsSync(join(r.iterations[0]!.bundleDir, 'agent', 'agent.log'))).toBe(true);
+    expect(existsSync(join(r.iterations[0]!.bundleDir, 'agent', 'attempt-1', 'agent.log'))).toBe(true);
   });
 
   it('an agent that hangs is killed by the idle timeout: no-op, evidence kept', async () => {
@@ -77,6 +79,126 @@ describe('agent faults', () => {
     expect(r.iterations[0]!.reason).toBe('the agent made no commit');
     expect(r.iterations[0]!.evidence.agent?.result?.summary).toBe('no change');
   });
+});
+
+/**
+ * A stand-in for a model API that fails the way real ones do: each request gets the next answer of the
+ * script (`fail` = 503, `hang` = no answer at all, `ok` = 200); the last answer repeats.
+ */
+async function flakyApi(script: Array<'fail' | 'hang' | 'ok'>) {
+  const sockets = new Set<Socket>();
+  let requests = 0;
+  const server = createServer((_req, res) => {
+    const answer = script[Math.min(requests++, script.length - 1)];
+    if (answer === 'hang') return;
+    res.writeHead(answer === 'ok' ? 200 : 503).end(answer === 'ok' ? 'ok' : 'overloaded');
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    requests: () => requests,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+describe('agent infrastructure failures are retried', () => {
+  const t = tempDir('hc-faults-retry-');
+  afterAll(t.cleanup);
+  const flakyConfig = (url: string) =>
+    commandAgentConfig('flaky-api.sh', '').replace(
+      `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
+      `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]`,
+    );
+
+  it('an agent whose API failed once (exit 75) is run again, and the retry completes the iteration', async () => {
+    const api = await flakyApi(['fail', 'ok']);
+    try {
+      const repo = join(t.dir, 'once');
+      makeToyRepo(repo, [], flakyConfig(api.url));
+      const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+      const it1 = r.iterations[0]!;
+      expect(it1.verdict).toBe('improved');
+      expect(api.requests()).toBe(2);
+      expect(it1.evidence.agent).toMatchObject({
+        status: 'finished',
+        attempts: 2,
+        logFile: 'agent/attempt-2/agent.log',
+        earlier: [{ attempt: 1, status: 'failed', exitCode: 75, logFile: 'agent/attempt-1/agent.log' }],
+      });
+      expect(it1.evidence.agent!.earlier![0]!.infraError).toContain('exit code 75');
+      expect(it1.evidence.failedAttempts?.propose).toEqual([
+        { attempt: 1, at: expect.any(String), message: expect.stringContaining('agent command:') },
+      ]);
+      // Each attempt kept its own output; the first one's log says why it failed.
+      const bundle = it1.bundleDir;
+      expect(readFileSync(join(bundle, 'agent', 'attempt-1', 'agent.log'), 'utf8')).toContain(
+        'is not answering',
+      );
+      expect(existsSync(join(bundle, 'agent', 'attempt-2', 'result.json'))).toBe(true);
+      expect(readFileSync(join(bundle, 'report', 'log-entry.md'), 'utf8')).toMatch(
+        /2 attempts; before: attempt 1 failed \(.*exit code 75/,
+      );
+      const attempts = new Journal(r.runDir).entries().filter((e) => e.t === 'attempt');
+      expect(attempts).toEqual([expect.objectContaining({ iteration: 1, step: 'propose', attempt: 1 })]);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('an API that stays down ends the iteration as error, with every attempt listed', async () => {
+    const api = await flakyApi(['fail']);
+    try {
+      const repo = join(t.dir, 'down');
+      makeToyRepo(repo, [], flakyConfig(api.url));
+      const r = await loop(repo, { overrides: { 'loop.iterations': 1, 'loop.infra_retries': 2 } });
+      const it1 = r.iterations[0]!;
+      expect(it1.verdict).toBe('error');
+      expect(it1.reason).toMatch(/^propose: agent command: .*exit code 75.* \(3 attempts\)$/);
+      expect(it1.evidence.failedAttempts?.propose?.map((a) => a.attempt)).toEqual([1, 2, 3]);
+      expect(it1.evidence.agent?.earlier?.map((a) => a.attempt)).toEqual([1, 2]);
+      for (const n of [1, 2, 3])
+        expect(existsSync(join(it1.bundleDir, 'agent', `attempt-${n}`, 'agent.log'))).toBe(true);
+      expect(gitIn(repo, 'branch', '--list', 'hillclimb/*').trim()).toBe('');
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('--resume after a kill during the retry continues with that attempt and completes', async () => {
+    // The first request fails, the second never answers (the loop is killed while the retry waits on
+    // it), and the API is back for the resumed run.
+    const api = await flakyApi(['fail', 'hang', 'ok']);
+    try {
+      const repo = join(t.dir, 'resume');
+      makeToyRepo(repo, [], flakyConfig(api.url).replace('infra_retries: 1', 'infra_retries: 3'));
+      const child = spawn(process.execPath, [CLI, 'loop', '--root', repo, '--iterations', '1'], {
+        env: { ...process.env, HILLCLIMB_PYTHON: python },
+        stdio: 'ignore',
+      });
+      const exited = new Promise((r) => child.once('exit', r));
+      while (api.requests() < 2) await new Promise((r) => setTimeout(r, 20));
+      child.kill('SIGKILL');
+      await exited;
+
+      const r = await loop(repo, { resume: true });
+      const it1 = r.iterations[0]!;
+      expect(it1.verdict).toBe('improved');
+      expect(r.endReason).toBe('completed');
+      // Attempt 2 was cut off before it was recorded: it was made again, as attempt 2.
+      expect(it1.evidence.agent).toMatchObject({ status: 'finished', attempts: 2 });
+      expect(it1.evidence.failedAttempts?.propose?.map((a) => a.attempt)).toEqual([1]);
+      expect(api.requests()).toBe(3);
+    } finally {
+      await api.close();
+    }
+  }, 120_000);
 });
 
 describe('preflight', () => {
@@ -371,7 +493,10 @@ describe('a process killed mid-iteration, then resumed', () => {
     expect(entries.filter((e) => e.t === 'resume')).toHaveLength(1);
     const proposeDone = entries.filter((e) => e.t === 'step' && e.iteration === 1 && e.step === 'propose');
     expect(proposeDone).toHaveLength(1);
-    const agentLog = readFileSync(join(r.iterations[0]!.bundleDir, 'agent', 'agent.log'), 'utf8');
+    const agentLog = readFileSync(
+      join(r.iterations[0]!.bundleDir, 'agent', 'attempt-1', 'agent.log'),
+      'utf8',
+    );
     expect(agentLog.match(/applies/g)).toHaveLength(1);
     expect(gitIn(repo, 'worktree', 'list').trim().split('\n')).toHaveLength(1);
   }, 240_000);

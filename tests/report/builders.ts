@@ -234,7 +234,7 @@ export function baseEvidence(): IterationEvidence {
         summary: 'Tiled the chunk loop over K by 128 and kept the state in VMEM.',
         next_idea: 'Fuse the gate cumsum into the same kernel (maybe 2x fewer launches).',
       },
-      logFile: 'agent/agent.log',
+      logFile: 'agent/attempt-1/agent.log',
       promptFile: 'agent/prompt.md',
     },
     guard: {

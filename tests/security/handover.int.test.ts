@@ -369,14 +369,14 @@ describe('the hand-over between jobs, attacked', () => {
       join(artifacts, 'measured'),
       { base, attestation: honest.measure!.outputs.attestation! },
       (bundle) => {
-        rmSync(join(bundle, 'agent', 'agent.log'), { force: true });
-        symlinkSync('/proc/self/environ', join(bundle, 'agent', 'agent.log'));
+        rmSync(join(bundle, 'agent', 'attempt-1', 'agent.log'), { force: true });
+        symlinkSync('/proc/self/environ', join(bundle, 'agent', 'attempt-1', 'agent.log'));
         rmSync(join(bundle, 'candidate', 'candidate.patch'), { force: true });
         symlinkSync(secretFile, join(bundle, 'candidate', 'candidate.patch'));
         linkSync(secretFile, join(bundle, 'report-credentials.txt'));
       },
     );
-    expect(run.stdout).toMatch(/left out agent\/agent\.log: a symbolic link/);
+    expect(run.stdout).toMatch(/left out agent\/attempt-1\/agent\.log: a symbolic link/);
     expect(run.stdout).toMatch(/left out report-credentials\.txt: a hard link/);
     expect(remoteText(remote.bare)).not.toContain(SECRET);
     for (const c of server.pullsOf(remote.repo).flatMap((p) => server.commentsOn(remote.repo, p.number))) {

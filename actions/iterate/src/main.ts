@@ -52,7 +52,9 @@ await runAction(async ({ logger }) => {
     'patch-file': ev.candidate ? `${result.bundleDir}/${BundleFiles.patch}` : '',
     subject: ev.candidate?.subject ?? '',
     // The agent's structured result (hypothesis, summary, next idea), when it wrote a valid one.
-    'result-file': ev.agent?.result ? `${result.bundleDir}/${BundleFiles.agentResult}` : '',
+    'result-file': ev.agent?.result
+      ? `${result.bundleDir}/${BundleFiles.agentResult(ev.agent.attempts)}`
+      : '',
     hypothesis: ev.agent?.result?.hypothesis ?? '',
   });
   if (ev.verdict) logger.info(`propose ended the iteration: ${ev.verdict} (${ev.verdictReasons[0] ?? ''})`);

@@ -73973,8 +73973,10 @@ var EVIDENCE_FILE = "evidence.json";
 var BundleFiles = {
   evidence: EVIDENCE_FILE,
   prompt: "agent/prompt.md",
-  agentLog: "agent/agent.log",
-  agentResult: "agent/result.json",
+  /** The agent's output folder for its n-th attempt (its log, result, last message). */
+  agentAttempt: (attempt2) => `agent/attempt-${attempt2}`,
+  /** The result file the agent wrote in its n-th attempt (prepare.ts names it in the prompt). */
+  agentResult: (attempt2) => `agent/attempt-${attempt2}/result.json`,
   gitBundle: "candidate/candidate.bundle",
   patch: "candidate/candidate.patch",
   gateJunit: (gate) => `gates/${gate}.junit.xml`,
@@ -74071,7 +74073,7 @@ function backoffMs(baseSeconds, attempt2) {
 }
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync19 } from "node:fs";
+import { existsSync as existsSync19, rmSync as rmSync18 } from "node:fs";
 
 // src/loop/state/worktrees.ts
 import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
@@ -74266,6 +74268,7 @@ async function runVerifier(ctx, ev, o2) {
   const tree = await verifierTree(ctx, o2.harness, o2.name, o2.programs);
   rmSync17(o2.sessionFile, { force: true });
   rmSync17(o2.logFile, { force: true });
+  if (o2.traceDir) rmSync17(o2.traceDir, { recursive: true, force: true });
   const timeout = ctx.target.bench.timeout_minutes;
   const result = await o2.backend.run({
     id: jobId(ctx.runId, ev.iteration, "verify", o2.name, Date.now()),
@@ -74369,6 +74372,7 @@ function settled(results) {
 async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2 }, gate) {
   const junitFile = bundle.path(BundleFiles.gateJunit(which2));
   const logFile = bundle.path(BundleFiles.gateLog(which2));
+  rmSync18(junitFile, { force: true });
   const result = await backend.run({
     id: jobId(ctx.runId, ev.iteration, `${which2}-gate`, Date.now()),
     command: gate.command,
@@ -74525,7 +74529,7 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { createHash as createHash6 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync20, rmSync as rmSync18 } from "node:fs";
+import { cpSync as cpSync2, existsSync as existsSync20, rmSync as rmSync19 } from "node:fs";
 import { join as join27 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
@@ -74676,7 +74680,7 @@ async function armPrograms(env, platform3) {
   }
   const A = await championPrograms(ctx, ev, ev.base.commit, platform3);
   const inBundle = bundlePrograms(bundle, "A", platform3);
-  rmSync18(inBundle, { recursive: true, force: true });
+  rmSync19(inBundle, { recursive: true, force: true });
   cpSync2(A, inBundle, { recursive: true });
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
 }
@@ -74687,7 +74691,7 @@ function championCache(ctx, commit2, platform3) {
 function keepChampionPrograms(ctx, commit2, platform3, from) {
   if (!existsSync20(join27(from, "manifest.json"))) return;
   const { dir } = championCache(ctx, commit2, platform3);
-  rmSync18(dir, { recursive: true, force: true });
+  rmSync19(dir, { recursive: true, force: true });
   copyProgramFiles(from, dir);
 }
 async function championPrograms(ctx, ev, commit2, platform3) {
@@ -74708,7 +74712,7 @@ async function championPrograms(ctx, ev, commit2, platform3) {
     step: "measure"
   });
   if (exported.status === "failed") {
-    rmSync18(dir, { recursive: true, force: true });
+    rmSync19(dir, { recursive: true, force: true });
     throw new InfraFailure(`the champion's programs could not be exported: ${exported.reason}`, {
       hint: "the champion passed before: check the machine (the export log is in the state folder)"
     });
@@ -76225,6 +76229,12 @@ function parseEvidenceMarker(line) {
 function entryHeading(number, evidence) {
   return `${iterationHeading(number)} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
 }
+function earlierAttempts(agent) {
+  const earlier = (agent.earlier ?? []).map(
+    (a2) => `attempt ${a2.attempt} ${a2.status}${a2.infraError ? ` (${truncateText(oneLine2(a2.infraError), 120)})` : ""}`
+  );
+  return earlier.length > 0 ? `; before: ${earlier.join("; ")}` : "";
+}
 function harnessLines(evidence, evidencePath) {
   const lines = [];
   const add = (label, text3) => lines.push([label, escapeHtml(oneLine2(text3))]);
@@ -76246,7 +76256,7 @@ function harnessLines(evidence, evidencePath) {
     const problem = agent.resultProblem ? `; result: ${agent.resultProblem}` : agent.result ? "" : "; no result file";
     add(
       "Agent",
-      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}`
+      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}${earlierAttempts(agent)}`
     );
   }
   if (evidence.guard) add("Guard", guardText(evidence.guard));
@@ -76820,7 +76830,7 @@ function recentLogEntries(text3, n2) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync19 } from "node:fs";
+import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync20 } from "node:fs";
 import { join as join33 } from "node:path";
 
 // src/trace/agreement.ts
@@ -81449,7 +81459,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 }
 async function profileCommit(ctx, ev, o2) {
   const profile = ctx.target.profile;
-  rmSync19(o2.traceDir, { recursive: true, force: true });
+  rmSync20(o2.traceDir, { recursive: true, force: true });
   mkdirSync22(o2.traceDir, { recursive: true });
   let run2;
   try {
@@ -81716,7 +81726,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync25, rmSync as rmSync20 } from "node:fs";
+import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync25, rmSync as rmSync21 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
@@ -81727,7 +81737,7 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev.iteration);
     const out = agentOutputPath(ctx, ev.iteration);
-    rmSync20(dirname21(repo), { recursive: true, force: true });
+    rmSync21(dirname21(repo), { recursive: true, force: true });
     mkdirSync23(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
@@ -81751,9 +81761,12 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync20(join36(out, "home"), { recursive: true, force: true });
-    copyPlainTree(out, bundle.path("agent"), { maxTotalBytes: 256 * 1024 * 1024 });
+    rmSync21(join36(out, "home"), { recursive: true, force: true });
+    const kept = BundleFiles.agentAttempt(attempts);
+    rmSync21(bundle.path(kept), { recursive: true, force: true });
+    copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
+    const earlier = ev.agent ? [...ev.agent.earlier ?? [], attemptSummary(ev.agent)] : [];
     ev.agent = {
       kind: ctx.agent.name,
       status: outcome.status,
@@ -81763,19 +81776,20 @@ var proposeStep = {
       ...outcome.infraError ? { infraError: outcome.infraError } : {},
       ...outcome.result ? { result: outcome.result } : {},
       ...outcome.resultProblem ? { resultProblem: outcome.resultProblem } : {},
-      logFile: BundleFiles.agentLog,
-      promptFile: BundleFiles.prompt
+      logFile: `${kept}/${AGENT_LOG_NAME}`,
+      promptFile: BundleFiles.prompt,
+      ...earlier.length > 0 ? { earlier } : {}
     };
     if (outcome.infraError) {
       throw new InfraFailure(`agent ${ctx.agent.name}: ${outcome.infraError}`, {
-        hint: `the agent log is ${bundle.path(BundleFiles.agentLog)}`
+        hint: `the agent log is ${bundle.path(ev.agent.logFile)}`
       });
     }
     const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), base);
     const snapshot = snapshotTree(repo, wt.root);
     if (snapshot.refused.length > 0) {
       await wt.resetHard(base);
-      rmSync20(dirname21(repo), { recursive: true, force: true });
+      rmSync21(dirname21(repo), { recursive: true, force: true });
       return {
         status: "verdict",
         verdict: "invalid",
@@ -81786,7 +81800,7 @@ var proposeStep = {
     }
     await wt.stageAll();
     if (!await wt.hasStagedChanges()) {
-      rmSync20(dirname21(repo), { recursive: true, force: true });
+      rmSync21(dirname21(repo), { recursive: true, force: true });
       const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
       return { status: "verdict", verdict: "no-op", reasons: [why] };
     }
@@ -81794,7 +81808,7 @@ var proposeStep = {
       identity: HARNESS_IDENTITY,
       author: agentIdentity(ctx.agent.name)
     });
-    rmSync20(dirname21(repo), { recursive: true, force: true });
+    rmSync21(dirname21(repo), { recursive: true, force: true });
     const ref = candidateRef(ctx.runId, ev.iteration);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -81811,6 +81825,16 @@ var proposeStep = {
     return note ? { status: "done", note } : { status: "done" };
   }
 };
+function attemptSummary(a2) {
+  return {
+    attempt: a2.attempts,
+    status: a2.status,
+    exitCode: a2.exitCode,
+    durationMs: a2.durationMs,
+    ...a2.infraError ? { infraError: a2.infraError } : {},
+    logFile: a2.logFile
+  };
+}
 async function agentIsolation(ctx, repo, out) {
   const available = await sandboxAvailability();
   if (!available.available) {
@@ -82085,7 +82109,7 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
       continue;
     }
     ctx.progress(`${name} \u2026`);
-    const outcome = await runWithRetries(ctx, step, { ctx, bundle, ev, save });
+    const outcome = await runWithRetries(ctx, step, { ctx, bundle, ev, save }, journal);
     const finishedAt = (/* @__PURE__ */ new Date()).toISOString();
     if (outcome.kind === "ok") {
       const r = outcome.result;
@@ -82108,7 +82132,7 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
       );
       continue;
     }
-    const message = outcome.message;
+    const message = outcome.attempts > 1 ? `${outcome.message} (${outcome.attempts} attempts)` : outcome.message;
     record(ev, name, { status: "failed", startedAt, finishedAt, note: message });
     if (step.evaluation) {
       ev.verdict = "error";
@@ -82127,9 +82151,11 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
 function record(ev, name, rec) {
   ev.steps[name] = rec;
 }
-async function runWithRetries(ctx, step, env) {
+async function runWithRetries(ctx, step, env, journal) {
   const retries = ctx.config.loop.infra_retries;
-  for (let attempt2 = 1; ; attempt2++) {
+  const { ev, save } = env;
+  const failed = (ev.failedAttempts?.[step.name] ?? []).length;
+  for (let attempt2 = failed + 1; ; attempt2++) {
     if (ctx.signal.aborted) throw new Interrupted();
     try {
       return { kind: "ok", result: await step.run(env) };
@@ -82138,7 +82164,13 @@ async function runWithRetries(ctx, step, env) {
         throw e instanceof Interrupted ? e : new Interrupted();
       if (!isInfra(e)) throw e;
       const message = errorMessage(e).split("\n")[0];
-      if (attempt2 > retries || /\bdry run\b/.test(message)) return { kind: "infra", message };
+      const at = (/* @__PURE__ */ new Date()).toISOString();
+      const failedSoFar = ev.failedAttempts?.[step.name] ?? [];
+      ev.failedAttempts = { ...ev.failedAttempts, [step.name]: [...failedSoFar, { attempt: attempt2, at, message }] };
+      save();
+      journal?.append({ t: "attempt", at, iteration: ev.iteration, step: step.name, attempt: attempt2, message });
+      if (attempt2 > retries || /\bdry run\b/.test(message))
+        return { kind: "infra", message, attempts: attempt2 };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt2);
       ctx.logger.warn(
         `${step.name}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s`
@@ -82258,7 +82290,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync30, renameSync as renameSync6, rmSync as rmSync21 } from "node:fs";
+import { existsSync as existsSync30, renameSync as renameSync6, rmSync as rmSync22 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -82269,11 +82301,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync21(fresh, { recursive: true, force: true });
+  rmSync22(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync6(bundle.dir, old);
   renameSync6(fresh, bundle.dir);
-  rmSync21(old, { recursive: true, force: true });
+  rmSync22(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {

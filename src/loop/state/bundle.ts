@@ -15,8 +15,10 @@ export const EVIDENCE_FILE = 'evidence.json';
 export const BundleFiles = {
   evidence: EVIDENCE_FILE,
   prompt: 'agent/prompt.md',
-  agentLog: 'agent/agent.log',
-  agentResult: 'agent/result.json',
+  /** The agent's output folder for its n-th attempt (its log, result, last message). */
+  agentAttempt: (attempt: number) => `agent/attempt-${attempt}`,
+  /** The result file the agent wrote in its n-th attempt (prepare.ts names it in the prompt). */
+  agentResult: (attempt: number) => `agent/attempt-${attempt}/result.json`,
   gitBundle: 'candidate/candidate.bundle',
   patch: 'candidate/candidate.patch',
   gateJunit: (gate: 'cpu' | 'accelerator') => `gates/${gate}.junit.xml`,

@@ -32,6 +32,8 @@ export type JournalEntry =
       status: 'done' | 'skipped' | 'failed';
       note?: string;
     }
+  /** A step's attempt failed for infrastructure reasons (retried after a backoff, or the last one). */
+  | { t: 'attempt'; at: string; iteration: number; step: string; attempt: number; message: string }
   | { t: 'iteration-end'; at: string; iteration: number; verdict: string; candidate_commit?: string }
   | { t: 'champion'; at: string; iteration: number; commit: string }
   | { t: 'run-end'; at: string; reason: RunEndReason; message?: string };

@@ -8,7 +8,7 @@
  * candidate's programs are exported and the verifier checks every one of the matrix against the
  * reference. A gate that could not run at all is an infrastructure failure.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import type { Backend } from '../../compute/index.js';
 import type { GateConfig } from '../../config/index.js';
 import {
@@ -126,6 +126,8 @@ async function runSuite(
 ): Promise<{ evidence: GateEvidence; problems: string[] }> {
   const junitFile = bundle.path(BundleFiles.gateJunit(which));
   const logFile = bundle.path(BundleFiles.gateLog(which));
+  // A retried gate starts clean: the outputs are copied without writing through anything already there.
+  rmSync(junitFile, { force: true });
   const result = await backend.run({
     id: jobId(ctx.runId, ev.iteration, `${which}-gate`, Date.now()),
     command: gate.command,

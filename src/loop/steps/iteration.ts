@@ -92,7 +92,7 @@ export async function runIterationSteps(
       continue;
     }
     ctx.progress(`${name} …`);
-    const outcome = await runWithRetries(ctx, step, { ctx, bundle, ev, save });
+    const outcome = await runWithRetries(ctx, step, { ctx, bundle, ev, save }, journal);
     const finishedAt = new Date().toISOString();
     if (outcome.kind === 'ok') {
       const r = outcome.result;
@@ -116,7 +116,8 @@ export async function runIterationSteps(
       continue;
     }
     // Retries ran out: an infrastructure failure the loop could not get past.
-    const message = outcome.message;
+    const message =
+      outcome.attempts > 1 ? `${outcome.message} (${outcome.attempts} attempts)` : outcome.message;
     record(ev, name, { status: 'failed', startedAt, finishedAt, note: message });
     if (step.evaluation) {
       ev.verdict = 'error';
@@ -141,15 +142,23 @@ function record(
   ev.steps[name] = rec;
 }
 
-type Outcome = { kind: 'ok'; result: StepResult } | { kind: 'infra'; message: string };
+type Outcome = { kind: 'ok'; result: StepResult } | { kind: 'infra'; message: string; attempts: number };
 
+/**
+ * Run a step, retrying infrastructure failures with backoff. Each failed attempt is saved in the
+ * evidence and the journal before the wait, so a run killed mid-retry resumes at the next attempt
+ * rather than at the first: `loop.infra_retries` bounds a step's attempts across interruptions.
+ */
 async function runWithRetries(
   ctx: LoopContext,
   step: Step,
   env: Parameters<Step['run']>[0],
+  journal: Journal | undefined,
 ): Promise<Outcome> {
   const retries = ctx.config.loop.infra_retries;
-  for (let attempt = 1; ; attempt++) {
+  const { ev, save } = env;
+  const failed = (ev.failedAttempts?.[step.name] ?? []).length;
+  for (let attempt = failed + 1; ; attempt++) {
     if (ctx.signal.aborted) throw new Interrupted();
     try {
       return { kind: 'ok', result: await step.run(env) };
@@ -158,8 +167,14 @@ async function runWithRetries(
         throw e instanceof Interrupted ? e : new Interrupted();
       if (!isInfra(e)) throw e;
       const message = errorMessage(e).split('\n')[0]!;
+      const at = new Date().toISOString();
+      const failedSoFar = ev.failedAttempts?.[step.name] ?? [];
+      ev.failedAttempts = { ...ev.failedAttempts, [step.name]: [...failedSoFar, { attempt, at, message }] };
+      save();
+      journal?.append({ t: 'attempt', at, iteration: ev.iteration, step: step.name, attempt, message });
       // A dry run answers every job with "dry run: …": retrying would only print the commands again.
-      if (attempt > retries || /\bdry run\b/.test(message)) return { kind: 'infra', message };
+      if (attempt > retries || /\bdry run\b/.test(message))
+        return { kind: 'infra', message, attempts: attempt };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
       ctx.logger.warn(
         `${step.name}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`,

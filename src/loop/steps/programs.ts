@@ -275,6 +275,7 @@ export async function runVerifier(
   const tree = await verifierTree(ctx, o.harness, o.name, o.programs);
   rmSync(o.sessionFile, { force: true });
   rmSync(o.logFile, { force: true });
+  if (o.traceDir) rmSync(o.traceDir, { recursive: true, force: true });
   const timeout = ctx.target.bench.timeout_minutes;
   const result = await o.backend.run({
     id: jobId(ctx.runId, ev.iteration, 'verify', o.name, Date.now()),

@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { type AgentIsolation, agentIdentity, leftoverMessage } from '../../agent/index.js';
-import { recordIsolation } from '../../evidence/index.js';
+import { type AgentEvidence, recordIsolation } from '../../evidence/index.js';
 import { SANDBOX_HINT, sandboxAvailability } from '../../exec/index.js';
 import { interpreterReadPaths, venvPython } from '../../project/index.js';
 import { copyPlainTree, ExitCode, HillclimbError, writeFileAtomic } from '../../util/index.js';
@@ -40,6 +40,7 @@ export const proposeStep: Step = {
     mkdirSync(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
 
+    // An attempt killed before it was recorded is made again under its own number.
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const resultFile = join(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
@@ -62,10 +63,14 @@ export const proposeStep: Step = {
       isolation: await agentIsolation(ctx, repo, out),
     });
     // What the agent wrote for us, into the bundle: plain files only (its output folder was writable to
-    // it). Never its HOME, which holds its private copy of its login.
+    // it), each attempt into a folder of its own, emptied first (a resumed attempt starts again). Never
+    // its HOME, which holds its private copy of its login.
     rmSync(join(out, 'home'), { recursive: true, force: true });
-    copyPlainTree(out, bundle.path('agent'), { maxTotalBytes: 256 * 1024 * 1024 });
+    const kept = BundleFiles.agentAttempt(attempts);
+    rmSync(bundle.path(kept), { recursive: true, force: true });
+    copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, 'propose', { mode: outcome.isolation, job: ctx.job });
+    const earlier = ev.agent ? [...(ev.agent.earlier ?? []), attemptSummary(ev.agent)] : [];
     ev.agent = {
       kind: ctx.agent.name,
       status: outcome.status,
@@ -75,12 +80,13 @@ export const proposeStep: Step = {
       ...(outcome.infraError ? { infraError: outcome.infraError } : {}),
       ...(outcome.result ? { result: outcome.result } : {}),
       ...(outcome.resultProblem ? { resultProblem: outcome.resultProblem } : {}),
-      logFile: BundleFiles.agentLog,
+      logFile: `${kept}/${AGENT_LOG_NAME}`,
       promptFile: BundleFiles.prompt,
+      ...(earlier.length > 0 ? { earlier } : {}),
     };
     if (outcome.infraError) {
       throw new InfraFailure(`agent ${ctx.agent.name}: ${outcome.infraError}`, {
-        hint: `the agent log is ${bundle.path(BundleFiles.agentLog)}`,
+        hint: `the agent log is ${bundle.path(ev.agent.logFile)}`,
       });
     }
 
@@ -132,6 +138,18 @@ export const proposeStep: Step = {
     return note ? { status: 'done', note } : { status: 'done' };
   },
 };
+
+/** How an earlier attempt ended, for the evidence's list of attempts. */
+function attemptSummary(a: AgentEvidence): NonNullable<AgentEvidence['earlier']>[number] {
+  return {
+    attempt: a.attempts,
+    status: a.status,
+    exitCode: a.exitCode,
+    durationMs: a.durationMs,
+    ...(a.infraError ? { infraError: a.infraError } : {}),
+    logFile: a.logFile,
+  };
+}
 
 /**
  * The sandbox the agent runs in: its repository and output folder writable; the repository's objects
