@@ -32,6 +32,7 @@ export const agents = new Registry<AgentBuilder>('agent', [
         reasoningEffort: c.agent.codex.reasoning_effort,
         extraArgs: c.agent.codex.extra_args,
         passEnv: c.agent.pass_env ?? [],
+        ...apiLimits(c),
         logger: o.logger,
       }),
   ],
@@ -45,6 +46,7 @@ export const agents = new Registry<AgentBuilder>('agent', [
         allowedTools: c.agent.claude.allowed_tools ?? DEFAULT_CLAUDE_ALLOWED_TOOLS,
         extraArgs: c.agent.claude.extra_args,
         passEnv: c.agent.pass_env ?? [],
+        ...apiLimits(c),
         logger: o.logger,
       }),
   ],
@@ -74,6 +76,14 @@ export const agents = new Registry<AgentBuilder>('agent', [
       }),
   ],
 ]);
+
+/** How long a CLI may retry a failing model API, and fail to reach it, before the attempt stops. */
+function apiLimits(c: HillclimbConfig): { apiRetryLimitMs: number; unreachableLimitMs: number } {
+  return {
+    apiRetryLimitMs: c.agent.api_retry_limit_minutes * 60_000,
+    unreachableLimitMs: c.agent.unreachable_limit_seconds * 1000,
+  };
+}
 
 /** Build the agent `config.agent.kind` names. */
 export function buildAgent(config: HillclimbConfig, opts: AgentFactoryOptions): Agent {

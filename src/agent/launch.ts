@@ -46,6 +46,8 @@ export interface AgentLaunch {
   /** Reads the output as it arrives: a refused key or an endless API retry stops the run (process.ts). */
   watchLine?: (line: string, stream: 'stdout' | 'stderr') => LineSignal | undefined;
   apiRetryLimitMs?: number;
+  /** How long it may fail to reach the model API at all (default: process.ts). */
+  unreachableLimitMs?: number;
   infraExitCodes?: readonly number[];
   /**
    * The CLI's own config folder (login, settings), as the variable that names it and its default under
@@ -126,6 +128,7 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
     setupFailure: launch.setupFailure,
     watchLine: launch.watchLine,
     apiRetryLimitMs: launch.apiRetryLimitMs,
+    unreachableLimitMs: launch.unreachableLimitMs,
     infraExitCodes: launch.infraExitCodes,
   });
   return { ...outcome, isolation: sandbox ? 'sandbox' : 'none' };

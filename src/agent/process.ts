@@ -10,6 +10,7 @@
  * |   (429, 5xx, overloaded, unreachable, quota)         |          |            |
  * | the model API refused the credentials (401, 403)     | failed   | — (setupError: stopped at the first refusal) |
  * | the CLI kept retrying the model API with no progress | failed   | yes (stopped after `apiRetryLimitMs`) |
+ * | the CLI could not reach the model API at all         | failed   | yes (stopped after `unreachableLimitMs`) |
  * | non-zero exit for any other reason, or a crash       | failed   | —          |
  * | wall-clock timeout                                   | timeout  | —          |
  * | idle timeout                                         | timeout  | only if the output shows the CLI was retrying a model-API failure |
@@ -56,6 +57,11 @@ export interface AgentProcessSpec {
    * as an infrastructure failure. Default DEFAULT_API_RETRY_LIMIT_MS; only used with `watchLine`.
    */
   apiRetryLimitMs?: number;
+  /**
+   * How long the CLI may keep failing to reach the model API at all (no HTTP answer: connection refused,
+   * no network) before the run is stopped. Default DEFAULT_UNREACHABLE_LIMIT_MS; only with `watchLine`.
+   */
+  unreachableLimitMs?: number;
   /** Exit codes by which the agent itself reports an infrastructure failure (the command agent's 75). */
   infraExitCodes?: readonly number[];
 }
@@ -64,8 +70,11 @@ export interface AgentProcessSpec {
 export type LineSignal =
   /** A failure no retry can fix (the key was refused): the run stops now, as a setup error. */
   | { setup: string }
-  /** The CLI is retrying or reconnecting to the model API. */
-  | { retrying: string }
+  /**
+   * The CLI is retrying or reconnecting to the model API; `unreachable` when no HTTP answer came at all
+   * (connection refused, no network), which gets the shorter limit.
+   */
+  | { retrying: string; unreachable?: boolean }
   /** The model answered (a tool ran, a message arrived): the API works. */
   | { progress: true };
 
@@ -92,6 +101,12 @@ const AGENT_KILL_GRACE_MS = 5000;
  */
 export const DEFAULT_API_RETRY_LIMIT_MS = 5 * 60_000;
 
+/**
+ * An endpoint that never answers is a wrong URL, a proxy or no network far more often than an outage
+ * that ends within minutes: stop after half a minute (the loop's retry, with its backoff, tries again).
+ */
+export const DEFAULT_UNREACHABLE_LIMIT_MS = 30_000;
+
 export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOutcome> {
   const started = Date.now();
   mkdirSync(dirname(spec.logFile), { recursive: true });
@@ -99,7 +114,11 @@ export async function runAgentProcess(spec: AgentProcessSpec): Promise<ProcessOu
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}\n# cwd: ${spec.cwd}\n`,
   );
-  const watch = new ApiWatch(spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS, spec.signal);
+  const watch = new ApiWatch(
+    spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS,
+    spec.unreachableLimitMs ?? DEFAULT_UNREACHABLE_LIMIT_MS,
+    spec.signal,
+  );
   try {
     return await runWatched(spec, started, watch);
   } finally {
@@ -193,18 +212,20 @@ async function runWatched(spec: AgentProcessSpec, started: number, watch: ApiWat
 
 /**
  * Acts on the signals `watchLine` reads while the agent runs: stops the process at the first setup
- * error, and when API retries go on for `limitMs` with no progress in between. Its signal also
- * follows the request's own (cancel).
+ * error, when API retries go on for `limitMs` with no progress in between, and when the API cannot be
+ * reached at all for `unreachableLimitMs`. Its signal also follows the request's own (cancel).
  */
 class ApiWatch {
   private readonly controller = new AbortController();
   private retryTimer: NodeJS.Timeout | undefined;
+  private unreachableTimer: NodeJS.Timeout | undefined;
   private lastRetry = '';
   private readonly onCancel = () => this.controller.abort();
   stopped: { kind: 'setup' | 'api'; message: string } | undefined;
 
   constructor(
     private readonly limitMs: number,
+    private readonly unreachableLimitMs: number,
     private readonly outer: AbortSignal | undefined,
   ) {
     if (outer?.aborted) this.controller.abort();
@@ -220,14 +241,32 @@ class ApiWatch {
     if ('setup' in signal) this.stop('setup', signal.setup);
     else if ('retrying' in signal) {
       this.lastRetry = signal.retrying;
-      this.retryTimer ??= setTimeout(() => {
-        const seconds = Math.round(this.limitMs / 1000);
-        this.stop('api', `the model API kept failing for ${seconds} s with no answer: ${this.lastRetry}`);
-      }, this.limitMs);
+      this.retryTimer ??= this.stopAfter(
+        this.limitMs,
+        (s) => `the model API kept failing for ${s} s with no answer: ${this.lastRetry}`,
+      );
+      if (!signal.unreachable)
+        this.clearUnreachable(); // an HTTP answer came: the endpoint is there
+      else {
+        this.unreachableTimer ??= this.stopAfter(
+          this.unreachableLimitMs,
+          (s) => `the model API was unreachable for ${s} s with no answer: ${this.lastRetry}`,
+        );
+      }
     } else {
       clearTimeout(this.retryTimer);
       this.retryTimer = undefined;
+      this.clearUnreachable();
     }
+  }
+
+  private stopAfter(ms: number, message: (seconds: number) => string): NodeJS.Timeout {
+    return setTimeout(() => this.stop('api', message(Math.round(ms / 1000))), ms);
+  }
+
+  private clearUnreachable(): void {
+    clearTimeout(this.unreachableTimer);
+    this.unreachableTimer = undefined;
   }
 
   private stop(kind: 'setup' | 'api', message: string): void {
@@ -238,6 +277,7 @@ class ApiWatch {
 
   dispose(): void {
     clearTimeout(this.retryTimer);
+    clearTimeout(this.unreachableTimer);
     this.outer?.removeEventListener('abort', this.onCancel);
   }
 }

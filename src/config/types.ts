@@ -81,6 +81,10 @@ export interface AgentConfig {
   kind: AgentKind;
   timeout_minutes: number;
   idle_timeout_minutes: number;
+  /** How long a CLI may retry a model API that answers with errors before the attempt is stopped. */
+  api_retry_limit_minutes: number;
+  /** How long a CLI may fail to reach the model API at all before the attempt is stopped. */
+  unreachable_limit_seconds: number;
   directives: string[];
   /** More variables passed to the agent; tokens and credentials are refused (src/agent/environment.ts). */
   pass_env: string[];

@@ -253,6 +253,20 @@ describe('claude (real binary) through the adapter', { timeout: 120_000 }, () =>
     );
   });
 
+  it('an endpoint that never answers is stopped after unreachableLimitMs, not after Claude Code’s own ten retries', async () => {
+    const f = await setup();
+    const closed = await serve({ replies: [] });
+    const { baseUrl } = closed;
+    await closed.close();
+    servers.splice(servers.indexOf(closed), 1);
+    const outcome = await claude({ unreachableLimitMs: 2000 }).run(anthropicEnv(f, baseUrl));
+    expect(outcome.status).toBe('failed');
+    expect(outcome.infraError).toMatch(
+      /^the model API was unreachable for 2 s with no answer: API retry \d+\/10: no HTTP response/,
+    );
+    expect(outcome.durationMs).toBeLessThan(15_000);
+  });
+
   it('API retries that go on are stopped after apiRetryLimitMs as infrastructure', async () => {
     const f = await setup();
     const server = await serve({ replies: [], whenExhausted: { status: 529 } });

@@ -280,18 +280,19 @@ describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => 
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 
-  it('an unreachable API ("Reconnecting... waiting for network") becomes infrastructure, not a 2-hour no-op', async () => {
+  it('an unreachable API (connection refused, "waiting for network") is stopped in seconds as infrastructure', async () => {
     const f = await setup();
     const closed = await serve({ replies: [] });
     const { baseUrl } = closed;
     await closed.close(); // nothing listens there any more: connection refused
     servers.splice(servers.indexOf(closed), 1);
-    const outcome = await codex({ apiRetryLimitMs: 12_000 }).agent.run(openaiEnv(f, { baseUrl }));
+    // The shorter limit for an endpoint that gives no HTTP answer at all (agent.unreachable_limit_seconds).
+    const outcome = await codex({ unreachableLimitMs: 3000 }).agent.run(openaiEnv(f, { baseUrl }));
     expect(outcome.status).toBe('failed');
     expect(outcome.infraError).toMatch(
-      /^the model API kept failing for 12 s with no answer: Reconnecting\.\.\. waiting for network/,
+      /^the model API was unreachable for 3 s with no answer: Reconnecting\.\.\. .*(?:waiting for network|Connection refused)/,
     );
-    expect(outcome.durationMs).toBeLessThan(30_000);
+    expect(outcome.durationMs).toBeLessThan(15_000);
   });
 
   it('offers apply_patch only to models in its catalog, and the adapter warns about the others', async () => {

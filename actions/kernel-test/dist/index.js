@@ -45105,6 +45105,17 @@ var hillclimb_schema_default = {
         kind: { enum: ["codex", "claude", "command", "replay"], default: "replay" },
         timeout_minutes: { $ref: "#/definitions/minutes", default: 120 },
         idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 15 },
+        api_retry_limit_minutes: {
+          $ref: "#/definitions/minutes",
+          default: 5,
+          description: "How long a CLI may keep retrying a model API that answers with errors (429, 5xx) before the attempt is stopped as an infrastructure failure."
+        },
+        unreachable_limit_seconds: {
+          type: "number",
+          exclusiveMinimum: 0,
+          default: 30,
+          description: "How long a CLI may keep failing to reach the model API at all (connection refused, no network, no HTTP answer) before the attempt is stopped as an infrastructure failure."
+        },
         directives: {
           type: "array",
           default: [],
@@ -54859,6 +54870,7 @@ import { appendFileSync as appendFileSync4, mkdirSync as mkdirSync10 } from "nod
 import { dirname as dirname9 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
+var DEFAULT_UNREACHABLE_LIMIT_MS = 3e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
   mkdirSync10(dirname9(spec.logFile), { recursive: true });
@@ -54868,7 +54880,11 @@ async function runAgentProcess(spec) {
 # cwd: ${spec.cwd}
 `
   );
-  const watch = new ApiWatch(spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS, spec.signal);
+  const watch = new ApiWatch(
+    spec.apiRetryLimitMs ?? DEFAULT_API_RETRY_LIMIT_MS,
+    spec.unreachableLimitMs ?? DEFAULT_UNREACHABLE_LIMIT_MS,
+    spec.signal
+  );
   try {
     return await runWatched(spec, started, watch);
   } finally {
@@ -54959,16 +54975,19 @@ async function runWatched(spec, started, watch) {
   };
 }
 var ApiWatch = class {
-  constructor(limitMs, outer) {
+  constructor(limitMs, unreachableLimitMs, outer) {
     this.limitMs = limitMs;
+    this.unreachableLimitMs = unreachableLimitMs;
     this.outer = outer;
     if (outer?.aborted) this.controller.abort();
     else outer?.addEventListener("abort", this.onCancel, { once: true });
   }
   limitMs;
+  unreachableLimitMs;
   outer;
   controller = new AbortController();
   retryTimer;
+  unreachableTimer;
   lastRetry = "";
   onCancel = () => this.controller.abort();
   stopped;
@@ -54980,14 +54999,30 @@ var ApiWatch = class {
     if ("setup" in signal) this.stop("setup", signal.setup);
     else if ("retrying" in signal) {
       this.lastRetry = signal.retrying;
-      this.retryTimer ??= setTimeout(() => {
-        const seconds2 = Math.round(this.limitMs / 1e3);
-        this.stop("api", `the model API kept failing for ${seconds2} s with no answer: ${this.lastRetry}`);
-      }, this.limitMs);
+      this.retryTimer ??= this.stopAfter(
+        this.limitMs,
+        (s) => `the model API kept failing for ${s} s with no answer: ${this.lastRetry}`
+      );
+      if (!signal.unreachable)
+        this.clearUnreachable();
+      else {
+        this.unreachableTimer ??= this.stopAfter(
+          this.unreachableLimitMs,
+          (s) => `the model API was unreachable for ${s} s with no answer: ${this.lastRetry}`
+        );
+      }
     } else {
       clearTimeout(this.retryTimer);
       this.retryTimer = void 0;
+      this.clearUnreachable();
     }
+  }
+  stopAfter(ms2, message) {
+    return setTimeout(() => this.stop("api", message(Math.round(ms2 / 1e3))), ms2);
+  }
+  clearUnreachable() {
+    clearTimeout(this.unreachableTimer);
+    this.unreachableTimer = void 0;
   }
   stop(kind, message) {
     if (this.controller.signal.aborted) return;
@@ -54996,6 +55031,7 @@ var ApiWatch = class {
   }
   dispose() {
     clearTimeout(this.retryTimer);
+    clearTimeout(this.unreachableTimer);
     this.outer?.removeEventListener("abort", this.onCancel);
   }
 };
@@ -55096,6 +55132,7 @@ async function launchAgent(request2, launch) {
     setupFailure: launch.setupFailure,
     watchLine: launch.watchLine,
     apiRetryLimitMs: launch.apiRetryLimitMs,
+    unreachableLimitMs: launch.unreachableLimitMs,
     infraExitCodes: launch.infraExitCodes
   });
   return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
@@ -55202,6 +55239,7 @@ var ClaudeAgent = class {
       setupFailure: claudeSetupFailure,
       watchLine: claudeLineSignal,
       apiRetryLimitMs: this.opts.apiRetryLimitMs,
+      unreachableLimitMs: this.opts.unreachableLimitMs,
       logger: this.opts.logger
     });
     if (proc.setupError) {
@@ -55280,7 +55318,11 @@ function claudeLineSignal(line, stream) {
     if (status === 401 || status === 403 || SETUP_ERRORS.has(error2)) {
       return { setup: `the model API refused the credentials (${what})` };
     }
-    return { retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}` };
+    return {
+      retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}`,
+      // No status: no HTTP response came (connection refused, no network).
+      unreachable: status === void 0
+    };
   }
   const message = ev.message;
   if (ev.type === "assistant" && message?.model !== "<synthetic>" || ev.type === "user") {
@@ -55330,6 +55372,7 @@ var API_FAILURE2 = [
   /You've hit your usage limit|Quota exceeded|usage limit/i,
   /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/
 ];
+var UNREACHABLE = /waiting for network|error sending request|connection refused|dns error|failed to lookup/i;
 var SETUP_FAILURE2 = [
   /unexpected status (?:401|403)\b/i,
   /\b401 Unauthorized\b/i,
@@ -55388,6 +55431,7 @@ var CodexAgent = class {
         setupFailure: codexSetupFailure,
         watchLine: codexLineSignal,
         apiRetryLimitMs: this.opts.apiRetryLimitMs,
+        unreachableLimitMs: this.opts.unreachableLimitMs,
         logger: this.opts.logger
       });
       const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
@@ -55466,7 +55510,8 @@ function codexLineSignal(line, stream) {
     if (SETUP_FAILURE2.some((p) => p.test(ev.message))) {
       return { setup: `the model API refused the credentials: ${ev.message}` };
     }
-    return ev.message.startsWith("Reconnecting...") ? { retrying: ev.message } : void 0;
+    if (!ev.message.startsWith("Reconnecting...")) return void 0;
+    return { retrying: ev.message, unreachable: UNREACHABLE.test(ev.message) };
   }
   if ((ev.type === "item.started" || ev.type === "item.completed") && ev.item?.type !== "error") {
     return { progress: true };
@@ -55526,6 +55571,7 @@ var agents = new Registry("agent", [
       reasoningEffort: c3.agent.codex.reasoning_effort,
       extraArgs: c3.agent.codex.extra_args,
       passEnv: c3.agent.pass_env ?? [],
+      ...apiLimits(c3),
       logger: o2.logger
     })
   ],
@@ -55538,6 +55584,7 @@ var agents = new Registry("agent", [
       allowedTools: c3.agent.claude.allowed_tools ?? DEFAULT_CLAUDE_ALLOWED_TOOLS,
       extraArgs: c3.agent.claude.extra_args,
       passEnv: c3.agent.pass_env ?? [],
+      ...apiLimits(c3),
       logger: o2.logger
     })
   ],
@@ -55566,6 +55613,12 @@ var agents = new Registry("agent", [
     })
   ]
 ]);
+function apiLimits(c3) {
+  return {
+    apiRetryLimitMs: c3.agent.api_retry_limit_minutes * 6e4,
+    unreachableLimitMs: c3.agent.unreachable_limit_seconds * 1e3
+  };
+}
 function buildAgent(config, opts) {
   const build = agents.get(config.agent.kind);
   const refused = (config.agent.pass_env ?? []).filter((name) => isRefusedName(name));

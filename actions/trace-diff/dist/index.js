@@ -39396,6 +39396,17 @@ var hillclimb_schema_default = {
         kind: { enum: ["codex", "claude", "command", "replay"], default: "replay" },
         timeout_minutes: { $ref: "#/definitions/minutes", default: 120 },
         idle_timeout_minutes: { $ref: "#/definitions/minutes", default: 15 },
+        api_retry_limit_minutes: {
+          $ref: "#/definitions/minutes",
+          default: 5,
+          description: "How long a CLI may keep retrying a model API that answers with errors (429, 5xx) before the attempt is stopped as an infrastructure failure."
+        },
+        unreachable_limit_seconds: {
+          type: "number",
+          exclusiveMinimum: 0,
+          default: 30,
+          description: "How long a CLI may keep failing to reach the model API at all (connection refused, no network, no HTTP answer) before the attempt is stopped as an infrastructure failure."
+        },
         directives: {
           type: "array",
           default: [],

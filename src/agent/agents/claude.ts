@@ -53,6 +53,8 @@ export interface ClaudeOptions {
   logger: Logger;
   /** How long Claude Code may keep retrying the model API with no answer (default: process.ts). */
   apiRetryLimitMs?: number;
+  /** How long it may fail to reach the model API at all (default: process.ts). */
+  unreachableLimitMs?: number;
   /** Where the credentials are looked up for the setup-error hint (default: process.env). */
   sourceEnv?: NodeJS.ProcessEnv;
 }
@@ -150,6 +152,7 @@ export class ClaudeAgent implements Agent {
       setupFailure: claudeSetupFailure,
       watchLine: claudeLineSignal,
       apiRetryLimitMs: this.opts.apiRetryLimitMs,
+      unreachableLimitMs: this.opts.unreachableLimitMs,
       logger: this.opts.logger,
     });
     if (proc.setupError) {
@@ -265,7 +268,11 @@ export function claudeLineSignal(line: string, stream: 'stdout' | 'stderr'): Lin
     if (status === 401 || status === 403 || SETUP_ERRORS.has(error)) {
       return { setup: `the model API refused the credentials (${what})` };
     }
-    return { retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}` };
+    return {
+      retrying: `API retry ${String(ev.attempt)}/${String(ev.max_retries)}: ${what}`,
+      // No status: no HTTP response came (connection refused, no network).
+      unreachable: status === undefined,
+    };
   }
   const message = ev.message as { model?: unknown } | undefined;
   if ((ev.type === 'assistant' && message?.model !== '<synthetic>') || ev.type === 'user') {

@@ -65,6 +65,8 @@ export interface CodexOptions {
   logger: Logger;
   /** How long codex may keep retrying the model API with no answer (default: process.ts). */
   apiRetryLimitMs?: number;
+  /** How long it may fail to reach the model API at all (default: process.ts). */
+  unreachableLimitMs?: number;
   /** Where OPENAI_API_KEY / CODEX_API_KEY / OPENAI_BASE_URL are read (default: process.env). */
   sourceEnv?: NodeJS.ProcessEnv;
 }
@@ -99,6 +101,13 @@ const API_FAILURE = [
   /You've hit your usage limit|Quota exceeded|usage limit/i,
   /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/,
 ];
+
+/**
+ * A retry notice that got no HTTP answer at all: codex 0.169 says `waiting for network` while the
+ * endpoint refuses connections or cannot be resolved; a transport error names the connect failure.
+ */
+const UNREACHABLE =
+  /waiting for network|error sending request|connection refused|dns error|failed to lookup/i;
 
 /** The API refused the credentials: no retry can fix it. */
 const SETUP_FAILURE = [
@@ -170,6 +179,7 @@ export class CodexAgent implements Agent {
         setupFailure: codexSetupFailure,
         watchLine: codexLineSignal,
         apiRetryLimitMs: this.opts.apiRetryLimitMs,
+        unreachableLimitMs: this.opts.unreachableLimitMs,
         logger: this.opts.logger,
       });
       const unknownModel = proc.result?.stdout.match(UNKNOWN_MODEL)?.[1];
@@ -281,7 +291,8 @@ export function codexLineSignal(line: string, stream: 'stdout' | 'stderr'): Line
     if (SETUP_FAILURE.some((p) => p.test(ev.message as string))) {
       return { setup: `the model API refused the credentials: ${ev.message}` };
     }
-    return ev.message.startsWith('Reconnecting...') ? { retrying: ev.message } : undefined;
+    if (!ev.message.startsWith('Reconnecting...')) return undefined;
+    return { retrying: ev.message, unreachable: UNREACHABLE.test(ev.message) };
   }
   if ((ev.type === 'item.started' || ev.type === 'item.completed') && ev.item?.type !== 'error') {
     return { progress: true };

@@ -36,6 +36,10 @@ export interface MessagesServerOptions {
   whenExhausted?: MessagesReply;
   /** The key accepted in `x-api-key` (or as a Bearer token). */
   apiKey: string;
+  /** Listen on this port (default: any free one): a test can bring an API back where it was. */
+  port?: number;
+  /** While this returns true, every authorized request is refused 529 (an outage; the script waits). */
+  overloaded?: () => boolean;
 }
 
 export interface RecordedMessagesRequest {
@@ -111,6 +115,10 @@ export async function startMessagesServer(opts: MessagesServerOptions): Promise<
       sendError(res, 401, 'invalid x-api-key');
       return;
     }
+    if (opts.overloaded?.()) {
+      sendError(res, 529, 'Overloaded');
+      return;
+    }
     const parsed = JSON.parse(body) as Record<string, unknown>;
     const tools = Array.isArray(parsed.tools) ? (parsed.tools as Array<{ name?: string }>) : [];
     const agentTurn = tools.length > 0;
@@ -135,7 +143,7 @@ export async function startMessagesServer(opts: MessagesServerOptions): Promise<
     res.end();
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const restoreFetch = guardNetwork((url) => violations.push(`network access outside loopback: ${url}`));
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -50,6 +50,8 @@ export interface ResponsesServerOptions {
   apiKey: string;
   /** Serve the WebSocket transport (default true, as api.openai.com does). */
   websocket?: boolean;
+  /** Listen on this port (default: any free one): a test can bring an API back where it was. */
+  port?: number;
 }
 
 export interface RecordedResponsesRequest {
@@ -186,7 +188,7 @@ export async function startResponsesServer(opts: ResponsesServerOptions): Promis
     for (const event of streamEvents(reply, id)) ws.send(JSON.stringify(event));
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const restoreFetch = guardNetwork((url) => violations.push(`network access outside loopback: ${url}`));
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
