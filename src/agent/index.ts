@@ -7,3 +7,4 @@ export { listReplayPatches } from './agents/replay.js';
 export { agentIdentity } from './environment.js';
 export { AGENT_INSTALL_HINTS, buildAgent, checkAgentInstalled } from './factory.js';
 export { leftoverMessage } from './leftovers.js';
+export { checkModelApi } from './model-api.js';

@@ -7,7 +7,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runLoop } from '../../src/loop/drivers/run.js';
@@ -37,15 +36,6 @@ function agentConfig(agent: string): string {
     'agent:\n  kind: replay\n  replay: {dir: replay}\n',
     `agent:\n  timeout_minutes: 2\n  idle_timeout_minutes: 1\n  api_retry_limit_minutes: 0.05\n  unreachable_limit_seconds: 2\n${agent}`,
   );
-}
-
-/** A free loopback port nobody listens on (yet). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 const saved: Record<string, string | undefined> = {};
@@ -111,9 +101,14 @@ describe('the real CLIs through the loop: a model API that fails, then answers',
   });
 
   it('codex: connection refused, then the API is up: the retried attempt completes the iteration', async () => {
-    const port = await freePort();
-    const baseUrl = `http://127.0.0.1:${port}/v1`;
-    userEnv({ OPENAI_API_KEY: OPENAI_KEY, OPENAI_BASE_URL: baseUrl });
+    // Up for the harness's key check before the run, down from then on until the loop's backoff.
+    const first: ResponsesServer = await startResponsesServer({
+      apiKey: OPENAI_KEY,
+      replies: [],
+      onModelList: () => void first.close(),
+    });
+    const port = Number(new URL(first.baseUrl).port);
+    userEnv({ OPENAI_API_KEY: OPENAI_KEY, OPENAI_BASE_URL: first.baseUrl });
     const repo = join(t.dir, 'codex-refused');
     makeToyRepo(repo, [], codexConfig);
     // Between the attempts (the loop's backoff), the API comes up where the first attempt found nothing.
@@ -154,8 +149,13 @@ describe('the real CLIs through the loop: a model API that fails, then answers',
   ];
 
   it('claude: connection refused, then the API is up: the retried attempt completes the iteration', async () => {
-    const port = await freePort();
-    userEnv({ ANTHROPIC_API_KEY: ANTHROPIC_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` });
+    const first: MessagesServer = await startMessagesServer({
+      apiKey: ANTHROPIC_KEY,
+      replies: [],
+      onModelList: () => void first.close(),
+    });
+    const port = Number(new URL(first.baseUrl).port);
+    userEnv({ ANTHROPIC_API_KEY: ANTHROPIC_KEY, ANTHROPIC_BASE_URL: first.baseUrl });
     const repo = join(t.dir, 'claude-refused');
     makeToyRepo(repo, [], claudeConfig());
     const r = await loop(repo, async () => {

@@ -259,7 +259,8 @@ export function policyViolations(
         (s) =>
           CANDIDATE_ACTIONS.includes(s.uses ?? '') &&
           s.with?.mode !== 'prepare' &&
-          s.with?.mode !== 'champion',
+          s.with?.mode !== 'champion' &&
+          s.with?.mode !== 'check-agent',
       );
       const enabled = steps.findIndex((s) => SANDBOX_STEP.test(s.run ?? ''));
       if (first !== -1 && (enabled === -1 || enabled > first))

@@ -55667,6 +55667,81 @@ ${body.join("\n\n")}
 `;
 }
 
+// src/agent/model-api.ts
+var CHECK_TIMEOUT_MS = 1e4;
+var RETRY_AFTER_MS = 2e3;
+function modelApiCheck(kind, env) {
+  if (kind === "codex") {
+    const key = nonEmpty2(env.CODEX_API_KEY) ?? nonEmpty2(env.OPENAI_API_KEY);
+    if (!key) return void 0;
+    const base = nonEmpty2(env.OPENAI_BASE_URL);
+    return {
+      url: `${(base ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/models`,
+      headers: { authorization: `Bearer ${key}` },
+      keyHint: codexKeyHint(env, base),
+      urlVariable: "OPENAI_BASE_URL"
+    };
+  }
+  if (kind === "claude") {
+    const key = nonEmpty2(env.ANTHROPIC_API_KEY);
+    if (!key) return void 0;
+    const base = nonEmpty2(env.ANTHROPIC_BASE_URL) ?? "https://api.anthropic.com";
+    return {
+      url: `${base.replace(/\/+$/, "")}/v1/models`,
+      headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
+      keyHint: claudeKeyHint(env),
+      urlVariable: "ANTHROPIC_BASE_URL"
+    };
+  }
+  return void 0;
+}
+async function checkModelApi(kind, env, logger, sleep6 = (ms2) => new Promise((r) => setTimeout(r, ms2))) {
+  const check = modelApiCheck(kind, env);
+  if (!check) return;
+  let failure = "";
+  for (let attempt2 = 1; attempt2 <= 2; attempt2++) {
+    if (attempt2 > 1) await sleep6(RETRY_AFTER_MS);
+    let status;
+    try {
+      const res = await fetch(check.url, {
+        headers: check.headers,
+        redirect: "manual",
+        signal: AbortSignal.timeout(CHECK_TIMEOUT_MS)
+      });
+      status = res.status;
+      await res.body?.cancel();
+    } catch (e) {
+      failure = connectFailure(e);
+      continue;
+    }
+    if (status === 401 || status === 403) {
+      throw new HillclimbError(
+        `agent ${kind}: the model API refused the credentials (${status} from ${check.url})`,
+        {
+          hint: check.keyHint,
+          exitCode: ExitCode2.badInput
+        }
+      );
+    }
+    logger.debug(`agent ${kind}: the model API answered ${status} at ${check.url}`);
+    return;
+  }
+  throw new HillclimbError(`agent ${kind}: cannot reach the model API at ${check.url}: ${failure}`, {
+    hint: `check ${check.urlVariable} and this machine's network (a proxy the agent needs goes in agent.pass_env)`,
+    exitCode: ExitCode2.failure
+  });
+}
+function connectFailure(e) {
+  if (e instanceof Error && e.name === "TimeoutError") return `no answer in ${CHECK_TIMEOUT_MS / 1e3} s`;
+  const cause = e.cause;
+  if (cause?.code === "ECONNREFUSED") return "connection refused";
+  return cause?.message ?? (e instanceof Error ? e.message : String(e));
+}
+function nonEmpty2(v) {
+  const t = v?.trim();
+  return t ? t : void 0;
+}
+
 // src/compute/backend.ts
 var VERIFIER_CACHE_KEY = "verifier";
 var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
@@ -82414,6 +82489,14 @@ function preflight(config, target, needs) {
     }
   }
 }
+async function checkAgentApi(opts) {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  if (opts.dryRun) {
+    opts.logger.info(`dry run: the ${config.agent.kind} agent's model API key is not checked`);
+    return;
+  }
+  await checkModelApi(config.agent.kind, process.env, opts.logger);
+}
 
 // src/loop/drivers/trust.ts
 import { existsSync as existsSync30, renameSync as renameSync6, rmSync as rmSync22 } from "node:fs";
@@ -82873,7 +82956,16 @@ function iterationSummary(result) {
 
 // actions/iterate/src/main.ts
 await runAction(async ({ logger }) => {
-  const mode = choice("mode", ["propose", "prepare", "champion"]);
+  const mode = choice("mode", ["propose", "prepare", "champion", "check-agent"]);
+  if (mode === "check-agent") {
+    await checkAgentApi({
+      configFile: resolve16(optionalText("config") ?? "hillclimb.yml"),
+      overrides: configOverrides(),
+      dryRun: flag("dry-run", false),
+      logger
+    });
+    return;
+  }
   if (mode === "prepare") {
     const result2 = await logger.group(
       "hillclimb: prepare (champion, prompt)",

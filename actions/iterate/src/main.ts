@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import {
   choice,
   configOverrides,
+  flag,
   iterationSummary,
   optionalText,
   phaseOptions,
@@ -16,10 +17,21 @@ import {
   setOutputs,
   writeSummary,
 } from '../../../src/actions/index.js';
-import { BundleFiles, resolveChampion, runPhase } from '../../../src/loop/index.js';
+import { BundleFiles, checkAgentApi, resolveChampion, runPhase } from '../../../src/loop/index.js';
 
 await runAction(async ({ logger }) => {
-  const mode = choice('mode', ['propose', 'prepare', 'champion']);
+  const mode = choice('mode', ['propose', 'prepare', 'champion', 'check-agent']);
+  if (mode === 'check-agent') {
+    // First in the agent's job: a refused key or a wrong endpoint fails here in seconds, before the
+    // champion's profile takes minutes.
+    await checkAgentApi({
+      configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
+      overrides: configOverrides(),
+      dryRun: flag('dry-run', false),
+      logger,
+    });
+    return;
+  }
   if (mode === 'prepare') {
     // The step before the agent's: it may hold a read token for the history; the agent's step holds none.
     const result = await logger.group('hillclimb: prepare (champion, prompt)', () =>

@@ -4,10 +4,10 @@
  * agent's program, and the project interpreter the CPU gate runs on this machine.
  */
 import { existsSync } from 'node:fs';
-import { checkAgentInstalled } from '../../agent/index.js';
-import { type HillclimbConfig, type TargetConfig, usesPlaceholder } from '../../config/index.js';
+import { checkAgentInstalled, checkModelApi } from '../../agent/index.js';
+import { type HillclimbConfig, loadConfig, type TargetConfig, usesPlaceholder } from '../../config/index.js';
 import { venvPython } from '../../project/index.js';
-import { ExitCode, HillclimbError } from '../../util/index.js';
+import { ExitCode, HillclimbError, type Logger } from '../../util/index.js';
 
 export interface PreflightNeeds {
   /** The agent will be asked to propose. */
@@ -31,4 +31,22 @@ export function preflight(config: HillclimbConfig, target: TargetConfig, needs: 
       });
     }
   }
+}
+
+/**
+ * The agent's model API key, checked with one request (src/agent/model-api.ts), in a step of its own
+ * before anything slow: CI runs it first in the agent's job, where the key is. Nothing in a dry run.
+ */
+export async function checkAgentApi(opts: {
+  configFile: string;
+  overrides?: Record<string, unknown>;
+  dryRun: boolean;
+  logger: Logger;
+}): Promise<void> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  if (opts.dryRun) {
+    opts.logger.info(`dry run: the ${config.agent.kind} agent's model API key is not checked`);
+    return;
+  }
+  await checkModelApi(config.agent.kind, process.env, opts.logger);
 }

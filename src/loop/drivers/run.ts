@@ -6,6 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { checkModelApi } from '../../agent/index.js';
 import {
   type ConfigOverrides,
   type HillclimbConfig,
@@ -67,6 +68,8 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   preflight(config, target, { agent: true, cpuGate: true, dryRun: opts.dryRun });
+  // Before the lock and the champion's profile: a refused key or a wrong endpoint is found in seconds.
+  if (!opts.dryRun) await checkModelApi(config.agent.kind, process.env, opts.logger);
   const stateDir = stateDirOf(config);
   const release = acquireLoopLock(stateDir);
   try {

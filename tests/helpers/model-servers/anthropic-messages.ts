@@ -11,6 +11,8 @@
  *        the status the API uses: 401 `authentication_error`, 429 `rate_limit_error` (with
  *        `retry-after`), 500 `api_error`, 529 `overloaded_error` (docs.anthropic.com "Errors").
  *   HEAD /api/hello                 Claude Code's connectivity probe (seen from 2.1.332): 200.
+ *   GET  /v1/models                 the documented model list (hillclimb's key check before a run):
+ *        `x-api-key` and `anthropic-version` required; `{data, has_more, first_id, last_id}`.
  *
  * Credentials: `x-api-key` (ANTHROPIC_API_KEY) or `Authorization: Bearer` (an OAuth token); any
  * other request is answered 401 before the script is consulted. Requests that are not the agent's
@@ -38,6 +40,8 @@ export interface MessagesServerOptions {
   apiKey: string;
   /** Listen on this port (default: any free one): a test can bring an API back where it was. */
   port?: number;
+  /** Called after a `GET /v1/models` was answered (the harness's check before a run). */
+  onModelList?: () => void;
   /** While this returns true, every authorized request is refused 529 (an outage; the script waits). */
   overloaded?: () => boolean;
 }
@@ -102,6 +106,24 @@ export async function startMessagesServer(opts: MessagesServerOptions): Promise<
     if (req.method === 'HEAD' && path === '/api/hello') {
       res.writeHead(200);
       res.end();
+      return;
+    }
+    if (req.method === 'GET' && path === '/v1/models') {
+      // The documented model list; `anthropic-version` is a required header there.
+      const key = req.headers['x-api-key'];
+      if (key !== opts.apiKey) sendError(res, 401, 'invalid x-api-key');
+      else if (!req.headers['anthropic-version'])
+        sendError(res, 400, 'anthropic-version: header is required');
+      else {
+        const model = {
+          type: 'model',
+          id: 'claude-opus-4-5',
+          display_name: 'Claude Opus 4.5',
+          created_at: '2025-11-24T00:00:00Z',
+        };
+        sendJson(res, 200, { data: [model], has_more: false, first_id: model.id, last_id: model.id });
+      }
+      opts.onModelList?.();
       return;
     }
     if (req.method !== 'POST' || path !== '/v1/messages') {
@@ -225,6 +247,12 @@ function sendError(res: ServerResponse, status: number, message: string): void {
     'request-id': `req_error_${status}`,
     ...(status === 429 ? { 'retry-after': '1' } : {}),
   });
+  res.end(text);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 

@@ -18,6 +18,8 @@
  *        process_sse reads `response.created`, `response.output_item.added/done`,
  *        `response.output_text.delta`, `response.completed` with `response.id` and `usage`,
  *        `response.failed`).
+ *   GET  /v1/models                                the documented model list (hillclimb's key check
+ *        before a run): `{"object":"list","data":[…]}`, 401 without the key.
  * With `websocket: false` the server behaves like an OpenAI-compatible proxy without the WebSocket
  * transport: the upgrade is answered 405 and codex falls back to HTTP after its WebSocket retries.
  *
@@ -52,6 +54,8 @@ export interface ResponsesServerOptions {
   websocket?: boolean;
   /** Listen on this port (default: any free one): a test can bring an API back where it was. */
   port?: number;
+  /** Called after a `GET /v1/models` was answered (the harness's check before a run). */
+  onModelList?: () => void;
 }
 
 export interface RecordedResponsesRequest {
@@ -108,6 +112,16 @@ export async function startResponsesServer(opts: ResponsesServerOptions): Promis
   async function handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (req.method === 'GET' && path === '/v1/models') {
+      // The documented model list: `{"object":"list","data":[{id, object:"model", created, owned_by}]}`.
+      if (!authorized(req.headers.authorization)) sendJson(res, 401, unauthorized(req.headers.authorization));
+      else {
+        const model = { id: 'gpt-5.5', object: 'model', created: 1_767_225_600, owned_by: 'openai' };
+        sendJson(res, 200, { object: 'list', data: [model] });
+      }
+      opts.onModelList?.();
+      return;
+    }
     if (req.method !== 'POST' || path !== '/v1/responses') {
       violations.push(`unexpected request: ${req.method} ${req.url}`);
       sendJson(res, 404, apiError(`Invalid URL (${req.method} ${path})`, 'invalid_request_error', null));

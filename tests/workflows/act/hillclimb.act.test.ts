@@ -6,7 +6,8 @@
 //      along, one draft PR with one sticky comment, history on hillclimb-data, and `continue`
 //      dispatching the next iteration through the API;
 //   3. that next iteration, run from the dispatch GitHub recorded: it starts from the new champion;
-//   4. an iteration whose agent fails: its reason reaches the history row and evidence.json.
+//   4. an iteration whose agent keeps failing as infrastructure (exit 75): retried, then recorded as
+//      `error` with its reason in the history row and evidence.json; no crash, no PR.
 // The cloud jobs (tpu-allocate, measure-cloud, tpu-release) and the GitHub App token step are skipped by
 // the workflow's own conditions (local backend, no HILLCLIMB_APP_ID): their actions are stand-ins that
 // fail if reached (tests/workflows/act/stand-ins/README.md).
@@ -43,7 +44,7 @@ const RUN = { dry: 1000, real: 1001, next: 1002, failing: 1003 };
 const FAILING_AGENT = `agent:
   kind: command
   command:
-    command: ["sh", "-c", "echo 'model API: connection reset' >&2; exit 1"]
+    command: ["sh", "-c", "echo 'model API: connection reset' >&2; exit 75"]
 `;
 
 describe.skipIf(act.skip)(`hillclimb.yml under act${act.skip ? ` (skipped: ${act.skip})` : ''}`, () => {
@@ -292,15 +293,20 @@ describe.skipIf(act.skip)(`hillclimb.yml under act${act.skip ? ` (skipped: ${act
     expect(server.dispatchesOf(OWNER_REPO)).toHaveLength(1);
   });
 
-  it("a failing agent's reason reaches the history row and evidence.json", () => {
+  it('an agent that keeps failing as infrastructure (exit 75): retried, then a history row and a clear reason, no crash', () => {
     const r = runs.failing!;
     expect(r.code, r.describe()).toBe(0);
-    const why = 'the agent failed (exit code 1) without a commit';
+    const why =
+      'propose: agent command: the agent reported an infrastructure failure (exit code 75) (2 attempts)';
+    expect(r.output('propose', 'verdict', 'iterate')).toBe('error');
     expect(r.output('propose', 'reason', 'iterate')).toBe(why);
     expect(r.output('publish', 'reason', 'report')).toBe(why);
-    expect(history()[2]).toMatchObject({ runId: `gh${RUN.failing}`, verdict: 'no-op', reason: why });
+    expect(history()[2]).toMatchObject({ runId: `gh${RUN.failing}`, verdict: 'error', reason: why });
     const ev = JSON.parse(remoteFile(repo, 'hillclimb-data', `runs/gh${RUN.failing}/i001/evidence.json`));
-    expect(ev).toMatchObject({ verdict: 'no-op', verdictReasons: [why] });
-    expect(ev.agent).toMatchObject({ kind: 'command', status: 'failed', exitCode: 1 });
+    expect(ev).toMatchObject({ verdict: 'error', verdictReasons: [why] });
+    expect(ev.agent).toMatchObject({ kind: 'command', status: 'failed', exitCode: 75, attempts: 2 });
+    expect(ev.failedAttempts.propose).toHaveLength(2);
+    // No change, so nothing to review: no PR for it (the one PR is the real iteration's).
+    expect(server.pullsOf(OWNER_REPO)).toHaveLength(1);
   });
 });
