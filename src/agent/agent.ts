@@ -27,6 +27,11 @@ export interface AgentRequest {
    * must not be able to push, publish or spend (adapters drop such names and warn).
    */
   env: Record<string, string>;
+  /**
+   * The project's Python, by absolute path: the prompt's test command names it, so it runs in a login
+   * shell that resets PATH; an adapter whose CLI allows commands by prefix (Claude Code) allows it.
+   */
+  interpreter?: string;
   signal?: AbortSignal;
   /**
    * How the agent process is isolated: in the sandbox with these paths (plus its binary, Node.js and its

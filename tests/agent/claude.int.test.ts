@@ -76,6 +76,13 @@ describe('claude adapter', () => {
     expect(git(f.repo.root, 'rev-list', '--count', 'HEAD').trim()).toBe('1');
   });
 
+  it('allows the project interpreter by its absolute path (the prompt’s test command names it so)', async () => {
+    const f = setup('no-commit');
+    await claude({ allowedTools: ['Read'] }).run({ ...f.request, interpreter: '/work/p/.venv/bin/python' });
+    const argv = f.record().argv;
+    expect(argv[argv.indexOf('--allowedTools') + 1]).toBe('Read,Bash(/work/p/.venv/bin/python:*)');
+  });
+
   it('takes the result from a JSON block in the final message when the file is missing', async () => {
     const f = setup('final-json');
     const outcome = await claude().run(f.request);

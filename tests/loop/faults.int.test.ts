@@ -71,6 +71,19 @@ describe('agent faults', () => {
     expect(r.iterations[0]!.evidence.steps.propose?.note).toContain('agent failed, but it committed');
   });
 
+  it('the prompt’s test command runs in a login shell that resets PATH (as Codex runs commands)', async () => {
+    const repo = join(t.dir, 'login-shell');
+    makeToyRepo(repo, [], commandAgentConfig('login-shell-tests.sh'));
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    const it1 = r.iterations[0]!;
+    const prompt = readFileSync(join(it1.bundleDir, 'agent', 'prompt.md'), 'utf8');
+    // The interpreter is named by its absolute path, not as a bare `python` on the agent's PATH.
+    expect(prompt).toContain(`(\`${python} harness/check.py --junit `);
+    const log = readFileSync(join(it1.bundleDir, 'agent', 'attempt-1', 'tests.log'), 'utf8');
+    expect(it1.evidence.agent?.result?.summary, log).toBe('tests exit 0');
+    expect(existsSync(join(it1.bundleDir, 'agent', 'attempt-1', 'junit.xml'))).toBe(true);
+  });
+
   it('no commit with a result file is a no-op that keeps the agent’s reasoning', async () => {
     const repo = join(t.dir, 'no-commit');
     makeToyRepo(repo, [], commandAgentConfig('no-commit.sh'));

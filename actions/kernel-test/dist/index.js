@@ -55222,7 +55222,8 @@ var ClaudeAgent = class {
     const args = claudeArgs({
       model: this.opts.model,
       maxTurns: this.opts.maxTurns,
-      allowedTools: this.opts.allowedTools,
+      // The prompt's test command names the project's interpreter by its absolute path.
+      allowedTools: request2.interpreter ? [...this.opts.allowedTools, `Bash(${request2.interpreter}:*)`] : this.opts.allowedTools,
       resultDir: outsideOf(request2.workdir, dirname10(request2.resultFile)),
       extraArgs: this.opts.extraArgs
     });
@@ -81724,7 +81725,7 @@ var AGENT_RESULT_NAME = "result.json";
 function agentTestCommand(ctx, iteration) {
   const out = agentOutputPath(ctx, iteration);
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
-    python: "python",
+    python: venvPython(ctx.root),
     root: agentRepoPath(ctx, iteration),
     junit: join35(out, "junit.xml"),
     metrics: join35(out, "metrics.json"),
@@ -81808,9 +81809,11 @@ var proposeStep = {
         HILLCLIMB_ITERATION: String(ev.iteration),
         HILLCLIMB_TARGET: ctx.target.name,
         HILLCLIMB_RESULT_FILE: resultFile,
-        // `python` is the project's interpreter: the test command in the prompt is the CPU gate's.
+        // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
+        // command names it by its absolute path, which a login shell's PATH cannot lose.
         PATH: [dirname21(python), process.env.PATH ?? ""].join(delimiter2)
       },
+      interpreter: python,
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });

@@ -135,7 +135,10 @@ export class ClaudeAgent implements Agent {
     const args = claudeArgs({
       model: this.opts.model,
       maxTurns: this.opts.maxTurns,
-      allowedTools: this.opts.allowedTools,
+      // The prompt's test command names the project's interpreter by its absolute path.
+      allowedTools: request.interpreter
+        ? [...this.opts.allowedTools, `Bash(${request.interpreter}:*)`]
+        : this.opts.allowedTools,
       resultDir: outsideOf(request.workdir, dirname(request.resultFile)),
       extraArgs: this.opts.extraArgs,
     });

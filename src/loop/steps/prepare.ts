@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fillCommand } from '../../config/index.js';
 import { displayCommand } from '../../exec/index.js';
+import { venvPython } from '../../project/index.js';
 import { writeFileAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
@@ -63,13 +64,14 @@ export const prepareStep: Step = {
 export const AGENT_RESULT_NAME = 'result.json';
 
 /**
- * The CPU gate's command as the agent can run it from its repository: `python` is the project's
- * interpreter (first on the agent's PATH), the JUnit report goes to its output folder.
+ * The CPU gate's command as the agent can run it from its repository: the project's interpreter by its
+ * absolute path (Codex runs commands in a login shell, and Debian's and Ubuntu's /etc/profile reset
+ * PATH), the JUnit report into its output folder.
  */
 export function agentTestCommand(ctx: LoopContext, iteration: number): string {
   const out = agentOutputPath(ctx, iteration);
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
-    python: 'python',
+    python: venvPython(ctx.root),
     root: agentRepoPath(ctx, iteration),
     junit: join(out, 'junit.xml'),
     metrics: join(out, 'metrics.json'),

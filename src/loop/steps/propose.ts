@@ -56,9 +56,11 @@ export const proposeStep: Step = {
         HILLCLIMB_ITERATION: String(ev.iteration),
         HILLCLIMB_TARGET: ctx.target.name,
         HILLCLIMB_RESULT_FILE: resultFile,
-        // `python` is the project's interpreter: the test command in the prompt is the CPU gate's.
+        // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
+        // command names it by its absolute path, which a login shell's PATH cannot lose.
         PATH: [dirname(python), process.env.PATH ?? ''].join(delimiter),
       },
+      interpreter: python,
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out),
     });
