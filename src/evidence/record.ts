@@ -247,6 +247,8 @@ export interface IterationEvidence {
   target: string;
   startedAt: string;
   finishedAt?: string;
+  /** A dry run: its steps printed their commands instead of running them; the verdict means nothing. */
+  dryRun?: boolean;
   /** Set once, by the first step that decides; `decide` sets it for measured candidates. */
   verdict?: Verdict;
   verdictReasons: string[];

@@ -26,8 +26,9 @@ import { levelsOf, modelMfuHeadline, peakLabel } from './levels.js';
 /** Shown instead of a verdict symbol while an iteration has none yet. */
 const PENDING_SYMBOL = '…';
 
-/** `✓ improved`, or `… pending` before a verdict exists. */
-export function verdictLabel(evidence: Pick<IterationEvidence, 'verdict'>): string {
+/** `✓ improved`, `… pending` before a verdict exists, `… dry run` for a dry run's (which has none). */
+export function verdictLabel(evidence: Pick<IterationEvidence, 'verdict' | 'dryRun'>): string {
+  if (evidence.dryRun && !evidence.verdict) return `${PENDING_SYMBOL} dry run`;
   return evidence.verdict
     ? `${VERDICT_SYMBOLS[evidence.verdict]} ${evidence.verdict}`
     : `${PENDING_SYMBOL} pending`;

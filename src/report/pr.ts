@@ -67,7 +67,7 @@ export function pullRequestTitle(evidence: IterationEvidence): string {
     const room = TITLE_CAP_CHARS - prefix.length - suffix.length;
     if (room >= 8) return `${prefix}${truncateText(subject, room)}${suffix}`;
   }
-  const verdict = evidence.verdict ?? 'pending';
+  const verdict = evidence.verdict ?? (evidence.dryRun ? 'dry run' : 'pending');
   return capTitle(`[${verdict}] ${evidence.target}: ${subject}`).text;
 }
 

@@ -235,6 +235,18 @@ describe('preflight', () => {
       // A dry run on the local backend prints the gate's command instead: it needs no interpreter.
       const dry = await loop(repo, { dryRun: true });
       expect(dry.iterations).toHaveLength(1);
+      // It walks every step, printing commands: no step failed, no verdict, "dry run" in the title.
+      const ev = dry.iterations[0]!.evidence;
+      expect(dry.iterations[0]!.verdict).toBe('dry-run');
+      expect(ev).toMatchObject({ dryRun: true, verdictReasons: [] });
+      expect(ev.verdict).toBeUndefined();
+      expect(Object.values(ev.steps).some((st) => st?.status === 'failed')).toBe(false);
+      expect(ev.steps['cpu-gate']).toMatchObject({
+        status: 'skipped',
+        note: expect.stringContaining('dry run'),
+      });
+      expect(ev.steps.measure).toMatchObject({ status: 'skipped', note: expect.stringContaining('dry run') });
+      expect(ev.steps.publish?.note).toContain('PR "[dry run] toy: ');
     } finally {
       process.env.HILLCLIMB_PYTHON = python;
     }

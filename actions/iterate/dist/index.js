@@ -74165,6 +74165,7 @@ var decideStep = {
   evaluation: true,
   async run({ ev }) {
     const c3 = ev.measurement?.comparison;
+    if (ev.dryRun && !c3) return { status: "skipped", note: "dry run: no verdict" };
     if (!c3) {
       return {
         status: "verdict",
@@ -75374,6 +75375,7 @@ function modelMfuHeadline(evidence) {
 // src/report/facts.ts
 var PENDING_SYMBOL = "\u2026";
 function verdictLabel(evidence) {
+  if (evidence.dryRun && !evidence.verdict) return `${PENDING_SYMBOL} dry run`;
   return evidence.verdict ? `${VERDICT_SYMBOLS[evidence.verdict]} ${evidence.verdict}` : `${PENDING_SYMBOL} pending`;
 }
 function measuredChange(evidence) {
@@ -76897,7 +76899,7 @@ function pullRequestTitle(evidence) {
     const room = TITLE_CAP_CHARS - prefix.length - suffix.length;
     if (room >= 8) return `${prefix}${truncateText(subject, room)}${suffix}`;
   }
-  const verdict = evidence.verdict ?? "pending";
+  const verdict = evidence.verdict ?? (evidence.dryRun ? "dry run" : "pending");
   return capTitle(`[${verdict}] ${evidence.target}: ${subject}`).text;
 }
 function reproduceCommands(evidence, remote = "origin") {
@@ -81603,6 +81605,9 @@ var profileStep = {
       ev.profile = { status: "skipped", reason: "no profile command configured for this target" };
       return { status: "skipped", note: "no profile command configured" };
     }
+    if (ev.dryRun && !ev.measurement?.comparison) {
+      return { status: "skipped", note: "dry run: nothing was measured, so there is nothing to profile" };
+    }
     try {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
@@ -82339,6 +82344,14 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
       );
       continue;
     }
+    if (outcome.kind === "dry-run") {
+      ev.dryRun = true;
+      record(ev, name, { status: "skipped", startedAt, finishedAt, note: outcome.message });
+      save();
+      journalStep(finishedAt, name, "skipped", outcome.message);
+      ctx.progress(`${name} skipped: ${outcome.message}`);
+      continue;
+    }
     const message = outcome.attempts > 1 ? `${outcome.message} (${outcome.attempts} attempts)` : outcome.message;
     record(ev, name, { status: "failed", startedAt, finishedAt, note: message });
     if (step.evaluation) {
@@ -82371,13 +82384,13 @@ async function runWithRetries(ctx, step, env, journal) {
         throw e instanceof Interrupted ? e : new Interrupted();
       if (!isInfra(e)) throw e;
       const message = errorMessage(e).split("\n")[0];
+      if (ctx.dryRun && /\bdry run\b/.test(message)) return { kind: "dry-run", message };
       const at = (/* @__PURE__ */ new Date()).toISOString();
       const failedSoFar = ev.failedAttempts?.[step.name] ?? [];
       ev.failedAttempts = { ...ev.failedAttempts, [step.name]: [...failedSoFar, { attempt: attempt2, at, message }] };
       save();
       journal?.append({ t: "attempt", at, iteration: ev.iteration, step: step.name, attempt: attempt2, message });
-      if (attempt2 > retries || /\bdry run\b/.test(message))
-        return { kind: "infra", message, attempts: attempt2 };
+      if (attempt2 > retries) return { kind: "infra", message, attempts: attempt2 };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt2);
       ctx.logger.warn(
         `${step.name}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s`

@@ -46,7 +46,8 @@ export interface LoopOptions {
 
 export interface IterationOutcome {
   iteration: number;
-  verdict: Verdict;
+  /** `dry-run` for a dry run's iteration, which printed its commands and has no verdict. */
+  verdict: Verdict | 'dry-run';
   reason: string;
   subject: string | null;
   evidence: IterationEvidence;
@@ -309,7 +310,7 @@ async function runIterations(
     const finished = bundle.exists() && bundle.load().steps.publish !== undefined;
     if (!finished) champion = await runIteration(ctx, run.journal, bundle, i, champion, progressOut);
     const ev = bundle.load();
-    const verdict = ev.verdict ?? 'error';
+    const verdict = ev.verdict ?? (ev.dryRun ? 'dry-run' : 'error');
     outcomes.push({
       iteration: i,
       verdict,
@@ -318,8 +319,9 @@ async function runIterations(
       evidence: ev,
       bundleDir: bundle.dir,
     });
+    const said = ev.dryRun && !ev.verdict ? 'dry run: no verdict (commands printed, not run)' : verdict;
     progressOut(
-      `[${iterationDirName(i)} ${ctx.target.name}] ${verdict}${ev.verdictReasons[0] ? `: ${ev.verdictReasons[0]}` : ''}`,
+      `[${iterationDirName(i)} ${ctx.target.name}] ${said}${ev.verdictReasons[0] ? `: ${ev.verdictReasons[0]}` : ''}`,
     );
     const stop = shouldStop(ev);
     if (stop) return { outcomes, endReason: stop.endReason, message: stop.message, champion };

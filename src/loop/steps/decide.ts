@@ -11,6 +11,8 @@ export const decideStep: Step = {
   evaluation: true,
   async run({ ev }) {
     const c = ev.measurement?.comparison;
+    // A dry run printed its commands and measured nothing: it has no verdict to give.
+    if (ev.dryRun && !c) return { status: 'skipped', note: 'dry run: no verdict' };
     if (!c) {
       return {
         status: 'verdict',

@@ -115,6 +115,14 @@ export async function runIterationSteps(
       );
       continue;
     }
+    if (outcome.kind === 'dry-run') {
+      ev.dryRun = true;
+      record(ev, name, { status: 'skipped', startedAt, finishedAt, note: outcome.message });
+      save();
+      journalStep(finishedAt, name, 'skipped', outcome.message);
+      ctx.progress(`${name} skipped: ${outcome.message}`);
+      continue;
+    }
     // Retries ran out: an infrastructure failure the loop could not get past.
     const message =
       outcome.attempts > 1 ? `${outcome.message} (${outcome.attempts} attempts)` : outcome.message;
@@ -142,7 +150,10 @@ function record(
   ev.steps[name] = rec;
 }
 
-type Outcome = { kind: 'ok'; result: StepResult } | { kind: 'infra'; message: string; attempts: number };
+type Outcome =
+  | { kind: 'ok'; result: StepResult }
+  | { kind: 'infra'; message: string; attempts: number }
+  | { kind: 'dry-run'; message: string };
 
 /**
  * Run a step, retrying infrastructure failures with backoff. Each failed attempt is saved in the
@@ -167,14 +178,15 @@ async function runWithRetries(
         throw e instanceof Interrupted ? e : new Interrupted();
       if (!isInfra(e)) throw e;
       const message = errorMessage(e).split('\n')[0]!;
+      // A dry run answers every job with "dry run: …": the step printed its commands, which is all a
+      // dry run asks of it (nothing to retry, nothing failed).
+      if (ctx.dryRun && /\bdry run\b/.test(message)) return { kind: 'dry-run', message };
       const at = new Date().toISOString();
       const failedSoFar = ev.failedAttempts?.[step.name] ?? [];
       ev.failedAttempts = { ...ev.failedAttempts, [step.name]: [...failedSoFar, { attempt, at, message }] };
       save();
       journal?.append({ t: 'attempt', at, iteration: ev.iteration, step: step.name, attempt, message });
-      // A dry run answers every job with "dry run: …": retrying would only print the commands again.
-      if (attempt > retries || /\bdry run\b/.test(message))
-        return { kind: 'infra', message, attempts: attempt };
+      if (attempt > retries) return { kind: 'infra', message, attempts: attempt };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
       ctx.logger.warn(
         `${step.name}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`,

@@ -49,6 +49,9 @@ export const profileStep: Step = {
       ev.profile = { status: 'skipped', reason: 'no profile command configured for this target' };
       return { status: 'skipped', note: 'no profile command configured' };
     }
+    if (ev.dryRun && !ev.measurement?.comparison) {
+      return { status: 'skipped', note: 'dry run: nothing was measured, so there is nothing to profile' };
+    }
     try {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform = ctx.backend.info().platform;

@@ -143,9 +143,14 @@ describe.skipIf(act.skip)(`hillclimb.yml under act${act.skip ? ` (skipped: ${act
       'tpu-release': 'skipped',
       continue: 'skipped',
     });
+    // The CPU gate prints its commands like every other job (the suite is not run), and nothing says
+    // "error": the iteration has no verdict, and its PR title (written, not opened) says dry run.
+    expect(r.text('cpu-gate')).toMatch(/dry run: \S+\/python harness\/check\.py --junit /);
+    expect(r.text('cpu-gate')).not.toMatch(/cpu-gate failed|\berror\b/);
     expect(r.text('measure-local')).toMatch(
       /dry run: \S+\/python -m harness\.programs export --platform cpu /,
     );
+    expect(r.text('publish')).toContain('PR "[dry run] toy: ');
     expect(r.text('publish')).toContain(
       `publish skipped: dry run: would push hillclimb/toy/gh${RUN.dry}/i001 and open or update the github PR`,
     );
