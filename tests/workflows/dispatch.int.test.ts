@@ -132,6 +132,21 @@ describe('setup: dispatch inputs', () => {
     });
   });
 
+  it('backend tpu-vm without the GCP variables fails in setup, naming each one missing', async () => {
+    const tpu = { IN_BACKEND: 'tpu-vm' };
+    const none = await validate(tpu);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toContain(
+      '::error title=hillclimb input::backend tpu-vm: the repository variable(s) GCP_WORKLOAD_IDENTITY_PROVIDER and GCP_SERVICE_ACCOUNT are not set',
+    );
+    const one = await validate({ ...tpu, GCP_WIP_SET: 'true', GCP_SA_SET: 'false' });
+    expect(one.stdout).toMatch(/variable\(s\) GCP_SERVICE_ACCOUNT are not set/);
+    expect((await validate({ ...tpu, GCP_WIP_SET: 'true', GCP_SA_SET: 'true' })).code).toBe(0);
+    // A dry run runs no cloud command, and the local backend needs no cloud at all.
+    expect((await validate({ ...tpu, IN_DRY_RUN: 'true' })).code).toBe(0);
+    expect((await validate({ IN_BACKEND: 'local' })).code).toBe(0);
+  });
+
   it('a continuation keeps its run id and takes the next iteration', async () => {
     const r = await validate({ IN_ITERATIONS: '3', IN_RESUME: 'gh99/2' });
     expect(r.outputs).toMatchObject({

@@ -82385,6 +82385,8 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   ev.target = ctx.target.name;
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
+  if (ctx.dryRun) ev.dryRun = true;
+  else delete ev.dryRun;
   if (opts.trustedBase === void 0) {
     throw new HillclimbError(
       `${bundle.dir} was made by another job, and no champion was given to check it against`,
@@ -82484,7 +82486,7 @@ async function acceptBundle(ctx, bundle, phase, opts) {
       ev.stoppedAt
     );
   }
-  if (phase === "publish" && attested && ev.verdict === void 0) {
+  if (phase === "publish" && attested && ev.verdict === void 0 && !ctx.dryRun) {
     setVerdict(
       ev,
       "error",

@@ -92,6 +92,9 @@ export async function acceptBundle(
   ev.target = ctx.target.name;
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
+  // A dry run is this job's input, never the bundle's word: the flag follows the job.
+  if (ctx.dryRun) ev.dryRun = true;
+  else delete ev.dryRun;
   if (opts.trustedBase === undefined) {
     throw new HillclimbError(
       `${bundle.dir} was made by another job, and no champion was given to check it against`,
@@ -203,8 +206,8 @@ export async function acceptBundle(
     );
   }
   // Attested, but nothing after that job finished (a measuring job that failed before it could attest):
-  // say so, rather than publish a "pending" that nothing will ever complete.
-  if (phase === 'publish' && attested && ev.verdict === undefined) {
+  // say so, rather than publish a "pending" that nothing will ever complete. (A dry run has no verdict.)
+  if (phase === 'publish' && attested && ev.verdict === undefined && !ctx.dryRun) {
     setVerdict(
       ev,
       'error',
