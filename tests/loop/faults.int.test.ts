@@ -563,11 +563,15 @@ describe('a dry run', () => {
     expect(r.iterations).toHaveLength(1);
     expect(r.message).toMatch(/^dry run: compute commands were printed, not run; nothing was pushed/);
     const ev = r.iterations[0]!.evidence;
-    // The agent proposed and the guard passed; the CPU gate printed its command and stopped there.
+    // The agent proposed and the guard passed; every later step printed its commands, none failed, and
+    // nothing decided a verdict.
     expect(ev.candidate?.commit).toBeDefined();
     expect(ev.steps.guard?.status).toBe('done');
-    expect(ev.stoppedAt).toBe('cpu-gate');
-    expect(r.iterations[0]!.reason).toContain('dry run');
+    expect(ev.steps['cpu-gate']?.status).toBe('skipped');
+    expect(ev.steps.decide).toMatchObject({ status: 'skipped', note: 'dry run: no verdict' });
+    expect(ev.stoppedAt).toBeUndefined();
+    expect(r.iterations[0]!.verdict).toBe('dry-run');
+    expect(progress.at(-1)).toMatch(/\] dry run: no verdict \(commands printed, not run\)$/);
     expect(logger.lines.join('\n')).toMatch(
       /dry run: \S*python\S* harness\/check\.py --junit \S+cpu\.junit\.xml/,
     );
