@@ -37,7 +37,7 @@ const CONTROL_FILES = new Set(['.gitattributes', '.gitmodules']);
 /**
  * Make `dest` (a worktree the harness owns, at the agent's starting commit) hold the plain files of
  * `src` (the agent's working tree): changed files copied, vanished ones removed. `.git` at the top of
- * either side is left alone. Files git ignores are copied too; staging skips them.
+ * either side is left alone; a `.git` anywhere below it is refused (a nested repository). Files git ignores are copied too; staging skips them.
  */
 export function snapshotTree(
   src: string,
@@ -55,6 +55,12 @@ export function snapshotTree(
       if (rel !== '') mkdirSync(join(dest, rel), { recursive: true });
       for (const name of readdirSync(from).sort()) {
         if (rel === '' && name === '.git') continue;
+        if (name === '.git') {
+          // A repository inside the tree: its config and attributes (filters, hooks, fsmonitor) would
+          // run for whoever runs git there next, outside the sandbox. Never taken, file or folder.
+          result.refused.push(`${rel}/.git: a nested git repository is never taken from an agent`);
+          continue;
+        }
         walk(rel === '' ? name : `${rel}/${name}`);
       }
       return;

@@ -84,6 +84,27 @@ describe('agent faults', () => {
     expect(existsSync(join(it1.bundleDir, 'agent', 'attempt-1', 'junit.xml'))).toBe(true);
   });
 
+  it('a git repository the agent leaves inside its tree is refused: its filter never runs', async () => {
+    const repo = join(t.dir, 'nested');
+    const proof = join(t.dir, 'nested-filter-ran');
+    makeToyRepo(
+      repo,
+      [],
+      commandAgentConfig('nested-repo.sh').replace(
+        `["sh", "${join(AGENTS, 'nested-repo.sh')}"]`,
+        `["sh", "${join(AGENTS, 'nested-repo.sh')}", "${proof}"]`,
+      ),
+    );
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    const it1 = r.iterations[0]!;
+    expect(it1.verdict).toBe('invalid');
+    expect(it1.reason).toContain('toy/evil/.git: a nested git repository is never taken from an agent');
+    // Nothing of it reached the harness's side, and git ran no filter of its.
+    gitIn(repo, 'status', '--porcelain');
+    expect(existsSync(proof)).toBe(false);
+    expect(gitIn(repo, 'branch', '--list', 'hillclimb/*').trim()).toBe('');
+  });
+
   it('no commit with a result file is a no-op that keeps the agent’s reasoning', async () => {
     const repo = join(t.dir, 'no-commit');
     makeToyRepo(repo, [], commandAgentConfig('no-commit.sh'));

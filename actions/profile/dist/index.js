@@ -45653,6 +45653,10 @@ function snapshotTree(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
       if (rel !== "") mkdirSync5(join3(dest, rel), { recursive: true });
       for (const name of readdirSync2(from).sort()) {
         if (rel === "" && name === ".git") continue;
+        if (name === ".git") {
+          result.refused.push(`${rel}/.git: a nested git repository is never taken from an agent`);
+          continue;
+        }
         walk3(rel === "" ? name : `${rel}/${name}`);
       }
       return;
