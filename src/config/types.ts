@@ -130,6 +130,10 @@ export interface TpuVmConfig {
   ttl_hours: number;
   name_prefix: string;
   ready_timeout_minutes: number;
+  /** The account the VM runs as (an email, or an id in `project`); candidate code can use its token. */
+  service_account: string;
+  /** OAuth scopes of the VM's token. */
+  scopes: string[];
   setup_command?: CommandArgs;
   /** Interpreter on the VM that starts the job runner; {python} is filled with it. */
   python: string;

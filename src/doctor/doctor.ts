@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGENT_INSTALL_HINTS } from '../agent/index.js';
+import { serviceAccountEmail } from '../compute/index.js';
 import { type HillclimbConfig, loadConfig } from '../config/index.js';
 import { run, SANDBOX_HINT, sandboxAvailability } from '../exec/index.js';
 import { venvPython } from '../project/index.js';
@@ -284,6 +285,68 @@ export function sandboxCheck(config: HillclimbConfig | undefined): Check {
   };
 }
 
+/**
+ * The account a TPU VM runs as (compute.tpu_vm.service_account): candidate code on the VM can use its
+ * token, so it must exist and hold no role in the project. Read with gcloud, as the user's login sees it.
+ */
+export function tpuAccountCheck(config: HillclimbConfig, gcloud = 'gcloud'): Check {
+  const tpu = config.compute.tpu_vm!;
+  const email = serviceAccountEmail(tpu);
+  const fix = `give compute.tpu_vm.service_account in ${config.file} an account with no roles (docs/compute.md, "The VM's account")`;
+  return {
+    name: 'tpu account',
+    required: true,
+    async run() {
+      const gc = (args: string[]) =>
+        run(gcloud, args, { allowedExitCodes: 'any', timeoutMs: CHECK_TIMEOUT_MS }).catch(() => undefined);
+      const described = await gc([
+        'iam',
+        'service-accounts',
+        'describe',
+        email,
+        '--project',
+        tpu.project,
+        '--format=value(email)',
+      ]);
+      if (described?.exitCode !== 0) {
+        const why = described?.stderr.trim().split('\n').at(-1) ?? `${gcloud} could not run`;
+        return {
+          ok: false,
+          detail: `${email}: not found (${why})`,
+          hint: `create it: gcloud iam service-accounts create ${email.split('@')[0]} --project ${tpu.project}; or ${fix}`,
+        };
+      }
+      const policy = await gc([
+        'projects',
+        'get-iam-policy',
+        tpu.project,
+        '--flatten=bindings[].members',
+        `--filter=bindings.members:serviceAccount:${email}`,
+        '--format=value(bindings.role)',
+      ]);
+      if (policy?.exitCode !== 0) {
+        return {
+          ok: false,
+          detail: `${email}: cannot read the project's IAM policy`,
+          hint: 'run doctor as someone who can read it (roles/iam.securityReviewer)',
+        };
+      }
+      const roles = policy.stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean);
+      if (roles.length > 0) {
+        return {
+          ok: false,
+          detail: `${email} holds ${roles.join(', ')}: candidate code on the VM can use them`,
+          hint: fix,
+        };
+      }
+      return { ok: true, detail: `${email}, no roles in ${tpu.project}` };
+    },
+  };
+}
+
 export function defaultChecks(root: string): Check[] {
   const project = projectConfig(root);
   const config = project.config;
@@ -315,6 +378,7 @@ export function defaultChecks(root: string): Check[] {
       tpu,
       `${tpu ? `compute.backend in ${config!.file} is tpu-vm` : 'needed only for compute.backend: tpu-vm'} — https://cloud.google.com/sdk/docs/install`,
     ),
+    ...(tpu && config?.compute.tpu_vm ? [tpuAccountCheck(config)] : []),
     agent('codex'),
     agent('claude'),
     toolCheck('gh', 'gh', ['--version'], false, 'optional, for inspecting loop PRs — https://cli.github.com'),

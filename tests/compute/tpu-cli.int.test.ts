@@ -83,6 +83,8 @@ describe('hillclimb tpu', () => {
     expect(r.stdout.split('\n')[0]).toBe(
       `$ gcloud compute tpus queued-resources create hillclimb-r1 --node-id hillclimb-r1 --zone zone-z --project hc-proj ` +
         `--accelerator-type v6e-8 --runtime-version v2-alpha-tpuv5 --valid-until-duration 1800s ` +
+        `--service-account hillclimb-tpu@hc-proj.iam.gserviceaccount.com ` +
+        `--scopes https://www.googleapis.com/auth/userinfo.email ` +
         `--labels hillclimb=1,hillclimb-expires=${r.stdout.match(/hillclimb-expires=(\d+)/)![1]},hillclimb-run=r1 --quiet`,
     );
     expect(fake.calls()).toEqual([]);

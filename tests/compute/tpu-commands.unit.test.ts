@@ -85,6 +85,10 @@ describe('gcloud argument arrays', () => {
       'v2-alpha-tpuv5',
       '--valid-until-duration',
       '1800s',
+      '--service-account',
+      'hillclimb-tpu@hc-proj.iam.gserviceaccount.com',
+      '--scopes',
+      'https://www.googleapis.com/auth/userinfo.email',
       '--labels',
       L,
       '--quiet',
@@ -136,11 +140,32 @@ describe('gcloud argument arrays', () => {
       'v5p-8',
       '--version',
       'v2-alpha-tpuv5',
+      '--service-account',
+      'hillclimb-tpu@hc-proj.iam.gserviceaccount.com',
+      '--scopes',
+      'https://www.googleapis.com/auth/userinfo.email',
       '--labels',
       L,
       '--quiet',
     ]);
     expect(createNodeArgs(tpu('    provisioning: spot\n'), 'z', 'n', LABELS)).toContain('--spot');
+  });
+
+  it('the VM runs as its own account (an id in the project, or an email) with the scopes configured', () => {
+    const args = createNodeArgs(
+      tpu('    service_account: kernels-tpu@other.iam.gserviceaccount.com\n    scopes: [a, b]\n'),
+      'z',
+      'n',
+      LABELS,
+    );
+    const at = args.indexOf('--service-account');
+    expect(args.slice(at, at + 4)).toEqual([
+      '--service-account',
+      'kernels-tpu@other.iam.gserviceaccount.com',
+      '--scopes',
+      'a,b',
+    ]);
+    expect(() => tpu('    service_account: "Not An Account"\n')).toThrow(/service_account/);
   });
 
   it('describe, delete and list', () => {

@@ -90,7 +90,10 @@ describe('allocateTpu', () => {
       ...['compute', 'tpus', 'queued-resources', 'create', 'hillclimb-gh42-1'],
       ...['--node-id', 'hillclimb-gh42-1', '--zone', zone, '--project', 'hc-proj'],
       ...['--accelerator-type', 'v5p-8', '--runtime-version', 'v2-alpha-tpuv5'],
-      ...['--valid-until-duration', '1800s', '--labels', labels, '--quiet'],
+      ...['--valid-until-duration', '1800s'],
+      ...['--service-account', 'hillclimb-tpu@hc-proj.iam.gserviceaccount.com'],
+      ...['--scopes', 'https://www.googleapis.com/auth/userinfo.email'],
+      ...['--labels', labels, '--quiet'],
     ];
     expect(fake.calls()).toEqual([
       createIn('zone-a'),

@@ -45256,6 +45256,18 @@ var hillclimb_schema_default = {
             },
             name_prefix: { type: "string", pattern: "^[a-z][a-z0-9-]*$", default: "hillclimb" },
             ready_timeout_minutes: { $ref: "#/definitions/minutes", default: 30 },
+            service_account: {
+              type: "string",
+              pattern: "^[a-z][a-z0-9-]{4,28}[a-z0-9](@[a-z0-9.-]+)?$",
+              default: "hillclimb-tpu",
+              description: "The service account the TPU VM runs as: an email, or an account id in the project (hillclimb-tpu \u2192 hillclimb-tpu@<project>.iam.gserviceaccount.com). Candidate code runs on the VM and can read its token from the metadata server, so give this account no roles (docs/compute.md); never the default compute service account."
+            },
+            scopes: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: ["https://www.googleapis.com/auth/userinfo.email"],
+              description: "OAuth scopes of the VM's token (--scopes); the narrowest by default."
+            },
             setup_command: {
               $ref: "#/definitions/command",
               description: "Run once on the VM after allocation (e.g. install requirements)."
@@ -56978,6 +56990,7 @@ function createQueuedResourceArgs(c3, zone, qr, node, labels) {
     ...flex ? ["--provisioning-model", "flex-start", "--max-run-duration", `${Math.round(c3.ttl_hours * 3600)}s`] : TIER_FLAGS[c3.queued_tier],
     "--valid-until-duration",
     `${Math.round(c3.ready_timeout_minutes * 60)}s`,
+    ...identityArgs(c3),
     "--labels",
     labelsFlag(labels),
     ...c3.create_args,
@@ -56997,11 +57010,18 @@ function createNodeArgs(c3, zone, node, labels) {
     "--version",
     c3.runtime_version,
     ...c3.provisioning === "spot" ? ["--spot"] : [],
+    ...identityArgs(c3),
     "--labels",
     labelsFlag(labels),
     ...c3.create_args,
     "--quiet"
   ];
+}
+function identityArgs(c3) {
+  return ["--service-account", serviceAccountEmail(c3), "--scopes", c3.scopes.join(",")];
+}
+function serviceAccountEmail(c3) {
+  return c3.service_account.includes("@") ? c3.service_account : `${c3.service_account}@${c3.project}.iam.gserviceaccount.com`;
 }
 function describeQueuedResourceArgs(l, qr) {
   return ["compute", "tpus", "queued-resources", "describe", qr, ...where(l), "--format=json"];

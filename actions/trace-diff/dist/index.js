@@ -39547,6 +39547,18 @@ var hillclimb_schema_default = {
             },
             name_prefix: { type: "string", pattern: "^[a-z][a-z0-9-]*$", default: "hillclimb" },
             ready_timeout_minutes: { $ref: "#/definitions/minutes", default: 30 },
+            service_account: {
+              type: "string",
+              pattern: "^[a-z][a-z0-9-]{4,28}[a-z0-9](@[a-z0-9.-]+)?$",
+              default: "hillclimb-tpu",
+              description: "The service account the TPU VM runs as: an email, or an account id in the project (hillclimb-tpu \u2192 hillclimb-tpu@<project>.iam.gserviceaccount.com). Candidate code runs on the VM and can read its token from the metadata server, so give this account no roles (docs/compute.md); never the default compute service account."
+            },
+            scopes: {
+              type: "array",
+              items: { type: "string", minLength: 1 },
+              default: ["https://www.googleapis.com/auth/userinfo.email"],
+              description: "OAuth scopes of the VM's token (--scopes); the narrowest by default."
+            },
             setup_command: {
               $ref: "#/definitions/command",
               description: "Run once on the VM after allocation (e.g. install requirements)."

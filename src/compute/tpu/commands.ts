@@ -63,6 +63,7 @@ export function createQueuedResourceArgs(
       : TIER_FLAGS[c.queued_tier]),
     '--valid-until-duration',
     `${Math.round(c.ready_timeout_minutes * 60)}s`,
+    ...identityArgs(c),
     '--labels',
     labelsFlag(labels),
     ...c.create_args,
@@ -89,11 +90,28 @@ export function createNodeArgs(
     '--version',
     c.runtime_version,
     ...(c.provisioning === 'spot' ? ['--spot'] : []),
+    ...identityArgs(c),
     '--labels',
     labelsFlag(labels),
     ...c.create_args,
     '--quiet',
   ];
+}
+
+/**
+ * Who the VM is to Google Cloud. Candidate code runs there and can ask the metadata server for the VM's
+ * token, so the VM runs as an account of its own with no roles and the narrowest scopes, never as the
+ * project's default compute service account (Editor on many projects).
+ */
+function identityArgs(c: TpuVmConfig): string[] {
+  return ['--service-account', serviceAccountEmail(c), '--scopes', c.scopes.join(',')];
+}
+
+/** `hillclimb-tpu` → `hillclimb-tpu@<project>.iam.gserviceaccount.com`; an email stays as it is. */
+export function serviceAccountEmail(c: Pick<TpuVmConfig, 'service_account' | 'project'>): string {
+  return c.service_account.includes('@')
+    ? c.service_account
+    : `${c.service_account}@${c.project}.iam.gserviceaccount.com`;
 }
 
 export function describeQueuedResourceArgs(l: TpuLocation, qr: string): string[] {
