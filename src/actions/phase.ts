@@ -32,6 +32,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
     ...(attestation ? { attestation } : {}),
     ...(pinnedSource ? { pinnedSource } : {}),
     dryRun: flag('dry-run', false),
+    remoteOnly: flag('remote-only', false),
     ...(run ? { jobId: run.jobId, repositoryUrl: run.repositoryUrl } : {}),
     logger,
     progress: (line) => logger.info(line),

@@ -77,6 +77,7 @@ describe('setup: dispatch inputs', () => {
     expect(JSON.parse(r.outputs.overrides!)).toEqual({
       'forge.github.repository': 'octo/kernels',
       'forge.github.api_url': 'https://api.github.com',
+      'compute.backend': 'local',
       'store.kind': 'branch',
       'loop.iterations': 1,
       'sandbox.mode': 'required',
@@ -109,6 +110,8 @@ describe('setup: dispatch inputs', () => {
     expect(JSON.parse(r.outputs.overrides!)).toEqual({
       'forge.github.repository': 'octo/kernels',
       'forge.github.api_url': 'https://api.github.com',
+      // The backend the jobs are routed by is the one the engine runs on (it was dropped once).
+      'compute.backend': 'tpu-vm',
       'store.kind': 'branch',
       'agent.kind': 'codex',
       'agent.codex.model': 'gpt-5-codex',

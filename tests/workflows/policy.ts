@@ -231,6 +231,22 @@ export function policyViolations(
       if (extra.length > 0)
         v(where, 'agent-job', `holds secrets other than the model API key: ${extra.join(', ')}`);
     }
+    // A job with cloud credentials runs candidate code only remotely: each step that would run it must
+    // refuse the local backend, whatever backend the engine resolves (issue: a dropped dispatch input).
+    if (authenticatesToGcp || grants['id-token'] === 'write') {
+      for (const s of steps) {
+        if (
+          CANDIDATE_ACTIONS.includes(s.uses ?? '') &&
+          s.uses !== './actions/iterate' &&
+          String(s.with?.['remote-only']) !== 'true'
+        )
+          v(
+            where,
+            'remote-only',
+            `${s.id ?? s.uses}: a step running candidate code in a job with cloud credentials needs remote-only: true`,
+          );
+      }
+    }
     const cpuGate = steps.some((s) => s.uses === './actions/kernel-test' && s.with?.gate === 'cpu');
     if (cpuGate) {
       if (secrets.length > 0) v(where, 'candidate-job', `holds secrets: ${secrets.join(', ')}`);

@@ -82665,6 +82665,15 @@ async function openPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
+  if (opts.remoteOnly && config.compute.backend === "local") {
+    throw new HillclimbError(
+      "this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them",
+      {
+        hint: "the workflow routes a local backend to measure-local; pass the same backend to every job (the setup job's overrides carry compute.backend)",
+        exitCode: ExitCode2.badInput
+      }
+    );
+  }
   preflight(config, target, {
     agent: steps.includes("propose"),
     cpuGate: steps.includes("cpu-gate"),
@@ -82968,6 +82977,7 @@ function phaseOptions(logger) {
     ...attestation ? { attestation } : {},
     ...pinnedSource ? { pinnedSource } : {},
     dryRun: flag("dry-run", false),
+    remoteOnly: flag("remote-only", false),
     ...run2 ? { jobId: run2.jobId, repositoryUrl: run2.repositoryUrl } : {},
     logger,
     progress: (line) => logger.info(line)

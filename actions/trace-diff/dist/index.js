@@ -45128,6 +45128,7 @@ function phaseOptions(logger) {
     ...attestation ? { attestation } : {},
     ...pinnedSource ? { pinnedSource } : {},
     dryRun: flag("dry-run", false),
+    remoteOnly: flag("remote-only", false),
     ...run ? { jobId: run.jobId, repositoryUrl: run.repositoryUrl } : {},
     logger,
     progress: (line) => logger.info(line)

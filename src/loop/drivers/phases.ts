@@ -92,6 +92,11 @@ export interface PhaseOptions {
    */
   attestation?: string;
   dryRun?: boolean;
+  /**
+   * This job holds cloud credentials (the workflow's measure-cloud): the local backend, which would run
+   * candidate code here beside them, is refused before anything runs.
+   */
+  remoteOnly?: boolean;
   /** Names this job in attestations; default currentJobId() from the environment. */
   jobId?: string;
   /** The repository's web page for evidence links; default from the environment or forge.github. */
@@ -128,6 +133,15 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
+  if (opts.remoteOnly && config.compute.backend === 'local') {
+    throw new HillclimbError(
+      'this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them',
+      {
+        hint: "the workflow routes a local backend to measure-local; pass the same backend to every job (the setup job's overrides carry compute.backend)",
+        exitCode: ExitCode.badInput,
+      },
+    );
+  }
   preflight(config, target, {
     agent: steps.includes('propose'),
     cpuGate: steps.includes('cpu-gate'),

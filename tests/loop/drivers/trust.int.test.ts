@@ -3,7 +3,7 @@
 // the job that runs candidate code) cannot smuggle a protected edit, a verdict or a measurement through.
 
 import { execFileSync } from 'node:child_process';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IterationEvidence } from '../../../src/evidence/record.js';
@@ -49,6 +49,26 @@ describe('phases across jobs', () => {
     process.env.HILLCLIMB_PYTHON = python;
   });
   afterAll(t.cleanup);
+
+  it('a job with cloud credentials (remote-only) refuses the local backend before anything runs', async () => {
+    const job = join(t.dir, 'cloud');
+    const base = makeToyRepo(job, [STANDARD_PATCHES[0]!]);
+    const err = await phase(job, 'accelerator-gate', { base, remoteOnly: true }).catch((e: unknown) => e);
+    expect((err as Error).message).toBe(
+      'this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them',
+    );
+    expect(existsSync(join(job, '.hillclimb', 'runs'))).toBe(false);
+    // The same job on the backend the workflow routed it by goes on (here: a dry run on tpu-vm).
+    const tpu = await phase(job, 'propose', {
+      remoteOnly: true,
+      dryRun: true,
+      overrides: {
+        'compute.backend': 'tpu-vm',
+        'compute.tpu_vm': { project: 'p', zones: ['z'], accelerator_type: 'v5p-8', runtime_version: 'v2' },
+      },
+    });
+    expect(tpu.evidence.candidate).toBeDefined();
+  });
 
   it('a protected edit hidden behind a forged guard and verdict is caught again in the next job', async () => {
     const agentJob = join(t.dir, 'a1');
