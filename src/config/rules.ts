@@ -16,6 +16,21 @@ export function crossFieldProblems(config: HillclimbConfig): ConfigProblem[] {
     ...agentSection(config),
     ...forgeAndStoreSections(config),
     ...staticCheckPatterns(config),
+    ...retiredSandboxMode(config),
+  ];
+}
+
+/** `sandbox.mode: auto` ran untrusted code unsandboxed without asking; the opt-out now has to be named. */
+function retiredSandboxMode(c: HillclimbConfig): ConfigProblem[] {
+  if ((c.sandbox.mode as string) !== 'auto') return [];
+  return [
+    {
+      keyPath: 'sandbox.mode',
+      message:
+        'auto is retired: it ran the agent and candidate code unsandboxed, without asking, wherever the ' +
+        'machine could not build the sandbox. Remove the key (required, the default), or, to accept that ' +
+        'untrusted code runs with your rights on such a machine, set allow-unsandboxed',
+    },
   ];
 }
 

@@ -159,10 +159,11 @@ export interface ComputeConfig {
 
 export interface SandboxConfig {
   /**
-   * auto: sandbox untrusted code where the machine can; elsewhere run it unsandboxed and mark the
-   * iteration's numbers unverified (no verdict can be improved). required: refuse to run it unsandboxed.
+   * required (default): refuse to run untrusted code where the sandbox cannot be built.
+   * allow-unsandboxed: the explicit opt-out; run it unsandboxed there and mark the iteration's numbers
+   * unverified (no verdict can be improved).
    */
-  mode: 'auto' | 'required';
+  mode: 'required' | 'allow-unsandboxed';
   /** Extra absolute paths untrusted code may read. */
   read_paths: string[];
 }

@@ -1,7 +1,15 @@
 // The loop's fault handling, on the toy target: each fault ends in the right verdict or a clear stop,
 // with the evidence kept.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { hostname } from 'node:os';
@@ -271,6 +279,58 @@ describe('preflight', () => {
     } finally {
       process.env.HILLCLIMB_PYTHON = python;
     }
+  });
+});
+
+describe('a machine that cannot build the sandbox', () => {
+  const t = tempDir('hc-faults-nosandbox-');
+  afterAll(t.cleanup);
+
+  /** The loop as a process whose `unshare` is refused, as on an Ubuntu 24.04 desktop. */
+  function loopWithoutUserNamespaces(repo: string) {
+    const bin = join(t.dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(
+      join(bin, 'unshare'),
+      '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n',
+    );
+    chmodSync(join(bin, 'unshare'), 0o755);
+    return spawnSync(process.execPath, [CLI, 'loop', '--root', repo, '--iterations', '1'], {
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HILLCLIMB_PYTHON: python },
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+  }
+
+  it('the loop refuses to start unless the config names the opt-out, and then says so loudly', () => {
+    const repo = join(t.dir, 'required');
+    makeToyRepo(repo, STANDARD_PATCHES.slice(0, 1));
+    const refused = loopWithoutUserNamespaces(repo);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(
+      'this machine cannot build the sandbox the agent and candidate code run in (unshare: unshare failed: Operation not permitted)',
+    );
+    expect(refused.stderr).toContain('kernel.apparmor_restrict_unprivileged_userns=0');
+    expect(refused.stderr).toContain('set sandbox.mode: allow-unsandboxed');
+    expect(existsSync(join(repo, '.hillclimb', 'runs'))).toBe(false);
+
+    const optedOut = join(t.dir, 'opted-out');
+    makeToyRepo(optedOut, STANDARD_PATCHES.slice(0, 1), `${TOY_CONFIG}sandbox:\n  mode: allow-unsandboxed\n`);
+    const ran = loopWithoutUserNamespaces(optedOut);
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(ran.stderr).toMatch(
+      /UNSANDBOXED \(sandbox\.mode: allow-unsandboxed\): the agent and candidate code run with your rights/,
+    );
+    // The improvement it measured is unverified: a person decides, no champion moves.
+    expect(ran.stdout).toContain('needs-human');
+  }, 180_000);
+
+  it('the retired sandbox.mode auto is refused with what to write instead', () => {
+    const repo = join(t.dir, 'auto');
+    makeToyRepo(repo, [], `${TOY_CONFIG}sandbox:\n  mode: auto\n`);
+    const r = spawnSync(process.execPath, [CLI, 'loop', '--root', repo], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/sandbox\.mode: auto is retired: .*set allow-unsandboxed/s);
   });
 });
 

@@ -44720,7 +44720,17 @@ function crossFieldProblems(config) {
     ...commandPlaceholders(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
-    ...staticCheckPatterns(config)
+    ...staticCheckPatterns(config),
+    ...retiredSandboxMode(config)
+  ];
+}
+function retiredSandboxMode(c3) {
+  if (c3.sandbox.mode !== "auto") return [];
+  return [
+    {
+      keyPath: "sandbox.mode",
+      message: "auto is retired: it ran the agent and candidate code unsandboxed, without asking, wherever the machine could not build the sandbox. Remove the key (required, the default), or, to accept that untrusted code runs with your rights on such a machine, set allow-unsandboxed"
+    }
   ];
 }
 function loopTargetExists(c3) {
@@ -45399,9 +45409,9 @@ var hillclimb_schema_default = {
       description: "How untrusted code (the agent, and the candidate's tests, benchmarks and profiles on this machine) is isolated. See docs/security.md.",
       properties: {
         mode: {
-          enum: ["auto", "required"],
-          default: "auto",
-          description: "auto: use the namespace sandbox where this machine can build it; where it cannot, untrusted code runs unsandboxed, the iteration's numbers are marked unverified and no verdict can be improved. required: refuse to run untrusted code without the sandbox (the workflows set this)."
+          enum: ["required", "allow-unsandboxed", "auto"],
+          default: "required",
+          description: "required (default): refuse to run the agent or candidate code where this machine cannot build the namespace sandbox. allow-unsandboxed: the explicit opt-out; where the sandbox cannot be built, untrusted code runs with every right of the user running hillclimb (its files, its credentials, its network), the numbers are marked unverified and no verdict can be improved. auto is retired (it was that opt-out, unasked)."
         },
         read_paths: {
           type: "array",

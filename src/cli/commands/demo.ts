@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { listReplayPatches } from '../../agent/index.js';
+import { SANDBOX_HINT, sandboxAvailability } from '../../exec/index.js';
 import { formatPullList, listLocalPulls } from '../../forge/index.js';
 import { newRunId, runLoop } from '../../loop/index.js';
 import { venvPython } from '../../project/index.js';
@@ -23,8 +24,24 @@ export function registerDemo(program: Command, ctx: () => CliContext, done: (cod
     )
     .option('--dir <dir>', 'where to put the scratch clone (default: .hillclimb/demo/<run-id>)')
     .option('--json', 'print the result as JSON')
-    .action(async (flags: { dir?: string; json?: boolean }) => {
+    .option(
+      '--allow-unsandboxed',
+      'where this machine cannot build the sandbox, run the replayed patches and their tests anyway, with your rights (numbers unverified)',
+    )
+    .action(async (flags: { dir?: string; json?: boolean; allowUnsandboxed?: boolean }) => {
       const c = ctx();
+      const sandbox = await sandboxAvailability();
+      if (!sandbox.available && !flags.allowUnsandboxed) {
+        throw new HillclimbError(
+          `this machine cannot build the sandbox the demo's code runs in (${sandbox.reason})`,
+          {
+            hint:
+              `${SANDBOX_HINT}. Or run the demo with --allow-unsandboxed: the patches and tests then run with ` +
+              'every right you have (your files, credentials and network), and no iteration can be improved',
+            exitCode: ExitCode.failure,
+          },
+        );
+      }
       const python = venvPython(c.root);
       if (!existsSync(python)) {
         throw new HillclimbError(`the project venv is missing (${python})`, {
@@ -53,6 +70,7 @@ export function registerDemo(program: Command, ctx: () => CliContext, done: (cod
             'compute.backend': 'local',
             'forge.kind': 'local',
             'store.kind': 'local',
+            ...(flags.allowUnsandboxed ? { 'sandbox.mode': 'allow-unsandboxed' } : {}),
           },
           runId,
           logger: c.logger,

@@ -5,9 +5,9 @@
  * Job code is the candidate's, so each job runs in the namespace sandbox (src/exec/sandbox.ts): the
  * working tree and the interpreter read-only, one fresh output folder and the code's own {cache}
  * folder writable, no network, nothing else of the machine. Outputs are copied from that folder to
- * their destinations afterwards, plain files only. Where the machine cannot build the sandbox and
- * `sandbox.mode` is auto, the job runs unsandboxed and says so (`isolation: 'none'`); with `required`
- * it does not run.
+ * their destinations afterwards, plain files only. Where the machine cannot build the sandbox, the job
+ * does not run (`sandbox.mode: required`, the default), or, with the opt-out `allow-unsandboxed`, runs
+ * unsandboxed and says so (`isolation: 'none'`).
  */
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, constants, tmpdir } from 'node:os';

@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { checkAgentInstalled, checkModelApi } from '../../agent/index.js';
 import { type HillclimbConfig, loadConfig, type TargetConfig, usesPlaceholder } from '../../config/index.js';
+import { SANDBOX_HINT, sandboxAvailability } from '../../exec/index.js';
 import { venvPython } from '../../project/index.js';
 import { ExitCode, HillclimbError, type Logger } from '../../util/index.js';
 
@@ -49,4 +50,30 @@ export async function checkAgentApi(opts: {
     return;
   }
   await checkModelApi(config.agent.kind, process.env, opts.logger);
+}
+
+/**
+ * The agent and candidate code run in the sandbox, or not at all: unless the config names the opt-out
+ * (`sandbox.mode: allow-unsandboxed`), a machine that cannot build the sandbox stops the run before
+ * anything untrusted starts; with the opt-out, it is said loudly once.
+ */
+export async function checkSandbox(config: HillclimbConfig, logger: Logger): Promise<void> {
+  const available = await sandboxAvailability();
+  if (available.available) return;
+  if (config.sandbox.mode !== 'allow-unsandboxed') {
+    throw new HillclimbError(
+      `this machine cannot build the sandbox the agent and candidate code run in (${available.reason})`,
+      {
+        hint:
+          `${SANDBOX_HINT}. Or, to run them here with every right you have (your files, credentials and ` +
+          `network; their numbers marked unverified), set sandbox.mode: allow-unsandboxed in ${config.file}`,
+        exitCode: ExitCode.failure,
+      },
+    );
+  }
+  logger.warn(
+    `UNSANDBOXED (sandbox.mode: allow-unsandboxed): the agent and candidate code run with your rights — ` +
+      `your files, credentials and network — because this machine cannot build the sandbox ` +
+      `(${available.reason}); their numbers are unverified and no iteration can be improved`,
+  );
 }

@@ -24,7 +24,7 @@ import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from '../
 import { removeRunWorktrees } from '../state/worktrees.js';
 import { failureSignature, Interrupted } from '../steps/failures.js';
 import { newEvidence, runIterationSteps } from '../steps/iteration.js';
-import { preflight } from './preflight.js';
+import { checkSandbox, preflight } from './preflight.js';
 
 export interface LoopOptions {
   configFile: string;
@@ -69,6 +69,7 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   preflight(config, target, { agent: true, cpuGate: true, dryRun: opts.dryRun });
+  await checkSandbox(config, opts.logger);
   // Before the lock and the champion's profile: a refused key or a wrong endpoint is found in seconds.
   if (!opts.dryRun) await checkModelApi(config.agent.kind, process.env, opts.logger);
   const stateDir = stateDirOf(config);

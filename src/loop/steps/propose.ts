@@ -156,7 +156,7 @@ function attemptSummary(a: AgentEvidence): NonNullable<AgentEvidence['earlier']>
 /**
  * The sandbox the agent runs in: its repository and output folder writable; the repository's objects
  * (its clone borrows them), the Python environment and `sandbox.read_paths` read-only. Where the machine
- * cannot build it: unsandboxed with a warning (`sandbox.mode: auto`), or not at all (`required`).
+ * cannot build it: unsandboxed with a warning (`sandbox.mode: allow-unsandboxed`), or not at all (`required`, the default).
  */
 async function agentIsolation(ctx: LoopContext, repo: string, out: string): Promise<AgentIsolation> {
   const available = await sandboxAvailability();
