@@ -23,6 +23,7 @@ import {
 import { type Logger, readPlainFile } from '../util/index.js';
 import type { AgentRequest } from './agent.js';
 import { agentEnvironment, gitIdentityEnv } from './environment.js';
+import { PLACEHOLDER_KEY } from './key-proxy.js';
 import { type LineSignal, type ProcessOutcome, runAgentProcess } from './process.js';
 
 export interface AgentLaunch {
@@ -55,6 +56,11 @@ export interface AgentLaunch {
    * points at it, since HOME there is an empty folder.
    */
   configDir?: { env: string; defaultInHome: string };
+  /**
+   * The harness's key proxy holds the credential (key-proxy.ts): every model key the CLI would get is
+   * the placeholder instead, and the real one is only redacted from the log.
+   */
+  keyHeldByProxy?: boolean;
   logger: Logger;
 }
 
@@ -68,6 +74,9 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
   });
   if (refused.length > 0)
     launch.logger.warn(`${launch.agent}: not passing ${refused.join(', ')} to the agent`);
+  if (launch.keyHeldByProxy) {
+    for (const k of launch.modelKeys) if (env[k] !== undefined) env[k] = PLACEHOLDER_KEY;
+  }
   let command = launch.command;
   let args: readonly string[] = launch.args;
   const sandbox = request.isolation?.sandbox;
@@ -89,7 +98,7 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
       const dir = env[launch.configDir.env] ?? join(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute(dir) && existsSync(dir)) {
         const copy = join(sandbox.home, launch.configDir.defaultInHome);
-        secrets.push(...copyConfigFolder(dir, copy));
+        secrets.push(...copyConfigFolder(dir, copy, launch.keyHeldByProxy ? LOGIN_FILES : []));
         env[launch.configDir.env] = copy;
       }
     }
@@ -147,10 +156,17 @@ const CONFIG_FILE_MAX_BYTES = 1024 * 1024;
  * Copy the plain files at the top of `from` into `to` (subfolders — sessions, logs, caches — stay
  * behind); returns the long string values of its JSON files (tokens) for redaction.
  */
-function copyConfigFolder(from: string, to: string): string[] {
+/**
+ * Login files of the CLIs' config folders (codex's auth.json with its refresh token, Claude Code's
+ * .credentials.json): left out of the agent's copy when the key proxy holds the credential.
+ */
+const LOGIN_FILES = ['auth.json', '.credentials.json'];
+
+function copyConfigFolder(from: string, to: string, omit: readonly string[]): string[] {
   mkdirSync(to, { recursive: true });
   const secrets: string[] = [];
   for (const name of readdirSync(from)) {
+    if (omit.includes(name)) continue;
     const src = join(from, name);
     let data: Buffer;
     try {

@@ -249,7 +249,7 @@ describe('claude (real binary) through the adapter', { timeout: 120_000 }, () =>
     const outcome = await claude().run(anthropicEnv(f, baseUrl, { CLAUDE_CODE_MAX_RETRIES: '1' }));
     expect(outcome).toMatchObject({ status: 'failed', exitCode: 1 });
     expect(outcome.infraError).toMatch(
-      /^model API failure: API Error: .*(?:Connection refused|Unable to connect).* \(no HTTP response\)$/,
+      /^model API failure: API Error: .*(?:Connection refused|Unable to connect|Connection dropped).* \(no HTTP response\)$/,
     );
   });
 

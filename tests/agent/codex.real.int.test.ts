@@ -5,7 +5,7 @@
  * credentials it reads, its event stream or its sandbox.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentSetupError } from '../../src/agent/agent.js';
@@ -131,6 +131,48 @@ describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => 
     );
     expect(git(f.repo.root, 'status', '--porcelain')).toBe(' M kernels/gdn/chunk.py\n');
     expect(readFileSync(f.request.logFile, 'utf8')).not.toContain(KEY); // the key is redacted
+  });
+
+  it('never holds the key: its environment and config copy have only the placeholder, the proxy adds the key', async () => {
+    const f = await setup();
+    // A login on disk too (a ChatGPT session with a refresh token): never copied for an agent that
+    // gets a proxied API key.
+    writeFileSync(
+      join(f.home, '.codex', 'auth.json'),
+      JSON.stringify({ tokens: { refresh_token: 'rt-secret-refresh-token-0123456789' } }),
+    );
+    const isolation = {
+      sandbox: {
+        readOnly: [],
+        writable: [f.repo.root, dirname(f.request.resultFile)],
+        home: join(dirname(f.request.resultFile), 'home'),
+      },
+    };
+    mkdirSync(dirname(f.request.resultFile), { recursive: true });
+    const server = await serve({
+      replies: [
+        {
+          functionCall: {
+            name: 'exec_command',
+            arguments: { cmd: 'env; ls -a "$CODEX_HOME"; cat "$CODEX_HOME/auth.json"; echo done' },
+          },
+        },
+        { message: JSON.stringify(RESULT) },
+      ],
+    });
+    const available = await sandboxAvailability();
+    const outcome = await codex().agent.run({
+      ...openaiEnv(f, server),
+      ...(available.available ? { isolation } : {}),
+    });
+    expect(outcome.status, readFileSync(f.request.logFile, 'utf8').slice(-1500)).toBe('finished');
+    const seen = toolOutputs(server)[0]!;
+    expect(seen).toContain('done');
+    expect(seen).toContain('CODEX_API_KEY=hillclimb-proxy-holds-the-key');
+    expect(seen).not.toContain(KEY);
+    expect(seen).not.toContain('rt-secret-refresh-token');
+    // Every request reached the model server with the real key, which only the proxy added.
+    expect(server.requests.every((r) => r.authorization === `Bearer ${KEY}`)).toBe(true);
   });
 
   it('falls back to HTTP when the endpoint has no WebSocket transport (an OpenAI-compatible proxy)', async () => {
@@ -290,7 +332,7 @@ describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => 
     const outcome = await codex({ unreachableLimitMs: 3000 }).agent.run(openaiEnv(f, { baseUrl }));
     expect(outcome.status).toBe('failed');
     expect(outcome.infraError).toMatch(
-      /^the model API was unreachable for 3 s with no answer: Reconnecting\.\.\. .*(?:waiting for network|Connection refused)/,
+      /^the model API was unreachable for 3 s with no answer: Reconnecting\.\.\. .*(?:waiting for network|Connection refused|error sending request)/,
     );
     expect(outcome.durationMs).toBeLessThan(15_000);
   });

@@ -7,6 +7,7 @@ import { ClaudeAgent, DEFAULT_CLAUDE_ALLOWED_TOOLS } from '../../src/agent/agent
 import { CodexAgent } from '../../src/agent/agents/codex.js';
 import { CommandAgent } from '../../src/agent/agents/command.js';
 import { agentEnvironment, isRefusedName } from '../../src/agent/environment.js';
+import { PLACEHOLDER_KEY } from '../../src/agent/key-proxy.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { type AgentFixture, agentFixture, FIXTURES, fakesFirstOnPath } from './setup.js';
 
@@ -92,15 +93,17 @@ describe('scrubbed agent environment', () => {
       ...GIT_IDENTITY,
       ...REQUEST,
     ]);
-    expect(env.OPENAI_API_KEY).toBe(PLANTED.OPENAI_API_KEY);
-    // `codex exec` reads only CODEX_API_KEY: the user's OpenAI key is handed over under that name.
-    expect(env.CODEX_API_KEY).toBe(PLANTED.OPENAI_API_KEY);
+    // The harness's key proxy holds the user's key: codex gets the placeholder under both names
+    // (`codex exec` reads CODEX_API_KEY) and the proxy's URL (src/agent/key-proxy.ts).
+    expect(env.OPENAI_API_KEY).toBe(PLACEHOLDER_KEY);
+    expect(env.CODEX_API_KEY).toBe(PLACEHOLDER_KEY);
+    expect(f.record().argv.join(' ')).toMatch(/openai_base_url="http:\/\/127\.0\.0\.1:\d+\/v1"/);
     // Its TMPDIR is a private scratch folder (the sandbox keeps /tmp read-only).
     expect(env.TMPDIR).toMatch(/\/evidence\/i001\/\.codex-[^/]+\/tmp$/);
     expect(env.ANTHROPIC_API_KEY).toBeUndefined();
     expect(env.GIT_AUTHOR_NAME).toBe('codex (hillclimb agent)');
     expect(logger.lines.join('\n')).toContain('not passing GITHUB_TOKEN to the agent');
-    // The fake printed its key: the log has it redacted.
+    // The fake printed its key (the placeholder, redacted like any key); the user's key is nowhere.
     const log = readFileSync(f.request.logFile, 'utf8');
     expect(log).toContain('using key ***');
     expect(log).not.toContain(PLANTED.OPENAI_API_KEY);
@@ -119,11 +122,15 @@ describe('scrubbed agent environment', () => {
     const env = f.record().env;
     expectOnly(env, [
       'ANTHROPIC_API_KEY',
+      'ANTHROPIC_BASE_URL',
       'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC',
       ...GIT_IDENTITY,
       ...REQUEST,
     ]);
     expect(env.OPENAI_API_KEY).toBeUndefined();
+    // Its own key stays with the harness's proxy too: the placeholder, and the proxy's URL.
+    expect(env.ANTHROPIC_API_KEY).toBe(PLACEHOLDER_KEY);
+    expect(env.ANTHROPIC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe('1'); // no telemetry or update calls
   });
 

@@ -128,7 +128,9 @@ describe('the real CLIs through the loop: a model API that fails, then answers',
     const it1 = r.iterations[0]!;
     expect(it1.verdict).toBe('improved');
     expect(it1.evidence.agent).toMatchObject({ status: 'finished', attempts: 2 });
-    expect(it1.evidence.agent!.earlier![0]!.infraError).toMatch(/^the model API was unreachable for 2 s/);
+    expect(it1.evidence.agent!.earlier![0]!.infraError).toMatch(
+      /^the model API (?:was unreachable|kept failing) for [23] s/,
+    );
   });
 
   const claudeConfig = () =>

@@ -26,9 +26,9 @@ var __commonJS = (cb, mod) => function __require2() {
     throw mod = 0, e;
   }
 };
-var __export = (target, all) => {
+var __export = (target2, all) => {
   for (var name in all)
-    __defProp(target, name, { get: all[name], enumerable: true });
+    __defProp(target2, name, { get: all[name], enumerable: true });
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
@@ -38,12 +38,12 @@ var __copyProps = (to, from, except, desc) => {
   }
   return to;
 };
-var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+var __toESM = (mod, isNodeMode, target2) => (target2 = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
   // If the importer is in node compatibility mode or this is not an ESM
   // file that has been converted to a CommonJS file using a Babel-
   // compatible transform (i.e. "__esModule" has not been set), then set
   // "default" to the CommonJS "module.exports" for node compatibility.
-  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target2, "default", { value: mod, enumerable: true }) : target2,
   mod
 ));
 
@@ -324,7 +324,7 @@ var require_tunnel = __commonJS({
       }
       return host;
     }
-    function mergeOptions2(target) {
+    function mergeOptions2(target2) {
       for (var i2 = 1, len = arguments.length; i2 < len; ++i2) {
         var overrides = arguments[i2];
         if (typeof overrides === "object") {
@@ -332,12 +332,12 @@ var require_tunnel = __commonJS({
           for (var j = 0, keyLen = keys.length; j < keyLen; ++j) {
             var k = keys[j];
             if (overrides[k] !== void 0) {
-              target[k] = overrides[k];
+              target2[k] = overrides[k];
             }
           }
         }
       }
-      return target;
+      return target2;
     }
     var debug2;
     if (process.env.NODE_DEBUG && /\btunnel\b/.test(process.env.NODE_DEBUG)) {
@@ -4275,10 +4275,10 @@ var require_util2 = __commonJS({
     function TAOCheck() {
       return "success";
     }
-    function appendFetchMetadata(httpRequest2) {
+    function appendFetchMetadata(httpRequest3) {
       let header = null;
-      header = httpRequest2.mode;
-      httpRequest2.headersList.set("sec-fetch-mode", header, true);
+      header = httpRequest3.mode;
+      httpRequest3.headersList.set("sec-fetch-mode", header, true);
     }
     function appendRequestOriginHeader(request2) {
       let serializedOrigin = request2.origin;
@@ -4602,8 +4602,8 @@ var require_util2 = __commonJS({
          * @param {unknown} target
          * @param {'key' | 'value' | 'key+value'} kind
          */
-        constructor(target, kind) {
-          this.#target = target;
+        constructor(target2, kind) {
+          this.#target = target2;
           this.#kind = kind;
           this.#index = 0;
         }
@@ -4653,8 +4653,8 @@ var require_util2 = __commonJS({
         },
         next: { writable: true, enumerable: true, configurable: true }
       });
-      return function(target, kind) {
-        return new FastIterableIterator(target, kind);
+      return function(target2, kind) {
+        return new FastIterableIterator(target2, kind);
       };
     }
     function iteratorMixin(name, object2, kInternalIterator, keyIndex = 0, valueIndex = 1) {
@@ -8521,8 +8521,8 @@ var require_pool = __commonJS({
         this[kOptions].interceptors = options2.interceptors ? { ...options2.interceptors } : void 0;
         this[kFactory] = factory;
         this.on("connectionError", (origin2, targets, error2) => {
-          for (const target of targets) {
-            const idx = this[kClients].indexOf(target);
+          for (const target2 of targets) {
+            const idx = this[kClients].indexOf(target2);
             if (idx !== -1) {
               this[kClients].splice(idx, 1);
             }
@@ -10987,11 +10987,11 @@ var require_mock_utils = __commonJS({
             mockDispatch.call(this, opts, handler2);
           } catch (error2) {
             if (error2 instanceof MockNotMatchedError) {
-              const netConnect = agent[kGetNetConnect]();
-              if (netConnect === false) {
+              const netConnect2 = agent[kGetNetConnect]();
+              if (netConnect2 === false) {
                 throw new MockNotMatchedError(`${error2.message}: subsequent request to origin ${origin} was not allowed (net.connect disabled)`);
               }
-              if (checkNetConnect(netConnect, origin)) {
+              if (checkNetConnect(netConnect2, origin)) {
                 originalDispatch.call(this, opts, handler2);
               } else {
                 throw new MockNotMatchedError(`${error2.message}: subsequent request to origin ${origin} was not allowed (net.connect is not enabled for this origin)`);
@@ -11005,11 +11005,11 @@ var require_mock_utils = __commonJS({
         }
       };
     }
-    function checkNetConnect(netConnect, origin) {
+    function checkNetConnect(netConnect2, origin) {
       const url = new URL(origin);
-      if (netConnect === true) {
+      if (netConnect2 === true) {
         return true;
-      } else if (Array.isArray(netConnect) && netConnect.some((matcher) => matchValue(matcher, url.host))) {
+      } else if (Array.isArray(netConnect2) && netConnect2.some((matcher) => matchValue(matcher, url.host))) {
         return true;
       }
       return false;
@@ -12709,12 +12709,12 @@ var require_response = __commonJS({
         ...state
       };
       return new Proxy(response, {
-        get(target, p) {
-          return p in state ? state[p] : target[p];
+        get(target2, p) {
+          return p in state ? state[p] : target2[p];
         },
-        set(target, p, value2) {
+        set(target2, p, value2) {
           assert(!(p in state));
-          target[p] = value2;
+          target2[p] = value2;
           return true;
         }
       });
@@ -14237,74 +14237,74 @@ var require_fetch = __commonJS({
     async function httpNetworkOrCacheFetch(fetchParams, isAuthenticationFetch = false, isNewConnectionFetch = false) {
       const request2 = fetchParams.request;
       let httpFetchParams = null;
-      let httpRequest2 = null;
+      let httpRequest3 = null;
       let response = null;
       const httpCache = null;
       const revalidatingFlag = false;
       if (request2.window === "no-window" && request2.redirect === "error") {
         httpFetchParams = fetchParams;
-        httpRequest2 = request2;
+        httpRequest3 = request2;
       } else {
-        httpRequest2 = cloneRequest(request2);
+        httpRequest3 = cloneRequest(request2);
         httpFetchParams = { ...fetchParams };
-        httpFetchParams.request = httpRequest2;
+        httpFetchParams.request = httpRequest3;
       }
       const includeCredentials = request2.credentials === "include" || request2.credentials === "same-origin" && request2.responseTainting === "basic";
-      const contentLength = httpRequest2.body ? httpRequest2.body.length : null;
+      const contentLength = httpRequest3.body ? httpRequest3.body.length : null;
       let contentLengthHeaderValue = null;
-      if (httpRequest2.body == null && ["POST", "PUT"].includes(httpRequest2.method)) {
+      if (httpRequest3.body == null && ["POST", "PUT"].includes(httpRequest3.method)) {
         contentLengthHeaderValue = "0";
       }
       if (contentLength != null) {
         contentLengthHeaderValue = isomorphicEncode(`${contentLength}`);
       }
       if (contentLengthHeaderValue != null) {
-        httpRequest2.headersList.append("content-length", contentLengthHeaderValue, true);
+        httpRequest3.headersList.append("content-length", contentLengthHeaderValue, true);
       }
-      if (contentLength != null && httpRequest2.keepalive) {
+      if (contentLength != null && httpRequest3.keepalive) {
       }
-      if (httpRequest2.referrer instanceof URL) {
-        httpRequest2.headersList.append("referer", isomorphicEncode(httpRequest2.referrer.href), true);
+      if (httpRequest3.referrer instanceof URL) {
+        httpRequest3.headersList.append("referer", isomorphicEncode(httpRequest3.referrer.href), true);
       }
-      appendRequestOriginHeader(httpRequest2);
-      appendFetchMetadata(httpRequest2);
-      if (!httpRequest2.headersList.contains("user-agent", true)) {
-        httpRequest2.headersList.append("user-agent", defaultUserAgent);
+      appendRequestOriginHeader(httpRequest3);
+      appendFetchMetadata(httpRequest3);
+      if (!httpRequest3.headersList.contains("user-agent", true)) {
+        httpRequest3.headersList.append("user-agent", defaultUserAgent);
       }
-      if (httpRequest2.cache === "default" && (httpRequest2.headersList.contains("if-modified-since", true) || httpRequest2.headersList.contains("if-none-match", true) || httpRequest2.headersList.contains("if-unmodified-since", true) || httpRequest2.headersList.contains("if-match", true) || httpRequest2.headersList.contains("if-range", true))) {
-        httpRequest2.cache = "no-store";
+      if (httpRequest3.cache === "default" && (httpRequest3.headersList.contains("if-modified-since", true) || httpRequest3.headersList.contains("if-none-match", true) || httpRequest3.headersList.contains("if-unmodified-since", true) || httpRequest3.headersList.contains("if-match", true) || httpRequest3.headersList.contains("if-range", true))) {
+        httpRequest3.cache = "no-store";
       }
-      if (httpRequest2.cache === "no-cache" && !httpRequest2.preventNoCacheCacheControlHeaderModification && !httpRequest2.headersList.contains("cache-control", true)) {
-        httpRequest2.headersList.append("cache-control", "max-age=0", true);
+      if (httpRequest3.cache === "no-cache" && !httpRequest3.preventNoCacheCacheControlHeaderModification && !httpRequest3.headersList.contains("cache-control", true)) {
+        httpRequest3.headersList.append("cache-control", "max-age=0", true);
       }
-      if (httpRequest2.cache === "no-store" || httpRequest2.cache === "reload") {
-        if (!httpRequest2.headersList.contains("pragma", true)) {
-          httpRequest2.headersList.append("pragma", "no-cache", true);
+      if (httpRequest3.cache === "no-store" || httpRequest3.cache === "reload") {
+        if (!httpRequest3.headersList.contains("pragma", true)) {
+          httpRequest3.headersList.append("pragma", "no-cache", true);
         }
-        if (!httpRequest2.headersList.contains("cache-control", true)) {
-          httpRequest2.headersList.append("cache-control", "no-cache", true);
+        if (!httpRequest3.headersList.contains("cache-control", true)) {
+          httpRequest3.headersList.append("cache-control", "no-cache", true);
         }
       }
-      if (httpRequest2.headersList.contains("range", true)) {
-        httpRequest2.headersList.append("accept-encoding", "identity", true);
+      if (httpRequest3.headersList.contains("range", true)) {
+        httpRequest3.headersList.append("accept-encoding", "identity", true);
       }
-      if (!httpRequest2.headersList.contains("accept-encoding", true)) {
-        if (urlHasHttpsScheme(requestCurrentURL(httpRequest2))) {
-          httpRequest2.headersList.append("accept-encoding", "br, gzip, deflate", true);
+      if (!httpRequest3.headersList.contains("accept-encoding", true)) {
+        if (urlHasHttpsScheme(requestCurrentURL(httpRequest3))) {
+          httpRequest3.headersList.append("accept-encoding", "br, gzip, deflate", true);
         } else {
-          httpRequest2.headersList.append("accept-encoding", "gzip, deflate", true);
+          httpRequest3.headersList.append("accept-encoding", "gzip, deflate", true);
         }
       }
-      httpRequest2.headersList.delete("host", true);
+      httpRequest3.headersList.delete("host", true);
       if (includeCredentials) {
       }
       if (httpCache == null) {
-        httpRequest2.cache = "no-store";
+        httpRequest3.cache = "no-store";
       }
-      if (httpRequest2.cache !== "no-store" && httpRequest2.cache !== "reload") {
+      if (httpRequest3.cache !== "no-store" && httpRequest3.cache !== "reload") {
       }
       if (response == null) {
-        if (httpRequest2.cache === "only-if-cached") {
+        if (httpRequest3.cache === "only-if-cached") {
           return makeNetworkError("only if cached");
         }
         const forwardResponse = await httpNetworkFetch(
@@ -14312,7 +14312,7 @@ var require_fetch = __commonJS({
           includeCredentials,
           isNewConnectionFetch
         );
-        if (!safeMethodsSet.has(httpRequest2.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
+        if (!safeMethodsSet.has(httpRequest3.method) && forwardResponse.status >= 200 && forwardResponse.status <= 399) {
         }
         if (revalidatingFlag && forwardResponse.status === 304) {
         }
@@ -14320,8 +14320,8 @@ var require_fetch = __commonJS({
           response = forwardResponse;
         }
       }
-      response.urlList = [...httpRequest2.urlList];
-      if (httpRequest2.headersList.contains("range", true)) {
+      response.urlList = [...httpRequest3.urlList];
+      if (httpRequest3.headersList.contains("range", true)) {
         response.rangeRequested = true;
       }
       response.requestIncludesCredentials = includeCredentials;
@@ -17018,9 +17018,9 @@ var require_util7 = __commonJS({
     function isClosed(ws) {
       return ws[kReadyState] === states.CLOSED;
     }
-    function fireEvent(e, target, eventFactory = (type, init) => new Event(type, init), eventInitDict = {}) {
+    function fireEvent(e, target2, eventFactory = (type, init) => new Event(type, init), eventInitDict = {}) {
       const event = eventFactory(e, eventInitDict);
-      target.dispatchEvent(event);
+      target2.dispatchEvent(event);
     }
     function websocketMessageReceived(ws, type, data) {
       if (ws[kReadyState] !== states.OPEN) {
@@ -23812,58 +23812,58 @@ var require_fast_uri = __commonJS({
       return serialize2(resolved, schemelessOptions);
     }
     function resolveComponent(base, relative7, options2, skipNormalization) {
-      const target = {};
+      const target2 = {};
       if (!skipNormalization) {
         base = parse3(serialize2(base, options2), options2);
         relative7 = parse3(serialize2(relative7, options2), options2);
       }
       options2 = options2 || {};
       if (!options2.tolerant && relative7.scheme) {
-        target.scheme = relative7.scheme;
-        target.userinfo = relative7.userinfo;
-        target.host = relative7.host;
-        target.port = relative7.port;
-        target.path = removeDotSegments(relative7.path || "");
-        target.query = relative7.query;
+        target2.scheme = relative7.scheme;
+        target2.userinfo = relative7.userinfo;
+        target2.host = relative7.host;
+        target2.port = relative7.port;
+        target2.path = removeDotSegments(relative7.path || "");
+        target2.query = relative7.query;
       } else {
         if (relative7.userinfo !== void 0 || relative7.host !== void 0 || relative7.port !== void 0) {
-          target.userinfo = relative7.userinfo;
-          target.host = relative7.host;
-          target.port = relative7.port;
-          target.path = removeDotSegments(relative7.path || "");
-          target.query = relative7.query;
+          target2.userinfo = relative7.userinfo;
+          target2.host = relative7.host;
+          target2.port = relative7.port;
+          target2.path = removeDotSegments(relative7.path || "");
+          target2.query = relative7.query;
         } else {
           if (!relative7.path) {
-            target.path = base.path;
+            target2.path = base.path;
             if (relative7.query !== void 0) {
-              target.query = relative7.query;
+              target2.query = relative7.query;
             } else {
-              target.query = base.query;
+              target2.query = base.query;
             }
           } else {
             if (relative7.path[0] === "/") {
-              target.path = removeDotSegments(relative7.path);
+              target2.path = removeDotSegments(relative7.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative7.path;
+                target2.path = "/" + relative7.path;
               } else if (!base.path) {
-                target.path = relative7.path;
+                target2.path = relative7.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative7.path;
+                target2.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative7.path;
               }
-              target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
+              target2.path = base.scheme === void 0 && !baseHasAuthority && target2.path[0] !== "/" ? removeDotSegmentsRelative(target2.path) : removeDotSegments(target2.path);
             }
-            target.query = relative7.query;
+            target2.query = relative7.query;
           }
-          target.userinfo = base.userinfo;
-          target.host = base.host;
-          target.port = base.port;
+          target2.userinfo = base.userinfo;
+          target2.host = base.host;
+          target2.port = base.port;
         }
-        target.scheme = base.scheme;
+        target2.scheme = base.scheme;
       }
-      target.fragment = relative7.fragment;
-      return target;
+      target2.fragment = relative7.fragment;
+      return target2;
     }
     function equal(uriA, uriB, options2) {
       const normalizedA = normalizeComparableURI(uriA, options2);
@@ -33216,12 +33216,12 @@ var require_parser = __commonJS({
       }
       return prev.splice(i2, prev.length);
     }
-    function arrayPushArray(target, source) {
+    function arrayPushArray(target2, source) {
       if (source.length < 1e5)
-        Array.prototype.push.apply(target, source);
+        Array.prototype.push.apply(target2, source);
       else
         for (let i2 = 0; i2 < source.length; ++i2)
-          target.push(source[i2]);
+          target2.push(source[i2]);
     }
     function fixFlowSeqItems(fc) {
       if (fc.start.type === "flow-seq-start") {
@@ -43370,28 +43370,28 @@ var handler = {
   has({ scope }, methodName) {
     return endpointMethodsMap.get(scope).has(methodName);
   },
-  getOwnPropertyDescriptor(target, methodName) {
+  getOwnPropertyDescriptor(target2, methodName) {
     return {
-      value: this.get(target, methodName),
+      value: this.get(target2, methodName),
       // ensures method is in the cache
       configurable: true,
       writable: true,
       enumerable: true
     };
   },
-  defineProperty(target, methodName, descriptor) {
-    Object.defineProperty(target.cache, methodName, descriptor);
+  defineProperty(target2, methodName, descriptor) {
+    Object.defineProperty(target2.cache, methodName, descriptor);
     return true;
   },
-  deleteProperty(target, methodName) {
-    delete target.cache[methodName];
+  deleteProperty(target2, methodName) {
+    delete target2.cache[methodName];
     return true;
   },
   ownKeys({ scope }) {
     return [...endpointMethodsMap.get(scope).keys()];
   },
-  set(target, methodName, value2) {
-    return target.cache[methodName] = value2;
+  set(target2, methodName, value2) {
+    return target2.cache[methodName] = value2;
   },
   get({ octokit, scope, cache: cache2 }, methodName) {
     if (cache2[methodName]) {
@@ -45530,11 +45530,11 @@ function selectTarget(config, name) {
       hint: "set loop.target in hillclimb.yml or pass --target"
     });
   }
-  const target = config.targets[wanted];
-  if (!target) {
+  const target2 = config.targets[wanted];
+  if (!target2) {
     throw new ConfigError(config.file, "targets", `no target "${wanted}"; known: ${names.join(", ")}`);
   }
-  return target;
+  return target2;
 }
 function throwProblems(file, problems, line) {
   const first = problems[0];
@@ -54878,6 +54878,121 @@ var AgentSetupError = class extends HillclimbError {
   name = "AgentSetupError";
 };
 
+// src/agent/key-proxy.ts
+import {
+  createServer,
+  request as httpRequest
+} from "node:http";
+import { request as httpsRequest } from "node:https";
+import { connect as netConnect } from "node:net";
+import { connect as tlsConnect } from "node:tls";
+var PLACEHOLDER_KEY = "hillclimb-proxy-holds-the-key";
+var CREDENTIAL_HEADERS = ["authorization", "x-api-key", "proxy-authorization", "cookie"];
+var HOP_HEADERS = ["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"];
+async function startKeyProxy(opts) {
+  const upstream = new URL(opts.upstream);
+  const tls = upstream.protocol === "https:";
+  const port = Number(upstream.port) || (tls ? 443 : 80);
+  const refused = [];
+  const allowed = (method, url) => {
+    const path6 = new URL(url ?? "/", "http://x").pathname;
+    return opts.allow.some((a2) => a2.method === method && a2.path === path6);
+  };
+  const headersFor = (incoming) => {
+    const out = {};
+    for (const [k, v] of Object.entries(incoming)) {
+      if (v === void 0 || CREDENTIAL_HEADERS.includes(k) || HOP_HEADERS.includes(k)) continue;
+      out[k] = v;
+    }
+    out.host = upstream.host;
+    out[opts.credential.header] = opts.credential.value;
+    return out;
+  };
+  const refuse = (method, url) => {
+    refused.push(`${method} ${new URL(url ?? "/", "http://x").pathname}`);
+  };
+  const sockets = /* @__PURE__ */ new Set();
+  const server = createServer((req, res) => {
+    if (!allowed(req.method, req.url)) {
+      refuse(req.method, req.url);
+      res.writeHead(403, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "not forwarded by the harness", type: "forbidden" } }));
+      req.resume();
+      return;
+    }
+    const send = tls ? httpsRequest : httpRequest;
+    const out = send(
+      {
+        host: upstream.hostname,
+        port,
+        method: req.method,
+        path: target(req.url),
+        headers: headersFor(req.headers)
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
+        answer.pipe(res);
+      }
+    );
+    out.on("error", () => req.socket.destroy());
+    req.pipe(out);
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  server.on("upgrade", (req, client, head) => {
+    sockets.add(client);
+    client.on("close", () => sockets.delete(client));
+    if (!allowed(req.method, req.url) || req.headers.upgrade?.toLowerCase() !== "websocket") {
+      refuse(req.method, req.url);
+      client.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    const remote = tls ? tlsConnect({ host: upstream.hostname, port, servername: upstream.hostname }) : netConnect({ host: upstream.hostname, port });
+    sockets.add(remote);
+    remote.on("close", () => sockets.delete(remote));
+    remote.once(tls ? "secureConnect" : "connect", () => {
+      const headers = { ...headersFor(req.headers), connection: "Upgrade", upgrade: "websocket" };
+      const lines = Object.entries(headers).flatMap(
+        ([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${k}: ${x}`)
+      );
+      remote.write(`GET ${target(req.url)} HTTP/1.1\r
+${lines.join("\r\n")}\r
+\r
+`);
+      if (head.length > 0) remote.write(head);
+      remote.pipe(client);
+      client.pipe(remote);
+    });
+    remote.on("error", () => client.destroy());
+    remote.on("close", () => client.destroy());
+    client.on("error", () => remote.destroy());
+    client.on("close", () => remote.destroy());
+  });
+  await new Promise((resolve16) => server.listen(0, "127.0.0.1", resolve16));
+  const { port: local } = server.address();
+  return {
+    url: `http://127.0.0.1:${local}${upstream.pathname.replace(/\/+$/, "")}`,
+    refused,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve16) => server.close(() => resolve16()));
+    }
+  };
+}
+function target(url) {
+  const u2 = new URL(url ?? "/", "http://x");
+  return `${u2.pathname}${u2.search}`;
+}
+function stripHop(headers) {
+  const out = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== void 0 && !HOP_HEADERS.includes(k)) out[k] = v;
+  }
+  return out;
+}
+
 // src/agent/launch.ts
 import { existsSync as existsSync8, mkdirSync as mkdirSync11, readdirSync as readdirSync4, writeFileSync as writeFileSync5 } from "node:fs";
 import { homedir } from "node:os";
@@ -55092,6 +55207,9 @@ async function launchAgent(request2, launch) {
   });
   if (refused.length > 0)
     launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
+  if (launch.keyHeldByProxy) {
+    for (const k of launch.modelKeys) if (env[k] !== void 0) env[k] = PLACEHOLDER_KEY;
+  }
   let command = launch.command;
   let args = launch.args;
   const sandbox = request2.isolation?.sandbox;
@@ -55111,7 +55229,7 @@ async function launchAgent(request2, launch) {
       const dir = env[launch.configDir.env] ?? join8(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute4(dir) && existsSync8(dir)) {
         const copy = join8(sandbox.home, launch.configDir.defaultInHome);
-        secrets.push(...copyConfigFolder(dir, copy));
+        secrets.push(...copyConfigFolder(dir, copy, launch.keyHeldByProxy ? LOGIN_FILES : []));
         env[launch.configDir.env] = copy;
       }
     }
@@ -55160,10 +55278,12 @@ function argumentFiles(args, writable2) {
   return args.filter((a2) => isAbsolute4(a2) && !inside(a2) && existsSync8(a2));
 }
 var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
-function copyConfigFolder(from, to) {
+var LOGIN_FILES = ["auth.json", ".credentials.json"];
+function copyConfigFolder(from, to, omit2) {
   mkdirSync11(to, { recursive: true });
   const secrets = [];
   for (const name of readdirSync4(from)) {
+    if (omit2.includes(name)) continue;
     const src = join8(from, name);
     let data;
     try {
@@ -55236,6 +55356,21 @@ var ClaudeAgent = class {
   opts;
   name = "claude";
   async run(request2) {
+    const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
+    const apiKey = source.ANTHROPIC_API_KEY?.trim();
+    const upstream = source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL;
+    const proxy = apiKey ? await startKeyProxy({
+      upstream,
+      allow: claudeEndpoints(upstream),
+      credential: { header: "x-api-key", value: apiKey }
+    }) : void 0;
+    try {
+      return await this.runWith(request2, proxy);
+    } finally {
+      await proxy?.close();
+    }
+  }
+  async runWith(request2, proxy) {
     prepareResultFile(request2.resultFile);
     const args = claudeArgs({
       model: this.opts.model,
@@ -55252,7 +55387,8 @@ var ClaudeAgent = class {
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
-      extraEnv: CLAUDE_QUIET_ENV,
+      extraEnv: { ...CLAUDE_QUIET_ENV, ...proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {} },
+      keyHeldByProxy: proxy !== void 0,
       apiFailure: claudeApiFailure,
       configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
       setupFailure: claudeSetupFailure,
@@ -55272,9 +55408,22 @@ var ClaudeAgent = class {
       const fromMessage = finalResult(proc.result.stdout);
       if (fromMessage) [result, problem] = [fromMessage, void 0];
     }
+    if (proxy && proxy.refused.length > 0) {
+      this.opts.logger.warn(`claude: the key proxy refused ${proxy.refused.join(", ")}`);
+    }
     return toOutcome(proc, request2.logFile, result, problem);
   }
 };
+var ANTHROPIC_API_URL = "https://api.anthropic.com";
+function claudeEndpoints(base) {
+  const prefix = new URL(base).pathname.replace(/\/+$/, "");
+  return [
+    { method: "POST", path: `${prefix}/v1/messages` },
+    { method: "POST", path: `${prefix}/v1/messages/count_tokens` },
+    { method: "GET", path: `${prefix}/v1/models` },
+    { method: "HEAD", path: `${prefix}/api/hello` }
+  ];
+}
 function claudeArgs(i2) {
   const user = i2.extraArgs;
   const has = (...flags) => user.some((a2) => flags.some((f) => a2 === f || a2.startsWith(`${f}=`)));
@@ -55392,6 +55541,15 @@ var API_FAILURE2 = [
   /Reconnecting\.\.\. (?:\d+\/\d+|waiting for network)/
 ];
 var UNREACHABLE = /waiting for network|error sending request|connection refused|dns error|failed to lookup/i;
+var OPENAI_API_URL = "https://api.openai.com/v1";
+function codexEndpoints(base) {
+  const prefix = new URL(base).pathname.replace(/\/+$/, "");
+  return [
+    { method: "POST", path: `${prefix}/responses` },
+    { method: "GET", path: `${prefix}/responses` },
+    { method: "GET", path: `${prefix}/models` }
+  ];
+}
 var SETUP_FAILURE2 = [
   /unexpected status (?:401|403)\b/i,
   /\b401 Unauthorized\b/i,
@@ -55416,6 +55574,7 @@ var CodexAgent = class {
     rmSync5(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname11(request2.resultFile));
     const scratch = mkdtempSync3(join9(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
+    let proxy;
     try {
       const schemaFile = join9(scratch, "result.schema.json");
       writeFileSync6(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
@@ -55423,18 +55582,24 @@ var CodexAgent = class {
       const agentTmp = join9(scratch, "tmp");
       mkdirSync12(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
+      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
+      const baseUrl2 = nonEmpty(source.OPENAI_BASE_URL);
+      proxy = apiKey ? await startKeyProxy({
+        upstream: baseUrl2 ?? OPENAI_API_URL,
+        allow: codexEndpoints(baseUrl2 ?? OPENAI_API_URL),
+        credential: { header: "authorization", value: `Bearer ${apiKey}` }
+      }) : void 0;
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
         workdir: request2.workdir,
         lastMessageFile,
         schemaFile,
         resultDir: outsideOf(request2.workdir, dirname11(request2.resultFile)),
-        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
+        baseUrl: proxy?.url ?? baseUrl2,
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs
       });
-      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
       const proc = await launchAgent(request2, {
         agent: this.name,
         command: this.opts.binary,
@@ -55444,7 +55609,8 @@ var CodexAgent = class {
         modelKeys: CODEX_MODEL_KEYS,
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
-        extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: apiKey } : {} },
+        extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: PLACEHOLDER_KEY } : {} },
+        keyHeldByProxy: proxy !== void 0,
         apiFailure: codexApiFailure,
         configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
         setupFailure: codexSetupFailure,
@@ -55470,8 +55636,12 @@ var CodexAgent = class {
         const fromMessage = resultFromMessage(readFileSync12(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
+      if (proxy && proxy.refused.length > 0) {
+        this.opts.logger.warn(`codex: the key proxy refused ${proxy.refused.join(", ")}`);
+      }
       return toOutcome(proc, request2.logFile, result, problem);
     } finally {
+      await proxy?.close();
       rmSync5(scratch, { recursive: true, force: true });
     }
   }
@@ -55856,29 +56026,29 @@ function installOutputs(archive, outputs) {
   for (const entry of entries) {
     const parts = safeParts(entry.path);
     const [head, ...rest2] = parts ?? [];
-    let target;
+    let target2;
     if (head === "metrics.json" && rest2.length === 0 && entry.type === "file" && outputs.metrics) {
-      target = outputs.metrics;
+      target2 = outputs.metrics;
       installed.add("metrics");
     } else if (head === "junit.xml" && rest2.length === 0 && entry.type === "file" && outputs.junit) {
-      target = outputs.junit;
+      target2 = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target = join12(outputs.trace, ...rest2);
+      target2 = join12(outputs.trace, ...rest2);
       installed.add("trace");
     } else if (head === "programs" && outputs.programs) {
-      target = join12(outputs.programs, ...rest2);
+      target2 = join12(outputs.programs, ...rest2);
       installed.add("programs");
     }
-    if (target === void 0) {
+    if (target2 === void 0) {
       ignored.push(entry.path);
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync13(target, { recursive: true });
+      mkdirSync13(target2, { recursive: true });
     } else {
-      mkdirSync13(dirname14(target), { recursive: true });
-      writeFileSync8(target, entry.data);
+      mkdirSync13(dirname14(target2), { recursive: true });
+      writeFileSync8(target2, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -56137,7 +56307,7 @@ function labelValue(text3) {
 
 // src/compute/ray/client.ts
 import { request as httpRequestRaw } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { request as httpsRequest2 } from "node:https";
 var TERMINAL_STATUSES = ["STOPPED", "SUCCEEDED", "FAILED"];
 var RayApiError = class extends Error {
   constructor(message, status, body) {
@@ -56178,7 +56348,7 @@ var RayJobsClient = class {
     const url = new URL(`${this.address}${path6}`);
     let res;
     try {
-      res = await httpRequest(url, method, headers, payload, timeoutMs);
+      res = await httpRequest2(url, method, headers, payload, timeoutMs);
     } catch (e) {
       const err = e;
       throw new RayApiError(
@@ -56258,8 +56428,8 @@ var RayJobsClient = class {
     if (r.status !== 200) this.fail("PUT", path6, r);
   }
 };
-function httpRequest(url, method, headers, payload, timeoutMs) {
-  const send = url.protocol === "https:" ? httpsRequest : httpRequestRaw;
+function httpRequest2(url, method, headers, payload, timeoutMs) {
+  const send = url.protocol === "https:" ? httpsRequest2 : httpRequestRaw;
   return new Promise((resolve16, reject) => {
     const req = send(url, { method, headers }, (res) => {
       const chunks = [];
@@ -73561,8 +73731,8 @@ function checkPolicy2(p) {
     );
   }
 }
-function topUp(a2, b, target) {
-  return { a: Math.max(0, target - a2.length), b: Math.max(0, target - b.length) };
+function topUp(a2, b, target2) {
+  return { a: Math.max(0, target2 - a2.length), b: Math.max(0, target2 - b.length) };
 }
 function futilityBar(comparison, opts, nMax) {
   const { acceptBar, noiseCv, mdeSource } = comparison;
@@ -73579,8 +73749,8 @@ function maxLooks(policy) {
   return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
 }
 function perLookOptions(opts, policy) {
-  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
-  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
+  const target2 = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
+  return { ...opts, falseAcceptRate: target2 / maxLooks(policy) };
 }
 function decideNext(a2, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
   checkPolicy2(policy);
@@ -73619,11 +73789,11 @@ function decideNext(a2, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
     );
   }
   if (n2 >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
-  const target = Math.min(policy.nMax, n2 + policy.step);
+  const target2 = Math.min(policy.nMax, n2 + policy.step);
   const straddles = ci.hi > acceptBar ? `straddles the accept bar ${acceptBar.toFixed(4)}` : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
   return {
     action: "more",
-    addRuns: topUp(a2, b, target),
+    addRuns: topUp(a2, b, target2),
     reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
     comparison
   };
@@ -74971,9 +75141,9 @@ function historyFile(stateDir) {
 function appendHistory(stateDir, row) {
   appendLineDurable(historyFile(stateDir), JSON.stringify(row));
 }
-function readHistory(stateDir, target) {
+function readHistory(stateDir, target2) {
   const { rows } = readJsonLines(historyFile(stateDir));
-  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target === void 0 || r.target === target));
+  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target2 === void 0 || r.target === target2));
 }
 function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
   const m = ev.measurement;
@@ -77085,11 +77255,11 @@ function isCustomCall(category, longName, opName) {
   if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
   return customCallKindOfName(baseOpName(opName)) !== void 0;
 }
-function customCallKind(target) {
-  if (/^(tpu_custom_call|mosaic|__gpu\$xla\.gpu\.triton)|triton|mosaic/i.test(target)) return "pallas";
-  if (/^te_.*_ffi$|^te_/.test(target)) return "te-ffi";
-  if (/^__cudnn\$|^cudnn/i.test(target)) return "cudnn";
-  if (/^__cublas|^cublas|hipblas|rocblas/i.test(target)) return "cublas";
+function customCallKind(target2) {
+  if (/^(tpu_custom_call|mosaic|__gpu\$xla\.gpu\.triton)|triton|mosaic/i.test(target2)) return "pallas";
+  if (/^te_.*_ffi$|^te_/.test(target2)) return "te-ffi";
+  if (/^__cudnn\$|^cudnn/i.test(target2)) return "cudnn";
+  if (/^__cublas|^cublas|hipblas|rocblas/i.test(target2)) return "cublas";
   return "other";
 }
 function customCallKindOfName(base) {
@@ -80615,15 +80785,15 @@ var ELEMENTWISE = /* @__PURE__ */ new Set([
 var CONV_TARGETS = /^__cudnn\$conv/;
 var GEMM_TARGETS = /^__cublas\$(gemm|lt\$matmul)/;
 function instructionCost(module2, inst) {
-  const target = inst.opcode === "custom-call" ? inst.customCallTarget : void 0;
+  const target2 = inst.opcode === "custom-call" ? inst.customCallTarget : void 0;
   const base = {
     flops: 0,
     bytes: ioBytes(module2, inst),
     dtype: dtypeOf(module2, inst),
     opcode: inst.opcode,
     fusionKind: inst.fusionKind,
-    customCall: target === void 0 ? void 0 : customCallKind(target),
-    target
+    customCall: target2 === void 0 ? void 0 : customCallKind(target2),
+    target: target2
   };
   return { ...base, flops: flopsOf(module2, inst, /* @__PURE__ */ new Set()) };
 }
@@ -80675,9 +80845,9 @@ function dotFlops(module2, inst, lhsContracting) {
   return FMA_FLOPS * elementCount(resultArray(inst.shape)) * contracting;
 }
 function customCallFlops(module2, inst) {
-  const target = inst.customCallTarget;
-  if (CONV_TARGETS.test(target)) return convolutionFlops(module2, inst, resultArray(inst.shape));
-  if (GEMM_TARGETS.test(target)) {
+  const target2 = inst.customCallTarget;
+  if (CONV_TARGETS.test(target2)) return convolutionFlops(module2, inst, resultArray(inst.shape));
+  if (GEMM_TARGETS.test(target2)) {
     const dims = gemmContracting(inst.backendConfig);
     return dims === void 0 ? void 0 : dotFlops(module2, inst, dims);
   }
@@ -81104,8 +81274,8 @@ function customCallRows(counted, ctx) {
 function customCallKindOf(list) {
   for (const c3 of list) if (c3.cost?.customCall !== void 0) return c3.cost.customCall;
   const op = list[0].op;
-  const target = /custom_call_target="([^"]+)"/.exec(op.longName ?? "")?.[1];
-  if (target !== void 0) return customCallKind(target);
+  const target2 = /custom_call_target="([^"]+)"/.exec(op.longName ?? "")?.[1];
+  if (target2 !== void 0) return customCallKind(target2);
   return customCallKindOfName(op.baseName) ?? "other";
 }
 function heaviestKey(list, keyOf) {
@@ -82440,10 +82610,10 @@ import { join as join39 } from "node:path";
 
 // src/loop/drivers/preflight.ts
 import { existsSync as existsSync29 } from "node:fs";
-function preflight(config, target, needs) {
+function preflight(config, target2, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
-  if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
+  if (gateRunsHere && usesPlaceholder(target2.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
     if (!existsSync29(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
@@ -82664,12 +82834,12 @@ var PHASE_STEPS = {
   publish: ["record", "publish"],
   all: STEPS
 };
-function historyKey(target) {
-  return `history/${target}.jsonl`;
+function historyKey(target2) {
+  return `history/${target2}.jsonl`;
 }
 async function openPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const target = selectTarget(config, opts.target);
+  const target2 = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
@@ -82680,7 +82850,7 @@ async function openPhase(phase, opts) {
       }
     );
   }
-  preflight(config, target, {
+  preflight(config, target2, {
     agent: steps.includes("propose"),
     cpuGate: steps.includes("cpu-gate"),
     dryRun: opts.dryRun
@@ -82692,12 +82862,12 @@ async function openPhase(phase, opts) {
     logger: opts.logger,
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
-  await pullHistory(store, stateDir, target.name);
+  await pullHistory(store, stateDir, target2.name);
   const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
   const opened = await openLoopContext(config, {
-    target,
+    target: target2,
     runId: opts.runId,
     steps,
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
@@ -82705,7 +82875,7 @@ async function openPhase(phase, opts) {
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === "all",
     logger: opts.logger,
-    progress: (line) => (opts.progress ?? opts.logger.info)(`[${iterationDirName(opts.iteration)} ${target.name}] ${line}`),
+    progress: (line) => (opts.progress ?? opts.logger.info)(`[${iterationDirName(opts.iteration)} ${target2.name}] ${line}`),
     ...opts.signal ? { signal: opts.signal } : {},
     dryRun: Boolean(opts.dryRun),
     store,
@@ -82715,7 +82885,7 @@ async function openPhase(phase, opts) {
 }
 async function runPhase(phase, opts) {
   const { ctx, bundle, existing, refused, openBackends, close } = await openPhase(phase, opts);
-  const { stateDir, target, git: git2, store } = ctx;
+  const { stateDir, target: target2, git: git2, store } = ctx;
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
   try {
@@ -82726,7 +82896,7 @@ async function runPhase(phase, opts) {
           exitCode: ExitCode2.badInput
         });
       }
-      const fromHistory = championFromHistory(stateDir, target.name);
+      const fromHistory = championFromHistory(stateDir, target2.name);
       const base = opts.base ?? fromHistory?.commit ?? await git2.head();
       const commit2 = await git2.revParse(base);
       const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
@@ -82737,7 +82907,7 @@ async function runPhase(phase, opts) {
     if (existing && takesOver(phase)) {
       const local = readLocalAttestation(trustFile);
       const trustedBase = opts.base ?? local?.champion;
-      const fromHistory = championFromHistory(stateDir, target.name);
+      const fromHistory = championFromHistory(stateDir, target2.name);
       await acceptBundle(ctx, bundle, phase, {
         iteration: opts.iteration,
         refused,
@@ -82755,7 +82925,7 @@ async function runPhase(phase, opts) {
     }
     await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
-    if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
+    if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target2.name);
     const attestation = attest(ctx, bundle, evidence, phase);
     writeLocalAttestation(trustFile, attestation);
     return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
@@ -82770,10 +82940,10 @@ function attest(ctx, bundle, ev, phase) {
   const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
   return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
 }
-function championFromHistory(stateDir, target) {
-  const last = readHistory(stateDir, target).at(-1);
+function championFromHistory(stateDir, target2) {
+  const last = readHistory(stateDir, target2).at(-1);
   if (!last) return void 0;
-  const promoted = readHistory(stateDir, target).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
+  const promoted = readHistory(stateDir, target2).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
   return { commit: last.championAfter, ...promoted?.branch ? { branch: promoted.branch } : {} };
 }
 async function ensureCandidateCommits(git2, bundle, runId, iteration) {
@@ -82788,11 +82958,11 @@ async function ensureCandidateCommits(git2, bundle, runId, iteration) {
   }
   await git2.fetchBundle(file, candidateRef(runId, iteration));
 }
-async function pullHistory(store, stateDir, target) {
+async function pullHistory(store, stateDir, target2) {
   if (store.name === "local") return;
   try {
     const keys = await store.list("history/");
-    if (keys.includes(historyKey(target))) await store.get(historyKey(target), historyFile(stateDir));
+    if (keys.includes(historyKey(target2))) await store.get(historyKey(target2), historyFile(stateDir));
   } catch (e) {
     throw new HillclimbError(`could not read the history from the ${store.name} store: ${errorMessage(e)}`, {
       hint: isHillclimbError(e) && e.hint ? e.hint : `check the ${store.name} store's settings and token`,
@@ -82800,9 +82970,9 @@ async function pullHistory(store, stateDir, target) {
     });
   }
 }
-async function pushHistory(store, stateDir, target) {
+async function pushHistory(store, stateDir, target2) {
   if (store.name === "local" || !existsSync31(historyFile(stateDir))) return;
-  await store.put(historyKey(target), historyFile(stateDir));
+  await store.put(historyKey(target2), historyFile(stateDir));
 }
 function trustedStart(value2) {
   const now = (/* @__PURE__ */ new Date()).toISOString();
@@ -82868,7 +83038,7 @@ function setOutputs(outputs) {
 
 // src/actions/phase.ts
 function phaseOptions(logger) {
-  const target = optionalText("target");
+  const target2 = optionalText("target");
   const iterations = positiveInteger("iterations");
   const base = optionalText("base");
   const runStartedAt = optionalText("run-started-at");
@@ -82878,7 +83048,7 @@ function phaseOptions(logger) {
   return {
     configFile: resolve15(optionalText("config") ?? "hillclimb.yml"),
     overrides: configOverrides(),
-    ...target ? { target } : {},
+    ...target2 ? { target: target2 } : {},
     runId: requiredText("run-id"),
     iteration: positiveInteger("iteration", { required: true }),
     ...iterations ? { totalIterations: iterations } : {},

@@ -38,6 +38,7 @@ import {
   type AgentResult,
   AgentSetupError,
 } from '../agent.js';
+import { type KeyProxy, startKeyProxy } from '../key-proxy.js';
 import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
 import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
@@ -131,6 +132,25 @@ export class ClaudeAgent implements Agent {
   constructor(private readonly opts: ClaudeOptions) {}
 
   async run(request: AgentRequest): Promise<AgentOutcome> {
+    const source = { ...(this.opts.sourceEnv ?? process.env), ...request.env };
+    const apiKey = source.ANTHROPIC_API_KEY?.trim();
+    // With an API key, the harness holds it: Claude Code talks to the key proxy with a placeholder.
+    const upstream = source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL;
+    const proxy = apiKey
+      ? await startKeyProxy({
+          upstream,
+          allow: claudeEndpoints(upstream),
+          credential: { header: 'x-api-key', value: apiKey },
+        })
+      : undefined;
+    try {
+      return await this.runWith(request, proxy);
+    } finally {
+      await proxy?.close();
+    }
+  }
+
+  private async runWith(request: AgentRequest, proxy: KeyProxy | undefined): Promise<AgentOutcome> {
     prepareResultFile(request.resultFile);
     const args = claudeArgs({
       model: this.opts.model,
@@ -149,7 +169,8 @@ export class ClaudeAgent implements Agent {
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
-      extraEnv: CLAUDE_QUIET_ENV,
+      extraEnv: { ...CLAUDE_QUIET_ENV, ...(proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {}) },
+      keyHeldByProxy: proxy !== undefined,
       apiFailure: claudeApiFailure,
       configDir: { env: 'CLAUDE_CONFIG_DIR', defaultInHome: '.claude' },
       setupFailure: claudeSetupFailure,
@@ -169,8 +190,28 @@ export class ClaudeAgent implements Agent {
       const fromMessage = finalResult(proc.result.stdout);
       if (fromMessage) [result, problem] = [fromMessage, undefined];
     }
+    if (proxy && proxy.refused.length > 0) {
+      this.opts.logger.warn(`claude: the key proxy refused ${proxy.refused.join(', ')}`);
+    }
     return toOutcome(proc, request.logFile, result, problem);
   }
+}
+
+const ANTHROPIC_API_URL = 'https://api.anthropic.com';
+
+/**
+ * What Claude Code 2.1 asks of the API in print mode (seen with the real binary against the fake
+ * server): the Messages API, token counting, the model list and its connectivity probe. All the key
+ * proxy forwards.
+ */
+function claudeEndpoints(base: string): Array<{ method: string; path: string }> {
+  const prefix = new URL(base).pathname.replace(/\/+$/, '');
+  return [
+    { method: 'POST', path: `${prefix}/v1/messages` },
+    { method: 'POST', path: `${prefix}/v1/messages/count_tokens` },
+    { method: 'GET', path: `${prefix}/v1/models` },
+    { method: 'HEAD', path: `${prefix}/api/hello` },
+  ];
 }
 
 export interface ClaudeArgsInput {

@@ -51,6 +51,7 @@ import { dirname, join } from 'node:path';
 import type { ExecResult } from '../../exec/index.js';
 import type { Logger } from '../../util/index.js';
 import { type Agent, type AgentOutcome, type AgentRequest, AgentSetupError } from '../agent.js';
+import { type KeyProxy, PLACEHOLDER_KEY, startKeyProxy } from '../key-proxy.js';
 import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
 import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
@@ -109,6 +110,21 @@ const API_FAILURE = [
 const UNREACHABLE =
   /waiting for network|error sending request|connection refused|dns error|failed to lookup/i;
 
+const OPENAI_API_URL = 'https://api.openai.com/v1';
+
+/**
+ * What `codex exec` asks of the Responses API (codex-rs/codex-api: the WebSocket transport's GET and
+ * the HTTP fallback's POST on {base}/responses, and the model list): all the key proxy forwards.
+ */
+function codexEndpoints(base: string): Array<{ method: string; path: string }> {
+  const prefix = new URL(base).pathname.replace(/\/+$/, '');
+  return [
+    { method: 'POST', path: `${prefix}/responses` },
+    { method: 'GET', path: `${prefix}/responses` },
+    { method: 'GET', path: `${prefix}/models` },
+  ];
+}
+
 /** The API refused the credentials: no retry can fix it. */
 const SETUP_FAILURE = [
   /unexpected status (?:401|403)\b/i,
@@ -144,6 +160,7 @@ export class CodexAgent implements Agent {
     // write) even in the sandbox, that never ends up in its change.
     const resultDir = outsideOf(request.workdir, dirname(request.resultFile));
     const scratch = mkdtempSync(join(resultDir ?? tmpdir(), resultDir ? '.codex-' : 'hc-codex-'));
+    let proxy: KeyProxy | undefined;
     try {
       const schemaFile = join(scratch, 'result.schema.json');
       writeFileSync(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}\n`);
@@ -152,18 +169,27 @@ export class CodexAgent implements Agent {
       const agentTmp = join(scratch, 'tmp');
       mkdirSync(agentTmp);
       const source = { ...(this.opts.sourceEnv ?? process.env), ...request.env };
+      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
+      const baseUrl = nonEmpty(source.OPENAI_BASE_URL);
+      // With an API key, the harness holds it: codex talks to the key proxy with a placeholder.
+      proxy = apiKey
+        ? await startKeyProxy({
+            upstream: baseUrl ?? OPENAI_API_URL,
+            allow: codexEndpoints(baseUrl ?? OPENAI_API_URL),
+            credential: { header: 'authorization', value: `Bearer ${apiKey}` },
+          })
+        : undefined;
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request.isolation?.sandbox),
         workdir: request.workdir,
         lastMessageFile,
         schemaFile,
         resultDir: outsideOf(request.workdir, dirname(request.resultFile)),
-        baseUrl: nonEmpty(source.OPENAI_BASE_URL),
+        baseUrl: proxy?.url ?? baseUrl,
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
         extraArgs: this.opts.extraArgs,
       });
-      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
       const proc = await launchAgent(request, {
         agent: this.name,
         command: this.opts.binary,
@@ -173,7 +199,8 @@ export class CodexAgent implements Agent {
         modelKeys: CODEX_MODEL_KEYS,
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
-        extraEnv: { TMPDIR: agentTmp, ...(apiKey ? { CODEX_API_KEY: apiKey } : {}) },
+        extraEnv: { TMPDIR: agentTmp, ...(apiKey ? { CODEX_API_KEY: PLACEHOLDER_KEY } : {}) },
+        keyHeldByProxy: proxy !== undefined,
         apiFailure: codexApiFailure,
         configDir: { env: 'CODEX_HOME', defaultInHome: '.codex' },
         setupFailure: codexSetupFailure,
@@ -203,8 +230,12 @@ export class CodexAgent implements Agent {
       }
       // What the agent changed stays in its working tree: the loop takes it from there as plain files
       // (workspace/agent-tree.ts) and never runs git in a repository the agent could rewrite.
+      if (proxy && proxy.refused.length > 0) {
+        this.opts.logger.warn(`codex: the key proxy refused ${proxy.refused.join(', ')}`);
+      }
       return toOutcome(proc, request.logFile, result, problem);
     } finally {
+      await proxy?.close();
       rmSync(scratch, { recursive: true, force: true });
     }
   }
