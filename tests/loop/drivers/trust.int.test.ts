@@ -99,6 +99,20 @@ describe('phases across jobs', () => {
     expect(gate.evidence.gates.cpu).toBeUndefined(); // the gate never ran on it
   });
 
+  it("a bundle's own dry-run flag is not believed: the flag follows the job", async () => {
+    const agentJob = join(t.dir, 'dry1');
+    const base = makeToyRepo(agentJob, [STANDARD_PATCHES[0]!]);
+    await phase(agentJob, 'propose');
+    const file = nextJob(agentJob, join(t.dir, 'dry2'));
+    // A forged "dry run" would make a real job's missing verdict look intended.
+    tamper(file, (ev) => {
+      ev.dryRun = true;
+    });
+    const gate = await phase(join(t.dir, 'dry2'), 'cpu-gate', { base });
+    expect(gate.evidence.dryRun).toBeUndefined();
+    expect(gate.evidence.gates.cpu?.status).toBe('passed');
+  });
+
   it('a planted measurement is thrown away: the measuring job measures for itself', async () => {
     const agentJob = join(t.dir, 'b1');
     const base = makeToyRepo(agentJob, [STANDARD_PATCHES[2]!]); // no speed change
