@@ -82656,6 +82656,7 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
   if (ctx.dryRun) ev.dryRun = true;
+  else delete ev.dryRun;
   if (opts.trustedBase === void 0) {
     throw new HillclimbError(
       `${bundle.dir} was made by another job, and no champion was given to check it against`,
