@@ -14,8 +14,8 @@
  * OAuth token) there is no key to send, and nothing is checked.
  */
 import { ExitCode, HillclimbError, type Logger } from '../util/index.js';
-import { claudeKeyHint } from './agents/claude.js';
-import { codexKeyHint } from './agents/codex.js';
+import { claudeCredentials, claudeKeyHint } from './agents/claude.js';
+import { codexCredentials, codexKeyHint } from './agents/codex.js';
 
 export interface ModelApiCheck {
   /** The request to make, or why nothing is checked. */
@@ -33,23 +33,21 @@ const RETRY_AFTER_MS = 2_000;
 /** The check for this agent kind and environment; undefined when there is no key to check. */
 export function modelApiCheck(kind: string, env: NodeJS.ProcessEnv): ModelApiCheck | undefined {
   if (kind === 'codex') {
-    const key = nonEmpty(env.CODEX_API_KEY) ?? nonEmpty(env.OPENAI_API_KEY);
-    if (!key) return undefined;
-    const base = nonEmpty(env.OPENAI_BASE_URL);
+    const { apiKey, baseUrl, url } = codexCredentials(env);
+    if (!apiKey) return undefined;
     return {
-      url: `${(base ?? 'https://api.openai.com/v1').replace(/\/+$/, '')}/models`,
-      headers: { authorization: `Bearer ${key}` },
-      keyHint: codexKeyHint(env, base),
+      url: `${url.replace(/\/+$/, '')}/models`,
+      headers: { authorization: `Bearer ${apiKey}` },
+      keyHint: codexKeyHint(env, baseUrl),
       urlVariable: 'OPENAI_BASE_URL',
     };
   }
   if (kind === 'claude') {
-    const key = nonEmpty(env.ANTHROPIC_API_KEY);
-    if (!key) return undefined;
-    const base = nonEmpty(env.ANTHROPIC_BASE_URL) ?? 'https://api.anthropic.com';
+    const { apiKey, url } = claudeCredentials(env);
+    if (!apiKey) return undefined;
     return {
-      url: `${base.replace(/\/+$/, '')}/v1/models`,
-      headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+      url: `${url.replace(/\/+$/, '')}/v1/models`,
+      headers: { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' },
       keyHint: claudeKeyHint(env),
       urlVariable: 'ANTHROPIC_BASE_URL',
     };
@@ -109,9 +107,4 @@ function connectFailure(e: unknown): string {
   const cause = (e as { cause?: { code?: string; message?: string } }).cause;
   if (cause?.code === 'ECONNREFUSED') return 'connection refused';
   return cause?.message ?? (e instanceof Error ? e.message : String(e));
-}
-
-function nonEmpty(v: string | undefined): string | undefined {
-  const t = v?.trim();
-  return t ? t : undefined;
 }

@@ -55368,8 +55368,7 @@ var ClaudeAgent = class {
   name = "claude";
   async run(request2) {
     const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
-    const apiKey = source.ANTHROPIC_API_KEY?.trim();
-    const upstream = source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL;
+    const { apiKey, url: upstream } = claudeCredentials(source);
     const proxy = apiKey ? await startKeyProxy({
       upstream,
       allow: claudeEndpoints(upstream),
@@ -55426,6 +55425,12 @@ var ClaudeAgent = class {
   }
 };
 var ANTHROPIC_API_URL = "https://api.anthropic.com";
+function claudeCredentials(source) {
+  return {
+    apiKey: source.ANTHROPIC_API_KEY?.trim() || void 0,
+    url: source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL
+  };
+}
 function claudeEndpoints(base) {
   const prefix = new URL(base).pathname.replace(/\/+$/, "");
   return [
@@ -55553,6 +55558,14 @@ var API_FAILURE2 = [
 ];
 var UNREACHABLE = /waiting for network|error sending request|connection refused|dns error|failed to lookup/i;
 var OPENAI_API_URL = "https://api.openai.com/v1";
+function codexCredentials(source) {
+  const baseUrl2 = nonEmpty(source.OPENAI_BASE_URL);
+  return {
+    apiKey: nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY),
+    baseUrl: baseUrl2,
+    url: baseUrl2 ?? OPENAI_API_URL
+  };
+}
 function codexEndpoints(base) {
   const prefix = new URL(base).pathname.replace(/\/+$/, "");
   return [
@@ -55593,11 +55606,10 @@ var CodexAgent = class {
       const agentTmp = join9(scratch, "tmp");
       mkdirSync12(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
-      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
-      const baseUrl2 = nonEmpty(source.OPENAI_BASE_URL);
+      const { apiKey, baseUrl: baseUrl2, url } = codexCredentials(source);
       proxy = apiKey ? await startKeyProxy({
-        upstream: baseUrl2 ?? OPENAI_API_URL,
-        allow: codexEndpoints(baseUrl2 ?? OPENAI_API_URL),
+        upstream: url,
+        allow: codexEndpoints(url),
         credential: { header: "authorization", value: `Bearer ${apiKey}` }
       }) : void 0;
       const args = codexArgs({
@@ -55869,23 +55881,21 @@ var CHECK_TIMEOUT_MS = 1e4;
 var RETRY_AFTER_MS = 2e3;
 function modelApiCheck(kind, env) {
   if (kind === "codex") {
-    const key = nonEmpty2(env.CODEX_API_KEY) ?? nonEmpty2(env.OPENAI_API_KEY);
-    if (!key) return void 0;
-    const base = nonEmpty2(env.OPENAI_BASE_URL);
+    const { apiKey, baseUrl: baseUrl2, url } = codexCredentials(env);
+    if (!apiKey) return void 0;
     return {
-      url: `${(base ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/models`,
-      headers: { authorization: `Bearer ${key}` },
-      keyHint: codexKeyHint(env, base),
+      url: `${url.replace(/\/+$/, "")}/models`,
+      headers: { authorization: `Bearer ${apiKey}` },
+      keyHint: codexKeyHint(env, baseUrl2),
       urlVariable: "OPENAI_BASE_URL"
     };
   }
   if (kind === "claude") {
-    const key = nonEmpty2(env.ANTHROPIC_API_KEY);
-    if (!key) return void 0;
-    const base = nonEmpty2(env.ANTHROPIC_BASE_URL) ?? "https://api.anthropic.com";
+    const { apiKey, url } = claudeCredentials(env);
+    if (!apiKey) return void 0;
     return {
-      url: `${base.replace(/\/+$/, "")}/v1/models`,
-      headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
+      url: `${url.replace(/\/+$/, "")}/v1/models`,
+      headers: { "x-api-key": apiKey, "anthropic-version": "2023-06-01" },
       keyHint: claudeKeyHint(env),
       urlVariable: "ANTHROPIC_BASE_URL"
     };
@@ -55933,10 +55943,6 @@ function connectFailure(e) {
   const cause = e.cause;
   if (cause?.code === "ECONNREFUSED") return "connection refused";
   return cause?.message ?? (e instanceof Error ? e.message : String(e));
-}
-function nonEmpty2(v) {
-  const t = v?.trim();
-  return t ? t : void 0;
 }
 
 // src/compute/backend.ts

@@ -55357,8 +55357,7 @@ var ClaudeAgent = class {
   name = "claude";
   async run(request2) {
     const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
-    const apiKey = source.ANTHROPIC_API_KEY?.trim();
-    const upstream = source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL;
+    const { apiKey, url: upstream } = claudeCredentials(source);
     const proxy = apiKey ? await startKeyProxy({
       upstream,
       allow: claudeEndpoints(upstream),
@@ -55415,6 +55414,12 @@ var ClaudeAgent = class {
   }
 };
 var ANTHROPIC_API_URL = "https://api.anthropic.com";
+function claudeCredentials(source) {
+  return {
+    apiKey: source.ANTHROPIC_API_KEY?.trim() || void 0,
+    url: source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL
+  };
+}
 function claudeEndpoints(base) {
   const prefix = new URL(base).pathname.replace(/\/+$/, "");
   return [
@@ -55542,6 +55547,14 @@ var API_FAILURE2 = [
 ];
 var UNREACHABLE = /waiting for network|error sending request|connection refused|dns error|failed to lookup/i;
 var OPENAI_API_URL = "https://api.openai.com/v1";
+function codexCredentials(source) {
+  const baseUrl2 = nonEmpty(source.OPENAI_BASE_URL);
+  return {
+    apiKey: nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY),
+    baseUrl: baseUrl2,
+    url: baseUrl2 ?? OPENAI_API_URL
+  };
+}
 function codexEndpoints(base) {
   const prefix = new URL(base).pathname.replace(/\/+$/, "");
   return [
@@ -55582,11 +55595,10 @@ var CodexAgent = class {
       const agentTmp = join9(scratch, "tmp");
       mkdirSync12(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
-      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
-      const baseUrl2 = nonEmpty(source.OPENAI_BASE_URL);
+      const { apiKey, baseUrl: baseUrl2, url } = codexCredentials(source);
       proxy = apiKey ? await startKeyProxy({
-        upstream: baseUrl2 ?? OPENAI_API_URL,
-        allow: codexEndpoints(baseUrl2 ?? OPENAI_API_URL),
+        upstream: url,
+        allow: codexEndpoints(url),
         credential: { header: "authorization", value: `Bearer ${apiKey}` }
       }) : void 0;
       const args = codexArgs({

@@ -133,9 +133,8 @@ export class ClaudeAgent implements Agent {
 
   async run(request: AgentRequest): Promise<AgentOutcome> {
     const source = { ...(this.opts.sourceEnv ?? process.env), ...request.env };
-    const apiKey = source.ANTHROPIC_API_KEY?.trim();
     // With an API key, the harness holds it: Claude Code talks to the key proxy with a placeholder.
-    const upstream = source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL;
+    const { apiKey, url: upstream } = claudeCredentials(source);
     const proxy = apiKey
       ? await startKeyProxy({
           upstream,
@@ -198,6 +197,17 @@ export class ClaudeAgent implements Agent {
 }
 
 const ANTHROPIC_API_URL = 'https://api.anthropic.com';
+
+/**
+ * The API key Claude Code would send (an OAuth token is not one) and the endpoint, as its documented
+ * variables say; the key proxy and the key check before a run read them here.
+ */
+export function claudeCredentials(source: NodeJS.ProcessEnv): { apiKey: string | undefined; url: string } {
+  return {
+    apiKey: source.ANTHROPIC_API_KEY?.trim() || undefined,
+    url: source.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_API_URL,
+  };
+}
 
 /**
  * What Claude Code 2.1 asks of the API in print mode (seen with the real binary against the fake

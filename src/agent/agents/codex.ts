@@ -113,6 +113,24 @@ const UNREACHABLE =
 const OPENAI_API_URL = 'https://api.openai.com/v1';
 
 /**
+ * The key codex would send and the endpoint it would send it to, as its documented variables say
+ * (`baseUrl` is undefined when OPENAI_BASE_URL is unset; `url` is then the default). The key proxy
+ * and the key check before a run read them here, so both agree with the CLI.
+ */
+export function codexCredentials(source: NodeJS.ProcessEnv): {
+  apiKey: string | undefined;
+  baseUrl: string | undefined;
+  url: string;
+} {
+  const baseUrl = nonEmpty(source.OPENAI_BASE_URL);
+  return {
+    apiKey: nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY),
+    baseUrl,
+    url: baseUrl ?? OPENAI_API_URL,
+  };
+}
+
+/**
  * What `codex exec` asks of the Responses API (codex-rs/codex-api: the WebSocket transport's GET and
  * the HTTP fallback's POST on {base}/responses, and the model list): all the key proxy forwards.
  */
@@ -169,13 +187,12 @@ export class CodexAgent implements Agent {
       const agentTmp = join(scratch, 'tmp');
       mkdirSync(agentTmp);
       const source = { ...(this.opts.sourceEnv ?? process.env), ...request.env };
-      const apiKey = nonEmpty(source.CODEX_API_KEY) ?? nonEmpty(source.OPENAI_API_KEY);
-      const baseUrl = nonEmpty(source.OPENAI_BASE_URL);
+      const { apiKey, baseUrl, url } = codexCredentials(source);
       // With an API key, the harness holds it: codex talks to the key proxy with a placeholder.
       proxy = apiKey
         ? await startKeyProxy({
-            upstream: baseUrl ?? OPENAI_API_URL,
-            allow: codexEndpoints(baseUrl ?? OPENAI_API_URL),
+            upstream: url,
+            allow: codexEndpoints(url),
             credential: { header: 'authorization', value: `Bearer ${apiKey}` },
           })
         : undefined;
