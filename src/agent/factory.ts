@@ -62,6 +62,7 @@ export const agents = new Registry<AgentBuilder>('agent', [
       }
       return new CommandAgent({
         command: c.agent.command.command,
+        network: c.agent.command.network,
         passEnv: c.agent.pass_env ?? [],
         logger: o.logger,
       });

@@ -8,7 +8,13 @@
  * Both transports the CLIs use pass through: HTTP requests with streamed (SSE) answers, and WebSocket
  * upgrades (codex's Responses transport), whose handshake gets the credential and whose bytes are then
  * piped both ways.
+ *
+ * It listens twice: on the loopback (an agent run without the sandbox), and on a UNIX socket in a
+ * private folder, which the sandbox binds into an agent's network namespace of its own as its only way
+ * out (src/exec/loopback-forward.ts), on the same port, so the base URL is the same either way.
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
 import {
   createServer,
   request as httpRequest,
@@ -16,7 +22,9 @@ import {
   type IncomingMessage,
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { connect as netConnect, type Socket } from 'node:net';
+import { createServer as createNetServer, connect as netConnect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 
@@ -35,6 +43,10 @@ export interface KeyProxyOptions {
 export interface KeyProxy {
   /** The base URL to give the CLI: the proxy's origin plus the upstream's path. */
   url: string;
+  /** The loopback port of `url`. */
+  port: number;
+  /** The same proxy on a UNIX socket, for a sandbox's forward. */
+  socket: string;
   /** Requests refused (`METHOD path`), for the log and for tests. */
   refused: string[];
   close(): Promise<void>;
@@ -129,14 +141,38 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
     client.on('close', () => remote.destroy());
   });
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The socket's folder is private (mkdtemp: 0700), so only this user can connect outside the sandbox.
+  const dir = mkdtempSync(join(tmpdir(), 'hillclimb-key-proxy-'));
+  const socket = join(dir, 'model-api.sock');
+  const unix = createNetServer((s) => server.emit('connection', s));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    await new Promise<void>((resolve, reject) => {
+      unix.once('error', reject);
+      unix.listen(socket, resolve);
+    });
+  } catch (e) {
+    server.close();
+    unix.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   const { port: local } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${local}${upstream.pathname.replace(/\/+$/, '')}`,
+    port: local,
+    socket,
     refused,
     async close() {
       for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([
+        new Promise<void>((resolve) => server.close(() => resolve())),
+        new Promise<void>((resolve) => unix.close(() => resolve())),
+      ]);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

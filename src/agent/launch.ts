@@ -4,11 +4,13 @@
  * prompt, log file, timeouts and signal. Each adapter adds only what is its own: the command, its model
  * keys and settings, how it recognizes an API failure, the folder it keeps its login in.
  *
- * With `request.isolation.sandbox` the process runs in the namespace sandbox (src/exec/sandbox.ts) with
- * the network shared (it talks to its model API): it sees its repository, its output folder, a HOME of
- * its own, its binary and Node.js, the Python environment read-only, and nothing else of the machine —
- * not the harness's process or environment (its own PID namespace), not the runner's files, not the
- * repository the harness works in. Whatever it leaves running is killed when it exits.
+ * With `request.isolation.sandbox` the process runs in the namespace sandbox (src/exec/sandbox.ts): it
+ * sees its repository, its output folder, a HOME of its own, its binary and Node.js, the Python
+ * environment read-only, and nothing else of the machine — not the harness's process or environment (its
+ * own PID namespace), not the runner's files, not the repository the harness works in. Whatever it leaves
+ * running is killed when it exits. Its network: with the key proxy, a namespace of its own whose one way
+ * out is the proxy (its base URL's port, forwarded to the proxy's socket); otherwise the machine's, or
+ * none for an agent that asks for none.
  */
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -23,7 +25,7 @@ import {
 import { type Logger, readPlainFile } from '../util/index.js';
 import type { AgentRequest } from './agent.js';
 import { agentEnvironment, gitIdentityEnv } from './environment.js';
-import { PLACEHOLDER_KEY } from './key-proxy.js';
+import { type KeyProxy, PLACEHOLDER_KEY } from './key-proxy.js';
 import { type LineSignal, type ProcessOutcome, runAgentProcess } from './process.js';
 
 export interface AgentLaunch {
@@ -58,9 +60,12 @@ export interface AgentLaunch {
   configDir?: { env: string; defaultInHome: string };
   /**
    * The harness's key proxy holds the credential (key-proxy.ts): every model key the CLI would get is
-   * the placeholder instead, and the real one is only redacted from the log.
+   * the placeholder instead, the real one is only redacted from the log, and in the sandbox the proxy is
+   * all the agent's network reaches.
    */
-  keyHeldByProxy?: boolean;
+  keyProxy?: Pick<KeyProxy, 'port' | 'socket'>;
+  /** In the sandbox without a key proxy: the machine's network (default), or none at all. */
+  network?: 'host' | 'none';
   logger: Logger;
 }
 
@@ -74,7 +79,7 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
   });
   if (refused.length > 0)
     launch.logger.warn(`${launch.agent}: not passing ${refused.join(', ')} to the agent`);
-  if (launch.keyHeldByProxy) {
+  if (launch.keyProxy) {
     for (const k of launch.modelKeys) if (env[k] !== undefined) env[k] = PLACEHOLDER_KEY;
   }
   let command = launch.command;
@@ -98,9 +103,15 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
       const dir = env[launch.configDir.env] ?? join(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute(dir) && existsSync(dir)) {
         const copy = join(sandbox.home, launch.configDir.defaultInHome);
-        secrets.push(...copyConfigFolder(dir, copy, launch.keyHeldByProxy ? LOGIN_FILES : []));
+        secrets.push(...copyConfigFolder(dir, copy, launch.keyProxy ? LOGIN_FILES : []));
         env[launch.configDir.env] = copy;
       }
+    }
+    if (!launch.keyProxy && launch.modelKeys.length > 0 && launch.network !== 'none') {
+      launch.logger.warn(
+        `${launch.agent}: no API key for the harness to hold, so the agent signs in with its own login, ` +
+          'holds it, and gets the machine\'s network (docs/agents.md, "The key proxy")',
+      );
     }
     env.HOME = sandbox.home;
     env.TMPDIR = '/tmp';
@@ -114,7 +125,11 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
           ...sandbox.readOnly,
         ],
         writable,
-        network: true,
+        network: launch.keyProxy
+          ? { port: launch.keyProxy.port, socket: launch.keyProxy.socket }
+          : launch.network === 'none'
+            ? undefined
+            : 'host',
       },
       binary,
       launch.args,

@@ -97,7 +97,8 @@ export interface AgentConfig {
     allowed_tools?: string[];
     extra_args: string[];
   };
-  command?: { command: CommandArgs };
+  /** `network`: what the command reaches in the sandbox (none, or the machine's network). */
+  command?: { command: CommandArgs; network: 'none' | 'host' };
   replay: { dir: string };
 }
 

@@ -8,9 +8,11 @@
  * paths the caller lists — read-only or writable — at their usual locations. Nothing else of the machine
  * is there: not HOME, not the runner's temp folder (where GitHub keeps GITHUB_OUTPUT and the file
  * commands), not the repository's state folder, not other worktrees. It has its own PID namespace (it
- * cannot see or signal the harness; `/proc/$PPID` is its own shell), its own IPC and hostname, no network
- * unless asked for, no capabilities, and no way to gain any (no_new_privs). When its main process ends,
- * the namespace's init exits and the kernel kills every process it left behind.
+ * cannot see or signal the harness; `/proc/$PPID` is its own shell), its own IPC and hostname, no
+ * capabilities, and no way to gain any (no_new_privs). Its network is one of three: none at all (the
+ * default), the machine's, or a network namespace of its own whose only way out is one loopback port
+ * forwarded to a UNIX socket outside (loopback-forward.ts). When its main process ends, the namespace's
+ * init exits and the kernel kills every process it left behind.
  *
  * What it does not do: limit CPU or memory (the caller's timeouts do), or filter system calls. Files
  * under the read-only system directories that the user running hillclimb can read stay readable.
@@ -19,6 +21,7 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { run } from './exec.js';
+import { LOOPBACK_FORWARDER } from './loopback-forward.js';
 
 export interface SandboxSpec {
   /** Working directory of the command; must lie inside one of the listed paths. */
@@ -27,13 +30,22 @@ export interface SandboxSpec {
   readOnly: readonly string[];
   /** Paths visible and writable, at the same location. They must exist. */
   writable: readonly string[];
-  /** Share the machine's network (the agent talks to its model API). Default false: no network at all. */
-  network?: boolean;
+  /**
+   * The network the command gets. Default: none at all. `'host'`: the machine's. A forward: a network of
+   * its own where 127.0.0.1:`port` leads to the UNIX socket `socket` outside, and nothing else does.
+   */
+  network?: 'host' | LoopbackForward;
   /**
    * A file outside every listed path that the init writes `ready` to once the sandbox is built, before
    * the command starts: tells a sandbox that could not be built (exit 125) from a command exiting 125.
    */
   readyFile?: string;
+}
+
+export interface LoopbackForward {
+  port: number;
+  /** A UNIX socket outside the sandbox (the harness's key proxy). */
+  socket: string;
 }
 
 /** System directories every sandbox sees read-only. */
@@ -76,6 +88,16 @@ expose() {
   mount --rbind "$p" "$R$p" || die "cannot expose $p"
   [ "$kind" = rw ] || ro_tree "$p"
 }
+# A new network namespace starts with its loopback down: bring it up for a forward (iproute2, or the
+# SIOCSIFFLAGS ioctl from a Python on the job's PATH where the image has no ip).
+loopback_up() {
+  ip link set lo up 2>/dev/null && return 0
+  py=$(PATH=$job_path command -v python3) || die "cannot bring up the loopback: neither ip nor python3 is here"
+  "$py" -S -c 'import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))' || die "cannot bring up the loopback"
+}
 mask() {
   p=$1
   if [ -d "$R$p" ]; then mount -t tmpfs -o ro,mode=0755 hillclimb-mask "$R$p"
@@ -107,6 +129,7 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
     ro:*) expose ro "${'$'}{1#ro:}" ;;
     rw:*) expose rw "${'$'}{1#rw:}" ;;
     mask:*) mask "${'$'}{1#mask:}" ;;
+    net:loopback) loopback_up ;;
     *) die "unknown item $1" ;;
   esac
   shift
@@ -190,11 +213,33 @@ export function sandboxCommand(
     ...spec.writable.map((p) => ({ kind: 'rw', path: checkPath(p) })),
   ].sort(byDepth);
   const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
+  const forward = typeof spec.network === 'object' ? spec.network : undefined;
   // With the network shared, name resolution must work: /etc/resolv.conf often links into /run.
-  if (spec.network) {
+  if (spec.network === 'host') {
     for (const dir of resolverReadPaths()) items.push({ kind: 'ro', path: dir });
     items.sort(byDepth);
   }
+  // A forward: the socket and the Node.js that runs the forwarder, which then starts the command.
+  if (forward) {
+    if (!Number.isInteger(forward.port) || forward.port < 1 || forward.port > 65535) {
+      throw new Error(`sandbox forward port must be 1-65535: ${forward.port}`);
+    }
+    items.push({ kind: 'ro', path: checkPath(forward.socket) });
+    for (const dir of nodeReadPaths()) items.push({ kind: 'ro', path: dir });
+    items.sort(byDepth);
+  }
+  const inner = forward
+    ? [
+        process.execPath,
+        '-e',
+        LOOPBACK_FORWARDER,
+        '--',
+        String(forward.port),
+        forward.socket,
+        command,
+        ...args,
+      ]
+    : [command, ...args];
   return {
     command: 'unshare',
     args: [
@@ -206,7 +251,7 @@ export function sandboxCommand(
       '--kill-child',
       '--ipc',
       '--uts',
-      ...(spec.network ? [] : ['--net']),
+      ...(spec.network === 'host' ? [] : ['--net']),
       '--',
       '/bin/sh',
       '-c',
@@ -217,9 +262,9 @@ export function sandboxCommand(
       spec.readyFile ? checkPath(spec.readyFile) : '',
       ...items.map((i) => `${i.kind}:${i.path}`),
       ...masks,
+      ...(forward ? ['net:loopback'] : []),
       '--',
-      command,
-      ...args,
+      ...inner,
     ],
   };
 }

@@ -156,7 +156,8 @@ describe('agent infrastructure failures are retried', () => {
   const flakyConfig = (url: string) =>
     commandAgentConfig('flaky-api.sh', '').replace(
       `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
-      `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]`,
+      // It calls a service of its own on the machine's loopback: it asks for the machine's network.
+      `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]\n    network: host`,
     );
 
   it('an agent whose API failed once (exit 75) is run again, and the retry completes the iteration', async () => {

@@ -157,10 +157,59 @@ describe('the sandbox', () => {
       expect(r.stdout).toContain('unreachable');
     });
 
-    it('shares the host network only when asked (the agent and its model API)', async () => {
+    it('shares the host network only when asked', async () => {
       const wd = scratch();
-      const r = await inSandbox({ cwd: wd, readOnly: [wd], writable: [], network: true }, probe(port));
+      const r = await inSandbox({ cwd: wd, readOnly: [wd], writable: [], network: 'host' }, probe(port));
       expect(r.stdout).toContain('reached');
+    });
+
+    describe('with a forward to a socket outside (the agent and its key proxy)', () => {
+      let socketServer: Server;
+      let socket: string;
+      let abstractServer: Server;
+      const abstractName = `hillclimb-test-${process.pid}`;
+      beforeAll(async () => {
+        socket = join(scratch(), 'proxy.sock');
+        socketServer = createServer((s) => s.end('forwarded\n'));
+        await new Promise<void>((res) => socketServer.listen(socket, res));
+        abstractServer = createServer((s) => s.end('abstract reached\n'));
+        await new Promise<void>((res) => abstractServer.listen(`\0${abstractName}`, res));
+      });
+      afterAll(() => {
+        socketServer.close();
+        abstractServer.close();
+      });
+
+      // Node.js on both ends: it binds an abstract name padded to the full address length, as it connects.
+      const abstractProbe = `'${process.execPath}' -e 'const s = require("node:net").connect("\\0${abstractName}"); s.on("data", (d) => console.log(String(d))); s.on("error", () => console.log("unreachable"))'`;
+
+      it('reaches the socket on its loopback port, and nothing else: not the host loopback, not an abstract socket', async () => {
+        const wd = scratch();
+        const r = await inSandbox(
+          { cwd: wd, readOnly: [wd], writable: [], network: { port: 4321, socket } },
+          `${probe(4321)}; ${probe(port)}; ${abstractProbe}; exit 3`,
+        );
+        expect(r.exitCode).toBe(3);
+        expect(r.stdout).toContain('forwarded');
+        expect(r.stdout).not.toContain('reached');
+        expect(r.stdout.match(/unreachable/g)).toHaveLength(2);
+      });
+
+      it('the host can reach the abstract socket the sandbox cannot (the probe itself works)', async () => {
+        const wd = scratch();
+        const r = await inSandbox({ cwd: wd, readOnly: [wd], writable: [], network: 'host' }, abstractProbe);
+        expect(r.stdout).toContain('abstract reached');
+      });
+
+      it('passes the command its stdin and its exit code', async () => {
+        const wd = scratch();
+        const r = await inSandbox(
+          { cwd: wd, readOnly: [wd], writable: [], network: { port: 4321, socket } },
+          'read line; echo "got $line"; exit 7',
+          { input: 'hello\n' },
+        );
+        expect(r).toMatchObject({ exitCode: 7, stdout: 'got hello\n' });
+      });
     });
   });
 

@@ -45139,7 +45139,7 @@ var hillclimb_schema_default = {
           type: "array",
           default: [],
           items: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
-          description: "More environment variables to pass to the agent (e.g. HTTPS_PROXY). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
+          description: "More environment variables to pass to the agent (settings of its own). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
         },
         codex: {
           type: "object",
@@ -45176,6 +45176,11 @@ var hillclimb_schema_default = {
             command: {
               $ref: "#/definitions/command",
               description: "Gets the prompt on stdin; HILLCLIMB_RESULT_FILE names where to write the structured result."
+            },
+            network: {
+              enum: ["none", "host"],
+              default: "none",
+              description: "The network the command gets in the sandbox: none at all (default), or the machine's (a command that calls a service of its own; it can then reach anything the runner can)."
             }
           }
         },
@@ -45581,23 +45586,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join40 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join41 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join40(key), message: retired };
+      if (retired) return { keyPath: join41(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join40(key),
+        keyPath: join41(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join40(String(e.params.missingProperty)),
+        keyPath: join41(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -52869,6 +52874,46 @@ function isExecutable(file) {
 import { mkdtempSync, readFileSync as readFileSync9, realpathSync, rmSync as rmSync2 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname as dirname5, isAbsolute as isAbsolute2, join as join5, resolve as resolve3 } from "node:path";
+
+// src/exec/loopback-forward.ts
+var FORWARD_SETUP_FAILED = 125;
+var LOOPBACK_FORWARDER = String.raw`'use strict';
+const net = require('node:net');
+const { spawn } = require('node:child_process');
+const [port, socketPath, command, ...args] = process.argv.slice(1);
+const server = net.createServer((client) => {
+  const inner = net.connect(socketPath);
+  client.pipe(inner);
+  inner.pipe(client);
+  const close = () => { client.destroy(); inner.destroy(); };
+  client.on('error', close);
+  inner.on('error', close);
+  client.on('close', close);
+  inner.on('close', close);
+});
+server.on('error', (e) => {
+  process.stderr.write('hillclimb sandbox: cannot listen on 127.0.0.1:' + port + ': ' + e.message + '\n');
+  process.exit(${FORWARD_SETUP_FAILED});
+});
+server.listen(Number(port), '127.0.0.1', () => {
+  const child = spawn(command, args, { stdio: 'inherit' });
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+  for (const s of signals) process.on(s, () => child.kill(s));
+  child.on('error', (e) => {
+    process.stderr.write('hillclimb sandbox: cannot start ' + command + ': ' + e.message + '\n');
+    process.exit(127);
+  });
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      for (const s of signals) process.removeAllListeners(s);
+      process.kill(process.pid, signal);
+    }
+    process.exit(code ?? 1);
+  });
+});
+`;
+
+// src/exec/sandbox.ts
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
 var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
 var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
@@ -52898,6 +52943,16 @@ expose() {
   else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
   mount --rbind "$p" "$R$p" || die "cannot expose $p"
   [ "$kind" = rw ] || ro_tree "$p"
+}
+# A new network namespace starts with its loopback down: bring it up for a forward (iproute2, or the
+# SIOCSIFFLAGS ioctl from a Python on the job's PATH where the image has no ip).
+loopback_up() {
+  ip link set lo up 2>/dev/null && return 0
+  py=$(PATH=$job_path command -v python3) || die "cannot bring up the loopback: neither ip nor python3 is here"
+  "$py" -S -c 'import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))' || die "cannot bring up the loopback"
 }
 mask() {
   p=$1
@@ -52930,6 +52985,7 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
     ro:*) expose ro "${"$"}{1#ro:}" ;;
     rw:*) expose rw "${"$"}{1#rw:}" ;;
     mask:*) mask "${"$"}{1#mask:}" ;;
+    net:loopback) loopback_up ;;
     *) die "unknown item $1" ;;
   esac
   shift
@@ -52991,10 +53047,29 @@ function sandboxCommand(spec, command, args) {
     ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
   ].sort(byDepth);
   const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
-  if (spec.network) {
+  const forward = typeof spec.network === "object" ? spec.network : void 0;
+  if (spec.network === "host") {
     for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
     items.sort(byDepth);
   }
+  if (forward) {
+    if (!Number.isInteger(forward.port) || forward.port < 1 || forward.port > 65535) {
+      throw new Error(`sandbox forward port must be 1-65535: ${forward.port}`);
+    }
+    items.push({ kind: "ro", path: checkPath(forward.socket) });
+    for (const dir of nodeReadPaths()) items.push({ kind: "ro", path: dir });
+    items.sort(byDepth);
+  }
+  const inner = forward ? [
+    process.execPath,
+    "-e",
+    LOOPBACK_FORWARDER,
+    "--",
+    String(forward.port),
+    forward.socket,
+    command,
+    ...args
+  ] : [command, ...args];
   return {
     command: "unshare",
     args: [
@@ -53006,7 +53081,7 @@ function sandboxCommand(spec, command, args) {
       "--kill-child",
       "--ipc",
       "--uts",
-      ...spec.network ? [] : ["--net"],
+      ...spec.network === "host" ? [] : ["--net"],
       "--",
       "/bin/sh",
       "-c",
@@ -53017,9 +53092,9 @@ function sandboxCommand(spec, command, args) {
       spec.readyFile ? checkPath(spec.readyFile) : "",
       ...items.map((i2) => `${i2.kind}:${i2.path}`),
       ...masks,
+      ...forward ? ["net:loopback"] : [],
       "--",
-      command,
-      ...args
+      ...inner
     ]
   };
 }
@@ -54890,12 +54965,15 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/key-proxy.ts
+import { mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
 import {
   createServer,
   request as httpRequest
 } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { connect as netConnect } from "node:net";
+import { createServer as createNetServer, connect as netConnect } from "node:net";
+import { tmpdir as tmpdir3 } from "node:os";
+import { join as join8 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 var PLACEHOLDER_KEY = "hillclimb-proxy-holds-the-key";
 var CREDENTIAL_HEADERS = ["authorization", "x-api-key", "proxy-authorization", "cookie"];
@@ -54981,14 +55059,37 @@ ${lines.join("\r\n")}\r
     client.on("error", () => remote.destroy());
     client.on("close", () => remote.destroy());
   });
-  await new Promise((resolve17) => server.listen(0, "127.0.0.1", resolve17));
+  const dir = mkdtempSync3(join8(tmpdir3(), "hillclimb-key-proxy-"));
+  const socket = join8(dir, "model-api.sock");
+  const unix = createNetServer((s) => server.emit("connection", s));
+  try {
+    await new Promise((resolve17, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", resolve17);
+    });
+    await new Promise((resolve17, reject) => {
+      unix.once("error", reject);
+      unix.listen(socket, resolve17);
+    });
+  } catch (e) {
+    server.close();
+    unix.close();
+    rmSync5(dir, { recursive: true, force: true });
+    throw e;
+  }
   const { port: local } = server.address();
   return {
     url: `http://127.0.0.1:${local}${upstream.pathname.replace(/\/+$/, "")}`,
+    port: local,
+    socket,
     refused,
     async close() {
       for (const s of sockets) s.destroy();
-      await new Promise((resolve17) => server.close(() => resolve17()));
+      await Promise.all([
+        new Promise((resolve17) => server.close(() => resolve17())),
+        new Promise((resolve17) => unix.close(() => resolve17()))
+      ]);
+      rmSync5(dir, { recursive: true, force: true });
     }
   };
 }
@@ -55007,7 +55108,7 @@ function stripHop(headers) {
 // src/agent/launch.ts
 import { existsSync as existsSync8, mkdirSync as mkdirSync11, readdirSync as readdirSync4, writeFileSync as writeFileSync5 } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute as isAbsolute4, join as join8 } from "node:path";
+import { isAbsolute as isAbsolute4, join as join9 } from "node:path";
 
 // src/agent/process.ts
 import { appendFileSync as appendFileSync4, mkdirSync as mkdirSync10 } from "node:fs";
@@ -55218,7 +55319,7 @@ async function launchAgent(request2, launch) {
   });
   if (refused.length > 0)
     launch.logger.warn(`${launch.agent}: not passing ${refused.join(", ")} to the agent`);
-  if (launch.keyHeldByProxy) {
+  if (launch.keyProxy) {
     for (const k of launch.modelKeys) if (env[k] !== void 0) env[k] = PLACEHOLDER_KEY;
   }
   let command = launch.command;
@@ -55237,12 +55338,17 @@ async function launchAgent(request2, launch) {
     const writable2 = [...sandbox.writable];
     mkdirSync11(sandbox.home, { recursive: true });
     if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join8(homedir(), launch.configDir.defaultInHome);
+      const dir = env[launch.configDir.env] ?? join9(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute4(dir) && existsSync8(dir)) {
-        const copy = join8(sandbox.home, launch.configDir.defaultInHome);
-        secrets.push(...copyConfigFolder(dir, copy, launch.keyHeldByProxy ? LOGIN_FILES : []));
+        const copy = join9(sandbox.home, launch.configDir.defaultInHome);
+        secrets.push(...copyConfigFolder(dir, copy, launch.keyProxy ? LOGIN_FILES : []));
         env[launch.configDir.env] = copy;
       }
+    }
+    if (!launch.keyProxy && launch.modelKeys.length > 0 && launch.network !== "none") {
+      launch.logger.warn(
+        `${launch.agent}: no API key for the harness to hold, so the agent signs in with its own login, holds it, and gets the machine's network (docs/agents.md, "The key proxy")`
+      );
     }
     env.HOME = sandbox.home;
     env.TMPDIR = "/tmp";
@@ -55256,7 +55362,7 @@ async function launchAgent(request2, launch) {
           ...sandbox.readOnly
         ],
         writable: writable2,
-        network: true
+        network: launch.keyProxy ? { port: launch.keyProxy.port, socket: launch.keyProxy.socket } : launch.network === "none" ? void 0 : "host"
       },
       binary,
       launch.args
@@ -55295,14 +55401,14 @@ function copyConfigFolder(from, to, omit2) {
   const secrets = [];
   for (const name of readdirSync4(from)) {
     if (omit2.includes(name)) continue;
-    const src = join8(from, name);
+    const src = join9(from, name);
     let data;
     try {
       data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
     } catch {
       continue;
     }
-    writeFileSync5(join8(to, name), data, { mode: 384 });
+    writeFileSync5(join9(to, name), data, { mode: 384 });
     if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
   }
   return secrets;
@@ -55398,7 +55504,7 @@ var ClaudeAgent = class {
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
       extraEnv: { ...CLAUDE_QUIET_ENV, ...proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {} },
-      keyHeldByProxy: proxy !== void 0,
+      keyProxy: proxy,
       apiFailure: claudeApiFailure,
       configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
       setupFailure: claudeSetupFailure,
@@ -55533,9 +55639,9 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync9, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync3, readFileSync as readFileSync12, rmSync as rmSync5, writeFileSync as writeFileSync6 } from "node:fs";
-import { tmpdir as tmpdir3 } from "node:os";
-import { dirname as dirname11, join as join9 } from "node:path";
+import { existsSync as existsSync9, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readFileSync as readFileSync12, rmSync as rmSync6, writeFileSync as writeFileSync6 } from "node:fs";
+import { tmpdir as tmpdir4 } from "node:os";
+import { dirname as dirname11, join as join10 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -55595,15 +55701,15 @@ var CodexAgent = class {
   async run(request2) {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync5(lastMessageFile, { force: true });
+    rmSync6(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname11(request2.resultFile));
-    const scratch = mkdtempSync3(join9(resultDir ?? tmpdir3(), resultDir ? ".codex-" : "hc-codex-"));
+    const scratch = mkdtempSync4(join10(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
     let proxy;
     try {
-      const schemaFile = join9(scratch, "result.schema.json");
+      const schemaFile = join10(scratch, "result.schema.json");
       writeFileSync6(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
-      const agentTmp = join9(scratch, "tmp");
+      const agentTmp = join10(scratch, "tmp");
       mkdirSync12(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const { apiKey, baseUrl: baseUrl2, url } = codexCredentials(source);
@@ -55633,7 +55739,7 @@ var CodexAgent = class {
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
         extraEnv: { TMPDIR: agentTmp, ...apiKey ? { CODEX_API_KEY: PLACEHOLDER_KEY } : {} },
-        keyHeldByProxy: proxy !== void 0,
+        keyProxy: proxy,
         apiFailure: codexApiFailure,
         configDir: { env: "CODEX_HOME", defaultInHome: ".codex" },
         setupFailure: codexSetupFailure,
@@ -55665,7 +55771,7 @@ var CodexAgent = class {
       return toOutcome(proc, request2.logFile, result, problem);
     } finally {
       await proxy?.close();
-      rmSync5(scratch, { recursive: true, force: true });
+      rmSync6(scratch, { recursive: true, force: true });
     }
   }
 };
@@ -55766,6 +55872,7 @@ var CommandAgent = class {
         HILLCLIMB_ITERATION: String(request2.iteration)
       },
       infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      network: this.opts.network ?? "none",
       logger: this.opts.logger
     });
     const { result, problem } = readAgentResult(request2.resultFile);
@@ -55812,6 +55919,7 @@ var agents = new Registry("agent", [
       }
       return new CommandAgent({
         command: c3.agent.command.command,
+        network: c3.agent.command.network,
         passEnv: c3.agent.pass_env ?? [],
         logger: o2.logger
       });
@@ -55953,22 +56061,22 @@ var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
 import { resolve as resolve9 } from "node:path";
 
 // src/compute/backends/local.ts
-import { appendFileSync as appendFileSync5, existsSync as existsSync12, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync4, readdirSync as readdirSync6, rmSync as rmSync7 } from "node:fs";
-import { availableParallelism, constants as constants9, tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname15, join as join13, resolve as resolve8 } from "node:path";
+import { appendFileSync as appendFileSync5, existsSync as existsSync12, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readdirSync as readdirSync6, rmSync as rmSync8 } from "node:fs";
+import { availableParallelism, constants as constants9, tmpdir as tmpdir5 } from "node:os";
+import { dirname as dirname15, join as join14, resolve as resolve8 } from "node:path";
 
 // src/project/python.ts
 import { existsSync as existsSync10, readdirSync as readdirSync5, readFileSync as readFileSync13, realpathSync as realpathSync2, writeFileSync as writeFileSync7 } from "node:fs";
-import { dirname as dirname12, join as join10, relative as relative4 } from "node:path";
+import { dirname as dirname12, join as join11, relative as relative4 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join10(root, VENV_DIR, "bin", "python");
+  return process.env.HILLCLIMB_PYTHON || join11(root, VENV_DIR, "bin", "python");
 }
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
   const prefix = dirname12(dirname12(python));
   paths.add(prefix);
-  const cfg = join10(prefix, "pyvenv.cfg");
+  const cfg = join11(prefix, "pyvenv.cfg");
   if (existsSync10(cfg)) {
     const home = /^home\s*=\s*(.+)$/m.exec(readFileSync13(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname12(home));
@@ -55982,12 +56090,12 @@ function interpreterReadPaths(python) {
 
 // src/project/root.ts
 import { existsSync as existsSync11, readFileSync as readFileSync14 } from "node:fs";
-import { dirname as dirname13, join as join11, resolve as resolve7 } from "node:path";
+import { dirname as dirname13, join as join12, resolve as resolve7 } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
   let dir = dirname13(fileURLToPath3(import.meta.url));
   for (; ; ) {
-    const pkg = join11(dir, "package.json");
+    const pkg = join12(dir, "package.json");
     if (existsSync11(pkg)) {
       try {
         if (JSON.parse(readFileSync14(pkg, "utf8")).name === "hillclimb") return dir;
@@ -56000,7 +56108,7 @@ function packageRoot() {
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync14(join11(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync14(join12(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/compute/job-env.ts
@@ -56029,8 +56137,8 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync13, rmSync as rmSync6, writeFileSync as writeFileSync8 } from "node:fs";
-import { dirname as dirname14, join as join12 } from "node:path";
+import { mkdirSync as mkdirSync13, rmSync as rmSync7, writeFileSync as writeFileSync8 } from "node:fs";
+import { dirname as dirname14, join as join13 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
 function field2(header, offset, length) {
@@ -56103,7 +56211,7 @@ function safeParts(path6) {
 }
 function clearDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
-    if (dest !== void 0) rmSync6(dest, { recursive: true, force: true });
+    if (dest !== void 0) rmSync7(dest, { recursive: true, force: true });
   }
 }
 function prepareDestinations(outputs) {
@@ -56126,10 +56234,10 @@ function installOutputs(archive, outputs) {
       target2 = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target2 = join12(outputs.trace, ...rest2);
+      target2 = join13(outputs.trace, ...rest2);
       installed.add("trace");
     } else if (head === "programs" && outputs.programs) {
-      target2 = join12(outputs.programs, ...rest2);
+      target2 = join13(outputs.programs, ...rest2);
       installed.add("programs");
     }
     if (target2 === void 0) {
@@ -56189,8 +56297,8 @@ var LocalBackend = class {
   async run(job) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join13(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = join13(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
+    const cacheRoot = this.opts.cacheDir ?? join14(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cache2 = join14(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -56226,15 +56334,15 @@ var LocalBackend = class {
       const { ended } = await this.exec(argv, job, jobEnv(job.env), true, started);
       return { ...ended, isolation: "none" };
     }
-    const scratch = mkdtempSync4(join13(tmpdir4(), "hc-job-"));
+    const scratch = mkdtempSync5(join14(tmpdir5(), "hc-job-"));
     try {
-      const out = join13(scratch, "out");
+      const out = join14(scratch, "out");
       mkdirSync14(out);
       const inside = {
-        ...job.outputs.metrics ? { metrics: join13(out, SANDBOX_OUTPUTS.metrics) } : {},
-        ...job.outputs.junit ? { junit: join13(out, SANDBOX_OUTPUTS.junit) } : {},
-        ...job.outputs.trace ? { trace: join13(out, SANDBOX_OUTPUTS.trace) } : {},
-        ...job.outputs.programs ? { programs: join13(out, SANDBOX_OUTPUTS.programs) } : {}
+        ...job.outputs.metrics ? { metrics: join14(out, SANDBOX_OUTPUTS.metrics) } : {},
+        ...job.outputs.junit ? { junit: join14(out, SANDBOX_OUTPUTS.junit) } : {},
+        ...job.outputs.trace ? { trace: join14(out, SANDBOX_OUTPUTS.trace) } : {},
+        ...job.outputs.programs ? { programs: join14(out, SANDBOX_OUTPUTS.programs) } : {}
       };
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync5(job.logFile, `$ ${displayCommand(...split(argv))}
@@ -56253,7 +56361,7 @@ var LocalBackend = class {
             ...this.opts.sandbox?.read_paths ?? []
           ],
           writable: [out, cache2],
-          readyFile: join13(scratch, "ready")
+          readyFile: join14(scratch, "ready")
         },
         argv[0],
         argv.slice(1)
@@ -56265,7 +56373,7 @@ var LocalBackend = class {
         false,
         started
       );
-      if (!sandboxWasReady(join13(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
+      if (!sandboxWasReady(join14(scratch, "ready")) && ended.exitCode === SANDBOX_SETUP_FAILED) {
         return {
           ...ended,
           exitCode: null,
@@ -56277,7 +56385,7 @@ var LocalBackend = class {
 `);
       return { ...ended, isolation: "sandbox" };
     } finally {
-      rmSync7(scratch, { recursive: true, force: true });
+      rmSync8(scratch, { recursive: true, force: true });
     }
   }
   async exec(argv, job, env, inheritEnv, started) {
@@ -56355,9 +56463,9 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync6, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync6, readFileSync as readFileSync15, rmSync as rmSync9 } from "node:fs";
-import { tmpdir as tmpdir6 } from "node:os";
-import { dirname as dirname16, join as join15 } from "node:path";
+import { appendFileSync as appendFileSync6, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync15, rmSync as rmSync10 } from "node:fs";
+import { tmpdir as tmpdir7 } from "node:os";
+import { dirname as dirname16, join as join16 } from "node:path";
 
 // src/compute/names.ts
 import { createHash as createHash3 } from "node:crypto";
@@ -56851,9 +56959,9 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync3, existsSync as existsSync13, mkdtempSync as mkdtempSync5, rmSync as rmSync8 } from "node:fs";
-import { tmpdir as tmpdir5 } from "node:os";
-import { isAbsolute as isAbsolute6, join as join14 } from "node:path";
+import { copyFileSync as copyFileSync3, existsSync as existsSync13, mkdtempSync as mkdtempSync6, rmSync as rmSync9 } from "node:fs";
+import { tmpdir as tmpdir6 } from "node:os";
+import { isAbsolute as isAbsolute6, join as join15 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await runGit(args, {
@@ -56876,13 +56984,13 @@ async function snapshotTree2(workdir, opts = {}) {
       cause: e
     });
   }
-  const tmp = mkdtempSync5(join14(tmpdir5(), "hc-index-"));
+  const tmp = mkdtempSync6(join15(tmpdir6(), "hc-index-"));
   try {
-    const index = join14(tmp, "index");
+    const index = join15(tmp, "index");
     if (existsSync13(realIndex)) copyFileSync3(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
-    const included = (opts.include ?? []).filter((p) => existsSync13(join14(workdir, p)));
+    const included = (opts.include ?? []).filter((p) => existsSync13(join15(workdir, p)));
     if (included.length > 0) await git(workdir, ["add", "--all", "--force", "--", ...included], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
     if (excludes.length > 0) {
@@ -56895,7 +57003,7 @@ async function snapshotTree2(workdir, opts = {}) {
     }
     return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
   } finally {
-    rmSync8(tmp, { recursive: true, force: true });
+    rmSync9(tmp, { recursive: true, force: true });
   }
 }
 async function archiveTree(workdir, treeId, format2, outFile) {
@@ -57187,15 +57295,15 @@ var RayBackend = class {
       this.logger.debug(`ray: package ${uri} already on the head`);
       return uri;
     }
-    const tmp = mkdtempSync6(join15(tmpdir6(), "hc-raypkg-"));
+    const tmp = mkdtempSync7(join16(tmpdir7(), "hc-raypkg-"));
     try {
-      const zip = join15(tmp, "package.zip");
+      const zip = join16(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
       const data = readFileSync15(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
-      rmSync9(tmp, { recursive: true, force: true });
+      rmSync10(tmp, { recursive: true, force: true });
     }
     return uri;
   }
@@ -57217,9 +57325,9 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync7, readFileSync as readFileSync17, rmSync as rmSync11 } from "node:fs";
-import { tmpdir as tmpdir7 } from "node:os";
-import { dirname as dirname17, join as join17 } from "node:path";
+import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, readFileSync as readFileSync17, rmSync as rmSync12 } from "node:fs";
+import { tmpdir as tmpdir8 } from "node:os";
+import { dirname as dirname17, join as join18 } from "node:path";
 
 // src/compute/tpu/commands.ts
 var where = (l) => ["--zone", l.zone, "--project", l.project];
@@ -57466,12 +57574,12 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync16, readdirSync as readdirSync7, readFileSync as readFileSync16, renameSync as renameSync2, rmSync as rmSync10, writeFileSync as writeFileSync9 } from "node:fs";
-import { join as join16 } from "node:path";
+import { mkdirSync as mkdirSync16, readdirSync as readdirSync7, readFileSync as readFileSync16, renameSync as renameSync2, rmSync as rmSync11, writeFileSync as writeFileSync9 } from "node:fs";
+import { join as join17 } from "node:path";
 function tpuStateDir(stateDir) {
-  return join16(stateDir, "tpu");
+  return join17(stateDir, "tpu");
 }
-var recordFile = (dir, name, zone) => join16(dir, `${name}.${zone}.json`);
+var recordFile = (dir, name, zone) => join17(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
   mkdirSync16(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
@@ -57490,14 +57598,14 @@ function readRecords(dir) {
   const records = [];
   for (const n2 of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync16(join16(dir, n2), "utf8")));
+      records.push(JSON.parse(readFileSync16(join17(dir, n2), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync10(recordFile(dir, name, zone), { force: true });
+  rmSync11(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/allocate.ts
@@ -57820,9 +57928,9 @@ var TpuVmBackend = class {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
     }
-    const tmp = mkdtempSync7(join17(tmpdir7(), "hc-tpujob-"));
+    const tmp = mkdtempSync8(join18(tmpdir8(), "hc-tpujob-"));
     try {
-      const tarball = join17(tmp, "tree.tar.gz");
+      const tarball = join18(tmp, "tree.tar.gz");
       try {
         const treeId = await snapshotTree2(job.workdir, {
           extraFiles: { [RUNNER_FILE]: RUNNER_SOURCE },
@@ -57860,7 +57968,7 @@ var TpuVmBackend = class {
         return result({ infraError: `the TPU VM could not start the command: ${report.spawnError}` });
       const exitCode = report.exitCode;
       if (report.outputsError) return result({ exitCode, infraError: `outputs: ${report.outputsError}` });
-      const local = join17(tmp, "outputs.tar.gz");
+      const local = join18(tmp, "outputs.tar.gz");
       const fetched = await gcloud.run(
         scpArgs(alloc, [`${host}:${jobDir(slug2)}/${OUTPUTS_FILE}`], local, 0, extra),
         { timeoutMs: FETCH_TIMEOUT_MS, logFile: job.logFile }
@@ -57878,7 +57986,7 @@ var TpuVmBackend = class {
       }
       return result({ exitCode });
     } finally {
-      rmSync11(tmp, { recursive: true, force: true });
+      rmSync12(tmp, { recursive: true, force: true });
     }
   }
   /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
@@ -59196,30 +59304,30 @@ function sleep4(ms2) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync14, readdirSync as readdirSync8, rmSync as rmSync12 } from "node:fs";
-import { join as join18 } from "node:path";
+import { existsSync as existsSync14, readdirSync as readdirSync8, rmSync as rmSync13 } from "node:fs";
+import { join as join19 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
 var RECORD_VERSION = 1;
 var LocalRecords = class {
   dir;
   constructor(stateDir) {
-    this.dir = join18(stateDir, LOCAL_FORGE_DIR);
+    this.dir = join19(stateDir, LOCAL_FORGE_DIR);
   }
   get lockFile() {
-    return join18(this.dir, "lock");
+    return join19(this.dir, "lock");
   }
   pullFile(n2) {
-    return join18(this.dir, "pulls", `${n2}.json`);
+    return join19(this.dir, "pulls", `${n2}.json`);
   }
   pullUrl(n2) {
     return pathToFileURL(this.pullFile(n2)).href;
   }
   commentFile(pull, id) {
-    return join18(this.dir, "comments", String(pull), `${id}.json`);
+    return join19(this.dir, "comments", String(pull), `${id}.json`);
   }
   pulls() {
-    return numberedJson(join18(this.dir, "pulls"));
+    return numberedJson(join19(this.dir, "pulls"));
   }
   pull(n2) {
     const file = this.pullFile(n2);
@@ -59230,17 +59338,17 @@ var LocalRecords = class {
   }
   /** Comments on PR `n`, oldest (lowest id) first. */
   comments(n2) {
-    return numberedJson(join18(this.dir, "comments", String(n2)));
+    return numberedJson(join19(this.dir, "comments", String(n2)));
   }
   writeComment(record2) {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
   }
   deleteComment(pull, id) {
-    rmSync12(this.commentFile(pull, id), { force: true });
+    rmSync13(this.commentFile(pull, id), { force: true });
   }
   /** Take the next PR number or comment id. */
   take(counter) {
-    const file = join18(this.dir, "counters.json");
+    const file = join19(this.dir, "counters.json");
     const counters = existsSync14(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value2 = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
@@ -59256,7 +59364,7 @@ var LocalRecords = class {
 function numberedJson(dir) {
   if (!existsSync14(dir)) return [];
   return readdirSync8(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a2, b) => a2 - b).flatMap((n2) => {
-    const file = join18(dir, `${n2}.json`);
+    const file = join19(dir, `${n2}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
@@ -59519,9 +59627,9 @@ import { resolve as resolve13 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync5, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync8, renameSync as renameSync4, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
-import { tmpdir as tmpdir8 } from "node:os";
-import { basename as basename4, dirname as dirname19, isAbsolute as isAbsolute7, join as join20, resolve as resolve11 } from "node:path";
+import { copyFileSync as copyFileSync5, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync9, renameSync as renameSync4, rmSync as rmSync15, statSync as statSync6 } from "node:fs";
+import { tmpdir as tmpdir9 } from "node:os";
+import { basename as basename4, dirname as dirname19, isAbsolute as isAbsolute7, join as join21, resolve as resolve11 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -59556,14 +59664,14 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync13, statSync as statSync5 } from "node:fs";
-import { basename as basename3, dirname as dirname18, join as join19 } from "node:path";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync14, statSync as statSync5 } from "node:fs";
+import { basename as basename3, dirname as dirname18, join as join20 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
     for (const name of readdirSync9(abs).sort()) {
-      const childAbs = join19(abs, name);
+      const childAbs = join20(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync5(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
@@ -59575,12 +59683,12 @@ function walkFiles(dir) {
 }
 function copyFileAtomic(src, dest) {
   mkdirSync18(dirname18(dest), { recursive: true });
-  const tmp = join19(dirname18(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
+  const tmp = join20(dirname18(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync4(src, tmp);
     renameSync3(tmp, dest);
   } catch (e) {
-    rmSync13(tmp, { force: true });
+    rmSync14(tmp, { force: true });
     throw e;
   }
 }
@@ -59630,7 +59738,7 @@ var BranchStore = class {
     const changes = [];
     const skipped = [];
     for (const rel of walkFiles(dir)) {
-      const change = { key: joinKey(prefix, rel), file: join20(dir, rel) };
+      const change = { key: joinKey(prefix, rel), file: join21(dir, rel) };
       const bytes = statSync6(change.file).size;
       if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
       else if (bytes > this.maxFileBytes) {
@@ -59655,16 +59763,16 @@ var BranchStore = class {
       if (!tip || !await s.exists(tip, key)) {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
-      const worktree = join20(s.dir, "checkout");
+      const worktree = join21(s.dir, "checkout");
       mkdirSync19(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
       mkdirSync19(dirname19(dest), { recursive: true });
-      const tmp = join20(dirname19(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
+      const tmp = join21(dirname19(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
-        copyFileSync5(join20(worktree, key), tmp);
+        copyFileSync5(join21(worktree, key), tmp);
         renameSync4(tmp, dest);
       } finally {
-        rmSync14(tmp, { force: true });
+        rmSync15(tmp, { force: true });
       }
     });
   }
@@ -59724,7 +59832,7 @@ var BranchStore = class {
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
-    const dir = mkdtempSync8(join20(tmpdir8(), "hc-branch-store-"));
+    const dir = mkdtempSync9(join21(tmpdir9(), "hc-branch-store-"));
     try {
       const s = new Scratch(
         dir,
@@ -59738,7 +59846,7 @@ var BranchStore = class {
       await s.init();
       return await fn(s);
     } finally {
-      rmSync14(dir, { recursive: true, force: true });
+      rmSync15(dir, { recursive: true, force: true });
     }
   }
   /** The remote as a URL: a remote name of the repository resolved, a relative path made absolute. */
@@ -59793,7 +59901,7 @@ var Scratch = class {
     this.redact = redact2;
     this.opts = opts;
     this.tokenEnv = tokenEnv;
-    this.gitDir = join20(dir, "repo.git");
+    this.gitDir = join21(dir, "repo.git");
     this.shownUrl = redactUrl(url);
   }
   dir;
@@ -59819,7 +59927,7 @@ var Scratch = class {
       env: {
         ...this.env,
         GIT_DIR: this.gitDir,
-        ...o2.index ? { GIT_INDEX_FILE: join20(this.dir, `${o2.index}.index`) } : {}
+        ...o2.index ? { GIT_INDEX_FILE: join21(this.dir, `${o2.index}.index`) } : {}
       },
       redact: this.redact,
       timeoutMs: GIT_TIMEOUT_MS2,
@@ -59953,8 +60061,8 @@ function sleep5(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync5, rmSync as rmSync15, statSync as statSync7 } from "node:fs";
-import { basename as basename5, dirname as dirname20, join as join21 } from "node:path";
+import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync5, rmSync as rmSync16, statSync as statSync7 } from "node:fs";
+import { basename as basename5, dirname as dirname20, join as join22 } from "node:path";
 import { Readable as Readable6 } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -68396,7 +68504,7 @@ var HfStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join21(dir, rel) }));
+    const files = walkFiles(dir).map((rel) => ({ key: joinKey(prefix, rel), file: join22(dir, rel) }));
     if (files.length === 0) return [];
     return this.commitFiles(files, `hillclimb: store ${files.length} files under ${prefix || "/"}`);
   }
@@ -68412,7 +68520,7 @@ var HfStore = class {
       });
     }
     mkdirSync20(dirname20(dest), { recursive: true });
-    const tmp = join21(dirname20(dest), `${basename5(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
+    const tmp = join22(dirname20(dest), `${basename5(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
         "downloadFile",
@@ -68420,7 +68528,7 @@ var HfStore = class {
       );
       renameSync5(tmp, dest);
     } finally {
-      rmSync15(tmp, { force: true });
+      rmSync16(tmp, { force: true });
     }
   }
   async list(prefix) {
@@ -68551,7 +68659,7 @@ function firstLine(s) {
 
 // src/store/stores/local.ts
 import { existsSync as existsSync15, statSync as statSync8 } from "node:fs";
-import { join as join22, relative as relative5 } from "node:path";
+import { join as join23, relative as relative5 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
   name = "local";
@@ -68572,7 +68680,7 @@ var LocalStore = class {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
-    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join22(dir, rel)));
+    for (const rel of walkFiles(dir)) stored.push(await this.put(joinKey(prefix, rel), join23(dir, rel)));
     return stored;
   }
   async get(key, dest) {
@@ -68590,7 +68698,7 @@ var LocalStore = class {
     return pathToFileURL4(this.path(assertKey(key))).href;
   }
   path(key) {
-    const p = join22(this.dir, key);
+    const p = join23(this.dir, key);
     if (relative5(this.dir, p).startsWith(".."))
       throw new HillclimbError(`store key escapes the store: ${key}`);
     return p;
@@ -68744,7 +68852,7 @@ async function openLoopContext(config, role) {
 
 // src/loop/state/bundle.ts
 import { existsSync as existsSync16 } from "node:fs";
-import { join as join24 } from "node:path";
+import { join as join25 } from "node:path";
 
 // src/evidence/history-row.ts
 var HISTORY_SCHEMA = "hillclimb.history/v1";
@@ -74043,14 +74151,14 @@ function amdahlLimit(share) {
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
 import { readFileSync as readFileSync18 } from "node:fs";
-import { join as join23 } from "node:path";
+import { join as join24 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
 var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync18(join23(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema = JSON.parse(readFileSync18(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema);
@@ -74345,7 +74453,7 @@ var Bundle = class {
   }
   dir;
   path(relative7) {
-    return join24(this.dir, relative7);
+    return join25(this.dir, relative7);
   }
   exists() {
     return existsSync16(this.path(EVIDENCE_FILE));
@@ -74416,22 +74524,22 @@ function backoffMs(baseSeconds, attempt2) {
 }
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync19, rmSync as rmSync18 } from "node:fs";
+import { existsSync as existsSync19, rmSync as rmSync19 } from "node:fs";
 
 // src/loop/state/worktrees.ts
-import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync16 } from "node:fs";
-import { join as join25 } from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync17 } from "node:fs";
+import { join as join26 } from "node:path";
 function candidateWorktreePath(ctx, iteration) {
-  return join25(ctx.runDir, "worktrees", iterationDirName(iteration));
+  return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
 }
 function championWorktreePath(ctx, commit2) {
-  return join25(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+  return join26(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 function agentRepoPath(ctx, iteration) {
-  return join25(ctx.runDir, "agent", iterationDirName(iteration), "repo");
+  return join26(ctx.runDir, "agent", iterationDirName(iteration), "repo");
 }
 function agentOutputPath(ctx, iteration) {
-  return join25(ctx.runDir, "agent", iterationDirName(iteration), "out");
+  return join26(ctx.runDir, "agent", iterationDirName(iteration), "out");
 }
 async function worktreeAt(ctx, path6, commit2) {
   if (existsSync17(path6)) {
@@ -74440,7 +74548,7 @@ async function worktreeAt(ctx, path6, commit2) {
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
     } catch {
     }
-    await ctx.git.removeWorktree(path6).catch(() => rmSync16(path6, { recursive: true, force: true }));
+    await ctx.git.removeWorktree(path6).catch(() => rmSync17(path6, { recursive: true, force: true }));
     await ctx.git.pruneWorktrees();
   }
   await ctx.git.addWorktree(path6, commit2);
@@ -74465,8 +74573,8 @@ function jobId(runId, iteration, ...parts) {
 
 // src/loop/steps/programs.ts
 import { randomBytes } from "node:crypto";
-import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync19, rmSync as rmSync17 } from "node:fs";
-import { join as join26, relative as relative6 } from "node:path";
+import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync19, rmSync as rmSync18 } from "node:fs";
+import { join as join27, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
 var PLATFORMS = ["cpu", "tpu"];
 var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
@@ -74534,8 +74642,8 @@ function verifyCommand(ctx, o2) {
   ];
 }
 async function exportPrograms(ctx, ev, o2) {
-  rmSync17(o2.dest, { recursive: true, force: true });
-  rmSync17(o2.logFile, { force: true });
+  rmSync18(o2.dest, { recursive: true, force: true });
+  rmSync18(o2.logFile, { force: true });
   const result = await o2.backend.run({
     id: jobId(ctx.runId, ev.iteration, "export", o2.name, Date.now()),
     command: exportCommand(ctx, o2.platform, o2.draw, o2.only),
@@ -74564,7 +74672,7 @@ async function exportPrograms(ctx, ev, o2) {
       `the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`
     );
   }
-  if (!existsSync18(join26(o2.dest, "manifest.json")))
+  if (!existsSync18(join27(o2.dest, "manifest.json")))
     return failed("the export wrote no programs (no manifest.json)");
   return { status: "passed", ...done };
 }
@@ -74580,24 +74688,24 @@ function lastErrorLine(logFile) {
   return (own ?? lines.at(-1))?.slice(0, 800);
 }
 function verifierTreePath(ctx, commit2, name) {
-  return join26(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
+  return join27(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
 }
 async function verifierTree(ctx, commit2, name, programs) {
   const path6 = verifierTreePath(ctx, commit2, name);
   const wt = await worktreeAt(ctx, path6, commit2);
   for (const { path: file } of await wt.listFiles(commit2)) {
-    if (matchAny(ctx.target.editable, file)) rmSync17(join26(wt.root, file), { force: true });
+    if (matchAny(ctx.target.editable, file)) rmSync18(join27(wt.root, file), { force: true });
   }
-  const into = join26(wt.root, VERIFIER_PROGRAMS_DIR);
-  rmSync17(into, { recursive: true, force: true });
-  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join26(into, arm));
+  const into = join27(wt.root, VERIFIER_PROGRAMS_DIR);
+  rmSync18(into, { recursive: true, force: true });
+  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join27(into, arm));
   return wt.root;
 }
 function copyProgramFiles(from, dest) {
   mkdirSync21(dest, { recursive: true });
   for (const entry of readdirSync11(from, { withFileTypes: true })) {
     if (entry.isFile() && PROGRAM_FILE.test(entry.name))
-      cpSync(join26(from, entry.name), join26(dest, entry.name));
+      cpSync(join27(from, entry.name), join27(dest, entry.name));
   }
 }
 var VerifierFailed = class extends Error {
@@ -74609,9 +74717,9 @@ var VerifierFailed = class extends Error {
 };
 async function runVerifier(ctx, ev, o2) {
   const tree = await verifierTree(ctx, o2.harness, o2.name, o2.programs);
-  rmSync17(o2.sessionFile, { force: true });
-  rmSync17(o2.logFile, { force: true });
-  if (o2.traceDir) rmSync17(o2.traceDir, { recursive: true, force: true });
+  rmSync18(o2.sessionFile, { force: true });
+  rmSync18(o2.logFile, { force: true });
+  if (o2.traceDir) rmSync18(o2.traceDir, { recursive: true, force: true });
   const timeout = ctx.target.bench.timeout_minutes;
   const result = await o2.backend.run({
     id: jobId(ctx.runId, ev.iteration, "verify", o2.name, Date.now()),
@@ -74715,7 +74823,7 @@ function settled(results) {
 async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2 }, gate) {
   const junitFile = bundle.path(BundleFiles.gateJunit(which2));
   const logFile = bundle.path(BundleFiles.gateLog(which2));
-  rmSync18(junitFile, { force: true });
+  rmSync19(junitFile, { force: true });
   const result = await backend.run({
     id: jobId(ctx.runId, ev.iteration, `${which2}-gate`, Date.now()),
     command: gate.command,
@@ -74872,8 +74980,8 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { createHash as createHash6 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync20, rmSync as rmSync19 } from "node:fs";
-import { join as join27 } from "node:path";
+import { cpSync as cpSync2, existsSync as existsSync20, rmSync as rmSync20 } from "node:fs";
+import { join as join28 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -74996,7 +75104,7 @@ async function armPrograms(env, platform3) {
   const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync20(join27(B, "manifest.json"))) {
+  if (!gated || !existsSync20(join28(B, "manifest.json"))) {
     const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
@@ -75023,23 +75131,23 @@ async function armPrograms(env, platform3) {
   }
   const A = await championPrograms(ctx, ev, ev.base.commit, platform3);
   const inBundle = bundlePrograms(bundle, "A", platform3);
-  rmSync19(inBundle, { recursive: true, force: true });
+  rmSync20(inBundle, { recursive: true, force: true });
   cpSync2(A, inBundle, { recursive: true });
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
 }
 function championCache(ctx, commit2, platform3) {
   const key = createHash6("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
-  return { key, dir: join27(ctx.stateDir, "cache", "programs", key) };
+  return { key, dir: join28(ctx.stateDir, "cache", "programs", key) };
 }
 function keepChampionPrograms(ctx, commit2, platform3, from) {
-  if (!existsSync20(join27(from, "manifest.json"))) return;
+  if (!existsSync20(join28(from, "manifest.json"))) return;
   const { dir } = championCache(ctx, commit2, platform3);
-  rmSync19(dir, { recursive: true, force: true });
+  rmSync20(dir, { recursive: true, force: true });
   copyProgramFiles(from, dir);
 }
 async function championPrograms(ctx, ev, commit2, platform3) {
   const { key, dir } = championCache(ctx, commit2, platform3);
-  if (existsSync20(join27(dir, "manifest.json"))) return dir;
+  if (existsSync20(join28(dir, "manifest.json"))) return dir;
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
   const exported = await exportPrograms(ctx, ev, {
     backend: ctx.backend,
@@ -75049,13 +75157,13 @@ async function championPrograms(ctx, ev, commit2, platform3) {
     draw: iterationDraw(ev),
     only: "bench",
     dest: dir,
-    logFile: join27(ctx.stateDir, "cache", "programs", `${key}.log`),
+    logFile: join28(ctx.stateDir, "cache", "programs", `${key}.log`),
     record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
     name: `A-${platform3}`,
     step: "measure"
   });
   if (exported.status === "failed") {
-    rmSync19(dir, { recursive: true, force: true });
+    rmSync20(dir, { recursive: true, force: true });
     throw new InfraFailure(`the champion's programs could not be exported: ${exported.reason}`, {
       hint: "the champion passed before: check the machine (the export log is in the state folder)"
     });
@@ -75222,13 +75330,13 @@ async function comparability(bundle, runs) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync24, readFileSync as readFileSync24 } from "node:fs";
-import { join as join35, resolve as resolve14 } from "node:path";
+import { join as join36, resolve as resolve14 } from "node:path";
 
 // src/loop/state/history.ts
-import { join as join28 } from "node:path";
+import { join as join29 } from "node:path";
 var HISTORY_FILE = "history.jsonl";
 function historyFile(stateDir) {
-  return join28(stateDir, HISTORY_FILE);
+  return join29(stateDir, HISTORY_FILE);
 }
 function appendHistory(stateDir, row) {
   appendLineDurable(historyFile(stateDir), JSON.stringify(row));
@@ -75736,7 +75844,7 @@ function shrinkSteps(parts, key) {
   const variants = parts.find((p) => p.key === key)?.variants.length ?? 0;
   return Array.from({ length: Math.max(0, variants - 1) }, () => key);
 }
-function join29(parts, levels) {
+function join30(parts, levels) {
   return parts.map((p) => p.variants[Math.min(levels.get(p.key) ?? 0, p.variants.length - 1)] ?? "").filter((t) => t !== "").join(SEPARATOR);
 }
 function droppedNote(where2) {
@@ -75746,7 +75854,7 @@ function fitParts(parts, plan, max, opts = {}) {
   const sizeOf = opts.sizeOf ?? charLength;
   const levels = /* @__PURE__ */ new Map();
   const reduced = [];
-  let text3 = join29(parts, levels);
+  let text3 = join30(parts, levels);
   for (const key of plan) {
     if (sizeOf(text3) <= max) return { text: text3, truncated: reduced.length > 0, reduced };
     const part = parts.find((p) => p.key === key);
@@ -75754,7 +75862,7 @@ function fitParts(parts, plan, max, opts = {}) {
     if (!part || level >= part.variants.length - 1) continue;
     levels.set(key, level + 1);
     reduced.push(key);
-    text3 = join29(parts, levels);
+    text3 = join30(parts, levels);
   }
   if (sizeOf(text3) <= max) return { text: text3, truncated: reduced.length > 0, reduced };
   const note = droppedNote(opts.where ?? "");
@@ -75762,7 +75870,7 @@ function fitParts(parts, plan, max, opts = {}) {
   while (kept.length > 1) {
     const dropped = kept.pop();
     reduced.push(dropped.key);
-    text3 = `${join29(kept, levels)}${SEPARATOR}${note}`;
+    text3 = `${join30(kept, levels)}${SEPARATOR}${note}`;
     if (sizeOf(text3) <= max) return { text: text3, truncated: true, reduced };
   }
   const overshoot = sizeOf(text3) - text3.length;
@@ -76805,7 +76913,7 @@ ${body}
 
 // src/report/log-evidence.ts
 import { existsSync as existsSync21, readFileSync as readFileSync20 } from "node:fs";
-import { join as join30 } from "node:path";
+import { join as join31 } from "node:path";
 function evidenceLoader(roots) {
   return (path6) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path6)) {
@@ -76820,7 +76928,7 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join30(root, path6);
+      const file = join31(root, path6);
       if (!existsSync21(file)) continue;
       let parsed;
       try {
@@ -77247,8 +77355,8 @@ function recentLogEntries(text3, n2) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync20 } from "node:fs";
-import { join as join33 } from "node:path";
+import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync21 } from "node:fs";
+import { join as join34 } from "node:path";
 
 // src/trace/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
@@ -79002,7 +79110,7 @@ function numberOrUndefined(s) {
 
 // src/trace/readers/profile-dir.ts
 import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync9 } from "node:fs";
-import { basename as basename6, join as join31 } from "node:path";
+import { basename as basename6, join as join32 } from "node:path";
 function resolveTracePath(path6) {
   let st;
   try {
@@ -79026,7 +79134,7 @@ function formatOfFile(path6) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync9(join31(runDir, f)).isFile());
+  const files = readdirSync12(runDir).filter((f) => statSync9(join32(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format2) => {
     const sorted = [...matching].sort();
@@ -79034,7 +79142,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join31(runDir, sorted[0]), format: format2, notes };
+    return { path: join32(runDir, sorted[0]), format: format2, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -79045,7 +79153,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join31(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join32(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -79057,15 +79165,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync12(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join31(dir, "plugins", "profile"), dir]) {
+  for (const base of [join32(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync9(join31(base, r)).isDirectory());
+      runs = readdirSync12(base).filter((r) => statSync9(join32(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join31(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join31(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync12(join32(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join32(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -81091,13 +81199,13 @@ async function opCosts(source, c3, where2) {
 
 // src/trace/peaks.ts
 import { readFileSync as readFileSync21 } from "node:fs";
-import { join as join32 } from "node:path";
+import { join as join33 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync21(join32(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync21(join33(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -81822,7 +81930,7 @@ var profileStep = {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
-      if (!existsSync22(join33(programs, "manifest.json"))) {
+      if (!existsSync22(join34(programs, "manifest.json"))) {
         throw new Error(
           `the candidate has no exported programs for ${platform3} (the measurement did not run)`
         );
@@ -81879,7 +81987,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 }
 async function profileCommit(ctx, ev, o2) {
   const profile = ctx.target.profile;
-  rmSync20(o2.traceDir, { recursive: true, force: true });
+  rmSync21(o2.traceDir, { recursive: true, force: true });
   mkdirSync22(o2.traceDir, { recursive: true });
   let run2;
   try {
@@ -81926,15 +82034,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join33(ctx.stateDir, "cache", "profiles", key);
+  return join34(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join33(cacheDir(ctx, commit2), "summary.json");
+  const local = join34(cacheDir(ctx, commit2), "summary.json");
   if (existsSync22(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join33(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join34(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -81954,8 +82062,8 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join33(dir, "summary.json");
-  const traceDir = join33(dir, "trace");
+  const summaryFile = join34(dir, "summary.json");
+  const traceDir = join34(dir, "trace");
   const cachedSummary = existsSync22(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
@@ -81967,9 +82075,9 @@ async function championProfile(ctx, commit2) {
     harness: commit2,
     programs: await championPrograms(ctx, where2, commit2, platform3),
     traceDir,
-    metrics: join33(dir, "metrics.json"),
-    log: join33(dir, "profile.log"),
-    session: join33(dir, "session.json"),
+    metrics: join34(dir, "metrics.json"),
+    log: join34(dir, "profile.log"),
+    session: join34(dir, "session.json"),
     name: `profile-${commit2.slice(0, 12)}`
   });
   writeJsonAtomic(summaryFile, summary2);
@@ -81979,7 +82087,7 @@ async function championProfile(ctx, commit2) {
 
 // src/loop/steps/prompt.ts
 import { existsSync as existsSync23, readdirSync as readdirSync13, readFileSync as readFileSync23 } from "node:fs";
-import { join as join34 } from "node:path";
+import { join as join35 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -82013,8 +82121,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync23(join34(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join34(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync23(join35(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join35(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
 ${text3}`;
@@ -82075,7 +82183,7 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join35(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
+      result_file: join36(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
       directives: loadDirectives(
         resolve14(ctx.root, ctx.config.paths.directives_dir),
         ctx.config.agent.directives
@@ -82093,10 +82201,10 @@ function agentTestCommand(ctx, iteration) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
     root: agentRepoPath(ctx, iteration),
-    junit: join35(out, "junit.xml"),
-    metrics: join35(out, "metrics.json"),
-    trace: join35(out, "trace"),
-    cache: join35(out, "cache")
+    junit: join36(out, "junit.xml"),
+    metrics: join36(out, "metrics.json"),
+    trace: join36(out, "trace"),
+    cache: join36(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -82135,7 +82243,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join35(ctx.runDir, "hillclimb-log.md");
+  const runLog = join36(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
   let entries = existsSync24(runLog) ? recentLogEntries(readFileSync24(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
@@ -82146,8 +82254,8 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync25, rmSync as rmSync21 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join36 } from "node:path";
+import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync25, rmSync as rmSync22 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join37 } from "node:path";
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
@@ -82157,18 +82265,18 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev.iteration);
     const out = agentOutputPath(ctx, ev.iteration);
-    rmSync21(dirname21(repo), { recursive: true, force: true });
+    rmSync22(dirname21(repo), { recursive: true, force: true });
     mkdirSync23(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join36(out, AGENT_RESULT_NAME);
+    const resultFile = join37(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
       prompt: readFileSync25(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join36(out, AGENT_LOG_NAME),
+      logFile: join37(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
@@ -82183,9 +82291,9 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync21(join36(out, "home"), { recursive: true, force: true });
+    rmSync22(join37(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
-    rmSync21(bundle.path(kept), { recursive: true, force: true });
+    rmSync22(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     const earlier = ev.agent ? [...ev.agent.earlier ?? [], attemptSummary(ev.agent)] : [];
@@ -82211,7 +82319,7 @@ var proposeStep = {
     const snapshot = snapshotTree(repo, wt.root);
     if (snapshot.refused.length > 0) {
       await wt.resetHard(base);
-      rmSync21(dirname21(repo), { recursive: true, force: true });
+      rmSync22(dirname21(repo), { recursive: true, force: true });
       return {
         status: "verdict",
         verdict: "invalid",
@@ -82222,7 +82330,7 @@ var proposeStep = {
     }
     await wt.stageAll();
     if (!await wt.hasStagedChanges()) {
-      rmSync21(dirname21(repo), { recursive: true, force: true });
+      rmSync22(dirname21(repo), { recursive: true, force: true });
       const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
       return { status: "verdict", verdict: "no-op", reasons: [why] };
     }
@@ -82230,7 +82338,7 @@ var proposeStep = {
       identity: HARNESS_IDENTITY,
       author: agentIdentity(ctx.agent.name)
     });
-    rmSync21(dirname21(repo), { recursive: true, force: true });
+    rmSync22(dirname21(repo), { recursive: true, force: true });
     const ref = candidateRef(ctx.runId, ev.iteration);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -82278,13 +82386,13 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join36(out, "home")
+      home: join37(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join36(repo, ".git", "objects");
+  const objects = join37(repo, ".git", "objects");
   if (head && head !== base && existsSync25(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
@@ -82412,16 +82520,16 @@ function dryRunPublish(ctx, bundle, ev) {
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync27, readFileSync as readFileSync27, writeFileSync as writeFileSync10 } from "node:fs";
-import { join as join37 } from "node:path";
+import { join as join38 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join37("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join38("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join37(ctx.runDir, "hillclimb-log.md");
+    const runLog = join38(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync27(runLog) ? readFileSync27(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
@@ -82616,11 +82724,11 @@ function isInfra(e) {
 // src/loop/state/attestation.ts
 import { createHash as createHash9 } from "node:crypto";
 import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync28 } from "node:fs";
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join38(dir, rel);
+    const abs = rel === "" ? dir : join39(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync14(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -82681,7 +82789,7 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, iteration) {
-  return join38(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+  return join39(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
@@ -82698,7 +82806,7 @@ function readLocalAttestation(file) {
 
 // src/loop/drivers/phases.ts
 import { existsSync as existsSync31 } from "node:fs";
-import { join as join39 } from "node:path";
+import { join as join40 } from "node:path";
 
 // src/loop/drivers/preflight.ts
 import { existsSync as existsSync29 } from "node:fs";
@@ -82725,7 +82833,7 @@ async function checkAgentApi(opts) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync30, renameSync as renameSync6, rmSync as rmSync22 } from "node:fs";
+import { existsSync as existsSync30, renameSync as renameSync6, rmSync as rmSync23 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -82736,11 +82844,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync22(fresh, { recursive: true, force: true });
+  rmSync23(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync6(bundle.dir, old);
   renameSync6(fresh, bundle.dir);
-  rmSync22(old, { recursive: true, force: true });
+  rmSync23(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -82956,7 +83064,7 @@ async function openPhase(phase, opts) {
     dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join39(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join40(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, {
     root: config.root,
     logger: opts.logger,

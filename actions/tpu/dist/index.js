@@ -39997,7 +39997,7 @@ var hillclimb_schema_default = {
           type: "array",
           default: [],
           items: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
-          description: "More environment variables to pass to the agent (e.g. HTTPS_PROXY). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
+          description: "More environment variables to pass to the agent (settings of its own). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
         },
         codex: {
           type: "object",
@@ -40034,6 +40034,11 @@ var hillclimb_schema_default = {
             command: {
               $ref: "#/definitions/command",
               description: "Gets the prompt on stdin; HILLCLIMB_RESULT_FILE names where to write the structured result."
+            },
+            network: {
+              enum: ["none", "host"],
+              default: "none",
+              description: "The network the command gets in the sandbox: none at all (default), or the machine's (a command that calls a service of its own; it can then reach anything the runner can)."
             }
           }
         },
@@ -47587,6 +47592,46 @@ function isExecutable(file) {
 import { mkdtempSync, readFileSync as readFileSync5, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname as dirname3, isAbsolute as isAbsolute2, join as join3, resolve as resolve2 } from "node:path";
+
+// src/exec/loopback-forward.ts
+var FORWARD_SETUP_FAILED = 125;
+var LOOPBACK_FORWARDER = String.raw`'use strict';
+const net = require('node:net');
+const { spawn } = require('node:child_process');
+const [port, socketPath, command, ...args] = process.argv.slice(1);
+const server = net.createServer((client) => {
+  const inner = net.connect(socketPath);
+  client.pipe(inner);
+  inner.pipe(client);
+  const close = () => { client.destroy(); inner.destroy(); };
+  client.on('error', close);
+  inner.on('error', close);
+  client.on('close', close);
+  inner.on('close', close);
+});
+server.on('error', (e) => {
+  process.stderr.write('hillclimb sandbox: cannot listen on 127.0.0.1:' + port + ': ' + e.message + '\n');
+  process.exit(${FORWARD_SETUP_FAILED});
+});
+server.listen(Number(port), '127.0.0.1', () => {
+  const child = spawn(command, args, { stdio: 'inherit' });
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+  for (const s of signals) process.on(s, () => child.kill(s));
+  child.on('error', (e) => {
+    process.stderr.write('hillclimb sandbox: cannot start ' + command + ': ' + e.message + '\n');
+    process.exit(127);
+  });
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      for (const s of signals) process.removeAllListeners(s);
+      process.kill(process.pid, signal);
+    }
+    process.exit(code ?? 1);
+  });
+});
+`;
+
+// src/exec/sandbox.ts
 var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"];
 var MASKED_FILES = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers"];
 var MASKED_DIRS = ["/etc/ssh", "/etc/sudoers.d"];
@@ -47616,6 +47661,16 @@ expose() {
   else [ "$kind" = ro ] && return 0; die "$p does not exist"; fi
   mount --rbind "$p" "$R$p" || die "cannot expose $p"
   [ "$kind" = rw ] || ro_tree "$p"
+}
+# A new network namespace starts with its loopback down: bring it up for a forward (iproute2, or the
+# SIOCSIFFLAGS ioctl from a Python on the job's PATH where the image has no ip).
+loopback_up() {
+  ip link set lo up 2>/dev/null && return 0
+  py=$(PATH=$job_path command -v python3) || die "cannot bring up the loopback: neither ip nor python3 is here"
+  "$py" -S -c 'import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))' || die "cannot bring up the loopback"
 }
 mask() {
   p=$1
@@ -47648,6 +47703,7 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
     ro:*) expose ro "${"$"}{1#ro:}" ;;
     rw:*) expose rw "${"$"}{1#rw:}" ;;
     mask:*) mask "${"$"}{1#mask:}" ;;
+    net:loopback) loopback_up ;;
     *) die "unknown item $1" ;;
   esac
   shift
@@ -47709,10 +47765,29 @@ function sandboxCommand(spec, command, args) {
     ...spec.writable.map((p) => ({ kind: "rw", path: checkPath(p) }))
   ].sort(byDepth);
   const masks = [...MASKED_FILES, ...MASKED_DIRS].map((p) => `mask:${p}`);
-  if (spec.network) {
+  const forward = typeof spec.network === "object" ? spec.network : void 0;
+  if (spec.network === "host") {
     for (const dir of resolverReadPaths()) items.push({ kind: "ro", path: dir });
     items.sort(byDepth);
   }
+  if (forward) {
+    if (!Number.isInteger(forward.port) || forward.port < 1 || forward.port > 65535) {
+      throw new Error(`sandbox forward port must be 1-65535: ${forward.port}`);
+    }
+    items.push({ kind: "ro", path: checkPath(forward.socket) });
+    for (const dir of nodeReadPaths()) items.push({ kind: "ro", path: dir });
+    items.sort(byDepth);
+  }
+  const inner = forward ? [
+    process.execPath,
+    "-e",
+    LOOPBACK_FORWARDER,
+    "--",
+    String(forward.port),
+    forward.socket,
+    command,
+    ...args
+  ] : [command, ...args];
   return {
     command: "unshare",
     args: [
@@ -47724,7 +47799,7 @@ function sandboxCommand(spec, command, args) {
       "--kill-child",
       "--ipc",
       "--uts",
-      ...spec.network ? [] : ["--net"],
+      ...spec.network === "host" ? [] : ["--net"],
       "--",
       "/bin/sh",
       "-c",
@@ -47735,9 +47810,9 @@ function sandboxCommand(spec, command, args) {
       spec.readyFile ? checkPath(spec.readyFile) : "",
       ...items.map((i2) => `${i2.kind}:${i2.path}`),
       ...masks,
+      ...forward ? ["net:loopback"] : [],
       "--",
-      command,
-      ...args
+      ...inner
     ]
   };
 }
@@ -47751,6 +47826,13 @@ function programReadPaths(program) {
   } catch {
   }
   return outsideSystemDirs([...dirs]);
+}
+function nodeReadPaths() {
+  try {
+    return outsideSystemDirs([dirname3(dirname3(realpathSync(process.execPath)))]);
+  } catch {
+    return [];
+  }
 }
 function outsideSystemDirs(dirs) {
   return dirs.filter((d) => d !== "/" && !SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`)));

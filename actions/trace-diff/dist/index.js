@@ -39427,7 +39427,7 @@ var hillclimb_schema_default = {
           type: "array",
           default: [],
           items: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
-          description: "More environment variables to pass to the agent (e.g. HTTPS_PROXY). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
+          description: "More environment variables to pass to the agent (settings of its own). The agent's environment is otherwise scrubbed; tokens and cloud credentials are refused even when listed (docs/agents.md)."
         },
         codex: {
           type: "object",
@@ -39464,6 +39464,11 @@ var hillclimb_schema_default = {
             command: {
               $ref: "#/definitions/command",
               description: "Gets the prompt on stdin; HILLCLIMB_RESULT_FILE names where to write the structured result."
+            },
+            network: {
+              enum: ["none", "host"],
+              default: "none",
+              description: "The network the command gets in the sandbox: none at all (default), or the machine's (a command that calls a service of its own; it can then reach anything the runner can)."
             }
           }
         },

@@ -169,7 +169,7 @@ export class ClaudeAgent implements Agent {
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
       extraEnv: { ...CLAUDE_QUIET_ENV, ...(proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {}) },
-      keyHeldByProxy: proxy !== undefined,
+      keyProxy: proxy,
       apiFailure: claudeApiFailure,
       configDir: { env: 'CLAUDE_CONFIG_DIR', defaultInHome: '.claude' },
       setupFailure: claudeSetupFailure,

@@ -217,7 +217,7 @@ export class CodexAgent implements Agent {
         adapterNames: CODEX_SETTINGS,
         passEnv: this.opts.passEnv,
         extraEnv: { TMPDIR: agentTmp, ...(apiKey ? { CODEX_API_KEY: PLACEHOLDER_KEY } : {}) },
-        keyHeldByProxy: proxy !== undefined,
+        keyProxy: proxy,
         apiFailure: codexApiFailure,
         configDir: { env: 'CODEX_HOME', defaultInHome: '.codex' },
         setupFailure: codexSetupFailure,

@@ -8,6 +8,7 @@
  *
  * It edits files and commits its one change, like any agent. Exit 0 = finished; exit 75 (EX_TEMPFAIL)
  * = "infrastructure failure, retry me later" (the loop backs off and retries); any other exit = failed.
+ * In the sandbox it has no network unless `agent.command.network` is `host`.
  */
 import type { CommandArgs } from '../../config/index.js';
 import type { Logger } from '../../util/index.js';
@@ -21,6 +22,8 @@ export const COMMAND_INFRA_EXIT_CODE = 75;
 
 export interface CommandOptions {
   command: CommandArgs;
+  /** What it reaches in the sandbox. Default: nothing. */
+  network?: 'none' | 'host';
   passEnv: readonly string[];
   logger: Logger;
 }
@@ -47,6 +50,7 @@ export class CommandAgent implements Agent {
         HILLCLIMB_ITERATION: String(request.iteration),
       },
       infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
+      network: this.opts.network ?? 'none',
       logger: this.opts.logger,
     });
     const { result, problem } = readAgentResult(request.resultFile);
