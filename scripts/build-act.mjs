@@ -3,14 +3,22 @@
 // (node_modules/.cache/hillclimb-act/<version>-<fix>/act). Built once per checkout; every later call finds
 // the binary and returns at once.
 //
-// It is `go install github.com/nektos/act@<version>` with one fix, so that act treats a skipped job's
-// outputs as GitHub does: GitHub gives every output of a skipped job the empty string; act 0.2.89 leaves
-// the job's `outputs:` templates uninterpolated, so `needs.<skipped>.outputs.x` reads as the literal text
-// `${{ steps.….outputs.… }}` (nektos/act#2467, closed "not planned"). hillclimb's workflows chain
-// attestations with `||` across jobs that may be skipped (measure-local, measure-cloud, cpu-gate), so
-// without the fix a later job gets that text as its attestation. tests/workflows/act/runner.act.test.ts
-// shows the difference. The source comes from the module proxy (`go mod download`, checked against
-// go.sum's database like `go install`), the fix is applied to a copy, and `go build` builds the copy.
+// It is `go install github.com/nektos/act@<version>` with two fixes, each making act do what GitHub does:
+//
+// - A skipped job's outputs: GitHub gives every output of a skipped job the empty string; act 0.2.89
+//   leaves the job's `outputs:` templates uninterpolated, so `needs.<skipped>.outputs.x` reads as the
+//   literal text `${{ steps.….outputs.… }}` (nektos/act#2467, closed "not planned"). hillclimb's workflows
+//   chain attestations with `||` across jobs that may be skipped (measure-local, measure-cloud,
+//   cpu-gate), so without the fix a later job gets that text as its attestation.
+//   tests/workflows/act/runner.act.test.ts shows the difference.
+// - A failed step's last lines: act runs a host step on a pseudo-terminal and copies its output in a
+//   goroutine, but when the step exits non-zero it returns at once and closes the terminal, dropping
+//   whatever the goroutine had not copied yet: on a busy machine, the `::error::` line a step prints
+//   just before `exit 1`. A step that passes is drained (an end-of-transmission byte marks the end); the
+//   fix drains a failed one the same way.
+//
+// The source comes from the module proxy (`go mod download`, checked against go.sum's database like
+// `go install`), the fixes are applied to a copy, and `go build` builds the copy.
 //
 // Usage: node scripts/build-act.mjs
 //   exit 0: the binary's path is the last line of stdout (stderr says whether it was built, and how long
@@ -34,21 +42,32 @@ import { fileURLToPath } from 'node:url';
 
 const VERSION = 'v0.2.89';
 /** Bump when the fix below changes, so an old build is not reused. */
-const FIX = 'hc1';
+const FIX = 'hc2';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = join(root, 'node_modules', '.cache', 'hillclimb-act', `${VERSION}-${FIX}`);
 const binary = join(dir, 'act');
 const GO_MISSING = 3;
 
-/** A skipped job's outputs become empty strings, as on GitHub (nektos/act#2467). */
-const SKIPPED_OUTPUTS_FIX = {
-  file: join('pkg', 'runner', 'run_context.go'),
-  find: '\tif !runJob {\n\t\trc.result("skipped")\n',
-  replace:
-    '\tif !runJob {\n\t\trc.result("skipped")\n' +
-    '\t\t// hillclimb: GitHub gives every output of a skipped job the empty string (nektos/act#2467).\n' +
-    '\t\tfor k := range job.Outputs {\n\t\t\tjob.Outputs[k] = ""\n\t\t}\n',
-};
+const FIXES = [
+  {
+    // A skipped job's outputs become empty strings, as on GitHub (nektos/act#2467).
+    file: join('pkg', 'runner', 'run_context.go'),
+    find: '\tif !runJob {\n\t\trc.result("skipped")\n',
+    replace:
+      '\tif !runJob {\n\t\trc.result("skipped")\n' +
+      '\t\t// hillclimb: GitHub gives every output of a skipped job the empty string (nektos/act#2467).\n' +
+      '\t\tfor k := range job.Outputs {\n\t\t\tjob.Outputs[k] = ""\n\t\t}\n',
+  },
+  {
+    // A failed host step's output is drained from its terminal before the terminal is closed.
+    file: join('pkg', 'container', 'host_environment.go'),
+    find: '\terr = cmd.Run()\n\tif err != nil {\n\t\treturn err\n\t}\n\tif tty != nil {\n',
+    replace:
+      '\terr = cmd.Run()\n' +
+      "\t// hillclimb: a failed step's last lines are drained too, not dropped with the terminal.\n" +
+      '\tif tty != nil {\n',
+  },
+];
 
 /** `go` on PATH, else the official tarball's place (often not on a non-login shell's PATH). */
 function findGo() {
@@ -78,12 +97,14 @@ function build(go, staging) {
   cpSync(source, src, { recursive: true });
   // The module cache is read-only; the copy must be writable to patch and build it.
   spawnSync('chmod', ['-R', 'u+w', src]);
-  const file = join(src, SKIPPED_OUTPUTS_FIX.file);
-  const text = readFileSync(file, 'utf8');
-  if (text.split(SKIPPED_OUTPUTS_FIX.find).length !== 2) {
-    throw new Error(`${SKIPPED_OUTPUTS_FIX.file} of act ${VERSION} does not have the expected code to fix`);
+  for (const fix of FIXES) {
+    const file = join(src, fix.file);
+    const text = readFileSync(file, 'utf8');
+    if (text.split(fix.find).length !== 2) {
+      throw new Error(`${fix.file} of act ${VERSION} does not have the expected code to fix`);
+    }
+    writeFileSync(file, text.replace(fix.find, fix.replace));
   }
-  writeFileSync(file, text.replace(SKIPPED_OUTPUTS_FIX.find, SKIPPED_OUTPUTS_FIX.replace));
   run(go, ['build', '-trimpath', '-o', join(staging, 'act'), '.'], src);
   rmSync(src, { recursive: true, force: true });
   chmodSync(join(staging, 'act'), 0o755);

@@ -3,6 +3,10 @@
 //   falls through to the job that ran. act 0.2.89 as released leaves them as the uninterpolated
 //   `${{ … }}` text (nektos/act#2467); scripts/build-act.mjs builds it with that fixed, and this test
 //   fails on a build without the fix.
+// - A failed step's last lines reach the log: act 0.2.89 as released drops what it had not copied from
+//   the step's terminal yet when the step fails (on a busy machine, the `::error::` line printed just
+//   before `exit 1`); scripts/build-act.mjs builds it with that fixed. A step with a long output makes
+//   the loss likely even on an idle machine: this test failed on every try with the unfixed build.
 // - Job outputs reach the jobs that need them, and the helper reads them from act's log (step outputs,
 //   evaluated expressions, job results).
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -49,6 +53,13 @@ jobs:
           SKIPPED: \${{ needs.skipped.outputs.y }}
           CHAIN: \${{ needs.skipped.outputs.y || needs.ran.outputs.x }}
         run: echo "skipped=[$SKIPPED] chain=[$CHAIN]"
+  last-words:
+    runs-on: ubuntu-24.04
+    steps:
+      - run: |
+          seq -f 'line %g of a long step' 1 20000
+          echo "::error::the last words of a failing step"
+          exit 1
 `;
 
 const ARTIFACTS = `name: artifacts check
@@ -113,18 +124,24 @@ describe.skipIf(act.skip)(`the act runner${act.skip ? ` (skipped: ${act.skip})` 
     if (!process.env.HILLCLIMB_KEEP_ACT) t.cleanup();
   });
 
-  it('reports each job: ran, skipped by its condition, and the one that needs both', () => {
-    expect(run.code, run.describe()).toBe(0);
+  it('reports each job: ran, skipped by its condition, the one that needs both, and a failure', () => {
+    expect(run.code, run.describe()).toBe(1);
     expect(Object.fromEntries([...run.jobs.values()].map((j) => [j.id, j.result]))).toEqual({
       ran: 'success',
       skipped: 'skipped',
       reader: 'success',
+      'last-words': 'failure',
     });
     expect(run.output('ran', 'x', 's')).toBe('from-ran');
   });
 
   it("gives a skipped job's outputs as empty strings, as GitHub does", () => {
     expect(run.text('reader')).toContain('skipped=[] chain=[from-ran]');
+  });
+
+  it("keeps a failed step's last lines: its whole output and the ::error:: it printed before exit 1", () => {
+    expect(run.text('last-words')).toContain('line 20000 of a long step');
+    expect(run.errors('last-words')).toEqual(['the last words of a failing step']);
   });
 
   it('sees each job output where a later job reads it', () => {
