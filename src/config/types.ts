@@ -209,6 +209,9 @@ export interface PathsConfig {
   log_file: string;
   prompt: string;
   directives_dir: string;
+  /** What `hillclimb setup` installs into .venv; `dev_requirements` as well with --dev. */
+  requirements: string;
+  dev_requirements: string;
 }
 
 export interface HillclimbConfig {

@@ -8,7 +8,7 @@ import { AGENT_INSTALL_HINTS } from '../agent/index.js';
 import { serviceAccountEmail } from '../compute/index.js';
 import { type HillclimbConfig, loadConfig } from '../config/index.js';
 import { run, SANDBOX_HINT, sandboxAvailability } from '../exec/index.js';
-import { venvPython } from '../project/index.js';
+import { DEFAULT_REQUIREMENTS, venvPython } from '../project/index.js';
 import { errorMessage, isHillclimbError } from '../util/index.js';
 
 export interface CheckResult {
@@ -74,9 +74,9 @@ export function nodeCheck(version: string = process.versions.node): Check {
   };
 }
 
-export function pythonChecks(root: string): Check[] {
+export function pythonChecks(root: string, requirements: string): Check[] {
   const python = venvPython(root);
-  const setupHint = 'run: npm run setup   (creates .venv and installs kernels/requirements.txt)';
+  const setupHint = `run: hillclimb setup   (creates .venv and installs ${requirements})`;
   return [
     {
       name: 'python venv',
@@ -127,7 +127,7 @@ export function pythonChecks(root: string): Check[] {
           : {
               ok: false,
               detail: 'not installed (needed only for compute.backend: ray)',
-              hint: 'npm run setup -- --dev, or pip install "ray[default]" into .venv',
+              hint: `${python} -m pip install "ray[default]"`,
             };
       },
     },
@@ -366,7 +366,7 @@ export function defaultChecks(root: string): Check[] {
   return [
     nodeCheck(),
     toolCheck('git', 'git', ['--version'], true, 'install git (apt install git)'),
-    ...pythonChecks(root),
+    ...pythonChecks(root, config?.paths.requirements ?? DEFAULT_REQUIREMENTS.runtime),
     project.check,
     ...(config ? [promptCheck(config)] : []),
     workflowsCheck(root),

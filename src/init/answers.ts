@@ -238,6 +238,8 @@ export function configText(a: InitAnswers, version: string): string {
     '  kind: local',
     '',
     'paths:',
+    '  # What `hillclimb setup` installs into .venv (the workflows install the same file).',
+    `  requirements: ${scalar(a.requirements)}`,
     `  prompt: ${PROMPT_FILE}`,
     `  directives_dir: ${DIRECTIVES_DIR}`,
     '',

@@ -98,7 +98,7 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
     `  0. Write ${module}.py (protected): a hillclimb_bench target that imports your kernel only in`,
     '     its kernel() and ends with hillclimb_bench.cli(TARGET) (packages/hillclimb-bench/README.md);',
     `     add hillclimb-bench[jax] to ${answers.requirements}`,
-    `  1. Local check: python3 -m venv .venv && .venv/bin/pip install -r ${answers.requirements}`,
+    `  1. Local check: hillclimb setup   (creates .venv from ${answers.requirements})`,
     '     then: hillclimb doctor   and   hillclimb loop --dry-run   (one iteration, commands printed, nothing published)',
     `  2. Commit${written ? '' : ' (if not yet)'}: git add ${CONFIG_FILE} .github/workflows hillclimb && git commit -m "hillclimb: init"`,
     '  3. GitHub → Settings → Secrets and variables → Actions:',

@@ -2,5 +2,11 @@
  * The project root, the Python venv and the package version. Other modules import from this entry,
  * never from its files.
  */
-export { interpreterReadPaths, setupPython, venvPython } from './python.js';
+export {
+  DEFAULT_REQUIREMENTS,
+  interpreterReadPaths,
+  type RequirementPaths,
+  setupPython,
+  venvPython,
+} from './python.js';
 export { CONFIG_FILE, findProjectRoot, packageRoot, packageVersion } from './root.js';

@@ -9,10 +9,20 @@ import { dirname, join, relative } from 'node:path';
 import { run } from '../exec/index.js';
 import { HillclimbError, type Logger } from '../util/index.js';
 
-/** Requirement files installed by `hillclimb setup`, relative to the project root. */
-export const RUNTIME_REQUIREMENTS = ['kernels/requirements.txt'];
-/** Added by `hillclimb setup --dev`: linters and the Ray head used by the test suite. */
-export const DEV_REQUIREMENTS = ['kernels/requirements-dev.txt'];
+/**
+ * The requirement files `hillclimb setup` installs, relative to the project root: `paths.requirements`
+ * and (with --dev) `paths.dev_requirements` of hillclimb.yml.
+ */
+export interface RequirementPaths {
+  runtime: string;
+  dev: string;
+}
+
+/** The schema's defaults (hillclimb's own layout), for a project without hillclimb.yml. */
+export const DEFAULT_REQUIREMENTS: RequirementPaths = {
+  runtime: 'kernels/requirements.txt',
+  dev: 'kernels/requirements-dev.txt',
+};
 
 const VENV_DIR = '.venv';
 const STAMP_FILE = '.hillclimb-setup.json';
@@ -65,12 +75,17 @@ async function findBaseInterpreter(): Promise<{ path: string; version: string }>
   });
 }
 
-export function requirementFiles(root: string, dev: boolean): string[] {
-  const files = dev ? [...RUNTIME_REQUIREMENTS, ...DEV_REQUIREMENTS] : RUNTIME_REQUIREMENTS;
+export function requirementFiles(root: string, dev: boolean, paths: RequirementPaths): string[] {
+  const files = dev ? [paths.runtime, paths.dev] : [paths.runtime];
   for (const f of files) {
     if (!existsSync(join(root, f))) {
-      throw new HillclimbError(`requirements file missing: ${join(root, f)}`, {
-        hint: 'run hillclimb from the project root (the folder with hillclimb.yml)',
+      const key = f === paths.runtime ? 'paths.requirements' : 'paths.dev_requirements';
+      throw new HillclimbError(`requirements file missing: ${join(root, f)} (${key} in hillclimb.yml)`, {
+        hint:
+          f === paths.runtime
+            ? `write it (JAX, pytest, hillclimb-bench and what your kernel imports), or set ${key} in ` +
+              'hillclimb.yml to the file you have; run hillclimb from the folder with hillclimb.yml'
+            : `write it, set ${key} in hillclimb.yml, or run setup without --dev`,
       });
     }
   }
@@ -142,16 +157,17 @@ export interface SetupResult {
  */
 export async function setupPython(
   root: string,
-  opts: { dev: boolean; logger: Logger },
+  opts: { dev: boolean; logger: Logger; requirements?: RequirementPaths },
 ): Promise<SetupResult> {
   const { logger } = opts;
+  const paths = opts.requirements ?? DEFAULT_REQUIREMENTS;
   const python = join(root, VENV_DIR, 'bin', 'python');
-  const files = requirementFiles(root, opts.dev);
+  const files = requirementFiles(root, opts.dev, paths);
   const stamp = readStamp(root);
 
   if (existsSync(python) && stamp) {
     const wanted = requirementsHash(root, files, stamp.python);
-    const devFiles = [...RUNTIME_REQUIREMENTS, ...DEV_REQUIREMENTS];
+    const devFiles = [paths.runtime, paths.dev];
     const devInstalled =
       !opts.dev &&
       devFiles.every((f) => existsSync(join(root, f))) &&

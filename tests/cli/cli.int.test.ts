@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
@@ -45,7 +45,9 @@ describe('hillclimb CLI', () => {
       expect(r.stdout).toMatch(/MISSING\s+git/);
       expect(r.stdout).toMatch(/MISSING\s+python venv/);
       expect(r.stdout).toContain('git: install git');
-      expect(r.stdout).toContain('npm run setup');
+      expect(r.stdout).toContain(
+        'run: hillclimb setup   (creates .venv and installs kernels/requirements.txt)',
+      );
       // No unshare on that PATH: no sandbox, said plainly (optional unless sandbox.mode is required).
       expect(r.stdout).toMatch(/-\s+sandbox\s+cannot build the sandbox/);
       expect(r.stdout).toContain('without it, numbers are unverified and no iteration can be improved');
@@ -53,6 +55,35 @@ describe('hillclimb CLI', () => {
       t.cleanup();
     }
   });
+
+  it('setup installs the requirements file hillclimb.yml names; doctor and its errors name it too', async () => {
+    const t = tempDir();
+    try {
+      // An adopter's layout: requirements.txt at the root, no kernels/ folder at all.
+      writeFileSync(
+        join(t.dir, 'hillclimb.yml'),
+        `${MINIMAL_CONFIG}paths:\n  requirements: requirements.txt\n`,
+      );
+      const before = await hillclimb(['doctor', '--root', t.dir], { HILLCLIMB_PYTHON: '' });
+      expect(before.stdout).toContain('run: hillclimb setup   (creates .venv and installs requirements.txt)');
+      const missing = await hillclimb(['setup', '--root', t.dir]);
+      expect(missing.code).not.toBe(0);
+      expect(missing.stderr).toContain(
+        `requirements file missing: ${join(t.dir, 'requirements.txt')} (paths.requirements in hillclimb.yml)`,
+      );
+      expect(missing.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      // No packages: pip runs for real but needs no network.
+      writeFileSync(join(t.dir, 'requirements.txt'), '# nothing to install\n');
+      const r = await hillclimb(['setup', '--root', t.dir]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(existsSync(join(t.dir, '.venv', 'bin', 'python'))).toBe(true);
+      expect(JSON.parse(readFileSync(join(t.dir, '.venv', '.hillclimb-setup.json'), 'utf8')).files).toEqual([
+        'requirements.txt',
+      ]);
+    } finally {
+      t.cleanup();
+    }
+  }, 180_000);
 
   it('doctor makes the sandbox required when hillclimb.yml does', async () => {
     const t = tempDir();

@@ -45452,7 +45452,17 @@ var hillclimb_schema_default = {
           description: "The hill-climb log, written by the harness."
         },
         prompt: { type: "string", default: "prompts/iteration.md" },
-        directives_dir: { type: "string", default: "session_directives" }
+        directives_dir: { type: "string", default: "session_directives" },
+        requirements: {
+          type: "string",
+          default: "kernels/requirements.txt",
+          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports."
+        },
+        dev_requirements: {
+          type: "string",
+          default: "kernels/requirements-dev.txt",
+          description: "Installed as well by `hillclimb setup --dev` (linters, Ray)."
+        }
       }
     }
   }
@@ -82817,7 +82827,7 @@ function preflight(config, target2, needs) {
     const python = venvPython(config.root);
     if (!existsSync29(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
-        hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
+        hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs ${config.paths.requirements})`,
         exitCode: ExitCode2.failure
       });
     }

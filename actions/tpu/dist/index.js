@@ -40310,7 +40310,17 @@ var hillclimb_schema_default = {
           description: "The hill-climb log, written by the harness."
         },
         prompt: { type: "string", default: "prompts/iteration.md" },
-        directives_dir: { type: "string", default: "session_directives" }
+        directives_dir: { type: "string", default: "session_directives" },
+        requirements: {
+          type: "string",
+          default: "kernels/requirements.txt",
+          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports."
+        },
+        dev_requirements: {
+          type: "string",
+          default: "kernels/requirements-dev.txt",
+          description: "Installed as well by `hillclimb setup --dev` (linters, Ray)."
+        }
       }
     }
   }

@@ -27,7 +27,7 @@ export function preflight(config: HillclimbConfig, target: TargetConfig, needs: 
     const python = venvPython(config.root);
     if (!existsSync(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
-        hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs kernels/requirements.txt)`,
+        hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs ${config.paths.requirements})`,
         exitCode: ExitCode.failure,
       });
     }
