@@ -3,6 +3,8 @@
  * import from this entry, never from its files.
  */
 export type { Agent, AgentIsolation } from './agent.js';
+export { claudeCredentials } from './agents/claude.js';
+export { codexCredentials } from './agents/codex.js';
 export { listReplayPatches } from './agents/replay.js';
 export { agentIdentity } from './environment.js';
 export { AGENT_INSTALL_HINTS, buildAgent, checkAgentInstalled } from './factory.js';

@@ -4,12 +4,13 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AGENT_INSTALL_HINTS } from '../agent/index.js';
+import { AGENT_INSTALL_HINTS, claudeCredentials, codexCredentials } from '../agent/index.js';
 import { serviceAccountEmail } from '../compute/index.js';
 import { type HillclimbConfig, loadConfig } from '../config/index.js';
 import { run, SANDBOX_HINT, sandboxAvailability } from '../exec/index.js';
 import { DEFAULT_REQUIREMENTS, venvPython } from '../project/index.js';
 import { errorMessage, isHillclimbError } from '../util/index.js';
+import { targetChecks } from './target.js';
 
 export interface CheckResult {
   name: string;
@@ -347,6 +348,29 @@ export function tpuAccountCheck(config: HillclimbConfig, gcloud = 'gcloud'): Che
   };
 }
 
+/**
+ * How the agent's model credential travels: an API key in this environment stays with the harness's key
+ * proxy; without one the CLI uses its own login and gets the machine's network. Optional: in CI the
+ * key is a secret of the propose job, not of this machine.
+ */
+export function keyRouteCheck(kind: 'codex' | 'claude', env: NodeJS.ProcessEnv = process.env): Check {
+  const { apiKey, url } = kind === 'codex' ? codexCredentials(env) : claudeCredentials(env);
+  const names = kind === 'codex' ? 'OPENAI_API_KEY (or CODEX_API_KEY)' : 'ANTHROPIC_API_KEY';
+  return {
+    name: 'agent key',
+    required: false,
+    async run() {
+      return apiKey
+        ? { ok: true, detail: `${names} set: held by the harness's key proxy, forwarded to ${url}` }
+        : {
+            ok: false,
+            detail: `no ${names} here: ${kind} would sign in with its own login, hold it, and get the machine's network`,
+            hint: `export ${names.split(' ')[0]} for a local loop; in CI it is the propose job's secret (docs/setup.md)`,
+          };
+    },
+  };
+}
+
 export function defaultChecks(root: string): Check[] {
   const project = projectConfig(root);
   const config = project.config;
@@ -368,7 +392,7 @@ export function defaultChecks(root: string): Check[] {
     toolCheck('git', 'git', ['--version'], true, 'install git (apt install git)'),
     ...pythonChecks(root, config?.paths.requirements ?? DEFAULT_REQUIREMENTS.runtime),
     project.check,
-    ...(config ? [promptCheck(config)] : []),
+    ...(config ? [promptCheck(config), ...targetChecks(config)] : []),
     workflowsCheck(root),
     sandboxCheck(config),
     toolCheck(
@@ -381,6 +405,9 @@ export function defaultChecks(root: string): Check[] {
     ...(tpu && config?.compute.tpu_vm ? [tpuAccountCheck(config)] : []),
     agent('codex'),
     agent('claude'),
+    ...(config?.agent.kind === 'codex' || config?.agent.kind === 'claude'
+      ? [keyRouteCheck(config.agent.kind)]
+      : []),
     toolCheck('gh', 'gh', ['--version'], false, 'optional, for inspecting loop PRs — https://cli.github.com'),
   ];
 }

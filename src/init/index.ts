@@ -5,5 +5,5 @@
 
 export type { Ask, InitFlags } from './gather.js';
 export { detectBase, gatherAnswers, nonInteractiveError } from './gather.js';
-export { applyPlan, editableWithoutFiles, nextSteps, planFiles } from './init.js';
+export { applyPlan, nextSteps, planFiles } from './init.js';
 export { resolvePin } from './pin.js';

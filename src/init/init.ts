@@ -6,7 +6,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../util/index.js';
-import { type Git, matchAny } from '../workspace/index.js';
 import {
   CONFIG_FILE,
   configText,
@@ -111,11 +110,4 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
     '     (or: gh workflow run hillclimb.yml -f dry-run=true -f backend=local)',
     '  Every secret and variable, branch protection, Workload Identity: docs/setup.md in hillclimb.',
   ];
-}
-
-/** The editable globs that match no file committed at HEAD (a typo, or a kernel not committed yet). */
-export async function editableWithoutFiles(git: Git, editable: readonly string[]): Promise<string[]> {
-  if (!(await git.tryRevParse('HEAD'))) return [...editable];
-  const paths = (await git.listFiles('HEAD')).map((f) => f.path);
-  return editable.filter((g) => !paths.some((p) => matchAny([g], p)));
 }

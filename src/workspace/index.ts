@@ -8,3 +8,4 @@ export { CandidateRefused, Git, HARNESS_IDENTITY } from './git.js';
 export { matchAny } from './glob.js';
 export { classifyChanges, describeViolations } from './guard.js';
 export { scanCommits } from './static-scan.js';
+export { globsWithoutFiles } from './unmatched-globs.js';

@@ -1,7 +1,7 @@
 // `hillclimb init` in a repository that is not hillclimb: what it writes, that the engine accepts it,
 // that it is idempotent and never overwrites a user's file without --force, and that bad answers are
 // refused naming the flag.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig, selectTarget } from '../../src/config/load.js';
@@ -66,6 +66,7 @@ describe('hillclimb init --yes', () => {
     expect(config.forge.base).toBe('main');
     expect(config.paths.prompt).toBe('hillclimb/prompt.md');
     expect(config.paths.directives_dir).toBe('hillclimb/directives');
+    expect(config.paths.requirements).toBe('requirements.txt');
 
     // The starter prompt and directive are hillclimb's own.
     expect(read('hillclimb/prompt.md')).toBe(
@@ -82,16 +83,24 @@ describe('hillclimb init --yes', () => {
       expect(text).not.toContain('kernels/requirements.txt');
     }
 
-    const doctor = await hillclimbIn(repo.dir, ['doctor'], {
-      HILLCLIMB_PYTHON: join(REPO_ROOT, '.venv', 'bin', 'python'),
-    });
+    const env = { HILLCLIMB_PYTHON: join(REPO_ROOT, '.venv', 'bin', 'python') };
+    const doctor = await hillclimbIn(repo.dir, ['doctor'], env);
     expect(doctor.stdout).toMatch(/ok\s+hillclimb\.yml\s+valid: target scale, agent replay, backend local/);
     expect(doctor.stdout).toMatch(/ok\s+prompt\s+hillclimb\/prompt\.md/);
     expect(doctor.stdout).toMatch(
       /ok\s+workflows\s+4 workflow\(s\) run acme\/hillclimb actions at aaaaaaaaaaaa/,
     );
-    expect(doctor.stdout).toContain('doctor: all required pieces present');
-    expect(doctor.code).toBe(0);
+    expect(doctor.stdout).toMatch(/ok\s+target module\s+bench\.scale_target \(bench\/scale_target\.py\)/);
+    // What init cannot write is still to do, and doctor says so: the replay agent's patches.
+    expect(doctor.stdout).toMatch(
+      /MISSING\s+replay folder\s+hillclimb\/replay \(agent\.replay\.dir\) does not exist/,
+    );
+    expect(doctor.code).toBe(1);
+    // The next steps done: doctor is content.
+    mkdirSync(join(repo.dir, 'hillclimb', 'replay'));
+    const after = await hillclimbIn(repo.dir, ['doctor'], env);
+    expect(after.stdout).toContain('doctor: all required pieces present');
+    expect(after.code).toBe(0);
   });
 
   it('doctor reports mixed or movable pins in the workflows, and a missing prompt', async () => {

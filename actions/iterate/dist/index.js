@@ -54694,272 +54694,8 @@ function excerpt(text3) {
   return t.length > MAX_EXCERPT ? `${t.slice(0, MAX_EXCERPT - 1)}\u2026` : t;
 }
 
-// src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync3, existsSync as existsSync7, mkdirSync as mkdirSync9, readdirSync as readdirSync3, readFileSync as readFileSync11, writeFileSync as writeFileSync4 } from "node:fs";
-import { basename as basename2, dirname as dirname8, join as join7 } from "node:path";
-
-// src/agent/environment.ts
-var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
-var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
-function isRefusedName(name, modelKeys = []) {
-  if (modelKeys.includes(name)) return false;
-  return NEVER.test(name) || isSecretName(name);
-}
-function agentEnvironment(spec) {
-  const source = spec.source ?? process.env;
-  const env = {};
-  const refused = [];
-  const take = (name) => {
-    const v = source[name];
-    if (v !== void 0) env[name] = v;
-  };
-  for (const name of BASE_NAMES) take(name);
-  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
-  for (const name of spec.modelKeys) take(name);
-  for (const name of spec.adapterNames ?? []) take(name);
-  for (const name of spec.passEnv ?? []) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else take(name);
-  }
-  Object.assign(env, spec.defaults ?? {});
-  for (const [name, value2] of Object.entries(spec.requestEnv ?? {})) {
-    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
-    else env[name] = value2;
-  }
-  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
-  return { env, secrets, refused: [...new Set(refused)].sort() };
-}
-function gitIdentityEnv(agent) {
-  return identityEnv(agentIdentity(agent));
-}
-
-// src/agent/outcome.ts
-import { mkdirSync as mkdirSync8, rmSync as rmSync4 } from "node:fs";
-import { dirname as dirname7, relative as relative3, resolve as resolve5 } from "node:path";
-function prepareResultFile(file) {
-  rmSync4(file, { force: true });
-  mkdirSync8(dirname7(file), { recursive: true });
-}
-function outsideOf(root, dir) {
-  const rel = relative3(resolve5(root), resolve5(dir));
-  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve5(dir);
-}
-function toOutcome(proc, logFile, result, problem) {
-  return {
-    status: proc.status,
-    exitCode: proc.exitCode,
-    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
-    ...result ? { result } : { resultProblem: problem ?? "no result" },
-    logFile,
-    durationMs: proc.durationMs,
-    ...proc.isolation ? { isolation: proc.isolation } : {}
-  };
-}
-
-// src/agent/result.ts
-import { existsSync as existsSync6, readFileSync as readFileSync10, statSync as statSync4 } from "node:fs";
-var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
-var MAX_RESULT_FIELD_CHARS = 1500;
-var MAX_RESULT_FILE_BYTES = 64 * 1024;
-var RESULT_JSON_SCHEMA = {
-  type: "object",
-  properties: {
-    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
-    summary: { type: "string", description: "What was changed, in a few sentences." },
-    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
-  },
-  required: [...RESULT_FIELDS],
-  additionalProperties: false
-};
-function validateAgentResult(value2) {
-  if (typeof value2 !== "object" || value2 === null || Array.isArray(value2)) {
-    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
-  }
-  const record2 = value2;
-  const out = {};
-  const problems = [];
-  for (const key of RESULT_FIELDS) {
-    const v = record2[key];
-    if (v === void 0) problems.push(`${key} is missing`);
-    else if (typeof v !== "string")
-      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
-    else if (v.trim() === "") problems.push(`${key} is empty`);
-    else if (v.length > MAX_RESULT_FIELD_CHARS)
-      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
-    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
-    else out[key] = v.trim();
-  }
-  if (problems.length > 0) return { problem: problems.join("; ") };
-  return { result: out };
-}
-function parseAgentResult(text3) {
-  let value2;
-  try {
-    value2 = JSON.parse(text3);
-  } catch (e) {
-    return { problem: `not valid JSON (${e.message})` };
-  }
-  return validateAgentResult(value2);
-}
-function readAgentResult(file) {
-  if (!existsSync6(file)) return { problem: `no result file at ${file}` };
-  const size = statSync4(file).size;
-  if (size > MAX_RESULT_FILE_BYTES) {
-    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
-  }
-  const check = parseAgentResult(readFileSync10(file, "utf8"));
-  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
-}
-function resultFromMessage(text3) {
-  const candidates = [text3.trim()];
-  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
-  for (const c3 of candidates) {
-    if (!c3.startsWith("{")) continue;
-    const check = parseAgentResult(c3);
-    if (check.result) return check.result;
-  }
-  return void 0;
-}
-
-// src/agent/agents/replay.ts
-var PATCH_NAME = /^(\d{4})-.+\.patch$/;
-var COMPANION_NAME = /^(\d{4})-.+\.json$/;
-function listReplayPatches(dir) {
-  if (!existsSync7(dir)) {
-    throw new HillclimbError(`replay agent: no folder ${dir}`, {
-      hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
-      exitCode: ExitCode2.badInput
-    });
-  }
-  const names = readdirSync3(dir).sort();
-  const companions = /* @__PURE__ */ new Map();
-  for (const n2 of names) {
-    const m = COMPANION_NAME.exec(n2);
-    if (m && !companions.has(m[1])) companions.set(m[1], join7(dir, n2));
-  }
-  return names.filter((n2) => PATCH_NAME.test(n2)).map((n2) => {
-    const companion = companions.get(PATCH_NAME.exec(n2)[1]);
-    return { patch: join7(dir, n2), ...companion ? { companion } : {} };
-  });
-}
-var ReplayAgent = class {
-  constructor(opts) {
-    this.opts = opts;
-    this.patches = listReplayPatches(opts.dir);
-  }
-  opts;
-  name = "replay";
-  patches;
-  async run(request2) {
-    const started = Date.now();
-    mkdirSync9(dirname8(request2.logFile), { recursive: true });
-    const log = (line) => appendFileSync3(request2.logFile, `${line}
-`);
-    prepareResultFile(request2.resultFile);
-    const done = (status, exitCode, extra = {}) => {
-      const check = readAgentResult(request2.resultFile);
-      return {
-        status,
-        exitCode,
-        ...check.result ? { result: check.result } : { resultProblem: check.problem },
-        ...extra,
-        logFile: request2.logFile,
-        durationMs: Date.now() - started
-      };
-    };
-    if (request2.signal?.aborted) return done("failed", null, { infraError: "cancelled" });
-    const entry = this.patches[request2.iteration - 1];
-    if (!entry) {
-      log(`replay: no patch for iteration ${request2.iteration} (${this.patches.length} in ${this.opts.dir})`);
-      writeResult(request2.resultFile, {
-        hypothesis: `No replay patch is left for iteration ${request2.iteration}.`,
-        summary: `The replay folder holds ${this.patches.length} patches; nothing was changed.`,
-        next_idea: `Add NNNN-*.patch files to ${this.opts.dir} to replay more iterations.`
-      });
-      return done("finished", 0);
-    }
-    const text3 = readFileSync11(entry.patch, "utf8");
-    const described = describePatch(text3, basename2(entry.patch));
-    log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
-    try {
-      const git2 = await Git.create(request2.workdir);
-      await git2.applyPatch(entry.patch);
-      const sha = await git2.commit(commitMessage(described, basename2(entry.patch)), {
-        identity: agentIdentity(this.name)
-      });
-      log(`replay: committed ${sha}`);
-    } catch (e) {
-      log(`replay: ${errorMessage(e)}`);
-      this.opts.logger.warn(
-        `replay: ${basename2(entry.patch)} did not apply: ${errorMessage(e).split("\n")[0]}`
-      );
-      return done("failed", 1);
-    }
-    if (entry.companion) writeFileSync4(request2.resultFile, readFileSync11(entry.companion));
-    else writeResult(request2.resultFile, described.result);
-    return done("finished", 0);
-  }
-};
-function describePatch(text3, fileName) {
-  const lines = text3.split("\n");
-  const diffStart = lines.findIndex((l) => /^(?:diff --git |--- |Index: )/.test(l));
-  let lead = lines.slice(0, diffStart === -1 ? lines.length : diffStart);
-  let subject;
-  const subjectAt = lead.findIndex((l) => l.startsWith("Subject:"));
-  if (subjectAt !== -1) {
-    let s = lead[subjectAt].slice("Subject:".length);
-    for (let i2 = subjectAt + 1; i2 < lead.length && /^\s/.test(lead[i2]) && lead[i2].trim() !== ""; i2++) {
-      s += ` ${lead[i2].trim()}`;
-    }
-    subject = s.replace(/^\s*(?:\[[^\]]*\]\s*)*/, "").trim();
-    const bodyStart = lead.findIndex((l, i2) => i2 > subjectAt && l.trim() === "");
-    const bodyEnd = lead.indexOf("---");
-    lead = lead.slice(bodyStart === -1 ? lead.length : bodyStart + 1, bodyEnd === -1 ? lead.length : bodyEnd);
-  } else {
-    lead = lead.map((l) => l.replace(/^#\s?/, ""));
-  }
-  const trailers = {};
-  const prose = [];
-  for (const l of lead) {
-    const m = /^(hypothesis|summary|next(?:[ _]idea)?):\s*(.+)$/i.exec(l.trim());
-    if (m) trailers[m[1].toLowerCase().startsWith("next") ? "next" : m[1].toLowerCase()] = m[2].trim();
-    else prose.push(l);
-  }
-  const body = prose.join("\n").trim();
-  const firstLine3 = body.split("\n")[0]?.trim() || void 0;
-  const title = subject || firstLine3 || `replay patch ${fileName}`;
-  const rest2 = subject ? body : body.split("\n").slice(1).join("\n").trim();
-  return {
-    subject: title,
-    result: {
-      hypothesis: cap(trailers.hypothesis ?? title),
-      summary: cap(trailers.summary ?? (rest2 || title)),
-      next_idea: cap(trailers.next ?? "Apply the next replay patch.")
-    }
-  };
-}
-function commitMessage(d, fileName) {
-  const subject = d.subject.split("\n")[0].slice(0, 72);
-  return `${subject}
-
-${d.result.summary}
-
-Replay-Patch: ${fileName}
-`;
-}
-function writeResult(file, result) {
-  writeFileSync4(file, `${JSON.stringify(result, null, 2)}
-`);
-}
-function cap(s) {
-  return s.length > MAX_RESULT_FIELD_CHARS ? `${s.slice(0, MAX_RESULT_FIELD_CHARS - 1)}\u2026` : s;
-}
-
-// src/agent/factory.ts
-import { isAbsolute as isAbsolute5, resolve as resolve6 } from "node:path";
-
 // src/agent/agents/claude.ts
-import { dirname as dirname10 } from "node:path";
+import { dirname as dirname9 } from "node:path";
 
 // src/agent/agent.ts
 var AgentSetupError = class extends HillclimbError {
@@ -54975,7 +54711,7 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/key-proxy.ts
-import { mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
+import { mkdtempSync as mkdtempSync3, rmSync as rmSync4 } from "node:fs";
 import {
   createServer,
   request as httpRequest
@@ -54983,7 +54719,7 @@ import {
 import { request as httpsRequest } from "node:https";
 import { createServer as createNetServer, connect as netConnect } from "node:net";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join8 } from "node:path";
+import { join as join7 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 var PLACEHOLDER_KEY = "hillclimb-proxy-holds-the-key";
 var CREDENTIAL_HEADERS = ["authorization", "x-api-key", "proxy-authorization", "cookie"];
@@ -55069,8 +54805,8 @@ ${lines.join("\r\n")}\r
     client.on("error", () => remote.destroy());
     client.on("close", () => remote.destroy());
   });
-  const dir = mkdtempSync3(join8(tmpdir3(), "hillclimb-key-proxy-"));
-  const socket = join8(dir, "model-api.sock");
+  const dir = mkdtempSync3(join7(tmpdir3(), "hillclimb-key-proxy-"));
+  const socket = join7(dir, "model-api.sock");
   const unix = createNetServer((s) => server.emit("connection", s));
   try {
     await new Promise((resolve17, reject) => {
@@ -55084,7 +54820,7 @@ ${lines.join("\r\n")}\r
   } catch (e) {
     server.close();
     unix.close();
-    rmSync5(dir, { recursive: true, force: true });
+    rmSync4(dir, { recursive: true, force: true });
     throw e;
   }
   const { port: local } = server.address();
@@ -55099,7 +54835,7 @@ ${lines.join("\r\n")}\r
         new Promise((resolve17) => server.close(() => resolve17())),
         new Promise((resolve17) => unix.close(() => resolve17()))
       ]);
-      rmSync5(dir, { recursive: true, force: true });
+      rmSync4(dir, { recursive: true, force: true });
     }
   };
 }
@@ -55116,20 +54852,55 @@ function stripHop(headers) {
 }
 
 // src/agent/launch.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync11, readdirSync as readdirSync4, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync6, mkdirSync as mkdirSync9, readdirSync as readdirSync3, writeFileSync as writeFileSync4 } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute as isAbsolute4, join as join9 } from "node:path";
+import { isAbsolute as isAbsolute4, join as join8 } from "node:path";
+
+// src/agent/environment.ts
+var BASE_NAMES = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR"];
+var NEVER = /^(?:GITHUB_TOKEN|GH_TOKEN|GH_ENTERPRISE_TOKEN|GITHUB_ENTERPRISE_TOKEN|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|HUGGINGFACE_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_GHA_CREDS_PATH|CLOUDSDK_\w*|ACTIONS_\w*|AWS_\w*|AZURE_\w*|GCE_\w*|GOOGLE_CLOUD_\w*|SSH_AUTH_SOCK|GPG_AGENT_INFO|GNUPGHOME|KUBECONFIG|DOCKER_CONFIG|NETRC|GIT_ASKPASS|SSH_ASKPASS|GIT_SSH_COMMAND)$/;
+function isRefusedName(name, modelKeys = []) {
+  if (modelKeys.includes(name)) return false;
+  return NEVER.test(name) || isSecretName(name);
+}
+function agentEnvironment(spec) {
+  const source = spec.source ?? process.env;
+  const env = {};
+  const refused = [];
+  const take = (name) => {
+    const v = source[name];
+    if (v !== void 0) env[name] = v;
+  };
+  for (const name of BASE_NAMES) take(name);
+  for (const name of Object.keys(source)) if (name.startsWith("LC_")) take(name);
+  for (const name of spec.modelKeys) take(name);
+  for (const name of spec.adapterNames ?? []) take(name);
+  for (const name of spec.passEnv ?? []) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else take(name);
+  }
+  Object.assign(env, spec.defaults ?? {});
+  for (const [name, value2] of Object.entries(spec.requestEnv ?? {})) {
+    if (isRefusedName(name, spec.modelKeys)) refused.push(name);
+    else env[name] = value2;
+  }
+  const secrets = spec.modelKeys.map((k) => env[k]).filter((v) => v !== void 0 && v !== "");
+  return { env, secrets, refused: [...new Set(refused)].sort() };
+}
+function gitIdentityEnv(agent) {
+  return identityEnv(agentIdentity(agent));
+}
 
 // src/agent/process.ts
-import { appendFileSync as appendFileSync4, mkdirSync as mkdirSync10 } from "node:fs";
-import { dirname as dirname9 } from "node:path";
+import { appendFileSync as appendFileSync3, mkdirSync as mkdirSync8 } from "node:fs";
+import { dirname as dirname7 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
 var DEFAULT_UNREACHABLE_LIMIT_MS = 3e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync10(dirname9(spec.logFile), { recursive: true });
-  appendFileSync4(
+  mkdirSync8(dirname7(spec.logFile), { recursive: true });
+  appendFileSync3(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
 # cwd: ${spec.cwd}
@@ -55169,7 +54940,7 @@ async function runWatched(spec, started, watch) {
     const ended = e.result;
     if (ended === void 0) {
       const missing = e.message.includes("command not found");
-      appendFileSync4(spec.logFile, `# ${e.message}
+      appendFileSync3(spec.logFile, `# ${e.message}
 `);
       return {
         status: "failed",
@@ -55194,12 +54965,12 @@ async function runWatched(spec, started, watch) {
     if (ended.killedBy === "abort") {
       const stop = watch.stopped;
       if (stop?.kind === "setup") {
-        appendFileSync4(spec.logFile, `# stopped by the harness: ${stop.message}
+        appendFileSync3(spec.logFile, `# stopped by the harness: ${stop.message}
 `);
         return { status: "failed", exitCode: null, setupError: stop.message, result: ended, durationMs: durationMs2 };
       }
       if (stop?.kind === "api") {
-        appendFileSync4(spec.logFile, `# stopped by the harness: ${stop.message}
+        appendFileSync3(spec.logFile, `# stopped by the harness: ${stop.message}
 `);
         return { status: "failed", exitCode: null, infraError: stop.message, result: ended, durationMs: durationMs2 };
       }
@@ -55346,11 +55117,11 @@ async function launchAgent(request2, launch) {
       };
     }
     const writable2 = [...sandbox.writable];
-    mkdirSync11(sandbox.home, { recursive: true });
+    mkdirSync9(sandbox.home, { recursive: true });
     if (launch.configDir) {
-      const dir = env[launch.configDir.env] ?? join9(homedir(), launch.configDir.defaultInHome);
-      if (isAbsolute4(dir) && existsSync8(dir)) {
-        const copy = join9(sandbox.home, launch.configDir.defaultInHome);
+      const dir = env[launch.configDir.env] ?? join8(homedir(), launch.configDir.defaultInHome);
+      if (isAbsolute4(dir) && existsSync6(dir)) {
+        const copy = join8(sandbox.home, launch.configDir.defaultInHome);
         secrets.push(...copyConfigFolder(dir, copy, launch.keyProxy ? LOGIN_FILES : []));
         env[launch.configDir.env] = copy;
       }
@@ -55402,23 +55173,23 @@ async function launchAgent(request2, launch) {
 }
 function argumentFiles(args, writable2) {
   const inside = (p) => writable2.some((w) => p === w || p.startsWith(`${w}/`));
-  return args.filter((a2) => isAbsolute4(a2) && !inside(a2) && existsSync8(a2));
+  return args.filter((a2) => isAbsolute4(a2) && !inside(a2) && existsSync6(a2));
 }
 var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 var LOGIN_FILES = ["auth.json", ".credentials.json"];
 function copyConfigFolder(from, to, omit2) {
-  mkdirSync11(to, { recursive: true });
+  mkdirSync9(to, { recursive: true });
   const secrets = [];
-  for (const name of readdirSync4(from)) {
+  for (const name of readdirSync3(from)) {
     if (omit2.includes(name)) continue;
-    const src = join9(from, name);
+    const src = join8(from, name);
     let data;
     try {
       data = readPlainFile(src, CONFIG_FILE_MAX_BYTES);
     } catch {
       continue;
     }
-    writeFileSync5(join9(to, name), data, { mode: 384 });
+    writeFileSync4(join8(to, name), data, { mode: 384 });
     if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
   }
   return secrets;
@@ -55436,6 +55207,94 @@ function tokenLikeStrings(text3) {
   } catch {
   }
   return out;
+}
+
+// src/agent/outcome.ts
+import { mkdirSync as mkdirSync10, rmSync as rmSync5 } from "node:fs";
+import { dirname as dirname8, relative as relative3, resolve as resolve5 } from "node:path";
+function prepareResultFile(file) {
+  rmSync5(file, { force: true });
+  mkdirSync10(dirname8(file), { recursive: true });
+}
+function outsideOf(root, dir) {
+  const rel = relative3(resolve5(root), resolve5(dir));
+  return rel === "" || !rel.startsWith("..") && !rel.startsWith("/") ? void 0 : resolve5(dir);
+}
+function toOutcome(proc, logFile, result, problem) {
+  return {
+    status: proc.status,
+    exitCode: proc.exitCode,
+    ...proc.infraError !== void 0 ? { infraError: proc.infraError } : {},
+    ...result ? { result } : { resultProblem: problem ?? "no result" },
+    logFile,
+    durationMs: proc.durationMs,
+    ...proc.isolation ? { isolation: proc.isolation } : {}
+  };
+}
+
+// src/agent/result.ts
+import { existsSync as existsSync7, readFileSync as readFileSync10, statSync as statSync4 } from "node:fs";
+var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
+var MAX_RESULT_FIELD_CHARS = 1500;
+var MAX_RESULT_FILE_BYTES = 64 * 1024;
+var RESULT_JSON_SCHEMA = {
+  type: "object",
+  properties: {
+    hypothesis: { type: "string", description: "The one hypothesis this change tests, and its mechanism." },
+    summary: { type: "string", description: "What was changed, in a few sentences." },
+    next_idea: { type: "string", description: "The most promising idea for the next iteration." }
+  },
+  required: [...RESULT_FIELDS],
+  additionalProperties: false
+};
+function validateAgentResult(value2) {
+  if (typeof value2 !== "object" || value2 === null || Array.isArray(value2)) {
+    return { problem: `expected a JSON object with ${RESULT_FIELDS.join(", ")}` };
+  }
+  const record2 = value2;
+  const out = {};
+  const problems = [];
+  for (const key of RESULT_FIELDS) {
+    const v = record2[key];
+    if (v === void 0) problems.push(`${key} is missing`);
+    else if (typeof v !== "string")
+      problems.push(`${key} must be a string (got ${Array.isArray(v) ? "array" : typeof v})`);
+    else if (v.trim() === "") problems.push(`${key} is empty`);
+    else if (v.length > MAX_RESULT_FIELD_CHARS)
+      problems.push(`${key} is ${v.length} characters (max ${MAX_RESULT_FIELD_CHARS})`);
+    else if (v.includes("\0")) problems.push(`${key} contains a NUL character`);
+    else out[key] = v.trim();
+  }
+  if (problems.length > 0) return { problem: problems.join("; ") };
+  return { result: out };
+}
+function parseAgentResult(text3) {
+  let value2;
+  try {
+    value2 = JSON.parse(text3);
+  } catch (e) {
+    return { problem: `not valid JSON (${e.message})` };
+  }
+  return validateAgentResult(value2);
+}
+function readAgentResult(file) {
+  if (!existsSync7(file)) return { problem: `no result file at ${file}` };
+  const size = statSync4(file).size;
+  if (size > MAX_RESULT_FILE_BYTES) {
+    return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
+  }
+  const check = parseAgentResult(readFileSync10(file, "utf8"));
+  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
+}
+function resultFromMessage(text3) {
+  const candidates = [text3.trim()];
+  for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
+  for (const c3 of candidates) {
+    if (!c3.startsWith("{")) continue;
+    const check = parseAgentResult(c3);
+    if (check.result) return check.result;
+  }
+  return void 0;
 }
 
 // src/agent/agents/claude.ts
@@ -55503,7 +55362,7 @@ var ClaudeAgent = class {
       maxTurns: this.opts.maxTurns,
       // The prompt's test command names the project's interpreter by its absolute path.
       allowedTools: request2.interpreter ? [...this.opts.allowedTools, `Bash(${request2.interpreter}:*)`] : this.opts.allowedTools,
-      resultDir: outsideOf(request2.workdir, dirname10(request2.resultFile)),
+      resultDir: outsideOf(request2.workdir, dirname9(request2.resultFile)),
       extraArgs: this.opts.extraArgs
     });
     const proc = await launchAgent(request2, {
@@ -55649,9 +55508,9 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync9, mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync4, readFileSync as readFileSync12, rmSync as rmSync6, writeFileSync as writeFileSync6 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readFileSync as readFileSync11, rmSync as rmSync6, writeFileSync as writeFileSync5 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
-import { dirname as dirname11, join as join10 } from "node:path";
+import { dirname as dirname10, join as join9 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -55712,15 +55571,15 @@ var CodexAgent = class {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
     rmSync6(lastMessageFile, { force: true });
-    const resultDir = outsideOf(request2.workdir, dirname11(request2.resultFile));
-    const scratch = mkdtempSync4(join10(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
+    const resultDir = outsideOf(request2.workdir, dirname10(request2.resultFile));
+    const scratch = mkdtempSync4(join9(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
     let proxy;
     try {
-      const schemaFile = join10(scratch, "result.schema.json");
-      writeFileSync6(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      const schemaFile = join9(scratch, "result.schema.json");
+      writeFileSync5(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
-      const agentTmp = join10(scratch, "tmp");
-      mkdirSync12(agentTmp);
+      const agentTmp = join9(scratch, "tmp");
+      mkdirSync11(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const { apiKey, baseUrl: baseUrl2, url } = codexCredentials(source);
       proxy = apiKey ? await startKeyProxy({
@@ -55733,7 +55592,7 @@ var CodexAgent = class {
         workdir: request2.workdir,
         lastMessageFile,
         schemaFile,
-        resultDir: outsideOf(request2.workdir, dirname11(request2.resultFile)),
+        resultDir: outsideOf(request2.workdir, dirname10(request2.resultFile)),
         baseUrl: proxy?.url ?? baseUrl2,
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
@@ -55771,8 +55630,8 @@ var CodexAgent = class {
         });
       }
       let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync9(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync12(lastMessageFile, "utf8"));
+      if (!result && existsSync8(lastMessageFile)) {
+        const fromMessage = resultFromMessage(readFileSync11(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
       if (proxy && proxy.refused.length > 0) {
@@ -55857,6 +55716,145 @@ function codexKeyHint(source, baseUrl2) {
 function nonEmpty(value2) {
   return value2 === void 0 || value2.trim() === "" ? void 0 : value2;
 }
+
+// src/agent/agents/replay.ts
+import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync12, readdirSync as readdirSync4, readFileSync as readFileSync12, writeFileSync as writeFileSync6 } from "node:fs";
+import { basename as basename2, dirname as dirname11, join as join10 } from "node:path";
+var PATCH_NAME = /^(\d{4})-.+\.patch$/;
+var COMPANION_NAME = /^(\d{4})-.+\.json$/;
+function listReplayPatches(dir) {
+  if (!existsSync9(dir)) {
+    throw new HillclimbError(`replay agent: no folder ${dir}`, {
+      hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const names = readdirSync4(dir).sort();
+  const companions = /* @__PURE__ */ new Map();
+  for (const n2 of names) {
+    const m = COMPANION_NAME.exec(n2);
+    if (m && !companions.has(m[1])) companions.set(m[1], join10(dir, n2));
+  }
+  return names.filter((n2) => PATCH_NAME.test(n2)).map((n2) => {
+    const companion = companions.get(PATCH_NAME.exec(n2)[1]);
+    return { patch: join10(dir, n2), ...companion ? { companion } : {} };
+  });
+}
+var ReplayAgent = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.patches = listReplayPatches(opts.dir);
+  }
+  opts;
+  name = "replay";
+  patches;
+  async run(request2) {
+    const started = Date.now();
+    mkdirSync12(dirname11(request2.logFile), { recursive: true });
+    const log = (line) => appendFileSync4(request2.logFile, `${line}
+`);
+    prepareResultFile(request2.resultFile);
+    const done = (status, exitCode, extra = {}) => {
+      const check = readAgentResult(request2.resultFile);
+      return {
+        status,
+        exitCode,
+        ...check.result ? { result: check.result } : { resultProblem: check.problem },
+        ...extra,
+        logFile: request2.logFile,
+        durationMs: Date.now() - started
+      };
+    };
+    if (request2.signal?.aborted) return done("failed", null, { infraError: "cancelled" });
+    const entry = this.patches[request2.iteration - 1];
+    if (!entry) {
+      log(`replay: no patch for iteration ${request2.iteration} (${this.patches.length} in ${this.opts.dir})`);
+      writeResult(request2.resultFile, {
+        hypothesis: `No replay patch is left for iteration ${request2.iteration}.`,
+        summary: `The replay folder holds ${this.patches.length} patches; nothing was changed.`,
+        next_idea: `Add NNNN-*.patch files to ${this.opts.dir} to replay more iterations.`
+      });
+      return done("finished", 0);
+    }
+    const text3 = readFileSync12(entry.patch, "utf8");
+    const described = describePatch(text3, basename2(entry.patch));
+    log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
+    try {
+      const git2 = await Git.create(request2.workdir);
+      await git2.applyPatch(entry.patch);
+      const sha = await git2.commit(commitMessage(described, basename2(entry.patch)), {
+        identity: agentIdentity(this.name)
+      });
+      log(`replay: committed ${sha}`);
+    } catch (e) {
+      log(`replay: ${errorMessage(e)}`);
+      this.opts.logger.warn(
+        `replay: ${basename2(entry.patch)} did not apply: ${errorMessage(e).split("\n")[0]}`
+      );
+      return done("failed", 1);
+    }
+    if (entry.companion) writeFileSync6(request2.resultFile, readFileSync12(entry.companion));
+    else writeResult(request2.resultFile, described.result);
+    return done("finished", 0);
+  }
+};
+function describePatch(text3, fileName) {
+  const lines = text3.split("\n");
+  const diffStart = lines.findIndex((l) => /^(?:diff --git |--- |Index: )/.test(l));
+  let lead = lines.slice(0, diffStart === -1 ? lines.length : diffStart);
+  let subject;
+  const subjectAt = lead.findIndex((l) => l.startsWith("Subject:"));
+  if (subjectAt !== -1) {
+    let s = lead[subjectAt].slice("Subject:".length);
+    for (let i2 = subjectAt + 1; i2 < lead.length && /^\s/.test(lead[i2]) && lead[i2].trim() !== ""; i2++) {
+      s += ` ${lead[i2].trim()}`;
+    }
+    subject = s.replace(/^\s*(?:\[[^\]]*\]\s*)*/, "").trim();
+    const bodyStart = lead.findIndex((l, i2) => i2 > subjectAt && l.trim() === "");
+    const bodyEnd = lead.indexOf("---");
+    lead = lead.slice(bodyStart === -1 ? lead.length : bodyStart + 1, bodyEnd === -1 ? lead.length : bodyEnd);
+  } else {
+    lead = lead.map((l) => l.replace(/^#\s?/, ""));
+  }
+  const trailers = {};
+  const prose = [];
+  for (const l of lead) {
+    const m = /^(hypothesis|summary|next(?:[ _]idea)?):\s*(.+)$/i.exec(l.trim());
+    if (m) trailers[m[1].toLowerCase().startsWith("next") ? "next" : m[1].toLowerCase()] = m[2].trim();
+    else prose.push(l);
+  }
+  const body = prose.join("\n").trim();
+  const firstLine3 = body.split("\n")[0]?.trim() || void 0;
+  const title = subject || firstLine3 || `replay patch ${fileName}`;
+  const rest2 = subject ? body : body.split("\n").slice(1).join("\n").trim();
+  return {
+    subject: title,
+    result: {
+      hypothesis: cap(trailers.hypothesis ?? title),
+      summary: cap(trailers.summary ?? (rest2 || title)),
+      next_idea: cap(trailers.next ?? "Apply the next replay patch.")
+    }
+  };
+}
+function commitMessage(d, fileName) {
+  const subject = d.subject.split("\n")[0].slice(0, 72);
+  return `${subject}
+
+${d.result.summary}
+
+Replay-Patch: ${fileName}
+`;
+}
+function writeResult(file, result) {
+  writeFileSync6(file, `${JSON.stringify(result, null, 2)}
+`);
+}
+function cap(s) {
+  return s.length > MAX_RESULT_FIELD_CHARS ? `${s.slice(0, MAX_RESULT_FIELD_CHARS - 1)}\u2026` : s;
+}
+
+// src/agent/factory.ts
+import { isAbsolute as isAbsolute5, resolve as resolve6 } from "node:path";
 
 // src/agent/agents/command.ts
 var COMMAND_INFRA_EXIT_CODE = 75;

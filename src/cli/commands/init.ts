@@ -4,7 +4,6 @@ import {
   type Ask,
   applyPlan,
   detectBase,
-  editableWithoutFiles,
   gatherAnswers,
   type InitFlags,
   nextSteps,
@@ -14,7 +13,7 @@ import {
 } from '../../init/index.js';
 import { packageRoot, packageVersion } from '../../project/index.js';
 import { ExitCode, HillclimbError } from '../../util/index.js';
-import { Git } from '../../workspace/index.js';
+import { Git, globsWithoutFiles } from '../../workspace/index.js';
 import type { CliContext } from '../context.js';
 
 interface InitOptions extends InitFlags {
@@ -99,7 +98,7 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
         gatherAnswers(root, opts, ask, await detectBase(root)),
       );
       const plan = planFiles(root, packageDir, answers, pin, packageVersion());
-      for (const g of await editableWithoutFiles(git, answers.editable)) {
+      for (const g of await globsWithoutFiles(git, answers.editable)) {
         c.stderr(
           `warning: --editable ${g} matches no file committed at HEAD: the agent could only add files there`,
         );
