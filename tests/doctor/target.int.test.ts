@@ -3,7 +3,7 @@
  * module, hillclimb-bench in the venv, editable globs that match committed files, the replay folder;
  * and where the agent's key goes. On a real git repository, as a newcomer has it right after `init`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
