@@ -150,6 +150,41 @@ async function flakyApi(script: Array<'fail' | 'hang' | 'ok'>) {
   };
 }
 
+describe('a champion whose target module fails on its own', () => {
+  const t = tempDir('hc-faults-champion-');
+  afterAll(t.cleanup);
+
+  it('stops the run before the agent, quoting the error, with no retry', async () => {
+    const repo = join(t.dir, 'broken');
+    makeToyRepo(repo);
+    // The newcomer's first run: the target module imports something the venv does not have.
+    const programs = join(repo, 'harness', 'programs.py');
+    writeFileSync(programs, `import not_installed_anywhere  # noqa\n${readFileSync(programs, 'utf8')}`);
+    gitIn(repo, 'commit', '-qam', 'bench imports a missing module');
+    const waits: number[] = [];
+    const logger = memoryLogger();
+    const err = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      logger,
+      sleep: async (ms: number) => {
+        waits.push(ms);
+      },
+      overrides: { 'loop.iterations': 1 },
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HillclimbError);
+    const e = err as HillclimbError;
+    expect(e.name).toBe('ChampionFailure');
+    expect(e.message).toMatch(
+      /^the champion's programs \([0-9a-f]{12}\) could not be exported: the export exited 1: ModuleNotFoundError: No module named 'not_installed_anywhere'/,
+    );
+    expect(e.hint).toContain('targets.toy.programs.module: harness.programs');
+    expect(e.hint).not.toContain('passed before');
+    expect(waits).toEqual([]); // never retried
+    // Stopped at the prompt's profile of the champion: the agent never ran.
+    expect(logger.lines.join('\n')).not.toMatch(/agent: /);
+  }, 120_000);
+});
+
 describe('agent infrastructure failures are retried', () => {
   const t = tempDir('hc-faults-retry-');
   afterAll(t.cleanup);

@@ -74441,6 +74441,17 @@ var InfraFailure = class extends HillclimbError {
     super(message, { ...opts, exitCode: ExitCode2.infra });
   }
 };
+var ChampionFailure = class extends HillclimbError {
+  name = "ChampionFailure";
+  constructor(message, opts = {}) {
+    super(message, { ...opts, exitCode: ExitCode2.badInput });
+  }
+};
+var PROGRAM_ERRORS = /^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\b/m;
+function isProgramError(log) {
+  const at = log.lastIndexOf("Traceback (most recent call last):");
+  return at !== -1 && PROGRAM_ERRORS.test(log.slice(at));
+}
 var Interrupted = class extends HillclimbError {
   name = "Interrupted";
   constructor(message = "interrupted") {
@@ -74908,7 +74919,7 @@ var guardStep = {
 
 // src/loop/steps/measure.ts
 import { createHash as createHash6 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync20, rmSync as rmSync20 } from "node:fs";
+import { cpSync as cpSync2, existsSync as existsSync20, readFileSync as readFileSync20, rmSync as rmSync20 } from "node:fs";
 import { join as join28 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
@@ -75073,6 +75084,13 @@ function keepChampionPrograms(ctx, commit2, platform3, from) {
   rmSync20(dir, { recursive: true, force: true });
   copyProgramFiles(from, dir);
 }
+function readText(file) {
+  try {
+    return readFileSync20(file, "utf8");
+  } catch {
+    return "";
+  }
+}
 async function championPrograms(ctx, ev, commit2, platform3) {
   const { key, dir } = championCache(ctx, commit2, platform3);
   if (existsSync20(join28(dir, "manifest.json"))) return dir;
@@ -75092,9 +75110,14 @@ async function championPrograms(ctx, ev, commit2, platform3) {
   });
   if (exported.status === "failed") {
     rmSync20(dir, { recursive: true, force: true });
-    throw new InfraFailure(`the champion's programs could not be exported: ${exported.reason}`, {
-      hint: "the champion passed before: check the machine (the export log is in the state folder)"
-    });
+    const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
+    const log = join28(ctx.stateDir, "cache", "programs", `${key}.log`);
+    if (isProgramError(readText(log))) {
+      throw new ChampionFailure(message, {
+        hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`
+      });
+    }
+    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
   }
   return dir;
 }
@@ -75147,7 +75170,7 @@ async function session(env, platform3, programs, rounds) {
   if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
   if (a2.failure) {
     throw new InfraFailure(`the champion's programs failed verification: ${a2.failure}`, {
-      hint: "the champion passed before; see the session log in the bundle"
+      hint: `see the session log in the bundle (${ProgramFiles.verifyLog(name)})`
     });
   }
   if (s.identical) {
@@ -75257,7 +75280,7 @@ async function comparability(bundle, runs) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync24, readFileSync as readFileSync24 } from "node:fs";
+import { existsSync as existsSync24, readFileSync as readFileSync25 } from "node:fs";
 import { join as join36, resolve as resolve14 } from "node:path";
 
 // src/loop/state/history.ts
@@ -76840,7 +76863,7 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync21, readFileSync as readFileSync20 } from "node:fs";
+import { existsSync as existsSync21, readFileSync as readFileSync21 } from "node:fs";
 import { join as join31 } from "node:path";
 function evidenceLoader(roots) {
   return (path6) => {
@@ -76860,7 +76883,7 @@ function evidenceLoader(roots) {
       if (!existsSync21(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync20(file, "utf8"));
+        parsed = JSON.parse(readFileSync21(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -77926,7 +77949,7 @@ function round2(ms2) {
 }
 
 // src/trace/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync22, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync23, readSync as readSync5 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
 import { isAscii } from "node:buffer";
@@ -81126,14 +81149,14 @@ async function opCosts(source, c3, where2) {
 }
 
 // src/trace/peaks.ts
-import { readFileSync as readFileSync21 } from "node:fs";
+import { readFileSync as readFileSync22 } from "node:fs";
 import { join as join33 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync21(join33(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync22(join33(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -81832,7 +81855,7 @@ function savedSummary(path6) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync22(path6, "utf8"));
+  const parsed = JSON.parse(readFileSync23(path6, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path6,
@@ -81894,7 +81917,7 @@ var profileStep = {
       if (agreement?.agrees === false) ctx.logger.warn(`profile: ${agreement.detail}`);
       return { status: "done" };
     } catch (e) {
-      if (e instanceof Interrupted || e instanceof InfraFailure) throw e;
+      if (e instanceof Interrupted || e instanceof InfraFailure || e instanceof ChampionFailure) throw e;
       ev.profile = { status: "failed", reason: errorMessage(e).split("\n")[0] };
       ctx.logger.warn(`profile failed (the verdict does not depend on it): ${errorMessage(e)}`);
       return { status: "done", note: `profile failed: ${ev.profile.reason}` };
@@ -82014,7 +82037,7 @@ async function championProfile(ctx, commit2) {
 }
 
 // src/loop/steps/prompt.ts
-import { existsSync as existsSync23, readdirSync as readdirSync13, readFileSync as readFileSync23 } from "node:fs";
+import { existsSync as existsSync23, readdirSync as readdirSync13, readFileSync as readFileSync24 } from "node:fs";
 import { join as join35 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -82049,7 +82072,7 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync23(join35(dir, `${name}.md`), "utf8").trim();
+    const text3 = readFileSync24(join35(dir, `${name}.md`), "utf8").trim();
     if (text3 === "") throw new HillclimbError(`directive preset ${join35(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
@@ -82118,7 +82141,7 @@ var prepareStep = {
       )
     };
     const templateFile = resolve14(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync24(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync25(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -82166,6 +82189,7 @@ async function championHotspots(ctx, champion) {
     return hotspotTable(profile.summary);
   } catch (e) {
     if (ctx.dryRun) return "(dry run: the champion's profile command was printed, not run)";
+    if (e instanceof ChampionFailure) throw e;
     ctx.logger.warn(`champion profile for the prompt failed: ${e.message}`);
     return `(the champion's profile failed: ${e.message.split("\n")[0]})`;
   }
@@ -82173,7 +82197,7 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join36(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync24(runLog) ? recentLogEntries(readFileSync24(runLog, "utf8"), n2) : [];
+  let entries = existsSync24(runLog) ? recentLogEntries(readFileSync25(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n2 - entries.length), ...entries];
@@ -82182,7 +82206,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync25, rmSync as rmSync22 } from "node:fs";
+import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync26, rmSync as rmSync22 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join37 } from "node:path";
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
@@ -82202,7 +82226,7 @@ var proposeStep = {
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       workdir: repo,
-      prompt: readFileSync25(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync26(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
       logFile: join37(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
@@ -82330,7 +82354,7 @@ async function commitMessage2(ctx, repo, base, result) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync26, readFileSync as readFileSync26 } from "node:fs";
+import { existsSync as existsSync26, readFileSync as readFileSync27 } from "node:fs";
 var STICKY_KEY = "hillclimb";
 var publishStep = {
   name: "publish",
@@ -82356,7 +82380,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync26(bundle.path(BundleFiles.logEntry)) ? readFileSync26(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync26(bundle.path(BundleFiles.logEntry)) ? readFileSync27(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -82447,7 +82471,7 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync27, readFileSync as readFileSync27, writeFileSync as writeFileSync10 } from "node:fs";
+import { existsSync as existsSync27, readFileSync as readFileSync28, writeFileSync as writeFileSync10 } from "node:fs";
 import { join as join38 } from "node:path";
 var recordStep = {
   name: "record",
@@ -82458,7 +82482,7 @@ var recordStep = {
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join38(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync27(runLog) ? readFileSync27(runLog, "utf8") : void 0;
+    const runLogText = existsSync27(runLog) ? readFileSync28(runLog, "utf8") : void 0;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
       const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
       writeFileSync10(runLog, text3);
@@ -82651,7 +82675,7 @@ function isInfra(e) {
 
 // src/loop/state/attestation.ts
 import { createHash as createHash9 } from "node:crypto";
-import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync28 } from "node:fs";
+import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync29 } from "node:fs";
 import { join as join39 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
@@ -82726,7 +82750,7 @@ function writeLocalAttestation(file, a2) {
 function readLocalAttestation(file) {
   if (!existsSync28(file)) return void 0;
   try {
-    return parseAttestation(readFileSync28(file, "utf8"), file);
+    return parseAttestation(readFileSync29(file, "utf8"), file);
   } catch {
     return void 0;
   }

@@ -16,6 +16,33 @@ export class InfraFailure extends HillclimbError {
   }
 }
 
+/**
+ * The champion fails on its own, where no candidate is involved, in a way no retry can fix: its target
+ * module raises an error a program makes (an import error, a typo, a wrong shape) rather than one the
+ * machine makes. The run stops with that error; a person fixes the module and resumes.
+ */
+export class ChampionFailure extends HillclimbError {
+  override name = 'ChampionFailure';
+
+  constructor(message: string, opts: { hint?: string } = {}) {
+    super(message, { ...opts, exitCode: ExitCode.badInput });
+  }
+}
+
+/**
+ * Python exceptions that come from the program, not the machine: raised again on every try. A machine's
+ * trouble (OSError and its kind, MemoryError, XLA's runtime errors, a timeout, a signal) is not here and
+ * stays retried.
+ */
+const PROGRAM_ERRORS =
+  /^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\b/m;
+
+/** Whether a failed Python program's log ends in an exception of the program's own making. */
+export function isProgramError(log: string): boolean {
+  const at = log.lastIndexOf('Traceback (most recent call last):');
+  return at !== -1 && PROGRAM_ERRORS.test(log.slice(at));
+}
+
 export class Interrupted extends HillclimbError {
   override name = 'Interrupted';
 

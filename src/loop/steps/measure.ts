@@ -11,7 +11,7 @@
  * iteration `invalid`; a champion that does is an infrastructure failure, retried by the runner.
  */
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   comparabilityProblems,
@@ -36,7 +36,7 @@ import { errorMessage, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { type Bundle, BundleFiles } from '../state/bundle.js';
 import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';
-import { InfraFailure } from './failures.js';
+import { ChampionFailure, InfraFailure, isProgramError } from './failures.js';
 import {
   type ArmName,
   bundlePrograms,
@@ -263,6 +263,15 @@ export function keepChampionPrograms(
   copyProgramFiles(from, dir);
 }
 
+/** A log's text, or '' when there is none. */
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 /**
  * The folder of the champion's timed programs for `platform`: the ones kept when it won
  * (`keepChampionPrograms`), else exported once (the run's first champion) and kept in the state.
@@ -291,9 +300,16 @@ export async function championPrograms(
   });
   if (exported.status === 'failed') {
     rmSync(dir, { recursive: true, force: true });
-    throw new InfraFailure(`the champion's programs could not be exported: ${exported.reason}`, {
-      hint: 'the champion passed before: check the machine (the export log is in the state folder)',
-    });
+    const message = `the champion's programs (${commit.slice(0, 12)}) could not be exported: ${exported.reason}`;
+    const log = join(ctx.stateDir, 'cache', 'programs', `${key}.log`);
+    if (isProgramError(readText(log))) {
+      throw new ChampionFailure(message, {
+        hint:
+          `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) ` +
+          `fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`,
+      });
+    }
+    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
   }
   return dir;
 }
@@ -356,7 +372,7 @@ async function session(
   if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
   if (a.failure) {
     throw new InfraFailure(`the champion's programs failed verification: ${a.failure}`, {
-      hint: 'the champion passed before; see the session log in the bundle',
+      hint: `see the session log in the bundle (${ProgramFiles.verifyLog(name)})`,
     });
   }
   if (s.identical) {

@@ -13,6 +13,7 @@ import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { championMeasurement, readHistory } from '../state/history.js';
 import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { ChampionFailure } from './failures.js';
 import { recentLogEntries } from './log-file.js';
 import { championProfile, knownProfileSummary } from './profile.js';
 import { loadDirectives, type PromptVars, renderPrompt } from './prompt.js';
@@ -114,6 +115,8 @@ async function championHotspots(ctx: LoopContext, champion: string): Promise<str
   } catch (e) {
     // A dry run printed the profile command above: that is all it was meant to do.
     if (ctx.dryRun) return "(dry run: the champion's profile command was printed, not run)";
+    // A champion that cannot export stops the run here, before the agent spends anything.
+    if (e instanceof ChampionFailure) throw e;
     ctx.logger.warn(`champion profile for the prompt failed: ${(e as Error).message}`);
     return `(the champion's profile failed: ${(e as Error).message.split('\n')[0]})`;
   }

@@ -23,7 +23,7 @@ import {
 import { errorMessage, readJson, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
-import { InfraFailure, Interrupted } from './failures.js';
+import { ChampionFailure, InfraFailure, Interrupted } from './failures.js';
 import { championPrograms } from './measure.js';
 import {
   type ArmName,
@@ -94,7 +94,8 @@ export const profileStep: Step = {
       if (agreement?.agrees === false) ctx.logger.warn(`profile: ${agreement.detail}`);
       return { status: 'done' };
     } catch (e) {
-      if (e instanceof Interrupted || e instanceof InfraFailure) throw e;
+      // A champion that cannot export stops the run here, before the agent spends anything.
+      if (e instanceof Interrupted || e instanceof InfraFailure || e instanceof ChampionFailure) throw e;
       ev.profile = { status: 'failed', reason: errorMessage(e).split('\n')[0] };
       ctx.logger.warn(`profile failed (the verdict does not depend on it): ${errorMessage(e)}`);
       return { status: 'done', note: `profile failed: ${ev.profile.reason}` };
