@@ -14,7 +14,7 @@ export const PROMPT_FILE = 'hillclimb/prompt.md';
 export const DIRECTIVES_DIR = 'hillclimb/directives';
 export const CONFIG_FILE = 'hillclimb.yml';
 
-export const AGENT_KINDS = ['codex', 'claude', 'replay'] as const;
+export const AGENT_KINDS = ['codex', 'claude', 'command', 'replay'] as const;
 export type InitAgent = (typeof AGENT_KINDS)[number];
 
 export interface InitAnswers {
@@ -27,6 +27,8 @@ export interface InitAnswers {
   metric: string;
   direction: 'lower' | 'higher';
   agent: InitAgent;
+  /** The command agent's argument array (agent.command.command); only with agent `command`. */
+  agentCommand?: string[];
   requirements: string;
   base: string;
 }
@@ -48,6 +50,7 @@ export const FLAG_OF: Record<keyof InitAnswers, string> = {
   metric: '--metric',
   direction: '--direction',
   agent: '--agent',
+  agentCommand: '--agent-command',
   requirements: '--requirements',
   base: '--base',
 };
@@ -224,6 +227,13 @@ export function configText(a: InitAnswers, version: string): string {
     'agent:',
     `  kind: ${a.agent}`,
     ...(a.agent === 'replay' ? ['  replay:', '    dir: hillclimb/replay'] : []),
+    ...(a.agent === 'command' && a.agentCommand
+      ? [
+          '  # Gets the prompt on stdin, edits and commits; no network in the sandbox unless network: host.',
+          '  command:',
+          `    command: ${command(a.agentCommand)}`,
+        ]
+      : []),
     '',
     'compute:',
     '  backend: local',
@@ -267,6 +277,7 @@ function flagForKey(keyPath: string, target: string): string {
   if (keyPath.startsWith(`${t}bench.metric`) || keyPath.startsWith(`${t}bench.mfu_path`))
     return FLAG_OF.metric;
   if (keyPath.startsWith(`${t}programs`)) return FLAG_OF.programs;
+  if (keyPath.startsWith('agent.command')) return FLAG_OF.agentCommand;
   if (keyPath.startsWith('agent')) return FLAG_OF.agent;
   if (keyPath.startsWith('forge.base')) return FLAG_OF.base;
   return CONFIG_FILE;

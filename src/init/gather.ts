@@ -31,6 +31,7 @@ export interface InitFlags {
   metric?: string;
   direction?: string;
   agent?: string;
+  agentCommand?: string;
   requirements?: string;
   base?: string;
   yes?: boolean;
@@ -43,7 +44,7 @@ const REQUIRED = ['target', 'editable', 'programs'] as const;
 
 export function nonInteractiveError(): HillclimbError {
   return new HillclimbError('hillclimb init has no terminal to ask on', {
-    hint: `pass --yes with ${REQUIRED.map((k) => FLAG_OF[k]).join(', ')} (and optionally --protected, --test-command, --metric, --direction, --agent, --requirements, --base)`,
+    hint: `pass --yes with ${REQUIRED.map((k) => FLAG_OF[k]).join(', ')} (and optionally --protected, --test-command, --metric, --direction, --agent, --agent-command, --requirements, --base)`,
     exitCode: ExitCode.badInput,
   });
 }
@@ -167,6 +168,16 @@ export async function gatherAnswers(
     'codex',
     oneOf(FLAG_OF.agent, AGENT_KINDS),
   );
+  const agentCommand =
+    agent === 'command'
+      ? await answer(
+          'agentCommand',
+          "The agent's command (an argument array or words; gets the prompt on stdin)",
+          flags.agentCommand,
+          undefined,
+          (v) => parseCommand(FLAG_OF.agentCommand, v),
+        )
+      : undefined;
   const requirements = await answer(
     'requirements',
     'pip requirements file for .venv (JAX, pytest, your package)',
@@ -197,6 +208,7 @@ export async function gatherAnswers(
     metric,
     direction,
     agent,
+    ...(agentCommand ? { agentCommand } : {}),
     requirements,
     base,
   };

@@ -90,7 +90,9 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
       ? 'secret OPENAI_API_KEY (only the propose job receives it)'
       : answers.agent === 'claude'
         ? 'secret ANTHROPIC_API_KEY (only the propose job receives it)'
-        : `no model key for the replay agent: put NNNN-*.patch files in hillclimb/replay`;
+        : answers.agent === 'command'
+          ? 'no model key for the command agent (it gets no network unless agent.command.network: host)'
+          : `no model key for the replay agent: put NNNN-*.patch files in hillclimb/replay`;
   const module = answers.programs.replaceAll('.', '/');
   return [
     'Next steps:',

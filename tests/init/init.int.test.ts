@@ -103,6 +103,26 @@ describe('hillclimb init --yes', () => {
     expect(after.code).toBe(0);
   });
 
+  it('offers the command agent: its command goes into hillclimb.yml as an argument array', async () => {
+    const flags = [...TOY_FLAGS];
+    flags[flags.indexOf('replay')] = 'command';
+    const r = await hillclimbIn(repo.dir, [
+      'init',
+      ...flags,
+      '--agent-command',
+      'python tools/my_agent.py --fast',
+    ]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const config = loadConfig(join(repo.dir, 'hillclimb.yml'));
+    expect(config.agent.kind).toBe('command');
+    expect(config.agent.command).toEqual({
+      command: ['python', 'tools/my_agent.py', '--fast'],
+      network: 'none',
+    });
+    expect(r.stdout).toContain('no model key for the command agent');
+  });
+
   it('doctor reports mixed or movable pins in the workflows, and a missing prompt', async () => {
     expect((await hillclimbIn(repo.dir, ['init', ...TOY_FLAGS])).code).toBe(0);
     const baseline = join(repo.dir, '.github/workflows/baseline.yml');
@@ -213,7 +233,8 @@ describe('hillclimb init refuses', () => {
       '--test-command: targets.scale.correctness.cpu.command unknown placeholder {junitxml}',
     ],
     [['--direction', 'down'], '--direction: "down": one of lower, higher'],
-    [['--agent', 'gpt'], '--agent: "gpt": one of codex, claude, replay'],
+    [['--agent', 'gpt'], '--agent: "gpt": one of codex, claude, command, replay'],
+    [['--agent', 'command'], '--agent-command: required'],
     [
       ['--requirements', 'reqs.txt; curl evil'],
       '--requirements: "reqs.txt; curl evil" must be a plain relative path',

@@ -61,7 +61,7 @@ describe.skipIf(!SCRIPT)(TITLE, () => {
         [/Target module[^:]*: /, 'bench.scale_target'],
         [/Verdict metric[^\]]*\[measurements\.fwd\.median_ms\]: /, ''],
         [/Which way is better[^\]]*\[lower\]: /, 'higher'],
-        [/Agent \(codex, claude, replay\) \[codex\]: /, 'claude'],
+        [/Agent \(codex, claude, command, replay\) \[codex\]: /, 'claude'],
         [/pip requirements file[^\]]*\[requirements\.txt\]: /, ''],
         [/Default branch \[main\]: /, ''],
         [

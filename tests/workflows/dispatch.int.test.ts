@@ -167,7 +167,7 @@ describe('setup: dispatch inputs', () => {
     [{ IN_TARGET: 'nope' }, 'target: no target "nope" in hillclimb.yml'],
     [{ IN_ITERATIONS: '0' }, 'iterations: 1 to 100'],
     [{ IN_ITERATIONS: '$(id)' }, 'iterations: 1 to 100'],
-    [{ IN_AGENT: 'bash' }, 'agent: config, codex, claude or replay'],
+    [{ IN_AGENT: 'bash' }, 'agent: config, codex, claude, command or replay'],
     [{ IN_AGENT: 'codex', IN_MODEL: 'gpt 5' }, 'model: a model name, optionally @minimal|low|medium|high'],
     [
       { IN_AGENT: 'claude', IN_MODEL: 'opus@high' },

@@ -70,7 +70,8 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
     )
     .option('--metric <path>', 'verdict metric in the metrics JSON (default measurements.fwd.median_ms)')
     .option('--direction <dir>', 'lower or higher is better (default lower)')
-    .option('--agent <kind>', 'codex, claude or replay (default codex)')
+    .option('--agent <kind>', 'codex, claude, command or replay (default codex)')
+    .option('--agent-command <command>', 'with --agent command: the program to run (words or a JSON array)')
     .option(
       '--requirements <file>',
       'pip requirements file the workflows install into .venv (default requirements.txt)',

@@ -95,7 +95,10 @@ export function registerLoop(program: Command, ctx: () => CliContext, done: (cod
     .option('--backend <name>', 'compute backend: local, ray or tpu-vm (compute.backend)')
     .option('--forge <kind>', 'forge: local or github (forge.kind)')
     .option('--store <kind>', 'store: local, hf or branch (store.kind)')
-    .option('--directive <preset...>', 'directive presets from session_directives/ (agent.directives)')
+    .option(
+      '--directive <preset...>',
+      'directive presets: file names in paths.directives_dir of hillclimb.yml (agent.directives)',
+    )
     .option('--resume [run-id]', 'continue a run (default: the latest) without repeating finished work')
     .option('--run-id <id>', 'id for a new run (default: UTC timestamp + random suffix)')
     .option(
