@@ -63,6 +63,7 @@ describe('hillclimb init --yes', () => {
     expect(target.programs).toEqual({ module: 'bench.scale_target', args: [], timeout_minutes: 15 });
     expect(target.bench.metric).toEqual({ path: 'measurements.fwd.median_ms', direction: 'lower' });
     expect(target.bench.mfu_path).toBe('measurements.fwd.mfu');
+    expect(target.profile).toEqual({ repeats: 3, timeout_minutes: 20 });
     expect(config.forge.base).toBe('main');
     expect(config.paths.prompt).toBe('hillclimb/prompt.md');
     expect(config.paths.directives_dir).toBe('hillclimb/directives');
