@@ -59,7 +59,25 @@ function sessionMembers(sid: number): number[] {
   return pids;
 }
 
-export async function startRayHead(): Promise<RayHead> {
+/**
+ * A Ray head on ports free a moment ago. Another process can take one of them before Ray binds it (a
+ * busy machine hands out ephemeral ports all the time): a head that exits saying a port is taken is
+ * started again on fresh ports.
+ */
+export async function startRayHead(attempts = 3): Promise<RayHead> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRayHeadOnce();
+    } catch (e) {
+      const taken =
+        e instanceof Error &&
+        /already in use|already occupied|address in use|failed to bind|is not available/i.test(e.message);
+      if (!taken || attempt >= attempts) throw e;
+    }
+  }
+}
+
+async function startRayHeadOnce(): Promise<RayHead> {
   // Short path: Ray puts unix sockets under the temp dir (107-character limit).
   const tempDir = mkdtempSync('/tmp/hcray-');
   const ports = await Promise.all(Array.from({ length: 10 }, () => freePort()));
