@@ -1,6 +1,6 @@
 // `hillclimb log lint` through the real CLI (dist/cli.js, built by the vitest global setup).
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -96,5 +96,21 @@ describe('hillclimb log lint', () => {
     expect(missing.stderr).toContain('nope.md: file not found');
     const scope = await hillclimb(['--root', t.dir, 'log', 'lint', '--scope', 'first'], t.dir);
     expect(scope.code).toBe(2);
+  });
+
+  it("on main before any loop PR merged: lints the newest run's copy, and says so", async () => {
+    writeFileSync(join(t.dir, '.hillclimb', 'runs', 'r1', 'hillclimb-log.md'), readFileSync(log, 'utf8'));
+    rmSync(log);
+    const r = await hillclimb(['--root', t.dir, 'log', 'lint'], t.dir);
+    expect(r.stdout).toContain(
+      "docs/hillclimb-log.md is not here yet (loop PRs carry it until one merges): checking the newest run's copy",
+    );
+    expect(r.stdout).toContain('log lint passed');
+    expect(r.code).toBe(0);
+    // No run either: the error says where the log lives.
+    rmSync(join(t.dir, '.hillclimb', 'runs', 'r1', 'hillclimb-log.md'));
+    const none = await hillclimb(['--root', t.dir, 'log', 'lint'], t.dir);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("no log yet: the loop writes each entry on its iteration's PR branch");
   });
 });
