@@ -62,6 +62,16 @@ describe('agent faults', () => {
     expect(existsSync(join(r.iterations[0]!.bundleDir, 'agent', 'attempt-1', 'agent.log'))).toBe(true);
   });
 
+  it('an agent whose tool is not in the sandbox: the verdict quotes the shell and says what the sandbox shows', async () => {
+    const repo = join(t.dir, 'missing-tool');
+    makeToyRepo(repo, [], commandAgentConfig('missing-tool.sh'));
+    const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+    expect(r.iterations[0]!.verdict).toBe('no-op');
+    expect(r.iterations[0]!.reason).toMatch(
+      /^the agent failed \(exit code 127\) without a commit: .*pyenv-shim-python3: not found \(in the sandbox PATH shows the system folders, .*\{python\}\)$/,
+    );
+  });
+
   it('an agent that hangs is killed by the idle timeout: no-op, evidence kept', async () => {
     const repo = join(t.dir, 'hang');
     makeToyRepo(repo, [], commandAgentConfig('hang.sh'));

@@ -82283,7 +82283,7 @@ var proposeStep = {
     await wt.stageAll();
     if (!await wt.hasStagedChanges()) {
       rmSync22(dirname21(repo), { recursive: true, force: true });
-      const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
+      const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
       return { status: "verdict", verdict: "no-op", reasons: [why] };
     }
     const head = await wt.commit(await commitMessage2(ctx, repo, base, outcome.result), {
@@ -82351,6 +82351,24 @@ async function commitMessage2(ctx, repo, base, result) {
 `;
   }
   return leftoverMessage(ctx.agent.name, result);
+}
+var NOT_FOUND = /: (?:\d+: )?(?:[^:]+: )?(?:not found|command not found|No such file or directory)$/;
+function agentLastWords(logFile) {
+  let text3;
+  try {
+    text3 = readFileSync26(logFile, "utf8");
+  } catch {
+    return "";
+  }
+  const cwd = text3.match(/^# cwd: .*$/m);
+  const said = cwd?.index === void 0 ? text3 : text3.slice(cwd.index + cwd[0].length);
+  const lines = said.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("# ")).slice(-40);
+  const missing = lines.findLast((l) => NOT_FOUND.test(l));
+  if (missing) {
+    return `: ${missing.slice(0, 300)} (in the sandbox PATH shows the system folders, the agent's own binary, Node.js and the project's .venv; a shim such as pyenv's or a tool under your home is not there: name the program by an absolute path outside your home, or {python})`;
+  }
+  const error2 = lines.findLast((l) => /\b(?:error|failed|fatal|denied)\b/i.test(l));
+  return error2 ? `: ${error2.slice(0, 300)}` : "";
 }
 
 // src/loop/steps/publish.ts

@@ -114,7 +114,7 @@ export const proposeStep: Step = {
           ? 'the agent made no commit'
           : outcome.status === 'timeout'
             ? 'the agent timed out without a commit'
-            : `the agent failed (exit code ${outcome.exitCode}) without a commit`;
+            : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
       return { status: 'verdict', verdict: 'no-op', reasons: [why] };
     }
     const head = await wt.commit(await commitMessage(ctx, repo, base, outcome.result), {
@@ -201,4 +201,39 @@ async function commitMessage(
     if (messages && messages.length > 0) return `${messages.join('\n\n')}\n`;
   }
   return leftoverMessage(ctx.agent.name, result);
+}
+
+/** Shells say a program is missing in these words (dash, bash, env, execvp). */
+const NOT_FOUND = /: (?:\d+: )?(?:[^:]+: )?(?:not found|command not found|No such file or directory)$/;
+
+/**
+ * The line of a failed agent's log that says why, for the verdict: a program its sandbox could not
+ * find (with where to look), else its last line that reads as an error. Empty when there is none.
+ */
+export function agentLastWords(logFile: string): string {
+  let text: string;
+  try {
+    text = readFileSync(logFile, 'utf8');
+  } catch {
+    return '';
+  }
+  // The log opens with the harness's header (`$ <command>`, which spans lines in the sandbox, then
+  // `# cwd: …`); what the agent said comes after it.
+  const cwd = text.match(/^# cwd: .*$/m);
+  const said = cwd?.index === undefined ? text : text.slice(cwd.index + cwd[0].length);
+  const lines = said
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('# '))
+    .slice(-40);
+  const missing = lines.findLast((l) => NOT_FOUND.test(l));
+  if (missing) {
+    return (
+      `: ${missing.slice(0, 300)} (in the sandbox PATH shows the system folders, the agent's own binary, ` +
+      "Node.js and the project's .venv; a shim such as pyenv's or a tool under your home is not there: " +
+      'name the program by an absolute path outside your home, or {python})'
+    );
+  }
+  const error = lines.findLast((l) => /\b(?:error|failed|fatal|denied)\b/i.test(l));
+  return error ? `: ${error.slice(0, 300)}` : '';
 }
