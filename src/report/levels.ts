@@ -120,28 +120,39 @@ export function amdahlSection(evidence: IterationEvidence): string | undefined {
   return `**Amdahl** (${cell(share.detail)}). ${parts.join(' ')}`;
 }
 
-/** The two-level table: kernel and model rows with both arms, the change and its interval. */
+/** Whether either arm measured this: a target's metrics carry only the measurements it has. */
+function measured(c: LevelChange): boolean {
+  return c.a !== null || c.b !== null;
+}
+
+/**
+ * The two-level table: kernel and model rows with both arms, the change and its interval. Only the rows
+ * the target's metrics carry (a target without a `fwd_bwd` measurement or a model step has none of
+ * those); undefined when none is left.
+ */
 export function levelsTable(evidence: IterationEvidence): string | undefined {
   const levels = levelsOf(evidence);
   if (!levels) return undefined;
   const mfu = mfuLabel(levels.peak);
-  const row = (level: string, what: string, key: LevelKey, c: LevelChange): string[] => [
-    level,
-    cell(what),
-    value(c.a, LEVEL_METRICS[key].unit),
-    value(c.b, LEVEL_METRICS[key].unit),
-    changeText(key, c),
-  ];
-  const rows = [
-    row('kernel', 'fwd+bwd time, median', 'kernelMs', levels.kernel.time),
-    row('kernel', mfu, 'kernelMfu', levels.kernel.mfu),
-  ];
+  const rows: string[][] = [];
+  const row = (level: string, what: string, key: LevelKey, c: LevelChange): void => {
+    if (!measured(c)) return;
+    rows.push([
+      level,
+      cell(what),
+      value(c.a, LEVEL_METRICS[key].unit),
+      value(c.b, LEVEL_METRICS[key].unit),
+      changeText(key, c),
+    ]);
+  };
+  row('kernel', 'fwd+bwd time, median', 'kernelMs', levels.kernel.time);
+  row('kernel', mfu, 'kernelMfu', levels.kernel.mfu);
   const model = levels.model;
   if (model) {
     const name = `model ${code(model.preset)}`;
-    rows.push(row(name, 'train step time, median', 'stepMs', model.time));
-    rows.push(row(name, 'tokens/s', 'tokensPerS', model.tokensPerS));
-    rows.push(row(name, mfu, 'modelMfu', model.mfu));
+    row(name, 'train step time, median', 'stepMs', model.time);
+    row(name, 'tokens/s', 'tokensPerS', model.tokensPerS);
+    row(name, mfu, 'modelMfu', model.mfu);
     const share = shareOf(evidence);
     if (share) {
       rows.push([
@@ -153,6 +164,7 @@ export function levelsTable(evidence: IterationEvidence): string | undefined {
       ]);
     }
   }
+  if (rows.length === 0) return undefined;
   const confidence = `${Math.round(levels.confidence * 100)}% CI`;
   const header = ['level', '', 'champion (A)', 'candidate (B)', `change [${confidence}]`];
   const lines = [table(header, rows, ['left', 'left', 'right', 'right', 'right'])];
@@ -163,9 +175,18 @@ export function levelsTable(evidence: IterationEvidence): string | undefined {
   return lines.join('\n\n');
 }
 
-/** The log entry's `Kernel` line: `fwd+bwd time 1.875 ms → 1.428 ms, −23.8% […]; MFU … 9.47% → 12.30% (+2.83 pp …)`. */
-export function kernelLine(levels: LevelsEvidence): string {
-  return `fwd+bwd time ${beforeAfterText('kernelMs', levels.kernel.time)}; ${mfuLabel(levels.peak)} ${beforeAfterText('kernelMfu', levels.kernel.mfu)}`;
+/**
+ * The log entry's `Kernel` line: `fwd+bwd time 1.875 ms → 1.428 ms, −23.8% […]; MFU … 9.47% → 12.30%
+ * (+2.83 pp …)`, with what was measured; undefined for a target without a `fwd_bwd` measurement.
+ */
+export function kernelLine(levels: LevelsEvidence): string | undefined {
+  const parts = [
+    ...(measured(levels.kernel.time) ? [`fwd+bwd time ${beforeAfterText('kernelMs', levels.kernel.time)}`] : []),
+    ...(measured(levels.kernel.mfu)
+      ? [`${mfuLabel(levels.peak)} ${beforeAfterText('kernelMfu', levels.kernel.mfu)}`]
+      : []),
+  ];
+  return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
 /** The log entry's `Model` line, when a step was timed. */

@@ -209,7 +209,8 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
     add('MFU', mfuText(evidence));
     // Both levels, when the runs recorded them: what the kernel did, and what it did for the step.
     if (m.levels) {
-      add('Kernel', kernelLine(m.levels));
+      const kernel = kernelLine(m.levels);
+      if (kernel) add('Kernel', kernel);
       const model = modelLine(m.levels);
       if (model) add('Model', model);
     }

@@ -105,6 +105,23 @@ describe('hillclimb demo', () => {
         );
         expect(body).toMatch(/\*\*Amdahl\*\* .*a 2× faster kernel gives at most [\d.]+× step speed/);
         expect(body).toContain('; model MFU ');
+        // One peak for both arms of the comparison: MFU moves against the time, never with it (a peak
+        // measured per arm once printed "model MFU 8.21% → 7.07%" beside a step 7.8% faster).
+        for (const level of ['kernel', 'model `tiny`']) {
+          const row = (what: string) => {
+            const m = body.match(
+              new RegExp(`\\| ${level} \\| ${what} \\| ([\\d.]+) ?(?:ms|%) \\| ([\\d.]+) ?(?:ms|%) \\|`),
+            );
+            return m ? [Number(m[1]), Number(m[2])] : undefined;
+          };
+          const time = row(level === 'kernel' ? '[^|]*time[^|]*' : 'train step time, median');
+          const mfu = row('MFU vs measured matmul peak');
+          expect(mfu, `${level} MFU row`).toBeDefined();
+          if (!time || Math.abs(time[1]! / time[0]! - 1) < 0.01) continue;
+          expect(Math.sign(mfu![1]! - mfu![0]!), `${level}: time ${time}, MFU ${mfu}`).toBe(
+            -Math.sign(time[1]! - time[0]!),
+          );
+        }
       }
     } finally {
       t.cleanup();

@@ -3,6 +3,7 @@
 // baseline chart. On CPU, MFU is always "vs measured matmul peak".
 import { describe, expect, it } from 'vitest';
 import type { HistoryRow } from '../../src/evidence/history-row.js';
+import { summarizeLevels } from '../../src/evidence/levels.js';
 import { renderComment } from '../../src/report/comment.js';
 import { headline, mfuText } from '../../src/report/facts.js';
 import { amdahlText, levelsTable } from '../../src/report/levels.js';
@@ -69,6 +70,48 @@ describe('the levels table', () => {
   it('is absent for evidence without levels (runs of older benches)', () => {
     expect(levelsTable(measured(IMPROVED))).toBeUndefined();
     expect(renderComment(measured(IMPROVED), []).body).not.toContain('Kernel and model');
+  });
+});
+
+describe("a target that is not GDN (an adopter's RMSNorm: one `fwd` measurement, no model step)", () => {
+  /** Runs that recorded levels, but only the verdict metric's own: no fwd_bwd, no train step. */
+  const rmsnorm = () => {
+    const ev = measured(IMPROVED, { device: 'cpu' });
+    const m = ev.measurement!;
+    for (const r of m.runs) {
+      r.levels = { kernelMs: null, kernelMfu: null, stepMs: null, tokensPerS: null, modelMfu: null, peakFlopsPerS: 2.5e11 };
+    }
+    m.levels = summarizeLevels(
+      m.runs,
+      { peak: { source: 'measured', name: 'measured 512^3 float32 matmul', dtype: 'fp32' } },
+      { confidence: 0.95, resamples: 2000, seed: 42 },
+    );
+    return ev;
+  };
+
+  it('has no kernel-and-model table and no Kernel line in the log: no rows of dashes', () => {
+    const ev = rmsnorm();
+    expect(levelsTable(ev)).toBeUndefined();
+    const comment = renderComment(ev, []).body;
+    expect(comment).not.toContain('Kernel and model');
+    expect(comment).not.toMatch(/\| — \| — \|/);
+    const log = Object.fromEntries(harnessLines(ev, 'runs/x/i001/evidence.json'));
+    expect(log.Kernel).toBeUndefined();
+    expect(log.Model).toBeUndefined();
+  });
+
+  it('shows the rows it has when only some are measured', () => {
+    const ev = withLevels(measured(IMPROVED, { device: 'cpu' }));
+    for (const r of ev.measurement!.runs) if (r.levels) r.levels.kernelMfu = null;
+    const m = ev.measurement!;
+    m.levels = summarizeLevels(
+      m.runs,
+      { peak: { source: 'measured', name: 'measured 512^3 float32 matmul', dtype: 'fp32' } },
+      { confidence: 0.95, resamples: 2000, seed: 42 },
+    );
+    const rows = levelsTable(ev)!.split('\n').filter((l) => l.startsWith('| kernel'));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain('fwd+bwd time, median');
   });
 });
 

@@ -74982,7 +74982,7 @@ async function measure(env) {
     step: SEQUENTIAL_STEP
   };
   const values = (arm, n2 = Number.POSITIVE_INFINITY) => m.runs.filter((r) => r.arm === arm && r.value !== null && r.index <= n2).map((r) => r.value);
-  let measured = Math.min(values("A").length, values("B").length);
+  let measured2 = Math.min(values("A").length, values("B").length);
   for (let n2 = 0; ; ) {
     const decision = decideNext(values("A", n2), values("B", n2), opts, policy);
     if (decision.action === "stop") {
@@ -74993,11 +74993,11 @@ async function measure(env) {
     }
     if (n2 > 0) m.looks.push({ n: n2, action: "more", reason: decision.reason });
     const next = n2 + Math.max(decision.addRuns.a, decision.addRuns.b);
-    if (next > measured) {
-      const rounds = (n2 === 0 ? next : policy.nMax) - measured;
+    if (next > measured2) {
+      const rounds = (n2 === 0 ? next : policy.nMax) - measured2;
       const ended = await session(env, platform3, programs, rounds);
       if (ended) return ended;
-      measured += rounds;
+      measured2 += rounds;
     }
     n2 = next;
   }
@@ -75581,27 +75581,32 @@ function amdahlSection(evidence) {
   if (share.b !== null) parts.push(`Candidate: ${amdahlText(share.b)}.`);
   return `**Amdahl** (${cell(share.detail)}). ${parts.join(" ")}`;
 }
+function measured(c3) {
+  return c3.a !== null || c3.b !== null;
+}
 function levelsTable(evidence) {
   const levels = levelsOf(evidence);
   if (!levels) return void 0;
   const mfu = mfuLabel(levels.peak);
-  const row = (level, what, key, c3) => [
-    level,
-    cell(what),
-    value(c3.a, LEVEL_METRICS[key].unit),
-    value(c3.b, LEVEL_METRICS[key].unit),
-    changeText(key, c3)
-  ];
-  const rows = [
-    row("kernel", "fwd+bwd time, median", "kernelMs", levels.kernel.time),
-    row("kernel", mfu, "kernelMfu", levels.kernel.mfu)
-  ];
+  const rows = [];
+  const row = (level, what, key, c3) => {
+    if (!measured(c3)) return;
+    rows.push([
+      level,
+      cell(what),
+      value(c3.a, LEVEL_METRICS[key].unit),
+      value(c3.b, LEVEL_METRICS[key].unit),
+      changeText(key, c3)
+    ]);
+  };
+  row("kernel", "fwd+bwd time, median", "kernelMs", levels.kernel.time);
+  row("kernel", mfu, "kernelMfu", levels.kernel.mfu);
   const model = levels.model;
   if (model) {
     const name = `model ${code(model.preset)}`;
-    rows.push(row(name, "train step time, median", "stepMs", model.time));
-    rows.push(row(name, "tokens/s", "tokensPerS", model.tokensPerS));
-    rows.push(row(name, mfu, "modelMfu", model.mfu));
+    row(name, "train step time, median", "stepMs", model.time);
+    row(name, "tokens/s", "tokensPerS", model.tokensPerS);
+    row(name, mfu, "modelMfu", model.mfu);
     const share = shareOf(evidence);
     if (share) {
       rows.push([
@@ -75613,6 +75618,7 @@ function levelsTable(evidence) {
       ]);
     }
   }
+  if (rows.length === 0) return void 0;
   const confidence = `${Math.round(levels.confidence * 100)}% CI`;
   const header = ["level", "", "champion (A)", "candidate (B)", `change [${confidence}]`];
   const lines = [table(header, rows, ["left", "left", "right", "right", "right"])];
@@ -75623,7 +75629,11 @@ function levelsTable(evidence) {
   return lines.join("\n\n");
 }
 function kernelLine(levels) {
-  return `fwd+bwd time ${beforeAfterText("kernelMs", levels.kernel.time)}; ${mfuLabel(levels.peak)} ${beforeAfterText("kernelMfu", levels.kernel.mfu)}`;
+  const parts = [
+    ...measured(levels.kernel.time) ? [`fwd+bwd time ${beforeAfterText("kernelMs", levels.kernel.time)}`] : [],
+    ...measured(levels.kernel.mfu) ? [`${mfuLabel(levels.peak)} ${beforeAfterText("kernelMfu", levels.kernel.mfu)}`] : []
+  ];
+  return parts.length > 0 ? parts.join("; ") : void 0;
 }
 function modelLine(levels) {
   const m = levels.model;
@@ -76334,11 +76344,11 @@ function trajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
   const t = trajectory(rows, filter, maxPoints);
   if (!t) return void 0;
   const lines = ["#### Trajectory"];
-  const measured = t.points.length + t.omitted;
+  const measured2 = t.points.length + t.omitted;
   const first = t.points[0];
   const last = t.points[t.points.length - 1];
   const unit = t.metric.unit;
-  const total = measured + t.unmeasured.length;
+  const total = measured2 + t.unmeasured.length;
   if (first && last) {
     const from = formatValue(first.championBefore, unit);
     lines.push(
@@ -76351,7 +76361,7 @@ function trajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
   } else {
     lines.push(`No measured iterations yet (${plural(total, "iteration")}).`);
   }
-  if (t.omitted > 0) lines.push(`Showing the last ${t.points.length} of ${measured} measured iterations.`);
+  if (t.omitted > 0) lines.push(`Showing the last ${t.points.length} of ${measured2} measured iterations.`);
   if (t.unmeasured.length > 0) {
     lines.push(
       `Not plotted (no measurement): ${t.unmeasured.map((u2) => `${u2.label} ${u2.verdict}`).join(", ")}.`
@@ -76427,8 +76437,8 @@ function levelSummary(t) {
   const first = t.points[0];
   const last = t.points[t.points.length - 1];
   const value2 = (x) => t.metric.unit === "%" ? `${formatFixed(x, 2)}%` : formatValue(x, t.metric.unit);
-  const measured = t.points.length + t.omitted;
-  return `Champion ${t.metric.label}: ${value2(first.championBefore)} \u2192 ${value2(last.champion)} over ${plural(measured, "measured iteration")}.`;
+  const measured2 = t.points.length + t.omitted;
+  return `Champion ${t.metric.label}: ${value2(first.championBefore)} \u2192 ${value2(last.champion)} over ${plural(measured2, "measured iteration")}.`;
 }
 function levelsTrajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
   const withLevels = rows.filter(
@@ -76691,7 +76701,8 @@ function harnessLines(evidence, evidencePath) {
     add("Measurement", parts.join(", "));
     add("MFU", mfuText(evidence));
     if (m.levels) {
-      add("Kernel", kernelLine(m.levels));
+      const kernel = kernelLine(m.levels);
+      if (kernel) add("Kernel", kernel);
       const model = modelLine(m.levels);
       if (model) add("Model", model);
     }
@@ -77258,13 +77269,13 @@ function tracedStep(s, measurement) {
 }
 function profileAgreement(input) {
   const measurement = measurementOf(input.metricPath);
-  const side2 = (s, measured) => {
+  const side2 = (s, measured2) => {
     const traced = s === void 0 ? { ms: null, steps: "no trace" } : tracedStep(s, measurement);
-    const usable2 = input.unit === "ms" && traced.ms !== null && measured !== null && measured > 0;
+    const usable2 = input.unit === "ms" && traced.ms !== null && measured2 !== null && measured2 > 0;
     return {
       tracedMs: traced.ms,
-      measuredMs: input.unit === "ms" ? measured : null,
-      ratio: usable2 ? round(traced.ms / measured) : null,
+      measuredMs: input.unit === "ms" ? measured2 : null,
+      ratio: usable2 ? round(traced.ms / measured2) : null,
       steps: traced.steps
     };
   };
