@@ -6,7 +6,7 @@
 export type { ArmPair, HistoryLevels, HistoryRow } from './history-row.js';
 export { HISTORY_SCHEMA } from './history-row.js';
 export { recordIsolation, unverifiedReasons } from './isolation.js';
-export { readJUnitXml } from './junit.js';
+export { failureSummary, readJUnitXml } from './junit.js';
 export type { KernelShare, LevelChange, LevelKey, LevelsEvidence, PeakInfo } from './levels.js';
 export {
   amdahlLimit,

@@ -111,6 +111,26 @@ function joinedText(nodes: readonly XmlNode[]): string | null {
   return parts.length === 0 ? null : parts.join('\n');
 }
 
+/**
+ * A failure message on one line for a verdict: its first line, and where that line says nothing after
+ * the exception's name (numpy's `assert_allclose` starts its message with a newline, so pytest's reads
+ * "AssertionError: " then the values), the lines that follow, up to `max` characters.
+ */
+export function failureSummary(message: string, max = 300): string {
+  const lines = message
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  const first = lines[0] ?? '';
+  if (!/^[\w.]*:?$/.test(first) && !/:$/.test(first)) return first.slice(0, max);
+  let out = first;
+  for (const l of lines.slice(1)) {
+    if (out.length >= max) break;
+    out = out === '' ? l : `${out} ${l}`;
+  }
+  return out.length > max ? `${out.slice(0, max - 1)}…` : out;
+}
+
 function oneLine(s: string): string {
   return s.replace(/\s*\n\s*/g, ' ').trim();
 }

@@ -181,7 +181,9 @@ export function levelsTable(evidence: IterationEvidence): string | undefined {
  */
 export function kernelLine(levels: LevelsEvidence): string | undefined {
   const parts = [
-    ...(measured(levels.kernel.time) ? [`fwd+bwd time ${beforeAfterText('kernelMs', levels.kernel.time)}`] : []),
+    ...(measured(levels.kernel.time)
+      ? [`fwd+bwd time ${beforeAfterText('kernelMs', levels.kernel.time)}`]
+      : []),
     ...(measured(levels.kernel.mfu)
       ? [`${mfuLabel(levels.peak)} ${beforeAfterText('kernelMfu', levels.kernel.mfu)}`]
       : []),

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseJUnitXml, readJUnitXml } from '../../src/evidence/junit.js';
+import { failureSummary, parseJUnitXml, readJUnitXml } from '../../src/evidence/junit.js';
 import { ExitCode, InputError } from '../../src/util/errors.js';
 import { FIXTURES, tempDir } from '../helpers/paths.js';
 
@@ -87,6 +87,26 @@ describe('readJUnitXml on real pytest output', () => {
     expect(passes).toMatchObject({ file: 'sample_tests.py', line: 16, status: 'passed' });
     expect(passes.systemOut).toContain('hello from stdout');
     expect(passes.systemErr).toContain('Captured Err');
+  });
+});
+
+describe('failureSummary: a failure message on one line for the verdict', () => {
+  it("keeps numpy's values where pytest's message says only 'AssertionError: ' on its first line", async () => {
+    const r = await readJUnitXml(fixture('pytest-numpy-allclose.xml'));
+    const message = r.cases[0]!.message!;
+    expect(message.split('\n')[0]).toBe('AssertionError: ');
+    const summary = failureSummary(message);
+    expect(summary).toMatch(
+      /^AssertionError: Not equal to tolerance rtol=0\.001, atol=0 Mismatched elements: 1 \/ 2 \(50%\) Mismatch at index: \[1\]: 2\.0 \(ACTUAL\), 2\.5 \(DESIRED\)/,
+    );
+    expect(summary.length).toBeLessThanOrEqual(300);
+  });
+
+  it('is the first line when that says something', () => {
+    expect(failureSummary('assert 3 == 4\n +  where 3 = f()')).toBe('assert 3 == 4');
+    expect(failureSummary('AssertionError: o: max abs error 0.3\nmore')).toBe(
+      'AssertionError: o: max abs error 0.3',
+    );
   });
 });
 

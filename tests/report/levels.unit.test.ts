@@ -79,7 +79,14 @@ describe("a target that is not GDN (an adopter's RMSNorm: one `fwd` measurement,
     const ev = measured(IMPROVED, { device: 'cpu' });
     const m = ev.measurement!;
     for (const r of m.runs) {
-      r.levels = { kernelMs: null, kernelMfu: null, stepMs: null, tokensPerS: null, modelMfu: null, peakFlopsPerS: 2.5e11 };
+      r.levels = {
+        kernelMs: null,
+        kernelMfu: null,
+        stepMs: null,
+        tokensPerS: null,
+        modelMfu: null,
+        peakFlopsPerS: 2.5e11,
+      };
     }
     m.levels = summarizeLevels(
       m.runs,
@@ -109,7 +116,9 @@ describe("a target that is not GDN (an adopter's RMSNorm: one `fwd` measurement,
       { peak: { source: 'measured', name: 'measured 512^3 float32 matmul', dtype: 'fp32' } },
       { confidence: 0.95, resamples: 2000, seed: 42 },
     );
-    const rows = levelsTable(ev)!.split('\n').filter((l) => l.startsWith('| kernel'));
+    const rows = levelsTable(ev)!
+      .split('\n')
+      .filter((l) => l.startsWith('| kernel'));
     expect(rows).toHaveLength(1);
     expect(rows[0]).toContain('fwd+bwd time, median');
   });

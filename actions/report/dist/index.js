@@ -73043,6 +73043,17 @@ function joinedText(nodes) {
   const parts = nodes.map(text2).filter((t) => t !== "");
   return parts.length === 0 ? null : parts.join("\n");
 }
+function failureSummary(message, max = 300) {
+  const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  const first = lines[0] ?? "";
+  if (!/^[\w.]*:?$/.test(first) && !/:$/.test(first)) return first.slice(0, max);
+  let out = first;
+  for (const l of lines.slice(1)) {
+    if (out.length >= max) break;
+    out = out === "" ? l : `${out} ${l}`;
+  }
+  return out.length > max ? `${out.slice(0, max - 1)}\u2026` : out;
+}
 function oneLine(s) {
   return s.replace(/\s*\n\s*/g, " ").trim();
 }
@@ -74789,7 +74800,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
   if (existsSync19(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
-      const failing = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${c3.message.split("\n")[0]}` : ""}`);
+      const failing = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${failureSummary(c3.message)}` : ""}`);
       evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
       evidence.junitFile = BundleFiles.gateJunit(which2);
       if (failing.length > 0) problems.push(`${failing.length} test(s) failed, first: ${failing[0]}`);

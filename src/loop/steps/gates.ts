@@ -13,6 +13,7 @@ import type { Backend } from '../../compute/index.js';
 import type { GateConfig } from '../../config/index.js';
 import {
   type ExportEvidence,
+  failureSummary,
   type GateEvidence,
   type GateVerification,
   readJUnitXml,
@@ -157,7 +158,7 @@ async function runSuite(
       const report = await readJUnitXml(junitFile);
       const failing = report.cases
         .filter((c) => c.status === 'failed' || c.status === 'error')
-        .map((c) => `${c.classname}::${c.name}${c.message ? ` — ${c.message.split('\n')[0]}` : ''}`);
+        .map((c) => `${c.classname}::${c.name}${c.message ? ` — ${failureSummary(c.message)}` : ''}`);
       evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
       evidence.junitFile = BundleFiles.gateJunit(which);
       if (failing.length > 0) problems.push(`${failing.length} test(s) failed, first: ${failing[0]}`);
