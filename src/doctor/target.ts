@@ -13,6 +13,13 @@ import type { Check } from './doctor.js';
 
 const TIMEOUT_MS = 60_000;
 
+const BENCH_PROBE = [
+  'import importlib.metadata as m, importlib.util as u, sys',
+  'if u.find_spec("hillclimb_bench") is None: sys.exit(1)',
+  'try: print(m.version("hillclimb-bench"))',
+  'except m.PackageNotFoundError: print("(from source)")',
+].join('\n');
+
 /** Where a module path can live as a file: at the root or under src/, as a module or a package. */
 export function moduleFiles(module: string): string[] {
   const path = module.replaceAll('.', '/');
@@ -31,11 +38,12 @@ export function targetChecks(config: HillclimbConfig): Check[] {
     async run() {
       const setup = `add it to ${config.paths.requirements} and run: hillclimb setup`;
       if (!existsSync(python)) return { ok: false, detail: 'no venv', hint: setup };
-      const r = await run(
-        python,
-        ['-c', 'import importlib.metadata as m; print(m.version("hillclimb-bench"))'],
-        { allowedExitCodes: 'any', timeoutMs: TIMEOUT_MS, cwd: config.root },
-      ).catch(() => undefined);
+      // Found, not imported; its version when pip installed it (a source folder on a .pth has none).
+      const r = await run(python, ['-c', BENCH_PROBE], {
+        allowedExitCodes: 'any',
+        timeoutMs: TIMEOUT_MS,
+        cwd: config.root,
+      }).catch(() => undefined);
       return r?.exitCode === 0
         ? { ok: true, detail: `hillclimb-bench ${r.stdout.trim()} in .venv` }
         : {

@@ -3,7 +3,8 @@
  * module, hillclimb-bench in the venv, editable globs that match committed files, the replay folder;
  * and where the agent's key goes. On a real git repository, as a newcomer has it right after `init`.
  */
-import { mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
@@ -74,6 +75,23 @@ describe('doctor: what the target needs', () => {
     expect(Object.values(r).filter((c) => !c.ok)).toEqual([]);
     expect(r['target module']!.detail).toBe('bench (bench.py)');
     expect(r['hillclimb-bench']!.detail).toMatch(/^hillclimb-bench \d+\.\d+\.\d+ in \.venv$/);
+  });
+
+  it('finds hillclimb-bench from a source folder on a .pth too (no installed metadata)', async () => {
+    const root = freshRepo('bench-from-source');
+    const venv = join(root, '.venv');
+    execFileSync(join(REPO_ROOT, '.venv', 'bin', 'python'), ['-m', 'venv', '--without-pip', venv]);
+    const pyDir = readdirSync(join(venv, 'lib')).find((d) => d.startsWith('python'))!;
+    writeFileSync(
+      join(venv, 'lib', pyDir, 'site-packages', 'bench.pth'),
+      `${join(REPO_ROOT, 'packages', 'hillclimb-bench', 'src')}\n`,
+    );
+    process.env.HILLCLIMB_PYTHON = join(venv, 'bin', 'python');
+    const r = await check(root);
+    expect(r['hillclimb-bench']).toMatchObject({
+      ok: true,
+      detail: 'hillclimb-bench (from source) in .venv',
+    });
   });
 
   it('finds a target module under src/ (a src layout)', async () => {

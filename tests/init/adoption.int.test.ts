@@ -125,6 +125,7 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
   };
   let init: Awaited<ReturnType<typeof hillclimbIn>>;
   let loop: Awaited<ReturnType<typeof hillclimbIn>>;
+  let doctor: Awaited<ReturnType<typeof hillclimbIn>>;
 
   beforeAll(async () => {
     for (const [path, text] of Object.entries(FILES)) put(path, text);
@@ -179,6 +180,8 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
     git('add', '-A');
     git('commit', '-qm', 'hillclimb init, and two replay patches');
 
+    doctor = await hillclimbIn(repo, ['doctor'], { HILLCLIMB_PYTHON: '' });
+
     loop = await hillclimbIn(repo, ['loop', '-n', '2', '--json'], { HILLCLIMB_PYTHON: '' });
   }, 600_000);
   afterAll(t.cleanup);
@@ -187,6 +190,15 @@ describe('adoption: hillclimb init, then the loop, in a repository that is not h
     expect(init.stderr).toBe('');
     expect(init.code).toBe(0);
     expect(init.stdout).toContain('created  hillclimb.yml');
+  });
+
+  it('doctor finds what the first run needs: the target module, hillclimb-bench, the kernel, the patches', () => {
+    expect(doctor.stdout).toMatch(/ok\s+target module\s+bench\.scale_target \(bench\/scale_target\.py\)/);
+    expect(doctor.stdout).toMatch(/ok\s+hillclimb-bench\s+hillclimb-bench \S+ in \.venv/);
+    expect(doctor.stdout).toMatch(/ok\s+editable paths\s+1 glob\(s\), each matching committed files/);
+    expect(doctor.stdout).toMatch(/ok\s+replay folder\s+hillclimb\/replay/);
+    expect(doctor.stdout).toContain('doctor: all required pieces present');
+    expect(doctor.code).toBe(0);
   });
 
   it('the workflows init wrote pass actionlint and the workflow policy', async () => {
