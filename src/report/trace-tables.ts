@@ -50,12 +50,12 @@ function formatRate(tflops: number): string {
   return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
 }
 
-function opNote(o: OpRow): string {
+function opNote(o: OpRow, labels: Record<string, string>): string {
   if (o.customCall) {
     const who =
       o.customCallKind === null || o.customCallKind === 'other'
         ? 'custom call'
-        : `custom call (${KIND_LABEL[o.customCallKind]})`;
+        : `custom call (${labels[o.customCallKind]})`;
     return o.noCostModel ? `${who}, no cost model` : who;
   }
   return o.noCostModel ? 'no cost model' : '';
@@ -68,6 +68,26 @@ const KIND_LABEL: Record<string, string> = {
   cublas: 'cuBLAS',
   other: 'other',
 };
+
+/**
+ * ROCm keeps XLA's CUDA names for its library calls (`__cublas$gemm` runs rocBLAS or hipBLASLt,
+ * `__cudnn$conv…` runs MIOpen): on an AMD device the labels say what ran.
+ */
+const AMD_KIND_LABEL: Record<string, string> = {
+  ...KIND_LABEL,
+  cudnn: 'MIOpen',
+  cublas: 'rocBLAS/hipBLASLt',
+};
+
+/** The custom-call labels for the devices of a summary. */
+function kindLabels(s: TraceSummary): Record<string, string> {
+  const amd = [
+    ...s.devices.map((d) => d.type ?? ''),
+    s.roofline.peak?.name ?? '',
+    s.roofline.peak?.matchedBy ?? '',
+  ].some((t) => /\b(?:AMD|Instinct|MI\d{3}X?|gfx\d+|ROCm)\b/i.test(t));
+  return amd ? AMD_KIND_LABEL : KIND_LABEL;
+}
 
 export function formatSummary(s: TraceSummary, top = 15): string {
   const out: string[] = [];
@@ -131,6 +151,7 @@ export function formatSummary(s: TraceSummary, top = 15): string {
   }
 
   const ops = s.ops.slice(0, top);
+  const labels = kindLabels(s);
   out.push(
     '',
     `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`,
@@ -163,7 +184,7 @@ export function formatSummary(s: TraceSummary, top = 15): string {
         o.gbps === null ? '—' : o.gbps.toFixed(0),
         o.intensity === null ? '—' : o.intensity.toFixed(1),
         rooflineText(o),
-        opNote(o),
+        opNote(o, labels),
       ]),
       [false, false, false, true, true, true, true, true, true, true, false, false],
     ),
@@ -206,7 +227,7 @@ export function formatSummary(s: TraceSummary, top = 15): string {
           .map((c) => [
             clip(c.name, 40),
             clip(c.program || '—', 28),
-            KIND_LABEL[c.kind] ?? c.kind,
+            labels[c.kind] ?? c.kind,
             clip(c.scope || '—', 40),
             formatMs(c.totalMs),
             count(c.launches),

@@ -12,6 +12,7 @@ import {
   tslToJson,
   xspaceToTsl,
 } from '../../bench/traces/tsl-json.js';
+import { formatSummary } from '../../src/report/trace-tables.js';
 import { ChromeJsonSource } from '../../src/trace/readers/chrome-json.js';
 import { openTrace } from '../../src/trace/readers/open.js';
 import { XplaneSource } from '../../src/trace/readers/xplane.js';
@@ -301,6 +302,16 @@ describe('trace summary on real MI300X, gfx950 and TransformerEngine XSpaces', (
     expect(gemm.flops).toBe(2 * 8192 * 8192 * 4096);
     expect(gemm.roofline).toMatchObject({ bound: 'compute', attainableTflops: 1307.4, peak: 'bf16' });
     expect(s.programs.filter((p) => p.module === 'jit_dot')).toHaveLength(6);
+    // ROCm keeps XLA's CUDA names for its library calls; the tables say what ran on the AMD device.
+    const text = formatSummary(s);
+    expect(text).toContain('custom call (rocBLAS/hipBLASLt)');
+    expect(text).not.toContain('cuBLAS');
+  });
+
+  it('MIOpen convolutions on an AMD device are labelled MIOpen, not cuDNN', async () => {
+    const text = formatSummary(await summarizeTrace(new XplaneSource(CONV8)));
+    expect(text).toContain('MIOpen');
+    expect(text).not.toContain('cuDNN');
   });
 });
 
