@@ -81,11 +81,9 @@ const AMD_KIND_LABEL: Record<string, string> = {
 
 /** The custom-call labels for the devices of a summary. */
 function kindLabels(s: TraceSummary): Record<string, string> {
-  const amd = [
-    ...s.devices.map((d) => d.type ?? ''),
-    s.roofline.peak?.name ?? '',
-    s.roofline.peak?.matchedBy ?? '',
-  ].some((t) => /\b(?:AMD|Instinct|MI\d{3}X?|gfx\d+|ROCm)\b/i.test(t));
+  // The plane's own vendor stat; else the board the peak table matched (a JSON trace, `--device-kind`).
+  const amd =
+    s.devices.some((d) => /^AMD\b/i.test(d.vendor ?? '')) || /^AMD\b/.test(s.roofline.peak?.name ?? '');
   return amd ? AMD_KIND_LABEL : KIND_LABEL;
 }
 

@@ -455,6 +455,7 @@ function deviceRows(
       name: dev.device.name,
       kind: dev.device.kind,
       type: stats.device_type_string,
+      ...(stats.device_vendor ? { vendor: stats.device_vendor } : {}),
       peakTflops: Number.isFinite(peak) && peak > 0 ? peak : undefined,
       compute: computeDevices.has(dev.device.name),
       opMs: ms(dev.opPs),

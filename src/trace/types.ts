@@ -64,6 +64,8 @@ export interface DeviceRow {
   kind: string;
   /** `device_type_string` from an XSpace (e.g. "TPU v6 Lite"), when known. */
   type: string | undefined;
+  /** `device_vendor` from an XSpace GPU plane (e.g. "Nvidia", "AMD"), when known. */
+  vendor?: string;
   /** Peak TFLOP/s from the XSpace plane stats, when known. */
   peakTflops: number | undefined;
   /** Whether the device ran compute (not only memory copies); only those count steps. */

@@ -313,6 +313,15 @@ describe('trace summary on real MI300X, gfx950 and TransformerEngine XSpaces', (
     expect(text).toContain('MIOpen');
     expect(text).not.toContain('cuDNN');
   });
+
+  it("an AMD device the peak table lacks is known by its plane's vendor: its GEMM is rocBLAS/hipBLASLt", async () => {
+    const s = await summarizeTrace(new XplaneSource(TE_FFI));
+    expect(s.roofline.peak).toBeNull();
+    expect(s.devices[0]!.vendor).toBe('AMD');
+    const text = formatSummary(s);
+    expect(text).toContain('custom call (rocBLAS/hipBLASLt)');
+    expect(text).not.toContain('cuBLAS');
+  });
 });
 
 describe("xprof's trace-viewer JSON of real XSpaces", () => {

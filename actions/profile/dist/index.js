@@ -81806,6 +81806,7 @@ function deviceRows(final, first, opDevices, computeDevices) {
       name: dev.device.name,
       kind: dev.device.kind,
       type: stats.device_type_string,
+      ...stats.device_vendor ? { vendor: stats.device_vendor } : {},
       peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
       compute: computeDevices.has(dev.device.name),
       opMs: ms(dev.opPs),

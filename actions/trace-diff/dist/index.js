@@ -40379,9 +40379,9 @@ function rooflineText(o) {
 function formatRate(tflops) {
   return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
 }
-function opNote2(o) {
+function opNote2(o, labels) {
   if (o.customCall) {
-    const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${KIND_LABEL[o.customCallKind]})`;
+    const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${labels[o.customCallKind]})`;
     return o.noCostModel ? `${who}, no cost model` : who;
   }
   return o.noCostModel ? "no cost model" : "";
@@ -40393,6 +40393,15 @@ var KIND_LABEL = {
   cublas: "cuBLAS",
   other: "other"
 };
+var AMD_KIND_LABEL = {
+  ...KIND_LABEL,
+  cudnn: "MIOpen",
+  cublas: "rocBLAS/hipBLASLt"
+};
+function kindLabels(s) {
+  const amd = s.devices.some((d) => /^AMD\b/i.test(d.vendor ?? "")) || /^AMD\b/.test(s.roofline.peak?.name ?? "");
+  return amd ? AMD_KIND_LABEL : KIND_LABEL;
+}
 function formatSummary(s, top = 15) {
   const out = [];
   const src = s.source;
@@ -40448,6 +40457,7 @@ function formatSummary(s, top = 15) {
     );
   }
   const ops = s.ops.slice(0, top);
+  const labels = kindLabels(s);
   out.push(
     "",
     `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`
@@ -40480,7 +40490,7 @@ function formatSummary(s, top = 15) {
         o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
         o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
         rooflineText(o),
-        opNote2(o)
+        opNote2(o, labels)
       ]),
       [false, false, false, true, true, true, true, true, true, true, false, false]
     )
@@ -40518,7 +40528,7 @@ function formatSummary(s, top = 15) {
         s.customCalls.slice(0, top).map((c) => [
           clip(c.name, 40),
           clip(c.program || "\u2014", 28),
-          KIND_LABEL[c.kind] ?? c.kind,
+          labels[c.kind] ?? c.kind,
           clip(c.scope || "\u2014", 40),
           formatMs(c.totalMs),
           count(c.launches),
@@ -45005,6 +45015,7 @@ function deviceRows(final, first, opDevices, computeDevices) {
       name: dev.device.name,
       kind: dev.device.kind,
       type: stats.device_type_string,
+      ...stats.device_vendor ? { vendor: stats.device_vendor } : {},
       peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
       compute: computeDevices.has(dev.device.name),
       opMs: ms(dev.opPs),
