@@ -59,7 +59,10 @@ function side(s: TraceSummary): TraceDiff['before'] {
     detector: s.steps.detector,
     steps: s.steps.count,
     devices: s.devices.filter((d) => d.compute).length,
-    deviceTypes: [...new Set(s.devices.map((d) => d.type).filter((t) => t !== undefined))].sort(),
+    // A TPU names its type; a GPU plane its vendor, compute capability, cores and memory.
+    deviceTypes: [
+      ...new Set(s.devices.map((d) => d.type ?? d.hardware).filter((t) => t !== undefined)),
+    ].sort(),
     programs: [...new Set(s.programs.map((p) => p.module))].sort(),
   };
 }

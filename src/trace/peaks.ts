@@ -134,6 +134,20 @@ export function peakForDeviceKind(kind: string, table = devicePeakTable()): Peak
 }
 
 /**
+ * A GPU plane's hardware in words, from its stats: `AMD GPU, compute capability 9.4, 304 cores,
+ * 206 GB`. Undefined for a plane without vendor and compute capability (TPU, CPU, JSON traces).
+ */
+export function describeGpuPlane(stats: Readonly<Record<string, string>>): string | undefined {
+  const vendor = stats.device_vendor;
+  const major = stats.compute_cap_major;
+  if (vendor === undefined || major === undefined) return undefined;
+  const cap = `${major}.${stats.compute_cap_minor ?? '0'}`;
+  const cores = Number(stats.core_count);
+  const memoryGB = Number(stats.memory_size) / 1e9;
+  return `${vendor} GPU, compute capability ${cap}, ${Number.isFinite(cores) ? cores : '?'} cores${Number.isFinite(memoryGB) ? `, ${memoryGB.toFixed(0)} GB` : ''}`;
+}
+
+/**
  * The peaks of the device an XSpace plane describes, from its plane stats. TPU planes name their type
  * (`TPU v6 Lite`, matched without regard to case); GPU planes give vendor, compute capability, core count
  * and memory size, which pick a board when they match one entry (or several that differ only in memory).
@@ -154,12 +168,11 @@ export function peakForPlane(
     };
   }
   const vendor = stats.device_vendor;
-  const major = stats.compute_cap_major;
-  if (vendor === undefined || major === undefined) return undefined;
-  const cap = `${major}.${stats.compute_cap_minor ?? '0'}`;
+  const described = describeGpuPlane(stats);
+  if (vendor === undefined || described === undefined) return undefined;
+  const cap = `${stats.compute_cap_major}.${stats.compute_cap_minor ?? '0'}`;
   const cores = Number(stats.core_count);
   const memoryGB = Number(stats.memory_size) / 1e9;
-  const described = `${vendor} GPU, compute capability ${cap}, ${Number.isFinite(cores) ? cores : '?'} cores${Number.isFinite(memoryGB) ? `, ${memoryGB.toFixed(0)} GB` : ''}`;
   const candidates = table.filter(
     (x) =>
       x.xplane.vendor?.toLowerCase() === vendor.toLowerCase() &&

@@ -12,7 +12,13 @@
 import { InputError } from '../util/index.js';
 import { type CollectOptions, type Execution, type StepWindows, TraceCollector } from './collect.js';
 import { type OpCosts, opCosts } from './op-costs.js';
-import { type DevicePeak, type PeakLookup, peakForDeviceKind, peakForPlane } from './peaks.js';
+import {
+  type DevicePeak,
+  describeGpuPlane,
+  type PeakLookup,
+  peakForDeviceKind,
+  peakForPlane,
+} from './peaks.js';
 import type { ReadStats, TraceSource } from './readers/model.js';
 import {
   type Counted,
@@ -456,6 +462,7 @@ function deviceRows(
       kind: dev.device.kind,
       type: stats.device_type_string,
       ...(stats.device_vendor ? { vendor: stats.device_vendor } : {}),
+      ...(describeGpuPlane(stats) ? { hardware: describeGpuPlane(stats) } : {}),
       peakTflops: Number.isFinite(peak) && peak > 0 ? peak : undefined,
       compute: computeDevices.has(dev.device.name),
       opMs: ms(dev.opPs),

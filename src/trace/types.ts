@@ -66,6 +66,8 @@ export interface DeviceRow {
   type: string | undefined;
   /** `device_vendor` from an XSpace GPU plane (e.g. "Nvidia", "AMD"), when known. */
   vendor?: string;
+  /** A GPU plane's hardware in words (vendor, compute capability, cores, memory), when known. */
+  hardware?: string;
   /** Peak TFLOP/s from the XSpace plane stats, when known. */
   peakTflops: number | undefined;
   /** Whether the device ran compute (not only memory copies); only those count steps. */

@@ -13,6 +13,7 @@ import {
   xspaceToTsl,
 } from '../../bench/traces/tsl-json.js';
 import { formatSummary } from '../../src/report/trace-tables.js';
+import { diffSummaries } from '../../src/trace/diff.js';
 import { ChromeJsonSource } from '../../src/trace/readers/chrome-json.js';
 import { openTrace } from '../../src/trace/readers/open.js';
 import { XplaneSource } from '../../src/trace/readers/xplane.js';
@@ -312,6 +313,18 @@ describe('trace summary on real MI300X, gfx950 and TransformerEngine XSpaces', (
     const text = formatSummary(await summarizeTrace(new XplaneSource(CONV8)));
     expect(text).toContain('MIOpen');
     expect(text).not.toContain('cuDNN');
+  });
+
+  it('a diff across GPU models warns: the planes name vendor, compute capability, cores and memory', async () => {
+    const mi300x = await summarizeTrace(new XplaneSource(MI300X));
+    const other = await summarizeTrace(new XplaneSource(TE_FFI));
+    expect(mi300x.devices[0]!.hardware).toBe('AMD GPU, compute capability 9.4, 304 cores, 206 GB');
+    const warnings = diffSummaries(mi300x, other).warnings;
+    expect(warnings).toContain(
+      'the traces ran on different devices (AMD GPU, compute capability 9.4, 304 cores, 206 GB → AMD GPU, compute capability 9.5, 256 cores, 309 GB); times are not comparable',
+    );
+    // The same device on both sides: no such warning.
+    expect(diffSummaries(mi300x, mi300x).warnings.join('\n')).not.toContain('different devices');
   });
 
   it("an AMD device the peak table lacks is known by its plane's vendor: its GEMM is rocBLAS/hipBLASLt", async () => {

@@ -77828,7 +77828,10 @@ function side(s) {
     detector: s.steps.detector,
     steps: s.steps.count,
     devices: s.devices.filter((d) => d.compute).length,
-    deviceTypes: [...new Set(s.devices.map((d) => d.type).filter((t) => t !== void 0))].sort(),
+    // A TPU names its type; a GPU plane its vendor, compute capability, cores and memory.
+    deviceTypes: [
+      ...new Set(s.devices.map((d) => d.type ?? d.hardware).filter((t) => t !== void 0))
+    ].sort(),
     programs: [...new Set(s.programs.map((p) => p.module))].sort()
   };
 }
@@ -81241,6 +81244,15 @@ function peakForDeviceKind(kind, table2 = devicePeakTable()) {
     warning: `device kind "${kind}" is not in ${DEVICE_PEAKS_FILE}: no roofline (add its peaks to the table)`
   };
 }
+function describeGpuPlane(stats) {
+  const vendor = stats.device_vendor;
+  const major = stats.compute_cap_major;
+  if (vendor === void 0 || major === void 0) return void 0;
+  const cap2 = `${major}.${stats.compute_cap_minor ?? "0"}`;
+  const cores = Number(stats.core_count);
+  const memoryGB = Number(stats.memory_size) / 1e9;
+  return `${vendor} GPU, compute capability ${cap2}, ${Number.isFinite(cores) ? cores : "?"} cores${Number.isFinite(memoryGB) ? `, ${memoryGB.toFixed(0)} GB` : ""}`;
+}
 function peakForPlane(stats, table2 = devicePeakTable()) {
   const type = stats.device_type_string;
   if (type !== void 0 && type !== "") {
@@ -81254,12 +81266,11 @@ function peakForPlane(stats, table2 = devicePeakTable()) {
     };
   }
   const vendor = stats.device_vendor;
-  const major = stats.compute_cap_major;
-  if (vendor === void 0 || major === void 0) return void 0;
-  const cap2 = `${major}.${stats.compute_cap_minor ?? "0"}`;
+  const described = describeGpuPlane(stats);
+  if (vendor === void 0 || described === void 0) return void 0;
+  const cap2 = `${stats.compute_cap_major}.${stats.compute_cap_minor ?? "0"}`;
   const cores = Number(stats.core_count);
   const memoryGB = Number(stats.memory_size) / 1e9;
-  const described = `${vendor} GPU, compute capability ${cap2}, ${Number.isFinite(cores) ? cores : "?"} cores${Number.isFinite(memoryGB) ? `, ${memoryGB.toFixed(0)} GB` : ""}`;
   const candidates = table2.filter(
     (x) => x.xplane.vendor?.toLowerCase() === vendor.toLowerCase() && x.xplane.computeCapability === cap2 && (x.xplane.coreCount === void 0 || x.xplane.coreCount === cores)
   );
@@ -81807,6 +81818,7 @@ function deviceRows(final, first, opDevices, computeDevices) {
       kind: dev.device.kind,
       type: stats.device_type_string,
       ...stats.device_vendor ? { vendor: stats.device_vendor } : {},
+      ...describeGpuPlane(stats) ? { hardware: describeGpuPlane(stats) } : {},
       peakTflops: Number.isFinite(peak) && peak > 0 ? peak : void 0,
       compute: computeDevices.has(dev.device.name),
       opMs: ms(dev.opPs),
