@@ -6,4 +6,4 @@
 export type { Ask, InitFlags } from './gather.js';
 export { detectBase, gatherAnswers, nonInteractiveError } from './gather.js';
 export { applyPlan, nextSteps, planFiles } from './init.js';
-export { resolvePin } from './pin.js';
+export { resolvePin, UnknownHillclimbRepository } from './pin.js';

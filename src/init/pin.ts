@@ -138,9 +138,18 @@ export async function resolvePin(
   return { repository: origin, commit };
 }
 
+/** Nothing names the GitHub repository the workflows should take hillclimb's actions from. */
+export class UnknownHillclimbRepository extends HillclimbError {
+  override name = 'UnknownHillclimbRepository';
+
+  constructor() {
+    super('cannot tell which GitHub repository hillclimb is published from', {
+      hint: "pass --hillclimb-repo <owner>/<name> (or set repository in hillclimb's package.json)",
+      exitCode: ExitCode.badInput,
+    });
+  }
+}
+
 function unknownRepository(): HillclimbError {
-  return new HillclimbError('cannot tell which GitHub repository hillclimb is published from', {
-    hint: "pass --hillclimb-repo <owner>/<name> (or set repository in hillclimb's package.json)",
-    exitCode: ExitCode.badInput,
-  });
+  return new UnknownHillclimbRepository();
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, selectTarget } from '../../src/config/load.js';
 import { CLI, tempDir } from '../helpers/paths.js';
-import { makeToyRepo, PIN_FLAGS } from './scratch.js';
+import { makeToyRepo, PIN, PIN_FLAGS } from './scratch.js';
 
 const SCRIPT = ['/usr/bin/script', '/bin/script'].find(existsSync);
 let running: ChildProcess | undefined;
@@ -79,6 +79,32 @@ describe.skipIf(!SCRIPT)(TITLE, () => {
       expect(target.bench.metric.direction).toBe('higher');
       expect(config.agent.kind).toBe('claude');
       expect(target.protected).toContain('bench/scale_target.py');
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('asks for the GitHub repository of hillclimb when nothing names it, instead of stopping', async () => {
+    const repo = tempDir('hc-init-tty-');
+    try {
+      makeToyRepo(repo.dir);
+      // Only the commit is given, and this checkout has no GitHub remote and no repository field.
+      const onlyRef = [process.execPath, CLI, 'init', '--target', 'scale', '--agent', 'replay']
+        .concat(['--editable', 'src/mypkg/ops/**', '--programs', 'bench.scale_target'])
+        .concat(['--hillclimb-ref', PIN.commit])
+        .map((a) => `'${a}'`)
+        .join(' ');
+      const r = await onTerminal(onlyRef, repo.dir, [
+        [/GitHub repository of this hillclimb[^:]*: /, PIN.repository],
+        [/Correctness command.*?\]: /, ''],
+        [/Verdict metric[^:]*: /, ''],
+        [/Which way is better[^:]*: /, ''],
+        [/pip requirements file[^:]*: /, ''],
+        [/Default branch[^:]*: /, ''],
+        [/Protected paths[^:]*: /, ''],
+      ]);
+      expect(r.output).toContain(`actions pinned to ${PIN.repository}@${PIN.commit}`);
+      expect(r.code).toBe(0);
     } finally {
       repo.cleanup();
     }

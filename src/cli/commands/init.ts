@@ -10,6 +10,7 @@ import {
   nonInteractiveError,
   planFiles,
   resolvePin,
+  UnknownHillclimbRepository,
 } from '../../init/index.js';
 import { packageRoot, packageVersion } from '../../project/index.js';
 import { ExitCode, HillclimbError } from '../../util/index.js';
@@ -44,6 +45,26 @@ async function terminalAsk<T>(use: (ask: Ask | undefined) => Promise<T>): Promis
     });
   } finally {
     rl.close();
+  }
+}
+
+/**
+ * The hillclimb commit and repository the workflows pin; on a terminal, the repository is asked for when
+ * nothing names it (a checkout without a GitHub remote), instead of stopping before the first question.
+ */
+async function pinAsking(packageDir: string, opts: InitOptions, ask: Ask | undefined) {
+  const flags = { repository: opts.hillclimbRepo, ref: opts.hillclimbRef };
+  try {
+    return await resolvePin(packageDir, flags);
+  } catch (e) {
+    if (!(e instanceof UnknownHillclimbRepository) || ask === undefined) throw e;
+    const repository = (
+      await ask(
+        'GitHub repository of this hillclimb, whose actions the workflows pin (owner/name)',
+        undefined,
+      )
+    ).trim();
+    return resolvePin(packageDir, { ...flags, repository });
   }
 }
 
@@ -94,10 +115,10 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
       const git = await Git.create(c.root);
       const root = git.root;
       const packageDir = packageRoot();
-      const pin = await resolvePin(packageDir, { repository: opts.hillclimbRepo, ref: opts.hillclimbRef });
-      const answers = await terminalAsk(async (ask) =>
-        gatherAnswers(root, opts, ask, await detectBase(root)),
-      );
+      const { pin, answers } = await terminalAsk(async (ask) => ({
+        pin: await pinAsking(packageDir, opts, ask),
+        answers: await gatherAnswers(root, opts, ask, await detectBase(root)),
+      }));
       const plan = planFiles(root, packageDir, answers, pin, packageVersion());
       for (const g of await globsWithoutFiles(git, answers.editable)) {
         c.stderr(
