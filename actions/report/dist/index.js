@@ -75106,6 +75106,7 @@ async function championPrograms(ctx, ev, commit2, platform3) {
   const { key, dir } = championCache(ctx, commit2, platform3);
   if (existsSync20(join28(dir, "manifest.json"))) return dir;
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
+  const log = join28(ctx.stateDir, "cache", "programs", `${key}.log`);
   const exported = await exportPrograms(ctx, ev, {
     backend: ctx.backend,
     workdir: wt.root,
@@ -75114,7 +75115,7 @@ async function championPrograms(ctx, ev, commit2, platform3) {
     draw: iterationDraw(ev),
     only: "bench",
     dest: dir,
-    logFile: join28(ctx.stateDir, "cache", "programs", `${key}.log`),
+    logFile: log,
     record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
     name: `A-${platform3}`,
     step: "measure"
@@ -75122,7 +75123,6 @@ async function championPrograms(ctx, ev, commit2, platform3) {
   if (exported.status === "failed") {
     rmSync20(dir, { recursive: true, force: true });
     const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
-    const log = join28(ctx.stateDir, "cache", "programs", `${key}.log`);
     if (isProgramError(readText(log))) {
       throw new ChampionFailure(message, {
         hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`

@@ -285,6 +285,7 @@ export async function championPrograms(
   const { key, dir } = championCache(ctx, commit, platform);
   if (existsSync(join(dir, 'manifest.json'))) return dir;
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit), commit);
+  const log = join(ctx.stateDir, 'cache', 'programs', `${key}.log`);
   const exported = await exportPrograms(ctx, ev, {
     backend: ctx.backend,
     workdir: wt.root,
@@ -293,7 +294,7 @@ export async function championPrograms(
     draw: iterationDraw(ev),
     only: 'bench',
     dest: dir,
-    logFile: join(ctx.stateDir, 'cache', 'programs', `${key}.log`),
+    logFile: log,
     record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
     name: `A-${platform}`,
     step: 'measure',
@@ -301,7 +302,6 @@ export async function championPrograms(
   if (exported.status === 'failed') {
     rmSync(dir, { recursive: true, force: true });
     const message = `the champion's programs (${commit.slice(0, 12)}) could not be exported: ${exported.reason}`;
-    const log = join(ctx.stateDir, 'cache', 'programs', `${key}.log`);
     if (isProgramError(readText(log))) {
       throw new ChampionFailure(message, {
         hint:
