@@ -125,11 +125,7 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
           ...sandbox.readOnly,
         ],
         writable,
-        network: launch.keyProxy
-          ? { port: launch.keyProxy.port, socket: launch.keyProxy.socket }
-          : launch.network === 'none'
-            ? undefined
-            : 'host',
+        network: launch.keyProxy ?? (launch.network === 'none' ? undefined : 'host'),
       },
       binary,
       launch.args,

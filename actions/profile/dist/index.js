@@ -55132,7 +55132,7 @@ async function launchAgent(request2, launch) {
           ...sandbox.readOnly
         ],
         writable: writable2,
-        network: launch.keyProxy ? { port: launch.keyProxy.port, socket: launch.keyProxy.socket } : launch.network === "none" ? void 0 : "host"
+        network: launch.keyProxy ?? (launch.network === "none" ? void 0 : "host")
       },
       binary,
       launch.args
