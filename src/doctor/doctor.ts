@@ -31,14 +31,19 @@ export interface Check {
 const MIN_NODE: [number, number] = [20, 10];
 const CHECK_TIMEOUT_MS = 60_000;
 
-/** Run a version command; undefined when the tool is missing or fails. */
-async function versionOf(
+/** Run a version command (or a probe); its first line, or undefined when the tool is missing or fails. */
+export async function versionOf(
   command: string,
   args: string[],
-  env?: Record<string, string>,
+  opts: { env?: Record<string, string>; cwd?: string } = {},
 ): Promise<string | undefined> {
   try {
-    const r = await run(command, args, { allowedExitCodes: 'any', timeoutMs: CHECK_TIMEOUT_MS, env });
+    const r = await run(command, args, {
+      allowedExitCodes: 'any',
+      timeoutMs: CHECK_TIMEOUT_MS,
+      env: opts.env,
+      cwd: opts.cwd,
+    });
     if (r.exitCode !== 0) return undefined;
     return (r.stdout.trim() || r.stderr.trim()).split('\n')[0];
   } catch {
@@ -98,9 +103,7 @@ export function pythonChecks(root: string, requirements: string): Check[] {
         const v = await versionOf(
           python,
           ['-c', 'import jax; print(jax.__version__, jax.default_backend())'],
-          {
-            JAX_PLATFORMS: process.env.JAX_PLATFORMS ?? '',
-          },
+          { env: { JAX_PLATFORMS: process.env.JAX_PLATFORMS ?? '' } },
         );
         return v
           ? { ok: true, detail: `jax ${v}` }

@@ -6,12 +6,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HillclimbConfig, TargetConfig } from '../config/index.js';
-import { run } from '../exec/index.js';
 import { venvPython } from '../project/index.js';
 import { Git, globsWithoutFiles } from '../workspace/index.js';
-import type { Check } from './doctor.js';
+import { type Check, versionOf } from './doctor.js';
 
-const TIMEOUT_MS = 60_000;
+/** Exit 0 when the interpreter finds the module named in argv[1] (`find_spec` imports nothing). */
+const FIND_MODULE = 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)';
 
 const BENCH_PROBE = [
   'import importlib.metadata as m, importlib.util as u, sys',
@@ -39,13 +39,9 @@ export function targetChecks(config: HillclimbConfig): Check[] {
       const setup = `add it to ${config.paths.requirements} and run: hillclimb setup`;
       if (!existsSync(python)) return { ok: false, detail: 'no venv', hint: setup };
       // Found, not imported; its version when pip installed it (a source folder on a .pth has none).
-      const r = await run(python, ['-c', BENCH_PROBE], {
-        allowedExitCodes: 'any',
-        timeoutMs: TIMEOUT_MS,
-        cwd: config.root,
-      }).catch(() => undefined);
-      return r?.exitCode === 0
-        ? { ok: true, detail: `hillclimb-bench ${r.stdout.trim()} in .venv` }
+      const version = await versionOf(python, ['-c', BENCH_PROBE], { cwd: config.root });
+      return version !== undefined
+        ? { ok: true, detail: `hillclimb-bench ${version} in .venv` }
         : {
             ok: false,
             detail: 'not installed in .venv (the target module builds on it)',
@@ -82,9 +78,13 @@ function perTarget(config: HillclimbConfig, target: TargetConfig, suffix: string
         const module = target.programs.module;
         const file = moduleFiles(module).find((f) => existsSync(join(config.root, f)));
         if (file) return { ok: true, detail: `${module} (${file})` };
-        // Installed instead (an editable install of the user's package): ask the venv, which finds
-        // it without running it.
-        if (existsSync(python) && !module.includes('.') && (await findsModule(python, module, config.root))) {
+        // Installed instead (an editable install of the user's package): ask the venv, which finds a
+        // top-level module without running it.
+        if (
+          existsSync(python) &&
+          !module.includes('.') &&
+          (await versionOf(python, ['-c', FIND_MODULE, module], { cwd: config.root })) !== undefined
+        ) {
           return { ok: true, detail: `${module} (installed in .venv)` };
         }
         return {
@@ -114,14 +114,4 @@ function perTarget(config: HillclimbConfig, target: TargetConfig, suffix: string
       },
     },
   ];
-}
-
-/** Whether the venv's Python finds a top-level module (importlib.util.find_spec imports nothing then). */
-async function findsModule(python: string, module: string, cwd: string): Promise<boolean> {
-  const r = await run(
-    python,
-    ['-c', 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)', module],
-    { allowedExitCodes: 'any', timeoutMs: TIMEOUT_MS, cwd },
-  ).catch(() => undefined);
-  return r?.exitCode === 0;
 }
