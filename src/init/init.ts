@@ -46,7 +46,6 @@ export function planFiles(
   validateConfigText(config, root, answers.target);
   const workflows = initWorkflows(packageDir, pin, version, {
     editable: answers.editable,
-    requirements: answers.requirements,
     base: answers.base,
     configFile: CONFIG_FILE,
   });
@@ -98,10 +97,14 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
     'Next steps:',
     `  0. Write ${module}.py (protected): a hillclimb_bench target that imports your kernel only in`,
     '     its kernel() and ends with hillclimb_bench.cli(TARGET) (packages/hillclimb-bench/README.md);',
-    `     add hillclimb-bench[jax] to ${answers.requirements}`,
-    `  1. Local check: hillclimb setup   (creates .venv from ${answers.requirements})`,
-    '     then: hillclimb doctor   and   hillclimb loop --dry-run   (one iteration, commands printed, nothing published)',
-    `  2. Commit${written ? '' : ' (if not yet)'}: git add ${CONFIG_FILE} .github/workflows hillclimb && git commit -m "hillclimb: init"`,
+    `     list JAX, pytest and hillclimb-bench[jax] (no source: it comes from this hillclimb) in ${answers.requirements}`,
+    `  1. Commit${written ? '' : ' (if not yet)'}: git add -A && git commit -m "hillclimb: init"`,
+    '  2. First verdict, on this machine (docs/setup.md, "Your first verdict"):',
+    `     hillclimb setup     (.venv from ${answers.requirements})`,
+    '     hillclimb doctor    (every piece a run needs)',
+    '     hillclimb test      (the CPU gate on HEAD)',
+    `     hillclimb measure --base ${answers.base} --head <a branch with your change>`,
+    '     hillclimb loop -n 1',
     '  3. GitHub → Settings → Secrets and variables → Actions:',
     `     - ${key}`,
     '     - variable HILLCLIMB_APP_ID + secret HILLCLIMB_APP_PRIVATE_KEY (a GitHub App, so loop PRs run your CI),',

@@ -18,8 +18,6 @@ export type InitWorkflow = (typeof INIT_WORKFLOWS)[number];
 export interface WorkflowAnswers {
   /** The target's editable globs: the paths whose PRs get evidence and whose pushes get a baseline. */
   editable: readonly string[];
-  /** The pip requirements file that gives `.venv` JAX, pytest and what the target imports. */
-  requirements: string;
   /** The default branch: the baseline tracks it. */
   base: string;
   /** The config file the workflows read (a push to it re-measures the baseline). */
@@ -42,12 +40,6 @@ const REWRITES: readonly Rewrite[] = [
     pattern: /^(\s*(?:-\s+)?uses:\s+)\.\/actions\/([a-z0-9-]+)[ \t]*$/gm,
     replace: (pin, version) => (_m, lead, name) =>
       `${lead}${pin.repository}/actions/${name}@${pin.commit} # hillclimb ${version}`,
-  },
-  {
-    what: 'pip install -r kernels/requirements.txt',
-    files: ['hillclimb.yml', 'pr-evidence.yml', 'baseline.yml'],
-    pattern: /(pip install --quiet -r )kernels\/requirements\.txt$/gm,
-    replace: (_p, _v, a) => (_m, lead) => `${lead}${a.requirements}`,
   },
   {
     what: 'pull_request paths: ["kernels/**"]',

@@ -6,8 +6,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { run } from '../exec/index.js';
 import { HillclimbError, type Logger } from '../util/index.js';
+import { packageRoot } from './root.js';
 
 /**
  * The requirement files `hillclimb setup` installs, relative to the project root: `paths.requirements`
@@ -95,20 +97,65 @@ export function requirementFiles(root: string, dev: boolean, paths: RequirementP
 export function requirementsHash(root: string, files: readonly string[], pythonVersion: string): string {
   const h = createHash('sha256');
   h.update(`python ${pythonVersion}\n`);
+  const hashFilesBelow = (dir: string) => {
+    for (const file of filesBelow(dir)) {
+      h.update(`${relative(root, file)}\n`);
+      h.update(readFileSync(file));
+    }
+  };
   for (const f of files) {
     h.update(`${f}\n`);
     const text = readFileSync(join(root, f));
     h.update(text);
     // A local package (`./packages/hillclimb-bench`) is installed as a copy: hash its files too, so
     // a change to it reinstalls it instead of leaving a stale copy in the venv.
-    for (const dir of localPackages(text.toString('utf8'))) {
-      for (const file of filesBelow(join(root, dir))) {
-        h.update(`${relative(root, file)}\n`);
-        h.update(readFileSync(file));
-      }
-    }
+    for (const dir of localPackages(text.toString('utf8'))) hashFilesBelow(join(root, dir));
+  }
+  // So is the hillclimb-bench a bare requirement line takes from this hillclimb: another release's
+  // copy reinstalls it.
+  const bundled = bundledBenchSource(root, files);
+  if (bundled) {
+    h.update(`bundled ${bundled}\n`);
+    hashFilesBelow(bundled);
   }
   return h.digest('hex');
+}
+
+/** hillclimb-bench inside hillclimb's own package (a checkout, the action's download, or the npm package). */
+export const BUNDLED_BENCH_DIR = join('packages', 'hillclimb-bench');
+
+/**
+ * A requirement line that names hillclimb-bench without saying where it comes from: the name, maybe
+ * extras and a version (`hillclimb-bench[jax]`), no `@ url` and no path. hillclimb-bench is not on
+ * PyPI: such a line means "the copy in the hillclimb release that runs setup", so neither the local
+ * setup nor the workflows need the hillclimb repository to be public at the pin.
+ */
+export function namesBenchWithoutSource(requirements: string): boolean {
+  return requirements
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim())
+    .some((l) => /^hillclimb[-_.]bench\s*(\[[^\]]*\])?\s*([<>=!~][^@]*)?$/i.test(l));
+}
+
+/**
+ * The folder a bare hillclimb-bench line installs from (hillclimb's own copy), or undefined when no
+ * requirement file has such a line. Throws when this hillclimb has no copy to give.
+ */
+export function bundledBenchSource(root: string, files: readonly string[]): string | undefined {
+  const bare = files.find((f) => namesBenchWithoutSource(readFileSync(join(root, f), 'utf8')));
+  if (!bare) return undefined;
+  const dir = join(packageRoot(), BUNDLED_BENCH_DIR);
+  if (!existsSync(join(dir, 'pyproject.toml'))) {
+    throw new HillclimbError(
+      `${bare} names hillclimb-bench without a source, and this hillclimb (${packageRoot()}) has no ${BUNDLED_BENCH_DIR} to install it from`,
+      {
+        hint:
+          'run hillclimb from a checkout of its repository (or the release package), or give the line ' +
+          'a source: hillclimb-bench[jax] @ git+https://github.com/<owner>/hillclimb@<sha>#subdirectory=packages/hillclimb-bench',
+      },
+    );
+  }
+  return dir;
 }
 
 /** Requirement lines that are local paths (pip resolves them against the working directory, root). */
@@ -192,8 +239,12 @@ export async function setupPython(
   }
   const args = ['-m', 'pip', 'install', '--disable-pip-version-check', '-q'];
   for (const f of files) args.push('-r', f);
+  // A named direct requirement beside the bare line: pip takes the source from it and the extras
+  // ([jax]) from the line (pip ≥ 20.3; a URL *constraint* with extras needs pip ≥ 24).
+  const bundled = bundledBenchSource(root, files);
+  if (bundled) args.push(`hillclimb-bench @ ${pathToFileURL(bundled).href}`);
   logger.info(
-    `python: installing ${files.join(', ')} into ${VENV_DIR} (first run downloads JAX; a few minutes)`,
+    `python: installing ${files.join(', ')}${bundled ? ` (hillclimb-bench from ${bundled})` : ''} into ${VENV_DIR} (first run downloads JAX; a few minutes)`,
   );
   await run(python, args, { cwd: root, timeoutMs: 30 * 60_000, onLine: (l) => logger.debug(l) });
 

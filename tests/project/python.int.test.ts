@@ -2,7 +2,10 @@ import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  BUNDLED_BENCH_DIR,
+  bundledBenchSource,
   localPackages,
+  namesBenchWithoutSource,
   parsePythonVersion,
   readStamp,
   requirementsHash,
@@ -77,6 +80,39 @@ describe('requirementsHash', () => {
 
   it('reads local paths from requirement lines', () => {
     expect(localPackages('jax==1\n./packages/a # c\n../b\n# ./not\n')).toEqual(['./packages/a', '../b']);
+  });
+});
+
+// hillclimb-bench is not on PyPI: a line without a source means this hillclimb's own copy, so no
+// public repository is needed at the pin (issue 24).
+describe('a bare hillclimb-bench requirement', () => {
+  it('is a name with extras or a version, never a URL or a path', () => {
+    for (const line of [
+      'hillclimb-bench',
+      'hillclimb-bench[jax]  # the bench',
+      'hillclimb_bench >= 0.1',
+      'Hillclimb-Bench[jax]==0.1.0',
+    ])
+      expect(namesBenchWithoutSource(`jax\n${line}\n`), line).toBe(true);
+    for (const line of [
+      'hillclimb-bench[jax] @ git+https://github.com/acme/hillclimb@abc#subdirectory=packages/hillclimb-bench',
+      './packages/hillclimb-bench',
+      '# hillclimb-bench',
+      'hillclimb-bench-extra',
+    ])
+      expect(namesBenchWithoutSource(`jax\n${line}\n`), line).toBe(false);
+  });
+
+  it("installs from this hillclimb's copy unless a line gives a source", () => {
+    const t = tempDir('hc-req-');
+    try {
+      writeFileSync(join(t.dir, 'requirements.txt'), 'jax\nhillclimb-bench[jax]\n');
+      writeFileSync(join(t.dir, 'pinned.txt'), 'hillclimb-bench @ git+https://example.invalid/x\n');
+      expect(bundledBenchSource(t.dir, ['requirements.txt'])).toBe(join(REPO_ROOT, BUNDLED_BENCH_DIR));
+      expect(bundledBenchSource(t.dir, ['pinned.txt'])).toBeUndefined();
+    } finally {
+      t.cleanup();
+    }
   });
 });
 
