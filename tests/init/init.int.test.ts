@@ -140,7 +140,7 @@ describe('hillclimb init --yes', () => {
       'baseline.yml pins acme/hillclimb/actions/kernel-test to "v1", not a full commit SHA',
     );
     expect(r.stdout).toContain(
-      `mixed hillclimb releases: acme/hillclimb@v1 (baseline.yml); acme/hillclimb@${PIN.commit} (baseline.yml, hillclimb.yml, janitor.yml, pr-evidence.yml)`,
+      `mixed hillclimb releases: acme/hillclimb@${PIN.commit} (baseline.yml, hillclimb.yml, janitor.yml, pr-evidence.yml); acme/hillclimb@v1 (baseline.yml)`,
     );
     expect(r.stdout).toContain('re-run hillclimb init (with --force) to pin one release');
   });
