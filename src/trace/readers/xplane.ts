@@ -43,6 +43,7 @@ import {
   WireError,
   wirePos,
 } from './wire.js';
+import { checkXspace, type XspaceCheck } from './xspace-check.js';
 
 /** Fields larger than this inside metadata are reported by size instead of decoded. */
 const MAX_DECODED_FIELD = 8 * 1024 * 1024;
@@ -84,6 +85,8 @@ interface LayoutCache {
   size: number;
   mtimeMs: number;
   planes: Map<number, { layout: PlaneLayout; headers: LineHeader[]; metas?: Map<number, EventMeta> }>;
+  /** The full wire-format check, done once per file version. */
+  check?: XspaceCheck;
 }
 
 /** A serialized HLO module from the profile's `/host:metadata` plane. */
@@ -117,7 +120,32 @@ export class XplaneSource implements TraceSource {
     wanted?: ReadonlySet<string>,
   ): Promise<{ modules: Map<string, HloProtoBlob>; skipped: string[] }> {
     const visitor: TraceVisitor = { wantLane: () => false, onEvent: () => {} };
-    return this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+    const found = await this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+    if (found.missing.length > 0) this.reportMissingHlo(found.missing);
+    return { modules: found.modules, skipped: found.skipped };
+  }
+
+  /**
+   * Losses found after `read` returned (programs that ran but whose HLO is not in the file), one line
+   * each, for the summary's warnings.
+   */
+  readonly laterWarnings: string[] = [];
+
+  /** Programs ran whose HLO is absent: their ops lose FLOPs and bytes. Damage makes that a refusal. */
+  private reportMissingHlo(missing: string[]): void {
+    const ids = `${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}`;
+    const check = this.cache?.check;
+    if (check !== undefined && check.unknownCount > 0) {
+      throw new InputError(
+        this.path,
+        `the cost data (HLO) of ${missing.length} program(s) that ran (${ids}) is missing, and the file has ` +
+          `fields hillclimb does not know where it may have been (${describeUnknown(check)}): the file looks damaged`,
+        { hint: 'capture the profile again; if it came from a newer profiler, report this to hillclimb' },
+      );
+    }
+    this.laterWarnings.push(
+      `the file holds no HLO for ${missing.length} program(s) that ran (${ids}): their ops have no FLOPs or bytes`,
+    );
   }
 
   private async withReader<T>(
@@ -137,6 +165,7 @@ export class XplaneSource implements TraceSource {
       this.cache = { size, mtimeMs, planes: new Map() };
     const win = new FileWindow(this.path, size);
     try {
+      this.cache.check ??= checkXspace(win);
       return await use(new XspaceReader(win, visitor, opts, this.cache));
     } catch (err) {
       if (err instanceof WireError) {
@@ -218,15 +247,23 @@ class XspaceReader {
       }
     }
     this.stats.originPs = String((this.originNs ?? 0n) * 1000n);
+    const check = this.cache.check;
+    if (check !== undefined && check.unknownCount > 0) {
+      this.stats.warnings.push(
+        `skipped fields hillclimb does not know (${describeUnknown(check)}): unless a newer profiler ` +
+          'wrote them, the file is damaged and the planes, lines or events they held are missing here',
+      );
+    }
     return this.stats;
   }
 
   /** See XplaneSource.hloProtos. */
   async hloProtos(
     wanted: ReadonlySet<string> | undefined,
-  ): Promise<{ modules: Map<string, HloProtoBlob>; skipped: string[] }> {
+  ): Promise<{ modules: Map<string, HloProtoBlob>; skipped: string[]; missing: string[] }> {
     const modules = new Map<string, HloProtoBlob>();
     const skipped: string[] = [];
+    const seen = new Set<string>();
     for (const [start, end] of chunkPairs(this.spaceLayout())) {
       let cached = this.cache.planes.get(start);
       if (cached === undefined) {
@@ -235,15 +272,18 @@ class XspaceReader {
       }
       const layout = cached.layout;
       const statId = layout.statIdByName.get(HLO_PROTO_STAT);
-      if (layout.name !== '/host:metadata' || statId === undefined) continue;
+      // Found by the stat, not the plane's name (`/host:metadata`), so a damaged name loses nothing.
+      if (statId === undefined) continue;
       for (const [s, e] of chunkPairs(layout.eventMetaEntries)) {
         const found = this.hloProtoEntry(s, e, statId, layout.statIdByName.get('program_id'), wanted);
         if (found === undefined) continue;
+        seen.add(found.id);
         if (found.bytes === undefined) skipped.push(`${found.name} (${found.size} bytes)`);
         else modules.set(found.id, { name: found.name, bytes: found.bytes });
       }
     }
-    return { modules, skipped };
+    const missing = wanted === undefined ? [] : [...wanted].filter((id) => !seen.has(id));
+    return { modules, skipped, missing };
   }
 
   /** One event metadata entry of the metadata plane: its id, name and HLO proto bytes (copied). */
@@ -975,6 +1015,15 @@ export function printableMessage(bytes: Uint8Array, fullLength: number): string 
   if (text.length > 0 && odd / text.length > 0.1) return `<${fullLength} bytes of binary data>`;
   line = line.replace(/ {2,}/g, ' ').trim();
   return fullLength > bytes.length ? `${line}… (${fullLength} bytes)` : line;
+}
+
+/** The first unknown fields, e.g. `field 5 in XSpace, 134636 bytes at byte 0`. */
+function describeUnknown(check: XspaceCheck): string {
+  const shown = check.unknownFields
+    .slice(0, 2)
+    .map((u) => `field ${u.field} in ${u.within}, ${u.bytes} bytes at byte ${u.offset}`);
+  const more = check.unknownCount - shown.length;
+  return `${shown.join('; ')}${more > 0 ? `; ${more} more` : ''}`;
 }
 
 function* chunkPairs(flat: number[]): Generator<[number, number]> {
