@@ -1,5 +1,12 @@
 /** Human-readable tables for a trace summary and a trace diff (the CLI's default output). */
-import type { DiffNumbers, DiffRow, OpRow, TraceDiff, TraceSummary } from '../trace/index.js';
+import {
+  type DiffNumbers,
+  type DiffRow,
+  isMarked,
+  type OpRow,
+  type TraceDiff,
+  type TraceSummary,
+} from '../trace/index.js';
 
 /** A duration in ms with a unit that keeps small values readable: `12.345 ms`, `8.200 µs`, `350 ns`. */
 export function formatMs(ms: number): string {
@@ -107,9 +114,20 @@ export function formatSummary(s: TraceSummary, top = 15): string {
       : `Roofline: ${peak.name}, ${formatRate(peak.bf16FlopsPerSecond / 1e12)} TFLOP/s bf16${peak.fp32FlopsPerSecond === null ? '' : `, ${formatRate(peak.fp32FlopsPerSecond / 1e12)} fp32`}, ${(peak.bytesPerSecond / 1e9).toFixed(0)} GB/s HBM (from ${s.roofline.source})`,
   );
   const st = s.steps;
-  out.push(
-    `Steps: ${count(st.count)} per device, by ${st.detector} (${st.confidence} confidence): ${st.detail}`,
-  );
+  const t = s.total;
+  const wholeTrace = `Whole trace: ${formatMs(t.deviceMs)} of device op time (all devices), ${formatMs(t.inStepsMs)} in steps, ${formatMs(t.outsideMs)} outside`;
+  const coverage = t.deviceMs === 0 ? 100 : (100 * t.inStepsMs) / t.deviceMs;
+  if (isMarked(st.detector)) {
+    out.push(
+      `Steps: ${count(st.count)} per device, by ${st.detector} (${st.confidence} confidence): ${st.detail}`,
+    );
+  } else {
+    // No step markers: what is certain (the whole trace) comes before what is inferred.
+    out.push(
+      wholeTrace,
+      `Steps: none marked in the trace; inferred ${count(st.count)} per device by ${st.detector} (${st.confidence} confidence, ${coverage.toFixed(0)}% of device op time in them): ${st.detail}`,
+    );
+  }
   const others = st.estimates.filter((e) => e.detector !== st.detector);
   if (others.length > 0) {
     out.push(
@@ -123,10 +141,7 @@ export function formatSummary(s: TraceSummary, top = 15): string {
   out.push(
     `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? '—' : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`,
   );
-  const t = s.total;
-  out.push(
-    `Whole trace: ${formatMs(t.deviceMs)} of device op time (all devices), ${formatMs(t.inStepsMs)} in steps, ${formatMs(t.outsideMs)} outside`,
-  );
+  if (isMarked(st.detector)) out.push(wholeTrace);
 
   if (s.programs.length > 1) {
     const programs = s.programs.slice(0, top);
@@ -237,9 +252,11 @@ export function formatSummary(s: TraceSummary, top = 15): string {
     );
   }
   if (s.outsideSteps.opMs > 0) {
+    // Counted in the op table's rows (op and program), as the reader sees them.
+    const only = s.ops.filter((o) => o.timeMs === 0 && o.occurrences === 0 && o.totalMs > 0).length;
     out.push(
       '',
-      `Outside steps: ${formatMs(s.outsideSteps.opMs)} of op time in ${s.outsideSteps.ops} op(s) (itemised above with their programs)`,
+      `Outside steps: ${formatMs(s.outsideSteps.opMs)} of op time, in ${s.outsideSteps.ops} of the ${s.ops.length} op rows (${only} of them only outside steps: "outside" in time/step)`,
     );
   }
   for (const n of s.notes) out.push(`note: ${n}`);

@@ -59,6 +59,28 @@ export interface StepPlan {
   notes: string[];
 }
 
+/** Whether a detector reads step markers the trace carries (the others infer steps from repetition). */
+export function isMarked(detector: StepDetector): boolean {
+  return detector === 'device-steps' || detector === 'host-annotations';
+}
+
+/** Steps holding at least this share of device op time keep their detector's confidence. */
+export const FULL_COVERAGE = 0.8;
+/** Steps holding less than this share of device op time are low confidence: most work is elsewhere. */
+export const MINOR_COVERAGE = 0.5;
+
+/**
+ * The confidence of a step count, capped by the share of device op time inside the steps: a count
+ * can be right while describing a minor part of the trace (one of twelve programs), and per-step
+ * numbers then say little about the trace. 80% or more keeps the detector's own confidence; 50–80%
+ * is at most medium; under 50% is low.
+ */
+export function coverageConfidence(detectorConfidence: Confidence, coverage: number): Confidence {
+  if (coverage < MINOR_COVERAGE) return 'low';
+  if (coverage < FULL_COVERAGE && detectorConfidence === 'high') return 'medium';
+  return detectorConfidence;
+}
+
 const CONFIDENCE: Record<StepDetector, Confidence> = {
   'device-steps': 'high',
   'host-annotations': 'high',

@@ -19,7 +19,7 @@ import {
   peakForDeviceKind,
   peakForPlane,
 } from './peaks.js';
-import type { ReadStats, TraceSource } from './readers/model.js';
+import type { ReadStats, TraceFormat, TraceSource } from './readers/model.js';
 import {
   type Counted,
   customCallRows,
@@ -33,7 +33,10 @@ import {
 import {
   allExecutions,
   annotationKinds,
+  type Confidence,
+  coverageConfidence,
   disagreement,
+  isMarked,
   modalExecutions,
   type Platform,
   planSteps,
@@ -150,6 +153,7 @@ function buildSummary(input: BuildInput): TraceSummary {
   const counted: Counted[] = [];
   let outsidePs = 0;
   let devicePs = 0;
+  // Keyed like the op table's rows (program and op name), so the count matches the rows a reader sees.
   const outsideOps = new Set<string>();
   for (const [program, ops] of final.opsByProgram) {
     for (const op of ops.values()) {
@@ -163,7 +167,7 @@ function buildSummary(input: BuildInput): TraceSummary {
       devicePs += totalPs;
       if (outPs > 0) {
         outsidePs += outPs;
-        outsideOps.add(op.baseName);
+        outsideOps.add(`${op.program}\u0000${op.baseName}`);
       }
       if (totalCount > 0)
         counted.push({ op, count, selfPs, totalCount, totalPs, cost: input.costs.byOp.get(op) });
@@ -250,7 +254,13 @@ function buildSummary(input: BuildInput): TraceSummary {
     final,
     stepProgram: heaviestInSteps(counted),
   });
+  const coverage = devicePs === 0 ? 1 : opPsTotal / devicePs;
   const chosen = estimates.find((e) => e.detector === plan.detector);
+  const confidence = coverageConfidence(
+    chosen?.confidence ?? (plan.detector === 'whole-trace' ? 'low' : 'high'),
+    coverage,
+  );
+  if (chosen !== undefined) chosen.confidence = confidence;
   const warnings = [...stats.warnings, ...input.costs.warnings];
   const split = disagreement(estimates);
   if (split !== undefined) warnings.push(split);
@@ -270,7 +280,7 @@ function buildSummary(input: BuildInput): TraceSummary {
     devices: deviceRows(final, first, opDevices, computeDevices),
     steps: {
       detector: plan.detector,
-      confidence: chosen?.confidence ?? (plan.detector === 'whole-trace' ? 'low' : 'high'),
+      confidence,
       detail: plan.detail,
       estimates,
       count: round(deviceSteps / stepDevices, 3),
@@ -299,7 +309,7 @@ function buildSummary(input: BuildInput): TraceSummary {
     customCalls: customCallRows(counted, ctx),
     outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
     warnings,
-    notes: [...plan.notes],
+    notes: [...unmarkedNote(plan, coverage, confidence), ...plan.notes],
   };
   if (devicePs > 0 && outsidePs / devicePs > 0.5) {
     summary.notes.push(
@@ -322,11 +332,11 @@ function buildSummary(input: BuildInput): TraceSummary {
     );
   }
   if (platform === 'gpu' && first.derivedGpuLanes > 0) {
-    const named = counted.some((c) => c.op.program !== '');
     summary.notes.push(
-      named
-        ? 'xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, …) are not counted again'
-        : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them",
+      derivedLanesNote(
+        stats.format,
+        counted.some((c) => c.op.program !== ''),
+      ),
     );
   }
   if (input.costs.modulesRead > 0) {
@@ -336,6 +346,32 @@ function buildSummary(input: BuildInput): TraceSummary {
   }
   if (input.passes > 1) summary.notes.push(passNote(input));
   return summary;
+}
+
+/**
+ * A trace without step markers says so first: its steps are inferred, and xprof reports no step
+ * time for it ("No step marker observed and hence the step time is unknown").
+ */
+function unmarkedNote(plan: StepPlan, coverage: number, confidence: Confidence): string[] {
+  if (isMarked(plan.detector) || plan.detector === 'whole-trace') return [];
+  return [
+    `no step markers in the trace (xprof reports no step time for it): steps are inferred by ${plan.detector} and hold ${round(100 * coverage, 1)}% of device op time (${confidence} confidence); the whole-trace figures cover everything`,
+  ];
+}
+
+/**
+ * The note for GPU lines xprof derived from the kernels. Only xprof's trace-viewer JSON has such lines
+ * and kernels without HLO ops (its streaming form); an XSpace with derived lines is never that JSON.
+ */
+export function derivedLanesNote(format: TraceFormat, namedOps: boolean): string {
+  if (format === 'xplane') {
+    return namedOps
+      ? 'XSpace: the lines derived from the kernels (XLA Ops, XLA Modules, Steps, …) are not counted again'
+      : 'XSpace: the lines derived from the kernels (XLA Ops, XLA Modules, Steps, …) are not counted again; its kernels carry no HLO op or program (hlo_op, hlo_module), so ops are kernels and steps cannot be told';
+  }
+  return namedOps
+    ? 'xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, …) are not counted again'
+    : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them";
 }
 
 /** The program with the most op time inside steps. */

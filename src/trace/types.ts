@@ -51,7 +51,10 @@ export interface TraceSummary {
   scopes: GroupRow[];
   /** Custom calls (Pallas/Mosaic and other hand-written kernels), by name and scope. */
   customCalls: CustomCallRow[];
-  /** Op time that fell outside every step, in total (not per step). */
+  /**
+   * Op time that fell outside every step, in total (not per step), and how many rows of `ops` (program
+   * and op name) have some of it.
+   */
   outsideSteps: { opMs: number; ops: number };
   /** Problems the reader or the analysis found (capped trace, late metadata, …). */
   warnings: string[];
@@ -80,7 +83,10 @@ export interface DeviceRow {
 
 export interface StepSummary {
   detector: StepDetector;
-  /** How far the chosen detector can be trusted. */
+  /**
+   * How far the steps describe the trace: the detector's own confidence, capped by the share of device
+   * op time inside the steps (80% or more keeps it, 50–80% is at most medium, under 50% is low).
+   */
   confidence: Confidence;
   /** What the detector found, in one line. */
   detail: string;

@@ -146,7 +146,10 @@ describe('human tables', () => {
     expect(text).toMatch(/gdn_chunk_fwd .* custom call \(Pallas\/Mosaic\), no cost model/);
     expect(text).not.toMatch(/\bsteady\b/);
     expect(text).toMatch(/Custom calls\n.*cost model/);
-    expect(text).toMatch(/Steps: 10 per device, by dominant-program \(high confidence\)/);
+    // Executions of the dominant program are inferred steps, not markers: the whole trace leads.
+    expect(text).toMatch(
+      /Whole trace: .*\nSteps: none marked in the trace; inferred 10 per device by dominant-program \(high confidence, 100% of device op time in them\)/,
+    );
   });
 
   it('a diff shows totals and rows with signs', () => {

@@ -36,7 +36,7 @@ describe('hillclimb trace summary', () => {
       /Roofline: TPU v6e \(Trillium\), 918 TFLOP\/s bf16, 1638 GB\/s HBM \(from XSpace plane \/device:TPU:0\)/,
     );
     expect(r.stdout).toMatch(
-      /Steps: 100 per device, by dominant-program \(high confidence\): dominant program jit_f\(12190760917235803885\)/,
+      /Steps: none marked in the trace; inferred 100 per device by dominant-program \(high confidence, 100% of device op time in them\): dominant program jit_f\(12190760917235803885\)/,
     );
     expect(r.stdout).toMatch(
       /copy-done\s+jit_f\(12190760917235803885\)\s+copy-done\s+304033\.212 ms\s+96\.5%\s+760\.083 ms\s+6/,
