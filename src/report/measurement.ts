@@ -82,8 +82,8 @@ export function barsLine(m: MeasurementEvidence): string | undefined {
 /**
  * The accept bar said as what it is (the lower CI bound must clear it), then what it can detect:
  * `Accept bar 1.010×: the lower CI bound must clear +1.0% (the practical floor; noise margin +0.6%
- * for ≤ 1% false accepts at no change). Detectable with 80% power at n = 5/5 and CV 2.1% (observed):
- * +5.8%. Regression bar 0.990×.`
+ * for ≤ 1% false accepts at no change). Detectable with 80% power at n = 5/5 and CV 2.1% (observed;
+ * MDE at the noise's upper bound 3.2%): +8.7%. Regression bar 0.990×.`
  */
 export function acceptBarText(c: NonNullable<MeasurementEvidence['comparison']>): string {
   const bar = c.acceptBar!;
@@ -101,10 +101,15 @@ export function acceptBarText(c: NonNullable<MeasurementEvidence['comparison']>)
       ? `${margin}; practical floor +${formatPercent(floor, 1)}`
       : `the practical floor; ${margin}`;
   const power = Math.round((c.power ?? DEFAULT_POLICY.power) * 100);
+  // Since issue 23 the MDE is computed at the CV's upper bound (`mdeCv`); older records lack it.
+  const atBound =
+    c.mdeCv != null && c.noiseCv !== null && c.mdeCv > c.noiseCv
+      ? `; MDE at the noise's upper bound ${formatCv(c.mdeCv)}`
+      : '';
   const detectable =
     c.mde === null || c.noiseCv === null
       ? ''
-      : ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}): +${formatPercent(c.mde, 1)}.`;
+      : ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}${atBound}): +${formatPercent(c.mde, 1)}.`;
   return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which}).${detectable} ${regress}`;
 }
 

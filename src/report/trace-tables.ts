@@ -264,17 +264,38 @@ export function formatSummary(s: TraceSummary, top = 15): string {
   return out.join('\n');
 }
 
+/**
+ * The whole-trace op rows to show: all of them when steps are unreliable, else those of ops that ran
+ * only outside steps (the per-step table has no row for them).
+ */
+function wholeTraceRows(d: TraceDiff): DiffRow[] {
+  if (d.wholeTrace === undefined) return [];
+  if (d.basis === 'whole-trace') return d.wholeTrace;
+  const inSteps = new Set(d.ops.map((r) => `${r.program}\u0000${r.name}`));
+  return d.wholeTrace.filter((r) => !inSteps.has(`${r.program}\u0000${r.name}`));
+}
+
 function change(n: DiffNumbers): string {
   return `${formatMs(n.before)} → ${formatMs(n.after)} (${signedPct(n.deltaPct)})`;
 }
 
-function diffTable(rows: readonly DiffRow[], top: number, label: string): string[] {
+function diffTable(rows: readonly DiffRow[], top: number, label: string, perStep = true): string[] {
   const shown = rows.slice(0, top);
   const changed = rows.filter((r) => r.status !== 'unchanged').length;
   return [
-    `${label}: top ${shown.length} of ${rows.length} by |Δ time per step| (${changed} changed)`,
+    `${label}: top ${shown.length} of ${rows.length} by |Δ ${perStep ? 'time per step' : 'device time'}| (${changed} changed)`,
     textTable(
-      ['name', 'program', 'category', 'before', 'after', 'Δ', 'Δ%', 'count/step', 'status'],
+      [
+        'name',
+        'program',
+        'category',
+        'before',
+        'after',
+        'Δ',
+        'Δ%',
+        perStep ? 'count/step' : 'count',
+        'status',
+      ],
       shown.map((r) => [
         clip(r.name, 48),
         clip(r.program || '—', 28),
@@ -302,12 +323,35 @@ export function formatDiff(d: TraceDiff, top = 15): string {
     `busy ${change(d.busyMs)}`,
   ].filter((x) => x !== undefined);
   out.push(`Per step: ${totals.join('; ')}`);
-  out.push(`Whole trace: device op time ${change(d.deviceMs)}`);
-  out.push('', ...diffTable(d.ops, top, 'Ops'));
+  out.push(
+    `Whole trace: device op time ${change(d.deviceMs)}${d.outsideMs === undefined ? '' : `, outside steps ${change(d.outsideMs)}`}`,
+  );
+  // Ops outside steps are only in the whole-trace table; it leads when steps are unreliable.
+  const wholeRows = wholeTraceRows(d);
+  const whole =
+    wholeRows.length === 0
+      ? []
+      : [
+          '',
+          ...diffTable(
+            wholeRows,
+            top,
+            d.basis === 'whole-trace'
+              ? 'Ops over the whole trace (all devices)'
+              : 'Ops only outside steps (whole trace, all devices)',
+            false,
+          ),
+        ];
+  if (d.basis === 'whole-trace') out.push(...whole);
+  out.push('', ...diffTable(d.ops, top, 'Ops in steps'));
+  if (d.basis !== 'whole-trace') out.push(...whole);
   out.push('', ...diffTable(d.categories, top, 'Categories'));
   if (d.customCalls.length > 0)
     out.push('', ...diffTable(d.customCalls, top, 'Custom calls (no cost model)'));
-  out.push('', `note: changes under ${d.unchangedBelowPct}% of op time per step count as unchanged`);
+  out.push(
+    '',
+    `note: changes under ${d.unchangedBelowPct}% of op time per step (whole-trace table: of device op time) count as unchanged`,
+  );
   for (const w of d.warnings) out.push(`warning: ${w}`);
   return out.join('\n');
 }

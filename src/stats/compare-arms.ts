@@ -11,7 +11,9 @@
  *   regressed    hi < 1 − regressionDelta                     (the regression bar);
  *   no-change    otherwise ("~").
  * The noise margin holds false accepts at no change to `falseAcceptRate` (1%); the MDE reported with
- * the verdict is the true gain the bar lets through with probability `power` (80%) at this n and CV.
+ * the verdict is the true gain the bar lets through with probability `power` (80%) at this n, computed
+ * at an upper confidence bound of the CV (noise.ts `noiseUpperBound`) so that it has that power at the
+ * true noise, not only at the estimate.
  */
 import { MEASURE_DEFAULTS } from '../config/index.js';
 import { bootstrapRatioOfMedians, type CiMethod, type Interval } from './bootstrap.js';
@@ -23,10 +25,13 @@ import {
   DEFAULT_FALSE_ACCEPT_RATE,
   DEFAULT_POWER,
   DEFAULT_PRACTICAL_DELTA,
+  MDE_NOISE_CONFIDENCE,
   minimumDetectableEffect,
-  pairedNoiseCv,
-  pooledLogCv,
-  robustNoiseCv,
+  type NoiseEstimate,
+  noiseUpperBound,
+  pairedNoise,
+  pooledLogNoise,
+  robustNoise,
 } from './noise.js';
 
 /**
@@ -140,12 +145,19 @@ export interface Comparison {
   deltaCiPct: Interval | null;
   /**
    * Minimum detectable effect (fraction): the true improvement the accept bar lets through with
-   * probability `power` at this comparison's n and CV. For a fixed policy margin, that margin.
+   * probability `power` at this comparison's n, computed at `mdeCv`. For a fixed policy margin, that
+   * margin.
    */
   mde: number | null;
   mdeSource: MdeSource | null;
-  /** The per-run CV the bar and MDE were computed from (null for a fixed margin). */
+  /** The per-run CV the bar was computed from (null for a fixed margin). */
   noiseCv: number | null;
+  /**
+   * The per-run CV the MDE was computed at: max(noiseCv, the observed CV's upper confidence bound,
+   * noise.ts `noiseUpperBound`). Null for a fixed margin; absent in records written before it existed,
+   * whose MDE was computed at `noiseCv`.
+   */
+  mdeCv?: number | null;
   /** The noise part of the bar: false accepts at no change ≤ falseAcceptRate (null when fixed). */
   acceptMargin: number | null;
   /** 1 + max(practicalDelta, acceptMargin) (or the fixed margin): `improved` needs ci.lo above it. */
@@ -269,6 +281,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     mde: null,
     mdeSource: null,
     noiseCv: null,
+    mdeCv: null,
     acceptMargin: null,
     acceptBar: null,
     falseAcceptRate: policy.falseAcceptRate,
@@ -306,11 +319,13 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
 
   // The noise floor. Tukey's fences always keep the middle half of an arm, so the robust estimate
   // exists whenever an arm has two runs; the plain one is only a guard.
-  const robustCv = paired ? pairedNoiseCv(a, b) : robustNoiseCv([a, b]);
-  const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a, b]) : robustCv;
+  const robust: NoiseEstimate = paired ? pairedNoise(a, b) : robustNoise([a, b]);
+  const observed = Number.isNaN(robust.cv) ? pooledLogNoise([a, b]) : robust;
+  const observedCv = observed.cv;
   let mde: number;
   let mdeSource: MdeSource;
   let noiseCv: number | null;
+  let mdeCv: number | null;
   let margin: number | null;
   let acceptBar: number;
   const noiseNotes: string[] = [];
@@ -318,6 +333,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     mde = policy.mde;
     mdeSource = 'fixed';
     noiseCv = null;
+    mdeCv = null;
     margin = null;
     acceptBar = 1 + Math.max(mde, policy.practicalDelta);
   } else {
@@ -332,7 +348,10 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     };
     margin = acceptMargin(noiseCv, a.length, b.length, opts);
     acceptBar = 1 + Math.max(policy.practicalDelta, margin);
-    mde = minimumDetectableEffect(noiseCv, a.length, b.length, opts);
+    // The bar takes the estimate (its false-accept rate is measured that way); the MDE takes the
+    // estimate's upper bound, so that a true gain of the printed size has the power it claims.
+    mdeCv = Math.max(noiseCv, noiseUpperBound(observedCv, observed.degreesOfFreedom));
+    mde = minimumDetectableEffect(mdeCv, a.length, b.length, opts);
     if (calibrated !== undefined && observedCv > 2 * calibrated) {
       noiseNotes.push(
         `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`,
@@ -343,10 +362,14 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   const confLabel = `${Math.round(policy.confidence * 1000) / 10}% ${policy.ciMethod === 'bca' ? 'BCa' : 'percentile'} CI`;
   const pairing = paired ? ', paired by round' : '';
   const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a.length}/${b.length})`;
+  const mdeCvLabel =
+    mdeSource === 'calibrated'
+      ? `the larger of that CV and the observed CV's ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound`
+      : `its ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound`;
   const barLine =
     mdeSource === 'fixed'
       ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical δ ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}`
-      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ≤ ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? ' paired' : ''} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}); regression bar ${num(regressBar)}`;
+      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ≤ ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? ' paired' : ''} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
 
   let verdict: StatsVerdict;
   let decision: string;
@@ -375,6 +398,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     mde,
     mdeSource,
     noiseCv,
+    mdeCv,
     acceptMargin: margin,
     acceptBar,
   };

@@ -25,12 +25,15 @@
  * - δ (practicalDelta, 1%) is a floor: a smaller gain is not worth a PR however quiet the machine.
  *   Where it is above the noise margin, false accepts fall below f.
  * - The MDE is what the bar means for detection: the true improvement accepted with probability
- *   `power` (80%) at this n and CV.
+ *   `power` (80%) at this n and CV. The verdict reports it at an upper confidence bound of the CV it
+ *   estimated (`noiseUpperBound`), not at the estimate: at 5 runs per arm the estimate is low more
+ *   often than not, and an MDE computed from it had 52–64% power, not 80%.
  *
  * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the bar is 1.01
  * up to CV ≈ 3.2%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
  */
 import { MEASURE_DEFAULTS } from '../config/index.js';
+import { chiSquareQuantile } from './chi-square.js';
 import { logCv, sampleVariance, withoutOutliers } from './describe.js';
 import { normalQuantile } from './normal.js';
 import { studentTQuantile } from './student.js';
@@ -130,13 +133,21 @@ export function expectedLogHalfWidth(cv: number, nA: number, nB: number): number
   return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
 }
 
+/** A CV estimated from runs, with the degrees of freedom its variance has. */
+export interface NoiseEstimate {
+  /** SD of ln(value) (NaN when nothing could be estimated). */
+  cv: number;
+  /** Runs (or rounds) used minus the means estimated; 0 when nothing could be estimated. */
+  degreesOfFreedom: number;
+}
+
 /**
  * Pooled within-group CV on the log scale: √(Σ_g (n_g − 1)·s²_g / Σ_g (n_g − 1)) with s_g the SD of
- * ln(value) in group g. Pooling within groups keeps a shift between groups (two builds, two jobs)
- * out of the run-to-run noise. Groups with fewer than two values contribute nothing; NaN when no
- * group has two values.
+ * ln(value) in group g, and its degrees of freedom Σ_g (n_g − 1). Pooling within groups keeps a shift
+ * between groups (two builds, two jobs) out of the run-to-run noise. Groups with fewer than two values
+ * contribute nothing; the CV is NaN when no group has two values.
  */
-export function pooledLogCv(groups: readonly (readonly number[])[]): number {
+export function pooledLogNoise(groups: readonly (readonly number[])[]): NoiseEstimate {
   let weighted = 0;
   let dof = 0;
   for (const group of groups) {
@@ -144,30 +155,75 @@ export function pooledLogCv(groups: readonly (readonly number[])[]): number {
     weighted += (group.length - 1) * sampleVariance(group.map(Math.log));
     dof += group.length - 1;
   }
-  return dof === 0 ? Number.NaN : Math.sqrt(weighted / dof);
+  return { cv: dof === 0 ? Number.NaN : Math.sqrt(weighted / dof), degreesOfFreedom: dof };
+}
+
+/** `pooledLogNoise`'s CV alone. */
+export function pooledLogCv(groups: readonly (readonly number[])[]): number {
+  return pooledLogNoise(groups).cv;
 }
 
 /**
- * The run-to-run noise that sets the noise floor: `pooledLogCv` after dropping each group's outliers
+ * The run-to-run noise that sets the noise floor: `pooledLogNoise` after dropping each group's outliers
  * (Tukey's fences on ln(value), `withoutOutliers`). The verdict compares medians, which a disturbed
  * run barely moves; an SD that such a run inflates tenfold would raise the bar tenfold and hide real
- * improvements. NaN when no group keeps two values.
+ * improvements. The CV is NaN when no group keeps two values.
  */
+export function robustNoise(groups: readonly (readonly number[])[]): NoiseEstimate {
+  return pooledLogNoise(groups.map(withoutOutliers));
+}
+
+/** `robustNoise`'s CV alone. */
 export function robustNoiseCv(groups: readonly (readonly number[])[]): number {
-  return pooledLogCv(groups.map(withoutOutliers));
+  return robustNoise(groups).cv;
 }
 
 /**
  * The noise of a paired comparison (A[i] and B[i] measured in one round of one process), as the
  * per-run CV the formulas above take: SD(ln(B[i] / A[i])) / √2 after dropping outlying rounds (Tukey's
- * fences on the log ratio). Noise both arms share in a round (load, clock, cache state) cancels in the
- * ratio; for independent noise it equals the per-arm CV. NaN for fewer than two pairs.
+ * fences on the log ratio), with the kept rounds minus one as its degrees of freedom. Noise both arms
+ * share in a round (load, clock, cache state) cancels in the ratio; for independent noise it equals the
+ * per-arm CV. The CV is NaN for fewer than two pairs.
  */
-export function pairedNoiseCv(a: readonly number[], b: readonly number[]): number {
+export function pairedNoise(a: readonly number[], b: readonly number[]): NoiseEstimate {
   if (a.length !== b.length)
     throw new RangeError(`paired arms need equal lengths, got ${a.length} and ${b.length}`);
   const ratios = withoutOutliers(a.map((x, i) => b[i]! / x));
-  return ratios.length < 2 ? Number.NaN : logCv(ratios) / Math.SQRT2;
+  return ratios.length < 2
+    ? { cv: Number.NaN, degreesOfFreedom: 0 }
+    : { cv: logCv(ratios) / Math.SQRT2, degreesOfFreedom: ratios.length - 1 };
+}
+
+/** `pairedNoise`'s CV alone. */
+export function pairedNoiseCv(a: readonly number[], b: readonly number[]): number {
+  return pairedNoise(a, b).cv;
+}
+
+/**
+ * Confidence of the CV's upper bound the reported MDE is computed at. Set by the simulation
+ * (`npm run bench:stats`, "Power at the printed MDE"): at 0.9 a true gain of the printed MDE is
+ * accepted ≥ 80% of the time at 5–15 runs per arm, paired and unpaired; at 0.8 paired 5-round
+ * comparisons fell short (about 73%).
+ */
+export const MDE_NOISE_CONFIDENCE = 0.9;
+
+/**
+ * One-sided upper confidence bound of a CV estimated with `degreesOfFreedom`:
+ * cv · √(dof / χ²_{1−confidence}(dof)), from (dof · ŝ² / σ²) ~ χ²(dof). Few runs give a CV that is
+ * low more often than high (the SD of five runs is under the truth about 60% of the time, and Tukey's
+ * fences trim a little more), so an MDE at the estimate overstates what the comparison can detect;
+ * at the bound it does not. Infinity when there are no degrees of freedom.
+ */
+export function noiseUpperBound(
+  cv: number,
+  degreesOfFreedom: number,
+  confidence = MDE_NOISE_CONFIDENCE,
+): number {
+  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number ≥ 0, got ${cv}`);
+  if (!(confidence > 0 && confidence < 1))
+    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
+  if (!(degreesOfFreedom > 0)) return cv === 0 ? 0 : Number.POSITIVE_INFINITY;
+  return cv * Math.sqrt(degreesOfFreedom / chiSquareQuantile(1 - confidence, degreesOfFreedom));
 }
 
 /** Run-to-run noise measured by an A/A study: identical code run several times in fresh processes. */

@@ -3,7 +3,8 @@
  * per op (name without `.N`), per category and per custom call, the time per step before and after,
  * Δ, Δ%, occurrences per step, and a status (added / removed / increased / decreased / unchanged),
  * sorted by |Δ|. Per-step normalisation lets traces with different step counts be compared; the same
- * code serves TPU, GPU and CPU summaries.
+ * code serves TPU, GPU and CPU summaries. Ops outside steps have no per-step time: every op is also
+ * compared over the whole trace, and that comparison leads when either side's steps are unreliable.
  */
 import { moduleName } from './steps.js';
 import {
@@ -34,6 +35,7 @@ export function diffSummaries(before: TraceSummary, after: TraceSummary, opts: D
   const unchangedBelowPct = opts.unchangedBelowPct ?? DEFAULT_UNCHANGED_PCT;
   const threshold = (Math.max(before.steps.opMs, after.steps.opMs) * unchangedBelowPct) / 100;
   const rows = (b: Entry[], a: Entry[]): DiffRow[] => diffRows(b, a, threshold);
+  const wholeThreshold = (Math.max(before.total.deviceMs, after.total.deviceMs) * unchangedBelowPct) / 100;
   const beforeMean = before.steps.timeMs?.mean;
   const afterMean = after.steps.timeMs?.mean;
   return {
@@ -44,7 +46,10 @@ export function diffSummaries(before: TraceSummary, after: TraceSummary, opts: D
     opTimeMs: numbers(before.steps.opMs, after.steps.opMs),
     busyMs: numbers(before.steps.busyMs, after.steps.busyMs),
     deviceMs: numbers(before.total.deviceMs, after.total.deviceMs),
+    outsideMs: numbers(before.total.outsideMs, after.total.outsideMs),
     ops: rows(opEntries(before), opEntries(after)),
+    wholeTrace: diffRows(wholeTraceEntries(before), wholeTraceEntries(after), wholeThreshold),
+    basis: unreliableSteps(before) || unreliableSteps(after) ? 'whole-trace' : 'per-step',
     categories: rows(categoryEntries(before), categoryEntries(after)),
     customCalls: rows(customCallEntries(before), customCallEntries(after)),
     unchangedBelowPct,
@@ -68,7 +73,7 @@ function side(s: TraceSummary): TraceDiff['before'] {
 }
 
 /**
- * Ops inside steps (ops only outside steps have no per-step time to compare), by module name and op:
+ * Ops inside steps (ops only outside steps have no per-step time: `wholeTraceEntries` has them), by module name and op:
  * the compilations of one module (different ids) are summed.
  */
 function opEntries(s: TraceSummary): Entry[] {
@@ -83,6 +88,33 @@ function opEntries(s: TraceSummary): Entry[] {
     })),
     (x, y) => round(x + y),
   );
+}
+
+/** Every op over the whole trace (all devices, inside and outside steps), by module name and op. */
+function wholeTraceEntries(s: TraceSummary): Entry[] {
+  return mergeByModule(
+    s.ops.map((o) => ({
+      name: o.name,
+      program: moduleName(o.program),
+      category: o.category,
+      timeMs: o.totalMs,
+      count: o.totalCount,
+    })),
+    (x, y) => round(x + y),
+  );
+}
+
+/**
+ * Steps that describe too little of the trace to compare per step: low confidence, inferred or
+ * holding under half the device op time. One whole-trace step is per-device totals already.
+ */
+function unreliableSteps(s: TraceSummary): boolean {
+  return s.steps.confidence === 'low' && s.steps.detector !== 'whole-trace';
+}
+
+/** Ops that ran only outside steps: in the whole-trace comparison, not in the per-step one. */
+function outsideOnly(s: TraceSummary): number {
+  return s.ops.filter((o) => o.occurrences === 0 && o.timeMs === 0 && o.totalMs > 0).length;
 }
 
 /** Entries summed by module name and name; `addTime` says how two times add (rounded or not). */
@@ -217,12 +249,30 @@ function warnings(before: TraceSummary, after: TraceSummary): string[] {
   ] as const) {
     if (s.source.capped)
       out.push(`the ${label} trace hit the profiler's event cap; its later steps are missing`);
-    if (s.steps.confidence === 'low')
+    if (unreliableSteps(s))
+      out.push(
+        `the ${label} trace's steps are unreliable (${s.steps.detector}, low confidence: ${pctOf(s.total.inStepsMs, s.total.deviceMs)}% of device op time in steps): compare ops by the whole-trace table`,
+      );
+    else if (s.steps.confidence === 'low')
       out.push(
         `the ${label} trace's steps were found with low confidence (${s.steps.detector}): ${s.steps.detail}`,
       );
   }
+  const outside = [outsideOnly(before), outsideOnly(after)];
+  if (outside[0]! + outside[1]! > 0) {
+    out.push(
+      `ops outside steps (${formatCount(outside[0]!)} before, ${formatCount(outside[1]!)} after ran only there; ${before.total.outsideMs.toFixed(3)} → ${after.total.outsideMs.toFixed(3)} ms of op time outside steps) have no time per step: the whole-trace table compares them`,
+    );
+  }
   return out;
+}
+
+function pctOf(part: number, whole: number): number {
+  return whole === 0 ? 100 : Math.round((1000 * part) / whole) / 10;
+}
+
+function formatCount(n: number): string {
+  return `${n} op${n === 1 ? '' : 's'}`;
 }
 
 function round(ms: number): number {

@@ -252,8 +252,21 @@ export interface TraceDiff {
   busyMs: DiffNumbers;
   /** Device op time over the whole trace (all devices, in and outside steps), before and after. */
   deviceMs: DiffNumbers;
-  /** Per op (name without `.N`), sorted by |Δ time|. */
+  /** The part of it outside steps, before and after. Absent in diffs made before it existed. */
+  outsideMs?: DiffNumbers;
+  /** Per op (name without `.N`) inside steps, time per step, sorted by |Δ time|. */
   ops: DiffRow[];
+  /**
+   * Per op over the whole trace (all devices, inside and outside steps; counts are whole-trace
+   * occurrences), sorted by |Δ time|: ops that ran outside steps are compared here. Absent in diffs
+   * made before it existed.
+   */
+  wholeTrace?: DiffRow[];
+  /**
+   * Which op comparison to read first: `whole-trace` when either trace's steps were found with low
+   * confidence (inferred steps holding under half the device op time), else `per-step`.
+   */
+  basis?: 'per-step' | 'whole-trace';
   /** Per category, sorted by |Δ time|. */
   categories: DiffRow[];
   /** Custom calls, sorted by |Δ time|. */

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { compareArms, DEFAULT_POLICY, resolvePolicy } from '../../src/stats/compare-arms.js';
-import { acceptMargin, minimumDetectableEffect } from '../../src/stats/noise.js';
+import {
+  acceptMargin,
+  minimumDetectableEffect,
+  noiseUpperBound,
+  robustNoise,
+} from '../../src/stats/noise.js';
 import { createRng } from '../../src/stats/random.js';
 
 /** `n` log-normal runs around `typical` with per-run CV `cv`, reproducible from `seed`. */
@@ -106,18 +111,27 @@ describe('compareArms', () => {
     const [nA, nB] = [A_MS.length, b.length];
     expect(observed.acceptMargin).toBeCloseTo(acceptMargin(observed.noiseCv!, nA, nB), 12);
     expect(observed.acceptBar).toBeCloseTo(1 + Math.max(observed.acceptMargin!, 0.02), 12);
-    expect(observed.mde).toBeCloseTo(minimumDetectableEffect(observed.noiseCv!, nA, nB), 12);
+    // The MDE is computed at the observed CV's 90% upper bound, not at the estimate.
+    const { degreesOfFreedom } = robustNoise([A_MS, b]);
+    expect(observed.mdeCv).toBeCloseTo(noiseUpperBound(observed.noiseCv!, degreesOfFreedom), 12);
+    expect(observed.mdeCv!).toBeGreaterThan(1.2 * observed.noiseCv!);
+    expect(observed.mde).toBeCloseTo(minimumDetectableEffect(observed.mdeCv!, nA, nB), 12);
+    expect(observed.mde!).toBeGreaterThan(minimumDetectableEffect(observed.noiseCv!, nA, nB));
     expect(observed.mde!).toBeGreaterThan(observed.acceptBar! - 1);
     expect(observed).toMatchObject({ falseAcceptRate: 0.01, power: 0.8, practicalDelta: 0.02 });
     expect(observed.reasons[2]).toMatch(
-      /^accept bar 1\.0200 = 1 \+ max\(practical δ 2\.00%, noise margin 0\.\d\d% for ≤ 1\.00% false accepts at no change\); detectable with 80% power: \d\.\d\d% \(observed CV \d\.\d\d%, n = \d+\/\d+\); regression bar 0\.9800$/,
+      /^accept bar 1\.0200 = 1 \+ max\(practical δ 2\.00%, noise margin 0\.\d\d% for ≤ 1\.00% false accepts at no change\); detectable with 80% power: \d\.\d\d% \(observed CV \d\.\d\d%, n = \d+\/\d+; MDE at CV \d\.\d\d%, its 90% upper bound\); regression bar 0\.9800$/,
     );
 
     // A calibration noisier than today's runs raises the floor; a quieter one does not lower it.
     const noisy = compareArms(A_MS, b, { direction: 'lower', seed: 1, calibratedCv: 0.03 });
     expect(noisy.mdeSource).toBe('calibrated');
     expect(noisy.noiseCv).toBe(0.03);
+    expect(noisy.mdeCv).toBe(0.03);
     expect(noisy.mde!).toBeGreaterThan(observed.mde!);
+    expect(noisy.reasons[2]).toMatch(
+      /MDE at CV 3\.00%, the larger of that CV and the observed CV's 90% upper bound\)/,
+    );
     const quiet = compareArms(A_MS, b, { direction: 'lower', seed: 1, calibratedCv: 0.0001 });
     expect(quiet.mdeSource).toBe('observed');
     expect(quiet.mde).toBe(observed.mde);
@@ -126,6 +140,7 @@ describe('compareArms', () => {
     const fixed = compareArms(A_MS, b, { direction: 'lower', seed: 1, mde: 0.05 });
     expect(fixed.mdeSource).toBe('fixed');
     expect(fixed.noiseCv).toBeNull();
+    expect(fixed.mdeCv).toBeNull();
     expect(fixed.acceptBar).toBeCloseTo(1.05, 12);
   });
 

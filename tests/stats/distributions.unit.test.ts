@@ -1,5 +1,6 @@
 // Reference values from scipy 1.17 (scipy.stats.norm / scipy.stats.t), printed with repr().
 import { describe, expect, it } from 'vitest';
+import { chiSquareCdf, chiSquareQuantile } from '../../src/stats/chi-square.js';
 import { normalCdf, normalQuantile } from '../../src/stats/normal.js';
 import { studentTCdf, studentTQuantile } from '../../src/stats/student.js';
 
@@ -48,5 +49,37 @@ describe("Student's t distribution", () => {
     expect(studentTQuantile(0, 5)).toBeNaN();
     expect(studentTQuantile(0.9, 0)).toBeNaN();
     expect(studentTQuantile(0.5, 3)).toBe(0);
+  });
+});
+
+describe('chi-square distribution', () => {
+  it('matches the closed forms for 1, 2 and 4 degrees of freedom', () => {
+    for (const x of [0.01, 0.5, 1, 3, 10, 40]) {
+      expect(chiSquareCdf(x, 1)).toBeCloseTo(2 * normalCdf(Math.sqrt(x)) - 1, 12);
+      expect(chiSquareCdf(x, 2)).toBeCloseTo(-Math.expm1(-x / 2), 12);
+      expect(chiSquareCdf(x, 4)).toBeCloseTo(1 - Math.exp(-x / 2) * (1 + x / 2), 12);
+    }
+    for (const p of [0.001, 0.1, 0.5, 0.9, 0.999]) {
+      expect(chiSquareQuantile(p, 1)).toBeCloseTo(normalQuantile((1 + p) / 2) ** 2, 9);
+      expect(chiSquareQuantile(p, 2)).toBeCloseTo(-2 * Math.log1p(-p), 9);
+    }
+  });
+
+  it('matches the printed tables and inverts its CDF', () => {
+    // Lower 10% points (Abramowitz & Stegun table 26.8).
+    expect(chiSquareQuantile(0.1, 4)).toBeCloseTo(1.06362, 5);
+    expect(chiSquareQuantile(0.1, 8)).toBeCloseTo(3.48954, 5);
+    expect(chiSquareQuantile(0.1, 28)).toBeCloseTo(18.9392, 4);
+    for (const dof of [0.5, 3, 7.5, 100]) {
+      for (const p of [0.01, 0.1, 0.5, 0.95])
+        expect(chiSquareCdf(chiSquareQuantile(p, dof), dof)).toBeCloseTo(p, 10);
+    }
+  });
+
+  it('returns NaN outside its domain', () => {
+    expect(chiSquareQuantile(0, 5)).toBeNaN();
+    expect(chiSquareQuantile(0.5, 0)).toBeNaN();
+    expect(chiSquareCdf(1, -1)).toBeNaN();
+    expect(chiSquareCdf(-1, 3)).toBe(0);
   });
 });

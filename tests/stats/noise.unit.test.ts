@@ -12,11 +12,15 @@ import {
   LOWER_BOUND_MEAN,
   LOWER_BOUND_SD,
   logRatioScale,
+  MDE_NOISE_CONFIDENCE,
   MEDIAN_SE_FACTOR,
   mdeMultiplier,
   minimumDetectableEffect,
+  noiseUpperBound,
+  pairedNoise,
   pairedNoiseCv,
   pooledLogCv,
+  robustNoise,
   robustNoiseCv,
 } from '../../src/stats/noise.js';
 
@@ -81,6 +85,18 @@ describe('noise estimates', () => {
     expect(pooledLogCv([[1], [2]])).toBeNaN();
   });
 
+  it('counts the degrees of freedom of what it kept', () => {
+    const quiet = [100.2, 99.8, 100.1, 100.0, 99.9];
+    const disturbed = [100.1, 99.9, 135, 100.0, 100.2];
+    expect(robustNoise([quiet, quiet]).degreesOfFreedom).toBe(8);
+    expect(robustNoise([quiet, disturbed]).degreesOfFreedom).toBe(7);
+    const paired = pairedNoise(quiet, disturbed);
+    expect(paired.degreesOfFreedom).toBe(3);
+    expect(paired.cv).toBe(pairedNoiseCv(quiet, disturbed));
+    expect(pairedNoise([1, 2], [1, 2.1]).degreesOfFreedom).toBe(1);
+    expect(pairedNoise([1], [1])).toEqual({ cv: Number.NaN, degreesOfFreedom: 0 });
+  });
+
   it('drops a disturbed run before estimating the noise floor', () => {
     const quiet = [100.2, 99.8, 100.1, 100.0, 99.9];
     const disturbed = [100.1, 99.9, 135, 100.0, 100.2];
@@ -123,5 +139,26 @@ describe('pairedNoiseCv', () => {
     );
     expect(pairedNoiseCv(a, b)).toBeCloseTo(sd / Math.SQRT2, 12);
     expect(() => pairedNoiseCv([1, 2], [1])).toThrow('paired arms need equal lengths');
+  });
+});
+
+describe('noiseUpperBound', () => {
+  it('is the one-sided χ² bound cv · √(dof / χ²_{1−q}(dof)), at 90% by default', () => {
+    expect(MDE_NOISE_CONFIDENCE).toBe(0.9);
+    // χ²_{0.1}(8) = 3.48954 and χ²_{0.1}(4) = 1.06362: five runs per arm, five paired rounds.
+    expect(noiseUpperBound(0.02, 8)).toBeCloseTo(0.02 * Math.sqrt(8 / 3.48954), 6);
+    expect(noiseUpperBound(0.02, 4)).toBeCloseTo(0.02 * Math.sqrt(4 / 1.06362), 6);
+    // χ²_{0.5}(2) = 2 ln 2.
+    expect(noiseUpperBound(0.01, 2, 0.5)).toBeCloseTo(0.01 / Math.sqrt(Math.LN2), 9);
+  });
+
+  it('tightens with more degrees of freedom and a lower confidence, and is 0 without noise', () => {
+    expect(noiseUpperBound(0.02, 28)).toBeLessThan(noiseUpperBound(0.02, 8));
+    expect(noiseUpperBound(0.02, 8, 0.8)).toBeLessThan(noiseUpperBound(0.02, 8));
+    expect(noiseUpperBound(0.02, 10_000)).toBeCloseTo(0.02, 3);
+    expect(noiseUpperBound(0, 4)).toBe(0);
+    expect(noiseUpperBound(0.02, 0)).toBe(Number.POSITIVE_INFINITY);
+    expect(() => noiseUpperBound(Number.NaN, 4)).toThrow(RangeError);
+    expect(() => noiseUpperBound(0.02, 4, 1)).toThrow(/confidence/);
   });
 });

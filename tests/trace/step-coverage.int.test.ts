@@ -2,7 +2,8 @@
 // "No step marker observed"); hillclimb infers steps, and these tests hold it to what it can know.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatSummary } from '../../src/report/trace-tables.js';
+import { formatDiff, formatSummary } from '../../src/report/trace-tables.js';
+import { diffSummaries } from '../../src/trace/diff.js';
 import type { TraceSource, TraceVisitor } from '../../src/trace/readers/model.js';
 import { XplaneSource } from '../../src/trace/readers/xplane.js';
 import { coverageConfidence } from '../../src/trace/steps.js';
@@ -78,6 +79,40 @@ describe('the outside-steps count matches the op table', () => {
     expect(formatSummary(s)).toMatch(
       /Outside steps: 3\.297 ms of op time, in 12 of the 13 op rows \(12 of them only outside steps: "outside" in time\/step\)/,
     );
+  });
+});
+
+describe('trace diff keeps the ops outside steps', () => {
+  it('steps holding 15% of the device time: every op is compared over the whole trace, and that leads', async () => {
+    const s = await summaryOf(ELEMENTWISE);
+    const d = diffSummaries(s, s);
+    expect(d.basis).toBe('whole-trace');
+    // All 13 op rows, not only the one inside steps (jit_add's two compilations are one module).
+    expect(d.ops).toHaveLength(1);
+    expect(d.wholeTrace).toHaveLength(12);
+    expect(d.wholeTrace!.find((r) => r.program === 'jit_sin')).toMatchObject({
+      name: 'loop_convert_fusion',
+      before: 0.489521,
+      countBefore: 5,
+      status: 'unchanged',
+    });
+    expect(d.warnings.join('\n')).toMatch(
+      /the before trace's steps are unreliable \(host-launches, low confidence: 15% of device op time in steps\)/,
+    );
+    const text = formatDiff(d, 20);
+    expect(text.indexOf('Ops over the whole trace (all devices): top 12 of 12')).toBeGreaterThan(0);
+    expect(text.indexOf('Ops over the whole trace')).toBeLessThan(text.indexOf('Ops in steps'));
+  });
+
+  it('reliable steps: ops that ran only outside them get a whole-trace table of their own', async () => {
+    const s = await summaryOf(CONV8);
+    const d = diffSummaries(s, s);
+    expect(d.basis).toBe('per-step');
+    expect(d.outsideMs).toMatchObject({ before: 0.586401, after: 0.586401 });
+    const outsideOnly = s.ops.filter((o) => o.timeMs === 0 && o.occurrences === 0).map((o) => o.name);
+    expect(outsideOnly.length).toBeGreaterThan(0);
+    for (const name of outsideOnly) expect(d.wholeTrace!.map((r) => r.name)).toContain(name);
+    expect(formatDiff(d)).toMatch(/Ops only outside steps \(whole trace, all devices\): top \d+ of \d+/);
   });
 });
 

@@ -96,7 +96,7 @@ describe('hillclimb trace diff', () => {
     const deltas = d.ops.map((o) => Math.abs(o.delta));
     expect(deltas).toEqual([...deltas].sort((a, b) => b - a));
     const text = formatDiff(d, 5);
-    expect(text).toMatch(/Ops: top 5 of \d+ by \|Δ time per step\|/);
+    expect(text).toMatch(/Ops in steps: top 5 of \d+ by \|Δ time per step\|/);
     expect(text).toMatch(/Memcpy DtoD \(Device -> Device\)\s+—\s+gpu_memcpy .* increased/);
   });
 
