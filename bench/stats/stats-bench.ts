@@ -10,16 +10,21 @@
  *   4. coverage of the percentile and BCa intervals (why percentile is the default);
  *   5. the paired rule the loop uses (both arms timed call by call in one verifier process, one round =
  *      one run per arm): false accepts and power at its MDE, for noise independent per run and for
- *      noise a round's two runs share (load, clock), beside the unpaired rule on the same rounds.
+ *      noise a round's two runs share (load, clock), beside the unpaired rule on the same rounds;
+ *   6. power at the printed MDE, end to end: a no-change comparison prints its MDE, fresh runs with
+ *      exactly that true gain are judged by the same rule; beside the MDE printed before issue 23 (at
+ *      the comparison's CV estimate instead of its upper bound).
  * Run: npm run bench:stats [-- --trials 2000 --seed 1]. Deterministic for a seed.
  */
 import { bootstrapRatioOfMedians, type CiMethod, MIN_RESAMPLES } from '../../src/stats/bootstrap.js';
-import { compareArms, DEFAULT_POLICY } from '../../src/stats/compare-arms.js';
+import { type Comparison, compareArms, DEFAULT_POLICY } from '../../src/stats/compare-arms.js';
 import {
   DEFAULT_FALSE_ACCEPT_RATE,
   LOWER_BOUND_MEAN,
   LOWER_BOUND_SD,
   logRatioScale,
+  MDE_NOISE_CONFIDENCE,
+  minimumDetectableEffect,
   robustNoiseCv,
 } from '../../src/stats/noise.js';
 import { normalQuantile } from '../../src/stats/normal.js';
@@ -31,8 +36,10 @@ import {
   intervalCoverage,
   NOISE_SHAPES,
   type NoiseShape,
+  type PrintedMde,
   pairedRoundsRule,
   pairedSequentialRule,
+  powerAtPrintedMde,
   type Rule,
   type Scenario,
   type SimulationResult,
@@ -293,6 +300,85 @@ function pairedTable(args: Args): string {
   return table(['rule', 'shared', 'CV', 'effect', 'true Δ', 'n/arm', 'accept'], rows);
 }
 
+/**
+ * Each printed-MDE trial runs the rule twice (pilot, then at its MDE), so the table takes a share of
+ * --trials to keep the run near 6 minutes: half for log-normal noise (the claim), a quarter for
+ * contaminated noise, a tenth for the old MDE (shown only to say what changed).
+ */
+const PRINTED_MDE_TRIAL_DIVISOR: Readonly<Record<NoiseShape, number>> = { lognormal: 2, contaminated: 4 };
+const OLD_MDE_TRIAL_DIVISOR = 10;
+
+/** The MDE printed before issue 23: at the comparison's CV estimate (its noiseCv), not its upper bound. */
+function mdeAtEstimate(paired: boolean): PrintedMde {
+  return (c: Comparison) =>
+    c.noiseCv === null
+      ? null
+      : minimumDetectableEffect(c.noiseCv, c.a.n, c.b.n, {
+          power: c.power,
+          falseAcceptRate: c.falseAcceptRate,
+          practicalDelta: c.practicalDelta,
+          paired,
+        });
+}
+
+function printedMdeTable(args: Args): string {
+  const nStart = DEFAULT_SEQUENTIAL_POLICY.nStart;
+  const oldTrials = Math.max(1, Math.round(args.trials / OLD_MDE_TRIAL_DIVISOR));
+  const rules = [
+    { rule: fixedRunsRule(nStart), paired: false },
+    { rule: sequentialRule(), paired: false },
+    { rule: pairedRoundsRule(nStart), paired: true },
+    { rule: pairedSequentialRule(), paired: true },
+  ];
+  const rows: string[][] = [];
+  for (const shape of NOISE_SHAPES) {
+    const trials = Math.max(1, Math.round(args.trials / PRINTED_MDE_TRIAL_DIVISOR[shape]));
+    for (const { rule, paired } of rules) {
+      for (const cv of CVS) {
+        const scenario: Scenario = { cv, trueRatio: 1, direction: 'lower', shape };
+        seedCounter += 1;
+        const seed = args.seed * 1000 + seedCounter;
+        const now = powerAtPrintedMde(rule, scenario, { trials, seed });
+        const old = powerAtPrintedMde(rule, scenario, {
+          trials: oldTrials,
+          seed,
+          mdeOf: mdeAtEstimate(paired),
+        });
+        progress(
+          `printed MDE: ${shape} CV ${pct(cv, 0)} ${rule.name}: ${pct(now.power)} (old ${pct(old.power)})`,
+        );
+        rows.push([
+          rule.name,
+          shape,
+          pct(cv, 0),
+          pct(now.medianMde, 2),
+          now.meanRunsPerArm.toFixed(1),
+          `${pct(now.power)} ± ${pct(binomialSe(now.power, trials))}`,
+          String(trials),
+          pct(old.medianMde, 2),
+          `${pct(old.power)} ± ${pct(binomialSe(old.power, oldTrials))}`,
+          String(oldTrials),
+        ]);
+      }
+    }
+  }
+  return table(
+    [
+      'rule',
+      'noise',
+      'CV',
+      'printed MDE (median)',
+      'n/arm',
+      'power at printed MDE',
+      'trials',
+      'old MDE (median)',
+      'old: power at its MDE',
+      'old trials',
+    ],
+    rows,
+  );
+}
+
 function main(): void {
   const args = parseArgs(process.argv.slice(2));
   const started = Date.now();
@@ -305,7 +391,7 @@ function main(): void {
     `trials per cell ${args.trials} (gdnctl ${args.trials * GDNCTL_TRIAL_FACTOR}), seed ${args.seed}; ` +
       `policy: ${p.confidence * 100}% ${p.ciMethod} bootstrap CI of the ratio of medians (${MIN_RESAMPLES} resamples), ` +
       `accept bar 1 + max(δ = ${pct(p.practicalDelta)}, noise margin for ≤ ${pct(p.falseAcceptRate)} false accepts at no change), ` +
-      `regression bar 1 − ${pct(p.regressionDelta)}, MDE = the true gain accepted with ${p.power * 100}% power at the CV observed in the comparison; ` +
+      `regression bar 1 − ${pct(p.regressionDelta)}, MDE = the true gain accepted with ${p.power * 100}% power at the ${MDE_NOISE_CONFIDENCE * 100}% upper bound of the CV observed in the comparison; ` +
       `sequential n = ${seq.nStart}→${seq.nMax} step ${seq.step}, the false-accept target shared over its looks.`,
     'Effects are multiples of the MDE at n = 5 per arm for the true CV; "accept" at effect 0 is the false-accept rate.',
   );
@@ -333,6 +419,13 @@ function main(): void {
     "## The paired rule: rounds of one verifier session (log-normal noise; MDE is the paired rule's at n = 5)",
     '',
     pairedTable(args),
+  );
+  progress('power at the printed MDE');
+  out.push(
+    '',
+    '## Power at the printed MDE: pilot at no change → the MDE it prints → fresh runs with that true gain',
+    '',
+    printedMdeTable(args),
   );
   progress('interval coverage');
   out.push('', '## Interval coverage at zero effect (log-normal noise)', '', coverageTable(args));

@@ -4,7 +4,13 @@
  * loop's one-run rule failing; `npm run bench:stats` runs it with many trials. Seeded throughout.
  */
 import { bootstrapRatioOfMedians, type CiMethod } from './bootstrap.js';
-import { type ComparePolicy, compareArms, type Direction, type StatsVerdict } from './compare-arms.js';
+import {
+  type ComparePolicy,
+  type Comparison,
+  compareArms,
+  type Direction,
+  type StatsVerdict,
+} from './compare-arms.js';
 import { minimumDetectableEffect } from './noise.js';
 import { createRng, type Rng } from './random.js';
 import { DEFAULT_SEQUENTIAL_POLICY, decideNext, type SequentialPolicy } from './sequential.js';
@@ -85,6 +91,8 @@ export interface RuleOutcome {
   verdict: StatsVerdict;
   /** Runs each arm used (the larger arm when they differ). */
   runsPerArm: number;
+  /** The comparison the verdict came from (hillclimb's rules), with the MDE it prints. */
+  comparison?: Comparison | null;
 }
 
 /** An acceptance rule under test. */
@@ -99,7 +107,7 @@ export function fixedRunsRule(n: number, policy: ComparePolicy = {}): Rule {
     name: `hillclimb, n = ${n}`,
     decide(sampler, direction, seed) {
       const c = compareArms(sampler.draw('a', n), sampler.draw('b', n), { ...policy, direction, seed });
-      return { verdict: c.verdict, runsPerArm: n };
+      return { verdict: c.verdict, runsPerArm: n, comparison: c };
     },
   };
 }
@@ -117,7 +125,11 @@ export function sequentialRule(
       for (;;) {
         const d = decideNext(a, b, { ...policy, direction, seed }, seq);
         if (d.action === 'stop') {
-          return { verdict: d.comparison?.verdict ?? 'invalid', runsPerArm: Math.max(a.length, b.length) };
+          return {
+            verdict: d.comparison?.verdict ?? 'invalid',
+            runsPerArm: Math.max(a.length, b.length),
+            comparison: d.comparison,
+          };
         }
         a.push(...sampler.draw('a', d.addRuns.a));
         b.push(...sampler.draw('b', d.addRuns.b));
@@ -133,7 +145,7 @@ export function pairedRoundsRule(n: number, policy: ComparePolicy = {}): Rule {
     decide(sampler, direction, seed) {
       const { a, b } = sampler.rounds(n);
       const c = compareArms(a, b, { ...policy, paired: true, direction, seed });
-      return { verdict: c.verdict, runsPerArm: n };
+      return { verdict: c.verdict, runsPerArm: n, comparison: c };
     },
   };
 }
@@ -151,7 +163,11 @@ export function pairedSequentialRule(
       for (;;) {
         const d = decideNext(a, b, { ...policy, paired: true, direction, seed }, seq);
         if (d.action === 'stop') {
-          return { verdict: d.comparison?.verdict ?? 'invalid', runsPerArm: a.length };
+          return {
+            verdict: d.comparison?.verdict ?? 'invalid',
+            runsPerArm: a.length,
+            comparison: d.comparison,
+          };
         }
         const r = sampler.rounds(Math.max(d.addRuns.a, d.addRuns.b));
         a.push(...r.a);
@@ -220,6 +236,66 @@ export function simulate(
     regressRate: regressed / opts.trials,
     otherRate: other / opts.trials,
     meanRunsPerArm: runs / opts.trials,
+  };
+}
+
+/** Which MDE a printed-MDE check reads from a comparison. */
+export type PrintedMde = (comparison: Comparison) => number | null;
+
+/** The MDE the verdict prints (`Comparison.mde`). */
+export const printedMde: PrintedMde = (c) => c.mde;
+
+export interface PrintedMdePowerResult {
+  rule: string;
+  /** The scenario of the noise; its trueRatio is ignored (each trial's is the MDE its pilot printed). */
+  scenario: Scenario;
+  trials: number;
+  /** Share of trials whose comparison at a true gain of the pilot's printed MDE was `improved`. */
+  power: number;
+  /** Median of the printed MDEs (fraction). */
+  medianMde: number;
+  /** Mean runs per arm of the comparisons at the printed MDE. */
+  meanRunsPerArm: number;
+}
+
+/**
+ * Power at the printed MDE, end to end: each trial runs `rule` on a no-change pilot, reads the MDE
+ * the verdict prints (`mdeOf`, default `printedMde`), then runs the rule again on fresh runs whose true
+ * gain is exactly that MDE, and counts acceptances. "Detectable with 80% power: +m" is honest when
+ * this is ≥ 80%: a true gain of the size a comparison prints is accepted that often by a comparison
+ * like it. (For a fixed n the printed MDE depends only on the noise, not on the effect, so the pilot
+ * at no change stands for any pilot; for the sequential rule it is the MDE of a no-change verdict.)
+ */
+export function powerAtPrintedMde(
+  rule: Rule,
+  scenario: Scenario,
+  opts: { trials: number; seed: number; mdeOf?: PrintedMde },
+): PrintedMdePowerResult {
+  const mdeOf = opts.mdeOf ?? printedMde;
+  const rng = createRng(opts.seed);
+  const pilot = scenarioSampler({ ...scenario, trueRatio: 1 }, rng);
+  const seed = (): number => Math.floor(rng.uniform() * 2 ** 31);
+  const mdes: number[] = [];
+  let accepted = 0;
+  let runs = 0;
+  for (let t = 0; t < opts.trials; t++) {
+    const comparison = rule.decide(pilot, scenario.direction, seed()).comparison;
+    const mde = comparison ? mdeOf(comparison) : null;
+    if (mde === null || !Number.isFinite(mde)) continue; // counts as a miss
+    mdes.push(mde);
+    const atMde = scenarioSampler({ ...scenario, trueRatio: 1 + mde }, rng);
+    const outcome = rule.decide(atMde, scenario.direction, seed());
+    if (outcome.verdict === 'improved') accepted += 1;
+    runs += outcome.runsPerArm;
+  }
+  mdes.sort((x, y) => x - y);
+  return {
+    rule: rule.name,
+    scenario,
+    trials: opts.trials,
+    power: accepted / opts.trials,
+    medianMde: mdes.length === 0 ? Number.NaN : mdes[mdes.length >> 1]!,
+    meanRunsPerArm: mdes.length === 0 ? Number.NaN : runs / mdes.length,
   };
 }
 

@@ -7,13 +7,15 @@
 // assertions allow 3·√(p(1−p)/T). The broken rules below are 10+ standard errors outside, so the same
 // assertions catch them.
 import { describe, expect, it } from 'vitest';
-import { compareArms } from '../../src/stats/compare-arms.js';
+import { type Comparison, compareArms } from '../../src/stats/compare-arms.js';
 import { median } from '../../src/stats/describe.js';
+import { minimumDetectableEffect } from '../../src/stats/noise.js';
 import {
   fixedRunsRule,
   gdnctlRule,
   pairedRoundsRule,
   pairedSequentialRule,
+  powerAtPrintedMde,
   type Rule,
   type Scenario,
   sequentialRule,
@@ -135,5 +137,36 @@ describe('the verdict rule on synthetic runs', () => {
       decide: (sampler, _direction, seed) => fixedRunsRule(N).decide(sampler, 'higher', seed),
     };
     expect(violations(wrongDirection, { power: true, trials: 50 })).toHaveLength(CVS.length);
+  });
+});
+
+describe('the printed MDE on synthetic runs', () => {
+  // End to end: a no-change comparison prints its MDE; fresh runs with exactly that true gain are
+  // judged by the same rule. The claim is 80% power; 200–300 trials put the bound 0.75 over 2 standard
+  // errors below the ~81% the calibrated MDE reaches, and the old MDE (at the estimated CV) misses it
+  // by 8 or more.
+  const MIN_PRINTED_POWER = 0.75;
+  const scenario: Scenario = { cv: 0.02, trueRatio: 1, direction: 'lower', shape: 'lognormal' };
+  /** The MDE as printed before issue 23: at the comparison's own CV estimate. */
+  const mdeAtEstimate =
+    (paired: boolean) =>
+    (c: Comparison): number | null =>
+      c.noiseCv === null ? null : minimumDetectableEffect(c.noiseCv, c.a.n, c.b.n, { paired });
+
+  it('has the power it claims at 5 runs per arm', () => {
+    const opts = { trials: 200, seed: 23 };
+    const printed = powerAtPrintedMde(fixedRunsRule(N), scenario, opts);
+    expect(printed.power).toBeGreaterThanOrEqual(MIN_PRINTED_POWER);
+    const old = powerAtPrintedMde(fixedRunsRule(N), scenario, { ...opts, mdeOf: mdeAtEstimate(false) });
+    expect(old.power).toBeLessThan(0.65);
+    expect(printed.medianMde).toBeGreaterThan(old.medianMde);
+  });
+
+  it('has the power it claims at 5 paired rounds', () => {
+    const opts = { trials: 300, seed: 24 };
+    const printed = powerAtPrintedMde(pairedRoundsRule(N), scenario, opts);
+    expect(printed.power).toBeGreaterThanOrEqual(MIN_PRINTED_POWER);
+    const old = powerAtPrintedMde(pairedRoundsRule(N), scenario, { ...opts, mdeOf: mdeAtEstimate(true) });
+    expect(old.power).toBeLessThan(0.65);
   });
 });
