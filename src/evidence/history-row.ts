@@ -38,6 +38,8 @@ export interface HistoryRow {
   subject: string | null;
   /** The iteration's PR branch (where a later iteration stacks when this one became the champion). */
   branch: string | null;
+  /** The change's fingerprint (the guard's), for the novelty check; absent on older rows. */
+  change?: string;
   metric: { path: string; direction: 'higher' | 'lower'; label: string; unit: string };
   /** Median of the per-run values, champion (A) and candidate (B); null when not measured. */
   a: number | null;

@@ -89,6 +89,11 @@ export interface AgentEvidence {
 export interface GuardEvidence {
   allowed: boolean;
   changedPaths: string[];
+  /**
+   * The change's fingerprint (workspace/change-fingerprint.ts): its added and removed lines, whitespace
+   * ignored. The novelty check refuses a candidate whose fingerprint an earlier iteration had.
+   */
+  change?: string;
   protectedTouched: string[];
   outsideEditable: string[];
   /** Static-scan findings over the added lines; `block` findings make the iteration invalid. */

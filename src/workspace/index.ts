@@ -4,6 +4,7 @@
  */
 export { readAgentHead, snapshotTree } from './agent-tree.js';
 export { loopBranchName } from './branch-name.js';
+export { changeFingerprint } from './change-fingerprint.js';
 export { CandidateRefused, Git, HARNESS_IDENTITY } from './git.js';
 export { matchAny } from './glob.js';
 export { classifyChanges, describeViolations } from './guard.js';

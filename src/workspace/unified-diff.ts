@@ -1,7 +1,7 @@
 /**
  * Just enough of a unified-diff parser (as printed by `git diff`) for the static scan: per file, the
- * path before and after, whether it is new, deleted or binary, and the ADDED lines with their line
- * numbers in the new file.
+ * path before and after, whether it is new, deleted or binary, the ADDED lines with their line
+ * numbers in the new file, and the removed lines (for the novelty check's fingerprint).
  */
 
 export interface AddedLine {
@@ -17,6 +17,8 @@ export interface FileDiff {
   oldPath: string | undefined;
   binary: boolean;
   added: AddedLine[];
+  /** The removed lines' text, in order. */
+  removed: string[];
 }
 
 export function parseUnifiedDiff(text: string): FileDiff[] {
@@ -29,7 +31,12 @@ export function parseUnifiedDiff(text: string): FileDiff[] {
 
   for (const raw of lines) {
     if (raw.startsWith('diff --git ')) {
-      current = { ...pathsFromDiffGit(raw.slice('diff --git '.length)), binary: false, added: [] };
+      current = {
+        ...pathsFromDiffGit(raw.slice('diff --git '.length)),
+        binary: false,
+        added: [],
+        removed: [],
+      };
       files.push(current);
       inHunk = false;
       continue;
@@ -46,7 +53,11 @@ export function parseUnifiedDiff(text: string): FileDiff[] {
         newLine++;
         continue;
       }
-      if (c === '-' || c === '\\') continue;
+      if (c === '-') {
+        current.removed.push(raw.slice(1));
+        continue;
+      }
+      if (c === '\\') continue;
       inHunk = false;
     }
     const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(raw);

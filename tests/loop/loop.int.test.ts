@@ -10,7 +10,7 @@ import { evidenceLoader } from '../../src/report/log-evidence.js';
 import { lintLog } from '../../src/report/log-lint.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo } from './toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
 
 const noSleep = async () => undefined;
 
@@ -143,4 +143,45 @@ describe('hillclimb loop on a toy target (replay agent, local compute, forge and
     expect(progress.ended?.reason).toBe('completed');
     expect(lines.some((l) => l.includes('[i001 toy] measure'))).toBe(true);
   });
+});
+
+// Issue 25's novelty check: a change an earlier iteration already made (here re-indented, with a blank
+// line more) is refused by the guard before it costs a gate or a measurement.
+describe('the novelty check', () => {
+  const t = tempDir('hc-novelty-');
+  afterAll(t.cleanup);
+
+  it('refuses a change an earlier iteration made, naming it and its outcome, before any gate', async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    const sameSpeed = STANDARD_PATCHES[2]!;
+    const again = {
+      name: '0002-same-speed-again',
+      edit: {
+        'toy/kernel.py': (text: string) =>
+          `${text.replace('def compute(xs):', 'def compute(xs):\n    """Double  every element."""\n')}\nUNROLL  =  2\n`,
+      },
+      json: { hypothesis: 'Unrolling, once more.', summary: 'Unrolled by two.', next_idea: 'None.' },
+    };
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo, [{ ...sameSpeed, name: '0001-same-speed' }, again]);
+    const result = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      overrides: { 'loop.iterations': 2 },
+      logger: memoryLogger(),
+      sleep: noSleep,
+    });
+    expect(result.iterations.map((i) => i.verdict)).toEqual(['no-change', 'invalid']);
+    const repeat = result.iterations[1]!;
+    expect(repeat.reason).toMatch(
+      /^novelty check: the same change as iteration 1 of run \S+ \(no-change, ratio \d\.\d{3} \[/,
+    );
+    expect(repeat.evidence.stoppedAt).toBe('guard');
+    expect(repeat.evidence.gates.cpu).toBeUndefined();
+    expect(repeat.evidence.measurement).toBeUndefined();
+    const rows = readHistory(result.stateDir);
+    expect(rows[0]!.change).toMatch(/^sha256:/);
+    expect(rows[1]!.change).toBe(rows[0]!.change);
+  }, 240_000);
 });

@@ -44,6 +44,7 @@ export function historyRow(ev: IterationEvidence, championAfter: string, now: Da
     candidateCommit: ev.candidate?.commit ?? null,
     subject: ev.candidate?.subject ?? null,
     branch: ev.candidate?.branch ?? null,
+    ...(ev.guard?.change ? { change: ev.guard.change } : {}),
     metric,
     a: c?.a.median ?? null,
     b: c?.b.median ?? null,

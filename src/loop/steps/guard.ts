@@ -1,8 +1,16 @@
 /**
  * guard: the agent may change only the target's editable paths (protected wins), and its added lines
  * must not contain known hacks. Either violation makes the iteration `invalid` before any test runs.
+ * So does a change an earlier iteration already made (the novelty check): it is not measured again.
  */
-import { classifyChanges, describeViolations, scanCommits } from '../../workspace/index.js';
+import type { HistoryRow } from '../../evidence/index.js';
+import {
+  changeFingerprint,
+  classifyChanges,
+  describeViolations,
+  scanCommits,
+} from '../../workspace/index.js';
+import { readHistory } from '../state/history.js';
 import type { Step } from './step.js';
 
 export const guardStep: Step = {
@@ -41,7 +49,37 @@ export const guardStep: Step = {
       reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ''} ${f.ruleId}: ${f.reason}`);
     }
     if (reasons.length > 0) return { status: 'verdict', verdict: 'invalid', reasons };
+
+    const change = changeFingerprint(
+      await ctx.git.diff(ev.base.commit, candidate.commit, { paths: candidate.changedPaths, context: 0 }),
+    );
+    if (change) ev.guard.change = change;
+    // A person who asks for a measurement (a PR, `hillclimb measure`) asks for it again on purpose.
+    const earlier =
+      change && !candidate.from
+        ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change)
+        : undefined;
+    if (earlier) return { status: 'verdict', verdict: 'invalid', reasons: [repeatReason(earlier)] };
     const warnings = scan.findings.filter((f) => f.severity !== 'block').length;
     return warnings > 0 ? { status: 'done', note: `${warnings} static-scan warning(s)` } : { status: 'done' };
   },
 };
+
+/**
+ * The last earlier iteration that made this change. An `error` row said nothing about the change (the
+ * infrastructure failed), so it does not count.
+ */
+export function sameChangeEarlier(rows: readonly HistoryRow[], change: string): HistoryRow | undefined {
+  return rows.findLast((r) => r.change === change && r.verdict !== 'error');
+}
+
+function repeatReason(row: HistoryRow): string {
+  const measured =
+    row.ratio !== null
+      ? `, ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ''}`
+      : '';
+  return (
+    `novelty check: the same change as iteration ${row.iteration} of run ${row.runId} ` +
+    `(${row.verdict}${measured}: ${row.reason}); not measured again — change something that made it fail`
+  );
+}
