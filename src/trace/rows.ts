@@ -31,6 +31,8 @@ export interface RowContext {
   /** Mean step time in ps, when known. */
   meanStepPs: number | undefined;
   peak: DevicePeak | undefined;
+  /** Executions of a program (all devices), when known: an op's kernel launches are counted against them. */
+  programExecutions?: (program: string) => number | null;
 }
 
 export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
@@ -50,9 +52,13 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
     const kind = customCall ? customCallKindOf(list) : null;
     const haveFlops = list.every((c) => c.cost?.flops !== undefined);
     const haveBytes = list.every((c) => c.cost?.bytes !== undefined);
-    // FLOPs and bytes are per execution; a GPU op may launch several kernels per execution.
+    // FLOPs and bytes are per execution; a GPU op may launch several kernels per execution, and one
+    // kernel several times.
     const execTotal = (c: Counted) =>
-      c.totalCount === 0 ? 0 : executionsOf(c.op) * (c.totalCount / (c.op.countIn + c.op.countOut));
+      c.totalCount === 0
+        ? 0
+        : executionsOf(c.op, ctx.programExecutions?.(c.op.program) ?? undefined) *
+          (c.totalCount / (c.op.countIn + c.op.countOut));
     const execIn = (c: Counted) => (c.totalCount === 0 ? 0 : execTotal(c) * (c.count / c.totalCount));
     const flopsTotal = haveFlops ? sum(list, (c) => c.cost!.flops! * execTotal(c)) : undefined;
     const bytesTotal = haveBytes ? sum(list, (c) => c.cost!.bytes! * execTotal(c)) : undefined;

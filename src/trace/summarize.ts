@@ -239,12 +239,16 @@ function buildSummary(input: BuildInput): TraceSummary {
   const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
   const meanStepPs = timeStats === null ? undefined : timeStats.mean * PS_PER_MS;
   const roofline = devicePeak(input, computeDevices);
+  const programExecutions = memoize((program: string) =>
+    program === '' ? null : programExecutionCount(program, first, final, platform),
+  );
   const ctx: RowContext = {
     steps: deviceSteps,
     opPsPerStepTotal: opPsTotal / deviceSteps,
     devicePs,
     meanStepPs,
     peak: roofline.lookup?.peak,
+    programExecutions,
   };
   const estimates = stepEstimates({
     plan,
@@ -296,12 +300,7 @@ function buildSummary(input: BuildInput): TraceSummary {
       opMs: ms(opPsTotal / deviceSteps),
     },
     total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
-    programs: programRows(
-      counted,
-      devicePs,
-      (program) => executionsOf(program, first, final, platform),
-      devicesOf,
-    ),
+    programs: programRows(counted, devicePs, programExecutions, devicesOf),
     ops: opRows(counted, ctx),
     roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
     categories: groupRows(counted, (c) => c.op.category, deviceSteps, ctx.opPsPerStepTotal),
@@ -403,7 +402,7 @@ function executionBusy(
 }
 
 /** Executions of a program (all devices): marked ones (TPU modules, CPU runs), or on GPU the modal op count. */
-function executionsOf(
+function programExecutionCount(
   program: string,
   first: TraceCollector,
   final: TraceCollector,
@@ -425,6 +424,15 @@ function executionsOf(
     return mode.count > 0 ? mode.count : null;
   }
   return null;
+}
+
+/** `f` with its results kept per argument. */
+function memoize<T>(f: (key: string) => T): (key: string) => T {
+  const cache = new Map<string, T>();
+  return (key) => {
+    if (!cache.has(key)) cache.set(key, f(key));
+    return cache.get(key)!;
+  };
 }
 
 /** The peaks for the roofline: the XSpace's device plane, else the device kind the caller named. */

@@ -178,8 +178,9 @@ export interface OpRow {
   /** Percent of all device op time. */
   shareOfDevice: number;
   /**
-   * Executions over the whole trace: events, or on GPU, when one execution launches several kernels,
-   * launches of its most frequent kernel.
+   * Executions over the whole trace: events, or on GPU, when one execution launches several kernels
+   * (or one kernel several times), the executions the op's launches imply against its program's
+   * executions (steps.ts `executionsOf`), never the launches of its most frequent kernel.
    */
   executions: number;
   /** Cost-model FLOPs per execution (averaged over variants); null when unknown. */

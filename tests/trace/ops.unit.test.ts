@@ -122,6 +122,17 @@ describe('execution counts from op repetition', () => {
     expect(executionsOf(opWith(7))).toBe(7);
   });
 
+  it('counts an op that launches one kernel twice per execution once (TransformerEngine backward)', () => {
+    // te_fused_attn_backward_ffi.12 of the real gfx950 trace: 2 fills and 3 attention kernels, 5 runs.
+    const backward = { fill: 10, dot_do: 5, dq_dk_dv: 5, convert_dq: 5 };
+    expect(executionsOf(opWith(25, backward))).toBe(5);
+    expect(executionsOf(opWith(25, backward), 5)).toBe(5);
+    // Inside a loop that runs it 3 times per program execution.
+    expect(executionsOf(opWith(75, { fill: 30, dot_do: 15, dq_dk_dv: 15, convert_dq: 15 }), 5)).toBe(15);
+    // A kernel launched in only one of 5 executions lowers nothing when the program's executions are known.
+    expect(executionsOf(opWith(11, { init: 1, a: 5, b: 5 }), 5)).toBe(5);
+  });
+
   it('takes the modal count, so one kernel that lost its tag cannot make it 1 (a GCD would)', () => {
     // The 8-GPU convolution: 40, 39 (one kernel untagged), 79 kernels = 40 executions, 40.
     const conv = [opWith(40), opWith(39), opWith(79, { 'Im3d2Col.kd': 39, 'Cijk_gemm.kd': 40 }), opWith(40)];

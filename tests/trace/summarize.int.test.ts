@@ -272,6 +272,14 @@ describe('trace summary on real MI300X, gfx950 and TransformerEngine XSpaces', (
     ]);
     const backward = s.ops.find((o) => o.name === 'te_fused_attn_backward_ffi')!;
     expect(backward).toMatchObject({ category: 'custom-call', noCostModel: true, flops: null, tflops: null });
+    // Its two instructions (.12, .18) each launch 2 buffer fills and 3 attention kernels per execution
+    // (25 launches in 5 runs of jit_loss_fn): 10 executions, not the 20 the fills' launches suggest,
+    // so the bytes XLA gives per execution move at 362 GB/s, not 725.
+    expect(backward).toMatchObject({ variants: 2, totalCount: 50, executions: 10 });
+    expect(backward.gbps).toBeCloseTo((backward.bytesPerExecution! * 10) / (backward.totalMs / 1e3) / 1e9, 1);
+    expect(backward.gbps).toBeCloseTo(362.267, 3);
+    // The forward call launches an RNG-state kernel and its attention kernel once each per execution.
+    expect(s.ops.find((o) => o.name === 'te_fused_attn_forward_ffi')).toMatchObject({ executions: 10 });
     // A gfx950 (compute capability 9.5) is not in the peak table: said, not guessed.
     expect(s.roofline.peak).toBeNull();
     expect(s.warnings).toContain(
