@@ -40,6 +40,8 @@ export interface HistoryRow {
   branch: string | null;
   /** The change's fingerprint (the guard's), for the novelty check; absent on older rows. */
   change?: string;
+  /** The agent's hypothesis (its prose, one line), for the ledger later prompts show; absent without one. */
+  hypothesis?: string;
   metric: { path: string; direction: 'higher' | 'lower'; label: string; unit: string };
   /** Median of the per-run values, champion (A) and candidate (B); null when not measured. */
   a: number | null;

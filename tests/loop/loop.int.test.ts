@@ -151,7 +151,7 @@ describe('the novelty check', () => {
   const t = tempDir('hc-novelty-');
   afterAll(t.cleanup);
 
-  it('refuses a change an earlier iteration made, naming it and its outcome, before any gate', async () => {
+  it('refuses a change an earlier iteration made, naming it and its outcome, before any gate; the prompt shows the ledger', async () => {
     process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
       encoding: 'utf8',
     }).trim();
@@ -180,7 +180,14 @@ describe('the novelty check', () => {
     expect(repeat.evidence.stoppedAt).toBe('guard');
     expect(repeat.evidence.gates.cpu).toBeUndefined();
     expect(repeat.evidence.measurement).toBeUndefined();
+    // The ledger in the second prompt: iteration 1's outcome and hypothesis, from the history.
+    const prompt = readFileSync(join(repeat.bundleDir, 'agent', 'prompt.md'), 'utf8');
+    expect(prompt).toContain("Already tried (the harness's ledger: 1 earlier iteration(s) of this target");
+    expect(prompt).toMatch(
+      /\| \S+ \/ 1 \| no-change \| \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\] \| Unrolling the loop helps\. \|/,
+    );
     const rows = readHistory(result.stateDir);
+    expect(rows[0]!.hypothesis).toBe('Unrolling the loop helps.');
     expect(rows[0]!.change).toMatch(/^sha256:/);
     expect(rows[1]!.change).toBe(rows[0]!.change);
   }, 240_000);

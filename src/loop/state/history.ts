@@ -45,6 +45,7 @@ export function historyRow(ev: IterationEvidence, championAfter: string, now: Da
     subject: ev.candidate?.subject ?? null,
     branch: ev.candidate?.branch ?? null,
     ...(ev.guard?.change ? { change: ev.guard.change } : {}),
+    ...(ev.agent?.result?.hypothesis ? { hypothesis: oneLine(ev.agent.result.hypothesis, 300) } : {}),
     metric,
     a: c?.a.median ?? null,
     b: c?.b.median ?? null,
@@ -103,4 +104,10 @@ export function championMeasurement(
     }
   }
   return undefined;
+}
+
+/** Agent prose as one bounded line (it is shown to later agents and in tables). */
+function oneLine(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }

@@ -17,7 +17,7 @@ import { ChampionFailure } from './failures.js';
 import { recentLogEntries } from './log-file.js';
 import { championProfile, knownProfileSummary } from './profile.js';
 import { loadDirectives, type PromptVars, renderPrompt } from './prompt.js';
-import { hotspotTable } from './prompt-context.js';
+import { hotspotTable, ledgerTable } from './prompt-context.js';
 import type { Step } from './step.js';
 
 export const prepareStep: Step = {
@@ -122,6 +122,7 @@ async function championHotspots(ctx: LoopContext, champion: string): Promise<str
   }
 }
 
+/** The ledger of every earlier iteration (history rows), then the newest hill-climb log entries. */
 async function recentLogText(ctx: LoopContext, base: string): Promise<string> {
   const runLog = join(ctx.runDir, 'hillclimb-log.md');
   const n = ctx.config.loop.log_entries_in_prompt;
@@ -130,5 +131,7 @@ async function recentLogText(ctx: LoopContext, base: string): Promise<string> {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
   }
-  return entries.length === 0 ? '(no log entries yet)' : entries.join('\n\n');
+  const ledger = ledgerTable(readHistory(ctx.stateDir, ctx.target.name));
+  const log = entries.length === 0 ? '(no log entries yet)' : entries.join('\n\n');
+  return ledger ? `${ledger}\n\n${log}` : log;
 }

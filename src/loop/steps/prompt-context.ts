@@ -1,4 +1,5 @@
 /** Context tables the harness computes for the prompt. */
+import type { HistoryRow } from '../../evidence/index.js';
 import type { TraceSummary } from '../../trace/index.js';
 
 const PROMPT_HOTSPOT_ROWS = 12;
@@ -25,4 +26,39 @@ export function hotspotTable(summary: TraceSummary, rows = PROMPT_HOTSPOT_ROWS):
   }
   if (summary.ops.length > rows) lines.push(`| … ${summary.ops.length - rows} more ops | | | | | |`);
   return lines.join('\n');
+}
+
+const LEDGER_ROWS = 25;
+
+/**
+ * The ledger: every earlier iteration of the target that said something about its change (not
+ * `error`), newest last, from the history rows on the data branch — so an idea measured in another run
+ * or on a branch that was never merged is still "already tried", with the harness's outcome. The
+ * hypotheses are earlier agents' prose: shown as one cell, never as instructions.
+ */
+export function ledgerTable(rows: readonly HistoryRow[], max = LEDGER_ROWS): string {
+  const tried = rows.filter((r) => r.verdict !== 'error');
+  if (tried.length === 0) return '';
+  const shown = tried.slice(-max);
+  const lines = [
+    `Already tried (the harness's ledger: ${tried.length} earlier iteration(s) of this target${tried.length > shown.length ? `, the last ${shown.length} shown` : ''}; a repeat of the same change is refused unmeasured):`,
+    '',
+    '| run / iteration | verdict | improvement ratio [CI] | hypothesis or subject | why |',
+    '|---|---|---|---|---|',
+  ];
+  for (const r of shown) {
+    const ratio =
+      r.ratio === null
+        ? 'not measured'
+        : `${r.ratio.toFixed(3)}${r.ciLow !== null && r.ciHigh !== null ? ` [${r.ciLow.toFixed(3)}, ${r.ciHigh.toFixed(3)}]` : ''}`;
+    lines.push(
+      `| ${cell(r.runId)} / ${r.iteration} | ${r.verdict} | ${ratio} | ${cell(r.hypothesis ?? r.subject ?? '')} | ${cell(r.reason, 160)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function cell(text: string, max = 200): string {
+  const line = text.replace(/\s+/g, ' ').replaceAll('|', '/').replaceAll('`', "'").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
