@@ -503,6 +503,75 @@ export function disagreement(estimates: readonly StepEstimate[]): string | undef
   return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list.join('; ')}`;
 }
 
+/** How the devices' step times spread, when several devices have their own step windows. */
+export interface DeviceSpread {
+  /** Devices whose step windows were compared. */
+  devices: number;
+  /** Mean step time over devices and steps (the mean device, not the one that gates the step). */
+  meanMs: number;
+  /** Mean over steps of the slowest minus the fastest device's step time. */
+  spreadMs: number;
+  /** The device slowest in the most steps, and in how many. */
+  slowest: string;
+  slowestSteps: number;
+}
+
+/**
+ * Step lengths across devices with their own step windows (device `Steps` lines, executions of the
+ * dominant program), step k being each device's k-th window: a step ends when its slowest device does,
+ * so each step's time is that device's. Undefined with fewer than two such devices.
+ */
+export function slowestDeviceSteps(
+  windows: StepWindows,
+  devices: ReadonlySet<string>,
+): { durationsPs: number[]; spread: DeviceSpread } | undefined {
+  const lanes = [...windows].filter(([device]) => devices.has(device));
+  if (lanes.length < 2) return undefined;
+  const steps = Math.max(...lanes.map(([, w]) => w.starts.length));
+  const durationsPs: number[] = [];
+  const slowestCount = new Map<string, number>();
+  let spreadPs = 0;
+  let sumPs = 0;
+  let windowCount = 0;
+  for (let k = 0; k < steps; k++) {
+    let slowest = '';
+    let max = -Infinity;
+    let min = Infinity;
+    for (const [device, w] of lanes) {
+      if (k >= w.starts.length) continue;
+      const d = w.ends[k]! - w.starts[k]!;
+      sumPs += d;
+      windowCount++;
+      min = Math.min(min, d);
+      if (d > max) {
+        max = d;
+        slowest = device;
+      }
+    }
+    durationsPs.push(max);
+    spreadPs += max - min;
+    slowestCount.set(slowest, (slowestCount.get(slowest) ?? 0) + 1);
+  }
+  const [slowest, slowestSteps] = [...slowestCount].sort(
+    (a, b) => b[1] - a[1] || a[0].localeCompare(b[0]),
+  )[0]!;
+  return {
+    durationsPs,
+    spread: {
+      devices: lanes.length,
+      meanMs: psToMs(sumPs / windowCount),
+      spreadMs: psToMs(spreadPs / steps),
+      slowest,
+      slowestSteps,
+    },
+  };
+}
+
+/** ps → ms, rounded to the nanosecond (as rows.ts `ms`, which imports this module). */
+function psToMs(ps: number): number {
+  return Math.round(ps / 1e3) / 1e6;
+}
+
 /**
  * Whether each program's executions are either all inside the step windows or all outside; then
  * per-program totals from a program-mode pass give exact per-step numbers without another pass.

@@ -43,6 +43,7 @@ import {
   programOps,
   programsInsideWindows,
   type StepPlan,
+  slowestDeviceSteps,
   stepEstimates,
 } from './steps.js';
 import { type DeviceRow, TRACE_SUMMARY_SCHEMA, type TraceSummary } from './types.js';
@@ -234,6 +235,12 @@ function buildSummary(input: BuildInput): TraceSummary {
   }
   deviceSteps = Math.max(1, deviceSteps);
   stepDevices = Math.max(1, stepDevices);
+  // Devices with their own step windows: the slowest one gates each step.
+  const perDevice =
+    plan.detector === 'device-steps' || plan.detector === 'dominant-program'
+      ? slowestDeviceSteps(plan.windows!, computeDevices)
+      : undefined;
+  if (perDevice !== undefined) stepDurations = perDevice.durationsPs;
 
   const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
@@ -291,6 +298,7 @@ function buildSummary(input: BuildInput): TraceSummary {
       deviceSteps,
       program: plan.program,
       timeMs: timeStats,
+      ...(perDevice === undefined ? {} : { deviceSpread: perDevice.spread }),
       annotations: annotationKinds(first.hostSteps).map((k) => {
         const t = describe(k.markers.map((m) => m.durPs));
         return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };

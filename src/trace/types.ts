@@ -7,12 +7,12 @@
 import type { CustomCallKind } from './ops.js';
 import type { DevicePeak } from './peaks.js';
 import type { TraceFormat } from './readers/model.js';
-import type { Confidence, Platform, StepDetector, StepEstimate } from './steps.js';
+import type { Confidence, DeviceSpread, Platform, StepDetector, StepEstimate } from './steps.js';
 
 export const TRACE_SUMMARY_SCHEMA = 'hillclimb.trace-summary/2';
 export const TRACE_DIFF_SCHEMA = 'hillclimb.trace-diff/2';
 
-export type { Confidence, CustomCallKind, DevicePeak, Platform, StepDetector, StepEstimate };
+export type { Confidence, CustomCallKind, DevicePeak, DeviceSpread, Platform, StepDetector, StepEstimate };
 
 export interface TraceSummary {
   schema: typeof TRACE_SUMMARY_SCHEMA;
@@ -98,8 +98,14 @@ export interface StepSummary {
   deviceSteps: number;
   /** The dominant program (full module name) when `detector` is `dominant-program`. */
   program: string | undefined;
-  /** Step length statistics; null when only op time is known (GPU without marked executions). */
+  /**
+   * Step length statistics; null when only op time is known (GPU without marked executions). With
+   * several devices that have their own step windows, each step's time is its slowest device's: the
+   * one that gates the step (`deviceSpread` says how far the others were).
+   */
   timeMs: { mean: number; median: number; min: number; max: number } | null;
+  /** How the devices' step times spread, when several devices have their own step windows. */
+  deviceSpread?: DeviceSpread;
   /** Host step annotations by name (the bench marks `hillclimb_<measurement>` steps), most time first. */
   annotations: AnnotationRow[];
   /** Device busy time per step: the union of top-level op intervals. */

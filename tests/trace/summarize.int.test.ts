@@ -139,8 +139,25 @@ describe('trace summary on the real TPU v6e fixture', () => {
     }
     for (const op of s.ops.filter((o) => o.timeMs > 0))
       expect(op.timeMs).toBeCloseTo(totals.get(op.name)! / steps.length / 1e9, 5);
+    // Each step lasts as long as its slowest TPU (the k-th execution on each device); the mean over
+    // devices, 7.8% less, is the device mean beside it.
     const meanModule = steps.reduce((t, m) => t + m.durPs, 0) / steps.length / 1e9;
-    expect(s.steps.timeMs!.mean).toBeCloseTo(meanModule, 5);
+    const byDevice = new Map<string, number[]>();
+    for (const m of [...steps].sort((a, b) => a.startPs - b.startPs))
+      byDevice.set(m.plane, [...(byDevice.get(m.plane) ?? []), m.durPs]);
+    const runs = [...byDevice.values()];
+    const slowest = runs[0]!.map((_, k) => Math.max(...runs.map((r) => r[k]!)));
+    const fastest = runs[0]!.map((_, k) => Math.min(...runs.map((r) => r[k]!)));
+    expect(s.steps.timeMs!.mean).toBeCloseTo(slowest.reduce((t, d) => t + d, 0) / slowest.length / 1e9, 5);
+    expect(s.steps.timeMs!.max).toBeCloseTo(Math.max(...slowest) / 1e9, 5);
+    expect(s.steps.deviceSpread).toMatchObject({ devices: 4, slowest: '/device:TPU:2', slowestSteps: 55 });
+    expect(s.steps.deviceSpread!.meanMs).toBeCloseTo(meanModule, 5);
+    const spread = slowest.reduce((t, d, k) => t + d - fastest[k]!, 0) / slowest.length / 1e9;
+    expect(s.steps.deviceSpread!.spreadMs).toBeCloseTo(spread, 5);
+    expect(s.steps.timeMs!.mean / s.steps.deviceSpread!.meanMs).toBeCloseTo(1.084, 3);
+    expect(formatSummary(s)).toContain(
+      'step time is the slowest of 4 devices each step (mostly /device:TPU:2, 55 of 100 steps); device mean 784.145 ms, slowest − fastest 125.775 ms (16.0%) on average',
+    );
     // FLOPs come from the cost model in the XSpace: 3 fusions × 1342177280 per step.
     const fusion = s.ops.find((o) => o.name === 'broadcast_add_fusion')!;
     expect(fusion.flops).toBe(3 * 1342177280);

@@ -108,7 +108,9 @@ def trace_viewer(path: str) -> dict[str, Any]:
             process[e["pid"]] = e["args"]["name"]
         elif e.get("ph") == "M" and e.get("name") == "thread_name":
             thread[(e["pid"], e["tid"])] = e["args"]["name"]
-    modules: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    modules: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     launches: dict[str, dict[str, Any]] = defaultdict(lambda: {"count": 0, "threads": set()})
     cpu_events: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
     cpu_runs: dict[str, set[str]] = defaultdict(set)
@@ -121,7 +123,7 @@ def trace_viewer(path: str) -> dict[str, Any]:
         lane = thread.get((e["pid"], e.get("tid")), "")
         name = e.get("name", "")
         if dev.startswith("/device:TPU:") and lane == "XLA Modules":
-            modules[name][dev].append(float(e.get("dur", 0)))
+            modules[name][dev].append((float(e["ts"]), float(e.get("dur", 0))))
         elif dev.startswith("/host:") and name.endswith(":XLA GPU module"):
             launch = launches[name[: -len(":XLA GPU module")]]
             launch["count"] += 1
@@ -134,15 +136,7 @@ def trace_viewer(path: str) -> dict[str, Any]:
         if dev.startswith("/device:GPU:") and ("(Memcpy" in lane or "(Memset" in lane):
             gpu_memcpy_us += float(e.get("dur", 0))
     return {
-        "modules": {
-            m: {
-                "perDevice": {d: len(v) for d, v in devs.items()},
-                "meanMs": sum(sum(v) for v in devs.values())
-                / sum(len(v) for v in devs.values())
-                / 1e3,
-            }
-            for m, devs in modules.items()
-        },
+        "modules": {m: module_times(devs) for m, devs in modules.items()},
         "launches": {
             m: {"count": v["count"], "threads": len(v["threads"])} for m, v in launches.items()
         },
@@ -151,6 +145,19 @@ def trace_viewer(path: str) -> dict[str, Any]:
         "gpuModuleDevices": {m: len(devs) for m, devs in gpu_devices.items()},
         # Copies and sets on the GPU's memcpy lines: device time that kernel_stats leaves out.
         "gpuMemcpyUs": gpu_memcpy_us,
+    }
+
+
+def module_times(devs: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+    """A program's executions per device, their mean length, and the mean over steps (the k-th
+    execution on each device) of the slowest device's length: the device that gates the step."""
+    runs = {d: [dur for _, dur in sorted(v)] for d, v in devs.items()}
+    steps = max(len(v) for v in runs.values())
+    slowest = [max(v[k] for v in runs.values() if k < len(v)) for k in range(steps)]
+    return {
+        "perDevice": {d: len(v) for d, v in runs.items()},
+        "meanMs": sum(sum(v) for v in runs.values()) / sum(len(v) for v in runs.values()) / 1e3,
+        "slowestMeanMs": sum(slowest) / steps / 1e3,
     }
 
 
