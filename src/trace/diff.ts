@@ -11,6 +11,7 @@ import {
   type DiffNumbers,
   type DiffRow,
   type DiffStatus,
+  type OpRow,
   TRACE_DIFF_SCHEMA,
   type TraceDiff,
   type TraceSummary,
@@ -232,6 +233,7 @@ function warnings(before: TraceSummary, after: TraceSummary): string[] {
       `the traces ran different programs (${[...part('only before:', gone), ...part('only after:', added)].join('; ')}); ops of those programs show as added or removed`,
     );
   }
+  out.push(...recompiled(before, after), ...dtypeChanges(before, after));
   const stepProgram = (s: TraceSummary) =>
     s.steps.program === undefined ? undefined : moduleName(s.steps.program);
   if (
@@ -265,6 +267,89 @@ function warnings(before: TraceSummary, after: TraceSummary): string[] {
     );
   }
   return out;
+}
+
+/**
+ * Program ids of 10 or more digits are fingerprints of the compiled program (TPU: `jit_f(1219…)`); a
+ * module whose fingerprints differ ran another program under the same name (other shapes, flags or
+ * XLA). Short ids (GPU, CPU) number the compilations of one process and say nothing across runs.
+ */
+function recompiled(before: TraceSummary, after: TraceSummary): string[] {
+  const b = fingerprints(before);
+  const a = fingerprints(after);
+  const changed: string[] = [];
+  for (const [module, ids] of b) {
+    const other = a.get(module);
+    if (other === undefined || sameSet(ids, other)) continue;
+    changed.push(`${module} ${[...ids].map(clipId).join(', ')} → ${[...other].map(clipId).join(', ')}`);
+  }
+  if (changed.length === 0) return [];
+  return [
+    `the same module names ran different compiled programs (program fingerprints ${listed(changed, 3)}): ops may differ beyond the code change (shapes, flags, XLA version)`,
+  ];
+}
+
+function fingerprints(s: TraceSummary): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const p of s.programs) {
+    const id = /\((\d{10,})\)$/.exec(p.name)?.[1];
+    if (id === undefined) continue;
+    const ids = out.get(p.module) ?? new Set<string>();
+    ids.add(id);
+    out.set(p.module, ids);
+  }
+  return out;
+}
+
+/** The number of main ops whose element types are compared: the heaviest over the whole trace, per side. */
+const MAIN_OPS = 10;
+
+/**
+ * The main ops (the heaviest on either side) whose element type changed, e.g. a matmul moved from
+ * bf16 to f32: its FLOP rate, bytes and roofline peak change with it, whatever the code change did.
+ */
+function dtypeChanges(before: TraceSummary, after: TraceSummary): string[] {
+  const key = (o: OpRow) => `${moduleName(o.program)}\u0000${o.name}`;
+  const heaviestByKey = (s: TraceSummary) => {
+    const out = new Map<string, OpRow>();
+    for (const o of s.ops) if (!out.has(key(o))) out.set(key(o), o); // ops are sorted by device time
+    return out;
+  };
+  const b = heaviestByKey(before);
+  const a = heaviestByKey(after);
+  const main = new Set([...b.keys()].slice(0, MAIN_OPS).concat([...a.keys()].slice(0, MAIN_OPS)));
+  const changed: string[] = [];
+  for (const k of main) {
+    const x = b.get(k);
+    const y = a.get(k);
+    const from = x === undefined ? undefined : elementType(x);
+    const to = y === undefined ? undefined : elementType(y);
+    if (from !== undefined && to !== undefined && from !== to) changed.push(`${x!.name} ${from} → ${to}`);
+  }
+  if (changed.length === 0) return [];
+  return [
+    `main ops ran in different element types (${listed(changed, 3)}): their FLOP rates, bytes and roofline peaks differ with the type, not only with the code`,
+  ];
+}
+
+/** An op's element type: from the HLO cost model, else its result's in the HLO text (`= f32[…]`). */
+function elementType(op: OpRow): string | undefined {
+  if (op.dtype !== null) return op.dtype;
+  return /=\s*\(?\s*([a-z][a-z0-9]*)\[/.exec(op.longName ?? '')?.[1];
+}
+
+function sameSet(x: ReadonlySet<string>, y: ReadonlySet<string>): boolean {
+  return x.size === y.size && [...x].every((v) => y.has(v));
+}
+
+/** `1219076091…`: a 64-bit id, short enough to read. */
+function clipId(id: string): string {
+  return id.length > 10 ? `${id.slice(0, 10)}…` : id;
+}
+
+/** The first `n` items, and how many more. */
+function listed(items: readonly string[], n: number): string {
+  return `${items.slice(0, n).join('; ')}${items.length > n ? ` (+${items.length - n})` : ''}`;
 }
 
 function pctOf(part: number, whole: number): number {

@@ -30,6 +30,7 @@ const CONV_LEGACY = join(
   REAL_TRACES,
   'TraceLens/tests/traces/mi300/jax_conv_minimal_legacy/chi-mi300x-013.ord.vultr.cpe.ice.amd.com.xplane.pb',
 );
+const ATTENTION = join(REAL_TRACES, 'TraceLens/tests/traces/mi300/jax08_attention/tw003.xplane.pb');
 const ELEMENTWISE = join(REAL_TRACES, 'TraceLens/tests/traces/mi300/jax08_elementwise/tw003.xplane.pb');
 const TE_FFI = join(
   REAL_TRACES,
@@ -359,6 +360,79 @@ describe('trace summary on real MI300X, gfx950 and TransformerEngine XSpaces', (
     const text = formatSummary(s);
     expect(text).toContain('custom call (rocBLAS/hipBLASLt)');
     expect(text).not.toContain('cuBLAS');
+  });
+});
+
+describe('trace diff warnings on real traces', () => {
+  it('device counts: the 8-GPU convolution against the legacy one that ran on 1 of 8 MI300X', async () => {
+    const eight = await summarizeTrace(new XplaneSource(CONV8));
+    const one = await summarizeTrace(new XplaneSource(CONV_LEGACY));
+    const warnings = diffSummaries(eight, one).warnings;
+    expect(warnings).toContain(
+      'the traces ran on different numbers of devices (8 → 1); per-step times are per device',
+    );
+    expect(warnings.join('\n')).not.toContain('different devices (');
+    expect(diffSummaries(eight, eight).warnings.join('\n')).not.toContain('numbers of devices');
+  });
+
+  it('program sets: the MI300X GEMM and attention traces ran different programs', async () => {
+    const gemm = await summarizeTrace(new XplaneSource(MI300X));
+    const attention = await summarizeTrace(new XplaneSource(ATTENTION));
+    expect(diffSummaries(gemm, attention).warnings).toContain(
+      'the traces ran different programs (only before: jit_broadcast_in_dim, jit_dot; only after: jit__reduce_max, jit__reduce_sum, jit_add, jit_exp (+8)); ops of those programs show as added or removed',
+    );
+    expect(diffSummaries(gemm, gemm).warnings.join('\n')).not.toContain('different programs');
+  });
+
+  it('program fingerprints: the same TPU module compiled to another program (the real v6e trace, its id altered in the test)', async () => {
+    const before = await summarizeTrace(new XplaneSource(TPU));
+    const other = 'jit_f(98765432109876543210)';
+    const rename = (p: string) => (p === 'jit_f(12190760917235803885)' ? other : p);
+    const after: TraceSummary = {
+      ...before,
+      programs: before.programs.map((p) => ({ ...p, name: rename(p.name) })),
+      ops: before.ops.map((o) => ({ ...o, program: rename(o.program) })),
+    };
+    expect(diffSummaries(before, after).warnings).toContain(
+      'the same module names ran different compiled programs (program fingerprints jit_f 1219076091… → 9876543210…): ops may differ beyond the code change (shapes, flags, XLA version)',
+    );
+    expect(diffSummaries(before, before).warnings.join('\n')).not.toContain('compiled programs');
+    // Short GPU ids number compilations within one process: no fingerprint, no warning.
+    const gemm = await summarizeTrace(new XplaneSource(MI300X));
+    const renumbered: TraceSummary = {
+      ...gemm,
+      programs: gemm.programs.map((p) => ({ ...p, name: p.name.replace(/\((\d+)\)$/, '(1$1)') })),
+    };
+    expect(diffSummaries(gemm, renumbered).warnings.join('\n')).not.toContain('compiled programs');
+  });
+
+  it('element types of the main ops: from the HLO (gfx950 TE trace) and from the HLO text (TPU), each altered in the test', async () => {
+    const te = await summarizeTrace(new XplaneSource(TE_FFI));
+    expect(te.ops.find((o) => o.name === 'gemm_fusion_dot')!.dtype).toBe('bf16');
+    const f32: TraceSummary = {
+      ...te,
+      ops: te.ops.map((o) => (o.name === 'gemm_fusion_dot' ? { ...o, dtype: 'f32' } : o)),
+    };
+    expect(diffSummaries(te, f32).warnings).toContain(
+      'main ops ran in different element types (gemm_fusion_dot bf16 → f32): their FLOP rates, bytes and roofline peaks differ with the type, not only with the code',
+    );
+    expect(diffSummaries(te, te).warnings.join('\n')).not.toContain('element types');
+    // TPU ops carry no HLO cost model here: the type is the result's in the op's HLO text.
+    const tpu = await summarizeTrace(new XplaneSource(TPU));
+    const fusion = tpu.ops.find((o) => o.name === 'broadcast_add_fusion')!;
+    expect([fusion.dtype, fusion.longName]).toEqual([
+      null,
+      expect.stringMatching(/ = f32\[5,1024,1024,256\]/),
+    ]);
+    const bf16: TraceSummary = {
+      ...tpu,
+      ops: tpu.ops.map((o) =>
+        o === fusion ? { ...o, longName: o.longName!.replace(' = f32[', ' = bf16[') } : o,
+      ),
+    };
+    expect(diffSummaries(tpu, bf16).warnings.join('\n')).toContain(
+      'main ops ran in different element types (broadcast_add_fusion f32 → bf16)',
+    );
   });
 });
 
