@@ -2,8 +2,8 @@
  * Search over k candidates per iteration (issue 25): screen, select, judge the winner on fresh rounds.
  * docs/search.md documents the rule and the simulation behind its defaults.
  */
+// biasedJudgeReusingScreen (selection.ts) stays out of the public entry: it is the benchmark's contrast.
 export {
-  biasedJudgeReusingScreen,
   DEFAULT_SEARCH_POLICY,
   judgeWinner,
   type PairedRounds,

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  biasedJudgeReusingScreen,
   DEFAULT_SEARCH_POLICY,
   judgeWinner,
   type PairedRounds,
@@ -9,6 +8,7 @@ import {
   screenCandidates,
   selectWinner,
 } from '../../src/search/index.js';
+import { biasedJudgeReusingScreen } from '../../src/search/selection.js';
 import { compareArms, createRng, DEFAULT_SEQUENTIAL_POLICY } from '../../src/stats/index.js';
 import { perLookOptions } from '../../src/stats/sequential.js';
 
