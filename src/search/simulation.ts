@@ -140,7 +140,8 @@ export interface IterationOutcome {
   accepted: boolean;
 }
 
-interface IterationContext {
+/** What one iteration needs: the strategy, the world it runs in, and the seeded generator it draws from. */
+export interface IterationContext {
   strategy: SearchStrategy;
   prior: EffectPrior;
   noise: RoundNoise;
