@@ -23,6 +23,17 @@ export function topChanges(rows: readonly DiffRow[], count: number): DiffRow[] {
     .slice(0, Math.max(0, count));
 }
 
+/**
+ * The op rows a comment compares and the total they are shares of: the whole-trace rows (all devices,
+ * inside and outside steps) when the diff leads with them because a trace's steps are unreliable, else
+ * the per-step rows.
+ */
+export function hotspotBasis(diff: TraceDiff): { rows: DiffRow[]; total: DiffNumbers; wholeTrace: boolean } {
+  if (diff.basis === 'whole-trace' && diff.wholeTrace !== undefined)
+    return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
+  return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
+}
+
 /** Names XLA has no cost model for: custom calls (Pallas/Mosaic kernels) on either side. */
 export function customCallNames(profile: ProfileEvidence): Set<string> {
   const names = new Set<string>();
@@ -67,8 +78,12 @@ function diffTableRow(row: DiffRow, custom: boolean): string[] {
   ];
 }
 
-/** The step, op and busy time lines above the table. */
-function diffTotals(diff: TraceDiff): string {
+/** The step, op and busy time lines above the table (device time and outside steps for whole-trace rows). */
+function diffTotals(diff: TraceDiff, wholeTrace: boolean): string {
+  if (wholeTrace) {
+    const outside = diff.outsideMs === undefined ? '' : ` · outside steps ${beforeAfter(diff.outsideMs)}`;
+    return `Whole trace (all devices), champion → candidate: device op time ${beforeAfter(diff.deviceMs)}${outside}.`;
+  }
   const parts: string[] = [];
   if (diff.stepTimeMs) parts.push(`step ${beforeAfter(diff.stepTimeMs)}`);
   parts.push(`op time ${beforeAfter(diff.opTimeMs)}`);
@@ -81,19 +96,28 @@ export function profilerInflated(profile: ProfileEvidence): boolean {
   return profile.agreement?.agrees === false;
 }
 
-/** A row's share of the per-step op time, before and after, in percent. */
-export function shares(row: DiffRow, diff: TraceDiff): { before: number; after: number; delta: number } {
-  const before = diff.opTimeMs.before === 0 ? 0 : (100 * row.before) / diff.opTimeMs.before;
-  const after = diff.opTimeMs.after === 0 ? 0 : (100 * row.after) / diff.opTimeMs.after;
+/** A row's share of the per-step op time (or of `total`), before and after, in percent. */
+export function shares(
+  row: DiffRow,
+  diff: TraceDiff,
+  total: DiffNumbers = diff.opTimeMs,
+): { before: number; after: number; delta: number } {
+  const before = total.before === 0 ? 0 : (100 * row.before) / total.before;
+  const after = total.after === 0 ? 0 : (100 * row.after) / total.after;
   return { before, after, delta: after - before };
 }
 
-/** Diff rows by |Δ share of op time| (largest first), name breaking ties. */
-export function topShareChanges(rows: readonly DiffRow[], diff: TraceDiff, count: number): DiffRow[] {
+/** Diff rows by |Δ share of op time| (or of `total`; largest first), name breaking ties. */
+export function topShareChanges(
+  rows: readonly DiffRow[],
+  diff: TraceDiff,
+  count: number,
+  total: DiffNumbers = diff.opTimeMs,
+): DiffRow[] {
   return [...rows]
     .sort(
       (x, y) =>
-        Math.abs(shares(y, diff).delta) - Math.abs(shares(x, diff).delta) ||
+        Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) ||
         (x.name < y.name ? -1 : x.name > y.name ? 1 : 0),
     )
     .slice(0, Math.max(0, count));
@@ -120,15 +144,18 @@ function inflatedDiffSection(
   rows: number,
   custom: Set<string>,
 ): string {
-  const top = topShareChanges(diff.ops, diff, rows);
+  const basis = hotspotBasis(diff);
+  const of = basis.wholeTrace ? 'device op time over the whole trace' : 'op time per step';
+  const top = topShareChanges(basis.rows, diff, rows, basis.total);
   const lines = [
-    `#### Hotspots (profiler-inflated trace: shares of op time per step, top ${top.length} of ${diff.ops.length} ops by |Δ share|)`,
-    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the op time per step.`,
+    `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |Δ share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`,
   ];
+  if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
   if (top.length > 0) {
     const header = ['op', 'program', 'category', 'share before', 'share after', 'Δ share', 'note'];
     const body = top.map((r) => {
-      const sh = shares(r, diff);
+      const sh = shares(r, diff, basis.total);
       return [
         codeCell(r.name),
         r.program === '' ? EM_DASH : codeCell(r.program),
@@ -141,12 +168,16 @@ function inflatedDiffSection(
     });
     lines.push(table(header, body, ['left', 'left', 'left', 'right', 'right', 'right', 'left']));
   }
-  if (top.length < diff.ops.length) {
-    lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  if (top.length < basis.rows.length) {
+    lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
   }
   for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
   return lines.join('\n\n');
 }
+
+/** Why a hotspot table compares the whole trace rather than steps. */
+const WHOLE_TRACE_REASON =
+  "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
 
 /**
  * `Trace times are profiler-inflated, so they are not compared: the traced step is 10× the measured
@@ -182,18 +213,20 @@ export function hotspotSection(profile: ProfileEvidence | undefined, rows: numbe
   const diff = profile.diff;
   if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
   if (diff) {
-    const top = topChanges(diff.ops, rows);
+    const basis = hotspotBasis(diff);
+    const top = topChanges(basis.rows, rows);
     const lines = [
-      `${title} (time per step, top ${top.length} of ${diff.ops.length} ops by |Δ|)`,
-      diffTotals(diff),
+      `${title} (${basis.wholeTrace ? 'whole trace' : 'time per step'}, top ${top.length} of ${basis.rows.length} ops by |Δ|)`,
+      ...(basis.wholeTrace ? [WHOLE_TRACE_REASON] : []),
+      diffTotals(diff, basis.wholeTrace),
     ];
     if (top.length > 0) {
       const header = ['op', 'program', 'category', 'before', 'after', 'Δ', 'Δ%', 'note'];
       const body = top.map((r) => diffTableRow(r, custom.has(r.name)));
       lines.push(table(header, body, ['left', 'left', 'left', 'right', 'right', 'right', 'right', 'left']));
     }
-    if (top.length < diff.ops.length) {
-      lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
+    if (top.length < basis.rows.length) {
+      lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
     }
     for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
     return lines.join('\n\n');
