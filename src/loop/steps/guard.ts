@@ -57,7 +57,7 @@ export const guardStep: Step = {
     // A person who asks for a measurement (a PR, `hillclimb measure`) asks for it again on purpose.
     const earlier =
       change && !candidate.from
-        ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change)
+        ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, ev)
         : undefined;
     if (earlier) return { status: 'verdict', verdict: 'invalid', reasons: [repeatReason(earlier)] };
     const warnings = scan.findings.filter((f) => f.severity !== 'block').length;
@@ -67,10 +67,20 @@ export const guardStep: Step = {
 
 /**
  * The last earlier iteration that made this change. An `error` row said nothing about the change (the
- * infrastructure failed), so it does not count.
+ * infrastructure failed), so it does not count; nor does this iteration's own row (a later job — the
+ * publish job re-guards what it pushes — or a resumed run reads the history with it already there).
  */
-export function sameChangeEarlier(rows: readonly HistoryRow[], change: string): HistoryRow | undefined {
-  return rows.findLast((r) => r.change === change && r.verdict !== 'error');
+export function sameChangeEarlier(
+  rows: readonly HistoryRow[],
+  change: string,
+  self: { runId: string; iteration: number },
+): HistoryRow | undefined {
+  return rows.findLast(
+    (r) =>
+      r.change === change &&
+      r.verdict !== 'error' &&
+      !(r.runId === self.runId && r.iteration === self.iteration),
+  );
 }
 
 function repeatReason(row: HistoryRow): string {
