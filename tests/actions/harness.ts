@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../helpers/paths.js';
 
-export const ACTIONS = ['iterate', 'kernel-test', 'profile', 'trace-diff', 'report', 'tpu'] as const;
+export const ACTIONS = ['setup', 'iterate', 'kernel-test', 'profile', 'trace-diff', 'report', 'tpu'] as const;
 export type ActionName = (typeof ACTIONS)[number];
 
 export interface ActionMetadata {

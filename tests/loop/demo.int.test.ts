@@ -126,5 +126,5 @@ describe('hillclimb demo', () => {
     } finally {
       t.cleanup();
     }
-  }, 900_000);
+  }, 1_800_000);
 });
