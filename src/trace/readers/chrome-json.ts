@@ -47,6 +47,11 @@ import {
 export const TSL_EVENT_CAP = 5_000_000;
 /** Read size for the file and the gunzip output. */
 const CHUNK_BYTES = 1024 * 1024;
+/**
+ * The element a chunk boundary cut is finished in a text of the carried bytes and this much of the next
+ * chunk (events are far shorter), so the chunk itself is never copied into a joined buffer.
+ */
+const BOUNDARY_BYTES = 4 * 1024;
 /** A `ts` (µs) at or above this is an epoch time; times are then taken relative to the first event. */
 const EPOCH_US_THRESHOLD = 1e9;
 /** Interned strings kept per read; beyond this, strings are copied instead. */
@@ -206,6 +211,19 @@ interface DeviceEntry {
   offered: boolean;
 }
 
+/** Where an arg key occurs next in the current text (positions, or -1 for none after `…From`). */
+interface ArgProbe {
+  /** `"key":"` as the file spells it. */
+  readonly withValue: string;
+  /** `"key"`. */
+  readonly bare: string;
+  generation: number;
+  withValueFrom: number;
+  withValueAt: number;
+  bareFrom: number;
+  bareAt: number;
+}
+
 type MutableDevice = { -readonly [K in keyof TraceDevice]: TraceDevice[K] } & { labels: string };
 type MutableLane = { -readonly [K in keyof TraceLane]: TraceLane[K] } & { named: boolean };
 
@@ -213,6 +231,11 @@ type MutableLane = { -readonly [K in keyof TraceLane]: TraceLane[K] } & { named:
 const STR = 0;
 const STR_ESCAPED = 1;
 const RAW = 2;
+
+// Results of `fastArg`.
+const FOUND = 0;
+const ABSENT = 1;
+const PARSE = 2;
 
 /** How tsl starts every complete event. */
 const TSL_EVENT_HEAD = '{"ph":"X","pid":';
@@ -315,8 +338,10 @@ class ChromeJsonScanner {
   private argsStart = -1;
   private argsEnd = -1;
   private argsParsed = false;
-  /** The current event's args text, sliced on first use by `fastArg`. */
-  private argsText: string | undefined;
+  /** Per arg key, where its next occurrence in the current text is (see `fastArg`). */
+  private readonly probes = new Map<string, ArgProbe>();
+  /** Bumped with every new text, so probes of the previous text are not trusted. */
+  private textGeneration = 0;
   private readonly argKeyStart: number[] = [];
   private readonly argKeyEnd: number[] = [];
   private readonly argValStart: number[] = [];
@@ -348,30 +373,48 @@ class ChromeJsonScanner {
   }
 
   /**
-   * Scan the next chunk. The unscanned tail of the previous chunk is kept as bytes and prepended, so each
-   * scan runs over one fresh flat string (V8 reads those fastest).
+   * Scan the next chunk. The unscanned tail of the previous chunk (the element the chunk boundary cut)
+   * is kept as bytes and finished in a small text of itself and the chunk's head; the rest of the chunk
+   * is then scanned as one fresh flat string (V8 reads those fastest) without copying it into a joined
+   * buffer first.
    */
   feed(chunk: Buffer): void {
     if (chunk.length === 0) return;
     this.bytes += chunk.length;
-    const buf = this.carry === undefined ? chunk : Buffer.concat([this.carry, chunk]);
+    let buf = chunk;
+    const carry = this.carry;
     this.carry = undefined;
-    this.scanBytes(buf, false);
+    if (carry !== undefined) {
+      if (carry.length < BOUNDARY_BYTES && chunk.length > BOUNDARY_BYTES) {
+        const head = Buffer.concat([carry, chunk.subarray(0, BOUNDARY_BYTES)]);
+        const used = this.scanBytes(head, false);
+        buf =
+          used >= carry.length
+            ? chunk.subarray(used - carry.length)
+            : Buffer.concat([carry.subarray(used), chunk]); // an element longer than the head
+      } else buf = Buffer.concat([carry, chunk]);
+    }
+    const used = this.scanBytes(buf, false);
+    if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
   }
 
   /** Scan whatever is left (an incomplete multi-byte character becomes U+FFFD). */
   feedEnd(): void {
     const rest = this.carry;
     this.carry = undefined;
-    if (rest !== undefined) this.scanBytes(rest, true);
+    if (rest === undefined) return;
+    const used = this.scanBytes(rest, true);
+    if (used < rest.length) this.carry = Buffer.from(rest.subarray(used));
   }
 
-  private scanBytes(buf: Buffer, last: boolean): void {
+  /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
+  private scanBytes(buf: Buffer, last: boolean): number {
     const ascii = isAscii(buf);
     const end = ascii || last ? buf.length : completeUtf8End(buf);
     const text = ascii ? buf.toString('latin1') : this.decoder.decode(buf.subarray(0, end));
     this.text = text;
     this.textAscii = ascii;
+    this.textGeneration++;
     this.strings.reset(text);
     let p: number;
     try {
@@ -382,7 +425,7 @@ class ChromeJsonScanner {
     }
     const used = ascii ? p : Buffer.byteLength(text.slice(0, p), 'utf8');
     this.consumedBytes += used;
-    if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
+    return used;
   }
 
   /** Where to restart after NEED_MORE: the start of the element being parsed. */
@@ -451,6 +494,7 @@ class ChromeJsonScanner {
     if (!this.sawEvents && keyEnd - p - 1 === 15 && text.startsWith('displayTimeUnit', p + 1)) {
       this.tslShape = true;
       this.keyValueSeparator = text.startsWith('": "', keyEnd) ? '": "' : '":"';
+      this.probes.clear();
     }
     p = skipSpace(text, keyEnd + 1);
     if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
@@ -495,7 +539,6 @@ class ChromeJsonScanner {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    this.argsText = undefined;
     if (this.tslShape && text.startsWith(TSL_EVENT_HEAD, p)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
@@ -920,36 +963,77 @@ class ChromeJsonScanner {
   /**
    * A string-valued arg of a tsl-shaped file found without parsing the args: `"key":"` cannot occur
    * inside a JSON string (its quotes would be escaped), so the first match inside the args is the key.
-   * Returns null when this shortcut does not apply.
+   * Returns FOUND (the value is text[fastStart, fastEnd)), ABSENT, or PARSE when this shortcut does not
+   * apply.
+   *
+   * Each key remembers where its next occurrence in the chunk is, so a key asked of every event costs
+   * one search over the chunk in all, present or absent, and nothing is sliced or allocated per event.
    */
-  private fastArg(key: string): { start: number; end: number } | undefined | null {
-    if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return null;
-    // Search only the args (a slice shares the chunk's storage): an absent key must not scan the chunk.
-    this.argsText ??= this.text.slice(this.argsStart, this.argsEnd);
-    const args = this.argsText;
-    const at = args.indexOf(`"${key}${this.keyValueSeparator}`);
-    if (at < 0) {
-      // Absent, unless spelled another way (other spacing, a non-string value): then parse.
-      return args.includes(`"${key}"`) ? null : undefined;
+  private fastArg(key: string): number {
+    if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return PARSE;
+    let probe = this.probes.get(key);
+    if (probe === undefined) {
+      probe = {
+        withValue: `"${key}${this.keyValueSeparator}`,
+        bare: `"${key}"`,
+        generation: -1,
+        withValueFrom: 0,
+        withValueAt: -1,
+        bareFrom: 0,
+        bareAt: -1,
+      };
+      this.probes.set(key, probe);
     }
-    const start = at + key.length + 1 + this.keyValueSeparator.length;
-    const end = args.indexOf('"', start);
-    if (end < 0 || args.charCodeAt(end - 1) === 92) return null; // escapes: parse
-    return { start: this.argsStart + start, end: this.argsStart + end };
+    const text = this.text;
+    const a = this.argsStart;
+    const b = this.argsEnd;
+    if (probe.generation !== this.textGeneration) {
+      probe.generation = this.textGeneration;
+      probe.withValueFrom = Number.MAX_SAFE_INTEGER;
+      probe.bareFrom = Number.MAX_SAFE_INTEGER;
+    }
+    // The next occurrence at or after the args' start: known when the last search began at or before
+    // it and found nothing before it.
+    if (probe.withValueFrom > a || (probe.withValueAt >= 0 && probe.withValueAt < a)) {
+      probe.withValueFrom = a;
+      probe.withValueAt = text.indexOf(probe.withValue, a);
+    }
+    const at = probe.withValueAt;
+    if (at < 0 || at + probe.withValue.length > b) {
+      // Absent, unless spelled another way (other spacing, a non-string value): then parse.
+      if (probe.bareFrom > a || (probe.bareAt >= 0 && probe.bareAt < a)) {
+        probe.bareFrom = a;
+        probe.bareAt = text.indexOf(probe.bare, a);
+      }
+      const bare = probe.bareAt;
+      return bare >= 0 && bare + probe.bare.length <= b ? PARSE : ABSENT;
+    }
+    const start = at + probe.withValue.length;
+    const end = text.indexOf('"', start);
+    if (end < 0 || end >= b || text.charCodeAt(end - 1) === 92) return PARSE; // escapes: parse
+    this.fastStart = start;
+    this.fastEnd = end;
+    return FOUND;
   }
+
+  /** The value found by the last `fastArg` that returned FOUND. */
+  private fastStart = 0;
+  private fastEnd = 0;
 
   argNumber(key: string): number | undefined {
     const fast = this.fastArg(key);
-    if (fast === undefined) return undefined;
-    if (fast !== null) {
+    if (fast === ABSENT) return undefined;
+    if (fast === FOUND) {
       const text = this.text;
+      const start = this.fastStart;
+      const end = this.fastEnd;
       let v = 0;
-      for (let p = fast.start; p < fast.end; p++) {
+      for (let p = start; p < end; p++) {
         const c = text.charCodeAt(p) - 48;
-        if (c < 0 || c > 9) return numberOrUndefined(text.slice(fast.start, fast.end));
+        if (c < 0 || c > 9) return numberOrUndefined(text.slice(start, end));
         v = v * 10 + c;
       }
-      return fast.end > fast.start ? v : undefined;
+      return end > start ? v : undefined;
     }
     const s = this.argString(key);
     return s === undefined ? undefined : numberOrUndefined(s);
@@ -957,8 +1041,8 @@ class ChromeJsonScanner {
 
   argString(key: string): string | undefined {
     const fast = this.fastArg(key);
-    if (fast === undefined) return undefined;
-    if (fast !== null) return this.decode(fast.start, fast.end, STR);
+    if (fast === ABSENT) return undefined;
+    if (fast === FOUND) return this.decode(this.fastStart, this.fastEnd, STR);
     this.ensureArgs();
     const text = this.text;
     const klen = key.length;

@@ -21,6 +21,8 @@ export class JsonSyntaxError extends Error {
 
 const QUOTE = 34;
 const BACKSLASH = 92;
+/** Strings up to this long are checked for escapes char by char rather than with a backslash search. */
+const SHORT_STRING = 48;
 
 /** Describe the character at `p` for an error message. */
 export function charAt(text: string, p: number): string {
@@ -60,6 +62,17 @@ export class StringScanner {
     if (q < 0) throw NEED_MORE;
     let nb = this.nextBackslash;
     if ((nb !== -1 && nb < s) || s < this.searchedFrom) {
+      // A short string (an event or op name) is checked in place: in traces whose args hold escapes
+      // (`source_stack`'s `\n`) the next backslash is usually far ahead, and searching for it would
+      // cost more than the string itself.
+      if (q - s <= SHORT_STRING) {
+        let k = s;
+        while (k < q && text.charCodeAt(k) !== BACKSLASH) k++;
+        if (k === q) {
+          this.escaped = false;
+          return q;
+        }
+      }
       nb = text.indexOf('\\', s);
       this.nextBackslash = nb;
       this.searchedFrom = s;

@@ -172,6 +172,56 @@ describe('Chrome trace JSON scanner', () => {
     ]);
   });
 
+  it('finds args without parsing them, exactly as parsing does, whatever the chunking', async () => {
+    // Many tsl-shaped events over several chunks: keys present in some events only, escapes, one event
+    // longer than the text a chunk boundary is finished in, and `"name":"` outside every args object.
+    const events: string[] = [];
+    for (let k = 0; k < 3000; k++) {
+      const args: string[] = [];
+      if (k % 3 !== 0) args.push(`"device_duration_ps":"${1000 + k}"`);
+      if (k % 7 === 0) args.push(`"hlo_op":"fusion.${k}"`);
+      args.push(`"long_name":"%fusion.${k} = f32[${k}]{0} fusion(${k === 1500 ? 'x'.repeat(70_000) : ''})"`);
+      if (k % 5 === 0) args.push(`"name":"inner \\"quoted\\" ${k}"`);
+      args.push(`"source_stack":"a.py:${k}\\nb.py:2\\n"`);
+      events.push(
+        `{"ph":"X","pid":3,"tid":3,"ts":${k}.5,"dur":0.25,"name":"op.${k}","args":{${args.join(',')}}}`,
+      );
+    }
+    const text = `{"displayTimeUnit":"ns","traceEvents":[${events.join(',')},{}]}`;
+    const keys = ['device_duration_ps', 'hlo_op', 'name', 'long_name', 'absent'];
+    const read = async (chunk: number) => {
+      const seen: unknown[] = [];
+      await scanChromeJson(chunksOf(text, chunk), 'test.json', {
+        wantLane: () => true,
+        onEvent(_lane, ev) {
+          const fast = keys.map((key) => [ev.arg(key), ev.argNumber(key)]);
+          const parsed = ev.args();
+          const slow = keys.map((key) => {
+            const v = parsed[key];
+            return [
+              v,
+              v === undefined || v.trim() === '' || !Number.isFinite(Number(v)) ? undefined : Number(v),
+            ];
+          });
+          expect(fast).toEqual(slow);
+          seen.push(fast);
+        },
+      });
+      return seen;
+    };
+    const whole = await read(text.length);
+    expect(whole).toHaveLength(3000);
+    expect(whole[1]).toEqual([
+      ['1001', 1001],
+      [undefined, undefined],
+      [undefined, undefined],
+      ['%fusion.1 = f32[1]{0} fusion()', undefined],
+      [undefined, undefined],
+    ]);
+    expect((whole[5] as unknown[][])[2]).toEqual(['inner "quoted" 5', undefined]);
+    for (const size of [65_537, 100_000, 1 << 20]) expect(await read(size)).toEqual(whole);
+  });
+
   it('counts events of declined lanes without delivering them, and skips their args', async () => {
     const { events, stats } = await scan(TSL_EXAMPLE, { want: (l) => l.name !== 'XLA Ops' });
     expect(events.map((e) => e.name)).toEqual(['train']);
