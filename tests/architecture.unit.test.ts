@@ -16,6 +16,7 @@ const RANK: Record<string, number> = {
   workspace: 4,
   store: 4,
   evidence: 5,
+  search: 5,
   forge: 6,
   compute: 6,
   agent: 6,

@@ -5,8 +5,7 @@
  * at the same accelerator budget. Every verdict is the paired rule of src/stats, through
  * ./selection.ts; only the measurements are synthetic.
  */
-import { type ComparePolicy, type Comparison, createRng } from '../stats/index.js';
-import type { Rng } from '../stats/random.js';
+import { type ComparePolicy, type Comparison, createRng, type Rng } from '../stats/index.js';
 import {
   biasedJudgeReusingScreen,
   judgeWinner,

@@ -32,7 +32,7 @@ export {
   pairedNoiseCv,
   robustNoiseCv,
 } from './noise.js';
-export { createRng } from './random.js';
+export { createRng, type Rng } from './random.js';
 export {
   DEFAULT_SEQUENTIAL_POLICY,
   decideNext,
