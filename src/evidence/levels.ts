@@ -108,6 +108,19 @@ export interface KernelShare {
   detail: string;
 }
 
+/**
+ * The one peak every MFU of a comparison is against: the median of the runs' peaks (both arms). A
+ * measured peak is re-measured in every verifier session and moves with the machine's load; MFUs taken
+ * against different sessions' peaks can move against the time. Against one peak they cannot.
+ */
+export interface PooledPeak {
+  flopsPerS: number;
+  /** The runs' own peaks, lowest and highest, and how many runs had one. */
+  min: number;
+  max: number;
+  n: number;
+}
+
 export interface LevelsEvidence {
   kernel: { time: LevelChange; mfu: LevelChange };
   /** Absent when the runs timed no model step. */
@@ -119,6 +132,8 @@ export interface LevelsEvidence {
     mfu: LevelChange;
   };
   peak?: PeakInfo;
+  /** The peak both arms' MFUs are rescaled to (absent when no run recorded one). */
+  pooledPeak?: PooledPeak;
   /** The share from the measurement (the profile step may replace it with the trace's). */
   share?: KernelShare;
   /** Confidence, resamples and seed of every interval here. */
@@ -199,10 +214,16 @@ export function summarizeLevels(
   },
   opts: { confidence: number; resamples: number; seed: number },
 ): LevelsEvidence {
+  const pooled = pooledPeak(runs);
   const values = (arm: 'A' | 'B', key: LevelKey): number[] =>
     runs.flatMap((r) => {
       const v = r.arm === arm ? r.levels?.[key] : null;
-      return typeof v === 'number' ? [v] : [];
+      if (typeof v !== 'number') return [];
+      // An MFU against its run's own peak, rescaled to the comparison's one peak.
+      const own = r.levels?.peakFlopsPerS;
+      return MFU_KEYS.has(key) && pooled && typeof own === 'number' && own > 0
+        ? [(v * own) / pooled.flopsPerS]
+        : [v];
     });
   const change = (key: LevelKey, offset: number): LevelChange => {
     const c = levelChange(values('A', key), values('B', key), LEVEL_METRICS[key].direction, {
@@ -222,6 +243,7 @@ export function summarizeLevels(
     seed: opts.seed,
   };
   if (info.peak) levels.peak = info.peak;
+  if (pooled) levels.pooledPeak = pooled;
   const m = info.model;
   if (m && (values('A', 'stepMs').length > 0 || values('B', 'stepMs').length > 0)) {
     levels.model = {
@@ -234,6 +256,20 @@ export function summarizeLevels(
     if (m.layerMatchesKernel) levels.share = measuredShare(levels, m.gdnLayers);
   }
   return levels;
+}
+
+const MFU_KEYS: ReadonlySet<LevelKey> = new Set(['kernelMfu', 'modelMfu']);
+
+/** The median of the runs' peaks, with their range; undefined when no run recorded a peak. */
+export function pooledPeak(
+  runs: ReadonlyArray<{ levels?: Pick<RunLevels, 'peakFlopsPerS'> }>,
+): PooledPeak | undefined {
+  const peaks = runs.flatMap((r) => {
+    const p = r.levels?.peakFlopsPerS;
+    return typeof p === 'number' && p > 0 ? [p] : [];
+  });
+  if (peaks.length === 0) return undefined;
+  return { flopsPerS: median(peaks), min: Math.min(...peaks), max: Math.max(...peaks), n: peaks.length };
 }
 
 /** The share estimated from the medians: GDN layers × kernel fwd+bwd / train step. */

@@ -50,6 +50,17 @@ export function mfuLabel(peak: PeakInfo | undefined): string {
   return vs ? `MFU ${vs}` : 'MFU';
 }
 
+/**
+ * Both arms' MFUs are against one peak, the median of the runs' own (a measured peak moves with the
+ * load): say which, and how far the runs' own spread, when they differ.
+ */
+export function pooledPeakNote(levels: LevelsEvidence): string | undefined {
+  const p = levels.pooledPeak;
+  if (!p || p.max <= p.min) return undefined;
+  const g = (x: number) => `${(x / 1e9).toFixed(1)} GFLOP/s`;
+  return `both arms' MFUs are against one peak, ${g(p.flopsPerS)} (the median of ${p.n} runs' own, which ranged ${g(p.min)}–${g(p.max)})`;
+}
+
 /** What a measured peak is, for a footnote: `the best of 512^3 fp32 matmuls timed in each run`. */
 export function peakNote(peak: PeakInfo | undefined): string | undefined {
   if (peak?.source !== 'measured') return undefined;
@@ -169,7 +180,8 @@ export function levelsTable(evidence: IterationEvidence): string | undefined {
   const header = ['level', '', 'champion (A)', 'candidate (B)', `change [${confidence}]`];
   const lines = [table(header, rows, ['left', 'left', 'right', 'right', 'right'])];
   const note = peakNote(levels.peak);
-  if (note) lines.push(`_${note}._`);
+  const pooled = pooledPeakNote(levels);
+  if (note || pooled) lines.push(`_${[note, pooled].filter(Boolean).join('; ')}._`);
   const amdahl = amdahlSection(evidence);
   if (amdahl) lines.push(amdahl);
   return lines.join('\n\n');

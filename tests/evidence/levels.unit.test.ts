@@ -172,6 +172,36 @@ describe('summarizeLevels', () => {
     expect(levels.share).toBeUndefined();
   });
 
+  // Issue 23.2: the demo printed "model MFU 8.21% → 7.07%" beside a step 7.8% faster — each session
+  // re-measures the matmul peak, and B's rounds met a higher one. Against one pooled peak, MFU moves
+  // exactly against the time.
+  it('puts both arms on one peak, so MFU moves against the time whatever each session measured', () => {
+    const runs = runsOf({ a: 1.9, b: 1.7 }).map((r, i) => {
+      // The candidate's sessions measured a peak 40% higher (a quieter machine): its MFUs read lower.
+      const own = (r.arm === 'B' ? 3.5e11 : 2.5e11) * (1 + 0.001 * i);
+      const scale = 2.5e11 / own;
+      return {
+        ...r,
+        levels: {
+          ...r.levels,
+          kernelMfu: r.levels.kernelMfu! * scale,
+          modelMfu: r.levels.modelMfu! * scale,
+          peakFlopsPerS: own,
+        },
+      };
+    });
+    const levels = summarizeLevels(runs, { peak, model }, OPTS);
+    expect(levels.kernel.time.ratio!).toBeGreaterThan(1);
+    expect(levels.model!.time.ratio!).toBeGreaterThan(1);
+    // Faster, and higher MFU at both levels: the ratios agree to rounding.
+    expect(levels.kernel.mfu.b!).toBeGreaterThan(levels.kernel.mfu.a!);
+    expect(levels.model!.mfu.b!).toBeGreaterThan(levels.model!.mfu.a!);
+    expect(levels.kernel.mfu.ratio!).toBeCloseTo(levels.kernel.time.ratio!, 2);
+    expect(levels.model!.mfu.ratio!).toBeCloseTo(levels.model!.time.ratio!, 2);
+    expect(levels.pooledPeak).toMatchObject({ n: 12, min: 2.5e11 });
+    expect(levels.pooledPeak!.max).toBeCloseTo(3.5e11 * 1.011, -8);
+  });
+
   it("gives the verdict metric's level the verdict's own interval", () => {
     const comparison = { ratio: 1.3571, ci: { lo: 1.3, hi: 1.41 } } as Comparison;
     const levels = summarizeLevels(

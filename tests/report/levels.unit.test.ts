@@ -6,7 +6,7 @@ import type { HistoryRow } from '../../src/evidence/history-row.js';
 import { summarizeLevels } from '../../src/evidence/levels.js';
 import { renderComment } from '../../src/report/comment.js';
 import { headline, mfuText } from '../../src/report/facts.js';
-import { amdahlText, levelsTable } from '../../src/report/levels.js';
+import { amdahlText, levelsTable, pooledPeakNote } from '../../src/report/levels.js';
 import { harnessLines, renderLogEntry } from '../../src/report/log-entry.js';
 import { lintLog } from '../../src/report/log-lint.js';
 import { renderPullRequest } from '../../src/report/pr.js';
@@ -248,5 +248,26 @@ describe('the baseline chart: main over time', () => {
     expect(chart!.labels).toEqual(['11-12', '11-12 #2', '11-12 #3']);
     expect(section).toContain('title "main: fwd+bwd time (ms), lower is better"');
     expect(baselineSection([])).toBeUndefined();
+  });
+});
+
+describe('the pooled peak note', () => {
+  const base = { kernel: {}, confidence: 0.95, resamples: 1, seed: 1 } as unknown as Parameters<
+    typeof pooledPeakNote
+  >[0];
+  it("names the one peak both arms' MFUs are against and the runs' own spread", () => {
+    const note = pooledPeakNote({
+      ...base,
+      pooledPeak: { flopsPerS: 2.5e11, min: 2.1e11, max: 3.4e11, n: 12 },
+    });
+    expect(note).toBe(
+      "both arms' MFUs are against one peak, 250.0 GFLOP/s (the median of 12 runs' own, which ranged 210.0 GFLOP/s–340.0 GFLOP/s)",
+    );
+  });
+  it('says nothing when every run had the same peak (a table peak)', () => {
+    expect(
+      pooledPeakNote({ ...base, pooledPeak: { flopsPerS: 9e14, min: 9e14, max: 9e14, n: 10 } }),
+    ).toBeUndefined();
+    expect(pooledPeakNote(base)).toBeUndefined();
   });
 });
