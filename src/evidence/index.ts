@@ -14,6 +14,7 @@ export {
   kernelShare,
   LEVEL_METRICS,
   peakInfo,
+  pooledPeak,
   runLevels,
   summarizeLevels,
 } from './levels.js';

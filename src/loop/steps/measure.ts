@@ -20,6 +20,7 @@ import {
   metricValue,
   type PeakInfo,
   peakInfo,
+  pooledPeak,
   readMetricsFile,
   runLevels,
   summarizeLevels,
@@ -137,7 +138,17 @@ async function measure(env: StepEnv): Promise<StepResult> {
     n = next;
   }
 
-  const mfus = (arm: ArmName) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu);
+  // Against the comparison's one peak (levels.ts pooledPeak), as the levels' MFUs are.
+  const pooled = pooledPeak(m.runs);
+  const mfus = (arm: ArmName) =>
+    m.runs
+      .filter((r) => r.arm === arm)
+      .map((r) => {
+        const own = r.levels?.peakFlopsPerS;
+        return r.mfu !== null && pooled && typeof own === 'number' && own > 0
+          ? (r.mfu * own) / pooled.flopsPerS
+          : r.mfu;
+      });
   const medianOrNull = (xs: Array<number | null>) =>
     xs.length > 0 && xs.every((x) => x !== null) ? median(xs as number[]) : null;
   m.mfu = { a: medianOrNull(mfus('A')), b: medianOrNull(mfus('B')) };
