@@ -17004,7 +17004,7 @@ var require_util7 = __commonJS({
     var { kReadyState, kController, kResponse, kBinaryType, kWebSocketURL } = require_symbols5();
     var { states, opcodes } = require_constants5();
     var { ErrorEvent, createFastMessageEvent } = require_events();
-    var { isUtf8 } = __require("node:buffer");
+    var { isUtf8: isUtf82 } = __require("node:buffer");
     var { collectASequenceOfCodePointsFast, removeHTTPWhitespace } = require_data_url();
     function isConnecting(ws) {
       return ws[kReadyState] === states.CONNECTING;
@@ -17144,7 +17144,7 @@ var require_util7 = __commonJS({
     var hasIntl = typeof process.versions.icu === "string";
     var fatalDecoder = hasIntl ? new TextDecoder("utf-8", { fatal: true }) : void 0;
     var utf8Decode = hasIntl ? fatalDecoder.decode.bind(fatalDecoder) : function(buffer) {
-      if (isUtf8(buffer)) {
+      if (isUtf82(buffer)) {
         return buffer.toString("utf-8");
       }
       throw new TypeError("Invalid utf-8 received.");
@@ -20967,52 +20967,52 @@ var require_util9 = __commonJS({
       return hash3;
     }
     exports2.toHash = toHash;
-    function alwaysValidSchema(it, schema) {
-      if (typeof schema == "boolean")
-        return schema;
-      if (Object.keys(schema).length === 0)
+    function alwaysValidSchema(it, schema2) {
+      if (typeof schema2 == "boolean")
+        return schema2;
+      if (Object.keys(schema2).length === 0)
         return true;
-      checkUnknownRules(it, schema);
-      return !schemaHasRules(schema, it.self.RULES.all);
+      checkUnknownRules(it, schema2);
+      return !schemaHasRules(schema2, it.self.RULES.all);
     }
     exports2.alwaysValidSchema = alwaysValidSchema;
-    function checkUnknownRules(it, schema = it.schema) {
+    function checkUnknownRules(it, schema2 = it.schema) {
       const { opts, self: self2 } = it;
       if (!opts.strictSchema)
         return;
-      if (typeof schema === "boolean")
+      if (typeof schema2 === "boolean")
         return;
       const rules = self2.RULES.keywords;
-      for (const key in schema) {
+      for (const key in schema2) {
         if (!rules[key])
           checkStrictMode(it, `unknown keyword: "${key}"`);
       }
     }
     exports2.checkUnknownRules = checkUnknownRules;
-    function schemaHasRules(schema, rules) {
-      if (typeof schema == "boolean")
-        return !schema;
-      for (const key in schema)
+    function schemaHasRules(schema2, rules) {
+      if (typeof schema2 == "boolean")
+        return !schema2;
+      for (const key in schema2)
         if (rules[key])
           return true;
       return false;
     }
     exports2.schemaHasRules = schemaHasRules;
-    function schemaHasRulesButRef(schema, RULES) {
-      if (typeof schema == "boolean")
-        return !schema;
-      for (const key in schema)
+    function schemaHasRulesButRef(schema2, RULES) {
+      if (typeof schema2 == "boolean")
+        return !schema2;
+      for (const key in schema2)
         if (key !== "$ref" && RULES.all[key])
           return true;
       return false;
     }
     exports2.schemaHasRulesButRef = schemaHasRulesButRef;
-    function schemaRefOrVal({ topSchemaRef, schemaPath }, schema, keyword, $data) {
+    function schemaRefOrVal({ topSchemaRef, schemaPath }, schema2, keyword, $data) {
       if (!$data) {
-        if (typeof schema == "number" || typeof schema == "boolean")
-          return schema;
-        if (typeof schema == "string")
-          return (0, codegen_1._)`${schema}`;
+        if (typeof schema2 == "number" || typeof schema2 == "boolean")
+          return schema2;
+        if (typeof schema2 == "string")
+          return (0, codegen_1._)`${schema2}`;
       }
       return (0, codegen_1._)`${topSchemaRef}${schemaPath}${(0, codegen_1.getProperty)(keyword)}`;
     }
@@ -21293,10 +21293,10 @@ var require_boolSchema = __commonJS({
       message: "boolean schema is false"
     };
     function topBoolOrEmptySchema(it) {
-      const { gen, schema, validateName } = it;
-      if (schema === false) {
+      const { gen, schema: schema2, validateName } = it;
+      if (schema2 === false) {
         falseSchemaError(it, false);
-      } else if (typeof schema == "object" && schema.$async === true) {
+      } else if (typeof schema2 == "object" && schema2.$async === true) {
         gen.return(names_1.default.data);
       } else {
         gen.assign((0, codegen_1._)`${validateName}.errors`, null);
@@ -21305,8 +21305,8 @@ var require_boolSchema = __commonJS({
     }
     exports2.topBoolOrEmptySchema = topBoolOrEmptySchema;
     function boolOrEmptySchema(it, valid) {
-      const { gen, schema } = it;
-      if (schema === false) {
+      const { gen, schema: schema2 } = it;
+      if (schema2 === false) {
         gen.var(valid, false);
         falseSchemaError(it);
       } else {
@@ -21368,18 +21368,18 @@ var require_applicability = __commonJS({
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.shouldUseRule = exports2.shouldUseGroup = exports2.schemaHasRulesForType = void 0;
-    function schemaHasRulesForType({ schema, self: self2 }, type) {
+    function schemaHasRulesForType({ schema: schema2, self: self2 }, type) {
       const group = self2.RULES.types[type];
-      return group && group !== true && shouldUseGroup(schema, group);
+      return group && group !== true && shouldUseGroup(schema2, group);
     }
     exports2.schemaHasRulesForType = schemaHasRulesForType;
-    function shouldUseGroup(schema, group) {
-      return group.rules.some((rule) => shouldUseRule(schema, rule));
+    function shouldUseGroup(schema2, group) {
+      return group.rules.some((rule) => shouldUseRule(schema2, rule));
     }
     exports2.shouldUseGroup = shouldUseGroup;
-    function shouldUseRule(schema, rule) {
+    function shouldUseRule(schema2, rule) {
       var _a;
-      return schema[rule.keyword] !== void 0 || ((_a = rule.definition.implements) === null || _a === void 0 ? void 0 : _a.some((kwd) => schema[kwd] !== void 0));
+      return schema2[rule.keyword] !== void 0 || ((_a = rule.definition.implements) === null || _a === void 0 ? void 0 : _a.some((kwd) => schema2[kwd] !== void 0));
     }
     exports2.shouldUseRule = shouldUseRule;
   }
@@ -21401,17 +21401,17 @@ var require_dataType = __commonJS({
       DataType2[DataType2["Correct"] = 0] = "Correct";
       DataType2[DataType2["Wrong"] = 1] = "Wrong";
     })(DataType || (exports2.DataType = DataType = {}));
-    function getSchemaTypes(schema) {
-      const types = getJSONTypes(schema.type);
+    function getSchemaTypes(schema2) {
+      const types = getJSONTypes(schema2.type);
       const hasNull = types.includes("null");
       if (hasNull) {
-        if (schema.nullable === false)
+        if (schema2.nullable === false)
           throw new Error("type: null contradicts nullable: false");
       } else {
-        if (!types.length && schema.nullable !== void 0) {
+        if (!types.length && schema2.nullable !== void 0) {
           throw new Error('"nullable" cannot be used without "type"');
         }
-        if (schema.nullable === true)
+        if (schema2.nullable === true)
           types.push("null");
       }
       return types;
@@ -21543,8 +21543,8 @@ var require_dataType = __commonJS({
     }
     exports2.checkDataTypes = checkDataTypes;
     var typeError = {
-      message: ({ schema }) => `must be ${schema}`,
-      params: ({ schema, schemaValue }) => typeof schema == "string" ? (0, codegen_1._)`{type: ${schema}}` : (0, codegen_1._)`{type: ${schemaValue}}`
+      message: ({ schema: schema2 }) => `must be ${schema2}`,
+      params: ({ schema: schema2, schemaValue }) => typeof schema2 == "string" ? (0, codegen_1._)`{type: ${schema2}}` : (0, codegen_1._)`{type: ${schemaValue}}`
     };
     function reportTypeError(it) {
       const cxt = getTypeErrorContext(it);
@@ -21552,16 +21552,16 @@ var require_dataType = __commonJS({
     }
     exports2.reportTypeError = reportTypeError;
     function getTypeErrorContext(it) {
-      const { gen, data, schema } = it;
-      const schemaCode = (0, util_1.schemaRefOrVal)(it, schema, "type");
+      const { gen, data, schema: schema2 } = it;
+      const schemaCode = (0, util_1.schemaRefOrVal)(it, schema2, "type");
       return {
         gen,
         keyword: "type",
         data,
-        schema: schema.type,
+        schema: schema2.type,
         schemaCode,
         schemaValue: schemaCode,
-        parentSchema: schema,
+        parentSchema: schema2,
         params: {},
         it
       };
@@ -21714,15 +21714,15 @@ var require_code2 = __commonJS({
     }
     exports2.validateArray = validateArray;
     function validateUnion(cxt) {
-      const { gen, schema, keyword, it } = cxt;
-      if (!Array.isArray(schema))
+      const { gen, schema: schema2, keyword, it } = cxt;
+      if (!Array.isArray(schema2))
         throw new Error("ajv implementation error");
-      const alwaysValid = schema.some((sch) => (0, util_1.alwaysValidSchema)(it, sch));
+      const alwaysValid = schema2.some((sch) => (0, util_1.alwaysValidSchema)(it, sch));
       if (alwaysValid && !it.opts.unevaluated)
         return;
       const valid = gen.let("valid", false);
       const schValid = gen.name("_valid");
-      gen.block(() => schema.forEach((_sch, i2) => {
+      gen.block(() => schema2.forEach((_sch, i2) => {
         const schCxt = cxt.subschema({
           keyword,
           schemaProp: i2,
@@ -21750,8 +21750,8 @@ var require_keyword = __commonJS({
     var code_1 = require_code2();
     var errors_1 = require_errors2();
     function macroKeywordCode(cxt, def) {
-      const { gen, keyword, schema, parentSchema, it } = cxt;
-      const macroSchema = def.macro.call(it.self, schema, parentSchema, it);
+      const { gen, keyword, schema: schema2, parentSchema, it } = cxt;
+      const macroSchema = def.macro.call(it.self, schema2, parentSchema, it);
       const schemaRef = useKeyword(gen, keyword, macroSchema);
       if (it.opts.validateSchema !== false)
         it.self.validateSchema(macroSchema, true);
@@ -21768,9 +21768,9 @@ var require_keyword = __commonJS({
     exports2.macroKeywordCode = macroKeywordCode;
     function funcKeywordCode(cxt, def) {
       var _a;
-      const { gen, keyword, schema, parentSchema, $data, it } = cxt;
+      const { gen, keyword, schema: schema2, parentSchema, $data, it } = cxt;
       checkAsyncKeyword(it, def);
-      const validate2 = !$data && def.compile ? def.compile.call(it.self, schema, parentSchema, it) : def.validate;
+      const validate2 = !$data && def.compile ? def.compile.call(it.self, schema2, parentSchema, it) : def.validate;
       const validateRef = useKeyword(gen, keyword, validate2);
       const valid = gen.let("valid");
       cxt.block$data(valid, validateKeyword);
@@ -21830,20 +21830,20 @@ var require_keyword = __commonJS({
         throw new Error(`keyword "${keyword}" failed to compile`);
       return gen.scopeValue("keyword", typeof result == "function" ? { ref: result } : { ref: result, code: (0, codegen_1.stringify)(result) });
     }
-    function validSchemaType(schema, schemaType, allowUndefined = false) {
-      return !schemaType.length || schemaType.some((st) => st === "array" ? Array.isArray(schema) : st === "object" ? schema && typeof schema == "object" && !Array.isArray(schema) : typeof schema == st || allowUndefined && typeof schema == "undefined");
+    function validSchemaType(schema2, schemaType, allowUndefined = false) {
+      return !schemaType.length || schemaType.some((st) => st === "array" ? Array.isArray(schema2) : st === "object" ? schema2 && typeof schema2 == "object" && !Array.isArray(schema2) : typeof schema2 == st || allowUndefined && typeof schema2 == "undefined");
     }
     exports2.validSchemaType = validSchemaType;
-    function validateKeywordUsage({ schema, opts, self: self2, errSchemaPath }, def, keyword) {
+    function validateKeywordUsage({ schema: schema2, opts, self: self2, errSchemaPath }, def, keyword) {
       if (Array.isArray(def.keyword) ? !def.keyword.includes(keyword) : def.keyword !== keyword) {
         throw new Error("ajv implementation error");
       }
       const deps = def.dependencies;
-      if (deps === null || deps === void 0 ? void 0 : deps.some((kwd) => !Object.prototype.hasOwnProperty.call(schema, kwd))) {
+      if (deps === null || deps === void 0 ? void 0 : deps.some((kwd) => !Object.prototype.hasOwnProperty.call(schema2, kwd))) {
         throw new Error(`parent schema must have dependencies of ${keyword}: ${deps.join(",")}`);
       }
       if (def.validateSchema) {
-        const valid = def.validateSchema(schema[keyword]);
+        const valid = def.validateSchema(schema2[keyword]);
         if (!valid) {
           const msg = `keyword "${keyword}" value is invalid at path "${errSchemaPath}": ` + self2.errorsText(def.validateSchema.errors);
           if (opts.validateSchema === "log")
@@ -21865,8 +21865,8 @@ var require_subschema = __commonJS({
     exports2.extendSubschemaMode = exports2.extendSubschemaData = exports2.getSubschema = void 0;
     var codegen_1 = require_codegen();
     var util_1 = require_util9();
-    function getSubschema(it, { keyword, schemaProp, schema, schemaPath, errSchemaPath, topSchemaRef }) {
-      if (keyword !== void 0 && schema !== void 0) {
+    function getSubschema(it, { keyword, schemaProp, schema: schema2, schemaPath, errSchemaPath, topSchemaRef }) {
+      if (keyword !== void 0 && schema2 !== void 0) {
         throw new Error('both "keyword" and "schema" passed, only one allowed');
       }
       if (keyword !== void 0) {
@@ -21881,12 +21881,12 @@ var require_subschema = __commonJS({
           errSchemaPath: `${it.errSchemaPath}/${keyword}/${(0, util_1.escapeFragment)(schemaProp)}`
         };
       }
-      if (schema !== void 0) {
+      if (schema2 !== void 0) {
         if (schemaPath === void 0 || errSchemaPath === void 0 || topSchemaRef === void 0) {
           throw new Error('"schemaPath", "errSchemaPath" and "topSchemaRef" are required with "schema"');
         }
         return {
-          schema,
+          schema: schema2,
           schemaPath,
           topSchemaRef,
           errSchemaPath
@@ -21979,7 +21979,7 @@ var require_fast_deep_equal = __commonJS({
 var require_json_schema_traverse = __commonJS({
   "node_modules/json-schema-traverse/index.js"(exports2, module2) {
     "use strict";
-    var traverse = module2.exports = function(schema, opts, cb) {
+    var traverse = module2.exports = function(schema2, opts, cb) {
       if (typeof opts == "function") {
         cb = opts;
         opts = {};
@@ -21989,7 +21989,7 @@ var require_json_schema_traverse = __commonJS({
       };
       var post = cb.post || function() {
       };
-      _traverse(opts, pre, post, schema, "", schema);
+      _traverse(opts, pre, post, schema2, "", schema2);
     };
     traverse.keywords = {
       additionalItems: true,
@@ -22035,26 +22035,26 @@ var require_json_schema_traverse = __commonJS({
       maxProperties: true,
       minProperties: true
     };
-    function _traverse(opts, pre, post, schema, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex) {
-      if (schema && typeof schema == "object" && !Array.isArray(schema)) {
-        pre(schema, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
-        for (var key in schema) {
-          var sch = schema[key];
+    function _traverse(opts, pre, post, schema2, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex) {
+      if (schema2 && typeof schema2 == "object" && !Array.isArray(schema2)) {
+        pre(schema2, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
+        for (var key in schema2) {
+          var sch = schema2[key];
           if (Array.isArray(sch)) {
             if (key in traverse.arrayKeywords) {
               for (var i2 = 0; i2 < sch.length; i2++)
-                _traverse(opts, pre, post, sch[i2], jsonPtr + "/" + key + "/" + i2, rootSchema, jsonPtr, key, schema, i2);
+                _traverse(opts, pre, post, sch[i2], jsonPtr + "/" + key + "/" + i2, rootSchema, jsonPtr, key, schema2, i2);
             }
           } else if (key in traverse.propsKeywords) {
             if (sch && typeof sch == "object") {
               for (var prop in sch)
-                _traverse(opts, pre, post, sch[prop], jsonPtr + "/" + key + "/" + escapeJsonPtr(prop), rootSchema, jsonPtr, key, schema, prop);
+                _traverse(opts, pre, post, sch[prop], jsonPtr + "/" + key + "/" + escapeJsonPtr(prop), rootSchema, jsonPtr, key, schema2, prop);
             }
           } else if (key in traverse.keywords || opts.allKeys && !(key in traverse.skipKeywords)) {
-            _traverse(opts, pre, post, sch, jsonPtr + "/" + key, rootSchema, jsonPtr, key, schema);
+            _traverse(opts, pre, post, sch, jsonPtr + "/" + key, rootSchema, jsonPtr, key, schema2);
           }
         }
-        post(schema, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
+        post(schema2, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
       }
     }
     function escapeJsonPtr(str) {
@@ -22090,14 +22090,14 @@ var require_resolve = __commonJS({
       "enum",
       "const"
     ]);
-    function inlineRef(schema, limit = true) {
-      if (typeof schema == "boolean")
+    function inlineRef(schema2, limit = true) {
+      if (typeof schema2 == "boolean")
         return true;
       if (limit === true)
-        return !hasRef(schema);
+        return !hasRef(schema2);
       if (!limit)
         return false;
-      return countKeys(schema) <= limit;
+      return countKeys(schema2) <= limit;
     }
     exports2.inlineRef = inlineRef;
     var REF_KEYWORDS = /* @__PURE__ */ new Set([
@@ -22107,11 +22107,11 @@ var require_resolve = __commonJS({
       "$dynamicRef",
       "$dynamicAnchor"
     ]);
-    function hasRef(schema) {
-      for (const key in schema) {
+    function hasRef(schema2) {
+      for (const key in schema2) {
         if (REF_KEYWORDS.has(key))
           return true;
-        const sch = schema[key];
+        const sch = schema2[key];
         if (Array.isArray(sch) && sch.some(hasRef))
           return true;
         if (typeof sch == "object" && hasRef(sch))
@@ -22119,16 +22119,16 @@ var require_resolve = __commonJS({
       }
       return false;
     }
-    function countKeys(schema) {
+    function countKeys(schema2) {
       let count2 = 0;
-      for (const key in schema) {
+      for (const key in schema2) {
         if (key === "$ref")
           return Infinity;
         count2++;
         if (SIMPLE_INLINED.has(key))
           continue;
-        if (typeof schema[key] == "object") {
-          (0, util_1.eachItem)(schema[key], (sch) => count2 += countKeys(sch));
+        if (typeof schema2[key] == "object") {
+          (0, util_1.eachItem)(schema2[key], (sch) => count2 += countKeys(sch));
         }
         if (count2 === Infinity)
           return Infinity;
@@ -22158,16 +22158,16 @@ var require_resolve = __commonJS({
     }
     exports2.resolveUrl = resolveUrl;
     var ANCHOR = /^[a-z_][-a-z0-9._]*$/i;
-    function getSchemaRefs(schema, baseId) {
-      if (typeof schema == "boolean")
+    function getSchemaRefs(schema2, baseId) {
+      if (typeof schema2 == "boolean")
         return {};
       const { schemaId, uriResolver } = this.opts;
-      const schId = normalizeId(schema[schemaId] || baseId);
+      const schId = normalizeId(schema2[schemaId] || baseId);
       const baseIds = { "": schId };
       const pathPrefix = getFullPath(uriResolver, schId, false);
       const localRefs = {};
       const schemaRefs = /* @__PURE__ */ new Set();
-      traverse(schema, { allKeys: true }, (sch, jsonPtr, _, parentJsonPtr) => {
+      traverse(schema2, { allKeys: true }, (sch, jsonPtr, _, parentJsonPtr) => {
         if (parentJsonPtr === void 0)
           return;
         const fullPath = pathPrefix + jsonPtr;
@@ -22248,15 +22248,15 @@ var require_validate = __commonJS({
       validateFunction(it, () => (0, boolSchema_1.topBoolOrEmptySchema)(it));
     }
     exports2.validateFunctionCode = validateFunctionCode;
-    function validateFunction({ gen, validateName, schema, schemaEnv, opts }, body) {
+    function validateFunction({ gen, validateName, schema: schema2, schemaEnv, opts }, body) {
       if (opts.code.es5) {
         gen.func(validateName, (0, codegen_1._)`${names_1.default.data}, ${names_1.default.valCxt}`, schemaEnv.$async, () => {
-          gen.code((0, codegen_1._)`"use strict"; ${funcSourceUrl(schema, opts)}`);
+          gen.code((0, codegen_1._)`"use strict"; ${funcSourceUrl(schema2, opts)}`);
           destructureValCxtES5(gen, opts);
           gen.code(body);
         });
       } else {
-        gen.func(validateName, (0, codegen_1._)`${names_1.default.data}, ${destructureValCxt(opts)}`, schemaEnv.$async, () => gen.code(funcSourceUrl(schema, opts)).code(body));
+        gen.func(validateName, (0, codegen_1._)`${names_1.default.data}, ${destructureValCxt(opts)}`, schemaEnv.$async, () => gen.code(funcSourceUrl(schema2, opts)).code(body));
       }
     }
     function destructureValCxt(opts) {
@@ -22280,9 +22280,9 @@ var require_validate = __commonJS({
       });
     }
     function topSchemaObjCode(it) {
-      const { schema, opts, gen } = it;
+      const { schema: schema2, opts, gen } = it;
       validateFunction(it, () => {
-        if (opts.$comment && schema.$comment)
+        if (opts.$comment && schema2.$comment)
           commentKeyword(it);
         checkNoDefault(it);
         gen.let(names_1.default.vErrors, null);
@@ -22300,8 +22300,8 @@ var require_validate = __commonJS({
       gen.if((0, codegen_1._)`${it.evaluated}.dynamicProps`, () => gen.assign((0, codegen_1._)`${it.evaluated}.props`, (0, codegen_1._)`undefined`));
       gen.if((0, codegen_1._)`${it.evaluated}.dynamicItems`, () => gen.assign((0, codegen_1._)`${it.evaluated}.items`, (0, codegen_1._)`undefined`));
     }
-    function funcSourceUrl(schema, opts) {
-      const schId = typeof schema == "object" && schema[opts.schemaId];
+    function funcSourceUrl(schema2, opts) {
+      const schId = typeof schema2 == "object" && schema2[opts.schemaId];
       return schId && (opts.code.source || opts.code.process) ? (0, codegen_1._)`/*# sourceURL=${schId} */` : codegen_1.nil;
     }
     function subschemaCode(it, valid) {
@@ -22314,10 +22314,10 @@ var require_validate = __commonJS({
       }
       (0, boolSchema_1.boolOrEmptySchema)(it, valid);
     }
-    function schemaCxtHasRules({ schema, self: self2 }) {
-      if (typeof schema == "boolean")
-        return !schema;
-      for (const key in schema)
+    function schemaCxtHasRules({ schema: schema2, self: self2 }) {
+      if (typeof schema2 == "boolean")
+        return !schema2;
+      for (const key in schema2)
         if (self2.RULES.all[key])
           return true;
       return false;
@@ -22326,8 +22326,8 @@ var require_validate = __commonJS({
       return typeof it.schema != "boolean";
     }
     function subSchemaObjCode(it, valid) {
-      const { schema, gen, opts } = it;
-      if (opts.$comment && schema.$comment)
+      const { schema: schema2, gen, opts } = it;
+      if (opts.$comment && schema2.$comment)
         commentKeyword(it);
       updateContext(it);
       checkAsyncSchema(it);
@@ -22347,14 +22347,14 @@ var require_validate = __commonJS({
       schemaKeywords(it, types, !checkedTypes, errsCount);
     }
     function checkRefsAndKeywords(it) {
-      const { schema, errSchemaPath, opts, self: self2 } = it;
-      if (schema.$ref && opts.ignoreKeywordsWithRef && (0, util_1.schemaHasRulesButRef)(schema, self2.RULES)) {
+      const { schema: schema2, errSchemaPath, opts, self: self2 } = it;
+      if (schema2.$ref && opts.ignoreKeywordsWithRef && (0, util_1.schemaHasRulesButRef)(schema2, self2.RULES)) {
         self2.logger.warn(`$ref: keywords ignored in schema at path "${errSchemaPath}"`);
       }
     }
     function checkNoDefault(it) {
-      const { schema, opts } = it;
-      if (schema.default !== void 0 && opts.useDefaults && opts.strictSchema) {
+      const { schema: schema2, opts } = it;
+      if (schema2.default !== void 0 && opts.useDefaults && opts.strictSchema) {
         (0, util_1.checkStrictMode)(it, "default is ignored in the schema root");
       }
     }
@@ -22367,8 +22367,8 @@ var require_validate = __commonJS({
       if (it.schema.$async && !it.schemaEnv.$async)
         throw new Error("async schema in sync schema");
     }
-    function commentKeyword({ gen, schemaEnv, schema, errSchemaPath, opts }) {
-      const msg = schema.$comment;
+    function commentKeyword({ gen, schemaEnv, schema: schema2, errSchemaPath, opts }) {
+      const msg = schema2.$comment;
       if (opts.$comment === true) {
         gen.code((0, codegen_1._)`${names_1.default.self}.logger.log(${msg})`);
       } else if (typeof opts.$comment == "function") {
@@ -22395,9 +22395,9 @@ var require_validate = __commonJS({
         gen.assign((0, codegen_1._)`${evaluated}.items`, items);
     }
     function schemaKeywords(it, types, typeErrors, errsCount) {
-      const { gen, schema, data, allErrors, opts, self: self2 } = it;
+      const { gen, schema: schema2, data, allErrors, opts, self: self2 } = it;
       const { RULES } = self2;
-      if (schema.$ref && (opts.ignoreKeywordsWithRef || !(0, util_1.schemaHasRulesButRef)(schema, RULES))) {
+      if (schema2.$ref && (opts.ignoreKeywordsWithRef || !(0, util_1.schemaHasRulesButRef)(schema2, RULES))) {
         gen.block(() => keywordCode(it, "$ref", RULES.all.$ref.definition));
         return;
       }
@@ -22409,7 +22409,7 @@ var require_validate = __commonJS({
         groupKeywords(RULES.post);
       });
       function groupKeywords(group) {
-        if (!(0, applicability_1.shouldUseGroup)(schema, group))
+        if (!(0, applicability_1.shouldUseGroup)(schema2, group))
           return;
         if (group.type) {
           gen.if((0, dataType_2.checkDataType)(group.type, data, opts.strictNumbers));
@@ -22427,12 +22427,12 @@ var require_validate = __commonJS({
       }
     }
     function iterateKeywords(it, group) {
-      const { gen, schema, opts: { useDefaults } } = it;
+      const { gen, schema: schema2, opts: { useDefaults } } = it;
       if (useDefaults)
         (0, defaults_1.assignDefaults)(it, group.type);
       gen.block(() => {
         for (const rule of group.rules) {
-          if ((0, applicability_1.shouldUseRule)(schema, rule)) {
+          if ((0, applicability_1.shouldUseRule)(schema2, rule)) {
             keywordCode(it, rule.keyword, rule.definition, group.type);
           }
         }
@@ -22777,17 +22777,17 @@ var require_compile = __commonJS({
         var _a;
         this.refs = {};
         this.dynamicAnchors = {};
-        let schema;
+        let schema2;
         if (typeof env.schema == "object")
-          schema = env.schema;
+          schema2 = env.schema;
         this.schema = env.schema;
         this.schemaId = env.schemaId;
         this.root = env.root || this;
-        this.baseId = (_a = env.baseId) !== null && _a !== void 0 ? _a : (0, resolve_1.normalizeId)(schema === null || schema === void 0 ? void 0 : schema[env.schemaId || "$id"]);
+        this.baseId = (_a = env.baseId) !== null && _a !== void 0 ? _a : (0, resolve_1.normalizeId)(schema2 === null || schema2 === void 0 ? void 0 : schema2[env.schemaId || "$id"]);
         this.schemaPath = env.schemaPath;
         this.localRefs = env.localRefs;
         this.meta = env.meta;
-        this.$async = schema === null || schema === void 0 ? void 0 : schema.$async;
+        this.$async = schema2 === null || schema2 === void 0 ? void 0 : schema2.$async;
         this.refs = {};
       }
     };
@@ -22886,10 +22886,10 @@ var require_compile = __commonJS({
         return schOrFunc;
       let _sch = resolve16.call(this, root, ref);
       if (_sch === void 0) {
-        const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
+        const schema2 = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
-        if (schema)
-          _sch = new SchemaEnv({ schema, schemaId, root, baseId });
+        if (schema2)
+          _sch = new SchemaEnv({ schema: schema2, schemaId, root, baseId });
       }
       if (_sch === void 0)
         return;
@@ -22937,12 +22937,12 @@ var require_compile = __commonJS({
       if (!schOrRef.validate)
         compileSchema.call(this, schOrRef);
       if (id === (0, resolve_1.normalizeId)(ref)) {
-        const { schema } = schOrRef;
+        const { schema: schema2 } = schOrRef;
         const { schemaId } = this.opts;
-        const schId = schema[schemaId];
+        const schId = schema2[schemaId];
         if (schId)
           baseId = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schId);
-        return new SchemaEnv({ schema, schemaId, root, baseId });
+        return new SchemaEnv({ schema: schema2, schemaId, root, baseId });
       }
       return getJsonPointer.call(this, p, schOrRef);
     }
@@ -22954,29 +22954,29 @@ var require_compile = __commonJS({
       "dependencies",
       "definitions"
     ]);
-    function getJsonPointer(parsedRef, { baseId, schema, root }) {
+    function getJsonPointer(parsedRef, { baseId, schema: schema2, root }) {
       var _a;
       if (((_a = parsedRef.fragment) === null || _a === void 0 ? void 0 : _a[0]) !== "/")
         return;
       for (const part of parsedRef.fragment.slice(1).split("/")) {
-        if (typeof schema === "boolean")
+        if (typeof schema2 === "boolean")
           return;
-        const partSchema = schema[(0, util_1.unescapeFragment)(part)];
+        const partSchema = schema2[(0, util_1.unescapeFragment)(part)];
         if (partSchema === void 0)
           return;
-        schema = partSchema;
-        const schId = typeof schema === "object" && schema[this.opts.schemaId];
+        schema2 = partSchema;
+        const schId = typeof schema2 === "object" && schema2[this.opts.schemaId];
         if (!PREVENT_SCOPE_CHANGE.has(part) && schId) {
           baseId = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schId);
         }
       }
       let env;
-      if (typeof schema != "boolean" && schema.$ref && !(0, util_1.schemaHasRulesButRef)(schema, this.RULES)) {
-        const $ref = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schema.$ref);
+      if (typeof schema2 != "boolean" && schema2.$ref && !(0, util_1.schemaHasRulesButRef)(schema2, this.RULES)) {
+        const $ref = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schema2.$ref);
         env = resolveSchema.call(this, root, $ref);
       }
       const { schemaId } = this.opts;
-      env = env || new SchemaEnv({ schema, schemaId, root, baseId });
+      env = env || new SchemaEnv({ schema: schema2, schemaId, root, baseId });
       if (env.schema !== env.root.schema)
         return env;
       return void 0;
@@ -24358,16 +24358,16 @@ var require_core = __commonJS({
           this.errors = v.errors;
         return valid;
       }
-      compile(schema, _meta) {
-        const sch = this._addSchema(schema, _meta);
+      compile(schema2, _meta) {
+        const sch = this._addSchema(schema2, _meta);
         return sch.validate || this._compileSchemaEnv(sch);
       }
-      compileAsync(schema, meta) {
+      compileAsync(schema2, meta) {
         if (typeof this.opts.loadSchema != "function") {
           throw new Error("options.loadSchema should be a function");
         }
         const { loadSchema } = this.opts;
-        return runCompileAsync.call(this, schema, meta);
+        return runCompileAsync.call(this, schema2, meta);
         async function runCompileAsync(_schema, _meta) {
           await loadMetaSchema.call(this, _schema.$schema);
           const sch = this._addSchema(_schema, _meta);
@@ -24413,37 +24413,37 @@ var require_core = __commonJS({
         }
       }
       // Adds schema to the instance
-      addSchema(schema, key, _meta, _validateSchema = this.opts.validateSchema) {
-        if (Array.isArray(schema)) {
-          for (const sch of schema)
+      addSchema(schema2, key, _meta, _validateSchema = this.opts.validateSchema) {
+        if (Array.isArray(schema2)) {
+          for (const sch of schema2)
             this.addSchema(sch, void 0, _meta, _validateSchema);
           return this;
         }
         let id;
-        if (typeof schema === "object") {
+        if (typeof schema2 === "object") {
           const { schemaId } = this.opts;
-          id = schema[schemaId];
+          id = schema2[schemaId];
           if (id !== void 0 && typeof id != "string") {
             throw new Error(`schema ${schemaId} must be string`);
           }
         }
         key = (0, resolve_1.normalizeId)(key || id);
         this._checkUnique(key);
-        this.schemas[key] = this._addSchema(schema, _meta, key, _validateSchema, true);
+        this.schemas[key] = this._addSchema(schema2, _meta, key, _validateSchema, true);
         return this;
       }
       // Add schema that will be used to validate other schemas
       // options in META_IGNORE_OPTIONS are alway set to false
-      addMetaSchema(schema, key, _validateSchema = this.opts.validateSchema) {
-        this.addSchema(schema, key, true, _validateSchema);
+      addMetaSchema(schema2, key, _validateSchema = this.opts.validateSchema) {
+        this.addSchema(schema2, key, true, _validateSchema);
         return this;
       }
       //  Validate schema against its meta-schema
-      validateSchema(schema, throwOrLogError) {
-        if (typeof schema == "boolean")
+      validateSchema(schema2, throwOrLogError) {
+        if (typeof schema2 == "boolean")
           return true;
         let $schema;
-        $schema = schema.$schema;
+        $schema = schema2.$schema;
         if ($schema !== void 0 && typeof $schema != "string") {
           throw new Error("$schema must be a string");
         }
@@ -24453,7 +24453,7 @@ var require_core = __commonJS({
           this.errors = null;
           return true;
         }
-        const valid = this.validate($schema, schema);
+        const valid = this.validate($schema, schema2);
         if (!valid && throwOrLogError) {
           const message = "schema is invalid: " + this.errorsText();
           if (this.opts.validateSchema === "log")
@@ -24596,9 +24596,9 @@ var require_core = __commonJS({
             if (typeof rule != "object")
               continue;
             const { $data } = rule.definition;
-            const schema = keywords[key];
-            if ($data && schema)
-              keywords[key] = schemaOrData(schema);
+            const schema2 = keywords[key];
+            if ($data && schema2)
+              keywords[key] = schemaOrData(schema2);
           }
         }
         return metaSchema;
@@ -24616,23 +24616,23 @@ var require_core = __commonJS({
           }
         }
       }
-      _addSchema(schema, meta, baseId, validateSchema = this.opts.validateSchema, addSchema = this.opts.addUsedSchema) {
+      _addSchema(schema2, meta, baseId, validateSchema = this.opts.validateSchema, addSchema = this.opts.addUsedSchema) {
         let id;
         const { schemaId } = this.opts;
-        if (typeof schema == "object") {
-          id = schema[schemaId];
+        if (typeof schema2 == "object") {
+          id = schema2[schemaId];
         } else {
           if (this.opts.jtd)
             throw new Error("schema must be object");
-          else if (typeof schema != "boolean")
+          else if (typeof schema2 != "boolean")
             throw new Error("schema must be object or boolean");
         }
-        let sch = this._cache.get(schema);
+        let sch = this._cache.get(schema2);
         if (sch !== void 0)
           return sch;
         baseId = (0, resolve_1.normalizeId)(id || baseId);
-        const localRefs = resolve_1.getSchemaRefs.call(this, schema, baseId);
-        sch = new compile_1.SchemaEnv({ schema, schemaId, meta, baseId, localRefs });
+        const localRefs = resolve_1.getSchemaRefs.call(this, schema2, baseId);
+        sch = new compile_1.SchemaEnv({ schema: schema2, schemaId, meta, baseId, localRefs });
         this._cache.set(sch.schema, sch);
         if (addSchema && !baseId.startsWith("#")) {
           if (baseId)
@@ -24640,7 +24640,7 @@ var require_core = __commonJS({
           this.refs[baseId] = sch;
         }
         if (validateSchema)
-          this.validateSchema(schema, true);
+          this.validateSchema(schema2, true);
         return sch;
       }
       _checkUnique(id) {
@@ -24794,8 +24794,8 @@ var require_core = __commonJS({
     var $dataRef = {
       $ref: "https://raw.githubusercontent.com/ajv-validator/ajv/master/lib/refs/data.json#"
     };
-    function schemaOrData(schema) {
-      return { anyOf: [schema, $dataRef] };
+    function schemaOrData(schema2) {
+      return { anyOf: [schema2, $dataRef] };
     }
   }
 });
@@ -25095,7 +25095,7 @@ var require_pattern = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schema, schemaCode, it } = cxt;
+        const { gen, data, $data, schema: schema2, schemaCode, it } = cxt;
         const u2 = it.opts.unicodeRegExp ? "u" : "";
         if ($data) {
           const { regExp } = it.opts.code;
@@ -25104,7 +25104,7 @@ var require_pattern = __commonJS({
           gen.try(() => gen.assign(valid, (0, codegen_1._)`${regExpCode}(${schemaCode}, ${u2}).test(${data})`), () => gen.assign(valid, false));
           cxt.fail$data((0, codegen_1._)`!${valid}`);
         } else {
-          const regExp = (0, code_1.usePattern)(cxt, schema);
+          const regExp = (0, code_1.usePattern)(cxt, schema2);
           cxt.fail$data((0, codegen_1._)`!${regExp}.test(${data})`);
         }
       }
@@ -25161,11 +25161,11 @@ var require_required = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, schemaCode, data, $data, it } = cxt;
+        const { gen, schema: schema2, schemaCode, data, $data, it } = cxt;
         const { opts } = it;
-        if (!$data && schema.length === 0)
+        if (!$data && schema2.length === 0)
           return;
-        const useLoop = schema.length >= opts.loopRequired;
+        const useLoop = schema2.length >= opts.loopRequired;
         if (it.allErrors)
           allErrorsMode();
         else
@@ -25173,7 +25173,7 @@ var require_required = __commonJS({
         if (opts.strictRequired) {
           const props = cxt.parentSchema.properties;
           const { definedProperties } = cxt.it;
-          for (const requiredKey of schema) {
+          for (const requiredKey of schema2) {
             if ((props === null || props === void 0 ? void 0 : props[requiredKey]) === void 0 && !definedProperties.has(requiredKey)) {
               const schemaPath = it.schemaEnv.baseId + it.errSchemaPath;
               const msg = `required property "${requiredKey}" is not defined at "${schemaPath}" (strictRequired)`;
@@ -25185,7 +25185,7 @@ var require_required = __commonJS({
           if (useLoop || $data) {
             cxt.block$data(codegen_1.nil, loopAllRequired);
           } else {
-            for (const prop of schema) {
+            for (const prop of schema2) {
               (0, code_1.checkReportMissingProp)(cxt, prop);
             }
           }
@@ -25197,7 +25197,7 @@ var require_required = __commonJS({
             cxt.block$data(valid, () => loopUntilMissing(missing, valid));
             cxt.ok(valid);
           } else {
-            gen.if((0, code_1.checkMissingProp)(cxt, schema, missing));
+            gen.if((0, code_1.checkMissingProp)(cxt, schema2, missing));
             (0, code_1.reportMissingProp)(cxt, missing);
             gen.else();
           }
@@ -25284,8 +25284,8 @@ var require_uniqueItems = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schema, parentSchema, schemaCode, it } = cxt;
-        if (!$data && !schema)
+        const { gen, data, $data, schema: schema2, parentSchema, schemaCode, it } = cxt;
+        if (!$data && !schema2)
           return;
         const valid = gen.let("valid");
         const itemTypes = parentSchema.items ? (0, dataType_1.getSchemaTypes)(parentSchema.items) : [];
@@ -25348,11 +25348,11 @@ var require_const = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schemaCode, schema } = cxt;
-        if ($data || schema && typeof schema == "object") {
+        const { gen, data, $data, schemaCode, schema: schema2 } = cxt;
+        if ($data || schema2 && typeof schema2 == "object") {
           cxt.fail$data((0, codegen_1._)`!${(0, util_1.useFunc)(gen, equal_1.default)}(${data}, ${schemaCode})`);
         } else {
-          cxt.fail((0, codegen_1._)`${schema} !== ${data}`);
+          cxt.fail((0, codegen_1._)`${schema2} !== ${data}`);
         }
       }
     };
@@ -25378,10 +25378,10 @@ var require_enum = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schema, schemaCode, it } = cxt;
-        if (!$data && schema.length === 0)
+        const { gen, data, $data, schema: schema2, schemaCode, it } = cxt;
+        if (!$data && schema2.length === 0)
           throw new Error("enum must have non-empty array");
-        const useLoop = schema.length >= it.opts.loopEnum;
+        const useLoop = schema2.length >= it.opts.loopEnum;
         let eql;
         const getEql = () => eql !== null && eql !== void 0 ? eql : eql = (0, util_1.useFunc)(gen, equal_1.default);
         let valid;
@@ -25389,10 +25389,10 @@ var require_enum = __commonJS({
           valid = gen.let("valid");
           cxt.block$data(valid, loopEnum);
         } else {
-          if (!Array.isArray(schema))
+          if (!Array.isArray(schema2))
             throw new Error("ajv implementation error");
           const vSchema = gen.const("vSchema", schemaCode);
-          valid = (0, codegen_1.or)(...schema.map((_x, i2) => equalCode(vSchema, i2)));
+          valid = (0, codegen_1.or)(...schema2.map((_x, i2) => equalCode(vSchema, i2)));
         }
         cxt.pass(valid);
         function loopEnum() {
@@ -25400,7 +25400,7 @@ var require_enum = __commonJS({
           gen.forOf("v", schemaCode, (v) => gen.if((0, codegen_1._)`${getEql()}(${data}, ${v})`, () => gen.assign(valid, true).break()));
         }
         function equalCode(vSchema, i2) {
-          const sch = schema[i2];
+          const sch = schema2[i2];
           return typeof sch === "object" && sch !== null ? (0, codegen_1._)`${getEql()}(${data}, ${vSchema}[${i2}])` : (0, codegen_1._)`${data} === ${sch}`;
         }
       }
@@ -25476,13 +25476,13 @@ var require_additionalItems = __commonJS({
       }
     };
     function validateAdditionalItems(cxt, items) {
-      const { gen, schema, data, keyword, it } = cxt;
+      const { gen, schema: schema2, data, keyword, it } = cxt;
       it.items = true;
       const len = gen.const("len", (0, codegen_1._)`${data}.length`);
-      if (schema === false) {
+      if (schema2 === false) {
         cxt.setParams({ len: items.length });
         cxt.pass((0, codegen_1._)`${len} <= ${items.length}`);
-      } else if (typeof schema == "object" && !(0, util_1.alwaysValidSchema)(it, schema)) {
+      } else if (typeof schema2 == "object" && !(0, util_1.alwaysValidSchema)(it, schema2)) {
         const valid = gen.var("valid", (0, codegen_1._)`${len} <= ${items.length}`);
         gen.if((0, codegen_1.not)(valid), () => validateItems(valid));
         cxt.ok(valid);
@@ -25515,11 +25515,11 @@ var require_items = __commonJS({
       schemaType: ["object", "array", "boolean"],
       before: "uniqueItems",
       code(cxt) {
-        const { schema, it } = cxt;
-        if (Array.isArray(schema))
-          return validateTuple(cxt, "additionalItems", schema);
+        const { schema: schema2, it } = cxt;
+        if (Array.isArray(schema2))
+          return validateTuple(cxt, "additionalItems", schema2);
         it.items = true;
-        if ((0, util_1.alwaysValidSchema)(it, schema))
+        if ((0, util_1.alwaysValidSchema)(it, schema2))
           return;
         cxt.ok((0, code_1.validateArray)(cxt));
       }
@@ -25594,10 +25594,10 @@ var require_items2020 = __commonJS({
       before: "uniqueItems",
       error: error2,
       code(cxt) {
-        const { schema, parentSchema, it } = cxt;
+        const { schema: schema2, parentSchema, it } = cxt;
         const { prefixItems } = parentSchema;
         it.items = true;
-        if ((0, util_1.alwaysValidSchema)(it, schema))
+        if ((0, util_1.alwaysValidSchema)(it, schema2))
           return;
         if (prefixItems)
           (0, additionalItems_1.validateAdditionalItems)(cxt, prefixItems);
@@ -25628,7 +25628,7 @@ var require_contains = __commonJS({
       trackErrors: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, parentSchema, data, it } = cxt;
+        const { gen, schema: schema2, parentSchema, data, it } = cxt;
         let min;
         let max;
         const { minContains, maxContains } = parentSchema;
@@ -25649,7 +25649,7 @@ var require_contains = __commonJS({
           cxt.fail();
           return;
         }
-        if ((0, util_1.alwaysValidSchema)(it, schema)) {
+        if ((0, util_1.alwaysValidSchema)(it, schema2)) {
           let cond = (0, codegen_1._)`${len} >= ${min}`;
           if (max !== void 0)
             cond = (0, codegen_1._)`${cond} && ${len} <= ${max}`;
@@ -25734,14 +25734,14 @@ var require_dependencies = __commonJS({
         validateSchemaDeps(cxt, schDeps);
       }
     };
-    function splitDependencies({ schema }) {
+    function splitDependencies({ schema: schema2 }) {
       const propertyDeps = {};
       const schemaDeps = {};
-      for (const key in schema) {
+      for (const key in schema2) {
         if (key === "__proto__")
           continue;
-        const deps = Array.isArray(schema[key]) ? propertyDeps : schemaDeps;
-        deps[key] = schema[key];
+        const deps = Array.isArray(schema2[key]) ? propertyDeps : schemaDeps;
+        deps[key] = schema2[key];
       }
       return [propertyDeps, schemaDeps];
     }
@@ -25814,8 +25814,8 @@ var require_propertyNames = __commonJS({
       schemaType: ["object", "boolean"],
       error: error2,
       code(cxt) {
-        const { gen, schema, data, it } = cxt;
-        if ((0, util_1.alwaysValidSchema)(it, schema))
+        const { gen, schema: schema2, data, it } = cxt;
+        if ((0, util_1.alwaysValidSchema)(it, schema2))
           return;
         const valid = gen.name("valid");
         gen.forIn("key", data, (key) => {
@@ -25861,12 +25861,12 @@ var require_additionalProperties = __commonJS({
       trackErrors: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, parentSchema, data, errsCount, it } = cxt;
+        const { gen, schema: schema2, parentSchema, data, errsCount, it } = cxt;
         if (!errsCount)
           throw new Error("ajv implementation error");
         const { allErrors, opts } = it;
         it.props = true;
-        if (opts.removeAdditional !== "all" && (0, util_1.alwaysValidSchema)(it, schema))
+        if (opts.removeAdditional !== "all" && (0, util_1.alwaysValidSchema)(it, schema2))
           return;
         const props = (0, code_1.allSchemaProperties)(parentSchema.properties);
         const patProps = (0, code_1.allSchemaProperties)(parentSchema.patternProperties);
@@ -25899,18 +25899,18 @@ var require_additionalProperties = __commonJS({
           gen.code((0, codegen_1._)`delete ${data}[${key}]`);
         }
         function additionalPropertyCode(key) {
-          if (opts.removeAdditional === "all" || opts.removeAdditional && schema === false) {
+          if (opts.removeAdditional === "all" || opts.removeAdditional && schema2 === false) {
             deleteAdditional(key);
             return;
           }
-          if (schema === false) {
+          if (schema2 === false) {
             cxt.setParams({ additionalProperty: key });
             cxt.error();
             if (!allErrors)
               gen.break();
             return;
           }
-          if (typeof schema == "object" && !(0, util_1.alwaysValidSchema)(it, schema)) {
+          if (typeof schema2 == "object" && !(0, util_1.alwaysValidSchema)(it, schema2)) {
             const valid = gen.name("valid");
             if (opts.removeAdditional === "failing") {
               applyAdditionalSchema(key, valid, false);
@@ -25960,18 +25960,18 @@ var require_properties = __commonJS({
       type: "object",
       schemaType: "object",
       code(cxt) {
-        const { gen, schema, parentSchema, data, it } = cxt;
+        const { gen, schema: schema2, parentSchema, data, it } = cxt;
         if (it.opts.removeAdditional === "all" && parentSchema.additionalProperties === void 0) {
           additionalProperties_1.default.code(new validate_1.KeywordCxt(it, additionalProperties_1.default, "additionalProperties"));
         }
-        const allProps = (0, code_1.allSchemaProperties)(schema);
+        const allProps = (0, code_1.allSchemaProperties)(schema2);
         for (const prop of allProps) {
           it.definedProperties.add(prop);
         }
         if (it.opts.unevaluated && allProps.length && it.props !== true) {
           it.props = util_1.mergeEvaluated.props(gen, (0, util_1.toHash)(allProps), it.props);
         }
-        const properties = allProps.filter((p) => !(0, util_1.alwaysValidSchema)(it, schema[p]));
+        const properties = allProps.filter((p) => !(0, util_1.alwaysValidSchema)(it, schema2[p]));
         if (properties.length === 0)
           return;
         const valid = gen.name("valid");
@@ -25989,7 +25989,7 @@ var require_properties = __commonJS({
           cxt.ok(valid);
         }
         function hasDefault(prop) {
-          return it.opts.useDefaults && !it.compositeRule && schema[prop].default !== void 0;
+          return it.opts.useDefaults && !it.compositeRule && schema2[prop].default !== void 0;
         }
         function applyPropertySchema(prop) {
           cxt.subschema({
@@ -26018,10 +26018,10 @@ var require_patternProperties = __commonJS({
       type: "object",
       schemaType: "object",
       code(cxt) {
-        const { gen, schema, data, parentSchema, it } = cxt;
+        const { gen, schema: schema2, data, parentSchema, it } = cxt;
         const { opts } = it;
-        const patterns = (0, code_1.allSchemaProperties)(schema);
-        const alwaysValidPatterns = patterns.filter((p) => (0, util_1.alwaysValidSchema)(it, schema[p]));
+        const patterns = (0, code_1.allSchemaProperties)(schema2);
+        const alwaysValidPatterns = patterns.filter((p) => (0, util_1.alwaysValidSchema)(it, schema2[p]));
         if (patterns.length === 0 || alwaysValidPatterns.length === patterns.length && (!it.opts.unevaluated || it.props === true)) {
           return;
         }
@@ -26089,8 +26089,8 @@ var require_not = __commonJS({
       schemaType: ["object", "boolean"],
       trackErrors: true,
       code(cxt) {
-        const { gen, schema, it } = cxt;
-        if ((0, util_1.alwaysValidSchema)(it, schema)) {
+        const { gen, schema: schema2, it } = cxt;
+        if ((0, util_1.alwaysValidSchema)(it, schema2)) {
           cxt.fail();
           return;
         }
@@ -26143,12 +26143,12 @@ var require_oneOf = __commonJS({
       trackErrors: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, parentSchema, it } = cxt;
-        if (!Array.isArray(schema))
+        const { gen, schema: schema2, parentSchema, it } = cxt;
+        if (!Array.isArray(schema2))
           throw new Error("ajv implementation error");
         if (it.opts.discriminator && parentSchema.discriminator)
           return;
-        const schArr = schema;
+        const schArr = schema2;
         const valid = gen.let("valid", false);
         const passing = gen.let("passing", null);
         const schValid = gen.name("_valid");
@@ -26194,11 +26194,11 @@ var require_allOf = __commonJS({
       keyword: "allOf",
       schemaType: "array",
       code(cxt) {
-        const { gen, schema, it } = cxt;
-        if (!Array.isArray(schema))
+        const { gen, schema: schema2, it } = cxt;
+        if (!Array.isArray(schema2))
           throw new Error("ajv implementation error");
         const valid = gen.name("valid");
-        schema.forEach((sch, i2) => {
+        schema2.forEach((sch, i2) => {
           if ((0, util_1.alwaysValidSchema)(it, sch))
             return;
           const schCxt = cxt.subschema({ keyword: "allOf", schemaProp: i2 }, valid);
@@ -26273,8 +26273,8 @@ var require_if = __commonJS({
       }
     };
     function hasSchema(it, keyword) {
-      const schema = it.schema[keyword];
-      return schema !== void 0 && !(0, util_1.alwaysValidSchema)(it, schema);
+      const schema2 = it.schema[keyword];
+      return schema2 !== void 0 && !(0, util_1.alwaysValidSchema)(it, schema2);
     }
     exports2.default = def;
   }
@@ -26363,7 +26363,7 @@ var require_format = __commonJS({
       $data: true,
       error: error2,
       code(cxt, ruleType) {
-        const { gen, data, $data, schema, schemaCode, it } = cxt;
+        const { gen, data, $data, schema: schema2, schemaCode, it } = cxt;
         const { opts, errSchemaPath, schemaEnv, self: self2 } = it;
         if (!opts.validateFormats)
           return;
@@ -26393,7 +26393,7 @@ var require_format = __commonJS({
           }
         }
         function validateFormat() {
-          const formatDef = self2.formats[schema];
+          const formatDef = self2.formats[schema2];
           if (!formatDef) {
             unknownFormat();
             return;
@@ -26410,12 +26410,12 @@ var require_format = __commonJS({
             }
             throw new Error(unknownMsg());
             function unknownMsg() {
-              return `unknown format "${schema}" ignored in schema at path "${errSchemaPath}"`;
+              return `unknown format "${schema2}" ignored in schema at path "${errSchemaPath}"`;
             }
           }
           function getFormat(fmtDef) {
-            const code2 = fmtDef instanceof RegExp ? (0, codegen_1.regexpCode)(fmtDef) : opts.code.formats ? (0, codegen_1._)`${opts.code.formats}${(0, codegen_1.getProperty)(schema)}` : void 0;
-            const fmt2 = gen.scopeValue("formats", { key: schema, ref: fmtDef, code: code2 });
+            const code2 = fmtDef instanceof RegExp ? (0, codegen_1.regexpCode)(fmtDef) : opts.code.formats ? (0, codegen_1._)`${opts.code.formats}${(0, codegen_1.getProperty)(schema2)}` : void 0;
+            const fmt2 = gen.scopeValue("formats", { key: schema2, ref: fmtDef, code: code2 });
             if (typeof fmtDef == "object" && !(fmtDef instanceof RegExp)) {
               return [fmtDef.type || "string", fmtDef.validate, (0, codegen_1._)`${fmt2}.validate`];
             }
@@ -26526,15 +26526,15 @@ var require_discriminator = __commonJS({
       schemaType: "object",
       error: error2,
       code(cxt) {
-        const { gen, data, schema, parentSchema, it } = cxt;
+        const { gen, data, schema: schema2, parentSchema, it } = cxt;
         const { oneOf } = parentSchema;
         if (!it.opts.discriminator) {
           throw new Error("discriminator: requires discriminator option");
         }
-        const tagName = schema.propertyName;
+        const tagName = schema2.propertyName;
         if (typeof tagName != "string")
           throw new Error("discriminator: requires propertyName");
-        if (schema.mapping)
+        if (schema2.mapping)
           throw new Error("discriminator: mapping is not supported");
         if (!oneOf)
           throw new Error("discriminator: requires oneOf keyword");
@@ -27594,7 +27594,7 @@ var require_createNode = __commonJS({
       if (value2 instanceof String || value2 instanceof Number || value2 instanceof Boolean || typeof BigInt !== "undefined" && value2 instanceof BigInt) {
         value2 = value2.valueOf();
       }
-      const { aliasDuplicateObjects, onAnchor, onTagObj, schema, sourceObjects } = ctx;
+      const { aliasDuplicateObjects, onAnchor, onTagObj, schema: schema2, sourceObjects } = ctx;
       let ref = void 0;
       if (aliasDuplicateObjects && value2 && typeof value2 === "object") {
         ref = sourceObjects.get(value2);
@@ -27608,7 +27608,7 @@ var require_createNode = __commonJS({
       }
       if (tagName?.startsWith("!!"))
         tagName = defaultTagPrefix + tagName.slice(2);
-      let tagObj = findTagObject(value2, tagName, schema.tags);
+      let tagObj = findTagObject(value2, tagName, schema2.tags);
       if (!tagObj) {
         if (value2 && typeof value2.toJSON === "function") {
           value2 = value2.toJSON();
@@ -27619,7 +27619,7 @@ var require_createNode = __commonJS({
             ref.node = node2;
           return node2;
         }
-        tagObj = value2 instanceof Map ? schema[identity3.MAP] : Symbol.iterator in Object(value2) ? schema[identity3.SEQ] : schema[identity3.MAP];
+        tagObj = value2 instanceof Map ? schema2[identity3.MAP] : Symbol.iterator in Object(value2) ? schema2[identity3.SEQ] : schema2[identity3.MAP];
       }
       if (onTagObj) {
         onTagObj(tagObj);
@@ -27645,7 +27645,7 @@ var require_Collection = __commonJS({
     var createNode = require_createNode();
     var identity3 = require_identity();
     var Node = require_Node();
-    function collectionFromPath(schema, path6, value2) {
+    function collectionFromPath(schema2, path6, value2) {
       let v = value2;
       for (let i2 = path6.length - 1; i2 >= 0; --i2) {
         const k = path6[i2];
@@ -27663,16 +27663,16 @@ var require_Collection = __commonJS({
         onAnchor: () => {
           throw new Error("This should not happen, please report a bug.");
         },
-        schema,
+        schema: schema2,
         sourceObjects: /* @__PURE__ */ new Map()
       });
     }
     var isEmptyPath = (path6) => path6 == null || typeof path6 === "object" && !!path6[Symbol.iterator]().next().done;
     var Collection2 = class extends Node.NodeBase {
-      constructor(type, schema) {
+      constructor(type, schema2) {
         super(type);
         Object.defineProperty(this, "schema", {
-          value: schema,
+          value: schema2,
           configurable: true,
           enumerable: false,
           writable: true
@@ -27683,11 +27683,11 @@ var require_Collection = __commonJS({
        *
        * @param schema - If defined, overwrites the original's schema
        */
-      clone(schema) {
+      clone(schema2) {
         const copy = Object.create(Object.getPrototypeOf(this), Object.getOwnPropertyDescriptors(this));
-        if (schema)
-          copy.schema = schema;
-        copy.items = copy.items.map((it) => identity3.isNode(it) || identity3.isPair(it) ? it.clone(schema) : it);
+        if (schema2)
+          copy.schema = schema2;
+        copy.items = copy.items.map((it) => identity3.isNode(it) || identity3.isPair(it) ? it.clone(schema2) : it);
         if (this.range)
           copy.range = this.range.slice();
         return copy;
@@ -28639,12 +28639,12 @@ var require_Pair = __commonJS({
         this.key = key;
         this.value = value2;
       }
-      clone(schema) {
+      clone(schema2) {
         let { key, value: value2 } = this;
         if (identity3.isNode(key))
-          key = key.clone(schema);
+          key = key.clone(schema2);
         if (identity3.isNode(value2))
-          value2 = value2.clone(schema);
+          value2 = value2.clone(schema2);
         return new _Pair(key, value2);
       }
       toJSON(_, ctx) {
@@ -28837,17 +28837,17 @@ var require_YAMLMap = __commonJS({
       static get tagName() {
         return "tag:yaml.org,2002:map";
       }
-      constructor(schema) {
-        super(identity3.MAP, schema);
+      constructor(schema2) {
+        super(identity3.MAP, schema2);
         this.items = [];
       }
       /**
        * A generic collection parsing method that can be extended
        * to other node classes that inherit from YAMLMap
        */
-      static from(schema, obj, ctx) {
+      static from(schema2, obj, ctx) {
         const { keepUndefined, replacer } = ctx;
-        const map = new this(schema);
+        const map = new this(schema2);
         const add = (key, value2) => {
           if (typeof replacer === "function")
             value2 = replacer.call(obj, key, value2);
@@ -28863,8 +28863,8 @@ var require_YAMLMap = __commonJS({
           for (const key of Object.keys(obj))
             add(key, obj[key]);
         }
-        if (typeof schema.sortMapEntries === "function") {
-          map.items.sort(schema.sortMapEntries);
+        if (typeof schema2.sortMapEntries === "function") {
+          map.items.sort(schema2.sortMapEntries);
         }
         return map;
       }
@@ -28971,7 +28971,7 @@ var require_map = __commonJS({
           onError("Expected a mapping for this tag");
         return map2;
       },
-      createNode: (schema, obj, ctx) => YAMLMap.YAMLMap.from(schema, obj, ctx)
+      createNode: (schema2, obj, ctx) => YAMLMap.YAMLMap.from(schema2, obj, ctx)
     };
     exports2.map = map;
   }
@@ -28991,8 +28991,8 @@ var require_YAMLSeq = __commonJS({
       static get tagName() {
         return "tag:yaml.org,2002:seq";
       }
-      constructor(schema) {
-        super(identity3.SEQ, schema);
+      constructor(schema2) {
+        super(identity3.SEQ, schema2);
         this.items = [];
       }
       add(value2) {
@@ -29067,9 +29067,9 @@ var require_YAMLSeq = __commonJS({
           onComment
         });
       }
-      static from(schema, obj, ctx) {
+      static from(schema2, obj, ctx) {
         const { replacer } = ctx;
-        const seq = new this(schema);
+        const seq = new this(schema2);
         if (obj && Symbol.iterator in Object(obj)) {
           let i2 = 0;
           for (let it of obj) {
@@ -29109,7 +29109,7 @@ var require_seq = __commonJS({
           onError("Expected a sequence for this tag");
         return seq2;
       },
-      createNode: (schema, obj, ctx) => YAMLSeq.YAMLSeq.from(schema, obj, ctx)
+      createNode: (schema2, obj, ctx) => YAMLSeq.YAMLSeq.from(schema2, obj, ctx)
     };
     exports2.seq = seq;
   }
@@ -29305,7 +29305,7 @@ var require_schema = __commonJS({
     var bool = require_bool();
     var float = require_float();
     var int = require_int();
-    var schema = [
+    var schema2 = [
       map.map,
       seq.seq,
       string.string,
@@ -29318,7 +29318,7 @@ var require_schema = __commonJS({
       float.floatExp,
       float.float
     ];
-    exports2.schema = schema;
+    exports2.schema = schema2;
   }
 });
 
@@ -29384,8 +29384,8 @@ var require_schema2 = __commonJS({
         return str;
       }
     };
-    var schema = [map.map, seq.seq].concat(jsonScalars, jsonError);
-    exports2.schema = schema;
+    var schema2 = [map.map, seq.seq].concat(jsonScalars, jsonError);
+    exports2.schema = schema2;
   }
 });
 
@@ -29489,9 +29489,9 @@ ${cn.comment}` : item.comment;
         onError("Expected a sequence for this tag");
       return seq;
     }
-    function createPairs(schema, iterable, ctx) {
+    function createPairs(schema2, iterable, ctx) {
       const { replacer } = ctx;
-      const pairs2 = new YAMLSeq.YAMLSeq(schema);
+      const pairs2 = new YAMLSeq.YAMLSeq(schema2);
       pairs2.tag = "tag:yaml.org,2002:pairs";
       let i2 = 0;
       if (iterable && Symbol.iterator in Object(iterable))
@@ -29576,8 +29576,8 @@ var require_omap = __commonJS({
         }
         return map;
       }
-      static from(schema, iterable, ctx) {
-        const pairs$1 = pairs.createPairs(schema, iterable, ctx);
+      static from(schema2, iterable, ctx) {
+        const pairs$1 = pairs.createPairs(schema2, iterable, ctx);
         const omap2 = new this();
         omap2.items = pairs$1.items;
         return omap2;
@@ -29604,7 +29604,7 @@ var require_omap = __commonJS({
         }
         return Object.assign(new YAMLOMap(), pairs$1);
       },
-      createNode: (schema, iterable, ctx) => YAMLOMap.from(schema, iterable, ctx)
+      createNode: (schema2, iterable, ctx) => YAMLOMap.from(schema2, iterable, ctx)
     };
     exports2.YAMLOMap = YAMLOMap;
     exports2.omap = omap;
@@ -29779,8 +29779,8 @@ var require_set = __commonJS({
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
     var YAMLSet = class _YAMLSet extends YAMLMap.YAMLMap {
-      constructor(schema) {
-        super(schema);
+      constructor(schema2) {
+        super(schema2);
         this.tag = _YAMLSet.tag;
       }
       add(key) {
@@ -29824,9 +29824,9 @@ var require_set = __commonJS({
         else
           throw new Error("Set items must all have null values");
       }
-      static from(schema, iterable, ctx) {
+      static from(schema2, iterable, ctx) {
         const { replacer } = ctx;
-        const set2 = new this(schema);
+        const set2 = new this(schema2);
         if (iterable && Symbol.iterator in Object(iterable))
           for (let value2 of iterable) {
             if (typeof replacer === "function")
@@ -29843,7 +29843,7 @@ var require_set = __commonJS({
       nodeClass: YAMLSet,
       default: false,
       tag: "tag:yaml.org,2002:set",
-      createNode: (schema, iterable, ctx) => YAMLSet.from(schema, iterable, ctx),
+      createNode: (schema2, iterable, ctx) => YAMLSet.from(schema2, iterable, ctx),
       resolve(map, onError) {
         if (identity3.isMap(map)) {
           if (map.hasAllNullValues(true))
@@ -29965,7 +29965,7 @@ var require_schema3 = __commonJS({
     var pairs = require_pairs();
     var set = require_set();
     var timestamp = require_timestamp();
-    var schema = [
+    var schema2 = [
       map.map,
       seq.seq,
       string.string,
@@ -29988,7 +29988,7 @@ var require_schema3 = __commonJS({
       timestamp.floatTime,
       timestamp.timestamp
     ];
-    exports2.schema = schema;
+    exports2.schema = schema2;
   }
 });
 
@@ -30003,7 +30003,7 @@ var require_tags = __commonJS({
     var bool = require_bool();
     var float = require_float();
     var int = require_int();
-    var schema = require_schema();
+    var schema2 = require_schema();
     var schema$1 = require_schema2();
     var binary = require_binary();
     var merge2 = require_merge();
@@ -30013,7 +30013,7 @@ var require_tags = __commonJS({
     var set = require_set();
     var timestamp = require_timestamp();
     var schemas = /* @__PURE__ */ new Map([
-      ["core", schema.schema],
+      ["core", schema2.schema],
       ["failsafe", [map.map, seq.seq, string.string]],
       ["json", schema$1.schema],
       ["yaml11", schema$2.schema],
@@ -30097,9 +30097,9 @@ var require_Schema = __commonJS({
     var tags = require_tags();
     var sortMapEntriesByKey = (a2, b) => a2.key < b.key ? -1 : a2.key > b.key ? 1 : 0;
     var Schema = class _Schema {
-      constructor({ compat, customTags, merge: merge2, resolveKnownTags, schema, sortMapEntries, toStringDefaults }) {
+      constructor({ compat, customTags, merge: merge2, resolveKnownTags, schema: schema2, sortMapEntries, toStringDefaults }) {
         this.compat = Array.isArray(compat) ? tags.getTags(compat, "compat") : compat ? tags.getTags(null, compat) : null;
-        this.name = typeof schema === "string" && schema || "core";
+        this.name = typeof schema2 === "string" && schema2 || "core";
         this.knownTags = resolveKnownTags ? tags.coreKnownTags : {};
         this.tags = tags.getTags(customTags, this.name, merge2);
         this.toStringOptions = toStringDefaults ?? null;
@@ -31688,11 +31688,11 @@ var require_compose_scalar = __commonJS({
         scalar.comment = comment;
       return scalar;
     }
-    function findScalarTagByName(schema, value2, tagName, tagToken, onError) {
+    function findScalarTagByName(schema2, value2, tagName, tagToken, onError) {
       if (tagName === "!")
-        return schema[identity3.SCALAR];
+        return schema2[identity3.SCALAR];
       const matchWithTest = [];
-      for (const tag of schema.tags) {
+      for (const tag of schema2.tags) {
         if (!tag.collection && tag.tag === tagName) {
           if (tag.default && tag.test)
             matchWithTest.push(tag);
@@ -31703,18 +31703,18 @@ var require_compose_scalar = __commonJS({
       for (const tag of matchWithTest)
         if (tag.test?.test(value2))
           return tag;
-      const kt = schema.knownTags[tagName];
+      const kt = schema2.knownTags[tagName];
       if (kt && !kt.collection) {
-        schema.tags.push(Object.assign({}, kt, { default: false, test: void 0 }));
+        schema2.tags.push(Object.assign({}, kt, { default: false, test: void 0 }));
         return kt;
       }
       onError(tagToken, "TAG_RESOLVE_FAILED", `Unresolved tag: ${tagName}`, tagName !== "tag:yaml.org,2002:str");
-      return schema[identity3.SCALAR];
+      return schema2[identity3.SCALAR];
     }
-    function findScalarTagByTest({ atKey, directives, schema }, value2, token, onError) {
-      const tag = schema.tags.find((tag2) => (tag2.default === true || atKey && tag2.default === "key") && tag2.test?.test(value2)) || schema[identity3.SCALAR];
-      if (schema.compat) {
-        const compat = schema.compat.find((tag2) => tag2.default && tag2.test?.test(value2)) ?? schema[identity3.SCALAR];
+    function findScalarTagByTest({ atKey, directives, schema: schema2 }, value2, token, onError) {
+      const tag = schema2.tags.find((tag2) => (tag2.default === true || atKey && tag2.default === "key") && tag2.test?.test(value2)) || schema2[identity3.SCALAR];
+      if (schema2.compat) {
+        const compat = schema2.compat.find((tag2) => tag2.default && tag2.test?.test(value2)) ?? schema2[identity3.SCALAR];
         if (tag.tag !== compat.tag) {
           const ts = directives.tagString(tag.tag);
           const cs = directives.tagString(compat.tag);
@@ -39333,9 +39333,9 @@ __export(sha256_node_ZPWO3OWR_exports, {
   sha256Node: () => sha256Node
 });
 import { Readable as Readable4 } from "stream";
-import { createHash as createHash5 } from "crypto";
+import { createHash as createHash6 } from "crypto";
 async function* sha256Node(buffer, opts) {
-  const sha256Stream = createHash5("sha256");
+  const sha256Stream = createHash6("sha256");
   const size = buffer instanceof Blob ? buffer.size : buffer.byteLength;
   let done = 0;
   const readable2 = buffer instanceof Blob ? Readable4.fromWeb(buffer.stream()) : Readable4.from(Buffer.from(buffer));
@@ -43969,11 +43969,11 @@ var Summary = class {
    */
   addTable(rows) {
     const tableBody = rows.map((row) => {
-      const cells = row.map((cell2) => {
-        if (typeof cell2 === "string") {
-          return this.wrap("td", cell2);
+      const cells = row.map((cell3) => {
+        if (typeof cell3 === "string") {
+          return this.wrap("td", cell3);
         }
-        const { header, data, colspan, rowspan } = cell2;
+        const { header, data, colspan, rowspan } = cell3;
         const tag = header ? "th" : "td";
         const attrs = Object.assign(Object.assign({}, colspan && { colspan }), rowspan && { rowspan });
         return this.wrap(tag, data, attrs);
@@ -45789,8 +45789,158 @@ function loopBranchName(parts) {
   return name;
 }
 
-// src/workspace/git.ts
+// src/workspace/change-fingerprint.ts
 import { createHash as createHash2 } from "node:crypto";
+
+// src/workspace/unified-diff.ts
+function parseUnifiedDiff(text3) {
+  const files = [];
+  let current2;
+  let newLine = 0;
+  let inHunk = false;
+  const lines = text3.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  for (const raw of lines) {
+    if (raw.startsWith("diff --git ")) {
+      current2 = {
+        ...pathsFromDiffGit(raw.slice("diff --git ".length)),
+        binary: false,
+        added: [],
+        removed: []
+      };
+      files.push(current2);
+      inHunk = false;
+      continue;
+    }
+    if (!current2) continue;
+    if (inHunk) {
+      const c3 = raw[0];
+      if (c3 === "+") {
+        current2.added.push({ line: newLine, text: raw.slice(1) });
+        newLine++;
+        continue;
+      }
+      if (c3 === " " || raw === "") {
+        newLine++;
+        continue;
+      }
+      if (c3 === "-") {
+        current2.removed.push(raw.slice(1));
+        continue;
+      }
+      if (c3 === "\\") continue;
+      inHunk = false;
+    }
+    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(raw);
+    if (hunk) {
+      newLine = Number(hunk[1]);
+      inHunk = true;
+    } else if (raw.startsWith("--- ")) {
+      current2.oldPath = stripPrefix(raw.slice(4), "a/");
+    } else if (raw.startsWith("+++ ")) {
+      current2.newPath = stripPrefix(raw.slice(4), "b/");
+    } else if (raw.startsWith("new file mode")) {
+      current2.oldPath = void 0;
+    } else if (raw.startsWith("deleted file mode")) {
+      current2.newPath = void 0;
+    } else if (raw.startsWith("rename from ")) {
+      current2.oldPath = unquote(raw.slice("rename from ".length));
+    } else if (raw.startsWith("rename to ")) {
+      current2.newPath = unquote(raw.slice("rename to ".length));
+    } else if (raw.startsWith("Binary files ") || raw === "GIT binary patch") {
+      current2.binary = true;
+    }
+  }
+  return files;
+}
+function pathsFromDiffGit(rest2) {
+  const quoted = /^("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$/.exec(rest2);
+  if (quoted) {
+    return { oldPath: stripPrefix(quoted[1], "a/"), newPath: stripPrefix(quoted[2], "b/") };
+  }
+  const half = (rest2.length - 1) / 2;
+  return {
+    oldPath: stripPrefix(rest2.slice(0, half), "a/"),
+    newPath: stripPrefix(rest2.slice(half + 1), "b/")
+  };
+}
+function stripPrefix(p, prefix) {
+  let s = p.replace(/\t.*$/, "");
+  if (s === "/dev/null") return void 0;
+  s = unquote(s);
+  return s.startsWith(prefix) ? s.slice(prefix.length) : s;
+}
+function unquote(s) {
+  if (!(s.startsWith('"') && s.endsWith('"') && s.length >= 2)) return s;
+  const bytes = [];
+  const body = s.slice(1, -1);
+  const simple = { n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11, '"': 34, "\\": 92 };
+  for (let i2 = 0; i2 < body.length; i2++) {
+    const c3 = body[i2];
+    if (c3 !== "\\") {
+      bytes.push(...Buffer.from(c3, "utf8"));
+      continue;
+    }
+    const next = body[i2 + 1] ?? "";
+    if (/[0-7]/.test(next)) {
+      bytes.push(Number.parseInt(body.slice(i2 + 1, i2 + 4), 8));
+      i2 += 3;
+    } else {
+      bytes.push(simple[next] ?? next.charCodeAt(0));
+      i2 += 1;
+    }
+  }
+  return Buffer.from(bytes).toString("utf8");
+}
+
+// src/workspace/change-fingerprint.ts
+function changeFingerprint(diff) {
+  const files = parseUnifiedDiff(diff).map((f) => ({
+    path: f.newPath ?? f.oldPath ?? "",
+    binary: f.binary,
+    ...cancelWhitespaceEdits(
+      f.removed.map(normalise).filter(Boolean),
+      f.added.map((a2) => normalise(a2.text)).filter(Boolean)
+    )
+  })).filter((f) => f.binary || f.removed.length > 0 || f.added.length > 0).sort((a2, b) => a2.path < b.path ? -1 : a2.path > b.path ? 1 : 0);
+  if (files.length === 0) return void 0;
+  const h2 = createHash2("sha256");
+  for (const f of files) {
+    h2.update(`file ${f.path}${f.binary ? " binary" : ""}
+`);
+    for (const line of f.removed) h2.update(`-${line}
+`);
+    for (const line of f.added) h2.update(`+${line}
+`);
+  }
+  return `sha256:${h2.digest("hex")}`;
+}
+function normalise(line) {
+  return line.replace(/\s+/g, "");
+}
+function cancelWhitespaceEdits(removed, added) {
+  const left = /* @__PURE__ */ new Map();
+  for (const line of added) left.set(line, (left.get(line) ?? 0) + 1);
+  const keptRemoved = [];
+  const cancelled = /* @__PURE__ */ new Map();
+  for (const line of removed) {
+    const n2 = left.get(line) ?? 0;
+    if (n2 > 0) {
+      left.set(line, n2 - 1);
+      cancelled.set(line, (cancelled.get(line) ?? 0) + 1);
+    } else keptRemoved.push(line);
+  }
+  const keptAdded = added.filter((line) => {
+    const n2 = cancelled.get(line) ?? 0;
+    if (n2 === 0) return true;
+    cancelled.set(line, n2 - 1);
+    return false;
+  });
+  return { removed: keptRemoved, added: keptAdded };
+}
+
+// src/workspace/git.ts
+import { createHash as createHash3 } from "node:crypto";
 import { closeSync as closeSync4, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, openSync as openSync4, readSync as readSync2, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, isAbsolute as isAbsolute3, join as join6, relative as relative2, resolve as resolve4 } from "node:path";
@@ -53527,7 +53677,7 @@ var Git = class _Git {
       return (await this.git(["rev-parse", "--verify", `${commit2}^{tree}`])).stdout.trim();
     }
     const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2, "--", ...paths]);
-    return createHash2("sha256").update(r.stdout).digest("hex");
+    return createHash3("sha256").update(r.stdout).digest("hex");
   }
   /** A file's content at a commit; undefined when the file does not exist there. */
   async show(commit2, path6) {
@@ -54509,98 +54659,6 @@ var PATH_RULES = [
 ];
 function basename(path6) {
   return path6.slice(path6.lastIndexOf("/") + 1);
-}
-
-// src/workspace/unified-diff.ts
-function parseUnifiedDiff(text3) {
-  const files = [];
-  let current2;
-  let newLine = 0;
-  let inHunk = false;
-  const lines = text3.split("\n");
-  if (lines.at(-1) === "") lines.pop();
-  for (const raw of lines) {
-    if (raw.startsWith("diff --git ")) {
-      current2 = { ...pathsFromDiffGit(raw.slice("diff --git ".length)), binary: false, added: [] };
-      files.push(current2);
-      inHunk = false;
-      continue;
-    }
-    if (!current2) continue;
-    if (inHunk) {
-      const c3 = raw[0];
-      if (c3 === "+") {
-        current2.added.push({ line: newLine, text: raw.slice(1) });
-        newLine++;
-        continue;
-      }
-      if (c3 === " " || raw === "") {
-        newLine++;
-        continue;
-      }
-      if (c3 === "-" || c3 === "\\") continue;
-      inHunk = false;
-    }
-    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(raw);
-    if (hunk) {
-      newLine = Number(hunk[1]);
-      inHunk = true;
-    } else if (raw.startsWith("--- ")) {
-      current2.oldPath = stripPrefix(raw.slice(4), "a/");
-    } else if (raw.startsWith("+++ ")) {
-      current2.newPath = stripPrefix(raw.slice(4), "b/");
-    } else if (raw.startsWith("new file mode")) {
-      current2.oldPath = void 0;
-    } else if (raw.startsWith("deleted file mode")) {
-      current2.newPath = void 0;
-    } else if (raw.startsWith("rename from ")) {
-      current2.oldPath = unquote(raw.slice("rename from ".length));
-    } else if (raw.startsWith("rename to ")) {
-      current2.newPath = unquote(raw.slice("rename to ".length));
-    } else if (raw.startsWith("Binary files ") || raw === "GIT binary patch") {
-      current2.binary = true;
-    }
-  }
-  return files;
-}
-function pathsFromDiffGit(rest2) {
-  const quoted = /^("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$/.exec(rest2);
-  if (quoted) {
-    return { oldPath: stripPrefix(quoted[1], "a/"), newPath: stripPrefix(quoted[2], "b/") };
-  }
-  const half = (rest2.length - 1) / 2;
-  return {
-    oldPath: stripPrefix(rest2.slice(0, half), "a/"),
-    newPath: stripPrefix(rest2.slice(half + 1), "b/")
-  };
-}
-function stripPrefix(p, prefix) {
-  let s = p.replace(/\t.*$/, "");
-  if (s === "/dev/null") return void 0;
-  s = unquote(s);
-  return s.startsWith(prefix) ? s.slice(prefix.length) : s;
-}
-function unquote(s) {
-  if (!(s.startsWith('"') && s.endsWith('"') && s.length >= 2)) return s;
-  const bytes = [];
-  const body = s.slice(1, -1);
-  const simple = { n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11, '"': 34, "\\": 92 };
-  for (let i2 = 0; i2 < body.length; i2++) {
-    const c3 = body[i2];
-    if (c3 !== "\\") {
-      bytes.push(...Buffer.from(c3, "utf8"));
-      continue;
-    }
-    const next = body[i2 + 1] ?? "";
-    if (/[0-7]/.test(next)) {
-      bytes.push(Number.parseInt(body.slice(i2 + 1, i2 + 4), 8));
-      i2 += 3;
-    } else {
-      bytes.push(simple[next] ?? next.charCodeAt(0));
-      i2 += 1;
-    }
-  }
-  return Buffer.from(bytes).toString("utf8");
 }
 
 // src/workspace/static-scan.ts
@@ -55994,49 +56052,52 @@ import { availableParallelism, constants as constants9, tmpdir as tmpdir5 } from
 import { dirname as dirname15, join as join14, resolve as resolve8 } from "node:path";
 
 // src/project/python.ts
-import { existsSync as existsSync10, readdirSync as readdirSync5, readFileSync as readFileSync13, realpathSync as realpathSync2, writeFileSync as writeFileSync7 } from "node:fs";
-import { dirname as dirname12, join as join11, relative as relative4 } from "node:path";
-var VENV_DIR = ".venv";
-function venvPython(root) {
-  return process.env.HILLCLIMB_PYTHON || join11(root, VENV_DIR, "bin", "python");
-}
-function interpreterReadPaths(python) {
-  const paths = /* @__PURE__ */ new Set();
-  const prefix = dirname12(dirname12(python));
-  paths.add(prefix);
-  const cfg = join11(prefix, "pyvenv.cfg");
-  if (existsSync10(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync13(cfg, "utf8"))?.[1]?.trim();
-    if (home) paths.add(dirname12(home));
-  }
-  try {
-    paths.add(dirname12(dirname12(realpathSync2(python))));
-  } catch {
-  }
-  return [...paths].filter((p) => p !== "/" && p !== "/usr");
-}
+import { existsSync as existsSync11, readdirSync as readdirSync5, readFileSync as readFileSync14, realpathSync as realpathSync2, writeFileSync as writeFileSync7 } from "node:fs";
+import { dirname as dirname13, join as join12, relative as relative4 } from "node:path";
 
 // src/project/root.ts
-import { existsSync as existsSync11, readFileSync as readFileSync14 } from "node:fs";
-import { dirname as dirname13, join as join12, resolve as resolve7 } from "node:path";
+import { existsSync as existsSync10, readFileSync as readFileSync13 } from "node:fs";
+import { dirname as dirname12, join as join11, resolve as resolve7 } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
-  let dir = dirname13(fileURLToPath3(import.meta.url));
+  let dir = dirname12(fileURLToPath3(import.meta.url));
   for (; ; ) {
-    const pkg = join12(dir, "package.json");
-    if (existsSync11(pkg)) {
+    const pkg = join11(dir, "package.json");
+    if (existsSync10(pkg)) {
       try {
-        if (JSON.parse(readFileSync14(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync13(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
-    const parent = dirname13(dir);
+    const parent = dirname12(dir);
     if (parent === dir) throw new Error("hillclimb package.json not found above the running file");
     dir = parent;
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync14(join12(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync13(join11(packageRoot(), "package.json"), "utf8")).version;
+}
+
+// src/project/python.ts
+var VENV_DIR = ".venv";
+function venvPython(root) {
+  return process.env.HILLCLIMB_PYTHON || join12(root, VENV_DIR, "bin", "python");
+}
+var BUNDLED_BENCH_DIR = join12("packages", "hillclimb-bench");
+function interpreterReadPaths(python) {
+  const paths = /* @__PURE__ */ new Set();
+  const prefix = dirname13(dirname13(python));
+  paths.add(prefix);
+  const cfg = join12(prefix, "pyvenv.cfg");
+  if (existsSync11(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync14(cfg, "utf8"))?.[1]?.trim();
+    if (home) paths.add(dirname13(home));
+  }
+  try {
+    paths.add(dirname13(dirname13(realpathSync2(python))));
+  } catch {
+  }
+  return [...paths].filter((p) => p !== "/" && p !== "/usr");
 }
 
 // src/compute/job-env.ts
@@ -56396,9 +56457,9 @@ import { tmpdir as tmpdir7 } from "node:os";
 import { dirname as dirname16, join as join16 } from "node:path";
 
 // src/compute/names.ts
-import { createHash as createHash3 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 function shortHash(text3, length = 6) {
-  return createHash3("sha256").update(text3).digest("hex").slice(0, length);
+  return createHash4("sha256").update(text3).digest("hex").slice(0, length);
 }
 var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 var MAX_SUBMISSION_ID = 120;
@@ -56582,7 +56643,7 @@ function packagePath(uri) {
 }
 
 // src/compute/runner/protocol.ts
-import { createHash as createHash4 } from "node:crypto";
+import { createHash as createHash5 } from "node:crypto";
 
 // src/compute/runner/source.ts
 var RUNNER_FILE = ".hillclimb-runner.py";
@@ -56805,7 +56866,7 @@ function parseRunnerOutput(text3, nonce) {
       case "outputs-end": {
         if (payload && expected) {
           const data = Buffer.from(payload.join(""), "base64");
-          const digest = createHash4("sha256").update(data).digest("hex");
+          const digest = createHash5("sha256").update(data).digest("hex");
           if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
           else
             report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
@@ -58140,13 +58201,13 @@ function capBody(text3, maxChars = BODY_CAP_CHARS) {
   return { text: kept + note, truncated: true, originalChars: text3.length };
 }
 function capTitle(title, maxChars = TITLE_CAP_CHARS) {
-  const oneLine3 = title.replace(/\s*\n\s*/g, " ").trim();
-  if (oneLine3.length <= maxChars) {
-    return { text: oneLine3, truncated: false, originalChars: title.length };
+  const oneLine4 = title.replace(/\s*\n\s*/g, " ").trim();
+  if (oneLine4.length <= maxChars) {
+    return { text: oneLine4, truncated: false, originalChars: title.length };
   }
   let cut = maxChars - 1;
-  if (isHighSurrogate(oneLine3.charCodeAt(cut - 1))) cut -= 1;
-  return { text: `${oneLine3.slice(0, cut)}\u2026`, truncated: true, originalChars: title.length };
+  if (isHighSurrogate(oneLine4.charCodeAt(cut - 1))) cut -= 1;
+  return { text: `${oneLine4.slice(0, cut)}\u2026`, truncated: true, originalChars: title.length };
 }
 function isHighSurrogate(code2) {
   return code2 >= 55296 && code2 <= 56319;
@@ -72145,7 +72206,7 @@ function assertContext(context3) {
     `is-unsafe: second argument must be a PatternList (e.g. HTML), an array of PatternLists (e.g. [HTML, XML]), or a RegExp. Got: ${typeof context3}`
   );
 }
-function normalise(context3) {
+function normalise2(context3) {
   if (context3 instanceof RegExp) return { lists: null, regex: context3 };
   if (Array.isArray(context3[0])) return { lists: context3, regex: null };
   return { lists: [context3], regex: null };
@@ -72168,7 +72229,7 @@ function matchList(value2, list) {
 function isUnsafe(value2, context3) {
   assertString(value2);
   assertContext(context3);
-  const { lists, regex: regex2 } = normalise(context3);
+  const { lists, regex: regex2 } = normalise2(context3);
   if (regex2) return regex2.test(value2);
   for (const list of lists) {
     if (matchList(value2, list) !== null) return true;
@@ -73584,6 +73645,70 @@ function studentTQuantile(p, dof) {
   return q;
 }
 
+// src/stats/chi-square.ts
+var MAX_TERMS = 500;
+var EPSILON = 1e-15;
+var TINY = 1e-300;
+function gammaSeries(a2, x) {
+  let term = 1 / a2;
+  let sum3 = term;
+  for (let n2 = 1; n2 <= MAX_TERMS; n2++) {
+    term *= x / (a2 + n2);
+    sum3 += term;
+    if (Math.abs(term) < Math.abs(sum3) * EPSILON) break;
+  }
+  return sum3 * Math.exp(-x + a2 * Math.log(x) - logGamma(a2));
+}
+function gammaContinuedFraction(a2, x) {
+  let b = x + 1 - a2;
+  let c3 = 1 / TINY;
+  let d = 1 / b;
+  let h2 = d;
+  for (let i2 = 1; i2 <= MAX_TERMS; i2++) {
+    const an = -i2 * (i2 - a2);
+    b += 2;
+    d = an * d + b;
+    if (Math.abs(d) < TINY) d = TINY;
+    c3 = b + an / c3;
+    if (Math.abs(c3) < TINY) c3 = TINY;
+    d = 1 / d;
+    const delta = d * c3;
+    h2 *= delta;
+    if (Math.abs(delta - 1) < EPSILON) break;
+  }
+  return h2 * Math.exp(-x + a2 * Math.log(x) - logGamma(a2));
+}
+function regularizedLowerGamma(a2, x) {
+  if (x <= 0) return 0;
+  if (x === Number.POSITIVE_INFINITY) return 1;
+  return x < a2 + 1 ? gammaSeries(a2, x) : 1 - gammaContinuedFraction(a2, x);
+}
+function chiSquareCdf(x, dof) {
+  if (Number.isNaN(x) || !(dof > 0)) return Number.NaN;
+  return regularizedLowerGamma(dof / 2, x / 2);
+}
+var quantileCache2 = /* @__PURE__ */ new Map();
+function chiSquareQuantile(p, dof) {
+  if (!(p > 0 && p < 1) || !(dof > 0)) return Number.NaN;
+  const key = `${p}:${dof}`;
+  const cached3 = quantileCache2.get(key);
+  if (cached3 !== void 0) return cached3;
+  let lo = 0;
+  let hi = Math.max(1, dof);
+  while (chiSquareCdf(hi, dof) < p) {
+    lo = hi;
+    hi *= 2;
+  }
+  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * hi; i2++) {
+    const mid = (lo + hi) / 2;
+    if (chiSquareCdf(mid, dof) < p) lo = mid;
+    else hi = mid;
+  }
+  const q = (lo + hi) / 2;
+  quantileCache2.set(key, q);
+  return q;
+}
+
 // src/stats/noise.ts
 var MEDIAN_SE_FACTOR = Math.sqrt(Math.PI / 2);
 var BOOTSTRAP_WIDTH_FACTOR = 1.1;
@@ -73632,7 +73757,7 @@ function minimumDetectableEffect(cv, nA, nB, opts = {}) {
 function expectedLogHalfWidth(cv, nA, nB) {
   return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
 }
-function pooledLogCv(groups2) {
+function pooledLogNoise(groups2) {
   let weighted = 0;
   let dof = 0;
   for (const group of groups2) {
@@ -73640,16 +73765,24 @@ function pooledLogCv(groups2) {
     weighted += (group.length - 1) * sampleVariance(group.map(Math.log));
     dof += group.length - 1;
   }
-  return dof === 0 ? Number.NaN : Math.sqrt(weighted / dof);
+  return { cv: dof === 0 ? Number.NaN : Math.sqrt(weighted / dof), degreesOfFreedom: dof };
 }
-function robustNoiseCv(groups2) {
-  return pooledLogCv(groups2.map(withoutOutliers));
+function robustNoise(groups2) {
+  return pooledLogNoise(groups2.map(withoutOutliers));
 }
-function pairedNoiseCv(a2, b) {
+function pairedNoise(a2, b) {
   if (a2.length !== b.length)
     throw new RangeError(`paired arms need equal lengths, got ${a2.length} and ${b.length}`);
   const ratios = withoutOutliers(a2.map((x, i2) => b[i2] / x));
-  return ratios.length < 2 ? Number.NaN : logCv(ratios) / Math.SQRT2;
+  return ratios.length < 2 ? { cv: Number.NaN, degreesOfFreedom: 0 } : { cv: logCv(ratios) / Math.SQRT2, degreesOfFreedom: ratios.length - 1 };
+}
+var MDE_NOISE_CONFIDENCE = 0.9;
+function noiseUpperBound(cv, degreesOfFreedom, confidence = MDE_NOISE_CONFIDENCE) {
+  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
+  if (!(confidence > 0 && confidence < 1))
+    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
+  if (!(degreesOfFreedom > 0)) return cv === 0 ? 0 : Number.POSITIVE_INFINITY;
+  return cv * Math.sqrt(degreesOfFreedom / chiSquareQuantile(1 - confidence, degreesOfFreedom));
 }
 function armCv(values) {
   return values.length < 2 ? null : logCv(values);
@@ -73755,6 +73888,7 @@ function compareArms(a2, b, opts) {
     mde: null,
     mdeSource: null,
     noiseCv: null,
+    mdeCv: null,
     acceptMargin: null,
     acceptBar: null,
     falseAcceptRate: policy.falseAcceptRate,
@@ -73787,11 +73921,13 @@ function compareArms(a2, b, opts) {
     };
   }
   const ci = policy.ciMethod === "bca" ? boot.bca : boot.percentile;
-  const robustCv = paired ? pairedNoiseCv(a2, b) : robustNoiseCv([a2, b]);
-  const observedCv = Number.isNaN(robustCv) ? pooledLogCv([a2, b]) : robustCv;
+  const robust = paired ? pairedNoise(a2, b) : robustNoise([a2, b]);
+  const observed = Number.isNaN(robust.cv) ? pooledLogNoise([a2, b]) : robust;
+  const observedCv = observed.cv;
   let mde;
   let mdeSource;
   let noiseCv;
+  let mdeCv;
   let margin;
   let acceptBar;
   const noiseNotes = [];
@@ -73799,6 +73935,7 @@ function compareArms(a2, b, opts) {
     mde = policy.mde;
     mdeSource = "fixed";
     noiseCv = null;
+    mdeCv = null;
     margin = null;
     acceptBar = 1 + Math.max(mde, policy.practicalDelta);
   } else {
@@ -73813,7 +73950,8 @@ function compareArms(a2, b, opts) {
     };
     margin = acceptMargin(noiseCv, a2.length, b.length, opts2);
     acceptBar = 1 + Math.max(policy.practicalDelta, margin);
-    mde = minimumDetectableEffect(noiseCv, a2.length, b.length, opts2);
+    mdeCv = Math.max(noiseCv, noiseUpperBound(observedCv, observed.degreesOfFreedom));
+    mde = minimumDetectableEffect(mdeCv, a2.length, b.length, opts2);
     if (calibrated !== void 0 && observedCv > 2 * calibrated) {
       noiseNotes.push(
         `noise in this comparison (CV ${pct(observedCv)}) is more than twice the A/A calibration (CV ${pct(calibrated)}); the bar uses this comparison's noise`
@@ -73823,7 +73961,8 @@ function compareArms(a2, b, opts) {
   const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
   const pairing = paired ? ", paired by round" : "";
   const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a2.length}/${b.length})`;
-  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? " paired" : ""} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}); regression bar ${num(regressBar)}`;
+  const mdeCvLabel = mdeSource === "calibrated" ? `the larger of that CV and the observed CV's ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound` : `its ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound`;
+  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? " paired" : ""} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
   let verdict;
   let decision;
   if (ratio > policy.implausibleSpeedup) {
@@ -73850,6 +73989,7 @@ function compareArms(a2, b, opts) {
     mde,
     mdeSource,
     noiseCv,
+    mdeCv,
     acceptMargin: margin,
     acceptBar
   };
@@ -74008,9 +74148,12 @@ function levelChange(a2, b, direction, opts) {
   return change;
 }
 function summarizeLevels(runs, info, opts) {
+  const pooled = pooledPeak(runs);
   const values = (arm, key) => runs.flatMap((r) => {
     const v = r.arm === arm ? r.levels?.[key] : null;
-    return typeof v === "number" ? [v] : [];
+    if (typeof v !== "number") return [];
+    const own = r.levels?.peakFlopsPerS;
+    return MFU_KEYS.has(key) && pooled && typeof own === "number" && own > 0 ? [v * own / pooled.flopsPerS] : [v];
   });
   const change = (key, offset) => {
     const c3 = levelChange(values("A", key), values("B", key), LEVEL_METRICS[key].direction, {
@@ -74030,6 +74173,7 @@ function summarizeLevels(runs, info, opts) {
     seed: opts.seed
   };
   if (info.peak) levels.peak = info.peak;
+  if (pooled) levels.pooledPeak = pooled;
   const m = info.model;
   if (m && (values("A", "stepMs").length > 0 || values("B", "stepMs").length > 0)) {
     levels.model = {
@@ -74042,6 +74186,15 @@ function summarizeLevels(runs, info, opts) {
     if (m.layerMatchesKernel) levels.share = measuredShare(levels, m.gdnLayers);
   }
   return levels;
+}
+var MFU_KEYS = /* @__PURE__ */ new Set(["kernelMfu", "modelMfu"]);
+function pooledPeak(runs) {
+  const peaks = runs.flatMap((r) => {
+    const p = r.levels?.peakFlopsPerS;
+    return typeof p === "number" && p > 0 ? [p] : [];
+  });
+  if (peaks.length === 0) return void 0;
+  return { flopsPerS: median(peaks), min: Math.min(...peaks), max: Math.max(...peaks), n: peaks.length };
 }
 function measuredShare(levels, gdnLayers) {
   const share = (kernel, step) => kernel !== null && step !== null && step > 0 ? Math.min(1, gdnLayers * kernel / step) : null;
@@ -74097,10 +74250,10 @@ var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema = JSON.parse(readFileSync18(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema2 = JSON.parse(readFileSync18(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
-  validator2 = ajv.compile(schema);
+  validator2 = ajv.compile(schema2);
   return validator2;
 }
 function jsonPath(pointer, extra) {
@@ -74888,6 +75041,87 @@ async function verifyPrograms({
   return { export: exported, verifier, problems: [why] };
 }
 
+// src/loop/state/history.ts
+import { join as join28 } from "node:path";
+var HISTORY_FILE = "history.jsonl";
+function historyFile(stateDir) {
+  return join28(stateDir, HISTORY_FILE);
+}
+function appendHistory(stateDir, row) {
+  appendLineDurable(historyFile(stateDir), JSON.stringify(row));
+}
+function readHistory(stateDir, target2) {
+  const { rows } = readJsonLines(historyFile(stateDir));
+  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target2 === void 0 || r.target === target2));
+}
+function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
+  const m = ev.measurement;
+  const c3 = m?.comparison;
+  const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
+  return {
+    schema: HISTORY_SCHEMA,
+    at: now.toISOString(),
+    runId: ev.runId,
+    iteration: ev.iteration,
+    target: ev.target,
+    verdict: ev.verdict ?? "error",
+    reason: ev.verdictReasons[0] ?? "",
+    baseCommit: ev.base.commit,
+    candidateCommit: ev.candidate?.commit ?? null,
+    subject: ev.candidate?.subject ?? null,
+    branch: ev.candidate?.branch ?? null,
+    ...ev.guard?.change ? { change: ev.guard.change } : {},
+    ...ev.agent?.result?.hypothesis ? { hypothesis: oneLine2(ev.agent.result.hypothesis, 300) } : {},
+    metric,
+    a: c3?.a.median ?? null,
+    b: c3?.b.median ?? null,
+    nA: m?.runs.filter((r) => r.arm === "A").length ?? 0,
+    nB: m?.runs.filter((r) => r.arm === "B").length ?? 0,
+    ratio: c3?.ratio ?? null,
+    ciLow: c3?.ci?.lo ?? null,
+    ciHigh: c3?.ci?.hi ?? null,
+    mde: c3?.mde ?? null,
+    mfuA: m?.mfu.a ?? null,
+    mfuB: m?.mfu.b ?? null,
+    ...m?.levels ? { levels: historyLevels(m.levels) } : {},
+    championAfter: championAfter2,
+    harnessHash: ev.provenance.harnessHash ?? null,
+    configHash: ev.provenance.configHash,
+    device: m?.device?.kind ?? null,
+    backend: ev.provenance.backend?.backend ?? null,
+    versions: m?.versions ?? {},
+    prUrl: ev.publish?.prUrl ?? null,
+    evidenceUrl: ev.publish?.bundleUrl ?? null
+  };
+}
+function historyLevels(l) {
+  const pair = (c3) => ({
+    a: c3?.a ?? null,
+    b: c3?.b ?? null
+  });
+  return {
+    kernelMs: pair(l.kernel.time),
+    kernelMfu: pair(l.kernel.mfu),
+    stepMs: pair(l.model?.time),
+    modelMfu: pair(l.model?.mfu),
+    peak: l.peak?.source ?? null
+  };
+}
+function championMeasurement(rows, champion) {
+  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
+    const r = rows[i2];
+    if (r.baseCommit === champion && r.a !== null) return { value: r.a, mfu: r.mfuA, row: r, as: "A" };
+    if (r.championAfter === champion && r.candidateCommit !== null && r.b !== null && r.verdict === "improved") {
+      return { value: r.b, mfu: r.mfuB, row: r, as: "B" };
+    }
+  }
+  return void 0;
+}
+function oneLine2(text3, max) {
+  const line = text3.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
+}
+
 // src/loop/steps/guard.ts
 var guardStep = {
   name: "guard",
@@ -74923,15 +75157,30 @@ var guardStep = {
       reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ""} ${f.ruleId}: ${f.reason}`);
     }
     if (reasons.length > 0) return { status: "verdict", verdict: "invalid", reasons };
+    const change = changeFingerprint(
+      await ctx.git.diff(ev.base.commit, candidate.commit, { paths: candidate.changedPaths, context: 0 })
+    );
+    if (change) ev.guard.change = change;
+    const earlier = change && !candidate.from ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, ev) : void 0;
+    if (earlier) return { status: "verdict", verdict: "invalid", reasons: [repeatReason(earlier)] };
     const warnings2 = scan.findings.filter((f) => f.severity !== "block").length;
     return warnings2 > 0 ? { status: "done", note: `${warnings2} static-scan warning(s)` } : { status: "done" };
   }
 };
+function sameChangeEarlier(rows, change, self2) {
+  return rows.findLast(
+    (r) => r.change === change && r.verdict !== "error" && !(r.runId === self2.runId && r.iteration === self2.iteration)
+  );
+}
+function repeatReason(row) {
+  const measured2 = row.ratio !== null ? `, ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ""}` : "";
+  return `novelty check: the same change as iteration ${row.iteration} of run ${row.runId} (${row.verdict}${measured2}: ${row.reason}); not measured again \u2014 change something that made it fail`;
+}
 
 // src/loop/steps/measure.ts
-import { createHash as createHash6 } from "node:crypto";
+import { createHash as createHash7 } from "node:crypto";
 import { cpSync as cpSync2, existsSync as existsSync20, readFileSync as readFileSync20, rmSync as rmSync20 } from "node:fs";
-import { join as join28 } from "node:path";
+import { join as join29 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -75004,7 +75253,11 @@ async function measure(env) {
     }
     n2 = next;
   }
-  const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu);
+  const pooled = pooledPeak(m.runs);
+  const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => {
+    const own = r.levels?.peakFlopsPerS;
+    return r.mfu !== null && pooled && typeof own === "number" && own > 0 ? r.mfu * own / pooled.flopsPerS : r.mfu;
+  });
   const medianOrNull = (xs) => xs.length > 0 && xs.every((x) => x !== null) ? median(xs) : null;
   m.mfu = { a: medianOrNull(mfus("A")), b: medianOrNull(mfus("B")) };
   const lastB = [...m.runs].reverse().find((r) => r.arm === "B" && r.value !== null);
@@ -75054,7 +75307,7 @@ async function armPrograms(env, platform3) {
   const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync20(join28(B, "manifest.json"))) {
+  if (!gated || !existsSync20(join29(B, "manifest.json"))) {
     const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
@@ -75086,11 +75339,11 @@ async function armPrograms(env, platform3) {
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
 }
 function championCache(ctx, commit2, platform3) {
-  const key = createHash6("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
-  return { key, dir: join28(ctx.stateDir, "cache", "programs", key) };
+  const key = createHash7("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
+  return { key, dir: join29(ctx.stateDir, "cache", "programs", key) };
 }
 function keepChampionPrograms(ctx, commit2, platform3, from) {
-  if (!existsSync20(join28(from, "manifest.json"))) return;
+  if (!existsSync20(join29(from, "manifest.json"))) return;
   const { dir } = championCache(ctx, commit2, platform3);
   rmSync20(dir, { recursive: true, force: true });
   copyProgramFiles(from, dir);
@@ -75104,9 +75357,9 @@ function readText(file) {
 }
 async function championPrograms(ctx, ev, commit2, platform3) {
   const { key, dir } = championCache(ctx, commit2, platform3);
-  if (existsSync20(join28(dir, "manifest.json"))) return dir;
+  if (existsSync20(join29(dir, "manifest.json"))) return dir;
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
-  const log = join28(ctx.stateDir, "cache", "programs", `${key}.log`);
+  const log = join29(ctx.stateDir, "cache", "programs", `${key}.log`);
   const exported = await exportPrograms(ctx, ev, {
     backend: ctx.backend,
     workdir: wt.root,
@@ -75294,81 +75547,6 @@ async function comparability(bundle, runs) {
 import { existsSync as existsSync24, readFileSync as readFileSync25 } from "node:fs";
 import { join as join36, resolve as resolve14 } from "node:path";
 
-// src/loop/state/history.ts
-import { join as join29 } from "node:path";
-var HISTORY_FILE = "history.jsonl";
-function historyFile(stateDir) {
-  return join29(stateDir, HISTORY_FILE);
-}
-function appendHistory(stateDir, row) {
-  appendLineDurable(historyFile(stateDir), JSON.stringify(row));
-}
-function readHistory(stateDir, target2) {
-  const { rows } = readJsonLines(historyFile(stateDir));
-  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target2 === void 0 || r.target === target2));
-}
-function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
-  const m = ev.measurement;
-  const c3 = m?.comparison;
-  const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
-  return {
-    schema: HISTORY_SCHEMA,
-    at: now.toISOString(),
-    runId: ev.runId,
-    iteration: ev.iteration,
-    target: ev.target,
-    verdict: ev.verdict ?? "error",
-    reason: ev.verdictReasons[0] ?? "",
-    baseCommit: ev.base.commit,
-    candidateCommit: ev.candidate?.commit ?? null,
-    subject: ev.candidate?.subject ?? null,
-    branch: ev.candidate?.branch ?? null,
-    metric,
-    a: c3?.a.median ?? null,
-    b: c3?.b.median ?? null,
-    nA: m?.runs.filter((r) => r.arm === "A").length ?? 0,
-    nB: m?.runs.filter((r) => r.arm === "B").length ?? 0,
-    ratio: c3?.ratio ?? null,
-    ciLow: c3?.ci?.lo ?? null,
-    ciHigh: c3?.ci?.hi ?? null,
-    mde: c3?.mde ?? null,
-    mfuA: m?.mfu.a ?? null,
-    mfuB: m?.mfu.b ?? null,
-    ...m?.levels ? { levels: historyLevels(m.levels) } : {},
-    championAfter: championAfter2,
-    harnessHash: ev.provenance.harnessHash ?? null,
-    configHash: ev.provenance.configHash,
-    device: m?.device?.kind ?? null,
-    backend: ev.provenance.backend?.backend ?? null,
-    versions: m?.versions ?? {},
-    prUrl: ev.publish?.prUrl ?? null,
-    evidenceUrl: ev.publish?.bundleUrl ?? null
-  };
-}
-function historyLevels(l) {
-  const pair = (c3) => ({
-    a: c3?.a ?? null,
-    b: c3?.b ?? null
-  });
-  return {
-    kernelMs: pair(l.kernel.time),
-    kernelMfu: pair(l.kernel.mfu),
-    stepMs: pair(l.model?.time),
-    modelMfu: pair(l.model?.mfu),
-    peak: l.peak?.source ?? null
-  };
-}
-function championMeasurement(rows, champion) {
-  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
-    const r = rows[i2];
-    if (r.baseCommit === champion && r.a !== null) return { value: r.a, mfu: r.mfuA, row: r, as: "A" };
-    if (r.championAfter === champion && r.candidateCommit !== null && r.b !== null && r.verdict === "improved") {
-      return { value: r.b, mfu: r.mfuB, row: r, as: "B" };
-    }
-  }
-  return void 0;
-}
-
 // src/report/format.ts
 var MINUS = "\u2212";
 var EM_DASH = "\u2014";
@@ -75466,7 +75644,7 @@ function formatMetricChange(ratio, ci, direction) {
   const change = metricChangePct(ratio, ci, direction);
   return formatPercentWithCi(change.pct, change.ci);
 }
-function oneLine2(text3) {
+function oneLine3(text3) {
   return text3.replace(/\s+/g, " ").trim();
 }
 function truncateText(text3, max) {
@@ -75537,6 +75715,12 @@ function peakLabel(peak) {
 function mfuLabel(peak) {
   const vs = peakLabel(peak);
   return vs ? `MFU ${vs}` : "MFU";
+}
+function pooledPeakNote(levels) {
+  const p = levels.pooledPeak;
+  if (!p || p.max <= p.min) return void 0;
+  const g = (x) => `${(x / 1e9).toFixed(1)} GFLOP/s`;
+  return `both arms' MFUs are against one peak, ${g(p.flopsPerS)} (the median of ${p.n} runs' own, which ranged ${g(p.min)}\u2013${g(p.max)})`;
 }
 function peakNote(peak) {
   if (peak?.source !== "measured") return void 0;
@@ -75626,7 +75810,8 @@ function levelsTable(evidence) {
   const header = ["level", "", "champion (A)", "candidate (B)", `change [${confidence}]`];
   const lines = [table(header, rows, ["left", "left", "right", "right", "right"])];
   const note = peakNote(levels.peak);
-  if (note) lines.push(`_${note}._`);
+  const pooled = pooledPeakNote(levels);
+  if (note || pooled) lines.push(`_${[note, pooled].filter(Boolean).join("; ")}._`);
   const amdahl = amdahlSection(evidence);
   if (amdahl) lines.push(amdahl);
   return lines.join("\n\n");
@@ -75677,7 +75862,7 @@ function measuredChange(evidence) {
 }
 function verdictReasons(evidence) {
   const all = [...evidence.verdictReasons, ...evidence.measurement?.comparison?.reasons ?? []];
-  return [...new Set(all.map(oneLine2).filter((r) => r !== ""))];
+  return [...new Set(all.map(oneLine3).filter((r) => r !== ""))];
 }
 function headline(evidence) {
   const change = measuredChange(evidence);
@@ -75695,7 +75880,7 @@ function firstReason(evidence) {
   return evidence.verdict ? "no reason recorded" : "the iteration has not finished";
 }
 function subjectOf(evidence) {
-  const subject = evidence.candidate?.subject ? oneLine2(evidence.candidate.subject) : "";
+  const subject = evidence.candidate?.subject ? oneLine3(evidence.candidate.subject) : "";
   if (subject !== "") return subject;
   return evidence.candidate ? "(empty commit subject)" : "(no commit)";
 }
@@ -75745,7 +75930,7 @@ function junitCounts(junit) {
 function gateText(gate) {
   if (!gate) return "not run";
   const took = gate.junit ? formatDuration(gate.junit.time * 1e3) : formatDuration(gate.durationMs);
-  const why = gate.reason ? oneLine2(gate.reason) : void 0;
+  const why = gate.reason ? oneLine3(gate.reason) : void 0;
   switch (gate.status) {
     case "passed":
       return gate.junit ? `passed, ${junitCounts(gate.junit)} (${took})` : `passed (${took})`;
@@ -75855,6 +76040,11 @@ var MS = "ms";
 function topChanges(rows, count2) {
   return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
 }
+function hotspotBasis(diff) {
+  if (diff.basis === "whole-trace" && diff.wholeTrace !== void 0)
+    return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
+  return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
+}
 function customCallNames(profile) {
   const names = /* @__PURE__ */ new Set();
   for (const row of profile.diff?.customCalls ?? []) names.add(row.name);
@@ -75891,7 +76081,11 @@ function diffTableRow(row, custom) {
     noteFor(row, custom)
   ];
 }
-function diffTotals(diff) {
+function diffTotals(diff, wholeTrace) {
+  if (wholeTrace) {
+    const outside = diff.outsideMs === void 0 ? "" : ` \xB7 outside steps ${beforeAfter(diff.outsideMs)}`;
+    return `Whole trace (all devices), champion \u2192 candidate: device op time ${beforeAfter(diff.deviceMs)}${outside}.`;
+  }
   const parts = [];
   if (diff.stepTimeMs) parts.push(`step ${beforeAfter(diff.stepTimeMs)}`);
   parts.push(`op time ${beforeAfter(diff.opTimeMs)}`);
@@ -75901,14 +76095,14 @@ function diffTotals(diff) {
 function profilerInflated(profile) {
   return profile.agreement?.agrees === false;
 }
-function shares(row, diff) {
-  const before = diff.opTimeMs.before === 0 ? 0 : 100 * row.before / diff.opTimeMs.before;
-  const after = diff.opTimeMs.after === 0 ? 0 : 100 * row.after / diff.opTimeMs.after;
+function shares(row, diff, total = diff.opTimeMs) {
+  const before = total.before === 0 ? 0 : 100 * row.before / total.before;
+  const after = total.after === 0 ? 0 : 100 * row.after / total.after;
   return { before, after, delta: after - before };
 }
-function topShareChanges(rows, diff, count2) {
+function topShareChanges(rows, diff, count2, total = diff.opTimeMs) {
   return [...rows].sort(
-    (x, y) => Math.abs(shares(y, diff).delta) - Math.abs(shares(x, diff).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+    (x, y) => Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
   ).slice(0, Math.max(0, count2));
 }
 function sharePct(percent) {
@@ -75919,15 +76113,18 @@ function sharePp(delta) {
   return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
 }
 function inflatedDiffSection(profile, diff, rows, custom) {
-  const top = topShareChanges(diff.ops, diff, rows);
+  const basis = hotspotBasis(diff);
+  const of = basis.wholeTrace ? "device op time over the whole trace" : "op time per step";
+  const top = topShareChanges(basis.rows, diff, rows, basis.total);
   const lines = [
-    `#### Hotspots (profiler-inflated trace: shares of op time per step, top ${top.length} of ${diff.ops.length} ops by |\u0394 share|)`,
-    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the op time per step.`
+    `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |\u0394 share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`
   ];
+  if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
   if (top.length > 0) {
     const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
     const body = top.map((r) => {
-      const sh = shares(r, diff);
+      const sh = shares(r, diff, basis.total);
       return [
         codeCell(r.name),
         r.program === "" ? EM_DASH : codeCell(r.program),
@@ -75940,12 +76137,13 @@ function inflatedDiffSection(profile, diff, rows, custom) {
     });
     lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
   }
-  if (top.length < diff.ops.length) {
-    lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  if (top.length < basis.rows.length) {
+    lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
   }
   for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
   return lines.join("\n\n");
 }
+var WHOLE_TRACE_REASON = "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
 function inflationSentence(profile) {
   const a2 = profile.agreement;
   const sides = [
@@ -75969,18 +76167,20 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
   const diff = profile.diff;
   if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
   if (diff) {
-    const top2 = topChanges(diff.ops, rows);
+    const basis = hotspotBasis(diff);
+    const top2 = topChanges(basis.rows, rows);
     const lines2 = [
-      `${title} (time per step, top ${top2.length} of ${diff.ops.length} ops by |\u0394|)`,
-      diffTotals(diff)
+      `${title} (${basis.wholeTrace ? "whole trace" : "time per step"}, top ${top2.length} of ${basis.rows.length} ops by |\u0394|)`,
+      ...basis.wholeTrace ? [WHOLE_TRACE_REASON] : [],
+      diffTotals(diff, basis.wholeTrace)
     ];
     if (top2.length > 0) {
       const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
       const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
       lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
     }
-    if (top2.length < diff.ops.length) {
-      lines2.push(`_${diff.ops.length - top2.length} more ops in the trace diff of the evidence bundle._`);
+    if (top2.length < basis.rows.length) {
+      lines2.push(`_${basis.rows.length - top2.length} more ops in the trace diff of the evidence bundle._`);
     }
     for (const w of diff.warnings) lines2.push(`> warning: ${cell(w)}`);
     return lines2.join("\n\n");
@@ -76172,7 +76372,8 @@ function acceptBarText(c3) {
   const margin = `noise margin +${formatPercent(c3.acceptMargin, 1)} for \u2264 ${formatPercent(c3.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, 2)} false accepts at no change`;
   const which2 = c3.acceptMargin > floor ? `${margin}; practical floor +${formatPercent(floor, 1)}` : `the practical floor; ${margin}`;
   const power = Math.round((c3.power ?? DEFAULT_POLICY.power) * 100);
-  const detectable = c3.mde === null || c3.noiseCv === null ? "" : ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}): +${formatPercent(c3.mde, 1)}.`;
+  const atBound = c3.mdeCv != null && c3.noiseCv !== null && c3.mdeCv > c3.noiseCv ? `; MDE at the noise's upper bound ${formatCv(c3.mdeCv)}` : "";
+  const detectable = c3.mde === null || c3.noiseCv === null ? "" : ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): +${formatPercent(c3.mde, 1)}.`;
   return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which2}).${detectable} ${regress}`;
 }
 function confidenceLabel(confidence, method) {
@@ -76664,7 +76865,7 @@ ${runSummaryTable(iterations)}`
 }
 
 // src/report/log-entry.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash8 } from "node:crypto";
 var LOG_ENTRY_FORMAT = 2;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
@@ -76712,7 +76913,7 @@ function canonicalJson(value2) {
 function evidenceDigest(evidence) {
   const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
   const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
 }
 function evidenceMarker(path6, digest) {
   if (/\s|-->/.test(path6))
@@ -76728,13 +76929,13 @@ function entryHeading(number, evidence) {
 }
 function earlierAttempts(agent) {
   const earlier = (agent.earlier ?? []).map(
-    (a2) => `attempt ${a2.attempt} ${a2.status}${a2.infraError ? ` (${truncateText(oneLine2(a2.infraError), 120)})` : ""}`
+    (a2) => `attempt ${a2.attempt} ${a2.status}${a2.infraError ? ` (${truncateText(oneLine3(a2.infraError), 120)})` : ""}`
   );
   return earlier.length > 0 ? `; before: ${earlier.join("; ")}` : "";
 }
 function harnessLines(evidence, evidencePath) {
   const lines = [];
-  const add = (label, text3) => lines.push([label, escapeHtml(oneLine2(text3))]);
+  const add = (label, text3) => lines.push([label, escapeHtml(oneLine3(text3))]);
   add(
     "Run",
     `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`
@@ -76909,11 +77110,11 @@ function evidenceLoader(roots) {
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
-      const schema = parsed?.schema;
-      if (schema !== EVIDENCE_SCHEMA) {
+      const schema2 = parsed?.schema;
+      if (schema2 !== EVIDENCE_SCHEMA) {
         return {
           status: "unreadable",
-          reason: `${file}: schema ${String(schema)} is not ${EVIDENCE_SCHEMA}`
+          reason: `${file}: schema ${String(schema2)} is not ${EVIDENCE_SCHEMA}`
         };
       }
       return { status: "found", evidence: parsed };
@@ -77316,21 +77517,6 @@ See ${code(logFile)} in this branch.`
   };
 }
 
-// src/loop/steps/log-file.ts
-function recentLogEntries(text3, n2) {
-  if (n2 <= 0) return [];
-  const starts = [];
-  const re = new RegExp(ITERATION_HEADING.source, "gm");
-  for (let m = re.exec(text3); m !== null; m = re.exec(text3)) starts.push(m.index);
-  const entries = starts.map((s, i2) => text3.slice(s, starts[i2 + 1] ?? text3.length).trim());
-  return entries.slice(-n2);
-}
-
-// src/loop/steps/profile.ts
-import { createHash as createHash8 } from "node:crypto";
-import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync21 } from "node:fs";
-import { join as join34 } from "node:path";
-
 // src/trace/agreement.ts
 var AGREEMENT_FACTOR = 1.5;
 function measurementOf(metricPath) {
@@ -77458,6 +77644,16 @@ function profilerStepNumber(name) {
 }
 
 // src/trace/steps.ts
+function isMarked(detector) {
+  return detector === "device-steps" || detector === "host-annotations";
+}
+var FULL_COVERAGE = 0.8;
+var MINOR_COVERAGE = 0.5;
+function coverageConfidence(detectorConfidence, coverage) {
+  if (coverage < MINOR_COVERAGE) return "low";
+  if (coverage < FULL_COVERAGE && detectorConfidence === "high") return "medium";
+  return detectorConfidence;
+}
 var CONFIDENCE = {
   "device-steps": "high",
   "host-annotations": "high",
@@ -77663,12 +77859,22 @@ function programOps(c3, program, platform3) {
   const where2 = platform3 === "cpu" ? "host" : "device";
   return [...c3.opsByProgram.get(program)?.values() ?? []].filter((op) => op.where === where2);
 }
-function executionsOf(op) {
+function executionsOf(op, programExecutions) {
   const count2 = op.countIn + op.countOut;
   if (op.kernels === void 0 || op.kernels.size < 2) return count2;
-  let most = 0;
-  for (const n2 of op.kernels.values()) most = Math.max(most, n2);
-  return Math.min(count2, most);
+  const launches = [...op.kernels.values()];
+  const base = baseLaunches(launches, programExecutions);
+  let executions = 0;
+  for (const n2 of launches) executions = Math.max(executions, n2 / Math.max(1, Math.round(n2 / base)));
+  return Math.min(count2, Math.round(executions));
+}
+function baseLaunches(launches, programExecutions) {
+  if (programExecutions !== void 0 && programExecutions > 0) {
+    const regular = launches.filter((n2) => n2 >= programExecutions / 2);
+    if (regular.length > 0)
+      return programExecutions * Math.max(1, Math.round(Math.min(...regular) / programExecutions));
+  }
+  return Math.min(...launches);
 }
 function modalExecutions(ops) {
   const freq = /* @__PURE__ */ new Map();
@@ -77760,6 +77966,51 @@ function disagreement(estimates) {
   const list = off.map((e) => `${e.detector} ${fmtCount(e.perDevice)} (${e.confidence}: ${e.detail})`);
   return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list.join("; ")}`;
 }
+function slowestDeviceSteps(windows, devices) {
+  const lanes = [...windows].filter(([device]) => devices.has(device));
+  if (lanes.length < 2) return void 0;
+  const steps = Math.max(...lanes.map(([, w]) => w.starts.length));
+  const durationsPs = [];
+  const slowestCount = /* @__PURE__ */ new Map();
+  let spreadPs = 0;
+  let sumPs = 0;
+  let windowCount2 = 0;
+  for (let k = 0; k < steps; k++) {
+    let slowest2 = "";
+    let max = -Infinity;
+    let min = Infinity;
+    for (const [device, w] of lanes) {
+      if (k >= w.starts.length) continue;
+      const d = w.ends[k] - w.starts[k];
+      sumPs += d;
+      windowCount2++;
+      min = Math.min(min, d);
+      if (d > max) {
+        max = d;
+        slowest2 = device;
+      }
+    }
+    durationsPs.push(max);
+    spreadPs += max - min;
+    slowestCount.set(slowest2, (slowestCount.get(slowest2) ?? 0) + 1);
+  }
+  const [slowest, slowestSteps] = [...slowestCount].sort(
+    (a2, b) => b[1] - a2[1] || a2[0].localeCompare(b[0])
+  )[0];
+  return {
+    durationsPs,
+    spread: {
+      devices: lanes.length,
+      meanMs: psToMs(sumPs / windowCount2),
+      spreadMs: psToMs(spreadPs / steps),
+      slowest,
+      slowestSteps
+    }
+  };
+}
+function psToMs(ps) {
+  return Math.round(ps / 1e3) / 1e6;
+}
 function programsInsideWindows(executions, windows) {
   const inside = /* @__PURE__ */ new Map();
   const total = /* @__PURE__ */ new Map();
@@ -77804,6 +78055,7 @@ function diffSummaries(before, after, opts = {}) {
   const unchangedBelowPct = opts.unchangedBelowPct ?? DEFAULT_UNCHANGED_PCT;
   const threshold = Math.max(before.steps.opMs, after.steps.opMs) * unchangedBelowPct / 100;
   const rows = (b, a2) => diffRows(b, a2, threshold);
+  const wholeThreshold = Math.max(before.total.deviceMs, after.total.deviceMs) * unchangedBelowPct / 100;
   const beforeMean = before.steps.timeMs?.mean;
   const afterMean = after.steps.timeMs?.mean;
   return {
@@ -77814,7 +78066,10 @@ function diffSummaries(before, after, opts = {}) {
     opTimeMs: numbers(before.steps.opMs, after.steps.opMs),
     busyMs: numbers(before.steps.busyMs, after.steps.busyMs),
     deviceMs: numbers(before.total.deviceMs, after.total.deviceMs),
+    outsideMs: numbers(before.total.outsideMs, after.total.outsideMs),
     ops: rows(opEntries(before), opEntries(after)),
+    wholeTrace: diffRows(wholeTraceEntries(before), wholeTraceEntries(after), wholeThreshold),
+    basis: unreliableSteps(before) || unreliableSteps(after) ? "whole-trace" : "per-step",
     categories: rows(categoryEntries(before), categoryEntries(after)),
     customCalls: rows(customCallEntries(before), customCallEntries(after)),
     unchangedBelowPct,
@@ -77847,6 +78102,24 @@ function opEntries(s) {
     })),
     (x, y) => round2(x + y)
   );
+}
+function wholeTraceEntries(s) {
+  return mergeByModule(
+    s.ops.map((o2) => ({
+      name: o2.name,
+      program: moduleName(o2.program),
+      category: o2.category,
+      timeMs: o2.totalMs,
+      count: o2.totalCount
+    })),
+    (x, y) => round2(x + y)
+  );
+}
+function unreliableSteps(s) {
+  return s.steps.confidence === "low" && s.steps.detector !== "whole-trace";
+}
+function outsideOnly(s) {
+  return s.ops.filter((o2) => o2.occurrences === 0 && o2.timeMs === 0 && o2.totalMs > 0).length;
 }
 function mergeByModule(entries, addTime) {
   const byKey = /* @__PURE__ */ new Map();
@@ -77950,6 +78223,7 @@ function warnings(before, after) {
       `the traces ran different programs (${[...part("only before:", gone), ...part("only after:", added)].join("; ")}); ops of those programs show as added or removed`
     );
   }
+  out.push(...recompiled(before, after), ...dtypeChanges(before, after));
   const stepProgram = (s) => s.steps.program === void 0 ? void 0 : moduleName(s.steps.program);
   if (stepProgram(before) !== void 0 && stepProgram(after) !== void 0 && stepProgram(before) !== stepProgram(after)) {
     out.push(
@@ -77962,12 +78236,90 @@ function warnings(before, after) {
   ]) {
     if (s.source.capped)
       out.push(`the ${label} trace hit the profiler's event cap; its later steps are missing`);
-    if (s.steps.confidence === "low")
+    if (unreliableSteps(s))
+      out.push(
+        `the ${label} trace's steps are unreliable (${s.steps.detector}, low confidence: ${pctOf(s.total.inStepsMs, s.total.deviceMs)}% of device op time in steps): compare ops by the whole-trace table`
+      );
+    else if (s.steps.confidence === "low")
       out.push(
         `the ${label} trace's steps were found with low confidence (${s.steps.detector}): ${s.steps.detail}`
       );
   }
+  const outside = [outsideOnly(before), outsideOnly(after)];
+  if (outside[0] + outside[1] > 0) {
+    out.push(
+      `ops outside steps (${formatCount(outside[0])} before, ${formatCount(outside[1])} after ran only there; ${before.total.outsideMs.toFixed(3)} \u2192 ${after.total.outsideMs.toFixed(3)} ms of op time outside steps) have no time per step: the whole-trace table compares them`
+    );
+  }
   return out;
+}
+function recompiled(before, after) {
+  const b = fingerprints(before);
+  const a2 = fingerprints(after);
+  const changed = [];
+  for (const [module2, ids] of b) {
+    const other = a2.get(module2);
+    if (other === void 0 || sameSet(ids, other)) continue;
+    changed.push(`${module2} ${[...ids].map(clipId).join(", ")} \u2192 ${[...other].map(clipId).join(", ")}`);
+  }
+  if (changed.length === 0) return [];
+  return [
+    `the same module names ran different compiled programs (program fingerprints ${listed2(changed, 3)}): ops may differ beyond the code change (shapes, flags, XLA version)`
+  ];
+}
+function fingerprints(s) {
+  const out = /* @__PURE__ */ new Map();
+  for (const p of s.programs) {
+    const id = /\((\d{10,})\)$/.exec(p.name)?.[1];
+    if (id === void 0) continue;
+    const ids = out.get(p.module) ?? /* @__PURE__ */ new Set();
+    ids.add(id);
+    out.set(p.module, ids);
+  }
+  return out;
+}
+var MAIN_OPS = 10;
+function dtypeChanges(before, after) {
+  const key = (o2) => `${moduleName(o2.program)}\0${o2.name}`;
+  const heaviestByKey = (s) => {
+    const out = /* @__PURE__ */ new Map();
+    for (const o2 of s.ops) if (!out.has(key(o2))) out.set(key(o2), o2);
+    return out;
+  };
+  const b = heaviestByKey(before);
+  const a2 = heaviestByKey(after);
+  const main = new Set([...b.keys()].slice(0, MAIN_OPS).concat([...a2.keys()].slice(0, MAIN_OPS)));
+  const changed = [];
+  for (const k of main) {
+    const x = b.get(k);
+    const y = a2.get(k);
+    const from = x === void 0 ? void 0 : elementType(x);
+    const to = y === void 0 ? void 0 : elementType(y);
+    if (from !== void 0 && to !== void 0 && from !== to) changed.push(`${x.name} ${from} \u2192 ${to}`);
+  }
+  if (changed.length === 0) return [];
+  return [
+    `main ops ran in different element types (${listed2(changed, 3)}): their FLOP rates, bytes and roofline peaks differ with the type, not only with the code`
+  ];
+}
+function elementType(op) {
+  if (op.dtype !== null) return op.dtype;
+  return /=\s*\(?\s*([a-z][a-z0-9]*)\[/.exec(op.longName ?? "")?.[1];
+}
+function sameSet(x, y) {
+  return x.size === y.size && [...x].every((v) => y.has(v));
+}
+function clipId(id) {
+  return id.length > 10 ? `${id.slice(0, 10)}\u2026` : id;
+}
+function listed2(items, n2) {
+  return `${items.slice(0, n2).join("; ")}${items.length > n2 ? ` (+${items.length - n2})` : ""}`;
+}
+function pctOf(part, whole) {
+  return whole === 0 ? 100 : Math.round(1e3 * part / whole) / 10;
+}
+function formatCount(n2) {
+  return `${n2} op${n2 === 1 ? "" : "s"}`;
 }
 function round2(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
@@ -77994,6 +78346,7 @@ var JsonSyntaxError = class extends Error {
 };
 var QUOTE = 34;
 var BACKSLASH = 92;
+var SHORT_STRING = 48;
 function charAt(text3, p) {
   if (p >= text3.length) return "end of text";
   const c3 = text3[p];
@@ -78022,6 +78375,14 @@ var StringScanner = class {
     if (q < 0) throw NEED_MORE;
     let nb = this.nextBackslash;
     if (nb !== -1 && nb < s || s < this.searchedFrom) {
+      if (q - s <= SHORT_STRING) {
+        let k = s;
+        while (k < q && text3.charCodeAt(k) !== BACKSLASH) k++;
+        if (k === q) {
+          this.escaped = false;
+          return q;
+        }
+      }
       nb = text3.indexOf("\\", s);
       this.nextBackslash = nb;
       this.searchedFrom = s;
@@ -78160,6 +78521,7 @@ function deviceKindOf(name, labels = "") {
 // src/trace/readers/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
+var BOUNDARY_BYTES = 4 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
 var ChromeJsonSource = class {
@@ -78259,6 +78621,9 @@ function completeUtf8End(buf) {
 var STR = 0;
 var STR_ESCAPED = 1;
 var RAW = 2;
+var FOUND = 0;
+var ABSENT = 1;
+var PARSE = 2;
 var TSL_EVENT_HEAD = '{"ph":"X","pid":';
 var K_OTHER = 0;
 var K_PH = 1;
@@ -78361,8 +78726,10 @@ var ChromeJsonScanner = class {
   argsStart = -1;
   argsEnd = -1;
   argsParsed = false;
-  /** The current event's args text, sliced on first use by `fastArg`. */
-  argsText;
+  /** Per arg key, where its next occurrence in the current text is (see `fastArg`). */
+  probes = /* @__PURE__ */ new Map();
+  /** Bumped with every new text, so probes of the previous text are not trusted. */
+  textGeneration = 0;
   argKeyStart = [];
   argKeyEnd = [];
   argValStart = [];
@@ -78372,28 +78739,43 @@ var ChromeJsonScanner = class {
     return this.consumedBytes + (this.textAscii ? at : Buffer.byteLength(this.text.slice(0, at), "utf8"));
   }
   /**
-   * Scan the next chunk. The unscanned tail of the previous chunk is kept as bytes and prepended, so each
-   * scan runs over one fresh flat string (V8 reads those fastest).
+   * Scan the next chunk. The unscanned tail of the previous chunk (the element the chunk boundary cut)
+   * is kept as bytes and finished in a small text of itself and the chunk's head; the rest of the chunk
+   * is then scanned as one fresh flat string (V8 reads those fastest) without copying it into a joined
+   * buffer first.
    */
   feed(chunk2) {
     if (chunk2.length === 0) return;
     this.bytes += chunk2.length;
-    const buf = this.carry === void 0 ? chunk2 : Buffer.concat([this.carry, chunk2]);
+    let buf = chunk2;
+    const carry = this.carry;
     this.carry = void 0;
-    this.scanBytes(buf, false);
+    if (carry !== void 0) {
+      if (carry.length < BOUNDARY_BYTES && chunk2.length > BOUNDARY_BYTES) {
+        const head = Buffer.concat([carry, chunk2.subarray(0, BOUNDARY_BYTES)]);
+        const used2 = this.scanBytes(head, false);
+        buf = used2 >= carry.length ? chunk2.subarray(used2 - carry.length) : Buffer.concat([carry.subarray(used2), chunk2]);
+      } else buf = Buffer.concat([carry, chunk2]);
+    }
+    const used = this.scanBytes(buf, false);
+    if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
   }
   /** Scan whatever is left (an incomplete multi-byte character becomes U+FFFD). */
   feedEnd() {
     const rest2 = this.carry;
     this.carry = void 0;
-    if (rest2 !== void 0) this.scanBytes(rest2, true);
+    if (rest2 === void 0) return;
+    const used = this.scanBytes(rest2, true);
+    if (used < rest2.length) this.carry = Buffer.from(rest2.subarray(used));
   }
+  /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
   scanBytes(buf, last) {
     const ascii = isAscii(buf);
     const end = ascii || last ? buf.length : completeUtf8End(buf);
     const text3 = ascii ? buf.toString("latin1") : this.decoder.decode(buf.subarray(0, end));
     this.text = text3;
     this.textAscii = ascii;
+    this.textGeneration++;
     this.strings.reset(text3);
     let p;
     try {
@@ -78404,7 +78786,7 @@ var ChromeJsonScanner = class {
     }
     const used = ascii ? p : Buffer.byteLength(text3.slice(0, p), "utf8");
     this.consumedBytes += used;
-    if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
+    return used;
   }
   /** Where to restart after NEED_MORE: the start of the element being parsed. */
   resumeAt = 0;
@@ -78469,6 +78851,7 @@ var ChromeJsonScanner = class {
     if (!this.sawEvents && keyEnd - p - 1 === 15 && text3.startsWith("displayTimeUnit", p + 1)) {
       this.tslShape = true;
       this.keyValueSeparator = text3.startsWith('": "', keyEnd) ? '": "' : '":"';
+      this.probes.clear();
     }
     p = skipSpace(text3, keyEnd + 1);
     if (text3.charCodeAt(p) !== 58) fail(text3, p, "':'");
@@ -78511,7 +78894,6 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    this.argsText = void 0;
     if (this.tslShape && text3.startsWith(TSL_EVENT_HEAD, p)) {
       const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
@@ -78916,41 +79298,80 @@ var ChromeJsonScanner = class {
   /**
    * A string-valued arg of a tsl-shaped file found without parsing the args: `"key":"` cannot occur
    * inside a JSON string (its quotes would be escaped), so the first match inside the args is the key.
-   * Returns null when this shortcut does not apply.
+   * Returns FOUND (the value is text[fastStart, fastEnd)), ABSENT, or PARSE when this shortcut does not
+   * apply.
+   *
+   * Each key remembers where its next occurrence in the chunk is, so a key asked of every event costs
+   * one search over the chunk in all, present or absent, and nothing is sliced or allocated per event.
    */
   fastArg(key) {
-    if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return null;
-    this.argsText ??= this.text.slice(this.argsStart, this.argsEnd);
-    const args = this.argsText;
-    const at = args.indexOf(`"${key}${this.keyValueSeparator}`);
-    if (at < 0) {
-      return args.includes(`"${key}"`) ? null : void 0;
+    if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return PARSE;
+    let probe2 = this.probes.get(key);
+    if (probe2 === void 0) {
+      probe2 = {
+        withValue: `"${key}${this.keyValueSeparator}`,
+        bare: `"${key}"`,
+        generation: -1,
+        withValueFrom: 0,
+        withValueAt: -1,
+        bareFrom: 0,
+        bareAt: -1
+      };
+      this.probes.set(key, probe2);
     }
-    const start = at + key.length + 1 + this.keyValueSeparator.length;
-    const end = args.indexOf('"', start);
-    if (end < 0 || args.charCodeAt(end - 1) === 92) return null;
-    return { start: this.argsStart + start, end: this.argsStart + end };
+    const text3 = this.text;
+    const a2 = this.argsStart;
+    const b = this.argsEnd;
+    if (probe2.generation !== this.textGeneration) {
+      probe2.generation = this.textGeneration;
+      probe2.withValueFrom = Number.MAX_SAFE_INTEGER;
+      probe2.bareFrom = Number.MAX_SAFE_INTEGER;
+    }
+    if (probe2.withValueFrom > a2 || probe2.withValueAt >= 0 && probe2.withValueAt < a2) {
+      probe2.withValueFrom = a2;
+      probe2.withValueAt = text3.indexOf(probe2.withValue, a2);
+    }
+    const at = probe2.withValueAt;
+    if (at < 0 || at + probe2.withValue.length > b) {
+      if (probe2.bareFrom > a2 || probe2.bareAt >= 0 && probe2.bareAt < a2) {
+        probe2.bareFrom = a2;
+        probe2.bareAt = text3.indexOf(probe2.bare, a2);
+      }
+      const bare = probe2.bareAt;
+      return bare >= 0 && bare + probe2.bare.length <= b ? PARSE : ABSENT;
+    }
+    const start = at + probe2.withValue.length;
+    const end = text3.indexOf('"', start);
+    if (end < 0 || end >= b || text3.charCodeAt(end - 1) === 92) return PARSE;
+    this.fastStart = start;
+    this.fastEnd = end;
+    return FOUND;
   }
+  /** The value found by the last `fastArg` that returned FOUND. */
+  fastStart = 0;
+  fastEnd = 0;
   argNumber(key) {
     const fast = this.fastArg(key);
-    if (fast === void 0) return void 0;
-    if (fast !== null) {
+    if (fast === ABSENT) return void 0;
+    if (fast === FOUND) {
       const text3 = this.text;
+      const start = this.fastStart;
+      const end = this.fastEnd;
       let v = 0;
-      for (let p = fast.start; p < fast.end; p++) {
+      for (let p = start; p < end; p++) {
         const c3 = text3.charCodeAt(p) - 48;
-        if (c3 < 0 || c3 > 9) return numberOrUndefined(text3.slice(fast.start, fast.end));
+        if (c3 < 0 || c3 > 9) return numberOrUndefined(text3.slice(start, end));
         v = v * 10 + c3;
       }
-      return fast.end > fast.start ? v : void 0;
+      return end > start ? v : void 0;
     }
     const s = this.argString(key);
     return s === void 0 ? void 0 : numberOrUndefined(s);
   }
   argString(key) {
     const fast = this.fastArg(key);
-    if (fast === void 0) return void 0;
-    if (fast !== null) return this.decode(fast.start, fast.end, STR);
+    if (fast === ABSENT) return void 0;
+    if (fast === FOUND) return this.decode(this.fastStart, this.fastEnd, STR);
     this.ensureArgs();
     const text3 = this.text;
     const klen = key.length;
@@ -79328,6 +79749,291 @@ function readDouble(buf, i2) {
   return buf.readDoubleLE(i2);
 }
 
+// src/trace/readers/xspace-check.ts
+import { isUtf8 } from "node:buffer";
+function schema(name, fields) {
+  const size = Math.max(...Object.keys(fields).map(Number)) + 1;
+  const out = Array.from({ length: size }, () => void 0);
+  for (const [n2, [field3, kind]] of Object.entries(fields))
+    out[Number(n2)] = { label: `${name}.${field3}`, kind, wireMask: wireMaskOf(kind) };
+  return { name, fields: out };
+}
+function wireMaskOf(kind) {
+  if (kind === "int") return 1 << WIRE_VARINT;
+  if (kind === "ints") return 1 << WIRE_VARINT | 1 << WIRE_LEN;
+  if (kind === "double") return 1 << WIRE_I64;
+  return 1 << WIRE_LEN;
+}
+var X_STAT = schema("XStat", {
+  1: ["metadata_id", "int"],
+  2: ["double_value", "double"],
+  3: ["uint64_value", "int"],
+  4: ["int64_value", "int"],
+  5: ["str_value", "string"],
+  6: ["bytes_value", "bytes"],
+  7: ["ref_value", "int"],
+  8: ["compressed_str_value", "bytes"]
+});
+var X_EVENT = schema("XEvent", {
+  1: ["metadata_id", "int"],
+  2: ["offset_ps", "int"],
+  3: ["duration_ps", "int"],
+  4: ["stats", X_STAT],
+  5: ["num_occurrences", "int"]
+});
+var X_LINE = schema("XLine", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["timestamp_ns", "int"],
+  4: ["events", X_EVENT],
+  9: ["duration_ps", "int"],
+  10: ["display_id", "int"],
+  11: ["display_name", "string"]
+});
+var X_EVENT_METADATA = schema("XEventMetadata", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["metadata", "bytes"],
+  4: ["display_name", "string"],
+  5: ["stats", X_STAT],
+  6: ["child_id", "ints"]
+});
+var X_STAT_METADATA = schema("XStatMetadata", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["description", "string"]
+});
+var X_PLANE = schema("XPlane", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["lines", X_LINE],
+  4: [
+    "event_metadata",
+    schema("event_metadata entry", { 1: ["key", "int"], 2: ["value", X_EVENT_METADATA] })
+  ],
+  5: ["stat_metadata", schema("stat_metadata entry", { 1: ["key", "int"], 2: ["value", X_STAT_METADATA] })],
+  6: ["stats", X_STAT]
+});
+var X_SPACE = schema("XSpace", {
+  1: ["planes", X_PLANE],
+  2: ["errors", "string"],
+  3: ["warnings", "string"],
+  4: ["hostnames", "string"]
+});
+var IN_BUFFER_LIMIT = 1024 * 1024;
+var MAX_UNKNOWN_KEPT = 20;
+var WIRE_NAMES = ["varint", "fixed64", "length-delimited", "group start", "group end", "fixed32", "6", "7"];
+function checkXspace(win) {
+  const walker = new Walker(win);
+  walker.message(X_SPACE, 0, win.size);
+  return { unknownFields: walker.unknown, unknownCount: walker.unknownCount };
+}
+var Walker = class {
+  constructor(win) {
+    this.win = win;
+  }
+  win;
+  unknown = [];
+  unknownCount = 0;
+  /** Set by `varint`: the buffer index after the varint just read. */
+  next = 0;
+  /** The fields leading to the message being checked, for error paths (labels are constants). */
+  path = [];
+  /** Check the message of type `s` at file range [start, end). */
+  message(s, start, end) {
+    const win = this.win;
+    if (end - start <= IN_BUFFER_LIMIT) {
+      const i2 = win.ensure(start, end - start);
+      this.inBuffer(win.buf, win.base, i2, i2 + (end - start), s);
+      return;
+    }
+    let pos = start;
+    while (pos < end) {
+      const i2 = win.ensureSome(pos, Math.min(20, end - pos));
+      const buf = win.buf;
+      const base = win.base;
+      const lim = Math.min(win.filled, end - base);
+      const tag = this.tag(buf, base, i2, lim, s);
+      const wt = tag & 7;
+      const known = s.fields[tag >>> 3];
+      this.checkWireType(known, wt, pos);
+      if (wt !== WIRE_LEN) {
+        const after = base + this.scalar(buf, base, this.next, lim, wt, pos, s);
+        if (known === void 0) this.noteUnknown(s, tag >>> 3, pos, after - pos);
+        pos = after;
+        continue;
+      }
+      const len = this.length(buf, base, this.next, lim, end, pos, s);
+      const vStart = base + this.next;
+      if (known === void 0) this.noteUnknown(s, tag >>> 3, pos, len);
+      else this.lenValue(known, vStart, vStart + len);
+      pos = vStart + len;
+    }
+  }
+  /** A known length-delimited value at file range [start, end). */
+  lenValue(known, start, end) {
+    const kind = known.kind;
+    if (typeof kind === "object") {
+      this.path.push(known.label);
+      this.message(kind, start, end);
+      this.path.pop();
+    } else if (kind === "string") this.bigString(start, end, known);
+    else if (kind === "ints") {
+      const n2 = end - start;
+      if (n2 > MAX_WINDOW) throw this.fail(start, `a packed field of ${n2} bytes is too large`, known.label);
+      const i2 = this.win.ensure(start, n2);
+      this.packed(this.win.buf, this.win.base, i2, i2 + n2, known);
+    }
+  }
+  /** Check the message of type `s` at buf[i, end); `base` is the file offset of buf[0]. The hot path. */
+  inBuffer(buf, base, i2, end, s) {
+    const fields = s.fields;
+    while (i2 < end) {
+      const tagAt = i2;
+      let tag = buf[i2];
+      if (tag < 128 && tag >= 8 && 39 >> (tag & 7) & 1) i2++;
+      else {
+        tag = this.tag(buf, base, i2, end, s);
+        i2 = this.next;
+      }
+      const wt = tag & 7;
+      const field3 = tag >>> 3;
+      const known = field3 < fields.length ? fields[field3] : void 0;
+      if (known !== void 0 && (known.wireMask >> wt & 1) === 0)
+        this.checkWireType(known, wt, base + tagAt);
+      if (wt !== WIRE_LEN) {
+        const valueAt = i2;
+        if (wt === WIRE_VARINT) {
+          const stop = Math.min(end, i2 + 10);
+          while (i2 < stop && buf[i2] >= 128) i2++;
+          if (i2 === stop) this.scalar(buf, base, valueAt, end, wt, base + tagAt, s);
+          i2++;
+        } else i2 = this.scalar(buf, base, i2, end, wt, base + tagAt, s);
+        if (known === void 0) this.noteUnknown(s, field3, base + tagAt, i2 - valueAt);
+        continue;
+      }
+      let len = buf[i2];
+      if (len < 128 && i2 < end) i2++;
+      else {
+        len = this.length(buf, base, i2, end, base + end, base + tagAt, s);
+        i2 = this.next;
+      }
+      const vStart = i2;
+      i2 += len;
+      if (i2 > end) this.pastEnd(base + tagAt, len, i2 - end, base + end, s);
+      if (known === void 0) {
+        this.noteUnknown(s, field3, base + tagAt, len);
+        continue;
+      }
+      const kind = known.kind;
+      if (typeof kind === "object") {
+        this.path.push(known.label);
+        this.inBuffer(buf, base, vStart, i2, kind);
+        this.path.pop();
+      } else if (kind === "string") {
+        for (let p = vStart; p < i2; p++) {
+          if (buf[p] >= 128) {
+            if (!isUtf8(buf.subarray(vStart, i2)))
+              throw this.fail(base + vStart, `the string of ${len} bytes is not valid UTF-8`, known.label);
+            break;
+          }
+        }
+      } else if (kind === "ints") this.packed(buf, base, vStart, i2, known);
+    }
+  }
+  /** Read a tag at buf[i]; refuses field 0 and the wire types XSpace never has. Sets `next`. */
+  tag(buf, base, i2, end, s) {
+    const tag = this.varint(buf, base, i2, end, 5, s.name);
+    const field3 = Math.floor(tag / 8);
+    const wt = tag & 7;
+    if (tag > 4294967295) throw this.fail(base + i2, "a field tag does not fit in 32 bits", s.name);
+    if (field3 === 0) throw this.fail(base + i2, "field number 0", s.name);
+    if (wt === 3 || wt === 4)
+      throw this.fail(
+        base + i2,
+        `field ${field3} has the ${WIRE_NAMES[wt]} wire type (no XSpace field is a group)`,
+        s.name
+      );
+    if (wt > 5) throw this.fail(base + i2, `field ${field3} has invalid wire type ${wt}`, s.name);
+    return tag;
+  }
+  checkWireType(known, wt, at) {
+    if (known === void 0 || (known.wireMask >> wt & 1) === 1) return;
+    const expected = WIRE_NAMES[Math.log2(known.wireMask & -known.wireMask)];
+    const where2 = [...this.path, known.label].join(" > ");
+    throw new WireError(at, `${where2} has the ${WIRE_NAMES[wt]} wire type, expected ${expected}`);
+  }
+  /** Skip a varint, fixed64 or fixed32 value at buf[i]; returns the index after it. */
+  scalar(buf, base, i2, end, wt, tagAt, s) {
+    if (wt === WIRE_VARINT) {
+      this.varint(buf, base, i2, end, 10, s.name);
+      return this.next;
+    }
+    const after = i2 + (wt === WIRE_I64 ? 8 : 4);
+    if (after > end) throw this.fail(tagAt, `a ${WIRE_NAMES[wt]} value runs past its message`, s.name);
+    return after;
+  }
+  /** Read a length prefix at buf[i] and check the value ends by the file offset `limit`. Sets `next`. */
+  length(buf, base, i2, end, limit, tagAt, s) {
+    const len = this.varint(buf, base, i2, end, 5, s.name);
+    if (len > 2147483647) throw this.fail(tagAt, `length ${len} is out of range`, s.name);
+    const over = base + this.next + len - limit;
+    if (over > 0) this.pastEnd(tagAt, len, over, limit, s);
+    return len;
+  }
+  pastEnd(tagAt, len, over, limit, s) {
+    const parent = limit === this.win.size ? "the file (truncated?)" : "its message";
+    throw this.fail(tagAt, `a field of ${len} bytes runs ${over} bytes past the end of ${parent}`, s.name);
+  }
+  /** Decode a varint of at most `maxBytes` bytes at buf[i, end); sets `next`. */
+  varint(buf, base, i2, end, maxBytes, where2) {
+    let result = 0;
+    let mul = 1;
+    const stop = Math.min(end, i2 + maxBytes);
+    for (let p = i2; p < stop; p++) {
+      const b = buf[p];
+      result += (b & 127) * mul;
+      if (b < 128) {
+        this.next = p + 1;
+        return result;
+      }
+      mul *= 128;
+    }
+    const why = stop - i2 < maxBytes ? "runs past the end of its message" : `is longer than ${maxBytes} bytes`;
+    throw this.fail(base + i2, `a varint ${why}`, where2);
+  }
+  /** A packed repeated varint field at buf[i, end). */
+  packed(buf, base, i2, end, known) {
+    while (i2 < end) {
+      this.varint(buf, base, i2, end, 10, known.label);
+      i2 = this.next;
+    }
+  }
+  /** A string larger than the in-buffer limit, validated in pieces (split characters carry over). */
+  bigString(start, end, known) {
+    const decoder = new TextDecoder("utf-8", { fatal: true });
+    for (let pos = start; pos < end; ) {
+      const n2 = Math.min(IN_BUFFER_LIMIT, end - pos);
+      const i2 = this.win.ensure(pos, n2);
+      try {
+        decoder.decode(this.win.buf.subarray(i2, i2 + n2), { stream: pos + n2 < end });
+      } catch {
+        throw this.fail(start, `the string of ${end - start} bytes is not valid UTF-8`, known.label);
+      }
+      pos += n2;
+    }
+  }
+  noteUnknown(s, field3, offset, bytes) {
+    this.unknownCount++;
+    const within = [...this.path, s.name].join(" > ");
+    if (this.unknown.length < MAX_UNKNOWN_KEPT) this.unknown.push({ within, field: field3, offset, bytes });
+  }
+  /** The error for a problem at file offset `at`, named by the path of fields leading to it. */
+  fail(at, problem, where2) {
+    return new WireError(at, `${[...this.path, where2].join(" > ")}: ${problem}`);
+  }
+};
+
 // src/trace/readers/xplane.ts
 var MAX_DECODED_FIELD = 8 * 1024 * 1024;
 var YIELD_EVERY_BYTES = 64 * 1024 * 1024;
@@ -79352,7 +80058,29 @@ var XplaneSource = class {
   async hloProtos(wanted) {
     const visitor = { wantLane: () => false, onEvent: () => {
     } };
-    return this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+    const found = await this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+    if (found.missing.length > 0) this.reportMissingHlo(found.missing);
+    return { modules: found.modules, skipped: found.skipped };
+  }
+  /**
+   * Losses found after `read` returned (programs that ran but whose HLO is not in the file), one line
+   * each, for the summary's warnings.
+   */
+  laterWarnings = [];
+  /** Programs ran whose HLO is absent: their ops lose FLOPs and bytes. Damage makes that a refusal. */
+  reportMissingHlo(missing) {
+    const ids = `${missing.slice(0, 3).join(", ")}${missing.length > 3 ? ", \u2026" : ""}`;
+    const check = this.cache?.check;
+    if (check !== void 0 && check.unknownCount > 0) {
+      throw new InputError(
+        this.path,
+        `the cost data (HLO) of ${missing.length} program(s) that ran (${ids}) is missing, and the file has fields hillclimb does not know where it may have been (${describeUnknown(check)}): the file looks damaged`,
+        { hint: "capture the profile again; if it came from a newer profiler, report this to hillclimb" }
+      );
+    }
+    this.laterWarnings.push(
+      `the file holds no HLO for ${missing.length} program(s) that ran (${ids}): their ops have no FLOPs or bytes`
+    );
   }
   async withReader(visitor, opts, use) {
     let size;
@@ -79367,6 +80095,7 @@ var XplaneSource = class {
       this.cache = { size, mtimeMs, planes: /* @__PURE__ */ new Map() };
     const win = new FileWindow(this.path, size);
     try {
+      this.cache.check ??= checkXspace(win);
       return await use(new XspaceReader(win, visitor, opts, this.cache));
     } catch (err) {
       if (err instanceof WireError) {
@@ -79448,12 +80177,19 @@ var XspaceReader = class {
       }
     }
     this.stats.originPs = String((this.originNs ?? 0n) * 1000n);
+    const check = this.cache.check;
+    if (check !== void 0 && check.unknownCount > 0) {
+      this.stats.warnings.push(
+        `skipped fields hillclimb does not know (${describeUnknown(check)}): unless a newer profiler wrote them, the file is damaged and the planes, lines or events they held are missing here`
+      );
+    }
     return this.stats;
   }
   /** See XplaneSource.hloProtos. */
   async hloProtos(wanted) {
     const modules = /* @__PURE__ */ new Map();
     const skipped = [];
+    const seen = /* @__PURE__ */ new Set();
     for (const [start, end] of chunkPairs(this.spaceLayout())) {
       let cached3 = this.cache.planes.get(start);
       if (cached3 === void 0) {
@@ -79462,15 +80198,17 @@ var XspaceReader = class {
       }
       const layout = cached3.layout;
       const statId = layout.statIdByName.get(HLO_PROTO_STAT);
-      if (layout.name !== "/host:metadata" || statId === void 0) continue;
+      if (statId === void 0) continue;
       for (const [s, e] of chunkPairs(layout.eventMetaEntries)) {
         const found = this.hloProtoEntry(s, e, statId, layout.statIdByName.get("program_id"), wanted);
         if (found === void 0) continue;
+        seen.add(found.id);
         if (found.bytes === void 0) skipped.push(`${found.name} (${found.size} bytes)`);
         else modules.set(found.id, { name: found.name, bytes: found.bytes });
       }
     }
-    return { modules, skipped };
+    const missing = wanted === void 0 ? [] : [...wanted].filter((id) => !seen.has(id));
+    return { modules, skipped, missing };
   }
   /** One event metadata entry of the metadata plane: its id, name and HLO proto bytes (copied). */
   hloProtoEntry(start, end, statId, programIdStat, wanted) {
@@ -80108,6 +80846,11 @@ function printableMessage(bytes, fullLength) {
   if (text3.length > 0 && odd / text3.length > 0.1) return `<${fullLength} bytes of binary data>`;
   line = line.replace(/ {2,}/g, " ").trim();
   return fullLength > bytes.length ? `${line}\u2026 (${fullLength} bytes)` : line;
+}
+function describeUnknown(check) {
+  const shown = check.unknownFields.slice(0, 2).map((u2) => `field ${u2.field} in ${u2.within}, ${u2.bytes} bytes at byte ${u2.offset}`);
+  const more = check.unknownCount - shown.length;
+  return `${shown.join("; ")}${more > 0 ? `; ${more} more` : ""}`;
 }
 function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
@@ -81311,7 +82054,7 @@ function opRows(counted, ctx) {
     const kind = customCall ? customCallKindOf(list) : null;
     const haveFlops = list.every((c3) => c3.cost?.flops !== void 0);
     const haveBytes = list.every((c3) => c3.cost?.bytes !== void 0);
-    const execTotal = (c3) => c3.totalCount === 0 ? 0 : executionsOf(c3.op) * (c3.totalCount / (c3.op.countIn + c3.op.countOut));
+    const execTotal = (c3) => c3.totalCount === 0 ? 0 : executionsOf(c3.op, ctx.programExecutions?.(c3.op.program) ?? void 0) * (c3.totalCount / (c3.op.countIn + c3.op.countOut));
     const execIn = (c3) => c3.totalCount === 0 ? 0 : execTotal(c3) * (c3.count / c3.totalCount);
     const flopsTotal = haveFlops ? sum2(list, (c3) => c3.cost.flops * execTotal(c3)) : void 0;
     const bytesTotal = haveBytes ? sum2(list, (c3) => c3.cost.bytes * execTotal(c3)) : void 0;
@@ -81569,7 +82312,7 @@ function buildSummary(input) {
       devicePs += totalPs;
       if (outPs > 0) {
         outsidePs += outPs;
-        outsideOps.add(op.baseName);
+        outsideOps.add(`${op.program}\0${op.baseName}`);
       }
       if (totalCount > 0)
         counted.push({ op, count: count2, selfPs, totalCount, totalPs, cost: input.costs.byOp.get(op) });
@@ -81628,16 +82371,22 @@ function buildSummary(input) {
   }
   deviceSteps = Math.max(1, deviceSteps);
   stepDevices = Math.max(1, stepDevices);
+  const perDevice2 = plan.detector === "device-steps" || plan.detector === "dominant-program" ? slowestDeviceSteps(plan.windows, computeDevices) : void 0;
+  if (perDevice2 !== void 0) stepDurations = perDevice2.durationsPs;
   const opPsTotal = counted.reduce((s, c3) => s + c3.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
   const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
   const roofline = devicePeak(input, computeDevices);
+  const programExecutions = memoize(
+    (program) => program === "" ? null : programExecutionCount(program, first, final, platform3)
+  );
   const ctx = {
     steps: deviceSteps,
     opPsPerStepTotal: opPsTotal / deviceSteps,
     devicePs,
     meanStepPs,
-    peak: roofline.lookup?.peak
+    peak: roofline.lookup?.peak,
+    programExecutions
   };
   const estimates = stepEstimates({
     plan,
@@ -81647,7 +82396,13 @@ function buildSummary(input) {
     final,
     stepProgram: heaviestInSteps(counted)
   });
+  const coverage = devicePs === 0 ? 1 : opPsTotal / devicePs;
   const chosen = estimates.find((e) => e.detector === plan.detector);
+  const confidence = coverageConfidence(
+    chosen?.confidence ?? (plan.detector === "whole-trace" ? "low" : "high"),
+    coverage
+  );
+  if (chosen !== void 0) chosen.confidence = confidence;
   const warnings2 = [...stats.warnings, ...input.costs.warnings];
   const split2 = disagreement(estimates);
   if (split2 !== void 0) warnings2.push(split2);
@@ -81666,13 +82421,14 @@ function buildSummary(input) {
     devices: deviceRows(final, first, opDevices, computeDevices),
     steps: {
       detector: plan.detector,
-      confidence: chosen?.confidence ?? (plan.detector === "whole-trace" ? "low" : "high"),
+      confidence,
       detail: plan.detail,
       estimates,
       count: round3(deviceSteps / stepDevices, 3),
       deviceSteps,
       program: plan.program,
       timeMs: timeStats,
+      ...perDevice2 === void 0 ? {} : { deviceSpread: perDevice2.spread },
       annotations: annotationKinds(first.hostSteps).map((k) => {
         const t = describe2(k.markers.map((m) => m.durPs));
         return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
@@ -81682,12 +82438,7 @@ function buildSummary(input) {
       opMs: ms(opPsTotal / deviceSteps)
     },
     total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
-    programs: programRows(
-      counted,
-      devicePs,
-      (program) => executionsOf2(program, first, final, platform3),
-      devicesOf
-    ),
+    programs: programRows(counted, devicePs, programExecutions, devicesOf),
     ops: opRows(counted, ctx),
     roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
     categories: groupRows(counted, (c3) => c3.op.category, deviceSteps, ctx.opPsPerStepTotal),
@@ -81695,7 +82446,7 @@ function buildSummary(input) {
     customCalls: customCallRows(counted, ctx),
     outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
     warnings: warnings2,
-    notes: [...plan.notes]
+    notes: [...unmarkedNote(plan, coverage, confidence), ...plan.notes]
   };
   if (devicePs > 0 && outsidePs / devicePs > 0.5) {
     summary2.notes.push(
@@ -81716,9 +82467,11 @@ function buildSummary(input) {
     );
   }
   if (platform3 === "gpu" && first.derivedGpuLanes > 0) {
-    const named = counted.some((c3) => c3.op.program !== "");
     summary2.notes.push(
-      named ? "xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, \u2026) are not counted again" : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them"
+      derivedLanesNote(
+        stats.format,
+        counted.some((c3) => c3.op.program !== "")
+      )
     );
   }
   if (input.costs.modulesRead > 0) {
@@ -81728,6 +82481,18 @@ function buildSummary(input) {
   }
   if (input.passes > 1) summary2.notes.push(passNote(input));
   return summary2;
+}
+function unmarkedNote(plan, coverage, confidence) {
+  if (isMarked(plan.detector) || plan.detector === "whole-trace") return [];
+  return [
+    `no step markers in the trace (xprof reports no step time for it): steps are inferred by ${plan.detector} and hold ${round3(100 * coverage, 1)}% of device op time (${confidence} confidence); the whole-trace figures cover everything`
+  ];
+}
+function derivedLanesNote(format2, namedOps) {
+  if (format2 === "xplane") {
+    return namedOps ? "XSpace: the lines derived from the kernels (XLA Ops, XLA Modules, Steps, \u2026) are not counted again" : "XSpace: the lines derived from the kernels (XLA Ops, XLA Modules, Steps, \u2026) are not counted again; its kernels carry no HLO op or program (hlo_op, hlo_module), so ops are kernels and steps cannot be told";
+  }
+  return namedOps ? "xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, \u2026) are not counted again" : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them";
 }
 function heaviestInSteps(counted) {
   const time = /* @__PURE__ */ new Map();
@@ -81744,7 +82509,7 @@ function windowBusy(final) {
 function executionBusy(first, platform3, opDevices, included) {
   return allExecutions(first, platform3, opDevices).filter((e) => included === "all" || included.has(e.program)).reduce((s, e) => s + e.busyPs, 0);
 }
-function executionsOf2(program, first, final, platform3) {
+function programExecutionCount(program, first, final, platform3) {
   if (platform3 === "cpu") {
     let n3 = 0;
     for (const e of first.cpuExecutions.values()) if (e.program === program) n3++;
@@ -81760,6 +82525,13 @@ function executionsOf2(program, first, final, platform3) {
     return mode.count > 0 ? mode.count : null;
   }
   return null;
+}
+function memoize(f) {
+  const cache2 = /* @__PURE__ */ new Map();
+  return (key) => {
+    if (!cache2.has(key)) cache2.set(key, f(key));
+    return cache2.get(key);
+  };
 }
 function devicePeak(input, computeDevices) {
   for (const dev of [...input.final.deviceStates(), ...input.first.deviceStates()]) {
@@ -81876,6 +82648,7 @@ async function summarizeTracePath(path6, debug2, opts = {}) {
   debug2?.(`reading ${resolved.path} (${resolved.format})`);
   const summary2 = await summarizeTrace(source, opts);
   summary2.notes.push(...resolved.notes);
+  if (source instanceof XplaneSource) summary2.warnings.push(...source.laterWarnings);
   return summary2;
 }
 function savedSummary(path6) {
@@ -81900,7 +82673,20 @@ function savedSummary(path6) {
   return parsed;
 }
 
+// src/loop/steps/log-file.ts
+function recentLogEntries(text3, n2) {
+  if (n2 <= 0) return [];
+  const starts = [];
+  const re = new RegExp(ITERATION_HEADING.source, "gm");
+  for (let m = re.exec(text3); m !== null; m = re.exec(text3)) starts.push(m.index);
+  const entries = starts.map((s, i2) => text3.slice(s, starts[i2 + 1] ?? text3.length).trim());
+  return entries.slice(-n2);
+}
+
 // src/loop/steps/profile.ts
+import { createHash as createHash9 } from "node:crypto";
+import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync21 } from "node:fs";
+import { join as join34 } from "node:path";
 var profileStep = {
   name: "profile",
   evaluation: true,
@@ -82019,7 +82805,7 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash8("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  const key = createHash9("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
   return join34(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
@@ -82140,6 +82926,29 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
   if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
   return lines.join("\n");
 }
+var LEDGER_ROWS = 25;
+function ledgerTable(rows, max = LEDGER_ROWS) {
+  const tried = rows.filter((r) => r.verdict !== "error");
+  if (tried.length === 0) return "";
+  const shown = tried.slice(-max);
+  const lines = [
+    `Already tried (the harness's ledger: ${tried.length} earlier iteration(s) of this target${tried.length > shown.length ? `, the last ${shown.length} shown` : ""}; a repeat of the same change is refused unmeasured):`,
+    "",
+    "| run / iteration | verdict | improvement ratio [CI] | hypothesis or subject | why |",
+    "|---|---|---|---|---|"
+  ];
+  for (const r of shown) {
+    const ratio = r.ratio === null ? "not measured" : `${r.ratio.toFixed(3)}${r.ciLow !== null && r.ciHigh !== null ? ` [${r.ciLow.toFixed(3)}, ${r.ciHigh.toFixed(3)}]` : ""}`;
+    lines.push(
+      `| ${cell2(r.runId)} / ${r.iteration} | ${r.verdict} | ${ratio} | ${cell2(r.hypothesis ?? r.subject ?? "")} | ${cell2(r.reason, 160)} |`
+    );
+  }
+  return lines.join("\n");
+}
+function cell2(text3, max = 200) {
+  const line = text3.replace(/\s+/g, " ").replaceAll("|", "/").replaceAll("`", "'").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
+}
 
 // src/loop/steps/prepare.ts
 var prepareStep = {
@@ -82237,7 +83046,11 @@ async function recentLogText(ctx, base) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n2 - entries.length), ...entries];
   }
-  return entries.length === 0 ? "(no log entries yet)" : entries.join("\n\n");
+  const ledger = ledgerTable(readHistory(ctx.stateDir, ctx.target.name));
+  const log = entries.length === 0 ? "(no log entries yet)" : entries.join("\n\n");
+  return ledger ? `${ledger}
+
+${log}` : log;
 }
 
 // src/loop/steps/propose.ts
@@ -82727,7 +83540,7 @@ function isInfra(e) {
 }
 
 // src/loop/state/attestation.ts
-import { createHash as createHash9 } from "node:crypto";
+import { createHash as createHash10 } from "node:crypto";
 import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync29 } from "node:fs";
 import { join as join39 } from "node:path";
 function bundleDigest(dir) {
@@ -82742,11 +83555,11 @@ function bundleDigest(dir) {
     if (/[\u0000-\u001f\u007f]/.test(rel))
       throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
-    lines.push(`${createHash9("sha256").update(data).digest("hex")}  ${rel}`);
+    lines.push(`${createHash10("sha256").update(data).digest("hex")}  ${rel}`);
   };
   walk3("");
   lines.sort();
-  return createHash9("sha256").update(`${lines.join("\n")}
+  return createHash10("sha256").update(`${lines.join("\n")}
 `).digest("hex");
 }
 function attestBundle(bundle, ev, phase, verified) {

@@ -42871,6 +42871,7 @@ var VENV_DIR = ".venv";
 function venvPython(root) {
   return process.env.HILLCLIMB_PYTHON || join4(root, VENV_DIR, "bin", "python");
 }
+var BUNDLED_BENCH_DIR = join4("packages", "hillclimb-bench");
 function interpreterReadPaths(python) {
   const paths = /* @__PURE__ */ new Set();
   const prefix = dirname4(dirname4(python));

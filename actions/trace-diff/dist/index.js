@@ -16992,7 +16992,7 @@ var require_util7 = __commonJS({
     var { kReadyState, kController, kResponse, kBinaryType, kWebSocketURL } = require_symbols5();
     var { states, opcodes } = require_constants5();
     var { ErrorEvent, createFastMessageEvent } = require_events();
-    var { isUtf8 } = __require("node:buffer");
+    var { isUtf8: isUtf82 } = __require("node:buffer");
     var { collectASequenceOfCodePointsFast, removeHTTPWhitespace } = require_data_url();
     function isConnecting(ws) {
       return ws[kReadyState] === states.CONNECTING;
@@ -17132,7 +17132,7 @@ var require_util7 = __commonJS({
     var hasIntl = typeof process.versions.icu === "string";
     var fatalDecoder = hasIntl ? new TextDecoder("utf-8", { fatal: true }) : void 0;
     var utf8Decode = hasIntl ? fatalDecoder.decode.bind(fatalDecoder) : function(buffer) {
-      if (isUtf8(buffer)) {
+      if (isUtf82(buffer)) {
         return buffer.toString("utf-8");
       }
       throw new TypeError("Invalid utf-8 received.");
@@ -20955,52 +20955,52 @@ var require_util9 = __commonJS({
       return hash;
     }
     exports.toHash = toHash;
-    function alwaysValidSchema(it, schema) {
-      if (typeof schema == "boolean")
-        return schema;
-      if (Object.keys(schema).length === 0)
+    function alwaysValidSchema(it, schema2) {
+      if (typeof schema2 == "boolean")
+        return schema2;
+      if (Object.keys(schema2).length === 0)
         return true;
-      checkUnknownRules(it, schema);
-      return !schemaHasRules(schema, it.self.RULES.all);
+      checkUnknownRules(it, schema2);
+      return !schemaHasRules(schema2, it.self.RULES.all);
     }
     exports.alwaysValidSchema = alwaysValidSchema;
-    function checkUnknownRules(it, schema = it.schema) {
+    function checkUnknownRules(it, schema2 = it.schema) {
       const { opts, self } = it;
       if (!opts.strictSchema)
         return;
-      if (typeof schema === "boolean")
+      if (typeof schema2 === "boolean")
         return;
       const rules = self.RULES.keywords;
-      for (const key in schema) {
+      for (const key in schema2) {
         if (!rules[key])
           checkStrictMode(it, `unknown keyword: "${key}"`);
       }
     }
     exports.checkUnknownRules = checkUnknownRules;
-    function schemaHasRules(schema, rules) {
-      if (typeof schema == "boolean")
-        return !schema;
-      for (const key in schema)
+    function schemaHasRules(schema2, rules) {
+      if (typeof schema2 == "boolean")
+        return !schema2;
+      for (const key in schema2)
         if (rules[key])
           return true;
       return false;
     }
     exports.schemaHasRules = schemaHasRules;
-    function schemaHasRulesButRef(schema, RULES) {
-      if (typeof schema == "boolean")
-        return !schema;
-      for (const key in schema)
+    function schemaHasRulesButRef(schema2, RULES) {
+      if (typeof schema2 == "boolean")
+        return !schema2;
+      for (const key in schema2)
         if (key !== "$ref" && RULES.all[key])
           return true;
       return false;
     }
     exports.schemaHasRulesButRef = schemaHasRulesButRef;
-    function schemaRefOrVal({ topSchemaRef, schemaPath }, schema, keyword, $data) {
+    function schemaRefOrVal({ topSchemaRef, schemaPath }, schema2, keyword, $data) {
       if (!$data) {
-        if (typeof schema == "number" || typeof schema == "boolean")
-          return schema;
-        if (typeof schema == "string")
-          return (0, codegen_1._)`${schema}`;
+        if (typeof schema2 == "number" || typeof schema2 == "boolean")
+          return schema2;
+        if (typeof schema2 == "string")
+          return (0, codegen_1._)`${schema2}`;
       }
       return (0, codegen_1._)`${topSchemaRef}${schemaPath}${(0, codegen_1.getProperty)(keyword)}`;
     }
@@ -21281,10 +21281,10 @@ var require_boolSchema = __commonJS({
       message: "boolean schema is false"
     };
     function topBoolOrEmptySchema(it) {
-      const { gen, schema, validateName } = it;
-      if (schema === false) {
+      const { gen, schema: schema2, validateName } = it;
+      if (schema2 === false) {
         falseSchemaError(it, false);
-      } else if (typeof schema == "object" && schema.$async === true) {
+      } else if (typeof schema2 == "object" && schema2.$async === true) {
         gen.return(names_1.default.data);
       } else {
         gen.assign((0, codegen_1._)`${validateName}.errors`, null);
@@ -21293,8 +21293,8 @@ var require_boolSchema = __commonJS({
     }
     exports.topBoolOrEmptySchema = topBoolOrEmptySchema;
     function boolOrEmptySchema(it, valid) {
-      const { gen, schema } = it;
-      if (schema === false) {
+      const { gen, schema: schema2 } = it;
+      if (schema2 === false) {
         gen.var(valid, false);
         falseSchemaError(it);
       } else {
@@ -21356,18 +21356,18 @@ var require_applicability = __commonJS({
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.shouldUseRule = exports.shouldUseGroup = exports.schemaHasRulesForType = void 0;
-    function schemaHasRulesForType({ schema, self }, type) {
+    function schemaHasRulesForType({ schema: schema2, self }, type) {
       const group = self.RULES.types[type];
-      return group && group !== true && shouldUseGroup(schema, group);
+      return group && group !== true && shouldUseGroup(schema2, group);
     }
     exports.schemaHasRulesForType = schemaHasRulesForType;
-    function shouldUseGroup(schema, group) {
-      return group.rules.some((rule) => shouldUseRule(schema, rule));
+    function shouldUseGroup(schema2, group) {
+      return group.rules.some((rule) => shouldUseRule(schema2, rule));
     }
     exports.shouldUseGroup = shouldUseGroup;
-    function shouldUseRule(schema, rule) {
+    function shouldUseRule(schema2, rule) {
       var _a;
-      return schema[rule.keyword] !== void 0 || ((_a = rule.definition.implements) === null || _a === void 0 ? void 0 : _a.some((kwd) => schema[kwd] !== void 0));
+      return schema2[rule.keyword] !== void 0 || ((_a = rule.definition.implements) === null || _a === void 0 ? void 0 : _a.some((kwd) => schema2[kwd] !== void 0));
     }
     exports.shouldUseRule = shouldUseRule;
   }
@@ -21389,17 +21389,17 @@ var require_dataType = __commonJS({
       DataType2[DataType2["Correct"] = 0] = "Correct";
       DataType2[DataType2["Wrong"] = 1] = "Wrong";
     })(DataType || (exports.DataType = DataType = {}));
-    function getSchemaTypes(schema) {
-      const types = getJSONTypes(schema.type);
+    function getSchemaTypes(schema2) {
+      const types = getJSONTypes(schema2.type);
       const hasNull = types.includes("null");
       if (hasNull) {
-        if (schema.nullable === false)
+        if (schema2.nullable === false)
           throw new Error("type: null contradicts nullable: false");
       } else {
-        if (!types.length && schema.nullable !== void 0) {
+        if (!types.length && schema2.nullable !== void 0) {
           throw new Error('"nullable" cannot be used without "type"');
         }
-        if (schema.nullable === true)
+        if (schema2.nullable === true)
           types.push("null");
       }
       return types;
@@ -21531,8 +21531,8 @@ var require_dataType = __commonJS({
     }
     exports.checkDataTypes = checkDataTypes;
     var typeError = {
-      message: ({ schema }) => `must be ${schema}`,
-      params: ({ schema, schemaValue }) => typeof schema == "string" ? (0, codegen_1._)`{type: ${schema}}` : (0, codegen_1._)`{type: ${schemaValue}}`
+      message: ({ schema: schema2 }) => `must be ${schema2}`,
+      params: ({ schema: schema2, schemaValue }) => typeof schema2 == "string" ? (0, codegen_1._)`{type: ${schema2}}` : (0, codegen_1._)`{type: ${schemaValue}}`
     };
     function reportTypeError(it) {
       const cxt = getTypeErrorContext(it);
@@ -21540,16 +21540,16 @@ var require_dataType = __commonJS({
     }
     exports.reportTypeError = reportTypeError;
     function getTypeErrorContext(it) {
-      const { gen, data, schema } = it;
-      const schemaCode = (0, util_1.schemaRefOrVal)(it, schema, "type");
+      const { gen, data, schema: schema2 } = it;
+      const schemaCode = (0, util_1.schemaRefOrVal)(it, schema2, "type");
       return {
         gen,
         keyword: "type",
         data,
-        schema: schema.type,
+        schema: schema2.type,
         schemaCode,
         schemaValue: schemaCode,
-        parentSchema: schema,
+        parentSchema: schema2,
         params: {},
         it
       };
@@ -21702,15 +21702,15 @@ var require_code2 = __commonJS({
     }
     exports.validateArray = validateArray;
     function validateUnion(cxt) {
-      const { gen, schema, keyword, it } = cxt;
-      if (!Array.isArray(schema))
+      const { gen, schema: schema2, keyword, it } = cxt;
+      if (!Array.isArray(schema2))
         throw new Error("ajv implementation error");
-      const alwaysValid = schema.some((sch) => (0, util_1.alwaysValidSchema)(it, sch));
+      const alwaysValid = schema2.some((sch) => (0, util_1.alwaysValidSchema)(it, sch));
       if (alwaysValid && !it.opts.unevaluated)
         return;
       const valid = gen.let("valid", false);
       const schValid = gen.name("_valid");
-      gen.block(() => schema.forEach((_sch, i) => {
+      gen.block(() => schema2.forEach((_sch, i) => {
         const schCxt = cxt.subschema({
           keyword,
           schemaProp: i,
@@ -21738,8 +21738,8 @@ var require_keyword = __commonJS({
     var code_1 = require_code2();
     var errors_1 = require_errors2();
     function macroKeywordCode(cxt, def) {
-      const { gen, keyword, schema, parentSchema, it } = cxt;
-      const macroSchema = def.macro.call(it.self, schema, parentSchema, it);
+      const { gen, keyword, schema: schema2, parentSchema, it } = cxt;
+      const macroSchema = def.macro.call(it.self, schema2, parentSchema, it);
       const schemaRef = useKeyword(gen, keyword, macroSchema);
       if (it.opts.validateSchema !== false)
         it.self.validateSchema(macroSchema, true);
@@ -21756,9 +21756,9 @@ var require_keyword = __commonJS({
     exports.macroKeywordCode = macroKeywordCode;
     function funcKeywordCode(cxt, def) {
       var _a;
-      const { gen, keyword, schema, parentSchema, $data, it } = cxt;
+      const { gen, keyword, schema: schema2, parentSchema, $data, it } = cxt;
       checkAsyncKeyword(it, def);
-      const validate = !$data && def.compile ? def.compile.call(it.self, schema, parentSchema, it) : def.validate;
+      const validate = !$data && def.compile ? def.compile.call(it.self, schema2, parentSchema, it) : def.validate;
       const validateRef = useKeyword(gen, keyword, validate);
       const valid = gen.let("valid");
       cxt.block$data(valid, validateKeyword);
@@ -21818,20 +21818,20 @@ var require_keyword = __commonJS({
         throw new Error(`keyword "${keyword}" failed to compile`);
       return gen.scopeValue("keyword", typeof result == "function" ? { ref: result } : { ref: result, code: (0, codegen_1.stringify)(result) });
     }
-    function validSchemaType(schema, schemaType, allowUndefined = false) {
-      return !schemaType.length || schemaType.some((st) => st === "array" ? Array.isArray(schema) : st === "object" ? schema && typeof schema == "object" && !Array.isArray(schema) : typeof schema == st || allowUndefined && typeof schema == "undefined");
+    function validSchemaType(schema2, schemaType, allowUndefined = false) {
+      return !schemaType.length || schemaType.some((st) => st === "array" ? Array.isArray(schema2) : st === "object" ? schema2 && typeof schema2 == "object" && !Array.isArray(schema2) : typeof schema2 == st || allowUndefined && typeof schema2 == "undefined");
     }
     exports.validSchemaType = validSchemaType;
-    function validateKeywordUsage({ schema, opts, self, errSchemaPath }, def, keyword) {
+    function validateKeywordUsage({ schema: schema2, opts, self, errSchemaPath }, def, keyword) {
       if (Array.isArray(def.keyword) ? !def.keyword.includes(keyword) : def.keyword !== keyword) {
         throw new Error("ajv implementation error");
       }
       const deps = def.dependencies;
-      if (deps === null || deps === void 0 ? void 0 : deps.some((kwd) => !Object.prototype.hasOwnProperty.call(schema, kwd))) {
+      if (deps === null || deps === void 0 ? void 0 : deps.some((kwd) => !Object.prototype.hasOwnProperty.call(schema2, kwd))) {
         throw new Error(`parent schema must have dependencies of ${keyword}: ${deps.join(",")}`);
       }
       if (def.validateSchema) {
-        const valid = def.validateSchema(schema[keyword]);
+        const valid = def.validateSchema(schema2[keyword]);
         if (!valid) {
           const msg = `keyword "${keyword}" value is invalid at path "${errSchemaPath}": ` + self.errorsText(def.validateSchema.errors);
           if (opts.validateSchema === "log")
@@ -21853,8 +21853,8 @@ var require_subschema = __commonJS({
     exports.extendSubschemaMode = exports.extendSubschemaData = exports.getSubschema = void 0;
     var codegen_1 = require_codegen();
     var util_1 = require_util9();
-    function getSubschema(it, { keyword, schemaProp, schema, schemaPath, errSchemaPath, topSchemaRef }) {
-      if (keyword !== void 0 && schema !== void 0) {
+    function getSubschema(it, { keyword, schemaProp, schema: schema2, schemaPath, errSchemaPath, topSchemaRef }) {
+      if (keyword !== void 0 && schema2 !== void 0) {
         throw new Error('both "keyword" and "schema" passed, only one allowed');
       }
       if (keyword !== void 0) {
@@ -21869,12 +21869,12 @@ var require_subschema = __commonJS({
           errSchemaPath: `${it.errSchemaPath}/${keyword}/${(0, util_1.escapeFragment)(schemaProp)}`
         };
       }
-      if (schema !== void 0) {
+      if (schema2 !== void 0) {
         if (schemaPath === void 0 || errSchemaPath === void 0 || topSchemaRef === void 0) {
           throw new Error('"schemaPath", "errSchemaPath" and "topSchemaRef" are required with "schema"');
         }
         return {
-          schema,
+          schema: schema2,
           schemaPath,
           topSchemaRef,
           errSchemaPath
@@ -21967,7 +21967,7 @@ var require_fast_deep_equal = __commonJS({
 var require_json_schema_traverse = __commonJS({
   "node_modules/json-schema-traverse/index.js"(exports, module) {
     "use strict";
-    var traverse = module.exports = function(schema, opts, cb) {
+    var traverse = module.exports = function(schema2, opts, cb) {
       if (typeof opts == "function") {
         cb = opts;
         opts = {};
@@ -21977,7 +21977,7 @@ var require_json_schema_traverse = __commonJS({
       };
       var post = cb.post || function() {
       };
-      _traverse(opts, pre, post, schema, "", schema);
+      _traverse(opts, pre, post, schema2, "", schema2);
     };
     traverse.keywords = {
       additionalItems: true,
@@ -22023,26 +22023,26 @@ var require_json_schema_traverse = __commonJS({
       maxProperties: true,
       minProperties: true
     };
-    function _traverse(opts, pre, post, schema, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex) {
-      if (schema && typeof schema == "object" && !Array.isArray(schema)) {
-        pre(schema, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
-        for (var key in schema) {
-          var sch = schema[key];
+    function _traverse(opts, pre, post, schema2, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex) {
+      if (schema2 && typeof schema2 == "object" && !Array.isArray(schema2)) {
+        pre(schema2, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
+        for (var key in schema2) {
+          var sch = schema2[key];
           if (Array.isArray(sch)) {
             if (key in traverse.arrayKeywords) {
               for (var i = 0; i < sch.length; i++)
-                _traverse(opts, pre, post, sch[i], jsonPtr + "/" + key + "/" + i, rootSchema, jsonPtr, key, schema, i);
+                _traverse(opts, pre, post, sch[i], jsonPtr + "/" + key + "/" + i, rootSchema, jsonPtr, key, schema2, i);
             }
           } else if (key in traverse.propsKeywords) {
             if (sch && typeof sch == "object") {
               for (var prop in sch)
-                _traverse(opts, pre, post, sch[prop], jsonPtr + "/" + key + "/" + escapeJsonPtr(prop), rootSchema, jsonPtr, key, schema, prop);
+                _traverse(opts, pre, post, sch[prop], jsonPtr + "/" + key + "/" + escapeJsonPtr(prop), rootSchema, jsonPtr, key, schema2, prop);
             }
           } else if (key in traverse.keywords || opts.allKeys && !(key in traverse.skipKeywords)) {
-            _traverse(opts, pre, post, sch, jsonPtr + "/" + key, rootSchema, jsonPtr, key, schema);
+            _traverse(opts, pre, post, sch, jsonPtr + "/" + key, rootSchema, jsonPtr, key, schema2);
           }
         }
-        post(schema, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
+        post(schema2, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
       }
     }
     function escapeJsonPtr(str) {
@@ -22078,14 +22078,14 @@ var require_resolve = __commonJS({
       "enum",
       "const"
     ]);
-    function inlineRef(schema, limit = true) {
-      if (typeof schema == "boolean")
+    function inlineRef(schema2, limit = true) {
+      if (typeof schema2 == "boolean")
         return true;
       if (limit === true)
-        return !hasRef(schema);
+        return !hasRef(schema2);
       if (!limit)
         return false;
-      return countKeys(schema) <= limit;
+      return countKeys(schema2) <= limit;
     }
     exports.inlineRef = inlineRef;
     var REF_KEYWORDS = /* @__PURE__ */ new Set([
@@ -22095,11 +22095,11 @@ var require_resolve = __commonJS({
       "$dynamicRef",
       "$dynamicAnchor"
     ]);
-    function hasRef(schema) {
-      for (const key in schema) {
+    function hasRef(schema2) {
+      for (const key in schema2) {
         if (REF_KEYWORDS.has(key))
           return true;
-        const sch = schema[key];
+        const sch = schema2[key];
         if (Array.isArray(sch) && sch.some(hasRef))
           return true;
         if (typeof sch == "object" && hasRef(sch))
@@ -22107,16 +22107,16 @@ var require_resolve = __commonJS({
       }
       return false;
     }
-    function countKeys(schema) {
+    function countKeys(schema2) {
       let count2 = 0;
-      for (const key in schema) {
+      for (const key in schema2) {
         if (key === "$ref")
           return Infinity;
         count2++;
         if (SIMPLE_INLINED.has(key))
           continue;
-        if (typeof schema[key] == "object") {
-          (0, util_1.eachItem)(schema[key], (sch) => count2 += countKeys(sch));
+        if (typeof schema2[key] == "object") {
+          (0, util_1.eachItem)(schema2[key], (sch) => count2 += countKeys(sch));
         }
         if (count2 === Infinity)
           return Infinity;
@@ -22146,16 +22146,16 @@ var require_resolve = __commonJS({
     }
     exports.resolveUrl = resolveUrl;
     var ANCHOR = /^[a-z_][-a-z0-9._]*$/i;
-    function getSchemaRefs(schema, baseId) {
-      if (typeof schema == "boolean")
+    function getSchemaRefs(schema2, baseId) {
+      if (typeof schema2 == "boolean")
         return {};
       const { schemaId, uriResolver } = this.opts;
-      const schId = normalizeId(schema[schemaId] || baseId);
+      const schId = normalizeId(schema2[schemaId] || baseId);
       const baseIds = { "": schId };
       const pathPrefix = getFullPath(uriResolver, schId, false);
       const localRefs = {};
       const schemaRefs = /* @__PURE__ */ new Set();
-      traverse(schema, { allKeys: true }, (sch, jsonPtr, _, parentJsonPtr) => {
+      traverse(schema2, { allKeys: true }, (sch, jsonPtr, _, parentJsonPtr) => {
         if (parentJsonPtr === void 0)
           return;
         const fullPath = pathPrefix + jsonPtr;
@@ -22236,15 +22236,15 @@ var require_validate = __commonJS({
       validateFunction(it, () => (0, boolSchema_1.topBoolOrEmptySchema)(it));
     }
     exports.validateFunctionCode = validateFunctionCode;
-    function validateFunction({ gen, validateName, schema, schemaEnv, opts }, body) {
+    function validateFunction({ gen, validateName, schema: schema2, schemaEnv, opts }, body) {
       if (opts.code.es5) {
         gen.func(validateName, (0, codegen_1._)`${names_1.default.data}, ${names_1.default.valCxt}`, schemaEnv.$async, () => {
-          gen.code((0, codegen_1._)`"use strict"; ${funcSourceUrl(schema, opts)}`);
+          gen.code((0, codegen_1._)`"use strict"; ${funcSourceUrl(schema2, opts)}`);
           destructureValCxtES5(gen, opts);
           gen.code(body);
         });
       } else {
-        gen.func(validateName, (0, codegen_1._)`${names_1.default.data}, ${destructureValCxt(opts)}`, schemaEnv.$async, () => gen.code(funcSourceUrl(schema, opts)).code(body));
+        gen.func(validateName, (0, codegen_1._)`${names_1.default.data}, ${destructureValCxt(opts)}`, schemaEnv.$async, () => gen.code(funcSourceUrl(schema2, opts)).code(body));
       }
     }
     function destructureValCxt(opts) {
@@ -22268,9 +22268,9 @@ var require_validate = __commonJS({
       });
     }
     function topSchemaObjCode(it) {
-      const { schema, opts, gen } = it;
+      const { schema: schema2, opts, gen } = it;
       validateFunction(it, () => {
-        if (opts.$comment && schema.$comment)
+        if (opts.$comment && schema2.$comment)
           commentKeyword(it);
         checkNoDefault(it);
         gen.let(names_1.default.vErrors, null);
@@ -22288,8 +22288,8 @@ var require_validate = __commonJS({
       gen.if((0, codegen_1._)`${it.evaluated}.dynamicProps`, () => gen.assign((0, codegen_1._)`${it.evaluated}.props`, (0, codegen_1._)`undefined`));
       gen.if((0, codegen_1._)`${it.evaluated}.dynamicItems`, () => gen.assign((0, codegen_1._)`${it.evaluated}.items`, (0, codegen_1._)`undefined`));
     }
-    function funcSourceUrl(schema, opts) {
-      const schId = typeof schema == "object" && schema[opts.schemaId];
+    function funcSourceUrl(schema2, opts) {
+      const schId = typeof schema2 == "object" && schema2[opts.schemaId];
       return schId && (opts.code.source || opts.code.process) ? (0, codegen_1._)`/*# sourceURL=${schId} */` : codegen_1.nil;
     }
     function subschemaCode(it, valid) {
@@ -22302,10 +22302,10 @@ var require_validate = __commonJS({
       }
       (0, boolSchema_1.boolOrEmptySchema)(it, valid);
     }
-    function schemaCxtHasRules({ schema, self }) {
-      if (typeof schema == "boolean")
-        return !schema;
-      for (const key in schema)
+    function schemaCxtHasRules({ schema: schema2, self }) {
+      if (typeof schema2 == "boolean")
+        return !schema2;
+      for (const key in schema2)
         if (self.RULES.all[key])
           return true;
       return false;
@@ -22314,8 +22314,8 @@ var require_validate = __commonJS({
       return typeof it.schema != "boolean";
     }
     function subSchemaObjCode(it, valid) {
-      const { schema, gen, opts } = it;
-      if (opts.$comment && schema.$comment)
+      const { schema: schema2, gen, opts } = it;
+      if (opts.$comment && schema2.$comment)
         commentKeyword(it);
       updateContext(it);
       checkAsyncSchema(it);
@@ -22335,14 +22335,14 @@ var require_validate = __commonJS({
       schemaKeywords(it, types, !checkedTypes, errsCount);
     }
     function checkRefsAndKeywords(it) {
-      const { schema, errSchemaPath, opts, self } = it;
-      if (schema.$ref && opts.ignoreKeywordsWithRef && (0, util_1.schemaHasRulesButRef)(schema, self.RULES)) {
+      const { schema: schema2, errSchemaPath, opts, self } = it;
+      if (schema2.$ref && opts.ignoreKeywordsWithRef && (0, util_1.schemaHasRulesButRef)(schema2, self.RULES)) {
         self.logger.warn(`$ref: keywords ignored in schema at path "${errSchemaPath}"`);
       }
     }
     function checkNoDefault(it) {
-      const { schema, opts } = it;
-      if (schema.default !== void 0 && opts.useDefaults && opts.strictSchema) {
+      const { schema: schema2, opts } = it;
+      if (schema2.default !== void 0 && opts.useDefaults && opts.strictSchema) {
         (0, util_1.checkStrictMode)(it, "default is ignored in the schema root");
       }
     }
@@ -22355,8 +22355,8 @@ var require_validate = __commonJS({
       if (it.schema.$async && !it.schemaEnv.$async)
         throw new Error("async schema in sync schema");
     }
-    function commentKeyword({ gen, schemaEnv, schema, errSchemaPath, opts }) {
-      const msg = schema.$comment;
+    function commentKeyword({ gen, schemaEnv, schema: schema2, errSchemaPath, opts }) {
+      const msg = schema2.$comment;
       if (opts.$comment === true) {
         gen.code((0, codegen_1._)`${names_1.default.self}.logger.log(${msg})`);
       } else if (typeof opts.$comment == "function") {
@@ -22383,9 +22383,9 @@ var require_validate = __commonJS({
         gen.assign((0, codegen_1._)`${evaluated}.items`, items);
     }
     function schemaKeywords(it, types, typeErrors, errsCount) {
-      const { gen, schema, data, allErrors, opts, self } = it;
+      const { gen, schema: schema2, data, allErrors, opts, self } = it;
       const { RULES } = self;
-      if (schema.$ref && (opts.ignoreKeywordsWithRef || !(0, util_1.schemaHasRulesButRef)(schema, RULES))) {
+      if (schema2.$ref && (opts.ignoreKeywordsWithRef || !(0, util_1.schemaHasRulesButRef)(schema2, RULES))) {
         gen.block(() => keywordCode(it, "$ref", RULES.all.$ref.definition));
         return;
       }
@@ -22397,7 +22397,7 @@ var require_validate = __commonJS({
         groupKeywords(RULES.post);
       });
       function groupKeywords(group) {
-        if (!(0, applicability_1.shouldUseGroup)(schema, group))
+        if (!(0, applicability_1.shouldUseGroup)(schema2, group))
           return;
         if (group.type) {
           gen.if((0, dataType_2.checkDataType)(group.type, data, opts.strictNumbers));
@@ -22415,12 +22415,12 @@ var require_validate = __commonJS({
       }
     }
     function iterateKeywords(it, group) {
-      const { gen, schema, opts: { useDefaults } } = it;
+      const { gen, schema: schema2, opts: { useDefaults } } = it;
       if (useDefaults)
         (0, defaults_1.assignDefaults)(it, group.type);
       gen.block(() => {
         for (const rule of group.rules) {
-          if ((0, applicability_1.shouldUseRule)(schema, rule)) {
+          if ((0, applicability_1.shouldUseRule)(schema2, rule)) {
             keywordCode(it, rule.keyword, rule.definition, group.type);
           }
         }
@@ -22765,17 +22765,17 @@ var require_compile = __commonJS({
         var _a;
         this.refs = {};
         this.dynamicAnchors = {};
-        let schema;
+        let schema2;
         if (typeof env.schema == "object")
-          schema = env.schema;
+          schema2 = env.schema;
         this.schema = env.schema;
         this.schemaId = env.schemaId;
         this.root = env.root || this;
-        this.baseId = (_a = env.baseId) !== null && _a !== void 0 ? _a : (0, resolve_1.normalizeId)(schema === null || schema === void 0 ? void 0 : schema[env.schemaId || "$id"]);
+        this.baseId = (_a = env.baseId) !== null && _a !== void 0 ? _a : (0, resolve_1.normalizeId)(schema2 === null || schema2 === void 0 ? void 0 : schema2[env.schemaId || "$id"]);
         this.schemaPath = env.schemaPath;
         this.localRefs = env.localRefs;
         this.meta = env.meta;
-        this.$async = schema === null || schema === void 0 ? void 0 : schema.$async;
+        this.$async = schema2 === null || schema2 === void 0 ? void 0 : schema2.$async;
         this.refs = {};
       }
     };
@@ -22874,10 +22874,10 @@ var require_compile = __commonJS({
         return schOrFunc;
       let _sch = resolve6.call(this, root, ref);
       if (_sch === void 0) {
-        const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
+        const schema2 = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
-        if (schema)
-          _sch = new SchemaEnv({ schema, schemaId, root, baseId });
+        if (schema2)
+          _sch = new SchemaEnv({ schema: schema2, schemaId, root, baseId });
       }
       if (_sch === void 0)
         return;
@@ -22925,12 +22925,12 @@ var require_compile = __commonJS({
       if (!schOrRef.validate)
         compileSchema.call(this, schOrRef);
       if (id === (0, resolve_1.normalizeId)(ref)) {
-        const { schema } = schOrRef;
+        const { schema: schema2 } = schOrRef;
         const { schemaId } = this.opts;
-        const schId = schema[schemaId];
+        const schId = schema2[schemaId];
         if (schId)
           baseId = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schId);
-        return new SchemaEnv({ schema, schemaId, root, baseId });
+        return new SchemaEnv({ schema: schema2, schemaId, root, baseId });
       }
       return getJsonPointer.call(this, p, schOrRef);
     }
@@ -22942,29 +22942,29 @@ var require_compile = __commonJS({
       "dependencies",
       "definitions"
     ]);
-    function getJsonPointer(parsedRef, { baseId, schema, root }) {
+    function getJsonPointer(parsedRef, { baseId, schema: schema2, root }) {
       var _a;
       if (((_a = parsedRef.fragment) === null || _a === void 0 ? void 0 : _a[0]) !== "/")
         return;
       for (const part of parsedRef.fragment.slice(1).split("/")) {
-        if (typeof schema === "boolean")
+        if (typeof schema2 === "boolean")
           return;
-        const partSchema = schema[(0, util_1.unescapeFragment)(part)];
+        const partSchema = schema2[(0, util_1.unescapeFragment)(part)];
         if (partSchema === void 0)
           return;
-        schema = partSchema;
-        const schId = typeof schema === "object" && schema[this.opts.schemaId];
+        schema2 = partSchema;
+        const schId = typeof schema2 === "object" && schema2[this.opts.schemaId];
         if (!PREVENT_SCOPE_CHANGE.has(part) && schId) {
           baseId = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schId);
         }
       }
       let env;
-      if (typeof schema != "boolean" && schema.$ref && !(0, util_1.schemaHasRulesButRef)(schema, this.RULES)) {
-        const $ref = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schema.$ref);
+      if (typeof schema2 != "boolean" && schema2.$ref && !(0, util_1.schemaHasRulesButRef)(schema2, this.RULES)) {
+        const $ref = (0, resolve_1.resolveUrl)(this.opts.uriResolver, baseId, schema2.$ref);
         env = resolveSchema.call(this, root, $ref);
       }
       const { schemaId } = this.opts;
-      env = env || new SchemaEnv({ schema, schemaId, root, baseId });
+      env = env || new SchemaEnv({ schema: schema2, schemaId, root, baseId });
       if (env.schema !== env.root.schema)
         return env;
       return void 0;
@@ -24346,16 +24346,16 @@ var require_core = __commonJS({
           this.errors = v.errors;
         return valid;
       }
-      compile(schema, _meta) {
-        const sch = this._addSchema(schema, _meta);
+      compile(schema2, _meta) {
+        const sch = this._addSchema(schema2, _meta);
         return sch.validate || this._compileSchemaEnv(sch);
       }
-      compileAsync(schema, meta) {
+      compileAsync(schema2, meta) {
         if (typeof this.opts.loadSchema != "function") {
           throw new Error("options.loadSchema should be a function");
         }
         const { loadSchema } = this.opts;
-        return runCompileAsync.call(this, schema, meta);
+        return runCompileAsync.call(this, schema2, meta);
         async function runCompileAsync(_schema, _meta) {
           await loadMetaSchema.call(this, _schema.$schema);
           const sch = this._addSchema(_schema, _meta);
@@ -24401,37 +24401,37 @@ var require_core = __commonJS({
         }
       }
       // Adds schema to the instance
-      addSchema(schema, key, _meta, _validateSchema = this.opts.validateSchema) {
-        if (Array.isArray(schema)) {
-          for (const sch of schema)
+      addSchema(schema2, key, _meta, _validateSchema = this.opts.validateSchema) {
+        if (Array.isArray(schema2)) {
+          for (const sch of schema2)
             this.addSchema(sch, void 0, _meta, _validateSchema);
           return this;
         }
         let id;
-        if (typeof schema === "object") {
+        if (typeof schema2 === "object") {
           const { schemaId } = this.opts;
-          id = schema[schemaId];
+          id = schema2[schemaId];
           if (id !== void 0 && typeof id != "string") {
             throw new Error(`schema ${schemaId} must be string`);
           }
         }
         key = (0, resolve_1.normalizeId)(key || id);
         this._checkUnique(key);
-        this.schemas[key] = this._addSchema(schema, _meta, key, _validateSchema, true);
+        this.schemas[key] = this._addSchema(schema2, _meta, key, _validateSchema, true);
         return this;
       }
       // Add schema that will be used to validate other schemas
       // options in META_IGNORE_OPTIONS are alway set to false
-      addMetaSchema(schema, key, _validateSchema = this.opts.validateSchema) {
-        this.addSchema(schema, key, true, _validateSchema);
+      addMetaSchema(schema2, key, _validateSchema = this.opts.validateSchema) {
+        this.addSchema(schema2, key, true, _validateSchema);
         return this;
       }
       //  Validate schema against its meta-schema
-      validateSchema(schema, throwOrLogError) {
-        if (typeof schema == "boolean")
+      validateSchema(schema2, throwOrLogError) {
+        if (typeof schema2 == "boolean")
           return true;
         let $schema;
-        $schema = schema.$schema;
+        $schema = schema2.$schema;
         if ($schema !== void 0 && typeof $schema != "string") {
           throw new Error("$schema must be a string");
         }
@@ -24441,7 +24441,7 @@ var require_core = __commonJS({
           this.errors = null;
           return true;
         }
-        const valid = this.validate($schema, schema);
+        const valid = this.validate($schema, schema2);
         if (!valid && throwOrLogError) {
           const message = "schema is invalid: " + this.errorsText();
           if (this.opts.validateSchema === "log")
@@ -24584,9 +24584,9 @@ var require_core = __commonJS({
             if (typeof rule != "object")
               continue;
             const { $data } = rule.definition;
-            const schema = keywords[key];
-            if ($data && schema)
-              keywords[key] = schemaOrData(schema);
+            const schema2 = keywords[key];
+            if ($data && schema2)
+              keywords[key] = schemaOrData(schema2);
           }
         }
         return metaSchema;
@@ -24604,23 +24604,23 @@ var require_core = __commonJS({
           }
         }
       }
-      _addSchema(schema, meta, baseId, validateSchema = this.opts.validateSchema, addSchema = this.opts.addUsedSchema) {
+      _addSchema(schema2, meta, baseId, validateSchema = this.opts.validateSchema, addSchema = this.opts.addUsedSchema) {
         let id;
         const { schemaId } = this.opts;
-        if (typeof schema == "object") {
-          id = schema[schemaId];
+        if (typeof schema2 == "object") {
+          id = schema2[schemaId];
         } else {
           if (this.opts.jtd)
             throw new Error("schema must be object");
-          else if (typeof schema != "boolean")
+          else if (typeof schema2 != "boolean")
             throw new Error("schema must be object or boolean");
         }
-        let sch = this._cache.get(schema);
+        let sch = this._cache.get(schema2);
         if (sch !== void 0)
           return sch;
         baseId = (0, resolve_1.normalizeId)(id || baseId);
-        const localRefs = resolve_1.getSchemaRefs.call(this, schema, baseId);
-        sch = new compile_1.SchemaEnv({ schema, schemaId, meta, baseId, localRefs });
+        const localRefs = resolve_1.getSchemaRefs.call(this, schema2, baseId);
+        sch = new compile_1.SchemaEnv({ schema: schema2, schemaId, meta, baseId, localRefs });
         this._cache.set(sch.schema, sch);
         if (addSchema && !baseId.startsWith("#")) {
           if (baseId)
@@ -24628,7 +24628,7 @@ var require_core = __commonJS({
           this.refs[baseId] = sch;
         }
         if (validateSchema)
-          this.validateSchema(schema, true);
+          this.validateSchema(schema2, true);
         return sch;
       }
       _checkUnique(id) {
@@ -24782,8 +24782,8 @@ var require_core = __commonJS({
     var $dataRef = {
       $ref: "https://raw.githubusercontent.com/ajv-validator/ajv/master/lib/refs/data.json#"
     };
-    function schemaOrData(schema) {
-      return { anyOf: [schema, $dataRef] };
+    function schemaOrData(schema2) {
+      return { anyOf: [schema2, $dataRef] };
     }
   }
 });
@@ -25083,7 +25083,7 @@ var require_pattern = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schema, schemaCode, it } = cxt;
+        const { gen, data, $data, schema: schema2, schemaCode, it } = cxt;
         const u = it.opts.unicodeRegExp ? "u" : "";
         if ($data) {
           const { regExp } = it.opts.code;
@@ -25092,7 +25092,7 @@ var require_pattern = __commonJS({
           gen.try(() => gen.assign(valid, (0, codegen_1._)`${regExpCode}(${schemaCode}, ${u}).test(${data})`), () => gen.assign(valid, false));
           cxt.fail$data((0, codegen_1._)`!${valid}`);
         } else {
-          const regExp = (0, code_1.usePattern)(cxt, schema);
+          const regExp = (0, code_1.usePattern)(cxt, schema2);
           cxt.fail$data((0, codegen_1._)`!${regExp}.test(${data})`);
         }
       }
@@ -25149,11 +25149,11 @@ var require_required = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, schemaCode, data, $data, it } = cxt;
+        const { gen, schema: schema2, schemaCode, data, $data, it } = cxt;
         const { opts } = it;
-        if (!$data && schema.length === 0)
+        if (!$data && schema2.length === 0)
           return;
-        const useLoop = schema.length >= opts.loopRequired;
+        const useLoop = schema2.length >= opts.loopRequired;
         if (it.allErrors)
           allErrorsMode();
         else
@@ -25161,7 +25161,7 @@ var require_required = __commonJS({
         if (opts.strictRequired) {
           const props = cxt.parentSchema.properties;
           const { definedProperties } = cxt.it;
-          for (const requiredKey of schema) {
+          for (const requiredKey of schema2) {
             if ((props === null || props === void 0 ? void 0 : props[requiredKey]) === void 0 && !definedProperties.has(requiredKey)) {
               const schemaPath = it.schemaEnv.baseId + it.errSchemaPath;
               const msg = `required property "${requiredKey}" is not defined at "${schemaPath}" (strictRequired)`;
@@ -25173,7 +25173,7 @@ var require_required = __commonJS({
           if (useLoop || $data) {
             cxt.block$data(codegen_1.nil, loopAllRequired);
           } else {
-            for (const prop of schema) {
+            for (const prop of schema2) {
               (0, code_1.checkReportMissingProp)(cxt, prop);
             }
           }
@@ -25185,7 +25185,7 @@ var require_required = __commonJS({
             cxt.block$data(valid, () => loopUntilMissing(missing, valid));
             cxt.ok(valid);
           } else {
-            gen.if((0, code_1.checkMissingProp)(cxt, schema, missing));
+            gen.if((0, code_1.checkMissingProp)(cxt, schema2, missing));
             (0, code_1.reportMissingProp)(cxt, missing);
             gen.else();
           }
@@ -25272,8 +25272,8 @@ var require_uniqueItems = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schema, parentSchema, schemaCode, it } = cxt;
-        if (!$data && !schema)
+        const { gen, data, $data, schema: schema2, parentSchema, schemaCode, it } = cxt;
+        if (!$data && !schema2)
           return;
         const valid = gen.let("valid");
         const itemTypes = parentSchema.items ? (0, dataType_1.getSchemaTypes)(parentSchema.items) : [];
@@ -25336,11 +25336,11 @@ var require_const = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schemaCode, schema } = cxt;
-        if ($data || schema && typeof schema == "object") {
+        const { gen, data, $data, schemaCode, schema: schema2 } = cxt;
+        if ($data || schema2 && typeof schema2 == "object") {
           cxt.fail$data((0, codegen_1._)`!${(0, util_1.useFunc)(gen, equal_1.default)}(${data}, ${schemaCode})`);
         } else {
-          cxt.fail((0, codegen_1._)`${schema} !== ${data}`);
+          cxt.fail((0, codegen_1._)`${schema2} !== ${data}`);
         }
       }
     };
@@ -25366,10 +25366,10 @@ var require_enum = __commonJS({
       $data: true,
       error: error2,
       code(cxt) {
-        const { gen, data, $data, schema, schemaCode, it } = cxt;
-        if (!$data && schema.length === 0)
+        const { gen, data, $data, schema: schema2, schemaCode, it } = cxt;
+        if (!$data && schema2.length === 0)
           throw new Error("enum must have non-empty array");
-        const useLoop = schema.length >= it.opts.loopEnum;
+        const useLoop = schema2.length >= it.opts.loopEnum;
         let eql;
         const getEql = () => eql !== null && eql !== void 0 ? eql : eql = (0, util_1.useFunc)(gen, equal_1.default);
         let valid;
@@ -25377,10 +25377,10 @@ var require_enum = __commonJS({
           valid = gen.let("valid");
           cxt.block$data(valid, loopEnum);
         } else {
-          if (!Array.isArray(schema))
+          if (!Array.isArray(schema2))
             throw new Error("ajv implementation error");
           const vSchema = gen.const("vSchema", schemaCode);
-          valid = (0, codegen_1.or)(...schema.map((_x, i) => equalCode(vSchema, i)));
+          valid = (0, codegen_1.or)(...schema2.map((_x, i) => equalCode(vSchema, i)));
         }
         cxt.pass(valid);
         function loopEnum() {
@@ -25388,7 +25388,7 @@ var require_enum = __commonJS({
           gen.forOf("v", schemaCode, (v) => gen.if((0, codegen_1._)`${getEql()}(${data}, ${v})`, () => gen.assign(valid, true).break()));
         }
         function equalCode(vSchema, i) {
-          const sch = schema[i];
+          const sch = schema2[i];
           return typeof sch === "object" && sch !== null ? (0, codegen_1._)`${getEql()}(${data}, ${vSchema}[${i}])` : (0, codegen_1._)`${data} === ${sch}`;
         }
       }
@@ -25464,13 +25464,13 @@ var require_additionalItems = __commonJS({
       }
     };
     function validateAdditionalItems(cxt, items) {
-      const { gen, schema, data, keyword, it } = cxt;
+      const { gen, schema: schema2, data, keyword, it } = cxt;
       it.items = true;
       const len = gen.const("len", (0, codegen_1._)`${data}.length`);
-      if (schema === false) {
+      if (schema2 === false) {
         cxt.setParams({ len: items.length });
         cxt.pass((0, codegen_1._)`${len} <= ${items.length}`);
-      } else if (typeof schema == "object" && !(0, util_1.alwaysValidSchema)(it, schema)) {
+      } else if (typeof schema2 == "object" && !(0, util_1.alwaysValidSchema)(it, schema2)) {
         const valid = gen.var("valid", (0, codegen_1._)`${len} <= ${items.length}`);
         gen.if((0, codegen_1.not)(valid), () => validateItems(valid));
         cxt.ok(valid);
@@ -25503,11 +25503,11 @@ var require_items = __commonJS({
       schemaType: ["object", "array", "boolean"],
       before: "uniqueItems",
       code(cxt) {
-        const { schema, it } = cxt;
-        if (Array.isArray(schema))
-          return validateTuple(cxt, "additionalItems", schema);
+        const { schema: schema2, it } = cxt;
+        if (Array.isArray(schema2))
+          return validateTuple(cxt, "additionalItems", schema2);
         it.items = true;
-        if ((0, util_1.alwaysValidSchema)(it, schema))
+        if ((0, util_1.alwaysValidSchema)(it, schema2))
           return;
         cxt.ok((0, code_1.validateArray)(cxt));
       }
@@ -25582,10 +25582,10 @@ var require_items2020 = __commonJS({
       before: "uniqueItems",
       error: error2,
       code(cxt) {
-        const { schema, parentSchema, it } = cxt;
+        const { schema: schema2, parentSchema, it } = cxt;
         const { prefixItems } = parentSchema;
         it.items = true;
-        if ((0, util_1.alwaysValidSchema)(it, schema))
+        if ((0, util_1.alwaysValidSchema)(it, schema2))
           return;
         if (prefixItems)
           (0, additionalItems_1.validateAdditionalItems)(cxt, prefixItems);
@@ -25616,7 +25616,7 @@ var require_contains = __commonJS({
       trackErrors: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, parentSchema, data, it } = cxt;
+        const { gen, schema: schema2, parentSchema, data, it } = cxt;
         let min;
         let max;
         const { minContains, maxContains } = parentSchema;
@@ -25637,7 +25637,7 @@ var require_contains = __commonJS({
           cxt.fail();
           return;
         }
-        if ((0, util_1.alwaysValidSchema)(it, schema)) {
+        if ((0, util_1.alwaysValidSchema)(it, schema2)) {
           let cond = (0, codegen_1._)`${len} >= ${min}`;
           if (max !== void 0)
             cond = (0, codegen_1._)`${cond} && ${len} <= ${max}`;
@@ -25722,14 +25722,14 @@ var require_dependencies = __commonJS({
         validateSchemaDeps(cxt, schDeps);
       }
     };
-    function splitDependencies({ schema }) {
+    function splitDependencies({ schema: schema2 }) {
       const propertyDeps = {};
       const schemaDeps = {};
-      for (const key in schema) {
+      for (const key in schema2) {
         if (key === "__proto__")
           continue;
-        const deps = Array.isArray(schema[key]) ? propertyDeps : schemaDeps;
-        deps[key] = schema[key];
+        const deps = Array.isArray(schema2[key]) ? propertyDeps : schemaDeps;
+        deps[key] = schema2[key];
       }
       return [propertyDeps, schemaDeps];
     }
@@ -25802,8 +25802,8 @@ var require_propertyNames = __commonJS({
       schemaType: ["object", "boolean"],
       error: error2,
       code(cxt) {
-        const { gen, schema, data, it } = cxt;
-        if ((0, util_1.alwaysValidSchema)(it, schema))
+        const { gen, schema: schema2, data, it } = cxt;
+        if ((0, util_1.alwaysValidSchema)(it, schema2))
           return;
         const valid = gen.name("valid");
         gen.forIn("key", data, (key) => {
@@ -25849,12 +25849,12 @@ var require_additionalProperties = __commonJS({
       trackErrors: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, parentSchema, data, errsCount, it } = cxt;
+        const { gen, schema: schema2, parentSchema, data, errsCount, it } = cxt;
         if (!errsCount)
           throw new Error("ajv implementation error");
         const { allErrors, opts } = it;
         it.props = true;
-        if (opts.removeAdditional !== "all" && (0, util_1.alwaysValidSchema)(it, schema))
+        if (opts.removeAdditional !== "all" && (0, util_1.alwaysValidSchema)(it, schema2))
           return;
         const props = (0, code_1.allSchemaProperties)(parentSchema.properties);
         const patProps = (0, code_1.allSchemaProperties)(parentSchema.patternProperties);
@@ -25887,18 +25887,18 @@ var require_additionalProperties = __commonJS({
           gen.code((0, codegen_1._)`delete ${data}[${key}]`);
         }
         function additionalPropertyCode(key) {
-          if (opts.removeAdditional === "all" || opts.removeAdditional && schema === false) {
+          if (opts.removeAdditional === "all" || opts.removeAdditional && schema2 === false) {
             deleteAdditional(key);
             return;
           }
-          if (schema === false) {
+          if (schema2 === false) {
             cxt.setParams({ additionalProperty: key });
             cxt.error();
             if (!allErrors)
               gen.break();
             return;
           }
-          if (typeof schema == "object" && !(0, util_1.alwaysValidSchema)(it, schema)) {
+          if (typeof schema2 == "object" && !(0, util_1.alwaysValidSchema)(it, schema2)) {
             const valid = gen.name("valid");
             if (opts.removeAdditional === "failing") {
               applyAdditionalSchema(key, valid, false);
@@ -25948,18 +25948,18 @@ var require_properties = __commonJS({
       type: "object",
       schemaType: "object",
       code(cxt) {
-        const { gen, schema, parentSchema, data, it } = cxt;
+        const { gen, schema: schema2, parentSchema, data, it } = cxt;
         if (it.opts.removeAdditional === "all" && parentSchema.additionalProperties === void 0) {
           additionalProperties_1.default.code(new validate_1.KeywordCxt(it, additionalProperties_1.default, "additionalProperties"));
         }
-        const allProps = (0, code_1.allSchemaProperties)(schema);
+        const allProps = (0, code_1.allSchemaProperties)(schema2);
         for (const prop of allProps) {
           it.definedProperties.add(prop);
         }
         if (it.opts.unevaluated && allProps.length && it.props !== true) {
           it.props = util_1.mergeEvaluated.props(gen, (0, util_1.toHash)(allProps), it.props);
         }
-        const properties = allProps.filter((p) => !(0, util_1.alwaysValidSchema)(it, schema[p]));
+        const properties = allProps.filter((p) => !(0, util_1.alwaysValidSchema)(it, schema2[p]));
         if (properties.length === 0)
           return;
         const valid = gen.name("valid");
@@ -25977,7 +25977,7 @@ var require_properties = __commonJS({
           cxt.ok(valid);
         }
         function hasDefault(prop) {
-          return it.opts.useDefaults && !it.compositeRule && schema[prop].default !== void 0;
+          return it.opts.useDefaults && !it.compositeRule && schema2[prop].default !== void 0;
         }
         function applyPropertySchema(prop) {
           cxt.subschema({
@@ -26006,10 +26006,10 @@ var require_patternProperties = __commonJS({
       type: "object",
       schemaType: "object",
       code(cxt) {
-        const { gen, schema, data, parentSchema, it } = cxt;
+        const { gen, schema: schema2, data, parentSchema, it } = cxt;
         const { opts } = it;
-        const patterns = (0, code_1.allSchemaProperties)(schema);
-        const alwaysValidPatterns = patterns.filter((p) => (0, util_1.alwaysValidSchema)(it, schema[p]));
+        const patterns = (0, code_1.allSchemaProperties)(schema2);
+        const alwaysValidPatterns = patterns.filter((p) => (0, util_1.alwaysValidSchema)(it, schema2[p]));
         if (patterns.length === 0 || alwaysValidPatterns.length === patterns.length && (!it.opts.unevaluated || it.props === true)) {
           return;
         }
@@ -26077,8 +26077,8 @@ var require_not = __commonJS({
       schemaType: ["object", "boolean"],
       trackErrors: true,
       code(cxt) {
-        const { gen, schema, it } = cxt;
-        if ((0, util_1.alwaysValidSchema)(it, schema)) {
+        const { gen, schema: schema2, it } = cxt;
+        if ((0, util_1.alwaysValidSchema)(it, schema2)) {
           cxt.fail();
           return;
         }
@@ -26131,12 +26131,12 @@ var require_oneOf = __commonJS({
       trackErrors: true,
       error: error2,
       code(cxt) {
-        const { gen, schema, parentSchema, it } = cxt;
-        if (!Array.isArray(schema))
+        const { gen, schema: schema2, parentSchema, it } = cxt;
+        if (!Array.isArray(schema2))
           throw new Error("ajv implementation error");
         if (it.opts.discriminator && parentSchema.discriminator)
           return;
-        const schArr = schema;
+        const schArr = schema2;
         const valid = gen.let("valid", false);
         const passing = gen.let("passing", null);
         const schValid = gen.name("_valid");
@@ -26182,11 +26182,11 @@ var require_allOf = __commonJS({
       keyword: "allOf",
       schemaType: "array",
       code(cxt) {
-        const { gen, schema, it } = cxt;
-        if (!Array.isArray(schema))
+        const { gen, schema: schema2, it } = cxt;
+        if (!Array.isArray(schema2))
           throw new Error("ajv implementation error");
         const valid = gen.name("valid");
-        schema.forEach((sch, i) => {
+        schema2.forEach((sch, i) => {
           if ((0, util_1.alwaysValidSchema)(it, sch))
             return;
           const schCxt = cxt.subschema({ keyword: "allOf", schemaProp: i }, valid);
@@ -26261,8 +26261,8 @@ var require_if = __commonJS({
       }
     };
     function hasSchema(it, keyword) {
-      const schema = it.schema[keyword];
-      return schema !== void 0 && !(0, util_1.alwaysValidSchema)(it, schema);
+      const schema2 = it.schema[keyword];
+      return schema2 !== void 0 && !(0, util_1.alwaysValidSchema)(it, schema2);
     }
     exports.default = def;
   }
@@ -26351,7 +26351,7 @@ var require_format = __commonJS({
       $data: true,
       error: error2,
       code(cxt, ruleType) {
-        const { gen, data, $data, schema, schemaCode, it } = cxt;
+        const { gen, data, $data, schema: schema2, schemaCode, it } = cxt;
         const { opts, errSchemaPath, schemaEnv, self } = it;
         if (!opts.validateFormats)
           return;
@@ -26381,7 +26381,7 @@ var require_format = __commonJS({
           }
         }
         function validateFormat() {
-          const formatDef = self.formats[schema];
+          const formatDef = self.formats[schema2];
           if (!formatDef) {
             unknownFormat();
             return;
@@ -26398,12 +26398,12 @@ var require_format = __commonJS({
             }
             throw new Error(unknownMsg());
             function unknownMsg() {
-              return `unknown format "${schema}" ignored in schema at path "${errSchemaPath}"`;
+              return `unknown format "${schema2}" ignored in schema at path "${errSchemaPath}"`;
             }
           }
           function getFormat(fmtDef) {
-            const code2 = fmtDef instanceof RegExp ? (0, codegen_1.regexpCode)(fmtDef) : opts.code.formats ? (0, codegen_1._)`${opts.code.formats}${(0, codegen_1.getProperty)(schema)}` : void 0;
-            const fmt = gen.scopeValue("formats", { key: schema, ref: fmtDef, code: code2 });
+            const code2 = fmtDef instanceof RegExp ? (0, codegen_1.regexpCode)(fmtDef) : opts.code.formats ? (0, codegen_1._)`${opts.code.formats}${(0, codegen_1.getProperty)(schema2)}` : void 0;
+            const fmt = gen.scopeValue("formats", { key: schema2, ref: fmtDef, code: code2 });
             if (typeof fmtDef == "object" && !(fmtDef instanceof RegExp)) {
               return [fmtDef.type || "string", fmtDef.validate, (0, codegen_1._)`${fmt}.validate`];
             }
@@ -26514,15 +26514,15 @@ var require_discriminator = __commonJS({
       schemaType: "object",
       error: error2,
       code(cxt) {
-        const { gen, data, schema, parentSchema, it } = cxt;
+        const { gen, data, schema: schema2, parentSchema, it } = cxt;
         const { oneOf } = parentSchema;
         if (!it.opts.discriminator) {
           throw new Error("discriminator: requires discriminator option");
         }
-        const tagName = schema.propertyName;
+        const tagName = schema2.propertyName;
         if (typeof tagName != "string")
           throw new Error("discriminator: requires propertyName");
-        if (schema.mapping)
+        if (schema2.mapping)
           throw new Error("discriminator: mapping is not supported");
         if (!oneOf)
           throw new Error("discriminator: requires oneOf keyword");
@@ -27582,7 +27582,7 @@ var require_createNode = __commonJS({
       if (value instanceof String || value instanceof Number || value instanceof Boolean || typeof BigInt !== "undefined" && value instanceof BigInt) {
         value = value.valueOf();
       }
-      const { aliasDuplicateObjects, onAnchor, onTagObj, schema, sourceObjects } = ctx;
+      const { aliasDuplicateObjects, onAnchor, onTagObj, schema: schema2, sourceObjects } = ctx;
       let ref = void 0;
       if (aliasDuplicateObjects && value && typeof value === "object") {
         ref = sourceObjects.get(value);
@@ -27596,7 +27596,7 @@ var require_createNode = __commonJS({
       }
       if (tagName?.startsWith("!!"))
         tagName = defaultTagPrefix + tagName.slice(2);
-      let tagObj = findTagObject(value, tagName, schema.tags);
+      let tagObj = findTagObject(value, tagName, schema2.tags);
       if (!tagObj) {
         if (value && typeof value.toJSON === "function") {
           value = value.toJSON();
@@ -27607,7 +27607,7 @@ var require_createNode = __commonJS({
             ref.node = node2;
           return node2;
         }
-        tagObj = value instanceof Map ? schema[identity.MAP] : Symbol.iterator in Object(value) ? schema[identity.SEQ] : schema[identity.MAP];
+        tagObj = value instanceof Map ? schema2[identity.MAP] : Symbol.iterator in Object(value) ? schema2[identity.SEQ] : schema2[identity.MAP];
       }
       if (onTagObj) {
         onTagObj(tagObj);
@@ -27633,7 +27633,7 @@ var require_Collection = __commonJS({
     var createNode = require_createNode();
     var identity = require_identity();
     var Node = require_Node();
-    function collectionFromPath(schema, path, value) {
+    function collectionFromPath(schema2, path, value) {
       let v = value;
       for (let i = path.length - 1; i >= 0; --i) {
         const k = path[i];
@@ -27651,16 +27651,16 @@ var require_Collection = __commonJS({
         onAnchor: () => {
           throw new Error("This should not happen, please report a bug.");
         },
-        schema,
+        schema: schema2,
         sourceObjects: /* @__PURE__ */ new Map()
       });
     }
     var isEmptyPath = (path) => path == null || typeof path === "object" && !!path[Symbol.iterator]().next().done;
     var Collection2 = class extends Node.NodeBase {
-      constructor(type, schema) {
+      constructor(type, schema2) {
         super(type);
         Object.defineProperty(this, "schema", {
-          value: schema,
+          value: schema2,
           configurable: true,
           enumerable: false,
           writable: true
@@ -27671,11 +27671,11 @@ var require_Collection = __commonJS({
        *
        * @param schema - If defined, overwrites the original's schema
        */
-      clone(schema) {
+      clone(schema2) {
         const copy = Object.create(Object.getPrototypeOf(this), Object.getOwnPropertyDescriptors(this));
-        if (schema)
-          copy.schema = schema;
-        copy.items = copy.items.map((it) => identity.isNode(it) || identity.isPair(it) ? it.clone(schema) : it);
+        if (schema2)
+          copy.schema = schema2;
+        copy.items = copy.items.map((it) => identity.isNode(it) || identity.isPair(it) ? it.clone(schema2) : it);
         if (this.range)
           copy.range = this.range.slice();
         return copy;
@@ -28627,12 +28627,12 @@ var require_Pair = __commonJS({
         this.key = key;
         this.value = value;
       }
-      clone(schema) {
+      clone(schema2) {
         let { key, value } = this;
         if (identity.isNode(key))
-          key = key.clone(schema);
+          key = key.clone(schema2);
         if (identity.isNode(value))
-          value = value.clone(schema);
+          value = value.clone(schema2);
         return new _Pair(key, value);
       }
       toJSON(_, ctx) {
@@ -28825,17 +28825,17 @@ var require_YAMLMap = __commonJS({
       static get tagName() {
         return "tag:yaml.org,2002:map";
       }
-      constructor(schema) {
-        super(identity.MAP, schema);
+      constructor(schema2) {
+        super(identity.MAP, schema2);
         this.items = [];
       }
       /**
        * A generic collection parsing method that can be extended
        * to other node classes that inherit from YAMLMap
        */
-      static from(schema, obj, ctx) {
+      static from(schema2, obj, ctx) {
         const { keepUndefined, replacer } = ctx;
-        const map = new this(schema);
+        const map = new this(schema2);
         const add = (key, value) => {
           if (typeof replacer === "function")
             value = replacer.call(obj, key, value);
@@ -28851,8 +28851,8 @@ var require_YAMLMap = __commonJS({
           for (const key of Object.keys(obj))
             add(key, obj[key]);
         }
-        if (typeof schema.sortMapEntries === "function") {
-          map.items.sort(schema.sortMapEntries);
+        if (typeof schema2.sortMapEntries === "function") {
+          map.items.sort(schema2.sortMapEntries);
         }
         return map;
       }
@@ -28959,7 +28959,7 @@ var require_map = __commonJS({
           onError("Expected a mapping for this tag");
         return map2;
       },
-      createNode: (schema, obj, ctx) => YAMLMap.YAMLMap.from(schema, obj, ctx)
+      createNode: (schema2, obj, ctx) => YAMLMap.YAMLMap.from(schema2, obj, ctx)
     };
     exports.map = map;
   }
@@ -28979,8 +28979,8 @@ var require_YAMLSeq = __commonJS({
       static get tagName() {
         return "tag:yaml.org,2002:seq";
       }
-      constructor(schema) {
-        super(identity.SEQ, schema);
+      constructor(schema2) {
+        super(identity.SEQ, schema2);
         this.items = [];
       }
       add(value) {
@@ -29055,9 +29055,9 @@ var require_YAMLSeq = __commonJS({
           onComment
         });
       }
-      static from(schema, obj, ctx) {
+      static from(schema2, obj, ctx) {
         const { replacer } = ctx;
-        const seq = new this(schema);
+        const seq = new this(schema2);
         if (obj && Symbol.iterator in Object(obj)) {
           let i = 0;
           for (let it of obj) {
@@ -29097,7 +29097,7 @@ var require_seq = __commonJS({
           onError("Expected a sequence for this tag");
         return seq2;
       },
-      createNode: (schema, obj, ctx) => YAMLSeq.YAMLSeq.from(schema, obj, ctx)
+      createNode: (schema2, obj, ctx) => YAMLSeq.YAMLSeq.from(schema2, obj, ctx)
     };
     exports.seq = seq;
   }
@@ -29293,7 +29293,7 @@ var require_schema = __commonJS({
     var bool = require_bool();
     var float = require_float();
     var int = require_int();
-    var schema = [
+    var schema2 = [
       map.map,
       seq.seq,
       string.string,
@@ -29306,7 +29306,7 @@ var require_schema = __commonJS({
       float.floatExp,
       float.float
     ];
-    exports.schema = schema;
+    exports.schema = schema2;
   }
 });
 
@@ -29372,8 +29372,8 @@ var require_schema2 = __commonJS({
         return str;
       }
     };
-    var schema = [map.map, seq.seq].concat(jsonScalars, jsonError);
-    exports.schema = schema;
+    var schema2 = [map.map, seq.seq].concat(jsonScalars, jsonError);
+    exports.schema = schema2;
   }
 });
 
@@ -29477,9 +29477,9 @@ ${cn.comment}` : item.comment;
         onError("Expected a sequence for this tag");
       return seq;
     }
-    function createPairs(schema, iterable, ctx) {
+    function createPairs(schema2, iterable, ctx) {
       const { replacer } = ctx;
-      const pairs2 = new YAMLSeq.YAMLSeq(schema);
+      const pairs2 = new YAMLSeq.YAMLSeq(schema2);
       pairs2.tag = "tag:yaml.org,2002:pairs";
       let i = 0;
       if (iterable && Symbol.iterator in Object(iterable))
@@ -29564,8 +29564,8 @@ var require_omap = __commonJS({
         }
         return map;
       }
-      static from(schema, iterable, ctx) {
-        const pairs$1 = pairs.createPairs(schema, iterable, ctx);
+      static from(schema2, iterable, ctx) {
+        const pairs$1 = pairs.createPairs(schema2, iterable, ctx);
         const omap2 = new this();
         omap2.items = pairs$1.items;
         return omap2;
@@ -29592,7 +29592,7 @@ var require_omap = __commonJS({
         }
         return Object.assign(new YAMLOMap(), pairs$1);
       },
-      createNode: (schema, iterable, ctx) => YAMLOMap.from(schema, iterable, ctx)
+      createNode: (schema2, iterable, ctx) => YAMLOMap.from(schema2, iterable, ctx)
     };
     exports.YAMLOMap = YAMLOMap;
     exports.omap = omap;
@@ -29767,8 +29767,8 @@ var require_set = __commonJS({
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
     var YAMLSet = class _YAMLSet extends YAMLMap.YAMLMap {
-      constructor(schema) {
-        super(schema);
+      constructor(schema2) {
+        super(schema2);
         this.tag = _YAMLSet.tag;
       }
       add(key) {
@@ -29812,9 +29812,9 @@ var require_set = __commonJS({
         else
           throw new Error("Set items must all have null values");
       }
-      static from(schema, iterable, ctx) {
+      static from(schema2, iterable, ctx) {
         const { replacer } = ctx;
-        const set2 = new this(schema);
+        const set2 = new this(schema2);
         if (iterable && Symbol.iterator in Object(iterable))
           for (let value of iterable) {
             if (typeof replacer === "function")
@@ -29831,7 +29831,7 @@ var require_set = __commonJS({
       nodeClass: YAMLSet,
       default: false,
       tag: "tag:yaml.org,2002:set",
-      createNode: (schema, iterable, ctx) => YAMLSet.from(schema, iterable, ctx),
+      createNode: (schema2, iterable, ctx) => YAMLSet.from(schema2, iterable, ctx),
       resolve(map, onError) {
         if (identity.isMap(map)) {
           if (map.hasAllNullValues(true))
@@ -29953,7 +29953,7 @@ var require_schema3 = __commonJS({
     var pairs = require_pairs();
     var set = require_set();
     var timestamp = require_timestamp();
-    var schema = [
+    var schema2 = [
       map.map,
       seq.seq,
       string.string,
@@ -29976,7 +29976,7 @@ var require_schema3 = __commonJS({
       timestamp.floatTime,
       timestamp.timestamp
     ];
-    exports.schema = schema;
+    exports.schema = schema2;
   }
 });
 
@@ -29991,7 +29991,7 @@ var require_tags = __commonJS({
     var bool = require_bool();
     var float = require_float();
     var int = require_int();
-    var schema = require_schema();
+    var schema2 = require_schema();
     var schema$1 = require_schema2();
     var binary = require_binary();
     var merge2 = require_merge();
@@ -30001,7 +30001,7 @@ var require_tags = __commonJS({
     var set = require_set();
     var timestamp = require_timestamp();
     var schemas = /* @__PURE__ */ new Map([
-      ["core", schema.schema],
+      ["core", schema2.schema],
       ["failsafe", [map.map, seq.seq, string.string]],
       ["json", schema$1.schema],
       ["yaml11", schema$2.schema],
@@ -30085,9 +30085,9 @@ var require_Schema = __commonJS({
     var tags = require_tags();
     var sortMapEntriesByKey = (a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
     var Schema = class _Schema {
-      constructor({ compat, customTags, merge: merge2, resolveKnownTags, schema, sortMapEntries, toStringDefaults }) {
+      constructor({ compat, customTags, merge: merge2, resolveKnownTags, schema: schema2, sortMapEntries, toStringDefaults }) {
         this.compat = Array.isArray(compat) ? tags.getTags(compat, "compat") : compat ? tags.getTags(null, compat) : null;
-        this.name = typeof schema === "string" && schema || "core";
+        this.name = typeof schema2 === "string" && schema2 || "core";
         this.knownTags = resolveKnownTags ? tags.coreKnownTags : {};
         this.tags = tags.getTags(customTags, this.name, merge2);
         this.toStringOptions = toStringDefaults ?? null;
@@ -31676,11 +31676,11 @@ var require_compose_scalar = __commonJS({
         scalar.comment = comment;
       return scalar;
     }
-    function findScalarTagByName(schema, value, tagName, tagToken, onError) {
+    function findScalarTagByName(schema2, value, tagName, tagToken, onError) {
       if (tagName === "!")
-        return schema[identity.SCALAR];
+        return schema2[identity.SCALAR];
       const matchWithTest = [];
-      for (const tag of schema.tags) {
+      for (const tag of schema2.tags) {
         if (!tag.collection && tag.tag === tagName) {
           if (tag.default && tag.test)
             matchWithTest.push(tag);
@@ -31691,18 +31691,18 @@ var require_compose_scalar = __commonJS({
       for (const tag of matchWithTest)
         if (tag.test?.test(value))
           return tag;
-      const kt = schema.knownTags[tagName];
+      const kt = schema2.knownTags[tagName];
       if (kt && !kt.collection) {
-        schema.tags.push(Object.assign({}, kt, { default: false, test: void 0 }));
+        schema2.tags.push(Object.assign({}, kt, { default: false, test: void 0 }));
         return kt;
       }
       onError(tagToken, "TAG_RESOLVE_FAILED", `Unresolved tag: ${tagName}`, tagName !== "tag:yaml.org,2002:str");
-      return schema[identity.SCALAR];
+      return schema2[identity.SCALAR];
     }
-    function findScalarTagByTest({ atKey, directives, schema }, value, token, onError) {
-      const tag = schema.tags.find((tag2) => (tag2.default === true || atKey && tag2.default === "key") && tag2.test?.test(value)) || schema[identity.SCALAR];
-      if (schema.compat) {
-        const compat = schema.compat.find((tag2) => tag2.default && tag2.test?.test(value)) ?? schema[identity.SCALAR];
+    function findScalarTagByTest({ atKey, directives, schema: schema2 }, value, token, onError) {
+      const tag = schema2.tags.find((tag2) => (tag2.default === true || atKey && tag2.default === "key") && tag2.test?.test(value)) || schema2[identity.SCALAR];
+      if (schema2.compat) {
+        const compat = schema2.compat.find((tag2) => tag2.default && tag2.test?.test(value)) ?? schema2[identity.SCALAR];
         if (tag.tag !== compat.tag) {
           const ts = directives.tagString(tag.tag);
           const cs = directives.tagString(compat.tag);
@@ -40101,6 +40101,11 @@ var MS = "ms";
 function topChanges(rows, count2) {
   return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
 }
+function hotspotBasis(diff) {
+  if (diff.basis === "whole-trace" && diff.wholeTrace !== void 0)
+    return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
+  return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
+}
 function customCallNames(profile) {
   const names = /* @__PURE__ */ new Set();
   for (const row of profile.diff?.customCalls ?? []) names.add(row.name);
@@ -40137,7 +40142,11 @@ function diffTableRow(row, custom) {
     noteFor(row, custom)
   ];
 }
-function diffTotals(diff) {
+function diffTotals(diff, wholeTrace) {
+  if (wholeTrace) {
+    const outside = diff.outsideMs === void 0 ? "" : ` \xB7 outside steps ${beforeAfter(diff.outsideMs)}`;
+    return `Whole trace (all devices), champion \u2192 candidate: device op time ${beforeAfter(diff.deviceMs)}${outside}.`;
+  }
   const parts = [];
   if (diff.stepTimeMs) parts.push(`step ${beforeAfter(diff.stepTimeMs)}`);
   parts.push(`op time ${beforeAfter(diff.opTimeMs)}`);
@@ -40147,14 +40156,14 @@ function diffTotals(diff) {
 function profilerInflated(profile) {
   return profile.agreement?.agrees === false;
 }
-function shares(row, diff) {
-  const before = diff.opTimeMs.before === 0 ? 0 : 100 * row.before / diff.opTimeMs.before;
-  const after = diff.opTimeMs.after === 0 ? 0 : 100 * row.after / diff.opTimeMs.after;
+function shares(row, diff, total = diff.opTimeMs) {
+  const before = total.before === 0 ? 0 : 100 * row.before / total.before;
+  const after = total.after === 0 ? 0 : 100 * row.after / total.after;
   return { before, after, delta: after - before };
 }
-function topShareChanges(rows, diff, count2) {
+function topShareChanges(rows, diff, count2, total = diff.opTimeMs) {
   return [...rows].sort(
-    (x, y) => Math.abs(shares(y, diff).delta) - Math.abs(shares(x, diff).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+    (x, y) => Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
   ).slice(0, Math.max(0, count2));
 }
 function sharePct(percent) {
@@ -40165,15 +40174,18 @@ function sharePp(delta) {
   return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
 }
 function inflatedDiffSection(profile, diff, rows, custom) {
-  const top = topShareChanges(diff.ops, diff, rows);
+  const basis = hotspotBasis(diff);
+  const of = basis.wholeTrace ? "device op time over the whole trace" : "op time per step";
+  const top = topShareChanges(basis.rows, diff, rows, basis.total);
   const lines = [
-    `#### Hotspots (profiler-inflated trace: shares of op time per step, top ${top.length} of ${diff.ops.length} ops by |\u0394 share|)`,
-    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the op time per step.`
+    `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |\u0394 share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`
   ];
+  if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
   if (top.length > 0) {
     const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
     const body = top.map((r) => {
-      const sh = shares(r, diff);
+      const sh = shares(r, diff, basis.total);
       return [
         codeCell(r.name),
         r.program === "" ? EM_DASH : codeCell(r.program),
@@ -40186,12 +40198,13 @@ function inflatedDiffSection(profile, diff, rows, custom) {
     });
     lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
   }
-  if (top.length < diff.ops.length) {
-    lines.push(`_${diff.ops.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  if (top.length < basis.rows.length) {
+    lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
   }
   for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
   return lines.join("\n\n");
 }
+var WHOLE_TRACE_REASON = "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
 function inflationSentence(profile) {
   const a = profile.agreement;
   const sides = [
@@ -40215,18 +40228,20 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
   const diff = profile.diff;
   if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
   if (diff) {
-    const top2 = topChanges(diff.ops, rows);
+    const basis = hotspotBasis(diff);
+    const top2 = topChanges(basis.rows, rows);
     const lines2 = [
-      `${title} (time per step, top ${top2.length} of ${diff.ops.length} ops by |\u0394|)`,
-      diffTotals(diff)
+      `${title} (${basis.wholeTrace ? "whole trace" : "time per step"}, top ${top2.length} of ${basis.rows.length} ops by |\u0394|)`,
+      ...basis.wholeTrace ? [WHOLE_TRACE_REASON] : [],
+      diffTotals(diff, basis.wholeTrace)
     ];
     if (top2.length > 0) {
       const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
       const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
       lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
     }
-    if (top2.length < diff.ops.length) {
-      lines2.push(`_${diff.ops.length - top2.length} more ops in the trace diff of the evidence bundle._`);
+    if (top2.length < basis.rows.length) {
+      lines2.push(`_${basis.rows.length - top2.length} more ops in the trace diff of the evidence bundle._`);
     }
     for (const w of diff.warnings) lines2.push(`> warning: ${cell(w)}`);
     return lines2.join("\n\n");
@@ -40344,256 +40359,6 @@ Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA
 // src/report/job-summary.ts
 var JOB_SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024;
 
-// src/report/trace-tables.ts
-function formatMs(ms2) {
-  const a = Math.abs(ms2);
-  if (a >= 1 || a === 0) return `${ms2.toFixed(3)} ms`;
-  if (a >= 1e-3) return `${(ms2 * 1e3).toFixed(3)} \xB5s`;
-  return `${(ms2 * 1e6).toFixed(0)} ns`;
-}
-function signedMs(ms2) {
-  return ms2 > 0 ? `+${formatMs(ms2)}` : ms2 < 0 ? `\u2212${formatMs(-ms2)}` : formatMs(0);
-}
-function signedPct(pct2) {
-  if (pct2 === null) return "\u2014";
-  const s = `${Math.abs(pct2).toFixed(1)}%`;
-  return pct2 > 0 ? `+${s}` : pct2 < 0 ? `\u2212${s}` : s;
-}
-function count(n) {
-  return Number.isInteger(n) ? String(n) : n.toFixed(2);
-}
-function textTable(header, rows, right) {
-  const width = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? "").length)));
-  const line = (cells) => cells.map((v, c) => right[c] ? v.padStart(width[c]) : v.padEnd(width[c])).join("  ").trimEnd();
-  return [line(header), line(width.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
-}
-function clip(s, max) {
-  return s.length <= max ? s : `${s.slice(0, max - 1)}\u2026`;
-}
-function rooflineText(o) {
-  const r = o.roofline;
-  if (r === null) return "\u2014";
-  if (r.attainableTflops === 0) return `${(r.fraction * 100).toFixed(0)}% of HBM BW`;
-  return `${(r.fraction * 100).toFixed(0)}% of ${formatRate(r.attainableTflops)} (${r.bound})`;
-}
-function formatRate(tflops) {
-  return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
-}
-function opNote2(o, labels) {
-  if (o.customCall) {
-    const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${labels[o.customCallKind]})`;
-    return o.noCostModel ? `${who}, no cost model` : who;
-  }
-  return o.noCostModel ? "no cost model" : "";
-}
-var KIND_LABEL = {
-  pallas: "Pallas/Mosaic",
-  "te-ffi": "TE FFI",
-  cudnn: "cuDNN",
-  cublas: "cuBLAS",
-  other: "other"
-};
-var AMD_KIND_LABEL = {
-  ...KIND_LABEL,
-  cudnn: "MIOpen",
-  cublas: "rocBLAS/hipBLASLt"
-};
-function kindLabels(s) {
-  const amd = s.devices.some((d) => /^AMD\b/i.test(d.vendor ?? "")) || /^AMD\b/.test(s.roofline.peak?.name ?? "");
-  return amd ? AMD_KIND_LABEL : KIND_LABEL;
-}
-function formatSummary(s, top = 15) {
-  const out = [];
-  const src = s.source;
-  out.push(
-    `${src.path} (${src.format}, ${(src.bytes / 1e6).toFixed(1)} MB, ${src.events.toLocaleString("en-US")} events, read ${src.passes}\xD7)`
-  );
-  const dev = s.devices;
-  const types = [...new Set(dev.map((d) => d.type).filter((t2) => t2 !== void 0))];
-  const compute = dev.filter((d) => d.compute).length;
-  const devInfo = types.join(", ");
-  out.push(
-    `Platform: ${s.platform.toUpperCase()}, ${dev.length} device(s)${compute < dev.length ? ` (${compute} ran compute)` : ""}: ${clip(dev.map((d) => d.name).join(", "), 100)}${devInfo === "" ? "" : ` (${devInfo})`}`
-  );
-  const peak = s.roofline.peak;
-  out.push(
-    peak === null ? "Roofline: no device peaks (unknown device; `--device-kind` names it for JSON traces)" : `Roofline: ${peak.name}, ${formatRate(peak.bf16FlopsPerSecond / 1e12)} TFLOP/s bf16${peak.fp32FlopsPerSecond === null ? "" : `, ${formatRate(peak.fp32FlopsPerSecond / 1e12)} fp32`}, ${(peak.bytesPerSecond / 1e9).toFixed(0)} GB/s HBM (from ${s.roofline.source})`
-  );
-  const st = s.steps;
-  out.push(
-    `Steps: ${count(st.count)} per device, by ${st.detector} (${st.confidence} confidence): ${st.detail}`
-  );
-  const others = st.estimates.filter((e) => e.detector !== st.detector);
-  if (others.length > 0) {
-    out.push(
-      `  cross-check: ${others.map((e) => `${e.detector} ${count(e.perDevice)} (${e.confidence})`).join(", ")}`
-    );
-  }
-  const time = st.timeMs === null ? "step time unknown" : `step time mean ${formatMs(st.timeMs.mean)} (median ${formatMs(st.timeMs.median)}, min ${formatMs(st.timeMs.min)}, max ${formatMs(st.timeMs.max)})`;
-  out.push(
-    `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? "\u2014" : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`
-  );
-  const t = s.total;
-  out.push(
-    `Whole trace: ${formatMs(t.deviceMs)} of device op time (all devices), ${formatMs(t.inStepsMs)} in steps, ${formatMs(t.outsideMs)} outside`
-  );
-  if (s.programs.length > 1) {
-    const programs = s.programs.slice(0, top);
-    out.push("", `Programs (${programs.length} of ${s.programs.length}) by device time`);
-    out.push(
-      textTable(
-        ["program", "device time", "share", "in steps", "executions", "devices", "ops"],
-        programs.map((p) => [
-          clip(p.name, 48),
-          formatMs(p.deviceMs),
-          `${p.shareOfDevice.toFixed(1)}%`,
-          formatMs(p.inStepsMs),
-          p.executions === null ? "\u2014" : String(p.executions),
-          String(p.devices),
-          String(p.ops)
-        ]),
-        [false, true, true, true, true, true, true]
-      )
-    );
-  }
-  const ops = s.ops.slice(0, top);
-  const labels = kindLabels(s);
-  out.push(
-    "",
-    `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`
-  );
-  out.push(
-    textTable(
-      [
-        "op",
-        "program",
-        "category",
-        "total",
-        "share",
-        "time/step",
-        "count/step",
-        "TFLOP/s",
-        "GB/s",
-        "FLOP/B",
-        "roofline",
-        "note"
-      ],
-      ops.map((o) => [
-        clip(o.name, 40),
-        clip(o.program || "\u2014", 28),
-        clip(o.category, 20),
-        formatMs(o.totalMs),
-        `${o.shareOfDevice.toFixed(1)}%`,
-        o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.timeMs),
-        count(o.occurrences),
-        o.tflops === null || o.noCostModel ? "\u2014" : o.tflops.toFixed(2),
-        o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
-        o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
-        rooflineText(o),
-        opNote2(o, labels)
-      ]),
-      [false, false, false, true, true, true, true, true, true, true, false, false]
-    )
-  );
-  const cats = s.categories.slice(0, top);
-  out.push("", "By category (per step)");
-  out.push(
-    textTable(
-      ["category", "time/step", "share", "count/step", "ops"],
-      cats.map((c) => [
-        clip(c.name, 40),
-        formatMs(c.timeMs),
-        `${c.shareOfOps.toFixed(1)}%`,
-        count(c.occurrences),
-        String(c.ops)
-      ]),
-      [false, true, true, true, true]
-    )
-  );
-  if (s.scopes.some((x) => x.name !== "(none)")) {
-    out.push("", "By scope (tf_op, per step)");
-    out.push(
-      textTable(
-        ["scope", "time/step", "share", "ops"],
-        s.scopes.slice(0, top).map((c) => [clip(c.name, 72), formatMs(c.timeMs), `${c.shareOfOps.toFixed(1)}%`, String(c.ops)]),
-        [false, true, true, true]
-      )
-    );
-  }
-  out.push("", s.customCalls.length === 0 ? "Custom calls: none" : "Custom calls");
-  if (s.customCalls.length > 0) {
-    out.push(
-      textTable(
-        ["kernel", "program", "kind", "scope", "total", "launches/step", "time/step", "cost model"],
-        s.customCalls.slice(0, top).map((c) => [
-          clip(c.name, 40),
-          clip(c.program || "\u2014", 28),
-          labels[c.kind] ?? c.kind,
-          clip(c.scope || "\u2014", 40),
-          formatMs(c.totalMs),
-          count(c.launches),
-          formatMs(c.timeMs),
-          c.noCostModel ? "none (no FLOPs)" : "HLO"
-        ]),
-        [false, false, false, false, true, true, true, false]
-      )
-    );
-  }
-  if (s.outsideSteps.opMs > 0) {
-    out.push(
-      "",
-      `Outside steps: ${formatMs(s.outsideSteps.opMs)} of op time in ${s.outsideSteps.ops} op(s) (itemised above with their programs)`
-    );
-  }
-  for (const n of s.notes) out.push(`note: ${n}`);
-  for (const w of s.warnings) out.push(`warning: ${w}`);
-  return out.join("\n");
-}
-function change(n) {
-  return `${formatMs(n.before)} \u2192 ${formatMs(n.after)} (${signedPct(n.deltaPct)})`;
-}
-function diffTable(rows, top, label) {
-  const shown = rows.slice(0, top);
-  const changed = rows.filter((r) => r.status !== "unchanged").length;
-  return [
-    `${label}: top ${shown.length} of ${rows.length} by |\u0394 time per step| (${changed} changed)`,
-    textTable(
-      ["name", "program", "category", "before", "after", "\u0394", "\u0394%", "count/step", "status"],
-      shown.map((r) => [
-        clip(r.name, 48),
-        clip(r.program || "\u2014", 28),
-        clip(r.category, 24),
-        r.status === "added" ? "\u2014" : formatMs(r.before),
-        r.status === "removed" ? "\u2014" : formatMs(r.after),
-        signedMs(r.delta),
-        signedPct(r.deltaPct),
-        `${count(r.countBefore)} \u2192 ${count(r.countAfter)}`,
-        r.status
-      ]),
-      [false, false, false, true, true, true, true, true, false]
-    )
-  ];
-}
-function formatDiff(d, top = 15) {
-  const out = [];
-  const sideLine = (label, x) => `${label} ${x.path} (${x.platform}${x.deviceTypes.length > 0 ? ` ${x.deviceTypes.join(", ")}` : ""}, ${x.devices} device(s), ${count(x.steps)} steps by ${x.detector})`;
-  out.push(sideLine("before:", d.before), sideLine("after: ", d.after));
-  const totals = [
-    d.stepTimeMs === null ? void 0 : `step time ${change(d.stepTimeMs)}`,
-    `op time ${change(d.opTimeMs)}`,
-    `busy ${change(d.busyMs)}`
-  ].filter((x) => x !== void 0);
-  out.push(`Per step: ${totals.join("; ")}`);
-  out.push(`Whole trace: device op time ${change(d.deviceMs)}`);
-  out.push("", ...diffTable(d.ops, top, "Ops"));
-  out.push("", ...diffTable(d.categories, top, "Categories"));
-  if (d.customCalls.length > 0)
-    out.push("", ...diffTable(d.customCalls, top, "Custom calls (no cost model)"));
-  out.push("", `note: changes under ${d.unchangedBelowPct}% of op time per step count as unchanged`);
-  for (const w of d.warnings) out.push(`warning: ${w}`);
-  return out.join("\n");
-}
-
 // src/trace/ops.ts
 function laneRole(lane) {
   const kind = lane.device.kind;
@@ -40667,6 +40432,16 @@ function profilerStepNumber(name) {
 }
 
 // src/trace/steps.ts
+function isMarked(detector) {
+  return detector === "device-steps" || detector === "host-annotations";
+}
+var FULL_COVERAGE = 0.8;
+var MINOR_COVERAGE = 0.5;
+function coverageConfidence(detectorConfidence, coverage) {
+  if (coverage < MINOR_COVERAGE) return "low";
+  if (coverage < FULL_COVERAGE && detectorConfidence === "high") return "medium";
+  return detectorConfidence;
+}
 var CONFIDENCE = {
   "device-steps": "high",
   "host-annotations": "high",
@@ -40872,12 +40647,22 @@ function programOps(c, program, platform2) {
   const where = platform2 === "cpu" ? "host" : "device";
   return [...c.opsByProgram.get(program)?.values() ?? []].filter((op) => op.where === where);
 }
-function executionsOf(op) {
+function executionsOf(op, programExecutions) {
   const count2 = op.countIn + op.countOut;
   if (op.kernels === void 0 || op.kernels.size < 2) return count2;
-  let most = 0;
-  for (const n of op.kernels.values()) most = Math.max(most, n);
-  return Math.min(count2, most);
+  const launches = [...op.kernels.values()];
+  const base = baseLaunches(launches, programExecutions);
+  let executions = 0;
+  for (const n of launches) executions = Math.max(executions, n / Math.max(1, Math.round(n / base)));
+  return Math.min(count2, Math.round(executions));
+}
+function baseLaunches(launches, programExecutions) {
+  if (programExecutions !== void 0 && programExecutions > 0) {
+    const regular = launches.filter((n) => n >= programExecutions / 2);
+    if (regular.length > 0)
+      return programExecutions * Math.max(1, Math.round(Math.min(...regular) / programExecutions));
+  }
+  return Math.min(...launches);
 }
 function modalExecutions(ops) {
   const freq = /* @__PURE__ */ new Map();
@@ -40969,6 +40754,51 @@ function disagreement(estimates) {
   const list2 = off.map((e) => `${e.detector} ${fmtCount(e.perDevice)} (${e.confidence}: ${e.detail})`);
   return `step detectors disagree: ${chosen.detector} found ${fmtCount(chosen.perDevice)} per device, ${list2.join("; ")}`;
 }
+function slowestDeviceSteps(windows, devices) {
+  const lanes = [...windows].filter(([device]) => devices.has(device));
+  if (lanes.length < 2) return void 0;
+  const steps = Math.max(...lanes.map(([, w]) => w.starts.length));
+  const durationsPs = [];
+  const slowestCount = /* @__PURE__ */ new Map();
+  let spreadPs = 0;
+  let sumPs = 0;
+  let windowCount2 = 0;
+  for (let k = 0; k < steps; k++) {
+    let slowest2 = "";
+    let max = -Infinity;
+    let min = Infinity;
+    for (const [device, w] of lanes) {
+      if (k >= w.starts.length) continue;
+      const d = w.ends[k] - w.starts[k];
+      sumPs += d;
+      windowCount2++;
+      min = Math.min(min, d);
+      if (d > max) {
+        max = d;
+        slowest2 = device;
+      }
+    }
+    durationsPs.push(max);
+    spreadPs += max - min;
+    slowestCount.set(slowest2, (slowestCount.get(slowest2) ?? 0) + 1);
+  }
+  const [slowest, slowestSteps] = [...slowestCount].sort(
+    (a, b) => b[1] - a[1] || a[0].localeCompare(b[0])
+  )[0];
+  return {
+    durationsPs,
+    spread: {
+      devices: lanes.length,
+      meanMs: psToMs(sumPs / windowCount2),
+      spreadMs: psToMs(spreadPs / steps),
+      slowest,
+      slowestSteps
+    }
+  };
+}
+function psToMs(ps) {
+  return Math.round(ps / 1e3) / 1e6;
+}
 function programsInsideWindows(executions, windows) {
   const inside = /* @__PURE__ */ new Map();
   const total = /* @__PURE__ */ new Map();
@@ -41013,6 +40843,7 @@ function diffSummaries(before, after, opts = {}) {
   const unchangedBelowPct = opts.unchangedBelowPct ?? DEFAULT_UNCHANGED_PCT;
   const threshold = Math.max(before.steps.opMs, after.steps.opMs) * unchangedBelowPct / 100;
   const rows = (b, a) => diffRows(b, a, threshold);
+  const wholeThreshold = Math.max(before.total.deviceMs, after.total.deviceMs) * unchangedBelowPct / 100;
   const beforeMean = before.steps.timeMs?.mean;
   const afterMean = after.steps.timeMs?.mean;
   return {
@@ -41023,7 +40854,10 @@ function diffSummaries(before, after, opts = {}) {
     opTimeMs: numbers(before.steps.opMs, after.steps.opMs),
     busyMs: numbers(before.steps.busyMs, after.steps.busyMs),
     deviceMs: numbers(before.total.deviceMs, after.total.deviceMs),
+    outsideMs: numbers(before.total.outsideMs, after.total.outsideMs),
     ops: rows(opEntries(before), opEntries(after)),
+    wholeTrace: diffRows(wholeTraceEntries(before), wholeTraceEntries(after), wholeThreshold),
+    basis: unreliableSteps(before) || unreliableSteps(after) ? "whole-trace" : "per-step",
     categories: rows(categoryEntries(before), categoryEntries(after)),
     customCalls: rows(customCallEntries(before), customCallEntries(after)),
     unchangedBelowPct,
@@ -41056,6 +40890,24 @@ function opEntries(s) {
     })),
     (x, y) => round(x + y)
   );
+}
+function wholeTraceEntries(s) {
+  return mergeByModule(
+    s.ops.map((o) => ({
+      name: o.name,
+      program: moduleName(o.program),
+      category: o.category,
+      timeMs: o.totalMs,
+      count: o.totalCount
+    })),
+    (x, y) => round(x + y)
+  );
+}
+function unreliableSteps(s) {
+  return s.steps.confidence === "low" && s.steps.detector !== "whole-trace";
+}
+function outsideOnly(s) {
+  return s.ops.filter((o) => o.occurrences === 0 && o.timeMs === 0 && o.totalMs > 0).length;
 }
 function mergeByModule(entries, addTime) {
   const byKey = /* @__PURE__ */ new Map();
@@ -41159,6 +41011,7 @@ function warnings(before, after) {
       `the traces ran different programs (${[...part("only before:", gone), ...part("only after:", added)].join("; ")}); ops of those programs show as added or removed`
     );
   }
+  out.push(...recompiled(before, after), ...dtypeChanges(before, after));
   const stepProgram = (s) => s.steps.program === void 0 ? void 0 : moduleName(s.steps.program);
   if (stepProgram(before) !== void 0 && stepProgram(after) !== void 0 && stepProgram(before) !== stepProgram(after)) {
     out.push(
@@ -41171,12 +41024,90 @@ function warnings(before, after) {
   ]) {
     if (s.source.capped)
       out.push(`the ${label} trace hit the profiler's event cap; its later steps are missing`);
-    if (s.steps.confidence === "low")
+    if (unreliableSteps(s))
+      out.push(
+        `the ${label} trace's steps are unreliable (${s.steps.detector}, low confidence: ${pctOf(s.total.inStepsMs, s.total.deviceMs)}% of device op time in steps): compare ops by the whole-trace table`
+      );
+    else if (s.steps.confidence === "low")
       out.push(
         `the ${label} trace's steps were found with low confidence (${s.steps.detector}): ${s.steps.detail}`
       );
   }
+  const outside = [outsideOnly(before), outsideOnly(after)];
+  if (outside[0] + outside[1] > 0) {
+    out.push(
+      `ops outside steps (${formatCount(outside[0])} before, ${formatCount(outside[1])} after ran only there; ${before.total.outsideMs.toFixed(3)} \u2192 ${after.total.outsideMs.toFixed(3)} ms of op time outside steps) have no time per step: the whole-trace table compares them`
+    );
+  }
   return out;
+}
+function recompiled(before, after) {
+  const b = fingerprints(before);
+  const a = fingerprints(after);
+  const changed = [];
+  for (const [module, ids] of b) {
+    const other = a.get(module);
+    if (other === void 0 || sameSet(ids, other)) continue;
+    changed.push(`${module} ${[...ids].map(clipId).join(", ")} \u2192 ${[...other].map(clipId).join(", ")}`);
+  }
+  if (changed.length === 0) return [];
+  return [
+    `the same module names ran different compiled programs (program fingerprints ${listed(changed, 3)}): ops may differ beyond the code change (shapes, flags, XLA version)`
+  ];
+}
+function fingerprints(s) {
+  const out = /* @__PURE__ */ new Map();
+  for (const p of s.programs) {
+    const id = /\((\d{10,})\)$/.exec(p.name)?.[1];
+    if (id === void 0) continue;
+    const ids = out.get(p.module) ?? /* @__PURE__ */ new Set();
+    ids.add(id);
+    out.set(p.module, ids);
+  }
+  return out;
+}
+var MAIN_OPS = 10;
+function dtypeChanges(before, after) {
+  const key = (o) => `${moduleName(o.program)}\0${o.name}`;
+  const heaviestByKey = (s) => {
+    const out = /* @__PURE__ */ new Map();
+    for (const o of s.ops) if (!out.has(key(o))) out.set(key(o), o);
+    return out;
+  };
+  const b = heaviestByKey(before);
+  const a = heaviestByKey(after);
+  const main = new Set([...b.keys()].slice(0, MAIN_OPS).concat([...a.keys()].slice(0, MAIN_OPS)));
+  const changed = [];
+  for (const k of main) {
+    const x = b.get(k);
+    const y = a.get(k);
+    const from = x === void 0 ? void 0 : elementType(x);
+    const to = y === void 0 ? void 0 : elementType(y);
+    if (from !== void 0 && to !== void 0 && from !== to) changed.push(`${x.name} ${from} \u2192 ${to}`);
+  }
+  if (changed.length === 0) return [];
+  return [
+    `main ops ran in different element types (${listed(changed, 3)}): their FLOP rates, bytes and roofline peaks differ with the type, not only with the code`
+  ];
+}
+function elementType(op) {
+  if (op.dtype !== null) return op.dtype;
+  return /=\s*\(?\s*([a-z][a-z0-9]*)\[/.exec(op.longName ?? "")?.[1];
+}
+function sameSet(x, y) {
+  return x.size === y.size && [...x].every((v) => y.has(v));
+}
+function clipId(id) {
+  return id.length > 10 ? `${id.slice(0, 10)}\u2026` : id;
+}
+function listed(items, n) {
+  return `${items.slice(0, n).join("; ")}${items.length > n ? ` (+${items.length - n})` : ""}`;
+}
+function pctOf(part, whole) {
+  return whole === 0 ? 100 : Math.round(1e3 * part / whole) / 10;
+}
+function formatCount(n) {
+  return `${n} op${n === 1 ? "" : "s"}`;
 }
 function round(ms2) {
   return Math.round(ms2 * 1e6) / 1e6;
@@ -41203,6 +41134,7 @@ var JsonSyntaxError = class extends Error {
 };
 var QUOTE = 34;
 var BACKSLASH = 92;
+var SHORT_STRING = 48;
 function charAt(text, p) {
   if (p >= text.length) return "end of text";
   const c = text[p];
@@ -41231,6 +41163,14 @@ var StringScanner = class {
     if (q < 0) throw NEED_MORE;
     let nb = this.nextBackslash;
     if (nb !== -1 && nb < s || s < this.searchedFrom) {
+      if (q - s <= SHORT_STRING) {
+        let k = s;
+        while (k < q && text.charCodeAt(k) !== BACKSLASH) k++;
+        if (k === q) {
+          this.escaped = false;
+          return q;
+        }
+      }
       nb = text.indexOf("\\", s);
       this.nextBackslash = nb;
       this.searchedFrom = s;
@@ -41369,6 +41309,7 @@ function deviceKindOf(name, labels = "") {
 // src/trace/readers/chrome-json.ts
 var TSL_EVENT_CAP = 5e6;
 var CHUNK_BYTES = 1024 * 1024;
+var BOUNDARY_BYTES = 4 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
 var ChromeJsonSource = class {
@@ -41468,6 +41409,9 @@ function completeUtf8End(buf) {
 var STR = 0;
 var STR_ESCAPED = 1;
 var RAW = 2;
+var FOUND = 0;
+var ABSENT = 1;
+var PARSE = 2;
 var TSL_EVENT_HEAD = '{"ph":"X","pid":';
 var K_OTHER = 0;
 var K_PH = 1;
@@ -41570,8 +41514,10 @@ var ChromeJsonScanner = class {
   argsStart = -1;
   argsEnd = -1;
   argsParsed = false;
-  /** The current event's args text, sliced on first use by `fastArg`. */
-  argsText;
+  /** Per arg key, where its next occurrence in the current text is (see `fastArg`). */
+  probes = /* @__PURE__ */ new Map();
+  /** Bumped with every new text, so probes of the previous text are not trusted. */
+  textGeneration = 0;
   argKeyStart = [];
   argKeyEnd = [];
   argValStart = [];
@@ -41581,28 +41527,43 @@ var ChromeJsonScanner = class {
     return this.consumedBytes + (this.textAscii ? at : Buffer.byteLength(this.text.slice(0, at), "utf8"));
   }
   /**
-   * Scan the next chunk. The unscanned tail of the previous chunk is kept as bytes and prepended, so each
-   * scan runs over one fresh flat string (V8 reads those fastest).
+   * Scan the next chunk. The unscanned tail of the previous chunk (the element the chunk boundary cut)
+   * is kept as bytes and finished in a small text of itself and the chunk's head; the rest of the chunk
+   * is then scanned as one fresh flat string (V8 reads those fastest) without copying it into a joined
+   * buffer first.
    */
   feed(chunk) {
     if (chunk.length === 0) return;
     this.bytes += chunk.length;
-    const buf = this.carry === void 0 ? chunk : Buffer.concat([this.carry, chunk]);
+    let buf = chunk;
+    const carry = this.carry;
     this.carry = void 0;
-    this.scanBytes(buf, false);
+    if (carry !== void 0) {
+      if (carry.length < BOUNDARY_BYTES && chunk.length > BOUNDARY_BYTES) {
+        const head = Buffer.concat([carry, chunk.subarray(0, BOUNDARY_BYTES)]);
+        const used2 = this.scanBytes(head, false);
+        buf = used2 >= carry.length ? chunk.subarray(used2 - carry.length) : Buffer.concat([carry.subarray(used2), chunk]);
+      } else buf = Buffer.concat([carry, chunk]);
+    }
+    const used = this.scanBytes(buf, false);
+    if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
   }
   /** Scan whatever is left (an incomplete multi-byte character becomes U+FFFD). */
   feedEnd() {
     const rest = this.carry;
     this.carry = void 0;
-    if (rest !== void 0) this.scanBytes(rest, true);
+    if (rest === void 0) return;
+    const used = this.scanBytes(rest, true);
+    if (used < rest.length) this.carry = Buffer.from(rest.subarray(used));
   }
+  /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
   scanBytes(buf, last) {
     const ascii = isAscii(buf);
     const end = ascii || last ? buf.length : completeUtf8End(buf);
     const text = ascii ? buf.toString("latin1") : this.decoder.decode(buf.subarray(0, end));
     this.text = text;
     this.textAscii = ascii;
+    this.textGeneration++;
     this.strings.reset(text);
     let p;
     try {
@@ -41613,7 +41574,7 @@ var ChromeJsonScanner = class {
     }
     const used = ascii ? p : Buffer.byteLength(text.slice(0, p), "utf8");
     this.consumedBytes += used;
-    if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
+    return used;
   }
   /** Where to restart after NEED_MORE: the start of the element being parsed. */
   resumeAt = 0;
@@ -41678,6 +41639,7 @@ var ChromeJsonScanner = class {
     if (!this.sawEvents && keyEnd - p - 1 === 15 && text.startsWith("displayTimeUnit", p + 1)) {
       this.tslShape = true;
       this.keyValueSeparator = text.startsWith('": "', keyEnd) ? '": "' : '":"';
+      this.probes.clear();
     }
     p = skipSpace(text, keyEnd + 1);
     if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
@@ -41720,7 +41682,6 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    this.argsText = void 0;
     if (this.tslShape && text.startsWith(TSL_EVENT_HEAD, p)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
@@ -42125,41 +42086,80 @@ var ChromeJsonScanner = class {
   /**
    * A string-valued arg of a tsl-shaped file found without parsing the args: `"key":"` cannot occur
    * inside a JSON string (its quotes would be escaped), so the first match inside the args is the key.
-   * Returns null when this shortcut does not apply.
+   * Returns FOUND (the value is text[fastStart, fastEnd)), ABSENT, or PARSE when this shortcut does not
+   * apply.
+   *
+   * Each key remembers where its next occurrence in the chunk is, so a key asked of every event costs
+   * one search over the chunk in all, present or absent, and nothing is sliced or allocated per event.
    */
   fastArg(key) {
-    if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return null;
-    this.argsText ??= this.text.slice(this.argsStart, this.argsEnd);
-    const args = this.argsText;
-    const at = args.indexOf(`"${key}${this.keyValueSeparator}`);
-    if (at < 0) {
-      return args.includes(`"${key}"`) ? null : void 0;
+    if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return PARSE;
+    let probe = this.probes.get(key);
+    if (probe === void 0) {
+      probe = {
+        withValue: `"${key}${this.keyValueSeparator}`,
+        bare: `"${key}"`,
+        generation: -1,
+        withValueFrom: 0,
+        withValueAt: -1,
+        bareFrom: 0,
+        bareAt: -1
+      };
+      this.probes.set(key, probe);
     }
-    const start = at + key.length + 1 + this.keyValueSeparator.length;
-    const end = args.indexOf('"', start);
-    if (end < 0 || args.charCodeAt(end - 1) === 92) return null;
-    return { start: this.argsStart + start, end: this.argsStart + end };
+    const text = this.text;
+    const a = this.argsStart;
+    const b = this.argsEnd;
+    if (probe.generation !== this.textGeneration) {
+      probe.generation = this.textGeneration;
+      probe.withValueFrom = Number.MAX_SAFE_INTEGER;
+      probe.bareFrom = Number.MAX_SAFE_INTEGER;
+    }
+    if (probe.withValueFrom > a || probe.withValueAt >= 0 && probe.withValueAt < a) {
+      probe.withValueFrom = a;
+      probe.withValueAt = text.indexOf(probe.withValue, a);
+    }
+    const at = probe.withValueAt;
+    if (at < 0 || at + probe.withValue.length > b) {
+      if (probe.bareFrom > a || probe.bareAt >= 0 && probe.bareAt < a) {
+        probe.bareFrom = a;
+        probe.bareAt = text.indexOf(probe.bare, a);
+      }
+      const bare = probe.bareAt;
+      return bare >= 0 && bare + probe.bare.length <= b ? PARSE : ABSENT;
+    }
+    const start = at + probe.withValue.length;
+    const end = text.indexOf('"', start);
+    if (end < 0 || end >= b || text.charCodeAt(end - 1) === 92) return PARSE;
+    this.fastStart = start;
+    this.fastEnd = end;
+    return FOUND;
   }
+  /** The value found by the last `fastArg` that returned FOUND. */
+  fastStart = 0;
+  fastEnd = 0;
   argNumber(key) {
     const fast = this.fastArg(key);
-    if (fast === void 0) return void 0;
-    if (fast !== null) {
+    if (fast === ABSENT) return void 0;
+    if (fast === FOUND) {
       const text = this.text;
+      const start = this.fastStart;
+      const end = this.fastEnd;
       let v = 0;
-      for (let p = fast.start; p < fast.end; p++) {
+      for (let p = start; p < end; p++) {
         const c = text.charCodeAt(p) - 48;
-        if (c < 0 || c > 9) return numberOrUndefined(text.slice(fast.start, fast.end));
+        if (c < 0 || c > 9) return numberOrUndefined(text.slice(start, end));
         v = v * 10 + c;
       }
-      return fast.end > fast.start ? v : void 0;
+      return end > start ? v : void 0;
     }
     const s = this.argString(key);
     return s === void 0 ? void 0 : numberOrUndefined(s);
   }
   argString(key) {
     const fast = this.fastArg(key);
-    if (fast === void 0) return void 0;
-    if (fast !== null) return this.decode(fast.start, fast.end, STR);
+    if (fast === ABSENT) return void 0;
+    if (fast === FOUND) return this.decode(this.fastStart, this.fastEnd, STR);
     this.ensureArgs();
     const text = this.text;
     const klen = key.length;
@@ -42537,6 +42537,291 @@ function readDouble(buf, i) {
   return buf.readDoubleLE(i);
 }
 
+// src/trace/readers/xspace-check.ts
+import { isUtf8 } from "node:buffer";
+function schema(name, fields) {
+  const size = Math.max(...Object.keys(fields).map(Number)) + 1;
+  const out = Array.from({ length: size }, () => void 0);
+  for (const [n, [field, kind]] of Object.entries(fields))
+    out[Number(n)] = { label: `${name}.${field}`, kind, wireMask: wireMaskOf(kind) };
+  return { name, fields: out };
+}
+function wireMaskOf(kind) {
+  if (kind === "int") return 1 << WIRE_VARINT;
+  if (kind === "ints") return 1 << WIRE_VARINT | 1 << WIRE_LEN;
+  if (kind === "double") return 1 << WIRE_I64;
+  return 1 << WIRE_LEN;
+}
+var X_STAT = schema("XStat", {
+  1: ["metadata_id", "int"],
+  2: ["double_value", "double"],
+  3: ["uint64_value", "int"],
+  4: ["int64_value", "int"],
+  5: ["str_value", "string"],
+  6: ["bytes_value", "bytes"],
+  7: ["ref_value", "int"],
+  8: ["compressed_str_value", "bytes"]
+});
+var X_EVENT = schema("XEvent", {
+  1: ["metadata_id", "int"],
+  2: ["offset_ps", "int"],
+  3: ["duration_ps", "int"],
+  4: ["stats", X_STAT],
+  5: ["num_occurrences", "int"]
+});
+var X_LINE = schema("XLine", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["timestamp_ns", "int"],
+  4: ["events", X_EVENT],
+  9: ["duration_ps", "int"],
+  10: ["display_id", "int"],
+  11: ["display_name", "string"]
+});
+var X_EVENT_METADATA = schema("XEventMetadata", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["metadata", "bytes"],
+  4: ["display_name", "string"],
+  5: ["stats", X_STAT],
+  6: ["child_id", "ints"]
+});
+var X_STAT_METADATA = schema("XStatMetadata", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["description", "string"]
+});
+var X_PLANE = schema("XPlane", {
+  1: ["id", "int"],
+  2: ["name", "string"],
+  3: ["lines", X_LINE],
+  4: [
+    "event_metadata",
+    schema("event_metadata entry", { 1: ["key", "int"], 2: ["value", X_EVENT_METADATA] })
+  ],
+  5: ["stat_metadata", schema("stat_metadata entry", { 1: ["key", "int"], 2: ["value", X_STAT_METADATA] })],
+  6: ["stats", X_STAT]
+});
+var X_SPACE = schema("XSpace", {
+  1: ["planes", X_PLANE],
+  2: ["errors", "string"],
+  3: ["warnings", "string"],
+  4: ["hostnames", "string"]
+});
+var IN_BUFFER_LIMIT = 1024 * 1024;
+var MAX_UNKNOWN_KEPT = 20;
+var WIRE_NAMES = ["varint", "fixed64", "length-delimited", "group start", "group end", "fixed32", "6", "7"];
+function checkXspace(win) {
+  const walker = new Walker(win);
+  walker.message(X_SPACE, 0, win.size);
+  return { unknownFields: walker.unknown, unknownCount: walker.unknownCount };
+}
+var Walker = class {
+  constructor(win) {
+    this.win = win;
+  }
+  win;
+  unknown = [];
+  unknownCount = 0;
+  /** Set by `varint`: the buffer index after the varint just read. */
+  next = 0;
+  /** The fields leading to the message being checked, for error paths (labels are constants). */
+  path = [];
+  /** Check the message of type `s` at file range [start, end). */
+  message(s, start, end) {
+    const win = this.win;
+    if (end - start <= IN_BUFFER_LIMIT) {
+      const i = win.ensure(start, end - start);
+      this.inBuffer(win.buf, win.base, i, i + (end - start), s);
+      return;
+    }
+    let pos = start;
+    while (pos < end) {
+      const i = win.ensureSome(pos, Math.min(20, end - pos));
+      const buf = win.buf;
+      const base = win.base;
+      const lim = Math.min(win.filled, end - base);
+      const tag = this.tag(buf, base, i, lim, s);
+      const wt = tag & 7;
+      const known = s.fields[tag >>> 3];
+      this.checkWireType(known, wt, pos);
+      if (wt !== WIRE_LEN) {
+        const after = base + this.scalar(buf, base, this.next, lim, wt, pos, s);
+        if (known === void 0) this.noteUnknown(s, tag >>> 3, pos, after - pos);
+        pos = after;
+        continue;
+      }
+      const len = this.length(buf, base, this.next, lim, end, pos, s);
+      const vStart = base + this.next;
+      if (known === void 0) this.noteUnknown(s, tag >>> 3, pos, len);
+      else this.lenValue(known, vStart, vStart + len);
+      pos = vStart + len;
+    }
+  }
+  /** A known length-delimited value at file range [start, end). */
+  lenValue(known, start, end) {
+    const kind = known.kind;
+    if (typeof kind === "object") {
+      this.path.push(known.label);
+      this.message(kind, start, end);
+      this.path.pop();
+    } else if (kind === "string") this.bigString(start, end, known);
+    else if (kind === "ints") {
+      const n = end - start;
+      if (n > MAX_WINDOW) throw this.fail(start, `a packed field of ${n} bytes is too large`, known.label);
+      const i = this.win.ensure(start, n);
+      this.packed(this.win.buf, this.win.base, i, i + n, known);
+    }
+  }
+  /** Check the message of type `s` at buf[i, end); `base` is the file offset of buf[0]. The hot path. */
+  inBuffer(buf, base, i, end, s) {
+    const fields = s.fields;
+    while (i < end) {
+      const tagAt = i;
+      let tag = buf[i];
+      if (tag < 128 && tag >= 8 && 39 >> (tag & 7) & 1) i++;
+      else {
+        tag = this.tag(buf, base, i, end, s);
+        i = this.next;
+      }
+      const wt = tag & 7;
+      const field = tag >>> 3;
+      const known = field < fields.length ? fields[field] : void 0;
+      if (known !== void 0 && (known.wireMask >> wt & 1) === 0)
+        this.checkWireType(known, wt, base + tagAt);
+      if (wt !== WIRE_LEN) {
+        const valueAt = i;
+        if (wt === WIRE_VARINT) {
+          const stop = Math.min(end, i + 10);
+          while (i < stop && buf[i] >= 128) i++;
+          if (i === stop) this.scalar(buf, base, valueAt, end, wt, base + tagAt, s);
+          i++;
+        } else i = this.scalar(buf, base, i, end, wt, base + tagAt, s);
+        if (known === void 0) this.noteUnknown(s, field, base + tagAt, i - valueAt);
+        continue;
+      }
+      let len = buf[i];
+      if (len < 128 && i < end) i++;
+      else {
+        len = this.length(buf, base, i, end, base + end, base + tagAt, s);
+        i = this.next;
+      }
+      const vStart = i;
+      i += len;
+      if (i > end) this.pastEnd(base + tagAt, len, i - end, base + end, s);
+      if (known === void 0) {
+        this.noteUnknown(s, field, base + tagAt, len);
+        continue;
+      }
+      const kind = known.kind;
+      if (typeof kind === "object") {
+        this.path.push(known.label);
+        this.inBuffer(buf, base, vStart, i, kind);
+        this.path.pop();
+      } else if (kind === "string") {
+        for (let p = vStart; p < i; p++) {
+          if (buf[p] >= 128) {
+            if (!isUtf8(buf.subarray(vStart, i)))
+              throw this.fail(base + vStart, `the string of ${len} bytes is not valid UTF-8`, known.label);
+            break;
+          }
+        }
+      } else if (kind === "ints") this.packed(buf, base, vStart, i, known);
+    }
+  }
+  /** Read a tag at buf[i]; refuses field 0 and the wire types XSpace never has. Sets `next`. */
+  tag(buf, base, i, end, s) {
+    const tag = this.varint(buf, base, i, end, 5, s.name);
+    const field = Math.floor(tag / 8);
+    const wt = tag & 7;
+    if (tag > 4294967295) throw this.fail(base + i, "a field tag does not fit in 32 bits", s.name);
+    if (field === 0) throw this.fail(base + i, "field number 0", s.name);
+    if (wt === 3 || wt === 4)
+      throw this.fail(
+        base + i,
+        `field ${field} has the ${WIRE_NAMES[wt]} wire type (no XSpace field is a group)`,
+        s.name
+      );
+    if (wt > 5) throw this.fail(base + i, `field ${field} has invalid wire type ${wt}`, s.name);
+    return tag;
+  }
+  checkWireType(known, wt, at) {
+    if (known === void 0 || (known.wireMask >> wt & 1) === 1) return;
+    const expected = WIRE_NAMES[Math.log2(known.wireMask & -known.wireMask)];
+    const where = [...this.path, known.label].join(" > ");
+    throw new WireError(at, `${where} has the ${WIRE_NAMES[wt]} wire type, expected ${expected}`);
+  }
+  /** Skip a varint, fixed64 or fixed32 value at buf[i]; returns the index after it. */
+  scalar(buf, base, i, end, wt, tagAt, s) {
+    if (wt === WIRE_VARINT) {
+      this.varint(buf, base, i, end, 10, s.name);
+      return this.next;
+    }
+    const after = i + (wt === WIRE_I64 ? 8 : 4);
+    if (after > end) throw this.fail(tagAt, `a ${WIRE_NAMES[wt]} value runs past its message`, s.name);
+    return after;
+  }
+  /** Read a length prefix at buf[i] and check the value ends by the file offset `limit`. Sets `next`. */
+  length(buf, base, i, end, limit, tagAt, s) {
+    const len = this.varint(buf, base, i, end, 5, s.name);
+    if (len > 2147483647) throw this.fail(tagAt, `length ${len} is out of range`, s.name);
+    const over = base + this.next + len - limit;
+    if (over > 0) this.pastEnd(tagAt, len, over, limit, s);
+    return len;
+  }
+  pastEnd(tagAt, len, over, limit, s) {
+    const parent = limit === this.win.size ? "the file (truncated?)" : "its message";
+    throw this.fail(tagAt, `a field of ${len} bytes runs ${over} bytes past the end of ${parent}`, s.name);
+  }
+  /** Decode a varint of at most `maxBytes` bytes at buf[i, end); sets `next`. */
+  varint(buf, base, i, end, maxBytes, where) {
+    let result = 0;
+    let mul = 1;
+    const stop = Math.min(end, i + maxBytes);
+    for (let p = i; p < stop; p++) {
+      const b = buf[p];
+      result += (b & 127) * mul;
+      if (b < 128) {
+        this.next = p + 1;
+        return result;
+      }
+      mul *= 128;
+    }
+    const why = stop - i < maxBytes ? "runs past the end of its message" : `is longer than ${maxBytes} bytes`;
+    throw this.fail(base + i, `a varint ${why}`, where);
+  }
+  /** A packed repeated varint field at buf[i, end). */
+  packed(buf, base, i, end, known) {
+    while (i < end) {
+      this.varint(buf, base, i, end, 10, known.label);
+      i = this.next;
+    }
+  }
+  /** A string larger than the in-buffer limit, validated in pieces (split characters carry over). */
+  bigString(start, end, known) {
+    const decoder = new TextDecoder("utf-8", { fatal: true });
+    for (let pos = start; pos < end; ) {
+      const n = Math.min(IN_BUFFER_LIMIT, end - pos);
+      const i = this.win.ensure(pos, n);
+      try {
+        decoder.decode(this.win.buf.subarray(i, i + n), { stream: pos + n < end });
+      } catch {
+        throw this.fail(start, `the string of ${end - start} bytes is not valid UTF-8`, known.label);
+      }
+      pos += n;
+    }
+  }
+  noteUnknown(s, field, offset, bytes) {
+    this.unknownCount++;
+    const within = [...this.path, s.name].join(" > ");
+    if (this.unknown.length < MAX_UNKNOWN_KEPT) this.unknown.push({ within, field, offset, bytes });
+  }
+  /** The error for a problem at file offset `at`, named by the path of fields leading to it. */
+  fail(at, problem, where) {
+    return new WireError(at, `${[...this.path, where].join(" > ")}: ${problem}`);
+  }
+};
+
 // src/trace/readers/xplane.ts
 var MAX_DECODED_FIELD = 8 * 1024 * 1024;
 var YIELD_EVERY_BYTES = 64 * 1024 * 1024;
@@ -42561,7 +42846,29 @@ var XplaneSource = class {
   async hloProtos(wanted) {
     const visitor = { wantLane: () => false, onEvent: () => {
     } };
-    return this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+    const found = await this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
+    if (found.missing.length > 0) this.reportMissingHlo(found.missing);
+    return { modules: found.modules, skipped: found.skipped };
+  }
+  /**
+   * Losses found after `read` returned (programs that ran but whose HLO is not in the file), one line
+   * each, for the summary's warnings.
+   */
+  laterWarnings = [];
+  /** Programs ran whose HLO is absent: their ops lose FLOPs and bytes. Damage makes that a refusal. */
+  reportMissingHlo(missing) {
+    const ids = `${missing.slice(0, 3).join(", ")}${missing.length > 3 ? ", \u2026" : ""}`;
+    const check = this.cache?.check;
+    if (check !== void 0 && check.unknownCount > 0) {
+      throw new InputError(
+        this.path,
+        `the cost data (HLO) of ${missing.length} program(s) that ran (${ids}) is missing, and the file has fields hillclimb does not know where it may have been (${describeUnknown(check)}): the file looks damaged`,
+        { hint: "capture the profile again; if it came from a newer profiler, report this to hillclimb" }
+      );
+    }
+    this.laterWarnings.push(
+      `the file holds no HLO for ${missing.length} program(s) that ran (${ids}): their ops have no FLOPs or bytes`
+    );
   }
   async withReader(visitor, opts, use) {
     let size;
@@ -42576,6 +42883,7 @@ var XplaneSource = class {
       this.cache = { size, mtimeMs, planes: /* @__PURE__ */ new Map() };
     const win = new FileWindow(this.path, size);
     try {
+      this.cache.check ??= checkXspace(win);
       return await use(new XspaceReader(win, visitor, opts, this.cache));
     } catch (err) {
       if (err instanceof WireError) {
@@ -42657,12 +42965,19 @@ var XspaceReader = class {
       }
     }
     this.stats.originPs = String((this.originNs ?? 0n) * 1000n);
+    const check = this.cache.check;
+    if (check !== void 0 && check.unknownCount > 0) {
+      this.stats.warnings.push(
+        `skipped fields hillclimb does not know (${describeUnknown(check)}): unless a newer profiler wrote them, the file is damaged and the planes, lines or events they held are missing here`
+      );
+    }
     return this.stats;
   }
   /** See XplaneSource.hloProtos. */
   async hloProtos(wanted) {
     const modules = /* @__PURE__ */ new Map();
     const skipped = [];
+    const seen = /* @__PURE__ */ new Set();
     for (const [start, end] of chunkPairs(this.spaceLayout())) {
       let cached2 = this.cache.planes.get(start);
       if (cached2 === void 0) {
@@ -42671,15 +42986,17 @@ var XspaceReader = class {
       }
       const layout = cached2.layout;
       const statId = layout.statIdByName.get(HLO_PROTO_STAT);
-      if (layout.name !== "/host:metadata" || statId === void 0) continue;
+      if (statId === void 0) continue;
       for (const [s, e] of chunkPairs(layout.eventMetaEntries)) {
         const found = this.hloProtoEntry(s, e, statId, layout.statIdByName.get("program_id"), wanted);
         if (found === void 0) continue;
+        seen.add(found.id);
         if (found.bytes === void 0) skipped.push(`${found.name} (${found.size} bytes)`);
         else modules.set(found.id, { name: found.name, bytes: found.bytes });
       }
     }
-    return { modules, skipped };
+    const missing = wanted === void 0 ? [] : [...wanted].filter((id) => !seen.has(id));
+    return { modules, skipped, missing };
   }
   /** One event metadata entry of the metadata plane: its id, name and HLO proto bytes (copied). */
   hloProtoEntry(start, end, statId, programIdStat, wanted) {
@@ -43317,6 +43634,11 @@ function printableMessage(bytes, fullLength) {
   if (text.length > 0 && odd / text.length > 0.1) return `<${fullLength} bytes of binary data>`;
   line = line.replace(/ {2,}/g, " ").trim();
   return fullLength > bytes.length ? `${line}\u2026 (${fullLength} bytes)` : line;
+}
+function describeUnknown(check) {
+  const shown = check.unknownFields.slice(0, 2).map((u) => `field ${u.field} in ${u.within}, ${u.bytes} bytes at byte ${u.offset}`);
+  const more = check.unknownCount - shown.length;
+  return `${shown.join("; ")}${more > 0 ? `; ${more} more` : ""}`;
 }
 function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
@@ -44520,7 +44842,7 @@ function opRows(counted, ctx) {
     const kind = customCall ? customCallKindOf(list2) : null;
     const haveFlops = list2.every((c) => c.cost?.flops !== void 0);
     const haveBytes = list2.every((c) => c.cost?.bytes !== void 0);
-    const execTotal = (c) => c.totalCount === 0 ? 0 : executionsOf(c.op) * (c.totalCount / (c.op.countIn + c.op.countOut));
+    const execTotal = (c) => c.totalCount === 0 ? 0 : executionsOf(c.op, ctx.programExecutions?.(c.op.program) ?? void 0) * (c.totalCount / (c.op.countIn + c.op.countOut));
     const execIn = (c) => c.totalCount === 0 ? 0 : execTotal(c) * (c.count / c.totalCount);
     const flopsTotal = haveFlops ? sum(list2, (c) => c.cost.flops * execTotal(c)) : void 0;
     const bytesTotal = haveBytes ? sum(list2, (c) => c.cost.bytes * execTotal(c)) : void 0;
@@ -44778,7 +45100,7 @@ function buildSummary(input) {
       devicePs += totalPs;
       if (outPs > 0) {
         outsidePs += outPs;
-        outsideOps.add(op.baseName);
+        outsideOps.add(`${op.program}\0${op.baseName}`);
       }
       if (totalCount > 0)
         counted.push({ op, count: count2, selfPs, totalCount, totalPs, cost: input.costs.byOp.get(op) });
@@ -44837,16 +45159,22 @@ function buildSummary(input) {
   }
   deviceSteps = Math.max(1, deviceSteps);
   stepDevices = Math.max(1, stepDevices);
+  const perDevice2 = plan.detector === "device-steps" || plan.detector === "dominant-program" ? slowestDeviceSteps(plan.windows, computeDevices) : void 0;
+  if (perDevice2 !== void 0) stepDurations = perDevice2.durationsPs;
   const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
   const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
   const roofline = devicePeak(input, computeDevices);
+  const programExecutions = memoize(
+    (program) => program === "" ? null : programExecutionCount(program, first, final, platform2)
+  );
   const ctx = {
     steps: deviceSteps,
     opPsPerStepTotal: opPsTotal / deviceSteps,
     devicePs,
     meanStepPs,
-    peak: roofline.lookup?.peak
+    peak: roofline.lookup?.peak,
+    programExecutions
   };
   const estimates = stepEstimates({
     plan,
@@ -44856,7 +45184,13 @@ function buildSummary(input) {
     final,
     stepProgram: heaviestInSteps(counted)
   });
+  const coverage = devicePs === 0 ? 1 : opPsTotal / devicePs;
   const chosen = estimates.find((e) => e.detector === plan.detector);
+  const confidence = coverageConfidence(
+    chosen?.confidence ?? (plan.detector === "whole-trace" ? "low" : "high"),
+    coverage
+  );
+  if (chosen !== void 0) chosen.confidence = confidence;
   const warnings2 = [...stats.warnings, ...input.costs.warnings];
   const split = disagreement(estimates);
   if (split !== void 0) warnings2.push(split);
@@ -44875,13 +45209,14 @@ function buildSummary(input) {
     devices: deviceRows(final, first, opDevices, computeDevices),
     steps: {
       detector: plan.detector,
-      confidence: chosen?.confidence ?? (plan.detector === "whole-trace" ? "low" : "high"),
+      confidence,
       detail: plan.detail,
       estimates,
       count: round2(deviceSteps / stepDevices, 3),
       deviceSteps,
       program: plan.program,
       timeMs: timeStats,
+      ...perDevice2 === void 0 ? {} : { deviceSpread: perDevice2.spread },
       annotations: annotationKinds(first.hostSteps).map((k) => {
         const t = describe(k.markers.map((m) => m.durPs));
         return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
@@ -44891,12 +45226,7 @@ function buildSummary(input) {
       opMs: ms(opPsTotal / deviceSteps)
     },
     total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
-    programs: programRows(
-      counted,
-      devicePs,
-      (program) => executionsOf2(program, first, final, platform2),
-      devicesOf
-    ),
+    programs: programRows(counted, devicePs, programExecutions, devicesOf),
     ops: opRows(counted, ctx),
     roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
     categories: groupRows(counted, (c) => c.op.category, deviceSteps, ctx.opPsPerStepTotal),
@@ -44904,7 +45234,7 @@ function buildSummary(input) {
     customCalls: customCallRows(counted, ctx),
     outsideSteps: { opMs: ms(outsidePs), ops: outsideOps.size },
     warnings: warnings2,
-    notes: [...plan.notes]
+    notes: [...unmarkedNote(plan, coverage, confidence), ...plan.notes]
   };
   if (devicePs > 0 && outsidePs / devicePs > 0.5) {
     summary2.notes.push(
@@ -44925,9 +45255,11 @@ function buildSummary(input) {
     );
   }
   if (platform2 === "gpu" && first.derivedGpuLanes > 0) {
-    const named = counted.some((c) => c.op.program !== "");
     summary2.notes.push(
-      named ? "xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, \u2026) are not counted again" : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them"
+      derivedLanesNote(
+        stats.format,
+        counted.some((c) => c.op.program !== "")
+      )
     );
   }
   if (input.costs.modulesRead > 0) {
@@ -44937,6 +45269,18 @@ function buildSummary(input) {
   }
   if (input.passes > 1) summary2.notes.push(passNote(input));
   return summary2;
+}
+function unmarkedNote(plan, coverage, confidence) {
+  if (isMarked(plan.detector) || plan.detector === "whole-trace") return [];
+  return [
+    `no step markers in the trace (xprof reports no step time for it): steps are inferred by ${plan.detector} and hold ${round2(100 * coverage, 1)}% of device op time (${confidence} confidence); the whole-trace figures cover everything`
+  ];
+}
+function derivedLanesNote(format, namedOps) {
+  if (format === "xplane") {
+    return namedOps ? "XSpace: the lines derived from the kernels (XLA Ops, XLA Modules, Steps, \u2026) are not counted again" : "XSpace: the lines derived from the kernels (XLA Ops, XLA Modules, Steps, \u2026) are not counted again; its kernels carry no HLO op or program (hlo_op, hlo_module), so ops are kernels and steps cannot be told";
+  }
+  return namedOps ? "xprof trace-viewer JSON: the lines xprof derives from the kernels (XLA Ops, XLA Modules, Framework Ops, \u2026) are not counted again" : "xprof's streaming trace-viewer JSON: its kernels carry no HLO op or program (xprof loads those on demand), so ops are kernels and steps cannot be told; the .xplane.pb or xprof's non-streaming trace_viewer JSON has them";
 }
 function heaviestInSteps(counted) {
   const time = /* @__PURE__ */ new Map();
@@ -44953,7 +45297,7 @@ function windowBusy(final) {
 function executionBusy(first, platform2, opDevices, included) {
   return allExecutions(first, platform2, opDevices).filter((e) => included === "all" || included.has(e.program)).reduce((s, e) => s + e.busyPs, 0);
 }
-function executionsOf2(program, first, final, platform2) {
+function programExecutionCount(program, first, final, platform2) {
   if (platform2 === "cpu") {
     let n2 = 0;
     for (const e of first.cpuExecutions.values()) if (e.program === program) n2++;
@@ -44969,6 +45313,13 @@ function executionsOf2(program, first, final, platform2) {
     return mode.count > 0 ? mode.count : null;
   }
   return null;
+}
+function memoize(f) {
+  const cache = /* @__PURE__ */ new Map();
+  return (key) => {
+    if (!cache.has(key)) cache.set(key, f(key));
+    return cache.get(key);
+  };
 }
 function devicePeak(input, computeDevices) {
   for (const dev of [...input.final.deviceStates(), ...input.first.deviceStates()]) {
@@ -45085,6 +45436,7 @@ async function summarizeTracePath(path, debug2, opts = {}) {
   debug2?.(`reading ${resolved.path} (${resolved.format})`);
   const summary2 = await summarizeTrace(source, opts);
   summary2.notes.push(...resolved.notes);
+  if (source instanceof XplaneSource) summary2.warnings.push(...source.laterWarnings);
   return summary2;
 }
 function savedSummary(path) {
@@ -45107,6 +45459,302 @@ function savedSummary(path) {
     );
   }
   return parsed;
+}
+
+// src/report/trace-tables.ts
+function formatMs(ms2) {
+  const a = Math.abs(ms2);
+  if (a >= 1 || a === 0) return `${ms2.toFixed(3)} ms`;
+  if (a >= 1e-3) return `${(ms2 * 1e3).toFixed(3)} \xB5s`;
+  return `${(ms2 * 1e6).toFixed(0)} ns`;
+}
+function signedMs(ms2) {
+  return ms2 > 0 ? `+${formatMs(ms2)}` : ms2 < 0 ? `\u2212${formatMs(-ms2)}` : formatMs(0);
+}
+function signedPct(pct2) {
+  if (pct2 === null) return "\u2014";
+  const s = `${Math.abs(pct2).toFixed(1)}%`;
+  return pct2 > 0 ? `+${s}` : pct2 < 0 ? `\u2212${s}` : s;
+}
+function count(n) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+}
+function textTable(header, rows, right) {
+  const width = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? "").length)));
+  const line = (cells) => cells.map((v, c) => right[c] ? v.padStart(width[c]) : v.padEnd(width[c])).join("  ").trimEnd();
+  return [line(header), line(width.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+function clip(s, max) {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}\u2026`;
+}
+function rooflineText(o) {
+  const r = o.roofline;
+  if (r === null) return "\u2014";
+  if (r.attainableTflops === 0) return `${(r.fraction * 100).toFixed(0)}% of HBM BW`;
+  return `${(r.fraction * 100).toFixed(0)}% of ${formatRate(r.attainableTflops)} (${r.bound})`;
+}
+function formatRate(tflops) {
+  return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
+}
+function opNote2(o, labels) {
+  if (o.customCall) {
+    const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${labels[o.customCallKind]})`;
+    return o.noCostModel ? `${who}, no cost model` : who;
+  }
+  return o.noCostModel ? "no cost model" : "";
+}
+var KIND_LABEL = {
+  pallas: "Pallas/Mosaic",
+  "te-ffi": "TE FFI",
+  cudnn: "cuDNN",
+  cublas: "cuBLAS",
+  other: "other"
+};
+var AMD_KIND_LABEL = {
+  ...KIND_LABEL,
+  cudnn: "MIOpen",
+  cublas: "rocBLAS/hipBLASLt"
+};
+function kindLabels(s) {
+  const amd = s.devices.some((d) => /^AMD\b/i.test(d.vendor ?? "")) || /^AMD\b/.test(s.roofline.peak?.name ?? "");
+  return amd ? AMD_KIND_LABEL : KIND_LABEL;
+}
+function formatSummary(s, top = 15) {
+  const out = [];
+  const src = s.source;
+  out.push(
+    `${src.path} (${src.format}, ${(src.bytes / 1e6).toFixed(1)} MB, ${src.events.toLocaleString("en-US")} events, read ${src.passes}\xD7)`
+  );
+  const dev = s.devices;
+  const types = [...new Set(dev.map((d) => d.type).filter((t2) => t2 !== void 0))];
+  const compute = dev.filter((d) => d.compute).length;
+  const devInfo = types.join(", ");
+  out.push(
+    `Platform: ${s.platform.toUpperCase()}, ${dev.length} device(s)${compute < dev.length ? ` (${compute} ran compute)` : ""}: ${clip(dev.map((d) => d.name).join(", "), 100)}${devInfo === "" ? "" : ` (${devInfo})`}`
+  );
+  const peak = s.roofline.peak;
+  out.push(
+    peak === null ? "Roofline: no device peaks (unknown device; `--device-kind` names it for JSON traces)" : `Roofline: ${peak.name}, ${formatRate(peak.bf16FlopsPerSecond / 1e12)} TFLOP/s bf16${peak.fp32FlopsPerSecond === null ? "" : `, ${formatRate(peak.fp32FlopsPerSecond / 1e12)} fp32`}, ${(peak.bytesPerSecond / 1e9).toFixed(0)} GB/s HBM (from ${s.roofline.source})`
+  );
+  const st = s.steps;
+  const t = s.total;
+  const wholeTrace = `Whole trace: ${formatMs(t.deviceMs)} of device op time (all devices), ${formatMs(t.inStepsMs)} in steps, ${formatMs(t.outsideMs)} outside`;
+  const coverage = t.deviceMs === 0 ? 100 : 100 * t.inStepsMs / t.deviceMs;
+  if (isMarked(st.detector)) {
+    out.push(
+      `Steps: ${count(st.count)} per device, by ${st.detector} (${st.confidence} confidence): ${st.detail}`
+    );
+  } else {
+    out.push(
+      wholeTrace,
+      `Steps: none marked in the trace; inferred ${count(st.count)} per device by ${st.detector} (${st.confidence} confidence, ${coverage.toFixed(0)}% of device op time in them): ${st.detail}`
+    );
+  }
+  const others = st.estimates.filter((e) => e.detector !== st.detector);
+  if (others.length > 0) {
+    out.push(
+      `  cross-check: ${others.map((e) => `${e.detector} ${count(e.perDevice)} (${e.confidence})`).join(", ")}`
+    );
+  }
+  const time = st.timeMs === null ? "step time unknown" : `step time mean ${formatMs(st.timeMs.mean)} (median ${formatMs(st.timeMs.median)}, min ${formatMs(st.timeMs.min)}, max ${formatMs(st.timeMs.max)})`;
+  out.push(
+    `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? "\u2014" : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`
+  );
+  if (st.deviceSpread !== void 0) out.push(`  ${spreadLine(st.deviceSpread, st.count)}`);
+  if (isMarked(st.detector)) out.push(wholeTrace);
+  if (s.programs.length > 1) {
+    const programs = s.programs.slice(0, top);
+    out.push("", `Programs (${programs.length} of ${s.programs.length}) by device time`);
+    out.push(
+      textTable(
+        ["program", "device time", "share", "in steps", "executions", "devices", "ops"],
+        programs.map((p) => [
+          clip(p.name, 48),
+          formatMs(p.deviceMs),
+          `${p.shareOfDevice.toFixed(1)}%`,
+          formatMs(p.inStepsMs),
+          p.executions === null ? "\u2014" : String(p.executions),
+          String(p.devices),
+          String(p.ops)
+        ]),
+        [false, true, true, true, true, true, true]
+      )
+    );
+  }
+  const ops = s.ops.slice(0, top);
+  const labels = kindLabels(s);
+  out.push(
+    "",
+    `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`
+  );
+  out.push(
+    textTable(
+      [
+        "op",
+        "program",
+        "category",
+        "total",
+        "share",
+        "time/step",
+        "count/step",
+        "TFLOP/s",
+        "GB/s",
+        "FLOP/B",
+        "roofline",
+        "note"
+      ],
+      ops.map((o) => [
+        clip(o.name, 40),
+        clip(o.program || "\u2014", 28),
+        clip(o.category, 20),
+        formatMs(o.totalMs),
+        `${o.shareOfDevice.toFixed(1)}%`,
+        o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.timeMs),
+        count(o.occurrences),
+        o.tflops === null || o.noCostModel ? "\u2014" : o.tflops.toFixed(2),
+        o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
+        o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
+        rooflineText(o),
+        opNote2(o, labels)
+      ]),
+      [false, false, false, true, true, true, true, true, true, true, false, false]
+    )
+  );
+  const cats = s.categories.slice(0, top);
+  out.push("", "By category (per step)");
+  out.push(
+    textTable(
+      ["category", "time/step", "share", "count/step", "ops"],
+      cats.map((c) => [
+        clip(c.name, 40),
+        formatMs(c.timeMs),
+        `${c.shareOfOps.toFixed(1)}%`,
+        count(c.occurrences),
+        String(c.ops)
+      ]),
+      [false, true, true, true, true]
+    )
+  );
+  if (s.scopes.some((x) => x.name !== "(none)")) {
+    out.push("", "By scope (tf_op, per step)");
+    out.push(
+      textTable(
+        ["scope", "time/step", "share", "ops"],
+        s.scopes.slice(0, top).map((c) => [clip(c.name, 72), formatMs(c.timeMs), `${c.shareOfOps.toFixed(1)}%`, String(c.ops)]),
+        [false, true, true, true]
+      )
+    );
+  }
+  out.push("", s.customCalls.length === 0 ? "Custom calls: none" : "Custom calls");
+  if (s.customCalls.length > 0) {
+    out.push(
+      textTable(
+        ["kernel", "program", "kind", "scope", "total", "launches/step", "time/step", "cost model"],
+        s.customCalls.slice(0, top).map((c) => [
+          clip(c.name, 40),
+          clip(c.program || "\u2014", 28),
+          labels[c.kind] ?? c.kind,
+          clip(c.scope || "\u2014", 40),
+          formatMs(c.totalMs),
+          count(c.launches),
+          formatMs(c.timeMs),
+          c.noCostModel ? "none (no FLOPs)" : "HLO"
+        ]),
+        [false, false, false, false, true, true, true, false]
+      )
+    );
+  }
+  if (s.outsideSteps.opMs > 0) {
+    const only = s.ops.filter((o) => o.timeMs === 0 && o.occurrences === 0 && o.totalMs > 0).length;
+    out.push(
+      "",
+      `Outside steps: ${formatMs(s.outsideSteps.opMs)} of op time, in ${s.outsideSteps.ops} of the ${s.ops.length} op rows (${only} of them only outside steps: "outside" in time/step)`
+    );
+  }
+  for (const n of s.notes) out.push(`note: ${n}`);
+  for (const w of s.warnings) out.push(`warning: ${w}`);
+  return out.join("\n");
+}
+function wholeTraceRows(d) {
+  if (d.wholeTrace === void 0) return [];
+  if (d.basis === "whole-trace") return d.wholeTrace;
+  const inSteps = new Set(d.ops.map((r) => `${r.program}\0${r.name}`));
+  return d.wholeTrace.filter((r) => !inSteps.has(`${r.program}\0${r.name}`));
+}
+function change(n) {
+  return `${formatMs(n.before)} \u2192 ${formatMs(n.after)} (${signedPct(n.deltaPct)})`;
+}
+function diffTable(rows, top, label, perStep = true) {
+  const shown = rows.slice(0, top);
+  const changed = rows.filter((r) => r.status !== "unchanged").length;
+  return [
+    `${label}: top ${shown.length} of ${rows.length} by |\u0394 ${perStep ? "time per step" : "device time"}| (${changed} changed)`,
+    textTable(
+      [
+        "name",
+        "program",
+        "category",
+        "before",
+        "after",
+        "\u0394",
+        "\u0394%",
+        perStep ? "count/step" : "count",
+        "status"
+      ],
+      shown.map((r) => [
+        clip(r.name, 48),
+        clip(r.program || "\u2014", 28),
+        clip(r.category, 24),
+        r.status === "added" ? "\u2014" : formatMs(r.before),
+        r.status === "removed" ? "\u2014" : formatMs(r.after),
+        signedMs(r.delta),
+        signedPct(r.deltaPct),
+        `${count(r.countBefore)} \u2192 ${count(r.countAfter)}`,
+        r.status
+      ]),
+      [false, false, false, true, true, true, true, true, false]
+    )
+  ];
+}
+function formatDiff(d, top = 15) {
+  const out = [];
+  const sideLine = (label, x) => `${label} ${x.path} (${x.platform}${x.deviceTypes.length > 0 ? ` ${x.deviceTypes.join(", ")}` : ""}, ${x.devices} device(s), ${count(x.steps)} steps by ${x.detector})`;
+  out.push(sideLine("before:", d.before), sideLine("after: ", d.after));
+  const totals = [
+    d.stepTimeMs === null ? void 0 : `step time ${change(d.stepTimeMs)}`,
+    `op time ${change(d.opTimeMs)}`,
+    `busy ${change(d.busyMs)}`
+  ].filter((x) => x !== void 0);
+  out.push(`Per step: ${totals.join("; ")}`);
+  out.push(
+    `Whole trace: device op time ${change(d.deviceMs)}${d.outsideMs === void 0 ? "" : `, outside steps ${change(d.outsideMs)}`}`
+  );
+  const wholeRows = wholeTraceRows(d);
+  const whole = wholeRows.length === 0 ? [] : [
+    "",
+    ...diffTable(
+      wholeRows,
+      top,
+      d.basis === "whole-trace" ? "Ops over the whole trace (all devices)" : "Ops only outside steps (whole trace, all devices)",
+      false
+    )
+  ];
+  if (d.basis === "whole-trace") out.push(...whole);
+  out.push("", ...diffTable(d.ops, top, "Ops in steps"));
+  if (d.basis !== "whole-trace") out.push(...whole);
+  out.push("", ...diffTable(d.categories, top, "Categories"));
+  if (d.customCalls.length > 0)
+    out.push("", ...diffTable(d.customCalls, top, "Custom calls (no cost model)"));
+  out.push(
+    "",
+    `note: changes under ${d.unchangedBelowPct}% of op time per step (whole-trace table: of device op time) count as unchanged`
+  );
+  for (const w of d.warnings) out.push(`warning: ${w}`);
+  return out.join("\n");
+}
+function spreadLine(spread, steps) {
+  const pct2 = spread.meanMs === 0 ? 0 : 100 * spread.spreadMs / spread.meanMs;
+  return `step time is the slowest of ${spread.devices} devices each step (mostly ${spread.slowest}, ${spread.slowestSteps} of ${Math.round(steps)} steps); device mean ${formatMs(spread.meanMs)}, slowest \u2212 fastest ${formatMs(spread.spreadMs)} (${pct2.toFixed(1)}%) on average`;
 }
 
 // src/actions/run.ts
