@@ -235,7 +235,9 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
     expect(doctor.stdout).toMatch(/ok\s+hillclimb-bench\s+hillclimb-bench \S+ in \.venv/);
     expect(doctor.stdout).toMatch(/ok\s+editable paths\s+1 glob\(s\), each matching committed files/);
     // Before the replay patches exist: named, with what to do.
-    expect(doctor.stdout).toMatch(/MISSING replay folder\s+hillclimb\/replay \(agent\.replay\.dir\) does not exist/);
+    expect(doctor.stdout).toMatch(
+      /MISSING replay folder\s+hillclimb\/replay \(agent\.replay\.dir\) does not exist/,
+    );
     expect(doctor.stdout).toContain('put NNNN-*.patch files there, or choose another agent.kind');
     expect(doctor.code).toBe(1);
     expect(doctorReady.stdout).toMatch(/ok\s+replay folder\s+hillclimb\/replay/);
