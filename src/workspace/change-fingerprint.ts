@@ -1,9 +1,11 @@
 /**
  * A change's fingerprint, for the novelty check: the lines a candidate adds and removes, per file,
- * with whitespace, blank lines, context and line numbers ignored. The same edit made again — on a
- * champion that moved elsewhere, re-indented, or split into other hunks — has the same fingerprint,
- * so the loop can refuse it before it costs a measurement. Renaming a variable is a different change:
- * this is a cheap screen for repeats, not a judge of ideas.
+ * in order, with blank lines, trailing whitespace, runs of inner whitespace, context and line numbers
+ * ignored. The same edit made again — on a champion that moved elsewhere, or split into other hunks —
+ * has the same fingerprint, so the loop can refuse it before it costs a measurement. Leading
+ * indentation and line order are kept (in Python they change what code does), so an agent cannot
+ * hide an honest edit's fingerprint inside a broken one by re-indenting or swapping lines. Renaming a
+ * variable is a different change: this is a cheap screen for repeats, not a judge of ideas.
  */
 import { createHash } from 'node:crypto';
 import { parseUnifiedDiff } from './unified-diff.js';
@@ -14,12 +16,11 @@ export function changeFingerprint(diff: string): string | undefined {
     .map((f) => ({
       path: f.newPath ?? f.oldPath ?? '',
       binary: f.binary,
-      ...cancelWhitespaceEdits(
-        f.removed.map(normalise).filter(Boolean),
-        f.added.map((a) => normalise(a.text)).filter(Boolean),
-      ),
+      removed: f.removed.map(normalise).filter(Boolean),
+      added: f.added.map((a) => normalise(a.text)).filter(Boolean),
     }))
-    .filter((f) => f.binary || f.removed.length > 0 || f.added.length > 0)
+    // A file whose lines come back exactly as they were (trailing spaces, blank lines) has no edit.
+    .filter((f) => f.binary || f.removed.join('\n') !== f.added.join('\n'))
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   if (files.length === 0) return undefined;
   const h = createHash('sha256');
@@ -31,28 +32,9 @@ export function changeFingerprint(diff: string): string | undefined {
   return `sha256:${h.digest('hex')}`;
 }
 
+/** Leading indentation kept; trailing whitespace dropped; inner runs of whitespace one space. */
 function normalise(line: string): string {
-  return line.replace(/\s+/g, '');
-}
-
-/** A line removed and added again with other whitespace is no edit: drop both copies. */
-function cancelWhitespaceEdits(removed: string[], added: string[]): { removed: string[]; added: string[] } {
-  const left = new Map<string, number>();
-  for (const line of added) left.set(line, (left.get(line) ?? 0) + 1);
-  const keptRemoved: string[] = [];
-  const cancelled = new Map<string, number>();
-  for (const line of removed) {
-    const n = left.get(line) ?? 0;
-    if (n > 0) {
-      left.set(line, n - 1);
-      cancelled.set(line, (cancelled.get(line) ?? 0) + 1);
-    } else keptRemoved.push(line);
-  }
-  const keptAdded = added.filter((line) => {
-    const n = cancelled.get(line) ?? 0;
-    if (n === 0) return true;
-    cancelled.set(line, n - 1);
-    return false;
-  });
-  return { removed: keptRemoved, added: keptAdded };
+  const indent = /^\s*/.exec(line)![0];
+  const rest = line.slice(indent.length).trimEnd();
+  return rest === '' ? '' : indent + rest.replace(/\s+/g, ' ');
 }

@@ -17,13 +17,15 @@ describe('changeFingerprint', () => {
     expect(changeFingerprint(twoElsewhere)).toBe(changeFingerprint(two));
   });
 
-  it('ignores lines that only moved whitespace and blank lines; nothing else is undefined', () => {
-    const reindented = diff(
-      'src/k.py',
-      '@@ -7,2 +7,3 @@\n-PASSES = 8\n-    x = 1\n+PASSES = 1\n+\n+  x = 1\n',
-    );
-    expect(changeFingerprint(reindented)).toBe(changeFingerprint(ONE_PASS));
-    expect(changeFingerprint(diff('src/k.py', '@@ -2 +2 @@\n-  x = 1\n+    x = 1\n'))).toBeUndefined();
+  it('ignores blank lines; keeps indentation and order, which change what Python does', () => {
+    const withBlank = diff('src/k.py', '@@ -7 +7,2 @@\n-PASSES = 8\n+PASSES = 1\n+\n');
+    expect(changeFingerprint(withBlank)).toBe(changeFingerprint(ONE_PASS));
+    // The honest edit plus a re-indent (a line moved out of its loop) is another change.
+    const reindented = diff('src/k.py', '@@ -7,2 +7,2 @@\n-PASSES = 8\n-    x = 1\n+PASSES = 1\n+x = 1\n');
+    expect(changeFingerprint(reindented)).not.toBe(changeFingerprint(ONE_PASS));
+    const swapped = diff('src/k.py', '@@ -3,2 +3,2 @@\n-a = 1\n-b = 2\n+b = 2\n+a = 1\n');
+    expect(changeFingerprint(swapped)).toMatch(/^sha256:/);
+    expect(changeFingerprint(diff('src/k.py', '@@ -2 +2 @@\n-x = 1\n+x = 1   \n'))).toBeUndefined();
   });
 
   it('differs for another edit, another file, or the reverse edit', () => {

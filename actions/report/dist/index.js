@@ -45898,11 +45898,9 @@ function changeFingerprint(diff) {
   const files = parseUnifiedDiff(diff).map((f) => ({
     path: f.newPath ?? f.oldPath ?? "",
     binary: f.binary,
-    ...cancelWhitespaceEdits(
-      f.removed.map(normalise).filter(Boolean),
-      f.added.map((a2) => normalise(a2.text)).filter(Boolean)
-    )
-  })).filter((f) => f.binary || f.removed.length > 0 || f.added.length > 0).sort((a2, b) => a2.path < b.path ? -1 : a2.path > b.path ? 1 : 0);
+    removed: f.removed.map(normalise).filter(Boolean),
+    added: f.added.map((a2) => normalise(a2.text)).filter(Boolean)
+  })).filter((f) => f.binary || f.removed.join("\n") !== f.added.join("\n")).sort((a2, b) => a2.path < b.path ? -1 : a2.path > b.path ? 1 : 0);
   if (files.length === 0) return void 0;
   const h2 = createHash2("sha256");
   for (const f of files) {
@@ -45916,27 +45914,9 @@ function changeFingerprint(diff) {
   return `sha256:${h2.digest("hex")}`;
 }
 function normalise(line) {
-  return line.replace(/\s+/g, "");
-}
-function cancelWhitespaceEdits(removed, added) {
-  const left = /* @__PURE__ */ new Map();
-  for (const line of added) left.set(line, (left.get(line) ?? 0) + 1);
-  const keptRemoved = [];
-  const cancelled = /* @__PURE__ */ new Map();
-  for (const line of removed) {
-    const n2 = left.get(line) ?? 0;
-    if (n2 > 0) {
-      left.set(line, n2 - 1);
-      cancelled.set(line, (cancelled.get(line) ?? 0) + 1);
-    } else keptRemoved.push(line);
-  }
-  const keptAdded = added.filter((line) => {
-    const n2 = cancelled.get(line) ?? 0;
-    if (n2 === 0) return true;
-    cancelled.set(line, n2 - 1);
-    return false;
-  });
-  return { removed: keptRemoved, added: keptAdded };
+  const indent2 = /^\s*/.exec(line)[0];
+  const rest2 = line.slice(indent2.length).trimEnd();
+  return rest2 === "" ? "" : indent2 + rest2.replace(/\s+/g, " ");
 }
 
 // src/workspace/git.ts
