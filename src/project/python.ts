@@ -133,8 +133,18 @@ export const BUNDLED_BENCH_DIR = join('packages', 'hillclimb-bench');
 export function namesBenchWithoutSource(requirements: string): boolean {
   return requirements
     .split('\n')
-    .map((l) => l.replace(/#.*/, '').trim())
-    .some((l) => /^hillclimb[-_.]bench\s*(\[[^\]]*\])?\s*([<>=!~][^@]*)?$/i.test(l));
+    .map((l) => l.replace(/(^|\s)#.*/, '').trim())
+    .some((l) => {
+      // Options (`--hash=…`) and an environment marker (`; python_version…`) say nothing of the source.
+      const spec = l.split(/\s--|;/)[0]!.trim();
+      const name = /^[A-Za-z0-9][A-Za-z0-9._-]*/.exec(spec)?.[0];
+      // pip's name normalisation (PEP 503): hillclimb__bench and Hillclimb.Bench are this package too.
+      return (
+        name !== undefined &&
+        name.toLowerCase().replace(/[-_.]+/g, '-') === 'hillclimb-bench' &&
+        !spec.includes('@')
+      );
+    });
 }
 
 /**

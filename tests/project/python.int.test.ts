@@ -92,6 +92,9 @@ describe('a bare hillclimb-bench requirement', () => {
       'hillclimb-bench[jax]  # the bench',
       'hillclimb_bench >= 0.1',
       'Hillclimb-Bench[jax]==0.1.0',
+      'hillclimb__bench',
+      'hillclimb-bench[jax]; python_version >= "3.10"',
+      'hillclimb-bench --hash=sha256:00',
     ])
       expect(namesBenchWithoutSource(`jax\n${line}\n`), line).toBe(true);
     for (const line of [

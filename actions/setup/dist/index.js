@@ -42591,7 +42591,11 @@ function requirementsHash(root, files, pythonVersion) {
 }
 var BUNDLED_BENCH_DIR = join2("packages", "hillclimb-bench");
 function namesBenchWithoutSource(requirements) {
-  return requirements.split("\n").map((l) => l.replace(/#.*/, "").trim()).some((l) => /^hillclimb[-_.]bench\s*(\[[^\]]*\])?\s*([<>=!~][^@]*)?$/i.test(l));
+  return requirements.split("\n").map((l) => l.replace(/(^|\s)#.*/, "").trim()).some((l) => {
+    const spec = l.split(/\s--|;/)[0].trim();
+    const name = /^[A-Za-z0-9][A-Za-z0-9._-]*/.exec(spec)?.[0];
+    return name !== void 0 && name.toLowerCase().replace(/[-_.]+/g, "-") === "hillclimb-bench" && !spec.includes("@");
+  });
 }
 function bundledBenchSource(root, files) {
   const bare = files.find((f) => namesBenchWithoutSource(readFileSync5(join2(root, f), "utf8")));
