@@ -26,27 +26,7 @@ import {
   type SearchSummary,
   simulateSearch,
 } from '../../src/search/simulation.js';
-
-interface Args {
-  trials: number;
-  seed: number;
-}
-
-function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { trials: 20, seed: 1 };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = Number(argv[i + 1]);
-    if ((flag === '--trials' || flag === '--seed') && Number.isSafeInteger(value) && value > 0) {
-      args[flag === '--trials' ? 'trials' : 'seed'] = value;
-      i += 1;
-    } else {
-      process.stderr.write(`usage: npm run bench:search [-- --trials N --seed S]; bad argument ${flag}\n`);
-      process.exit(2);
-    }
-  }
-  return args;
-}
+import { type TrialsArgs as Args, parseTrialsArgs } from '../trials-args.js';
 
 /** Accelerator hours each simulated search runs for (one trial). */
 const BUDGET_HOURS = 10;
@@ -270,7 +250,7 @@ function designsTable(args: Args, results: readonly NoiseResult[]): string {
 }
 
 function main(): void {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseTrialsArgs(process.argv.slice(2), 'bench:search', { trials: 20, seed: 1 });
   const started = performance.now();
   const policy = DEFAULT_SEARCH_POLICY;
   const out: string[] = [

@@ -49,27 +49,7 @@ import {
   trueMde,
 } from '../../src/stats/simulation.js';
 import { studentTQuantile } from '../../src/stats/student.js';
-
-interface Args {
-  trials: number;
-  seed: number;
-}
-
-function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { trials: 2000, seed: 1 };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = Number(argv[i + 1]);
-    if ((flag === '--trials' || flag === '--seed') && Number.isSafeInteger(value) && value > 0) {
-      args[flag === '--trials' ? 'trials' : 'seed'] = value;
-      i += 1;
-    } else {
-      process.stderr.write(`usage: npm run bench:stats [-- --trials N --seed S]; bad argument ${flag}\n`);
-      process.exit(2);
-    }
-  }
-  return args;
-}
+import { type TrialsArgs as Args, parseTrialsArgs } from '../trials-args.js';
 
 const CVS = [0.01, 0.02, 0.05];
 const EFFECTS_IN_MDE = [0, 0.5, 1, 2];
@@ -380,7 +360,7 @@ function printedMdeTable(args: Args): string {
 }
 
 function main(): void {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseTrialsArgs(process.argv.slice(2), 'bench:stats', { trials: 2000, seed: 1 });
   const started = Date.now();
   const out: string[] = [];
   const p = DEFAULT_POLICY;
