@@ -3,7 +3,7 @@
  * by bisection on the CDF. Used for the upper confidence bound of a CV estimated from few runs (the
  * MDE's noise, noise.ts); accurate to about 1e-12.
  */
-import { logGamma } from './student.js';
+import { invertCdf, logGamma } from './student.js';
 
 const MAX_TERMS = 500;
 const EPSILON = 1e-15;
@@ -63,19 +63,7 @@ export function chiSquareQuantile(p: number, dof: number): number {
   const key = `${p}:${dof}`;
   const cached = quantileCache.get(key);
   if (cached !== undefined) return cached;
-  // Double until bracketed, then bisect.
-  let lo = 0;
-  let hi = Math.max(1, dof);
-  while (chiSquareCdf(hi, dof) < p) {
-    lo = hi;
-    hi *= 2;
-  }
-  for (let i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
-    const mid = (lo + hi) / 2;
-    if (chiSquareCdf(mid, dof) < p) lo = mid;
-    else hi = mid;
-  }
-  const q = (lo + hi) / 2;
+  const q = invertCdf((x) => chiSquareCdf(x, dof), p, 0, Math.max(1, dof), 1e-13);
   quantileCache.set(key, q);
   return q;
 }

@@ -80,16 +80,32 @@ export function studentTQuantile(p: number, dof: number): number {
   const key = `${p}:${dof}`;
   const cached = quantileCache.get(key);
   if (cached !== undefined) return cached;
-  // The t quantile is above the normal one; double until bracketed, then bisect.
-  let lo = normalQuantile(p);
-  let hi = Math.max(2 * lo, 1);
-  while (studentTCdf(hi, dof) < p) hi *= 2;
-  for (let i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, dof) < p) lo = mid;
-    else hi = mid;
-  }
-  const q = (lo + hi) / 2;
+  // The t quantile is above the normal one.
+  const lo = normalQuantile(p);
+  const q = invertCdf((x) => studentTCdf(x, dof), p, lo, Math.max(2 * lo, 1), 1e-12);
   quantileCache.set(key, q);
   return q;
+}
+
+/**
+ * The x where an increasing `cdf` reaches `p`, from `lo` (below it): double `hi` until it brackets,
+ * then bisect to a relative width `relTol`.
+ */
+export function invertCdf(
+  cdf: (x: number) => number,
+  p: number,
+  lo: number,
+  hi: number,
+  relTol: number,
+): number {
+  while (cdf(hi) < p) {
+    lo = hi;
+    hi *= 2;
+  }
+  for (let i = 0; i < 200 && hi - lo > relTol * hi; i++) {
+    const mid = (lo + hi) / 2;
+    if (cdf(mid) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
 }

@@ -73612,17 +73612,22 @@ function studentTQuantile(p, dof) {
   const key = `${p}:${dof}`;
   const cached3 = quantileCache.get(key);
   if (cached3 !== void 0) return cached3;
-  let lo = normalQuantile(p);
-  let hi = Math.max(2 * lo, 1);
-  while (studentTCdf(hi, dof) < p) hi *= 2;
-  for (let i2 = 0; i2 < 200 && hi - lo > 1e-12 * hi; i2++) {
-    const mid = (lo + hi) / 2;
-    if (studentTCdf(mid, dof) < p) lo = mid;
-    else hi = mid;
-  }
-  const q = (lo + hi) / 2;
+  const lo = normalQuantile(p);
+  const q = invertCdf((x) => studentTCdf(x, dof), p, lo, Math.max(2 * lo, 1), 1e-12);
   quantileCache.set(key, q);
   return q;
+}
+function invertCdf(cdf, p, lo, hi, relTol) {
+  while (cdf(hi) < p) {
+    lo = hi;
+    hi *= 2;
+  }
+  for (let i2 = 0; i2 < 200 && hi - lo > relTol * hi; i2++) {
+    const mid = (lo + hi) / 2;
+    if (cdf(mid) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 // src/stats/chi-square.ts
@@ -73673,18 +73678,7 @@ function chiSquareQuantile(p, dof) {
   const key = `${p}:${dof}`;
   const cached3 = quantileCache2.get(key);
   if (cached3 !== void 0) return cached3;
-  let lo = 0;
-  let hi = Math.max(1, dof);
-  while (chiSquareCdf(hi, dof) < p) {
-    lo = hi;
-    hi *= 2;
-  }
-  for (let i2 = 0; i2 < 200 && hi - lo > 1e-13 * hi; i2++) {
-    const mid = (lo + hi) / 2;
-    if (chiSquareCdf(mid, dof) < p) lo = mid;
-    else hi = mid;
-  }
-  const q = (lo + hi) / 2;
+  const q = invertCdf((x) => chiSquareCdf(x, dof), p, 0, Math.max(1, dof), 1e-13);
   quantileCache2.set(key, q);
   return q;
 }
