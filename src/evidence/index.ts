@@ -11,6 +11,7 @@ export type { KernelShare, LevelChange, LevelKey, LevelsEvidence, PeakInfo } fro
 export {
   amdahlLimit,
   amdahlSpeedup,
+  atPooledPeak,
   kernelShare,
   LEVEL_METRICS,
   peakInfo,

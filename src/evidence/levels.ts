@@ -219,11 +219,7 @@ export function summarizeLevels(
     runs.flatMap((r) => {
       const v = r.arm === arm ? r.levels?.[key] : null;
       if (typeof v !== 'number') return [];
-      // An MFU against its run's own peak, rescaled to the comparison's one peak.
-      const own = r.levels?.peakFlopsPerS;
-      return MFU_KEYS.has(key) && pooled && typeof own === 'number' && own > 0
-        ? [(v * own) / pooled.flopsPerS]
-        : [v];
+      return [MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v];
     });
   const change = (key: LevelKey, offset: number): LevelChange => {
     const c = levelChange(values('A', key), values('B', key), LEVEL_METRICS[key].direction, {
@@ -259,6 +255,15 @@ export function summarizeLevels(
 }
 
 const MFU_KEYS: ReadonlySet<LevelKey> = new Set(['kernelMfu', 'modelMfu']);
+
+/** An MFU against its run's own peak, rescaled to the comparison's one peak (as it is without either). */
+export function atPooledPeak(
+  mfu: number,
+  ownPeak: number | null | undefined,
+  pooled: PooledPeak | undefined,
+): number {
+  return pooled && typeof ownPeak === 'number' && ownPeak > 0 ? (mfu * ownPeak) / pooled.flopsPerS : mfu;
+}
 
 /** The median of the runs' peaks, with their range; undefined when no run recorded a peak. */
 export function pooledPeak(

@@ -74126,8 +74126,7 @@ function summarizeLevels(runs, info, opts) {
   const values = (arm, key) => runs.flatMap((r) => {
     const v = r.arm === arm ? r.levels?.[key] : null;
     if (typeof v !== "number") return [];
-    const own = r.levels?.peakFlopsPerS;
-    return MFU_KEYS.has(key) && pooled && typeof own === "number" && own > 0 ? [v * own / pooled.flopsPerS] : [v];
+    return [MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v];
   });
   const change = (key, offset) => {
     const c3 = levelChange(values("A", key), values("B", key), LEVEL_METRICS[key].direction, {
@@ -74162,6 +74161,9 @@ function summarizeLevels(runs, info, opts) {
   return levels;
 }
 var MFU_KEYS = /* @__PURE__ */ new Set(["kernelMfu", "modelMfu"]);
+function atPooledPeak(mfu, ownPeak, pooled) {
+  return pooled && typeof ownPeak === "number" && ownPeak > 0 ? mfu * ownPeak / pooled.flopsPerS : mfu;
+}
 function pooledPeak(runs) {
   const peaks = runs.flatMap((r) => {
     const p = r.levels?.peakFlopsPerS;
@@ -75228,10 +75230,7 @@ async function measure(env) {
     n2 = next;
   }
   const pooled = pooledPeak(m.runs);
-  const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => {
-    const own = r.levels?.peakFlopsPerS;
-    return r.mfu !== null && pooled && typeof own === "number" && own > 0 ? r.mfu * own / pooled.flopsPerS : r.mfu;
-  });
+  const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu === null ? null : atPooledPeak(r.mfu, r.levels?.peakFlopsPerS, pooled));
   const medianOrNull = (xs) => xs.length > 0 && xs.every((x) => x !== null) ? median(xs) : null;
   m.mfu = { a: medianOrNull(mfus("A")), b: medianOrNull(mfus("B")) };
   const lastB = [...m.runs].reverse().find((r) => r.arm === "B" && r.value !== null);

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  atPooledPeak,
   comparabilityProblems,
   type MeasuredRun,
   type MetricsFile,
@@ -143,12 +144,7 @@ async function measure(env: StepEnv): Promise<StepResult> {
   const mfus = (arm: ArmName) =>
     m.runs
       .filter((r) => r.arm === arm)
-      .map((r) => {
-        const own = r.levels?.peakFlopsPerS;
-        return r.mfu !== null && pooled && typeof own === 'number' && own > 0
-          ? (r.mfu * own) / pooled.flopsPerS
-          : r.mfu;
-      });
+      .map((r) => (r.mfu === null ? null : atPooledPeak(r.mfu, r.levels?.peakFlopsPerS, pooled)));
   const medianOrNull = (xs: Array<number | null>) =>
     xs.length > 0 && xs.every((x) => x !== null) ? median(xs as number[]) : null;
   m.mfu = { a: medianOrNull(mfus('A')), b: medianOrNull(mfus('B')) };
