@@ -11,6 +11,8 @@ import { ExitCode, HillclimbError } from '../util/index.js';
 
 export interface AgentRequest {
   iteration: number;
+  /** Which of the iteration's candidates this run proposes, when it proposes several (loop.candidates > 1). */
+  slot?: { index: number; of: number };
   /** The working tree the agent edits and commits in. */
   workdir: string;
   /** The rendered prompt (template + directives + harness-computed context). */

@@ -100,6 +100,11 @@ export interface BackendInfo {
   description: string;
   /** Accelerator type when known, e.g. v5p-8. */
   acceleratorType?: string;
+  /**
+   * Independent timing jobs that may run at once without sharing a machine (Ray: compute.ray.parallel_jobs);
+   * absent: one at a time (one machine, whose cores the jobs would share).
+   */
+  parallelJobs?: number;
 }
 
 export interface Backend {

@@ -61,6 +61,17 @@ export interface LoopConfig {
   retry_backoff_seconds: number;
   stuck_after: number;
   log_entries_in_prompt: number;
+  /** Candidates proposed per iteration (k); 1 is one proposal and one full comparison. */
+  candidates: number;
+}
+
+/** How an iteration with several candidates picks the one that gets the full comparison. */
+export interface SearchConfig {
+  screen_rounds: number;
+  /** Absent: `measure.practical_delta`. */
+  screen_bar?: number;
+  slot_directives: string[];
+  publish_losers: boolean;
 }
 
 export interface MeasureConfig {
@@ -109,6 +120,8 @@ export interface RayConfig {
   entrypoint_resources?: Record<string, number>;
   runtime_env?: Record<string, unknown>;
   poll_seconds: number;
+  /** Independent verifier jobs submitted at once (an iteration's screens). */
+  parallel_jobs?: number;
   /** Interpreter on the worker that starts the job runner; {python} is filled with it. */
   python: string;
   /** A job PENDING longer than this is stopped and reported as an infrastructure error. */
@@ -223,6 +236,7 @@ export interface HillclimbConfig {
   targets: Record<string, TargetConfig>;
   loop: LoopConfig;
   measure: MeasureConfig;
+  search: SearchConfig;
   agent: AgentConfig;
   compute: ComputeConfig;
   sandbox: SandboxConfig;

@@ -184,7 +184,9 @@ export function promptCheck(config: HillclimbConfig): Check {
     async run() {
       const missing = [
         config.paths.prompt,
-        ...config.agent.directives.map((d) => `${config.paths.directives_dir}/${d}.md`),
+        ...[...config.agent.directives, ...config.search.slot_directives].map(
+          (d) => `${config.paths.directives_dir}/${d}.md`,
+        ),
       ].filter((p) => !existsSync(join(config.root, p)));
       return missing.length === 0
         ? { ok: true, detail: `${config.paths.prompt}, ${config.agent.directives.length} directive(s)` }

@@ -28,6 +28,8 @@ export interface HistoryRow {
   at: string;
   runId: string;
   iteration: number;
+  /** Which of the iteration's candidates, when it proposed several (loop.candidates > 1); 1-based. */
+  slot?: number;
   target: string;
   verdict: Verdict;
   /** One line: why. */

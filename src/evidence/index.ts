@@ -34,6 +34,9 @@ export type {
   MeasurementEvidence,
   ProfileEvidence,
   PublishEvidence,
+  ScreenEvidence,
+  SearchCandidateRow,
+  SearchEvidence,
   SessionRecord,
   StepName,
 } from './record.js';

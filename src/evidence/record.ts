@@ -242,6 +242,49 @@ export interface PublishEvidence {
   warnings: string[];
 }
 
+/**
+ * One candidate's screening session: a few paired rounds of champion (a) and candidate (b) in one
+ * verifier process. They rank the candidates; the winner's verdict comes from fresh rounds only.
+ */
+export interface ScreenEvidence {
+  rounds: number;
+  a: number[];
+  b: number[];
+  /** Median of the per-round improvement ratios (> 1 better); null when a value was unusable. */
+  estimate: number | null;
+  survived: boolean;
+  reason: string;
+  /** The session document and its log, relative to the bundle. */
+  sessionFile: string;
+  logFile: string;
+  /** When the session's job was started, and how long it took (screens may run at once: parallelJobs). */
+  startedAt: string;
+  durationMs: number;
+}
+
+/** One candidate of an iteration's search, as the winner's comment and every candidate's record show it. */
+export interface SearchCandidateRow {
+  slot: number;
+  subject: string | null;
+  /** How far it got: the step that stopped it, `screen`, or `measure` (the full comparison). */
+  stage: StepName | 'screen';
+  verdict: Verdict | null;
+  /** Its screening estimate (null when it was not screened or a value was unusable). */
+  estimate: number | null;
+  reason: string;
+}
+
+export interface SearchEvidence {
+  /** `winner`: the candidate the full comparison measured; `loser`: every other one. */
+  role: 'winner' | 'loser';
+  /** The slot of the winner, or null when no candidate survived its gates and the screen. */
+  winner: number | null;
+  /** 1 + search.screen_bar: the screening estimate a candidate needed. */
+  threshold: number;
+  screenRounds: number;
+  candidates: SearchCandidateRow[];
+}
+
 export interface IterationEvidence {
   schema: typeof EVIDENCE_SCHEMA;
   runId: string;
@@ -259,6 +302,15 @@ export interface IterationEvidence {
   verdictReasons: string[];
   /** The step that ended the evaluation early (guard, a gate, measure), if any. */
   stoppedAt?: StepName;
+  /**
+   * Which of the iteration's candidates this is, when it proposed several (loop.candidates > 1): each
+   * candidate has a record of its own, and the names of its branch, worktrees and bundle carry `index`.
+   */
+  slot?: { index: number; of: number };
+  /** A candidate's screening session (slots only): it ranked the candidates and is never evidence. */
+  screen?: ScreenEvidence;
+  /** What the iteration's search found, on every candidate's record (slots only). */
+  search?: SearchEvidence;
   /** The champion this iteration started from. */
   base: { commit: string; iteration?: number; branch?: string };
   candidate?: {

@@ -1,11 +1,12 @@
 /**
  * The verdicts of hillclimb. Every iteration ends with exactly one; the loop, reports, history and PR
  * comments all use these names and descriptions. The statistics' A/B rule (stats/compare-arms.ts)
- * produces the first five; the loop adds `error` and `no-op`.
+ * produces the first five; the loop adds `error`, `no-op` and, for the candidates of an iteration that
+ * searched among several (loop.candidates > 1), `screened-out`.
  */
 import { STATS_VERDICTS } from '../stats/index.js';
 
-export const VERDICTS = [...STATS_VERDICTS, 'error', 'no-op'] as const;
+export const VERDICTS = [...STATS_VERDICTS, 'error', 'no-op', 'screened-out'] as const;
 
 export type Verdict = (typeof VERDICTS)[number];
 
@@ -22,6 +23,8 @@ export const VERDICT_DESCRIPTIONS: Readonly<Record<Verdict, string>> = {
   'needs-human': 'an implausibly large speedup (above the configured ceiling); never accepted automatically',
   error: 'an infrastructure step failed (backend, network, command); says nothing about the candidate',
   'no-op': 'the agent made no commit; nothing to measure',
+  'screened-out':
+    "one of several candidates of an iteration: it passed its gates, but its short screening measurement was below the screen's bar or behind another candidate's, so it got no full comparison; the champion stays",
 };
 
 /** Short labels for tables (benchstat prints "~" for no significant change). */
@@ -33,6 +36,7 @@ export const VERDICT_SYMBOLS: Readonly<Record<Verdict, string>> = {
   'needs-human': '?',
   error: 'E',
   'no-op': '-',
+  'screened-out': '·',
 };
 
 export function isVerdict(value: unknown): value is Verdict {

@@ -56,6 +56,7 @@ const VERDICT_STYLES: Record<string, LabelStyle> = {
   'needs-human': { color: 'fbca04', description: 'hillclimb: implausible result, a person must look' },
   error: { color: '5319e7', description: 'hillclimb: infrastructure failure, not a verdict on the change' },
   'no-op': { color: 'ededed', description: 'hillclimb: the agent made no commit' },
+  'screened-out': { color: 'bfd4f2', description: 'hillclimb: lost the screen among several candidates' },
 };
 const DEFAULT_STYLE: LabelStyle = { color: '1d76db', description: 'Managed by hillclimb' };
 

@@ -24,6 +24,7 @@ import { customCallSection, DEFAULT_HOTSPOT_ROWS, hotspotSection } from './hotsp
 import { cell, code, link } from './markdown.js';
 import { deltaSection, rawRunsSection } from './measurement.js';
 import { provenanceSection } from './provenance.js';
+import { searchSection } from './search.js';
 import { DEFAULT_MAX_POINTS, trajectorySection } from './trajectory.js';
 
 /**
@@ -143,6 +144,7 @@ export function commentParts(
   return [
     { key: 'headline', variants: [headlineSection(evidence)] },
     { key: 'delta', variants: optional(deltaSection(evidence)) },
+    { key: 'search', variants: optional(searchSection(evidence)) },
     {
       key: 'checks',
       variants: [

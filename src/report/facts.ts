@@ -187,6 +187,6 @@ export function championAfter(evidence: IterationEvidence): string {
 }
 
 /** Where an iteration's bundle lives in the store (and under the state folder): `runs/<run>/i003`. */
-export function bundleKey(evidence: Pick<IterationEvidence, 'runId' | 'iteration'>): string {
-  return `runs/${evidence.runId}/${iterationTag(evidence.iteration)}`;
+export function bundleKey(evidence: Pick<IterationEvidence, 'runId' | 'iteration' | 'slot'>): string {
+  return `runs/${evidence.runId}/${iterationTag(evidence)}`;
 }

@@ -128,9 +128,14 @@ export function formatTime(iso: string): string {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-/** The iteration tag used in branch names and progress lines: 3 → `i003`. */
-export function iterationTag(iteration: number): string {
-  return `i${String(iteration).padStart(3, '0')}`;
+/**
+ * The iteration tag used in branch names, bundle keys and progress lines: 3 → `i003`; the second
+ * candidate of iteration 3 (loop.candidates > 1) → `i003-c2`.
+ */
+export function iterationTag(key: number | { iteration: number; slot?: { index: number } }): string {
+  const k = typeof key === 'number' ? { iteration: key } : key;
+  const tag = `i${String(k.iteration).padStart(3, '0')}`;
+  return k.slot ? `${tag}-c${k.slot.index}` : tag;
 }
 
 /** `1 test`, `2 tests`. */

@@ -33,7 +33,7 @@ export interface RenderedJobSummary {
 /** The run's iterations as a markdown table. */
 export function runSummaryTable(iterations: readonly IterationEvidence[]): string {
   const rows = iterations.map((ev) => [
-    iterationTag(ev.iteration),
+    iterationTag(ev),
     cell(verdictLabel(ev)),
     cell(subjectOf(ev)),
     measuredChange(ev)?.delta ?? EM_DASH,
@@ -87,7 +87,7 @@ export function renderJobSummary(
   }
   const rows = opts.hotspotRows ?? SUMMARY_HOTSPOT_ROWS;
   for (const ev of [...iterations].reverse()) {
-    const tag = iterationTag(ev.iteration);
+    const tag = iterationTag(ev);
     for (const part of commentParts(ev, [], { hotspotRows: rows, where })) {
       if (part.key === 'chart' || part.variants.length === 0) continue;
       parts.push({ key: `${part.key}:${tag}`, variants: part.variants });
@@ -96,7 +96,7 @@ export function renderJobSummary(
     if (steps) parts.push({ key: `steps:${tag}`, variants: [steps] });
   }
   // Raw values of the oldest iterations go first, then the chart, then tables, newest last.
-  const tags = iterations.map((e) => iterationTag(e.iteration));
+  const tags = iterations.map((e) => iterationTag(e));
   const plan = [
     ...tags.flatMap((t) => shrinkSteps(parts, `raw:${t}`)),
     ...shrinkSteps(parts, 'chart'),

@@ -30,7 +30,16 @@ import {
   verdictLabel,
   verdictReasons,
 } from './facts.js';
-import { EM_DASH, formatDuration, formatTime, oneLine, plural, shortSha, truncateText } from './format.js';
+import {
+  EM_DASH,
+  formatDuration,
+  formatRatio,
+  formatTime,
+  oneLine,
+  plural,
+  shortSha,
+  truncateText,
+} from './format.js';
 import {
   beforeAfter,
   customCallNames,
@@ -66,6 +75,8 @@ export const LOG_LABELS = [
   'Failing tests (CPU)',
   'Correctness (accelerator)',
   'Failing tests (accelerator)',
+  'Search',
+  'Screen',
   'Measurement',
   'MFU',
   'Kernel',
@@ -164,7 +175,7 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
   const add = (label: LogLabel, text: string) => lines.push([label, escapeHtml(oneLine(text))]);
   add(
     'Run',
-    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`,
+    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ''}, target ${code(evidence.target)}`,
   );
   add('Date', formatTime(evidence.startedAt));
   add('Verdict', verdictLabel(evidence));
@@ -198,6 +209,32 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
     const failing = failingList(gate, LOG_FAILING_TESTS);
     if (failing) add(`Failing tests (${name})`, failing);
   }
+  const search = evidence.search;
+  if (search) {
+    add(
+      'Search',
+      search.winner === null
+        ? `${plural(search.candidates.length, 'candidate')}; none survived its gates and the screen`
+        : `${plural(search.candidates.length, 'candidate')}; candidate ${search.winner} measured in full, on fresh rounds`,
+    );
+  }
+  const screen = evidence.screen;
+  if (screen) {
+    const estimate = screen.estimate === null ? 'no usable estimate' : formatRatio(screen.estimate);
+    const bar = search ? ` (bar ${formatRatio(search.threshold)})` : '';
+    const outcome =
+      search?.role === 'winner'
+        ? 'the best; measured in full'
+        : !screen.survived
+          ? 'below the bar: dropped'
+          : search?.winner != null
+            ? `behind candidate ${search.winner}`
+            : 'not measured in full';
+    add(
+      'Screen',
+      `${plural(screen.rounds, 'paired round')} against the champion: ${estimate}${bar}; ${outcome}`,
+    );
+  }
   const m = evidence.measurement;
   if (m) {
     const change = measuredChange(evidence);
@@ -215,7 +252,14 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
       if (model) add('Model', model);
     }
   } else {
-    add('Measurement', evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : 'not run');
+    add(
+      'Measurement',
+      evidence.verdict === 'screened-out'
+        ? 'not run (screened out)'
+        : evidence.stoppedAt
+          ? `not run (stopped at ${evidence.stoppedAt})`
+          : 'not run',
+    );
   }
   const share = m ? shareLine(evidence) : undefined;
   if (share) add('Kernel share', share);
@@ -288,7 +332,8 @@ ${opts.goal ?? DEFAULT_GOAL}
 - The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
   interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
   the candidate and diffs its trace against the champion's.
-- Exactly one verdict per iteration: improved, no-change, regressed, invalid, needs-human, error or no-op.
+- Exactly one verdict per iteration (per candidate when an iteration proposes several): improved, no-change,
+  regressed, invalid, needs-human, error, no-op or screened-out.
 - Every iteration becomes a draft pull request; people review and merge.
 
 ## How entries are produced

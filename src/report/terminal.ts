@@ -96,7 +96,7 @@ export function progressLine(evidence: IterationEvidence, step: StepName, note?:
   const status = record && record.status !== 'done' ? `${record.status}` : undefined;
   const detail = stepDetail(evidence, step) ?? note ?? record?.note;
   const text = [status, detail].filter(Boolean).join(': ');
-  return `[${iterationTag(evidence.iteration)} ${step}]${text ? ` ${oneLine(text)}` : ''}`;
+  return `[${iterationTag(evidence)} ${step}]${text ? ` ${oneLine(text)}` : ''}`;
 }
 
 /** Pad to `width` code points. */
@@ -128,7 +128,7 @@ export function textTable(
 export function runTable(iterations: readonly IterationEvidence[]): string {
   if (iterations.length === 0) return 'no iterations';
   const rows = iterations.map((ev) => [
-    iterationTag(ev.iteration),
+    iterationTag(ev),
     verdictLabel(ev),
     truncateText(subjectOf(ev), TABLE_SUBJECT_WIDTH),
     measuredChange(ev)?.delta ?? EM_DASH,
@@ -137,5 +137,7 @@ export function runTable(iterations: readonly IterationEvidence[]): string {
   ]);
   const improved = iterations.filter((e) => e.verdict === 'improved').length;
   const table = textTable(['iter', 'verdict', 'subject', 'delta [CI]', 'champion after', 'PR'], rows);
-  return `${table}\n${plural(iterations.length, 'iteration')}, ${improved} improved`;
+  const count = new Set(iterations.map((e) => e.iteration)).size;
+  const candidates = iterations.some((e) => e.slot) ? ` (${plural(iterations.length, 'candidate')})` : '';
+  return `${table}\n${plural(count, 'iteration')}${candidates}, ${improved} improved`;
 }

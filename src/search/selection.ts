@@ -57,6 +57,12 @@ export interface ScreenMeasurement {
 export interface ScreenArm {
   id: string;
   values: readonly number[];
+  /**
+   * The champion's values of this candidate's own screening session, when each candidate is screened
+   * in a session of its own (the loop: one verifier job per candidate, in parallel where the backend
+   * allows); absent, the measurement's shared `champion` rounds.
+   */
+  champion?: readonly number[];
 }
 
 export interface ScreenedCandidate {
@@ -162,7 +168,7 @@ export function screenCandidates(
   if (ids.size !== measurement.candidates.length)
     throw new RangeError('screen: candidate ids must be unique');
   const ranked = measurement.candidates
-    .map((arm) => screenOne(measurement.champion, arm, direction, policy))
+    .map((arm) => screenOne(arm.champion ?? measurement.champion, arm, direction, policy))
     .sort(byRank);
   const best = ranked[0];
   return { ranked, winner: best?.survived ? best.id : null, threshold: 1 + policy.bar };
@@ -179,7 +185,7 @@ export function selectWinner(measurement: ScreenMeasurement, result: ScreenResul
   if (result.winner === null) return null;
   const arm = measurement.candidates.find((c) => c.id === result.winner);
   if (!arm) throw new RangeError(`screen winner ${result.winner} is not among the measured candidates`);
-  return { winner: arm.id, screenRounds: { a: measurement.champion, b: arm.values } };
+  return { winner: arm.id, screenRounds: { a: arm.champion ?? measurement.champion, b: arm.values } };
 }
 
 /** What the full comparison of the winner needs next, or its verdict. */

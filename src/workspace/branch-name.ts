@@ -1,5 +1,6 @@
 /**
- * The names of the branches the loop creates: `<prefix><target>/<run-id>/i<NNN>`, each part checked,
+ * The names of the branches the loop creates: `<prefix><target>/<run-id>/i<NNN>` (`…/i<NNN>-c<slot>` for
+ * one of several candidates), each part checked,
  * the whole through the one branch-name validator (src/util/branch-name.ts).
  */
 import { assertBranchName, ExitCode, HillclimbError } from '../util/index.js';
@@ -12,6 +13,8 @@ export interface LoopBranchParts {
   runId: string;
   /** 1-based iteration number. */
   iteration: number;
+  /** Which of the iteration's candidates (loop.candidates > 1), 1-based: `i<NNN>-c<slot>`. */
+  slot?: number;
 }
 
 /** `<prefix><target>/<run-id>/i<NNN>`, e.g. `hillclimb/gdn/20261121-2340-ab12/i007`. Validated. */
@@ -31,7 +34,13 @@ export function loopBranchName(parts: LoopBranchParts): string {
       exitCode: ExitCode.badInput,
     });
   }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, '0')}`;
+  if (parts.slot !== undefined && !(Number.isInteger(parts.slot) && parts.slot >= 1)) {
+    throw new HillclimbError(`invalid candidate slot for a branch: ${parts.slot}`, {
+      exitCode: ExitCode.badInput,
+    });
+  }
+  const slot = parts.slot === undefined ? '' : `-c${parts.slot}`;
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, '0')}${slot}`;
   assertBranchName(name);
   return name;
 }

@@ -60,6 +60,36 @@ describe.skipIf(unavailable !== undefined)(
       );
     }, 300_000);
 
+    // Issue 25: the screens of an iteration's candidates run as parallel Ray jobs (parallel_jobs: 2).
+    it('screens two candidates as Ray jobs at once; the winner alone is measured in full', async () => {
+      const repo = join(t.dir, 'search');
+      makeToyRepo(
+        repo,
+        [
+          { ...STANDARD_PATCHES[0]!, name: '0001-shorter-delay' },
+          { ...STANDARD_PATCHES[2]!, name: '0001.2-same-speed' },
+        ],
+        rayConfig(head.address).replace('poll_seconds: 0.5\n', 'poll_seconds: 0.5\n    parallel_jobs: 2\n'),
+      );
+      const r = await runLoop({
+        configFile: join(repo, 'hillclimb.yml'),
+        logger: memoryLogger(),
+        sleep: async () => undefined,
+        overrides: { 'loop.iterations': 1, 'loop.candidates': 2 },
+      });
+      const [winner, loser] = r.iterations[0]!.candidates!.map((c) => c.evidence);
+      expect([winner!.verdict, loser!.verdict]).toEqual(['improved', 'screened-out']);
+      expect(loser!.isolation?.measure?.mode).toBe('remote');
+      // Both screening jobs were running at the same time.
+      const span = (s: NonNullable<typeof winner>['screen']) => {
+        const start = Date.parse(s!.startedAt);
+        return [start, start + s!.durationMs] as const;
+      };
+      const [a, b] = [span(winner!.screen), span(loser!.screen)];
+      expect(Math.max(a[0], b[0])).toBeLessThan(Math.min(a[1], b[1]));
+      expect(winner!.measurement!.sessions!.length).toBeGreaterThanOrEqual(1);
+    }, 300_000);
+
     it('a Ray head that dies mid-run: the job fails as infrastructure, is retried, ends in error, and the failure budget stops the loop', async () => {
       const repo = join(t.dir, 'dies');
       makeToyRepo(repo, [STANDARD_PATCHES[0]!, STANDARD_PATCHES[2]!], rayConfig(head.address));

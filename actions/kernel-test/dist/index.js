@@ -44853,6 +44853,7 @@ var hillclimb_schema_default = {
     },
     loop: { $ref: "#/definitions/loop", default: {} },
     measure: { $ref: "#/definitions/measure", default: {} },
+    search: { $ref: "#/definitions/search", default: {} },
     agent: { $ref: "#/definitions/agent", default: {} },
     compute: { $ref: "#/definitions/compute", default: {} },
     sandbox: { $ref: "#/definitions/sandbox", default: {} },
@@ -45060,7 +45061,45 @@ var hillclimb_schema_default = {
           default: 3,
           description: "Stop and ask for a human when this many consecutive iterations fail with the same signature."
         },
-        log_entries_in_prompt: { type: "integer", minimum: 0, default: 3 }
+        log_entries_in_prompt: { type: "integer", minimum: 0, default: 3 },
+        candidates: {
+          type: "integer",
+          minimum: 1,
+          maximum: 8,
+          default: 1,
+          description: "Candidates proposed per iteration (k). 1: one proposal and one full comparison. More: k agent runs from the same champion, each in its own sandbox and clone; the ones that pass guard and gates are screened against the champion (search.screen_rounds), and only the best survivor gets the full comparison, on fresh rounds (docs/search.md)."
+        }
+      }
+    },
+    search: {
+      type: "object",
+      additionalProperties: false,
+      description: "How an iteration with loop.candidates > 1 picks its one candidate for the full comparison.",
+      properties: {
+        screen_rounds: {
+          type: "integer",
+          minimum: 1,
+          maximum: 20,
+          default: 2,
+          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence."
+        },
+        screen_bar: {
+          type: "number",
+          exclusiveMinimum: -1,
+          exclusiveMaximum: 1,
+          description: "A candidate survives the screen when the median of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%). Absent: measure.practical_delta."
+        },
+        slot_directives: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[a-z0-9-]+$" },
+          description: "Directive presets that diversify the candidates: candidate s gets slot_directives[(s - 1) mod n] on top of agent.directives (file names in session_directives/ without .md)."
+        },
+        publish_losers: {
+          type: "boolean",
+          default: false,
+          description: "Open a PR for every candidate that was measured, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
+        }
       }
     },
     measure: {
@@ -45220,6 +45259,13 @@ var hillclimb_schema_default = {
               description: "Passed to the Jobs API as is (working_dir is set by hillclimb)."
             },
             poll_seconds: { type: "number", exclusiveMinimum: 0, default: 2 },
+            parallel_jobs: {
+              type: "integer",
+              minimum: 1,
+              maximum: 64,
+              default: 1,
+              description: "Verifier jobs hillclimb submits at once where they are independent: the screening sessions of an iteration's candidates (loop.candidates > 1). Set it to the number of nodes that have entrypoint_resources, so that each screen has a machine of its own; 1 runs them one after another."
+            },
             python: {
               type: "string",
               minLength: 1,
@@ -45792,7 +45838,13 @@ function loopBranchName(parts) {
       exitCode: ExitCode2.badInput
     });
   }
-  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}`;
+  if (parts.slot !== void 0 && !(Number.isInteger(parts.slot) && parts.slot >= 1)) {
+    throw new HillclimbError(`invalid candidate slot for a branch: ${parts.slot}`, {
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const slot = parts.slot === void 0 ? "" : `-c${parts.slot}`;
+  const name = `${parts.prefix}${parts.target}/${parts.runId}/i${String(parts.iteration).padStart(3, "0")}${slot}`;
   assertBranchName(name);
   return name;
 }
@@ -55783,6 +55835,21 @@ var ReplayAgent = class {
   opts;
   name = "replay";
   patches;
+  /** The patch of an iteration's candidate: the iteration's own, or its slot file (`NNNN.s-*.patch`). */
+  patchFor(request2) {
+    const entry = this.patches[request2.iteration - 1];
+    const slot = request2.slot?.index ?? 1;
+    if (!entry || slot === 1) return entry;
+    const prefix = `${PATCH_NAME.exec(basename2(entry.patch))[1]}.${slot}-`;
+    const names = readdirSync4(this.opts.dir).sort();
+    const patch = names.find((n2) => n2.startsWith(prefix) && n2.endsWith(".patch"));
+    if (!patch) return void 0;
+    const companion = names.find((n2) => n2.startsWith(prefix) && n2.endsWith(".json"));
+    return {
+      patch: join10(this.opts.dir, patch),
+      ...companion ? { companion: join10(this.opts.dir, companion) } : {}
+    };
+  }
   async run(request2) {
     const started = Date.now();
     mkdirSync12(dirname11(request2.logFile), { recursive: true });
@@ -55801,11 +55868,12 @@ var ReplayAgent = class {
       };
     };
     if (request2.signal?.aborted) return done("failed", null, { infraError: "cancelled" });
-    const entry = this.patches[request2.iteration - 1];
+    const entry = this.patchFor(request2);
     if (!entry) {
-      log(`replay: no patch for iteration ${request2.iteration} (${this.patches.length} in ${this.opts.dir})`);
+      const which2 = request2.slot ? `iteration ${request2.iteration}, candidate ${request2.slot.index}` : `iteration ${request2.iteration}`;
+      log(`replay: no patch for ${which2} (${this.patches.length} in ${this.opts.dir})`);
       writeResult(request2.resultFile, {
-        hypothesis: `No replay patch is left for iteration ${request2.iteration}.`,
+        hypothesis: `No replay patch is left for ${which2}.`,
         summary: `The replay folder holds ${this.patches.length} patches; nothing was changed.`,
         next_idea: `Add NNNN-*.patch files to ${this.opts.dir} to replay more iterations.`
       });
@@ -55813,7 +55881,9 @@ var ReplayAgent = class {
     }
     const text3 = readFileSync12(entry.patch, "utf8");
     const described = describePatch(text3, basename2(entry.patch));
-    log(`replay: iteration ${request2.iteration} applies ${entry.patch}`);
+    log(
+      `replay: iteration ${request2.iteration}${request2.slot ? ` candidate ${request2.slot.index}` : ""} applies ${entry.patch}`
+    );
     try {
       const git2 = await Git.create(request2.workdir);
       await git2.applyPatch(entry.patch);
@@ -57296,7 +57366,8 @@ var RayBackend = class {
       hasAccelerator: hasTpu,
       platform: hasTpu ? "tpu" : "cpu",
       description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ""}`,
-      ...tpuType ? { acceleratorType: tpuType } : {}
+      ...tpuType ? { acceleratorType: tpuType } : {},
+      ...(this.opts.config.parallel_jobs ?? 1) > 1 ? { parallelJobs: this.opts.config.parallel_jobs } : {}
     };
   }
 };
@@ -58156,7 +58227,8 @@ var VERDICT_STYLES = {
   invalid: { color: "b60205", description: "hillclimb: touched protected paths or failed correctness" },
   "needs-human": { color: "fbca04", description: "hillclimb: implausible result, a person must look" },
   error: { color: "5319e7", description: "hillclimb: infrastructure failure, not a verdict on the change" },
-  "no-op": { color: "ededed", description: "hillclimb: the agent made no commit" }
+  "no-op": { color: "ededed", description: "hillclimb: the agent made no commit" },
+  "screened-out": { color: "bfd4f2", description: "hillclimb: lost the screen among several candidates" }
 };
 var DEFAULT_STYLE = { color: "1d76db", description: "Managed by hillclimb" };
 function labelStyle(name) {
@@ -74474,7 +74546,7 @@ async function readSession(file) {
 }
 
 // src/evidence/verdicts.ts
-var VERDICTS = [...STATS_VERDICTS, "error", "no-op"];
+var VERDICTS = [...STATS_VERDICTS, "error", "no-op", "screened-out"];
 var VERDICT_DESCRIPTIONS = {
   improved: "the whole confidence interval of the improvement is above the noise floor; the candidate becomes the champion",
   "no-change": "~ no significant change: the confidence interval reaches inside the noise floor; the champion stays",
@@ -74482,7 +74554,8 @@ var VERDICT_DESCRIPTIONS = {
   invalid: "the candidate or its evidence cannot support a verdict (failed correctness, protected path touched, bad or too few measurements)",
   "needs-human": "an implausibly large speedup (above the configured ceiling); never accepted automatically",
   error: "an infrastructure step failed (backend, network, command); says nothing about the candidate",
-  "no-op": "the agent made no commit; nothing to measure"
+  "no-op": "the agent made no commit; nothing to measure",
+  "screened-out": "one of several candidates of an iteration: it passed its gates, but its short screening measurement was below the screen's bar or behind another candidate's, so it got no full comparison; the champion stays"
 };
 var VERDICT_SYMBOLS = {
   improved: "\u2713",
@@ -74491,7 +74564,8 @@ var VERDICT_SYMBOLS = {
   invalid: "!",
   "needs-human": "?",
   error: "E",
-  "no-op": "-"
+  "no-op": "-",
+  "screened-out": "\xB7"
 };
 
 // src/loop/state/bundle.ts
@@ -74520,8 +74594,10 @@ var BundleFiles = {
   prBody: "report/pr.md",
   logEntry: "report/log-entry.md"
 };
-function iterationDirName(iteration) {
-  return `i${String(iteration).padStart(3, "0")}`;
+function iterationDirName(key) {
+  const k = typeof key === "number" ? { iteration: key } : key;
+  const base = `i${String(k.iteration).padStart(3, "0")}`;
+  return k.slot === void 0 ? base : `${base}-c${k.slot.index}`;
 }
 var Bundle = class {
   constructor(dir) {
@@ -74616,17 +74692,17 @@ import { existsSync as existsSync19, rmSync as rmSync19 } from "node:fs";
 // src/loop/state/worktrees.ts
 import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync17 } from "node:fs";
 import { join as join26 } from "node:path";
-function candidateWorktreePath(ctx, iteration) {
-  return join26(ctx.runDir, "worktrees", iterationDirName(iteration));
+function candidateWorktreePath(ctx, key) {
+  return join26(ctx.runDir, "worktrees", iterationDirName(key));
 }
 function championWorktreePath(ctx, commit2) {
   return join26(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
-function agentRepoPath(ctx, iteration) {
-  return join26(ctx.runDir, "agent", iterationDirName(iteration), "repo");
+function agentRepoPath(ctx, key) {
+  return join26(ctx.runDir, "agent", iterationDirName(key), "repo");
 }
-function agentOutputPath(ctx, iteration) {
-  return join26(ctx.runDir, "agent", iterationDirName(iteration), "out");
+function agentOutputPath(ctx, key) {
+  return join26(ctx.runDir, "agent", iterationDirName(key), "out");
 }
 async function worktreeAt(ctx, path6, commit2) {
   if (existsSync17(path6)) {
@@ -74643,19 +74719,21 @@ async function worktreeAt(ctx, path6, commit2) {
 }
 
 // src/loop/steps/naming.ts
-function iterationBranch(ctx, iteration) {
+function iterationBranch(ctx, key) {
+  const k = typeof key === "number" ? { iteration: key } : key;
   return loopBranchName({
     prefix: ctx.config.loop.branch_prefix,
     target: ctx.target.name,
     runId: ctx.runId,
-    iteration
+    iteration: k.iteration,
+    ...k.slot ? { slot: k.slot.index } : {}
   });
 }
-function candidateRef(runId, iteration) {
-  return `refs/hillclimb/candidates/${runId}/${iterationDirName(iteration)}`;
+function candidateRef(runId, key) {
+  return `refs/hillclimb/candidates/${runId}/${iterationDirName(key)}`;
 }
-function jobId(runId, iteration, ...parts) {
-  return [runId, iterationDirName(iteration), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
+function jobId(runId, key, ...parts) {
+  return [runId, iterationDirName(key), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
 }
 
 // src/loop/steps/programs.ts
@@ -74732,7 +74810,7 @@ async function exportPrograms(ctx, ev, o2) {
   rmSync18(o2.dest, { recursive: true, force: true });
   rmSync18(o2.logFile, { force: true });
   const result = await o2.backend.run({
-    id: jobId(ctx.runId, ev.iteration, "export", o2.name, Date.now()),
+    id: jobId(ctx.runId, ev, "export", o2.name, Date.now()),
     command: exportCommand(ctx, o2.platform, o2.draw, o2.only),
     workdir: o2.workdir,
     timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
@@ -74777,6 +74855,12 @@ function lastErrorLine(logFile) {
 function verifierTreePath(ctx, commit2, name) {
   return join27(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
 }
+var repositoryQueue = Promise.resolve();
+function oneAtATime(fn) {
+  const run2 = repositoryQueue.then(fn, fn);
+  repositoryQueue = run2.catch(() => void 0);
+  return run2;
+}
 async function verifierTree(ctx, commit2, name, programs) {
   const path6 = verifierTreePath(ctx, commit2, name);
   const wt = await worktreeAt(ctx, path6, commit2);
@@ -74803,13 +74887,13 @@ var VerifierFailed = class extends Error {
   timedOut;
 };
 async function runVerifier(ctx, ev, o2) {
-  const tree = await verifierTree(ctx, o2.harness, o2.name, o2.programs);
+  const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, o2.name, o2.programs));
   rmSync18(o2.sessionFile, { force: true });
   rmSync18(o2.logFile, { force: true });
   if (o2.traceDir) rmSync18(o2.traceDir, { recursive: true, force: true });
   const timeout = ctx.target.bench.timeout_minutes;
   const result = await o2.backend.run({
-    id: jobId(ctx.runId, ev.iteration, "verify", o2.name, Date.now()),
+    id: jobId(ctx.runId, ev, "verify", o2.name, Date.now()),
     command: verifyCommand(ctx, o2),
     workdir: tree,
     timeoutMs: timeout * MINUTE_MS,
@@ -74878,7 +74962,7 @@ function skip(env, which2, reason) {
 async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   const candidate = ev.candidate;
   const label = which2 === "cpu" ? "CPU" : "accelerator";
-  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
   const job = { ctx, bundle, ev, which: which2, backend, root: wt.root, commit: candidate.commit };
   const [suite, programs] = settled(await Promise.allSettled([runSuite(job, gate), verifyPrograms(job)]));
   const evidence = {
@@ -74912,7 +74996,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
   const logFile = bundle.path(BundleFiles.gateLog(which2));
   rmSync19(junitFile, { force: true });
   const result = await backend.run({
-    id: jobId(ctx.runId, ev.iteration, `${which2}-gate`, Date.now()),
+    id: jobId(ctx.runId, ev, `${which2}-gate`, Date.now()),
     command: gate.command,
     workdir: root,
     timeoutMs: gate.timeout_minutes * MINUTE_MS2,
@@ -75047,6 +75131,7 @@ function historyRow(ev, championAfter, now = /* @__PURE__ */ new Date()) {
     at: now.toISOString(),
     runId: ev.runId,
     iteration: ev.iteration,
+    ...ev.slot ? { slot: ev.slot.index } : {},
     target: ev.target,
     verdict: ev.verdict ?? "error",
     reason: ev.verdictReasons[0] ?? "",
@@ -75289,7 +75374,7 @@ async function armPrograms(env, platform3) {
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const B = bundlePrograms(bundle, "B", platform3);
   if (!gated || !existsSync20(join29(B, "manifest.json"))) {
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
       workdir: wt.root,
@@ -75610,8 +75695,10 @@ function formatTime(iso) {
   if (Number.isNaN(ms2)) return iso;
   return `${new Date(ms2).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
-function iterationTag(iteration) {
-  return `i${String(iteration).padStart(3, "0")}`;
+function iterationTag(key) {
+  const k = typeof key === "number" ? { iteration: key } : key;
+  const tag = `i${String(k.iteration).padStart(3, "0")}`;
+  return k.slot ? `${tag}-c${k.slot.index}` : tag;
 }
 function plural(count2, noun, pluralNoun = `${noun}s`) {
   return `${count2} ${count2 === 1 ? noun : pluralNoun}`;
@@ -75940,7 +76027,7 @@ function guardText(guard) {
   return `failed, ${changed} changed${parts.length > 0 ? `; ${parts.join("; ")}` : ""}`;
 }
 function bundleKey(evidence) {
-  return `runs/${evidence.runId}/${iterationTag(evidence.iteration)}`;
+  return `runs/${evidence.runId}/${iterationTag(evidence)}`;
 }
 
 // src/report/checks.ts
@@ -76457,6 +76544,49 @@ function provenanceSection(evidence) {
 ${table(["", ""], provenanceRows(evidence))}`;
 }
 
+// src/report/search.ts
+var STAGE_LABELS = {
+  prepare: "prepare",
+  propose: "proposal",
+  guard: "guard",
+  "cpu-gate": "CPU gate",
+  "accelerator-gate": "accelerator gate",
+  screen: "screen",
+  measure: "full comparison"
+};
+function searchSection(evidence) {
+  const search = evidence.search;
+  if (!search || !evidence.slot) return void 0;
+  const rows = search.candidates.map((row) => candidateCells(row, evidence));
+  const k = search.candidates.length;
+  const heading = search.winner === null ? `#### Search: ${plural(k, "candidate")}, none measured in full` : `#### Search: ${plural(k, "candidate")}, candidate ${search.winner} measured in full`;
+  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds. The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  return [
+    heading,
+    rule,
+    table(["candidate", "change", "reached", "screen", "verdict", "why"], rows, [
+      "left",
+      "left",
+      "left",
+      "right"
+    ])
+  ].join("\n\n");
+}
+function candidateCells(row, evidence) {
+  const self2 = row.slot === evidence.slot?.index;
+  const verdict = self2 ? evidence.verdict ?? row.verdict : row.verdict;
+  const reason = self2 ? evidence.verdictReasons[0] ?? row.reason : row.reason;
+  const name = self2 ? `**${row.slot}** (this)` : String(row.slot);
+  return [
+    name,
+    row.subject === null ? "\u2014" : cell(row.subject),
+    STAGE_LABELS[row.stage] ?? row.stage,
+    row.estimate === null ? "\u2014" : formatRatio(row.estimate),
+    verdict ?? (row.stage === "measure" ? "being measured" : "\u2014"),
+    cell(reason)
+  ];
+}
+
 // src/report/trajectory.ts
 var DEFAULT_MAX_POINTS = 50;
 function trajectory(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
@@ -76731,6 +76861,7 @@ ${omittedNote(`Rows beyond the first ${n2}`, where2)}`);
   return [
     { key: "headline", variants: [headlineSection(evidence)] },
     { key: "delta", variants: optional(deltaSection(evidence)) },
+    { key: "search", variants: optional(searchSection(evidence)) },
     {
       key: "checks",
       variants: [
@@ -76790,6 +76921,8 @@ var LOG_LABELS = [
   "Failing tests (CPU)",
   "Correctness (accelerator)",
   "Failing tests (accelerator)",
+  "Search",
+  "Screen",
   "Measurement",
   "MFU",
   "Kernel",
@@ -76846,7 +76979,7 @@ function harnessLines(evidence, evidencePath) {
   const add = (label, text3) => lines.push([label, escapeHtml(oneLine3(text3))]);
   add(
     "Run",
-    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, target ${code(evidence.target)}`
+    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ""}, target ${code(evidence.target)}`
   );
   add("Date", formatTime(evidence.startedAt));
   add("Verdict", verdictLabel(evidence));
@@ -76876,6 +77009,23 @@ function harnessLines(evidence, evidencePath) {
     const failing = failingList(gate, LOG_FAILING_TESTS);
     if (failing) add(`Failing tests (${name})`, failing);
   }
+  const search = evidence.search;
+  if (search) {
+    add(
+      "Search",
+      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; candidate ${search.winner} measured in full, on fresh rounds`
+    );
+  }
+  const screen = evidence.screen;
+  if (screen) {
+    const estimate = screen.estimate === null ? "no usable estimate" : formatRatio(screen.estimate);
+    const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
+    const outcome = search?.role === "winner" ? "the best; measured in full" : !screen.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
+    add(
+      "Screen",
+      `${plural(screen.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`
+    );
+  }
   const m = evidence.measurement;
   if (m) {
     const change = measuredChange(evidence);
@@ -76892,7 +77042,10 @@ function harnessLines(evidence, evidencePath) {
       if (model) add("Model", model);
     }
   } else {
-    add("Measurement", evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run");
+    add(
+      "Measurement",
+      evidence.verdict === "screened-out" ? "not run (screened out)" : evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run"
+    );
   }
   const share = m ? shareLine(evidence) : void 0;
   if (share) add("Kernel share", share);
@@ -76951,7 +77104,8 @@ ${opts.goal ?? DEFAULT_GOAL}
 - The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
   interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
   the candidate and diffs its trace against the champion's.
-- Exactly one verdict per iteration: improved, no-change, regressed, invalid, needs-human, error or no-op.
+- Exactly one verdict per iteration (per candidate when an iteration proposes several): improved, no-change,
+  regressed, invalid, needs-human, error, no-op or screened-out.
 - Every iteration becomes a draft pull request; people review and merge.
 
 ## How entries are produced
@@ -82863,7 +83017,7 @@ var prepareStep = {
   name: "prepare",
   evaluation: true,
   async run({ ctx, bundle, ev }) {
-    await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), ev.base.commit);
+    await worktreeAt(ctx, candidateWorktreePath(ctx, ev), ev.base.commit);
     ev.provenance.harnessHash = await ctx.git.treeHash(ev.base.commit, ctx.target.protected);
     const info = ctx.backend.info();
     ev.provenance.backend = {
@@ -82885,12 +83039,12 @@ var prepareStep = {
       champion_metrics: championMetricsText(ctx, ev.base.commit),
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
-      cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join36(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
-      directives: loadDirectives(
-        resolve14(ctx.root, ctx.config.paths.directives_dir),
-        ctx.config.agent.directives
-      )
+      cpu_test_command: agentTestCommand(ctx, ev),
+      result_file: join36(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
+      directives: loadDirectives(resolve14(ctx.root, ctx.config.paths.directives_dir), [
+        ...ctx.config.agent.directives,
+        ...slotDirectives(ctx, ev.slot)
+      ]) + searchNote(ev.slot)
     };
     const templateFile = resolve14(ctx.root, ctx.config.paths.prompt);
     const prompt = renderPrompt(readFileSync25(templateFile, "utf8"), vars, templateFile);
@@ -82898,12 +83052,31 @@ var prepareStep = {
     return { status: "done" };
   }
 };
+function slotDirectives(ctx, slot) {
+  const presets = ctx.config.search.slot_directives;
+  if (!slot || presets.length === 0) return [];
+  const preset = presets[(slot.index - 1) % presets.length];
+  return ctx.config.agent.directives.includes(preset) ? [] : [preset];
+}
+function searchNote(slot) {
+  if (!slot) return "";
+  return [
+    "",
+    `## Candidate ${slot.index} of ${slot.of}`,
+    "",
+    `This iteration proposes ${slot.of} candidates from the same champion, each by a separate agent run that`,
+    "cannot see the others. The harness screens every candidate that passes its gates with a short",
+    "measurement against the champion and measures only the best one in full, on fresh runs. A change",
+    "another candidate is likely to make as well adds nothing: pursue a distinct idea.",
+    ""
+  ].join("\n");
+}
 var AGENT_RESULT_NAME = "result.json";
-function agentTestCommand(ctx, iteration) {
-  const out = agentOutputPath(ctx, iteration);
+function agentTestCommand(ctx, key) {
+  const out = agentOutputPath(ctx, key);
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
-    root: agentRepoPath(ctx, iteration),
+    root: agentRepoPath(ctx, key),
     junit: join36(out, "junit.xml"),
     metrics: join36(out, "metrics.json"),
     trace: join36(out, "trace"),
@@ -82971,8 +83144,8 @@ var proposeStep = {
   evaluation: true,
   async run({ ctx, bundle, ev }) {
     const base = ev.base.commit;
-    const repo = agentRepoPath(ctx, ev.iteration);
-    const out = agentOutputPath(ctx, ev.iteration);
+    const repo = agentRepoPath(ctx, ev);
+    const out = agentOutputPath(ctx, ev);
     rmSync22(dirname21(repo), { recursive: true, force: true });
     mkdirSync23(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
@@ -82981,6 +83154,7 @@ var proposeStep = {
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
+      ...ev.slot ? { slot: ev.slot } : {},
       workdir: repo,
       prompt: readFileSync26(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
@@ -82989,6 +83163,7 @@ var proposeStep = {
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
         HILLCLIMB_ITERATION: String(ev.iteration),
+        ...ev.slot ? { HILLCLIMB_CANDIDATE: `${ev.slot.index}/${ev.slot.of}` } : {},
         HILLCLIMB_TARGET: ctx.target.name,
         HILLCLIMB_RESULT_FILE: resultFile,
         // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
@@ -83023,7 +83198,7 @@ var proposeStep = {
         hint: `the agent log is ${bundle.path(ev.agent.logFile)}`
       });
     }
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), base);
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), base);
     const snapshot = snapshotTree(repo, wt.root);
     if (snapshot.refused.length > 0) {
       await wt.resetHard(base);
@@ -83047,12 +83222,12 @@ var proposeStep = {
       author: agentIdentity(ctx.agent.name)
     });
     rmSync22(dirname21(repo), { recursive: true, force: true });
-    const ref = candidateRef(ctx.runId, ev.iteration);
+    const ref = candidateRef(ctx.runId, ev);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
     writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(base, head));
     ev.candidate = {
-      branch: iterationBranch(ctx, ev.iteration),
+      branch: iterationBranch(ctx, ev),
       commit: head,
       commits: [head],
       subject: await ctx.git.subject(head),
@@ -83135,12 +83310,7 @@ var publishStep = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     if (ctx.dryRun) return dryRunPublish(ctx, bundle, ev);
-    const publish = await storeBundle(
-      ctx.store,
-      bundle,
-      ev,
-      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`
-    );
+    const publish = await storeBundle(ctx.store, bundle, ev, `runs/${ctx.runId}/${iterationDirName(ev)}`);
     save();
     const candidate = ev.candidate;
     if (!candidate) return { status: "done", note: "no commit: bundle stored, no PR" };
@@ -83149,6 +83319,12 @@ var publishStep = {
       publish.warnings.push(`${why}: not pushed (no branch, no PR); the patch is in the stored bundle`);
       save();
       return { status: "done", note: `${why}: bundle stored, nothing pushed` };
+    }
+    if (ev.search?.role === "loser" && !ctx.config.search.publish_losers) {
+      return {
+        status: "done",
+        note: `candidate ${ev.slot?.index} of ${ev.slot?.of} (${ev.verdict ?? "no verdict"}): bundle stored, no PR (search.publish_losers is off)`
+      };
     }
     const head = await pushableHead(ctx, ev);
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
@@ -83187,7 +83363,7 @@ var publishStep = {
     publish.commentOperation = sticky.operation;
     save();
     await ctx.store.put(
-      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
+      `runs/${ctx.runId}/${iterationDirName(ev)}/${BundleFiles.evidence}`,
       bundle.path(BundleFiles.evidence)
     );
     return {
@@ -83257,8 +83433,9 @@ var recordStep = {
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join38(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync27(runLog) ? readFileSync28(runLog, "utf8") : void 0;
-    if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
-      const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
+    const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
+    if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
+      const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, tag));
       writeFileSync10(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
@@ -83284,7 +83461,7 @@ var recordStep = {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
-      (r) => r.runId === ctx.runId && r.iteration === ev.iteration
+      (r) => r.runId === ctx.runId && r.iteration === ev.iteration && r.slot === ev.slot?.index
     );
     const promoted = ev.verdict === "improved" && ev.candidate;
     const championAfter = promoted ? ev.candidate.logCommit ?? ev.candidate.commit : ev.base.commit;
@@ -83297,9 +83474,9 @@ var recordStep = {
     return { status: "done" };
   }
 };
-function tagged(entry, runId, iteration) {
+function tagged(entry, runId, tag) {
   return `${entry.trimEnd()}
-<!-- hillclimb:iteration ${runId}/${iteration} -->
+<!-- hillclimb:iteration ${runId}/${tag} -->
 `;
 }
 async function commitLogEntry(ctx, iteration, candidate, entry, verdict) {
@@ -83580,6 +83757,9 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   ev.target = ctx.target.name;
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
+  delete ev.slot;
+  delete ev.screen;
+  delete ev.search;
   if (ctx.dryRun) ev.dryRun = true;
   else delete ev.dryRun;
   if (opts.trustedBase === void 0) {
@@ -83628,13 +83808,13 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   }
   try {
     const imported = await ctx.git.importBundle(file, {
-      ref: candidateRef(ctx.runId, ev.iteration),
+      ref: candidateRef(ctx.runId, ev),
       champion: expected,
       ...attested && ev.candidate ? { expectedHead: ev.candidate.commit } : {}
     });
     ev.candidate = {
       ...ev.candidate?.from ? { from: ev.candidate.from } : {},
-      branch: iterationBranch(ctx, ev.iteration),
+      branch: iterationBranch(ctx, ev),
       commit: imported.head,
       commits: imported.commits,
       subject: await ctx.git.subject(imported.head),
@@ -83770,6 +83950,15 @@ async function openPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
+  if (config.loop.candidates > 1) {
+    throw new HillclimbError(
+      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
+      {
+        hint: "set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N",
+        exitCode: ExitCode2.badInput
+      }
+    );
+  }
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
       "this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them",

@@ -39144,6 +39144,7 @@ var hillclimb_schema_default = {
     },
     loop: { $ref: "#/definitions/loop", default: {} },
     measure: { $ref: "#/definitions/measure", default: {} },
+    search: { $ref: "#/definitions/search", default: {} },
     agent: { $ref: "#/definitions/agent", default: {} },
     compute: { $ref: "#/definitions/compute", default: {} },
     sandbox: { $ref: "#/definitions/sandbox", default: {} },
@@ -39351,7 +39352,45 @@ var hillclimb_schema_default = {
           default: 3,
           description: "Stop and ask for a human when this many consecutive iterations fail with the same signature."
         },
-        log_entries_in_prompt: { type: "integer", minimum: 0, default: 3 }
+        log_entries_in_prompt: { type: "integer", minimum: 0, default: 3 },
+        candidates: {
+          type: "integer",
+          minimum: 1,
+          maximum: 8,
+          default: 1,
+          description: "Candidates proposed per iteration (k). 1: one proposal and one full comparison. More: k agent runs from the same champion, each in its own sandbox and clone; the ones that pass guard and gates are screened against the champion (search.screen_rounds), and only the best survivor gets the full comparison, on fresh rounds (docs/search.md)."
+        }
+      }
+    },
+    search: {
+      type: "object",
+      additionalProperties: false,
+      description: "How an iteration with loop.candidates > 1 picks its one candidate for the full comparison.",
+      properties: {
+        screen_rounds: {
+          type: "integer",
+          minimum: 1,
+          maximum: 20,
+          default: 2,
+          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence."
+        },
+        screen_bar: {
+          type: "number",
+          exclusiveMinimum: -1,
+          exclusiveMaximum: 1,
+          description: "A candidate survives the screen when the median of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%). Absent: measure.practical_delta."
+        },
+        slot_directives: {
+          type: "array",
+          default: [],
+          items: { type: "string", pattern: "^[a-z0-9-]+$" },
+          description: "Directive presets that diversify the candidates: candidate s gets slot_directives[(s - 1) mod n] on top of agent.directives (file names in session_directives/ without .md)."
+        },
+        publish_losers: {
+          type: "boolean",
+          default: false,
+          description: "Open a PR for every candidate that was measured, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
+        }
       }
     },
     measure: {
@@ -39511,6 +39550,13 @@ var hillclimb_schema_default = {
               description: "Passed to the Jobs API as is (working_dir is set by hillclimb)."
             },
             poll_seconds: { type: "number", exclusiveMinimum: 0, default: 2 },
+            parallel_jobs: {
+              type: "integer",
+              minimum: 1,
+              maximum: 64,
+              default: 1,
+              description: "Verifier jobs hillclimb submits at once where they are independent: the screening sessions of an iteration's candidates (loop.candidates > 1). Set it to the number of nodes that have entrypoint_resources, so that each screen has a machine of its own; 1 runs them one after another."
+            },
             python: {
               type: "string",
               minLength: 1,
@@ -39984,8 +40030,10 @@ var EVIDENCE_SCHEMA = "hillclimb.evidence/v1";
 
 // src/loop/state/bundle.ts
 var EVIDENCE_FILE = "evidence.json";
-function iterationDirName(iteration) {
-  return `i${String(iteration).padStart(3, "0")}`;
+function iterationDirName(key) {
+  const k = typeof key === "number" ? { iteration: key } : key;
+  const base = `i${String(k.iteration).padStart(3, "0")}`;
+  return k.slot === void 0 ? base : `${base}-c${k.slot.index}`;
 }
 var Bundle = class {
   constructor(dir) {

@@ -4,6 +4,11 @@
  * `git apply --index`, and commits it, as any agent would: it edits, commits, writes its result file.
  * When the patches run out it finishes without a commit (a `no-op` iteration).
  *
+ * An iteration with several candidates (loop.candidates > 1): candidate 1 applies the iteration's patch
+ * as above; candidate s ≥ 2 applies `NNNN.s-*.patch`, where NNNN is the prefix of the iteration's patch
+ * (`0003.2-unroll.patch` beside `0003-tile.patch`), with its own companion `NNNN.s-*.json`. Without one
+ * it finishes without a commit. Slot files never count as iterations of their own.
+ *
  * The result is the companion `NNNN-*.json` (same four-digit prefix) when there is one, copied verbatim
  * to the result file so an invalid one shows up as a resultProblem. Otherwise it is derived from the
  * patch's leading text: `Hypothesis:` / `Summary:` / `Next:` lines if present, else the subject (a
@@ -63,6 +68,22 @@ export class ReplayAgent implements Agent {
     this.patches = listReplayPatches(opts.dir);
   }
 
+  /** The patch of an iteration's candidate: the iteration's own, or its slot file (`NNNN.s-*.patch`). */
+  private patchFor(request: AgentRequest): ReplayPatch | undefined {
+    const entry = this.patches[request.iteration - 1];
+    const slot = request.slot?.index ?? 1;
+    if (!entry || slot === 1) return entry;
+    const prefix = `${PATCH_NAME.exec(basename(entry.patch))![1]!}.${slot}-`;
+    const names = readdirSync(this.opts.dir).sort();
+    const patch = names.find((n) => n.startsWith(prefix) && n.endsWith('.patch'));
+    if (!patch) return undefined;
+    const companion = names.find((n) => n.startsWith(prefix) && n.endsWith('.json'));
+    return {
+      patch: join(this.opts.dir, patch),
+      ...(companion ? { companion: join(this.opts.dir, companion) } : {}),
+    };
+  }
+
   async run(request: AgentRequest): Promise<AgentOutcome> {
     const started = Date.now();
     mkdirSync(dirname(request.logFile), { recursive: true });
@@ -85,11 +106,14 @@ export class ReplayAgent implements Agent {
     };
     if (request.signal?.aborted) return done('failed', null, { infraError: 'cancelled' });
 
-    const entry = this.patches[request.iteration - 1];
+    const entry = this.patchFor(request);
     if (!entry) {
-      log(`replay: no patch for iteration ${request.iteration} (${this.patches.length} in ${this.opts.dir})`);
+      const which = request.slot
+        ? `iteration ${request.iteration}, candidate ${request.slot.index}`
+        : `iteration ${request.iteration}`;
+      log(`replay: no patch for ${which} (${this.patches.length} in ${this.opts.dir})`);
       writeResult(request.resultFile, {
-        hypothesis: `No replay patch is left for iteration ${request.iteration}.`,
+        hypothesis: `No replay patch is left for ${which}.`,
         summary: `The replay folder holds ${this.patches.length} patches; nothing was changed.`,
         next_idea: `Add NNNN-*.patch files to ${this.opts.dir} to replay more iterations.`,
       });
@@ -98,7 +122,9 @@ export class ReplayAgent implements Agent {
 
     const text = readFileSync(entry.patch, 'utf8');
     const described = describePatch(text, basename(entry.patch));
-    log(`replay: iteration ${request.iteration} applies ${entry.patch}`);
+    log(
+      `replay: iteration ${request.iteration}${request.slot ? ` candidate ${request.slot.index}` : ''} applies ${entry.patch}`,
+    );
     try {
       const git = await Git.create(request.workdir);
       await git.applyPatch(entry.patch);

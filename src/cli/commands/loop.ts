@@ -12,6 +12,7 @@ export interface LoopFlags {
   config?: string;
   target?: string;
   iterations?: string;
+  candidates?: string;
   agent?: string;
   backend?: string;
   forge?: string;
@@ -27,6 +28,7 @@ export interface LoopFlags {
 export function overridesFrom(flags: LoopFlags): ConfigOverrides {
   const o: ConfigOverrides = {};
   if (flags.iterations !== undefined) o['loop.iterations'] = Number(flags.iterations);
+  if (flags.candidates !== undefined) o['loop.candidates'] = Number(flags.candidates);
   if (flags.agent !== undefined) o['agent.kind'] = flags.agent;
   if (flags.backend !== undefined) o['compute.backend'] = flags.backend;
   if (flags.forge !== undefined) o['forge.kind'] = flags.forge;
@@ -66,6 +68,18 @@ export function printLoopResult(c: CliContext, result: LoopResult, json: boolean
             subject: i.subject,
             prUrl: i.evidence.publish?.prUrl ?? null,
             bundle: i.bundleDir,
+            ...(i.candidates
+              ? {
+                  candidates: i.candidates.map((c) => ({
+                    slot: c.evidence.slot?.index,
+                    verdict: c.verdict,
+                    reason: c.reason,
+                    subject: c.subject,
+                    screen: c.evidence.screen?.estimate ?? null,
+                    bundle: c.bundleDir,
+                  })),
+                }
+              : {}),
           })),
         },
         null,
@@ -74,7 +88,8 @@ export function printLoopResult(c: CliContext, result: LoopResult, json: boolean
     );
     return;
   }
-  c.stdout(runTable(result.iterations.map((i) => i.evidence)));
+  // A search's candidates each get a row (i001-c1, i001-c2, …); the lead is among them.
+  c.stdout(runTable(result.iterations.flatMap((i) => (i.candidates ?? [i]).map((x) => x.evidence))));
   c.stdout(
     `run ${result.runId}: ${result.endReason}${result.message ? ` — ${result.message}` : ''}\n` +
       `champion ${result.champion.commit.slice(0, 12)}${result.champion.iteration ? ` (iteration ${result.champion.iteration})` : ' (unchanged)'}\n` +
@@ -91,6 +106,7 @@ export function registerLoop(program: Command, ctx: () => CliContext, done: (cod
     .option('-c, --config <file>', 'config file (default: hillclimb.yml in the project root)')
     .option('-t, --target <name>', 'target to optimize (default: loop.target or the only target)')
     .option('-n, --iterations <n>', 'iterations to run (loop.iterations)')
+    .option('-k, --candidates <k>', 'candidates proposed per iteration (loop.candidates; docs/search.md)')
     .option('--agent <kind>', 'agent: codex, claude, command or replay (agent.kind)')
     .option('--backend <name>', 'compute backend: local, ray or tpu-vm (compute.backend)')
     .option('--forge <kind>', 'forge: local or github (forge.kind)')

@@ -393,6 +393,7 @@ export class RayBackend implements Backend {
       platform: hasTpu ? 'tpu' : 'cpu',
       description: `ray ${this.client.address}${hasTpu ? ` (${JSON.stringify(resources)})` : ''}`,
       ...(tpuType ? { acceleratorType: tpuType } : {}),
+      ...((this.opts.config.parallel_jobs ?? 1) > 1 ? { parallelJobs: this.opts.config.parallel_jobs } : {}),
     };
   }
 }

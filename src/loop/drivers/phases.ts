@@ -133,6 +133,15 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
+  if (config.loop.candidates > 1) {
+    throw new HillclimbError(
+      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
+      {
+        hint: 'set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N',
+        exitCode: ExitCode.badInput,
+      },
+    );
+  }
   if (opts.remoteOnly && config.compute.backend === 'local') {
     throw new HillclimbError(
       'this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them',

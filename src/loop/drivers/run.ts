@@ -23,8 +23,9 @@ import { Bundle, iterationDirName } from '../state/bundle.js';
 import { Journal, listRuns, newRunId, type RunEndReason, runProgress } from '../state/journal.js';
 import { removeRunWorktrees } from '../state/worktrees.js';
 import { failureSignature, Interrupted } from '../steps/failures.js';
-import { newEvidence, runIterationSteps } from '../steps/iteration.js';
+import { type NewIteration, newEvidence, runIterationSteps } from '../steps/iteration.js';
 import { checkSandbox, preflight } from './preflight.js';
+import { candidateBundles, leadBundle, runSearchIteration, searchFinished } from './search.js';
 
 export interface LoopOptions {
   configFile: string;
@@ -52,6 +53,8 @@ export interface IterationOutcome {
   subject: string | null;
   evidence: IterationEvidence;
   bundleDir: string;
+  /** Every candidate of an iteration that proposed several (loop.candidates > 1), slot 1 first. */
+  candidates?: IterationOutcome[];
 }
 
 export interface LoopResult {
@@ -306,20 +309,26 @@ async function runIterations(
   let champion = run.champion;
   const outcomes: IterationOutcome[] = [];
   const shouldStop = stopRule(ctx.config);
+  const k = ctx.config.loop.candidates;
   for (let i = 1; i <= run.totalIterations; i++) {
-    const bundle = new Bundle(join(run.runDir, iterationDirName(i)));
-    const finished = bundle.exists() && bundle.load().steps.publish !== undefined;
-    if (!finished) champion = await runIteration(ctx, run.journal, bundle, i, champion, progressOut);
+    let bundle: Bundle;
+    let candidates: IterationOutcome[] | undefined;
+    if (k > 1) {
+      // A search: k candidates, each a record of its own; the lead (the winner, if any) speaks for it.
+      const bundles = candidateBundles(run.runDir, i, k);
+      if (!searchFinished(bundles)) {
+        champion = await runIteration(ctx, run.journal, bundles, i, champion, progressOut);
+      }
+      bundle = leadBundle(bundles);
+      candidates = bundles.map((b) => outcomeOf(i, b));
+    } else {
+      bundle = new Bundle(join(run.runDir, iterationDirName(i)));
+      const finished = bundle.exists() && bundle.load().steps.publish !== undefined;
+      if (!finished) champion = await runIteration(ctx, run.journal, [bundle], i, champion, progressOut);
+    }
     const ev = bundle.load();
     const verdict = ev.verdict ?? (ev.dryRun ? 'dry-run' : 'error');
-    outcomes.push({
-      iteration: i,
-      verdict,
-      reason: ev.verdictReasons[0] ?? '',
-      subject: ev.candidate?.subject ?? null,
-      evidence: ev,
-      bundleDir: bundle.dir,
-    });
+    outcomes.push({ ...outcomeOf(i, bundle), ...(candidates ? { candidates } : {}) });
     const said = ev.dryRun && !ev.verdict ? 'dry run: no verdict (commands printed, not run)' : verdict;
     progressOut(
       `[${iterationDirName(i)} ${ctx.target.name}] ${said}${ev.verdictReasons[0] ? `: ${ev.verdictReasons[0]}` : ''}`,
@@ -330,20 +339,34 @@ async function runIterations(
   return { outcomes, endReason: 'completed', champion };
 }
 
+/** What the loop reports of an iteration's (or a candidate's) bundle. */
+function outcomeOf(i: number, bundle: Bundle): IterationOutcome {
+  const ev = bundle.load();
+  return {
+    iteration: i,
+    verdict: ev.verdict ?? (ev.dryRun ? 'dry-run' : 'error'),
+    reason: ev.verdictReasons[0] ?? '',
+    subject: ev.candidate?.subject ?? null,
+    evidence: ev,
+    bundleDir: bundle.dir,
+  };
+}
+
 /**
  * Run iteration `i` (or resume it at its first unfinished step) and journal its end; returns the
- * champion after it, which changes only on `improved`.
+ * champion after it, which changes only on `improved`. One bundle: one candidate; several: a search
+ * (./search.ts), decided by its lead.
  */
 async function runIteration(
   ctx: LoopContext,
   journal: Journal,
-  bundle: Bundle,
+  bundles: readonly Bundle[],
   i: number,
   championBefore: LoopResult['champion'],
   progressOut: (line: string) => void,
 ): Promise<LoopResult['champion']> {
   let champion = championBefore;
-  if (!bundle.exists()) {
+  if (!bundles[0]!.exists()) {
     if (i > 1 && ctx.config.loop.sync_main === 'each-iteration') {
       const synced = await syncWithBase(ctx.config, ctx.git, ctx.runDir, ctx.logger, champion.commit);
       if (synced !== champion.commit) {
@@ -351,16 +374,6 @@ async function runIteration(
         journal.append({ t: 'champion', at: new Date().toISOString(), iteration: i - 1, commit: synced });
       }
     }
-    bundle.save(
-      newEvidence(ctx, {
-        iteration: i,
-        base: {
-          commit: champion.commit,
-          ...(champion.iteration !== undefined ? { iteration: champion.iteration } : {}),
-          ...(champion.iteration !== undefined ? { branch: branchOf(ctx.runDir, champion.iteration) } : {}),
-        },
-      }),
-    );
     journal.append({
       t: 'iteration-start',
       at: new Date().toISOString(),
@@ -368,8 +381,25 @@ async function runIteration(
       base_commit: champion.commit,
     });
   }
-  ctx.progress = (line) => progressOut(`[${iterationDirName(i)} ${ctx.target.name}] ${line}`);
-  const ev = await runIterationSteps(ctx, bundle, journal);
+  const it: NewIteration = {
+    iteration: i,
+    base: {
+      commit: champion.commit,
+      ...(champion.iteration !== undefined ? { iteration: champion.iteration } : {}),
+      ...(champion.iteration !== undefined
+        ? { branch: branchOf(ctx.runDir, champion.iteration, ctx.config.loop.candidates) }
+        : {}),
+    },
+  };
+  let ev: IterationEvidence;
+  if (bundles.length > 1) {
+    ev = leadBundle(await runSearchIteration(ctx, journal, it, progressOut)).load();
+  } else {
+    const bundle = bundles[0]!;
+    if (!bundle.exists()) bundle.save(newEvidence(ctx, it));
+    ctx.progress = (line) => progressOut(`[${iterationDirName(i)} ${ctx.target.name}] ${line}`);
+    ev = await runIterationSteps(ctx, bundle, journal);
+  }
   const verdict = ev.verdict ?? 'error';
   journal.append({
     t: 'iteration-end',
@@ -418,9 +448,14 @@ function stopRule(
 }
 
 /** The branch of an earlier iteration of this run (where a stacked PR is based). */
-function branchOf(runDir: string, iteration: number): string | undefined {
-  const b = new Bundle(join(runDir, iterationDirName(iteration)));
-  return b.exists() ? b.load().candidate?.branch : undefined;
+function branchOf(runDir: string, iteration: number, k: number): string | undefined {
+  const plain = new Bundle(join(runDir, iterationDirName(iteration)));
+  if (plain.exists()) return plain.load().candidate?.branch;
+  // A search's champion is its winner.
+  const winner = candidateBundles(runDir, iteration, k).find(
+    (b) => b.exists() && b.load().search?.role === 'winner',
+  );
+  return winner?.load().candidate?.branch;
 }
 
 /** Iterations whose record or publish step failed earlier get another try before the loop goes on. */
@@ -429,13 +464,17 @@ async function republishFailed(
   journal: Journal,
   progress: (l: string) => void,
 ): Promise<void> {
+  const k = ctx.config.loop.candidates;
   for (let i = 1; i <= ctx.totalIterations; i++) {
-    const bundle = new Bundle(join(ctx.runDir, iterationDirName(i)));
-    if (!bundle.exists()) continue;
-    const ev = bundle.load();
-    if (ev.steps.record?.status === 'failed' || ev.steps.publish?.status === 'failed') {
-      ctx.progress = (line) => progress(`[${iterationDirName(i)} ${ctx.target.name}] ${line}`);
-      await runIterationSteps(ctx, bundle, journal, { only: ['record', 'publish'] });
+    const bundles =
+      k > 1 ? candidateBundles(ctx.runDir, i, k) : [new Bundle(join(ctx.runDir, iterationDirName(i)))];
+    for (const bundle of bundles) {
+      if (!bundle.exists()) continue;
+      const ev = bundle.load();
+      if (ev.steps.record?.status === 'failed' || ev.steps.publish?.status === 'failed') {
+        ctx.progress = (line) => progress(`[${iterationDirName(ev)} ${ctx.target.name}] ${line}`);
+        await runIterationSteps(ctx, bundle, journal, { only: ['record', 'publish'] });
+      }
     }
   }
 }

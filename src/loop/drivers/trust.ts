@@ -92,6 +92,11 @@ export async function acceptBundle(
   ev.target = ctx.target.name;
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
+  // The phases run one candidate per iteration: a slot would rename its branch and paths, a search
+  // record could mark it a loser that opens no PR, a screen could pose as measured rounds.
+  delete ev.slot;
+  delete ev.screen;
+  delete ev.search;
   // A dry run is this job's input, never the bundle's word: the flag follows the job.
   if (ctx.dryRun) ev.dryRun = true;
   else delete ev.dryRun;
@@ -144,13 +149,13 @@ export async function acceptBundle(
   // The candidate, from the git objects, through a throwaway repository.
   try {
     const imported = await ctx.git.importBundle(file, {
-      ref: candidateRef(ctx.runId, ev.iteration),
+      ref: candidateRef(ctx.runId, ev),
       champion: expected,
       ...(attested && ev.candidate ? { expectedHead: ev.candidate.commit } : {}),
     });
     ev.candidate = {
       ...(ev.candidate?.from ? { from: ev.candidate.from } : {}),
-      branch: iterationBranch(ctx, ev.iteration),
+      branch: iterationBranch(ctx, ev),
       commit: imported.head,
       commits: imported.commits,
       subject: await ctx.git.subject(imported.head),

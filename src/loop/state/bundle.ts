@@ -37,8 +37,17 @@ export const BundleFiles = {
   logEntry: 'report/log-entry.md',
 } as const;
 
-export function iterationDirName(iteration: number): string {
-  return `i${String(iteration).padStart(3, '0')}`;
+/** An iteration, or one of its candidates when it proposed several (`slot`, 1-based). */
+export interface IterationKey {
+  iteration: number;
+  slot?: { index: number } | undefined;
+}
+
+/** `i003`, or `i003-c2` for the second candidate of iteration 3: names its bundle, worktrees, refs and jobs. */
+export function iterationDirName(key: number | IterationKey): string {
+  const k = typeof key === 'number' ? { iteration: key } : key;
+  const base = `i${String(k.iteration).padStart(3, '0')}`;
+  return k.slot === undefined ? base : `${base}-c${k.slot.index}`;
 }
 
 export class Bundle {

@@ -37,6 +37,7 @@ export function historyRow(ev: IterationEvidence, championAfter: string, now: Da
     at: now.toISOString(),
     runId: ev.runId,
     iteration: ev.iteration,
+    ...(ev.slot ? { slot: ev.slot.index } : {}),
     target: ev.target,
     verdict: ev.verdict ?? 'error',
     reason: ev.verdictReasons[0] ?? '',

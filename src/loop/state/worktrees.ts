@@ -7,10 +7,10 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Git } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
-import { iterationDirName } from './bundle.js';
+import { type IterationKey, iterationDirName } from './bundle.js';
 
-export function candidateWorktreePath(ctx: LoopContext, iteration: number): string {
-  return join(ctx.runDir, 'worktrees', iterationDirName(iteration));
+export function candidateWorktreePath(ctx: LoopContext, key: number | IterationKey): string {
+  return join(ctx.runDir, 'worktrees', iterationDirName(key));
 }
 
 export function championWorktreePath(ctx: LoopContext, commit: string): string {
@@ -21,12 +21,12 @@ export function championWorktreePath(ctx: LoopContext, commit: string): string {
  * The agent's own repository (Git.cloneForAgent) and its output folder (result file, log, scratch): the
  * only places the agent can write. Both are removed once the harness has taken the change.
  */
-export function agentRepoPath(ctx: LoopContext, iteration: number): string {
-  return join(ctx.runDir, 'agent', iterationDirName(iteration), 'repo');
+export function agentRepoPath(ctx: LoopContext, key: number | IterationKey): string {
+  return join(ctx.runDir, 'agent', iterationDirName(key), 'repo');
 }
 
-export function agentOutputPath(ctx: LoopContext, iteration: number): string {
-  return join(ctx.runDir, 'agent', iterationDirName(iteration), 'out');
+export function agentOutputPath(ctx: LoopContext, key: number | IterationKey): string {
+  return join(ctx.runDir, 'agent', iterationDirName(key), 'out');
 }
 
 /**

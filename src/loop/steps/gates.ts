@@ -73,7 +73,7 @@ async function runGate(
 ): Promise<StepResult> {
   const candidate = ev.candidate!;
   const label = which === 'cpu' ? 'CPU' : 'accelerator';
-  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
   const job = { ctx, bundle, ev, which, backend, root: wt.root, commit: candidate.commit };
   // The suite and the export/verification are independent: they run side by side (most of either is
   // one process compiling on one core). A failure of either counts; only the verifier passes the gate.
@@ -130,7 +130,7 @@ async function runSuite(
   // A retried gate starts clean: the outputs are copied without writing through anything already there.
   rmSync(junitFile, { force: true });
   const result = await backend.run({
-    id: jobId(ctx.runId, ev.iteration, `${which}-gate`, Date.now()),
+    id: jobId(ctx.runId, ev, `${which}-gate`, Date.now()),
     command: gate.command,
     workdir: root,
     timeoutMs: gate.timeout_minutes * MINUTE_MS,

@@ -205,14 +205,17 @@ interface ArmPrograms {
  * Both arms' programs for `platform`: the candidate's as its gate exported and verified them (exported
  * now where no gate ran on this platform), the champion's from the run's cache (exported once).
  */
-async function armPrograms(env: StepEnv, platform: Platform): Promise<ArmPrograms | { verdict: StepResult }> {
+export async function armPrograms(
+  env: StepEnv,
+  platform: Platform,
+): Promise<ArmPrograms | { verdict: StepResult }> {
   const { ctx, ev, bundle } = env;
   const candidate = ev.candidate!;
   const gate = platform === 'cpu' ? ev.gates.cpu : ev.gates.accelerator;
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform;
   const B = bundlePrograms(bundle, 'B', platform);
   if (!gated || !existsSync(join(B, 'manifest.json'))) {
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), candidate.commit);
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
       workdir: wt.root,

@@ -6,11 +6,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fillCommand } from '../../config/index.js';
+import type { IterationEvidence } from '../../evidence/index.js';
 import { displayCommand } from '../../exec/index.js';
 import { venvPython } from '../../project/index.js';
 import { writeFileAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
-import { BundleFiles } from '../state/bundle.js';
+import { BundleFiles, type IterationKey } from '../state/bundle.js';
 import { championMeasurement, readHistory } from '../state/history.js';
 import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
 import { ChampionFailure } from './failures.js';
@@ -24,7 +25,7 @@ export const prepareStep: Step = {
   name: 'prepare',
   evaluation: true,
   async run({ ctx, bundle, ev }) {
-    await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), ev.base.commit);
+    await worktreeAt(ctx, candidateWorktreePath(ctx, ev), ev.base.commit);
     ev.provenance.harnessHash = await ctx.git.treeHash(ev.base.commit, ctx.target.protected);
     const info = ctx.backend.info();
     ev.provenance.backend = {
@@ -47,12 +48,13 @@ export const prepareStep: Step = {
       champion_metrics: championMetricsText(ctx, ev.base.commit),
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
-      cpu_test_command: agentTestCommand(ctx, ev.iteration),
-      result_file: join(agentOutputPath(ctx, ev.iteration), AGENT_RESULT_NAME),
-      directives: loadDirectives(
-        resolve(ctx.root, ctx.config.paths.directives_dir),
-        ctx.config.agent.directives,
-      ),
+      cpu_test_command: agentTestCommand(ctx, ev),
+      result_file: join(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
+      directives:
+        loadDirectives(resolve(ctx.root, ctx.config.paths.directives_dir), [
+          ...ctx.config.agent.directives,
+          ...slotDirectives(ctx, ev.slot),
+        ]) + searchNote(ev.slot),
     };
     const templateFile = resolve(ctx.root, ctx.config.paths.prompt);
     const prompt = renderPrompt(readFileSync(templateFile, 'utf8'), vars, templateFile);
@@ -60,6 +62,29 @@ export const prepareStep: Step = {
     return { status: 'done' };
   },
 };
+
+/** A candidate's own directive preset (search.slot_directives, round-robin over the slots). */
+function slotDirectives(ctx: LoopContext, slot: IterationEvidence['slot']): string[] {
+  const presets = ctx.config.search.slot_directives;
+  if (!slot || presets.length === 0) return [];
+  const preset = presets[(slot.index - 1) % presets.length]!;
+  return ctx.config.agent.directives.includes(preset) ? [] : [preset];
+}
+
+/** What a candidate of a search is told: others work from the same champion, and only the best is measured. */
+function searchNote(slot: IterationEvidence['slot']): string {
+  if (!slot) return '';
+  return [
+    '',
+    `## Candidate ${slot.index} of ${slot.of}`,
+    '',
+    `This iteration proposes ${slot.of} candidates from the same champion, each by a separate agent run that`,
+    'cannot see the others. The harness screens every candidate that passes its gates with a short',
+    'measurement against the champion and measures only the best one in full, on fresh runs. A change',
+    'another candidate is likely to make as well adds nothing: pursue a distinct idea.',
+    '',
+  ].join('\n');
+}
 
 /** What the agent's result file is called in its output folder (copied into the bundle afterwards). */
 export const AGENT_RESULT_NAME = 'result.json';
@@ -69,11 +94,11 @@ export const AGENT_RESULT_NAME = 'result.json';
  * absolute path (Codex runs commands in a login shell, and Debian's and Ubuntu's /etc/profile reset
  * PATH), the JUnit report into its output folder.
  */
-export function agentTestCommand(ctx: LoopContext, iteration: number): string {
-  const out = agentOutputPath(ctx, iteration);
+export function agentTestCommand(ctx: LoopContext, key: number | IterationKey): string {
+  const out = agentOutputPath(ctx, key);
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
-    root: agentRepoPath(ctx, iteration),
+    root: agentRepoPath(ctx, key),
     junit: join(out, 'junit.xml'),
     metrics: join(out, 'metrics.json'),
     trace: join(out, 'trace'),

@@ -157,7 +157,7 @@ export async function exportPrograms(
   rmSync(o.dest, { recursive: true, force: true });
   rmSync(o.logFile, { force: true });
   const result = await o.backend.run({
-    id: jobId(ctx.runId, ev.iteration, 'export', o.name, Date.now()),
+    id: jobId(ctx.runId, ev, 'export', o.name, Date.now()),
     command: exportCommand(ctx, o.platform, o.draw, o.only),
     workdir: o.workdir,
     timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
@@ -209,6 +209,17 @@ export function lastErrorLine(logFile: string): string | undefined {
 /** The verifier's tree for a harness commit: a fresh worktree without the editable paths. */
 export function verifierTreePath(ctx: LoopContext, commit: string, name: string): string {
   return join(ctx.runDir, 'worktrees', `verifier-${commit.slice(0, 12)}-${name}`);
+}
+
+/**
+ * Git work in the run's repository, one piece at a time: the screens of an iteration's candidates may
+ * run at once (a backend with several machines), and `git worktree add` of one repository must not.
+ */
+let repositoryQueue: Promise<unknown> = Promise.resolve();
+export function oneAtATime<T>(fn: () => Promise<T>): Promise<T> {
+  const run = repositoryQueue.then(fn, fn);
+  repositoryQueue = run.catch(() => undefined);
+  return run;
 }
 
 async function verifierTree(
@@ -272,13 +283,13 @@ export async function runVerifier(
     step: 'cpu-gate' | 'accelerator-gate' | 'measure' | 'profile';
   },
 ): Promise<VerifierRun> {
-  const tree = await verifierTree(ctx, o.harness, o.name, o.programs);
+  const tree = await oneAtATime(() => verifierTree(ctx, o.harness, o.name, o.programs));
   rmSync(o.sessionFile, { force: true });
   rmSync(o.logFile, { force: true });
   if (o.traceDir) rmSync(o.traceDir, { recursive: true, force: true });
   const timeout = ctx.target.bench.timeout_minutes;
   const result = await o.backend.run({
-    id: jobId(ctx.runId, ev.iteration, 'verify', o.name, Date.now()),
+    id: jobId(ctx.runId, ev, 'verify', o.name, Date.now()),
     command: verifyCommand(ctx, o),
     workdir: tree,
     timeoutMs: timeout * MINUTE_MS,

@@ -34,8 +34,8 @@ export const proposeStep: Step = {
   evaluation: true,
   async run({ ctx, bundle, ev }) {
     const base = ev.base.commit;
-    const repo = agentRepoPath(ctx, ev.iteration);
-    const out = agentOutputPath(ctx, ev.iteration);
+    const repo = agentRepoPath(ctx, ev);
+    const out = agentOutputPath(ctx, ev);
     rmSync(dirname(repo), { recursive: true, force: true });
     mkdirSync(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
@@ -46,6 +46,7 @@ export const proposeStep: Step = {
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
+      ...(ev.slot ? { slot: ev.slot } : {}),
       workdir: repo,
       prompt: readFileSync(bundle.path(BundleFiles.prompt), 'utf8'),
       resultFile,
@@ -54,6 +55,7 @@ export const proposeStep: Step = {
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS,
       env: {
         HILLCLIMB_ITERATION: String(ev.iteration),
+        ...(ev.slot ? { HILLCLIMB_CANDIDATE: `${ev.slot.index}/${ev.slot.of}` } : {}),
         HILLCLIMB_TARGET: ctx.target.name,
         HILLCLIMB_RESULT_FILE: resultFile,
         // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
@@ -93,7 +95,7 @@ export const proposeStep: Step = {
     }
 
     // The change: the agent's working tree, taken as plain files into the harness's own worktree.
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev.iteration), base);
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), base);
     const snapshot = snapshotTree(repo, wt.root);
     if (snapshot.refused.length > 0) {
       await wt.resetHard(base);
@@ -124,12 +126,12 @@ export const proposeStep: Step = {
     rmSync(dirname(repo), { recursive: true, force: true });
 
     // Keep the commit reachable and portable: a ref in the repository, a git bundle and a patch.
-    const ref = candidateRef(ctx.runId, ev.iteration);
+    const ref = candidateRef(ctx.runId, ev);
     await ctx.git.updateRef(ref, head);
     await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
     writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(base, head));
     ev.candidate = {
-      branch: iterationBranch(ctx, ev.iteration),
+      branch: iterationBranch(ctx, ev),
       commit: head,
       commits: [head],
       subject: await ctx.git.subject(head),

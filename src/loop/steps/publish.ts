@@ -4,7 +4,8 @@
  * in place. Every call is idempotent, so a retried or resumed publish updates and never duplicates.
  * An iteration without a commit (no-op) has nothing to review: only its bundle is stored. Neither has
  * a change the guard refused: it is never pushed (no branch, no PR); its bundle and patch go to the
- * store, and the report says why. What is pushed is checked first: the candidate on the champion plus
+ * store, and the report says why. A candidate that lost its iteration's search (loop.candidates > 1)
+ * gets no PR either unless search.publish_losers: the winner's comment lists it. What is pushed is checked first: the candidate on the champion plus
  * the harness's log commit, which changes the log file and nothing else.
  * A dry run publishes nothing: it writes the PR and comment texts into the bundle and says what it
  * would have done.
@@ -28,12 +29,7 @@ export const publishStep: Step = {
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     if (ctx.dryRun) return dryRunPublish(ctx, bundle, ev);
-    const publish = await storeBundle(
-      ctx.store,
-      bundle,
-      ev,
-      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}`,
-    );
+    const publish = await storeBundle(ctx.store, bundle, ev, `runs/${ctx.runId}/${iterationDirName(ev)}`);
     save();
 
     const candidate = ev.candidate;
@@ -43,6 +39,13 @@ export const publishStep: Step = {
       publish.warnings.push(`${why}: not pushed (no branch, no PR); the patch is in the stored bundle`);
       save();
       return { status: 'done', note: `${why}: bundle stored, nothing pushed` };
+    }
+    // A candidate that lost its iteration's search is a row in the winner's comment, not a PR of its own.
+    if (ev.search?.role === 'loser' && !ctx.config.search.publish_losers) {
+      return {
+        status: 'done',
+        note: `candidate ${ev.slot?.index} of ${ev.slot?.of} (${ev.verdict ?? 'no verdict'}): bundle stored, no PR (search.publish_losers is off)`,
+      };
     }
 
     const head = await pushableHead(ctx, ev);
@@ -87,7 +90,7 @@ export const publishStep: Step = {
     save();
     // The stored copy of evidence.json should carry the PR and comment too.
     await ctx.store.put(
-      `runs/${ctx.runId}/${iterationDirName(ev.iteration)}/${BundleFiles.evidence}`,
+      `runs/${ctx.runId}/${iterationDirName(ev)}/${BundleFiles.evidence}`,
       bundle.path(BundleFiles.evidence),
     );
     return {

@@ -35,8 +35,9 @@ export const recordStep: Step = {
     // The run's own log holds every iteration, including those without a branch (no-op).
     const runLog = join(ctx.runDir, 'hillclimb-log.md');
     const runLogText = existsSync(runLog) ? readFileSync(runLog, 'utf8') : undefined;
-    if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${ev.iteration} -->`)) {
-      const text = appendLogEntry(runLogText, tagged(entry, ctx.runId, ev.iteration));
+    const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
+    if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
+      const text = appendLogEntry(runLogText, tagged(entry, ctx.runId, tag));
       writeFileSync(runLog, text);
       // The entry must pass the log's own rules against the evidence as saved: anything else is a bug
       // in rendering, kept as a warning on the iteration rather than lost.
@@ -71,7 +72,7 @@ export const recordStep: Step = {
     }
 
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
-      (r) => r.runId === ctx.runId && r.iteration === ev.iteration,
+      (r) => r.runId === ctx.runId && r.iteration === ev.iteration && r.slot === ev.slot?.index,
     );
     const promoted = ev.verdict === 'improved' && ev.candidate;
     const championAfter = promoted ? (ev.candidate!.logCommit ?? ev.candidate!.commit) : ev.base.commit;
@@ -87,8 +88,8 @@ export const recordStep: Step = {
 };
 
 /** A marker that lets a resumed record step see the entry is already in the run log. */
-function tagged(entry: string, runId: string, iteration: number): string {
-  return `${entry.trimEnd()}\n<!-- hillclimb:iteration ${runId}/${iteration} -->\n`;
+function tagged(entry: string, runId: string, tag: string): string {
+  return `${entry.trimEnd()}\n<!-- hillclimb:iteration ${runId}/${tag} -->\n`;
 }
 
 /**

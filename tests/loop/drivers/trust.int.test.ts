@@ -113,6 +113,21 @@ describe('phases across jobs', () => {
     expect(gate.evidence.gates.cpu?.status).toBe('passed');
   });
 
+  it('a planted candidate slot and search record are dropped: they cannot rename the branch or hide the PR', async () => {
+    const agentJob = join(t.dir, 'slot1');
+    const base = makeToyRepo(agentJob, [STANDARD_PATCHES[0]!]);
+    await phase(agentJob, 'propose');
+    const file = nextJob(agentJob, join(t.dir, 'slot2'));
+    tamper(file, (ev) => {
+      ev.slot = { index: '../../../elsewhere' as unknown as number, of: 3 };
+      ev.search = { role: 'loser', winner: 2, threshold: 1.02, screenRounds: 2, candidates: [] };
+    });
+    const gate = await phase(join(t.dir, 'slot2'), 'cpu-gate', { base });
+    expect(gate.evidence.slot).toBeUndefined();
+    expect(gate.evidence.search).toBeUndefined();
+    expect(gate.evidence.candidate!.branch).toMatch(/\/i001$/);
+  });
+
   it('a planted measurement is thrown away: the measuring job measures for itself', async () => {
     const agentJob = join(t.dir, 'b1');
     const base = makeToyRepo(agentJob, [STANDARD_PATCHES[2]!]); // no speed change

@@ -1,0 +1,220 @@
+/**
+ * An iteration that proposes several candidates (loop.candidates = k > 1; docs/search.md). Each
+ * candidate is a record of its own — bundle `i003-c2`, branch `…/i003-c2`, its own agent run, sandbox,
+ * clone and worktree — and goes through guard and gates as a single candidate would. Every survivor is
+ * then screened against the champion in a short verifier session (steps/screen.ts); the best survivor
+ * above the screen's bar alone gets the full comparison (measure, profile, decide) on fresh rounds, so
+ * its verdict and the effect its PR reports owe nothing to the screen that picked it
+ * (src/search/selection.ts). Every candidate is recorded (history row, log entry, stored bundle); only
+ * the winner opens a PR, whose comment lists them all.
+ */
+import { join } from 'node:path';
+import type { IterationEvidence, SearchCandidateRow, StepName } from '../../evidence/index.js';
+import { screenCandidates } from '../../search/index.js';
+import { errorMessage } from '../../util/index.js';
+import type { LoopContext } from '../context.js';
+import { Bundle, iterationDirName } from '../state/bundle.js';
+import type { Journal } from '../state/journal.js';
+import { backoffMs, Interrupted } from '../steps/failures.js';
+import { type NewIteration, newEvidence, runIterationSteps } from '../steps/iteration.js';
+import { screenCandidate } from '../steps/screen.js';
+
+/** The steps every candidate goes through before the screen. */
+const BEFORE_SCREEN: readonly StepName[] = ['prepare', 'propose', 'guard', 'cpu-gate', 'accelerator-gate'];
+
+/** The k candidates' bundles of iteration `i`, slot 1 first. */
+export function candidateBundles(runDir: string, iteration: number, k: number): Bundle[] {
+  return Array.from(
+    { length: k },
+    (_, s) => new Bundle(join(runDir, iterationDirName({ iteration, slot: { index: s + 1 } }))),
+  );
+}
+
+/** A search iteration is finished when every candidate has been published (or tried to be). */
+export function searchFinished(bundles: readonly Bundle[]): boolean {
+  return bundles.every((b) => b.exists() && b.load().steps.publish !== undefined);
+}
+
+/**
+ * The candidate that speaks for the iteration (its verdict decides the champion, the stop rule reads
+ * it): the winner, else the best-ranked screened one, else the first that got furthest.
+ */
+export function leadBundle(bundles: readonly Bundle[]): Bundle {
+  const loaded = bundles.filter((b) => b.exists()).map((b) => ({ b, ev: b.load() }));
+  const winner = loaded.find(({ ev }) => ev.search?.role === 'winner');
+  if (winner) return winner.b;
+  const screened = loaded
+    .filter(({ ev }) => ev.screen?.estimate != null)
+    .sort((x, y) => (y.ev.screen!.estimate ?? 0) - (x.ev.screen!.estimate ?? 0));
+  return screened[0]?.b ?? loaded.find(({ ev }) => ev.candidate)?.b ?? bundles[0]!;
+}
+
+/**
+ * Run (or resume) iteration `it.iteration` as a search over `loop.candidates` candidates; returns the
+ * candidates' bundles. `progress` prefixes each line with the candidate's name.
+ */
+export async function runSearchIteration(
+  ctx: LoopContext,
+  journal: Journal,
+  it: NewIteration,
+  progressOut: (line: string) => void,
+): Promise<Bundle[]> {
+  const k = ctx.config.loop.candidates;
+  const bundles = candidateBundles(ctx.runDir, it.iteration, k);
+  const say = (b: Bundle) => (line: string) =>
+    progressOut(`[${b.dir.split('/').pop()} ${ctx.target.name}] ${line}`);
+  bundles.forEach((b, s) => {
+    if (!b.exists()) b.save({ ...newEvidence(ctx, it), slot: { index: s + 1, of: k } });
+  });
+
+  // The proposals and their gates, one after another: on one machine the agents' and the gates' work
+  // would compete for the same cores (and a gate's verdict does not depend on the order).
+  for (const b of bundles) {
+    ctx.progress = say(b);
+    await runIterationSteps(ctx, b, journal, { only: BEFORE_SCREEN });
+  }
+
+  if (!bundles.some((b) => b.load().search)) await screenAndSelect(ctx, bundles, say);
+
+  // Losers first, the winner last: the iteration's last history row is the one that decided it.
+  const ordered = [...bundles].sort(
+    (x, y) => Number(x.load().search?.role === 'winner') - Number(y.load().search?.role === 'winner'),
+  );
+  for (const b of ordered) {
+    ctx.progress = say(b);
+    await runIterationSteps(ctx, b, journal);
+  }
+  return bundles;
+}
+
+/**
+ * Screen every candidate that passed its gates, rank them (src/search), and write the outcome into
+ * every candidate's record: the winner goes on to the full comparison, the others are `screened-out`.
+ */
+async function screenAndSelect(
+  ctx: LoopContext,
+  bundles: readonly Bundle[],
+  say: (b: Bundle) => (line: string) => void,
+): Promise<void> {
+  const info = ctx.backend.info();
+  const survivors = bundles.filter((b) => b.load().verdict === undefined);
+  // Screened before an interruption: kept. The rest run `parallelJobs` at a time (a backend with several
+  // machines gives each screen its own), else one after another (one machine: they would share cores).
+  const todo = survivors.filter((b) => !b.load().screen);
+  const screenOne = async (b: Bundle) => {
+    const ev = b.load();
+    const line = say(b);
+    const env = { ctx: { ...ctx, progress: line }, bundle: b, ev, save: () => b.save(ev) };
+    const ended = await screenOnce(env.ctx, env, info.platform);
+    if (ended) {
+      ev.verdict = ended.verdict;
+      ev.verdictReasons = ended.reasons;
+      ev.stoppedAt = 'measure';
+      b.save(ev);
+      line(`screen → ${ended.verdict}: ${ended.reasons[0] ?? ''}`);
+    }
+  };
+  const parallel = Math.max(1, info.parallelJobs ?? 1);
+  for (let i = 0; i < todo.length; i += parallel) {
+    await Promise.all(todo.slice(i, i + parallel).map(screenOne));
+  }
+
+  const screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
+  const threshold = 1 + (ctx.config.search.screen_bar ?? ctx.config.measure.practical_delta);
+  const result = screenCandidates(
+    {
+      champion: [],
+      candidates: screened.map(({ ev }) => ({
+        id: String(ev.slot!.index),
+        values: ev.screen!.b.map(numberOrNaN),
+        champion: ev.screen!.a.map(numberOrNaN),
+      })),
+    },
+    ctx.target.bench.metric.direction,
+    { rounds: ctx.config.search.screen_rounds, bar: threshold - 1 },
+  );
+  const winner = result.winner === null ? null : Number(result.winner);
+  const winnerEstimate = result.ranked[0]?.estimate ?? null;
+  for (const { b, ev } of screened) {
+    const ranked = result.ranked.find((r) => r.id === String(ev.slot!.index))!;
+    ev.screen = {
+      ...ev.screen!,
+      estimate: ranked.estimate,
+      survived: ranked.survived,
+      reason: ranked.reason,
+    };
+    if (ev.slot!.index !== winner) {
+      ev.verdict = 'screened-out';
+      ev.verdictReasons = [
+        ranked.survived && winner !== null
+          ? `${ranked.reason}, behind candidate ${winner}'s ${winnerEstimate?.toFixed(4)}`
+          : ranked.reason,
+      ];
+      ev.stoppedAt = 'measure';
+    }
+    b.save(ev);
+  }
+
+  const all = bundles.map((b) => b.load());
+  const rows = all.map(searchRow);
+  for (const b of bundles) {
+    const ev = b.load();
+    ev.search = {
+      role: ev.slot!.index === winner ? 'winner' : 'loser',
+      winner,
+      threshold,
+      screenRounds: ctx.config.search.screen_rounds,
+      candidates: rows,
+    };
+    b.save(ev);
+  }
+  ctx.progress(
+    winner === null
+      ? `search: no candidate of ${bundles.length} survived its gates and the screen`
+      : `search: candidate ${winner} of ${bundles.length} goes on to the full comparison (fresh rounds)`,
+  );
+}
+
+/** One screening session; an infrastructure failure that outlasts the step's retries ends that candidate in `error`. */
+async function screenOnce(
+  ctx: LoopContext,
+  env: Parameters<typeof screenCandidate>[0],
+  platform: Parameters<typeof screenCandidate>[1],
+): Promise<{ verdict: NonNullable<IterationEvidence['verdict']>; reasons: string[] } | undefined> {
+  const retries = ctx.config.loop.infra_retries;
+  for (let attempt = 1; ; attempt++) {
+    if (ctx.signal.aborted) throw new Interrupted();
+    try {
+      const r = await screenCandidate(env, platform);
+      return r?.status === 'verdict' ? { verdict: r.verdict, reasons: r.reasons } : undefined;
+    } catch (e) {
+      if (e instanceof Interrupted || ctx.signal.aborted) throw e;
+      const message = errorMessage(e).split('\n')[0]!;
+      if (attempt > retries) return { verdict: 'error', reasons: [`screen: ${message}`] };
+      ctx.logger.warn(`screen: ${message}; retry ${attempt}/${retries}`);
+      await ctx.sleep(backoffMs(ctx.config.loop.retry_backoff_seconds, attempt));
+    }
+  }
+}
+
+/** A screening value as saved (JSON has no NaN: an unusable value comes back as null). */
+function numberOrNaN(v: number | null): number {
+  return typeof v === 'number' ? v : Number.NaN;
+}
+
+/** One candidate as the search table shows it. */
+function searchRow(ev: IterationEvidence): SearchCandidateRow {
+  const stage: SearchCandidateRow['stage'] = ev.screen
+    ? ev.verdict === undefined
+      ? 'measure'
+      : 'screen'
+    : (ev.stoppedAt ?? 'prepare');
+  return {
+    slot: ev.slot!.index,
+    subject: ev.candidate?.subject ?? null,
+    stage,
+    verdict: ev.verdict ?? null,
+    estimate: ev.screen?.estimate ?? null,
+    reason: ev.verdictReasons[0] ?? ev.screen?.reason ?? '',
+  };
+}

@@ -1,0 +1,122 @@
+// Issue 25: an iteration with k = 3 candidates on the toy target — one wrong (invalid at the CPU gate),
+// one null (screened out), one real gain (the winner, measured in full on fresh rounds). One PR, for the
+// winner, whose comment lists all three; every candidate has its history row and log entry.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
+import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
+import { readHistory } from '../../src/loop/state/history.js';
+import { evidenceLoader } from '../../src/report/log-evidence.js';
+import { lintLog } from '../../src/report/log-lint.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { tempDir } from '../helpers/paths.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+
+const noSleep = async () => undefined;
+const [faster, wrong, sameSpeed] = STANDARD_PATCHES as [
+  (typeof STANDARD_PATCHES)[0],
+  (typeof STANDARD_PATCHES)[0],
+  (typeof STANDARD_PATCHES)[0],
+];
+
+describe('an iteration with three candidates (loop.candidates: 3)', () => {
+  const t = tempDir('hc-search-');
+  const repo = join(t.dir, 'repo');
+  let result: LoopResult;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    // Candidate 1 is the iteration's patch; candidates 2 and 3 are its slot files (replay.ts).
+    makeToyRepo(repo, [
+      { ...wrong, name: '0001-wrong-math' },
+      { ...sameSpeed, name: '0001.2-same-speed' },
+      { ...faster, name: '0001.3-shorter-delay' },
+    ]);
+    result = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      overrides: { 'loop.iterations': 1, 'loop.candidates': 3 },
+      logger: memoryLogger(),
+      progress: (l) => lines.push(l),
+      sleep: noSleep,
+    });
+  }, 300_000);
+  afterAll(t.cleanup);
+
+  it('gives each candidate the verdict it deserves, and the iteration the winner’s', () => {
+    expect(result.endReason).toBe('completed');
+    const [iteration] = result.iterations;
+    expect(iteration!.verdict).toBe('improved');
+    expect(iteration!.candidates!.map((c) => c.verdict)).toEqual(['invalid', 'screened-out', 'improved']);
+    const [first, second, third] = iteration!.candidates!.map((c) => c.evidence);
+    expect(first!.stoppedAt).toBe('cpu-gate');
+    expect(first!.screen).toBeUndefined();
+    expect(second!.screen!.survived).toBe(false);
+    expect(second!.verdictReasons[0]).toMatch(/^screen \d\.\d{4} over 2 rounds < 1\.2000: dropped/);
+    expect(second!.measurement).toBeUndefined();
+    expect(third!.search!.role).toBe('winner');
+    expect(result.champion.iteration).toBe(1);
+    expect(result.champion.commit).toBe(third!.candidate!.logCommit);
+    // Each candidate worked in a repository of its own and got a prompt that says it is one of three.
+    const prompt = readFileSync(join(iteration!.candidates![1]!.bundleDir, 'agent', 'prompt.md'), 'utf8');
+    expect(prompt).toContain('## Candidate 2 of 3');
+    expect(lines.some((l) => l.startsWith('[i001-c3 toy] search: candidate 3 of 3 goes on'))).toBe(true);
+  });
+
+  it('judges the winner on fresh rounds only: none of its screening rounds is in the comparison', () => {
+    const winner = result.iterations[0]!.evidence;
+    const screen = winner.screen!;
+    expect(screen.rounds).toBe(2);
+    expect(screen.estimate!).toBeGreaterThanOrEqual(1.2);
+    const m = winner.measurement!;
+    expect(m.sessions!.map((s) => s.file)).not.toContain(screen.sessionFile);
+    const used = new Set(m.runs.map((r) => r.value));
+    for (const v of [...screen.a, ...screen.b]) expect(used.has(v)).toBe(false);
+    expect(m.runs.filter((r) => r.arm === 'B').length).toBeGreaterThanOrEqual(5);
+    expect(m.comparison!.verdict).toBe('improved');
+  });
+
+  it('opens one PR, for the winner, whose comment lists every candidate', () => {
+    const pulls = listLocalPulls(result.stateDir);
+    expect(pulls).toHaveLength(1);
+    const winner = result.iterations[0]!.evidence;
+    expect(pulls[0]!.branch).toBe(winner.candidate!.branch);
+    expect(pulls[0]!.branch).toMatch(/\/i001-c3$/);
+    const comment = showLocalPull(result.stateDir, pulls[0]!.number)!.comments[0]!.body;
+    expect(comment).toContain('#### Search: 3 candidates, candidate 3 measured in full');
+    expect(comment).toMatch(/runs\/[^/]+\/i001-c3\/evidence\.json/);
+    expect(comment).toMatch(/\| 1 \| [^|]+ \| CPU gate \| — \| invalid \|/);
+    expect(comment).toMatch(/\| 2 \| [^|]+ \| screen \| \d\.\d{3}× \| screened-out \|/);
+    expect(comment).toMatch(/\| \*\*3\*\* \(this\) \| [^|]+ \| full comparison \| \d\.\d{3}× \| improved \|/);
+    // Losers are never pushed.
+    const branches = gitIn(repo, 'branch', '--list', '--format=%(refname:short)');
+    for (const loser of result.iterations[0]!.candidates!.slice(0, 2)) {
+      expect(loser.evidence.publish?.prNumber).toBeUndefined();
+      if (loser.evidence.candidate) expect(branches).not.toContain(loser.evidence.candidate.branch);
+    }
+  });
+
+  it('records every candidate: a history row each (the winner last) and log entries that pass the lint', () => {
+    const rows = readHistory(result.stateDir, 'toy');
+    expect(rows.map((r) => [r.iteration, r.slot, r.verdict])).toEqual([
+      [1, 1, 'invalid'],
+      [1, 2, 'screened-out'],
+      [1, 3, 'improved'],
+    ]);
+    const runLog = readFileSync(join(result.runDir, 'hillclimb-log.md'), 'utf8');
+    expect(runLog).toMatch(/- Run: `[^`]+`, iteration 1 of 1 \(candidate 2 of 3\)/);
+    expect(runLog).toMatch(
+      /- Screen: 2 paired rounds against the champion: \d\.\d{3}× \(bar 1\.200×\); below the bar: dropped/,
+    );
+    const lint = lintLog(runLog, {
+      scope: 'all',
+      loadEvidence: evidenceLoader([result.stateDir]),
+      requireEvidence: true,
+    });
+    expect(lint).toEqual([]);
+  });
+});
