@@ -120,3 +120,48 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     expect(lint).toEqual([]);
   });
 });
+
+describe('a search interrupted during its screens', () => {
+  const t = tempDir('hc-search-resume-');
+  afterAll(t.cleanup);
+
+  it('resumes with the screens already measured and reaches the same outcome, recorded once', async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo, [
+      { ...sameSpeed, name: '0001-same-speed' },
+      { ...faster, name: '0001.2-shorter-delay' },
+    ]);
+    const configFile = join(repo, 'hillclimb.yml');
+    const overrides = { 'loop.iterations': 1, 'loop.candidates': 2 };
+    const controller = new AbortController();
+    const first = await runLoop({
+      configFile,
+      overrides,
+      logger: memoryLogger(),
+      sleep: noSleep,
+      signal: controller.signal,
+      // Stop once candidate 1 is screened and candidate 2's screen has begun.
+      progress: (l) => {
+        if (l.startsWith('[i001-c2 toy] screen:')) controller.abort();
+      },
+    }).catch((e: unknown) => e);
+    expect((first as Error).name).toBe('Interrupted');
+    const result = await runLoop({
+      configFile,
+      overrides,
+      resume: true,
+      logger: memoryLogger(),
+      sleep: noSleep,
+    });
+    expect(result.iterations[0]!.candidates!.map((c) => c.verdict)).toEqual(['screened-out', 'improved']);
+    const rows = readHistory(result.stateDir, 'toy');
+    expect(rows.map((r) => [r.slot, r.verdict])).toEqual([
+      [1, 'screened-out'],
+      [2, 'improved'],
+    ]);
+    expect(listLocalPulls(result.stateDir)).toHaveLength(1);
+  }, 300_000);
+});

@@ -74,7 +74,9 @@ export async function runSearchIteration(
     await runIterationSteps(ctx, b, journal, { only: BEFORE_SCREEN });
   }
 
-  if (!bundles.some((b) => b.load().search)) await screenAndSelect(ctx, bundles, say);
+  // Every record carries the outcome once the selection is complete; an interrupted one is redone
+  // from the screens already measured.
+  if (!bundles.every((b) => b.load().search)) await screenAndSelect(ctx, bundles, say);
 
   // Losers first, the winner last: the iteration's last history row is the one that decided it.
   const ordered = [...bundles].sort(
@@ -97,7 +99,26 @@ async function screenAndSelect(
   say: (b: Bundle) => (line: string) => void,
 ): Promise<void> {
   const info = ctx.backend.info();
-  const survivors = bundles.filter((b) => b.load().verdict === undefined);
+  const threshold = 1 + (ctx.config.search.screen_bar ?? ctx.config.measure.practical_delta);
+  // Candidates still in the race: no verdict from a gate; one screened out before an interruption
+  // is ranked again with the others (its screen is kept, its verdict was the ranking's).
+  const survivors = bundles.filter((b) => {
+    const ev = b.load();
+    if (ev.verdict === 'screened-out' && ev.screen) {
+      ev.verdict = undefined;
+      ev.verdictReasons = [];
+      delete ev.stoppedAt;
+      b.save(ev);
+    }
+    return ev.verdict === undefined;
+  });
+  if (ctx.dryRun) {
+    // A dry run times nothing: the first survivor stands in for the winner, so its remaining steps
+    // print their commands too.
+    ctx.progress('dry run: the screen would time each candidate that passed its gates against the champion');
+    recordSearch(ctx, bundles, survivors[0] ? survivors[0].load().slot!.index : null, threshold);
+    return;
+  }
   // Screened before an interruption: kept. The rest run `parallelJobs` at a time (a backend with several
   // machines gives each screen its own), else one after another (one machine: they would share cores).
   const todo = survivors.filter((b) => !b.load().screen);
@@ -120,7 +141,6 @@ async function screenAndSelect(
   }
 
   const screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
-  const threshold = 1 + (ctx.config.search.screen_bar ?? ctx.config.measure.practical_delta);
   const result = screenCandidates(
     {
       champion: [],
@@ -155,8 +175,22 @@ async function screenAndSelect(
     b.save(ev);
   }
 
-  const all = bundles.map((b) => b.load());
-  const rows = all.map(searchRow);
+  recordSearch(ctx, bundles, winner, threshold);
+  ctx.progress(
+    winner === null
+      ? `search: no candidate of ${bundles.length} survived its gates and the screen`
+      : `search: candidate ${winner} of ${bundles.length} goes on to the full comparison (fresh rounds)`,
+  );
+}
+
+/** Write the search's outcome into every candidate's record: its role, the winner, the table. */
+function recordSearch(
+  ctx: LoopContext,
+  bundles: readonly Bundle[],
+  winner: number | null,
+  threshold: number,
+): void {
+  const rows = bundles.map((b) => searchRow(b.load()));
   for (const b of bundles) {
     const ev = b.load();
     ev.search = {
@@ -168,11 +202,6 @@ async function screenAndSelect(
     };
     b.save(ev);
   }
-  ctx.progress(
-    winner === null
-      ? `search: no candidate of ${bundles.length} survived its gates and the screen`
-      : `search: candidate ${winner} of ${bundles.length} goes on to the full comparison (fresh rounds)`,
-  );
 }
 
 /** One screening session; an infrastructure failure that outlasts the step's retries ends that candidate in `error`. */
