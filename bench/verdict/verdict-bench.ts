@@ -7,7 +7,7 @@
  * - after: the verifier (`python -E -s -m kernels.harness.programs verify --mode measure`), both arms'
  *   exported programs timed call by call in one process, one round = one run per arm, the paired rule.
  *
- * Champion A is HEAD's kernel; B adds examples/replay/gdn/0001 (a real speed-up); A′ adds 0003 (a
+ * Champion A is HEAD's kernel; B adds examples/replay/gdn/0001 (a real speed-up); A′ adds 0001.3 (a
  * different program doing the same work: the A/A of the split, since identical programs are never
  * timed). From the measured cost and noise of each mode it reports the seconds a verdict takes at
  * n = runs_per_arm, the MDE there, and the seconds each mode needs to reach the same MDE (equal
@@ -72,7 +72,7 @@ function main(): void {
     const trees = {
       A: tree(join(work, 'A'), []),
       B: tree(join(work, 'B'), ['0001-blocked-inverse.patch']),
-      A2: tree(join(work, 'A2'), ['0003-wrapper-layout-helpers.patch']),
+      A2: tree(join(work, 'A2'), ['0001.3-wrapper-layout-helpers.patch']),
     };
     const caches = Object.fromEntries(Object.keys(trees).map((k) => [k, join(work, `cache-${k}`)]));
 

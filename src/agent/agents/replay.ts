@@ -60,6 +60,15 @@ export function listReplayPatches(dir: string): ReplayPatch[] {
     });
 }
 
+const SLOT_PATCH_NAME = /^\d{4}\.(\d+)-.+\.patch$/;
+
+/** The most candidates any iteration of the folder has patches for: 1 without slot files. */
+export function replaySlots(dir: string): number {
+  if (!existsSync(dir)) return 1;
+  const slots = readdirSync(dir).map((n) => Number(SLOT_PATCH_NAME.exec(n)?.[1] ?? 1));
+  return Math.max(1, ...slots);
+}
+
 export class ReplayAgent implements Agent {
   readonly name = 'replay';
   private readonly patches: ReplayPatch[];

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { listReplayPatches } from '../../agent/index.js';
+import { listReplayPatches, replaySlots } from '../../agent/index.js';
 import { SANDBOX_HINT, sandboxAvailability } from '../../exec/index.js';
 import { formatPullList, listLocalPulls } from '../../forge/index.js';
 import { newRunId, runLoop } from '../../loop/index.js';
@@ -66,6 +66,8 @@ export function registerDemo(program: Command, ctx: () => CliContext, done: (cod
           configFile: join(repo.root, 'hillclimb.yml'),
           overrides: {
             'loop.iterations': patches.length,
+            // The folder's slot files make its first iteration a search among several candidates.
+            'loop.candidates': replaySlots(replayDir),
             'agent.kind': 'replay',
             'compute.backend': 'local',
             'forge.kind': 'local',

@@ -76,6 +76,7 @@ export function printLoopResult(c: CliContext, result: LoopResult, json: boolean
                     reason: c.reason,
                     subject: c.subject,
                     screen: c.evidence.screen?.estimate ?? null,
+                    prUrl: c.evidence.publish?.prUrl ?? null,
                     bundle: c.bundleDir,
                   })),
                 }
