@@ -28,7 +28,7 @@ export function formatHistory(rows: readonly HistoryRow[]): string {
     const verdict = `${VERDICT_SYMBOLS[r.verdict]} ${r.verdict}`;
     return [
       r.at.slice(0, 16).replace('T', ' '),
-      `${r.runId} i${r.iteration}`,
+      `${r.runId} i${r.iteration}${r.slot ? `-c${r.slot}` : ''}`,
       verdict.padEnd(13),
       measured.padEnd(40),
       r.subject ?? '',

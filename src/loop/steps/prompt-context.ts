@@ -52,7 +52,7 @@ export function ledgerTable(rows: readonly HistoryRow[], max = LEDGER_ROWS): str
         ? 'not measured'
         : `${r.ratio.toFixed(3)}${r.ciLow !== null && r.ciHigh !== null ? ` [${r.ciLow.toFixed(3)}, ${r.ciHigh.toFixed(3)}]` : ''}`;
     lines.push(
-      `| ${cell(r.runId)} / ${r.iteration} | ${r.verdict} | ${ratio} | ${cell(r.hypothesis ?? r.subject ?? '')} | ${cell(r.reason, 160)} |`,
+      `| ${cell(r.runId)} / ${r.iteration}${r.slot ? `-c${r.slot}` : ''} | ${r.verdict} | ${ratio} | ${cell(r.hypothesis ?? r.subject ?? '')} | ${cell(r.reason, 160)} |`,
     );
   }
   return lines.join('\n');
