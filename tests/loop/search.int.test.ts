@@ -64,7 +64,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     // Each candidate worked in a repository of its own and got a prompt that says it is one of three.
     const prompt = readFileSync(join(iteration!.candidates![1]!.bundleDir, 'agent', 'prompt.md'), 'utf8');
     expect(prompt).toContain('## Candidate 2 of 3');
-    expect(lines.some((l) => l.startsWith('[i001-c3 toy] search: candidate 3 of 3 goes on'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('[i001 toy] search: candidate 3 of 3 goes on'))).toBe(true);
   });
 
   it('judges the winner on fresh rounds only: none of its screening rounds is in the comparison', () => {

@@ -76,7 +76,10 @@ export async function runSearchIteration(
 
   // Every record carries the outcome once the selection is complete; an interrupted one is redone
   // from the screens already measured.
-  if (!bundles.every((b) => b.load().search)) await screenAndSelect(ctx, bundles, say);
+  if (!bundles.every((b) => b.load().search)) {
+    ctx.progress = (line) => progressOut(`[${iterationDirName(it.iteration)} ${ctx.target.name}] ${line}`);
+    await screenAndSelect(ctx, bundles, say);
+  }
 
   // Losers first, the winner last: the iteration's last history row is the one that decided it.
   const ordered = [...bundles].sort(
