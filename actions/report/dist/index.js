@@ -83067,7 +83067,7 @@ function ledgerTable(rows, max = LEDGER_ROWS) {
   for (const r of shown) {
     const ratio = r.ratio === null ? "not measured" : `${r.ratio.toFixed(3)}${r.ciLow !== null && r.ciHigh !== null ? ` [${r.ciLow.toFixed(3)}, ${r.ciHigh.toFixed(3)}]` : ""}`;
     lines.push(
-      `| ${cell2(r.runId)} / ${r.iteration} | ${r.verdict} | ${ratio} | ${cell2(r.hypothesis ?? r.subject ?? "")} | ${cell2(r.reason, 160)} |`
+      `| ${cell2(r.runId)} / ${r.iteration}${r.slot ? `-c${r.slot}` : ""} | ${r.verdict} | ${ratio} | ${cell2(r.hypothesis ?? r.subject ?? "")} | ${cell2(r.reason, 160)} |`
     );
   }
   return lines.join("\n");
