@@ -24,6 +24,8 @@ export type { WaitingLockOptions } from './lock.js';
 export { takeLock, withFileLock } from './lock.js';
 export type { Logger } from './log.js';
 export { actionsLogger, terminalLogger } from './log.js';
+export type { TellingLineOptions } from './log-lines.js';
+export { tellingLogLine } from './log-lines.js';
 export { isSecretName, redact, secretsFromEnv } from './redact.js';
 export { Registry } from './registry.js';
 export { copyPlainTree, readPlainFile } from './untrusted-files.js';

@@ -16,7 +16,7 @@
  * choice, never the configuration's or the candidate's.
  */
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { type Backend, VERIFIER_CACHE_KEY } from '../../compute/index.js';
 import {
@@ -26,7 +26,7 @@ import {
   recordIsolation,
   type Session,
 } from '../../evidence/index.js';
-import { errorMessage } from '../../util/index.js';
+import { errorMessage, tellingLogLine } from '../../util/index.js';
 import { matchAny } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import type { Bundle } from '../state/bundle.js';
@@ -191,19 +191,11 @@ export async function exportPrograms(
 
 /** The most telling line of a failed step's log: its own `failed:`/error line, else the last line. */
 export function lastErrorLine(logFile: string): string | undefined {
-  let text: string;
-  try {
-    text = readFileSync(logFile, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const lines = text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('$ ') && !l.startsWith('# '));
-  const own = [...lines].reverse().find((l) => /\b(failed|error|Error)\b[:]/.test(l));
-  // Long enough for a message with two paths and its hint.
-  return (own ?? lines.at(-1))?.slice(0, 800);
+  return tellingLogLine(logFile, {
+    skip: /^(?:\$|#) /,
+    telling: [/\b(failed|error|Error)\b[:]/],
+    orLast: true,
+  })?.slice(0, 800); // long enough for a message with two paths and its hint
 }
 
 /** The verifier's tree for a harness commit: a fresh worktree without the editable paths. */

@@ -16,7 +16,13 @@ import { type AgentIsolation, agentIdentity, leftoverMessage } from '../../agent
 import { type AgentEvidence, recordIsolation } from '../../evidence/index.js';
 import { SANDBOX_HINT, sandboxAvailability } from '../../exec/index.js';
 import { interpreterReadPaths, venvPython } from '../../project/index.js';
-import { copyPlainTree, ExitCode, HillclimbError, writeFileAtomic } from '../../util/index.js';
+import {
+  copyPlainTree,
+  ExitCode,
+  HillclimbError,
+  tellingLogLine,
+  writeFileAtomic,
+} from '../../util/index.js';
 import { HARNESS_IDENTITY, readAgentHead, snapshotTree } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
@@ -213,29 +219,21 @@ const NOT_FOUND = /: (?:\d+: )?(?:[^:]+: )?(?:not found|command not found|No suc
  * find (with where to look), else its last line that reads as an error. Empty when there is none.
  */
 export function agentLastWords(logFile: string): string {
-  let text: string;
-  try {
-    text = readFileSync(logFile, 'utf8');
-  } catch {
-    return '';
-  }
-  // The log opens with the harness's header (`$ <command>`, which spans lines in the sandbox, then
-  // `# cwd: …`); what the agent said comes after it.
-  const cwd = text.match(/^# cwd: .*$/m);
-  const said = cwd?.index === undefined ? text : text.slice(cwd.index + cwd[0].length);
-  const lines = said
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('# '))
-    .slice(-40);
-  const missing = lines.findLast((l) => NOT_FOUND.test(l));
-  if (missing) {
+  const line = tellingLogLine(logFile, {
+    // The log opens with the harness's header (`$ <command>`, which spans lines in the sandbox, then
+    // `# cwd: …`); what the agent said comes after it.
+    headerEnd: /^# cwd: .*$/m,
+    skip: /^# /,
+    within: 40,
+    telling: [NOT_FOUND, /\b(?:error|failed|fatal|denied)\b/i],
+  });
+  if (line === undefined) return '';
+  if (NOT_FOUND.test(line)) {
     return (
-      `: ${missing.slice(0, 300)} (in the sandbox PATH shows the system folders, the agent's own binary, ` +
+      `: ${line.slice(0, 300)} (in the sandbox PATH shows the system folders, the agent's own binary, ` +
       "Node.js and the project's .venv; a shim such as pyenv's or a tool under your home is not there: " +
       'name the program by an absolute path outside your home, or {python})'
     );
   }
-  const error = lines.findLast((l) => /\b(?:error|failed|fatal|denied)\b/i.test(l));
-  return error ? `: ${error.slice(0, 300)}` : '';
+  return `: ${line.slice(0, 300)}`;
 }
