@@ -4,8 +4,8 @@
  * second setup with nothing changed runs no pip at all.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { run } from '../exec/index.js';
 import { HillclimbError, type Logger } from '../util/index.js';
@@ -31,7 +31,10 @@ const STAMP_FILE = '.hillclimb-setup.json';
 const MIN_PYTHON: [number, number] = [3, 10];
 
 export interface SetupStamp {
-  /** sha256 over the requirement files' paths and contents plus the base interpreter version. */
+  /**
+   * sha256 over the requirement files' paths and contents, the files of the local packages they install
+   * (with what those packages' wheels take from elsewhere: the peak table), and the interpreter version.
+   */
   hash: string;
   files: string[];
   python: string;
@@ -94,7 +97,16 @@ export function requirementFiles(root: string, dev: boolean, paths: RequirementP
   return files;
 }
 
-export function requirementsHash(root: string, files: readonly string[], pythonVersion: string): string {
+/**
+ * `bundled` is bundledBenchSource(root, files) (null: none), when the caller has it already: setup
+ * computes it once for the hash, pip's arguments and the stamp.
+ */
+export function requirementsHash(
+  root: string,
+  files: readonly string[],
+  pythonVersion: string,
+  bundled: string | null = bundledBenchSource(root, files) ?? null,
+): string {
   const h = createHash('sha256');
   h.update(`python ${pythonVersion}\n`);
   const hashFilesBelow = (dir: string) => {
@@ -103,22 +115,55 @@ export function requirementsHash(root: string, files: readonly string[], pythonV
       h.update(readFileSync(file));
     }
   };
+  // A package's wheel can take files from outside its folder (hillclimb-bench takes the peak table,
+  // schemas/device-peaks.json): the venv keeps the copy it installed, so they count too.
+  const hashPackage = (dir: string) => {
+    hashFilesBelow(dir);
+    for (const file of forceIncluded(dir)) {
+      h.update(`included ${relative(root, file)}\n`);
+      for (const f of statSync(file).isDirectory() ? filesBelow(file) : [file]) h.update(readFileSync(f));
+    }
+  };
   for (const f of files) {
     h.update(`${f}\n`);
     const text = readFileSync(join(root, f));
     h.update(text);
     // A local package (`./packages/hillclimb-bench`) is installed as a copy: hash its files too, so
     // a change to it reinstalls it instead of leaving a stale copy in the venv.
-    for (const dir of localPackages(text.toString('utf8'))) hashFilesBelow(join(root, dir));
+    for (const dir of localPackages(text.toString('utf8'))) hashPackage(join(root, dir));
   }
   // So is the hillclimb-bench a bare requirement line takes from this hillclimb: another release's
   // copy reinstalls it.
-  const bundled = bundledBenchSource(root, files);
   if (bundled) {
     h.update(`bundled ${bundled}\n`);
-    hashFilesBelow(bundled);
+    hashPackage(bundled);
   }
   return h.digest('hex');
+}
+
+/**
+ * Files a package's pyproject.toml brings into its wheel from elsewhere (hatch's
+ * `[tool.hatch.build.targets.wheel.force-include]`, `"<source>" = "<destination>"`), resolved against
+ * the package; only those that exist outside the package folder (files below it are hashed anyway).
+ */
+export function forceIncluded(dir: string): string[] {
+  const pyproject = join(dir, 'pyproject.toml');
+  if (!existsSync(pyproject)) return [];
+  const out: string[] = [];
+  let inTable = false;
+  for (const raw of readFileSync(pyproject, 'utf8').split('\n')) {
+    const line = raw.replace(/(^|\s)#.*$/, '').trim();
+    if (line.startsWith('[')) {
+      inTable = line === '[tool.hatch.build.targets.wheel.force-include]';
+      continue;
+    }
+    const entry = inTable ? /^"([^"]+)"\s*=/.exec(line) : null;
+    if (!entry) continue;
+    const source = resolve(dir, entry[1]!);
+    const below = relative(dir, source);
+    if (existsSync(source) && (below.startsWith('..') || isAbsolute(below))) out.push(source);
+  }
+  return out.sort();
 }
 
 /** hillclimb-bench inside hillclimb's own package (a checkout, the action's download, or the npm package). */
@@ -222,8 +267,11 @@ export async function setupPython(
   const files = requirementFiles(root, opts.dev, paths);
   const stamp = readStamp(root);
 
+  // Once: it reads the requirement files, and the hash, pip's arguments and the stamp all use it.
+  const bundled = bundledBenchSource(root, files) ?? null;
+
   if (existsSync(python) && stamp) {
-    const wanted = requirementsHash(root, files, stamp.python);
+    const wanted = requirementsHash(root, files, stamp.python, bundled);
     const devFiles = [paths.runtime, paths.dev];
     const devInstalled =
       !opts.dev &&
@@ -251,7 +299,6 @@ export async function setupPython(
   for (const f of files) args.push('-r', f);
   // A named direct requirement beside the bare line: pip takes the source from it and the extras
   // ([jax]) from the line (pip ≥ 20.3; a URL *constraint* with extras needs pip ≥ 24).
-  const bundled = bundledBenchSource(root, files);
   if (bundled) args.push(`hillclimb-bench @ ${pathToFileURL(bundled).href}`);
   logger.info(
     `python: installing ${files.join(', ')}${bundled ? ` (hillclimb-bench from ${bundled})` : ''} into ${VENV_DIR} (first run downloads JAX; a few minutes)`,
@@ -261,7 +308,7 @@ export async function setupPython(
   const venvVersion = parsePythonVersion((await run(python, ['--version'])).stdout) ?? [0, 0, 0];
   const version = venvVersion.join('.');
   const newStamp: SetupStamp = {
-    hash: requirementsHash(root, files, version),
+    hash: requirementsHash(root, files, version, bundled),
     files,
     python: version,
     at: new Date().toISOString(),

@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   BUNDLED_BENCH_DIR,
   bundledBenchSource,
+  forceIncluded,
   localPackages,
   namesBenchWithoutSource,
   parsePythonVersion,
@@ -73,6 +74,52 @@ describe('requirementsHash', () => {
       expect(hash()).toBe(first);
       writeFileSync(join(pkg, 'src', 'bench.py'), 'X = 2\n');
       expect(hash()).not.toBe(first);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('covers the files a package takes into its wheel from outside its folder (the peak table)', () => {
+    const t = tempDir('hc-req-');
+    try {
+      const pkg = join(t.dir, 'packages', 'bench');
+      mkdirSync(pkg, { recursive: true });
+      mkdirSync(join(t.dir, 'schemas'));
+      mkdirSync(join(t.dir, 'kernels'));
+      writeFileSync(
+        join(pkg, 'pyproject.toml'),
+        '[project]\nname = "bench"\n\n[tool.hatch.build.targets.wheel.force-include]\n' +
+          '"../../schemas/peaks.json" = "bench/peaks.json"  # the one table\n"absent.txt" = "x"\n\n[tool.other]\n"a" = "b"\n',
+      );
+      writeFileSync(join(t.dir, 'schemas', 'peaks.json'), '{"v": 1}\n');
+      writeFileSync(join(t.dir, 'kernels', 'requirements.txt'), './packages/bench\n');
+      expect(forceIncluded(pkg)).toEqual([join(t.dir, 'schemas', 'peaks.json')]);
+      const hash = () => requirementsHash(t.dir, ['kernels/requirements.txt'], '3.11.7');
+      const first = hash();
+      writeFileSync(join(t.dir, 'schemas', 'peaks.json'), '{"v": 2}\n');
+      expect(hash()).not.toBe(first);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it("hashes hillclimb-bench's own copy of schemas/device-peaks.json, which the venv reads", () => {
+    expect(forceIncluded(join(REPO_ROOT, BUNDLED_BENCH_DIR))).toEqual([
+      join(REPO_ROOT, 'schemas', 'device-peaks.json'),
+    ]);
+  });
+
+  it('takes the bundled source setup found once, instead of looking again', () => {
+    const t = tempDir('hc-req-');
+    try {
+      writeFileSync(join(t.dir, 'requirements.txt'), 'hillclimb-bench[jax]\n');
+      const found = bundledBenchSource(t.dir, ['requirements.txt']);
+      const hash = (bundled: string | null) =>
+        requirementsHash(t.dir, ['requirements.txt'], '3.11.7', bundled);
+      expect(found).toBeDefined();
+      expect(requirementsHash(t.dir, ['requirements.txt'], '3.11.7')).toBe(hash(found!));
+      // null: setup found none, and nothing looks again.
+      expect(hash(null)).not.toBe(hash(found!));
     } finally {
       t.cleanup();
     }
