@@ -18,7 +18,7 @@ import { ChampionFailure } from './failures.js';
 import { recentLogEntries } from './log-file.js';
 import { championProfile, knownProfileSummary } from './profile.js';
 import { loadDirectives, type PromptVars, renderPrompt } from './prompt.js';
-import { hotspotTable, ledgerTable } from './prompt-context.js';
+import { hotspotTable, ledgerTable, promptMemory } from './prompt-context.js';
 import type { Step } from './step.js';
 
 export const prepareStep: Step = {
@@ -151,12 +151,10 @@ async function championHotspots(ctx: LoopContext, champion: string): Promise<str
 async function recentLogText(ctx: LoopContext, base: string): Promise<string> {
   const runLog = join(ctx.runDir, 'hillclimb-log.md');
   const n = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync(runLog) ? recentLogEntries(readFileSync(runLog, 'utf8'), n) : [];
+  let entries = n > 0 && existsSync(runLog) ? recentLogEntries(readFileSync(runLog, 'utf8'), n) : [];
   if (entries.length < n) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n - entries.length), ...entries];
   }
-  const ledger = ledgerTable(readHistory(ctx.stateDir, ctx.target.name));
-  const log = entries.length === 0 ? '(no log entries yet)' : entries.join('\n\n');
-  return ledger ? `${ledger}\n\n${log}` : log;
+  return promptMemory(ledgerTable(readHistory(ctx.stateDir, ctx.target.name)), entries, n);
 }

@@ -58,6 +58,23 @@ export function ledgerTable(rows: readonly HistoryRow[], max = LEDGER_ROWS): str
   return lines.join('\n');
 }
 
+/**
+ * What the prompt remembers (its `{recent_log}`): the ledger, then the newest log entries.
+ * `loop.log_entries_in_prompt` counts log entries, the agents' own prose about earlier iterations; the
+ * ledger is the harness's record of what was tried and what the novelty check will refuse unmeasured,
+ * so it stays at 0 too (hiding it would only let the agent spend iterations on refused repeats). At 0
+ * the prompt says the entries are left out, not that there are none.
+ */
+export function promptMemory(ledger: string, entries: readonly string[], logEntriesInPrompt: number): string {
+  const log =
+    logEntriesInPrompt === 0
+      ? '(log entries are left out: loop.log_entries_in_prompt is 0)'
+      : entries.length === 0
+        ? '(no log entries yet)'
+        : entries.join('\n\n');
+  return ledger ? `${ledger}\n\n${log}` : log;
+}
+
 function cell(text: string, max = 200): string {
   const line = text.replace(/\s+/g, ' ').replaceAll('|', '/').replaceAll('`', "'").trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
