@@ -354,15 +354,18 @@ export function customCallSection(profile: ProfileEvidence | undefined, rows: nu
 }
 
 /** One line per top change, for log entries and terminal output: `` `op` 5.210 ms → 3.900 ms (−1.310 ms, −25.1%) ``. */
-export function hotspotLine(row: DiffRow, custom: boolean): string {
+export function hotspotLine(row: DiffRow, custom: boolean, wholeTrace = false): string {
   const before = row.status === 'added' ? 'absent' : formatValue(row.before, MS);
   const after = row.status === 'removed' ? 'absent' : formatValue(row.after, MS);
   const pct = row.deltaPct === null || row.status === 'added' ? '' : `, ${formatSignedPercent(row.deltaPct)}`;
   const flags = [
     row.status === 'added' || row.status === 'removed' ? row.status : '',
     custom ? 'custom call' : '',
+    wholeTrace ? 'whole trace' : '',
   ]
     .filter((f) => f !== '')
     .join(', ');
-  return `${code(row.name)} ${before} → ${after} (${formatSignedValue(row.delta, MS)}${pct})${flags ? ` [${flags}]` : ''}`;
+  // Over the whole trace one op name can come from several programs: the line names which.
+  const name = wholeTrace && row.program ? `${code(row.name)} in ${code(row.program)}` : code(row.name);
+  return `${name} ${before} → ${after} (${formatSignedValue(row.delta, MS)}${pct})${flags ? ` [${flags}]` : ''}`;
 }

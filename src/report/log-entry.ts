@@ -43,6 +43,7 @@ import {
 import {
   beforeAfter,
   customCallNames,
+  hotspotBasis,
   hotspotLine,
   launchesText,
   profilerInflated,
@@ -55,7 +56,7 @@ import { agentQuote, code, escapeHtml } from './markdown.js';
  * Bump whenever harnessLines, entryHeading or the digest change: lint then reports entries written
  * earlier as an older format (a warning) instead of as hand edits.
  */
-export const LOG_ENTRY_FORMAT = 2;
+export const LOG_ENTRY_FORMAT = 3;
 /** Hotspot lines per entry. */
 export const LOG_HOTSPOTS = 3;
 /** Failing test names listed per gate before "and N more". */
@@ -84,6 +85,7 @@ export const LOG_LABELS = [
   'Kernel share',
   'Profile',
   'Step time',
+  'Device op time',
   'Hotspot',
   'Custom-call launches per step',
   'Evidence',
@@ -270,9 +272,18 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
     const custom = customCallNames(profile);
     // A trace the profiler inflated is no result: its times are shown as what they are.
     const inflated = profilerInflated(profile) ? ' (profiler-inflated trace: not the measured change)' : '';
-    if (profile.diff?.stepTimeMs) add('Step time', `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
-    for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
-      add('Hotspot', hotspotLine(row, custom.has(row.name)));
+    // The rows the diff leads with, as in the PR: the whole trace when a trace's steps are unreliable.
+    const basis = profile.diff ? hotspotBasis(profile.diff) : undefined;
+    if (basis?.wholeTrace) {
+      add(
+        'Device op time',
+        `${beforeAfter(basis.total)} over the whole trace, all devices (its steps hold too little of it to compare per step)${inflated}`,
+      );
+    } else if (profile.diff?.stepTimeMs) {
+      add('Step time', `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
+    }
+    for (const row of topChanges(basis?.rows ?? [], LOG_HOTSPOTS))
+      add('Hotspot', hotspotLine(row, custom.has(row.name), basis?.wholeTrace));
     const launches = launchesText(profile);
     if (launches !== undefined) add('Custom-call launches per step', launches);
   }

@@ -24,7 +24,7 @@ import {
   shortSha,
   truncateText,
 } from './format.js';
-import { beforeAfter, profilerInflated, topChanges } from './hotspots.js';
+import { beforeAfter, hotspotBasis, profilerInflated, topChanges } from './hotspots.js';
 
 /** Subjects longer than this are shortened in the run table. */
 export const TABLE_SUBJECT_WIDTH = 48;
@@ -68,10 +68,15 @@ function stepDetail(evidence: IterationEvidence, step: StepName): string | undef
       const p = evidence.profile;
       if (!p) return undefined;
       if (p.status !== 'done') return `${p.status}${p.reason ? `: ${oneLine(p.reason)}` : ''}`;
-      const step = p.diff?.stepTimeMs
-        ? `step ${beforeAfter(p.diff.stepTimeMs)}${profilerInflated(p) ? ' (profiler-inflated)' : ''}`
-        : undefined;
-      const top = topChanges(p.diff?.ops ?? [], 1)[0];
+      // The rows the diff leads with, as in the PR: the whole trace when a trace's steps are unreliable.
+      const basis = p.diff ? hotspotBasis(p.diff) : undefined;
+      const inflated = profilerInflated(p) ? ' (profiler-inflated)' : '';
+      const step = basis?.wholeTrace
+        ? `whole trace: device op time ${beforeAfter(basis.total)}${inflated}`
+        : p.diff?.stepTimeMs
+          ? `step ${beforeAfter(p.diff.stepTimeMs)}${inflated}`
+          : undefined;
+      const top = topChanges(basis?.rows ?? [], 1)[0];
       const hot = top ? `top Δ ${top.name} ${formatSignedValue(top.delta, 'ms')}` : undefined;
       return [step, hot].filter(Boolean).join('; ') || 'done';
     }

@@ -12,7 +12,7 @@ import { HillclimbError } from '../../src/util/errors.js';
 import { everyVerdict, IMPROVED, invalidByCpuGate, measured, noOp, RUN_ID } from './builders.js';
 
 const MARKER =
-  /^<!-- hillclimb:evidence runs\/20261121-2340-ab12\/i003\/evidence\.json sha256=[0-9a-f]{64} format=2 -->$/;
+  /^<!-- hillclimb:evidence runs\/20261121-2340-ab12\/i003\/evidence\.json sha256=[0-9a-f]{64} format=3 -->$/;
 
 describe('renderLogEntry', () => {
   // When this rendering changes, bump LOG_ENTRY_FORMAT: entries written before would otherwise fail lint
