@@ -60,6 +60,11 @@ export interface LoopContext {
   dryRun: boolean;
   /** This process's job: which machine ran which step (see evidence/isolation.ts). */
   job: string;
+  /**
+   * This job runs the propose step: a candidate in its bundle was made here (by the agent's propose
+   * step, or by the driver that prepared a person's change), never taken over from another job's bundle.
+   */
+  proposes: boolean;
 }
 
 /** For runs and phases that never propose: an agent that must not be called. */

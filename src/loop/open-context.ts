@@ -103,6 +103,7 @@ export async function openLoopContext(config: HillclimbConfig, role: LoopRole): 
     sleep: role.sleep ?? realSleep,
     prepareMayProfile: role.prepareMayProfile,
     job: role.jobId ?? currentJobId(),
+    proposes: role.steps.includes('propose'),
     dryRun: Boolean(role.dryRun),
   };
 

@@ -6,6 +6,10 @@
  * indentation and line order are kept (in Python they change what code does), so an agent cannot
  * hide an honest edit's fingerprint inside a broken one by re-indenting or swapping lines. Renaming a
  * variable is a different change: this is a cheap screen for repeats, not a judge of ideas.
+ *
+ * A binary file has no lines: its edit is its content before and after, the blob ids of the diff's
+ * `index` line. Make the diff with `--full-index` (Git.diff's fullIndex): abbreviated ids grow with the
+ * repository, and would give the same change another fingerprint later.
  */
 import { createHash } from 'node:crypto';
 import { parseUnifiedDiff } from './unified-diff.js';
@@ -16,6 +20,7 @@ export function changeFingerprint(diff: string): string | undefined {
     .map((f) => ({
       path: f.newPath ?? f.oldPath ?? '',
       binary: f.binary,
+      blobs: f.blobs,
       removed: f.removed.map(normalise).filter(Boolean),
       added: f.added.map((a) => normalise(a.text)).filter(Boolean),
     }))
@@ -25,7 +30,7 @@ export function changeFingerprint(diff: string): string | undefined {
   if (files.length === 0) return undefined;
   const h = createHash('sha256');
   for (const f of files) {
-    h.update(`file ${f.path}${f.binary ? ' binary' : ''}\n`);
+    h.update(`file ${f.path}${f.binary ? ` binary ${f.blobs?.old ?? '?'}..${f.blobs?.new ?? '?'}` : ''}\n`);
     for (const line of f.removed) h.update(`-${line}\n`);
     for (const line of f.added) h.update(`+${line}\n`);
   }

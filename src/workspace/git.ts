@@ -347,12 +347,14 @@ export class Git {
   async diff(
     a: string,
     b: string,
-    opts: { paths?: readonly string[]; context?: number } = {},
+    opts: { paths?: readonly string[]; context?: number; fullIndex?: boolean } = {},
   ): Promise<string> {
     assertRevision(a);
     assertRevision(b);
     const args = ['diff', '--no-ext-diff', '--no-textconv', '--no-color', '-M'];
     if (opts.context !== undefined) args.push(`--unified=${opts.context}`);
+    // Whole blob ids on the `index` lines (the novelty fingerprint of a binary file is its blobs).
+    if (opts.fullIndex) args.push('--full-index');
     args.push(a, b, '--', ...(opts.paths ?? []));
     return (await this.git(args)).stdout;
   }

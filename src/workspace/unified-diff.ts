@@ -16,6 +16,11 @@ export interface FileDiff {
   /** Path in the old tree (undefined for an added file). */
   oldPath: string | undefined;
   binary: boolean;
+  /**
+   * The blob ids of the `index <old>..<new>` line (abbreviated unless the diff was made with
+   * --full-index; all zeros for an absent side); undefined when the diff has none (a pure rename).
+   */
+  blobs?: { old: string; new: string };
   added: AddedLine[];
   /** The removed lines' text, in order. */
   removed: string[];
@@ -78,6 +83,9 @@ export function parseUnifiedDiff(text: string): FileDiff[] {
       current.newPath = unquote(raw.slice('rename to '.length));
     } else if (raw.startsWith('Binary files ') || raw === 'GIT binary patch') {
       current.binary = true;
+    } else if (raw.startsWith('index ')) {
+      const ids = /^index ([0-9a-f]+)\.\.([0-9a-f]+)/.exec(raw);
+      if (ids) current.blobs = { old: ids[1]!, new: ids[2]! };
     }
   }
   return files;

@@ -175,7 +175,7 @@ describe('the novelty check', () => {
     expect(result.iterations.map((i) => i.verdict)).toEqual(['no-change', 'invalid']);
     const repeat = result.iterations[1]!;
     expect(repeat.reason).toMatch(
-      /^novelty check: the same change as iteration 1 of run \S+ \(no-change, ratio \d\.\d{3} \[/,
+      /^novelty check: a repeat of iteration 1 of run \S+ \(no-change, ratio \d\.\d{3} \[/,
     );
     expect(repeat.evidence.stoppedAt).toBe('guard');
     expect(repeat.evidence.gates.cpu).toBeUndefined();

@@ -35,3 +35,17 @@ describe('changeFingerprint', () => {
     expect(changeFingerprint(diff('src/k.py', '@@ -7 +7 @@\n-PASSES = 1\n+PASSES = 8\n'))).not.toBe(fp);
   });
 });
+
+describe('changeFingerprint of a binary file', () => {
+  const blob = (c: string) => c.repeat(40);
+  const binary = (file: string, from: string, to: string) =>
+    `diff --git a/${file} b/${file}\nindex ${from}..${to} 100644\nBinary files a/${file} and b/${file} differ\n`;
+
+  it('is its blobs before and after, not its path alone', () => {
+    const fp = changeFingerprint(binary('w.bin', blob('a'), blob('b')));
+    expect(fp).toMatch(/^sha256:/);
+    expect(changeFingerprint(binary('w.bin', blob('a'), blob('c')))).not.toBe(fp);
+    expect(changeFingerprint(binary('w.bin', blob('a'), blob('b')))).toBe(fp);
+    expect(changeFingerprint(binary('v.bin', blob('a'), blob('b')))).not.toBe(fp);
+  });
+});

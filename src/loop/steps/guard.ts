@@ -3,7 +3,7 @@
  * must not contain known hacks. Either violation makes the iteration `invalid` before any test runs.
  * So does a change an earlier iteration already made (the novelty check): it is not measured again.
  */
-import type { HistoryRow } from '../../evidence/index.js';
+import type { HistoryRow, IterationEvidence } from '../../evidence/index.js';
 import {
   changeFingerprint,
   classifyChanges,
@@ -51,45 +51,89 @@ export const guardStep: Step = {
     if (reasons.length > 0) return { status: 'verdict', verdict: 'invalid', reasons };
 
     const change = changeFingerprint(
-      await ctx.git.diff(ev.base.commit, candidate.commit, { paths: candidate.changedPaths, context: 0 }),
+      await ctx.git.diff(ev.base.commit, candidate.commit, {
+        paths: candidate.changedPaths,
+        context: 0,
+        fullIndex: true,
+      }),
     );
     if (change) ev.guard.change = change;
     // A person who asks for a measurement (a PR, `hillclimb measure`) asks for it again on purpose.
     const earlier =
-      change && !candidate.from
-        ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, ev)
+      change && !personsChange(ctx, ev)
+        ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, {
+            runId: ev.runId,
+            iteration: ev.iteration,
+            base: ev.base.commit,
+          })
         : undefined;
-    if (earlier) return { status: 'verdict', verdict: 'invalid', reasons: [repeatReason(earlier)] };
+    if (earlier) {
+      return {
+        status: 'verdict',
+        verdict: 'invalid',
+        reasons: [repeatReason(earlier)],
+        note: `repeat of iteration ${earlier.iteration} of run ${earlier.runId}`,
+      };
+    }
     const warnings = scan.findings.filter((f) => f.severity !== 'block').length;
     return warnings > 0 ? { status: 'done', note: `${warnings} static-scan warning(s)` } : { status: 'done' };
   },
 };
 
 /**
+ * Whether the candidate is a person's change, which is measured whenever asked, repeat or not.
+ * `candidate.from` says so, but it is a field of the bundle, which an untrusted job can write: it counts
+ * only where it is the harness's own fact — in the job that made the candidate (it runs the propose
+ * step: the agent's, or a person's change prepared by the harness), or in a later job that took over an
+ * attested bundle. The guard record of the job that made it is how the guard knows the latter: trust.ts
+ * keeps a bundle's step records only when an attestation vouches for the bundle, and drops the guard's
+ * from any other before it guards the change again.
+ */
+export function personsChange(
+  ctx: { proposes: boolean },
+  ev: Pick<IterationEvidence, 'candidate' | 'steps'>,
+): boolean {
+  if (!ev.candidate?.from) return false;
+  return ctx.proposes || ev.steps.guard !== undefined;
+}
+
+/** How the guard's refusal of a repeat starts (a history row's reason says it was refused, unmeasured). */
+export const NOVELTY_REFUSAL = 'novelty check: a repeat of iteration ';
+
+/**
  * The last earlier iteration that made this change. An `error` row said nothing about the change (the
- * infrastructure failed), so it does not count; nor does this iteration's own row (a later job — the
- * publish job re-guards what it pushes — or a resumed run reads the history with it already there).
+ * infrastructure failed), so it does not count, nor does an earlier refusal of the same repeat (it was
+ * never measured; the iteration it repeated is the one to name); nor does this iteration's own row (a
+ * later job — the publish job re-guards what it pushes — or a resumed run reads the history with it
+ * already there); nor does a `no-change` measured on another champion: a null result on an old champion
+ * says little about the new one, so the change is measured again once the champion has moved.
  */
 export function sameChangeEarlier(
   rows: readonly HistoryRow[],
   change: string,
-  self: { runId: string; iteration: number },
+  self: { runId: string; iteration: number; base: string },
 ): HistoryRow | undefined {
   return rows.findLast(
     (r) =>
       r.change === change &&
       r.verdict !== 'error' &&
+      !r.reason.startsWith('novelty check: ') &&
+      !(r.verdict === 'no-change' && r.baseCommit !== self.base) &&
       !(r.runId === self.runId && r.iteration === self.iteration),
   );
 }
 
-function repeatReason(row: HistoryRow): string {
-  const measured =
-    row.ratio !== null
-      ? `, ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ''}`
-      : '';
+/** The refusal: which iteration this repeats, how that ended, and how a person has it measured anyway. */
+export function repeatReason(row: HistoryRow): string {
+  const ratio =
+    row.ratio === null
+      ? 'not measured'
+      : `ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ''}`;
   return (
-    `novelty check: the same change as iteration ${row.iteration} of run ${row.runId} ` +
-    `(${row.verdict}${measured}: ${row.reason}); not measured again — change something that made it fail`
+    `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ''} of run ${row.runId} ` +
+    `(${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ''}), the same change on champion ${row.baseCommit.slice(0, 12)}. ` +
+    `Not measured again${row.verdict === 'no-change' ? ' until the champion moves' : ''}; ` +
+    'a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull ' +
+    'request that makes it, or hillclimb measure --base <champion> --head <commit>.'
   );
 }

@@ -41,7 +41,7 @@ export function ledgerTable(rows: readonly HistoryRow[], max = LEDGER_ROWS): str
   if (tried.length === 0) return '';
   const shown = tried.slice(-max);
   const lines = [
-    `Already tried (the harness's ledger: ${tried.length} earlier iteration(s) of this target${tried.length > shown.length ? `, the last ${shown.length} shown` : ''}; a repeat of the same change is refused unmeasured):`,
+    `Already tried (the harness's ledger: ${tried.length} earlier iteration(s) of this target${tried.length > shown.length ? `, the last ${shown.length} shown` : ''}; a repeat of the same change is refused unmeasured, unless it ended no-change on an earlier champion):`,
     '',
     '| run / iteration | verdict | improvement ratio [CI] | hypothesis or subject | why |',
     '|---|---|---|---|---|',
