@@ -5,6 +5,7 @@ import {
   type DiffRow,
   isMarked,
   type OpRow,
+  type OpSpread,
   type TraceDiff,
   type TraceSummary,
 } from '../trace/index.js';
@@ -143,6 +144,7 @@ export function formatSummary(s: TraceSummary, top = 15): string {
     `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? '—' : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`,
   );
   if (st.deviceSpread !== undefined) out.push(`  ${spreadLine(st.deviceSpread, st.count)}`);
+  if (st.opSpread !== undefined) out.push(`  ${opSpreadLine(st.opSpread)}`);
   if (isMarked(st.detector)) out.push(wholeTrace);
 
   if (s.programs.length > 1) {
@@ -171,37 +173,49 @@ export function formatSummary(s: TraceSummary, top = 15): string {
     '',
     `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`,
   );
+  // Per-step times are means over devices without step windows: beside each, its slowest device's.
+  const slowest = st.opSpread !== undefined;
+  const withSlowest = <T>(cells: T[], cell: () => T): T[] =>
+    slowest ? [...cells.slice(0, 6), cell(), ...cells.slice(6)] : cells;
   out.push(
     textTable(
-      [
-        'op',
-        'program',
-        'category',
-        'total',
-        'share',
-        'time/step',
-        'count/step',
-        'TFLOP/s',
-        'GB/s',
-        'FLOP/B',
-        'roofline',
-        'note',
-      ],
-      ops.map((o) => [
-        clip(o.name, 40),
-        clip(o.program || '—', 28),
-        clip(o.category, 20),
-        formatMs(o.totalMs),
-        `${o.shareOfDevice.toFixed(1)}%`,
-        o.timeMs === 0 && o.occurrences === 0 ? 'outside' : formatMs(o.timeMs),
-        count(o.occurrences),
-        o.tflops === null || o.noCostModel ? '—' : o.tflops.toFixed(2),
-        o.gbps === null ? '—' : o.gbps.toFixed(0),
-        o.intensity === null ? '—' : o.intensity.toFixed(1),
-        rooflineText(o),
-        opNote(o, labels),
-      ]),
-      [false, false, false, true, true, true, true, true, true, true, false, false],
+      withSlowest(
+        [
+          'op',
+          'program',
+          'category',
+          'total',
+          'share',
+          'time/step',
+          'count/step',
+          'TFLOP/s',
+          'GB/s',
+          'FLOP/B',
+          'roofline',
+          'note',
+        ],
+        () => 'slowest device/step',
+      ),
+      ops.map((o) =>
+        withSlowest(
+          [
+            clip(o.name, 40),
+            clip(o.program || '—', 28),
+            clip(o.category, 20),
+            formatMs(o.totalMs),
+            `${o.shareOfDevice.toFixed(1)}%`,
+            o.timeMs === 0 && o.occurrences === 0 ? 'outside' : formatMs(o.timeMs),
+            count(o.occurrences),
+            o.tflops === null || o.noCostModel ? '—' : o.tflops.toFixed(2),
+            o.gbps === null ? '—' : o.gbps.toFixed(0),
+            o.intensity === null ? '—' : o.intensity.toFixed(1),
+            rooflineText(o),
+            opNote(o, labels),
+          ],
+          () => (o.timeMs === 0 && o.occurrences === 0 ? 'outside' : formatMs(o.slowestDeviceMs ?? 0)),
+        ),
+      ),
+      withSlowest([false, false, false, true, true, true, true, true, true, true, false, false], () => true),
     ),
   );
 
@@ -362,6 +376,11 @@ export function formatDiff(d: TraceDiff, top = 15): string {
  * `step time is the slowest of 4 devices each step (mostly /device:TPU:1, 31 of 100 steps); device
  * mean 784.145 ms, slowest − fastest 66.043 ms (7.8%) on average`
  */
+/** With several devices and no step windows of their own: per-step op times are means over devices. */
+function opSpreadLine(spread: OpSpread): string {
+  return `op times per step are the mean of ${spread.devices} devices (no step windows of their own); the slowest, ${spread.slowest}, ${formatMs(spread.slowestMs)} per step (the fastest ${formatMs(spread.fastestMs)}), and each op's slowest device is in the op table`;
+}
+
 function spreadLine(spread: DeviceSpread, steps: number): string {
   const pct = spread.meanMs === 0 ? 0 : (100 * spread.spreadMs) / spread.meanMs;
   return `step time is the slowest of ${spread.devices} devices each step (mostly ${spread.slowest}, ${spread.slowestSteps} of ${Math.round(steps)} steps); device mean ${formatMs(spread.meanMs)}, slowest − fastest ${formatMs(spread.spreadMs)} (${pct.toFixed(1)}%) on average`;

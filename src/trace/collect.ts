@@ -53,6 +53,8 @@ export interface OpInfo {
   /** Occurrences and self time counted (inside steps; or all, in program mode). */
   countIn: number;
   selfInPs: number;
+  /** selfInPs by device (DeviceState.index): a mean over devices hides an op that ran on a few. */
+  selfInByDevice: number[];
   /** Occurrences and self time outside every step window (windows mode only). */
   countOut: number;
   selfOutPs: number;
@@ -104,6 +106,8 @@ const ROLE_CODE: Record<LaneRole, number> = {
 
 interface DeviceState {
   device: TraceDevice;
+  /** Order of first sight in this pass: the index of OpInfo.selfInByDevice. */
+  index: number;
   modules: Execution[];
   modulesSorted: boolean;
   moduleCursor: number;
@@ -475,6 +479,7 @@ export class TraceCollector implements TraceVisitor {
       if (w >= 0) {
         op.countIn++;
         op.selfInPs += self;
+        op.selfInByDevice[dev.index] = (op.selfInByDevice[dev.index] ?? 0) + self;
         dev.windowOpPs![w]! += self;
         if (top) dev.windowBusyPs![w]! += Math.min(start + dur, dev.windows!.ends[w]!) - start;
       } else {
@@ -484,6 +489,7 @@ export class TraceCollector implements TraceVisitor {
     } else {
       op.countIn++;
       op.selfInPs += self;
+      op.selfInByDevice[dev.index] = (op.selfInByDevice[dev.index] ?? 0) + self;
       if (top) {
         const exec = st.execs[d];
         if (exec !== undefined) exec.busyPs += dur;
@@ -527,6 +533,7 @@ export class TraceCollector implements TraceVisitor {
     if (dev === undefined) {
       dev = {
         device,
+        index: this.devices.size,
         modules: [],
         modulesSorted: true,
         moduleCursor: 0,
@@ -602,6 +609,7 @@ function newOpInfo(program: string, name: string, ev: TraceEventView, st: LaneSt
     kernels: undefined,
     countIn: 0,
     selfInPs: 0,
+    selfInByDevice: [],
     countOut: 0,
     selfOutPs: 0,
   };

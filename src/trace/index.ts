@@ -8,5 +8,13 @@ export { profileAgreement } from './agreement.js';
 export { diffSummaries } from './diff.js';
 export { summarizeTracePath } from './from-path.js';
 export { isMarked } from './steps.js';
-export type { DeviceSpread, DiffNumbers, DiffRow, OpRow, TraceDiff, TraceSummary } from './types.js';
+export type {
+  DeviceSpread,
+  DiffNumbers,
+  DiffRow,
+  OpRow,
+  OpSpread,
+  TraceDiff,
+  TraceSummary,
+} from './types.js';
 export { TRACE_SUMMARY_SCHEMA } from './types.js';

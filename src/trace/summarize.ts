@@ -46,7 +46,13 @@ import {
   slowestDeviceSteps,
   stepEstimates,
 } from './steps.js';
-import { type DeviceRow, TRACE_SUMMARY_SCHEMA, type TraceSummary } from './types.js';
+import {
+  type DeviceRow,
+  type OpRow,
+  type OpSpread,
+  TRACE_SUMMARY_SCHEMA,
+  type TraceSummary,
+} from './types.js';
 
 export interface SummarizeOptions {
   signal?: AbortSignal;
@@ -241,6 +247,13 @@ function buildSummary(input: BuildInput): TraceSummary {
       ? slowestDeviceSteps(plan.windows!, computeDevices)
       : undefined;
   if (perDevice !== undefined) stepDurations = perDevice.durationsPs;
+  // Several devices without step windows of their own: every per-step op time is a mean over devices.
+  // The slowest device gates the step, as it does a windowed step: name it, with its op time, and each
+  // op's time on the device where it took the longest.
+  const opSpread =
+    perDevice === undefined && platform !== 'cpu' && computeDevices.size >= 2
+      ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices)
+      : undefined;
 
   const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
@@ -299,6 +312,9 @@ function buildSummary(input: BuildInput): TraceSummary {
       program: plan.program,
       timeMs: timeStats,
       ...(perDevice === undefined ? {} : { deviceSpread: perDevice.spread }),
+      ...(opSpread === undefined
+        ? {}
+        : { opSpread: { ...opSpread.spread, meanMs: ms(opPsTotal / deviceSteps) } }),
       annotations: annotationKinds(first.hostSteps).map((k) => {
         const t = describe(k.markers.map((m) => m.durPs));
         return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
@@ -309,7 +325,7 @@ function buildSummary(input: BuildInput): TraceSummary {
     },
     total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
     programs: programRows(counted, devicePs, programExecutions, devicesOf),
-    ops: opRows(counted, ctx),
+    ops: withSlowestDevice(opRows(counted, ctx), opSpread?.byOp),
     roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
     categories: groupRows(counted, (c) => c.op.category, deviceSteps, ctx.opPsPerStepTotal),
     scopes: groupRows(counted, (c) => c.op.scope || '(none)', deviceSteps, ctx.opPsPerStepTotal),
@@ -490,6 +506,56 @@ function passNote(input: BuildInput): string {
   if (input.source.cheapLaneSkip) reasons.push('XSpace: structure first, then ops');
   else if (input.final !== input.first) reasons.push('step windows split some programs');
   return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join('; ')})` : ' (lane names arrived late)'}`;
+}
+
+/**
+ * Per compute device, the op time inside steps, per step (each device ran `stepsPerDevice` steps): the
+ * slowest and fastest device, and per op row (program and op, as opRows keys them) its time per step
+ * on the device where it took the longest.
+ */
+function deviceOpSpread(
+  final: TraceCollector,
+  counted: readonly Counted[],
+  computeDevices: ReadonlySet<string>,
+  stepsPerDevice: number,
+): { spread: Omit<OpSpread, 'meanMs'>; byOp: Map<string, number> } {
+  const names = new Map<number, string>();
+  for (const dev of final.deviceStates())
+    if (computeDevices.has(dev.device.name)) names.set(dev.index, dev.device.name);
+  const totals = new Map<number, number>([...names.keys()].map((i) => [i, 0]));
+  const rows = new Map<string, Map<number, number>>();
+  for (const c of counted) {
+    if (c.selfPs === 0 || c.op.selfInPs === 0) continue;
+    // The share of the op's counted time that is inside steps (all of it, or none, outside windows).
+    const inSteps = c.selfPs / c.op.selfInPs;
+    const key = `${c.op.program}\u0000${c.op.baseName}`;
+    const row = rows.get(key) ?? new Map<number, number>();
+    rows.set(key, row);
+    c.op.selfInByDevice.forEach((ps, i) => {
+      if (!names.has(i)) return;
+      row.set(i, (row.get(i) ?? 0) + ps * inSteps);
+      totals.set(i, totals.get(i)! + ps * inSteps);
+    });
+  }
+  const perStep = (ps: number) => ms(ps / Math.max(stepsPerDevice, 1e-9));
+  const ranked = [...totals].sort((a, b) => b[1] - a[1] || names.get(a[0])!.localeCompare(names.get(b[0])!));
+  const byOp = new Map<string, number>();
+  for (const [key, row] of rows) byOp.set(key, perStep(Math.max(...row.values())));
+  return {
+    spread: {
+      devices: names.size,
+      slowest: names.get(ranked[0]![0])!,
+      slowestMs: perStep(ranked[0]![1]),
+      fastestMs: perStep(ranked.at(-1)![1]),
+    },
+    byOp,
+  };
+}
+
+/** The op rows with their slowest device's time per step, when the summary has an op spread. */
+function withSlowestDevice(rows: OpRow[], byOp: ReadonlyMap<string, number> | undefined): OpRow[] {
+  if (byOp === undefined) return rows;
+  return rows.map((r) => ({ ...r, slowestDeviceMs: byOp.get(`${r.program}\u0000${r.name}`) ?? 0 }));
 }
 
 function windowCount(windows: StepWindows, devices: ReadonlySet<string>): number {

@@ -106,6 +106,12 @@ export interface StepSummary {
   timeMs: { mean: number; median: number; min: number; max: number } | null;
   /** How the devices' step times spread, when several devices have their own step windows. */
   deviceSpread?: DeviceSpread;
+  /**
+   * Several devices without step windows of their own (GPU host launches, kernel repetition, host
+   * annotations, the whole trace): every per-step op time is the mean over devices, so this names the
+   * slowest device — the one that gates the step — and its own op time per step.
+   */
+  opSpread?: OpSpread;
   /** Host step annotations by name (the bench marks `hillclimb_<measurement>` steps), most time first. */
   annotations: AnnotationRow[];
   /** Device busy time per step: the union of top-level op intervals. */
@@ -114,6 +120,19 @@ export interface StepSummary {
   idleMs: number | null;
   /** Op self time per step (the sum of the ops table). */
   opMs: number;
+}
+
+/** The devices' op time per step, when per-step times are means over devices (see `opSpread`). */
+export interface OpSpread {
+  /** Devices that ran compute. */
+  devices: number;
+  /** Op time per step of the mean device (the steps' `opMs`). */
+  meanMs: number;
+  /** The device with the most op time in steps, and its op time per step. */
+  slowest: string;
+  slowestMs: number;
+  /** The device with the least, and its op time per step. */
+  fastestMs: number;
 }
 
 export interface ProgramRow {
@@ -169,8 +188,13 @@ export interface OpRow {
   programs: string[];
   /** Distinct instructions merged into this row (`fusion.1`, `fusion.2`, …). */
   variants: number;
-  /** Self time per step (inside steps only). */
+  /** Self time per step (inside steps only); with several devices, the mean over them. */
   timeMs: number;
+  /**
+   * With `steps.opSpread` (several devices, no step windows of their own): the op's self time per step
+   * on the device where it took the longest — an op that ran on one device of eight is not 1/8 of it.
+   */
+  slowestDeviceMs?: number;
   /** Occurrences per step. */
   occurrences: number;
   /** Percent of op time per step. */
