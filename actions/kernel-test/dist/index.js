@@ -2253,9 +2253,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve16, reject) => {
+          return new Promise((resolve17, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve16(data);
+              return err ? reject(err) : resolve17(data);
             });
           });
         }
@@ -2293,12 +2293,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve16, reject) => {
+          return new Promise((resolve17, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve16(data);
+              ) : resolve17(data);
             });
           });
         }
@@ -4565,8 +4565,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve16, reject) => {
-        res = resolve16;
+      const promise = new Promise((resolve17, reject) => {
+        res = resolve17;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -6817,12 +6817,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve16, reject) => {
+      const waitForDrain = () => new Promise((resolve17, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve16;
+          callback = resolve17;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7492,12 +7492,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve16, reject) => {
+      const waitForDrain = () => new Promise((resolve17, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve16;
+          callback = resolve17;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7976,16 +7976,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve16) => {
+        return new Promise((resolve17) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve16;
+            this[kClosedResolve] = resolve17;
           } else {
-            resolve16(null);
+            resolve17(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve16) => {
+        return new Promise((resolve17) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i2 = 0; i2 < requests.length; i2++) {
             const request2 = requests[i2];
@@ -7996,7 +7996,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve16(null);
+            resolve17(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -8047,7 +8047,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve16, reject) => {
+        const socket = await new Promise((resolve17, reject) => {
           client[kConnector]({
             host,
             hostname: hostname3,
@@ -8059,7 +8059,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve16(socket2);
+              resolve17(socket2);
             }
           });
         });
@@ -8395,8 +8395,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c3) => c3.close()));
         } else {
-          await new Promise((resolve16) => {
-            this[kClosedResolve] = resolve16;
+          await new Promise((resolve17) => {
+            this[kClosedResolve] = resolve17;
           });
         }
       }
@@ -9665,7 +9665,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve16, reject) => {
+        return await new Promise((resolve17, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9678,7 +9678,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve16(null);
+              resolve17(null);
             }
           }).on("error", noop6).on("data", function(chunk2) {
             limit -= chunk2.length;
@@ -9697,7 +9697,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert(!stream[kConsume]);
-      return new Promise((resolve16, reject) => {
+      return new Promise((resolve17, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9714,7 +9714,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve16,
+              resolve: resolve17,
               reject,
               length: 0,
               body: []
@@ -9784,18 +9784,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve16, stream, length } = consume2;
+      const { type, body, resolve: resolve17, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve16(chunksDecode(body, length));
+          resolve17(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve16(JSON.parse(chunksDecode(body, length)));
+          resolve17(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve16(chunksConcat(body, length).buffer);
+          resolve17(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve16(new Blob(body, { type: stream[kContentType] }));
+          resolve17(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve16(chunksConcat(body, length));
+          resolve17(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -10052,9 +10052,9 @@ var require_api_request = __commonJS({
     };
     function request2(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve16, reject) => {
+        return new Promise((resolve17, reject) => {
           request2.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve16(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -10277,9 +10277,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve16, reject) => {
+        return new Promise((resolve17, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve16(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -10564,9 +10564,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve16, reject) => {
+        return new Promise((resolve17, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve16(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -10658,9 +10658,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve16, reject) => {
+        return new Promise((resolve17, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve16(data);
+            return err ? reject(err) : resolve17(data);
           });
         });
       }
@@ -14523,7 +14523,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve16, reject) => agent.dispatch(
+        return new Promise((resolve17, reject) => agent.dispatch(
           {
             path: url.pathname + url.search,
             origin: url.origin,
@@ -14599,7 +14599,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable7({ read: resume });
               const onError = this.onError.bind(this);
-              resolve16({
+              resolve17({
                 status,
                 statusText,
                 headersList,
@@ -14642,7 +14642,7 @@ var require_fetch = __commonJS({
               for (let i2 = 0; i2 < rawHeaders.length; i2 += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i2]), rawHeaders[i2 + 1].toString("latin1"), true);
               }
-              resolve16({
+              resolve17({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18383,8 +18383,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay2(ms2) {
-      return new Promise((resolve16) => {
-        setTimeout(resolve16, ms2).unref();
+      return new Promise((resolve17) => {
+        setTimeout(resolve17, ms2).unref();
       });
     }
     module2.exports = {
@@ -19285,11 +19285,11 @@ var require_lib = __commonJS({
     })();
     var __awaiter3 = exports2 && exports2.__awaiter || function(thisArg, _arguments, P, generator) {
       function adopt(value2) {
-        return value2 instanceof P ? value2 : new P(function(resolve16) {
-          resolve16(value2);
+        return value2 instanceof P ? value2 : new P(function(resolve17) {
+          resolve17(value2);
         });
       }
-      return new (P || (P = Promise))(function(resolve16, reject) {
+      return new (P || (P = Promise))(function(resolve17, reject) {
         function fulfilled(value2) {
           try {
             step(generator.next(value2));
@@ -19305,7 +19305,7 @@ var require_lib = __commonJS({
           }
         }
         function step(result) {
-          result.done ? resolve16(result.value) : adopt(result.value).then(fulfilled, rejected);
+          result.done ? resolve17(result.value) : adopt(result.value).then(fulfilled, rejected);
         }
         step((generator = generator.apply(thisArg, _arguments || [])).next());
       });
@@ -19392,26 +19392,26 @@ var require_lib = __commonJS({
       }
       readBody() {
         return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve16) => __awaiter3(this, void 0, void 0, function* () {
+          return new Promise((resolve17) => __awaiter3(this, void 0, void 0, function* () {
             let output = Buffer.alloc(0);
             this.message.on("data", (chunk2) => {
               output = Buffer.concat([output, chunk2]);
             });
             this.message.on("end", () => {
-              resolve16(output.toString());
+              resolve17(output.toString());
             });
           }));
         });
       }
       readBodyBuffer() {
         return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve16) => __awaiter3(this, void 0, void 0, function* () {
+          return new Promise((resolve17) => __awaiter3(this, void 0, void 0, function* () {
             const chunks = [];
             this.message.on("data", (chunk2) => {
               chunks.push(chunk2);
             });
             this.message.on("end", () => {
-              resolve16(Buffer.concat(chunks));
+              resolve17(Buffer.concat(chunks));
             });
           }));
         });
@@ -19619,14 +19619,14 @@ var require_lib = __commonJS({
        */
       requestRaw(info, data) {
         return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve16, reject) => {
+          return new Promise((resolve17, reject) => {
             function callbackForResult(err, res) {
               if (err) {
                 reject(err);
               } else if (!res) {
                 reject(new Error("Unknown error"));
               } else {
-                resolve16(res);
+                resolve17(res);
               }
             }
             this.requestRawWithCallback(info, data, callbackForResult);
@@ -19870,12 +19870,12 @@ var require_lib = __commonJS({
         return __awaiter3(this, void 0, void 0, function* () {
           retryNumber = Math.min(ExponentialBackoffCeiling, retryNumber);
           const ms2 = ExponentialBackoffTimeSlice * Math.pow(2, retryNumber);
-          return new Promise((resolve16) => setTimeout(() => resolve16(), ms2));
+          return new Promise((resolve17) => setTimeout(() => resolve17(), ms2));
         });
       }
       _processResponse(res, options2) {
         return __awaiter3(this, void 0, void 0, function* () {
-          return new Promise((resolve16, reject) => __awaiter3(this, void 0, void 0, function* () {
+          return new Promise((resolve17, reject) => __awaiter3(this, void 0, void 0, function* () {
             const statusCode = res.message.statusCode || 0;
             const response = {
               statusCode,
@@ -19883,7 +19883,7 @@ var require_lib = __commonJS({
               headers: {}
             };
             if (statusCode === HttpCodes2.NotFound) {
-              resolve16(response);
+              resolve17(response);
             }
             function dateTimeDeserializer(key, value2) {
               if (typeof value2 === "string") {
@@ -19922,7 +19922,7 @@ var require_lib = __commonJS({
               err.result = response.result;
               reject(err);
             } else {
-              resolve16(response);
+              resolve17(response);
             }
           }));
         });
@@ -22884,7 +22884,7 @@ var require_compile = __commonJS({
       const schOrFunc = root.refs[ref];
       if (schOrFunc)
         return schOrFunc;
-      let _sch = resolve16.call(this, root, ref);
+      let _sch = resolve17.call(this, root, ref);
       if (_sch === void 0) {
         const schema2 = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
@@ -22911,7 +22911,7 @@ var require_compile = __commonJS({
     function sameSchemaEnv(s1, s2) {
       return s1.schema === s2.schema && s1.root === s2.root && s1.baseId === s2.baseId;
     }
-    function resolve16(root, ref) {
+    function resolve17(root, ref) {
       let sch;
       while (typeof (sch = this.refs[ref]) == "string")
         ref = sch;
@@ -23775,7 +23775,7 @@ var require_fast_uri = __commonJS({
       }
       return uri;
     }
-    function resolve16(baseURI, relativeURI, options2) {
+    function resolve17(baseURI, relativeURI, options2) {
       const schemelessOptions = options2 ? Object.assign({ scheme: "null" }, options2) : { scheme: "null" };
       const {
         parsed: baseParsed,
@@ -24166,7 +24166,7 @@ var require_fast_uri = __commonJS({
     var fastUri = {
       SCHEMES,
       normalize,
-      resolve: resolve16,
+      resolve: resolve17,
       resolveComponent,
       equal,
       serialize: serialize2,
@@ -34262,12 +34262,12 @@ var require_isexe = __commonJS({
         if (typeof Promise !== "function") {
           throw new TypeError("callback not provided");
         }
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           isexe(path6, options2 || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
-              resolve16(is);
+              resolve17(is);
             }
           });
         });
@@ -34333,27 +34333,27 @@ var require_which = __commonJS({
         opt = {};
       const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
       const found = [];
-      const step = (i2) => new Promise((resolve16, reject) => {
+      const step = (i2) => new Promise((resolve17, reject) => {
         if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve16(found) : reject(getNotFoundError(cmd));
+          return opt.all && found.length ? resolve17(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
         const pCmd = path6.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve16(subStep(p, i2, 0));
+        resolve17(subStep(p, i2, 0));
       });
-      const subStep = (p, i2, ii) => new Promise((resolve16, reject) => {
+      const subStep = (p, i2, ii) => new Promise((resolve17, reject) => {
         if (ii === pathExt.length)
-          return resolve16(step(i2 + 1));
+          return resolve17(step(i2 + 1));
         const ext = pathExt[ii];
         isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
           if (!er && is) {
             if (opt.all)
               found.push(p + ext);
             else
-              return resolve16(p + ext);
+              return resolve17(p + ext);
           }
-          return resolve16(subStep(p, i2, ii + 1));
+          return resolve17(subStep(p, i2, ii + 1));
         });
       });
       return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
@@ -35118,8 +35118,8 @@ var require_light = __commonJS({
           return this.Promise.resolve();
         }
         yieldLoop(t = 0) {
-          return new this.Promise(function(resolve16, reject) {
-            return setTimeout(resolve16, t);
+          return new this.Promise(function(resolve17, reject) {
+            return setTimeout(resolve17, t);
           });
         }
         computePenalty() {
@@ -35330,15 +35330,15 @@ var require_light = __commonJS({
           return this._queue.length === 0;
         }
         async _tryToRun() {
-          var args, cb, error2, reject, resolve16, returned, task;
+          var args, cb, error2, reject, resolve17, returned, task;
           if (this._running < 1 && this._queue.length > 0) {
             this._running++;
-            ({ task, args, resolve: resolve16, reject } = this._queue.shift());
+            ({ task, args, resolve: resolve17, reject } = this._queue.shift());
             cb = await (async function() {
               try {
                 returned = await task(...args);
                 return function() {
-                  return resolve16(returned);
+                  return resolve17(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -35353,13 +35353,13 @@ var require_light = __commonJS({
           }
         }
         schedule(task, ...args) {
-          var promise, reject, resolve16;
-          resolve16 = reject = null;
+          var promise, reject, resolve17;
+          resolve17 = reject = null;
           promise = new this.Promise(function(_resolve, _reject) {
-            resolve16 = _resolve;
+            resolve17 = _resolve;
             return reject = _reject;
           });
-          this._queue.push({ task, args, resolve: resolve16, reject });
+          this._queue.push({ task, args, resolve: resolve17, reject });
           this._tryToRun();
           return promise;
         }
@@ -35760,14 +35760,14 @@ var require_light = __commonJS({
                 counts = this._states.counts;
                 return counts[0] + counts[1] + counts[2] + counts[3] === at;
               };
-              return new this.Promise((resolve16, reject) => {
+              return new this.Promise((resolve17, reject) => {
                 if (finished7()) {
-                  return resolve16();
+                  return resolve17();
                 } else {
                   return this.on("done", () => {
                     if (finished7()) {
                       this.removeAllListeners("done");
-                      return resolve16();
+                      return resolve17();
                     }
                   });
                 }
@@ -35860,9 +35860,9 @@ var require_light = __commonJS({
               options2 = parser$5.load(options2, this.jobDefaults);
             }
             task = (...args2) => {
-              return new this.Promise(function(resolve16, reject) {
+              return new this.Promise(function(resolve17, reject) {
                 return fn(...args2, function(...args3) {
-                  return (args3[0] != null ? reject : resolve16)(args3);
+                  return (args3[0] != null ? reject : resolve17)(args3);
                 });
               });
             };
@@ -36103,7 +36103,7 @@ var require_DLList = __commonJS({
 var require_Events = __commonJS({
   "node_modules/bottleneck/lib/Events.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -36112,7 +36112,7 @@ var require_Events = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -36120,13 +36120,13 @@ var require_Events = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36318,7 +36318,7 @@ var require_BottleneckError = __commonJS({
 var require_Job = __commonJS({
   "node_modules/bottleneck/lib/Job.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -36327,7 +36327,7 @@ var require_Job = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -36335,13 +36335,13 @@ var require_Job = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36522,7 +36522,7 @@ var require_Job = __commonJS({
 var require_LocalDatastore = __commonJS({
   "node_modules/bottleneck/lib/LocalDatastore.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -36531,7 +36531,7 @@ var require_LocalDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -36539,13 +36539,13 @@ var require_LocalDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -36614,8 +36614,8 @@ var require_LocalDatastore = __commonJS({
         })();
       }
       yieldLoop(t = 0) {
-        return new this.Promise(function(resolve16, reject) {
-          return setTimeout(resolve16, t);
+        return new this.Promise(function(resolve17, reject) {
+          return setTimeout(resolve17, t);
         });
       }
       computePenalty() {
@@ -37085,7 +37085,7 @@ var require_Scripts = __commonJS({
 var require_RedisConnection = __commonJS({
   "node_modules/bottleneck/lib/RedisConnection.js"(exports, module) {
     "use strict";
-    function asyncGeneratorStep(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -37094,7 +37094,7 @@ var require_RedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -37102,13 +37102,13 @@ var require_RedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37149,7 +37149,7 @@ var require_RedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve16, reject) => {
+          return new this.Promise((resolve17, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -37160,14 +37160,14 @@ var require_RedisConnection = __commonJS({
               });
             }
             if (client.ready) {
-              return resolve16();
+              return resolve17();
             } else {
-              return client.once("ready", resolve16);
+              return client.once("ready", resolve17);
             }
           });
         }
         _loadScript(name) {
-          return new this.Promise((resolve16, reject) => {
+          return new this.Promise((resolve17, reject) => {
             var payload;
             payload = Scripts.payload(name);
             return this.client.multi([["script", "load", payload]]).exec((err, replies) => {
@@ -37175,7 +37175,7 @@ var require_RedisConnection = __commonJS({
                 return reject(err);
               }
               this.shas[name] = replies[0];
-              return resolve16(replies[0]);
+              return resolve17(replies[0]);
             });
           });
         }
@@ -37188,12 +37188,12 @@ var require_RedisConnection = __commonJS({
           var _this = this;
           return _asyncToGenerator(function* () {
             yield _this.ready;
-            return new _this.Promise((resolve16, reject) => {
+            return new _this.Promise((resolve17, reject) => {
               return _this.client.multi([cmd]).exec_atomic(function(err, replies) {
                 if (err != null) {
                   return reject(err);
                 } else {
-                  return resolve16(replies[0]);
+                  return resolve17(replies[0]);
                 }
               });
             });
@@ -37201,13 +37201,13 @@ var require_RedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve16, reject) => {
+            return new this.Promise((resolve17, reject) => {
               var handler2;
               handler2 = (chan) => {
                 if (chan === channel) {
                   this.subscriber.removeListener("subscribe", handler2);
                   this.limiters[channel] = instance;
-                  return resolve16();
+                  return resolve17();
                 }
               };
               this.subscriber.on("subscribe", handler2);
@@ -37221,13 +37221,13 @@ var require_RedisConnection = __commonJS({
             /* @__PURE__ */ (function() {
               var _ref = _asyncToGenerator(function* (channel) {
                 if (!_this2.terminated) {
-                  yield new _this2.Promise((resolve16, reject) => {
+                  yield new _this2.Promise((resolve17, reject) => {
                     return _this2.subscriber.unsubscribe(channel, function(err, chan) {
                       if (err != null) {
                         return reject(err);
                       }
                       if (chan === channel) {
-                        return resolve16();
+                        return resolve17();
                       }
                     });
                   });
@@ -37312,7 +37312,7 @@ var require_IORedisConnection = __commonJS({
     function _arrayWithHoles(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -37321,7 +37321,7 @@ var require_IORedisConnection = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -37329,13 +37329,13 @@ var require_IORedisConnection = __commonJS({
     function _asyncToGenerator(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37381,7 +37381,7 @@ var require_IORedisConnection = __commonJS({
         }
         _setup(client, sub) {
           client.setMaxListeners(0);
-          return new this.Promise((resolve16, reject) => {
+          return new this.Promise((resolve17, reject) => {
             client.on("error", (e) => {
               return this.Events.trigger("error", e);
             });
@@ -37392,9 +37392,9 @@ var require_IORedisConnection = __commonJS({
               });
             }
             if (client.status === "ready") {
-              return resolve16();
+              return resolve17();
             } else {
-              return client.once("ready", resolve16);
+              return client.once("ready", resolve17);
             }
           });
         }
@@ -37420,10 +37420,10 @@ var require_IORedisConnection = __commonJS({
         }
         __addLimiter__(instance) {
           return this.Promise.all([instance.channel(), instance.channel_client()].map((channel) => {
-            return new this.Promise((resolve16, reject) => {
+            return new this.Promise((resolve17, reject) => {
               return this.subscriber.subscribe(channel, () => {
                 this.limiters[channel] = instance;
-                return resolve16();
+                return resolve17();
               });
             });
           }));
@@ -37521,7 +37521,7 @@ var require_RedisDatastore = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -37530,7 +37530,7 @@ var require_RedisDatastore = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -37538,13 +37538,13 @@ var require_RedisDatastore = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37680,7 +37680,7 @@ var require_RedisDatastore = __commonJS({
           if (!(name === "init" || name === "register_client")) {
             yield _this3.ready;
           }
-          return new _this3.Promise((resolve16, reject) => {
+          return new _this3.Promise((resolve17, reject) => {
             var all_args, arr;
             all_args = [Date.now(), _this3.clientId].concat(args);
             _this3.instance.Events.trigger("debug", `Calling Redis script: ${name}.lua`, all_args);
@@ -37688,7 +37688,7 @@ var require_RedisDatastore = __commonJS({
               if (err != null) {
                 return reject(err);
               }
-              return resolve16(replies);
+              return resolve17(replies);
             });
             return _this3.connection.__scriptFn__(name)(...arr);
           }).catch((e) => {
@@ -37919,7 +37919,7 @@ var require_States = __commonJS({
 var require_Sync = __commonJS({
   "node_modules/bottleneck/lib/Sync.js"(exports2, module2) {
     "use strict";
-    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -37928,7 +37928,7 @@ var require_Sync = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -37936,13 +37936,13 @@ var require_Sync = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -37965,19 +37965,19 @@ var require_Sync = __commonJS({
       _tryToRun() {
         var _this = this;
         return _asyncToGenerator2(function* () {
-          var args, cb, error2, reject, resolve16, returned, task;
+          var args, cb, error2, reject, resolve17, returned, task;
           if (_this._running < 1 && _this._queue.length > 0) {
             _this._running++;
             var _this$_queue$shift = _this._queue.shift();
             task = _this$_queue$shift.task;
             args = _this$_queue$shift.args;
-            resolve16 = _this$_queue$shift.resolve;
+            resolve17 = _this$_queue$shift.resolve;
             reject = _this$_queue$shift.reject;
             cb = yield _asyncToGenerator2(function* () {
               try {
                 returned = yield task(...args);
                 return function() {
-                  return resolve16(returned);
+                  return resolve17(returned);
                 };
               } catch (error1) {
                 error2 = error1;
@@ -37993,16 +37993,16 @@ var require_Sync = __commonJS({
         })();
       }
       schedule(task, ...args) {
-        var promise, reject, resolve16;
-        resolve16 = reject = null;
+        var promise, reject, resolve17;
+        resolve17 = reject = null;
         promise = new this.Promise(function(_resolve, _reject) {
-          resolve16 = _resolve;
+          resolve17 = _resolve;
           return reject = _reject;
         });
         this._queue.push({
           task,
           args,
-          resolve: resolve16,
+          resolve: resolve17,
           reject
         });
         this._tryToRun();
@@ -38055,7 +38055,7 @@ var require_Group = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -38064,7 +38064,7 @@ var require_Group = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -38072,13 +38072,13 @@ var require_Group = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -38341,7 +38341,7 @@ var require_Bottleneck = __commonJS({
     function _arrayWithHoles2(arr) {
       if (Array.isArray(arr)) return arr;
     }
-    function asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, key, arg) {
+    function asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, key, arg) {
       try {
         var info = gen[key](arg);
         var value2 = info.value;
@@ -38350,7 +38350,7 @@ var require_Bottleneck = __commonJS({
         return;
       }
       if (info.done) {
-        resolve16(value2);
+        resolve17(value2);
       } else {
         Promise.resolve(value2).then(_next, _throw);
       }
@@ -38358,13 +38358,13 @@ var require_Bottleneck = __commonJS({
     function _asyncToGenerator2(fn) {
       return function() {
         var self2 = this, args = arguments;
-        return new Promise(function(resolve16, reject) {
+        return new Promise(function(resolve17, reject) {
           var gen = fn.apply(self2, args);
           function _next(value2) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "next", value2);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "next", value2);
           }
           function _throw(err) {
-            asyncGeneratorStep2(gen, resolve16, reject, _next, _throw, "throw", err);
+            asyncGeneratorStep2(gen, resolve17, reject, _next, _throw, "throw", err);
           }
           _next(void 0);
         });
@@ -38602,14 +38602,14 @@ var require_Bottleneck = __commonJS({
               counts = this._states.counts;
               return counts[0] + counts[1] + counts[2] + counts[3] === at;
             };
-            return new this.Promise((resolve16, reject) => {
+            return new this.Promise((resolve17, reject) => {
               if (finished7()) {
-                return resolve16();
+                return resolve17();
               } else {
                 return this.on("done", () => {
                   if (finished7()) {
                     this.removeAllListeners("done");
-                    return resolve16();
+                    return resolve17();
                   }
                 });
               }
@@ -38717,9 +38717,9 @@ var require_Bottleneck = __commonJS({
             options2 = parser3.load(options2, this.jobDefaults);
           }
           task = (...args2) => {
-            return new this.Promise(function(resolve16, reject) {
+            return new this.Promise(function(resolve17, reject) {
               return fn(...args2, function(...args3) {
-                return (args3[0] != null ? reject : resolve16)(args3);
+                return (args3[0] != null ? reject : resolve17)(args3);
               });
             });
           };
@@ -38933,8 +38933,8 @@ var init_sha256_wrapper_ITDNMKRK = __esm({
       return function(moduleArg = {}) {
         var Module2 = moduleArg;
         var readyPromiseResolve, readyPromiseReject;
-        Module2["ready"] = new Promise((resolve16, reject) => {
-          readyPromiseResolve = resolve16;
+        Module2["ready"] = new Promise((resolve17, reject) => {
+          readyPromiseResolve = resolve17;
           readyPromiseReject = reject;
         });
         var moduleOverrides = Object.assign({}, Module2);
@@ -39541,11 +39541,11 @@ var httpClient = __toESM(require_lib(), 1);
 var import_undici = __toESM(require_undici(), 1);
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value2) {
-    return value2 instanceof P ? value2 : new P(function(resolve16) {
-      resolve16(value2);
+    return value2 instanceof P ? value2 : new P(function(resolve17) {
+      resolve17(value2);
     });
   }
-  return new (P || (P = Promise))(function(resolve16, reject) {
+  return new (P || (P = Promise))(function(resolve17, reject) {
     function fulfilled(value2) {
       try {
         step(generator.next(value2));
@@ -39561,7 +39561,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve16(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve17(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -43791,11 +43791,11 @@ import { EOL as EOL4 } from "os";
 import { constants, promises } from "fs";
 var __awaiter2 = function(thisArg, _arguments, P, generator) {
   function adopt(value2) {
-    return value2 instanceof P ? value2 : new P(function(resolve16) {
-      resolve16(value2);
+    return value2 instanceof P ? value2 : new P(function(resolve17) {
+      resolve17(value2);
     });
   }
-  return new (P || (P = Promise))(function(resolve16, reject) {
+  return new (P || (P = Promise))(function(resolve17, reject) {
     function fulfilled(value2) {
       try {
         step(generator.next(value2));
@@ -43811,7 +43811,7 @@ var __awaiter2 = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve16(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve17(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -44456,6 +44456,26 @@ function actionsLogger(write = (l) => process.stdout.write(`${l}
   };
 }
 
+// src/util/log-lines.ts
+import { readFileSync as readFileSync4 } from "node:fs";
+function tellingLogLine(logFile, o2) {
+  let text3;
+  try {
+    text3 = readFileSync4(logFile, "utf8");
+  } catch {
+    return void 0;
+  }
+  const header = o2.headerEnd === void 0 ? null : text3.match(o2.headerEnd);
+  const said = header?.index === void 0 ? text3 : text3.slice(header.index + header[0].length);
+  let lines = said.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !o2.skip.test(l));
+  if (o2.within !== void 0) lines = lines.slice(-o2.within);
+  for (const pattern of o2.telling) {
+    const line = lines.findLast((l) => pattern.test(l));
+    if (line !== void 0) return line;
+  }
+  return o2.orLast ? lines.at(-1) : void 0;
+}
+
 // src/util/redact.ts
 var MIN_SECRET_LENGTH = 4;
 var REDACTED = "***";
@@ -44659,11 +44679,11 @@ function configOverrides() {
 }
 
 // src/actions/phase.ts
-import { resolve as resolve15 } from "node:path";
+import { resolve as resolve16 } from "node:path";
 
 // src/loop/context.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync4, mkdirSync as mkdirSync4, readFileSync as readFileSync4, writeFileSync } from "node:fs";
+import { existsSync as existsSync4, mkdirSync as mkdirSync4, readFileSync as readFileSync5, writeFileSync } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { join as join2, resolve } from "node:path";
 var NO_AGENT = {
@@ -44671,7 +44691,7 @@ var NO_AGENT = {
   run: () => Promise.reject(new Error("this phase runs no agent"))
 };
 function configHash(config) {
-  return createHash("sha256").update(readFileSync4(config.file)).digest("hex").slice(0, 16);
+  return createHash("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
 }
 function stateDirOf(config) {
   const dir = resolve(config.root, config.paths.state_dir);
@@ -44715,7 +44735,7 @@ function usesPlaceholder(args, name) {
 // src/config/load.ts
 var import_ajv = __toESM(require_ajv(), 1);
 var import_yaml = __toESM(require_dist(), 1);
-import { existsSync as existsSync5, readFileSync as readFileSync5 } from "node:fs";
+import { existsSync as existsSync5, readFileSync as readFileSync6 } from "node:fs";
 import { dirname as dirname3, resolve as resolve2 } from "node:path";
 
 // src/config/rules.ts
@@ -45558,7 +45578,7 @@ function loadConfig(file, overrides = {}) {
       hint: "create hillclimb.yml at the repository root (see docs/user-guide.md) or pass --config"
     });
   }
-  return parseConfig(readFileSync5(path6, "utf8"), path6, overrides);
+  return parseConfig(readFileSync6(path6, "utf8"), path6, overrides);
 }
 function parseConfig(text3, file, overrides = {}) {
   const lines = new import_yaml.LineCounter();
@@ -45726,7 +45746,7 @@ function setPath(data, keyPath, value2) {
 }
 
 // src/workspace/agent-tree.ts
-import { constants as constants4, copyFileSync as copyFileSync2, lstatSync as lstatSync2, mkdirSync as mkdirSync5, readdirSync as readdirSync2, readFileSync as readFileSync6, rmSync } from "node:fs";
+import { constants as constants4, copyFileSync as copyFileSync2, lstatSync as lstatSync2, mkdirSync as mkdirSync5, readdirSync as readdirSync2, readFileSync as readFileSync7, rmSync } from "node:fs";
 import { join as join3 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -45793,7 +45813,7 @@ function sameContent(a2, b) {
     return false;
   }
   if (!st.isFile() || st.size !== lstatSync2(a2).size) return false;
-  return readFileSync6(a2).equals(readFileSync6(b));
+  return readFileSync7(a2).equals(readFileSync7(b));
 }
 function readAgentHead(repo) {
   const gitDir = join3(repo, ".git");
@@ -45909,6 +45929,9 @@ function parseUnifiedDiff(text3) {
       current2.newPath = unquote(raw.slice("rename to ".length));
     } else if (raw.startsWith("Binary files ") || raw === "GIT binary patch") {
       current2.binary = true;
+    } else if (raw.startsWith("index ")) {
+      const ids = /^index ([0-9a-f]+)\.\.([0-9a-f]+)/.exec(raw);
+      if (ids) current2.blobs = { old: ids[1], new: ids[2] };
     }
   }
   return files;
@@ -45958,13 +45981,14 @@ function changeFingerprint(diff) {
   const files = parseUnifiedDiff(diff).map((f) => ({
     path: f.newPath ?? f.oldPath ?? "",
     binary: f.binary,
+    blobs: f.blobs,
     removed: f.removed.map(normalise).filter(Boolean),
     added: f.added.map((a2) => normalise(a2.text)).filter(Boolean)
   })).filter((f) => f.binary || f.removed.join("\n") !== f.added.join("\n")).sort((a2, b) => a2.path < b.path ? -1 : a2.path > b.path ? 1 : 0);
   if (files.length === 0) return void 0;
   const h2 = createHash2("sha256");
   for (const f of files) {
-    h2.update(`file ${f.path}${f.binary ? " binary" : ""}
+    h2.update(`file ${f.path}${f.binary ? ` binary ${f.blobs?.old ?? "?"}..${f.blobs?.new ?? "?"}` : ""}
 `);
     for (const line of f.removed) h2.update(`-${line}
 `);
@@ -47559,8 +47583,8 @@ var disconnect = (anyProcess) => {
 // node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
-  const promise = new Promise((resolve16, reject) => {
-    Object.assign(methods, { resolve: resolve16, reject });
+  const promise = new Promise((resolve17, reject) => {
+    Object.assign(methods, { resolve: resolve17, reject });
   });
   return Object.assign(promise, methods);
 };
@@ -49228,7 +49252,7 @@ var handleResult = (result, verboseInfo, { reject }) => {
 };
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync8 } from "node:fs";
+import { readFileSync as readFileSync9 } from "node:fs";
 
 // node_modules/execa/lib/stdio/type.js
 var getStdioItemType = (value2, optionName) => {
@@ -49558,7 +49582,7 @@ var normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((st
 var isOutputPipeOnly = (stdioOption) => stdioOption === "pipe" || Array.isArray(stdioOption) && stdioOption.every((item) => item === "pipe");
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync7 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream = ({ stdioItem, stdioItem: { type }, isStdioArray, fdNumber, direction, isSync }) => {
   if (!isStdioArray || type !== "native") {
@@ -49592,7 +49616,7 @@ var getTargetFd = ({ value: value2, optionName, fdNumber, direction }) => {
   if (tty2.isatty(targetFdNumber)) {
     throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value2)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
   }
-  return { type: "uint8Array", value: bufferToUint8Array(readFileSync7(targetFdNumber)), optionName };
+  return { type: "uint8Array", value: bufferToUint8Array(readFileSync8(targetFdNumber)), optionName };
 };
 var getTargetFdNumber = (value2, fdNumber) => {
   if (value2 === "inherit") {
@@ -49925,8 +49949,8 @@ var addProperties = {
 var addPropertiesSync = {
   input: {
     ...addProperties,
-    fileUrl: ({ value: value2 }) => ({ contents: [bufferToUint8Array(readFileSync8(value2))] }),
-    filePath: ({ value: { file } }) => ({ contents: [bufferToUint8Array(readFileSync8(file))] }),
+    fileUrl: ({ value: value2 }) => ({ contents: [bufferToUint8Array(readFileSync9(value2))] }),
+    filePath: ({ value: { file } }) => ({ contents: [bufferToUint8Array(readFileSync9(file))] }),
     fileNumber: forbiddenIfSync,
     iterable: ({ value: value2 }) => ({ contents: [...value2] }),
     string: ({ value: value2 }) => ({ contents: [value2] }),
@@ -52203,11 +52227,11 @@ var addConcurrentStream = (concurrentStreams, stream, waitName) => {
   const promises3 = weakMap.get(stream);
   const promise = createDeferred();
   promises3.push(promise);
-  const resolve16 = promise.resolve.bind(promise);
-  return { resolve: resolve16, promises: promises3 };
+  const resolve17 = promise.resolve.bind(promise);
+  return { resolve: resolve17, promises: promises3 };
 };
-var waitForConcurrentStreams = async ({ resolve: resolve16, promises: promises3 }, subprocess) => {
-  resolve16();
+var waitForConcurrentStreams = async ({ resolve: resolve17, promises: promises3 }, subprocess) => {
+  resolve17();
   const [isSubprocessExit] = await Promise.race([
     Promise.allSettled([true, subprocess]),
     Promise.all([false, ...promises3])
@@ -52847,7 +52871,7 @@ function spawnAndCollect(command, args, opts, shown) {
     mkdirSync6(dirname4(opts.logFile), { recursive: true });
     log = createWriteStream2(opts.logFile, { flags: "a" });
   }
-  return new Promise((resolve16, reject) => {
+  return new Promise((resolve17, reject) => {
     const child = execa(command, [...args], {
       cwd: opts.cwd,
       env: buildEnv(opts),
@@ -52926,8 +52950,8 @@ function spawnAndCollect(command, args, opts, shown) {
         killedBy,
         logFile: opts.logFile
       };
-      if (log) log.end(() => resolve16(result));
-      else resolve16(result);
+      if (log) log.end(() => resolve17(result));
+      else resolve17(result);
     };
     const failToStart = (code2, message) => {
       if (settled2) return;
@@ -53060,7 +53084,7 @@ function isExecutable(file) {
 }
 
 // src/exec/sandbox.ts
-import { mkdtempSync, readFileSync as readFileSync9, realpathSync, rmSync as rmSync2 } from "node:fs";
+import { mkdtempSync, readFileSync as readFileSync10, realpathSync, rmSync as rmSync2 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname as dirname5, isAbsolute as isAbsolute2, join as join5, resolve as resolve3 } from "node:path";
 
@@ -53208,7 +53232,7 @@ done
 var SANDBOX_SETUP_FAILED = 125;
 function sandboxWasReady(readyFile) {
   try {
-    return readFileSync9(readyFile, "utf8") === "ready";
+    return readFileSync10(readyFile, "utf8") === "ready";
   } catch {
     return false;
   }
@@ -53688,6 +53712,7 @@ var Git = class _Git {
     assertRevision(b);
     const args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M"];
     if (opts.context !== void 0) args.push(`--unified=${opts.context}`);
+    if (opts.fullIndex) args.push("--full-index");
     args.push(a2, b, "--", ...opts.paths ?? []);
     return (await this.git(args)).stdout;
   }
@@ -54896,13 +54921,13 @@ ${lines.join("\r\n")}\r
   const socket = join7(dir, "model-api.sock");
   const unix = createNetServer((s) => server.emit("connection", s));
   try {
-    await new Promise((resolve16, reject) => {
+    await new Promise((resolve17, reject) => {
       server.once("error", reject);
-      server.listen(0, "127.0.0.1", resolve16);
+      server.listen(0, "127.0.0.1", resolve17);
     });
-    await new Promise((resolve16, reject) => {
+    await new Promise((resolve17, reject) => {
       unix.once("error", reject);
-      unix.listen(socket, resolve16);
+      unix.listen(socket, resolve17);
     });
   } catch (e) {
     server.close();
@@ -54919,8 +54944,8 @@ ${lines.join("\r\n")}\r
     async close() {
       for (const s of sockets) s.destroy();
       await Promise.all([
-        new Promise((resolve16) => server.close(() => resolve16())),
-        new Promise((resolve16) => unix.close(() => resolve16()))
+        new Promise((resolve17) => server.close(() => resolve17())),
+        new Promise((resolve17) => unix.close(() => resolve17()))
       ]);
       rmSync4(dir, { recursive: true, force: true });
     }
@@ -55320,7 +55345,7 @@ function toOutcome(proc, logFile, result, problem) {
 }
 
 // src/agent/result.ts
-import { existsSync as existsSync7, readFileSync as readFileSync10, statSync as statSync4 } from "node:fs";
+import { existsSync as existsSync7, readFileSync as readFileSync11, statSync as statSync4 } from "node:fs";
 var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
 var MAX_RESULT_FIELD_CHARS = 1500;
 var MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -55370,7 +55395,7 @@ function readAgentResult(file) {
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
   }
-  const check = parseAgentResult(readFileSync10(file, "utf8"));
+  const check = parseAgentResult(readFileSync11(file, "utf8"));
   return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
 }
 function resultFromMessage(text3) {
@@ -55595,7 +55620,7 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readFileSync as readFileSync11, rmSync as rmSync6, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync8, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readFileSync as readFileSync12, rmSync as rmSync6, writeFileSync as writeFileSync5 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname10, join as join9 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
@@ -55718,7 +55743,7 @@ var CodexAgent = class {
       }
       let { result, problem } = readAgentResult(request2.resultFile);
       if (!result && existsSync8(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync11(lastMessageFile, "utf8"));
+        const fromMessage = resultFromMessage(readFileSync12(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
       if (proxy && proxy.refused.length > 0) {
@@ -55805,7 +55830,7 @@ function nonEmpty(value2) {
 }
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync12, readdirSync as readdirSync4, readFileSync as readFileSync12, writeFileSync as writeFileSync6 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync12, readdirSync as readdirSync4, readFileSync as readFileSync13, writeFileSync as writeFileSync6 } from "node:fs";
 import { basename as basename2, dirname as dirname11, join as join10 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
@@ -55879,7 +55904,7 @@ var ReplayAgent = class {
       });
       return done("finished", 0);
     }
-    const text3 = readFileSync12(entry.patch, "utf8");
+    const text3 = readFileSync13(entry.patch, "utf8");
     const described = describePatch(text3, basename2(entry.patch));
     log(
       `replay: iteration ${request2.iteration}${request2.slot ? ` candidate ${request2.slot.index}` : ""} applies ${entry.patch}`
@@ -55898,7 +55923,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync6(request2.resultFile, readFileSync12(entry.companion));
+    if (entry.companion) writeFileSync6(request2.resultFile, readFileSync13(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -56102,19 +56127,19 @@ var VERIFIER_CACHE_KEY = "verifier";
 var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
 
 // src/compute/factory.ts
-import { resolve as resolve9 } from "node:path";
+import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
 import { appendFileSync as appendFileSync5, existsSync as existsSync12, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readdirSync as readdirSync6, rmSync as rmSync8 } from "node:fs";
 import { availableParallelism, constants as constants9, tmpdir as tmpdir5 } from "node:os";
-import { dirname as dirname15, join as join14, resolve as resolve8 } from "node:path";
+import { dirname as dirname15, join as join14, resolve as resolve9 } from "node:path";
 
 // src/project/python.ts
-import { existsSync as existsSync11, readdirSync as readdirSync5, readFileSync as readFileSync14, realpathSync as realpathSync2, writeFileSync as writeFileSync7 } from "node:fs";
-import { dirname as dirname13, join as join12, relative as relative4 } from "node:path";
+import { existsSync as existsSync11, readdirSync as readdirSync5, readFileSync as readFileSync15, realpathSync as realpathSync2, statSync as statSync5, writeFileSync as writeFileSync7 } from "node:fs";
+import { dirname as dirname13, isAbsolute as isAbsolute6, join as join12, relative as relative4, resolve as resolve8 } from "node:path";
 
 // src/project/root.ts
-import { existsSync as existsSync10, readFileSync as readFileSync13 } from "node:fs";
+import { existsSync as existsSync10, readFileSync as readFileSync14 } from "node:fs";
 import { dirname as dirname12, join as join11, resolve as resolve7 } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
@@ -56123,7 +56148,7 @@ function packageRoot() {
     const pkg = join11(dir, "package.json");
     if (existsSync10(pkg)) {
       try {
-        if (JSON.parse(readFileSync13(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync14(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
@@ -56133,7 +56158,7 @@ function packageRoot() {
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync13(join11(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync14(join11(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/project/python.ts
@@ -56148,7 +56173,7 @@ function interpreterReadPaths(python) {
   paths.add(prefix);
   const cfg = join12(prefix, "pyvenv.cfg");
   if (existsSync11(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync14(cfg, "utf8"))?.[1]?.trim();
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync15(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname13(home));
   }
   try {
@@ -56394,7 +56419,7 @@ var LocalBackend = class {
       const argv = fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...inside });
       appendFileSync5(job.logFile, `$ ${displayCommand(...split(argv))}
 `);
-      const program = argv[0].includes("/") ? resolve8(job.workdir, argv[0]) : findOnPath(argv[0]);
+      const program = argv[0].includes("/") ? resolve9(job.workdir, argv[0]) : findOnPath(argv[0]);
       if (program === void 0 || !existsSync12(program)) {
         return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
       }
@@ -56510,7 +56535,7 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync6, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync15, rmSync as rmSync10 } from "node:fs";
+import { appendFileSync as appendFileSync6, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync16, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
 import { dirname as dirname16, join as join16 } from "node:path";
 
@@ -56677,13 +56702,13 @@ var RayJobsClient = class {
 };
 function httpRequest2(url, method, headers, payload, timeoutMs) {
   const send = url.protocol === "https:" ? httpsRequest2 : httpRequestRaw;
-  return new Promise((resolve16, reject) => {
+  return new Promise((resolve17, reject) => {
     const req = send(url, { method, headers }, (res) => {
       const chunks = [];
       res.on("data", (c3) => chunks.push(c3));
       res.on(
         "end",
-        () => resolve16({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
+        () => resolve17({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
       );
       res.on("error", reject);
     });
@@ -57008,7 +57033,7 @@ function shellJoin(args) {
 // src/compute/tree.ts
 import { copyFileSync as copyFileSync3, existsSync as existsSync13, mkdtempSync as mkdtempSync6, rmSync as rmSync9 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
-import { isAbsolute as isAbsolute6, join as join15 } from "node:path";
+import { isAbsolute as isAbsolute7, join as join15 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
 async function git(workdir, args, env = {}, input) {
   const r = await runGit(args, {
@@ -57044,7 +57069,7 @@ async function snapshotTree2(workdir, opts = {}) {
       await git(workdir, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ...excludes], env);
     }
     for (const [path6, content] of Object.entries(opts.extraFiles ?? {})) {
-      if (isAbsolute6(path6) || path6.split("/").includes("..")) throw new Error(`bad extra file path: ${path6}`);
+      if (isAbsolute7(path6) || path6.split("/").includes("..")) throw new Error(`bad extra file path: ${path6}`);
       const blob = await git(workdir, ["hash-object", "-w", "--stdin"], env, content);
       await git(workdir, ["update-index", "--add", "--cacheinfo", `100644,${blob},${prefix}${path6}`], env);
     }
@@ -57059,12 +57084,12 @@ async function archiveTree(workdir, treeId, format2, outFile) {
 
 // src/compute/wait.ts
 function sleep3(ms2, signal) {
-  return new Promise((resolve16) => {
-    if (signal?.aborted) return resolve16();
+  return new Promise((resolve17) => {
+    if (signal?.aborted) return resolve17();
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve16();
+      resolve17();
     };
     const timer = setTimeout(done, ms2);
     signal?.addEventListener("abort", done, { once: true });
@@ -57346,7 +57371,7 @@ var RayBackend = class {
     try {
       const zip = join16(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync15(zip);
+      const data = readFileSync16(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
@@ -57373,7 +57398,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, readFileSync as readFileSync17, rmSync as rmSync12 } from "node:fs";
+import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, readFileSync as readFileSync18, rmSync as rmSync12 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
 import { dirname as dirname17, join as join18 } from "node:path";
 
@@ -57622,7 +57647,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync16, readdirSync as readdirSync7, readFileSync as readFileSync16, renameSync as renameSync2, rmSync as rmSync11, writeFileSync as writeFileSync9 } from "node:fs";
+import { mkdirSync as mkdirSync16, readdirSync as readdirSync7, readFileSync as readFileSync17, renameSync as renameSync2, rmSync as rmSync11, writeFileSync as writeFileSync9 } from "node:fs";
 import { join as join17 } from "node:path";
 function tpuStateDir(stateDir) {
   return join17(stateDir, "tpu");
@@ -57646,7 +57671,7 @@ function readRecords(dir) {
   const records = [];
   for (const n2 of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync16(join17(dir, n2), "utf8")));
+      records.push(JSON.parse(readFileSync17(join17(dir, n2), "utf8")));
     } catch {
     }
   }
@@ -58028,7 +58053,7 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync17(local), job.outputs);
+        installOutputs(readFileSync18(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
@@ -58120,7 +58145,7 @@ var TpuVmBackend = class {
 
 // src/compute/factory.ts
 function tpuStateDirFor(config) {
-  return tpuStateDir(resolve9(config.root, config.paths.state_dir));
+  return tpuStateDir(resolve10(config.root, config.paths.state_dir));
 }
 function missingSection(config, key) {
   return new ConfigError(
@@ -58136,7 +58161,7 @@ var backends = new Registry("compute backend", [
       root: opts.root,
       logger: opts.logger,
       dryRun: opts.dryRun,
-      cacheDir: resolve9(config.root, config.paths.state_dir, "cache", "jobs"),
+      cacheDir: resolve10(config.root, config.paths.state_dir, "cache", "jobs"),
       sandbox: config.sandbox
     })
   ],
@@ -58171,7 +58196,7 @@ function buildCpuBackend(config, opts, backend) {
 }
 
 // src/forge/factory.ts
-import { resolve as resolve10 } from "node:path";
+import { resolve as resolve11 } from "node:path";
 
 // src/forge/errors.ts
 var ForgeApiError = class extends ApiError {
@@ -59633,7 +59658,7 @@ var forges = new Registry("forge", [
     "local",
     (config, ctx) => new LocalForge({
       repoDir: ctx.root,
-      stateDir: resolve10(ctx.root, config.paths.state_dir),
+      stateDir: resolve11(ctx.root, config.paths.state_dir),
       logger: ctx.logger
     })
   ],
@@ -59672,13 +59697,13 @@ function buildForge(config, ctx) {
 }
 
 // src/store/factory.ts
-import { resolve as resolve13 } from "node:path";
+import { resolve as resolve14 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync5, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync9, renameSync as renameSync4, rmSync as rmSync15, statSync as statSync6 } from "node:fs";
+import { copyFileSync as copyFileSync5, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync9, renameSync as renameSync4, rmSync as rmSync15, statSync as statSync7 } from "node:fs";
 import { tmpdir as tmpdir9 } from "node:os";
-import { basename as basename4, dirname as dirname19, isAbsolute as isAbsolute7, join as join21, resolve as resolve11 } from "node:path";
+import { basename as basename4, dirname as dirname19, isAbsolute as isAbsolute8, join as join21, resolve as resolve12 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
 
 // src/store/errors.ts
@@ -59713,7 +59738,7 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync14, statSync as statSync5 } from "node:fs";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
 import { basename as basename3, dirname as dirname18, join as join20 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
@@ -59722,7 +59747,7 @@ function walkFiles(dir) {
     for (const name of readdirSync9(abs).sort()) {
       const childAbs = join20(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
-      const st = statSync5(childAbs);
+      const st = statSync6(childAbs);
       if (st.isDirectory()) visit(childAbs, childRel);
       else if (st.isFile() && !name.includes(TEMP_MARKER)) out.push(childRel);
     }
@@ -59769,7 +59794,7 @@ var BranchStore = class {
   remoteUrl;
   async put(key, file) {
     assertKey(key);
-    const bytes = isFile(file) ? statSync6(file).size : 0;
+    const bytes = isFile(file) ? statSync7(file).size : 0;
     if (bytes > this.maxFileBytes) {
       throw new HillclimbError(
         `cannot store ${key} on the ${this.branch} branch: ${mib(bytes)} is over the branch store's ${mib(this.maxFileBytes)} per-file limit`,
@@ -59788,7 +59813,7 @@ var BranchStore = class {
     const skipped = [];
     for (const rel of walkFiles(dir)) {
       const change = { key: joinKey(prefix, rel), file: join21(dir, rel) };
-      const bytes = statSync6(change.file).size;
+      const bytes = statSync7(change.file).size;
       if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
       else if (bytes > this.maxFileBytes) {
         skipped.push(`${change.key} (${mib(bytes)}, over the ${mib(this.maxFileBytes)} limit)`);
@@ -59877,7 +59902,7 @@ var BranchStore = class {
         );
       }
     });
-    return changes.map((c3) => ({ key: c3.key, url: this.url(c3.key), bytes: statSync6(c3.file).size }));
+    return changes.map((c3) => ({ key: c3.key, url: this.url(c3.key), bytes: statSync7(c3.file).size }));
   }
   async withScratch(fn) {
     const url = await this.resolveRemoteUrl();
@@ -60088,7 +60113,7 @@ function isUrl2(remote) {
 }
 function toUrl(remote, repoDir) {
   if (isUrl2(remote)) return remote;
-  return pathToFileURL2(isAbsolute7(remote) ? remote : resolve11(repoDir, remote)).href;
+  return pathToFileURL2(isAbsolute8(remote) ? remote : resolve12(repoDir, remote)).href;
 }
 function githubRepository(url) {
   const m = /^https?:\/\/(?:[^/@]*@)?github\.com\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url) ?? /^(?:ssh:\/\/)?git@github\.com[:/]([^/]+)\/([^/]+?)(?:\.git)?\/?$/i.exec(url);
@@ -60096,7 +60121,7 @@ function githubRepository(url) {
 }
 function isFile(path6) {
   try {
-    return statSync6(path6).isFile();
+    return statSync7(path6).isFile();
   } catch {
     return false;
   }
@@ -60110,7 +60135,7 @@ function sleep5(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync5, rmSync as rmSync16, statSync as statSync7 } from "node:fs";
+import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync5, rmSync as rmSync16, statSync as statSync8 } from "node:fs";
 import { basename as basename5, dirname as dirname20, join as join22 } from "node:path";
 import { Readable as Readable6 } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -63692,9 +63717,9 @@ async function getWebWorkerCode() {
 }
 var pendingWorkers = [];
 var runningWorkers = /* @__PURE__ */ new Set();
-var resolve12;
+var resolve13;
 var waitPromise = new Promise((r) => {
-  resolve12 = r;
+  resolve13 = r;
 });
 async function getWorker(poolSize) {
   {
@@ -63725,18 +63750,18 @@ async function freeWorker(worker, poolSize) {
   }
   runningWorkers.delete(worker);
   pendingWorkers.push(worker);
-  const r = resolve12;
+  const r = resolve13;
   waitPromise = new Promise((r2) => {
-    resolve12 = r2;
+    resolve13 = r2;
   });
   r();
 }
 function destroyWorker(worker) {
   runningWorkers.delete(worker);
   worker.terminate();
-  const r = resolve12;
+  const r = resolve13;
   waitPromise = new Promise((r2) => {
-    resolve12 = r2;
+    resolve13 = r2;
   });
   r();
 }
@@ -68616,7 +68641,7 @@ var HfStore = class {
       () => uploadFiles({ ...this.target(), files: blobs, commitTitle: title, branch: REVISION, useXet: false })
     );
     this.opts.logger.info(`stored ${files.length} file(s) in datasets/${this.opts.repo}`);
-    return files.map(({ key, file }) => ({ key, url: this.url(key), bytes: statSync7(file).size }));
+    return files.map(({ key, file }) => ({ key, url: this.url(key), bytes: statSync8(file).size }));
   }
   /** Create the dataset repository once per store if it is missing. */
   ensureRepo() {
@@ -68707,7 +68732,7 @@ function firstLine(s) {
 }
 
 // src/store/stores/local.ts
-import { existsSync as existsSync15, statSync as statSync8 } from "node:fs";
+import { existsSync as existsSync15, statSync as statSync9 } from "node:fs";
 import { join as join23, relative as relative5 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
@@ -68721,11 +68746,11 @@ var LocalStore = class {
     assertKey(key);
     if (!isFile2(file)) throw new HillclimbError(`cannot store ${file} as ${key}: not a file`);
     copyFileAtomic(file, this.path(key));
-    return { key, url: this.url(key), bytes: statSync8(file).size };
+    return { key, url: this.url(key), bytes: statSync9(file).size };
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    if (!existsSync15(dir) || !statSync8(dir).isDirectory()) {
+    if (!existsSync15(dir) || !statSync9(dir).isDirectory()) {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
@@ -68754,7 +68779,7 @@ var LocalStore = class {
   }
 };
 function isFile2(path6) {
-  return existsSync15(path6) && statSync8(path6).isFile();
+  return existsSync15(path6) && statSync9(path6).isFile();
 }
 
 // src/store/factory.ts
@@ -68762,7 +68787,7 @@ var LOCAL_STORE_DIR = "store";
 var stores = new Registry("store", [
   [
     "local",
-    (config, ctx) => new LocalStore({ dir: resolve13(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
+    (config, ctx) => new LocalStore({ dir: resolve14(ctx.root, config.paths.state_dir, LOCAL_STORE_DIR) })
   ],
   [
     "hf",
@@ -68875,6 +68900,7 @@ async function openLoopContext(config, role) {
     sleep: role.sleep ?? realSleep,
     prepareMayProfile: role.prepareMayProfile,
     job: role.jobId ?? currentJobId(),
+    proposes: role.steps.includes("propose"),
     dryRun: Boolean(role.dryRun)
   };
   const uses = (names) => role.steps.some((s) => names.includes(s));
@@ -74298,7 +74324,7 @@ function amdahlLimit(share) {
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
-import { readFileSync as readFileSync18 } from "node:fs";
+import { readFileSync as readFileSync19 } from "node:fs";
 import { join as join24 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
@@ -74306,7 +74332,7 @@ var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema2 = JSON.parse(readFileSync18(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema2 = JSON.parse(readFileSync19(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema2);
@@ -74738,7 +74764,7 @@ function jobId(runId, key, ...parts) {
 
 // src/loop/steps/programs.ts
 import { randomBytes } from "node:crypto";
-import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync21, readdirSync as readdirSync11, readFileSync as readFileSync19, rmSync as rmSync18 } from "node:fs";
+import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync21, readdirSync as readdirSync11, rmSync as rmSync18 } from "node:fs";
 import { join as join27, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
 var PLATFORMS = ["cpu", "tpu"];
@@ -74842,15 +74868,11 @@ async function exportPrograms(ctx, ev, o2) {
   return { status: "passed", ...done };
 }
 function lastErrorLine(logFile) {
-  let text3;
-  try {
-    text3 = readFileSync19(logFile, "utf8");
-  } catch {
-    return void 0;
-  }
-  const lines = text3.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("$ ") && !l.startsWith("# "));
-  const own = [...lines].reverse().find((l) => /\b(failed|error|Error)\b[:]/.test(l));
-  return (own ?? lines.at(-1))?.slice(0, 800);
+  return tellingLogLine(logFile, {
+    skip: /^(?:\$|#) /,
+    telling: [/\b(failed|error|Error)\b[:]/],
+    orLast: true
+  })?.slice(0, 800);
 }
 function verifierTreePath(ctx, commit2, name) {
   return join27(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
@@ -75227,23 +75249,43 @@ var guardStep = {
     }
     if (reasons.length > 0) return { status: "verdict", verdict: "invalid", reasons };
     const change = changeFingerprint(
-      await ctx.git.diff(ev.base.commit, candidate.commit, { paths: candidate.changedPaths, context: 0 })
+      await ctx.git.diff(ev.base.commit, candidate.commit, {
+        paths: candidate.changedPaths,
+        context: 0,
+        fullIndex: true
+      })
     );
     if (change) ev.guard.change = change;
-    const earlier = change && !candidate.from ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, ev) : void 0;
-    if (earlier) return { status: "verdict", verdict: "invalid", reasons: [repeatReason(earlier)] };
+    const earlier = change && !personsChange(ctx, ev) ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, {
+      runId: ev.runId,
+      iteration: ev.iteration,
+      base: ev.base.commit
+    }) : void 0;
+    if (earlier) {
+      return {
+        status: "verdict",
+        verdict: "invalid",
+        reasons: [repeatReason(earlier)],
+        note: `repeat of iteration ${earlier.iteration} of run ${earlier.runId}`
+      };
+    }
     const warnings2 = scan.findings.filter((f) => f.severity !== "block").length;
     return warnings2 > 0 ? { status: "done", note: `${warnings2} static-scan warning(s)` } : { status: "done" };
   }
 };
+function personsChange(ctx, ev) {
+  if (!ev.candidate?.from) return false;
+  return ctx.proposes || ev.steps.guard !== void 0;
+}
+var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
 function sameChangeEarlier(rows, change, self2) {
   return rows.findLast(
-    (r) => r.change === change && r.verdict !== "error" && !(r.runId === self2.runId && r.iteration === self2.iteration)
+    (r) => r.change === change && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(r.verdict === "no-change" && r.baseCommit !== self2.base) && !(r.runId === self2.runId && r.iteration === self2.iteration)
   );
 }
 function repeatReason(row) {
-  const measured2 = row.ratio !== null ? `, ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ""}` : "";
-  return `novelty check: the same change as iteration ${row.iteration} of run ${row.runId} (${row.verdict}${measured2}: ${row.reason}); not measured again \u2014 change something that made it fail`;
+  const ratio = row.ratio === null ? "not measured" : `ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ""}`;
+  return `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId} (${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ""}), the same change on champion ${row.baseCommit.slice(0, 12)}. Not measured again${row.verdict === "no-change" ? " until the champion moves" : ""}; a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.`;
 }
 
 // src/loop/steps/measure.ts
@@ -75611,7 +75653,7 @@ async function comparability(bundle, runs) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync24, readFileSync as readFileSync25 } from "node:fs";
-import { join as join36, resolve as resolve14 } from "node:path";
+import { join as join36, resolve as resolve15 } from "node:path";
 
 // src/report/format.ts
 var MINUS = "\u2212";
@@ -76356,15 +76398,17 @@ Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA
   }
   return lines.join("\n\n");
 }
-function hotspotLine(row, custom) {
+function hotspotLine(row, custom, wholeTrace = false) {
   const before = row.status === "added" ? "absent" : formatValue(row.before, MS);
   const after = row.status === "removed" ? "absent" : formatValue(row.after, MS);
   const pct3 = row.deltaPct === null || row.status === "added" ? "" : `, ${formatSignedPercent(row.deltaPct)}`;
   const flags = [
     row.status === "added" || row.status === "removed" ? row.status : "",
-    custom ? "custom call" : ""
+    custom ? "custom call" : "",
+    wholeTrace ? "whole trace" : ""
   ].filter((f) => f !== "").join(", ");
-  return `${code(row.name)} ${before} \u2192 ${after} (${formatSignedValue(row.delta, MS)}${pct3})${flags ? ` [${flags}]` : ""}`;
+  const name = wholeTrace && row.program ? `${code(row.name)} in ${code(row.program)}` : code(row.name);
+  return `${name} ${before} \u2192 ${after} (${formatSignedValue(row.delta, MS)}${pct3})${flags ? ` [${flags}]` : ""}`;
 }
 
 // src/report/measurement.ts
@@ -76905,7 +76949,7 @@ var JOB_SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024;
 
 // src/report/log-entry.ts
 import { createHash as createHash8 } from "node:crypto";
-var LOG_ENTRY_FORMAT = 2;
+var LOG_ENTRY_FORMAT = 3;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
 var LOG_LABELS = [
@@ -76930,6 +76974,7 @@ var LOG_LABELS = [
   "Kernel share",
   "Profile",
   "Step time",
+  "Device op time",
   "Hotspot",
   "Custom-call launches per step",
   "Evidence"
@@ -77055,9 +77100,17 @@ function harnessLines(evidence, evidencePath) {
   } else if (profile) {
     const custom = customCallNames(profile);
     const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
-    if (profile.diff?.stepTimeMs) add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
-    for (const row of topChanges(profile.diff?.ops ?? [], LOG_HOTSPOTS))
-      add("Hotspot", hotspotLine(row, custom.has(row.name)));
+    const basis = profile.diff ? hotspotBasis(profile.diff) : void 0;
+    if (basis?.wholeTrace) {
+      add(
+        "Device op time",
+        `${beforeAfter(basis.total)} over the whole trace, all devices (its steps hold too little of it to compare per step)${inflated}`
+      );
+    } else if (profile.diff?.stepTimeMs) {
+      add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
+    }
+    for (const row of topChanges(basis?.rows ?? [], LOG_HOTSPOTS))
+      add("Hotspot", hotspotLine(row, custom.has(row.name), basis?.wholeTrace));
     const launches = launchesText(profile);
     if (launches !== void 0) add("Custom-call launches per step", launches);
   }
@@ -79568,12 +79621,12 @@ function numberOrUndefined(s) {
 }
 
 // src/trace/readers/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync9 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync10 } from "node:fs";
 import { basename as basename6, join as join32 } from "node:path";
 function resolveTracePath(path6) {
   let st;
   try {
-    st = statSync9(path6);
+    st = statSync10(path6);
   } catch {
     throw new InputError(path6, "no such file or directory");
   }
@@ -79593,7 +79646,7 @@ function formatOfFile(path6) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync9(join32(runDir, f)).isFile());
+  const files = readdirSync12(runDir).filter((f) => statSync10(join32(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format2) => {
     const sorted = [...matching].sort();
@@ -79627,7 +79680,7 @@ function latestRunDir(dir) {
   for (const base of [join32(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync9(join32(base, r)).isDirectory());
+      runs = readdirSync12(base).filter((r) => statSync10(join32(base, r)).isDirectory());
     } catch {
       continue;
     }
@@ -79658,7 +79711,7 @@ function readHead(path6, n2) {
 }
 
 // src/trace/readers/xplane.ts
-import { statSync as statSync10 } from "node:fs";
+import { statSync as statSync11 } from "node:fs";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { gunzipSync as gunzipSync2 } from "node:zlib";
 
@@ -80148,7 +80201,7 @@ var XplaneSource = class {
     let size;
     let mtimeMs;
     try {
-      ({ size, mtimeMs } = statSync10(this.path));
+      ({ size, mtimeMs } = statSync11(this.path));
     } catch (err) {
       throw new InputError(this.path, "cannot read the file", { cause: err });
     }
@@ -81226,6 +81279,7 @@ var TraceCollector = class {
       if (w >= 0) {
         op.countIn++;
         op.selfInPs += self2;
+        op.selfInByDevice[dev.index] = (op.selfInByDevice[dev.index] ?? 0) + self2;
         dev.windowOpPs[w] += self2;
         if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
       } else {
@@ -81235,6 +81289,7 @@ var TraceCollector = class {
     } else {
       op.countIn++;
       op.selfInPs += self2;
+      op.selfInByDevice[dev.index] = (op.selfInByDevice[dev.index] ?? 0) + self2;
       if (top) {
         const exec = st.execs[d];
         if (exec !== void 0) exec.busyPs += dur;
@@ -81273,6 +81328,7 @@ var TraceCollector = class {
     if (dev === void 0) {
       dev = {
         device,
+        index: this.devices.size,
         modules: [],
         modulesSorted: true,
         moduleCursor: 0,
@@ -81332,6 +81388,7 @@ function newOpInfo(program, name, ev, st) {
     kernels: void 0,
     countIn: 0,
     selfInPs: 0,
+    selfInByDevice: [],
     countOut: 0,
     selfOutPs: 0
   };
@@ -82435,6 +82492,7 @@ function buildSummary(input) {
   stepDevices = Math.max(1, stepDevices);
   const perDevice2 = plan.detector === "device-steps" || plan.detector === "dominant-program" ? slowestDeviceSteps(plan.windows, computeDevices) : void 0;
   if (perDevice2 !== void 0) stepDurations = perDevice2.durationsPs;
+  const opSpread = perDevice2 === void 0 && platform3 !== "cpu" && computeDevices.size >= 2 ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices) : void 0;
   const opPsTotal = counted.reduce((s, c3) => s + c3.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
   const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
@@ -82491,6 +82549,7 @@ function buildSummary(input) {
       program: plan.program,
       timeMs: timeStats,
       ...perDevice2 === void 0 ? {} : { deviceSpread: perDevice2.spread },
+      ...opSpread === void 0 ? {} : { opSpread: { ...opSpread.spread, meanMs: ms(opPsTotal / deviceSteps) } },
       annotations: annotationKinds(first.hostSteps).map((k) => {
         const t = describe2(k.markers.map((m) => m.durPs));
         return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
@@ -82501,7 +82560,7 @@ function buildSummary(input) {
     },
     total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
     programs: programRows(counted, devicePs, programExecutions, devicesOf),
-    ops: opRows(counted, ctx),
+    ops: withSlowestDevice(opRows(counted, ctx), opSpread?.byOp),
     roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
     categories: groupRows(counted, (c3) => c3.op.category, deviceSteps, ctx.opPsPerStepTotal),
     scopes: groupRows(counted, (c3) => c3.op.scope || "(none)", deviceSteps, ctx.opPsPerStepTotal),
@@ -82635,6 +82694,42 @@ function passNote(input) {
   if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
   else if (input.final !== input.first) reasons.push("step windows split some programs");
   return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
+}
+function deviceOpSpread(final, counted, computeDevices, stepsPerDevice) {
+  const names = /* @__PURE__ */ new Map();
+  for (const dev of final.deviceStates())
+    if (computeDevices.has(dev.device.name)) names.set(dev.index, dev.device.name);
+  const totals = new Map([...names.keys()].map((i2) => [i2, 0]));
+  const rows = /* @__PURE__ */ new Map();
+  for (const c3 of counted) {
+    if (c3.selfPs === 0 || c3.op.selfInPs === 0) continue;
+    const inSteps = c3.selfPs / c3.op.selfInPs;
+    const key = `${c3.op.program}\0${c3.op.baseName}`;
+    const row = rows.get(key) ?? /* @__PURE__ */ new Map();
+    rows.set(key, row);
+    c3.op.selfInByDevice.forEach((ps, i2) => {
+      if (!names.has(i2)) return;
+      row.set(i2, (row.get(i2) ?? 0) + ps * inSteps);
+      totals.set(i2, totals.get(i2) + ps * inSteps);
+    });
+  }
+  const perStep = (ps) => ms(ps / Math.max(stepsPerDevice, 1e-9));
+  const ranked = [...totals].sort((a2, b) => b[1] - a2[1] || names.get(a2[0]).localeCompare(names.get(b[0])));
+  const byOp = /* @__PURE__ */ new Map();
+  for (const [key, row] of rows) byOp.set(key, perStep(Math.max(...row.values())));
+  return {
+    spread: {
+      devices: names.size,
+      slowest: names.get(ranked[0][0]),
+      slowestMs: perStep(ranked[0][1]),
+      fastestMs: perStep(ranked.at(-1)[1])
+    },
+    byOp
+  };
+}
+function withSlowestDevice(rows, byOp) {
+  if (byOp === void 0) return rows;
+  return rows.map((r) => ({ ...r, slowestDeviceMs: byOp.get(`${r.program}\0${r.name}`) ?? 0 }));
 }
 function windowCount(windows, devices) {
   let n2 = 0;
@@ -82994,7 +83089,7 @@ function ledgerTable(rows, max = LEDGER_ROWS) {
   if (tried.length === 0) return "";
   const shown = tried.slice(-max);
   const lines = [
-    `Already tried (the harness's ledger: ${tried.length} earlier iteration(s) of this target${tried.length > shown.length ? `, the last ${shown.length} shown` : ""}; a repeat of the same change is refused unmeasured):`,
+    `Already tried (the harness's ledger: ${tried.length} earlier iteration(s) of this target${tried.length > shown.length ? `, the last ${shown.length} shown` : ""}; a repeat of the same change is refused unmeasured, unless it ended no-change on an earlier champion):`,
     "",
     "| run / iteration | verdict | improvement ratio [CI] | hypothesis or subject | why |",
     "|---|---|---|---|---|"
@@ -83006,6 +83101,12 @@ function ledgerTable(rows, max = LEDGER_ROWS) {
     );
   }
   return lines.join("\n");
+}
+function promptMemory(ledger, entries, logEntriesInPrompt) {
+  const log = logEntriesInPrompt === 0 ? "(log entries are left out: loop.log_entries_in_prompt is 0)" : entries.length === 0 ? "(no log entries yet)" : entries.join("\n\n");
+  return ledger ? `${ledger}
+
+${log}` : log;
 }
 function cell2(text3, max = 200) {
   const line = text3.replace(/\s+/g, " ").replaceAll("|", "/").replaceAll("`", "'").trim();
@@ -83041,12 +83142,12 @@ var prepareStep = {
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev),
       result_file: join36(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
-      directives: loadDirectives(resolve14(ctx.root, ctx.config.paths.directives_dir), [
+      directives: loadDirectives(resolve15(ctx.root, ctx.config.paths.directives_dir), [
         ...ctx.config.agent.directives,
         ...slotDirectives(ctx, ev.slot)
       ]) + searchNote(ev.slot)
     };
-    const templateFile = resolve14(ctx.root, ctx.config.paths.prompt);
+    const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
     const prompt = renderPrompt(readFileSync25(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
@@ -83122,16 +83223,12 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join36(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
-  let entries = existsSync24(runLog) ? recentLogEntries(readFileSync25(runLog, "utf8"), n2) : [];
+  let entries = n2 > 0 && existsSync24(runLog) ? recentLogEntries(readFileSync25(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n2 - entries.length), ...entries];
   }
-  const ledger = ledgerTable(readHistory(ctx.stateDir, ctx.target.name));
-  const log = entries.length === 0 ? "(no log entries yet)" : entries.join("\n\n");
-  return ledger ? `${ledger}
-
-${log}` : log;
+  return promptMemory(ledgerTable(readHistory(ctx.stateDir, ctx.target.name)), entries, n2);
 }
 
 // src/loop/steps/propose.ts
@@ -83285,21 +83382,19 @@ async function commitMessage2(ctx, repo, base, result) {
 }
 var NOT_FOUND = /: (?:\d+: )?(?:[^:]+: )?(?:not found|command not found|No such file or directory)$/;
 function agentLastWords(logFile) {
-  let text3;
-  try {
-    text3 = readFileSync26(logFile, "utf8");
-  } catch {
-    return "";
+  const line = tellingLogLine(logFile, {
+    // The log opens with the harness's header (`$ <command>`, which spans lines in the sandbox, then
+    // `# cwd: …`); what the agent said comes after it.
+    headerEnd: /^# cwd: .*$/m,
+    skip: /^# /,
+    within: 40,
+    telling: [NOT_FOUND, /\b(?:error|failed|fatal|denied)\b/i]
+  });
+  if (line === void 0) return "";
+  if (NOT_FOUND.test(line)) {
+    return `: ${line.slice(0, 300)} (in the sandbox PATH shows the system folders, the agent's own binary, Node.js and the project's .venv; a shim such as pyenv's or a tool under your home is not there: name the program by an absolute path outside your home, or {python})`;
   }
-  const cwd = text3.match(/^# cwd: .*$/m);
-  const said = cwd?.index === void 0 ? text3 : text3.slice(cwd.index + cwd[0].length);
-  const lines = said.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("# ")).slice(-40);
-  const missing = lines.findLast((l) => NOT_FOUND.test(l));
-  if (missing) {
-    return `: ${missing.slice(0, 300)} (in the sandbox PATH shows the system folders, the agent's own binary, Node.js and the project's .venv; a shim such as pyenv's or a tool under your home is not there: name the program by an absolute path outside your home, or {python})`;
-  }
-  const error2 = lines.findLast((l) => /\b(?:error|failed|fatal|denied)\b/i.test(l));
-  return error2 ? `: ${error2.slice(0, 300)}` : "";
+  return `: ${line.slice(0, 300)}`;
 }
 
 // src/loop/steps/publish.ts
@@ -83813,7 +83908,8 @@ async function acceptBundle(ctx, bundle, phase, opts) {
       ...attested && ev.candidate ? { expectedHead: ev.candidate.commit } : {}
     });
     ev.candidate = {
-      ...ev.candidate?.from ? { from: ev.candidate.from } : {},
+      // A person's change (the commit it was made from) is a harness fact only in an attested bundle.
+      ...attested && ev.candidate?.from ? { from: ev.candidate.from } : {},
       branch: iterationBranch(ctx, ev),
       commit: imported.head,
       commits: imported.commits,
@@ -84244,7 +84340,7 @@ function phaseOptions(logger) {
   const pinnedSource = optionalText("pinned-source");
   const run2 = actionsRun();
   return {
-    configFile: resolve15(optionalText("config") ?? "hillclimb.yml"),
+    configFile: resolve16(optionalText("config") ?? "hillclimb.yml"),
     overrides: configOverrides(),
     ...target2 ? { target: target2 } : {},
     runId: requiredText("run-id"),
@@ -84269,7 +84365,7 @@ function setIterationOutputs(result) {
     pending: ev.verdict === void 0,
     reason: ev.verdictReasons[0] ?? "",
     "bundle-dir": result.bundleDir,
-    "evidence-file": resolve15(result.bundleDir, BundleFiles.evidence),
+    "evidence-file": resolve16(result.bundleDir, BundleFiles.evidence),
     "has-candidate": ev.candidate !== void 0,
     "candidate-commit": ev.candidate?.commit ?? "",
     "candidate-branch": ev.candidate?.branch ?? ""

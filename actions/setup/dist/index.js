@@ -1923,9 +1923,9 @@ var require_dispatcher_base = __commonJS({
       }
       close(callback) {
         if (callback === void 0) {
-          return new Promise((resolve4, reject) => {
+          return new Promise((resolve5, reject) => {
             this.close((err, data) => {
-              return err ? reject(err) : resolve4(data);
+              return err ? reject(err) : resolve5(data);
             });
           });
         }
@@ -1963,12 +1963,12 @@ var require_dispatcher_base = __commonJS({
           err = null;
         }
         if (callback === void 0) {
-          return new Promise((resolve4, reject) => {
+          return new Promise((resolve5, reject) => {
             this.destroy(err, (err2, data) => {
               return err2 ? (
                 /* istanbul ignore next: should never error */
                 reject(err2)
-              ) : resolve4(data);
+              ) : resolve5(data);
             });
           });
         }
@@ -4235,8 +4235,8 @@ var require_util2 = __commonJS({
     function createDeferredPromise() {
       let res;
       let rej;
-      const promise = new Promise((resolve4, reject) => {
-        res = resolve4;
+      const promise = new Promise((resolve5, reject) => {
+        res = resolve5;
         rej = reject;
       });
       return { promise, resolve: res, reject: rej };
@@ -6487,12 +6487,12 @@ upgrade: ${upgrade}\r
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve4, reject) => {
+      const waitForDrain = () => new Promise((resolve5, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve4;
+          callback = resolve5;
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
@@ -7162,12 +7162,12 @@ var require_client_h2 = __commonJS({
           cb();
         }
       }
-      const waitForDrain = () => new Promise((resolve4, reject) => {
+      const waitForDrain = () => new Promise((resolve5, reject) => {
         assert(callback === null);
         if (socket[kError]) {
           reject(socket[kError]);
         } else {
-          callback = resolve4;
+          callback = resolve5;
         }
       });
       h2stream.on("close", onDrain).on("drain", onDrain);
@@ -7646,16 +7646,16 @@ var require_client = __commonJS({
         return this[kNeedDrain] < 2;
       }
       async [kClose]() {
-        return new Promise((resolve4) => {
+        return new Promise((resolve5) => {
           if (this[kSize]) {
-            this[kClosedResolve] = resolve4;
+            this[kClosedResolve] = resolve5;
           } else {
-            resolve4(null);
+            resolve5(null);
           }
         });
       }
       async [kDestroy](err) {
-        return new Promise((resolve4) => {
+        return new Promise((resolve5) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i2 = 0; i2 < requests.length; i2++) {
             const request = requests[i2];
@@ -7666,7 +7666,7 @@ var require_client = __commonJS({
               this[kClosedResolve]();
               this[kClosedResolve] = null;
             }
-            resolve4(null);
+            resolve5(null);
           };
           if (this[kHTTPContext]) {
             this[kHTTPContext].destroy(err, callback);
@@ -7717,7 +7717,7 @@ var require_client = __commonJS({
         });
       }
       try {
-        const socket = await new Promise((resolve4, reject) => {
+        const socket = await new Promise((resolve5, reject) => {
           client[kConnector]({
             host,
             hostname,
@@ -7729,7 +7729,7 @@ var require_client = __commonJS({
             if (err) {
               reject(err);
             } else {
-              resolve4(socket2);
+              resolve5(socket2);
             }
           });
         });
@@ -8065,8 +8065,8 @@ var require_pool_base = __commonJS({
         if (this[kQueue].isEmpty()) {
           await Promise.all(this[kClients].map((c3) => c3.close()));
         } else {
-          await new Promise((resolve4) => {
-            this[kClosedResolve] = resolve4;
+          await new Promise((resolve5) => {
+            this[kClosedResolve] = resolve5;
           });
         }
       }
@@ -9335,7 +9335,7 @@ var require_readable = __commonJS({
         if (this._readableState.closeEmitted) {
           return null;
         }
-        return await new Promise((resolve4, reject) => {
+        return await new Promise((resolve5, reject) => {
           if (this[kContentLength] > limit) {
             this.destroy(new AbortError());
           }
@@ -9348,7 +9348,7 @@ var require_readable = __commonJS({
             if (signal?.aborted) {
               reject(signal.reason ?? new AbortError());
             } else {
-              resolve4(null);
+              resolve5(null);
             }
           }).on("error", noop3).on("data", function(chunk) {
             limit -= chunk.length;
@@ -9367,7 +9367,7 @@ var require_readable = __commonJS({
     }
     async function consume(stream, type) {
       assert(!stream[kConsume]);
-      return new Promise((resolve4, reject) => {
+      return new Promise((resolve5, reject) => {
         if (isUnusable(stream)) {
           const rState = stream._readableState;
           if (rState.destroyed && rState.closeEmitted === false) {
@@ -9384,7 +9384,7 @@ var require_readable = __commonJS({
             stream[kConsume] = {
               type,
               stream,
-              resolve: resolve4,
+              resolve: resolve5,
               reject,
               length: 0,
               body: []
@@ -9454,18 +9454,18 @@ var require_readable = __commonJS({
       return buffer;
     }
     function consumeEnd(consume2) {
-      const { type, body, resolve: resolve4, stream, length } = consume2;
+      const { type, body, resolve: resolve5, stream, length } = consume2;
       try {
         if (type === "text") {
-          resolve4(chunksDecode(body, length));
+          resolve5(chunksDecode(body, length));
         } else if (type === "json") {
-          resolve4(JSON.parse(chunksDecode(body, length)));
+          resolve5(JSON.parse(chunksDecode(body, length)));
         } else if (type === "arrayBuffer") {
-          resolve4(chunksConcat(body, length).buffer);
+          resolve5(chunksConcat(body, length).buffer);
         } else if (type === "blob") {
-          resolve4(new Blob(body, { type: stream[kContentType] }));
+          resolve5(new Blob(body, { type: stream[kContentType] }));
         } else if (type === "bytes") {
-          resolve4(chunksConcat(body, length));
+          resolve5(chunksConcat(body, length));
         }
         consumeFinish(consume2);
       } catch (err) {
@@ -9722,9 +9722,9 @@ var require_api_request = __commonJS({
     };
     function request(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           request.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -9947,9 +9947,9 @@ var require_api_stream = __commonJS({
     };
     function stream(opts, factory, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           stream.call(this, opts, factory, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10234,9 +10234,9 @@ var require_api_upgrade = __commonJS({
     };
     function upgrade(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           upgrade.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -10328,9 +10328,9 @@ var require_api_connect = __commonJS({
     };
     function connect(opts, callback) {
       if (callback === void 0) {
-        return new Promise((resolve4, reject) => {
+        return new Promise((resolve5, reject) => {
           connect.call(this, opts, (err, data) => {
-            return err ? reject(err) : resolve4(data);
+            return err ? reject(err) : resolve5(data);
           });
         });
       }
@@ -14193,7 +14193,7 @@ var require_fetch = __commonJS({
       function dispatch({ body }) {
         const url = requestCurrentURL(request);
         const agent = fetchParams.controller.dispatcher;
-        return new Promise((resolve4, reject) => agent.dispatch(
+        return new Promise((resolve5, reject) => agent.dispatch(
           {
             path: url.pathname + url.search,
             origin: url.origin,
@@ -14269,7 +14269,7 @@ var require_fetch = __commonJS({
               }
               this.body = new Readable4({ read: resume });
               const onError = this.onError.bind(this);
-              resolve4({
+              resolve5({
                 status,
                 statusText,
                 headersList,
@@ -14312,7 +14312,7 @@ var require_fetch = __commonJS({
               for (let i2 = 0; i2 < rawHeaders.length; i2 += 2) {
                 headersList.append(bufferToLowerCasedHeaderName(rawHeaders[i2]), rawHeaders[i2 + 1].toString("latin1"), true);
               }
-              resolve4({
+              resolve5({
                 status,
                 statusText: STATUS_CODES[status],
                 headersList,
@@ -18053,8 +18053,8 @@ var require_util8 = __commonJS({
       return true;
     }
     function delay(ms) {
-      return new Promise((resolve4) => {
-        setTimeout(resolve4, ms).unref();
+      return new Promise((resolve5) => {
+        setTimeout(resolve5, ms).unref();
       });
     }
     module.exports = {
@@ -22100,7 +22100,7 @@ var require_compile = __commonJS({
       const schOrFunc = root.refs[ref];
       if (schOrFunc)
         return schOrFunc;
-      let _sch = resolve4.call(this, root, ref);
+      let _sch = resolve5.call(this, root, ref);
       if (_sch === void 0) {
         const schema = (_a = root.localRefs) === null || _a === void 0 ? void 0 : _a[ref];
         const { schemaId } = this.opts;
@@ -22127,7 +22127,7 @@ var require_compile = __commonJS({
     function sameSchemaEnv(s1, s2) {
       return s1.schema === s2.schema && s1.root === s2.root && s1.baseId === s2.baseId;
     }
-    function resolve4(root, ref) {
+    function resolve5(root, ref) {
       let sch;
       while (typeof (sch = this.refs[ref]) == "string")
         ref = sch;
@@ -22991,7 +22991,7 @@ var require_fast_uri = __commonJS({
       }
       return uri;
     }
-    function resolve4(baseURI, relativeURI, options) {
+    function resolve5(baseURI, relativeURI, options) {
       const schemelessOptions = options ? Object.assign({ scheme: "null" }, options) : { scheme: "null" };
       const {
         parsed: baseParsed,
@@ -23382,7 +23382,7 @@ var require_fast_uri = __commonJS({
     var fastUri = {
       SCHEMES,
       normalize,
-      resolve: resolve4,
+      resolve: resolve5,
       resolveComponent,
       equal,
       serialize: serialize2,
@@ -33478,12 +33478,12 @@ var require_isexe = __commonJS({
         if (typeof Promise !== "function") {
           throw new TypeError("callback not provided");
         }
-        return new Promise(function(resolve4, reject) {
+        return new Promise(function(resolve5, reject) {
           isexe(path6, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
-              resolve4(is);
+              resolve5(is);
             }
           });
         });
@@ -33549,27 +33549,27 @@ var require_which = __commonJS({
         opt = {};
       const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
       const found = [];
-      const step = (i2) => new Promise((resolve4, reject) => {
+      const step = (i2) => new Promise((resolve5, reject) => {
         if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve4(found) : reject(getNotFoundError(cmd));
+          return opt.all && found.length ? resolve5(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
         const pCmd = path6.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve4(subStep(p, i2, 0));
+        resolve5(subStep(p, i2, 0));
       });
-      const subStep = (p, i2, ii) => new Promise((resolve4, reject) => {
+      const subStep = (p, i2, ii) => new Promise((resolve5, reject) => {
         if (ii === pathExt.length)
-          return resolve4(step(i2 + 1));
+          return resolve5(step(i2 + 1));
         const ext = pathExt[ii];
         isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
           if (!er && is) {
             if (opt.all)
               found.push(p + ext);
             else
-              return resolve4(p + ext);
+              return resolve5(p + ext);
           }
-          return resolve4(subStep(p, i2, ii + 1));
+          return resolve5(subStep(p, i2, ii + 1));
         });
       });
       return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
@@ -33882,7 +33882,7 @@ var require_cross_spawn = __commonJS({
 });
 
 // actions/setup/src/main.ts
-import { dirname as dirname5, resolve as resolve3 } from "node:path";
+import { dirname as dirname5, resolve as resolve4 } from "node:path";
 
 // node_modules/@actions/core/lib/command.js
 import * as os from "os";
@@ -34046,11 +34046,11 @@ import { EOL as EOL3 } from "os";
 import { constants, promises } from "fs";
 var __awaiter = function(thisArg, _arguments, P, generator) {
   function adopt(value) {
-    return value instanceof P ? value : new P(function(resolve4) {
-      resolve4(value);
+    return value instanceof P ? value : new P(function(resolve5) {
+      resolve5(value);
     });
   }
-  return new (P || (P = Promise))(function(resolve4, reject) {
+  return new (P || (P = Promise))(function(resolve5, reject) {
     function fulfilled(value) {
       try {
         step(generator.next(value));
@@ -34066,7 +34066,7 @@ var __awaiter = function(thisArg, _arguments, P, generator) {
       }
     }
     function step(result) {
-      result.done ? resolve4(result.value) : adopt(result.value).then(fulfilled, rejected);
+      result.done ? resolve5(result.value) : adopt(result.value).then(fulfilled, rejected);
     }
     step((generator = generator.apply(thisArg, _arguments || [])).next());
   });
@@ -37059,8 +37059,8 @@ var disconnect = (anyProcess) => {
 // node_modules/execa/lib/utils/deferred.js
 var createDeferred = () => {
   const methods = {};
-  const promise = new Promise((resolve4, reject) => {
-    Object.assign(methods, { resolve: resolve4, reject });
+  const promise = new Promise((resolve5, reject) => {
+    Object.assign(methods, { resolve: resolve5, reject });
   });
   return Object.assign(promise, methods);
 };
@@ -41703,11 +41703,11 @@ var addConcurrentStream = (concurrentStreams, stream, waitName) => {
   const promises3 = weakMap.get(stream);
   const promise = createDeferred();
   promises3.push(promise);
-  const resolve4 = promise.resolve.bind(promise);
-  return { resolve: resolve4, promises: promises3 };
+  const resolve5 = promise.resolve.bind(promise);
+  return { resolve: resolve5, promises: promises3 };
 };
-var waitForConcurrentStreams = async ({ resolve: resolve4, promises: promises3 }, subprocess) => {
-  resolve4();
+var waitForConcurrentStreams = async ({ resolve: resolve5, promises: promises3 }, subprocess) => {
+  resolve5();
   const [isSubprocessExit] = await Promise.race([
     Promise.allSettled([true, subprocess]),
     Promise.all([false, ...promises3])
@@ -42347,7 +42347,7 @@ function spawnAndCollect(command, args, opts, shown) {
     mkdirSync(dirname2(opts.logFile), { recursive: true });
     log = createWriteStream2(opts.logFile, { flags: "a" });
   }
-  return new Promise((resolve4, reject) => {
+  return new Promise((resolve5, reject) => {
     const child = execa(command, [...args], {
       cwd: opts.cwd,
       env: buildEnv(opts),
@@ -42426,8 +42426,8 @@ function spawnAndCollect(command, args, opts, shown) {
         killedBy,
         logFile: opts.logFile
       };
-      if (log) log.end(() => resolve4(result));
-      else resolve4(result);
+      if (log) log.end(() => resolve5(result));
+      else resolve5(result);
     };
     const failToStart = (code, message) => {
       if (settled) return;
@@ -42540,8 +42540,8 @@ function indent(text) {
 
 // src/project/python.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync4, readdirSync, readFileSync as readFileSync5, realpathSync, writeFileSync as writeFileSync2 } from "node:fs";
-import { dirname as dirname4, join as join2, relative } from "node:path";
+import { existsSync as existsSync4, readdirSync, readFileSync as readFileSync5, realpathSync, statSync as statSync2, writeFileSync as writeFileSync2 } from "node:fs";
+import { dirname as dirname4, isAbsolute, join as join2, relative, resolve as resolve3 } from "node:path";
 import { pathToFileURL } from "node:url";
 
 // src/project/root.ts
@@ -42609,7 +42609,7 @@ function requirementFiles(root, dev, paths) {
   }
   return files;
 }
-function requirementsHash(root, files, pythonVersion) {
+function requirementsHash(root, files, pythonVersion, bundled = bundledBenchSource(root, files) ?? null) {
   const h2 = createHash("sha256");
   h2.update(`python ${pythonVersion}
 `);
@@ -42620,20 +42620,46 @@ function requirementsHash(root, files, pythonVersion) {
       h2.update(readFileSync5(file));
     }
   };
+  const hashPackage = (dir) => {
+    hashFilesBelow(dir);
+    for (const file of forceIncluded(dir)) {
+      h2.update(`included ${relative(root, file)}
+`);
+      for (const f of statSync2(file).isDirectory() ? filesBelow(file) : [file]) h2.update(readFileSync5(f));
+    }
+  };
   for (const f of files) {
     h2.update(`${f}
 `);
     const text = readFileSync5(join2(root, f));
     h2.update(text);
-    for (const dir of localPackages(text.toString("utf8"))) hashFilesBelow(join2(root, dir));
+    for (const dir of localPackages(text.toString("utf8"))) hashPackage(join2(root, dir));
   }
-  const bundled = bundledBenchSource(root, files);
   if (bundled) {
     h2.update(`bundled ${bundled}
 `);
-    hashFilesBelow(bundled);
+    hashPackage(bundled);
   }
   return h2.digest("hex");
+}
+function forceIncluded(dir) {
+  const pyproject = join2(dir, "pyproject.toml");
+  if (!existsSync4(pyproject)) return [];
+  const out = [];
+  let inTable = false;
+  for (const raw of readFileSync5(pyproject, "utf8").split("\n")) {
+    const line = raw.replace(/(^|\s)#.*$/, "").trim();
+    if (line.startsWith("[")) {
+      inTable = line === "[tool.hatch.build.targets.wheel.force-include]";
+      continue;
+    }
+    const entry = inTable ? /^"([^"]+)"\s*=/.exec(line) : null;
+    if (!entry) continue;
+    const source = resolve3(dir, entry[1]);
+    const below = relative(dir, source);
+    if (existsSync4(source) && (below.startsWith("..") || isAbsolute(below))) out.push(source);
+  }
+  return out.sort();
 }
 var BUNDLED_BENCH_DIR = join2("packages", "hillclimb-bench");
 function namesBenchWithoutSource(requirements) {
@@ -42682,8 +42708,9 @@ async function setupPython(root, opts) {
   const python = join2(root, VENV_DIR, "bin", "python");
   const files = requirementFiles(root, opts.dev, paths);
   const stamp = readStamp(root);
+  const bundled = bundledBenchSource(root, files) ?? null;
   if (existsSync4(python) && stamp) {
-    const wanted = requirementsHash(root, files, stamp.python);
+    const wanted = requirementsHash(root, files, stamp.python, bundled);
     const devFiles = [paths.runtime, paths.dev];
     const devInstalled = !opts.dev && devFiles.every((f) => existsSync4(join2(root, f))) && stamp.hash === requirementsHash(root, devFiles, stamp.python);
     if (stamp.hash === wanted || devInstalled) {
@@ -42705,7 +42732,6 @@ async function setupPython(root, opts) {
   }
   const args = ["-m", "pip", "install", "--disable-pip-version-check", "-q"];
   for (const f of files) args.push("-r", f);
-  const bundled = bundledBenchSource(root, files);
   if (bundled) args.push(`hillclimb-bench @ ${pathToFileURL(bundled).href}`);
   logger.info(
     `python: installing ${files.join(", ")}${bundled ? ` (hillclimb-bench from ${bundled})` : ""} into ${VENV_DIR} (first run downloads JAX; a few minutes)`
@@ -42714,7 +42740,7 @@ async function setupPython(root, opts) {
   const venvVersion = parsePythonVersion((await run(python, ["--version"])).stdout) ?? [0, 0, 0];
   const version = venvVersion.join(".");
   const newStamp = {
-    hash: requirementsHash(root, files, version),
+    hash: requirementsHash(root, files, version, bundled),
     files,
     python: version,
     at: (/* @__PURE__ */ new Date()).toISOString()
@@ -42751,7 +42777,7 @@ function setOutputs(outputs) {
 
 // actions/setup/src/main.ts
 await runAction(async ({ logger }) => {
-  const configFile = resolve3(optionalText("config") ?? "hillclimb.yml");
+  const configFile = resolve4(optionalText("config") ?? "hillclimb.yml");
   const { paths } = loadConfig(configFile);
   const result = await logger.group(
     "hillclimb: Python environment",

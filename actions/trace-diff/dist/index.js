@@ -44000,6 +44000,7 @@ var TraceCollector = class {
       if (w >= 0) {
         op.countIn++;
         op.selfInPs += self;
+        op.selfInByDevice[dev.index] = (op.selfInByDevice[dev.index] ?? 0) + self;
         dev.windowOpPs[w] += self;
         if (top) dev.windowBusyPs[w] += Math.min(start + dur, dev.windows.ends[w]) - start;
       } else {
@@ -44009,6 +44010,7 @@ var TraceCollector = class {
     } else {
       op.countIn++;
       op.selfInPs += self;
+      op.selfInByDevice[dev.index] = (op.selfInByDevice[dev.index] ?? 0) + self;
       if (top) {
         const exec = st.execs[d];
         if (exec !== void 0) exec.busyPs += dur;
@@ -44047,6 +44049,7 @@ var TraceCollector = class {
     if (dev === void 0) {
       dev = {
         device,
+        index: this.devices.size,
         modules: [],
         modulesSorted: true,
         moduleCursor: 0,
@@ -44106,6 +44109,7 @@ function newOpInfo(program, name, ev, st) {
     kernels: void 0,
     countIn: 0,
     selfInPs: 0,
+    selfInByDevice: [],
     countOut: 0,
     selfOutPs: 0
   };
@@ -45209,6 +45213,7 @@ function buildSummary(input) {
   stepDevices = Math.max(1, stepDevices);
   const perDevice2 = plan.detector === "device-steps" || plan.detector === "dominant-program" ? slowestDeviceSteps(plan.windows, computeDevices) : void 0;
   if (perDevice2 !== void 0) stepDurations = perDevice2.durationsPs;
+  const opSpread = perDevice2 === void 0 && platform2 !== "cpu" && computeDevices.size >= 2 ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices) : void 0;
   const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
   const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
@@ -45265,6 +45270,7 @@ function buildSummary(input) {
       program: plan.program,
       timeMs: timeStats,
       ...perDevice2 === void 0 ? {} : { deviceSpread: perDevice2.spread },
+      ...opSpread === void 0 ? {} : { opSpread: { ...opSpread.spread, meanMs: ms(opPsTotal / deviceSteps) } },
       annotations: annotationKinds(first.hostSteps).map((k) => {
         const t = describe(k.markers.map((m) => m.durPs));
         return { name: k.name, count: k.markers.length, meanMs: t.mean, medianMs: t.median };
@@ -45275,7 +45281,7 @@ function buildSummary(input) {
     },
     total: { deviceMs: ms(devicePs), inStepsMs: ms(opPsTotal), outsideMs: ms(outsidePs) },
     programs: programRows(counted, devicePs, programExecutions, devicesOf),
-    ops: opRows(counted, ctx),
+    ops: withSlowestDevice(opRows(counted, ctx), opSpread?.byOp),
     roofline: { peak: roofline.lookup?.peak ?? null, source: roofline.source },
     categories: groupRows(counted, (c) => c.op.category, deviceSteps, ctx.opPsPerStepTotal),
     scopes: groupRows(counted, (c) => c.op.scope || "(none)", deviceSteps, ctx.opPsPerStepTotal),
@@ -45409,6 +45415,42 @@ function passNote(input) {
   if (input.source.cheapLaneSkip) reasons.push("XSpace: structure first, then ops");
   else if (input.final !== input.first) reasons.push("step windows split some programs");
   return `read ${input.passes} times${reasons.length > 0 ? ` (${reasons.join("; ")})` : " (lane names arrived late)"}`;
+}
+function deviceOpSpread(final, counted, computeDevices, stepsPerDevice) {
+  const names = /* @__PURE__ */ new Map();
+  for (const dev of final.deviceStates())
+    if (computeDevices.has(dev.device.name)) names.set(dev.index, dev.device.name);
+  const totals = new Map([...names.keys()].map((i) => [i, 0]));
+  const rows = /* @__PURE__ */ new Map();
+  for (const c of counted) {
+    if (c.selfPs === 0 || c.op.selfInPs === 0) continue;
+    const inSteps = c.selfPs / c.op.selfInPs;
+    const key = `${c.op.program}\0${c.op.baseName}`;
+    const row = rows.get(key) ?? /* @__PURE__ */ new Map();
+    rows.set(key, row);
+    c.op.selfInByDevice.forEach((ps, i) => {
+      if (!names.has(i)) return;
+      row.set(i, (row.get(i) ?? 0) + ps * inSteps);
+      totals.set(i, totals.get(i) + ps * inSteps);
+    });
+  }
+  const perStep = (ps) => ms(ps / Math.max(stepsPerDevice, 1e-9));
+  const ranked = [...totals].sort((a, b) => b[1] - a[1] || names.get(a[0]).localeCompare(names.get(b[0])));
+  const byOp = /* @__PURE__ */ new Map();
+  for (const [key, row] of rows) byOp.set(key, perStep(Math.max(...row.values())));
+  return {
+    spread: {
+      devices: names.size,
+      slowest: names.get(ranked[0][0]),
+      slowestMs: perStep(ranked[0][1]),
+      fastestMs: perStep(ranked.at(-1)[1])
+    },
+    byOp
+  };
+}
+function withSlowestDevice(rows, byOp) {
+  if (byOp === void 0) return rows;
+  return rows.map((r) => ({ ...r, slowestDeviceMs: byOp.get(`${r.program}\0${r.name}`) ?? 0 }));
 }
 function windowCount(windows, devices) {
   let n = 0;
@@ -45609,6 +45651,7 @@ function formatSummary(s, top = 15) {
     `Per step: ${time}; busy ${formatMs(st.busyMs)}; idle ${st.idleMs === null ? "\u2014" : formatMs(st.idleMs)}; op time ${formatMs(st.opMs)}`
   );
   if (st.deviceSpread !== void 0) out.push(`  ${spreadLine(st.deviceSpread, st.count)}`);
+  if (st.opSpread !== void 0) out.push(`  ${opSpreadLine(st.opSpread)}`);
   if (isMarked(st.detector)) out.push(wholeTrace);
   if (s.programs.length > 1) {
     const programs = s.programs.slice(0, top);
@@ -45635,37 +45678,47 @@ function formatSummary(s, top = 15) {
     "",
     `Top ${ops.length} of ${s.ops.length} ops by device time (whole trace; per step inside steps)`
   );
+  const slowest = st.opSpread !== void 0;
+  const withSlowest = (cells, cell2) => slowest ? [...cells.slice(0, 6), cell2(), ...cells.slice(6)] : cells;
   out.push(
     textTable(
-      [
-        "op",
-        "program",
-        "category",
-        "total",
-        "share",
-        "time/step",
-        "count/step",
-        "TFLOP/s",
-        "GB/s",
-        "FLOP/B",
-        "roofline",
-        "note"
-      ],
-      ops.map((o) => [
-        clip(o.name, 40),
-        clip(o.program || "\u2014", 28),
-        clip(o.category, 20),
-        formatMs(o.totalMs),
-        `${o.shareOfDevice.toFixed(1)}%`,
-        o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.timeMs),
-        count(o.occurrences),
-        o.tflops === null || o.noCostModel ? "\u2014" : o.tflops.toFixed(2),
-        o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
-        o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
-        rooflineText(o),
-        opNote2(o, labels)
-      ]),
-      [false, false, false, true, true, true, true, true, true, true, false, false]
+      withSlowest(
+        [
+          "op",
+          "program",
+          "category",
+          "total",
+          "share",
+          "time/step",
+          "count/step",
+          "TFLOP/s",
+          "GB/s",
+          "FLOP/B",
+          "roofline",
+          "note"
+        ],
+        () => "slowest device/step"
+      ),
+      ops.map(
+        (o) => withSlowest(
+          [
+            clip(o.name, 40),
+            clip(o.program || "\u2014", 28),
+            clip(o.category, 20),
+            formatMs(o.totalMs),
+            `${o.shareOfDevice.toFixed(1)}%`,
+            o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.timeMs),
+            count(o.occurrences),
+            o.tflops === null || o.noCostModel ? "\u2014" : o.tflops.toFixed(2),
+            o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
+            o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
+            rooflineText(o),
+            opNote2(o, labels)
+          ],
+          () => o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.slowestDeviceMs ?? 0)
+        )
+      ),
+      withSlowest([false, false, false, true, true, true, true, true, true, true, false, false], () => true)
     )
   );
   const cats = s.categories.slice(0, top);
@@ -45799,6 +45852,9 @@ function formatDiff(d, top = 15) {
   );
   for (const w of d.warnings) out.push(`warning: ${w}`);
   return out.join("\n");
+}
+function opSpreadLine(spread) {
+  return `op times per step are the mean of ${spread.devices} devices (no step windows of their own); the slowest, ${spread.slowest}, ${formatMs(spread.slowestMs)} per step (the fastest ${formatMs(spread.fastestMs)}), and each op's slowest device is in the op table`;
 }
 function spreadLine(spread, steps) {
   const pct2 = spread.meanMs === 0 ? 0 : 100 * spread.spreadMs / spread.meanMs;

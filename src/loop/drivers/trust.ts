@@ -154,7 +154,8 @@ export async function acceptBundle(
       ...(attested && ev.candidate ? { expectedHead: ev.candidate.commit } : {}),
     });
     ev.candidate = {
-      ...(ev.candidate?.from ? { from: ev.candidate.from } : {}),
+      // A person's change (the commit it was made from) is a harness fact only in an attested bundle.
+      ...(attested && ev.candidate?.from ? { from: ev.candidate.from } : {}),
       branch: iterationBranch(ctx, ev),
       commit: imported.head,
       commits: imported.commits,
