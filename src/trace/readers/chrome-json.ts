@@ -2,10 +2,12 @@
  * Chrome trace JSON reader (`*.trace.json.gz`, `perfetto_trace.json.gz`, `.json`, bare-array form),
  * streamed from disk and gzip with bounded memory.
  *
- * The file is decoded chunk by chunk into JS strings and scanned in place: string bodies are jumped with
- * `indexOf`, numbers are parsed digit by digit into integer picoseconds, and event fields are recorded as
- * offsets. Nothing is materialized until the visitor asks (`name`, `arg(key)`), and the `args` of events
- * on lanes the visitor declined are skipped without being decoded. Returned strings never pin the chunk.
+ * The gunzipped bytes are scanned in place, never decoded into one JS string per chunk: string bodies and
+ * tsl's `args` objects are jumped with `indexOf` (native), numbers are parsed digit by digit into integer
+ * picoseconds, and event fields are recorded as offsets. Nothing is materialized until the visitor asks
+ * (`name`, `arg(key)`): then only those bytes are decoded, and repeated ASCII strings (op names, arg
+ * values) are found by a hash of their bytes in an intern table, so a name seen before costs no
+ * allocation. The `args` of events on lanes the visitor declined are skipped without being decoded.
  *
  * Tolerated: `{}` elements and other events without `ph`, string or numeric `pid`/`tid`, any key order and
  * spacing, metadata (`ph:"M"`) events anywhere (lanes seen before their names are reported through
@@ -13,13 +15,13 @@
  * delivered; other phases are counted and reported in one warning.
  */
 
-import { isAscii } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { InputError } from '../../util/index.js';
 import {
+  bytesAt,
   charAt,
   fail,
   JsonSyntaxError,
@@ -54,8 +56,10 @@ const CHUNK_BYTES = 1024 * 1024;
 const BOUNDARY_BYTES = 4 * 1024;
 /** A `ts` (µs) at or above this is an epoch time; times are then taken relative to the first event. */
 const EPOCH_US_THRESHOLD = 1e9;
-/** Interned strings kept per read; beyond this, strings are copied instead. */
+/** Interned strings kept per read; beyond this, strings are decoded afresh each time. */
 const INTERN_LIMIT = 200_000;
+/** Strings longer than this (in bytes) are not interned. */
+const INTERN_MAX_BYTES = 1024;
 
 export interface ChromeJsonOptions {
   /** Event count that marks a capped tsl trace. Default `TSL_EVENT_CAP`; tests lower it. */
@@ -172,20 +176,6 @@ function toInputError(path: string, err: unknown, scanner: ChromeJsonScanner): u
   return err;
 }
 
-/** Length of the longest prefix of `buf` that does not end inside a multi-byte UTF-8 character. */
-function completeUtf8End(buf: Buffer): number {
-  const n = buf.length;
-  for (let back = 1; back <= 4 && back <= n; back++) {
-    const b = buf[n - back]!;
-    if (b < 0x80) return n; // ASCII: complete
-    if (b >= 0xc0) {
-      const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
-      return back >= need ? n : n - back;
-    }
-  }
-  return n;
-}
-
 enum Mode {
   /** Before the top-level `{` or `[`. */
   Start,
@@ -213,10 +203,12 @@ interface DeviceEntry {
 
 /** Where an arg key occurs next in the current text (positions, or -1 for none after `…From`). */
 interface ArgProbe {
+  /** The key's UTF-8 bytes. */
+  readonly key: Buffer;
   /** `"key":"` as the file spells it. */
-  readonly withValue: string;
+  readonly withValue: Buffer;
   /** `"key"`. */
-  readonly bare: string;
+  readonly bare: Buffer;
   generation: number;
   withValueFrom: number;
   withValueAt: number;
@@ -237,8 +229,20 @@ const FOUND = 0;
 const ABSENT = 1;
 const PARSE = 2;
 
+const ascii = (s: string): Buffer => Buffer.from(s, 'latin1');
 /** How tsl starts every complete event. */
-const TSL_EVENT_HEAD = '{"ph":"X","pid":';
+const TSL_EVENT_HEAD = ascii('{"ph":"X","pid":');
+const TSL_TID = ascii(',"tid":');
+const TSL_TS = ascii(',"ts":');
+const TSL_DUR = ascii(',"dur":');
+const TSL_NAME = ascii(',"name":"');
+const TSL_ARGS = ascii(',"args":{');
+/** How every event of a tsl-shaped file starts: cannot occur inside a JSON string. */
+const EVENT_START = ascii('{"ph":');
+const TRACE_EVENTS = ascii('traceEvents');
+const DISPLAY_TIME_UNIT = ascii('displayTimeUnit');
+const SPACED_SEPARATOR = ascii('": "');
+const META_NAMES = ['process_name', 'thread_name', 'process_labels'].map((n) => ({ n, bytes: ascii(n) }));
 
 // Event keys recognised without a string search.
 const K_OTHER = 0;
@@ -253,53 +257,40 @@ const K_CAT = 8;
 const KEY_LENGTH = [0, 2, 3, 3, 2, 3, 4, 4, 3];
 
 /** Which known key starts at `k` (just after its opening quote), checking through its closing quote. */
-function eventKey(text: string, k: number): number {
-  switch (text.charCodeAt(k)) {
+function eventKey(text: Buffer, k: number): number {
+  switch (text[k]) {
     case 112: // p
-      if (text.charCodeAt(k + 1) === 104 && text.charCodeAt(k + 2) === 34) return K_PH;
-      if (text.charCodeAt(k + 1) === 105 && text.charCodeAt(k + 2) === 100 && text.charCodeAt(k + 3) === 34)
-        return K_PID;
+      if (text[k + 1] === 104 && text[k + 2] === 34) return K_PH;
+      if (text[k + 1] === 105 && text[k + 2] === 100 && text[k + 3] === 34) return K_PID;
       return K_OTHER;
     case 116: // t
-      if (text.charCodeAt(k + 1) === 115 && text.charCodeAt(k + 2) === 34) return K_TS;
-      if (text.charCodeAt(k + 1) === 105 && text.charCodeAt(k + 2) === 100 && text.charCodeAt(k + 3) === 34)
-        return K_TID;
+      if (text[k + 1] === 115 && text[k + 2] === 34) return K_TS;
+      if (text[k + 1] === 105 && text[k + 2] === 100 && text[k + 3] === 34) return K_TID;
       return K_OTHER;
     case 100: // d
-      return text.charCodeAt(k + 1) === 117 && text.charCodeAt(k + 2) === 114 && text.charCodeAt(k + 3) === 34
-        ? K_DUR
-        : K_OTHER;
+      return text[k + 1] === 117 && text[k + 2] === 114 && text[k + 3] === 34 ? K_DUR : K_OTHER;
     case 110: // n
-      return text.charCodeAt(k + 1) === 97 &&
-        text.charCodeAt(k + 2) === 109 &&
-        text.charCodeAt(k + 3) === 101 &&
-        text.charCodeAt(k + 4) === 34
+      return text[k + 1] === 97 && text[k + 2] === 109 && text[k + 3] === 101 && text[k + 4] === 34
         ? K_NAME
         : K_OTHER;
     case 97: // a
-      return text.charCodeAt(k + 1) === 114 &&
-        text.charCodeAt(k + 2) === 103 &&
-        text.charCodeAt(k + 3) === 115 &&
-        text.charCodeAt(k + 4) === 34
+      return text[k + 1] === 114 && text[k + 2] === 103 && text[k + 3] === 115 && text[k + 4] === 34
         ? K_ARGS
         : K_OTHER;
     case 99: // c
-      return text.charCodeAt(k + 1) === 97 && text.charCodeAt(k + 2) === 116 && text.charCodeAt(k + 3) === 34
-        ? K_CAT
-        : K_OTHER;
+      return text[k + 1] === 97 && text[k + 2] === 116 && text[k + 3] === 34 ? K_CAT : K_OTHER;
     default:
       return K_OTHER;
   }
 }
 
 class ChromeJsonScanner {
-  private text = '';
-  private textAscii = true;
+  /** The bytes being scanned: a chunk of the file, or a chunk boundary's carried bytes and what follows. */
+  private text: Buffer = Buffer.alloc(0);
   /** Bytes scanned before `text[0]`, for error offsets. */
   private consumedBytes = 0;
   /** Unscanned bytes carried to the next chunk. */
   private carry: Buffer | undefined;
-  private readonly decoder = new TextDecoder('utf-8');
   /** The file is tsl's (or its Python re-dump): every args value is a string, so args hold no brackets. */
   private tslShape = false;
   /** Between a key and its string value: `":"` as tsl writes it, `": "` in Python's re-dump. */
@@ -319,7 +310,9 @@ class ChromeJsonScanner {
   private readonly otherPhases = new Map<string, number>();
   private readonly stats: ReadStats;
   private bytes = 0;
-  readonly intern = new Map<string, string>();
+  /** Strings decoded so far: ASCII ones found by their bytes, the others by their text. */
+  private readonly interned = new ByteInterner();
+  private readonly intern = new Map<string, string>();
 
   // The event being parsed.
   private ph = 0;
@@ -369,14 +362,13 @@ class ChromeJsonScanner {
   }
 
   offsetOf(at: number): number {
-    return this.consumedBytes + (this.textAscii ? at : Buffer.byteLength(this.text.slice(0, at), 'utf8'));
+    return this.consumedBytes + at;
   }
 
   /**
    * Scan the next chunk. The unscanned tail of the previous chunk (the element the chunk boundary cut)
-   * is kept as bytes and finished in a small text of itself and the chunk's head; the rest of the chunk
-   * is then scanned as one fresh flat string (V8 reads those fastest) without copying it into a joined
-   * buffer first.
+   * is kept and finished in a small buffer of itself and the chunk's head; the rest of the chunk is then
+   * scanned in place, without copying it into a joined buffer first.
    */
   feed(chunk: Buffer): void {
     if (chunk.length === 0) return;
@@ -387,51 +379,46 @@ class ChromeJsonScanner {
     if (carry !== undefined) {
       if (carry.length < BOUNDARY_BYTES && chunk.length > BOUNDARY_BYTES) {
         const head = Buffer.concat([carry, chunk.subarray(0, BOUNDARY_BYTES)]);
-        const used = this.scanBytes(head, false);
+        const used = this.scanBytes(head);
         buf =
           used >= carry.length
             ? chunk.subarray(used - carry.length)
             : Buffer.concat([carry.subarray(used), chunk]); // an element longer than the head
       } else buf = Buffer.concat([carry, chunk]);
     }
-    const used = this.scanBytes(buf, false);
+    const used = this.scanBytes(buf);
     if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
   }
 
-  /** Scan whatever is left (an incomplete multi-byte character becomes U+FFFD). */
+  /** Scan whatever is left. */
   feedEnd(): void {
     const rest = this.carry;
     this.carry = undefined;
     if (rest === undefined) return;
-    const used = this.scanBytes(rest, true);
+    const used = this.scanBytes(rest);
     if (used < rest.length) this.carry = Buffer.from(rest.subarray(used));
   }
 
   /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
-  private scanBytes(buf: Buffer, last: boolean): number {
-    const ascii = isAscii(buf);
-    const end = ascii || last ? buf.length : completeUtf8End(buf);
-    const text = ascii ? buf.toString('latin1') : this.decoder.decode(buf.subarray(0, end));
-    this.text = text;
-    this.textAscii = ascii;
+  private scanBytes(buf: Buffer): number {
+    this.text = buf;
     this.textGeneration++;
-    this.strings.reset(text);
+    this.strings.reset(buf);
     let p: number;
     try {
-      p = this.scan(text);
+      p = this.scan(buf);
     } catch (err) {
       if (err !== NEED_MORE) throw err;
       p = this.resumeAt;
     }
-    const used = ascii ? p : Buffer.byteLength(text.slice(0, p), 'utf8');
-    this.consumedBytes += used;
-    return used;
+    this.consumedBytes += p;
+    return p;
   }
 
   /** Where to restart after NEED_MORE: the start of the element being parsed. */
   private resumeAt = 0;
 
-  private scan(text: string): number {
+  private scan(text: Buffer): number {
     let p = 0;
     for (;;) {
       this.resumeAt = p;
@@ -439,14 +426,16 @@ class ChromeJsonScanner {
         case Mode.Start: {
           p = skipSpace(text, p);
           if (p >= text.length) return p;
-          const c = text.charCodeAt(p);
+          const c = text[p];
           if (c === 123) this.mode = Mode.Object;
           else if (c === 91) {
             this.mode = Mode.Events;
             this.bareArray = true;
             this.sawEvents = true;
-          } else if (c === 0xfeff) {
-            p++;
+          } else if (c === 0xef && (text[p + 1] ?? 0xbb) === 0xbb && (text[p + 2] ?? 0xbf) === 0xbf) {
+            // A UTF-8 byte order mark (or the start of one cut by the chunk's end).
+            if (p + 3 > text.length) throw NEED_MORE;
+            p += 3;
             continue;
           } else {
             throw new JsonSyntaxError(
@@ -476,12 +465,12 @@ class ChromeJsonScanner {
   }
 
   /** One member of the top-level object (or its end); `traceEvents` switches to event mode. */
-  private objectMember(text: string, p: number): number {
+  private objectMember(text: Buffer, p: number): number {
     p = skipSpace(text, p);
-    let c = text.charCodeAt(p);
+    let c = text[p];
     if (c === 44) {
       p = skipSpace(text, p + 1);
-      c = text.charCodeAt(p);
+      c = text[p];
     }
     if (c === 125) {
       this.mode = Mode.Done;
@@ -489,18 +478,18 @@ class ChromeJsonScanner {
     }
     if (c !== 34) fail(text, p, "a member name or '}'");
     const keyEnd = this.strings.end(p + 1);
-    const isEvents = keyEnd - p - 1 === 11 && text.startsWith('traceEvents', p + 1);
+    const isEvents = keyEnd - p - 1 === 11 && bytesAt(text, p + 1, TRACE_EVENTS);
     // tsl writes displayTimeUnit first; jax's perfetto_trace.json.gz is a Python re-dump of the same.
-    if (!this.sawEvents && keyEnd - p - 1 === 15 && text.startsWith('displayTimeUnit', p + 1)) {
+    if (!this.sawEvents && keyEnd - p - 1 === 15 && bytesAt(text, p + 1, DISPLAY_TIME_UNIT)) {
       this.tslShape = true;
-      this.keyValueSeparator = text.startsWith('": "', keyEnd) ? '": "' : '":"';
+      this.keyValueSeparator = bytesAt(text, keyEnd, SPACED_SEPARATOR) ? '": "' : '":"';
       this.probes.clear();
     }
     p = skipSpace(text, keyEnd + 1);
-    if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+    if (text[p] !== 58) fail(text, p, "':'");
     p = skipSpace(text, p + 1);
     if (isEvents) {
-      if (text.charCodeAt(p) !== 91) fail(text, p, '\'[\' after "traceEvents"');
+      if (text[p] !== 91) fail(text, p, '\'[\' after "traceEvents"');
       this.mode = Mode.Events;
       this.sawEvents = true;
       return p + 1;
@@ -509,13 +498,13 @@ class ChromeJsonScanner {
   }
 
   /** One element of the events array (or its end). */
-  private eventsElement(text: string, p: number): number {
+  private eventsElement(text: Buffer, p: number): number {
     p = skipSpace(text, p);
-    let c = text.charCodeAt(p);
+    let c = text[p];
     if (c === 44) {
       p = skipSpace(text, p + 1);
       this.resumeAt = p;
-      c = text.charCodeAt(p);
+      c = text[p];
     }
     if (c === 93) {
       this.mode = this.bareArray ? Mode.Done : Mode.Object;
@@ -526,7 +515,7 @@ class ChromeJsonScanner {
   }
 
   /** Parse the event object at `p` (its `{`), dispatch it, and return the index after its `}`. */
-  private event(text: string, p: number): number {
+  private event(text: Buffer, p: number): number {
     const strings = this.strings;
     this.ph = 0;
     this.pid = undefined;
@@ -539,7 +528,7 @@ class ChromeJsonScanner {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && text.startsWith(TSL_EVENT_HEAD, p)) {
+    if (this.tslShape && bytesAt(text, p, TSL_EVENT_HEAD)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
       this.ph = 0; // not the exact tsl layout after all: parse it the general way
@@ -552,44 +541,44 @@ class ChromeJsonScanner {
       this.argsEnd = -1;
     }
     p = skipSpace(text, p + 1);
-    if (text.charCodeAt(p) === 125) return p + 1; // {}
+    if (text[p] === 125) return p + 1; // {}
     for (;;) {
-      if (text.charCodeAt(p) !== 34) fail(text, p, 'a member name');
+      if (text[p] !== 34) fail(text, p, 'a member name');
       // Known keys are recognised by their characters; anything else is found with indexOf.
       const key = eventKey(text, p + 1);
       let ke: number;
       if (key === K_OTHER) ke = strings.end(p + 1);
       else ke = p + 1 + KEY_LENGTH[key]!;
       p = ke + 1;
-      if (text.charCodeAt(p) !== 58) {
+      if (text[p] !== 58) {
         p = skipSpace(text, p);
-        if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+        if (text[p] !== 58) fail(text, p, "':'");
       }
       p++;
-      let c = text.charCodeAt(p);
+      let c = text[p];
       if (c === 32 || c === 10 || c === 13 || c === 9) {
         p = skipSpace(text, p);
-        c = text.charCodeAt(p);
+        c = text[p];
       }
       switch (key) {
         case K_PH: {
           if (c !== 34) fail(text, p, 'a string for "ph"');
-          if (text.charCodeAt(p + 2) === 34) {
-            this.ph = text.charCodeAt(p + 1);
+          if (text[p + 2] === 34) {
+            this.ph = firstChar(text, p + 1, p + 2);
             p += 3;
           } else {
             const e = strings.end(p + 1);
-            this.ph = e > p + 1 ? text.charCodeAt(p + 1) : 0;
+            this.ph = e > p + 1 ? firstChar(text, p + 1, e) : 0;
             p = e + 1;
           }
           break;
         }
         case K_PID:
-          p = this.laneIdValue(text, p, c);
+          p = this.laneIdValue(text, p, c!);
           this.pid = this.idValue;
           break;
         case K_TID:
-          p = this.laneIdValue(text, p, c);
+          p = this.laneIdValue(text, p, c!);
           this.tid = this.idValue;
           break;
         case K_TS:
@@ -642,14 +631,14 @@ class ChromeJsonScanner {
         default:
           p = skipValue(text, p, strings);
       }
-      c = text.charCodeAt(p);
+      c = text[p];
       if (c === 32 || c === 10 || c === 13 || c === 9) {
         p = skipSpace(text, p);
-        c = text.charCodeAt(p);
+        c = text[p];
       }
       if (c === 44) {
         p++;
-        c = text.charCodeAt(p);
+        c = text[p];
         if (c === 32 || c === 10 || c === 13 || c === 9) p = skipSpace(text, p);
         continue;
       }
@@ -675,14 +664,14 @@ class ChromeJsonScanner {
    * Returns the index after the event, or -1 when the text differs from that layout (no side effects
    * beyond the fields the caller resets).
    */
-  private tslEvent(text: string, p: number): number {
+  private tslEvent(text: Buffer, p: number): number {
     this.ph = 88;
     const pid = parseInteger(text, p);
     p = numberEnd;
-    if (!text.startsWith(',"tid":', p)) return -1;
+    if (!bytesAt(text, p, TSL_TID)) return -1;
     const tid = parseInteger(text, p + 7);
     p = numberEnd;
-    if (!text.startsWith(',"ts":', p)) return -1;
+    if (!bytesAt(text, p, TSL_TS)) return -1;
     p += 6;
     if (this.originUs === undefined) {
       const us = parseInteger(text, p);
@@ -691,21 +680,21 @@ class ChromeJsonScanner {
     this.tsPs = parseTimePs(text, p, this.originUs);
     this.hasTs = true;
     p = numberEnd;
-    if (!text.startsWith(',"dur":', p)) return -1;
+    if (!bytesAt(text, p, TSL_DUR)) return -1;
     this.durPs = parseTimePs(text, p + 7, 0);
     p = numberEnd;
-    if (!text.startsWith(',"name":"', p)) return -1;
+    if (!bytesAt(text, p, TSL_NAME)) return -1;
     this.nameStart = p + 9;
     this.nameEnd = this.strings.end(p + 9);
     this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
     p = this.nameEnd + 1;
-    let c = text.charCodeAt(p);
+    let c = text[p];
     if (c === 44) {
-      if (!text.startsWith(',"args":{', p)) return -1;
+      if (!bytesAt(text, p, TSL_ARGS)) return -1;
       this.argsStart = p + 8;
       p = this.skipTslArgs(text, p + 8);
       this.argsEnd = p;
-      c = text.charCodeAt(p);
+      c = text[p];
     }
     if (c !== 125) {
       if (p >= text.length) throw NEED_MORE;
@@ -723,20 +712,20 @@ class ChromeJsonScanner {
    * with `{"ph":`, which cannot occur inside a JSON string (its quote would end the string). Falls back to
    * a full scan when the shape does not match.
    */
-  private skipTslArgs(text: string, p: number): number {
-    const next = text.indexOf('{"ph":', p);
+  private skipTslArgs(text: Buffer, p: number): number {
+    const next = text.indexOf(EVENT_START, p);
     if (next > p) {
       let q = next - 1;
-      let c = text.charCodeAt(q);
-      while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--q);
+      let c = text[q];
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q];
       if (c === 44) {
-        c = text.charCodeAt(--q);
-        while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--q);
+        c = text[--q];
+        while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q];
         if (c === 125) {
           // q: the event's closing brace; before it, optional space and the args' closing brace.
           let r = q - 1;
-          c = text.charCodeAt(r);
-          while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--r);
+          c = text[r];
+          while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--r];
           if (c === 125 && r > p) return r + 1;
         }
       }
@@ -747,19 +736,19 @@ class ChromeJsonScanner {
   private idValue: number | string = 0;
 
   /** Parse a pid/tid (number or string) into `idValue`. */
-  private laneIdValue(text: string, p: number, c: number): number {
+  private laneIdValue(text: Buffer, p: number, c: number): number {
     if (c === 34) {
       const e = this.strings.end(p + 1);
-      this.idValue = this.copy(text.slice(p + 1, e));
+      this.idValue = this.decode(p + 1, e, STR); // as written, escapes and all
       return e + 1;
     }
     const v = parseInteger(text, p);
     const e = numberEnd;
-    const next = text.charCodeAt(e);
+    const next = text[e];
     if (next === 46 || next === 101 || next === 69) {
       // A non-integer id: keep its text.
       const end = skipScalar(text, p);
-      this.idValue = text.slice(p, end);
+      this.idValue = text.toString('latin1', p, end);
       return end;
     }
     if (e === p) fail(text, p, 'a number or string id');
@@ -768,23 +757,23 @@ class ChromeJsonScanner {
   }
 
   /** Record the members of an `args` object; returns the index after it. */
-  private args(text: string, p: number): number {
+  private args(text: Buffer, p: number): number {
     const strings = this.strings;
     p = skipSpace(text, p + 1);
-    if (text.charCodeAt(p) === 125) return p + 1;
+    if (text[p] === 125) return p + 1;
     let n = 0;
     for (;;) {
-      if (text.charCodeAt(p) !== 34) fail(text, p, 'an args member name');
+      if (text[p] !== 34) fail(text, p, 'an args member name');
       const ks = p + 1;
       const ke = strings.end(ks);
       const keyEscaped = strings.escaped;
       p = ke + 1;
-      if (text.charCodeAt(p) !== 58) {
+      if (text[p] !== 58) {
         p = skipSpace(text, p);
-        if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+        if (text[p] !== 58) fail(text, p, "':'");
       }
       p = skipSpace(text, p + 1);
-      const c = text.charCodeAt(p);
+      const c = text[p];
       if (!keyEscaped) {
         this.argKeyStart[n] = ks;
         this.argKeyEnd[n] = ke;
@@ -806,7 +795,7 @@ class ChromeJsonScanner {
         p = skipValue(text, p, strings); // escaped arg names are not looked up
       }
       p = skipSpace(text, p);
-      const d = text.charCodeAt(p);
+      const d = text[p];
       if (d === 44) {
         p = skipSpace(text, p + 1);
         continue;
@@ -935,8 +924,8 @@ class ChromeJsonScanner {
     if (this.nameStart < 0 || this.nameKind === RAW) return undefined;
     const text = this.text;
     const len = this.nameEnd - this.nameStart;
-    for (const n of ['process_name', 'thread_name', 'process_labels']) {
-      if (len === n.length && text.startsWith(n, this.nameStart)) return n;
+    for (const { n, bytes } of META_NAMES) {
+      if (len === bytes.length && bytesAt(text, this.nameStart, bytes)) return n;
     }
     return undefined;
   }
@@ -966,27 +955,17 @@ class ChromeJsonScanner {
    * Returns FOUND (the value is text[fastStart, fastEnd)), ABSENT, or PARSE when this shortcut does not
    * apply.
    *
-   * Each key remembers where its next occurrence in the chunk is, so a key asked of every event costs
-   * one search over the chunk in all, present or absent, and nothing is sliced or allocated per event.
+   * The first key of the args is checked in place; beyond it, each key remembers where its next
+   * occurrence in the chunk is, so a key asked of every event costs one search over the chunk in all,
+   * present or absent, and nothing is sliced or allocated per event.
    */
   private fastArg(key: string): number {
     if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return PARSE;
-    let probe = this.probes.get(key);
-    if (probe === undefined) {
-      probe = {
-        withValue: `"${key}${this.keyValueSeparator}`,
-        bare: `"${key}"`,
-        generation: -1,
-        withValueFrom: 0,
-        withValueAt: -1,
-        bareFrom: 0,
-        bareAt: -1,
-      };
-      this.probes.set(key, probe);
-    }
+    const probe = this.probe(key);
     const text = this.text;
     const a = this.argsStart;
     const b = this.argsEnd;
+    if (bytesAt(text, a + 1, probe.withValue)) return this.fastValue(a + 1 + probe.withValue.length, b);
     if (probe.generation !== this.textGeneration) {
       probe.generation = this.textGeneration;
       probe.withValueFrom = Number.MAX_SAFE_INTEGER;
@@ -1008,12 +987,38 @@ class ChromeJsonScanner {
       const bare = probe.bareAt;
       return bare >= 0 && bare + probe.bare.length <= b ? PARSE : ABSENT;
     }
-    const start = at + probe.withValue.length;
-    const end = text.indexOf('"', start);
-    if (end < 0 || end >= b || text.charCodeAt(end - 1) === 92) return PARSE; // escapes: parse
+    return this.fastValue(at + probe.withValue.length, b);
+  }
+
+  /** The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes. */
+  private fastValue(start: number, b: number): number {
+    const text = this.text;
+    let end = start;
+    const lim = Math.min(b, start + 32);
+    while (end < lim && text[end] !== 34) end++;
+    if (end === lim) end = text.indexOf(34, end);
+    if (end < 0 || end >= b || text[end - 1] === 92) return PARSE; // escapes: parse
     this.fastStart = start;
     this.fastEnd = end;
     return FOUND;
+  }
+
+  private probe(key: string): ArgProbe {
+    let probe = this.probes.get(key);
+    if (probe === undefined) {
+      probe = {
+        key: Buffer.from(key, 'utf8'),
+        withValue: Buffer.from(`"${key}${this.keyValueSeparator}`, 'utf8'),
+        bare: Buffer.from(`"${key}"`, 'utf8'),
+        generation: -1,
+        withValueFrom: 0,
+        withValueAt: -1,
+        bareFrom: 0,
+        bareAt: -1,
+      };
+      this.probes.set(key, probe);
+    }
+    return probe;
   }
 
   /** The value found by the last `fastArg` that returned FOUND. */
@@ -1029,8 +1034,8 @@ class ChromeJsonScanner {
       const end = this.fastEnd;
       let v = 0;
       for (let p = start; p < end; p++) {
-        const c = text.charCodeAt(p) - 48;
-        if (c < 0 || c > 9) return numberOrUndefined(text.slice(start, end));
+        const c = text[p]! - 48;
+        if (c < 0 || c > 9) return numberOrUndefined(text.toString('utf8', start, end));
         v = v * 10 + c;
       }
       return end > start ? v : undefined;
@@ -1045,10 +1050,11 @@ class ChromeJsonScanner {
     if (fast === FOUND) return this.decode(this.fastStart, this.fastEnd, STR);
     this.ensureArgs();
     const text = this.text;
-    const klen = key.length;
+    const bytes = this.probe(key).key;
+    const klen = bytes.length;
     for (let k = 0; k < this.argCount; k++) {
       const ks = this.argKeyStart[k]!;
-      if (this.argKeyEnd[k]! - ks === klen && text.startsWith(key, ks)) {
+      if (this.argKeyEnd[k]! - ks === klen && bytesAt(text, ks, bytes)) {
         return this.decode(this.argValStart[k]!, this.argValEnd[k]!, this.argValKind[k]!);
       }
     }
@@ -1065,21 +1071,23 @@ class ChromeJsonScanner {
     return out;
   }
 
-  /** A string for text[start, end): JSON-unescaped when needed, interned, never a slice of the chunk. */
+  /** The string for text[start, end): JSON-unescaped when needed, interned. */
   private decode(start: number, end: number, kind: number): string {
-    const s = this.text.slice(start, end);
-    if (kind === STR_ESCAPED) return this.copy(JSON.parse(`"${s}"`) as string);
-    if (end - start < 13) return s; // V8 copies short substrings
-    return this.copy(s);
+    const text = this.text;
+    if (kind === STR) {
+      const s = this.interned.get(text, start, end);
+      return s ?? this.copy(text.toString('utf8', start, end));
+    }
+    const s = text.toString('utf8', start, end);
+    return this.copy(kind === STR_ESCAPED ? (JSON.parse(`"${s}"`) as string) : s);
   }
 
-  /** Intern `s` (a slice of the chunk) so what the visitor keeps does not pin the whole chunk. */
+  /** Intern `s` (decoded afresh from the bytes, so it shares no storage with anything). */
   private copy(s: string): string {
     const hit = this.intern.get(s);
     if (hit !== undefined) return hit;
-    const own = flatCopy(s);
-    if (this.intern.size < INTERN_LIMIT) this.intern.set(own, own);
-    return own;
+    if (this.intern.size < INTERN_LIMIT) this.intern.set(s, s);
+    return s;
   }
 
   exportNames(out: NameTable): void {
@@ -1128,14 +1136,82 @@ class ChromeJsonScanner {
   }
 }
 
+/** The UTF-16 code of the first character of text[start, end). */
+function firstChar(text: Buffer, start: number, end: number): number {
+  const b = text[start]!;
+  return b < 0x80 ? b : text.toString('utf8', start, end).charCodeAt(0);
+}
+
 /** Kineto names every process after the Python binary and tells devices apart by `process_labels`. */
 function deviceDisplayName(processName: string, labels: string): string {
   return labels === '' ? processName : `${labels} (${processName})`;
 }
 
-/** A copy of `s` that shares no storage with the string it was sliced from. */
-function flatCopy(s: string): string {
-  return ` ${s}`.slice(1);
+/**
+ * ASCII strings interned by their bytes: a string seen before is found by a hash of its bytes and one
+ * comparison, with nothing decoded or allocated. Open addressing over parallel arrays.
+ */
+class ByteInterner {
+  private hashes = new Int32Array(1024);
+  private strings: (string | undefined)[] = new Array<string | undefined>(1024).fill(undefined);
+  private size = 0;
+
+  /** The interned string for buf[start, end), or undefined when the bytes are not all ASCII. */
+  get(buf: Buffer, start: number, end: number): string | undefined {
+    if (end - start > INTERN_MAX_BYTES) {
+      for (let k = start; k < end; k++) if (buf[k]! >= 0x80) return undefined;
+      return buf.toString('latin1', start, end);
+    }
+    let h = 0x811c9dc5 | 0;
+    let high = 0;
+    for (let k = start; k < end; k++) {
+      const b = buf[k]!;
+      high |= b;
+      h = Math.imul(h ^ b, 0x01000193);
+    }
+    if (high >= 0x80) return undefined;
+    const hashes = this.hashes;
+    const strings = this.strings;
+    const mask = hashes.length - 1;
+    const len = end - start;
+    let i = h & mask;
+    for (;;) {
+      const s = strings[i];
+      if (s === undefined) break;
+      if (hashes[i] === h && s.length === len && sameAscii(s, buf, start)) return s;
+      i = (i + 1) & mask;
+    }
+    const s = buf.toString('latin1', start, end);
+    if (this.size < INTERN_LIMIT) {
+      hashes[i] = h;
+      strings[i] = s;
+      if (++this.size * 2 > hashes.length) this.grow();
+    }
+    return s;
+  }
+
+  private grow(): void {
+    const oldHashes = this.hashes;
+    const oldStrings = this.strings;
+    const n = oldHashes.length * 2;
+    this.hashes = new Int32Array(n);
+    this.strings = new Array<string | undefined>(n).fill(undefined);
+    const mask = n - 1;
+    for (let j = 0; j < oldHashes.length; j++) {
+      const s = oldStrings[j];
+      if (s === undefined) continue;
+      let i = oldHashes[j]! & mask;
+      while (this.strings[i] !== undefined) i = (i + 1) & mask;
+      this.hashes[i] = oldHashes[j]!;
+      this.strings[i] = s;
+    }
+  }
+}
+
+/** Whether the ASCII string `s` equals the bytes at `start`. */
+function sameAscii(s: string, buf: Buffer, start: number): boolean {
+  for (let k = 0; k < s.length; k++) if (s.charCodeAt(k) !== buf[start + k]) return false;
+  return true;
 }
 
 class JsonEventView implements TraceEventView {
