@@ -1,13 +1,17 @@
 /**
- * The search benchmark (issue 25): one lineage (k = 1, today's loop) against k = 2, 4, 8 candidates per
- * iteration (a short screening session, then a full comparison of the best survivor), at the same
- * accelerator budget, on synthetic candidates with known true effects (src/search/simulation.ts).
- * Prints, per noise model:
- *   1. the headline: true gain per accelerator-hour and its multiple of one lineage's, false accepts
- *      at no change (an all-null scenario), and the bias of the reported effect, with the winner judged
- *      on fresh rounds and, as the contrast, on its screening rounds reused;
+ * The search benchmark (issue 25): one lineage (k = 1, today's loop) against k = 2, 3, 4, 8 candidates
+ * per iteration (a short screen of every candidate, then a full comparison of the best survivor on
+ * fresh rounds), at the same accelerator budget, on synthetic candidates with known true effects
+ * (src/search/simulation.ts). The screen is the loop's: one verifier session of champion and
+ * candidate per candidate (`screenSessions: 'per-candidate'`). Prints, per noise model:
+ *   1. the acceptance table at the loop's screen defaults (search.screen_rounds 2, bar = practical_delta
+ *      0.02) and at the proposed screen (1 round, same bar): true gain per accelerator-hour and its
+ *      multiple of one lineage's, false accepts at no change (an all-null scenario), and the bias of
+ *      the reported effect, with the winner judged on fresh rounds and, as the contrast, on its
+ *      screening rounds reused;
  *   2. the details behind it (iterations, accepts, regressions accepted, the winner's curse itself);
- * then the cost sensitivity (a heavier per-session overhead) and the screen designs tried at k = 4.
+ * then the shared k + 1-arm screening session for comparison (a verifier the loop does not have), the
+ * cost sensitivity (a heavier per-session overhead) and the screen designs tried at k = 3.
  * Run: npm run bench:search [-- --trials 20 --seed 1]. Deterministic for a seed.
  */
 
@@ -30,9 +34,19 @@ import { type TrialsArgs as Args, parseTrialsArgs } from '../trials-args.js';
 
 /** Accelerator hours each simulated search runs for (one trial). */
 const BUDGET_HOURS = 10;
-const KS = [1, 2, 4, 8];
+const KS = [1, 2, 3, 4, 8];
+/** The loop's screen defaults (schemas/hillclimb.schema.json: search.screen_rounds, screen_bar = practical_delta). */
+const LOOP_SCREEN: ScreenPolicy = DEFAULT_SEARCH_POLICY.screen;
+/** The screen this bench proposes for the loop (docs/search.md says why). */
+const PROPOSED_SCREEN: ScreenPolicy = { rounds: 1, bar: 0.02 };
+/** The loop's cost model: one screening session per candidate. */
+const PER_CANDIDATE: CostModel = { ...DEFAULT_COST, screenSessions: 'per-candidate' };
+/** The comparison: one shared screening session of the champion and all k candidates. */
+const SHARED: CostModel = { ...DEFAULT_COST, screenSessions: 'shared' };
 /** The per-session overhead of the sensitivity table: the gdn tiny target's verification alone. */
 const HEAVY_OVERHEAD = 8;
+/** The k of the screen designs table: the demo's, among the best under the loop's cost model. */
+const DESIGN_K = 3;
 const TRIED_ROUNDS = [1, 2, 3];
 const TRIED_BARS = [0.01, 0.02, 0.03];
 
@@ -46,8 +60,26 @@ const pct = (x: number, digits = 2): string => (Number.isFinite(x) ? `${(x * 100
 const signed = (x: number, digits = 2): string =>
   Number.isFinite(x) ? (x >= 0 ? '+' : '') + x.toFixed(digits) : '—';
 const withSe = (e: MeanEstimate): string => (e.n === 0 ? '—' : `${signed(e.mean)} ± ${fixed(e.se, 2)}`);
-const screenLabel = (policy: SearchPolicy): string =>
-  policy.candidates === 1 ? 'none' : `${policy.screen.rounds} rounds, bar +${pct(policy.screen.bar, 0)}`;
+/**
+ * A rate's multiple of one lineage's, ± its standard error (the two rates come from independent runs;
+ * most of the error is the lineage's).
+ */
+const multiple = (s: SearchSummary, lineage: SearchSummary): string => {
+  const m = s.trueGainPctPerHour / lineage.trueGainPctPerHour;
+  const se =
+    m *
+    Math.hypot(
+      s.trueGainPctPerHourSe / s.trueGainPctPerHour,
+      lineage.trueGainPctPerHourSe / lineage.trueGainPctPerHour,
+    );
+  return s === lineage ? '1.00×' : `${fixed(m, 2)}× ± ${fixed(se, 2)}`;
+};
+const roundsLabel = (n: number): string => `${n} round${n === 1 ? '' : 's'}`;
+const designLabel = (screen: ScreenPolicy): string =>
+  `${roundsLabel(screen.rounds)}, bar +${pct(screen.bar, 0)}`;
+const sameScreen = (x: ScreenPolicy, y: ScreenPolicy): boolean => x.rounds === y.rounds && x.bar === y.bar;
+const sessionsLabel = (cost: CostModel): string =>
+  cost.screenSessions === 'shared' ? 'one shared session' : 'one session per candidate';
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -68,7 +100,7 @@ function run(
   evidence: Evidence,
   prior: EffectPrior,
   noise: RoundNoise,
-  cost: CostModel = DEFAULT_COST,
+  cost: CostModel = PER_CANDIDATE,
 ): SearchSummary {
   seedCounter += 1;
   const started = performance.now();
@@ -82,13 +114,15 @@ function run(
     seed: args.seed * 1000 + seedCounter,
   });
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  const screen =
+    policy.candidates === 1 ? 'no screen' : `${sessionsLabel(cost)}, ${designLabel(policy.screen)}`;
   progress(
-    `k = ${policy.candidates} ${evidence} ${prior === ALL_NULL_PRIOR ? 'all-null' : 'prior'}: ${summary.iterations} iterations, ${summary.accepted} accepted (${seconds} s)`,
+    `k = ${policy.candidates} (${screen}) ${evidence} ${prior === ALL_NULL_PRIOR ? 'all-null' : 'prior'}: ${summary.iterations} iterations, ${summary.accepted} accepted (${seconds} s)`,
   );
   return summary;
 }
 
-const policyFor = (k: number, screen: ScreenPolicy = DEFAULT_SEARCH_POLICY.screen): SearchPolicy => ({
+const policyFor = (k: number, screen: ScreenPolicy): SearchPolicy => ({
   ...DEFAULT_SEARCH_POLICY,
   candidates: k,
   screen,
@@ -96,19 +130,32 @@ const policyFor = (k: number, screen: ScreenPolicy = DEFAULT_SEARCH_POLICY.scree
 
 interface Cell {
   k: number;
+  screen: ScreenPolicy;
   evidence: Evidence;
   prior: SearchSummary;
   allNull: SearchSummary;
 }
 
-function cellsFor(args: Args, noise: RoundNoise): Cell[] {
-  const cells: Cell[] = [];
-  for (const k of KS) {
-    const kinds: Evidence[] = k === 1 ? ['fresh'] : ['fresh', 'reused-screen'];
-    for (const evidence of kinds) {
-      const policy = policyFor(k);
+/** One lineage: no screen, so one cell per noise model serves every screen design. */
+function lineageCell(args: Args, noise: RoundNoise): Cell {
+  const policy = policyFor(1, LOOP_SCREEN);
+  return {
+    k: 1,
+    screen: LOOP_SCREEN,
+    evidence: 'fresh',
+    prior: run(args, policy, 'fresh', PLAUSIBLE_PRIOR, noise),
+    allNull: run(args, policy, 'fresh', ALL_NULL_PRIOR, noise),
+  };
+}
+
+function cellsFor(args: Args, noise: RoundNoise, screen: ScreenPolicy, lineage: Cell): Cell[] {
+  const cells: Cell[] = [lineage];
+  for (const k of KS.filter((k) => k > 1)) {
+    for (const evidence of ['fresh', 'reused-screen'] as const) {
+      const policy = policyFor(k, screen);
       cells.push({
         k,
+        screen,
         evidence,
         prior: run(args, policy, evidence, PLAUSIBLE_PRIOR, noise),
         allNull: run(args, policy, evidence, ALL_NULL_PRIOR, noise),
@@ -125,17 +172,20 @@ const falseAccepts = (s: SearchSummary): string => {
   return `${pct(s.falseAcceptRate)} ± ${pct(se)}`;
 };
 
+const freshCell = (cells: readonly Cell[], k: number): Cell =>
+  cells.find((c) => c.k === k && c.evidence === 'fresh')!;
+const lineageOf = (cells: readonly Cell[]): SearchSummary => freshCell(cells, 1).prior;
+
 function headlineTable(cells: readonly Cell[]): string {
-  const lineage = cells.find((c) => c.k === 1)!.prior.trueGainPctPerHour;
-  const fresh = (k: number) => cells.find((c) => c.k === k && c.evidence === 'fresh')!;
+  const lineage = lineageOf(cells);
   const reused = (k: number) => cells.find((c) => c.k === k && c.evidence === 'reused-screen');
   const rows = KS.map((k) => {
-    const f = fresh(k);
+    const f = freshCell(cells, k);
     const r = reused(k);
     return [
       k === 1 ? '1 (one lineage)' : String(k),
       `${fixed(f.prior.trueGainPctPerHour, 1)} ± ${fixed(f.prior.trueGainPctPerHourSe, 1)}`,
-      `${fixed(f.prior.trueGainPctPerHour / lineage, 2)}×`,
+      multiple(f.prior, lineage),
       `${falseAccepts(f.allNull)} / ${r ? falseAccepts(r.allNull) : '—'}`,
       `${withSe(f.prior.biasAccepted)} / ${r ? withSe(r.prior.biasAccepted) : '—'}`,
       `${withSe(f.allNull.biasJudged)} / ${r ? withSe(r.allNull.biasJudged) : '—'} / ${withSe(f.allNull.screenBias)}`,
@@ -154,6 +204,13 @@ function headlineTable(cells: readonly Cell[]): string {
   );
 }
 
+function bestLine(cells: readonly Cell[]): string {
+  const best = cells
+    .filter((c) => c.evidence === 'fresh' && c.k > 1)
+    .reduce((x, y) => (y.prior.trueGainPctPerHour > x.prior.trueGainPctPerHour ? y : x));
+  return `Best k: ${best.k}, ${multiple(best.prior, lineageOf(cells))} one lineage's true gain per accelerator-hour.`;
+}
+
 function detailTable(cells: readonly Cell[]): string {
   const rows = cells.map((c) => {
     const s = c.prior;
@@ -161,7 +218,7 @@ function detailTable(cells: readonly Cell[]): string {
     return [
       String(c.k),
       c.evidence,
-      screenLabel(policyFor(c.k)),
+      c.k === 1 ? 'none' : designLabel(c.screen),
       perHour(s.iterations),
       perHour(s.judged),
       perHour(s.accepted),
@@ -190,60 +247,104 @@ function detailTable(cells: readonly Cell[]): string {
   );
 }
 
-function sensitivityTable(args: Args): string {
-  const heavy: CostModel = { ...DEFAULT_COST, overheadPerArm: HEAVY_OVERHEAD };
-  const rows: string[][] = [];
-  let lineage = Number.NaN;
-  for (const k of KS) {
-    const s = run(args, policyFor(k), 'fresh', PLAUSIBLE_PRIOR, MEASURED_NOISE, heavy);
-    if (k === 1) lineage = s.trueGainPctPerHour;
-    rows.push([
-      String(k),
-      `${fixed(s.trueGainPctPerHour, 2)} ± ${fixed(s.trueGainPctPerHourSe, 2)}`,
-      `${fixed(s.trueGainPctPerHour / lineage, 2)}×`,
-      withSe(s.biasAccepted),
-    ]);
-  }
+interface NoiseResult {
+  name: string;
+  noise: RoundNoise;
+  lineage: Cell;
+  /** The headline cells of each screen design shown (the loop's, then the proposed). */
+  screens: { screen: ScreenPolicy; cells: Cell[] }[];
+}
+
+const shortName = (r: NoiseResult): string => r.name.split(' (')[0]!;
+
+/** The shared k + 1-arm screen at the loop's screen defaults: fresh, plausible prior and all-null. */
+function sharedTable(args: Args, results: readonly NoiseResult[]): string {
+  const rows = KS.filter((k) => k > 1).map((k) => [
+    String(k),
+    ...results.flatMap((r) => {
+      const prior = run(args, policyFor(k, LOOP_SCREEN), 'fresh', PLAUSIBLE_PRIOR, r.noise, SHARED);
+      const allNull = run(args, policyFor(k, LOOP_SCREEN), 'fresh', ALL_NULL_PRIOR, r.noise, SHARED);
+      return [multiple(prior, r.lineage.prior), falseAccepts(allNull), withSe(prior.biasAccepted)];
+    }),
+  ]);
   return table(
-    ['k', 'true gain per accelerator-hour (log %)', '× one lineage', 'bias of accepted winners (pp), fresh'],
+    [
+      'k',
+      ...results.flatMap((r) => [
+        `× one lineage, ${shortName(r)}`,
+        'false accepts at no change',
+        'bias, accepted winners (pp)',
+      ]),
+    ],
     rows,
   );
 }
 
-interface NoiseResult {
-  name: string;
-  noise: RoundNoise;
-  cells: Cell[];
+/** The screens of the headline, one session per candidate, and the shared session at the loop's screen. */
+function sensitivityTable(args: Args, screens: readonly ScreenPolicy[]): string {
+  const heavy = (cost: CostModel): CostModel => ({ ...cost, overheadPerArm: HEAVY_OVERHEAD });
+  const columns = [
+    ...screens.map((screen) => ({ screen, cost: heavy(PER_CANDIDATE) })),
+    { screen: LOOP_SCREEN, cost: heavy(SHARED) },
+  ];
+  const lineage = run(
+    args,
+    policyFor(1, LOOP_SCREEN),
+    'fresh',
+    PLAUSIBLE_PRIOR,
+    MEASURED_NOISE,
+    heavy(PER_CANDIDATE),
+  );
+  const rate = (s: SearchSummary): string =>
+    `${fixed(s.trueGainPctPerHour, 1)} ± ${fixed(s.trueGainPctPerHourSe, 1)}`;
+  const rows: string[][] = [['1 (one lineage)', ...columns.map(() => `${rate(lineage)}, 1.00×`)]];
+  for (const k of KS.filter((k) => k > 1)) {
+    rows.push([
+      String(k),
+      ...columns.map(({ screen, cost }) => {
+        const s = run(args, policyFor(k, screen), 'fresh', PLAUSIBLE_PRIOR, MEASURED_NOISE, cost);
+        return `${rate(s)}, ${multiple(s, lineage)}`;
+      }),
+    ]);
+  }
+  return table(
+    [
+      'k',
+      ...columns.map(
+        ({ screen, cost }) => `${sessionsLabel(cost)}, ${designLabel(screen)}: log %/h, × one lineage`,
+      ),
+    ],
+    rows,
+  );
 }
 
-const lineageOf = (r: NoiseResult): number => r.cells.find((c) => c.k === 1)!.prior.trueGainPctPerHour;
-
-/** Screen designs at k = 4 under each noise model; the default design's cell is the headline's. */
+/** Screen designs at k = DESIGN_K, one session per candidate; cells already run are reused. */
 function designsTable(args: Args, results: readonly NoiseResult[]): string {
   const rows: string[][] = [];
-  const isDefault = (screen: ScreenPolicy): boolean =>
-    screen.rounds === DEFAULT_SEARCH_POLICY.screen.rounds && screen.bar === DEFAULT_SEARCH_POLICY.screen.bar;
   for (const rounds of TRIED_ROUNDS) {
     for (const bar of TRIED_BARS) {
-      const policy = policyFor(4, { rounds, bar });
-      const cells = results.map((r) =>
-        isDefault(policy.screen)
-          ? r.cells.find((c) => c.k === 4 && c.evidence === 'fresh')!.prior
-          : run(args, policy, 'fresh', PLAUSIBLE_PRIOR, r.noise),
-      );
+      const screen = { rounds, bar };
+      const cells = results.map((r) => {
+        const known = r.screens.find((x) => sameScreen(x.screen, screen));
+        return known
+          ? freshCell(known.cells, DESIGN_K).prior
+          : run(args, policyFor(DESIGN_K, screen), 'fresh', PLAUSIBLE_PRIOR, r.noise);
+      });
+      const tag = sameScreen(screen, LOOP_SCREEN)
+        ? " (the loop's default)"
+        : sameScreen(screen, PROPOSED_SCREEN)
+          ? ' (proposed)'
+          : '';
       rows.push([
-        `${screenLabel(policy)}${isDefault(policy.screen) ? ' (default)' : ''}`,
-        ...cells.flatMap((s, i) => [
-          `${fixed(s.trueGainPctPerHour / lineageOf(results[i]!), 2)}×`,
-          withSe(s.biasAccepted),
-        ]),
+        `${designLabel(screen)}${tag}`,
+        ...cells.flatMap((s, i) => [multiple(s, results[i]!.lineage.prior), withSe(s.biasAccepted)]),
       ]);
     }
   }
   return table(
     [
-      'screen (k = 4)',
-      ...results.flatMap((r) => [`× one lineage, ${r.name.split(' (')[0]}`, 'bias of accepted winners (pp)']),
+      `screen (k = ${DESIGN_K})`,
+      ...results.flatMap((r) => [`× one lineage, ${shortName(r)}`, 'bias of accepted winners (pp)']),
     ],
     rows,
   );
@@ -252,44 +353,63 @@ function designsTable(args: Args, results: readonly NoiseResult[]): string {
 function main(): void {
   const args = parseTrialsArgs(process.argv.slice(2), 'bench:search', { trials: 20, seed: 1 });
   const started = performance.now();
-  const policy = DEFAULT_SEARCH_POLICY;
+  const full = DEFAULT_SEARCH_POLICY.full;
+  const screens = sameScreen(LOOP_SCREEN, PROPOSED_SCREEN) ? [LOOP_SCREEN] : [LOOP_SCREEN, PROPOSED_SCREEN];
+  const screenTitle = (screen: ScreenPolicy): string =>
+    sameScreen(screen, LOOP_SCREEN)
+      ? `the loop's screen defaults (${designLabel(screen)})`
+      : `the proposed screen (${designLabel(screen)})`;
   const out: string[] = [
     `# bench:search — seed ${args.seed}, ${args.trials} searches of ${BUDGET_HOURS} accelerator-hours per cell`,
     '',
     `Prior: ${pct(PLAUSIBLE_PRIOR.gainShare, 0)} gains of +${pct(PLAUSIBLE_PRIOR.gainRange[0], 0)} to +${pct(PLAUSIBLE_PRIOR.gainRange[1], 0)}, ${pct(PLAUSIBLE_PRIOR.regressionShare, 0)} regressions of −${pct(PLAUSIBLE_PRIOR.regressionRange[0], 0)} to −${pct(PLAUSIBLE_PRIOR.regressionRange[1], 0)}, the rest no change (false accepts: every candidate no change).`,
-    `Screen (k > 1): ${screenLabel(policy)}; full comparison: paired sequential ${policy.full.nStart}→${policy.full.nMax} rounds.`,
+    `Screen (k > 1): ${sessionsLabel(PER_CANDIDATE)} of champion and candidate (the loop's); full comparison: paired sequential ${full.nStart}→${full.nMax} rounds.`,
     `Cost: ${DEFAULT_COST.overheadPerArm} arm-rounds of overhead per arm per verifier session, ${DEFAULT_COST.armRoundSeconds} s an arm-round.`,
     'pp: percentage points of effect, reported − true; ± one standard error. fresh: the winner judged on rounds measured after the selection; reused: its screening rounds counted as the first rounds of its comparison (biased, for contrast); screen alone: the screening estimate it won with.',
   ];
   const results: NoiseResult[] = [];
   for (const { name, noise } of NOISES) {
     progress(name);
-    const cells = cellsFor(args, noise);
-    const result = { name, noise, cells };
+    const lineage = lineageCell(args, noise);
+    const result: NoiseResult = {
+      name,
+      noise,
+      lineage,
+      screens: screens.map((screen) => ({ screen, cells: cellsFor(args, noise, screen, lineage) })),
+    };
     results.push(result);
-    const best = cells
-      .filter((c) => c.evidence === 'fresh' && c.k > 1)
-      .reduce((x, y) => (y.prior.trueGainPctPerHour > x.prior.trueGainPctPerHour ? y : x));
+    out.push('', `## ${name}: one screening session per candidate (the loop's)`);
+    for (const { screen, cells } of result.screens) {
+      out.push('', `### ${screenTitle(screen)}`, '', headlineTable(cells), '', bestLine(cells));
+    }
     out.push(
       '',
-      `## ${name}`,
+      '### Details',
       '',
-      headlineTable(cells),
-      '',
-      `Best k: ${best.k}, ${fixed(best.prior.trueGainPctPerHour / lineageOf(result), 2)}× one lineage's true gain per accelerator-hour.`,
-      '',
-      detailTable(cells),
+      detailTable([lineage, ...result.screens.flatMap((x) => x.cells.filter((c) => c.k > 1))]),
     );
   }
+  progress('shared screening session');
+  out.push(
+    '',
+    `## For comparison: one shared screening session of the champion and all k (${designLabel(LOOP_SCREEN)}, fresh; × the same lineage)`,
+    '',
+    sharedTable(args, results),
+  );
   progress(`sensitivity: ${HEAVY_OVERHEAD} arm-rounds of overhead per arm`);
   out.push(
     '',
     `## Heavier overhead: ${HEAVY_OVERHEAD} arm-rounds per arm per session (measured noise, fresh)`,
     '',
-    sensitivityTable(args),
+    sensitivityTable(args, screens),
   );
-  progress('screen designs at k = 4');
-  out.push('', '## Screen designs tried at k = 4 (fresh)', '', designsTable(args, results));
+  progress(`screen designs at k = ${DESIGN_K}`);
+  out.push(
+    '',
+    `## Screen designs tried at k = ${DESIGN_K} (one session per candidate, fresh)`,
+    '',
+    designsTable(args, results),
+  );
   out.push('', `Run time: ${((performance.now() - started) / 1000).toFixed(0)} s.`);
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -1,9 +1,10 @@
 /**
  * A seeded simulation of search strategies with known true effects (`npm run bench:search`,
  * docs/search.md): one lineage (k = 1, one full sequential comparison per iteration: today's loop)
- * against k candidates per iteration (one screening session, the best survivor's full comparison),
- * at the same accelerator budget. Every verdict is the paired rule of src/stats, through
- * ./selection.ts; only the measurements are synthetic.
+ * against k candidates per iteration (a short screen of every candidate, the best survivor's full
+ * comparison), at the same accelerator budget. The screen is the loop's (one session of champion and
+ * candidate per candidate) or, for comparison, one shared session of the champion and all k. Every
+ * verdict is the paired rule of src/stats, through ./selection.ts; only the measurements are synthetic.
  */
 import { type ComparePolicy, type Comparison, createRng, type Rng } from '../stats/index.js';
 import {
@@ -103,6 +104,15 @@ export function measureSession(
 }
 
 /**
+ * How the k candidates of an iteration are screened. 'per-candidate' (the loop, src/loop/steps/screen.ts):
+ * each candidate in a verifier session of its own, champion against candidate, so each has its own
+ * champion timings and the sessions can run as parallel jobs; k sessions of 2 arms. 'shared': one
+ * session of the champion and all k candidates, the champion timed once per round for all of them
+ * (a verifier the loop does not have yet); one session of k + 1 arms.
+ */
+export type ScreenSessions = 'per-candidate' | 'shared';
+
+/**
  * Accelerator cost in arm-rounds (one arm timed once in a round, its repeats included). A verifier
  * session costs, per arm it loads, `overheadPerArm` (export, verification, loading) plus its rounds.
  */
@@ -110,13 +120,58 @@ export interface CostModel {
   overheadPerArm: number;
   /** Accelerator seconds of one arm-round, to print per hour. */
   armRoundSeconds: number;
+  /** How the screen is measured and paid for; absent: 'per-candidate', the loop's. */
+  screenSessions?: ScreenSessions;
 }
 
-/** The equivalent of 2 rounds per arm per session; 10 s an arm-round. docs/search.md says why. */
-export const DEFAULT_COST: CostModel = { overheadPerArm: 2, armRoundSeconds: 10 };
+/**
+ * The equivalent of 2 rounds per arm per session; 10 s an arm-round; the loop's per-candidate screen.
+ * docs/search.md says why.
+ */
+export const DEFAULT_COST: CostModel = {
+  overheadPerArm: 2,
+  armRoundSeconds: 10,
+  screenSessions: 'per-candidate',
+};
 
 export function sessionCost(cost: CostModel, arms: number, rounds: number): number {
   return rounds === 0 ? 0 : arms * (cost.overheadPerArm + rounds);
+}
+
+/**
+ * What screening `candidates` candidates for `rounds` rounds costs: k two-arm sessions (per-candidate,
+ * the loop's: 2k(overhead + rounds)) or one session of k + 1 arms (shared: (k + 1)(overhead + rounds)).
+ * Parallel per-candidate sessions save wall time, not accelerator time.
+ */
+export function screenCost(cost: CostModel, candidates: number, rounds: number): number {
+  return (cost.screenSessions ?? 'per-candidate') === 'shared'
+    ? sessionCost(cost, candidates + 1, rounds)
+    : candidates * sessionCost(cost, 2, rounds);
+}
+
+/**
+ * The screen's measurement of candidates with these true ratios: one shared session (the champion's
+ * rounds shared by all), or one session per candidate (each arm carries its own champion rounds, as the
+ * loop hands them to `screenCandidates`).
+ */
+export function measureScreen(
+  trueRatios: readonly number[],
+  rounds: number,
+  noise: RoundNoise,
+  sessions: ScreenSessions,
+  rng: Rng,
+): ScreenMeasurement {
+  if (sessions === 'shared') {
+    const [champion, ...arms] = measureSession([1, ...trueRatios], rounds, noise, rng);
+    return { champion: champion!, candidates: arms.map((values, i) => ({ id: String(i), values })) };
+  }
+  return {
+    champion: [],
+    candidates: trueRatios.map((ratio, i) => {
+      const [champion, values] = measureSession([1, ratio], rounds, noise, rng);
+      return { id: String(i), values: values!, champion: champion! };
+    }),
+  };
 }
 
 /** How the winner's verdict is reached. 'reused-screen' is the biased contrast (selection.ts). */
@@ -178,7 +233,7 @@ function fullComparison(
   }
 }
 
-/** One iteration: propose k, screen them (k > 1), fully compare the best survivor. */
+/** One iteration: propose k, screen them (k > 1; `cost.screenSessions`), fully compare the best survivor. */
 export function runIteration(ctx: IterationContext): IterationOutcome {
   const { policy } = ctx.strategy;
   const trueRatios = Array.from({ length: policy.candidates }, () => drawTrueRatio(ctx.prior, ctx.rng));
@@ -186,17 +241,14 @@ export function runIteration(ctx: IterationContext): IterationOutcome {
     const { cost, comparison } = fullComparison(ctx, trueRatios[0]!, null);
     return outcome(cost, trueRatios[0]!, null, comparison);
   }
-  const [champion, ...arms] = measureSession([1, ...trueRatios], policy.screen.rounds, ctx.noise, ctx.rng);
-  const measurement: ScreenMeasurement = {
-    champion: champion!,
-    candidates: arms.map((values, i) => ({ id: String(i), values })),
-  };
-  const screenCost = sessionCost(ctx.cost, policy.candidates + 1, policy.screen.rounds);
+  const sessions = ctx.cost.screenSessions ?? 'per-candidate';
+  const measurement = measureScreen(trueRatios, policy.screen.rounds, ctx.noise, sessions, ctx.rng);
+  const screening = screenCost(ctx.cost, policy.candidates, policy.screen.rounds);
   const result = screenCandidates(measurement, 'lower', policy.screen);
   const selection = selectWinner(measurement, result);
   if (selection === null) {
     return {
-      cost: screenCost,
+      cost: screening,
       judgedTrueRatio: null,
       screenEstimate: null,
       comparison: null,
@@ -206,7 +258,7 @@ export function runIteration(ctx: IterationContext): IterationOutcome {
   const trueRatio = trueRatios[Number(selection.winner)]!;
   const estimate = result.ranked[0]!.estimate;
   const full = fullComparison(ctx, trueRatio, selection);
-  return outcome(screenCost + full.cost, trueRatio, estimate, full.comparison);
+  return outcome(screening + full.cost, trueRatio, estimate, full.comparison);
 }
 
 function outcome(

@@ -4,10 +4,15 @@ import {
   ALL_NULL_PRIOR,
   DEFAULT_COST,
   drawTrueRatio,
+  type EffectPrior,
+  type IterationContext,
   MEASURED_NOISE,
+  measureScreen,
   measureSession,
   PLAUSIBLE_PRIOR,
+  runIteration,
   type SearchSimulation,
+  screenCost,
   sessionCost,
   simulateSearch,
 } from '../../src/search/simulation.js';
@@ -39,6 +44,46 @@ describe('the simulation model', () => {
   it('prices a session at the overhead per arm plus its rounds, and an empty one at nothing', () => {
     expect(sessionCost(DEFAULT_COST, 5, 2)).toBe(5 * (2 + 2));
     expect(sessionCost(DEFAULT_COST, 2, 0)).toBe(0);
+  });
+
+  it("prices the loop's screen as one two-arm session per candidate, the shared one as k + 1 arms", () => {
+    expect(DEFAULT_COST.screenSessions).toBe('per-candidate');
+    expect(screenCost(DEFAULT_COST, 4, 2)).toBe(4 * 2 * (2 + 2)); // 32 arm-rounds, not 20
+    expect(screenCost({ ...DEFAULT_COST, screenSessions: undefined }, 4, 2)).toBe(32);
+    expect(screenCost({ ...DEFAULT_COST, screenSessions: 'shared' }, 4, 2)).toBe(5 * (2 + 2));
+  });
+
+  it('gives each candidate its own champion rounds per candidate, one shared champion otherwise', () => {
+    const own = measureScreen([1, 1.1, 0.9], 2, MEASURED_NOISE, 'per-candidate', createRng(8));
+    expect(own.champion).toEqual([]);
+    expect(own.candidates.map((c) => c.champion?.length)).toEqual([2, 2, 2]);
+    expect(own.candidates[0]!.champion).not.toEqual(own.candidates[1]!.champion);
+    const shared = measureScreen([1, 1.1, 0.9], 2, MEASURED_NOISE, 'shared', createRng(8));
+    expect(shared.champion).toHaveLength(2);
+    expect(shared.candidates.every((c) => c.champion === undefined && c.values.length === 2)).toBe(true);
+  });
+
+  it('charges an iteration whose screen drops every candidate exactly the screen, per the cost model', () => {
+    // Every candidate a 50% regression: none survives a +2% bar, so the screen is all the iteration costs.
+    const allLosers: EffectPrior = {
+      ...PLAUSIBLE_PRIOR,
+      gainShare: 0,
+      regressionShare: 1,
+      regressionRange: [0.5, 0.5],
+    };
+    const ctx = (screenSessions: 'per-candidate' | 'shared'): IterationContext => ({
+      strategy: { policy: DEFAULT_SEARCH_POLICY, evidence: 'fresh' },
+      prior: allLosers,
+      noise: MEASURED_NOISE,
+      cost: { ...DEFAULT_COST, screenSessions },
+      compare: {},
+      rng: createRng(9),
+    });
+    const { candidates: k, screen } = DEFAULT_SEARCH_POLICY;
+    const perCandidate = runIteration(ctx('per-candidate'));
+    expect(perCandidate.judgedTrueRatio).toBeNull();
+    expect(perCandidate.cost).toBe(k * 2 * (DEFAULT_COST.overheadPerArm + screen.rounds));
+    expect(runIteration(ctx('shared')).cost).toBe((k + 1) * (DEFAULT_COST.overheadPerArm + screen.rounds));
   });
 });
 
