@@ -14,7 +14,13 @@ from kernels.harness import spec
 from kernels.harness.oracle import jax_oracle_jit, numpy_oracle
 from kernels.harness.testing import assert_close, make_inputs
 
+# Tests of the harness itself (the oracles and the beta = 0 check): the candidate gates deselect
+# them (-m 'not harness'), since a candidate cannot change what they test; the tests of the
+# kernel's implementations run in every gate.
+harness = pytest.mark.harness
 
+
+@harness
 def test_jax_oracle_matches_numpy_float64():
     x = make_inputs(spec.ORACLE_CASE, with_state=True)
     ref_o, ref_s = numpy_oracle(*x.arrays(), scale=x.scale, initial_state=x.s0)
@@ -23,6 +29,7 @@ def test_jax_oracle_matches_numpy_float64():
     assert_close("final_state", ref_s, s, tol=spec.TOL_ORACLE, dtype="float32")
 
 
+@harness
 def test_numpy_oracle_matches_hand_computed_two_tokens():
     # B=H=1, K=V=1: S1 = b1 k1 v1; S2 = a2 S1 + k2 b2 (v2 - k2 a2 S1); o_t = scale q_t S_t.
     q = np.array([2.0, 3.0]).reshape(1, 2, 1, 1)
@@ -110,6 +117,7 @@ def _broken_state(kind: str):
     return run
 
 
+@harness
 @pytest.mark.parametrize("kind", ["zero", "undecayed", "garbage"])
 def test_beta_zero_check_rejects_a_wrong_final_state(kind):
     """Proof the beta = 0 check constrains S_T: a kernel returning a zero, undecayed or noisy
@@ -118,6 +126,7 @@ def test_beta_zero_check_rejects_a_wrong_final_state(kind):
         _check_beta_zero(_broken_state(kind))
 
 
+@harness
 def test_mild_gates_leave_nothing_of_s0_to_check():
     """Why the beta = 0 check uses slow decay: under mild gates the decayed S0 is below the
     absolute tolerance after 96 tokens, so a zero final state passed the check."""

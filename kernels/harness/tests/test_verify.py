@@ -13,6 +13,10 @@ from kernels.harness.oracle import jax_oracle
 from kernels.harness.presets import PRESETS
 from kernels.harness.testing import assert_close
 
+# Tests of the harness, not of the kernel (nothing here imports kernels.gdn): the candidate gates
+# deselect them (-m 'not harness'); a candidate cannot change what they test.
+pytestmark = pytest.mark.harness
+
 TINY = PRESETS["tiny"]
 TINY_CASE = spec.Case(B=TINY.B, T=TINY.T, H=TINY.H, K=TINY.K, V=TINY.V, dtype=TINY.dtype)
 SMALL = spec.Case(B=1, T=37, H=2, K=8, V=16)  # T not a multiple of the oracle's segment
