@@ -21,6 +21,7 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { InputError } from '../../util/index.js';
 import {
+  byteAt,
   bytesAt,
   charAt,
   fail,
@@ -258,27 +259,39 @@ const KEY_LENGTH = [0, 2, 3, 3, 2, 3, 4, 4, 3];
 
 /** Which known key starts at `k` (just after its opening quote), checking through its closing quote. */
 function eventKey(text: Buffer, k: number): number {
-  switch (text[k]) {
+  switch (byteAt(text, k)) {
     case 112: // p
-      if (text[k + 1] === 104 && text[k + 2] === 34) return K_PH;
-      if (text[k + 1] === 105 && text[k + 2] === 100 && text[k + 3] === 34) return K_PID;
+      if (byteAt(text, k + 1) === 104 && byteAt(text, k + 2) === 34) return K_PH;
+      if (byteAt(text, k + 1) === 105 && byteAt(text, k + 2) === 100 && byteAt(text, k + 3) === 34)
+        return K_PID;
       return K_OTHER;
     case 116: // t
-      if (text[k + 1] === 115 && text[k + 2] === 34) return K_TS;
-      if (text[k + 1] === 105 && text[k + 2] === 100 && text[k + 3] === 34) return K_TID;
+      if (byteAt(text, k + 1) === 115 && byteAt(text, k + 2) === 34) return K_TS;
+      if (byteAt(text, k + 1) === 105 && byteAt(text, k + 2) === 100 && byteAt(text, k + 3) === 34)
+        return K_TID;
       return K_OTHER;
     case 100: // d
-      return text[k + 1] === 117 && text[k + 2] === 114 && text[k + 3] === 34 ? K_DUR : K_OTHER;
+      return byteAt(text, k + 1) === 117 && byteAt(text, k + 2) === 114 && byteAt(text, k + 3) === 34
+        ? K_DUR
+        : K_OTHER;
     case 110: // n
-      return text[k + 1] === 97 && text[k + 2] === 109 && text[k + 3] === 101 && text[k + 4] === 34
+      return byteAt(text, k + 1) === 97 &&
+        byteAt(text, k + 2) === 109 &&
+        byteAt(text, k + 3) === 101 &&
+        byteAt(text, k + 4) === 34
         ? K_NAME
         : K_OTHER;
     case 97: // a
-      return text[k + 1] === 114 && text[k + 2] === 103 && text[k + 3] === 115 && text[k + 4] === 34
+      return byteAt(text, k + 1) === 114 &&
+        byteAt(text, k + 2) === 103 &&
+        byteAt(text, k + 3) === 115 &&
+        byteAt(text, k + 4) === 34
         ? K_ARGS
         : K_OTHER;
     case 99: // c
-      return text[k + 1] === 97 && text[k + 2] === 116 && text[k + 3] === 34 ? K_CAT : K_OTHER;
+      return byteAt(text, k + 1) === 97 && byteAt(text, k + 2) === 116 && byteAt(text, k + 3) === 34
+        ? K_CAT
+        : K_OTHER;
     default:
       return K_OTHER;
   }
@@ -426,13 +439,17 @@ class ChromeJsonScanner {
         case Mode.Start: {
           p = skipSpace(text, p);
           if (p >= text.length) return p;
-          const c = text[p];
+          const c = byteAt(text, p);
           if (c === 123) this.mode = Mode.Object;
           else if (c === 91) {
             this.mode = Mode.Events;
             this.bareArray = true;
             this.sawEvents = true;
-          } else if (c === 0xef && (text[p + 1] ?? 0xbb) === 0xbb && (text[p + 2] ?? 0xbf) === 0xbf) {
+          } else if (
+            c === 0xef &&
+            (p + 1 >= text.length || text[p + 1] === 0xbb) &&
+            (p + 2 >= text.length || text[p + 2] === 0xbf)
+          ) {
             // A UTF-8 byte order mark (or the start of one cut by the chunk's end).
             if (p + 3 > text.length) throw NEED_MORE;
             p += 3;
@@ -467,10 +484,10 @@ class ChromeJsonScanner {
   /** One member of the top-level object (or its end); `traceEvents` switches to event mode. */
   private objectMember(text: Buffer, p: number): number {
     p = skipSpace(text, p);
-    let c = text[p];
+    let c = byteAt(text, p);
     if (c === 44) {
       p = skipSpace(text, p + 1);
-      c = text[p];
+      c = byteAt(text, p);
     }
     if (c === 125) {
       this.mode = Mode.Done;
@@ -486,10 +503,10 @@ class ChromeJsonScanner {
       this.probes.clear();
     }
     p = skipSpace(text, keyEnd + 1);
-    if (text[p] !== 58) fail(text, p, "':'");
+    if (byteAt(text, p) !== 58) fail(text, p, "':'");
     p = skipSpace(text, p + 1);
     if (isEvents) {
-      if (text[p] !== 91) fail(text, p, '\'[\' after "traceEvents"');
+      if (byteAt(text, p) !== 91) fail(text, p, '\'[\' after "traceEvents"');
       this.mode = Mode.Events;
       this.sawEvents = true;
       return p + 1;
@@ -500,11 +517,11 @@ class ChromeJsonScanner {
   /** One element of the events array (or its end). */
   private eventsElement(text: Buffer, p: number): number {
     p = skipSpace(text, p);
-    let c = text[p];
+    let c = byteAt(text, p);
     if (c === 44) {
       p = skipSpace(text, p + 1);
       this.resumeAt = p;
-      c = text[p];
+      c = byteAt(text, p);
     }
     if (c === 93) {
       this.mode = this.bareArray ? Mode.Done : Mode.Object;
@@ -541,29 +558,29 @@ class ChromeJsonScanner {
       this.argsEnd = -1;
     }
     p = skipSpace(text, p + 1);
-    if (text[p] === 125) return p + 1; // {}
+    if (byteAt(text, p) === 125) return p + 1; // {}
     for (;;) {
-      if (text[p] !== 34) fail(text, p, 'a member name');
+      if (byteAt(text, p) !== 34) fail(text, p, 'a member name');
       // Known keys are recognised by their characters; anything else is found with indexOf.
       const key = eventKey(text, p + 1);
       let ke: number;
       if (key === K_OTHER) ke = strings.end(p + 1);
       else ke = p + 1 + KEY_LENGTH[key]!;
       p = ke + 1;
-      if (text[p] !== 58) {
+      if (byteAt(text, p) !== 58) {
         p = skipSpace(text, p);
-        if (text[p] !== 58) fail(text, p, "':'");
+        if (byteAt(text, p) !== 58) fail(text, p, "':'");
       }
       p++;
-      let c = text[p];
+      let c = byteAt(text, p);
       if (c === 32 || c === 10 || c === 13 || c === 9) {
         p = skipSpace(text, p);
-        c = text[p];
+        c = byteAt(text, p);
       }
       switch (key) {
         case K_PH: {
           if (c !== 34) fail(text, p, 'a string for "ph"');
-          if (text[p + 2] === 34) {
+          if (byteAt(text, p + 2) === 34) {
             this.ph = firstChar(text, p + 1, p + 2);
             p += 3;
           } else {
@@ -631,14 +648,14 @@ class ChromeJsonScanner {
         default:
           p = skipValue(text, p, strings);
       }
-      c = text[p];
+      c = byteAt(text, p);
       if (c === 32 || c === 10 || c === 13 || c === 9) {
         p = skipSpace(text, p);
-        c = text[p];
+        c = byteAt(text, p);
       }
       if (c === 44) {
         p++;
-        c = text[p];
+        c = byteAt(text, p);
         if (c === 32 || c === 10 || c === 13 || c === 9) p = skipSpace(text, p);
         continue;
       }
@@ -688,13 +705,13 @@ class ChromeJsonScanner {
     this.nameEnd = this.strings.end(p + 9);
     this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
     p = this.nameEnd + 1;
-    let c = text[p];
+    let c = byteAt(text, p);
     if (c === 44) {
       if (!bytesAt(text, p, TSL_ARGS)) return -1;
       this.argsStart = p + 8;
       p = this.skipTslArgs(text, p + 8);
       this.argsEnd = p;
-      c = text[p];
+      c = byteAt(text, p);
     }
     if (c !== 125) {
       if (p >= text.length) throw NEED_MORE;
@@ -716,16 +733,16 @@ class ChromeJsonScanner {
     const next = text.indexOf(EVENT_START, p);
     if (next > p) {
       let q = next - 1;
-      let c = text[q];
-      while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q];
+      let c = text[q]!;
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q]!;
       if (c === 44) {
-        c = text[--q];
-        while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q];
+        c = text[--q]!;
+        while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q]!;
         if (c === 125) {
           // q: the event's closing brace; before it, optional space and the args' closing brace.
           let r = q - 1;
-          c = text[r];
-          while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--r];
+          c = text[r]!;
+          while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--r]!;
           if (c === 125 && r > p) return r + 1;
         }
       }
@@ -744,7 +761,7 @@ class ChromeJsonScanner {
     }
     const v = parseInteger(text, p);
     const e = numberEnd;
-    const next = text[e];
+    const next = byteAt(text, e);
     if (next === 46 || next === 101 || next === 69) {
       // A non-integer id: keep its text.
       const end = skipScalar(text, p);
@@ -760,20 +777,20 @@ class ChromeJsonScanner {
   private args(text: Buffer, p: number): number {
     const strings = this.strings;
     p = skipSpace(text, p + 1);
-    if (text[p] === 125) return p + 1;
+    if (byteAt(text, p) === 125) return p + 1;
     let n = 0;
     for (;;) {
-      if (text[p] !== 34) fail(text, p, 'an args member name');
+      if (byteAt(text, p) !== 34) fail(text, p, 'an args member name');
       const ks = p + 1;
       const ke = strings.end(ks);
       const keyEscaped = strings.escaped;
       p = ke + 1;
-      if (text[p] !== 58) {
+      if (byteAt(text, p) !== 58) {
         p = skipSpace(text, p);
-        if (text[p] !== 58) fail(text, p, "':'");
+        if (byteAt(text, p) !== 58) fail(text, p, "':'");
       }
       p = skipSpace(text, p + 1);
-      const c = text[p];
+      const c = byteAt(text, p);
       if (!keyEscaped) {
         this.argKeyStart[n] = ks;
         this.argKeyEnd[n] = ke;
@@ -795,7 +812,7 @@ class ChromeJsonScanner {
         p = skipValue(text, p, strings); // escaped arg names are not looked up
       }
       p = skipSpace(text, p);
-      const d = text[p];
+      const d = byteAt(text, p);
       if (d === 44) {
         p = skipSpace(text, p + 1);
         continue;
