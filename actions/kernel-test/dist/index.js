@@ -78444,7 +78444,6 @@ function round2(ms2) {
 import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync23, readSync as readSync5 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
-import { isAscii } from "node:buffer";
 import { createReadStream as createReadStream3 } from "node:fs";
 import { open as open3 } from "node:fs/promises";
 import { createGunzip } from "node:zlib";
@@ -78462,94 +78461,118 @@ var JsonSyntaxError = class extends Error {
 var QUOTE = 34;
 var BACKSLASH = 92;
 var SHORT_STRING = 48;
-function charAt(text3, p) {
-  if (p >= text3.length) return "end of text";
-  const c3 = text3[p];
-  return /[\x20-\x7e]/.test(c3) ? `'${c3}'` : `U+${c3.charCodeAt(0).toString(16).padStart(4, "0")}`;
+function byteAt(buf, p) {
+  return p < buf.length ? buf[p] : -1;
 }
-function fail(text3, p, expected) {
-  if (p >= text3.length) throw NEED_MORE;
-  throw new JsonSyntaxError(p, `expected ${expected}, found ${charAt(text3, p)}`);
+function charAt(buf, p) {
+  if (p >= buf.length) return "end of text";
+  const b = buf[p];
+  if (b >= 32 && b <= 126) return `'${String.fromCharCode(b)}'`;
+  const c3 = b < 128 ? b : buf.toString("utf8", p, Math.min(buf.length, p + 4)).charCodeAt(0);
+  return `U+${c3.toString(16).padStart(4, "0")}`;
+}
+function fail(buf, p, expected) {
+  if (p >= buf.length) throw NEED_MORE;
+  throw new JsonSyntaxError(p, `expected ${expected}, found ${charAt(buf, p)}`);
+}
+function bytesAt(buf, p, pattern) {
+  const n2 = pattern.length;
+  if (p + n2 > buf.length) return false;
+  for (let k = 0; k < n2; k++) if (buf[p + k] !== pattern[k]) return false;
+  return true;
 }
 var StringScanner = class {
-  text = "";
+  buf = Buffer.alloc(0);
   nextBackslash = 0;
   /** The position the cached backslash search started from; the cache holds only for strings after it. */
   searchedFrom = 0;
   /** Whether the last string found contained an escape sequence. */
   escaped = false;
-  reset(text3) {
-    this.text = text3;
+  reset(buf) {
+    this.buf = buf;
     this.nextBackslash = -2;
     this.searchedFrom = 0;
   }
   /** Index of the closing quote of the string whose body starts at `s` (just after the opening quote). */
   end(s) {
-    const text3 = this.text;
-    let q = text3.indexOf('"', s);
+    const buf = this.buf;
+    const n2 = buf.length;
+    const lim = Math.min(s + SHORT_STRING, n2);
+    let k = s;
+    for (; k < lim; k++) {
+      const c3 = buf[k];
+      if (c3 === QUOTE) {
+        this.escaped = false;
+        return k;
+      }
+      if (c3 === BACKSLASH) return this.escapedEnd(k);
+    }
+    if (lim === n2) throw NEED_MORE;
+    const q = buf.indexOf(QUOTE, k);
     if (q < 0) throw NEED_MORE;
     let nb = this.nextBackslash;
-    if (nb !== -1 && nb < s || s < this.searchedFrom) {
-      if (q - s <= SHORT_STRING) {
-        let k = s;
-        while (k < q && text3.charCodeAt(k) !== BACKSLASH) k++;
-        if (k === q) {
-          this.escaped = false;
-          return q;
-        }
-      }
-      nb = text3.indexOf("\\", s);
+    if (nb !== -1 && nb < k || k < this.searchedFrom) {
+      nb = buf.indexOf(BACKSLASH, k);
       this.nextBackslash = nb;
-      this.searchedFrom = s;
+      this.searchedFrom = k;
     }
     if (nb === -1 || nb > q) {
       this.escaped = false;
       return q;
     }
-    while (isEscaped(text3, q)) {
-      q = text3.indexOf('"', q + 1);
+    return this.escapedEnd(nb);
+  }
+  /** The end of a string holding a backslash at `b`: skip quotes preceded by an odd number of backslashes. */
+  escapedEnd(b) {
+    const buf = this.buf;
+    let q = buf.indexOf(QUOTE, b);
+    if (q < 0) throw NEED_MORE;
+    while (isEscaped(buf, q)) {
+      q = buf.indexOf(QUOTE, q + 1);
       if (q < 0) throw NEED_MORE;
     }
     this.escaped = true;
-    this.nextBackslash = text3.indexOf("\\", q);
-    this.searchedFrom = q;
     return q;
   }
 };
-function isEscaped(text3, q) {
+function isEscaped(buf, q) {
   let n2 = 0;
-  while (text3.charCodeAt(q - 1 - n2) === BACKSLASH) n2++;
+  while (q - 1 - n2 >= 0 && buf[q - 1 - n2] === BACKSLASH) n2++;
   return (n2 & 1) === 1;
 }
-function skipSpace(text3, p) {
-  let c3 = text3.charCodeAt(p);
-  while (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) c3 = text3.charCodeAt(++p);
+function skipSpace(buf, p) {
+  const n2 = buf.length;
+  while (p < n2) {
+    const c3 = buf[p];
+    if (c3 !== 32 && c3 !== 10 && c3 !== 13 && c3 !== 9) break;
+    p++;
+  }
   return p;
 }
-function skipValue(text3, p, strings) {
-  const c3 = text3.charCodeAt(p);
+function skipValue(buf, p, strings) {
+  const c3 = byteAt(buf, p);
   if (c3 === QUOTE) return strings.end(p + 1) + 1;
-  if (c3 === 123 || c3 === 91) return skipContainer(text3, p, strings);
-  return skipScalar(text3, p);
+  if (c3 === 123 || c3 === 91) return skipContainer(buf, p, strings);
+  return skipScalar(buf, p);
 }
-function skipScalar(text3, p) {
+function skipScalar(buf, p) {
   const start = p;
-  const len = text3.length;
+  const len = buf.length;
   for (; ; ) {
     if (p >= len) throw NEED_MORE;
-    const c3 = text3.charCodeAt(p);
+    const c3 = buf[p];
     if (c3 >= 48 && c3 <= 57 || c3 === 45 || c3 === 43 || c3 === 46 || c3 >= 97 && c3 <= 122 || c3 === 69) p++;
     else break;
   }
-  if (p === start) fail(text3, p, "a JSON value");
+  if (p === start) fail(buf, p, "a JSON value");
   return p;
 }
-function skipContainer(text3, p, strings) {
+function skipContainer(buf, p, strings) {
   let depth = 0;
-  const len = text3.length;
+  const len = buf.length;
   for (; ; ) {
     if (p >= len) throw NEED_MORE;
-    const c3 = text3.charCodeAt(p);
+    const c3 = buf[p];
     if (c3 === QUOTE) p = strings.end(p + 1) + 1;
     else if (c3 === 123 || c3 === 91) {
       depth++;
@@ -78562,57 +78585,59 @@ function skipContainer(text3, p, strings) {
   }
 }
 var numberEnd = 0;
-function parseTimePs(text3, p, originUs) {
+function parseTimePs(buf, p, originUs) {
   const start = p;
-  let c3 = text3.charCodeAt(p);
+  const n2 = buf.length;
+  let c3 = p < n2 ? buf[p] : -1;
   let negative = false;
   if (c3 === 45) {
     negative = true;
-    c3 = text3.charCodeAt(++p);
+    c3 = ++p < n2 ? buf[p] : -1;
   }
   let int = 0;
   let digits = 0;
   while (c3 >= 48 && c3 <= 57) {
     int = int * 10 + (c3 - 48);
     digits++;
-    c3 = text3.charCodeAt(++p);
+    c3 = ++p < n2 ? buf[p] : -1;
   }
   let frac = 0;
   let fracDigits = 0;
   let roundUp = false;
   if (c3 === 46) {
-    c3 = text3.charCodeAt(++p);
+    c3 = ++p < n2 ? buf[p] : -1;
     while (c3 >= 48 && c3 <= 57) {
       if (fracDigits < 6) frac = frac * 10 + (c3 - 48);
       else if (fracDigits === 6) roundUp = c3 >= 53;
       fracDigits++;
-      c3 = text3.charCodeAt(++p);
+      c3 = ++p < n2 ? buf[p] : -1;
     }
   }
   if (c3 === 101 || c3 === 69 || digits === 0 || int > 9e15) {
-    const end = skipScalar(text3, start);
+    const end = skipScalar(buf, start);
     numberEnd = end;
-    const v = Number(text3.slice(start, end));
-    if (Number.isNaN(v)) fail(text3, start, "a number");
+    const v = Number(buf.toString("latin1", start, end));
+    if (Number.isNaN(v)) fail(buf, start, "a number");
     return Math.round((v - originUs) * 1e6);
   }
-  if (p >= text3.length) throw NEED_MORE;
+  if (p >= n2) throw NEED_MORE;
   numberEnd = p;
   for (let k = fracDigits; k < 6; k++) frac *= 10;
   const ps = (int - (negative ? -originUs : originUs)) * 1e6 + frac + (roundUp ? 1 : 0);
   return negative ? -ps : ps;
 }
-function parseInteger(text3, p) {
-  let c3 = text3.charCodeAt(p);
+function parseInteger(buf, p) {
+  const n2 = buf.length;
+  let c3 = p < n2 ? buf[p] : -1;
   let negative = false;
   if (c3 === 45) {
     negative = true;
-    c3 = text3.charCodeAt(++p);
+    c3 = ++p < n2 ? buf[p] : -1;
   }
   let v = 0;
   while (c3 >= 48 && c3 <= 57) {
     v = v * 10 + (c3 - 48);
-    c3 = text3.charCodeAt(++p);
+    c3 = ++p < n2 ? buf[p] : -1;
   }
   numberEnd = p;
   return negative ? -v : v;
@@ -78639,6 +78664,7 @@ var CHUNK_BYTES = 1024 * 1024;
 var BOUNDARY_BYTES = 4 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
+var INTERN_MAX_BYTES = 1024;
 var ChromeJsonSource = class {
   constructor(path6, options2 = {}) {
     this.path = path6;
@@ -78721,25 +78747,24 @@ function toInputError(path6, err, scanner) {
   }
   return err;
 }
-function completeUtf8End(buf) {
-  const n2 = buf.length;
-  for (let back = 1; back <= 4 && back <= n2; back++) {
-    const b = buf[n2 - back];
-    if (b < 128) return n2;
-    if (b >= 192) {
-      const need = b >= 240 ? 4 : b >= 224 ? 3 : 2;
-      return back >= need ? n2 : n2 - back;
-    }
-  }
-  return n2;
-}
 var STR = 0;
 var STR_ESCAPED = 1;
 var RAW = 2;
 var FOUND = 0;
 var ABSENT = 1;
 var PARSE = 2;
-var TSL_EVENT_HEAD = '{"ph":"X","pid":';
+var ascii = (s) => Buffer.from(s, "latin1");
+var TSL_EVENT_HEAD = ascii('{"ph":"X","pid":');
+var TSL_TID = ascii(',"tid":');
+var TSL_TS = ascii(',"ts":');
+var TSL_DUR = ascii(',"dur":');
+var TSL_NAME = ascii(',"name":"');
+var TSL_ARGS = ascii(',"args":{');
+var EVENT_START = ascii('{"ph":');
+var TRACE_EVENTS = ascii("traceEvents");
+var DISPLAY_TIME_UNIT = ascii("displayTimeUnit");
+var SPACED_SEPARATOR = ascii('": "');
+var META_NAMES = ["process_name", "thread_name", "process_labels"].map((n2) => ({ n: n2, bytes: ascii(n2) }));
 var K_OTHER = 0;
 var K_PH = 1;
 var K_PID = 2;
@@ -78751,25 +78776,25 @@ var K_ARGS = 7;
 var K_CAT = 8;
 var KEY_LENGTH = [0, 2, 3, 3, 2, 3, 4, 4, 3];
 function eventKey(text3, k) {
-  switch (text3.charCodeAt(k)) {
+  switch (byteAt(text3, k)) {
     case 112:
-      if (text3.charCodeAt(k + 1) === 104 && text3.charCodeAt(k + 2) === 34) return K_PH;
-      if (text3.charCodeAt(k + 1) === 105 && text3.charCodeAt(k + 2) === 100 && text3.charCodeAt(k + 3) === 34)
+      if (byteAt(text3, k + 1) === 104 && byteAt(text3, k + 2) === 34) return K_PH;
+      if (byteAt(text3, k + 1) === 105 && byteAt(text3, k + 2) === 100 && byteAt(text3, k + 3) === 34)
         return K_PID;
       return K_OTHER;
     case 116:
-      if (text3.charCodeAt(k + 1) === 115 && text3.charCodeAt(k + 2) === 34) return K_TS;
-      if (text3.charCodeAt(k + 1) === 105 && text3.charCodeAt(k + 2) === 100 && text3.charCodeAt(k + 3) === 34)
+      if (byteAt(text3, k + 1) === 115 && byteAt(text3, k + 2) === 34) return K_TS;
+      if (byteAt(text3, k + 1) === 105 && byteAt(text3, k + 2) === 100 && byteAt(text3, k + 3) === 34)
         return K_TID;
       return K_OTHER;
     case 100:
-      return text3.charCodeAt(k + 1) === 117 && text3.charCodeAt(k + 2) === 114 && text3.charCodeAt(k + 3) === 34 ? K_DUR : K_OTHER;
+      return byteAt(text3, k + 1) === 117 && byteAt(text3, k + 2) === 114 && byteAt(text3, k + 3) === 34 ? K_DUR : K_OTHER;
     case 110:
-      return text3.charCodeAt(k + 1) === 97 && text3.charCodeAt(k + 2) === 109 && text3.charCodeAt(k + 3) === 101 && text3.charCodeAt(k + 4) === 34 ? K_NAME : K_OTHER;
+      return byteAt(text3, k + 1) === 97 && byteAt(text3, k + 2) === 109 && byteAt(text3, k + 3) === 101 && byteAt(text3, k + 4) === 34 ? K_NAME : K_OTHER;
     case 97:
-      return text3.charCodeAt(k + 1) === 114 && text3.charCodeAt(k + 2) === 103 && text3.charCodeAt(k + 3) === 115 && text3.charCodeAt(k + 4) === 34 ? K_ARGS : K_OTHER;
+      return byteAt(text3, k + 1) === 114 && byteAt(text3, k + 2) === 103 && byteAt(text3, k + 3) === 115 && byteAt(text3, k + 4) === 34 ? K_ARGS : K_OTHER;
     case 99:
-      return text3.charCodeAt(k + 1) === 97 && text3.charCodeAt(k + 2) === 116 && text3.charCodeAt(k + 3) === 34 ? K_CAT : K_OTHER;
+      return byteAt(text3, k + 1) === 97 && byteAt(text3, k + 2) === 116 && byteAt(text3, k + 3) === 34 ? K_CAT : K_OTHER;
     default:
       return K_OTHER;
   }
@@ -78797,13 +78822,12 @@ var ChromeJsonScanner = class {
   visitor;
   eventCap;
   known;
-  text = "";
-  textAscii = true;
+  /** The bytes being scanned: a chunk of the file, or a chunk boundary's carried bytes and what follows. */
+  text = Buffer.alloc(0);
   /** Bytes scanned before `text[0]`, for error offsets. */
   consumedBytes = 0;
   /** Unscanned bytes carried to the next chunk. */
   carry;
-  decoder = new TextDecoder("utf-8");
   /** The file is tsl's (or its Python re-dump): every args value is a string, so args hold no brackets. */
   tslShape = false;
   /** Between a key and its string value: `":"` as tsl writes it, `": "` in Python's re-dump. */
@@ -78823,6 +78847,8 @@ var ChromeJsonScanner = class {
   otherPhases = /* @__PURE__ */ new Map();
   stats;
   bytes = 0;
+  /** Strings decoded so far: ASCII ones found by their bytes, the others by their text. */
+  interned = new ByteInterner();
   intern = /* @__PURE__ */ new Map();
   // The event being parsed.
   ph = 0;
@@ -78851,13 +78877,12 @@ var ChromeJsonScanner = class {
   argValEnd = [];
   argValKind = [];
   offsetOf(at) {
-    return this.consumedBytes + (this.textAscii ? at : Buffer.byteLength(this.text.slice(0, at), "utf8"));
+    return this.consumedBytes + at;
   }
   /**
    * Scan the next chunk. The unscanned tail of the previous chunk (the element the chunk boundary cut)
-   * is kept as bytes and finished in a small text of itself and the chunk's head; the rest of the chunk
-   * is then scanned as one fresh flat string (V8 reads those fastest) without copying it into a joined
-   * buffer first.
+   * is kept and finished in a small buffer of itself and the chunk's head; the rest of the chunk is then
+   * scanned in place, without copying it into a joined buffer first.
    */
   feed(chunk2) {
     if (chunk2.length === 0) return;
@@ -78868,40 +78893,35 @@ var ChromeJsonScanner = class {
     if (carry !== void 0) {
       if (carry.length < BOUNDARY_BYTES && chunk2.length > BOUNDARY_BYTES) {
         const head = Buffer.concat([carry, chunk2.subarray(0, BOUNDARY_BYTES)]);
-        const used2 = this.scanBytes(head, false);
+        const used2 = this.scanBytes(head);
         buf = used2 >= carry.length ? chunk2.subarray(used2 - carry.length) : Buffer.concat([carry.subarray(used2), chunk2]);
       } else buf = Buffer.concat([carry, chunk2]);
     }
-    const used = this.scanBytes(buf, false);
+    const used = this.scanBytes(buf);
     if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
   }
-  /** Scan whatever is left (an incomplete multi-byte character becomes U+FFFD). */
+  /** Scan whatever is left. */
   feedEnd() {
     const rest2 = this.carry;
     this.carry = void 0;
     if (rest2 === void 0) return;
-    const used = this.scanBytes(rest2, true);
+    const used = this.scanBytes(rest2);
     if (used < rest2.length) this.carry = Buffer.from(rest2.subarray(used));
   }
   /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
-  scanBytes(buf, last) {
-    const ascii = isAscii(buf);
-    const end = ascii || last ? buf.length : completeUtf8End(buf);
-    const text3 = ascii ? buf.toString("latin1") : this.decoder.decode(buf.subarray(0, end));
-    this.text = text3;
-    this.textAscii = ascii;
+  scanBytes(buf) {
+    this.text = buf;
     this.textGeneration++;
-    this.strings.reset(text3);
+    this.strings.reset(buf);
     let p;
     try {
-      p = this.scan(text3);
+      p = this.scan(buf);
     } catch (err) {
       if (err !== NEED_MORE) throw err;
       p = this.resumeAt;
     }
-    const used = ascii ? p : Buffer.byteLength(text3.slice(0, p), "utf8");
-    this.consumedBytes += used;
-    return used;
+    this.consumedBytes += p;
+    return p;
   }
   /** Where to restart after NEED_MORE: the start of the element being parsed. */
   resumeAt = 0;
@@ -78913,14 +78933,15 @@ var ChromeJsonScanner = class {
         case 0 /* Start */: {
           p = skipSpace(text3, p);
           if (p >= text3.length) return p;
-          const c3 = text3.charCodeAt(p);
+          const c3 = byteAt(text3, p);
           if (c3 === 123) this.mode = 1 /* Object */;
           else if (c3 === 91) {
             this.mode = 2 /* Events */;
             this.bareArray = true;
             this.sawEvents = true;
-          } else if (c3 === 65279) {
-            p++;
+          } else if (c3 === 239 && (p + 1 >= text3.length || text3[p + 1] === 187) && (p + 2 >= text3.length || text3[p + 2] === 191)) {
+            if (p + 3 > text3.length) throw NEED_MORE;
+            p += 3;
             continue;
           } else {
             throw new JsonSyntaxError(
@@ -78951,10 +78972,10 @@ var ChromeJsonScanner = class {
   /** One member of the top-level object (or its end); `traceEvents` switches to event mode. */
   objectMember(text3, p) {
     p = skipSpace(text3, p);
-    let c3 = text3.charCodeAt(p);
+    let c3 = byteAt(text3, p);
     if (c3 === 44) {
       p = skipSpace(text3, p + 1);
-      c3 = text3.charCodeAt(p);
+      c3 = byteAt(text3, p);
     }
     if (c3 === 125) {
       this.mode = 3 /* Done */;
@@ -78962,17 +78983,17 @@ var ChromeJsonScanner = class {
     }
     if (c3 !== 34) fail(text3, p, "a member name or '}'");
     const keyEnd = this.strings.end(p + 1);
-    const isEvents = keyEnd - p - 1 === 11 && text3.startsWith("traceEvents", p + 1);
-    if (!this.sawEvents && keyEnd - p - 1 === 15 && text3.startsWith("displayTimeUnit", p + 1)) {
+    const isEvents = keyEnd - p - 1 === 11 && bytesAt(text3, p + 1, TRACE_EVENTS);
+    if (!this.sawEvents && keyEnd - p - 1 === 15 && bytesAt(text3, p + 1, DISPLAY_TIME_UNIT)) {
       this.tslShape = true;
-      this.keyValueSeparator = text3.startsWith('": "', keyEnd) ? '": "' : '":"';
+      this.keyValueSeparator = bytesAt(text3, keyEnd, SPACED_SEPARATOR) ? '": "' : '":"';
       this.probes.clear();
     }
     p = skipSpace(text3, keyEnd + 1);
-    if (text3.charCodeAt(p) !== 58) fail(text3, p, "':'");
+    if (byteAt(text3, p) !== 58) fail(text3, p, "':'");
     p = skipSpace(text3, p + 1);
     if (isEvents) {
-      if (text3.charCodeAt(p) !== 91) fail(text3, p, `'[' after "traceEvents"`);
+      if (byteAt(text3, p) !== 91) fail(text3, p, `'[' after "traceEvents"`);
       this.mode = 2 /* Events */;
       this.sawEvents = true;
       return p + 1;
@@ -78982,11 +79003,11 @@ var ChromeJsonScanner = class {
   /** One element of the events array (or its end). */
   eventsElement(text3, p) {
     p = skipSpace(text3, p);
-    let c3 = text3.charCodeAt(p);
+    let c3 = byteAt(text3, p);
     if (c3 === 44) {
       p = skipSpace(text3, p + 1);
       this.resumeAt = p;
-      c3 = text3.charCodeAt(p);
+      c3 = byteAt(text3, p);
     }
     if (c3 === 93) {
       this.mode = this.bareArray ? 3 /* Done */ : 1 /* Object */;
@@ -79009,7 +79030,7 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && text3.startsWith(TSL_EVENT_HEAD, p)) {
+    if (this.tslShape && bytesAt(text3, p, TSL_EVENT_HEAD)) {
       const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
       this.ph = 0;
@@ -79022,33 +79043,33 @@ var ChromeJsonScanner = class {
       this.argsEnd = -1;
     }
     p = skipSpace(text3, p + 1);
-    if (text3.charCodeAt(p) === 125) return p + 1;
+    if (byteAt(text3, p) === 125) return p + 1;
     for (; ; ) {
-      if (text3.charCodeAt(p) !== 34) fail(text3, p, "a member name");
+      if (byteAt(text3, p) !== 34) fail(text3, p, "a member name");
       const key = eventKey(text3, p + 1);
       let ke;
       if (key === K_OTHER) ke = strings.end(p + 1);
       else ke = p + 1 + KEY_LENGTH[key];
       p = ke + 1;
-      if (text3.charCodeAt(p) !== 58) {
+      if (byteAt(text3, p) !== 58) {
         p = skipSpace(text3, p);
-        if (text3.charCodeAt(p) !== 58) fail(text3, p, "':'");
+        if (byteAt(text3, p) !== 58) fail(text3, p, "':'");
       }
       p++;
-      let c3 = text3.charCodeAt(p);
+      let c3 = byteAt(text3, p);
       if (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) {
         p = skipSpace(text3, p);
-        c3 = text3.charCodeAt(p);
+        c3 = byteAt(text3, p);
       }
       switch (key) {
         case K_PH: {
           if (c3 !== 34) fail(text3, p, 'a string for "ph"');
-          if (text3.charCodeAt(p + 2) === 34) {
-            this.ph = text3.charCodeAt(p + 1);
+          if (byteAt(text3, p + 2) === 34) {
+            this.ph = firstChar(text3, p + 1, p + 2);
             p += 3;
           } else {
             const e = strings.end(p + 1);
-            this.ph = e > p + 1 ? text3.charCodeAt(p + 1) : 0;
+            this.ph = e > p + 1 ? firstChar(text3, p + 1, e) : 0;
             p = e + 1;
           }
           break;
@@ -79110,14 +79131,14 @@ var ChromeJsonScanner = class {
         default:
           p = skipValue(text3, p, strings);
       }
-      c3 = text3.charCodeAt(p);
+      c3 = byteAt(text3, p);
       if (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) {
         p = skipSpace(text3, p);
-        c3 = text3.charCodeAt(p);
+        c3 = byteAt(text3, p);
       }
       if (c3 === 44) {
         p++;
-        c3 = text3.charCodeAt(p);
+        c3 = byteAt(text3, p);
         if (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) p = skipSpace(text3, p);
         continue;
       }
@@ -79145,10 +79166,10 @@ var ChromeJsonScanner = class {
     this.ph = 88;
     const pid = parseInteger(text3, p);
     p = numberEnd;
-    if (!text3.startsWith(',"tid":', p)) return -1;
+    if (!bytesAt(text3, p, TSL_TID)) return -1;
     const tid = parseInteger(text3, p + 7);
     p = numberEnd;
-    if (!text3.startsWith(',"ts":', p)) return -1;
+    if (!bytesAt(text3, p, TSL_TS)) return -1;
     p += 6;
     if (this.originUs === void 0) {
       const us = parseInteger(text3, p);
@@ -79157,21 +79178,21 @@ var ChromeJsonScanner = class {
     this.tsPs = parseTimePs(text3, p, this.originUs);
     this.hasTs = true;
     p = numberEnd;
-    if (!text3.startsWith(',"dur":', p)) return -1;
+    if (!bytesAt(text3, p, TSL_DUR)) return -1;
     this.durPs = parseTimePs(text3, p + 7, 0);
     p = numberEnd;
-    if (!text3.startsWith(',"name":"', p)) return -1;
+    if (!bytesAt(text3, p, TSL_NAME)) return -1;
     this.nameStart = p + 9;
     this.nameEnd = this.strings.end(p + 9);
     this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
     p = this.nameEnd + 1;
-    let c3 = text3.charCodeAt(p);
+    let c3 = byteAt(text3, p);
     if (c3 === 44) {
-      if (!text3.startsWith(',"args":{', p)) return -1;
+      if (!bytesAt(text3, p, TSL_ARGS)) return -1;
       this.argsStart = p + 8;
       p = this.skipTslArgs(text3, p + 8);
       this.argsEnd = p;
-      c3 = text3.charCodeAt(p);
+      c3 = byteAt(text3, p);
     }
     if (c3 !== 125) {
       if (p >= text3.length) throw NEED_MORE;
@@ -79189,18 +79210,18 @@ var ChromeJsonScanner = class {
    * a full scan when the shape does not match.
    */
   skipTslArgs(text3, p) {
-    const next = text3.indexOf('{"ph":', p);
+    const next = text3.indexOf(EVENT_START, p);
     if (next > p) {
       let q = next - 1;
-      let c3 = text3.charCodeAt(q);
-      while (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) c3 = text3.charCodeAt(--q);
+      let c3 = text3[q];
+      while (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) c3 = text3[--q];
       if (c3 === 44) {
-        c3 = text3.charCodeAt(--q);
-        while (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) c3 = text3.charCodeAt(--q);
+        c3 = text3[--q];
+        while (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) c3 = text3[--q];
         if (c3 === 125) {
           let r = q - 1;
-          c3 = text3.charCodeAt(r);
-          while (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) c3 = text3.charCodeAt(--r);
+          c3 = text3[r];
+          while (c3 === 32 || c3 === 10 || c3 === 13 || c3 === 9) c3 = text3[--r];
           if (c3 === 125 && r > p) return r + 1;
         }
       }
@@ -79212,15 +79233,15 @@ var ChromeJsonScanner = class {
   laneIdValue(text3, p, c3) {
     if (c3 === 34) {
       const e2 = this.strings.end(p + 1);
-      this.idValue = this.copy(text3.slice(p + 1, e2));
+      this.idValue = this.decode(p + 1, e2, STR);
       return e2 + 1;
     }
     const v = parseInteger(text3, p);
     const e = numberEnd;
-    const next = text3.charCodeAt(e);
+    const next = byteAt(text3, e);
     if (next === 46 || next === 101 || next === 69) {
       const end = skipScalar(text3, p);
-      this.idValue = text3.slice(p, end);
+      this.idValue = text3.toString("latin1", p, end);
       return end;
     }
     if (e === p) fail(text3, p, "a number or string id");
@@ -79231,20 +79252,20 @@ var ChromeJsonScanner = class {
   args(text3, p) {
     const strings = this.strings;
     p = skipSpace(text3, p + 1);
-    if (text3.charCodeAt(p) === 125) return p + 1;
+    if (byteAt(text3, p) === 125) return p + 1;
     let n2 = 0;
     for (; ; ) {
-      if (text3.charCodeAt(p) !== 34) fail(text3, p, "an args member name");
+      if (byteAt(text3, p) !== 34) fail(text3, p, "an args member name");
       const ks = p + 1;
       const ke = strings.end(ks);
       const keyEscaped = strings.escaped;
       p = ke + 1;
-      if (text3.charCodeAt(p) !== 58) {
+      if (byteAt(text3, p) !== 58) {
         p = skipSpace(text3, p);
-        if (text3.charCodeAt(p) !== 58) fail(text3, p, "':'");
+        if (byteAt(text3, p) !== 58) fail(text3, p, "':'");
       }
       p = skipSpace(text3, p + 1);
-      const c3 = text3.charCodeAt(p);
+      const c3 = byteAt(text3, p);
       if (!keyEscaped) {
         this.argKeyStart[n2] = ks;
         this.argKeyEnd[n2] = ke;
@@ -79266,7 +79287,7 @@ var ChromeJsonScanner = class {
         p = skipValue(text3, p, strings);
       }
       p = skipSpace(text3, p);
-      const d = text3.charCodeAt(p);
+      const d = byteAt(text3, p);
       if (d === 44) {
         p = skipSpace(text3, p + 1);
         continue;
@@ -79390,8 +79411,8 @@ var ChromeJsonScanner = class {
     if (this.nameStart < 0 || this.nameKind === RAW) return void 0;
     const text3 = this.text;
     const len = this.nameEnd - this.nameStart;
-    for (const n2 of ["process_name", "thread_name", "process_labels"]) {
-      if (len === n2.length && text3.startsWith(n2, this.nameStart)) return n2;
+    for (const { n: n2, bytes } of META_NAMES) {
+      if (len === bytes.length && bytesAt(text3, this.nameStart, bytes)) return n2;
     }
     return void 0;
   }
@@ -79416,27 +79437,17 @@ var ChromeJsonScanner = class {
    * Returns FOUND (the value is text[fastStart, fastEnd)), ABSENT, or PARSE when this shortcut does not
    * apply.
    *
-   * Each key remembers where its next occurrence in the chunk is, so a key asked of every event costs
-   * one search over the chunk in all, present or absent, and nothing is sliced or allocated per event.
+   * The first key of the args is checked in place; beyond it, each key remembers where its next
+   * occurrence in the chunk is, so a key asked of every event costs one search over the chunk in all,
+   * present or absent, and nothing is sliced or allocated per event.
    */
   fastArg(key) {
     if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return PARSE;
-    let probe2 = this.probes.get(key);
-    if (probe2 === void 0) {
-      probe2 = {
-        withValue: `"${key}${this.keyValueSeparator}`,
-        bare: `"${key}"`,
-        generation: -1,
-        withValueFrom: 0,
-        withValueAt: -1,
-        bareFrom: 0,
-        bareAt: -1
-      };
-      this.probes.set(key, probe2);
-    }
+    const probe2 = this.probe(key);
     const text3 = this.text;
     const a2 = this.argsStart;
     const b = this.argsEnd;
+    if (bytesAt(text3, a2 + 1, probe2.withValue)) return this.fastValue(a2 + 1 + probe2.withValue.length, b);
     if (probe2.generation !== this.textGeneration) {
       probe2.generation = this.textGeneration;
       probe2.withValueFrom = Number.MAX_SAFE_INTEGER;
@@ -79455,12 +79466,36 @@ var ChromeJsonScanner = class {
       const bare = probe2.bareAt;
       return bare >= 0 && bare + probe2.bare.length <= b ? PARSE : ABSENT;
     }
-    const start = at + probe2.withValue.length;
-    const end = text3.indexOf('"', start);
-    if (end < 0 || end >= b || text3.charCodeAt(end - 1) === 92) return PARSE;
+    return this.fastValue(at + probe2.withValue.length, b);
+  }
+  /** The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes. */
+  fastValue(start, b) {
+    const text3 = this.text;
+    let end = start;
+    const lim = Math.min(b, start + 32);
+    while (end < lim && text3[end] !== 34) end++;
+    if (end === lim) end = text3.indexOf(34, end);
+    if (end < 0 || end >= b || text3[end - 1] === 92) return PARSE;
     this.fastStart = start;
     this.fastEnd = end;
     return FOUND;
+  }
+  probe(key) {
+    let probe2 = this.probes.get(key);
+    if (probe2 === void 0) {
+      probe2 = {
+        key: Buffer.from(key, "utf8"),
+        withValue: Buffer.from(`"${key}${this.keyValueSeparator}`, "utf8"),
+        bare: Buffer.from(`"${key}"`, "utf8"),
+        generation: -1,
+        withValueFrom: 0,
+        withValueAt: -1,
+        bareFrom: 0,
+        bareAt: -1
+      };
+      this.probes.set(key, probe2);
+    }
+    return probe2;
   }
   /** The value found by the last `fastArg` that returned FOUND. */
   fastStart = 0;
@@ -79474,8 +79509,8 @@ var ChromeJsonScanner = class {
       const end = this.fastEnd;
       let v = 0;
       for (let p = start; p < end; p++) {
-        const c3 = text3.charCodeAt(p) - 48;
-        if (c3 < 0 || c3 > 9) return numberOrUndefined(text3.slice(start, end));
+        const c3 = text3[p] - 48;
+        if (c3 < 0 || c3 > 9) return numberOrUndefined(text3.toString("utf8", start, end));
         v = v * 10 + c3;
       }
       return end > start ? v : void 0;
@@ -79489,10 +79524,11 @@ var ChromeJsonScanner = class {
     if (fast === FOUND) return this.decode(this.fastStart, this.fastEnd, STR);
     this.ensureArgs();
     const text3 = this.text;
-    const klen = key.length;
+    const bytes = this.probe(key).key;
+    const klen = bytes.length;
     for (let k = 0; k < this.argCount; k++) {
       const ks = this.argKeyStart[k];
-      if (this.argKeyEnd[k] - ks === klen && text3.startsWith(key, ks)) {
+      if (this.argKeyEnd[k] - ks === klen && bytesAt(text3, ks, bytes)) {
         return this.decode(this.argValStart[k], this.argValEnd[k], this.argValKind[k]);
       }
     }
@@ -79507,20 +79543,22 @@ var ChromeJsonScanner = class {
     }
     return out;
   }
-  /** A string for text[start, end): JSON-unescaped when needed, interned, never a slice of the chunk. */
+  /** The string for text[start, end): JSON-unescaped when needed, interned. */
   decode(start, end, kind) {
-    const s = this.text.slice(start, end);
-    if (kind === STR_ESCAPED) return this.copy(JSON.parse(`"${s}"`));
-    if (end - start < 13) return s;
-    return this.copy(s);
+    const text3 = this.text;
+    if (kind === STR) {
+      const s2 = this.interned.get(text3, start, end);
+      return s2 ?? this.copy(text3.toString("utf8", start, end));
+    }
+    const s = text3.toString("utf8", start, end);
+    return this.copy(kind === STR_ESCAPED ? JSON.parse(`"${s}"`) : s);
   }
-  /** Intern `s` (a slice of the chunk) so what the visitor keeps does not pin the whole chunk. */
+  /** Intern `s` (decoded afresh from the bytes, so it shares no storage with anything). */
   copy(s) {
     const hit = this.intern.get(s);
     if (hit !== void 0) return hit;
-    const own = flatCopy(s);
-    if (this.intern.size < INTERN_LIMIT) this.intern.set(own, own);
-    return own;
+    if (this.intern.size < INTERN_LIMIT) this.intern.set(s, s);
+    return s;
   }
   exportNames(out) {
     for (const [pid, dev] of this.devices) {
@@ -79565,11 +79603,70 @@ var ChromeJsonScanner = class {
     return stats;
   }
 };
+function firstChar(text3, start, end) {
+  const b = text3[start];
+  return b < 128 ? b : text3.toString("utf8", start, end).charCodeAt(0);
+}
 function deviceDisplayName(processName, labels) {
   return labels === "" ? processName : `${labels} (${processName})`;
 }
-function flatCopy(s) {
-  return ` ${s}`.slice(1);
+var ByteInterner = class {
+  hashes = new Int32Array(1024);
+  strings = new Array(1024).fill(void 0);
+  size = 0;
+  /** The interned string for buf[start, end), or undefined when the bytes are not all ASCII. */
+  get(buf, start, end) {
+    if (end - start > INTERN_MAX_BYTES) {
+      for (let k = start; k < end; k++) if (buf[k] >= 128) return void 0;
+      return buf.toString("latin1", start, end);
+    }
+    let h2 = 2166136261 | 0;
+    let high = 0;
+    for (let k = start; k < end; k++) {
+      const b = buf[k];
+      high |= b;
+      h2 = Math.imul(h2 ^ b, 16777619);
+    }
+    if (high >= 128) return void 0;
+    const hashes2 = this.hashes;
+    const strings = this.strings;
+    const mask = hashes2.length - 1;
+    const len = end - start;
+    let i2 = h2 & mask;
+    for (; ; ) {
+      const s2 = strings[i2];
+      if (s2 === void 0) break;
+      if (hashes2[i2] === h2 && s2.length === len && sameAscii(s2, buf, start)) return s2;
+      i2 = i2 + 1 & mask;
+    }
+    const s = buf.toString("latin1", start, end);
+    if (this.size < INTERN_LIMIT) {
+      hashes2[i2] = h2;
+      strings[i2] = s;
+      if (++this.size * 2 > hashes2.length) this.grow();
+    }
+    return s;
+  }
+  grow() {
+    const oldHashes = this.hashes;
+    const oldStrings = this.strings;
+    const n2 = oldHashes.length * 2;
+    this.hashes = new Int32Array(n2);
+    this.strings = new Array(n2).fill(void 0);
+    const mask = n2 - 1;
+    for (let j = 0; j < oldHashes.length; j++) {
+      const s = oldStrings[j];
+      if (s === void 0) continue;
+      let i2 = oldHashes[j] & mask;
+      while (this.strings[i2] !== void 0) i2 = i2 + 1 & mask;
+      this.hashes[i2] = oldHashes[j];
+      this.strings[i2] = s;
+    }
+  }
+};
+function sameAscii(s, buf, start) {
+  for (let k = 0; k < s.length; k++) if (s.charCodeAt(k) !== buf[start + k]) return false;
+  return true;
 }
 var JsonEventView = class {
   constructor(scanner) {

@@ -41165,7 +41165,6 @@ function round(ms2) {
 import { closeSync as closeSync4, openSync as openSync4, readFileSync as readFileSync7, readSync as readSync3 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
-import { isAscii } from "node:buffer";
 import { createReadStream } from "node:fs";
 import { open as open2 } from "node:fs/promises";
 import { createGunzip } from "node:zlib";
@@ -41183,94 +41182,118 @@ var JsonSyntaxError = class extends Error {
 var QUOTE = 34;
 var BACKSLASH = 92;
 var SHORT_STRING = 48;
-function charAt(text, p) {
-  if (p >= text.length) return "end of text";
-  const c = text[p];
-  return /[\x20-\x7e]/.test(c) ? `'${c}'` : `U+${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+function byteAt(buf, p) {
+  return p < buf.length ? buf[p] : -1;
 }
-function fail(text, p, expected) {
-  if (p >= text.length) throw NEED_MORE;
-  throw new JsonSyntaxError(p, `expected ${expected}, found ${charAt(text, p)}`);
+function charAt(buf, p) {
+  if (p >= buf.length) return "end of text";
+  const b = buf[p];
+  if (b >= 32 && b <= 126) return `'${String.fromCharCode(b)}'`;
+  const c = b < 128 ? b : buf.toString("utf8", p, Math.min(buf.length, p + 4)).charCodeAt(0);
+  return `U+${c.toString(16).padStart(4, "0")}`;
+}
+function fail(buf, p, expected) {
+  if (p >= buf.length) throw NEED_MORE;
+  throw new JsonSyntaxError(p, `expected ${expected}, found ${charAt(buf, p)}`);
+}
+function bytesAt(buf, p, pattern) {
+  const n = pattern.length;
+  if (p + n > buf.length) return false;
+  for (let k = 0; k < n; k++) if (buf[p + k] !== pattern[k]) return false;
+  return true;
 }
 var StringScanner = class {
-  text = "";
+  buf = Buffer.alloc(0);
   nextBackslash = 0;
   /** The position the cached backslash search started from; the cache holds only for strings after it. */
   searchedFrom = 0;
   /** Whether the last string found contained an escape sequence. */
   escaped = false;
-  reset(text) {
-    this.text = text;
+  reset(buf) {
+    this.buf = buf;
     this.nextBackslash = -2;
     this.searchedFrom = 0;
   }
   /** Index of the closing quote of the string whose body starts at `s` (just after the opening quote). */
   end(s) {
-    const text = this.text;
-    let q = text.indexOf('"', s);
+    const buf = this.buf;
+    const n = buf.length;
+    const lim = Math.min(s + SHORT_STRING, n);
+    let k = s;
+    for (; k < lim; k++) {
+      const c = buf[k];
+      if (c === QUOTE) {
+        this.escaped = false;
+        return k;
+      }
+      if (c === BACKSLASH) return this.escapedEnd(k);
+    }
+    if (lim === n) throw NEED_MORE;
+    const q = buf.indexOf(QUOTE, k);
     if (q < 0) throw NEED_MORE;
     let nb = this.nextBackslash;
-    if (nb !== -1 && nb < s || s < this.searchedFrom) {
-      if (q - s <= SHORT_STRING) {
-        let k = s;
-        while (k < q && text.charCodeAt(k) !== BACKSLASH) k++;
-        if (k === q) {
-          this.escaped = false;
-          return q;
-        }
-      }
-      nb = text.indexOf("\\", s);
+    if (nb !== -1 && nb < k || k < this.searchedFrom) {
+      nb = buf.indexOf(BACKSLASH, k);
       this.nextBackslash = nb;
-      this.searchedFrom = s;
+      this.searchedFrom = k;
     }
     if (nb === -1 || nb > q) {
       this.escaped = false;
       return q;
     }
-    while (isEscaped(text, q)) {
-      q = text.indexOf('"', q + 1);
+    return this.escapedEnd(nb);
+  }
+  /** The end of a string holding a backslash at `b`: skip quotes preceded by an odd number of backslashes. */
+  escapedEnd(b) {
+    const buf = this.buf;
+    let q = buf.indexOf(QUOTE, b);
+    if (q < 0) throw NEED_MORE;
+    while (isEscaped(buf, q)) {
+      q = buf.indexOf(QUOTE, q + 1);
       if (q < 0) throw NEED_MORE;
     }
     this.escaped = true;
-    this.nextBackslash = text.indexOf("\\", q);
-    this.searchedFrom = q;
     return q;
   }
 };
-function isEscaped(text, q) {
+function isEscaped(buf, q) {
   let n = 0;
-  while (text.charCodeAt(q - 1 - n) === BACKSLASH) n++;
+  while (q - 1 - n >= 0 && buf[q - 1 - n] === BACKSLASH) n++;
   return (n & 1) === 1;
 }
-function skipSpace(text, p) {
-  let c = text.charCodeAt(p);
-  while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(++p);
+function skipSpace(buf, p) {
+  const n = buf.length;
+  while (p < n) {
+    const c = buf[p];
+    if (c !== 32 && c !== 10 && c !== 13 && c !== 9) break;
+    p++;
+  }
   return p;
 }
-function skipValue(text, p, strings) {
-  const c = text.charCodeAt(p);
+function skipValue(buf, p, strings) {
+  const c = byteAt(buf, p);
   if (c === QUOTE) return strings.end(p + 1) + 1;
-  if (c === 123 || c === 91) return skipContainer(text, p, strings);
-  return skipScalar(text, p);
+  if (c === 123 || c === 91) return skipContainer(buf, p, strings);
+  return skipScalar(buf, p);
 }
-function skipScalar(text, p) {
+function skipScalar(buf, p) {
   const start = p;
-  const len = text.length;
+  const len = buf.length;
   for (; ; ) {
     if (p >= len) throw NEED_MORE;
-    const c = text.charCodeAt(p);
+    const c = buf[p];
     if (c >= 48 && c <= 57 || c === 45 || c === 43 || c === 46 || c >= 97 && c <= 122 || c === 69) p++;
     else break;
   }
-  if (p === start) fail(text, p, "a JSON value");
+  if (p === start) fail(buf, p, "a JSON value");
   return p;
 }
-function skipContainer(text, p, strings) {
+function skipContainer(buf, p, strings) {
   let depth = 0;
-  const len = text.length;
+  const len = buf.length;
   for (; ; ) {
     if (p >= len) throw NEED_MORE;
-    const c = text.charCodeAt(p);
+    const c = buf[p];
     if (c === QUOTE) p = strings.end(p + 1) + 1;
     else if (c === 123 || c === 91) {
       depth++;
@@ -41283,57 +41306,59 @@ function skipContainer(text, p, strings) {
   }
 }
 var numberEnd = 0;
-function parseTimePs(text, p, originUs) {
+function parseTimePs(buf, p, originUs) {
   const start = p;
-  let c = text.charCodeAt(p);
+  const n = buf.length;
+  let c = p < n ? buf[p] : -1;
   let negative = false;
   if (c === 45) {
     negative = true;
-    c = text.charCodeAt(++p);
+    c = ++p < n ? buf[p] : -1;
   }
   let int = 0;
   let digits = 0;
   while (c >= 48 && c <= 57) {
     int = int * 10 + (c - 48);
     digits++;
-    c = text.charCodeAt(++p);
+    c = ++p < n ? buf[p] : -1;
   }
   let frac = 0;
   let fracDigits = 0;
   let roundUp = false;
   if (c === 46) {
-    c = text.charCodeAt(++p);
+    c = ++p < n ? buf[p] : -1;
     while (c >= 48 && c <= 57) {
       if (fracDigits < 6) frac = frac * 10 + (c - 48);
       else if (fracDigits === 6) roundUp = c >= 53;
       fracDigits++;
-      c = text.charCodeAt(++p);
+      c = ++p < n ? buf[p] : -1;
     }
   }
   if (c === 101 || c === 69 || digits === 0 || int > 9e15) {
-    const end = skipScalar(text, start);
+    const end = skipScalar(buf, start);
     numberEnd = end;
-    const v = Number(text.slice(start, end));
-    if (Number.isNaN(v)) fail(text, start, "a number");
+    const v = Number(buf.toString("latin1", start, end));
+    if (Number.isNaN(v)) fail(buf, start, "a number");
     return Math.round((v - originUs) * 1e6);
   }
-  if (p >= text.length) throw NEED_MORE;
+  if (p >= n) throw NEED_MORE;
   numberEnd = p;
   for (let k = fracDigits; k < 6; k++) frac *= 10;
   const ps = (int - (negative ? -originUs : originUs)) * 1e6 + frac + (roundUp ? 1 : 0);
   return negative ? -ps : ps;
 }
-function parseInteger(text, p) {
-  let c = text.charCodeAt(p);
+function parseInteger(buf, p) {
+  const n = buf.length;
+  let c = p < n ? buf[p] : -1;
   let negative = false;
   if (c === 45) {
     negative = true;
-    c = text.charCodeAt(++p);
+    c = ++p < n ? buf[p] : -1;
   }
   let v = 0;
   while (c >= 48 && c <= 57) {
     v = v * 10 + (c - 48);
-    c = text.charCodeAt(++p);
+    c = ++p < n ? buf[p] : -1;
   }
   numberEnd = p;
   return negative ? -v : v;
@@ -41360,6 +41385,7 @@ var CHUNK_BYTES = 1024 * 1024;
 var BOUNDARY_BYTES = 4 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
+var INTERN_MAX_BYTES = 1024;
 var ChromeJsonSource = class {
   constructor(path, options = {}) {
     this.path = path;
@@ -41442,25 +41468,24 @@ function toInputError(path, err, scanner) {
   }
   return err;
 }
-function completeUtf8End(buf) {
-  const n = buf.length;
-  for (let back = 1; back <= 4 && back <= n; back++) {
-    const b = buf[n - back];
-    if (b < 128) return n;
-    if (b >= 192) {
-      const need = b >= 240 ? 4 : b >= 224 ? 3 : 2;
-      return back >= need ? n : n - back;
-    }
-  }
-  return n;
-}
 var STR = 0;
 var STR_ESCAPED = 1;
 var RAW = 2;
 var FOUND = 0;
 var ABSENT = 1;
 var PARSE = 2;
-var TSL_EVENT_HEAD = '{"ph":"X","pid":';
+var ascii = (s) => Buffer.from(s, "latin1");
+var TSL_EVENT_HEAD = ascii('{"ph":"X","pid":');
+var TSL_TID = ascii(',"tid":');
+var TSL_TS = ascii(',"ts":');
+var TSL_DUR = ascii(',"dur":');
+var TSL_NAME = ascii(',"name":"');
+var TSL_ARGS = ascii(',"args":{');
+var EVENT_START = ascii('{"ph":');
+var TRACE_EVENTS = ascii("traceEvents");
+var DISPLAY_TIME_UNIT = ascii("displayTimeUnit");
+var SPACED_SEPARATOR = ascii('": "');
+var META_NAMES = ["process_name", "thread_name", "process_labels"].map((n) => ({ n, bytes: ascii(n) }));
 var K_OTHER = 0;
 var K_PH = 1;
 var K_PID = 2;
@@ -41472,25 +41497,25 @@ var K_ARGS = 7;
 var K_CAT = 8;
 var KEY_LENGTH = [0, 2, 3, 3, 2, 3, 4, 4, 3];
 function eventKey(text, k) {
-  switch (text.charCodeAt(k)) {
+  switch (byteAt(text, k)) {
     case 112:
-      if (text.charCodeAt(k + 1) === 104 && text.charCodeAt(k + 2) === 34) return K_PH;
-      if (text.charCodeAt(k + 1) === 105 && text.charCodeAt(k + 2) === 100 && text.charCodeAt(k + 3) === 34)
+      if (byteAt(text, k + 1) === 104 && byteAt(text, k + 2) === 34) return K_PH;
+      if (byteAt(text, k + 1) === 105 && byteAt(text, k + 2) === 100 && byteAt(text, k + 3) === 34)
         return K_PID;
       return K_OTHER;
     case 116:
-      if (text.charCodeAt(k + 1) === 115 && text.charCodeAt(k + 2) === 34) return K_TS;
-      if (text.charCodeAt(k + 1) === 105 && text.charCodeAt(k + 2) === 100 && text.charCodeAt(k + 3) === 34)
+      if (byteAt(text, k + 1) === 115 && byteAt(text, k + 2) === 34) return K_TS;
+      if (byteAt(text, k + 1) === 105 && byteAt(text, k + 2) === 100 && byteAt(text, k + 3) === 34)
         return K_TID;
       return K_OTHER;
     case 100:
-      return text.charCodeAt(k + 1) === 117 && text.charCodeAt(k + 2) === 114 && text.charCodeAt(k + 3) === 34 ? K_DUR : K_OTHER;
+      return byteAt(text, k + 1) === 117 && byteAt(text, k + 2) === 114 && byteAt(text, k + 3) === 34 ? K_DUR : K_OTHER;
     case 110:
-      return text.charCodeAt(k + 1) === 97 && text.charCodeAt(k + 2) === 109 && text.charCodeAt(k + 3) === 101 && text.charCodeAt(k + 4) === 34 ? K_NAME : K_OTHER;
+      return byteAt(text, k + 1) === 97 && byteAt(text, k + 2) === 109 && byteAt(text, k + 3) === 101 && byteAt(text, k + 4) === 34 ? K_NAME : K_OTHER;
     case 97:
-      return text.charCodeAt(k + 1) === 114 && text.charCodeAt(k + 2) === 103 && text.charCodeAt(k + 3) === 115 && text.charCodeAt(k + 4) === 34 ? K_ARGS : K_OTHER;
+      return byteAt(text, k + 1) === 114 && byteAt(text, k + 2) === 103 && byteAt(text, k + 3) === 115 && byteAt(text, k + 4) === 34 ? K_ARGS : K_OTHER;
     case 99:
-      return text.charCodeAt(k + 1) === 97 && text.charCodeAt(k + 2) === 116 && text.charCodeAt(k + 3) === 34 ? K_CAT : K_OTHER;
+      return byteAt(text, k + 1) === 97 && byteAt(text, k + 2) === 116 && byteAt(text, k + 3) === 34 ? K_CAT : K_OTHER;
     default:
       return K_OTHER;
   }
@@ -41518,13 +41543,12 @@ var ChromeJsonScanner = class {
   visitor;
   eventCap;
   known;
-  text = "";
-  textAscii = true;
+  /** The bytes being scanned: a chunk of the file, or a chunk boundary's carried bytes and what follows. */
+  text = Buffer.alloc(0);
   /** Bytes scanned before `text[0]`, for error offsets. */
   consumedBytes = 0;
   /** Unscanned bytes carried to the next chunk. */
   carry;
-  decoder = new TextDecoder("utf-8");
   /** The file is tsl's (or its Python re-dump): every args value is a string, so args hold no brackets. */
   tslShape = false;
   /** Between a key and its string value: `":"` as tsl writes it, `": "` in Python's re-dump. */
@@ -41544,6 +41568,8 @@ var ChromeJsonScanner = class {
   otherPhases = /* @__PURE__ */ new Map();
   stats;
   bytes = 0;
+  /** Strings decoded so far: ASCII ones found by their bytes, the others by their text. */
+  interned = new ByteInterner();
   intern = /* @__PURE__ */ new Map();
   // The event being parsed.
   ph = 0;
@@ -41572,13 +41598,12 @@ var ChromeJsonScanner = class {
   argValEnd = [];
   argValKind = [];
   offsetOf(at) {
-    return this.consumedBytes + (this.textAscii ? at : Buffer.byteLength(this.text.slice(0, at), "utf8"));
+    return this.consumedBytes + at;
   }
   /**
    * Scan the next chunk. The unscanned tail of the previous chunk (the element the chunk boundary cut)
-   * is kept as bytes and finished in a small text of itself and the chunk's head; the rest of the chunk
-   * is then scanned as one fresh flat string (V8 reads those fastest) without copying it into a joined
-   * buffer first.
+   * is kept and finished in a small buffer of itself and the chunk's head; the rest of the chunk is then
+   * scanned in place, without copying it into a joined buffer first.
    */
   feed(chunk) {
     if (chunk.length === 0) return;
@@ -41589,40 +41614,35 @@ var ChromeJsonScanner = class {
     if (carry !== void 0) {
       if (carry.length < BOUNDARY_BYTES && chunk.length > BOUNDARY_BYTES) {
         const head = Buffer.concat([carry, chunk.subarray(0, BOUNDARY_BYTES)]);
-        const used2 = this.scanBytes(head, false);
+        const used2 = this.scanBytes(head);
         buf = used2 >= carry.length ? chunk.subarray(used2 - carry.length) : Buffer.concat([carry.subarray(used2), chunk]);
       } else buf = Buffer.concat([carry, chunk]);
     }
-    const used = this.scanBytes(buf, false);
+    const used = this.scanBytes(buf);
     if (used < buf.length) this.carry = Buffer.from(buf.subarray(used));
   }
-  /** Scan whatever is left (an incomplete multi-byte character becomes U+FFFD). */
+  /** Scan whatever is left. */
   feedEnd() {
     const rest = this.carry;
     this.carry = void 0;
     if (rest === void 0) return;
-    const used = this.scanBytes(rest, true);
+    const used = this.scanBytes(rest);
     if (used < rest.length) this.carry = Buffer.from(rest.subarray(used));
   }
   /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
-  scanBytes(buf, last) {
-    const ascii = isAscii(buf);
-    const end = ascii || last ? buf.length : completeUtf8End(buf);
-    const text = ascii ? buf.toString("latin1") : this.decoder.decode(buf.subarray(0, end));
-    this.text = text;
-    this.textAscii = ascii;
+  scanBytes(buf) {
+    this.text = buf;
     this.textGeneration++;
-    this.strings.reset(text);
+    this.strings.reset(buf);
     let p;
     try {
-      p = this.scan(text);
+      p = this.scan(buf);
     } catch (err) {
       if (err !== NEED_MORE) throw err;
       p = this.resumeAt;
     }
-    const used = ascii ? p : Buffer.byteLength(text.slice(0, p), "utf8");
-    this.consumedBytes += used;
-    return used;
+    this.consumedBytes += p;
+    return p;
   }
   /** Where to restart after NEED_MORE: the start of the element being parsed. */
   resumeAt = 0;
@@ -41634,14 +41654,15 @@ var ChromeJsonScanner = class {
         case 0 /* Start */: {
           p = skipSpace(text, p);
           if (p >= text.length) return p;
-          const c = text.charCodeAt(p);
+          const c = byteAt(text, p);
           if (c === 123) this.mode = 1 /* Object */;
           else if (c === 91) {
             this.mode = 2 /* Events */;
             this.bareArray = true;
             this.sawEvents = true;
-          } else if (c === 65279) {
-            p++;
+          } else if (c === 239 && (p + 1 >= text.length || text[p + 1] === 187) && (p + 2 >= text.length || text[p + 2] === 191)) {
+            if (p + 3 > text.length) throw NEED_MORE;
+            p += 3;
             continue;
           } else {
             throw new JsonSyntaxError(
@@ -41672,10 +41693,10 @@ var ChromeJsonScanner = class {
   /** One member of the top-level object (or its end); `traceEvents` switches to event mode. */
   objectMember(text, p) {
     p = skipSpace(text, p);
-    let c = text.charCodeAt(p);
+    let c = byteAt(text, p);
     if (c === 44) {
       p = skipSpace(text, p + 1);
-      c = text.charCodeAt(p);
+      c = byteAt(text, p);
     }
     if (c === 125) {
       this.mode = 3 /* Done */;
@@ -41683,17 +41704,17 @@ var ChromeJsonScanner = class {
     }
     if (c !== 34) fail(text, p, "a member name or '}'");
     const keyEnd = this.strings.end(p + 1);
-    const isEvents = keyEnd - p - 1 === 11 && text.startsWith("traceEvents", p + 1);
-    if (!this.sawEvents && keyEnd - p - 1 === 15 && text.startsWith("displayTimeUnit", p + 1)) {
+    const isEvents = keyEnd - p - 1 === 11 && bytesAt(text, p + 1, TRACE_EVENTS);
+    if (!this.sawEvents && keyEnd - p - 1 === 15 && bytesAt(text, p + 1, DISPLAY_TIME_UNIT)) {
       this.tslShape = true;
-      this.keyValueSeparator = text.startsWith('": "', keyEnd) ? '": "' : '":"';
+      this.keyValueSeparator = bytesAt(text, keyEnd, SPACED_SEPARATOR) ? '": "' : '":"';
       this.probes.clear();
     }
     p = skipSpace(text, keyEnd + 1);
-    if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+    if (byteAt(text, p) !== 58) fail(text, p, "':'");
     p = skipSpace(text, p + 1);
     if (isEvents) {
-      if (text.charCodeAt(p) !== 91) fail(text, p, `'[' after "traceEvents"`);
+      if (byteAt(text, p) !== 91) fail(text, p, `'[' after "traceEvents"`);
       this.mode = 2 /* Events */;
       this.sawEvents = true;
       return p + 1;
@@ -41703,11 +41724,11 @@ var ChromeJsonScanner = class {
   /** One element of the events array (or its end). */
   eventsElement(text, p) {
     p = skipSpace(text, p);
-    let c = text.charCodeAt(p);
+    let c = byteAt(text, p);
     if (c === 44) {
       p = skipSpace(text, p + 1);
       this.resumeAt = p;
-      c = text.charCodeAt(p);
+      c = byteAt(text, p);
     }
     if (c === 93) {
       this.mode = this.bareArray ? 3 /* Done */ : 1 /* Object */;
@@ -41730,7 +41751,7 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && text.startsWith(TSL_EVENT_HEAD, p)) {
+    if (this.tslShape && bytesAt(text, p, TSL_EVENT_HEAD)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
       this.ph = 0;
@@ -41743,33 +41764,33 @@ var ChromeJsonScanner = class {
       this.argsEnd = -1;
     }
     p = skipSpace(text, p + 1);
-    if (text.charCodeAt(p) === 125) return p + 1;
+    if (byteAt(text, p) === 125) return p + 1;
     for (; ; ) {
-      if (text.charCodeAt(p) !== 34) fail(text, p, "a member name");
+      if (byteAt(text, p) !== 34) fail(text, p, "a member name");
       const key = eventKey(text, p + 1);
       let ke;
       if (key === K_OTHER) ke = strings.end(p + 1);
       else ke = p + 1 + KEY_LENGTH[key];
       p = ke + 1;
-      if (text.charCodeAt(p) !== 58) {
+      if (byteAt(text, p) !== 58) {
         p = skipSpace(text, p);
-        if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+        if (byteAt(text, p) !== 58) fail(text, p, "':'");
       }
       p++;
-      let c = text.charCodeAt(p);
+      let c = byteAt(text, p);
       if (c === 32 || c === 10 || c === 13 || c === 9) {
         p = skipSpace(text, p);
-        c = text.charCodeAt(p);
+        c = byteAt(text, p);
       }
       switch (key) {
         case K_PH: {
           if (c !== 34) fail(text, p, 'a string for "ph"');
-          if (text.charCodeAt(p + 2) === 34) {
-            this.ph = text.charCodeAt(p + 1);
+          if (byteAt(text, p + 2) === 34) {
+            this.ph = firstChar(text, p + 1, p + 2);
             p += 3;
           } else {
             const e = strings.end(p + 1);
-            this.ph = e > p + 1 ? text.charCodeAt(p + 1) : 0;
+            this.ph = e > p + 1 ? firstChar(text, p + 1, e) : 0;
             p = e + 1;
           }
           break;
@@ -41831,14 +41852,14 @@ var ChromeJsonScanner = class {
         default:
           p = skipValue(text, p, strings);
       }
-      c = text.charCodeAt(p);
+      c = byteAt(text, p);
       if (c === 32 || c === 10 || c === 13 || c === 9) {
         p = skipSpace(text, p);
-        c = text.charCodeAt(p);
+        c = byteAt(text, p);
       }
       if (c === 44) {
         p++;
-        c = text.charCodeAt(p);
+        c = byteAt(text, p);
         if (c === 32 || c === 10 || c === 13 || c === 9) p = skipSpace(text, p);
         continue;
       }
@@ -41866,10 +41887,10 @@ var ChromeJsonScanner = class {
     this.ph = 88;
     const pid = parseInteger(text, p);
     p = numberEnd;
-    if (!text.startsWith(',"tid":', p)) return -1;
+    if (!bytesAt(text, p, TSL_TID)) return -1;
     const tid = parseInteger(text, p + 7);
     p = numberEnd;
-    if (!text.startsWith(',"ts":', p)) return -1;
+    if (!bytesAt(text, p, TSL_TS)) return -1;
     p += 6;
     if (this.originUs === void 0) {
       const us = parseInteger(text, p);
@@ -41878,21 +41899,21 @@ var ChromeJsonScanner = class {
     this.tsPs = parseTimePs(text, p, this.originUs);
     this.hasTs = true;
     p = numberEnd;
-    if (!text.startsWith(',"dur":', p)) return -1;
+    if (!bytesAt(text, p, TSL_DUR)) return -1;
     this.durPs = parseTimePs(text, p + 7, 0);
     p = numberEnd;
-    if (!text.startsWith(',"name":"', p)) return -1;
+    if (!bytesAt(text, p, TSL_NAME)) return -1;
     this.nameStart = p + 9;
     this.nameEnd = this.strings.end(p + 9);
     this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
     p = this.nameEnd + 1;
-    let c = text.charCodeAt(p);
+    let c = byteAt(text, p);
     if (c === 44) {
-      if (!text.startsWith(',"args":{', p)) return -1;
+      if (!bytesAt(text, p, TSL_ARGS)) return -1;
       this.argsStart = p + 8;
       p = this.skipTslArgs(text, p + 8);
       this.argsEnd = p;
-      c = text.charCodeAt(p);
+      c = byteAt(text, p);
     }
     if (c !== 125) {
       if (p >= text.length) throw NEED_MORE;
@@ -41910,18 +41931,18 @@ var ChromeJsonScanner = class {
    * a full scan when the shape does not match.
    */
   skipTslArgs(text, p) {
-    const next = text.indexOf('{"ph":', p);
+    const next = text.indexOf(EVENT_START, p);
     if (next > p) {
       let q = next - 1;
-      let c = text.charCodeAt(q);
-      while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--q);
+      let c = text[q];
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q];
       if (c === 44) {
-        c = text.charCodeAt(--q);
-        while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--q);
+        c = text[--q];
+        while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--q];
         if (c === 125) {
           let r = q - 1;
-          c = text.charCodeAt(r);
-          while (c === 32 || c === 10 || c === 13 || c === 9) c = text.charCodeAt(--r);
+          c = text[r];
+          while (c === 32 || c === 10 || c === 13 || c === 9) c = text[--r];
           if (c === 125 && r > p) return r + 1;
         }
       }
@@ -41933,15 +41954,15 @@ var ChromeJsonScanner = class {
   laneIdValue(text, p, c) {
     if (c === 34) {
       const e2 = this.strings.end(p + 1);
-      this.idValue = this.copy(text.slice(p + 1, e2));
+      this.idValue = this.decode(p + 1, e2, STR);
       return e2 + 1;
     }
     const v = parseInteger(text, p);
     const e = numberEnd;
-    const next = text.charCodeAt(e);
+    const next = byteAt(text, e);
     if (next === 46 || next === 101 || next === 69) {
       const end = skipScalar(text, p);
-      this.idValue = text.slice(p, end);
+      this.idValue = text.toString("latin1", p, end);
       return end;
     }
     if (e === p) fail(text, p, "a number or string id");
@@ -41952,20 +41973,20 @@ var ChromeJsonScanner = class {
   args(text, p) {
     const strings = this.strings;
     p = skipSpace(text, p + 1);
-    if (text.charCodeAt(p) === 125) return p + 1;
+    if (byteAt(text, p) === 125) return p + 1;
     let n = 0;
     for (; ; ) {
-      if (text.charCodeAt(p) !== 34) fail(text, p, "an args member name");
+      if (byteAt(text, p) !== 34) fail(text, p, "an args member name");
       const ks = p + 1;
       const ke = strings.end(ks);
       const keyEscaped = strings.escaped;
       p = ke + 1;
-      if (text.charCodeAt(p) !== 58) {
+      if (byteAt(text, p) !== 58) {
         p = skipSpace(text, p);
-        if (text.charCodeAt(p) !== 58) fail(text, p, "':'");
+        if (byteAt(text, p) !== 58) fail(text, p, "':'");
       }
       p = skipSpace(text, p + 1);
-      const c = text.charCodeAt(p);
+      const c = byteAt(text, p);
       if (!keyEscaped) {
         this.argKeyStart[n] = ks;
         this.argKeyEnd[n] = ke;
@@ -41987,7 +42008,7 @@ var ChromeJsonScanner = class {
         p = skipValue(text, p, strings);
       }
       p = skipSpace(text, p);
-      const d = text.charCodeAt(p);
+      const d = byteAt(text, p);
       if (d === 44) {
         p = skipSpace(text, p + 1);
         continue;
@@ -42111,8 +42132,8 @@ var ChromeJsonScanner = class {
     if (this.nameStart < 0 || this.nameKind === RAW) return void 0;
     const text = this.text;
     const len = this.nameEnd - this.nameStart;
-    for (const n of ["process_name", "thread_name", "process_labels"]) {
-      if (len === n.length && text.startsWith(n, this.nameStart)) return n;
+    for (const { n, bytes } of META_NAMES) {
+      if (len === bytes.length && bytesAt(text, this.nameStart, bytes)) return n;
     }
     return void 0;
   }
@@ -42137,27 +42158,17 @@ var ChromeJsonScanner = class {
    * Returns FOUND (the value is text[fastStart, fastEnd)), ABSENT, or PARSE when this shortcut does not
    * apply.
    *
-   * Each key remembers where its next occurrence in the chunk is, so a key asked of every event costs
-   * one search over the chunk in all, present or absent, and nothing is sliced or allocated per event.
+   * The first key of the args is checked in place; beyond it, each key remembers where its next
+   * occurrence in the chunk is, so a key asked of every event costs one search over the chunk in all,
+   * present or absent, and nothing is sliced or allocated per event.
    */
   fastArg(key) {
     if (this.argsParsed || !this.tslShape || this.argsEnd < 0) return PARSE;
-    let probe = this.probes.get(key);
-    if (probe === void 0) {
-      probe = {
-        withValue: `"${key}${this.keyValueSeparator}`,
-        bare: `"${key}"`,
-        generation: -1,
-        withValueFrom: 0,
-        withValueAt: -1,
-        bareFrom: 0,
-        bareAt: -1
-      };
-      this.probes.set(key, probe);
-    }
+    const probe = this.probe(key);
     const text = this.text;
     const a = this.argsStart;
     const b = this.argsEnd;
+    if (bytesAt(text, a + 1, probe.withValue)) return this.fastValue(a + 1 + probe.withValue.length, b);
     if (probe.generation !== this.textGeneration) {
       probe.generation = this.textGeneration;
       probe.withValueFrom = Number.MAX_SAFE_INTEGER;
@@ -42176,12 +42187,36 @@ var ChromeJsonScanner = class {
       const bare = probe.bareAt;
       return bare >= 0 && bare + probe.bare.length <= b ? PARSE : ABSENT;
     }
-    const start = at + probe.withValue.length;
-    const end = text.indexOf('"', start);
-    if (end < 0 || end >= b || text.charCodeAt(end - 1) === 92) return PARSE;
+    return this.fastValue(at + probe.withValue.length, b);
+  }
+  /** The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes. */
+  fastValue(start, b) {
+    const text = this.text;
+    let end = start;
+    const lim = Math.min(b, start + 32);
+    while (end < lim && text[end] !== 34) end++;
+    if (end === lim) end = text.indexOf(34, end);
+    if (end < 0 || end >= b || text[end - 1] === 92) return PARSE;
     this.fastStart = start;
     this.fastEnd = end;
     return FOUND;
+  }
+  probe(key) {
+    let probe = this.probes.get(key);
+    if (probe === void 0) {
+      probe = {
+        key: Buffer.from(key, "utf8"),
+        withValue: Buffer.from(`"${key}${this.keyValueSeparator}`, "utf8"),
+        bare: Buffer.from(`"${key}"`, "utf8"),
+        generation: -1,
+        withValueFrom: 0,
+        withValueAt: -1,
+        bareFrom: 0,
+        bareAt: -1
+      };
+      this.probes.set(key, probe);
+    }
+    return probe;
   }
   /** The value found by the last `fastArg` that returned FOUND. */
   fastStart = 0;
@@ -42195,8 +42230,8 @@ var ChromeJsonScanner = class {
       const end = this.fastEnd;
       let v = 0;
       for (let p = start; p < end; p++) {
-        const c = text.charCodeAt(p) - 48;
-        if (c < 0 || c > 9) return numberOrUndefined(text.slice(start, end));
+        const c = text[p] - 48;
+        if (c < 0 || c > 9) return numberOrUndefined(text.toString("utf8", start, end));
         v = v * 10 + c;
       }
       return end > start ? v : void 0;
@@ -42210,10 +42245,11 @@ var ChromeJsonScanner = class {
     if (fast === FOUND) return this.decode(this.fastStart, this.fastEnd, STR);
     this.ensureArgs();
     const text = this.text;
-    const klen = key.length;
+    const bytes = this.probe(key).key;
+    const klen = bytes.length;
     for (let k = 0; k < this.argCount; k++) {
       const ks = this.argKeyStart[k];
-      if (this.argKeyEnd[k] - ks === klen && text.startsWith(key, ks)) {
+      if (this.argKeyEnd[k] - ks === klen && bytesAt(text, ks, bytes)) {
         return this.decode(this.argValStart[k], this.argValEnd[k], this.argValKind[k]);
       }
     }
@@ -42228,20 +42264,22 @@ var ChromeJsonScanner = class {
     }
     return out;
   }
-  /** A string for text[start, end): JSON-unescaped when needed, interned, never a slice of the chunk. */
+  /** The string for text[start, end): JSON-unescaped when needed, interned. */
   decode(start, end, kind) {
-    const s = this.text.slice(start, end);
-    if (kind === STR_ESCAPED) return this.copy(JSON.parse(`"${s}"`));
-    if (end - start < 13) return s;
-    return this.copy(s);
+    const text = this.text;
+    if (kind === STR) {
+      const s2 = this.interned.get(text, start, end);
+      return s2 ?? this.copy(text.toString("utf8", start, end));
+    }
+    const s = text.toString("utf8", start, end);
+    return this.copy(kind === STR_ESCAPED ? JSON.parse(`"${s}"`) : s);
   }
-  /** Intern `s` (a slice of the chunk) so what the visitor keeps does not pin the whole chunk. */
+  /** Intern `s` (decoded afresh from the bytes, so it shares no storage with anything). */
   copy(s) {
     const hit = this.intern.get(s);
     if (hit !== void 0) return hit;
-    const own = flatCopy(s);
-    if (this.intern.size < INTERN_LIMIT) this.intern.set(own, own);
-    return own;
+    if (this.intern.size < INTERN_LIMIT) this.intern.set(s, s);
+    return s;
   }
   exportNames(out) {
     for (const [pid, dev] of this.devices) {
@@ -42286,11 +42324,70 @@ var ChromeJsonScanner = class {
     return stats;
   }
 };
+function firstChar(text, start, end) {
+  const b = text[start];
+  return b < 128 ? b : text.toString("utf8", start, end).charCodeAt(0);
+}
 function deviceDisplayName(processName, labels) {
   return labels === "" ? processName : `${labels} (${processName})`;
 }
-function flatCopy(s) {
-  return ` ${s}`.slice(1);
+var ByteInterner = class {
+  hashes = new Int32Array(1024);
+  strings = new Array(1024).fill(void 0);
+  size = 0;
+  /** The interned string for buf[start, end), or undefined when the bytes are not all ASCII. */
+  get(buf, start, end) {
+    if (end - start > INTERN_MAX_BYTES) {
+      for (let k = start; k < end; k++) if (buf[k] >= 128) return void 0;
+      return buf.toString("latin1", start, end);
+    }
+    let h = 2166136261 | 0;
+    let high = 0;
+    for (let k = start; k < end; k++) {
+      const b = buf[k];
+      high |= b;
+      h = Math.imul(h ^ b, 16777619);
+    }
+    if (high >= 128) return void 0;
+    const hashes = this.hashes;
+    const strings = this.strings;
+    const mask = hashes.length - 1;
+    const len = end - start;
+    let i = h & mask;
+    for (; ; ) {
+      const s2 = strings[i];
+      if (s2 === void 0) break;
+      if (hashes[i] === h && s2.length === len && sameAscii(s2, buf, start)) return s2;
+      i = i + 1 & mask;
+    }
+    const s = buf.toString("latin1", start, end);
+    if (this.size < INTERN_LIMIT) {
+      hashes[i] = h;
+      strings[i] = s;
+      if (++this.size * 2 > hashes.length) this.grow();
+    }
+    return s;
+  }
+  grow() {
+    const oldHashes = this.hashes;
+    const oldStrings = this.strings;
+    const n = oldHashes.length * 2;
+    this.hashes = new Int32Array(n);
+    this.strings = new Array(n).fill(void 0);
+    const mask = n - 1;
+    for (let j = 0; j < oldHashes.length; j++) {
+      const s = oldStrings[j];
+      if (s === void 0) continue;
+      let i = oldHashes[j] & mask;
+      while (this.strings[i] !== void 0) i = i + 1 & mask;
+      this.hashes[i] = oldHashes[j];
+      this.strings[i] = s;
+    }
+  }
+};
+function sameAscii(s, buf, start) {
+  for (let k = 0; k < s.length; k++) if (s.charCodeAt(k) !== buf[start + k]) return false;
+  return true;
 }
 var JsonEventView = class {
   constructor(scanner) {
