@@ -75565,16 +75565,11 @@ async function championPrograms(ctx, ev, commit2, platform3) {
   }
   return dir;
 }
-async function session(env, platform3, programs, rounds) {
+async function pairedSession(env, platform3, programs, o2) {
   const { ctx, ev, bundle } = env;
-  const m = ev.measurement;
-  const index = (m.sessions?.length ?? 0) + 1;
-  const name = `measure-${String(index).padStart(2, "0")}`;
-  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
+  const { name, rounds } = o2;
   const invalid = (reason) => ({
-    status: "verdict",
-    verdict: "invalid",
-    reasons: [reason]
+    verdict: { status: "verdict", verdict: "invalid", reasons: [reason] }
   });
   let run2;
   try {
@@ -75595,22 +75590,15 @@ async function session(env, platform3, programs, rounds) {
       step: "measure"
     });
   } catch (e) {
-    if (e instanceof VerifierFailed) return invalid(`measurement: ${e.message}`);
+    if (e instanceof VerifierFailed)
+      return invalid(`${o2.what === "measured" ? "measurement" : "screen"}: ${e.message}`);
     throw e;
   }
-  m.sessions.push({
-    index,
-    rounds,
-    durationMs: run2.durationMs,
-    file: ProgramFiles.session(name),
-    logFile: ProgramFiles.verifyLog(name)
-  });
-  env.save();
+  o2.ran?.(run2);
   const s = run2.session;
   const a2 = s.arms.A;
   const b = s.arms.B;
   if (!a2 || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
-  m.programs = { platform: platform3, A: a2.programs, B: b.programs };
   if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
   if (a2.failure) {
     throw new InfraFailure(`the champion's programs failed verification: ${a2.failure}`, {
@@ -75620,11 +75608,13 @@ async function session(env, platform3, programs, rounds) {
   if (s.identical) {
     const n2 = Object.keys(b.programs).length;
     return {
-      status: "verdict",
-      verdict: "no-op",
-      reasons: [
-        `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
-      ]
+      verdict: {
+        status: "verdict",
+        verdict: "no-op",
+        reasons: [
+          `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
+        ]
+      }
     };
   }
   const forged = Object.entries(b.programs).filter(
@@ -75632,12 +75622,45 @@ async function session(env, platform3, programs, rounds) {
   );
   if (forged.length > 0) {
     return invalid(
-      `the programs measured are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
+      `the programs ${o2.what} are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
     );
   }
   if (s.rounds.length !== rounds) {
     throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
   }
+  return { run: run2 };
+}
+async function session(env, platform3, programs, rounds) {
+  const { ctx, ev, bundle } = env;
+  const m = ev.measurement;
+  const index = (m.sessions?.length ?? 0) + 1;
+  const name = `measure-${String(index).padStart(2, "0")}`;
+  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
+  const checked2 = await pairedSession(env, platform3, programs, {
+    name,
+    rounds,
+    what: "measured",
+    ran: (run3) => {
+      m.sessions.push({
+        index,
+        rounds,
+        durationMs: run3.durationMs,
+        file: ProgramFiles.session(name),
+        logFile: ProgramFiles.verifyLog(name)
+      });
+      env.save();
+      const { A: a2, B: b } = run3.session.arms;
+      if (a2 && b) m.programs = { platform: platform3, A: a2.programs, B: b.programs };
+    }
+  });
+  if ("verdict" in checked2) return checked2.verdict;
+  const { run: run2 } = checked2;
+  const s = run2.session;
+  const invalid = (reason) => ({
+    status: "verdict",
+    verdict: "invalid",
+    reasons: [reason]
+  });
   for (const round4 of s.rounds) {
     const order = round4.first === "B" ? ["B", "A"] : ["A", "B"];
     for (const arm of order) {

@@ -49,6 +49,7 @@ import {
   ProgramFiles,
   runVerifier,
   VerifierFailed,
+  type VerifierRun,
 } from './programs.js';
 import type { Step, StepEnv, StepResult } from './step.js';
 
@@ -325,26 +326,25 @@ export async function championPrograms(
 }
 
 /**
- * One verifier session of `rounds` rounds: its runs join the measurement, or it ends the iteration
- * (`no-op`, `invalid`; a champion failure throws).
+ * One paired verifier session of champion (A) and candidate (B), `rounds` rounds, checked: the session
+ * document when every check holds, else the verdict it ends the candidate with (`invalid`, `no-op`); a
+ * champion that fails verification, or a session without an arm or with the wrong number of rounds,
+ * throws. `what` names the purpose in reasons ("measured", "screened"); `ran` sees the run before any
+ * check (measure records its session there, whatever the checks find). Shared by measure and the
+ * screen (./screen.ts), so both hold a candidate to the same checks.
  */
-async function session(
+export async function pairedSession(
   env: StepEnv,
   platform: Platform,
   programs: ArmPrograms,
-  rounds: number,
-): Promise<StepResult | undefined> {
+  o: { name: string; rounds: number; what: 'measured' | 'screened'; ran?: (run: VerifierRun) => void },
+): Promise<{ run: VerifierRun } | { verdict: StepResult }> {
   const { ctx, ev, bundle } = env;
-  const m = ev.measurement!;
-  const index = (m.sessions?.length ?? 0) + 1;
-  const name = `measure-${String(index).padStart(2, '0')}`;
-  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
-  const invalid = (reason: string): StepResult => ({
-    status: 'verdict',
-    verdict: 'invalid',
-    reasons: [reason],
+  const { name, rounds } = o;
+  const invalid = (reason: string) => ({
+    verdict: { status: 'verdict', verdict: 'invalid', reasons: [reason] } satisfies StepResult,
   });
-  let run: Awaited<ReturnType<typeof runVerifier>>;
+  let run: VerifierRun;
   try {
     run = await runVerifier(ctx, ev, {
       mode: 'measure',
@@ -363,22 +363,15 @@ async function session(
       step: 'measure',
     });
   } catch (e) {
-    if (e instanceof VerifierFailed) return invalid(`measurement: ${e.message}`);
+    if (e instanceof VerifierFailed)
+      return invalid(`${o.what === 'measured' ? 'measurement' : 'screen'}: ${e.message}`);
     throw e;
   }
-  m.sessions!.push({
-    index,
-    rounds,
-    durationMs: run.durationMs,
-    file: ProgramFiles.session(name),
-    logFile: ProgramFiles.verifyLog(name),
-  });
-  env.save();
+  o.ran?.(run);
   const s = run.session;
   const a = s.arms.A;
   const b = s.arms.B;
   if (!a || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
-  m.programs = { platform, A: a.programs, B: b.programs };
   if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
   if (a.failure) {
     throw new InfraFailure(`the champion's programs failed verification: ${a.failure}`, {
@@ -388,11 +381,13 @@ async function session(
   if (s.identical) {
     const n = Object.keys(b.programs).length;
     return {
-      status: 'verdict',
-      verdict: 'no-op',
-      reasons: [
-        `the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`,
-      ],
+      verdict: {
+        status: 'verdict',
+        verdict: 'no-op',
+        reasons: [
+          `the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`,
+        ],
+      },
     };
   }
   const forged = Object.entries(b.programs).filter(
@@ -400,12 +395,55 @@ async function session(
   );
   if (forged.length > 0) {
     return invalid(
-      `the programs measured are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
+      `the programs ${o.what} are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
     );
   }
   if (s.rounds.length !== rounds) {
     throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
   }
+  return { run };
+}
+
+/**
+ * One verifier session of `rounds` rounds: its runs join the measurement, or it ends the iteration
+ * (`no-op`, `invalid`; a champion failure throws).
+ */
+async function session(
+  env: StepEnv,
+  platform: Platform,
+  programs: ArmPrograms,
+  rounds: number,
+): Promise<StepResult | undefined> {
+  const { ctx, ev, bundle } = env;
+  const m = ev.measurement!;
+  const index = (m.sessions?.length ?? 0) + 1;
+  const name = `measure-${String(index).padStart(2, '0')}`;
+  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
+  const checked = await pairedSession(env, platform, programs, {
+    name,
+    rounds,
+    what: 'measured',
+    ran: (run) => {
+      m.sessions!.push({
+        index,
+        rounds,
+        durationMs: run.durationMs,
+        file: ProgramFiles.session(name),
+        logFile: ProgramFiles.verifyLog(name),
+      });
+      env.save();
+      const { A: a, B: b } = run.session.arms;
+      if (a && b) m.programs = { platform, A: a.programs, B: b.programs };
+    },
+  });
+  if ('verdict' in checked) return checked.verdict;
+  const { run } = checked;
+  const s = run.session;
+  const invalid = (reason: string): StepResult => ({
+    status: 'verdict',
+    verdict: 'invalid',
+    reasons: [reason],
+  });
   for (const round of s.rounds) {
     const order: ArmName[] = round.first === 'B' ? ['B', 'A'] : ['A', 'B'];
     for (const arm of order) {

@@ -11,16 +11,8 @@
  */
 import { metricValue } from '../../evidence/index.js';
 import { iterationDirName } from '../state/bundle.js';
-import { InfraFailure } from './failures.js';
-import { armPrograms } from './measure.js';
-import {
-  iterationDraw,
-  oneAtATime,
-  type Platform,
-  ProgramFiles,
-  runVerifier,
-  VerifierFailed,
-} from './programs.js';
+import { armPrograms, pairedSession } from './measure.js';
+import { oneAtATime, type Platform, ProgramFiles } from './programs.js';
 import type { StepEnv, StepResult } from './step.js';
 
 /**
@@ -29,68 +21,17 @@ import type { StepEnv, StepResult } from './step.js';
  * ranking's, filled in by the caller once every candidate is screened).
  */
 export async function screenCandidate(env: StepEnv, platform: Platform): Promise<StepResult | undefined> {
-  const { ctx, ev, bundle } = env;
+  const { ctx, ev } = env;
   const rounds = ctx.config.search.screen_rounds;
   const programs = await oneAtATime(() => armPrograms(env, platform));
   if ('verdict' in programs) return programs.verdict;
-  const invalid = (reason: string): StepResult => ({
-    status: 'verdict',
-    verdict: 'invalid',
-    reasons: [reason],
-  });
   const name = `screen-${iterationDirName(ev)}`;
   ctx.progress(`screen: ${rounds} round(s) against the champion`);
-  let run: Awaited<ReturnType<typeof runVerifier>>;
   const startedAt = new Date().toISOString();
-  try {
-    run = await runVerifier(ctx, ev, {
-      mode: 'measure',
-      platform,
-      draw: iterationDraw(ev),
-      arms: ['A', 'B'],
-      rounds,
-      repeats: ctx.target.bench.repeats,
-      warmup: ctx.target.bench.warmup,
-      backend: ctx.backend,
-      harness: ev.base.commit,
-      programs: { A: programs.A, B: programs.B },
-      sessionFile: bundle.path(ProgramFiles.session(name)),
-      logFile: bundle.path(ProgramFiles.verifyLog(name)),
-      name,
-      step: 'measure',
-    });
-  } catch (e) {
-    if (e instanceof VerifierFailed) return invalid(`screen: ${e.message}`);
-    throw e;
-  }
+  const checked = await pairedSession(env, platform, programs, { name, rounds, what: 'screened' });
+  if ('verdict' in checked) return checked.verdict;
+  const { run } = checked;
   const s = run.session;
-  const a = s.arms.A;
-  const b = s.arms.B;
-  if (!a || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
-  if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
-  if (a.failure) {
-    throw new InfraFailure(`the champion's programs failed verification: ${a.failure}`, {
-      hint: `see the session log in the bundle (${ProgramFiles.verifyLog(name)})`,
-    });
-  }
-  if (s.identical) {
-    return {
-      status: 'verdict',
-      verdict: 'no-op',
-      reasons: ["the candidate's programs are identical to the champion's (same sha256)"],
-    };
-  }
-  const forged = Object.entries(b.programs).filter(
-    ([key, hash]) => programs.verifiedByGate?.[key] !== undefined && programs.verifiedByGate[key] !== hash,
-  );
-  if (forged.length > 0) {
-    return invalid(
-      `the programs screened are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
-    );
-  }
-  if (s.rounds.length !== rounds) {
-    throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
-  }
   // A value that is missing or not a number is NaN: the ranking drops that candidate as unusable.
   const path = ctx.target.bench.metric.path;
   const values = (arm: 'A' | 'B') =>
