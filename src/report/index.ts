@@ -5,6 +5,7 @@
 export { checksSection } from './checks.js';
 export { renderComment } from './comment.js';
 export { headline, measuredChange, mfuText } from './facts.js';
+export { iterationTag } from './format.js';
 export { customCallSection, hotspotSection, topChanges } from './hotspots.js';
 export { JOB_SUMMARY_MAX_BYTES, renderJobSummary } from './job-summary.js';
 export { appendLogEntry, ITERATION_HEADING, renderLogEntry } from './log-entry.js';

@@ -68998,8 +68998,8 @@ async function openLoopContext(config, role) {
 }
 
 // src/loop/state/bundle.ts
-import { existsSync as existsSync16 } from "node:fs";
-import { join as join25 } from "node:path";
+import { existsSync as existsSync17 } from "node:fs";
+import { join as join29 } from "node:path";
 
 // src/evidence/history-row.ts
 var HISTORY_SCHEMA = "hillclimb.history/v1";
@@ -74666,1090 +74666,6 @@ var VERDICT_SYMBOLS = {
   "screened-out": "\xB7"
 };
 
-// src/loop/state/bundle.ts
-var EVIDENCE_FILE = "evidence.json";
-var BundleFiles = {
-  evidence: EVIDENCE_FILE,
-  prompt: "agent/prompt.md",
-  /** The agent's output folder for its n-th attempt (its log, result, last message). */
-  agentAttempt: (attempt2) => `agent/attempt-${attempt2}`,
-  /** The result file the agent wrote in its n-th attempt (prepare.ts names it in the prompt). */
-  agentResult: (attempt2) => `agent/attempt-${attempt2}/result.json`,
-  gitBundle: "candidate/candidate.bundle",
-  patch: "candidate/candidate.patch",
-  gateJunit: (gate) => `gates/${gate}.junit.xml`,
-  gateLog: (gate) => `gates/${gate}.log`,
-  runMetrics: (arm, index) => `measure/${arm}-${String(index).padStart(2, "0")}.json`,
-  runLog: (arm, index) => `measure/${arm}-${String(index).padStart(2, "0")}.log`,
-  profileDir: "profile/candidate-trace",
-  profileMetrics: "profile/candidate-metrics.json",
-  profileLog: "profile/candidate.log",
-  championProfileDir: "profile/champion-trace",
-  summary: "profile/summary.json",
-  championSummary: "profile/champion-summary.json",
-  diff: "profile/diff.json",
-  comment: "report/comment.md",
-  prBody: "report/pr.md",
-  logEntry: "report/log-entry.md"
-};
-function iterationDirName(key) {
-  const k = typeof key === "number" ? { iteration: key } : key;
-  const base = `i${String(k.iteration).padStart(3, "0")}`;
-  return k.slot === void 0 ? base : `${base}-c${k.slot.index}`;
-}
-var Bundle = class {
-  constructor(dir) {
-    this.dir = dir;
-  }
-  dir;
-  path(relative7) {
-    return join25(this.dir, relative7);
-  }
-  exists() {
-    return existsSync16(this.path(EVIDENCE_FILE));
-  }
-  load() {
-    const file = this.path(EVIDENCE_FILE);
-    const evidence = readJson(file);
-    if (evidence.schema !== EVIDENCE_SCHEMA) {
-      throw new HillclimbError(`${file}: schema ${String(evidence.schema)} is not ${EVIDENCE_SCHEMA}`, {
-        hint: "this bundle was written by another hillclimb version"
-      });
-    }
-    return evidence;
-  }
-  save(evidence) {
-    writeJsonAtomic(this.path(EVIDENCE_FILE), evidence);
-  }
-};
-function stepFinished(evidence, step) {
-  const s = evidence.steps[step];
-  return s !== void 0 && (s.status === "done" || s.status === "skipped");
-}
-
-// src/loop/steps/decide.ts
-var decideStep = {
-  name: "decide",
-  evaluation: true,
-  async run({ ev }) {
-    const c3 = ev.measurement?.comparison;
-    if (ev.dryRun && !c3) return { status: "skipped", note: "dry run: no verdict" };
-    if (!c3) {
-      return {
-        status: "verdict",
-        verdict: "invalid",
-        reasons: ["the measurement ended without a comparison"]
-      };
-    }
-    const unverified = unverifiedReasons(ev);
-    if (c3.verdict === "improved" && unverified.length > 0) {
-      return {
-        status: "verdict",
-        verdict: "needs-human",
-        reasons: [
-          `measured as improved, but the numbers are unverified: ${unverified.join("; ")} (docs/security.md)`,
-          ...c3.reasons
-        ]
-      };
-    }
-    return { status: "verdict", verdict: c3.verdict, reasons: c3.reasons };
-  }
-};
-
-// src/loop/steps/failures.ts
-var InfraFailure = class extends HillclimbError {
-  name = "InfraFailure";
-  constructor(message, opts = {}) {
-    super(message, { ...opts, exitCode: ExitCode2.infra });
-  }
-};
-var ChampionFailure = class extends HillclimbError {
-  name = "ChampionFailure";
-  constructor(message, opts = {}) {
-    super(message, { ...opts, exitCode: ExitCode2.badInput });
-  }
-};
-var PROGRAM_ERRORS = /^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\b/m;
-function isProgramError(log) {
-  const at = log.lastIndexOf("Traceback (most recent call last):");
-  return at !== -1 && PROGRAM_ERRORS.test(log.slice(at));
-}
-var Interrupted = class extends HillclimbError {
-  name = "Interrupted";
-  constructor(message = "interrupted") {
-    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
-  }
-};
-function backoffMs(baseSeconds, attempt2) {
-  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
-}
-
-// src/loop/steps/gates.ts
-import { existsSync as existsSync19, rmSync as rmSync19 } from "node:fs";
-
-// src/loop/state/worktrees.ts
-import { existsSync as existsSync17, readdirSync as readdirSync10, rmSync as rmSync17 } from "node:fs";
-import { join as join26 } from "node:path";
-function candidateWorktreePath(ctx, key) {
-  return join26(ctx.runDir, "worktrees", iterationDirName(key));
-}
-function championWorktreePath(ctx, commit2) {
-  return join26(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
-}
-function agentRepoPath(ctx, key) {
-  return join26(ctx.runDir, "agent", iterationDirName(key), "repo");
-}
-function agentOutputPath(ctx, key) {
-  return join26(ctx.runDir, "agent", iterationDirName(key), "out");
-}
-async function worktreeAt(ctx, path6, commit2) {
-  if (existsSync17(path6)) {
-    try {
-      const wt = await Git.create(path6);
-      if (await wt.head() === commit2 && await wt.isClean()) return wt;
-    } catch {
-    }
-    await ctx.git.removeWorktree(path6).catch(() => rmSync17(path6, { recursive: true, force: true }));
-    await ctx.git.pruneWorktrees();
-  }
-  await ctx.git.addWorktree(path6, commit2);
-  return Git.create(path6);
-}
-
-// src/loop/steps/naming.ts
-function iterationBranch(ctx, key) {
-  const k = typeof key === "number" ? { iteration: key } : key;
-  return loopBranchName({
-    prefix: ctx.config.loop.branch_prefix,
-    target: ctx.target.name,
-    runId: ctx.runId,
-    iteration: k.iteration,
-    ...k.slot ? { slot: k.slot.index } : {}
-  });
-}
-function candidateRef(runId, key) {
-  return `refs/hillclimb/candidates/${runId}/${iterationDirName(key)}`;
-}
-function jobId(runId, key, ...parts) {
-  return [runId, iterationDirName(key), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
-}
-
-// src/loop/steps/programs.ts
-import { randomBytes } from "node:crypto";
-import { cpSync, existsSync as existsSync18, mkdirSync as mkdirSync21, readdirSync as readdirSync11, rmSync as rmSync18 } from "node:fs";
-import { join as join27, relative as relative6 } from "node:path";
-var MINUTE_MS = 6e4;
-var PLATFORMS = ["cpu", "tpu"];
-var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
-var PROGRAM_FILE = /^(manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
-var DRAW_BITS = 53n;
-function newDraw() {
-  return Number(randomBytes(8).readBigUInt64BE() >> 64n - DRAW_BITS);
-}
-function iterationDraw(ev) {
-  if (!("gates" in ev)) return 0;
-  ev.draw ??= newDraw();
-  return ev.draw;
-}
-function exportCommand(ctx, platform3, draw, only) {
-  const p = ctx.target.programs;
-  return [
-    "{python}",
-    "-m",
-    p.module,
-    "export",
-    "--platform",
-    platform3,
-    "--draw",
-    String(draw),
-    ...only ? ["--only", only] : [],
-    "--out",
-    "{programs}",
-    "--",
-    ...p.args
-  ];
-}
-function verifyCommand(ctx, o2) {
-  const p = ctx.target.programs;
-  return [
-    "{python}",
-    // No PYTHON* variables, no user site-packages: the harness alone decides what this process loads.
-    "-E",
-    "-s",
-    "-m",
-    p.module,
-    "verify",
-    "--mode",
-    o2.mode,
-    "--platform",
-    o2.platform,
-    "--draw",
-    String(o2.draw),
-    ...o2.arms.flatMap((arm) => ["--arm", `${arm}=${VERIFIER_PROGRAMS_DIR}/${arm}`]),
-    "--out",
-    "{metrics}",
-    "--rounds",
-    String(o2.rounds ?? 1),
-    "--repeats",
-    String(o2.repeats),
-    "--warmup",
-    String(o2.warmup),
-    "--compile-cache",
-    "{cache}",
-    // On a CPU, timings are taken on one core (XLA:CPU's thread pool stalls on a busy machine); a gate
-    // only verifies, so it keeps every core.
-    ...o2.platform === "cpu" && o2.mode !== "gate" ? ["--pin-cpu"] : [],
-    ...o2.trace ? ["--trace", "{trace}"] : [],
-    "--",
-    ...p.args
-  ];
-}
-async function exportPrograms(ctx, ev, o2) {
-  rmSync18(o2.dest, { recursive: true, force: true });
-  rmSync18(o2.logFile, { force: true });
-  const result = await o2.backend.run({
-    id: jobId(ctx.runId, ev, "export", o2.name, Date.now()),
-    command: exportCommand(ctx, o2.platform, o2.draw, o2.only),
-    workdir: o2.workdir,
-    timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
-    outputs: { programs: o2.dest },
-    logFile: o2.logFile,
-    signal: ctx.signal,
-    // The code's own compile cache: never the champion's, never the verifier's.
-    cacheKey: await ctx.git.treeHash(o2.commit)
-  });
-  if (result.isolation && "gates" in ev)
-    recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
-  if (result.killedBy === "abort") throw new Interrupted("export cancelled");
-  if (result.infraError) throw new InfraFailure(`export of ${o2.name} could not run: ${result.infraError}`);
-  const done = {
-    platform: o2.platform,
-    dir: o2.record.dir,
-    logFile: o2.record.logFile,
-    durationMs: result.durationMs
-  };
-  const failed = (reason) => ({ status: "failed", reason, ...done });
-  if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
-  if (result.exitCode !== 0) {
-    return failed(
-      `the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`
-    );
-  }
-  if (!existsSync18(join27(o2.dest, "manifest.json")))
-    return failed("the export wrote no programs (no manifest.json)");
-  return { status: "passed", ...done };
-}
-function lastErrorLine(logFile) {
-  return tellingLogLine(logFile, {
-    skip: /^(?:\$|#) /,
-    telling: [/\b(failed|error|Error)\b[:]/],
-    orLast: true
-  })?.slice(0, 800);
-}
-function verifierTreePath(ctx, commit2, name) {
-  return join27(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
-}
-var repositoryQueue = Promise.resolve();
-function oneAtATime(fn) {
-  const run2 = repositoryQueue.then(fn, fn);
-  repositoryQueue = run2.catch(() => void 0);
-  return run2;
-}
-async function verifierTree(ctx, commit2, name, programs) {
-  const path6 = verifierTreePath(ctx, commit2, name);
-  const wt = await worktreeAt(ctx, path6, commit2);
-  for (const { path: file } of await wt.listFiles(commit2)) {
-    if (matchAny(ctx.target.editable, file)) rmSync18(join27(wt.root, file), { force: true });
-  }
-  const into = join27(wt.root, VERIFIER_PROGRAMS_DIR);
-  rmSync18(into, { recursive: true, force: true });
-  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join27(into, arm));
-  return wt.root;
-}
-function copyProgramFiles(from, dest) {
-  mkdirSync21(dest, { recursive: true });
-  for (const entry of readdirSync11(from, { withFileTypes: true })) {
-    if (entry.isFile() && PROGRAM_FILE.test(entry.name))
-      cpSync(join27(from, entry.name), join27(dest, entry.name));
-  }
-}
-var VerifierFailed = class extends Error {
-  constructor(message, timedOut) {
-    super(message);
-    this.timedOut = timedOut;
-  }
-  timedOut;
-};
-async function runVerifier(ctx, ev, o2) {
-  const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, o2.name, o2.programs));
-  rmSync18(o2.sessionFile, { force: true });
-  rmSync18(o2.logFile, { force: true });
-  if (o2.traceDir) rmSync18(o2.traceDir, { recursive: true, force: true });
-  const timeout = ctx.target.bench.timeout_minutes;
-  const result = await o2.backend.run({
-    id: jobId(ctx.runId, ev, "verify", o2.name, Date.now()),
-    command: verifyCommand(ctx, o2),
-    workdir: tree,
-    timeoutMs: timeout * MINUTE_MS,
-    outputs: { metrics: o2.sessionFile, ...o2.traceDir ? { trace: o2.traceDir } : {} },
-    logFile: o2.logFile,
-    signal: ctx.signal,
-    cacheKey: VERIFIER_CACHE_KEY,
-    include: [VERIFIER_PROGRAMS_DIR]
-  });
-  if (result.isolation && "gates" in ev)
-    recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
-  if (result.killedBy === "abort") throw new Interrupted("verifier cancelled");
-  if (result.infraError) throw new InfraFailure(`the verifier could not run: ${result.infraError}`);
-  const log = relative6(ctx.runDir, o2.logFile);
-  if (result.killedBy) {
-    throw new VerifierFailed(
-      `the verifier session timed out after ${timeout} min (bench.timeout_minutes)`,
-      true
-    );
-  }
-  if (result.exitCode !== 0 || !existsSync18(o2.sessionFile)) {
-    throw new InfraFailure(
-      `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`
-    );
-  }
-  try {
-    return { session: await readSession(o2.sessionFile), durationMs: result.durationMs };
-  } catch (e) {
-    throw new InfraFailure(`the verifier's session is unreadable: ${errorMessage(e)}`);
-  }
-}
-var ProgramFiles = {
-  dir: (arm, platform3) => `programs/${arm}-${platform3}`,
-  exportLog: (arm, platform3) => `programs/export-${arm}-${platform3}.log`,
-  session: (name) => `verify/${name}.session.json`,
-  verifyLog: (name) => `verify/${name}.log`
-};
-function bundlePrograms(bundle, arm, platform3) {
-  return bundle.path(ProgramFiles.dir(arm, platform3));
-}
-
-// src/loop/steps/gates.ts
-var MINUTE_MS2 = 6e4;
-var MAX_FAILING_LISTED = 20;
-var cpuGateStep = {
-  name: "cpu-gate",
-  evaluation: true,
-  run: (env) => runGate(env, "cpu", env.ctx.target.correctness.cpu, env.ctx.cpuBackend)
-};
-var acceleratorGateStep = {
-  name: "accelerator-gate",
-  evaluation: true,
-  async run(env) {
-    const gate = env.ctx.target.correctness.accelerator;
-    if (!gate) return skip(env, "accelerator", "no accelerator gate configured for this target");
-    if (!env.ctx.backend.info().hasAccelerator) {
-      return skip(env, "accelerator", `the ${env.ctx.backend.name} backend has no accelerator`);
-    }
-    return runGate(env, "accelerator", gate, env.ctx.backend);
-  }
-};
-function skip(env, which2, reason) {
-  env.ev.gates[which2] = { status: "skipped", reason, exitCode: null, durationMs: 0 };
-  return { status: "skipped", note: reason };
-}
-async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
-  const candidate = ev.candidate;
-  const label = which2 === "cpu" ? "CPU" : "accelerator";
-  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
-  const job = { ctx, bundle, ev, which: which2, backend, root: wt.root, commit: candidate.commit };
-  const [suite, programs] = settled(await Promise.allSettled([runSuite(job, gate), verifyPrograms(job)]));
-  const evidence = {
-    ...suite.evidence,
-    ...programs.export ? { export: programs.export } : {},
-    ...programs.verifier ? { verifier: programs.verifier } : {}
-  };
-  const problems = [...suite.problems, ...programs.problems];
-  if (problems.length > 0) {
-    evidence.status = "failed";
-    evidence.reason = problems[0];
-    ev.gates[which2] = evidence;
-    return {
-      status: "verdict",
-      verdict: "invalid",
-      reasons: [`${label} correctness failed: ${problems.join("; ")}`]
-    };
-  }
-  ev.gates[which2] = evidence;
-  const t = evidence.junit;
-  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : "";
-  return { status: "done", note: `${tests}${evidence.verifier.total} programs verified` };
-}
-function settled(results) {
-  const failed = results.find((r) => r.status === "rejected");
-  if (failed) throw failed.reason;
-  return results.map((r) => r.value);
-}
-async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2 }, gate) {
-  const junitFile = bundle.path(BundleFiles.gateJunit(which2));
-  const logFile = bundle.path(BundleFiles.gateLog(which2));
-  rmSync19(junitFile, { force: true });
-  const result = await backend.run({
-    id: jobId(ctx.runId, ev, `${which2}-gate`, Date.now()),
-    command: gate.command,
-    workdir: root,
-    timeoutMs: gate.timeout_minutes * MINUTE_MS2,
-    idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS2,
-    outputs: { junit: junitFile },
-    logFile,
-    signal: ctx.signal,
-    cacheKey: await ctx.git.treeHash(commit2)
-  });
-  if (result.isolation) {
-    recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
-  }
-  if (result.killedBy === "abort") throw new InfraFailure(`${which2} gate cancelled`);
-  if (result.infraError) throw new InfraFailure(`${which2} gate could not run: ${result.infraError}`);
-  const evidence = {
-    status: "passed",
-    exitCode: result.exitCode,
-    durationMs: result.durationMs,
-    logFile: BundleFiles.gateLog(which2)
-  };
-  const problems = [];
-  if (existsSync19(junitFile)) {
-    try {
-      const report = await readJUnitXml(junitFile);
-      const failing = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${failureSummary(c3.message)}` : ""}`);
-      evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
-      evidence.junitFile = BundleFiles.gateJunit(which2);
-      if (failing.length > 0) problems.push(`${failing.length} test(s) failed, first: ${failing[0]}`);
-      if (report.totals.tests === 0) problems.push("the test report holds no tests");
-    } catch (e) {
-      problems.push(`unreadable JUnit report: ${errorMessage(e)}`);
-    }
-  } else if (gate.command.some((a2) => a2.includes("{junit}"))) {
-    problems.push("the test command wrote no JUnit report");
-  }
-  if (result.killedBy === "timeout") problems.unshift(`timed out after ${gate.timeout_minutes} min`);
-  else if (result.killedBy === "idle-timeout") {
-    problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
-  } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
-  return { evidence, problems };
-}
-async function verifyPrograms({
-  ctx,
-  bundle,
-  ev,
-  which: which2,
-  backend,
-  root,
-  commit: commit2
-}) {
-  const platform3 = which2 === "cpu" ? "cpu" : backend.info().platform;
-  const draw = iterationDraw(ev);
-  const programsDir = bundlePrograms(bundle, "B", platform3);
-  const exported = await exportPrograms(ctx, ev, {
-    backend,
-    workdir: root,
-    commit: commit2,
-    platform: platform3,
-    draw,
-    dest: programsDir,
-    logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
-    record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
-    name: `B-${platform3}`,
-    step: `${which2}-gate`
-  });
-  if (exported.status === "failed") {
-    return {
-      export: exported,
-      problems: [`the candidate's programs could not be exported: ${exported.reason}`]
-    };
-  }
-  const name = `${which2}-gate`;
-  let run2;
-  try {
-    run2 = await runVerifier(ctx, ev, {
-      mode: "gate",
-      platform: platform3,
-      draw,
-      arms: ["B"],
-      repeats: 1,
-      warmup: 0,
-      backend,
-      harness: ev.base.commit,
-      programs: { B: programsDir },
-      sessionFile: bundle.path(ProgramFiles.session(name)),
-      logFile: bundle.path(ProgramFiles.verifyLog(name)),
-      name,
-      step: name
-    });
-  } catch (e) {
-    if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
-    throw e;
-  }
-  const verdict = run2.session.gate;
-  const failing = verdict.programs.filter((p) => p.status === "failed").map((p) => p.error?.startsWith(`${p.key}: `) ? p.error : `${p.key}: ${p.error ?? "failed"}`);
-  const verifier = {
-    passed: verdict.passed,
-    total: verdict.total,
-    failed: verdict.failed,
-    failing: failing.slice(0, MAX_FAILING_LISTED),
-    programs: run2.session.arms.B?.programs ?? {},
-    platform: platform3,
-    draw,
-    sessionFile: ProgramFiles.session(name),
-    logFile: ProgramFiles.verifyLog(name),
-    durationMs: run2.durationMs
-  };
-  if (verdict.passed) return { export: exported, verifier, problems: [] };
-  const why = verdict.total === 0 ? "the verifier checked no programs" : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`;
-  return { export: exported, verifier, problems: [why] };
-}
-
-// src/loop/state/history.ts
-import { join as join28 } from "node:path";
-var HISTORY_FILE = "history.jsonl";
-function historyFile(stateDir) {
-  return join28(stateDir, HISTORY_FILE);
-}
-function appendHistory(stateDir, row) {
-  appendLineDurable(historyFile(stateDir), JSON.stringify(row));
-}
-function readHistory(stateDir, target2) {
-  const { rows } = readJsonLines(historyFile(stateDir));
-  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target2 === void 0 || r.target === target2));
-}
-function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
-  const m = ev.measurement;
-  const c3 = m?.comparison;
-  const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
-  return {
-    schema: HISTORY_SCHEMA,
-    at: now.toISOString(),
-    runId: ev.runId,
-    iteration: ev.iteration,
-    ...ev.slot ? { slot: ev.slot.index } : {},
-    target: ev.target,
-    verdict: ev.verdict ?? "error",
-    reason: ev.verdictReasons[0] ?? "",
-    baseCommit: ev.base.commit,
-    candidateCommit: ev.candidate?.commit ?? null,
-    subject: ev.candidate?.subject ?? null,
-    branch: ev.candidate?.branch ?? null,
-    ...ev.guard?.change ? { change: ev.guard.change } : {},
-    ...ev.agent?.result?.hypothesis ? { hypothesis: oneLine2(ev.agent.result.hypothesis, 300) } : {},
-    metric,
-    a: c3?.a.median ?? null,
-    b: c3?.b.median ?? null,
-    nA: m?.runs.filter((r) => r.arm === "A").length ?? 0,
-    nB: m?.runs.filter((r) => r.arm === "B").length ?? 0,
-    ratio: c3?.ratio ?? null,
-    ciLow: c3?.ci?.lo ?? null,
-    ciHigh: c3?.ci?.hi ?? null,
-    mde: c3?.mde ?? null,
-    mfuA: m?.mfu.a ?? null,
-    mfuB: m?.mfu.b ?? null,
-    ...m?.levels ? { levels: historyLevels(m.levels) } : {},
-    championAfter: championAfter2,
-    harnessHash: ev.provenance.harnessHash ?? null,
-    configHash: ev.provenance.configHash,
-    device: m?.device?.kind ?? null,
-    backend: ev.provenance.backend?.backend ?? null,
-    versions: m?.versions ?? {},
-    prUrl: ev.publish?.prUrl ?? null,
-    evidenceUrl: ev.publish?.bundleUrl ?? null
-  };
-}
-function historyLevels(l) {
-  const pair = (c3) => ({
-    a: c3?.a ?? null,
-    b: c3?.b ?? null
-  });
-  return {
-    kernelMs: pair(l.kernel.time),
-    kernelMfu: pair(l.kernel.mfu),
-    stepMs: pair(l.model?.time),
-    modelMfu: pair(l.model?.mfu),
-    peak: l.peak?.source ?? null
-  };
-}
-function championMeasurement(rows, champion) {
-  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
-    const r = rows[i2];
-    if (r.baseCommit === champion && r.a !== null) return { value: r.a, mfu: r.mfuA, row: r, as: "A" };
-    if (r.championAfter === champion && r.candidateCommit !== null && r.b !== null && r.verdict === "improved") {
-      return { value: r.b, mfu: r.mfuB, row: r, as: "B" };
-    }
-  }
-  return void 0;
-}
-function oneLine2(text3, max) {
-  const line = text3.replace(/\s+/g, " ").trim();
-  return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
-}
-
-// src/loop/steps/guard.ts
-var guardStep = {
-  name: "guard",
-  evaluation: true,
-  async run({ ctx, ev }) {
-    const candidate = ev.candidate;
-    const rules = { editable: ctx.target.editable, protected: ctx.target.protected };
-    const paths = classifyChanges(candidate.changedPaths, rules);
-    const scan = await scanCommits(ctx.git, ev.base.commit, candidate.commit, {
-      ...rules,
-      staticChecks: ctx.target.static_checks
-    });
-    ev.guard = {
-      allowed: paths.allowed && !scan.blocking,
-      changedPaths: candidate.changedPaths,
-      protectedTouched: paths.protectedTouched,
-      outsideEditable: paths.outsideEditable,
-      findings: scan.findings.map((f) => ({
-        file: f.file,
-        line: f.line ?? null,
-        rule: f.ruleId,
-        reason: f.reason,
-        severity: f.severity,
-        excerpt: f.excerpt
-      }))
-    };
-    const nonRegular = await ctx.git.nonRegularChanges(ev.base.commit, candidate.commit);
-    if (nonRegular.length > 0) ev.guard.allowed = false;
-    const reasons = [];
-    if (!paths.allowed) reasons.push(describeViolations(paths));
-    for (const n2 of nonRegular) reasons.push(`${n2.path} is a ${n2.mode}: only regular files may change`);
-    for (const f of scan.findings.filter((x) => x.severity === "block")) {
-      reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ""} ${f.ruleId}: ${f.reason}`);
-    }
-    if (reasons.length > 0) return { status: "verdict", verdict: "invalid", reasons };
-    const change = changeFingerprint(
-      await ctx.git.diff(ev.base.commit, candidate.commit, {
-        paths: candidate.changedPaths,
-        context: 0,
-        fullIndex: true
-      })
-    );
-    if (change) ev.guard.change = change;
-    const earlier = change && !personsChange(ctx, ev) ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, {
-      runId: ev.runId,
-      iteration: ev.iteration,
-      base: ev.base.commit
-    }) : void 0;
-    if (earlier) {
-      return {
-        status: "verdict",
-        verdict: "invalid",
-        reasons: [repeatReason(earlier)],
-        note: `repeat of iteration ${earlier.iteration} of run ${earlier.runId}`
-      };
-    }
-    const warnings2 = scan.findings.filter((f) => f.severity !== "block").length;
-    return warnings2 > 0 ? { status: "done", note: `${warnings2} static-scan warning(s)` } : { status: "done" };
-  }
-};
-function personsChange(ctx, ev) {
-  if (!ev.candidate?.from) return false;
-  return ctx.proposes || ev.steps.guard !== void 0;
-}
-var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
-function sameChangeEarlier(rows, change, self2) {
-  return rows.findLast(
-    (r) => r.change === change && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(r.verdict === "no-change" && r.baseCommit !== self2.base) && !(r.runId === self2.runId && r.iteration === self2.iteration)
-  );
-}
-function repeatReason(row) {
-  const ratio = row.ratio === null ? "not measured" : `ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ""}`;
-  return `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId} (${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ""}), the same change on champion ${row.baseCommit.slice(0, 12)}. Not measured again${row.verdict === "no-change" ? " until the champion moves" : ""}; a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.`;
-}
-
-// src/loop/steps/measure.ts
-import { createHash as createHash7 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync20, readFileSync as readFileSync20, rmSync as rmSync20 } from "node:fs";
-import { join as join29 } from "node:path";
-function metricUnit(path6) {
-  if (path6.endsWith("_ms")) return "ms";
-  if (path6.endsWith("mfu")) return "MFU";
-  if (path6.endsWith("tflops_per_s")) return "TFLOP/s";
-  if (path6.endsWith("tokens_per_s")) return "tok/s";
-  return "";
-}
-var measureStep = {
-  name: "measure",
-  evaluation: true,
-  run: measure
-};
-async function measure(env) {
-  const { ctx, ev, bundle } = env;
-  const metricConfig = ctx.target.bench.metric;
-  const seed = ctx.config.measure.seed + ev.iteration;
-  ev.measurement ??= {
-    metric: {
-      path: metricConfig.path,
-      direction: metricConfig.direction,
-      label: metricConfig.label ?? metricConfig.path,
-      unit: metricUnit(metricConfig.path)
-    },
-    runs: [],
-    firstArm: createRng(seed).uniform() < 0.5 ? "A" : "B",
-    mfu: { a: null, b: null },
-    noise: { cv: null, champion_runs: 0 },
-    looks: [],
-    sessions: []
-  };
-  const m = ev.measurement;
-  m.looks = [];
-  m.sessions ??= [];
-  const platform3 = ctx.backend.info().platform;
-  const programs = await armPrograms(env, platform3);
-  if ("verdict" in programs) return programs.verdict;
-  m.noise = { cv: null, champion_runs: 0 };
-  const opts = {
-    direction: metricConfig.direction,
-    seed,
-    confidence: ctx.config.measure.confidence,
-    resamples: ctx.config.measure.resamples,
-    practicalDelta: ctx.config.measure.practical_delta,
-    regressionDelta: ctx.config.measure.regression_delta,
-    implausibleSpeedup: ctx.config.measure.implausible_speedup,
-    paired: true
-  };
-  const policy = {
-    nStart: ctx.config.measure.runs_per_arm,
-    nMax: ctx.config.measure.max_runs_per_arm,
-    step: SEQUENTIAL_STEP
-  };
-  const values = (arm, n2 = Number.POSITIVE_INFINITY) => m.runs.filter((r) => r.arm === arm && r.value !== null && r.index <= n2).map((r) => r.value);
-  let measured2 = Math.min(values("A").length, values("B").length);
-  for (let n2 = 0; ; ) {
-    const decision = decideNext(values("A", n2), values("B", n2), opts, policy);
-    if (decision.action === "stop") {
-      m.looks.push({ n: n2, action: "stop", reason: decision.reason });
-      m.comparison = decision.comparison ?? void 0;
-      setAside(m, n2);
-      break;
-    }
-    if (n2 > 0) m.looks.push({ n: n2, action: "more", reason: decision.reason });
-    const next = n2 + Math.max(decision.addRuns.a, decision.addRuns.b);
-    if (next > measured2) {
-      const rounds = (n2 === 0 ? next : policy.nMax) - measured2;
-      const ended = await session(env, platform3, programs, rounds);
-      if (ended) return ended;
-      measured2 += rounds;
-    }
-    n2 = next;
-  }
-  const pooled = pooledPeak(m.runs);
-  const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu === null ? null : atPooledPeak(r.mfu, r.levels?.peakFlopsPerS, pooled));
-  const medianOrNull = (xs) => xs.length > 0 && xs.every((x) => x !== null) ? median(xs) : null;
-  m.mfu = { a: medianOrNull(mfus("A")), b: medianOrNull(mfus("B")) };
-  const lastB = [...m.runs].reverse().find((r) => r.arm === "B" && r.value !== null);
-  if (lastB) {
-    const metrics = await readMetricsFile(bundle.path(lastB.metricsFile));
-    m.device = {
-      backend: metrics.device.backend,
-      kind: metrics.device.kind,
-      count: metrics.device.count,
-      interpret: metrics.device.interpret
-    };
-    m.versions = { ...metrics.versions };
-    m.preset = metrics.preset;
-    m.impl = metrics.impl;
-    m.levels = summarizeLevels(
-      m.runs,
-      { ...levelInfo(metrics), verdict: { path: m.metric.path, comparison: m.comparison } },
-      {
-        confidence: ctx.config.measure.confidence,
-        resamples: ctx.config.measure.resamples,
-        seed
-      }
-    );
-  }
-  const c3 = m.comparison;
-  const sessions = m.sessions?.length ?? 0;
-  return {
-    status: "done",
-    note: c3 ? `${c3.verdict} after ${m.runs.length} runs in ${sessions} verifier session(s)` : void 0
-  };
-}
-function setAside(m, n2) {
-  const later = m.runs.filter((r) => r.index > n2);
-  if (later.length === 0) return;
-  m.runs = m.runs.filter((r) => r.index <= n2);
-  m.discarded = [
-    ...m.discarded ?? [],
-    ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n2} that stopped` }))
-  ];
-}
-function runName(arm, index) {
-  return `${arm}-${String(index).padStart(2, "0")}`;
-}
-async function armPrograms(env, platform3) {
-  const { ctx, ev, bundle } = env;
-  const candidate = ev.candidate;
-  const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
-  const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
-  const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync20(join29(B, "manifest.json"))) {
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
-    const exported = await exportPrograms(ctx, ev, {
-      backend: ctx.backend,
-      workdir: wt.root,
-      commit: candidate.commit,
-      platform: platform3,
-      draw: iterationDraw(ev),
-      only: "bench",
-      dest: B,
-      logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
-      record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
-      name: `B-${platform3}`,
-      step: "measure"
-    });
-    if (exported.status === "failed") {
-      return {
-        verdict: {
-          status: "verdict",
-          verdict: "invalid",
-          reasons: [`the candidate's programs could not be exported: ${exported.reason}`]
-        }
-      };
-    }
-  }
-  const A = await championPrograms(ctx, ev, ev.base.commit, platform3);
-  const inBundle = bundlePrograms(bundle, "A", platform3);
-  rmSync20(inBundle, { recursive: true, force: true });
-  cpSync2(A, inBundle, { recursive: true });
-  return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
-}
-function championCache(ctx, commit2, platform3) {
-  const key = createHash7("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
-  return { key, dir: join29(ctx.stateDir, "cache", "programs", key) };
-}
-function keepChampionPrograms(ctx, commit2, platform3, from) {
-  if (!existsSync20(join29(from, "manifest.json"))) return;
-  const { dir } = championCache(ctx, commit2, platform3);
-  rmSync20(dir, { recursive: true, force: true });
-  copyProgramFiles(from, dir);
-}
-function readText(file) {
-  try {
-    return readFileSync20(file, "utf8");
-  } catch {
-    return "";
-  }
-}
-async function championPrograms(ctx, ev, commit2, platform3) {
-  const { key, dir } = championCache(ctx, commit2, platform3);
-  if (existsSync20(join29(dir, "manifest.json"))) return dir;
-  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
-  const log = join29(ctx.stateDir, "cache", "programs", `${key}.log`);
-  const exported = await exportPrograms(ctx, ev, {
-    backend: ctx.backend,
-    workdir: wt.root,
-    commit: commit2,
-    platform: platform3,
-    draw: iterationDraw(ev),
-    only: "bench",
-    dest: dir,
-    logFile: log,
-    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
-    name: `A-${platform3}`,
-    step: "measure"
-  });
-  if (exported.status === "failed") {
-    rmSync20(dir, { recursive: true, force: true });
-    const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
-    if (isProgramError(readText(log))) {
-      throw new ChampionFailure(message, {
-        hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`
-      });
-    }
-    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
-  }
-  return dir;
-}
-async function pairedSession(env, platform3, programs, o2) {
-  const { ctx, ev, bundle } = env;
-  const { name, rounds } = o2;
-  const invalid = (reason) => ({
-    verdict: { status: "verdict", verdict: "invalid", reasons: [reason] }
-  });
-  let run2;
-  try {
-    run2 = await runVerifier(ctx, ev, {
-      mode: "measure",
-      platform: platform3,
-      draw: iterationDraw(ev),
-      arms: ["A", "B"],
-      rounds,
-      repeats: ctx.target.bench.repeats,
-      warmup: ctx.target.bench.warmup,
-      backend: ctx.backend,
-      harness: ev.base.commit,
-      programs: { A: programs.A, B: programs.B },
-      sessionFile: bundle.path(ProgramFiles.session(name)),
-      logFile: bundle.path(ProgramFiles.verifyLog(name)),
-      name,
-      step: "measure"
-    });
-  } catch (e) {
-    if (e instanceof VerifierFailed)
-      return invalid(`${o2.what === "measured" ? "measurement" : "screen"}: ${e.message}`);
-    throw e;
-  }
-  o2.ran?.(run2);
-  const s = run2.session;
-  const a2 = s.arms.A;
-  const b = s.arms.B;
-  if (!a2 || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
-  if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
-  if (a2.failure) {
-    throw new InfraFailure(`the champion's programs failed verification: ${a2.failure}`, {
-      hint: `see the session log in the bundle (${ProgramFiles.verifyLog(name)})`
-    });
-  }
-  if (s.identical) {
-    const n2 = Object.keys(b.programs).length;
-    return {
-      verdict: {
-        status: "verdict",
-        verdict: "no-op",
-        reasons: [
-          `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
-        ]
-      }
-    };
-  }
-  const forged = Object.entries(b.programs).filter(
-    ([key, hash3]) => programs.verifiedByGate?.[key] !== void 0 && programs.verifiedByGate[key] !== hash3
-  );
-  if (forged.length > 0) {
-    return invalid(
-      `the programs ${o2.what} are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
-    );
-  }
-  if (s.rounds.length !== rounds) {
-    throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
-  }
-  return { run: run2 };
-}
-async function session(env, platform3, programs, rounds) {
-  const { ctx, ev, bundle } = env;
-  const m = ev.measurement;
-  const index = (m.sessions?.length ?? 0) + 1;
-  const name = `measure-${String(index).padStart(2, "0")}`;
-  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
-  const checked2 = await pairedSession(env, platform3, programs, {
-    name,
-    rounds,
-    what: "measured",
-    ran: (run3) => {
-      m.sessions.push({
-        index,
-        rounds,
-        durationMs: run3.durationMs,
-        file: ProgramFiles.session(name),
-        logFile: ProgramFiles.verifyLog(name)
-      });
-      env.save();
-      const { A: a2, B: b } = run3.session.arms;
-      if (a2 && b) m.programs = { platform: platform3, A: a2.programs, B: b.programs };
-    }
-  });
-  if ("verdict" in checked2) return checked2.verdict;
-  const { run: run2 } = checked2;
-  const s = run2.session;
-  const invalid = (reason) => ({
-    status: "verdict",
-    verdict: "invalid",
-    reasons: [reason]
-  });
-  for (const round4 of s.rounds) {
-    const order = round4.first === "B" ? ["B", "A"] : ["A", "B"];
-    for (const arm of order) {
-      const problem = addRun(env, arm, round4.metrics[arm], {
-        index,
-        durationMs: run2.durationMs / rounds,
-        logFile: ProgramFiles.verifyLog(name)
-      });
-      if (problem) return invalid(problem);
-    }
-  }
-  env.save();
-  const mismatch = await comparability(bundle, m.runs);
-  if (mismatch.length > 0) return invalid(`runs are not comparable: ${mismatch.join("; ")}`);
-  return void 0;
-}
-function addRun(env, arm, metrics, from) {
-  const { ctx, bundle, ev } = env;
-  const m = ev.measurement;
-  const runIndex = m.runs.filter((r) => r.arm === arm).length + 1;
-  const metricsFile = BundleFiles.runMetrics(arm, runIndex);
-  writeJsonAtomic(bundle.path(metricsFile), metrics);
-  const run2 = {
-    arm,
-    index: runIndex,
-    value: null,
-    mfu: null,
-    exitCode: 0,
-    durationMs: from.durationMs,
-    metricsFile,
-    logFile: from.logFile,
-    session: from.index
-  };
-  m.runs.push(run2);
-  try {
-    run2.value = metricValue(metrics, ctx.target.bench.metric.path, metricsFile);
-  } catch (e) {
-    run2.problem = errorMessage(e);
-    return `${runName(arm, runIndex)}: ${run2.problem}`;
-  }
-  if (!(run2.value > 0)) {
-    run2.problem = `metric ${ctx.target.bench.metric.path} is ${run2.value}, not positive`;
-    run2.value = null;
-    return `${runName(arm, runIndex)}: ${run2.problem}`;
-  }
-  run2.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
-  run2.levels = runLevels(metrics);
-  return void 0;
-}
-function levelInfo(metrics) {
-  const peak = peakInfo(metrics);
-  const model = metrics.model;
-  const s = metrics.shapes;
-  const layer = model?.gdn_layer_shape;
-  return {
-    ...peak ? { peak } : {},
-    ...model && layer ? {
-      model: {
-        preset: model.preset,
-        gdnLayers: model.gdn_layers,
-        // The estimate of the kernels' share needs the kernel timed at the shape the model calls it.
-        layerMatchesKernel: layer.B === s.B && layer.T === s.T && layer.H === s.H && layer.K === s.K && layer.V === s.V
-      }
-    } : {}
-  };
-}
-function optionalMetric(metrics, path6, file) {
-  try {
-    return metricValue(metrics, path6, file);
-  } catch {
-    return null;
-  }
-}
-async function comparability(bundle, runs) {
-  const firstA = runs.find((r) => r.arm === "A" && r.value !== null);
-  if (!firstA) return [];
-  const a2 = await readMetricsFile(bundle.path(firstA.metricsFile));
-  for (const run2 of runs) {
-    if (run2 === firstA || run2.value === null) continue;
-    const problems = comparabilityProblems(a2, await readMetricsFile(bundle.path(run2.metricsFile)));
-    if (problems.length > 0) return problems.map((p) => `${runName(run2.arm, run2.index)}: ${p}`);
-  }
-  return [];
-}
-
-// src/loop/steps/prepare.ts
-import { existsSync as existsSync24, readFileSync as readFileSync25 } from "node:fs";
-import { join as join36, resolve as resolve15 } from "node:path";
-
 // src/report/format.ts
 var MINUS = "\u2212";
 var EM_DASH = "\u2014";
@@ -75849,7 +74765,7 @@ function formatMetricChange(ratio, ci, direction) {
   const change = metricChangePct(ratio, ci, direction);
   return formatPercentWithCi(change.pct, change.ci);
 }
-function oneLine3(text3) {
+function oneLine2(text3) {
   return text3.replace(/\s+/g, " ").trim();
 }
 function truncateText(text3, max) {
@@ -76067,7 +74983,7 @@ function measuredChange(evidence) {
 }
 function verdictReasons(evidence) {
   const all = [...evidence.verdictReasons, ...evidence.measurement?.comparison?.reasons ?? []];
-  return [...new Set(all.map(oneLine3).filter((r) => r !== ""))];
+  return [...new Set(all.map(oneLine2).filter((r) => r !== ""))];
 }
 function headline(evidence) {
   const change = measuredChange(evidence);
@@ -76085,7 +75001,7 @@ function firstReason(evidence) {
   return evidence.verdict ? "no reason recorded" : "the iteration has not finished";
 }
 function subjectOf(evidence) {
-  const subject = evidence.candidate?.subject ? oneLine3(evidence.candidate.subject) : "";
+  const subject = evidence.candidate?.subject ? oneLine2(evidence.candidate.subject) : "";
   if (subject !== "") return subject;
   return evidence.candidate ? "(empty commit subject)" : "(no commit)";
 }
@@ -76135,7 +75051,7 @@ function junitCounts(junit) {
 function gateText(gate) {
   if (!gate) return "not run";
   const took = gate.junit ? formatDuration(gate.junit.time * 1e3) : formatDuration(gate.durationMs);
-  const why = gate.reason ? oneLine3(gate.reason) : void 0;
+  const why = gate.reason ? oneLine2(gate.reason) : void 0;
   switch (gate.status) {
     case "passed":
       return gate.junit ? `passed, ${junitCounts(gate.junit)} (${took})` : `passed (${took})`;
@@ -76206,7 +75122,7 @@ function shrinkSteps(parts, key) {
   const variants = parts.find((p) => p.key === key)?.variants.length ?? 0;
   return Array.from({ length: Math.max(0, variants - 1) }, () => key);
 }
-function join30(parts, levels) {
+function join25(parts, levels) {
   return parts.map((p) => p.variants[Math.min(levels.get(p.key) ?? 0, p.variants.length - 1)] ?? "").filter((t) => t !== "").join(SEPARATOR);
 }
 function droppedNote(where2) {
@@ -76216,7 +75132,7 @@ function fitParts(parts, plan, max, opts = {}) {
   const sizeOf = opts.sizeOf ?? charLength;
   const levels = /* @__PURE__ */ new Map();
   const reduced = [];
-  let text3 = join30(parts, levels);
+  let text3 = join25(parts, levels);
   for (const key of plan) {
     if (sizeOf(text3) <= max) return { text: text3, truncated: reduced.length > 0, reduced };
     const part = parts.find((p) => p.key === key);
@@ -76224,7 +75140,7 @@ function fitParts(parts, plan, max, opts = {}) {
     if (!part || level >= part.variants.length - 1) continue;
     levels.set(key, level + 1);
     reduced.push(key);
-    text3 = join30(parts, levels);
+    text3 = join25(parts, levels);
   }
   if (sizeOf(text3) <= max) return { text: text3, truncated: reduced.length > 0, reduced };
   const note = droppedNote(opts.where ?? "");
@@ -76232,7 +75148,7 @@ function fitParts(parts, plan, max, opts = {}) {
   while (kept.length > 1) {
     const dropped = kept.pop();
     reduced.push(dropped.key);
-    text3 = `${join30(kept, levels)}${SEPARATOR}${note}`;
+    text3 = `${join25(kept, levels)}${SEPARATOR}${note}`;
     if (sizeOf(text3) <= max) return { text: text3, truncated: true, reduced };
   }
   const overshoot = sizeOf(text3) - text3.length;
@@ -77116,7 +76032,7 @@ ${runSummaryTable(iterations)}`
 }
 
 // src/report/log-entry.ts
-import { createHash as createHash8 } from "node:crypto";
+import { createHash as createHash7 } from "node:crypto";
 var LOG_ENTRY_FORMAT = 3;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
@@ -77167,7 +76083,7 @@ function canonicalJson(value2) {
 function evidenceDigest(evidence) {
   const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
   const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
 }
 function evidenceMarker(path6, digest) {
   if (/\s|-->/.test(path6))
@@ -77183,13 +76099,13 @@ function entryHeading(number, evidence) {
 }
 function earlierAttempts(agent) {
   const earlier = (agent.earlier ?? []).map(
-    (a2) => `attempt ${a2.attempt} ${a2.status}${a2.infraError ? ` (${truncateText(oneLine3(a2.infraError), 120)})` : ""}`
+    (a2) => `attempt ${a2.attempt} ${a2.status}${a2.infraError ? ` (${truncateText(oneLine2(a2.infraError), 120)})` : ""}`
   );
   return earlier.length > 0 ? `; before: ${earlier.join("; ")}` : "";
 }
 function harnessLines(evidence, evidencePath) {
   const lines = [];
-  const add = (label, text3) => lines.push([label, escapeHtml(oneLine3(text3))]);
+  const add = (label, text3) => lines.push([label, escapeHtml(oneLine2(text3))]);
   add(
     "Run",
     `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ""}, target ${code(evidence.target)}`
@@ -77369,8 +76285,8 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync21, readFileSync as readFileSync21 } from "node:fs";
-import { join as join31 } from "node:path";
+import { existsSync as existsSync16, readFileSync as readFileSync20 } from "node:fs";
+import { join as join26 } from "node:path";
 function evidenceLoader(roots) {
   return (path6) => {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path6)) {
@@ -77385,11 +76301,11 @@ function evidenceLoader(roots) {
       return { status: "unreadable", reason: errorMessage(e) };
     }
     for (const root of roots) {
-      const file = join31(root, path6);
-      if (!existsSync21(file)) continue;
+      const file = join26(root, path6);
+      if (!existsSync16(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync21(file, "utf8"));
+        parsed = JSON.parse(readFileSync20(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -78609,7 +77525,7 @@ function round2(ms2) {
 }
 
 // src/trace/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync23, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync22, readSync as readSync5 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
 import { createReadStream as createReadStream3 } from "node:fs";
@@ -79886,8 +78802,8 @@ function numberOrUndefined(s) {
 }
 
 // src/trace/readers/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync12, readSync as readSync3, statSync as statSync10 } from "node:fs";
-import { basename as basename6, join as join32 } from "node:path";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync10, readSync as readSync3, statSync as statSync10 } from "node:fs";
+import { basename as basename6, join as join27 } from "node:path";
 function resolveTracePath(path6) {
   let st;
   try {
@@ -79911,7 +78827,7 @@ function formatOfFile(path6) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync12(runDir).filter((f) => statSync10(join32(runDir, f)).isFile());
+  const files = readdirSync10(runDir).filter((f) => statSync10(join27(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format2) => {
     const sorted = [...matching].sort();
@@ -79919,7 +78835,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join32(runDir, sorted[0]), format: format2, notes };
+    return { path: join27(runDir, sorted[0]), format: format2, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -79930,7 +78846,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join32(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join27(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -79940,17 +78856,17 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync12(dir);
+  const entries = readdirSync10(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join32(dir, "plugins", "profile"), dir]) {
+  for (const base of [join27(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync12(base).filter((r) => statSync10(join32(base, r)).isDirectory());
+      runs = readdirSync10(base).filter((r) => statSync10(join27(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync12(join32(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join32(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync10(join27(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join27(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -82301,14 +81217,14 @@ async function opCosts(source, c3, where2) {
 }
 
 // src/trace/peaks.ts
-import { readFileSync as readFileSync22 } from "node:fs";
-import { join as join33 } from "node:path";
+import { readFileSync as readFileSync21 } from "node:fs";
+import { join as join28 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync22(join33(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync21(join28(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -83085,7 +82001,7 @@ function savedSummary(path6) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync23(path6, "utf8"));
+  const parsed = JSON.parse(readFileSync22(path6, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path6,
@@ -83094,6 +82010,1088 @@ function savedSummary(path6) {
   }
   return parsed;
 }
+
+// src/loop/state/bundle.ts
+var EVIDENCE_FILE = "evidence.json";
+var BundleFiles = {
+  evidence: EVIDENCE_FILE,
+  prompt: "agent/prompt.md",
+  /** The agent's output folder for its n-th attempt (its log, result, last message). */
+  agentAttempt: (attempt2) => `agent/attempt-${attempt2}`,
+  /** The result file the agent wrote in its n-th attempt (prepare.ts names it in the prompt). */
+  agentResult: (attempt2) => `agent/attempt-${attempt2}/result.json`,
+  gitBundle: "candidate/candidate.bundle",
+  patch: "candidate/candidate.patch",
+  gateJunit: (gate) => `gates/${gate}.junit.xml`,
+  gateLog: (gate) => `gates/${gate}.log`,
+  runMetrics: (arm, index) => `measure/${arm}-${String(index).padStart(2, "0")}.json`,
+  runLog: (arm, index) => `measure/${arm}-${String(index).padStart(2, "0")}.log`,
+  profileDir: "profile/candidate-trace",
+  profileMetrics: "profile/candidate-metrics.json",
+  profileLog: "profile/candidate.log",
+  championProfileDir: "profile/champion-trace",
+  summary: "profile/summary.json",
+  championSummary: "profile/champion-summary.json",
+  diff: "profile/diff.json",
+  comment: "report/comment.md",
+  prBody: "report/pr.md",
+  logEntry: "report/log-entry.md"
+};
+function iterationDirName(key) {
+  return iterationTag(key);
+}
+var Bundle = class {
+  constructor(dir) {
+    this.dir = dir;
+  }
+  dir;
+  path(relative7) {
+    return join29(this.dir, relative7);
+  }
+  exists() {
+    return existsSync17(this.path(EVIDENCE_FILE));
+  }
+  load() {
+    const file = this.path(EVIDENCE_FILE);
+    const evidence = readJson(file);
+    if (evidence.schema !== EVIDENCE_SCHEMA) {
+      throw new HillclimbError(`${file}: schema ${String(evidence.schema)} is not ${EVIDENCE_SCHEMA}`, {
+        hint: "this bundle was written by another hillclimb version"
+      });
+    }
+    return evidence;
+  }
+  save(evidence) {
+    writeJsonAtomic(this.path(EVIDENCE_FILE), evidence);
+  }
+};
+function stepFinished(evidence, step) {
+  const s = evidence.steps[step];
+  return s !== void 0 && (s.status === "done" || s.status === "skipped");
+}
+
+// src/loop/steps/decide.ts
+var decideStep = {
+  name: "decide",
+  evaluation: true,
+  async run({ ev }) {
+    const c3 = ev.measurement?.comparison;
+    if (ev.dryRun && !c3) return { status: "skipped", note: "dry run: no verdict" };
+    if (!c3) {
+      return {
+        status: "verdict",
+        verdict: "invalid",
+        reasons: ["the measurement ended without a comparison"]
+      };
+    }
+    const unverified = unverifiedReasons(ev);
+    if (c3.verdict === "improved" && unverified.length > 0) {
+      return {
+        status: "verdict",
+        verdict: "needs-human",
+        reasons: [
+          `measured as improved, but the numbers are unverified: ${unverified.join("; ")} (docs/security.md)`,
+          ...c3.reasons
+        ]
+      };
+    }
+    return { status: "verdict", verdict: c3.verdict, reasons: c3.reasons };
+  }
+};
+
+// src/loop/steps/failures.ts
+var InfraFailure = class extends HillclimbError {
+  name = "InfraFailure";
+  constructor(message, opts = {}) {
+    super(message, { ...opts, exitCode: ExitCode2.infra });
+  }
+};
+var ChampionFailure = class extends HillclimbError {
+  name = "ChampionFailure";
+  constructor(message, opts = {}) {
+    super(message, { ...opts, exitCode: ExitCode2.badInput });
+  }
+};
+var PROGRAM_ERRORS = /^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\b/m;
+function isProgramError(log) {
+  const at = log.lastIndexOf("Traceback (most recent call last):");
+  return at !== -1 && PROGRAM_ERRORS.test(log.slice(at));
+}
+var Interrupted = class extends HillclimbError {
+  name = "Interrupted";
+  constructor(message = "interrupted") {
+    super(message, { exitCode: 130, hint: "continue where it stopped with: hillclimb loop --resume" });
+  }
+};
+function backoffMs(baseSeconds, attempt2) {
+  return Math.round(baseSeconds * 1e3 * 2 ** (attempt2 - 1));
+}
+
+// src/loop/steps/gates.ts
+import { existsSync as existsSync20, rmSync as rmSync19 } from "node:fs";
+
+// src/loop/state/worktrees.ts
+import { existsSync as existsSync18, readdirSync as readdirSync11, rmSync as rmSync17 } from "node:fs";
+import { join as join30 } from "node:path";
+function candidateWorktreePath(ctx, key) {
+  return join30(ctx.runDir, "worktrees", iterationDirName(key));
+}
+function championWorktreePath(ctx, commit2) {
+  return join30(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
+}
+function agentRepoPath(ctx, key) {
+  return join30(ctx.runDir, "agent", iterationDirName(key), "repo");
+}
+function agentOutputPath(ctx, key) {
+  return join30(ctx.runDir, "agent", iterationDirName(key), "out");
+}
+async function worktreeAt(ctx, path6, commit2) {
+  if (existsSync18(path6)) {
+    try {
+      const wt = await Git.create(path6);
+      if (await wt.head() === commit2 && await wt.isClean()) return wt;
+    } catch {
+    }
+    await ctx.git.removeWorktree(path6).catch(() => rmSync17(path6, { recursive: true, force: true }));
+    await ctx.git.pruneWorktrees();
+  }
+  await ctx.git.addWorktree(path6, commit2);
+  return Git.create(path6);
+}
+
+// src/loop/steps/naming.ts
+function iterationBranch(ctx, key) {
+  const k = typeof key === "number" ? { iteration: key } : key;
+  return loopBranchName({
+    prefix: ctx.config.loop.branch_prefix,
+    target: ctx.target.name,
+    runId: ctx.runId,
+    iteration: k.iteration,
+    ...k.slot ? { slot: k.slot.index } : {}
+  });
+}
+function candidateRef(runId, key) {
+  return `refs/hillclimb/candidates/${runId}/${iterationDirName(key)}`;
+}
+function jobId(runId, key, ...parts) {
+  return [runId, iterationDirName(key), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
+}
+
+// src/loop/steps/programs.ts
+import { randomBytes } from "node:crypto";
+import { cpSync, existsSync as existsSync19, mkdirSync as mkdirSync21, readdirSync as readdirSync12, rmSync as rmSync18 } from "node:fs";
+import { join as join31, relative as relative6 } from "node:path";
+var MINUTE_MS = 6e4;
+var PLATFORMS = ["cpu", "tpu"];
+var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
+var PROGRAM_FILE = /^(manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
+var DRAW_BITS = 53n;
+function newDraw() {
+  return Number(randomBytes(8).readBigUInt64BE() >> 64n - DRAW_BITS);
+}
+function iterationDraw(ev) {
+  if (!("gates" in ev)) return 0;
+  ev.draw ??= newDraw();
+  return ev.draw;
+}
+function exportCommand(ctx, platform3, draw, only) {
+  const p = ctx.target.programs;
+  return [
+    "{python}",
+    "-m",
+    p.module,
+    "export",
+    "--platform",
+    platform3,
+    "--draw",
+    String(draw),
+    ...only ? ["--only", only] : [],
+    "--out",
+    "{programs}",
+    "--",
+    ...p.args
+  ];
+}
+function verifyCommand(ctx, o2) {
+  const p = ctx.target.programs;
+  return [
+    "{python}",
+    // No PYTHON* variables, no user site-packages: the harness alone decides what this process loads.
+    "-E",
+    "-s",
+    "-m",
+    p.module,
+    "verify",
+    "--mode",
+    o2.mode,
+    "--platform",
+    o2.platform,
+    "--draw",
+    String(o2.draw),
+    ...o2.arms.flatMap((arm) => ["--arm", `${arm}=${VERIFIER_PROGRAMS_DIR}/${arm}`]),
+    "--out",
+    "{metrics}",
+    "--rounds",
+    String(o2.rounds ?? 1),
+    "--repeats",
+    String(o2.repeats),
+    "--warmup",
+    String(o2.warmup),
+    "--compile-cache",
+    "{cache}",
+    // On a CPU, timings are taken on one core (XLA:CPU's thread pool stalls on a busy machine); a gate
+    // only verifies, so it keeps every core.
+    ...o2.platform === "cpu" && o2.mode !== "gate" ? ["--pin-cpu"] : [],
+    ...o2.trace ? ["--trace", "{trace}"] : [],
+    "--",
+    ...p.args
+  ];
+}
+async function exportPrograms(ctx, ev, o2) {
+  rmSync18(o2.dest, { recursive: true, force: true });
+  rmSync18(o2.logFile, { force: true });
+  const result = await o2.backend.run({
+    id: jobId(ctx.runId, ev, "export", o2.name, Date.now()),
+    command: exportCommand(ctx, o2.platform, o2.draw, o2.only),
+    workdir: o2.workdir,
+    timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
+    outputs: { programs: o2.dest },
+    logFile: o2.logFile,
+    signal: ctx.signal,
+    // The code's own compile cache: never the champion's, never the verifier's.
+    cacheKey: await ctx.git.treeHash(o2.commit)
+  });
+  if (result.isolation && "gates" in ev)
+    recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
+  if (result.killedBy === "abort") throw new Interrupted("export cancelled");
+  if (result.infraError) throw new InfraFailure(`export of ${o2.name} could not run: ${result.infraError}`);
+  const done = {
+    platform: o2.platform,
+    dir: o2.record.dir,
+    logFile: o2.record.logFile,
+    durationMs: result.durationMs
+  };
+  const failed = (reason) => ({ status: "failed", reason, ...done });
+  if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
+  if (result.exitCode !== 0) {
+    return failed(
+      `the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`
+    );
+  }
+  if (!existsSync19(join31(o2.dest, "manifest.json")))
+    return failed("the export wrote no programs (no manifest.json)");
+  return { status: "passed", ...done };
+}
+function lastErrorLine(logFile) {
+  return tellingLogLine(logFile, {
+    skip: /^(?:\$|#) /,
+    telling: [/\b(failed|error|Error)\b[:]/],
+    orLast: true
+  })?.slice(0, 800);
+}
+function verifierTreePath(ctx, commit2, name) {
+  return join31(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
+}
+var repositoryQueue = Promise.resolve();
+function oneAtATime(fn) {
+  const run2 = repositoryQueue.then(fn, fn);
+  repositoryQueue = run2.catch(() => void 0);
+  return run2;
+}
+async function verifierTree(ctx, commit2, name, programs) {
+  const path6 = verifierTreePath(ctx, commit2, name);
+  const wt = await worktreeAt(ctx, path6, commit2);
+  for (const { path: file } of await wt.listFiles(commit2)) {
+    if (matchAny(ctx.target.editable, file)) rmSync18(join31(wt.root, file), { force: true });
+  }
+  const into = join31(wt.root, VERIFIER_PROGRAMS_DIR);
+  rmSync18(into, { recursive: true, force: true });
+  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join31(into, arm));
+  return wt.root;
+}
+function copyProgramFiles(from, dest) {
+  mkdirSync21(dest, { recursive: true });
+  for (const entry of readdirSync12(from, { withFileTypes: true })) {
+    if (entry.isFile() && PROGRAM_FILE.test(entry.name))
+      cpSync(join31(from, entry.name), join31(dest, entry.name));
+  }
+}
+var VerifierFailed = class extends Error {
+  constructor(message, timedOut) {
+    super(message);
+    this.timedOut = timedOut;
+  }
+  timedOut;
+};
+async function runVerifier(ctx, ev, o2) {
+  const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, o2.name, o2.programs));
+  rmSync18(o2.sessionFile, { force: true });
+  rmSync18(o2.logFile, { force: true });
+  if (o2.traceDir) rmSync18(o2.traceDir, { recursive: true, force: true });
+  const timeout = ctx.target.bench.timeout_minutes;
+  const result = await o2.backend.run({
+    id: jobId(ctx.runId, ev, "verify", o2.name, Date.now()),
+    command: verifyCommand(ctx, o2),
+    workdir: tree,
+    timeoutMs: timeout * MINUTE_MS,
+    outputs: { metrics: o2.sessionFile, ...o2.traceDir ? { trace: o2.traceDir } : {} },
+    logFile: o2.logFile,
+    signal: ctx.signal,
+    cacheKey: VERIFIER_CACHE_KEY,
+    include: [VERIFIER_PROGRAMS_DIR]
+  });
+  if (result.isolation && "gates" in ev)
+    recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
+  if (result.killedBy === "abort") throw new Interrupted("verifier cancelled");
+  if (result.infraError) throw new InfraFailure(`the verifier could not run: ${result.infraError}`);
+  const log = relative6(ctx.runDir, o2.logFile);
+  if (result.killedBy) {
+    throw new VerifierFailed(
+      `the verifier session timed out after ${timeout} min (bench.timeout_minutes)`,
+      true
+    );
+  }
+  if (result.exitCode !== 0 || !existsSync19(o2.sessionFile)) {
+    throw new InfraFailure(
+      `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`
+    );
+  }
+  try {
+    return { session: await readSession(o2.sessionFile), durationMs: result.durationMs };
+  } catch (e) {
+    throw new InfraFailure(`the verifier's session is unreadable: ${errorMessage(e)}`);
+  }
+}
+var ProgramFiles = {
+  dir: (arm, platform3) => `programs/${arm}-${platform3}`,
+  exportLog: (arm, platform3) => `programs/export-${arm}-${platform3}.log`,
+  session: (name) => `verify/${name}.session.json`,
+  verifyLog: (name) => `verify/${name}.log`
+};
+function bundlePrograms(bundle, arm, platform3) {
+  return bundle.path(ProgramFiles.dir(arm, platform3));
+}
+
+// src/loop/steps/gates.ts
+var MINUTE_MS2 = 6e4;
+var MAX_FAILING_LISTED = 20;
+var cpuGateStep = {
+  name: "cpu-gate",
+  evaluation: true,
+  run: (env) => runGate(env, "cpu", env.ctx.target.correctness.cpu, env.ctx.cpuBackend)
+};
+var acceleratorGateStep = {
+  name: "accelerator-gate",
+  evaluation: true,
+  async run(env) {
+    const gate = env.ctx.target.correctness.accelerator;
+    if (!gate) return skip(env, "accelerator", "no accelerator gate configured for this target");
+    if (!env.ctx.backend.info().hasAccelerator) {
+      return skip(env, "accelerator", `the ${env.ctx.backend.name} backend has no accelerator`);
+    }
+    return runGate(env, "accelerator", gate, env.ctx.backend);
+  }
+};
+function skip(env, which2, reason) {
+  env.ev.gates[which2] = { status: "skipped", reason, exitCode: null, durationMs: 0 };
+  return { status: "skipped", note: reason };
+}
+async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
+  const candidate = ev.candidate;
+  const label = which2 === "cpu" ? "CPU" : "accelerator";
+  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
+  const job = { ctx, bundle, ev, which: which2, backend, root: wt.root, commit: candidate.commit };
+  const [suite, programs] = settled(await Promise.allSettled([runSuite(job, gate), verifyPrograms(job)]));
+  const evidence = {
+    ...suite.evidence,
+    ...programs.export ? { export: programs.export } : {},
+    ...programs.verifier ? { verifier: programs.verifier } : {}
+  };
+  const problems = [...suite.problems, ...programs.problems];
+  if (problems.length > 0) {
+    evidence.status = "failed";
+    evidence.reason = problems[0];
+    ev.gates[which2] = evidence;
+    return {
+      status: "verdict",
+      verdict: "invalid",
+      reasons: [`${label} correctness failed: ${problems.join("; ")}`]
+    };
+  }
+  ev.gates[which2] = evidence;
+  const t = evidence.junit;
+  const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : "";
+  return { status: "done", note: `${tests}${evidence.verifier.total} programs verified` };
+}
+function settled(results) {
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return results.map((r) => r.value);
+}
+async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2 }, gate) {
+  const junitFile = bundle.path(BundleFiles.gateJunit(which2));
+  const logFile = bundle.path(BundleFiles.gateLog(which2));
+  rmSync19(junitFile, { force: true });
+  const result = await backend.run({
+    id: jobId(ctx.runId, ev, `${which2}-gate`, Date.now()),
+    command: gate.command,
+    workdir: root,
+    timeoutMs: gate.timeout_minutes * MINUTE_MS2,
+    idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS2,
+    outputs: { junit: junitFile },
+    logFile,
+    signal: ctx.signal,
+    cacheKey: await ctx.git.treeHash(commit2)
+  });
+  if (result.isolation) {
+    recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
+  }
+  if (result.killedBy === "abort") throw new InfraFailure(`${which2} gate cancelled`);
+  if (result.infraError) throw new InfraFailure(`${which2} gate could not run: ${result.infraError}`);
+  const evidence = {
+    status: "passed",
+    exitCode: result.exitCode,
+    durationMs: result.durationMs,
+    logFile: BundleFiles.gateLog(which2)
+  };
+  const problems = [];
+  if (existsSync20(junitFile)) {
+    try {
+      const report = await readJUnitXml(junitFile);
+      const failing = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${failureSummary(c3.message)}` : ""}`);
+      evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
+      evidence.junitFile = BundleFiles.gateJunit(which2);
+      if (failing.length > 0) problems.push(`${failing.length} test(s) failed, first: ${failing[0]}`);
+      if (report.totals.tests === 0) problems.push("the test report holds no tests");
+    } catch (e) {
+      problems.push(`unreadable JUnit report: ${errorMessage(e)}`);
+    }
+  } else if (gate.command.some((a2) => a2.includes("{junit}"))) {
+    problems.push("the test command wrote no JUnit report");
+  }
+  if (result.killedBy === "timeout") problems.unshift(`timed out after ${gate.timeout_minutes} min`);
+  else if (result.killedBy === "idle-timeout") {
+    problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
+  } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
+  return { evidence, problems };
+}
+async function verifyPrograms({
+  ctx,
+  bundle,
+  ev,
+  which: which2,
+  backend,
+  root,
+  commit: commit2
+}) {
+  const platform3 = which2 === "cpu" ? "cpu" : backend.info().platform;
+  const draw = iterationDraw(ev);
+  const programsDir = bundlePrograms(bundle, "B", platform3);
+  const exported = await exportPrograms(ctx, ev, {
+    backend,
+    workdir: root,
+    commit: commit2,
+    platform: platform3,
+    draw,
+    dest: programsDir,
+    logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
+    record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
+    name: `B-${platform3}`,
+    step: `${which2}-gate`
+  });
+  if (exported.status === "failed") {
+    return {
+      export: exported,
+      problems: [`the candidate's programs could not be exported: ${exported.reason}`]
+    };
+  }
+  const name = `${which2}-gate`;
+  let run2;
+  try {
+    run2 = await runVerifier(ctx, ev, {
+      mode: "gate",
+      platform: platform3,
+      draw,
+      arms: ["B"],
+      repeats: 1,
+      warmup: 0,
+      backend,
+      harness: ev.base.commit,
+      programs: { B: programsDir },
+      sessionFile: bundle.path(ProgramFiles.session(name)),
+      logFile: bundle.path(ProgramFiles.verifyLog(name)),
+      name,
+      step: name
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
+    throw e;
+  }
+  const verdict = run2.session.gate;
+  const failing = verdict.programs.filter((p) => p.status === "failed").map((p) => p.error?.startsWith(`${p.key}: `) ? p.error : `${p.key}: ${p.error ?? "failed"}`);
+  const verifier = {
+    passed: verdict.passed,
+    total: verdict.total,
+    failed: verdict.failed,
+    failing: failing.slice(0, MAX_FAILING_LISTED),
+    programs: run2.session.arms.B?.programs ?? {},
+    platform: platform3,
+    draw,
+    sessionFile: ProgramFiles.session(name),
+    logFile: ProgramFiles.verifyLog(name),
+    durationMs: run2.durationMs
+  };
+  if (verdict.passed) return { export: exported, verifier, problems: [] };
+  const why = verdict.total === 0 ? "the verifier checked no programs" : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`;
+  return { export: exported, verifier, problems: [why] };
+}
+
+// src/loop/state/history.ts
+import { join as join32 } from "node:path";
+var HISTORY_FILE = "history.jsonl";
+function historyFile(stateDir) {
+  return join32(stateDir, HISTORY_FILE);
+}
+function appendHistory(stateDir, row) {
+  appendLineDurable(historyFile(stateDir), JSON.stringify(row));
+}
+function readHistory(stateDir, target2) {
+  const { rows } = readJsonLines(historyFile(stateDir));
+  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target2 === void 0 || r.target === target2));
+}
+function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date()) {
+  const m = ev.measurement;
+  const c3 = m?.comparison;
+  const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
+  return {
+    schema: HISTORY_SCHEMA,
+    at: now.toISOString(),
+    runId: ev.runId,
+    iteration: ev.iteration,
+    ...ev.slot ? { slot: ev.slot.index } : {},
+    target: ev.target,
+    verdict: ev.verdict ?? "error",
+    reason: ev.verdictReasons[0] ?? "",
+    baseCommit: ev.base.commit,
+    candidateCommit: ev.candidate?.commit ?? null,
+    subject: ev.candidate?.subject ?? null,
+    branch: ev.candidate?.branch ?? null,
+    ...ev.guard?.change ? { change: ev.guard.change } : {},
+    ...ev.agent?.result?.hypothesis ? { hypothesis: oneLine3(ev.agent.result.hypothesis, 300) } : {},
+    metric,
+    a: c3?.a.median ?? null,
+    b: c3?.b.median ?? null,
+    nA: m?.runs.filter((r) => r.arm === "A").length ?? 0,
+    nB: m?.runs.filter((r) => r.arm === "B").length ?? 0,
+    ratio: c3?.ratio ?? null,
+    ciLow: c3?.ci?.lo ?? null,
+    ciHigh: c3?.ci?.hi ?? null,
+    mde: c3?.mde ?? null,
+    mfuA: m?.mfu.a ?? null,
+    mfuB: m?.mfu.b ?? null,
+    ...m?.levels ? { levels: historyLevels(m.levels) } : {},
+    championAfter: championAfter2,
+    harnessHash: ev.provenance.harnessHash ?? null,
+    configHash: ev.provenance.configHash,
+    device: m?.device?.kind ?? null,
+    backend: ev.provenance.backend?.backend ?? null,
+    versions: m?.versions ?? {},
+    prUrl: ev.publish?.prUrl ?? null,
+    evidenceUrl: ev.publish?.bundleUrl ?? null
+  };
+}
+function historyLevels(l) {
+  const pair = (c3) => ({
+    a: c3?.a ?? null,
+    b: c3?.b ?? null
+  });
+  return {
+    kernelMs: pair(l.kernel.time),
+    kernelMfu: pair(l.kernel.mfu),
+    stepMs: pair(l.model?.time),
+    modelMfu: pair(l.model?.mfu),
+    peak: l.peak?.source ?? null
+  };
+}
+function championMeasurement(rows, champion) {
+  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
+    const r = rows[i2];
+    if (r.baseCommit === champion && r.a !== null) return { value: r.a, mfu: r.mfuA, row: r, as: "A" };
+    if (r.championAfter === champion && r.candidateCommit !== null && r.b !== null && r.verdict === "improved") {
+      return { value: r.b, mfu: r.mfuB, row: r, as: "B" };
+    }
+  }
+  return void 0;
+}
+function oneLine3(text3, max) {
+  const line = text3.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
+}
+
+// src/loop/steps/guard.ts
+var guardStep = {
+  name: "guard",
+  evaluation: true,
+  async run({ ctx, ev }) {
+    const candidate = ev.candidate;
+    const rules = { editable: ctx.target.editable, protected: ctx.target.protected };
+    const paths = classifyChanges(candidate.changedPaths, rules);
+    const scan = await scanCommits(ctx.git, ev.base.commit, candidate.commit, {
+      ...rules,
+      staticChecks: ctx.target.static_checks
+    });
+    ev.guard = {
+      allowed: paths.allowed && !scan.blocking,
+      changedPaths: candidate.changedPaths,
+      protectedTouched: paths.protectedTouched,
+      outsideEditable: paths.outsideEditable,
+      findings: scan.findings.map((f) => ({
+        file: f.file,
+        line: f.line ?? null,
+        rule: f.ruleId,
+        reason: f.reason,
+        severity: f.severity,
+        excerpt: f.excerpt
+      }))
+    };
+    const nonRegular = await ctx.git.nonRegularChanges(ev.base.commit, candidate.commit);
+    if (nonRegular.length > 0) ev.guard.allowed = false;
+    const reasons = [];
+    if (!paths.allowed) reasons.push(describeViolations(paths));
+    for (const n2 of nonRegular) reasons.push(`${n2.path} is a ${n2.mode}: only regular files may change`);
+    for (const f of scan.findings.filter((x) => x.severity === "block")) {
+      reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ""} ${f.ruleId}: ${f.reason}`);
+    }
+    if (reasons.length > 0) return { status: "verdict", verdict: "invalid", reasons };
+    const change = changeFingerprint(
+      await ctx.git.diff(ev.base.commit, candidate.commit, {
+        paths: candidate.changedPaths,
+        context: 0,
+        fullIndex: true
+      })
+    );
+    if (change) ev.guard.change = change;
+    const earlier = change && !personsChange(ctx, ev) ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, {
+      runId: ev.runId,
+      iteration: ev.iteration,
+      base: ev.base.commit
+    }) : void 0;
+    if (earlier) {
+      return {
+        status: "verdict",
+        verdict: "invalid",
+        reasons: [repeatReason(earlier)],
+        note: `repeat of iteration ${earlier.iteration} of run ${earlier.runId}`
+      };
+    }
+    const warnings2 = scan.findings.filter((f) => f.severity !== "block").length;
+    return warnings2 > 0 ? { status: "done", note: `${warnings2} static-scan warning(s)` } : { status: "done" };
+  }
+};
+function personsChange(ctx, ev) {
+  if (!ev.candidate?.from) return false;
+  return ctx.proposes || ev.steps.guard !== void 0;
+}
+var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
+function sameChangeEarlier(rows, change, self2) {
+  return rows.findLast(
+    (r) => r.change === change && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(r.verdict === "no-change" && r.baseCommit !== self2.base) && !(r.runId === self2.runId && r.iteration === self2.iteration)
+  );
+}
+function repeatReason(row) {
+  const ratio = row.ratio === null ? "not measured" : `ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ""}`;
+  return `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId} (${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ""}), the same change on champion ${row.baseCommit.slice(0, 12)}. Not measured again${row.verdict === "no-change" ? " until the champion moves" : ""}; a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.`;
+}
+
+// src/loop/steps/measure.ts
+import { createHash as createHash8 } from "node:crypto";
+import { cpSync as cpSync2, existsSync as existsSync21, readFileSync as readFileSync23, rmSync as rmSync20 } from "node:fs";
+import { join as join33 } from "node:path";
+function metricUnit(path6) {
+  if (path6.endsWith("_ms")) return "ms";
+  if (path6.endsWith("mfu")) return "MFU";
+  if (path6.endsWith("tflops_per_s")) return "TFLOP/s";
+  if (path6.endsWith("tokens_per_s")) return "tok/s";
+  return "";
+}
+var measureStep = {
+  name: "measure",
+  evaluation: true,
+  run: measure
+};
+async function measure(env) {
+  const { ctx, ev, bundle } = env;
+  const metricConfig = ctx.target.bench.metric;
+  const seed = ctx.config.measure.seed + ev.iteration;
+  ev.measurement ??= {
+    metric: {
+      path: metricConfig.path,
+      direction: metricConfig.direction,
+      label: metricConfig.label ?? metricConfig.path,
+      unit: metricUnit(metricConfig.path)
+    },
+    runs: [],
+    firstArm: createRng(seed).uniform() < 0.5 ? "A" : "B",
+    mfu: { a: null, b: null },
+    noise: { cv: null, champion_runs: 0 },
+    looks: [],
+    sessions: []
+  };
+  const m = ev.measurement;
+  m.looks = [];
+  m.sessions ??= [];
+  const platform3 = ctx.backend.info().platform;
+  const programs = await armPrograms(env, platform3);
+  if ("verdict" in programs) return programs.verdict;
+  m.noise = { cv: null, champion_runs: 0 };
+  const opts = {
+    direction: metricConfig.direction,
+    seed,
+    confidence: ctx.config.measure.confidence,
+    resamples: ctx.config.measure.resamples,
+    practicalDelta: ctx.config.measure.practical_delta,
+    regressionDelta: ctx.config.measure.regression_delta,
+    implausibleSpeedup: ctx.config.measure.implausible_speedup,
+    paired: true
+  };
+  const policy = {
+    nStart: ctx.config.measure.runs_per_arm,
+    nMax: ctx.config.measure.max_runs_per_arm,
+    step: SEQUENTIAL_STEP
+  };
+  const values = (arm, n2 = Number.POSITIVE_INFINITY) => m.runs.filter((r) => r.arm === arm && r.value !== null && r.index <= n2).map((r) => r.value);
+  let measured2 = Math.min(values("A").length, values("B").length);
+  for (let n2 = 0; ; ) {
+    const decision = decideNext(values("A", n2), values("B", n2), opts, policy);
+    if (decision.action === "stop") {
+      m.looks.push({ n: n2, action: "stop", reason: decision.reason });
+      m.comparison = decision.comparison ?? void 0;
+      setAside(m, n2);
+      break;
+    }
+    if (n2 > 0) m.looks.push({ n: n2, action: "more", reason: decision.reason });
+    const next = n2 + Math.max(decision.addRuns.a, decision.addRuns.b);
+    if (next > measured2) {
+      const rounds = (n2 === 0 ? next : policy.nMax) - measured2;
+      const ended = await session(env, platform3, programs, rounds);
+      if (ended) return ended;
+      measured2 += rounds;
+    }
+    n2 = next;
+  }
+  const pooled = pooledPeak(m.runs);
+  const mfus = (arm) => m.runs.filter((r) => r.arm === arm).map((r) => r.mfu === null ? null : atPooledPeak(r.mfu, r.levels?.peakFlopsPerS, pooled));
+  const medianOrNull = (xs) => xs.length > 0 && xs.every((x) => x !== null) ? median(xs) : null;
+  m.mfu = { a: medianOrNull(mfus("A")), b: medianOrNull(mfus("B")) };
+  const lastB = [...m.runs].reverse().find((r) => r.arm === "B" && r.value !== null);
+  if (lastB) {
+    const metrics = await readMetricsFile(bundle.path(lastB.metricsFile));
+    m.device = {
+      backend: metrics.device.backend,
+      kind: metrics.device.kind,
+      count: metrics.device.count,
+      interpret: metrics.device.interpret
+    };
+    m.versions = { ...metrics.versions };
+    m.preset = metrics.preset;
+    m.impl = metrics.impl;
+    m.levels = summarizeLevels(
+      m.runs,
+      { ...levelInfo(metrics), verdict: { path: m.metric.path, comparison: m.comparison } },
+      {
+        confidence: ctx.config.measure.confidence,
+        resamples: ctx.config.measure.resamples,
+        seed
+      }
+    );
+  }
+  const c3 = m.comparison;
+  const sessions = m.sessions?.length ?? 0;
+  return {
+    status: "done",
+    note: c3 ? `${c3.verdict} after ${m.runs.length} runs in ${sessions} verifier session(s)` : void 0
+  };
+}
+function setAside(m, n2) {
+  const later = m.runs.filter((r) => r.index > n2);
+  if (later.length === 0) return;
+  m.runs = m.runs.filter((r) => r.index <= n2);
+  m.discarded = [
+    ...m.discarded ?? [],
+    ...later.map((r) => ({ ...r, problem: `measured after the look at n = ${n2} that stopped` }))
+  ];
+}
+function runName(arm, index) {
+  return `${arm}-${String(index).padStart(2, "0")}`;
+}
+async function armPrograms(env, platform3) {
+  const { ctx, ev, bundle } = env;
+  const candidate = ev.candidate;
+  const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
+  const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
+  const B = bundlePrograms(bundle, "B", platform3);
+  if (!gated || !existsSync21(join33(B, "manifest.json"))) {
+    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
+    const exported = await exportPrograms(ctx, ev, {
+      backend: ctx.backend,
+      workdir: wt.root,
+      commit: candidate.commit,
+      platform: platform3,
+      draw: iterationDraw(ev),
+      only: "bench",
+      dest: B,
+      logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
+      record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
+      name: `B-${platform3}`,
+      step: "measure"
+    });
+    if (exported.status === "failed") {
+      return {
+        verdict: {
+          status: "verdict",
+          verdict: "invalid",
+          reasons: [`the candidate's programs could not be exported: ${exported.reason}`]
+        }
+      };
+    }
+  }
+  const A = await championPrograms(ctx, ev, ev.base.commit, platform3);
+  const inBundle = bundlePrograms(bundle, "A", platform3);
+  rmSync20(inBundle, { recursive: true, force: true });
+  cpSync2(A, inBundle, { recursive: true });
+  return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
+}
+function championCache(ctx, commit2, platform3) {
+  const key = createHash8("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
+  return { key, dir: join33(ctx.stateDir, "cache", "programs", key) };
+}
+function keepChampionPrograms(ctx, commit2, platform3, from) {
+  if (!existsSync21(join33(from, "manifest.json"))) return;
+  const { dir } = championCache(ctx, commit2, platform3);
+  rmSync20(dir, { recursive: true, force: true });
+  copyProgramFiles(from, dir);
+}
+function readText(file) {
+  try {
+    return readFileSync23(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+async function championPrograms(ctx, ev, commit2, platform3) {
+  const { key, dir } = championCache(ctx, commit2, platform3);
+  if (existsSync21(join33(dir, "manifest.json"))) return dir;
+  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
+  const log = join33(ctx.stateDir, "cache", "programs", `${key}.log`);
+  const exported = await exportPrograms(ctx, ev, {
+    backend: ctx.backend,
+    workdir: wt.root,
+    commit: commit2,
+    platform: platform3,
+    draw: iterationDraw(ev),
+    only: "bench",
+    dest: dir,
+    logFile: log,
+    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
+    name: `A-${platform3}`,
+    step: "measure"
+  });
+  if (exported.status === "failed") {
+    rmSync20(dir, { recursive: true, force: true });
+    const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
+    if (isProgramError(readText(log))) {
+      throw new ChampionFailure(message, {
+        hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`
+      });
+    }
+    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
+  }
+  return dir;
+}
+async function pairedSession(env, platform3, programs, o2) {
+  const { ctx, ev, bundle } = env;
+  const { name, rounds } = o2;
+  const invalid = (reason) => ({
+    verdict: { status: "verdict", verdict: "invalid", reasons: [reason] }
+  });
+  let run2;
+  try {
+    run2 = await runVerifier(ctx, ev, {
+      mode: "measure",
+      platform: platform3,
+      draw: iterationDraw(ev),
+      arms: ["A", "B"],
+      rounds,
+      repeats: ctx.target.bench.repeats,
+      warmup: ctx.target.bench.warmup,
+      backend: ctx.backend,
+      harness: ev.base.commit,
+      programs: { A: programs.A, B: programs.B },
+      sessionFile: bundle.path(ProgramFiles.session(name)),
+      logFile: bundle.path(ProgramFiles.verifyLog(name)),
+      name,
+      step: "measure"
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed)
+      return invalid(`${o2.what === "measured" ? "measurement" : "screen"}: ${e.message}`);
+    throw e;
+  }
+  o2.ran?.(run2);
+  const s = run2.session;
+  const a2 = s.arms.A;
+  const b = s.arms.B;
+  if (!a2 || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
+  if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
+  if (a2.failure) {
+    throw new InfraFailure(`the champion's programs failed verification: ${a2.failure}`, {
+      hint: `see the session log in the bundle (${ProgramFiles.verifyLog(name)})`
+    });
+  }
+  if (s.identical) {
+    const n2 = Object.keys(b.programs).length;
+    return {
+      verdict: {
+        status: "verdict",
+        verdict: "no-op",
+        reasons: [
+          `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
+        ]
+      }
+    };
+  }
+  const forged = Object.entries(b.programs).filter(
+    ([key, hash3]) => programs.verifiedByGate?.[key] !== void 0 && programs.verifiedByGate[key] !== hash3
+  );
+  if (forged.length > 0) {
+    return invalid(
+      `the programs ${o2.what} are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
+    );
+  }
+  if (s.rounds.length !== rounds) {
+    throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
+  }
+  return { run: run2 };
+}
+async function session(env, platform3, programs, rounds) {
+  const { ctx, ev, bundle } = env;
+  const m = ev.measurement;
+  const index = (m.sessions?.length ?? 0) + 1;
+  const name = `measure-${String(index).padStart(2, "0")}`;
+  ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
+  const checked2 = await pairedSession(env, platform3, programs, {
+    name,
+    rounds,
+    what: "measured",
+    ran: (run3) => {
+      m.sessions.push({
+        index,
+        rounds,
+        durationMs: run3.durationMs,
+        file: ProgramFiles.session(name),
+        logFile: ProgramFiles.verifyLog(name)
+      });
+      env.save();
+      const { A: a2, B: b } = run3.session.arms;
+      if (a2 && b) m.programs = { platform: platform3, A: a2.programs, B: b.programs };
+    }
+  });
+  if ("verdict" in checked2) return checked2.verdict;
+  const { run: run2 } = checked2;
+  const s = run2.session;
+  const invalid = (reason) => ({
+    status: "verdict",
+    verdict: "invalid",
+    reasons: [reason]
+  });
+  for (const round4 of s.rounds) {
+    const order = round4.first === "B" ? ["B", "A"] : ["A", "B"];
+    for (const arm of order) {
+      const problem = addRun(env, arm, round4.metrics[arm], {
+        index,
+        durationMs: run2.durationMs / rounds,
+        logFile: ProgramFiles.verifyLog(name)
+      });
+      if (problem) return invalid(problem);
+    }
+  }
+  env.save();
+  const mismatch = await comparability(bundle, m.runs);
+  if (mismatch.length > 0) return invalid(`runs are not comparable: ${mismatch.join("; ")}`);
+  return void 0;
+}
+function addRun(env, arm, metrics, from) {
+  const { ctx, bundle, ev } = env;
+  const m = ev.measurement;
+  const runIndex = m.runs.filter((r) => r.arm === arm).length + 1;
+  const metricsFile = BundleFiles.runMetrics(arm, runIndex);
+  writeJsonAtomic(bundle.path(metricsFile), metrics);
+  const run2 = {
+    arm,
+    index: runIndex,
+    value: null,
+    mfu: null,
+    exitCode: 0,
+    durationMs: from.durationMs,
+    metricsFile,
+    logFile: from.logFile,
+    session: from.index
+  };
+  m.runs.push(run2);
+  try {
+    run2.value = metricValue(metrics, ctx.target.bench.metric.path, metricsFile);
+  } catch (e) {
+    run2.problem = errorMessage(e);
+    return `${runName(arm, runIndex)}: ${run2.problem}`;
+  }
+  if (!(run2.value > 0)) {
+    run2.problem = `metric ${ctx.target.bench.metric.path} is ${run2.value}, not positive`;
+    run2.value = null;
+    return `${runName(arm, runIndex)}: ${run2.problem}`;
+  }
+  run2.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
+  run2.levels = runLevels(metrics);
+  return void 0;
+}
+function levelInfo(metrics) {
+  const peak = peakInfo(metrics);
+  const model = metrics.model;
+  const s = metrics.shapes;
+  const layer = model?.gdn_layer_shape;
+  return {
+    ...peak ? { peak } : {},
+    ...model && layer ? {
+      model: {
+        preset: model.preset,
+        gdnLayers: model.gdn_layers,
+        // The estimate of the kernels' share needs the kernel timed at the shape the model calls it.
+        layerMatchesKernel: layer.B === s.B && layer.T === s.T && layer.H === s.H && layer.K === s.K && layer.V === s.V
+      }
+    } : {}
+  };
+}
+function optionalMetric(metrics, path6, file) {
+  try {
+    return metricValue(metrics, path6, file);
+  } catch {
+    return null;
+  }
+}
+async function comparability(bundle, runs) {
+  const firstA = runs.find((r) => r.arm === "A" && r.value !== null);
+  if (!firstA) return [];
+  const a2 = await readMetricsFile(bundle.path(firstA.metricsFile));
+  for (const run2 of runs) {
+    if (run2 === firstA || run2.value === null) continue;
+    const problems = comparabilityProblems(a2, await readMetricsFile(bundle.path(run2.metricsFile)));
+    if (problems.length > 0) return problems.map((p) => `${runName(run2.arm, run2.index)}: ${p}`);
+  }
+  return [];
+}
+
+// src/loop/steps/prepare.ts
+import { existsSync as existsSync24, readFileSync as readFileSync25 } from "node:fs";
+import { join as join36, resolve as resolve15 } from "node:path";
 
 // src/loop/steps/log-file.ts
 function recentLogEntries(text3, n2) {

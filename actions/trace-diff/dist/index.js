@@ -40023,43 +40023,10 @@ function packageRoot() {
 
 // src/loop/state/bundle.ts
 import { existsSync as existsSync7 } from "node:fs";
-import { join as join3 } from "node:path";
+import { join as join5 } from "node:path";
 
 // src/evidence/record.ts
 var EVIDENCE_SCHEMA = "hillclimb.evidence/v1";
-
-// src/loop/state/bundle.ts
-var EVIDENCE_FILE = "evidence.json";
-function iterationDirName(key) {
-  const k = typeof key === "number" ? { iteration: key } : key;
-  const base = `i${String(k.iteration).padStart(3, "0")}`;
-  return k.slot === void 0 ? base : `${base}-c${k.slot.index}`;
-}
-var Bundle = class {
-  constructor(dir) {
-    this.dir = dir;
-  }
-  dir;
-  path(relative) {
-    return join3(this.dir, relative);
-  }
-  exists() {
-    return existsSync7(this.path(EVIDENCE_FILE));
-  }
-  load() {
-    const file = this.path(EVIDENCE_FILE);
-    const evidence = readJson(file);
-    if (evidence.schema !== EVIDENCE_SCHEMA) {
-      throw new HillclimbError(`${file}: schema ${String(evidence.schema)} is not ${EVIDENCE_SCHEMA}`, {
-        hint: "this bundle was written by another hillclimb version"
-      });
-    }
-    return evidence;
-  }
-  save(evidence) {
-    writeJsonAtomic(this.path(EVIDENCE_FILE), evidence);
-  }
-};
 
 // src/report/format.ts
 var MINUS = "\u2212";
@@ -40105,6 +40072,11 @@ function formatPercent(fraction, decimals = 2) {
 }
 function formatSignedPercent(percent, decimals = 1) {
   return `${formatSignedFixed(percent, decimals)}%`;
+}
+function iterationTag(key) {
+  const k = typeof key === "number" ? { iteration: key } : key;
+  const tag = `i${String(k.iteration).padStart(3, "0")}`;
+  return k.slot ? `${tag}-c${k.slot.index}` : tag;
 }
 
 // src/report/markdown.ts
@@ -42440,7 +42412,7 @@ function numberOrUndefined(s) {
 
 // src/trace/readers/profile-dir.ts
 import { closeSync as closeSync2, openSync as openSync2, readdirSync, readSync, statSync } from "node:fs";
-import { basename, join as join4 } from "node:path";
+import { basename, join as join3 } from "node:path";
 function resolveTracePath(path) {
   let st;
   try {
@@ -42464,7 +42436,7 @@ function formatOfFile(path) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync(runDir).filter((f) => statSync(join4(runDir, f)).isFile());
+  const files = readdirSync(runDir).filter((f) => statSync(join3(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format) => {
     const sorted = [...matching].sort();
@@ -42472,7 +42444,7 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join4(runDir, sorted[0]), format, notes };
+    return { path: join3(runDir, sorted[0]), format, notes };
   };
   const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
   if (xplanes.length > 0) return pick(xplanes, "xplane");
@@ -42483,7 +42455,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join4(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join3(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -42495,15 +42467,15 @@ function resolveDirectory(dir) {
 function latestRunDir(dir) {
   const entries = readdirSync(dir);
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join4(dir, "plugins", "profile"), dir]) {
+  for (const base of [join3(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync(base).filter((r) => statSync(join4(base, r)).isDirectory());
+      runs = readdirSync(base).filter((r) => statSync(join3(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync(join4(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join4(base, withTraces[withTraces.length - 1]);
+    const withTraces = runs.sort().filter((r) => readdirSync(join3(base, r)).some(isTraceFile));
+    if (withTraces.length > 0) return join3(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
@@ -44855,13 +44827,13 @@ async function opCosts(source, c, where) {
 
 // src/trace/peaks.ts
 import { readFileSync as readFileSync6 } from "node:fs";
-import { join as join5 } from "node:path";
+import { join as join4 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached;
 function devicePeakTable() {
   cached ??= parseDevicePeaks(
-    readFileSync6(join5(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync6(join4(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached;
@@ -45957,6 +45929,37 @@ function spreadLine(spread, steps) {
   const pct2 = spread.meanMs === 0 ? 0 : 100 * spread.spreadMs / spread.meanMs;
   return `step time is the slowest of ${spread.devices} devices each step (mostly ${spread.slowest}, ${spread.slowestSteps} of ${Math.round(steps)} steps); device mean ${formatMs(spread.meanMs)}, slowest \u2212 fastest ${formatMs(spread.spreadMs)} (${pct2.toFixed(1)}%) on average`;
 }
+
+// src/loop/state/bundle.ts
+var EVIDENCE_FILE = "evidence.json";
+function iterationDirName(key) {
+  return iterationTag(key);
+}
+var Bundle = class {
+  constructor(dir) {
+    this.dir = dir;
+  }
+  dir;
+  path(relative) {
+    return join5(this.dir, relative);
+  }
+  exists() {
+    return existsSync7(this.path(EVIDENCE_FILE));
+  }
+  load() {
+    const file = this.path(EVIDENCE_FILE);
+    const evidence = readJson(file);
+    if (evidence.schema !== EVIDENCE_SCHEMA) {
+      throw new HillclimbError(`${file}: schema ${String(evidence.schema)} is not ${EVIDENCE_SCHEMA}`, {
+        hint: "this bundle was written by another hillclimb version"
+      });
+    }
+    return evidence;
+  }
+  save(evidence) {
+    writeJsonAtomic(this.path(EVIDENCE_FILE), evidence);
+  }
+};
 
 // src/actions/run.ts
 async function runAction(body) {

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVIDENCE_SCHEMA, type IterationEvidence, type StepName } from '../../evidence/index.js';
+import { iterationTag } from '../../report/index.js';
 import { HillclimbError, readJson, writeJsonAtomic } from '../../util/index.js';
 
 export const EVIDENCE_FILE = 'evidence.json';
@@ -45,9 +46,8 @@ export interface IterationKey {
 
 /** `i003`, or `i003-c2` for the second candidate of iteration 3: names its bundle, worktrees, refs and jobs. */
 export function iterationDirName(key: number | IterationKey): string {
-  const k = typeof key === 'number' ? { iteration: key } : key;
-  const base = `i${String(k.iteration).padStart(3, '0')}`;
-  return k.slot === undefined ? base : `${base}-c${k.slot.index}`;
+  // The same name the reports give the iteration (its tag), so a bundle key in a comment is its folder.
+  return iterationTag(key);
 }
 
 export class Bundle {
