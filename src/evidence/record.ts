@@ -275,10 +275,16 @@ export interface SearchCandidateRow {
 }
 
 export interface SearchEvidence {
-  /** `winner`: the candidate the full comparison measured; `loser`: every other one. */
+  /** `winner`: the candidate whose full comparison decides the iteration; `loser`: every other one. */
   role: 'winner' | 'loser';
   /** The slot of the winner, or null when no candidate survived its gates and the screen. */
   winner: number | null;
+  /**
+   * The slots measured in full, in order: the best survivor of the screen, then the next best when one
+   * failed for a reason that says nothing about its effect (invalid, error, no-op, needs-human); the
+   * winner is the last. Absent in records written before the fallback existed.
+   */
+  measured?: number[];
   /** 1 + search.screen_bar: the screening estimate a candidate needed. */
   threshold: number;
   screenRounds: number;
@@ -349,5 +355,5 @@ export interface IterationEvidence {
    * Failed attempts per step, in order, saved as they happen: a resumed run continues counting from
    * them, so `loop.infra_retries` bounds the attempts of a step across interruptions.
    */
-  failedAttempts?: Partial<Record<StepName, FailedAttempt[]>>;
+  failedAttempts?: Partial<Record<StepName | 'screen', FailedAttempt[]>>;
 }

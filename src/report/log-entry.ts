@@ -51,6 +51,7 @@ import {
 } from './hotspots.js';
 import { kernelLine, modelLine, shareLine } from './levels.js';
 import { agentQuote, code, escapeHtml } from './markdown.js';
+import { measuredInFull } from './search.js';
 
 /**
  * Bump whenever harnessLines, entryHeading or the digest change: lint then reports entries written
@@ -217,21 +218,26 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
       'Search',
       search.winner === null
         ? `${plural(search.candidates.length, 'candidate')}; none survived its gates and the screen`
-        : `${plural(search.candidates.length, 'candidate')}; candidate ${search.winner} measured in full, on fresh rounds`,
+        : `${plural(search.candidates.length, 'candidate')}; ${measuredInFull(search)}, on fresh rounds`,
     );
   }
   const screen = evidence.screen;
   if (screen) {
     const estimate = screen.estimate === null ? 'no usable estimate' : formatRatio(screen.estimate);
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : '';
+    const self = evidence.slot?.index;
     const outcome =
       search?.role === 'winner'
-        ? 'the best; measured in full'
-        : !screen.survived
-          ? 'below the bar: dropped'
-          : search?.winner != null
-            ? `behind candidate ${search.winner}`
-            : 'not measured in full';
+        ? (search.measured?.length ?? 1) > 1
+          ? 'the best left; measured in full'
+          : 'the best; measured in full'
+        : self !== undefined && search?.measured?.includes(self)
+          ? `measured in full, then candidate ${search.winner}`
+          : !screen.survived
+            ? 'below the bar: dropped'
+            : search?.winner != null
+              ? `behind candidate ${search.winner}`
+              : 'not measured in full';
     add(
       'Screen',
       `${plural(screen.rounds, 'paired round')} against the champion: ${estimate}${bar}; ${outcome}`,

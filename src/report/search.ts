@@ -23,13 +23,11 @@ export function searchSection(evidence: IterationEvidence): string | undefined {
   if (!search || !evidence.slot) return undefined;
   const rows = search.candidates.map((row) => candidateCells(row, evidence));
   const k = search.candidates.length;
-  const heading =
-    search.winner === null
-      ? `#### Search: ${plural(k, 'candidate')}, none measured in full`
-      : `#### Search: ${plural(k, 'candidate')}, candidate ${search.winner} measured in full`;
+  const heading = `#### Search: ${plural(k, 'candidate')}, ${measuredInFull(search)}`;
   const rule =
     `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, 'paired round')}); ` +
-    `only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds. ` +
+    `only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds ` +
+    '(the next best too when one ended invalid, no-op, error or needs-human: verdicts that say nothing about its effect). ' +
     'The verdict and every number of the full comparison come from those rounds alone: the best of several ' +
     'noisy screens overstates its own effect, so a screening round is never evidence.';
   return [
@@ -58,4 +56,12 @@ function candidateCells(row: SearchCandidateRow, evidence: IterationEvidence): s
     verdict ?? (row.stage === 'measure' ? 'being measured' : '—'),
     cell(reason),
   ];
+}
+
+/** Which candidates the full comparison measured, in order ("candidate 2 measured in full"). */
+export function measuredInFull(search: NonNullable<IterationEvidence['search']>): string {
+  const measured = search.measured ?? (search.winner === null ? [] : [search.winner]);
+  if (measured.length === 0) return 'none measured in full';
+  if (measured.length === 1) return `candidate ${measured[0]} measured in full`;
+  return `candidates ${measured.slice(0, -1).join(', ')} and ${measured.at(-1)} measured in full, in that order`;
 }

@@ -105,4 +105,29 @@ describe('the novelty check believes "a person\'s change" only from the harness'
     expect(gate.evidence.verdict).toBeUndefined();
     expect(gate.evidence.gates.cpu?.status).toBe('passed');
   }, 180_000);
+
+  it("loop.candidates > 1 refuses an agent's propose phase, never a person's change (/hillclimb measure)", async () => {
+    const job = join(t.dir, 'search');
+    const base = makeToyRepo(job, [SAME_SPEED]);
+    const overrides = { 'loop.candidates': 2 };
+    await expect(phase(job, 'propose', { overrides })).rejects.toThrow(
+      /loop.candidates is 2: the workflow's phases run one candidate per iteration/,
+    );
+    const kernel = join(job, 'toy', 'kernel.py');
+    writeFileSync(kernel, SAME_SPEED.edit['toy/kernel.py']!(readFileSync(kernel, 'utf8')));
+    gitIn(job, 'commit', '--quiet', '-am', 'a person unrolls the loop');
+    const head = gitIn(job, 'rev-parse', 'HEAD').trim();
+    const opts = {
+      configFile: join(job, 'hillclimb.yml'),
+      runId: 'pr-run',
+      iteration: 1,
+      logger: memoryLogger(),
+    };
+    const prepared = await prepareExternalChange(
+      { ...opts, overrides },
+      { base, head, source: 'pull request #2', guard: true },
+    );
+    expect(prepared.evidence.steps.guard?.status).toBe('done');
+    expect(prepared.evidence.verdict).toBeUndefined();
+  }, 120_000);
 });

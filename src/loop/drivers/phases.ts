@@ -133,15 +133,6 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
-  if (config.loop.candidates > 1) {
-    throw new HillclimbError(
-      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
-      {
-        hint: 'set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N',
-        exitCode: ExitCode.badInput,
-      },
-    );
-  }
   if (opts.remoteOnly && config.compute.backend === 'local') {
     throw new HillclimbError(
       'this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them',
@@ -168,6 +159,17 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
   const refused = takesOver(phase) && existsSync(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : undefined;
+  // Only where an agent would propose: a person's change (a PR's `/hillclimb measure`) is one candidate
+  // whatever loop.candidates says.
+  if (config.loop.candidates > 1 && steps.includes('propose') && !existing?.steps.propose) {
+    throw new HillclimbError(
+      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
+      {
+        hint: 'set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N',
+        exitCode: ExitCode.badInput,
+      },
+    );
+  }
   const opened = await openLoopContext(config, {
     target,
     runId: opts.runId,

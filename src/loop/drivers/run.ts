@@ -69,7 +69,7 @@ export interface LoopResult {
 }
 
 export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
-  const config = loadConfig(opts.configFile, opts.overrides);
+  const config = loadConfig(opts.configFile, resumedOverrides(opts) ?? opts.overrides);
   const target = selectTarget(config, opts.target);
   preflight(config, target, { agent: true, cpuGate: true, dryRun: opts.dryRun });
   await checkSandbox(config, opts.logger);
@@ -82,6 +82,33 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   } finally {
     release();
   }
+}
+
+/**
+ * The overrides a resumed run started with (its journal's run-start), or undefined for a new run. A
+ * run continues with the configuration it began with: `-k 2` names the bundles (`i001-c2`) and `-n`
+ * its length, so a resume without the flags must not quietly become another run. A flag given again
+ * must say the same; a different value is refused, naming the key.
+ */
+function resumedOverrides(opts: LoopOptions): ConfigOverrides | undefined {
+  if (opts.resume === undefined) return undefined;
+  const stateDir = stateDirOf(loadConfig(opts.configFile, opts.overrides));
+  const runId = opts.resume === true ? listRuns(stateDir).at(-1) : opts.resume;
+  if (runId === undefined) return undefined; // startOrResume says there is nothing to resume
+  const journal = new Journal(runDirOf(stateDir, runId));
+  if (!existsSync(journal.file)) return undefined;
+  const { dryRun: _dryRun, ...started } = runProgress(journal.entries(), journal.file).start.options;
+  for (const [key, value] of Object.entries(opts.overrides ?? {})) {
+    if (value === undefined || JSON.stringify(started[key]) === JSON.stringify(value)) continue;
+    throw new HillclimbError(
+      `run ${runId} started with ${key} ${started[key] === undefined ? 'from the config file' : `= ${JSON.stringify(started[key])}`}; --resume cannot change it to ${JSON.stringify(value)}`,
+      {
+        hint: `resume without that flag (the run keeps the settings it started with: ${journal.file}), or start a new run`,
+        exitCode: ExitCode.badInput,
+      },
+    );
+  }
+  return started;
 }
 
 /**

@@ -9,18 +9,28 @@
  * the winner opens a PR, whose comment lists them all.
  */
 import { join } from 'node:path';
-import type { IterationEvidence, SearchCandidateRow, StepName } from '../../evidence/index.js';
+import type { IterationEvidence, SearchCandidateRow, StepName, Verdict } from '../../evidence/index.js';
 import { screenCandidates } from '../../search/index.js';
-import { errorMessage } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { Bundle, iterationDirName } from '../state/bundle.js';
 import type { Journal } from '../state/journal.js';
-import { backoffMs, Interrupted } from '../steps/failures.js';
-import { type NewIteration, newEvidence, runIterationSteps } from '../steps/iteration.js';
+import { type NewIteration, newEvidence, runIterationSteps, withInfraRetries } from '../steps/iteration.js';
 import { screenCandidate } from '../steps/screen.js';
 
 /** The steps every candidate goes through before the screen. */
 const BEFORE_SCREEN: readonly StepName[] = ['prepare', 'propose', 'guard', 'cpu-gate', 'accelerator-gate'];
+
+/** The full comparison, which only the winner gets. */
+const FULL_COMPARISON: readonly StepName[] = ['measure', 'profile', 'decide'];
+
+/**
+ * Full-comparison verdicts that say nothing about whether the change is faster: its programs failed
+ * verification, the infrastructure failed, the programs were identical, or the effect is too large to
+ * trust without a person. The next-best survivor of the screen is measured in full instead. A measured
+ * null or regression (`no-change`, `regressed`) is an answer: trying the next one then would be shopping
+ * for a significant test among k, which would multiply the false accepts.
+ */
+const FALL_THROUGH: ReadonlySet<Verdict> = new Set(['invalid', 'error', 'no-op', 'needs-human']);
 
 /** The k candidates' bundles of iteration `i`, slot 1 first. */
 export function candidateBundles(runDir: string, iteration: number, k: number): Bundle[] {
@@ -78,10 +88,13 @@ export async function runSearchIteration(
   // from the screens already measured.
   if (!bundles.every((b) => b.load().search)) {
     ctx.progress = (line) => progressOut(`[${iterationDirName(it.iteration)} ${ctx.target.name}] ${line}`);
-    await screenAndSelect(ctx, bundles, say);
+    await screenAndSelect(ctx, bundles, journal, say);
   }
 
-  // Losers first, the winner last: the iteration's last history row is the one that decided it.
+  await measureInFull(ctx, bundles, journal, say);
+
+  // Then the records: losers first, the winner last (the iteration's last history row is the one that
+  // decided it), so every loser's entry already names the winner's verdict.
   const ordered = [...bundles].sort(
     (x, y) => Number(x.load().search?.role === 'winner') - Number(y.load().search?.role === 'winner'),
   );
@@ -99,6 +112,7 @@ export async function runSearchIteration(
 async function screenAndSelect(
   ctx: LoopContext,
   bundles: readonly Bundle[],
+  journal: Journal,
   say: (b: Bundle) => (line: string) => void,
 ): Promise<void> {
   const info = ctx.backend.info();
@@ -108,9 +122,7 @@ async function screenAndSelect(
   const survivors = bundles.filter((b) => {
     const ev = b.load();
     if (ev.verdict === 'screened-out' && ev.screen) {
-      ev.verdict = undefined;
-      ev.verdictReasons = [];
-      delete ev.stoppedAt;
+      clearVerdict(ev);
       b.save(ev);
     }
     return ev.verdict === undefined;
@@ -129,7 +141,7 @@ async function screenAndSelect(
     const ev = b.load();
     const line = say(b);
     const env = { ctx: { ...ctx, progress: line }, bundle: b, ev, save: () => b.save(ev) };
-    const ended = await screenOnce(env.ctx, env, info.platform);
+    const ended = await screenOnce(env.ctx, env, info.platform, journal);
     if (ended) {
       ev.verdict = ended.verdict;
       ev.verdictReasons = ended.reasons;
@@ -186,19 +198,82 @@ async function screenAndSelect(
   );
 }
 
+/**
+ * The winner's full comparison (measure, profile, decide on fresh rounds). When it ends in a verdict
+ * that says nothing about the change's effect (FALL_THROUGH), the next-best survivor of the screen
+ * takes its place and is measured in full, until one gives an answer or none is left. Every step is
+ * resumable: a promotion is written into every record before the new winner's comparison starts.
+ */
+async function measureInFull(
+  ctx: LoopContext,
+  bundles: readonly Bundle[],
+  journal: Journal,
+  say: (b: Bundle) => (line: string) => void,
+): Promise<void> {
+  for (;;) {
+    const winner = bundles.find((b) => b.load().search?.role === 'winner');
+    if (!winner) return;
+    const ev = winner.load();
+    const search = ev.search!;
+    const measured = search.measured ?? [ev.slot!.index];
+    if (ev.verdict === 'screened-out') {
+      // Promoted before an interruption: the verdict of its screen was still to be cleared.
+      clearVerdict(ev);
+      winner.save(ev);
+    }
+    ctx.progress = say(winner);
+    const decided = await runIterationSteps(ctx, winner, journal, { only: FULL_COMPARISON });
+    const next =
+      decided.verdict && FALL_THROUGH.has(decided.verdict) ? nextSurvivor(bundles, measured) : undefined;
+    if (!next) {
+      // The table in every record now carries the winner's verdict.
+      recordSearch(ctx, bundles, search.winner, search.threshold, measured);
+      return;
+    }
+    const slot = next.load().slot!.index;
+    ctx.progress(
+      `search: candidate ${ev.slot!.index} ended ${decided.verdict} in its full comparison, which says nothing ` +
+        `about its effect; candidate ${slot}, next in the screen, is measured in full (fresh rounds)`,
+    );
+    recordSearch(ctx, bundles, slot, search.threshold, [...measured, slot]);
+    const promoted = next.load();
+    clearVerdict(promoted);
+    next.save(promoted);
+  }
+}
+
+/** The best-screened survivor not yet measured in full (it lost the screen only to those measured). */
+function nextSurvivor(bundles: readonly Bundle[], measured: readonly number[]): Bundle | undefined {
+  return bundles
+    .map((b) => ({ b, ev: b.load() }))
+    .filter(
+      ({ ev }) =>
+        ev.verdict === 'screened-out' && ev.screen?.survived === true && !measured.includes(ev.slot!.index),
+    )
+    .sort((x, y) => (y.ev.screen!.estimate ?? 0) - (x.ev.screen!.estimate ?? 0))[0]?.b;
+}
+
+function clearVerdict(ev: IterationEvidence): void {
+  delete ev.verdict;
+  ev.verdictReasons = [];
+  delete ev.stoppedAt;
+}
+
 /** Write the search's outcome into every candidate's record: its role, the winner, the table. */
 function recordSearch(
   ctx: LoopContext,
   bundles: readonly Bundle[],
   winner: number | null,
   threshold: number,
+  measured: readonly number[] = winner === null ? [] : [winner],
 ): void {
-  const rows = bundles.map((b) => searchRow(b.load()));
+  const rows = bundles.map((b) => searchRow(b.load(), measured));
   for (const b of bundles) {
     const ev = b.load();
     ev.search = {
       role: ev.slot!.index === winner ? 'winner' : 'loser',
       winner,
+      measured: [...measured],
       threshold,
       screenRounds: ctx.config.search.screen_rounds,
       candidates: rows,
@@ -207,26 +282,26 @@ function recordSearch(
   }
 }
 
-/** One screening session; an infrastructure failure that outlasts the step's retries ends that candidate in `error`. */
+/**
+ * One screening session, with the retries of a step (an infrastructure failure is retried with backoff
+ * and its attempts are saved, so a resumed run goes on counting); one that outlasts them ends the
+ * candidate in `error`. Anything else — a bug, a champion that fails on its own — stops the run, as it
+ * would in the full comparison.
+ */
 async function screenOnce(
   ctx: LoopContext,
   env: Parameters<typeof screenCandidate>[0],
   platform: Parameters<typeof screenCandidate>[1],
+  journal: Journal,
 ): Promise<{ verdict: NonNullable<IterationEvidence['verdict']>; reasons: string[] } | undefined> {
-  const retries = ctx.config.loop.infra_retries;
-  for (let attempt = 1; ; attempt++) {
-    if (ctx.signal.aborted) throw new Interrupted();
-    try {
-      const r = await screenCandidate(env, platform);
-      return r?.status === 'verdict' ? { verdict: r.verdict, reasons: r.reasons } : undefined;
-    } catch (e) {
-      if (e instanceof Interrupted || ctx.signal.aborted) throw e;
-      const message = errorMessage(e).split('\n')[0]!;
-      if (attempt > retries) return { verdict: 'error', reasons: [`screen: ${message}`] };
-      ctx.logger.warn(`screen: ${message}; retry ${attempt}/${retries}`);
-      await ctx.sleep(backoffMs(ctx.config.loop.retry_backoff_seconds, attempt));
-    }
+  const outcome = await withInfraRetries(ctx, 'screen', () => screenCandidate(env, platform), env, journal);
+  if (outcome.kind === 'infra') {
+    const attempts = outcome.attempts > 1 ? ` (${outcome.attempts} attempts)` : '';
+    return { verdict: 'error', reasons: [`screen: ${outcome.message}${attempts}`] };
   }
+  if (outcome.kind === 'dry-run') return undefined;
+  const r = outcome.result;
+  return r?.status === 'verdict' ? { verdict: r.verdict, reasons: r.reasons } : undefined;
 }
 
 /** A screening value as saved (JSON has no NaN: an unusable value comes back as null). */
@@ -234,13 +309,17 @@ function numberOrNaN(v: number | null): number {
   return typeof v === 'number' ? v : Number.NaN;
 }
 
-/** One candidate as the search table shows it. */
-function searchRow(ev: IterationEvidence): SearchCandidateRow {
-  const stage: SearchCandidateRow['stage'] = ev.screen
-    ? ev.verdict === undefined
-      ? 'measure'
-      : 'screen'
-    : (ev.stoppedAt ?? 'prepare');
+/**
+ * One candidate as the search table shows it. A candidate that reached the screen and was not measured
+ * in full stopped at the screen, whether it lost the ranking or its screening session ended it (no-op,
+ * invalid, error: recorded as stopped at `measure`, the step the screen stands in for).
+ */
+function searchRow(ev: IterationEvidence, measured: readonly number[]): SearchCandidateRow {
+  const stage: SearchCandidateRow['stage'] = measured.includes(ev.slot!.index)
+    ? 'measure'
+    : ev.screen || ev.stoppedAt === 'measure'
+      ? 'screen'
+      : (ev.stoppedAt ?? 'prepare');
   return {
     slot: ev.slot!.index,
     subject: ev.candidate?.subject ?? null,

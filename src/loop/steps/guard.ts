@@ -3,6 +3,8 @@
  * must not contain known hacks. Either violation makes the iteration `invalid` before any test runs.
  * So does a change an earlier iteration already made (the novelty check): it is not measured again.
  */
+
+import { join } from 'node:path';
 import type { HistoryRow, IterationEvidence } from '../../evidence/index.js';
 import {
   changeFingerprint,
@@ -10,6 +12,7 @@ import {
   describeViolations,
   scanCommits,
 } from '../../workspace/index.js';
+import { Bundle, iterationDirName } from '../state/bundle.js';
 import { readHistory } from '../state/history.js';
 import type { Step } from './step.js';
 
@@ -75,6 +78,18 @@ export const guardStep: Step = {
         note: `repeat of iteration ${earlier.iteration} of run ${earlier.runId}`,
       };
     }
+    // Two candidates of one search that make the same change would be screened twice for one answer.
+    const sibling = change ? sameChangeInSearch(ctx.runDir, ev, change) : undefined;
+    if (sibling !== undefined) {
+      return {
+        status: 'verdict',
+        verdict: 'invalid',
+        reasons: [
+          `${NOVELTY_REFUSAL}${ev.iteration}-c${sibling} of this run: candidate ${sibling} of this iteration makes the same change, and is the one tested`,
+        ],
+        note: `repeat of candidate ${sibling}`,
+      };
+    }
     const warnings = scan.findings.filter((f) => f.severity !== 'block').length;
     return warnings > 0 ? { status: 'done', note: `${warnings} static-scan warning(s)` } : { status: 'done' };
   },
@@ -101,12 +116,32 @@ export function personsChange(
 export const NOVELTY_REFUSAL = 'novelty check: a repeat of iteration ';
 
 /**
+ * The earlier candidate of the same search iteration (a lower slot) whose guard saw the same change, if
+ * any. Their history rows are written only after the screen, so the history cannot tell.
+ */
+export function sameChangeInSearch(
+  runDir: string,
+  ev: Pick<IterationEvidence, 'iteration' | 'slot'>,
+  change: string,
+): number | undefined {
+  for (let index = 1; index < (ev.slot?.index ?? 1); index++) {
+    const sibling = new Bundle(join(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
+    if (sibling.exists() && sibling.load().guard?.change === change) return index;
+  }
+  return undefined;
+}
+
+/** Verdicts that refuse a repeat only on the champion they were reached on. */
+const UNTIL_THE_CHAMPION_MOVES: ReadonlySet<string> = new Set(['no-change', 'screened-out']);
+
+/**
  * The last earlier iteration that made this change. An `error` row said nothing about the change (the
  * infrastructure failed), so it does not count, nor does an earlier refusal of the same repeat (it was
  * never measured; the iteration it repeated is the one to name); nor does this iteration's own row (a
  * later job — the publish job re-guards what it pushes — or a resumed run reads the history with it
  * already there); nor does a `no-change` measured on another champion: a null result on an old champion
- * says little about the new one, so the change is measured again once the champion has moved.
+ * says little about the new one, so the change is measured again once the champion has moved. A
+ * `screened-out` change (a short screen, never measured in full) is held to the same rule.
  */
 export function sameChangeEarlier(
   rows: readonly HistoryRow[],
@@ -118,7 +153,7 @@ export function sameChangeEarlier(
       r.change === change &&
       r.verdict !== 'error' &&
       !r.reason.startsWith('novelty check: ') &&
-      !(r.verdict === 'no-change' && r.baseCommit !== self.base) &&
+      !(UNTIL_THE_CHAMPION_MOVES.has(r.verdict) && r.baseCommit !== self.base) &&
       !(r.runId === self.runId && r.iteration === self.iteration),
   );
 }
@@ -132,7 +167,7 @@ export function repeatReason(row: HistoryRow): string {
   return (
     `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ''} of run ${row.runId} ` +
     `(${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ''}), the same change on champion ${row.baseCommit.slice(0, 12)}. ` +
-    `Not measured again${row.verdict === 'no-change' ? ' until the champion moves' : ''}; ` +
+    `Not measured again${UNTIL_THE_CHAMPION_MOVES.has(row.verdict) ? ' until the champion moves' : ''}; ` +
     'a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull ' +
     'request that makes it, or hillclimb measure --base <champion> --head <commit>.'
   );

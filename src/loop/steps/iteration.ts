@@ -150,29 +150,42 @@ function record(
   ev.steps[name] = rec;
 }
 
-type Outcome =
-  | { kind: 'ok'; result: StepResult }
+type Outcome<T = StepResult> =
+  | { kind: 'ok'; result: T }
   | { kind: 'infra'; message: string; attempts: number }
   | { kind: 'dry-run'; message: string };
 
-/**
- * Run a step, retrying infrastructure failures with backoff. Each failed attempt is saved in the
- * evidence and the journal before the wait, so a run killed mid-retry resumes at the next attempt
- * rather than at the first: `loop.infra_retries` bounds a step's attempts across interruptions.
- */
-async function runWithRetries(
+/** What failed attempts are counted under: a step, or a candidate's screen (drivers/search.ts). */
+export type AttemptKey = StepName | 'screen';
+
+function runWithRetries(
   ctx: LoopContext,
   step: Step,
   env: Parameters<Step['run']>[0],
   journal: Journal | undefined,
 ): Promise<Outcome> {
+  return withInfraRetries(ctx, step.name, () => step.run(env), env, journal);
+}
+
+/**
+ * Run `work`, retrying infrastructure failures with backoff. Each failed attempt is saved in the
+ * evidence and the journal before the wait, so a run killed mid-retry resumes at the next attempt
+ * rather than at the first: `loop.infra_retries` bounds the attempts across interruptions. Anything
+ * else (a bug, a ChampionFailure, an interruption) is thrown.
+ */
+export async function withInfraRetries<T>(
+  ctx: LoopContext,
+  key: AttemptKey,
+  work: () => Promise<T>,
+  { ev, save }: { ev: IterationEvidence; save: () => void },
+  journal: Journal | undefined,
+): Promise<Outcome<T>> {
   const retries = ctx.config.loop.infra_retries;
-  const { ev, save } = env;
-  const failed = (ev.failedAttempts?.[step.name] ?? []).length;
+  const failed = (ev.failedAttempts?.[key] ?? []).length;
   for (let attempt = failed + 1; ; attempt++) {
     if (ctx.signal.aborted) throw new Interrupted();
     try {
-      return { kind: 'ok', result: await step.run(env) };
+      return { kind: 'ok', result: await work() };
     } catch (e) {
       if (e instanceof Interrupted || ctx.signal.aborted)
         throw e instanceof Interrupted ? e : new Interrupted();
@@ -182,15 +195,13 @@ async function runWithRetries(
       // dry run asks of it (nothing to retry, nothing failed).
       if (ctx.dryRun && /\bdry run\b/.test(message)) return { kind: 'dry-run', message };
       const at = new Date().toISOString();
-      const failedSoFar = ev.failedAttempts?.[step.name] ?? [];
-      ev.failedAttempts = { ...ev.failedAttempts, [step.name]: [...failedSoFar, { attempt, at, message }] };
+      const failedSoFar = ev.failedAttempts?.[key] ?? [];
+      ev.failedAttempts = { ...ev.failedAttempts, [key]: [...failedSoFar, { attempt, at, message }] };
       save();
-      journal?.append({ t: 'attempt', at, iteration: ev.iteration, step: step.name, attempt, message });
+      journal?.append({ t: 'attempt', at, iteration: ev.iteration, step: key, attempt, message });
       if (attempt > retries) return { kind: 'infra', message, attempts: attempt };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
-      ctx.logger.warn(
-        `${step.name}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`,
-      );
+      ctx.logger.warn(`${key}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`);
       await ctx.sleep(wait);
     }
   }

@@ -1,9 +1,18 @@
 // The novelty check's rules (src/loop/steps/guard.ts): which earlier row a change repeats, what the
 // refusal says, and when a person's change is exempt.
-import { describe, expect, it } from 'vitest';
+
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { HistoryRow } from '../../../src/evidence/index.js';
-import { personsChange, repeatReason, sameChangeEarlier } from '../../../src/loop/steps/guard.js';
-import { historyRows } from '../../report/builders.js';
+import { Bundle, iterationDirName } from '../../../src/loop/state/bundle.js';
+import {
+  personsChange,
+  repeatReason,
+  sameChangeEarlier,
+  sameChangeInSearch,
+} from '../../../src/loop/steps/guard.js';
+import { tempDir } from '../../helpers/paths.js';
+import { baseEvidence, historyRows, invalidByGuard } from '../../report/builders.js';
 
 const CHANGE = `sha256:${'c'.repeat(64)}`;
 const OLD = 'a'.repeat(40);
@@ -38,6 +47,9 @@ describe('sameChangeEarlier', () => {
     expect(sameChangeEarlier([row(1, 'no-change', OLD)], CHANGE, self)).toBeUndefined();
     // On the same champion it still does.
     expect(sameChangeEarlier([row(1, 'no-change', NEW)], CHANGE, self)?.iteration).toBe(1);
+    // So is a change screened out by a search (a short screen, never measured in full).
+    expect(sameChangeEarlier([row(1, 'screened-out', OLD)], CHANGE, self)).toBeUndefined();
+    expect(sameChangeEarlier([row(1, 'screened-out', NEW)], CHANGE, self)?.iteration).toBe(1);
     // Other verdicts count whatever the champion was.
     for (const verdict of ['regressed', 'invalid', 'improved', 'needs-human'] as const)
       expect(sameChangeEarlier([row(1, verdict, OLD)], CHANGE, self)?.iteration, verdict).toBe(1);
@@ -96,5 +108,28 @@ describe('personsChange: only a harness fact exempts a repeat', () => {
   });
   it('an agent’s candidate (no `from`) is never exempt', () => {
     expect(personsChange({ proposes: true }, { candidate: {} as never, steps: {} })).toBe(false);
+  });
+});
+
+describe('sameChangeInSearch', () => {
+  const t = tempDir('hc-novelty-search-');
+  afterAll(t.cleanup);
+
+  it('names the earlier candidate of the same search iteration that made the same change', () => {
+    const save = (index: number, change: string | undefined) => {
+      const ev = { ...baseEvidence(), iteration: 3, slot: { index, of: 4 } };
+      if (change) ev.guard = { ...invalidByGuard().guard!, change };
+      new Bundle(join(t.dir, iterationDirName({ iteration: 3, slot: { index } }))).save(ev);
+    };
+    save(1, `sha256:${'d'.repeat(64)}`);
+    save(2, CHANGE);
+    save(3, undefined);
+    const of = (index: number, iteration = 3) => ({ iteration, slot: { index, of: 4 } });
+    expect(sameChangeInSearch(t.dir, of(4), CHANGE)).toBe(2);
+    expect(sameChangeInSearch(t.dir, of(3), CHANGE)).toBe(2);
+    // Only lower slots count (the first to make a change is the one tested), in the same iteration.
+    expect(sameChangeInSearch(t.dir, of(2), CHANGE)).toBeUndefined();
+    expect(sameChangeInSearch(t.dir, of(4, 4), CHANGE)).toBeUndefined();
+    expect(sameChangeInSearch(t.dir, { iteration: 3 }, CHANGE)).toBeUndefined();
   });
 });
