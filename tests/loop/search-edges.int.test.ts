@@ -178,3 +178,37 @@ describe('a search resumed without its -k', () => {
     expect(resumed.iterations[0]!.candidates!.map((c) => c.verdict)).toEqual(['screened-out', 'improved']);
   }, 300_000);
 });
+
+describe('a dry run of a search', () => {
+  const t = tempDir('hc-search-dry-');
+  afterAll(t.cleanup);
+
+  it('screens nothing, and only the stand-in winner would open a PR', async () => {
+    usePython();
+    const repo = join(t.dir, 'repo');
+    makeToyRepo(repo, [
+      { ...faster, name: '0001-shorter-delay' },
+      { ...sameSpeed, name: '0001.2-same-speed' },
+    ]);
+    const progress: string[] = [];
+    const r = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      overrides: { 'loop.candidates': 2 },
+      dryRun: true,
+      logger: memoryLogger(),
+      progress: (l) => progress.push(l),
+      sleep: noSleep,
+    });
+    const [c1, c2] = r.iterations[0]!.candidates!;
+    expect(progress.join('\n')).toContain('dry run: the screen would time each candidate');
+    expect(c1!.evidence.screen).toBeUndefined();
+    expect(c1!.evidence.steps.publish?.note).toContain('PR "[dry run] toy: ');
+    expect(c2!.evidence.steps.publish?.note).toBe(
+      'dry run: candidate 2 of 2 lost the search: no PR would be opened (search.publish_losers is off)',
+    );
+    // The journal says which candidate each step belongs to.
+    const journal = readFileSync(join(r.runDir, 'journal.jsonl'), 'utf8').trim().split('\n');
+    const publishes = journal.map((l) => JSON.parse(l)).filter((e) => e.t === 'step' && e.step === 'publish');
+    expect(publishes.map((e) => e.slot).sort()).toEqual([1, 2]);
+  }, 120_000);
+});

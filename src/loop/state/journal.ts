@@ -28,12 +28,22 @@ export type JournalEntry =
       t: 'step';
       at: string;
       iteration: number;
+      /** The candidate, in an iteration that proposed several (loop.candidates > 1). */
+      slot?: number;
       step: string;
       status: 'done' | 'skipped' | 'failed';
       note?: string;
     }
   /** A step's attempt failed for infrastructure reasons (retried after a backoff, or the last one). */
-  | { t: 'attempt'; at: string; iteration: number; step: string; attempt: number; message: string }
+  | {
+      t: 'attempt';
+      at: string;
+      iteration: number;
+      slot?: number;
+      step: string;
+      attempt: number;
+      message: string;
+    }
   | { t: 'iteration-end'; at: string; iteration: number; verdict: string; candidate_commit?: string }
   | { t: 'champion'; at: string; iteration: number; commit: string }
   | { t: 'run-end'; at: string; reason: RunEndReason; message?: string };

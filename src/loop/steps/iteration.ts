@@ -74,7 +74,15 @@ export async function runIterationSteps(
   const ev = bundle.load();
   const save = () => bundle.save(ev);
   const journalStep = (at: string, step: StepName, status: 'done' | 'skipped' | 'failed', note?: string) =>
-    journal?.append({ t: 'step', at, iteration: ev.iteration, step, status, ...(note ? { note } : {}) });
+    journal?.append({
+      t: 'step',
+      at,
+      iteration: ev.iteration,
+      ...(ev.slot ? { slot: ev.slot.index } : {}),
+      step,
+      status,
+      ...(note ? { note } : {}),
+    });
   for (const name of STEPS) {
     if (opts.only && !opts.only.includes(name)) continue;
     if (stepFinished(ev, name)) continue;
@@ -198,7 +206,15 @@ export async function withInfraRetries<T>(
       const failedSoFar = ev.failedAttempts?.[key] ?? [];
       ev.failedAttempts = { ...ev.failedAttempts, [key]: [...failedSoFar, { attempt, at, message }] };
       save();
-      journal?.append({ t: 'attempt', at, iteration: ev.iteration, step: key, attempt, message });
+      journal?.append({
+        t: 'attempt',
+        at,
+        iteration: ev.iteration,
+        ...(ev.slot ? { slot: ev.slot.index } : {}),
+        step: key,
+        attempt,
+        message,
+      });
       if (attempt > retries) return { kind: 'infra', message, attempts: attempt };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
       ctx.logger.warn(`${key}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`);

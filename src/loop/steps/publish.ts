@@ -41,7 +41,7 @@ export const publishStep: Step = {
       return { status: 'done', note: `${why}: bundle stored, nothing pushed` };
     }
     // A candidate that lost its iteration's search is a row in the winner's comment, not a PR of its own.
-    if (ev.search?.role === 'loser' && !ctx.config.search.publish_losers) {
+    if (lostTheSearch(ctx, ev)) {
       return {
         status: 'done',
         note: `candidate ${ev.slot?.index} of ${ev.slot?.of} (${ev.verdict ?? 'no verdict'}): bundle stored, no PR (search.publish_losers is off)`,
@@ -152,9 +152,20 @@ export async function storeBundle(
 }
 
 /** What publish would do, without doing it: the texts go into the bundle for inspection. */
+/** A candidate that lost its iteration's search, which gets no PR of its own unless search.publish_losers. */
+function lostTheSearch(ctx: LoopContext, ev: IterationEvidence): boolean {
+  return ev.search?.role === 'loser' && !ctx.config.search.publish_losers;
+}
+
 function dryRunPublish(ctx: LoopContext, bundle: Bundle, ev: IterationEvidence): StepResult {
   const candidate = ev.candidate;
   if (!candidate) return { status: 'skipped', note: 'dry run: no commit, nothing would be published' };
+  if (lostTheSearch(ctx, ev)) {
+    return {
+      status: 'skipped',
+      note: `dry run: candidate ${ev.slot?.index} of ${ev.slot?.of} lost the search: no PR would be opened (search.publish_losers is off)`,
+    };
+  }
   const pr = renderPullRequest(ev, { logFile: ctx.config.paths.log_file });
   writeFileAtomic(bundle.path(BundleFiles.prBody), pr.body);
   const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
