@@ -44,7 +44,7 @@ export interface SearchPolicy {
 /** The design `npm run bench:search` measures (docs/search.md says what else was tried). */
 export const DEFAULT_SEARCH_POLICY: SearchPolicy = {
   candidates: 4,
-  screen: { rounds: 2, bar: 0.02 },
+  screen: { rounds: 1, bar: 0.02 },
   full: DEFAULT_SEQUENTIAL_POLICY,
 };
 
@@ -137,7 +137,7 @@ function screenOne(
   const estimate = screenEstimate({ a: champion, b: arm.values }, direction);
   const threshold = 1 + policy.bar;
   const survived = estimate >= threshold;
-  const shown = `screen ${estimate.toFixed(4)} over ${champion.length} rounds`;
+  const shown = `screen ${estimate.toFixed(4)} over ${champion.length} round${champion.length === 1 ? '' : 's'}`;
   return {
     id: arm.id,
     estimate,

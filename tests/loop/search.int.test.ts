@@ -56,7 +56,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     expect(first!.stoppedAt).toBe('cpu-gate');
     expect(first!.screen).toBeUndefined();
     expect(second!.screen!.survived).toBe(false);
-    expect(second!.verdictReasons[0]).toMatch(/^screen \d\.\d{4} over 2 rounds < 1\.2000: dropped/);
+    expect(second!.verdictReasons[0]).toMatch(/^screen \d\.\d{4} over 1 round < 1\.2000: dropped/);
     expect(second!.measurement).toBeUndefined();
     expect(third!.search!.role).toBe('winner');
     expect(result.champion.iteration).toBe(1);
@@ -70,7 +70,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
   it('judges the winner on fresh rounds only: none of its screening rounds is in the comparison', () => {
     const winner = result.iterations[0]!.evidence;
     const screen = winner.screen!;
-    expect(screen.rounds).toBe(2);
+    expect(screen.rounds).toBe(1);
     expect(screen.estimate!).toBeGreaterThanOrEqual(1.2);
     const m = winner.measurement!;
     expect(m.sessions!.map((s) => s.file)).not.toContain(screen.sessionFile);
@@ -110,7 +110,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     const runLog = readFileSync(join(result.runDir, 'hillclimb-log.md'), 'utf8');
     expect(runLog).toMatch(/- Run: `[^`]+`, iteration 1 of 1 \(candidate 2 of 3\)/);
     expect(runLog).toMatch(
-      /- Screen: 2 paired rounds against the champion: \d\.\d{3}× \(bar 1\.200×\); below the bar: dropped/,
+      /- Screen: 1 paired round against the champion: \d\.\d{3}× \(bar 1\.200×\); below the bar: dropped/,
     );
     const lint = lintLog(runLog, {
       scope: 'all',

@@ -165,10 +165,10 @@ describe('replaySequential', () => {
 });
 
 describe('DEFAULT_SEARCH_POLICY', () => {
-  it('is the design bench:search measures: k = 4, a 2-round screen at +2%, the loop rule for the winner', () => {
+  it('is the design bench:search measures: k = 4, a 1-round screen at +2%, the loop rule for the winner', () => {
     expect(DEFAULT_SEARCH_POLICY).toEqual({
       candidates: 4,
-      screen: { rounds: 2, bar: 0.02 },
+      screen: { rounds: 1, bar: 0.02 },
       full: DEFAULT_SEQUENTIAL_POLICY,
     });
   });

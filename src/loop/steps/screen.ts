@@ -26,7 +26,7 @@ export async function screenCandidate(env: StepEnv, platform: Platform): Promise
   const programs = await oneAtATime(() => armPrograms(env, platform));
   if ('verdict' in programs) return programs.verdict;
   const name = `screen-${iterationDirName(ev)}`;
-  ctx.progress(`screen: ${rounds} round(s) against the champion`);
+  ctx.progress(`screen: ${rounds} paired round${rounds === 1 ? '' : 's'} against the champion`);
   const startedAt = new Date().toISOString();
   const checked = await pairedSession(env, platform, programs, { name, rounds, what: 'screened' });
   if ('verdict' in checked) return checked.verdict;
