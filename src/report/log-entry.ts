@@ -101,6 +101,14 @@ export type LogLabel = (typeof LOG_LABELS)[number];
 const ITERATION_HEADING_PREFIX = '### Iteration ';
 export const ITERATION_HEADING = new RegExp(`^${ITERATION_HEADING_PREFIX}(\\d+)([A-Za-z]*)\\b`);
 
+/** The sub-iteration letter after `suffix` (a → b, z → za): always greater, as the lint requires. */
+function nextSuffix(suffix: string): string {
+  const lastChar = suffix.at(-1)!;
+  return lastChar === 'z' || lastChar === 'Z'
+    ? `${suffix}a`
+    : `${suffix.slice(0, -1)}${String.fromCharCode(lastChar.charCodeAt(0) + 1)}`;
+}
+
 /** `### Iteration <N>`: the start of an entry's heading. */
 export function iterationHeading(number: number): string {
   return `${ITERATION_HEADING_PREFIX}${number}`;
@@ -378,13 +386,17 @@ export function headingNumbers(text: string): Array<{ line: number; number: numb
 
 /**
  * The log with `entry` appended (the header first when the log is new or empty). When the entry's
- * heading number would not increase on the log's last heading, it becomes the next free number.
+ * heading number would not increase on the log's last heading, it becomes the next free number. With
+ * `candidate` (one of several candidates of a search iteration, in the run's own log) the heading gets
+ * a sub-iteration letter instead — `### Iteration 3a`, `3b`, … in the order they are recorded — so
+ * the k entries of iteration 3 keep its number and the next iteration keeps its own.
  * @throws HillclimbError when `entry` does not start with an iteration heading.
  */
 export function appendLogEntry(
   logText: string | undefined,
   entry: string,
   header: LogHeaderOptions = {},
+  opts: { candidate?: boolean } = {},
 ): string {
   const first = entry.split('\n', 1)[0] ?? '';
   const m = ITERATION_HEADING.exec(first);
@@ -395,7 +407,14 @@ export function appendLogEntry(
   const base = logText === undefined || logText.trim() === '' ? logHeader(header) : logText;
   const last = headingNumbers(base).at(-1);
   let body = entry.trimEnd();
-  if (last && Number(m[1]) <= last.number) {
+  const number = Number(m[1]);
+  if (opts.candidate) {
+    const sameIteration = last?.number === number && last.suffix !== '';
+    const heading = sameIteration
+      ? `${iterationHeading(number)}${nextSuffix(last.suffix)}`
+      : `${iterationHeading(last && number <= last.number ? last.number + 1 : number)}a`;
+    body = body.replace(ITERATION_HEADING, heading);
+  } else if (last && number <= last.number) {
     body = body.replace(ITERATION_HEADING, iterationHeading(last.number + 1));
   }
   return `${base.trimEnd()}\n\n${body}\n`;

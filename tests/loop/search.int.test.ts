@@ -109,6 +109,12 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     ]);
     const runLog = readFileSync(join(result.runDir, 'hillclimb-log.md'), 'utf8');
     expect(runLog).toMatch(/- Run: `[^`]+`, iteration 1 of 1 \(candidate 2 of 3\)/);
+    // The three entries of iteration 1 keep its number, lettered in the order they were recorded.
+    expect(runLog.match(/^### Iteration \w+/gm)).toEqual([
+      '### Iteration 1a',
+      '### Iteration 1b',
+      '### Iteration 1c',
+    ]);
     expect(runLog).toMatch(
       /- Screen: 1 paired round against the champion: \d\.\d{3}× \(bar 1\.200×\); below the bar: dropped/,
     );

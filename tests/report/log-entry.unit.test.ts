@@ -8,6 +8,7 @@ import {
   parseEvidenceMarker,
   renderLogEntry,
 } from '../../src/report/log-entry.js';
+import { lintLog } from '../../src/report/log-lint.js';
 import { HillclimbError } from '../../src/util/errors.js';
 import { everyVerdict, IMPROVED, invalidByCpuGate, measured, noOp, RUN_ID } from './builders.js';
 
@@ -157,6 +158,17 @@ describe('appendLogEntry', () => {
     const third = appendLogEntry(second, renderLogEntry(measured(IMPROVED), { number: 9 }));
     expect(headingNumbers(third).map((h) => h.number)).toEqual([3, 4, 9]);
     expect(third.startsWith(first.trimEnd())).toBe(true);
+  });
+
+  it("numbers a search's candidates 3a, 3b, 3c and leaves the next iteration its own number", () => {
+    const entry = (number: number) => renderLogEntry(measured(IMPROVED), { number });
+    let text: string | undefined;
+    for (const number of [3, 3, 3]) text = appendLogEntry(text, entry(number), {}, { candidate: true });
+    text = appendLogEntry(text, entry(4), {}, { candidate: true });
+    text = appendLogEntry(text, entry(5));
+    expect(headingNumbers(text).map((h) => `${h.number}${h.suffix}`)).toEqual(['3a', '3b', '3c', '4a', '5']);
+    // The lint's rule (monotonic headings, suffixes increasing) holds.
+    expect(lintLog(text, { scope: 'all' }).filter((p) => p.rule === 'monotonic')).toEqual([]);
   });
 
   it('refuses text that is not an entry', () => {

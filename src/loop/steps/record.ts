@@ -37,7 +37,12 @@ export const recordStep: Step = {
     const runLogText = existsSync(runLog) ? readFileSync(runLog, 'utf8') : undefined;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
-      const text = appendLogEntry(runLogText, tagged(entry, ctx.runId, tag));
+      const text = appendLogEntry(
+        runLogText,
+        tagged(entry, ctx.runId, tag),
+        {},
+        { candidate: Boolean(ev.slot) },
+      );
       writeFileSync(runLog, text);
       // The entry must pass the log's own rules against the evidence as saved: anything else is a bug
       // in rendering, kept as a warning on the iteration rather than lost.
