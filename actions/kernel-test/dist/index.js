@@ -45100,8 +45100,8 @@ var hillclimb_schema_default = {
           type: "integer",
           minimum: 1,
           maximum: 20,
-          default: 2,
-          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence."
+          default: 1,
+          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence. 1 (the default) gave the most true gain per accelerator-hour in npm run bench:search (docs/search.md)."
         },
         screen_bar: {
           type: "number",
@@ -45118,7 +45118,7 @@ var hillclimb_schema_default = {
         publish_losers: {
           type: "boolean",
           default: false,
-          description: "Open a PR for every candidate that was measured, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
+          description: "Open a PR for every candidate with a commit the guard allowed, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
         }
       }
     },
@@ -45659,23 +45659,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join42 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join43 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join42(key), message: retired };
+      if (retired) return { keyPath: join43(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join42(key),
+        keyPath: join43(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join42(String(e.params.missingProperty)),
+        keyPath: join43(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -75542,8 +75542,8 @@ function searchSection(evidence) {
   if (!search || !evidence.slot) return void 0;
   const rows = search.candidates.map((row) => candidateCells(row, evidence));
   const k = search.candidates.length;
-  const heading = search.winner === null ? `#### Search: ${plural(k, "candidate")}, none measured in full` : `#### Search: ${plural(k, "candidate")}, candidate ${search.winner} measured in full`;
-  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds. The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  const heading = `#### Search: ${plural(k, "candidate")}, ${measuredInFull(search)}`;
+  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op, error or needs-human: verdicts that say nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
   return [
     heading,
     rule,
@@ -75568,6 +75568,12 @@ function candidateCells(row, evidence) {
     verdict ?? (row.stage === "measure" ? "being measured" : "\u2014"),
     cell(reason)
   ];
+}
+function measuredInFull(search) {
+  const measured2 = search.measured ?? (search.winner === null ? [] : [search.winner]);
+  if (measured2.length === 0) return "none measured in full";
+  if (measured2.length === 1) return `candidate ${measured2[0]} measured in full`;
+  return `candidates ${measured2.slice(0, -1).join(", ")} and ${measured2.at(-1)} measured in full, in that order`;
 }
 
 // src/report/trajectory.ts
@@ -75920,6 +75926,10 @@ var LOG_LABELS = [
 ];
 var ITERATION_HEADING_PREFIX = "### Iteration ";
 var ITERATION_HEADING = new RegExp(`^${ITERATION_HEADING_PREFIX}(\\d+)([A-Za-z]*)\\b`);
+function nextSuffix(suffix) {
+  const lastChar = suffix.at(-1);
+  return lastChar === "z" || lastChar === "Z" ? `${suffix}a` : `${suffix.slice(0, -1)}${String.fromCharCode(lastChar.charCodeAt(0) + 1)}`;
+}
 function iterationHeading(number) {
   return `${ITERATION_HEADING_PREFIX}${number}`;
 }
@@ -75997,14 +76007,15 @@ function harnessLines(evidence, evidencePath) {
   if (search) {
     add(
       "Search",
-      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; candidate ${search.winner} measured in full, on fresh rounds`
+      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds`
     );
   }
   const screen = evidence.screen;
   if (screen) {
     const estimate = screen.estimate === null ? "no usable estimate" : formatRatio(screen.estimate);
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
-    const outcome = search?.role === "winner" ? "the best; measured in full" : !screen.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
+    const self2 = evidence.slot?.index;
+    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : !screen.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
     add(
       "Screen",
       `${plural(screen.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`
@@ -76120,7 +76131,7 @@ function headingNumbers(text3) {
   });
   return out;
 }
-function appendLogEntry(logText, entry, header = {}) {
+function appendLogEntry(logText, entry, header = {}, opts = {}) {
   const first = entry.split("\n", 1)[0] ?? "";
   const m = ITERATION_HEADING.exec(first);
   if (!m)
@@ -76130,7 +76141,12 @@ function appendLogEntry(logText, entry, header = {}) {
   const base = logText === void 0 || logText.trim() === "" ? logHeader(header) : logText;
   const last = headingNumbers(base).at(-1);
   let body = entry.trimEnd();
-  if (last && Number(m[1]) <= last.number) {
+  const number = Number(m[1]);
+  if (opts.candidate) {
+    const sameIteration = last?.number === number && last.suffix !== "";
+    const heading = sameIteration ? `${iterationHeading(number)}${nextSuffix(last.suffix)}` : `${iterationHeading(last && number <= last.number ? last.number + 1 : number)}a`;
+    body = body.replace(ITERATION_HEADING, heading);
+  } else if (last && number <= last.number) {
     body = body.replace(ITERATION_HEADING, iterationHeading(last.number + 1));
   }
   return `${base.trimEnd()}
@@ -82401,6 +82417,9 @@ async function verifyPrograms({
   return { export: exported, verifier, problems: [why] };
 }
 
+// src/loop/steps/guard.ts
+import { join as join33 } from "node:path";
+
 // src/loop/state/history.ts
 import { join as join32 } from "node:path";
 var HISTORY_FILE = "history.jsonl";
@@ -82539,6 +82558,17 @@ var guardStep = {
         note: `repeat of iteration ${earlier.iteration} of run ${earlier.runId}`
       };
     }
+    const sibling = change ? sameChangeInSearch(ctx.runDir, ev, change) : void 0;
+    if (sibling !== void 0) {
+      return {
+        status: "verdict",
+        verdict: "invalid",
+        reasons: [
+          `${NOVELTY_REFUSAL}${ev.iteration}-c${sibling} of this run: candidate ${sibling} of this iteration makes the same change, and is the one tested`
+        ],
+        note: `repeat of candidate ${sibling}`
+      };
+    }
     const warnings2 = scan.findings.filter((f) => f.severity !== "block").length;
     return warnings2 > 0 ? { status: "done", note: `${warnings2} static-scan warning(s)` } : { status: "done" };
   }
@@ -82548,20 +82578,28 @@ function personsChange(ctx, ev) {
   return ctx.proposes || ev.steps.guard !== void 0;
 }
 var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
+function sameChangeInSearch(runDir, ev, change) {
+  for (let index = 1; index < (ev.slot?.index ?? 1); index++) {
+    const sibling = new Bundle(join33(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
+    if (sibling.exists() && sibling.load().guard?.change === change) return index;
+  }
+  return void 0;
+}
+var UNTIL_THE_CHAMPION_MOVES = /* @__PURE__ */ new Set(["no-change", "screened-out"]);
 function sameChangeEarlier(rows, change, self2) {
   return rows.findLast(
-    (r) => r.change === change && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(r.verdict === "no-change" && r.baseCommit !== self2.base) && !(r.runId === self2.runId && r.iteration === self2.iteration)
+    (r) => r.change === change && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(UNTIL_THE_CHAMPION_MOVES.has(r.verdict) && r.baseCommit !== self2.base) && !(r.runId === self2.runId && r.iteration === self2.iteration)
   );
 }
 function repeatReason(row) {
   const ratio = row.ratio === null ? "not measured" : `ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ""}`;
-  return `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId} (${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ""}), the same change on champion ${row.baseCommit.slice(0, 12)}. Not measured again${row.verdict === "no-change" ? " until the champion moves" : ""}; a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.`;
+  return `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId} (${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ""}), the same change on champion ${row.baseCommit.slice(0, 12)}. Not measured again${UNTIL_THE_CHAMPION_MOVES.has(row.verdict) ? " until the champion moves" : ""}; a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.`;
 }
 
 // src/loop/steps/measure.ts
 import { createHash as createHash8 } from "node:crypto";
 import { cpSync as cpSync2, existsSync as existsSync21, readFileSync as readFileSync23, rmSync as rmSync20 } from "node:fs";
-import { join as join33 } from "node:path";
+import { join as join34 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -82685,7 +82723,7 @@ async function armPrograms(env, platform3) {
   const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync21(join33(B, "manifest.json"))) {
+  if (!gated || !existsSync21(join34(B, "manifest.json"))) {
     const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
@@ -82718,10 +82756,10 @@ async function armPrograms(env, platform3) {
 }
 function championCache(ctx, commit2, platform3) {
   const key = createHash8("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
-  return { key, dir: join33(ctx.stateDir, "cache", "programs", key) };
+  return { key, dir: join34(ctx.stateDir, "cache", "programs", key) };
 }
 function keepChampionPrograms(ctx, commit2, platform3, from) {
-  if (!existsSync21(join33(from, "manifest.json"))) return;
+  if (!existsSync21(join34(from, "manifest.json"))) return;
   const { dir } = championCache(ctx, commit2, platform3);
   rmSync20(dir, { recursive: true, force: true });
   copyProgramFiles(from, dir);
@@ -82735,9 +82773,9 @@ function readText(file) {
 }
 async function championPrograms(ctx, ev, commit2, platform3) {
   const { key, dir } = championCache(ctx, commit2, platform3);
-  if (existsSync21(join33(dir, "manifest.json"))) return dir;
+  if (existsSync21(join34(dir, "manifest.json"))) return dir;
   const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
-  const log = join33(ctx.stateDir, "cache", "programs", `${key}.log`);
+  const log = join34(ctx.stateDir, "cache", "programs", `${key}.log`);
   const exported = await exportPrograms(ctx, ev, {
     backend: ctx.backend,
     workdir: wt.root,
@@ -82946,7 +82984,7 @@ async function comparability(bundle, runs) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync24, readFileSync as readFileSync25 } from "node:fs";
-import { join as join36, resolve as resolve15 } from "node:path";
+import { join as join37, resolve as resolve15 } from "node:path";
 
 // src/loop/steps/log-file.ts
 function recentLogEntries(text3, n2) {
@@ -82961,7 +82999,7 @@ function recentLogEntries(text3, n2) {
 // src/loop/steps/profile.ts
 import { createHash as createHash9 } from "node:crypto";
 import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync21 } from "node:fs";
-import { join as join34 } from "node:path";
+import { join as join35 } from "node:path";
 var profileStep = {
   name: "profile",
   evaluation: true,
@@ -82977,7 +83015,7 @@ var profileStep = {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
-      if (!existsSync22(join34(programs, "manifest.json"))) {
+      if (!existsSync22(join35(programs, "manifest.json"))) {
         throw new Error(
           `the candidate has no exported programs for ${platform3} (the measurement did not run)`
         );
@@ -83081,15 +83119,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash9("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join34(ctx.stateDir, "cache", "profiles", key);
+  return join35(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join34(cacheDir(ctx, commit2), "summary.json");
+  const local = join35(cacheDir(ctx, commit2), "summary.json");
   if (existsSync22(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join34(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join35(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -83109,8 +83147,8 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join34(dir, "summary.json");
-  const traceDir = join34(dir, "trace");
+  const summaryFile = join35(dir, "summary.json");
+  const traceDir = join35(dir, "trace");
   const cachedSummary = existsSync22(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
@@ -83122,9 +83160,9 @@ async function championProfile(ctx, commit2) {
     harness: commit2,
     programs: await championPrograms(ctx, where2, commit2, platform3),
     traceDir,
-    metrics: join34(dir, "metrics.json"),
-    log: join34(dir, "profile.log"),
-    session: join34(dir, "session.json"),
+    metrics: join35(dir, "metrics.json"),
+    log: join35(dir, "profile.log"),
+    session: join35(dir, "session.json"),
     name: `profile-${commit2.slice(0, 12)}`
   });
   writeJsonAtomic(summaryFile, summary2);
@@ -83134,7 +83172,7 @@ async function championProfile(ctx, commit2) {
 
 // src/loop/steps/prompt.ts
 import { existsSync as existsSync23, readdirSync as readdirSync13, readFileSync as readFileSync24 } from "node:fs";
-import { join as join35 } from "node:path";
+import { join as join36 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -83168,8 +83206,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync24(join35(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join35(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync24(join36(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join36(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
 ${text3}`;
@@ -83259,7 +83297,7 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev),
-      result_file: join36(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
+      result_file: join37(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
       directives: loadDirectives(resolve15(ctx.root, ctx.config.paths.directives_dir), [
         ...ctx.config.agent.directives,
         ...slotDirectives(ctx, ev.slot)
@@ -83296,10 +83334,10 @@ function agentTestCommand(ctx, key) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
     root: agentRepoPath(ctx, key),
-    junit: join36(out, "junit.xml"),
-    metrics: join36(out, "metrics.json"),
-    trace: join36(out, "trace"),
-    cache: join36(out, "cache")
+    junit: join37(out, "junit.xml"),
+    metrics: join37(out, "metrics.json"),
+    trace: join37(out, "trace"),
+    cache: join37(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -83339,7 +83377,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join36(ctx.runDir, "hillclimb-log.md");
+  const runLog = join37(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
   let entries = n2 > 0 && existsSync24(runLog) ? recentLogEntries(readFileSync25(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
@@ -83351,7 +83389,7 @@ async function recentLogText(ctx, base) {
 
 // src/loop/steps/propose.ts
 import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync26, rmSync as rmSync22 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join37 } from "node:path";
+import { delimiter as delimiter2, dirname as dirname21, join as join38 } from "node:path";
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
@@ -83365,7 +83403,7 @@ var proposeStep = {
     mkdirSync23(out, { recursive: true });
     await ctx.git.cloneForAgent(repo, base);
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join37(out, AGENT_RESULT_NAME);
+    const resultFile = join38(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
@@ -83373,7 +83411,7 @@ var proposeStep = {
       workdir: repo,
       prompt: readFileSync26(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join37(out, AGENT_LOG_NAME),
+      logFile: join38(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
@@ -83389,7 +83427,7 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync22(join37(out, "home"), { recursive: true, force: true });
+    rmSync22(join38(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
     rmSync22(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
@@ -83484,13 +83522,13 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join37(out, "home")
+      home: join38(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join37(repo, ".git", "objects");
+  const objects = join38(repo, ".git", "objects");
   if (head && head !== base && existsSync25(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
@@ -83533,7 +83571,7 @@ var publishStep = {
       save();
       return { status: "done", note: `${why}: bundle stored, nothing pushed` };
     }
-    if (ev.search?.role === "loser" && !ctx.config.search.publish_losers) {
+    if (lostTheSearch(ctx, ev)) {
       return {
         status: "done",
         note: `candidate ${ev.slot?.index} of ${ev.slot?.of} (${ev.verdict ?? "no verdict"}): bundle stored, no PR (search.publish_losers is off)`
@@ -83620,9 +83658,18 @@ async function storeBundle(store, bundle, ev, prefix) {
   }
   return publish;
 }
+function lostTheSearch(ctx, ev) {
+  return ev.search?.role === "loser" && !ctx.config.search.publish_losers;
+}
 function dryRunPublish(ctx, bundle, ev) {
   const candidate = ev.candidate;
   if (!candidate) return { status: "skipped", note: "dry run: no commit, nothing would be published" };
+  if (lostTheSearch(ctx, ev)) {
+    return {
+      status: "skipped",
+      note: `dry run: candidate ${ev.slot?.index} of ${ev.slot?.of} lost the search: no PR would be opened (search.publish_losers is off)`
+    };
+  }
   const pr = renderPullRequest(ev, { logFile: ctx.config.paths.log_file });
   writeFileAtomic(bundle.path(BundleFiles.prBody), pr.body);
   const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
@@ -83635,20 +83682,25 @@ function dryRunPublish(ctx, bundle, ev) {
 
 // src/loop/steps/record.ts
 import { existsSync as existsSync27, readFileSync as readFileSync28, writeFileSync as writeFileSync10 } from "node:fs";
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join38("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join39("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join38(ctx.runDir, "hillclimb-log.md");
+    const runLog = join39(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync27(runLog) ? readFileSync28(runLog, "utf8") : void 0;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
-      const text3 = appendLogEntry(runLogText, tagged(entry, ctx.runId, tag));
+      const text3 = appendLogEntry(
+        runLogText,
+        tagged(entry, ctx.runId, tag),
+        {},
+        { candidate: Boolean(ev.slot) }
+      );
       writeFileSync10(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
@@ -83737,7 +83789,15 @@ function newEvidence(ctx, it) {
 async function runIterationSteps(ctx, bundle, journal, opts = {}) {
   const ev = bundle.load();
   const save = () => bundle.save(ev);
-  const journalStep = (at, step, status, note) => journal?.append({ t: "step", at, iteration: ev.iteration, step, status, ...note ? { note } : {} });
+  const journalStep = (at, step, status, note) => journal?.append({
+    t: "step",
+    at,
+    iteration: ev.iteration,
+    ...ev.slot ? { slot: ev.slot.index } : {},
+    step,
+    status,
+    ...note ? { note } : {}
+  });
   for (const name of STEPS) {
     if (opts.only && !opts.only.includes(name)) continue;
     if (stepFinished(ev, name)) continue;
@@ -83805,14 +83865,16 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
 function record(ev, name, rec) {
   ev.steps[name] = rec;
 }
-async function runWithRetries(ctx, step, env, journal) {
+function runWithRetries(ctx, step, env, journal) {
+  return withInfraRetries(ctx, step.name, () => step.run(env), env, journal);
+}
+async function withInfraRetries(ctx, key, work, { ev, save }, journal) {
   const retries = ctx.config.loop.infra_retries;
-  const { ev, save } = env;
-  const failed = (ev.failedAttempts?.[step.name] ?? []).length;
+  const failed = (ev.failedAttempts?.[key] ?? []).length;
   for (let attempt2 = failed + 1; ; attempt2++) {
     if (ctx.signal.aborted) throw new Interrupted();
     try {
-      return { kind: "ok", result: await step.run(env) };
+      return { kind: "ok", result: await work() };
     } catch (e) {
       if (e instanceof Interrupted || ctx.signal.aborted)
         throw e instanceof Interrupted ? e : new Interrupted();
@@ -83820,15 +83882,21 @@ async function runWithRetries(ctx, step, env, journal) {
       const message = errorMessage(e).split("\n")[0];
       if (ctx.dryRun && /\bdry run\b/.test(message)) return { kind: "dry-run", message };
       const at = (/* @__PURE__ */ new Date()).toISOString();
-      const failedSoFar = ev.failedAttempts?.[step.name] ?? [];
-      ev.failedAttempts = { ...ev.failedAttempts, [step.name]: [...failedSoFar, { attempt: attempt2, at, message }] };
+      const failedSoFar = ev.failedAttempts?.[key] ?? [];
+      ev.failedAttempts = { ...ev.failedAttempts, [key]: [...failedSoFar, { attempt: attempt2, at, message }] };
       save();
-      journal?.append({ t: "attempt", at, iteration: ev.iteration, step: step.name, attempt: attempt2, message });
+      journal?.append({
+        t: "attempt",
+        at,
+        iteration: ev.iteration,
+        ...ev.slot ? { slot: ev.slot.index } : {},
+        step: key,
+        attempt: attempt2,
+        message
+      });
       if (attempt2 > retries) return { kind: "infra", message, attempts: attempt2 };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt2);
-      ctx.logger.warn(
-        `${step.name}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s`
-      );
+      ctx.logger.warn(`${key}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s`);
       await ctx.sleep(wait);
     }
   }
@@ -83838,16 +83906,16 @@ function isInfra(e) {
 }
 
 // src/loop/drivers/pull-request.ts
-import { join as join41 } from "node:path";
+import { join as join42 } from "node:path";
 
 // src/loop/state/attestation.ts
 import { createHash as createHash10 } from "node:crypto";
 import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync29 } from "node:fs";
-import { join as join39 } from "node:path";
+import { join as join40 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join39(dir, rel);
+    const abs = rel === "" ? dir : join40(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync14(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -83908,7 +83976,7 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, iteration) {
-  return join39(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+  return join40(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
@@ -83925,7 +83993,7 @@ function readLocalAttestation(file) {
 
 // src/loop/drivers/phases.ts
 import { existsSync as existsSync31 } from "node:fs";
-import { join as join40 } from "node:path";
+import { join as join41 } from "node:path";
 
 // src/loop/drivers/preflight.ts
 import { existsSync as existsSync29 } from "node:fs";
@@ -84164,15 +84232,6 @@ async function openPhase(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
   const steps = PHASE_STEPS[phase];
-  if (config.loop.candidates > 1) {
-    throw new HillclimbError(
-      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
-      {
-        hint: "set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N",
-        exitCode: ExitCode2.badInput
-      }
-    );
-  }
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
       "this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them",
@@ -84188,7 +84247,7 @@ async function openPhase(phase, opts) {
     dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join40(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join41(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, {
     root: config.root,
     logger: opts.logger,
@@ -84198,6 +84257,15 @@ async function openPhase(phase, opts) {
   const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
+  if (config.loop.candidates > 1 && steps.includes("propose") && !existing?.steps.propose) {
+    throw new HillclimbError(
+      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
+      {
+        hint: "set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N",
+        exitCode: ExitCode2.badInput
+      }
+    );
+  }
   const opened = await openLoopContext(config, {
     target: target2,
     runId: opts.runId,
@@ -84327,7 +84395,7 @@ async function prepareExternalChange(opts, change) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join41(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join42(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const git2 = await Git.create(config.root, { logger: opts.logger });
   try {
     if (!bundle.exists()) {

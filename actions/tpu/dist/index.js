@@ -39941,8 +39941,8 @@ var hillclimb_schema_default = {
           type: "integer",
           minimum: 1,
           maximum: 20,
-          default: 2,
-          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence."
+          default: 1,
+          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence. 1 (the default) gave the most true gain per accelerator-hour in npm run bench:search (docs/search.md)."
         },
         screen_bar: {
           type: "number",
@@ -39959,7 +39959,7 @@ var hillclimb_schema_default = {
         publish_losers: {
           type: "boolean",
           default: false,
-          description: "Open a PR for every candidate that was measured, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
+          description: "Open a PR for every candidate with a commit the guard allowed, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
         }
       }
     },
