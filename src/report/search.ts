@@ -27,7 +27,7 @@ export function searchSection(evidence: IterationEvidence): string | undefined {
   const rule =
     `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, 'paired round')}); ` +
     `only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds ` +
-    '(the next best too when one ended invalid, no-op, error or needs-human: verdicts that say nothing about its effect). ' +
+    "(the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). " +
     'The verdict and every number of the full comparison come from those rounds alone: the best of several ' +
     'noisy screens overstates its own effect, so a screening round is never evidence.';
   return [

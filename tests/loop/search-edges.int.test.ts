@@ -3,7 +3,7 @@
 // the novelty check on a change screened out on an older champion, the fallback when the winner's full
 // comparison says nothing about its effect, and a resume that keeps the run's own -k.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
@@ -92,38 +92,46 @@ describe('a search over two iterations (k = 3)', () => {
 describe('a winner whose full comparison says nothing about its effect', () => {
   const t = tempDir('hc-search-fallback-');
   afterAll(t.cleanup);
+  const twoGains = [
+    { ...faster, name: '0001-shorter-delay' }, // 2.5× faster: wins the screen
+    {
+      ...faster,
+      name: '0001.2-a-little-shorter', // 1.4×: survives the screen too
+      edit: { 'toy/kernel.py': (text: string) => text.replace('DELAY_S = 0.02', 'DELAY_S = 0.014') },
+    },
+  ];
 
-  // c1 (2.5× faster) wins the screen but is implausible (needs-human, measure.implausible_speedup 2);
-  // c2 (1.4×) survived the screen too: it is measured in full next, and decides the iteration.
-  it('measures the next survivor of the screen in full; the table and the records say both were', async () => {
+  // c1's programs are changed in its bundle after the screen picked it: its full comparison ends
+  // `invalid` before any look (not the programs its gate verified), so c2 is measured in full instead.
+  it('measures the next survivor in full when the winner ends before its first look', async () => {
     usePython();
-    const repo = join(t.dir, 'repo');
-    makeToyRepo(repo, [
-      { ...faster, name: '0001-shorter-delay' },
-      {
-        ...faster,
-        name: '0001.2-a-little-shorter',
-        edit: { 'toy/kernel.py': (text) => text.replace('DELAY_S = 0.02', 'DELAY_S = 0.014') },
-      },
-    ]);
+    const repo = join(t.dir, 'tampered');
+    makeToyRepo(repo, twoGains);
+    const tamper = () => {
+      const runs = join(repo, '.hillclimb', 'runs');
+      const programs = join(runs, readdirSync(runs)[0]!, 'i001-c1', 'programs', 'B-cpu');
+      for (const f of readdirSync(programs).filter((n) => n !== 'manifest.json'))
+        appendFileSync(join(programs, f), '\n');
+    };
     const r = await runLoop({
       configFile: join(repo, 'hillclimb.yml'),
-      overrides: { 'loop.iterations': 1, 'loop.candidates': 2, 'measure.implausible_speedup': 2 },
+      overrides: { 'loop.iterations': 1, 'loop.candidates': 2 },
       logger: memoryLogger(),
       sleep: noSleep,
+      progress: (l) => {
+        if (l.includes('search: candidate 1 of 2 goes on to the full comparison')) tamper();
+      },
     });
     const [c1, c2] = r.iterations[0]!.candidates!;
-    expect(c1!.verdict).toBe('needs-human');
+    expect(c1!.verdict).toBe('invalid');
+    expect(c1!.evidence.measurement?.comparison).toBeUndefined();
     expect(c2!.verdict).toBe('improved');
     expect(r.iterations[0]!.verdict).toBe('improved');
     expect(c2!.evidence.search).toMatchObject({ role: 'winner', winner: 2, measured: [1, 2] });
     expect(c1!.evidence.search).toMatchObject({ role: 'loser', winner: 2, measured: [1, 2] });
-    // Both were measured on fresh rounds (a measurement of their own), the first one's verdict stands.
-    expect(c1!.evidence.measurement).toBeDefined();
-    expect(c2!.evidence.measurement).toBeDefined();
     const rows = readHistory(r.stateDir, 'toy');
     expect(rows.map((row) => [row.slot, row.verdict])).toEqual([
-      [1, 'needs-human'],
+      [1, 'invalid'],
       [2, 'improved'],
     ]);
     const pulls = listLocalPulls(r.stateDir);
@@ -134,7 +142,26 @@ describe('a winner whose full comparison says nothing about its effect', () => {
     );
     const row1 = comment.split('\n').find((l) => l.startsWith('| 1 |'))!;
     expect(row1).toContain('full comparison');
-    expect(row1).toContain('needs-human');
+    expect(row1).toContain('invalid');
+  }, 300_000);
+
+  // An implausible speed-up (measure.implausible_speedup 2) is an answer: needs-human, a PR for a person
+  // to look at, and no second full comparison (it would give the search a second chance at a look).
+  it('ends the search at a needs-human winner, which gets its PR', async () => {
+    usePython();
+    const repo = join(t.dir, 'implausible');
+    makeToyRepo(repo, twoGains);
+    const r = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      overrides: { 'loop.iterations': 1, 'loop.candidates': 2, 'measure.implausible_speedup': 2 },
+      logger: memoryLogger(),
+      sleep: noSleep,
+    });
+    const [c1, c2] = r.iterations[0]!.candidates!;
+    expect([c1!.verdict, c2!.verdict]).toEqual(['needs-human', 'screened-out']);
+    expect(c1!.evidence.search).toMatchObject({ role: 'winner', winner: 1, measured: [1] });
+    expect(c2!.evidence.measurement).toBeUndefined();
+    expect(listLocalPulls(r.stateDir).map((p) => p.branch)).toEqual([c1!.evidence.candidate!.branch]);
   }, 300_000);
 });
 
@@ -168,8 +195,18 @@ describe('a search resumed without its -k', () => {
     await expect(
       runLoop({ configFile, resume: true, overrides: { 'loop.candidates': 3 }, logger: memoryLogger() }),
     ).rejects.toThrow(/started with loop.candidates = 2; --resume cannot change it to 3/);
-    // `hillclimb loop --resume`, without -k: the run's own -k 2 again.
-    const resumed = await runLoop({ configFile, resume: true, logger: memoryLogger(), sleep: noSleep });
+    // A real run resumed as a dry run would end with its steps skipped for good.
+    await expect(runLoop({ configFile, resume: true, dryRun: true, logger: memoryLogger() })).rejects.toThrow(
+      /is a real run; it cannot be resumed with --dry-run/,
+    );
+    // `hillclimb loop --resume`, without -k: the run's own -k 2 again (and -k 2 given again is the same).
+    const resumed = await runLoop({
+      configFile,
+      resume: true,
+      overrides: { 'loop.candidates': 2 },
+      logger: memoryLogger(),
+      sleep: noSleep,
+    });
     const rows = readHistory(resumed.stateDir, 'toy');
     expect(rows.map((r) => [r.iteration, r.slot])).toEqual([
       [1, 1],

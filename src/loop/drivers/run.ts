@@ -92,23 +92,59 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
  */
 function resumedOverrides(opts: LoopOptions): ConfigOverrides | undefined {
   if (opts.resume === undefined) return undefined;
-  const stateDir = stateDirOf(loadConfig(opts.configFile, opts.overrides));
+  // The file alone (its values, where a flag was not given at the start); with the flags where the
+  // file needs them to be valid.
+  let fileConfig: HillclimbConfig;
+  try {
+    fileConfig = loadConfig(opts.configFile);
+  } catch {
+    fileConfig = loadConfig(opts.configFile, opts.overrides);
+  }
+  const stateDir = stateDirOf(fileConfig);
   const runId = opts.resume === true ? listRuns(stateDir).at(-1) : opts.resume;
   if (runId === undefined) return undefined; // startOrResume says there is nothing to resume
   const journal = new Journal(runDirOf(stateDir, runId));
   if (!existsSync(journal.file)) return undefined;
-  const { dryRun: _dryRun, ...started } = runProgress(journal.entries(), journal.file).start.options;
+  const start = runProgress(journal.entries(), journal.file).start;
+  const { dryRun: startedDry, ...started } = start.options;
+  const refuse = (what: string, hint: string) =>
+    new HillclimbError(`run ${runId} ${what}`, { hint, exitCode: ExitCode.badInput });
+  // A dry run's steps are recorded as skipped: resumed for real it would measure nothing, and a real
+  // run resumed as a dry one would end with its steps skipped for good.
+  if (Boolean(startedDry) !== Boolean(opts.dryRun)) {
+    throw refuse(
+      startedDry
+        ? 'was a dry run; --resume without --dry-run cannot make it real'
+        : 'is a real run; it cannot be resumed with --dry-run',
+      startedDry ? 'start a new run without --dry-run' : `resume it without --dry-run (${journal.file})`,
+    );
+  }
+  if (opts.target !== undefined && opts.target !== start.target) {
+    throw refuse(
+      `is for target ${start.target}, not ${opts.target}`,
+      'resume without --target, or start a new run',
+    );
+  }
   for (const [key, value] of Object.entries(opts.overrides ?? {})) {
-    if (value === undefined || JSON.stringify(started[key]) === JSON.stringify(value)) continue;
-    throw new HillclimbError(
-      `run ${runId} started with ${key} ${started[key] === undefined ? 'from the config file' : `= ${JSON.stringify(started[key])}`}; --resume cannot change it to ${JSON.stringify(value)}`,
-      {
-        hint: `resume without that flag (the run keeps the settings it started with: ${journal.file}), or start a new run`,
-        exitCode: ExitCode.badInput,
-      },
+    if (value === undefined) continue;
+    const was = key in started ? started[key] : configValue(fileConfig, key);
+    if (JSON.stringify(was) === JSON.stringify(value)) continue;
+    throw refuse(
+      `started with ${key} = ${JSON.stringify(was)}; --resume cannot change it to ${JSON.stringify(value)}`,
+      `resume without that flag (the run keeps the settings it started with: ${journal.file}), or start a new run`,
     );
   }
   return started;
+}
+
+/** A config value by its dotted key (`loop.candidates`), as the file sets it (defaults applied). */
+function configValue(config: HillclimbConfig, key: string): unknown {
+  let value: unknown = config;
+  for (const part of key.split('.')) {
+    value =
+      value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
+  }
+  return value;
 }
 
 /**

@@ -9,7 +9,7 @@
  * the winner opens a PR, whose comment lists them all.
  */
 import { join } from 'node:path';
-import type { IterationEvidence, SearchCandidateRow, StepName, Verdict } from '../../evidence/index.js';
+import type { IterationEvidence, SearchCandidateRow, StepName } from '../../evidence/index.js';
 import { screenCandidates } from '../../search/index.js';
 import type { LoopContext } from '../context.js';
 import { Bundle, iterationDirName } from '../state/bundle.js';
@@ -24,13 +24,19 @@ const BEFORE_SCREEN: readonly StepName[] = ['prepare', 'propose', 'guard', 'cpu-
 const FULL_COMPARISON: readonly StepName[] = ['measure', 'profile', 'decide'];
 
 /**
- * Full-comparison verdicts that say nothing about whether the change is faster: its programs failed
- * verification, the infrastructure failed, the programs were identical, or the effect is too large to
- * trust without a person. The next-best survivor of the screen is measured in full instead. A measured
- * null or regression (`no-change`, `regressed`) is an answer: trying the next one then would be shopping
- * for a significant test among k, which would multiply the false accepts.
+ * Whether the winner's full comparison ended before it said anything about the change's effect, so the
+ * next-best survivor of the screen is measured in full instead: `invalid`, `error` or `no-op` before
+ * the first look of the sequential rule (programs that fail verification or are not the ones the gate
+ * verified, identical programs, infrastructure that failed before any comparison). Anything after a
+ * look is an answer — `no-change`, `regressed`, a failure in a later session, a profile that failed
+ * after the comparison — and ends the search: falling through then would give a candidate that was not
+ * accepted at a look a second chance through another one, and raise the false accepts above one
+ * comparison's. `needs-human` is an answer too: it gets the PR, and a person looks.
  */
-const FALL_THROUGH: ReadonlySet<Verdict> = new Set(['invalid', 'error', 'no-op', 'needs-human']);
+export function fallsThrough(ev: Pick<IterationEvidence, 'verdict' | 'measurement'>): boolean {
+  const beforeAnyLook = (ev.measurement?.looks.length ?? 0) === 0 && !ev.measurement?.comparison;
+  return (ev.verdict === 'invalid' || ev.verdict === 'error' || ev.verdict === 'no-op') && beforeAnyLook;
+}
 
 /** The k candidates' bundles of iteration `i`, slot 1 first. */
 export function candidateBundles(runDir: string, iteration: number, k: number): Bundle[] {
@@ -100,7 +106,9 @@ export async function runSearchIteration(
   );
   for (const b of ordered) {
     ctx.progress = say(b);
-    await runIterationSteps(ctx, b, journal);
+    // A dry run's losers would never be measured: they print only what recording them would do.
+    const loser = b.load().search?.role === 'loser';
+    await runIterationSteps(ctx, b, journal, ctx.dryRun && loser ? { only: ['record', 'publish'] } : {});
   }
   return bundles;
 }
@@ -199,10 +207,10 @@ async function screenAndSelect(
 }
 
 /**
- * The winner's full comparison (measure, profile, decide on fresh rounds). When it ends in a verdict
- * that says nothing about the change's effect (FALL_THROUGH), the next-best survivor of the screen
- * takes its place and is measured in full, until one gives an answer or none is left. Every step is
- * resumable: a promotion is written into every record before the new winner's comparison starts.
+ * The winner's full comparison (measure, profile, decide on fresh rounds). When it ends before saying
+ * anything about the change's effect (fallsThrough), the next-best survivor of the screen takes its
+ * place and is measured in full, until one gives an answer or none is left. Every step is resumable: a
+ * promotion is written into every record (the new winner's first) before its comparison starts.
  */
 async function measureInFull(
   ctx: LoopContext,
@@ -223,8 +231,7 @@ async function measureInFull(
     }
     ctx.progress = say(winner);
     const decided = await runIterationSteps(ctx, winner, journal, { only: FULL_COMPARISON });
-    const next =
-      decided.verdict && FALL_THROUGH.has(decided.verdict) ? nextSurvivor(bundles, measured) : undefined;
+    const next = fallsThrough(decided) ? nextSurvivor(bundles, measured) : undefined;
     if (!next) {
       // The table in every record now carries the winner's verdict.
       recordSearch(ctx, bundles, search.winner, search.threshold, measured);
@@ -232,8 +239,8 @@ async function measureInFull(
     }
     const slot = next.load().slot!.index;
     ctx.progress(
-      `search: candidate ${ev.slot!.index} ended ${decided.verdict} in its full comparison, which says nothing ` +
-        `about its effect; candidate ${slot}, next in the screen, is measured in full (fresh rounds)`,
+      `search: candidate ${ev.slot!.index} ended ${decided.verdict} before its full comparison's first look, ` +
+        `which says nothing about its effect; candidate ${slot}, next in the screen, is measured in full (fresh rounds)`,
     );
     recordSearch(ctx, bundles, slot, search.threshold, [...measured, slot]);
     const promoted = next.load();
@@ -268,7 +275,12 @@ function recordSearch(
   measured: readonly number[] = winner === null ? [] : [winner],
 ): void {
   const rows = bundles.map((b) => searchRow(b.load(), measured));
-  for (const b of bundles) {
+  // The winner's record first: a run killed half-way through then still has the new winner, and a
+  // resumed measureInFull finds the old one ended and promotes the same candidate again.
+  const winnerFirst = [...bundles].sort(
+    (x, y) => Number(y.load().slot!.index === winner) - Number(x.load().slot!.index === winner),
+  );
+  for (const b of winnerFirst) {
     const ev = b.load();
     ev.search = {
       role: ev.slot!.index === winner ? 'winner' : 'loser',
