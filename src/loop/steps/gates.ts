@@ -6,7 +6,8 @@
  * A gate passes only on the verifier's word (./programs.ts): the kernel's test suite runs first and its
  * failures make the iteration `invalid`, but its passes are the candidate's process speaking; then the
  * candidate's programs are exported and the verifier checks every one of the matrix against the
- * reference. A gate that could not run at all is an infrastructure failure.
+ * reference. The two run side by side, and the first to fail the candidate stops the other. A gate
+ * that could not run at all is an infrastructure failure.
  */
 import { existsSync, rmSync } from 'node:fs';
 import type { Backend } from '../../compute/index.js';
@@ -40,6 +41,8 @@ import type { Step, StepEnv, StepResult } from './step.js';
 const MINUTE_MS = 60_000;
 /** Failing test names listed in the evidence (the JUnit file has them all). */
 const MAX_FAILING_LISTED = 20;
+/** How the reason of a suite stopped by the verifier's failure starts. */
+const STOPPED = 'the test suite was stopped';
 
 export const cpuGateStep: Step = {
   name: 'cpu-gate',
@@ -74,10 +77,43 @@ async function runGate(
   const candidate = ev.candidate!;
   const label = which === 'cpu' ? 'CPU' : 'accelerator';
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
-  const job = { ctx, bundle, ev, which, backend, root: wt.root, commit: candidate.commit };
   // The suite and the export/verification are independent: they run side by side (most of either is
   // one process compiling on one core). A failure of either counts; only the verifier passes the gate.
-  const [suite, programs] = settled(await Promise.allSettled([runSuite(job, gate), verifyPrograms(job)]));
+  // The first to fail the candidate stops the other: the verdict is `invalid` either way, and a wrong
+  // kernel would otherwise hold the machine for the whole suite (minutes) after the verifier's answer.
+  const stop = new AbortController();
+  const stopWithLoop = () => stop.abort();
+  if (ctx.signal.aborted) stop.abort();
+  else ctx.signal.addEventListener('abort', stopWithLoop, { once: true });
+  const job = {
+    ctx: { ...ctx, signal: stop.signal },
+    bundle,
+    ev,
+    which,
+    backend,
+    root: wt.root,
+    commit: candidate.commit,
+  };
+  const stoppedHere = () => stop.signal.aborted && !ctx.signal.aborted;
+  const firstFailureStops = <T extends { problems: string[] }>(part: Promise<T>, stopped: () => T) =>
+    part.then(
+      (r) => {
+        if (r.problems.length > 0) stop.abort();
+        return r;
+      },
+      (e: unknown) => {
+        if (stoppedHere()) return stopped();
+        throw e;
+      },
+    );
+  const both = await Promise.allSettled([
+    firstFailureStops(runSuite(job, gate), () => ({
+      evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
+      problems: [],
+    })),
+    firstFailureStops(verifyPrograms(job), () => ({ problems: [] })),
+  ]).finally(() => ctx.signal.removeEventListener('abort', stopWithLoop));
+  const [suite, programs] = settled(both);
   const evidence: GateEvidence = {
     ...suite.evidence,
     ...(programs.export ? { export: programs.export } : {}),
@@ -88,16 +124,22 @@ async function runGate(
     evidence.status = 'failed';
     evidence.reason = problems[0];
     ev.gates[which] = evidence;
+    const stopped = suite.evidence.reason?.startsWith(STOPPED) ? [suite.evidence.reason] : [];
     return {
       status: 'verdict',
       verdict: 'invalid',
-      reasons: [`${label} correctness failed: ${problems.join('; ')}`],
+      reasons: [`${label} correctness failed: ${problems.join('; ')}`, ...stopped],
     };
   }
   ev.gates[which] = evidence;
   const t = evidence.junit;
   const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : '';
   return { status: 'done', note: `${tests}${evidence.verifier!.total} programs verified` };
+}
+
+/** The suite's evidence when it was stopped because the export or the verifier failed first. */
+function stoppedSuite(reason: string): GateEvidence {
+  return { status: 'failed', reason, exitCode: null, durationMs: 0 };
 }
 
 /** The values of settled promises, or the first rejection rethrown once both have settled. */
