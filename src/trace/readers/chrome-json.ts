@@ -28,12 +28,14 @@ import {
   JsonSyntaxError,
   NEED_MORE,
   numberEnd,
+  Pattern,
   parseInteger,
   parseTimePs,
   StringScanner,
   skipScalar,
   skipSpace,
   skipValue,
+  viewOf,
 } from './json-text.js';
 import {
   deviceKindOf,
@@ -59,8 +61,10 @@ const BOUNDARY_BYTES = 4 * 1024;
 const EPOCH_US_THRESHOLD = 1e9;
 /** Interned strings kept per read; beyond this, strings are decoded afresh each time. */
 const INTERN_LIMIT = 200_000;
-/** Strings longer than this (in bytes) are not interned. */
+/** Strings longer than this (in bytes) are not interned by their bytes. */
 const INTERN_MAX_BYTES = 1024;
+/** The most bytes of interned strings kept for comparisons (see ByteInterner). */
+const ARENA_LIMIT = 32 * 1024 * 1024;
 
 export interface ChromeJsonOptions {
   /** Event count that marks a capped tsl trace. Default `TSL_EVENT_CAP`; tests lower it. */
@@ -207,7 +211,7 @@ interface ArgProbe {
   /** The key's UTF-8 bytes. */
   readonly key: Buffer;
   /** `"key":"` as the file spells it. */
-  readonly withValue: Buffer;
+  readonly withValue: Pattern;
   /** `"key"`. */
   readonly bare: Buffer;
   generation: number;
@@ -232,12 +236,12 @@ const PARSE = 2;
 
 const ascii = (s: string): Buffer => Buffer.from(s, 'latin1');
 /** How tsl starts every complete event. */
-const TSL_EVENT_HEAD = ascii('{"ph":"X","pid":');
-const TSL_TID = ascii(',"tid":');
-const TSL_TS = ascii(',"ts":');
-const TSL_DUR = ascii(',"dur":');
-const TSL_NAME = ascii(',"name":"');
-const TSL_ARGS = ascii(',"args":{');
+const TSL_EVENT_HEAD = new Pattern('{"ph":"X","pid":');
+const TSL_TID = new Pattern(',"tid":');
+const TSL_TS = new Pattern(',"ts":');
+const TSL_DUR = new Pattern(',"dur":');
+const TSL_NAME = new Pattern(',"name":"');
+const TSL_ARGS = new Pattern(',"args":{');
 /** How every event of a tsl-shaped file starts: cannot occur inside a JSON string. */
 const EVENT_START = ascii('{"ph":');
 const TRACE_EVENTS = ascii('traceEvents');
@@ -300,6 +304,8 @@ function eventKey(text: Buffer, k: number): number {
 class ChromeJsonScanner {
   /** The bytes being scanned: a chunk of the file, or a chunk boundary's carried bytes and what follows. */
   private text: Buffer = Buffer.alloc(0);
+  /** `text` viewed for four-byte reads (see Pattern). */
+  private words: DataView = viewOf(this.text);
   /** Bytes scanned before `text[0]`, for error offsets. */
   private consumedBytes = 0;
   /** Unscanned bytes carried to the next chunk. */
@@ -415,6 +421,7 @@ class ChromeJsonScanner {
   /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
   private scanBytes(buf: Buffer): number {
     this.text = buf;
+    this.words = viewOf(buf);
     this.textGeneration++;
     this.strings.reset(buf);
     let p: number;
@@ -501,6 +508,7 @@ class ChromeJsonScanner {
       this.tslShape = true;
       this.keyValueSeparator = bytesAt(text, keyEnd, SPACED_SEPARATOR) ? '": "' : '":"';
       this.probes.clear();
+      this.lastProbeKey = undefined;
     }
     p = skipSpace(text, keyEnd + 1);
     if (byteAt(text, p) !== 58) fail(text, p, "':'");
@@ -545,7 +553,7 @@ class ChromeJsonScanner {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && bytesAt(text, p, TSL_EVENT_HEAD)) {
+    if (this.tslShape && TSL_EVENT_HEAD.at(text, this.words, p)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
       this.ph = 0; // not the exact tsl layout after all: parse it the general way
@@ -683,12 +691,13 @@ class ChromeJsonScanner {
    */
   private tslEvent(text: Buffer, p: number): number {
     this.ph = 88;
+    const words = this.words;
     const pid = parseInteger(text, p);
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_TID)) return -1;
+    if (!TSL_TID.at(text, words, p)) return -1;
     const tid = parseInteger(text, p + 7);
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_TS)) return -1;
+    if (!TSL_TS.at(text, words, p)) return -1;
     p += 6;
     if (this.originUs === undefined) {
       const us = parseInteger(text, p);
@@ -697,17 +706,17 @@ class ChromeJsonScanner {
     this.tsPs = parseTimePs(text, p, this.originUs);
     this.hasTs = true;
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_DUR)) return -1;
+    if (!TSL_DUR.at(text, words, p)) return -1;
     this.durPs = parseTimePs(text, p + 7, 0);
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_NAME)) return -1;
+    if (!TSL_NAME.at(text, words, p)) return -1;
     this.nameStart = p + 9;
     this.nameEnd = this.strings.end(p + 9);
     this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
     p = this.nameEnd + 1;
     let c = byteAt(text, p);
     if (c === 44) {
-      if (!bytesAt(text, p, TSL_ARGS)) return -1;
+      if (!TSL_ARGS.at(text, words, p)) return -1;
       this.argsStart = p + 8;
       p = this.skipTslArgs(text, p + 8);
       this.argsEnd = p;
@@ -982,7 +991,7 @@ class ChromeJsonScanner {
     const text = this.text;
     const a = this.argsStart;
     const b = this.argsEnd;
-    if (bytesAt(text, a + 1, probe.withValue)) return this.fastValue(a + 1 + probe.withValue.length, b);
+    if (probe.withValue.at(text, this.words, a + 1)) return this.fastValue(a + 1 + probe.withValue.length, b);
     if (probe.generation !== this.textGeneration) {
       probe.generation = this.textGeneration;
       probe.withValueFrom = Number.MAX_SAFE_INTEGER;
@@ -992,7 +1001,7 @@ class ChromeJsonScanner {
     // it and found nothing before it.
     if (probe.withValueFrom > a || (probe.withValueAt >= 0 && probe.withValueAt < a)) {
       probe.withValueFrom = a;
-      probe.withValueAt = text.indexOf(probe.withValue, a);
+      probe.withValueAt = text.indexOf(probe.withValue.bytes, a);
     }
     const at = probe.withValueAt;
     if (at < 0 || at + probe.withValue.length > b) {
@@ -1007,25 +1016,42 @@ class ChromeJsonScanner {
     return this.fastValue(at + probe.withValue.length, b);
   }
 
-  /** The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes. */
+  /**
+   * The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes.
+   * A short value of digits alone is read as a number on the way (`fastNumber`, else -1): numeric args
+   * such as `device_duration_ps` are asked of every event.
+   */
   private fastValue(start: number, b: number): number {
     const text = this.text;
     let end = start;
     const lim = Math.min(b, start + 32);
-    while (end < lim && text[end] !== 34) end++;
-    if (end === lim) end = text.indexOf(34, end);
+    let v = 0;
+    let digits = true;
+    for (; end < lim; end++) {
+      const d = text[end]! - 48;
+      if (d === -14) break; // the closing quote
+      if (d >= 0 && d <= 9) v = v * 10 + d;
+      else digits = false;
+    }
+    if (end === lim) {
+      end = text.indexOf(34, end);
+      digits = false;
+    }
     if (end < 0 || end >= b || text[end - 1] === 92) return PARSE; // escapes: parse
     this.fastStart = start;
     this.fastEnd = end;
+    this.fastNumber = digits && end > start ? v : -1;
     return FOUND;
   }
 
   private probe(key: string): ArgProbe {
+    // The same few keys are asked of every event: the last one is kept by identity.
+    if (key === this.lastProbeKey) return this.lastProbe!;
     let probe = this.probes.get(key);
     if (probe === undefined) {
       probe = {
         key: Buffer.from(key, 'utf8'),
-        withValue: Buffer.from(`"${key}${this.keyValueSeparator}`, 'utf8'),
+        withValue: new Pattern(Buffer.from(`"${key}${this.keyValueSeparator}`, 'utf8')),
         bare: Buffer.from(`"${key}"`, 'utf8'),
         generation: -1,
         withValueFrom: 0,
@@ -1035,17 +1061,23 @@ class ChromeJsonScanner {
       };
       this.probes.set(key, probe);
     }
+    this.lastProbeKey = key;
+    this.lastProbe = probe;
     return probe;
   }
 
-  /** The value found by the last `fastArg` that returned FOUND. */
+  private lastProbeKey: string | undefined;
+  private lastProbe: ArgProbe | undefined;
+  /** The value found by the last `fastArg` that returned FOUND, and its digits as a number (or -1). */
   private fastStart = 0;
   private fastEnd = 0;
+  private fastNumber = -1;
 
   argNumber(key: string): number | undefined {
     const fast = this.fastArg(key);
     if (fast === ABSENT) return undefined;
     if (fast === FOUND) {
+      if (this.fastNumber >= 0) return this.fastNumber;
       const text = this.text;
       const start = this.fastStart;
       const end = this.fastEnd;
@@ -1092,7 +1124,7 @@ class ChromeJsonScanner {
   private decode(start: number, end: number, kind: number): string {
     const text = this.text;
     if (kind === STR) {
-      const s = this.interned.get(text, start, end);
+      const s = this.interned.get(text, this.words, start, end);
       return s ?? this.copy(text.toString('utf8', start, end));
     }
     const s = text.toString('utf8', start, end);
@@ -1165,70 +1197,110 @@ function deviceDisplayName(processName: string, labels: string): string {
 }
 
 /**
- * ASCII strings interned by their bytes: a string seen before is found by a hash of its bytes and one
- * comparison, with nothing decoded or allocated. Open addressing over parallel arrays.
+ * ASCII strings interned by their bytes: a string seen before is found by a hash of its bytes (read four
+ * at a time) and one comparison with the bytes kept for it, with nothing decoded or allocated. Open
+ * addressing over parallel arrays; the bytes of the strings are kept in one arena.
  */
 class ByteInterner {
   private hashes = new Int32Array(1024);
+  /** Where each string's bytes start in the arena. */
+  private offsets = new Int32Array(1024);
   private strings: (string | undefined)[] = new Array<string | undefined>(1024).fill(undefined);
   private size = 0;
+  private arena = Buffer.allocUnsafe(64 * 1024);
+  private arenaWords = viewOf(this.arena);
+  private arenaUsed = 0;
 
-  /** The interned string for buf[start, end), or undefined when the bytes are not all ASCII. */
-  get(buf: Buffer, start: number, end: number): string | undefined {
-    if (end - start > INTERN_MAX_BYTES) {
+  /** The interned string for buf[start, end) (`words` views `buf`), or undefined when not ASCII. */
+  get(buf: Buffer, words: DataView, start: number, end: number): string | undefined {
+    const len = end - start;
+    if (len > INTERN_MAX_BYTES) {
       for (let k = start; k < end; k++) if (buf[k]! >= 0x80) return undefined;
       return buf.toString('latin1', start, end);
     }
-    let h = 0x811c9dc5 | 0;
+    let h = len;
     let high = 0;
-    for (let k = start; k < end; k++) {
+    let k = start;
+    for (; k + 4 <= end; k += 4) {
+      const w = words.getInt32(k, true);
+      high |= w;
+      h = Math.imul(h ^ w, 0x9e3779b1);
+      h ^= h >>> 15;
+    }
+    for (; k < end; k++) {
       const b = buf[k]!;
       high |= b;
-      h = Math.imul(h ^ b, 0x01000193);
+      h = Math.imul(h ^ b, 0x9e3779b1);
     }
-    if (high >= 0x80) return undefined;
+    if ((high & 0x80808080) !== 0) return undefined;
     const hashes = this.hashes;
     const strings = this.strings;
     const mask = hashes.length - 1;
-    const len = end - start;
-    let i = h & mask;
+    let i = (h ^ (h >>> 16)) & mask;
     for (;;) {
       const s = strings[i];
       if (s === undefined) break;
-      if (hashes[i] === h && s.length === len && sameAscii(s, buf, start)) return s;
+      if (hashes[i] === h && s.length === len && this.same(buf, words, start, end, this.offsets[i]!))
+        return s;
       i = (i + 1) & mask;
     }
     const s = buf.toString('latin1', start, end);
-    if (this.size < INTERN_LIMIT) {
+    if (this.size < INTERN_LIMIT && this.keep(buf, start, end)) {
       hashes[i] = h;
       strings[i] = s;
+      this.offsets[i] = this.arenaUsed - len;
       if (++this.size * 2 > hashes.length) this.grow();
     }
     return s;
   }
 
+  /** Whether buf[start, end) equals the arena's bytes at `at`. */
+  private same(buf: Buffer, words: DataView, start: number, end: number, at: number): boolean {
+    const arenaWords = this.arenaWords;
+    let k = start;
+    for (; k + 4 <= end; k += 4, at += 4)
+      if (words.getInt32(k, true) !== arenaWords.getInt32(at, true)) return false;
+    const arena = this.arena;
+    for (; k < end; k++, at++) if (buf[k] !== arena[at]) return false;
+    return true;
+  }
+
+  /** Copy buf[start, end) to the arena; false when the arena is full. */
+  private keep(buf: Buffer, start: number, end: number): boolean {
+    const len = end - start;
+    if (this.arenaUsed + len > this.arena.length) {
+      if (this.arena.length >= ARENA_LIMIT) return false;
+      const bigger = Buffer.allocUnsafe(Math.min(ARENA_LIMIT, 2 * (this.arena.length + len)));
+      this.arena.copy(bigger, 0, 0, this.arenaUsed);
+      this.arena = bigger;
+      this.arenaWords = viewOf(bigger);
+      if (this.arenaUsed + len > bigger.length) return false;
+    }
+    buf.copy(this.arena, this.arenaUsed, start, end);
+    this.arenaUsed += len;
+    return true;
+  }
+
   private grow(): void {
     const oldHashes = this.hashes;
+    const oldOffsets = this.offsets;
     const oldStrings = this.strings;
     const n = oldHashes.length * 2;
     this.hashes = new Int32Array(n);
+    this.offsets = new Int32Array(n);
     this.strings = new Array<string | undefined>(n).fill(undefined);
     const mask = n - 1;
     for (let j = 0; j < oldHashes.length; j++) {
       const s = oldStrings[j];
       if (s === undefined) continue;
-      let i = oldHashes[j]! & mask;
+      const h = oldHashes[j]!;
+      let i = (h ^ (h >>> 16)) & mask;
       while (this.strings[i] !== undefined) i = (i + 1) & mask;
-      this.hashes[i] = oldHashes[j]!;
+      this.hashes[i] = h;
+      this.offsets[i] = oldOffsets[j]!;
       this.strings[i] = s;
     }
   }
-}
-
-/** Whether the ASCII string `s` equals the bytes at `start`. */
-function sameAscii(s: string, buf: Buffer, start: number): boolean {
-  for (let k = 0; k < s.length; k++) if (s.charCodeAt(k) !== buf[start + k]) return false;
-  return true;
 }
 
 class JsonEventView implements TraceEventView {

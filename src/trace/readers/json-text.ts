@@ -56,6 +56,45 @@ export function bytesAt(buf: Buffer, p: number, pattern: Uint8Array): boolean {
   return true;
 }
 
+/** A DataView over a buffer's bytes, to read four of them with one load. */
+export function viewOf(buf: Buffer): DataView {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/**
+ * A fixed ASCII sequence compared four bytes at a time: the tsl event layout is checked at every
+ * event, and a word compare costs a quarter of the byte compares.
+ */
+export class Pattern {
+  readonly bytes: Buffer;
+  readonly length: number;
+  /** The pattern's bytes as little-endian 32-bit words; the last one padded with its tail bytes. */
+  private readonly words: Int32Array;
+  private readonly tail: number;
+
+  /** `text` is ASCII; bytes are taken as they are. */
+  constructor(text: string | Buffer) {
+    this.bytes = typeof text === 'string' ? Buffer.from(text, 'latin1') : text;
+    this.length = this.bytes.length;
+    const view = viewOf(this.bytes);
+    this.words = new Int32Array(this.length >> 2);
+    for (let k = 0; k < this.words.length; k++) this.words[k] = view.getInt32(4 * k, true);
+    this.tail = this.length & 3;
+  }
+
+  /** Whether `buf` (viewed by `view`) holds the pattern at `p`. */
+  at(buf: Buffer, view: DataView, p: number): boolean {
+    const n = this.length;
+    if (p + n > buf.length) return false;
+    const words = this.words;
+    let k = p;
+    for (let w = 0; w < words.length; w++, k += 4) if (view.getInt32(k, true) !== words[w]) return false;
+    const bytes = this.bytes;
+    for (let t = n - this.tail; t < n; t++, k++) if (buf[k] !== bytes[t]) return false;
+    return true;
+  }
+}
+
 /**
  * Finds string ends in one buffer. Short strings (names) are checked byte by byte; longer ones cost one
  * `indexOf` of the quote, with the next backslash cached so strings without escapes (nearly all) need
@@ -179,6 +218,9 @@ export function skipContainer(buf: Buffer, p: number, strings: StringScanner): n
   }
 }
 
+/** What a fraction of `k` digits is multiplied by to make millionths. */
+const FRACTION_SCALE = [1e6, 1e5, 1e4, 1e3, 100, 10, 1];
+
 /** End index of the last number parsed by `parseTimePs` / `parseInteger`. */
 export let numberEnd = 0;
 
@@ -207,11 +249,16 @@ export function parseTimePs(buf: Buffer, p: number, originUs: number): number {
   let roundUp = false;
   if (c === 46) {
     c = ++p < n ? buf[p]! : -1;
-    while (c >= 48 && c <= 57) {
-      if (fracDigits < 6) frac = frac * 10 + (c - 48);
-      else if (fracDigits === 6) roundUp = c >= 53;
+    // Six digits make the picoseconds and the seventh rounds them; profilers print up to 17, skipped.
+    while (c >= 48 && c <= 57 && fracDigits < 6) {
+      frac = frac * 10 + (c - 48);
       fracDigits++;
       c = ++p < n ? buf[p]! : -1;
+    }
+    if (c >= 48 && c <= 57) {
+      roundUp = c >= 53;
+      do c = ++p < n ? buf[p]! : -1;
+      while (c >= 48 && c <= 57);
     }
   }
   if (c === 101 || c === 69 || digits === 0 || int > 9e15) {
@@ -224,7 +271,7 @@ export function parseTimePs(buf: Buffer, p: number, originUs: number): number {
   }
   if (p >= n) throw NEED_MORE;
   numberEnd = p;
-  for (let k = fracDigits; k < 6; k++) frac *= 10;
+  frac *= FRACTION_SCALE[fracDigits]!;
   const ps = (int - (negative ? -originUs : originUs)) * 1e6 + frac + (roundUp ? 1 : 0);
   return negative ? -ps : ps;
 }
