@@ -75541,7 +75541,7 @@ function searchSection(evidence) {
   const rows = search.candidates.map((row) => candidateCells(row, evidence));
   const k = search.candidates.length;
   const heading = `#### Search: ${plural(k, "candidate")}, ${measuredInFull(search)}`;
-  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op, error or needs-human: verdicts that say nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
   return [
     heading,
     rule,
@@ -77501,6 +77501,36 @@ function bytesAt(buf, p, pattern) {
   for (let k = 0; k < n2; k++) if (buf[p + k] !== pattern[k]) return false;
   return true;
 }
+function viewOf(buf) {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+var Pattern = class {
+  bytes;
+  length;
+  /** The pattern's bytes as little-endian 32-bit words; the last one padded with its tail bytes. */
+  words;
+  tail;
+  /** `text` is ASCII; bytes are taken as they are. */
+  constructor(text3) {
+    this.bytes = typeof text3 === "string" ? Buffer.from(text3, "latin1") : text3;
+    this.length = this.bytes.length;
+    const view = viewOf(this.bytes);
+    this.words = new Int32Array(this.length >> 2);
+    for (let k = 0; k < this.words.length; k++) this.words[k] = view.getInt32(4 * k, true);
+    this.tail = this.length & 3;
+  }
+  /** Whether `buf` (viewed by `view`) holds the pattern at `p`. */
+  at(buf, view, p) {
+    const n2 = this.length;
+    if (p + n2 > buf.length) return false;
+    const words = this.words;
+    let k = p;
+    for (let w = 0; w < words.length; w++, k += 4) if (view.getInt32(k, true) !== words[w]) return false;
+    const bytes = this.bytes;
+    for (let t = n2 - this.tail; t < n2; t++, k++) if (buf[k] !== bytes[t]) return false;
+    return true;
+  }
+};
 var StringScanner = class {
   buf = Buffer.alloc(0);
   nextBackslash = 0;
@@ -77604,6 +77634,7 @@ function skipContainer(buf, p, strings) {
     } else p++;
   }
 }
+var FRACTION_SCALE = [1e6, 1e5, 1e4, 1e3, 100, 10, 1];
 var numberEnd = 0;
 function parseTimePs(buf, p, originUs) {
   const start = p;
@@ -77626,11 +77657,16 @@ function parseTimePs(buf, p, originUs) {
   let roundUp = false;
   if (c3 === 46) {
     c3 = ++p < n2 ? buf[p] : -1;
-    while (c3 >= 48 && c3 <= 57) {
-      if (fracDigits < 6) frac = frac * 10 + (c3 - 48);
-      else if (fracDigits === 6) roundUp = c3 >= 53;
+    while (c3 >= 48 && c3 <= 57 && fracDigits < 6) {
+      frac = frac * 10 + (c3 - 48);
       fracDigits++;
       c3 = ++p < n2 ? buf[p] : -1;
+    }
+    if (c3 >= 48 && c3 <= 57) {
+      roundUp = c3 >= 53;
+      do
+        c3 = ++p < n2 ? buf[p] : -1;
+      while (c3 >= 48 && c3 <= 57);
     }
   }
   if (c3 === 101 || c3 === 69 || digits === 0 || int > 9e15) {
@@ -77642,7 +77678,7 @@ function parseTimePs(buf, p, originUs) {
   }
   if (p >= n2) throw NEED_MORE;
   numberEnd = p;
-  for (let k = fracDigits; k < 6; k++) frac *= 10;
+  frac *= FRACTION_SCALE[fracDigits];
   const ps = (int - (negative ? -originUs : originUs)) * 1e6 + frac + (roundUp ? 1 : 0);
   return negative ? -ps : ps;
 }
@@ -77685,6 +77721,7 @@ var BOUNDARY_BYTES = 4 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
 var INTERN_MAX_BYTES = 1024;
+var ARENA_LIMIT = 32 * 1024 * 1024;
 var ChromeJsonSource = class {
   constructor(path6, options2 = {}) {
     this.path = path6;
@@ -77774,12 +77811,12 @@ var FOUND = 0;
 var ABSENT = 1;
 var PARSE = 2;
 var ascii = (s) => Buffer.from(s, "latin1");
-var TSL_EVENT_HEAD = ascii('{"ph":"X","pid":');
-var TSL_TID = ascii(',"tid":');
-var TSL_TS = ascii(',"ts":');
-var TSL_DUR = ascii(',"dur":');
-var TSL_NAME = ascii(',"name":"');
-var TSL_ARGS = ascii(',"args":{');
+var TSL_EVENT_HEAD = new Pattern('{"ph":"X","pid":');
+var TSL_TID = new Pattern(',"tid":');
+var TSL_TS = new Pattern(',"ts":');
+var TSL_DUR = new Pattern(',"dur":');
+var TSL_NAME = new Pattern(',"name":"');
+var TSL_ARGS = new Pattern(',"args":{');
 var EVENT_START = ascii('{"ph":');
 var TRACE_EVENTS = ascii("traceEvents");
 var DISPLAY_TIME_UNIT = ascii("displayTimeUnit");
@@ -77844,6 +77881,8 @@ var ChromeJsonScanner = class {
   known;
   /** The bytes being scanned: a chunk of the file, or a chunk boundary's carried bytes and what follows. */
   text = Buffer.alloc(0);
+  /** `text` viewed for four-byte reads (see Pattern). */
+  words = viewOf(this.text);
   /** Bytes scanned before `text[0]`, for error offsets. */
   consumedBytes = 0;
   /** Unscanned bytes carried to the next chunk. */
@@ -77931,6 +77970,7 @@ var ChromeJsonScanner = class {
   /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
   scanBytes(buf) {
     this.text = buf;
+    this.words = viewOf(buf);
     this.textGeneration++;
     this.strings.reset(buf);
     let p;
@@ -78008,6 +78048,7 @@ var ChromeJsonScanner = class {
       this.tslShape = true;
       this.keyValueSeparator = bytesAt(text3, keyEnd, SPACED_SEPARATOR) ? '": "' : '":"';
       this.probes.clear();
+      this.lastProbeKey = void 0;
     }
     p = skipSpace(text3, keyEnd + 1);
     if (byteAt(text3, p) !== 58) fail(text3, p, "':'");
@@ -78050,7 +78091,7 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && bytesAt(text3, p, TSL_EVENT_HEAD)) {
+    if (this.tslShape && TSL_EVENT_HEAD.at(text3, this.words, p)) {
       const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
       this.ph = 0;
@@ -78184,12 +78225,13 @@ var ChromeJsonScanner = class {
    */
   tslEvent(text3, p) {
     this.ph = 88;
+    const words = this.words;
     const pid = parseInteger(text3, p);
     p = numberEnd;
-    if (!bytesAt(text3, p, TSL_TID)) return -1;
+    if (!TSL_TID.at(text3, words, p)) return -1;
     const tid = parseInteger(text3, p + 7);
     p = numberEnd;
-    if (!bytesAt(text3, p, TSL_TS)) return -1;
+    if (!TSL_TS.at(text3, words, p)) return -1;
     p += 6;
     if (this.originUs === void 0) {
       const us = parseInteger(text3, p);
@@ -78198,17 +78240,17 @@ var ChromeJsonScanner = class {
     this.tsPs = parseTimePs(text3, p, this.originUs);
     this.hasTs = true;
     p = numberEnd;
-    if (!bytesAt(text3, p, TSL_DUR)) return -1;
+    if (!TSL_DUR.at(text3, words, p)) return -1;
     this.durPs = parseTimePs(text3, p + 7, 0);
     p = numberEnd;
-    if (!bytesAt(text3, p, TSL_NAME)) return -1;
+    if (!TSL_NAME.at(text3, words, p)) return -1;
     this.nameStart = p + 9;
     this.nameEnd = this.strings.end(p + 9);
     this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
     p = this.nameEnd + 1;
     let c3 = byteAt(text3, p);
     if (c3 === 44) {
-      if (!bytesAt(text3, p, TSL_ARGS)) return -1;
+      if (!TSL_ARGS.at(text3, words, p)) return -1;
       this.argsStart = p + 8;
       p = this.skipTslArgs(text3, p + 8);
       this.argsEnd = p;
@@ -78467,7 +78509,7 @@ var ChromeJsonScanner = class {
     const text3 = this.text;
     const a2 = this.argsStart;
     const b = this.argsEnd;
-    if (bytesAt(text3, a2 + 1, probe2.withValue)) return this.fastValue(a2 + 1 + probe2.withValue.length, b);
+    if (probe2.withValue.at(text3, this.words, a2 + 1)) return this.fastValue(a2 + 1 + probe2.withValue.length, b);
     if (probe2.generation !== this.textGeneration) {
       probe2.generation = this.textGeneration;
       probe2.withValueFrom = Number.MAX_SAFE_INTEGER;
@@ -78475,7 +78517,7 @@ var ChromeJsonScanner = class {
     }
     if (probe2.withValueFrom > a2 || probe2.withValueAt >= 0 && probe2.withValueAt < a2) {
       probe2.withValueFrom = a2;
-      probe2.withValueAt = text3.indexOf(probe2.withValue, a2);
+      probe2.withValueAt = text3.indexOf(probe2.withValue.bytes, a2);
     }
     const at = probe2.withValueAt;
     if (at < 0 || at + probe2.withValue.length > b) {
@@ -78488,24 +78530,40 @@ var ChromeJsonScanner = class {
     }
     return this.fastValue(at + probe2.withValue.length, b);
   }
-  /** The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes. */
+  /**
+   * The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes.
+   * A short value of digits alone is read as a number on the way (`fastNumber`, else -1): numeric args
+   * such as `device_duration_ps` are asked of every event.
+   */
   fastValue(start, b) {
     const text3 = this.text;
     let end = start;
     const lim = Math.min(b, start + 32);
-    while (end < lim && text3[end] !== 34) end++;
-    if (end === lim) end = text3.indexOf(34, end);
+    let v = 0;
+    let digits = true;
+    for (; end < lim; end++) {
+      const d = text3[end] - 48;
+      if (d === -14) break;
+      if (d >= 0 && d <= 9) v = v * 10 + d;
+      else digits = false;
+    }
+    if (end === lim) {
+      end = text3.indexOf(34, end);
+      digits = false;
+    }
     if (end < 0 || end >= b || text3[end - 1] === 92) return PARSE;
     this.fastStart = start;
     this.fastEnd = end;
+    this.fastNumber = digits && end > start ? v : -1;
     return FOUND;
   }
   probe(key) {
+    if (key === this.lastProbeKey) return this.lastProbe;
     let probe2 = this.probes.get(key);
     if (probe2 === void 0) {
       probe2 = {
         key: Buffer.from(key, "utf8"),
-        withValue: Buffer.from(`"${key}${this.keyValueSeparator}`, "utf8"),
+        withValue: new Pattern(Buffer.from(`"${key}${this.keyValueSeparator}`, "utf8")),
         bare: Buffer.from(`"${key}"`, "utf8"),
         generation: -1,
         withValueFrom: 0,
@@ -78515,15 +78573,21 @@ var ChromeJsonScanner = class {
       };
       this.probes.set(key, probe2);
     }
+    this.lastProbeKey = key;
+    this.lastProbe = probe2;
     return probe2;
   }
-  /** The value found by the last `fastArg` that returned FOUND. */
+  lastProbeKey;
+  lastProbe;
+  /** The value found by the last `fastArg` that returned FOUND, and its digits as a number (or -1). */
   fastStart = 0;
   fastEnd = 0;
+  fastNumber = -1;
   argNumber(key) {
     const fast = this.fastArg(key);
     if (fast === ABSENT) return void 0;
     if (fast === FOUND) {
+      if (this.fastNumber >= 0) return this.fastNumber;
       const text3 = this.text;
       const start = this.fastStart;
       const end = this.fastEnd;
@@ -78567,7 +78631,7 @@ var ChromeJsonScanner = class {
   decode(start, end, kind) {
     const text3 = this.text;
     if (kind === STR) {
-      const s2 = this.interned.get(text3, start, end);
+      const s2 = this.interned.get(text3, this.words, start, end);
       return s2 ?? this.copy(text3.toString("utf8", start, end));
     }
     const s = text3.toString("utf8", start, end);
@@ -78632,62 +78696,101 @@ function deviceDisplayName(processName, labels) {
 }
 var ByteInterner = class {
   hashes = new Int32Array(1024);
+  /** Where each string's bytes start in the arena. */
+  offsets = new Int32Array(1024);
   strings = new Array(1024).fill(void 0);
   size = 0;
-  /** The interned string for buf[start, end), or undefined when the bytes are not all ASCII. */
-  get(buf, start, end) {
-    if (end - start > INTERN_MAX_BYTES) {
-      for (let k = start; k < end; k++) if (buf[k] >= 128) return void 0;
+  arena = Buffer.allocUnsafe(64 * 1024);
+  arenaWords = viewOf(this.arena);
+  arenaUsed = 0;
+  /** The interned string for buf[start, end) (`words` views `buf`), or undefined when not ASCII. */
+  get(buf, words, start, end) {
+    const len = end - start;
+    if (len > INTERN_MAX_BYTES) {
+      for (let k2 = start; k2 < end; k2++) if (buf[k2] >= 128) return void 0;
       return buf.toString("latin1", start, end);
     }
-    let h2 = 2166136261 | 0;
+    let h2 = len;
     let high = 0;
-    for (let k = start; k < end; k++) {
+    let k = start;
+    for (; k + 4 <= end; k += 4) {
+      const w = words.getInt32(k, true);
+      high |= w;
+      h2 = Math.imul(h2 ^ w, 2654435761);
+      h2 ^= h2 >>> 15;
+    }
+    for (; k < end; k++) {
       const b = buf[k];
       high |= b;
-      h2 = Math.imul(h2 ^ b, 16777619);
+      h2 = Math.imul(h2 ^ b, 2654435761);
     }
-    if (high >= 128) return void 0;
+    if ((high & 2155905152) !== 0) return void 0;
     const hashes2 = this.hashes;
     const strings = this.strings;
     const mask = hashes2.length - 1;
-    const len = end - start;
-    let i2 = h2 & mask;
+    let i2 = (h2 ^ h2 >>> 16) & mask;
     for (; ; ) {
       const s2 = strings[i2];
       if (s2 === void 0) break;
-      if (hashes2[i2] === h2 && s2.length === len && sameAscii(s2, buf, start)) return s2;
+      if (hashes2[i2] === h2 && s2.length === len && this.same(buf, words, start, end, this.offsets[i2]))
+        return s2;
       i2 = i2 + 1 & mask;
     }
     const s = buf.toString("latin1", start, end);
-    if (this.size < INTERN_LIMIT) {
+    if (this.size < INTERN_LIMIT && this.keep(buf, start, end)) {
       hashes2[i2] = h2;
       strings[i2] = s;
+      this.offsets[i2] = this.arenaUsed - len;
       if (++this.size * 2 > hashes2.length) this.grow();
     }
     return s;
   }
+  /** Whether buf[start, end) equals the arena's bytes at `at`. */
+  same(buf, words, start, end, at) {
+    const arenaWords = this.arenaWords;
+    let k = start;
+    for (; k + 4 <= end; k += 4, at += 4)
+      if (words.getInt32(k, true) !== arenaWords.getInt32(at, true)) return false;
+    const arena = this.arena;
+    for (; k < end; k++, at++) if (buf[k] !== arena[at]) return false;
+    return true;
+  }
+  /** Copy buf[start, end) to the arena; false when the arena is full. */
+  keep(buf, start, end) {
+    const len = end - start;
+    if (this.arenaUsed + len > this.arena.length) {
+      if (this.arena.length >= ARENA_LIMIT) return false;
+      const bigger = Buffer.allocUnsafe(Math.min(ARENA_LIMIT, 2 * (this.arena.length + len)));
+      this.arena.copy(bigger, 0, 0, this.arenaUsed);
+      this.arena = bigger;
+      this.arenaWords = viewOf(bigger);
+      if (this.arenaUsed + len > bigger.length) return false;
+    }
+    buf.copy(this.arena, this.arenaUsed, start, end);
+    this.arenaUsed += len;
+    return true;
+  }
   grow() {
     const oldHashes = this.hashes;
+    const oldOffsets = this.offsets;
     const oldStrings = this.strings;
     const n2 = oldHashes.length * 2;
     this.hashes = new Int32Array(n2);
+    this.offsets = new Int32Array(n2);
     this.strings = new Array(n2).fill(void 0);
     const mask = n2 - 1;
     for (let j = 0; j < oldHashes.length; j++) {
       const s = oldStrings[j];
       if (s === void 0) continue;
-      let i2 = oldHashes[j] & mask;
+      const h2 = oldHashes[j];
+      let i2 = (h2 ^ h2 >>> 16) & mask;
       while (this.strings[i2] !== void 0) i2 = i2 + 1 & mask;
-      this.hashes[i2] = oldHashes[j];
+      this.hashes[i2] = h2;
+      this.offsets[i2] = oldOffsets[j];
       this.strings[i2] = s;
     }
   }
 };
-function sameAscii(s, buf, start) {
-  for (let k = 0; k < s.length; k++) if (s.charCodeAt(k) !== buf[start + k]) return false;
-  return true;
-}
 var JsonEventView = class {
   constructor(scanner) {
     this.scanner = scanner;
@@ -82311,6 +82414,7 @@ function bundlePrograms(bundle, arm, platform3) {
 // src/loop/steps/gates.ts
 var MINUTE_MS2 = 6e4;
 var MAX_FAILING_LISTED = 20;
+var STOPPED = "the test suite was stopped";
 var cpuGateStep = {
   name: "cpu-gate",
   evaluation: true,
@@ -82336,8 +82440,38 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   const candidate = ev.candidate;
   const label = which2 === "cpu" ? "CPU" : "accelerator";
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
-  const job = { ctx, bundle, ev, which: which2, backend, root: wt.root, commit: candidate.commit };
-  const [suite, programs] = settled(await Promise.allSettled([runSuite(job, gate), verifyPrograms(job)]));
+  const stop = new AbortController();
+  const stopWithLoop = () => stop.abort();
+  if (ctx.signal.aborted) stop.abort();
+  else ctx.signal.addEventListener("abort", stopWithLoop, { once: true });
+  const job = {
+    ctx: { ...ctx, signal: stop.signal },
+    bundle,
+    ev,
+    which: which2,
+    backend,
+    root: wt.root,
+    commit: candidate.commit
+  };
+  const stoppedHere = () => stop.signal.aborted && !ctx.signal.aborted;
+  const firstFailureStops = (part, stopped) => part.then(
+    (r) => {
+      if (r.problems.length > 0) stop.abort();
+      return r;
+    },
+    (e) => {
+      if (stoppedHere()) return stopped();
+      throw e;
+    }
+  );
+  const both = await Promise.allSettled([
+    firstFailureStops(runSuite(job, gate), () => ({
+      evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
+      problems: []
+    })),
+    firstFailureStops(verifyPrograms(job), () => ({ problems: [] }))
+  ]).finally(() => ctx.signal.removeEventListener("abort", stopWithLoop));
+  const [suite, programs] = settled(both);
   const evidence = {
     ...suite.evidence,
     ...programs.export ? { export: programs.export } : {},
@@ -82348,16 +82482,20 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     evidence.status = "failed";
     evidence.reason = problems[0];
     ev.gates[which2] = evidence;
+    const stopped = suite.evidence.reason?.startsWith(STOPPED) ? [suite.evidence.reason] : [];
     return {
       status: "verdict",
       verdict: "invalid",
-      reasons: [`${label} correctness failed: ${problems.join("; ")}`]
+      reasons: [`${label} correctness failed: ${problems.join("; ")}`, ...stopped]
     };
   }
   ev.gates[which2] = evidence;
   const t = evidence.junit;
   const tests = t ? `${t.passed} tests passed, ${t.skipped} skipped; ` : "";
   return { status: "done", note: `${tests}${evidence.verifier.total} programs verified` };
+}
+function stoppedSuite(reason) {
+  return { status: "failed", reason, exitCode: null, durationMs: 0 };
 }
 function settled(results) {
   const failed = results.find((r) => r.status === "rejected");

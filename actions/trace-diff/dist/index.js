@@ -41174,6 +41174,36 @@ function bytesAt(buf, p, pattern) {
   for (let k = 0; k < n; k++) if (buf[p + k] !== pattern[k]) return false;
   return true;
 }
+function viewOf(buf) {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+var Pattern = class {
+  bytes;
+  length;
+  /** The pattern's bytes as little-endian 32-bit words; the last one padded with its tail bytes. */
+  words;
+  tail;
+  /** `text` is ASCII; bytes are taken as they are. */
+  constructor(text) {
+    this.bytes = typeof text === "string" ? Buffer.from(text, "latin1") : text;
+    this.length = this.bytes.length;
+    const view = viewOf(this.bytes);
+    this.words = new Int32Array(this.length >> 2);
+    for (let k = 0; k < this.words.length; k++) this.words[k] = view.getInt32(4 * k, true);
+    this.tail = this.length & 3;
+  }
+  /** Whether `buf` (viewed by `view`) holds the pattern at `p`. */
+  at(buf, view, p) {
+    const n = this.length;
+    if (p + n > buf.length) return false;
+    const words = this.words;
+    let k = p;
+    for (let w = 0; w < words.length; w++, k += 4) if (view.getInt32(k, true) !== words[w]) return false;
+    const bytes = this.bytes;
+    for (let t = n - this.tail; t < n; t++, k++) if (buf[k] !== bytes[t]) return false;
+    return true;
+  }
+};
 var StringScanner = class {
   buf = Buffer.alloc(0);
   nextBackslash = 0;
@@ -41277,6 +41307,7 @@ function skipContainer(buf, p, strings) {
     } else p++;
   }
 }
+var FRACTION_SCALE = [1e6, 1e5, 1e4, 1e3, 100, 10, 1];
 var numberEnd = 0;
 function parseTimePs(buf, p, originUs) {
   const start = p;
@@ -41299,11 +41330,16 @@ function parseTimePs(buf, p, originUs) {
   let roundUp = false;
   if (c === 46) {
     c = ++p < n ? buf[p] : -1;
-    while (c >= 48 && c <= 57) {
-      if (fracDigits < 6) frac = frac * 10 + (c - 48);
-      else if (fracDigits === 6) roundUp = c >= 53;
+    while (c >= 48 && c <= 57 && fracDigits < 6) {
+      frac = frac * 10 + (c - 48);
       fracDigits++;
       c = ++p < n ? buf[p] : -1;
+    }
+    if (c >= 48 && c <= 57) {
+      roundUp = c >= 53;
+      do
+        c = ++p < n ? buf[p] : -1;
+      while (c >= 48 && c <= 57);
     }
   }
   if (c === 101 || c === 69 || digits === 0 || int > 9e15) {
@@ -41315,7 +41351,7 @@ function parseTimePs(buf, p, originUs) {
   }
   if (p >= n) throw NEED_MORE;
   numberEnd = p;
-  for (let k = fracDigits; k < 6; k++) frac *= 10;
+  frac *= FRACTION_SCALE[fracDigits];
   const ps = (int - (negative ? -originUs : originUs)) * 1e6 + frac + (roundUp ? 1 : 0);
   return negative ? -ps : ps;
 }
@@ -41358,6 +41394,7 @@ var BOUNDARY_BYTES = 4 * 1024;
 var EPOCH_US_THRESHOLD = 1e9;
 var INTERN_LIMIT = 2e5;
 var INTERN_MAX_BYTES = 1024;
+var ARENA_LIMIT = 32 * 1024 * 1024;
 var ChromeJsonSource = class {
   constructor(path, options = {}) {
     this.path = path;
@@ -41447,12 +41484,12 @@ var FOUND = 0;
 var ABSENT = 1;
 var PARSE = 2;
 var ascii = (s) => Buffer.from(s, "latin1");
-var TSL_EVENT_HEAD = ascii('{"ph":"X","pid":');
-var TSL_TID = ascii(',"tid":');
-var TSL_TS = ascii(',"ts":');
-var TSL_DUR = ascii(',"dur":');
-var TSL_NAME = ascii(',"name":"');
-var TSL_ARGS = ascii(',"args":{');
+var TSL_EVENT_HEAD = new Pattern('{"ph":"X","pid":');
+var TSL_TID = new Pattern(',"tid":');
+var TSL_TS = new Pattern(',"ts":');
+var TSL_DUR = new Pattern(',"dur":');
+var TSL_NAME = new Pattern(',"name":"');
+var TSL_ARGS = new Pattern(',"args":{');
 var EVENT_START = ascii('{"ph":');
 var TRACE_EVENTS = ascii("traceEvents");
 var DISPLAY_TIME_UNIT = ascii("displayTimeUnit");
@@ -41517,6 +41554,8 @@ var ChromeJsonScanner = class {
   known;
   /** The bytes being scanned: a chunk of the file, or a chunk boundary's carried bytes and what follows. */
   text = Buffer.alloc(0);
+  /** `text` viewed for four-byte reads (see Pattern). */
+  words = viewOf(this.text);
   /** Bytes scanned before `text[0]`, for error offsets. */
   consumedBytes = 0;
   /** Unscanned bytes carried to the next chunk. */
@@ -41604,6 +41643,7 @@ var ChromeJsonScanner = class {
   /** Scan `buf` as one text; returns the bytes used (the rest starts an element cut by its end). */
   scanBytes(buf) {
     this.text = buf;
+    this.words = viewOf(buf);
     this.textGeneration++;
     this.strings.reset(buf);
     let p;
@@ -41681,6 +41721,7 @@ var ChromeJsonScanner = class {
       this.tslShape = true;
       this.keyValueSeparator = bytesAt(text, keyEnd, SPACED_SEPARATOR) ? '": "' : '":"';
       this.probes.clear();
+      this.lastProbeKey = void 0;
     }
     p = skipSpace(text, keyEnd + 1);
     if (byteAt(text, p) !== 58) fail(text, p, "':'");
@@ -41723,7 +41764,7 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && bytesAt(text, p, TSL_EVENT_HEAD)) {
+    if (this.tslShape && TSL_EVENT_HEAD.at(text, this.words, p)) {
       const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
       if (end > 0) return end;
       this.ph = 0;
@@ -41857,12 +41898,13 @@ var ChromeJsonScanner = class {
    */
   tslEvent(text, p) {
     this.ph = 88;
+    const words = this.words;
     const pid = parseInteger(text, p);
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_TID)) return -1;
+    if (!TSL_TID.at(text, words, p)) return -1;
     const tid = parseInteger(text, p + 7);
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_TS)) return -1;
+    if (!TSL_TS.at(text, words, p)) return -1;
     p += 6;
     if (this.originUs === void 0) {
       const us = parseInteger(text, p);
@@ -41871,17 +41913,17 @@ var ChromeJsonScanner = class {
     this.tsPs = parseTimePs(text, p, this.originUs);
     this.hasTs = true;
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_DUR)) return -1;
+    if (!TSL_DUR.at(text, words, p)) return -1;
     this.durPs = parseTimePs(text, p + 7, 0);
     p = numberEnd;
-    if (!bytesAt(text, p, TSL_NAME)) return -1;
+    if (!TSL_NAME.at(text, words, p)) return -1;
     this.nameStart = p + 9;
     this.nameEnd = this.strings.end(p + 9);
     this.nameKind = this.strings.escaped ? STR_ESCAPED : STR;
     p = this.nameEnd + 1;
     let c = byteAt(text, p);
     if (c === 44) {
-      if (!bytesAt(text, p, TSL_ARGS)) return -1;
+      if (!TSL_ARGS.at(text, words, p)) return -1;
       this.argsStart = p + 8;
       p = this.skipTslArgs(text, p + 8);
       this.argsEnd = p;
@@ -42140,7 +42182,7 @@ var ChromeJsonScanner = class {
     const text = this.text;
     const a = this.argsStart;
     const b = this.argsEnd;
-    if (bytesAt(text, a + 1, probe.withValue)) return this.fastValue(a + 1 + probe.withValue.length, b);
+    if (probe.withValue.at(text, this.words, a + 1)) return this.fastValue(a + 1 + probe.withValue.length, b);
     if (probe.generation !== this.textGeneration) {
       probe.generation = this.textGeneration;
       probe.withValueFrom = Number.MAX_SAFE_INTEGER;
@@ -42148,7 +42190,7 @@ var ChromeJsonScanner = class {
     }
     if (probe.withValueFrom > a || probe.withValueAt >= 0 && probe.withValueAt < a) {
       probe.withValueFrom = a;
-      probe.withValueAt = text.indexOf(probe.withValue, a);
+      probe.withValueAt = text.indexOf(probe.withValue.bytes, a);
     }
     const at = probe.withValueAt;
     if (at < 0 || at + probe.withValue.length > b) {
@@ -42161,24 +42203,40 @@ var ChromeJsonScanner = class {
     }
     return this.fastValue(at + probe.withValue.length, b);
   }
-  /** The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes. */
+  /**
+   * The string value starting at `start`, inside args that end at `b`: FOUND, or PARSE for escapes.
+   * A short value of digits alone is read as a number on the way (`fastNumber`, else -1): numeric args
+   * such as `device_duration_ps` are asked of every event.
+   */
   fastValue(start, b) {
     const text = this.text;
     let end = start;
     const lim = Math.min(b, start + 32);
-    while (end < lim && text[end] !== 34) end++;
-    if (end === lim) end = text.indexOf(34, end);
+    let v = 0;
+    let digits = true;
+    for (; end < lim; end++) {
+      const d = text[end] - 48;
+      if (d === -14) break;
+      if (d >= 0 && d <= 9) v = v * 10 + d;
+      else digits = false;
+    }
+    if (end === lim) {
+      end = text.indexOf(34, end);
+      digits = false;
+    }
     if (end < 0 || end >= b || text[end - 1] === 92) return PARSE;
     this.fastStart = start;
     this.fastEnd = end;
+    this.fastNumber = digits && end > start ? v : -1;
     return FOUND;
   }
   probe(key) {
+    if (key === this.lastProbeKey) return this.lastProbe;
     let probe = this.probes.get(key);
     if (probe === void 0) {
       probe = {
         key: Buffer.from(key, "utf8"),
-        withValue: Buffer.from(`"${key}${this.keyValueSeparator}`, "utf8"),
+        withValue: new Pattern(Buffer.from(`"${key}${this.keyValueSeparator}`, "utf8")),
         bare: Buffer.from(`"${key}"`, "utf8"),
         generation: -1,
         withValueFrom: 0,
@@ -42188,15 +42246,21 @@ var ChromeJsonScanner = class {
       };
       this.probes.set(key, probe);
     }
+    this.lastProbeKey = key;
+    this.lastProbe = probe;
     return probe;
   }
-  /** The value found by the last `fastArg` that returned FOUND. */
+  lastProbeKey;
+  lastProbe;
+  /** The value found by the last `fastArg` that returned FOUND, and its digits as a number (or -1). */
   fastStart = 0;
   fastEnd = 0;
+  fastNumber = -1;
   argNumber(key) {
     const fast = this.fastArg(key);
     if (fast === ABSENT) return void 0;
     if (fast === FOUND) {
+      if (this.fastNumber >= 0) return this.fastNumber;
       const text = this.text;
       const start = this.fastStart;
       const end = this.fastEnd;
@@ -42240,7 +42304,7 @@ var ChromeJsonScanner = class {
   decode(start, end, kind) {
     const text = this.text;
     if (kind === STR) {
-      const s2 = this.interned.get(text, start, end);
+      const s2 = this.interned.get(text, this.words, start, end);
       return s2 ?? this.copy(text.toString("utf8", start, end));
     }
     const s = text.toString("utf8", start, end);
@@ -42305,62 +42369,101 @@ function deviceDisplayName(processName, labels) {
 }
 var ByteInterner = class {
   hashes = new Int32Array(1024);
+  /** Where each string's bytes start in the arena. */
+  offsets = new Int32Array(1024);
   strings = new Array(1024).fill(void 0);
   size = 0;
-  /** The interned string for buf[start, end), or undefined when the bytes are not all ASCII. */
-  get(buf, start, end) {
-    if (end - start > INTERN_MAX_BYTES) {
-      for (let k = start; k < end; k++) if (buf[k] >= 128) return void 0;
+  arena = Buffer.allocUnsafe(64 * 1024);
+  arenaWords = viewOf(this.arena);
+  arenaUsed = 0;
+  /** The interned string for buf[start, end) (`words` views `buf`), or undefined when not ASCII. */
+  get(buf, words, start, end) {
+    const len = end - start;
+    if (len > INTERN_MAX_BYTES) {
+      for (let k2 = start; k2 < end; k2++) if (buf[k2] >= 128) return void 0;
       return buf.toString("latin1", start, end);
     }
-    let h = 2166136261 | 0;
+    let h = len;
     let high = 0;
-    for (let k = start; k < end; k++) {
+    let k = start;
+    for (; k + 4 <= end; k += 4) {
+      const w = words.getInt32(k, true);
+      high |= w;
+      h = Math.imul(h ^ w, 2654435761);
+      h ^= h >>> 15;
+    }
+    for (; k < end; k++) {
       const b = buf[k];
       high |= b;
-      h = Math.imul(h ^ b, 16777619);
+      h = Math.imul(h ^ b, 2654435761);
     }
-    if (high >= 128) return void 0;
+    if ((high & 2155905152) !== 0) return void 0;
     const hashes = this.hashes;
     const strings = this.strings;
     const mask = hashes.length - 1;
-    const len = end - start;
-    let i = h & mask;
+    let i = (h ^ h >>> 16) & mask;
     for (; ; ) {
       const s2 = strings[i];
       if (s2 === void 0) break;
-      if (hashes[i] === h && s2.length === len && sameAscii(s2, buf, start)) return s2;
+      if (hashes[i] === h && s2.length === len && this.same(buf, words, start, end, this.offsets[i]))
+        return s2;
       i = i + 1 & mask;
     }
     const s = buf.toString("latin1", start, end);
-    if (this.size < INTERN_LIMIT) {
+    if (this.size < INTERN_LIMIT && this.keep(buf, start, end)) {
       hashes[i] = h;
       strings[i] = s;
+      this.offsets[i] = this.arenaUsed - len;
       if (++this.size * 2 > hashes.length) this.grow();
     }
     return s;
   }
+  /** Whether buf[start, end) equals the arena's bytes at `at`. */
+  same(buf, words, start, end, at) {
+    const arenaWords = this.arenaWords;
+    let k = start;
+    for (; k + 4 <= end; k += 4, at += 4)
+      if (words.getInt32(k, true) !== arenaWords.getInt32(at, true)) return false;
+    const arena = this.arena;
+    for (; k < end; k++, at++) if (buf[k] !== arena[at]) return false;
+    return true;
+  }
+  /** Copy buf[start, end) to the arena; false when the arena is full. */
+  keep(buf, start, end) {
+    const len = end - start;
+    if (this.arenaUsed + len > this.arena.length) {
+      if (this.arena.length >= ARENA_LIMIT) return false;
+      const bigger = Buffer.allocUnsafe(Math.min(ARENA_LIMIT, 2 * (this.arena.length + len)));
+      this.arena.copy(bigger, 0, 0, this.arenaUsed);
+      this.arena = bigger;
+      this.arenaWords = viewOf(bigger);
+      if (this.arenaUsed + len > bigger.length) return false;
+    }
+    buf.copy(this.arena, this.arenaUsed, start, end);
+    this.arenaUsed += len;
+    return true;
+  }
   grow() {
     const oldHashes = this.hashes;
+    const oldOffsets = this.offsets;
     const oldStrings = this.strings;
     const n = oldHashes.length * 2;
     this.hashes = new Int32Array(n);
+    this.offsets = new Int32Array(n);
     this.strings = new Array(n).fill(void 0);
     const mask = n - 1;
     for (let j = 0; j < oldHashes.length; j++) {
       const s = oldStrings[j];
       if (s === void 0) continue;
-      let i = oldHashes[j] & mask;
+      const h = oldHashes[j];
+      let i = (h ^ h >>> 16) & mask;
       while (this.strings[i] !== void 0) i = i + 1 & mask;
-      this.hashes[i] = oldHashes[j];
+      this.hashes[i] = h;
+      this.offsets[i] = oldOffsets[j];
       this.strings[i] = s;
     }
   }
 };
-function sameAscii(s, buf, start) {
-  for (let k = 0; k < s.length; k++) if (s.charCodeAt(k) !== buf[start + k]) return false;
-  return true;
-}
 var JsonEventView = class {
   constructor(scanner) {
     this.scanner = scanner;
