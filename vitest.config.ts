@@ -1,4 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
+import LongFirstSequencer from './tests/helpers/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -12,6 +14,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Most of the suite's time is spent waiting on the processes it starts (git, python, the CLI), so
+    // files run one per core and at least two at once; vitest's default (cores - 1) ran a 2-core
+    // machine's suite one file at a time. The demo's file takes minutes: it starts first (sequencer.ts).
+    maxWorkers: Math.max(2, availableParallelism()),
+    sequence: { sequencer: LongFirstSequencer },
     reporters: ['default', './tests/helpers/summary-reporter.ts'],
   },
 });
