@@ -274,16 +274,15 @@ function recordSearch(
   threshold: number,
   measured: readonly number[] = winner === null ? [] : [winner],
 ): void {
-  const rows = bundles.map((b) => searchRow(b.load(), measured));
+  const records = bundles.map((b) => ({ b, ev: b.load() }));
+  const rows = records.map(({ ev }) => searchRow(ev, measured));
   // The winner's record first: a run killed half-way through then still has the new winner, and a
   // resumed measureInFull finds the old one ended and promotes the same candidate again.
-  const winnerFirst = [...bundles].sort(
-    (x, y) => Number(y.load().slot!.index === winner) - Number(x.load().slot!.index === winner),
-  );
-  for (const b of winnerFirst) {
-    const ev = b.load();
+  const isWinner = (ev: IterationEvidence) => ev.slot!.index === winner;
+  records.sort((x, y) => Number(isWinner(y.ev)) - Number(isWinner(x.ev)));
+  for (const { b, ev } of records) {
     ev.search = {
-      role: ev.slot!.index === winner ? 'winner' : 'loser',
+      role: isWinner(ev) ? 'winner' : 'loser',
       winner,
       measured: [...measured],
       threshold,
