@@ -20,6 +20,7 @@ import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { InputError } from '../../util/index.js';
+import { inflatedChunks } from './inflate.js';
 import {
   byteAt,
   bytesAt,
@@ -96,24 +97,35 @@ export class ChromeJsonSource implements TraceSource {
 
   async read(visitor: TraceVisitor, opts: ReadOptions = {}): Promise<ReadStats> {
     const gz = await startsWithGzipMagic(this.path);
+    const chunks = inflatedChunks(this.path, gz, CHUNK_BYTES);
+    if (chunks !== undefined) return this.scan(chunks, visitor, opts);
+    // A Node whose zlib lacks what the synchronous drive needs: gunzip as a stream.
     const file = createReadStream(this.path, { highWaterMark: CHUNK_BYTES });
-    const stream: Readable = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
-    if (gz) file.on('error', (err) => stream.destroy(err));
+    const stream: Readable = file.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
+    file.on('error', (err) => stream.destroy(err));
     try {
-      const names = this.names;
-      const collected: NameTable = { processes: new Map(), threads: new Map() };
-      const stats = await scanChromeJson(stream, this.path, visitor, {
-        ...this.options,
-        ...opts,
-        ...(names === undefined ? {} : { knownNames: names }),
-        collectNames: collected,
-      });
-      this.names = collected;
-      return stats;
+      return await this.scan(stream, visitor, opts);
     } finally {
       file.destroy();
       stream.destroy();
     }
+  }
+
+  private async scan(
+    input: AsyncIterable<Buffer>,
+    visitor: TraceVisitor,
+    opts: ReadOptions,
+  ): Promise<ReadStats> {
+    const names = this.names;
+    const collected: NameTable = { processes: new Map(), threads: new Map() };
+    const stats = await scanChromeJson(input, this.path, visitor, {
+      ...this.options,
+      ...opts,
+      ...(names === undefined ? {} : { knownNames: names }),
+      collectNames: collected,
+    });
+    this.names = collected;
+    return stats;
   }
 }
 
