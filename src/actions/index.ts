@@ -14,7 +14,14 @@ export {
   positiveInteger,
   requiredText,
 } from './inputs.js';
-export { iterationSummary, phaseOptions, setAttestationOutput, setIterationOutputs } from './phase.js';
+export {
+  iterationSummary,
+  phaseOptions,
+  searchPhaseOptions,
+  setAttestationOutput,
+  setIterationOutputs,
+  setSearchOutputs,
+} from './phase.js';
 export { runAction, setOutputs, writeSummary } from './run.js';
 export type { TpuInputs, TpuStepReport } from './tpu.js';
 export {

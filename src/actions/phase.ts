@@ -3,8 +3,15 @@
  * run and iteration, the config and its overrides in; the verdict, the bundle folder and the candidate
  * out. The bundle folder is what a workflow uploads as an artifact for the next job.
  */
-import { resolve } from 'node:path';
-import { BundleFiles, type PhaseOptions, type PhaseResult, readHistory } from '../loop/index.js';
+import { dirname, resolve } from 'node:path';
+import {
+  BundleFiles,
+  type PhaseOptions,
+  type PhaseResult,
+  readHistory,
+  type SearchPhaseOptions,
+  type SearchPhaseResult,
+} from '../loop/index.js';
 import { renderJobSummary } from '../report/index.js';
 import type { Logger } from '../util/index.js';
 import { actionsRun } from './github-context.js';
@@ -19,6 +26,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
   const runStartedAt = optionalText('run-started-at');
   const attestation = optionalText('attestation');
   const pinnedSource = optionalText('pinned-source');
+  const slot = positiveInteger('slot');
   const run = actionsRun();
   return {
     configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
@@ -26,6 +34,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
     ...(target ? { target } : {}),
     runId: requiredText('run-id'),
     iteration: positiveInteger('iteration', { required: true }),
+    ...(slot ? { slot } : {}),
     ...(iterations ? { totalIterations: iterations } : {}),
     ...(base ? { base } : {}),
     ...(runStartedAt ? { runStartedAt } : {}),
@@ -64,7 +73,43 @@ export function setAttestationOutput(result: PhaseResult): void {
 }
 
 /** The iteration's job summary: the run table, the comment's sections and the step timeline. */
-export function iterationSummary(result: PhaseResult): string {
-  const history = readHistory(result.stateDir, result.evidence.target);
-  return renderJobSummary([result.evidence], history).markdown;
+export function iterationSummary(result: PhaseResult | SearchPhaseResult): string {
+  const results = 'candidates' in result ? result.candidates : [result];
+  const history = readHistory(results[0]!.stateDir, results[0]!.evidence.target);
+  return renderJobSummary(
+    results.map((r) => r.evidence),
+    history,
+  ).markdown;
+}
+
+/**
+ * The search phases' inputs (select, publish): the candidates' count from the workflow and every
+ * candidate's attestation; undefined when the iteration has one candidate.
+ */
+export function searchPhaseOptions(logger: Logger): SearchPhaseOptions | undefined {
+  const candidates = positiveInteger('candidates') ?? 1;
+  if (candidates < 2) return undefined;
+  const { slot: _slot, attestation: _attestation, ...opts } = phaseOptions(logger);
+  const attestations = optionalText('attestations');
+  return { ...opts, ...(attestations ? { attestations } : {}) };
+}
+
+/**
+ * Outputs of a search phase: the lead candidate's, as one candidate's (verdict, bundle), plus every
+ * candidate's attestation (`attestations`: a JSON object keyed `attestation-c<slot>`, what the next job
+ * takes), the winner's slot and the run's folder (the workflow uploads its `i003-c*` bundles).
+ */
+export function setSearchOutputs(result: SearchPhaseResult): void {
+  setIterationOutputs(result.lead);
+  const attestations = Object.fromEntries(
+    result.candidates.map((c) => [
+      `attestation-c${c.evidence.slot!.index}`,
+      c.attestation?.verified ? JSON.stringify(c.attestation) : '',
+    ]),
+  );
+  setOutputs({
+    attestations: JSON.stringify(attestations),
+    'winner-slot': result.lead.evidence.search?.winner ?? '',
+    'run-dir': dirname(result.lead.bundleDir),
+  });
 }

@@ -10,6 +10,8 @@ export { checkAgentApi } from './drivers/preflight.js';
 export { prepareExternalChange, publishToPullRequest, recordBaseline } from './drivers/pull-request.js';
 export type { LoopResult } from './drivers/run.js';
 export { resolveConfigFile, runLoop } from './drivers/run.js';
+export type { SearchPhase, SearchPhaseOptions, SearchPhaseResult } from './drivers/search-phases.js';
+export { runSearchPhase } from './drivers/search-phases.js';
 export { Bundle, BundleFiles, iterationDirName } from './state/bundle.js';
 export { readHistory } from './state/history.js';
 export { newRunId } from './state/journal.js';

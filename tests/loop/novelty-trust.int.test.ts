@@ -111,7 +111,7 @@ describe('the novelty check believes "a person\'s change" only from the harness'
     const base = makeToyRepo(job, [SAME_SPEED]);
     const overrides = { 'loop.candidates': 2 };
     await expect(phase(job, 'propose', { overrides })).rejects.toThrow(
-      /loop.candidates is 2: the workflow's phases run one candidate per iteration/,
+      /loop.candidates is 2: an agent's proposal needs the candidate it is \(slot 1 to 2\)/,
     );
     const kernel = join(job, 'toy', 'kernel.py');
     writeFileSync(kernel, SAME_SPEED.edit['toy/kernel.py']!(readFileSync(kernel, 'utf8')));

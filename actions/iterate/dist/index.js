@@ -5878,7 +5878,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants10 = require_constants2();
+    var constants11 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5953,7 +5953,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants10.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants11.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -6048,11 +6048,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants10.ERROR.OK) {
+          if (ret !== constants11.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants10.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants11.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants10.ERROR.PAUSED) {
+            } else if (ret === constants11.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -6075,10 +6075,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants10.ERROR.OK) {
+        if (ret === constants11.ERROR.OK) {
           return null;
         }
-        if (ret === constants10.ERROR.PAUSED || ret === constants10.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants11.ERROR.PAUSED || ret === constants11.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6095,7 +6095,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants10.ERROR[ret], data);
+        return new HTTPParserError(message, constants11.ERROR[ret], data);
       }
       destroy() {
         assert(this.ptr != null);
@@ -6275,7 +6275,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants10.ERROR.PAUSED : 0;
+        return pause ? constants11.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6297,7 +6297,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6333,13 +6333,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -20310,11 +20310,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants10);
+          this.rhs = optimizeExpr(this.rhs, names, constants11);
         return this;
       }
       get names() {
@@ -20331,10 +20331,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants10);
+        this.rhs = optimizeExpr(this.rhs, names, constants11);
         return this;
       }
       get names() {
@@ -20395,8 +20395,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants10) {
-        this.code = optimizeExpr(this.code, names, constants10);
+      optimizeNames(names, constants11) {
+        this.code = optimizeExpr(this.code, names, constants11);
         return this;
       }
       get names() {
@@ -20425,12 +20425,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         const { nodes } = this;
         let i2 = nodes.length;
         while (i2--) {
           const n2 = nodes[i2];
-          if (n2.optimizeNames(names, constants10))
+          if (n2.optimizeNames(names, constants11))
             continue;
           subtractNames(names, n2.names);
           nodes.splice(i2, 1);
@@ -20483,12 +20483,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
-        if (!(super.optimizeNames(names, constants10) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants11);
+        if (!(super.optimizeNames(names, constants11) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants10);
+        this.condition = optimizeExpr(this.condition, names, constants11);
         return this;
       }
       get names() {
@@ -20511,10 +20511,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants10) {
-        if (!super.optimizeNames(names, constants10))
+      optimizeNames(names, constants11) {
+        if (!super.optimizeNames(names, constants11))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants10);
+        this.iteration = optimizeExpr(this.iteration, names, constants11);
         return this;
       }
       get names() {
@@ -20550,10 +20550,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants10) {
-        if (!super.optimizeNames(names, constants10))
+      optimizeNames(names, constants11) {
+        if (!super.optimizeNames(names, constants11))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants10);
+        this.iterable = optimizeExpr(this.iterable, names, constants11);
         return this;
       }
       get names() {
@@ -20595,11 +20595,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         var _a, _b;
-        super.optimizeNames(names, constants10);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants10);
+        super.optimizeNames(names, constants11);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants11);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants11);
         return this;
       }
       get names() {
@@ -20900,7 +20900,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants10) {
+    function optimizeExpr(expr, names, constants11) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -20915,14 +20915,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n2) {
-        const c3 = constants10[n2.str];
+        const c3 = constants11[n2.str];
         if (c3 === void 0 || names[n2.str] !== 1)
           return n2;
         delete names[n2.str];
         return c3;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants10[c3.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants11[c3.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -44682,7 +44682,7 @@ function configOverrides() {
 }
 
 // src/actions/phase.ts
-import { resolve as resolve16 } from "node:path";
+import { dirname as dirname22, resolve as resolve16 } from "node:path";
 
 // src/loop/context.ts
 import { createHash } from "node:crypto";
@@ -46644,11 +46644,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open4, close) => {
+var format = (open5, close) => {
   if (!hasColors) {
     return (input) => input;
   }
-  const openCode = `\x1B[${open4}m`;
+  const openCode = `\x1B[${open5}m`;
   const closeCode = `\x1B[${close}m`;
   return (input) => {
     const string = input + "";
@@ -58370,11 +58370,11 @@ function isHighSurrogate(code2) {
   return code2 >= 55296 && code2 <= 56319;
 }
 function hasOpenFence(text3) {
-  let open4 = false;
+  let open5 = false;
   for (const line of text3.split("\n")) {
-    if (/^\s{0,3}(```|~~~)/.test(line)) open4 = !open4;
+    if (/^\s{0,3}(```|~~~)/.test(line)) open5 = !open5;
   }
-  return open4;
+  return open5;
 }
 
 // src/forge/push.ts
@@ -59291,8 +59291,8 @@ var GitHubForge = class {
       // The head filter is exact on GitHub; checking again keeps a fork's same-named branch out.
       (p) => p.head.ref === branch && (p.head.repo?.full_name ?? this.opts.repository).toLowerCase() === this.opts.repository.toLowerCase()
     );
-    const open4 = pulls.filter((p) => p.state === "open").sort((a2, b) => a2.number - b.number)[0];
-    return open4 ?? pulls.sort((a2, b) => b.number - a2.number)[0];
+    const open5 = pulls.filter((p) => p.state === "open").sort((a2, b) => a2.number - b.number)[0];
+    return open5 ?? pulls.sort((a2, b) => b.number - a2.number)[0];
   }
   async createPull(spec, title, body) {
     const create2 = (draft, base) => this.session.call(
@@ -66647,24 +66647,24 @@ function buildRangeEditCachePayload(plan, windowChunks, representation) {
     lastTermChunks
   };
 }
-function buildFreshFileCachePayload(fileChunks, representation) {
+function buildFreshFileCachePayload(fileChunks2, representation) {
   const lastRep = representation[representation.length - 1];
   if (!lastRep) {
     return void 0;
   }
   const lastTermChunkCount = lastRep.indexEnd - lastRep.indexStart;
-  if (lastTermChunkCount <= 0 || lastTermChunkCount > fileChunks.length) {
+  if (lastTermChunkCount <= 0 || lastTermChunkCount > fileChunks2.length) {
     return void 0;
   }
-  const lastTermChunks = fileChunks.slice(fileChunks.length - lastTermChunkCount);
-  const rest2 = fileChunks.slice(0, fileChunks.length - lastTermChunkCount);
+  const lastTermChunks = fileChunks2.slice(fileChunks2.length - lastTermChunkCount);
+  const rest2 = fileChunks2.slice(0, fileChunks2.length - lastTermChunkCount);
   const openSubtree = rest2.length > 0 ? MerkleHashSubtree.fromChunks(
     true,
     rest2.map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
     false
   ).toJSON() : null;
   return {
-    size: fileChunks.reduce((sum22, chunk2) => sum22 + chunk2.length, 0),
+    size: fileChunks2.reduce((sum22, chunk2) => sum22 + chunk2.length, 0),
     openSubtree,
     lastTermChunks
   };
@@ -66828,7 +66828,7 @@ async function* createXorbs(fileSources, params) {
       const sourceChunks = [];
       let processedBytes = 0;
       let dedupedBytes = 0;
-      const fileChunks = [];
+      const fileChunks2 = [];
       const chunkMetadata = [];
       const addChunks = async function* (chunks) {
         for (const chunk2 of chunks) {
@@ -66895,7 +66895,7 @@ async function* createXorbs(fileSources, params) {
           }
           bytesSinceRemoteDedup += chunk2.length;
           bytesSinceLastProgressEvent += chunk2.length;
-          fileChunks.push({ hash: chunk2.hash, length: chunk2.length });
+          fileChunks2.push({ hash: chunk2.hash, length: chunk2.length });
           chunkMetadata.push({
             xorbId: chunkXorbId,
             chunkIndex,
@@ -66945,12 +66945,12 @@ async function* createXorbs(fileSources, params) {
         for (const window2 of rangeEditPlan.windows) {
           const chunker = createChunker(TARGET_CHUNK_SIZE2);
           dedupNextChunk = true;
-          const startIndex = fileChunks.length;
+          const startIndex = fileChunks2.length;
           for (const segment of windowSegments(window2, originalBlob)) {
             yield* pumpBlob(chunker, segment);
           }
           yield* addChunks(finalizeChunker(chunker));
-          windowBounds.push([startIndex, fileChunks.length]);
+          windowBounds.push([startIndex, fileChunks2.length]);
         }
         const windowNewBytes = sum(rangeEditPlan.windows.map((window2) => window2.newSize));
         const reusedBytes = fileSource.content.size - windowNewBytes;
@@ -66960,20 +66960,20 @@ async function* createXorbs(fileSources, params) {
         const windowRepresentations = windowBounds.map(
           ([start, end]) => buildFileRepresentation(
             chunkMetadata.slice(start, end),
-            fileChunks.slice(start, end),
+            fileChunks2.slice(start, end),
             computeVerificationHashHex
           )
         );
         fileRepresentation = composeRepresentation(rangeEditPlan, windowRepresentations);
         fileHashHex = computeComposedFileHash(
           rangeEditPlan,
-          windowBounds.map(([start, end]) => fileChunks.slice(start, end))
+          windowBounds.map(([start, end]) => fileChunks2.slice(start, end))
         );
         dedupRatio = fileSource.content.size > 0 ? (reusedBytes + dedupedBytes) / fileSource.content.size : 0;
         if (params.rangeEditCache) {
           rangeEditCachePayload = buildRangeEditCachePayload(
             rangeEditPlan,
-            windowBounds.map(([start, end]) => fileChunks.slice(start, end)),
+            windowBounds.map(([start, end]) => fileChunks2.slice(start, end)),
             fileRepresentation
           );
         }
@@ -66981,11 +66981,11 @@ async function* createXorbs(fileSources, params) {
         const chunker = createChunker(TARGET_CHUNK_SIZE2);
         yield* pumpBlob(chunker, fileSource.content);
         yield* addChunks(finalizeChunker(chunker));
-        fileRepresentation = buildFileRepresentation(chunkMetadata, fileChunks, computeVerificationHashHex);
-        fileHashHex = computeFileHashHex(fileChunks);
+        fileRepresentation = buildFileRepresentation(chunkMetadata, fileChunks2, computeVerificationHashHex);
+        fileHashHex = computeFileHashHex(fileChunks2);
         dedupRatio = fileSource.content.size > 0 ? dedupedBytes / fileSource.content.size : 0;
         if (params.rangeEditCache) {
-          rangeEditCachePayload = buildFreshFileCachePayload(fileChunks, fileRepresentation);
+          rangeEditCachePayload = buildFreshFileCachePayload(fileChunks2, fileRepresentation);
         }
       }
       xorb.immutableData = {
@@ -73337,9 +73337,9 @@ function totalsOf(file, cases, suites) {
   };
 }
 function xmlProblem(err) {
-  const open4 = /^Invalid '(\[.*\])' found\.?$/s.exec(err.msg);
-  if (open4) {
-    const tags = JSON.parse(open4[1]).map((t) => `<${t}>`).join(" > ");
+  const open5 = /^Invalid '(\[.*\])' found\.?$/s.exec(err.msg);
+  if (open5) {
+    const tags = JSON.parse(open5[1]).map((t) => `<${t}>`).join(" > ");
     return `truncated XML: the file ends inside ${tags}`;
   }
   const single = /^Unclosed tag '(.+)'\.?$/.exec(err.msg);
@@ -77545,8 +77545,67 @@ import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFil
 
 // src/trace/readers/chrome-json.ts
 import { createReadStream as createReadStream3 } from "node:fs";
+import { open as open4 } from "node:fs/promises";
+import { createGunzip as createGunzip2 } from "node:zlib";
+
+// src/trace/readers/inflate.ts
 import { open as open3 } from "node:fs/promises";
-import { createGunzip } from "node:zlib";
+import { constants as constants10, createGunzip } from "node:zlib";
+function inflatedChunks(path6, gzip, chunkBytes) {
+  if (!gzip) return fileChunks(path6, chunkBytes);
+  const gunzip = createGunzip();
+  const internals = gunzip;
+  const handle = internals._handle;
+  const state = internals._writeState;
+  if (typeof handle?.writeSync !== "function" || !(state instanceof Uint32Array) || state.length < 2) {
+    gunzip.close();
+    return void 0;
+  }
+  return gunzipChunks(path6, gunzip, handle, state, chunkBytes);
+}
+async function* fileChunks(path6, chunkBytes) {
+  const fh = await open3(path6, "r");
+  try {
+    const buf = Buffer.allocUnsafe(chunkBytes);
+    for (; ; ) {
+      const { bytesRead } = await fh.read(buf, 0, chunkBytes, null);
+      if (bytesRead === 0) return;
+      yield buf.subarray(0, bytesRead);
+    }
+  } finally {
+    await fh.close();
+  }
+}
+async function* gunzipChunks(path6, gunzip, handle, state, chunkBytes) {
+  gunzip.on("error", () => {
+  });
+  let fh;
+  try {
+    fh = await open3(path6, "r");
+    const input = Buffer.allocUnsafe(chunkBytes);
+    const out = Buffer.allocUnsafe(chunkBytes);
+    for (; ; ) {
+      const { bytesRead } = await fh.read(input, 0, chunkBytes, null);
+      const flush = bytesRead === 0 ? constants10.Z_FINISH : constants10.Z_NO_FLUSH;
+      let inOff = 0;
+      let inLeft = bytesRead;
+      for (; ; ) {
+        handle.writeSync(flush, input, inOff, inLeft, out, 0, chunkBytes);
+        if (gunzip.errored !== null) throw gunzip.errored;
+        const outLeft = state[0];
+        inOff += inLeft - state[1];
+        inLeft = state[1];
+        if (outLeft < chunkBytes) yield out.subarray(0, chunkBytes - outLeft);
+        if (outLeft === 0) continue;
+        if (inLeft > 0 || flush === constants10.Z_FINISH) return;
+        break;
+      }
+    }
+  } finally {
+    gunzip.close();
+    await fh?.close();
+  }
+}
 
 // src/trace/readers/json-text.ts
 var NEED_MORE = /* @__PURE__ */ Symbol("need more text");
@@ -77814,30 +77873,35 @@ var ChromeJsonSource = class {
   names;
   async read(visitor, opts = {}) {
     const gz = await startsWithGzipMagic(this.path);
+    const chunks = inflatedChunks(this.path, gz, CHUNK_BYTES);
+    if (chunks !== void 0) return this.scan(chunks, visitor, opts);
     const file = createReadStream3(this.path, { highWaterMark: CHUNK_BYTES });
-    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
-    if (gz) file.on("error", (err) => stream.destroy(err));
+    const stream = file.pipe(createGunzip2({ chunkSize: CHUNK_BYTES }));
+    file.on("error", (err) => stream.destroy(err));
     try {
-      const names = this.names;
-      const collected = { processes: /* @__PURE__ */ new Map(), threads: /* @__PURE__ */ new Map() };
-      const stats = await scanChromeJson(stream, this.path, visitor, {
-        ...this.options,
-        ...opts,
-        ...names === void 0 ? {} : { knownNames: names },
-        collectNames: collected
-      });
-      this.names = collected;
-      return stats;
+      return await this.scan(stream, visitor, opts);
     } finally {
       file.destroy();
       stream.destroy();
     }
   }
+  async scan(input, visitor, opts) {
+    const names = this.names;
+    const collected = { processes: /* @__PURE__ */ new Map(), threads: /* @__PURE__ */ new Map() };
+    const stats = await scanChromeJson(input, this.path, visitor, {
+      ...this.options,
+      ...opts,
+      ...names === void 0 ? {} : { knownNames: names },
+      collectNames: collected
+    });
+    this.names = collected;
+    return stats;
+  }
 };
 async function startsWithGzipMagic(path6) {
   let fh;
   try {
-    fh = await open3(path6, "r");
+    fh = await open4(path6, "r");
     const head = Buffer.alloc(2);
     const { bytesRead } = await fh.read(head, 0, 2, 0);
     return bytesRead === 2 && head[0] === 31 && head[1] === 139;
@@ -84255,8 +84319,8 @@ function parseAttestation(text3, source) {
     verified: a2.verified
   };
 }
-function localAttestationFile(stateDir, runId, iteration) {
-  return join40(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+function localAttestationFile(stateDir, runId, key) {
+  return join40(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
@@ -84305,6 +84369,7 @@ var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   measure: ["measure", "profile", "decide", "record", "publish"],
+  select: ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   publish: ["record", "publish"]
 };
 var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "error"]);
@@ -84326,7 +84391,9 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   ev.target = ctx.target.name;
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
-  delete ev.slot;
+  if (opts.slot) ev.slot = opts.slot;
+  else delete ev.slot;
+  const selected = { screen: ev.screen, search: ev.search };
   delete ev.screen;
   delete ev.search;
   if (ctx.dryRun) ev.dryRun = true;
@@ -84353,6 +84420,10 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   if (opts.trustedBranch) ev.base.branch = opts.trustedBranch;
   else delete ev.base.branch;
   const attested = opts.attestations.some((a2) => attestedBy(a2, bundle, expected, refused));
+  if (attested && opts.slot && phase === "publish") {
+    if (selected.screen) ev.screen = selected.screen;
+    if (selected.search) ev.search = selected.search;
+  }
   if (opts.pinnedSource !== void 0 && !(attested && ev.candidate?.from === opts.pinnedSource)) {
     throw new HillclimbError(
       `${bundle.dir}: not an attested bundle of the pinned commit ${opts.pinnedSource.slice(0, 12)}`,
@@ -84517,9 +84588,34 @@ function historyKey(target2) {
   return `history/${target2}.jsonl`;
 }
 async function openPhase(phase, opts) {
+  const { config, target: target2, store, stateDir } = await phaseSetup(phase, opts);
+  const steps = PHASE_STEPS[phase];
+  const slot = trustedSlot(config.loop.candidates, opts.slot);
+  const bundle = new Bundle(
+    join41(
+      runDirOf(stateDir, opts.runId),
+      iterationDirName({ iteration: opts.iteration, ...slot ? { slot } : {} })
+    )
+  );
+  const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
+  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
+  const existing = bundle.exists() ? bundle.load() : void 0;
+  if (config.loop.candidates > 1 && !slot && steps.includes("propose") && !existing?.steps.propose) {
+    throw new HillclimbError(
+      `loop.candidates is ${config.loop.candidates}: an agent's proposal needs the candidate it is (slot 1 to ${config.loop.candidates})`,
+      {
+        hint: "the workflow gives each propose job its slot (setup's matrix); on one machine, search with hillclimb loop -k N",
+        exitCode: ExitCode2.badInput
+      }
+    );
+  }
+  const opened = await openPhaseContext(phase, opts, { config, target: target2, store, existing });
+  return { ...opened, bundle, existing, refused, ...slot ? { slot } : {} };
+}
+async function phaseSetup(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
-  const steps = PHASE_STEPS[phase];
+  const steps = phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase];
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
       "this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them",
@@ -84535,29 +84631,24 @@ async function openPhase(phase, opts) {
     dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join41(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, {
     root: config.root,
     logger: opts.logger,
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
   await pullHistory(store, stateDir, target2.name);
-  const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
-  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
-  const existing = bundle.exists() ? bundle.load() : void 0;
-  if (config.loop.candidates > 1 && steps.includes("propose") && !existing?.steps.propose) {
-    throw new HillclimbError(
-      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
-      {
-        hint: "set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N",
-        exitCode: ExitCode2.badInput
-      }
-    );
-  }
-  const opened = await openLoopContext(config, {
+  return { config, target: target2, store, stateDir };
+}
+async function openPhaseContext(phase, opts, {
+  config,
+  target: target2,
+  store,
+  existing
+}) {
+  return openLoopContext(config, {
     target: target2,
     runId: opts.runId,
-    steps,
+    steps: phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase],
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations: opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
@@ -84569,13 +84660,26 @@ async function openPhase(phase, opts) {
     store,
     ...opts.jobId ? { jobId: opts.jobId } : {}
   });
-  return { ...opened, bundle, existing, refused };
+}
+var SELECT_STEPS = ["accelerator-gate", "measure", "profile", "decide"];
+function trustedSlot(k, slot) {
+  if (slot === void 0) return void 0;
+  if (!Number.isInteger(slot) || slot < 1 || slot > k) {
+    throw new HillclimbError(`slot ${slot} is not a candidate of this iteration: loop.candidates is ${k}`, {
+      hint: "give each job a slot from 1 to loop.candidates (the setup job outputs them), and the same loop.candidates to every job",
+      exitCode: ExitCode2.badInput
+    });
+  }
+  return k === 1 ? void 0 : { index: slot, of: k };
 }
 async function runPhase(phase, opts) {
-  const { ctx, bundle, existing, refused, openBackends, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, slot, openBackends, close } = await openPhase(phase, opts);
   const { stateDir, target: target2, git: git2, store } = ctx;
   const steps = PHASE_STEPS[phase];
-  const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
+  const trustFile = localAttestationFile(stateDir, opts.runId, {
+    iteration: opts.iteration,
+    ...slot ? { slot } : {}
+  });
   try {
     if (!existing) {
       if (takesOver(phase)) {
@@ -84588,9 +84692,10 @@ async function runPhase(phase, opts) {
       const base = opts.base ?? fromHistory?.commit ?? await git2.head();
       const commit2 = await git2.revParse(base);
       const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
-      bundle.save(
-        newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
-      );
+      bundle.save({
+        ...newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } }),
+        ...slot ? { slot } : {}
+      });
     }
     if (existing && takesOver(phase)) {
       const local = readLocalAttestation(trustFile);
@@ -84606,10 +84711,14 @@ async function runPhase(phase, opts) {
           opts.attestation !== void 0 ? parseAttestation(opts.attestation, "input attestation") : void 0,
           local
         ],
-        ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
+        ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {},
+        ...slot ? { slot } : {}
       });
     } else {
-      await ensureCandidateCommits(git2, bundle, ctx.runId, opts.iteration);
+      await ensureCandidateCommits(git2, bundle, ctx.runId, {
+        iteration: opts.iteration,
+        ...slot ? { slot } : {}
+      });
     }
     await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
@@ -84635,7 +84744,7 @@ function attest(ctx, bundle, ev, phase) {
   const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
     (r) => r.mode === "none" && r.job === ctx.job
   );
-  const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
+  const agentHere = phase !== "select" && PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
   return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
 }
 function championFromHistory(stateDir, target2) {
@@ -84644,7 +84753,7 @@ function championFromHistory(stateDir, target2) {
   const promoted = readHistory(stateDir, target2).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
   return { commit: last.championAfter, ...promoted?.branch ? { branch: promoted.branch } : {} };
 }
-async function ensureCandidateCommits(git2, bundle, runId, iteration) {
+async function ensureCandidateCommits(git2, bundle, runId, key) {
   const ev = bundle.load();
   if (!ev.candidate) return;
   if (await git2.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
@@ -84654,7 +84763,7 @@ async function ensureCandidateCommits(git2, bundle, runId, iteration) {
       exitCode: ExitCode2.badInput
     });
   }
-  await git2.fetchBundle(file, candidateRef(runId, iteration));
+  await git2.fetchBundle(file, candidateRef(runId, key));
 }
 async function pullHistory(store, stateDir, target2) {
   if (store.name === "local") return;
@@ -84742,6 +84851,7 @@ function phaseOptions(logger) {
   const runStartedAt = optionalText("run-started-at");
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
+  const slot = positiveInteger("slot");
   const run2 = actionsRun();
   return {
     configFile: resolve16(optionalText("config") ?? "hillclimb.yml"),
@@ -84749,6 +84859,7 @@ function phaseOptions(logger) {
     ...target2 ? { target: target2 } : {},
     runId: requiredText("run-id"),
     iteration: positiveInteger("iteration", { required: true }),
+    ...slot ? { slot } : {},
     ...iterations ? { totalIterations: iterations } : {},
     ...base ? { base } : {},
     ...runStartedAt ? { runStartedAt } : {},
@@ -84776,8 +84887,12 @@ function setIterationOutputs(result) {
   });
 }
 function iterationSummary(result) {
-  const history = readHistory(result.stateDir, result.evidence.target);
-  return renderJobSummary([result.evidence], history).markdown;
+  const results = "candidates" in result ? result.candidates : [result];
+  const history = readHistory(results[0].stateDir, results[0].evidence.target);
+  return renderJobSummary(
+    results.map((r) => r.evidence),
+    history
+  ).markdown;
 }
 
 // actions/iterate/src/main.ts

@@ -8,24 +8,44 @@ import {
   iterationSummary,
   phaseOptions,
   runAction,
+  searchPhaseOptions,
   setAttestationOutput,
   setIterationOutputs,
   setOutputs,
+  setSearchOutputs,
   writeSummary,
 } from '../../../src/actions/index.js';
-import { BundleFiles, runPhase } from '../../../src/loop/index.js';
+import { BundleFiles, type PhaseResult, runPhase, runSearchPhase } from '../../../src/loop/index.js';
 import { measuredChange, mfuText } from '../../../src/report/index.js';
 
 await runAction(async ({ logger }) => {
+  // A search (candidates > 1): every candidate's accelerator gate, the screen, the winner measured in full.
+  const search = searchPhaseOptions(logger);
+  if (search) {
+    const selected = await logger.group(
+      'hillclimb: select (accelerator gates, screen, the winner measured in full)',
+      () => runSearchPhase('select', search),
+    );
+    setSearchOutputs(selected);
+    setMeasureOutputs(selected.lead);
+    await writeSummary(iterationSummary(selected), logger);
+    return;
+  }
   const opts = phaseOptions(logger);
   const result = await logger.group('hillclimb: measure (A/B runs, profile, decide)', () =>
     runPhase('measure', opts),
   );
+  setIterationOutputs(result);
+  setAttestationOutput(result);
+  setMeasureOutputs(result);
+  await writeSummary(iterationSummary(result), logger);
+});
+
+/** The comparison's and the profile's outputs of one candidate. */
+function setMeasureOutputs(result: PhaseResult): void {
   const ev = result.evidence;
   const c = ev.measurement?.comparison;
   const profiled = ev.profile?.status === 'done';
-  setIterationOutputs(result);
-  setAttestationOutput(result);
   setOutputs({
     ratio: c?.ratio,
     'ci-low': c?.ci?.lo,
@@ -40,5 +60,4 @@ await runAction(async ({ logger }) => {
     'summary-file': profiled ? `${result.bundleDir}/${BundleFiles.summary}` : '',
     'diff-file': profiled ? `${result.bundleDir}/${BundleFiles.diff}` : '',
   });
-  await writeSummary(iterationSummary(result), logger);
-});
+}

@@ -5878,7 +5878,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants10 = require_constants2();
+    var constants11 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5953,7 +5953,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports3 }) {
         assert(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports3;
-        this.ptr = this.llhttp.llhttp_alloc(constants10.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants11.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -6048,11 +6048,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants10.ERROR.OK) {
+          if (ret !== constants11.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants10.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants11.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants10.ERROR.PAUSED) {
+            } else if (ret === constants11.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -6075,10 +6075,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants10.ERROR.OK) {
+        if (ret === constants11.ERROR.OK) {
           return null;
         }
-        if (ret === constants10.ERROR.PAUSED || ret === constants10.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants11.ERROR.PAUSED || ret === constants11.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6095,7 +6095,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants10.ERROR[ret], data);
+        return new HTTPParserError(message, constants11.ERROR[ret], data);
       }
       destroy() {
         assert(this.ptr != null);
@@ -6275,7 +6275,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants10.ERROR.PAUSED : 0;
+        return pause ? constants11.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6297,7 +6297,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6333,13 +6333,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants10.ERROR.PAUSED;
+          return constants11.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -20310,11 +20310,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants10);
+          this.rhs = optimizeExpr(this.rhs, names, constants11);
         return this;
       }
       get names() {
@@ -20331,10 +20331,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants10);
+        this.rhs = optimizeExpr(this.rhs, names, constants11);
         return this;
       }
       get names() {
@@ -20395,8 +20395,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants10) {
-        this.code = optimizeExpr(this.code, names, constants10);
+      optimizeNames(names, constants11) {
+        this.code = optimizeExpr(this.code, names, constants11);
         return this;
       }
       get names() {
@@ -20425,12 +20425,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         const { nodes } = this;
         let i2 = nodes.length;
         while (i2--) {
           const n2 = nodes[i2];
-          if (n2.optimizeNames(names, constants10))
+          if (n2.optimizeNames(names, constants11))
             continue;
           subtractNames(names, n2.names);
           nodes.splice(i2, 1);
@@ -20483,12 +20483,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
-        if (!(super.optimizeNames(names, constants10) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants11);
+        if (!(super.optimizeNames(names, constants11) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants10);
+        this.condition = optimizeExpr(this.condition, names, constants11);
         return this;
       }
       get names() {
@@ -20511,10 +20511,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants10) {
-        if (!super.optimizeNames(names, constants10))
+      optimizeNames(names, constants11) {
+        if (!super.optimizeNames(names, constants11))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants10);
+        this.iteration = optimizeExpr(this.iteration, names, constants11);
         return this;
       }
       get names() {
@@ -20550,10 +20550,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants10) {
-        if (!super.optimizeNames(names, constants10))
+      optimizeNames(names, constants11) {
+        if (!super.optimizeNames(names, constants11))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants10);
+        this.iterable = optimizeExpr(this.iterable, names, constants11);
         return this;
       }
       get names() {
@@ -20595,11 +20595,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants10) {
+      optimizeNames(names, constants11) {
         var _a, _b;
-        super.optimizeNames(names, constants10);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants10);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants10);
+        super.optimizeNames(names, constants11);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants11);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants11);
         return this;
       }
       get names() {
@@ -20900,7 +20900,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants10) {
+    function optimizeExpr(expr, names, constants11) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -20915,14 +20915,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n2) {
-        const c3 = constants10[n2.str];
+        const c3 = constants11[n2.str];
         if (c3 === void 0 || names[n2.str] !== 1)
           return n2;
         delete names[n2.str];
         return c3;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants10[c3.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants11[c3.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -44671,7 +44671,7 @@ function configOverrides() {
 }
 
 // src/actions/phase.ts
-import { resolve as resolve16 } from "node:path";
+import { dirname as dirname22, resolve as resolve16 } from "node:path";
 
 // src/loop/context.ts
 import { createHash } from "node:crypto";
@@ -45651,23 +45651,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join43 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join45 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join43(key), message: retired };
+      if (retired) return { keyPath: join45(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join43(key),
+        keyPath: join45(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join43(String(e.params.missingProperty)),
+        keyPath: join45(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -46633,11 +46633,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open4, close) => {
+var format = (open5, close) => {
   if (!hasColors) {
     return (input) => input;
   }
-  const openCode = `\x1B[${open4}m`;
+  const openCode = `\x1B[${open5}m`;
   const closeCode = `\x1B[${close}m`;
   return (input) => {
     const string = input + "";
@@ -58290,11 +58290,11 @@ function isHighSurrogate(code2) {
   return code2 >= 55296 && code2 <= 56319;
 }
 function hasOpenFence(text3) {
-  let open4 = false;
+  let open5 = false;
   for (const line of text3.split("\n")) {
-    if (/^\s{0,3}(```|~~~)/.test(line)) open4 = !open4;
+    if (/^\s{0,3}(```|~~~)/.test(line)) open5 = !open5;
   }
-  return open4;
+  return open5;
 }
 
 // src/forge/push.ts
@@ -59211,8 +59211,8 @@ var GitHubForge = class {
       // The head filter is exact on GitHub; checking again keeps a fork's same-named branch out.
       (p) => p.head.ref === branch && (p.head.repo?.full_name ?? this.opts.repository).toLowerCase() === this.opts.repository.toLowerCase()
     );
-    const open4 = pulls.filter((p) => p.state === "open").sort((a2, b) => a2.number - b.number)[0];
-    return open4 ?? pulls.sort((a2, b) => b.number - a2.number)[0];
+    const open5 = pulls.filter((p) => p.state === "open").sort((a2, b) => a2.number - b.number)[0];
+    return open5 ?? pulls.sort((a2, b) => b.number - a2.number)[0];
   }
   async createPull(spec, title, body) {
     const create2 = (draft, base) => this.session.call(
@@ -66567,24 +66567,24 @@ function buildRangeEditCachePayload(plan, windowChunks, representation) {
     lastTermChunks
   };
 }
-function buildFreshFileCachePayload(fileChunks, representation) {
+function buildFreshFileCachePayload(fileChunks2, representation) {
   const lastRep = representation[representation.length - 1];
   if (!lastRep) {
     return void 0;
   }
   const lastTermChunkCount = lastRep.indexEnd - lastRep.indexStart;
-  if (lastTermChunkCount <= 0 || lastTermChunkCount > fileChunks.length) {
+  if (lastTermChunkCount <= 0 || lastTermChunkCount > fileChunks2.length) {
     return void 0;
   }
-  const lastTermChunks = fileChunks.slice(fileChunks.length - lastTermChunkCount);
-  const rest2 = fileChunks.slice(0, fileChunks.length - lastTermChunkCount);
+  const lastTermChunks = fileChunks2.slice(fileChunks2.length - lastTermChunkCount);
+  const rest2 = fileChunks2.slice(0, fileChunks2.length - lastTermChunkCount);
   const openSubtree = rest2.length > 0 ? MerkleHashSubtree.fromChunks(
     true,
     rest2.map((chunk2) => ({ hash: hexToBytes(chunk2.hash), length: chunk2.length })),
     false
   ).toJSON() : null;
   return {
-    size: fileChunks.reduce((sum22, chunk2) => sum22 + chunk2.length, 0),
+    size: fileChunks2.reduce((sum22, chunk2) => sum22 + chunk2.length, 0),
     openSubtree,
     lastTermChunks
   };
@@ -66748,7 +66748,7 @@ async function* createXorbs(fileSources, params) {
       const sourceChunks = [];
       let processedBytes = 0;
       let dedupedBytes = 0;
-      const fileChunks = [];
+      const fileChunks2 = [];
       const chunkMetadata = [];
       const addChunks = async function* (chunks) {
         for (const chunk2 of chunks) {
@@ -66815,7 +66815,7 @@ async function* createXorbs(fileSources, params) {
           }
           bytesSinceRemoteDedup += chunk2.length;
           bytesSinceLastProgressEvent += chunk2.length;
-          fileChunks.push({ hash: chunk2.hash, length: chunk2.length });
+          fileChunks2.push({ hash: chunk2.hash, length: chunk2.length });
           chunkMetadata.push({
             xorbId: chunkXorbId,
             chunkIndex,
@@ -66865,12 +66865,12 @@ async function* createXorbs(fileSources, params) {
         for (const window2 of rangeEditPlan.windows) {
           const chunker = createChunker(TARGET_CHUNK_SIZE2);
           dedupNextChunk = true;
-          const startIndex = fileChunks.length;
+          const startIndex = fileChunks2.length;
           for (const segment of windowSegments(window2, originalBlob)) {
             yield* pumpBlob(chunker, segment);
           }
           yield* addChunks(finalizeChunker(chunker));
-          windowBounds.push([startIndex, fileChunks.length]);
+          windowBounds.push([startIndex, fileChunks2.length]);
         }
         const windowNewBytes = sum(rangeEditPlan.windows.map((window2) => window2.newSize));
         const reusedBytes = fileSource.content.size - windowNewBytes;
@@ -66880,20 +66880,20 @@ async function* createXorbs(fileSources, params) {
         const windowRepresentations = windowBounds.map(
           ([start, end]) => buildFileRepresentation(
             chunkMetadata.slice(start, end),
-            fileChunks.slice(start, end),
+            fileChunks2.slice(start, end),
             computeVerificationHashHex
           )
         );
         fileRepresentation = composeRepresentation(rangeEditPlan, windowRepresentations);
         fileHashHex = computeComposedFileHash(
           rangeEditPlan,
-          windowBounds.map(([start, end]) => fileChunks.slice(start, end))
+          windowBounds.map(([start, end]) => fileChunks2.slice(start, end))
         );
         dedupRatio = fileSource.content.size > 0 ? (reusedBytes + dedupedBytes) / fileSource.content.size : 0;
         if (params.rangeEditCache) {
           rangeEditCachePayload = buildRangeEditCachePayload(
             rangeEditPlan,
-            windowBounds.map(([start, end]) => fileChunks.slice(start, end)),
+            windowBounds.map(([start, end]) => fileChunks2.slice(start, end)),
             fileRepresentation
           );
         }
@@ -66901,11 +66901,11 @@ async function* createXorbs(fileSources, params) {
         const chunker = createChunker(TARGET_CHUNK_SIZE2);
         yield* pumpBlob(chunker, fileSource.content);
         yield* addChunks(finalizeChunker(chunker));
-        fileRepresentation = buildFileRepresentation(chunkMetadata, fileChunks, computeVerificationHashHex);
-        fileHashHex = computeFileHashHex(fileChunks);
+        fileRepresentation = buildFileRepresentation(chunkMetadata, fileChunks2, computeVerificationHashHex);
+        fileHashHex = computeFileHashHex(fileChunks2);
         dedupRatio = fileSource.content.size > 0 ? dedupedBytes / fileSource.content.size : 0;
         if (params.rangeEditCache) {
-          rangeEditCachePayload = buildFreshFileCachePayload(fileChunks, fileRepresentation);
+          rangeEditCachePayload = buildFreshFileCachePayload(fileChunks2, fileRepresentation);
         }
       }
       xorb.immutableData = {
@@ -73257,9 +73257,9 @@ function totalsOf(file, cases, suites) {
   };
 }
 function xmlProblem(err) {
-  const open4 = /^Invalid '(\[.*\])' found\.?$/s.exec(err.msg);
-  if (open4) {
-    const tags = JSON.parse(open4[1]).map((t) => `<${t}>`).join(" > ");
+  const open5 = /^Invalid '(\[.*\])' found\.?$/s.exec(err.msg);
+  if (open5) {
+    const tags = JSON.parse(open5[1]).map((t) => `<${t}>`).join(" > ");
     return `truncated XML: the file ends inside ${tags}`;
   }
   const single = /^Unclosed tag '(.+)'\.?$/.exec(err.msg);
@@ -76668,11 +76668,11 @@ function profileAgreement(input) {
   const measurement = measurementOf(input.metricPath);
   const side2 = (s, measured2) => {
     const traced = s === void 0 ? { ms: null, steps: "no trace" } : tracedStep(s, measurement);
-    const usable2 = input.unit === "ms" && traced.ms !== null && measured2 !== null && measured2 > 0;
+    const usable3 = input.unit === "ms" && traced.ms !== null && measured2 !== null && measured2 > 0;
     return {
       tracedMs: traced.ms,
       measuredMs: input.unit === "ms" ? measured2 : null,
-      ratio: usable2 ? round(traced.ms / measured2) : null,
+      ratio: usable3 ? round(traced.ms / measured2) : null,
       steps: traced.steps
     };
   };
@@ -77465,8 +77465,67 @@ import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFil
 
 // src/trace/readers/chrome-json.ts
 import { createReadStream as createReadStream3 } from "node:fs";
+import { open as open4 } from "node:fs/promises";
+import { createGunzip as createGunzip2 } from "node:zlib";
+
+// src/trace/readers/inflate.ts
 import { open as open3 } from "node:fs/promises";
-import { createGunzip } from "node:zlib";
+import { constants as constants10, createGunzip } from "node:zlib";
+function inflatedChunks(path6, gzip, chunkBytes) {
+  if (!gzip) return fileChunks(path6, chunkBytes);
+  const gunzip = createGunzip();
+  const internals = gunzip;
+  const handle = internals._handle;
+  const state = internals._writeState;
+  if (typeof handle?.writeSync !== "function" || !(state instanceof Uint32Array) || state.length < 2) {
+    gunzip.close();
+    return void 0;
+  }
+  return gunzipChunks(path6, gunzip, handle, state, chunkBytes);
+}
+async function* fileChunks(path6, chunkBytes) {
+  const fh = await open3(path6, "r");
+  try {
+    const buf = Buffer.allocUnsafe(chunkBytes);
+    for (; ; ) {
+      const { bytesRead } = await fh.read(buf, 0, chunkBytes, null);
+      if (bytesRead === 0) return;
+      yield buf.subarray(0, bytesRead);
+    }
+  } finally {
+    await fh.close();
+  }
+}
+async function* gunzipChunks(path6, gunzip, handle, state, chunkBytes) {
+  gunzip.on("error", () => {
+  });
+  let fh;
+  try {
+    fh = await open3(path6, "r");
+    const input = Buffer.allocUnsafe(chunkBytes);
+    const out = Buffer.allocUnsafe(chunkBytes);
+    for (; ; ) {
+      const { bytesRead } = await fh.read(input, 0, chunkBytes, null);
+      const flush = bytesRead === 0 ? constants10.Z_FINISH : constants10.Z_NO_FLUSH;
+      let inOff = 0;
+      let inLeft = bytesRead;
+      for (; ; ) {
+        handle.writeSync(flush, input, inOff, inLeft, out, 0, chunkBytes);
+        if (gunzip.errored !== null) throw gunzip.errored;
+        const outLeft = state[0];
+        inOff += inLeft - state[1];
+        inLeft = state[1];
+        if (outLeft < chunkBytes) yield out.subarray(0, chunkBytes - outLeft);
+        if (outLeft === 0) continue;
+        if (inLeft > 0 || flush === constants10.Z_FINISH) return;
+        break;
+      }
+    }
+  } finally {
+    gunzip.close();
+    await fh?.close();
+  }
+}
 
 // src/trace/readers/json-text.ts
 var NEED_MORE = /* @__PURE__ */ Symbol("need more text");
@@ -77734,30 +77793,35 @@ var ChromeJsonSource = class {
   names;
   async read(visitor, opts = {}) {
     const gz = await startsWithGzipMagic(this.path);
+    const chunks = inflatedChunks(this.path, gz, CHUNK_BYTES);
+    if (chunks !== void 0) return this.scan(chunks, visitor, opts);
     const file = createReadStream3(this.path, { highWaterMark: CHUNK_BYTES });
-    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
-    if (gz) file.on("error", (err) => stream.destroy(err));
+    const stream = file.pipe(createGunzip2({ chunkSize: CHUNK_BYTES }));
+    file.on("error", (err) => stream.destroy(err));
     try {
-      const names = this.names;
-      const collected = { processes: /* @__PURE__ */ new Map(), threads: /* @__PURE__ */ new Map() };
-      const stats = await scanChromeJson(stream, this.path, visitor, {
-        ...this.options,
-        ...opts,
-        ...names === void 0 ? {} : { knownNames: names },
-        collectNames: collected
-      });
-      this.names = collected;
-      return stats;
+      return await this.scan(stream, visitor, opts);
     } finally {
       file.destroy();
       stream.destroy();
     }
   }
+  async scan(input, visitor, opts) {
+    const names = this.names;
+    const collected = { processes: /* @__PURE__ */ new Map(), threads: /* @__PURE__ */ new Map() };
+    const stats = await scanChromeJson(input, this.path, visitor, {
+      ...this.options,
+      ...opts,
+      ...names === void 0 ? {} : { knownNames: names },
+      collectNames: collected
+    });
+    this.names = collected;
+    return stats;
+  }
 };
 async function startsWithGzipMagic(path6) {
   let fh;
   try {
-    fh = await open3(path6, "r");
+    fh = await open4(path6, "r");
     const head = Buffer.alloc(2);
     const { bytesRead } = await fh.read(head, 0, 2, 0);
     return bytesRead === 2 && head[0] === 31 && head[1] === 139;
@@ -84179,8 +84243,8 @@ function parseAttestation(text3, source) {
     verified: a2.verified
   };
 }
-function localAttestationFile(stateDir, runId, iteration) {
-  return join40(stateDir, "trust", `${runId}-${iterationDirName(iteration)}.json`);
+function localAttestationFile(stateDir, runId, key) {
+  return join40(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
@@ -84221,6 +84285,7 @@ var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   measure: ["measure", "profile", "decide", "record", "publish"],
+  select: ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   publish: ["record", "publish"]
 };
 var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "error"]);
@@ -84242,7 +84307,9 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   ev.target = ctx.target.name;
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
-  delete ev.slot;
+  if (opts.slot) ev.slot = opts.slot;
+  else delete ev.slot;
+  const selected = { screen: ev.screen, search: ev.search };
   delete ev.screen;
   delete ev.search;
   if (ctx.dryRun) ev.dryRun = true;
@@ -84269,6 +84336,10 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   if (opts.trustedBranch) ev.base.branch = opts.trustedBranch;
   else delete ev.base.branch;
   const attested = opts.attestations.some((a2) => attestedBy(a2, bundle, expected, refused));
+  if (attested && opts.slot && phase === "publish") {
+    if (selected.screen) ev.screen = selected.screen;
+    if (selected.search) ev.search = selected.search;
+  }
   if (opts.pinnedSource !== void 0 && !(attested && ev.candidate?.from === opts.pinnedSource)) {
     throw new HillclimbError(
       `${bundle.dir}: not an attested bundle of the pinned commit ${opts.pinnedSource.slice(0, 12)}`,
@@ -84433,9 +84504,34 @@ function historyKey(target2) {
   return `history/${target2}.jsonl`;
 }
 async function openPhase(phase, opts) {
+  const { config, target: target2, store, stateDir } = await phaseSetup(phase, opts);
+  const steps = PHASE_STEPS[phase];
+  const slot = trustedSlot(config.loop.candidates, opts.slot);
+  const bundle = new Bundle(
+    join41(
+      runDirOf(stateDir, opts.runId),
+      iterationDirName({ iteration: opts.iteration, ...slot ? { slot } : {} })
+    )
+  );
+  const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
+  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
+  const existing = bundle.exists() ? bundle.load() : void 0;
+  if (config.loop.candidates > 1 && !slot && steps.includes("propose") && !existing?.steps.propose) {
+    throw new HillclimbError(
+      `loop.candidates is ${config.loop.candidates}: an agent's proposal needs the candidate it is (slot 1 to ${config.loop.candidates})`,
+      {
+        hint: "the workflow gives each propose job its slot (setup's matrix); on one machine, search with hillclimb loop -k N",
+        exitCode: ExitCode2.badInput
+      }
+    );
+  }
+  const opened = await openPhaseContext(phase, opts, { config, target: target2, store, existing });
+  return { ...opened, bundle, existing, refused, ...slot ? { slot } : {} };
+}
+async function phaseSetup(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
-  const steps = PHASE_STEPS[phase];
+  const steps = phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase];
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
       "this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them",
@@ -84451,29 +84547,24 @@ async function openPhase(phase, opts) {
     dryRun: opts.dryRun
   });
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join41(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, {
     root: config.root,
     logger: opts.logger,
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
   await pullHistory(store, stateDir, target2.name);
-  const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
-  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
-  const existing = bundle.exists() ? bundle.load() : void 0;
-  if (config.loop.candidates > 1 && steps.includes("propose") && !existing?.steps.propose) {
-    throw new HillclimbError(
-      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
-      {
-        hint: "set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N",
-        exitCode: ExitCode2.badInput
-      }
-    );
-  }
-  const opened = await openLoopContext(config, {
+  return { config, target: target2, store, stateDir };
+}
+async function openPhaseContext(phase, opts, {
+  config,
+  target: target2,
+  store,
+  existing
+}) {
+  return openLoopContext(config, {
     target: target2,
     runId: opts.runId,
-    steps,
+    steps: phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase],
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations: opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
@@ -84485,13 +84576,26 @@ async function openPhase(phase, opts) {
     store,
     ...opts.jobId ? { jobId: opts.jobId } : {}
   });
-  return { ...opened, bundle, existing, refused };
+}
+var SELECT_STEPS = ["accelerator-gate", "measure", "profile", "decide"];
+function trustedSlot(k, slot) {
+  if (slot === void 0) return void 0;
+  if (!Number.isInteger(slot) || slot < 1 || slot > k) {
+    throw new HillclimbError(`slot ${slot} is not a candidate of this iteration: loop.candidates is ${k}`, {
+      hint: "give each job a slot from 1 to loop.candidates (the setup job outputs them), and the same loop.candidates to every job",
+      exitCode: ExitCode2.badInput
+    });
+  }
+  return k === 1 ? void 0 : { index: slot, of: k };
 }
 async function runPhase(phase, opts) {
-  const { ctx, bundle, existing, refused, openBackends, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, slot, openBackends, close } = await openPhase(phase, opts);
   const { stateDir, target: target2, git: git2, store } = ctx;
   const steps = PHASE_STEPS[phase];
-  const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
+  const trustFile = localAttestationFile(stateDir, opts.runId, {
+    iteration: opts.iteration,
+    ...slot ? { slot } : {}
+  });
   try {
     if (!existing) {
       if (takesOver(phase)) {
@@ -84504,9 +84608,10 @@ async function runPhase(phase, opts) {
       const base = opts.base ?? fromHistory?.commit ?? await git2.head();
       const commit2 = await git2.revParse(base);
       const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
-      bundle.save(
-        newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } })
-      );
+      bundle.save({
+        ...newEvidence(ctx, { iteration: opts.iteration, base: { commit: commit2, ...branch ? { branch } : {} } }),
+        ...slot ? { slot } : {}
+      });
     }
     if (existing && takesOver(phase)) {
       const local = readLocalAttestation(trustFile);
@@ -84522,10 +84627,14 @@ async function runPhase(phase, opts) {
           opts.attestation !== void 0 ? parseAttestation(opts.attestation, "input attestation") : void 0,
           local
         ],
-        ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
+        ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {},
+        ...slot ? { slot } : {}
       });
     } else {
-      await ensureCandidateCommits(git2, bundle, ctx.runId, opts.iteration);
+      await ensureCandidateCommits(git2, bundle, ctx.runId, {
+        iteration: opts.iteration,
+        ...slot ? { slot } : {}
+      });
     }
     await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
@@ -84541,7 +84650,7 @@ function attest(ctx, bundle, ev, phase) {
   const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
     (r) => r.mode === "none" && r.job === ctx.job
   );
-  const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
+  const agentHere = phase !== "select" && PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
   return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
 }
 function championFromHistory(stateDir, target2) {
@@ -84550,7 +84659,7 @@ function championFromHistory(stateDir, target2) {
   const promoted = readHistory(stateDir, target2).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
   return { commit: last.championAfter, ...promoted?.branch ? { branch: promoted.branch } : {} };
 }
-async function ensureCandidateCommits(git2, bundle, runId, iteration) {
+async function ensureCandidateCommits(git2, bundle, runId, key) {
   const ev = bundle.load();
   if (!ev.candidate) return;
   if (await git2.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
@@ -84560,7 +84669,7 @@ async function ensureCandidateCommits(git2, bundle, runId, iteration) {
       exitCode: ExitCode2.badInput
     });
   }
-  await git2.fetchBundle(file, candidateRef(runId, iteration));
+  await git2.fetchBundle(file, candidateRef(runId, key));
 }
 async function pullHistory(store, stateDir, target2) {
   if (store.name === "local") return;
@@ -84596,25 +84705,25 @@ function fullSha(value2, what) {
 
 // src/loop/drivers/pull-request.ts
 async function acceptMeasured(opts) {
-  const open4 = await openPhase("publish", opts);
-  if (!open4.existing) {
-    await open4.close();
-    throw new HillclimbError(`no evidence bundle at ${open4.bundle.dir}`, {
-      hint: `download the measuring job's bundle artifact into ${open4.bundle.dir}`,
+  const open5 = await openPhase("publish", opts);
+  if (!open5.existing) {
+    await open5.close();
+    throw new HillclimbError(`no evidence bundle at ${open5.bundle.dir}`, {
+      hint: `download the measuring job's bundle artifact into ${open5.bundle.dir}`,
       exitCode: ExitCode2.badInput
     });
   }
   try {
-    const ev = await acceptBundle(open4.ctx, open4.bundle, "publish", {
+    const ev = await acceptBundle(open5.ctx, open5.bundle, "publish", {
       iteration: opts.iteration,
-      refused: open4.refused,
+      refused: open5.refused,
       trustedBase: opts.base,
       attestations: [opts.attestation ? parseAttestation(opts.attestation, "input attestation") : void 0],
       ...opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, "pinned source") } : {}
     });
-    return { ...open4, ev };
+    return { ...open5, ev };
   } catch (e) {
-    await open4.close();
+    await open5.close();
     throw e;
   }
 }
@@ -84690,6 +84799,428 @@ async function recordBaseline(opts) {
   }
 }
 
+// src/loop/drivers/search.ts
+import { join as join43 } from "node:path";
+
+// src/search/selection.ts
+function checkScreenPolicy(policy) {
+  if (!(Number.isInteger(policy.rounds) && policy.rounds >= 1)) {
+    throw new RangeError(`screen.rounds must be an integer \u2265 1, got ${policy.rounds}`);
+  }
+  if (!(Number.isFinite(policy.bar) && policy.bar > -1)) {
+    throw new RangeError(`screen.bar must be a finite fraction > \u22121, got ${policy.bar}`);
+  }
+}
+var usable2 = (v) => Number.isFinite(v) && v > 0;
+function roundRatios(rounds, direction) {
+  return rounds.a.map((a2, i2) => direction === "lower" ? a2 / rounds.b[i2] : rounds.b[i2] / a2);
+}
+function screenEstimate(rounds, direction) {
+  return median(roundRatios(rounds, direction));
+}
+function screenOne(champion, arm, direction, policy) {
+  const drop = (reason) => ({
+    id: arm.id,
+    estimate: null,
+    survived: false,
+    reason
+  });
+  if (arm.values.length !== champion.length) {
+    return drop(`${arm.values.length} screening values for ${champion.length} rounds`);
+  }
+  if (champion.length < policy.rounds) {
+    return drop(`${champion.length} screening rounds; the screen needs ${policy.rounds}`);
+  }
+  if (!arm.values.every(usable2) || !champion.every(usable2)) {
+    return drop("a screening value is not a finite positive number");
+  }
+  const estimate = screenEstimate({ a: champion, b: arm.values }, direction);
+  const threshold = 1 + policy.bar;
+  const survived = estimate >= threshold;
+  const shown = `screen ${estimate.toFixed(4)} over ${champion.length} round${champion.length === 1 ? "" : "s"}`;
+  return {
+    id: arm.id,
+    estimate,
+    survived,
+    reason: survived ? `${shown} \u2265 ${threshold.toFixed(4)}` : `${shown} < ${threshold.toFixed(4)}: dropped`
+  };
+}
+function byRank(x, y) {
+  if (x.survived !== y.survived) return x.survived ? -1 : 1;
+  return (y.estimate ?? Number.NEGATIVE_INFINITY) - (x.estimate ?? Number.NEGATIVE_INFINITY);
+}
+function screenCandidates(measurement, direction, policy) {
+  checkScreenPolicy(policy);
+  const ids = new Set(measurement.candidates.map((c3) => c3.id));
+  if (ids.size !== measurement.candidates.length)
+    throw new RangeError("screen: candidate ids must be unique");
+  const ranked = measurement.candidates.map((arm) => screenOne(arm.champion ?? measurement.champion, arm, direction, policy)).sort(byRank);
+  const best = ranked[0];
+  return { ranked, winner: best?.survived ? best.id : null, threshold: 1 + policy.bar };
+}
+
+// src/loop/steps/screen.ts
+async function screenCandidate(env, platform3) {
+  const { ctx, ev } = env;
+  const rounds = ctx.config.search.screen_rounds;
+  const programs = await oneAtATime(() => armPrograms(env, platform3));
+  if ("verdict" in programs) return programs.verdict;
+  const name = `screen-${iterationDirName(ev)}`;
+  ctx.progress(`screen: ${rounds} paired round${rounds === 1 ? "" : "s"} against the champion`);
+  const startedAt = (/* @__PURE__ */ new Date()).toISOString();
+  const checked2 = await pairedSession(env, platform3, programs, { name, rounds, what: "screened" });
+  if ("verdict" in checked2) return checked2.verdict;
+  const { run: run2 } = checked2;
+  const s = run2.session;
+  const path6 = ctx.target.bench.metric.path;
+  const values = (arm) => s.rounds.map((round4) => {
+    try {
+      return metricValue(round4.metrics[arm], path6, ProgramFiles.session(name));
+    } catch {
+      return Number.NaN;
+    }
+  });
+  ev.screen = {
+    rounds,
+    a: values("A"),
+    b: values("B"),
+    estimate: null,
+    survived: false,
+    reason: "not ranked yet",
+    sessionFile: ProgramFiles.session(name),
+    logFile: ProgramFiles.verifyLog(name),
+    startedAt,
+    durationMs: run2.durationMs
+  };
+  env.save();
+  return void 0;
+}
+
+// src/loop/drivers/search.ts
+var FULL_COMPARISON = ["measure", "profile", "decide"];
+function fallsThrough(ev) {
+  const beforeAnyLook = (ev.measurement?.looks.length ?? 0) === 0 && !ev.measurement?.comparison;
+  return (ev.verdict === "invalid" || ev.verdict === "error" || ev.verdict === "no-op") && beforeAnyLook;
+}
+function candidateBundles(runDir, iteration, k) {
+  return Array.from(
+    { length: k },
+    (_, s) => new Bundle(join43(runDir, iterationDirName({ iteration, slot: { index: s + 1 } })))
+  );
+}
+function leadBundle(bundles) {
+  const loaded = bundles.filter((b) => b.exists()).map((b) => ({ b, ev: b.load() }));
+  const winner = loaded.find(({ ev }) => ev.search?.role === "winner");
+  if (winner) return winner.b;
+  const screened = loaded.filter(({ ev }) => ev.screen?.estimate != null).sort((x, y) => (y.ev.screen.estimate ?? 0) - (x.ev.screen.estimate ?? 0));
+  return screened[0]?.b ?? loaded.find(({ ev }) => ev.candidate)?.b ?? bundles[0];
+}
+async function recordCandidates(ctx, bundles, journal, say, only) {
+  const roles = new Map(bundles.map((b) => [b, b.load().search?.role]));
+  const ordered = [...bundles].sort(
+    (x, y) => Number(roles.get(x) === "winner") - Number(roles.get(y) === "winner")
+  );
+  for (const b of ordered) {
+    ctx.progress = say(b);
+    const loser = roles.get(b) === "loser";
+    const steps = ctx.dryRun && loser ? ["record", "publish"] : only;
+    await runIterationSteps(ctx, b, journal, steps ? { only: steps } : {});
+  }
+}
+async function screenAndSelect(ctx, bundles, journal, say) {
+  const info = ctx.backend.info();
+  const threshold = 1 + (ctx.config.search.screen_bar ?? ctx.config.measure.practical_delta);
+  const survivors = bundles.filter((b) => {
+    const ev = b.load();
+    if (ev.verdict === "screened-out" && ev.screen) {
+      clearVerdict(ev);
+      b.save(ev);
+    }
+    return ev.verdict === void 0;
+  });
+  if (ctx.dryRun) {
+    ctx.progress("dry run: the screen would time each candidate that passed its gates against the champion");
+    recordSearch(ctx, bundles, survivors[0] ? survivors[0].load().slot.index : null, threshold);
+    return;
+  }
+  const todo = survivors.filter((b) => !b.load().screen);
+  const screenOne2 = async (b) => {
+    const ev = b.load();
+    const line = say(b);
+    const env = { ctx: { ...ctx, progress: line }, bundle: b, ev, save: () => b.save(ev) };
+    const ended = await screenOnce(env.ctx, env, info.platform, journal);
+    if (ended) {
+      ev.verdict = ended.verdict;
+      ev.verdictReasons = ended.reasons;
+      ev.stoppedAt = "measure";
+      b.save(ev);
+      line(`screen \u2192 ${ended.verdict}: ${ended.reasons[0] ?? ""}`);
+    }
+  };
+  const parallel = Math.max(1, info.parallelJobs ?? 1);
+  for (let i2 = 0; i2 < todo.length; i2 += parallel) {
+    await Promise.all(todo.slice(i2, i2 + parallel).map(screenOne2));
+  }
+  const screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
+  const result = screenCandidates(
+    {
+      champion: [],
+      candidates: screened.map(({ ev }) => ({
+        id: String(ev.slot.index),
+        values: ev.screen.b.map(numberOrNaN),
+        champion: ev.screen.a.map(numberOrNaN)
+      }))
+    },
+    ctx.target.bench.metric.direction,
+    { rounds: ctx.config.search.screen_rounds, bar: threshold - 1 }
+  );
+  const winner = result.winner === null ? null : Number(result.winner);
+  const winnerEstimate = result.ranked[0]?.estimate ?? null;
+  for (const { b, ev } of screened) {
+    const ranked = result.ranked.find((r) => r.id === String(ev.slot.index));
+    ev.screen = {
+      ...ev.screen,
+      estimate: ranked.estimate,
+      survived: ranked.survived,
+      reason: ranked.reason
+    };
+    if (ev.slot.index !== winner) {
+      ev.verdict = "screened-out";
+      ev.verdictReasons = [
+        ranked.survived && winner !== null ? `${ranked.reason}, behind candidate ${winner}'s ${winnerEstimate?.toFixed(4)}` : ranked.reason
+      ];
+      ev.stoppedAt = "measure";
+    }
+    b.save(ev);
+  }
+  recordSearch(ctx, bundles, winner, threshold);
+  ctx.progress(
+    winner === null ? `search: no candidate of ${bundles.length} survived its gates and the screen` : `search: candidate ${winner} of ${bundles.length} goes on to the full comparison (fresh rounds)`
+  );
+}
+async function measureInFull(ctx, bundles, journal, say) {
+  for (; ; ) {
+    const winner = bundles.find((b) => b.load().search?.role === "winner");
+    if (!winner) return;
+    const ev = winner.load();
+    const search = ev.search;
+    const measured2 = search.measured ?? [ev.slot.index];
+    if (ev.verdict === "screened-out") {
+      clearVerdict(ev);
+      winner.save(ev);
+    }
+    ctx.progress = say(winner);
+    const decided = await runIterationSteps(ctx, winner, journal, { only: FULL_COMPARISON });
+    const next = fallsThrough(decided) ? nextSurvivor(bundles, measured2) : void 0;
+    if (!next) {
+      recordSearch(ctx, bundles, search.winner, search.threshold, measured2);
+      return;
+    }
+    const slot = next.load().slot.index;
+    ctx.progress(
+      `search: candidate ${ev.slot.index} ended ${decided.verdict} before its full comparison's first look, which says nothing about its effect; candidate ${slot}, next in the screen, is measured in full (fresh rounds)`
+    );
+    recordSearch(ctx, bundles, slot, search.threshold, [...measured2, slot]);
+    const promoted = next.load();
+    clearVerdict(promoted);
+    next.save(promoted);
+  }
+}
+function nextSurvivor(bundles, measured2) {
+  return bundles.map((b) => ({ b, ev: b.load() })).filter(
+    ({ ev }) => ev.verdict === "screened-out" && ev.screen?.survived === true && !measured2.includes(ev.slot.index)
+  ).sort((x, y) => (y.ev.screen.estimate ?? 0) - (x.ev.screen.estimate ?? 0))[0]?.b;
+}
+function clearVerdict(ev) {
+  delete ev.verdict;
+  ev.verdictReasons = [];
+  delete ev.stoppedAt;
+}
+function recordSearch(ctx, bundles, winner, threshold, measured2 = winner === null ? [] : [winner]) {
+  const records = bundles.map((b) => ({ b, ev: b.load() }));
+  const rows = records.map(({ ev }) => searchRow(ev, measured2));
+  const isWinner = (ev) => ev.slot.index === winner;
+  records.sort((x, y) => Number(isWinner(y.ev)) - Number(isWinner(x.ev)));
+  for (const { b, ev } of records) {
+    ev.search = {
+      role: isWinner(ev) ? "winner" : "loser",
+      winner,
+      measured: [...measured2],
+      threshold,
+      screenRounds: ctx.config.search.screen_rounds,
+      candidates: rows
+    };
+    b.save(ev);
+  }
+}
+async function screenOnce(ctx, env, platform3, journal) {
+  const outcome = await withInfraRetries(ctx, "screen", () => screenCandidate(env, platform3), env, journal);
+  if (outcome.kind === "infra") {
+    const attempts = outcome.attempts > 1 ? ` (${outcome.attempts} attempts)` : "";
+    return { verdict: "error", reasons: [`screen: ${outcome.message}${attempts}`] };
+  }
+  if (outcome.kind === "dry-run") return void 0;
+  const r = outcome.result;
+  return r?.status === "verdict" ? { verdict: r.verdict, reasons: r.reasons } : void 0;
+}
+function numberOrNaN(v) {
+  return typeof v === "number" ? v : Number.NaN;
+}
+function searchRow(ev, measured2) {
+  const stage2 = measured2.includes(ev.slot.index) ? "measure" : ev.screen || ev.stoppedAt === "measure" ? "screen" : ev.stoppedAt ?? "prepare";
+  return {
+    slot: ev.slot.index,
+    subject: ev.candidate?.subject ?? null,
+    stage: stage2,
+    verdict: ev.verdict ?? null,
+    estimate: ev.screen?.estimate ?? null,
+    reason: ev.verdictReasons[0] ?? ev.screen?.reason ?? ""
+  };
+}
+
+// src/loop/drivers/search-phases.ts
+import { existsSync as existsSync32, lstatSync as lstatSync4, renameSync as renameSync7, rmSync as rmSync25 } from "node:fs";
+import { join as join44 } from "node:path";
+async function runSearchPhase(phase, opts) {
+  const setup = await phaseSetup(phase, opts);
+  const { config, stateDir } = setup;
+  const k = config.loop.candidates;
+  if (k < 2) {
+    throw new HillclimbError(`the ${phase} phase of a search needs loop.candidates > 1, and it is ${k}`, {
+      hint: "pass the setup job's overrides (they carry loop.candidates) to every job",
+      exitCode: ExitCode2.badInput
+    });
+  }
+  const vouched = attestationsBySlot(opts.attestations);
+  const runDir = runDirOf(stateDir, opts.runId);
+  adoptDownloadedBundles(runDir, opts.runId, opts.iteration, k);
+  const bundles = candidateBundles(runDir, opts.iteration, k);
+  const refused = bundles.map((b) => existsSync32(b.dir) ? quarantineBundle(b) : []);
+  refused.forEach((r, s) => {
+    for (const why of r) opts.logger.warn(`bundle ${bundles[s].dir}: left out ${why}`);
+  });
+  const first = bundles.find((b) => b.exists())?.load();
+  const { ctx, openBackends, close } = await openPhaseContext(phase, opts, { ...setup, existing: first });
+  const say = (b) => (line) => (opts.progress ?? opts.logger.info)(`[${b.dir.split("/").pop()} ${ctx.target.name}] ${line}`);
+  try {
+    const fromHistory = championFromHistory(stateDir, ctx.target.name);
+    const trustedBase = opts.base ?? fromHistory?.commit;
+    if (trustedBase === void 0) {
+      throw new HillclimbError(
+        `the ${phase} phase takes bundles made by other jobs, and no champion was given`,
+        {
+          hint: "pass the champion the workflow resolved (input base)",
+          exitCode: ExitCode2.badInput
+        }
+      );
+    }
+    const champion = await ctx.git.revParse(trustedBase);
+    const trustedBranch = fromHistory?.commit === champion ? fromHistory.branch : void 0;
+    for (const [s, b] of bundles.entries()) {
+      const slot = { index: s + 1, of: k };
+      const trustFile = localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot });
+      if (!b.exists()) {
+        say(b)("its bundle did not reach this job: recorded as an error");
+        b.save({
+          ...newEvidence(ctx, {
+            iteration: opts.iteration,
+            base: { commit: champion, ...trustedBranch ? { branch: trustedBranch } : {} }
+          }),
+          slot,
+          verdict: "error",
+          verdictReasons: [
+            `candidate ${slot.index}'s bundle did not reach the ${phase} job: its propose or CPU-gate job failed before handing it on (see the workflow run)`
+          ],
+          stoppedAt: "propose"
+        });
+        continue;
+      }
+      await acceptBundle(ctx, b, phase, {
+        iteration: opts.iteration,
+        refused: refused[s],
+        trustedBase,
+        trustedBranch,
+        attestations: [vouched.get(slot.index), readLocalAttestation(trustFile)],
+        slot
+      });
+    }
+    await openBackends();
+    if (phase === "select") {
+      for (const b of bundles) {
+        ctx.progress = say(b);
+        await runIterationSteps(ctx, b, void 0, { only: ["accelerator-gate"] });
+      }
+      ctx.progress = say(bundles[0]);
+      await screenAndSelect(ctx, bundles, void 0, say);
+      await measureInFull(ctx, bundles, void 0, say);
+    } else {
+      settleUnselected(ctx, bundles);
+      await recordCandidates(ctx, bundles, void 0, say, ["record", "publish"]);
+      if (!ctx.dryRun) await pushHistory(ctx.store, stateDir, ctx.target.name);
+    }
+    const candidates = bundles.map((b, s) => {
+      const evidence = b.load();
+      const attestation = attest(ctx, b, evidence, phase);
+      const slot = { index: s + 1, of: k };
+      writeLocalAttestation(
+        localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot }),
+        attestation
+      );
+      return { phase, evidence, bundleDir: b.dir, stateDir, attestation };
+    });
+    const lead = candidates[bundles.indexOf(leadBundle(bundles))];
+    return { phase, candidates, lead };
+  } finally {
+    await close();
+  }
+}
+function attestationsBySlot(text3) {
+  const bySlot = /* @__PURE__ */ new Map();
+  if (text3 === void 0 || text3.trim() === "") return bySlot;
+  let outputs;
+  try {
+    outputs = JSON.parse(text3);
+  } catch {
+    outputs = void 0;
+  }
+  if (typeof outputs !== "object" || outputs === null || Array.isArray(outputs)) {
+    throw new HillclimbError("attestations: not a JSON object of job outputs", {
+      hint: "pass toJSON(needs.<job>.outputs) of the job that made the bundles, unchanged",
+      exitCode: ExitCode2.badInput
+    });
+  }
+  for (const [key, value2] of Object.entries(outputs)) {
+    const m = /^attestation-c([1-9][0-9]?)$/.exec(key);
+    if (!m || typeof value2 !== "string" || value2 === "") continue;
+    bySlot.set(Number(m[1]), parseAttestation(value2, `attestations: ${key}`));
+  }
+  return bySlot;
+}
+function adoptDownloadedBundles(runDir, runId, iteration, k) {
+  for (let index = 1; index <= k; index++) {
+    const name = iterationDirName({ iteration, slot: { index } });
+    const incoming = join44(runDir, `bundle-${runId}-${name}`);
+    if (!existsSync32(incoming)) continue;
+    const target2 = join44(runDir, name);
+    if (lstatSync4(incoming).isDirectory() && !existsSync32(target2)) renameSync7(incoming, target2);
+    else rmSync25(incoming, { recursive: true, force: true });
+  }
+}
+function settleUnselected(ctx, bundles) {
+  const decided = bundles.map((b) => b.load().search).find((s) => s !== void 0);
+  if (!decided) {
+    const threshold = 1 + (ctx.config.search.screen_bar ?? ctx.config.measure.practical_delta);
+    recordSearch(ctx, bundles, null, threshold);
+    return;
+  }
+  for (const b of bundles) {
+    const ev = b.load();
+    if (ev.search) continue;
+    ev.search = { ...decided, role: "loser" };
+    b.save(ev);
+  }
+}
+
 // src/actions/run.ts
 async function runAction(body) {
   maskSecrets();
@@ -84744,6 +85275,7 @@ function phaseOptions(logger) {
   const runStartedAt = optionalText("run-started-at");
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
+  const slot = positiveInteger("slot");
   const run2 = actionsRun();
   return {
     configFile: resolve16(optionalText("config") ?? "hillclimb.yml"),
@@ -84751,6 +85283,7 @@ function phaseOptions(logger) {
     ...target2 ? { target: target2 } : {},
     runId: requiredText("run-id"),
     iteration: positiveInteger("iteration", { required: true }),
+    ...slot ? { slot } : {},
     ...iterations ? { totalIterations: iterations } : {},
     ...base ? { base } : {},
     ...runStartedAt ? { runStartedAt } : {},
@@ -84778,8 +85311,33 @@ function setIterationOutputs(result) {
   });
 }
 function iterationSummary(result) {
-  const history = readHistory(result.stateDir, result.evidence.target);
-  return renderJobSummary([result.evidence], history).markdown;
+  const results = "candidates" in result ? result.candidates : [result];
+  const history = readHistory(results[0].stateDir, results[0].evidence.target);
+  return renderJobSummary(
+    results.map((r) => r.evidence),
+    history
+  ).markdown;
+}
+function searchPhaseOptions(logger) {
+  const candidates = positiveInteger("candidates") ?? 1;
+  if (candidates < 2) return void 0;
+  const { slot: _slot, attestation: _attestation, ...opts } = phaseOptions(logger);
+  const attestations = optionalText("attestations");
+  return { ...opts, ...attestations ? { attestations } : {} };
+}
+function setSearchOutputs(result) {
+  setIterationOutputs(result.lead);
+  const attestations = Object.fromEntries(
+    result.candidates.map((c3) => [
+      `attestation-c${c3.evidence.slot.index}`,
+      c3.attestation?.verified ? JSON.stringify(c3.attestation) : ""
+    ])
+  );
+  setOutputs({
+    attestations: JSON.stringify(attestations),
+    "winner-slot": result.lead.evidence.search?.winner ?? "",
+    "run-dir": dirname22(result.lead.bundleDir)
+  });
 }
 
 // actions/report/src/main.ts
@@ -84792,10 +85350,16 @@ await runAction(async ({ logger }) => {
       exitCode: ExitCode2.badInput
     });
   }
-  const [what, publish] = pullRequest ? [`comment on PR #${pullRequest}`, () => publishToPullRequest(opts, pullRequest)] : baseline ? ["record the baseline", () => recordBaseline(opts)] : ["publish (record, PR, sticky comment)", () => runPhase("publish", opts)];
-  const result = await logger.group(`hillclimb: ${what}`, publish);
+  const search = pullRequest || baseline ? void 0 : searchPhaseOptions(logger);
+  const [what, publish] = search ? [
+    "publish the search (every candidate recorded, the winner's PR)",
+    () => runSearchPhase("publish", search)
+  ] : pullRequest ? [`comment on PR #${pullRequest}`, () => publishToPullRequest(opts, pullRequest)] : baseline ? ["record the baseline", () => recordBaseline(opts)] : ["publish (record, PR, sticky comment)", () => runPhase("publish", opts)];
+  const outcome = await logger.group(`hillclimb: ${what}`, publish);
+  const result = "candidates" in outcome ? outcome.lead : outcome;
   const published = result.evidence.publish;
-  setIterationOutputs(result);
+  if ("candidates" in outcome) setSearchOutputs(outcome);
+  else setIterationOutputs(result);
   setOutputs({
     "pr-number": published?.prNumber,
     "pr-url": published?.prUrl,
@@ -84806,10 +85370,12 @@ await runAction(async ({ logger }) => {
     "bundle-url": published?.bundleUrl
   });
   for (const warning of published?.warnings ?? []) logger.warn(warning);
-  await writeSummary(iterationSummary(result), logger);
+  await writeSummary(iterationSummary(outcome), logger);
+  const results = "candidates" in outcome ? outcome.candidates : [outcome];
   for (const step of ["record", "publish"]) {
-    const r = result.evidence.steps[step];
-    if (r?.status === "failed") {
+    const failed = results.find((r2) => r2.evidence.steps[step]?.status === "failed");
+    const r = failed?.evidence.steps[step];
+    if (r) {
       throw new HillclimbError(`${step} failed: ${r.note ?? "see the log"}`, {
         hint: "the bundle keeps its progress: re-run the job to retry (nothing is duplicated)",
         exitCode: ExitCode2.infra

@@ -11,11 +11,20 @@ import {
   phaseOptions,
   positiveInteger,
   runAction,
+  searchPhaseOptions,
   setIterationOutputs,
   setOutputs,
+  setSearchOutputs,
   writeSummary,
 } from '../../../src/actions/index.js';
-import { publishToPullRequest, recordBaseline, runPhase } from '../../../src/loop/index.js';
+import {
+  type PhaseResult,
+  publishToPullRequest,
+  recordBaseline,
+  runPhase,
+  runSearchPhase,
+  type SearchPhaseResult,
+} from '../../../src/loop/index.js';
 import { ExitCode, HillclimbError } from '../../../src/util/index.js';
 
 await runAction(async ({ logger }) => {
@@ -27,14 +36,23 @@ await runAction(async ({ logger }) => {
       exitCode: ExitCode.badInput,
     });
   }
-  const [what, publish] = pullRequest
-    ? [`comment on PR #${pullRequest}`, () => publishToPullRequest(opts, pullRequest)]
-    : baseline
-      ? ['record the baseline', () => recordBaseline(opts)]
-      : ['publish (record, PR, sticky comment)', () => runPhase('publish', opts)];
-  const result = await logger.group(`hillclimb: ${what}`, publish);
+  // A search (candidates > 1): every candidate recorded, losers first; the winner alone opens a PR.
+  const search = pullRequest || baseline ? undefined : searchPhaseOptions(logger);
+  const [what, publish]: [string, () => Promise<PhaseResult | SearchPhaseResult>] = search
+    ? [
+        "publish the search (every candidate recorded, the winner's PR)",
+        () => runSearchPhase('publish', search),
+      ]
+    : pullRequest
+      ? [`comment on PR #${pullRequest}`, () => publishToPullRequest(opts, pullRequest)]
+      : baseline
+        ? ['record the baseline', () => recordBaseline(opts)]
+        : ['publish (record, PR, sticky comment)', () => runPhase('publish', opts)];
+  const outcome = await logger.group(`hillclimb: ${what}`, publish);
+  const result = 'candidates' in outcome ? outcome.lead : outcome;
   const published = result.evidence.publish;
-  setIterationOutputs(result);
+  if ('candidates' in outcome) setSearchOutputs(outcome);
+  else setIterationOutputs(result);
   setOutputs({
     'pr-number': published?.prNumber,
     'pr-url': published?.prUrl,
@@ -45,11 +63,13 @@ await runAction(async ({ logger }) => {
     'bundle-url': published?.bundleUrl,
   });
   for (const warning of published?.warnings ?? []) logger.warn(warning);
-  await writeSummary(iterationSummary(result), logger);
+  await writeSummary(iterationSummary(outcome), logger);
   // The engine marks a record/publish step that ran out of retries as failed and moves on; fail here.
+  const results = 'candidates' in outcome ? outcome.candidates : [outcome];
   for (const step of ['record', 'publish'] as const) {
-    const r = result.evidence.steps[step];
-    if (r?.status === 'failed') {
+    const failed = results.find((r) => r.evidence.steps[step]?.status === 'failed');
+    const r = failed?.evidence.steps[step];
+    if (r) {
       throw new HillclimbError(`${step} failed: ${r.note ?? 'see the log'}`, {
         hint: 'the bundle keeps its progress: re-run the job to retry (nothing is duplicated)',
         exitCode: ExitCode.infra,

@@ -5866,7 +5866,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants3 = require_constants2();
+    var constants4 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5941,7 +5941,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports2 }) {
         assert(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports2;
-        this.ptr = this.llhttp.llhttp_alloc(constants3.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants4.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -6036,11 +6036,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants3.ERROR.OK) {
+          if (ret !== constants4.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants3.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants4.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants3.ERROR.PAUSED) {
+            } else if (ret === constants4.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -6063,10 +6063,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants3.ERROR.OK) {
+        if (ret === constants4.ERROR.OK) {
           return null;
         }
-        if (ret === constants3.ERROR.PAUSED || ret === constants3.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants4.ERROR.PAUSED || ret === constants4.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6083,7 +6083,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants3.ERROR[ret], data);
+        return new HTTPParserError(message, constants4.ERROR[ret], data);
       }
       destroy() {
         assert(this.ptr != null);
@@ -6263,7 +6263,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants3.ERROR.PAUSED : 0;
+        return pause ? constants4.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6285,7 +6285,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request2.onData(buf) === false) {
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6321,13 +6321,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -20298,11 +20298,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants4) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants3);
+          this.rhs = optimizeExpr(this.rhs, names, constants4);
         return this;
       }
       get names() {
@@ -20319,10 +20319,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants4) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants3);
+        this.rhs = optimizeExpr(this.rhs, names, constants4);
         return this;
       }
       get names() {
@@ -20383,8 +20383,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants3) {
-        this.code = optimizeExpr(this.code, names, constants3);
+      optimizeNames(names, constants4) {
+        this.code = optimizeExpr(this.code, names, constants4);
         return this;
       }
       get names() {
@@ -20413,12 +20413,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants4) {
         const { nodes } = this;
         let i = nodes.length;
         while (i--) {
           const n = nodes[i];
-          if (n.optimizeNames(names, constants3))
+          if (n.optimizeNames(names, constants4))
             continue;
           subtractNames(names, n.names);
           nodes.splice(i, 1);
@@ -20471,12 +20471,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants4) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants3);
-        if (!(super.optimizeNames(names, constants3) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants4);
+        if (!(super.optimizeNames(names, constants4) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants3);
+        this.condition = optimizeExpr(this.condition, names, constants4);
         return this;
       }
       get names() {
@@ -20499,10 +20499,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants3) {
-        if (!super.optimizeNames(names, constants3))
+      optimizeNames(names, constants4) {
+        if (!super.optimizeNames(names, constants4))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants3);
+        this.iteration = optimizeExpr(this.iteration, names, constants4);
         return this;
       }
       get names() {
@@ -20538,10 +20538,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants3) {
-        if (!super.optimizeNames(names, constants3))
+      optimizeNames(names, constants4) {
+        if (!super.optimizeNames(names, constants4))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants3);
+        this.iterable = optimizeExpr(this.iterable, names, constants4);
         return this;
       }
       get names() {
@@ -20583,11 +20583,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants3) {
+      optimizeNames(names, constants4) {
         var _a, _b;
-        super.optimizeNames(names, constants3);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants3);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants3);
+        super.optimizeNames(names, constants4);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants4);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants4);
         return this;
       }
       get names() {
@@ -20888,7 +20888,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants3) {
+    function optimizeExpr(expr, names, constants4) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -20903,14 +20903,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n) {
-        const c = constants3[n.str];
+        const c = constants4[n.str];
         if (c === void 0 || names[n.str] !== 1)
           return n;
         delete names[n.str];
         return c;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants3[c.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c) => c instanceof code_1.Name && names[c.str] === 1 && constants4[c.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -38985,7 +38985,7 @@ function configOverrides() {
 }
 
 // src/actions/phase.ts
-import { resolve as resolve4 } from "node:path";
+import { dirname as dirname4, resolve as resolve4 } from "node:path";
 
 // src/loop/context.ts
 import { existsSync as existsSync4, mkdirSync as mkdirSync2, readFileSync as readFileSync3, writeFileSync } from "node:fs";
@@ -41138,8 +41138,67 @@ import { closeSync as closeSync4, openSync as openSync4, readFileSync as readFil
 
 // src/trace/readers/chrome-json.ts
 import { createReadStream } from "node:fs";
+import { open as open3 } from "node:fs/promises";
+import { createGunzip as createGunzip2 } from "node:zlib";
+
+// src/trace/readers/inflate.ts
 import { open as open2 } from "node:fs/promises";
-import { createGunzip } from "node:zlib";
+import { constants as constants3, createGunzip } from "node:zlib";
+function inflatedChunks(path, gzip, chunkBytes) {
+  if (!gzip) return fileChunks(path, chunkBytes);
+  const gunzip = createGunzip();
+  const internals = gunzip;
+  const handle = internals._handle;
+  const state = internals._writeState;
+  if (typeof handle?.writeSync !== "function" || !(state instanceof Uint32Array) || state.length < 2) {
+    gunzip.close();
+    return void 0;
+  }
+  return gunzipChunks(path, gunzip, handle, state, chunkBytes);
+}
+async function* fileChunks(path, chunkBytes) {
+  const fh = await open2(path, "r");
+  try {
+    const buf = Buffer.allocUnsafe(chunkBytes);
+    for (; ; ) {
+      const { bytesRead } = await fh.read(buf, 0, chunkBytes, null);
+      if (bytesRead === 0) return;
+      yield buf.subarray(0, bytesRead);
+    }
+  } finally {
+    await fh.close();
+  }
+}
+async function* gunzipChunks(path, gunzip, handle, state, chunkBytes) {
+  gunzip.on("error", () => {
+  });
+  let fh;
+  try {
+    fh = await open2(path, "r");
+    const input = Buffer.allocUnsafe(chunkBytes);
+    const out = Buffer.allocUnsafe(chunkBytes);
+    for (; ; ) {
+      const { bytesRead } = await fh.read(input, 0, chunkBytes, null);
+      const flush = bytesRead === 0 ? constants3.Z_FINISH : constants3.Z_NO_FLUSH;
+      let inOff = 0;
+      let inLeft = bytesRead;
+      for (; ; ) {
+        handle.writeSync(flush, input, inOff, inLeft, out, 0, chunkBytes);
+        if (gunzip.errored !== null) throw gunzip.errored;
+        const outLeft = state[0];
+        inOff += inLeft - state[1];
+        inLeft = state[1];
+        if (outLeft < chunkBytes) yield out.subarray(0, chunkBytes - outLeft);
+        if (outLeft === 0) continue;
+        if (inLeft > 0 || flush === constants3.Z_FINISH) return;
+        break;
+      }
+    }
+  } finally {
+    gunzip.close();
+    await fh?.close();
+  }
+}
 
 // src/trace/readers/json-text.ts
 var NEED_MORE = /* @__PURE__ */ Symbol("need more text");
@@ -41407,30 +41466,35 @@ var ChromeJsonSource = class {
   names;
   async read(visitor, opts = {}) {
     const gz = await startsWithGzipMagic(this.path);
+    const chunks = inflatedChunks(this.path, gz, CHUNK_BYTES);
+    if (chunks !== void 0) return this.scan(chunks, visitor, opts);
     const file = createReadStream(this.path, { highWaterMark: CHUNK_BYTES });
-    const stream = gz ? file.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : file;
-    if (gz) file.on("error", (err) => stream.destroy(err));
+    const stream = file.pipe(createGunzip2({ chunkSize: CHUNK_BYTES }));
+    file.on("error", (err) => stream.destroy(err));
     try {
-      const names = this.names;
-      const collected = { processes: /* @__PURE__ */ new Map(), threads: /* @__PURE__ */ new Map() };
-      const stats = await scanChromeJson(stream, this.path, visitor, {
-        ...this.options,
-        ...opts,
-        ...names === void 0 ? {} : { knownNames: names },
-        collectNames: collected
-      });
-      this.names = collected;
-      return stats;
+      return await this.scan(stream, visitor, opts);
     } finally {
       file.destroy();
       stream.destroy();
     }
   }
+  async scan(input, visitor, opts) {
+    const names = this.names;
+    const collected = { processes: /* @__PURE__ */ new Map(), threads: /* @__PURE__ */ new Map() };
+    const stats = await scanChromeJson(input, this.path, visitor, {
+      ...this.options,
+      ...opts,
+      ...names === void 0 ? {} : { knownNames: names },
+      collectNames: collected
+    });
+    this.names = collected;
+    return stats;
+  }
 };
 async function startsWithGzipMagic(path) {
   let fh;
   try {
-    fh = await open2(path, "r");
+    fh = await open3(path, "r");
     const head = Buffer.alloc(2);
     const { bytesRead } = await fh.read(head, 0, 2, 0);
     return bytesRead === 2 && head[0] === 31 && head[1] === 139;
@@ -46118,6 +46182,7 @@ function phaseOptions(logger) {
   const runStartedAt = optionalText("run-started-at");
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
+  const slot = positiveInteger("slot");
   const run = actionsRun();
   return {
     configFile: resolve4(optionalText("config") ?? "hillclimb.yml"),
@@ -46125,6 +46190,7 @@ function phaseOptions(logger) {
     ...target ? { target } : {},
     runId: requiredText("run-id"),
     iteration: positiveInteger("iteration", { required: true }),
+    ...slot ? { slot } : {},
     ...iterations ? { totalIterations: iterations } : {},
     ...base ? { base } : {},
     ...runStartedAt ? { runStartedAt } : {},

@@ -13,7 +13,13 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/index.js';
+import {
+  type ConfigOverrides,
+  type HillclimbConfig,
+  loadConfig,
+  selectTarget,
+  type TargetConfig,
+} from '../../config/index.js';
 import { type IterationEvidence, STEPS, type StepName } from '../../evidence/index.js';
 import { buildStore, type Store } from '../../store/index.js';
 import { ExitCode, errorMessage, HillclimbError, isHillclimbError, type Logger } from '../../util/index.js';
@@ -28,7 +34,7 @@ import {
   readLocalAttestation,
   writeLocalAttestation,
 } from '../state/attestation.js';
-import { Bundle, BundleFiles, iterationDirName } from '../state/bundle.js';
+import { Bundle, BundleFiles, type IterationKey, iterationDirName } from '../state/bundle.js';
 import { historyFile, readHistory } from '../state/history.js';
 import { newEvidence, runIterationSteps } from '../steps/iteration.js';
 import { candidateRef } from '../steps/naming.js';
@@ -46,10 +52,13 @@ export const PHASES = [
 ] as const;
 export type Phase = (typeof PHASES)[number];
 
-/** Phases that start an iteration's bundle on this machine; every other phase takes one over (trust.ts). */
-export type TakeoverPhase = Exclude<Phase, 'prepare' | 'propose' | 'all'>;
+/**
+ * Phases that start an iteration's bundle on this machine; every other phase takes one over (trust.ts).
+ * `select` is a search's: it takes over every candidate's bundle at once (search-phases.ts).
+ */
+export type TakeoverPhase = Exclude<Phase, 'prepare' | 'propose' | 'all'> | 'select';
 
-function takesOver(phase: Phase): phase is TakeoverPhase {
+function takesOver(phase: Phase): phase is Exclude<TakeoverPhase, 'select'> {
   return phase !== 'prepare' && phase !== 'propose' && phase !== 'all';
 }
 
@@ -74,6 +83,12 @@ export interface PhaseOptions {
   target?: string;
   runId: string;
   iteration: number;
+  /**
+   * The candidate of a search iteration (loop.candidates = k > 1) this job works on, 1 to k: bundle
+   * `i003-c2`, branch `…/i003-c2`. Given by the trusted workflow (its matrix), never by a bundle. With
+   * k = 1 only 1, which names nothing.
+   */
+  slot?: number;
   /** Iterations the run was asked for (shown in the prompt). Default: loop.iterations. */
   totalIterations?: number;
   /**
@@ -107,7 +122,7 @@ export interface PhaseOptions {
 }
 
 export interface PhaseResult {
-  phase: Phase;
+  phase: Phase | 'select';
   evidence: IterationEvidence;
   bundleDir: string;
   stateDir: string;
@@ -122,6 +137,8 @@ export interface OpenPhase extends OpenLoopContext {
   existing: IterationEvidence | undefined;
   /** What quarantining a bundle made elsewhere left out ("path: why"). */
   refused: string[];
+  /** The candidate this job works on, in a search iteration (from the workflow, checked). */
+  slot?: { index: number; of: number };
 }
 
 /**
@@ -130,9 +147,42 @@ export interface OpenPhase extends OpenLoopContext {
  * one made elsewhere copied to plain files before anything in it is read (trust.ts).
  */
 export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenPhase> {
+  const { config, target, store, stateDir } = await phaseSetup(phase, opts);
+  const steps = PHASE_STEPS[phase];
+  const slot = trustedSlot(config.loop.candidates, opts.slot);
+  const bundle = new Bundle(
+    join(
+      runDirOf(stateDir, opts.runId),
+      iterationDirName({ iteration: opts.iteration, ...(slot ? { slot } : {}) }),
+    ),
+  );
+  const refused = takesOver(phase) && existsSync(bundle.dir) ? quarantineBundle(bundle) : [];
+  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
+  const existing = bundle.exists() ? bundle.load() : undefined;
+  // Only where an agent would propose without a candidate of its own: a search's propose jobs are each
+  // given their slot by the workflow, and a person's change (a PR's `/hillclimb measure`) is one
+  // candidate whatever loop.candidates says.
+  if (config.loop.candidates > 1 && !slot && steps.includes('propose') && !existing?.steps.propose) {
+    throw new HillclimbError(
+      `loop.candidates is ${config.loop.candidates}: an agent's proposal needs the candidate it is (slot 1 to ${config.loop.candidates})`,
+      {
+        hint: "the workflow gives each propose job its slot (setup's matrix); on one machine, search with hillclimb loop -k N",
+        exitCode: ExitCode.badInput,
+      },
+    );
+  }
+  const opened = await openPhaseContext(phase, opts, { config, target, store, existing });
+  return { ...opened, bundle, existing, refused, ...(slot ? { slot } : {}) };
+}
+
+/** What every phase needs before its bundle: the config, the target, preflight, the store's history. */
+export async function phaseSetup(
+  phase: Phase | 'select',
+  opts: PhaseOptions,
+): Promise<{ config: HillclimbConfig; target: TargetConfig; store: Store; stateDir: string }> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
-  const steps = PHASE_STEPS[phase];
+  const steps = phase === 'select' ? SELECT_STEPS : PHASE_STEPS[phase];
   if (opts.remoteOnly && config.compute.backend === 'local') {
     throw new HillclimbError(
       'this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them',
@@ -148,32 +198,33 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     dryRun: opts.dryRun,
   });
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const store = buildStore(config, {
     root: config.root,
     logger: opts.logger,
     ...(opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}),
   });
   await pullHistory(store, stateDir, target.name);
+  return { config, target, store, stateDir };
+}
 
-  const refused = takesOver(phase) && existsSync(bundle.dir) ? quarantineBundle(bundle) : [];
-  for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
-  const existing = bundle.exists() ? bundle.load() : undefined;
-  // Only where an agent would propose: a person's change (a PR's `/hillclimb measure`) is one candidate
-  // whatever loop.candidates says.
-  if (config.loop.candidates > 1 && steps.includes('propose') && !existing?.steps.propose) {
-    throw new HillclimbError(
-      `loop.candidates is ${config.loop.candidates}: the workflow's phases run one candidate per iteration so far`,
-      {
-        hint: 'set loop.candidates: 1 for hillclimb iterate (the workflow), or search with several candidates on one machine with hillclimb loop -k N',
-        exitCode: ExitCode.badInput,
-      },
-    );
-  }
-  const opened = await openLoopContext(config, {
+/**
+ * The loop context for a phase's steps (an agent only where it proposes), started as the bundle says
+ * (`existing`: when the run started, how many iterations it has), within what can be believed of it.
+ */
+export async function openPhaseContext(
+  phase: Phase | 'select',
+  opts: PhaseOptions,
+  {
+    config,
+    target,
+    store,
+    existing,
+  }: { config: HillclimbConfig; target: TargetConfig; store: Store; existing: IterationEvidence | undefined },
+): Promise<OpenLoopContext> {
+  return openLoopContext(config, {
     target,
     runId: opts.runId,
-    steps,
+    steps: phase === 'select' ? SELECT_STEPS : PHASE_STEPS[phase],
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations:
       opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
@@ -187,15 +238,35 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     store,
     ...(opts.jobId ? { jobId: opts.jobId } : {}),
   });
-  return { ...opened, bundle, existing, refused };
+}
+
+/** A search's `select` phase: the accelerator gate of every candidate, the screen, the full comparison. */
+export const SELECT_STEPS: readonly StepName[] = ['accelerator-gate', 'measure', 'profile', 'decide'];
+
+/**
+ * The slot a workflow gave a job, checked against loop.candidates: 1 to k; with k = 1 only 1, which
+ * names no slot (the single candidate's bundle and branch have none).
+ */
+export function trustedSlot(k: number, slot: number | undefined): { index: number; of: number } | undefined {
+  if (slot === undefined) return undefined;
+  if (!Number.isInteger(slot) || slot < 1 || slot > k) {
+    throw new HillclimbError(`slot ${slot} is not a candidate of this iteration: loop.candidates is ${k}`, {
+      hint: 'give each job a slot from 1 to loop.candidates (the setup job outputs them), and the same loop.candidates to every job',
+      exitCode: ExitCode.badInput,
+    });
+  }
+  return k === 1 ? undefined : { index: slot, of: k };
 }
 
 /** Run one phase of one iteration. Idempotent: finished steps are skipped. */
 export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
-  const { ctx, bundle, existing, refused, openBackends, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, slot, openBackends, close } = await openPhase(phase, opts);
   const { stateDir, target, git, store } = ctx;
   const steps = PHASE_STEPS[phase];
-  const trustFile = localAttestationFile(stateDir, opts.runId, opts.iteration);
+  const trustFile = localAttestationFile(stateDir, opts.runId, {
+    iteration: opts.iteration,
+    ...(slot ? { slot } : {}),
+  });
   try {
     if (!existing) {
       if (takesOver(phase)) {
@@ -208,9 +279,10 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
       const base = opts.base ?? fromHistory?.commit ?? (await git.head());
       const commit = await git.revParse(base);
       const branch = fromHistory?.commit === commit ? fromHistory.branch : undefined;
-      bundle.save(
-        newEvidence(ctx, { iteration: opts.iteration, base: { commit, ...(branch ? { branch } : {}) } }),
-      );
+      bundle.save({
+        ...newEvidence(ctx, { iteration: opts.iteration, base: { commit, ...(branch ? { branch } : {}) } }),
+        ...(slot ? { slot } : {}),
+      });
     }
     if (existing && takesOver(phase)) {
       // Made by another job, or by an earlier phase here: believed only as far as an attestation vouches.
@@ -233,9 +305,13 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
           local,
         ],
         ...(opts.pinnedSource ? { pinnedSource: fullSha(opts.pinnedSource, 'pinned source') } : {}),
+        ...(slot ? { slot } : {}),
       });
     } else {
-      await ensureCandidateCommits(git, bundle, ctx.runId, opts.iteration);
+      await ensureCandidateCommits(git, bundle, ctx.runId, {
+        iteration: opts.iteration,
+        ...(slot ? { slot } : {}),
+      });
     }
 
     // Only now, with the bundle accepted, open what the phase's steps use: a CPU-gate job allocates no TPU.
@@ -279,11 +355,17 @@ export async function resolveChampion(
  * What this job vouches for. Verified only when no agent ran in this phase and no untrusted code ran
  * unsandboxed in this job: anything else may have touched the bundle.
  */
-export function attest(ctx: LoopContext, bundle: Bundle, ev: IterationEvidence, phase: Phase): Attestation {
+export function attest(
+  ctx: LoopContext,
+  bundle: Bundle,
+  ev: IterationEvidence,
+  phase: Phase | 'select',
+): Attestation {
   const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
     (r) => r.mode === 'none' && r.job === ctx.job,
   );
-  const agentHere = PHASE_STEPS[phase].includes('propose') && ev.steps.propose?.status === 'done';
+  const agentHere =
+    phase !== 'select' && PHASE_STEPS[phase].includes('propose') && ev.steps.propose?.status === 'done';
   return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
 }
 
@@ -305,7 +387,7 @@ async function ensureCandidateCommits(
   git: Git,
   bundle: Bundle,
   runId: string,
-  iteration: number,
+  key: IterationKey,
 ): Promise<void> {
   const ev = bundle.load();
   if (!ev.candidate) return;
@@ -316,7 +398,7 @@ async function ensureCandidateCommits(
       exitCode: ExitCode.badInput,
     });
   }
-  await git.fetchBundle(file, candidateRef(runId, iteration));
+  await git.fetchBundle(file, candidateRef(runId, key));
 }
 
 /**

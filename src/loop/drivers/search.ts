@@ -98,29 +98,43 @@ export async function runSearchIteration(
   }
 
   await measureInFull(ctx, bundles, journal, say);
+  await recordCandidates(ctx, bundles, journal, say);
+  return bundles;
+}
 
-  // Then the records: losers first, the winner last (the iteration's last history row is the one that
-  // decided it), so every loser's entry already names the winner's verdict.
+/**
+ * Record and publish every candidate: losers first, the winner last (the iteration's last history row
+ * is the one that decided it), so every loser's entry already names the winner's verdict. `only`
+ * limits the steps (the workflow's publish job runs record and publish only).
+ */
+export async function recordCandidates(
+  ctx: LoopContext,
+  bundles: readonly Bundle[],
+  journal: Journal | undefined,
+  say: (b: Bundle) => (line: string) => void,
+  only?: readonly StepName[],
+): Promise<void> {
+  const roles = new Map(bundles.map((b) => [b, b.load().search?.role]));
   const ordered = [...bundles].sort(
-    (x, y) => Number(x.load().search?.role === 'winner') - Number(y.load().search?.role === 'winner'),
+    (x, y) => Number(roles.get(x) === 'winner') - Number(roles.get(y) === 'winner'),
   );
   for (const b of ordered) {
     ctx.progress = say(b);
     // A dry run's losers would never be measured: they print only what recording them would do.
-    const loser = b.load().search?.role === 'loser';
-    await runIterationSteps(ctx, b, journal, ctx.dryRun && loser ? { only: ['record', 'publish'] } : {});
+    const loser = roles.get(b) === 'loser';
+    const steps = ctx.dryRun && loser ? (['record', 'publish'] as const) : only;
+    await runIterationSteps(ctx, b, journal, steps ? { only: steps } : {});
   }
-  return bundles;
 }
 
 /**
  * Screen every candidate that passed its gates, rank them (src/search), and write the outcome into
  * every candidate's record: the winner goes on to the full comparison, the others are `screened-out`.
  */
-async function screenAndSelect(
+export async function screenAndSelect(
   ctx: LoopContext,
   bundles: readonly Bundle[],
-  journal: Journal,
+  journal: Journal | undefined,
   say: (b: Bundle) => (line: string) => void,
 ): Promise<void> {
   const info = ctx.backend.info();
@@ -212,10 +226,10 @@ async function screenAndSelect(
  * place and is measured in full, until one gives an answer or none is left. Every step is resumable: a
  * promotion is written into every record (the new winner's first) before its comparison starts.
  */
-async function measureInFull(
+export async function measureInFull(
   ctx: LoopContext,
   bundles: readonly Bundle[],
-  journal: Journal,
+  journal: Journal | undefined,
   say: (b: Bundle) => (line: string) => void,
 ): Promise<void> {
   for (;;) {
@@ -267,7 +281,7 @@ function clearVerdict(ev: IterationEvidence): void {
 }
 
 /** Write the search's outcome into every candidate's record: its role, the winner, the table. */
-function recordSearch(
+export function recordSearch(
   ctx: LoopContext,
   bundles: readonly Bundle[],
   winner: number | null,
@@ -303,7 +317,7 @@ async function screenOnce(
   ctx: LoopContext,
   env: Parameters<typeof screenCandidate>[0],
   platform: Parameters<typeof screenCandidate>[1],
-  journal: Journal,
+  journal: Journal | undefined,
 ): Promise<{ verdict: NonNullable<IterationEvidence['verdict']>; reasons: string[] } | undefined> {
   const outcome = await withInfraRetries(ctx, 'screen', () => screenCandidate(env, platform), env, journal);
   if (outcome.kind === 'infra') {

@@ -31,6 +31,7 @@ const PRODUCED_BY: Readonly<Record<TakeoverPhase, readonly StepName[]>> = {
   'cpu-gate': ['cpu-gate', 'accelerator-gate', 'measure', 'profile', 'decide', 'record', 'publish'],
   'accelerator-gate': ['accelerator-gate', 'measure', 'profile', 'decide', 'record', 'publish'],
   measure: ['measure', 'profile', 'decide', 'record', 'publish'],
+  select: ['accelerator-gate', 'measure', 'profile', 'decide', 'record', 'publish'],
   publish: ['record', 'publish'],
 };
 
@@ -71,6 +72,11 @@ export interface AcceptOptions {
    * The bundle must be attested and made from it; anything else is refused.
    */
   pinnedSource?: string;
+  /**
+   * The candidate of a search iteration the trusted workflow says this bundle is (its matrix slot):
+   * it names the branch and paths, whatever the bundle claims.
+   */
+  slot?: { index: number; of: number };
 }
 
 /**
@@ -92,9 +98,13 @@ export async function acceptBundle(
   ev.target = ctx.target.name;
   ev.runStartedAt = ctx.runStartedAt;
   ev.totalIterations = ctx.totalIterations;
-  // The phases run one candidate per iteration: a slot would rename its branch and paths, a search
-  // record could mark it a loser that opens no PR, a screen could pose as measured rounds.
-  delete ev.slot;
+  // Which candidate it is comes from the workflow too: a slot would rename its branch and paths.
+  if (opts.slot) ev.slot = opts.slot;
+  else delete ev.slot;
+  // A search's outcome (screen, role, table) is believed only from the job that selected, attested,
+  // at publish: a planted one could mark a candidate a loser that opens no PR, or a screen pose as
+  // measured rounds.
+  const selected = { screen: ev.screen, search: ev.search };
   delete ev.screen;
   delete ev.search;
   // A dry run is this job's input, never the bundle's word: the flag follows the job.
@@ -122,6 +132,10 @@ export async function acceptBundle(
   if (opts.trustedBranch) ev.base.branch = opts.trustedBranch;
   else delete ev.base.branch;
   const attested = opts.attestations.some((a) => attestedBy(a, bundle, expected, refused));
+  if (attested && opts.slot && phase === 'publish') {
+    if (selected.screen) ev.screen = selected.screen;
+    if (selected.search) ev.search = selected.search;
+  }
   if (opts.pinnedSource !== undefined && !(attested && ev.candidate?.from === opts.pinnedSource)) {
     throw new HillclimbError(
       `${bundle.dir}: not an attested bundle of the pinned commit ${opts.pinnedSource.slice(0, 12)}`,

@@ -15,7 +15,7 @@ import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IterationEvidence } from '../../evidence/index.js';
 import { ExitCode, HillclimbError, readPlainFile, writeFileAtomic } from '../../util/index.js';
-import { type Bundle, iterationDirName } from './bundle.js';
+import { type Bundle, type IterationKey, iterationDirName } from './bundle.js';
 
 export interface Attestation {
   v: 1;
@@ -117,8 +117,8 @@ export function parseAttestation(text: string, source: string): Attestation {
 }
 
 /** Where this machine keeps its own attestation of an iteration's bundle (outside the bundle). */
-export function localAttestationFile(stateDir: string, runId: string, iteration: number): string {
-  return join(stateDir, 'trust', `${runId}-${iterationDirName(iteration)}.json`);
+export function localAttestationFile(stateDir: string, runId: string, key: number | IterationKey): string {
+  return join(stateDir, 'trust', `${runId}-${iterationDirName(key)}.json`);
 }
 
 export function writeLocalAttestation(file: string, a: Attestation): void {

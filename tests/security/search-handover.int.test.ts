@@ -1,0 +1,134 @@
+// A search split into the workflow's jobs (issue 25; src/loop/drivers/search-phases.ts): propose and
+// cpu-gate once per candidate, each given its slot by the workflow; select over every bundle; publish.
+// The slot and the search's outcome are the workflow's and the select job's words, never a bundle's:
+//   - a job given no slot for a search's proposal, or a slot past loop.candidates, is refused;
+//   - a bundle that claims another slot is named by the slot the workflow gave;
+//   - a loser's bundle changed after the select job to say it won gets no PR and no promotion: its
+//     search record and results are not believed without the select job's attestation.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IterationEvidence } from '../../src/evidence/record.js';
+import { listLocalPulls } from '../../src/forge/local-reader.js';
+import { type PhaseResult, runPhase } from '../../src/loop/drivers/phases.js';
+import { runSearchPhase, type SearchPhaseResult } from '../../src/loop/drivers/search-phases.js';
+import { readHistory } from '../../src/loop/state/history.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { tempDir } from '../helpers/paths.js';
+import { makeToyRepo, STANDARD_PATCHES } from '../loop/toy-repo.js';
+
+const RUN = 'search-jobs';
+const [faster, wrong, sameSpeed] = STANDARD_PATCHES as [
+  (typeof STANDARD_PATCHES)[0],
+  (typeof STANDARD_PATCHES)[0],
+  (typeof STANDARD_PATCHES)[0],
+];
+
+describe("a search in the workflow's jobs believes slots and outcomes only from the trusted side", () => {
+  const t = tempDir('hc-search-jobs-');
+  const repo = join(t.dir, 'repo');
+  let base: string;
+  const common = () => ({
+    configFile: join(repo, 'hillclimb.yml'),
+    overrides: { 'loop.candidates': 3 },
+    runId: RUN,
+    iteration: 1,
+    logger: memoryLogger(),
+  });
+  /** The job outputs a set of results hands on, as the workflow's toJSON(needs.<job>.outputs) does. */
+  const outputs = (results: readonly PhaseResult[]) =>
+    JSON.stringify(
+      Object.fromEntries(
+        results.map((r) => [`attestation-c${r.evidence.slot!.index}`, JSON.stringify(r.attestation)]),
+      ),
+    );
+  let gates: PhaseResult[];
+  let selected: SearchPhaseResult;
+  let published: SearchPhaseResult;
+
+  beforeAll(async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    base = makeToyRepo(repo, [
+      { ...wrong, name: '0001-wrong-math' },
+      { ...sameSpeed, name: '0001.2-same-speed' },
+      { ...faster, name: '0001.3-shorter-delay' },
+    ]);
+    gates = [];
+    for (const slot of [1, 2, 3]) {
+      await runPhase('propose', { ...common(), slot });
+      // The agent's job could write anything into its bundle: candidate 3's claims to be candidate 1.
+      if (slot === 3) {
+        const file = join(repo, '.hillclimb', 'runs', RUN, 'i001-c3', 'evidence.json');
+        const ev = JSON.parse(readFileSync(file, 'utf8')) as IterationEvidence;
+        ev.slot = { index: 1, of: 3 };
+        writeFileSync(file, JSON.stringify(ev));
+      }
+      gates.push(await runPhase('cpu-gate', { ...common(), slot, base }));
+    }
+    selected = await runSearchPhase('select', { ...common(), base, attestations: outputs(gates) });
+    // After the select job: candidate 2's bundle is changed to say it won, with the winner's numbers.
+    const loser = join(repo, '.hillclimb', 'runs', RUN, 'i001-c2', 'evidence.json');
+    const winner = selected.candidates[2]!.evidence;
+    const forged = JSON.parse(readFileSync(loser, 'utf8')) as IterationEvidence;
+    forged.verdict = 'improved';
+    forged.verdictReasons = winner.verdictReasons;
+    forged.measurement = winner.measurement;
+    forged.search = { ...winner.search!, role: 'winner', winner: 2 };
+    writeFileSync(loser, JSON.stringify(forged));
+    published = await runSearchPhase('publish', {
+      ...common(),
+      base,
+      attestations: outputs(selected.candidates),
+    });
+  }, 600_000);
+  afterAll(t.cleanup);
+
+  it("refuses a search's proposal without a slot, and a slot past loop.candidates", async () => {
+    await expect(runPhase('propose', { ...common(), iteration: 2 })).rejects.toThrow(
+      /loop\.candidates is 3: an agent's proposal needs the candidate it is \(slot 1 to 3\)/,
+    );
+    await expect(runPhase('propose', { ...common(), iteration: 2, slot: 4 })).rejects.toThrow(
+      /slot 4 is not a candidate of this iteration: loop\.candidates is 3/,
+    );
+  });
+
+  it('names every candidate by the slot the workflow gave, whatever its bundle claims', () => {
+    expect(gates.map((g) => g.evidence.slot)).toEqual([
+      { index: 1, of: 3 },
+      { index: 2, of: 3 },
+      { index: 3, of: 3 },
+    ]);
+    expect(gates[2]!.evidence.candidate!.branch).toMatch(/\/i001-c3$/);
+    expect(gates.map((g) => g.evidence.verdict ?? 'pending')).toEqual(['invalid', 'pending', 'pending']);
+  });
+
+  it('selects over the attested bundles: the null one screened out, the real gain measured in full', () => {
+    expect(selected.candidates.map((c) => c.evidence.verdict)).toEqual([
+      'invalid',
+      'screened-out',
+      'improved',
+    ]);
+    expect(selected.lead.evidence.slot!.index).toBe(3);
+    expect(selected.candidates.every((c) => c.attestation?.verified)).toBe(true);
+  });
+
+  it("a loser's bundle changed after the select job to say it won opens no PR and promotes nothing", () => {
+    const [, forged, winner] = published.candidates;
+    expect(forged!.evidence.verdict).toBe('error');
+    expect(forged!.evidence.verdictReasons[0]).toMatch(/^no attested result reached the publishing job/);
+    expect(forged!.evidence.search!.role).toBe('loser');
+    expect(forged!.evidence.publish?.prNumber).toBeUndefined();
+    expect(winner!.evidence.verdict).toBe('improved');
+    const pulls = listLocalPulls(join(repo, '.hillclimb'));
+    expect(pulls).toHaveLength(1);
+    expect(pulls[0]!.branch).toMatch(/\/i001-c3$/);
+    expect(readHistory(join(repo, '.hillclimb'), 'toy').map((r) => [r.slot, r.verdict])).toEqual([
+      [1, 'invalid'],
+      [2, 'error'],
+      [3, 'improved'],
+    ]);
+  });
+});
