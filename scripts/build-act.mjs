@@ -3,7 +3,7 @@
 // (node_modules/.cache/hillclimb-act/<version>-<fix>/act). Built once per checkout; every later call finds
 // the binary and returns at once.
 //
-// It is `go install github.com/nektos/act@<version>` with two fixes, each making act do what GitHub does:
+// It is `go install github.com/nektos/act@<version>` with three fixes, each making act do what GitHub does:
 //
 // - A skipped job's outputs: GitHub gives every output of a skipped job the empty string; act 0.2.89
 //   leaves the job's `outputs:` templates uninterpolated, so `needs.<skipped>.outputs.x` reads as the
@@ -16,6 +16,12 @@
 //   whatever the goroutine had not copied yet: on a busy machine, the `::error::` line a step prints
 //   just before `exit 1`. A step that passes is drained (an end-of-transmission byte marks the end); the
 //   fix drains a failed one the same way.
+// - A matrix's outputs: GitHub combines the job outputs of a matrix's legs, so legs that set outputs of
+//   different names (`attestation-c1`, `attestation-c2`, …) all reach the next job; act 0.2.89's legs
+//   share one job whose output templates the first leg to finish replaces with its values, empty ones
+//   included, so the other legs' outputs are lost (nektos/act#981, open). The fix keeps the templates;
+//   every leg interpolates them and adds its non-empty values. hillclimb.yml's search (a matrix of
+//   propose and cpu-gate jobs) hands each candidate's attestation on that way.
 //
 // The source comes from the module proxy (`go mod download`, checked against go.sum's database like
 // `go install`), the fixes are applied to a copy, and `go build` builds the copy.
@@ -42,7 +48,7 @@ import { fileURLToPath } from 'node:url';
 
 const VERSION = 'v0.2.89';
 /** Bump when the fix below changes, so an old build is not reused. */
-const FIX = 'hc2';
+const FIX = 'hc3';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = join(root, 'node_modules', '.cache', 'hillclimb-act', `${VERSION}-${FIX}`);
 const binary = join(dir, 'act');
@@ -66,6 +72,50 @@ const FIXES = [
       '\terr = cmd.Run()\n' +
       "\t// hillclimb: a failed step's last lines are drained too, not dropped with the terminal.\n" +
       '\tif tty != nil {\n',
+  },
+  {
+    // A matrix's legs add their outputs to the job's instead of the first leg fixing them all (nektos/act#981).
+    file: join('pkg', 'runner', 'run_context.go'),
+    find: '\t"strings"\n\t"time"\n',
+    replace: '\t"strings"\n\t"sync"\n\t"time"\n',
+  },
+  {
+    file: join('pkg', 'runner', 'run_context.go'),
+    find:
+      'func (rc *RunContext) interpolateOutputs() common.Executor {\n' +
+      '\treturn func(ctx context.Context) error {\n' +
+      '\t\tee := rc.NewExpressionEvaluator(ctx)\n' +
+      '\t\tfor k, v := range rc.Run.Job().Outputs {\n' +
+      '\t\t\tinterpolated := ee.Interpolate(ctx, v)\n' +
+      '\t\t\tif v != interpolated {\n' +
+      '\t\t\t\trc.Run.Job().Outputs[k] = interpolated\n' +
+      '\t\t\t}\n' +
+      '\t\t}\n',
+    replace:
+      '// hillclimb: the legs of a matrix share one job: each interpolates the output templates (kept from\n' +
+      "// before the first leg finished) and adds its non-empty values, as GitHub combines a matrix's outputs.\n" +
+      'var hcOutputsMu sync.Mutex\n' +
+      'var hcOutputTemplates = map[*model.Job]map[string]string{}\n\n' +
+      'func (rc *RunContext) interpolateOutputs() common.Executor {\n' +
+      '\treturn func(ctx context.Context) error {\n' +
+      '\t\tee := rc.NewExpressionEvaluator(ctx)\n' +
+      '\t\tjob := rc.Run.Job()\n' +
+      '\t\thcOutputsMu.Lock()\n' +
+      '\t\tdefer hcOutputsMu.Unlock()\n' +
+      '\t\ttemplates, ok := hcOutputTemplates[job]\n' +
+      '\t\tif !ok {\n' +
+      '\t\t\ttemplates = make(map[string]string, len(job.Outputs))\n' +
+      '\t\t\tfor k, v := range job.Outputs {\n' +
+      '\t\t\t\ttemplates[k] = v\n' +
+      '\t\t\t}\n' +
+      '\t\t\thcOutputTemplates[job] = templates\n' +
+      '\t\t}\n' +
+      '\t\tfor k, v := range templates {\n' +
+      '\t\t\tinterpolated := ee.Interpolate(ctx, v)\n' +
+      '\t\t\tif interpolated != "" || job.Outputs[k] == v {\n' +
+      '\t\t\t\tjob.Outputs[k] = interpolated\n' +
+      '\t\t\t}\n' +
+      '\t\t}\n',
   },
 ];
 

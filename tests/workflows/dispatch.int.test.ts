@@ -150,6 +150,26 @@ describe('setup: dispatch inputs', () => {
     expect((await validate({ IN_BACKEND: 'local' })).code).toBe(0);
   });
 
+  it("a search's candidates come from hillclimb.yml: one matrix slot each, none named with one", async () => {
+    expect((await validate({})).outputs).toMatchObject({ candidates: '1', slots: '[""]' });
+    const dir = join(t.dir, 'search-config');
+    mkdirSync(dir, { recursive: true });
+    const config = readFileSync(join(REPO_ROOT, 'hillclimb.yml'), 'utf8');
+    const withK = (k: string) => {
+      const text = config.replace(/^loop:\n/m, `loop:\n  candidates: ${k}\n`);
+      if (text === config) throw new Error('hillclimb.yml has no loop: section');
+      writeFileSync(join(dir, 'hillclimb.yml'), text);
+    };
+    withK('3');
+    const r = await bash(script('setup', 'inputs'), {}, dir);
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.outputs).toMatchObject({ candidates: '3', slots: '["1","2","3"]' });
+    withK('9');
+    const bad = await bash(script('setup', 'inputs'), {}, dir);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout.trim()).toBe('::error title=hillclimb input::loop.candidates in hillclimb.yml: 1 to 8');
+  });
+
   it('a continuation keeps its run id and takes the next iteration', async () => {
     const r = await validate({ IN_ITERATIONS: '3', IN_RESUME: 'gh99/2' });
     expect(r.outputs).toMatchObject({
