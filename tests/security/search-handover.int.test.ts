@@ -4,9 +4,11 @@
 //   - a job given no slot for a search's proposal, or a slot past loop.candidates, is refused;
 //   - a bundle that claims another slot is named by the slot the workflow gave;
 //   - a loser's bundle changed after the select job to say it won gets no PR and no promotion: its
-//     search record and results are not believed without the select job's attestation.
+//     search record and results are not believed without the select job's attestation;
+//   - a candidate whose CPU gate pass no attestation vouches for is not screened: it could not be
+//     promoted, and a screen it won would spend the search's one full comparison.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IterationEvidence } from '../../src/evidence/record.js';
@@ -131,4 +133,46 @@ describe("a search in the workflow's jobs believes slots and outcomes only from 
       [3, 'improved'],
     ]);
   });
+});
+
+describe('a search candidate without an attested CPU gate pass', () => {
+  const t = tempDir('hc-search-unattested-');
+  afterAll(t.cleanup);
+
+  it('ends in error before the screen, and the screen goes on without it', async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    const repo = join(t.dir, 'repo');
+    const base = makeToyRepo(repo, [
+      { ...faster, name: '0001-shorter-delay' },
+      { ...sameSpeed, name: '0001.2-same-speed' },
+    ]);
+    const common = {
+      configFile: join(repo, 'hillclimb.yml'),
+      overrides: { 'loop.candidates': 2 },
+      runId: RUN,
+      iteration: 1,
+      logger: memoryLogger(),
+    };
+    const gates: PhaseResult[] = [];
+    for (const slot of [1, 2]) {
+      await runPhase('propose', { ...common, slot });
+      gates.push(await runPhase('cpu-gate', { ...common, slot, base }));
+    }
+    // Candidate 1's gate job "failed": its attestation never reached the select job (nor is there one
+    // on this machine).
+    rmSync(join(repo, '.hillclimb', 'trust', `${RUN}-i001-c1.json`));
+    const attestations = JSON.stringify({ 'attestation-c2': JSON.stringify(gates[1]!.attestation) });
+    const selected = await runSearchPhase('select', { ...common, base, attestations });
+    const [first, second] = selected.candidates.map((c) => c.evidence);
+    expect(first!.verdict).toBe('error');
+    expect(first!.verdictReasons[0]).toMatch(
+      /^its CPU gate's pass did not reach the select job under an attestation/,
+    );
+    expect(first!.screen).toBeUndefined();
+    expect(first!.measurement).toBeUndefined();
+    expect(second!.screen).toBeDefined();
+    expect(second!.search!.winner).not.toBe(1);
+  }, 300_000);
 });

@@ -135,6 +135,7 @@ export async function runSearchPhase(
 
     await openBackends();
     if (phase === 'select') {
+      for (const b of bundles) requireBelievedCpuPass(b, ctx.dryRun);
       for (const b of bundles) {
         ctx.progress = say(b);
         await runIterationSteps(ctx, b, undefined, { only: ['accelerator-gate'] });
@@ -163,6 +164,23 @@ export async function runSearchPhase(
   } finally {
     await close();
   }
+}
+
+/**
+ * A candidate goes on to its accelerator gate and the screen only with a CPU gate pass the select job
+ * believes (attested by its gate job). Without one — the gate job failed, or the bundle changed after
+ * it — it could not be promoted anyway, and a screen it won would spend the search's one full
+ * comparison on it: it ends in `error` here.
+ */
+function requireBelievedCpuPass(b: Bundle, dryRun: boolean): void {
+  const ev = b.load();
+  if (ev.verdict !== undefined || dryRun || ev.gates.cpu?.status === 'passed') return;
+  ev.verdict = 'error';
+  ev.verdictReasons = [
+    "its CPU gate's pass did not reach the select job under an attestation (the gate job failed, or the bundle was changed after it)",
+  ];
+  ev.stoppedAt = 'cpu-gate';
+  b.save(ev);
 }
 
 /**
