@@ -7,7 +7,14 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config/index.js';
 import type { ProfileEvidence } from '../evidence/index.js';
-import { Bundle, iterationDirName, type PhaseOptions, runDirOf, stateDirOf } from '../loop/index.js';
+import {
+  Bundle,
+  iterationDirName,
+  type PhaseOptions,
+  runDirOf,
+  stateDirOf,
+  trustedSlot,
+} from '../loop/index.js';
 import {
   customCallSection,
   details,
@@ -38,7 +45,14 @@ export async function compareTraces(
 /** The profile evidence of an iteration's bundle (written by the profile action), and its folder. */
 export function iterationProfile(opts: PhaseOptions): { profile: ProfileEvidence | undefined; dir: string } {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const bundle = new Bundle(join(runDirOf(stateDirOf(config), opts.runId), iterationDirName(opts.iteration)));
+  // A search's candidate (its slot), e.g. the winner the select phase names.
+  const slot = trustedSlot(config.loop.candidates, opts.slot);
+  const bundle = new Bundle(
+    join(
+      runDirOf(stateDirOf(config), opts.runId),
+      iterationDirName({ iteration: opts.iteration, ...(slot ? { slot } : {}) }),
+    ),
+  );
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
       hint: 'run the profile action first (or download the bundle artifact), or give the after and before traces',

@@ -133,6 +133,8 @@ describe.skipIf(act.skip)(
       expect(ev(1).stoppedAt).toBe('cpu-gate');
       expect(ev(3).search).toMatchObject({ role: 'winner', winner: 3 });
       expect(run.output('measure-local', 'winner-slot', 'profile')).toBe('3');
+      // The job summary's trace tables are the winner's (trace-diff given its slot).
+      expect(run.output('measure-local', 'top-change')).toMatch(/^toy_kernel -\d/);
     });
 
     it('publish records all three, losers first, and opens one PR for the winner with the search table', () => {
