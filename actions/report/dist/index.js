@@ -85146,6 +85146,7 @@ async function runSearchPhase(phase, opts) {
     }
     await openBackends();
     if (phase === "select") {
+      for (const b of bundles) requireBelievedCpuPass(b, ctx.dryRun);
       for (const b of bundles) {
         ctx.progress = say(b);
         await runIterationSteps(ctx, b, void 0, { only: ["accelerator-gate"] });
@@ -85173,6 +85174,16 @@ async function runSearchPhase(phase, opts) {
   } finally {
     await close();
   }
+}
+function requireBelievedCpuPass(b, dryRun) {
+  const ev = b.load();
+  if (ev.verdict !== void 0 || dryRun || ev.gates.cpu?.status === "passed") return;
+  ev.verdict = "error";
+  ev.verdictReasons = [
+    "its CPU gate's pass did not reach the select job under an attestation (the gate job failed, or the bundle was changed after it)"
+  ];
+  ev.stoppedAt = "cpu-gate";
+  b.save(ev);
 }
 function attestationsBySlot(text3) {
   const bySlot = /* @__PURE__ */ new Map();

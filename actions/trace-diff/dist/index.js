@@ -46128,6 +46128,18 @@ var Bundle = class {
   }
 };
 
+// src/loop/drivers/phases.ts
+function trustedSlot(k, slot) {
+  if (slot === void 0) return void 0;
+  if (!Number.isInteger(slot) || slot < 1 || slot > k) {
+    throw new HillclimbError(`slot ${slot} is not a candidate of this iteration: loop.candidates is ${k}`, {
+      hint: "give each job a slot from 1 to loop.candidates (the setup job outputs them), and the same loop.candidates to every job",
+      exitCode: ExitCode2.badInput
+    });
+  }
+  return k === 1 ? void 0 : { index: slot, of: k };
+}
+
 // src/actions/run.ts
 async function runAction(body) {
   maskSecrets();
@@ -46219,7 +46231,13 @@ async function compareTraces(before, after) {
 }
 function iterationProfile(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const bundle = new Bundle(join6(runDirOf(stateDirOf(config), opts.runId), iterationDirName(opts.iteration)));
+  const slot = trustedSlot(config.loop.candidates, opts.slot);
+  const bundle = new Bundle(
+    join6(
+      runDirOf(stateDirOf(config), opts.runId),
+      iterationDirName({ iteration: opts.iteration, ...slot ? { slot } : {} })
+    )
+  );
   if (!bundle.exists()) {
     throw new HillclimbError(`no evidence bundle at ${bundle.dir}`, {
       hint: "run the profile action first (or download the bundle artifact), or give the after and before traces",
