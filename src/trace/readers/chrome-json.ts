@@ -553,7 +553,16 @@ class ChromeJsonScanner {
 
   /** Parse the event object at `p` (its `{`), dispatch it, and return the index after its `}`. */
   private event(text: Buffer, p: number): number {
-    const strings = this.strings;
+    this.resetEvent();
+    if (this.tslShape && TSL_EVENT_HEAD.at(text, this.words, p)) {
+      const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
+      if (end > 0) return end;
+      this.resetEvent(); // not the exact tsl layout after all: parse it the general way
+    }
+    return this.anyEvent(text, p);
+  }
+
+  private resetEvent(): void {
     this.ph = 0;
     this.pid = undefined;
     this.tid = undefined;
@@ -565,18 +574,14 @@ class ChromeJsonScanner {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && TSL_EVENT_HEAD.at(text, this.words, p)) {
-      const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
-      if (end > 0) return end;
-      this.ph = 0; // not the exact tsl layout after all: parse it the general way
-      this.pid = undefined;
-      this.tid = undefined;
-      this.hasTs = false;
-      this.durPs = 0;
-      this.nameStart = -1;
-      this.argsStart = -1;
-      this.argsEnd = -1;
-    }
+  }
+
+  /**
+   * An event in any layout. Kept apart from `event` so that the first metadata or odd event met after
+   * the hot path was optimized deoptimizes only this function, not the per-event one with it.
+   */
+  private anyEvent(text: Buffer, p: number): number {
+    const strings = this.strings;
     p = skipSpace(text, p + 1);
     if (byteAt(text, p) === 125) return p + 1; // {}
     for (;;) {

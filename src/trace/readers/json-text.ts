@@ -68,29 +68,36 @@ export function viewOf(buf: Buffer): DataView {
 export class Pattern {
   readonly bytes: Buffer;
   readonly length: number;
-  /** The pattern's bytes as little-endian 32-bit words; the last one padded with its tail bytes. */
+  /**
+   * The pattern's bytes as little-endian 32-bit words at `offsets`: every fourth byte, and the last word
+   * ending with the pattern (overlapping the one before), so no byte is compared alone.
+   */
   private readonly words: Int32Array;
-  private readonly tail: number;
+  private readonly offsets: Int32Array;
 
   /** `text` is ASCII; bytes are taken as they are. */
   constructor(text: string | Buffer) {
     this.bytes = typeof text === 'string' ? Buffer.from(text, 'latin1') : text;
     this.length = this.bytes.length;
+    const n = this.length >= 4 ? (this.length + 3) >> 2 : 0;
+    this.words = new Int32Array(n);
+    this.offsets = new Int32Array(n);
     const view = viewOf(this.bytes);
-    this.words = new Int32Array(this.length >> 2);
-    for (let k = 0; k < this.words.length; k++) this.words[k] = view.getInt32(4 * k, true);
-    this.tail = this.length & 3;
+    for (let k = 0; k < n; k++) {
+      this.offsets[k] = Math.min(4 * k, this.length - 4);
+      this.words[k] = view.getInt32(this.offsets[k]!, true);
+    }
   }
 
   /** Whether `buf` (viewed by `view`) holds the pattern at `p`. */
   at(buf: Buffer, view: DataView, p: number): boolean {
     const n = this.length;
     if (p + n > buf.length) return false;
+    if (n < 4) return bytesAt(buf, p, this.bytes);
     const words = this.words;
-    let k = p;
-    for (let w = 0; w < words.length; w++, k += 4) if (view.getInt32(k, true) !== words[w]) return false;
-    const bytes = this.bytes;
-    for (let t = n - this.tail; t < n; t++, k++) if (buf[k] !== bytes[t]) return false;
+    const offsets = this.offsets;
+    for (let w = 0; w < words.length; w++)
+      if (view.getInt32(p + offsets[w]!, true) !== words[w]) return false;
     return true;
   }
 }
