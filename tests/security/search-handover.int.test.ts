@@ -8,13 +8,15 @@
 //   - a candidate whose CPU gate pass no attestation vouches for is not screened: it could not be
 //     promoted, and a screen it won would spend the search's one full comparison.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IterationEvidence } from '../../src/evidence/record.js';
 import { listLocalPulls } from '../../src/forge/local-reader.js';
 import { type PhaseResult, runPhase } from '../../src/loop/drivers/phases.js';
 import { runSearchPhase, type SearchPhaseResult } from '../../src/loop/drivers/search-phases.js';
+import { attestBundle } from '../../src/loop/state/attestation.js';
+import { Bundle } from '../../src/loop/state/bundle.js';
 import { readHistory } from '../../src/loop/state/history.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
@@ -175,4 +177,87 @@ describe('a search candidate without an attested CPU gate pass', () => {
     expect(second!.screen).toBeDefined();
     expect(second!.search!.winner).not.toBe(1);
   }, 300_000);
+});
+
+describe("publish believes a search's outcome only from the select job", () => {
+  const t = tempDir('hc-search-publish-');
+  const repo = join(t.dir, 'repo');
+  const run = join(repo, '.hillclimb', 'runs', RUN);
+  const gateCopies = join(t.dir, 'gate-bundles');
+  let base: string;
+  let selected: SearchPhaseResult;
+  const common = () => ({
+    configFile: join(repo, 'hillclimb.yml'),
+    overrides: { 'loop.candidates': 2 },
+    runId: RUN,
+    iteration: 1,
+    logger: memoryLogger(),
+  });
+  /** The bundles as the gate jobs left them, with no attestation of this machine's. */
+  const gateBundlesOnly = () => {
+    for (const slot of [1, 2]) {
+      rmSync(join(run, `i001-c${slot}`), { recursive: true, force: true });
+      cpSync(join(gateCopies, `i001-c${slot}`), join(run, `i001-c${slot}`), { recursive: true });
+    }
+    rmSync(join(repo, '.hillclimb', 'trust'), { recursive: true, force: true });
+  };
+
+  beforeAll(async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    base = makeToyRepo(repo, [
+      { ...faster, name: '0001-shorter-delay' },
+      { ...sameSpeed, name: '0001.2-same-speed' },
+    ]);
+    const gates: PhaseResult[] = [];
+    for (const slot of [1, 2]) {
+      await runPhase('propose', { ...common(), slot });
+      gates.push(await runPhase('cpu-gate', { ...common(), slot, base }));
+      cpSync(join(run, `i001-c${slot}`), join(gateCopies, `i001-c${slot}`), { recursive: true });
+    }
+    const attestations = JSON.stringify(
+      Object.fromEntries(gates.map((g, s) => [`attestation-c${s + 1}`, JSON.stringify(g.attestation)])),
+    );
+    selected = await runSearchPhase('select', { ...common(), base, attestations });
+  }, 300_000);
+  afterAll(t.cleanup);
+
+  it('fails, recording nothing, when the select job vouched for bundles that did not arrive', async () => {
+    expect(selected.lead.evidence.search?.role).toBe('winner');
+    gateBundlesOnly();
+    const attestations = JSON.stringify(
+      Object.fromEntries(
+        selected.candidates.map((c, s) => [`attestation-c${s + 1}`, JSON.stringify(c.attestation)]),
+      ),
+    );
+    await expect(runSearchPhase('publish', { ...common(), base, attestations })).rejects.toThrow(
+      /the select job vouched for its bundles, and none of them reached the publish job/,
+    );
+    expect(readHistory(join(repo, '.hillclimb'), 'toy')).toEqual([]);
+  });
+
+  it("drops a search record that only a gate job's attestation vouches for", async () => {
+    gateBundlesOnly();
+    // As if a gate job had written a search record saying its candidate won, and attested it.
+    const outputs: Record<string, string> = {};
+    for (const slot of [1, 2]) {
+      const bundle = new Bundle(join(run, `i001-c${slot}`));
+      const ev = bundle.load();
+      if (slot === 1) {
+        ev.search = { ...selected.lead.evidence.search!, role: 'winner', winner: 1 };
+        bundle.save(ev);
+      }
+      outputs[`attestation-c${slot}`] = JSON.stringify(attestBundle(bundle, ev, 'cpu-gate', true));
+    }
+    const published = await runSearchPhase('publish', {
+      ...common(),
+      base,
+      attestations: JSON.stringify(outputs),
+    });
+    const first = published.candidates[0]!.evidence;
+    expect(first.search).toMatchObject({ role: 'loser', winner: null });
+    expect(first.publish?.prNumber).toBeUndefined();
+    expect(listLocalPulls(join(repo, '.hillclimb'))).toHaveLength(0);
+  });
 });

@@ -19,6 +19,8 @@ import { ExitCode, HillclimbError } from '../../util/index.js';
 import { runDirOf } from '../context.js';
 import {
   type Attestation,
+  attestBundle,
+  bundleDigest,
   localAttestationFile,
   parseAttestation,
   readLocalAttestation,
@@ -27,7 +29,6 @@ import {
 import { type Bundle, iterationDirName } from '../state/bundle.js';
 import { newEvidence, runIterationSteps } from '../steps/iteration.js';
 import {
-  attest,
   championFromHistory,
   openPhaseContext,
   type PhaseOptions,
@@ -87,6 +88,33 @@ export async function runSearchPhase(
     for (const why of r) opts.logger.warn(`bundle ${bundles[s]!.dir}: left out ${why}`);
   });
   const first = bundles.find((b) => b.exists())?.load();
+  if (!first) {
+    throw new HillclimbError(
+      `no candidate's bundle reached the ${phase} job (${runDir}: no ${iterationDirName(opts.iteration)}-c<slot> folder)`,
+      {
+        hint: 'every propose or gate job failed before handing its bundle on: see the workflow run, and re-run the failed jobs',
+        exitCode: ExitCode.infra,
+      },
+    );
+  }
+  // The select job vouched for its bundles: they must be the ones here (a lost artifact is re-run, not
+  // published as k unattested candidates).
+  const fromSelect = [...vouched.entries()].filter(([, a]) => a.phase === 'select');
+  if (phase === 'publish' && fromSelect.length > 0) {
+    const arrived = fromSelect.some(([slot, a]) => {
+      const b = bundles[slot - 1];
+      return b?.exists() === true && refused[slot - 1]!.length === 0 && bundleDigest(b.dir) === a.digest;
+    });
+    if (!arrived) {
+      throw new HillclimbError(
+        'the select job vouched for its bundles, and none of them reached the publish job (artifact …-search)',
+        {
+          hint: 're-run the publish job (or the measure job, if its upload failed)',
+          exitCode: ExitCode.infra,
+        },
+      );
+    }
+  }
   const { ctx, openBackends, close } = await openPhaseContext(phase, opts, { ...setup, existing: first });
   const say = (b: Bundle) => (line: string) =>
     (opts.progress ?? opts.logger.info)(`[${b.dir.split('/').pop()} ${ctx.target.name}] ${line}`);
@@ -149,9 +177,13 @@ export async function runSearchPhase(
       if (!ctx.dryRun) await pushHistory(ctx.store, stateDir, ctx.target.name);
     }
 
+    // k candidates' code ran in this one job: one run unsandboxed here could have touched every bundle.
+    const unsandboxedHere = bundles.some((b) =>
+      Object.values(b.load().isolation ?? {}).some((r) => r.mode === 'none' && r.job === ctx.job),
+    );
     const candidates = bundles.map((b, s): PhaseResult => {
       const evidence = b.load();
-      const attestation = attest(ctx, b, evidence, phase);
+      const attestation = attestBundle(b, evidence, phase, !unsandboxedHere);
       const slot = { index: s + 1, of: k };
       writeLocalAttestation(
         localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot }),
@@ -236,6 +268,12 @@ function settleUnselected(ctx: Parameters<typeof recordSearch>[0], bundles: read
   if (!decided) {
     const threshold = 1 + (ctx.config.search.screen_bar ?? ctx.config.measure.practical_delta);
     recordSearch(ctx, bundles, null, threshold);
+    return;
+  }
+  // The winner's own record must be believed too; without it no candidate won (nothing is promoted),
+  // and the table is written again from what each bundle now says, so that it does not say otherwise.
+  if (!bundles.some((b) => b.load().search?.role === 'winner')) {
+    recordSearch(ctx, bundles, null, decided.threshold, decided.measured ?? []);
     return;
   }
   for (const b of bundles) {

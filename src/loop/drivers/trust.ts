@@ -132,7 +132,11 @@ export async function acceptBundle(
   if (opts.trustedBranch) ev.base.branch = opts.trustedBranch;
   else delete ev.base.branch;
   const attested = opts.attestations.some((a) => attestedBy(a, bundle, expected, refused));
-  if (attested && opts.slot && phase === 'publish') {
+  // Only the job that selected writes a search's outcome: a gate job's attestation vouches for none.
+  const selectedHere = opts.attestations.some(
+    (a) => a?.phase === 'select' && attestedBy(a, bundle, expected, refused),
+  );
+  if (selectedHere && opts.slot && phase === 'publish') {
     if (selected.screen) ev.screen = selected.screen;
     if (selected.search) ev.search = selected.search;
   }
