@@ -77566,27 +77566,34 @@ function viewOf(buf) {
 var Pattern = class {
   bytes;
   length;
-  /** The pattern's bytes as little-endian 32-bit words; the last one padded with its tail bytes. */
+  /**
+   * The pattern's bytes as little-endian 32-bit words at `offsets`: every fourth byte, and the last word
+   * ending with the pattern (overlapping the one before), so no byte is compared alone.
+   */
   words;
-  tail;
+  offsets;
   /** `text` is ASCII; bytes are taken as they are. */
   constructor(text3) {
     this.bytes = typeof text3 === "string" ? Buffer.from(text3, "latin1") : text3;
     this.length = this.bytes.length;
+    const n2 = this.length >= 4 ? this.length + 3 >> 2 : 0;
+    this.words = new Int32Array(n2);
+    this.offsets = new Int32Array(n2);
     const view = viewOf(this.bytes);
-    this.words = new Int32Array(this.length >> 2);
-    for (let k = 0; k < this.words.length; k++) this.words[k] = view.getInt32(4 * k, true);
-    this.tail = this.length & 3;
+    for (let k = 0; k < n2; k++) {
+      this.offsets[k] = Math.min(4 * k, this.length - 4);
+      this.words[k] = view.getInt32(this.offsets[k], true);
+    }
   }
   /** Whether `buf` (viewed by `view`) holds the pattern at `p`. */
   at(buf, view, p) {
     const n2 = this.length;
     if (p + n2 > buf.length) return false;
+    if (n2 < 4) return bytesAt(buf, p, this.bytes);
     const words = this.words;
-    let k = p;
-    for (let w = 0; w < words.length; w++, k += 4) if (view.getInt32(k, true) !== words[w]) return false;
-    const bytes = this.bytes;
-    for (let t = n2 - this.tail; t < n2; t++, k++) if (buf[k] !== bytes[t]) return false;
+    const offsets = this.offsets;
+    for (let w = 0; w < words.length; w++)
+      if (view.getInt32(p + offsets[w], true) !== words[w]) return false;
     return true;
   }
 };
@@ -78143,7 +78150,15 @@ var ChromeJsonScanner = class {
   }
   /** Parse the event object at `p` (its `{`), dispatch it, and return the index after its `}`. */
   event(text3, p) {
-    const strings = this.strings;
+    this.resetEvent();
+    if (this.tslShape && TSL_EVENT_HEAD.at(text3, this.words, p)) {
+      const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
+      if (end > 0) return end;
+      this.resetEvent();
+    }
+    return this.anyEvent(text3, p);
+  }
+  resetEvent() {
     this.ph = 0;
     this.pid = void 0;
     this.tid = void 0;
@@ -78155,18 +78170,13 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && TSL_EVENT_HEAD.at(text3, this.words, p)) {
-      const end = this.tslEvent(text3, p + TSL_EVENT_HEAD.length);
-      if (end > 0) return end;
-      this.ph = 0;
-      this.pid = void 0;
-      this.tid = void 0;
-      this.hasTs = false;
-      this.durPs = 0;
-      this.nameStart = -1;
-      this.argsStart = -1;
-      this.argsEnd = -1;
-    }
+  }
+  /**
+   * An event in any layout. Kept apart from `event` so that the first metadata or odd event met after
+   * the hot path was optimized deoptimizes only this function, not the per-event one with it.
+   */
+  anyEvent(text3, p) {
+    const strings = this.strings;
     p = skipSpace(text3, p + 1);
     if (byteAt(text3, p) === 125) return p + 1;
     for (; ; ) {
@@ -84336,7 +84346,10 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   if (opts.trustedBranch) ev.base.branch = opts.trustedBranch;
   else delete ev.base.branch;
   const attested = opts.attestations.some((a2) => attestedBy(a2, bundle, expected, refused));
-  if (attested && opts.slot && phase === "publish") {
+  const selectedHere = opts.attestations.some(
+    (a2) => a2?.phase === "select" && attestedBy(a2, bundle, expected, refused)
+  );
+  if (selectedHere && opts.slot && phase === "publish") {
     if (selected.screen) ev.screen = selected.screen;
     if (selected.search) ev.search = selected.search;
   }
@@ -85100,6 +85113,31 @@ async function runSearchPhase(phase, opts) {
     for (const why of r) opts.logger.warn(`bundle ${bundles[s].dir}: left out ${why}`);
   });
   const first = bundles.find((b) => b.exists())?.load();
+  if (!first) {
+    throw new HillclimbError(
+      `no candidate's bundle reached the ${phase} job (${runDir}: no ${iterationDirName(opts.iteration)}-c<slot> folder)`,
+      {
+        hint: "every propose or gate job failed before handing its bundle on: see the workflow run, and re-run the failed jobs",
+        exitCode: ExitCode2.infra
+      }
+    );
+  }
+  const fromSelect = [...vouched.entries()].filter(([, a2]) => a2.phase === "select");
+  if (phase === "publish" && fromSelect.length > 0) {
+    const arrived = fromSelect.some(([slot, a2]) => {
+      const b = bundles[slot - 1];
+      return b?.exists() === true && refused[slot - 1].length === 0 && bundleDigest(b.dir) === a2.digest;
+    });
+    if (!arrived) {
+      throw new HillclimbError(
+        "the select job vouched for its bundles, and none of them reached the publish job (artifact \u2026-search)",
+        {
+          hint: "re-run the publish job (or the measure job, if its upload failed)",
+          exitCode: ExitCode2.infra
+        }
+      );
+    }
+  }
   const { ctx, openBackends, close } = await openPhaseContext(phase, opts, { ...setup, existing: first });
   const say = (b) => (line) => (opts.progress ?? opts.logger.info)(`[${b.dir.split("/").pop()} ${ctx.target.name}] ${line}`);
   try {
@@ -85159,9 +85197,12 @@ async function runSearchPhase(phase, opts) {
       await recordCandidates(ctx, bundles, void 0, say, ["record", "publish"]);
       if (!ctx.dryRun) await pushHistory(ctx.store, stateDir, ctx.target.name);
     }
+    const unsandboxedHere = bundles.some(
+      (b) => Object.values(b.load().isolation ?? {}).some((r) => r.mode === "none" && r.job === ctx.job)
+    );
     const candidates = bundles.map((b, s) => {
       const evidence = b.load();
-      const attestation = attest(ctx, b, evidence, phase);
+      const attestation = attestBundle(b, evidence, phase, !unsandboxedHere);
       const slot = { index: s + 1, of: k };
       writeLocalAttestation(
         localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot }),
@@ -85222,6 +85263,10 @@ function settleUnselected(ctx, bundles) {
   if (!decided) {
     const threshold = 1 + (ctx.config.search.screen_bar ?? ctx.config.measure.practical_delta);
     recordSearch(ctx, bundles, null, threshold);
+    return;
+  }
+  if (!bundles.some((b) => b.load().search?.role === "winner")) {
+    recordSearch(ctx, bundles, null, decided.threshold, decided.measured ?? []);
     return;
   }
   for (const b of bundles) {

@@ -41239,27 +41239,34 @@ function viewOf(buf) {
 var Pattern = class {
   bytes;
   length;
-  /** The pattern's bytes as little-endian 32-bit words; the last one padded with its tail bytes. */
+  /**
+   * The pattern's bytes as little-endian 32-bit words at `offsets`: every fourth byte, and the last word
+   * ending with the pattern (overlapping the one before), so no byte is compared alone.
+   */
   words;
-  tail;
+  offsets;
   /** `text` is ASCII; bytes are taken as they are. */
   constructor(text) {
     this.bytes = typeof text === "string" ? Buffer.from(text, "latin1") : text;
     this.length = this.bytes.length;
+    const n = this.length >= 4 ? this.length + 3 >> 2 : 0;
+    this.words = new Int32Array(n);
+    this.offsets = new Int32Array(n);
     const view = viewOf(this.bytes);
-    this.words = new Int32Array(this.length >> 2);
-    for (let k = 0; k < this.words.length; k++) this.words[k] = view.getInt32(4 * k, true);
-    this.tail = this.length & 3;
+    for (let k = 0; k < n; k++) {
+      this.offsets[k] = Math.min(4 * k, this.length - 4);
+      this.words[k] = view.getInt32(this.offsets[k], true);
+    }
   }
   /** Whether `buf` (viewed by `view`) holds the pattern at `p`. */
   at(buf, view, p) {
     const n = this.length;
     if (p + n > buf.length) return false;
+    if (n < 4) return bytesAt(buf, p, this.bytes);
     const words = this.words;
-    let k = p;
-    for (let w = 0; w < words.length; w++, k += 4) if (view.getInt32(k, true) !== words[w]) return false;
-    const bytes = this.bytes;
-    for (let t = n - this.tail; t < n; t++, k++) if (buf[k] !== bytes[t]) return false;
+    const offsets = this.offsets;
+    for (let w = 0; w < words.length; w++)
+      if (view.getInt32(p + offsets[w], true) !== words[w]) return false;
     return true;
   }
 };
@@ -41816,7 +41823,15 @@ var ChromeJsonScanner = class {
   }
   /** Parse the event object at `p` (its `{`), dispatch it, and return the index after its `}`. */
   event(text, p) {
-    const strings = this.strings;
+    this.resetEvent();
+    if (this.tslShape && TSL_EVENT_HEAD.at(text, this.words, p)) {
+      const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
+      if (end > 0) return end;
+      this.resetEvent();
+    }
+    return this.anyEvent(text, p);
+  }
+  resetEvent() {
     this.ph = 0;
     this.pid = void 0;
     this.tid = void 0;
@@ -41828,18 +41843,13 @@ var ChromeJsonScanner = class {
     this.argsStart = -1;
     this.argsEnd = -1;
     this.argsParsed = false;
-    if (this.tslShape && TSL_EVENT_HEAD.at(text, this.words, p)) {
-      const end = this.tslEvent(text, p + TSL_EVENT_HEAD.length);
-      if (end > 0) return end;
-      this.ph = 0;
-      this.pid = void 0;
-      this.tid = void 0;
-      this.hasTs = false;
-      this.durPs = 0;
-      this.nameStart = -1;
-      this.argsStart = -1;
-      this.argsEnd = -1;
-    }
+  }
+  /**
+   * An event in any layout. Kept apart from `event` so that the first metadata or odd event met after
+   * the hot path was optimized deoptimizes only this function, not the per-event one with it.
+   */
+  anyEvent(text, p) {
+    const strings = this.strings;
     p = skipSpace(text, p + 1);
     if (byteAt(text, p) === 125) return p + 1;
     for (; ; ) {
