@@ -13,8 +13,7 @@
  * its slot set from the workflow's side. A candidate whose bundle never reached the job (its propose or
  * gate job failed before handing it on) is recorded as `error`, so nothing is lost.
  */
-import { existsSync, lstatSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { ExitCode, HillclimbError } from '../../util/index.js';
 import { runDirOf } from '../context.js';
 import {
@@ -81,7 +80,6 @@ export async function runSearchPhase(
   }
   const vouched = attestationsBySlot(opts.attestations);
   const runDir = runDirOf(stateDir, opts.runId);
-  adoptDownloadedBundles(runDir, opts.runId, opts.iteration, k);
   const bundles = candidateBundles(runDir, opts.iteration, k);
   const refused = bundles.map((b) => (existsSync(b.dir) ? quarantineBundle(b) : []));
   refused.forEach((r, s) => {
@@ -240,22 +238,6 @@ export function attestationsBySlot(text: string | undefined): Map<number, Attest
     bySlot.set(Number(m[1]), parseAttestation(value, `attestations: ${key}`));
   }
   return bySlot;
-}
-
-/**
- * The workflow downloads every candidate's artifact into the run's folder, each in a folder named after
- * it (`bundle-<run>-i003-c2`): move each to its bundle's place (`i003-c2`) unless a bundle is there
- * already (the select job's, downloaded after them). Only real folders of exactly those names move.
- */
-export function adoptDownloadedBundles(runDir: string, runId: string, iteration: number, k: number): void {
-  for (let index = 1; index <= k; index++) {
-    const name = iterationDirName({ iteration, slot: { index } });
-    const incoming = join(runDir, `bundle-${runId}-${name}`);
-    if (!existsSync(incoming)) continue;
-    const target = join(runDir, name);
-    if (lstatSync(incoming).isDirectory() && !existsSync(target)) renameSync(incoming, target);
-    else rmSync(incoming, { recursive: true, force: true });
-  }
 }
 
 /**

@@ -1,11 +1,8 @@
-// The search phases' inputs: the attestations by slot (the workflow's toJSON of a matrix's outputs), the
-// downloaded artifacts moved to their bundles' places, the slot a workflow gives a job.
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+// The search phases' inputs: the attestations by slot (the workflow's toJSON of a matrix's outputs) and
+// the slot a workflow gives a job.
+import { describe, expect, it } from 'vitest';
 import { trustedSlot } from '../../../src/loop/drivers/phases.js';
-import { adoptDownloadedBundles, attestationsBySlot } from '../../../src/loop/drivers/search-phases.js';
-import { tempDir } from '../../helpers/paths.js';
+import { attestationsBySlot } from '../../../src/loop/drivers/search-phases.js';
 
 const attestation = (digest: string) =>
   JSON.stringify({
@@ -40,30 +37,6 @@ describe('attestationsBySlot', () => {
     expect(() => attestationsBySlot('{"attestation-c2": "{}"}')).toThrow(
       /attestations: attestation-c2: not a hillclimb attestation/,
     );
-  });
-});
-
-describe('adoptDownloadedBundles', () => {
-  const t = tempDir('hc-adopt-');
-  afterAll(t.cleanup);
-
-  it("moves each candidate's artifact folder to its bundle's place, unless a bundle is there", () => {
-    const run = join(t.dir, 'run');
-    for (const name of ['bundle-r1-i002-c1', 'bundle-r1-i002-c2', 'i002-c2', 'bundle-r1-i002-c9']) {
-      mkdirSync(join(run, name), { recursive: true });
-      writeFileSync(join(run, name, 'evidence.json'), name);
-    }
-    // A link of the right name is no folder to adopt.
-    symlinkSync(join(run, 'i002-c2'), join(run, 'bundle-r1-i002-c3'));
-    adoptDownloadedBundles(run, 'r1', 2, 3);
-    expect(existsSync(join(run, 'i002-c1', 'evidence.json'))).toBe(true);
-    expect(existsSync(join(run, 'bundle-r1-i002-c1'))).toBe(false);
-    // The select job's bundle, downloaded after, stays; the gate's copy goes.
-    expect(existsSync(join(run, 'bundle-r1-i002-c2'))).toBe(false);
-    expect(existsSync(join(run, 'i002-c3'))).toBe(false);
-    expect(existsSync(join(run, 'bundle-r1-i002-c3'))).toBe(false);
-    // Past k: not a candidate of this iteration, left alone.
-    expect(existsSync(join(run, 'bundle-r1-i002-c9'))).toBe(true);
   });
 });
 

@@ -1,6 +1,6 @@
 // The upload-artifact stand-in (see action.yml and ../README.md).
 import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 const input = (name) => (process.env[`INPUT_${name.toUpperCase()}`] ?? '').trim();
 const fail = (message) => {
@@ -25,8 +25,27 @@ function files(dir, rel = '') {
   });
 }
 
-const single = existsSync(path) && statSync(path).isFile();
-const found = !existsSync(path) ? [] : single ? [basename(path)] : files(path);
+// A wildcard in the last part of the path (`runs/r1/i003-c2*`): the real action's root is the folder
+// before the wildcard, so the artifact holds each matching entry under its own name.
+const wildcard = basename(path).includes('*');
+if (wildcard && dirname(path).includes('*'))
+  fail(`the stand-in takes a wildcard in the last part of a path only: ${path}`);
+const searchRoot = wildcard ? dirname(path) : path;
+const matcher = new RegExp(
+  `^${basename(path)
+    .replace(/[.+^${}()|[\]\\?]/g, '\\$&')
+    .replaceAll('*', '.*')}$`,
+);
+const single = !wildcard && existsSync(path) && statSync(path).isFile();
+const found = wildcard
+  ? (existsSync(searchRoot) ? readdirSync(searchRoot) : [])
+      .filter((n) => matcher.test(n) && (hidden || !n.startsWith('.')))
+      .flatMap((n) => (statSync(join(searchRoot, n)).isDirectory() ? files(searchRoot, n) : [n]))
+  : !existsSync(path)
+    ? []
+    : single
+      ? [basename(path)]
+      : files(path);
 if (found.length === 0) {
   const message = `No files were found with the provided path: ${path}. No artifacts will be uploaded.`;
   if (onEmpty === 'error') fail(message);
@@ -43,7 +62,7 @@ if (existsSync(dest)) {
 }
 mkdirSync(dest, { recursive: true });
 for (const f of found) {
-  const from = single ? path : join(path, f);
+  const from = single ? path : join(searchRoot, f);
   mkdirSync(join(dest, f, '..'), { recursive: true });
   cpSync(from, join(dest, f));
 }
