@@ -45651,23 +45651,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join45 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join44 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join45(key), message: retired };
+      if (retired) return { keyPath: join44(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join45(key),
+        keyPath: join44(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join45(String(e.params.missingProperty)),
+        keyPath: join44(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -85092,8 +85092,7 @@ function searchRow(ev, measured2) {
 }
 
 // src/loop/drivers/search-phases.ts
-import { existsSync as existsSync32, lstatSync as lstatSync4, renameSync as renameSync7, rmSync as rmSync25 } from "node:fs";
-import { join as join44 } from "node:path";
+import { existsSync as existsSync32 } from "node:fs";
 async function runSearchPhase(phase, opts) {
   const setup = await phaseSetup(phase, opts);
   const { config, stateDir } = setup;
@@ -85106,7 +85105,6 @@ async function runSearchPhase(phase, opts) {
   }
   const vouched = attestationsBySlot(opts.attestations);
   const runDir = runDirOf(stateDir, opts.runId);
-  adoptDownloadedBundles(runDir, opts.runId, opts.iteration, k);
   const bundles = candidateBundles(runDir, opts.iteration, k);
   const refused = bundles.map((b) => existsSync32(b.dir) ? quarantineBundle(b) : []);
   refused.forEach((r, s) => {
@@ -85247,16 +85245,6 @@ function attestationsBySlot(text3) {
     bySlot.set(Number(m[1]), parseAttestation(value2, `attestations: ${key}`));
   }
   return bySlot;
-}
-function adoptDownloadedBundles(runDir, runId, iteration, k) {
-  for (let index = 1; index <= k; index++) {
-    const name = iterationDirName({ iteration, slot: { index } });
-    const incoming = join44(runDir, `bundle-${runId}-${name}`);
-    if (!existsSync32(incoming)) continue;
-    const target2 = join44(runDir, name);
-    if (lstatSync4(incoming).isDirectory() && !existsSync32(target2)) renameSync7(incoming, target2);
-    else rmSync25(incoming, { recursive: true, force: true });
-  }
 }
 function settleUnselected(ctx, bundles) {
   const decided = bundles.map((b) => b.load().search).find((s) => s !== void 0);
