@@ -101,7 +101,8 @@ describe.skipIf(act.skip)(
       for (const s of [1, 2, 3]) {
         const bundle = world.artifact(RUN, `bundle-gh${RUN}-i001-c${s}`);
         expect(bundle, `candidate ${s}'s artifact`).toBeDefined();
-        const ev = JSON.parse(readFileSync(join(bundle!, 'evidence.json'), 'utf8'));
+        // The artifact holds the bundle's folder, so that several merge into the run's folder.
+        const ev = JSON.parse(readFileSync(join(bundle!, `i001-c${s}`, 'evidence.json'), 'utf8'));
         expect(ev.slot).toEqual({ index: s, of: 3 });
       }
     });
