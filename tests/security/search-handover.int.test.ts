@@ -29,17 +29,29 @@ const [faster, wrong, sameSpeed] = STANDARD_PATCHES as [
   (typeof STANDARD_PATCHES)[0],
 ];
 
+/** One job's options for a search of `k` candidates in `repo`, iteration 1 of run RUN. */
+function searchJob(repo: string, k: number) {
+  return {
+    configFile: join(repo, 'hillclimb.yml'),
+    overrides: { 'loop.candidates': k },
+    runId: RUN,
+    iteration: 1,
+    logger: memoryLogger(),
+  };
+}
+
+/** The toy target's suite runs on this machine's python3 (no project venv in these tests). */
+function usePython3(): void {
+  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+    encoding: 'utf8',
+  }).trim();
+}
+
 describe("a search in the workflow's jobs believes slots and outcomes only from the trusted side", () => {
   const t = tempDir('hc-search-jobs-');
   const repo = join(t.dir, 'repo');
   let base: string;
-  const common = () => ({
-    configFile: join(repo, 'hillclimb.yml'),
-    overrides: { 'loop.candidates': 3 },
-    runId: RUN,
-    iteration: 1,
-    logger: memoryLogger(),
-  });
+  const common = () => searchJob(repo, 3);
   /** The job outputs a set of results hands on, as the workflow's toJSON(needs.<job>.outputs) does. */
   const outputs = (results: readonly PhaseResult[]) =>
     JSON.stringify(
@@ -52,9 +64,7 @@ describe("a search in the workflow's jobs believes slots and outcomes only from 
   let published: SearchPhaseResult;
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    usePython3();
     base = makeToyRepo(repo, [
       { ...wrong, name: '0001-wrong-math' },
       { ...sameSpeed, name: '0001.2-same-speed' },
@@ -142,21 +152,13 @@ describe('a search candidate without an attested CPU gate pass', () => {
   afterAll(t.cleanup);
 
   it('ends in error before the screen, and the screen goes on without it', async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    usePython3();
     const repo = join(t.dir, 'repo');
     const base = makeToyRepo(repo, [
       { ...faster, name: '0001-shorter-delay' },
       { ...sameSpeed, name: '0001.2-same-speed' },
     ]);
-    const common = {
-      configFile: join(repo, 'hillclimb.yml'),
-      overrides: { 'loop.candidates': 2 },
-      runId: RUN,
-      iteration: 1,
-      logger: memoryLogger(),
-    };
+    const common = searchJob(repo, 2);
     const gates: PhaseResult[] = [];
     for (const slot of [1, 2]) {
       await runPhase('propose', { ...common, slot });
@@ -186,13 +188,7 @@ describe("publish believes a search's outcome only from the select job", () => {
   const gateCopies = join(t.dir, 'gate-bundles');
   let base: string;
   let selected: SearchPhaseResult;
-  const common = () => ({
-    configFile: join(repo, 'hillclimb.yml'),
-    overrides: { 'loop.candidates': 2 },
-    runId: RUN,
-    iteration: 1,
-    logger: memoryLogger(),
-  });
+  const common = () => searchJob(repo, 2);
   /** The bundles as the gate jobs left them, with no attestation of this machine's. */
   const gateBundlesOnly = () => {
     for (const slot of [1, 2]) {
@@ -203,9 +199,7 @@ describe("publish believes a search's outcome only from the select job", () => {
   };
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    usePython3();
     base = makeToyRepo(repo, [
       { ...faster, name: '0001-shorter-delay' },
       { ...sameSpeed, name: '0001.2-same-speed' },
