@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { MINIMAL_CONFIG } from '../helpers/config.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
+import { makeToyRepo } from '../loop/toy-repo.js';
 
 const hillclimb = runCli;
 
@@ -28,6 +29,32 @@ describe('hillclimb CLI', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("unknown command 'frobnicate'");
     expect(r.stderr).not.toMatch(/\s+at .*\.js:\d+/);
+  });
+
+  it("iterate --slot names a search's candidate: a bad value or one past loop.candidates exits 2 naming it", async () => {
+    const t = tempDir('hc-cli-slot-');
+    try {
+      makeToyRepo(join(t.dir, 'repo'), []);
+      const base = [
+        'iterate',
+        'propose',
+        '--run-id',
+        'r1',
+        '-i',
+        '1',
+        '-c',
+        join(t.dir, 'repo', 'hillclimb.yml'),
+      ];
+      const bad = await hillclimb([...base, '--slot', 'two']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--slot must be a positive integer, got "two"');
+      const past = await hillclimb([...base, '--slot', '2']);
+      expect(past.code).toBe(2);
+      expect(past.stderr).toContain('slot 2 is not a candidate of this iteration: loop.candidates is 1');
+      expect(past.stderr).not.toMatch(/\s+at .*\.js:\d+/);
+    } finally {
+      t.cleanup();
+    }
   });
 
   it('doctor passes on this machine (the test command sets up the venv first)', async () => {

@@ -10,6 +10,7 @@ import { type LoopFlags, overridesFrom, withInterrupts } from './loop.js';
 
 interface IterateFlags extends LoopFlags {
   iteration: string;
+  slot?: string;
   base?: string;
   runStartedAt?: string;
   attestation?: string;
@@ -21,6 +22,10 @@ export function registerIterate(program: Command, ctx: () => CliContext, done: (
     .description(`run one phase of one iteration: ${PHASES.join(', ')}`)
     .requiredOption('--run-id <id>', 'the run this iteration belongs to')
     .requiredOption('-i, --iteration <n>', 'iteration number (1-based)')
+    .option(
+      '--slot <s>',
+      "a search's candidate (loop.candidates > 1), 1 to k: bundle i003-c<s>, branch …/i003-c<s> (the workflow's matrix gives it)",
+    )
     .option('-c, --config <file>', 'config file (default: hillclimb.yml in the project root)')
     .option('-t, --target <name>', 'target to optimize')
     .option(
@@ -53,6 +58,12 @@ export function registerIterate(program: Command, ctx: () => CliContext, done: (
           exitCode: ExitCode.badInput,
         });
       }
+      const slot = flags.slot === undefined ? undefined : Number(flags.slot);
+      if (slot !== undefined && !(Number.isInteger(slot) && slot >= 1)) {
+        throw new HillclimbError(`--slot must be a positive integer, got "${flags.slot}"`, {
+          exitCode: ExitCode.badInput,
+        });
+      }
       const result = await withInterrupts((signal) =>
         runPhase(phase as Phase, {
           configFile: resolveConfigFile(c.root, flags.config),
@@ -60,6 +71,7 @@ export function registerIterate(program: Command, ctx: () => CliContext, done: (
           ...(flags.target ? { target: flags.target } : {}),
           runId: String(flags.runId),
           iteration,
+          ...(slot !== undefined ? { slot } : {}),
           ...(flags.iterations ? { totalIterations: Number(flags.iterations) } : {}),
           ...(flags.base ? { base: flags.base } : {}),
           ...(flags.runStartedAt ? { runStartedAt: flags.runStartedAt } : {}),
