@@ -2,7 +2,7 @@
  * Agents (codex, claude, command, replay) behind one interface, built by agent.kind. Other modules
  * import from this entry, never from its files.
  */
-export type { Agent, AgentIsolation } from './agent.js';
+export type { Agent, AgentIsolation, AgentOutcome } from './agent.js';
 export { claudeCredentials } from './agents/claude.js';
 export { codexCredentials } from './agents/codex.js';
 export { listReplayPatches, replaySlots } from './agents/replay.js';

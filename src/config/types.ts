@@ -72,6 +72,8 @@ export interface SearchConfig {
   screen_bar?: number;
   slot_directives: string[];
   publish_losers: boolean;
+  /** On one machine: how many of an iteration's agents run at once. */
+  parallel_proposals: number;
 }
 
 export interface MeasureConfig {

@@ -17,8 +17,29 @@ import type { Journal } from '../state/journal.js';
 import { type NewIteration, newEvidence, runIterationSteps, withInfraRetries } from '../steps/iteration.js';
 import { screenCandidate } from '../steps/screen.js';
 
-/** The steps every candidate goes through before the screen. */
-const BEFORE_SCREEN: readonly StepName[] = ['prepare', 'propose', 'guard', 'cpu-gate', 'accelerator-gate'];
+/** The steps every candidate goes through after its agent and before the screen. */
+const AFTER_PROPOSE: readonly StepName[] = ['guard', 'cpu-gate', 'accelerator-gate'];
+
+/**
+ * `work` for every item, at most `limit` at once. Every one runs to its end before a failure is thrown
+ * (none is left running behind a loop that has moved on); then the failure of the first item in order.
+ */
+export async function allSettledInTurn<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<unknown>,
+): Promise<void> {
+  const failures = new Map<number, unknown>();
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await work(items[i]!).catch((e: unknown) => failures.set(i, e));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, lane));
+  if (failures.size > 0) throw failures.get(Math.min(...failures.keys()));
+}
 
 /** The full comparison, which only the winner gets. */
 const FULL_COMPARISON: readonly StepName[] = ['measure', 'profile', 'decide'];
@@ -83,11 +104,18 @@ export async function runSearchIteration(
     if (!b.exists()) b.save({ ...newEvidence(ctx, it), slot: { index: s + 1, of: k } });
   });
 
-  // The proposals and their gates, one after another: on one machine the agents' and the gates' work
-  // would compete for the same cores (and a gate's verdict does not depend on the order).
+  // The prompts one after another (the first may profile the champion; the others reuse it), then the
+  // agents side by side, search.parallel_proposals at a time (they mostly wait on their model API; each
+  // works in its own clone and sandbox), then guards and gates in slot order: the gates use the cores,
+  // and the guard's in-search novelty check looks at the lower slots.
+  for (const b of bundles)
+    await runIterationSteps({ ...ctx, progress: say(b) }, b, journal, { only: ['prepare'] });
+  await allSettledInTurn(bundles, ctx.config.search.parallel_proposals, (b) =>
+    runIterationSteps({ ...ctx, progress: say(b) }, b, journal, { only: ['propose'] }),
+  );
   for (const b of bundles) {
     ctx.progress = say(b);
-    await runIterationSteps(ctx, b, journal, { only: BEFORE_SCREEN });
+    await runIterationSteps(ctx, b, journal, { only: AFTER_PROPOSE });
   }
 
   // Every record carries the outcome once the selection is complete; an interrupted one is redone

@@ -204,8 +204,9 @@ export function verifierTreePath(ctx: LoopContext, commit: string, name: string)
 }
 
 /**
- * Git work in the run's repository, one piece at a time: the screens of an iteration's candidates may
- * run at once (a backend with several machines), and `git worktree add` of one repository must not.
+ * Git work in the run's repository, one piece at a time: a search's agents (search.parallel_proposals)
+ * and its screens (a backend with several machines) may run at once, and `git worktree add` of one
+ * repository must not.
  */
 let repositoryQueue: Promise<unknown> = Promise.resolve();
 export function oneAtATime<T>(fn: () => Promise<T>): Promise<T> {

@@ -12,7 +12,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import { type AgentIsolation, agentIdentity, leftoverMessage } from '../../agent/index.js';
+import { type AgentIsolation, type AgentOutcome, agentIdentity, leftoverMessage } from '../../agent/index.js';
 import { type AgentEvidence, recordIsolation } from '../../evidence/index.js';
 import { SANDBOX_HINT, sandboxAvailability } from '../../exec/index.js';
 import { interpreterReadPaths, venvPython } from '../../project/index.js';
@@ -30,7 +30,8 @@ import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } fro
 import { InfraFailure } from './failures.js';
 import { candidateRef, iterationBranch } from './naming.js';
 import { AGENT_RESULT_NAME } from './prepare.js';
-import type { Step } from './step.js';
+import { oneAtATime } from './programs.js';
+import type { Step, StepEnv, StepResult } from './step.js';
 
 const MINUTE_MS = 60_000;
 const AGENT_LOG_NAME = 'agent.log';
@@ -38,13 +39,15 @@ const AGENT_LOG_NAME = 'agent.log';
 export const proposeStep: Step = {
   name: 'propose',
   evaluation: true,
-  async run({ ctx, bundle, ev }) {
+  async run(env) {
+    const { ctx, bundle, ev } = env;
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
     rmSync(dirname(repo), { recursive: true, force: true });
     mkdirSync(out, { recursive: true });
-    await ctx.git.cloneForAgent(repo, base);
+    // A search's agents may run side by side: the repository's git work, one piece at a time.
+    await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
 
     // An attempt killed before it was recorded is made again under its own number.
     const attempts = (ev.agent?.attempts ?? 0) + 1;
@@ -100,54 +103,66 @@ export const proposeStep: Step = {
       });
     }
 
-    // The change: the agent's working tree, taken as plain files into the harness's own worktree.
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), base);
-    const snapshot = snapshotTree(repo, wt.root);
-    if (snapshot.refused.length > 0) {
-      await wt.resetHard(base);
-      rmSync(dirname(repo), { recursive: true, force: true });
-      return {
-        status: 'verdict',
-        verdict: 'invalid',
-        reasons: [
-          `the agent's tree holds what the harness never takes: ${snapshot.refused.slice(0, 5).join('; ')}`,
-        ],
-      };
-    }
-    await wt.stageAll();
-    if (!(await wt.hasStagedChanges())) {
-      rmSync(dirname(repo), { recursive: true, force: true });
-      const why =
-        outcome.status === 'finished'
-          ? 'the agent made no commit'
-          : outcome.status === 'timeout'
-            ? 'the agent timed out without a commit'
-            : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
-      return { status: 'verdict', verdict: 'no-op', reasons: [why] };
-    }
-    const head = await wt.commit(await commitMessage(ctx, repo, base, outcome.result), {
-      identity: HARNESS_IDENTITY,
-      author: agentIdentity(ctx.agent.name),
-    });
-    rmSync(dirname(repo), { recursive: true, force: true });
-
-    // Keep the commit reachable and portable: a ref in the repository, a git bundle and a patch.
-    const ref = candidateRef(ctx.runId, ev);
-    await ctx.git.updateRef(ref, head);
-    await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
-    writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(base, head));
-    ev.candidate = {
-      branch: iterationBranch(ctx, ev),
-      commit: head,
-      commits: [head],
-      subject: await ctx.git.subject(head),
-      changedPaths: await ctx.git.changedPaths(base, head),
-      patchFile: BundleFiles.patch,
-    };
-    const note = outcome.status === 'finished' ? undefined : `agent ${outcome.status}, but it committed`;
-    return note ? { status: 'done', note } : { status: 'done' };
+    return oneAtATime(() => takeChange(env, repo, outcome));
   },
 };
+
+/**
+ * The change: the agent's working tree, taken as plain files into the harness's own worktree, committed,
+ * and kept reachable (a ref, a git bundle, a patch).
+ */
+async function takeChange(
+  { ctx, bundle, ev }: StepEnv,
+  repo: string,
+  outcome: AgentOutcome,
+): Promise<StepResult> {
+  const base = ev.base.commit;
+  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), base);
+  const snapshot = snapshotTree(repo, wt.root);
+  if (snapshot.refused.length > 0) {
+    await wt.resetHard(base);
+    rmSync(dirname(repo), { recursive: true, force: true });
+    return {
+      status: 'verdict',
+      verdict: 'invalid',
+      reasons: [
+        `the agent's tree holds what the harness never takes: ${snapshot.refused.slice(0, 5).join('; ')}`,
+      ],
+    };
+  }
+  await wt.stageAll();
+  if (!(await wt.hasStagedChanges())) {
+    rmSync(dirname(repo), { recursive: true, force: true });
+    const why =
+      outcome.status === 'finished'
+        ? 'the agent made no commit'
+        : outcome.status === 'timeout'
+          ? 'the agent timed out without a commit'
+          : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent!.logFile))}`;
+    return { status: 'verdict', verdict: 'no-op', reasons: [why] };
+  }
+  const head = await wt.commit(await commitMessage(ctx, repo, base, outcome.result), {
+    identity: HARNESS_IDENTITY,
+    author: agentIdentity(ctx.agent.name),
+  });
+  rmSync(dirname(repo), { recursive: true, force: true });
+
+  // Keep the commit reachable and portable: a ref in the repository, a git bundle and a patch.
+  const ref = candidateRef(ctx.runId, ev);
+  await ctx.git.updateRef(ref, head);
+  await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
+  writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(base, head));
+  ev.candidate = {
+    branch: iterationBranch(ctx, ev),
+    commit: head,
+    commits: [head],
+    subject: await ctx.git.subject(head),
+    changedPaths: await ctx.git.changedPaths(base, head),
+    patchFile: BundleFiles.patch,
+  };
+  const note = outcome.status === 'finished' ? undefined : `agent ${outcome.status}, but it committed`;
+  return note ? { status: 'done', note } : { status: 'done' };
+}
 
 /** How an earlier attempt ended, for the evidence's list of attempts. */
 function attemptSummary(a: AgentEvidence): NonNullable<AgentEvidence['earlier']>[number] {
