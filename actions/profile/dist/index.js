@@ -45111,6 +45111,13 @@ var hillclimb_schema_default = {
           type: "boolean",
           default: false,
           description: "Open a PR for every candidate with a commit the guard allowed, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
+        },
+        parallel_proposals: {
+          type: "integer",
+          minimum: 1,
+          maximum: 8,
+          default: 4,
+          description: "On one machine (hillclimb loop): how many of an iteration's agents run at once. Agents mostly wait on their model API, so they run side by side; their guards and gates, which use the cores, run one after another. 1 runs the agents one after another too. The workflow runs each candidate's agent in a job of its own."
         }
       }
     },
@@ -83672,13 +83679,14 @@ var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
   name: "propose",
   evaluation: true,
-  async run({ ctx, bundle, ev }) {
+  async run(env) {
+    const { ctx, bundle, ev } = env;
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
     rmSync22(dirname21(repo), { recursive: true, force: true });
     mkdirSync23(out, { recursive: true });
-    await ctx.git.cloneForAgent(repo, base);
+    await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const resultFile = join38(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
@@ -83728,46 +83736,50 @@ var proposeStep = {
         hint: `the agent log is ${bundle.path(ev.agent.logFile)}`
       });
     }
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), base);
-    const snapshot = snapshotTree(repo, wt.root);
-    if (snapshot.refused.length > 0) {
-      await wt.resetHard(base);
-      rmSync22(dirname21(repo), { recursive: true, force: true });
-      return {
-        status: "verdict",
-        verdict: "invalid",
-        reasons: [
-          `the agent's tree holds what the harness never takes: ${snapshot.refused.slice(0, 5).join("; ")}`
-        ]
-      };
-    }
-    await wt.stageAll();
-    if (!await wt.hasStagedChanges()) {
-      rmSync22(dirname21(repo), { recursive: true, force: true });
-      const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
-      return { status: "verdict", verdict: "no-op", reasons: [why] };
-    }
-    const head = await wt.commit(await commitMessage2(ctx, repo, base, outcome.result), {
-      identity: HARNESS_IDENTITY,
-      author: agentIdentity(ctx.agent.name)
-    });
-    rmSync22(dirname21(repo), { recursive: true, force: true });
-    const ref = candidateRef(ctx.runId, ev);
-    await ctx.git.updateRef(ref, head);
-    await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
-    writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(base, head));
-    ev.candidate = {
-      branch: iterationBranch(ctx, ev),
-      commit: head,
-      commits: [head],
-      subject: await ctx.git.subject(head),
-      changedPaths: await ctx.git.changedPaths(base, head),
-      patchFile: BundleFiles.patch
-    };
-    const note = outcome.status === "finished" ? void 0 : `agent ${outcome.status}, but it committed`;
-    return note ? { status: "done", note } : { status: "done" };
+    return oneAtATime(() => takeChange(env, repo, outcome));
   }
 };
+async function takeChange({ ctx, bundle, ev }, repo, outcome) {
+  const base = ev.base.commit;
+  const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), base);
+  const snapshot = snapshotTree(repo, wt.root);
+  if (snapshot.refused.length > 0) {
+    await wt.resetHard(base);
+    rmSync22(dirname21(repo), { recursive: true, force: true });
+    return {
+      status: "verdict",
+      verdict: "invalid",
+      reasons: [
+        `the agent's tree holds what the harness never takes: ${snapshot.refused.slice(0, 5).join("; ")}`
+      ]
+    };
+  }
+  await wt.stageAll();
+  if (!await wt.hasStagedChanges()) {
+    rmSync22(dirname21(repo), { recursive: true, force: true });
+    const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
+    return { status: "verdict", verdict: "no-op", reasons: [why] };
+  }
+  const head = await wt.commit(await commitMessage2(ctx, repo, base, outcome.result), {
+    identity: HARNESS_IDENTITY,
+    author: agentIdentity(ctx.agent.name)
+  });
+  rmSync22(dirname21(repo), { recursive: true, force: true });
+  const ref = candidateRef(ctx.runId, ev);
+  await ctx.git.updateRef(ref, head);
+  await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
+  writeFileAtomic(bundle.path(BundleFiles.patch), await ctx.git.formatPatch(base, head));
+  ev.candidate = {
+    branch: iterationBranch(ctx, ev),
+    commit: head,
+    commits: [head],
+    subject: await ctx.git.subject(head),
+    changedPaths: await ctx.git.changedPaths(base, head),
+    patchFile: BundleFiles.patch
+  };
+  const note = outcome.status === "finished" ? void 0 : `agent ${outcome.status}, but it committed`;
+  return note ? { status: "done", note } : { status: "done" };
+}
 function attemptSummary(a2) {
   return {
     attempt: a2.attempts,

@@ -39960,6 +39960,13 @@ var hillclimb_schema_default = {
           type: "boolean",
           default: false,
           description: "Open a PR for every candidate with a commit the guard allowed, not only the winner's. Losers are always recorded (history, log, the winner's comment)."
+        },
+        parallel_proposals: {
+          type: "integer",
+          minimum: 1,
+          maximum: 8,
+          default: 4,
+          description: "On one machine (hillclimb loop): how many of an iteration's agents run at once. Agents mostly wait on their model API, so they run side by side; their guards and gates, which use the cores, run one after another. 1 runs the agents one after another too. The workflow runs each candidate's agent in a job of its own."
         }
       }
     },
