@@ -139,6 +139,8 @@ export interface OpenPhase extends OpenLoopContext {
   refused: string[];
   /** The candidate this job works on, in a search iteration (from the workflow, checked). */
   slot?: { index: number; of: number };
+  /** The iteration, and the candidate where the job has a slot: names the bundle, refs, trust file. */
+  key: IterationKey;
 }
 
 /**
@@ -150,12 +152,8 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
   const { config, target, store, stateDir } = await phaseSetup(phase, opts);
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
-  const bundle = new Bundle(
-    join(
-      runDirOf(stateDir, opts.runId),
-      iterationDirName({ iteration: opts.iteration, ...(slot ? { slot } : {}) }),
-    ),
-  );
+  const key: IterationKey = { iteration: opts.iteration, ...(slot ? { slot } : {}) };
+  const bundle = new Bundle(join(runDirOf(stateDir, opts.runId), iterationDirName(key)));
   const refused = takesOver(phase) && existsSync(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : undefined;
@@ -172,7 +170,7 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
     );
   }
   const opened = await openPhaseContext(phase, opts, { config, target, store, existing });
-  return { ...opened, bundle, existing, refused, ...(slot ? { slot } : {}) };
+  return { ...opened, bundle, existing, refused, key, ...(slot ? { slot } : {}) };
 }
 
 /** What every phase needs before its bundle: the config, the target, preflight, the store's history. */
@@ -182,7 +180,7 @@ export async function phaseSetup(
 ): Promise<{ config: HillclimbConfig; target: TargetConfig; store: Store; stateDir: string }> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
-  const steps = phase === 'select' ? SELECT_STEPS : PHASE_STEPS[phase];
+  const steps = stepsOf(phase);
   if (opts.remoteOnly && config.compute.backend === 'local') {
     throw new HillclimbError(
       'this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them',
@@ -224,7 +222,7 @@ export async function openPhaseContext(
   return openLoopContext(config, {
     target,
     runId: opts.runId,
-    steps: phase === 'select' ? SELECT_STEPS : PHASE_STEPS[phase],
+    steps: stepsOf(phase),
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations:
       opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
@@ -243,6 +241,10 @@ export async function openPhaseContext(
 /** A search's `select` phase: the accelerator gate of every candidate, the screen, the full comparison. */
 export const SELECT_STEPS: readonly StepName[] = ['accelerator-gate', 'measure', 'profile', 'decide'];
 
+function stepsOf(phase: Phase | 'select'): readonly StepName[] {
+  return phase === 'select' ? SELECT_STEPS : PHASE_STEPS[phase];
+}
+
 /**
  * The slot a workflow gave a job, checked against loop.candidates: 1 to k; with k = 1 only 1, which
  * names no slot (the single candidate's bundle and branch have none).
@@ -260,13 +262,10 @@ export function trustedSlot(k: number, slot: number | undefined): { index: numbe
 
 /** Run one phase of one iteration. Idempotent: finished steps are skipped. */
 export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
-  const { ctx, bundle, existing, refused, slot, openBackends, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, slot, key, openBackends, close } = await openPhase(phase, opts);
   const { stateDir, target, git, store } = ctx;
   const steps = PHASE_STEPS[phase];
-  const trustFile = localAttestationFile(stateDir, opts.runId, {
-    iteration: opts.iteration,
-    ...(slot ? { slot } : {}),
-  });
+  const trustFile = localAttestationFile(stateDir, opts.runId, key);
   try {
     if (!existing) {
       if (takesOver(phase)) {
@@ -308,10 +307,7 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
         ...(slot ? { slot } : {}),
       });
     } else {
-      await ensureCandidateCommits(git, bundle, ctx.runId, {
-        iteration: opts.iteration,
-        ...(slot ? { slot } : {}),
-      });
+      await ensureCandidateCommits(git, bundle, ctx.runId, key);
     }
 
     // Only now, with the bundle accepted, open what the phase's steps use: a CPU-gate job allocates no TPU.
@@ -355,18 +351,14 @@ export async function resolveChampion(
  * What this job vouches for. Verified only when no agent ran in this phase and no untrusted code ran
  * unsandboxed in this job: anything else may have touched the bundle.
  */
-export function attest(
-  ctx: LoopContext,
-  bundle: Bundle,
-  ev: IterationEvidence,
-  phase: Phase | 'select',
-): Attestation {
-  const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
-    (r) => r.mode === 'none' && r.job === ctx.job,
-  );
-  const agentHere =
-    phase !== 'select' && PHASE_STEPS[phase].includes('propose') && ev.steps.propose?.status === 'done';
-  return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
+export function attest(ctx: LoopContext, bundle: Bundle, ev: IterationEvidence, phase: Phase): Attestation {
+  const agentHere = PHASE_STEPS[phase].includes('propose') && ev.steps.propose?.status === 'done';
+  return attestBundle(bundle, ev, phase, !agentHere && !ranUnsandboxedIn(ctx.job, ev));
+}
+
+/** Whether untrusted code of this record ran unsandboxed in job `job`. */
+export function ranUnsandboxedIn(job: string, ev: Pick<IterationEvidence, 'isolation'>): boolean {
+  return Object.values(ev.isolation ?? {}).some((r) => r.mode === 'none' && r.job === job);
 }
 
 /** The champion after the target's last history row (with its PR branch when an iteration made it), if any. */

@@ -34,6 +34,7 @@ import {
   type PhaseResult,
   phaseSetup,
   pushHistory,
+  ranUnsandboxedIn,
 } from './phases.js';
 import {
   candidateBundles,
@@ -81,6 +82,11 @@ export async function runSearchPhase(
   const vouched = attestationsBySlot(opts.attestations);
   const runDir = runDirOf(stateDir, opts.runId);
   const bundles = candidateBundles(runDir, opts.iteration, k);
+  const slots = bundles.map((_, s) => ({ index: s + 1, of: k }));
+  // Each candidate's own statement of this machine (an earlier phase in the same job), by slot.
+  const trustFiles = slots.map((slot) =>
+    localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot }),
+  );
   const refused = bundles.map((b) => (existsSync(b.dir) ? quarantineBundle(b) : []));
   refused.forEach((r, s) => {
     for (const why of r) opts.logger.warn(`bundle ${bundles[s]!.dir}: left out ${why}`);
@@ -131,8 +137,7 @@ export async function runSearchPhase(
     const champion = await ctx.git.revParse(trustedBase);
     const trustedBranch = fromHistory?.commit === champion ? fromHistory.branch : undefined;
     for (const [s, b] of bundles.entries()) {
-      const slot = { index: s + 1, of: k };
-      const trustFile = localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot });
+      const slot = slots[s]!;
       if (!b.exists()) {
         say(b)('its bundle did not reach this job: recorded as an error');
         b.save({
@@ -154,7 +159,7 @@ export async function runSearchPhase(
         refused: refused[s]!,
         trustedBase,
         trustedBranch,
-        attestations: [vouched.get(slot.index), readLocalAttestation(trustFile)],
+        attestations: [vouched.get(slot.index), readLocalAttestation(trustFiles[s]!)],
         slot,
       });
     }
@@ -176,17 +181,11 @@ export async function runSearchPhase(
     }
 
     // k candidates' code ran in this one job: one run unsandboxed here could have touched every bundle.
-    const unsandboxedHere = bundles.some((b) =>
-      Object.values(b.load().isolation ?? {}).some((r) => r.mode === 'none' && r.job === ctx.job),
-    );
+    const unsandboxedHere = bundles.some((b) => ranUnsandboxedIn(ctx.job, b.load()));
     const candidates = bundles.map((b, s): PhaseResult => {
       const evidence = b.load();
       const attestation = attestBundle(b, evidence, phase, !unsandboxedHere);
-      const slot = { index: s + 1, of: k };
-      writeLocalAttestation(
-        localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot }),
-        attestation,
-      );
+      writeLocalAttestation(trustFiles[s]!, attestation);
       return { phase, evidence, bundleDir: b.dir, stateDir, attestation };
     });
     const lead = candidates[bundles.indexOf(leadBundle(bundles))]!;
