@@ -84616,12 +84616,8 @@ async function openPhase(phase, opts) {
   const { config, target: target2, store, stateDir } = await phaseSetup(phase, opts);
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
-  const bundle = new Bundle(
-    join41(
-      runDirOf(stateDir, opts.runId),
-      iterationDirName({ iteration: opts.iteration, ...slot ? { slot } : {} })
-    )
-  );
+  const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
+  const bundle = new Bundle(join41(runDirOf(stateDir, opts.runId), iterationDirName(key)));
   const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
@@ -84635,12 +84631,12 @@ async function openPhase(phase, opts) {
     );
   }
   const opened = await openPhaseContext(phase, opts, { config, target: target2, store, existing });
-  return { ...opened, bundle, existing, refused, ...slot ? { slot } : {} };
+  return { ...opened, bundle, existing, refused, key, ...slot ? { slot } : {} };
 }
 async function phaseSetup(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
-  const steps = phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase];
+  const steps = stepsOf(phase);
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
       "this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them",
@@ -84673,7 +84669,7 @@ async function openPhaseContext(phase, opts, {
   return openLoopContext(config, {
     target: target2,
     runId: opts.runId,
-    steps: phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase],
+    steps: stepsOf(phase),
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations: opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
@@ -84687,6 +84683,9 @@ async function openPhaseContext(phase, opts, {
   });
 }
 var SELECT_STEPS = ["accelerator-gate", "measure", "profile", "decide"];
+function stepsOf(phase) {
+  return phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase];
+}
 function trustedSlot(k, slot) {
   if (slot === void 0) return void 0;
   if (!Number.isInteger(slot) || slot < 1 || slot > k) {
@@ -84698,13 +84697,10 @@ function trustedSlot(k, slot) {
   return k === 1 ? void 0 : { index: slot, of: k };
 }
 async function runPhase(phase, opts) {
-  const { ctx, bundle, existing, refused, slot, openBackends, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, slot, key, openBackends, close } = await openPhase(phase, opts);
   const { stateDir, target: target2, git: git2, store } = ctx;
   const steps = PHASE_STEPS[phase];
-  const trustFile = localAttestationFile(stateDir, opts.runId, {
-    iteration: opts.iteration,
-    ...slot ? { slot } : {}
-  });
+  const trustFile = localAttestationFile(stateDir, opts.runId, key);
   try {
     if (!existing) {
       if (takesOver(phase)) {
@@ -84740,10 +84736,7 @@ async function runPhase(phase, opts) {
         ...slot ? { slot } : {}
       });
     } else {
-      await ensureCandidateCommits(git2, bundle, ctx.runId, {
-        iteration: opts.iteration,
-        ...slot ? { slot } : {}
-      });
+      await ensureCandidateCommits(git2, bundle, ctx.runId, key);
     }
     await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
@@ -84766,11 +84759,11 @@ async function resolveChampion(opts) {
   return { commit: await git2.head(), source: "head" };
 }
 function attest(ctx, bundle, ev, phase) {
-  const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
-    (r) => r.mode === "none" && r.job === ctx.job
-  );
-  const agentHere = phase !== "select" && PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
-  return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
+  const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
+  return attestBundle(bundle, ev, phase, !agentHere && !ranUnsandboxedIn(ctx.job, ev));
+}
+function ranUnsandboxedIn(job, ev) {
+  return Object.values(ev.isolation ?? {}).some((r) => r.mode === "none" && r.job === job);
 }
 function championFromHistory(stateDir, target2) {
   const last = readHistory(stateDir, target2).at(-1);

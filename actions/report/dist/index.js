@@ -84532,12 +84532,8 @@ async function openPhase(phase, opts) {
   const { config, target: target2, store, stateDir } = await phaseSetup(phase, opts);
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
-  const bundle = new Bundle(
-    join41(
-      runDirOf(stateDir, opts.runId),
-      iterationDirName({ iteration: opts.iteration, ...slot ? { slot } : {} })
-    )
-  );
+  const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
+  const bundle = new Bundle(join41(runDirOf(stateDir, opts.runId), iterationDirName(key)));
   const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
@@ -84551,12 +84547,12 @@ async function openPhase(phase, opts) {
     );
   }
   const opened = await openPhaseContext(phase, opts, { config, target: target2, store, existing });
-  return { ...opened, bundle, existing, refused, ...slot ? { slot } : {} };
+  return { ...opened, bundle, existing, refused, key, ...slot ? { slot } : {} };
 }
 async function phaseSetup(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
-  const steps = phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase];
+  const steps = stepsOf(phase);
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
       "this job holds cloud credentials, and compute.backend is local: candidate code would run here, beside them",
@@ -84589,7 +84585,7 @@ async function openPhaseContext(phase, opts, {
   return openLoopContext(config, {
     target: target2,
     runId: opts.runId,
-    steps: phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase],
+    steps: stepsOf(phase),
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
     totalIterations: opts.totalIterations ?? plausibleCount(existing?.totalIterations) ?? config.loop.iterations,
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
@@ -84603,6 +84599,9 @@ async function openPhaseContext(phase, opts, {
   });
 }
 var SELECT_STEPS = ["accelerator-gate", "measure", "profile", "decide"];
+function stepsOf(phase) {
+  return phase === "select" ? SELECT_STEPS : PHASE_STEPS[phase];
+}
 function trustedSlot(k, slot) {
   if (slot === void 0) return void 0;
   if (!Number.isInteger(slot) || slot < 1 || slot > k) {
@@ -84614,13 +84613,10 @@ function trustedSlot(k, slot) {
   return k === 1 ? void 0 : { index: slot, of: k };
 }
 async function runPhase(phase, opts) {
-  const { ctx, bundle, existing, refused, slot, openBackends, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, slot, key, openBackends, close } = await openPhase(phase, opts);
   const { stateDir, target: target2, git: git2, store } = ctx;
   const steps = PHASE_STEPS[phase];
-  const trustFile = localAttestationFile(stateDir, opts.runId, {
-    iteration: opts.iteration,
-    ...slot ? { slot } : {}
-  });
+  const trustFile = localAttestationFile(stateDir, opts.runId, key);
   try {
     if (!existing) {
       if (takesOver(phase)) {
@@ -84656,10 +84652,7 @@ async function runPhase(phase, opts) {
         ...slot ? { slot } : {}
       });
     } else {
-      await ensureCandidateCommits(git2, bundle, ctx.runId, {
-        iteration: opts.iteration,
-        ...slot ? { slot } : {}
-      });
+      await ensureCandidateCommits(git2, bundle, ctx.runId, key);
     }
     await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
@@ -84672,11 +84665,11 @@ async function runPhase(phase, opts) {
   }
 }
 function attest(ctx, bundle, ev, phase) {
-  const unsandboxedHere = Object.values(ev.isolation ?? {}).some(
-    (r) => r.mode === "none" && r.job === ctx.job
-  );
-  const agentHere = phase !== "select" && PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
-  return attestBundle(bundle, ev, phase, !agentHere && !unsandboxedHere);
+  const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
+  return attestBundle(bundle, ev, phase, !agentHere && !ranUnsandboxedIn(ctx.job, ev));
+}
+function ranUnsandboxedIn(job, ev) {
+  return Object.values(ev.isolation ?? {}).some((r) => r.mode === "none" && r.job === job);
 }
 function championFromHistory(stateDir, target2) {
   const last = readHistory(stateDir, target2).at(-1);
@@ -85118,6 +85111,10 @@ async function runSearchPhase(phase, opts) {
   const vouched = attestationsBySlot(opts.attestations);
   const runDir = runDirOf(stateDir, opts.runId);
   const bundles = candidateBundles(runDir, opts.iteration, k);
+  const slots = bundles.map((_, s) => ({ index: s + 1, of: k }));
+  const trustFiles = slots.map(
+    (slot) => localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot })
+  );
   const refused = bundles.map((b) => existsSync32(b.dir) ? quarantineBundle(b) : []);
   refused.forEach((r, s) => {
     for (const why of r) opts.logger.warn(`bundle ${bundles[s].dir}: left out ${why}`);
@@ -85165,8 +85162,7 @@ async function runSearchPhase(phase, opts) {
     const champion = await ctx.git.revParse(trustedBase);
     const trustedBranch = fromHistory?.commit === champion ? fromHistory.branch : void 0;
     for (const [s, b] of bundles.entries()) {
-      const slot = { index: s + 1, of: k };
-      const trustFile = localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot });
+      const slot = slots[s];
       if (!b.exists()) {
         say(b)("its bundle did not reach this job: recorded as an error");
         b.save({
@@ -85188,7 +85184,7 @@ async function runSearchPhase(phase, opts) {
         refused: refused[s],
         trustedBase,
         trustedBranch,
-        attestations: [vouched.get(slot.index), readLocalAttestation(trustFile)],
+        attestations: [vouched.get(slot.index), readLocalAttestation(trustFiles[s])],
         slot
       });
     }
@@ -85207,17 +85203,11 @@ async function runSearchPhase(phase, opts) {
       await recordCandidates(ctx, bundles, void 0, say, ["record", "publish"]);
       if (!ctx.dryRun) await pushHistory(ctx.store, stateDir, ctx.target.name);
     }
-    const unsandboxedHere = bundles.some(
-      (b) => Object.values(b.load().isolation ?? {}).some((r) => r.mode === "none" && r.job === ctx.job)
-    );
+    const unsandboxedHere = bundles.some((b) => ranUnsandboxedIn(ctx.job, b.load()));
     const candidates = bundles.map((b, s) => {
       const evidence = b.load();
       const attestation = attestBundle(b, evidence, phase, !unsandboxedHere);
-      const slot = { index: s + 1, of: k };
-      writeLocalAttestation(
-        localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot }),
-        attestation
-      );
+      writeLocalAttestation(trustFiles[s], attestation);
       return { phase, evidence, bundleDir: b.dir, stateDir, attestation };
     });
     const lead = candidates[bundles.indexOf(leadBundle(bundles))];
