@@ -85,6 +85,16 @@ TOL_BENCH_GRAD_GATES = {
 # gradient terms, which mild gates shrink below any tolerance, and the layer's realistic gates
 # (chunk cumulative g in the -100s) the overflow handling, at the shape that is timed.
 BENCH_GATES = ("mild", "slow", "layer")
+# The rest of the kernel's correctness contract, checked on every exported program (timed and gate,
+# both arms) and never timed: what the suite's invariant tests check of the code it ran, asked of
+# the bytes that ship. ``one``: alpha = beta = 1 (recall); ``repeated``: one key for every token
+# (the chunk's M all ones below the diagonal); ``correlated``: AR(1) keys, beta in [0.7, 1] (large
+# off-diagonal M, as real keys give); ``extreme``: g in [-8, -2], beta at 1e-4 or 1 - 1e-6.
+# MEASURED, the honest pallas kernel at tiny and the gate matrix (10 shapes, both dtypes), fwd_bwd:
+# at most 0.19 of TOL_BENCH* (the bf16 rounding, as on the timed sets); a truncated Neumann inverse
+# (I - M)(I + M^2)(I + M^4)(I + M^8), which passes mild, slow, layer and extreme at every shape, is
+# off by 1.2x (one) to 1e27x (repeated) its tolerance wherever C > 16.
+CONTRACT_GATES = ("one", "repeated", "correlated", "extreme")
 # Bits of the seed the bench draws from os.urandom: at most 53, so the seed in the metrics JSON is
 # an exact JavaScript number.
 SEED_BITS = 53

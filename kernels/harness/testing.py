@@ -15,7 +15,18 @@ from . import spec
 from .oracle import jax_oracle
 
 GRAD_NAMES = ("dq", "dk", "dv", "dg", "dbeta", "ds0")
-GATE_MODES = ("mild", "strong", "layer", "slow", "extreme", "one")
+GATE_MODES = (
+    "mild",
+    "strong",
+    "layer",
+    "slow",
+    "extreme",
+    "one",
+    "repeated",
+    "correlated",
+)
+# AR(1) coefficient of the keys along T in the ``correlated`` mode.
+CORRELATION = 0.9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +71,11 @@ def make_inputs(
     cumulative g in the -100s), ``extreme`` (g ~ -U(2, 8), beta in {1e-4, 1 - 1e-6}), ``slow``
     (g ~ -U(0, 1e-3): alpha ~ 1, so the state and its cotangent carry across every chunk and the
     long-range decay terms of the gradients are as large as the local ones; under the other modes
-    they vanish within a chunk) or ``one`` (g = 0, beta = 1).
+    they vanish within a chunk), ``one`` (g = 0, beta = 1: alpha = beta = 1, the recall invariant),
+    ``repeated`` (one key per sequence and head for every token, g = 0, beta = 1: the chunk's
+    ``M`` is all ones below the diagonal) or ``correlated`` (keys an AR(1) process along T with
+    coefficient ``CORRELATION`` before normalising, mild gates, beta ~ U(0.7, 1): large
+    off-diagonal ``M``, as real keys have; an inverse that is right only for small ``M`` fails).
 
     ``seed`` is anything ``numpy.random.default_rng`` takes (an int or a list of ints).
     """
@@ -88,9 +103,18 @@ def make_inputs(
     elif gates == "extreme":
         g = -rng.uniform(2.0, 8.0, size=(B, T, H))
         beta = np.where(rng.uniform(size=(B, T, H)) < 0.5, 1e-4, 1.0 - 1e-6)
-    elif gates == "one":
+    elif gates in ("one", "repeated"):
         g = np.zeros((B, T, H))
         beta = np.ones((B, T, H))
+        if gates == "repeated":
+            k = np.broadcast_to(k[:, :1], k.shape).copy()
+    elif gates == "correlated":
+        g = -np.log1p(np.exp(-u))
+        beta = rng.uniform(0.7, 1.0, size=(B, T, H))
+        walk = rng.standard_normal((B, T, H, K))
+        for t in range(1, T):
+            walk[:, t] = CORRELATION * walk[:, t - 1] + np.sqrt(1 - CORRELATION**2) * walk[:, t]
+        k = walk / np.linalg.norm(walk, axis=-1, keepdims=True)
     else:
         raise ValueError(f"{gates=} is not one of {', '.join(GATE_MODES)}")
     s0 = 0.5 * rng.standard_normal((B, H, K, V)) if with_state else None

@@ -47,6 +47,7 @@ class InputSet:
     args: tuple[jax.Array, ...]  # q, k, v, g, beta, s0 (s0 float32)
     cotangents: tuple[jax.Array, jax.Array]  # dO in the output dtype, dS float32
     scale: float
+    kind: str = "input set"  # or "structured set": verified, never timed
 
     def call_args(self, measurement: str) -> tuple[jax.Array, ...]:
         """Arguments of the ``measurement`` program."""
@@ -54,19 +55,32 @@ class InputSet:
 
     @property
     def label(self) -> str:
-        return f"input set {self.index}, {self.gates} gates"
+        return f"{self.kind} {self.index}, {self.gates} gates"
+
+
+# Seed stream of the contract sets (the timed sets use stream 0).
+CONTRACT_STREAM = 0xC0
+
+
+def contract_sets(case: spec.Case, *, seed: int) -> list[InputSet]:
+    """The structured input sets of ``spec.CONTRACT_GATES`` (verified, never timed)."""
+    return input_sets(case, seed=seed, gates=spec.CONTRACT_GATES, stream=CONTRACT_STREAM)
 
 
 def input_sets(
-    case: spec.Case, *, seed: int, gates: tuple[str, ...] = spec.BENCH_GATES
+    case: spec.Case, *, seed: int, gates: tuple[str, ...] = spec.BENCH_GATES, stream: int = 0
 ) -> list[InputSet]:
-    """One input set per gate mode, all derived from ``seed`` (distinct streams per set)."""
+    """One input set per gate mode, all derived from ``seed`` (distinct streams per set; ``stream``
+    keeps the contract sets' draws apart from the timed sets')."""
     sets = []
     for i, mode in enumerate(gates):
-        x = make_inputs(case, seed=[seed, i], gates=mode, with_state=True)
+        x = make_inputs(
+            case, seed=[seed, i, stream] if stream else [seed, i], gates=mode, with_state=True
+        )
         assert x.s0 is not None
-        cotangents = random_cotangents(x, seed=[seed, i, 1])
-        sets.append(InputSet(i, mode, (*x.arrays(), x.s0), cotangents, x.scale))
+        cotangents = random_cotangents(x, seed=[seed, i, 1, stream] if stream else [seed, i, 1])
+        kind = "structured set" if stream else "input set"
+        sets.append(InputSet(i, mode, (*x.arrays(), x.s0), cotangents, x.scale, kind))
     return sets
 
 

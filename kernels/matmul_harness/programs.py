@@ -1,6 +1,7 @@
 """The ``matmul`` target's programs (protected): what the export writes, how the verifier checks it.
 
-    python -m kernels.matmul_harness.programs export --platform cpu --draw N --out DIR \\
+    python -E -s -m kernels.matmul_harness.programs requests --draw N --out FILE -- --preset tiny
+    python -m kernels.matmul_harness.programs export --platform cpu --requests FILE --out DIR \\
         -- --preset tiny
     python -E -s -m kernels.matmul_harness.programs verify --mode gate ... -- --preset tiny
 

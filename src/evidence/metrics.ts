@@ -113,6 +113,8 @@ export interface MetricsVerification {
   seed_source: 'os.urandom' | 'argument';
   /** Gate mode of each input set, in the order timed calls alternate over them. */
   input_sets: string[];
+  /** Structured input sets (the kernel's correctness contract) also verified, never timed. */
+  structured_sets?: string[];
   /** Every returned array of every measured program checked against the oracle (false: --no-check). */
   verified: boolean;
   /** Outputs of timed calls found bit-identical, after timing, to the verified call. */

@@ -52,16 +52,35 @@ def tree(dest: Path, *, kernel: bool) -> Path:
 
 
 def run(cwd: Path, *argv: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0"}
     return subprocess.run(
         [sys.executable, *flags, "-m", "kernels.harness.programs", *argv],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
 
 
-def export(cwd: Path, out: Path, *extra: str, impl: str = "pallas", platform: str = "cpu") -> Path:
+def request_file(out: Path, *, bench_only: bool = False) -> Path:
+    """The request file of ``DRAW`` (what hillclimb's requests step writes), or only its timed
+    programs."""
+    target = GdnTarget("tiny", "tiny")
+    requests = target.requests(draw=DRAW)
+    if bench_only:
+        requests = target.timed(requests)
+    path = out.parent / f"{out.name}.requests.json"
+    return program_files.write_requests(path, requests, target="gdn", versions={})
+
+
+def export(
+    cwd: Path,
+    out: Path,
+    *,
+    bench_only: bool = False,
+    impl: str = "pallas",
+    platform: str = "cpu",
+) -> Path:
+    requests = request_file(out, bench_only=bench_only)
     proc = run(
-        cwd, "export", "--platform", platform, "--draw", str(DRAW), "--out", str(out), *extra,
+        cwd, "export", "--platform", platform, "--requests", str(requests), "--out", str(out),
         "--", *TARGET_ARGS, "--impl", impl,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -85,7 +104,7 @@ def sessions(tmp_path_factory, bench_compile_cache):
     root = tmp_path_factory.mktemp("programs")
     arm = tree(root / "arm", kernel=True)
     pallas = export(arm, root / "pallas")
-    xla = export(arm, root / "xla", "--only", "bench", impl="chunked_xla")
+    xla = export(arm, root / "xla", bench_only=True, impl="chunked_xla")
     where = tree(root / "verifier", kernel=False)
     gate = verify_session(
         where,
@@ -336,9 +355,8 @@ def test_the_profile_traces_steady_state_steps_of_each_program(sessions):
 def test_tpu_programs_lower_to_mosaic_without_a_tpu(sessions):
     """The export for a TPU runs here (jax.export lowers Pallas to Mosaic on CPU): every program the
     TPU verifier would time carries a Mosaic kernel and nothing else it would refuse."""
-    out = export(
-        sessions["root"] / "arm", sessions["root"] / "tpu", "--only", "bench", platform="tpu"
-    )
+    root = sessions["root"]
+    out = export(root / "arm", root / "tpu", bench_only=True, platform="tpu")
     target = GdnTarget("tiny", "tiny")
     for request in target.timed(target.requests(draw=DRAW)):
         loaded = program_files.load(out, request, platform="tpu")

@@ -96,7 +96,12 @@ class Scratch:
     def run(
         self, *argv: str, cwd: Path | None = None, timeout: int = 600
     ) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(self.root)}
+        env = {
+            **os.environ,
+            "JAX_PLATFORMS": "cpu",
+            "PYTHONPATH": str(self.root),
+            "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0",
+        }
         return subprocess.run(
             [sys.executable, *argv],
             cwd=cwd or self.root,
@@ -114,9 +119,20 @@ class Scratch:
         return self.run("-m", module, *argv)
 
     def export(self, out: Path, *target: str) -> subprocess.CompletedProcess[str]:
+        from hillclimb_bench import programs
+
+        from kernels.harness.programs import make_target
+
+        made = make_target(["--preset", "tiny", *target])
+        requests = programs.write_requests(
+            out.parent / f"{out.name}.requests.json",
+            made.timed(made.requests(draw=DRAW)),
+            target="gdn",
+            versions={},
+        )
         return self.run(
-            "-m", "kernels.harness.programs", "export", "--platform", "cpu", "--draw", str(DRAW),
-            "--only", "bench", "--out", str(out), "--", "--preset", "tiny", *target,
+            "-m", "kernels.harness.programs", "export", "--platform", "cpu", "--requests",
+            str(requests), "--out", str(out), "--", "--preset", "tiny", *target,
         )  # fmt: skip
 
 
@@ -293,3 +309,123 @@ def test_the_gradient_check_also_checks_the_outputs_of_jax_vjp(tmp_path):
     proc = _pytest(scratch, "pallas-mild-B1-T37")
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert "AssertionError: o (under jax.vjp): " in proc.stdout
+
+
+# --- kernels that can tell they are being exported (issue 34) ------------------------------------
+# Both switch to a truncated Neumann inverse, (I - M)(I + M^2)(I + M^4)(I + M^8), exact for chunks
+# of up to 16 tokens and right to 1e-6 on random unit keys at any chunk, where a trigger says the
+# process is the export: 0015 reads a JAX option the export used to set itself, 0016 reads argv.
+EXPORT_AWARE = HACKS_DIR / "export-aware"
+STRUCTURED_FAILURE = (
+    r"verify: fwd(_bwd)?@\S+: fwd(_bwd)? \w+ \[structured set \d, (one|repeated|correlated) gates\]"
+)
+
+
+def test_a_truncated_inverse_is_refused_on_the_exported_bytes(
+    honest, tmp_path, bench_compile_cache, monkeypatch
+):
+    """The exported programs are checked on the kernel's whole contract (spec.CONTRACT_GATES): the
+    truncation that the random input sets cannot see fails there, naming the structured set. Without
+    those sets the very same bytes pass."""
+    scratch = Scratch(
+        "0015", make_scratch(tmp_path, EXPORT_AWARE / "0015-truncated-inverse-when-exported.patch")
+    )
+    failure, _ = split_failure(scratch, honest, tmp_path, bench_compile_cache)
+    assert failure is not None and re.match(STRUCTURED_FAILURE, failure), failure
+
+    import hillclimb_bench
+    import jax
+    from hillclimb_bench import programs as program_files
+
+    from kernels.harness import programs as gdn_programs
+    from kernels.harness import verify
+
+    target = gdn_programs.GdnTarget("tiny")
+    request = next(r for r in target.timed(target.requests(draw=DRAW)) if r.name == "fwd_bwd")
+    loaded = program_files.load(tmp_path / "programs", request, platform="cpu")
+    compiled = jax.jit(loaded.exported.call).lower(*request.args).compile()
+    with pytest.raises(hillclimb_bench.VerificationError, match=r"structured set \d"):
+        target.verify(request, compiled, seed=7)
+    monkeypatch.setattr(verify, "contract_sets", lambda case, *, seed: [])
+    verified = target.verify(request, compiled, seed=7)  # the timed sets alone: it passes
+    assert verified.structured == []
+
+
+def witness_run(
+    scratch: Scratch, tmp: Path, select: str
+) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """A few of the suite's tests in the scratch copy with hillclimb's witness plugin, as the CPU
+    gate runs them: the JUnit report's witness of the timed programs this process builds."""
+    import html
+
+    from hillclimb_bench import programs as program_files
+
+    from kernels.harness.programs import GdnTarget
+
+    target = GdnTarget("tiny")
+    program_files.write_requests(
+        scratch.root / ".hillclimb-request.json",
+        target.timed(target.requests(draw=DRAW)),
+        target="gdn",
+        versions={},
+    )
+    spec_env = {
+        "module": "kernels.harness.programs",
+        "args": ["--preset", "tiny"],
+        "platform": "cpu",
+        "requests": ".hillclimb-request.json",
+    }
+    junit = tmp / "junit.xml"
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0",
+        "PYTEST_PLUGINS": "hillclimb_bench.witness",
+        "HILLCLIMB_WITNESS": json.dumps(spec_env),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "kernels", "-m",
+         "not harness", "-k", select, f"--junitxml={junit}"],
+        cwd=scratch.root, env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    found = re.search(r'<property name="hillclimb-witness" value="([^"]*)"', junit.read_text())
+    assert found, proc.stdout[-3000:]
+    return proc, json.loads(html.unescape(found.group(1)))
+
+
+def test_a_kernel_keyed_on_argv_builds_another_program_for_its_suite(tmp_path):
+    """0016 runs the honest inverse in the suite's process (its invariant tests pass) and the
+    truncated one in the export's: the witness's hashes are not the exported programs' hashes."""
+    scratch = Scratch(
+        "0016",
+        make_scratch(tmp_path / "tree", EXPORT_AWARE / "0016-truncated-inverse-by-argv.patch"),
+    )
+    done = scratch.export(tmp_path / "programs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    proc, report = witness_run(scratch, tmp_path, "alpha_one_beta_one and pallas")
+    assert proc.returncode == 0, proc.stdout[-3000:]  # the suite's own check passes
+    manifest = json.loads((tmp_path / "programs" / "manifest.json").read_text())
+    exported = {p["key"]: p["sha256"] for p in manifest["programs"]}
+    assert report["errors"] == {}
+    assert sorted(k for k, h in exported.items() if report["programs"][k] != h) == [
+        k for k in sorted(exported) if not k.startswith("train_step")
+    ]
+
+
+def test_a_kernel_keyed_on_the_exports_settings_meets_them_in_its_suite(tmp_path):
+    """0015's trigger is an option the export used to set itself; now the harness sets it for every
+    process of candidate code alike, so the suite runs the truncated inverse too and its invariant
+    test fails."""
+    scratch = Scratch(
+        "0015",
+        make_scratch(
+            tmp_path / "tree", EXPORT_AWARE / "0015-truncated-inverse-when-exported.patch"
+        ),
+    )
+    proc, report = witness_run(scratch, tmp_path, "alpha_one_beta_one and pallas")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert re.search(r"FAILED \S+test_alpha_one_beta_one_recalls_the_value\[pallas-", proc.stdout)
+    done = scratch.export(tmp_path / "programs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((tmp_path / "programs" / "manifest.json").read_text())
+    assert report["programs"] == {p["key"]: p["sha256"] for p in manifest["programs"]}

@@ -39,19 +39,30 @@ def tree(dest: Path, *, kernel: bool = True, attack: str = "", kernel_body: str 
 def step(cwd: Path, *argv: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, *flags, "-m", "kernels.matmul_harness.programs", *argv],
-        cwd=cwd, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        cwd=cwd,
+        env={**os.environ, "JAX_PLATFORMS": "cpu", "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0"},
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
 
 
 def export(cwd: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    from hillclimb_bench import programs
+
+    from kernels.matmul_harness.programs import MatmulTarget
+
+    requests = programs.write_requests(
+        out.parent / f"{out.name}.requests.json",
+        MatmulTarget("tiny").requests(draw=3),
+        target="matmul",
+        versions={},
+    )
     return step(
         cwd,
         "export",
         "--platform",
         "cpu",
-        "--draw",
-        "3",
+        "--requests",
+        str(requests),
         "--out",
         str(out),
         "--",

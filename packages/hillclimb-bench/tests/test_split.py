@@ -47,7 +47,13 @@ def step(
 ) -> subprocess.CompletedProcess[str]:
     """``python -m toy_target *args`` in ``cwd``, with hillclimb_bench (and ``path``) importable."""
     pythonpath = os.pathsep.join(str(p) for p in (SRC, *path))
-    env = {**os.environ, "PYTHONPATH": pythonpath, "TOY_VARIANT": variant, "JAX_PLATFORMS": "cpu"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": pythonpath,
+        "TOY_VARIANT": variant,
+        "JAX_PLATFORMS": "cpu",
+        "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0",  # as hillclimb runs every candidate process
+    }
     return subprocess.run(
         [sys.executable, *flags, "-m", "toy_target", *args],
         cwd=cwd,
@@ -59,6 +65,17 @@ def step(
     )
 
 
+def request_file(tmp: Path, draw: int = 7) -> Path:
+    """The request file of ``draw``, written by the requests step in a tree without the kernel (as
+    hillclimb runs it)."""
+    out = tmp / f"requests-{draw}.json"
+    if not out.exists():
+        where = tree(tmp, f"planner-{draw}", kernel=False)
+        done = step(where, "requests", "--draw", str(draw), "--out", str(out), flags=("-E", "-s"))
+        assert done.returncode == 0, done.stderr
+    return out
+
+
 def export(
     tmp: Path, name: str, variant: str = "good", draw: int = 7
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
@@ -68,8 +85,8 @@ def export(
         "export",
         "--platform",
         "cpu",
-        "--draw",
-        str(draw),
+        "--requests",
+        str(request_file(tmp, draw)),
         "--out",
         str(out),
         variant=variant,
@@ -97,8 +114,7 @@ def test_a_right_kernel_passes_the_gate_over_every_shape(tmp_path: Path) -> None
     done, programs = export(tmp_path, "good")
     assert done.returncode == 0, done.stderr
     manifest = json.loads((programs / "manifest.json").read_text())
-    purposes = sorted(p["purpose"] for p in manifest["programs"])
-    assert purposes == ["bench", "gate", "gate", "gate"]  # bench shape, listed gate shape, 2 drawn
+    assert len(manifest["programs"]) == 4  # bench shape, listed gate shape, 2 drawn
     assert manifest["source"]["kernel_modules"] == {"toykernel": "toykernel/__init__.py"}
     done, session = verify(tmp_path, "gate", {"B": programs})
     assert done.returncode == 0, done.stderr
@@ -124,6 +140,8 @@ def test_the_drawn_shapes_change_with_the_draw(tmp_path: Path) -> None:
         ("wrong", r"rel_rms .* > tolerance"),
         ("shape-special", r"rel_rms .* \[input set 0 \[rows64-cols1024\]\]"),
         ("stateful", r"refused: operation rng"),
+        # Right on random inputs; the structured set (large logits) checks the exported bytes.
+        ("unshifted", r"(not finite|rel_rms).*\[large inputs \[rows64-cols1024\]\]"),
     ],
 )
 def test_a_wrong_kernel_fails_the_gate_naming_the_program(
@@ -188,7 +206,8 @@ def test_measure_rounds_hold_one_metrics_document_per_arm(tmp_path: Path) -> Non
         )
     )
     out_b = tmp_path / "b-programs"
-    done = step(tree_b, "export", "--platform", "cpu", "--draw", "7", "--out", str(out_b))
+    requests = str(request_file(tmp_path))
+    done = step(tree_b, "export", "--platform", "cpu", "--requests", requests, "--out", str(out_b))
     assert done.returncode == 0, done.stderr
     done, session = verify(
         tmp_path,
@@ -248,7 +267,10 @@ def test_a_kernel_installed_outside_the_tree_is_refused_by_the_export(tmp_path: 
     site.mkdir()
     shutil.move(str(root / "toykernel"), str(site / "toykernel"))
     out = tmp_path / "o"
-    done = step(root, "export", "--platform", "cpu", "--draw", "1", "--out", str(out), path=(site,))
+    requests = str(request_file(tmp_path, 1))
+    done = step(
+        root, "export", "--platform", "cpu", "--requests", requests, "--out", str(out), path=(site,)
+    )
     assert done.returncode == 1
     assert f"toykernel: imported from {site}" in done.stderr
     assert "outside the tree under test" in done.stderr
@@ -274,4 +296,98 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == ["verify: --mode measure takes 2 --arm, got 1"]
     done = step(tree(tmp_path, "u"), "frobnicate")
     assert done.returncode == 2
-    assert "usage: python -m <target module> export|verify" in done.stderr
+    assert "usage: python -m <target module> requests|export|verify" in done.stderr
+
+
+def test_the_request_file_says_only_what_to_build(tmp_path: Path) -> None:
+    """Arm-blind exports: the request file holds the programs' keys, shapes and argument shapes, and
+    nothing an export could tell a run, a draw or an arm by."""
+    doc = json.loads(request_file(tmp_path, 5).read_text())
+    assert doc["schema"] == "hillclimb.requests/v1"
+    assert set(doc) == {"schema", "target", "versions", "requests"}
+    assert doc["versions"]["jax"]
+    for item in doc["requests"]:
+        assert set(item) == {"key", "name", "case", "params", "args"}  # no purpose, no draw
+    assert doc["requests"][0]["args"] == {"tuple": [{"shape": [64, 1024], "dtype": "float32"}]}
+    done = step(tree(tmp_path, "u"), "export", "--platform", "cpu", "--draw", "5", "--out", "o")
+    assert done.returncode == 2
+    assert "--requests" in done.stderr
+
+
+def test_the_export_changes_no_global_jax_option(tmp_path: Path) -> None:
+    """The export sets nothing a kernel could read that the suite does not also run under: without
+    the harness's environment, the programs keep their source locations (and the export says so)."""
+    root = tree(tmp_path, "t")
+    out = tmp_path / "o"
+    env_free = {k: v for k, v in os.environ.items() if k != "JAX_TRACEBACK_IN_LOCATIONS_LIMIT"}
+    done = subprocess.run(
+        [sys.executable, "-m", "toy_target", "export", "--platform", "cpu", "--requests",
+         str(request_file(tmp_path)), "--out", str(out)],
+        cwd=root, env={**env_free, "PYTHONPATH": str(SRC), "JAX_PLATFORMS": "cpu"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "JAX_TRACEBACK_IN_LOCATIONS_LIMIT is not 0" in done.stderr
+    from jax import export as jax_export
+
+    program = next(out.glob("*.jaxexport"))
+    text = jax_export.deserialize(bytearray(program.read_bytes())).mlir_module()
+    assert "toykernel/__init__.py" in text  # the kernel's own lines: the option was left alone
+
+
+def witness(tmp: Path, root: Path, variant: str) -> dict[str, Any]:
+    """The witness plugin in a pytest run of ``root``: the hashes it records in the JUnit report."""
+    (root / "test_softmax.py").write_text(
+        "import numpy as np\n"
+        "from toykernel import softmax\n\n\n"
+        "def test_rows_sum_to_one():\n"
+        "    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)\n"
+        "    assert np.allclose(np.asarray(softmax(x)).sum(axis=-1), 1.0, atol=1e-5)\n"
+    )
+    shutil.copy(request_file(tmp), root / ".hillclimb-request.json")
+    junit = tmp / f"{root.name}-junit.xml"
+    spec = {"module": "toy_target", "platform": "cpu", "requests": ".hillclimb-request.json"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(root)]),
+        "TOY_VARIANT": variant,
+        "JAX_PLATFORMS": "cpu",
+        "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0",
+        "PYTEST_PLUGINS": "hillclimb_bench.witness",
+        "HILLCLIMB_WITNESS": json.dumps(spec),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_softmax.py",
+         f"--junitxml={junit}"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = re.search(r'<property name="hillclimb-witness" value="([^"]*)"', junit.read_text())
+    assert found, junit.read_text()
+    import html
+
+    return json.loads(html.unescape(found.group(1)))
+
+
+def hashes(programs: Path) -> dict[str, str]:
+    manifest = json.loads((programs / "manifest.json").read_text())
+    return {p["key"]: p["sha256"] for p in manifest["programs"]}
+
+
+def test_the_witness_sees_the_programs_the_export_wrote(tmp_path: Path) -> None:
+    _, programs = export(tmp_path, "good")
+    report = witness(tmp_path, tree(tmp_path, "suite"), "good")
+    assert report["errors"] == {}
+    assert report["programs"] == hashes(programs)
+
+
+def test_a_kernel_that_reads_how_it_is_run_builds_another_program_for_its_suite(
+    tmp_path: Path,
+) -> None:
+    """Right in both processes, so the verifier passes it: only the witness tells that the program
+    the suite's process builds is not the one the export wrote."""
+    done, programs = export(tmp_path, "aware", variant="export-aware")
+    assert done.returncode == 0, done.stderr
+    report = witness(tmp_path, tree(tmp_path, "suite"), "export-aware")
+    differ = [k for k, h in hashes(programs).items() if report["programs"].get(k) != h]
+    assert sorted(differ) == sorted(hashes(programs))

@@ -1,4 +1,4 @@
-"""The command line of a target module: ``python -m <module> export|verify … [-- target args]``.
+"""The command line of a target module: ``python -m <module> requests|export|verify … [-- args]``.
 
 A target module ends with::
 
@@ -6,24 +6,39 @@ A target module ends with::
         hillclimb_bench.cli(make_target)   # or cli(TARGET) for a fixed target
 
 ``make_target(args)`` builds the target from the arguments after ``--`` (a preset, a model…).
-Both steps leave through ``os._exit``: no ``atexit`` handler or finalizer that code in the process
-registered runs afterwards.
+Every step leaves through ``os._exit``: no ``atexit`` handler or finalizer that code in the process
+registered runs afterwards. :func:`target_of` finds a module's ``make_target`` without running a
+step (the witness, :mod:`hillclimb_bench.witness`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import runpy
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import export as _export
+from . import planning as _planning
 from . import verify as _verify
 from .errors import UsageError
 
-USAGE = "usage: python -m <target module> export|verify [options] [-- target args]"
+USAGE = "usage: python -m <target module> requests|export|verify [options] [-- target args]"
+STEPS = {"requests": _planning.run, "export": _export.run, "verify": _verify.run}
+
+
+class _Found(BaseException):
+    """Raised by :func:`cli` while :func:`target_of` runs a target module: carries its target."""
+
+    def __init__(self, make_target: Any) -> None:
+        super().__init__("target found")
+        self.make_target = make_target
+
+
+_finding = False
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -37,6 +52,8 @@ class ArgumentParser(argparse.ArgumentParser):
 def cli(
     make_target: Callable[[list[str]], Any] | Any, argv: Sequence[str] | None = None
 ) -> NoReturn:
+    if _finding:
+        raise _Found(make_target)
     args = list(sys.argv[1:] if argv is None else argv)
     prog = _program_name() if argv is None else "target"
     code = main(make_target, args, prog)
@@ -52,13 +69,27 @@ def _program_name() -> str:
 
 
 def main(make_target: Any, args: list[str], prog: str = "target") -> int:
-    """The exit code of ``export`` or ``verify`` run with ``args`` (no process exit)."""
-    if not args or args[0] not in ("export", "verify"):
+    """The exit code of a step run with ``args`` (no process exit)."""
+    if not args or args[0] not in STEPS:
         print(USAGE, file=sys.stderr)
         return 2
     step, rest = args[0], args[1:]
     own, target_args = (
         (rest[: rest.index("--")], rest[rest.index("--") + 1 :]) if "--" in rest else (rest, [])
     )
-    runner = _export.run if step == "export" else _verify.run
-    return runner(make_target, own, target_args, prog)
+    return STEPS[step](make_target, own, target_args, prog)
+
+
+def target_of(module: str) -> Any:
+    """The ``make_target`` (or target) a target module hands to :func:`cli` when run as a program:
+    the module runs as ``__main__`` (argv untouched) and its ``cli`` call returns it instead of
+    running a step."""
+    global _finding
+    _finding = True
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    except _Found as found:
+        return found.make_target
+    finally:
+        _finding = False
+    raise UsageError(f"{module} never calls hillclimb_bench.cli(...) when run as a program")

@@ -1,14 +1,20 @@
 """The export step: the only process that runs the candidate's code.
 
-    python -m <target module> export --platform cpu --draw N --out DIR [--only bench|gate]
-        [-- <target args>]
+    python -m <target module> export --platform cpu --requests FILE --out DIR [-- <target args>]
 
 It puts the tree's source roots first on ``sys.path`` (so the tree's kernel wins over an installed
-copy), asks the target for every program (:meth:`Target.requests`), builds each with the kernel
-(:meth:`Target.build`) and writes it with ``jax.export`` into ``DIR`` with a manifest
-(:mod:`hillclimb_bench.programs`). Source locations are left out of the programs
-(``jax_traceback_in_locations_limit = 0``), so the same code exported from two checkouts gives the
-same bytes: the harness can tell a candidate that changed nothing.
+copy), builds every program of the request file (written by the harness's ``requests`` step,
+:mod:`hillclimb_bench.planning`) with the kernel (:meth:`Target.build`) and writes each with
+``jax.export`` into ``DIR`` with a manifest (:mod:`hillclimb_bench.programs`).
+
+What reaches this process is the same for both arms of a comparison: the command line, the request
+file, the environment; hillclimb gives each export a fresh tree of neutral name and an empty cache.
+It changes no global state a kernel can read: source locations are left out of the programs by
+``JAX_TRACEBACK_IN_LOCATIONS_LIMIT=0`` in the environment, which the harness sets for the kernel's
+test suite too (so the same code exported from two checkouts gives the same bytes, and the harness
+can tell a candidate that changed nothing). :func:`export_requests` is also what the suite's process
+runs (:mod:`hillclimb_bench.witness`), so hillclimb can check that the program the tests' process
+builds is the program that was exported.
 
 Nothing this process says is evidence: its exit code and manifest only explain a failure to the
 user. It still refuses what it can see going wrong, because that can only hurt the candidate: the
@@ -27,19 +33,21 @@ from typing import Any
 
 from . import guards, programs
 from .errors import UsageError, VerificationError
-from .target import PURPOSES, Target, tuple_args
+from .programs import Request
+from .target import Target, tuple_args
 
 PLATFORMS = ("cpu", "tpu", "cuda", "rocm")
+# Set by hillclimb for every process that runs candidate code (the export and the test suite alike).
+LOCATIONS_ENV = "JAX_TRACEBACK_IN_LOCATIONS_LIMIT"
 
 
 def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
     p = _Parser(prog=f"{prog} export", description="Export the target's programs (jax.export).")
     p.add_argument("--platform", choices=PLATFORMS, required=True)
-    p.add_argument("--draw", type=int, required=True, help="the run's draw of gate shapes")
-    p.add_argument("--out", type=Path, required=True, help="folder for the programs")
     p.add_argument(
-        "--only", choices=PURPOSES, default=None, help="export only the programs of one purpose"
+        "--requests", type=Path, required=True, help="the request file (the requests step's)"
     )
+    p.add_argument("--out", type=Path, required=True, help="folder for the programs")
     return p.parse_args(list(argv))
 
 
@@ -58,35 +66,17 @@ def run(make_target: Any, argv: Sequence[str], target_args: Sequence[str], prog:
 
 def export(make_target: Any, args: argparse.Namespace, target_args: Sequence[str]) -> None:
     root = Path.cwd().resolve()
-    import jax
-
-    jax.config.update("jax_traceback_in_locations_limit", 0)
+    requests = programs.read_requests(args.requests)
+    if os.environ.get(LOCATIONS_ENV) != "0":
+        print(
+            f"export: {LOCATIONS_ENV} is not 0: the programs carry source locations (paths and "
+            "lines), so the same code exported from two trees gives different bytes",
+            file=sys.stderr,
+        )
     target: Target = make_target(list(target_args)) if callable(make_target) else make_target
-    for source_root in reversed(target.source_roots):
-        folder = str((root / source_root).resolve())
-        if folder in sys.path:
-            sys.path.remove(folder)
-        sys.path.insert(0, folder)
+    use_source_roots(target, root)
     before = guards.snapshot()
-    requests = [
-        r for r in target.requests(draw=args.draw) if args.only is None or r.purpose == args.only
-    ]
-    exported: list[tuple[Any, Any]] = []
-    info: dict[str, Any] = {}
-    for request in requests:
-        try:
-            fn = target.build(request, platform=args.platform)
-            exp = jax.export.export(jax.jit(fn), platforms=[args.platform])(
-                *tuple_args(request.args)
-            )
-            info[request.key] = target.export_info(request, fn)
-        except (UsageError, VerificationError):
-            raise
-        except Exception as e:  # the kernel's failure to trace or lower: the candidate's fault
-            raise VerificationError(
-                request.key, f"could not be exported: {type(e).__name__}: {e}"
-            ) from e
-        exported.append((request, exp))
+    exported, info = export_requests(target, requests, platform=args.platform)
     modules = kernel_origins(target, root)
     tampered = guards.changed(before)
     if tampered:
@@ -103,6 +93,39 @@ def export(make_target: Any, args: argparse.Namespace, target_args: Sequence[str
         f"export: {len(manifest['programs'])} program(s) for {args.platform} -> {args.out}",
         file=sys.stderr,
     )
+
+
+def use_source_roots(target: Target, root: Path) -> None:
+    """The tree's source roots first on ``sys.path``: the tree's kernel wins over any other copy."""
+    for source_root in reversed(target.source_roots):
+        folder = str((root / source_root).resolve())
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
+
+
+def export_requests(
+    target: Target, requests: Sequence[Request], *, platform: str
+) -> tuple[list[tuple[Request, Any]], dict[str, Any]]:
+    """``[(request, jax.export.Exported)]`` of every request, and the target's informational
+    ``export_info`` per key; raises VerificationError naming the program the kernel cannot build."""
+    import jax
+
+    exported: list[tuple[Request, Any]] = []
+    info: dict[str, Any] = {}
+    for request in requests:
+        try:
+            fn = target.build(request, platform=platform)
+            exp = jax.export.export(jax.jit(fn), platforms=[platform])(*tuple_args(request.args))
+            info[request.key] = target.export_info(request, fn)
+        except (UsageError, VerificationError):
+            raise
+        except Exception as e:  # the kernel's failure to trace or lower: the candidate's fault
+            raise VerificationError(
+                request.key, f"could not be exported: {type(e).__name__}: {e}"
+            ) from e
+        exported.append((request, exp))
+    return exported, info
 
 
 def kernel_origins(target: Target, root: Path) -> dict[str, str]:

@@ -95,6 +95,106 @@ class Request:
         return f"{self.name}@{self.case}"
 
 
+# --- the request file (what the export is asked for) -------------------------------------------
+
+REQUESTS_SCHEMA_ID = "hillclimb.requests/v1"
+MAX_REQUESTS_BYTES = 16 << 20
+
+
+def request_document(
+    requests: Sequence[Request], *, target: str, versions: Mapping[str, str]
+) -> dict[str, Any]:
+    """What an export is told: each program's key, shape parameters and argument shapes. Not its
+    purpose (timed or gate), not the run's draw, not which arm it is: both arms get this very
+    document, and the shapes are all an export needs."""
+    return {
+        "schema": REQUESTS_SCHEMA_ID,
+        "target": target,
+        "versions": dict(versions),
+        "requests": [
+            {
+                "key": r.key,
+                "name": r.name,
+                "case": r.case,
+                "params": dict(r.params),
+                "args": encode_args(r.args),
+            }
+            for r in requests
+        ],
+    }
+
+
+def write_requests(
+    path: Path, requests: Sequence[Request], *, target: str, versions: Mapping[str, str]
+) -> Path:
+    """Write a request file (what the requests step writes; tests and tools build their own)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = request_document(requests, target=target, versions=versions)
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def read_requests(path: Path) -> list[Request]:
+    """The requests of a request file (written by the ``requests`` step); raises UsageError."""
+    from .errors import UsageError
+
+    if not path.is_file():
+        raise UsageError(f"{path}: no request file (the harness writes it before the export)")
+    if path.stat().st_size > MAX_REQUESTS_BYTES:
+        raise UsageError(f"{path}: over {MAX_REQUESTS_BYTES} bytes")
+    try:
+        doc = json.loads(path.read_text())
+        if not isinstance(doc, dict) or doc.get("schema") != REQUESTS_SCHEMA_ID:
+            raise ValueError(f"schema is not {REQUESTS_SCHEMA_ID}")
+        out = []
+        for item in doc["requests"]:
+            request = Request(
+                str(item["name"]),
+                str(item["case"]),
+                "",
+                decode_args(item["args"]),
+                dict(item["params"]),
+            )
+            if request.key != item["key"]:
+                raise ValueError(f"key {item['key']!r} is not {request.key!r}")
+            out.append(request)
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        raise UsageError(f"{path}: not a request file: {type(e).__name__}: {e}") from None
+
+
+def encode_args(args: Any) -> Any:
+    """A pytree of ``jax.ShapeDtypeStruct`` (dicts, lists, tuples, None) as JSON."""
+    if args is None:
+        return None
+    if isinstance(args, dict):
+        return {"dict": {str(k): encode_args(v) for k, v in args.items()}}
+    if isinstance(args, tuple) and not hasattr(args, "_fields"):
+        return {"tuple": [encode_args(x) for x in args]}
+    if isinstance(args, list):
+        return {"list": [encode_args(x) for x in args]}
+    if hasattr(args, "shape") and hasattr(args, "dtype"):
+        return {"shape": [int(d) for d in args.shape], "dtype": str(args.dtype)}
+    raise TypeError(
+        f"request arguments must be dicts, lists, tuples and jax.ShapeDtypeStruct; got {type(args)}"
+    )
+
+
+def decode_args(doc: Any) -> Any:
+    import jax
+    import numpy as np
+
+    if doc is None:
+        return None
+    if "dict" in doc:
+        return {k: decode_args(v) for k, v in doc["dict"].items()}
+    if "tuple" in doc:
+        return tuple(decode_args(x) for x in doc["tuple"])
+    if "list" in doc:
+        return [decode_args(x) for x in doc["list"]]
+    return jax.ShapeDtypeStruct(tuple(int(d) for d in doc["shape"]), np.dtype(doc["dtype"]))
+
+
 def file_name(request: Request) -> str:
     """The program's file in the export folder, derived from the request alone."""
     return _SAFE_NAME.sub("_", request.key) + SUFFIX
@@ -124,7 +224,6 @@ def write(
                 "key": request.key,
                 "name": request.name,
                 "case": request.case,
-                "purpose": request.purpose,
                 "file": file_name(request),
                 "sha256": sha256(data),
                 "bytes": len(data),

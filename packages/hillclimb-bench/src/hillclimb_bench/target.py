@@ -40,7 +40,10 @@ class Verified:
     ``sets``: the ``(label, args)`` input sets the program was verified on, which timed calls
     alternate over; ``outputs``: the verified output leaves on each set (timed outputs must equal
     them bit for bit); ``names``: the quantity each leaf is; ``errors``: the worst
-    ``{"max_abs", "rel_rms"}`` per quantity; ``details``: target-specific facts for its metrics.
+    ``{"max_abs", "rel_rms"}`` per quantity; ``details``: target-specific facts for its metrics;
+    ``structured``: labels of the structured input sets the program was also verified on (the
+    kernel's correctness contract beyond random inputs: :attr:`Kernel.structured_inputs`), which
+    timed calls never use.
     """
 
     sets: Sequence[tuple[str, tuple[Any, ...]]]
@@ -48,6 +51,7 @@ class Verified:
     names: Sequence[str]
     errors: Mapping[str, Mapping[str, float]]
     details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    structured: Sequence[str] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +97,12 @@ class Target:
     def verify(self, request: Request, program: Callable[..., Any], *, seed: int) -> Verified:
         """*Override* (verifier side). Check ``program`` (the compiled export) against the
         reference on inputs drawn from ``seed``; raise :class:`VerificationError` naming the
-        quantity and the input set on a mismatch."""
+        quantity and the input set on a mismatch.
+
+        The exported program is the only thing that counts: whatever the kernel's own test suite
+        checks (invariants, repeated or correlated inputs, extreme values) must be checked here
+        too, on these bytes, or a kernel can pass its suite with one program and ship another.
+        List those sets in :attr:`Verified.structured`."""
         raise NotImplementedError
 
     def work(self, request: Request, info: Mapping[str, Any]) -> Work:
@@ -127,6 +136,7 @@ class Target:
 
 
 Shape = Mapping[str, Any]
+MakeInputs = Callable[[np.random.Generator, Shape], tuple[Any, ...]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +149,7 @@ class Program:
     have the reference's shape, be finite and be within ``rel_rms_tol`` relative RMS error.
     ``make_inputs(rng, shape)`` overrides the kernel's for this program (e.g. cotangents of a
     backward). ``flops(shape)`` / ``tokens(shape)`` per call, by your convention.
+    ``structured_inputs`` overrides the kernel's for this program (see :class:`Kernel`).
     """
 
     kernel: Callable[[Shape], Callable[..., Any]]
@@ -147,6 +158,7 @@ class Program:
     make_inputs: Callable[[np.random.Generator, Shape], tuple[Any, ...]] | None = None
     flops: Callable[[Shape], float] | None = None
     tokens: Callable[[Shape], int] | None = None
+    structured_inputs: Mapping[str, MakeInputs] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +170,13 @@ class Kernel(Target):
     ``draw(rng)``: a shape drawn per run for the gate (``draws`` of them), so a kernel cannot be
     special-cased to the listed shapes; ``input_sets``: sets verified (and alternated when timed)
     per program; ``kernel_modules``/``source_roots``: see :class:`Target`.
+
+    ``structured_inputs``: ``{label: make(rng, shape)}``, input sets of a known structure the
+    kernel must get right beyond random ones (what its own tests check: repeated or correlated
+    rows, zeros, extreme magnitudes, the invariants' special values). Every program is verified on
+    each of them against the reference, at every shape, exported bytes only; timed calls never use
+    them. A kernel that is right on random inputs only (a truncated series, a skipped rescale) is
+    refused here even when the code its suite ran was another.
     """
 
     name: str
@@ -173,6 +192,7 @@ class Kernel(Target):
     draws: int = 2
     input_sets: int = 2
     source_roots: tuple[str, ...] = (".",)
+    structured_inputs: Mapping[str, MakeInputs] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.programs:
@@ -247,7 +267,27 @@ class Kernel(Target):
             names = [q for q, _ in leaves]
             sets.append((label, args))
             outputs.append(tuple(a for _, a in leaves))
-        return Verified(sets, outputs, names, errors)
+        structured = self._structured(request.name)
+        for i, (label, make) in enumerate(sorted(structured.items())):
+            rng = np.random.default_rng([seed, 0x5E7, i])
+            args = tuple(jax.device_put(x) for x in make(rng, request.params))
+            where = f"{label} inputs [{request.case}]"
+            try:
+                out = jax.block_until_ready(program(*args))
+            except Exception as e:
+                raise VerificationError(request.name, f"raised {type(e).__name__}: {e}") from e
+            ref = p.reference(*(np.asarray(x) for x in args))
+            for q, e in compare(request.name, out, ref, p.rel_rms_tol, where=where).items():
+                worst = errors.get(q)
+                if worst is None or e["rel_rms"] > worst["rel_rms"]:
+                    errors[q] = e
+        return Verified(sets, outputs, names, errors, structured=sorted(structured))
+
+    def _structured(self, name: str) -> Mapping[str, MakeInputs]:
+        own = self.programs[name].structured_inputs
+        if own is not None:
+            return own
+        return self.structured_inputs if self.programs[name].make_inputs is None else {}
 
     def work(self, request: Request, info: Mapping[str, Any]) -> Work:
         p = self.programs[request.name]

@@ -562,6 +562,7 @@ def metrics_doc(
             "seed": seed,
             "seed_source": seed_source,
             "input_sets": [label for label, _ in first_sets],
+            "structured_sets": sorted({s for v in arm.verified.values() for s in v.structured}),
             "verified": True,
             "timed_outputs_compared": compared,
             "errors": merged_errors(arm.verified.values()),
