@@ -53,7 +53,8 @@ export interface JobSpec {
    * Names the code under test (its tree hash): jobs of the same code share one {cache} folder, and no
    * job can write the cache of other code (a candidate must not poison the champion's compile cache).
    * Without it {cache} is one folder for all jobs. `VERIFIER_CACHE_KEY` names the verifier's own folder,
-   * which only verifier jobs (harness code, no candidate code) get.
+   * which only verifier jobs (harness code, no candidate code) get. `EPHEMERAL_CACHE_KEY`: a fresh, empty
+   * folder for this job alone, removed after it (an export must find nothing an earlier job left).
    */
   cacheKey?: string;
 }
@@ -62,6 +63,8 @@ export type { Isolation } from '../evidence/index.js';
 
 /** The {cache} key of verifier jobs: a folder no job that runs candidate code is ever given. */
 export const VERIFIER_CACHE_KEY = 'verifier';
+/** The {cache} key of a job that gets a fresh, empty folder of its own, removed when it ends. */
+export const EPHEMERAL_CACHE_KEY = 'ephemeral';
 
 /** The names of a job's outputs, in the order backends handle them. */
 export const OUTPUT_NAMES = ['metrics', 'junit', 'trace', 'programs'] as const;

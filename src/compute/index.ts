@@ -3,7 +3,7 @@
  * modules import from this entry, never from its files.
  */
 export type { Backend, BackendInfo, JobOutputs, JobResult, JobSpec } from './backend.js';
-export { VERIFIER_CACHE_KEY } from './backend.js';
+export { EPHEMERAL_CACHE_KEY, VERIFIER_CACHE_KEY } from './backend.js';
 export { buildBackend, buildCpuBackend, tpuStateDirFor } from './factory.js';
 export { serviceAccountEmail } from './tpu/commands.js';
 export { gcloudCli } from './tpu/gcloud.js';

@@ -22,6 +22,17 @@ export interface HistoryLevels {
   peak: 'table' | 'measured' | null;
 }
 
+/** The programs a champion won with, by hash: its tree, the platform and the JAX versions they need. */
+export interface KeptPrograms {
+  /** Git tree of the champion commit (the same code under any commit that has this tree). */
+  tree: string;
+  platform: string;
+  /** jax and jaxlib (and python) versions of the environment that exported and verified them. */
+  versions: Record<string, string>;
+  /** sha256 of each timed program, keyed measurement@case. */
+  sha256: Record<string, string>;
+}
+
 export interface HistoryRow {
   schema: typeof HISTORY_SCHEMA;
   /** When the row was written (ISO 8601). */
@@ -65,6 +76,11 @@ export interface HistoryRow {
   levels?: HistoryLevels;
   /** The champion after this iteration. */
   championAfter: string;
+  /**
+   * A new champion's timed programs as the verifier measured them (improved rows): the bytes it is
+   * timed by from now on. A later export of the same tree with the same JAX must give these hashes.
+   */
+  programs?: KeptPrograms;
   harnessHash: string | null;
   configHash: string;
   device: string | null;

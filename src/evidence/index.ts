@@ -3,7 +3,7 @@
  * Other modules import from this entry, never from its files.
  */
 
-export type { ArmPair, HistoryLevels, HistoryRow } from './history-row.js';
+export type { ArmPair, HistoryLevels, HistoryRow, KeptPrograms } from './history-row.js';
 export { HISTORY_SCHEMA } from './history-row.js';
 export { recordIsolation, unverifiedReasons } from './isolation.js';
 export { failureSummary, readJUnitXml } from './junit.js';
@@ -39,6 +39,7 @@ export type {
   SearchEvidence,
   SessionRecord,
   StepName,
+  WitnessEvidence,
 } from './record.js';
 export { EVIDENCE_SCHEMA, STEPS } from './record.js';
 export type { GateProgram, Session, SessionArm, SessionMode } from './session.js';

@@ -51,6 +51,11 @@ export interface JUnitReport {
   /** The file it was read from (as given). */
   file: string;
   cases: JUnitCase[];
+  /**
+   * The `<property>` elements of the suites (`<testsuite><properties>`, pytest's global properties),
+   * name → value, in document order; a name given twice keeps all its values.
+   */
+  properties: Array<{ name: string; value: string }>;
   /** Counted from the cases, not copied from suite attributes (pytest's agree with these). */
   totals: JUnitTotals;
 }
@@ -67,6 +72,7 @@ const REPEATABLE = new Set([
   'skipped',
   'system-out',
   'system-err',
+  'property',
 ]);
 
 const parser = new XMLParser({
@@ -177,6 +183,17 @@ function collectCases(file: string, suite: XmlNode, out: JUnitCase[]): void {
   for (const inner of children(suite, 'testsuite')) collectCases(file, inner, out);
 }
 
+/** The suite-level properties of `suite` and of the suites nested in it. */
+function collectProperties(suite: XmlNode, out: Array<{ name: string; value: string }>): void {
+  for (const holder of [suite.properties].filter((p): p is XmlNode => typeof p === 'object' && p !== null)) {
+    for (const p of children(holder, 'property')) {
+      const name = attr(p, 'name');
+      if (name !== undefined) out.push({ name, value: attr(p, 'value') ?? text(p) });
+    }
+  }
+  for (const inner of children(suite, 'testsuite')) collectProperties(inner, out);
+}
+
 /** The top-level `<testsuite>` elements, whichever root the writer used. */
 function topSuites(file: string, doc: XmlNode): XmlNode[] {
   const roots = Object.keys(doc).filter((k) => !k.startsWith('?'));
@@ -239,8 +256,12 @@ export function parseJUnitXml(xml: string, file: string): JUnitReport {
   }
   const suites = topSuites(file, doc);
   const cases: JUnitCase[] = [];
-  for (const suite of suites) collectCases(file, suite, cases);
-  return { file, cases, totals: totalsOf(file, cases, suites) };
+  const properties: Array<{ name: string; value: string }> = [];
+  for (const suite of suites) {
+    collectCases(file, suite, cases);
+    collectProperties(suite, properties);
+  }
+  return { file, cases, properties, totals: totalsOf(file, cases, suites) };
 }
 
 /**

@@ -122,6 +122,20 @@ export interface GateEvidence {
   export?: ExportEvidence;
   /** The verifier's verdict over the matrix: the only way this gate passes. */
   verifier?: GateVerification;
+  /** Whether the suite's process built the programs the export wrote (hillclimb_bench's witness). */
+  witness?: WitnessEvidence;
+}
+
+/**
+ * The witness of a gate: the programs the test suite's own process built from the same request file,
+ * by hash, against the programs the verifier read. `matched`: the same bytes; `differs`: the suite ran
+ * another program than the one that would be timed (the gate fails); `missing`: a pytest suite whose
+ * report carries no witness (the gate fails); `not-pytest`: a suite hillclimb cannot ask (recorded).
+ */
+export interface WitnessEvidence {
+  status: 'matched' | 'differs' | 'missing' | 'not-pytest';
+  /** Keys whose hashes differ, or the suite could not build (at most 20). */
+  differing?: string[];
 }
 
 /** One export of an arm's programs (the only process that ran its code), as the harness saw it. */
@@ -337,6 +351,14 @@ export interface IterationEvidence {
   gates: { cpu?: GateEvidence; accelerator?: GateEvidence };
   /** The draw of the correctness matrix's shapes for this iteration (made by the harness, per run). */
   draw?: number;
+  /** Per platform: the draw and the JAX versions of the request file every export of it was given. */
+  requests?: Partial<Record<string, { draw: number; versions: Record<string, string> }>>;
+  /**
+   * Per platform: where the champion's timed programs came from — `kept` or `stored` (the ones it won
+   * with), `exported-checked` (exported again, the hashes it won with), `exported` (exported again: a
+   * champion that never won, or whose programs and record are gone).
+   */
+  championPrograms?: Partial<Record<string, 'kept' | 'stored' | 'exported-checked' | 'exported'>>;
   measurement?: MeasurementEvidence;
   profile?: ProfileEvidence;
   publish?: PublishEvidence;

@@ -1,4 +1,5 @@
-/** Small, careful file helpers: atomic replace, durable append, JSON in and out. */
+/** Small, careful file helpers: atomic replace, durable append, JSON in and out, content hashes. */
+import { createHash } from 'node:crypto';
 import {
   closeSync,
   existsSync,
@@ -12,6 +13,11 @@ import {
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { InputError } from './errors.js';
+
+/** The sha256 of a file's bytes, hex. */
+export function sha256File(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
 
 /** Write a file so readers see the old or the new content, never a torn one. */
 export function writeFileAtomic(path: string, data: string | Buffer): void {

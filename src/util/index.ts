@@ -17,6 +17,7 @@ export {
   readJson,
   readJsonLines,
   readTextFile,
+  sha256File,
   writeFileAtomic,
   writeJsonAtomic,
 } from './files.js';

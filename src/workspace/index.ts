@@ -8,5 +8,6 @@ export { changeFingerprint } from './change-fingerprint.js';
 export { CandidateRefused, Git, HARNESS_IDENTITY } from './git.js';
 export { matchAny } from './glob.js';
 export { classifyChanges, describeViolations } from './guard.js';
+export { OBSERVES_RULE_PREFIX } from './scan-rules.js';
 export { scanCommits } from './static-scan.js';
 export { globsWithoutFiles } from './unmatched-globs.js';

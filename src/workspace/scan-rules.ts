@@ -280,7 +280,72 @@ export const LINE_RULES: readonly LineRule[] = [
       /(?<![\w.])compile\s*\([^)]*['"](?:exec|eval|single)['"]/,
     ],
   },
+  // Signals, not verdicts: code that can tell how it is being run. A kernel's program must be the same
+  // wherever it is built (its suite, the export, either arm): the harness checks that on the programs
+  // themselves, and lists these lines in the PR comment for the reviewer (OBSERVES_RULE_PREFIX).
+  {
+    id: 'observes-argv',
+    severity: 'warn',
+    reason:
+      'reads the command line: a kernel that knows how its process was started can tell an export from a test',
+    paths: PY,
+    patterns: [/\bsys\.(?:argv|orig_argv)\b/, /\bargparse\b/],
+  },
+  {
+    id: 'observes-paths',
+    severity: 'warn',
+    reason:
+      'reads where its files or its process are (module paths, the working directory): the folders of a run name what it is doing',
+    paths: PY,
+    patterns: [/\b__file__\b/, /\b__spec__\b/, /\bos\.getcwd\b/, /\bPath\.cwd\b/, /\/proc\//],
+  },
+  {
+    id: 'observes-environment',
+    severity: 'warn',
+    reason: 'reads environment variables: the environment of a job says which job it is',
+    paths: PY,
+    patterns: [/\bos\.(?:environ|environb|getenv|getenvb)\b/],
+  },
+  {
+    id: 'observes-jax-config',
+    severity: 'warn',
+    reason: 'reads global JAX options: a program that depends on them is not the same program everywhere',
+    paths: PY,
+    patterns: [
+      /\bjax\.config\.(?!update\b)\w+/,
+      /\bjax\.config\b\s*(?:[,)]|$)/,
+      /\bconfig\.jax_\w+/,
+      (code) => stringLiterals(code).some((s) => /^jax_[a-z0-9_]+$/.test(s)),
+    ],
+  },
+  {
+    id: 'observes-caller',
+    severity: 'warn',
+    reason:
+      'inspects the interpreter (the stack, loaded modules, builtins by name): how code tells who calls it',
+    paths: PY,
+    patterns: [
+      /\binspect\.\w+/,
+      /\btraceback\.(?:extract_stack|format_stack|walk_stack|print_stack)\b/,
+      /\b__self__\b/,
+      /\bvars\s*\(\s*(?:len|print|sys|builtins)\b/,
+      /\bglobals\s*\(\s*\)/,
+    ],
+  },
+  {
+    id: 'observes-clock',
+    severity: 'warn',
+    reason: 'reads the clock or the date: a program built differently at another time is another program',
+    paths: PY,
+    patterns: [
+      /\b(?:datetime|date)\.(?:now|today|utcnow)\s*\(/,
+      /\btime\.(?:time|time_ns|localtime|gmtime|ctime)\s*\(/,
+    ],
+  },
 ];
+
+/** Rule ids of the signals the PR comment lists for the reviewer (code that can tell how it runs). */
+export const OBSERVES_RULE_PREFIX = 'observes-';
 
 const STARTUP_FILES = new Set([
   'conftest.py',

@@ -81,6 +81,7 @@ const COMPLETE: MetricsFile = {
     seed: 123456789,
     seed_source: 'os.urandom',
     input_sets: ['mild', 'slow', 'layer'],
+    structured_sets: ['one gates', 'repeated gates'],
     verified: true,
     timed_outputs_compared: 6,
     errors: { 'fwd.o': { max_abs: 2e-7, rel_rms: 4e-7 } },

@@ -39333,9 +39333,9 @@ __export(sha256_node_ZPWO3OWR_exports, {
   sha256Node: () => sha256Node
 });
 import { Readable as Readable4 } from "stream";
-import { createHash as createHash6 } from "crypto";
+import { createHash as createHash7 } from "crypto";
 async function* sha256Node(buffer, opts) {
-  const sha256Stream = createHash6("sha256");
+  const sha256Stream = createHash7("sha256");
   const size = buffer instanceof Blob ? buffer.size : buffer.byteLength;
   let done = 0;
   const readable2 = buffer instanceof Blob ? Readable4.fromWeb(buffer.stream()) : Readable4.from(Buffer.from(buffer));
@@ -44238,6 +44238,7 @@ function assertBranchName(name) {
 }
 
 // src/util/files.ts
+import { createHash } from "node:crypto";
 import {
   closeSync,
   existsSync as existsSync3,
@@ -44250,6 +44251,9 @@ import {
 } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
+function sha256File(path6) {
+  return createHash("sha256").update(readFileSync2(path6)).digest("hex");
+}
 function writeFileAtomic(path6, data) {
   mkdirSync(dirname(path6), { recursive: true });
   const tmp = `${path6}.tmp-${process.pid}-${Date.now()}`;
@@ -44682,7 +44686,7 @@ function configOverrides() {
 import { dirname as dirname22, resolve as resolve16 } from "node:path";
 
 // src/loop/context.ts
-import { createHash } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 import { existsSync as existsSync4, mkdirSync as mkdirSync4, readFileSync as readFileSync5, writeFileSync } from "node:fs";
 import { hostname as hostname2 } from "node:os";
 import { join as join2, resolve } from "node:path";
@@ -44691,7 +44695,7 @@ var NO_AGENT = {
   run: () => Promise.reject(new Error("this phase runs no agent"))
 };
 function configHash(config) {
-  return createHash("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
+  return createHash2("sha256").update(readFileSync5(config.file)).digest("hex").slice(0, 16);
 }
 function stateDirOf(config) {
   const dir = resolve(config.root, config.paths.state_dir);
@@ -45666,23 +45670,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join43 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join44 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join43(key), message: retired };
+      if (retired) return { keyPath: join44(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join43(key),
+        keyPath: join44(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join43(String(e.params.missingProperty)),
+        keyPath: join44(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -45877,7 +45881,7 @@ function loopBranchName(parts) {
 }
 
 // src/workspace/change-fingerprint.ts
-import { createHash as createHash2 } from "node:crypto";
+import { createHash as createHash3 } from "node:crypto";
 
 // src/workspace/unified-diff.ts
 function parseUnifiedDiff(text3) {
@@ -45993,7 +45997,7 @@ function changeFingerprint(diff) {
     added: f.added.map((a2) => normalise(a2.text)).filter(Boolean)
   })).filter((f) => f.binary || f.removed.join("\n") !== f.added.join("\n")).sort((a2, b) => a2.path < b.path ? -1 : a2.path > b.path ? 1 : 0);
   if (files.length === 0) return void 0;
-  const h2 = createHash2("sha256");
+  const h2 = createHash3("sha256");
   for (const f of files) {
     h2.update(`file ${f.path}${f.binary ? ` binary ${f.blobs?.old ?? "?"}..${f.blobs?.new ?? "?"}` : ""}
 `);
@@ -46011,7 +46015,7 @@ function normalise(line) {
 }
 
 // src/workspace/git.ts
-import { createHash as createHash3 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 import { closeSync as closeSync4, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, openSync as openSync4, readSync as readSync2, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, isAbsolute as isAbsolute3, join as join6, relative as relative2, resolve as resolve4 } from "node:path";
@@ -53749,7 +53753,7 @@ var Git = class _Git {
       return (await this.git(["rev-parse", "--verify", `${commit2}^{tree}`])).stdout.trim();
     }
     const r = await this.git(["ls-tree", "-r", "-z", "--full-tree", commit2, "--", ...paths]);
-    return createHash3("sha256").update(r.stdout).digest("hex");
+    return createHash4("sha256").update(r.stdout).digest("hex");
   }
   /** A file's content at a commit; undefined when the file does not exist there. */
   async show(commit2, path6) {
@@ -54697,8 +54701,68 @@ var LINE_RULES = [
       /\bimportlib\.import_module\s*\(/,
       /(?<![\w.])compile\s*\([^)]*['"](?:exec|eval|single)['"]/
     ]
+  },
+  // Signals, not verdicts: code that can tell how it is being run. A kernel's program must be the same
+  // wherever it is built (its suite, the export, either arm): the harness checks that on the programs
+  // themselves, and lists these lines in the PR comment for the reviewer (OBSERVES_RULE_PREFIX).
+  {
+    id: "observes-argv",
+    severity: "warn",
+    reason: "reads the command line: a kernel that knows how its process was started can tell an export from a test",
+    paths: PY,
+    patterns: [/\bsys\.(?:argv|orig_argv)\b/, /\bargparse\b/]
+  },
+  {
+    id: "observes-paths",
+    severity: "warn",
+    reason: "reads where its files or its process are (module paths, the working directory): the folders of a run name what it is doing",
+    paths: PY,
+    patterns: [/\b__file__\b/, /\b__spec__\b/, /\bos\.getcwd\b/, /\bPath\.cwd\b/, /\/proc\//]
+  },
+  {
+    id: "observes-environment",
+    severity: "warn",
+    reason: "reads environment variables: the environment of a job says which job it is",
+    paths: PY,
+    patterns: [/\bos\.(?:environ|environb|getenv|getenvb)\b/]
+  },
+  {
+    id: "observes-jax-config",
+    severity: "warn",
+    reason: "reads global JAX options: a program that depends on them is not the same program everywhere",
+    paths: PY,
+    patterns: [
+      /\bjax\.config\.(?!update\b)\w+/,
+      /\bjax\.config\b\s*(?:[,)]|$)/,
+      /\bconfig\.jax_\w+/,
+      (code2) => stringLiterals(code2).some((s) => /^jax_[a-z0-9_]+$/.test(s))
+    ]
+  },
+  {
+    id: "observes-caller",
+    severity: "warn",
+    reason: "inspects the interpreter (the stack, loaded modules, builtins by name): how code tells who calls it",
+    paths: PY,
+    patterns: [
+      /\binspect\.\w+/,
+      /\btraceback\.(?:extract_stack|format_stack|walk_stack|print_stack)\b/,
+      /\b__self__\b/,
+      /\bvars\s*\(\s*(?:len|print|sys|builtins)\b/,
+      /\bglobals\s*\(\s*\)/
+    ]
+  },
+  {
+    id: "observes-clock",
+    severity: "warn",
+    reason: "reads the clock or the date: a program built differently at another time is another program",
+    paths: PY,
+    patterns: [
+      /\b(?:datetime|date)\.(?:now|today|utcnow)\s*\(/,
+      /\btime\.(?:time|time_ns|localtime|gmtime|ctime)\s*\(/
+    ]
   }
 ];
+var OBSERVES_RULE_PREFIX = "observes-";
 var STARTUP_FILES = /* @__PURE__ */ new Set([
   "conftest.py",
   "sitecustomize.py",
@@ -56131,12 +56195,14 @@ ${body.join("\n\n")}
 
 // src/compute/backend.ts
 var VERIFIER_CACHE_KEY = "verifier";
+var EPHEMERAL_CACHE_KEY = "ephemeral";
 var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
 
 // src/compute/factory.ts
 import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
+import { randomBytes } from "node:crypto";
 import { appendFileSync as appendFileSync5, existsSync as existsSync12, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readdirSync as readdirSync6, rmSync as rmSync8 } from "node:fs";
 import { availableParallelism, constants as constants9, tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname15, join as join14, resolve as resolve9 } from "node:path";
@@ -56374,10 +56440,20 @@ var LocalBackend = class {
     this.opts.logger.debug(`local backend: ${this.info().description}`);
   }
   async run(job) {
+    const cacheRoot = this.opts.cacheDir ?? join14(this.opts.root, ".hillclimb", "cache", "jobs");
+    if (job.cacheKey !== EPHEMERAL_CACHE_KEY) {
+      return this.runWith(job, join14(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]));
+    }
+    const cache2 = join14(cacheRoot, "ephemeral", randomBytes(8).toString("hex"));
+    try {
+      return await this.runWith(job, cache2);
+    } finally {
+      rmSync8(cache2, { recursive: true, force: true });
+    }
+  }
+  async runWith(job, cache2) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join14(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache2 = join14(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -56547,9 +56623,9 @@ import { tmpdir as tmpdir7 } from "node:os";
 import { dirname as dirname16, join as join16 } from "node:path";
 
 // src/compute/names.ts
-import { createHash as createHash4 } from "node:crypto";
+import { createHash as createHash5 } from "node:crypto";
 function shortHash(text3, length = 6) {
-  return createHash4("sha256").update(text3).digest("hex").slice(0, length);
+  return createHash5("sha256").update(text3).digest("hex").slice(0, length);
 }
 var SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 var MAX_SUBMISSION_ID = 120;
@@ -56733,7 +56809,7 @@ function packagePath(uri) {
 }
 
 // src/compute/runner/protocol.ts
-import { createHash as createHash5 } from "node:crypto";
+import { createHash as createHash6 } from "node:crypto";
 
 // src/compute/runner/source.ts
 var RUNNER_FILE = ".hillclimb-runner.py";
@@ -56806,8 +56882,8 @@ def main():
     # folder in the home directory, and a planted entry under the oracle's key would be loaded.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    if key == "verifier":
-        cache = tempfile.mkdtemp(prefix="hillclimb-verifier-cache-")
+    if key in ("verifier", "ephemeral"):  # a fresh folder of this job's own, removed after it
+        cache = tempfile.mkdtemp(prefix="hillclimb-%s-cache-" % key)
     elif key and re.match(r"^[0-9a-f]{40,64}$", key):
         cache = os.path.join(cache, "by-code", key)
     else:
@@ -56907,7 +56983,7 @@ def main():
         marker(nonce, "outputs-error", "could not pack outputs: %s" % e)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
-        if key == "verifier":
+        if key in ("verifier", "ephemeral"):
             shutil.rmtree(cache, ignore_errors=True)
         if pgid_file:
             try:
@@ -56956,7 +57032,7 @@ function parseRunnerOutput(text3, nonce) {
       case "outputs-end": {
         if (payload && expected) {
           const data = Buffer.from(payload.join(""), "base64");
-          const digest = createHash5("sha256").update(data).digest("hex");
+          const digest = createHash6("sha256").update(data).digest("hex");
           if (data.length === expected.bytes && digest === expected.sha256) report.outputs = data;
           else
             report.outputsError = `outputs damaged in transit (got ${data.length} bytes, expected ${expected.bytes})`;
@@ -73160,7 +73236,8 @@ var REPEATABLE = /* @__PURE__ */ new Set([
   "error",
   "skipped",
   "system-out",
-  "system-err"
+  "system-err",
+  "property"
 ]);
 var parser2 = new XMLParser({
   ignoreAttributes: false,
@@ -73248,6 +73325,15 @@ function collectCases(file, suite, out) {
   for (const c3 of children(suite, "testcase")) out.push(readCase(file, c3, name));
   for (const inner of children(suite, "testsuite")) collectCases(file, inner, out);
 }
+function collectProperties(suite, out) {
+  for (const holder of [suite.properties].filter((p) => typeof p === "object" && p !== null)) {
+    for (const p of children(holder, "property")) {
+      const name = attr(p, "name");
+      if (name !== void 0) out.push({ name, value: attr(p, "value") ?? text2(p) });
+    }
+  }
+  for (const inner of children(suite, "testsuite")) collectProperties(inner, out);
+}
 function topSuites(file, doc) {
   const roots = Object.keys(doc).filter((k) => !k.startsWith("?"));
   if ("testsuites" in doc) {
@@ -73297,8 +73383,12 @@ function parseJUnitXml(xml, file) {
   }
   const suites = topSuites(file, doc);
   const cases = [];
-  for (const suite of suites) collectCases(file, suite, cases);
-  return { file, cases, totals: totalsOf(file, cases, suites) };
+  const properties = [];
+  for (const suite of suites) {
+    collectCases(file, suite, cases);
+    collectProperties(suite, properties);
+  }
+  return { file, cases, properties, totals: totalsOf(file, cases, suites) };
 }
 async function readJUnitXml(file) {
   return parseJUnitXml(await readTextFile(file, "JUnit XML"), file);
@@ -75035,13 +75125,54 @@ function failingList(gate, max) {
 function checksSection(evidence, maxFailing = DEFAULT_FAILING_TESTS) {
   const rows = [["guard", cell(guardText(evidence.guard))]];
   for (const [key, label] of GATES) rows.push([label, cell(gateText(evidence.gates[key]))]);
+  const programs = programsText(evidence);
+  if (programs) rows.push(["programs", cell(programs)]);
   const lines = ["#### Checks", table(["check", "result"], rows)];
   for (const [key, label] of GATES) {
     const gate = evidence.gates[key];
     const list2 = gate && failingList(gate, maxFailing);
     if (list2) lines.push(`Failing tests (${label}): ${list2}`);
   }
+  const signals2 = observesList(evidence, MAX_SIGNALS);
+  if (signals2) lines.push(signals2);
   return lines.join("\n\n");
+}
+var MAX_SIGNALS = 8;
+var CHAMPION_SOURCE = {
+  kept: "the champion timed by the programs it won with",
+  stored: "the champion timed by the programs it won with (from the store)",
+  "exported-checked": "the champion exported again, the same bytes it won with",
+  exported: "the champion exported again (no record of the programs it won with)"
+};
+function programsText(evidence) {
+  const parts = [];
+  for (const [key, label] of GATES) {
+    const w = evidence.gates[key]?.witness;
+    if (!w) continue;
+    const where2 = key === "cpu" ? "" : ` (${label})`;
+    if (w.status === "matched") parts.push(`the test suite's process built the exported programs${where2}`);
+    else if (w.status === "not-pytest") parts.push(`not compared with the test suite's (not pytest)${where2}`);
+    else if (w.status === "missing") parts.push(`the test suite reported no programs${where2}`);
+    else
+      parts.push(`the test suite's process built other programs${where2}: ${(w.differing ?? []).join(", ")}`);
+  }
+  for (const source of Object.values(evidence.championPrograms ?? {})) {
+    if (source) parts.push(CHAMPION_SOURCE[source]);
+  }
+  return parts.length > 0 ? [...new Set(parts)].join("; ") : void 0;
+}
+function observesList(evidence, max) {
+  const found = (evidence.guard?.findings ?? []).filter((f) => f.rule.startsWith(OBSERVES_RULE_PREFIX));
+  if (found.length === 0) return void 0;
+  const shown = found.slice(0, max).map(
+    (f) => `- ${code(`${f.file}${f.line ? `:${f.line}` : ""}`)} ${f.rule.slice(OBSERVES_RULE_PREFIX.length)}: ${code(f.excerpt)}`
+  );
+  const more = found.length - shown.length;
+  return [
+    "Code that can tell how it is run (for the reviewer; the verdict judged the programs themselves):",
+    ...shown,
+    ...more > 0 ? [`- \u2026 and ${more} more (the evidence bundle's guard findings)`] : []
+  ].join("\n");
 }
 
 // src/report/fit.ts
@@ -75510,7 +75641,7 @@ function provenanceRows(evidence) {
       "benchmark",
       m && (m.impl || m.preset) ? cell([m.impl && `impl ${m.impl}`, m.preset && `preset ${m.preset}`].filter(Boolean).join(", ")) : void 0
     ],
-    ["programs", m?.programs && programsText(m.programs)],
+    ["programs", m?.programs && programsText2(m.programs)],
     ["versions", versionsText(m?.versions) && cell(versionsText(m?.versions))],
     ["hillclimb", cell(p.hillclimbVersion)],
     ["harness hash", p.harnessHash ? code(shortSha(p.harnessHash)) : void 0],
@@ -75520,7 +75651,7 @@ function provenanceRows(evidence) {
   ];
   return rows.filter((r) => r[1] !== void 0 && r[1] !== "");
 }
-function programsText(p) {
+function programsText2(p) {
   if (!p) return void 0;
   const keys = [.../* @__PURE__ */ new Set([...Object.keys(p.A), ...Object.keys(p.B)])].sort();
   if (keys.length === 0) return void 0;
@@ -75900,7 +76031,7 @@ function renderComment(evidence, history, opts = {}) {
 var JOB_SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024;
 
 // src/report/log-entry.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash8 } from "node:crypto";
 var LOG_ENTRY_FORMAT = 3;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
@@ -75955,7 +76086,7 @@ function canonicalJson(value2) {
 function evidenceDigest(evidence) {
   const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
   const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash7("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
 }
 function evidenceMarker(path6, digest) {
   if (/\s|-->/.test(path6))
@@ -82184,15 +82315,13 @@ function backoffMs(baseSeconds, attempt2) {
 
 // src/loop/steps/gates.ts
 import { existsSync as existsSync20, rmSync as rmSync19 } from "node:fs";
+import { join as join32 } from "node:path";
 
 // src/loop/state/worktrees.ts
 import { existsSync as existsSync18, readdirSync as readdirSync11, rmSync as rmSync17 } from "node:fs";
 import { join as join30 } from "node:path";
 function candidateWorktreePath(ctx, key) {
   return join30(ctx.runDir, "worktrees", iterationDirName(key));
-}
-function championWorktreePath(ctx, commit2) {
-  return join30(ctx.runDir, "worktrees", `champion-${commit2.slice(0, 12)}`);
 }
 function agentRepoPath(ctx, key) {
   return join30(ctx.runDir, "agent", iterationDirName(key), "repo");
@@ -82233,8 +82362,8 @@ function jobId(runId, key, ...parts) {
 }
 
 // src/loop/steps/programs.ts
-import { randomBytes } from "node:crypto";
-import { cpSync, existsSync as existsSync19, mkdirSync as mkdirSync21, readdirSync as readdirSync12, rmSync as rmSync18 } from "node:fs";
+import { createHash as createHash9, randomBytes as randomBytes2 } from "node:crypto";
+import { cpSync, existsSync as existsSync19, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync23, rmSync as rmSync18, writeFileSync as writeFileSync10 } from "node:fs";
 import { join as join31, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
 var PLATFORMS = ["cpu", "tpu"];
@@ -82242,14 +82371,19 @@ var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
 var PROGRAM_FILE = /^(manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
 var DRAW_BITS = 53n;
 function newDraw() {
-  return Number(randomBytes(8).readBigUInt64BE() >> 64n - DRAW_BITS);
+  return Number(randomBytes2(8).readBigUInt64BE() >> 64n - DRAW_BITS);
 }
 function iterationDraw(ev) {
-  if (!("gates" in ev)) return 0;
   ev.draw ??= newDraw();
   return ev.draw;
 }
-function exportCommand(ctx, platform3, draw, only) {
+var CANDIDATE_ENV = {
+  // No source locations in lowered programs (the same code exported from two trees gives the same
+  // bytes). Set here, not by the export, so the suite's process runs under the very same options.
+  JAX_TRACEBACK_IN_LOCATIONS_LIMIT: "0"
+};
+var REQUEST_FILE = ".hillclimb-request.json";
+function exportCommand(ctx, platform3) {
   const p = ctx.target.programs;
   return [
     "{python}",
@@ -82258,14 +82392,104 @@ function exportCommand(ctx, platform3, draw, only) {
     "export",
     "--platform",
     platform3,
-    "--draw",
-    String(draw),
-    ...only ? ["--only", only] : [],
+    "--requests",
+    REQUEST_FILE,
     "--out",
     "{programs}",
     "--",
     ...p.args
   ];
+}
+var REQUESTS_SCHEMA = "hillclimb.requests/v1";
+async function requestPlan(ctx, ev, o2) {
+  const draw = iterationDraw(ev);
+  const p = ctx.target.programs;
+  const key = createHash9("sha256").update(JSON.stringify([o2.harness, o2.platform, draw, o2.backend.info().description, p.module, p.args])).digest("hex").slice(0, 20);
+  const file = join31(ctx.runDir, "requests", `${key}.json`);
+  const made = await onceAtATime(file, () => writePlan(ctx, ev, o2, { file, key, draw }));
+  if ("gates" in ev) ev.requests = { ...ev.requests, [made.platform]: { draw, versions: made.versions } };
+  return made;
+}
+async function writePlan(ctx, ev, o2, { file, key, draw }) {
+  const p = ctx.target.programs;
+  if (!existsSync19(file)) {
+    const log = join31(ctx.runDir, "requests", `${key}.log`);
+    const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, `requests-${key.slice(0, 8)}`, {}));
+    const result = await o2.backend.run({
+      id: jobId(ctx.runId, ev, "requests", o2.platform, Date.now()),
+      command: [
+        "{python}",
+        "-E",
+        "-s",
+        "-m",
+        p.module,
+        "requests",
+        "--draw",
+        String(draw),
+        "--out",
+        "{metrics}",
+        "--",
+        ...p.args
+      ],
+      workdir: tree,
+      timeoutMs: p.timeout_minutes * MINUTE_MS,
+      outputs: { metrics: `${file}.part` },
+      logFile: log,
+      signal: ctx.signal,
+      cacheKey: VERIFIER_CACHE_KEY
+    }).finally(() => oneAtATime(() => removeExportTree(ctx, tree)));
+    if (result.killedBy === "abort") throw new Interrupted("requests cancelled");
+    if (ctx.dryRun && result.infraError?.startsWith("dry run")) {
+      mkdirSync21(join31(ctx.runDir, "requests"), { recursive: true });
+      writeFileSync10(`${file}.dry-run`, `${JSON.stringify({ schema: REQUESTS_SCHEMA, requests: [] })}
+`);
+      return { platform: o2.platform, draw, file: `${file}.dry-run`, keys: [], versions: {} };
+    }
+    if (result.infraError) throw new InfraFailure(`the requests step could not run: ${result.infraError}`);
+    if (result.exitCode !== 0 || !existsSync19(`${file}.part`)) {
+      const why = `the target module's requests step (${p.module}) exited ${result.exitCode}: ${lastErrorLine(log) ?? `see ${log}`}`;
+      const text3 = existsSync19(log) ? readFileSync23(log, "utf8") : "";
+      if (result.exitCode === 2 || isProgramError(text3)) {
+        throw new ChampionFailure(why, {
+          hint: `the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`
+        });
+      }
+      throw new InfraFailure(why, { hint: `check the machine; the step's log: ${log}` });
+    }
+    cpSync(`${file}.part`, file);
+    rmSync18(`${file}.part`, { force: true });
+  }
+  return readPlan(file, o2.platform, draw);
+}
+function readPlan(file, platform3, draw) {
+  let doc;
+  try {
+    doc = JSON.parse(readFileSync23(file, "utf8"));
+  } catch (e) {
+    throw new InfraFailure(`the request file ${file} is unreadable: ${errorMessage(e)}`);
+  }
+  const requests = Array.isArray(doc.requests) ? doc.requests : [];
+  const keys = requests.map((r) => r?.key).filter((k) => typeof k === "string");
+  if (doc.schema !== REQUESTS_SCHEMA || keys.length === 0 || keys.length !== requests.length) {
+    throw new InfraFailure(`${file} is not a request file of ${REQUESTS_SCHEMA} with its keys`);
+  }
+  const versions = {};
+  if (doc.versions && typeof doc.versions === "object") {
+    for (const [k, v] of Object.entries(doc.versions)) if (typeof v === "string") versions[k] = v;
+  }
+  return { platform: platform3, draw, file, keys, versions };
+}
+async function exportTree(ctx, commit2, plan) {
+  const path6 = join31(ctx.runDir, "worktrees", `export-${randomBytes2(6).toString("hex")}`);
+  const wt = await worktreeAt(ctx, path6, commit2);
+  writeFileSync10(join31(wt.root, REQUEST_FILE), readFileSync23(plan.file));
+  return wt.root;
+}
+async function removeExportTree(ctx, path6) {
+  await ctx.git.removeWorktree(path6).catch(() => rmSync18(path6, { recursive: true, force: true }));
+}
+function placeRequestFile(root, plan) {
+  writeFileSync10(join31(root, REQUEST_FILE), readFileSync23(plan.file));
 }
 function verifyCommand(ctx, o2) {
   const p = ctx.target.programs;
@@ -82305,23 +82529,33 @@ function verifyCommand(ctx, o2) {
 async function exportPrograms(ctx, ev, o2) {
   rmSync18(o2.dest, { recursive: true, force: true });
   rmSync18(o2.logFile, { force: true });
-  const result = await o2.backend.run({
-    id: jobId(ctx.runId, ev, "export", o2.name, Date.now()),
-    command: exportCommand(ctx, o2.platform, o2.draw, o2.only),
-    workdir: o2.workdir,
-    timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
-    outputs: { programs: o2.dest },
-    logFile: o2.logFile,
-    signal: ctx.signal,
-    // The code's own compile cache: never the champion's, never the verifier's.
-    cacheKey: await ctx.git.treeHash(o2.commit)
-  });
+  const platform3 = o2.plan.platform;
+  const tree = await oneAtATime(() => exportTree(ctx, o2.commit, o2.plan));
+  let result;
+  try {
+    result = await o2.backend.run({
+      // Names the run only: nothing in it says which arm, step or iteration the export serves.
+      id: `${ctx.runId}-export-${randomBytes2(4).toString("hex")}`.replace(/[^A-Za-z0-9._-]/g, "_"),
+      command: exportCommand(ctx, platform3),
+      workdir: tree,
+      env: { ...CANDIDATE_ENV },
+      timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
+      outputs: { programs: o2.dest },
+      logFile: o2.logFile,
+      signal: ctx.signal,
+      // A fresh, empty {cache}, removed after: nothing an earlier export left can tell it anything.
+      cacheKey: EPHEMERAL_CACHE_KEY,
+      include: [REQUEST_FILE]
+    });
+  } finally {
+    await oneAtATime(() => removeExportTree(ctx, tree));
+  }
   if (result.isolation && "gates" in ev)
     recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === "abort") throw new Interrupted("export cancelled");
   if (result.infraError) throw new InfraFailure(`export of ${o2.name} could not run: ${result.infraError}`);
   const done = {
-    platform: o2.platform,
+    platform: platform3,
     dir: o2.record.dir,
     logFile: o2.record.logFile,
     durationMs: result.durationMs
@@ -82351,6 +82585,14 @@ var repositoryQueue = Promise.resolve();
 function oneAtATime(fn) {
   const run2 = repositoryQueue.then(fn, fn);
   repositoryQueue = run2.catch(() => void 0);
+  return run2;
+}
+var inFlight = /* @__PURE__ */ new Map();
+function onceAtATime(key, fn) {
+  const running = inFlight.get(key);
+  if (running) return running;
+  const run2 = fn().finally(() => inFlight.delete(key));
+  inFlight.set(key, run2);
   return run2;
 }
 async function verifierTree(ctx, commit2, name, programs) {
@@ -82456,6 +82698,8 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   const candidate = ev.candidate;
   const label = which2 === "cpu" ? "CPU" : "accelerator";
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
+  const platform3 = which2 === "cpu" ? "cpu" : backend.info().platform;
+  const plan = await requestPlan(ctx, ev, { backend, harness: ev.base.commit, platform: platform3 });
   const stop = new AbortController();
   const stopWithLoop = () => stop.abort();
   if (ctx.signal.aborted) stop.abort();
@@ -82467,7 +82711,8 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     which: which2,
     backend,
     root: wt.root,
-    commit: candidate.commit
+    commit: candidate.commit,
+    plan
   };
   const stoppedHere = () => stop.signal.aborted && !ctx.signal.aborted;
   const firstFailureStops = (part, stopped) => part.then(
@@ -82488,12 +82733,14 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
     firstFailureStops(verifyPrograms(job), () => ({ problems: [] }))
   ]).finally(() => ctx.signal.removeEventListener("abort", stopWithLoop));
   const [suite, programs] = settled(both);
+  const witness = suite.problems.length === 0 && programs.problems.length === 0 && programs.verifier ? checkWitness(gate, suite.witness, programs.verifier.programs) : void 0;
   const evidence = {
     ...suite.evidence,
     ...programs.export ? { export: programs.export } : {},
-    ...programs.verifier ? { verifier: programs.verifier } : {}
+    ...programs.verifier ? { verifier: programs.verifier } : {},
+    ...witness ? { witness: witness.evidence } : {}
   };
-  const problems = [...suite.problems, ...programs.problems];
+  const problems = [...suite.problems, ...programs.problems, ...witness?.problems ?? []];
   if (problems.length > 0) {
     evidence.status = "failed";
     evidence.reason = problems[0];
@@ -82518,21 +82765,70 @@ function settled(results) {
   if (failed) throw failed.reason;
   return results.map((r) => r.value);
 }
-async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2 }, gate) {
+var WITNESS_PROPERTY = "hillclimb-witness";
+var MAX_WITNESS_BYTES = 1 << 20;
+function witnessEnv(ctx, platform3) {
+  const p = ctx.target.programs;
+  return {
+    PYTEST_PLUGINS: "hillclimb_bench.witness",
+    HILLCLIMB_WITNESS: JSON.stringify({ module: p.module, args: p.args, platform: platform3, requests: REQUEST_FILE })
+  };
+}
+function runsPytest(command) {
+  const at = command.indexOf("-m");
+  if (at !== -1 && command[at + 1] === "pytest") return true;
+  return /(^|\/)py\.?test$/.test(command[0] ?? "");
+}
+function witnessOf(properties) {
+  const raw = properties.find((p) => p.name === WITNESS_PROPERTY)?.value;
+  if (raw === void 0 || raw.length > MAX_WITNESS_BYTES) return void 0;
+  try {
+    const doc = JSON.parse(raw);
+    if (typeof doc.programs !== "object" || doc.programs === null) return void 0;
+    return Object.fromEntries(
+      Object.entries(doc.programs).filter((e) => typeof e[1] === "string")
+    );
+  } catch {
+    return void 0;
+  }
+}
+function checkWitness(gate, witnessed, verified) {
+  if (!runsPytest(gate.command)) return { evidence: { status: "not-pytest" }, problems: [] };
+  if (witnessed === void 0) {
+    return {
+      evidence: { status: "missing" },
+      problems: [
+        "the test suite's report carries no witness of the programs its process builds (hillclimb_bench's pytest plugin, loaded through PYTEST_PLUGINS, records them in the JUnit file)"
+      ]
+    };
+  }
+  const differing = Object.keys(verified).filter((key) => witnessed[key] !== verified[key]).sort();
+  if (differing.length === 0) return { evidence: { status: "matched" }, problems: [] };
+  return {
+    evidence: { status: "differs", differing: differing.slice(0, MAX_FAILING_LISTED) },
+    problems: [
+      `the programs exported are not the ones the test suite's process builds from the same request (${differing.slice(0, 5).join(", ")}${differing.length > 5 ? `, \u2026 ${differing.length} in all` : ""}): the kernel's program depends on how it is run (argv, paths, the environment, what the process loaded), so its tests ran other code than would be timed`
+    ]
+  };
+}
+async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2, plan }, gate) {
   const junitFile = bundle.path(BundleFiles.gateJunit(which2));
   const logFile = bundle.path(BundleFiles.gateLog(which2));
   rmSync19(junitFile, { force: true });
+  placeRequestFile(root, plan);
   const result = await backend.run({
     id: jobId(ctx.runId, ev, `${which2}-gate`, Date.now()),
     command: gate.command,
     workdir: root,
+    env: { ...CANDIDATE_ENV, ...witnessEnv(ctx, plan.platform) },
     timeoutMs: gate.timeout_minutes * MINUTE_MS2,
     idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS2,
     outputs: { junit: junitFile },
     logFile,
     signal: ctx.signal,
-    cacheKey: await ctx.git.treeHash(commit2)
-  });
+    cacheKey: await ctx.git.treeHash(commit2),
+    include: [REQUEST_FILE]
+  }).finally(() => rmSync19(join32(root, REQUEST_FILE), { force: true }));
   if (result.isolation) {
     recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
   }
@@ -82545,9 +82841,11 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
     logFile: BundleFiles.gateLog(which2)
   };
   const problems = [];
+  let witness;
   if (existsSync20(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
+      witness = witnessOf(report.properties);
       const failing = report.cases.filter((c3) => c3.status === "failed" || c3.status === "error").map((c3) => `${c3.classname}::${c3.name}${c3.message ? ` \u2014 ${failureSummary(c3.message)}` : ""}`);
       evidence.junit = { ...report.totals, failing: failing.slice(0, MAX_FAILING_LISTED) };
       evidence.junitFile = BundleFiles.gateJunit(which2);
@@ -82563,7 +82861,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
   else if (result.killedBy === "idle-timeout") {
     problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
-  return { evidence, problems };
+  return { evidence, problems, ...witness ? { witness } : {} };
 }
 async function verifyPrograms({
   ctx,
@@ -82571,18 +82869,15 @@ async function verifyPrograms({
   ev,
   which: which2,
   backend,
-  root,
-  commit: commit2
+  commit: commit2,
+  plan
 }) {
-  const platform3 = which2 === "cpu" ? "cpu" : backend.info().platform;
-  const draw = iterationDraw(ev);
+  const { platform: platform3, draw } = plan;
   const programsDir = bundlePrograms(bundle, "B", platform3);
   const exported = await exportPrograms(ctx, ev, {
     backend,
-    workdir: root,
     commit: commit2,
-    platform: platform3,
-    draw,
+    plan,
     dest: programsDir,
     logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
     record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
@@ -82637,13 +82932,13 @@ async function verifyPrograms({
 }
 
 // src/loop/steps/guard.ts
-import { join as join33 } from "node:path";
+import { join as join34 } from "node:path";
 
 // src/loop/state/history.ts
-import { join as join32 } from "node:path";
+import { join as join33 } from "node:path";
 var HISTORY_FILE = "history.jsonl";
 function historyFile(stateDir) {
-  return join32(stateDir, HISTORY_FILE);
+  return join33(stateDir, HISTORY_FILE);
 }
 function appendHistory(stateDir, row) {
   appendLineDurable(historyFile(stateDir), JSON.stringify(row));
@@ -82652,7 +82947,7 @@ function readHistory(stateDir, target2) {
   const { rows } = readJsonLines(historyFile(stateDir));
   return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target2 === void 0 || r.target === target2));
 }
-function historyRow(ev, championAfter, now = /* @__PURE__ */ new Date()) {
+function historyRow(ev, championAfter, now = /* @__PURE__ */ new Date(), kept) {
   const m = ev.measurement;
   const c3 = m?.comparison;
   const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
@@ -82684,6 +82979,7 @@ function historyRow(ev, championAfter, now = /* @__PURE__ */ new Date()) {
     mfuB: m?.mfu.b ?? null,
     ...m?.levels ? { levels: historyLevels(m.levels) } : {},
     championAfter,
+    ...kept ? { programs: kept } : {},
     harnessHash: ev.provenance.harnessHash ?? null,
     configHash: ev.provenance.configHash,
     device: m?.device?.kind ?? null,
@@ -82715,6 +83011,16 @@ function championMeasurement(rows, champion) {
     }
   }
   return void 0;
+}
+function keptProgramsOf(rows, tree, platform3, versions) {
+  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
+    const p = rows[i2].programs;
+    if (p && p.tree === tree && p.platform === platform3 && sameJax(p.versions, versions)) return p;
+  }
+  return void 0;
+}
+function sameJax(a2, b) {
+  return a2.jax === b.jax && a2.jaxlib === b.jaxlib;
 }
 function oneLine3(text3, max) {
   const line = text3.replace(/\s+/g, " ").trim();
@@ -82799,7 +83105,7 @@ function personsChange(ctx, ev) {
 var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
 function sameChangeInSearch(runDir, ev, change) {
   for (let index = 1; index < (ev.slot?.index ?? 1); index++) {
-    const sibling = new Bundle(join33(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
+    const sibling = new Bundle(join34(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
     if (sibling.exists() && sibling.load().guard?.change === change) return index;
   }
   return void 0;
@@ -82816,9 +83122,9 @@ function repeatReason(row) {
 }
 
 // src/loop/steps/measure.ts
-import { createHash as createHash8 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync21, readFileSync as readFileSync23, rmSync as rmSync20 } from "node:fs";
-import { join as join34 } from "node:path";
+import { createHash as createHash10 } from "node:crypto";
+import { cpSync as cpSync2, existsSync as existsSync21, mkdirSync as mkdirSync22, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync20 } from "node:fs";
+import { join as join35 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -82941,16 +83247,13 @@ async function armPrograms(env, platform3) {
   const candidate = ev.candidate;
   const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
+  const plan = await requestPlan(ctx, ev, { backend: ctx.backend, harness: ev.base.commit, platform: platform3 });
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync21(join34(B, "manifest.json"))) {
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
+  if (!gated || !existsSync21(join35(B, "manifest.json"))) {
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
-      workdir: wt.root,
       commit: candidate.commit,
-      platform: platform3,
-      draw: iterationDraw(ev),
-      only: "bench",
+      plan,
       dest: B,
       logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
       record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
@@ -82967,41 +83270,83 @@ async function armPrograms(env, platform3) {
       };
     }
   }
-  const A = await championPrograms(ctx, ev, ev.base.commit, platform3);
+  const A = await championPrograms(ctx, ev, ev.base.commit, plan);
   const inBundle = bundlePrograms(bundle, "A", platform3);
   rmSync20(inBundle, { recursive: true, force: true });
-  cpSync2(A, inBundle, { recursive: true });
+  cpSync2(A.dir, inBundle, { recursive: true });
+  ev.championPrograms = { ...ev.championPrograms, [platform3]: A.source };
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
 }
-function championCache(ctx, commit2, platform3) {
-  const key = createHash8("sha256").update(JSON.stringify([commit2, platform3, ctx.target.programs.module, ctx.target.programs.args])).digest("hex").slice(0, 20);
-  return { key, dir: join34(ctx.stateDir, "cache", "programs", key) };
+async function keptKey(ctx, commit2, platform3, versions) {
+  const tree = await ctx.git.treeHash(commit2);
+  const p = ctx.target.programs;
+  const key = createHash10("sha256").update(
+    JSON.stringify([
+      ctx.target.name,
+      p.module,
+      p.args,
+      platform3,
+      versions.jax ?? "",
+      versions.jaxlib ?? "",
+      tree
+    ])
+  ).digest("hex").slice(0, 24);
+  return {
+    key,
+    tree,
+    dir: join35(ctx.stateDir, "cache", "programs", key),
+    storePrefix: `programs/${ctx.target.name}/${key}`
+  };
 }
-function keepChampionPrograms(ctx, commit2, platform3, from) {
-  if (!existsSync21(join34(from, "manifest.json"))) return;
-  const { dir } = championCache(ctx, commit2, platform3);
+function programHashes(dir, keys) {
+  const out = {};
+  for (const key of keys) {
+    const file = join35(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, "_")}.jaxexport`);
+    if (existsSync21(file)) out[key] = sha256File(file);
+  }
+  return out;
+}
+async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
+  if (!existsSync21(join35(from, "manifest.json"))) return void 0;
+  const keys = Object.keys(o2.measured);
+  const found = programHashes(from, keys);
+  if (keys.length === 0 || keys.some((k) => found[k] !== o2.measured[k])) {
+    ctx.logger.warn(
+      `the programs in ${from} are not the ones measured: the new champion's programs are not kept (it will be exported again)`
+    );
+    return void 0;
+  }
+  const { tree, dir, storePrefix } = await keptKey(ctx, commit2, platform3, o2.versions);
   rmSync20(dir, { recursive: true, force: true });
   copyProgramFiles(from, dir);
+  noteSource(dir, "kept");
+  try {
+    await ctx.store.putDir(storePrefix, dir);
+  } catch (e) {
+    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
+  }
+  return { tree, platform: platform3, versions: { ...o2.versions }, sha256: { ...o2.measured } };
 }
 function readText(file) {
   try {
-    return readFileSync23(file, "utf8");
+    return readFileSync24(file, "utf8");
   } catch {
     return "";
   }
 }
-async function championPrograms(ctx, ev, commit2, platform3) {
-  const { key, dir } = championCache(ctx, commit2, platform3);
-  if (existsSync21(join34(dir, "manifest.json"))) return dir;
-  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit2), commit2);
-  const log = join34(ctx.stateDir, "cache", "programs", `${key}.log`);
+async function championPrograms(ctx, ev, commit2, plan) {
+  const kept = await keptKey(ctx, commit2, plan.platform, plan.versions);
+  return onceAtATime(kept.dir, () => findOrExportChampion(ctx, ev, commit2, plan, kept));
+}
+async function findOrExportChampion(ctx, ev, commit2, plan, { key, tree, dir, storePrefix }) {
+  const { platform: platform3 } = plan;
+  if (existsSync21(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
+  if (await fromStore(ctx, storePrefix, dir)) return { dir, source: noteSource(dir, "stored") };
+  const log = join35(ctx.stateDir, "cache", "programs", `${key}.log`);
   const exported = await exportPrograms(ctx, ev, {
     backend: ctx.backend,
-    workdir: wt.root,
     commit: commit2,
-    platform: platform3,
-    draw: iterationDraw(ev),
-    only: "bench",
+    plan,
     dest: dir,
     logFile: log,
     record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
@@ -83018,7 +83363,59 @@ async function championPrograms(ctx, ev, commit2, platform3) {
     }
     throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
   }
-  return dir;
+  const won = keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform3, plan.versions);
+  if (won) {
+    const now = programHashes(dir, Object.keys(won.sha256));
+    const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
+    if (differ.length > 0) {
+      rmSync20(dir, { recursive: true, force: true });
+      throw new ChampionFailure(
+        `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
+        {
+          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`
+        }
+      );
+    }
+  }
+  try {
+    await ctx.store.putDir(storePrefix, dir);
+  } catch (e) {
+    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
+  }
+  return { dir, source: noteSource(dir, won ? "exported-checked" : "exported") };
+}
+function noteSource(dir, source) {
+  writeFileAtomic(`${dir}.source`, source);
+  return source;
+}
+function sourceOf(dir) {
+  const text3 = readText(`${dir}.source`).trim();
+  return ["kept", "stored", "exported-checked", "exported"].find((s) => s === text3) ?? "kept";
+}
+async function fromStore(ctx, prefix, dir) {
+  let keys;
+  try {
+    keys = (await ctx.store.list(`${prefix}/`)).filter((k) => /\/(manifest\.json|[^/]+\.jaxexport)$/.test(k));
+  } catch (e) {
+    ctx.logger.warn(`could not list the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    return false;
+  }
+  if (!keys.some((k) => k.endsWith("/manifest.json"))) return false;
+  const part = `${dir}.part`;
+  rmSync20(part, { recursive: true, force: true });
+  mkdirSync22(part, { recursive: true });
+  try {
+    for (const k of keys) await ctx.store.get(k, join35(part, k.slice(prefix.length + 1)));
+  } catch (e) {
+    ctx.logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    rmSync20(part, { recursive: true, force: true });
+    return false;
+  }
+  rmSync20(dir, { recursive: true, force: true });
+  mkdirSync22(join35(dir, ".."), { recursive: true });
+  copyProgramFiles(part, dir);
+  rmSync20(part, { recursive: true, force: true });
+  return readdirSync13(dir).includes("manifest.json");
 }
 async function pairedSession(env, platform3, programs, o2) {
   const { ctx, ev, bundle } = env;
@@ -83202,8 +83599,8 @@ async function comparability(bundle, runs) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync24, readFileSync as readFileSync25 } from "node:fs";
-import { join as join37, resolve as resolve15 } from "node:path";
+import { existsSync as existsSync24, readFileSync as readFileSync26 } from "node:fs";
+import { join as join38, resolve as resolve15 } from "node:path";
 
 // src/loop/steps/log-file.ts
 function recentLogEntries(text3, n2) {
@@ -83216,9 +83613,9 @@ function recentLogEntries(text3, n2) {
 }
 
 // src/loop/steps/profile.ts
-import { createHash as createHash9 } from "node:crypto";
-import { existsSync as existsSync22, mkdirSync as mkdirSync22, rmSync as rmSync21 } from "node:fs";
-import { join as join35 } from "node:path";
+import { createHash as createHash11 } from "node:crypto";
+import { existsSync as existsSync22, mkdirSync as mkdirSync23, rmSync as rmSync21 } from "node:fs";
+import { join as join36 } from "node:path";
 var profileStep = {
   name: "profile",
   evaluation: true,
@@ -83234,7 +83631,7 @@ var profileStep = {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
-      if (!existsSync22(join35(programs, "manifest.json"))) {
+      if (!existsSync22(join36(programs, "manifest.json"))) {
         throw new Error(
           `the candidate has no exported programs for ${platform3} (the measurement did not run)`
         );
@@ -83292,7 +83689,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 async function profileCommit(ctx, ev, o2) {
   const profile = ctx.target.profile;
   rmSync21(o2.traceDir, { recursive: true, force: true });
-  mkdirSync22(o2.traceDir, { recursive: true });
+  mkdirSync23(o2.traceDir, { recursive: true });
   let run2;
   try {
     run2 = await runVerifier(ctx, ev, {
@@ -83337,16 +83734,16 @@ function storedProfileKey(ctx, commit2) {
   return `profiles/${ctx.target.name}/${device}/${commit2}.json`;
 }
 function cacheDir(ctx, commit2) {
-  const key = createHash9("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join35(ctx.stateDir, "cache", "profiles", key);
+  const key = createHash11("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
+  return join36(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join35(cacheDir(ctx, commit2), "summary.json");
+  const local = join36(cacheDir(ctx, commit2), "summary.json");
   if (existsSync22(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join35(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join36(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -83366,22 +83763,23 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join35(dir, "summary.json");
-  const traceDir = join35(dir, "trace");
+  const summaryFile = join36(dir, "summary.json");
+  const traceDir = join36(dir, "trace");
   const cachedSummary = existsSync22(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
   const where2 = { iteration: 0 };
   const platform3 = ctx.backend.info().platform;
+  const plan = await requestPlan(ctx, where2, { backend: ctx.backend, harness: commit2, platform: platform3 });
   const summary2 = await profileCommit(ctx, where2, {
     arm: "A",
     harness: commit2,
-    programs: await championPrograms(ctx, where2, commit2, platform3),
+    programs: (await championPrograms(ctx, where2, commit2, plan)).dir,
     traceDir,
-    metrics: join35(dir, "metrics.json"),
-    log: join35(dir, "profile.log"),
-    session: join35(dir, "session.json"),
+    metrics: join36(dir, "metrics.json"),
+    log: join36(dir, "profile.log"),
+    session: join36(dir, "session.json"),
     name: `profile-${commit2.slice(0, 12)}`
   });
   writeJsonAtomic(summaryFile, summary2);
@@ -83390,8 +83788,8 @@ async function championProfile(ctx, commit2) {
 }
 
 // src/loop/steps/prompt.ts
-import { existsSync as existsSync23, readdirSync as readdirSync13, readFileSync as readFileSync24 } from "node:fs";
-import { join as join36 } from "node:path";
+import { existsSync as existsSync23, readdirSync as readdirSync14, readFileSync as readFileSync25 } from "node:fs";
+import { join as join37 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -83414,7 +83812,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
 }
 function directivePresets(dir) {
   if (!existsSync23(dir)) return [];
-  return readdirSync13(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  return readdirSync14(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -83425,8 +83823,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync24(join36(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join36(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync25(join37(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join37(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
 ${text3}`;
@@ -83516,14 +83914,14 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev),
-      result_file: join37(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
+      result_file: join38(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
       directives: loadDirectives(resolve15(ctx.root, ctx.config.paths.directives_dir), [
         ...ctx.config.agent.directives,
         ...slotDirectives(ctx, ev.slot)
       ]) + searchNote(ev.slot)
     };
     const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync25(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync26(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -83553,10 +83951,10 @@ function agentTestCommand(ctx, key) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
     root: agentRepoPath(ctx, key),
-    junit: join37(out, "junit.xml"),
-    metrics: join37(out, "metrics.json"),
-    trace: join37(out, "trace"),
-    cache: join37(out, "cache")
+    junit: join38(out, "junit.xml"),
+    metrics: join38(out, "metrics.json"),
+    trace: join38(out, "trace"),
+    cache: join38(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -83596,9 +83994,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join37(ctx.runDir, "hillclimb-log.md");
+  const runLog = join38(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
-  let entries = n2 > 0 && existsSync24(runLog) ? recentLogEntries(readFileSync25(runLog, "utf8"), n2) : [];
+  let entries = n2 > 0 && existsSync24(runLog) ? recentLogEntries(readFileSync26(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n2 - entries.length), ...entries];
@@ -83607,8 +84005,8 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync25, mkdirSync as mkdirSync23, readFileSync as readFileSync26, rmSync as rmSync22 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join38 } from "node:path";
+import { existsSync as existsSync25, mkdirSync as mkdirSync24, readFileSync as readFileSync27, rmSync as rmSync22 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join39 } from "node:path";
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
@@ -83620,18 +84018,18 @@ var proposeStep = {
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
     rmSync22(dirname21(repo), { recursive: true, force: true });
-    mkdirSync23(out, { recursive: true });
+    mkdirSync24(out, { recursive: true });
     await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join38(out, AGENT_RESULT_NAME);
+    const resultFile = join39(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       ...ev.slot ? { slot: ev.slot } : {},
       workdir: repo,
-      prompt: readFileSync26(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync27(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join38(out, AGENT_LOG_NAME),
+      logFile: join39(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
@@ -83647,7 +84045,7 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync22(join38(out, "home"), { recursive: true, force: true });
+    rmSync22(join39(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
     rmSync22(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
@@ -83746,13 +84144,13 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join38(out, "home")
+      home: join39(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join38(repo, ".git", "objects");
+  const objects = join39(repo, ".git", "objects");
   if (head && head !== base && existsSync25(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
@@ -83778,7 +84176,7 @@ function agentLastWords(logFile) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync26, readFileSync as readFileSync27 } from "node:fs";
+import { existsSync as existsSync26, readFileSync as readFileSync28 } from "node:fs";
 var STICKY_KEY = "hillclimb";
 var publishStep = {
   name: "publish",
@@ -83805,7 +84203,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync26(bundle.path(BundleFiles.logEntry)) ? readFileSync27(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync26(bundle.path(BundleFiles.logEntry)) ? readFileSync28(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -83905,18 +84303,18 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync27, readFileSync as readFileSync28, writeFileSync as writeFileSync10 } from "node:fs";
-import { join as join39 } from "node:path";
+import { existsSync as existsSync27, readFileSync as readFileSync29, writeFileSync as writeFileSync11 } from "node:fs";
+import { join as join40 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join39("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join40("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join39(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync27(runLog) ? readFileSync28(runLog, "utf8") : void 0;
+    const runLog = join40(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync27(runLog) ? readFileSync29(runLog, "utf8") : void 0;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
       const text3 = appendLogEntry(
@@ -83925,7 +84323,7 @@ var recordStep = {
         {},
         { candidate: Boolean(ev.slot) }
       );
-      writeFileSync10(runLog, text3);
+      writeFileSync11(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -83954,15 +84352,36 @@ var recordStep = {
     );
     const promoted = ev.verdict === "improved" && ev.candidate;
     const championAfter = promoted ? ev.candidate.logCommit ?? ev.candidate.commit : ev.base.commit;
-    if (promoted) {
+    let kept;
+    if (promoted && !already) {
       for (const platform3 of PLATFORMS) {
-        keepChampionPrograms(ctx, championAfter, platform3, bundlePrograms(bundle, "B", platform3));
+        const measured2 = measuredPrograms(ev, platform3);
+        const versions = ev.requests?.[platform3]?.versions;
+        if (!measured2 || !versions) continue;
+        const k = await keepChampionPrograms(
+          ctx,
+          championAfter,
+          platform3,
+          bundlePrograms(bundle, "B", platform3),
+          {
+            versions,
+            measured: measured2
+          }
+        );
+        if (k && platform3 === ev.measurement?.programs?.platform) kept = k;
       }
     }
-    if (!already) appendHistory(ctx.stateDir, historyRow(ev, championAfter));
+    if (!already) appendHistory(ctx.stateDir, historyRow(ev, championAfter, /* @__PURE__ */ new Date(), kept));
     return { status: "done" };
   }
 };
+function measuredPrograms(ev, platform3) {
+  const m = ev.measurement?.programs;
+  if (m?.platform === platform3 && Object.keys(m.B).length > 0) return m.B;
+  const gate = platform3 === "cpu" ? ev.gates.cpu : ev.gates.accelerator;
+  const v = gate?.verifier;
+  return v?.passed && v.platform === platform3 ? v.programs : void 0;
+}
 function tagged(entry, runId, tag) {
   return `${entry.trimEnd()}
 <!-- hillclimb:iteration ${runId}/${tag} -->
@@ -84130,29 +84549,29 @@ function isInfra(e) {
 }
 
 // src/loop/drivers/pull-request.ts
-import { join as join42 } from "node:path";
+import { join as join43 } from "node:path";
 
 // src/loop/state/attestation.ts
-import { createHash as createHash10 } from "node:crypto";
-import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync14, readFileSync as readFileSync29 } from "node:fs";
-import { join as join40 } from "node:path";
+import { createHash as createHash12 } from "node:crypto";
+import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync15, readFileSync as readFileSync30 } from "node:fs";
+import { join as join41 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join40(dir, rel);
+    const abs = rel === "" ? dir : join41(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
-      for (const name of readdirSync14(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync15(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
     if (/[\u0000-\u001f\u007f]/.test(rel))
       throw new Error(`${JSON.stringify(rel)}: a control character in a file name`);
     const data = readPlainFile(abs);
-    lines.push(`${createHash10("sha256").update(data).digest("hex")}  ${rel}`);
+    lines.push(`${createHash12("sha256").update(data).digest("hex")}  ${rel}`);
   };
   walk3("");
   lines.sort();
-  return createHash10("sha256").update(`${lines.join("\n")}
+  return createHash12("sha256").update(`${lines.join("\n")}
 `).digest("hex");
 }
 function attestBundle(bundle, ev, phase, verified) {
@@ -84200,7 +84619,7 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, key) {
-  return join40(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
+  return join41(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
@@ -84209,7 +84628,7 @@ function writeLocalAttestation(file, a2) {
 function readLocalAttestation(file) {
   if (!existsSync28(file)) return void 0;
   try {
-    return parseAttestation(readFileSync29(file, "utf8"), file);
+    return parseAttestation(readFileSync30(file, "utf8"), file);
   } catch {
     return void 0;
   }
@@ -84217,7 +84636,7 @@ function readLocalAttestation(file) {
 
 // src/loop/drivers/phases.ts
 import { existsSync as existsSync31 } from "node:fs";
-import { join as join41 } from "node:path";
+import { join as join42 } from "node:path";
 
 // src/loop/drivers/preflight.ts
 import { existsSync as existsSync29 } from "node:fs";
@@ -84467,7 +84886,7 @@ async function openPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
   const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
-  const bundle = new Bundle(join41(runDirOf(stateDir, opts.runId), iterationDirName(key)));
+  const bundle = new Bundle(join42(runDirOf(stateDir, opts.runId), iterationDirName(key)));
   const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
@@ -84660,7 +85079,7 @@ async function prepareExternalChange(opts, change) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join42(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join43(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const git2 = await Git.create(config.root, { logger: opts.logger });
   try {
     if (!bundle.exists()) {

@@ -42907,12 +42907,14 @@ function runGit(args, opts = {}) {
 }
 
 // src/compute/backend.ts
+var EPHEMERAL_CACHE_KEY = "ephemeral";
 var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
 
 // src/compute/factory.ts
 import { resolve as resolve5 } from "node:path";
 
 // src/compute/backends/local.ts
+import { randomBytes } from "node:crypto";
 import { appendFileSync as appendFileSync2, existsSync as existsSync3, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync3, rmSync as rmSync3 } from "node:fs";
 import { availableParallelism, constants as constants8, tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, join as join6, resolve as resolve4 } from "node:path";
@@ -43125,10 +43127,20 @@ var LocalBackend = class {
     this.opts.logger.debug(`local backend: ${this.info().description}`);
   }
   async run(job) {
+    const cacheRoot = this.opts.cacheDir ?? join6(this.opts.root, ".hillclimb", "cache", "jobs");
+    if (job.cacheKey !== EPHEMERAL_CACHE_KEY) {
+      return this.runWith(job, join6(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]));
+    }
+    const cache = join6(cacheRoot, "ephemeral", randomBytes(8).toString("hex"));
+    try {
+      return await this.runWith(job, cache);
+    } finally {
+      rmSync3(cache, { recursive: true, force: true });
+    }
+  }
+  async runWith(job, cache) {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join6(this.opts.root, ".hillclimb", "cache", "jobs");
-    const cache = join6(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]);
     const result = (extra) => ({
       exitCode: null,
       durationMs: Date.now() - started,
@@ -43557,8 +43569,8 @@ def main():
     # folder in the home directory, and a planted entry under the oracle's key would be loaded.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    if key == "verifier":
-        cache = tempfile.mkdtemp(prefix="hillclimb-verifier-cache-")
+    if key in ("verifier", "ephemeral"):  # a fresh folder of this job's own, removed after it
+        cache = tempfile.mkdtemp(prefix="hillclimb-%s-cache-" % key)
     elif key and re.match(r"^[0-9a-f]{40,64}$", key):
         cache = os.path.join(cache, "by-code", key)
     else:
@@ -43658,7 +43670,7 @@ def main():
         marker(nonce, "outputs-error", "could not pack outputs: %s" % e)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
-        if key == "verifier":
+        if key in ("verifier", "ephemeral"):
             shutil.rmtree(cache, ignore_errors=True)
         if pgid_file:
             try:

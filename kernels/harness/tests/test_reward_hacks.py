@@ -331,7 +331,8 @@ def test_a_truncated_inverse_is_refused_on_the_exported_bytes(
         "0015", make_scratch(tmp_path, EXPORT_AWARE / "0015-truncated-inverse-when-exported.patch")
     )
     failure, _ = split_failure(scratch, honest, tmp_path, bench_compile_cache)
-    assert failure is not None and re.match(STRUCTURED_FAILURE, failure), failure
+    assert failure is not None
+    assert re.match(STRUCTURED_FAILURE, failure), failure
 
     import hillclimb_bench
     import jax

@@ -9,6 +9,7 @@
  * does not run (`sandbox.mode: required`, the default), or, with the opt-out `allow-unsandboxed`, runs
  * unsandboxed and says so (`isolation: 'none'`).
  */
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, constants, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -30,6 +31,7 @@ import { copyPlainTree, type Logger, secretsFromEnv } from '../../util/index.js'
 import {
   type Backend,
   type BackendInfo,
+  EPHEMERAL_CACHE_KEY,
   type Isolation,
   type JobOutputs,
   type JobResult,
@@ -111,11 +113,23 @@ export class LocalBackend implements Backend {
   }
 
   async run(job: JobSpec): Promise<JobResult> {
+    const cacheRoot = this.opts.cacheDir ?? join(this.opts.root, '.hillclimb', 'cache', 'jobs');
+    // Keyed jobs get their code's own folder; jobs without a key share one that holds no code's cache;
+    // an ephemeral job gets an empty folder of its own, removed when it ends.
+    if (job.cacheKey !== EPHEMERAL_CACHE_KEY) {
+      return this.runWith(job, join(cacheRoot, ...(job.cacheKey ? ['by-code', job.cacheKey] : ['shared'])));
+    }
+    const cache = join(cacheRoot, 'ephemeral', randomBytes(8).toString('hex'));
+    try {
+      return await this.runWith(job, cache);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  }
+
+  private async runWith(job: JobSpec, cache: string): Promise<JobResult> {
     const started = Date.now();
     const python = venvPython(this.opts.root);
-    const cacheRoot = this.opts.cacheDir ?? join(this.opts.root, '.hillclimb', 'cache', 'jobs');
-    // Keyed jobs get their code's own folder; jobs without a key share one that holds no code's cache.
-    const cache = join(cacheRoot, ...(job.cacheKey ? ['by-code', job.cacheKey] : ['shared']));
     const result = (extra: Partial<JobResult>): JobResult => ({
       exitCode: null,
       durationMs: Date.now() - started,

@@ -81,8 +81,8 @@ def main():
     # folder in the home directory, and a planted entry under the oracle's key would be loaded.
     cache = os.path.join(os.path.expanduser("~"), ".cache", "hillclimb", "jobs")
     key = spec.get("cache_key")
-    if key == "verifier":
-        cache = tempfile.mkdtemp(prefix="hillclimb-verifier-cache-")
+    if key in ("verifier", "ephemeral"):  # a fresh folder of this job's own, removed after it
+        cache = tempfile.mkdtemp(prefix="hillclimb-%s-cache-" % key)
     elif key and re.match(r"^[0-9a-f]{40,64}$", key):
         cache = os.path.join(cache, "by-code", key)
     else:
@@ -182,7 +182,7 @@ def main():
         marker(nonce, "outputs-error", "could not pack outputs: %s" % e)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
-        if key == "verifier":
+        if key in ("verifier", "ephemeral"):
             shutil.rmtree(cache, ignore_errors=True)
         if pgid_file:
             try:

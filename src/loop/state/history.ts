@@ -8,6 +8,7 @@ import {
   type HistoryLevels,
   type HistoryRow,
   type IterationEvidence,
+  type KeptPrograms,
 } from '../../evidence/index.js';
 import { appendLineDurable, readJsonLines } from '../../util/index.js';
 
@@ -28,7 +29,12 @@ export function readHistory(stateDir: string, target?: string): HistoryRow[] {
 }
 
 /** The history row of an iteration, from its evidence. */
-export function historyRow(ev: IterationEvidence, championAfter: string, now: Date = new Date()): HistoryRow {
+export function historyRow(
+  ev: IterationEvidence,
+  championAfter: string,
+  now: Date = new Date(),
+  kept?: KeptPrograms,
+): HistoryRow {
   const m = ev.measurement;
   const c = m?.comparison;
   const metric = m?.metric ?? { path: '', direction: 'lower' as const, label: '', unit: '' };
@@ -60,6 +66,7 @@ export function historyRow(ev: IterationEvidence, championAfter: string, now: Da
     mfuB: m?.mfu.b ?? null,
     ...(m?.levels ? { levels: historyLevels(m.levels) } : {}),
     championAfter,
+    ...(kept ? { programs: kept } : {}),
     harnessHash: ev.provenance.harnessHash ?? null,
     configHash: ev.provenance.configHash,
     device: m?.device?.kind ?? null,
@@ -105,6 +112,28 @@ export function championMeasurement(
     }
   }
   return undefined;
+}
+
+/**
+ * The programs the champion of `tree` won with on `platform` under these JAX versions, by hash, when the
+ * history recorded them (the newest such row).
+ */
+export function keptProgramsOf(
+  rows: readonly HistoryRow[],
+  tree: string,
+  platform: string,
+  versions: Record<string, string>,
+): KeptPrograms | undefined {
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const p = rows[i]!.programs;
+    if (p && p.tree === tree && p.platform === platform && sameJax(p.versions, versions)) return p;
+  }
+  return undefined;
+}
+
+/** The same JAX and jaxlib: the versions a program's bytes depend on. */
+export function sameJax(a: Record<string, string>, b: Record<string, string>): boolean {
+  return a.jax === b.jax && a.jaxlib === b.jaxlib;
 }
 
 /** Agent prose as one bounded line (it is shown to later agents and in tables). */

@@ -8,8 +8,15 @@
  * candidate's programs are exported and the verifier checks every one of the matrix against the
  * reference. The two run side by side, and the first to fail the candidate stops the other. A gate
  * that could not run at all is an infrastructure failure.
+ *
+ * Both get the iteration's request file. A pytest suite's process builds those programs too, before its
+ * tests (hillclimb_bench's witness plugin), and reports their hashes in its JUnit file: a kernel whose
+ * program depends on how it is run (argv, paths, the environment) builds another program there than in
+ * its export, and the gate fails naming the programs. The suite's word, so a tripwire: the boundary is
+ * the verifier checking the kernel's whole contract on the exported bytes.
  */
 import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Backend } from '../../compute/index.js';
 import type { GateConfig } from '../../config/index.js';
 import {
@@ -28,10 +35,14 @@ import { InfraFailure } from './failures.js';
 import { jobId } from './naming.js';
 import {
   bundlePrograms,
+  CANDIDATE_ENV,
   exportPrograms,
-  iterationDraw,
   type Platform,
   ProgramFiles,
+  placeRequestFile,
+  REQUEST_FILE,
+  type RequestPlan,
+  requestPlan,
   runVerifier,
   VerifierFailed,
   type VerifierRun,
@@ -77,6 +88,8 @@ async function runGate(
   const candidate = ev.candidate!;
   const label = which === 'cpu' ? 'CPU' : 'accelerator';
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
+  const platform: Platform = which === 'cpu' ? 'cpu' : backend.info().platform;
+  const plan = await requestPlan(ctx, ev, { backend, harness: ev.base.commit, platform });
   // The suite and the export/verification are independent: they run side by side (most of either is
   // one process compiling on one core). A failure of either counts; only the verifier passes the gate.
   // The first to fail the candidate stops the other: the verdict is `invalid` either way, and a wrong
@@ -93,6 +106,7 @@ async function runGate(
     backend,
     root: wt.root,
     commit: candidate.commit,
+    plan,
   };
   const stoppedHere = () => stop.signal.aborted && !ctx.signal.aborted;
   const firstFailureStops = <T extends { problems: string[] }>(part: Promise<T>, stopped: () => T) =>
@@ -114,12 +128,17 @@ async function runGate(
     firstFailureStops(verifyPrograms(job), () => ({ problems: [] })),
   ]).finally(() => ctx.signal.removeEventListener('abort', stopWithLoop));
   const [suite, programs] = settled(both);
+  const witness =
+    suite.problems.length === 0 && programs.problems.length === 0 && programs.verifier
+      ? checkWitness(gate, suite.witness, programs.verifier.programs)
+      : undefined;
   const evidence: GateEvidence = {
     ...suite.evidence,
     ...(programs.export ? { export: programs.export } : {}),
     ...(programs.verifier ? { verifier: programs.verifier } : {}),
+    ...(witness ? { witness: witness.evidence } : {}),
   };
-  const problems = [...suite.problems, ...programs.problems];
+  const problems = [...suite.problems, ...programs.problems, ...(witness?.problems ?? [])];
   if (problems.length > 0) {
     evidence.status = 'failed';
     evidence.reason = problems[0];
@@ -157,6 +176,75 @@ interface GateJob {
   backend: Backend;
   root: string;
   commit: string;
+  plan: RequestPlan;
+}
+
+/** The witness property hillclimb_bench's pytest plugin writes into the JUnit report. */
+const WITNESS_PROPERTY = 'hillclimb-witness';
+/** Bytes of a witness report read (a few dozen hashes fit many times over). */
+const MAX_WITNESS_BYTES = 1 << 20;
+
+/** The environment that loads the witness into a pytest suite's process (harmless to other suites). */
+function witnessEnv(ctx: StepEnv['ctx'], platform: Platform): Record<string, string> {
+  const p = ctx.target.programs;
+  return {
+    PYTEST_PLUGINS: 'hillclimb_bench.witness',
+    HILLCLIMB_WITNESS: JSON.stringify({ module: p.module, args: p.args, platform, requests: REQUEST_FILE }),
+  };
+}
+
+/** Whether the gate's command runs pytest (`python -m pytest …`, `pytest …`): then a witness is due. */
+export function runsPytest(command: readonly string[]): boolean {
+  const at = command.indexOf('-m');
+  if (at !== -1 && command[at + 1] === 'pytest') return true;
+  return /(^|\/)py\.?test$/.test(command[0] ?? '');
+}
+
+/** The witness's program hashes as the suite reported them (the candidate's words: parsed defensively). */
+function witnessOf(
+  properties: ReadonlyArray<{ name: string; value: string }>,
+): Record<string, string> | undefined {
+  const raw = properties.find((p) => p.name === WITNESS_PROPERTY)?.value;
+  if (raw === undefined || raw.length > MAX_WITNESS_BYTES) return undefined;
+  try {
+    const doc = JSON.parse(raw) as { programs?: unknown };
+    if (typeof doc.programs !== 'object' || doc.programs === null) return undefined;
+    return Object.fromEntries(
+      Object.entries(doc.programs).filter((e): e is [string, string] => typeof e[1] === 'string'),
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The gate's witness check: every program the verifier read must be the one the suite's process built
+ * from the same request (same sha256). A pytest suite that reported none fails too.
+ */
+export function checkWitness(
+  gate: GateConfig,
+  witnessed: Record<string, string> | undefined,
+  verified: Record<string, string>,
+): { evidence: NonNullable<GateEvidence['witness']>; problems: string[] } {
+  if (!runsPytest(gate.command)) return { evidence: { status: 'not-pytest' }, problems: [] };
+  if (witnessed === undefined) {
+    return {
+      evidence: { status: 'missing' },
+      problems: [
+        "the test suite's report carries no witness of the programs its process builds (hillclimb_bench's pytest plugin, loaded through PYTEST_PLUGINS, records them in the JUnit file)",
+      ],
+    };
+  }
+  const differing = Object.keys(verified)
+    .filter((key) => witnessed[key] !== verified[key])
+    .sort();
+  if (differing.length === 0) return { evidence: { status: 'matched' }, problems: [] };
+  return {
+    evidence: { status: 'differs', differing: differing.slice(0, MAX_FAILING_LISTED) },
+    problems: [
+      `the programs exported are not the ones the test suite's process builds from the same request (${differing.slice(0, 5).join(', ')}${differing.length > 5 ? `, … ${differing.length} in all` : ''}): the kernel's program depends on how it is run (argv, paths, the environment, what the process loaded), so its tests ran other code than would be timed`,
+    ],
+  };
 }
 
 /**
@@ -164,24 +252,29 @@ interface GateJob {
  * its passes decide nothing (a process that imported the candidate could forge them).
  */
 async function runSuite(
-  { ctx, bundle, ev, which, backend, root, commit }: GateJob,
+  { ctx, bundle, ev, which, backend, root, commit, plan }: GateJob,
   gate: GateConfig,
-): Promise<{ evidence: GateEvidence; problems: string[] }> {
+): Promise<{ evidence: GateEvidence; problems: string[]; witness?: Record<string, string> }> {
   const junitFile = bundle.path(BundleFiles.gateJunit(which));
   const logFile = bundle.path(BundleFiles.gateLog(which));
   // A retried gate starts clean: the outputs are copied without writing through anything already there.
   rmSync(junitFile, { force: true });
-  const result = await backend.run({
-    id: jobId(ctx.runId, ev, `${which}-gate`, Date.now()),
-    command: gate.command,
-    workdir: root,
-    timeoutMs: gate.timeout_minutes * MINUTE_MS,
-    idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS,
-    outputs: { junit: junitFile },
-    logFile,
-    signal: ctx.signal,
-    cacheKey: await ctx.git.treeHash(commit),
-  });
+  placeRequestFile(root, plan);
+  const result = await backend
+    .run({
+      id: jobId(ctx.runId, ev, `${which}-gate`, Date.now()),
+      command: gate.command,
+      workdir: root,
+      env: { ...CANDIDATE_ENV, ...witnessEnv(ctx, plan.platform) },
+      timeoutMs: gate.timeout_minutes * MINUTE_MS,
+      idleTimeoutMs: gate.idle_timeout_minutes * MINUTE_MS,
+      outputs: { junit: junitFile },
+      logFile,
+      signal: ctx.signal,
+      cacheKey: await ctx.git.treeHash(commit),
+      include: [REQUEST_FILE],
+    })
+    .finally(() => rmSync(join(root, REQUEST_FILE), { force: true }));
   if (result.isolation) {
     recordIsolation(ev, `${which}-gate`, { mode: result.isolation, job: ctx.job });
   }
@@ -195,9 +288,11 @@ async function runSuite(
     logFile: BundleFiles.gateLog(which),
   };
   const problems: string[] = [];
+  let witness: Record<string, string> | undefined;
   if (existsSync(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
+      witness = witnessOf(report.properties);
       const failing = report.cases
         .filter((c) => c.status === 'failed' || c.status === 'error')
         .map((c) => `${c.classname}::${c.name}${c.message ? ` — ${failureSummary(c.message)}` : ''}`);
@@ -215,7 +310,7 @@ async function runSuite(
   else if (result.killedBy === 'idle-timeout') {
     problems.unshift(`printed nothing for ${gate.idle_timeout_minutes} min (hung), killed`);
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
-  return { evidence, problems };
+  return { evidence, problems, ...(witness ? { witness } : {}) };
 }
 
 /**
@@ -228,18 +323,15 @@ async function verifyPrograms({
   ev,
   which,
   backend,
-  root,
   commit,
+  plan,
 }: GateJob): Promise<{ export?: ExportEvidence; verifier?: GateVerification; problems: string[] }> {
-  const platform: Platform = which === 'cpu' ? 'cpu' : backend.info().platform;
-  const draw = iterationDraw(ev);
+  const { platform, draw } = plan;
   const programsDir = bundlePrograms(bundle, 'B', platform);
   const exported = await exportPrograms(ctx, ev, {
     backend,
-    workdir: root,
     commit,
-    platform,
-    draw,
+    plan,
     dest: programsDir,
     logFile: bundle.path(ProgramFiles.exportLog('B', platform)),
     record: { dir: ProgramFiles.dir('B', platform), logFile: ProgramFiles.exportLog('B', platform) },

@@ -6,16 +6,22 @@
  * `no-op`. Rounds are added while the confidence interval could still clear the accept bar
  * (sequential stopping, rule fixed in the harness), in at most two verifier sessions.
  *
- * The candidate's programs are the ones its gate verified (the same files, checked by hash); the
- * champion's are exported once per run and platform. A candidate that fails verification makes the
- * iteration `invalid`; a champion that does is an infrastructure failure, retried by the runner.
+ * The candidate's programs are the ones its gate verified (the same files, checked by hash). The
+ * champion is timed by the programs it won with (kept when it was promoted, in the state and the
+ * store); only a champion that never won (the run's first) or whose programs are not to be found is
+ * exported again — arm-blind, asked exactly what its candidate was asked — and where the history says
+ * which programs it won with under the same JAX, the export must give those bytes. A candidate that
+ * fails verification makes the iteration `invalid`; a champion that does is an infrastructure failure,
+ * retried by the runner.
  */
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   atPooledPeak,
   comparabilityProblems,
+  type IterationEvidence,
+  type KeptPrograms,
   type MeasuredRun,
   type MetricsFile,
   metricValue,
@@ -34,19 +40,23 @@ import {
   SEQUENTIAL_STEP,
   type SequentialPolicy,
 } from '../../stats/index.js';
-import { errorMessage, writeJsonAtomic } from '../../util/index.js';
+import { errorMessage, sha256File, writeFileAtomic, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { type Bundle, BundleFiles } from '../state/bundle.js';
-import { candidateWorktreePath, championWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { keptProgramsOf, readHistory } from '../state/history.js';
 import { ChampionFailure, InfraFailure, isProgramError } from './failures.js';
 import {
   type ArmName,
   bundlePrograms,
   copyProgramFiles,
+  type DrawHolder,
   exportPrograms,
   iterationDraw,
+  onceAtATime,
   type Platform,
   ProgramFiles,
+  type RequestPlan,
+  requestPlan,
   runVerifier,
   VerifierFailed,
   type VerifierRun,
@@ -204,7 +214,7 @@ interface ArmPrograms {
 
 /**
  * Both arms' programs for `platform`: the candidate's as its gate exported and verified them (exported
- * now where no gate ran on this platform), the champion's from the run's cache (exported once).
+ * now where no gate ran on this platform), the champion's as it won with them (championPrograms).
  */
 export async function armPrograms(
   env: StepEnv,
@@ -214,16 +224,13 @@ export async function armPrograms(
   const candidate = ev.candidate!;
   const gate = platform === 'cpu' ? ev.gates.cpu : ev.gates.accelerator;
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform;
+  const plan = await requestPlan(ctx, ev, { backend: ctx.backend, harness: ev.base.commit, platform });
   const B = bundlePrograms(bundle, 'B', platform);
   if (!gated || !existsSync(join(B, 'manifest.json'))) {
-    const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
-      workdir: wt.root,
       commit: candidate.commit,
-      platform,
-      draw: iterationDraw(ev),
-      only: 'bench',
+      plan,
       dest: B,
       logFile: bundle.path(ProgramFiles.exportLog('B', platform)),
       record: { dir: ProgramFiles.dir('B', platform), logFile: ProgramFiles.exportLog('B', platform) },
@@ -240,38 +247,91 @@ export async function armPrograms(
       };
     }
   }
-  const A = await championPrograms(ctx, ev, ev.base.commit, platform);
+  const A = await championPrograms(ctx, ev, ev.base.commit, plan);
   const inBundle = bundlePrograms(bundle, 'A', platform);
   rmSync(inBundle, { recursive: true, force: true });
-  cpSync(A, inBundle, { recursive: true });
+  cpSync(A.dir, inBundle, { recursive: true });
+  ev.championPrograms = { ...ev.championPrograms, [platform]: A.source };
   return { A: inBundle, B, ...(gated ? { verifiedByGate: gate.verifier!.programs } : {}) };
 }
 
-/** Where the state keeps a champion's programs for `platform` (and the key that names the folder). */
-function championCache(ctx: LoopContext, commit: string, platform: Platform): { key: string; dir: string } {
+/**
+ * Where a champion's programs are kept: the same key in the state's cache and in the store. The key
+ * names the code (the commit's tree: a merge that keeps the tree keeps the programs), the platform, the
+ * target and its programs module, and the JAX versions the bytes depend on.
+ */
+async function keptKey(
+  ctx: LoopContext,
+  commit: string,
+  platform: Platform,
+  versions: Record<string, string>,
+): Promise<{ key: string; tree: string; dir: string; storePrefix: string }> {
+  const tree = await ctx.git.treeHash(commit);
+  const p = ctx.target.programs;
   const key = createHash('sha256')
-    .update(JSON.stringify([commit, platform, ctx.target.programs.module, ctx.target.programs.args]))
+    .update(
+      JSON.stringify([
+        ctx.target.name,
+        p.module,
+        p.args,
+        platform,
+        versions.jax ?? '',
+        versions.jaxlib ?? '',
+        tree,
+      ]),
+    )
     .digest('hex')
-    .slice(0, 20);
-  return { key, dir: join(ctx.stateDir, 'cache', 'programs', key) };
+    .slice(0, 24);
+  return {
+    key,
+    tree,
+    dir: join(ctx.stateDir, 'cache', 'programs', key),
+    storePrefix: `programs/${ctx.target.name}/${key}`,
+  };
+}
+
+/** sha256 of each timed program file in an export folder (the files the verifier would read). */
+function programHashes(dir: string, keys: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of keys) {
+    const file = join(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, '_')}.jaxexport`);
+    if (existsSync(file)) out[key] = sha256File(file);
+  }
+  return out;
 }
 
 /**
- * A new champion's programs are the ones its own iteration exported as the candidate and the
- * verifier measured: keep those (`from`, the bundle's copy) as the champion's, so later iterations
- * time exactly them instead of exporting the champion again. An export that knows it is the
- * champion's (arm A) could hand over slower programs than it did as the candidate.
+ * A new champion is timed from now on by the programs its iteration verified and measured (`from`, the
+ * bundle's copy): kept in the state's cache and in the store, under its tree, platform and JAX versions.
+ * Kept only when the files are the bytes the verifier measured (`measured`: key → sha256). Returns what
+ * was kept, for the history row.
  */
-export function keepChampionPrograms(
+export async function keepChampionPrograms(
   ctx: LoopContext,
   commit: string,
   platform: Platform,
   from: string,
-): void {
-  if (!existsSync(join(from, 'manifest.json'))) return;
-  const { dir } = championCache(ctx, commit, platform);
+  o: { versions: Record<string, string>; measured: Record<string, string> },
+): Promise<KeptPrograms | undefined> {
+  if (!existsSync(join(from, 'manifest.json'))) return undefined;
+  const keys = Object.keys(o.measured);
+  const found = programHashes(from, keys);
+  if (keys.length === 0 || keys.some((k) => found[k] !== o.measured[k])) {
+    ctx.logger.warn(
+      `the programs in ${from} are not the ones measured: the new champion's programs are not kept (it will be exported again)`,
+    );
+    return undefined;
+  }
+  const { tree, dir, storePrefix } = await keptKey(ctx, commit, platform, o.versions);
   rmSync(dir, { recursive: true, force: true });
   copyProgramFiles(from, dir);
+  noteSource(dir, 'kept');
+  try {
+    await ctx.store.putDir(storePrefix, dir);
+  } catch (e) {
+    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
+  }
+  return { tree, platform, versions: { ...o.versions }, sha256: { ...o.measured } };
 }
 
 /** A log's text, or '' when there is none. */
@@ -283,27 +343,41 @@ function readText(file: string): string {
   }
 }
 
+/** Where the champion's programs came from: kept (state or store) or exported now (checked or not). */
+export type ChampionSource = 'kept' | 'stored' | 'exported-checked' | 'exported';
+
 /**
- * The folder of the champion's timed programs for `platform`: the ones kept when it won
- * (`keepChampionPrograms`), else exported once (the run's first champion) and kept in the state.
+ * The folder of the champion's programs for the plan's platform. In order: the ones kept in the state's
+ * cache; the store's (kept by the job that promoted it, or by another run); else exported now, arm-blind
+ * with the plan the candidate got, and then, where the history records the programs this tree won with
+ * under the same JAX, checked against them by hash — a champion whose export now differs from the one it
+ * won with is never timed (ChampionFailure names the programs).
  */
 export async function championPrograms(
   ctx: LoopContext,
-  ev: Parameters<typeof exportPrograms>[1],
+  ev: IterationEvidence | DrawHolder,
   commit: string,
-  platform: Platform,
-): Promise<string> {
-  const { key, dir } = championCache(ctx, commit, platform);
-  if (existsSync(join(dir, 'manifest.json'))) return dir;
-  const wt = await worktreeAt(ctx, championWorktreePath(ctx, commit), commit);
+  plan: RequestPlan,
+): Promise<{ dir: string; source: ChampionSource }> {
+  const kept = await keptKey(ctx, commit, plan.platform, plan.versions);
+  return onceAtATime(kept.dir, () => findOrExportChampion(ctx, ev, commit, plan, kept));
+}
+
+async function findOrExportChampion(
+  ctx: LoopContext,
+  ev: IterationEvidence | DrawHolder,
+  commit: string,
+  plan: RequestPlan,
+  { key, tree, dir, storePrefix }: Awaited<ReturnType<typeof keptKey>>,
+): Promise<{ dir: string; source: ChampionSource }> {
+  const { platform } = plan;
+  if (existsSync(join(dir, 'manifest.json'))) return { dir, source: sourceOf(dir) };
+  if (await fromStore(ctx, storePrefix, dir)) return { dir, source: noteSource(dir, 'stored') };
   const log = join(ctx.stateDir, 'cache', 'programs', `${key}.log`);
   const exported = await exportPrograms(ctx, ev, {
     backend: ctx.backend,
-    workdir: wt.root,
     commit,
-    platform,
-    draw: iterationDraw(ev),
-    only: 'bench',
+    plan,
     dest: dir,
     logFile: log,
     record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
@@ -322,7 +396,64 @@ export async function championPrograms(
     }
     throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
   }
-  return dir;
+  const won = keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform, plan.versions);
+  if (won) {
+    const now = programHashes(dir, Object.keys(won.sha256));
+    const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
+    if (differ.length > 0) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new ChampionFailure(
+        `the champion's programs (${commit.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(', ')}): its code builds another program when it is exported again, so it cannot be timed fairly`,
+        {
+          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`,
+        },
+      );
+    }
+  }
+  try {
+    await ctx.store.putDir(storePrefix, dir);
+  } catch (e) {
+    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
+  }
+  return { dir, source: noteSource(dir, won ? 'exported-checked' : 'exported') };
+}
+
+/** Where the programs in a cache folder came from, kept beside it (the folder holds programs only). */
+function noteSource(dir: string, source: ChampionSource): ChampionSource {
+  writeFileAtomic(`${dir}.source`, source);
+  return source;
+}
+
+function sourceOf(dir: string): ChampionSource {
+  const text = readText(`${dir}.source`).trim();
+  return (['kept', 'stored', 'exported-checked', 'exported'] as const).find((s) => s === text) ?? 'kept';
+}
+
+/** Fetch kept programs from the store into `dir`; false when the store has none (or cannot be read). */
+async function fromStore(ctx: LoopContext, prefix: string, dir: string): Promise<boolean> {
+  let keys: string[];
+  try {
+    keys = (await ctx.store.list(`${prefix}/`)).filter((k) => /\/(manifest\.json|[^/]+\.jaxexport)$/.test(k));
+  } catch (e) {
+    ctx.logger.warn(`could not list the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    return false;
+  }
+  if (!keys.some((k) => k.endsWith('/manifest.json'))) return false;
+  const part = `${dir}.part`;
+  rmSync(part, { recursive: true, force: true });
+  mkdirSync(part, { recursive: true });
+  try {
+    for (const k of keys) await ctx.store.get(k, join(part, k.slice(prefix.length + 1)));
+  } catch (e) {
+    ctx.logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    rmSync(part, { recursive: true, force: true });
+    return false;
+  }
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, '..'), { recursive: true });
+  copyProgramFiles(part, dir);
+  rmSync(part, { recursive: true, force: true });
+  return readdirSync(dir).includes('manifest.json');
 }
 
 /**

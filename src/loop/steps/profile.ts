@@ -28,8 +28,10 @@ import { championPrograms } from './measure.js';
 import {
   type ArmName,
   bundlePrograms,
+  type DrawHolder,
   iterationDraw,
   ProgramFiles,
+  requestPlan,
   runVerifier,
   VerifierFailed,
 } from './programs.js';
@@ -258,12 +260,13 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
   // Profiled before by another job or iteration (same commit, same kind of device): reuse its summary.
   const stored = await knownProfileSummary(ctx, commit);
   if (stored) return { traceDir: storedProfileKey(ctx, commit), summary: stored, cached: true };
-  const where = { iteration: 0 };
+  const where: DrawHolder = { iteration: 0 };
   const platform = ctx.backend.info().platform;
+  const plan = await requestPlan(ctx, where, { backend: ctx.backend, harness: commit, platform });
   const summary = await profileCommit(ctx, where, {
     arm: 'A',
     harness: commit,
-    programs: await championPrograms(ctx, where, commit, platform),
+    programs: (await championPrograms(ctx, where, commit, plan)).dir,
     traceDir,
     metrics: join(dir, 'metrics.json'),
     log: join(dir, 'profile.log'),

@@ -1,10 +1,16 @@
 /**
  * The split between the code under test and the numbers that decide (docs/security.md, "The
- * measurement"): two kinds of job, both built here, run on whatever backend the step uses.
+ * measurement"): three kinds of job, all built here, run on whatever backend the step uses.
  *
- * - **export** runs `python -m <programs.module> export` in an arm's working tree. It is the only job
- *   that imports the arm's code; it writes `jax.export` programs and a manifest, and nothing else of it
- *   is read: its exit code and log only explain a failure.
+ * - **requests** runs `python -E -s -m <programs.module> requests` in the verifier tree (no candidate
+ *   code): the request file of the iteration's draw — every program's key and shapes, the JAX versions
+ *   there, and nothing else (requestPlan).
+ * - **export** runs `python -m <programs.module> export --requests …` in a fresh worktree of an arm's
+ *   commit. It is the only job that imports the arm's code; it writes `jax.export` programs and a
+ *   manifest, and nothing else of it is read: its exit code and log only explain a failure. Every export
+ *   is arm-blind: the same command line, the same request file, the same environment, a worktree of
+ *   neutral name made for it and removed after, a fresh empty {cache}, a job id that names neither arm
+ *   nor step. An export can tell what it is asked to build, and nothing else.
  * - **verify** runs `python -E -s -m <programs.module> verify` in the *verifier tree*: the harness
  *   commit's files without the target's editable paths, plus the programs to check copied in as data.
  *   It never imports the code under test (it checks that itself), draws its own input seed, verifies
@@ -15,10 +21,10 @@
  * The harness builds both commands: CPU pinning, the cache, the flags and the placeholders are its
  * choice, never the configuration's or the candidate's.
  */
-import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { type Backend, VERIFIER_CACHE_KEY } from '../../compute/index.js';
+import { type Backend, EPHEMERAL_CACHE_KEY, VERIFIER_CACHE_KEY } from '../../compute/index.js';
 import {
   type ExportEvidence,
   type IterationEvidence,
@@ -31,7 +37,7 @@ import { matchAny } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import type { Bundle } from '../state/bundle.js';
 import { worktreeAt } from '../state/worktrees.js';
-import { InfraFailure, Interrupted } from './failures.js';
+import { ChampionFailure, InfraFailure, Interrupted, isProgramError } from './failures.js';
 import { jobId } from './naming.js';
 
 const MINUTE_MS = 60_000;
@@ -52,15 +58,33 @@ export function newDraw(): number {
   return Number(randomBytes(8).readBigUInt64BE() >> (64n - DRAW_BITS));
 }
 
-/** The draw of this iteration's matrix, made once and kept in the evidence (0 outside an iteration:
- * only the timed programs are exported there, whose shapes no draw changes). */
-export function iterationDraw(ev: IterationEvidence | { iteration: number }): number {
-  if (!('gates' in ev)) return 0;
+/** Where the caller keeps a draw that is not an iteration's (a champion's profile, a manual job). */
+export interface DrawHolder {
+  iteration: number;
+  draw?: number;
+}
+
+/**
+ * The draw of this iteration's matrix (or of a job outside an iteration), made once and kept: every
+ * export of the iteration, both arms alike, is asked for the same programs.
+ */
+export function iterationDraw(ev: IterationEvidence | DrawHolder): number {
   ev.draw ??= newDraw();
   return ev.draw;
 }
 
-export function exportCommand(ctx: LoopContext, platform: Platform, draw: number, only?: 'bench'): string[] {
+/** The environment of every job that runs candidate code, the test suite and the export alike. */
+export const CANDIDATE_ENV: Readonly<Record<string, string>> = {
+  // No source locations in lowered programs (the same code exported from two trees gives the same
+  // bytes). Set here, not by the export, so the suite's process runs under the very same options.
+  JAX_TRACEBACK_IN_LOCATIONS_LIMIT: '0',
+};
+
+/** The request file in an export's (and a gate suite's) working tree. */
+export const REQUEST_FILE = '.hillclimb-request.json';
+
+/** The one command line of every export: the same for both arms, every step, every run. */
+export function exportCommand(ctx: LoopContext, platform: Platform): string[] {
   const p = ctx.target.programs;
   return [
     '{python}',
@@ -69,14 +93,152 @@ export function exportCommand(ctx: LoopContext, platform: Platform, draw: number
     'export',
     '--platform',
     platform,
-    '--draw',
-    String(draw),
-    ...(only ? ['--only', only] : []),
+    '--requests',
+    REQUEST_FILE,
     '--out',
     '{programs}',
     '--',
     ...p.args,
   ];
+}
+
+/** What an iteration's exports are asked for on a platform: the requests step's file, read. */
+export interface RequestPlan {
+  platform: Platform;
+  draw: number;
+  /** The request file (the run's copy). */
+  file: string;
+  /** The program keys it asks for. */
+  keys: string[];
+  /** Python, JAX and jaxlib versions where it was written (the verifier's environment). */
+  versions: Record<string, string>;
+}
+
+const REQUESTS_SCHEMA = 'hillclimb.requests/v1';
+
+/**
+ * The request file of `draw` for `platform`, written by the target's requests step in the verifier tree
+ * of `harness` (no candidate code) on `backend`; made once per run and kept in the run's folder.
+ */
+export async function requestPlan(
+  ctx: LoopContext,
+  ev: IterationEvidence | DrawHolder,
+  o: { backend: Backend; harness: string; platform: Platform },
+): Promise<RequestPlan> {
+  const draw = iterationDraw(ev);
+  const p = ctx.target.programs;
+  const key = createHash('sha256')
+    .update(JSON.stringify([o.harness, o.platform, draw, o.backend.info().description, p.module, p.args]))
+    .digest('hex')
+    .slice(0, 20);
+  const file = join(ctx.runDir, 'requests', `${key}.json`);
+  const made = await onceAtATime(file, () => writePlan(ctx, ev, o, { file, key, draw }));
+  // Kept in the evidence: a new champion's programs are kept under these versions.
+  if ('gates' in ev) ev.requests = { ...ev.requests, [made.platform]: { draw, versions: made.versions } };
+  return made;
+}
+
+async function writePlan(
+  ctx: LoopContext,
+  ev: IterationEvidence | DrawHolder,
+  o: { backend: Backend; harness: string; platform: Platform },
+  { file, key, draw }: { file: string; key: string; draw: number },
+): Promise<RequestPlan> {
+  const p = ctx.target.programs;
+  if (!existsSync(file)) {
+    const log = join(ctx.runDir, 'requests', `${key}.log`);
+    // A tree of this plan's own: another plan (a search's other candidate) may be made at the same time.
+    const tree = await oneAtATime(() => verifierTree(ctx, o.harness, `requests-${key.slice(0, 8)}`, {}));
+    const result = await o.backend
+      .run({
+        id: jobId(ctx.runId, ev, 'requests', o.platform, Date.now()),
+        command: [
+          '{python}',
+          '-E',
+          '-s',
+          '-m',
+          p.module,
+          'requests',
+          '--draw',
+          String(draw),
+          '--out',
+          '{metrics}',
+          '--',
+          ...p.args,
+        ],
+        workdir: tree,
+        timeoutMs: p.timeout_minutes * MINUTE_MS,
+        outputs: { metrics: `${file}.part` },
+        logFile: log,
+        signal: ctx.signal,
+        cacheKey: VERIFIER_CACHE_KEY,
+      })
+      // One plan per iteration and platform: its tree goes when it is written.
+      .finally(() => oneAtATime(() => removeExportTree(ctx, tree)));
+    if (result.killedBy === 'abort') throw new Interrupted('requests cancelled');
+    // A dry run printed the command: the steps after it print theirs with an empty request file.
+    if (ctx.dryRun && result.infraError?.startsWith('dry run')) {
+      mkdirSync(join(ctx.runDir, 'requests'), { recursive: true });
+      writeFileSync(`${file}.dry-run`, `${JSON.stringify({ schema: REQUESTS_SCHEMA, requests: [] })}\n`);
+      return { platform: o.platform, draw, file: `${file}.dry-run`, keys: [], versions: {} };
+    }
+    if (result.infraError) throw new InfraFailure(`the requests step could not run: ${result.infraError}`);
+    if (result.exitCode !== 0 || !existsSync(`${file}.part`)) {
+      const why = `the target module's requests step (${p.module}) exited ${result.exitCode}: ${lastErrorLine(log) ?? `see ${log}`}`;
+      const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
+      if (result.exitCode === 2 || isProgramError(text)) {
+        throw new ChampionFailure(why, {
+          hint: `the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`,
+        });
+      }
+      throw new InfraFailure(why, { hint: `check the machine; the step's log: ${log}` });
+    }
+    cpSync(`${file}.part`, file);
+    rmSync(`${file}.part`, { force: true });
+  }
+  return readPlan(file, o.platform, draw);
+}
+
+function readPlan(file: string, platform: Platform, draw: number): RequestPlan {
+  let doc: { schema?: unknown; versions?: unknown; requests?: unknown };
+  try {
+    doc = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new InfraFailure(`the request file ${file} is unreadable: ${errorMessage(e)}`);
+  }
+  const requests = Array.isArray(doc.requests) ? doc.requests : [];
+  const keys = requests
+    .map((r: { key?: unknown }) => r?.key)
+    .filter((k): k is string => typeof k === 'string');
+  if (doc.schema !== REQUESTS_SCHEMA || keys.length === 0 || keys.length !== requests.length) {
+    throw new InfraFailure(`${file} is not a request file of ${REQUESTS_SCHEMA} with its keys`);
+  }
+  const versions: Record<string, string> = {};
+  if (doc.versions && typeof doc.versions === 'object') {
+    for (const [k, v] of Object.entries(doc.versions)) if (typeof v === 'string') versions[k] = v;
+  }
+  return { platform, draw, file, keys, versions };
+}
+
+/**
+ * A fresh worktree of `commit` for one export: a neutral name, the request file beside the code, no
+ * trace of the step, the arm or an earlier export. Removed by `removeExportTree`.
+ */
+async function exportTree(ctx: LoopContext, commit: string, plan: RequestPlan): Promise<string> {
+  const path = join(ctx.runDir, 'worktrees', `export-${randomBytes(6).toString('hex')}`);
+  const wt = await worktreeAt(ctx, path, commit);
+  writeFileSync(join(wt.root, REQUEST_FILE), readFileSync(plan.file));
+  return wt.root;
+}
+
+/** Remove a worktree made for one job (an export's, a plan's). */
+async function removeExportTree(ctx: LoopContext, path: string): Promise<void> {
+  await ctx.git.removeWorktree(path).catch(() => rmSync(path, { recursive: true, force: true }));
+}
+
+/** Put the plan's request file in a gate suite's working tree (the witness reads it there). */
+export function placeRequestFile(root: string, plan: RequestPlan): void {
+  writeFileSync(join(root, REQUEST_FILE), readFileSync(plan.file));
 }
 
 export interface VerifyOptions {
@@ -132,20 +294,17 @@ export function verifyCommand(ctx: LoopContext, o: VerifyOptions): string[] {
 export type ExportOutcome = ExportEvidence;
 
 /**
- * Export one arm's programs from `workdir` (a checkout of `commit`) into `dest` (emptied first). An
- * export that fails is the arm's failure (`status: failed`, its last error line as the reason); a job
- * that could not run is infrastructure (throws).
+ * Export one arm's programs of `commit` into `dest` (emptied first), as the plan asks, arm-blind (see
+ * the module doc). An export that fails is the arm's failure (`status: failed`, its last error line as
+ * the reason); a job that could not run is infrastructure (throws).
  */
 export async function exportPrograms(
   ctx: LoopContext,
-  ev: IterationEvidence | { iteration: number },
+  ev: IterationEvidence | DrawHolder,
   o: {
     backend: Backend;
-    workdir: string;
     commit: string;
-    platform: Platform;
-    draw: number;
-    only?: 'bench';
+    plan: RequestPlan;
     dest: string;
     logFile: string;
     /** Bundle-relative names recorded in the evidence. */
@@ -156,23 +315,33 @@ export async function exportPrograms(
 ): Promise<ExportOutcome> {
   rmSync(o.dest, { recursive: true, force: true });
   rmSync(o.logFile, { force: true });
-  const result = await o.backend.run({
-    id: jobId(ctx.runId, ev, 'export', o.name, Date.now()),
-    command: exportCommand(ctx, o.platform, o.draw, o.only),
-    workdir: o.workdir,
-    timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
-    outputs: { programs: o.dest },
-    logFile: o.logFile,
-    signal: ctx.signal,
-    // The code's own compile cache: never the champion's, never the verifier's.
-    cacheKey: await ctx.git.treeHash(o.commit),
-  });
+  const platform = o.plan.platform;
+  const tree = await oneAtATime(() => exportTree(ctx, o.commit, o.plan));
+  let result: Awaited<ReturnType<Backend['run']>>;
+  try {
+    result = await o.backend.run({
+      // Names the run only: nothing in it says which arm, step or iteration the export serves.
+      id: `${ctx.runId}-export-${randomBytes(4).toString('hex')}`.replace(/[^A-Za-z0-9._-]/g, '_'),
+      command: exportCommand(ctx, platform),
+      workdir: tree,
+      env: { ...CANDIDATE_ENV },
+      timeoutMs: ctx.target.programs.timeout_minutes * MINUTE_MS,
+      outputs: { programs: o.dest },
+      logFile: o.logFile,
+      signal: ctx.signal,
+      // A fresh, empty {cache}, removed after: nothing an earlier export left can tell it anything.
+      cacheKey: EPHEMERAL_CACHE_KEY,
+      include: [REQUEST_FILE],
+    });
+  } finally {
+    await oneAtATime(() => removeExportTree(ctx, tree));
+  }
   if (result.isolation && 'gates' in ev)
     recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === 'abort') throw new Interrupted('export cancelled');
   if (result.infraError) throw new InfraFailure(`export of ${o.name} could not run: ${result.infraError}`);
   const done = {
-    platform: o.platform,
+    platform,
     dir: o.record.dir,
     logFile: o.record.logFile,
     durationMs: result.durationMs,
@@ -212,6 +381,20 @@ let repositoryQueue: Promise<unknown> = Promise.resolve();
 export function oneAtATime<T>(fn: () => Promise<T>): Promise<T> {
   const run = repositoryQueue.then(fn, fn);
   repositoryQueue = run.catch(() => undefined);
+  return run;
+}
+
+/**
+ * One run of `fn` per key at a time: callers asking for the same key while it runs share its result
+ * (two screens that need the champion's programs, or the same request file, at once). Not a queue for
+ * git work (oneAtATime): `fn` may itself queue some.
+ */
+const inFlight = new Map<string, Promise<unknown>>();
+export function onceAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const running = inFlight.get(key) as Promise<T> | undefined;
+  if (running) return running;
+  const run = fn().finally(() => inFlight.delete(key));
+  inFlight.set(key, run);
   return run;
 }
 

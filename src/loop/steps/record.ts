@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { IterationEvidence, KeptPrograms } from '../../evidence/index.js';
 import {
   appendLogEntry,
   evidenceLoader,
@@ -20,7 +21,7 @@ import { BundleFiles } from '../state/bundle.js';
 import { appendHistory, historyRow, readHistory } from '../state/history.js';
 import { keepChampionPrograms } from './measure.js';
 import { shareProfileSummary } from './profile.js';
-import { bundlePrograms, PLATFORMS } from './programs.js';
+import { bundlePrograms, PLATFORMS, type Platform } from './programs.js';
 import type { Step } from './step.js';
 
 export const recordStep: Step = {
@@ -81,16 +82,43 @@ export const recordStep: Step = {
     );
     const promoted = ev.verdict === 'improved' && ev.candidate;
     const championAfter = promoted ? (ev.candidate!.logCommit ?? ev.candidate!.commit) : ev.base.commit;
-    if (promoted) {
-      // The new champion is timed from now on by the programs this iteration measured, never re-exported.
+    let kept: KeptPrograms | undefined;
+    if (promoted && !already) {
+      // The new champion is timed from now on by the programs this iteration measured, never
+      // re-exported: kept in the state and the store, and their hashes in its history row.
       for (const platform of PLATFORMS) {
-        keepChampionPrograms(ctx, championAfter, platform, bundlePrograms(bundle, 'B', platform));
+        const measured = measuredPrograms(ev, platform);
+        const versions = ev.requests?.[platform]?.versions;
+        if (!measured || !versions) continue;
+        const k = await keepChampionPrograms(
+          ctx,
+          championAfter,
+          platform,
+          bundlePrograms(bundle, 'B', platform),
+          {
+            versions,
+            measured,
+          },
+        );
+        if (k && platform === ev.measurement?.programs?.platform) kept = k;
       }
     }
-    if (!already) appendHistory(ctx.stateDir, historyRow(ev, championAfter));
+    if (!already) appendHistory(ctx.stateDir, historyRow(ev, championAfter, new Date(), kept));
     return { status: 'done' };
   },
 };
+
+/**
+ * The hashes a platform's programs were verified with: the timed ones the measurement read, else the
+ * ones the platform's gate verified.
+ */
+function measuredPrograms(ev: IterationEvidence, platform: Platform): Record<string, string> | undefined {
+  const m = ev.measurement?.programs;
+  if (m?.platform === platform && Object.keys(m.B).length > 0) return m.B;
+  const gate = platform === 'cpu' ? ev.gates.cpu : ev.gates.accelerator;
+  const v = gate?.verifier;
+  return v?.passed && v.platform === platform ? v.programs : undefined;
+}
 
 /** A marker that lets a resumed record step see the entry is already in the run log. */
 function tagged(entry: string, runId: string, tag: string): string {

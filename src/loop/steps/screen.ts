@@ -12,7 +12,8 @@
 import { metricValue } from '../../evidence/index.js';
 import { iterationDirName } from '../state/bundle.js';
 import { armPrograms, pairedSession } from './measure.js';
-import { oneAtATime, type Platform, ProgramFiles } from './programs.js';
+import type { Platform } from './programs.js';
+import { ProgramFiles } from './programs.js';
 import type { StepEnv, StepResult } from './step.js';
 
 /**
@@ -23,7 +24,9 @@ import type { StepEnv, StepResult } from './step.js';
 export async function screenCandidate(env: StepEnv, platform: Platform): Promise<StepResult | undefined> {
   const { ctx, ev } = env;
   const rounds = ctx.config.search.screen_rounds;
-  const programs = await oneAtATime(() => armPrograms(env, platform));
+  // Screens may run at once (a backend with several machines): armPrograms queues its own git work and
+  // makes the champion's programs once.
+  const programs = await armPrograms(env, platform);
   if ('verdict' in programs) return programs.verdict;
   const name = `screen-${iterationDirName(ev)}`;
   ctx.progress(`screen: ${rounds} paired round${rounds === 1 ? '' : 's'} against the champion`);

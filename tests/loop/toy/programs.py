@@ -1,6 +1,7 @@
 """Toy target module for the loop tests: the export/verify protocol of hillclimb_bench, stdlib only.
 
-    python -m harness.programs export --platform cpu --draw N --out DIR [--only bench] [-- args]
+    python -E -s -m harness.programs requests --draw N --out FILE [-- args]
+    python -m harness.programs export --platform cpu --requests FILE --out DIR [-- args]
     python -E -s -m harness.programs verify --mode gate|measure|profile --platform cpu --draw N \
         --arm A=DIR [--arm B=DIR] --out FILE [--rounds R --repeats N --warmup W --trace DIR ...]
 
@@ -28,7 +29,25 @@ KEY = "fwd_bwd@toy"
 FILE = "fwd_bwd_toy.jaxexport"
 
 
+def requests(args) -> int:
+    """The request file: the one program, its shape, the versions here (no draw, no purpose)."""
+    doc = {
+        "schema": "hillclimb.requests/v1",
+        "target": "toy",
+        "versions": {"python": platform.python_version(), "jax": "none", "jaxlib": "none"},
+        "requests": [{"key": KEY, "name": "fwd_bwd", "case": "toy", "params": {}, "args": None}],
+    }
+    with open(args.out, "w") as f:
+        json.dump(doc, f)
+    return 0
+
+
 def export(args) -> int:
+    with open(args.requests) as f:
+        asked = [r["key"] for r in json.load(f)["requests"]]
+    if asked != [KEY]:
+        print(f"export: failed: asked for {asked}", file=sys.stderr)
+        return 2
     sys.path.insert(0, os.getcwd())
     from toy import kernel  # the code under test: only here
 
@@ -220,18 +239,21 @@ def write_trace(trace_dir, samples, *, corrupt):
 
 
 def main(argv) -> int:
-    if not argv or argv[0] not in ("export", "verify"):
-        print("usage: python -m harness.programs export|verify …", file=sys.stderr)
+    if not argv or argv[0] not in ("requests", "export", "verify"):
+        print("usage: python -m harness.programs requests|export|verify …", file=sys.stderr)
         return 2
     rest = argv[1:]
     own = rest[: rest.index("--")] if "--" in rest else rest
     p = argparse.ArgumentParser(prog=f"harness.programs {argv[0]}")
-    p.add_argument("--platform", required=True)
-    p.add_argument("--draw", type=int, required=True)
     p.add_argument("--out", required=True)
+    if argv[0] == "requests":
+        p.add_argument("--draw", type=int, required=True)
+        return requests(p.parse_args(own))
+    p.add_argument("--platform", required=True)
     if argv[0] == "export":
-        p.add_argument("--only")
+        p.add_argument("--requests", required=True)
         return export(p.parse_args(own))
+    p.add_argument("--draw", type=int, required=True)
     p.add_argument("--mode", required=True)
     p.add_argument("--arm", action="append", required=True)
     p.add_argument("--rounds", type=int, default=1)

@@ -1,0 +1,100 @@
+// hillclimb.yml under act, two iterations on fresh runners (issue 34): iteration 1 promotes a faster
+// kernel that is slower only when its export can tell it is arm A (tests/loop/toy-repo.ts,
+// ARM_A_SANDBAG_PATCH); iteration 2's candidate keeps that code and adds a docstring. The measuring job
+// of iteration 2 starts with no state at all, so the champion is exported again there: arm-blind, its
+// export is the candidate's, and the candidate is `no-op` — not `improved` by the champion's handicap.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ActRun, ActWorld, actBinary, runAct } from '../../helpers/act.js';
+import { GitHubContractServer } from '../../helpers/github-contract-server.js';
+import { tempDir } from '../../helpers/paths.js';
+import { ARM_A_SANDBAG_PATCH, DOCSTRING_PATCH, TOY_CONFIG } from '../../loop/toy-repo.js';
+import { GITHUB_URL, makeWorkflowRepo, OWNER_REPO, remoteFile, syncWork, type WorkflowRepo } from './repo.js';
+
+const act = actBinary();
+const TOKEN = 'ghs_actrunnertoken0000000000000002';
+const RUN = { won: 2101, next: 2102 };
+
+describe.skipIf(act.skip)(
+  `a champion that sandbags its own export, on fresh runners${act.skip ? ` (skipped: ${act.skip})` : ''}`,
+  () => {
+    const t = tempDir('hc-act-champion-');
+    let server: GitHubContractServer;
+    let world: ActWorld;
+    let repo: WorkflowRepo;
+    const runs: Record<string, ActRun> = {};
+
+    const dispatch = (runId: number, inputs: Record<string, string>, ref = 'main') => {
+      syncWork(repo, world.env(), ref);
+      return runAct({
+        act: act.path!,
+        world,
+        repo: repo.work,
+        workflow: 'hillclimb.yml',
+        event: 'workflow_dispatch',
+        payload: { inputs, ref: `refs/heads/${ref}` },
+        inputs,
+        secrets: { GITHUB_TOKEN: TOKEN },
+        apiUrl: server.url,
+        runId,
+      });
+    };
+    const history = () =>
+      remoteFile(repo, 'hillclimb-data', 'history/toy.jsonl')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+    beforeAll(async () => {
+      server = await GitHubContractServer.start();
+      const bare = join(t.dir, 'remote.git');
+      world = new ActWorld({
+        dir: join(t.dir, 'act'),
+        remotes: { [GITHUB_URL]: bare, [`${server.url}/${OWNER_REPO}.git`]: bare },
+      });
+      repo = makeWorkflowRepo(
+        t.dir,
+        TOY_CONFIG,
+        [ARM_A_SANDBAG_PATCH, { ...DOCSTRING_PATCH, name: '0002-docstring' }],
+        world.env(),
+      );
+      server.addRepo(OWNER_REPO, repo.bare);
+      server.addToken(TOKEN, {
+        login: 'github-actions[bot]',
+        kind: 'installation',
+        permissions: { contents: 'write', pull_requests: 'write', issues: 'write', actions: 'write' },
+      });
+      runs.won = await dispatch(RUN.won, { agent: 'replay', backend: 'local', iterations: '2' });
+      const next = server.dispatchesOf(OWNER_REPO)[0];
+      if (next) {
+        runs.next = await dispatch(
+          RUN.next,
+          Object.fromEntries(Object.entries(next.inputs).map(([k, v]) => [k, String(v)])),
+          next.ref,
+        );
+      }
+    }, 900_000);
+
+    afterAll(async () => {
+      await server?.close();
+      if (!process.env.HILLCLIMB_KEEP_ACT) t.cleanup();
+    });
+
+    it('iteration 1 promotes the kernel', () => {
+      expect(runs.won!.code, runs.won!.describe()).toBe(0);
+      expect(history()[0]).toMatchObject({ iteration: 1, verdict: 'improved' });
+    });
+
+    it('iteration 2, on a runner without state, exports the champion arm-blind: the docstring is no-op', () => {
+      const r = runs.next;
+      expect(r, 'the continue job dispatched no second iteration').toBeDefined();
+      expect(r!.code, r!.describe()).toBe(0);
+      expect(r!.result('measure-local')).toBe('success');
+      const row = history()[1]!;
+      expect(row, JSON.stringify(row)).toMatchObject({ iteration: 2, verdict: 'no-op' });
+      expect(String(row.reason)).toContain('identical');
+      const ev = JSON.parse(remoteFile(repo, 'hillclimb-data', `runs/gh${RUN.won}/i002/evidence.json`));
+      expect(ev.championPrograms).toEqual({ cpu: 'exported' });
+    });
+  },
+);
