@@ -26,6 +26,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
   const runStartedAt = optionalText('run-started-at');
   const attestation = optionalText('attestation');
   const pinnedSource = optionalText('pinned-source');
+  const keptPrograms = optionalText('kept-programs');
   const slot = positiveInteger('slot');
   const run = actionsRun();
   return {
@@ -40,6 +41,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
     ...(runStartedAt ? { runStartedAt } : {}),
     ...(attestation ? { attestation } : {}),
     ...(pinnedSource ? { pinnedSource } : {}),
+    ...(keptPrograms ? { keptPrograms } : {}),
     dryRun: flag('dry-run', false),
     remoteOnly: flag('remote-only', false),
     ...(run ? { jobId: run.jobId, repositoryUrl: run.repositoryUrl } : {}),

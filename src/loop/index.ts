@@ -5,7 +5,14 @@
 export { runDirOf, stateDirOf } from './context.js';
 export { commentMeasurement, measureCommits, profileCommitSummary, testCommit } from './drivers/commits.js';
 export type { Phase, PhaseOptions, PhaseResult } from './drivers/phases.js';
-export { PHASES, resolveChampion, runPhase, trustedSlot } from './drivers/phases.js';
+export {
+  fetchKeptProgramsOf,
+  KEPT_HANDOVER_DIR,
+  PHASES,
+  resolveChampion,
+  runPhase,
+  trustedSlot,
+} from './drivers/phases.js';
 export { checkAgentApi } from './drivers/preflight.js';
 export { prepareExternalChange, publishToPullRequest, recordBaseline } from './drivers/pull-request.js';
 export type { LoopResult } from './drivers/run.js';

@@ -276,6 +276,7 @@ export function policyViolations(
           CANDIDATE_ACTIONS.includes(s.uses ?? '') &&
           s.with?.mode !== 'prepare' &&
           s.with?.mode !== 'champion' &&
+          s.with?.mode !== 'kept-programs' &&
           s.with?.mode !== 'check-agent',
       );
       const enabled = steps.findIndex((s) => SANDBOX_STEP.test(s.run ?? ''));

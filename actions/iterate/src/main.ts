@@ -12,15 +12,23 @@ import {
   iterationSummary,
   optionalText,
   phaseOptions,
+  requiredText,
   runAction,
   setIterationOutputs,
   setOutputs,
   writeSummary,
 } from '../../../src/actions/index.js';
-import { BundleFiles, checkAgentApi, resolveChampion, runPhase } from '../../../src/loop/index.js';
+import {
+  BundleFiles,
+  checkAgentApi,
+  fetchKeptProgramsOf,
+  KEPT_HANDOVER_DIR,
+  resolveChampion,
+  runPhase,
+} from '../../../src/loop/index.js';
 
 await runAction(async ({ logger }) => {
-  const mode = choice('mode', ['propose', 'prepare', 'champion', 'check-agent']);
+  const mode = choice('mode', ['propose', 'prepare', 'champion', 'kept-programs', 'check-agent']);
   if (mode === 'check-agent') {
     // First in the agent's job: a refused key or a wrong endpoint fails here in seconds, before the
     // champion's profile takes minutes.
@@ -40,6 +48,21 @@ await runAction(async ({ logger }) => {
     setIterationOutputs(result);
     return;
   }
+  if (mode === 'kept-programs') {
+    // In a trusted job that may read the store: the programs the base (main) won with, if it is a
+    // champion, for a measuring job that holds no token (pr-evidence).
+    const target = optionalText('target');
+    const kept = await fetchKeptProgramsOf({
+      configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
+      overrides: configOverrides(),
+      ...(target ? { target } : {}),
+      logger,
+      commit: requiredText('base'),
+    });
+    setOutputs({ 'kept-programs': kept ?? '', 'kept-programs-dir': kept ? resolve(KEPT_HANDOVER_DIR) : '' });
+    logger.info(kept ? "the base's kept programs fetched" : 'the base has no kept programs in the store');
+    return;
+  }
   if (mode === 'champion') {
     // In a trusted job, before any agent runs: the champion every later phase is checked against.
     const target = optionalText('target');
@@ -48,9 +71,18 @@ await runAction(async ({ logger }) => {
       overrides: configOverrides(),
       ...(target ? { target } : {}),
       logger,
+      // The programs it won with, for the measuring jobs (which hold no token to read the store).
+      fetchKept: true,
     });
-    setOutputs({ champion: champion.commit, 'champion-branch': champion.branch ?? '' });
-    logger.info(`champion ${champion.commit.slice(0, 12)} (from ${champion.source})`);
+    setOutputs({
+      champion: champion.commit,
+      'champion-branch': champion.branch ?? '',
+      'kept-programs': champion.kept ?? '',
+      'kept-programs-dir': champion.kept ? resolve(KEPT_HANDOVER_DIR) : '',
+    });
+    logger.info(
+      `champion ${champion.commit.slice(0, 12)} (from ${champion.source})${champion.kept ? '; its kept programs fetched' : ''}`,
+    );
     return;
   }
   const opts = phaseOptions(logger);

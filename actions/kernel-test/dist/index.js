@@ -23811,50 +23811,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize2(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative7, options2, skipNormalization) {
+    function resolveComponent(base, relative8, options2, skipNormalization) {
       const target2 = {};
       if (!skipNormalization) {
         base = parse3(serialize2(base, options2), options2);
-        relative7 = parse3(serialize2(relative7, options2), options2);
+        relative8 = parse3(serialize2(relative8, options2), options2);
       }
       options2 = options2 || {};
-      if (!options2.tolerant && relative7.scheme) {
-        target2.scheme = relative7.scheme;
-        target2.userinfo = relative7.userinfo;
-        target2.host = relative7.host;
-        target2.port = relative7.port;
-        target2.path = removeDotSegments(relative7.path || "");
-        target2.query = relative7.query;
+      if (!options2.tolerant && relative8.scheme) {
+        target2.scheme = relative8.scheme;
+        target2.userinfo = relative8.userinfo;
+        target2.host = relative8.host;
+        target2.port = relative8.port;
+        target2.path = removeDotSegments(relative8.path || "");
+        target2.query = relative8.query;
       } else {
-        if (relative7.userinfo !== void 0 || relative7.host !== void 0 || relative7.port !== void 0) {
-          target2.userinfo = relative7.userinfo;
-          target2.host = relative7.host;
-          target2.port = relative7.port;
-          target2.path = removeDotSegments(relative7.path || "");
-          target2.query = relative7.query;
+        if (relative8.userinfo !== void 0 || relative8.host !== void 0 || relative8.port !== void 0) {
+          target2.userinfo = relative8.userinfo;
+          target2.host = relative8.host;
+          target2.port = relative8.port;
+          target2.path = removeDotSegments(relative8.path || "");
+          target2.query = relative8.query;
         } else {
-          if (!relative7.path) {
+          if (!relative8.path) {
             target2.path = base.path;
-            if (relative7.query !== void 0) {
-              target2.query = relative7.query;
+            if (relative8.query !== void 0) {
+              target2.query = relative8.query;
             } else {
               target2.query = base.query;
             }
           } else {
-            if (relative7.path[0] === "/") {
-              target2.path = removeDotSegments(relative7.path);
+            if (relative8.path[0] === "/") {
+              target2.path = removeDotSegments(relative8.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target2.path = "/" + relative7.path;
+                target2.path = "/" + relative8.path;
               } else if (!base.path) {
-                target2.path = relative7.path;
+                target2.path = relative8.path;
               } else {
-                target2.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative7.path;
+                target2.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative8.path;
               }
               target2.path = base.scheme === void 0 && !baseHasAuthority && target2.path[0] !== "/" ? removeDotSegmentsRelative(target2.path) : removeDotSegments(target2.path);
             }
-            target2.query = relative7.query;
+            target2.query = relative8.query;
           }
           target2.userinfo = base.userinfo;
           target2.host = base.host;
@@ -23862,7 +23862,7 @@ var require_fast_uri = __commonJS({
         }
         target2.scheme = base.scheme;
       }
-      target2.fragment = relative7.fragment;
+      target2.fragment = relative8.fragment;
       return target2;
     }
     function equal(uriA, uriB, options2) {
@@ -45670,23 +45670,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join44 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join45 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join44(key), message: retired };
+      if (retired) return { keyPath: join45(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join44(key),
+        keyPath: join45(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join44(String(e.params.missingProperty)),
+        keyPath: join45(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -56440,11 +56440,11 @@ var LocalBackend = class {
     this.opts.logger.debug(`local backend: ${this.info().description}`);
   }
   async run(job) {
-    const cacheRoot = this.opts.cacheDir ?? join14(this.opts.root, ".hillclimb", "cache", "jobs");
+    const cacheRoot2 = this.opts.cacheDir ?? join14(this.opts.root, ".hillclimb", "cache", "jobs");
     if (job.cacheKey !== EPHEMERAL_CACHE_KEY) {
-      return this.runWith(job, join14(cacheRoot, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]));
+      return this.runWith(job, join14(cacheRoot2, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]));
     }
-    const cache2 = join14(cacheRoot, "ephemeral", randomBytes(8).toString("hex"));
+    const cache2 = join14(cacheRoot2, "ephemeral", randomBytes(8).toString("hex"));
     try {
       return await this.runWith(job, cache2);
     } finally {
@@ -58357,16 +58357,16 @@ function truncationNote(originalChars) {
 }
 function capBody(text3, maxChars = BODY_CAP_CHARS) {
   if (text3.length <= maxChars) return { text: text3, truncated: false, originalChars: text3.length };
-  const note = truncationNote(text3.length);
+  const note2 = truncationNote(text3.length);
   const fenceCloser = "\n```";
-  const budget = maxChars - note.length - fenceCloser.length;
+  const budget = maxChars - note2.length - fenceCloser.length;
   if (budget <= 0) throw new RangeError(`maxChars ${maxChars} leaves no room for the truncation note`);
   let cut = text3.lastIndexOf("\n", budget);
   if (cut <= 0) cut = budget;
   if (isHighSurrogate(text3.charCodeAt(cut - 1))) cut -= 1;
   let kept = text3.slice(0, cut);
   if (hasOpenFence(kept)) kept += fenceCloser;
-  return { text: kept + note, truncated: true, originalChars: text3.length };
+  return { text: kept + note2, truncated: true, originalChars: text3.length };
 }
 function capTitle(title, maxChars = TITLE_CAP_CHARS) {
   const oneLine4 = title.replace(/\s*\n\s*/g, " ").trim();
@@ -74878,13 +74878,13 @@ function value(x, unit) {
 }
 function changeText(key, c3) {
   const metric = LEVEL_METRICS[key];
-  const relative7 = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, metric.direction) : void 0;
+  const relative8 = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, metric.direction) : void 0;
   if (metric.unit === "MFU") {
     if (c3.a === null || c3.b === null) return EM_DASH;
     const pp = formatMfuDelta(c3.a, c3.b);
-    return relative7 ? `${pp} (${relative7})` : pp;
+    return relative8 ? `${pp} (${relative8})` : pp;
   }
-  return relative7 ?? EM_DASH;
+  return relative8 ?? EM_DASH;
 }
 function beforeAfterText(key, c3) {
   const unit = LEVEL_METRICS[key].unit;
@@ -74955,9 +74955,9 @@ function levelsTable(evidence) {
   const confidence = `${Math.round(levels.confidence * 100)}% CI`;
   const header = ["level", "", "champion (A)", "candidate (B)", `change [${confidence}]`];
   const lines = [table(header, rows, ["left", "left", "right", "right", "right"])];
-  const note = peakNote(levels.peak);
+  const note2 = peakNote(levels.peak);
   const pooled = pooledPeakNote(levels);
-  if (note || pooled) lines.push(`_${[note, pooled].filter(Boolean).join("; ")}._`);
+  if (note2 || pooled) lines.push(`_${[note2, pooled].filter(Boolean).join("; ")}._`);
   const amdahl = amdahlSection(evidence);
   if (amdahl) lines.push(amdahl);
   return lines.join("\n\n");
@@ -74989,8 +74989,8 @@ function modelMfuHeadline(evidence) {
   const c3 = levels?.model?.mfu;
   if (!levels || !c3 || c3.a === null || c3.b === null) return void 0;
   const vs = levels.peak?.source === "measured" ? " vs measured matmul peak" : "";
-  const relative7 = c3.ratio !== null && c3.ci !== null ? `, ${formatMetricChange(c3.ratio, c3.ci, "higher")}` : "";
-  return `model MFU ${formatMfu(c3.a)} \u2192 ${formatMfu(c3.b)} (${formatMfuDelta(c3.a, c3.b)}${relative7})${vs}`;
+  const relative8 = c3.ratio !== null && c3.ci !== null ? `, ${formatMetricChange(c3.ratio, c3.ci, "higher")}` : "";
+  return `model MFU ${formatMfu(c3.a)} \u2192 ${formatMfu(c3.b)} (${formatMfuDelta(c3.a, c3.b)}${relative8})${vs}`;
 }
 
 // src/report/facts.ts
@@ -75203,12 +75203,12 @@ function fitParts(parts, plan, max, opts = {}) {
     text3 = join25(parts, levels);
   }
   if (sizeOf(text3) <= max) return { text: text3, truncated: reduced.length > 0, reduced };
-  const note = droppedNote(opts.where ?? "");
+  const note2 = droppedNote(opts.where ?? "");
   const kept = [...parts];
   while (kept.length > 1) {
     const dropped = kept.pop();
     reduced.push(dropped.key);
-    text3 = `${join25(kept, levels)}${SEPARATOR}${note}`;
+    text3 = `${join25(kept, levels)}${SEPARATOR}${note2}`;
     if (sizeOf(text3) <= max) return { text: text3, truncated: true, reduced };
   }
   const overshoot = sizeOf(text3) - text3.length;
@@ -82231,8 +82231,8 @@ var Bundle = class {
     this.dir = dir;
   }
   dir;
-  path(relative7) {
-    return join29(this.dir, relative7);
+  path(relative8) {
+    return join29(this.dir, relative8);
   }
   exists() {
     return existsSync17(this.path(EVIDENCE_FILE));
@@ -83122,9 +83122,234 @@ function repeatReason(row) {
 }
 
 // src/loop/steps/measure.ts
+import { cpSync as cpSync3, existsSync as existsSync22, rmSync as rmSync21 } from "node:fs";
+import { join as join36 } from "node:path";
+
+// src/loop/steps/champion-programs.ts
 import { createHash as createHash10 } from "node:crypto";
 import { cpSync as cpSync2, existsSync as existsSync21, mkdirSync as mkdirSync22, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync20 } from "node:fs";
-import { join as join35 } from "node:path";
+import { join as join35, relative as relative7 } from "node:path";
+var RECORD = "kept.json";
+var KEPT_FILE = /^(kept\.json|manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
+function keptTreePrefix(target2, tree) {
+  return `programs/${target2}/${tree}`;
+}
+function cacheRoot(stateDir) {
+  return join35(stateDir, "cache", "programs");
+}
+async function keptKey(ctx, commit2, platform3, versions) {
+  const tree = await ctx.git.treeHash(commit2);
+  const p = ctx.target.programs;
+  const key = createHash10("sha256").update(
+    JSON.stringify([
+      ctx.target.name,
+      p.module,
+      p.args,
+      platform3,
+      versions.jax ?? "",
+      versions.jaxlib ?? "",
+      tree
+    ])
+  ).digest("hex").slice(0, 24);
+  return {
+    key,
+    tree,
+    dir: join35(cacheRoot(ctx.stateDir), key),
+    storePrefix: `${keptTreePrefix(ctx.target.name, tree)}/${key}`
+  };
+}
+function programHashes(dir, keys) {
+  const out = {};
+  for (const key of keys) {
+    const file = join35(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, "_")}.jaxexport`);
+    if (existsSync21(file)) out[key] = sha256File(file);
+  }
+  return out;
+}
+function readText(file) {
+  try {
+    return readFileSync24(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
+  if (!existsSync21(join35(from, "manifest.json"))) return void 0;
+  const keys = Object.keys(o2.measured);
+  const found = programHashes(from, keys);
+  if (keys.length === 0 || keys.some((k) => found[k] !== o2.measured[k])) {
+    ctx.logger.warn(
+      `the programs in ${from} are not the ones measured: the new champion's programs are not kept (it will be exported again)`
+    );
+    return void 0;
+  }
+  const kept = await keptKey(ctx, commit2, platform3, o2.versions);
+  const record2 = {
+    tree: kept.tree,
+    platform: platform3,
+    versions: { ...o2.versions },
+    sha256: { ...o2.measured }
+  };
+  rmSync20(kept.dir, { recursive: true, force: true });
+  copyProgramFiles(from, kept.dir);
+  note(kept.dir, "kept", record2);
+  await toStore(ctx, kept, record2);
+  return record2;
+}
+async function championPrograms(ctx, ev, commit2, plan) {
+  const kept = await keptKey(ctx, commit2, plan.platform, plan.versions);
+  return onceAtATime(kept.dir, () => findOrExport(ctx, ev, commit2, plan, kept));
+}
+async function findOrExport(ctx, ev, commit2, plan, kept) {
+  const { key, tree, dir, storePrefix } = kept;
+  const { platform: platform3 } = plan;
+  if (existsSync21(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
+  if (await fromStore(ctx, storePrefix, dir)) return { dir, source: note(dir, "stored") };
+  const log = join35(cacheRoot(ctx.stateDir), `${key}.log`);
+  const exported = await exportPrograms(ctx, ev, {
+    backend: ctx.backend,
+    commit: commit2,
+    plan,
+    dest: dir,
+    logFile: log,
+    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
+    name: `A-${platform3}`,
+    step: "measure"
+  });
+  if (exported.status === "failed") {
+    rmSync20(dir, { recursive: true, force: true });
+    const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
+    if (isProgramError(readText(log))) {
+      throw new ChampionFailure(message, {
+        hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`
+      });
+    }
+    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
+  }
+  const won = keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform3, plan.versions) ?? recordOf(dir, tree, platform3, plan.versions);
+  if (won) {
+    const now = programHashes(dir, Object.keys(won.sha256));
+    const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
+    if (differ.length > 0) {
+      rmSync20(dir, { recursive: true, force: true });
+      throw new ChampionFailure(
+        `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
+        {
+          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`
+        }
+      );
+    }
+  }
+  if (!won) await toStore(ctx, kept);
+  return { dir, source: note(dir, won ? "exported-checked" : "exported") };
+}
+async function toStore(ctx, kept, record2) {
+  try {
+    await ctx.store.putDir(kept.storePrefix, kept.dir);
+    if (record2) await ctx.store.put(`${kept.storePrefix}/${RECORD}`, `${kept.dir}.${RECORD}`);
+  } catch (e) {
+    ctx.logger.warn(`could not store the champion's programs (${kept.storePrefix}): ${errorMessage(e)}`);
+  }
+}
+function note(dir, source, record2) {
+  writeFileAtomic(`${dir}.source`, source);
+  if (record2) writeJsonAtomic(`${dir}.${RECORD}`, record2);
+  return source;
+}
+function sourceOf(dir) {
+  const text3 = readText(`${dir}.source`).trim();
+  return ["kept", "stored", "exported-checked", "exported"].find((s) => s === text3) ?? "kept";
+}
+function recordOf(dir, tree, platform3, versions) {
+  const r = parseRecord(readText(`${dir}.${RECORD}`));
+  return r && r.tree === tree && r.platform === platform3 && sameJax(r.versions, versions) ? r : void 0;
+}
+function parseRecord(text3) {
+  try {
+    const r = JSON.parse(text3);
+    const hashes2 = Object.values(r?.sha256 ?? {});
+    if (typeof r.tree !== "string" || typeof r.platform !== "string" || hashes2.length === 0) return void 0;
+    if (!hashes2.every((h2) => typeof h2 === "string" && /^[0-9a-f]{64}$/.test(h2))) return void 0;
+    return { tree: r.tree, platform: r.platform, versions: { ...r.versions }, sha256: { ...r.sha256 } };
+  } catch {
+    return void 0;
+  }
+}
+async function fromStore(ctx, prefix, dir) {
+  const got = await download(ctx.store, ctx.logger, prefix, `${dir}.part`);
+  if (!got) return false;
+  rmSync20(dir, { recursive: true, force: true });
+  mkdirSync22(join35(dir, ".."), { recursive: true });
+  copyProgramFiles(`${dir}.part`, dir);
+  if (existsSync21(join35(`${dir}.part`, RECORD))) cpSync2(join35(`${dir}.part`, RECORD), `${dir}.${RECORD}`);
+  rmSync20(`${dir}.part`, { recursive: true, force: true });
+  return readdirSync13(dir).includes("manifest.json");
+}
+async function download(store, logger, prefix, dest) {
+  let keys;
+  try {
+    keys = (await store.list(`${prefix}/`)).filter((k) => KEPT_FILE.test(k.slice(k.lastIndexOf("/") + 1)));
+  } catch (e) {
+    logger.warn(`could not list the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    return false;
+  }
+  if (!keys.some((k) => k.endsWith("/manifest.json"))) return false;
+  rmSync20(dest, { recursive: true, force: true });
+  mkdirSync22(dest, { recursive: true });
+  try {
+    for (const k of keys) await store.get(k, join35(dest, k.slice(prefix.length + 1)));
+  } catch (e) {
+    logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    rmSync20(dest, { recursive: true, force: true });
+    return false;
+  }
+  return true;
+}
+function listing(dir) {
+  const lines = [];
+  const walk3 = (d) => {
+    for (const e of readdirSync13(d, { withFileTypes: true }).sort((a2, b) => a2.name.localeCompare(b.name))) {
+      const p = join35(d, e.name);
+      if (e.isDirectory()) walk3(p);
+      else if (e.isFile()) lines.push(`${relative7(dir, p)} ${sha256File(p)}`);
+    }
+  };
+  walk3(dir);
+  return `${lines.sort().join("\n")}
+`;
+}
+function keptDigest(dir) {
+  return createHash10("sha256").update(listing(dir)).digest("hex");
+}
+function importKeptPrograms(stateDir, logger, from, digest) {
+  if (!existsSync21(from)) {
+    logger.warn(
+      `the champion's kept programs were not handed over (${from} is missing): it will be exported again`
+    );
+    return [];
+  }
+  const found = keptDigest(from);
+  if (found !== digest) {
+    logger.warn(
+      `the champion's kept programs in ${from} are not the ones the setup job fetched (digest ${found.slice(0, 12)}, expected ${digest.slice(0, 12)}): not used, it will be exported again`
+    );
+    return [];
+  }
+  const installed = [];
+  for (const key of readdirSync13(from).filter((k) => /^[0-9a-f]{24}$/.test(k))) {
+    const src = join35(from, key);
+    if (!existsSync21(join35(src, "manifest.json"))) continue;
+    const dir = join35(cacheRoot(stateDir), key);
+    rmSync20(dir, { recursive: true, force: true });
+    copyProgramFiles(src, dir);
+    const record2 = parseRecord(readText(join35(src, RECORD)));
+    note(dir, "stored", record2);
+    installed.push(key);
+  }
+  return installed;
+}
+
+// src/loop/steps/measure.ts
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -83249,7 +83474,7 @@ async function armPrograms(env, platform3) {
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const plan = await requestPlan(ctx, ev, { backend: ctx.backend, harness: ev.base.commit, platform: platform3 });
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync21(join35(B, "manifest.json"))) {
+  if (!gated || !existsSync22(join36(B, "manifest.json"))) {
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
       commit: candidate.commit,
@@ -83272,150 +83497,10 @@ async function armPrograms(env, platform3) {
   }
   const A = await championPrograms(ctx, ev, ev.base.commit, plan);
   const inBundle = bundlePrograms(bundle, "A", platform3);
-  rmSync20(inBundle, { recursive: true, force: true });
-  cpSync2(A.dir, inBundle, { recursive: true });
+  rmSync21(inBundle, { recursive: true, force: true });
+  cpSync3(A.dir, inBundle, { recursive: true });
   ev.championPrograms = { ...ev.championPrograms, [platform3]: A.source };
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
-}
-async function keptKey(ctx, commit2, platform3, versions) {
-  const tree = await ctx.git.treeHash(commit2);
-  const p = ctx.target.programs;
-  const key = createHash10("sha256").update(
-    JSON.stringify([
-      ctx.target.name,
-      p.module,
-      p.args,
-      platform3,
-      versions.jax ?? "",
-      versions.jaxlib ?? "",
-      tree
-    ])
-  ).digest("hex").slice(0, 24);
-  return {
-    key,
-    tree,
-    dir: join35(ctx.stateDir, "cache", "programs", key),
-    storePrefix: `programs/${ctx.target.name}/${key}`
-  };
-}
-function programHashes(dir, keys) {
-  const out = {};
-  for (const key of keys) {
-    const file = join35(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, "_")}.jaxexport`);
-    if (existsSync21(file)) out[key] = sha256File(file);
-  }
-  return out;
-}
-async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
-  if (!existsSync21(join35(from, "manifest.json"))) return void 0;
-  const keys = Object.keys(o2.measured);
-  const found = programHashes(from, keys);
-  if (keys.length === 0 || keys.some((k) => found[k] !== o2.measured[k])) {
-    ctx.logger.warn(
-      `the programs in ${from} are not the ones measured: the new champion's programs are not kept (it will be exported again)`
-    );
-    return void 0;
-  }
-  const { tree, dir, storePrefix } = await keptKey(ctx, commit2, platform3, o2.versions);
-  rmSync20(dir, { recursive: true, force: true });
-  copyProgramFiles(from, dir);
-  noteSource(dir, "kept");
-  try {
-    await ctx.store.putDir(storePrefix, dir);
-  } catch (e) {
-    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
-  }
-  return { tree, platform: platform3, versions: { ...o2.versions }, sha256: { ...o2.measured } };
-}
-function readText(file) {
-  try {
-    return readFileSync24(file, "utf8");
-  } catch {
-    return "";
-  }
-}
-async function championPrograms(ctx, ev, commit2, plan) {
-  const kept = await keptKey(ctx, commit2, plan.platform, plan.versions);
-  return onceAtATime(kept.dir, () => findOrExportChampion(ctx, ev, commit2, plan, kept));
-}
-async function findOrExportChampion(ctx, ev, commit2, plan, { key, tree, dir, storePrefix }) {
-  const { platform: platform3 } = plan;
-  if (existsSync21(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
-  if (await fromStore(ctx, storePrefix, dir)) return { dir, source: noteSource(dir, "stored") };
-  const log = join35(ctx.stateDir, "cache", "programs", `${key}.log`);
-  const exported = await exportPrograms(ctx, ev, {
-    backend: ctx.backend,
-    commit: commit2,
-    plan,
-    dest: dir,
-    logFile: log,
-    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
-    name: `A-${platform3}`,
-    step: "measure"
-  });
-  if (exported.status === "failed") {
-    rmSync20(dir, { recursive: true, force: true });
-    const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
-    if (isProgramError(readText(log))) {
-      throw new ChampionFailure(message, {
-        hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`
-      });
-    }
-    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
-  }
-  const won = keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform3, plan.versions);
-  if (won) {
-    const now = programHashes(dir, Object.keys(won.sha256));
-    const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
-    if (differ.length > 0) {
-      rmSync20(dir, { recursive: true, force: true });
-      throw new ChampionFailure(
-        `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
-        {
-          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`
-        }
-      );
-    }
-  }
-  try {
-    await ctx.store.putDir(storePrefix, dir);
-  } catch (e) {
-    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
-  }
-  return { dir, source: noteSource(dir, won ? "exported-checked" : "exported") };
-}
-function noteSource(dir, source) {
-  writeFileAtomic(`${dir}.source`, source);
-  return source;
-}
-function sourceOf(dir) {
-  const text3 = readText(`${dir}.source`).trim();
-  return ["kept", "stored", "exported-checked", "exported"].find((s) => s === text3) ?? "kept";
-}
-async function fromStore(ctx, prefix, dir) {
-  let keys;
-  try {
-    keys = (await ctx.store.list(`${prefix}/`)).filter((k) => /\/(manifest\.json|[^/]+\.jaxexport)$/.test(k));
-  } catch (e) {
-    ctx.logger.warn(`could not list the store's kept programs (${prefix}): ${errorMessage(e)}`);
-    return false;
-  }
-  if (!keys.some((k) => k.endsWith("/manifest.json"))) return false;
-  const part = `${dir}.part`;
-  rmSync20(part, { recursive: true, force: true });
-  mkdirSync22(part, { recursive: true });
-  try {
-    for (const k of keys) await ctx.store.get(k, join35(part, k.slice(prefix.length + 1)));
-  } catch (e) {
-    ctx.logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
-    rmSync20(part, { recursive: true, force: true });
-    return false;
-  }
-  rmSync20(dir, { recursive: true, force: true });
-  mkdirSync22(join35(dir, ".."), { recursive: true });
-  copyProgramFiles(part, dir);
-  rmSync20(part, { recursive: true, force: true });
-  return readdirSync13(dir).includes("manifest.json");
 }
 async function pairedSession(env, platform3, programs, o2) {
   const { ctx, ev, bundle } = env;
@@ -83599,8 +83684,8 @@ async function comparability(bundle, runs) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync24, readFileSync as readFileSync26 } from "node:fs";
-import { join as join38, resolve as resolve15 } from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync26 } from "node:fs";
+import { join as join39, resolve as resolve15 } from "node:path";
 
 // src/loop/steps/log-file.ts
 function recentLogEntries(text3, n2) {
@@ -83614,8 +83699,8 @@ function recentLogEntries(text3, n2) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash11 } from "node:crypto";
-import { existsSync as existsSync22, mkdirSync as mkdirSync23, rmSync as rmSync21 } from "node:fs";
-import { join as join36 } from "node:path";
+import { existsSync as existsSync23, mkdirSync as mkdirSync23, rmSync as rmSync22 } from "node:fs";
+import { join as join37 } from "node:path";
 var profileStep = {
   name: "profile",
   evaluation: true,
@@ -83631,7 +83716,7 @@ var profileStep = {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
-      if (!existsSync22(join36(programs, "manifest.json"))) {
+      if (!existsSync23(join37(programs, "manifest.json"))) {
         throw new Error(
           `the candidate has no exported programs for ${platform3} (the measurement did not run)`
         );
@@ -83688,7 +83773,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 }
 async function profileCommit(ctx, ev, o2) {
   const profile = ctx.target.profile;
-  rmSync21(o2.traceDir, { recursive: true, force: true });
+  rmSync22(o2.traceDir, { recursive: true, force: true });
   mkdirSync23(o2.traceDir, { recursive: true });
   let run2;
   try {
@@ -83735,15 +83820,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash11("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join36(ctx.stateDir, "cache", "profiles", key);
+  return join37(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join36(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync22(local)) return current(readJson(local));
+  const local = join37(cacheDir(ctx, commit2), "summary.json");
+  if (existsSync23(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join36(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join37(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -83763,9 +83848,9 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join36(dir, "summary.json");
-  const traceDir = join36(dir, "trace");
-  const cachedSummary = existsSync22(summaryFile) ? current(readJson(summaryFile)) : void 0;
+  const summaryFile = join37(dir, "summary.json");
+  const traceDir = join37(dir, "trace");
+  const cachedSummary = existsSync23(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -83777,9 +83862,9 @@ async function championProfile(ctx, commit2) {
     harness: commit2,
     programs: (await championPrograms(ctx, where2, commit2, plan)).dir,
     traceDir,
-    metrics: join36(dir, "metrics.json"),
-    log: join36(dir, "profile.log"),
-    session: join36(dir, "session.json"),
+    metrics: join37(dir, "metrics.json"),
+    log: join37(dir, "profile.log"),
+    session: join37(dir, "session.json"),
     name: `profile-${commit2.slice(0, 12)}`
   });
   writeJsonAtomic(summaryFile, summary2);
@@ -83788,8 +83873,8 @@ async function championProfile(ctx, commit2) {
 }
 
 // src/loop/steps/prompt.ts
-import { existsSync as existsSync23, readdirSync as readdirSync14, readFileSync as readFileSync25 } from "node:fs";
-import { join as join37 } from "node:path";
+import { existsSync as existsSync24, readdirSync as readdirSync14, readFileSync as readFileSync25 } from "node:fs";
+import { join as join38 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -83811,7 +83896,7 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync23(dir)) return [];
+  if (!existsSync24(dir)) return [];
   return readdirSync14(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
@@ -83823,8 +83908,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync25(join37(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join37(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync25(join38(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join38(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
 ${text3}`;
@@ -83848,9 +83933,9 @@ function hotspotTable(summary2, rows = PROMPT_HOTSPOT_ROWS) {
     "|---|---|---|---|---|---|"
   ];
   for (const op of summary2.ops.slice(0, rows)) {
-    const note = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
+    const note2 = op.customCall ? "custom call (Pallas), no cost model" : op.noCostModel ? "no cost model" : "";
     lines.push(
-      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note} |`
+      `| \`${op.name}\` | ${op.category} | ${op.timeMs.toFixed(3)} | ${op.shareOfOps.toFixed(1)}% | ${op.occurrences} | ${note2} |`
     );
   }
   if (summary2.ops.length > rows) lines.push(`| \u2026 ${summary2.ops.length - rows} more ops | | | | | |`);
@@ -83914,7 +83999,7 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev),
-      result_file: join38(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
+      result_file: join39(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
       directives: loadDirectives(resolve15(ctx.root, ctx.config.paths.directives_dir), [
         ...ctx.config.agent.directives,
         ...slotDirectives(ctx, ev.slot)
@@ -83951,10 +84036,10 @@ function agentTestCommand(ctx, key) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
     root: agentRepoPath(ctx, key),
-    junit: join38(out, "junit.xml"),
-    metrics: join38(out, "metrics.json"),
-    trace: join38(out, "trace"),
-    cache: join38(out, "cache")
+    junit: join39(out, "junit.xml"),
+    metrics: join39(out, "metrics.json"),
+    trace: join39(out, "trace"),
+    cache: join39(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -83994,9 +84079,9 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join38(ctx.runDir, "hillclimb-log.md");
+  const runLog = join39(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
-  let entries = n2 > 0 && existsSync24(runLog) ? recentLogEntries(readFileSync26(runLog, "utf8"), n2) : [];
+  let entries = n2 > 0 && existsSync25(runLog) ? recentLogEntries(readFileSync26(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n2 - entries.length), ...entries];
@@ -84005,8 +84090,8 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync25, mkdirSync as mkdirSync24, readFileSync as readFileSync27, rmSync as rmSync22 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join39 } from "node:path";
+import { existsSync as existsSync26, mkdirSync as mkdirSync24, readFileSync as readFileSync27, rmSync as rmSync23 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join40 } from "node:path";
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
@@ -84017,11 +84102,11 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
-    rmSync22(dirname21(repo), { recursive: true, force: true });
+    rmSync23(dirname21(repo), { recursive: true, force: true });
     mkdirSync24(out, { recursive: true });
     await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join39(out, AGENT_RESULT_NAME);
+    const resultFile = join40(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
@@ -84029,7 +84114,7 @@ var proposeStep = {
       workdir: repo,
       prompt: readFileSync27(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join39(out, AGENT_LOG_NAME),
+      logFile: join40(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
@@ -84045,9 +84130,9 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync22(join39(out, "home"), { recursive: true, force: true });
+    rmSync23(join40(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
-    rmSync22(bundle.path(kept), { recursive: true, force: true });
+    rmSync23(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     const earlier = ev.agent ? [...ev.agent.earlier ?? [], attemptSummary(ev.agent)] : [];
@@ -84078,7 +84163,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   const snapshot = snapshotTree(repo, wt.root);
   if (snapshot.refused.length > 0) {
     await wt.resetHard(base);
-    rmSync22(dirname21(repo), { recursive: true, force: true });
+    rmSync23(dirname21(repo), { recursive: true, force: true });
     return {
       status: "verdict",
       verdict: "invalid",
@@ -84089,7 +84174,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   }
   await wt.stageAll();
   if (!await wt.hasStagedChanges()) {
-    rmSync22(dirname21(repo), { recursive: true, force: true });
+    rmSync23(dirname21(repo), { recursive: true, force: true });
     const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
     return { status: "verdict", verdict: "no-op", reasons: [why] };
   }
@@ -84097,7 +84182,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
     identity: HARNESS_IDENTITY,
     author: agentIdentity(ctx.agent.name)
   });
-  rmSync22(dirname21(repo), { recursive: true, force: true });
+  rmSync23(dirname21(repo), { recursive: true, force: true });
   const ref = candidateRef(ctx.runId, ev);
   await ctx.git.updateRef(ref, head);
   await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -84110,8 +84195,8 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
     changedPaths: await ctx.git.changedPaths(base, head),
     patchFile: BundleFiles.patch
   };
-  const note = outcome.status === "finished" ? void 0 : `agent ${outcome.status}, but it committed`;
-  return note ? { status: "done", note } : { status: "done" };
+  const note2 = outcome.status === "finished" ? void 0 : `agent ${outcome.status}, but it committed`;
+  return note2 ? { status: "done", note: note2 } : { status: "done" };
 }
 function attemptSummary(a2) {
   return {
@@ -84144,14 +84229,14 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join39(out, "home")
+      home: join40(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join39(repo, ".git", "objects");
-  if (head && head !== base && existsSync25(objects)) {
+  const objects = join40(repo, ".git", "objects");
+  if (head && head !== base && existsSync26(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
 `;
@@ -84176,7 +84261,7 @@ function agentLastWords(logFile) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync26, readFileSync as readFileSync28 } from "node:fs";
+import { existsSync as existsSync27, readFileSync as readFileSync28 } from "node:fs";
 var STICKY_KEY = "hillclimb";
 var publishStep = {
   name: "publish",
@@ -84203,7 +84288,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync26(bundle.path(BundleFiles.logEntry)) ? readFileSync28(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync27(bundle.path(BundleFiles.logEntry)) ? readFileSync28(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -84303,18 +84388,18 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync27, readFileSync as readFileSync29, writeFileSync as writeFileSync11 } from "node:fs";
-import { join as join40 } from "node:path";
+import { existsSync as existsSync28, readFileSync as readFileSync29, writeFileSync as writeFileSync11 } from "node:fs";
+import { join as join41 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join40("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join41("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join40(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync27(runLog) ? readFileSync29(runLog, "utf8") : void 0;
+    const runLog = join41(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync28(runLog) ? readFileSync29(runLog, "utf8") : void 0;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
       const text3 = appendLogEntry(
@@ -84344,7 +84429,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync27(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync28(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -84432,14 +84517,14 @@ function newEvidence(ctx, it) {
 async function runIterationSteps(ctx, bundle, journal, opts = {}) {
   const ev = bundle.load();
   const save = () => bundle.save(ev);
-  const journalStep = (at, step, status, note) => journal?.append({
+  const journalStep = (at, step, status, note2) => journal?.append({
     t: "step",
     at,
     iteration: ev.iteration,
     ...ev.slot ? { slot: ev.slot.index } : {},
     step,
     status,
-    ...note ? { note } : {}
+    ...note2 ? { note: note2 } : {}
   });
   for (const name of STEPS) {
     if (opts.only && !opts.only.includes(name)) continue;
@@ -84467,17 +84552,17 @@ async function runIterationSteps(ctx, bundle, journal, opts = {}) {
         ev.verdictReasons = r.reasons;
         ev.stoppedAt = name;
       }
-      const note = r.status === "verdict" ? `${r.verdict}: ${r.reasons[0] ?? ""}` : r.note;
+      const note2 = r.status === "verdict" ? `${r.verdict}: ${r.reasons[0] ?? ""}` : r.note;
       record(ev, name, {
         status: r.status === "skipped" ? "skipped" : "done",
         startedAt,
         finishedAt,
-        ...note ? { note } : {}
+        ...note2 ? { note: note2 } : {}
       });
       save();
-      journalStep(finishedAt, name, r.status === "skipped" ? "skipped" : "done", note);
+      journalStep(finishedAt, name, r.status === "skipped" ? "skipped" : "done", note2);
       ctx.progress(
-        `${name} ${r.status === "verdict" ? `\u2192 ${r.verdict}` : r.status}${note ? `: ${note}` : ""}`
+        `${name} ${r.status === "verdict" ? `\u2192 ${r.verdict}` : r.status}${note2 ? `: ${note2}` : ""}`
       );
       continue;
     }
@@ -84549,16 +84634,16 @@ function isInfra(e) {
 }
 
 // src/loop/drivers/pull-request.ts
-import { join as join43 } from "node:path";
+import { join as join44 } from "node:path";
 
 // src/loop/state/attestation.ts
 import { createHash as createHash12 } from "node:crypto";
-import { existsSync as existsSync28, lstatSync as lstatSync3, readdirSync as readdirSync15, readFileSync as readFileSync30 } from "node:fs";
-import { join as join41 } from "node:path";
+import { existsSync as existsSync29, lstatSync as lstatSync3, readdirSync as readdirSync15, readFileSync as readFileSync30 } from "node:fs";
+import { join as join42 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join41(dir, rel);
+    const abs = rel === "" ? dir : join42(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync15(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -84619,14 +84704,14 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, key) {
-  return join41(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
+  return join42(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
 `);
 }
 function readLocalAttestation(file) {
-  if (!existsSync28(file)) return void 0;
+  if (!existsSync29(file)) return void 0;
   try {
     return parseAttestation(readFileSync30(file, "utf8"), file);
   } catch {
@@ -84635,17 +84720,17 @@ function readLocalAttestation(file) {
 }
 
 // src/loop/drivers/phases.ts
-import { existsSync as existsSync31 } from "node:fs";
-import { join as join42 } from "node:path";
+import { existsSync as existsSync32 } from "node:fs";
+import { join as join43 } from "node:path";
 
 // src/loop/drivers/preflight.ts
-import { existsSync as existsSync29 } from "node:fs";
+import { existsSync as existsSync30 } from "node:fs";
 function preflight(config, target2, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target2.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync29(python)) {
+    if (!existsSync30(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs ${config.paths.requirements})`,
         exitCode: ExitCode2.failure
@@ -84655,7 +84740,7 @@ function preflight(config, target2, needs) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync30, renameSync as renameSync6, rmSync as rmSync23 } from "node:fs";
+import { existsSync as existsSync31, renameSync as renameSync6, rmSync as rmSync24 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -84667,11 +84752,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync23(fresh, { recursive: true, force: true });
+  rmSync24(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync6(bundle.dir, old);
   renameSync6(fresh, bundle.dir);
-  rmSync23(old, { recursive: true, force: true });
+  rmSync24(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -84729,7 +84814,7 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   }
   const reported = attested ? void 0 : dropUntrustedResults(ev, phase);
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync30(file)) {
+  if (!existsSync31(file)) {
     if (attested && ev.candidate !== void 0) {
       throw new HillclimbError(`${file} is missing but the attested evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -84769,12 +84854,12 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   const startedAt = (/* @__PURE__ */ new Date()).toISOString();
   const guard = guardSkippedByTrust ? { status: "done", note: void 0 } : await guardStep.run({ ctx, bundle, ev, save: () => bundle.save(ev) });
   if (!guardSkippedByTrust) {
-    const note = guard.status === "verdict" ? `${guard.verdict}: ${guard.reasons[0] ?? ""}` : guard.note;
+    const note2 = guard.status === "verdict" ? `${guard.verdict}: ${guard.reasons[0] ?? ""}` : guard.note;
     ev.steps = withStep(ev.steps, "guard", {
       status: "done",
       startedAt,
       finishedAt: (/* @__PURE__ */ new Date()).toISOString(),
-      ...note ? { note: `re-checked on the imported commits: ${note}` } : { note: "re-checked on the imported commits" }
+      ...note2 ? { note: `re-checked on the imported commits: ${note2}` } : { note: "re-checked on the imported commits" }
     });
   }
   if (guard.status === "verdict") {
@@ -84886,8 +84971,8 @@ async function openPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
   const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
-  const bundle = new Bundle(join42(runDirOf(stateDir, opts.runId), iterationDirName(key)));
-  const refused = takesOver(phase) && existsSync31(bundle.dir) ? quarantineBundle(bundle) : [];
+  const bundle = new Bundle(join43(runDirOf(stateDir, opts.runId), iterationDirName(key)));
+  const refused = takesOver(phase) && existsSync32(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
   if (config.loop.candidates > 1 && !slot && steps.includes("propose") && !existing?.steps.propose) {
@@ -84927,8 +85012,19 @@ async function phaseSetup(phase, opts) {
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
   await pullHistory(store, stateDir, target2.name);
+  if (opts.keptPrograms) {
+    const keys = importKeptPrograms(
+      stateDir,
+      opts.logger,
+      join43(config.root, KEPT_HANDOVER_DIR),
+      opts.keptPrograms
+    );
+    if (keys.length > 0)
+      opts.logger.info(`the champion's kept programs, handed over: ${keys.length} folder(s)`);
+  }
   return { config, target: target2, store, stateDir };
 }
+var KEPT_HANDOVER_DIR = ".hillclimb/kept-programs";
 async function openPhaseContext(phase, opts, {
   config,
   target: target2,
@@ -85035,7 +85131,7 @@ async function ensureCandidateCommits(git2, bundle, runId, key) {
   if (!ev.candidate) return;
   if (await git2.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync31(file)) {
+  if (!existsSync32(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -85055,7 +85151,7 @@ async function pullHistory(store, stateDir, target2) {
   }
 }
 async function pushHistory(store, stateDir, target2) {
-  if (store.name === "local" || !existsSync31(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync32(historyFile(stateDir))) return;
   await store.put(historyKey(target2), historyFile(stateDir));
 }
 function trustedStart(value2) {
@@ -85079,7 +85175,7 @@ async function prepareExternalChange(opts, change) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join43(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join44(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const git2 = await Git.create(config.root, { logger: opts.logger });
   try {
     if (!bundle.exists()) {
@@ -85104,11 +85200,11 @@ The tree of ${source} on ${base}, made by the hillclimb harness.
       await git2.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
       writeFileAtomic(bundle.path(BundleFiles.patch), await git2.formatPatch(base, head));
       const now = (/* @__PURE__ */ new Date()).toISOString();
-      const skipped = (note) => ({
+      const skipped = (note2) => ({
         status: "skipped",
         startedAt: now,
         finishedAt: now,
-        note
+        note: note2
       });
       const evidence = {
         schema: EVIDENCE_SCHEMA,
@@ -85176,8 +85272,8 @@ function maskSecrets(env = process.env) {
 }
 function capSummary(markdown, maxBytes = JOB_SUMMARY_MAX_BYTES) {
   if (Buffer.byteLength(markdown, "utf8") <= maxBytes) return markdown;
-  const note = "\n\n_The job summary was cut to fit GitHub\u2019s limit; the evidence bundle has everything._\n";
-  const budget = maxBytes - Buffer.byteLength(note, "utf8");
+  const note2 = "\n\n_The job summary was cut to fit GitHub\u2019s limit; the evidence bundle has everything._\n";
+  const budget = maxBytes - Buffer.byteLength(note2, "utf8");
   const lines = markdown.split("\n");
   const kept = [];
   let used = 0;
@@ -85187,7 +85283,7 @@ function capSummary(markdown, maxBytes = JOB_SUMMARY_MAX_BYTES) {
     kept.push(line);
     used += size;
   }
-  return `${kept.join("\n")}${note}`;
+  return `${kept.join("\n")}${note2}`;
 }
 async function writeSummary(markdown, logger) {
   if (!process.env.GITHUB_STEP_SUMMARY) {
@@ -85208,6 +85304,7 @@ function phaseOptions(logger) {
   const runStartedAt = optionalText("run-started-at");
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
+  const keptPrograms = optionalText("kept-programs");
   const slot = positiveInteger("slot");
   const run2 = actionsRun();
   return {
@@ -85222,6 +85319,7 @@ function phaseOptions(logger) {
     ...runStartedAt ? { runStartedAt } : {},
     ...attestation ? { attestation } : {},
     ...pinnedSource ? { pinnedSource } : {},
+    ...keptPrograms ? { keptPrograms } : {},
     dryRun: flag("dry-run", false),
     remoteOnly: flag("remote-only", false),
     ...run2 ? { jobId: run2.jobId, repositoryUrl: run2.repositoryUrl } : {},

@@ -46211,6 +46211,7 @@ function phaseOptions(logger) {
   const runStartedAt = optionalText("run-started-at");
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
+  const keptPrograms = optionalText("kept-programs");
   const slot = positiveInteger("slot");
   const run = actionsRun();
   return {
@@ -46225,6 +46226,7 @@ function phaseOptions(logger) {
     ...runStartedAt ? { runStartedAt } : {},
     ...attestation ? { attestation } : {},
     ...pinnedSource ? { pinnedSource } : {},
+    ...keptPrograms ? { keptPrograms } : {},
     dryRun: flag("dry-run", false),
     remoteOnly: flag("remote-only", false),
     ...run ? { jobId: run.jobId, repositoryUrl: run.repositoryUrl } : {},

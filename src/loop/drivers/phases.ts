@@ -36,6 +36,7 @@ import {
 } from '../state/attestation.js';
 import { Bundle, BundleFiles, type IterationKey, iterationDirName } from '../state/bundle.js';
 import { historyFile, readHistory } from '../state/history.js';
+import { fetchKeptPrograms, importKeptPrograms } from '../steps/champion-programs.js';
 import { newEvidence, runIterationSteps } from '../steps/iteration.js';
 import { candidateRef } from '../steps/naming.js';
 import { preflight } from './preflight.js';
@@ -106,6 +107,11 @@ export interface PhaseOptions {
    * when it does not match, the bundle is re-derived and its results dropped (trust.ts).
    */
   attestation?: string;
+  /**
+   * The digest of the champion's kept programs the setup job fetched from the store (its
+   * `kept-programs` output): the artifact's copy in KEPT_HANDOVER_DIR is used only when it matches.
+   */
+  keptPrograms?: string;
   dryRun?: boolean;
   /**
    * This job holds cloud credentials (the workflow's measure-cloud): the local backend, which would run
@@ -202,8 +208,21 @@ export async function phaseSetup(
     ...(opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}),
   });
   await pullHistory(store, stateDir, target.name);
+  if (opts.keptPrograms) {
+    const keys = importKeptPrograms(
+      stateDir,
+      opts.logger,
+      join(config.root, KEPT_HANDOVER_DIR),
+      opts.keptPrograms,
+    );
+    if (keys.length > 0)
+      opts.logger.info(`the champion's kept programs, handed over: ${keys.length} folder(s)`);
+  }
   return { config, target, store, stateDir };
 }
+
+/** Where a job that may read the store leaves the champion's kept programs for the measuring job. */
+export const KEPT_HANDOVER_DIR = '.hillclimb/kept-programs';
 
 /**
  * The loop context for a phase's steps (an agent only where it proposes), started as the bundle says
@@ -327,6 +346,8 @@ export interface ChampionOptions {
   overrides?: ConfigOverrides;
   target?: string;
   logger: Logger;
+  /** Also fetch the champion's kept programs from the store into KEPT_HANDOVER_DIR (CI's setup job). */
+  fetchKept?: boolean;
 }
 
 /**
@@ -334,17 +355,60 @@ export interface ChampionOptions {
  * through the store, which CI shares between workflow runs), else HEAD. The workflow resolves it in a
  * trusted job and hands it to every phase, which checks the bundle against it.
  */
-export async function resolveChampion(
-  opts: ChampionOptions,
-): Promise<{ commit: string; branch?: string; source: 'history' | 'head' }> {
+export async function resolveChampion(opts: ChampionOptions): Promise<{
+  commit: string;
+  branch?: string;
+  source: 'history' | 'head';
+  /** The digest of the kept programs fetched into KEPT_HANDOVER_DIR, when there were any. */
+  kept?: string;
+}> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  await pullHistory(buildStore(config, { root: config.root, logger: opts.logger }), stateDir, target.name);
-  const fromHistory = championFromHistory(stateDir, target.name);
-  if (fromHistory) return { ...fromHistory, source: 'history' };
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  await pullHistory(store, stateDir, target.name);
   const git = await Git.create(config.root, { logger: opts.logger });
-  return { commit: await git.head(), source: 'head' };
+  const fromHistory = championFromHistory(stateDir, target.name);
+  const champion = fromHistory
+    ? { ...fromHistory, source: 'history' as const }
+    : { commit: await git.head(), source: 'head' as const };
+  if (!opts.fetchKept) return champion;
+  // The tree its programs were kept under: its promotion's row says; else its own, where this clone has it.
+  const tree =
+    readHistory(stateDir, target.name)
+      .reverse()
+      .find((r) => r.championAfter === champion.commit && r.programs)?.programs?.tree ??
+    (await git.tryRevParse(`${champion.commit}^{tree}`));
+  if (!tree) return champion;
+  const kept = await fetchKeptPrograms(store, opts.logger, {
+    target: target.name,
+    tree,
+    dest: join(config.root, KEPT_HANDOVER_DIR),
+  });
+  return { ...champion, ...(kept ? { kept } : {}) };
+}
+
+/**
+ * The kept programs of `commit`'s tree (a PR's base: main, when it is a champion the loop promoted),
+ * fetched from the store into KEPT_HANDOVER_DIR for a measuring job without a token (pr-evidence's
+ * authorize job). Returns their digest, or undefined when the store has none.
+ */
+export async function fetchKeptProgramsOf(
+  opts: ChampionOptions & { commit: string },
+): Promise<string | undefined> {
+  const config = loadConfig(opts.configFile, opts.overrides);
+  const target = selectTarget(config, opts.target);
+  const git = await Git.create(config.root, { logger: opts.logger });
+  const tree = await git.tryRevParse(`${opts.commit}^{tree}`);
+  if (!tree) {
+    opts.logger.warn(`commit ${opts.commit} is not in this clone: its kept programs are not fetched`);
+    return undefined;
+  }
+  return fetchKeptPrograms(buildStore(config, { root: config.root, logger: opts.logger }), opts.logger, {
+    target: target.name,
+    tree,
+    dest: join(config.root, KEPT_HANDOVER_DIR),
+  });
 }
 
 /**

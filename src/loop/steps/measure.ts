@@ -14,14 +14,11 @@
  * fails verification makes the iteration `invalid`; a champion that does is an infrastructure failure,
  * retried by the runner.
  */
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   atPooledPeak,
   comparabilityProblems,
-  type IterationEvidence,
-  type KeptPrograms,
   type MeasuredRun,
   type MetricsFile,
   metricValue,
@@ -40,22 +37,17 @@ import {
   SEQUENTIAL_STEP,
   type SequentialPolicy,
 } from '../../stats/index.js';
-import { errorMessage, sha256File, writeFileAtomic, writeJsonAtomic } from '../../util/index.js';
-import type { LoopContext } from '../context.js';
+import { errorMessage, writeJsonAtomic } from '../../util/index.js';
 import { type Bundle, BundleFiles } from '../state/bundle.js';
-import { keptProgramsOf, readHistory } from '../state/history.js';
-import { ChampionFailure, InfraFailure, isProgramError } from './failures.js';
+import { championPrograms } from './champion-programs.js';
+import { InfraFailure } from './failures.js';
 import {
   type ArmName,
   bundlePrograms,
-  copyProgramFiles,
-  type DrawHolder,
   exportPrograms,
   iterationDraw,
-  onceAtATime,
   type Platform,
   ProgramFiles,
-  type RequestPlan,
   requestPlan,
   runVerifier,
   VerifierFailed,
@@ -253,207 +245,6 @@ export async function armPrograms(
   cpSync(A.dir, inBundle, { recursive: true });
   ev.championPrograms = { ...ev.championPrograms, [platform]: A.source };
   return { A: inBundle, B, ...(gated ? { verifiedByGate: gate.verifier!.programs } : {}) };
-}
-
-/**
- * Where a champion's programs are kept: the same key in the state's cache and in the store. The key
- * names the code (the commit's tree: a merge that keeps the tree keeps the programs), the platform, the
- * target and its programs module, and the JAX versions the bytes depend on.
- */
-async function keptKey(
-  ctx: LoopContext,
-  commit: string,
-  platform: Platform,
-  versions: Record<string, string>,
-): Promise<{ key: string; tree: string; dir: string; storePrefix: string }> {
-  const tree = await ctx.git.treeHash(commit);
-  const p = ctx.target.programs;
-  const key = createHash('sha256')
-    .update(
-      JSON.stringify([
-        ctx.target.name,
-        p.module,
-        p.args,
-        platform,
-        versions.jax ?? '',
-        versions.jaxlib ?? '',
-        tree,
-      ]),
-    )
-    .digest('hex')
-    .slice(0, 24);
-  return {
-    key,
-    tree,
-    dir: join(ctx.stateDir, 'cache', 'programs', key),
-    storePrefix: `programs/${ctx.target.name}/${key}`,
-  };
-}
-
-/** sha256 of each timed program file in an export folder (the files the verifier would read). */
-function programHashes(dir: string, keys: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const key of keys) {
-    const file = join(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, '_')}.jaxexport`);
-    if (existsSync(file)) out[key] = sha256File(file);
-  }
-  return out;
-}
-
-/**
- * A new champion is timed from now on by the programs its iteration verified and measured (`from`, the
- * bundle's copy): kept in the state's cache and in the store, under its tree, platform and JAX versions.
- * Kept only when the files are the bytes the verifier measured (`measured`: key → sha256). Returns what
- * was kept, for the history row.
- */
-export async function keepChampionPrograms(
-  ctx: LoopContext,
-  commit: string,
-  platform: Platform,
-  from: string,
-  o: { versions: Record<string, string>; measured: Record<string, string> },
-): Promise<KeptPrograms | undefined> {
-  if (!existsSync(join(from, 'manifest.json'))) return undefined;
-  const keys = Object.keys(o.measured);
-  const found = programHashes(from, keys);
-  if (keys.length === 0 || keys.some((k) => found[k] !== o.measured[k])) {
-    ctx.logger.warn(
-      `the programs in ${from} are not the ones measured: the new champion's programs are not kept (it will be exported again)`,
-    );
-    return undefined;
-  }
-  const { tree, dir, storePrefix } = await keptKey(ctx, commit, platform, o.versions);
-  rmSync(dir, { recursive: true, force: true });
-  copyProgramFiles(from, dir);
-  noteSource(dir, 'kept');
-  try {
-    await ctx.store.putDir(storePrefix, dir);
-  } catch (e) {
-    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
-  }
-  return { tree, platform, versions: { ...o.versions }, sha256: { ...o.measured } };
-}
-
-/** A log's text, or '' when there is none. */
-function readText(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/** Where the champion's programs came from: kept (state or store) or exported now (checked or not). */
-export type ChampionSource = 'kept' | 'stored' | 'exported-checked' | 'exported';
-
-/**
- * The folder of the champion's programs for the plan's platform. In order: the ones kept in the state's
- * cache; the store's (kept by the job that promoted it, or by another run); else exported now, arm-blind
- * with the plan the candidate got, and then, where the history records the programs this tree won with
- * under the same JAX, checked against them by hash — a champion whose export now differs from the one it
- * won with is never timed (ChampionFailure names the programs).
- */
-export async function championPrograms(
-  ctx: LoopContext,
-  ev: IterationEvidence | DrawHolder,
-  commit: string,
-  plan: RequestPlan,
-): Promise<{ dir: string; source: ChampionSource }> {
-  const kept = await keptKey(ctx, commit, plan.platform, plan.versions);
-  return onceAtATime(kept.dir, () => findOrExportChampion(ctx, ev, commit, plan, kept));
-}
-
-async function findOrExportChampion(
-  ctx: LoopContext,
-  ev: IterationEvidence | DrawHolder,
-  commit: string,
-  plan: RequestPlan,
-  { key, tree, dir, storePrefix }: Awaited<ReturnType<typeof keptKey>>,
-): Promise<{ dir: string; source: ChampionSource }> {
-  const { platform } = plan;
-  if (existsSync(join(dir, 'manifest.json'))) return { dir, source: sourceOf(dir) };
-  if (await fromStore(ctx, storePrefix, dir)) return { dir, source: noteSource(dir, 'stored') };
-  const log = join(ctx.stateDir, 'cache', 'programs', `${key}.log`);
-  const exported = await exportPrograms(ctx, ev, {
-    backend: ctx.backend,
-    commit,
-    plan,
-    dest: dir,
-    logFile: log,
-    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
-    name: `A-${platform}`,
-    step: 'measure',
-  });
-  if (exported.status === 'failed') {
-    rmSync(dir, { recursive: true, force: true });
-    const message = `the champion's programs (${commit.slice(0, 12)}) could not be exported: ${exported.reason}`;
-    if (isProgramError(readText(log))) {
-      throw new ChampionFailure(message, {
-        hint:
-          `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) ` +
-          `fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`,
-      });
-    }
-    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
-  }
-  const won = keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform, plan.versions);
-  if (won) {
-    const now = programHashes(dir, Object.keys(won.sha256));
-    const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
-    if (differ.length > 0) {
-      rmSync(dir, { recursive: true, force: true });
-      throw new ChampionFailure(
-        `the champion's programs (${commit.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(', ')}): its code builds another program when it is exported again, so it cannot be timed fairly`,
-        {
-          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`,
-        },
-      );
-    }
-  }
-  try {
-    await ctx.store.putDir(storePrefix, dir);
-  } catch (e) {
-    ctx.logger.warn(`could not store the champion's programs (${storePrefix}): ${errorMessage(e)}`);
-  }
-  return { dir, source: noteSource(dir, won ? 'exported-checked' : 'exported') };
-}
-
-/** Where the programs in a cache folder came from, kept beside it (the folder holds programs only). */
-function noteSource(dir: string, source: ChampionSource): ChampionSource {
-  writeFileAtomic(`${dir}.source`, source);
-  return source;
-}
-
-function sourceOf(dir: string): ChampionSource {
-  const text = readText(`${dir}.source`).trim();
-  return (['kept', 'stored', 'exported-checked', 'exported'] as const).find((s) => s === text) ?? 'kept';
-}
-
-/** Fetch kept programs from the store into `dir`; false when the store has none (or cannot be read). */
-async function fromStore(ctx: LoopContext, prefix: string, dir: string): Promise<boolean> {
-  let keys: string[];
-  try {
-    keys = (await ctx.store.list(`${prefix}/`)).filter((k) => /\/(manifest\.json|[^/]+\.jaxexport)$/.test(k));
-  } catch (e) {
-    ctx.logger.warn(`could not list the store's kept programs (${prefix}): ${errorMessage(e)}`);
-    return false;
-  }
-  if (!keys.some((k) => k.endsWith('/manifest.json'))) return false;
-  const part = `${dir}.part`;
-  rmSync(part, { recursive: true, force: true });
-  mkdirSync(part, { recursive: true });
-  try {
-    for (const k of keys) await ctx.store.get(k, join(part, k.slice(prefix.length + 1)));
-  } catch (e) {
-    ctx.logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
-    rmSync(part, { recursive: true, force: true });
-    return false;
-  }
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(join(dir, '..'), { recursive: true });
-  copyProgramFiles(part, dir);
-  rmSync(part, { recursive: true, force: true });
-  return readdirSync(dir).includes('manifest.json');
 }
 
 /**

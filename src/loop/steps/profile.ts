@@ -23,8 +23,8 @@ import {
 import { errorMessage, readJson, writeJsonAtomic } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
+import { championPrograms } from './champion-programs.js';
 import { ChampionFailure, InfraFailure, Interrupted } from './failures.js';
-import { championPrograms } from './measure.js';
 import {
   type ArmName,
   bundlePrograms,

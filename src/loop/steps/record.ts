@@ -19,7 +19,7 @@ import { HARNESS_IDENTITY } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { appendHistory, historyRow, readHistory } from '../state/history.js';
-import { keepChampionPrograms } from './measure.js';
+import { keepChampionPrograms } from './champion-programs.js';
 import { shareProfileSummary } from './profile.js';
 import { bundlePrograms, PLATFORMS, type Platform } from './programs.js';
 import type { Step } from './step.js';

@@ -1,15 +1,26 @@
 // hillclimb.yml under act, two iterations on fresh runners (issue 34): iteration 1 promotes a faster
 // kernel that is slower only when its export can tell it is arm A (tests/loop/toy-repo.ts,
 // ARM_A_SANDBAG_PATCH); iteration 2's candidate keeps that code and adds a docstring. The measuring job
-// of iteration 2 starts with no state at all, so the champion is exported again there: arm-blind, its
-// export is the candidate's, and the candidate is `no-op` — not `improved` by the champion's handicap.
+// of iteration 2 starts with no state and holds no token: the programs the champion won with travel
+// from iteration 1's publish job through the store (hillclimb-data) to iteration 2's setup job, which
+// hands them over as an artifact with their digest; the champion is timed by them, and the candidate is
+// `no-op` — not `improved` by the champion's handicap. (Were they lost, the champion would be exported
+// again, arm-blind: tests/security/champion-programs.int.test.ts.)
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ActRun, ActWorld, actBinary, runAct } from '../../helpers/act.js';
 import { GitHubContractServer } from '../../helpers/github-contract-server.js';
 import { tempDir } from '../../helpers/paths.js';
 import { ARM_A_SANDBAG_PATCH, DOCSTRING_PATCH, TOY_CONFIG } from '../../loop/toy-repo.js';
-import { GITHUB_URL, makeWorkflowRepo, OWNER_REPO, remoteFile, syncWork, type WorkflowRepo } from './repo.js';
+import {
+  GITHUB_URL,
+  makeWorkflowRepo,
+  OWNER_REPO,
+  remoteFile,
+  remoteFiles,
+  syncWork,
+  type WorkflowRepo,
+} from './repo.js';
 
 const act = actBinary();
 const TOKEN = 'ghs_actrunnertoken0000000000000002';
@@ -18,7 +29,7 @@ const RUN = { won: 2101, next: 2102 };
 describe.skipIf(act.skip)(
   `a champion that sandbags its own export, on fresh runners${act.skip ? ` (skipped: ${act.skip})` : ''}`,
   () => {
-    const t = tempDir('hc-act-champion-');
+    const t = tempDir('hc-act-kept-'); // no "champion" in the path: the kernel looks for it;
     let server: GitHubContractServer;
     let world: ActWorld;
     let repo: WorkflowRepo;
@@ -85,16 +96,31 @@ describe.skipIf(act.skip)(
       expect(history()[0]).toMatchObject({ iteration: 1, verdict: 'improved' });
     });
 
-    it('iteration 2, on a runner without state, exports the champion arm-blind: the docstring is no-op', () => {
+    it('the promoted programs are in the store under the champion’s tree, by hash in its history row', () => {
+      const row = history()[0]!;
+      const kept = row.programs as { tree: string; platform: string; sha256: Record<string, string> };
+      expect(kept).toMatchObject({
+        platform: 'cpu',
+        sha256: { 'fwd_bwd@toy': expect.stringMatching(/^[0-9a-f]{64}$/) },
+      });
+      const stored = remoteFiles(repo, 'hillclimb-data').filter((f) =>
+        f.startsWith(`programs/toy/${kept.tree}/`),
+      );
+      expect(stored.some((f) => f.endsWith('/kept.json'))).toBe(true);
+      expect(stored.some((f) => f.endsWith('/fwd_bwd_toy.jaxexport'))).toBe(true);
+    });
+
+    it('iteration 2, on a runner without state or token, times the champion by the programs it won with: no-op', () => {
       const r = runs.next;
       expect(r, 'the continue job dispatched no second iteration').toBeDefined();
       expect(r!.code, r!.describe()).toBe(0);
+      expect(r!.output('setup', 'kept-programs', 'champion')).toMatch(/^[0-9a-f]{64}$/);
       expect(r!.result('measure-local')).toBe('success');
       const row = history()[1]!;
       expect(row, JSON.stringify(row)).toMatchObject({ iteration: 2, verdict: 'no-op' });
       expect(String(row.reason)).toContain('identical');
       const ev = JSON.parse(remoteFile(repo, 'hillclimb-data', `runs/gh${RUN.won}/i002/evidence.json`));
-      expect(ev.championPrograms).toEqual({ cpu: 'exported' });
+      expect(ev.championPrograms).toEqual({ cpu: 'stored' });
     });
   },
 );
