@@ -2,7 +2,10 @@
 // over a scratch copy of this repository. Nothing in the engine knows this kernel: it is a blocked
 // Pallas matmul with a fused epilogue (kernels/matmul), with its own oracle, tests, presets and a bench
 // on hillclimb-bench (kernels/matmul_harness). Iteration 1 (larger tiles) must measure as improved;
-// iteration 2 (the epilogue on every K step) must be invalid at the CPU gate.
+// iteration 2 (the epilogue on every K step) must be invalid at the CPU gate. Iteration 3, a patch of
+// this test's own, is right everywhere but builds another program when its process was started to
+// export (it reads argv): its suite passes, the verifier passes its programs, and the witness (the
+// suite's process builds the same request) makes it invalid, naming the programs.
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -11,7 +14,18 @@ import { listReplayPatches } from '../../src/agent/agents/replay.js';
 import { type CliRun, runCli } from '../helpers/cli.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 
+/** Where the examples' own replay patches are (the scratch copy gets a third). */
+const REPLAY_ROOT = REPO_ROOT;
+
 const REPLAY = 'examples/replay/matmul';
+/** Right, and another program only in the export's process (issue 34): the witness's business. */
+const EXPORT_AWARE = `
+if "export" in vars(len.__self__)["__imp" + "ort__"]("s" + "ys").argv:
+    _plain = matmul_bias_act
+
+    def matmul_bias_act(*args, **kwargs):  # the same numbers, another program
+        return _plain(*args, **kwargs) * 1.0
+`;
 
 interface LoopJson {
   endReason: string;
@@ -70,12 +84,28 @@ describe('the matmul target: the loop on a second kind of kernel', () => {
     expect(edited).toMatch(/loop:\n {2}target: gdn\n/);
     writeFileSync(join(repo, 'hillclimb.yml'), edited);
     git('init', '-q', '-b', 'main');
+    // The third replay patch, made here (the examples hold two): appended to the package's __init__.
+    const init = join(repo, 'kernels', 'matmul', '__init__.py');
+    const original = readFileSync(init, 'utf8');
+    git('add', '-A');
+    writeFileSync(init, `${original}${EXPORT_AWARE}`);
+    const diff = git('diff', '--', 'kernels/matmul/__init__.py');
+    writeFileSync(init, original);
+    writeFileSync(join(repo, REPLAY, '0003-export-aware.patch'), `# Same numbers in every process\n${diff}`);
+    writeFileSync(
+      join(repo, REPLAY, '0003-export-aware.json'),
+      JSON.stringify({
+        hypothesis: 'A cheaper wrapper.',
+        summary: 'Wrapped the output.',
+        next_idea: 'None.',
+      }),
+    );
     git('add', '-A');
     git('commit', '-qm', 'scratch copy of hillclimb');
 
     const started = Date.now();
     loop = await runCli(
-      ['loop', '-n', '2', '--target', 'matmul', '--agent', 'replay', '--backend', 'local', '--json'],
+      ['loop', '-n', '3', '--target', 'matmul', '--agent', 'replay', '--backend', 'local', '--json'],
       // The scratch copy has no venv of its own: jobs use this checkout's (as `hillclimb demo` does).
       { HILLCLIMB_PYTHON: join(REPO_ROOT, '.venv', 'bin', 'python') },
       repo,
@@ -85,7 +115,7 @@ describe('the matmul target: the loop on a second kind of kernel', () => {
   afterAll(t.cleanup);
 
   it('has two replay patches that apply to the kernel as committed, in either order', () => {
-    const patches = listReplayPatches(join(repo, REPLAY));
+    const patches = listReplayPatches(join(REPLAY_ROOT, REPLAY));
     expect(patches.map((p) => p.patch.split('/').pop())).toEqual([
       '0001-larger-tiles.patch',
       '0002-epilogue-every-k-step.patch',
@@ -119,7 +149,7 @@ describe('the matmul target: the loop on a second kind of kernel', () => {
         `i002 ${epilogue!.verdict}: ${epilogue!.reason}`,
     );
     expect(result.endReason).toBe('completed');
-    expect(result.iterations.map((i) => i.verdict)).toEqual(['improved', 'invalid']);
+    expect(result.iterations.map((i) => i.verdict)).toEqual(['improved', 'invalid', 'invalid']);
 
     // The improvement is measured: the whole confidence interval of the speed-up clears the bar.
     expect(cmp.verdict).toBe('improved');
@@ -156,7 +186,29 @@ describe('the matmul target: the loop on a second kind of kernel', () => {
     expect(history.map((h) => [h.target, h.verdict])).toEqual([
       ['matmul', 'improved'],
       ['matmul', 'invalid'],
+      ['matmul', 'invalid'],
     ]);
     expect(history[0]!.ratio).toBeCloseTo(cmp.ratio, 6);
+  });
+
+  it('iteration 3, right everywhere but another program in the export, is invalid by the witness', () => {
+    const aware = (JSON.parse(loop.stdout) as LoopJson).iterations[2]!;
+    const ev = JSON.parse(readFileSync(join(aware.bundle, 'evidence.json'), 'utf8'));
+    // The suite passed and the verifier passed every program: only the witness tells.
+    expect(ev.gates.cpu.junit.failed).toBe(0);
+    expect(ev.gates.cpu.verifier.passed).toBe(true);
+    expect(ev.gates.cpu.witness.status).toBe('differs');
+    expect(ev.gates.cpu.witness.differing).toContain('fwd@M512-N512-K512-gelu-float32');
+    expect(aware.reason).toMatch(
+      /^CPU correctness failed: the programs exported are not the ones the test suite's process builds from the same request \(fwd@/,
+    );
+    // The honest iterations' suites built the exported programs.
+    const tiles = JSON.parse(
+      readFileSync(
+        join((JSON.parse(loop.stdout) as LoopJson).iterations[0]!.bundle, 'evidence.json'),
+        'utf8',
+      ),
+    );
+    expect(tiles.gates.cpu.witness).toEqual({ status: 'matched' });
   });
 });
