@@ -27,6 +27,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
   const attestation = optionalText('attestation');
   const pinnedSource = optionalText('pinned-source');
   const keptPrograms = optionalText('kept-programs');
+  const keptRecords = optionalText('kept-records');
   const slot = positiveInteger('slot');
   const run = actionsRun();
   return {
@@ -42,6 +43,7 @@ export function phaseOptions(logger: Logger): PhaseOptions {
     ...(attestation ? { attestation } : {}),
     ...(pinnedSource ? { pinnedSource } : {}),
     ...(keptPrograms ? { keptPrograms } : {}),
+    ...(keptRecords ? { keptRecords } : {}),
     dryRun: flag('dry-run', false),
     remoteOnly: flag('remote-only', false),
     ...(run ? { jobId: run.jobId, repositoryUrl: run.repositoryUrl } : {}),

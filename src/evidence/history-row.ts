@@ -22,10 +22,18 @@ export interface HistoryLevels {
   peak: 'table' | 'measured' | null;
 }
 
-/** The programs a champion won with, by hash: its tree, the platform and the JAX versions they need. */
+/** The programs a champion won with, by hash: its code, the platform and the JAX versions they need. */
 export interface KeptPrograms {
-  /** Git tree of the champion commit (the same code under any commit that has this tree). */
+  /**
+   * The champion's files, hashed (path and blob of each), leaving out the hill-climb log the harness
+   * writes on top of a winner: the same code under any commit that has these files.
+   */
   tree: string;
+  /**
+   * The same over the target's editable and protected paths only: what a commit that changed other
+   * files (docs, a merge after main moved) still shares with the champion, for the check of its export.
+   */
+  code?: string;
   platform: string;
   /** jax and jaxlib (and python) versions of the environment that exported and verified them. */
   versions: Record<string, string>;

@@ -355,10 +355,13 @@ export interface IterationEvidence {
   requests?: Partial<Record<string, { draw: number; versions: Record<string, string> }>>;
   /**
    * Per platform: where the champion's timed programs came from — `kept` or `stored` (the ones it won
-   * with), `exported-checked` (exported again, the hashes it won with), `exported` (exported again: a
-   * champion that never won, or whose programs and record are gone).
+   * with), `exported-checked` (exported again, the hashes it won with), `exported-unverified` (exported
+   * again under other JAX versions than it won with: no improvement over it without a person),
+   * `exported` (exported again: a champion with no record of having won).
    */
-  championPrograms?: Partial<Record<string, 'kept' | 'stored' | 'exported-checked' | 'exported'>>;
+  championPrograms?: Partial<
+    Record<string, 'kept' | 'stored' | 'exported-checked' | 'exported-unverified' | 'exported'>
+  >;
   measurement?: MeasurementEvidence;
   profile?: ProfileEvidence;
   publish?: PublishEvidence;

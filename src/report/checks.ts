@@ -49,6 +49,8 @@ const CHAMPION_SOURCE = {
   kept: 'the champion timed by the programs it won with',
   stored: 'the champion timed by the programs it won with (from the store)',
   'exported-checked': 'the champion exported again, the same bytes it won with',
+  'exported-unverified':
+    'the champion exported again under other JAX versions than it won with: its programs cannot be checked',
   exported: 'the champion exported again (no record of the programs it won with)',
 } as const;
 

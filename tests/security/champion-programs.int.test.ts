@@ -16,11 +16,12 @@
  * Each test fails without its fix: the candidate would be `improved` by the champion's handicap.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { measureCommits } from '../../src/loop/drivers/commits.js';
 import { runLoop } from '../../src/loop/drivers/run.js';
+import { installRecords } from '../../src/loop/steps/champion-programs.js';
 import { HillclimbError } from '../../src/util/index.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
@@ -147,6 +148,75 @@ describe('a champion that tells a later day by a file that appeared since it won
     const it1 = r.iterations[0]!;
     expect(it1.evidence.championPrograms?.cpu).toBe('stored');
     expect(it1.verdict, it1.reason).toBe('no-op');
+  }, 240_000);
+
+  it('on a runner with only the records the setup job handed over (no history, no store), the same', async () => {
+    // What CI's measuring job has: the records, as the setup job's kept-records output carries them.
+    const rows = readFileSync(join(repo, '.hillclimb', 'history.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    const records = rows.map((l) => JSON.parse(l).programs).filter(Boolean);
+    expect(records).toHaveLength(1);
+    const fresh = join(t.dir, 'fresh');
+    gitIn(repo, 'worktree', 'add', '--quiet', '--detach', fresh, 'main');
+    const stateDir = join(fresh, '.hillclimb');
+    expect(installRecords(stateDir, memoryLogger(), JSON.stringify(records))).toBe(1);
+    const next = nextReplay(fresh, join(t.dir, 'handed'), 'Double all elements.');
+    const err = await loopOnce(fresh, { 'agent.replay.dir': next }).catch((e: unknown) => e);
+    expect((err as HillclimbError).name, String(err)).toBe('ChampionFailure');
+    expect((err as HillclimbError).message).toContain('are not the ones it won with (fwd_bwd@toy)');
+  }, 240_000);
+
+  it('hillclimb measure of a PR on main after a docs commit (another tree, the same code): still checked, refused', async () => {
+    const main = gitIn(repo, 'rev-parse', 'HEAD').trim();
+    gitIn(repo, 'checkout', '--quiet', '-b', 'moved', champion);
+    writeFileSync(join(repo, 'NOTES.md'), 'main moved on\n');
+    gitIn(repo, 'add', 'NOTES.md');
+    gitIn(repo, 'commit', '--quiet', '-m', 'docs');
+    const base = gitIn(repo, 'rev-parse', 'HEAD').trim();
+    gitIn(
+      repo,
+      'apply',
+      '--index',
+      join(nextReplay(repo, join(t.dir, 'pr'), 'Double the elements.'), '0001-docstring.patch'),
+    );
+    gitIn(repo, 'commit', '--quiet', '-m', 'a person’s docstring');
+    const head = gitIn(repo, 'rev-parse', 'HEAD').trim();
+    gitIn(repo, 'checkout', '--quiet', main);
+    const err = await measureCommits({
+      configFile: join(repo, 'hillclimb.yml'),
+      logger: memoryLogger(),
+      base,
+      head,
+      noProfile: true,
+    }).catch((e: unknown) => e);
+    const ev = (
+      err as { evidence?: { verdict?: string; verdictReasons?: string[]; championPrograms?: unknown } }
+    ).evidence;
+    expect(
+      (err as HillclimbError).name,
+      JSON.stringify([ev?.verdict, ev?.verdictReasons, ev?.championPrograms]),
+    ).toBe('ChampionFailure');
+    expect((err as HillclimbError).message).toContain('are not the ones it won with (fwd_bwd@toy)');
+  }, 240_000);
+
+  it('won under another JAX: exported again, unverified, and the faster candidate needs a person', async () => {
+    const history = join(repo, '.hillclimb', 'history.jsonl');
+    const text = readFileSync(history, 'utf8');
+    writeFileSync(history, text.replaceAll('"jax":"none"', '"jax":"0.0.1"'));
+    rmSync(join(repo, '.hillclimb', 'cache'), { recursive: true, force: true });
+    rmSync(join(repo, '.hillclimb', 'store', 'programs'), { recursive: true, force: true });
+    try {
+      const next = nextReplay(repo, join(t.dir, 'jax'), 'Double elements.');
+      const r = await loopOnce(repo, { 'agent.replay.dir': next });
+      const it1 = r.iterations[0]!;
+      expect(it1.evidence.championPrograms?.cpu).toBe('exported-unverified');
+      // Against the slowed champion the docstring would be improved 3×: never without a person.
+      expect(it1.verdict, it1.reason).toBe('needs-human');
+      expect(it1.reason).toContain('exported again under other JAX versions');
+    } finally {
+      writeFileSync(history, readFileSync(history, 'utf8').replaceAll('"jax":"0.0.1"', '"jax":"none"'));
+    }
   }, 240_000);
 
   it('with only its history row left, its new export differs from what it won with: the run stops, naming it', async () => {

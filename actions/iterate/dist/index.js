@@ -75219,6 +75219,7 @@ var CHAMPION_SOURCE = {
   kept: "the champion timed by the programs it won with",
   stored: "the champion timed by the programs it won with (from the store)",
   "exported-checked": "the champion exported again, the same bytes it won with",
+  "exported-unverified": "the champion exported again under other JAX versions than it won with: its programs cannot be checked",
   exported: "the champion exported again (no record of the programs it won with)"
 };
 function programsText(evidence) {
@@ -82416,6 +82417,13 @@ var decideStep = {
       };
     }
     const unverified = unverifiedReasons(ev);
+    for (const [platform3, source] of Object.entries(ev.championPrograms ?? {})) {
+      if (source === "exported-unverified") {
+        unverified.push(
+          `the champion's ${platform3} programs were exported again under other JAX versions than it won with, so they could not be checked against the ones it won with`
+        );
+      }
+    }
     if (c3.verdict === "improved" && unverified.length > 0) {
       return {
         status: "verdict",
@@ -82627,14 +82635,20 @@ function readPlan(file, platform3, draw) {
 async function exportTree(ctx, commit2, plan) {
   const path6 = join31(ctx.runDir, "worktrees", `export-${randomBytes2(6).toString("hex")}`);
   const wt = await worktreeAt(ctx, path6, commit2);
-  writeFileSync10(join31(wt.root, REQUEST_FILE), readFileSync23(plan.file));
+  rmSync18(join31(wt.root, ctx.config.paths.log_file), { force: true });
+  writeRequestFile(wt.root, plan);
   return wt.root;
+}
+function writeRequestFile(root, plan) {
+  const file = join31(root, REQUEST_FILE);
+  rmSync18(file, { force: true, recursive: true });
+  writeFileSync10(file, readFileSync23(plan.file), { flag: "wx" });
 }
 async function removeExportTree(ctx, path6) {
   await ctx.git.removeWorktree(path6).catch(() => rmSync18(path6, { recursive: true, force: true }));
 }
 function placeRequestFile(root, plan) {
-  writeFileSync10(join31(root, REQUEST_FILE), readFileSync23(plan.file));
+  writeRequestFile(root, plan);
 }
 function verifyCommand(ctx, o2) {
   const p = ctx.target.programs;
@@ -82870,14 +82884,27 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
       throw e;
     }
   );
-  const both = await Promise.allSettled([
-    firstFailureStops(runSuite(job, gate), () => ({
-      evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
-      problems: []
-    })),
-    firstFailureStops(verifyPrograms(job), () => ({ problems: [] }))
-  ]).finally(() => ctx.signal.removeEventListener("abort", stopWithLoop));
-  const [suite, programs] = settled(both);
+  let suite;
+  let programs;
+  try {
+    const exported = await exportCandidate(job);
+    if (exported.status === "failed") {
+      const reason = `the candidate's programs could not be exported: ${exported.reason}`;
+      ev.gates[which2] = { ...stoppedSuite(`the test suite was not run: ${reason}`), export: exported };
+      return { status: "verdict", verdict: "invalid", reasons: [`${label} correctness failed: ${reason}`] };
+    }
+    [suite, programs] = settled(
+      await Promise.allSettled([
+        firstFailureStops(runSuite(job, gate), () => ({
+          evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
+          problems: []
+        })),
+        firstFailureStops(verifyPrograms(job, exported), () => ({ problems: [] }))
+      ])
+    );
+  } finally {
+    ctx.signal.removeEventListener("abort", stopWithLoop);
+  }
   const witness = suite.problems.length === 0 && programs.problems.length === 0 && programs.verifier ? checkWitness(gate, suite.witness, programs.verifier.programs) : void 0;
   const evidence = {
     ...suite.evidence,
@@ -83008,7 +83035,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
   return { evidence, problems, ...witness ? { witness } : {} };
 }
-async function verifyPrograms({
+async function exportCandidate({
   ctx,
   bundle,
   ev,
@@ -83017,24 +83044,21 @@ async function verifyPrograms({
   commit: commit2,
   plan
 }) {
-  const { platform: platform3, draw } = plan;
-  const programsDir = bundlePrograms(bundle, "B", platform3);
-  const exported = await exportPrograms(ctx, ev, {
+  const { platform: platform3 } = plan;
+  return exportPrograms(ctx, ev, {
     backend,
     commit: commit2,
     plan,
-    dest: programsDir,
+    dest: bundlePrograms(bundle, "B", platform3),
     logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
     record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
     name: `B-${platform3}`,
     step: `${which2}-gate`
   });
-  if (exported.status === "failed") {
-    return {
-      export: exported,
-      problems: [`the candidate's programs could not be exported: ${exported.reason}`]
-    };
-  }
+}
+async function verifyPrograms({ ctx, bundle, ev, which: which2, backend, plan }, exported) {
+  const { platform: platform3, draw } = plan;
+  const programsDir = bundlePrograms(bundle, "B", platform3);
   const name = `${which2}-gate`;
   let run2;
   try {
@@ -83157,16 +83181,6 @@ function championMeasurement(rows, champion) {
   }
   return void 0;
 }
-function keptProgramsOf(rows, tree, platform3, versions) {
-  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
-    const p = rows[i2].programs;
-    if (p && p.tree === tree && p.platform === platform3 && sameJax(p.versions, versions)) return p;
-  }
-  return void 0;
-}
-function sameJax(a2, b) {
-  return a2.jax === b.jax && a2.jaxlib === b.jaxlib;
-}
 function oneLine3(text3, max) {
   const line = text3.replace(/\s+/g, " ").trim();
   return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
@@ -83274,6 +83288,13 @@ import { join as join36 } from "node:path";
 import { createHash as createHash10 } from "node:crypto";
 import { cpSync as cpSync2, existsSync as existsSync21, mkdirSync as mkdirSync22, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync20 } from "node:fs";
 import { join as join35, relative as relative7 } from "node:path";
+var SOURCES = [
+  "kept",
+  "stored",
+  "exported-checked",
+  "exported-unverified",
+  "exported"
+];
 var RECORD = "kept.json";
 var KEPT_FILE = /^(kept\.json|manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
 function keptTreePrefix(target2, tree) {
@@ -83282,26 +83303,41 @@ function keptTreePrefix(target2, tree) {
 function cacheRoot(stateDir) {
   return join35(stateDir, "cache", "programs");
 }
-async function keptKey(ctx, commit2, platform3, versions) {
-  const tree = await ctx.git.treeHash(commit2);
-  const p = ctx.target.programs;
+async function codeIdentity(git2, target2, logFile, commit2) {
+  const files = await git2.listFiles(commit2);
+  const hash3 = (list2) => createHash10("sha256").update(list2.map((f) => `${f.path} ${f.blob}
+`).join("")).digest("hex");
+  const paths = [...target2.editable, ...target2.protected];
+  return {
+    tree: hash3(files.filter((f) => f.path !== logFile)),
+    code: hash3(files.filter((f) => matchAny(paths, f.path)))
+  };
+}
+var BYTES_VERSIONS = ["jax", "jaxlib", "hillclimb-bench"];
+function sameBytesVersions(a2, b) {
+  return BYTES_VERSIONS.every((k) => (a2[k] ?? "") === (b[k] ?? ""));
+}
+function keptPlace(stateDir, target2, o2) {
+  const p = target2.programs;
   const key = createHash10("sha256").update(
     JSON.stringify([
-      ctx.target.name,
+      target2.name,
       p.module,
       p.args,
-      platform3,
-      versions.jax ?? "",
-      versions.jaxlib ?? "",
-      tree
+      o2.platform,
+      ...BYTES_VERSIONS.map((k) => o2.versions[k] ?? ""),
+      o2.tree
     ])
   ).digest("hex").slice(0, 24);
   return {
     key,
-    tree,
-    dir: join35(cacheRoot(ctx.stateDir), key),
-    storePrefix: `${keptTreePrefix(ctx.target.name, tree)}/${key}`
+    dir: join35(cacheRoot(stateDir), key),
+    storePrefix: `${keptTreePrefix(target2.name, o2.tree)}/${key}`
   };
+}
+async function keptKey(ctx, commit2, platform3, versions) {
+  const id = await codeIdentity(ctx.git, ctx.target, ctx.config.paths.log_file, commit2);
+  return { ...id, ...keptPlace(ctx.stateDir, ctx.target, { tree: id.tree, platform: platform3, versions }) };
 }
 function programHashes(dir, keys) {
   const out = {};
@@ -83331,6 +83367,7 @@ async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
   const kept = await keptKey(ctx, commit2, platform3, o2.versions);
   const record2 = {
     tree: kept.tree,
+    code: kept.code,
     platform: platform3,
     versions: { ...o2.versions },
     sha256: { ...o2.measured }
@@ -83346,7 +83383,7 @@ async function championPrograms(ctx, ev, commit2, plan) {
   return onceAtATime(kept.dir, () => findOrExport(ctx, ev, commit2, plan, kept));
 }
 async function findOrExport(ctx, ev, commit2, plan, kept) {
-  const { key, tree, dir, storePrefix } = kept;
+  const { key, dir, storePrefix } = kept;
   const { platform: platform3 } = plan;
   if (existsSync21(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
   if (await fromStore(ctx, storePrefix, dir)) return { dir, source: note(dir, "stored") };
@@ -83371,7 +83408,8 @@ async function findOrExport(ctx, ev, commit2, plan, kept) {
     }
     throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
   }
-  const won = keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform3, plan.versions) ?? recordOf(dir, tree, platform3, plan.versions);
+  const known = recordsFor(ctx, kept, platform3);
+  const won = known.find((r) => sameBytesVersions(r.versions, plan.versions));
   if (won) {
     const now = programHashes(dir, Object.keys(won.sha256));
     const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
@@ -83380,13 +83418,63 @@ async function findOrExport(ctx, ev, commit2, plan, kept) {
       throw new ChampionFailure(
         `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
         {
-          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`
+          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs (files outside the target's editable and protected paths that changed since it won count too); the export's log: ${log}`
         }
       );
     }
+    return { dir, source: note(dir, "exported-checked") };
   }
-  if (!won) await toStore(ctx, kept);
-  return { dir, source: note(dir, won ? "exported-checked" : "exported") };
+  if (known.length > 0) {
+    ctx.logger.warn(
+      `the champion (${commit2.slice(0, 12)}) won under ${versionsText2(known[0].versions)}, exported now under ${versionsText2(plan.versions)}: its programs cannot be checked against the ones it won with; an improvement over them needs a person`
+    );
+    return { dir, source: note(dir, "exported-unverified") };
+  }
+  await toStore(ctx, kept);
+  return { dir, source: note(dir, "exported") };
+}
+function versionsText2(v) {
+  return BYTES_VERSIONS.map((k) => `${k} ${v[k] ?? "?"}`).join(", ");
+}
+function recordsFile(stateDir) {
+  return join35(cacheRoot(stateDir), "records.jsonl");
+}
+function recordsFor(ctx, kept, platform3) {
+  const rows = readHistory(ctx.stateDir, ctx.target.name).flatMap(
+    (r) => r.programs ? [r.programs] : []
+  );
+  const handed = readJsonLines(recordsFile(ctx.stateDir)).rows.flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  const beside = parseRecord(readText(`${kept.dir}.${RECORD}`));
+  return [...rows, ...handed, ...beside ? [beside] : []].reverse().filter(
+    (r) => r.platform === platform3 && (r.tree === kept.tree || r.code !== void 0 && r.code === kept.code)
+  );
+}
+function installRecords(stateDir, logger, json) {
+  let list2;
+  try {
+    list2 = JSON.parse(json);
+  } catch {
+    logger.warn("the kept-records input is not JSON: ignored");
+    return 0;
+  }
+  const records = (Array.isArray(list2) ? list2 : []).flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  mkdirSync22(cacheRoot(stateDir), { recursive: true });
+  for (const r of records) appendLineDurable(recordsFile(stateDir), JSON.stringify(r));
+  return records.length;
+}
+function recordsInHistory(rows, identity3) {
+  return rows.flatMap((r) => {
+    const p = r.programs;
+    if (!p) return [];
+    const match = identity3.champion !== void 0 && r.championAfter === identity3.champion || identity3.tree !== void 0 && p.tree === identity3.tree || identity3.code !== void 0 && p.code === identity3.code;
+    return match ? [p] : [];
+  });
 }
 async function toStore(ctx, kept, record2) {
   try {
@@ -83403,11 +83491,7 @@ function note(dir, source, record2) {
 }
 function sourceOf(dir) {
   const text3 = readText(`${dir}.source`).trim();
-  return ["kept", "stored", "exported-checked", "exported"].find((s) => s === text3) ?? "kept";
-}
-function recordOf(dir, tree, platform3, versions) {
-  const r = parseRecord(readText(`${dir}.${RECORD}`));
-  return r && r.tree === tree && r.platform === platform3 && sameJax(r.versions, versions) ? r : void 0;
+  return SOURCES.find((s) => s === text3) ?? "kept";
 }
 function parseRecord(text3) {
   try {
@@ -83415,7 +83499,16 @@ function parseRecord(text3) {
     const hashes2 = Object.values(r?.sha256 ?? {});
     if (typeof r.tree !== "string" || typeof r.platform !== "string" || hashes2.length === 0) return void 0;
     if (!hashes2.every((h2) => typeof h2 === "string" && /^[0-9a-f]{64}$/.test(h2))) return void 0;
-    return { tree: r.tree, platform: r.platform, versions: { ...r.versions }, sha256: { ...r.sha256 } };
+    const versions = Object.fromEntries(
+      Object.entries(r.versions ?? {}).filter((e) => typeof e[1] === "string")
+    );
+    return {
+      tree: r.tree,
+      ...typeof r.code === "string" ? { code: r.code } : {},
+      platform: r.platform,
+      versions,
+      sha256: { ...r.sha256 }
+    };
   } catch {
     return void 0;
   }
@@ -85184,6 +85277,7 @@ async function phaseSetup(phase, opts) {
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
   await pullHistory(store, stateDir, target2.name);
+  if (opts.keptRecords) installRecords(stateDir, opts.logger, opts.keptRecords);
   if (opts.keptPrograms) {
     const keys = importKeptPrograms(
       stateDir,
@@ -85295,29 +85389,43 @@ async function resolveChampion(opts) {
   const fromHistory = championFromHistory(stateDir, target2.name);
   const champion = fromHistory ? { ...fromHistory, source: "history" } : { commit: await git2.head(), source: "head" };
   if (!opts.fetchKept) return champion;
-  const tree = readHistory(stateDir, target2.name).reverse().find((r) => r.championAfter === champion.commit && r.programs)?.programs?.tree ?? await git2.tryRevParse(`${champion.commit}^{tree}`);
-  if (!tree) return champion;
-  const kept = await fetchKeptPrograms(store, opts.logger, {
+  const identity3 = await git2.tryRevParse(`${champion.commit}^{commit}`) ? await codeIdentity(git2, target2, config.paths.log_file, champion.commit) : void 0;
+  const records = recordsInHistory(readHistory(stateDir, target2.name), {
+    champion: champion.commit,
+    ...identity3
+  });
+  const tree = identity3?.tree ?? records[records.length - 1]?.tree;
+  const kept = tree ? await fetchKeptPrograms(store, opts.logger, {
     target: target2.name,
     tree,
     dest: join43(config.root, KEPT_HANDOVER_DIR)
-  });
-  return { ...champion, ...kept ? { kept } : {} };
+  }) : void 0;
+  return { ...champion, ...kept ? { kept } : {}, ...records.length > 0 ? { records } : {} };
 }
 async function fetchKeptProgramsOf(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target2 = selectTarget(config, opts.target);
   const git2 = await Git.create(config.root, { logger: opts.logger });
-  const tree = await git2.tryRevParse(`${opts.commit}^{tree}`);
-  if (!tree) {
-    opts.logger.warn(`commit ${opts.commit} is not in this clone: its kept programs are not fetched`);
-    return void 0;
+  if (!await git2.tryRevParse(`${opts.commit}^{commit}`)) {
+    throw new HillclimbError(
+      `commit ${opts.commit} is not in this clone: its kept programs cannot be fetched`,
+      {
+        hint: "fetch it first (the job that pins the commit fetches it)",
+        exitCode: ExitCode2.badInput
+      }
+    );
   }
-  return fetchKeptPrograms(buildStore(config, { root: config.root, logger: opts.logger }), opts.logger, {
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const stateDir = stateDirOf(config);
+  await pullHistory(store, stateDir, target2.name);
+  const identity3 = await codeIdentity(git2, target2, config.paths.log_file, opts.commit);
+  const records = recordsInHistory(readHistory(stateDir, target2.name), identity3);
+  const kept = await fetchKeptPrograms(store, opts.logger, {
     target: target2.name,
-    tree,
+    tree: identity3.tree,
     dest: join43(config.root, KEPT_HANDOVER_DIR)
   });
+  return { ...kept ? { kept } : {}, records };
 }
 function attest(ctx, bundle, ev, phase) {
   const agentHere = PHASE_STEPS[phase].includes("propose") && ev.steps.propose?.status === "done";
@@ -85431,6 +85539,7 @@ function phaseOptions(logger) {
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
   const keptPrograms = optionalText("kept-programs");
+  const keptRecords = optionalText("kept-records");
   const slot = positiveInteger("slot");
   const run2 = actionsRun();
   return {
@@ -85446,6 +85555,7 @@ function phaseOptions(logger) {
     ...attestation ? { attestation } : {},
     ...pinnedSource ? { pinnedSource } : {},
     ...keptPrograms ? { keptPrograms } : {},
+    ...keptRecords ? { keptRecords } : {},
     dryRun: flag("dry-run", false),
     remoteOnly: flag("remote-only", false),
     ...run2 ? { jobId: run2.jobId, repositoryUrl: run2.repositoryUrl } : {},
@@ -85498,15 +85608,21 @@ await runAction(async ({ logger }) => {
   }
   if (mode === "kept-programs") {
     const target2 = optionalText("target");
-    const kept = await fetchKeptProgramsOf({
+    const { kept, records } = await fetchKeptProgramsOf({
       configFile: resolve17(optionalText("config") ?? "hillclimb.yml"),
       overrides: configOverrides(),
       ...target2 ? { target: target2 } : {},
       logger,
       commit: requiredText("base")
     });
-    setOutputs({ "kept-programs": kept ?? "", "kept-programs-dir": kept ? resolve17(KEPT_HANDOVER_DIR) : "" });
-    logger.info(kept ? "the base's kept programs fetched" : "the base has no kept programs in the store");
+    setOutputs({
+      "kept-programs": kept ?? "",
+      "kept-programs-dir": kept ? resolve17(KEPT_HANDOVER_DIR) : "",
+      "kept-records": records.length > 0 ? JSON.stringify(records) : ""
+    });
+    logger.info(
+      `the base's kept programs: ${kept ? "fetched" : "none in the store"}; ${records.length} record(s) of what its code won with`
+    );
     return;
   }
   if (mode === "champion") {
@@ -85523,7 +85639,8 @@ await runAction(async ({ logger }) => {
       champion: champion.commit,
       "champion-branch": champion.branch ?? "",
       "kept-programs": champion.kept ?? "",
-      "kept-programs-dir": champion.kept ? resolve17(KEPT_HANDOVER_DIR) : ""
+      "kept-programs-dir": champion.kept ? resolve17(KEPT_HANDOVER_DIR) : "",
+      "kept-records": champion.records ? JSON.stringify(champion.records) : ""
     });
     logger.info(
       `champion ${champion.commit.slice(0, 12)} (from ${champion.source})${champion.kept ? "; its kept programs fetched" : ""}`

@@ -52,15 +52,21 @@ await runAction(async ({ logger }) => {
     // In a trusted job that may read the store: the programs the base (main) won with, if it is a
     // champion, for a measuring job that holds no token (pr-evidence).
     const target = optionalText('target');
-    const kept = await fetchKeptProgramsOf({
+    const { kept, records } = await fetchKeptProgramsOf({
       configFile: resolve(optionalText('config') ?? 'hillclimb.yml'),
       overrides: configOverrides(),
       ...(target ? { target } : {}),
       logger,
       commit: requiredText('base'),
     });
-    setOutputs({ 'kept-programs': kept ?? '', 'kept-programs-dir': kept ? resolve(KEPT_HANDOVER_DIR) : '' });
-    logger.info(kept ? "the base's kept programs fetched" : 'the base has no kept programs in the store');
+    setOutputs({
+      'kept-programs': kept ?? '',
+      'kept-programs-dir': kept ? resolve(KEPT_HANDOVER_DIR) : '',
+      'kept-records': records.length > 0 ? JSON.stringify(records) : '',
+    });
+    logger.info(
+      `the base's kept programs: ${kept ? 'fetched' : 'none in the store'}; ${records.length} record(s) of what its code won with`,
+    );
     return;
   }
   if (mode === 'champion') {
@@ -79,6 +85,7 @@ await runAction(async ({ logger }) => {
       'champion-branch': champion.branch ?? '',
       'kept-programs': champion.kept ?? '',
       'kept-programs-dir': champion.kept ? resolve(KEPT_HANDOVER_DIR) : '',
+      'kept-records': champion.records ? JSON.stringify(champion.records) : '',
     });
     logger.info(
       `champion ${champion.commit.slice(0, 12)} (from ${champion.source})${champion.kept ? '; its kept programs fetched' : ''}`,

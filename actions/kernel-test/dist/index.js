@@ -75142,6 +75142,7 @@ var CHAMPION_SOURCE = {
   kept: "the champion timed by the programs it won with",
   stored: "the champion timed by the programs it won with (from the store)",
   "exported-checked": "the champion exported again, the same bytes it won with",
+  "exported-unverified": "the champion exported again under other JAX versions than it won with: its programs cannot be checked",
   exported: "the champion exported again (no record of the programs it won with)"
 };
 function programsText(evidence) {
@@ -82271,6 +82272,13 @@ var decideStep = {
       };
     }
     const unverified = unverifiedReasons(ev);
+    for (const [platform3, source] of Object.entries(ev.championPrograms ?? {})) {
+      if (source === "exported-unverified") {
+        unverified.push(
+          `the champion's ${platform3} programs were exported again under other JAX versions than it won with, so they could not be checked against the ones it won with`
+        );
+      }
+    }
     if (c3.verdict === "improved" && unverified.length > 0) {
       return {
         status: "verdict",
@@ -82482,14 +82490,20 @@ function readPlan(file, platform3, draw) {
 async function exportTree(ctx, commit2, plan) {
   const path6 = join31(ctx.runDir, "worktrees", `export-${randomBytes2(6).toString("hex")}`);
   const wt = await worktreeAt(ctx, path6, commit2);
-  writeFileSync10(join31(wt.root, REQUEST_FILE), readFileSync23(plan.file));
+  rmSync18(join31(wt.root, ctx.config.paths.log_file), { force: true });
+  writeRequestFile(wt.root, plan);
   return wt.root;
+}
+function writeRequestFile(root, plan) {
+  const file = join31(root, REQUEST_FILE);
+  rmSync18(file, { force: true, recursive: true });
+  writeFileSync10(file, readFileSync23(plan.file), { flag: "wx" });
 }
 async function removeExportTree(ctx, path6) {
   await ctx.git.removeWorktree(path6).catch(() => rmSync18(path6, { recursive: true, force: true }));
 }
 function placeRequestFile(root, plan) {
-  writeFileSync10(join31(root, REQUEST_FILE), readFileSync23(plan.file));
+  writeRequestFile(root, plan);
 }
 function verifyCommand(ctx, o2) {
   const p = ctx.target.programs;
@@ -82725,14 +82739,27 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
       throw e;
     }
   );
-  const both = await Promise.allSettled([
-    firstFailureStops(runSuite(job, gate), () => ({
-      evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
-      problems: []
-    })),
-    firstFailureStops(verifyPrograms(job), () => ({ problems: [] }))
-  ]).finally(() => ctx.signal.removeEventListener("abort", stopWithLoop));
-  const [suite, programs] = settled(both);
+  let suite;
+  let programs;
+  try {
+    const exported = await exportCandidate(job);
+    if (exported.status === "failed") {
+      const reason = `the candidate's programs could not be exported: ${exported.reason}`;
+      ev.gates[which2] = { ...stoppedSuite(`the test suite was not run: ${reason}`), export: exported };
+      return { status: "verdict", verdict: "invalid", reasons: [`${label} correctness failed: ${reason}`] };
+    }
+    [suite, programs] = settled(
+      await Promise.allSettled([
+        firstFailureStops(runSuite(job, gate), () => ({
+          evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
+          problems: []
+        })),
+        firstFailureStops(verifyPrograms(job, exported), () => ({ problems: [] }))
+      ])
+    );
+  } finally {
+    ctx.signal.removeEventListener("abort", stopWithLoop);
+  }
   const witness = suite.problems.length === 0 && programs.problems.length === 0 && programs.verifier ? checkWitness(gate, suite.witness, programs.verifier.programs) : void 0;
   const evidence = {
     ...suite.evidence,
@@ -82863,7 +82890,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
   } else if (result.exitCode !== 0) problems.push(`exit code ${result.exitCode}`);
   return { evidence, problems, ...witness ? { witness } : {} };
 }
-async function verifyPrograms({
+async function exportCandidate({
   ctx,
   bundle,
   ev,
@@ -82872,24 +82899,21 @@ async function verifyPrograms({
   commit: commit2,
   plan
 }) {
-  const { platform: platform3, draw } = plan;
-  const programsDir = bundlePrograms(bundle, "B", platform3);
-  const exported = await exportPrograms(ctx, ev, {
+  const { platform: platform3 } = plan;
+  return exportPrograms(ctx, ev, {
     backend,
     commit: commit2,
     plan,
-    dest: programsDir,
+    dest: bundlePrograms(bundle, "B", platform3),
     logFile: bundle.path(ProgramFiles.exportLog("B", platform3)),
     record: { dir: ProgramFiles.dir("B", platform3), logFile: ProgramFiles.exportLog("B", platform3) },
     name: `B-${platform3}`,
     step: `${which2}-gate`
   });
-  if (exported.status === "failed") {
-    return {
-      export: exported,
-      problems: [`the candidate's programs could not be exported: ${exported.reason}`]
-    };
-  }
+}
+async function verifyPrograms({ ctx, bundle, ev, which: which2, backend, plan }, exported) {
+  const { platform: platform3, draw } = plan;
+  const programsDir = bundlePrograms(bundle, "B", platform3);
   const name = `${which2}-gate`;
   let run2;
   try {
@@ -83012,16 +83036,6 @@ function championMeasurement(rows, champion) {
   }
   return void 0;
 }
-function keptProgramsOf(rows, tree, platform3, versions) {
-  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
-    const p = rows[i2].programs;
-    if (p && p.tree === tree && p.platform === platform3 && sameJax(p.versions, versions)) return p;
-  }
-  return void 0;
-}
-function sameJax(a2, b) {
-  return a2.jax === b.jax && a2.jaxlib === b.jaxlib;
-}
 function oneLine3(text3, max) {
   const line = text3.replace(/\s+/g, " ").trim();
   return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
@@ -83129,6 +83143,13 @@ import { join as join36 } from "node:path";
 import { createHash as createHash10 } from "node:crypto";
 import { cpSync as cpSync2, existsSync as existsSync21, mkdirSync as mkdirSync22, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync20 } from "node:fs";
 import { join as join35, relative as relative7 } from "node:path";
+var SOURCES = [
+  "kept",
+  "stored",
+  "exported-checked",
+  "exported-unverified",
+  "exported"
+];
 var RECORD = "kept.json";
 var KEPT_FILE = /^(kept\.json|manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
 function keptTreePrefix(target2, tree) {
@@ -83137,26 +83158,41 @@ function keptTreePrefix(target2, tree) {
 function cacheRoot(stateDir) {
   return join35(stateDir, "cache", "programs");
 }
-async function keptKey(ctx, commit2, platform3, versions) {
-  const tree = await ctx.git.treeHash(commit2);
-  const p = ctx.target.programs;
+async function codeIdentity(git2, target2, logFile, commit2) {
+  const files = await git2.listFiles(commit2);
+  const hash3 = (list2) => createHash10("sha256").update(list2.map((f) => `${f.path} ${f.blob}
+`).join("")).digest("hex");
+  const paths = [...target2.editable, ...target2.protected];
+  return {
+    tree: hash3(files.filter((f) => f.path !== logFile)),
+    code: hash3(files.filter((f) => matchAny(paths, f.path)))
+  };
+}
+var BYTES_VERSIONS = ["jax", "jaxlib", "hillclimb-bench"];
+function sameBytesVersions(a2, b) {
+  return BYTES_VERSIONS.every((k) => (a2[k] ?? "") === (b[k] ?? ""));
+}
+function keptPlace(stateDir, target2, o2) {
+  const p = target2.programs;
   const key = createHash10("sha256").update(
     JSON.stringify([
-      ctx.target.name,
+      target2.name,
       p.module,
       p.args,
-      platform3,
-      versions.jax ?? "",
-      versions.jaxlib ?? "",
-      tree
+      o2.platform,
+      ...BYTES_VERSIONS.map((k) => o2.versions[k] ?? ""),
+      o2.tree
     ])
   ).digest("hex").slice(0, 24);
   return {
     key,
-    tree,
-    dir: join35(cacheRoot(ctx.stateDir), key),
-    storePrefix: `${keptTreePrefix(ctx.target.name, tree)}/${key}`
+    dir: join35(cacheRoot(stateDir), key),
+    storePrefix: `${keptTreePrefix(target2.name, o2.tree)}/${key}`
   };
+}
+async function keptKey(ctx, commit2, platform3, versions) {
+  const id = await codeIdentity(ctx.git, ctx.target, ctx.config.paths.log_file, commit2);
+  return { ...id, ...keptPlace(ctx.stateDir, ctx.target, { tree: id.tree, platform: platform3, versions }) };
 }
 function programHashes(dir, keys) {
   const out = {};
@@ -83186,6 +83222,7 @@ async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
   const kept = await keptKey(ctx, commit2, platform3, o2.versions);
   const record2 = {
     tree: kept.tree,
+    code: kept.code,
     platform: platform3,
     versions: { ...o2.versions },
     sha256: { ...o2.measured }
@@ -83201,7 +83238,7 @@ async function championPrograms(ctx, ev, commit2, plan) {
   return onceAtATime(kept.dir, () => findOrExport(ctx, ev, commit2, plan, kept));
 }
 async function findOrExport(ctx, ev, commit2, plan, kept) {
-  const { key, tree, dir, storePrefix } = kept;
+  const { key, dir, storePrefix } = kept;
   const { platform: platform3 } = plan;
   if (existsSync21(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
   if (await fromStore(ctx, storePrefix, dir)) return { dir, source: note(dir, "stored") };
@@ -83226,7 +83263,8 @@ async function findOrExport(ctx, ev, commit2, plan, kept) {
     }
     throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
   }
-  const won = keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform3, plan.versions) ?? recordOf(dir, tree, platform3, plan.versions);
+  const known = recordsFor(ctx, kept, platform3);
+  const won = known.find((r) => sameBytesVersions(r.versions, plan.versions));
   if (won) {
     const now = programHashes(dir, Object.keys(won.sha256));
     const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
@@ -83235,13 +83273,55 @@ async function findOrExport(ctx, ev, commit2, plan, kept) {
       throw new ChampionFailure(
         `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
         {
-          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`
+          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs (files outside the target's editable and protected paths that changed since it won count too); the export's log: ${log}`
         }
       );
     }
+    return { dir, source: note(dir, "exported-checked") };
   }
-  if (!won) await toStore(ctx, kept);
-  return { dir, source: note(dir, won ? "exported-checked" : "exported") };
+  if (known.length > 0) {
+    ctx.logger.warn(
+      `the champion (${commit2.slice(0, 12)}) won under ${versionsText2(known[0].versions)}, exported now under ${versionsText2(plan.versions)}: its programs cannot be checked against the ones it won with; an improvement over them needs a person`
+    );
+    return { dir, source: note(dir, "exported-unverified") };
+  }
+  await toStore(ctx, kept);
+  return { dir, source: note(dir, "exported") };
+}
+function versionsText2(v) {
+  return BYTES_VERSIONS.map((k) => `${k} ${v[k] ?? "?"}`).join(", ");
+}
+function recordsFile(stateDir) {
+  return join35(cacheRoot(stateDir), "records.jsonl");
+}
+function recordsFor(ctx, kept, platform3) {
+  const rows = readHistory(ctx.stateDir, ctx.target.name).flatMap(
+    (r) => r.programs ? [r.programs] : []
+  );
+  const handed = readJsonLines(recordsFile(ctx.stateDir)).rows.flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  const beside = parseRecord(readText(`${kept.dir}.${RECORD}`));
+  return [...rows, ...handed, ...beside ? [beside] : []].reverse().filter(
+    (r) => r.platform === platform3 && (r.tree === kept.tree || r.code !== void 0 && r.code === kept.code)
+  );
+}
+function installRecords(stateDir, logger, json) {
+  let list2;
+  try {
+    list2 = JSON.parse(json);
+  } catch {
+    logger.warn("the kept-records input is not JSON: ignored");
+    return 0;
+  }
+  const records = (Array.isArray(list2) ? list2 : []).flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  mkdirSync22(cacheRoot(stateDir), { recursive: true });
+  for (const r of records) appendLineDurable(recordsFile(stateDir), JSON.stringify(r));
+  return records.length;
 }
 async function toStore(ctx, kept, record2) {
   try {
@@ -83258,11 +83338,7 @@ function note(dir, source, record2) {
 }
 function sourceOf(dir) {
   const text3 = readText(`${dir}.source`).trim();
-  return ["kept", "stored", "exported-checked", "exported"].find((s) => s === text3) ?? "kept";
-}
-function recordOf(dir, tree, platform3, versions) {
-  const r = parseRecord(readText(`${dir}.${RECORD}`));
-  return r && r.tree === tree && r.platform === platform3 && sameJax(r.versions, versions) ? r : void 0;
+  return SOURCES.find((s) => s === text3) ?? "kept";
 }
 function parseRecord(text3) {
   try {
@@ -83270,7 +83346,16 @@ function parseRecord(text3) {
     const hashes2 = Object.values(r?.sha256 ?? {});
     if (typeof r.tree !== "string" || typeof r.platform !== "string" || hashes2.length === 0) return void 0;
     if (!hashes2.every((h2) => typeof h2 === "string" && /^[0-9a-f]{64}$/.test(h2))) return void 0;
-    return { tree: r.tree, platform: r.platform, versions: { ...r.versions }, sha256: { ...r.sha256 } };
+    const versions = Object.fromEntries(
+      Object.entries(r.versions ?? {}).filter((e) => typeof e[1] === "string")
+    );
+    return {
+      tree: r.tree,
+      ...typeof r.code === "string" ? { code: r.code } : {},
+      platform: r.platform,
+      versions,
+      sha256: { ...r.sha256 }
+    };
   } catch {
     return void 0;
   }
@@ -85012,6 +85097,7 @@ async function phaseSetup(phase, opts) {
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
   await pullHistory(store, stateDir, target2.name);
+  if (opts.keptRecords) installRecords(stateDir, opts.logger, opts.keptRecords);
   if (opts.keptPrograms) {
     const keys = importKeptPrograms(
       stateDir,
@@ -85305,6 +85391,7 @@ function phaseOptions(logger) {
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
   const keptPrograms = optionalText("kept-programs");
+  const keptRecords = optionalText("kept-records");
   const slot = positiveInteger("slot");
   const run2 = actionsRun();
   return {
@@ -85320,6 +85407,7 @@ function phaseOptions(logger) {
     ...attestation ? { attestation } : {},
     ...pinnedSource ? { pinnedSource } : {},
     ...keptPrograms ? { keptPrograms } : {},
+    ...keptRecords ? { keptRecords } : {},
     dryRun: flag("dry-run", false),
     remoteOnly: flag("remote-only", false),
     ...run2 ? { jobId: run2.jobId, repositoryUrl: run2.repositoryUrl } : {},

@@ -46212,6 +46212,7 @@ function phaseOptions(logger) {
   const attestation = optionalText("attestation");
   const pinnedSource = optionalText("pinned-source");
   const keptPrograms = optionalText("kept-programs");
+  const keptRecords = optionalText("kept-records");
   const slot = positiveInteger("slot");
   const run = actionsRun();
   return {
@@ -46227,6 +46228,7 @@ function phaseOptions(logger) {
     ...attestation ? { attestation } : {},
     ...pinnedSource ? { pinnedSource } : {},
     ...keptPrograms ? { keptPrograms } : {},
+    ...keptRecords ? { keptRecords } : {},
     dryRun: flag("dry-run", false),
     remoteOnly: flag("remote-only", false),
     ...run ? { jobId: run.jobId, repositoryUrl: run.repositoryUrl } : {},

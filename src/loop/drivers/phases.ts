@@ -20,7 +20,7 @@ import {
   selectTarget,
   type TargetConfig,
 } from '../../config/index.js';
-import { type IterationEvidence, STEPS, type StepName } from '../../evidence/index.js';
+import { type IterationEvidence, type KeptPrograms, STEPS, type StepName } from '../../evidence/index.js';
 import { buildStore, type Store } from '../../store/index.js';
 import { ExitCode, errorMessage, HillclimbError, isHillclimbError, type Logger } from '../../util/index.js';
 import { Git } from '../../workspace/index.js';
@@ -36,7 +36,13 @@ import {
 } from '../state/attestation.js';
 import { Bundle, BundleFiles, type IterationKey, iterationDirName } from '../state/bundle.js';
 import { historyFile, readHistory } from '../state/history.js';
-import { fetchKeptPrograms, importKeptPrograms } from '../steps/champion-programs.js';
+import {
+  codeIdentity,
+  fetchKeptPrograms,
+  importKeptPrograms,
+  installRecords,
+  recordsInHistory,
+} from '../steps/champion-programs.js';
 import { newEvidence, runIterationSteps } from '../steps/iteration.js';
 import { candidateRef } from '../steps/naming.js';
 import { preflight } from './preflight.js';
@@ -112,6 +118,11 @@ export interface PhaseOptions {
    * `kept-programs` output): the artifact's copy in KEPT_HANDOVER_DIR is used only when it matches.
    */
   keptPrograms?: string;
+  /**
+   * The records of what the champion won with (JSON array, the setup job's `kept-records` output, read
+   * from the history): a champion exported again here is checked against them.
+   */
+  keptRecords?: string;
   dryRun?: boolean;
   /**
    * This job holds cloud credentials (the workflow's measure-cloud): the local backend, which would run
@@ -208,6 +219,7 @@ export async function phaseSetup(
     ...(opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}),
   });
   await pullHistory(store, stateDir, target.name);
+  if (opts.keptRecords) installRecords(stateDir, opts.logger, opts.keptRecords);
   if (opts.keptPrograms) {
     const keys = importKeptPrograms(
       stateDir,
@@ -361,6 +373,8 @@ export async function resolveChampion(opts: ChampionOptions): Promise<{
   source: 'history' | 'head';
   /** The digest of the kept programs fetched into KEPT_HANDOVER_DIR, when there were any. */
   kept?: string;
+  /** The history's records of what the champion won with (for the measuring jobs). */
+  records?: KeptPrograms[];
 }> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
@@ -373,42 +387,57 @@ export async function resolveChampion(opts: ChampionOptions): Promise<{
     ? { ...fromHistory, source: 'history' as const }
     : { commit: await git.head(), source: 'head' as const };
   if (!opts.fetchKept) return champion;
-  // The tree its programs were kept under: its promotion's row says; else its own, where this clone has it.
-  const tree =
-    readHistory(stateDir, target.name)
-      .reverse()
-      .find((r) => r.championAfter === champion.commit && r.programs)?.programs?.tree ??
-    (await git.tryRevParse(`${champion.commit}^{tree}`));
-  if (!tree) return champion;
-  const kept = await fetchKeptPrograms(store, opts.logger, {
-    target: target.name,
-    tree,
-    dest: join(config.root, KEPT_HANDOVER_DIR),
+  // What it won with: its promotion's rows say (and under which code); else its own code, where this
+  // clone has the commit.
+  const identity = (await git.tryRevParse(`${champion.commit}^{commit}`))
+    ? await codeIdentity(git, target, config.paths.log_file, champion.commit)
+    : undefined;
+  const records = recordsInHistory(readHistory(stateDir, target.name), {
+    champion: champion.commit,
+    ...identity,
   });
-  return { ...champion, ...(kept ? { kept } : {}) };
+  const tree = identity?.tree ?? records[records.length - 1]?.tree;
+  const kept = tree
+    ? await fetchKeptPrograms(store, opts.logger, {
+        target: target.name,
+        tree,
+        dest: join(config.root, KEPT_HANDOVER_DIR),
+      })
+    : undefined;
+  return { ...champion, ...(kept ? { kept } : {}), ...(records.length > 0 ? { records } : {}) };
 }
 
 /**
- * The kept programs of `commit`'s tree (a PR's base: main, when it is a champion the loop promoted),
+ * The kept programs of `commit`'s code (a PR's base: main, when it is a champion the loop promoted),
  * fetched from the store into KEPT_HANDOVER_DIR for a measuring job without a token (pr-evidence's
- * authorize job). Returns their digest, or undefined when the store has none.
+ * authorize job, the baseline's plan job), and the history's records of what that code won with.
  */
 export async function fetchKeptProgramsOf(
   opts: ChampionOptions & { commit: string },
-): Promise<string | undefined> {
+): Promise<{ kept?: string; records: KeptPrograms[] }> {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const git = await Git.create(config.root, { logger: opts.logger });
-  const tree = await git.tryRevParse(`${opts.commit}^{tree}`);
-  if (!tree) {
-    opts.logger.warn(`commit ${opts.commit} is not in this clone: its kept programs are not fetched`);
-    return undefined;
+  if (!(await git.tryRevParse(`${opts.commit}^{commit}`))) {
+    throw new HillclimbError(
+      `commit ${opts.commit} is not in this clone: its kept programs cannot be fetched`,
+      {
+        hint: 'fetch it first (the job that pins the commit fetches it)',
+        exitCode: ExitCode.badInput,
+      },
+    );
   }
-  return fetchKeptPrograms(buildStore(config, { root: config.root, logger: opts.logger }), opts.logger, {
+  const store = buildStore(config, { root: config.root, logger: opts.logger });
+  const stateDir = stateDirOf(config);
+  await pullHistory(store, stateDir, target.name);
+  const identity = await codeIdentity(git, target, config.paths.log_file, opts.commit);
+  const records = recordsInHistory(readHistory(stateDir, target.name), identity);
+  const kept = await fetchKeptPrograms(store, opts.logger, {
     target: target.name,
-    tree,
+    tree: identity.tree,
     dest: join(config.root, KEPT_HANDOVER_DIR),
   });
+  return { ...(kept ? { kept } : {}), records };
 }
 
 /**

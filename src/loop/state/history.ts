@@ -114,28 +114,6 @@ export function championMeasurement(
   return undefined;
 }
 
-/**
- * The programs the champion of `tree` won with on `platform` under these JAX versions, by hash, when the
- * history recorded them (the newest such row).
- */
-export function keptProgramsOf(
-  rows: readonly HistoryRow[],
-  tree: string,
-  platform: string,
-  versions: Record<string, string>,
-): KeptPrograms | undefined {
-  for (let i = rows.length - 1; i >= 0; i--) {
-    const p = rows[i]!.programs;
-    if (p && p.tree === tree && p.platform === platform && sameJax(p.versions, versions)) return p;
-  }
-  return undefined;
-}
-
-/** The same JAX and jaxlib: the versions a program's bytes depend on. */
-export function sameJax(a: Record<string, string>, b: Record<string, string>): boolean {
-  return a.jax === b.jax && a.jaxlib === b.jaxlib;
-}
-
 /** Agent prose as one bounded line (it is shown to later agents and in tables). */
 function oneLine(text: string, max: number): string {
   const line = text.replace(/\s+/g, ' ').trim();

@@ -3,23 +3,39 @@
  * measurement").
  *
  * When a candidate is promoted, the programs the verifier measured are kept under a key naming the
- * code (the champion commit's tree), the platform, the target and its programs module, and the JAX
- * versions the bytes depend on: in the state's cache (`cache/programs/<key>`), in the store
- * (`programs/<target>/<tree>/<key>/`, with a `kept.json` record of their hashes) and, by hash, in the
- * champion's history row. A later measurement takes them from the state, else the store; in CI, where
- * the measuring job holds no token, the setup job fetches them and hands them over as an artifact whose
- * digest is a job output (fetchKeptPrograms, importKeptPrograms). Only where none of that has them is
- * the champion exported again — arm-blind (./programs.ts) — and, where a record of what it won with
- * under the same JAX survives, its new export must have those hashes.
+ * code (the champion's files, less the hill-climb log the harness adds on top: codeIdentity), the
+ * platform, the target and its programs module, and the JAX and hillclimb-bench versions the bytes
+ * depend on: in the state's cache (`cache/programs/<key>`), in the store (`programs/<target>/<tree>/
+ * <key>/`, with a `kept.json` record of their hashes) and, by hash, in the champion's history row. A
+ * later measurement takes them from the state, else the store; in CI, where the measuring job holds no
+ * token, the job that may read the store fetches them and hands them over as an artifact whose digest
+ * is a job output, and the records as another (fetchKeptPrograms, importKeptPrograms, installRecords).
+ *
+ * Only where none of that has them is the champion exported again — arm-blind (./programs.ts) — and
+ * then it fails closed wherever a record says what this code won with: the same JAX, and the new export
+ * must have the recorded hashes (else ChampionFailure); another JAX, and the export is
+ * `exported-unverified`, against which no candidate can be `improved` (decide.ts makes it needs-human).
+ * Hiding the arm from an export is best effort (a shared machine has side channels: docs/security.md);
+ * the records are what holds.
  */
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { IterationEvidence, KeptPrograms } from '../../evidence/index.js';
+import type { TargetConfig } from '../../config/index.js';
+import type { HistoryRow, IterationEvidence, KeptPrograms } from '../../evidence/index.js';
 import type { Store } from '../../store/index.js';
-import { errorMessage, type Logger, sha256File, writeFileAtomic, writeJsonAtomic } from '../../util/index.js';
+import {
+  appendLineDurable,
+  errorMessage,
+  type Logger,
+  readJsonLines,
+  sha256File,
+  writeFileAtomic,
+  writeJsonAtomic,
+} from '../../util/index.js';
+import { type Git, matchAny } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
-import { keptProgramsOf, readHistory, sameJax } from '../state/history.js';
+import { readHistory } from '../state/history.js';
 import { ChampionFailure, InfraFailure, isProgramError } from './failures.js';
 import {
   copyProgramFiles,
@@ -31,7 +47,14 @@ import {
 } from './programs.js';
 
 /** Where the champion's programs came from: kept (state or store) or exported now (checked or not). */
-export type ChampionSource = 'kept' | 'stored' | 'exported-checked' | 'exported';
+export type ChampionSource = 'kept' | 'stored' | 'exported-checked' | 'exported-unverified' | 'exported';
+const SOURCES: readonly ChampionSource[] = [
+  'kept',
+  'stored',
+  'exported-checked',
+  'exported-unverified',
+  'exported',
+];
 
 /** The record of kept programs stored beside them (their hashes as measured, the JAX they need). */
 const RECORD = 'kept.json';
@@ -41,6 +64,7 @@ const KEPT_FILE = /^(kept\.json|manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
 interface Kept {
   key: string;
   tree: string;
+  code: string;
   /** The state's cache folder of these programs. */
   dir: string;
   storePrefix: string;
@@ -56,34 +80,71 @@ function cacheRoot(stateDir: string): string {
   return join(stateDir, 'cache', 'programs');
 }
 
-async function keptKey(
-  ctx: LoopContext,
+/**
+ * What names a commit's code for kept programs: `tree`, its files less the hill-climb log (the one file
+ * the harness writes on top of a winner), and `code`, its files under the target's editable and
+ * protected paths (what a later commit that changed only other files still shares with it).
+ */
+export async function codeIdentity(
+  git: Git,
+  target: TargetConfig,
+  logFile: string,
   commit: string,
-  platform: Platform,
-  versions: Record<string, string>,
-): Promise<Kept> {
-  const tree = await ctx.git.treeHash(commit);
-  const p = ctx.target.programs;
+): Promise<{ tree: string; code: string }> {
+  const files = await git.listFiles(commit);
+  const hash = (list: typeof files) =>
+    createHash('sha256')
+      .update(list.map((f) => `${f.path} ${f.blob}\n`).join(''))
+      .digest('hex');
+  const paths = [...target.editable, ...target.protected];
+  return {
+    tree: hash(files.filter((f) => f.path !== logFile)),
+    code: hash(files.filter((f) => matchAny(paths, f.path))),
+  };
+}
+
+/** The versions a program's bytes depend on: JAX, jaxlib and the bench that exports them. */
+const BYTES_VERSIONS = ['jax', 'jaxlib', 'hillclimb-bench'] as const;
+
+function sameBytesVersions(a: Record<string, string>, b: Record<string, string>): boolean {
+  return BYTES_VERSIONS.every((k) => (a[k] ?? '') === (b[k] ?? ''));
+}
+
+/** The cache folder and store prefix of kept programs, from what names them. */
+function keptPlace(
+  stateDir: string,
+  target: TargetConfig,
+  o: { tree: string; platform: string; versions: Record<string, string> },
+): { key: string; dir: string; storePrefix: string } {
+  const p = target.programs;
   const key = createHash('sha256')
     .update(
       JSON.stringify([
-        ctx.target.name,
+        target.name,
         p.module,
         p.args,
-        platform,
-        versions.jax ?? '',
-        versions.jaxlib ?? '',
-        tree,
+        o.platform,
+        ...BYTES_VERSIONS.map((k) => o.versions[k] ?? ''),
+        o.tree,
       ]),
     )
     .digest('hex')
     .slice(0, 24);
   return {
     key,
-    tree,
-    dir: join(cacheRoot(ctx.stateDir), key),
-    storePrefix: `${keptTreePrefix(ctx.target.name, tree)}/${key}`,
+    dir: join(cacheRoot(stateDir), key),
+    storePrefix: `${keptTreePrefix(target.name, o.tree)}/${key}`,
   };
+}
+
+async function keptKey(
+  ctx: LoopContext,
+  commit: string,
+  platform: Platform,
+  versions: Record<string, string>,
+): Promise<Kept> {
+  const id = await codeIdentity(ctx.git, ctx.target, ctx.config.paths.log_file, commit);
+  return { ...id, ...keptPlace(ctx.stateDir, ctx.target, { tree: id.tree, platform, versions }) };
 }
 
 /** sha256 of each timed program file in an export folder (the files the verifier would read). */
@@ -130,6 +191,7 @@ export async function keepChampionPrograms(
   const kept = await keptKey(ctx, commit, platform, o.versions);
   const record: KeptPrograms = {
     tree: kept.tree,
+    code: kept.code,
     platform,
     versions: { ...o.versions },
     sha256: { ...o.measured },
@@ -165,7 +227,7 @@ async function findOrExport(
   plan: RequestPlan,
   kept: Kept,
 ): Promise<{ dir: string; source: ChampionSource }> {
-  const { key, tree, dir, storePrefix } = kept;
+  const { key, dir, storePrefix } = kept;
   const { platform } = plan;
   if (existsSync(join(dir, 'manifest.json'))) return { dir, source: sourceOf(dir) };
   if (await fromStore(ctx, storePrefix, dir)) return { dir, source: note(dir, 'stored') };
@@ -192,9 +254,9 @@ async function findOrExport(
     }
     throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
   }
-  const won =
-    keptProgramsOf(readHistory(ctx.stateDir, ctx.target.name), tree, platform, plan.versions) ??
-    recordOf(dir, tree, platform, plan.versions);
+  // Fail closed wherever a record says what this code won with on this platform.
+  const known = recordsFor(ctx, kept, platform);
+  const won = known.find((r) => sameBytesVersions(r.versions, plan.versions));
   if (won) {
     const now = programHashes(dir, Object.keys(won.sha256));
     const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
@@ -203,13 +265,89 @@ async function findOrExport(
       throw new ChampionFailure(
         `the champion's programs (${commit.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(', ')}): its code builds another program when it is exported again, so it cannot be timed fairly`,
         {
-          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs; the export's log: ${log}`,
+          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs (files outside the target's editable and protected paths that changed since it won count too); the export's log: ${log}`,
         },
       );
     }
+    return { dir, source: note(dir, 'exported-checked') };
   }
-  if (!won) await toStore(ctx, kept); // a champion that never won: its first export is the one kept
-  return { dir, source: note(dir, won ? 'exported-checked' : 'exported') };
+  if (known.length > 0) {
+    // It won under other versions: these bytes cannot be checked, and are never kept.
+    ctx.logger.warn(
+      `the champion (${commit.slice(0, 12)}) won under ${versionsText(known[0]!.versions)}, exported now under ${versionsText(plan.versions)}: its programs cannot be checked against the ones it won with; an improvement over them needs a person`,
+    );
+    return { dir, source: note(dir, 'exported-unverified') };
+  }
+  await toStore(ctx, kept); // a champion that never won: its first export is the one kept
+  return { dir, source: note(dir, 'exported') };
+}
+
+function versionsText(v: Record<string, string>): string {
+  return BYTES_VERSIONS.map((k) => `${k} ${v[k] ?? '?'}`).join(', ');
+}
+
+/** Handed-over records (CI: the setup job's `kept-records` output), one JSON object a line. */
+function recordsFile(stateDir: string): string {
+  return join(cacheRoot(stateDir), 'records.jsonl');
+}
+
+/**
+ * Every record of what this code won with on `platform`: its history rows, records handed over from a
+ * job that read the history, and the store's record beside the cache folder. Matched by the code's
+ * files (tree), or by its editable and protected paths (code) where other files changed since.
+ */
+function recordsFor(ctx: LoopContext, kept: Kept, platform: string): KeptPrograms[] {
+  const rows = readHistory(ctx.stateDir, ctx.target.name).flatMap((r: HistoryRow) =>
+    r.programs ? [r.programs] : [],
+  );
+  const handed = readJsonLines<unknown>(recordsFile(ctx.stateDir)).rows.flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  const beside = parseRecord(readText(`${kept.dir}.${RECORD}`));
+  return [...rows, ...handed, ...(beside ? [beside] : [])]
+    .reverse()
+    .filter(
+      (r) =>
+        r.platform === platform && (r.tree === kept.tree || (r.code !== undefined && r.code === kept.code)),
+    );
+}
+
+/**
+ * Records handed over to a job without the history (CI's measuring jobs), from the job that read it:
+ * kept for recordsFor. `json` is a JSON array of KeptPrograms (the job output); anything else is ignored.
+ */
+export function installRecords(stateDir: string, logger: Logger, json: string): number {
+  let list: unknown;
+  try {
+    list = JSON.parse(json);
+  } catch {
+    logger.warn('the kept-records input is not JSON: ignored');
+    return 0;
+  }
+  const records = (Array.isArray(list) ? list : []).flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  mkdirSync(cacheRoot(stateDir), { recursive: true });
+  for (const r of records) appendLineDurable(recordsFile(stateDir), JSON.stringify(r));
+  return records.length;
+}
+
+/** The records of `identity`'s code in the history rows (for a job that hands them on). */
+export function recordsInHistory(
+  rows: readonly HistoryRow[],
+  identity: { tree?: string; code?: string; champion?: string },
+): KeptPrograms[] {
+  return rows.flatMap((r) => {
+    const p = r.programs;
+    if (!p) return [];
+    const match =
+      (identity.champion !== undefined && r.championAfter === identity.champion) ||
+      (identity.tree !== undefined && p.tree === identity.tree) ||
+      (identity.code !== undefined && p.code === identity.code);
+    return match ? [p] : [];
+  });
 }
 
 /** Store kept programs and their record; a failure is a warning (the state still has them). */
@@ -231,18 +369,7 @@ function note(dir: string, source: ChampionSource, record?: KeptPrograms): Champ
 
 function sourceOf(dir: string): ChampionSource {
   const text = readText(`${dir}.source`).trim();
-  return (['kept', 'stored', 'exported-checked', 'exported'] as const).find((s) => s === text) ?? 'kept';
-}
-
-/** The record kept beside a cache folder, when it is of this tree, platform and JAX. */
-function recordOf(
-  dir: string,
-  tree: string,
-  platform: string,
-  versions: Record<string, string>,
-): KeptPrograms | undefined {
-  const r = parseRecord(readText(`${dir}.${RECORD}`));
-  return r && r.tree === tree && r.platform === platform && sameJax(r.versions, versions) ? r : undefined;
+  return SOURCES.find((s) => s === text) ?? 'kept';
 }
 
 function parseRecord(text: string): KeptPrograms | undefined {
@@ -251,7 +378,16 @@ function parseRecord(text: string): KeptPrograms | undefined {
     const hashes = Object.values(r?.sha256 ?? {});
     if (typeof r.tree !== 'string' || typeof r.platform !== 'string' || hashes.length === 0) return undefined;
     if (!hashes.every((h) => typeof h === 'string' && /^[0-9a-f]{64}$/.test(h))) return undefined;
-    return { tree: r.tree, platform: r.platform, versions: { ...r.versions }, sha256: { ...r.sha256 } };
+    const versions = Object.fromEntries(
+      Object.entries(r.versions ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string'),
+    );
+    return {
+      tree: r.tree,
+      ...(typeof r.code === 'string' ? { code: r.code } : {}),
+      platform: r.platform,
+      versions,
+      sha256: { ...r.sha256 },
+    };
   } catch {
     return undefined;
   }

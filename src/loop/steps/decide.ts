@@ -21,6 +21,14 @@ export const decideStep: Step = {
       };
     }
     const unverified = unverifiedReasons(ev);
+    // A champion exported again under other versions than it won with: its programs are not checked.
+    for (const [platform, source] of Object.entries(ev.championPrograms ?? {})) {
+      if (source === 'exported-unverified') {
+        unverified.push(
+          `the champion's ${platform} programs were exported again under other JAX versions than it won with, so they could not be checked against the ones it won with`,
+        );
+      }
+    }
     if (c.verdict === 'improved' && unverified.length > 0) {
       return {
         status: 'verdict',

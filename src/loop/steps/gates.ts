@@ -6,8 +6,9 @@
  * A gate passes only on the verifier's word (./programs.ts): the kernel's test suite runs first and its
  * failures make the iteration `invalid`, but its passes are the candidate's process speaking; then the
  * candidate's programs are exported and the verifier checks every one of the matrix against the
- * reference. The two run side by side, and the first to fail the candidate stops the other. A gate
- * that could not run at all is an infrastructure failure.
+ * reference. The export runs first and alone; then the suite and the verifier run side by side, and
+ * the first to fail the candidate stops the other. A gate that could not run at all is an
+ * infrastructure failure.
  *
  * Both get the iteration's request file. A pytest suite's process builds those programs too, before its
  * tests (hillclimb_bench's witness plugin), and reports their hashes in its JUnit file: a kernel whose
@@ -90,10 +91,10 @@ async function runGate(
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), candidate.commit);
   const platform: Platform = which === 'cpu' ? 'cpu' : backend.info().platform;
   const plan = await requestPlan(ctx, ev, { backend, harness: ev.base.commit, platform });
-  // The suite and the export/verification are independent: they run side by side (most of either is
-  // one process compiling on one core). A failure of either counts; only the verifier passes the gate.
-  // The first to fail the candidate stops the other: the verdict is `invalid` either way, and a wrong
-  // kernel would otherwise hold the machine for the whole suite (minutes) after the verifier's answer.
+  // The export first (seconds), alone; then the suite and the verification side by side (most of
+  // either is one process compiling on one core). A failure of either counts; only the verifier passes
+  // the gate. The first to fail the candidate stops the other: the verdict is `invalid` either way, and
+  // a wrong kernel would otherwise hold the machine for the whole suite after the verifier's answer.
   const stop = new AbortController();
   const stopWithLoop = () => stop.abort();
   if (ctx.signal.aborted) stop.abort();
@@ -120,14 +121,29 @@ async function runGate(
         throw e;
       },
     );
-  const both = await Promise.allSettled([
-    firstFailureStops(runSuite(job, gate), () => ({
-      evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
-      problems: [],
-    })),
-    firstFailureStops(verifyPrograms(job), () => ({ problems: [] })),
-  ]).finally(() => ctx.signal.removeEventListener('abort', stopWithLoop));
-  const [suite, programs] = settled(both);
+  // The export first, alone: no other process of the candidate's runs beside it (none runs beside a
+  // champion's export either, so running beside its own suite would tell an export which arm it is).
+  let suite: Awaited<ReturnType<typeof runSuite>>;
+  let programs: Awaited<ReturnType<typeof verifyPrograms>>;
+  try {
+    const exported = await exportCandidate(job);
+    if (exported.status === 'failed') {
+      const reason = `the candidate's programs could not be exported: ${exported.reason}`;
+      ev.gates[which] = { ...stoppedSuite(`the test suite was not run: ${reason}`), export: exported };
+      return { status: 'verdict', verdict: 'invalid', reasons: [`${label} correctness failed: ${reason}`] };
+    }
+    [suite, programs] = settled(
+      await Promise.allSettled([
+        firstFailureStops(runSuite(job, gate), () => ({
+          evidence: stoppedSuite(`${STOPPED} once the verifier had failed the candidate (no test results)`),
+          problems: [],
+        })),
+        firstFailureStops(verifyPrograms(job, exported), () => ({ problems: [] })),
+      ]),
+    );
+  } finally {
+    ctx.signal.removeEventListener('abort', stopWithLoop);
+  }
   const witness =
     suite.problems.length === 0 && programs.problems.length === 0 && programs.verifier
       ? checkWitness(gate, suite.witness, programs.verifier.programs)
@@ -317,7 +333,8 @@ async function runSuite(
  * The candidate's programs, exported for the gate's platform (the only other process that runs its
  * code), then verified over the matrix by the verifier, which never imports it: the gate's verdict.
  */
-async function verifyPrograms({
+/** The candidate's programs, exported for the gate's platform (the only other process that runs its code). */
+async function exportCandidate({
   ctx,
   bundle,
   ev,
@@ -325,25 +342,27 @@ async function verifyPrograms({
   backend,
   commit,
   plan,
-}: GateJob): Promise<{ export?: ExportEvidence; verifier?: GateVerification; problems: string[] }> {
-  const { platform, draw } = plan;
-  const programsDir = bundlePrograms(bundle, 'B', platform);
-  const exported = await exportPrograms(ctx, ev, {
+}: GateJob): Promise<ExportEvidence> {
+  const { platform } = plan;
+  return exportPrograms(ctx, ev, {
     backend,
     commit,
     plan,
-    dest: programsDir,
+    dest: bundlePrograms(bundle, 'B', platform),
     logFile: bundle.path(ProgramFiles.exportLog('B', platform)),
     record: { dir: ProgramFiles.dir('B', platform), logFile: ProgramFiles.exportLog('B', platform) },
     name: `B-${platform}`,
     step: `${which}-gate`,
   });
-  if (exported.status === 'failed') {
-    return {
-      export: exported,
-      problems: [`the candidate's programs could not be exported: ${exported.reason}`],
-    };
-  }
+}
+
+/** The verifier's check of the exported programs over the matrix: the gate's verdict. */
+async function verifyPrograms(
+  { ctx, bundle, ev, which, backend, plan }: GateJob,
+  exported: ExportEvidence,
+): Promise<{ export?: ExportEvidence; verifier?: GateVerification; problems: string[] }> {
+  const { platform, draw } = plan;
+  const programsDir = bundlePrograms(bundle, 'B', platform);
   const name = `${which}-gate` as const;
   let run: VerifierRun;
   try {

@@ -222,13 +222,23 @@ function readPlan(file: string, platform: Platform, draw: number): RequestPlan {
 
 /**
  * A fresh worktree of `commit` for one export: a neutral name, the request file beside the code, no
- * trace of the step, the arm or an earlier export. Removed by `removeExportTree`.
+ * trace of the step, the arm or an earlier export. The hill-climb log is left out: a champion's tree
+ * holds its own log entry (the one file the harness adds on top of a winner), which would tell its
+ * code it was promoted. Removed by `removeExportTree`.
  */
 async function exportTree(ctx: LoopContext, commit: string, plan: RequestPlan): Promise<string> {
   const path = join(ctx.runDir, 'worktrees', `export-${randomBytes(6).toString('hex')}`);
   const wt = await worktreeAt(ctx, path, commit);
-  writeFileSync(join(wt.root, REQUEST_FILE), readFileSync(plan.file));
+  rmSync(join(wt.root, ctx.config.paths.log_file), { force: true });
+  writeRequestFile(wt.root, plan);
   return wt.root;
+}
+
+/** The request file into a tree, never through a link a commit could have put there. */
+function writeRequestFile(root: string, plan: RequestPlan): void {
+  const file = join(root, REQUEST_FILE);
+  rmSync(file, { force: true, recursive: true });
+  writeFileSync(file, readFileSync(plan.file), { flag: 'wx' });
 }
 
 /** Remove a worktree made for one job (an export's, a plan's). */
@@ -238,7 +248,7 @@ async function removeExportTree(ctx: LoopContext, path: string): Promise<void> {
 
 /** Put the plan's request file in a gate suite's working tree (the witness reads it there). */
 export function placeRequestFile(root: string, plan: RequestPlan): void {
-  writeFileSync(join(root, REQUEST_FILE), readFileSync(plan.file));
+  writeRequestFile(root, plan);
 }
 
 export interface VerifyOptions {

@@ -23,6 +23,8 @@ CLOCK_JAX = "perf_counter+block_until_ready"
 CLOCK_HOST = "perf_counter"
 # Accelerator runtimes whose versions are recorded when installed.
 RUNTIME_DISTS = ("libtpu", "libtpu-nightly", "jax-cuda12-plugin")
+# This package: the export's code is part of what the programs' bytes depend on.
+OWN_DIST = "hillclimb-bench"
 _TINY_MS = 1e-9  # the schema wants positive times; a sample below a picosecond is clamped to it
 
 
@@ -58,15 +60,15 @@ def measurement(
 
 
 def versions(jax: Any | None) -> dict[str, str]:
-    """Python, NumPy, JAX and jaxlib versions (``not installed`` without JAX), and any installed
-    accelerator runtime (``RUNTIME_DISTS``)."""
+    """Python, NumPy, JAX and jaxlib versions (``not installed`` without JAX), any installed
+    accelerator runtime (``RUNTIME_DISTS``) and this package's own version."""
     out = {"python": platform.python_version(), "numpy": np.__version__}
     if jax is None:
         return {**out, "jax": "not installed", "jaxlib": "not installed"}
     import jaxlib
 
     out = {**out, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
-    for dist in RUNTIME_DISTS:
+    for dist in (*RUNTIME_DISTS, OWN_DIST):
         with contextlib.suppress(_md.PackageNotFoundError):
             out[dist] = _md.version(dist)
     return out
