@@ -12,7 +12,9 @@
  * capabilities, and no way to gain any (no_new_privs). Its network is one of three: none at all (the
  * default), the machine's, or a network namespace of its own whose only way out is one loopback port
  * forwarded to a UNIX socket outside (loopback-forward.ts). When its main process ends, the namespace's
- * init exits and the kernel kills every process it left behind.
+ * init exits and the kernel kills every process it left behind. When the harness dies, even by SIGKILL,
+ * so does the sandbox: `unshare` runs under `setpriv --pdeathsig KILL` (the kernel signals it when its
+ * parent dies), and `--kill-child` passes that on to the namespace's init.
  *
  * What it does not do: limit CPU or memory (the caller's timeouts do), or filter system calls. Files
  * under the read-only system directories that the user running hillclimb can read stay readable.
@@ -241,8 +243,12 @@ export function sandboxCommand(
       ]
     : [command, ...args];
   return {
-    command: 'unshare',
+    command: 'setpriv',
     args: [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      'unshare',
       '--user',
       '--map-root-user',
       '--mount',

@@ -2,6 +2,11 @@
  * Logging for the engine. Every phase runs in a named group; every skip logs its reason.
  * The terminal logger writes to stderr (stdout is kept for machine-readable output such as --json);
  * the Actions logger speaks the runner's workflow-command protocol for groups and annotations.
+ *
+ * Messages often carry words the candidate or the agent chose (test names, failure messages, reasons):
+ * they are data. The Actions logger never lets one start a workflow command (`::set-output`,
+ * `::stop-commands::`, `##[…]`), and neither logger passes a control character through (a terminal
+ * escape could rewrite what the reader sees).
  */
 
 export interface Logger {
@@ -20,8 +25,30 @@ export interface TerminalLoggerOptions {
   write?: (line: string) => void;
 }
 
+/** C0 and C1 control characters but tab and newline: shown as `\u{…}`, never acted on. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/** `text` with its control characters (but tab and newline) made visible and harmless. */
+export function withoutControls(text: string): string {
+  return text.replace(CONTROL, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+}
+
+/**
+ * `text` as plain data on a runner's log: no line can be a workflow command. The runner reads a line
+ * as a command when it starts with `::` after leading whitespace, and the old `##[…]` form anywhere in
+ * it; a zero-width space breaks both without changing what the reader sees.
+ */
+export function asRunnerData(text: string): string {
+  return withoutControls(text)
+    .split('\n')
+    .map((line) => line.replace(/^(\s*):(?=:)/, '$1:\u200b').replaceAll('##[', '#\u200b#['))
+    .join('\n');
+}
+
 export function terminalLogger(opts: TerminalLoggerOptions = {}): Logger {
-  const write = opts.write ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const raw = opts.write ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const write = (line: string) => raw(withoutControls(line));
   const verbose = opts.verbose ?? Boolean(process.env.HILLCLIMB_DEBUG);
   let depth = 0;
   const pad = (): string => '  '.repeat(depth);
@@ -46,13 +73,13 @@ export function terminalLogger(opts: TerminalLoggerOptions = {}): Logger {
 
 /** Escape data for a workflow command (the runner's `%`, CR and LF rules). */
 function escapeData(s: string): string {
-  return s.replaceAll('%', '%25').replaceAll('\r', '%0D').replaceAll('\n', '%0A');
+  return asRunnerData(s.replaceAll('%', '%25').replaceAll('\r', '%0D').replaceAll('\n', '%0A'));
 }
 
 /** Logger for GitHub Actions runners: `::group::`, `::warning::`, `::error::`, `::debug::`. */
 export function actionsLogger(write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Logger {
   return {
-    info: (m) => write(m),
+    info: (m) => write(asRunnerData(m)),
     warn: (m) => write(`::warning::${escapeData(m)}`),
     error: (m) => write(`::error::${escapeData(m)}`),
     debug: (m) => write(`::debug::${escapeData(m)}`),

@@ -97,7 +97,7 @@ describe('scrubbed agent environment', () => {
     // (`codex exec` reads CODEX_API_KEY) and the proxy's URL (src/agent/key-proxy.ts).
     expect(env.OPENAI_API_KEY).toBe(PLACEHOLDER_KEY);
     expect(env.CODEX_API_KEY).toBe(PLACEHOLDER_KEY);
-    expect(f.record().argv.join(' ')).toMatch(/openai_base_url="http:\/\/127\.0\.0\.1:\d+\/v1"/);
+    expect(f.record().argv.join(' ')).toMatch(/openai_base_url="http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{32}\/v1"/);
     // Its TMPDIR is a private scratch folder (the sandbox keeps /tmp read-only).
     expect(env.TMPDIR).toMatch(/\/evidence\/i001\/\.codex-[^/]+\/tmp$/);
     expect(env.ANTHROPIC_API_KEY).toBeUndefined();
@@ -130,7 +130,7 @@ describe('scrubbed agent environment', () => {
     expect(env.OPENAI_API_KEY).toBeUndefined();
     // Its own key stays with the harness's proxy too: the placeholder, and the proxy's URL.
     expect(env.ANTHROPIC_API_KEY).toBe(PLACEHOLDER_KEY);
-    expect(env.ANTHROPIC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(env.ANTHROPIC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{32}$/);
     expect(env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe('1'); // no telemetry or update calls
   });
 

@@ -1,21 +1,37 @@
 /**
  * The key proxy (src/agent/key-proxy.ts) between a client holding the placeholder and an upstream that
  * records what reached it: only listed requests pass, with the real credential and nothing the client
- * sent as one; everything else is refused and counted; an unreachable upstream drops the connection.
+ * sent as one; everything else is refused and counted, with memory bounded whatever the client sends;
+ * a process without the run's token, or a page behind a rebound DNS name, gets nothing through; a
+ * WebSocket is opened only on a listed path and piped only after the upstream's 101; a request or a
+ * message that asks the model API to reach an outside URL is refused; an unreachable upstream drops the
+ * connection.
  */
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PLACEHOLDER_KEY, startKeyProxy } from '../../src/agent/key-proxy.js';
+import { PLACEHOLDER_KEY, REFUSAL_SAMPLE, reachesOutside, startKeyProxy } from '../../src/agent/key-proxy.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of closers.splice(0)) await c();
 });
 
-/** An upstream that answers a streamed body and records each request's path and headers. */
-async function upstream() {
-  const seen: Array<{ method?: string; url?: string; headers: IncomingHttpHeaders; body: string }> = [];
+interface Seen {
+  method?: string;
+  url?: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * An upstream that answers a streamed body and records each request's path and headers; a WebSocket
+ * upgrade is answered 101 (or `refuseUpgrades`: 400) and every byte after it recorded.
+ */
+async function upstream(o: { refuseUpgrades?: boolean } = {}) {
+  const seen: Seen[] = [];
+  const wsBytes: Buffer[] = [];
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (d: Buffer) => {
@@ -28,20 +44,78 @@ async function upstream() {
       setTimeout(() => res.end('event: b\ndata: 2\n\n'), 20);
     });
   });
+  const upgraded: Socket[] = [];
+  server.on('upgrade', (req, socket: Socket) => {
+    upgraded.push(socket);
+    seen.push({ method: req.method, url: req.url, headers: req.headers, body: '' });
+    if (o.refuseUpgrades) {
+      // A plain HTTP answer, and the connection kept: what follows would be read as a new request.
+      socket.write('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n');
+      socket.on('data', (d: Buffer) => wsBytes.push(d));
+      return;
+    }
+    const accept = createHash('sha1')
+      .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest('base64');
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    );
+    socket.on('data', (d: Buffer) => wsBytes.push(d));
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  closers.push(() => new Promise((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
+  closers.push(
+    () =>
+      new Promise((r) => {
+        for (const s of upgraded) s.destroy();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen, wsBytes };
 }
+
+async function proxyTo(url: string, allow = [{ method: 'POST', path: '/v1/responses' }]) {
+  const proxy = await startKeyProxy({
+    upstream: url,
+    allow,
+    credential: { header: 'authorization', value: 'Bearer sk-real-key-0123' },
+  });
+  closers.push(proxy.close);
+  return proxy;
+}
+
+/** A masked client frame (RFC 6455) carrying `text`. */
+function frame(text: string, opcode = 1, fin = true): Buffer {
+  const data = Buffer.from(text);
+  const key = Buffer.from([1, 2, 3, 4]);
+  const head =
+    data.length < 126
+      ? Buffer.from([(fin ? 0x80 : 0) | opcode, 0x80 | data.length])
+      : Buffer.from([(fin ? 0x80 : 0) | opcode, 0x80 | 126, data.length >> 8, data.length & 0xff]);
+  const masked = Buffer.from(data.map((b, i) => b ^ key[i & 3]!));
+  return Buffer.concat([head, key, masked]);
+}
+
+/** Open a raw connection to the proxy's port and send `bytes`; collects what comes back. */
+async function raw(port: number, bytes: Buffer | string) {
+  const s = connect(port, '127.0.0.1');
+  const got: Buffer[] = [];
+  s.on('data', (d) => got.push(d));
+  await new Promise<void>((r) => s.once('connect', () => r()));
+  s.write(bytes);
+  closers.push(async () => void s.destroy());
+  return { socket: s, text: () => Buffer.concat(got).toString('latin1') };
+}
+
+const handshake = (path: string, port: number, host = `127.0.0.1:${port}`) =>
+  `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Extensions: permessage-deflate\r\nAuthorization: Bearer ${PLACEHOLDER_KEY}\r\n\r\n`;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('the key proxy', () => {
   it('forwards a listed request with the real key in place of anything the client sent as one', async () => {
     const up = await upstream();
-    const proxy = await startKeyProxy({
-      upstream: up.url,
-      allow: [{ method: 'POST', path: '/v1/responses' }],
-      credential: { header: 'authorization', value: 'Bearer sk-real-key-0123' },
-    });
-    closers.push(proxy.close);
+    const proxy = await proxyTo(up.url);
     const res = await fetch(`${proxy.url}/responses?stream=true`, {
       method: 'POST',
       headers: {
@@ -60,17 +134,12 @@ describe('the key proxy', () => {
     expect(got.headers.authorization).toBe('Bearer sk-real-key-0123');
     expect(got.headers['x-api-key']).toBeUndefined();
     expect(got.headers.cookie).toBeUndefined();
-    expect(proxy.refused).toEqual([]);
+    expect(proxy.refusals).toEqual({ count: 0, sample: [] });
   });
 
   it('refuses every other method and path (403), and forwards nothing of them', async () => {
     const up = await upstream();
-    const proxy = await startKeyProxy({
-      upstream: up.url,
-      allow: [{ method: 'POST', path: '/v1/responses' }],
-      credential: { header: 'x-api-key', value: 'sk-real' },
-    });
-    closers.push(proxy.close);
+    const proxy = await proxyTo(up.url);
     const origin = proxy.url.replace(/\/v1$/, '');
     for (const [method, path] of [
       ['GET', '/v1/responses/../files'],
@@ -82,7 +151,130 @@ describe('the key proxy', () => {
       expect(res.status, `${method} ${path}`).toBe(403);
     }
     expect(up.seen).toEqual([]);
-    expect(proxy.refused).toEqual(['GET /v1/files', 'POST /v1/files', 'DELETE /v1/responses', 'GET /']);
+    expect(proxy.refusals).toEqual({
+      count: 4,
+      sample: ['GET /v1/files', 'POST /v1/files', 'DELETE /v1/responses', 'GET /'],
+    });
+  });
+
+  it('a local process without the run’s token, or a page behind a rebound name (another Host), gets nothing through', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url);
+    const bare = await fetch(`http://127.0.0.1:${proxy.port}/v1/responses`, { method: 'POST', body: '{}' });
+    expect(bare.status).toBe(403);
+    const page = await raw(
+      proxy.port,
+      `POST ${new URL(proxy.url).pathname}/responses HTTP/1.1\r\nHost: evil.example:${proxy.port}\r\nContent-Length: 2\r\n\r\n{}`,
+    );
+    await sleep(200);
+    expect(page.text()).toMatch(/^HTTP\/1\.1 403/);
+    expect(up.seen).toEqual([]);
+    expect(proxy.refusals.sample).toEqual([
+      "POST /v1/responses (without the run's token)",
+      `POST (Host "evil.example:${proxy.port}", not the proxy's)`,
+    ]);
+  });
+
+  it('a flood of refused requests is counted, its sample bounded, its memory flat', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url);
+    const base = new URL(proxy.url).pathname.replace(/\/v1$/, '');
+    const before = process.memoryUsage().heapUsed;
+    // 34,000 refused requests (the attack that once took the loop down), pipelined on 8 connections,
+    // every 50th with an 8 KiB path.
+    const N = 34_000;
+    const long = 'x'.repeat(8 * 1024);
+    const perSocket = N / 8;
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, s) => {
+        const lines = Array.from(
+          { length: perSocket },
+          (_, i) =>
+            `GET ${base}/v1/${(s * perSocket + i) % 50 === 0 ? long : 'files'} HTTP/1.1\r\nHost: 127.0.0.1:${proxy.port}\r\n\r\n`,
+        );
+        const c = await raw(proxy.port, lines.join(''));
+        for (let waited = 0; (c.text().match(/HTTP\/1\.1 403/g) ?? []).length < perSocket; waited += 50) {
+          if (waited > 60_000) throw new Error('the proxy stopped answering');
+          await sleep(50);
+        }
+      }),
+    );
+    expect(proxy.refusals.count).toBe(N);
+    expect(proxy.refusals.sample).toHaveLength(REFUSAL_SAMPLE);
+    expect(proxy.refusals.sample.every((s) => s.length <= 160)).toBe(true);
+    global.gc?.();
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(64 * 1024 * 1024);
+  }, 120_000);
+
+  it('a request that asks the model API to reach an outside URL is refused, by field', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url);
+    for (const body of [
+      { tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://collector.example/mcp' }] },
+      { input: [{ content: [{ type: 'input_image', image_url: 'http://collector.example/i.png' }] }] },
+      { messages: [{ content: [{ type: 'image', source: { type: 'url', url: 'https://c.example/i' } }] }] },
+      { mcp_servers: [{ type: 'url', url: 'https://c.example/mcp', name: 'c' }] },
+    ]) {
+      const res = await fetch(`${proxy.url}/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status, JSON.stringify(body)).toBe(403);
+      expect(await res.text()).toContain('asks the model API to reach');
+    }
+    expect(up.seen).toEqual([]);
+    // An inline image (a data URL) and prose that mentions a URL are the model's business.
+    expect(
+      reachesOutside(
+        Buffer.from(JSON.stringify({ image_url: 'data:image/png;base64,AAAA' })),
+        'application/json',
+      ),
+    ).toBeUndefined();
+    expect(
+      reachesOutside(Buffer.from(JSON.stringify({ text: 'see https://x.example' })), 'application/json'),
+    ).toBeUndefined();
+  });
+
+  it('a WebSocket: refused off the list; on it, the handshake gets the key, no extension, and messages are checked', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url, [{ method: 'GET', path: '/v1/responses' }]);
+    const path = `${new URL(proxy.url).pathname}/responses`;
+    const off = await raw(proxy.port, handshake(path.replace('/responses', '/files'), proxy.port));
+    await sleep(200);
+    expect(off.text()).toMatch(/^HTTP\/1\.1 403/);
+
+    const ws = await raw(proxy.port, handshake(path, proxy.port));
+    await sleep(300);
+    expect(ws.text()).toMatch(/^HTTP\/1\.1 101/);
+    const hs = up.seen.find((s) => s.url === '/v1/responses')!;
+    expect(hs.headers.authorization).toBe('Bearer sk-real-key-0123');
+    expect(hs.headers['sec-websocket-extensions']).toBeUndefined();
+    ws.socket.write(frame('{"type":"response.create","input":"hi"}'));
+    await sleep(200);
+    expect(Buffer.concat(up.wsBytes)).toEqual(frame('{"type":"response.create","input":"hi"}'));
+    // A message that would have the model API call out: the connection ends, nothing of it arrives.
+    const upTo = Buffer.concat(up.wsBytes).length;
+    ws.socket.write(
+      frame('{"type":"response.create","tools":[{"type":"mcp","server_url":"https://c.example"}]}'),
+    );
+    await sleep(300);
+    expect(Buffer.concat(up.wsBytes).length).toBe(upTo);
+    expect(ws.socket.destroyed || ws.socket.readableEnded).toBe(true);
+    expect(proxy.refusals.sample.at(-1)).toMatch(
+      /a WebSocket message that asks the model API to reach an MCP server/,
+    );
+  });
+
+  it('a WebSocket the upstream does not switch to: bytes sent after the handshake never reach it (no smuggled request)', async () => {
+    const up = await upstream({ refuseUpgrades: true });
+    const proxy = await proxyTo(up.url, [{ method: 'GET', path: '/v1/responses' }]);
+    const path = `${new URL(proxy.url).pathname}/responses`;
+    const smuggled = `GET /v1/files HTTP/1.1\r\nHost: upstream\r\n\r\n`;
+    const ws = await raw(proxy.port, `${handshake(path, proxy.port)}${smuggled}`);
+    await sleep(400);
+    expect(ws.text()).toMatch(/^HTTP\/1\.1 400/);
+    expect(Buffer.concat(up.wsBytes).toString()).toBe('');
   });
 
   it('an upstream that cannot be reached drops the connection, as an unreachable API would', async () => {
@@ -90,12 +282,7 @@ describe('the key proxy', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
-    const proxy = await startKeyProxy({
-      upstream: `http://127.0.0.1:${port}/v1`,
-      allow: [{ method: 'POST', path: '/v1/responses' }],
-      credential: { header: 'authorization', value: 'Bearer k' },
-    });
-    closers.push(proxy.close);
+    const proxy = await proxyTo(`http://127.0.0.1:${port}/v1`);
     await expect(fetch(`${proxy.url}/responses`, { method: 'POST', body: '{}' })).rejects.toThrow();
   });
 });

@@ -3,6 +3,7 @@
  * test fails if the attack gets through. The sandbox must be available here: CI runs on the same
  * machines, and a skip would hide a broken defence.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -135,6 +136,36 @@ describe('the sandbox', () => {
       });
     expect(alive).toEqual([]);
     expect(existsSync(join(out, 'late'))).toBe(false);
+  });
+
+  it('dies with the harness, even one killed by SIGKILL: nothing of it is left (issue 35)', async () => {
+    const wd = scratch();
+    const marker = `hc-pdeath-${process.pid}-${Date.now()}`;
+    const { command, args } = sandboxCommand({ cwd: wd, readOnly: [wd], writable: [] }, 'sh', [
+      '-c',
+      `setsid sh -c 'sleep 300; : ${marker}' & sleep 300; : ${marker}`,
+    ]);
+    // The harness stands in as a shell that starts the sandbox and waits; it is killed, not stopped.
+    const harness = spawn('sh', ['-c', '"$@" & wait', 'harness', command, ...args], { stdio: 'ignore' });
+    const alive = (insideOnly = false) =>
+      readdirSync('/proc')
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            if (!readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker)) return false;
+            // Inside the sandbox: a PID in a namespace of its own too (NSpid lists two).
+            const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1];
+            return !insideOnly || (nspid ?? '').trim().split(/\s+/).length > 1;
+          } catch {
+            return false;
+          }
+        });
+    // The command and its own orphan (new session) run inside before the harness is killed.
+    for (let i = 0; alive(true).length < 2 && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(true).length).toBeGreaterThanOrEqual(2);
+    process.kill(harness.pid!, 'SIGKILL');
+    for (let i = 0; alive().length > 0 && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(alive()).toEqual([]);
   });
 
   describe('network', () => {

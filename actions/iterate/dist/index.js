@@ -26,9 +26,9 @@ var __commonJS = (cb, mod) => function __require2() {
     throw mod = 0, e;
   }
 };
-var __export = (target2, all) => {
+var __export = (target, all) => {
   for (var name in all)
-    __defProp(target2, name, { get: all[name], enumerable: true });
+    __defProp(target, name, { get: all[name], enumerable: true });
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
@@ -38,12 +38,12 @@ var __copyProps = (to, from, except, desc) => {
   }
   return to;
 };
-var __toESM = (mod, isNodeMode, target2) => (target2 = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
   // If the importer is in node compatibility mode or this is not an ESM
   // file that has been converted to a CommonJS file using a Babel-
   // compatible transform (i.e. "__esModule" has not been set), then set
   // "default" to the CommonJS "module.exports" for node compatibility.
-  isNodeMode || !mod || !mod.__esModule ? __defProp(target2, "default", { value: mod, enumerable: true }) : target2,
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
   mod
 ));
 
@@ -324,7 +324,7 @@ var require_tunnel = __commonJS({
       }
       return host;
     }
-    function mergeOptions2(target2) {
+    function mergeOptions2(target) {
       for (var i2 = 1, len = arguments.length; i2 < len; ++i2) {
         var overrides = arguments[i2];
         if (typeof overrides === "object") {
@@ -332,12 +332,12 @@ var require_tunnel = __commonJS({
           for (var j = 0, keyLen = keys.length; j < keyLen; ++j) {
             var k = keys[j];
             if (overrides[k] !== void 0) {
-              target2[k] = overrides[k];
+              target[k] = overrides[k];
             }
           }
         }
       }
-      return target2;
+      return target;
     }
     var debug2;
     if (process.env.NODE_DEBUG && /\btunnel\b/.test(process.env.NODE_DEBUG)) {
@@ -4602,8 +4602,8 @@ var require_util2 = __commonJS({
          * @param {unknown} target
          * @param {'key' | 'value' | 'key+value'} kind
          */
-        constructor(target2, kind) {
-          this.#target = target2;
+        constructor(target, kind) {
+          this.#target = target;
           this.#kind = kind;
           this.#index = 0;
         }
@@ -4653,8 +4653,8 @@ var require_util2 = __commonJS({
         },
         next: { writable: true, enumerable: true, configurable: true }
       });
-      return function(target2, kind) {
-        return new FastIterableIterator(target2, kind);
+      return function(target, kind) {
+        return new FastIterableIterator(target, kind);
       };
     }
     function iteratorMixin(name, object2, kInternalIterator, keyIndex = 0, valueIndex = 1) {
@@ -8521,8 +8521,8 @@ var require_pool = __commonJS({
         this[kOptions].interceptors = options2.interceptors ? { ...options2.interceptors } : void 0;
         this[kFactory] = factory;
         this.on("connectionError", (origin2, targets, error2) => {
-          for (const target2 of targets) {
-            const idx = this[kClients].indexOf(target2);
+          for (const target of targets) {
+            const idx = this[kClients].indexOf(target);
             if (idx !== -1) {
               this[kClients].splice(idx, 1);
             }
@@ -12709,12 +12709,12 @@ var require_response = __commonJS({
         ...state
       };
       return new Proxy(response, {
-        get(target2, p) {
-          return p in state ? state[p] : target2[p];
+        get(target, p) {
+          return p in state ? state[p] : target[p];
         },
-        set(target2, p, value2) {
+        set(target, p, value2) {
           assert(!(p in state));
-          target2[p] = value2;
+          target[p] = value2;
           return true;
         }
       });
@@ -17018,9 +17018,9 @@ var require_util7 = __commonJS({
     function isClosed(ws) {
       return ws[kReadyState] === states.CLOSED;
     }
-    function fireEvent(e, target2, eventFactory = (type, init) => new Event(type, init), eventInitDict = {}) {
+    function fireEvent(e, target, eventFactory = (type, init) => new Event(type, init), eventInitDict = {}) {
       const event = eventFactory(e, eventInitDict);
-      target2.dispatchEvent(event);
+      target.dispatchEvent(event);
     }
     function websocketMessageReceived(ws, type, data) {
       if (ws[kReadyState] !== states.OPEN) {
@@ -23812,58 +23812,58 @@ var require_fast_uri = __commonJS({
       return serialize2(resolved, schemelessOptions);
     }
     function resolveComponent(base, relative8, options2, skipNormalization) {
-      const target2 = {};
+      const target = {};
       if (!skipNormalization) {
         base = parse3(serialize2(base, options2), options2);
         relative8 = parse3(serialize2(relative8, options2), options2);
       }
       options2 = options2 || {};
       if (!options2.tolerant && relative8.scheme) {
-        target2.scheme = relative8.scheme;
-        target2.userinfo = relative8.userinfo;
-        target2.host = relative8.host;
-        target2.port = relative8.port;
-        target2.path = removeDotSegments(relative8.path || "");
-        target2.query = relative8.query;
+        target.scheme = relative8.scheme;
+        target.userinfo = relative8.userinfo;
+        target.host = relative8.host;
+        target.port = relative8.port;
+        target.path = removeDotSegments(relative8.path || "");
+        target.query = relative8.query;
       } else {
         if (relative8.userinfo !== void 0 || relative8.host !== void 0 || relative8.port !== void 0) {
-          target2.userinfo = relative8.userinfo;
-          target2.host = relative8.host;
-          target2.port = relative8.port;
-          target2.path = removeDotSegments(relative8.path || "");
-          target2.query = relative8.query;
+          target.userinfo = relative8.userinfo;
+          target.host = relative8.host;
+          target.port = relative8.port;
+          target.path = removeDotSegments(relative8.path || "");
+          target.query = relative8.query;
         } else {
           if (!relative8.path) {
-            target2.path = base.path;
+            target.path = base.path;
             if (relative8.query !== void 0) {
-              target2.query = relative8.query;
+              target.query = relative8.query;
             } else {
-              target2.query = base.query;
+              target.query = base.query;
             }
           } else {
             if (relative8.path[0] === "/") {
-              target2.path = removeDotSegments(relative8.path);
+              target.path = removeDotSegments(relative8.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target2.path = "/" + relative8.path;
+                target.path = "/" + relative8.path;
               } else if (!base.path) {
-                target2.path = relative8.path;
+                target.path = relative8.path;
               } else {
-                target2.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative8.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative8.path;
               }
-              target2.path = base.scheme === void 0 && !baseHasAuthority && target2.path[0] !== "/" ? removeDotSegmentsRelative(target2.path) : removeDotSegments(target2.path);
+              target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target2.query = relative8.query;
+            target.query = relative8.query;
           }
-          target2.userinfo = base.userinfo;
-          target2.host = base.host;
-          target2.port = base.port;
+          target.userinfo = base.userinfo;
+          target.host = base.host;
+          target.port = base.port;
         }
-        target2.scheme = base.scheme;
+        target.scheme = base.scheme;
       }
-      target2.fragment = relative8.fragment;
-      return target2;
+      target.fragment = relative8.fragment;
+      return target;
     }
     function equal(uriA, uriB, options2) {
       const normalizedA = normalizeComparableURI(uriA, options2);
@@ -33216,12 +33216,12 @@ var require_parser = __commonJS({
       }
       return prev.splice(i2, prev.length);
     }
-    function arrayPushArray(target2, source) {
+    function arrayPushArray(target, source) {
       if (source.length < 1e5)
-        Array.prototype.push.apply(target2, source);
+        Array.prototype.push.apply(target, source);
       else
         for (let i2 = 0; i2 < source.length; ++i2)
-          target2.push(source[i2]);
+          target.push(source[i2]);
     }
     function fixFlowSeqItems(fc) {
       if (fc.start.type === "flow-seq-start") {
@@ -43373,28 +43373,28 @@ var handler = {
   has({ scope }, methodName) {
     return endpointMethodsMap.get(scope).has(methodName);
   },
-  getOwnPropertyDescriptor(target2, methodName) {
+  getOwnPropertyDescriptor(target, methodName) {
     return {
-      value: this.get(target2, methodName),
+      value: this.get(target, methodName),
       // ensures method is in the cache
       configurable: true,
       writable: true,
       enumerable: true
     };
   },
-  defineProperty(target2, methodName, descriptor) {
-    Object.defineProperty(target2.cache, methodName, descriptor);
+  defineProperty(target, methodName, descriptor) {
+    Object.defineProperty(target.cache, methodName, descriptor);
     return true;
   },
-  deleteProperty(target2, methodName) {
-    delete target2.cache[methodName];
+  deleteProperty(target, methodName) {
+    delete target.cache[methodName];
     return true;
   },
   ownKeys({ scope }) {
     return [...endpointMethodsMap.get(scope).keys()];
   },
-  set(target2, methodName, value2) {
-    return target2.cache[methodName] = value2;
+  set(target, methodName, value2) {
+    return target.cache[methodName] = value2;
   },
   get({ octokit, scope, cache: cache2 }, methodName) {
     if (cache2[methodName]) {
@@ -44442,13 +44442,20 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/util/log.ts
+var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+function withoutControls(text3) {
+  return text3.replace(CONTROL, (c3) => `\\u{${c3.charCodeAt(0).toString(16)}}`);
+}
+function asRunnerData(text3) {
+  return withoutControls(text3).split("\n").map((line) => line.replace(/^(\s*):(?=:)/, "$1:\u200B").replaceAll("##[", "#\u200B#[")).join("\n");
+}
 function escapeData2(s) {
-  return s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
+  return asRunnerData(s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A"));
 }
 function actionsLogger(write = (l) => process.stdout.write(`${l}
 `)) {
   return {
-    info: (m) => write(m),
+    info: (m) => write(asRunnerData(m)),
     warn: (m) => write(`::warning::${escapeData2(m)}`),
     error: (m) => write(`::error::${escapeData2(m)}`),
     debug: (m) => write(`::debug::${escapeData2(m)}`),
@@ -45633,11 +45640,11 @@ function selectTarget(config, name) {
       hint: "set loop.target in hillclimb.yml or pass --target"
     });
   }
-  const target2 = config.targets[wanted];
-  if (!target2) {
+  const target = config.targets[wanted];
+  if (!target) {
     throw new ConfigError(config.file, "targets", `no target "${wanted}"; known: ${names.join(", ")}`);
   }
-  return target2;
+  return target;
 }
 function throwProblems(file, problems, line) {
   const first = problems[0];
@@ -53298,8 +53305,12 @@ function sandboxCommand(spec, command, args) {
     ...args
   ] : [command, ...args];
   return {
-    command: "unshare",
+    command: "setpriv",
     args: [
+      "--pdeathsig",
+      "KILL",
+      "--",
+      "unshare",
       "--user",
       "--map-root-user",
       "--mount",
@@ -54897,6 +54908,7 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/key-proxy.ts
+import { randomBytes } from "node:crypto";
 import { mkdtempSync as mkdtempSync3, rmSync as rmSync4 } from "node:fs";
 import {
   createServer,
@@ -54907,57 +54919,188 @@ import { createServer as createNetServer, connect as netConnect } from "node:net
 import { tmpdir as tmpdir3 } from "node:os";
 import { join as join7 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
+
+// src/agent/websocket-frames.ts
+var WebSocketMessages = class {
+  constructor(maxMessageBytes) {
+    this.maxMessageBytes = maxMessageBytes;
+  }
+  maxMessageBytes;
+  pending = Buffer.alloc(0);
+  /** The frames and the unmasked payload of the message being received. */
+  frames = [];
+  payload = [];
+  size = 0;
+  failed;
+  push(chunk2, check) {
+    if (this.failed) return { forward: [], refused: this.failed };
+    this.pending = this.pending.length === 0 ? chunk2 : Buffer.concat([this.pending, chunk2]);
+    const forward = [];
+    for (; ; ) {
+      const frame = this.nextFrame();
+      if (frame === void 0) break;
+      if ("refused" in frame) return this.fail(frame.refused, forward);
+      const { raw, fin, opcode, data } = frame;
+      if (opcode >= 8) {
+        forward.push(raw);
+        continue;
+      }
+      if (opcode === 0 === (this.frames.length === 0)) {
+        return this.fail(
+          "breaks the framing (a continuation without a message, or a message inside one)",
+          forward
+        );
+      }
+      this.size += data.length;
+      if (this.size > this.maxMessageBytes)
+        return this.fail(`is over ${this.maxMessageBytes} bytes`, forward);
+      this.frames.push(raw);
+      this.payload.push(data);
+      if (!fin) continue;
+      const why = check(Buffer.concat(this.payload).toString("utf8"));
+      if (why) return this.fail(`asks the model API to reach ${why}`, forward);
+      forward.push(...this.frames);
+      this.frames = [];
+      this.payload = [];
+      this.size = 0;
+    }
+    return { forward };
+  }
+  fail(why, forward) {
+    this.failed = why;
+    return { forward, refused: why };
+  }
+  /** The next whole frame of `pending` (consumed), undefined until one is complete. */
+  nextFrame() {
+    const b = this.pending;
+    if (b.length < 2) return void 0;
+    const fin = (b[0] & 128) !== 0;
+    if ((b[0] & 112) !== 0)
+      return { refused: "sets a reserved bit (an extension the proxy did not allow)" };
+    const opcode = b[0] & 15;
+    const masked = (b[1] & 128) !== 0;
+    if (!masked) return { refused: "is not masked (RFC 6455: a client masks every frame)" };
+    let length = b[1] & 127;
+    let at = 2;
+    if (length === 126) {
+      if (b.length < 4) return void 0;
+      length = b.readUInt16BE(2);
+      at = 4;
+    } else if (length === 127) {
+      if (b.length < 10) return void 0;
+      const big = b.readBigUInt64BE(2);
+      if (big > BigInt(this.maxMessageBytes)) return { refused: `is over ${this.maxMessageBytes} bytes` };
+      length = Number(big);
+      at = 10;
+    }
+    if (length > this.maxMessageBytes) return { refused: `is over ${this.maxMessageBytes} bytes` };
+    if (b.length < at + 4 + length) return void 0;
+    const key = b.subarray(at, at + 4);
+    const data = Buffer.from(b.subarray(at + 4, at + 4 + length));
+    for (let i2 = 0; i2 < data.length; i2++) data[i2] ^= key[i2 & 3];
+    const raw = Buffer.from(b.subarray(0, at + 4 + length));
+    this.pending = b.subarray(at + 4 + length);
+    return { raw, fin, opcode, data };
+  }
+};
+
+// src/agent/key-proxy.ts
 var PLACEHOLDER_KEY = "hillclimb-proxy-holds-the-key";
+var REFUSAL_SAMPLE = 20;
+var REFUSAL_CHARS = 160;
+var MAX_BODY_BYTES = 32 << 20;
+var MAX_CONNECTIONS = 256;
+var HEADERS_TIMEOUT_MS = 2e4;
+var REQUEST_TIMEOUT_MS = 12e4;
+function refusalText(r) {
+  const more = r.count > r.sample.length ? `, \u2026 (${r.count} in all)` : "";
+  return `${r.count} request(s): ${r.sample.join(", ")}${more}`;
+}
 var CREDENTIAL_HEADERS = ["authorization", "x-api-key", "proxy-authorization", "cookie"];
 var HOP_HEADERS = ["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"];
+var WS_DROPPED = ["sec-websocket-extensions"];
 async function startKeyProxy(opts) {
   const upstream = new URL(opts.upstream);
   const tls = upstream.protocol === "https:";
   const port = Number(upstream.port) || (tls ? 443 : 80);
-  const refused = [];
-  const allowed = (method, url) => {
-    const path6 = new URL(url ?? "/", "http://x").pathname;
-    return opts.allow.some((a2) => a2.method === method && a2.path === path6);
+  const token = randomBytes(16).toString("hex");
+  const refusals = { count: 0, sample: [] };
+  let local = 0;
+  const refuse = (why) => {
+    refusals.count++;
+    if (refusals.sample.length < REFUSAL_SAMPLE) refusals.sample.push(why.slice(0, REFUSAL_CHARS));
   };
-  const headersFor = (incoming) => {
+  const route = (req) => {
+    const u2 = new URL(req.url ?? "/", "http://x");
+    const host = (req.headers.host ?? "").toLowerCase();
+    if (host !== `127.0.0.1:${local}` && host !== `localhost:${local}`) {
+      return { refused: `${req.method} (Host ${JSON.stringify(host.slice(0, 60))}, not the proxy's)` };
+    }
+    const prefix = `/${token}`;
+    if (u2.pathname !== prefix && !u2.pathname.startsWith(`${prefix}/`)) {
+      return { refused: `${req.method} ${u2.pathname} (without the run's token)` };
+    }
+    const path6 = u2.pathname.slice(prefix.length) || "/";
+    if (!opts.allow.some((a2) => a2.method === req.method && a2.path === path6)) {
+      return { refused: `${req.method} ${path6}` };
+    }
+    return { path: path6, target: `${path6}${u2.search}` };
+  };
+  const headersFor = (incoming, drop = []) => {
     const out = {};
     for (const [k, v] of Object.entries(incoming)) {
-      if (v === void 0 || CREDENTIAL_HEADERS.includes(k) || HOP_HEADERS.includes(k)) continue;
+      if (v === void 0 || CREDENTIAL_HEADERS.includes(k) || HOP_HEADERS.includes(k) || drop.includes(k))
+        continue;
       out[k] = v;
     }
     out.host = upstream.host;
     out[opts.credential.header] = opts.credential.value;
     return out;
   };
-  const refuse = (method, url) => {
-    refused.push(`${method} ${new URL(url ?? "/", "http://x").pathname}`);
+  const forbid = (res, status, message, close = false) => {
+    res.writeHead(status, { "content-type": "application/json", ...close ? { connection: "close" } : {} });
+    res.end(JSON.stringify({ error: { message, type: "forbidden" } }));
   };
   const sockets = /* @__PURE__ */ new Set();
-  const server = createServer((req, res) => {
-    if (!allowed(req.method, req.url)) {
-      refuse(req.method, req.url);
-      res.writeHead(403, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: "not forwarded by the harness", type: "forbidden" } }));
+  const server = createServer({ maxHeaderSize: 16 * 1024 }, (req, res) => {
+    const r = route(req);
+    if ("refused" in r) {
+      refuse(r.refused);
+      forbid(res, 403, "not forwarded by the harness");
       req.resume();
       return;
     }
-    const send = tls ? httpsRequest : httpRequest;
-    const out = send(
-      {
-        host: upstream.hostname,
-        port,
-        method: req.method,
-        path: target(req.url),
-        headers: headersFor(req.headers)
+    readBody(req, MAX_BODY_BYTES).then(
+      (body) => {
+        if (body === void 0) {
+          refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
+          forbid(res, 413, "request body too large for the harness to forward", true);
+          return;
+        }
+        const reach = reachesOutside(body, req.headers["content-type"]);
+        if (reach) {
+          refuse(`${req.method} ${r.path} (asks the model API to reach ${reach})`);
+          forbid(res, 403, `not forwarded by the harness: the request asks the model API to reach ${reach}`);
+          return;
+        }
+        const send = tls ? httpsRequest : httpRequest;
+        const headers = { ...headersFor(req.headers), "content-length": String(body.length) };
+        const out = send(
+          { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
+            answer.pipe(res);
+          }
+        );
+        out.on("error", () => req.socket.destroy());
+        out.end(body);
       },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
-        answer.pipe(res);
-      }
+      () => req.socket.destroy()
     );
-    out.on("error", () => req.socket.destroy());
-    req.pipe(out);
   });
+  server.maxConnections = MAX_CONNECTIONS;
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.on("connection", (s) => {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
@@ -54965,26 +55108,60 @@ async function startKeyProxy(opts) {
   server.on("upgrade", (req, client, head) => {
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
-    if (!allowed(req.method, req.url) || req.headers.upgrade?.toLowerCase() !== "websocket") {
-      refuse(req.method, req.url);
+    const r = route(req);
+    if ("refused" in r || req.headers.upgrade?.toLowerCase() !== "websocket") {
+      refuse("refused" in r ? r.refused : `${req.method} ${r.path} (an upgrade to ${req.headers.upgrade})`);
       client.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       return;
     }
     const remote = tls ? tlsConnect({ host: upstream.hostname, port, servername: upstream.hostname }) : netConnect({ host: upstream.hostname, port });
     sockets.add(remote);
     remote.on("close", () => sockets.delete(remote));
+    const messages = new WebSocketMessages(MAX_BODY_BYTES);
+    const held = head.length > 0 ? [head] : [];
+    let open5 = false;
+    const fromClient = (chunk2) => {
+      if (!open5) {
+        held.push(chunk2);
+        return;
+      }
+      const { forward, refused } = messages.push(
+        chunk2,
+        (text3) => reachesOutside(Buffer.from(text3), "application/json")
+      );
+      if (refused) {
+        refuse(`${req.method} ${r.path} (a WebSocket message that ${refused})`);
+        client.destroy();
+        remote.destroy();
+        return;
+      }
+      for (const b of forward) remote.write(b);
+    };
+    client.on("data", fromClient);
     remote.once(tls ? "secureConnect" : "connect", () => {
-      const headers = { ...headersFor(req.headers), connection: "Upgrade", upgrade: "websocket" };
+      const headers = { ...headersFor(req.headers, WS_DROPPED), connection: "Upgrade", upgrade: "websocket" };
       const lines = Object.entries(headers).flatMap(
         ([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${k}: ${x}`)
       );
-      remote.write(`GET ${target(req.url)} HTTP/1.1\r
+      remote.write(`GET ${upstreamPath(r.target)} HTTP/1.1\r
 ${lines.join("\r\n")}\r
 \r
 `);
-      if (head.length > 0) remote.write(head);
-      remote.pipe(client);
-      client.pipe(remote);
+      readResponseHead(remote).then(
+        ({ head: answer, rest: rest2, status }) => {
+          client.write(answer);
+          if (status !== 101) {
+            if (rest2.length > 0) client.write(rest2);
+            remote.pipe(client);
+            return;
+          }
+          if (rest2.length > 0) client.write(rest2);
+          remote.pipe(client);
+          open5 = true;
+          for (const b of held.splice(0)) fromClient(b);
+        },
+        () => client.destroy()
+      );
     });
     remote.on("error", () => client.destroy());
     remote.on("close", () => client.destroy());
@@ -54994,6 +55171,7 @@ ${lines.join("\r\n")}\r
   const dir = mkdtempSync3(join7(tmpdir3(), "hillclimb-key-proxy-"));
   const socket = join7(dir, "model-api.sock");
   const unix = createNetServer((s) => server.emit("connection", s));
+  unix.maxConnections = MAX_CONNECTIONS;
   try {
     await new Promise((resolve18, reject) => {
       server.once("error", reject);
@@ -55009,12 +55187,12 @@ ${lines.join("\r\n")}\r
     rmSync4(dir, { recursive: true, force: true });
     throw e;
   }
-  const { port: local } = server.address();
+  local = server.address().port;
   return {
-    url: `http://127.0.0.1:${local}${upstream.pathname.replace(/\/+$/, "")}`,
+    url: `http://127.0.0.1:${local}/${token}${upstream.pathname.replace(/\/+$/, "")}`,
     port: local,
     socket,
-    refused,
+    refusals,
     async close() {
       for (const s of sockets) s.destroy();
       await Promise.all([
@@ -55025,8 +55203,80 @@ ${lines.join("\r\n")}\r
     }
   };
 }
-function target(url) {
-  const u2 = new URL(url ?? "/", "http://x");
+function readBody(req, max) {
+  return new Promise((resolve18, reject) => {
+    const chunks = [];
+    let size = 0;
+    let over = false;
+    req.on("data", (c3) => {
+      size += c3.length;
+      if (size > max) over = true;
+      else chunks.push(c3);
+    });
+    req.on("end", () => resolve18(over ? void 0 : Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+function reachesOutside(body, contentType) {
+  if (body.length === 0 || !/json/i.test(contentType ?? "application/json")) return void 0;
+  let doc;
+  try {
+    doc = JSON.parse(body.toString("utf8"));
+  } catch {
+    return void 0;
+  }
+  const stack = [doc];
+  let steps = 0;
+  while (stack.length > 0 && steps++ < 1e6) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      stack.push(...v);
+      continue;
+    }
+    if (v === null || typeof v !== "object") continue;
+    const o2 = v;
+    if (typeof o2.server_url === "string") return `an MCP server (${o2.server_url.slice(0, 80)})`;
+    if (Array.isArray(o2.mcp_servers) && o2.mcp_servers.length > 0) return "MCP servers (mcp_servers)";
+    for (const key of ["image_url", "file_url"]) {
+      const u2 = o2[key];
+      const url = typeof u2 === "string" ? u2 : typeof u2 === "object" && u2 !== null ? u2.url : void 0;
+      if (typeof url === "string" && /^https?:/i.test(url)) return `a URL (${key}: ${url.slice(0, 80)})`;
+    }
+    if (o2.type === "url" && typeof o2.url === "string") return `a URL (source: ${o2.url.slice(0, 80)})`;
+    stack.push(...Object.values(o2));
+  }
+  return void 0;
+}
+function readResponseHead(s) {
+  return new Promise((resolve18, reject) => {
+    let buf = Buffer.alloc(0);
+    const onData = (c3) => {
+      buf = Buffer.concat([buf, c3]);
+      const end = buf.indexOf("\r\n\r\n");
+      if (end === -1) {
+        if (buf.length > 64 * 1024) done(new Error("response head too large"));
+        return;
+      }
+      const head = buf.subarray(0, end + 4);
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head.toString("latin1"))?.[1] ?? 0);
+      done(void 0, { head, rest: buf.subarray(end + 4), status });
+    };
+    const onEnd = () => done(new Error("the upstream closed before answering"));
+    const done = (err, v) => {
+      s.pause();
+      s.off("data", onData);
+      s.off("end", onEnd);
+      s.off("error", onEnd);
+      if (err) reject(err);
+      else resolve18(v);
+    };
+    s.on("data", onData);
+    s.on("end", onEnd);
+    s.on("error", onEnd);
+  });
+}
+function upstreamPath(target) {
+  const u2 = new URL(target, "http://x");
   return `${u2.pathname}${u2.search}`;
 }
 function stripHop(headers) {
@@ -55579,8 +55829,8 @@ var ClaudeAgent = class {
       const fromMessage = finalResult(proc.result.stdout);
       if (fromMessage) [result, problem] = [fromMessage, void 0];
     }
-    if (proxy && proxy.refused.length > 0) {
-      this.opts.logger.warn(`claude: the key proxy refused ${proxy.refused.join(", ")}`);
+    if (proxy && proxy.refusals.count > 0) {
+      this.opts.logger.warn(`claude: the key proxy refused ${refusalText(proxy.refusals)}`);
     }
     return toOutcome(proc, request2.logFile, result, problem);
   }
@@ -55820,8 +56070,8 @@ var CodexAgent = class {
         const fromMessage = resultFromMessage(readFileSync12(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
-      if (proxy && proxy.refused.length > 0) {
-        this.opts.logger.warn(`codex: the key proxy refused ${proxy.refused.join(", ")}`);
+      if (proxy && proxy.refusals.count > 0) {
+        this.opts.logger.warn(`codex: the key proxy refused ${refusalText(proxy.refusals)}`);
       }
       return toOutcome(proc, request2.logFile, result, problem);
     } finally {
@@ -56274,7 +56524,7 @@ var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
 import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
-import { randomBytes } from "node:crypto";
+import { randomBytes as randomBytes2 } from "node:crypto";
 import { appendFileSync as appendFileSync5, existsSync as existsSync12, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readdirSync as readdirSync6, rmSync as rmSync8 } from "node:fs";
 import { availableParallelism, constants as constants9, tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname15, join as join14, resolve as resolve9 } from "node:path";
@@ -56443,29 +56693,29 @@ function installOutputs(archive, outputs) {
   for (const entry of entries) {
     const parts = safeParts(entry.path);
     const [head, ...rest2] = parts ?? [];
-    let target2;
+    let target;
     if (head === "metrics.json" && rest2.length === 0 && entry.type === "file" && outputs.metrics) {
-      target2 = outputs.metrics;
+      target = outputs.metrics;
       installed.add("metrics");
     } else if (head === "junit.xml" && rest2.length === 0 && entry.type === "file" && outputs.junit) {
-      target2 = outputs.junit;
+      target = outputs.junit;
       installed.add("junit");
     } else if (head === "trace" && outputs.trace) {
-      target2 = join13(outputs.trace, ...rest2);
+      target = join13(outputs.trace, ...rest2);
       installed.add("trace");
     } else if (head === "programs" && outputs.programs) {
-      target2 = join13(outputs.programs, ...rest2);
+      target = join13(outputs.programs, ...rest2);
       installed.add("programs");
     }
-    if (target2 === void 0) {
+    if (target === void 0) {
       ignored.push(entry.path);
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync13(target2, { recursive: true });
+      mkdirSync13(target, { recursive: true });
     } else {
-      mkdirSync13(dirname14(target2), { recursive: true });
-      writeFileSync8(target2, entry.data);
+      mkdirSync13(dirname14(target), { recursive: true });
+      writeFileSync8(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -56516,7 +56766,7 @@ var LocalBackend = class {
     if (job.cacheKey !== EPHEMERAL_CACHE_KEY) {
       return this.runWith(job, join14(cacheRoot2, ...job.cacheKey ? ["by-code", job.cacheKey] : ["shared"]));
     }
-    const cache2 = join14(cacheRoot2, "ephemeral", randomBytes(8).toString("hex"));
+    const cache2 = join14(cacheRoot2, "ephemeral", randomBytes2(8).toString("hex"));
     try {
       return await this.runWith(job, cache2);
     } finally {
@@ -74259,8 +74509,8 @@ function checkPolicy2(p) {
     );
   }
 }
-function topUp(a2, b, target2) {
-  return { a: Math.max(0, target2 - a2.length), b: Math.max(0, target2 - b.length) };
+function topUp(a2, b, target) {
+  return { a: Math.max(0, target - a2.length), b: Math.max(0, target - b.length) };
 }
 function futilityBar(comparison, opts, nMax) {
   const { acceptBar, noiseCv, mdeSource } = comparison;
@@ -74277,8 +74527,8 @@ function maxLooks(policy) {
   return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
 }
 function perLookOptions(opts, policy) {
-  const target2 = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
-  return { ...opts, falseAcceptRate: target2 / maxLooks(policy) };
+  const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
+  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
 }
 function decideNext(a2, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
   checkPolicy2(policy);
@@ -74317,11 +74567,11 @@ function decideNext(a2, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
     );
   }
   if (n2 >= policy.nMax) return stop(`reached nMax = ${policy.nMax} runs per arm`, comparison);
-  const target2 = Math.min(policy.nMax, n2 + policy.step);
+  const target = Math.min(policy.nMax, n2 + policy.step);
   const straddles = ci.hi > acceptBar ? `straddles the accept bar ${acceptBar.toFixed(4)}` : `is below the accept bar ${acceptBar.toFixed(4)}, but the bar falls with more runs and a gain at its upper bound could clear it`;
   return {
     action: "more",
-    addRuns: topUp(a2, b, target2),
+    addRuns: topUp(a2, b, target),
     reason: `the CI [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ${straddles}`,
     comparison
   };
@@ -76968,11 +77218,11 @@ function isCustomCall(category, longName, opName) {
   if (longName !== void 0 && /custom_call_target=/.test(longName)) return true;
   return customCallKindOfName(baseOpName(opName)) !== void 0;
 }
-function customCallKind(target2) {
-  if (/^(tpu_custom_call|mosaic|__gpu\$xla\.gpu\.triton)|triton|mosaic/i.test(target2)) return "pallas";
-  if (/^te_.*_ffi$|^te_/.test(target2)) return "te-ffi";
-  if (/^__cudnn\$|^cudnn/i.test(target2)) return "cudnn";
-  if (/^__cublas|^cublas|hipblas|rocblas/i.test(target2)) return "cublas";
+function customCallKind(target) {
+  if (/^(tpu_custom_call|mosaic|__gpu\$xla\.gpu\.triton)|triton|mosaic/i.test(target)) return "pallas";
+  if (/^te_.*_ffi$|^te_/.test(target)) return "te-ffi";
+  if (/^__cudnn\$|^cudnn/i.test(target)) return "cudnn";
+  if (/^__cublas|^cublas|hipblas|rocblas/i.test(target)) return "cublas";
   return "other";
 }
 function customCallKindOfName(base) {
@@ -81336,15 +81586,15 @@ var ELEMENTWISE = /* @__PURE__ */ new Set([
 var CONV_TARGETS = /^__cudnn\$conv/;
 var GEMM_TARGETS = /^__cublas\$(gemm|lt\$matmul)/;
 function instructionCost(module2, inst) {
-  const target2 = inst.opcode === "custom-call" ? inst.customCallTarget : void 0;
+  const target = inst.opcode === "custom-call" ? inst.customCallTarget : void 0;
   const base = {
     flops: 0,
     bytes: ioBytes(module2, inst),
     dtype: dtypeOf(module2, inst),
     opcode: inst.opcode,
     fusionKind: inst.fusionKind,
-    customCall: target2 === void 0 ? void 0 : customCallKind(target2),
-    target: target2
+    customCall: target === void 0 ? void 0 : customCallKind(target),
+    target
   };
   return { ...base, flops: flopsOf(module2, inst, /* @__PURE__ */ new Set()) };
 }
@@ -81396,9 +81646,9 @@ function dotFlops(module2, inst, lhsContracting) {
   return FMA_FLOPS * elementCount(resultArray(inst.shape)) * contracting;
 }
 function customCallFlops(module2, inst) {
-  const target2 = inst.customCallTarget;
-  if (CONV_TARGETS.test(target2)) return convolutionFlops(module2, inst, resultArray(inst.shape));
-  if (GEMM_TARGETS.test(target2)) {
+  const target = inst.customCallTarget;
+  if (CONV_TARGETS.test(target)) return convolutionFlops(module2, inst, resultArray(inst.shape));
+  if (GEMM_TARGETS.test(target)) {
     const dims = gemmContracting(inst.backendConfig);
     return dims === void 0 ? void 0 : dotFlops(module2, inst, dims);
   }
@@ -81833,8 +82083,8 @@ function customCallRows(counted, ctx) {
 function customCallKindOf(list2) {
   for (const c3 of list2) if (c3.cost?.customCall !== void 0) return c3.cost.customCall;
   const op = list2[0].op;
-  const target2 = /custom_call_target="([^"]+)"/.exec(op.longName ?? "")?.[1];
-  if (target2 !== void 0) return customCallKind(target2);
+  const target = /custom_call_target="([^"]+)"/.exec(op.longName ?? "")?.[1];
+  if (target !== void 0) return customCallKind(target);
   return customCallKindOfName(op.baseName) ?? "other";
 }
 function heaviestKey(list2, keyOf) {
@@ -82515,7 +82765,7 @@ function jobId(runId, key, ...parts) {
 }
 
 // src/loop/steps/programs.ts
-import { createHash as createHash9, randomBytes as randomBytes2 } from "node:crypto";
+import { createHash as createHash9, randomBytes as randomBytes3 } from "node:crypto";
 import { cpSync, existsSync as existsSync19, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync23, rmSync as rmSync18, writeFileSync as writeFileSync10 } from "node:fs";
 import { join as join31, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
@@ -82524,7 +82774,7 @@ var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
 var PROGRAM_FILE = /^(manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
 var DRAW_BITS = 53n;
 function newDraw() {
-  return Number(randomBytes2(8).readBigUInt64BE() >> 64n - DRAW_BITS);
+  return Number(randomBytes3(8).readBigUInt64BE() >> 64n - DRAW_BITS);
 }
 function iterationDraw(ev) {
   ev.draw ??= newDraw();
@@ -82633,7 +82883,7 @@ function readPlan(file, platform3, draw) {
   return { platform: platform3, draw, file, keys, versions };
 }
 async function exportTree(ctx, commit2, plan) {
-  const path6 = join31(ctx.runDir, "worktrees", `export-${randomBytes2(6).toString("hex")}`);
+  const path6 = join31(ctx.runDir, "worktrees", `export-${randomBytes3(6).toString("hex")}`);
   const wt = await worktreeAt(ctx, path6, commit2);
   rmSync18(join31(wt.root, ctx.config.paths.log_file), { force: true });
   writeRequestFile(wt.root, plan);
@@ -82694,7 +82944,7 @@ async function exportPrograms(ctx, ev, o2) {
   try {
     result = await o2.backend.run({
       // Names the run only: nothing in it says which arm, step or iteration the export serves.
-      id: `${ctx.runId}-export-${randomBytes2(4).toString("hex")}`.replace(/[^A-Za-z0-9._-]/g, "_"),
+      id: `${ctx.runId}-export-${randomBytes3(4).toString("hex")}`.replace(/[^A-Za-z0-9._-]/g, "_"),
       command: exportCommand(ctx, platform3),
       workdir: tree,
       env: { ...CANDIDATE_ENV },
@@ -82712,13 +82962,13 @@ async function exportPrograms(ctx, ev, o2) {
   if (result.isolation && "gates" in ev)
     recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === "abort") throw new Interrupted("export cancelled");
-  if (result.infraError) throw new InfraFailure(`export of ${o2.name} could not run: ${result.infraError}`);
   const done = {
     platform: platform3,
     dir: o2.record.dir,
     logFile: o2.record.logFile,
     durationMs: result.durationMs
   };
+  if (result.infraError) throw new InfraFailure(`export of ${o2.name} could not run: ${result.infraError}`);
   const failed = (reason) => ({ status: "failed", reason, ...done });
   if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
   if (result.exitCode !== 0) {
@@ -82831,6 +83081,13 @@ function bundlePrograms(bundle, arm, platform3) {
 // src/loop/steps/gates.ts
 var MINUTE_MS2 = 6e4;
 var MAX_FAILING_LISTED = 20;
+var DRY_RUN_EXPORT = {
+  status: "passed",
+  platform: "cpu",
+  dir: "",
+  logFile: "",
+  durationMs: 0
+};
 var STOPPED = "the test suite was stopped";
 var cpuGateStep = {
   name: "cpu-gate",
@@ -82887,7 +83144,10 @@ async function runGate({ ctx, bundle, ev }, which2, gate, backend) {
   let suite;
   let programs;
   try {
-    const exported = await exportCandidate(job);
+    const exported = await exportCandidate(job).catch((e) => {
+      if (ctx.dryRun && /\bdry run\b/.test(errorMessage(e))) return DRY_RUN_EXPORT;
+      throw e;
+    });
     if (exported.status === "failed") {
       const reason = `the candidate's programs could not be exported: ${exported.reason}`;
       ev.gates[which2] = { ...stoppedSuite(`the test suite was not run: ${reason}`), export: exported };
@@ -83112,9 +83372,9 @@ function historyFile(stateDir) {
 function appendHistory(stateDir, row) {
   appendLineDurable(historyFile(stateDir), JSON.stringify(row));
 }
-function readHistory(stateDir, target2) {
+function readHistory(stateDir, target) {
   const { rows } = readJsonLines(historyFile(stateDir));
-  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target2 === void 0 || r.target === target2));
+  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target === void 0 || r.target === target));
 }
 function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date(), kept) {
   const m = ev.measurement;
@@ -83297,17 +83557,17 @@ var SOURCES = [
 ];
 var RECORD = "kept.json";
 var KEPT_FILE = /^(kept\.json|manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
-function keptTreePrefix(target2, tree) {
-  return `programs/${target2}/${tree}`;
+function keptTreePrefix(target, tree) {
+  return `programs/${target}/${tree}`;
 }
 function cacheRoot(stateDir) {
   return join35(stateDir, "cache", "programs");
 }
-async function codeIdentity(git2, target2, logFile, commit2) {
+async function codeIdentity(git2, target, logFile, commit2) {
   const files = await git2.listFiles(commit2);
   const hash3 = (list2) => createHash10("sha256").update(list2.map((f) => `${f.path} ${f.blob}
 `).join("")).digest("hex");
-  const paths = [...target2.editable, ...target2.protected];
+  const paths = [...target.editable, ...target.protected];
   return {
     tree: hash3(files.filter((f) => f.path !== logFile)),
     code: hash3(files.filter((f) => matchAny(paths, f.path)))
@@ -83317,11 +83577,11 @@ var BYTES_VERSIONS = ["jax", "jaxlib", "hillclimb-bench"];
 function sameBytesVersions(a2, b) {
   return BYTES_VERSIONS.every((k) => (a2[k] ?? "") === (b[k] ?? ""));
 }
-function keptPlace(stateDir, target2, o2) {
-  const p = target2.programs;
+function keptPlace(stateDir, target, o2) {
+  const p = target.programs;
   const key = createHash10("sha256").update(
     JSON.stringify([
-      target2.name,
+      target.name,
       p.module,
       p.args,
       o2.platform,
@@ -83332,7 +83592,7 @@ function keptPlace(stateDir, target2, o2) {
   return {
     key,
     dir: join35(cacheRoot(stateDir), key),
-    storePrefix: `${keptTreePrefix(target2.name, o2.tree)}/${key}`
+    storePrefix: `${keptTreePrefix(target.name, o2.tree)}/${key}`
   };
 }
 async function keptKey(ctx, commit2, platform3, versions) {
@@ -84982,10 +85242,10 @@ import { join as join43 } from "node:path";
 
 // src/loop/drivers/preflight.ts
 import { existsSync as existsSync30 } from "node:fs";
-function preflight(config, target2, needs) {
+function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
-  if (gateRunsHere && usesPlaceholder(target2.correctness.cpu.command, "python")) {
+  if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
     if (!existsSync30(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
@@ -85228,11 +85488,11 @@ var PHASE_STEPS = {
   publish: ["record", "publish"],
   all: STEPS
 };
-function historyKey(target2) {
-  return `history/${target2}.jsonl`;
+function historyKey(target) {
+  return `history/${target}.jsonl`;
 }
 async function openPhase(phase, opts) {
-  const { config, target: target2, store, stateDir } = await phaseSetup(phase, opts);
+  const { config, target, store, stateDir } = await phaseSetup(phase, opts);
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
   const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
@@ -85249,12 +85509,12 @@ async function openPhase(phase, opts) {
       }
     );
   }
-  const opened = await openPhaseContext(phase, opts, { config, target: target2, store, existing });
+  const opened = await openPhaseContext(phase, opts, { config, target, store, existing });
   return { ...opened, bundle, existing, refused, key, ...slot ? { slot } : {} };
 }
 async function phaseSetup(phase, opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const target2 = selectTarget(config, opts.target);
+  const target = selectTarget(config, opts.target);
   const steps = stepsOf(phase);
   if (opts.remoteOnly && config.compute.backend === "local") {
     throw new HillclimbError(
@@ -85265,7 +85525,7 @@ async function phaseSetup(phase, opts) {
       }
     );
   }
-  preflight(config, target2, {
+  preflight(config, target, {
     agent: steps.includes("propose"),
     cpuGate: steps.includes("cpu-gate"),
     dryRun: opts.dryRun
@@ -85276,7 +85536,7 @@ async function phaseSetup(phase, opts) {
     logger: opts.logger,
     ...opts.repositoryUrl ? { repositoryUrl: opts.repositoryUrl } : {}
   });
-  await pullHistory(store, stateDir, target2.name);
+  await pullHistory(store, stateDir, target.name);
   if (opts.keptRecords) installRecords(stateDir, opts.logger, opts.keptRecords);
   if (opts.keptPrograms) {
     const keys = importKeptPrograms(
@@ -85288,17 +85548,17 @@ async function phaseSetup(phase, opts) {
     if (keys.length > 0)
       opts.logger.info(`the champion's kept programs, handed over: ${keys.length} folder(s)`);
   }
-  return { config, target: target2, store, stateDir };
+  return { config, target, store, stateDir };
 }
 var KEPT_HANDOVER_DIR = ".hillclimb/kept-programs";
 async function openPhaseContext(phase, opts, {
   config,
-  target: target2,
+  target,
   store,
   existing
 }) {
   return openLoopContext(config, {
-    target: target2,
+    target,
     runId: opts.runId,
     steps: stepsOf(phase),
     runStartedAt: trustedStart(opts.runStartedAt ?? existing?.runStartedAt),
@@ -85306,7 +85566,7 @@ async function openPhaseContext(phase, opts, {
     // The agent's job holds no cloud credentials: it reads the champion's profile from the store.
     prepareMayProfile: phase === "all",
     logger: opts.logger,
-    progress: (line) => (opts.progress ?? opts.logger.info)(`[${iterationDirName(opts.iteration)} ${target2.name}] ${line}`),
+    progress: (line) => (opts.progress ?? opts.logger.info)(`[${iterationDirName(opts.iteration)} ${target.name}] ${line}`),
     ...opts.signal ? { signal: opts.signal } : {},
     dryRun: Boolean(opts.dryRun),
     store,
@@ -85329,7 +85589,7 @@ function trustedSlot(k, slot) {
 }
 async function runPhase(phase, opts) {
   const { ctx, bundle, existing, refused, slot, key, openBackends, close } = await openPhase(phase, opts);
-  const { stateDir, target: target2, git: git2, store } = ctx;
+  const { stateDir, target, git: git2, store } = ctx;
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, key);
   try {
@@ -85340,7 +85600,7 @@ async function runPhase(phase, opts) {
           exitCode: ExitCode2.badInput
         });
       }
-      const fromHistory = championFromHistory(stateDir, target2.name);
+      const fromHistory = championFromHistory(stateDir, target.name);
       const base = opts.base ?? fromHistory?.commit ?? await git2.head();
       const commit2 = await git2.revParse(base);
       const branch = fromHistory?.commit === commit2 ? fromHistory.branch : void 0;
@@ -85352,7 +85612,7 @@ async function runPhase(phase, opts) {
     if (existing && takesOver(phase)) {
       const local = readLocalAttestation(trustFile);
       const trustedBase = opts.base ?? local?.champion;
-      const fromHistory = championFromHistory(stateDir, target2.name);
+      const fromHistory = championFromHistory(stateDir, target.name);
       await acceptBundle(ctx, bundle, phase, {
         iteration: opts.iteration,
         refused,
@@ -85371,7 +85631,7 @@ async function runPhase(phase, opts) {
     }
     await openBackends();
     const evidence = await runIterationSteps(ctx, bundle, void 0, { only: steps });
-    if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target2.name);
+    if (steps.includes("record") && !ctx.dryRun) await pushHistory(store, stateDir, target.name);
     const attestation = attest(ctx, bundle, evidence, phase);
     writeLocalAttestation(trustFile, attestation);
     return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
@@ -85381,22 +85641,22 @@ async function runPhase(phase, opts) {
 }
 async function resolveChampion(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const target2 = selectTarget(config, opts.target);
+  const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
   const store = buildStore(config, { root: config.root, logger: opts.logger });
-  await pullHistory(store, stateDir, target2.name);
+  await pullHistory(store, stateDir, target.name);
   const git2 = await Git.create(config.root, { logger: opts.logger });
-  const fromHistory = championFromHistory(stateDir, target2.name);
+  const fromHistory = championFromHistory(stateDir, target.name);
   const champion = fromHistory ? { ...fromHistory, source: "history" } : { commit: await git2.head(), source: "head" };
   if (!opts.fetchKept) return champion;
-  const identity3 = await git2.tryRevParse(`${champion.commit}^{commit}`) ? await codeIdentity(git2, target2, config.paths.log_file, champion.commit) : void 0;
-  const records = recordsInHistory(readHistory(stateDir, target2.name), {
+  const identity3 = await git2.tryRevParse(`${champion.commit}^{commit}`) ? await codeIdentity(git2, target, config.paths.log_file, champion.commit) : void 0;
+  const records = recordsInHistory(readHistory(stateDir, target.name), {
     champion: champion.commit,
     ...identity3
   });
   const tree = identity3?.tree ?? records[records.length - 1]?.tree;
   const kept = tree ? await fetchKeptPrograms(store, opts.logger, {
-    target: target2.name,
+    target: target.name,
     tree,
     dest: join43(config.root, KEPT_HANDOVER_DIR)
   }) : void 0;
@@ -85404,7 +85664,7 @@ async function resolveChampion(opts) {
 }
 async function fetchKeptProgramsOf(opts) {
   const config = loadConfig(opts.configFile, opts.overrides);
-  const target2 = selectTarget(config, opts.target);
+  const target = selectTarget(config, opts.target);
   const git2 = await Git.create(config.root, { logger: opts.logger });
   if (!await git2.tryRevParse(`${opts.commit}^{commit}`)) {
     throw new HillclimbError(
@@ -85417,11 +85677,11 @@ async function fetchKeptProgramsOf(opts) {
   }
   const store = buildStore(config, { root: config.root, logger: opts.logger });
   const stateDir = stateDirOf(config);
-  await pullHistory(store, stateDir, target2.name);
-  const identity3 = await codeIdentity(git2, target2, config.paths.log_file, opts.commit);
-  const records = recordsInHistory(readHistory(stateDir, target2.name), identity3);
+  await pullHistory(store, stateDir, target.name);
+  const identity3 = await codeIdentity(git2, target, config.paths.log_file, opts.commit);
+  const records = recordsInHistory(readHistory(stateDir, target.name), identity3);
   const kept = await fetchKeptPrograms(store, opts.logger, {
-    target: target2.name,
+    target: target.name,
     tree: identity3.tree,
     dest: join43(config.root, KEPT_HANDOVER_DIR)
   });
@@ -85434,10 +85694,10 @@ function attest(ctx, bundle, ev, phase) {
 function ranUnsandboxedIn(job, ev) {
   return Object.values(ev.isolation ?? {}).some((r) => r.mode === "none" && r.job === job);
 }
-function championFromHistory(stateDir, target2) {
-  const last = readHistory(stateDir, target2).at(-1);
+function championFromHistory(stateDir, target) {
+  const last = readHistory(stateDir, target).at(-1);
   if (!last) return void 0;
-  const promoted = readHistory(stateDir, target2).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
+  const promoted = readHistory(stateDir, target).reverse().find((r) => r.verdict === "improved" && r.championAfter === last.championAfter);
   return { commit: last.championAfter, ...promoted?.branch ? { branch: promoted.branch } : {} };
 }
 async function ensureCandidateCommits(git2, bundle, runId, key) {
@@ -85452,11 +85712,11 @@ async function ensureCandidateCommits(git2, bundle, runId, key) {
   }
   await git2.fetchBundle(file, candidateRef(runId, key));
 }
-async function pullHistory(store, stateDir, target2) {
+async function pullHistory(store, stateDir, target) {
   if (store.name === "local") return;
   try {
     const keys = await store.list("history/");
-    if (keys.includes(historyKey(target2))) await store.get(historyKey(target2), historyFile(stateDir));
+    if (keys.includes(historyKey(target))) await store.get(historyKey(target), historyFile(stateDir));
   } catch (e) {
     throw new HillclimbError(`could not read the history from the ${store.name} store: ${errorMessage(e)}`, {
       hint: isHillclimbError(e) && e.hint ? e.hint : `check the ${store.name} store's settings and token`,
@@ -85464,9 +85724,9 @@ async function pullHistory(store, stateDir, target2) {
     });
   }
 }
-async function pushHistory(store, stateDir, target2) {
+async function pushHistory(store, stateDir, target) {
   if (store.name === "local" || !existsSync32(historyFile(stateDir))) return;
-  await store.put(historyKey(target2), historyFile(stateDir));
+  await store.put(historyKey(target), historyFile(stateDir));
 }
 function trustedStart(value2) {
   const now = (/* @__PURE__ */ new Date()).toISOString();
@@ -85532,7 +85792,7 @@ function setOutputs(outputs) {
 
 // src/actions/phase.ts
 function phaseOptions(logger) {
-  const target2 = optionalText("target");
+  const target = optionalText("target");
   const iterations = positiveInteger("iterations");
   const base = optionalText("base");
   const runStartedAt = optionalText("run-started-at");
@@ -85545,7 +85805,7 @@ function phaseOptions(logger) {
   return {
     configFile: resolve16(optionalText("config") ?? "hillclimb.yml"),
     overrides: configOverrides(),
-    ...target2 ? { target: target2 } : {},
+    ...target ? { target } : {},
     runId: requiredText("run-id"),
     iteration: positiveInteger("iteration", { required: true }),
     ...slot ? { slot } : {},
@@ -85607,11 +85867,11 @@ await runAction(async ({ logger }) => {
     return;
   }
   if (mode === "kept-programs") {
-    const target2 = optionalText("target");
+    const target = optionalText("target");
     const { kept, records } = await fetchKeptProgramsOf({
       configFile: resolve17(optionalText("config") ?? "hillclimb.yml"),
       overrides: configOverrides(),
-      ...target2 ? { target: target2 } : {},
+      ...target ? { target } : {},
       logger,
       commit: requiredText("base")
     });
@@ -85626,11 +85886,11 @@ await runAction(async ({ logger }) => {
     return;
   }
   if (mode === "champion") {
-    const target2 = optionalText("target");
+    const target = optionalText("target");
     const champion = await resolveChampion({
       configFile: resolve17(optionalText("config") ?? "hillclimb.yml"),
       overrides: configOverrides(),
-      ...target2 ? { target: target2 } : {},
+      ...target ? { target } : {},
       logger,
       // The programs it won with, for the measuring jobs (which hold no token to read the store).
       fetchKept: true

@@ -34433,13 +34433,20 @@ function errorMessage(err) {
 }
 
 // src/util/log.ts
+var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+function withoutControls(text) {
+  return text.replace(CONTROL, (c3) => `\\u{${c3.charCodeAt(0).toString(16)}}`);
+}
+function asRunnerData(text) {
+  return withoutControls(text).split("\n").map((line) => line.replace(/^(\s*):(?=:)/, "$1:\u200B").replaceAll("##[", "#\u200B#[")).join("\n");
+}
 function escapeData2(s) {
-  return s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
+  return asRunnerData(s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A"));
 }
 function actionsLogger(write = (l) => process.stdout.write(`${l}
 `)) {
   return {
-    info: (m) => write(m),
+    info: (m) => write(asRunnerData(m)),
     warn: (m) => write(`::warning::${escapeData2(m)}`),
     error: (m) => write(`::error::${escapeData2(m)}`),
     debug: (m) => write(`::debug::${escapeData2(m)}`),

@@ -38,7 +38,7 @@ import {
   type AgentResult,
   AgentSetupError,
 } from '../agent.js';
-import { type KeyProxy, startKeyProxy } from '../key-proxy.js';
+import { type KeyProxy, refusalText, startKeyProxy } from '../key-proxy.js';
 import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
 import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
@@ -189,8 +189,8 @@ export class ClaudeAgent implements Agent {
       const fromMessage = finalResult(proc.result.stdout);
       if (fromMessage) [result, problem] = [fromMessage, undefined];
     }
-    if (proxy && proxy.refused.length > 0) {
-      this.opts.logger.warn(`claude: the key proxy refused ${proxy.refused.join(', ')}`);
+    if (proxy && proxy.refusals.count > 0) {
+      this.opts.logger.warn(`claude: the key proxy refused ${refusalText(proxy.refusals)}`);
     }
     return toOutcome(proc, request.logFile, result, problem);
   }

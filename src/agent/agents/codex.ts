@@ -51,7 +51,7 @@ import { dirname, join } from 'node:path';
 import type { ExecResult } from '../../exec/index.js';
 import type { Logger } from '../../util/index.js';
 import { type Agent, type AgentOutcome, type AgentRequest, AgentSetupError } from '../agent.js';
-import { type KeyProxy, PLACEHOLDER_KEY, startKeyProxy } from '../key-proxy.js';
+import { type KeyProxy, PLACEHOLDER_KEY, refusalText, startKeyProxy } from '../key-proxy.js';
 import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
 import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
@@ -247,8 +247,8 @@ export class CodexAgent implements Agent {
       }
       // What the agent changed stays in its working tree: the loop takes it from there as plain files
       // (workspace/agent-tree.ts) and never runs git in a repository the agent could rewrite.
-      if (proxy && proxy.refused.length > 0) {
-        this.opts.logger.warn(`codex: the key proxy refused ${proxy.refused.join(', ')}`);
+      if (proxy && proxy.refusals.count > 0) {
+        this.opts.logger.warn(`codex: the key proxy refused ${refusalText(proxy.refusals)}`);
       }
       return toOutcome(proc, request.logFile, result, problem);
     } finally {

@@ -349,13 +349,13 @@ export async function exportPrograms(
   if (result.isolation && 'gates' in ev)
     recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === 'abort') throw new Interrupted('export cancelled');
-  if (result.infraError) throw new InfraFailure(`export of ${o.name} could not run: ${result.infraError}`);
   const done = {
     platform,
     dir: o.record.dir,
     logFile: o.record.logFile,
     durationMs: result.durationMs,
   };
+  if (result.infraError) throw new InfraFailure(`export of ${o.name} could not run: ${result.infraError}`);
   const failed = (reason: string): ExportOutcome => ({ status: 'failed', reason, ...done });
   if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
   if (result.exitCode !== 0) {
