@@ -97,7 +97,9 @@ describe('scrubbed agent environment', () => {
     // (`codex exec` reads CODEX_API_KEY) and the proxy's URL (src/agent/key-proxy.ts).
     expect(env.OPENAI_API_KEY).toBe(PLACEHOLDER_KEY);
     expect(env.CODEX_API_KEY).toBe(PLACEHOLDER_KEY);
-    expect(f.record().argv.join(' ')).toMatch(/openai_base_url="http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{32}\/v1"/);
+    expect(f.record().argv.join(' ')).toMatch(
+      /openai_base_url="http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{32}\/v1"/,
+    );
     // Its TMPDIR is a private scratch folder (the sandbox keeps /tmp read-only).
     expect(env.TMPDIR).toMatch(/\/evidence\/i001\/\.codex-[^/]+\/tmp$/);
     expect(env.ANTHROPIC_API_KEY).toBeUndefined();

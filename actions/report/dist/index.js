@@ -82949,6 +82949,31 @@ var VerifierFailed = class extends Error {
   }
   timedOut;
 };
+var SIGNALS2 = {
+  4: "SIGILL",
+  6: "SIGABRT",
+  7: "SIGBUS",
+  8: "SIGFPE",
+  9: "SIGKILL",
+  11: "SIGSEGV"
+};
+var VerifierCrashed = class extends InfraFailure {
+  signal;
+  constructor(exitCode, line) {
+    const signal = SIGNALS2[exitCode - 128] ?? `signal ${exitCode - 128}`;
+    super(`the verifier died by ${signal} (exit ${exitCode}): ${line}`);
+    this.signal = signal;
+  }
+};
+async function crashProbe(crash, probe2) {
+  try {
+    await probe2();
+  } catch (e) {
+    if (e instanceof VerifierCrashed) throw crash;
+    throw e;
+  }
+  return `the candidate's programs crashed the verifier (${crash.signal}), which runs the champion's cleanly: ${crash.message}`;
+}
 async function runVerifier(ctx, ev, o2) {
   const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, o2.name, o2.programs));
   rmSync18(o2.sessionFile, { force: true });
@@ -82976,6 +83001,9 @@ async function runVerifier(ctx, ev, o2) {
       `the verifier session timed out after ${timeout} min (bench.timeout_minutes)`,
       true
     );
+  }
+  if (result.exitCode !== null && result.exitCode >= 128) {
+    throw new VerifierCrashed(result.exitCode, lastErrorLine(o2.logFile) ?? `see ${log}`);
   }
   if (result.exitCode !== 0 || !existsSync19(o2.sessionFile)) {
     throw new InfraFailure(
@@ -83236,6 +83264,37 @@ async function exportCandidate({
     step: `${which2}-gate`
   });
 }
+async function championGate({ ctx, bundle, ev, which: which2, backend, plan }, crash) {
+  const { platform: platform3, draw } = plan;
+  const dir = bundle.path(`programs/A-${platform3}-probe`);
+  const exported = await exportPrograms(ctx, ev, {
+    backend,
+    commit: ev.base.commit,
+    plan,
+    dest: dir,
+    logFile: bundle.path(`programs/export-A-${platform3}-probe.log`),
+    record: { dir: `programs/A-${platform3}-probe`, logFile: `programs/export-A-${platform3}-probe.log` },
+    name: `A-${platform3}-probe`,
+    step: `${which2}-gate`
+  });
+  if (exported.status === "failed") throw crash;
+  const name = `${which2}-gate-probe`;
+  await runVerifier(ctx, ev, {
+    mode: "gate",
+    platform: platform3,
+    draw,
+    arms: ["A"],
+    repeats: 1,
+    warmup: 0,
+    backend,
+    harness: ev.base.commit,
+    programs: { A: dir },
+    sessionFile: bundle.path(ProgramFiles.session(name)),
+    logFile: bundle.path(ProgramFiles.verifyLog(name)),
+    name,
+    step: `${which2}-gate`
+  });
+}
 async function verifyPrograms({ ctx, bundle, ev, which: which2, backend, plan }, exported) {
   const { platform: platform3, draw } = plan;
   const programsDir = bundlePrograms(bundle, "B", platform3);
@@ -83259,6 +83318,10 @@ async function verifyPrograms({ ctx, bundle, ev, which: which2, backend, plan },
     });
   } catch (e) {
     if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
+    if (e instanceof VerifierCrashed) {
+      const why2 = await crashProbe(e, () => championGate({ ctx, bundle, ev, which: which2, backend, plan }, e));
+      return { export: exported, problems: [why2] };
+    }
     throw e;
   }
   const verdict = run2.session.gate;
@@ -83939,6 +84002,25 @@ async function pairedSession(env, platform3, programs, o2) {
   } catch (e) {
     if (e instanceof VerifierFailed)
       return invalid(`${o2.what === "measured" ? "measurement" : "screen"}: ${e.message}`);
+    if (e instanceof VerifierCrashed) {
+      const probe2 = () => runVerifier(ctx, ev, {
+        mode: "measure",
+        platform: platform3,
+        draw: iterationDraw(ev),
+        arms: ["A", "B"],
+        rounds: 1,
+        repeats: 1,
+        warmup: 0,
+        backend: ctx.backend,
+        harness: ev.base.commit,
+        programs: { A: programs.A, B: programs.A },
+        sessionFile: bundle.path(ProgramFiles.session(`${name}-probe`)),
+        logFile: bundle.path(ProgramFiles.verifyLog(`${name}-probe`)),
+        name: `${name}-probe`,
+        step: "measure"
+      });
+      return invalid(`${o2.what === "measured" ? "measurement" : "screen"}: ${await crashProbe(e, probe2)}`);
+    }
     throw e;
   }
   o2.ran?.(run2);

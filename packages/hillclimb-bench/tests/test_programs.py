@@ -217,3 +217,67 @@ def test_a_target_document_cannot_overwrite_what_the_verifier_measured() -> None
     with pytest.raises(verify.BrokenError, match=r"may not set: \['measurements'\]"):
         verify.target_document(Forging(), arm)
     assert hb.Target().document({}, {}) == {}
+
+
+# --- allowed custom calls, held to their documented signatures (issue 35) ------------------------
+
+SQUARE = jax.ShapeDtypeStruct((64, 64), jnp.float32)
+SQUARE_REQUEST = Request("fwd", "n64", "bench", (SQUARE,))
+
+
+def _getrf(pivots: int, *, alias: bool):
+    """LU through the allowed ``lapack_sgetrf_ffi``, with the caller's result shapes and alias."""
+    results = (
+        jax.ShapeDtypeStruct((64, 64), jnp.float32),
+        jax.ShapeDtypeStruct((pivots,), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.int32),
+    )
+    aliases = {0: 0} if alias else {}
+    return lambda x: jax.ffi.ffi_call("lapack_sgetrf_ffi", results, input_output_aliases=aliases)(x)
+
+
+@pytest.mark.parametrize(
+    ("label", "fn", "args"),
+    [
+        ("lu", jax.lax.linalg.lu, (SQUARE,)),
+        ("qr", jnp.linalg.qr, (SQUARE,)),
+        ("cholesky", jnp.linalg.cholesky, (SQUARE,)),
+        ("eigh", jnp.linalg.eigh, (SQUARE,)),
+        ("svd", jnp.linalg.svd, (SQUARE,)),
+        (
+            "svd-reduced-batched",
+            lambda x: jnp.linalg.svd(x, full_matrices=False),
+            (jax.ShapeDtypeStruct((3, 8, 5), jnp.float32),),
+        ),
+        (
+            "triangular-solve-right",
+            lambda a, b: jax.lax.linalg.triangular_solve(a, b, left_side=False, transpose_a=True),
+            (jax.ShapeDtypeStruct((5, 5), jnp.float32), jax.ShapeDtypeStruct((8, 5), jnp.float32)),
+        ),
+        ("getrf-as-jax-emits-it", _getrf(64, alias=True), (SQUARE,)),
+    ],
+)
+def test_linear_algebra_as_jax_lowers_it_passes_its_signature(label: str, fn, args) -> None:
+    exp = export.export(jax.jit(fn), platforms=["cpu"])(*args)
+    calls = programs.scan_module(exp.mlir_module_serialized, platform="cpu", key=label)
+    assert calls
+    assert all(c.startswith("lapack_") for c in calls)
+
+
+@pytest.mark.parametrize(
+    ("fn", "caught"),
+    [
+        # The pivots of a 64 x 64 LU in an int32[1]: getrf would write 63 ints past the buffer.
+        (_getrf(1, alias=False), r"result 1 is \[1\] i32, expected \[64\] i32"),
+        (_getrf(64, alias=False), r"the in-place alias of result 0 to operand 0 is missing"),
+    ],
+)
+def test_an_allowed_call_off_its_signature_is_refused_before_it_compiles(
+    tmp_path: Path, fn, caught: str
+) -> None:
+    exp = export.export(jax.jit(fn), platforms=["cpu"])(SQUARE)
+    programs.write(tmp_path, [(SQUARE_REQUEST, exp)], platform="cpu", source={})
+    with pytest.raises(
+        VerificationError, match=rf"^fwd@n64: refused: custom_call 'lapack_sgetrf_ffi' .*{caught}"
+    ):
+        programs.load(tmp_path, SQUARE_REQUEST, platform="cpu")

@@ -37,6 +37,7 @@ import { jobId } from './naming.js';
 import {
   bundlePrograms,
   CANDIDATE_ENV,
+  crashProbe,
   exportPrograms,
   type Platform,
   ProgramFiles,
@@ -45,6 +46,7 @@ import {
   type RequestPlan,
   requestPlan,
   runVerifier,
+  VerifierCrashed,
   VerifierFailed,
   type VerifierRun,
 } from './programs.js';
@@ -368,6 +370,45 @@ async function exportCandidate({
   });
 }
 
+/**
+ * After the verifier crashed on the candidate's programs: the champion's, exported with the same
+ * request file, through the same gate session. Resolves when it ends (whatever it says of them).
+ */
+async function championGate(
+  { ctx, bundle, ev, which, backend, plan }: Omit<GateJob, 'root' | 'commit'>,
+  crash: VerifierCrashed,
+): Promise<void> {
+  const { platform, draw } = plan;
+  const dir = bundle.path(`programs/A-${platform}-probe`);
+  const exported = await exportPrograms(ctx, ev, {
+    backend,
+    commit: ev.base.commit,
+    plan,
+    dest: dir,
+    logFile: bundle.path(`programs/export-A-${platform}-probe.log`),
+    record: { dir: `programs/A-${platform}-probe`, logFile: `programs/export-A-${platform}-probe.log` },
+    name: `A-${platform}-probe`,
+    step: `${which}-gate`,
+  });
+  if (exported.status === 'failed') throw crash; // no way to tell whose fault it was
+  const name = `${which}-gate-probe`;
+  await runVerifier(ctx, ev, {
+    mode: 'gate',
+    platform,
+    draw,
+    arms: ['A'],
+    repeats: 1,
+    warmup: 0,
+    backend,
+    harness: ev.base.commit,
+    programs: { A: dir },
+    sessionFile: bundle.path(ProgramFiles.session(name)),
+    logFile: bundle.path(ProgramFiles.verifyLog(name)),
+    name,
+    step: `${which}-gate`,
+  });
+}
+
 /** The verifier's check of the exported programs over the matrix: the gate's verdict. */
 async function verifyPrograms(
   { ctx, bundle, ev, which, backend, plan }: GateJob,
@@ -395,6 +436,10 @@ async function verifyPrograms(
     });
   } catch (e) {
     if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
+    if (e instanceof VerifierCrashed) {
+      const why = await crashProbe(e, () => championGate({ ctx, bundle, ev, which, backend, plan }, e));
+      return { export: exported, problems: [why] };
+    }
     throw e;
   }
   const verdict = run.session.gate!;

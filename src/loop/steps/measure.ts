@@ -44,12 +44,14 @@ import { InfraFailure } from './failures.js';
 import {
   type ArmName,
   bundlePrograms,
+  crashProbe,
   exportPrograms,
   iterationDraw,
   type Platform,
   ProgramFiles,
   requestPlan,
   runVerifier,
+  VerifierCrashed,
   VerifierFailed,
   type VerifierRun,
 } from './programs.js';
@@ -287,6 +289,27 @@ export async function pairedSession(
   } catch (e) {
     if (e instanceof VerifierFailed)
       return invalid(`${o.what === 'measured' ? 'measurement' : 'screen'}: ${e.message}`);
+    if (e instanceof VerifierCrashed) {
+      // The same session with the champion's programs as both arms: verified, then identical, untimed.
+      const probe = () =>
+        runVerifier(ctx, ev, {
+          mode: 'measure',
+          platform,
+          draw: iterationDraw(ev),
+          arms: ['A', 'B'],
+          rounds: 1,
+          repeats: 1,
+          warmup: 0,
+          backend: ctx.backend,
+          harness: ev.base.commit,
+          programs: { A: programs.A, B: programs.A },
+          sessionFile: bundle.path(ProgramFiles.session(`${name}-probe`)),
+          logFile: bundle.path(ProgramFiles.verifyLog(`${name}-probe`)),
+          name: `${name}-probe`,
+          step: 'measure',
+        });
+      return invalid(`${o.what === 'measured' ? 'measurement' : 'screen'}: ${await crashProbe(e, probe)}`);
+    }
     throw e;
   }
   o.ran?.(run);

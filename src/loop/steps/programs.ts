@@ -450,6 +450,46 @@ export class VerifierFailed extends Error {
   }
 }
 
+/** Signal names by number, for the reasons a crash gives. */
+const SIGNALS: Record<number, string> = {
+  4: 'SIGILL',
+  6: 'SIGABRT',
+  7: 'SIGBUS',
+  8: 'SIGFPE',
+  9: 'SIGKILL',
+  11: 'SIGSEGV',
+};
+
+/**
+ * The verifier died by a signal. Whose fault it is, the step decides (crashProbe): a session over the
+ * champion's programs alone that ends cleanly makes it the candidate's.
+ */
+export class VerifierCrashed extends InfraFailure {
+  readonly signal: string;
+
+  constructor(exitCode: number, line: string) {
+    const signal = SIGNALS[exitCode - 128] ?? `signal ${exitCode - 128}`;
+    super(`the verifier died by ${signal} (exit ${exitCode}): ${line}`);
+    this.signal = signal;
+  }
+}
+
+/**
+ * After a crash with the candidate's programs in the session: the same kind of session over the
+ * champion's programs alone. Resolves to the candidate's verdict line when that session ends
+ * cleanly (the candidate's programs crashed the verifier), and rethrows the crash as infrastructure
+ * when it crashes too (the machine's problem, retried).
+ */
+export async function crashProbe(crash: VerifierCrashed, probe: () => Promise<unknown>): Promise<string> {
+  try {
+    await probe();
+  } catch (e) {
+    if (e instanceof VerifierCrashed) throw crash;
+    throw e;
+  }
+  return `the candidate's programs crashed the verifier (${crash.signal}), which runs the champion's cleanly: ${crash.message}`;
+}
+
 /**
  * Run the verifier over `programs` (arm → the folder of its export) with the harness of `harness` (a
  * commit whose protected paths are the ones the candidate was guarded against: the champion). The
@@ -495,6 +535,10 @@ export async function runVerifier(
       `the verifier session timed out after ${timeout} min (bench.timeout_minutes)`,
       true,
     );
+  }
+  // The verifier's own exits are 0, 2 and 3: 128 + n is a signal (the kernel's or the OOM killer's).
+  if (result.exitCode !== null && result.exitCode >= 128) {
+    throw new VerifierCrashed(result.exitCode, lastErrorLine(o.logFile) ?? `see ${log}`);
   }
   if (result.exitCode !== 0 || !existsSync(o.sessionFile)) {
     throw new InfraFailure(

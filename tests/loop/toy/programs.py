@@ -61,6 +61,9 @@ def export(args) -> int:
         "corrupt_trace": bool(getattr(kernel, "CORRUPT_TRACE", False)),
         "unroll": int(getattr(kernel, "UNROLL", 1)),
     }
+    crash = getattr(kernel, "CRASH_VERIFIER", False)
+    if crash:
+        program["crash_verifier"] = crash  # True: in every session; "measure": in measurements only
     if getattr(kernel, "NO_METRICS", False):
         return 0
     os.makedirs(args.out, exist_ok=True)
@@ -81,7 +84,7 @@ def export(args) -> int:
     return 0
 
 
-def load(folder):
+def load(folder, mode):
     """(sha256, program, failure) of an arm's program, read as data."""
     path = os.path.join(folder, FILE)
     if not os.path.isfile(path) or os.path.islink(path):
@@ -89,6 +92,9 @@ def load(folder):
     data = open(path, "rb").read()
     try:
         program = json.loads(data)
+        if program.get("crash_verifier") in (True, mode):
+            # What a hostile program does to a parser written in C++: the process aborts.
+            os.abort()
         factor, delay = program["factor"], program["delay_s"]
         if not isinstance(factor, (int, float)) or not isinstance(delay, (int, float)) or not 0 <= delay < 5:
             raise ValueError("bad program")
@@ -166,7 +172,7 @@ def verify(args) -> int:
            "arms": {}, "identical": False, "notes": []}
     loaded = {}
     for name, folder in arms.items():
-        sha, program, failure = load(folder)
+        sha, program, failure = load(folder, args.mode)
         if failure is None:
             failure = verify_program(program, seed)
         loaded[name] = program

@@ -11,7 +11,9 @@ requested arguments on the verifier's platform:
 - its argument and result trees, shapes and dtypes must be the requested ones;
 - every operation must be a StableHLO (VHLO) operation; host round trips (``rng`` with XLA's
   per-program state, infeed, outfeed, send, recv) are refused, and a ``custom_call`` must name a
-  target on the platform's allowlist (:data:`CUSTOM_CALLS`) and have no side effect. A host
+  target on the platform's allowlist (:data:`CUSTOM_CALLS`), have no side effect, and match that
+  target's documented signature (:mod:`hillclimb_bench.signatures`: shapes, dtypes, the in-place
+  alias, its options), so no native routine writes past a buffer the program sized. A host
   callback's target is not on any list: a deserialized callback would run whatever the exporting
   process left behind, or crash.
 
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import signatures
 from .errors import VerificationError
 
 SCHEMA_ID = "hillclimb.programs/v1"
@@ -357,6 +360,16 @@ def scan_module(serialized: bytes, *, platform: str, key: str) -> tuple[str, ...
                     )
                 if re.search(r"\btrue\b", attrs.get("has_side_effect", "")):  # #vhlo.bool_v1<true>
                     problems.append(f"custom_call {target!r} has a side effect")
+                # Native code on buffers the program sized: the documented signature, or nothing.
+                mismatch = signatures.check_call(
+                    target,
+                    [str(x.type) for x in o.operands],
+                    [str(r.type) for r in o.results],
+                    attrs.get("output_operand_aliases", ""),
+                    attrs.get("mhlo.backend_config", ""),
+                )
+                if mismatch:
+                    problems.append(mismatch)
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
