@@ -52,6 +52,8 @@ export interface KeyProxyOptions {
   allow: ReadonlyArray<{ method: string; path: string }>;
   /** The header that carries the credential upstream, and its value. */
   credential: { header: 'authorization' | 'x-api-key'; value: string };
+  /** How long a request's headers, and the whole request, may take (ms); tests shorten them. */
+  timeouts?: { headersMs: number; requestMs: number };
 }
 
 /** Refused requests: how many, and the first few (`METHOD path` or why), each capped. */
@@ -79,9 +81,8 @@ const REFUSAL_CHARS = 160;
 export const MAX_BODY_BYTES = 32 << 20;
 /** Connections at once: the CLIs use a handful. */
 const MAX_CONNECTIONS = 256;
-/** A request's headers must arrive within this, its body within the second (slowloris). */
-const HEADERS_TIMEOUT_MS = 20_000;
-const REQUEST_TIMEOUT_MS = 120_000;
+/** A request's headers must arrive within the first, the whole request within the second (slowloris). */
+const TIMEOUTS = { headersMs: 20_000, requestMs: 120_000 };
 
 /** `3 request(s), e.g. GET /v1/files, …`: one bounded line for a warning. */
 export function refusalText(r: Refusals): string {
@@ -146,47 +147,60 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
   };
 
   const sockets = new Set<Socket | Duplex>();
-  const server = createServer({ maxHeaderSize: 16 * 1024 }, (req, res) => {
-    const r = route(req);
-    if ('refused' in r) {
-      refuse(r.refused);
-      forbid(res, 403, 'not forwarded by the harness');
-      req.resume();
-      return;
-    }
-    readBody(req, MAX_BODY_BYTES).then(
-      (body) => {
-        if (body === undefined) {
-          refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
-          forbid(res, 413, 'request body too large for the harness to forward', true);
-          return;
-        }
-        const reach = reachesOutside(body, req.headers['content-type']);
-        if (reach) {
-          refuse(`${req.method} ${r.path} (asks the model API to reach ${reach})`);
-          forbid(res, 403, `not forwarded by the harness: the request asks the model API to reach ${reach}`);
-          return;
-        }
-        const send = tls ? httpsRequest : httpRequest;
-        const headers = { ...headersFor(req.headers), 'content-length': String(body.length) };
-        const out = send(
-          { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
-          (answer) => {
-            res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
-            answer.pipe(res);
-          },
-        );
-        // An upstream that cannot be reached looks the same to the CLI: the connection drops, with no
-        // answer (so its own "unreachable" handling, and ours, apply; a 502 would read as a server error).
-        out.on('error', () => req.socket.destroy());
-        out.end(body);
-      },
-      () => req.socket.destroy(),
-    );
-  });
+  const timeouts = opts.timeouts ?? TIMEOUTS;
+  const server = createServer(
+    {
+      maxHeaderSize: 16 * 1024,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      // How often Node looks for connections past those (30 s by default: a slow client could hold a
+      // connection for 50 s where it was given 20).
+      connectionsCheckingInterval: Math.min(1000, timeouts.headersMs / 4),
+    },
+    (req, res) => {
+      const r = route(req);
+      if ('refused' in r) {
+        refuse(r.refused);
+        forbid(res, 403, 'not forwarded by the harness');
+        req.resume();
+        return;
+      }
+      readBody(req, MAX_BODY_BYTES).then(
+        (body) => {
+          if (body === undefined) {
+            refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
+            forbid(res, 413, 'request body too large for the harness to forward', true);
+            return;
+          }
+          const reach = reachesOutside(body, req.headers['content-type']);
+          if (reach) {
+            refuse(`${req.method} ${r.path} (asks the model API to reach ${reach})`);
+            forbid(
+              res,
+              403,
+              `not forwarded by the harness: the request asks the model API to reach ${reach}`,
+            );
+            return;
+          }
+          const send = tls ? httpsRequest : httpRequest;
+          const headers = { ...headersFor(req.headers), 'content-length': String(body.length) };
+          const out = send(
+            { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
+            (answer) => {
+              res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
+              answer.pipe(res);
+            },
+          );
+          // An upstream that cannot be reached looks the same to the CLI: the connection drops, with no
+          // answer (so its own "unreachable" handling, and ours, apply; a 502 would read as a server error).
+          out.on('error', () => req.socket.destroy());
+          out.end(body);
+        },
+        () => req.socket.destroy(),
+      );
+    },
+  );
   server.maxConnections = MAX_CONNECTIONS;
-  server.headersTimeout = HEADERS_TIMEOUT_MS;
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

@@ -50,7 +50,7 @@ import {
   topChanges,
 } from './hotspots.js';
 import { kernelLine, modelLine, shareLine } from './levels.js';
-import { agentQuote, code, escapeHtml } from './markdown.js';
+import { agentQuote, code, inert } from './markdown.js';
 import { measuredInFull } from './search.js';
 
 /**
@@ -168,7 +168,7 @@ export function parseEvidenceMarker(
 
 /** The entry's heading. */
 export function entryHeading(number: number, evidence: IterationEvidence): string {
-  return `${iterationHeading(number)} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
+  return `${iterationHeading(number)} ${EM_DASH} ${inert(subjectOf(evidence))}`;
 }
 
 /** The harness lines of an entry, as [label, text] pairs in order. Every number comes from `evidence`. */
@@ -183,7 +183,7 @@ function earlierAttempts(agent: NonNullable<IterationEvidence['agent']>): string
 
 export function harnessLines(evidence: IterationEvidence, evidencePath: string): Array<[LogLabel, string]> {
   const lines: Array<[LogLabel, string]> = [];
-  const add = (label: LogLabel, text: string) => lines.push([label, escapeHtml(oneLine(text))]);
+  const add = (label: LogLabel, text: string) => lines.push([label, inert(oneLine(text))]);
   add(
     'Run',
     `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ''}, target ${code(evidence.target)}`,

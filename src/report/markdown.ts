@@ -3,22 +3,37 @@
  * quoting of the agent's prose. Text from the evidence passes through here, so one escaping rule
  * holds everywhere.
  */
+import { withoutControls } from '../util/log.js';
 
 export type Align = 'left' | 'right';
 
-/** Text safe inside a table cell: one line, pipes escaped, HTML neutralised. */
+/** Text safe inside a table cell: one line, pipes escaped, inert (see `inert`). */
 export function cell(text: string): string {
-  return escapeHtml(text.replace(/\s+/g, ' ').trim()).replaceAll('|', '\\|');
+  return inert(text.replace(/\s+/g, ' ').trim()).replaceAll('|', '\\|');
 }
 
-/** `<` and `&` escaped so text from the evidence cannot open an HTML comment or tag. */
-export function escapeHtml(text: string): string {
-  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
+/** A zero-width space as an entity: it breaks what GitHub would act on, and reads the same. */
+const BREAK = '&#8203;';
+
+/**
+ * Text from the evidence (the agent's prose, a test's name, a failure message) made inert on GitHub:
+ * `<` and `&` escaped so it opens no HTML tag or comment; no `@name` mentions anyone and no `#12`,
+ * `GH-12` or issue URL references an issue (so "Fixes #12" in a PR body closes nothing); control and
+ * invisible characters shown as `\u{…}`.
+ */
+export function inert(text: string): string {
+  return withoutControls(text)
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replace(/(^|[^\w`])@(?=[A-Za-z0-9])/g, `$1@${BREAK}`) // after a word (`fwd@B2`, mail) it is no mention
+    .replace(/((?<!&)#|\bGH-)(?=\d)/gi, `$1${BREAK}`) // `&#` is only ever an entity written here
+    .replace(/\/(issues|pull|discussions)\//gi, `/$1${BREAK}/`);
 }
 
-/** A code span that survives backticks in its content (`` `a`b` `` style). */
+/** A code span that survives backticks in its content (`` `a`b` `` style); GitHub acts on nothing
+ * inside one, and entities are not decoded there, so only control characters are made visible. */
 export function code(text: string): string {
-  const flat = text.replace(/\s+/g, ' ');
+  const flat = withoutControls(text).replace(/\s+/g, ' ');
   const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
   const fence = '`'.repeat(longest + 1);
   const pad = flat.startsWith('`') || flat.endsWith('`') ? ' ' : '';
@@ -43,11 +58,12 @@ export function table(
 
 /** A collapsed block; the body is markdown. */
 export function details(summary: string, body: string): string {
-  return `<details><summary>${escapeHtml(summary)}</summary>\n\n${body}\n\n</details>`;
+  return `<details><summary>${inert(summary)}</summary>\n\n${body}\n\n</details>`;
 }
 
 /** A fenced code block whose fence is longer than any backtick run inside. */
-export function fenced(language: string, body: string): string {
+export function fenced(language: string, text: string): string {
+  const body = withoutControls(text);
   const longest = Math.max(2, ...[...body.matchAll(/`{3,}/g)].map((m) => m[0].length));
   const fence = '`'.repeat(longest + 1);
   return `${fence}${language}\n${body}\n${fence}`;
@@ -60,13 +76,13 @@ export function link(text: string, url: string | undefined): string {
 }
 
 /**
- * The agent's prose as a blockquote: every line starts with `> `, HTML is neutralised, and a
+ * The agent's prose as a blockquote: every line starts with `> `, the text is inert, and a
  * leading label names whose words these are. Nothing in it is read back by the harness.
  */
 export function agentQuote(fields: ReadonlyArray<readonly [label: string, text: string]>): string {
   const lines: string[] = [];
   for (const [label, text] of fields) {
-    const body = escapeHtml(text.trim()).split(/\r?\n/);
+    const body = inert(text.trim()).split(/\r?\n/);
     lines.push(`> agent ${label}: ${body[0] ?? ''}`.trimEnd());
     for (const rest of body.slice(1)) lines.push(`> ${rest}`.trimEnd());
   }

@@ -5,6 +5,7 @@
  */
 import { type IterationEvidence, VERDICT_DESCRIPTIONS, type Verdict } from '../evidence/index.js';
 import { BODY_CAP_CHARS, capTitle, MANAGED_LABEL_PREFIX, TITLE_CAP_CHARS } from '../forge/index.js';
+import { withoutControls } from '../util/log.js';
 import { checksSection } from './checks.js';
 import {
   bundleKey,
@@ -58,7 +59,8 @@ export function pullRequestLabels(evidence: IterationEvidence): string[] {
  * else `[invalid] gdn: <subject>`. The subject is shortened, never the numbers, to fit 256 characters.
  */
 export function pullRequestTitle(evidence: IterationEvidence): string {
-  const subject = subjectOf(evidence);
+  // A title is plain text on GitHub: nothing in it renders, mentions or links, but it is shown.
+  const subject = withoutControls(subjectOf(evidence));
   const change = measuredChange(evidence);
   if (evidence.verdict && MEASURED.includes(evidence.verdict) && change) {
     const device = deviceLabel(evidence);

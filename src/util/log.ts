@@ -25,11 +25,16 @@ export interface TerminalLoggerOptions {
   write?: (line: string) => void;
 }
 
-/** C0 and C1 control characters but tab and newline: shown as `\u{…}`, never acted on. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+/**
+ * C0 and C1 control characters but tab and newline (terminal escapes), and the invisible characters
+ * that change how the text around them reads (bidirectional overrides and isolates, as in "Trojan
+ * Source"; zero-width and other format characters): shown as `\u{…}`, never acted on.
+ */
+const CONTROL =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/g;
 
-/** `text` with its control characters (but tab and newline) made visible and harmless. */
+/** `text` with its control and invisible characters (but tab and newline) made visible and harmless. */
 export function withoutControls(text: string): string {
   return text.replace(CONTROL, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
 }

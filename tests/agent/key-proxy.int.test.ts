@@ -74,11 +74,16 @@ async function upstream(o: { refuseUpgrades?: boolean } = {}) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen, wsBytes };
 }
 
-async function proxyTo(url: string, allow = [{ method: 'POST', path: '/v1/responses' }]) {
+async function proxyTo(
+  url: string,
+  allow = [{ method: 'POST', path: '/v1/responses' }],
+  timeouts?: { headersMs: number; requestMs: number },
+) {
   const proxy = await startKeyProxy({
     upstream: url,
     allow,
     credential: { header: 'authorization', value: 'Bearer sk-real-key-0123' },
+    ...(timeouts ? { timeouts } : {}),
   });
   closers.push(proxy.close);
   return proxy;
@@ -205,6 +210,43 @@ describe('the key proxy', () => {
     global.gc?.();
     expect(process.memoryUsage().heapUsed - before).toBeLessThan(64 * 1024 * 1024);
   }, 120_000);
+
+  it('slow and oversized requests are cut off, and the proxy still forwards the next one', async () => {
+    const up = await upstream();
+    // Timeouts shortened for the test (20 s and 120 s in a run): the point is that they are enforced.
+    const proxy = await proxyTo(up.url, undefined, { headersMs: 400, requestMs: 1_500 });
+    const path = new URL(proxy.url).pathname;
+    const host = `Host: 127.0.0.1:${proxy.port}\r\n`;
+    // Slowloris: 40 connections that send a request line and then one header byte every 100 ms,
+    // and 10 that send their headers and then trickle a body they said was 1 MB long.
+    const slow = await Promise.all([
+      ...Array.from({ length: 40 }, () => raw(proxy.port, `POST ${path}/responses HTTP/1.1\r\n${host}`)),
+      ...Array.from({ length: 10 }, () =>
+        raw(proxy.port, `POST ${path}/responses HTTP/1.1\r\n${host}Content-Length: 1048576\r\n\r\n{`),
+      ),
+    ]);
+    const closed = slow.map((c) => new Promise<void>((r) => c.socket.once('close', () => r())));
+    const trickle = setInterval(() => {
+      for (const c of slow) if (!c.socket.destroyed) c.socket.write('x');
+    }, 100);
+    try {
+      // 64 KiB of headers (the cap is 16 KiB): 431, and the connection closed.
+      const big = await raw(
+        proxy.port,
+        `POST ${path}/responses HTTP/1.1\r\n${host}X-Pad: ${'a'.repeat(64 << 10)}\r\n\r\n`,
+      );
+      await new Promise<void>((r) => big.socket.once('close', () => r()));
+      expect(big.text()).toMatch(/^HTTP\/1\.1 431/);
+      // Every slow connection is closed by the proxy, however long the client keeps sending.
+      await Promise.all(closed);
+    } finally {
+      clearInterval(trickle);
+    }
+    expect(up.seen).toEqual([]);
+    const res = await fetch(`${proxy.url}/responses`, { method: 'POST', body: '{"model":"m"}' });
+    expect(res.status).toBe(200);
+    expect(up.seen).toHaveLength(1);
+  }, 60_000);
 
   it('a request that asks the model API to reach an outside URL is refused, by field', async () => {
     const up = await upstream();

@@ -26900,7 +26900,7 @@ var require_visit = __commonJS({
   "node_modules/yaml/dist/visit.js"(exports2) {
     "use strict";
     var identity3 = require_identity();
-    var BREAK = /* @__PURE__ */ Symbol("break visit");
+    var BREAK2 = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove node");
     function visit(node, visitor) {
@@ -26912,7 +26912,7 @@ var require_visit = __commonJS({
       } else
         visit_(null, node, visitor_, Object.freeze([]));
     }
-    visit.BREAK = BREAK;
+    visit.BREAK = BREAK2;
     visit.SKIP = SKIP;
     visit.REMOVE = REMOVE;
     function visit_(key, node, visitor, path6) {
@@ -26928,8 +26928,8 @@ var require_visit = __commonJS({
             const ci = visit_(i2, node.items[i2], visitor, path6);
             if (typeof ci === "number")
               i2 = ci - 1;
-            else if (ci === BREAK)
-              return BREAK;
+            else if (ci === BREAK2)
+              return BREAK2;
             else if (ci === REMOVE) {
               node.items.splice(i2, 1);
               i2 -= 1;
@@ -26938,13 +26938,13 @@ var require_visit = __commonJS({
         } else if (identity3.isPair(node)) {
           path6 = Object.freeze(path6.concat(node));
           const ck = visit_("key", node.key, visitor, path6);
-          if (ck === BREAK)
-            return BREAK;
+          if (ck === BREAK2)
+            return BREAK2;
           else if (ck === REMOVE)
             node.key = null;
           const cv = visit_("value", node.value, visitor, path6);
-          if (cv === BREAK)
-            return BREAK;
+          if (cv === BREAK2)
+            return BREAK2;
           else if (cv === REMOVE)
             node.value = null;
         }
@@ -26960,7 +26960,7 @@ var require_visit = __commonJS({
       } else
         await visitAsync_(null, node, visitor_, Object.freeze([]));
     }
-    visitAsync.BREAK = BREAK;
+    visitAsync.BREAK = BREAK2;
     visitAsync.SKIP = SKIP;
     visitAsync.REMOVE = REMOVE;
     async function visitAsync_(key, node, visitor, path6) {
@@ -26976,8 +26976,8 @@ var require_visit = __commonJS({
             const ci = await visitAsync_(i2, node.items[i2], visitor, path6);
             if (typeof ci === "number")
               i2 = ci - 1;
-            else if (ci === BREAK)
-              return BREAK;
+            else if (ci === BREAK2)
+              return BREAK2;
             else if (ci === REMOVE) {
               node.items.splice(i2, 1);
               i2 -= 1;
@@ -26986,13 +26986,13 @@ var require_visit = __commonJS({
         } else if (identity3.isPair(node)) {
           path6 = Object.freeze(path6.concat(node));
           const ck = await visitAsync_("key", node.key, visitor, path6);
-          if (ck === BREAK)
-            return BREAK;
+          if (ck === BREAK2)
+            return BREAK2;
           else if (ck === REMOVE)
             node.key = null;
           const cv = await visitAsync_("value", node.value, visitor, path6);
-          if (cv === BREAK)
-            return BREAK;
+          if (cv === BREAK2)
+            return BREAK2;
           else if (cv === REMOVE)
             node.value = null;
         }
@@ -32365,7 +32365,7 @@ var require_cst_stringify = __commonJS({
 var require_cst_visit = __commonJS({
   "node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
     "use strict";
-    var BREAK = /* @__PURE__ */ Symbol("break visit");
+    var BREAK2 = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove item");
     function visit(cst, visitor) {
@@ -32373,7 +32373,7 @@ var require_cst_visit = __commonJS({
         cst = { start: cst.start, value: cst.value };
       _visit(Object.freeze([]), cst, visitor);
     }
-    visit.BREAK = BREAK;
+    visit.BREAK = BREAK2;
     visit.SKIP = SKIP;
     visit.REMOVE = REMOVE;
     visit.itemAtPath = (cst, path6) => {
@@ -32406,8 +32406,8 @@ var require_cst_visit = __commonJS({
             const ci = _visit(Object.freeze(path6.concat([[field3, i2]])), token.items[i2], visitor);
             if (typeof ci === "number")
               i2 = ci - 1;
-            else if (ci === BREAK)
-              return BREAK;
+            else if (ci === BREAK2)
+              return BREAK2;
             else if (ci === REMOVE) {
               token.items.splice(i2, 1);
               i2 -= 1;
@@ -44439,7 +44439,10 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/util/log.ts
-var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+var CONTROL = (
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/g
+);
 function withoutControls(text3) {
   return text3.replace(CONTROL, (c3) => `\\u{${c3.charCodeAt(0).toString(16)}}`);
 }
@@ -55007,8 +55010,7 @@ var REFUSAL_SAMPLE = 20;
 var REFUSAL_CHARS = 160;
 var MAX_BODY_BYTES = 32 << 20;
 var MAX_CONNECTIONS = 256;
-var HEADERS_TIMEOUT_MS = 2e4;
-var REQUEST_TIMEOUT_MS = 12e4;
+var TIMEOUTS = { headersMs: 2e4, requestMs: 12e4 };
 function refusalText(r) {
   const more = r.count > r.sample.length ? `, \u2026 (${r.count} in all)` : "";
   return `${r.count} request(s): ${r.sample.join(", ")}${more}`;
@@ -55059,45 +55061,58 @@ async function startKeyProxy(opts) {
     res.end(JSON.stringify({ error: { message, type: "forbidden" } }));
   };
   const sockets = /* @__PURE__ */ new Set();
-  const server = createServer({ maxHeaderSize: 16 * 1024 }, (req, res) => {
-    const r = route(req);
-    if ("refused" in r) {
-      refuse(r.refused);
-      forbid(res, 403, "not forwarded by the harness");
-      req.resume();
-      return;
-    }
-    readBody(req, MAX_BODY_BYTES).then(
-      (body) => {
-        if (body === void 0) {
-          refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
-          forbid(res, 413, "request body too large for the harness to forward", true);
-          return;
-        }
-        const reach = reachesOutside(body, req.headers["content-type"]);
-        if (reach) {
-          refuse(`${req.method} ${r.path} (asks the model API to reach ${reach})`);
-          forbid(res, 403, `not forwarded by the harness: the request asks the model API to reach ${reach}`);
-          return;
-        }
-        const send = tls ? httpsRequest : httpRequest;
-        const headers = { ...headersFor(req.headers), "content-length": String(body.length) };
-        const out = send(
-          { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
-          (answer) => {
-            res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
-            answer.pipe(res);
+  const timeouts = opts.timeouts ?? TIMEOUTS;
+  const server = createServer(
+    {
+      maxHeaderSize: 16 * 1024,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      // How often Node looks for connections past those (30 s by default: a slow client could hold a
+      // connection for 50 s where it was given 20).
+      connectionsCheckingInterval: Math.min(1e3, timeouts.headersMs / 4)
+    },
+    (req, res) => {
+      const r = route(req);
+      if ("refused" in r) {
+        refuse(r.refused);
+        forbid(res, 403, "not forwarded by the harness");
+        req.resume();
+        return;
+      }
+      readBody(req, MAX_BODY_BYTES).then(
+        (body) => {
+          if (body === void 0) {
+            refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
+            forbid(res, 413, "request body too large for the harness to forward", true);
+            return;
           }
-        );
-        out.on("error", () => req.socket.destroy());
-        out.end(body);
-      },
-      () => req.socket.destroy()
-    );
-  });
+          const reach = reachesOutside(body, req.headers["content-type"]);
+          if (reach) {
+            refuse(`${req.method} ${r.path} (asks the model API to reach ${reach})`);
+            forbid(
+              res,
+              403,
+              `not forwarded by the harness: the request asks the model API to reach ${reach}`
+            );
+            return;
+          }
+          const send = tls ? httpsRequest : httpRequest;
+          const headers = { ...headersFor(req.headers), "content-length": String(body.length) };
+          const out = send(
+            { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
+            (answer) => {
+              res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
+              answer.pipe(res);
+            }
+          );
+          out.on("error", () => req.socket.destroy());
+          out.end(body);
+        },
+        () => req.socket.destroy()
+      );
+    }
+  );
   server.maxConnections = MAX_CONNECTIONS;
-  server.headersTimeout = HEADERS_TIMEOUT_MS;
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.on("connection", (s) => {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
@@ -75051,13 +75066,14 @@ function truncateText(text3, max) {
 
 // src/report/markdown.ts
 function cell(text3) {
-  return escapeHtml(text3.replace(/\s+/g, " ").trim()).replaceAll("|", "\\|");
+  return inert(text3.replace(/\s+/g, " ").trim()).replaceAll("|", "\\|");
 }
-function escapeHtml(text3) {
-  return text3.replaceAll("&", "&amp;").replaceAll("<", "&lt;");
+var BREAK = "&#8203;";
+function inert(text3) {
+  return withoutControls(text3).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replace(/(^|[^\w`])@(?=[A-Za-z0-9])/g, `$1@${BREAK}`).replace(/((?<!&)#|\bGH-)(?=\d)/gi, `$1${BREAK}`).replace(/\/(issues|pull|discussions)\//gi, `/$1${BREAK}/`);
 }
 function code(text3) {
-  const flat = text3.replace(/\s+/g, " ");
+  const flat = withoutControls(text3).replace(/\s+/g, " ");
   const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
   const fence = "`".repeat(longest + 1);
   const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
@@ -75072,13 +75088,14 @@ function table(header, rows, align = []) {
   return [line(header), line(sep3), ...rows.map(line)].join("\n");
 }
 function details(summary2, body) {
-  return `<details><summary>${escapeHtml(summary2)}</summary>
+  return `<details><summary>${inert(summary2)}</summary>
 
 ${body}
 
 </details>`;
 }
-function fenced(language, body) {
+function fenced(language, text3) {
+  const body = withoutControls(text3);
   const longest = Math.max(2, ...[...body.matchAll(/`{3,}/g)].map((m) => m[0].length));
   const fence = "`".repeat(longest + 1);
   return `${fence}${language}
@@ -75092,7 +75109,7 @@ function link(text3, url) {
 function agentQuote(fields) {
   const lines = [];
   for (const [label, text3] of fields) {
-    const body = escapeHtml(text3.trim()).split(/\r?\n/);
+    const body = inert(text3.trim()).split(/\r?\n/);
     lines.push(`> agent ${label}: ${body[0] ?? ""}`.trimEnd());
     for (const rest2 of body.slice(1)) lines.push(`> ${rest2}`.trimEnd());
   }
@@ -76349,7 +76366,7 @@ function parseEvidenceMarker(line) {
   return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
 }
 function entryHeading(number, evidence) {
-  return `${iterationHeading(number)} ${EM_DASH} ${escapeHtml(subjectOf(evidence))}`;
+  return `${iterationHeading(number)} ${EM_DASH} ${inert(subjectOf(evidence))}`;
 }
 function earlierAttempts(agent) {
   const earlier = (agent.earlier ?? []).map(
@@ -76359,7 +76376,7 @@ function earlierAttempts(agent) {
 }
 function harnessLines(evidence, evidencePath) {
   const lines = [];
-  const add = (label, text3) => lines.push([label, escapeHtml(oneLine2(text3))]);
+  const add = (label, text3) => lines.push([label, inert(oneLine2(text3))]);
   add(
     "Run",
     `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ""}, target ${code(evidence.target)}`
@@ -76841,7 +76858,7 @@ function pullRequestLabels(evidence) {
   return evidence.verdict ? [verdictLabelName(evidence.verdict)] : [];
 }
 function pullRequestTitle(evidence) {
-  const subject = subjectOf(evidence);
+  const subject = withoutControls(subjectOf(evidence));
   const change = measuredChange(evidence);
   if (evidence.verdict && MEASURED.includes(evidence.verdict) && change) {
     const device = deviceLabel(evidence);

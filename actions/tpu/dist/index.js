@@ -39362,7 +39362,10 @@ function errorMessage(err) {
 }
 
 // src/util/log.ts
-var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+var CONTROL = (
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/g
+);
 function withoutControls(text2) {
   return text2.replace(CONTROL, (c3) => `\\u{${c3.charCodeAt(0).toString(16)}}`);
 }

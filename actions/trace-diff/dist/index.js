@@ -26888,7 +26888,7 @@ var require_visit = __commonJS({
   "node_modules/yaml/dist/visit.js"(exports) {
     "use strict";
     var identity = require_identity();
-    var BREAK = /* @__PURE__ */ Symbol("break visit");
+    var BREAK2 = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove node");
     function visit(node, visitor) {
@@ -26900,7 +26900,7 @@ var require_visit = __commonJS({
       } else
         visit_(null, node, visitor_, Object.freeze([]));
     }
-    visit.BREAK = BREAK;
+    visit.BREAK = BREAK2;
     visit.SKIP = SKIP;
     visit.REMOVE = REMOVE;
     function visit_(key, node, visitor, path) {
@@ -26916,8 +26916,8 @@ var require_visit = __commonJS({
             const ci = visit_(i, node.items[i], visitor, path);
             if (typeof ci === "number")
               i = ci - 1;
-            else if (ci === BREAK)
-              return BREAK;
+            else if (ci === BREAK2)
+              return BREAK2;
             else if (ci === REMOVE) {
               node.items.splice(i, 1);
               i -= 1;
@@ -26926,13 +26926,13 @@ var require_visit = __commonJS({
         } else if (identity.isPair(node)) {
           path = Object.freeze(path.concat(node));
           const ck = visit_("key", node.key, visitor, path);
-          if (ck === BREAK)
-            return BREAK;
+          if (ck === BREAK2)
+            return BREAK2;
           else if (ck === REMOVE)
             node.key = null;
           const cv = visit_("value", node.value, visitor, path);
-          if (cv === BREAK)
-            return BREAK;
+          if (cv === BREAK2)
+            return BREAK2;
           else if (cv === REMOVE)
             node.value = null;
         }
@@ -26948,7 +26948,7 @@ var require_visit = __commonJS({
       } else
         await visitAsync_(null, node, visitor_, Object.freeze([]));
     }
-    visitAsync.BREAK = BREAK;
+    visitAsync.BREAK = BREAK2;
     visitAsync.SKIP = SKIP;
     visitAsync.REMOVE = REMOVE;
     async function visitAsync_(key, node, visitor, path) {
@@ -26964,8 +26964,8 @@ var require_visit = __commonJS({
             const ci = await visitAsync_(i, node.items[i], visitor, path);
             if (typeof ci === "number")
               i = ci - 1;
-            else if (ci === BREAK)
-              return BREAK;
+            else if (ci === BREAK2)
+              return BREAK2;
             else if (ci === REMOVE) {
               node.items.splice(i, 1);
               i -= 1;
@@ -26974,13 +26974,13 @@ var require_visit = __commonJS({
         } else if (identity.isPair(node)) {
           path = Object.freeze(path.concat(node));
           const ck = await visitAsync_("key", node.key, visitor, path);
-          if (ck === BREAK)
-            return BREAK;
+          if (ck === BREAK2)
+            return BREAK2;
           else if (ck === REMOVE)
             node.key = null;
           const cv = await visitAsync_("value", node.value, visitor, path);
-          if (cv === BREAK)
-            return BREAK;
+          if (cv === BREAK2)
+            return BREAK2;
           else if (cv === REMOVE)
             node.value = null;
         }
@@ -32353,7 +32353,7 @@ var require_cst_stringify = __commonJS({
 var require_cst_visit = __commonJS({
   "node_modules/yaml/dist/parse/cst-visit.js"(exports) {
     "use strict";
-    var BREAK = /* @__PURE__ */ Symbol("break visit");
+    var BREAK2 = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove item");
     function visit(cst, visitor) {
@@ -32361,7 +32361,7 @@ var require_cst_visit = __commonJS({
         cst = { start: cst.start, value: cst.value };
       _visit(Object.freeze([]), cst, visitor);
     }
-    visit.BREAK = BREAK;
+    visit.BREAK = BREAK2;
     visit.SKIP = SKIP;
     visit.REMOVE = REMOVE;
     visit.itemAtPath = (cst, path) => {
@@ -32394,8 +32394,8 @@ var require_cst_visit = __commonJS({
             const ci = _visit(Object.freeze(path.concat([[field, i]])), token.items[i], visitor);
             if (typeof ci === "number")
               i = ci - 1;
-            else if (ci === BREAK)
-              return BREAK;
+            else if (ci === BREAK2)
+              return BREAK2;
             else if (ci === REMOVE) {
               token.items.splice(i, 1);
               i -= 1;
@@ -38900,7 +38900,10 @@ function readJson(path) {
 }
 
 // src/util/log.ts
-var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+var CONTROL = (
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/g
+);
 function withoutControls(text) {
   return text.replace(CONTROL, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
 }
@@ -40095,13 +40098,14 @@ function iterationTag(key) {
 
 // src/report/markdown.ts
 function cell(text) {
-  return escapeHtml(text.replace(/\s+/g, " ").trim()).replaceAll("|", "\\|");
+  return inert(text.replace(/\s+/g, " ").trim()).replaceAll("|", "\\|");
 }
-function escapeHtml(text) {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;");
+var BREAK = "&#8203;";
+function inert(text) {
+  return withoutControls(text).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replace(/(^|[^\w`])@(?=[A-Za-z0-9])/g, `$1@${BREAK}`).replace(/((?<!&)#|\bGH-)(?=\d)/gi, `$1${BREAK}`).replace(/\/(issues|pull|discussions)\//gi, `/$1${BREAK}/`);
 }
 function code(text) {
-  const flat = text.replace(/\s+/g, " ");
+  const flat = withoutControls(text).replace(/\s+/g, " ");
   const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
   const fence = "`".repeat(longest + 1);
   const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
@@ -40116,13 +40120,14 @@ function table(header, rows, align = []) {
   return [line(header), line(sep2), ...rows.map(line)].join("\n");
 }
 function details(summary2, body) {
-  return `<details><summary>${escapeHtml(summary2)}</summary>
+  return `<details><summary>${inert(summary2)}</summary>
 
 ${body}
 
 </details>`;
 }
-function fenced(language, body) {
+function fenced(language, text) {
+  const body = withoutControls(text);
   const longest = Math.max(2, ...[...body.matchAll(/`{3,}/g)].map((m) => m[0].length));
   const fence = "`".repeat(longest + 1);
   return `${fence}${language}

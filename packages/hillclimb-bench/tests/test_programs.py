@@ -281,3 +281,47 @@ def test_an_allowed_call_off_its_signature_is_refused_before_it_compiles(
         VerificationError, match=rf"^fwd@n64: refused: custom_call 'lapack_sgetrf_ffi' .*{caught}"
     ):
         programs.load(tmp_path, SQUARE_REQUEST, platform="cpu")
+
+
+def _out_of_range(x):
+    """Indexing far outside ``x`` ([64, 8]) by every op that takes indices, with every promise a
+    program can make about them: what a candidate would write to reach memory past its buffers."""
+    far = jnp.array([[2**31 - 1], [-(2**31) + 1], [70], [3]], dtype=jnp.int32)
+    promise = jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    scatter_dims = jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+    )
+    gather_dims = jax.lax.GatherDimensionNumbers(
+        offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,)
+    )
+    flags = {"indices_are_sorted": True, "unique_indices": True, "mode": promise}
+    scattered = jax.lax.scatter(x, far, jnp.full((4, 8), 7.0), scatter_dims, **flags)
+    gathered = jax.lax.gather(x, far, gather_dims, (1, 8), **flags)
+    updated = jax.lax.dynamic_update_slice(x, jnp.ones((4, 8)), (2**31 - 1, 0))
+    sliced = jax.lax.dynamic_slice(x, (-(2**31) + 1, 0), (4, 8))
+    return scattered, gathered, updated, sliced
+
+
+def test_indices_out_of_range_stay_inside_the_buffers_xla_gave_them(tmp_path: Path) -> None:
+    """Why the verifier's own memory is not the candidate's to write (docs/security.md, "the process
+    that writes the numbers"): a verified program is XLA operations, whose indices XLA clamps or
+    drops whatever the program promises, plus allowed calls whose signatures were checked. This
+    holds the jaxlib in use to the first half: if a release wrote where these indices point, it
+    fails."""
+    args = (jax.ShapeDtypeStruct((64, 8), jnp.float32),)
+    request = Request("fwd", "n64", "bench", args)
+    exp = export.export(jax.jit(_out_of_range), platforms=["cpu"])(*args)
+    programs.write(tmp_path, [(request, exp)], platform="cpu", source={})
+    loaded = programs.load(tmp_path, request, platform="cpu")  # nothing here to refuse
+    x = np.arange(64 * 8, dtype=np.float32).reshape(64, 8)
+    scattered, gathered, updated, sliced = (np.asarray(o) for o in loaded.exported.call(x))
+    rows = x.copy()
+    rows[3] = 7.0  # the one update in range; the others are dropped
+    np.testing.assert_array_equal(scattered, rows)
+    np.testing.assert_array_equal(gathered, x[[63, 0, 63, 3]])  # clamped to the first and last row
+    rows = x.copy()
+    rows[60:] = 1.0  # the window clamped to end at the last row
+    np.testing.assert_array_equal(updated, rows)
+    np.testing.assert_array_equal(sliced, x[:4])
+    # The input, which the CPU client may have used in place, is untouched.
+    np.testing.assert_array_equal(x, np.arange(64 * 8, dtype=np.float32).reshape(64, 8))
