@@ -12,6 +12,7 @@ import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { execa } from 'execa';
 import { ExitCode, HillclimbError, redact } from '../util/index.js';
+import { ledgerEnded, ledgerStarted } from './ledger.js';
 
 export interface ExecOptions {
   /** Working directory. Default: the current directory. */
@@ -154,6 +155,8 @@ function spawnAndCollect(
       verbose: 'none',
     });
 
+    // Kept where an open loop can find it again if this process is killed (ledger.ts).
+    if (child.pid !== undefined) ledgerStarted(child.pid, shown);
     const out = new StreamCollector('stdout', maxChars, secrets, log, opts.onLine);
     const err = new StreamCollector('stderr', maxChars, secrets, log, opts.onLine);
     let killedBy: ExecResult['killedBy'];
@@ -207,6 +210,7 @@ function spawnAndCollect(
       if (settled) return;
       settled = true;
       stopTimers();
+      if (child.pid !== undefined) ledgerEnded(child.pid);
       out.flush();
       err.flush();
       const result: ExecResult = {
@@ -228,6 +232,7 @@ function spawnAndCollect(
       if (settled) return;
       settled = true;
       stopTimers();
+      if (child.pid !== undefined) ledgerEnded(child.pid);
       log?.end();
       if (code === 'ENOENT') {
         reject(

@@ -6,6 +6,7 @@
 export type { ExecOptions, ExecResult } from './exec.js';
 export { displayCommand, ExecError, run } from './exec.js';
 export { findOnPath } from './find-on-path.js';
+export { openProcessLedger, type Swept, sweepProcessLedger } from './ledger.js';
 export {
   nodeReadPaths,
   programReadPaths,

@@ -3,7 +3,7 @@
  * quoting of the agent's prose. Text from the evidence passes through here, so one escaping rule
  * holds everywhere.
  */
-import { withoutControls } from '../util/log.js';
+import { withoutControls } from '../util/index.js';
 
 export type Align = 'left' | 'right';
 

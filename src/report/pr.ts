@@ -5,7 +5,7 @@
  */
 import { type IterationEvidence, VERDICT_DESCRIPTIONS, type Verdict } from '../evidence/index.js';
 import { BODY_CAP_CHARS, capTitle, MANAGED_LABEL_PREFIX, TITLE_CAP_CHARS } from '../forge/index.js';
-import { withoutControls } from '../util/log.js';
+import { withoutControls } from '../util/index.js';
 import { checksSection } from './checks.js';
 import {
   bundleKey,

@@ -24,7 +24,7 @@ export {
 export type { WaitingLockOptions } from './lock.js';
 export { takeLock, withFileLock } from './lock.js';
 export type { Logger } from './log.js';
-export { actionsLogger, terminalLogger } from './log.js';
+export { actionsLogger, terminalLogger, withoutControls } from './log.js';
 export type { TellingLineOptions } from './log-lines.js';
 export { tellingLogLine } from './log-lines.js';
 export { isSecretName, redact, secretsFromEnv } from './redact.js';

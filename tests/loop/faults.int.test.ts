@@ -275,6 +275,20 @@ describe('agent infrastructure failures are retried', () => {
       while (api.requests() < 2) await new Promise((r) => setTimeout(r, 20));
       child.kill('SIGKILL');
       await exited;
+      // The agent was waiting on the API when the loop died: nothing of it outlives the loop (its
+      // sandbox dies with the harness; what else a killed loop left, the next one ends: issue 35).
+      const agentProcesses = () =>
+        readdirSync('/proc').filter((p) => {
+          try {
+            return /^\d+$/.test(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(api.url);
+          } catch {
+            return false;
+          }
+        });
+      for (let i = 0; agentProcesses().length > 0 && i < 200; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(agentProcesses()).toEqual([]);
+      expect(existsSync(join(repo, '.hillclimb', 'processes.json'))).toBe(true); // the killed loop's ledger
 
       const r = await loop(repo, { resume: true });
       const it1 = r.iterations[0]!;
@@ -284,6 +298,7 @@ describe('agent infrastructure failures are retried', () => {
       expect(it1.evidence.agent).toMatchObject({ status: 'finished', attempts: 2 });
       expect(it1.evidence.failedAttempts?.propose?.map((a) => a.attempt)).toEqual([1]);
       expect(api.requests()).toBe(3);
+      expect(existsSync(join(repo, '.hillclimb', 'processes.json'))).toBe(false);
     } finally {
       await api.close();
     }

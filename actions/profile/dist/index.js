@@ -39359,7 +39359,7 @@ __export(FileBlob_UNXOJWFM_exports, {
   FileBlob: () => FileBlob
 });
 import { createReadStream as createReadStream2 } from "fs";
-import { open as open2, stat as stat2 } from "fs/promises";
+import { open as open3, stat as stat2 } from "fs/promises";
 import { Readable as Readable5 } from "stream";
 import { fileURLToPath as fileURLToPath4 } from "url";
 var FileBlob;
@@ -39439,7 +39439,7 @@ var init_FileBlob_UNXOJWFM = __esm({
        * It is an intended choice of developer experience over performances.
        */
       async execute(action) {
-        const file = await open2(this.path, "r");
+        const file = await open3(this.path, "r");
         try {
           return await action(file);
         } finally {
@@ -44452,19 +44452,19 @@ function asRunnerData(text3) {
 function escapeData2(s) {
   return asRunnerData(s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A"));
 }
-function actionsLogger(write = (l) => process.stdout.write(`${l}
+function actionsLogger(write2 = (l) => process.stdout.write(`${l}
 `)) {
   return {
-    info: (m) => write(asRunnerData(m)),
-    warn: (m) => write(`::warning::${escapeData2(m)}`),
-    error: (m) => write(`::error::${escapeData2(m)}`),
-    debug: (m) => write(`::debug::${escapeData2(m)}`),
+    info: (m) => write2(asRunnerData(m)),
+    warn: (m) => write2(`::warning::${escapeData2(m)}`),
+    error: (m) => write2(`::error::${escapeData2(m)}`),
+    debug: (m) => write2(`::debug::${escapeData2(m)}`),
     async group(name, fn) {
-      write(`::group::${escapeData2(name)}`);
+      write2(`::group::${escapeData2(name)}`);
       try {
         return await fn();
       } finally {
-        write("::endgroup::");
+        write2("::endgroup::");
       }
     }
   };
@@ -46018,7 +46018,7 @@ function normalise(line) {
 
 // src/workspace/git.ts
 import { createHash as createHash4 } from "node:crypto";
-import { closeSync as closeSync4, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, openSync as openSync4, readSync as readSync2, rmSync as rmSync3, writeFileSync as writeFileSync3 } from "node:fs";
+import { closeSync as closeSync4, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, openSync as openSync4, readSync as readSync2, rmSync as rmSync4, writeFileSync as writeFileSync4 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, isAbsolute as isAbsolute3, join as join6, relative as relative2, resolve as resolve4 } from "node:path";
 import { setTimeout as sleep2 } from "node:timers/promises";
@@ -46654,11 +46654,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open5, close) => {
+var format = (open6, close) => {
   if (!hasColors) {
     return (input) => input;
   }
-  const openCode = `\x1B[${open5}m`;
+  const openCode = `\x1B[${open6}m`;
   const closeCode = `\x1B[${close}m`;
   return (input) => {
     const string = input + "";
@@ -52829,6 +52829,59 @@ var {
   getCancelSignal: getCancelSignal2
 } = getIpcExport();
 
+// src/exec/ledger.ts
+import { existsSync as existsSync6, readdirSync as readdirSync3, readFileSync as readFileSync10, renameSync as renameSync2, rmSync as rmSync2, writeFileSync as writeFileSync3 } from "node:fs";
+var open2 = /* @__PURE__ */ new Map();
+function ledgerStarted(pid, command) {
+  if (open2.size === 0) return;
+  const stat4 = procStat(pid);
+  if (stat4 === void 0) return;
+  for (const [file, entries] of open2) {
+    entries.set(pid, { pid, start: stat4.start, command });
+    write(file, entries);
+  }
+}
+function ledgerEnded(pid) {
+  for (const [file, entries] of open2) {
+    if (entries.delete(pid)) write(file, entries);
+  }
+}
+function write(file, entries) {
+  const doc = {
+    schema: "hillclimb.processes/v1",
+    bootId: bootId(),
+    processes: [...entries.values()]
+  };
+  const tmp = `${file}.tmp`;
+  writeFileSync3(tmp, `${JSON.stringify(doc)}
+`);
+  renameSync2(tmp, file);
+}
+var boot;
+function bootId() {
+  boot ??= readOr("/proc/sys/kernel/random/boot_id", "unknown").trim();
+  return boot;
+}
+function procStat(pid) {
+  const text3 = readOr(`/proc/${pid}/stat`, "");
+  const fields = text3.slice(text3.lastIndexOf(")") + 2).split(" ");
+  if (fields.length < 20) return void 0;
+  return {
+    pid,
+    zombie: fields[0] === "Z",
+    pgid: Number(fields[2]),
+    sid: Number(fields[3]),
+    start: Number(fields[19])
+  };
+}
+function readOr(path6, fallback) {
+  try {
+    return readFileSync10(path6, "utf8");
+  } catch {
+    return fallback;
+  }
+}
+
 // src/exec/exec.ts
 var ExecError = class extends HillclimbError {
   name = "ExecError";
@@ -52902,6 +52955,7 @@ function spawnAndCollect(command, args, opts, shown) {
       // unredacted. Our collector is the only place output goes.
       verbose: "none"
     });
+    if (child.pid !== void 0) ledgerStarted(child.pid, shown);
     const out = new StreamCollector("stdout", maxChars, secrets, log, opts.onLine);
     const err = new StreamCollector("stderr", maxChars, secrets, log, opts.onLine);
     let killedBy;
@@ -52950,6 +53004,7 @@ function spawnAndCollect(command, args, opts, shown) {
       if (settled2) return;
       settled2 = true;
       stopTimers();
+      if (child.pid !== void 0) ledgerEnded(child.pid);
       out.flush();
       err.flush();
       const result = {
@@ -52970,6 +53025,7 @@ function spawnAndCollect(command, args, opts, shown) {
       if (settled2) return;
       settled2 = true;
       stopTimers();
+      if (child.pid !== void 0) ledgerEnded(child.pid);
       log?.end();
       if (code2 === "ENOENT") {
         reject(
@@ -53097,7 +53153,7 @@ function isExecutable(file) {
 }
 
 // src/exec/sandbox.ts
-import { mkdtempSync, readFileSync as readFileSync10, realpathSync, rmSync as rmSync2 } from "node:fs";
+import { mkdtempSync, readFileSync as readFileSync11, realpathSync, rmSync as rmSync3 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname as dirname5, isAbsolute as isAbsolute2, join as join5, resolve as resolve3 } from "node:path";
 
@@ -53245,7 +53301,7 @@ done
 var SANDBOX_SETUP_FAILED = 125;
 function sandboxWasReady(readyFile) {
   try {
-    return readFileSync10(readyFile, "utf8") === "ready";
+    return readFileSync11(readyFile, "utf8") === "ready";
   } catch {
     return false;
   }
@@ -53254,7 +53310,7 @@ var stage;
 function stageDir() {
   if (stage === void 0) {
     const dir = mkdtempSync(join5(tmpdir(), "hillclimb-sandbox-"));
-    process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
+    process.once("exit", () => rmSync3(dir, { recursive: true, force: true }));
     stage = dir;
   }
   return stage;
@@ -53609,7 +53665,7 @@ var Git = class _Git {
    */
   async cloneForAgent(dest, commit2) {
     assertSha(commit2);
-    rmSync3(dest, { recursive: true, force: true });
+    rmSync4(dest, { recursive: true, force: true });
     mkdirSync7(dirname6(resolve4(dest)), { recursive: true });
     await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
     await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
@@ -53874,7 +53930,7 @@ var Git = class _Git {
     } finally {
       await this.git(["worktree", "remove", "--force", probe2], { allowedExitCodes: [0, 128] });
       await this.git(["worktree", "prune"]);
-      rmSync3(dir, { recursive: true, force: true });
+      rmSync4(dir, { recursive: true, force: true });
     }
   }
   // ---------------------------------------------------------------------------------------------
@@ -53891,7 +53947,7 @@ var Git = class _Git {
     const abs = resolve4(path6);
     const r = await this.git(["worktree", "remove", "--force", "--", abs], { allowedExitCodes: [0, 128] });
     if (r.exitCode !== 0) {
-      rmSync3(abs, { recursive: true, force: true });
+      rmSync4(abs, { recursive: true, force: true });
       await this.git(["worktree", "prune"]);
     }
     this.createdWorktrees.delete(abs);
@@ -53964,7 +54020,7 @@ var Git = class _Git {
     const quarantine = mkdtempSync2(join6(tmpdir2(), "hc-import-"));
     try {
       await this.git(["init", "--quiet", "--bare", "--", quarantine]);
-      writeFileSync3(join6(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
+      writeFileSync4(join6(quarantine, "objects", "info", "alternates"), `${await this.objectsDir()}
 `);
       const q = ["--git-dir", quarantine];
       const imported = "refs/hillclimb/import";
@@ -54001,7 +54057,7 @@ var Git = class _Git {
       await this.git(["fetch", "--quiet", "--no-tags", quarantine, `+${imported}:${opts.ref}`]);
       return { head, commits: chain.map(([sha]) => sha).reverse() };
     } finally {
-      rmSync3(quarantine, { recursive: true, force: true });
+      rmSync4(quarantine, { recursive: true, force: true });
     }
   }
   /** Changes between two commits that are not regular files: links, submodules (never a candidate's). */
@@ -54121,7 +54177,7 @@ var Git = class _Git {
       });
       return r.stdout.trim();
     } finally {
-      rmSync3(scratch, { recursive: true, force: true });
+      rmSync4(scratch, { recursive: true, force: true });
     }
   }
   /** Revert one commit with a new commit by `identity` (default: the harness). Aborts on conflict. */
@@ -54901,7 +54957,7 @@ var AgentSetupError = class extends HillclimbError {
 
 // src/agent/key-proxy.ts
 import { randomBytes } from "node:crypto";
-import { mkdtempSync as mkdtempSync3, rmSync as rmSync4 } from "node:fs";
+import { mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
 import {
   createServer,
   request as httpRequest
@@ -55123,9 +55179,9 @@ async function startKeyProxy(opts) {
     remote.on("close", () => sockets.delete(remote));
     const messages = new WebSocketMessages(MAX_BODY_BYTES);
     const held = head.length > 0 ? [head] : [];
-    let open5 = false;
+    let open6 = false;
     const fromClient = (chunk2) => {
-      if (!open5) {
+      if (!open6) {
         held.push(chunk2);
         return;
       }
@@ -55161,7 +55217,7 @@ ${lines.join("\r\n")}\r
           }
           if (rest2.length > 0) client.write(rest2);
           remote.pipe(client);
-          open5 = true;
+          open6 = true;
           for (const b of held.splice(0)) fromClient(b);
         },
         () => client.destroy()
@@ -55188,7 +55244,7 @@ ${lines.join("\r\n")}\r
   } catch (e) {
     server.close();
     unix.close();
-    rmSync4(dir, { recursive: true, force: true });
+    rmSync5(dir, { recursive: true, force: true });
     throw e;
   }
   local = server.address().port;
@@ -55203,7 +55259,7 @@ ${lines.join("\r\n")}\r
         new Promise((resolve17) => server.close(() => resolve17())),
         new Promise((resolve17) => unix.close(() => resolve17()))
       ]);
-      rmSync4(dir, { recursive: true, force: true });
+      rmSync5(dir, { recursive: true, force: true });
     }
   };
 }
@@ -55292,7 +55348,7 @@ function stripHop(headers) {
 }
 
 // src/agent/launch.ts
-import { existsSync as existsSync6, mkdirSync as mkdirSync9, readdirSync as readdirSync3, writeFileSync as writeFileSync4 } from "node:fs";
+import { existsSync as existsSync7, mkdirSync as mkdirSync9, readdirSync as readdirSync4, writeFileSync as writeFileSync5 } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute as isAbsolute4, join as join8 } from "node:path";
 
@@ -55560,7 +55616,7 @@ async function launchAgent(request2, launch) {
     mkdirSync9(sandbox.home, { recursive: true });
     if (launch.configDir) {
       const dir = env[launch.configDir.env] ?? join8(homedir(), launch.configDir.defaultInHome);
-      if (isAbsolute4(dir) && existsSync6(dir)) {
+      if (isAbsolute4(dir) && existsSync7(dir)) {
         const copy = join8(sandbox.home, launch.configDir.defaultInHome);
         secrets.push(...copyConfigFolder(dir, copy, launch.keyProxy ? LOGIN_FILES : []));
         env[launch.configDir.env] = copy;
@@ -55613,14 +55669,14 @@ async function launchAgent(request2, launch) {
 }
 function argumentFiles(args, writable2) {
   const inside = (p) => writable2.some((w) => p === w || p.startsWith(`${w}/`));
-  return args.filter((a2) => isAbsolute4(a2) && !inside(a2) && existsSync6(a2));
+  return args.filter((a2) => isAbsolute4(a2) && !inside(a2) && existsSync7(a2));
 }
 var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 var LOGIN_FILES = ["auth.json", ".credentials.json"];
 function copyConfigFolder(from, to, omit2) {
   mkdirSync9(to, { recursive: true });
   const secrets = [];
-  for (const name of readdirSync3(from)) {
+  for (const name of readdirSync4(from)) {
     if (omit2.includes(name)) continue;
     const src = join8(from, name);
     let data;
@@ -55629,7 +55685,7 @@ function copyConfigFolder(from, to, omit2) {
     } catch {
       continue;
     }
-    writeFileSync4(join8(to, name), data, { mode: 384 });
+    writeFileSync5(join8(to, name), data, { mode: 384 });
     if (name.endsWith(".json")) secrets.push(...tokenLikeStrings(data.toString("utf8")));
   }
   return secrets;
@@ -55650,10 +55706,10 @@ function tokenLikeStrings(text3) {
 }
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync10, rmSync as rmSync5 } from "node:fs";
+import { mkdirSync as mkdirSync10, rmSync as rmSync6 } from "node:fs";
 import { dirname as dirname8, relative as relative3, resolve as resolve5 } from "node:path";
 function prepareResultFile(file) {
-  rmSync5(file, { force: true });
+  rmSync6(file, { force: true });
   mkdirSync10(dirname8(file), { recursive: true });
 }
 function outsideOf(root, dir) {
@@ -55673,7 +55729,7 @@ function toOutcome(proc, logFile, result, problem) {
 }
 
 // src/agent/result.ts
-import { existsSync as existsSync7, readFileSync as readFileSync11, statSync as statSync4 } from "node:fs";
+import { existsSync as existsSync8, readFileSync as readFileSync12, statSync as statSync4 } from "node:fs";
 var RESULT_FIELDS = ["hypothesis", "summary", "next_idea"];
 var MAX_RESULT_FIELD_CHARS = 1500;
 var MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -55718,12 +55774,12 @@ function parseAgentResult(text3) {
   return validateAgentResult(value2);
 }
 function readAgentResult(file) {
-  if (!existsSync7(file)) return { problem: `no result file at ${file}` };
+  if (!existsSync8(file)) return { problem: `no result file at ${file}` };
   const size = statSync4(file).size;
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
   }
-  const check = parseAgentResult(readFileSync11(file, "utf8"));
+  const check = parseAgentResult(readFileSync12(file, "utf8"));
   return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
 }
 function resultFromMessage(text3) {
@@ -55948,7 +56004,7 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readFileSync as readFileSync12, rmSync as rmSync6, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync9, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync4, readFileSync as readFileSync13, rmSync as rmSync7, writeFileSync as writeFileSync6 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname10, join as join9 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
@@ -56010,13 +56066,13 @@ var CodexAgent = class {
   async run(request2) {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync6(lastMessageFile, { force: true });
+    rmSync7(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname10(request2.resultFile));
     const scratch = mkdtempSync4(join9(resultDir ?? tmpdir4(), resultDir ? ".codex-" : "hc-codex-"));
     let proxy;
     try {
       const schemaFile = join9(scratch, "result.schema.json");
-      writeFileSync5(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      writeFileSync6(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const agentTmp = join9(scratch, "tmp");
       mkdirSync11(agentTmp);
@@ -56070,8 +56126,8 @@ var CodexAgent = class {
         });
       }
       let { result, problem } = readAgentResult(request2.resultFile);
-      if (!result && existsSync8(lastMessageFile)) {
-        const fromMessage = resultFromMessage(readFileSync12(lastMessageFile, "utf8"));
+      if (!result && existsSync9(lastMessageFile)) {
+        const fromMessage = resultFromMessage(readFileSync13(lastMessageFile, "utf8"));
         if (fromMessage) [result, problem] = [fromMessage, void 0];
       }
       if (proxy && proxy.refusals.count > 0) {
@@ -56080,7 +56136,7 @@ var CodexAgent = class {
       return toOutcome(proc, request2.logFile, result, problem);
     } finally {
       await proxy?.close();
-      rmSync6(scratch, { recursive: true, force: true });
+      rmSync7(scratch, { recursive: true, force: true });
     }
   }
 };
@@ -56158,18 +56214,18 @@ function nonEmpty(value2) {
 }
 
 // src/agent/agents/replay.ts
-import { appendFileSync as appendFileSync4, existsSync as existsSync9, mkdirSync as mkdirSync12, readdirSync as readdirSync4, readFileSync as readFileSync13, writeFileSync as writeFileSync6 } from "node:fs";
+import { appendFileSync as appendFileSync4, existsSync as existsSync10, mkdirSync as mkdirSync12, readdirSync as readdirSync5, readFileSync as readFileSync14, writeFileSync as writeFileSync7 } from "node:fs";
 import { basename as basename2, dirname as dirname11, join as join10 } from "node:path";
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
 var COMPANION_NAME = /^(\d{4})-.+\.json$/;
 function listReplayPatches(dir) {
-  if (!existsSync9(dir)) {
+  if (!existsSync10(dir)) {
     throw new HillclimbError(`replay agent: no folder ${dir}`, {
       hint: "set agent.replay.dir to a folder of NNNN-*.patch files",
       exitCode: ExitCode2.badInput
     });
   }
-  const names = readdirSync4(dir).sort();
+  const names = readdirSync5(dir).sort();
   const companions = /* @__PURE__ */ new Map();
   for (const n2 of names) {
     const m = COMPANION_NAME.exec(n2);
@@ -56194,7 +56250,7 @@ var ReplayAgent = class {
     const slot = request2.slot?.index ?? 1;
     if (!entry || slot === 1) return entry;
     const prefix = `${PATCH_NAME.exec(basename2(entry.patch))[1]}.${slot}-`;
-    const names = readdirSync4(this.opts.dir).sort();
+    const names = readdirSync5(this.opts.dir).sort();
     const patch = names.find((n2) => n2.startsWith(prefix) && n2.endsWith(".patch"));
     if (!patch) return void 0;
     const companion = names.find((n2) => n2.startsWith(prefix) && n2.endsWith(".json"));
@@ -56232,7 +56288,7 @@ var ReplayAgent = class {
       });
       return done("finished", 0);
     }
-    const text3 = readFileSync13(entry.patch, "utf8");
+    const text3 = readFileSync14(entry.patch, "utf8");
     const described = describePatch(text3, basename2(entry.patch));
     log(
       `replay: iteration ${request2.iteration}${request2.slot ? ` candidate ${request2.slot.index}` : ""} applies ${entry.patch}`
@@ -56251,7 +56307,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync6(request2.resultFile, readFileSync13(entry.companion));
+    if (entry.companion) writeFileSync7(request2.resultFile, readFileSync14(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -56304,7 +56360,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync6(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync7(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -56460,25 +56516,25 @@ import { resolve as resolve10 } from "node:path";
 
 // src/compute/backends/local.ts
 import { randomBytes as randomBytes2 } from "node:crypto";
-import { appendFileSync as appendFileSync5, existsSync as existsSync12, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readdirSync as readdirSync6, rmSync as rmSync8 } from "node:fs";
+import { appendFileSync as appendFileSync5, existsSync as existsSync13, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync5, readdirSync as readdirSync7, rmSync as rmSync9 } from "node:fs";
 import { availableParallelism, constants as constants9, tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname15, join as join14, resolve as resolve9 } from "node:path";
 
 // src/project/python.ts
-import { existsSync as existsSync11, readdirSync as readdirSync5, readFileSync as readFileSync15, realpathSync as realpathSync2, statSync as statSync5, writeFileSync as writeFileSync7 } from "node:fs";
+import { existsSync as existsSync12, readdirSync as readdirSync6, readFileSync as readFileSync16, realpathSync as realpathSync2, statSync as statSync5, writeFileSync as writeFileSync8 } from "node:fs";
 import { dirname as dirname13, isAbsolute as isAbsolute6, join as join12, relative as relative4, resolve as resolve8 } from "node:path";
 
 // src/project/root.ts
-import { existsSync as existsSync10, readFileSync as readFileSync14 } from "node:fs";
+import { existsSync as existsSync11, readFileSync as readFileSync15 } from "node:fs";
 import { dirname as dirname12, join as join11, resolve as resolve7 } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
   let dir = dirname12(fileURLToPath3(import.meta.url));
   for (; ; ) {
     const pkg = join11(dir, "package.json");
-    if (existsSync10(pkg)) {
+    if (existsSync11(pkg)) {
       try {
-        if (JSON.parse(readFileSync14(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync15(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
@@ -56488,7 +56544,7 @@ function packageRoot() {
   }
 }
 function packageVersion() {
-  return JSON.parse(readFileSync14(join11(packageRoot(), "package.json"), "utf8")).version;
+  return JSON.parse(readFileSync15(join11(packageRoot(), "package.json"), "utf8")).version;
 }
 
 // src/project/python.ts
@@ -56502,8 +56558,8 @@ function interpreterReadPaths(python) {
   const prefix = dirname13(dirname13(python));
   paths.add(prefix);
   const cfg = join12(prefix, "pyvenv.cfg");
-  if (existsSync11(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync15(cfg, "utf8"))?.[1]?.trim();
+  if (existsSync12(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync16(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname13(home));
   }
   try {
@@ -56539,7 +56595,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync13, rmSync as rmSync7, writeFileSync as writeFileSync8 } from "node:fs";
+import { mkdirSync as mkdirSync13, rmSync as rmSync8, writeFileSync as writeFileSync9 } from "node:fs";
 import { dirname as dirname14, join as join13 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -56613,7 +56669,7 @@ function safeParts(path6) {
 }
 function clearDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
-    if (dest !== void 0) rmSync7(dest, { recursive: true, force: true });
+    if (dest !== void 0) rmSync8(dest, { recursive: true, force: true });
   }
 }
 function prepareDestinations(outputs) {
@@ -56650,7 +56706,7 @@ function installOutputs(archive, outputs) {
       mkdirSync13(target, { recursive: true });
     } else {
       mkdirSync13(dirname14(target), { recursive: true });
-      writeFileSync8(target, entry.data);
+      writeFileSync9(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -56668,7 +56724,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list = (dir) => {
     try {
-      return readdirSync6(dir);
+      return readdirSync7(dir);
     } catch {
       return [];
     }
@@ -56705,7 +56761,7 @@ var LocalBackend = class {
     try {
       return await this.runWith(job, cache2);
     } finally {
-      rmSync8(cache2, { recursive: true, force: true });
+      rmSync9(cache2, { recursive: true, force: true });
     }
   }
   async runWith(job, cache2) {
@@ -56728,7 +56784,7 @@ var LocalBackend = class {
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync12(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync13(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
@@ -56760,7 +56816,7 @@ var LocalBackend = class {
       appendFileSync5(job.logFile, `$ ${displayCommand(...split(argv))}
 `);
       const program = argv[0].includes("/") ? resolve9(job.workdir, argv[0]) : findOnPath(argv[0]);
-      if (program === void 0 || !existsSync12(program)) {
+      if (program === void 0 || !existsSync13(program)) {
         return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
       }
       const sandboxed = sandboxCommand(
@@ -56797,7 +56853,7 @@ var LocalBackend = class {
 `);
       return { ...ended, isolation: "sandbox" };
     } finally {
-      rmSync8(scratch, { recursive: true, force: true });
+      rmSync9(scratch, { recursive: true, force: true });
     }
   }
   async exec(argv, job, env, inheritEnv, started) {
@@ -56867,7 +56923,7 @@ function collectOutputs(inside, outputs) {
   for (const name of OUTPUT_NAMES) {
     const from = inside[name];
     const to = outputs[name];
-    if (from === void 0 || to === void 0 || !existsSync12(from)) continue;
+    if (from === void 0 || to === void 0 || !existsSync13(from)) continue;
     const r = copyPlainTree(from, to);
     refused.push(...r.refused.map((x) => `${name}/${x}`));
   }
@@ -56875,7 +56931,7 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync6, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync16, rmSync as rmSync10 } from "node:fs";
+import { appendFileSync as appendFileSync6, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, readFileSync as readFileSync17, rmSync as rmSync11 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
 import { dirname as dirname16, join as join16 } from "node:path";
 
@@ -57371,7 +57427,7 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync3, existsSync as existsSync13, mkdtempSync as mkdtempSync6, rmSync as rmSync9 } from "node:fs";
+import { copyFileSync as copyFileSync3, existsSync as existsSync14, mkdtempSync as mkdtempSync6, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
 import { isAbsolute as isAbsolute7, join as join15 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
@@ -57399,10 +57455,10 @@ async function snapshotTree2(workdir, opts = {}) {
   const tmp = mkdtempSync6(join15(tmpdir6(), "hc-index-"));
   try {
     const index = join15(tmp, "index");
-    if (existsSync13(realIndex)) copyFileSync3(realIndex, index);
+    if (existsSync14(realIndex)) copyFileSync3(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
-    const included = (opts.include ?? []).filter((p) => existsSync13(join15(workdir, p)));
+    const included = (opts.include ?? []).filter((p) => existsSync14(join15(workdir, p)));
     if (included.length > 0) await git(workdir, ["add", "--all", "--force", "--", ...included], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
     if (excludes.length > 0) {
@@ -57415,7 +57471,7 @@ async function snapshotTree2(workdir, opts = {}) {
     }
     return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
   } finally {
-    rmSync9(tmp, { recursive: true, force: true });
+    rmSync10(tmp, { recursive: true, force: true });
   }
 }
 async function archiveTree(workdir, treeId, format2, outFile) {
@@ -57711,11 +57767,11 @@ var RayBackend = class {
     try {
       const zip = join16(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync16(zip);
+      const data = readFileSync17(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
-      rmSync10(tmp, { recursive: true, force: true });
+      rmSync11(tmp, { recursive: true, force: true });
     }
     return uri;
   }
@@ -57738,7 +57794,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, readFileSync as readFileSync18, rmSync as rmSync12 } from "node:fs";
+import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync8, readFileSync as readFileSync19, rmSync as rmSync13 } from "node:fs";
 import { tmpdir as tmpdir8 } from "node:os";
 import { dirname as dirname17, join as join18 } from "node:path";
 
@@ -57987,7 +58043,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync16, readdirSync as readdirSync7, readFileSync as readFileSync17, renameSync as renameSync2, rmSync as rmSync11, writeFileSync as writeFileSync9 } from "node:fs";
+import { mkdirSync as mkdirSync16, readdirSync as readdirSync8, readFileSync as readFileSync18, renameSync as renameSync3, rmSync as rmSync12, writeFileSync as writeFileSync10 } from "node:fs";
 import { join as join17 } from "node:path";
 function tpuStateDir(stateDir) {
   return join17(stateDir, "tpu");
@@ -57997,28 +58053,28 @@ function writeRecord(dir, record2) {
   mkdirSync16(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync9(tmp, `${JSON.stringify(record2, null, 2)}
+  writeFileSync10(tmp, `${JSON.stringify(record2, null, 2)}
 `);
-  renameSync2(tmp, file);
+  renameSync3(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync7(dir).filter((n2) => n2.endsWith(".json"));
+    names = readdirSync8(dir).filter((n2) => n2.endsWith(".json"));
   } catch {
     return [];
   }
   const records = [];
   for (const n2 of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync17(join17(dir, n2), "utf8")));
+      records.push(JSON.parse(readFileSync18(join17(dir, n2), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync11(recordFile(dir, name, zone), { force: true });
+  rmSync12(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/allocate.ts
@@ -58393,13 +58449,13 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync18(local), job.outputs);
+        installOutputs(readFileSync19(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
       return result({ exitCode });
     } finally {
-      rmSync12(tmp, { recursive: true, force: true });
+      rmSync13(tmp, { recursive: true, force: true });
     }
   }
   /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */
@@ -58638,11 +58694,11 @@ function isHighSurrogate(code2) {
   return code2 >= 55296 && code2 <= 56319;
 }
 function hasOpenFence(text3) {
-  let open5 = false;
+  let open6 = false;
   for (const line of text3.split("\n")) {
-    if (/^\s{0,3}(```|~~~)/.test(line)) open5 = !open5;
+    if (/^\s{0,3}(```|~~~)/.test(line)) open6 = !open6;
   }
-  return open5;
+  return open6;
 }
 
 // src/forge/push.ts
@@ -59559,8 +59615,8 @@ var GitHubForge = class {
       // The head filter is exact on GitHub; checking again keeps a fork's same-named branch out.
       (p) => p.head.ref === branch && (p.head.repo?.full_name ?? this.opts.repository).toLowerCase() === this.opts.repository.toLowerCase()
     );
-    const open5 = pulls.filter((p) => p.state === "open").sort((a2, b) => a2.number - b.number)[0];
-    return open5 ?? pulls.sort((a2, b) => b.number - a2.number)[0];
+    const open6 = pulls.filter((p) => p.state === "open").sort((a2, b) => a2.number - b.number)[0];
+    return open6 ?? pulls.sort((a2, b) => b.number - a2.number)[0];
   }
   async createPull(spec, title, body) {
     const create2 = (draft, base) => this.session.call(
@@ -59718,7 +59774,7 @@ function sleep4(ms2) {
 }
 
 // src/forge/forges/local-records.ts
-import { existsSync as existsSync14, readdirSync as readdirSync8, rmSync as rmSync13 } from "node:fs";
+import { existsSync as existsSync15, readdirSync as readdirSync9, rmSync as rmSync14 } from "node:fs";
 import { join as join19 } from "node:path";
 import { pathToFileURL } from "node:url";
 var LOCAL_FORGE_DIR = "forge";
@@ -59745,7 +59801,7 @@ var LocalRecords = class {
   }
   pull(n2) {
     const file = this.pullFile(n2);
-    return existsSync14(file) ? readJson(file) : void 0;
+    return existsSync15(file) ? readJson(file) : void 0;
   }
   writePull(record2) {
     writeJsonAtomic(this.pullFile(record2.number), record2);
@@ -59758,12 +59814,12 @@ var LocalRecords = class {
     writeJsonAtomic(this.commentFile(record2.pull, record2.id), record2);
   }
   deleteComment(pull, id) {
-    rmSync13(this.commentFile(pull, id), { force: true });
+    rmSync14(this.commentFile(pull, id), { force: true });
   }
   /** Take the next PR number or comment id. */
   take(counter) {
     const file = join19(this.dir, "counters.json");
-    const counters = existsSync14(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
+    const counters = existsSync15(file) ? readJson(file) : { nextPull: 1, nextComment: 1 };
     const value2 = counters[counter];
     writeJsonAtomic(file, { ...counters, [counter]: value2 + 1 });
     return value2;
@@ -59776,13 +59832,13 @@ var LocalRecords = class {
   }
 };
 function numberedJson(dir) {
-  if (!existsSync14(dir)) return [];
-  return readdirSync8(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a2, b) => a2 - b).flatMap((n2) => {
+  if (!existsSync15(dir)) return [];
+  return readdirSync9(dir).filter((name) => /^\d+\.json$/.test(name)).map((name) => Number.parseInt(name, 10)).sort((a2, b) => a2 - b).flatMap((n2) => {
     const file = join19(dir, `${n2}.json`);
     try {
       return [readJson(file)];
     } catch (e) {
-      if (!existsSync14(file)) return [];
+      if (!existsSync15(file)) return [];
       throw e;
     }
   });
@@ -60041,7 +60097,7 @@ import { resolve as resolve14 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync5, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync9, renameSync as renameSync4, rmSync as rmSync15, statSync as statSync7 } from "node:fs";
+import { copyFileSync as copyFileSync5, mkdirSync as mkdirSync19, mkdtempSync as mkdtempSync9, renameSync as renameSync5, rmSync as rmSync16, statSync as statSync7 } from "node:fs";
 import { tmpdir as tmpdir9 } from "node:os";
 import { basename as basename4, dirname as dirname19, isAbsolute as isAbsolute8, join as join21, resolve as resolve12 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
@@ -60078,13 +60134,13 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, readdirSync as readdirSync9, renameSync as renameSync3, rmSync as rmSync14, statSync as statSync6 } from "node:fs";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync18, readdirSync as readdirSync10, renameSync as renameSync4, rmSync as rmSync15, statSync as statSync6 } from "node:fs";
 import { basename as basename3, dirname as dirname18, join as join20 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
   const out = [];
   const visit = (abs, rel) => {
-    for (const name of readdirSync9(abs).sort()) {
+    for (const name of readdirSync10(abs).sort()) {
       const childAbs = join20(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       const st = statSync6(childAbs);
@@ -60100,9 +60156,9 @@ function copyFileAtomic(src, dest) {
   const tmp = join20(dirname18(dest), `${basename3(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync4(src, tmp);
-    renameSync3(tmp, dest);
+    renameSync4(tmp, dest);
   } catch (e) {
-    rmSync14(tmp, { force: true });
+    rmSync15(tmp, { force: true });
     throw e;
   }
 }
@@ -60184,9 +60240,9 @@ var BranchStore = class {
       const tmp = join21(dirname19(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
         copyFileSync5(join21(worktree, key), tmp);
-        renameSync4(tmp, dest);
+        renameSync5(tmp, dest);
       } finally {
-        rmSync15(tmp, { force: true });
+        rmSync16(tmp, { force: true });
       }
     });
   }
@@ -60260,7 +60316,7 @@ var BranchStore = class {
       await s.init();
       return await fn(s);
     } finally {
-      rmSync15(dir, { recursive: true, force: true });
+      rmSync16(dir, { recursive: true, force: true });
     }
   }
   /** The remote as a URL: a remote name of the repository resolved, a relative path made absolute. */
@@ -60475,7 +60531,7 @@ function sleep5(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync5, rmSync as rmSync16, statSync as statSync8 } from "node:fs";
+import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync20, openAsBlob, renameSync as renameSync6, rmSync as rmSync17, statSync as statSync8 } from "node:fs";
 import { basename as basename5, dirname as dirname20, join as join22 } from "node:path";
 import { Readable as Readable6 } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -68940,9 +68996,9 @@ var HfStore = class {
         "downloadFile",
         () => pipeline(Readable6.fromWeb(blob.stream()), createWriteStream3(tmp))
       );
-      renameSync5(tmp, dest);
+      renameSync6(tmp, dest);
     } finally {
-      rmSync16(tmp, { force: true });
+      rmSync17(tmp, { force: true });
     }
   }
   async list(prefix) {
@@ -69072,7 +69128,7 @@ function firstLine(s) {
 }
 
 // src/store/stores/local.ts
-import { existsSync as existsSync15, statSync as statSync9 } from "node:fs";
+import { existsSync as existsSync16, statSync as statSync9 } from "node:fs";
 import { join as join23, relative as relative5 } from "node:path";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 var LocalStore = class {
@@ -69090,7 +69146,7 @@ var LocalStore = class {
   }
   async putDir(prefix, dir) {
     assertPrefix(prefix);
-    if (!existsSync15(dir) || !statSync9(dir).isDirectory()) {
+    if (!existsSync16(dir) || !statSync9(dir).isDirectory()) {
       throw new HillclimbError(`cannot store ${dir} under ${prefix}: not a folder`);
     }
     const stored = [];
@@ -69105,7 +69161,7 @@ var LocalStore = class {
   }
   async list(prefix) {
     assertPrefix(prefix);
-    if (!existsSync15(this.dir)) return [];
+    if (!existsSync16(this.dir)) return [];
     return walkFiles(this.dir).filter((k) => k.startsWith(prefix));
   }
   url(key) {
@@ -69119,7 +69175,7 @@ var LocalStore = class {
   }
 };
 function isFile2(path6) {
-  return existsSync15(path6) && statSync9(path6).isFile();
+  return existsSync16(path6) && statSync9(path6).isFile();
 }
 
 // src/store/factory.ts
@@ -69266,7 +69322,7 @@ async function openLoopContext(config, role) {
 }
 
 // src/loop/state/bundle.ts
-import { existsSync as existsSync17 } from "node:fs";
+import { existsSync as existsSync18 } from "node:fs";
 import { join as join29 } from "node:path";
 
 // src/evidence/history-row.ts
@@ -73615,9 +73671,9 @@ function totalsOf(file, cases, suites) {
   };
 }
 function xmlProblem(err) {
-  const open5 = /^Invalid '(\[.*\])' found\.?$/s.exec(err.msg);
-  if (open5) {
-    const tags = JSON.parse(open5[1]).map((t) => `<${t}>`).join(" > ");
+  const open6 = /^Invalid '(\[.*\])' found\.?$/s.exec(err.msg);
+  if (open6) {
+    const tags = JSON.parse(open6[1]).map((t) => `<${t}>`).join(" > ");
     return `truncated XML: the file ends inside ${tags}`;
   }
   const single = /^Unclosed tag '(.+)'\.?$/.exec(err.msg);
@@ -74341,20 +74397,20 @@ function compareArms(a2, b, opts) {
   }
   if (problems.length > 0) return { ...empty, reasons: problems };
   const [numerator, denominator] = direction === "higher" ? [b, a2] : [a2, b];
-  const boot = bootstrapRatioOfMedians(numerator, denominator, {
+  const boot2 = bootstrapRatioOfMedians(numerator, denominator, {
     confidence: policy.confidence,
     resamples: policy.resamples,
     seed,
     paired
   });
-  const ratio = boot.estimate;
+  const ratio = boot2.estimate;
   if (!Number.isFinite(ratio)) {
     return {
       ...empty,
       reasons: [`the ratio of medians is ${ratio} (values span too many orders of magnitude)`]
     };
   }
-  const ci = policy.ciMethod === "bca" ? boot.bca : boot.percentile;
+  const ci = policy.ciMethod === "bca" ? boot2.bca : boot2.percentile;
   const robust = paired ? pairedNoise(a2, b) : robustNoise([a2, b]);
   const observed = Number.isNaN(robust.cv) ? pooledLogNoise([a2, b]) : robust;
   const observedCv = observed.cv;
@@ -74678,7 +74734,7 @@ function amdahlLimit(share) {
 
 // src/evidence/metrics.ts
 var import_ajv2 = __toESM(require_ajv(), 1);
-import { readFileSync as readFileSync19 } from "node:fs";
+import { readFileSync as readFileSync20 } from "node:fs";
 import { join as join24 } from "node:path";
 var METRICS_SCHEMA_FILE = "schemas/metrics.schema.json";
 var METRICS_SCHEMA_VERSION = "hillclimb.metrics/v1";
@@ -74686,7 +74742,7 @@ var DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}
 var validator2;
 function metricsValidator() {
   if (validator2) return validator2;
-  const schema2 = JSON.parse(readFileSync19(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
+  const schema2 = JSON.parse(readFileSync20(join24(packageRoot(), METRICS_SCHEMA_FILE), "utf8"));
   const ajv = new import_ajv2.Ajv({ allErrors: true, strict: false, verbose: true });
   ajv.addFormat("date-time", { validate: (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) });
   validator2 = ajv.compile(schema2);
@@ -76627,7 +76683,7 @@ ${body}
 }
 
 // src/report/log-evidence.ts
-import { existsSync as existsSync16, readFileSync as readFileSync20 } from "node:fs";
+import { existsSync as existsSync17, readFileSync as readFileSync21 } from "node:fs";
 import { join as join26 } from "node:path";
 function evidenceLoader(roots) {
   return (path6) => {
@@ -76644,10 +76700,10 @@ function evidenceLoader(roots) {
     }
     for (const root of roots) {
       const file = join26(root, path6);
-      if (!existsSync16(file)) continue;
+      if (!existsSync17(file)) continue;
       let parsed;
       try {
-        parsed = JSON.parse(readFileSync20(file, "utf8"));
+        parsed = JSON.parse(readFileSync21(file, "utf8"));
       } catch (e) {
         return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
       }
@@ -77867,15 +77923,15 @@ function round2(ms2) {
 }
 
 // src/trace/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync22, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync23, readSync as readSync5 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
 import { createReadStream as createReadStream3 } from "node:fs";
-import { open as open4 } from "node:fs/promises";
+import { open as open5 } from "node:fs/promises";
 import { createGunzip as createGunzip2 } from "node:zlib";
 
 // src/trace/readers/inflate.ts
-import { open as open3 } from "node:fs/promises";
+import { open as open4 } from "node:fs/promises";
 import { constants as constants10, createGunzip } from "node:zlib";
 function inflatedChunks(path6, gzip, chunkBytes) {
   if (!gzip) return fileChunks(path6, chunkBytes);
@@ -77890,7 +77946,7 @@ function inflatedChunks(path6, gzip, chunkBytes) {
   return gunzipChunks(path6, gunzip, handle, state, chunkBytes);
 }
 async function* fileChunks(path6, chunkBytes) {
-  const fh = await open3(path6, "r");
+  const fh = await open4(path6, "r");
   try {
     const buf = Buffer.allocUnsafe(chunkBytes);
     for (; ; ) {
@@ -77907,7 +77963,7 @@ async function* gunzipChunks(path6, gunzip, handle, state, chunkBytes) {
   });
   let fh;
   try {
-    fh = await open3(path6, "r");
+    fh = await open4(path6, "r");
     const input = Buffer.allocUnsafe(chunkBytes);
     const out = Buffer.allocUnsafe(chunkBytes);
     for (; ; ) {
@@ -78234,7 +78290,7 @@ var ChromeJsonSource = class {
 async function startsWithGzipMagic(path6) {
   let fh;
   try {
-    fh = await open4(path6, "r");
+    fh = await open5(path6, "r");
     const head = Buffer.alloc(2);
     const { bytesRead } = await fh.read(head, 0, 2, 0);
     return bytesRead === 2 && head[0] === 31 && head[1] === 139;
@@ -79321,7 +79377,7 @@ function numberOrUndefined(s) {
 }
 
 // src/trace/readers/profile-dir.ts
-import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync10, readSync as readSync3, statSync as statSync10 } from "node:fs";
+import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync10 } from "node:fs";
 import { basename as basename6, join as join27 } from "node:path";
 function resolveTracePath(path6) {
   let st;
@@ -79346,7 +79402,7 @@ function formatOfFile(path6) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync10(runDir).filter((f) => statSync10(join27(runDir, f)).isFile());
+  const files = readdirSync11(runDir).filter((f) => statSync10(join27(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format2) => {
     const sorted = [...matching].sort();
@@ -79375,16 +79431,16 @@ function resolveDirectory(dir) {
   );
 }
 function latestRunDir(dir) {
-  const entries = readdirSync10(dir);
+  const entries = readdirSync11(dir);
   if (entries.some(isTraceFile)) return dir;
   for (const base of [join27(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
-      runs = readdirSync10(base).filter((r) => statSync10(join27(base, r)).isDirectory());
+      runs = readdirSync11(base).filter((r) => statSync10(join27(base, r)).isDirectory());
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync10(join27(base, r)).some(isTraceFile));
+    const withTraces = runs.sort().filter((r) => readdirSync11(join27(base, r)).some(isTraceFile));
     if (withTraces.length > 0) return join27(base, withTraces[withTraces.length - 1]);
   }
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
@@ -81736,14 +81792,14 @@ async function opCosts(source, c3, where2) {
 }
 
 // src/trace/peaks.ts
-import { readFileSync as readFileSync21 } from "node:fs";
+import { readFileSync as readFileSync22 } from "node:fs";
 import { join as join28 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync21(join28(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync22(join28(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -82520,7 +82576,7 @@ function savedSummary(path6) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync22(path6, "utf8"));
+  const parsed = JSON.parse(readFileSync23(path6, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path6,
@@ -82568,7 +82624,7 @@ var Bundle = class {
     return join29(this.dir, relative8);
   }
   exists() {
-    return existsSync17(this.path(EVIDENCE_FILE));
+    return existsSync18(this.path(EVIDENCE_FILE));
   }
   load() {
     const file = this.path(EVIDENCE_FILE);
@@ -82654,11 +82710,11 @@ function backoffMs(baseSeconds, attempt2) {
 }
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync20, rmSync as rmSync19 } from "node:fs";
+import { existsSync as existsSync21, rmSync as rmSync20 } from "node:fs";
 import { join as join32 } from "node:path";
 
 // src/loop/state/worktrees.ts
-import { existsSync as existsSync18, readdirSync as readdirSync11, rmSync as rmSync17 } from "node:fs";
+import { existsSync as existsSync19, readdirSync as readdirSync12, rmSync as rmSync18 } from "node:fs";
 import { join as join30 } from "node:path";
 function candidateWorktreePath(ctx, key) {
   return join30(ctx.runDir, "worktrees", iterationDirName(key));
@@ -82670,13 +82726,13 @@ function agentOutputPath(ctx, key) {
   return join30(ctx.runDir, "agent", iterationDirName(key), "out");
 }
 async function worktreeAt(ctx, path6, commit2) {
-  if (existsSync18(path6)) {
+  if (existsSync19(path6)) {
     try {
       const wt = await Git.create(path6);
       if (await wt.head() === commit2 && await wt.isClean()) return wt;
     } catch {
     }
-    await ctx.git.removeWorktree(path6).catch(() => rmSync17(path6, { recursive: true, force: true }));
+    await ctx.git.removeWorktree(path6).catch(() => rmSync18(path6, { recursive: true, force: true }));
     await ctx.git.pruneWorktrees();
   }
   await ctx.git.addWorktree(path6, commit2);
@@ -82703,7 +82759,7 @@ function jobId(runId, key, ...parts) {
 
 // src/loop/steps/programs.ts
 import { createHash as createHash9, randomBytes as randomBytes3 } from "node:crypto";
-import { cpSync, existsSync as existsSync19, mkdirSync as mkdirSync21, readdirSync as readdirSync12, readFileSync as readFileSync23, rmSync as rmSync18, writeFileSync as writeFileSync10 } from "node:fs";
+import { cpSync, existsSync as existsSync20, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync19, writeFileSync as writeFileSync11 } from "node:fs";
 import { join as join31, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
 var PLATFORMS = ["cpu", "tpu"];
@@ -82752,7 +82808,7 @@ async function requestPlan(ctx, ev, o2) {
 }
 async function writePlan(ctx, ev, o2, { file, key, draw }) {
   const p = ctx.target.programs;
-  if (!existsSync19(file)) {
+  if (!existsSync20(file)) {
     const log = join31(ctx.runDir, "requests", `${key}.log`);
     const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, `requests-${key.slice(0, 8)}`, {}));
     const result = await o2.backend.run({
@@ -82781,14 +82837,14 @@ async function writePlan(ctx, ev, o2, { file, key, draw }) {
     if (result.killedBy === "abort") throw new Interrupted("requests cancelled");
     if (ctx.dryRun && result.infraError?.startsWith("dry run")) {
       mkdirSync21(join31(ctx.runDir, "requests"), { recursive: true });
-      writeFileSync10(`${file}.dry-run`, `${JSON.stringify({ schema: REQUESTS_SCHEMA, requests: [] })}
+      writeFileSync11(`${file}.dry-run`, `${JSON.stringify({ schema: REQUESTS_SCHEMA, requests: [] })}
 `);
       return { platform: o2.platform, draw, file: `${file}.dry-run`, keys: [], versions: {} };
     }
     if (result.infraError) throw new InfraFailure(`the requests step could not run: ${result.infraError}`);
-    if (result.exitCode !== 0 || !existsSync19(`${file}.part`)) {
+    if (result.exitCode !== 0 || !existsSync20(`${file}.part`)) {
       const why = `the target module's requests step (${p.module}) exited ${result.exitCode}: ${lastErrorLine(log) ?? `see ${log}`}`;
-      const text3 = existsSync19(log) ? readFileSync23(log, "utf8") : "";
+      const text3 = existsSync20(log) ? readFileSync24(log, "utf8") : "";
       if (result.exitCode === 2 || isProgramError(text3)) {
         throw new ChampionFailure(why, {
           hint: `the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`
@@ -82797,14 +82853,14 @@ async function writePlan(ctx, ev, o2, { file, key, draw }) {
       throw new InfraFailure(why, { hint: `check the machine; the step's log: ${log}` });
     }
     cpSync(`${file}.part`, file);
-    rmSync18(`${file}.part`, { force: true });
+    rmSync19(`${file}.part`, { force: true });
   }
   return readPlan(file, o2.platform, draw);
 }
 function readPlan(file, platform3, draw) {
   let doc;
   try {
-    doc = JSON.parse(readFileSync23(file, "utf8"));
+    doc = JSON.parse(readFileSync24(file, "utf8"));
   } catch (e) {
     throw new InfraFailure(`the request file ${file} is unreadable: ${errorMessage(e)}`);
   }
@@ -82822,17 +82878,17 @@ function readPlan(file, platform3, draw) {
 async function exportTree(ctx, commit2, plan) {
   const path6 = join31(ctx.runDir, "worktrees", `export-${randomBytes3(6).toString("hex")}`);
   const wt = await worktreeAt(ctx, path6, commit2);
-  rmSync18(join31(wt.root, ctx.config.paths.log_file), { force: true });
+  rmSync19(join31(wt.root, ctx.config.paths.log_file), { force: true });
   writeRequestFile(wt.root, plan);
   return wt.root;
 }
 function writeRequestFile(root, plan) {
   const file = join31(root, REQUEST_FILE);
-  rmSync18(file, { force: true, recursive: true });
-  writeFileSync10(file, readFileSync23(plan.file), { flag: "wx" });
+  rmSync19(file, { force: true, recursive: true });
+  writeFileSync11(file, readFileSync24(plan.file), { flag: "wx" });
 }
 async function removeExportTree(ctx, path6) {
-  await ctx.git.removeWorktree(path6).catch(() => rmSync18(path6, { recursive: true, force: true }));
+  await ctx.git.removeWorktree(path6).catch(() => rmSync19(path6, { recursive: true, force: true }));
 }
 function placeRequestFile(root, plan) {
   writeRequestFile(root, plan);
@@ -82873,8 +82929,8 @@ function verifyCommand(ctx, o2) {
   ];
 }
 async function exportPrograms(ctx, ev, o2) {
-  rmSync18(o2.dest, { recursive: true, force: true });
-  rmSync18(o2.logFile, { force: true });
+  rmSync19(o2.dest, { recursive: true, force: true });
+  rmSync19(o2.logFile, { force: true });
   const platform3 = o2.plan.platform;
   const tree = await oneAtATime(() => exportTree(ctx, o2.commit, o2.plan));
   let result;
@@ -82913,7 +82969,7 @@ async function exportPrograms(ctx, ev, o2) {
       `the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`
     );
   }
-  if (!existsSync19(join31(o2.dest, "manifest.json")))
+  if (!existsSync20(join31(o2.dest, "manifest.json")))
     return failed("the export wrote no programs (no manifest.json)");
   return { status: "passed", ...done };
 }
@@ -82945,16 +83001,16 @@ async function verifierTree(ctx, commit2, name, programs) {
   const path6 = verifierTreePath(ctx, commit2, name);
   const wt = await worktreeAt(ctx, path6, commit2);
   for (const { path: file } of await wt.listFiles(commit2)) {
-    if (matchAny(ctx.target.editable, file)) rmSync18(join31(wt.root, file), { force: true });
+    if (matchAny(ctx.target.editable, file)) rmSync19(join31(wt.root, file), { force: true });
   }
   const into = join31(wt.root, VERIFIER_PROGRAMS_DIR);
-  rmSync18(into, { recursive: true, force: true });
+  rmSync19(into, { recursive: true, force: true });
   for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join31(into, arm));
   return wt.root;
 }
 function copyProgramFiles(from, dest) {
   mkdirSync21(dest, { recursive: true });
-  for (const entry of readdirSync12(from, { withFileTypes: true })) {
+  for (const entry of readdirSync13(from, { withFileTypes: true })) {
     if (entry.isFile() && PROGRAM_FILE.test(entry.name))
       cpSync(join31(from, entry.name), join31(dest, entry.name));
   }
@@ -82993,9 +83049,9 @@ async function crashProbe(crash, probe2) {
 }
 async function runVerifier(ctx, ev, o2) {
   const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, o2.name, o2.programs));
-  rmSync18(o2.sessionFile, { force: true });
-  rmSync18(o2.logFile, { force: true });
-  if (o2.traceDir) rmSync18(o2.traceDir, { recursive: true, force: true });
+  rmSync19(o2.sessionFile, { force: true });
+  rmSync19(o2.logFile, { force: true });
+  if (o2.traceDir) rmSync19(o2.traceDir, { recursive: true, force: true });
   const timeout = ctx.target.bench.timeout_minutes;
   const result = await o2.backend.run({
     id: jobId(ctx.runId, ev, "verify", o2.name, Date.now()),
@@ -83022,7 +83078,7 @@ async function runVerifier(ctx, ev, o2) {
   if (result.exitCode !== null && result.exitCode >= 128) {
     throw new VerifierCrashed(result.exitCode, lastErrorLine(o2.logFile) ?? `see ${log}`);
   }
-  if (result.exitCode !== 0 || !existsSync19(o2.sessionFile)) {
+  if (result.exitCode !== 0 || !existsSync20(o2.sessionFile)) {
     throw new InfraFailure(
       `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`
     );
@@ -83211,7 +83267,7 @@ function checkWitness(gate, witnessed, verified) {
 async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2, plan }, gate) {
   const junitFile = bundle.path(BundleFiles.gateJunit(which2));
   const logFile = bundle.path(BundleFiles.gateLog(which2));
-  rmSync19(junitFile, { force: true });
+  rmSync20(junitFile, { force: true });
   placeRequestFile(root, plan);
   const result = await backend.run({
     id: jobId(ctx.runId, ev, `${which2}-gate`, Date.now()),
@@ -83225,7 +83281,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
     signal: ctx.signal,
     cacheKey: await ctx.git.treeHash(commit2),
     include: [REQUEST_FILE]
-  }).finally(() => rmSync19(join32(root, REQUEST_FILE), { force: true }));
+  }).finally(() => rmSync20(join32(root, REQUEST_FILE), { force: true }));
   if (result.isolation) {
     recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
   }
@@ -83239,7 +83295,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
   };
   const problems = [];
   let witness;
-  if (existsSync20(junitFile)) {
+  if (existsSync21(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       witness = witnessOf(report.properties);
@@ -83541,12 +83597,12 @@ function repeatReason(row) {
 }
 
 // src/loop/steps/measure.ts
-import { cpSync as cpSync3, existsSync as existsSync22, rmSync as rmSync21 } from "node:fs";
+import { cpSync as cpSync3, existsSync as existsSync23, rmSync as rmSync22 } from "node:fs";
 import { join as join36 } from "node:path";
 
 // src/loop/steps/champion-programs.ts
 import { createHash as createHash10 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync21, mkdirSync as mkdirSync22, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync20 } from "node:fs";
+import { cpSync as cpSync2, existsSync as existsSync22, mkdirSync as mkdirSync22, readdirSync as readdirSync14, readFileSync as readFileSync25, rmSync as rmSync21 } from "node:fs";
 import { join as join35, relative as relative7 } from "node:path";
 var SOURCES = [
   "kept",
@@ -83603,19 +83659,19 @@ function programHashes(dir, keys) {
   const out = {};
   for (const key of keys) {
     const file = join35(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, "_")}.jaxexport`);
-    if (existsSync21(file)) out[key] = sha256File(file);
+    if (existsSync22(file)) out[key] = sha256File(file);
   }
   return out;
 }
 function readText(file) {
   try {
-    return readFileSync24(file, "utf8");
+    return readFileSync25(file, "utf8");
   } catch {
     return "";
   }
 }
 async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
-  if (!existsSync21(join35(from, "manifest.json"))) return void 0;
+  if (!existsSync22(join35(from, "manifest.json"))) return void 0;
   const keys = Object.keys(o2.measured);
   const found = programHashes(from, keys);
   if (keys.length === 0 || keys.some((k) => found[k] !== o2.measured[k])) {
@@ -83632,7 +83688,7 @@ async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
     versions: { ...o2.versions },
     sha256: { ...o2.measured }
   };
-  rmSync20(kept.dir, { recursive: true, force: true });
+  rmSync21(kept.dir, { recursive: true, force: true });
   copyProgramFiles(from, kept.dir);
   note(kept.dir, "kept", record2);
   await toStore(ctx, kept, record2);
@@ -83645,7 +83701,7 @@ async function championPrograms(ctx, ev, commit2, plan) {
 async function findOrExport(ctx, ev, commit2, plan, kept) {
   const { key, dir, storePrefix } = kept;
   const { platform: platform3 } = plan;
-  if (existsSync21(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
+  if (existsSync22(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
   if (await fromStore(ctx, storePrefix, dir)) return { dir, source: note(dir, "stored") };
   const log = join35(cacheRoot(ctx.stateDir), `${key}.log`);
   const exported = await exportPrograms(ctx, ev, {
@@ -83659,7 +83715,7 @@ async function findOrExport(ctx, ev, commit2, plan, kept) {
     step: "measure"
   });
   if (exported.status === "failed") {
-    rmSync20(dir, { recursive: true, force: true });
+    rmSync21(dir, { recursive: true, force: true });
     const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
     if (isProgramError(readText(log))) {
       throw new ChampionFailure(message, {
@@ -83674,7 +83730,7 @@ async function findOrExport(ctx, ev, commit2, plan, kept) {
     const now = programHashes(dir, Object.keys(won.sha256));
     const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
     if (differ.length > 0) {
-      rmSync20(dir, { recursive: true, force: true });
+      rmSync21(dir, { recursive: true, force: true });
       throw new ChampionFailure(
         `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
         {
@@ -83768,12 +83824,12 @@ function parseRecord(text3) {
 async function fromStore(ctx, prefix, dir) {
   const got = await download(ctx.store, ctx.logger, prefix, `${dir}.part`);
   if (!got) return false;
-  rmSync20(dir, { recursive: true, force: true });
+  rmSync21(dir, { recursive: true, force: true });
   mkdirSync22(join35(dir, ".."), { recursive: true });
   copyProgramFiles(`${dir}.part`, dir);
-  if (existsSync21(join35(`${dir}.part`, RECORD))) cpSync2(join35(`${dir}.part`, RECORD), `${dir}.${RECORD}`);
-  rmSync20(`${dir}.part`, { recursive: true, force: true });
-  return readdirSync13(dir).includes("manifest.json");
+  if (existsSync22(join35(`${dir}.part`, RECORD))) cpSync2(join35(`${dir}.part`, RECORD), `${dir}.${RECORD}`);
+  rmSync21(`${dir}.part`, { recursive: true, force: true });
+  return readdirSync14(dir).includes("manifest.json");
 }
 async function download(store, logger, prefix, dest) {
   let keys;
@@ -83784,13 +83840,13 @@ async function download(store, logger, prefix, dest) {
     return false;
   }
   if (!keys.some((k) => k.endsWith("/manifest.json"))) return false;
-  rmSync20(dest, { recursive: true, force: true });
+  rmSync21(dest, { recursive: true, force: true });
   mkdirSync22(dest, { recursive: true });
   try {
     for (const k of keys) await store.get(k, join35(dest, k.slice(prefix.length + 1)));
   } catch (e) {
     logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
-    rmSync20(dest, { recursive: true, force: true });
+    rmSync21(dest, { recursive: true, force: true });
     return false;
   }
   return true;
@@ -83798,7 +83854,7 @@ async function download(store, logger, prefix, dest) {
 function listing(dir) {
   const lines = [];
   const walk3 = (d) => {
-    for (const e of readdirSync13(d, { withFileTypes: true }).sort((a2, b) => a2.name.localeCompare(b.name))) {
+    for (const e of readdirSync14(d, { withFileTypes: true }).sort((a2, b) => a2.name.localeCompare(b.name))) {
       const p = join35(d, e.name);
       if (e.isDirectory()) walk3(p);
       else if (e.isFile()) lines.push(`${relative7(dir, p)} ${sha256File(p)}`);
@@ -83812,7 +83868,7 @@ function keptDigest(dir) {
   return createHash10("sha256").update(listing(dir)).digest("hex");
 }
 function importKeptPrograms(stateDir, logger, from, digest) {
-  if (!existsSync21(from)) {
+  if (!existsSync22(from)) {
     logger.warn(
       `the champion's kept programs were not handed over (${from} is missing): it will be exported again`
     );
@@ -83826,11 +83882,11 @@ function importKeptPrograms(stateDir, logger, from, digest) {
     return [];
   }
   const installed = [];
-  for (const key of readdirSync13(from).filter((k) => /^[0-9a-f]{24}$/.test(k))) {
+  for (const key of readdirSync14(from).filter((k) => /^[0-9a-f]{24}$/.test(k))) {
     const src = join35(from, key);
-    if (!existsSync21(join35(src, "manifest.json"))) continue;
+    if (!existsSync22(join35(src, "manifest.json"))) continue;
     const dir = join35(cacheRoot(stateDir), key);
-    rmSync20(dir, { recursive: true, force: true });
+    rmSync21(dir, { recursive: true, force: true });
     copyProgramFiles(src, dir);
     const record2 = parseRecord(readText(join35(src, RECORD)));
     note(dir, "stored", record2);
@@ -83964,7 +84020,7 @@ async function armPrograms(env, platform3) {
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const plan = await requestPlan(ctx, ev, { backend: ctx.backend, harness: ev.base.commit, platform: platform3 });
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync22(join36(B, "manifest.json"))) {
+  if (!gated || !existsSync23(join36(B, "manifest.json"))) {
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
       commit: candidate.commit,
@@ -83987,7 +84043,7 @@ async function armPrograms(env, platform3) {
   }
   const A = await championPrograms(ctx, ev, ev.base.commit, plan);
   const inBundle = bundlePrograms(bundle, "A", platform3);
-  rmSync21(inBundle, { recursive: true, force: true });
+  rmSync22(inBundle, { recursive: true, force: true });
   cpSync3(A.dir, inBundle, { recursive: true });
   ev.championPrograms = { ...ev.championPrograms, [platform3]: A.source };
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
@@ -84193,7 +84249,7 @@ async function comparability(bundle, runs) {
 }
 
 // src/loop/steps/prepare.ts
-import { existsSync as existsSync25, readFileSync as readFileSync26 } from "node:fs";
+import { existsSync as existsSync26, readFileSync as readFileSync27 } from "node:fs";
 import { join as join39, resolve as resolve15 } from "node:path";
 
 // src/loop/steps/log-file.ts
@@ -84208,7 +84264,7 @@ function recentLogEntries(text3, n2) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash11 } from "node:crypto";
-import { existsSync as existsSync23, mkdirSync as mkdirSync23, rmSync as rmSync22 } from "node:fs";
+import { existsSync as existsSync24, mkdirSync as mkdirSync23, rmSync as rmSync23 } from "node:fs";
 import { join as join37 } from "node:path";
 var profileStep = {
   name: "profile",
@@ -84225,7 +84281,7 @@ var profileStep = {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
-      if (!existsSync23(join37(programs, "manifest.json"))) {
+      if (!existsSync24(join37(programs, "manifest.json"))) {
         throw new Error(
           `the candidate has no exported programs for ${platform3} (the measurement did not run)`
         );
@@ -84282,7 +84338,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 }
 async function profileCommit(ctx, ev, o2) {
   const profile = ctx.target.profile;
-  rmSync22(o2.traceDir, { recursive: true, force: true });
+  rmSync23(o2.traceDir, { recursive: true, force: true });
   mkdirSync23(o2.traceDir, { recursive: true });
   let run2;
   try {
@@ -84333,7 +84389,7 @@ function cacheDir(ctx, commit2) {
 }
 async function knownProfileSummary(ctx, commit2) {
   const local = join37(cacheDir(ctx, commit2), "summary.json");
-  if (existsSync23(local)) return current(readJson(local));
+  if (existsSync24(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
@@ -84359,7 +84415,7 @@ async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
   const summaryFile = join37(dir, "summary.json");
   const traceDir = join37(dir, "trace");
-  const cachedSummary = existsSync23(summaryFile) ? current(readJson(summaryFile)) : void 0;
+  const cachedSummary = existsSync24(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
@@ -84382,7 +84438,7 @@ async function championProfile(ctx, commit2) {
 }
 
 // src/loop/steps/prompt.ts
-import { existsSync as existsSync24, readdirSync as readdirSync14, readFileSync as readFileSync25 } from "node:fs";
+import { existsSync as existsSync25, readdirSync as readdirSync15, readFileSync as readFileSync26 } from "node:fs";
 import { join as join38 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
@@ -84405,8 +84461,8 @@ function renderPrompt(template, vars, templateFile = "prompt template") {
   return out;
 }
 function directivePresets(dir) {
-  if (!existsSync24(dir)) return [];
-  return readdirSync14(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
+  if (!existsSync25(dir)) return [];
+  return readdirSync15(dir).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort();
 }
 function loadDirectives(dir, names) {
   if (names.length === 0) return "";
@@ -84417,7 +84473,7 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync25(join38(dir, `${name}.md`), "utf8").trim();
+    const text3 = readFileSync26(join38(dir, `${name}.md`), "utf8").trim();
     if (text3 === "") throw new HillclimbError(`directive preset ${join38(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
@@ -84515,7 +84571,7 @@ var prepareStep = {
       ]) + searchNote(ev.slot)
     };
     const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
-    const prompt = renderPrompt(readFileSync26(templateFile, "utf8"), vars, templateFile);
+    const prompt = renderPrompt(readFileSync27(templateFile, "utf8"), vars, templateFile);
     writeFileAtomic(bundle.path(BundleFiles.prompt), prompt);
     return { status: "done" };
   }
@@ -84590,7 +84646,7 @@ async function championHotspots(ctx, champion) {
 async function recentLogText(ctx, base) {
   const runLog = join39(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
-  let entries = n2 > 0 && existsSync25(runLog) ? recentLogEntries(readFileSync26(runLog, "utf8"), n2) : [];
+  let entries = n2 > 0 && existsSync26(runLog) ? recentLogEntries(readFileSync27(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
     const repoLog = await ctx.git.show(base, ctx.config.paths.log_file);
     if (repoLog) entries = [...recentLogEntries(repoLog, n2 - entries.length), ...entries];
@@ -84599,7 +84655,7 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync26, mkdirSync as mkdirSync24, readFileSync as readFileSync27, rmSync as rmSync23 } from "node:fs";
+import { existsSync as existsSync27, mkdirSync as mkdirSync24, readFileSync as readFileSync28, rmSync as rmSync24 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join40 } from "node:path";
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
@@ -84611,7 +84667,7 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
-    rmSync23(dirname21(repo), { recursive: true, force: true });
+    rmSync24(dirname21(repo), { recursive: true, force: true });
     mkdirSync24(out, { recursive: true });
     await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
@@ -84621,7 +84677,7 @@ var proposeStep = {
       iteration: ev.iteration,
       ...ev.slot ? { slot: ev.slot } : {},
       workdir: repo,
-      prompt: readFileSync27(bundle.path(BundleFiles.prompt), "utf8"),
+      prompt: readFileSync28(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
       logFile: join40(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
@@ -84639,9 +84695,9 @@ var proposeStep = {
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out)
     });
-    rmSync23(join40(out, "home"), { recursive: true, force: true });
+    rmSync24(join40(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
-    rmSync23(bundle.path(kept), { recursive: true, force: true });
+    rmSync24(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     const earlier = ev.agent ? [...ev.agent.earlier ?? [], attemptSummary(ev.agent)] : [];
@@ -84672,7 +84728,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   const snapshot = snapshotTree(repo, wt.root);
   if (snapshot.refused.length > 0) {
     await wt.resetHard(base);
-    rmSync23(dirname21(repo), { recursive: true, force: true });
+    rmSync24(dirname21(repo), { recursive: true, force: true });
     return {
       status: "verdict",
       verdict: "invalid",
@@ -84683,7 +84739,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   }
   await wt.stageAll();
   if (!await wt.hasStagedChanges()) {
-    rmSync23(dirname21(repo), { recursive: true, force: true });
+    rmSync24(dirname21(repo), { recursive: true, force: true });
     const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
     return { status: "verdict", verdict: "no-op", reasons: [why] };
   }
@@ -84691,7 +84747,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
     identity: HARNESS_IDENTITY,
     author: agentIdentity(ctx.agent.name)
   });
-  rmSync23(dirname21(repo), { recursive: true, force: true });
+  rmSync24(dirname21(repo), { recursive: true, force: true });
   const ref = candidateRef(ctx.runId, ev);
   await ctx.git.updateRef(ref, head);
   await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -84745,7 +84801,7 @@ async function agentIsolation(ctx, repo, out) {
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
   const objects = join40(repo, ".git", "objects");
-  if (head && head !== base && existsSync26(objects)) {
+  if (head && head !== base && existsSync27(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
 `;
@@ -84770,7 +84826,7 @@ function agentLastWords(logFile) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync27, readFileSync as readFileSync28 } from "node:fs";
+import { existsSync as existsSync28, readFileSync as readFileSync29 } from "node:fs";
 var STICKY_KEY = "hillclimb";
 var publishStep = {
   name: "publish",
@@ -84797,7 +84853,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync27(bundle.path(BundleFiles.logEntry)) ? readFileSync28(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync28(bundle.path(BundleFiles.logEntry)) ? readFileSync29(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -84897,7 +84953,7 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync28, readFileSync as readFileSync29, writeFileSync as writeFileSync11 } from "node:fs";
+import { existsSync as existsSync29, readFileSync as readFileSync30, writeFileSync as writeFileSync12 } from "node:fs";
 import { join as join41 } from "node:path";
 var recordStep = {
   name: "record",
@@ -84908,7 +84964,7 @@ var recordStep = {
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
     const runLog = join41(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync28(runLog) ? readFileSync29(runLog, "utf8") : void 0;
+    const runLogText = existsSync29(runLog) ? readFileSync30(runLog, "utf8") : void 0;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
       const text3 = appendLogEntry(
@@ -84917,7 +84973,7 @@ var recordStep = {
         {},
         { candidate: Boolean(ev.slot) }
       );
-      writeFileSync11(runLog, text3);
+      writeFileSync12(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -84938,7 +84994,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync28(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync29(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -85144,7 +85200,7 @@ function isInfra(e) {
 
 // src/loop/state/attestation.ts
 import { createHash as createHash12 } from "node:crypto";
-import { existsSync as existsSync29, lstatSync as lstatSync3, readdirSync as readdirSync15, readFileSync as readFileSync30 } from "node:fs";
+import { existsSync as existsSync30, lstatSync as lstatSync3, readdirSync as readdirSync16, readFileSync as readFileSync31 } from "node:fs";
 import { join as join42 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
@@ -85152,7 +85208,7 @@ function bundleDigest(dir) {
     const abs = rel === "" ? dir : join42(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
-      for (const name of readdirSync15(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
+      for (const name of readdirSync16(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
     }
     if (/[\u0000-\u001f\u007f]/.test(rel))
@@ -85217,26 +85273,26 @@ function writeLocalAttestation(file, a2) {
 `);
 }
 function readLocalAttestation(file) {
-  if (!existsSync29(file)) return void 0;
+  if (!existsSync30(file)) return void 0;
   try {
-    return parseAttestation(readFileSync30(file, "utf8"), file);
+    return parseAttestation(readFileSync31(file, "utf8"), file);
   } catch {
     return void 0;
   }
 }
 
 // src/loop/drivers/phases.ts
-import { existsSync as existsSync32 } from "node:fs";
+import { existsSync as existsSync33 } from "node:fs";
 import { join as join43 } from "node:path";
 
 // src/loop/drivers/preflight.ts
-import { existsSync as existsSync30 } from "node:fs";
+import { existsSync as existsSync31 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync30(python)) {
+    if (!existsSync31(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs ${config.paths.requirements})`,
         exitCode: ExitCode2.failure
@@ -85246,7 +85302,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync31, renameSync as renameSync6, rmSync as rmSync24 } from "node:fs";
+import { existsSync as existsSync32, renameSync as renameSync7, rmSync as rmSync25 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -85258,11 +85314,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync24(fresh, { recursive: true, force: true });
+  rmSync25(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
-  renameSync6(bundle.dir, old);
-  renameSync6(fresh, bundle.dir);
-  rmSync24(old, { recursive: true, force: true });
+  renameSync7(bundle.dir, old);
+  renameSync7(fresh, bundle.dir);
+  rmSync25(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -85320,7 +85376,7 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   }
   const reported = attested ? void 0 : dropUntrustedResults(ev, phase);
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync31(file)) {
+  if (!existsSync32(file)) {
     if (attested && ev.candidate !== void 0) {
       throw new HillclimbError(`${file} is missing but the attested evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -85478,7 +85534,7 @@ async function openPhase(phase, opts) {
   const slot = trustedSlot(config.loop.candidates, opts.slot);
   const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
   const bundle = new Bundle(join43(runDirOf(stateDir, opts.runId), iterationDirName(key)));
-  const refused = takesOver(phase) && existsSync32(bundle.dir) ? quarantineBundle(bundle) : [];
+  const refused = takesOver(phase) && existsSync33(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
   if (config.loop.candidates > 1 && !slot && steps.includes("propose") && !existing?.steps.propose) {
@@ -85638,7 +85694,7 @@ async function ensureCandidateCommits(git2, bundle, runId, key) {
   if (!ev.candidate) return;
   if (await git2.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync32(file)) {
+  if (!existsSync33(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -85658,7 +85714,7 @@ async function pullHistory(store, stateDir, target) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync32(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync33(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 function trustedStart(value2) {
@@ -85957,7 +86013,7 @@ function searchRow(ev, measured2) {
 }
 
 // src/loop/drivers/search-phases.ts
-import { existsSync as existsSync33 } from "node:fs";
+import { existsSync as existsSync34 } from "node:fs";
 async function runSearchPhase(phase, opts) {
   const setup = await phaseSetup(phase, opts);
   const { config, stateDir } = setup;
@@ -85975,7 +86031,7 @@ async function runSearchPhase(phase, opts) {
   const trustFiles = slots.map(
     (slot) => localAttestationFile(stateDir, opts.runId, { iteration: opts.iteration, slot })
   );
-  const refused = bundles.map((b) => existsSync33(b.dir) ? quarantineBundle(b) : []);
+  const refused = bundles.map((b) => existsSync34(b.dir) ? quarantineBundle(b) : []);
   refused.forEach((r, s) => {
     for (const why of r) opts.logger.warn(`bundle ${bundles[s].dir}: left out ${why}`);
   });

@@ -34446,19 +34446,19 @@ function asRunnerData(text) {
 function escapeData2(s) {
   return asRunnerData(s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A"));
 }
-function actionsLogger(write = (l) => process.stdout.write(`${l}
+function actionsLogger(write2 = (l) => process.stdout.write(`${l}
 `)) {
   return {
-    info: (m) => write(asRunnerData(m)),
-    warn: (m) => write(`::warning::${escapeData2(m)}`),
-    error: (m) => write(`::error::${escapeData2(m)}`),
-    debug: (m) => write(`::debug::${escapeData2(m)}`),
+    info: (m) => write2(asRunnerData(m)),
+    warn: (m) => write2(`::warning::${escapeData2(m)}`),
+    error: (m) => write2(`::error::${escapeData2(m)}`),
+    debug: (m) => write2(`::debug::${escapeData2(m)}`),
     async group(name, fn) {
-      write(`::group::${escapeData2(name)}`);
+      write2(`::group::${escapeData2(name)}`);
       try {
         return await fn();
       } finally {
-        write("::endgroup::");
+        write2("::endgroup::");
       }
     }
   };
@@ -36134,11 +36134,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open2, close) => {
+var format = (open3, close) => {
   if (!hasColors) {
     return (input) => input;
   }
-  const openCode = `\x1B[${open2}m`;
+  const openCode = `\x1B[${open3}m`;
   const closeCode = `\x1B[${close}m`;
   return (input) => {
     const string = input + "";
@@ -42309,6 +42309,59 @@ var {
   getCancelSignal: getCancelSignal2
 } = getIpcExport();
 
+// src/exec/ledger.ts
+import { existsSync as existsSync3, readdirSync, readFileSync as readFileSync4, renameSync, rmSync, writeFileSync as writeFileSync2 } from "node:fs";
+var open2 = /* @__PURE__ */ new Map();
+function ledgerStarted(pid, command) {
+  if (open2.size === 0) return;
+  const stat2 = procStat(pid);
+  if (stat2 === void 0) return;
+  for (const [file, entries] of open2) {
+    entries.set(pid, { pid, start: stat2.start, command });
+    write(file, entries);
+  }
+}
+function ledgerEnded(pid) {
+  for (const [file, entries] of open2) {
+    if (entries.delete(pid)) write(file, entries);
+  }
+}
+function write(file, entries) {
+  const doc = {
+    schema: "hillclimb.processes/v1",
+    bootId: bootId(),
+    processes: [...entries.values()]
+  };
+  const tmp = `${file}.tmp`;
+  writeFileSync2(tmp, `${JSON.stringify(doc)}
+`);
+  renameSync(tmp, file);
+}
+var boot;
+function bootId() {
+  boot ??= readOr("/proc/sys/kernel/random/boot_id", "unknown").trim();
+  return boot;
+}
+function procStat(pid) {
+  const text = readOr(`/proc/${pid}/stat`, "");
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  if (fields.length < 20) return void 0;
+  return {
+    pid,
+    zombie: fields[0] === "Z",
+    pgid: Number(fields[2]),
+    sid: Number(fields[3]),
+    start: Number(fields[19])
+  };
+}
+function readOr(path6, fallback) {
+  try {
+    return readFileSync4(path6, "utf8");
+  } catch {
+    return fallback;
+  }
+}
+
 // src/exec/exec.ts
 var ExecError = class extends HillclimbError {
   name = "ExecError";
@@ -42382,6 +42435,7 @@ function spawnAndCollect(command, args, opts, shown) {
       // unredacted. Our collector is the only place output goes.
       verbose: "none"
     });
+    if (child.pid !== void 0) ledgerStarted(child.pid, shown);
     const out = new StreamCollector("stdout", maxChars, secrets, log, opts.onLine);
     const err = new StreamCollector("stderr", maxChars, secrets, log, opts.onLine);
     let killedBy;
@@ -42430,6 +42484,7 @@ function spawnAndCollect(command, args, opts, shown) {
       if (settled) return;
       settled = true;
       stopTimers();
+      if (child.pid !== void 0) ledgerEnded(child.pid);
       out.flush();
       err.flush();
       const result = {
@@ -42450,6 +42505,7 @@ function spawnAndCollect(command, args, opts, shown) {
       if (settled) return;
       settled = true;
       stopTimers();
+      if (child.pid !== void 0) ledgerEnded(child.pid);
       log?.end();
       if (code === "ENOENT") {
         reject(
@@ -42557,21 +42613,21 @@ function indent(text) {
 
 // src/project/python.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync4, readdirSync, readFileSync as readFileSync5, realpathSync, statSync as statSync2, writeFileSync as writeFileSync2 } from "node:fs";
+import { existsSync as existsSync5, readdirSync as readdirSync2, readFileSync as readFileSync6, realpathSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { dirname as dirname4, isAbsolute, join as join2, relative, resolve as resolve3 } from "node:path";
 import { pathToFileURL } from "node:url";
 
 // src/project/root.ts
-import { existsSync as existsSync3, readFileSync as readFileSync4 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
 import { dirname as dirname3, join, resolve as resolve2 } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
   let dir = dirname3(fileURLToPath3(import.meta.url));
   for (; ; ) {
     const pkg = join(dir, "package.json");
-    if (existsSync3(pkg)) {
+    if (existsSync4(pkg)) {
       try {
-        if (JSON.parse(readFileSync4(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync5(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
@@ -42617,7 +42673,7 @@ async function findBaseInterpreter() {
 function requirementFiles(root, dev, paths) {
   const files = dev ? [paths.runtime, paths.dev] : [paths.runtime];
   for (const f of files) {
-    if (!existsSync4(join2(root, f))) {
+    if (!existsSync5(join2(root, f))) {
       const key = f === paths.runtime ? "paths.requirements" : "paths.dev_requirements";
       throw new HillclimbError(`requirements file missing: ${join2(root, f)} (${key} in hillclimb.yml)`, {
         hint: f === paths.runtime ? `write it (JAX, pytest, hillclimb-bench and what your kernel imports), or set ${key} in hillclimb.yml to the file you have; run hillclimb from the folder with hillclimb.yml` : `write it, set ${key} in hillclimb.yml, or run setup without --dev`
@@ -42634,7 +42690,7 @@ function requirementsHash(root, files, pythonVersion, bundled = bundledBenchSour
     for (const file of filesBelow(dir)) {
       h2.update(`${relative(root, file)}
 `);
-      h2.update(readFileSync5(file));
+      h2.update(readFileSync6(file));
     }
   };
   const hashPackage = (dir) => {
@@ -42642,13 +42698,13 @@ function requirementsHash(root, files, pythonVersion, bundled = bundledBenchSour
     for (const file of forceIncluded(dir)) {
       h2.update(`included ${relative(root, file)}
 `);
-      for (const f of statSync2(file).isDirectory() ? filesBelow(file) : [file]) h2.update(readFileSync5(f));
+      for (const f of statSync2(file).isDirectory() ? filesBelow(file) : [file]) h2.update(readFileSync6(f));
     }
   };
   for (const f of files) {
     h2.update(`${f}
 `);
-    const text = readFileSync5(join2(root, f));
+    const text = readFileSync6(join2(root, f));
     h2.update(text);
     for (const dir of localPackages(text.toString("utf8"))) hashPackage(join2(root, dir));
   }
@@ -42661,10 +42717,10 @@ function requirementsHash(root, files, pythonVersion, bundled = bundledBenchSour
 }
 function forceIncluded(dir) {
   const pyproject = join2(dir, "pyproject.toml");
-  if (!existsSync4(pyproject)) return [];
+  if (!existsSync5(pyproject)) return [];
   const out = [];
   let inTable = false;
-  for (const raw of readFileSync5(pyproject, "utf8").split("\n")) {
+  for (const raw of readFileSync6(pyproject, "utf8").split("\n")) {
     const line = raw.replace(/(^|\s)#.*$/, "").trim();
     if (line.startsWith("[")) {
       inTable = line === "[tool.hatch.build.targets.wheel.force-include]";
@@ -42674,7 +42730,7 @@ function forceIncluded(dir) {
     if (!entry) continue;
     const source = resolve3(dir, entry[1]);
     const below = relative(dir, source);
-    if (existsSync4(source) && (below.startsWith("..") || isAbsolute(below))) out.push(source);
+    if (existsSync5(source) && (below.startsWith("..") || isAbsolute(below))) out.push(source);
   }
   return out.sort();
 }
@@ -42687,10 +42743,10 @@ function namesBenchWithoutSource(requirements) {
   });
 }
 function bundledBenchSource(root, files) {
-  const bare = files.find((f) => namesBenchWithoutSource(readFileSync5(join2(root, f), "utf8")));
+  const bare = files.find((f) => namesBenchWithoutSource(readFileSync6(join2(root, f), "utf8")));
   if (!bare) return void 0;
   const dir = join2(packageRoot(), BUNDLED_BENCH_DIR);
-  if (!existsSync4(join2(dir, "pyproject.toml"))) {
+  if (!existsSync5(join2(dir, "pyproject.toml"))) {
     throw new HillclimbError(
       `${bare} names hillclimb-bench without a source, and this hillclimb (${packageRoot()}) has no ${BUNDLED_BENCH_DIR} to install it from`,
       {
@@ -42704,17 +42760,17 @@ function localPackages(requirements) {
   return requirements.split("\n").map((l) => l.replace(/#.*/, "").trim()).filter((l) => l.startsWith("./") || l.startsWith("../"));
 }
 function filesBelow(dir) {
-  if (!existsSync4(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).map((e) => ({ e, path: join2(e.parentPath, e.name) })).filter(({ e, path: path6 }) => e.isFile() && !relative(dir, path6).split("/").some(isCache)).map(({ path: path6 }) => path6).sort();
+  if (!existsSync5(dir)) return [];
+  return readdirSync2(dir, { recursive: true, withFileTypes: true }).map((e) => ({ e, path: join2(e.parentPath, e.name) })).filter(({ e, path: path6 }) => e.isFile() && !relative(dir, path6).split("/").some(isCache)).map(({ path: path6 }) => path6).sort();
 }
 function isCache(segment) {
   return segment.startsWith(".") || segment === "__pycache__" || segment.endsWith(".egg-info");
 }
 function readStamp(root) {
   const path6 = join2(root, VENV_DIR, STAMP_FILE);
-  if (!existsSync4(path6)) return void 0;
+  if (!existsSync5(path6)) return void 0;
   try {
-    return JSON.parse(readFileSync5(path6, "utf8"));
+    return JSON.parse(readFileSync6(path6, "utf8"));
   } catch {
     return void 0;
   }
@@ -42726,17 +42782,17 @@ async function setupPython(root, opts) {
   const files = requirementFiles(root, opts.dev, paths);
   const stamp = readStamp(root);
   const bundled = bundledBenchSource(root, files) ?? null;
-  if (existsSync4(python) && stamp) {
+  if (existsSync5(python) && stamp) {
     const wanted = requirementsHash(root, files, stamp.python, bundled);
     const devFiles = [paths.runtime, paths.dev];
-    const devInstalled = !opts.dev && devFiles.every((f) => existsSync4(join2(root, f))) && stamp.hash === requirementsHash(root, devFiles, stamp.python);
+    const devInstalled = !opts.dev && devFiles.every((f) => existsSync5(join2(root, f))) && stamp.hash === requirementsHash(root, devFiles, stamp.python);
     if (stamp.hash === wanted || devInstalled) {
       logger.info(`python: ${join2(VENV_DIR, "bin", "python")} is up to date (${stamp.files.join(", ")})`);
       return { python, installed: false, files };
     }
   }
   const base = await findBaseInterpreter();
-  if (!existsSync4(python)) {
+  if (!existsSync5(python)) {
     logger.info(`python: creating ${VENV_DIR} with ${base.path} ${base.version}`);
     await run(base.path, ["-m", "venv", join2(root, VENV_DIR)], {
       cwd: root,
@@ -42762,7 +42818,7 @@ async function setupPython(root, opts) {
     python: version,
     at: (/* @__PURE__ */ new Date()).toISOString()
   };
-  writeFileSync2(join2(root, VENV_DIR, STAMP_FILE), `${JSON.stringify(newStamp, null, 2)}
+  writeFileSync3(join2(root, VENV_DIR, STAMP_FILE), `${JSON.stringify(newStamp, null, 2)}
 `);
   logger.info(`python: ready (${files.join(", ")})`);
   return { python, installed: true, files };

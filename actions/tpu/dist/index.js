@@ -39375,19 +39375,19 @@ function asRunnerData(text2) {
 function escapeData2(s) {
   return asRunnerData(s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A"));
 }
-function actionsLogger(write = (l) => process.stdout.write(`${l}
+function actionsLogger(write2 = (l) => process.stdout.write(`${l}
 `)) {
   return {
-    info: (m) => write(asRunnerData(m)),
-    warn: (m) => write(`::warning::${escapeData2(m)}`),
-    error: (m) => write(`::error::${escapeData2(m)}`),
-    debug: (m) => write(`::debug::${escapeData2(m)}`),
+    info: (m) => write2(asRunnerData(m)),
+    warn: (m) => write2(`::warning::${escapeData2(m)}`),
+    error: (m) => write2(`::error::${escapeData2(m)}`),
+    debug: (m) => write2(`::debug::${escapeData2(m)}`),
     async group(name, fn) {
-      write(`::group::${escapeData2(name)}`);
+      write2(`::group::${escapeData2(name)}`);
       try {
         return await fn();
       } finally {
-        write("::endgroup::");
+        write2("::endgroup::");
       }
     }
   };
@@ -41219,11 +41219,11 @@ var replacements = Object.entries(specialMainSymbols);
 // node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
-var format = (open2, close) => {
+var format = (open3, close) => {
   if (!hasColors) {
     return (input) => input;
   }
-  const openCode = `\x1B[${open2}m`;
+  const openCode = `\x1B[${open3}m`;
   const closeCode = `\x1B[${close}m`;
   return (input) => {
     const string = input + "";
@@ -47394,6 +47394,59 @@ var {
   getCancelSignal: getCancelSignal2
 } = getIpcExport();
 
+// src/exec/ledger.ts
+import { existsSync as existsSync4, readdirSync as readdirSync2, readFileSync as readFileSync5, renameSync, rmSync, writeFileSync as writeFileSync2 } from "node:fs";
+var open2 = /* @__PURE__ */ new Map();
+function ledgerStarted(pid, command) {
+  if (open2.size === 0) return;
+  const stat2 = procStat(pid);
+  if (stat2 === void 0) return;
+  for (const [file, entries] of open2) {
+    entries.set(pid, { pid, start: stat2.start, command });
+    write(file, entries);
+  }
+}
+function ledgerEnded(pid) {
+  for (const [file, entries] of open2) {
+    if (entries.delete(pid)) write(file, entries);
+  }
+}
+function write(file, entries) {
+  const doc = {
+    schema: "hillclimb.processes/v1",
+    bootId: bootId(),
+    processes: [...entries.values()]
+  };
+  const tmp = `${file}.tmp`;
+  writeFileSync2(tmp, `${JSON.stringify(doc)}
+`);
+  renameSync(tmp, file);
+}
+var boot;
+function bootId() {
+  boot ??= readOr("/proc/sys/kernel/random/boot_id", "unknown").trim();
+  return boot;
+}
+function procStat(pid) {
+  const text2 = readOr(`/proc/${pid}/stat`, "");
+  const fields = text2.slice(text2.lastIndexOf(")") + 2).split(" ");
+  if (fields.length < 20) return void 0;
+  return {
+    pid,
+    zombie: fields[0] === "Z",
+    pgid: Number(fields[2]),
+    sid: Number(fields[3]),
+    start: Number(fields[19])
+  };
+}
+function readOr(path6, fallback) {
+  try {
+    return readFileSync5(path6, "utf8");
+  } catch {
+    return fallback;
+  }
+}
+
 // src/exec/exec.ts
 var ExecError = class extends HillclimbError {
   name = "ExecError";
@@ -47467,6 +47520,7 @@ function spawnAndCollect(command, args, opts, shown) {
       // unredacted. Our collector is the only place output goes.
       verbose: "none"
     });
+    if (child.pid !== void 0) ledgerStarted(child.pid, shown);
     const out = new StreamCollector("stdout", maxChars, secrets, log, opts.onLine);
     const err = new StreamCollector("stderr", maxChars, secrets, log, opts.onLine);
     let killedBy;
@@ -47515,6 +47569,7 @@ function spawnAndCollect(command, args, opts, shown) {
       if (settled) return;
       settled = true;
       stopTimers();
+      if (child.pid !== void 0) ledgerEnded(child.pid);
       out.flush();
       err.flush();
       const result = {
@@ -47535,6 +47590,7 @@ function spawnAndCollect(command, args, opts, shown) {
       if (settled) return;
       settled = true;
       stopTimers();
+      if (child.pid !== void 0) ledgerEnded(child.pid);
       log?.end();
       if (code === "ENOENT") {
         reject(
@@ -47662,7 +47718,7 @@ function isExecutable(file) {
 }
 
 // src/exec/sandbox.ts
-import { mkdtempSync, readFileSync as readFileSync5, realpathSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync as readFileSync6, realpathSync, rmSync as rmSync2 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname as dirname3, isAbsolute as isAbsolute2, join as join3, resolve as resolve2 } from "node:path";
 
@@ -47810,7 +47866,7 @@ done
 var SANDBOX_SETUP_FAILED = 125;
 function sandboxWasReady(readyFile) {
   try {
-    return readFileSync5(readyFile, "utf8") === "ready";
+    return readFileSync6(readyFile, "utf8") === "ready";
   } catch {
     return false;
   }
@@ -47819,7 +47875,7 @@ var stage;
 function stageDir() {
   if (stage === void 0) {
     const dir = mkdtempSync(join3(tmpdir(), "hillclimb-sandbox-"));
-    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
     stage = dir;
   }
   return stage;
@@ -47971,12 +48027,12 @@ import { resolve as resolve5 } from "node:path";
 
 // src/compute/backends/local.ts
 import { randomBytes } from "node:crypto";
-import { appendFileSync as appendFileSync3, existsSync as existsSync5, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync3, rmSync as rmSync3 } from "node:fs";
+import { appendFileSync as appendFileSync3, existsSync as existsSync6, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync4, rmSync as rmSync4 } from "node:fs";
 import { availableParallelism, constants as constants8, tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, join as join6, resolve as resolve4 } from "node:path";
 
 // src/project/python.ts
-import { existsSync as existsSync4, readdirSync as readdirSync2, readFileSync as readFileSync6, realpathSync as realpathSync2, statSync as statSync3, writeFileSync as writeFileSync2 } from "node:fs";
+import { existsSync as existsSync5, readdirSync as readdirSync3, readFileSync as readFileSync7, realpathSync as realpathSync2, statSync as statSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { dirname as dirname4, isAbsolute as isAbsolute3, join as join4, relative as relative2, resolve as resolve3 } from "node:path";
 var VENV_DIR = ".venv";
 function venvPython(root) {
@@ -47988,8 +48044,8 @@ function interpreterReadPaths(python) {
   const prefix = dirname4(dirname4(python));
   paths.add(prefix);
   const cfg = join4(prefix, "pyvenv.cfg");
-  if (existsSync4(cfg)) {
-    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync6(cfg, "utf8"))?.[1]?.trim();
+  if (existsSync5(cfg)) {
+    const home = /^home\s*=\s*(.+)$/m.exec(readFileSync7(cfg, "utf8"))?.[1]?.trim();
     if (home) paths.add(dirname4(home));
   }
   try {
@@ -48025,7 +48081,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync3, rmSync as rmSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { mkdirSync as mkdirSync3, rmSync as rmSync3, writeFileSync as writeFileSync4 } from "node:fs";
 import { dirname as dirname5, join as join5 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -48099,7 +48155,7 @@ function safeParts(path6) {
 }
 function clearDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
-    if (dest !== void 0) rmSync2(dest, { recursive: true, force: true });
+    if (dest !== void 0) rmSync3(dest, { recursive: true, force: true });
   }
 }
 function prepareDestinations(outputs) {
@@ -48136,7 +48192,7 @@ function installOutputs(archive, outputs) {
       mkdirSync3(target, { recursive: true });
     } else {
       mkdirSync3(dirname5(target), { recursive: true });
-      writeFileSync3(target, entry.data);
+      writeFileSync4(target, entry.data);
     }
   }
   return { installed: [...installed].sort(), ignored };
@@ -48154,7 +48210,7 @@ function detectLocalAccelerator(env = process.env, devDir = "/dev") {
   if (forced === "tpu" || forced === "none") return { kind: forced, evidence: "HILLCLIMB_ACCELERATOR" };
   const list2 = (dir) => {
     try {
-      return readdirSync3(dir);
+      return readdirSync4(dir);
     } catch {
       return [];
     }
@@ -48191,7 +48247,7 @@ var LocalBackend = class {
     try {
       return await this.runWith(job, cache);
     } finally {
-      rmSync3(cache, { recursive: true, force: true });
+      rmSync4(cache, { recursive: true, force: true });
     }
   }
   async runWith(job, cache) {
@@ -48214,7 +48270,7 @@ var LocalBackend = class {
       this.opts.logger.info(`dry run: ${shown} (in ${job.workdir})`);
       return result({ infraError: "dry run: the command was printed, not run" });
     }
-    if (usesPlaceholder(job.command, "python") && !existsSync5(python)) {
+    if (usesPlaceholder(job.command, "python") && !existsSync6(python)) {
       return result({
         infraError: `the project interpreter ${python} does not exist; run \`hillclimb setup\` in ${this.opts.root}`
       });
@@ -48246,7 +48302,7 @@ var LocalBackend = class {
       appendFileSync3(job.logFile, `$ ${displayCommand(...split(argv))}
 `);
       const program = argv[0].includes("/") ? resolve4(job.workdir, argv[0]) : findOnPath(argv[0]);
-      if (program === void 0 || !existsSync5(program)) {
+      if (program === void 0 || !existsSync6(program)) {
         return result({ infraError: `${displayCommand(...split(argv))}: command not found: ${argv[0]}` });
       }
       const sandboxed = sandboxCommand(
@@ -48283,7 +48339,7 @@ var LocalBackend = class {
 `);
       return { ...ended, isolation: "sandbox" };
     } finally {
-      rmSync3(scratch, { recursive: true, force: true });
+      rmSync4(scratch, { recursive: true, force: true });
     }
   }
   async exec(argv, job, env, inheritEnv, started) {
@@ -48353,7 +48409,7 @@ function collectOutputs(inside, outputs) {
   for (const name of OUTPUT_NAMES) {
     const from = inside[name];
     const to = outputs[name];
-    if (from === void 0 || to === void 0 || !existsSync5(from)) continue;
+    if (from === void 0 || to === void 0 || !existsSync6(from)) continue;
     const r = copyPlainTree(from, to);
     refused.push(...r.refused.map((x) => `${name}/${x}`));
   }
@@ -48361,7 +48417,7 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync4, mkdirSync as mkdirSync5, mkdtempSync as mkdtempSync4, readFileSync as readFileSync7, rmSync as rmSync5 } from "node:fs";
+import { appendFileSync as appendFileSync4, mkdirSync as mkdirSync5, mkdtempSync as mkdtempSync4, readFileSync as readFileSync8, rmSync as rmSync6 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname7, join as join8 } from "node:path";
 
@@ -48857,7 +48913,7 @@ function shellJoin(args) {
 }
 
 // src/compute/tree.ts
-import { copyFileSync as copyFileSync2, existsSync as existsSync6, mkdtempSync as mkdtempSync3, rmSync as rmSync4 } from "node:fs";
+import { copyFileSync as copyFileSync2, existsSync as existsSync7, mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
 import { tmpdir as tmpdir3 } from "node:os";
 import { isAbsolute as isAbsolute4, join as join7 } from "node:path";
 var GIT_TIMEOUT_MS = 5 * 6e4;
@@ -48885,10 +48941,10 @@ async function snapshotTree(workdir, opts = {}) {
   const tmp = mkdtempSync3(join7(tmpdir3(), "hc-index-"));
   try {
     const index = join7(tmp, "index");
-    if (existsSync6(realIndex)) copyFileSync2(realIndex, index);
+    if (existsSync7(realIndex)) copyFileSync2(realIndex, index);
     const env = { GIT_INDEX_FILE: index };
     await git(workdir, ["add", "--all", "--", "."], env);
-    const included = (opts.include ?? []).filter((p) => existsSync6(join7(workdir, p)));
+    const included = (opts.include ?? []).filter((p) => existsSync7(join7(workdir, p)));
     if (included.length > 0) await git(workdir, ["add", "--all", "--force", "--", ...included], env);
     const excludes = (opts.excludes ?? []).map((p) => `:(glob)${p}`);
     if (excludes.length > 0) {
@@ -48901,7 +48957,7 @@ async function snapshotTree(workdir, opts = {}) {
     }
     return await git(workdir, prefix ? ["write-tree", `--prefix=${prefix}`] : ["write-tree"], env);
   } finally {
-    rmSync4(tmp, { recursive: true, force: true });
+    rmSync5(tmp, { recursive: true, force: true });
   }
 }
 async function archiveTree(workdir, treeId, format2, outFile) {
@@ -49197,11 +49253,11 @@ var RayBackend = class {
     try {
       const zip = join8(tmp, "package.zip");
       await archiveTree(workdir, treeId, "zip", zip);
-      const data = readFileSync7(zip);
+      const data = readFileSync8(zip);
       this.logger.info(`ray: uploading ${uri} (${(data.length / MIB).toFixed(1)} MiB)`);
       await this.client.uploadPackage(uri, data);
     } finally {
-      rmSync5(tmp, { recursive: true, force: true });
+      rmSync6(tmp, { recursive: true, force: true });
     }
     return uri;
   }
@@ -49224,7 +49280,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync7 } from "node:fs";
+import { mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync5, readFileSync as readFileSync10, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname8, join as join10 } from "node:path";
 
@@ -49479,7 +49535,7 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync6, readdirSync as readdirSync4, readFileSync as readFileSync8, renameSync, rmSync as rmSync6, writeFileSync as writeFileSync4 } from "node:fs";
+import { mkdirSync as mkdirSync6, readdirSync as readdirSync5, readFileSync as readFileSync9, renameSync as renameSync2, rmSync as rmSync7, writeFileSync as writeFileSync5 } from "node:fs";
 import { join as join9 } from "node:path";
 function tpuStateDir(stateDir) {
   return join9(stateDir, "tpu");
@@ -49489,28 +49545,28 @@ function writeRecord(dir, record) {
   mkdirSync6(dir, { recursive: true });
   const file = recordFile(dir, record.name, record.zone);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync4(tmp, `${JSON.stringify(record, null, 2)}
+  writeFileSync5(tmp, `${JSON.stringify(record, null, 2)}
 `);
-  renameSync(tmp, file);
+  renameSync2(tmp, file);
 }
 function readRecords(dir) {
   let names;
   try {
-    names = readdirSync4(dir).filter((n2) => n2.endsWith(".json"));
+    names = readdirSync5(dir).filter((n2) => n2.endsWith(".json"));
   } catch {
     return [];
   }
   const records = [];
   for (const n2 of names.sort()) {
     try {
-      records.push(JSON.parse(readFileSync8(join9(dir, n2), "utf8")));
+      records.push(JSON.parse(readFileSync9(join9(dir, n2), "utf8")));
     } catch {
     }
   }
   return records;
 }
 function removeRecord(dir, name, zone) {
-  rmSync6(recordFile(dir, name, zone), { force: true });
+  rmSync7(recordFile(dir, name, zone), { force: true });
 }
 
 // src/compute/tpu/allocate.ts
@@ -50013,13 +50069,13 @@ var TpuVmBackend = class {
         });
       }
       try {
-        installOutputs(readFileSync9(local), job.outputs);
+        installOutputs(readFileSync10(local), job.outputs);
       } catch (e) {
         return result({ exitCode, infraError: `outputs: could not unpack: ${errorMessage(e)}` });
       }
       return result({ exitCode });
     } finally {
-      rmSync7(tmp, { recursive: true, force: true });
+      rmSync8(tmp, { recursive: true, force: true });
     }
   }
   /** An ssh/scp failure: if the VM is gone or not READY, mark it lost so the next job gets a new one. */

@@ -15,6 +15,7 @@ import {
   type TargetConfig,
 } from '../../config/index.js';
 import { type IterationEvidence, STEPS, type Verdict } from '../../evidence/index.js';
+import { openProcessLedger, sweepProcessLedger } from '../../exec/index.js';
 import { ExitCode, errorMessage, HillclimbError, type Logger, takeLock } from '../../util/index.js';
 import { Git } from '../../workspace/index.js';
 import { configHash, type LoopContext, runDirOf, stateDirOf } from '../context.js';
@@ -77,9 +78,11 @@ export async function runLoop(opts: LoopOptions): Promise<LoopResult> {
   if (!opts.dryRun) await checkModelApi(config.agent.kind, process.env, opts.logger);
   const stateDir = stateDirOf(config);
   const release = acquireLoopLock(stateDir);
+  const closeLedger = trackProcesses(stateDir, opts.logger);
   try {
     return await runLocked(opts, config, target, stateDir);
   } finally {
+    closeLedger();
     release();
   }
 }
@@ -164,6 +167,25 @@ function acquireLoopLock(stateDir: string): () => void {
         },
       ),
   });
+}
+
+/**
+ * Under the loop lock: end what a killed loop left running (its ledger names the process groups it had
+ * started), then keep this loop's own ledger until it ends.
+ */
+function trackProcesses(stateDir: string, logger: Logger): () => void {
+  const file = join(stateDir, 'processes.json');
+  const { ended } = sweepProcessLedger(file);
+  if (ended.length > 0) {
+    const list = ended.map((e) => `${e.pid} (${truncate(e.command, 80)})`).join(', ');
+    logger.warn(`ended ${ended.length} process group(s) a killed hillclimb loop left running: ${list}`);
+  }
+  return openProcessLedger(file);
+}
+
+/** `text`, cut to `max` characters with an ellipsis. */
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 /**
