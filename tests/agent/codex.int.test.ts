@@ -15,6 +15,25 @@ function codex(opts: Partial<ConstructorParameters<typeof CodexAgent>[0]> = {}) 
 }
 
 describe('codex adapter', () => {
+  it('an agent flooding the key proxy ends with its own outcome, one bounded warning, and flat memory (issue 35)', async () => {
+    const f = setup('flood');
+    const { agent, logger } = codex({
+      // The key makes the harness hold it behind the proxy; the upstream is never reached.
+      sourceEnv: { OPENAI_API_KEY: 'sk-flood-0123', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
+    });
+    global.gc?.();
+    const before = process.memoryUsage().rss;
+    const outcome = await agent.run({ ...f.request, timeoutMs: 240_000, idleTimeoutMs: 240_000 });
+    const grown = process.memoryUsage().rss - before;
+    expect(outcome.status, outcome.infraError ?? outcome.resultProblem).toBe('finished');
+    expect(outcome.result).toBeDefined();
+    const warned = logger.lines.filter((l) => l.includes('the key proxy refused'));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain('(34000 in all)');
+    expect(warned[0]!.length).toBeLessThan(5_000);
+    expect(grown).toBeLessThan(200 * 1024 * 1024);
+  }, 300_000);
+
   it('runs codex exec with the exact flags, the prompt on stdin, and commits the change for the agent', async () => {
     const f = setup('ok');
     const head = git(f.repo.root, 'rev-parse', 'HEAD').trim();
