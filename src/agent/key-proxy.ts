@@ -25,7 +25,7 @@
  *   configure (an MCP server URL, an image or file fetched from a URL) is refused, by field.
  */
 
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import {
   createServer,
@@ -35,11 +35,17 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createServer as createNetServer, connect as netConnect, type Socket } from 'node:net';
+import {
+  createServer as createNetServer,
+  type Server as NetServer,
+  connect as netConnect,
+  type Socket,
+} from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
+import { refuseModelMessage, refuseModelRequest } from './model-request.js';
 import { WebSocketMessages } from './websocket-frames.js';
 
 /** What the agent sends instead of a key: recognisable in a log, worthless anywhere else. */
@@ -54,6 +60,14 @@ export interface KeyProxyOptions {
   credential: { header: 'authorization' | 'x-api-key'; value: string };
   /** How long a request's headers, and the whole request, may take (ms); tests shorten them. */
   timeouts?: { headersMs: number; requestMs: number };
+  /** Request-body bytes held at once (default BUFFERED_BYTES); tests lower it. */
+  bufferedBytes?: number;
+  /**
+   * Listen on the loopback too (default true). An agent in the harness's sandbox reaches the proxy
+   * only through the UNIX socket (forwarded to a loopback port inside its own network namespace), so
+   * no other process on the machine can reach it at all.
+   */
+  loopback?: boolean;
 }
 
 /** Refused requests: how many, and the first few (`METHOD path` or why), each capped. */
@@ -79,8 +93,12 @@ export const REFUSAL_SAMPLE = 20;
 const REFUSAL_CHARS = 160;
 /** The largest request body (and WebSocket message) forwarded: model requests carry whole contexts. */
 export const MAX_BODY_BYTES = 32 << 20;
-/** Connections at once: the CLIs use a handful. */
+/** Connections at once, on both listeners together: the CLIs use a handful. */
 const MAX_CONNECTIONS = 256;
+/** Request-body bytes held at once, all connections together (see BodyBudget). */
+export const BUFFERED_BYTES = 256 << 20;
+/** What a WebSocket client may send before the upstream has switched protocols. */
+const HANDSHAKE_HELD_BYTES = 64 << 10;
 /** A request's headers must arrive within the first, the whole request within the second (slowloris). */
 const TIMEOUTS = { headersMs: 20_000, requestMs: 120_000 };
 
@@ -148,6 +166,7 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
 
   const sockets = new Set<Socket | Duplex>();
   const timeouts = opts.timeouts ?? TIMEOUTS;
+  const budget = new BodyBudget(opts.bufferedBytes ?? BUFFERED_BYTES);
   const server = createServer(
     {
       maxHeaderSize: 16 * 1024,
@@ -165,21 +184,25 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
         req.resume();
         return;
       }
-      readBody(req, MAX_BODY_BYTES).then(
-        (body) => {
-          if (body === undefined) {
+      readBody(req, MAX_BODY_BYTES, budget)
+        .then((body) => {
+          if (body === 'over') {
             refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
             forbid(res, 413, 'request body too large for the harness to forward', true);
             return;
           }
-          const reach = reachesOutside(body, req.headers['content-type']);
-          if (reach) {
-            refuse(`${req.method} ${r.path} (asks the model API to reach ${reach})`);
-            forbid(
-              res,
-              403,
-              `not forwarded by the harness: the request asks the model API to reach ${reach}`,
-            );
+          if (body === 'busy') {
+            refuse(`${req.method} ${r.path} (bodies held at once over ${BUFFERED_BYTES} bytes)`);
+            forbid(res, 503, 'the harness holds too many request bodies at once; retry', true);
+            return;
+          }
+          const why = refuseModelRequest(body, {
+            contentType: req.headers['content-type'],
+            contentEncoding: req.headers['content-encoding'],
+          });
+          if (why) {
+            refuse(`${req.method} ${r.path} (a request that ${why})`);
+            forbid(res, 403, `not forwarded by the harness: the request ${why}`);
             return;
           }
           const send = tls ? httpsRequest : httpRequest;
@@ -195,13 +218,18 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
           // answer (so its own "unreachable" handling, and ours, apply; a 502 would read as a server error).
           out.on('error', () => req.socket.destroy());
           out.end(body);
-        },
-        () => req.socket.destroy(),
-      );
+        })
+        .catch(() => req.socket.destroy()) // whatever went wrong, this request goes no further
+        .finally(() => budget.release(req));
     },
   );
-  server.maxConnections = MAX_CONNECTIONS;
+  // One cap for both listeners (the UNIX socket's connections are handed to this server).
   server.on('connection', (s) => {
+    if (sockets.size >= MAX_CONNECTIONS) {
+      refuse(`a connection over ${MAX_CONNECTIONS} at once`);
+      s.destroy();
+      return;
+    }
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
@@ -219,28 +247,47 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
       : netConnect({ host: upstream.hostname, port });
     sockets.add(remote);
     remote.on('close', () => sockets.delete(remote));
-    // What the client sends is held until the upstream has switched protocols, and then forwarded one
-    // checked message at a time.
+    // What the client sends is held (64 KiB at most) until the upstream has switched protocols, then
+    // forwarded one checked message at a time; messages being gathered count against the body budget.
     const messages = new WebSocketMessages(MAX_BODY_BYTES);
     const held: Buffer[] = head.length > 0 ? [head] : [];
-    let open = false;
+    let heldBytes = head.length;
+    let state: 'handshake' | 'open' | 'refused' = 'handshake';
+    const end = (why: string) => {
+      refuse(`${req.method} ${r.path} (${why})`);
+      client.destroy();
+      remote.destroy();
+    };
     const fromClient = (chunk: Buffer) => {
-      if (!open) {
+      if (state === 'refused') return; // not upgraded: nothing the client sends goes anywhere
+      if (state === 'handshake') {
+        heldBytes += chunk.length;
+        if (heldBytes > HANDSHAKE_HELD_BYTES)
+          return end(`a WebSocket sending ${heldBytes} bytes before its handshake`);
         held.push(chunk);
         return;
       }
-      const { forward, refused } = messages.push(chunk, (text) =>
-        reachesOutside(Buffer.from(text), 'application/json'),
+      const { forward, refused } = messages.push(chunk, (payload, opcode) =>
+        opcode === 1 ? refuseModelMessage(payload) : 'is binary: the proxy forwards text it can read',
       );
-      if (refused) {
-        refuse(`${req.method} ${r.path} (a WebSocket message that ${refused})`);
-        client.destroy();
-        remote.destroy();
-        return;
+      if (refused) return end(`a WebSocket message that ${refused}`);
+      if (!budget.hold(client, messages.buffered())) {
+        return end(`a WebSocket message while bodies held at once are over ${BUFFERED_BYTES} bytes`);
       }
-      for (const b of forward) remote.write(b);
+      for (const b of forward) {
+        // A slow upstream slows the client, never the harness's memory.
+        if (!remote.write(b)) {
+          client.pause();
+          remote.once('drain', () => client.resume());
+        }
+      }
     };
     client.on('data', fromClient);
+    client.on('close', () => budget.release(client));
+    const handshake = setTimeout(
+      () => end('a WebSocket handshake the upstream never answered'),
+      timeouts.requestMs,
+    );
     remote.once(tls ? 'secureConnect' : 'connect', () => {
       const headers = { ...headersFor(req.headers, WS_DROPPED), connection: 'Upgrade', upgrade: 'websocket' };
       const lines = Object.entries(headers).flatMap(([k, v]) =>
@@ -249,21 +296,23 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
       remote.write(`GET ${upstreamPath(r.target)} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
       readResponseHead(remote).then(
         ({ head: answer, rest, status }) => {
+          clearTimeout(handshake);
           client.write(answer);
-          if (status !== 101) {
-            // Not upgraded: the answer goes back, and nothing the client sent ever reaches the upstream.
-            if (rest.length > 0) client.write(rest);
-            remote.pipe(client);
-            return;
-          }
           if (rest.length > 0) client.write(rest);
           remote.pipe(client);
-          open = true;
+          if (status !== 101) {
+            // Not upgraded: the answer goes back, and nothing the client sent ever reaches the upstream.
+            state = 'refused';
+            held.length = 0;
+            return;
+          }
+          state = 'open';
           for (const b of held.splice(0)) fromClient(b);
         },
         () => client.destroy(),
       );
     });
+    remote.on('close', () => clearTimeout(handshake));
     remote.on('error', () => client.destroy());
     remote.on('close', () => client.destroy());
     client.on('error', () => remote.destroy());
@@ -273,24 +322,27 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
   // The socket's folder is private (mkdtemp: 0700), so only this user can connect outside the sandbox.
   const dir = mkdtempSync(join(tmpdir(), 'hillclimb-key-proxy-'));
   const socket = join(dir, 'model-api.sock');
-  const unix = createNetServer((s) => server.emit('connection', s));
-  unix.maxConnections = MAX_CONNECTIONS;
+  // With the loopback listener too, the socket's connections are handed to the HTTP server, which
+  // listens on TCP; without, it listens on the socket itself (either way it is listening, which is what
+  // starts Node's checks of the timeouts above).
+  const loopback = opts.loopback ?? true;
+  const unix = loopback ? createNetServer((s) => server.emit('connection', s)) : undefined;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
-    });
-    await new Promise<void>((resolve, reject) => {
-      unix.once('error', reject);
-      unix.listen(socket, resolve);
-    });
+    if (unix) {
+      await listening(server, () => server.listen(0, '127.0.0.1'));
+      await listening(unix, () => unix.listen(socket));
+    } else {
+      await listening(server, () => server.listen(socket));
+    }
   } catch (e) {
     server.close();
-    unix.close();
+    unix?.close();
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
-  local = (server.address() as { port: number }).port;
+  // Without a loopback listener the port is only a name for the sandbox's forward, in a network
+  // namespace where every port is free.
+  local = loopback ? (server.address() as { port: number }).port : 20_000 + randomInt(40_000);
   return {
     url: `http://127.0.0.1:${local}/${token}${upstream.pathname.replace(/\/+$/, '')}`,
     port: local,
@@ -300,68 +352,72 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
       for (const s of sockets) s.destroy();
       await Promise.all([
         new Promise<void>((resolve) => server.close(() => resolve())),
-        new Promise<void>((resolve) => unix.close(() => resolve())),
+        new Promise<void>((resolve) => (unix ? unix.close(() => resolve()) : resolve())),
       ]);
       rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
-/** A request's whole body, or undefined past `max` bytes. */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
+/**
+ * The bytes every request body being read holds at once, across connections: one agent's requests
+ * must not be able to make the harness hold gigabytes (256 connections × 32 MiB).
+ */
+class BodyBudget {
+  private used = 0;
+  private readonly held = new Map<object, number>();
+
+  constructor(private readonly max: number) {}
+
+  /** Add `n` bytes to what `holder` holds; false (nothing added) when that would pass the budget. */
+  take(holder: object, n: number): boolean {
+    return this.hold(holder, (this.held.get(holder) ?? 0) + n);
+  }
+
+  /** `holder` now holds `n` bytes; false (unchanged) when that would pass the budget. */
+  hold(holder: object, n: number): boolean {
+    const before = this.held.get(holder) ?? 0;
+    if (this.used - before + n > this.max) return false;
+    this.used += n - before;
+    this.held.set(holder, n);
+    return true;
+  }
+
+  release(holder: object): void {
+    this.used -= this.held.get(holder) ?? 0;
+    this.held.delete(holder);
+  }
+}
+
+/** A request's whole body; `over` past `max` bytes, `busy` when the budget for all bodies is spent. */
+function readBody(req: IncomingMessage, max: number, budget: BodyBudget): Promise<Buffer | 'over' | 'busy'> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
+    let refused: 'over' | 'busy' | undefined;
     req.on('data', (c: Buffer) => {
+      if (refused) return;
       size += c.length;
-      if (size > max) over = true;
+      if (size > max) refused = 'over';
+      else if (!budget.take(req, c.length)) refused = 'busy';
       else chunks.push(c);
+      if (refused) {
+        chunks.length = 0;
+        budget.release(req); // what it held is dropped: the other requests may have it
+      }
     });
-    req.on('end', () => resolve(over ? undefined : Buffer.concat(chunks)));
+    req.on('end', () => resolve(refused ?? Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
 
-/**
- * What a model request asks the API to reach beyond itself, by field — an MCP server (`server_url`,
- * Anthropic's `mcp_servers`), an image or file fetched from a URL (`image_url`/`file_url` over http(s),
- * a `source` of type `url`) — or undefined. Only JSON bodies; anything else is forwarded as it is.
- */
-export function reachesOutside(body: Buffer, contentType: string | undefined): string | undefined {
-  if (body.length === 0 || !/json/i.test(contentType ?? 'application/json')) return undefined;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined; // the API answers it; nothing in it is a field the proxy knows
-  }
-  const stack: unknown[] = [doc];
-  let steps = 0;
-  while (stack.length > 0 && steps++ < 1_000_000) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      stack.push(...v);
-      continue;
-    }
-    if (v === null || typeof v !== 'object') continue;
-    const o = v as Record<string, unknown>;
-    if (typeof o.server_url === 'string') return `an MCP server (${o.server_url.slice(0, 80)})`;
-    if (Array.isArray(o.mcp_servers) && o.mcp_servers.length > 0) return 'MCP servers (mcp_servers)';
-    for (const key of ['image_url', 'file_url']) {
-      const u = o[key];
-      const url =
-        typeof u === 'string'
-          ? u
-          : typeof u === 'object' && u !== null
-            ? (u as { url?: unknown }).url
-            : undefined;
-      if (typeof url === 'string' && /^https?:/i.test(url)) return `a URL (${key}: ${url.slice(0, 80)})`;
-    }
-    if (o.type === 'url' && typeof o.url === 'string') return `a URL (source: ${o.url.slice(0, 80)})`;
-    stack.push(...Object.values(o));
-  }
-  return undefined;
+/** Start a server listening (`listen`), resolving once it is, rejecting on its error. */
+function listening(server: NetServer, listen: () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.once('listening', () => resolve());
+    listen();
+  });
 }
 
 /** The status line and headers of an HTTP response on `s`, and what followed them. */

@@ -14,7 +14,8 @@ export interface Pushed {
 }
 
 /** A message's text is checked by the caller: a reason to refuse it, or undefined. */
-export type MessageCheck = (text: string) => string | undefined;
+/** Why a whole message (its payload, and its opcode: 1 text, 2 binary) must not go on, or undefined. */
+export type MessageCheck = (payload: Buffer, opcode: number) => string | undefined;
 
 export class WebSocketMessages {
   private pending: Buffer = Buffer.alloc(0);
@@ -23,8 +24,15 @@ export class WebSocketMessages {
   private payload: Buffer[] = [];
   private size = 0;
   private failed: string | undefined;
+  /** The opcode of the message being gathered (its first frame's). */
+  private opcode = 0;
 
   constructor(private readonly maxMessageBytes: number) {}
+
+  /** Bytes held: a partial frame, and the frames of a message not yet checked. */
+  buffered(): number {
+    return this.pending.length + 2 * this.size; // each frame raw, and its payload unmasked
+  }
 
   push(chunk: Buffer, check: MessageCheck): Pushed {
     if (this.failed) return { forward: [], refused: this.failed };
@@ -48,11 +56,12 @@ export class WebSocketMessages {
       this.size += data.length;
       if (this.size > this.maxMessageBytes)
         return this.fail(`is over ${this.maxMessageBytes} bytes`, forward);
+      if (this.frames.length === 0) this.opcode = opcode;
       this.frames.push(raw);
       this.payload.push(data);
       if (!fin) continue;
-      const why = check(Buffer.concat(this.payload).toString('utf8'));
-      if (why) return this.fail(`asks the model API to reach ${why}`, forward);
+      const why = check(Buffer.concat(this.payload), this.opcode);
+      if (why) return this.fail(why, forward);
       forward.push(...this.frames);
       this.frames = [];
       this.payload = [];

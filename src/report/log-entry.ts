@@ -50,14 +50,14 @@ import {
   topChanges,
 } from './hotspots.js';
 import { kernelLine, modelLine, shareLine } from './levels.js';
-import { agentQuote, code, inert } from './markdown.js';
+import { agentQuote, code, inert, inertAround } from './markdown.js';
 import { measuredInFull } from './search.js';
 
 /**
  * Bump whenever harnessLines, entryHeading or the digest change: lint then reports entries written
  * earlier as an older format (a warning) instead of as hand edits.
  */
-export const LOG_ENTRY_FORMAT = 3;
+export const LOG_ENTRY_FORMAT = 4;
 /** Hotspot lines per entry. */
 export const LOG_HOTSPOTS = 3;
 /** Failing test names listed per gate before "and N more". */
@@ -183,7 +183,7 @@ function earlierAttempts(agent: NonNullable<IterationEvidence['agent']>): string
 
 export function harnessLines(evidence: IterationEvidence, evidencePath: string): Array<[LogLabel, string]> {
   const lines: Array<[LogLabel, string]> = [];
-  const add = (label: LogLabel, text: string) => lines.push([label, inert(oneLine(text))]);
+  const add = (label: LogLabel, text: string) => lines.push([label, inertAround(oneLine(text))]);
   add(
     'Run',
     `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ''}, target ${code(evidence.target)}`,

@@ -18,16 +18,34 @@ const BREAK = '&#8203;';
 /**
  * Text from the evidence (the agent's prose, a test's name, a failure message) made inert on GitHub:
  * `<` and `&` escaped so it opens no HTML tag or comment; no `@name` mentions anyone and no `#12`,
- * `GH-12` or issue URL references an issue (so "Fixes #12" in a PR body closes nothing); control and
- * invisible characters shown as `\u{…}`.
+ * `GH-12` or issue URL references an issue (so "Fixes #12" in a PR body closes nothing); it makes no
+ * link or image; control and invisible characters shown as `\u{…}`.
  */
 export function inert(text: string): string {
-  return withoutControls(text)
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replace(/(^|[^\w`])@(?=[A-Za-z0-9])/g, `$1@${BREAK}`) // after a word (`fwd@B2`, mail) it is no mention
-    .replace(/((?<!&)#|\bGH-)(?=\d)/gi, `$1${BREAK}`) // `&#` is only ever an entity written here
-    .replace(/\/(issues|pull|discussions)\//gi, `/$1${BREAK}/`);
+  return (
+    withoutControls(text)
+      .replaceAll('&', '&amp;')
+      .replaceAll('<', '&lt;')
+      // After a letter or digit (`fwd@B2`, mail) it is no mention; after anything else it may be, as GitHub
+      // finds mentions in the rendered text (`_@a_` is `<em>@a</em>`).
+      .replace(/(^|[^A-Za-z0-9])@(?=[A-Za-z0-9])/g, `$1@${BREAK}`)
+      .replace(/((?<!&)#|\bGH-)(?=\d)/gi, `$1${BREAK}`) // `&#` is only ever an entity written here
+      .replace(/\/(issues|pull|discussions)\//gi, `/$1${BREAK}/`)
+      // No link or image (`](`, `][`), nor a link reference definition (`]:`, which would apply to the
+      // whole document): a `]` before those is escaped; before anything else it is text already.
+      .replace(/\](?=[(:[])/g, '\\]')
+  );
+}
+
+/** Markdown built here with `code` spans in it: `inert` applied between the spans, never inside. */
+export function inertAround(markdown: string): string {
+  let out = '';
+  let at = 0;
+  for (const m of markdown.matchAll(/(`+)[\s\S]*?[^`]\1(?!`)/g)) {
+    out += inert(markdown.slice(at, m.index)) + m[0];
+    at = m.index + m[0].length;
+  }
+  return out + inert(markdown.slice(at));
 }
 
 /** A code span that survives backticks in its content (`` `a`b` `` style); GitHub acts on nothing

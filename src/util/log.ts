@@ -30,13 +30,24 @@ export interface TerminalLoggerOptions {
  * that change how the text around them reads (bidirectional overrides and isolates, as in "Trojan
  * Source"; zero-width and other format characters): shown as `\u{…}`, never acted on.
  */
-const CONTROL =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/g;
+const HIDDEN_RANGES = [
+  '\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f', // C0 and C1 controls but tab and newline
+  '\\u00ad\\u034f\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff', // zero-width and format
+  '\\u202a-\\u202e\\u2066-\\u206f', // bidirectional overrides and isolates
+  '\\u115f\\u1160\\u2800\\u3164\\uffa0', // letters that print as blank
+  '\\ufe00-\\ufe0e\\u{e0100}-\\u{e01ef}', // variation selectors but the emoji one (U+FE0F)
+  '\\u{e0000}-\\u{e007f}', // Unicode tags
+];
+// Built from a string: the class holds combining marks on purpose, which a literal would lint as a mistake.
+const CONTROL = new RegExp(`[${HIDDEN_RANGES.join('')}]`, 'gu');
 
-/** `text` with its control and invisible characters (but tab and newline) made visible and harmless. */
+/**
+ * `text` with its control and invisible characters (but tab and newline) made visible and harmless:
+ * also blank-looking letters (Hangul fillers, the blank Braille pattern), variation selectors but the
+ * emoji one, and Unicode tags (the usual carriers of text hidden from a reader, or for a model).
+ */
 export function withoutControls(text: string): string {
-  return text.replace(CONTROL, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+  return text.replace(CONTROL, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 }
 
 /**

@@ -9,9 +9,16 @@
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { type AddressInfo, connect, type Socket } from 'node:net';
+import { type AddressInfo, connect, createServer as createNetServer, type Socket } from 'node:net';
+import { deflateSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PLACEHOLDER_KEY, REFUSAL_SAMPLE, reachesOutside, startKeyProxy } from '../../src/agent/key-proxy.js';
+import {
+  type KeyProxyOptions,
+  PLACEHOLDER_KEY,
+  REFUSAL_SAMPLE,
+  startKeyProxy,
+} from '../../src/agent/key-proxy.js';
+import { duplicateKey, refuseModelMessage, refuseModelRequest } from '../../src/agent/model-request.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -77,13 +84,13 @@ async function upstream(o: { refuseUpgrades?: boolean } = {}) {
 async function proxyTo(
   url: string,
   allow = [{ method: 'POST', path: '/v1/responses' }],
-  timeouts?: { headersMs: number; requestMs: number },
+  extra: Partial<KeyProxyOptions> = {},
 ) {
   const proxy = await startKeyProxy({
     upstream: url,
     allow,
     credential: { header: 'authorization', value: 'Bearer sk-real-key-0123' },
-    ...(timeouts ? { timeouts } : {}),
+    ...extra,
   });
   closers.push(proxy.close);
   return proxy;
@@ -114,6 +121,8 @@ async function raw(port: number, bytes: Buffer | string) {
 
 const handshake = (path: string, port: number, host = `127.0.0.1:${port}`) =>
   `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Extensions: permessage-deflate\r\nAuthorization: Bearer ${PLACEHOLDER_KEY}\r\n\r\n`;
+
+const JSON_TYPE = { 'content-type': 'application/json' };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -214,7 +223,7 @@ describe('the key proxy', () => {
   it('slow and oversized requests are cut off, and the proxy still forwards the next one', async () => {
     const up = await upstream();
     // Timeouts shortened for the test (20 s and 120 s in a run): the point is that they are enforced.
-    const proxy = await proxyTo(up.url, undefined, { headersMs: 400, requestMs: 1_500 });
+    const proxy = await proxyTo(up.url, undefined, { timeouts: { headersMs: 400, requestMs: 1_500 } });
     const path = new URL(proxy.url).pathname;
     const host = `Host: 127.0.0.1:${proxy.port}\r\n`;
     // Slowloris: 40 connections that send a request line and then one header byte every 100 ms,
@@ -243,7 +252,11 @@ describe('the key proxy', () => {
       clearInterval(trickle);
     }
     expect(up.seen).toEqual([]);
-    const res = await fetch(`${proxy.url}/responses`, { method: 'POST', body: '{"model":"m"}' });
+    const res = await fetch(`${proxy.url}/responses`, {
+      method: 'POST',
+      headers: JSON_TYPE,
+      body: '{"model":"m"}',
+    });
     expect(res.status).toBe(200);
     expect(up.seen).toHaveLength(1);
   }, 60_000);
@@ -267,15 +280,126 @@ describe('the key proxy', () => {
     }
     expect(up.seen).toEqual([]);
     // An inline image (a data URL) and prose that mentions a URL are the model's business.
-    expect(
-      reachesOutside(
-        Buffer.from(JSON.stringify({ image_url: 'data:image/png;base64,AAAA' })),
-        'application/json',
+    const check = (doc: unknown) => refuseModelMessage(Buffer.from(JSON.stringify(doc)));
+    expect(check({ image_url: 'data:image/png;base64,AAAA' })).toBeUndefined();
+    expect(check({ image_url: { url: ' DATA:image/png;base64,AAAA' } })).toBeUndefined();
+    expect(check({ text: 'see https://x.example', image_url: null })).toBeUndefined();
+    // A tool's parameter schema names these fields without being them (codex's own tools do).
+    const schema = {
+      type: 'object',
+      properties: { image_url: { type: 'string' }, server_url: { type: 'string' } },
+    };
+    expect(check({ tools: [{ type: 'function', name: 'view', parameters: schema }] })).toBeUndefined();
+  });
+
+  it('what the proxy cannot read is refused, never forwarded unread (the filter cannot be stepped around)', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url);
+    const mcp = JSON.stringify({
+      tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://c.example/mcp' }],
+    });
+    const junk = Array.from({ length: 1100 }, () => Array.from({ length: 1000 }, () => 0));
+    const cases: Array<[string, Record<string, string>, Buffer | string]> = [
+      ['text/plain', { 'content-type': 'text/plain' }, mcp],
+      ['gzip', { ...JSON_TYPE, 'content-encoding': 'gzip' }, gzipSync(mcp)],
+      ['deflate', { ...JSON_TYPE, 'content-encoding': 'deflate' }, deflateSync(mcp)],
+      ['a byte-order mark', JSON_TYPE, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(mcp)])],
+      ['UTF-16', JSON_TYPE, Buffer.from(mcp, 'utf16le')],
+      [
+        'a key twice',
+        JSON_TYPE,
+        '{"tools":[{"type":"function","server_url":"https://c.example","server_url":1}]}',
+      ],
+      ['a key twice, escaped', JSON_TYPE, '{"a":1,"\\u0061":2}'],
+      [
+        'a million values before the tool',
+        JSON_TYPE,
+        JSON.stringify({ input: junk, tools: JSON.parse(mcp).tools }),
+      ],
+      ['an image URL behind a space', JSON_TYPE, JSON.stringify({ image_url: ' https://c.example/i.png' })],
+      ['a scheme-relative file URL', JSON_TYPE, JSON.stringify({ file_url: '//c.example/f' })],
+      [
+        'an MCP tool by connector',
+        JSON_TYPE,
+        JSON.stringify({ tools: [{ type: 'mcp', connector_id: 'gmail' }] }),
+      ],
+      ['not JSON', JSON_TYPE, '{"tools": ['],
+    ];
+    for (const [what, headers, body] of cases) {
+      const res = await fetch(`${proxy.url}/responses`, { method: 'POST', headers, body });
+      expect(res.status, what).toBe(403);
+      expect(await res.text(), what).toContain('not forwarded by the harness');
+    }
+    expect(up.seen).toEqual([]);
+    expect(proxy.refusals.count).toBe(cases.length);
+    expect(duplicateKey('{"a":{"b":1},"b":[{"a":1}],"c":"a"}')).toBeUndefined();
+    expect(refuseModelRequest(Buffer.alloc(0), {})).toBeUndefined(); // a GET's empty body
+  });
+
+  it('a large body is answered whatever its shape (300,000 elements, 300,000 keys, 100,000 levels deep)', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url);
+    const wide = JSON.stringify({ input: Array.from({ length: 300_000 }, () => 0) });
+    const keys = JSON.stringify(Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`k${i}`, i])));
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    for (const body of [wide, keys, deep]) {
+      const res = await fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    expect(up.seen).toHaveLength(3);
+  }, 60_000);
+
+  it('bodies held at once are bounded across connections: over the budget, 503 and nothing held', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url, undefined, { bufferedBytes: 1 << 20 });
+    const path = new URL(proxy.url).pathname;
+    const host = `Host: 127.0.0.1:${proxy.port}\r\n`;
+    // Three connections each announce 400 KB and send 350 KB of it: together they pass the 1 MiB budget,
+    // and the one that does is refused (what it held dropped), so the other two finish.
+    const half = Array.from({ length: 3 }, () =>
+      raw(
+        proxy.port,
+        `POST ${path}/responses HTTP/1.1\r\n${host}Content-Type: application/json\r\nContent-Length: 400000\r\n\r\n${' '.repeat(350_000)}`,
       ),
-    ).toBeUndefined();
-    expect(
-      reachesOutside(Buffer.from(JSON.stringify({ text: 'see https://x.example' })), 'application/json'),
-    ).toBeUndefined();
+    );
+    const conns = await Promise.all(half);
+    await sleep(300);
+    for (const c of conns) c.socket.write(`${' '.repeat(49_998)}{}`);
+    await sleep(500);
+    const statuses = conns.map((c) => /^HTTP\/1\.1 (\d{3})/.exec(c.text())?.[1]).sort();
+    expect(statuses).toEqual(['200', '200', '503']);
+    // Released: the next body is held and forwarded.
+    const res = await fetch(`${proxy.url}/responses`, {
+      method: 'POST',
+      headers: JSON_TYPE,
+      body: '{"model":"m"}',
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it('in the sandbox: no loopback port at all, only the socket the sandbox forwards', async () => {
+    const up = await upstream();
+    const proxy = await proxyTo(up.url, undefined, { loopback: false });
+    await expect(
+      fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' }),
+    ).rejects.toThrow();
+    const answer = await new Promise<string>((resolve, reject) => {
+      const body = '{"model":"m"}';
+      const c = connect(proxy.socket, () =>
+        c.write(
+          `POST ${new URL(proxy.url).pathname}/responses HTTP/1.1\r\nHost: 127.0.0.1:${proxy.port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        ),
+      );
+      let got = '';
+      c.on('data', (d) => {
+        got += d.toString();
+      });
+      c.on('end', () => resolve(got));
+      c.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(up.seen).toHaveLength(1);
   });
 
   it('a WebSocket: refused off the list; on it, the handshake gets the key, no extension, and messages are checked', async () => {
@@ -316,7 +440,27 @@ describe('the key proxy', () => {
     const ws = await raw(proxy.port, `${handshake(path, proxy.port)}${smuggled}`);
     await sleep(400);
     expect(ws.text()).toMatch(/^HTTP\/1\.1 400/);
+    // What it sends after the refusal is dropped, not held: nothing arrives, nothing is refused.
+    ws.socket.write(Buffer.alloc(1 << 20));
+    await sleep(200);
     expect(Buffer.concat(up.wsBytes).toString()).toBe('');
+    expect(ws.socket.destroyed).toBe(false);
+  });
+
+  it('a WebSocket client sending more than 64 KiB before the upstream answers is cut off', async () => {
+    // An upstream that accepts the connection and never answers the handshake.
+    const silent = createNetServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    closers.push(() => new Promise((r) => silent.close(() => r())));
+    const proxy = await proxyTo(`http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`, [
+      { method: 'GET', path: '/v1/responses' },
+    ]);
+    const path = `${new URL(proxy.url).pathname}/responses`;
+    const ws = await raw(proxy.port, handshake(path, proxy.port));
+    const closed = new Promise<void>((r) => ws.socket.once('close', () => r()));
+    ws.socket.write(Buffer.alloc(80 << 10));
+    await closed;
+    expect(proxy.refusals.sample.at(-1)).toMatch(/a WebSocket sending \d+ bytes before its handshake/);
   });
 
   it('an upstream that cannot be reached drops the connection, as an unreachable API would', async () => {
@@ -325,6 +469,8 @@ describe('the key proxy', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
     const proxy = await proxyTo(`http://127.0.0.1:${port}/v1`);
-    await expect(fetch(`${proxy.url}/responses`, { method: 'POST', body: '{}' })).rejects.toThrow();
+    await expect(
+      fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' }),
+    ).rejects.toThrow();
   });
 });

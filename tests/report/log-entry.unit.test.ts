@@ -13,7 +13,7 @@ import { HillclimbError } from '../../src/util/errors.js';
 import { everyVerdict, IMPROVED, invalidByCpuGate, measured, noOp, RUN_ID } from './builders.js';
 
 const MARKER =
-  /^<!-- hillclimb:evidence runs\/20261121-2340-ab12\/i003\/evidence\.json sha256=[0-9a-f]{64} format=3 -->$/;
+  /^<!-- hillclimb:evidence runs\/20261121-2340-ab12\/i003\/evidence\.json sha256=[0-9a-f]{64} format=4 -->$/;
 
 describe('renderLogEntry', () => {
   // When this rendering changes, bump LOG_ENTRY_FORMAT: entries written before would otherwise fail lint

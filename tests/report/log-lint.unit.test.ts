@@ -166,7 +166,7 @@ describe('evidence availability', () => {
     expect(lintLog('### Iteration 1 — x\n<!-- hillclimb:evidence oops -->\n').map((p) => p.rule)).toEqual([
       'evidence-reference',
     ]);
-    const future = `### Iteration 1 — x\n<!-- hillclimb:evidence runs/a/evidence.json sha256=${'0'.repeat(64)} format=4 -->\n`;
+    const future = `### Iteration 1 — x\n<!-- hillclimb:evidence runs/a/evidence.json sha256=${'0'.repeat(64)} format=5 -->\n`;
     expect(lintLog(future).map((p) => `${p.severity}:${p.rule}`)).toEqual(['warning:entry-format']);
   });
 

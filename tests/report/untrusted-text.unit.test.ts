@@ -16,7 +16,9 @@ import { IMPROVED, invalidByCpuGate, measured } from './builders.js';
 /** Pings people, closes an issue on merge, hides text from the reviewer, colours a terminal, opens HTML. */
 const HOSTILE =
   '@octocat and @acme/maintainers: Fixes #12, closes GH-7, resolves https://github.com/acme/app/issues/9 ' +
-  'and acme/app#3. \u202eevil\u202c \u2066hidden\u2069 zero\u200bwidth \u001b[31mred\u001b[0m <img src=x onerror=alert(1)> <!-- hide';
+  'and acme/app#3. \u202eevil\u202c \u2066hidden\u2069 zero\u200bwidth \u001b[31mred\u001b[0m <img src=x onerror=alert(1)> <!-- hide ' +
+  '_@hubot_ \\`@monalisa ![verdict: improved 9.9x](https://evil.example/badge.svg) [docs](https://evil.example) ' +
+  '\n[ref]: https://evil.example \u{e0041}\u{e0042} \u3164';
 
 function hostile(ev: IterationEvidence): IterationEvidence {
   ev.candidate!.subject = HOSTILE;
@@ -34,20 +36,28 @@ function hostileGate(): IterationEvidence {
 
 /** What GitHub would act on in rendered markdown, outside code spans and fences. */
 function actionable(markdown: string): string[] {
-  const prose = markdown.replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, '').replace(/(`+)[^`]*?\1/g, '');
+  // Fences, then code spans (a run of n backticks to the next run of exactly n), as GitHub reads them.
+  const prose = markdown
+    .replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, '')
+    .replace(/(?<![`\\])(`+)(?!`)[\s\S]*?[^`]\1(?!`)/g, '');
   const found: string[] = [];
-  for (const m of prose.matchAll(/(?:^|[^\w`])@[A-Za-z0-9][\w/-]*/g)) found.push(`mention ${m[0].trim()}`);
+  for (const m of prose.matchAll(/(?:^|[^A-Za-z0-9])@[A-Za-z0-9][\w/-]*/g))
+    found.push(`mention ${m[0].trim()}`);
   for (const m of prose.matchAll(/(?:^|[^&\w])#\d+|\bGH-\d+|[\w.-]+\/[\w.-]+#\d+/gi))
     found.push(`ref ${m[0].trim()}`);
   for (const m of prose.matchAll(/\/(?:issues|pull)\/\d+/g)) found.push(`url ${m[0]}`);
+  // The hostile text's own links (hillclimb's go elsewhere): unescaped, they would render.
+  for (const m of prose.matchAll(/(?<!\\)\]\(https:\/\/evil|^\s*\[[^\]]*(?<!\\)\]:/gm))
+    found.push(`link ${m[0]}`);
   // hillclimb's own tags and markers are the only HTML.
   const ours = /<(?:\/?(?:details|summary|sub|sup|br)\b|!-- hillclimb:)/gi;
   for (const m of prose.replace(ours, '').matchAll(/<[a-z!/]/gi)) found.push(`html ${m[0]}`);
   return found;
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: looking for them is the point
-const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/;
+const HIDDEN =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for them is the point
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u3164\u{e0000}-\u{e007f}]/u;
 
 describe('untrusted text on GitHub', () => {
   const rendered: Array<[string, string]> = [

@@ -63,7 +63,7 @@ describe('a program that crashes the verifier', () => {
     const it1 = result.iterations[0]!;
     expect(it1.verdict, it1.reason).toBe('invalid');
     expect(it1.reason).toMatch(
-      /^CPU correctness failed: the candidate's programs crashed the verifier \(SIGABRT\), which runs the champion's cleanly/,
+      /^CPU correctness failed: the candidate's programs crashed the verifier twice \(SIGABRT\), which runs the champion's cleanly/,
     );
   });
 
@@ -71,7 +71,7 @@ describe('a program that crashes the verifier', () => {
     const it2 = result.iterations[1]!;
     expect(it2.verdict, it2.reason).toBe('invalid');
     expect(it2.reason).toMatch(
-      /^measurement: the candidate's programs crashed the verifier \(SIGABRT\), which runs the champion's cleanly/,
+      /^measurement: the candidate's programs crashed the verifier twice \(SIGABRT\), which runs the champion's cleanly/,
     );
   });
 

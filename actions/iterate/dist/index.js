@@ -39770,10 +39770,10 @@ function merge(defaults2, route, options2) {
   if (options2.url === "/graphql") {
     if (defaults2 && defaults2.mediaType.previews?.length) {
       mergedOptions.mediaType.previews = defaults2.mediaType.previews.filter(
-        (preview) => !mergedOptions.mediaType.previews.includes(preview)
+        (preview2) => !mergedOptions.mediaType.previews.includes(preview2)
       ).concat(mergedOptions.mediaType.previews);
     }
-    mergedOptions.mediaType.previews = (mergedOptions.mediaType.previews || []).map((preview) => preview.replace(/-preview/, ""));
+    mergedOptions.mediaType.previews = (mergedOptions.mediaType.previews || []).map((preview2) => preview2.replace(/-preview/, ""));
   }
   return mergedOptions;
 }
@@ -39973,9 +39973,9 @@ function parse(options2) {
     if (url.endsWith("/graphql")) {
       if (options2.mediaType.previews?.length) {
         const previewsFromAcceptHeader = headers.accept.match(/(?<![\w-])[\w-]+(?=-preview)/g) || [];
-        headers.accept = previewsFromAcceptHeader.concat(options2.mediaType.previews).map((preview) => {
+        headers.accept = previewsFromAcceptHeader.concat(options2.mediaType.previews).map((preview2) => {
           const format2 = options2.mediaType.format ? `.${options2.mediaType.format}` : "+json";
-          return `application/vnd.github.${preview}-preview${format2}`;
+          return `application/vnd.github.${preview2}-preview${format2}`;
         }).join(",");
       }
     }
@@ -44442,12 +44442,23 @@ function busyError(lockPath, holder, what) {
 }
 
 // src/util/log.ts
-var CONTROL = (
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/g
-);
+var HIDDEN_RANGES = [
+  "\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f",
+  // C0 and C1 controls but tab and newline
+  "\\u00ad\\u034f\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff",
+  // zero-width and format
+  "\\u202a-\\u202e\\u2066-\\u206f",
+  // bidirectional overrides and isolates
+  "\\u115f\\u1160\\u2800\\u3164\\uffa0",
+  // letters that print as blank
+  "\\ufe00-\\ufe0e\\u{e0100}-\\u{e01ef}",
+  // variation selectors but the emoji one (U+FE0F)
+  "\\u{e0000}-\\u{e007f}"
+  // Unicode tags
+];
+var CONTROL = new RegExp(`[${HIDDEN_RANGES.join("")}]`, "gu");
 function withoutControls(text3) {
-  return text3.replace(CONTROL, (c3) => `\\u{${c3.charCodeAt(0).toString(16)}}`);
+  return text3.replace(CONTROL, (c3) => `\\u{${c3.codePointAt(0).toString(16)}}`);
 }
 function asRunnerData(text3) {
   return withoutControls(text3).split("\n").map((line) => line.replace(/^(\s*):(?=:)/, "$1:\u200B").replaceAll("##[", "#\u200B#[")).join("\n");
@@ -54967,17 +54978,110 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/key-proxy.ts
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { mkdtempSync as mkdtempSync3, rmSync as rmSync5 } from "node:fs";
 import {
   createServer,
   request as httpRequest
 } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { createServer as createNetServer, connect as netConnect } from "node:net";
+import {
+  createServer as createNetServer,
+  connect as netConnect
+} from "node:net";
 import { tmpdir as tmpdir3 } from "node:os";
 import { join as join7 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
+
+// src/agent/model-request.ts
+var IDENTITY = /* @__PURE__ */ new Set(["", "identity"]);
+function refuseModelRequest(body, headers) {
+  const encoding = (headers.contentEncoding ?? "").trim().toLowerCase();
+  if (!IDENTITY.has(encoding))
+    return `is encoded (${encoding.slice(0, 40)}): the proxy forwards what it can read`;
+  if (body.length === 0) return void 0;
+  if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(headers.contentType ?? "")) {
+    return `is not JSON (content type ${JSON.stringify((headers.contentType ?? "").slice(0, 60))})`;
+  }
+  return refuseModelMessage(body);
+}
+function refuseModelMessage(bytes) {
+  if (bytes[0] === 239 && bytes[1] === 187 && bytes[2] === 191) return "starts with a byte-order mark";
+  let text3;
+  try {
+    text3 = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return "is not UTF-8";
+  }
+  let doc;
+  try {
+    doc = JSON.parse(text3);
+  } catch {
+    return "is not JSON";
+  }
+  const dup = duplicateKey(text3);
+  if (dup !== void 0) return `repeats the key ${JSON.stringify(dup.slice(0, 60))} in one object`;
+  const reach = reachesOutside(doc);
+  return reach ? `asks the model API to reach ${reach}` : void 0;
+}
+function duplicateKey(text3) {
+  const open6 = [];
+  for (let i2 = 0; i2 < text3.length; i2++) {
+    const c3 = text3[i2];
+    if (c3 === '"') {
+      let j = i2 + 1;
+      while (text3[j] !== '"') j += text3[j] === "\\" ? 2 : 1;
+      const top = open6.at(-1);
+      if (top?.expectKey) {
+        const key = JSON.parse(text3.slice(i2, j + 1));
+        if (top.keys.has(key)) return key;
+        top.keys.add(key);
+        top.expectKey = false;
+      }
+      i2 = j;
+    } else if (c3 === "{") open6.push({ keys: /* @__PURE__ */ new Set(), expectKey: true });
+    else if (c3 === "[") open6.push(void 0);
+    else if (c3 === "}" || c3 === "]") open6.pop();
+    else if (c3 === ",") {
+      const top = open6.at(-1);
+      if (top) top.expectKey = true;
+    }
+  }
+  return void 0;
+}
+var URL_FIELDS = ["image_url", "file_url", "document_url", "audio_url", "video_url"];
+function reachesOutside(doc) {
+  const stack = [doc];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push(x);
+      continue;
+    }
+    if (v === null || typeof v !== "object") continue;
+    const o2 = v;
+    if (o2.type === "mcp") return "an MCP server (a tool of type mcp)";
+    if (isValue(o2.server_url)) return `an MCP server (server_url ${preview(o2.server_url)})`;
+    if (Array.isArray(o2.mcp_servers) && o2.mcp_servers.length > 0) return "MCP servers (mcp_servers)";
+    for (const key of URL_FIELDS) {
+      if (!(key in o2)) continue;
+      const u2 = o2[key];
+      const url = typeof u2 === "object" && u2 !== null ? u2.url : u2;
+      if (isValue(url) && !(typeof url === "string" && /^data:/i.test(url.trim()))) {
+        return `a URL (${key}: ${preview(url)})`;
+      }
+    }
+    if (o2.type === "url" && isValue(o2.url)) return `a URL (source: ${preview(o2.url)})`;
+    for (const x of Object.values(o2)) stack.push(x);
+  }
+  return void 0;
+}
+function isValue(v) {
+  return typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+}
+function preview(v) {
+  return (typeof v === "string" ? v : JSON.stringify(v) ?? String(v)).slice(0, 80);
+}
 
 // src/agent/websocket-frames.ts
 var WebSocketMessages = class {
@@ -54991,6 +55095,12 @@ var WebSocketMessages = class {
   payload = [];
   size = 0;
   failed;
+  /** The opcode of the message being gathered (its first frame's). */
+  opcode = 0;
+  /** Bytes held: a partial frame, and the frames of a message not yet checked. */
+  buffered() {
+    return this.pending.length + 2 * this.size;
+  }
   push(chunk2, check) {
     if (this.failed) return { forward: [], refused: this.failed };
     this.pending = this.pending.length === 0 ? chunk2 : Buffer.concat([this.pending, chunk2]);
@@ -55013,11 +55123,12 @@ var WebSocketMessages = class {
       this.size += data.length;
       if (this.size > this.maxMessageBytes)
         return this.fail(`is over ${this.maxMessageBytes} bytes`, forward);
+      if (this.frames.length === 0) this.opcode = opcode;
       this.frames.push(raw);
       this.payload.push(data);
       if (!fin) continue;
-      const why = check(Buffer.concat(this.payload).toString("utf8"));
-      if (why) return this.fail(`asks the model API to reach ${why}`, forward);
+      const why = check(Buffer.concat(this.payload), this.opcode);
+      if (why) return this.fail(why, forward);
       forward.push(...this.frames);
       this.frames = [];
       this.payload = [];
@@ -55069,6 +55180,8 @@ var REFUSAL_SAMPLE = 20;
 var REFUSAL_CHARS = 160;
 var MAX_BODY_BYTES = 32 << 20;
 var MAX_CONNECTIONS = 256;
+var BUFFERED_BYTES = 256 << 20;
+var HANDSHAKE_HELD_BYTES = 64 << 10;
 var TIMEOUTS = { headersMs: 2e4, requestMs: 12e4 };
 function refusalText(r) {
   const more = r.count > r.sample.length ? `, \u2026 (${r.count} in all)` : "";
@@ -55121,6 +55234,7 @@ async function startKeyProxy(opts) {
   };
   const sockets = /* @__PURE__ */ new Set();
   const timeouts = opts.timeouts ?? TIMEOUTS;
+  const budget = new BodyBudget(opts.bufferedBytes ?? BUFFERED_BYTES);
   const server = createServer(
     {
       maxHeaderSize: 16 * 1024,
@@ -55138,41 +55252,46 @@ async function startKeyProxy(opts) {
         req.resume();
         return;
       }
-      readBody(req, MAX_BODY_BYTES).then(
-        (body) => {
-          if (body === void 0) {
-            refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
-            forbid(res, 413, "request body too large for the harness to forward", true);
-            return;
+      readBody(req, MAX_BODY_BYTES, budget).then((body) => {
+        if (body === "over") {
+          refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
+          forbid(res, 413, "request body too large for the harness to forward", true);
+          return;
+        }
+        if (body === "busy") {
+          refuse(`${req.method} ${r.path} (bodies held at once over ${BUFFERED_BYTES} bytes)`);
+          forbid(res, 503, "the harness holds too many request bodies at once; retry", true);
+          return;
+        }
+        const why = refuseModelRequest(body, {
+          contentType: req.headers["content-type"],
+          contentEncoding: req.headers["content-encoding"]
+        });
+        if (why) {
+          refuse(`${req.method} ${r.path} (a request that ${why})`);
+          forbid(res, 403, `not forwarded by the harness: the request ${why}`);
+          return;
+        }
+        const send = tls ? httpsRequest : httpRequest;
+        const headers = { ...headersFor(req.headers), "content-length": String(body.length) };
+        const out = send(
+          { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
+            answer.pipe(res);
           }
-          const reach = reachesOutside(body, req.headers["content-type"]);
-          if (reach) {
-            refuse(`${req.method} ${r.path} (asks the model API to reach ${reach})`);
-            forbid(
-              res,
-              403,
-              `not forwarded by the harness: the request asks the model API to reach ${reach}`
-            );
-            return;
-          }
-          const send = tls ? httpsRequest : httpRequest;
-          const headers = { ...headersFor(req.headers), "content-length": String(body.length) };
-          const out = send(
-            { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
-            (answer) => {
-              res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
-              answer.pipe(res);
-            }
-          );
-          out.on("error", () => req.socket.destroy());
-          out.end(body);
-        },
-        () => req.socket.destroy()
-      );
+        );
+        out.on("error", () => req.socket.destroy());
+        out.end(body);
+      }).catch(() => req.socket.destroy()).finally(() => budget.release(req));
     }
   );
-  server.maxConnections = MAX_CONNECTIONS;
   server.on("connection", (s) => {
+    if (sockets.size >= MAX_CONNECTIONS) {
+      refuse(`a connection over ${MAX_CONNECTIONS} at once`);
+      s.destroy();
+      return;
+    }
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
@@ -55190,25 +55309,43 @@ async function startKeyProxy(opts) {
     remote.on("close", () => sockets.delete(remote));
     const messages = new WebSocketMessages(MAX_BODY_BYTES);
     const held = head.length > 0 ? [head] : [];
-    let open6 = false;
+    let heldBytes = head.length;
+    let state = "handshake";
+    const end = (why) => {
+      refuse(`${req.method} ${r.path} (${why})`);
+      client.destroy();
+      remote.destroy();
+    };
     const fromClient = (chunk2) => {
-      if (!open6) {
+      if (state === "refused") return;
+      if (state === "handshake") {
+        heldBytes += chunk2.length;
+        if (heldBytes > HANDSHAKE_HELD_BYTES)
+          return end(`a WebSocket sending ${heldBytes} bytes before its handshake`);
         held.push(chunk2);
         return;
       }
       const { forward, refused } = messages.push(
         chunk2,
-        (text3) => reachesOutside(Buffer.from(text3), "application/json")
+        (payload, opcode) => opcode === 1 ? refuseModelMessage(payload) : "is binary: the proxy forwards text it can read"
       );
-      if (refused) {
-        refuse(`${req.method} ${r.path} (a WebSocket message that ${refused})`);
-        client.destroy();
-        remote.destroy();
-        return;
+      if (refused) return end(`a WebSocket message that ${refused}`);
+      if (!budget.hold(client, messages.buffered())) {
+        return end(`a WebSocket message while bodies held at once are over ${BUFFERED_BYTES} bytes`);
       }
-      for (const b of forward) remote.write(b);
+      for (const b of forward) {
+        if (!remote.write(b)) {
+          client.pause();
+          remote.once("drain", () => client.resume());
+        }
+      }
     };
     client.on("data", fromClient);
+    client.on("close", () => budget.release(client));
+    const handshake = setTimeout(
+      () => end("a WebSocket handshake the upstream never answered"),
+      timeouts.requestMs
+    );
     remote.once(tls ? "secureConnect" : "connect", () => {
       const headers = { ...headersFor(req.headers, WS_DROPPED), connection: "Upgrade", upgrade: "websocket" };
       const lines = Object.entries(headers).flatMap(
@@ -55220,20 +55357,22 @@ ${lines.join("\r\n")}\r
 `);
       readResponseHead(remote).then(
         ({ head: answer, rest: rest2, status }) => {
+          clearTimeout(handshake);
           client.write(answer);
-          if (status !== 101) {
-            if (rest2.length > 0) client.write(rest2);
-            remote.pipe(client);
-            return;
-          }
           if (rest2.length > 0) client.write(rest2);
           remote.pipe(client);
-          open6 = true;
+          if (status !== 101) {
+            state = "refused";
+            held.length = 0;
+            return;
+          }
+          state = "open";
           for (const b of held.splice(0)) fromClient(b);
         },
         () => client.destroy()
       );
     });
+    remote.on("close", () => clearTimeout(handshake));
     remote.on("error", () => client.destroy());
     remote.on("close", () => client.destroy());
     client.on("error", () => remote.destroy());
@@ -55241,24 +55380,22 @@ ${lines.join("\r\n")}\r
   });
   const dir = mkdtempSync3(join7(tmpdir3(), "hillclimb-key-proxy-"));
   const socket = join7(dir, "model-api.sock");
-  const unix = createNetServer((s) => server.emit("connection", s));
-  unix.maxConnections = MAX_CONNECTIONS;
+  const loopback = opts.loopback ?? true;
+  const unix = loopback ? createNetServer((s) => server.emit("connection", s)) : void 0;
   try {
-    await new Promise((resolve18, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", resolve18);
-    });
-    await new Promise((resolve18, reject) => {
-      unix.once("error", reject);
-      unix.listen(socket, resolve18);
-    });
+    if (unix) {
+      await listening(server, () => server.listen(0, "127.0.0.1"));
+      await listening(unix, () => unix.listen(socket));
+    } else {
+      await listening(server, () => server.listen(socket));
+    }
   } catch (e) {
     server.close();
-    unix.close();
+    unix?.close();
     rmSync5(dir, { recursive: true, force: true });
     throw e;
   }
-  local = server.address().port;
+  local = loopback ? server.address().port : 2e4 + randomInt(4e4);
   return {
     url: `http://127.0.0.1:${local}/${token}${upstream.pathname.replace(/\/+$/, "")}`,
     port: local,
@@ -55268,55 +55405,62 @@ ${lines.join("\r\n")}\r
       for (const s of sockets) s.destroy();
       await Promise.all([
         new Promise((resolve18) => server.close(() => resolve18())),
-        new Promise((resolve18) => unix.close(() => resolve18()))
+        new Promise((resolve18) => unix ? unix.close(() => resolve18()) : resolve18())
       ]);
       rmSync5(dir, { recursive: true, force: true });
     }
   };
 }
-function readBody(req, max) {
+var BodyBudget = class {
+  constructor(max) {
+    this.max = max;
+  }
+  max;
+  used = 0;
+  held = /* @__PURE__ */ new Map();
+  /** Add `n` bytes to what `holder` holds; false (nothing added) when that would pass the budget. */
+  take(holder, n2) {
+    return this.hold(holder, (this.held.get(holder) ?? 0) + n2);
+  }
+  /** `holder` now holds `n` bytes; false (unchanged) when that would pass the budget. */
+  hold(holder, n2) {
+    const before = this.held.get(holder) ?? 0;
+    if (this.used - before + n2 > this.max) return false;
+    this.used += n2 - before;
+    this.held.set(holder, n2);
+    return true;
+  }
+  release(holder) {
+    this.used -= this.held.get(holder) ?? 0;
+    this.held.delete(holder);
+  }
+};
+function readBody(req, max, budget) {
   return new Promise((resolve18, reject) => {
     const chunks = [];
     let size = 0;
-    let over = false;
+    let refused;
     req.on("data", (c3) => {
+      if (refused) return;
       size += c3.length;
-      if (size > max) over = true;
+      if (size > max) refused = "over";
+      else if (!budget.take(req, c3.length)) refused = "busy";
       else chunks.push(c3);
+      if (refused) {
+        chunks.length = 0;
+        budget.release(req);
+      }
     });
-    req.on("end", () => resolve18(over ? void 0 : Buffer.concat(chunks)));
+    req.on("end", () => resolve18(refused ?? Buffer.concat(chunks)));
     req.on("error", reject);
   });
 }
-function reachesOutside(body, contentType) {
-  if (body.length === 0 || !/json/i.test(contentType ?? "application/json")) return void 0;
-  let doc;
-  try {
-    doc = JSON.parse(body.toString("utf8"));
-  } catch {
-    return void 0;
-  }
-  const stack = [doc];
-  let steps = 0;
-  while (stack.length > 0 && steps++ < 1e6) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      stack.push(...v);
-      continue;
-    }
-    if (v === null || typeof v !== "object") continue;
-    const o2 = v;
-    if (typeof o2.server_url === "string") return `an MCP server (${o2.server_url.slice(0, 80)})`;
-    if (Array.isArray(o2.mcp_servers) && o2.mcp_servers.length > 0) return "MCP servers (mcp_servers)";
-    for (const key of ["image_url", "file_url"]) {
-      const u2 = o2[key];
-      const url = typeof u2 === "string" ? u2 : typeof u2 === "object" && u2 !== null ? u2.url : void 0;
-      if (typeof url === "string" && /^https?:/i.test(url)) return `a URL (${key}: ${url.slice(0, 80)})`;
-    }
-    if (o2.type === "url" && typeof o2.url === "string") return `a URL (source: ${o2.url.slice(0, 80)})`;
-    stack.push(...Object.values(o2));
-  }
-  return void 0;
+function listening(server, listen) {
+  return new Promise((resolve18, reject) => {
+    server.once("error", reject);
+    server.once("listening", () => resolve18());
+    listen();
+  });
 }
 function readResponseHead(s) {
   return new Promise((resolve18, reject) => {
@@ -55854,6 +55998,8 @@ var ClaudeAgent = class {
     const proxy = apiKey ? await startKeyProxy({
       upstream,
       allow: claudeEndpoints(upstream),
+      // In the sandbox the agent reaches it through its socket only: no port for anyone else.
+      loopback: !request2.isolation?.sandbox,
       credential: { header: "x-api-key", value: apiKey }
     }) : void 0;
     try {
@@ -56092,6 +56238,8 @@ var CodexAgent = class {
       proxy = apiKey ? await startKeyProxy({
         upstream: url,
         allow: codexEndpoints(url),
+        // In the sandbox the agent reaches it through its socket only: no port for anyone else.
+        loopback: !request2.isolation?.sandbox,
         credential: { header: "authorization", value: `Bearer ${apiKey}` }
       }) : void 0;
       const args = codexArgs({
@@ -75198,7 +75346,16 @@ function cell(text3) {
 }
 var BREAK = "&#8203;";
 function inert(text3) {
-  return withoutControls(text3).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replace(/(^|[^\w`])@(?=[A-Za-z0-9])/g, `$1@${BREAK}`).replace(/((?<!&)#|\bGH-)(?=\d)/gi, `$1${BREAK}`).replace(/\/(issues|pull|discussions)\//gi, `/$1${BREAK}/`);
+  return withoutControls(text3).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replace(/(^|[^A-Za-z0-9])@(?=[A-Za-z0-9])/g, `$1@${BREAK}`).replace(/((?<!&)#|\bGH-)(?=\d)/gi, `$1${BREAK}`).replace(/\/(issues|pull|discussions)\//gi, `/$1${BREAK}/`).replace(/\](?=[(:[])/g, "\\]");
+}
+function inertAround(markdown) {
+  let out = "";
+  let at = 0;
+  for (const m of markdown.matchAll(/(`+)[\s\S]*?[^`]\1(?!`)/g)) {
+    out += inert(markdown.slice(at, m.index)) + m[0];
+    at = m.index + m[0].length;
+  }
+  return out + inert(markdown.slice(at));
 }
 function code(text3) {
   const flat = withoutControls(text3).replace(/\s+/g, " ");
@@ -76501,7 +76658,7 @@ ${runSummaryTable(iterations)}`
 
 // src/report/log-entry.ts
 import { createHash as createHash8 } from "node:crypto";
-var LOG_ENTRY_FORMAT = 3;
+var LOG_ENTRY_FORMAT = 4;
 var LOG_HOTSPOTS = 3;
 var LOG_FAILING_TESTS = 10;
 var LOG_LABELS = [
@@ -76577,7 +76734,7 @@ function earlierAttempts(agent) {
 }
 function harnessLines(evidence, evidencePath) {
   const lines = [];
-  const add = (label, text3) => lines.push([label, inert(oneLine2(text3))]);
+  const add = (label, text3) => lines.push([label, inertAround(oneLine2(text3))]);
   add(
     "Run",
     `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ""}, target ${code(evidence.target)}`
@@ -83102,30 +83259,35 @@ var VerifierFailed = class extends Error {
   }
   timedOut;
 };
-var SIGNALS2 = {
+var FAULTS = {
   4: "SIGILL",
   6: "SIGABRT",
   7: "SIGBUS",
   8: "SIGFPE",
-  9: "SIGKILL",
-  11: "SIGSEGV"
+  11: "SIGSEGV",
+  31: "SIGSYS"
 };
 var VerifierCrashed = class extends InfraFailure {
   signal;
-  constructor(exitCode, line) {
-    const signal = SIGNALS2[exitCode - 128] ?? `signal ${exitCode - 128}`;
+  constructor(signal, exitCode, line) {
     super(`the verifier died by ${signal} (exit ${exitCode}): ${line}`);
     this.signal = signal;
   }
 };
-async function crashProbe(crash, probe2) {
+async function crashProbe(crash, probes) {
   try {
-    await probe2();
+    await probes.again();
   } catch (e) {
-    if (e instanceof VerifierCrashed) throw crash;
-    throw e;
+    if (!(e instanceof VerifierCrashed)) throw e;
+    try {
+      await probes.champion();
+    } catch (c3) {
+      if (c3 instanceof VerifierCrashed) throw crash;
+      return `the candidate's programs crashed the verifier twice (${crash.signal}), and the champion's could not be checked (${errorMessage(c3)}): ${crash.message}`;
+    }
+    return `the candidate's programs crashed the verifier twice (${crash.signal}), which runs the champion's cleanly: ${crash.message}`;
   }
-  return `the candidate's programs crashed the verifier (${crash.signal}), which runs the champion's cleanly: ${crash.message}`;
+  throw crash;
 }
 async function runVerifier(ctx, ev, o2) {
   const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, o2.name, o2.programs));
@@ -83155,8 +83317,9 @@ async function runVerifier(ctx, ev, o2) {
       true
     );
   }
-  if (result.exitCode !== null && result.exitCode >= 128) {
-    throw new VerifierCrashed(result.exitCode, lastErrorLine(o2.logFile) ?? `see ${log}`);
+  const fault = result.exitCode !== null ? FAULTS[result.exitCode - 128] : void 0;
+  if (fault !== void 0) {
+    throw new VerifierCrashed(fault, result.exitCode, lastErrorLine(o2.logFile) ?? `see ${log}`);
   }
   if (result.exitCode !== 0 || !existsSync20(o2.sessionFile)) {
     throw new InfraFailure(
@@ -83417,7 +83580,14 @@ async function exportCandidate({
     step: `${which2}-gate`
   });
 }
-async function championGate({ ctx, bundle, ev, which: which2, backend, plan }, crash) {
+async function championGate({
+  ctx,
+  bundle,
+  ev,
+  which: which2,
+  backend,
+  plan
+}) {
   const { platform: platform3, draw } = plan;
   const dir = bundle.path(`programs/A-${platform3}-probe`);
   const exported = await exportPrograms(ctx, ev, {
@@ -83430,7 +83600,9 @@ async function championGate({ ctx, bundle, ev, which: which2, backend, plan }, c
     name: `A-${platform3}-probe`,
     step: `${which2}-gate`
   });
-  if (exported.status === "failed") throw crash;
+  if (exported.status === "failed") {
+    throw new InfraFailure(`the champion's export failed: ${exported.reason ?? "see its log"}`);
+  }
   const name = `${which2}-gate-probe`;
   await runVerifier(ctx, ev, {
     mode: "gate",
@@ -83452,27 +83624,31 @@ async function verifyPrograms({ ctx, bundle, ev, which: which2, backend, plan },
   const { platform: platform3, draw } = plan;
   const programsDir = bundlePrograms(bundle, "B", platform3);
   const name = `${which2}-gate`;
+  const session2 = () => runVerifier(ctx, ev, {
+    mode: "gate",
+    platform: platform3,
+    draw,
+    arms: ["B"],
+    repeats: 1,
+    warmup: 0,
+    backend,
+    harness: ev.base.commit,
+    programs: { B: programsDir },
+    sessionFile: bundle.path(ProgramFiles.session(name)),
+    logFile: bundle.path(ProgramFiles.verifyLog(name)),
+    name,
+    step: name
+  });
   let run2;
   try {
-    run2 = await runVerifier(ctx, ev, {
-      mode: "gate",
-      platform: platform3,
-      draw,
-      arms: ["B"],
-      repeats: 1,
-      warmup: 0,
-      backend,
-      harness: ev.base.commit,
-      programs: { B: programsDir },
-      sessionFile: bundle.path(ProgramFiles.session(name)),
-      logFile: bundle.path(ProgramFiles.verifyLog(name)),
-      name,
-      step: name
-    });
+    run2 = await session2();
   } catch (e) {
     if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
     if (e instanceof VerifierCrashed) {
-      const why2 = await crashProbe(e, () => championGate({ ctx, bundle, ev, which: which2, backend, plan }, e));
+      const why2 = await crashProbe(e, {
+        again: session2,
+        champion: () => championGate({ ctx, bundle, ev, which: which2, backend, plan })
+      });
       return { export: exported, problems: [why2] };
     }
     throw e;
@@ -84164,45 +84340,35 @@ async function pairedSession(env, platform3, programs, o2) {
   const invalid = (reason) => ({
     verdict: { status: "verdict", verdict: "invalid", reasons: [reason] }
   });
+  const session2 = (arms, suffix = "") => runVerifier(ctx, ev, {
+    mode: "measure",
+    platform: platform3,
+    draw: iterationDraw(ev),
+    arms: ["A", "B"],
+    rounds,
+    repeats: ctx.target.bench.repeats,
+    warmup: ctx.target.bench.warmup,
+    backend: ctx.backend,
+    harness: ev.base.commit,
+    programs: arms,
+    sessionFile: bundle.path(ProgramFiles.session(`${name}${suffix}`)),
+    logFile: bundle.path(ProgramFiles.verifyLog(`${name}${suffix}`)),
+    name: `${name}${suffix}`,
+    step: "measure"
+  });
+  const purpose = o2.what === "measured" ? "measurement" : "screen";
   let run2;
   try {
-    run2 = await runVerifier(ctx, ev, {
-      mode: "measure",
-      platform: platform3,
-      draw: iterationDraw(ev),
-      arms: ["A", "B"],
-      rounds,
-      repeats: ctx.target.bench.repeats,
-      warmup: ctx.target.bench.warmup,
-      backend: ctx.backend,
-      harness: ev.base.commit,
-      programs: { A: programs.A, B: programs.B },
-      sessionFile: bundle.path(ProgramFiles.session(name)),
-      logFile: bundle.path(ProgramFiles.verifyLog(name)),
-      name,
-      step: "measure"
-    });
+    run2 = await session2({ A: programs.A, B: programs.B });
   } catch (e) {
-    if (e instanceof VerifierFailed)
-      return invalid(`${o2.what === "measured" ? "measurement" : "screen"}: ${e.message}`);
+    if (e instanceof VerifierFailed) return invalid(`${purpose}: ${e.message}`);
     if (e instanceof VerifierCrashed) {
-      const probe2 = () => runVerifier(ctx, ev, {
-        mode: "measure",
-        platform: platform3,
-        draw: iterationDraw(ev),
-        arms: ["A", "B"],
-        rounds: 1,
-        repeats: 1,
-        warmup: 0,
-        backend: ctx.backend,
-        harness: ev.base.commit,
-        programs: { A: programs.A, B: programs.A },
-        sessionFile: bundle.path(ProgramFiles.session(`${name}-probe`)),
-        logFile: bundle.path(ProgramFiles.verifyLog(`${name}-probe`)),
-        name: `${name}-probe`,
-        step: "measure"
+      const why = await crashProbe(e, {
+        again: () => session2({ A: programs.A, B: programs.B }, "-again"),
+        // The champion's programs as both arms, through the same session: verified, then identical.
+        champion: () => session2({ A: programs.A, B: programs.A }, "-probe")
       });
-      return invalid(`${o2.what === "measured" ? "measurement" : "screen"}: ${await crashProbe(e, probe2)}`);
+      return invalid(`${purpose}: ${why}`);
     }
     throw e;
   }

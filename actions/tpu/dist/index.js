@@ -39362,12 +39362,23 @@ function errorMessage(err) {
 }
 
 // src/util/log.ts
-var CONTROL = (
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]/g
-);
+var HIDDEN_RANGES = [
+  "\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f",
+  // C0 and C1 controls but tab and newline
+  "\\u00ad\\u034f\\u061c\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff",
+  // zero-width and format
+  "\\u202a-\\u202e\\u2066-\\u206f",
+  // bidirectional overrides and isolates
+  "\\u115f\\u1160\\u2800\\u3164\\uffa0",
+  // letters that print as blank
+  "\\ufe00-\\ufe0e\\u{e0100}-\\u{e01ef}",
+  // variation selectors but the emoji one (U+FE0F)
+  "\\u{e0000}-\\u{e007f}"
+  // Unicode tags
+];
+var CONTROL = new RegExp(`[${HIDDEN_RANGES.join("")}]`, "gu");
 function withoutControls(text2) {
-  return text2.replace(CONTROL, (c3) => `\\u{${c3.charCodeAt(0).toString(16)}}`);
+  return text2.replace(CONTROL, (c3) => `\\u{${c3.codePointAt(0).toString(16)}}`);
 }
 function asRunnerData(text2) {
   return withoutControls(text2).split("\n").map((line) => line.replace(/^(\s*):(?=:)/, "$1:\u200B").replaceAll("##[", "#\u200B#[")).join("\n");

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import jax
@@ -255,6 +256,12 @@ def _getrf(pivots: int, *, alias: bool):
             (jax.ShapeDtypeStruct((5, 5), jnp.float32), jax.ShapeDtypeStruct((8, 5), jnp.float32)),
         ),
         ("getrf-as-jax-emits-it", _getrf(64, alias=True), (SQUARE,)),
+        ("qr-wide", jnp.linalg.qr, (jax.ShapeDtypeStruct((5, 8), jnp.float32),)),
+        (
+            "qr-tall-complete",
+            lambda x: jnp.linalg.qr(x, mode="complete"),
+            (jax.ShapeDtypeStruct((8, 5), jnp.float32),),
+        ),
     ],
 )
 def test_linear_algebra_as_jax_lowers_it_passes_its_signature(label: str, fn, args) -> None:
@@ -325,3 +332,36 @@ def test_indices_out_of_range_stay_inside_the_buffers_xla_gave_them(tmp_path: Pa
     np.testing.assert_array_equal(sliced, x[:4])
     # The input, which the CPU client may have used in place, is untouched.
     np.testing.assert_array_equal(x, np.arange(64 * 8, dtype=np.float32).reshape(64, 8))
+
+
+@pytest.mark.parametrize(
+    ("target", "operands", "results", "caught"),
+    [
+        # orgqr of a wide matrix: JAX never asks for one (it takes m >= n), LAPACK misbehaves on it.
+        (
+            "lapack_sorgqr_ffi",
+            ["!vhlo.tensor_v1<8x64x!vhlo.f32_v1>", "!vhlo.tensor_v1<8x!vhlo.f32_v1>"],
+            ["!vhlo.tensor_v1<8x64x!vhlo.f32_v1>"],
+            "orgqr needs at least as many rows as columns",
+        ),
+        # An empty matrix: JAX lowers it without a call; LAPACK's workspace query is undefined.
+        (
+            "lapack_sgesdd_ffi",
+            ["!vhlo.tensor_v1<0x8x!vhlo.f32_v1>"],
+            [
+                "!vhlo.tensor_v1<0x8x!vhlo.f32_v1>",
+                "!vhlo.tensor_v1<0x!vhlo.f32_v1>",
+                "!vhlo.tensor_v1<0x0x!vhlo.f32_v1>",
+                "!vhlo.tensor_v1<8x8x!vhlo.f32_v1>",
+                "!vhlo.tensor_v1<!vhlo.i32_v1>",
+            ],
+            r"shape \[0, 8\] is empty",
+        ),
+    ],
+)
+def test_calls_jax_never_emits_are_refused(target, operands, results, caught) -> None:
+    from hillclimb_bench import signatures
+
+    problem = signatures.check_call(target, operands, results, "", "")
+    assert problem is not None
+    assert re.search(caught, problem), problem

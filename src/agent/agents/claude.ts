@@ -139,6 +139,8 @@ export class ClaudeAgent implements Agent {
       ? await startKeyProxy({
           upstream,
           allow: claudeEndpoints(upstream),
+          // In the sandbox the agent reaches it through its socket only: no port for anyone else.
+          loopback: !request.isolation?.sandbox,
           credential: { header: 'x-api-key', value: apiKey },
         })
       : undefined;

@@ -193,6 +193,8 @@ export class CodexAgent implements Agent {
         ? await startKeyProxy({
             upstream: url,
             allow: codexEndpoints(url),
+            // In the sandbox the agent reaches it through its socket only: no port for anyone else.
+            loopback: !request.isolation?.sandbox,
             credential: { header: 'authorization', value: `Bearer ${apiKey}` },
           })
         : undefined;

@@ -372,12 +372,17 @@ async function exportCandidate({
 
 /**
  * After the verifier crashed on the candidate's programs: the champion's, exported with the same
- * request file, through the same gate session. Resolves when it ends (whatever it says of them).
+ * request file, through the same gate session. Resolves when it ends (whatever it says of them);
+ * throws when it could not run.
  */
-async function championGate(
-  { ctx, bundle, ev, which, backend, plan }: Omit<GateJob, 'root' | 'commit'>,
-  crash: VerifierCrashed,
-): Promise<void> {
+async function championGate({
+  ctx,
+  bundle,
+  ev,
+  which,
+  backend,
+  plan,
+}: Omit<GateJob, 'root' | 'commit'>): Promise<void> {
   const { platform, draw } = plan;
   const dir = bundle.path(`programs/A-${platform}-probe`);
   const exported = await exportPrograms(ctx, ev, {
@@ -390,7 +395,9 @@ async function championGate(
     name: `A-${platform}-probe`,
     step: `${which}-gate`,
   });
-  if (exported.status === 'failed') throw crash; // no way to tell whose fault it was
+  if (exported.status === 'failed') {
+    throw new InfraFailure(`the champion's export failed: ${exported.reason ?? 'see its log'}`);
+  }
   const name = `${which}-gate-probe`;
   await runVerifier(ctx, ev, {
     mode: 'gate',
@@ -417,9 +424,8 @@ async function verifyPrograms(
   const { platform, draw } = plan;
   const programsDir = bundlePrograms(bundle, 'B', platform);
   const name = `${which}-gate` as const;
-  let run: VerifierRun;
-  try {
-    run = await runVerifier(ctx, ev, {
+  const session = () =>
+    runVerifier(ctx, ev, {
       mode: 'gate',
       platform,
       draw,
@@ -434,10 +440,16 @@ async function verifyPrograms(
       name,
       step: name,
     });
+  let run: VerifierRun;
+  try {
+    run = await session();
   } catch (e) {
     if (e instanceof VerifierFailed) return { export: exported, problems: [e.message] };
     if (e instanceof VerifierCrashed) {
-      const why = await crashProbe(e, () => championGate({ ctx, bundle, ev, which, backend, plan }, e));
+      const why = await crashProbe(e, {
+        again: session,
+        champion: () => championGate({ ctx, bundle, ev, which, backend, plan }),
+      });
       return { export: exported, problems: [why] };
     }
     throw e;

@@ -268,9 +268,8 @@ export async function pairedSession(
   const invalid = (reason: string) => ({
     verdict: { status: 'verdict', verdict: 'invalid', reasons: [reason] } satisfies StepResult,
   });
-  let run: VerifierRun;
-  try {
-    run = await runVerifier(ctx, ev, {
+  const session = (arms: { A: string; B: string }, suffix = '') =>
+    runVerifier(ctx, ev, {
       mode: 'measure',
       platform,
       draw: iterationDraw(ev),
@@ -280,35 +279,25 @@ export async function pairedSession(
       warmup: ctx.target.bench.warmup,
       backend: ctx.backend,
       harness: ev.base.commit,
-      programs: { A: programs.A, B: programs.B },
-      sessionFile: bundle.path(ProgramFiles.session(name)),
-      logFile: bundle.path(ProgramFiles.verifyLog(name)),
-      name,
+      programs: arms,
+      sessionFile: bundle.path(ProgramFiles.session(`${name}${suffix}`)),
+      logFile: bundle.path(ProgramFiles.verifyLog(`${name}${suffix}`)),
+      name: `${name}${suffix}`,
       step: 'measure',
     });
+  const purpose = o.what === 'measured' ? 'measurement' : 'screen';
+  let run: VerifierRun;
+  try {
+    run = await session({ A: programs.A, B: programs.B });
   } catch (e) {
-    if (e instanceof VerifierFailed)
-      return invalid(`${o.what === 'measured' ? 'measurement' : 'screen'}: ${e.message}`);
+    if (e instanceof VerifierFailed) return invalid(`${purpose}: ${e.message}`);
     if (e instanceof VerifierCrashed) {
-      // The same session with the champion's programs as both arms: verified, then identical, untimed.
-      const probe = () =>
-        runVerifier(ctx, ev, {
-          mode: 'measure',
-          platform,
-          draw: iterationDraw(ev),
-          arms: ['A', 'B'],
-          rounds: 1,
-          repeats: 1,
-          warmup: 0,
-          backend: ctx.backend,
-          harness: ev.base.commit,
-          programs: { A: programs.A, B: programs.A },
-          sessionFile: bundle.path(ProgramFiles.session(`${name}-probe`)),
-          logFile: bundle.path(ProgramFiles.verifyLog(`${name}-probe`)),
-          name: `${name}-probe`,
-          step: 'measure',
-        });
-      return invalid(`${o.what === 'measured' ? 'measurement' : 'screen'}: ${await crashProbe(e, probe)}`);
+      const why = await crashProbe(e, {
+        again: () => session({ A: programs.A, B: programs.B }, '-again'),
+        // The champion's programs as both arms, through the same session: verified, then identical.
+        champion: () => session({ A: programs.A, B: programs.A }, '-probe'),
+      });
+      return invalid(`${purpose}: ${why}`);
     }
     throw e;
   }

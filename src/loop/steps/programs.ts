@@ -450,44 +450,56 @@ export class VerifierFailed extends Error {
   }
 }
 
-/** Signal names by number, for the reasons a crash gives. */
-const SIGNALS: Record<number, string> = {
+/**
+ * The signals by which a process dies of its own memory or code (a fault, an abort): the only ones a
+ * candidate's programs are blamed for. A SIGKILL or SIGTERM is the OOM killer's or someone else's.
+ */
+const FAULTS: Record<number, string> = {
   4: 'SIGILL',
   6: 'SIGABRT',
   7: 'SIGBUS',
   8: 'SIGFPE',
-  9: 'SIGKILL',
   11: 'SIGSEGV',
+  31: 'SIGSYS',
 };
 
 /**
- * The verifier died by a signal. Whose fault it is, the step decides (crashProbe): a session over the
- * champion's programs alone that ends cleanly makes it the candidate's.
+ * The verifier died of a fault (FAULTS). Whose fault it is, the step decides (crashProbe). A death
+ * by any other signal is a plain InfraFailure.
  */
 export class VerifierCrashed extends InfraFailure {
   readonly signal: string;
 
-  constructor(exitCode: number, line: string) {
-    const signal = SIGNALS[exitCode - 128] ?? `signal ${exitCode - 128}`;
+  constructor(signal: string, exitCode: number, line: string) {
     super(`the verifier died by ${signal} (exit ${exitCode}): ${line}`);
     this.signal = signal;
   }
 }
 
 /**
- * After a crash with the candidate's programs in the session: the same kind of session over the
- * champion's programs alone. Resolves to the candidate's verdict line when that session ends
- * cleanly (the candidate's programs crashed the verifier), and rethrows the crash as infrastructure
- * when it crashes too (the machine's problem, retried).
+ * After a crash with the candidate's programs in the session: whose fault it is. `again` runs the
+ * same session once more: when it ends cleanly the crash was not the programs' doing (rethrown, as
+ * infrastructure: the step is retried). `champion` runs the same kind of session over the champion's
+ * programs alone: when that ends cleanly, or cannot run at all, the candidate's programs are what
+ * crashed the verifier (twice), and the reason says so; when it crashes too, the machine is at fault.
  */
-export async function crashProbe(crash: VerifierCrashed, probe: () => Promise<unknown>): Promise<string> {
+export async function crashProbe(
+  crash: VerifierCrashed,
+  probes: { again: () => Promise<unknown>; champion: () => Promise<unknown> },
+): Promise<string> {
   try {
-    await probe();
+    await probes.again();
   } catch (e) {
-    if (e instanceof VerifierCrashed) throw crash;
-    throw e;
+    if (!(e instanceof VerifierCrashed)) throw e;
+    try {
+      await probes.champion();
+    } catch (c) {
+      if (c instanceof VerifierCrashed) throw crash;
+      return `the candidate's programs crashed the verifier twice (${crash.signal}), and the champion's could not be checked (${errorMessage(c)}): ${crash.message}`;
+    }
+    return `the candidate's programs crashed the verifier twice (${crash.signal}), which runs the champion's cleanly: ${crash.message}`;
   }
-  return `the candidate's programs crashed the verifier (${crash.signal}), which runs the champion's cleanly: ${crash.message}`;
+  throw crash; // not again: the machine's, this time
 }
 
 /**
@@ -536,9 +548,10 @@ export async function runVerifier(
       true,
     );
   }
-  // The verifier's own exits are 0, 2 and 3: 128 + n is a signal (the kernel's or the OOM killer's).
-  if (result.exitCode !== null && result.exitCode >= 128) {
-    throw new VerifierCrashed(result.exitCode, lastErrorLine(o.logFile) ?? `see ${log}`);
+  // The verifier's own exits are 0, 2 and 3: 128 + n is a signal (the sandbox's init reports it so).
+  const fault = result.exitCode !== null ? FAULTS[result.exitCode - 128] : undefined;
+  if (fault !== undefined) {
+    throw new VerifierCrashed(fault, result.exitCode!, lastErrorLine(o.logFile) ?? `see ${log}`);
   }
   if (result.exitCode !== 0 || !existsSync(o.sessionFile)) {
     throw new InfraFailure(

@@ -2,37 +2,46 @@ import { describe, expect, it } from 'vitest';
 import { InfraFailure } from '../../../src/loop/steps/failures.js';
 import { crashProbe, VerifierCrashed } from '../../../src/loop/steps/programs.js';
 
-describe('crashProbe: whose fault a verifier crash is', () => {
-  const crash = new VerifierCrashed(134, 'Aborted');
+const crash = new VerifierCrashed('SIGSEGV', 139, 'Segmentation fault');
+const ok = async () => ({});
+const crashes = async () => {
+  throw new VerifierCrashed('SIGABRT', 134, 'Aborted');
+};
+const cannotRun = async () => {
+  throw new InfraFailure("the champion's export failed: no space left on device");
+};
 
-  it('names the signal from the exit status of a process killed by one', () => {
-    expect(crash.signal).toBe('SIGABRT');
-    expect(new VerifierCrashed(139, 'x').signal).toBe('SIGSEGV');
-    expect(new VerifierCrashed(128 + 31, 'x').signal).toBe('signal 31');
+describe('crashProbe: whose fault a verifier crash is', () => {
+  it('is infrastructure (retried)', () => {
     expect(crash).toBeInstanceOf(InfraFailure);
   });
 
-  it('is the candidate’s when the champion’s programs pass the same session', async () => {
-    await expect(crashProbe(crash, async () => ({}))).resolves.toMatch(
-      /^the candidate's programs crashed the verifier \(SIGABRT\), which runs the champion's cleanly: the verifier died by SIGABRT \(exit 134\): Aborted$/,
+  it('the candidate’s, when its programs crash it again and the champion’s run cleanly', async () => {
+    await expect(crashProbe(crash, { again: crashes, champion: ok })).resolves.toBe(
+      "the candidate's programs crashed the verifier twice (SIGSEGV), which runs the champion's cleanly: the verifier died by SIGSEGV (exit 139): Segmentation fault",
     );
   });
 
-  it('is the machine’s when the champion’s programs crash it too: the first crash, as infrastructure', async () => {
-    const again = new VerifierCrashed(139, 'Segmentation fault');
-    await expect(
-      crashProbe(crash, async () => {
-        throw again;
-      }),
-    ).rejects.toBe(crash);
+  it('the candidate’s, when they crash it again and the champion’s cannot be checked (fail closed)', async () => {
+    await expect(crashProbe(crash, { again: crashes, champion: cannotRun })).resolves.toMatch(
+      /^the candidate's programs crashed the verifier twice \(SIGSEGV\), and the champion's could not be checked \(the champion's export failed: no space left on device\)/,
+    );
   });
 
-  it('is never the candidate’s when the probe fails some other way', async () => {
-    const other = new InfraFailure('the verifier exited 3 without a session');
-    await expect(
-      crashProbe(crash, async () => {
-        throw other;
-      }),
-    ).rejects.toBe(other);
+  it('the machine’s, when the same session runs cleanly the second time: the first crash, rethrown', async () => {
+    let championRan = false;
+    const champion = async () => {
+      championRan = true;
+    };
+    await expect(crashProbe(crash, { again: ok, champion })).rejects.toBe(crash);
+    expect(championRan).toBe(false);
+  });
+
+  it('the machine’s, when the champion’s programs crash it too', async () => {
+    await expect(crashProbe(crash, { again: crashes, champion: crashes })).rejects.toBe(crash);
+  });
+
+  it('whatever else stops the second run is its own failure, not a verdict', async () => {
+    await expect(crashProbe(crash, { again: cannotRun, champion: ok })).rejects.toThrow(/no space left/);
   });
 });
