@@ -46,7 +46,11 @@ describe('hillclimb test, measure and profile', () => {
     expect(ok.stdout).toContain('3 passed, 0 failed');
     const bad = await hillclimb(repo, 'test');
     expect(bad.code).toBe(1);
-    expect(bad.stdout).toContain('FAILED harness.check::test_compute[n5]');
+    // The suite and the verifier run side by side and the first to fail the candidate stops the other:
+    // which one names the failure depends on the machine's load, never whether one is named.
+    expect(bad.stdout).toMatch(
+      /FAILED harness\.check::test_compute\[n5\]|exported programs failed verification, first: fwd_bwd@toy/,
+    );
   });
 
   it('measure: A/B of two commits gives the verdict with its interval', async () => {
