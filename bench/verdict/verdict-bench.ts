@@ -15,12 +15,19 @@
  *
  *   npm run bench:verdict -- [--rounds R] [--sessions S] [--aa N]
  */
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compareArms, minimumDetectableEffect, pairedNoiseCv, robustNoiseCv } from '../../src/stats/index.js';
+import {
+  compareArms,
+  DEFAULT_SEQUENTIAL_POLICY,
+  decideNext,
+  minimumDetectableEffect,
+  pairedNoiseCv,
+  robustNoiseCv,
+} from '../../src/stats/index.js';
 
 // npm runs the bench from the repository root (the bundle itself lives in a temporary folder).
 const ROOT = process.cwd();
@@ -34,8 +41,32 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '8' }, // before: fresh-process runs per arm
     sessions: { type: 'string', default: '4' }, // after: verifier sessions of N rounds, A vs B
     aa: { type: 'string', default: '8' }, // A/A′ comparisons per mode
+    load: { type: 'string', default: '0' }, // busy processes beside the bench
+    beside: { type: 'string' }, // a command run over and over beside the bench (its own process group)
+    'skip-before': { type: 'boolean', default: false }, // the fresh-process mode (slow; unchanged)
   },
 });
+
+/**
+ * `n` busy processes until stopped: even ones spin (the scheduler's share), odd ones multiply 512²
+ * matrices with NumPy on one thread (caches and memory bandwidth too).
+ */
+function startLoad(n: number, beside: string | undefined): ChildProcess[] {
+  const again = beside
+    ? [spawn('bash', ['-c', `while true; do ${beside}; done`], { stdio: 'ignore', detached: true })]
+    : [];
+  const spin = ['-e', 'for (;;) {}'];
+  const matmul = ['-c', 'import numpy as np\na = np.random.rand(512, 512)\nwhile True: a = (a @ a) / 512'];
+  return [
+    ...again,
+    ...Array.from({ length: n }, (_, i) =>
+      spawn(i % 2 === 0 ? process.execPath : PYTHON, i % 2 === 0 ? spin : matmul, {
+        stdio: 'ignore',
+        env: { ...process.env, OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' },
+      }),
+    ),
+  ];
+}
 
 function sh(cwd: string, argv: string[], env: Record<string, string> = {}): number {
   const t0 = performance.now();
@@ -65,6 +96,49 @@ function tree(dir: string, patches: string[]): string {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+/** The clock that decides (the verifier's `samples_ms`) or the wall clock kept beside it. */
+type Clock = 'decisive' | 'wall';
+interface Session {
+  seconds: number;
+  /** Per-round medians of each arm on the decisive clock. */
+  A: number[];
+  B: number[];
+  wall: { A: number[]; B: number[] };
+  /** The decisive clock's name, as the metrics say it. */
+  clock: string;
+}
+const loads: number[] = [];
+
+/** One row per clock: its paired noise, MDE, speed-up, first-look accepts of A/B and accepts of A/A′. */
+function clockRows(ab: Session[], aa: Session[], decisive: string): string[][] {
+  const on = (s: Session, clock: Clock) => (clock === 'wall' ? s.wall : s);
+  const opts = { direction: 'lower', seed: 1, paired: true } as const;
+  const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
+  const clocks: Array<[Clock, string]> = [
+    ['decisive', `${decisive} (decides)`],
+    ['wall', 'perf_counter+block_until_ready (wall, beside)'],
+  ];
+  return clocks.map(([clock, label]) => {
+    const cv = median([...ab, ...aa].map((s) => pairedNoiseCv(on(s, clock).A, on(s, clock).B)));
+    const speedups = ab.map((s) => median(on(s, clock).A) / median(on(s, clock).B));
+    const firstLook = ab.filter((s) => {
+      const d = decideNext(on(s, clock).A, on(s, clock).B, opts, DEFAULT_SEQUENTIAL_POLICY);
+      return d.action === 'stop' && d.comparison?.verdict === 'improved';
+    }).length;
+    const aaAccepted = aa.filter(
+      (s) => compareArms(on(s, clock).A, on(s, clock).B, opts).verdict === 'improved',
+    ).length;
+    return [
+      label,
+      pct(cv),
+      pct(minimumDetectableEffect(cv, N, N, { paired: true })),
+      `${median(speedups).toFixed(3)} (${Math.min(...speedups).toFixed(3)}–${Math.max(...speedups).toFixed(3)})`,
+      `${firstLook} of ${ab.length}`,
+      `${aaAccepted} of ${aa.length}`,
+    ];
+  });
+}
 
 function main(): void {
   const work = mkdtempSync(join(tmpdir(), 'hc-verdict-'));
@@ -98,9 +172,22 @@ function main(): void {
       ]); // prettier-ignore
       return { seconds, value: JSON.parse(readFileSync(out, 'utf8')).measurements[METRIC].median_ms };
     };
-    for (const arm of ['A', 'B', 'A2'] as const) oldRun(arm); // warm each compile cache
+    const load = startLoad(Number(args.load), args.beside);
+    const stopLoad = () => {
+      for (const p of load) {
+        try {
+          // The command beside leads a process group of its own: end all of it.
+          if (p.pid !== undefined) process.kill(args.beside && p === load[0] ? -p.pid : p.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    };
+    process.once('exit', stopLoad);
+    const before = !args['skip-before'];
+    if (before) for (const arm of ['A', 'B', 'A2'] as const) oldRun(arm); // warm each compile cache
     const old = { A: [] as number[], B: [] as number[], A2: [] as number[], seconds: [] as number[] };
-    const rounds = Number(args.rounds);
+    const rounds = before ? Number(args.rounds) : 0;
     for (let r = 0; r < rounds; r++) {
       for (const arm of r % 2 === 0 ? (['A', 'B', 'A2'] as const) : (['A2', 'B', 'A'] as const)) {
         const run = oldRun(arm);
@@ -110,30 +197,49 @@ function main(): void {
     }
 
     // --- after: exports once, then verifier sessions -------------------------------------------------
+    // As the loop does: the requests step in the verifier's tree (no kernel in it) says what every
+    // export builds; each arm's export builds it from its own tree.
+    const verifier = tree(join(work, 'verifier'), []);
+    rmSync(join(verifier, 'kernels', 'gdn'), { recursive: true });
+    const requests = join(work, 'requests.json');
+    sh(verifier, [
+      PYTHON,
+      '-E',
+      '-s',
+      '-m',
+      'kernels.harness.programs',
+      'requests',
+      '--draw',
+      '1',
+      '--out',
+      requests,
+      '--',
+      ...TARGET,
+    ]); // prettier-ignore
     const programs = Object.fromEntries(Object.keys(trees).map((k) => [k, join(work, `programs-${k}`)]));
     const exportSeconds: Record<string, number> = {};
     for (const [arm, dir] of Object.entries(trees)) {
-      exportSeconds[arm] = sh(dir, [
-        PYTHON,
-        '-m',
-        'kernels.harness.programs',
-        'export',
-        '--platform',
-        'cpu',
-        '--draw',
-        '1',
-        '--only',
-        'bench',
-        '--out',
-        programs[arm]!,
-        '--',
-        ...TARGET,
-      ]); // prettier-ignore
+      exportSeconds[arm] = sh(
+        dir,
+        [
+          PYTHON,
+          '-m',
+          'kernels.harness.programs',
+          'export',
+          '--platform',
+          'cpu',
+          '--requests',
+          requests,
+          '--out',
+          programs[arm]!,
+          '--',
+          ...TARGET,
+        ], // prettier-ignore
+        { JAX_TRACEBACK_IN_LOCATIONS_LIMIT: '0' }, // the loop's CANDIDATE_ENV
+      );
     }
-    const verifier = tree(join(work, 'verifier'), []);
-    rmSync(join(verifier, 'kernels', 'gdn'), { recursive: true });
     const verifierCache = join(work, 'cache-verifier');
-    const session = (a: string, b: string, n: number): { seconds: number; A: number[]; B: number[] } => {
+    const session = (a: string, b: string, n: number): Session => {
       const out = join(work, 'session.json');
       const seconds = sh(verifier, [
         PYTHON,
@@ -167,11 +273,25 @@ function main(): void {
         ...TARGET,
       ]); // prettier-ignore
       const doc = JSON.parse(readFileSync(out, 'utf8'));
-      const values = (arm: string) =>
-        (doc.rounds as Array<Record<string, { measurements: Record<string, { median_ms: number }> }>>).map(
-          (r) => r[arm]!.measurements[METRIC]!.median_ms,
-        );
-      return { seconds, A: values('A'), B: values('B') };
+      // Every session document, samples and all, for a closer look afterwards.
+      const kept = join(ROOT, 'bench-out', 'verdict-sessions');
+      mkdirSync(kept, { recursive: true });
+      cpSync(out, join(kept, `${String(loads.length + 1).padStart(2, '0')}-${a}-${b}.json`));
+      type Measured = { median_ms: number; wall_median_ms?: number };
+      const rounds = doc.rounds as Array<Record<string, { measurements: Record<string, Measured> }>>;
+      const values = (arm: string, clock: Clock) =>
+        rounds.map((r) => {
+          const m = r[arm]!.measurements[METRIC]!;
+          return clock === 'wall' ? (m.wall_median_ms ?? m.median_ms) : m.median_ms;
+        });
+      loads.push(loadavg()[0]!);
+      return {
+        seconds,
+        A: values('A', 'decisive'),
+        B: values('B', 'decisive'),
+        wall: { A: values('A', 'wall'), B: values('B', 'wall') },
+        clock: doc.rounds[0].A.timing.clock as string,
+      };
     };
     session('A', 'B', 1); // warm the verifier's compile cache
     session('A', 'A2', 1);
@@ -179,62 +299,85 @@ function main(): void {
     const aa = Array.from({ length: Number(args.aa) }, () => session('A', 'A2', N));
 
     // --- the numbers ---------------------------------------------------------------------------------
-    const secondsPerRun = median(old.seconds);
-    // Per-run noise of the old design: each arm's runs (pooled, outliers dropped).
-    const oldCv = robustNoiseCv([old.A, old.B, old.A2]);
-    const newCv = median([...ab, ...aa].map((s) => pairedNoiseCv(s.A, s.B)));
     const sessionSeconds = median([...ab, ...aa].map((s) => s.seconds));
     // Time of one round beyond the session's start: from a session of N rounds and one of 1 round.
     const oneRound = session('A', 'B', 1).seconds;
     const perRound = Math.max(0, (sessionSeconds - oneRound) / (N - 1));
-    const mdeOld = (n: number) => minimumDetectableEffect(oldCv, n, n);
-    const mdeNew = (n: number) => minimumDetectableEffect(newCv, n, n, { paired: true });
-    const target = mdeOld(N);
-    let nNew = 3;
-    while (mdeNew(nNew) > target && nNew < 200) nNew += 1;
-    const secondsOld = 2 * N * secondsPerRun;
-    const secondsNew = oneRound + (nNew - 1) * perRound;
-    const speedupOld = (xs: { A: number[]; B: number[] }) => median(xs.A) / median(xs.B);
-    const oldAccepts = (b: number[], a: number[]) =>
-      compareArms(a, b, { direction: 'lower', seed: 1 }).verdict === 'improved';
-    // Old-mode A/A′ verdicts: consecutive windows of N runs per arm.
-    let oldAA = 0;
-    let oldAAn = 0;
-    for (let i = 0; i + N <= rounds; i += N) {
-      oldAAn += 1;
-      if (oldAccepts(old.A2.slice(i, i + N), old.A.slice(i, i + N))) oldAA += 1;
-    }
-    const newAA = aa.filter(
-      (s) => compareArms(s.A, s.B, { direction: 'lower', seed: 1, paired: true }).verdict === 'improved',
-    ).length;
+    /** The before/after table: the fresh-process mode against one verifier session. */
+    const beforeRows = (): string[] => {
+      const secondsPerRun = median(old.seconds);
+      // Per-run noise of the old design: each arm's runs (pooled, outliers dropped).
+      const oldCv = robustNoiseCv([old.A, old.B, old.A2]);
+      const newCv = median([...ab, ...aa].map((s) => pairedNoiseCv(s.A, s.B)));
+      const mdeOld = (n: number) => minimumDetectableEffect(oldCv, n, n);
+      const mdeNew = (n: number) => minimumDetectableEffect(newCv, n, n, { paired: true });
+      const target = mdeOld(N);
+      let nNew = 3;
+      while (mdeNew(nNew) > target && nNew < 200) nNew += 1;
+      const secondsOld = 2 * N * secondsPerRun;
+      const secondsNew = oneRound + (nNew - 1) * perRound;
+      const speedupOld = (xs: { A: number[]; B: number[] }) => median(xs.A) / median(xs.B);
+      const oldAccepts = (b: number[], a: number[]) =>
+        compareArms(a, b, { direction: 'lower', seed: 1 }).verdict === 'improved';
+      // Old-mode A/A′ verdicts: consecutive windows of N runs per arm.
+      let oldAA = 0;
+      let oldAAn = 0;
+      for (let i = 0; i + N <= rounds; i += N) {
+        oldAAn += 1;
+        if (oldAccepts(old.A2.slice(i, i + N), old.A.slice(i, i + N))) oldAA += 1;
+      }
+      const newAA = aa.filter(
+        (s) => compareArms(s.A, s.B, { direction: 'lower', seed: 1, paired: true }).verdict === 'improved',
+      ).length;
+      const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
+      const f = (x: number, d = 1) => x.toFixed(d);
+      return [
+        '',
+        '| | before: fresh process per run | after: one verifier session |',
+        '| --- | ---: | ---: |',
+        `| cost | ${f(secondsPerRun)} s a run | ${f(oneRound)} s a session of 1 round, +${f(perRound, 2)} s a round |`,
+        `| seconds per verdict at n = ${N} | ${f(secondsOld)} s (${2 * N} processes) | ${f(sessionSeconds)} s (1 process) |`,
+        `| noise (per-run CV; after: paired, per-round ratio / √2) | ${pct(oldCv)} | ${pct(newCv)} |`,
+        `| MDE at n = ${N} (80% power) | ${pct(mdeOld(N))} | ${pct(mdeNew(N))} |`,
+        `| n for the before-MDE ${pct(target)} | ${N} | ${nNew} |`,
+        `| seconds per verdict at equal power | ${f(secondsOld)} s | ${f(secondsNew)} s (**${f(secondsOld / secondsNew)}× fewer**) |`,
+        `| 0001 speed-up, median of A / median of B | ${f(speedupOld(old), 3)} | ${f(median(ab.map(speedupOld)), 3)} |`,
+        `| A vs A′ (0003, no true change) accepted as improved | ${oldAA} of ${oldAAn} | ${newAA} of ${aa.length} |`,
+      ];
+    };
 
-    const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
     const f = (x: number, d = 1) => x.toFixed(d);
     const lines = [
       `gdn tiny kernel + tiny model, CPU (Pallas interpret mode), metric ${METRIC}.median_ms, n = ${N} per arm`,
+      `load beside: ${Number(args.load)} busy process(es)${args.beside ? `, \`${args.beside}\` over and over` : ''}; 1-minute load average at the sessions' ends ${f(median(loads))} (median), ${f(Math.max(...loads))} (max) on ${availableParallelism()} cores`,
+    ];
+    if (before) {
+      lines.push(...beforeRows());
+    } else {
+      lines.push(`cost: ${f(oneRound)} s a session of 1 round, +${f(perRound, 2)} s a round`);
+    }
+    lines.push(
       '',
-      '| | before: fresh process per run | after: one verifier session |',
-      '| --- | ---: | ---: |',
-      `| cost | ${f(secondsPerRun)} s a run | ${f(oneRound)} s a session of 1 round, +${f(perRound, 2)} s a round |`,
-      `| seconds per verdict at n = ${N} | ${f(secondsOld)} s (${2 * N} processes) | ${f(sessionSeconds)} s (1 process) |`,
-      `| noise (per-run CV; after: paired, per-round ratio / √2) | ${pct(oldCv)} | ${pct(newCv)} |`,
-      `| MDE at n = ${N} (80% power) | ${pct(mdeOld(N))} | ${pct(mdeNew(N))} |`,
-      `| n for the before-MDE ${pct(target)} | ${N} | ${nNew} |`,
-      `| seconds per verdict at equal power | ${f(secondsOld)} s | ${f(secondsNew)} s (**${f(secondsOld / secondsNew)}× fewer**) |`,
-      `| 0001 speed-up, median of A / median of B | ${f(speedupOld(old), 3)} | ${f(median(ab.map(speedupOld)), 3)} |`,
-      `| A vs A′ (0003, no true change) accepted as improved | ${oldAA} of ${oldAAn} | ${newAA} of ${aa.length} |`,
+      `| clock of the verifier session | paired CV | MDE at n = ${N} | 0001 speed-up (sessions) | A/B improved at the first look | A/A′ accepted |`,
+      '| --- | ---: | ---: | ---: | ---: | ---: |',
+      ...clockRows(ab, aa, ab[0]?.clock ?? 'decisive').map((r) => `| ${r.join(' | ')} |`),
       '',
       `exports (once per candidate, shared with its gate; the champion's once per run): ${Object.entries(
         exportSeconds,
       )
         .map(([k, s]) => `${k} ${f(s)} s`)
         .join(', ')}`,
-    ];
+    );
+    stopLoad();
     console.log(lines.join('\n'));
     mkdirSync(join(ROOT, 'bench-out'), { recursive: true });
     writeFileSync(
       join(ROOT, 'bench-out', 'verdict.json'),
-      JSON.stringify({ old, ab, aa, exportSeconds }, null, 1),
+      JSON.stringify(
+        { load: Number(args.load), beside: args.beside ?? null, loads, old, ab, aa, exportSeconds },
+        null,
+        1,
+      ),
     );
   } finally {
     rmSync(work, { recursive: true, force: true });

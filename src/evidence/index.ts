@@ -20,7 +20,7 @@ export {
   summarizeLevels,
 } from './levels.js';
 export type { MetricsFile } from './metrics.js';
-export { comparabilityProblems, metricValue, readMetricsFile } from './metrics.js';
+export { comparabilityProblems, metricValue, readMetricsFile, wallMetricPath } from './metrics.js';
 export type {
   AgentEvidence,
   ExportEvidence,

@@ -69,17 +69,25 @@ export interface MetricsTiming {
   /** Untimed calls after compilation. */
   warmup: number;
   repeats: number;
-  /** How a sample was timed, e.g. 'perf_counter+block_until_ready'. */
+  /**
+   * How `samples_ms` was timed: 'perf_counter+block_until_ready' (wall clock), or
+   * 'process_time+block_until_ready (one pinned core)' (CPU time, which other work cannot stretch).
+   */
   clock: string;
+  /** How `wall_samples_ms` was timed, when `samples_ms` is on another clock. */
+  wall_clock?: string;
   /** Compile time per measurement, excluded from samples. */
   compile_ms?: Record<string, number>;
 }
 
 /** One timed thing (fwd, fwd_bwd): samples and the statistics the harness derived from them. */
 export interface Measurement {
-  /** Wall time of each timed repeat, in order; all > 0. */
+  /** Each timed repeat on `timing.clock`, in order; all > 0. */
   samples_ms: number[];
   median_ms: number;
+  /** The same repeats on the wall clock, when `samples_ms` is on another clock. */
+  wall_samples_ms?: number[];
+  wall_median_ms?: number;
   p10_ms: number;
   p90_ms: number;
   /** Model FLOPs per call with the fixed reference convention. */
@@ -300,6 +308,14 @@ function kindOf(value: unknown): string {
  * `measurements.fwd_bwd.mfu` (the config's bench.metric.path). `file` names the source in errors.
  * @throws InputError naming the file and the key when the value is absent, null or not a number.
  */
+/**
+ * The wall-clock twin of a `….median_ms` metric (`….wall_median_ms`), which metrics timed on another
+ * clock keep beside it; undefined for a metric that is not a median time.
+ */
+export function wallMetricPath(path: string): string | undefined {
+  return path.endsWith('.median_ms') ? `${path.slice(0, -'median_ms'.length)}wall_median_ms` : undefined;
+}
+
 export function metricValue(metrics: MetricsFile, path: string, file: string): number {
   const keys = path.split('.');
   if (keys.some((k) => k === '')) throw new InputError(file, `metric path "${path}" is malformed`);

@@ -182,6 +182,8 @@ export interface MeasuredRun {
   index: number;
   /** The metric value this run reported (its per-run statistic, e.g. median ms); null when it failed. */
   value: number | null;
+  /** The same statistic on the wall clock, when the metric was timed on another (CPU time). */
+  wall?: number;
   /** MFU (fraction) reported by the same run; null when unknown (CPU). */
   mfu: number | null;
   exitCode: number | null;
@@ -213,6 +215,11 @@ export interface MeasurementEvidence {
   noise: { cv: number | null; champion_runs: number };
   /** Sequential-stopping looks: how many runs per arm at each look and the decision. */
   looks: Array<{ n: number; action: 'stop' | 'more'; reason: string }>;
+  /**
+   * The clock the metric was timed on, as the metrics name it; and, when that is not the wall clock,
+   * the wall clock's name and what it says of the same calls (the arms' ratio of medians, as `ratio`).
+   */
+  clock?: { name: string; wall?: { name: string; ratio: number | null } };
   /** Device and library versions from the candidate's metrics files. */
   device?: { backend: string; kind: string; count: number; interpret: boolean };
   versions?: Record<string, string>;

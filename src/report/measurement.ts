@@ -60,8 +60,34 @@ export function deltaSection(evidence: IterationEvidence): string | undefined {
   const lines = [table(header, rows, ['left', 'right', 'right', 'right'])];
   const bars = barsLine(m);
   if (bars) lines.push(bars);
+  const clock = clockLine(m);
+  if (clock) lines.push(clock);
   if (levels) lines.push(`**Kernel and model**\n\n${levels}`);
   return lines.join('\n\n');
+}
+
+/** The CPU time clock's name in the metrics (hillclimb_bench.metrics.CLOCK_CPU), up to its details. */
+const CPU_CLOCK = 'process_time+block_until_ready';
+
+/**
+ * Which clock decided, said plainly, and what the wall clock beside it says of the same rounds:
+ * `Clock: CPU time of the verifier's one pinned core (… cannot stretch it); the wall clock beside it
+ * says 1.214×.`
+ */
+export function clockLine(m: MeasurementEvidence): string | undefined {
+  const clock = m.clock;
+  if (!clock) return undefined;
+  const what = clock.name.startsWith(CPU_CLOCK)
+    ? "CPU time of the verifier's one pinned core (other work on the machine cannot stretch it)"
+    : `the wall clock (${code(clock.name)})`;
+  const wall = clock.wall;
+  const beside =
+    wall === undefined
+      ? ''
+      : wall.ratio === null
+        ? '; no wall-clock times beside it'
+        : `; the wall clock beside it says ${formatRatio(wall.ratio)} (median A / median B, a busy machine's preemptions included)`;
+  return `Clock: ${what}${beside}.`;
 }
 
 /** `Improvement 1.229× [1.201×, 1.258×] (95% percentile CI, …). Accept bar …; regression bar ….` */
@@ -125,11 +151,14 @@ export function rawRunsTable(evidence: IterationEvidence): string | undefined {
   const cpu = ranOnCpu(evidence);
   // The model level's columns, when any run timed a training step.
   const model = m.runs.some((r) => r.levels?.stepMs != null);
+  // The wall clock's value beside each run's, when the metric was timed on another clock.
+  const wall = m.runs.some((r) => r.wall !== undefined);
   const rows = m.runs.map((r, i) => [
     String(i + 1),
     r.arm,
     String(r.index),
     r.value === null ? EM_DASH : formatValue(r.value, m.metric.unit),
+    ...(wall ? [r.wall === undefined ? EM_DASH : formatValue(r.wall, m.metric.unit)] : []),
     r.mfu === null ? (cpu ? 'n/a' : EM_DASH) : formatMfu(r.mfu),
     ...(model
       ? [
@@ -146,6 +175,7 @@ export function rawRunsTable(evidence: IterationEvidence): string | undefined {
     'arm',
     'run',
     cell(m.metric.label),
+    ...(wall ? ['wall clock'] : []),
     'MFU',
     ...(model ? ['train step', 'model MFU'] : []),
     'exit',
@@ -157,6 +187,7 @@ export function rawRunsTable(evidence: IterationEvidence): string | undefined {
     'left',
     'right',
     'right',
+    ...(wall ? (['right'] as const) : []),
     'right',
     ...(model ? (['right', 'right'] as const) : []),
     'right',

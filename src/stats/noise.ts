@@ -22,16 +22,17 @@
  *   numbers.
  * - The noise margin is the false-accept control: at no change, lo clears 1 + margin with probability
  *   f (the false-accept target, 1% for one comparison; the sequential rule divides it by its looks).
- * - δ (practicalDelta, 1%) is a floor: a smaller gain is not worth a PR however quiet the machine.
- *   Where it is above the noise margin, false accepts fall below f.
+ * - δ (practicalDelta, 2% by default: `measure.practical_delta`) is a floor: a smaller gain is not
+ *   worth a PR however quiet the machine. Where it is above the noise margin, false accepts fall
+ *   below f.
  * - The MDE is what the bar means for detection: the true improvement accepted with probability
  *   `power` (80%) at this n and CV. The verdict reports it at an upper confidence bound of the CV it
  *   estimated (`noiseUpperBound`), not at the estimate: at 5 runs per arm the estimate is low more
  *   often than not, and an MDE computed from it had 52–60% power at 5 runs per arm and 46–53% at 5
  *   paired rounds, not 80% (`npm run bench:stats`, "Power at the printed MDE").
  *
- * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the bar is 1.01
- * up to CV ≈ 3.2%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
+ * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the default bar is
+ * 1.02 up to CV ≈ 6.3%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
  */
 import { MEASURE_DEFAULTS } from '../config/index.js';
 import { chiSquareQuantile } from './chi-square.js';

@@ -60,13 +60,21 @@ const COMPLETE: MetricsFile = {
   },
   shapes: { B: 1, T: 64, H: 2, K: 32, V: 32, chunk_size: 32 },
   dtype: 'float32',
-  timing: { warmup: 1, repeats: 3, clock: 'perf_counter', compile_ms: { fwd: 10 } },
+  timing: {
+    warmup: 1,
+    repeats: 3,
+    clock: 'process_time+block_until_ready (one pinned core)',
+    wall_clock: 'perf_counter+block_until_ready',
+    compile_ms: { fwd: 10 },
+  },
   measurements: {
     fwd: {
       samples_ms: [1, 2, 3],
       median_ms: 2,
       p10_ms: 1.2,
       p90_ms: 2.8,
+      wall_samples_ms: [1.1, 2.5, 3],
+      wall_median_ms: 2.5,
       flops: 100,
       executed_flops: null,
       tflops_per_s: 0.1,

@@ -95,6 +95,29 @@ describe('renderComment delta table', () => {
     expect(body).toMatch(/\| 2 \| B \| 1 \| — \| n\/a \| 0 \| 8\.0 s \| metrics file missing \|/);
   });
 
+  it('says which clock decided, and what the wall clock beside it says', () => {
+    const ev = measured(IMPROVED);
+    const m = ev.measurement!;
+    m.clock = {
+      name: 'process_time+block_until_ready (one pinned core)',
+      wall: { name: 'perf_counter+block_until_ready', ratio: 1.2143 },
+    };
+    for (const r of m.runs) r.wall = (r.value ?? 0) * 1.5;
+    const body = renderComment(ev, []).body;
+    expect(body).toContain(
+      "Clock: CPU time of the verifier's one pinned core (other work on the machine cannot stretch it); the wall clock beside it says 1.214× (median A / median B, a busy machine's preemptions included).",
+    );
+    // The raw runs show both clocks, run by run.
+    const first = m.runs[0]!;
+    expect(body).toContain(
+      `| 1 | ${first.arm} | 1 | ${(first.value!).toFixed(2)} ms | ${(first.wall!).toFixed(2)} ms |`,
+    );
+    m.clock = { name: 'perf_counter+block_until_ready' };
+    expect(renderComment(ev, []).body).toContain('Clock: the wall clock (`perf_counter+block_until_ready`).');
+    delete m.clock;
+    expect(renderComment(ev, []).body).not.toContain('Clock:');
+  });
+
   it('has no delta table without a measurement', () => {
     expect(renderComment(invalidByGuard(), []).body).not.toContain('champion (A)');
   });

@@ -74974,6 +74974,9 @@ function kindOf(value2) {
   if (Array.isArray(value2)) return "an array";
   return typeof value2 === "object" ? "an object" : `a ${typeof value2}`;
 }
+function wallMetricPath(path6) {
+  return path6.endsWith(".median_ms") ? `${path6.slice(0, -"median_ms".length)}wall_median_ms` : void 0;
+}
 function metricValue(metrics, path6, file) {
   const keys = path6.split(".");
   if (keys.some((k) => k === "")) throw new InputError(file, `metric path "${path6}" is malformed`);
@@ -76006,10 +76009,21 @@ function deltaSection(evidence) {
   const lines = [table(header, rows, ["left", "right", "right", "right"])];
   const bars = barsLine(m);
   if (bars) lines.push(bars);
+  const clock = clockLine(m);
+  if (clock) lines.push(clock);
   if (levels) lines.push(`**Kernel and model**
 
 ${levels}`);
   return lines.join("\n\n");
+}
+var CPU_CLOCK = "process_time+block_until_ready";
+function clockLine(m) {
+  const clock = m.clock;
+  if (!clock) return void 0;
+  const what = clock.name.startsWith(CPU_CLOCK) ? "CPU time of the verifier's one pinned core (other work on the machine cannot stretch it)" : `the wall clock (${code(clock.name)})`;
+  const wall = clock.wall;
+  const beside = wall === void 0 ? "" : wall.ratio === null ? "; no wall-clock times beside it" : `; the wall clock beside it says ${formatRatio(wall.ratio)} (median A / median B, a busy machine's preemptions included)`;
+  return `Clock: ${what}${beside}.`;
 }
 function barsLine(m) {
   const c3 = m.comparison;
@@ -76048,11 +76062,13 @@ function rawRunsTable(evidence) {
   if (!m || m.runs.length === 0) return void 0;
   const cpu = ranOnCpu(evidence);
   const model = m.runs.some((r) => r.levels?.stepMs != null);
+  const wall = m.runs.some((r) => r.wall !== void 0);
   const rows = m.runs.map((r, i2) => [
     String(i2 + 1),
     r.arm,
     String(r.index),
     r.value === null ? EM_DASH : formatValue(r.value, m.metric.unit),
+    ...wall ? [r.wall === void 0 ? EM_DASH : formatValue(r.wall, m.metric.unit)] : [],
     r.mfu === null ? cpu ? "n/a" : EM_DASH : formatMfu(r.mfu),
     ...model ? [
       r.levels?.stepMs == null ? EM_DASH : formatValue(r.levels.stepMs, "ms"),
@@ -76067,6 +76083,7 @@ function rawRunsTable(evidence) {
     "arm",
     "run",
     cell(m.metric.label),
+    ...wall ? ["wall clock"] : [],
     "MFU",
     ...model ? ["train step", "model MFU"] : [],
     "exit",
@@ -76078,6 +76095,7 @@ function rawRunsTable(evidence) {
     "left",
     "right",
     "right",
+    ...wall ? ["right"] : [],
     "right",
     ...model ? ["right", "right"] : [],
     "right",
@@ -84092,6 +84110,7 @@ async function measure(env) {
       count: metrics.device.count,
       interpret: metrics.device.interpret
     };
+    m.clock = clockOf(m, metrics);
     m.versions = { ...metrics.versions };
     m.preset = metrics.preset;
     m.impl = metrics.impl;
@@ -84310,8 +84329,21 @@ function addRun(env, arm, metrics, from) {
     return `${runName(arm, runIndex)}: ${run2.problem}`;
   }
   run2.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
+  const wallPath = wallMetricPath(ctx.target.bench.metric.path);
+  const wall = wallPath === void 0 ? null : optionalMetric(metrics, wallPath, metricsFile);
+  if (wall !== null && wall > 0) run2.wall = wall;
   run2.levels = runLevels(metrics);
   return void 0;
+}
+function clockOf(m, metrics) {
+  const name = metrics.timing.clock;
+  const wallName = metrics.timing.wall_clock;
+  if (!wallName) return { name };
+  const walls = (arm) => m.runs.filter((r) => r.arm === arm && r.value !== null && r.wall !== void 0).map((r) => r.wall);
+  const a2 = walls("A");
+  const b = walls("B");
+  const ratio = a2.length === 0 || b.length === 0 ? null : m.metric.direction === "lower" ? median(a2) / median(b) : median(b) / median(a2);
+  return { name, wall: { name: wallName, ratio } };
 }
 function levelInfo(metrics) {
   const peak = peakInfo(metrics);

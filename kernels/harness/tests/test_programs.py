@@ -222,6 +222,8 @@ def test_metrics_are_consistent(tiny_run):
     assert set(m["timing"]["compile_ms"]) >= {"fwd", "fwd_bwd", "train_step"}
     assert m["device"]["backend"] == "cpu"
     assert m["device"]["interpret"] is True
+    assert m["timing"]["clock"] == "process_time+block_until_ready (one pinned core)"
+    assert m["timing"]["wall_clock"] == "perf_counter+block_until_ready"
     # CPU is not in the peak table: the peak is measured, in the verifier, at the preset's dtype.
     peak = m["device"]["peak"]
     assert peak["source"] == "measured"
@@ -239,6 +241,11 @@ def test_metrics_are_consistent(tiny_run):
         meas = m["measurements"][name]
         samples = meas["samples_ms"]
         assert len(samples) == REPEATS
+        # Pinned on a CPU: CPU time decides, the wall clock of the same calls beside it, never less.
+        wall = meas["wall_samples_ms"]
+        assert len(wall) == REPEATS
+        assert all(c <= w + 0.05 for c, w in zip(samples, wall, strict=True))
+        assert meas["wall_median_ms"] == pytest.approx(sorted(wall)[REPEATS // 2], abs=1e-6)
         assert min(samples) <= meas["median_ms"] <= max(samples)
         assert meas["p10_ms"] <= meas["median_ms"] <= meas["p90_ms"]
         assert meas["flops"] == pytest.approx(mult * fwd_flops)

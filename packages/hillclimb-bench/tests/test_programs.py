@@ -6,6 +6,7 @@ and checks that ``programs.load`` refuses it with a line naming the program and 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -207,6 +208,52 @@ def test_a_program_that_raises_while_timed_is_its_arm_s_failure() -> None:
         )
     assert failed.value.arm == "B"
     assert "raised RuntimeError: device lost" in str(failed.value)
+
+
+def test_time_the_process_did_not_run_is_on_the_wall_clock_only() -> None:
+    """A preempted call waits as a sleeping one does: the wall clock counts it, CPU time not."""
+    import time
+
+    def waits(x):
+        time.sleep(0.02)
+        return x
+
+    def works(x):
+        end = time.perf_counter() + 0.02
+        while time.perf_counter() < end:
+            pass
+        return x
+
+    times, _ = timing.time_interleaved(
+        "fwd",
+        {"A": works, "B": waits},
+        {"A": [(1,)], "B": [(1,)]},
+        repeats=3,
+        warmup=0,
+        block=lambda out: out,
+        keep={},
+    )
+    assert min(times["B"].wall) >= 20.0
+    assert max(times["B"].cpu) < 5.0  # the sleep is not the process's time
+    assert min(times["A"].wall) >= 20.0
+    # Busy, it ran (almost) all the time the wall clock saw; on a loaded machine, less, never more.
+    assert all(c <= w + 0.5 for c, w in zip(times["A"].cpu, times["A"].wall, strict=True))
+    assert times["A"].on("cpu") is times["A"].cpu
+    assert times["A"].on("wall") is times["A"].wall
+
+
+def test_the_decisive_clock_is_cpu_time_only_on_a_pinned_cpu() -> None:
+    def args(platform: str) -> argparse.Namespace:
+        return argparse.Namespace(platform=platform)
+
+    assert verify.decisive_clock(args("cpu"), 1) == "cpu"
+    assert verify.decisive_clock(args("cpu"), None) == "wall"  # threads in parallel add CPU time up
+    assert verify.decisive_clock(args("tpu"), 0) == "wall"  # the host's CPU time misses the device
+    assert hb.metrics.clock_names("cpu") == {
+        "clock": "process_time+block_until_ready (one pinned core)",
+        "wall_clock": "perf_counter+block_until_ready",
+    }
+    assert hb.metrics.clock_names("wall") == {"clock": "perf_counter+block_until_ready"}
 
 
 def test_a_target_document_cannot_overwrite_what_the_verifier_measured() -> None:

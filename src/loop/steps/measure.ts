@@ -20,6 +20,7 @@ import {
   atPooledPeak,
   comparabilityProblems,
   type MeasuredRun,
+  type MeasurementEvidence,
   type MetricsFile,
   metricValue,
   type PeakInfo,
@@ -28,6 +29,7 @@ import {
   readMetricsFile,
   runLevels,
   summarizeLevels,
+  wallMetricPath,
 } from '../../evidence/index.js';
 import {
   type CompareOptions,
@@ -162,6 +164,7 @@ async function measure(env: StepEnv): Promise<StepResult> {
       count: metrics.device.count,
       interpret: metrics.device.interpret,
     };
+    m.clock = clockOf(m, metrics);
     m.versions = { ...metrics.versions };
     m.preset = metrics.preset;
     m.impl = metrics.impl;
@@ -431,8 +434,33 @@ function addRun(
     return `${runName(arm, runIndex)}: ${run.problem}`;
   }
   run.mfu = optionalMetric(metrics, ctx.target.bench.mfu_path, metricsFile);
+  const wallPath = wallMetricPath(ctx.target.bench.metric.path);
+  const wall = wallPath === undefined ? null : optionalMetric(metrics, wallPath, metricsFile);
+  if (wall !== null && wall > 0) run.wall = wall;
   run.levels = runLevels(metrics);
   return undefined;
+}
+
+/**
+ * The clock that timed the verdict's metric, and what the wall clock kept beside it says of the same
+ * rounds: the ratio of the arms' medians the comparison's own ratio is (A / B for a lower-is-better
+ * time), for the reader to see both clocks agree.
+ */
+function clockOf(m: MeasurementEvidence, metrics: MetricsFile): MeasurementEvidence['clock'] {
+  const name = metrics.timing.clock;
+  const wallName = metrics.timing.wall_clock;
+  if (!wallName) return { name };
+  const walls = (arm: ArmName) =>
+    m.runs.filter((r) => r.arm === arm && r.value !== null && r.wall !== undefined).map((r) => r.wall!);
+  const a = walls('A');
+  const b = walls('B');
+  const ratio =
+    a.length === 0 || b.length === 0
+      ? null
+      : m.metric.direction === 'lower'
+        ? median(a) / median(b)
+        : median(b) / median(a);
+  return { name, wall: { name: wallName, ratio } };
 }
 
 /** What the candidate's metrics say about both levels: the peak, and the model its runs trained. */

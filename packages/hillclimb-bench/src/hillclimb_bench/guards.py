@@ -64,6 +64,7 @@ def snapshot(watch: Watch = Watch()) -> dict[str, Any]:
     snap: dict[str, Any] = {
         "time.perf_counter": time.perf_counter,
         "time.perf_counter_ns": time.perf_counter_ns,
+        "time.process_time_ns": time.process_time_ns,
         "time.monotonic": time.monotonic,
         "time.monotonic_ns": time.monotonic_ns,
     }

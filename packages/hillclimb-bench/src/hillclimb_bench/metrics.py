@@ -21,6 +21,8 @@ from .peaks import mfu
 SCHEMA_ID = "hillclimb.metrics/v1"
 CLOCK_JAX = "perf_counter+block_until_ready"
 CLOCK_HOST = "perf_counter"
+# The process's CPU time on the one core it is pinned to (hillclimb_bench.timing says why).
+CLOCK_CPU = "process_time+block_until_ready (one pinned core)"
 # Accelerator runtimes whose versions are recorded when installed.
 RUNTIME_DISTS = ("libtpu", "libtpu-nightly", "jax-cuda12-plugin")
 # This package: the export's code is part of what the programs' bytes depend on.
@@ -34,6 +36,14 @@ def created_at() -> str:
     return now.replace("+00:00", "Z")
 
 
+def clock_names(clock: str) -> dict[str, str]:
+    """``timing.clock`` (the clock of ``samples_ms``) and, where that is CPU time,
+    ``timing.wall_clock`` (the clock of ``wall_samples_ms`` beside it)."""
+    if clock == "cpu":
+        return {"clock": CLOCK_CPU, "wall_clock": CLOCK_JAX}
+    return {"clock": CLOCK_JAX}
+
+
 def measurement(
     samples_ms: Sequence[float],
     *,
@@ -41,12 +51,23 @@ def measurement(
     peak_flops_per_s: float | None,
     tokens: int = 0,
     executed_flops: float | None = None,
+    wall_samples_ms: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """One entry of ``measurements``: the samples, their median and p10/p90, throughput and MFU
-    (``None`` without a peak or without FLOPs)."""
+    (``None`` without a peak or without FLOPs); and the same calls on the wall clock, when the
+    samples are on another."""
     arr = np.asarray(samples_ms, dtype=np.float64)
     median = max(float(np.median(arr)), _TINY_MS)
+    wall = (
+        {}
+        if wall_samples_ms is None
+        else {
+            "wall_samples_ms": [max(round(float(s), 6), _TINY_MS) for s in wall_samples_ms],
+            "wall_median_ms": max(float(np.median(wall_samples_ms)), _TINY_MS),
+        }
+    )
     return {
+        **wall,
         "samples_ms": [max(round(float(s), 6), _TINY_MS) for s in samples_ms],
         "median_ms": median,
         "p10_ms": max(float(np.percentile(arr, 10)), _TINY_MS),

@@ -41,7 +41,7 @@ from . import checks, isolation, metrics, peaks, programs
 from .errors import UsageError, VerificationError
 from .programs import Loaded, Request, tuple_args
 from .target import Target, Verified
-from .timing import ProgramCallError, time_interleaved
+from .timing import ArmTimes, Clock, ProgramCallError, time_interleaved
 
 SCHEMA_ID = "hillclimb.session/v1"
 TARGET_KEYS = frozenset({"shapes", "model", "notes"})  # what Target.document() may add to metrics
@@ -329,14 +329,14 @@ def measure(
     import jax
 
     rng = np.random.default_rng([seed, 0x71AE])
-    samples: list[dict[str, dict[str, list[float]]]] = []
+    samples: list[dict[str, dict[str, ArmTimes]]] = []
     firsts: list[str] = []
     compared: list[dict[str, int]] = []
     for _ in range(args.rounds):
         first = arms[int(rng.integers(2))].name
         firsts.append(first)
         order = sorted(arms, key=lambda a: a.name != first)
-        round_samples: dict[str, dict[str, list[float]]] = {a.name: {} for a in arms}
+        round_samples: dict[str, dict[str, ArmTimes]] = {a.name: {} for a in arms}
         round_compared = {a.name: 0 for a in arms}
         for request in wanted:
             key = request.key
@@ -415,7 +415,7 @@ def profile(
     annotation; the traced outputs are checked bit for bit too."""
     import jax
 
-    samples: dict[str, list[float]] = {}
+    samples: dict[str, ArmTimes] = {}
     compared = 0
     for request in wanted:
         v = arm.verified[request.key]
@@ -484,7 +484,7 @@ def metrics_doc(
     target: Target,
     arm: Arm,
     wanted: Sequence[Request],
-    samples: dict[str, list[float]],
+    samples: dict[str, ArmTimes],
     *,
     peak: dict[str, Any] | None,
     args: argparse.Namespace,
@@ -500,8 +500,11 @@ def metrics_doc(
     measurements = {}
     for request in wanted:
         work = target.work(request, arm.info.get(request.key, {}))
+        clock = decisive_clock(args, pinned)
+        times = samples[request.name]
         measurements[request.name] = metrics.measurement(
-            samples[request.name],
+            times.on(clock),
+            wall_samples_ms=times.wall if clock != "wall" else None,
             flops=float(work.flops or 0.0),
             executed_flops=work.executed_flops,
             tokens=work.tokens,
@@ -551,7 +554,7 @@ def metrics_doc(
         "timing": {
             "warmup": args.warmup,
             "repeats": args.repeats,
-            "clock": metrics.CLOCK_JAX,
+            **metrics.clock_names(decisive_clock(args, pinned)),
             "compile_ms": {r.name: round(arm.compile_ms.get(r.key, 0.0), 3) for r in wanted},
         },
         "measurements": measurements,
@@ -623,6 +626,14 @@ def output_bytes(compiled: Any) -> int:
 
 def draw_seed() -> int:
     return int.from_bytes(os.urandom(8), "big") & MAX_SEED
+
+
+def decisive_clock(args: argparse.Namespace, pinned: int | None) -> Clock:
+    """The clock a verdict is decided on: CPU time where this process runs the programs on the one
+    core it is pinned to (the CPU platform with ``--pin-cpu``), which a busy machine cannot stretch;
+    the wall clock on an accelerator (the host's CPU time says nothing of the device's) and on an
+    unpinned CPU (threads running in parallel add their CPU times up)."""
+    return "cpu" if args.platform == "cpu" and pinned is not None else "wall"
 
 
 def pin_to_one_cpu() -> int | None:
