@@ -74,7 +74,12 @@ describe('the process ledger', () => {
 
   it('never signals a pid the kernel has given to another process, nor one from another boot', async () => {
     const marker = `hc-ledger-other-${process.pid}-${Date.now()}`;
-    const other = run('sh', ['-c', `sleep 300; : ${marker}`], { allowedExitCodes: 'any', timeoutMs: 60_000 });
+    // One process that never forks (a shell's child holds its command line until it execs, and a busy
+    // machine can catch that window).
+    const other = run(process.execPath, ['-e', 'setTimeout(() => {}, 300_000)', marker], {
+      allowedExitCodes: 'any',
+      timeoutMs: 60_000,
+    });
     await until(() => alive(marker).length === 1, 'the other process runs');
     const [pid] = alive(marker);
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
