@@ -1,6 +1,6 @@
 /** The measurement sections: champion-vs-candidate delta table, the bars used, the raw per-run values. */
 import type { IterationEvidence, MeasurementEvidence } from '../evidence/index.js';
-import { DEFAULT_POLICY } from '../stats/index.js';
+import { DEFAULT_POLICY, falseAcceptText } from '../stats/index.js';
 import { mfuText, ranOnCpu } from './facts.js';
 import {
   EM_DASH,
@@ -121,7 +121,7 @@ export function acceptBarText(c: NonNullable<MeasurementEvidence['comparison']>)
     return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
   }
   const floor = c.practicalDelta ?? 0;
-  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for ≤ ${formatPercent(c.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, 2)} false accepts at no change`;
+  const margin = `noise margin +${formatPercent(c.acceptMargin, 1)} for ${falseAcceptText(c.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, c.sequence, (x) => formatPercent(x, 2))}`;
   const which =
     c.acceptMargin > floor
       ? `${margin}; practical floor +${formatPercent(floor, 1)}`

@@ -85,6 +85,18 @@ export interface ComparePolicy {
    * (`pairedNoiseCv`), so noise a round's two values share cancels. Default false.
    */
   paired?: boolean;
+  /**
+   * When this comparison is one look of a sequential design (sequential.ts `perLookOptions`): the
+   * whole sequence's false-accept target and its number of looks; `falseAcceptRate` is then this
+   * look's share. Only what the verdict says of itself changes: the run's target, not the share.
+   */
+  sequence?: FalseAcceptSequence;
+}
+
+export interface FalseAcceptSequence {
+  /** The false-accept target of the whole run, every look together. */
+  falseAcceptRate: number;
+  looks: number;
 }
 
 export interface CompareOptions extends ComparePolicy {
@@ -97,8 +109,8 @@ export interface CompareOptions extends ComparePolicy {
  * The policy with every default filled in. The knobs hillclimb.yml sets (`measure.*`) take their defaults
  * from its schema (config/schema.ts); `regressionDelta` is `practicalDelta` unless given (resolvePolicy).
  */
-export type ResolvedPolicy = Required<Omit<ComparePolicy, 'mde' | 'calibratedCv' | 'paired'>> &
-  Pick<ComparePolicy, 'mde' | 'calibratedCv' | 'paired'>;
+export type ResolvedPolicy = Required<Omit<ComparePolicy, 'mde' | 'calibratedCv' | 'paired' | 'sequence'>> &
+  Pick<ComparePolicy, 'mde' | 'calibratedCv' | 'paired' | 'sequence'>;
 
 export const DEFAULT_POLICY: ResolvedPolicy = {
   confidence: DEFAULT_CONFIDENCE,
@@ -162,8 +174,10 @@ export interface Comparison {
   acceptMargin: number | null;
   /** 1 + max(practicalDelta, acceptMargin) (or the fixed margin): `improved` needs ci.lo above it. */
   acceptBar: number | null;
-  /** The false-accept target the bar holds at no change. */
+  /** The false-accept target the bar holds at no change (at this look, in a sequential run). */
   falseAcceptRate: number;
+  /** In a sequential run: the whole run's target and its looks (`falseAcceptRate` is a look's share). */
+  sequence?: FalseAcceptSequence;
   /** The power the MDE is defined for. */
   power: number;
   /** The floor of the bar. */
@@ -195,6 +209,19 @@ function checkPolicy(p: ResolvedPolicy): void {
     fail('falseAcceptRate must be in (0, 0.5)', p.falseAcceptRate);
   if (p.ciMethod !== 'bca' && p.ciMethod !== 'percentile')
     fail("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
+}
+
+/**
+ * `≤ 1.00% false accepts at no change`, or in a sequential run the run's target first:
+ * `≤ 1.00% false accepts at no change over the run's 6 looks (0.17% at each)`.
+ */
+export function falseAcceptText(
+  rate: number,
+  sequence: FalseAcceptSequence | undefined,
+  percent: (x: number) => string,
+): string {
+  if (!sequence) return `≤ ${percent(rate)} false accepts at no change`;
+  return `≤ ${percent(sequence.falseAcceptRate)} false accepts at no change over the run's ${sequence.looks} looks (${percent(rate)} at each)`;
 }
 
 /** Fill in defaults and check ranges. @throws RangeError on an out-of-range knob (a caller bug). */
@@ -285,6 +312,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     acceptMargin: null,
     acceptBar: null,
     falseAcceptRate: policy.falseAcceptRate,
+    ...(policy.sequence ? { sequence: { ...policy.sequence } } : {}),
     power: policy.power,
     practicalDelta: policy.practicalDelta,
     regressBar,
@@ -369,7 +397,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   const barLine =
     mdeSource === 'fixed'
       ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical δ ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}`
-      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ≤ ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? ' paired' : ''} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
+      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ${falseAcceptText(policy.falseAcceptRate, policy.sequence, pct)}); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? ' paired' : ''} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
 
   let verdict: StatsVerdict;
   let decision: string;

@@ -11,6 +11,8 @@ export {
   compareArms,
   DEFAULT_POLICY,
   type Direction,
+  type FalseAcceptSequence,
+  falseAcceptText,
   inputProblems,
   type MdeSource,
   type ResolvedPolicy,

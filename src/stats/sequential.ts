@@ -111,7 +111,8 @@ export function maxLooks(policy: SequentialPolicy): number {
  */
 export function perLookOptions(opts: CompareOptions, policy: SequentialPolicy): CompareOptions {
   const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
-  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
+  const looks = maxLooks(policy);
+  return { ...opts, falseAcceptRate: target / looks, sequence: { falseAcceptRate: target, looks } };
 }
 
 /**

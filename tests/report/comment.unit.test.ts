@@ -95,6 +95,16 @@ describe('renderComment delta table', () => {
     expect(body).toMatch(/\| 2 \| B \| 1 \| — \| n\/a \| 0 \| 8\.0 s \| metrics file missing \|/);
   });
 
+  it("names the run's false-accept target, and a look's share of it, for a sequential verdict", () => {
+    const ev = measured(IMPROVED);
+    const c = ev.measurement!.comparison!;
+    c.falseAcceptRate = 0.01 / 6;
+    c.sequence = { falseAcceptRate: 0.01, looks: 6 };
+    expect(renderComment(ev, []).body).toContain(
+      "for ≤ 1.00% false accepts at no change over the run's 6 looks (0.17% at each))",
+    );
+  });
+
   it('says which clock decided, and what the wall clock beside it says', () => {
     const ev = measured(IMPROVED);
     const m = ev.measurement!;

@@ -30,6 +30,20 @@ describe('decideNext', () => {
     expect(decideNext([1, 1, 1], [1, 1], opts).addRuns).toEqual({ a: 2, b: 3 });
   });
 
+  it("says the run's false-accept target, not only a look's share of it", () => {
+    const d = decideNext(runs(10, 0.01, 5, 1), runs(8, 0.01, 5, 2), { ...opts, paired: true });
+    const c = d.comparison!;
+    expect(c.falseAcceptRate).toBeCloseTo(0.01 / 6, 12);
+    expect(c.sequence).toEqual({ falseAcceptRate: 0.01, looks: 6 });
+    expect(c.reasons.join('\n')).toContain(
+      "false accepts at no change over the run's 6 looks (0.17% at each)",
+    );
+    // A comparison on its own keeps the plain wording.
+    expect(compareArms(runs(10, 0.01, 5, 1), runs(8, 0.01, 5, 2), opts).reasons.join('\n')).toContain(
+      'for ≤ 1.00% false accepts at no change)',
+    );
+  });
+
   it('stops at once on values no further run can repair', () => {
     const d = decideNext([1, 2], [1, Number.NaN], opts);
     expect(d.action).toBe('stop');

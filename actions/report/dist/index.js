@@ -74459,6 +74459,10 @@ function checkPolicy(p) {
   if (p.ciMethod !== "bca" && p.ciMethod !== "percentile")
     fail2("ciMethod must be 'bca' or 'percentile'", p.ciMethod);
 }
+function falseAcceptText(rate, sequence, percent) {
+  if (!sequence) return `\u2264 ${percent(rate)} false accepts at no change`;
+  return `\u2264 ${percent(sequence.falseAcceptRate)} false accepts at no change over the run's ${sequence.looks} looks (${percent(rate)} at each)`;
+}
 function resolvePolicy(policy = {}) {
   const defined = Object.fromEntries(Object.entries(policy).filter(([, v]) => v !== void 0));
   const practicalDelta = policy.practicalDelta ?? DEFAULT_POLICY.practicalDelta;
@@ -74530,6 +74534,7 @@ function compareArms(a2, b, opts) {
     acceptMargin: null,
     acceptBar: null,
     falseAcceptRate: policy.falseAcceptRate,
+    ...policy.sequence ? { sequence: { ...policy.sequence } } : {},
     power: policy.power,
     practicalDelta: policy.practicalDelta,
     regressBar,
@@ -74600,7 +74605,7 @@ function compareArms(a2, b, opts) {
   const pairing = paired ? ", paired by round" : "";
   const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a2.length}/${b.length})`;
   const mdeCvLabel = mdeSource === "calibrated" ? `the larger of that CV and the observed CV's ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound` : `its ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound`;
-  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for \u2264 ${pct(policy.falseAcceptRate)} false accepts at no change); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? " paired" : ""} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
+  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ${falseAcceptText(policy.falseAcceptRate, policy.sequence, pct)}); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? " paired" : ""} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
   let verdict;
   let decision;
   if (ratio > policy.implausibleSpeedup) {
@@ -74667,7 +74672,8 @@ function maxLooks(policy) {
 }
 function perLookOptions(opts, policy) {
   const target = opts.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate;
-  return { ...opts, falseAcceptRate: target / maxLooks(policy) };
+  const looks = maxLooks(policy);
+  return { ...opts, falseAcceptRate: target / looks, sequence: { falseAcceptRate: target, looks } };
 }
 function decideNext(a2, b, opts, policy = DEFAULT_SEQUENTIAL_POLICY) {
   checkPolicy2(policy);
@@ -76045,7 +76051,7 @@ function acceptBarText(c3) {
     return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
   }
   const floor = c3.practicalDelta ?? 0;
-  const margin = `noise margin +${formatPercent(c3.acceptMargin, 1)} for \u2264 ${formatPercent(c3.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, 2)} false accepts at no change`;
+  const margin = `noise margin +${formatPercent(c3.acceptMargin, 1)} for ${falseAcceptText(c3.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, c3.sequence, (x) => formatPercent(x, 2))}`;
   const which2 = c3.acceptMargin > floor ? `${margin}; practical floor +${formatPercent(floor, 1)}` : `the practical floor; ${margin}`;
   const power = Math.round((c3.power ?? DEFAULT_POLICY.power) * 100);
   const atBound = c3.mdeCv != null && c3.noiseCv !== null && c3.mdeCv > c3.noiseCv ? `; MDE at the noise's upper bound ${formatCv(c3.mdeCv)}` : "";
