@@ -109,12 +109,13 @@ interface Session {
   clock: string;
 }
 const loads: number[] = [];
+const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
+const f = (x: number, d = 1) => x.toFixed(d);
 
 /** One row per clock: its paired noise, MDE, speed-up, first-look accepts of A/B and accepts of A/A′. */
 function clockRows(ab: Session[], aa: Session[], decisive: string): string[][] {
   const on = (s: Session, clock: Clock) => (clock === 'wall' ? s.wall : s);
   const opts = { direction: 'lower', seed: 1, paired: true } as const;
-  const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
   const clocks: Array<[Clock, string]> = [
     ['decisive', `${decisive} (decides)`],
     ['wall', 'perf_counter+block_until_ready (wall, beside)'],
@@ -329,8 +330,6 @@ function main(): void {
       const newAA = aa.filter(
         (s) => compareArms(s.A, s.B, { direction: 'lower', seed: 1, paired: true }).verdict === 'improved',
       ).length;
-      const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
-      const f = (x: number, d = 1) => x.toFixed(d);
       return [
         '',
         '| | before: fresh process per run | after: one verifier session |',
@@ -346,7 +345,6 @@ function main(): void {
       ];
     };
 
-    const f = (x: number, d = 1) => x.toFixed(d);
     const lines = [
       `gdn tiny kernel + tiny model, CPU (Pallas interpret mode), metric ${METRIC}.median_ms, n = ${N} per arm`,
       `load beside: ${Number(args.load)} busy process(es)${args.beside ? `, \`${args.beside}\` over and over` : ''}; 1-minute load average at the sessions' ends ${f(median(loads))} (median), ${f(Math.max(...loads))} (max) on ${availableParallelism()} cores`,
