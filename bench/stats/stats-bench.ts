@@ -13,7 +13,11 @@
  *      noise a round's two runs share (load, clock), beside the unpaired rule on the same rounds;
  *   6. power at the printed MDE, end to end: a no-change comparison prints its MDE, fresh runs with
  *      exactly that true gain are judged by the same rule; beside the MDE printed before issue 23 (at
- *      the comparison's CV estimate instead of its upper bound).
+ *      the comparison's CV estimate instead of its upper bound); the paired rules also under heavy
+ *      tails (t3), outliers that hit one arm of a round, and a machine that drifts;
+ *   7. coverage of the interval the paired verdict prints (t on the rounds' log ratios) at 5, 7, 10
+ *      and 15 rounds, with false accepts at no change, in every noise shape and with noise the arms
+ *      share.
  * Run: npm run bench:stats [-- --trials 2000 --seed 1]. Deterministic for a seed.
  */
 import { bootstrapRatioOfMedians, type CiMethod, MIN_RESAMPLES } from '../../src/stats/bootstrap.js';
@@ -33,6 +37,7 @@ import { DEFAULT_SEQUENTIAL_POLICY } from '../../src/stats/sequential.js';
 import {
   fixedRunsRule,
   gdnctlRule,
+  HOSTILE_NOISE_SHAPES,
   intervalCoverage,
   NOISE_SHAPES,
   type NoiseShape,
@@ -40,6 +45,7 @@ import {
   pairedRoundsRule,
   pairedSequentialRule,
   powerAtPrintedMde,
+  printedIntervalCoverage,
   type Rule,
   type Scenario,
   type SimulationResult,
@@ -285,7 +291,13 @@ function pairedTable(args: Args): string {
  * --trials to keep the run near 6 minutes: half for log-normal noise (the claim), a quarter for
  * contaminated noise, a tenth for the old MDE (shown only to say what changed).
  */
-const PRINTED_MDE_TRIAL_DIVISOR: Readonly<Record<NoiseShape, number>> = { lognormal: 2, contaminated: 4 };
+const PRINTED_MDE_TRIAL_DIVISOR: Readonly<Record<NoiseShape, number>> = {
+  lognormal: 2,
+  contaminated: 4,
+  'one-arm': 4,
+  t3: 4,
+  drift: 4,
+};
 const OLD_MDE_TRIAL_DIVISOR = 10;
 
 /** The MDE printed before issue 23: at the comparison's CV estimate (its noiseCv), not its upper bound. */
@@ -311,9 +323,11 @@ function printedMdeTable(args: Args): string {
     { rule: pairedSequentialRule(), paired: true },
   ];
   const rows: string[][] = [];
-  for (const shape of NOISE_SHAPES) {
+  for (const shape of [...NOISE_SHAPES, ...HOSTILE_NOISE_SHAPES]) {
     const trials = Math.max(1, Math.round(args.trials / PRINTED_MDE_TRIAL_DIVISOR[shape]));
-    for (const { rule, paired } of rules) {
+    // The hostile shapes are the verifier's: its rounds are paired.
+    const shapeRules = NOISE_SHAPES.includes(shape) ? rules : rules.filter((r) => r.paired);
+    for (const { rule, paired } of shapeRules) {
       for (const cv of CVS) {
         const scenario: Scenario = { cv, trueRatio: 1, direction: 'lower', shape };
         seedCounter += 1;
@@ -354,6 +368,59 @@ function printedMdeTable(args: Args): string {
       'old MDE (median)',
       'old: power at its MDE',
       'old trials',
+    ],
+    rows,
+  );
+}
+
+/** Noise shapes of the paired coverage table, and the shared noise (correlated arms) of each. */
+const COVERAGE_CELLS: readonly { shape: NoiseShape; shared: number }[] = [
+  { shape: 'lognormal', shared: 0 },
+  { shape: 'lognormal', shared: 0.05 },
+  { shape: 't3', shared: 0 },
+  { shape: 'one-arm', shared: 0 },
+  { shape: 'contaminated', shared: 0 },
+  { shape: 'drift', shared: 0 },
+];
+
+/**
+ * The interval every paired verdict prints, checked where it claims 95%: per noise shape and n, the
+ * share of no-change comparisons whose interval holds 1, and (with the practical floor at 0, so the
+ * noise margin alone holds them) the false accepts.
+ */
+function pairedCoverageTable(args: Args): string {
+  const rows: string[][] = [];
+  for (const { shape, shared } of COVERAGE_CELLS) {
+    for (const n of FIXED_NS) {
+      const scenario: Scenario = { cv: 0.02, trueRatio: 1, direction: 'lower', shape, shared };
+      seedCounter += 1;
+      const seed = args.seed * 1000 + seedCounter;
+      const c = printedIntervalCoverage(pairedRoundsRule(n), scenario, { trials: args.trials, seed });
+      const fa = simulate(pairedRoundsRule(n, { practicalDelta: 0 }), scenario, {
+        trials: args.trials,
+        seed: seed + 1,
+      });
+      progress(`paired coverage: ${shape} shared ${pct(shared, 0)} n = ${n}: ${pct(c.coverage)}`);
+      rows.push([
+        shape,
+        pct(shared, 0),
+        String(n),
+        `${pct(c.coverage)} ± ${pct(binomialSe(c.coverage, args.trials))}`,
+        pct(c.missLow),
+        pct(c.missHigh),
+        `${pct(fa.acceptRate, 2)} ± ${pct(binomialSe(fa.acceptRate, args.trials), 2)}`,
+      ]);
+    }
+  }
+  return table(
+    [
+      'noise (CV 2% per arm)',
+      'shared',
+      'rounds',
+      'coverage (nominal 95%)',
+      'entirely above truth',
+      'entirely below truth',
+      'false accepts, δ = 0 (target 1%)',
     ],
     rows,
   );
@@ -409,6 +476,13 @@ function main(): void {
   );
   progress('interval coverage');
   out.push('', '## Interval coverage at zero effect (log-normal noise)', '', coverageTable(args));
+  progress('paired interval coverage');
+  out.push(
+    '',
+    "## The paired interval's coverage and false accepts at zero effect, per noise shape (t3: heavy tails; one-arm: outliers that hit one arm of a round; drift: ±5% over 20 rounds; shared: noise both arms of a round share)",
+    '',
+    pairedCoverageTable(args),
+  );
   out.push('', `finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   process.stdout.write(`${out.join('\n')}\n`);
 }

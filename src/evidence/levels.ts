@@ -9,7 +9,13 @@
  * the verdict metric's own comparison stays in `measurement.comparison`.
  */
 
-import { bootstrapRatioOfMedians, type Comparison, type Interval, median } from '../stats/index.js';
+import {
+  bootstrapRatioOfMedians,
+  type Comparison,
+  type Interval,
+  median,
+  pairedLogRatio,
+} from '../stats/index.js';
 import type { TraceSummary } from '../trace/index.js';
 import type { MetricsFile } from './metrics.js';
 
@@ -174,14 +180,17 @@ export function peakInfo(m: MetricsFile): PeakInfo | undefined {
 }
 
 /**
- * One level metric across the arms: medians, and the bootstrap interval of the improvement ratio when
- * both arms have at least two values.
+ * One level metric across the arms: medians, and the interval of the improvement ratio when both arms
+ * have at least two values — the bootstrap of the ratio of medians, or for `paired` values (a[i] and
+ * b[i] from one round) the paired verdict's t interval of the rounds' log ratios, so that a level
+ * that is a fixed multiple of the verdict's metric (kernel MFU of kernel time: one FLOP count, one
+ * pooled peak) gets exactly the verdict's interval, reciprocated.
  */
 export function levelChange(
   a: readonly number[],
   b: readonly number[],
   direction: 'higher' | 'lower',
-  opts: { confidence: number; resamples: number; seed: number },
+  opts: { confidence: number; resamples: number; seed: number; paired?: boolean },
 ): LevelChange {
   const change: LevelChange = {
     a: a.length > 0 ? median(a) : null,
@@ -195,6 +204,12 @@ export function levelChange(
   change.ratio = direction === 'lower' ? change.a / change.b : change.b / change.a;
   if (a.length < 2 || b.length < 2 || a.some((x) => !(x > 0)) || b.some((x) => !(x > 0))) return change;
   const [num, den] = direction === 'lower' ? [a, b] : [b, a];
+  if (opts.paired && a.length === b.length) {
+    const paired = pairedLogRatio(num, den, opts.confidence);
+    change.ratio = paired.estimate;
+    change.ci = { ...paired.ci };
+    return change;
+  }
   change.ci = { ...bootstrapRatioOfMedians(num, den, opts).percentile };
   return change;
 }
@@ -206,7 +221,7 @@ export function levelChange(
  * intervals.
  */
 export function summarizeLevels(
-  runs: ReadonlyArray<{ arm: 'A' | 'B'; levels?: RunLevels }>,
+  runs: ReadonlyArray<{ arm: 'A' | 'B'; index?: number; levels?: RunLevels }>,
   info: {
     peak?: PeakInfo;
     model?: { preset: string; gdnLayers: number; layerMatchesKernel: boolean };
@@ -221,12 +236,59 @@ export function summarizeLevels(
       if (typeof v !== 'number') return [];
       return [MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v];
     });
+  /**
+   * Whether every run's `key` is one constant times its `base` (or over it, when one is better higher
+   * and the other lower): then the improvement ratios are equal, run by run, and so are their intervals.
+   */
+  const fixedMultipleOf = (key: LevelKey, base: LevelKey): boolean => {
+    const reciprocal = LEVEL_METRICS[key].direction !== LEVEL_METRICS[base].direction;
+    const factors = runs.flatMap((r) => {
+      const v = r.levels?.[key];
+      const w = r.levels?.[base];
+      if (typeof v !== 'number' || typeof w !== 'number' || !(v > 0 && w > 0)) return [];
+      const level = MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v;
+      return [reciprocal ? level * w : level / w];
+    });
+    if (factors.length < 2) return false;
+    const first = factors[0]!;
+    return factors.every((f) => Math.abs(f - first) <= 1e-9 * Math.abs(first));
+  };
+  // A paired verdict's rounds give every level its pairs: the rounds where both arms have a value.
+  const paired = info.verdict?.comparison?.ciMethod === 'paired-t';
+  const roundPairs = (key: LevelKey): [number[], number[]] => {
+    const byRound = new Map<number, { A?: number; B?: number }>();
+    const seen = { A: 0, B: 0 };
+    for (const r of runs) {
+      const round = r.index ?? seen[r.arm];
+      seen[r.arm] += 1;
+      const v = r.levels?.[key];
+      if (typeof v !== 'number') continue;
+      const entry = byRound.get(round) ?? {};
+      entry[r.arm] = MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v;
+      byRound.set(round, entry);
+    }
+    const both = [...byRound.values()].filter((e) => e.A !== undefined && e.B !== undefined);
+    return [both.map((e) => e.A!), both.map((e) => e.B!)];
+  };
+  const verdictKey = (Object.keys(LEVEL_METRICS) as LevelKey[]).find(
+    (k) => LEVEL_METRICS[k].path === info.verdict?.path,
+  );
   const change = (key: LevelKey, offset: number): LevelChange => {
-    const c = levelChange(values('A', key), values('B', key), LEVEL_METRICS[key].direction, {
+    const verdict = info.verdict?.comparison;
+    if (verdictKey && key !== verdictKey && verdict?.ratio != null && fixedMultipleOf(key, verdictKey)) {
+      // Kernel MFU of kernel time (one FLOP count, one peak): the verdict's interval, not a second one.
+      const own = levelChange(values('A', key), values('B', key), LEVEL_METRICS[key].direction, {
+        ...opts,
+        seed: opts.seed + offset,
+      });
+      return { ...own, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
+    }
+    const [a, b] = paired ? roundPairs(key) : [values('A', key), values('B', key)];
+    const c = levelChange(a, b, LEVEL_METRICS[key].direction, {
       ...opts,
       seed: opts.seed + offset,
+      paired,
     });
-    const verdict = info.verdict?.comparison;
     if (info.verdict?.path === LEVEL_METRICS[key].path && verdict && verdict.ratio !== null) {
       return { ...c, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
     }

@@ -1,6 +1,6 @@
 /** The measurement sections: champion-vs-candidate delta table, the bars used, the raw per-run values. */
 import type { IterationEvidence, MeasurementEvidence } from '../evidence/index.js';
-import { DEFAULT_POLICY, falseAcceptText } from '../stats/index.js';
+import { DEFAULT_POLICY, falseAcceptText, INTERVAL_LABEL, type IntervalMethod } from '../stats/index.js';
 import { mfuText, ranOnCpu } from './facts.js';
 import {
   EM_DASH,
@@ -96,10 +96,20 @@ export function barsLine(m: MeasurementEvidence): string | undefined {
   if (!c) return undefined;
   const parts: string[] = [];
   if (c.ratio !== null && c.ci !== null) {
-    const what = c.direction === 'lower' ? 'Speedup (median A / median B)' : 'Gain (median B / median A)';
-    parts.push(
-      `${what} ${formatRatioWithCi(c.ratio, c.ci)}, ${confidenceLabel(c.confidence, c.ciMethod)} from ${c.resamples} resamples, seed ${c.seed}.`,
-    );
+    if (c.ciMethod === 'paired-t') {
+      const what =
+        c.direction === 'lower'
+          ? "Speedup (geometric mean of the rounds' A / B)"
+          : "Gain (geometric mean of the rounds' B / A)";
+      parts.push(
+        `${what} ${formatRatioWithCi(c.ratio, c.ci)}, ${confidenceLabel(c.confidence, c.ciMethod)} over ${c.a.n} rounds.`,
+      );
+    } else {
+      const what = c.direction === 'lower' ? 'Speedup (median A / median B)' : 'Gain (median B / median A)';
+      parts.push(
+        `${what} ${formatRatioWithCi(c.ratio, c.ci)}, ${confidenceLabel(c.confidence, c.ciMethod)} from ${c.resamples} resamples, seed ${c.seed}.`,
+      );
+    }
   }
   if (c.acceptBar !== null) parts.push(acceptBarText(c));
   return parts.length > 0 ? parts.join(' ') : undefined;
@@ -135,13 +145,15 @@ export function acceptBarText(c: NonNullable<MeasurementEvidence['comparison']>)
   const detectable =
     c.mde === null || c.noiseCv === null
       ? ''
-      : ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}${atBound}): +${formatPercent(c.mde, 1)}.`;
+      : c.mdeBeyondCeiling
+        ? ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}${atBound}): nothing below the plausibility ceiling (the MDE, +${formatPercent(c.mde, 1)}, is beyond it: this comparison could not accept a real gain).`
+        : ` Detectable with ${power}% power at n = ${c.a.n}/${c.b.n} and CV ${formatCv(c.noiseCv)} (${c.mdeSource}${atBound}): +${formatPercent(c.mde, 1)}.`;
   return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which}).${detectable} ${regress}`;
 }
 
-/** `95% percentile CI`, `90% BCa CI`. */
-export function confidenceLabel(confidence: number, method: 'percentile' | 'bca'): string {
-  return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${method === 'bca' ? 'BCa' : 'percentile'} CI`;
+/** `95% percentile CI`, `90% BCa CI`, `95% t interval of the rounds' log ratios`. */
+export function confidenceLabel(confidence: number, method: IntervalMethod): string {
+  return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${INTERVAL_LABEL[method] ?? INTERVAL_LABEL.percentile}`;
 }
 
 /** The runs in the order they ran, with the sequential-stopping looks. */

@@ -2,8 +2,9 @@
  * The A/B verdict: compare per-run values of the champion (A) and a candidate (B) and return exactly
  * one stats verdict with the numbers behind it. Pure and deterministic for a given seed.
  *
- * Rule (docs/statistics.md, reference/evaluation.md §5), with r = the improvement ratio of medians
- * oriented so that r > 1 is better and [lo, hi] its bootstrap confidence interval:
+ * Rule (docs/statistics.md, reference/evaluation.md §5), with r = the improvement ratio oriented so
+ * that r > 1 is better — of medians for independent runs, with a bootstrap confidence interval [lo, hi];
+ * for paired rounds the geometric mean of the rounds' ratios, with the t interval of paired.ts:
  *   invalid      inputs cannot support a verdict: a value that is not finite and positive, or fewer
  *                than `minRuns` runs in an arm;
  *   needs-human  r > implausibleSpeedup (never accepted automatically);
@@ -33,6 +34,7 @@ import {
   pooledLogNoise,
   robustNoise,
 } from './noise.js';
+import { pairedLogRatio } from './paired.js';
 
 /**
  * The verdicts this rule can reach. The loop adds its own two, `error` and `no-op`, to make the full
@@ -81,8 +83,9 @@ export interface ComparePolicy {
   minRuns?: number;
   /**
    * a[i] and b[i] were measured together, in one round of one process (the verifier times both arms
-   * call by call): the interval resamples rounds and the noise is that of the per-round ratio
-   * (`pairedNoiseCv`), so noise a round's two values share cancels. Default false.
+   * call by call): the estimate and interval are those of the rounds' log ratios (paired.ts) and the
+   * noise is that of the per-round ratio (`pairedNoiseCv`), so noise a round's two values share
+   * cancels. `ciMethod` and `resamples` do not apply. Default false.
    */
   paired?: boolean;
   /**
@@ -133,6 +136,9 @@ export interface ArmSummary {
   cv: number | null;
 }
 
+/** How a comparison's interval was made: a bootstrap (`CiMethod`), or paired rounds' t interval. */
+export type IntervalMethod = CiMethod | 'paired-t';
+
 /** Where the MDE came from. */
 export type MdeSource = 'fixed' | 'calibrated' | 'observed';
 
@@ -146,11 +152,12 @@ export interface Comparison {
   /** Candidate. */
   b: ArmSummary;
   /**
-   * Improvement ratio of medians, > 1 means better: median B / median A for 'higher',
-   * median A / median B (the speedup) for 'lower'. Null when invalid.
+   * Improvement ratio, > 1 means better: median B / median A for 'higher', median A / median B (the
+   * speedup) for 'lower'; for paired rounds the geometric mean of the rounds' ratios in that
+   * orientation. Null when invalid.
    */
   ratio: number | null;
-  /** Bootstrap confidence interval of `ratio`. */
+  /** Confidence interval of `ratio` (`ciMethod` says which). */
   ci: Interval | null;
   /** (ratio − 1) · 100: the improvement in percent (for 'lower', the speedup minus one). */
   deltaPct: number | null;
@@ -161,6 +168,12 @@ export interface Comparison {
    * margin.
    */
   mde: number | null;
+  /**
+   * The MDE is at or beyond the plausibility ceiling (1 + mde ≥ implausibleSpeedup): no true gain
+   * this comparison could accept exists, since a ratio that large is `needs-human`. Reports say so
+   * instead of printing the number. Absent otherwise.
+   */
+  mdeBeyondCeiling?: true;
   mdeSource: MdeSource | null;
   /** The per-run CV the bar was computed from (null for a fixed margin). */
   noiseCv: number | null;
@@ -185,7 +198,8 @@ export interface Comparison {
   /** 1 − regressionDelta: `regressed` needs ci.hi below it. */
   regressBar: number;
   confidence: number;
-  ciMethod: CiMethod;
+  ciMethod: IntervalMethod;
+  /** Bootstrap resamples; 0 for a paired t interval. */
   resamples: number;
   seed: number;
 }
@@ -279,7 +293,12 @@ function summarize(values: readonly number[]): ArmSummary {
 const pct = (fraction: number): string => `${(fraction * 100).toFixed(2)}%`;
 const num = (x: number): string => x.toFixed(4);
 
-function ratioLabel(direction: Direction): string {
+function ratioLabel(direction: Direction, paired: boolean): string {
+  if (paired) {
+    return direction === 'lower'
+      ? "speedup (geometric mean of the rounds' A / B)"
+      : "gain (geometric mean of the rounds' B / A)";
+  }
   return direction === 'lower' ? 'speedup (median A / median B)' : 'gain (median B / median A)';
 }
 
@@ -330,20 +349,18 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   if (problems.length > 0) return { ...empty, reasons: problems };
 
   const [numerator, denominator] = direction === 'higher' ? [b, a] : [a, b];
-  const boot = bootstrapRatioOfMedians(numerator, denominator, {
-    confidence: policy.confidence,
-    resamples: policy.resamples,
-    seed,
-    paired,
-  });
-  const ratio = boot.estimate;
-  if (!Number.isFinite(ratio)) {
+  const interval = paired
+    ? pairedLogRatio(numerator, denominator, policy.confidence)
+    : intervalOfMedians(numerator, denominator, policy, seed);
+  const ratio = interval.estimate;
+  const ci = interval.ci;
+  if (!Number.isFinite(ratio) || !Number.isFinite(ci.lo) || !Number.isFinite(ci.hi)) {
     return {
       ...empty,
-      reasons: [`the ratio of medians is ${ratio} (values span too many orders of magnitude)`],
+      reasons: [`the ratio is ${ratio} (values span too many orders of magnitude)`],
     };
   }
-  const ci = policy.ciMethod === 'bca' ? boot.bca : boot.percentile;
+  const ciMethod: IntervalMethod = paired ? 'paired-t' : policy.ciMethod;
 
   // The noise floor. Tukey's fences always keep the middle half of an arm, so the robust estimate
   // exists whenever an arm has two runs; the plain one is only a guard.
@@ -369,6 +386,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     mdeSource = calibrated !== undefined && calibrated >= observedCv ? 'calibrated' : 'observed';
     noiseCv = mdeSource === 'calibrated' ? calibrated! : observedCv;
     const opts = {
+      confidence: policy.confidence,
       power: policy.power,
       falseAcceptRate: policy.falseAcceptRate,
       practicalDelta: policy.practicalDelta,
@@ -387,9 +405,13 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     }
   }
 
-  const confLabel = `${Math.round(policy.confidence * 1000) / 10}% ${policy.ciMethod === 'bca' ? 'BCa' : 'percentile'} CI`;
+  const beyondCeiling = 1 + mde >= policy.implausibleSpeedup;
+  const detectable = beyondCeiling
+    ? `detectable with ${Math.round(policy.power * 100)}% power: nothing below the plausibility ceiling ${policy.implausibleSpeedup}× (MDE ${pct(mde)})`
+    : `detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)}`;
+  const confLabel = `${Math.round(policy.confidence * 1000) / 10}% ${INTERVAL_LABEL[ciMethod]}`;
   const pairing = paired ? ', paired by round' : '';
-  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a.length}/${b.length})`;
+  const estimateLine = `${ratioLabel(direction, paired)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a.length}/${b.length})`;
   const mdeCvLabel =
     mdeSource === 'calibrated'
       ? `the larger of that CV and the observed CV's ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound`
@@ -397,7 +419,7 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
   const barLine =
     mdeSource === 'fixed'
       ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical δ ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}`
-      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ${falseAcceptText(policy.falseAcceptRate, policy.sequence, pct)}); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? ' paired' : ''} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
+      : `accept bar ${num(acceptBar)} = 1 + max(practical δ ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ${falseAcceptText(policy.falseAcceptRate, policy.sequence, pct)}); ${detectable} (${mdeSource}${paired ? ' paired' : ''} CV ${pct(noiseCv ?? 0)}, n = ${a.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
 
   let verdict: StatsVerdict;
   let decision: string;
@@ -427,7 +449,32 @@ export function compareArms(a: readonly number[], b: readonly number[], opts: Co
     mdeSource,
     noiseCv,
     mdeCv,
+    ...(beyondCeiling ? { mdeBeyondCeiling: true as const } : {}),
     acceptMargin: margin,
     acceptBar,
+    ciMethod,
+    resamples: paired ? 0 : policy.resamples,
   };
+}
+
+/** How each interval is named in a verdict's reasons. */
+export const INTERVAL_LABEL: Readonly<Record<IntervalMethod, string>> = {
+  percentile: 'percentile CI',
+  bca: 'BCa CI',
+  'paired-t': "t interval of the rounds' log ratios",
+};
+
+/** The ratio of medians of independent runs and its bootstrap interval (the policy's method). */
+function intervalOfMedians(
+  num: readonly number[],
+  den: readonly number[],
+  policy: ResolvedPolicy,
+  seed: number,
+): { estimate: number; ci: Interval } {
+  const boot = bootstrapRatioOfMedians(num, den, {
+    confidence: policy.confidence,
+    resamples: policy.resamples,
+    seed,
+  });
+  return { estimate: boot.estimate, ci: policy.ciMethod === 'bca' ? boot.bca : boot.percentile };
 }

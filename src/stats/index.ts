@@ -13,6 +13,8 @@ export {
   type Direction,
   type FalseAcceptSequence,
   falseAcceptText,
+  INTERVAL_LABEL,
+  type IntervalMethod,
   inputProblems,
   type MdeSource,
   type ResolvedPolicy,
@@ -34,6 +36,7 @@ export {
   pairedNoiseCv,
   robustNoiseCv,
 } from './noise.js';
+export { type PairedLogRatio, pairedLogRatio } from './paired.js';
 export { createRng, type Rng } from './random.js';
 export {
   DEFAULT_SEQUENTIAL_POLICY,

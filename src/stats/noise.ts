@@ -33,6 +33,16 @@
  *
  * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the default bar is
  * 1.02 up to CV ≈ 6.3%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
+ *
+ * Paired rounds (`paired`: both arms timed call by call in one verifier session) use no fitted
+ * constants: the interval is Student's t on the rounds' log ratios d_i (paired.ts), whose lower bound
+ * at no change is exactly −t_{c} · SE with SE = SD(d) / √n = √2 · CV / √n, so
+ *
+ *   noise margin = exp((t_{1−f} − t_{c}) · SE) − 1       (t with n − 1 degrees of freedom, c = (1 + confidence) / 2)
+ *   MDE = accept bar · exp((t_{c} + t_{power}) · SE) − 1
+ *
+ * and at no change lo > 1 + margin exactly when the one-sided (1 − f) bound is above 1: f of the time
+ * for normal log ratios, less for heavier tails (`npm run bench:stats`).
  */
 import { MEASURE_DEFAULTS } from '../config/index.js';
 import { chiSquareQuantile } from './chi-square.js';
@@ -60,6 +70,8 @@ export const DEFAULT_FALSE_ACCEPT_RATE = 0.01;
 export const DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
 
 export interface MdeOptions {
+  /** Two-sided confidence level of the interval the bar is for (paired rounds). Default 0.95. */
+  confidence?: number;
   /** Probability of accepting a true change of one MDE. Default 0.8. */
   power?: number;
   /** Largest share of no-change candidates the bar may let through. Default 0.01. */
@@ -67,15 +79,16 @@ export interface MdeOptions {
   /** The floor of the accept bar (0.02 = 2%). Default DEFAULT_PRACTICAL_DELTA. */
   practicalDelta?: number;
   /**
-   * The CV comes from n paired rounds (`pairedNoiseCv`: n − 1 degrees of freedom, half of what two
-   * unpaired arms give): the quantiles of the bar and the MDE are Student's t with n − 1 degrees of
-   * freedom instead of the normal's, which holds the false-accept target with so rough a noise
-   * estimate (the simulation: `npm run bench:stats`).
+   * The comparison is of n paired rounds, judged by the t interval of their log ratios (paired.ts):
+   * the margin and the MDE are the t interval's, with n − 1 degrees of freedom (see the module comment).
    */
   paired?: boolean;
 }
 
 function checked(opts: MdeOptions): Required<Omit<MdeOptions, 'paired'>> {
+  const confidence = opts.confidence ?? DEFAULT_CONFIDENCE;
+  if (!(confidence > 0 && confidence < 1))
+    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
   const power = opts.power ?? DEFAULT_POWER;
   const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
   const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
@@ -84,7 +97,20 @@ function checked(opts: MdeOptions): Required<Omit<MdeOptions, 'paired'>> {
     throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
   if (!(practicalDelta >= 0 && practicalDelta < 1))
     throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
-  return { power, falseAcceptRate, practicalDelta };
+  return { confidence, power, falseAcceptRate, practicalDelta };
+}
+
+/** SE of the mean log ratio of `rounds` paired rounds at per-run CV `cv`: √2 · cv / √rounds. */
+export function pairedLogRatioSe(cv: number, rounds: number): number {
+  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number ≥ 0, got ${cv}`);
+  if (!(Number.isInteger(rounds) && rounds >= 2))
+    throw new RangeError(`paired rounds must be an integer ≥ 2, got ${rounds}`);
+  return (Math.SQRT2 * cv) / Math.sqrt(rounds);
+}
+
+/** Student's t quantile p with the paired rounds' n − 1 degrees of freedom. */
+function pairedT(p: number, rounds: number): number {
+  return studentTQuantile(p, rounds - 1);
 }
 
 /** s: the standard error of ln(ratio of medians) for per-run noise `cv` and `nA`, `nB` runs. */
@@ -96,14 +122,9 @@ export function logRatioScale(cv: number, nA: number, nB: number): number {
   return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
 }
 
-/** The quantile p of the bar's distribution: the normal's, or Student's t for `paired` rounds. */
-function quantile(p: number, opts: MdeOptions, rounds: number): number {
-  return opts.paired && rounds >= 2 ? studentTQuantile(p, rounds - 1) : normalQuantile(p);
-}
-
-/** The MDE's exponent over s above the bar: −μ + z_{power} · σ (`rounds`: for paired rounds). */
-export function mdeMultiplier(opts: MdeOptions = {}, rounds = 0): number {
-  return -LOWER_BOUND_MEAN + quantile(checked(opts).power, opts, rounds) * LOWER_BOUND_SD;
+/** The unpaired MDE's exponent over s above the bar: −μ + z_{power} · σ. */
+export function mdeMultiplier(opts: MdeOptions = {}): number {
+  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
 }
 
 /**
@@ -111,8 +132,13 @@ export function mdeMultiplier(opts: MdeOptions = {}, rounds = 0): number {
  * that no more than `falseAcceptRate` of no-change candidates are accepted.
  */
 export function acceptMargin(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
-  const { falseAcceptRate } = checked(opts);
-  const k = LOWER_BOUND_MEAN + quantile(1 - falseAcceptRate, opts, Math.min(nA, nB)) * LOWER_BOUND_SD;
+  const { falseAcceptRate, confidence } = checked(opts);
+  if (opts.paired) {
+    const n = Math.min(nA, nB);
+    const k = pairedT(1 - falseAcceptRate, n) - pairedT((1 + confidence) / 2, n);
+    return Math.max(0, Math.expm1(k * pairedLogRatioSe(cv, n)));
+  }
+  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
   return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
 }
 
@@ -127,11 +153,25 @@ export function acceptBarFor(cv: number, nA: number, nB: number, opts: MdeOption
  */
 export function minimumDetectableEffect(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
   const bar = acceptBarFor(cv, nA, nB, opts);
-  return bar * Math.exp(mdeMultiplier(opts, Math.min(nA, nB)) * logRatioScale(cv, nA, nB)) - 1;
+  if (opts.paired) {
+    const { confidence, power } = checked(opts);
+    const n = Math.min(nA, nB);
+    return (
+      bar * Math.exp((pairedT((1 + confidence) / 2, n) + pairedT(power, n)) * pairedLogRatioSe(cv, n)) - 1
+    );
+  }
+  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
 }
 
-/** Expected distance, in log units, from the estimate down to the interval's lower bound: −μ · s. */
-export function expectedLogHalfWidth(cv: number, nA: number, nB: number): number {
+/**
+ * Expected distance, in log units, from the estimate down to the interval's lower bound: −μ · s, or
+ * for paired rounds the t interval's half-width t_{c} · SE.
+ */
+export function expectedLogHalfWidth(cv: number, nA: number, nB: number, opts: MdeOptions = {}): number {
+  if (opts.paired) {
+    const n = Math.min(nA, nB);
+    return pairedT((1 + checked(opts).confidence) / 2, n) * pairedLogRatioSe(cv, n);
+  }
   return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
 }
 
@@ -182,15 +222,16 @@ export function robustNoiseCv(groups: readonly (readonly number[])[]): number {
 
 /**
  * The noise of a paired comparison (A[i] and B[i] measured in one round of one process), as the
- * per-run CV the formulas above take: SD(ln(B[i] / A[i])) / √2 after dropping outlying rounds (Tukey's
- * fences on the log ratio), with the kept rounds minus one as its degrees of freedom. Noise both arms
- * share in a round (load, clock, cache state) cancels in the ratio; for independent noise it equals the
- * per-arm CV. The CV is NaN for fewer than two pairs.
+ * per-run CV the formulas above take: SD(ln(B[i] / A[i])) / √2 over every round, with the rounds minus
+ * one as its degrees of freedom. Noise both arms share in a round (load, clock, cache state) cancels in
+ * the ratio; for independent noise it equals the per-arm CV. No round is dropped: the t interval the
+ * paired verdict prints takes the same SD, and its coverage holds only with every round in it (dropping
+ * Tukey's outliers took 95% to 84–91%, `npm run bench:stats`). The CV is NaN for fewer than two pairs.
  */
 export function pairedNoise(a: readonly number[], b: readonly number[]): NoiseEstimate {
   if (a.length !== b.length)
     throw new RangeError(`paired arms need equal lengths, got ${a.length} and ${b.length}`);
-  const ratios = withoutOutliers(a.map((x, i) => b[i]! / x));
+  const ratios = a.map((x, i) => b[i]! / x);
   return ratios.length < 2
     ? { cv: Number.NaN, degreesOfFreedom: 0 }
     : { cv: logCv(ratios) / Math.SQRT2, degreesOfFreedom: ratios.length - 1 };

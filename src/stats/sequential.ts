@@ -92,12 +92,14 @@ export function futilityBar(comparison: Comparison, opts: CompareOptions, nMax: 
   const { acceptBar, noiseCv, mdeSource } = comparison;
   if (acceptBar === null || mdeSource === 'fixed' || noiseCv === null) return acceptBar;
   const policy = resolvePolicy(opts);
-  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
+  const noiseOpts = {
+    confidence: policy.confidence,
     falseAcceptRate: policy.falseAcceptRate,
     practicalDelta: policy.practicalDelta,
     paired: policy.paired === true,
-  });
-  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
+  };
+  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, noiseOpts);
+  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax, noiseOpts));
 }
 
 /** How many times the rule may look: at nStart, then every `step` runs up to nMax. */

@@ -19,15 +19,28 @@ import { DEFAULT_SEQUENTIAL_POLICY, decideNext, type SequentialPolicy } from './
  * Shape of the run-to-run noise.
  * - lognormal: value = typical · exp(σZ) with σ = √ln(1 + CV²), so sd/mean = CV exactly.
  * - contaminated: lognormal, plus with probability 10% a disturbed run (a noisy neighbour, a
- *   throttled clock) that is worse by a factor 1 + U(5%, 50%). Both arms are disturbed alike.
+ *   throttled clock) that is worse by a factor 1 + U(5%, 50%). In paired rounds both arms are
+ *   disturbed alike (the disturbance is the round's).
+ * - one-arm: as contaminated, but each value is disturbed on its own: in a paired round one arm can be
+ *   hit and the other not (a preemption inside one arm's calls), which pairing does not cancel.
+ * - t3: heavy tails: ln(value) has Student's t with 3 degrees of freedom, scaled to the same SD σ.
+ * - drift: lognormal, plus a slow shared swing of the machine's speed, ±5% over 20 rounds (a
+ *   neighbour's job ramping up and down, thermal throttling): successive rounds are correlated.
  */
-export type NoiseShape = 'lognormal' | 'contaminated';
+export type NoiseShape = 'lognormal' | 'contaminated' | 'one-arm' | 't3' | 'drift';
 
+/** The shapes of the acceptance tables. */
 export const NOISE_SHAPES: readonly NoiseShape[] = ['lognormal', 'contaminated'];
+/** The shapes a printed number must also hold under (issue 36): heavy tails, one-arm outliers, drift. */
+export const HOSTILE_NOISE_SHAPES: readonly NoiseShape[] = ['t3', 'one-arm', 'drift'];
 
 const CONTAMINATION_PROBABILITY = 0.1;
 const CONTAMINATION_MIN = 0.05;
 const CONTAMINATION_MAX = 0.5;
+const DRIFT_AMPLITUDE = 0.05;
+const DRIFT_PERIOD_ROUNDS = 20;
+/** t with 3 degrees of freedom has variance 3: this scales it to unit variance. */
+const T3_SCALE = 1 / Math.sqrt(3);
 
 export interface Scenario {
   /** Per-run coefficient of variation of the undisturbed noise (0.01 = 1%). */
@@ -57,17 +70,31 @@ export function scenarioSampler(scenario: Scenario, rng: Rng): RunSampler {
   const better = scenario.direction === 'higher' ? 1 : -1;
   const typical = scenario.direction === 'higher' ? 0.5 : 100;
   const sharedSigma = Math.sqrt(Math.log1p((scenario.shared ?? 0) ** 2));
-  // A round's shared part: its load (log scale) and whether a disturbance hit it.
+  const shape = scenario.shape;
+  let round = 0; // rounds drawn so far: the drift's phase
+  const disturbance = (): number => {
+    if (rng.uniform() >= CONTAMINATION_PROBABILITY) return 0;
+    const slowdown = CONTAMINATION_MIN + (CONTAMINATION_MAX - CONTAMINATION_MIN) * rng.uniform();
+    return -better * Math.log1p(slowdown);
+  };
+  // A round's shared part: its load (log scale), the drift, and whether a disturbance hit it.
   const roundState = (): number => {
     let shift = sharedSigma * rng.normal();
-    if (scenario.shape === 'contaminated' && rng.uniform() < CONTAMINATION_PROBABILITY) {
-      const slowdown = CONTAMINATION_MIN + (CONTAMINATION_MAX - CONTAMINATION_MIN) * rng.uniform();
-      shift -= better * Math.log1p(slowdown);
+    if (shape === 'contaminated') shift += disturbance();
+    if (shape === 'drift') {
+      shift += -better * Math.log1p(DRIFT_AMPLITUDE * Math.sin((2 * Math.PI * round) / DRIFT_PERIOD_ROUNDS));
     }
+    round += 1;
     return shift;
   };
+  const noise = (): number => {
+    if (shape !== 't3') return sigma * rng.normal();
+    const chi2 = rng.normal() ** 2 + rng.normal() ** 2 + rng.normal() ** 2;
+    return sigma * T3_SCALE * (rng.normal() / Math.sqrt(chi2 / 3));
+  };
   const one = (arm: 'a' | 'b', shift: number): number => {
-    let logValue = Math.log(typical) + sigma * rng.normal() + shift;
+    let logValue = Math.log(typical) + noise() + shift;
+    if (shape === 'one-arm') logValue += disturbance();
     if (arm === 'b') logValue += better * Math.log(scenario.trueRatio);
     return Math.exp(logValue);
   };
@@ -345,6 +372,37 @@ export function intervalCoverage(
   }
   return {
     method,
+    n,
+    trials: opts.trials,
+    missLow: missLow / opts.trials,
+    missHigh: missHigh / opts.trials,
+    coverage: 1 - (missLow + missHigh) / opts.trials,
+  };
+}
+
+/**
+ * How often the interval a verdict prints (`Comparison.ci`) holds the true ratio, for any rule that
+ * returns its comparison: the check behind the "95%" in every printed interval, paired ones included.
+ */
+export function printedIntervalCoverage(
+  rule: Rule,
+  scenario: Scenario,
+  opts: { trials: number; seed: number },
+): Omit<CoverageResult, 'method'> & { rule: string } {
+  const rng = createRng(opts.seed);
+  const sampler = scenarioSampler(scenario, rng);
+  let missLow = 0;
+  let missHigh = 0;
+  let n = 0;
+  for (let t = 0; t < opts.trials; t++) {
+    const outcome = rule.decide(sampler, scenario.direction, Math.floor(rng.uniform() * 2 ** 31));
+    n = Math.max(n, outcome.runsPerArm);
+    const ci = outcome.comparison?.ci;
+    if (!ci || ci.lo > scenario.trueRatio) missLow += 1;
+    else if (ci.hi < scenario.trueRatio) missHigh += 1;
+  }
+  return {
+    rule: rule.name,
     n,
     trials: opts.trials,
     missLow: missLow / opts.trials,

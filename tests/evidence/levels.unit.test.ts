@@ -13,7 +13,7 @@ import {
   tracedShare,
 } from '../../src/evidence/levels.js';
 import type { MetricsFile } from '../../src/evidence/metrics.js';
-import type { Comparison } from '../../src/stats/index.js';
+import { type Comparison, compareArms } from '../../src/stats/index.js';
 import { summaryOf } from '../trace/summary-builder.js';
 
 const OPTS = { confidence: 0.95, resamples: 2000, seed: 7 };
@@ -132,6 +132,39 @@ describe('levelChange', () => {
   it('has no interval from a single run, and no ratio without both arms', () => {
     expect(levelChange([10], [8], 'lower', OPTS)).toMatchObject({ ratio: 1.25, ci: null, nA: 1, nB: 1 });
     expect(levelChange([], [8, 9], 'lower', OPTS)).toMatchObject({ a: null, ratio: null, ci: null });
+  });
+});
+
+describe('levels of a paired verdict', () => {
+  it("give the kernel MFU exactly the kernel time's interval (one FLOP count, one peak), not an interval of its own", () => {
+    // Rounds of one session: both arms slowed alike round by round, B 20% faster.
+    const load = [1, 1.04, 0.98, 1.07, 1.01, 0.99];
+    const runs = (['A', 'B'] as const).flatMap((arm) =>
+      load.map((l, i) => {
+        const k = (arm === 'A' ? 10 : 10 / 1.2) * l * (1 + 0.003 * ((i * (arm === 'A' ? 3 : 5)) % 4));
+        const levels: RunLevels = {
+          kernelMs: k,
+          kernelMfu: 0.17 / k,
+          stepMs: null,
+          tokensPerS: null,
+          modelMfu: null,
+          peakFlopsPerS: 2.5e11,
+        };
+        return { arm, index: i + 1, levels };
+      }),
+    );
+    const times = (arm: 'A' | 'B') =>
+      runs.filter((r) => r.arm === arm).map((r) => r.levels.kernelMs as number);
+    const comparison = compareArms(times('A'), times('B'), { direction: 'lower', seed: 1, paired: true });
+    const levels = summarizeLevels(
+      runs,
+      { verdict: { path: 'measurements.fwd_bwd.median_ms', comparison } },
+      OPTS,
+    );
+    expect(levels.kernel.time.ci).toEqual(comparison.ci);
+    expect(levels.kernel.mfu.ratio).toBeCloseTo(comparison.ratio!, 12);
+    expect(levels.kernel.mfu.ci!.lo).toBeCloseTo(comparison.ci!.lo, 12);
+    expect(levels.kernel.mfu.ci!.hi).toBeCloseTo(comparison.ci!.hi, 12);
   });
 });
 

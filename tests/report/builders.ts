@@ -35,7 +35,10 @@ export interface ComparisonSpec {
   n?: number;
 }
 
-/** A comparison with fixed numbers, shaped like stats/compare-arms.ts compareArms output. */
+/**
+ * A comparison with fixed numbers, shaped like stats/compare-arms.ts compareArms output for paired
+ * rounds (every verdict the loop reaches).
+ */
 export function comparison(spec: ComparisonSpec): Comparison {
   const n = spec.n ?? 5;
   const ratio = spec.a / spec.b;
@@ -45,7 +48,7 @@ export function comparison(spec: ComparisonSpec): Comparison {
       spec.verdict === 'improved'
         ? `lower CI bound ${spec.ci.lo.toFixed(4)} > accept bar 1.0100`
         : `CI [${spec.ci.lo.toFixed(4)}, ${spec.ci.hi.toFixed(4)}] decided ${spec.verdict}`,
-      `speedup (median A / median B) ${ratio.toFixed(4)} [${spec.ci.lo.toFixed(4)}, ${spec.ci.hi.toFixed(4)}] (95% percentile CI, n = ${n}/${n})`,
+      `speedup (geometric mean of the rounds' A / B) ${ratio.toFixed(4)} [${spec.ci.lo.toFixed(4)}, ${spec.ci.hi.toFixed(4)}] (95% t interval of the rounds' log ratios, paired by round, n = ${n}/${n})`,
     ],
     direction: 'lower',
     a: { n, median: spec.a, cv: 0.012 },
@@ -64,8 +67,8 @@ export function comparison(spec: ComparisonSpec): Comparison {
     practicalDelta: 0.01,
     regressBar: 0.98,
     confidence: 0.95,
-    ciMethod: 'percentile',
-    resamples: 2000,
+    ciMethod: 'paired-t',
+    resamples: 0,
     seed: 42,
   };
 }
@@ -79,7 +82,9 @@ function runs(a: number, b: number, n: number, mfu: { a: number | null; b: numbe
       ['A', a, mfu.a],
       ['B', b, mfu.b],
     ] as const) {
-      const v = Number((median * (1 + (spread[i % spread.length] ?? 0))).toFixed(4));
+      // B takes the same spread in reverse round order: the same medians, rounds that do not move together.
+      const at = arm === 'A' ? i : n - 1 - i;
+      const v = Number((median * (1 + (spread[at % spread.length] ?? 0))).toFixed(4));
       out.push({
         arm,
         index: i + 1,

@@ -76,7 +76,7 @@ describe('renderComment delta table', () => {
       ]),
     );
     expect(body).toContain(
-      'Speedup (median A / median B) 1.229× [1.205×, 1.252×], 95% percentile CI from 2000 resamples, seed 42. Accept bar 1.010×: the lower CI bound must clear +1.0% (the practical floor; noise margin +0.7% for ≤ 1.00% false accepts at no change). Detectable with 80% power at n = 5/5 and CV 2.1% (observed): +5.9%. Regression bar 0.980×.',
+      "Speedup (geometric mean of the rounds' A / B) 1.229× [1.205×, 1.252×], 95% t interval of the rounds' log ratios over 5 rounds. Accept bar 1.010×: the lower CI bound must clear +1.0% (the practical floor; noise margin +0.7% for ≤ 1.00% false accepts at no change). Detectable with 80% power at n = 5/5 and CV 2.1% (observed): +5.9%. Regression bar 0.980×.",
     );
   });
 

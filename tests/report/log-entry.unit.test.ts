@@ -28,7 +28,7 @@ describe('renderLogEntry', () => {
       '- Date: 2026-11-21 23:58 UTC',
       '- Verdict: ✓ improved',
       '- Reason: lower CI bound 1.2048 > accept bar 1.0100',
-      '- Reason: speedup (median A / median B) 1.2285 [1.2048, 1.2516] (95% percentile CI, n = 5/5)',
+      "- Reason: speedup (geometric mean of the rounds' A / B) 1.2285 [1.2048, 1.2516] (95% t interval of the rounds' log ratios, paired by round, n = 5/5)",
       `- Commit: \`1a2b3c4d5e\` on \`hillclimb/gdn/${RUN_ID}/i003\``,
       '- Base: `9f8e7d6c5b` (champion since iteration 2)',
       '- Agent: `codex` finished in 4 min 12 s, 1 attempt',

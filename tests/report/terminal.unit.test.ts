@@ -38,7 +38,7 @@ describe('progressLine', () => {
     delete m.comparison;
     m.runs = m.runs.slice(0, 5);
     m.runs[4]!.value = null;
-    expect(progressLine(running, 'measure')).toBe('[i003 measure] A 12.24 ms · B 9.965 ms (n=2+2, 1 failed)');
+    expect(progressLine(running, 'measure')).toBe('[i003 measure] A 12.24 ms · B 10.03 ms (n=2+2, 1 failed)');
   });
 
   it('falls back to the step record or a note, and says when a step failed or was skipped', () => {

@@ -189,3 +189,23 @@ describe('compareArms', () => {
     expect(c.reasons[1]).toMatch(/95% BCa CI/);
   });
 });
+
+describe('an MDE beyond the plausibility ceiling', () => {
+  it('is said as nothing detectable, not printed as a gain the rule could accept', () => {
+    // Rounds so noisy that the MDE passes 10×: any ratio that large is needs-human, so nothing is detectable.
+    const a = [1, 9, 2, 14, 1.5];
+    const b = [8, 1.2, 11, 1.1, 12];
+    const c = compareArms(a, b, { direction: 'lower', seed: 1, paired: true });
+    expect(1 + c.mde!).toBeGreaterThan(10);
+    expect(c.mdeBeyondCeiling).toBe(true);
+    expect(c.reasons.join('\n')).toContain(
+      'detectable with 80% power: nothing below the plausibility ceiling 10×',
+    );
+    const quiet = compareArms([10, 10.1, 9.9, 10, 10.05], [9, 9.1, 8.9, 9.05, 9], {
+      direction: 'lower',
+      seed: 1,
+      paired: true,
+    });
+    expect(quiet.mdeBeyondCeiling).toBeUndefined();
+  });
+});

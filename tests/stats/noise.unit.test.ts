@@ -90,8 +90,9 @@ describe('noise estimates', () => {
     const disturbed = [100.1, 99.9, 135, 100.0, 100.2];
     expect(robustNoise([quiet, quiet]).degreesOfFreedom).toBe(8);
     expect(robustNoise([quiet, disturbed]).degreesOfFreedom).toBe(7);
+    // Paired noise keeps every round: the t interval it feeds covers only with every round in it.
     const paired = pairedNoise(quiet, disturbed);
-    expect(paired.degreesOfFreedom).toBe(3);
+    expect(paired.degreesOfFreedom).toBe(4);
     expect(paired.cv).toBe(pairedNoiseCv(quiet, disturbed));
     expect(pairedNoise([1, 2], [1, 2.1]).degreesOfFreedom).toBe(1);
     expect(pairedNoise([1], [1])).toEqual({ cv: Number.NaN, degreesOfFreedom: 0 });

@@ -86,10 +86,10 @@ describe('the verdict rule on synthetic runs', () => {
 
   it('shows the unpaired rule losing its power to noise a round shares, which pairing cancels', () => {
     const check = { power: true, paired: { shared: 0.05 } };
-    // Where the shared noise dwarfs the rest (CV 1% and 2% beside 5% shared), the unpaired rule finds
-    // a 1-MDE gain a fraction of the time.
+    // With 5% shared beside CV 1–5% of its own, the unpaired rule finds a gain of the paired rule's
+    // MDE a fraction of the time.
     const unpaired = violations(fixedRunsRule(N), { ...check, trials: 100 });
-    expect(unpaired.map((v) => v.split(':')[0])).toEqual(['CV 0.01', 'CV 0.02']);
+    expect(unpaired.map((v) => v.split(':')[0])).toEqual(['CV 0.01', 'CV 0.02', 'CV 0.05']);
     expect(violations(pairedRoundsRule(N), { ...check, trials: 100 })).toEqual([]);
   });
 
@@ -167,6 +167,6 @@ describe('the printed MDE on synthetic runs', () => {
     const printed = powerAtPrintedMde(pairedRoundsRule(N), scenario, opts);
     expect(printed.power).toBeGreaterThanOrEqual(MIN_PRINTED_POWER);
     const old = powerAtPrintedMde(pairedRoundsRule(N), scenario, { ...opts, mdeOf: mdeAtEstimate(true) });
-    expect(old.power).toBeLessThan(0.65);
+    expect(old.power).toBeLessThan(MIN_PRINTED_POWER);
   });
 });
