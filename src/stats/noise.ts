@@ -39,10 +39,11 @@
  * at no change is exactly −t_{c} · SE with SE = SD(d) / √n = √2 · CV / √n, so
  *
  *   noise margin = exp((t_{1−f} − t_{c}) · SE) − 1       (t with n − 1 degrees of freedom, c = (1 + confidence) / 2)
- *   MDE = accept bar · exp((t_{c} + t_{power}) · SE) − 1
+ *   MDE = accept bar · exp((t_{c} + z_{power} · √(1 + t_{c}² / (2(n − 1)))) · SE) − 1
  *
  * and at no change lo > 1 + margin exactly when the one-sided (1 − f) bound is above 1: f of the time
- * for normal log ratios, less for heavier tails (`npm run bench:stats`).
+ * for normal log ratios, less for heavier tails (`npm run bench:stats`) The MDE's shift is the
+ * noncentral t's for that power by its normal approximation (the SD is estimated as well as the mean).
  */
 import { MEASURE_DEFAULTS } from '../config/index.js';
 import { chiSquareQuantile } from './chi-square.js';
@@ -156,9 +157,11 @@ export function minimumDetectableEffect(cv: number, nA: number, nB: number, opts
   if (opts.paired) {
     const { confidence, power } = checked(opts);
     const n = Math.min(nA, nB);
-    return (
-      bar * Math.exp((pairedT((1 + confidence) / 2, n) + pairedT(power, n)) * pairedLogRatioSe(cv, n)) - 1
-    );
+    // The noncentral t's shift for this power, by its normal approximation: the SD is estimated too,
+    // which widens the spread of the bound by √(1 + t²/(2ν)).
+    const t = pairedT((1 + confidence) / 2, n);
+    const shift = t + normalQuantile(power) * Math.sqrt(1 + (t * t) / (2 * (n - 1)));
+    return bar * Math.exp(shift * pairedLogRatioSe(cv, n)) - 1;
   }
   return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
 }

@@ -74357,6 +74357,9 @@ var DEFAULT_POWER = 0.8;
 var DEFAULT_FALSE_ACCEPT_RATE = 0.01;
 var DEFAULT_PRACTICAL_DELTA = MEASURE_DEFAULTS.practical_delta;
 function checked(opts) {
+  const confidence = opts.confidence ?? DEFAULT_CONFIDENCE;
+  if (!(confidence > 0 && confidence < 1))
+    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
   const power = opts.power ?? DEFAULT_POWER;
   const falseAcceptRate = opts.falseAcceptRate ?? DEFAULT_FALSE_ACCEPT_RATE;
   const practicalDelta = opts.practicalDelta ?? DEFAULT_PRACTICAL_DELTA;
@@ -74365,7 +74368,16 @@ function checked(opts) {
     throw new RangeError(`falseAcceptRate must be in (0, 0.5), got ${falseAcceptRate}`);
   if (!(practicalDelta >= 0 && practicalDelta < 1))
     throw new RangeError(`practicalDelta must be in [0, 1), got ${practicalDelta}`);
-  return { power, falseAcceptRate, practicalDelta };
+  return { confidence, power, falseAcceptRate, practicalDelta };
+}
+function pairedLogRatioSe(cv, rounds) {
+  if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
+  if (!(Number.isInteger(rounds) && rounds >= 2))
+    throw new RangeError(`paired rounds must be an integer \u2265 2, got ${rounds}`);
+  return Math.SQRT2 * cv / Math.sqrt(rounds);
+}
+function pairedT(p, rounds) {
+  return studentTQuantile(p, rounds - 1);
 }
 function logRatioScale(cv, nA, nB) {
   if (!(cv >= 0 && Number.isFinite(cv))) throw new RangeError(`cv must be a finite number \u2265 0, got ${cv}`);
@@ -74374,15 +74386,17 @@ function logRatioScale(cv, nA, nB) {
   }
   return MEDIAN_SE_FACTOR * BOOTSTRAP_WIDTH_FACTOR * cv * Math.sqrt(1 / nA + 1 / nB);
 }
-function quantile(p, opts, rounds) {
-  return opts.paired && rounds >= 2 ? studentTQuantile(p, rounds - 1) : normalQuantile(p);
-}
-function mdeMultiplier(opts = {}, rounds = 0) {
-  return -LOWER_BOUND_MEAN + quantile(checked(opts).power, opts, rounds) * LOWER_BOUND_SD;
+function mdeMultiplier(opts = {}) {
+  return -LOWER_BOUND_MEAN + normalQuantile(checked(opts).power) * LOWER_BOUND_SD;
 }
 function acceptMargin(cv, nA, nB, opts = {}) {
-  const { falseAcceptRate } = checked(opts);
-  const k = LOWER_BOUND_MEAN + quantile(1 - falseAcceptRate, opts, Math.min(nA, nB)) * LOWER_BOUND_SD;
+  const { falseAcceptRate, confidence } = checked(opts);
+  if (opts.paired) {
+    const n2 = Math.min(nA, nB);
+    const k2 = pairedT(1 - falseAcceptRate, n2) - pairedT((1 + confidence) / 2, n2);
+    return Math.max(0, Math.expm1(k2 * pairedLogRatioSe(cv, n2)));
+  }
+  const k = LOWER_BOUND_MEAN + normalQuantile(1 - falseAcceptRate) * LOWER_BOUND_SD;
   return Math.max(0, Math.expm1(k * logRatioScale(cv, nA, nB)));
 }
 function acceptBarFor(cv, nA, nB, opts = {}) {
@@ -74390,9 +74404,20 @@ function acceptBarFor(cv, nA, nB, opts = {}) {
 }
 function minimumDetectableEffect(cv, nA, nB, opts = {}) {
   const bar = acceptBarFor(cv, nA, nB, opts);
-  return bar * Math.exp(mdeMultiplier(opts, Math.min(nA, nB)) * logRatioScale(cv, nA, nB)) - 1;
+  if (opts.paired) {
+    const { confidence, power } = checked(opts);
+    const n2 = Math.min(nA, nB);
+    const t = pairedT((1 + confidence) / 2, n2);
+    const shift = t + normalQuantile(power) * Math.sqrt(1 + t * t / (2 * (n2 - 1)));
+    return bar * Math.exp(shift * pairedLogRatioSe(cv, n2)) - 1;
+  }
+  return bar * Math.exp(mdeMultiplier(opts) * logRatioScale(cv, nA, nB)) - 1;
 }
-function expectedLogHalfWidth(cv, nA, nB) {
+function expectedLogHalfWidth(cv, nA, nB, opts = {}) {
+  if (opts.paired) {
+    const n2 = Math.min(nA, nB);
+    return pairedT((1 + checked(opts).confidence) / 2, n2) * pairedLogRatioSe(cv, n2);
+  }
   return -LOWER_BOUND_MEAN * logRatioScale(cv, nA, nB);
 }
 function pooledLogNoise(groups2) {
@@ -74411,7 +74436,7 @@ function robustNoise(groups2) {
 function pairedNoise(a2, b) {
   if (a2.length !== b.length)
     throw new RangeError(`paired arms need equal lengths, got ${a2.length} and ${b.length}`);
-  const ratios = withoutOutliers(a2.map((x, i2) => b[i2] / x));
+  const ratios = a2.map((x, i2) => b[i2] / x);
   return ratios.length < 2 ? { cv: Number.NaN, degreesOfFreedom: 0 } : { cv: logCv(ratios) / Math.SQRT2, degreesOfFreedom: ratios.length - 1 };
 }
 var MDE_NOISE_CONFIDENCE = 0.9;
@@ -74424,6 +74449,27 @@ function noiseUpperBound(cv, degreesOfFreedom, confidence = MDE_NOISE_CONFIDENCE
 }
 function armCv(values) {
   return values.length < 2 ? null : logCv(values);
+}
+
+// src/stats/paired.ts
+function pairedLogRatio(num2, den, confidence) {
+  if (num2.length !== den.length)
+    throw new RangeError(`paired arms need equal lengths, got ${num2.length} and ${den.length}`);
+  if (num2.length < 2) throw new RangeError(`a paired interval needs at least two rounds, got ${num2.length}`);
+  if (!(confidence > 0 && confidence < 1))
+    throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
+  const n2 = num2.length;
+  const d = num2.map((x, i2) => Math.log(x / den[i2]));
+  const mean2 = d.reduce((s, x) => s + x, 0) / n2;
+  const logSd = Math.sqrt(d.reduce((s, x) => s + (x - mean2) ** 2, 0) / (n2 - 1));
+  const half = studentTQuantile((1 + confidence) / 2, n2 - 1) * (logSd / Math.sqrt(n2));
+  return {
+    estimate: Math.exp(mean2),
+    ci: { lo: Math.exp(mean2 - half), hi: Math.exp(mean2 + half) },
+    logSd,
+    rounds: n2,
+    confidence
+  };
 }
 
 // src/stats/compare-arms.ts
@@ -74507,7 +74553,10 @@ function summarize(values) {
 }
 var pct = (fraction) => `${(fraction * 100).toFixed(2)}%`;
 var num = (x) => x.toFixed(4);
-function ratioLabel(direction) {
+function ratioLabel(direction, paired) {
+  if (paired) {
+    return direction === "lower" ? "speedup (geometric mean of the rounds' A / B)" : "gain (geometric mean of the rounds' B / A)";
+  }
   return direction === "lower" ? "speedup (median A / median B)" : "gain (median B / median A)";
 }
 function compareArms(a2, b, opts) {
@@ -74550,20 +74599,16 @@ function compareArms(a2, b, opts) {
   }
   if (problems.length > 0) return { ...empty, reasons: problems };
   const [numerator, denominator] = direction === "higher" ? [b, a2] : [a2, b];
-  const boot2 = bootstrapRatioOfMedians(numerator, denominator, {
-    confidence: policy.confidence,
-    resamples: policy.resamples,
-    seed,
-    paired
-  });
-  const ratio = boot2.estimate;
-  if (!Number.isFinite(ratio)) {
+  const interval = paired ? pairedLogRatio(numerator, denominator, policy.confidence) : intervalOfMedians(numerator, denominator, policy, seed);
+  const ratio = interval.estimate;
+  const ci = interval.ci;
+  if (!Number.isFinite(ratio) || !Number.isFinite(ci.lo) || !Number.isFinite(ci.hi)) {
     return {
       ...empty,
-      reasons: [`the ratio of medians is ${ratio} (values span too many orders of magnitude)`]
+      reasons: [`the ratio is ${ratio} (values span too many orders of magnitude)`]
     };
   }
-  const ci = policy.ciMethod === "bca" ? boot2.bca : boot2.percentile;
+  const ciMethod = paired ? "paired-t" : policy.ciMethod;
   const robust = paired ? pairedNoise(a2, b) : robustNoise([a2, b]);
   const observed = Number.isNaN(robust.cv) ? pooledLogNoise([a2, b]) : robust;
   const observedCv = observed.cv;
@@ -74586,6 +74631,7 @@ function compareArms(a2, b, opts) {
     mdeSource = calibrated !== void 0 && calibrated >= observedCv ? "calibrated" : "observed";
     noiseCv = mdeSource === "calibrated" ? calibrated : observedCv;
     const opts2 = {
+      confidence: policy.confidence,
       power: policy.power,
       falseAcceptRate: policy.falseAcceptRate,
       practicalDelta: policy.practicalDelta,
@@ -74601,11 +74647,13 @@ function compareArms(a2, b, opts) {
       );
     }
   }
-  const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${policy.ciMethod === "bca" ? "BCa" : "percentile"} CI`;
+  const beyondCeiling = 1 + mde >= policy.implausibleSpeedup;
+  const detectable = beyondCeiling ? `detectable with ${Math.round(policy.power * 100)}% power: nothing below the plausibility ceiling ${policy.implausibleSpeedup}\xD7 (MDE ${pct(mde)})` : `detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)}`;
+  const confLabel = `${Math.round(policy.confidence * 1e3) / 10}% ${INTERVAL_LABEL[ciMethod]}`;
   const pairing = paired ? ", paired by round" : "";
-  const estimateLine = `${ratioLabel(direction)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a2.length}/${b.length})`;
+  const estimateLine = `${ratioLabel(direction, paired)} ${num(ratio)} [${num(ci.lo)}, ${num(ci.hi)}] (${confLabel}${pairing}, n = ${a2.length}/${b.length})`;
   const mdeCvLabel = mdeSource === "calibrated" ? `the larger of that CV and the observed CV's ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound` : `its ${Math.round(MDE_NOISE_CONFIDENCE * 100)}% upper bound`;
-  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ${falseAcceptText(policy.falseAcceptRate, policy.sequence, pct)}); detectable with ${Math.round(policy.power * 100)}% power: ${pct(mde)} (${mdeSource}${paired ? " paired" : ""} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
+  const barLine = mdeSource === "fixed" ? `accept bar ${num(acceptBar)} = 1 + max(margin ${pct(mde)} fixed by policy, practical \u03B4 ${pct(policy.practicalDelta)}); regression bar ${num(regressBar)}` : `accept bar ${num(acceptBar)} = 1 + max(practical \u03B4 ${pct(policy.practicalDelta)}, noise margin ${pct(margin ?? 0)} for ${falseAcceptText(policy.falseAcceptRate, policy.sequence, pct)}); ${detectable} (${mdeSource}${paired ? " paired" : ""} CV ${pct(noiseCv ?? 0)}, n = ${a2.length}/${b.length}; MDE at CV ${pct(mdeCv ?? 0)}, ${mdeCvLabel}); regression bar ${num(regressBar)}`;
   let verdict;
   let decision;
   if (ratio > policy.implausibleSpeedup) {
@@ -74633,9 +74681,25 @@ function compareArms(a2, b, opts) {
     mdeSource,
     noiseCv,
     mdeCv,
+    ...beyondCeiling ? { mdeBeyondCeiling: true } : {},
     acceptMargin: margin,
-    acceptBar
+    acceptBar,
+    ciMethod,
+    resamples: paired ? 0 : policy.resamples
   };
+}
+var INTERVAL_LABEL = {
+  percentile: "percentile CI",
+  bca: "BCa CI",
+  "paired-t": "t interval of the rounds' log ratios"
+};
+function intervalOfMedians(num2, den, policy, seed) {
+  const boot2 = bootstrapRatioOfMedians(num2, den, {
+    confidence: policy.confidence,
+    resamples: policy.resamples,
+    seed
+  });
+  return { estimate: boot2.estimate, ci: policy.ciMethod === "bca" ? boot2.bca : boot2.percentile };
 }
 
 // src/stats/sequential.ts
@@ -74660,12 +74724,14 @@ function futilityBar(comparison, opts, nMax) {
   const { acceptBar, noiseCv, mdeSource } = comparison;
   if (acceptBar === null || mdeSource === "fixed" || noiseCv === null) return acceptBar;
   const policy = resolvePolicy(opts);
-  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, {
+  const noiseOpts = {
+    confidence: policy.confidence,
     falseAcceptRate: policy.falseAcceptRate,
     practicalDelta: policy.practicalDelta,
     paired: policy.paired === true
-  });
-  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax));
+  };
+  const barAtMax = acceptBarFor(noiseCv, nMax, nMax, noiseOpts);
+  return barAtMax * Math.exp(expectedLogHalfWidth(noiseCv, nMax, nMax, noiseOpts));
 }
 function maxLooks(policy) {
   return 1 + Math.ceil((policy.nMax - policy.nStart) / policy.step);
@@ -74788,6 +74854,12 @@ function levelChange(a2, b, direction, opts) {
   change.ratio = direction === "lower" ? change.a / change.b : change.b / change.a;
   if (a2.length < 2 || b.length < 2 || a2.some((x) => !(x > 0)) || b.some((x) => !(x > 0))) return change;
   const [num2, den] = direction === "lower" ? [a2, b] : [b, a2];
+  if (opts.paired && a2.length === b.length) {
+    const paired = pairedLogRatio(num2, den, opts.confidence);
+    change.ratio = paired.estimate;
+    change.ci = { ...paired.ci };
+    return change;
+  }
   change.ci = { ...bootstrapRatioOfMedians(num2, den, opts).percentile };
   return change;
 }
@@ -74798,12 +74870,53 @@ function summarizeLevels(runs, info, opts) {
     if (typeof v !== "number") return [];
     return [MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v];
   });
-  const change = (key, offset) => {
-    const c3 = levelChange(values("A", key), values("B", key), LEVEL_METRICS[key].direction, {
-      ...opts,
-      seed: opts.seed + offset
+  const fixedMultipleOf = (key, base) => {
+    const reciprocal = LEVEL_METRICS[key].direction !== LEVEL_METRICS[base].direction;
+    const factors = runs.flatMap((r) => {
+      const v = r.levels?.[key];
+      const w = r.levels?.[base];
+      if (typeof v !== "number" || typeof w !== "number" || !(v > 0 && w > 0)) return [];
+      const level = MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v;
+      return [reciprocal ? level * w : level / w];
     });
+    if (factors.length < 2) return false;
+    const first = factors[0];
+    return factors.every((f) => Math.abs(f - first) <= 1e-9 * Math.abs(first));
+  };
+  const paired = info.verdict?.comparison?.ciMethod === "paired-t";
+  const roundPairs = (key) => {
+    const byRound = /* @__PURE__ */ new Map();
+    const seen = { A: 0, B: 0 };
+    for (const r of runs) {
+      const round4 = r.index ?? seen[r.arm];
+      seen[r.arm] += 1;
+      const v = r.levels?.[key];
+      if (typeof v !== "number") continue;
+      const entry = byRound.get(round4) ?? {};
+      entry[r.arm] = MFU_KEYS.has(key) ? atPooledPeak(v, r.levels?.peakFlopsPerS, pooled) : v;
+      byRound.set(round4, entry);
+    }
+    const both = [...byRound.values()].filter((e) => e.A !== void 0 && e.B !== void 0);
+    return [both.map((e) => e.A), both.map((e) => e.B)];
+  };
+  const verdictKey = Object.keys(LEVEL_METRICS).find(
+    (k) => LEVEL_METRICS[k].path === info.verdict?.path
+  );
+  const change = (key, offset) => {
     const verdict = info.verdict?.comparison;
+    if (verdictKey && key !== verdictKey && verdict?.ratio != null && fixedMultipleOf(key, verdictKey)) {
+      const own = levelChange(values("A", key), values("B", key), LEVEL_METRICS[key].direction, {
+        ...opts,
+        seed: opts.seed + offset
+      });
+      return { ...own, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
+    }
+    const [a2, b] = paired ? roundPairs(key) : [values("A", key), values("B", key)];
+    const c3 = levelChange(a2, b, LEVEL_METRICS[key].direction, {
+      ...opts,
+      seed: opts.seed + offset,
+      paired
+    });
     if (info.verdict?.path === LEVEL_METRICS[key].path && verdict && verdict.ratio !== null) {
       return { ...c3, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
     }
@@ -76034,10 +76147,17 @@ function barsLine(m) {
   if (!c3) return void 0;
   const parts = [];
   if (c3.ratio !== null && c3.ci !== null) {
-    const what = c3.direction === "lower" ? "Speedup (median A / median B)" : "Gain (median B / median A)";
-    parts.push(
-      `${what} ${formatRatioWithCi(c3.ratio, c3.ci)}, ${confidenceLabel(c3.confidence, c3.ciMethod)} from ${c3.resamples} resamples, seed ${c3.seed}.`
-    );
+    if (c3.ciMethod === "paired-t") {
+      const what = c3.direction === "lower" ? "Speedup (geometric mean of the rounds' A / B)" : "Gain (geometric mean of the rounds' B / A)";
+      parts.push(
+        `${what} ${formatRatioWithCi(c3.ratio, c3.ci)}, ${confidenceLabel(c3.confidence, c3.ciMethod)} over ${c3.a.n} rounds.`
+      );
+    } else {
+      const what = c3.direction === "lower" ? "Speedup (median A / median B)" : "Gain (median B / median A)";
+      parts.push(
+        `${what} ${formatRatioWithCi(c3.ratio, c3.ci)}, ${confidenceLabel(c3.confidence, c3.ciMethod)} from ${c3.resamples} resamples, seed ${c3.seed}.`
+      );
+    }
   }
   if (c3.acceptBar !== null) parts.push(acceptBarText(c3));
   return parts.length > 0 ? parts.join(" ") : void 0;
@@ -76055,11 +76175,11 @@ function acceptBarText(c3) {
   const which2 = c3.acceptMargin > floor ? `${margin}; practical floor +${formatPercent(floor, 1)}` : `the practical floor; ${margin}`;
   const power = Math.round((c3.power ?? DEFAULT_POLICY.power) * 100);
   const atBound = c3.mdeCv != null && c3.noiseCv !== null && c3.mdeCv > c3.noiseCv ? `; MDE at the noise's upper bound ${formatCv(c3.mdeCv)}` : "";
-  const detectable = c3.mde === null || c3.noiseCv === null ? "" : ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): +${formatPercent(c3.mde, 1)}.`;
+  const detectable = c3.mde === null || c3.noiseCv === null ? "" : c3.mdeBeyondCeiling ? ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): nothing below the plausibility ceiling (the MDE, +${formatPercent(c3.mde, 1)}, is beyond it: this comparison could not accept a real gain).` : ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): +${formatPercent(c3.mde, 1)}.`;
   return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which2}).${detectable} ${regress}`;
 }
 function confidenceLabel(confidence, method) {
-  return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${method === "bca" ? "BCa" : "percentile"} CI`;
+  return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${INTERVAL_LABEL[method] ?? INTERVAL_LABEL.percentile}`;
 }
 function rawRunsTable(evidence) {
   const m = evidence.measurement;
