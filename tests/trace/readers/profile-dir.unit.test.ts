@@ -49,6 +49,30 @@ describe('resolving a trace path', () => {
     }
   });
 
+  it('a stray .json beside the log folder, or in a newer run, never hides the XSpace', () => {
+    const t = tempDir();
+    try {
+      const run = join(t.dir, 'plugins/profile/2026_01_01_00_00_00');
+      touch(join(run, 'host.xplane.pb'));
+      touch(join(t.dir, 'config.json'), '{"lr": 0.1}');
+      expect(resolveTracePath(t.dir)).toMatchObject({ path: join(run, 'host.xplane.pb'), format: 'xplane' });
+      // A later run folder that holds only an unrelated JSON is not a profile.
+      touch(join(t.dir, 'plugins/profile/2026_02_01_00_00_00/metrics.json'), '{}');
+      expect(resolveTracePath(t.dir).path).toBe(join(run, 'host.xplane.pb'));
+      // Beside the XSpace in its own run folder, the JSON is named and left unread.
+      touch(join(run, 'notes.json'), '{}');
+      const r = resolveTracePath(run);
+      expect(r.path).toBe(join(run, 'host.xplane.pb'));
+      expect(r.notes.join()).toMatch(/also present, not read: notes\.json/);
+      // A folder of plain JSON traces, with no profile under it, is still read.
+      const plain = join(t.dir, 'plain');
+      touch(join(plain, 'trace.json'), '{"traceEvents":[]}');
+      expect(resolveTracePath(plain).path).toBe(join(plain, 'trace.json'));
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('refuses chunked riegeli exports, empty folders and missing paths with InputError', () => {
     const t = tempDir();
     try {
