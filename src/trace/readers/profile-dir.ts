@@ -4,7 +4,8 @@
  *
  * Inside a run directory the XSpace is preferred (it is complete and carries device stats); otherwise
  * `perfetto_trace.json.gz`, then `<host>.trace.json.gz`, then any `.json`/`.json.gz`. Chunked
- * `.xplane.riegeli` exports are recognised and refused with a clear message. An unrelated `.json` (a
+ * `.xplane.riegeli` exports are recognised and refused with a clear message. A run of several hosts (one
+ * `<host>.xplane.pb` each) is read whole: every host's file, its devices named after the host. An unrelated `.json` (a
  * config or metrics file) never decides which folder is read while a profiler trace exists below.
  */
 import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
@@ -18,6 +19,11 @@ export interface ResolvedTrace {
   format: TraceFormat;
   /** Notes about the choice (other candidates that were not taken). */
   notes: string[];
+  /**
+   * A multi-host run (one `<host>.xplane.pb` per host): every host's file, read together as one trace
+   * whose devices are named after their host; `path` is then the run directory.
+   */
+  hosts?: string[];
 }
 
 export function resolveTracePath(path: string): ResolvedTrace {
@@ -56,7 +62,19 @@ function resolveDirectory(dir: string): ResolvedTrace {
     if (others.length > 0) notes.push(`also present, not read: ${others.join(', ')}`);
     return { path: join(runDir, sorted[0]!), format, notes };
   };
-  const xplanes = files.filter((f) => f.endsWith('.xplane.pb'));
+  const xplanes = files.filter((f) => f.endsWith('.xplane.pb')).sort();
+  if (xplanes.length > 1) {
+    const others = files.filter((f) => !xplanes.includes(f) && isTraceFile(f));
+    return {
+      path: runDir,
+      format: 'xplane',
+      hosts: xplanes.map((f) => join(runDir, f)),
+      notes: [
+        `${xplanes.length} hosts read together (${xplanes.join(', ')}): each device is named after its host`,
+        ...(others.length > 0 ? [`also present, not read: ${others.join(', ')}`] : []),
+      ],
+    };
+  }
   if (xplanes.length > 0) return pick(xplanes, 'xplane');
   const perfetto = files.filter((f) => f === 'perfetto_trace.json.gz');
   if (perfetto.length > 0) return pick(perfetto, 'chrome-json');
