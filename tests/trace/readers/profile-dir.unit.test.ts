@@ -73,6 +73,30 @@ describe('resolving a trace path', () => {
     }
   });
 
+  it('a run with one .xplane.pb per host resolves to every host, read together', () => {
+    const t = tempDir();
+    try {
+      const run = join(t.dir, 'plugins/profile/2026_01_01_00_00_00');
+      touch(join(run, 'worker-1.xplane.pb'));
+      touch(join(run, 'worker-0.xplane.pb'));
+      touch(join(run, 'worker-0.trace.json.gz'));
+      const r = resolveTracePath(t.dir);
+      expect(r).toMatchObject({
+        path: run,
+        format: 'xplane',
+        hosts: [join(run, 'worker-0.xplane.pb'), join(run, 'worker-1.xplane.pb')],
+      });
+      expect(r.notes.join('\n')).toMatch(
+        /2 hosts read together \(worker-0\.xplane\.pb, worker-1\.xplane\.pb\)/,
+      );
+      expect(r.notes.join('\n')).toMatch(/also present, not read: worker-0\.trace\.json\.gz/);
+      // One host: that file, as before.
+      expect(resolveTracePath(join(run, 'worker-1.xplane.pb')).hosts).toBeUndefined();
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('refuses chunked riegeli exports, empty folders and missing paths with InputError', () => {
     const t = tempDir();
     try {
