@@ -11,6 +11,7 @@ import {
   formatValue,
 } from './format.js';
 import { cell, code, codeCell, table } from './markdown.js';
+import { withPartialCost } from './trace-tables.js';
 
 /** Rows of the hotspot table in a comment unless told otherwise. */
 export const DEFAULT_HOTSPOT_ROWS = 10;
@@ -270,8 +271,9 @@ function rooflineCell(op: OpRow): string {
 }
 
 function opNote(op: OpRow): string {
-  if (op.customCall) return op.noCostModel ? 'custom call, no cost model' : 'custom call';
-  return op.noCostModel ? 'no cost model' : '';
+  if (op.customCall)
+    return op.noCostModel ? 'custom call, no cost model' : withPartialCost('custom call', op);
+  return op.noCostModel ? 'no cost model' : withPartialCost('', op);
 }
 
 /** The heaviest ops of one summary over the whole trace, largest first (name breaks ties). */

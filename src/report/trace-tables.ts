@@ -65,9 +65,17 @@ function opNote(o: OpRow, labels: Record<string, string>): string {
       o.customCallKind === null || o.customCallKind === 'other'
         ? 'custom call'
         : `custom call (${labels[o.customCallKind]})`;
-    return o.noCostModel ? `${who}, no cost model` : who;
+    return o.noCostModel ? `${who}, no cost model` : withPartialCost(who, o);
   }
-  return o.noCostModel ? 'no cost model' : '';
+  return o.noCostModel ? 'no cost model' : withPartialCost('', o);
+}
+
+/** Says how many of a row's variants lack FLOPs when the others have them (its FLOPs are a lower bound). */
+export function withPartialCost(note: string, o: OpRow): string {
+  const missing = o.variantsWithoutFlops ?? 0;
+  if (missing === 0 || missing >= o.variants) return note;
+  const part = `no FLOPs for ${missing} of ${o.variants} variants`;
+  return note === '' ? part : `${note}, ${part}`;
 }
 
 const KIND_LABEL: Record<string, string> = {

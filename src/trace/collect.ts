@@ -11,6 +11,10 @@
  * - `windows` mode: ops are split into inside / outside the given step windows, and each window's busy
  *   time is accumulated.
  * The caller (summarize.ts) decides after a pass whether it needs another one; see `needsSecondPass`.
+ *
+ * XLA:CPU runs every device of a host on the same pool of host threads, so a host lane is not a device:
+ * each XLA:CPU op is counted on the device its `device_ordinal` names (`/host:CPU:2`), which keeps a
+ * pmap over N forced host devices N devices rather than one device N times as busy.
  */
 
 import {
@@ -136,7 +140,12 @@ interface LaneState {
   /** The program of the lane's last op (programDevices is updated when it changes). */
   lastProgram: string | undefined;
   lane: TraceLane;
+  /** The lane's device; on host lanes, XLA:CPU ops are counted on the device of their ordinal instead. */
   device: DeviceState;
+  /** The device of the lane's last op, for `opLanes` and `programDevices`. */
+  lastOpDevice: DeviceState | undefined;
+  /** The `device_ordinal` of the lane's last XLA:CPU op. */
+  lastOrdinal: string | undefined;
   where: 'device' | 'host';
   depth: number;
   starts: number[];
@@ -145,6 +154,8 @@ interface LaneState {
   childPs: number[];
   ops: OpInfo[];
   execs: (Execution | undefined)[];
+  /** The device each open event counts on. */
+  devs: DeviceState[];
   lastStart: number;
   buffer:
     | {
@@ -153,6 +164,7 @@ interface LaneState {
         selfDurs: number[];
         ops: OpInfo[];
         execs: (Execution | undefined)[];
+        devs: DeviceState[];
       }
     | undefined;
 }
@@ -181,6 +193,8 @@ export class TraceCollector implements TraceVisitor {
   private readonly lanes: LaneState[] = [];
   /** Op identities by event key, per program (see TraceEventView.key). */
   private readonly keyCaches = new Map<string, Map<unknown, OpInfo>>();
+  /** The XLA:CPU devices of each host plane, by plane name and ordinal (see hostOpDevice). */
+  private readonly ordinalDevices = new Map<string, TraceDevice>();
   private deviceOps = false;
   private hostOps = false;
 
@@ -211,6 +225,8 @@ export class TraceCollector implements TraceVisitor {
       lastProgram: undefined,
       lane,
       device,
+      lastOpDevice: undefined,
+      lastOrdinal: undefined,
       where: role === ROLE_HOST ? 'host' : 'device',
       depth: 0,
       starts: [],
@@ -219,9 +235,10 @@ export class TraceCollector implements TraceVisitor {
       childPs: [],
       ops: [],
       execs: [],
+      devs: [],
       lastStart: -Infinity,
       buffer: this.opts.bufferLanes?.has(key)
-        ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] }
+        ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [], devs: [] }
         : undefined,
     };
     this.lanes[lane.index] = state;
@@ -316,14 +333,14 @@ export class TraceCollector implements TraceVisitor {
   private opEvent(st: LaneState, ev: TraceEventView, opName: string | undefined, key: unknown): void {
     const start = ev.startPs;
     const dur = ev.durPs;
-    const dev = st.device;
+    const dev = st.where === 'host' ? this.hostOpDevice(st, ev) : st.device;
     if (st.where === 'device') this.deviceOps = true;
     else this.hostOps = true;
     if (!dev.opsSeen) {
       dev.opsSeen = true;
       if (!dev.modulesSorted) sortExecutions(dev);
     }
-    if (!st.hasOps) {
+    if (!st.hasOps || st.lastOpDevice !== dev) {
       st.hasOps = true;
       dev.opLanes.add(st.lane.name);
     }
@@ -356,8 +373,9 @@ export class TraceCollector implements TraceVisitor {
         byKey.set(key, op);
       }
     } else op = this.opInfo(program, opName ?? ev.name, ev, st);
-    if (st.lastProgram !== program) {
+    if (st.lastProgram !== program || st.lastOpDevice !== dev) {
       st.lastProgram = program;
+      st.lastOpDevice = dev;
       let devices = this.programDevices.get(program);
       if (devices === undefined) {
         devices = new Set();
@@ -378,11 +396,12 @@ export class TraceCollector implements TraceVisitor {
       st.buffer.selfDurs.push(selfDur);
       st.buffer.ops.push(op);
       st.buffer.execs.push(exec);
+      st.buffer.devs.push(dev);
       return;
     }
     if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
     st.lastStart = start;
-    this.push(st, start, dur, selfDur, op, exec);
+    this.push(st, start, dur, selfDur, op, exec, dev);
   }
 
   private opInfo(program: string, name: string, ev: TraceEventView, st: LaneState): OpInfo {
@@ -443,6 +462,7 @@ export class TraceCollector implements TraceVisitor {
     selfDur: number,
     op: OpInfo,
     exec: Execution | undefined,
+    dev: DeviceState,
   ): void {
     const end = start + dur;
     while (st.depth > 0 && start >= st.ends[st.depth - 1]!) this.pop(st);
@@ -457,6 +477,7 @@ export class TraceCollector implements TraceVisitor {
     st.childPs[d] = 0;
     st.ops[d] = op;
     st.execs[d] = exec;
+    st.devs[d] = dev;
   }
 
   private pop(st: LaneState): void {
@@ -465,7 +486,7 @@ export class TraceCollector implements TraceVisitor {
     const dur = st.ends[d]! - start;
     const self = Math.max(0, st.durs[d]! - st.childPs[d]!);
     const op = st.ops[d]!;
-    const dev = st.device;
+    const dev = st.devs[d]!;
     const top = d === 0;
     dev.opPs += self;
     if (!op.memcpy) dev.computePs += self;
@@ -525,7 +546,37 @@ export class TraceCollector implements TraceVisitor {
     const order = b.starts
       .map((_, k) => k)
       .sort((x, y) => b.starts[x]! - b.starts[y]! || b.durs[y]! - b.durs[x]!);
-    for (const k of order) this.push(st, b.starts[k]!, b.durs[k]!, b.selfDurs[k]!, b.ops[k]!, b.execs[k]);
+    for (const k of order)
+      this.push(st, b.starts[k]!, b.durs[k]!, b.selfDurs[k]!, b.ops[k]!, b.execs[k], b.devs[k]!);
+  }
+
+  /**
+   * The device an XLA:CPU op ran on: `device_ordinal` names it, whichever host thread ran the op. Ops
+   * without one (older profilers) stay on the lane's device.
+   */
+  private hostOpDevice(st: LaneState, ev: TraceEventView): DeviceState {
+    const ordinal = ev.arg('device_ordinal');
+    if (ordinal === undefined) {
+      st.lastOrdinal = undefined;
+      return st.device;
+    }
+    // A thread mostly runs one device's ops in a row.
+    if (ordinal === st.lastOrdinal && st.lastOpDevice !== undefined) return st.lastOpDevice;
+    st.lastOrdinal = ordinal;
+    const host = st.lane.device;
+    const key = `${host.name}\u0000${ordinal}`;
+    let device = this.ordinalDevices.get(key);
+    if (device === undefined) {
+      device = {
+        index: host.index,
+        name: `${host.name}:${ordinal}`,
+        rawId: `${host.rawId}:${ordinal}`,
+        kind: host.kind,
+        stats: host.stats,
+      };
+      this.ordinalDevices.set(key, device);
+    }
+    return this.deviceState(device);
   }
 
   private deviceState(device: TraceDevice): DeviceState {

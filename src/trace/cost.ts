@@ -10,6 +10,11 @@
  * - cuBLAS/hipBLASLt GEMM custom calls: as a dot, with the dimension numbers from the backend config;
  * - elementwise ops: one FLOP per output element (transcendentals, e.g. exp, count as none);
  * - reduce: (input elements − output elements) × the reducer's FLOPs;
+ * - reduce-window: (window elements − 1) × output elements × the reducer's FLOPs (HandleReduceWindow,
+ *   with its special case of a window that reduces one dimension and broadcasts it back);
+ * - scatter: update elements × the combiner's FLOPs (HandleScatter);
+ * - all-reduce (and all-reduce-start): one FLOP per result element, as if two replicas were summed
+ *   (HandleAllReduce; XLA does not count the replicas either);
  * - fusion: the sum over the fused computation;
  * - everything else (data movement): no FLOPs.
  * Bytes are what the instruction reads and writes: its operands plus its result (scratch buffers of
@@ -107,6 +112,13 @@ function flopsOf(module: HloModule, inst: HloInstruction, visiting: Set<string>)
       return customCallFlops(module, inst);
     case 'reduce':
       return reduceFlops(module, inst, visiting);
+    case 'reduce-window':
+      return reduceWindowFlops(module, inst, visiting);
+    case 'scatter':
+      return scatterFlops(module, inst, visiting);
+    case 'all-reduce':
+    case 'all-reduce-start':
+      return arrayElements(inst.shape);
     case 'fusion':
     case 'call':
       return calledFlops(module, inst, visiting);
@@ -139,6 +151,47 @@ function reduceFlops(module: HloModule, inst: HloInstruction, visiting: Set<stri
   const reduced = elementCount(input.shape) - elementCount(resultArray(inst.shape));
   const reducer = calledFlops(module, inst, visiting) ?? 0;
   return Math.max(0, reduced) * Math.max(1, reducer);
+}
+
+/**
+ * HloCostAnalysis::HandleReduceWindow: each output element applies the reducer window size − 1 times,
+ * except a window over one padded dimension that spans it entirely (a reduce broadcast back along that
+ * dimension), which XLA counts as one reduction per output row plus the window.
+ */
+function reduceWindowFlops(module: HloModule, inst: HloInstruction, visiting: Set<string>): number {
+  const window = inst.window ?? [];
+  const out = resultArray(inst.shape);
+  const outputElements = elementCount(out);
+  let windowElements = 1;
+  for (const d of window) windowElements *= d.size;
+  let reductions = (windowElements - 1) * outputElements;
+  const reducing = window.filter((d) => d.size !== 1);
+  const padded = window.filter((d) => d.padLow !== 0 || d.padHigh !== 0);
+  if (reducing.length === 1 && padded.length === 1 && inst.shape.type !== 'tuple') {
+    const k = window.findIndex(
+      (d) => d.size !== 1 && d.padLow !== 0 && d.padLow === d.padHigh && d.size === 2 * d.padLow + 1,
+    );
+    const span = k < 0 ? undefined : out.dims[k];
+    if (span !== undefined && window[k]!.padLow === span - 1) reductions = outputElements / span + (span - 1);
+  }
+  return reductions * (calledFlops(module, inst, visiting) ?? 0);
+}
+
+/** HloCostAnalysis::HandleScatter: the combiner runs once per element of the (first) updates operand. */
+function scatterFlops(module: HloModule, inst: HloInstruction, visiting: Set<string>): number {
+  // Operands are N inputs, the indices, then N updates.
+  const inputs = (inst.operandIds.length - 1) / 2;
+  const updates = operand(module, inst, inputs + 1);
+  if (!Number.isInteger(inputs) || updates === undefined) return 0;
+  return elementCount(resultArray(updates.shape)) * (calledFlops(module, inst, visiting) ?? 0);
+}
+
+/** Elements of every array in a (possibly tuple) shape. */
+function arrayElements(shape: HloShape): number {
+  if (shape.type !== 'tuple') return elementCount(shape);
+  let n = 0;
+  for (const s of shape.tuple) n += arrayElements(s);
+  return n;
 }
 
 function dotFlops(module: HloModule, inst: HloInstruction, lhsContracting: readonly number[]): number {

@@ -7,6 +7,7 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { InputError } from '../util/index.js';
 import { openTrace } from './readers/open.js';
 import { XplaneSource } from './readers/xplane.js';
+import { XplaneHostsSource } from './readers/xplane-hosts.js';
 import { type SummarizeOptions, summarizeTrace } from './summarize.js';
 import { TRACE_SUMMARY_SCHEMA, type TraceSummary } from './types.js';
 
@@ -23,7 +24,8 @@ export async function summarizeTracePath(
   const summary = await summarizeTrace(source, opts);
   summary.notes.push(...resolved.notes);
   // What the XSpace reader found missing after its read (e.g. HLO of programs that ran).
-  if (source instanceof XplaneSource) summary.warnings.push(...source.laterWarnings);
+  if (source instanceof XplaneSource || source instanceof XplaneHostsSource)
+    summary.warnings.push(...source.laterWarnings);
   return summary;
 }
 

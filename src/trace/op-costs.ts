@@ -11,6 +11,7 @@ import { decodeHloProto } from './readers/hlo-proto.js';
 import type { TraceSource } from './readers/model.js';
 import { WireError } from './readers/wire.js';
 import { XplaneSource } from './readers/xplane.js';
+import { XplaneHostsSource } from './readers/xplane-hosts.js';
 
 export interface OpCostInfo {
   flops: number | undefined;
@@ -59,7 +60,8 @@ export async function opCosts(
       }
     }
   }
-  if (needHlo.size === 0 || !(source instanceof XplaneSource)) return { byOp, warnings, modulesRead: 0 };
+  if (needHlo.size === 0 || !(source instanceof XplaneSource || source instanceof XplaneHostsSource))
+    return { byOp, warnings, modulesRead: 0 };
   const { modules, skipped } = await source.hloProtos(new Set(needHlo.keys()));
   if (skipped.length > 0)
     warnings.push(`HLO modules too large to read for FLOPs: ${skipped.slice(0, 3).join(', ')}`);

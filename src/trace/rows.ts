@@ -50,8 +50,11 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
     const totalPs = sum(list, (c) => c.totalPs);
     const customCall = list.some((c) => c.op.customCall);
     const kind = customCall ? customCallKindOf(list) : null;
-    const haveFlops = list.every((c) => c.cost?.flops !== undefined);
-    const haveBytes = list.every((c) => c.cost?.bytes !== undefined);
+    // A row merges variants (`fusion.1`, `fusion.2`, …); one without a cost (an instruction missing from
+    // the HLO) must not blank the others: FLOPs, bytes and their rates cover the variants that have them.
+    const withFlops = list.filter((c) => c.cost?.flops !== undefined);
+    const withBytes = list.filter((c) => c.cost?.bytes !== undefined);
+    const withBoth = withFlops.filter((c) => c.cost?.bytes !== undefined);
     // FLOPs and bytes are per execution; a GPU op may launch several kernels per execution, and one
     // kernel several times.
     const execTotal = (c: Counted) =>
@@ -60,20 +63,29 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
         : executionsOf(c.op, ctx.programExecutions?.(c.op.program) ?? undefined) *
           (c.totalCount / (c.op.countIn + c.op.countOut));
     const execIn = (c: Counted) => (c.totalCount === 0 ? 0 : execTotal(c) * (c.count / c.totalCount));
-    const flopsTotal = haveFlops ? sum(list, (c) => c.cost!.flops! * execTotal(c)) : undefined;
-    const bytesTotal = haveBytes ? sum(list, (c) => c.cost!.bytes! * execTotal(c)) : undefined;
-    const flopsIn = haveFlops ? sum(list, (c) => c.cost!.flops! * execIn(c)) : undefined;
-    const bytesIn = haveBytes ? sum(list, (c) => c.cost!.bytes! * execIn(c)) : undefined;
+    const flopsOf = (c: Counted) => c.cost!.flops!;
+    const bytesOf = (c: Counted) => c.cost!.bytes!;
+    const total = (part: Counted[], per: (c: Counted) => number, execs: (c: Counted) => number) =>
+      part.length === 0 ? undefined : sum(part, (c) => per(c) * execs(c));
+    const flopsTotal = total(withFlops, flopsOf, execTotal);
+    const bytesTotal = total(withBytes, bytesOf, execTotal);
+    const flopsIn = total(withFlops, flopsOf, execIn);
+    const bytesIn = total(withBytes, bytesOf, execIn);
     // An async start (copy-start, all-gather-start) only issues the transfer: its bytes move while
     // later ops run, so FLOPs or bytes over its own duration are no rate at all.
     const asyncStart = /-start$/.test(first.op.baseName);
-    const seconds = asyncStart ? 0 : totalPs / 1e12;
-    const tflops = flopsTotal === undefined || seconds === 0 ? null : flopsTotal / seconds / 1e12;
-    const gbps = bytesTotal === undefined || seconds === 0 ? null : bytesTotal / seconds / 1e9;
+    const secondsOf = (part: Counted[]) => (asyncStart ? 0 : sum(part, (c) => c.totalPs) / 1e12);
+    const rate = (amount: number | undefined, part: Counted[]) => {
+      const seconds = secondsOf(part);
+      return amount === undefined || seconds === 0 ? null : amount / seconds;
+    };
+    const flopRate = rate(flopsTotal, withFlops);
+    const byteRate = rate(bytesTotal, withBytes);
+    const tflops = flopRate === null ? null : flopRate / 1e12;
+    const gbps = byteRate === null ? null : byteRate / 1e9;
+    const bothBytes = total(withBoth, bytesOf, execTotal);
     const intensity =
-      flopsTotal === undefined || bytesTotal === undefined || bytesTotal === 0
-        ? null
-        : flopsTotal / bytesTotal;
+      bothBytes === undefined || bothBytes === 0 ? null : total(withBoth, flopsOf, execTotal)! / bothBytes;
     const dtype = heaviestKey(list, (c) => c.cost?.dtype ?? '') || null;
     const costSource = list.some((c) => c.cost?.source === 'hlo')
       ? 'hlo'
@@ -90,6 +102,8 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
       scope: heaviestKey(list, (c) => c.op.scope),
       programs: [...new Set(list.map((c) => c.op.program))].filter((p) => p !== '').sort(),
       variants: new Set(list.map((c) => c.op.name)).size,
+      variantsWithoutFlops: new Set(list.filter((c) => c.cost?.flops === undefined).map((c) => c.op.name))
+        .size,
       timeMs: ms(selfPs / ctx.steps),
       occurrences: round(sum(list, (c) => c.count) / ctx.steps, 3),
       shareOfOps: pct(selfPs / ctx.steps, ctx.opPsPerStepTotal),
@@ -98,8 +112,8 @@ export function opRows(counted: readonly Counted[], ctx: RowContext): OpRow[] {
       totalMs: ms(totalPs),
       totalCount: sum(list, (c) => c.totalCount),
       executions: round(sum(list, execTotal), 3),
-      flopsPerExecution: perExecution(flopsTotal, sum(list, execTotal)),
-      bytesPerExecution: perExecution(bytesTotal, sum(list, execTotal)),
+      flopsPerExecution: perExecution(flopsTotal, sum(withFlops, execTotal)),
+      bytesPerExecution: perExecution(bytesTotal, sum(withBytes, execTotal)),
       shareOfDevice: pct(totalPs, ctx.devicePs),
       flops: flopsIn === undefined ? null : round(flopsIn / ctx.steps, 0),
       bytes: bytesIn === undefined ? null : round(bytesIn / ctx.steps, 0),

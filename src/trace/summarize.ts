@@ -222,8 +222,8 @@ function buildSummary(input: BuildInput): TraceSummary {
       break;
     }
     case 'host-annotations':
-      deviceSteps = plan.stepDurationsPs.length * (platform === 'cpu' ? 1 : computeDevices.size);
-      if (platform === 'cpu') stepDevices = 1;
+      // Every device (XLA:CPU: every device ordinal of the host) runs each annotated step.
+      deviceSteps = plan.stepDurationsPs.length * computeDevices.size;
       busyPs = windowsMode ? windowBusy(final) : executionBusy(first, platform, opDevices, included);
       break;
     case 'device-steps':
@@ -251,7 +251,7 @@ function buildSummary(input: BuildInput): TraceSummary {
   // The slowest device gates the step, as it does a windowed step: name it, with its op time, and each
   // op's time on the device where it took the longest.
   const opSpread =
-    perDevice === undefined && platform !== 'cpu' && computeDevices.size >= 2
+    perDevice === undefined && computeDevices.size >= 2
       ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices)
       : undefined;
 

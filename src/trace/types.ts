@@ -188,6 +188,12 @@ export interface OpRow {
   programs: string[];
   /** Distinct instructions merged into this row (`fusion.1`, `fusion.2`, …). */
   variants: number;
+  /**
+   * Of those, how many have no FLOPs (no cost model, or missing from the HLO). FLOPs, bytes and their
+   * rates cover the variants that have them, over those variants' own time, so a row with some variants
+   * without FLOPs gives a lower bound of its FLOPs per step. Absent in summaries made before it existed.
+   */
+  variantsWithoutFlops?: number;
   /** Self time per step (inside steps only); with several devices, the mean over them. */
   timeMs: number;
   /**
@@ -236,7 +242,7 @@ export interface OpRow {
   customCall: boolean;
   /** For custom calls: whose kernel (Pallas/Mosaic, TE FFI, cuDNN, cuBLAS, other). */
   customCallKind: CustomCallKind | null;
-  /** A custom call, or (in a trace that has FLOPs) an op with zero/absent FLOPs: no cost-model FLOPs. */
+  /** A custom call, or (in a trace that has FLOPs) an op none of whose variants has FLOPs: no cost-model FLOPs. */
   noCostModel: boolean;
   /** Full HLO text of the heaviest variant, when the trace has it. */
   longName: string | undefined;

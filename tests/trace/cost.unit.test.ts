@@ -9,7 +9,7 @@ import {
   type HloShape,
 } from '../../src/trace/readers/hlo-proto.js';
 import { XplaneSource } from '../../src/trace/readers/xplane.js';
-import { REAL_TRACES } from '../helpers/paths.js';
+import { FIXTURES, REAL_TRACES } from '../helpers/paths.js';
 
 const shape = (type: string, dims: number[]): HloShape => ({ type, dims, tuple: [] });
 
@@ -167,6 +167,87 @@ describe('the HLO cost model', () => {
   });
 });
 
+describe('reduce-window, scatter and all-reduce, as HloCostAnalysis counts them', () => {
+  const win = (size: number, padLow = 0, padHigh = padLow, stride = 1) => ({
+    size,
+    stride,
+    padLow,
+    padHigh,
+    windowDilation: 1,
+    baseDilation: 1,
+  });
+  const adder = () =>
+    comp('9', [
+      inst('90', 'parameter', shape('f32', [])),
+      inst('91', 'parameter', shape('f32', [])),
+      inst('92', 'add', shape('f32', []), { operandIds: ['90', '91'] }),
+    ]);
+
+  it('reduce-window: (window − 1) reductions per output element, each the reducer’s FLOPs', () => {
+    const x = inst('1', 'parameter', shape('f32', [64, 64]));
+    const init = inst('2', 'constant', shape('f32', []));
+    const rw = inst('3', 'reduce-window', shape('f32', [61, 64]), {
+      operandIds: ['1', '2'],
+      calledComputationIds: ['9'],
+      window: [win(4), win(1)],
+    });
+    const m = moduleOf([adder(), comp('1', [x, init, rw])]);
+    expect(instructionCost(m, rw).flops).toBe(3 * 61 * 64);
+  });
+
+  it('reduce-window that reduces one dimension and broadcasts it back: one reduction per row plus the window', () => {
+    // A cumulative-sum-like window over all 8 elements of a dimension, padded by 7 on both sides.
+    const x = inst('1', 'parameter', shape('f32', [4, 8]));
+    const init = inst('2', 'constant', shape('f32', []));
+    const rw = inst('3', 'reduce-window', shape('f32', [4, 8]), {
+      operandIds: ['1', '2'],
+      calledComputationIds: ['9'],
+      window: [win(1), win(15, 7)],
+    });
+    const m = moduleOf([adder(), comp('1', [x, init, rw])]);
+    expect(instructionCost(m, rw).flops).toBe(32 / 8 + (8 - 1));
+  });
+
+  it('scatter: the combiner once per update element; a plain set (no FLOPs in the combiner) is free', () => {
+    const operandX = inst('1', 'parameter', shape('f32', [64, 64]));
+    const indices = inst('2', 'parameter', shape('s32', [8, 1]));
+    const updates = inst('3', 'parameter', shape('f32', [8, 64]));
+    const add = inst('4', 'scatter', shape('f32', [64, 64]), {
+      operandIds: ['1', '2', '3'],
+      calledComputationIds: ['9'],
+    });
+    const keep = comp('8', [
+      inst('80', 'parameter', shape('f32', [])),
+      inst('81', 'parameter', shape('f32', [])),
+    ]);
+    const set = inst('5', 'scatter', shape('f32', [64, 64]), {
+      operandIds: ['1', '2', '3'],
+      calledComputationIds: ['8'],
+    });
+    const m = moduleOf([adder(), keep, comp('1', [operandX, indices, updates, add, set])]);
+    expect(instructionCost(m, add).flops).toBe(8 * 64);
+    expect(instructionCost(m, set).flops).toBe(0);
+  });
+
+  it('all-reduce: one FLOP per result element (XLA assumes two replicas), tuple results summed', () => {
+    const a = inst('1', 'parameter', shape('f32', [64]));
+    const b = inst('2', 'parameter', shape('bf16', [8, 4]));
+    const one = inst('3', 'all-reduce', shape('f32', [64]), {
+      operandIds: ['1'],
+      calledComputationIds: ['9'],
+    });
+    const both = inst(
+      '4',
+      'all-reduce',
+      { type: 'tuple', dims: [], tuple: [shape('f32', [64]), shape('bf16', [8, 4])] },
+      { operandIds: ['1', '2'], calledComputationIds: ['9'] },
+    );
+    const m = moduleOf([adder(), comp('1', [a, b, one, both])]);
+    expect(instructionCost(m, one).flops).toBe(64);
+    expect(instructionCost(m, both).flops).toBe(64 + 32);
+  });
+});
+
 describe('HLO modules from a real XSpace', () => {
   it("decodes the MI300X convolution's module and costs its cuDNN call", async () => {
     const path = join(REAL_TRACES, 'TraceLens/tests/traces/mi300/jax_conv_minimal_08/tw003.xplane.pb');
@@ -185,5 +266,21 @@ describe('HLO modules from a real XSpace', () => {
     ]);
     // 16 in × 5120 out features × (32 · 60 · 104) valid positions × 2: what xprof reports too.
     expect(instructionCost(m, conv).flops).toBe(2 * 16 * 5120 * 32 * 60 * 104);
+  });
+
+  it('costs the scatter, reduce-window and psum of a real XLA:CPU pmap (tests/fixtures/jax-cpu-pmap)', async () => {
+    const path = join(FIXTURES, 'jax-cpu-pmap/pmap4/plugins/profile/run/cpu.xplane.pb');
+    const { modules } = await new XplaneSource(path).hloProtos();
+    const step = [...modules.values()]
+      .map((p) => decodeHloProto(p.bytes))
+      .find((m) => m.name === 'jit__fun')!;
+    const flops = (name: string) => instructionCost(step, step.byName.get(name)!).flops;
+    // h.at[idx].add(1.0): 8 rows of 64 updates, one add each.
+    expect(flops('wrapped_scatter')).toBe(8 * 64);
+    // reduce_window of 4 rows over [64, 64] → [61, 64]: 3 adds per output element.
+    expect(flops('wrapped_reduce-window')).toBe(3 * 61 * 64);
+    // psum of 64 elements: an all-reduce.
+    expect(step.byName.get('psum.7')!.opcode).toBe('all-reduce');
+    expect(flops('psum.7')).toBe(64);
   });
 });

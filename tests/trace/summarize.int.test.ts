@@ -75,6 +75,7 @@ function timesOnly(s: TraceSummary): unknown {
     gbps: null,
     intensity: null,
     roofline: null,
+    variantsWithoutFlops: undefined,
   };
   return analysis({
     ...s,

@@ -58,6 +58,7 @@ const FIXTURE_FILES: Record<string, string> = {
   'JAX CPU, steps': join(FIXTURES, 'jax-cpu/steps/plugins/profile/run/cpu.xplane.pb'),
   'JAX CPU, no steps': join(FIXTURES, 'jax-cpu/no-steps/plugins/profile/run/cpu.xplane.pb'),
   'JAX CPU, multi-program': join(FIXTURES, 'jax-cpu/multi-program/plugins/profile/run/cpu.xplane.pb'),
+  'JAX CPU, pmap over 4 devices': join(FIXTURES, 'jax-cpu-pmap/pmap4/plugins/profile/run/cpu.xplane.pb'),
 };
 
 interface HloOp {

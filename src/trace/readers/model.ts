@@ -97,6 +97,11 @@ export interface ReadStats {
 export interface ReadOptions {
   /** Stop delivering events and resolve early when aborted; the stats then cover the part read. */
   signal?: AbortSignal;
+  /**
+   * XSpace: a time origin shared by several files read as one trace (the hosts of one profile run):
+   * the first file read sets it, the others use it, so their timelines line up.
+   */
+  origin?: { ns: bigint | undefined };
 }
 
 /** A trace file that can be read any number of times. */

@@ -3,6 +3,7 @@ import { type ChromeJsonOptions, ChromeJsonSource } from './chrome-json.js';
 import type { TraceSource } from './model.js';
 import { type ResolvedTrace, resolveTracePath } from './profile-dir.js';
 import { XplaneSource } from './xplane.js';
+import { XplaneHostsSource } from './xplane-hosts.js';
 
 export interface OpenedTrace {
   source: TraceSource;
@@ -12,8 +13,10 @@ export interface OpenedTrace {
 export function openTrace(path: string, opts: ChromeJsonOptions = {}): OpenedTrace {
   const resolved = resolveTracePath(path);
   const source =
-    resolved.format === 'xplane'
-      ? new XplaneSource(resolved.path)
-      : new ChromeJsonSource(resolved.path, opts);
+    resolved.hosts !== undefined
+      ? new XplaneHostsSource(resolved.path, resolved.hosts)
+      : resolved.format === 'xplane'
+        ? new XplaneSource(resolved.path)
+        : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
 }

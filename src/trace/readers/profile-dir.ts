@@ -4,7 +4,9 @@
  *
  * Inside a run directory the XSpace is preferred (it is complete and carries device stats); otherwise
  * `perfetto_trace.json.gz`, then `<host>.trace.json.gz`, then any `.json`/`.json.gz`. Chunked
- * `.xplane.riegeli` exports are recognised and refused with a clear message.
+ * `.xplane.riegeli` exports are recognised and refused with a clear message. A run of several hosts (one
+ * `<host>.xplane.pb` each) is read whole: every host's file, its devices named after the host. An unrelated `.json` (a
+ * config or metrics file) never decides which folder is read while a profiler trace exists below.
  */
 import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -17,6 +19,11 @@ export interface ResolvedTrace {
   format: TraceFormat;
   /** Notes about the choice (other candidates that were not taken). */
   notes: string[];
+  /**
+   * A multi-host run (one `<host>.xplane.pb` per host): every host's file, read together as one trace
+   * whose devices are named after their host; `path` is then the run directory.
+   */
+  hosts?: string[];
 }
 
 export function resolveTracePath(path: string): ResolvedTrace {
@@ -55,7 +62,19 @@ function resolveDirectory(dir: string): ResolvedTrace {
     if (others.length > 0) notes.push(`also present, not read: ${others.join(', ')}`);
     return { path: join(runDir, sorted[0]!), format, notes };
   };
-  const xplanes = files.filter((f) => f.endsWith('.xplane.pb'));
+  const xplanes = files.filter((f) => f.endsWith('.xplane.pb')).sort();
+  if (xplanes.length > 1) {
+    const others = files.filter((f) => !xplanes.includes(f) && isTraceFile(f));
+    return {
+      path: runDir,
+      format: 'xplane',
+      hosts: xplanes.map((f) => join(runDir, f)),
+      notes: [
+        `${xplanes.length} hosts read together (${xplanes.join(', ')}): each device is named after its host`,
+        ...(others.length > 0 ? [`also present, not read: ${others.join(', ')}`] : []),
+      ],
+    };
+  }
   if (xplanes.length > 0) return pick(xplanes, 'xplane');
   const perfetto = files.filter((f) => f === 'perfetto_trace.json.gz');
   if (perfetto.length > 0) return pick(perfetto, 'chrome-json');
@@ -75,12 +94,27 @@ function resolveDirectory(dir: string): ResolvedTrace {
 }
 
 /**
- * The directory holding the trace files: `dir` itself when it has trace files, else the latest
- * `<dir>/plugins/profile/<run>` (or `<dir>/<run>` when `dir` is `plugins/profile`).
+ * The directory holding the trace files: `dir` itself when it has profiler traces, else the latest
+ * `<dir>/plugins/profile/<run>` that has them (or `<dir>/<run>` when `dir` is `plugins/profile`). Any
+ * other `.json` counts only where no profiler trace is found: a stray config or metrics file beside the
+ * log directory, or in a newer run folder, must not hide the run's `.xplane.pb`.
  */
 function latestRunDir(dir: string): string {
   const entries = readdirSync(dir);
+  if (entries.some(isProfilerTrace)) return dir;
+  const runs = runDirs(dir);
+  const profiled = runs.filter((r) => readdirSync(r).some(isProfilerTrace));
+  if (profiled.length > 0) return profiled[profiled.length - 1]!;
   if (entries.some(isTraceFile)) return dir;
+  const any = runs.filter((r) => readdirSync(r).some(isTraceFile));
+  if (any.length > 0) return any[any.length - 1]!;
+  throw new InputError(dir, 'no trace found in this directory or under plugins/profile/', {
+    hint: 'pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file',
+  });
+}
+
+/** Run folders under `<dir>/plugins/profile` (else under `dir`), oldest first. */
+function runDirs(dir: string): string[] {
   for (const base of [join(dir, 'plugins', 'profile'), dir]) {
     let runs: string[];
     try {
@@ -89,12 +123,15 @@ function latestRunDir(dir: string): string {
       continue;
     }
     // Run directories are named by capture time (YYYY_MM_DD_HH_MM_SS), so the last name is the latest.
-    const withTraces = runs.sort().filter((r) => readdirSync(join(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join(base, withTraces[withTraces.length - 1]!);
+    const found = runs.sort().map((r) => join(base, r));
+    if (found.some((r) => readdirSync(r).some(isTraceFile))) return found;
   }
-  throw new InputError(dir, 'no trace found in this directory or under plugins/profile/', {
-    hint: 'pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file',
-  });
+  return [];
+}
+
+/** What the profiler writes: an XSpace, a per-host trace JSON, or the Perfetto export. */
+function isProfilerTrace(name: string): boolean {
+  return /\.xplane\.(pb|riegeli)$|\.trace\.json(\.gz)?$|^perfetto_trace\.json(\.gz)?$/.test(name);
 }
 
 function isTraceFile(name: string): boolean {

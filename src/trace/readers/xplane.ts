@@ -118,11 +118,13 @@ export class XplaneSource implements TraceSource {
    */
   async hloProtos(
     wanted?: ReadonlySet<string>,
-  ): Promise<{ modules: Map<string, HloProtoBlob>; skipped: string[] }> {
+    opts: { reportMissing?: boolean } = {},
+  ): Promise<{ modules: Map<string, HloProtoBlob>; skipped: string[]; missing: string[] }> {
     const visitor: TraceVisitor = { wantLane: () => false, onEvent: () => {} };
     const found = await this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
-    if (found.missing.length > 0) this.reportMissingHlo(found.missing);
-    return { modules: found.modules, skipped: found.skipped };
+    // A host of a multi-host run need not hold the programs only other hosts ran (xplane-hosts.ts).
+    if (found.missing.length > 0 && opts.reportMissing !== false) this.reportMissingHlo(found.missing);
+    return found;
   }
 
   /**
@@ -644,7 +646,9 @@ class XspaceReader {
     header: LineHeader,
   ): Promise<void> {
     if (this.originNs === undefined) {
-      this.originNs = header.timestampNs < RELATIVE_TIME_LIMIT_NS ? 0n : header.timestampNs;
+      const shared = this.opts.origin;
+      this.originNs = shared?.ns ?? (header.timestampNs < RELATIVE_TIME_LIMIT_NS ? 0n : header.timestampNs);
+      if (shared !== undefined) shared.ns = this.originNs;
     }
     const lineStartPs = Number(header.timestampNs - this.originNs) * 1000;
     const view = new XplaneEventView(layout, lineStartPs, denseMetas(metas));

@@ -49,6 +49,54 @@ describe('resolving a trace path', () => {
     }
   });
 
+  it('a stray .json beside the log folder, or in a newer run, never hides the XSpace', () => {
+    const t = tempDir();
+    try {
+      const run = join(t.dir, 'plugins/profile/2026_01_01_00_00_00');
+      touch(join(run, 'host.xplane.pb'));
+      touch(join(t.dir, 'config.json'), '{"lr": 0.1}');
+      expect(resolveTracePath(t.dir)).toMatchObject({ path: join(run, 'host.xplane.pb'), format: 'xplane' });
+      // A later run folder that holds only an unrelated JSON is not a profile.
+      touch(join(t.dir, 'plugins/profile/2026_02_01_00_00_00/metrics.json'), '{}');
+      expect(resolveTracePath(t.dir).path).toBe(join(run, 'host.xplane.pb'));
+      // Beside the XSpace in its own run folder, the JSON is named and left unread.
+      touch(join(run, 'notes.json'), '{}');
+      const r = resolveTracePath(run);
+      expect(r.path).toBe(join(run, 'host.xplane.pb'));
+      expect(r.notes.join()).toMatch(/also present, not read: notes\.json/);
+      // A folder of plain JSON traces, with no profile under it, is still read.
+      const plain = join(t.dir, 'plain');
+      touch(join(plain, 'trace.json'), '{"traceEvents":[]}');
+      expect(resolveTracePath(plain).path).toBe(join(plain, 'trace.json'));
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a run with one .xplane.pb per host resolves to every host, read together', () => {
+    const t = tempDir();
+    try {
+      const run = join(t.dir, 'plugins/profile/2026_01_01_00_00_00');
+      touch(join(run, 'worker-1.xplane.pb'));
+      touch(join(run, 'worker-0.xplane.pb'));
+      touch(join(run, 'worker-0.trace.json.gz'));
+      const r = resolveTracePath(t.dir);
+      expect(r).toMatchObject({
+        path: run,
+        format: 'xplane',
+        hosts: [join(run, 'worker-0.xplane.pb'), join(run, 'worker-1.xplane.pb')],
+      });
+      expect(r.notes.join('\n')).toMatch(
+        /2 hosts read together \(worker-0\.xplane\.pb, worker-1\.xplane\.pb\)/,
+      );
+      expect(r.notes.join('\n')).toMatch(/also present, not read: worker-0\.trace\.json\.gz/);
+      // One host: that file, as before.
+      expect(resolveTracePath(join(run, 'worker-1.xplane.pb')).hosts).toBeUndefined();
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('refuses chunked riegeli exports, empty folders and missing paths with InputError', () => {
     const t = tempDir();
     try {
