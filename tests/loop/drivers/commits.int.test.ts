@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IterationEvidence } from '../../../src/evidence/record.js';
+import { LocalForge } from '../../../src/forge/forges/local.js';
+import { memoryLogger } from '../../../src/util/log.js';
 import { CLI, tempDir } from '../../helpers/paths.js';
 import { gitIn, makeToyRepo } from '../toy-repo.js';
 
@@ -67,6 +69,33 @@ describe('hillclimb test, measure and profile', () => {
     expect(r.stderr).toMatch(/dry run: \S*python\S* -m harness\.programs export --platform cpu /);
     expect(r.stdout).toContain('PR #7: dry run, sticky comment left alone');
     expect(existsSync(join(repo, '.hillclimb', 'forge'))).toBe(false);
+  });
+
+  it('measure --pr: measures, then writes the sticky comment on that PR (exit 0)', async () => {
+    // A person's PR on the local forge: the branch and its record, as the forge keeps them.
+    gitIn(repo, 'branch', 'faster-kernel', faster);
+    const forge = new LocalForge({
+      repoDir: repo,
+      stateDir: join(repo, '.hillclimb'),
+      logger: memoryLogger(),
+    });
+    const { pr } = await forge.upsertPullRequest({
+      branch: 'faster-kernel',
+      base: 'main',
+      title: 'faster kernel',
+      body: 'by hand',
+      draft: false,
+      labels: [],
+    });
+    const r = await hillclimb(repo, 'measure', '--base', base, '--head', faster, '--pr', String(pr.number));
+    expect(r.stderr).not.toContain('no champion was given');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`PR #${pr.number}: sticky comment created`);
+    const comments = forge.records.comments(pr.number);
+    expect(comments).toHaveLength(1);
+    // The comment carries the measurement itself, not a refusal of the bundle.
+    expect(comments[0]?.body).toContain('improved');
+    expect(comments[0]?.body).not.toContain('no attested result');
   });
 
   it('measure: a change to the protected harness is not measured as a speedup', async () => {
