@@ -193,6 +193,7 @@ export interface MeasuredRun {
   /** MFU (fraction) reported by the same run; null when unknown (CPU). */
   mfu: number | null;
   exitCode: number | null;
+  /** Its timed calls on the wall clock (metrics.ts timedWallMs): this run's own time, not its session's. */
   durationMs: number;
   metricsFile: string;
   logFile: string;

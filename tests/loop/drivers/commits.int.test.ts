@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MetricsFile } from '../../../src/evidence/metrics.js';
 import type { IterationEvidence } from '../../../src/evidence/record.js';
 import { LocalForge } from '../../../src/forge/forges/local.js';
 import { memoryLogger } from '../../../src/util/log.js';
@@ -62,6 +63,17 @@ describe('hillclimb test, measure and profile', () => {
     expect(ev.verdict).toBe('improved');
     expect(ev.measurement?.comparison?.ci?.lo).toBeGreaterThan(1);
     expect(ev.profile?.status).toBe('done');
+    // Each run's "took" is its own timed calls on the wall clock, read from its own metrics, not its
+    // verifier session's time shared out evenly over the rounds.
+    const bundleDir = join(repo, '.hillclimb', 'runs', ev.runId, 'i001');
+    for (const run of ev.measurement!.runs) {
+      const metrics = JSON.parse(readFileSync(join(bundleDir, run.metricsFile), 'utf8')) as MetricsFile;
+      const timed = Object.values(metrics.measurements).flatMap((m) => m.wall_samples_ms ?? m.samples_ms);
+      expect(run.durationMs).toBeCloseTo(
+        timed.reduce((x, y) => x + y, 0),
+        6,
+      );
+    }
   });
 
   it('measure --pr --dry-run prints the commands and leaves the PR comment alone', async () => {
