@@ -79,7 +79,8 @@ export interface HistoryRow {
   mfuB: number | null;
   /**
    * Medians of both levels, champion (A) and candidate (B), when the runs measured them (levels.ts);
-   * absent from rows written before the model level existed.
+   * absent when they measured none (a target whose bench times neither the kernel's fwd_bwd nor a
+   * model's train step), and from rows written before the model level existed.
    */
   levels?: HistoryLevels;
   /** The champion after this iteration. */

@@ -20,7 +20,13 @@ export {
   summarizeLevels,
 } from './levels.js';
 export type { MetricsFile } from './metrics.js';
-export { comparabilityProblems, metricValue, readMetricsFile, wallMetricPath } from './metrics.js';
+export {
+  comparabilityProblems,
+  metricValue,
+  readMetricsFile,
+  timedWallMs,
+  wallMetricPath,
+} from './metrics.js';
 export type {
   AgentEvidence,
   ExportEvidence,

@@ -316,6 +316,19 @@ export function wallMetricPath(path: string): string | undefined {
   return path.endsWith('.median_ms') ? `${path.slice(0, -'median_ms'.length)}wall_median_ms` : undefined;
 }
 
+/**
+ * How long a run's timed calls took on the wall clock: every sample of every measurement in its metrics
+ * (`wall_samples_ms` where the samples are on another clock). Warm-up calls and compilation are not in
+ * it. It is the run's own time: its verifier session's time covers both arms and the process start-up.
+ */
+export function timedWallMs(metrics: MetricsFile): number {
+  let total = 0;
+  for (const m of Object.values(metrics.measurements)) {
+    for (const sample of m.wall_samples_ms ?? m.samples_ms) total += sample;
+  }
+  return total;
+}
+
 export function metricValue(metrics: MetricsFile, path: string, file: string): number {
   const keys = path.split('.');
   if (keys.some((k) => k === '')) throw new InputError(file, `metric path "${path}" is malformed`);

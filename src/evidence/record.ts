@@ -91,9 +91,15 @@ export interface GuardEvidence {
   changedPaths: string[];
   /**
    * The change's fingerprint (workspace/change-fingerprint.ts): its added and removed lines, whitespace
-   * ignored. The novelty check refuses a candidate whose fingerprint an earlier iteration had.
+   * ignored. The novelty check refuses a candidate whose fingerprint an earlier iteration had on the
+   * same champion.
    */
   change?: string;
+  /**
+   * The novelty check refused the change (then `allowed` is false): what it repeats, e.g. `iteration 3
+   * of run 20261121-2340-ab12` or `candidate 1 of this iteration`.
+   */
+  repeatOf?: string;
   protectedTouched: string[];
   outsideEditable: string[];
   /** Static-scan findings over the added lines; `block` findings make the iteration invalid. */
@@ -187,6 +193,7 @@ export interface MeasuredRun {
   /** MFU (fraction) reported by the same run; null when unknown (CPU). */
   mfu: number | null;
   exitCode: number | null;
+  /** Its timed calls on the wall clock (metrics.ts timedWallMs): this run's own time, not its session's. */
   durationMs: number;
   metricsFile: string;
   logFile: string;

@@ -176,6 +176,7 @@ export function guardText(guard: GuardEvidence | undefined): string {
   if (guard.findings.length > 0) {
     parts.push(`static checks: ${guard.findings.map((f) => `${f.file}:${f.line} ${f.rule}`).join(', ')}`);
   }
+  if (guard.repeatOf) parts.push(`a repeat of ${guard.repeatOf} on the same champion`);
   return `failed, ${changed} changed${parts.length > 0 ? `; ${parts.join('; ')}` : ''}`;
 }
 

@@ -16,4 +16,4 @@ export { details, fenced } from './markdown.js';
 export { renderPullRequest } from './pr.js';
 export { runTable } from './terminal.js';
 export { formatDiff, formatSummary } from './trace-tables.js';
-export { baselineSection, trajectorySection } from './trajectory.js';
+export { baselineSection, historyCharts, trajectorySection } from './trajectory.js';

@@ -26,12 +26,7 @@ export function provenanceRows(evidence: IterationEvidence): Array<[string, stri
         cell(`${deviceLabel(evidence)}${m?.device ? ` (backend ${m.device.backend})` : ''}`),
     ],
     ['compute', p.backend && cell(`${p.backend.backend}: ${p.backend.description}`)],
-    [
-      'benchmark',
-      m && (m.impl || m.preset)
-        ? cell([m.impl && `impl ${m.impl}`, m.preset && `preset ${m.preset}`].filter(Boolean).join(', '))
-        : undefined,
-    ],
+    ['benchmark', m && benchmarkText(m)],
     ['programs', m?.programs && programsText(m.programs)],
     ['versions', versionsText(m?.versions) && cell(versionsText(m?.versions)!)],
     ['hillclimb', cell(p.hillclimbVersion)],
@@ -41,6 +36,21 @@ export function provenanceRows(evidence: IterationEvidence): Array<[string, stri
     ['host', cell(p.host)],
   ];
   return rows.filter((r): r is [string, string] => r[1] !== undefined && r[1] !== '');
+}
+
+/**
+ * What hillclimb_bench writes as `impl` and `preset` for a target that names neither (a target of one
+ * implementation and one benchmark shape, e.g. an RMSNorm): a placeholder, not a fact about the run.
+ */
+const UNNAMED = 'default';
+
+/** `impl pallas, preset tiny`: the implementation and preset the target named; undefined for none. */
+function benchmarkText(m: { impl?: string; preset?: string }): string | undefined {
+  const named = (value: string | undefined) => (value && value !== UNNAMED ? value : undefined);
+  const impl = named(m.impl);
+  const preset = named(m.preset);
+  const parts = [impl && `impl ${impl}`, preset && `preset ${preset}`].filter(Boolean);
+  return parts.length > 0 ? cell(parts.join(', ')) : undefined;
 }
 
 /**

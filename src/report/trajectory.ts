@@ -5,7 +5,8 @@
  * that became champion and the rejected ones as bars of two colours (mermaid's xychart has no scatter
  * points; a bar drawn to the axis floor is no bar). Otherwise one chart of the verdict metric. Iterations
  * without a measurement (invalid, error, no-op) cannot be plotted, since the chart has no gaps, and are
- * listed below it instead.
+ * listed below it instead. A champion line follows one lineage of champions: rows of a run that started
+ * from another base begin a new chart, never a line joined across the two.
  *
  * The baseline chart plots main over time from the baseline series (one history-format row per nightly
  * measurement of main against its parent).
@@ -39,26 +40,68 @@ export interface Trajectory {
   improved: number;
 }
 
+/** Which rows a chart is about: a target's, measured by one metric. */
+export interface TrajectoryFilter {
+  metricPath: string;
+  target?: string;
+}
+
+function isMeasured(r: Pick<HistoryRow, 'a' | 'b'>): boolean {
+  return r.a !== null && r.b !== null;
+}
+
 /**
- * The points of the chart: rows of `metric.path` (and `target` when given), oldest first as given.
- * The champion after an iteration is the candidate when it improved, else the champion measured in it.
+ * The rows of a chart: the target's rows measured by the metric, and its rows with no measurement at all
+ * (their metric path is empty: an invalid, no-op or error iteration measured nothing), which are listed
+ * as not plotted.
  */
-export function trajectory(
-  rows: readonly HistoryRow[],
-  filter: { metricPath: string; target?: string },
-  maxPoints: number = DEFAULT_MAX_POINTS,
-): Trajectory | undefined {
-  const relevant = rows.filter(
-    (r) => r.metric.path === filter.metricPath && (filter.target === undefined || r.target === filter.target),
+function chartRows(rows: readonly HistoryRow[], filter: TrajectoryFilter): HistoryRow[] {
+  return rows.filter(
+    (r) =>
+      (filter.target === undefined || r.target === filter.target) &&
+      (r.metric.path === filter.metricPath || !isMeasured(r)),
   );
-  const first = relevant[0];
-  if (!first) return undefined;
-  const runs = [...new Set(relevant.map((r) => r.runId))];
-  const label = (r: HistoryRow) =>
-    runs.length > 1 ? `r${runs.indexOf(r.runId) + 1}.i${r.iteration}` : `i${r.iteration}`;
+}
+
+/**
+ * The rows cut into champion lines: a row continues a line when it starts from a champion the line's
+ * previous iteration left (or is another candidate of that iteration, from the same champion). A run
+ * started from another base begins a new line, so no chart joins two unrelated champions.
+ */
+export function championLines<R extends HistoryRow>(rows: readonly R[]): R[][] {
+  const lines: R[][] = [];
+  let iteration: { key: string; bases: Set<string>; afters: Set<string> } | undefined;
+  for (const r of rows) {
+    const key = `${r.runId}#${r.iteration}`;
+    const sibling = iteration?.key === key && iteration.bases.has(r.baseCommit);
+    if (!sibling) {
+      if (!iteration?.afters.has(r.baseCommit)) lines.push([]);
+      iteration = { key, bases: new Set(), afters: new Set() };
+    }
+    iteration!.bases.add(r.baseCommit);
+    iteration!.afters.add(r.championAfter);
+    lines.at(-1)!.push(r);
+  }
+  return lines;
+}
+
+/** Axis labels: `i3`, or `r2.i3` when the rows span several runs. */
+function labeller(rows: readonly HistoryRow[]): (r: HistoryRow) => string {
+  const runs = [...new Set(rows.map((r) => r.runId))];
+  return (r) => (runs.length > 1 ? `r${runs.indexOf(r.runId) + 1}.i${r.iteration}` : `i${r.iteration}`);
+}
+
+/** The points of one champion line, oldest first as given. */
+function lineTrajectory(
+  rows: readonly HistoryRow[],
+  label: (r: HistoryRow) => string,
+  maxPoints: number,
+): Trajectory | undefined {
+  const metric = (rows.find(isMeasured) ?? rows[0])?.metric;
+  if (!metric) return undefined;
   const points: TrajectoryPoint[] = [];
   const unmeasured: Trajectory['unmeasured'] = [];
-  for (const r of relevant) {
+  for (const r of rows) {
     if (r.a === null || r.b === null) {
       unmeasured.push({ label: label(r), verdict: r.verdict });
       continue;
@@ -76,9 +119,23 @@ export function trajectory(
     points: points.slice(omitted),
     unmeasured,
     omitted,
-    metric: first.metric,
-    improved: relevant.filter((r) => r.verdict === 'improved').length,
+    metric,
+    improved: rows.filter((r) => r.verdict === 'improved').length,
   };
+}
+
+/**
+ * The points of the chart: rows of `metric.path` (and `target` when given), oldest first as given, on
+ * one champion line (the rows should be one: see championLines). The champion after an iteration is the
+ * candidate when it improved, else the champion measured in it.
+ */
+export function trajectory(
+  rows: readonly HistoryRow[],
+  filter: TrajectoryFilter,
+  maxPoints: number = DEFAULT_MAX_POINTS,
+): Trajectory | undefined {
+  const relevant = chartRows(rows, filter);
+  return lineTrajectory(relevant, labeller(relevant), maxPoints);
 }
 
 /** Text safe inside a mermaid quoted string. */
@@ -125,19 +182,78 @@ export function trajectoryChart(t: Trajectory): string {
 }
 
 /**
- * The trajectory section: both levels' charts when the rows have them, else a one-line summary, the
- * verdict metric's chart and a legend; undefined without rows.
+ * The trajectory section: per champion line (championLines), both levels' charts when its rows have
+ * them, else a one-line summary, the verdict metric's chart and a legend; undefined without rows. The
+ * newest `maxPoints` measured points are shown, older lines left out first.
  */
 export function trajectorySection(
   rows: readonly HistoryRow[],
-  filter: { metricPath: string; target?: string },
+  filter: TrajectoryFilter,
+  maxPoints: number = DEFAULT_MAX_POINTS,
+  heading = '#### Trajectory',
+): string | undefined {
+  const relevant = chartRows(rows, filter);
+  if (relevant.length === 0) return undefined;
+  const label = labeller(relevant);
+  const peak = relevant.findLast((r) => r.levels)?.levels?.peak;
+  const lines = championLines(relevant);
+  const parts: string[] = [];
+  let budget = maxPoints;
+  let leftOut = 0;
+  for (const line of [...lines].reverse()) {
+    if (budget === 0) {
+      leftOut += 1;
+      continue;
+    }
+    const body =
+      (peak !== undefined ? levelsLineSection(line, levelSeries(peak), label, budget) : undefined) ??
+      metricLineSection(line, label, budget);
+    budget = Math.max(0, budget - line.filter(isMeasured).length);
+    const from = `From champion \`${line[0]!.baseCommit.slice(0, 10)}\` (${label(line[0]!)} on):`;
+    parts.unshift(lines.length > 1 ? `${from}\n\n${body}` : body);
+  }
+  if (leftOut > 0) {
+    parts.unshift(
+      `${plural(leftOut, 'earlier champion line')} left out (charts show the newest ${maxPoints} measured iterations).`,
+    );
+  }
+  return [heading, ...parts].join('\n\n');
+}
+
+/**
+ * Every target's trajectory, for `hillclimb history --chart`: a section per target and per metric its
+ * rows were measured by (a target with nothing measured yet says so), oldest target first.
+ */
+export function historyCharts(
+  rows: readonly HistoryRow[],
   maxPoints: number = DEFAULT_MAX_POINTS,
 ): string | undefined {
-  const levels = levelsTrajectorySection(rows, filter, maxPoints);
-  if (levels !== undefined) return levels;
-  const t = trajectory(rows, filter, maxPoints);
-  if (!t) return undefined;
-  const lines = ['#### Trajectory'];
+  const targets = [...new Set(rows.map((r) => r.target))];
+  const sections: string[] = [];
+  for (const target of targets) {
+    const own = rows.filter((r) => r.target === target);
+    const metrics = [...new Map(own.filter(isMeasured).map((r) => [r.metric.path, r.metric])).values()];
+    for (const metric of metrics.length > 0 ? metrics : [undefined]) {
+      const named = [
+        ...(targets.length > 1 ? [target] : []),
+        ...(metrics.length > 1 && metric ? [metric.label] : []),
+      ];
+      const heading = `#### Trajectory${named.length > 0 ? `: ${named.join(', ')}` : ''}`;
+      const section = trajectorySection(own, { metricPath: metric?.path ?? '', target }, maxPoints, heading);
+      if (section !== undefined) sections.push(section);
+    }
+  }
+  return sections.length > 0 ? sections.join('\n\n') : undefined;
+}
+
+/** One champion line as the verdict metric's chart: summary, chart, legend, what was not plotted. */
+function metricLineSection(
+  rows: readonly HistoryRow[],
+  label: (r: HistoryRow) => string,
+  maxPoints: number,
+): string {
+  const t = lineTrajectory(rows, label, maxPoints)!;
+  const lines: string[] = [];
   const measured = t.points.length + t.omitted;
   const first = t.points[0];
   const last = t.points[t.points.length - 1];
@@ -156,12 +272,14 @@ export function trajectorySection(
     lines.push(`No measured iterations yet (${plural(total, 'iteration')}).`);
   }
   if (t.omitted > 0) lines.push(`Showing the last ${t.points.length} of ${measured} measured iterations.`);
-  if (t.unmeasured.length > 0) {
-    lines.push(
-      `Not plotted (no measurement): ${t.unmeasured.map((u) => `${u.label} ${u.verdict}`).join(', ')}.`,
-    );
-  }
+  lines.push(...notPlotted(t.unmeasured));
   return lines.join('\n\n');
+}
+
+function notPlotted(unmeasured: Trajectory['unmeasured']): string[] {
+  return unmeasured.length > 0
+    ? [`Not plotted (no measurement): ${unmeasured.map((u) => `${u.label} ${u.verdict}`).join(', ')}.`]
+    : [];
 }
 
 // --- both levels ------------------------------------------------------------------------------------
@@ -204,24 +322,20 @@ export function levelSeries(peak: HistoryLevels['peak']): LevelSeries[] {
   ];
 }
 
-/** Rows of a target (and metric) with both levels, as the trajectory of one level series. */
-export function levelTrajectory(
+/** One champion line's rows as the trajectory of one level series. */
+function levelTrajectory(
   rows: readonly HistoryRow[],
   series: LevelSeries,
-  filter: { metricPath: string; target?: string },
-  maxPoints: number = DEFAULT_MAX_POINTS,
+  label: (r: HistoryRow) => string,
+  maxPoints: number,
 ): Trajectory | undefined {
-  const relevant = rows.filter(
-    (r) => r.metric.path === filter.metricPath && (filter.target === undefined || r.target === filter.target),
-  );
-  if (relevant.length === 0) return undefined;
   // The same rows, with the level's medians in the places the trajectory reads.
-  const asRows = relevant.map((r) => {
+  const asRows = rows.map((r) => {
     const pair = r.levels ? series.pair(r.levels) : { a: null, b: null };
     const scaled = (x: number | null) => (x === null ? null : x * series.scale);
     return { ...r, a: scaled(pair.a), b: scaled(pair.b) };
   });
-  const t = trajectory(asRows, filter, maxPoints);
+  const t = lineTrajectory(asRows, label, maxPoints);
   if (!t) return undefined;
   return {
     ...t,
@@ -267,26 +381,20 @@ function levelSummary(t: Trajectory): string {
 }
 
 /**
- * The trajectory of both levels: the model's MFU and the kernel's time. Undefined when no row has both
- * levels (the caller then shows the verdict metric's chart).
+ * One champion line as both levels' charts: the model's MFU and the kernel's time. Undefined when none
+ * of its rows has a level measured (the caller then shows the verdict metric's chart).
  */
-export function levelsTrajectorySection(
+function levelsLineSection(
   rows: readonly HistoryRow[],
-  filter: { metricPath: string; target?: string },
-  maxPoints: number = DEFAULT_MAX_POINTS,
+  series: readonly LevelSeries[],
+  label: (r: HistoryRow) => string,
+  maxPoints: number,
 ): string | undefined {
-  const withLevels = rows.filter(
-    (r) => r.levels && (filter.target === undefined || r.target === filter.target),
-  );
-  if (withLevels.length === 0) return undefined;
-  const peak = withLevels.at(-1)!.levels!.peak;
-  const lines = ['#### Trajectory'];
+  const lines: string[] = [];
   let unmeasured: Trajectory['unmeasured'] = [];
-  let charts = 0;
-  for (const series of levelSeries(peak)) {
-    const t = levelTrajectory(rows, series, filter, maxPoints);
+  for (const s of series) {
+    const t = levelTrajectory(rows, s, label, maxPoints);
     if (!t || t.points.length === 0) continue;
-    charts += 1;
     lines.push(levelSummary(t));
     lines.push(fenced('mermaid', levelChart(t)));
     if (t.omitted > 0)
@@ -295,15 +403,11 @@ export function levelsTrajectorySection(
       );
     unmeasured = t.unmeasured;
   }
-  if (charts === 0) return undefined;
+  if (lines.length === 0) return undefined;
   lines.push(
     'Green bars: candidates that became champion; red bars: candidates rejected (no-change, regressed, needs-human); line: the champion after each iteration.',
   );
-  if (unmeasured.length > 0) {
-    lines.push(
-      `Not plotted (no measurement): ${unmeasured.map((u) => `${u.label} ${u.verdict}`).join(', ')}.`,
-    );
-  }
+  lines.push(...notPlotted(unmeasured));
   return lines.join('\n\n');
 }
 

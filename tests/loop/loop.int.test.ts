@@ -180,6 +180,12 @@ describe('the novelty check', () => {
     expect(repeat.evidence.stoppedAt).toBe('guard');
     expect(repeat.evidence.gates.cpu).toBeUndefined();
     expect(repeat.evidence.measurement).toBeUndefined();
+    // A refused repeat is never pushed: no branch, no PR (the no-change it repeats has its own).
+    expect(repeat.evidence.guard?.allowed).toBe(false);
+    expect(repeat.evidence.guard?.repeatOf).toMatch(/^iteration 1 of run \S+$/);
+    expect(repeat.evidence.publish?.prNumber).toBeUndefined();
+    expect(repeat.evidence.publish?.branch).toBeUndefined();
+    expect(result.iterations[0]!.evidence.publish?.prNumber).toBeDefined();
     // The ledger in the second prompt: iteration 1's outcome and hypothesis, from the history.
     const prompt = readFileSync(join(repeat.bundleDir, 'agent', 'prompt.md'), 'utf8');
     expect(prompt).toContain("Already tried (the harness's ledger: 1 earlier iteration(s) of this target");

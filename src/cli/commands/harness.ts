@@ -113,7 +113,7 @@ export function registerHarness(program: Command, ctx: () => CliContext, done: (
         });
         // A dry run measured nothing: it must not overwrite the PR's comment with that.
         const comment =
-          flags.pr && !opts.dryRun ? await commentMeasurement(opts, r.evidence, Number(flags.pr)) : undefined;
+          flags.pr && !opts.dryRun ? await commentMeasurement(opts, r, Number(flags.pr)) : undefined;
         return { ...r, comment };
       });
       if (flags.json) c.stdout(JSON.stringify(result.evidence, null, 2));

@@ -5,7 +5,7 @@ import { loadConfig } from '../../config/index.js';
 import { type HistoryRow, VERDICT_SYMBOLS } from '../../evidence/index.js';
 import { formatPull, formatPullList, listLocalPulls, showLocalPull } from '../../forge/index.js';
 import { readHistory, resolveConfigFile, stateDirOf } from '../../loop/index.js';
-import { baselineSection, trajectorySection } from '../../report/index.js';
+import { baselineSection, historyCharts } from '../../report/index.js';
 import { ExitCode, HillclimbError, readJsonLines } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 
@@ -68,11 +68,7 @@ export function registerHistory(program: Command, ctx: () => CliContext, done: (
         }
         const rows = readHistory(stateDir(c, flags.config), flags.target);
         if (flags.chart) {
-          const last = rows.at(-1);
-          const chart = last
-            ? trajectorySection(rows, { metricPath: last.metric.path, target: last.target })
-            : undefined;
-          c.stdout(chart ?? '(no history yet: run hillclimb loop)');
+          c.stdout(historyCharts(rows) ?? '(no history yet: run hillclimb loop)');
           done(0);
           return;
         }

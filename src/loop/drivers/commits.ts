@@ -10,11 +10,12 @@ import type { Logger } from '../../util/index.js';
 import { matchAny } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { openLoopContext } from '../open-context.js';
+import type { Attestation } from '../state/attestation.js';
 import { Bundle, BundleFiles } from '../state/bundle.js';
 import { newRunId } from '../state/journal.js';
 import { newEvidence, runIterationSteps } from '../steps/iteration.js';
 import { championProfile, type ProfileResult } from '../steps/profile.js';
-import type { PhaseOptions } from './phases.js';
+import { attest, type PhaseOptions } from './phases.js';
 import { prepareExternalChange, publishToPullRequest } from './pull-request.js';
 
 export interface ManualOptions {
@@ -80,10 +81,16 @@ function phaseOptions(opts: ManualOptions, runId: string): PhaseOptions {
   };
 }
 
-/** A/B-measure `head` against `base` with the loop's statistics; returns the evidence (with its verdict). */
-export async function measureCommits(
-  opts: MeasureCommitsOptions,
-): Promise<{ evidence: IterationEvidence; bundleDir: string }> {
+/** What `measureCommits` hands back: the evidence (with its verdict), its bundle, and this job's word on it. */
+export interface MeasuredCommits {
+  evidence: IterationEvidence;
+  bundleDir: string;
+  /** This job made and measured the bundle: what it vouches for, for the publish phase (`--pr`). */
+  attestation: Attestation;
+}
+
+/** A/B-measure `head` against `base` with the loop's statistics. */
+export async function measureCommits(opts: MeasureCommitsOptions): Promise<MeasuredCommits> {
   const runId = opts.runId ?? `manual-${newRunId()}`;
   // The same bundle a pull request's evidence starts from (base..head as a git bundle and a patch).
   const prepared = await prepareExternalChange(phaseOptions(opts, runId), {
@@ -113,20 +120,29 @@ export async function measureCommits(
       bundle.save(ev);
     }
     const evidence = await runIterationSteps(ctx, bundle, undefined, { only: steps });
-    return { evidence, bundleDir: bundle.dir };
+    return { evidence, bundleDir: bundle.dir, attestation: attest(ctx, bundle, evidence, 'measure') };
   });
 }
 
 /**
  * Write (or update) the sticky comment of an existing PR with a manual measurement. The PR's title and
- * body are the author's and are left alone.
+ * body are the author's and are left alone. The publish phase takes the bundle as it takes any other
+ * job's: checked against the champion it was measured on, and believed on this job's attestation.
  */
 export async function commentMeasurement(
   opts: ManualOptions,
-  evidence: IterationEvidence,
+  measured: MeasuredCommits,
   prNumber: number,
 ): Promise<{ commentId: number; operation: string }> {
-  const r = await publishToPullRequest(phaseOptions(opts, evidence.runId), prNumber);
+  const { evidence, attestation } = measured;
+  const r = await publishToPullRequest(
+    {
+      ...phaseOptions(opts, evidence.runId),
+      base: evidence.base.commit,
+      attestation: JSON.stringify(attestation),
+    },
+    prNumber,
+  );
   return {
     commentId: r.evidence.publish?.commentId ?? 0,
     operation: r.evidence.publish?.commentOperation ?? '',

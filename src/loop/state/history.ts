@@ -38,6 +38,7 @@ export function historyRow(
   const m = ev.measurement;
   const c = m?.comparison;
   const metric = m?.metric ?? { path: '', direction: 'lower' as const, label: '', unit: '' };
+  const levels = m?.levels ? historyLevels(m.levels) : undefined;
   return {
     schema: HISTORY_SCHEMA,
     at: now.toISOString(),
@@ -64,7 +65,7 @@ export function historyRow(
     mde: c?.mde ?? null,
     mfuA: m?.mfu.a ?? null,
     mfuB: m?.mfu.b ?? null,
-    ...(m?.levels ? { levels: historyLevels(m.levels) } : {}),
+    ...(levels && anyLevelMeasured(levels) ? { levels } : {}),
     championAfter,
     ...(kept ? { programs: kept } : {}),
     harnessHash: ev.provenance.harnessHash ?? null,
@@ -92,6 +93,14 @@ function historyLevels(
     modelMfu: pair(l.model?.mfu),
     peak: l.peak?.source ?? null,
   };
+}
+
+/**
+ * Whether a row's levels hold a number: a target whose bench times neither the GDN kernel's fwd_bwd nor
+ * a model's train step (an RMSNorm, a matmul) measures no level, and its rows carry none.
+ */
+function anyLevelMeasured(l: HistoryLevels): boolean {
+  return [l.kernelMs, l.kernelMfu, l.stepMs, l.modelMfu].some((p) => p.a !== null || p.b !== null);
 }
 
 /** The champion's most recent harness measurement: as arm A of a later iteration or as the winning B. */

@@ -1,7 +1,8 @@
 /**
  * guard: the agent may change only the target's editable paths (protected wins), and its added lines
  * must not contain known hacks. Either violation makes the iteration `invalid` before any test runs.
- * So does a change an earlier iteration already made (the novelty check): it is not measured again.
+ * So does a change an earlier iteration already made on the same champion (the novelty check): it is
+ * not measured again. A refused change is never pushed (no branch, no PR: publish.ts).
  */
 
 import { join } from 'node:path';
@@ -71,6 +72,8 @@ export const guardStep: Step = {
           })
         : undefined;
     if (earlier) {
+      ev.guard.allowed = false;
+      ev.guard.repeatOf = repeatName(earlier);
       return {
         status: 'verdict',
         verdict: 'invalid',
@@ -81,6 +84,8 @@ export const guardStep: Step = {
     // Two candidates of one search that make the same change would be screened twice for one answer.
     const sibling = change ? sameChangeInSearch(ctx.runDir, ev, change) : undefined;
     if (sibling !== undefined) {
+      ev.guard.allowed = false;
+      ev.guard.repeatOf = `candidate ${sibling} of this iteration`;
       return {
         status: 'verdict',
         verdict: 'invalid',
@@ -131,17 +136,15 @@ export function sameChangeInSearch(
   return undefined;
 }
 
-/** Verdicts that refuse a repeat only on the champion they were reached on. */
-const UNTIL_THE_CHAMPION_MOVES: ReadonlySet<string> = new Set(['no-change', 'screened-out']);
-
 /**
- * The last earlier iteration that made this change. An `error` row said nothing about the change (the
+ * The last earlier iteration that made this change on the same champion: that is what a repeat is. The
+ * same edit on another champion is another experiment (a null result, a regression, a failed gate or a
+ * program that came out the same bytes on an old champion says little about the new one), so it is
+ * measured again once the champion has moved. An `error` row said nothing about the change (the
  * infrastructure failed), so it does not count, nor does an earlier refusal of the same repeat (it was
  * never measured; the iteration it repeated is the one to name); nor does this iteration's own row (a
  * later job — the publish job re-guards what it pushes — or a resumed run reads the history with it
- * already there); nor does a `no-change` measured on another champion: a null result on an old champion
- * says little about the new one, so the change is measured again once the champion has moved. A
- * `screened-out` change (a short screen, never measured in full) is held to the same rule.
+ * already there).
  */
 export function sameChangeEarlier(
   rows: readonly HistoryRow[],
@@ -151,11 +154,16 @@ export function sameChangeEarlier(
   return rows.findLast(
     (r) =>
       r.change === change &&
+      r.baseCommit === self.base &&
       r.verdict !== 'error' &&
       !r.reason.startsWith('novelty check: ') &&
-      !(UNTIL_THE_CHAMPION_MOVES.has(r.verdict) && r.baseCommit !== self.base) &&
       !(r.runId === self.runId && r.iteration === self.iteration),
   );
+}
+
+/** `iteration 3-c2 of run <id>`: the earlier iteration a repeat repeats. */
+function repeatName(row: HistoryRow): string {
+  return `iteration ${row.iteration}${row.slot ? `-c${row.slot}` : ''} of run ${row.runId}`;
 }
 
 /** The refusal: which iteration this repeats, how that ended, and how a person has it measured anyway. */
@@ -166,8 +174,8 @@ export function repeatReason(row: HistoryRow): string {
       : `ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ''}`;
   return (
     `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ''} of run ${row.runId} ` +
-    `(${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ''}), the same change on champion ${row.baseCommit.slice(0, 12)}. ` +
-    `Not measured again${UNTIL_THE_CHAMPION_MOVES.has(row.verdict) ? ' until the champion moves' : ''}; ` +
+    `(${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ''}), the same change on the same champion ${row.baseCommit.slice(0, 12)}. ` +
+    'Not measured again until the champion moves; no PR is opened for it; ' +
     'a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull ' +
     'request that makes it, or hillclimb measure --base <champion> --head <commit>.'
   );

@@ -29,6 +29,7 @@ import {
   readMetricsFile,
   runLevels,
   summarizeLevels,
+  timedWallMs,
   wallMetricPath,
 } from '../../evidence/index.js';
 import {
@@ -386,7 +387,6 @@ async function session(
     for (const arm of order) {
       const problem = addRun(env, arm, round.metrics[arm]!, {
         index,
-        durationMs: run.durationMs / rounds,
         logFile: ProgramFiles.verifyLog(name),
       });
       if (problem) return invalid(problem);
@@ -403,7 +403,7 @@ function addRun(
   env: StepEnv,
   arm: ArmName,
   metrics: MetricsFile,
-  from: { index: number; durationMs: number; logFile: string },
+  from: { index: number; logFile: string },
 ): string | undefined {
   const { ctx, bundle, ev } = env;
   const m = ev.measurement!;
@@ -416,7 +416,7 @@ function addRun(
     value: null,
     mfu: null,
     exitCode: 0,
-    durationMs: from.durationMs,
+    durationMs: timedWallMs(metrics),
     metricsFile,
     logFile: from.logFile,
     session: from.index,

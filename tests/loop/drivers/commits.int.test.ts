@@ -4,7 +4,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MetricsFile } from '../../../src/evidence/metrics.js';
 import type { IterationEvidence } from '../../../src/evidence/record.js';
+import { LocalForge } from '../../../src/forge/forges/local.js';
+import { memoryLogger } from '../../../src/util/log.js';
 import { CLI, tempDir } from '../../helpers/paths.js';
 import { gitIn, makeToyRepo } from '../toy-repo.js';
 
@@ -60,6 +63,17 @@ describe('hillclimb test, measure and profile', () => {
     expect(ev.verdict).toBe('improved');
     expect(ev.measurement?.comparison?.ci?.lo).toBeGreaterThan(1);
     expect(ev.profile?.status).toBe('done');
+    // Each run's "took" is its own timed calls on the wall clock, read from its own metrics, not its
+    // verifier session's time shared out evenly over the rounds.
+    const bundleDir = join(repo, '.hillclimb', 'runs', ev.runId, 'i001');
+    for (const run of ev.measurement!.runs) {
+      const metrics = JSON.parse(readFileSync(join(bundleDir, run.metricsFile), 'utf8')) as MetricsFile;
+      const timed = Object.values(metrics.measurements).flatMap((m) => m.wall_samples_ms ?? m.samples_ms);
+      expect(run.durationMs).toBeCloseTo(
+        timed.reduce((x, y) => x + y, 0),
+        6,
+      );
+    }
   });
 
   it('measure --pr --dry-run prints the commands and leaves the PR comment alone', async () => {
@@ -67,6 +81,33 @@ describe('hillclimb test, measure and profile', () => {
     expect(r.stderr).toMatch(/dry run: \S*python\S* -m harness\.programs export --platform cpu /);
     expect(r.stdout).toContain('PR #7: dry run, sticky comment left alone');
     expect(existsSync(join(repo, '.hillclimb', 'forge'))).toBe(false);
+  });
+
+  it('measure --pr: measures, then writes the sticky comment on that PR (exit 0)', async () => {
+    // A person's PR on the local forge: the branch and its record, as the forge keeps them.
+    gitIn(repo, 'branch', 'faster-kernel', faster);
+    const forge = new LocalForge({
+      repoDir: repo,
+      stateDir: join(repo, '.hillclimb'),
+      logger: memoryLogger(),
+    });
+    const { pr } = await forge.upsertPullRequest({
+      branch: 'faster-kernel',
+      base: 'main',
+      title: 'faster kernel',
+      body: 'by hand',
+      draft: false,
+      labels: [],
+    });
+    const r = await hillclimb(repo, 'measure', '--base', base, '--head', faster, '--pr', String(pr.number));
+    expect(r.stderr).not.toContain('no champion was given');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`PR #${pr.number}: sticky comment created`);
+    const comments = forge.records.comments(pr.number);
+    expect(comments).toHaveLength(1);
+    // The comment carries the measurement itself, not a refusal of the bundle.
+    expect(comments[0]?.body).toContain('improved');
+    expect(comments[0]?.body).not.toContain('no attested result');
   });
 
   it('measure: a change to the protected harness is not measured as a speedup', async () => {

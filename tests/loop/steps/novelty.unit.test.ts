@@ -43,16 +43,24 @@ function row(
 describe('sameChangeEarlier', () => {
   const self = { runId: 'run-2', iteration: 5, base: NEW };
 
-  it('a no-change on another champion does not count: the change is measured again on the new one', () => {
-    expect(sameChangeEarlier([row(1, 'no-change', OLD)], CHANGE, self)).toBeUndefined();
-    // On the same champion it still does.
-    expect(sameChangeEarlier([row(1, 'no-change', NEW)], CHANGE, self)?.iteration).toBe(1);
-    // So is a change screened out by a search (a short screen, never measured in full).
-    expect(sameChangeEarlier([row(1, 'screened-out', OLD)], CHANGE, self)).toBeUndefined();
-    expect(sameChangeEarlier([row(1, 'screened-out', NEW)], CHANGE, self)?.iteration).toBe(1);
-    // Other verdicts count whatever the champion was.
-    for (const verdict of ['regressed', 'invalid', 'improved', 'needs-human'] as const)
-      expect(sameChangeEarlier([row(1, verdict, OLD)], CHANGE, self)?.iteration, verdict).toBe(1);
+  it('a change is a repeat only on the same champion, whatever the earlier verdict', () => {
+    const verdicts = [
+      'no-change',
+      'screened-out',
+      'no-op',
+      'regressed',
+      'invalid',
+      'improved',
+      'needs-human',
+    ] as const;
+    for (const verdict of verdicts) {
+      // On another champion it is another experiment: measured again (issue 37: a comment-only change
+      // refused as a repeat of a no-op on an older champion).
+      expect(sameChangeEarlier([row(1, verdict, OLD)], CHANGE, self), verdict).toBeUndefined();
+      expect(sameChangeEarlier([row(1, verdict, NEW)], CHANGE, self)?.iteration, verdict).toBe(1);
+    }
+    // The newest row on this champion is the one named, though a later one on another champion exists.
+    expect(sameChangeEarlier([row(1, 'no-op', NEW), row(2, 'no-op', OLD)], CHANGE, self)?.iteration).toBe(1);
   });
 
   it('skips earlier refusals of the same repeat (never measured), errors, and its own row', () => {
@@ -78,8 +86,8 @@ describe('sameChangeEarlier', () => {
 describe('repeatReason', () => {
   it('names the iteration it repeats, its verdict and ratio, and how a person has it measured anyway', () => {
     expect(repeatReason(row(3, 'regressed', OLD, { reason: 'upper CI bound 0.95 < 0.99' }))).toBe(
-      `novelty check: a repeat of iteration 3 of run run-1 (regressed, ratio 1.002 [0.981, 1.023]: upper CI bound 0.95 < 0.99), the same change on champion ${OLD.slice(0, 12)}. ` +
-        'Not measured again; a person who wants it measured anyway measures it as their own change: ' +
+      `novelty check: a repeat of iteration 3 of run run-1 (regressed, ratio 1.002 [0.981, 1.023]: upper CI bound 0.95 < 0.99), the same change on the same champion ${OLD.slice(0, 12)}. ` +
+        'Not measured again until the champion moves; no PR is opened for it; a person who wants it measured anyway measures it as their own change: ' +
         '/hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.',
     );
     const noChange = repeatReason(row(2, 'no-change', OLD, { slot: 2 }));
