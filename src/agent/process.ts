@@ -295,6 +295,21 @@ export function firstMatchingLine(texts: readonly string[], patterns: readonly R
   return undefined;
 }
 
+/**
+ * The last line of the first of `texts` that has one matching any pattern, trimmed to a readable length:
+ * where a CLI reports every retry before the error it gave up on, the last word is the cause.
+ */
+export function lastMatchingLine(texts: readonly string[], patterns: readonly RegExp[]): string | undefined {
+  for (const text of texts) {
+    const line = text.split(/\r?\n|\r/).findLast((l) => patterns.some((p) => p.test(l)));
+    if (line !== undefined) {
+      const t = line.trim();
+      return t.length > 300 ? `${t.slice(0, 299)}…` : t;
+    }
+  }
+  return undefined;
+}
+
 /** Parse JSON Lines, skipping lines that are not JSON objects. */
 export function jsonLines(text: string): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
