@@ -211,10 +211,19 @@ describe('agent infrastructure failures are retried', () => {
     try {
       const repo = join(t.dir, 'once');
       makeToyRepo(repo, [], flakyConfig(api.url));
-      const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+      const logger = memoryLogger();
+      const r = await loop(repo, { overrides: { 'loop.iterations': 1 }, logger });
       const it1 = r.iterations[0]!;
       expect(it1.verdict).toBe('improved');
       expect(api.requests()).toBe(2);
+      // The retry's warning says what the agent said, and where its whole log is.
+      const warning = logger.lines.find((l) => l.includes('retry 1/'));
+      expect(warning).toContain(
+        `propose: agent command: the agent reported an infrastructure failure (exit code 75): model API: ${api.url} is not answering; retry 1/`,
+      );
+      expect(warning).toContain(
+        `(the agent log is ${join(it1.bundleDir, 'agent', 'attempt-1', 'agent.log')})`,
+      );
       expect(it1.evidence.agent).toMatchObject({
         status: 'finished',
         attempts: 2,
