@@ -200,11 +200,15 @@ describe('agent infrastructure failures are retried', () => {
   const t = tempDir('hc-faults-retry-');
   afterAll(t.cleanup);
   const flakyConfig = (url: string) =>
-    commandAgentConfig('flaky-api.sh', '').replace(
-      `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
-      // It calls a service of its own on the machine's loopback: it asks for the machine's network.
-      `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]\n    network: host`,
-    );
+    commandAgentConfig('flaky-api.sh', '')
+      .replace(
+        `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
+        // It calls a service of its own on the machine's loopback: it asks for the machine's network.
+        `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]\n    network: host`,
+      )
+      // Silent until its request is answered (the sandbox built, Python started, the API asked): the hang
+      // cases' 2 s idle limit would end it first on a loaded machine, as a timeout (no-op), not exit 75.
+      .replace('idle_timeout_minutes: 0.03', 'idle_timeout_minutes: 0.5');
 
   it('an agent whose API failed once (exit 75) is run again, and the retry completes the iteration', async () => {
     const api = await flakyApi(['fail', 'ok']);
