@@ -273,6 +273,32 @@ describe('agent infrastructure failures are retried', () => {
     }
   });
 
+  it('hillclimb loop exits 3 with a summary when every iteration ended in error', async () => {
+    const api = await flakyApi(['fail']);
+    try {
+      const repo = join(t.dir, 'all-errors');
+      makeToyRepo(repo, [], flakyConfig(api.url));
+      // Two errors are within the failure budget: the run "completes", but it produced nothing.
+      const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, 'loop', '--root', repo, '--iterations', '2'], {
+          env: { ...process.env, HILLCLIMB_PYTHON: python },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d));
+        child.stderr.on('data', (d: Buffer) => (stderr += d));
+        child.once('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      expect(r.stdout).toMatch(/run \S+: completed/);
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toMatch(
+        /^error: no iteration completed: all 2 iterations ended in error \(i001: propose: agent command: the agent reported an infrastructure failure \(exit code 75\): model API: .* is not answering \(2 attempts\)\); the evidence of each is under .*\.hillclimb\/runs\/\S+$/m,
+      );
+    } finally {
+      await api.close();
+    }
+  }, 120_000);
+
   it('--resume after a kill during the retry continues with that attempt and completes', async () => {
     // The first request fails, the second never answers (the loop is killed while the retry waits on
     // it), and the API is back for the resumed run.
