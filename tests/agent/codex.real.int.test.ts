@@ -362,6 +362,8 @@ describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => 
     expect(e.message).toMatch(
       /^agent codex: the model API refused the credentials: Reconnecting\.\.\. .*401 Unauthorized/,
     );
+    // The endpoint the user set, not the key proxy's port and token.
+    expect(e.message).toContain(`url: ${server.baseUrl.replace(/^http/, 'ws')}/responses)`);
     expect(e.hint).toContain('OPENAI_API_KEY (passed to codex as CODEX_API_KEY');
     expect(e.hint).toContain(server.baseUrl);
     expect(Date.now() - started).toBeLessThan(8000); // codex alone retries for ~13 s
