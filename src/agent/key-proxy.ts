@@ -120,14 +120,15 @@ export function withUpstreamNamed(text: string, proxy: Pick<KeyProxy, 'port' | '
   const upstream = new URL(proxy.upstream);
   const origin = upstream.origin;
   const proxied = new RegExp(
-    `\\b(https?|wss?)://(?:127\\.0\\.0\\.1|localhost):${proxy.port}/[0-9a-f]{32}`,
+    // The token may be cut short where a long line was (a stop message keeps 300 characters).
+    `\\b(https?|wss?)://(?:127\\.0\\.0\\.1|localhost):${proxy.port}/[0-9a-f]{1,32}`,
     'g',
   );
   return text
     .replace(proxied, (_all, scheme: string) =>
       scheme.startsWith('ws') ? origin.replace(/^http/, 'ws') : origin,
     )
-    .replaceAll(`127.0.0.1:${proxy.port}`, upstream.host);
+    .replace(new RegExp(`\\b127\\.0\\.0\\.1:${proxy.port}(?!\\d)`, 'g'), upstream.host);
 }
 
 /** Headers that carry a credential: dropped from the agent's request, whatever it put there. */
