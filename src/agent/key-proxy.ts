@@ -79,6 +79,8 @@ export interface Refusals {
 export interface KeyProxy {
   /** The base URL to give the CLI: the proxy's origin, the run's token, the upstream's path. */
   url: string;
+  /** The real endpoint it forwards to (`KeyProxyOptions.upstream`): what the user configured. */
+  upstream: string;
   /** The loopback port of `url`. */
   port: number;
   /** The same proxy on a UNIX socket, for a sandbox's forward. */
@@ -106,6 +108,27 @@ const TIMEOUTS = { headersMs: 20_000, requestMs: 120_000 };
 export function refusalText(r: Refusals): string {
   const more = r.count > r.sample.length ? `, … (${r.count} in all)` : '';
   return `${r.count} request(s): ${r.sample.join(', ')}${more}`;
+}
+
+/**
+ * `text` (a CLI's error line) with the proxy's address put back as the endpoint the user configured: the
+ * proxy's port lives for one run and its URL carries the run's token, so a message naming it tells the
+ * user nothing they can check. `ws://127.0.0.1:<port>/<token>/v1/responses` becomes
+ * `wss://api.openai.com/v1/responses`; a bare `127.0.0.1:<port>` becomes the upstream's host.
+ */
+export function withUpstreamNamed(text: string, proxy: Pick<KeyProxy, 'port' | 'upstream'>): string {
+  const upstream = new URL(proxy.upstream);
+  const origin = upstream.origin;
+  const proxied = new RegExp(
+    // The token may be cut short where a long line was (a stop message keeps 300 characters).
+    `\\b(https?|wss?)://(?:127\\.0\\.0\\.1|localhost):${proxy.port}/[0-9a-f]{1,32}`,
+    'g',
+  );
+  return text
+    .replace(proxied, (_all, scheme: string) =>
+      scheme.startsWith('ws') ? origin.replace(/^http/, 'ws') : origin,
+    )
+    .replace(new RegExp(`\\b127\\.0\\.0\\.1:${proxy.port}(?!\\d)`, 'g'), upstream.host);
 }
 
 /** Headers that carry a credential: dropped from the agent's request, whatever it put there. */
@@ -345,6 +368,7 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
   local = loopback ? (server.address() as { port: number }).port : 20_000 + randomInt(40_000);
   return {
     url: `http://127.0.0.1:${local}/${token}${upstream.pathname.replace(/\/+$/, '')}`,
+    upstream: opts.upstream,
     port: local,
     socket,
     refusals,

@@ -25,7 +25,7 @@ import {
 import { type Logger, readPlainFile } from '../util/index.js';
 import type { AgentRequest } from './agent.js';
 import { agentEnvironment, gitIdentityEnv } from './environment.js';
-import { type KeyProxy, PLACEHOLDER_KEY } from './key-proxy.js';
+import { type KeyProxy, PLACEHOLDER_KEY, withUpstreamNamed } from './key-proxy.js';
 import { type LineSignal, type ProcessOutcome, runAgentProcess } from './process.js';
 
 export interface AgentLaunch {
@@ -63,7 +63,7 @@ export interface AgentLaunch {
    * the placeholder instead, the real one is only redacted from the log, and in the sandbox the proxy is
    * all the agent's network reaches.
    */
-  keyProxy?: Pick<KeyProxy, 'port' | 'socket'>;
+  keyProxy?: Pick<KeyProxy, 'port' | 'socket' | 'upstream'>;
   /** In the sandbox without a key proxy: the machine's network (default), or none at all. */
   network?: 'host' | 'none';
   logger: Logger;
@@ -151,7 +151,15 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
     unreachableLimitMs: launch.unreachableLimitMs,
     infraExitCodes: launch.infraExitCodes,
   });
-  return { ...outcome, isolation: sandbox ? 'sandbox' : 'none' };
+  const proxy = launch.keyProxy;
+  // The CLI only knew the proxy's address; the user knows their endpoint (key-proxy.ts).
+  const named = (m: string | undefined) => (m === undefined || !proxy ? m : withUpstreamNamed(m, proxy));
+  return {
+    ...outcome,
+    ...(outcome.infraError !== undefined ? { infraError: named(outcome.infraError) } : {}),
+    ...(outcome.setupError !== undefined ? { setupError: named(outcome.setupError) } : {}),
+    isolation: sandbox ? 'sandbox' : 'none',
+  };
 }
 
 /** Files the command names by absolute path (a configured agent's script), outside its writable folders. */

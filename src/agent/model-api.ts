@@ -96,7 +96,10 @@ export async function checkModelApi(
     return;
   }
   throw new HillclimbError(`agent ${kind}: cannot reach the model API at ${check.url}: ${failure}`, {
-    hint: `check ${check.urlVariable} and this machine's network (a proxy the agent needs goes in agent.pass_env)`,
+    // Node's fetch here, and the key proxy that carries the agent's requests, connect directly.
+    hint:
+      `check ${check.urlVariable}, and that this machine reaches it directly: hillclimb holds the key and ` +
+      'connects without an HTTP proxy (HTTPS_PROXY is not used; one in agent.pass_env does not help)',
     exitCode: ExitCode.failure,
   });
 }

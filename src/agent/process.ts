@@ -29,7 +29,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Isolation } from '../evidence/index.js';
 import { displayCommand, ExecError, type ExecResult, run } from '../exec/index.js';
-import { redact } from '../util/index.js';
+import { redact, secretsFromEnv } from '../util/index.js';
 import type { AgentStatus } from './agent.js';
 
 export interface AgentProcessSpec {
@@ -190,10 +190,11 @@ async function runWatched(spec: AgentProcessSpec, started: number, watch: ApiWat
   const durationMs = Date.now() - started;
   if (result.exitCode === 0) return { status: 'finished', exitCode: 0, result, durationMs };
   if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
+    const said = lastWords(result.stderr);
     return {
       status: 'failed',
       exitCode: result.exitCode,
-      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
+      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})${said ? `: ${said}` : ''}`,
       result,
       durationMs,
     };
@@ -208,6 +209,26 @@ async function runWatched(spec: AgentProcessSpec, started: number, watch: ApiWat
     durationMs,
     ...(api ? { infraError: `model API failure: ${api}` } : {}),
   };
+}
+
+/** Lines of stderr an exit-75 message quotes, and the characters it keeps of them. */
+const LAST_WORDS_LINES = 3;
+const LAST_WORDS_CHARS = 300;
+
+/**
+ * The end of what an agent printed on stderr, on one line (`a / b / c`), bounded: why it says the
+ * infrastructure failed. Its output is already redacted of the agent's own secrets; the harness's
+ * secret-named variables (a token the agent never got, but could have been handed some other way) are
+ * redacted too, since the line goes to the terminal, the evidence and the history.
+ */
+function lastWords(stderr: string): string {
+  const lines = stderr
+    .split(/\r?\n|\r/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .slice(-LAST_WORDS_LINES);
+  const text = redact(lines.join(' / '), secretsFromEnv());
+  return text.length > LAST_WORDS_CHARS ? `…${text.slice(-(LAST_WORDS_CHARS - 1))}` : text;
 }
 
 /**
@@ -290,6 +311,21 @@ export function firstMatchingLine(texts: readonly string[], patterns: readonly R
         const t = line.trim();
         return t.length > 300 ? `${t.slice(0, 299)}…` : t;
       }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The last line of the first of `texts` that has one matching any pattern, trimmed to a readable length:
+ * where a CLI reports every retry before the error it gave up on, the last word is the cause.
+ */
+export function lastMatchingLine(texts: readonly string[], patterns: readonly RegExp[]): string | undefined {
+  for (const text of texts) {
+    const line = text.split(/\r?\n|\r/).findLast((l) => patterns.some((p) => p.test(l)));
+    if (line !== undefined) {
+      const t = line.trim();
+      return t.length > 300 ? `${t.slice(0, 299)}…` : t;
     }
   }
   return undefined;

@@ -165,9 +165,15 @@ function spawnAndCollect(
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
 
+    let exited = false;
+    let signalled = false;
     const killGroup = (reason: NonNullable<ExecResult['killedBy']>): void => {
-      if (killedBy !== undefined || child.pid === undefined) return;
-      killedBy = reason;
+      if (signalled || child.pid === undefined) return;
+      signalled = true;
+      // A process that has exited ended on its own: its exit code says how, even when its pipes close
+      // late (a loaded machine, a grandchild holding them) and a timer fires meanwhile. What it left
+      // running is still stopped.
+      if (!exited) killedBy = reason;
       signalGroup(child.pid, 'SIGTERM');
       const grace = setTimeout(
         () => signalGroup(child.pid!, 'SIGKILL'),
@@ -252,6 +258,7 @@ function spawnAndCollect(
     child.on('exit', (code, signal) => {
       exitCode = code;
       exitSignal = signal;
+      exited = true;
       // stdio normally closes right after exit; if a grandchild holds it open, stop waiting (and stop
       // reading, so execa settles too).
       const drain = setTimeout(() => {

@@ -262,7 +262,7 @@ describe('claude (real binary) through the adapter', { timeout: 120_000 }, () =>
     const outcome = await claude({ unreachableLimitMs: 2000 }).run(anthropicEnv(f, baseUrl));
     expect(outcome.status).toBe('failed');
     expect(outcome.infraError).toMatch(
-      /^the model API was unreachable for 2 s with no answer: API retry \d+\/10: no HTTP response/,
+      /^the model API was unreachable for 2 s with no answer: API retry \d+\/10: no HTTP response \(the connection failed or dropped\)$/,
     );
     expect(outcome.durationMs).toBeLessThan(15_000);
   });

@@ -362,6 +362,8 @@ describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => 
     expect(e.message).toMatch(
       /^agent codex: the model API refused the credentials: Reconnecting\.\.\. .*401 Unauthorized/,
     );
+    // The endpoint the user set, not the key proxy's port and token.
+    expect(e.message).toContain(`url: ${server.baseUrl.replace(/^http/, 'ws')}/responses)`);
     expect(e.hint).toContain('OPENAI_API_KEY (passed to codex as CODEX_API_KEY');
     expect(e.hint).toContain(server.baseUrl);
     expect(Date.now() - started).toBeLessThan(8000); // codex alone retries for ~13 s
@@ -371,12 +373,35 @@ describe('codex (real binary) through the adapter', { timeout: 120_000 }, () => 
     );
   });
 
-  it('429 is an infrastructure failure (the loop retries it)', async () => {
+  it.each([
+    ['the WebSocket transport', true],
+    ['a proxy that answers the WebSocket 404 (chunked) before the HTTP fallback', 'not-found'],
+  ] as const)(
+    '429 is an infrastructure failure (the loop retries it), named as the error codex gave up on: %s',
+    async (_name, websocket) => {
+      const f = await setup();
+      const server = await serve({ replies: [], whenExhausted: { status: 429 }, websocket });
+      const outcome = await codex().agent.run(openaiEnv(f, server));
+      expect(outcome).toMatchObject({ status: 'failed', exitCode: 1 });
+      // Not the first notice (`Reconnecting... 2/5 (unexpected status 404 Not Found: 59` cut at its \r\n).
+      expect(outcome.infraError).toBe(
+        'model API failure: exceeded retry limit, last status: 429 Too Many Requests',
+      );
+    },
+  );
+
+  it('a failure that quotes a URL names the user’s endpoint, not the key proxy’s port and token', async () => {
     const f = await setup();
-    const server = await serve({ replies: [], whenExhausted: { status: 429 } });
-    const outcome = await codex().agent.run(openaiEnv(f, server));
-    expect(outcome).toMatchObject({ status: 'failed', exitCode: 1 });
-    expect(outcome.infraError).toMatch(/^model API failure: .*429/);
+    const server = await serve({ replies: [], whenExhausted: { status: 503 }, websocket: 'not-found' });
+    const outcome = await codex({ apiRetryLimitMs: 1500 }).agent.run(openaiEnv(f, server));
+    const ws = `${server.baseUrl.replace(/^http/, 'ws')}/responses`;
+    expect(outcome.infraError).toMatch(
+      /^the model API kept failing for 2 s with no answer: Reconnecting\.\.\. .*404 Not Found/,
+    );
+    expect(outcome.infraError).toContain(`url: ${ws})`);
+    expect(outcome.infraError).not.toMatch(/[0-9a-f]{32}/); // the run's token
+    expect(outcome.infraError).not.toMatch(/\r|\n/);
+    expect(readFileSync(f.request.logFile, 'utf8')).toContain('# stopped by the harness');
   });
 
   it('a 5xx that does not end is stopped after apiRetryLimitMs as infrastructure', async () => {

@@ -10,12 +10,12 @@ afterEach(() => {
   for (const f of fixtures.splice(0)) f.repo.cleanup();
 });
 
-function run(mode: string) {
+function run(mode: string, ...args: string[]) {
   const f = agentFixture('unused');
   fixtures.push(f);
   f.request.iteration = 7;
   const agent = new CommandAgent({
-    command: ['node', join(FIXTURES, 'command-agent.mjs'), mode],
+    command: ['node', join(FIXTURES, 'command-agent.mjs'), mode, ...args],
     passEnv: [],
     logger: memoryLogger(),
   });
@@ -43,8 +43,25 @@ describe('command adapter', () => {
   it('treats exit code 75 (EX_TEMPFAIL) as an infrastructure failure', async () => {
     const o = await run('tempfail').outcome;
     expect(o).toMatchObject({ status: 'failed', exitCode: 75 });
-    expect(o.infraError).toMatch(/infrastructure failure \(exit code 75\)/);
+    // What the agent said on stderr comes with it: the warning and the evidence say why.
+    expect(o.infraError).toBe(
+      'the agent reported an infrastructure failure (exit code 75): model endpoint unreachable, try later',
+    );
     expect(o.resultProblem).toMatch(/no result file/);
+  });
+
+  it('quotes only the last lines of an exit-75 agent’s stderr, on one line, the harness’s secrets redacted', async () => {
+    const secret = 'hc-test-secret-0123456789';
+    process.env.HC_TEST_QUOTE_TOKEN = secret;
+    try {
+      const o = await run('tempfail-loud', secret).outcome;
+      expect(o.infraError).toBe(
+        'the agent reported an infrastructure failure (exit code 75): retrying the endpoint, try 49 / ' +
+          'retrying the endpoint, try 50 / upstream said 503 to key ***',
+      );
+    } finally {
+      delete process.env.HC_TEST_QUOTE_TOKEN;
+    }
   });
 
   it('treats any other non-zero exit as the agent’s failure', async () => {

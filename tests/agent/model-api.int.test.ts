@@ -103,7 +103,10 @@ describe('the model API check', () => {
     expect(slept).toBe(1);
     expect(e.exitCode).toBe(1);
     expect(e.message).toBe(`agent codex: cannot reach the model API at ${url}/models: connection refused`);
-    expect(e.hint).toContain('check OPENAI_BASE_URL');
+    expect(e.hint).toBe(
+      'check OPENAI_BASE_URL, and that this machine reaches it directly: hillclimb holds the key and ' +
+        'connects without an HTTP proxy (HTTPS_PROXY is not used; one in agent.pass_env does not help)',
+    );
   });
 
   it('any other answer (a proxy without the list: 404; 429; 5xx) lets the run go on', async () => {

@@ -101,6 +101,19 @@ describe('run', () => {
     expect(chatty.stdout.split('\n').filter(Boolean)).toHaveLength(6);
   });
 
+  it('a process that exited on its own keeps its exit code when a timer fires while its pipes drain', async () => {
+    // The shell exits 75 at once; the sleep it left holds its pipes open, and the idle timer fires before
+    // they close. Its leftover is stopped, but it was not "killed by the idle timeout": it ended itself.
+    const r = await run('sh', ['-c', 'sleep 30 & echo "started $!"; exit 75'], {
+      idleTimeoutMs: 1000,
+      allowedExitCodes: 'any',
+    });
+    expect(r).toMatchObject({ exitCode: 75, killedBy: undefined });
+    const leftover = Number(r.stdout.split(' ')[1]);
+    for (let i = 0; i < 100 && isAlive(leftover); i++) await new Promise((res) => setTimeout(res, 50));
+    expect(isAlive(leftover)).toBe(false);
+  });
+
   it('stops on an abort signal', async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 200);

@@ -200,21 +200,34 @@ describe('agent infrastructure failures are retried', () => {
   const t = tempDir('hc-faults-retry-');
   afterAll(t.cleanup);
   const flakyConfig = (url: string) =>
-    commandAgentConfig('flaky-api.sh', '').replace(
-      `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
-      // It calls a service of its own on the machine's loopback: it asks for the machine's network.
-      `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]\n    network: host`,
-    );
+    commandAgentConfig('flaky-api.sh', '')
+      .replace(
+        `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
+        // It calls a service of its own on the machine's loopback: it asks for the machine's network.
+        `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]\n    network: host`,
+      )
+      // Silent until its request is answered (the sandbox built, Python started, the API asked): the hang
+      // cases' 2 s idle limit would end it first on a loaded machine, as a timeout (no-op), not exit 75.
+      .replace('idle_timeout_minutes: 0.03', 'idle_timeout_minutes: 0.5');
 
   it('an agent whose API failed once (exit 75) is run again, and the retry completes the iteration', async () => {
     const api = await flakyApi(['fail', 'ok']);
     try {
       const repo = join(t.dir, 'once');
       makeToyRepo(repo, [], flakyConfig(api.url));
-      const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
+      const logger = memoryLogger();
+      const r = await loop(repo, { overrides: { 'loop.iterations': 1 }, logger });
       const it1 = r.iterations[0]!;
       expect(it1.verdict).toBe('improved');
       expect(api.requests()).toBe(2);
+      // The retry's warning says what the agent said, and where its whole log is.
+      const warning = logger.lines.find((l) => l.includes('retry 1/'));
+      expect(warning).toContain(
+        `propose: agent command: the agent reported an infrastructure failure (exit code 75): model API: ${api.url} is not answering; retry 1/`,
+      );
+      expect(warning).toContain(
+        `(the agent log is ${join(it1.bundleDir, 'agent', 'attempt-1', 'agent.log')})`,
+      );
       expect(it1.evidence.agent).toMatchObject({
         status: 'finished',
         attempts: 2,
@@ -259,6 +272,32 @@ describe('agent infrastructure failures are retried', () => {
       await api.close();
     }
   });
+
+  it('hillclimb loop exits 3 with a summary when every iteration ended in error', async () => {
+    const api = await flakyApi(['fail']);
+    try {
+      const repo = join(t.dir, 'all-errors');
+      makeToyRepo(repo, [], flakyConfig(api.url));
+      // Two errors are within the failure budget: the run "completes", but it produced nothing.
+      const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, 'loop', '--root', repo, '--iterations', '2'], {
+          env: { ...process.env, HILLCLIMB_PYTHON: python },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d));
+        child.stderr.on('data', (d: Buffer) => (stderr += d));
+        child.once('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      expect(r.stdout).toMatch(/run \S+: completed/);
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toMatch(
+        /^error: no iteration completed: all 2 iterations ended in error \(i001: propose: agent command: the agent reported an infrastructure failure \(exit code 75\): model API: .* is not answering \(2 attempts\)\); the evidence of each is under .*\.hillclimb\/runs\/\S+$/m,
+      );
+    } finally {
+      await api.close();
+    }
+  }, 120_000);
 
   it('--resume after a kill during the retry continues with that attempt and completes', async () => {
     // The first request fails, the second never answers (the loop is killed while the retry waits on

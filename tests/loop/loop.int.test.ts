@@ -57,7 +57,7 @@ describe('hillclimb loop on a toy target (replay agent, local compute, forge and
     expect(third!.evidence.base.branch).toBe(first!.evidence.candidate!.branch);
   });
 
-  it('measures interleaved fresh-process runs and records the comparison', () => {
+  it('measures both arms in paired rounds and records the comparison', () => {
     const m = result.iterations[0]!.evidence.measurement!;
     expect(m.runs.length).toBeGreaterThanOrEqual(10);
     const arms = m.runs.map((r) => r.arm);

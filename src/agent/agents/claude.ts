@@ -320,7 +320,7 @@ export function claudeLineSignal(line: string, stream: 'stdout' | 'stderr'): Lin
   if (ev.type === 'system' && ev.subtype === 'api_retry') {
     const status = typeof ev.error_status === 'number' ? ev.error_status : undefined;
     const error = typeof ev.error === 'string' ? ev.error : 'unknown';
-    const what = `${status ?? 'no HTTP response'} ${error}`;
+    const what = status !== undefined ? `${status} ${error}` : noResponse(error);
     if (status === 401 || status === 403 || SETUP_ERRORS.has(error)) {
       return { setup: `the model API refused the credentials (${what})` };
     }
@@ -335,6 +335,15 @@ export function claudeLineSignal(line: string, stream: 'stdout' | 'stderr'): Lin
     return { progress: true };
   }
   return undefined;
+}
+
+/**
+ * A retry notice without an HTTP status: the request never got an answer. Claude Code classes that
+ * `unknown`, which says nothing; what is known is that the connection failed (refused, dropped, timed
+ * out, or the name did not resolve).
+ */
+function noResponse(error: string): string {
+  return `no HTTP response (${error === 'unknown' ? 'the connection failed or dropped' : error})`;
 }
 
 /** What to tell a user whose credentials were refused. */

@@ -54,7 +54,7 @@ import { type Agent, type AgentOutcome, type AgentRequest, AgentSetupError } fro
 import { type KeyProxy, PLACEHOLDER_KEY, refusalText, startKeyProxy } from '../key-proxy.js';
 import { launchAgent } from '../launch.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
-import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
+import { firstMatchingLine, jsonLines, type LineSignal, lastMatchingLine, nonJsonLines } from '../process.js';
 import { RESULT_JSON_SCHEMA, readAgentResult, resultFromMessage } from '../result.js';
 
 export interface CodexOptions {
@@ -300,7 +300,11 @@ export function codexArgs(i: CodexArgsInput): string[] {
   return args;
 }
 
-/** The messages codex reported as errors: `error` events and `turn.failed`. */
+/**
+ * The messages codex reported as errors, `error` events and `turn.failed`, in their order, each on one
+ * line: a message can quote an HTTP body with its own line breaks (a proxy's chunked 404 arrives as
+ * `404 Not Found: 59\r\n{…}\r\n0`), which must not cut it short.
+ */
 function errorMessages(stdout: string): string[] {
   const messages: string[] = [];
   for (const ev of jsonLines(stdout)) {
@@ -308,13 +312,17 @@ function errorMessages(stdout: string): string[] {
     const err = ev.error as { message?: unknown } | undefined;
     if (ev.type === 'turn.failed' && typeof err?.message === 'string') messages.push(err.message);
   }
-  return messages;
+  return messages.map((m) => m.replace(/\s*[\r\n]+\s*/g, ' '));
 }
 
-/** Model-API failures in codex's JSONL events (`error`, `turn.failed`) and its plain stderr. */
+/**
+ * Model-API failures in codex's JSONL events (`error`, `turn.failed`) and its plain stderr. The last one
+ * decides: codex reports each retry as it goes (a WebSocket handshake refused before its HTTP fallback,
+ * say), and the error it gave up on comes last (`turn.failed`: `exceeded retry limit, last status: 429`).
+ */
 export function codexApiFailure(result: ExecResult): string | undefined {
   const messages = errorMessages(result.stdout).join('\n');
-  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
+  return lastMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE);
 }
 
 /** The API refused codex's credentials (in its error events or stderr). */
@@ -342,7 +350,8 @@ export function codexLineSignal(line: string, stream: 'stdout' | 'stderr'): Line
       return { setup: `the model API refused the credentials: ${ev.message}` };
     }
     if (!ev.message.startsWith('Reconnecting...')) return undefined;
-    return { retrying: ev.message, unreachable: UNREACHABLE.test(ev.message) };
+    const notice = ev.message.replace(/\s*[\r\n]+\s*/g, ' '); // a quoted HTTP body's line breaks
+    return { retrying: notice, unreachable: UNREACHABLE.test(notice) };
   }
   if ((ev.type === 'item.started' || ev.type === 'item.completed') && ev.item?.type !== 'error') {
     return { progress: true };

@@ -82,7 +82,8 @@ export function registerHarness(program: Command, ctx: () => CliContext, done: (
     program
       .command('measure')
       .description(
-        'A/B-measure a commit against a base with the loop’s statistics (interleaved fresh-process runs, bootstrap CI)',
+        'A/B-measure a commit against a base with the loop’s statistics (both commits’ exported programs timed ' +
+          'call by call in one verifier process, rounds paired; bootstrap CI)',
       )
       .requiredOption('--base <commit>', 'the champion / base commit')
       .option('--head <commit>', 'the candidate commit', 'HEAD')

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import type { ConfigOverrides } from '../../config/index.js';
 import { type LoopResult, resolveConfigFile, runLoop } from '../../loop/index.js';
 import { runTable } from '../../report/index.js';
+import { ExitCode } from '../../util/index.js';
 import type { CliContext } from '../context.js';
 
 export interface LoopFlags {
@@ -98,6 +99,25 @@ export function printLoopResult(c: CliContext, result: LoopResult, json: boolean
   );
 }
 
+/**
+ * How a run ends for a shell or a CI step: 0 when it completed, 1 when it stopped early (failure budget,
+ * stuck), 3 (ExitCode.infra, as `iterate` and `harness` exit for an `error` verdict) when no iteration
+ * got past an error — a run that produced nothing must not read as a success. The summary line says so.
+ */
+export function loopExit(result: LoopResult): { code: number; summary?: string } {
+  const n = result.iterations.length;
+  if (n > 0 && result.iterations.every((i) => i.verdict === 'error')) {
+    const first = result.iterations[0]!.reason;
+    return {
+      code: ExitCode.infra,
+      summary:
+        `no iteration completed: ${n === 1 ? 'the iteration' : `all ${n} iterations`} ended in error` +
+        `${first ? ` (i001: ${first})` : ''}; the evidence of each is under ${result.runDir}`,
+    };
+  }
+  return { code: result.endReason === 'completed' ? ExitCode.ok : ExitCode.failure };
+}
+
 export function registerLoop(program: Command, ctx: () => CliContext, done: (code: number) => void): void {
   program
     .command('loop')
@@ -141,6 +161,8 @@ export function registerLoop(program: Command, ctx: () => CliContext, done: (cod
         }),
       );
       printLoopResult(c, result, Boolean(flags.json));
-      done(result.endReason === 'completed' ? 0 : 1);
+      const { code, summary } = loopExit(result);
+      if (summary) c.stderr(`error: ${summary}`);
+      done(code);
     });
 }

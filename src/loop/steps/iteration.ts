@@ -217,7 +217,11 @@ export async function withInfraRetries<T>(
       });
       if (attempt > retries) return { kind: 'infra', message, attempts: attempt };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt);
-      ctx.logger.warn(`${key}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s`);
+      // The hint names the attempt's log (the agent's, the step's): where to read why, while it waits.
+      const hint = isHillclimbError(e) && e.hint ? ` (${e.hint})` : '';
+      ctx.logger.warn(
+        `${key}: ${message}; retry ${attempt}/${retries} in ${Math.round(wait / 1000)} s${hint}`,
+      );
       await ctx.sleep(wait);
     }
   }

@@ -21,7 +21,9 @@
  *   GET  /v1/models                                the documented model list (hillclimb's key check
  *        before a run): `{"object":"list","data":[…]}`, 401 without the key.
  * With `websocket: false` the server behaves like an OpenAI-compatible proxy without the WebSocket
- * transport: the upgrade is answered 405 and codex falls back to HTTP after its WebSocket retries.
+ * transport: the upgrade is answered 405 and codex falls back to HTTP after its WebSocket retries. With
+ * `websocket: 'not-found'` it answers 404 with a chunked body, as a proxy in front of a web framework does
+ * (codex quotes the raw body, chunk sizes and `\r\n` included, in its retry notices).
  *
  * Errors use the API's JSON shape `{"error":{"message","type","param","code"}}`. Anything outside
  * this list (another path, a missing or wrong key, a request after the script ran out) is recorded in
@@ -50,8 +52,11 @@ export interface ResponsesServerOptions {
   whenExhausted?: ResponsesReply;
   /** The API key the server accepts as `Authorization: Bearer <key>`. */
   apiKey: string;
-  /** Serve the WebSocket transport (default true, as api.openai.com does). */
-  websocket?: boolean;
+  /**
+   * Serve the WebSocket transport (default true, as api.openai.com does); false: refuse the upgrade 405;
+   * `'not-found'`: refuse it 404 with a chunked body.
+   */
+  websocket?: boolean | 'not-found';
   /** Listen on this port (default: any free one): a test can bring an API back where it was. */
   port?: number;
   /** Called after a `GET /v1/models` was answered (the harness's check before a run). */
@@ -162,6 +167,15 @@ export async function startResponsesServer(opts: ResponsesServerOptions): Promis
     if (path !== '/v1/responses') {
       violations.push(`unexpected upgrade: ${req.url}`);
       refuse(404, 'Not Found', apiError('Not found', 'invalid_request_error', null));
+      return;
+    }
+    if (websocket === 'not-found') {
+      handshakes.push({ status: 404, authorization, beta });
+      const text = JSON.stringify(apiError('Not found', 'invalid_request_error', null));
+      const size = Buffer.byteLength(text).toString(16);
+      socket.end(
+        `HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n${size}\r\n${text}\r\n0\r\n\r\n`,
+      );
       return;
     }
     if (!websocket) {

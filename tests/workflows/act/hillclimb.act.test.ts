@@ -302,7 +302,7 @@ describe.skipIf(act.skip)(`hillclimb.yml under act${act.skip ? ` (skipped: ${act
     const r = runs.failing!;
     expect(r.code, r.describe()).toBe(0);
     const why =
-      'propose: agent command: the agent reported an infrastructure failure (exit code 75) (2 attempts)';
+      'propose: agent command: the agent reported an infrastructure failure (exit code 75): model API: connection reset (2 attempts)';
     expect(r.output('propose', 'verdict', 'iterate')).toBe('error');
     expect(r.output('propose', 'reason', 'iterate')).toBe(why);
     expect(r.output('publish', 'reason', 'report')).toBe(why);
