@@ -158,7 +158,6 @@ function programHashes(dir: string, keys: readonly string[]): Record<string, str
   return out;
 }
 
-/** A log's or a note's text, or '' when there is none. */
 /**
  * How a champion's failed export fails the step: a failure of the program's own making (a traceback
  * of one, or a refusal the export prints itself, such as a kernel package not on sys.path) is the
@@ -176,6 +175,7 @@ export function championExportFailure(ctx: LoopContext, message: string, log: st
   return new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
 }
 
+/** A log's or a note's text, or '' when there is none. */
 function readText(file: string): string {
   try {
     return readFileSync(file, 'utf8');
