@@ -180,7 +180,7 @@ export async function gatherAnswers(
       : undefined;
   const requirements = await answer(
     'requirements',
-    'pip requirements file for .venv (JAX, pytest, your package), or pyproject.toml[<extra>]',
+    'pip requirements file for .venv (JAX, pytest, your package), or pyproject.toml with extras in brackets',
     flags.requirements,
     'requirements.txt',
     (v) => checkRequirements(FLAG_OF.requirements, v),
