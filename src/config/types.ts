@@ -224,7 +224,7 @@ export interface PathsConfig {
   log_file: string;
   prompt: string;
   directives_dir: string;
-  /** What `hillclimb setup` installs into .venv; `dev_requirements` as well with --dev. */
+  /** What `hillclimb setup` installs into .venv (a requirements file, or pyproject.toml[extras]); `dev_requirements` as well with --dev. */
   requirements: string;
   dev_requirements: string;
 }

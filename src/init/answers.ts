@@ -120,6 +120,19 @@ export function checkRelativePath(flag: string, path: string): string {
   return path;
 }
 
+/**
+ * A requirements answer: a plain relative path, or a pyproject.toml with optional-dependency extras in
+ * brackets (`pyproject.toml[test]`), as paths.requirements takes it.
+ */
+export function checkRequirements(flag: string, spec: string): string {
+  const bracket = /^(.+?)\[([A-Za-z0-9._,-]*)\]$/.exec(spec);
+  const path = checkRelativePath(flag, bracket ? bracket[1]! : spec);
+  if (bracket && !/(^|\/)pyproject\.toml$/.test(path)) {
+    throw badFlag(flag, `"${spec}": extras in brackets are for a pyproject.toml only`);
+  }
+  return spec;
+}
+
 /** A Python module name (what `python -m` takes): dotted identifiers. */
 export function checkModule(flag: string, module: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(module)) {
@@ -147,7 +160,7 @@ export function defaultProtected(
 ): string[] {
   const out = new Set(ALWAYS_PROTECTED);
   for (const t of TEST_FOLDERS) if (existsSync(join(root, t))) out.add(`${t}/**`);
-  out.add(a.requirements);
+  out.add(a.requirements.replace(/\[[^\]]*\]$/, '')); // pyproject.toml[test] protects pyproject.toml
   const editablePrefixes = a.editable.map((g) => g.split(/[*?[]/)[0]!.replace(/\/$/, ''));
   const holdsEditable = (dir: string) => editablePrefixes.some((p) => p === dir || p.startsWith(`${dir}/`));
   const named = (rel: string) => {

@@ -10,7 +10,7 @@ import {
   badFlag,
   checkBranch,
   checkModule,
-  checkRelativePath,
+  checkRequirements,
   DEFAULT_METRIC,
   DEFAULT_TEST_COMMAND,
   defaultProtected,
@@ -180,10 +180,10 @@ export async function gatherAnswers(
       : undefined;
   const requirements = await answer(
     'requirements',
-    'pip requirements file for .venv (JAX, pytest, your package)',
+    'pip requirements file for .venv (JAX, pytest, your package), or pyproject.toml with extras in brackets',
     flags.requirements,
     'requirements.txt',
-    (v) => checkRelativePath(FLAG_OF.requirements, v),
+    (v) => checkRequirements(FLAG_OF.requirements, v),
   );
   const base = await answer('base', 'Default branch', flags.base, detectedBase, (v) =>
     checkBranch(FLAG_OF.base, v),

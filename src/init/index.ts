@@ -5,5 +5,5 @@
 
 export type { Ask, InitFlags } from './gather.js';
 export { detectBase, gatherAnswers, nonInteractiveError } from './gather.js';
-export { applyPlan, nextSteps, planFiles } from './init.js';
+export { applyPlan, nextSteps, planFiles, requirementsWarning } from './init.js';
 export { resolvePin, UnknownHillclimbRepository } from './pin.js';

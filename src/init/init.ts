@@ -5,7 +5,8 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { writeFileAtomic } from '../util/index.js';
+import { parseRequirementsSpec, requirementLines } from '../project/index.js';
+import { errorMessage, writeFileAtomic } from '../util/index.js';
 import {
   CONFIG_FILE,
   configText,
@@ -82,6 +83,26 @@ export function applyPlan(root: string, plan: readonly PlannedFile[], opts: { fo
   return { files, differing };
 }
 
+/**
+ * What is wrong with the requirements answer on disk, for a warning (init writes no requirements): the
+ * file is missing (and a pyproject.toml could serve), or pip could not read it. Undefined when fine.
+ */
+export function requirementsWarning(root: string, spec: string): string | undefined {
+  const { file } = parseRequirementsSpec(spec, '--requirements');
+  if (!existsSync(join(root, file))) {
+    const pyproject = existsSync(join(root, 'pyproject.toml'))
+      ? '; or pass --requirements pyproject.toml[<extra>] to install the dependencies your pyproject.toml lists, and that extra'
+      : '';
+    return `--requirements ${file} does not exist: hillclimb setup and the workflows install it, so write it before hillclimb setup (JAX, pytest, hillclimb-bench[jax] and what your kernel imports)${pyproject}`;
+  }
+  try {
+    requirementLines(root, spec);
+  } catch (e) {
+    return `--requirements ${spec}: ${errorMessage(e)}`;
+  }
+  return undefined;
+}
+
 /** What to do next, for the agent and backend the answers name. */
 export function nextSteps(answers: InitAnswers, written: boolean): string[] {
   const key =
@@ -97,7 +118,7 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
     'Next steps:',
     `  0. Write ${module}.py (protected): a hillclimb_bench target that imports your kernel only in`,
     '     its kernel() and ends with hillclimb_bench.cli(TARGET) (packages/hillclimb-bench/README.md);',
-    `     list JAX, pytest and hillclimb-bench[jax] (no source: it comes from this hillclimb) in ${answers.requirements}`,
+    `     list JAX, pytest and hillclimb-bench[jax] (no source: it comes from this hillclimb) in ${requirementsPlace(answers.requirements)}`,
     `  1. Commit${written ? '' : ' (if not yet)'}: git add -A && git commit -m "hillclimb: init"`,
     '  2. First verdict, on this machine (docs/setup.md, "Your first verdict"):',
     `     hillclimb setup     (.venv from ${answers.requirements})`,
@@ -115,4 +136,13 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
     '     (or: gh workflow run hillclimb.yml -f dry-run=true -f backend=local)',
     '  Every secret and variable, branch protection, Workload Identity: docs/setup.md in hillclimb.',
   ];
+}
+
+/** Where the next steps say to list the requirements: the file, or a pyproject's extra. */
+function requirementsPlace(spec: string): string {
+  const { file, pyproject, extras } = parseRequirementsSpec(spec, '--requirements');
+  if (!pyproject) return file;
+  return extras.length > 0
+    ? `${file}'s [project.optional-dependencies] ${extras[0]}`
+    : `${file}'s [project] dependencies`;
 }

@@ -9,4 +9,5 @@ export {
   setupPython,
   venvPython,
 } from './python.js';
+export { parseRequirementsSpec, requirementLines } from './requirements.js';
 export { CONFIG_FILE, findProjectRoot, packageRoot, packageVersion } from './root.js';

@@ -9,6 +9,7 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { run } from '../exec/index.js';
 import { HillclimbError, type Logger } from '../util/index.js';
+import { parseRequirementsSpec, requirementLines } from './requirements.js';
 import { packageRoot } from './root.js';
 
 /**
@@ -80,16 +81,25 @@ async function findBaseInterpreter(): Promise<{ path: string; version: string }>
   });
 }
 
+/**
+ * The requirement specs setup installs (`paths.requirements`, and `paths.dev_requirements` with `dev`):
+ * each a requirements file or a pyproject.toml with extras (requirements.ts); throws for a missing file.
+ */
 export function requirementFiles(root: string, dev: boolean, paths: RequirementPaths): string[] {
   const files = dev ? [paths.runtime, paths.dev] : [paths.runtime];
-  for (const f of files) {
+  for (const spec of files) {
+    const f = parseRequirementsSpec(
+      spec,
+      spec === paths.runtime ? 'paths.requirements' : 'paths.dev_requirements',
+    ).file;
     if (!existsSync(join(root, f))) {
-      const key = f === paths.runtime ? 'paths.requirements' : 'paths.dev_requirements';
+      const key = spec === paths.runtime ? 'paths.requirements' : 'paths.dev_requirements';
       throw new HillclimbError(`requirements file missing: ${join(root, f)} (${key} in hillclimb.yml)`, {
         hint:
-          f === paths.runtime
+          spec === paths.runtime
             ? `write it (JAX, pytest, hillclimb-bench and what your kernel imports), or set ${key} in ` +
-              'hillclimb.yml to the file you have; run hillclimb from the folder with hillclimb.yml'
+              'hillclimb.yml to the file you have (pyproject.toml[<extra>] installs its dependencies); ' +
+              'run hillclimb from the folder with hillclimb.yml'
             : `write it, set ${key} in hillclimb.yml, or run setup without --dev`,
       });
     }
@@ -126,11 +136,12 @@ export function requirementsHash(
   };
   for (const f of files) {
     h.update(`${f}\n`);
-    const text = readFileSync(join(root, f));
+    // What pip is given: a pyproject.toml's other tables (tool settings) change nothing installed.
+    const text = requirementLines(root, f).join('\n');
     h.update(text);
     // A local package (`./packages/hillclimb-bench`) is installed as a copy: hash its files too, so
     // a change to it reinstalls it instead of leaving a stale copy in the venv.
-    for (const dir of localPackages(text.toString('utf8'))) hashPackage(join(root, dir));
+    for (const dir of localPackages(text)) hashPackage(join(root, dir));
   }
   // So is the hillclimb-bench a bare requirement line takes from this hillclimb: another release's
   // copy reinstalls it.
@@ -197,7 +208,7 @@ export function namesBenchWithoutSource(requirements: string): boolean {
  * requirement file has such a line. Throws when this hillclimb has no copy to give.
  */
 export function bundledBenchSource(root: string, files: readonly string[]): string | undefined {
-  const bare = files.find((f) => namesBenchWithoutSource(readFileSync(join(root, f), 'utf8')));
+  const bare = files.find((f) => namesBenchWithoutSource(requirementLines(root, f).join('\n')));
   if (!bare) return undefined;
   const dir = join(packageRoot(), BUNDLED_BENCH_DIR);
   if (!existsSync(join(dir, 'pyproject.toml'))) {
@@ -296,7 +307,11 @@ export async function setupPython(
     });
   }
   const args = ['-m', 'pip', 'install', '--disable-pip-version-check', '-q'];
-  for (const f of files) args.push('-r', f);
+  for (const f of files) {
+    // A pyproject.toml's dependencies go to pip as requirements (pip reads no pyproject as -r).
+    if (parseRequirementsSpec(f).pyproject) args.push(...pipArguments(requirementLines(root, f)));
+    else args.push('-r', f);
+  }
   // A named direct requirement beside the bare line: pip takes the source from it and the extras
   // ([jax]) from the line (pip ≥ 20.3; a URL *constraint* with extras needs pip ≥ 24).
   if (bundled) args.push(`hillclimb-bench @ ${pathToFileURL(bundled).href}`);
@@ -316,6 +331,11 @@ export async function setupPython(
   writeFileSync(join(root, VENV_DIR, STAMP_FILE), `${JSON.stringify(newStamp, null, 2)}\n`);
   logger.info(`python: ready (${files.join(', ')})`);
   return { python, installed: true, files };
+}
+
+/** Requirement lines as pip's arguments: comments and blank lines dropped. */
+function pipArguments(lines: readonly string[]): string[] {
+  return lines.map((l) => l.replace(/(^|\s)#.*$/, '').trim()).filter((l) => l !== '');
 }
 
 /**

@@ -376,6 +376,23 @@ export class Git {
   }
 
   /**
+   * `b` merged into `a` from their merge base (three-way, `git merge-tree --write-tree`), built from
+   * objects alone: the tree, or the paths both sides changed in ways that conflict.
+   */
+  async mergeTree(a: string, b: string): Promise<{ tree: string } | { conflicts: string[] }> {
+    assertRevision(a);
+    assertRevision(b);
+    const r = await this.git(['merge-tree', '--write-tree', '-z', '--name-only', '--no-messages', a, b], {
+      allowedExitCodes: [0, 1],
+    });
+    // <tree> NUL, then (on a conflict) each conflicted path NUL, an empty entry ending the list.
+    const [tree, ...rest] = r.stdout.split('\0');
+    if (r.exitCode === 0) return { tree: tree!.trim() };
+    const end = rest.indexOf('');
+    return { conflicts: [...new Set(end === -1 ? rest : rest.slice(0, end))].sort() };
+  }
+
+  /**
    * A content hash of a commit's tree, or of just some paths in it (e.g. `kernels/harness` for the
    * "harness hash" in provenance). Without paths: the git tree object id. With paths: sha256 of the
    * recursive `ls-tree` listing (mode, type, object id, path) of those paths, so it changes exactly when a

@@ -210,6 +210,45 @@ describe('hillclimb init answers', () => {
     );
     expect(r.stderr).not.toContain('src/mypkg/ops/**');
   });
+
+  // A pyproject-only repository (issue 37): no requirements.txt, its dependencies in pyproject.toml.
+  it('warns when the requirements file is missing, offering the pyproject.toml there is', async () => {
+    rmSync(join(repo.dir, 'requirements.txt'));
+    const r = await hillclimbIn(repo.dir, ['init', ...TOY_FLAGS]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(
+      'warning: --requirements requirements.txt does not exist: hillclimb setup and the workflows install it, so write it before hillclimb setup (JAX, pytest, hillclimb-bench[jax] and what your kernel imports); or pass --requirements pyproject.toml[<extra>] to install the dependencies your pyproject.toml lists, and that extra\n',
+    );
+  });
+
+  it('takes pyproject.toml[extra] as the requirements: written as given, the file protected, checked', async () => {
+    writeFileSync(
+      join(repo.dir, 'pyproject.toml'),
+      '[project]\nname = "mypkg"\nversion = "0.0.1"\ndependencies = ["jax"]\n\n[project.optional-dependencies]\nhillclimb = ["pytest", "hillclimb-bench[jax]"]\n',
+    );
+    const r = await hillclimbIn(repo.dir, [
+      'init',
+      ...TOY_FLAGS,
+      '--requirements',
+      'pyproject.toml[hillclimb]',
+    ]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const config = loadConfig(join(repo.dir, 'hillclimb.yml'));
+    expect(config.paths.requirements).toBe('pyproject.toml[hillclimb]');
+    expect(selectTarget(config).protected).toContain('pyproject.toml');
+    expect(r.stdout).toContain("in pyproject.toml's [project.optional-dependencies] hillclimb");
+    // An extra the file lacks is named at init, not first at setup.
+    const again = await hillclimbIn(repo.dir, [
+      'init',
+      ...TOY_FLAGS,
+      '--requirements',
+      'pyproject.toml[test]',
+    ]);
+    expect(again.stderr).toContain(
+      'warning: --requirements pyproject.toml[test]: pyproject.toml: has no optional-dependencies extra "test" (it has: hillclimb)',
+    );
+  });
 });
 
 describe('hillclimb init refuses', () => {

@@ -1,5 +1,7 @@
-import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   BUNDLED_BENCH_DIR,
@@ -12,6 +14,7 @@ import {
   requirementsHash,
   setupPython,
 } from '../../src/project/python.js';
+import type { HillclimbError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 
@@ -44,6 +47,75 @@ describe('setupPython', () => {
     const err = await setupPython(t.dir, { dev: true, logger: memoryLogger() }).catch((e: Error) => e);
     expect((err as Error).message).toContain('requirements-dev.txt');
   });
+});
+
+// A repository with only a pyproject.toml (issue 37): paths.requirements names it, with an extra.
+describe('setupPython from a pyproject.toml', () => {
+  const t = tempDir('hc-venv-pyproject-');
+  afterAll(t.cleanup);
+  // A wheel made here, so pip installs a real package with no network; pip itself is already there.
+  const wheel = join(t.dir, 'wheels', 'toyextra-0.1-py3-none-any.whl');
+  mkdirSync(join(t.dir, 'wheels'));
+  execFileSync('python3', [
+    '-c',
+    `import zipfile, sys
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("toyextra/__init__.py", "X = 1\\n")
+    z.writestr("toyextra-0.1.dist-info/METADATA", "Metadata-Version: 2.1\\nName: toyextra\\nVersion: 0.1\\n")
+    z.writestr("toyextra-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    z.writestr("toyextra-0.1.dist-info/RECORD", "")`,
+    wheel,
+  ]);
+  writeFileSync(
+    join(t.dir, 'pyproject.toml'),
+    `[project]\nname = "mypkg"\nversion = "0.1"\ndependencies = ["pip"]\n\n[project.optional-dependencies]\nbench = [\n  "toyextra @ ${pathToFileURL(wheel).href}",\n]\n`,
+  );
+  const paths = (runtime: string) => ({ runtime, dev: 'requirements-dev.txt' });
+  const python = join(t.dir, '.venv', 'bin', 'python');
+
+  it('installs its dependencies and the extra named in brackets, not the project itself', async () => {
+    const r = await setupPython(t.dir, {
+      dev: false,
+      logger: memoryLogger(),
+      requirements: paths('pyproject.toml[bench]'),
+    });
+    expect(r.installed).toBe(true);
+    expect(execFileSync(python, ['-c', 'import toyextra; print(toyextra.X)'], { encoding: 'utf8' })).toBe(
+      '1\n',
+    );
+    const list = execFileSync(python, ['-m', 'pip', 'list', '--format=freeze'], { encoding: 'utf8' });
+    expect(list).toContain('toyextra==0.1');
+    expect(list).not.toMatch(/^mypkg==/m);
+    // Another table of the file (tool settings) changes nothing installed: still up to date.
+    appendFileSync(join(t.dir, 'pyproject.toml'), '\n[tool.ruff]\nline-length = 100\n');
+    const again = await setupPython(t.dir, {
+      dev: false,
+      logger: memoryLogger(),
+      requirements: paths('pyproject.toml[bench]'),
+    });
+    expect(again.installed).toBe(false);
+  }, 180_000);
+
+  it('an extra the file lacks, or a file pip cannot read, is named before pip runs', async () => {
+    const missing = await setupPython(t.dir, {
+      dev: false,
+      logger: memoryLogger(),
+      requirements: paths('pyproject.toml[docs]'),
+    }).catch((e: HillclimbError) => e);
+    expect((missing as HillclimbError).message).toBe(
+      'pyproject.toml: has no optional-dependencies extra "docs" (it has: bench)',
+    );
+    copyFileSync(join(t.dir, 'pyproject.toml'), join(t.dir, 'deps.toml'));
+    const notPip = await setupPython(t.dir, {
+      dev: false,
+      logger: memoryLogger(),
+      requirements: paths('deps.toml'),
+    }).catch((e: HillclimbError) => e);
+    expect((notPip as HillclimbError).message).toBe(
+      'deps.toml is not a pip requirements file: line 1 is a table header ([project]), so pip would refuse it',
+    );
+    expect((notPip as HillclimbError).hint).toContain('pyproject.toml[test]');
+  }, 60_000);
 });
 
 describe('the project venv', () => {

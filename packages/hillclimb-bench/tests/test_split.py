@@ -299,6 +299,18 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path) -> None:
     assert "usage: python -m <target module> requests|export|verify" in done.stderr
 
 
+def test_help_is_asked_for_and_exits_0(tmp_path: Path) -> None:
+    root = tree(tmp_path, "h")
+    for flag in ("--help", "-h"):
+        done = step(root, flag)
+        assert done.returncode == 0, done.stderr
+        assert "usage: python -m <target module> requests|export|verify" in done.stdout
+        assert "verify" in done.stdout.splitlines()[-1]
+    done = step(root, "export", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--requests" in done.stdout
+
+
 def test_the_request_file_says_only_what_to_build(tmp_path: Path) -> None:
     """Arm-blind exports: the request file holds the programs' keys, shapes and argument shapes, and
     nothing an export could tell a run, a draw or an arm by."""

@@ -9,6 +9,7 @@ import {
   nextSteps,
   nonInteractiveError,
   planFiles,
+  requirementsWarning,
   resolvePin,
   UnknownHillclimbRepository,
 } from '../../init/index.js';
@@ -95,7 +96,7 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
     .option('--agent-command <command>', 'with --agent command: the program to run (words or a JSON array)')
     .option(
       '--requirements <file>',
-      'pip requirements file the workflows install into .venv (default requirements.txt)',
+      'pip requirements file the workflows install into .venv, or pyproject.toml[<extra>] (default requirements.txt)',
     )
     .option('--base <branch>', "default branch (default: origin's HEAD, else the current branch)")
     .option(
@@ -125,6 +126,8 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
           `warning: --editable ${g} matches no file committed at HEAD: the agent could only add files there`,
         );
       }
+      const requirements = requirementsWarning(root, answers.requirements);
+      if (requirements) c.stderr(`warning: ${requirements}`);
       const result = applyPlan(root, plan, { force: Boolean(opts.force) });
 
       const width = Math.max(...result.files.map((f) => f.outcome.length));

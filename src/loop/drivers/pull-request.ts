@@ -59,6 +59,25 @@ export interface ExternalChange {
   guard: boolean;
 }
 
+/**
+ * The tree of the change on `base`: the head's own tree when it contains base, else what the head
+ * changed since its merge base with `base`, merged into base — the change GitHub's pull-request diff
+ * shows (three dots). Commits base gained after the branch point are not the change's: taking the
+ * head's tree as it is would count them, undone, as its own (and their protected files with them).
+ */
+async function changedTree(git: Git, base: string, source: string, change: ExternalChange): Promise<string> {
+  if (await git.isAncestor(base, source)) return source;
+  const merged = await git.mergeTree(base, source);
+  if ('tree' in merged) return merged.tree;
+  throw new HillclimbError(
+    `${change.source}: ${change.head} and ${change.base} both changed ${merged.conflicts.join(', ')} since ${change.head} branched off, in ways that conflict`,
+    {
+      exitCode: ExitCode.badInput,
+      hint: `rebase ${change.head} onto ${change.base} (or merge ${change.base} into it), resolve the conflict, and run again`,
+    },
+  );
+}
+
 /** The iteration's bundle for `base..head`, created once; then the guard, when asked. Idempotent. */
 export async function prepareExternalChange(
   opts: PhaseOptions,
@@ -78,10 +97,13 @@ export async function prepareExternalChange(
           exitCode: ExitCode.badInput,
         });
       }
+      const tree = await changedTree(git, base, source, change);
+      const how =
+        tree === source ? `The tree of ${source}` : `What ${source} changed since it branched off, merged`;
       const head = await git.commitTreeOf(
-        source,
+        tree,
         base,
-        `${change.source} at ${source.slice(0, 12)}\n\nThe tree of ${source} on ${base}, made by the hillclimb harness.\n`,
+        `${change.source} at ${source.slice(0, 12)}\n\n${how} on ${base}, made by the hillclimb harness.\n`,
         await git.commitDate(source),
       );
       const ref = candidateRef(opts.runId, opts.iteration);

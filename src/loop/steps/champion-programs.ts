@@ -27,6 +27,7 @@ import type { Store } from '../../store/index.js';
 import {
   appendLineDurable,
   errorMessage,
+  type HillclimbError,
   type Logger,
   readJsonLines,
   sha256File,
@@ -36,7 +37,7 @@ import {
 import { type Git, matchAny } from '../../workspace/index.js';
 import type { LoopContext } from '../context.js';
 import { readHistory } from '../state/history.js';
-import { ChampionFailure, InfraFailure, isProgramError } from './failures.js';
+import { ChampionFailure, InfraFailure, isExportMistake, isProgramError } from './failures.js';
 import {
   copyProgramFiles,
   type DrawHolder,
@@ -157,6 +158,23 @@ function programHashes(dir: string, keys: readonly string[]): Record<string, str
   return out;
 }
 
+/**
+ * How a champion's failed export fails the step: a failure of the program's own making (a traceback
+ * of one, or a refusal the export prints itself, such as a kernel package not on sys.path) is the
+ * target module's and stops the run unretried (ChampionFailure); anything else is the machine's.
+ */
+export function championExportFailure(ctx: LoopContext, message: string, log: string): HillclimbError {
+  const text = readText(log);
+  if (isProgramError(text) || isExportMistake(text)) {
+    return new ChampionFailure(message, {
+      hint:
+        `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) ` +
+        `fails without any candidate; fix it, commit, and run again (the whole log: ${log})`,
+    });
+  }
+  return new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
+}
+
 /** A log's or a note's text, or '' when there is none. */
 function readText(file: string): string {
   try {
@@ -244,15 +262,11 @@ async function findOrExport(
   });
   if (exported.status === 'failed') {
     rmSync(dir, { recursive: true, force: true });
-    const message = `the champion's programs (${commit.slice(0, 12)}) could not be exported: ${exported.reason}`;
-    if (isProgramError(readText(log))) {
-      throw new ChampionFailure(message, {
-        hint:
-          `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) ` +
-          `fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`,
-      });
-    }
-    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
+    throw championExportFailure(
+      ctx,
+      `the champion's programs (${commit.slice(0, 12)}) could not be exported: ${exported.reason}`,
+      log,
+    );
   }
   // Fail closed wherever a record says what this code won with on this platform.
   const known = recordsFor(ctx, kept, platform);

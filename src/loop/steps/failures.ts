@@ -34,13 +34,29 @@ export class ChampionFailure extends HillclimbError {
  * trouble (OSError and its kind, MemoryError, XLA's runtime errors, a timeout, a signal) is not here and
  * stays retried.
  */
-const PROGRAM_ERRORS =
-  /^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\b/m;
+const PROGRAM_ERROR_NAMES =
+  '(?:[\\w.]+\\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\\b';
+const PROGRAM_ERRORS = new RegExp(`^${PROGRAM_ERROR_NAMES}`, 'm');
 
 /** Whether a failed Python program's log ends in an exception of the program's own making. */
 export function isProgramError(log: string): boolean {
   const at = log.lastIndexOf('Traceback (most recent call last):');
   return at !== -1 && PROGRAM_ERRORS.test(log.slice(at));
+}
+
+/**
+ * The export's own one-line refusals (`export: failed: <key>: …`, printed without a traceback) that
+ * no retry can fix: a program error while building a program (a kernel package not on sys.path, a
+ * typo), a kernel module never imported or imported from outside the tree, global state changed.
+ */
+const EXPORT_MISTAKES = new RegExp(
+  `^export: failed: .*(?:could not be exported: ${PROGRAM_ERROR_NAMES}|the export never imported it|outside the tree under test|changed global state)`,
+  'm',
+);
+
+/** Whether a failed export's log shows a refusal of the export's own that fails the same on every try. */
+export function isExportMistake(log: string): boolean {
+  return EXPORT_MISTAKES.test(log);
 }
 
 export class Interrupted extends HillclimbError {

@@ -32,6 +32,7 @@ import { errorMessage } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { championExportFailure } from './champion-programs.js';
 import { InfraFailure } from './failures.js';
 import { jobId } from './naming.js';
 import {
@@ -396,7 +397,11 @@ async function championGate({
     step: `${which}-gate`,
   });
   if (exported.status === 'failed') {
-    throw new InfraFailure(`the champion's export failed: ${exported.reason ?? 'see its log'}`);
+    throw championExportFailure(
+      ctx,
+      `the champion's export failed: ${exported.reason ?? 'see its log'}`,
+      bundle.path(`programs/export-A-${platform}-probe.log`),
+    );
   }
   const name = `${which}-gate-probe`;
   await runVerifier(ctx, ev, {

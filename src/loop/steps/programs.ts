@@ -39,6 +39,12 @@ import type { Bundle } from '../state/bundle.js';
 import { worktreeAt } from '../state/worktrees.js';
 import { ChampionFailure, InfraFailure, Interrupted, isProgramError } from './failures.js';
 import { jobId } from './naming.js';
+import {
+  kernelLoadedInVerifier,
+  missingModule,
+  type TargetProcess,
+  targetModuleHint,
+} from './target-mistakes.js';
 
 const MINUTE_MS = 60_000;
 export type ArmName = 'A' | 'B';
@@ -187,8 +193,9 @@ async function writePlan(
       const why = `the target module's requests step (${p.module}) exited ${result.exitCode}: ${lastErrorLine(log) ?? `see ${log}`}`;
       const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
       if (result.exitCode === 2 || isProgramError(text)) {
+        const mistake = await mistakeHint(ctx, 'requests', text, o.harness);
         throw new ChampionFailure(why, {
-          hint: `the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`,
+          hint: `${mistake ? `${mistake}; ` : ''}the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`,
         });
       }
       throw new InfraFailure(why, { hint: `check the machine; the step's log: ${log}` });
@@ -359,13 +366,37 @@ export async function exportPrograms(
   const failed = (reason: string): ExportOutcome => ({ status: 'failed', reason, ...done });
   if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
   if (result.exitCode !== 0) {
+    const mistake = await mistakeHint(ctx, 'export', readLog(o.logFile), o.commit);
     return failed(
-      `the export exited ${result.exitCode}: ${lastErrorLine(o.logFile) ?? `see ${o.record.logFile}`}`,
+      `the export exited ${result.exitCode}: ${lastErrorLine(o.logFile) ?? `see ${o.record.logFile}`}${mistake ? `; ${mistake}` : ''}`,
     );
   }
   if (!existsSync(join(o.dest, 'manifest.json')))
     return failed('the export wrote no programs (no manifest.json)');
   return { status: 'passed', ...done };
+}
+
+/**
+ * What to change in the target module when its process in `commit`'s tree failed with `log`
+ * (target-mistakes.ts), if the log shows a known mistake; the tree is listed only then.
+ */
+async function mistakeHint(
+  ctx: LoopContext,
+  process: TargetProcess,
+  log: string,
+  commit: string,
+): Promise<string | undefined> {
+  if (missingModule(log) === undefined && !kernelLoadedInVerifier(log)) return undefined;
+  const files = (await ctx.git.listFiles(commit)).map((f) => f.path);
+  return targetModuleHint(process, log, {
+    module: ctx.target.programs.module,
+    files,
+    requirements: ctx.config.paths.requirements,
+  });
+}
+
+function readLog(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8') : '';
 }
 
 /** The most telling line of a failed step's log: its own `failed:`/error line, else the last line. */
@@ -554,9 +585,17 @@ export async function runVerifier(
     throw new VerifierCrashed(fault, result.exitCode!, lastErrorLine(o.logFile) ?? `see ${log}`);
   }
   if (result.exitCode !== 0 || !existsSync(o.sessionFile)) {
-    throw new InfraFailure(
-      `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o.logFile) ?? `see ${log}`}`,
-    );
+    const why = `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o.logFile) ?? `see ${log}`}`;
+    // The verifier runs the harness's tree alone: the kernel loaded there, or a module it cannot
+    // import, is the target module's mistake, the same on every try.
+    const text = readLog(o.logFile);
+    if (kernelLoadedInVerifier(text) || (isProgramError(text) && missingModule(text) !== undefined)) {
+      const mistake = await mistakeHint(ctx, 'verify', text, o.harness);
+      throw new ChampionFailure(why, {
+        hint: `${mistake ? `${mistake}; ` : ''}the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}); fix it, commit, and run again (the whole log: ${o.logFile})`,
+      });
+    }
+    throw new InfraFailure(why);
   }
   try {
     return { session: await readSession(o.sessionFile), durationMs: result.durationMs };

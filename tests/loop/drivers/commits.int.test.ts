@@ -1,6 +1,6 @@
 // hillclimb test / measure / profile through the real CLI on the toy target.
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,5 +123,64 @@ describe('hillclimb test, measure and profile', () => {
     const r = await hillclimb(repo, 'profile', '--ref', base);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('toy_kernel');
+  });
+});
+
+// An older branch compared with a main that moved on (issue 37): the change is what the branch did
+// since it branched off (GitHub's three-dot diff), never main's newer commits undone.
+describe('hillclimb measure of a branch older than its base', () => {
+  const t = tempDir('hc-moved-main-');
+  const repo = join(t.dir, 'repo');
+  afterAll(t.cleanup);
+
+  beforeAll(() => {
+    makeToyRepo(repo, []);
+    gitIn(repo, 'switch', '-qc', 'faster');
+    const kernel = join(repo, 'toy', 'kernel.py');
+    writeFileSync(kernel, readFileSync(kernel, 'utf8').replace('DELAY_S = 0.02', 'DELAY_S = 0.008'));
+    gitIn(repo, 'commit', '-qam', 'faster');
+    // main moves on after the branch point: a protected file added, and a kernel line the branch
+    // never touched.
+    gitIn(repo, 'switch', '-q', 'main');
+    mkdirSync(join(repo, 'replay'), { recursive: true });
+    writeFileSync(join(repo, 'replay', '0001-later.patch'), 'added on main later\n');
+    writeFileSync(kernel, `${readFileSync(kernel, 'utf8')}\n# main's own note\n`);
+    gitIn(repo, 'add', '-A');
+    gitIn(repo, 'commit', '-qm', 'main moves on');
+  });
+
+  it("measures the branch's own change on main: not needs-human over main's files", async () => {
+    const r = await hillclimb(
+      repo,
+      'measure',
+      '--base',
+      'main',
+      '--head',
+      'faster',
+      '--no-profile',
+      '--json',
+    );
+    const ev = JSON.parse(r.stdout) as IterationEvidence;
+    expect(ev.candidate?.changedPaths).toEqual(['toy/kernel.py']);
+    // Measured, whatever the timing says: a verdict on the kernel, not on main's files.
+    expect(['improved', 'no-change', 'regressed'], ev.verdictReasons.join('; ')).toContain(ev.verdict);
+    // The candidate is main plus the branch's change: main's later commit is kept, not undone.
+    const head = ev.candidate!.commit;
+    expect(gitIn(repo, 'show', `${head}:replay/0001-later.patch`)).toBe('added on main later\n');
+    const kernel = gitIn(repo, 'show', `${head}:toy/kernel.py`);
+    expect(kernel).toContain('DELAY_S = 0.008');
+    expect(kernel).toContain("# main's own note");
+  });
+
+  it('a branch that conflicts with main is refused, naming the file and saying to rebase', async () => {
+    gitIn(repo, 'switch', '-qc', 'clash', 'faster');
+    const kernel = join(repo, 'toy', 'kernel.py');
+    writeFileSync(kernel, `${readFileSync(kernel, 'utf8')}\n# the branch's own note\n`);
+    gitIn(repo, 'commit', '-qam', 'clash');
+    gitIn(repo, 'switch', '-q', 'main');
+    const r = await hillclimb(repo, 'measure', '--base', 'main', '--head', 'clash', '--no-profile');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('clash and main both changed toy/kernel.py since clash branched off');
+    expect(r.stderr).toContain('hint: rebase clash onto main');
   });
 });

@@ -28,6 +28,13 @@ from .errors import UsageError
 
 USAGE = "usage: python -m <target module> requests|export|verify [options] [-- target args]"
 STEPS = {"requests": _planning.run, "export": _export.run, "verify": _verify.run}
+HELP = f"""{USAGE}
+
+steps (each takes --help):
+  requests  write the request file of a draw (runs without the kernel's code)
+  export    import the kernel and write the requested programs with jax.export
+  verify    verify and time exported programs (never imports the kernel)
+"""
 
 
 class _Found(BaseException):
@@ -70,6 +77,9 @@ def _program_name() -> str:
 
 def main(make_target: Any, args: list[str], prog: str = "target") -> int:
     """The exit code of a step run with ``args`` (no process exit)."""
+    if args[:1] in (["-h"], ["--help"]):  # asked for: the usage on stdout, and success
+        print(HELP, end="")
+        return 0
     if not args or args[0] not in STEPS:
         print(USAGE, file=sys.stderr)
         return 2

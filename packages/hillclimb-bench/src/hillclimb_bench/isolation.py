@@ -28,7 +28,8 @@ def breaches(kernel_modules: Sequence[str], data_folders: Sequence[Path]) -> lis
     if loaded:
         found.append(
             f"the code under test is loaded in the verifier ({', '.join(loaded[:5])}): the "
-            "target's module must import its kernel only inside build()"
+            "target's module must import its kernel only inside kernel() (build() for a Target of "
+            "its own)"
         )
     folders = [f.resolve() for f in data_folders]
     for entry in sys.path:

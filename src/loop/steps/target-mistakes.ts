@@ -1,0 +1,99 @@
+/**
+ * The target-module mistakes a newcomer makes, told from a failed process's log, each with a hint that
+ * names what to change. They fail the same way on every try, so they are never retried: the requests
+ * and verify steps run the harness without the kernel's code, and a champion's export runs no
+ * candidate, so a failure of theirs is the target module's (docs/setup.md, packages/hillclimb-bench).
+ *
+ * - the kernel imported at the module's top: the requests step (or the verifier) cannot import it, or
+ *   the verifier finds it loaded → import the kernel only inside kernel();
+ * - the kernel under a folder the export does not put on sys.path → the target's `source_roots`;
+ * - a package neither in the tree nor installed → paths.requirements.
+ */
+
+/** The target module's documented shape, quoted by every hint. */
+const README = 'packages/hillclimb-bench/README.md, "A target in thirty lines"';
+
+/** The verifier's refusal when the code under test is loaded in its process (hillclimb_bench.isolation). */
+const KERNEL_LOADED = 'the code under test is loaded in the verifier';
+
+/** Which process of the target module failed: its requests or verify step, or an export. */
+export type TargetProcess = 'requests' | 'verify' | 'export';
+
+export interface TargetFacts {
+  /** The target module (`targets.<name>.programs.module`), e.g. `bench.softmax_target`. */
+  module: string;
+  /** Every file of the commit the process ran (its tree). */
+  files: readonly string[];
+  /** `paths.requirements` of hillclimb.yml. */
+  requirements: string;
+}
+
+/** The last module Python could not find in `log` (`No module named 'a.b'`), if any. */
+export function missingModule(log: string): string | undefined {
+  const names = [...log.matchAll(/No module named '([\w.]+)'/g)];
+  return names.at(-1)?.[1];
+}
+
+/**
+ * The folder of the tree holding `module` (`a.b` as `<folder>/a/b.py` or `<folder>/a/b/…`; `.` for the
+ * root), the shallowest when there are several; undefined when the tree has none.
+ */
+export function folderHolding(module: string, files: readonly string[]): string | undefined {
+  const names = module.split('.');
+  const last = names.length - 1;
+  let best: string[] | undefined;
+  for (const file of files) {
+    const parts = file.split('/');
+    for (let at = 0; at + last < parts.length; at++) {
+      const end = parts[at + last]!;
+      const holds =
+        names.slice(0, last).every((n, i) => parts[at + i] === n) &&
+        (end === `${names[last]}.py` || (end === names[last] && at + last < parts.length - 1));
+      if (holds && (best === undefined || at < best.length)) best = parts.slice(0, at);
+    }
+  }
+  return best === undefined ? undefined : best.join('/') || '.';
+}
+
+/** The target module's file in the tree (`bench/x_target.py`), as its module path names it. */
+export function moduleFile(module: string, files: readonly string[]): string {
+  const path = module.replace(/\./g, '/');
+  const candidates = [`${path}.py`, `${path}/__main__.py`];
+  return files.find((f) => candidates.some((c) => f === c || f.endsWith(`/${c}`))) ?? candidates[0]!;
+}
+
+/**
+ * What to change when `process` failed with `log` because of a mistake in the target module or its
+ * environment; undefined when the log shows none of the known mistakes.
+ */
+export function targetModuleHint(
+  process: TargetProcess,
+  log: string,
+  facts: TargetFacts,
+): string | undefined {
+  const file = moduleFile(facts.module, facts.files);
+  const insideKernel = `import the kernel only inside kernel(), which only the export step calls (${README})`;
+  if (process === 'verify' && log.includes(KERNEL_LOADED)) {
+    return `${file} imports the kernel where the verifier runs it (at the module's top): ${insideKernel}`;
+  }
+  const missing = missingModule(log);
+  if (missing === undefined) return undefined;
+  const folder = folderHolding(missing, facts.files);
+  if (folder === undefined) {
+    const top = missing.split('.')[0]!;
+    if (top !== missing && folderHolding(top, facts.files) !== undefined) {
+      return `${missing} is not in the committed tree, though ${top} is: commit its file (git add)`;
+    }
+    return `${missing} is neither in the tree nor installed in .venv: list the package that provides it in ${facts.requirements} (paths.requirements) and run hillclimb setup`;
+  }
+  if (process !== 'export') {
+    return `${file} imports ${missing} at its top, but the ${process} step runs without the kernel's code (the editable paths) and its source_roots: ${insideKernel}`;
+  }
+  if (folder === '.') return undefined;
+  return `${missing} is under ${folder}/, which the export does not put on sys.path: list that folder in the target's source_roots (hb.Kernel(..., source_roots=("${folder}",)) in ${file}; ${README})`;
+}
+
+/** Whether a verifier's log shows the code under test loaded in its process (a target-module mistake). */
+export function kernelLoadedInVerifier(log: string): boolean {
+  return log.includes(KERNEL_LOADED);
+}
