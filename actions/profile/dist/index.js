@@ -45543,7 +45543,7 @@ var hillclimb_schema_default = {
         requirements: {
           type: "string",
           default: "kernels/requirements.txt",
-          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports."
+          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports. Or a pyproject.toml: its [project] dependencies, with the optional-dependency extras named in brackets (pyproject.toml[test]); the project itself is not installed."
         },
         dev_requirements: {
           type: "string",
@@ -52974,9 +52974,12 @@ function spawnAndCollect(command, args, opts, shown) {
     let exitSignal = null;
     let settled2 = false;
     const timers = [];
+    let exited = false;
+    let signalled = false;
     const killGroup = (reason) => {
-      if (killedBy !== void 0 || child.pid === void 0) return;
-      killedBy = reason;
+      if (signalled || child.pid === void 0) return;
+      signalled = true;
+      if (!exited) killedBy = reason;
       signalGroup(child.pid, "SIGTERM");
       const grace = setTimeout(
         () => signalGroup(child.pid, "SIGKILL"),
@@ -53054,6 +53057,7 @@ function spawnAndCollect(command, args, opts, shown) {
     child.on("exit", (code2, signal) => {
       exitCode = code2;
       exitSignal = signal;
+      exited = true;
       const drain = setTimeout(() => {
         finish();
         child.stdout?.destroy();
@@ -53813,6 +53817,21 @@ var Git = class _Git {
     assertRevision(b);
     const r = await this.git(["merge-base", "--is-ancestor", a2, b], { allowedExitCodes: [0, 1] });
     return r.exitCode === 0;
+  }
+  /**
+   * `b` merged into `a` from their merge base (three-way, `git merge-tree --write-tree`), built from
+   * objects alone: the tree, or the paths both sides changed in ways that conflict.
+   */
+  async mergeTree(a2, b) {
+    assertRevision(a2);
+    assertRevision(b);
+    const r = await this.git(["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", a2, b], {
+      allowedExitCodes: [0, 1]
+    });
+    const [tree, ...rest2] = r.stdout.split("\0");
+    if (r.exitCode === 0) return { tree: tree.trim() };
+    const end = rest2.indexOf("");
+    return { conflicts: [...new Set(end === -1 ? rest2 : rest2.slice(0, end))].sort() };
   }
   /**
    * A content hash of a commit's tree, or of just some paths in it (e.g. `kernels/harness` for the
@@ -55176,6 +55195,19 @@ function refusalText(r) {
   const more = r.count > r.sample.length ? `, \u2026 (${r.count} in all)` : "";
   return `${r.count} request(s): ${r.sample.join(", ")}${more}`;
 }
+function withUpstreamNamed(text3, proxy) {
+  const upstream = new URL(proxy.upstream);
+  const origin = upstream.origin;
+  const proxied = new RegExp(
+    // The token may be cut short where a long line was (a stop message keeps 300 characters).
+    `\\b(https?|wss?)://(?:127\\.0\\.0\\.1|localhost):${proxy.port}/[0-9a-f]{1,32}`,
+    "g"
+  );
+  return text3.replace(
+    proxied,
+    (_all, scheme) => scheme.startsWith("ws") ? origin.replace(/^http/, "ws") : origin
+  ).replace(new RegExp(`\\b127\\.0\\.0\\.1:${proxy.port}(?!\\d)`, "g"), upstream.host);
+}
 var CREDENTIAL_HEADERS = ["authorization", "x-api-key", "proxy-authorization", "cookie"];
 var HOP_HEADERS = ["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"];
 var WS_DROPPED = ["sec-websocket-extensions"];
@@ -55387,6 +55419,7 @@ ${lines.join("\r\n")}\r
   local = loopback ? server.address().port : 2e4 + randomInt(4e4);
   return {
     url: `http://127.0.0.1:${local}/${token}${upstream.pathname.replace(/\/+$/, "")}`,
+    upstream: opts.upstream,
     port: local,
     socket,
     refusals,
@@ -55621,10 +55654,11 @@ async function runWatched(spec, started, watch) {
   const durationMs = Date.now() - started;
   if (result.exitCode === 0) return { status: "finished", exitCode: 0, result, durationMs };
   if (result.exitCode !== null && spec.infraExitCodes?.includes(result.exitCode)) {
+    const said = lastWords(result.stderr);
     return {
       status: "failed",
       exitCode: result.exitCode,
-      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})`,
+      infraError: `the agent reported an infrastructure failure (exit code ${result.exitCode})${said ? `: ${said}` : ""}`,
       result,
       durationMs
     };
@@ -55639,6 +55673,13 @@ async function runWatched(spec, started, watch) {
     durationMs,
     ...api ? { infraError: `model API failure: ${api}` } : {}
   };
+}
+var LAST_WORDS_LINES = 3;
+var LAST_WORDS_CHARS = 300;
+function lastWords(stderr) {
+  const lines = stderr.split(/\r?\n|\r/).map((l) => l.trim()).filter((l) => l !== "").slice(-LAST_WORDS_LINES);
+  const text3 = redact(lines.join(" / "), secretsFromEnv());
+  return text3.length > LAST_WORDS_CHARS ? `\u2026${text3.slice(-(LAST_WORDS_CHARS - 1))}` : text3;
 }
 var ApiWatch = class {
   constructor(limitMs, unreachableLimitMs, outer) {
@@ -55708,6 +55749,16 @@ function firstMatchingLine(texts, patterns) {
         const t = line.trim();
         return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
       }
+    }
+  }
+  return void 0;
+}
+function lastMatchingLine(texts, patterns) {
+  for (const text3 of texts) {
+    const line = text3.split(/\r?\n|\r/).findLast((l) => patterns.some((p) => p.test(l)));
+    if (line !== void 0) {
+      const t = line.trim();
+      return t.length > 300 ? `${t.slice(0, 299)}\u2026` : t;
     }
   }
   return void 0;
@@ -55809,7 +55860,14 @@ async function launchAgent(request2, launch) {
     unreachableLimitMs: launch.unreachableLimitMs,
     infraExitCodes: launch.infraExitCodes
   });
-  return { ...outcome, isolation: sandbox ? "sandbox" : "none" };
+  const proxy = launch.keyProxy;
+  const named = (m) => m === void 0 || !proxy ? m : withUpstreamNamed(m, proxy);
+  return {
+    ...outcome,
+    ...outcome.infraError !== void 0 ? { infraError: named(outcome.infraError) } : {},
+    ...outcome.setupError !== void 0 ? { setupError: named(outcome.setupError) } : {},
+    isolation: sandbox ? "sandbox" : "none"
+  };
 }
 function argumentFiles(args, writable2) {
   const inside = (p) => writable2.some((w) => p === w || p.startsWith(`${w}/`));
@@ -56115,7 +56173,7 @@ function claudeLineSignal(line, stream) {
   if (ev.type === "system" && ev.subtype === "api_retry") {
     const status = typeof ev.error_status === "number" ? ev.error_status : void 0;
     const error2 = typeof ev.error === "string" ? ev.error : "unknown";
-    const what = `${status ?? "no HTTP response"} ${error2}`;
+    const what = status !== void 0 ? `${status} ${error2}` : noResponse(error2);
     if (status === 401 || status === 403 || SETUP_ERRORS.has(error2)) {
       return { setup: `the model API refused the credentials (${what})` };
     }
@@ -56130,6 +56188,9 @@ function claudeLineSignal(line, stream) {
     return { progress: true };
   }
   return void 0;
+}
+function noResponse(error2) {
+  return `no HTTP response (${error2 === "unknown" ? "the connection failed or dropped" : error2})`;
 }
 function claudeKeyHint(source) {
   const where2 = source.ANTHROPIC_BASE_URL?.trim() || "api.anthropic.com";
@@ -56318,11 +56379,11 @@ function errorMessages(stdout) {
     const err = ev.error;
     if (ev.type === "turn.failed" && typeof err?.message === "string") messages.push(err.message);
   }
-  return messages;
+  return messages.map((m) => m.replace(/\s*[\r\n]+\s*/g, " "));
 }
 function codexApiFailure(result) {
   const messages = errorMessages(result.stdout).join("\n");
-  return firstMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
+  return lastMatchingLine([messages, result.stderr, nonJsonLines(result.stdout)], API_FAILURE2);
 }
 function codexSetupFailure(result) {
   const messages = errorMessages(result.stdout).join("\n");
@@ -56342,7 +56403,8 @@ function codexLineSignal(line, stream) {
       return { setup: `the model API refused the credentials: ${ev.message}` };
     }
     if (!ev.message.startsWith("Reconnecting...")) return void 0;
-    return { retrying: ev.message, unreachable: UNREACHABLE.test(ev.message) };
+    const notice = ev.message.replace(/\s*[\r\n]+\s*/g, " ");
+    return { retrying: notice, unreachable: UNREACHABLE.test(notice) };
   }
   if ((ev.type === "item.started" || ev.type === "item.completed") && ev.item?.type !== "error") {
     return { progress: true };
@@ -75088,6 +75150,13 @@ function kindOf(value2) {
 function wallMetricPath(path6) {
   return path6.endsWith(".median_ms") ? `${path6.slice(0, -"median_ms".length)}wall_median_ms` : void 0;
 }
+function timedWallMs(metrics) {
+  let total = 0;
+  for (const m of Object.values(metrics.measurements)) {
+    for (const sample of m.wall_samples_ms ?? m.samples_ms) total += sample;
+  }
+  return total;
+}
 function metricValue(metrics, path6, file) {
   const keys = path6.split(".");
   if (keys.some((k) => k === "")) throw new InputError(file, `metric path "${path6}" is malformed`);
@@ -75696,6 +75765,7 @@ function guardText(guard) {
   if (guard.findings.length > 0) {
     parts.push(`static checks: ${guard.findings.map((f) => `${f.file}:${f.line} ${f.rule}`).join(", ")}`);
   }
+  if (guard.repeatOf) parts.push(`a repeat of ${guard.repeatOf} on the same champion`);
   return `failed, ${changed} changed${parts.length > 0 ? `; ${parts.join("; ")}` : ""}`;
 }
 function championAfter(evidence) {
@@ -75814,1605 +75884,6 @@ function fitParts(parts, plan, max, opts = {}) {
   }
   const overshoot = sizeOf(text3) - text3.length;
   return { text: capBody(text3, max - Math.max(0, overshoot)).text, truncated: true, reduced };
-}
-
-// src/report/hotspots.ts
-var DEFAULT_HOTSPOT_ROWS = 10;
-var MS = "ms";
-function topChanges(rows, count2) {
-  return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
-}
-function hotspotBasis(diff) {
-  if (diff.basis === "whole-trace" && diff.wholeTrace !== void 0)
-    return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
-  return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
-}
-function customCallNames(profile) {
-  const names = /* @__PURE__ */ new Set();
-  for (const row of profile.diff?.customCalls ?? []) names.add(row.name);
-  for (const s of [profile.summary, profile.championSummary]) {
-    for (const op of s?.ops ?? []) if (op.customCall) names.add(op.name);
-    for (const cc of s?.customCalls ?? []) names.add(cc.name);
-  }
-  return names;
-}
-function formatLaunches(count2) {
-  return Number.isInteger(count2) ? String(count2) : formatFixed(count2, 2);
-}
-function beforeAfter(n2) {
-  const pct3 = n2.deltaPct === null ? "" : ` (${formatSignedPercent(n2.deltaPct)})`;
-  return `${formatValue(n2.before, MS)} \u2192 ${formatValue(n2.after, MS)}${pct3}`;
-}
-function noteFor(row, custom) {
-  const notes = [];
-  if (row.status === "added" || row.status === "removed") notes.push(row.status);
-  if (custom) notes.push("custom call, no cost model");
-  return notes.join("; ");
-}
-function diffTableRow(row, custom) {
-  const added = row.status === "added";
-  const removed = row.status === "removed";
-  return [
-    codeCell(row.name),
-    row.program === "" || row.program === void 0 ? EM_DASH : codeCell(row.program),
-    cell(row.category),
-    added ? EM_DASH : formatValue(row.before, MS),
-    removed ? EM_DASH : formatValue(row.after, MS),
-    formatSignedValue(row.delta, MS),
-    row.deltaPct === null || added ? EM_DASH : formatSignedPercent(row.deltaPct),
-    noteFor(row, custom)
-  ];
-}
-function diffTotals(diff, wholeTrace) {
-  if (wholeTrace) {
-    const outside = diff.outsideMs === void 0 ? "" : ` \xB7 outside steps ${beforeAfter(diff.outsideMs)}`;
-    return `Whole trace (all devices), champion \u2192 candidate: device op time ${beforeAfter(diff.deviceMs)}${outside}.`;
-  }
-  const parts = [];
-  if (diff.stepTimeMs) parts.push(`step ${beforeAfter(diff.stepTimeMs)}`);
-  parts.push(`op time ${beforeAfter(diff.opTimeMs)}`);
-  parts.push(`busy ${beforeAfter(diff.busyMs)}`);
-  return `Per step, champion \u2192 candidate: ${parts.join(" \xB7 ")}.`;
-}
-function profilerInflated(profile) {
-  return profile.agreement?.agrees === false;
-}
-function shares(row, diff, total = diff.opTimeMs) {
-  const before = total.before === 0 ? 0 : 100 * row.before / total.before;
-  const after = total.after === 0 ? 0 : 100 * row.after / total.after;
-  return { before, after, delta: after - before };
-}
-function topShareChanges(rows, diff, count2, total = diff.opTimeMs) {
-  return [...rows].sort(
-    (x, y) => Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
-  ).slice(0, Math.max(0, count2));
-}
-function sharePct(percent) {
-  return `${formatFixed(percent, 1)}%`;
-}
-function sharePp(delta) {
-  const v = formatFixed(Math.abs(delta), 1);
-  return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
-}
-function inflatedDiffSection(profile, diff, rows, custom) {
-  const basis = hotspotBasis(diff);
-  const of = basis.wholeTrace ? "device op time over the whole trace" : "op time per step";
-  const top = topShareChanges(basis.rows, diff, rows, basis.total);
-  const lines = [
-    `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |\u0394 share|)`,
-    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`
-  ];
-  if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
-  if (top.length > 0) {
-    const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
-    const body = top.map((r) => {
-      const sh = shares(r, diff, basis.total);
-      return [
-        codeCell(r.name),
-        r.program === "" ? EM_DASH : codeCell(r.program),
-        cell(r.category),
-        r.status === "added" ? EM_DASH : sharePct(sh.before),
-        r.status === "removed" ? EM_DASH : sharePct(sh.after),
-        sharePp(sh.delta),
-        noteFor(r, custom.has(r.name))
-      ];
-    });
-    lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
-  }
-  if (top.length < basis.rows.length) {
-    lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
-  }
-  for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
-  return lines.join("\n\n");
-}
-var WHOLE_TRACE_REASON = "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
-function inflationSentence(profile) {
-  const a2 = profile.agreement;
-  const sides = [
-    ["champion", a2.champion],
-    ["candidate", a2.candidate]
-  ];
-  const parts = sides.filter(([, x]) => x.ratio !== null).map(
-    ([label, x]) => `${formatFixed(x.ratio, x.ratio >= 10 ? 0 : 2)}\xD7 the measured median on the ${label} (${formatValue(x.tracedMs, MS)} vs ${formatValue(x.measuredMs, MS)})`
-  );
-  return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(" and ")}.`;
-}
-function hotspotSection(profile, rows) {
-  if (!profile) return void 0;
-  const title = "#### Hotspots";
-  if (profile.status !== "done") {
-    return `${title}
-
-Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
-  }
-  const custom = customCallNames(profile);
-  const diff = profile.diff;
-  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
-  if (diff) {
-    const basis = hotspotBasis(diff);
-    const top2 = topChanges(basis.rows, rows);
-    const lines2 = [
-      `${title} (${basis.wholeTrace ? "whole trace" : "time per step"}, top ${top2.length} of ${basis.rows.length} ops by |\u0394|)`,
-      ...basis.wholeTrace ? [WHOLE_TRACE_REASON] : [],
-      diffTotals(diff, basis.wholeTrace)
-    ];
-    if (top2.length > 0) {
-      const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
-      const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
-      lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
-    }
-    if (top2.length < basis.rows.length) {
-      lines2.push(`_${basis.rows.length - top2.length} more ops in the trace diff of the evidence bundle._`);
-    }
-    for (const w of diff.warnings) lines2.push(`> warning: ${cell(w)}`);
-    return lines2.join("\n\n");
-  }
-  const summary2 = profile.summary;
-  if (!summary2) return `${title}
-
-The profile produced no trace summary.`;
-  const top = heaviestOps(summary2.ops, rows);
-  const inflated = profilerInflated(profile);
-  const lines = [
-    `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary2.ops.length} ops by device time over the whole trace${inflated ? "; profiler-inflated trace: compare shares, not times" : ""})`
-  ];
-  if (inflated) lines.push(inflationSentence(profile));
-  if (top.length > 0) {
-    const body = top.map((op) => [
-      codeCell(op.name),
-      op.program === "" ? EM_DASH : codeCell(op.program),
-      cell(op.category),
-      op.occurrences === 0 && op.timeMs === 0 ? "outside steps" : formatValue(op.timeMs, MS),
-      formatPercent(op.shareOfDevice / 100, 1),
-      op.tflops === null || op.noCostModel ? EM_DASH : formatFixed(op.tflops, 2),
-      rooflineCell(op),
-      opNote(op)
-    ]);
-    lines.push(
-      table(
-        ["op", "program", "category", "time per step", "share of device time", "TFLOP/s", "roofline", "note"],
-        body,
-        ["left", "left", "left", "right", "right", "right", "right", "left"]
-      )
-    );
-  }
-  return lines.join("\n\n");
-}
-function rooflineCell(op) {
-  const r = op.roofline;
-  if (r === null) return EM_DASH;
-  if (r.attainableTflops === 0) return `${formatFixed(r.fraction * 100, 0)}% of HBM BW`;
-  return `${formatFixed(r.fraction * 100, 0)}% of ${formatFixed(r.attainableTflops, r.attainableTflops >= 100 ? 0 : 1)} (${r.bound})`;
-}
-function opNote(op) {
-  if (op.customCall) return op.noCostModel ? "custom call, no cost model" : "custom call";
-  return op.noCostModel ? "no cost model" : "";
-}
-function heaviestOps(ops, count2) {
-  return [...ops].sort(
-    (x, y) => (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) || y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
-  ).slice(0, Math.max(0, count2));
-}
-function launchTotals(profile) {
-  const diff = profile.diff;
-  if (diff) {
-    return {
-      before: diff.customCalls.reduce((s, r) => s + r.countBefore, 0),
-      after: diff.customCalls.reduce((s, r) => s + r.countAfter, 0)
-    };
-  }
-  if (!profile.summary) return void 0;
-  return { before: null, after: profile.summary.customCalls.reduce((s, r) => s + r.launches, 0) };
-}
-function launchesText(profile) {
-  const totals = launchTotals(profile);
-  if (!totals) return void 0;
-  const after = formatLaunches(totals.after);
-  return totals.before === null ? after : `${formatLaunches(totals.before)} \u2192 ${after}`;
-}
-function customCallSection(profile, rows) {
-  if (profile?.status !== "done") return void 0;
-  const text3 = launchesText(profile);
-  if (text3 === void 0) return void 0;
-  const lines = [
-    `#### Custom calls
-
-Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text3}.`
-  ];
-  const diff = profile.diff;
-  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
-    const top = topShareChanges(diff.customCalls, diff, rows);
-    const body = top.map((r) => {
-      const sh = shares(r, diff);
-      return [
-        codeCell(r.name),
-        formatLaunches(r.countBefore),
-        formatLaunches(r.countAfter),
-        sharePct(sh.before),
-        sharePct(sh.after),
-        sharePp(sh.delta)
-      ];
-    });
-    const header = ["kernel", "launches before", "launches after", "share before", "share after", "\u0394 share"];
-    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
-    if (top.length < diff.customCalls.length) {
-      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
-    }
-  } else if (diff && diff.customCalls.length > 0) {
-    const top = topChanges(diff.customCalls, rows);
-    const body = top.map((r) => [
-      codeCell(r.name),
-      formatLaunches(r.countBefore),
-      formatLaunches(r.countAfter),
-      formatValue(r.before, MS),
-      formatValue(r.after, MS),
-      formatSignedValue(r.delta, MS)
-    ]);
-    const header = ["kernel", "launches before", "launches after", "time before", "time after", "\u0394"];
-    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
-    if (top.length < diff.customCalls.length) {
-      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
-    }
-  }
-  return lines.join("\n\n");
-}
-function hotspotLine(row, custom, wholeTrace = false) {
-  const before = row.status === "added" ? "absent" : formatValue(row.before, MS);
-  const after = row.status === "removed" ? "absent" : formatValue(row.after, MS);
-  const pct3 = row.deltaPct === null || row.status === "added" ? "" : `, ${formatSignedPercent(row.deltaPct)}`;
-  const flags = [
-    row.status === "added" || row.status === "removed" ? row.status : "",
-    custom ? "custom call" : "",
-    wholeTrace ? "whole trace" : ""
-  ].filter((f) => f !== "").join(", ");
-  const name = wholeTrace && row.program ? `${code(row.name)} in ${code(row.program)}` : code(row.name);
-  return `${name} ${before} \u2192 ${after} (${formatSignedValue(row.delta, MS)}${pct3})${flags ? ` [${flags}]` : ""}`;
-}
-
-// src/report/measurement.ts
-function runsCell(m, arm, n2) {
-  const failed = m.runs.filter((r) => r.arm === arm && r.value === null).length;
-  return failed > 0 ? `${n2} (${failed} failed)` : String(n2);
-}
-function deltaSection(evidence) {
-  const m = evidence.measurement;
-  const c3 = m?.comparison;
-  if (!m || !c3) return void 0;
-  const unit = m.metric.unit;
-  const value2 = (x) => x === null ? EM_DASH : formatValue(x, unit);
-  const cv = (x) => x === null ? EM_DASH : formatCv(x);
-  const change = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, c3.direction) : EM_DASH;
-  const rows = [
-    [
-      "commit",
-      code(shortSha(evidence.base.commit)),
-      evidence.candidate ? code(shortSha(evidence.candidate.commit)) : EM_DASH,
-      ""
-    ],
-    [cell(`${m.metric.label}, median`), value2(c3.a.median), value2(c3.b.median), change],
-    ["CV", cv(c3.a.cv), cv(c3.b.cv), ""],
-    ["runs", runsCell(m, "A", c3.a.n), runsCell(m, "B", c3.b.n), ""]
-  ];
-  const { a: a2, b } = m.mfu;
-  const levels = levelsTable(evidence);
-  if (levels === void 0 && (a2 !== null || b !== null)) {
-    const mfu = (x) => x === null ? EM_DASH : formatMfu(x);
-    const label = cell(mfuLabel(levelsOf(evidence)?.peak));
-    rows.push([label, mfu(a2), mfu(b), a2 !== null && b !== null ? formatMfuDelta(a2, b) : ""]);
-  } else if (levels === void 0) {
-    rows.push(["MFU", cell(mfuText(evidence)), "", ""]);
-  }
-  const header = ["", "champion (A)", "candidate (B)", "change"];
-  const lines = [table(header, rows, ["left", "right", "right", "right"])];
-  const bars = barsLine(m);
-  if (bars) lines.push(bars);
-  const clock = clockLine(m);
-  if (clock) lines.push(clock);
-  if (levels) lines.push(`**Kernel and model**
-
-${levels}`);
-  return lines.join("\n\n");
-}
-var CPU_CLOCK = "process_time+block_until_ready";
-function clockLine(m) {
-  const clock = m.clock;
-  if (!clock) return void 0;
-  const what = clock.name.startsWith(CPU_CLOCK) ? "CPU time of the verifier's one pinned core (other work on the machine cannot stretch it)" : `the wall clock (${code(clock.name)})`;
-  const wall = clock.wall;
-  const beside = wall === void 0 ? "" : wall.ratio === null ? "; no wall-clock times beside it" : `; the wall clock beside it says ${formatRatio(wall.ratio)} (median A / median B, a busy machine's preemptions included)`;
-  return `Clock: ${what}${beside}.`;
-}
-function barsLine(m) {
-  const c3 = m.comparison;
-  if (!c3) return void 0;
-  const parts = [];
-  if (c3.ratio !== null && c3.ci !== null) {
-    if (c3.ciMethod === "paired-t") {
-      const what = c3.direction === "lower" ? "Speedup (geometric mean of the rounds' A / B)" : "Gain (geometric mean of the rounds' B / A)";
-      parts.push(
-        `${what} ${formatRatioWithCi(c3.ratio, c3.ci)}, ${confidenceLabel(c3.confidence, c3.ciMethod)} over ${c3.a.n} rounds.`
-      );
-    } else {
-      const what = c3.direction === "lower" ? "Speedup (median A / median B)" : "Gain (median B / median A)";
-      parts.push(
-        `${what} ${formatRatioWithCi(c3.ratio, c3.ci)}, ${confidenceLabel(c3.confidence, c3.ciMethod)} from ${c3.resamples} resamples, seed ${c3.seed}.`
-      );
-    }
-  }
-  if (c3.acceptBar !== null) parts.push(acceptBarText(c3));
-  return parts.length > 0 ? parts.join(" ") : void 0;
-}
-function acceptBarText(c3) {
-  const bar = c3.acceptBar;
-  const regress = `Regression bar ${formatRatio(c3.regressBar)}.`;
-  const clear = `+${formatPercent(bar - 1, 1)}`;
-  if (c3.mdeSource === "fixed" || c3.acceptMargin === void 0 || c3.acceptMargin === null) {
-    const why = c3.mdeSource === "fixed" ? "a margin fixed by policy" : `MDE ${formatPercent(c3.mde ?? 0, 1)}`;
-    return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
-  }
-  const floor = c3.practicalDelta ?? 0;
-  const margin = `noise margin +${formatPercent(c3.acceptMargin, 1)} for ${falseAcceptText(c3.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, c3.sequence, (x) => formatPercent(x, 2))}`;
-  const which2 = c3.acceptMargin > floor ? `${margin}; practical floor +${formatPercent(floor, 1)}` : `the practical floor; ${margin}`;
-  const power = Math.round((c3.power ?? DEFAULT_POLICY.power) * 100);
-  const atBound = c3.mdeCv != null && c3.noiseCv !== null && c3.mdeCv > c3.noiseCv ? `; MDE at the noise's upper bound ${formatCv(c3.mdeCv)}` : "";
-  const detectable = c3.mde === null || c3.noiseCv === null ? "" : c3.mdeBeyondCeiling ? ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): nothing below the plausibility ceiling (the MDE, +${formatPercent(c3.mde, 1)}, is beyond it: this comparison could not accept a real gain).` : ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): +${formatPercent(c3.mde, 1)}.`;
-  return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which2}).${detectable} ${regress}`;
-}
-function confidenceLabel(confidence, method) {
-  return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${INTERVAL_LABEL[method] ?? INTERVAL_LABEL.percentile}`;
-}
-function rawRunsTable(evidence) {
-  const m = evidence.measurement;
-  if (!m || m.runs.length === 0) return void 0;
-  const cpu = ranOnCpu(evidence);
-  const model = m.runs.some((r) => r.levels?.stepMs != null);
-  const wall = m.runs.some((r) => r.wall !== void 0);
-  const rows = m.runs.map((r, i2) => [
-    String(i2 + 1),
-    r.arm,
-    String(r.index),
-    r.value === null ? EM_DASH : formatValue(r.value, m.metric.unit),
-    ...wall ? [r.wall === void 0 ? EM_DASH : formatValue(r.wall, m.metric.unit)] : [],
-    r.mfu === null ? cpu ? "n/a" : EM_DASH : formatMfu(r.mfu),
-    ...model ? [
-      r.levels?.stepMs == null ? EM_DASH : formatValue(r.levels.stepMs, "ms"),
-      r.levels?.modelMfu == null ? EM_DASH : formatMfu(r.levels.modelMfu)
-    ] : [],
-    r.exitCode === null ? EM_DASH : String(r.exitCode),
-    formatDuration(r.durationMs),
-    r.problem ? cell(r.problem) : ""
-  ]);
-  const header = [
-    "#",
-    "arm",
-    "run",
-    cell(m.metric.label),
-    ...wall ? ["wall clock"] : [],
-    "MFU",
-    ...model ? ["train step", "model MFU"] : [],
-    "exit",
-    "took",
-    "problem"
-  ];
-  const align = [
-    "right",
-    "left",
-    "right",
-    "right",
-    ...wall ? ["right"] : [],
-    "right",
-    ...model ? ["right", "right"] : [],
-    "right",
-    "right",
-    "left"
-  ];
-  const lines = [table(header, rows, align)];
-  lines.push(`First arm: ${m.firstArm}. Metric: ${code(m.metric.path)} (${m.metric.direction} is better).`);
-  if (m.looks.length > 0) {
-    const looks = m.looks.map((l) => `n=${l.n} \u2192 ${l.action} (${cell(l.reason)})`);
-    lines.push(`Sequential looks: ${looks.join("; ")}.`);
-  }
-  return lines.join("\n\n");
-}
-function rawRunsSection(evidence) {
-  const body = rawRunsTable(evidence);
-  const m = evidence.measurement;
-  if (!body || !m) return void 0;
-  return details(`Raw per-run values (${m.runs.length} runs, in the order they ran)`, body);
-}
-
-// src/report/provenance.ts
-function versionsText(versions) {
-  const entries = Object.entries(versions ?? {}).sort(([x], [y]) => x < y ? -1 : x > y ? 1 : 0);
-  if (entries.length === 0) return void 0;
-  return entries.map(([name, version]) => `${name} ${version}`).join(" \xB7 ");
-}
-function provenanceRows(evidence) {
-  const p = evidence.provenance;
-  const m = evidence.measurement;
-  const rows = [
-    [
-      "run",
-      `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, started ${formatTime(evidence.runStartedAt)}`
-    ],
-    [
-      "device",
-      deviceLabel(evidence) && cell(`${deviceLabel(evidence)}${m?.device ? ` (backend ${m.device.backend})` : ""}`)
-    ],
-    ["compute", p.backend && cell(`${p.backend.backend}: ${p.backend.description}`)],
-    [
-      "benchmark",
-      m && (m.impl || m.preset) ? cell([m.impl && `impl ${m.impl}`, m.preset && `preset ${m.preset}`].filter(Boolean).join(", ")) : void 0
-    ],
-    ["programs", m?.programs && programsText2(m.programs)],
-    ["versions", versionsText(m?.versions) && cell(versionsText(m?.versions))],
-    ["hillclimb", cell(p.hillclimbVersion)],
-    ["harness hash", p.harnessHash ? code(shortSha(p.harnessHash)) : void 0],
-    ["config hash", code(shortSha(p.configHash))],
-    ["bootstrap seed", m?.comparison ? String(m.comparison.seed) : void 0],
-    ["host", cell(p.host)]
-  ];
-  return rows.filter((r) => r[1] !== void 0 && r[1] !== "");
-}
-function programsText2(p) {
-  if (!p) return void 0;
-  const keys = [.../* @__PURE__ */ new Set([...Object.keys(p.A), ...Object.keys(p.B)])].sort();
-  if (keys.length === 0) return void 0;
-  const hash3 = (h2) => h2 ? code(h2.slice(0, 12)) : "\u2014";
-  const rows = keys.map((k) => `${cell(k)}: A ${hash3(p.A[k])} \u2192 B ${hash3(p.B[k])}`);
-  return `${cell(p.platform)}, sha256 ${rows.join("; ")}`;
-}
-function provenanceSection(evidence) {
-  return `#### Provenance
-
-${table(["", ""], provenanceRows(evidence))}`;
-}
-
-// src/report/search.ts
-var STAGE_LABELS = {
-  prepare: "prepare",
-  propose: "proposal",
-  guard: "guard",
-  "cpu-gate": "CPU gate",
-  "accelerator-gate": "accelerator gate",
-  screen: "screen",
-  measure: "full comparison"
-};
-function searchSection(evidence) {
-  const search = evidence.search;
-  if (!search || !evidence.slot) return void 0;
-  const rows = search.candidates.map((row) => candidateCells(row, evidence));
-  const k = search.candidates.length;
-  const heading = `#### Search: ${plural(k, "candidate")}, ${measuredInFull(search)}`;
-  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
-  return [
-    heading,
-    rule,
-    table(["candidate", "change", "reached", "screen", "verdict", "why"], rows, [
-      "left",
-      "left",
-      "left",
-      "right"
-    ])
-  ].join("\n\n");
-}
-function candidateCells(row, evidence) {
-  const self2 = row.slot === evidence.slot?.index;
-  const verdict = self2 ? evidence.verdict ?? row.verdict : row.verdict;
-  const reason = self2 ? evidence.verdictReasons[0] ?? row.reason : row.reason;
-  const name = self2 ? `**${row.slot}** (this)` : String(row.slot);
-  return [
-    name,
-    row.subject === null ? "\u2014" : cell(row.subject),
-    STAGE_LABELS[row.stage] ?? row.stage,
-    row.estimate === null ? "\u2014" : formatRatio(row.estimate),
-    verdict ?? (row.stage === "measure" ? "being measured" : "\u2014"),
-    cell(reason)
-  ];
-}
-function measuredInFull(search) {
-  const measured2 = search.measured ?? (search.winner === null ? [] : [search.winner]);
-  if (measured2.length === 0) return "none measured in full";
-  if (measured2.length === 1) return `candidate ${measured2[0]} measured in full`;
-  return `candidates ${measured2.slice(0, -1).join(", ")} and ${measured2.at(-1)} measured in full, in that order`;
-}
-
-// src/report/trajectory.ts
-var DEFAULT_MAX_POINTS = 50;
-function trajectory(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
-  const relevant = rows.filter(
-    (r) => r.metric.path === filter.metricPath && (filter.target === void 0 || r.target === filter.target)
-  );
-  const first = relevant[0];
-  if (!first) return void 0;
-  const runs = [...new Set(relevant.map((r) => r.runId))];
-  const label = (r) => runs.length > 1 ? `r${runs.indexOf(r.runId) + 1}.i${r.iteration}` : `i${r.iteration}`;
-  const points = [];
-  const unmeasured = [];
-  for (const r of relevant) {
-    if (r.a === null || r.b === null) {
-      unmeasured.push({ label: label(r), verdict: r.verdict });
-      continue;
-    }
-    points.push({
-      label: label(r),
-      championBefore: r.a,
-      champion: r.verdict === "improved" ? r.b : r.a,
-      candidate: r.b,
-      verdict: r.verdict
-    });
-  }
-  const omitted = Math.max(0, points.length - maxPoints);
-  return {
-    points: points.slice(omitted),
-    unmeasured,
-    omitted,
-    metric: first.metric,
-    improved: relevant.filter((r) => r.verdict === "improved").length
-  };
-}
-function mermaidText(text3) {
-  return text3.replace(/["`\\\r\n\t]/g, " ").replace(/\s+/g, " ").trim();
-}
-function mermaidNumber(value2) {
-  return formatSignificant(value2).replace(MINUS, "-");
-}
-function axisRange(values) {
-  const min = Math.min(...values);
-  const max = Math.max(...values);
-  const span = max - min;
-  const pad = span > 0 ? span * 0.1 : Math.abs(max) * 0.05 || 1;
-  const lo = min >= 0 ? Math.max(0, min - pad) : min - pad;
-  return {
-    lo: Number(formatSignificant(lo).replace(MINUS, "-")),
-    hi: Number(formatSignificant(max + pad).replace(MINUS, "-"))
-  };
-}
-function trajectoryChart(t) {
-  const unit = t.metric.unit ? ` (${t.metric.unit})` : "";
-  const better = t.metric.direction === "lower" ? "lower is better" : "higher is better";
-  const values = t.points.flatMap((p) => [p.champion, p.candidate]);
-  const { lo, hi } = axisRange(values);
-  const labels = t.points.map((p) => `"${mermaidText(p.label)}"`).join(", ");
-  return [
-    "xychart-beta",
-    `  title "${mermaidText(`${t.metric.label}${unit}, ${better}`)}"`,
-    `  x-axis "iteration" [${labels}]`,
-    `  y-axis "${mermaidText(t.metric.label + unit)}" ${mermaidNumber(lo)} --> ${mermaidNumber(hi)}`,
-    `  bar [${t.points.map((p) => mermaidNumber(p.candidate)).join(", ")}]`,
-    `  line [${t.points.map((p) => mermaidNumber(p.champion)).join(", ")}]`
-  ].join("\n");
-}
-function trajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
-  const levels = levelsTrajectorySection(rows, filter, maxPoints);
-  if (levels !== void 0) return levels;
-  const t = trajectory(rows, filter, maxPoints);
-  if (!t) return void 0;
-  const lines = ["#### Trajectory"];
-  const measured2 = t.points.length + t.omitted;
-  const first = t.points[0];
-  const last = t.points[t.points.length - 1];
-  const unit = t.metric.unit;
-  const total = measured2 + t.unmeasured.length;
-  if (first && last) {
-    const from = formatValue(first.championBefore, unit);
-    lines.push(
-      `Champion ${t.metric.label}: ${from} \u2192 ${formatValue(last.champion, unit)} over ${plural(total, "iteration")} (${t.improved} improved).`
-    );
-    lines.push(fenced("mermaid", trajectoryChart(t)));
-    lines.push(
-      `Bars: the candidate measured in each iteration; line: the champion after it (${t.metric.direction === "lower" ? "lower" : "higher"} is better).`
-    );
-  } else {
-    lines.push(`No measured iterations yet (${plural(total, "iteration")}).`);
-  }
-  if (t.omitted > 0) lines.push(`Showing the last ${t.points.length} of ${measured2} measured iterations.`);
-  if (t.unmeasured.length > 0) {
-    lines.push(
-      `Not plotted (no measurement): ${t.unmeasured.map((u2) => `${u2.label} ${u2.verdict}`).join(", ")}.`
-    );
-  }
-  return lines.join("\n\n");
-}
-var LEVEL_CHART_PALETTE = "#1a7f37, #cf222e, #0969da";
-function levelSeries(peak) {
-  const vs = peak === "measured" ? " vs measured matmul peak" : "";
-  return [
-    {
-      key: "modelMfu",
-      label: `model MFU${vs}`,
-      unit: "%",
-      direction: "higher",
-      scale: 100,
-      pair: (l) => l.modelMfu
-    },
-    {
-      key: "kernelMs",
-      label: "kernel fwd+bwd time",
-      unit: "ms",
-      direction: "lower",
-      scale: 1,
-      pair: (l) => l.kernelMs
-    }
-  ];
-}
-function levelTrajectory(rows, series, filter, maxPoints = DEFAULT_MAX_POINTS) {
-  const relevant = rows.filter(
-    (r) => r.metric.path === filter.metricPath && (filter.target === void 0 || r.target === filter.target)
-  );
-  if (relevant.length === 0) return void 0;
-  const asRows = relevant.map((r) => {
-    const pair = r.levels ? series.pair(r.levels) : { a: null, b: null };
-    const scaled = (x) => x === null ? null : x * series.scale;
-    return { ...r, a: scaled(pair.a), b: scaled(pair.b) };
-  });
-  const t = trajectory(asRows, filter, maxPoints);
-  if (!t) return void 0;
-  return {
-    ...t,
-    metric: { path: series.key, direction: series.direction, label: series.label, unit: series.unit }
-  };
-}
-function levelChart(t) {
-  const unit = t.metric.unit ? ` (${t.metric.unit})` : "";
-  const better = t.metric.direction === "lower" ? "lower is better" : "higher is better";
-  const values = t.points.flatMap((p) => [p.champion, p.candidate]);
-  const { lo, hi } = axisRange(values);
-  const labels = t.points.map((p) => `"${mermaidText(p.label)}"`).join(", ");
-  const floor = mermaidNumber(lo);
-  const kept = t.points.map((p) => p.verdict === "improved" ? mermaidNumber(p.candidate) : floor);
-  const rejected = t.points.map((p) => p.verdict === "improved" ? floor : mermaidNumber(p.candidate));
-  return [
-    "---",
-    "config:",
-    "  themeVariables:",
-    "    xyChart:",
-    `      plotColorPalette: "${LEVEL_CHART_PALETTE}"`,
-    "---",
-    "xychart-beta",
-    `  title "${mermaidText(`${t.metric.label}${unit}, ${better}`)}"`,
-    `  x-axis "iteration" [${labels}]`,
-    `  y-axis "${mermaidText(t.metric.label + unit)}" ${floor} --> ${mermaidNumber(hi)}`,
-    `  bar [${kept.join(", ")}]`,
-    `  bar [${rejected.join(", ")}]`,
-    `  line [${t.points.map((p) => mermaidNumber(p.champion)).join(", ")}]`
-  ].join("\n");
-}
-function levelSummary(t) {
-  const first = t.points[0];
-  const last = t.points[t.points.length - 1];
-  const value2 = (x) => t.metric.unit === "%" ? `${formatFixed(x, 2)}%` : formatValue(x, t.metric.unit);
-  const measured2 = t.points.length + t.omitted;
-  return `Champion ${t.metric.label}: ${value2(first.championBefore)} \u2192 ${value2(last.champion)} over ${plural(measured2, "measured iteration")}.`;
-}
-function levelsTrajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS) {
-  const withLevels = rows.filter(
-    (r) => r.levels && (filter.target === void 0 || r.target === filter.target)
-  );
-  if (withLevels.length === 0) return void 0;
-  const peak = withLevels.at(-1).levels.peak;
-  const lines = ["#### Trajectory"];
-  let unmeasured = [];
-  let charts = 0;
-  for (const series of levelSeries(peak)) {
-    const t = levelTrajectory(rows, series, filter, maxPoints);
-    if (!t || t.points.length === 0) continue;
-    charts += 1;
-    lines.push(levelSummary(t));
-    lines.push(fenced("mermaid", levelChart(t)));
-    if (t.omitted > 0)
-      lines.push(
-        `Showing the last ${t.points.length} of ${t.points.length + t.omitted} measured iterations.`
-      );
-    unmeasured = t.unmeasured;
-  }
-  if (charts === 0) return void 0;
-  lines.push(
-    "Green bars: candidates that became champion; red bars: candidates rejected (no-change, regressed, needs-human); line: the champion after each iteration."
-  );
-  if (unmeasured.length > 0) {
-    lines.push(
-      `Not plotted (no measurement): ${unmeasured.map((u2) => `${u2.label} ${u2.verdict}`).join(", ")}.`
-    );
-  }
-  return lines.join("\n\n");
-}
-
-// src/report/comment.ts
-var STICKY_FOOTER_RESERVE = 1e3;
-var DEFAULT_COMMENT_MAX_CHARS = BODY_CAP_CHARS - STICKY_FOOTER_RESERVE;
-function halvings(rows) {
-  const counts = [];
-  for (let n2 = Math.max(0, rows); n2 >= 1; n2 = n2 === 1 ? 0 : Math.ceil(n2 / 2)) counts.push(n2);
-  return counts;
-}
-function whereFull(evidence, opts) {
-  if (opts.where !== void 0) return opts.where;
-  const summary2 = opts.summaryUrl ? link("job summary", opts.summaryUrl) : "job summary";
-  const bundle = evidence.publish?.bundleUrl ? link("evidence bundle", evidence.publish.bundleUrl) : "evidence bundle";
-  return `The ${summary2} and the ${bundle} have the full report.`;
-}
-function omittedNote(what, where2) {
-  return `_${what} left out to fit GitHub's size limit. ${where2}_`;
-}
-function headlineSection(evidence) {
-  const lines = [`### ${cell(headline(evidence))}`];
-  const device = deviceLabel(evidence);
-  const candidate = evidence.candidate ? `candidate ${code(shortSha(evidence.candidate.commit))} \u201C${cell(subjectOf(evidence))}\u201D` : "no candidate commit";
-  const context3 = [
-    `**${cell(evidence.target)}** iteration ${evidence.iteration} of ${evidence.totalIterations}`,
-    `${candidate} vs champion ${code(shortSha(evidence.base.commit))}`,
-    device ? cell(device) : void 0
-  ].filter(Boolean);
-  lines.push(context3.join(" \xB7 "));
-  if (evidence.verdict) lines.push(`_${evidence.verdict}: ${VERDICT_DESCRIPTIONS[evidence.verdict]}._`);
-  const reasons = verdictReasons(evidence);
-  if (reasons.length > 0) lines.push(reasons.map((r) => `- ${cell(r)}`).join("\n"));
-  const unverified = unverifiedReasons(evidence);
-  if (unverified.length > 0) {
-    lines.push(
-      `> [!WARNING]
-> **These numbers are unverified**: ${cell(unverified.join("; "))}. They cannot make a champion (docs/security.md).`
-    );
-  }
-  return lines.join("\n\n");
-}
-function linksSection(evidence) {
-  const p = evidence.publish;
-  if (!p) return void 0;
-  const links = [];
-  if (p.perfettoUrl) links.push(`- ${link("Open the candidate trace in Perfetto", p.perfettoUrl)}`);
-  if (p.traceUrl) links.push(`- Trace: ${link("download", p.traceUrl)}`);
-  if (p.bundleUrl) links.push(`- Evidence: ${link(`${bundleKey(evidence)}/evidence.json`, p.bundleUrl)}`);
-  return links.length > 0 ? `#### Links
-
-${links.join("\n")}` : void 0;
-}
-function commentParts(evidence, history, opts = {}) {
-  const where2 = whereFull(evidence, opts);
-  const hotspotRows = opts.hotspotRows ?? DEFAULT_HOTSPOT_ROWS;
-  const failing = opts.failingTests ?? DEFAULT_FAILING_TESTS;
-  const metric = evidence.measurement?.metric;
-  const optional = (text3) => text3 === void 0 ? [] : [text3];
-  const shrinking = (render, rows, what) => {
-    const full = render(rows);
-    if (full === void 0) return [];
-    const smaller = halvings(rows).slice(1).map((n2) => `${render(n2) ?? ""}
-
-${omittedNote(`Rows beyond the first ${n2}`, where2)}`);
-    return [full, ...smaller, omittedNote(what, where2)];
-  };
-  const chart = metric ? trajectorySection(
-    history,
-    { metricPath: metric.path, target: evidence.target },
-    opts.maxChartPoints ?? DEFAULT_MAX_POINTS
-  ) : void 0;
-  const raw = rawRunsSection(evidence);
-  return [
-    { key: "headline", variants: [headlineSection(evidence)] },
-    { key: "delta", variants: optional(deltaSection(evidence)) },
-    { key: "search", variants: optional(searchSection(evidence)) },
-    {
-      key: "checks",
-      variants: [
-        checksSection(evidence, failing),
-        checksSection(evidence, Math.min(failing, 3)),
-        checksSection(evidence, 0)
-      ]
-    },
-    {
-      key: "hotspots",
-      variants: shrinking((n2) => hotspotSection(evidence.profile, n2), hotspotRows, "The hotspot diff")
-    },
-    {
-      key: "customCalls",
-      variants: shrinking(
-        (n2) => customCallSection(evidence.profile, n2),
-        hotspotRows,
-        "The custom-call table"
-      )
-    },
-    { key: "chart", variants: chart ? [chart, omittedNote("The trajectory chart", where2)] : [] },
-    { key: "links", variants: optional(linksSection(evidence)) },
-    { key: "provenance", variants: [provenanceSection(evidence)] },
-    { key: "raw", variants: raw ? [raw, omittedNote("Raw per-run values", where2)] : [] }
-  ];
-}
-function reductionPlan(parts) {
-  return ["raw", "chart", "hotspots", "customCalls", "checks"].flatMap((key) => shrinkSteps(parts, key));
-}
-function fitReport(parts, max, where2, sizeOf) {
-  return fitParts(parts, reductionPlan(parts), max, { where: where2, ...sizeOf ? { sizeOf } : {} });
-}
-function renderComment(evidence, history, opts = {}) {
-  const max = opts.maxChars ?? DEFAULT_COMMENT_MAX_CHARS;
-  const fit = fitReport(commentParts(evidence, history, opts), max, whereFull(evidence, opts));
-  return { body: fit.text, truncated: fit.truncated, reduced: fit.reduced };
-}
-
-// src/report/job-summary.ts
-var JOB_SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024;
-var SUMMARY_HOTSPOT_ROWS = 25;
-function runSummaryTable(iterations) {
-  const rows = iterations.map((ev) => [
-    iterationTag(ev),
-    cell(verdictLabel(ev)),
-    cell(subjectOf(ev)),
-    measuredChange(ev)?.delta ?? EM_DASH,
-    code(shortSha(championAfter(ev))),
-    ev.publish?.prUrl ? link(`#${ev.publish.prNumber ?? "PR"}`, ev.publish.prUrl) : EM_DASH
-  ]);
-  return table(["iter", "verdict", "subject", "delta [CI]", "champion after", "PR"], rows);
-}
-function stepsSection(evidence) {
-  const rows = STEPS.flatMap((step) => {
-    const r = evidence.steps[step];
-    if (!r) return [];
-    const took = Date.parse(r.finishedAt) - Date.parse(r.startedAt);
-    return [
-      [step, r.status, Number.isFinite(took) ? formatDuration(took) : EM_DASH, r.note ? cell(r.note) : ""]
-    ];
-  });
-  const warnings2 = (evidence.publish?.warnings ?? []).map((w) => `> warning: ${cell(w)}`);
-  if (rows.length === 0 && warnings2.length === 0) return void 0;
-  const steps = rows.length > 0 ? [table(["step", "status", "took", "note"], rows, ["left", "left", "right", "left"])] : [];
-  return ["#### Steps", ...steps, ...warnings2].join("\n\n");
-}
-function renderJobSummary(iterations, history, opts = {}) {
-  const last = iterations[iterations.length - 1];
-  const where2 = "The evidence bundles have everything.";
-  const parts = [];
-  if (last) {
-    parts.push({
-      key: "run",
-      variants: [
-        `## hillclimb ${cell(last.target)}, run ${code(last.runId)}
-
-${runSummaryTable(iterations)}`
-      ]
-    });
-    const metric = last.measurement?.metric ?? iterations.find((e) => e.measurement)?.measurement?.metric;
-    const chart = metric ? trajectorySection(history, { metricPath: metric.path, target: last.target }, DEFAULT_MAX_POINTS) : void 0;
-    if (chart)
-      parts.push({ key: "chart", variants: [chart, `_The trajectory chart was left out to fit. ${where2}_`] });
-  }
-  const rows = opts.hotspotRows ?? SUMMARY_HOTSPOT_ROWS;
-  for (const ev of [...iterations].reverse()) {
-    const tag = iterationTag(ev);
-    for (const part of commentParts(ev, [], { hotspotRows: rows, where: where2 })) {
-      if (part.key === "chart" || part.variants.length === 0) continue;
-      parts.push({ key: `${part.key}:${tag}`, variants: part.variants });
-    }
-    const steps = stepsSection(ev);
-    if (steps) parts.push({ key: `steps:${tag}`, variants: [steps] });
-  }
-  const tags = iterations.map((e) => iterationTag(e));
-  const plan = [
-    ...tags.flatMap((t) => shrinkSteps(parts, `raw:${t}`)),
-    ...shrinkSteps(parts, "chart"),
-    ...tags.flatMap((t) => [
-      ...shrinkSteps(parts, `hotspots:${t}`),
-      ...shrinkSteps(parts, `customCalls:${t}`),
-      ...shrinkSteps(parts, `checks:${t}`)
-    ])
-  ];
-  const fit = fitParts(parts, plan, opts.maxBytes ?? JOB_SUMMARY_MAX_BYTES, { sizeOf: utf8Bytes, where: where2 });
-  return { markdown: fit.text, truncated: fit.truncated, reduced: fit.reduced };
-}
-
-// src/report/log-entry.ts
-import { createHash as createHash8 } from "node:crypto";
-var LOG_ENTRY_FORMAT = 4;
-var LOG_HOTSPOTS = 3;
-var LOG_FAILING_TESTS = 10;
-var LOG_LABELS = [
-  "Run",
-  "Date",
-  "Verdict",
-  "Reason",
-  "Commit",
-  "Base",
-  "Agent",
-  "Guard",
-  "Correctness (CPU)",
-  "Failing tests (CPU)",
-  "Correctness (accelerator)",
-  "Failing tests (accelerator)",
-  "Search",
-  "Screen",
-  "Measurement",
-  "MFU",
-  "Kernel",
-  "Model",
-  "Kernel share",
-  "Profile",
-  "Step time",
-  "Device op time",
-  "Hotspot",
-  "Custom-call launches per step",
-  "Evidence"
-];
-var ITERATION_HEADING_PREFIX = "### Iteration ";
-var ITERATION_HEADING = new RegExp(`^${ITERATION_HEADING_PREFIX}(\\d+)([A-Za-z]*)\\b`);
-function nextSuffix(suffix) {
-  const lastChar = suffix.at(-1);
-  return lastChar === "z" || lastChar === "Z" ? `${suffix}a` : `${suffix.slice(0, -1)}${String.fromCharCode(lastChar.charCodeAt(0) + 1)}`;
-}
-function iterationHeading(number) {
-  return `${ITERATION_HEADING_PREFIX}${number}`;
-}
-var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
-function defaultEvidencePath(evidence) {
-  return `${bundleKey(evidence)}/evidence.json`;
-}
-function canonicalJson(value2) {
-  if (Array.isArray(value2)) return `[${value2.map(canonicalJson).join(",")}]`;
-  if (value2 !== null && typeof value2 === "object") {
-    const entries = Object.entries(value2).filter(([, v]) => v !== void 0).sort(([a2], [b]) => a2 < b ? -1 : a2 > b ? 1 : 0);
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value2) ?? "null";
-}
-function evidenceDigest(evidence) {
-  const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
-  const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
-  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
-}
-function evidenceMarker(path6, digest) {
-  if (/\s|-->/.test(path6))
-    throw new HillclimbError(`evidence path ${JSON.stringify(path6)} cannot go in the log marker`);
-  return `<!-- hillclimb:evidence ${path6} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
-}
-function parseEvidenceMarker(line) {
-  const m = EVIDENCE_MARKER.exec(line.trim());
-  return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
-}
-function entryHeading(number, evidence) {
-  return `${iterationHeading(number)} ${EM_DASH} ${inert(subjectOf(evidence))}`;
-}
-function earlierAttempts(agent) {
-  const earlier = (agent.earlier ?? []).map(
-    (a2) => `attempt ${a2.attempt} ${a2.status}${a2.infraError ? ` (${truncateText(oneLine2(a2.infraError), 120)})` : ""}`
-  );
-  return earlier.length > 0 ? `; before: ${earlier.join("; ")}` : "";
-}
-function harnessLines(evidence, evidencePath) {
-  const lines = [];
-  const add = (label, text3) => lines.push([label, inertAround(oneLine2(text3))]);
-  add(
-    "Run",
-    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ""}, target ${code(evidence.target)}`
-  );
-  add("Date", formatTime(evidence.startedAt));
-  add("Verdict", verdictLabel(evidence));
-  for (const reason of verdictReasons(evidence)) add("Reason", reason);
-  const c3 = evidence.candidate;
-  add("Commit", c3 ? `${code(shortSha(c3.commit))} on ${code(c3.branch)}` : "none (the agent made no commit)");
-  add(
-    "Base",
-    `${code(shortSha(evidence.base.commit))}${evidence.base.iteration !== void 0 ? ` (champion since iteration ${evidence.base.iteration})` : ""}`
-  );
-  const agent = evidence.agent;
-  if (agent) {
-    const problem = agent.resultProblem ? `; result: ${agent.resultProblem}` : agent.result ? "" : "; no result file";
-    add(
-      "Agent",
-      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}${earlierAttempts(agent)}`
-    );
-  }
-  if (evidence.guard) add("Guard", guardText(evidence.guard));
-  for (const [key, name] of [
-    ["cpu", "CPU"],
-    ["accelerator", "accelerator"]
-  ]) {
-    const gate = evidence.gates[key];
-    if (!gate) continue;
-    add(`Correctness (${name})`, gateText(gate));
-    const failing = failingList(gate, LOG_FAILING_TESTS);
-    if (failing) add(`Failing tests (${name})`, failing);
-  }
-  const search = evidence.search;
-  if (search) {
-    add(
-      "Search",
-      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds`
-    );
-  }
-  const screen = evidence.screen;
-  if (screen) {
-    const estimate = screen.estimate === null ? "no usable estimate" : formatRatio(screen.estimate);
-    const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
-    const self2 = evidence.slot?.index;
-    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : !screen.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
-    add(
-      "Screen",
-      `${plural(screen.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`
-    );
-  }
-  const m = evidence.measurement;
-  if (m) {
-    const change = measuredChange(evidence);
-    const medians = mediansText(m);
-    const parts = [`${m.metric.label}${medians ? ` ${medians}` : ""}`];
-    if (change) parts.push(`${change.delta} (${change.n})`);
-    else parts.push(`no comparison (${m.runs.length} runs)`);
-    add("Measurement", parts.join(", "));
-    add("MFU", mfuText(evidence));
-    if (m.levels) {
-      const kernel = kernelLine(m.levels);
-      if (kernel) add("Kernel", kernel);
-      const model = modelLine(m.levels);
-      if (model) add("Model", model);
-    }
-  } else {
-    add(
-      "Measurement",
-      evidence.verdict === "screened-out" ? "not run (screened out)" : evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run"
-    );
-  }
-  const share = m ? shareLine(evidence) : void 0;
-  if (share) add("Kernel share", share);
-  const profile = evidence.profile;
-  if (profile && profile.status !== "done") {
-    add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
-  } else if (profile) {
-    const custom = customCallNames(profile);
-    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
-    const basis = profile.diff ? hotspotBasis(profile.diff) : void 0;
-    if (basis?.wholeTrace) {
-      add(
-        "Device op time",
-        `${beforeAfter(basis.total)} over the whole trace, all devices (its steps hold too little of it to compare per step)${inflated}`
-      );
-    } else if (profile.diff?.stepTimeMs) {
-      add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
-    }
-    for (const row of topChanges(basis?.rows ?? [], LOG_HOTSPOTS))
-      add("Hotspot", hotspotLine(row, custom.has(row.name), basis?.wholeTrace));
-    const launches = launchesText(profile);
-    if (launches !== void 0) add("Custom-call launches per step", launches);
-  }
-  add("Evidence", code(evidencePath));
-  return lines;
-}
-function agentLines(evidence) {
-  const r = evidence.agent?.result;
-  if (!r) return "";
-  return agentQuote([
-    ["hypothesis", r.hypothesis],
-    ["summary", r.summary],
-    ["next idea", r.next_idea]
-  ]);
-}
-function renderLogEntry(evidence, opts = {}) {
-  const path6 = opts.evidencePath ?? defaultEvidencePath(evidence);
-  const lines = [
-    entryHeading(opts.number ?? evidence.iteration, evidence),
-    "",
-    evidenceMarker(path6, evidenceDigest(evidence)),
-    ...harnessLines(evidence, path6).map(([label, text3]) => `- ${label}: ${text3}`)
-  ];
-  const agent = agentLines(evidence);
-  return `${lines.join("\n")}
-${agent === "" ? "" : `
-${agent}
-`}`;
-}
-var DEFAULT_GOAL = "Make the target kernel faster without changing its results. Each iteration tries one change; only a change whose whole confidence interval clears the noise floor replaces the champion.";
-function logHeader(opts = {}) {
-  return `# ${opts.title ?? "Hill-climb log"}
-
-Append-only record of every hillclimb iteration, failed ones included. Written by the harness
-(\`hillclimb loop\`), never by the agent; do not edit entries by hand.
-
-## Goal
-
-${opts.goal ?? DEFAULT_GOAL}
-
-## Loop contract
-
-- One hypothesis and one change set per iteration, proposed by the agent inside the target's editable paths.
-- The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
-  interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
-  the candidate and diffs its trace against the champion's.
-- Exactly one verdict per iteration (per candidate when an iteration proposes several): improved, no-change,
-  regressed, invalid, needs-human, error, no-op or screened-out.
-- Every iteration becomes a draft pull request; people review and merge.
-
-## How entries are produced
-
-Each entry is rendered from the iteration's evidence record (\`evidence.json\`). Lines starting with \`- \`
-are the harness's: every number in them was computed from raw artifacts (JUnit XML, metrics JSON,
-traces). Lines starting with \`> agent\` quote the agent's own words and are never read for numbers. The
-hidden \`hillclimb:evidence\` line names the evidence file and its sha256; \`hillclimb log lint\` renders
-each entry again from it and reports any line that differs and any number with a unit that the evidence
-does not contain.
-
-## Iterations
-`;
-}
-function headingNumbers(text3) {
-  const out = [];
-  text3.split("\n").forEach((line, i2) => {
-    const m = ITERATION_HEADING.exec(line);
-    if (m) out.push({ line: i2 + 1, number: Number(m[1]), suffix: m[2] });
-  });
-  return out;
-}
-function appendLogEntry(logText, entry, header = {}, opts = {}) {
-  const first = entry.split("\n", 1)[0] ?? "";
-  const m = ITERATION_HEADING.exec(first);
-  if (!m)
-    throw new HillclimbError(
-      `a log entry must start with "${ITERATION_HEADING_PREFIX}<N>", got ${JSON.stringify(first)}`
-    );
-  const base = logText === void 0 || logText.trim() === "" ? logHeader(header) : logText;
-  const last = headingNumbers(base).at(-1);
-  let body = entry.trimEnd();
-  const number = Number(m[1]);
-  if (opts.candidate) {
-    const sameIteration = last?.number === number && last.suffix !== "";
-    const heading = sameIteration ? `${iterationHeading(number)}${nextSuffix(last.suffix)}` : `${iterationHeading(last && number <= last.number ? last.number + 1 : number)}a`;
-    body = body.replace(ITERATION_HEADING, heading);
-  } else if (last && number <= last.number) {
-    body = body.replace(ITERATION_HEADING, iterationHeading(last.number + 1));
-  }
-  return `${base.trimEnd()}
-
-${body}
-`;
-}
-
-// src/report/log-evidence.ts
-import { existsSync as existsSync17, readFileSync as readFileSync21 } from "node:fs";
-import { join as join26 } from "node:path";
-function evidenceLoader(roots) {
-  return (path6) => {
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path6)) {
-      return {
-        status: "missing",
-        reason: "remote evidence is not fetched; download the bundle and pass --evidence-root"
-      };
-    }
-    try {
-      assertKey(path6);
-    } catch (e) {
-      return { status: "unreadable", reason: errorMessage(e) };
-    }
-    for (const root of roots) {
-      const file = join26(root, path6);
-      if (!existsSync17(file)) continue;
-      let parsed;
-      try {
-        parsed = JSON.parse(readFileSync21(file, "utf8"));
-      } catch (e) {
-        return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
-      }
-      const schema2 = parsed?.schema;
-      if (schema2 !== EVIDENCE_SCHEMA) {
-        return {
-          status: "unreadable",
-          reason: `${file}: schema ${String(schema2)} is not ${EVIDENCE_SCHEMA}`
-        };
-      }
-      return { status: "found", evidence: parsed };
-    }
-    return { status: "missing", reason: `not under ${roots.join(" or ") || "any evidence root"}` };
-  };
-}
-
-// src/report/log-numbers.ts
-var UNITS = [
-  "TFLOP/s",
-  "GFLOP/s",
-  "tokens/s",
-  "tok/s",
-  "GB/s",
-  "MFU",
-  "pp",
-  "ms",
-  "\xB5s",
-  "\u03BCs",
-  "us",
-  "ns",
-  "min",
-  "s",
-  "h",
-  "%",
-  "\xD7",
-  "x"
-];
-var NUMBER = String.raw`[+\-−±]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?`;
-var UNIT = UNITS.map((u2) => u2.replace(/[/]/g, "\\/")).join("|");
-var QUANTITY = new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?(${UNIT})(?![A-Za-z0-9])`, "g");
-function normalUnit(unit) {
-  if (unit === "us" || unit === "\u03BCs") return "\xB5s";
-  if (unit === "\xD7") return "x";
-  if (unit === "tokens/s") return "tok/s";
-  return unit.toLowerCase();
-}
-function normalNumber(text3) {
-  const digits = text3.replace(/^[+\-−±]/, "").replaceAll(",", "");
-  return String(Number(digits));
-}
-function quantities(text3) {
-  return [...text3.matchAll(QUANTITY)].map((m) => ({
-    text: m[0],
-    key: `${normalNumber(m[1])}${normalUnit(m[2])}`
-  }));
-}
-function quantityKeys(texts) {
-  return new Set(texts.flatMap((t) => quantities(t).map((q) => q.key)));
-}
-
-// src/report/log-lint.ts
-var PLACEHOLDERS2 = ["- Commit: (pending)", "- Commit: this commit"];
-var ANY_HEADING = /^#{1,3} /;
-var LABELLED = /^- (.+?):(?: (.*))?$/;
-var LABELS = new Set(LOG_LABELS);
-function headingOrderProblems(lines) {
-  const problems = [];
-  let prev;
-  lines.forEach((text3, i2) => {
-    const m = ITERATION_HEADING.exec(text3);
-    if (!m) return;
-    const cur = { number: Number(m[1]), suffix: m[2] };
-    if (prev) {
-      const what = `${cur.number}${cur.suffix} after ${prev.number}${prev.suffix}`;
-      let message;
-      if (cur.number < prev.number) message = `iteration number decreased (${what})`;
-      else if (cur.number === prev.number) {
-        if (prev.suffix === "" && cur.suffix === "") message = `duplicate iteration number (${what})`;
-        else if (prev.suffix !== "" && cur.suffix === "")
-          message = `sub-iteration returned to base number (${what})`;
-        else if (prev.suffix !== "" && cur.suffix <= prev.suffix)
-          message = `sub-iteration suffix not increasing (${what})`;
-      }
-      if (message) problems.push({ line: i2 + 1, severity: "error", rule: "monotonic", message });
-    }
-    prev = cur;
-  });
-  return problems;
-}
-function scopeStart(lines, scope) {
-  if (scope === "all") return 0;
-  for (let i2 = lines.length - 1; i2 >= 0; i2--) if (ITERATION_HEADING.test(lines[i2])) return i2;
-  return 0;
-}
-function entriesFrom(lines, from) {
-  const entries = [];
-  for (let i2 = from; i2 < lines.length; i2++) {
-    if (!ITERATION_HEADING.test(lines[i2])) continue;
-    let end = i2 + 1;
-    while (end < lines.length && !ANY_HEADING.test(lines[end])) end++;
-    entries.push({ start: i2, end });
-    i2 = end - 1;
-  }
-  return entries;
-}
-function notInEvidence(text3, known) {
-  return quantities(text3).filter((q) => !known.has(q.key)).map((q) => q.text);
-}
-var listed = (xs) => xs.map((x) => `"${x}"`).join(", ");
-function checkEntry(lines, entry, opts, skip2) {
-  const problems = [];
-  const headingLine = entry.start + 1;
-  const unavailable = (rule, message) => problems.push({ line: headingLine, severity: opts.requireEvidence ? "error" : "warning", rule, message });
-  let marker2;
-  for (let i2 = entry.start + 1; i2 < entry.end && !marker2; i2++) {
-    const text3 = lines[i2];
-    marker2 = parseEvidenceMarker(text3);
-    if (!marker2 && text3.trim().startsWith("<!-- hillclimb:evidence")) {
-      problems.push({
-        line: i2 + 1,
-        severity: "error",
-        rule: "evidence-reference",
-        message: "malformed evidence reference"
-      });
-      return problems;
-    }
-  }
-  if (!marker2) {
-    unavailable("evidence-missing", "entry names no evidence file; its numbers cannot be checked");
-    return problems;
-  }
-  if (marker2.format !== LOG_ENTRY_FORMAT) {
-    unavailable(
-      "entry-format",
-      `entry was rendered in log format ${marker2.format}, this hillclimb renders format ${LOG_ENTRY_FORMAT}; its numbers cannot be checked`
-    );
-    return problems;
-  }
-  const lookup = (opts.loadEvidence ?? (() => ({ status: "missing", reason: "no evidence location given" })))(marker2.path);
-  if (lookup.status === "missing") {
-    unavailable(
-      "evidence-missing",
-      `evidence ${marker2.path} not available (${lookup.reason}); numbers not checked`
-    );
-    return problems;
-  }
-  if (lookup.status === "unreadable") {
-    problems.push({
-      line: headingLine,
-      severity: "error",
-      rule: "evidence-unreadable",
-      message: `evidence ${marker2.path}: ${lookup.reason}`
-    });
-    return problems;
-  }
-  const evidence = lookup.evidence;
-  if (evidenceDigest(evidence) !== marker2.digest) {
-    problems.push({
-      line: headingLine,
-      severity: "error",
-      rule: "evidence-changed",
-      message: `evidence ${marker2.path} changed since this entry was rendered (sha256 differs)`
-    });
-  }
-  const heading = ITERATION_HEADING.exec(lines[entry.start]);
-  const expectedHeading = entryHeading(Number(heading[1]), evidence);
-  const headingRest = (text3) => text3.replace(ITERATION_HEADING, "");
-  if (headingRest(lines[entry.start]) !== headingRest(expectedHeading)) {
-    problems.push({
-      line: headingLine,
-      severity: "error",
-      rule: "heading-edited",
-      message: `heading differs from the evidence; expected: ${expectedHeading}`
-    });
-  }
-  const expected = harnessLines(evidence, marker2.path);
-  const known = quantityKeys(expected.map(([, text3]) => text3));
-  const expectedByLabel = /* @__PURE__ */ new Map();
-  for (const [label, text3] of expected)
-    expectedByLabel.set(label, [...expectedByLabel.get(label) ?? [], `- ${label}: ${text3}`]);
-  const actualByLabel = /* @__PURE__ */ new Map();
-  for (let i2 = entry.start + 1; i2 < entry.end; i2++) {
-    const text3 = lines[i2].trimEnd();
-    const trimmed = text3.trim();
-    if (trimmed === "" || trimmed.startsWith(">")) continue;
-    if (trimmed.startsWith("<!--") && trimmed.endsWith("-->")) continue;
-    const labelled = LABELLED.exec(text3);
-    if (labelled && LABELS.has(labelled[1])) {
-      const label = labelled[1];
-      actualByLabel.set(label, [
-        ...actualByLabel.get(label) ?? [],
-        { line: i2 + 1, text: text3, reported: skip2.has(i2) }
-      ]);
-      continue;
-    }
-    const unknown = notInEvidence(text3, known);
-    if (unknown.length > 0) {
-      problems.push({
-        line: i2 + 1,
-        severity: "error",
-        rule: "number-not-in-evidence",
-        message: `${listed(unknown)} not in the evidence`
-      });
-    }
-  }
-  for (const label of LOG_LABELS) {
-    const want = expectedByLabel.get(label) ?? [];
-    const have = actualByLabel.get(label) ?? [];
-    have.forEach((actual, k) => {
-      if (actual.reported) return;
-      const unknown = notInEvidence(actual.text, known);
-      const numbers2 = unknown.length > 0 ? ` (${listed(unknown)} not in the evidence)` : "";
-      const expectedText = want[k];
-      if (expectedText === void 0) {
-        problems.push({
-          line: actual.line,
-          severity: "error",
-          rule: "harness-line-extra",
-          message: `harness line not rendered from the evidence${numbers2}`
-        });
-      } else if (actual.text !== expectedText) {
-        problems.push({
-          line: actual.line,
-          severity: "error",
-          rule: "harness-line-edited",
-          message: `harness line differs from the evidence${numbers2}; expected: ${expectedText}`
-        });
-      }
-    });
-    for (const missing of want.slice(have.length)) {
-      problems.push({
-        line: headingLine,
-        severity: "error",
-        rule: "harness-line-missing",
-        message: `harness line missing: ${missing}`
-      });
-    }
-  }
-  return problems;
-}
-function lintLog(text3, opts = {}) {
-  const lines = text3.split("\n").map((l) => l.replace(/\r$/, ""));
-  const from = scopeStart(lines, opts.scope ?? "last-entry");
-  const problems = [];
-  const placeholderLines = /* @__PURE__ */ new Set();
-  for (let i2 = from; i2 < lines.length; i2++) {
-    const stripped = lines[i2].trim();
-    if (PLACEHOLDERS2.includes(stripped)) {
-      placeholderLines.add(i2);
-      problems.push({
-        line: i2 + 1,
-        severity: "error",
-        rule: "placeholder",
-        message: `placeholder "${stripped}": the commit must be stamped`
-      });
-    }
-  }
-  if (!opts.allowNonMonotonic) problems.push(...headingOrderProblems(lines));
-  for (const entry of entriesFrom(lines, from))
-    problems.push(...checkEntry(lines, entry, opts, placeholderLines));
-  return problems.sort((a2, b) => a2.line - b.line);
-}
-function formatProblem(file, p) {
-  return `${file}:${p.line}: ${p.severity}: ${p.message} [${p.rule}]`;
-}
-
-// src/report/pr.ts
-var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
-function verdictLabelName(verdict) {
-  return `${MANAGED_LABEL_PREFIX}${verdict}`;
-}
-function pullRequestLabels(evidence) {
-  return evidence.verdict ? [verdictLabelName(evidence.verdict)] : [];
-}
-function pullRequestTitle(evidence) {
-  const subject = withoutControls(subjectOf(evidence));
-  const change = measuredChange(evidence);
-  if (evidence.verdict && MEASURED.includes(evidence.verdict) && change) {
-    const device = deviceLabel(evidence);
-    const prefix = `perf(${evidence.target}): `;
-    const suffix = ` (${change.text}${device ? ` on ${device}` : ""})`;
-    const room = TITLE_CAP_CHARS - prefix.length - suffix.length;
-    if (room >= 8) return `${prefix}${truncateText(subject, room)}${suffix}`;
-  }
-  const verdict = evidence.verdict ?? (evidence.dryRun ? "dry run" : "pending");
-  return capTitle(`[${verdict}] ${evidence.target}: ${subject}`).text;
-}
-function reproduceCommands(evidence, remote = "origin") {
-  const candidate = evidence.candidate;
-  if (!candidate) return [`# the agent made no commit; nothing to reproduce (base ${evidence.base.commit})`];
-  const backend = evidence.provenance.backend ? ` --backend ${evidence.provenance.backend.backend}` : "";
-  const on6 = `--target ${evidence.target}${backend}`;
-  const cmds = [`git fetch ${remote} ${candidate.branch}`, `hillclimb test ${on6} --ref ${candidate.commit}`];
-  const accelerator = evidence.gates.accelerator;
-  if (accelerator && accelerator.status !== "skipped") {
-    cmds.push(`hillclimb test ${on6} --ref ${candidate.commit} --accelerator`);
-  }
-  if (evidence.measurement) {
-    const profiled = evidence.profile !== void 0 && evidence.profile.status !== "skipped";
-    cmds.push(
-      `hillclimb measure ${on6} --base ${evidence.base.commit} --head ${candidate.commit}${profiled ? "" : " --no-profile"}`
-    );
-  }
-  return cmds;
-}
-function whatChanged(evidence) {
-  const lines = ["### What changed (the agent\u2019s words)"];
-  const result = evidence.agent?.result;
-  if (result) {
-    lines.push(
-      agentQuote([
-        ["hypothesis", result.hypothesis],
-        ["summary", result.summary],
-        ["next idea", result.next_idea]
-      ])
-    );
-    lines.push(
-      "_Quoted from the agent\u2019s result file. The harness reads no numbers from it; every number below is measured._"
-    );
-  } else {
-    const why = evidence.agent?.resultProblem ?? (evidence.agent ? `agent ${evidence.agent.status}` : "the agent did not run");
-    lines.push(`The agent left no result file (${cell(why)}).`);
-  }
-  const c3 = evidence.candidate;
-  if (c3) {
-    const paths = c3.changedPaths.map(code).join(", ");
-    lines.push(
-      `Commit ${code(shortSha(c3.commit))} \u201C${cell(subjectOf(evidence))}\u201D on ${code(c3.branch)}, ${plural(c3.commits.length, "commit")} on top of champion ${code(shortSha(evidence.base.commit))}; changed: ${paths || "nothing"}.`
-    );
-  }
-  return lines.join("\n\n");
-}
-function verdictSection(evidence) {
-  const lines = [`### Verdict: ${verdictLabel(evidence)}`];
-  if (evidence.verdict) lines.push(`_${VERDICT_DESCRIPTIONS[evidence.verdict]}._`);
-  const reasons = verdictReasons(evidence);
-  if (reasons.length > 0) lines.push(reasons.map((r) => `- ${cell(r)}`).join("\n"));
-  if (evidence.stoppedAt && evidence.stoppedAt !== "decide")
-    lines.push(`Evaluation stopped at ${code(evidence.stoppedAt)}.`);
-  return lines.join("\n\n");
-}
-function evidenceSection(evidence) {
-  const lines = ["### Evidence", checksSection(evidence).replace(/^#### Checks\n\n/, "")];
-  const m = evidence.measurement;
-  if (m) {
-    const medians = mediansText(m);
-    const change = measuredChange(evidence);
-    const parts = [
-      `${m.metric.label}${medians ? ` ${medians}` : ""}`,
-      change ? `${change.delta} (${change.n})` : void 0,
-      `MFU ${mfuText(evidence)}`
-    ].filter(Boolean);
-    lines.push(
-      `**Measurement:** ${cell(parts.join(", "))}. The sticky comment below has the delta table, hotspot diff and trajectory.`
-    );
-  } else {
-    lines.push("**Measurement:** not run.");
-  }
-  if (evidence.agent) {
-    lines.push(
-      `Agent ${code(evidence.agent.kind)}: ${evidence.agent.status} in ${formatDuration(evidence.agent.durationMs)} (${plural(evidence.agent.attempts, "attempt")}).`
-    );
-  }
-  return lines.join("\n\n");
-}
-function reproduceSection(evidence, remote) {
-  return `### Reproduce
-
-${fenced("sh", reproduceCommands(evidence, remote).join("\n"))}`;
-}
-function bundleSection(evidence) {
-  const key = `${bundleKey(evidence)}/evidence.json`;
-  const url = evidence.publish?.bundleUrl;
-  const perfetto = evidence.publish?.perfettoUrl ? ` \xB7 ${link("trace in Perfetto", evidence.publish.perfettoUrl)}` : "";
-  return `### Evidence bundle
-
-${url ? link(key, url) : code(key)}${perfetto}`;
-}
-function renderPullRequest(evidence, opts = {}) {
-  const logFile = opts.logFile ?? "docs/hillclimb-log.md";
-  const parts = [
-    { key: "headline", variants: [`## ${cell(headline(evidence))}`] },
-    { key: "what", variants: [whatChanged(evidence)] },
-    { key: "verdict", variants: [verdictSection(evidence)] },
-    { key: "evidence", variants: [evidenceSection(evidence)] },
-    { key: "reproduce", variants: [reproduceSection(evidence, opts.remote ?? "origin")] },
-    { key: "bundle", variants: [bundleSection(evidence)] },
-    {
-      key: "log",
-      variants: opts.logEntry ? [
-        `### Log entry
-
-${details(`${logFile}`, opts.logEntry.trim())}`,
-        `### Log entry
-
-See ${code(logFile)} in this branch.`
-      ] : []
-    }
-  ];
-  const fit = fitParts(parts, ["log"], opts.maxChars ?? BODY_CAP_CHARS, {
-    where: "The evidence bundle has the full record."
-  });
-  return {
-    title: pullRequestTitle(evidence),
-    body: fit.text,
-    labels: pullRequestLabels(evidence),
-    truncated: fit.truncated
-  };
 }
 
 // src/trace/agreement.ts
@@ -78162,7 +76633,7 @@ function recompiled(before, after) {
   }
   if (changed.length === 0) return [];
   return [
-    `the same module names ran different compiled programs (program fingerprints ${listed2(changed, 3)}): ops may differ beyond the code change (shapes, flags, XLA version)`
+    `the same module names ran different compiled programs (program fingerprints ${listed(changed, 3)}): ops may differ beyond the code change (shapes, flags, XLA version)`
   ];
 }
 function fingerprints(s) {
@@ -78197,7 +76668,7 @@ function dtypeChanges(before, after) {
   }
   if (changed.length === 0) return [];
   return [
-    `main ops ran in different element types (${listed2(changed, 3)}): their FLOP rates, bytes and roofline peaks differ with the type, not only with the code`
+    `main ops ran in different element types (${listed(changed, 3)}): their FLOP rates, bytes and roofline peaks differ with the type, not only with the code`
   ];
 }
 function elementType(op) {
@@ -78210,7 +76681,7 @@ function sameSet(x, y) {
 function clipId(id) {
   return id.length > 10 ? `${id.slice(0, 10)}\u2026` : id;
 }
-function listed2(items, n2) {
+function listed(items, n2) {
   return `${items.slice(0, n2).join("; ")}${items.length > n2 ? ` (+${items.length - n2})` : ""}`;
 }
 function pctOf(part, whole) {
@@ -78224,7 +76695,7 @@ function round2(ms2) {
 }
 
 // src/trace/from-path.ts
-import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync23, readSync as readSync5 } from "node:fs";
+import { closeSync as closeSync7, openSync as openSync7, readFileSync as readFileSync22, readSync as readSync5 } from "node:fs";
 
 // src/trace/readers/chrome-json.ts
 import { createReadStream as createReadStream3 } from "node:fs";
@@ -79679,7 +78150,7 @@ function numberOrUndefined(s) {
 
 // src/trace/readers/profile-dir.ts
 import { closeSync as closeSync5, openSync as openSync5, readdirSync as readdirSync11, readSync as readSync3, statSync as statSync10 } from "node:fs";
-import { basename as basename6, join as join27 } from "node:path";
+import { basename as basename6, join as join26 } from "node:path";
 function resolveTracePath(path6) {
   let st;
   try {
@@ -79703,7 +78174,7 @@ function formatOfFile(path6) {
 }
 function resolveDirectory(dir) {
   const runDir = latestRunDir(dir);
-  const files = readdirSync11(runDir).filter((f) => statSync10(join27(runDir, f)).isFile());
+  const files = readdirSync11(runDir).filter((f) => statSync10(join26(runDir, f)).isFile());
   const notes = [];
   const pick = (matching, format2) => {
     const sorted = [...matching].sort();
@@ -79711,9 +78182,21 @@ function resolveDirectory(dir) {
       notes.push(`${sorted.length} candidate files (one per host?); analysing ${sorted[0]}`);
     const others = files.filter((f) => f !== sorted[0] && isTraceFile(f));
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
-    return { path: join27(runDir, sorted[0]), format: format2, notes };
+    return { path: join26(runDir, sorted[0]), format: format2, notes };
   };
-  const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
+  const xplanes = files.filter((f) => f.endsWith(".xplane.pb")).sort();
+  if (xplanes.length > 1) {
+    const others = files.filter((f) => !xplanes.includes(f) && isTraceFile(f));
+    return {
+      path: runDir,
+      format: "xplane",
+      hosts: xplanes.map((f) => join26(runDir, f)),
+      notes: [
+        `${xplanes.length} hosts read together (${xplanes.join(", ")}): each device is named after its host`,
+        ...others.length > 0 ? [`also present, not read: ${others.join(", ")}`] : []
+      ]
+    };
+  }
   if (xplanes.length > 0) return pick(xplanes, "xplane");
   const perfetto = files.filter((f) => f === "perfetto_trace.json.gz");
   if (perfetto.length > 0) return pick(perfetto, "chrome-json");
@@ -79722,7 +78205,7 @@ function resolveDirectory(dir) {
   const anyJson = files.filter((f) => /\.json(\.gz)?$/.test(f));
   if (anyJson.length > 0) return pick(anyJson, "chrome-json");
   const riegeli = files.filter((f) => f.endsWith(".xplane.riegeli"));
-  if (riegeli.length > 0) throw riegeliError(join27(runDir, riegeli[0]));
+  if (riegeli.length > 0) throw riegeliError(join26(runDir, riegeli[0]));
   throw new InputError(
     runDir,
     "no trace found (expected *.xplane.pb, perfetto_trace.json.gz or *.trace.json.gz)",
@@ -79733,20 +78216,32 @@ function resolveDirectory(dir) {
 }
 function latestRunDir(dir) {
   const entries = readdirSync11(dir);
+  if (entries.some(isProfilerTrace)) return dir;
+  const runs = runDirs(dir);
+  const profiled = runs.filter((r) => readdirSync11(r).some(isProfilerTrace));
+  if (profiled.length > 0) return profiled[profiled.length - 1];
   if (entries.some(isTraceFile)) return dir;
-  for (const base of [join27(dir, "plugins", "profile"), dir]) {
-    let runs;
-    try {
-      runs = readdirSync11(base).filter((r) => statSync10(join27(base, r)).isDirectory());
-    } catch {
-      continue;
-    }
-    const withTraces = runs.sort().filter((r) => readdirSync11(join27(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join27(base, withTraces[withTraces.length - 1]);
-  }
+  const any = runs.filter((r) => readdirSync11(r).some(isTraceFile));
+  if (any.length > 0) return any[any.length - 1];
   throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
     hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
   });
+}
+function runDirs(dir) {
+  for (const base of [join26(dir, "plugins", "profile"), dir]) {
+    let runs;
+    try {
+      runs = readdirSync11(base).filter((r) => statSync10(join26(base, r)).isDirectory());
+    } catch {
+      continue;
+    }
+    const found = runs.sort().map((r) => join26(base, r));
+    if (found.some((r) => readdirSync11(r).some(isTraceFile))) return found;
+  }
+  return [];
+}
+function isProfilerTrace(name) {
+  return /\.xplane\.(pb|riegeli)$|\.trace\.json(\.gz)?$|^perfetto_trace\.json(\.gz)?$/.test(name);
 }
 function isTraceFile(name) {
   return /\.xplane\.(pb|riegeli)$|\.json(\.gz)?$/.test(name);
@@ -80227,12 +78722,12 @@ var XplaneSource = class {
    * (`/host:metadata`, stat "Hlo Proto"). `wanted` limits which are copied out; modules larger than the
    * read window are left out and named in `skipped`.
    */
-  async hloProtos(wanted) {
+  async hloProtos(wanted, opts = {}) {
     const visitor = { wantLane: () => false, onEvent: () => {
     } };
     const found = await this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
-    if (found.missing.length > 0) this.reportMissingHlo(found.missing);
-    return { modules: found.modules, skipped: found.skipped };
+    if (found.missing.length > 0 && opts.reportMissing !== false) this.reportMissingHlo(found.missing);
+    return found;
   }
   /**
    * Losses found after `read` returned (programs that ran but whose HLO is not in the file), one line
@@ -80701,7 +79196,9 @@ var XspaceReader = class {
   }
   async lineEvents(start, end, lane, layout, metas, header) {
     if (this.originNs === void 0) {
-      this.originNs = header.timestampNs < RELATIVE_TIME_LIMIT_NS ? 0n : header.timestampNs;
+      const shared = this.opts.origin;
+      this.originNs = shared?.ns ?? (header.timestampNs < RELATIVE_TIME_LIMIT_NS ? 0n : header.timestampNs);
+      if (shared !== void 0) shared.ns = this.originNs;
     }
     const lineStartPs = Number(header.timestampNs - this.originNs) * 1e3;
     const view = new XplaneEventView(layout, lineStartPs, denseMetas(metas));
@@ -81028,10 +79525,120 @@ function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
 }
 
+// src/trace/readers/xplane-hosts.ts
+import { basename as basename7 } from "node:path";
+var XplaneHostsSource = class {
+  /** `path` is the run directory; `files` its `.xplane.pb` files, one per host. */
+  constructor(path6, files) {
+    this.path = path6;
+    this.hosts = files.map((f) => ({ name: hostName(f), source: new XplaneSource(f) }));
+  }
+  path;
+  format = "xplane";
+  cheapLaneSkip = true;
+  hosts;
+  /** The host names, in reading order. */
+  hostNames() {
+    return this.hosts.map((h2) => h2.name);
+  }
+  async read(visitor, opts = {}) {
+    const origin = opts.origin ?? { ns: void 0 };
+    const total = {
+      format: "xplane",
+      path: this.path,
+      bytes: 0,
+      events: 0,
+      eventsDelivered: 0,
+      originPs: "0",
+      capped: false,
+      lateNames: false,
+      warnings: []
+    };
+    let deviceBase = 0;
+    let laneBase = 0;
+    for (const host of this.hosts) {
+      if (opts.signal?.aborted) break;
+      const lanes = /* @__PURE__ */ new Map();
+      const devices = /* @__PURE__ */ new Map();
+      let devicesSeen = 0;
+      let lanesSeen = 0;
+      const hostDevice = (d) => {
+        let out = devices.get(d);
+        if (out === void 0) {
+          out = {
+            ...d,
+            index: deviceBase + d.index,
+            name: `${host.name} ${d.name}`,
+            rawId: `${host.name}:${d.rawId}`
+          };
+          devices.set(d, out);
+          devicesSeen = Math.max(devicesSeen, d.index + 1);
+        }
+        return out;
+      };
+      const stats = await host.source.read(
+        {
+          wantLane(lane) {
+            const out = { ...lane, index: laneBase + lane.index, device: hostDevice(lane.device) };
+            lanes.set(lane, out);
+            lanesSeen = Math.max(lanesSeen, lane.index + 1);
+            return visitor.wantLane(out);
+          },
+          onEvent(lane, ev) {
+            visitor.onEvent(lanes.get(lane), ev);
+          }
+        },
+        { ...opts, origin }
+      );
+      deviceBase += devicesSeen;
+      laneBase += lanesSeen;
+      total.bytes += stats.bytes;
+      total.events += stats.events;
+      total.eventsDelivered += stats.eventsDelivered;
+      total.capped ||= stats.capped;
+      total.lateNames ||= stats.lateNames;
+      total.warnings.push(...stats.warnings.map((w) => `${host.name}: ${w}`));
+    }
+    total.originPs = String((origin.ns ?? 0n) * 1000n);
+    return total;
+  }
+  /** Every host's HLO modules by program id (hosts of one job run the same programs: the first wins). */
+  async hloProtos(wanted) {
+    const modules = /* @__PURE__ */ new Map();
+    const skipped = [];
+    for (const host of this.hosts) {
+      const rest2 = wanted === void 0 ? void 0 : new Set([...wanted].filter((id) => !modules.has(id)));
+      if (rest2 !== void 0 && rest2.size === 0) break;
+      const found = await host.source.hloProtos(rest2, { reportMissing: false });
+      for (const [id, blob] of found.modules) if (!modules.has(id)) modules.set(id, blob);
+      skipped.push(...found.skipped);
+    }
+    const missing = wanted === void 0 ? [] : [...wanted].filter((id) => !modules.has(id));
+    if (missing.length > 0) {
+      this.missingWarnings.push(
+        `no host's file holds the HLO of ${missing.length} program(s) that ran (${missing.slice(0, 3).join(", ")}): their ops have no FLOPs or bytes`
+      );
+    }
+    return { modules, skipped, missing };
+  }
+  missingWarnings = [];
+  /** What the readers found missing after their reads. */
+  get laterWarnings() {
+    return [
+      ...this.missingWarnings,
+      ...this.hosts.flatMap((h2) => h2.source.laterWarnings.map((w) => `${h2.name}: ${w}`))
+    ];
+  }
+};
+function hostName(file) {
+  const name = basename7(file);
+  return name.slice(0, name.indexOf(".") > 0 ? name.indexOf(".") : name.length);
+}
+
 // src/trace/readers/open.ts
 function openTrace(path6, opts = {}) {
   const resolved = resolveTracePath(path6);
-  const source = resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
+  const source = resolved.hosts !== void 0 ? new XplaneHostsSource(resolved.path, resolved.hosts) : resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
 }
 
@@ -81076,6 +79683,8 @@ var TraceCollector = class {
   lanes = [];
   /** Op identities by event key, per program (see TraceEventView.key). */
   keyCaches = /* @__PURE__ */ new Map();
+  /** The XLA:CPU devices of each host plane, by plane name and ordinal (see hostOpDevice). */
+  ordinalDevices = /* @__PURE__ */ new Map();
   deviceOps = false;
   hostOps = false;
   /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
@@ -81102,6 +79711,8 @@ var TraceCollector = class {
       lastProgram: void 0,
       lane,
       device,
+      lastOpDevice: void 0,
+      lastOrdinal: void 0,
       where: role === ROLE_HOST ? "host" : "device",
       depth: 0,
       starts: [],
@@ -81110,8 +79721,9 @@ var TraceCollector = class {
       childPs: [],
       ops: [],
       execs: [],
+      devs: [],
       lastStart: -Infinity,
-      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
+      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [], devs: [] } : void 0
     };
     this.lanes[lane.index] = state;
     return true;
@@ -81195,14 +79807,14 @@ var TraceCollector = class {
   opEvent(st, ev, opName, key) {
     const start = ev.startPs;
     const dur = ev.durPs;
-    const dev = st.device;
+    const dev = st.where === "host" ? this.hostOpDevice(st, ev) : st.device;
     if (st.where === "device") this.deviceOps = true;
     else this.hostOps = true;
     if (!dev.opsSeen) {
       dev.opsSeen = true;
       if (!dev.modulesSorted) sortExecutions(dev);
     }
-    if (!st.hasOps) {
+    if (!st.hasOps || st.lastOpDevice !== dev) {
       st.hasOps = true;
       dev.opLanes.add(st.lane.name);
     }
@@ -81235,8 +79847,9 @@ var TraceCollector = class {
         byKey.set(key, op);
       }
     } else op = this.opInfo(program, opName ?? ev.name, ev, st);
-    if (st.lastProgram !== program) {
+    if (st.lastProgram !== program || st.lastOpDevice !== dev) {
       st.lastProgram = program;
+      st.lastOpDevice = dev;
       let devices = this.programDevices.get(program);
       if (devices === void 0) {
         devices = /* @__PURE__ */ new Set();
@@ -81255,11 +79868,12 @@ var TraceCollector = class {
       st.buffer.selfDurs.push(selfDur);
       st.buffer.ops.push(op);
       st.buffer.execs.push(exec);
+      st.buffer.devs.push(dev);
       return;
     }
     if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
     st.lastStart = start;
-    this.push(st, start, dur, selfDur, op, exec);
+    this.push(st, start, dur, selfDur, op, exec, dev);
   }
   opInfo(program, name, ev, st) {
     let byName = this.opsByProgram.get(program);
@@ -81301,7 +79915,7 @@ var TraceCollector = class {
     }
     return exec;
   }
-  push(st, start, dur, selfDur, op, exec) {
+  push(st, start, dur, selfDur, op, exec, dev) {
     const end = start + dur;
     while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
     if (st.depth > 0) {
@@ -81315,6 +79929,7 @@ var TraceCollector = class {
     st.childPs[d] = 0;
     st.ops[d] = op;
     st.execs[d] = exec;
+    st.devs[d] = dev;
   }
   pop(st) {
     const d = --st.depth;
@@ -81322,7 +79937,7 @@ var TraceCollector = class {
     const dur = st.ends[d] - start;
     const self2 = Math.max(0, st.durs[d] - st.childPs[d]);
     const op = st.ops[d];
-    const dev = st.device;
+    const dev = st.devs[d];
     const top = d === 0;
     dev.opPs += self2;
     if (!op.memcpy) dev.computePs += self2;
@@ -81378,7 +79993,35 @@ var TraceCollector = class {
     const b = st.buffer;
     st.buffer = void 0;
     const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
-    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
+    for (const k of order)
+      this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k], b.devs[k]);
+  }
+  /**
+   * The device an XLA:CPU op ran on: `device_ordinal` names it, whichever host thread ran the op. Ops
+   * without one (older profilers) stay on the lane's device.
+   */
+  hostOpDevice(st, ev) {
+    const ordinal = ev.arg("device_ordinal");
+    if (ordinal === void 0) {
+      st.lastOrdinal = void 0;
+      return st.device;
+    }
+    if (ordinal === st.lastOrdinal && st.lastOpDevice !== void 0) return st.lastOpDevice;
+    st.lastOrdinal = ordinal;
+    const host = st.lane.device;
+    const key = `${host.name}\0${ordinal}`;
+    let device = this.ordinalDevices.get(key);
+    if (device === void 0) {
+      device = {
+        index: host.index,
+        name: `${host.name}:${ordinal}`,
+        rawId: `${host.rawId}:${ordinal}`,
+        kind: host.kind,
+        stats: host.stats
+      };
+      this.ordinalDevices.set(key, device);
+    }
+    return this.deviceState(device);
   }
   deviceState(device) {
     let dev = this.devices.get(device);
@@ -81902,6 +80545,13 @@ function flopsOf(module2, inst, visiting) {
       return customCallFlops(module2, inst);
     case "reduce":
       return reduceFlops(module2, inst, visiting);
+    case "reduce-window":
+      return reduceWindowFlops(module2, inst, visiting);
+    case "scatter":
+      return scatterFlops(module2, inst, visiting);
+    case "all-reduce":
+    case "all-reduce-start":
+      return arrayElements(inst.shape);
     case "fusion":
     case "call":
       return calledFlops(module2, inst, visiting);
@@ -81931,6 +80581,36 @@ function reduceFlops(module2, inst, visiting) {
   const reduced = elementCount(input.shape) - elementCount(resultArray(inst.shape));
   const reducer = calledFlops(module2, inst, visiting) ?? 0;
   return Math.max(0, reduced) * Math.max(1, reducer);
+}
+function reduceWindowFlops(module2, inst, visiting) {
+  const window2 = inst.window ?? [];
+  const out = resultArray(inst.shape);
+  const outputElements = elementCount(out);
+  let windowElements = 1;
+  for (const d of window2) windowElements *= d.size;
+  let reductions = (windowElements - 1) * outputElements;
+  const reducing = window2.filter((d) => d.size !== 1);
+  const padded = window2.filter((d) => d.padLow !== 0 || d.padHigh !== 0);
+  if (reducing.length === 1 && padded.length === 1 && inst.shape.type !== "tuple") {
+    const k = window2.findIndex(
+      (d) => d.size !== 1 && d.padLow !== 0 && d.padLow === d.padHigh && d.size === 2 * d.padLow + 1
+    );
+    const span = k < 0 ? void 0 : out.dims[k];
+    if (span !== void 0 && window2[k].padLow === span - 1) reductions = outputElements / span + (span - 1);
+  }
+  return reductions * (calledFlops(module2, inst, visiting) ?? 0);
+}
+function scatterFlops(module2, inst, visiting) {
+  const inputs = (inst.operandIds.length - 1) / 2;
+  const updates = operand(module2, inst, inputs + 1);
+  if (!Number.isInteger(inputs) || updates === void 0) return 0;
+  return elementCount(resultArray(updates.shape)) * (calledFlops(module2, inst, visiting) ?? 0);
+}
+function arrayElements(shape) {
+  if (shape.type !== "tuple") return elementCount(shape);
+  let n2 = 0;
+  for (const s of shape.tuple) n2 += arrayElements(s);
+  return n2;
 }
 function dotFlops(module2, inst, lhsContracting) {
   const lhs = operand(module2, inst, 0);
@@ -82063,7 +80743,8 @@ async function opCosts(source, c3, where2) {
       }
     }
   }
-  if (needHlo.size === 0 || !(source instanceof XplaneSource)) return { byOp, warnings: warnings2, modulesRead: 0 };
+  if (needHlo.size === 0 || !(source instanceof XplaneSource || source instanceof XplaneHostsSource))
+    return { byOp, warnings: warnings2, modulesRead: 0 };
   const { modules, skipped } = await source.hloProtos(new Set(needHlo.keys()));
   if (skipped.length > 0)
     warnings2.push(`HLO modules too large to read for FLOPs: ${skipped.slice(0, 3).join(", ")}`);
@@ -82093,14 +80774,14 @@ async function opCosts(source, c3, where2) {
 }
 
 // src/trace/peaks.ts
-import { readFileSync as readFileSync22 } from "node:fs";
-import { join as join28 } from "node:path";
+import { readFileSync as readFileSync21 } from "node:fs";
+import { join as join27 } from "node:path";
 var DEVICE_PEAKS_FILE = "schemas/device-peaks.json";
 var SCHEMA = "hillclimb.device-peaks/1";
 var cached2;
 function devicePeakTable() {
   cached2 ??= parseDevicePeaks(
-    readFileSync22(join28(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
+    readFileSync21(join27(packageRoot(), DEVICE_PEAKS_FILE), "utf8"),
     DEVICE_PEAKS_FILE
   );
   return cached2;
@@ -82228,19 +80909,30 @@ function opRows(counted, ctx) {
     const totalPs = sum2(list, (c3) => c3.totalPs);
     const customCall = list.some((c3) => c3.op.customCall);
     const kind = customCall ? customCallKindOf(list) : null;
-    const haveFlops = list.every((c3) => c3.cost?.flops !== void 0);
-    const haveBytes = list.every((c3) => c3.cost?.bytes !== void 0);
+    const withFlops = list.filter((c3) => c3.cost?.flops !== void 0);
+    const withBytes = list.filter((c3) => c3.cost?.bytes !== void 0);
+    const withBoth = withFlops.filter((c3) => c3.cost?.bytes !== void 0);
     const execTotal = (c3) => c3.totalCount === 0 ? 0 : executionsOf(c3.op, ctx.programExecutions?.(c3.op.program) ?? void 0) * (c3.totalCount / (c3.op.countIn + c3.op.countOut));
     const execIn = (c3) => c3.totalCount === 0 ? 0 : execTotal(c3) * (c3.count / c3.totalCount);
-    const flopsTotal = haveFlops ? sum2(list, (c3) => c3.cost.flops * execTotal(c3)) : void 0;
-    const bytesTotal = haveBytes ? sum2(list, (c3) => c3.cost.bytes * execTotal(c3)) : void 0;
-    const flopsIn = haveFlops ? sum2(list, (c3) => c3.cost.flops * execIn(c3)) : void 0;
-    const bytesIn = haveBytes ? sum2(list, (c3) => c3.cost.bytes * execIn(c3)) : void 0;
+    const flopsOf2 = (c3) => c3.cost.flops;
+    const bytesOf = (c3) => c3.cost.bytes;
+    const total = (part, per, execs) => part.length === 0 ? void 0 : sum2(part, (c3) => per(c3) * execs(c3));
+    const flopsTotal = total(withFlops, flopsOf2, execTotal);
+    const bytesTotal = total(withBytes, bytesOf, execTotal);
+    const flopsIn = total(withFlops, flopsOf2, execIn);
+    const bytesIn = total(withBytes, bytesOf, execIn);
     const asyncStart = /-start$/.test(first.op.baseName);
-    const seconds2 = asyncStart ? 0 : totalPs / 1e12;
-    const tflops = flopsTotal === void 0 || seconds2 === 0 ? null : flopsTotal / seconds2 / 1e12;
-    const gbps = bytesTotal === void 0 || seconds2 === 0 ? null : bytesTotal / seconds2 / 1e9;
-    const intensity = flopsTotal === void 0 || bytesTotal === void 0 || bytesTotal === 0 ? null : flopsTotal / bytesTotal;
+    const secondsOf = (part) => asyncStart ? 0 : sum2(part, (c3) => c3.totalPs) / 1e12;
+    const rate = (amount, part) => {
+      const seconds2 = secondsOf(part);
+      return amount === void 0 || seconds2 === 0 ? null : amount / seconds2;
+    };
+    const flopRate = rate(flopsTotal, withFlops);
+    const byteRate = rate(bytesTotal, withBytes);
+    const tflops = flopRate === null ? null : flopRate / 1e12;
+    const gbps = byteRate === null ? null : byteRate / 1e9;
+    const bothBytes = total(withBoth, bytesOf, execTotal);
+    const intensity = bothBytes === void 0 || bothBytes === 0 ? null : total(withBoth, flopsOf2, execTotal) / bothBytes;
     const dtype = heaviestKey(list, (c3) => c3.cost?.dtype ?? "") || null;
     const costSource = list.some((c3) => c3.cost?.source === "hlo") ? "hlo" : list.some((c3) => c3.cost?.source === "trace") ? "trace" : null;
     const noCostModel = flopsTotal === void 0 && list.some((c3) => c3.cost !== void 0 || c3.op.customCall);
@@ -82251,6 +80943,7 @@ function opRows(counted, ctx) {
       scope: heaviestKey(list, (c3) => c3.op.scope),
       programs: [...new Set(list.map((c3) => c3.op.program))].filter((p) => p !== "").sort(),
       variants: new Set(list.map((c3) => c3.op.name)).size,
+      variantsWithoutFlops: new Set(list.filter((c3) => c3.cost?.flops === void 0).map((c3) => c3.op.name)).size,
       timeMs: ms(selfPs / ctx.steps),
       occurrences: round3(sum2(list, (c3) => c3.count) / ctx.steps, 3),
       shareOfOps: pct2(selfPs / ctx.steps, ctx.opPsPerStepTotal),
@@ -82258,8 +80951,8 @@ function opRows(counted, ctx) {
       totalMs: ms(totalPs),
       totalCount: sum2(list, (c3) => c3.totalCount),
       executions: round3(sum2(list, execTotal), 3),
-      flopsPerExecution: perExecution(flopsTotal, sum2(list, execTotal)),
-      bytesPerExecution: perExecution(bytesTotal, sum2(list, execTotal)),
+      flopsPerExecution: perExecution(flopsTotal, sum2(withFlops, execTotal)),
+      bytesPerExecution: perExecution(bytesTotal, sum2(withBytes, execTotal)),
       shareOfDevice: pct2(totalPs, ctx.devicePs),
       flops: flopsIn === void 0 ? null : round3(flopsIn / ctx.steps, 0),
       bytes: bytesIn === void 0 ? null : round3(bytesIn / ctx.steps, 0),
@@ -82529,8 +81222,7 @@ function buildSummary(input) {
       break;
     }
     case "host-annotations":
-      deviceSteps = plan.stepDurationsPs.length * (platform3 === "cpu" ? 1 : computeDevices.size);
-      if (platform3 === "cpu") stepDevices = 1;
+      deviceSteps = plan.stepDurationsPs.length * computeDevices.size;
       busyPs = windowsMode ? windowBusy(final) : executionBusy(first, platform3, opDevices, included);
       break;
     case "device-steps":
@@ -82549,7 +81241,7 @@ function buildSummary(input) {
   stepDevices = Math.max(1, stepDevices);
   const perDevice2 = plan.detector === "device-steps" || plan.detector === "dominant-program" ? slowestDeviceSteps(plan.windows, computeDevices) : void 0;
   if (perDevice2 !== void 0) stepDurations = perDevice2.durationsPs;
-  const opSpread = perDevice2 === void 0 && platform3 !== "cpu" && computeDevices.size >= 2 ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices) : void 0;
+  const opSpread = perDevice2 === void 0 && computeDevices.size >= 2 ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices) : void 0;
   const opPsTotal = counted.reduce((s, c3) => s + c3.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe2(stepDurations) : null;
   const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
@@ -82862,7 +81554,8 @@ async function summarizeTracePath(path6, debug2, opts = {}) {
   debug2?.(`reading ${resolved.path} (${resolved.format})`);
   const summary2 = await summarizeTrace(source, opts);
   summary2.notes.push(...resolved.notes);
-  if (source instanceof XplaneSource) summary2.warnings.push(...source.laterWarnings);
+  if (source instanceof XplaneSource || source instanceof XplaneHostsSource)
+    summary2.warnings.push(...source.laterWarnings);
   return summary2;
 }
 function savedSummary(path6) {
@@ -82877,7 +81570,7 @@ function savedSummary(path6) {
     return void 0;
   }
   if (!/^\s*\{\s*"schema"\s*:\s*"hillclimb\.trace-summary\//.test(head)) return void 0;
-  const parsed = JSON.parse(readFileSync23(path6, "utf8"));
+  const parsed = JSON.parse(readFileSync22(path6, "utf8"));
   if (parsed.schema !== TRACE_SUMMARY_SCHEMA) {
     throw new InputError(
       path6,
@@ -82885,6 +81578,1663 @@ function savedSummary(path6) {
     );
   }
   return parsed;
+}
+
+// src/report/trace-tables.ts
+function withPartialCost(note2, o2) {
+  const missing = o2.variantsWithoutFlops ?? 0;
+  if (missing === 0 || missing >= o2.variants) return note2;
+  const part = `no FLOPs for ${missing} of ${o2.variants} variants`;
+  return note2 === "" ? part : `${note2}, ${part}`;
+}
+var KIND_LABEL = {
+  pallas: "Pallas/Mosaic",
+  "te-ffi": "TE FFI",
+  cudnn: "cuDNN",
+  cublas: "cuBLAS",
+  other: "other"
+};
+var AMD_KIND_LABEL = {
+  ...KIND_LABEL,
+  cudnn: "MIOpen",
+  cublas: "rocBLAS/hipBLASLt"
+};
+
+// src/report/hotspots.ts
+var DEFAULT_HOTSPOT_ROWS = 10;
+var MS = "ms";
+function topChanges(rows, count2) {
+  return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
+}
+function hotspotBasis(diff) {
+  if (diff.basis === "whole-trace" && diff.wholeTrace !== void 0)
+    return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
+  return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
+}
+function customCallNames(profile) {
+  const names = /* @__PURE__ */ new Set();
+  for (const row of profile.diff?.customCalls ?? []) names.add(row.name);
+  for (const s of [profile.summary, profile.championSummary]) {
+    for (const op of s?.ops ?? []) if (op.customCall) names.add(op.name);
+    for (const cc of s?.customCalls ?? []) names.add(cc.name);
+  }
+  return names;
+}
+function formatLaunches(count2) {
+  return Number.isInteger(count2) ? String(count2) : formatFixed(count2, 2);
+}
+function beforeAfter(n2) {
+  const pct3 = n2.deltaPct === null ? "" : ` (${formatSignedPercent(n2.deltaPct)})`;
+  return `${formatValue(n2.before, MS)} \u2192 ${formatValue(n2.after, MS)}${pct3}`;
+}
+function noteFor(row, custom) {
+  const notes = [];
+  if (row.status === "added" || row.status === "removed") notes.push(row.status);
+  if (custom) notes.push("custom call, no cost model");
+  return notes.join("; ");
+}
+function diffTableRow(row, custom) {
+  const added = row.status === "added";
+  const removed = row.status === "removed";
+  return [
+    codeCell(row.name),
+    row.program === "" || row.program === void 0 ? EM_DASH : codeCell(row.program),
+    cell(row.category),
+    added ? EM_DASH : formatValue(row.before, MS),
+    removed ? EM_DASH : formatValue(row.after, MS),
+    formatSignedValue(row.delta, MS),
+    row.deltaPct === null || added ? EM_DASH : formatSignedPercent(row.deltaPct),
+    noteFor(row, custom)
+  ];
+}
+function diffTotals(diff, wholeTrace) {
+  if (wholeTrace) {
+    const outside = diff.outsideMs === void 0 ? "" : ` \xB7 outside steps ${beforeAfter(diff.outsideMs)}`;
+    return `Whole trace (all devices), champion \u2192 candidate: device op time ${beforeAfter(diff.deviceMs)}${outside}.`;
+  }
+  const parts = [];
+  if (diff.stepTimeMs) parts.push(`step ${beforeAfter(diff.stepTimeMs)}`);
+  parts.push(`op time ${beforeAfter(diff.opTimeMs)}`);
+  parts.push(`busy ${beforeAfter(diff.busyMs)}`);
+  return `Per step, champion \u2192 candidate: ${parts.join(" \xB7 ")}.`;
+}
+function profilerInflated(profile) {
+  return profile.agreement?.agrees === false;
+}
+function shares(row, diff, total = diff.opTimeMs) {
+  const before = total.before === 0 ? 0 : 100 * row.before / total.before;
+  const after = total.after === 0 ? 0 : 100 * row.after / total.after;
+  return { before, after, delta: after - before };
+}
+function topShareChanges(rows, diff, count2, total = diff.opTimeMs) {
+  return [...rows].sort(
+    (x, y) => Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count2));
+}
+function sharePct(percent) {
+  return `${formatFixed(percent, 1)}%`;
+}
+function sharePp(delta) {
+  const v = formatFixed(Math.abs(delta), 1);
+  return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
+}
+function inflatedDiffSection(profile, diff, rows, custom) {
+  const basis = hotspotBasis(diff);
+  const of = basis.wholeTrace ? "device op time over the whole trace" : "op time per step";
+  const top = topShareChanges(basis.rows, diff, rows, basis.total);
+  const lines = [
+    `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |\u0394 share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`
+  ];
+  if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
+  if (top.length > 0) {
+    const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
+    const body = top.map((r) => {
+      const sh = shares(r, diff, basis.total);
+      return [
+        codeCell(r.name),
+        r.program === "" ? EM_DASH : codeCell(r.program),
+        cell(r.category),
+        r.status === "added" ? EM_DASH : sharePct(sh.before),
+        r.status === "removed" ? EM_DASH : sharePct(sh.after),
+        sharePp(sh.delta),
+        noteFor(r, custom.has(r.name))
+      ];
+    });
+    lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
+  }
+  if (top.length < basis.rows.length) {
+    lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  }
+  for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
+  return lines.join("\n\n");
+}
+var WHOLE_TRACE_REASON = "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
+function inflationSentence(profile) {
+  const a2 = profile.agreement;
+  const sides = [
+    ["champion", a2.champion],
+    ["candidate", a2.candidate]
+  ];
+  const parts = sides.filter(([, x]) => x.ratio !== null).map(
+    ([label, x]) => `${formatFixed(x.ratio, x.ratio >= 10 ? 0 : 2)}\xD7 the measured median on the ${label} (${formatValue(x.tracedMs, MS)} vs ${formatValue(x.measuredMs, MS)})`
+  );
+  return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(" and ")}.`;
+}
+function hotspotSection(profile, rows) {
+  if (!profile) return void 0;
+  const title = "#### Hotspots";
+  if (profile.status !== "done") {
+    return `${title}
+
+Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
+  }
+  const custom = customCallNames(profile);
+  const diff = profile.diff;
+  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
+  if (diff) {
+    const basis = hotspotBasis(diff);
+    const top2 = topChanges(basis.rows, rows);
+    const lines2 = [
+      `${title} (${basis.wholeTrace ? "whole trace" : "time per step"}, top ${top2.length} of ${basis.rows.length} ops by |\u0394|)`,
+      ...basis.wholeTrace ? [WHOLE_TRACE_REASON] : [],
+      diffTotals(diff, basis.wholeTrace)
+    ];
+    if (top2.length > 0) {
+      const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
+      const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
+      lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
+    }
+    if (top2.length < basis.rows.length) {
+      lines2.push(`_${basis.rows.length - top2.length} more ops in the trace diff of the evidence bundle._`);
+    }
+    for (const w of diff.warnings) lines2.push(`> warning: ${cell(w)}`);
+    return lines2.join("\n\n");
+  }
+  const summary2 = profile.summary;
+  if (!summary2) return `${title}
+
+The profile produced no trace summary.`;
+  const top = heaviestOps(summary2.ops, rows);
+  const inflated = profilerInflated(profile);
+  const lines = [
+    `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary2.ops.length} ops by device time over the whole trace${inflated ? "; profiler-inflated trace: compare shares, not times" : ""})`
+  ];
+  if (inflated) lines.push(inflationSentence(profile));
+  if (top.length > 0) {
+    const body = top.map((op) => [
+      codeCell(op.name),
+      op.program === "" ? EM_DASH : codeCell(op.program),
+      cell(op.category),
+      op.occurrences === 0 && op.timeMs === 0 ? "outside steps" : formatValue(op.timeMs, MS),
+      formatPercent(op.shareOfDevice / 100, 1),
+      op.tflops === null || op.noCostModel ? EM_DASH : formatFixed(op.tflops, 2),
+      rooflineCell(op),
+      opNote(op)
+    ]);
+    lines.push(
+      table(
+        ["op", "program", "category", "time per step", "share of device time", "TFLOP/s", "roofline", "note"],
+        body,
+        ["left", "left", "left", "right", "right", "right", "right", "left"]
+      )
+    );
+  }
+  return lines.join("\n\n");
+}
+function rooflineCell(op) {
+  const r = op.roofline;
+  if (r === null) return EM_DASH;
+  if (r.attainableTflops === 0) return `${formatFixed(r.fraction * 100, 0)}% of HBM BW`;
+  return `${formatFixed(r.fraction * 100, 0)}% of ${formatFixed(r.attainableTflops, r.attainableTflops >= 100 ? 0 : 1)} (${r.bound})`;
+}
+function opNote(op) {
+  if (op.customCall)
+    return op.noCostModel ? "custom call, no cost model" : withPartialCost("custom call", op);
+  return op.noCostModel ? "no cost model" : withPartialCost("", op);
+}
+function heaviestOps(ops, count2) {
+  return [...ops].sort(
+    (x, y) => (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) || y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count2));
+}
+function launchTotals(profile) {
+  const diff = profile.diff;
+  if (diff) {
+    return {
+      before: diff.customCalls.reduce((s, r) => s + r.countBefore, 0),
+      after: diff.customCalls.reduce((s, r) => s + r.countAfter, 0)
+    };
+  }
+  if (!profile.summary) return void 0;
+  return { before: null, after: profile.summary.customCalls.reduce((s, r) => s + r.launches, 0) };
+}
+function launchesText(profile) {
+  const totals = launchTotals(profile);
+  if (!totals) return void 0;
+  const after = formatLaunches(totals.after);
+  return totals.before === null ? after : `${formatLaunches(totals.before)} \u2192 ${after}`;
+}
+function customCallSection(profile, rows) {
+  if (profile?.status !== "done") return void 0;
+  const text3 = launchesText(profile);
+  if (text3 === void 0) return void 0;
+  const lines = [
+    `#### Custom calls
+
+Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text3}.`
+  ];
+  const diff = profile.diff;
+  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
+    const top = topShareChanges(diff.customCalls, diff, rows);
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        formatLaunches(r.countBefore),
+        formatLaunches(r.countAfter),
+        sharePct(sh.before),
+        sharePct(sh.after),
+        sharePp(sh.delta)
+      ];
+    });
+    const header = ["kernel", "launches before", "launches after", "share before", "share after", "\u0394 share"];
+    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
+    if (top.length < diff.customCalls.length) {
+      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
+    }
+  } else if (diff && diff.customCalls.length > 0) {
+    const top = topChanges(diff.customCalls, rows);
+    const body = top.map((r) => [
+      codeCell(r.name),
+      formatLaunches(r.countBefore),
+      formatLaunches(r.countAfter),
+      formatValue(r.before, MS),
+      formatValue(r.after, MS),
+      formatSignedValue(r.delta, MS)
+    ]);
+    const header = ["kernel", "launches before", "launches after", "time before", "time after", "\u0394"];
+    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
+    if (top.length < diff.customCalls.length) {
+      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
+    }
+  }
+  return lines.join("\n\n");
+}
+function hotspotLine(row, custom, wholeTrace = false) {
+  const before = row.status === "added" ? "absent" : formatValue(row.before, MS);
+  const after = row.status === "removed" ? "absent" : formatValue(row.after, MS);
+  const pct3 = row.deltaPct === null || row.status === "added" ? "" : `, ${formatSignedPercent(row.deltaPct)}`;
+  const flags = [
+    row.status === "added" || row.status === "removed" ? row.status : "",
+    custom ? "custom call" : "",
+    wholeTrace ? "whole trace" : ""
+  ].filter((f) => f !== "").join(", ");
+  const name = wholeTrace && row.program ? `${code(row.name)} in ${code(row.program)}` : code(row.name);
+  return `${name} ${before} \u2192 ${after} (${formatSignedValue(row.delta, MS)}${pct3})${flags ? ` [${flags}]` : ""}`;
+}
+
+// src/report/measurement.ts
+function runsCell(m, arm, n2) {
+  const failed = m.runs.filter((r) => r.arm === arm && r.value === null).length;
+  return failed > 0 ? `${n2} (${failed} failed)` : String(n2);
+}
+function deltaSection(evidence) {
+  const m = evidence.measurement;
+  const c3 = m?.comparison;
+  if (!m || !c3) return void 0;
+  const unit = m.metric.unit;
+  const value2 = (x) => x === null ? EM_DASH : formatValue(x, unit);
+  const cv = (x) => x === null ? EM_DASH : formatCv(x);
+  const change = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, c3.direction) : EM_DASH;
+  const rows = [
+    [
+      "commit",
+      code(shortSha(evidence.base.commit)),
+      evidence.candidate ? code(shortSha(evidence.candidate.commit)) : EM_DASH,
+      ""
+    ],
+    [cell(`${m.metric.label}, median`), value2(c3.a.median), value2(c3.b.median), change],
+    ["CV", cv(c3.a.cv), cv(c3.b.cv), ""],
+    ["runs", runsCell(m, "A", c3.a.n), runsCell(m, "B", c3.b.n), ""]
+  ];
+  const { a: a2, b } = m.mfu;
+  const levels = levelsTable(evidence);
+  if (levels === void 0 && (a2 !== null || b !== null)) {
+    const mfu = (x) => x === null ? EM_DASH : formatMfu(x);
+    const label = cell(mfuLabel(levelsOf(evidence)?.peak));
+    rows.push([label, mfu(a2), mfu(b), a2 !== null && b !== null ? formatMfuDelta(a2, b) : ""]);
+  } else if (levels === void 0) {
+    rows.push(["MFU", cell(mfuText(evidence)), "", ""]);
+  }
+  const header = ["", "champion (A)", "candidate (B)", "change"];
+  const lines = [table(header, rows, ["left", "right", "right", "right"])];
+  const bars = barsLine(m);
+  if (bars) lines.push(bars);
+  const clock = clockLine(m);
+  if (clock) lines.push(clock);
+  if (levels) lines.push(`**Kernel and model**
+
+${levels}`);
+  return lines.join("\n\n");
+}
+var CPU_CLOCK = "process_time+block_until_ready";
+function clockLine(m) {
+  const clock = m.clock;
+  if (!clock) return void 0;
+  const what = clock.name.startsWith(CPU_CLOCK) ? "CPU time of the verifier's one pinned core (other work on the machine cannot stretch it)" : `the wall clock (${code(clock.name)})`;
+  const wall = clock.wall;
+  const beside = wall === void 0 ? "" : wall.ratio === null ? "; no wall-clock times beside it" : `; the wall clock beside it says ${formatRatio(wall.ratio)} (median A / median B, a busy machine's preemptions included)`;
+  return `Clock: ${what}${beside}.`;
+}
+function barsLine(m) {
+  const c3 = m.comparison;
+  if (!c3) return void 0;
+  const parts = [];
+  if (c3.ratio !== null && c3.ci !== null) {
+    if (c3.ciMethod === "paired-t") {
+      const what = c3.direction === "lower" ? "Speedup (geometric mean of the rounds' A / B)" : "Gain (geometric mean of the rounds' B / A)";
+      parts.push(
+        `${what} ${formatRatioWithCi(c3.ratio, c3.ci)}, ${confidenceLabel(c3.confidence, c3.ciMethod)} over ${c3.a.n} rounds.`
+      );
+    } else {
+      const what = c3.direction === "lower" ? "Speedup (median A / median B)" : "Gain (median B / median A)";
+      parts.push(
+        `${what} ${formatRatioWithCi(c3.ratio, c3.ci)}, ${confidenceLabel(c3.confidence, c3.ciMethod)} from ${c3.resamples} resamples, seed ${c3.seed}.`
+      );
+    }
+  }
+  if (c3.acceptBar !== null) parts.push(acceptBarText(c3));
+  return parts.length > 0 ? parts.join(" ") : void 0;
+}
+function acceptBarText(c3) {
+  const bar = c3.acceptBar;
+  const regress = `Regression bar ${formatRatio(c3.regressBar)}.`;
+  const clear = `+${formatPercent(bar - 1, 1)}`;
+  if (c3.mdeSource === "fixed" || c3.acceptMargin === void 0 || c3.acceptMargin === null) {
+    const why = c3.mdeSource === "fixed" ? "a margin fixed by policy" : `MDE ${formatPercent(c3.mde ?? 0, 1)}`;
+    return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${why}). ${regress}`;
+  }
+  const floor = c3.practicalDelta ?? 0;
+  const margin = `noise margin +${formatPercent(c3.acceptMargin, 1)} for ${falseAcceptText(c3.falseAcceptRate ?? DEFAULT_POLICY.falseAcceptRate, c3.sequence, (x) => formatPercent(x, 2))}`;
+  const which2 = c3.acceptMargin > floor ? `${margin}; practical floor +${formatPercent(floor, 1)}` : `the practical floor; ${margin}`;
+  const power = Math.round((c3.power ?? DEFAULT_POLICY.power) * 100);
+  const atBound = c3.mdeCv != null && c3.noiseCv !== null && c3.mdeCv > c3.noiseCv ? `; MDE at the noise's upper bound ${formatCv(c3.mdeCv)}` : "";
+  const detectable = c3.mde === null || c3.noiseCv === null ? "" : c3.mdeBeyondCeiling ? ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): nothing below the plausibility ceiling (the MDE, +${formatPercent(c3.mde, 1)}, is beyond it: this comparison could not accept a real gain).` : ` Detectable with ${power}% power at n = ${c3.a.n}/${c3.b.n} and CV ${formatCv(c3.noiseCv)} (${c3.mdeSource}${atBound}): +${formatPercent(c3.mde, 1)}.`;
+  return `Accept bar ${formatRatio(bar)}: the lower CI bound must clear ${clear} (${which2}).${detectable} ${regress}`;
+}
+function confidenceLabel(confidence, method) {
+  return `${formatFixed(confidence * 100, confidence * 100 === Math.round(confidence * 100) ? 0 : 1)}% ${INTERVAL_LABEL[method] ?? INTERVAL_LABEL.percentile}`;
+}
+function rawRunsTable(evidence) {
+  const m = evidence.measurement;
+  if (!m || m.runs.length === 0) return void 0;
+  const cpu = ranOnCpu(evidence);
+  const model = m.runs.some((r) => r.levels?.stepMs != null);
+  const wall = m.runs.some((r) => r.wall !== void 0);
+  const rows = m.runs.map((r, i2) => [
+    String(i2 + 1),
+    r.arm,
+    String(r.index),
+    r.value === null ? EM_DASH : formatValue(r.value, m.metric.unit),
+    ...wall ? [r.wall === void 0 ? EM_DASH : formatValue(r.wall, m.metric.unit)] : [],
+    r.mfu === null ? cpu ? "n/a" : EM_DASH : formatMfu(r.mfu),
+    ...model ? [
+      r.levels?.stepMs == null ? EM_DASH : formatValue(r.levels.stepMs, "ms"),
+      r.levels?.modelMfu == null ? EM_DASH : formatMfu(r.levels.modelMfu)
+    ] : [],
+    r.exitCode === null ? EM_DASH : String(r.exitCode),
+    formatDuration(r.durationMs),
+    r.problem ? cell(r.problem) : ""
+  ]);
+  const header = [
+    "#",
+    "arm",
+    "run",
+    cell(m.metric.label),
+    ...wall ? ["wall clock"] : [],
+    "MFU",
+    ...model ? ["train step", "model MFU"] : [],
+    "exit",
+    "took",
+    "problem"
+  ];
+  const align = [
+    "right",
+    "left",
+    "right",
+    "right",
+    ...wall ? ["right"] : [],
+    "right",
+    ...model ? ["right", "right"] : [],
+    "right",
+    "right",
+    "left"
+  ];
+  const lines = [table(header, rows, align)];
+  lines.push(`First arm: ${m.firstArm}. Metric: ${code(m.metric.path)} (${m.metric.direction} is better).`);
+  if (m.looks.length > 0) {
+    const looks = m.looks.map((l) => `n=${l.n} \u2192 ${l.action} (${cell(l.reason)})`);
+    lines.push(`Sequential looks: ${looks.join("; ")}.`);
+  }
+  return lines.join("\n\n");
+}
+function rawRunsSection(evidence) {
+  const body = rawRunsTable(evidence);
+  const m = evidence.measurement;
+  if (!body || !m) return void 0;
+  return details(`Raw per-run values (${m.runs.length} runs, in the order they ran)`, body);
+}
+
+// src/report/provenance.ts
+function versionsText(versions) {
+  const entries = Object.entries(versions ?? {}).sort(([x], [y]) => x < y ? -1 : x > y ? 1 : 0);
+  if (entries.length === 0) return void 0;
+  return entries.map(([name, version]) => `${name} ${version}`).join(" \xB7 ");
+}
+function provenanceRows(evidence) {
+  const p = evidence.provenance;
+  const m = evidence.measurement;
+  const rows = [
+    [
+      "run",
+      `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}, started ${formatTime(evidence.runStartedAt)}`
+    ],
+    [
+      "device",
+      deviceLabel(evidence) && cell(`${deviceLabel(evidence)}${m?.device ? ` (backend ${m.device.backend})` : ""}`)
+    ],
+    ["compute", p.backend && cell(`${p.backend.backend}: ${p.backend.description}`)],
+    ["benchmark", m && benchmarkText(m)],
+    ["programs", m?.programs && programsText2(m.programs)],
+    ["versions", versionsText(m?.versions) && cell(versionsText(m?.versions))],
+    ["hillclimb", cell(p.hillclimbVersion)],
+    ["harness hash", p.harnessHash ? code(shortSha(p.harnessHash)) : void 0],
+    ["config hash", code(shortSha(p.configHash))],
+    ["bootstrap seed", m?.comparison ? String(m.comparison.seed) : void 0],
+    ["host", cell(p.host)]
+  ];
+  return rows.filter((r) => r[1] !== void 0 && r[1] !== "");
+}
+var UNNAMED = "default";
+function benchmarkText(m) {
+  const named = (value2) => value2 && value2 !== UNNAMED ? value2 : void 0;
+  const impl = named(m.impl);
+  const preset = named(m.preset);
+  const parts = [impl && `impl ${impl}`, preset && `preset ${preset}`].filter(Boolean);
+  return parts.length > 0 ? cell(parts.join(", ")) : void 0;
+}
+function programsText2(p) {
+  if (!p) return void 0;
+  const keys = [.../* @__PURE__ */ new Set([...Object.keys(p.A), ...Object.keys(p.B)])].sort();
+  if (keys.length === 0) return void 0;
+  const hash3 = (h2) => h2 ? code(h2.slice(0, 12)) : "\u2014";
+  const rows = keys.map((k) => `${cell(k)}: A ${hash3(p.A[k])} \u2192 B ${hash3(p.B[k])}`);
+  return `${cell(p.platform)}, sha256 ${rows.join("; ")}`;
+}
+function provenanceSection(evidence) {
+  return `#### Provenance
+
+${table(["", ""], provenanceRows(evidence))}`;
+}
+
+// src/report/search.ts
+var STAGE_LABELS = {
+  prepare: "prepare",
+  propose: "proposal",
+  guard: "guard",
+  "cpu-gate": "CPU gate",
+  "accelerator-gate": "accelerator gate",
+  screen: "screen",
+  measure: "full comparison"
+};
+function searchSection(evidence) {
+  const search = evidence.search;
+  if (!search || !evidence.slot) return void 0;
+  const rows = search.candidates.map((row) => candidateCells(row, evidence));
+  const k = search.candidates.length;
+  const heading = `#### Search: ${plural(k, "candidate")}, ${measuredInFull(search)}`;
+  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  return [
+    heading,
+    rule,
+    table(["candidate", "change", "reached", "screen", "verdict", "why"], rows, [
+      "left",
+      "left",
+      "left",
+      "right"
+    ])
+  ].join("\n\n");
+}
+function candidateCells(row, evidence) {
+  const self2 = row.slot === evidence.slot?.index;
+  const verdict = self2 ? evidence.verdict ?? row.verdict : row.verdict;
+  const reason = self2 ? evidence.verdictReasons[0] ?? row.reason : row.reason;
+  const name = self2 ? `**${row.slot}** (this)` : String(row.slot);
+  return [
+    name,
+    row.subject === null ? "\u2014" : cell(row.subject),
+    STAGE_LABELS[row.stage] ?? row.stage,
+    row.estimate === null ? "\u2014" : formatRatio(row.estimate),
+    verdict ?? (row.stage === "measure" ? "being measured" : "\u2014"),
+    cell(reason)
+  ];
+}
+function measuredInFull(search) {
+  const measured2 = search.measured ?? (search.winner === null ? [] : [search.winner]);
+  if (measured2.length === 0) return "none measured in full";
+  if (measured2.length === 1) return `candidate ${measured2[0]} measured in full`;
+  return `candidates ${measured2.slice(0, -1).join(", ")} and ${measured2.at(-1)} measured in full, in that order`;
+}
+
+// src/report/trajectory.ts
+var DEFAULT_MAX_POINTS = 50;
+function isMeasured(r) {
+  return r.a !== null && r.b !== null;
+}
+function chartRows(rows, filter) {
+  return rows.filter(
+    (r) => (filter.target === void 0 || r.target === filter.target) && (r.metric.path === filter.metricPath || !isMeasured(r))
+  );
+}
+function championLines(rows) {
+  const lines = [];
+  let iteration;
+  for (const r of rows) {
+    const key = `${r.runId}#${r.iteration}`;
+    const sibling = iteration?.key === key && iteration.bases.has(r.baseCommit);
+    if (!sibling) {
+      if (!iteration?.afters.has(r.baseCommit)) lines.push([]);
+      iteration = { key, bases: /* @__PURE__ */ new Set(), afters: /* @__PURE__ */ new Set() };
+    }
+    iteration.bases.add(r.baseCommit);
+    iteration.afters.add(r.championAfter);
+    lines.at(-1).push(r);
+  }
+  return lines;
+}
+function labeller(rows) {
+  const runs = [...new Set(rows.map((r) => r.runId))];
+  return (r) => runs.length > 1 ? `r${runs.indexOf(r.runId) + 1}.i${r.iteration}` : `i${r.iteration}`;
+}
+function lineTrajectory(rows, label, maxPoints) {
+  const metric = (rows.find(isMeasured) ?? rows[0])?.metric;
+  if (!metric) return void 0;
+  const points = [];
+  const unmeasured = [];
+  for (const r of rows) {
+    if (r.a === null || r.b === null) {
+      unmeasured.push({ label: label(r), verdict: r.verdict });
+      continue;
+    }
+    points.push({
+      label: label(r),
+      championBefore: r.a,
+      champion: r.verdict === "improved" ? r.b : r.a,
+      candidate: r.b,
+      verdict: r.verdict
+    });
+  }
+  const omitted = Math.max(0, points.length - maxPoints);
+  return {
+    points: points.slice(omitted),
+    unmeasured,
+    omitted,
+    metric,
+    improved: rows.filter((r) => r.verdict === "improved").length
+  };
+}
+function mermaidText(text3) {
+  return text3.replace(/["`\\\r\n\t]/g, " ").replace(/\s+/g, " ").trim();
+}
+function mermaidNumber(value2) {
+  return formatSignificant(value2).replace(MINUS, "-");
+}
+function axisRange(values) {
+  const min = Math.min(...values);
+  const max = Math.max(...values);
+  const span = max - min;
+  const pad = span > 0 ? span * 0.1 : Math.abs(max) * 0.05 || 1;
+  const lo = min >= 0 ? Math.max(0, min - pad) : min - pad;
+  return {
+    lo: Number(formatSignificant(lo).replace(MINUS, "-")),
+    hi: Number(formatSignificant(max + pad).replace(MINUS, "-"))
+  };
+}
+function trajectoryChart(t) {
+  const unit = t.metric.unit ? ` (${t.metric.unit})` : "";
+  const better = t.metric.direction === "lower" ? "lower is better" : "higher is better";
+  const values = t.points.flatMap((p) => [p.champion, p.candidate]);
+  const { lo, hi } = axisRange(values);
+  const labels = t.points.map((p) => `"${mermaidText(p.label)}"`).join(", ");
+  return [
+    "xychart-beta",
+    `  title "${mermaidText(`${t.metric.label}${unit}, ${better}`)}"`,
+    `  x-axis "iteration" [${labels}]`,
+    `  y-axis "${mermaidText(t.metric.label + unit)}" ${mermaidNumber(lo)} --> ${mermaidNumber(hi)}`,
+    `  bar [${t.points.map((p) => mermaidNumber(p.candidate)).join(", ")}]`,
+    `  line [${t.points.map((p) => mermaidNumber(p.champion)).join(", ")}]`
+  ].join("\n");
+}
+function trajectorySection(rows, filter, maxPoints = DEFAULT_MAX_POINTS, heading = "#### Trajectory") {
+  const relevant = chartRows(rows, filter);
+  if (relevant.length === 0) return void 0;
+  const label = labeller(relevant);
+  const peak = relevant.findLast((r) => r.levels)?.levels?.peak;
+  const lines = championLines(relevant);
+  const parts = [];
+  let budget = maxPoints;
+  let leftOut = 0;
+  for (const line of [...lines].reverse()) {
+    if (budget === 0) {
+      leftOut += 1;
+      continue;
+    }
+    const body = (peak !== void 0 ? levelsLineSection(line, levelSeries(peak), label, budget) : void 0) ?? metricLineSection(line, label, budget);
+    budget = Math.max(0, budget - line.filter(isMeasured).length);
+    const from = `From champion \`${line[0].baseCommit.slice(0, 10)}\` (${label(line[0])} on):`;
+    parts.unshift(lines.length > 1 ? `${from}
+
+${body}` : body);
+  }
+  if (leftOut > 0) {
+    parts.unshift(
+      `${plural(leftOut, "earlier champion line")} left out (charts show the newest ${maxPoints} measured iterations).`
+    );
+  }
+  return [heading, ...parts].join("\n\n");
+}
+function metricLineSection(rows, label, maxPoints) {
+  const t = lineTrajectory(rows, label, maxPoints);
+  const lines = [];
+  const measured2 = t.points.length + t.omitted;
+  const first = t.points[0];
+  const last = t.points[t.points.length - 1];
+  const unit = t.metric.unit;
+  const total = measured2 + t.unmeasured.length;
+  if (first && last) {
+    const from = formatValue(first.championBefore, unit);
+    lines.push(
+      `Champion ${t.metric.label}: ${from} \u2192 ${formatValue(last.champion, unit)} over ${plural(total, "iteration")} (${t.improved} improved).`
+    );
+    lines.push(fenced("mermaid", trajectoryChart(t)));
+    lines.push(
+      `Bars: the candidate measured in each iteration; line: the champion after it (${t.metric.direction === "lower" ? "lower" : "higher"} is better).`
+    );
+  } else {
+    lines.push(`No measured iterations yet (${plural(total, "iteration")}).`);
+  }
+  if (t.omitted > 0) lines.push(`Showing the last ${t.points.length} of ${measured2} measured iterations.`);
+  lines.push(...notPlotted(t.unmeasured));
+  return lines.join("\n\n");
+}
+function notPlotted(unmeasured) {
+  return unmeasured.length > 0 ? [`Not plotted (no measurement): ${unmeasured.map((u2) => `${u2.label} ${u2.verdict}`).join(", ")}.`] : [];
+}
+var LEVEL_CHART_PALETTE = "#1a7f37, #cf222e, #0969da";
+function levelSeries(peak) {
+  const vs = peak === "measured" ? " vs measured matmul peak" : "";
+  return [
+    {
+      key: "modelMfu",
+      label: `model MFU${vs}`,
+      unit: "%",
+      direction: "higher",
+      scale: 100,
+      pair: (l) => l.modelMfu
+    },
+    {
+      key: "kernelMs",
+      label: "kernel fwd+bwd time",
+      unit: "ms",
+      direction: "lower",
+      scale: 1,
+      pair: (l) => l.kernelMs
+    }
+  ];
+}
+function levelTrajectory(rows, series, label, maxPoints) {
+  const asRows = rows.map((r) => {
+    const pair = r.levels ? series.pair(r.levels) : { a: null, b: null };
+    const scaled = (x) => x === null ? null : x * series.scale;
+    return { ...r, a: scaled(pair.a), b: scaled(pair.b) };
+  });
+  const t = lineTrajectory(asRows, label, maxPoints);
+  if (!t) return void 0;
+  return {
+    ...t,
+    metric: { path: series.key, direction: series.direction, label: series.label, unit: series.unit }
+  };
+}
+function levelChart(t) {
+  const unit = t.metric.unit ? ` (${t.metric.unit})` : "";
+  const better = t.metric.direction === "lower" ? "lower is better" : "higher is better";
+  const values = t.points.flatMap((p) => [p.champion, p.candidate]);
+  const { lo, hi } = axisRange(values);
+  const labels = t.points.map((p) => `"${mermaidText(p.label)}"`).join(", ");
+  const floor = mermaidNumber(lo);
+  const kept = t.points.map((p) => p.verdict === "improved" ? mermaidNumber(p.candidate) : floor);
+  const rejected = t.points.map((p) => p.verdict === "improved" ? floor : mermaidNumber(p.candidate));
+  return [
+    "---",
+    "config:",
+    "  themeVariables:",
+    "    xyChart:",
+    `      plotColorPalette: "${LEVEL_CHART_PALETTE}"`,
+    "---",
+    "xychart-beta",
+    `  title "${mermaidText(`${t.metric.label}${unit}, ${better}`)}"`,
+    `  x-axis "iteration" [${labels}]`,
+    `  y-axis "${mermaidText(t.metric.label + unit)}" ${floor} --> ${mermaidNumber(hi)}`,
+    `  bar [${kept.join(", ")}]`,
+    `  bar [${rejected.join(", ")}]`,
+    `  line [${t.points.map((p) => mermaidNumber(p.champion)).join(", ")}]`
+  ].join("\n");
+}
+function levelSummary(t) {
+  const first = t.points[0];
+  const last = t.points[t.points.length - 1];
+  const value2 = (x) => t.metric.unit === "%" ? `${formatFixed(x, 2)}%` : formatValue(x, t.metric.unit);
+  const measured2 = t.points.length + t.omitted;
+  return `Champion ${t.metric.label}: ${value2(first.championBefore)} \u2192 ${value2(last.champion)} over ${plural(measured2, "measured iteration")}.`;
+}
+function levelsLineSection(rows, series, label, maxPoints) {
+  const lines = [];
+  let unmeasured = [];
+  for (const s of series) {
+    const t = levelTrajectory(rows, s, label, maxPoints);
+    if (!t || t.points.length === 0) continue;
+    lines.push(levelSummary(t));
+    lines.push(fenced("mermaid", levelChart(t)));
+    if (t.omitted > 0)
+      lines.push(
+        `Showing the last ${t.points.length} of ${t.points.length + t.omitted} measured iterations.`
+      );
+    unmeasured = t.unmeasured;
+  }
+  if (lines.length === 0) return void 0;
+  lines.push(
+    "Green bars: candidates that became champion; red bars: candidates rejected (no-change, regressed, needs-human); line: the champion after each iteration."
+  );
+  lines.push(...notPlotted(unmeasured));
+  return lines.join("\n\n");
+}
+
+// src/report/comment.ts
+var STICKY_FOOTER_RESERVE = 1e3;
+var DEFAULT_COMMENT_MAX_CHARS = BODY_CAP_CHARS - STICKY_FOOTER_RESERVE;
+function halvings(rows) {
+  const counts = [];
+  for (let n2 = Math.max(0, rows); n2 >= 1; n2 = n2 === 1 ? 0 : Math.ceil(n2 / 2)) counts.push(n2);
+  return counts;
+}
+function whereFull(evidence, opts) {
+  if (opts.where !== void 0) return opts.where;
+  const summary2 = opts.summaryUrl ? link("job summary", opts.summaryUrl) : "job summary";
+  const bundle = evidence.publish?.bundleUrl ? link("evidence bundle", evidence.publish.bundleUrl) : "evidence bundle";
+  return `The ${summary2} and the ${bundle} have the full report.`;
+}
+function omittedNote(what, where2) {
+  return `_${what} left out to fit GitHub's size limit. ${where2}_`;
+}
+function headlineSection(evidence) {
+  const lines = [`### ${cell(headline(evidence))}`];
+  const device = deviceLabel(evidence);
+  const candidate = evidence.candidate ? `candidate ${code(shortSha(evidence.candidate.commit))} \u201C${cell(subjectOf(evidence))}\u201D` : "no candidate commit";
+  const context3 = [
+    `**${cell(evidence.target)}** iteration ${evidence.iteration} of ${evidence.totalIterations}`,
+    `${candidate} vs champion ${code(shortSha(evidence.base.commit))}`,
+    device ? cell(device) : void 0
+  ].filter(Boolean);
+  lines.push(context3.join(" \xB7 "));
+  if (evidence.verdict) lines.push(`_${evidence.verdict}: ${VERDICT_DESCRIPTIONS[evidence.verdict]}._`);
+  const reasons = verdictReasons(evidence);
+  if (reasons.length > 0) lines.push(reasons.map((r) => `- ${cell(r)}`).join("\n"));
+  const unverified = unverifiedReasons(evidence);
+  if (unverified.length > 0) {
+    lines.push(
+      `> [!WARNING]
+> **These numbers are unverified**: ${cell(unverified.join("; "))}. They cannot make a champion (docs/security.md).`
+    );
+  }
+  return lines.join("\n\n");
+}
+function linksSection(evidence) {
+  const p = evidence.publish;
+  if (!p) return void 0;
+  const links = [];
+  if (p.perfettoUrl) links.push(`- ${link("Open the candidate trace in Perfetto", p.perfettoUrl)}`);
+  if (p.traceUrl) links.push(`- Trace: ${link("download", p.traceUrl)}`);
+  if (p.bundleUrl) links.push(`- Evidence: ${link(`${bundleKey(evidence)}/evidence.json`, p.bundleUrl)}`);
+  return links.length > 0 ? `#### Links
+
+${links.join("\n")}` : void 0;
+}
+function commentParts(evidence, history, opts = {}) {
+  const where2 = whereFull(evidence, opts);
+  const hotspotRows = opts.hotspotRows ?? DEFAULT_HOTSPOT_ROWS;
+  const failing = opts.failingTests ?? DEFAULT_FAILING_TESTS;
+  const metric = evidence.measurement?.metric;
+  const optional = (text3) => text3 === void 0 ? [] : [text3];
+  const shrinking = (render, rows, what) => {
+    const full = render(rows);
+    if (full === void 0) return [];
+    const smaller = halvings(rows).slice(1).map((n2) => `${render(n2) ?? ""}
+
+${omittedNote(`Rows beyond the first ${n2}`, where2)}`);
+    return [full, ...smaller, omittedNote(what, where2)];
+  };
+  const chart = metric ? trajectorySection(
+    history,
+    { metricPath: metric.path, target: evidence.target },
+    opts.maxChartPoints ?? DEFAULT_MAX_POINTS
+  ) : void 0;
+  const raw = rawRunsSection(evidence);
+  return [
+    { key: "headline", variants: [headlineSection(evidence)] },
+    { key: "delta", variants: optional(deltaSection(evidence)) },
+    { key: "search", variants: optional(searchSection(evidence)) },
+    {
+      key: "checks",
+      variants: [
+        checksSection(evidence, failing),
+        checksSection(evidence, Math.min(failing, 3)),
+        checksSection(evidence, 0)
+      ]
+    },
+    {
+      key: "hotspots",
+      variants: shrinking((n2) => hotspotSection(evidence.profile, n2), hotspotRows, "The hotspot diff")
+    },
+    {
+      key: "customCalls",
+      variants: shrinking(
+        (n2) => customCallSection(evidence.profile, n2),
+        hotspotRows,
+        "The custom-call table"
+      )
+    },
+    { key: "chart", variants: chart ? [chart, omittedNote("The trajectory chart", where2)] : [] },
+    { key: "links", variants: optional(linksSection(evidence)) },
+    { key: "provenance", variants: [provenanceSection(evidence)] },
+    { key: "raw", variants: raw ? [raw, omittedNote("Raw per-run values", where2)] : [] }
+  ];
+}
+function reductionPlan(parts) {
+  return ["raw", "chart", "hotspots", "customCalls", "checks"].flatMap((key) => shrinkSteps(parts, key));
+}
+function fitReport(parts, max, where2, sizeOf) {
+  return fitParts(parts, reductionPlan(parts), max, { where: where2, ...sizeOf ? { sizeOf } : {} });
+}
+function renderComment(evidence, history, opts = {}) {
+  const max = opts.maxChars ?? DEFAULT_COMMENT_MAX_CHARS;
+  const fit = fitReport(commentParts(evidence, history, opts), max, whereFull(evidence, opts));
+  return { body: fit.text, truncated: fit.truncated, reduced: fit.reduced };
+}
+
+// src/report/job-summary.ts
+var JOB_SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024;
+var SUMMARY_HOTSPOT_ROWS = 25;
+function runSummaryTable(iterations) {
+  const rows = iterations.map((ev) => [
+    iterationTag(ev),
+    cell(verdictLabel(ev)),
+    cell(subjectOf(ev)),
+    measuredChange(ev)?.delta ?? EM_DASH,
+    code(shortSha(championAfter(ev))),
+    ev.publish?.prUrl ? link(`#${ev.publish.prNumber ?? "PR"}`, ev.publish.prUrl) : EM_DASH
+  ]);
+  return table(["iter", "verdict", "subject", "delta [CI]", "champion after", "PR"], rows);
+}
+function stepsSection(evidence) {
+  const rows = STEPS.flatMap((step) => {
+    const r = evidence.steps[step];
+    if (!r) return [];
+    const took = Date.parse(r.finishedAt) - Date.parse(r.startedAt);
+    return [
+      [step, r.status, Number.isFinite(took) ? formatDuration(took) : EM_DASH, r.note ? cell(r.note) : ""]
+    ];
+  });
+  const warnings2 = (evidence.publish?.warnings ?? []).map((w) => `> warning: ${cell(w)}`);
+  if (rows.length === 0 && warnings2.length === 0) return void 0;
+  const steps = rows.length > 0 ? [table(["step", "status", "took", "note"], rows, ["left", "left", "right", "left"])] : [];
+  return ["#### Steps", ...steps, ...warnings2].join("\n\n");
+}
+function renderJobSummary(iterations, history, opts = {}) {
+  const last = iterations[iterations.length - 1];
+  const where2 = "The evidence bundles have everything.";
+  const parts = [];
+  if (last) {
+    parts.push({
+      key: "run",
+      variants: [
+        `## hillclimb ${cell(last.target)}, run ${code(last.runId)}
+
+${runSummaryTable(iterations)}`
+      ]
+    });
+    const metric = last.measurement?.metric ?? iterations.find((e) => e.measurement)?.measurement?.metric;
+    const chart = metric ? trajectorySection(history, { metricPath: metric.path, target: last.target }, DEFAULT_MAX_POINTS) : void 0;
+    if (chart)
+      parts.push({ key: "chart", variants: [chart, `_The trajectory chart was left out to fit. ${where2}_`] });
+  }
+  const rows = opts.hotspotRows ?? SUMMARY_HOTSPOT_ROWS;
+  for (const ev of [...iterations].reverse()) {
+    const tag = iterationTag(ev);
+    for (const part of commentParts(ev, [], { hotspotRows: rows, where: where2 })) {
+      if (part.key === "chart" || part.variants.length === 0) continue;
+      parts.push({ key: `${part.key}:${tag}`, variants: part.variants });
+    }
+    const steps = stepsSection(ev);
+    if (steps) parts.push({ key: `steps:${tag}`, variants: [steps] });
+  }
+  const tags = iterations.map((e) => iterationTag(e));
+  const plan = [
+    ...tags.flatMap((t) => shrinkSteps(parts, `raw:${t}`)),
+    ...shrinkSteps(parts, "chart"),
+    ...tags.flatMap((t) => [
+      ...shrinkSteps(parts, `hotspots:${t}`),
+      ...shrinkSteps(parts, `customCalls:${t}`),
+      ...shrinkSteps(parts, `checks:${t}`)
+    ])
+  ];
+  const fit = fitParts(parts, plan, opts.maxBytes ?? JOB_SUMMARY_MAX_BYTES, { sizeOf: utf8Bytes, where: where2 });
+  return { markdown: fit.text, truncated: fit.truncated, reduced: fit.reduced };
+}
+
+// src/report/log-entry.ts
+import { createHash as createHash8 } from "node:crypto";
+var LOG_ENTRY_FORMAT = 4;
+var LOG_HOTSPOTS = 3;
+var LOG_FAILING_TESTS = 10;
+var LOG_LABELS = [
+  "Run",
+  "Date",
+  "Verdict",
+  "Reason",
+  "Commit",
+  "Base",
+  "Agent",
+  "Guard",
+  "Correctness (CPU)",
+  "Failing tests (CPU)",
+  "Correctness (accelerator)",
+  "Failing tests (accelerator)",
+  "Search",
+  "Screen",
+  "Measurement",
+  "MFU",
+  "Kernel",
+  "Model",
+  "Kernel share",
+  "Profile",
+  "Step time",
+  "Device op time",
+  "Hotspot",
+  "Custom-call launches per step",
+  "Evidence"
+];
+var ITERATION_HEADING_PREFIX = "### Iteration ";
+var ITERATION_HEADING = new RegExp(`^${ITERATION_HEADING_PREFIX}(\\d+)([A-Za-z]*)\\b`);
+function nextSuffix(suffix) {
+  const lastChar = suffix.at(-1);
+  return lastChar === "z" || lastChar === "Z" ? `${suffix}a` : `${suffix.slice(0, -1)}${String.fromCharCode(lastChar.charCodeAt(0) + 1)}`;
+}
+function iterationHeading(number) {
+  return `${ITERATION_HEADING_PREFIX}${number}`;
+}
+var EVIDENCE_MARKER = /^<!-- hillclimb:evidence (\S+) sha256=([0-9a-f]{64}) format=(\d+) -->$/;
+function defaultEvidencePath(evidence) {
+  return `${bundleKey(evidence)}/evidence.json`;
+}
+function canonicalJson(value2) {
+  if (Array.isArray(value2)) return `[${value2.map(canonicalJson).join(",")}]`;
+  if (value2 !== null && typeof value2 === "object") {
+    const entries = Object.entries(value2).filter(([, v]) => v !== void 0).sort(([a2], [b]) => a2 < b ? -1 : a2 > b ? 1 : 0);
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value2) ?? "null";
+}
+function evidenceDigest(evidence) {
+  const { publish: _publish, steps: _steps, finishedAt: _finished, ...rest2 } = evidence;
+  const candidate = rest2.candidate ? { ...rest2.candidate, logCommit: void 0 } : void 0;
+  return createHash8("sha256").update(canonicalJson({ ...rest2, candidate })).digest("hex");
+}
+function evidenceMarker(path6, digest) {
+  if (/\s|-->/.test(path6))
+    throw new HillclimbError(`evidence path ${JSON.stringify(path6)} cannot go in the log marker`);
+  return `<!-- hillclimb:evidence ${path6} sha256=${digest} format=${LOG_ENTRY_FORMAT} -->`;
+}
+function parseEvidenceMarker(line) {
+  const m = EVIDENCE_MARKER.exec(line.trim());
+  return m ? { path: m[1], digest: m[2], format: Number(m[3]) } : void 0;
+}
+function entryHeading(number, evidence) {
+  return `${iterationHeading(number)} ${EM_DASH} ${inert(subjectOf(evidence))}`;
+}
+function earlierAttempts(agent) {
+  const earlier = (agent.earlier ?? []).map(
+    (a2) => `attempt ${a2.attempt} ${a2.status}${a2.infraError ? ` (${truncateText(oneLine2(a2.infraError), 120)})` : ""}`
+  );
+  return earlier.length > 0 ? `; before: ${earlier.join("; ")}` : "";
+}
+function harnessLines(evidence, evidencePath) {
+  const lines = [];
+  const add = (label, text3) => lines.push([label, inertAround(oneLine2(text3))]);
+  add(
+    "Run",
+    `${code(evidence.runId)}, iteration ${evidence.iteration} of ${evidence.totalIterations}${evidence.slot ? ` (candidate ${evidence.slot.index} of ${evidence.slot.of})` : ""}, target ${code(evidence.target)}`
+  );
+  add("Date", formatTime(evidence.startedAt));
+  add("Verdict", verdictLabel(evidence));
+  for (const reason of verdictReasons(evidence)) add("Reason", reason);
+  const c3 = evidence.candidate;
+  add("Commit", c3 ? `${code(shortSha(c3.commit))} on ${code(c3.branch)}` : "none (the agent made no commit)");
+  add(
+    "Base",
+    `${code(shortSha(evidence.base.commit))}${evidence.base.iteration !== void 0 ? ` (champion since iteration ${evidence.base.iteration})` : ""}`
+  );
+  const agent = evidence.agent;
+  if (agent) {
+    const problem = agent.resultProblem ? `; result: ${agent.resultProblem}` : agent.result ? "" : "; no result file";
+    add(
+      "Agent",
+      `${code(agent.kind)} ${agent.status} in ${formatDuration(agent.durationMs)}, ${plural(agent.attempts, "attempt")}${problem}${earlierAttempts(agent)}`
+    );
+  }
+  if (evidence.guard) add("Guard", guardText(evidence.guard));
+  for (const [key, name] of [
+    ["cpu", "CPU"],
+    ["accelerator", "accelerator"]
+  ]) {
+    const gate = evidence.gates[key];
+    if (!gate) continue;
+    add(`Correctness (${name})`, gateText(gate));
+    const failing = failingList(gate, LOG_FAILING_TESTS);
+    if (failing) add(`Failing tests (${name})`, failing);
+  }
+  const search = evidence.search;
+  if (search) {
+    add(
+      "Search",
+      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds`
+    );
+  }
+  const screen = evidence.screen;
+  if (screen) {
+    const estimate = screen.estimate === null ? "no usable estimate" : formatRatio(screen.estimate);
+    const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
+    const self2 = evidence.slot?.index;
+    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : !screen.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
+    add(
+      "Screen",
+      `${plural(screen.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`
+    );
+  }
+  const m = evidence.measurement;
+  if (m) {
+    const change = measuredChange(evidence);
+    const medians = mediansText(m);
+    const parts = [`${m.metric.label}${medians ? ` ${medians}` : ""}`];
+    if (change) parts.push(`${change.delta} (${change.n})`);
+    else parts.push(`no comparison (${m.runs.length} runs)`);
+    add("Measurement", parts.join(", "));
+    add("MFU", mfuText(evidence));
+    if (m.levels) {
+      const kernel = kernelLine(m.levels);
+      if (kernel) add("Kernel", kernel);
+      const model = modelLine(m.levels);
+      if (model) add("Model", model);
+    }
+  } else {
+    add(
+      "Measurement",
+      evidence.verdict === "screened-out" ? "not run (screened out)" : evidence.stoppedAt ? `not run (stopped at ${evidence.stoppedAt})` : "not run"
+    );
+  }
+  const share = m ? shareLine(evidence) : void 0;
+  if (share) add("Kernel share", share);
+  const profile = evidence.profile;
+  if (profile && profile.status !== "done") {
+    add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
+  } else if (profile) {
+    const custom = customCallNames(profile);
+    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
+    const basis = profile.diff ? hotspotBasis(profile.diff) : void 0;
+    if (basis?.wholeTrace) {
+      add(
+        "Device op time",
+        `${beforeAfter(basis.total)} over the whole trace, all devices (its steps hold too little of it to compare per step)${inflated}`
+      );
+    } else if (profile.diff?.stepTimeMs) {
+      add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
+    }
+    for (const row of topChanges(basis?.rows ?? [], LOG_HOTSPOTS))
+      add("Hotspot", hotspotLine(row, custom.has(row.name), basis?.wholeTrace));
+    const launches = launchesText(profile);
+    if (launches !== void 0) add("Custom-call launches per step", launches);
+  }
+  add("Evidence", code(evidencePath));
+  return lines;
+}
+function agentLines(evidence) {
+  const r = evidence.agent?.result;
+  if (!r) return "";
+  return agentQuote([
+    ["hypothesis", r.hypothesis],
+    ["summary", r.summary],
+    ["next idea", r.next_idea]
+  ]);
+}
+function renderLogEntry(evidence, opts = {}) {
+  const path6 = opts.evidencePath ?? defaultEvidencePath(evidence);
+  const lines = [
+    entryHeading(opts.number ?? evidence.iteration, evidence),
+    "",
+    evidenceMarker(path6, evidenceDigest(evidence)),
+    ...harnessLines(evidence, path6).map(([label, text3]) => `- ${label}: ${text3}`)
+  ];
+  const agent = agentLines(evidence);
+  return `${lines.join("\n")}
+${agent === "" ? "" : `
+${agent}
+`}`;
+}
+var DEFAULT_GOAL = "Make the target kernel faster without changing its results. Each iteration tries one change; only a change whose whole confidence interval clears the noise floor replaces the champion.";
+function logHeader(opts = {}) {
+  return `# ${opts.title ?? "Hill-climb log"}
+
+Append-only record of every hillclimb iteration, failed ones included. Written by the harness
+(\`hillclimb loop\`), never by the agent; do not edit entries by hand.
+
+## Goal
+
+${opts.goal ?? DEFAULT_GOAL}
+
+## Loop contract
+
+- One hypothesis and one change set per iteration, proposed by the agent inside the target's editable paths.
+- The harness checks the change (protected paths, static checks), runs the correctness tests on CPU (Pallas
+  interpret mode) and on the accelerator, measures champion and candidate interleaved in one job, profiles
+  the candidate and diffs its trace against the champion's.
+- Exactly one verdict per iteration (per candidate when an iteration proposes several): improved, no-change,
+  regressed, invalid, needs-human, error, no-op or screened-out.
+- Every iteration becomes a draft pull request; people review and merge.
+
+## How entries are produced
+
+Each entry is rendered from the iteration's evidence record (\`evidence.json\`). Lines starting with \`- \`
+are the harness's: every number in them was computed from raw artifacts (JUnit XML, metrics JSON,
+traces). Lines starting with \`> agent\` quote the agent's own words and are never read for numbers. The
+hidden \`hillclimb:evidence\` line names the evidence file and its sha256; \`hillclimb log lint\` renders
+each entry again from it and reports any line that differs and any number with a unit that the evidence
+does not contain.
+
+## Iterations
+`;
+}
+function headingNumbers(text3) {
+  const out = [];
+  text3.split("\n").forEach((line, i2) => {
+    const m = ITERATION_HEADING.exec(line);
+    if (m) out.push({ line: i2 + 1, number: Number(m[1]), suffix: m[2] });
+  });
+  return out;
+}
+function appendLogEntry(logText, entry, header = {}, opts = {}) {
+  const first = entry.split("\n", 1)[0] ?? "";
+  const m = ITERATION_HEADING.exec(first);
+  if (!m)
+    throw new HillclimbError(
+      `a log entry must start with "${ITERATION_HEADING_PREFIX}<N>", got ${JSON.stringify(first)}`
+    );
+  const base = logText === void 0 || logText.trim() === "" ? logHeader(header) : logText;
+  const last = headingNumbers(base).at(-1);
+  let body = entry.trimEnd();
+  const number = Number(m[1]);
+  if (opts.candidate) {
+    const sameIteration = last?.number === number && last.suffix !== "";
+    const heading = sameIteration ? `${iterationHeading(number)}${nextSuffix(last.suffix)}` : `${iterationHeading(last && number <= last.number ? last.number + 1 : number)}a`;
+    body = body.replace(ITERATION_HEADING, heading);
+  } else if (last && number <= last.number) {
+    body = body.replace(ITERATION_HEADING, iterationHeading(last.number + 1));
+  }
+  return `${base.trimEnd()}
+
+${body}
+`;
+}
+
+// src/report/log-evidence.ts
+import { existsSync as existsSync17, readFileSync as readFileSync23 } from "node:fs";
+import { join as join28 } from "node:path";
+function evidenceLoader(roots) {
+  return (path6) => {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path6)) {
+      return {
+        status: "missing",
+        reason: "remote evidence is not fetched; download the bundle and pass --evidence-root"
+      };
+    }
+    try {
+      assertKey(path6);
+    } catch (e) {
+      return { status: "unreadable", reason: errorMessage(e) };
+    }
+    for (const root of roots) {
+      const file = join28(root, path6);
+      if (!existsSync17(file)) continue;
+      let parsed;
+      try {
+        parsed = JSON.parse(readFileSync23(file, "utf8"));
+      } catch (e) {
+        return { status: "unreadable", reason: `${file}: invalid JSON: ${errorMessage(e)}` };
+      }
+      const schema2 = parsed?.schema;
+      if (schema2 !== EVIDENCE_SCHEMA) {
+        return {
+          status: "unreadable",
+          reason: `${file}: schema ${String(schema2)} is not ${EVIDENCE_SCHEMA}`
+        };
+      }
+      return { status: "found", evidence: parsed };
+    }
+    return { status: "missing", reason: `not under ${roots.join(" or ") || "any evidence root"}` };
+  };
+}
+
+// src/report/log-numbers.ts
+var UNITS = [
+  "TFLOP/s",
+  "GFLOP/s",
+  "tokens/s",
+  "tok/s",
+  "GB/s",
+  "MFU",
+  "pp",
+  "ms",
+  "\xB5s",
+  "\u03BCs",
+  "us",
+  "ns",
+  "min",
+  "s",
+  "h",
+  "%",
+  "\xD7",
+  "x"
+];
+var NUMBER = String.raw`[+\-−±]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?`;
+var UNIT = UNITS.map((u2) => u2.replace(/[/]/g, "\\/")).join("|");
+var QUANTITY = new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?(${UNIT})(?![A-Za-z0-9])`, "g");
+function normalUnit(unit) {
+  if (unit === "us" || unit === "\u03BCs") return "\xB5s";
+  if (unit === "\xD7") return "x";
+  if (unit === "tokens/s") return "tok/s";
+  return unit.toLowerCase();
+}
+function normalNumber(text3) {
+  const digits = text3.replace(/^[+\-−±]/, "").replaceAll(",", "");
+  return String(Number(digits));
+}
+function quantities(text3) {
+  return [...text3.matchAll(QUANTITY)].map((m) => ({
+    text: m[0],
+    key: `${normalNumber(m[1])}${normalUnit(m[2])}`
+  }));
+}
+function quantityKeys(texts) {
+  return new Set(texts.flatMap((t) => quantities(t).map((q) => q.key)));
+}
+
+// src/report/log-lint.ts
+var PLACEHOLDERS2 = ["- Commit: (pending)", "- Commit: this commit"];
+var ANY_HEADING = /^#{1,3} /;
+var LABELLED = /^- (.+?):(?: (.*))?$/;
+var LABELS = new Set(LOG_LABELS);
+function headingOrderProblems(lines) {
+  const problems = [];
+  let prev;
+  lines.forEach((text3, i2) => {
+    const m = ITERATION_HEADING.exec(text3);
+    if (!m) return;
+    const cur = { number: Number(m[1]), suffix: m[2] };
+    if (prev) {
+      const what = `${cur.number}${cur.suffix} after ${prev.number}${prev.suffix}`;
+      let message;
+      if (cur.number < prev.number) message = `iteration number decreased (${what})`;
+      else if (cur.number === prev.number) {
+        if (prev.suffix === "" && cur.suffix === "") message = `duplicate iteration number (${what})`;
+        else if (prev.suffix !== "" && cur.suffix === "")
+          message = `sub-iteration returned to base number (${what})`;
+        else if (prev.suffix !== "" && cur.suffix <= prev.suffix)
+          message = `sub-iteration suffix not increasing (${what})`;
+      }
+      if (message) problems.push({ line: i2 + 1, severity: "error", rule: "monotonic", message });
+    }
+    prev = cur;
+  });
+  return problems;
+}
+function scopeStart(lines, scope) {
+  if (scope === "all") return 0;
+  for (let i2 = lines.length - 1; i2 >= 0; i2--) if (ITERATION_HEADING.test(lines[i2])) return i2;
+  return 0;
+}
+function entriesFrom(lines, from) {
+  const entries = [];
+  for (let i2 = from; i2 < lines.length; i2++) {
+    if (!ITERATION_HEADING.test(lines[i2])) continue;
+    let end = i2 + 1;
+    while (end < lines.length && !ANY_HEADING.test(lines[end])) end++;
+    entries.push({ start: i2, end });
+    i2 = end - 1;
+  }
+  return entries;
+}
+function notInEvidence(text3, known) {
+  return quantities(text3).filter((q) => !known.has(q.key)).map((q) => q.text);
+}
+var listed2 = (xs) => xs.map((x) => `"${x}"`).join(", ");
+function checkEntry(lines, entry, opts, skip2) {
+  const problems = [];
+  const headingLine = entry.start + 1;
+  const unavailable = (rule, message) => problems.push({ line: headingLine, severity: opts.requireEvidence ? "error" : "warning", rule, message });
+  let marker2;
+  for (let i2 = entry.start + 1; i2 < entry.end && !marker2; i2++) {
+    const text3 = lines[i2];
+    marker2 = parseEvidenceMarker(text3);
+    if (!marker2 && text3.trim().startsWith("<!-- hillclimb:evidence")) {
+      problems.push({
+        line: i2 + 1,
+        severity: "error",
+        rule: "evidence-reference",
+        message: "malformed evidence reference"
+      });
+      return problems;
+    }
+  }
+  if (!marker2) {
+    unavailable("evidence-missing", "entry names no evidence file; its numbers cannot be checked");
+    return problems;
+  }
+  if (marker2.format !== LOG_ENTRY_FORMAT) {
+    unavailable(
+      "entry-format",
+      `entry was rendered in log format ${marker2.format}, this hillclimb renders format ${LOG_ENTRY_FORMAT}; its numbers cannot be checked`
+    );
+    return problems;
+  }
+  const lookup = (opts.loadEvidence ?? (() => ({ status: "missing", reason: "no evidence location given" })))(marker2.path);
+  if (lookup.status === "missing") {
+    unavailable(
+      "evidence-missing",
+      `evidence ${marker2.path} not available (${lookup.reason}); numbers not checked`
+    );
+    return problems;
+  }
+  if (lookup.status === "unreadable") {
+    problems.push({
+      line: headingLine,
+      severity: "error",
+      rule: "evidence-unreadable",
+      message: `evidence ${marker2.path}: ${lookup.reason}`
+    });
+    return problems;
+  }
+  const evidence = lookup.evidence;
+  if (evidenceDigest(evidence) !== marker2.digest) {
+    problems.push({
+      line: headingLine,
+      severity: "error",
+      rule: "evidence-changed",
+      message: `evidence ${marker2.path} changed since this entry was rendered (sha256 differs)`
+    });
+  }
+  const heading = ITERATION_HEADING.exec(lines[entry.start]);
+  const expectedHeading = entryHeading(Number(heading[1]), evidence);
+  const headingRest = (text3) => text3.replace(ITERATION_HEADING, "");
+  if (headingRest(lines[entry.start]) !== headingRest(expectedHeading)) {
+    problems.push({
+      line: headingLine,
+      severity: "error",
+      rule: "heading-edited",
+      message: `heading differs from the evidence; expected: ${expectedHeading}`
+    });
+  }
+  const expected = harnessLines(evidence, marker2.path);
+  const known = quantityKeys(expected.map(([, text3]) => text3));
+  const expectedByLabel = /* @__PURE__ */ new Map();
+  for (const [label, text3] of expected)
+    expectedByLabel.set(label, [...expectedByLabel.get(label) ?? [], `- ${label}: ${text3}`]);
+  const actualByLabel = /* @__PURE__ */ new Map();
+  for (let i2 = entry.start + 1; i2 < entry.end; i2++) {
+    const text3 = lines[i2].trimEnd();
+    const trimmed = text3.trim();
+    if (trimmed === "" || trimmed.startsWith(">")) continue;
+    if (trimmed.startsWith("<!--") && trimmed.endsWith("-->")) continue;
+    const labelled = LABELLED.exec(text3);
+    if (labelled && LABELS.has(labelled[1])) {
+      const label = labelled[1];
+      actualByLabel.set(label, [
+        ...actualByLabel.get(label) ?? [],
+        { line: i2 + 1, text: text3, reported: skip2.has(i2) }
+      ]);
+      continue;
+    }
+    const unknown = notInEvidence(text3, known);
+    if (unknown.length > 0) {
+      problems.push({
+        line: i2 + 1,
+        severity: "error",
+        rule: "number-not-in-evidence",
+        message: `${listed2(unknown)} not in the evidence`
+      });
+    }
+  }
+  for (const label of LOG_LABELS) {
+    const want = expectedByLabel.get(label) ?? [];
+    const have = actualByLabel.get(label) ?? [];
+    have.forEach((actual, k) => {
+      if (actual.reported) return;
+      const unknown = notInEvidence(actual.text, known);
+      const numbers2 = unknown.length > 0 ? ` (${listed2(unknown)} not in the evidence)` : "";
+      const expectedText = want[k];
+      if (expectedText === void 0) {
+        problems.push({
+          line: actual.line,
+          severity: "error",
+          rule: "harness-line-extra",
+          message: `harness line not rendered from the evidence${numbers2}`
+        });
+      } else if (actual.text !== expectedText) {
+        problems.push({
+          line: actual.line,
+          severity: "error",
+          rule: "harness-line-edited",
+          message: `harness line differs from the evidence${numbers2}; expected: ${expectedText}`
+        });
+      }
+    });
+    for (const missing of want.slice(have.length)) {
+      problems.push({
+        line: headingLine,
+        severity: "error",
+        rule: "harness-line-missing",
+        message: `harness line missing: ${missing}`
+      });
+    }
+  }
+  return problems;
+}
+function lintLog(text3, opts = {}) {
+  const lines = text3.split("\n").map((l) => l.replace(/\r$/, ""));
+  const from = scopeStart(lines, opts.scope ?? "last-entry");
+  const problems = [];
+  const placeholderLines = /* @__PURE__ */ new Set();
+  for (let i2 = from; i2 < lines.length; i2++) {
+    const stripped = lines[i2].trim();
+    if (PLACEHOLDERS2.includes(stripped)) {
+      placeholderLines.add(i2);
+      problems.push({
+        line: i2 + 1,
+        severity: "error",
+        rule: "placeholder",
+        message: `placeholder "${stripped}": the commit must be stamped`
+      });
+    }
+  }
+  if (!opts.allowNonMonotonic) problems.push(...headingOrderProblems(lines));
+  for (const entry of entriesFrom(lines, from))
+    problems.push(...checkEntry(lines, entry, opts, placeholderLines));
+  return problems.sort((a2, b) => a2.line - b.line);
+}
+function formatProblem(file, p) {
+  return `${file}:${p.line}: ${p.severity}: ${p.message} [${p.rule}]`;
+}
+
+// src/report/pr.ts
+var MEASURED = ["improved", "no-change", "regressed", "needs-human"];
+function verdictLabelName(verdict) {
+  return `${MANAGED_LABEL_PREFIX}${verdict}`;
+}
+function pullRequestLabels(evidence) {
+  return evidence.verdict ? [verdictLabelName(evidence.verdict)] : [];
+}
+function pullRequestTitle(evidence) {
+  const subject = withoutControls(subjectOf(evidence));
+  const change = measuredChange(evidence);
+  if (evidence.verdict && MEASURED.includes(evidence.verdict) && change) {
+    const device = deviceLabel(evidence);
+    const prefix = `perf(${evidence.target}): `;
+    const suffix = ` (${change.text}${device ? ` on ${device}` : ""})`;
+    const room = TITLE_CAP_CHARS - prefix.length - suffix.length;
+    if (room >= 8) return `${prefix}${truncateText(subject, room)}${suffix}`;
+  }
+  const verdict = evidence.verdict ?? (evidence.dryRun ? "dry run" : "pending");
+  return capTitle(`[${verdict}] ${evidence.target}: ${subject}`).text;
+}
+function reproduceCommands(evidence, remote = "origin") {
+  const candidate = evidence.candidate;
+  if (!candidate) return [`# the agent made no commit; nothing to reproduce (base ${evidence.base.commit})`];
+  const backend = evidence.provenance.backend ? ` --backend ${evidence.provenance.backend.backend}` : "";
+  const on6 = `--target ${evidence.target}${backend}`;
+  const cmds = [`git fetch ${remote} ${candidate.branch}`, `hillclimb test ${on6} --ref ${candidate.commit}`];
+  const accelerator = evidence.gates.accelerator;
+  if (accelerator && accelerator.status !== "skipped") {
+    cmds.push(`hillclimb test ${on6} --ref ${candidate.commit} --accelerator`);
+  }
+  if (evidence.measurement) {
+    const profiled = evidence.profile !== void 0 && evidence.profile.status !== "skipped";
+    cmds.push(
+      `hillclimb measure ${on6} --base ${evidence.base.commit} --head ${candidate.commit}${profiled ? "" : " --no-profile"}`
+    );
+  }
+  return cmds;
+}
+function whatChanged(evidence) {
+  const lines = ["### What changed (the agent\u2019s words)"];
+  const result = evidence.agent?.result;
+  if (result) {
+    lines.push(
+      agentQuote([
+        ["hypothesis", result.hypothesis],
+        ["summary", result.summary],
+        ["next idea", result.next_idea]
+      ])
+    );
+    lines.push(
+      "_Quoted from the agent\u2019s result file. The harness reads no numbers from it; every number below is measured._"
+    );
+  } else {
+    const why = evidence.agent?.resultProblem ?? (evidence.agent ? `agent ${evidence.agent.status}` : "the agent did not run");
+    lines.push(`The agent left no result file (${cell(why)}).`);
+  }
+  const c3 = evidence.candidate;
+  if (c3) {
+    const paths = c3.changedPaths.map(code).join(", ");
+    lines.push(
+      `Commit ${code(shortSha(c3.commit))} \u201C${cell(subjectOf(evidence))}\u201D on ${code(c3.branch)}, ${plural(c3.commits.length, "commit")} on top of champion ${code(shortSha(evidence.base.commit))}; changed: ${paths || "nothing"}.`
+    );
+  }
+  return lines.join("\n\n");
+}
+function verdictSection(evidence) {
+  const lines = [`### Verdict: ${verdictLabel(evidence)}`];
+  if (evidence.verdict) lines.push(`_${VERDICT_DESCRIPTIONS[evidence.verdict]}._`);
+  const reasons = verdictReasons(evidence);
+  if (reasons.length > 0) lines.push(reasons.map((r) => `- ${cell(r)}`).join("\n"));
+  if (evidence.stoppedAt && evidence.stoppedAt !== "decide")
+    lines.push(`Evaluation stopped at ${code(evidence.stoppedAt)}.`);
+  return lines.join("\n\n");
+}
+function evidenceSection(evidence) {
+  const lines = ["### Evidence", checksSection(evidence).replace(/^#### Checks\n\n/, "")];
+  const m = evidence.measurement;
+  if (m) {
+    const medians = mediansText(m);
+    const change = measuredChange(evidence);
+    const parts = [
+      `${m.metric.label}${medians ? ` ${medians}` : ""}`,
+      change ? `${change.delta} (${change.n})` : void 0,
+      `MFU ${mfuText(evidence)}`
+    ].filter(Boolean);
+    lines.push(
+      `**Measurement:** ${cell(parts.join(", "))}. The sticky comment below has the delta table, hotspot diff and trajectory.`
+    );
+  } else {
+    lines.push("**Measurement:** not run.");
+  }
+  if (evidence.agent) {
+    lines.push(
+      `Agent ${code(evidence.agent.kind)}: ${evidence.agent.status} in ${formatDuration(evidence.agent.durationMs)} (${plural(evidence.agent.attempts, "attempt")}).`
+    );
+  }
+  return lines.join("\n\n");
+}
+function reproduceSection(evidence, remote) {
+  return `### Reproduce
+
+${fenced("sh", reproduceCommands(evidence, remote).join("\n"))}`;
+}
+function bundleSection(evidence) {
+  const key = `${bundleKey(evidence)}/evidence.json`;
+  const url = evidence.publish?.bundleUrl;
+  const perfetto = evidence.publish?.perfettoUrl ? ` \xB7 ${link("trace in Perfetto", evidence.publish.perfettoUrl)}` : "";
+  return `### Evidence bundle
+
+${url ? link(key, url) : code(key)}${perfetto}`;
+}
+function renderPullRequest(evidence, opts = {}) {
+  const logFile = opts.logFile ?? "docs/hillclimb-log.md";
+  const parts = [
+    { key: "headline", variants: [`## ${cell(headline(evidence))}`] },
+    { key: "what", variants: [whatChanged(evidence)] },
+    { key: "verdict", variants: [verdictSection(evidence)] },
+    { key: "evidence", variants: [evidenceSection(evidence)] },
+    { key: "reproduce", variants: [reproduceSection(evidence, opts.remote ?? "origin")] },
+    { key: "bundle", variants: [bundleSection(evidence)] },
+    {
+      key: "log",
+      variants: opts.logEntry ? [
+        `### Log entry
+
+${details(`${logFile}`, opts.logEntry.trim())}`,
+        `### Log entry
+
+See ${code(logFile)} in this branch.`
+      ] : []
+    }
+  ];
+  const fit = fitParts(parts, ["log"], opts.maxChars ?? BODY_CAP_CHARS, {
+    where: "The evidence bundle has the full record."
+  });
+  return {
+    title: pullRequestTitle(evidence),
+    body: fit.text,
+    labels: pullRequestLabels(evidence),
+    truncated: fit.truncated
+  };
 }
 
 // src/loop/state/bundle.ts
@@ -82995,10 +83345,18 @@ var ChampionFailure = class extends HillclimbError {
     super(message, { ...opts, exitCode: ExitCode2.badInput });
   }
 };
-var PROGRAM_ERRORS = /^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\b/m;
+var PROGRAM_ERROR_NAMES = "(?:[\\w.]+\\.)?(?:ModuleNotFoundError|ImportError|SyntaxError|IndentationError|NameError|AttributeError|TypeError|KeyError|IndexError|ValueError|AssertionError|JSONDecodeError|ZeroDivisionError|NotImplementedError|UnboundLocalError)\\b";
+var PROGRAM_ERRORS = new RegExp(`^${PROGRAM_ERROR_NAMES}`, "m");
 function isProgramError(log) {
   const at = log.lastIndexOf("Traceback (most recent call last):");
   return at !== -1 && PROGRAM_ERRORS.test(log.slice(at));
+}
+var EXPORT_MISTAKES = new RegExp(
+  `^export: failed: .*(?:could not be exported: ${PROGRAM_ERROR_NAMES}|the export never imported it|outside the tree under test|changed global state)`,
+  "m"
+);
+function isExportMistake(log) {
+  return EXPORT_MISTAKES.test(log);
 }
 var Interrupted = class extends HillclimbError {
   name = "Interrupted";
@@ -83011,8 +83369,8 @@ function backoffMs(baseSeconds, attempt2) {
 }
 
 // src/loop/steps/gates.ts
-import { existsSync as existsSync21, rmSync as rmSync20 } from "node:fs";
-import { join as join32 } from "node:path";
+import { existsSync as existsSync22, rmSync as rmSync21 } from "node:fs";
+import { join as join34 } from "node:path";
 
 // src/loop/state/worktrees.ts
 import { existsSync as existsSync19, readdirSync as readdirSync12, rmSync as rmSync18 } from "node:fs";
@@ -83040,6 +83398,103 @@ async function worktreeAt(ctx, path6, commit2) {
   return Git.create(path6);
 }
 
+// src/loop/steps/champion-programs.ts
+import { createHash as createHash10 } from "node:crypto";
+import { cpSync as cpSync2, existsSync as existsSync21, mkdirSync as mkdirSync22, readdirSync as readdirSync14, readFileSync as readFileSync25, rmSync as rmSync20 } from "node:fs";
+import { join as join33, relative as relative7 } from "node:path";
+
+// src/loop/state/history.ts
+import { join as join31 } from "node:path";
+var HISTORY_FILE = "history.jsonl";
+function historyFile(stateDir) {
+  return join31(stateDir, HISTORY_FILE);
+}
+function appendHistory(stateDir, row) {
+  appendLineDurable(historyFile(stateDir), JSON.stringify(row));
+}
+function readHistory(stateDir, target) {
+  const { rows } = readJsonLines(historyFile(stateDir));
+  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target === void 0 || r.target === target));
+}
+function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date(), kept) {
+  const m = ev.measurement;
+  const c3 = m?.comparison;
+  const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
+  const levels = m?.levels ? historyLevels(m.levels) : void 0;
+  return {
+    schema: HISTORY_SCHEMA,
+    at: now.toISOString(),
+    runId: ev.runId,
+    iteration: ev.iteration,
+    ...ev.slot ? { slot: ev.slot.index } : {},
+    target: ev.target,
+    verdict: ev.verdict ?? "error",
+    reason: ev.verdictReasons[0] ?? "",
+    baseCommit: ev.base.commit,
+    candidateCommit: ev.candidate?.commit ?? null,
+    subject: ev.candidate?.subject ?? null,
+    branch: ev.candidate?.branch ?? null,
+    ...ev.guard?.change ? { change: ev.guard.change } : {},
+    ...ev.agent?.result?.hypothesis ? { hypothesis: oneLine3(ev.agent.result.hypothesis, 300) } : {},
+    metric,
+    a: c3?.a.median ?? null,
+    b: c3?.b.median ?? null,
+    nA: m?.runs.filter((r) => r.arm === "A").length ?? 0,
+    nB: m?.runs.filter((r) => r.arm === "B").length ?? 0,
+    ratio: c3?.ratio ?? null,
+    ciLow: c3?.ci?.lo ?? null,
+    ciHigh: c3?.ci?.hi ?? null,
+    mde: c3?.mde ?? null,
+    mfuA: m?.mfu.a ?? null,
+    mfuB: m?.mfu.b ?? null,
+    ...levels && anyLevelMeasured(levels) ? { levels } : {},
+    championAfter: championAfter2,
+    ...kept ? { programs: kept } : {},
+    harnessHash: ev.provenance.harnessHash ?? null,
+    configHash: ev.provenance.configHash,
+    device: m?.device?.kind ?? null,
+    backend: ev.provenance.backend?.backend ?? null,
+    versions: m?.versions ?? {},
+    prUrl: ev.publish?.prUrl ?? null,
+    evidenceUrl: ev.publish?.bundleUrl ?? null
+  };
+}
+function historyLevels(l) {
+  const pair = (c3) => ({
+    a: c3?.a ?? null,
+    b: c3?.b ?? null
+  });
+  return {
+    kernelMs: pair(l.kernel.time),
+    kernelMfu: pair(l.kernel.mfu),
+    stepMs: pair(l.model?.time),
+    modelMfu: pair(l.model?.mfu),
+    peak: l.peak?.source ?? null
+  };
+}
+function anyLevelMeasured(l) {
+  return [l.kernelMs, l.kernelMfu, l.stepMs, l.modelMfu].some((p) => p.a !== null || p.b !== null);
+}
+function championMeasurement(rows, champion) {
+  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
+    const r = rows[i2];
+    if (r.baseCommit === champion && r.a !== null) return { value: r.a, mfu: r.mfuA, row: r, as: "A" };
+    if (r.championAfter === champion && r.candidateCommit !== null && r.b !== null && r.verdict === "improved") {
+      return { value: r.b, mfu: r.mfuB, row: r, as: "B" };
+    }
+  }
+  return void 0;
+}
+function oneLine3(text3, max) {
+  const line = text3.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
+}
+
+// src/loop/steps/programs.ts
+import { createHash as createHash9, randomBytes as randomBytes3 } from "node:crypto";
+import { cpSync, existsSync as existsSync20, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync19, writeFileSync as writeFileSync11 } from "node:fs";
+import { join as join32, relative as relative6 } from "node:path";
+
 // src/loop/steps/naming.ts
 function iterationBranch(ctx, key) {
   const k = typeof key === "number" ? { iteration: key } : key;
@@ -83058,10 +83513,59 @@ function jobId(runId, key, ...parts) {
   return [runId, iterationDirName(key), ...parts.map(String)].join("-").replace(/[^A-Za-z0-9._-]/g, "_");
 }
 
+// src/loop/steps/target-mistakes.ts
+var README = 'packages/hillclimb-bench/README.md, "A target in thirty lines"';
+var KERNEL_LOADED = "the code under test is loaded in the verifier";
+function missingModule(log) {
+  const names = [...log.matchAll(/No module named '([\w.]+)'/g)];
+  return names.at(-1)?.[1];
+}
+function folderHolding(module2, files) {
+  const names = module2.split(".");
+  const last = names.length - 1;
+  let best;
+  for (const file of files) {
+    const parts = file.split("/");
+    for (let at = 0; at + last < parts.length; at++) {
+      const end = parts[at + last];
+      const holds = names.slice(0, last).every((n2, i2) => parts[at + i2] === n2) && (end === `${names[last]}.py` || end === names[last] && at + last < parts.length - 1);
+      if (holds && (best === void 0 || at < best.length)) best = parts.slice(0, at);
+    }
+  }
+  return best === void 0 ? void 0 : best.join("/") || ".";
+}
+function moduleFile(module2, files) {
+  const path6 = module2.replace(/\./g, "/");
+  const candidates = [`${path6}.py`, `${path6}/__main__.py`];
+  return files.find((f) => candidates.some((c3) => f === c3 || f.endsWith(`/${c3}`))) ?? candidates[0];
+}
+function targetModuleHint(process10, log, facts) {
+  const file = moduleFile(facts.module, facts.files);
+  const insideKernel = `import the kernel only inside kernel(), which only the export step calls (${README})`;
+  if (process10 === "verify" && log.includes(KERNEL_LOADED)) {
+    return `${file} imports the kernel where the verifier runs it (at the module's top): ${insideKernel}`;
+  }
+  const missing = missingModule(log);
+  if (missing === void 0) return void 0;
+  const folder = folderHolding(missing, facts.files);
+  if (folder === void 0) {
+    const top = missing.split(".")[0];
+    if (top !== missing && folderHolding(top, facts.files) !== void 0) {
+      return `${missing} is not in the committed tree, though ${top} is: commit its file (git add)`;
+    }
+    return `${missing} is neither in the tree nor installed in .venv: list the package that provides it in ${facts.requirements} (paths.requirements) and run hillclimb setup`;
+  }
+  if (process10 !== "export") {
+    return `${file} imports ${missing} at its top, but the ${process10} step runs without the kernel's code (the editable paths) and its source_roots: ${insideKernel}`;
+  }
+  if (folder === ".") return void 0;
+  return `${missing} is under ${folder}/, which the export does not put on sys.path: list that folder in the target's source_roots (hb.Kernel(..., source_roots=("${folder}",)) in ${file}; ${README})`;
+}
+function kernelLoadedInVerifier(log) {
+  return log.includes(KERNEL_LOADED);
+}
+
 // src/loop/steps/programs.ts
-import { createHash as createHash9, randomBytes as randomBytes3 } from "node:crypto";
-import { cpSync, existsSync as existsSync20, mkdirSync as mkdirSync21, readdirSync as readdirSync13, readFileSync as readFileSync24, rmSync as rmSync19, writeFileSync as writeFileSync11 } from "node:fs";
-import { join as join31, relative as relative6 } from "node:path";
 var MINUTE_MS = 6e4;
 var PLATFORMS = ["cpu", "tpu"];
 var VERIFIER_PROGRAMS_DIR = ".hillclimb-programs";
@@ -83102,7 +83606,7 @@ async function requestPlan(ctx, ev, o2) {
   const draw = iterationDraw(ev);
   const p = ctx.target.programs;
   const key = createHash9("sha256").update(JSON.stringify([o2.harness, o2.platform, draw, o2.backend.info().description, p.module, p.args])).digest("hex").slice(0, 20);
-  const file = join31(ctx.runDir, "requests", `${key}.json`);
+  const file = join32(ctx.runDir, "requests", `${key}.json`);
   const made = await onceAtATime(file, () => writePlan(ctx, ev, o2, { file, key, draw }));
   if ("gates" in ev) ev.requests = { ...ev.requests, [made.platform]: { draw, versions: made.versions } };
   return made;
@@ -83110,7 +83614,7 @@ async function requestPlan(ctx, ev, o2) {
 async function writePlan(ctx, ev, o2, { file, key, draw }) {
   const p = ctx.target.programs;
   if (!existsSync20(file)) {
-    const log = join31(ctx.runDir, "requests", `${key}.log`);
+    const log = join32(ctx.runDir, "requests", `${key}.log`);
     const tree = await oneAtATime(() => verifierTree(ctx, o2.harness, `requests-${key.slice(0, 8)}`, {}));
     const result = await o2.backend.run({
       id: jobId(ctx.runId, ev, "requests", o2.platform, Date.now()),
@@ -83137,7 +83641,7 @@ async function writePlan(ctx, ev, o2, { file, key, draw }) {
     }).finally(() => oneAtATime(() => removeExportTree(ctx, tree)));
     if (result.killedBy === "abort") throw new Interrupted("requests cancelled");
     if (ctx.dryRun && result.infraError?.startsWith("dry run")) {
-      mkdirSync21(join31(ctx.runDir, "requests"), { recursive: true });
+      mkdirSync21(join32(ctx.runDir, "requests"), { recursive: true });
       writeFileSync11(`${file}.dry-run`, `${JSON.stringify({ schema: REQUESTS_SCHEMA, requests: [] })}
 `);
       return { platform: o2.platform, draw, file: `${file}.dry-run`, keys: [], versions: {} };
@@ -83147,8 +83651,9 @@ async function writePlan(ctx, ev, o2, { file, key, draw }) {
       const why = `the target module's requests step (${p.module}) exited ${result.exitCode}: ${lastErrorLine(log) ?? `see ${log}`}`;
       const text3 = existsSync20(log) ? readFileSync24(log, "utf8") : "";
       if (result.exitCode === 2 || isProgramError(text3)) {
+        const mistake = await mistakeHint(ctx, "requests", text3, o2.harness);
         throw new ChampionFailure(why, {
-          hint: `the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`
+          hint: `${mistake ? `${mistake}; ` : ""}the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`
         });
       }
       throw new InfraFailure(why, { hint: `check the machine; the step's log: ${log}` });
@@ -83177,14 +83682,14 @@ function readPlan(file, platform3, draw) {
   return { platform: platform3, draw, file, keys, versions };
 }
 async function exportTree(ctx, commit2, plan) {
-  const path6 = join31(ctx.runDir, "worktrees", `export-${randomBytes3(6).toString("hex")}`);
+  const path6 = join32(ctx.runDir, "worktrees", `export-${randomBytes3(6).toString("hex")}`);
   const wt = await worktreeAt(ctx, path6, commit2);
-  rmSync19(join31(wt.root, ctx.config.paths.log_file), { force: true });
+  rmSync19(join32(wt.root, ctx.config.paths.log_file), { force: true });
   writeRequestFile(wt.root, plan);
   return wt.root;
 }
 function writeRequestFile(root, plan) {
-  const file = join31(root, REQUEST_FILE);
+  const file = join32(root, REQUEST_FILE);
   rmSync19(file, { force: true, recursive: true });
   writeFileSync11(file, readFileSync24(plan.file), { flag: "wx" });
 }
@@ -83266,13 +83771,26 @@ async function exportPrograms(ctx, ev, o2) {
   const failed = (reason) => ({ status: "failed", reason, ...done });
   if (result.killedBy) return failed(`the export timed out after ${ctx.target.programs.timeout_minutes} min`);
   if (result.exitCode !== 0) {
+    const mistake = await mistakeHint(ctx, "export", readLog(o2.logFile), o2.commit);
     return failed(
-      `the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}`
+      `the export exited ${result.exitCode}: ${lastErrorLine(o2.logFile) ?? `see ${o2.record.logFile}`}${mistake ? `; ${mistake}` : ""}`
     );
   }
-  if (!existsSync20(join31(o2.dest, "manifest.json")))
+  if (!existsSync20(join32(o2.dest, "manifest.json")))
     return failed("the export wrote no programs (no manifest.json)");
   return { status: "passed", ...done };
+}
+async function mistakeHint(ctx, process10, log, commit2) {
+  if (missingModule(log) === void 0 && !kernelLoadedInVerifier(log)) return void 0;
+  const files = (await ctx.git.listFiles(commit2)).map((f) => f.path);
+  return targetModuleHint(process10, log, {
+    module: ctx.target.programs.module,
+    files,
+    requirements: ctx.config.paths.requirements
+  });
+}
+function readLog(file) {
+  return existsSync20(file) ? readFileSync24(file, "utf8") : "";
 }
 function lastErrorLine(logFile) {
   return tellingLogLine(logFile, {
@@ -83282,7 +83800,7 @@ function lastErrorLine(logFile) {
   })?.slice(0, 800);
 }
 function verifierTreePath(ctx, commit2, name) {
-  return join31(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
+  return join32(ctx.runDir, "worktrees", `verifier-${commit2.slice(0, 12)}-${name}`);
 }
 var repositoryQueue = Promise.resolve();
 function oneAtATime(fn) {
@@ -83302,18 +83820,18 @@ async function verifierTree(ctx, commit2, name, programs) {
   const path6 = verifierTreePath(ctx, commit2, name);
   const wt = await worktreeAt(ctx, path6, commit2);
   for (const { path: file } of await wt.listFiles(commit2)) {
-    if (matchAny(ctx.target.editable, file)) rmSync19(join31(wt.root, file), { force: true });
+    if (matchAny(ctx.target.editable, file)) rmSync19(join32(wt.root, file), { force: true });
   }
-  const into = join31(wt.root, VERIFIER_PROGRAMS_DIR);
+  const into = join32(wt.root, VERIFIER_PROGRAMS_DIR);
   rmSync19(into, { recursive: true, force: true });
-  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join31(into, arm));
+  for (const [arm, dir] of Object.entries(programs)) copyProgramFiles(dir, join32(into, arm));
   return wt.root;
 }
 function copyProgramFiles(from, dest) {
   mkdirSync21(dest, { recursive: true });
   for (const entry of readdirSync13(from, { withFileTypes: true })) {
     if (entry.isFile() && PROGRAM_FILE.test(entry.name))
-      cpSync(join31(from, entry.name), join31(dest, entry.name));
+      cpSync(join32(from, entry.name), join32(dest, entry.name));
   }
 }
 var VerifierFailed = class extends Error {
@@ -83386,9 +83904,15 @@ async function runVerifier(ctx, ev, o2) {
     throw new VerifierCrashed(fault, result.exitCode, lastErrorLine(o2.logFile) ?? `see ${log}`);
   }
   if (result.exitCode !== 0 || !existsSync20(o2.sessionFile)) {
-    throw new InfraFailure(
-      `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`
-    );
+    const why = `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`;
+    const text3 = readLog(o2.logFile);
+    if (kernelLoadedInVerifier(text3) || isProgramError(text3) && missingModule(text3) !== void 0) {
+      const mistake = await mistakeHint(ctx, "verify", text3, o2.harness);
+      throw new ChampionFailure(why, {
+        hint: `${mistake ? `${mistake}; ` : ""}the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}); fix it, commit, and run again (the whole log: ${o2.logFile})`
+      });
+    }
+    throw new InfraFailure(why);
   }
   try {
     return { session: await readSession(o2.sessionFile), durationMs: result.durationMs };
@@ -83404,6 +83928,305 @@ var ProgramFiles = {
 };
 function bundlePrograms(bundle, arm, platform3) {
   return bundle.path(ProgramFiles.dir(arm, platform3));
+}
+
+// src/loop/steps/champion-programs.ts
+var SOURCES = [
+  "kept",
+  "stored",
+  "exported-checked",
+  "exported-unverified",
+  "exported"
+];
+var RECORD = "kept.json";
+var KEPT_FILE = /^(kept\.json|manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
+function keptTreePrefix(target, tree) {
+  return `programs/${target}/${tree}`;
+}
+function cacheRoot(stateDir) {
+  return join33(stateDir, "cache", "programs");
+}
+async function codeIdentity(git2, target, logFile, commit2) {
+  const files = await git2.listFiles(commit2);
+  const hash3 = (list) => createHash10("sha256").update(list.map((f) => `${f.path} ${f.blob}
+`).join("")).digest("hex");
+  const paths = [...target.editable, ...target.protected];
+  return {
+    tree: hash3(files.filter((f) => f.path !== logFile)),
+    code: hash3(files.filter((f) => matchAny(paths, f.path)))
+  };
+}
+var BYTES_VERSIONS = ["jax", "jaxlib", "hillclimb-bench"];
+function sameBytesVersions(a2, b) {
+  return BYTES_VERSIONS.every((k) => (a2[k] ?? "") === (b[k] ?? ""));
+}
+function keptPlace(stateDir, target, o2) {
+  const p = target.programs;
+  const key = createHash10("sha256").update(
+    JSON.stringify([
+      target.name,
+      p.module,
+      p.args,
+      o2.platform,
+      ...BYTES_VERSIONS.map((k) => o2.versions[k] ?? ""),
+      o2.tree
+    ])
+  ).digest("hex").slice(0, 24);
+  return {
+    key,
+    dir: join33(cacheRoot(stateDir), key),
+    storePrefix: `${keptTreePrefix(target.name, o2.tree)}/${key}`
+  };
+}
+async function keptKey(ctx, commit2, platform3, versions) {
+  const id = await codeIdentity(ctx.git, ctx.target, ctx.config.paths.log_file, commit2);
+  return { ...id, ...keptPlace(ctx.stateDir, ctx.target, { tree: id.tree, platform: platform3, versions }) };
+}
+function programHashes(dir, keys) {
+  const out = {};
+  for (const key of keys) {
+    const file = join33(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, "_")}.jaxexport`);
+    if (existsSync21(file)) out[key] = sha256File(file);
+  }
+  return out;
+}
+function championExportFailure(ctx, message, log) {
+  const text3 = readText(log);
+  if (isProgramError(text3) || isExportMistake(text3)) {
+    return new ChampionFailure(message, {
+      hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run again (the whole log: ${log})`
+    });
+  }
+  return new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
+}
+function readText(file) {
+  try {
+    return readFileSync25(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
+  if (!existsSync21(join33(from, "manifest.json"))) return void 0;
+  const keys = Object.keys(o2.measured);
+  const found = programHashes(from, keys);
+  if (keys.length === 0 || keys.some((k) => found[k] !== o2.measured[k])) {
+    ctx.logger.warn(
+      `the programs in ${from} are not the ones measured: the new champion's programs are not kept (it will be exported again)`
+    );
+    return void 0;
+  }
+  const kept = await keptKey(ctx, commit2, platform3, o2.versions);
+  const record2 = {
+    tree: kept.tree,
+    code: kept.code,
+    platform: platform3,
+    versions: { ...o2.versions },
+    sha256: { ...o2.measured }
+  };
+  rmSync20(kept.dir, { recursive: true, force: true });
+  copyProgramFiles(from, kept.dir);
+  note(kept.dir, "kept", record2);
+  await toStore(ctx, kept, record2);
+  return record2;
+}
+async function championPrograms(ctx, ev, commit2, plan) {
+  const kept = await keptKey(ctx, commit2, plan.platform, plan.versions);
+  return onceAtATime(kept.dir, () => findOrExport(ctx, ev, commit2, plan, kept));
+}
+async function findOrExport(ctx, ev, commit2, plan, kept) {
+  const { key, dir, storePrefix } = kept;
+  const { platform: platform3 } = plan;
+  if (existsSync21(join33(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
+  if (await fromStore(ctx, storePrefix, dir)) return { dir, source: note(dir, "stored") };
+  const log = join33(cacheRoot(ctx.stateDir), `${key}.log`);
+  const exported = await exportPrograms(ctx, ev, {
+    backend: ctx.backend,
+    commit: commit2,
+    plan,
+    dest: dir,
+    logFile: log,
+    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
+    name: `A-${platform3}`,
+    step: "measure"
+  });
+  if (exported.status === "failed") {
+    rmSync20(dir, { recursive: true, force: true });
+    throw championExportFailure(
+      ctx,
+      `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`,
+      log
+    );
+  }
+  const known = recordsFor(ctx, kept, platform3);
+  const won = known.find((r) => sameBytesVersions(r.versions, plan.versions));
+  if (won) {
+    const now = programHashes(dir, Object.keys(won.sha256));
+    const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
+    if (differ.length > 0) {
+      rmSync20(dir, { recursive: true, force: true });
+      throw new ChampionFailure(
+        `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
+        {
+          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs (files outside the target's editable and protected paths that changed since it won count too); the export's log: ${log}`
+        }
+      );
+    }
+    return { dir, source: note(dir, "exported-checked") };
+  }
+  if (known.length > 0) {
+    ctx.logger.warn(
+      `the champion (${commit2.slice(0, 12)}) won under ${versionsText2(known[0].versions)}, exported now under ${versionsText2(plan.versions)}: its programs cannot be checked against the ones it won with; an improvement over them needs a person`
+    );
+    return { dir, source: note(dir, "exported-unverified") };
+  }
+  await toStore(ctx, kept);
+  return { dir, source: note(dir, "exported") };
+}
+function versionsText2(v) {
+  return BYTES_VERSIONS.map((k) => `${k} ${v[k] ?? "?"}`).join(", ");
+}
+function recordsFile(stateDir) {
+  return join33(cacheRoot(stateDir), "records.jsonl");
+}
+function recordsFor(ctx, kept, platform3) {
+  const rows = readHistory(ctx.stateDir, ctx.target.name).flatMap(
+    (r) => r.programs ? [r.programs] : []
+  );
+  const handed = readJsonLines(recordsFile(ctx.stateDir)).rows.flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  const beside = parseRecord(readText(`${kept.dir}.${RECORD}`));
+  return [...rows, ...handed, ...beside ? [beside] : []].reverse().filter(
+    (r) => r.platform === platform3 && (r.tree === kept.tree || r.code !== void 0 && r.code === kept.code)
+  );
+}
+function installRecords(stateDir, logger, json) {
+  let list;
+  try {
+    list = JSON.parse(json);
+  } catch {
+    logger.warn("the kept-records input is not JSON: ignored");
+    return 0;
+  }
+  const records = (Array.isArray(list) ? list : []).flatMap((r) => {
+    const parsed = parseRecord(JSON.stringify(r));
+    return parsed ? [parsed] : [];
+  });
+  mkdirSync22(cacheRoot(stateDir), { recursive: true });
+  for (const r of records) appendLineDurable(recordsFile(stateDir), JSON.stringify(r));
+  return records.length;
+}
+async function toStore(ctx, kept, record2) {
+  try {
+    await ctx.store.putDir(kept.storePrefix, kept.dir);
+    if (record2) await ctx.store.put(`${kept.storePrefix}/${RECORD}`, `${kept.dir}.${RECORD}`);
+  } catch (e) {
+    ctx.logger.warn(`could not store the champion's programs (${kept.storePrefix}): ${errorMessage(e)}`);
+  }
+}
+function note(dir, source, record2) {
+  writeFileAtomic(`${dir}.source`, source);
+  if (record2) writeJsonAtomic(`${dir}.${RECORD}`, record2);
+  return source;
+}
+function sourceOf(dir) {
+  const text3 = readText(`${dir}.source`).trim();
+  return SOURCES.find((s) => s === text3) ?? "kept";
+}
+function parseRecord(text3) {
+  try {
+    const r = JSON.parse(text3);
+    const hashes2 = Object.values(r?.sha256 ?? {});
+    if (typeof r.tree !== "string" || typeof r.platform !== "string" || hashes2.length === 0) return void 0;
+    if (!hashes2.every((h2) => typeof h2 === "string" && /^[0-9a-f]{64}$/.test(h2))) return void 0;
+    const versions = Object.fromEntries(
+      Object.entries(r.versions ?? {}).filter((e) => typeof e[1] === "string")
+    );
+    return {
+      tree: r.tree,
+      ...typeof r.code === "string" ? { code: r.code } : {},
+      platform: r.platform,
+      versions,
+      sha256: { ...r.sha256 }
+    };
+  } catch {
+    return void 0;
+  }
+}
+async function fromStore(ctx, prefix, dir) {
+  const got = await download(ctx.store, ctx.logger, prefix, `${dir}.part`);
+  if (!got) return false;
+  rmSync20(dir, { recursive: true, force: true });
+  mkdirSync22(join33(dir, ".."), { recursive: true });
+  copyProgramFiles(`${dir}.part`, dir);
+  if (existsSync21(join33(`${dir}.part`, RECORD))) cpSync2(join33(`${dir}.part`, RECORD), `${dir}.${RECORD}`);
+  rmSync20(`${dir}.part`, { recursive: true, force: true });
+  return readdirSync14(dir).includes("manifest.json");
+}
+async function download(store, logger, prefix, dest) {
+  let keys;
+  try {
+    keys = (await store.list(`${prefix}/`)).filter((k) => KEPT_FILE.test(k.slice(k.lastIndexOf("/") + 1)));
+  } catch (e) {
+    logger.warn(`could not list the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    return false;
+  }
+  if (!keys.some((k) => k.endsWith("/manifest.json"))) return false;
+  rmSync20(dest, { recursive: true, force: true });
+  mkdirSync22(dest, { recursive: true });
+  try {
+    for (const k of keys) await store.get(k, join33(dest, k.slice(prefix.length + 1)));
+  } catch (e) {
+    logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
+    rmSync20(dest, { recursive: true, force: true });
+    return false;
+  }
+  return true;
+}
+function listing(dir) {
+  const lines = [];
+  const walk3 = (d) => {
+    for (const e of readdirSync14(d, { withFileTypes: true }).sort((a2, b) => a2.name.localeCompare(b.name))) {
+      const p = join33(d, e.name);
+      if (e.isDirectory()) walk3(p);
+      else if (e.isFile()) lines.push(`${relative7(dir, p)} ${sha256File(p)}`);
+    }
+  };
+  walk3(dir);
+  return `${lines.sort().join("\n")}
+`;
+}
+function keptDigest(dir) {
+  return createHash10("sha256").update(listing(dir)).digest("hex");
+}
+function importKeptPrograms(stateDir, logger, from, digest) {
+  if (!existsSync21(from)) {
+    logger.warn(
+      `the champion's kept programs were not handed over (${from} is missing): it will be exported again`
+    );
+    return [];
+  }
+  const found = keptDigest(from);
+  if (found !== digest) {
+    logger.warn(
+      `the champion's kept programs in ${from} are not the ones the setup job fetched (digest ${found.slice(0, 12)}, expected ${digest.slice(0, 12)}): not used, it will be exported again`
+    );
+    return [];
+  }
+  const installed = [];
+  for (const key of readdirSync14(from).filter((k) => /^[0-9a-f]{24}$/.test(k))) {
+    const src = join33(from, key);
+    if (!existsSync21(join33(src, "manifest.json"))) continue;
+    const dir = join33(cacheRoot(stateDir), key);
+    rmSync20(dir, { recursive: true, force: true });
+    copyProgramFiles(src, dir);
+    const record2 = parseRecord(readText(join33(src, RECORD)));
+    note(dir, "stored", record2);
+    installed.push(key);
+  }
+  return installed;
 }
 
 // src/loop/steps/gates.ts
@@ -83574,7 +84397,7 @@ function checkWitness(gate, witnessed, verified) {
 async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit: commit2, plan }, gate) {
   const junitFile = bundle.path(BundleFiles.gateJunit(which2));
   const logFile = bundle.path(BundleFiles.gateLog(which2));
-  rmSync20(junitFile, { force: true });
+  rmSync21(junitFile, { force: true });
   placeRequestFile(root, plan);
   const result = await backend.run({
     id: jobId(ctx.runId, ev, `${which2}-gate`, Date.now()),
@@ -83588,7 +84411,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
     signal: ctx.signal,
     cacheKey: await ctx.git.treeHash(commit2),
     include: [REQUEST_FILE]
-  }).finally(() => rmSync20(join32(root, REQUEST_FILE), { force: true }));
+  }).finally(() => rmSync21(join34(root, REQUEST_FILE), { force: true }));
   if (result.isolation) {
     recordIsolation(ev, `${which2}-gate`, { mode: result.isolation, job: ctx.job });
   }
@@ -83602,7 +84425,7 @@ async function runSuite({ ctx, bundle, ev, which: which2, backend, root, commit:
   };
   const problems = [];
   let witness;
-  if (existsSync21(junitFile)) {
+  if (existsSync22(junitFile)) {
     try {
       const report = await readJUnitXml(junitFile);
       witness = witnessOf(report.properties);
@@ -83665,7 +84488,11 @@ async function championGate({
     step: `${which2}-gate`
   });
   if (exported.status === "failed") {
-    throw new InfraFailure(`the champion's export failed: ${exported.reason ?? "see its log"}`);
+    throw championExportFailure(
+      ctx,
+      `the champion's export failed: ${exported.reason ?? "see its log"}`,
+      bundle.path(`programs/export-A-${platform3}-probe.log`)
+    );
   }
   const name = `${which2}-gate-probe`;
   await runVerifier(ctx, ev, {
@@ -83737,92 +84564,7 @@ async function verifyPrograms({ ctx, bundle, ev, which: which2, backend, plan },
 }
 
 // src/loop/steps/guard.ts
-import { join as join34 } from "node:path";
-
-// src/loop/state/history.ts
-import { join as join33 } from "node:path";
-var HISTORY_FILE = "history.jsonl";
-function historyFile(stateDir) {
-  return join33(stateDir, HISTORY_FILE);
-}
-function appendHistory(stateDir, row) {
-  appendLineDurable(historyFile(stateDir), JSON.stringify(row));
-}
-function readHistory(stateDir, target) {
-  const { rows } = readJsonLines(historyFile(stateDir));
-  return rows.filter((r) => r.schema === HISTORY_SCHEMA && (target === void 0 || r.target === target));
-}
-function historyRow(ev, championAfter2, now = /* @__PURE__ */ new Date(), kept) {
-  const m = ev.measurement;
-  const c3 = m?.comparison;
-  const metric = m?.metric ?? { path: "", direction: "lower", label: "", unit: "" };
-  return {
-    schema: HISTORY_SCHEMA,
-    at: now.toISOString(),
-    runId: ev.runId,
-    iteration: ev.iteration,
-    ...ev.slot ? { slot: ev.slot.index } : {},
-    target: ev.target,
-    verdict: ev.verdict ?? "error",
-    reason: ev.verdictReasons[0] ?? "",
-    baseCommit: ev.base.commit,
-    candidateCommit: ev.candidate?.commit ?? null,
-    subject: ev.candidate?.subject ?? null,
-    branch: ev.candidate?.branch ?? null,
-    ...ev.guard?.change ? { change: ev.guard.change } : {},
-    ...ev.agent?.result?.hypothesis ? { hypothesis: oneLine3(ev.agent.result.hypothesis, 300) } : {},
-    metric,
-    a: c3?.a.median ?? null,
-    b: c3?.b.median ?? null,
-    nA: m?.runs.filter((r) => r.arm === "A").length ?? 0,
-    nB: m?.runs.filter((r) => r.arm === "B").length ?? 0,
-    ratio: c3?.ratio ?? null,
-    ciLow: c3?.ci?.lo ?? null,
-    ciHigh: c3?.ci?.hi ?? null,
-    mde: c3?.mde ?? null,
-    mfuA: m?.mfu.a ?? null,
-    mfuB: m?.mfu.b ?? null,
-    ...m?.levels ? { levels: historyLevels(m.levels) } : {},
-    championAfter: championAfter2,
-    ...kept ? { programs: kept } : {},
-    harnessHash: ev.provenance.harnessHash ?? null,
-    configHash: ev.provenance.configHash,
-    device: m?.device?.kind ?? null,
-    backend: ev.provenance.backend?.backend ?? null,
-    versions: m?.versions ?? {},
-    prUrl: ev.publish?.prUrl ?? null,
-    evidenceUrl: ev.publish?.bundleUrl ?? null
-  };
-}
-function historyLevels(l) {
-  const pair = (c3) => ({
-    a: c3?.a ?? null,
-    b: c3?.b ?? null
-  });
-  return {
-    kernelMs: pair(l.kernel.time),
-    kernelMfu: pair(l.kernel.mfu),
-    stepMs: pair(l.model?.time),
-    modelMfu: pair(l.model?.mfu),
-    peak: l.peak?.source ?? null
-  };
-}
-function championMeasurement(rows, champion) {
-  for (let i2 = rows.length - 1; i2 >= 0; i2--) {
-    const r = rows[i2];
-    if (r.baseCommit === champion && r.a !== null) return { value: r.a, mfu: r.mfuA, row: r, as: "A" };
-    if (r.championAfter === champion && r.candidateCommit !== null && r.b !== null && r.verdict === "improved") {
-      return { value: r.b, mfu: r.mfuB, row: r, as: "B" };
-    }
-  }
-  return void 0;
-}
-function oneLine3(text3, max) {
-  const line = text3.replace(/\s+/g, " ").trim();
-  return line.length > max ? `${line.slice(0, max - 1)}\u2026` : line;
-}
-
-// src/loop/steps/guard.ts
+import { join as join35 } from "node:path";
 var guardStep = {
   name: "guard",
   evaluation: true,
@@ -83871,6 +84613,8 @@ var guardStep = {
       base: ev.base.commit
     }) : void 0;
     if (earlier) {
+      ev.guard.allowed = false;
+      ev.guard.repeatOf = repeatName(earlier);
       return {
         status: "verdict",
         verdict: "invalid",
@@ -83880,6 +84624,8 @@ var guardStep = {
     }
     const sibling = change ? sameChangeInSearch(ctx.runDir, ev, change) : void 0;
     if (sibling !== void 0) {
+      ev.guard.allowed = false;
+      ev.guard.repeatOf = `candidate ${sibling} of this iteration`;
       return {
         status: "verdict",
         verdict: "invalid",
@@ -83900,322 +84646,27 @@ function personsChange(ctx, ev) {
 var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
 function sameChangeInSearch(runDir, ev, change) {
   for (let index = 1; index < (ev.slot?.index ?? 1); index++) {
-    const sibling = new Bundle(join34(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
+    const sibling = new Bundle(join35(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
     if (sibling.exists() && sibling.load().guard?.change === change) return index;
   }
   return void 0;
 }
-var UNTIL_THE_CHAMPION_MOVES = /* @__PURE__ */ new Set(["no-change", "screened-out"]);
 function sameChangeEarlier(rows, change, self2) {
   return rows.findLast(
-    (r) => r.change === change && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(UNTIL_THE_CHAMPION_MOVES.has(r.verdict) && r.baseCommit !== self2.base) && !(r.runId === self2.runId && r.iteration === self2.iteration)
+    (r) => r.change === change && r.baseCommit === self2.base && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(r.runId === self2.runId && r.iteration === self2.iteration)
   );
+}
+function repeatName(row) {
+  return `iteration ${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId}`;
 }
 function repeatReason(row) {
   const ratio = row.ratio === null ? "not measured" : `ratio ${row.ratio.toFixed(3)}${row.ciLow !== null && row.ciHigh !== null ? ` [${row.ciLow.toFixed(3)}, ${row.ciHigh.toFixed(3)}]` : ""}`;
-  return `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId} (${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ""}), the same change on champion ${row.baseCommit.slice(0, 12)}. Not measured again${UNTIL_THE_CHAMPION_MOVES.has(row.verdict) ? " until the champion moves" : ""}; a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.`;
+  return `${NOVELTY_REFUSAL}${row.iteration}${row.slot ? `-c${row.slot}` : ""} of run ${row.runId} (${row.verdict}, ${ratio}${row.reason ? `: ${row.reason}` : ""}), the same change on the same champion ${row.baseCommit.slice(0, 12)}. Not measured again until the champion moves; no PR is opened for it; a person who wants it measured anyway measures it as their own change: /hillclimb measure on a pull request that makes it, or hillclimb measure --base <champion> --head <commit>.`;
 }
 
 // src/loop/steps/measure.ts
 import { cpSync as cpSync3, existsSync as existsSync23, rmSync as rmSync22 } from "node:fs";
 import { join as join36 } from "node:path";
-
-// src/loop/steps/champion-programs.ts
-import { createHash as createHash10 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync22, mkdirSync as mkdirSync22, readdirSync as readdirSync14, readFileSync as readFileSync25, rmSync as rmSync21 } from "node:fs";
-import { join as join35, relative as relative7 } from "node:path";
-var SOURCES = [
-  "kept",
-  "stored",
-  "exported-checked",
-  "exported-unverified",
-  "exported"
-];
-var RECORD = "kept.json";
-var KEPT_FILE = /^(kept\.json|manifest\.json|[A-Za-z0-9._=@-]+\.jaxexport)$/;
-function keptTreePrefix(target, tree) {
-  return `programs/${target}/${tree}`;
-}
-function cacheRoot(stateDir) {
-  return join35(stateDir, "cache", "programs");
-}
-async function codeIdentity(git2, target, logFile, commit2) {
-  const files = await git2.listFiles(commit2);
-  const hash3 = (list) => createHash10("sha256").update(list.map((f) => `${f.path} ${f.blob}
-`).join("")).digest("hex");
-  const paths = [...target.editable, ...target.protected];
-  return {
-    tree: hash3(files.filter((f) => f.path !== logFile)),
-    code: hash3(files.filter((f) => matchAny(paths, f.path)))
-  };
-}
-var BYTES_VERSIONS = ["jax", "jaxlib", "hillclimb-bench"];
-function sameBytesVersions(a2, b) {
-  return BYTES_VERSIONS.every((k) => (a2[k] ?? "") === (b[k] ?? ""));
-}
-function keptPlace(stateDir, target, o2) {
-  const p = target.programs;
-  const key = createHash10("sha256").update(
-    JSON.stringify([
-      target.name,
-      p.module,
-      p.args,
-      o2.platform,
-      ...BYTES_VERSIONS.map((k) => o2.versions[k] ?? ""),
-      o2.tree
-    ])
-  ).digest("hex").slice(0, 24);
-  return {
-    key,
-    dir: join35(cacheRoot(stateDir), key),
-    storePrefix: `${keptTreePrefix(target.name, o2.tree)}/${key}`
-  };
-}
-async function keptKey(ctx, commit2, platform3, versions) {
-  const id = await codeIdentity(ctx.git, ctx.target, ctx.config.paths.log_file, commit2);
-  return { ...id, ...keptPlace(ctx.stateDir, ctx.target, { tree: id.tree, platform: platform3, versions }) };
-}
-function programHashes(dir, keys) {
-  const out = {};
-  for (const key of keys) {
-    const file = join35(dir, `${key.replace(/[^A-Za-z0-9._=-]+/g, "_")}.jaxexport`);
-    if (existsSync22(file)) out[key] = sha256File(file);
-  }
-  return out;
-}
-function readText(file) {
-  try {
-    return readFileSync25(file, "utf8");
-  } catch {
-    return "";
-  }
-}
-async function keepChampionPrograms(ctx, commit2, platform3, from, o2) {
-  if (!existsSync22(join35(from, "manifest.json"))) return void 0;
-  const keys = Object.keys(o2.measured);
-  const found = programHashes(from, keys);
-  if (keys.length === 0 || keys.some((k) => found[k] !== o2.measured[k])) {
-    ctx.logger.warn(
-      `the programs in ${from} are not the ones measured: the new champion's programs are not kept (it will be exported again)`
-    );
-    return void 0;
-  }
-  const kept = await keptKey(ctx, commit2, platform3, o2.versions);
-  const record2 = {
-    tree: kept.tree,
-    code: kept.code,
-    platform: platform3,
-    versions: { ...o2.versions },
-    sha256: { ...o2.measured }
-  };
-  rmSync21(kept.dir, { recursive: true, force: true });
-  copyProgramFiles(from, kept.dir);
-  note(kept.dir, "kept", record2);
-  await toStore(ctx, kept, record2);
-  return record2;
-}
-async function championPrograms(ctx, ev, commit2, plan) {
-  const kept = await keptKey(ctx, commit2, plan.platform, plan.versions);
-  return onceAtATime(kept.dir, () => findOrExport(ctx, ev, commit2, plan, kept));
-}
-async function findOrExport(ctx, ev, commit2, plan, kept) {
-  const { key, dir, storePrefix } = kept;
-  const { platform: platform3 } = plan;
-  if (existsSync22(join35(dir, "manifest.json"))) return { dir, source: sourceOf(dir) };
-  if (await fromStore(ctx, storePrefix, dir)) return { dir, source: note(dir, "stored") };
-  const log = join35(cacheRoot(ctx.stateDir), `${key}.log`);
-  const exported = await exportPrograms(ctx, ev, {
-    backend: ctx.backend,
-    commit: commit2,
-    plan,
-    dest: dir,
-    logFile: log,
-    record: { dir: `cache/programs/${key}`, logFile: `cache/programs/${key}.log` },
-    name: `A-${platform3}`,
-    step: "measure"
-  });
-  if (exported.status === "failed") {
-    rmSync21(dir, { recursive: true, force: true });
-    const message = `the champion's programs (${commit2.slice(0, 12)}) could not be exported: ${exported.reason}`;
-    if (isProgramError(readText(log))) {
-      throw new ChampionFailure(message, {
-        hint: `the target module (targets.${ctx.target.name}.programs.module: ${ctx.target.programs.module}) fails without any candidate; fix it, commit, and run the loop again (the whole log: ${log})`
-      });
-    }
-    throw new InfraFailure(message, { hint: `check the machine; the export's log: ${log}` });
-  }
-  const known = recordsFor(ctx, kept, platform3);
-  const won = known.find((r) => sameBytesVersions(r.versions, plan.versions));
-  if (won) {
-    const now = programHashes(dir, Object.keys(won.sha256));
-    const differ = Object.keys(won.sha256).filter((k) => now[k] !== won.sha256[k]);
-    if (differ.length > 0) {
-      rmSync21(dir, { recursive: true, force: true });
-      throw new ChampionFailure(
-        `the champion's programs (${commit2.slice(0, 12)}), exported again now, are not the ones it won with (${differ.join(", ")}): its code builds another program when it is exported again, so it cannot be timed fairly`,
-        {
-          hint: `restore its kept programs (the store's ${storePrefix}/), or review the champion's kernel for code that depends on when or how it runs (files outside the target's editable and protected paths that changed since it won count too); the export's log: ${log}`
-        }
-      );
-    }
-    return { dir, source: note(dir, "exported-checked") };
-  }
-  if (known.length > 0) {
-    ctx.logger.warn(
-      `the champion (${commit2.slice(0, 12)}) won under ${versionsText2(known[0].versions)}, exported now under ${versionsText2(plan.versions)}: its programs cannot be checked against the ones it won with; an improvement over them needs a person`
-    );
-    return { dir, source: note(dir, "exported-unverified") };
-  }
-  await toStore(ctx, kept);
-  return { dir, source: note(dir, "exported") };
-}
-function versionsText2(v) {
-  return BYTES_VERSIONS.map((k) => `${k} ${v[k] ?? "?"}`).join(", ");
-}
-function recordsFile(stateDir) {
-  return join35(cacheRoot(stateDir), "records.jsonl");
-}
-function recordsFor(ctx, kept, platform3) {
-  const rows = readHistory(ctx.stateDir, ctx.target.name).flatMap(
-    (r) => r.programs ? [r.programs] : []
-  );
-  const handed = readJsonLines(recordsFile(ctx.stateDir)).rows.flatMap((r) => {
-    const parsed = parseRecord(JSON.stringify(r));
-    return parsed ? [parsed] : [];
-  });
-  const beside = parseRecord(readText(`${kept.dir}.${RECORD}`));
-  return [...rows, ...handed, ...beside ? [beside] : []].reverse().filter(
-    (r) => r.platform === platform3 && (r.tree === kept.tree || r.code !== void 0 && r.code === kept.code)
-  );
-}
-function installRecords(stateDir, logger, json) {
-  let list;
-  try {
-    list = JSON.parse(json);
-  } catch {
-    logger.warn("the kept-records input is not JSON: ignored");
-    return 0;
-  }
-  const records = (Array.isArray(list) ? list : []).flatMap((r) => {
-    const parsed = parseRecord(JSON.stringify(r));
-    return parsed ? [parsed] : [];
-  });
-  mkdirSync22(cacheRoot(stateDir), { recursive: true });
-  for (const r of records) appendLineDurable(recordsFile(stateDir), JSON.stringify(r));
-  return records.length;
-}
-async function toStore(ctx, kept, record2) {
-  try {
-    await ctx.store.putDir(kept.storePrefix, kept.dir);
-    if (record2) await ctx.store.put(`${kept.storePrefix}/${RECORD}`, `${kept.dir}.${RECORD}`);
-  } catch (e) {
-    ctx.logger.warn(`could not store the champion's programs (${kept.storePrefix}): ${errorMessage(e)}`);
-  }
-}
-function note(dir, source, record2) {
-  writeFileAtomic(`${dir}.source`, source);
-  if (record2) writeJsonAtomic(`${dir}.${RECORD}`, record2);
-  return source;
-}
-function sourceOf(dir) {
-  const text3 = readText(`${dir}.source`).trim();
-  return SOURCES.find((s) => s === text3) ?? "kept";
-}
-function parseRecord(text3) {
-  try {
-    const r = JSON.parse(text3);
-    const hashes2 = Object.values(r?.sha256 ?? {});
-    if (typeof r.tree !== "string" || typeof r.platform !== "string" || hashes2.length === 0) return void 0;
-    if (!hashes2.every((h2) => typeof h2 === "string" && /^[0-9a-f]{64}$/.test(h2))) return void 0;
-    const versions = Object.fromEntries(
-      Object.entries(r.versions ?? {}).filter((e) => typeof e[1] === "string")
-    );
-    return {
-      tree: r.tree,
-      ...typeof r.code === "string" ? { code: r.code } : {},
-      platform: r.platform,
-      versions,
-      sha256: { ...r.sha256 }
-    };
-  } catch {
-    return void 0;
-  }
-}
-async function fromStore(ctx, prefix, dir) {
-  const got = await download(ctx.store, ctx.logger, prefix, `${dir}.part`);
-  if (!got) return false;
-  rmSync21(dir, { recursive: true, force: true });
-  mkdirSync22(join35(dir, ".."), { recursive: true });
-  copyProgramFiles(`${dir}.part`, dir);
-  if (existsSync22(join35(`${dir}.part`, RECORD))) cpSync2(join35(`${dir}.part`, RECORD), `${dir}.${RECORD}`);
-  rmSync21(`${dir}.part`, { recursive: true, force: true });
-  return readdirSync14(dir).includes("manifest.json");
-}
-async function download(store, logger, prefix, dest) {
-  let keys;
-  try {
-    keys = (await store.list(`${prefix}/`)).filter((k) => KEPT_FILE.test(k.slice(k.lastIndexOf("/") + 1)));
-  } catch (e) {
-    logger.warn(`could not list the store's kept programs (${prefix}): ${errorMessage(e)}`);
-    return false;
-  }
-  if (!keys.some((k) => k.endsWith("/manifest.json"))) return false;
-  rmSync21(dest, { recursive: true, force: true });
-  mkdirSync22(dest, { recursive: true });
-  try {
-    for (const k of keys) await store.get(k, join35(dest, k.slice(prefix.length + 1)));
-  } catch (e) {
-    logger.warn(`could not fetch the store's kept programs (${prefix}): ${errorMessage(e)}`);
-    rmSync21(dest, { recursive: true, force: true });
-    return false;
-  }
-  return true;
-}
-function listing(dir) {
-  const lines = [];
-  const walk3 = (d) => {
-    for (const e of readdirSync14(d, { withFileTypes: true }).sort((a2, b) => a2.name.localeCompare(b.name))) {
-      const p = join35(d, e.name);
-      if (e.isDirectory()) walk3(p);
-      else if (e.isFile()) lines.push(`${relative7(dir, p)} ${sha256File(p)}`);
-    }
-  };
-  walk3(dir);
-  return `${lines.sort().join("\n")}
-`;
-}
-function keptDigest(dir) {
-  return createHash10("sha256").update(listing(dir)).digest("hex");
-}
-function importKeptPrograms(stateDir, logger, from, digest) {
-  if (!existsSync22(from)) {
-    logger.warn(
-      `the champion's kept programs were not handed over (${from} is missing): it will be exported again`
-    );
-    return [];
-  }
-  const found = keptDigest(from);
-  if (found !== digest) {
-    logger.warn(
-      `the champion's kept programs in ${from} are not the ones the setup job fetched (digest ${found.slice(0, 12)}, expected ${digest.slice(0, 12)}): not used, it will be exported again`
-    );
-    return [];
-  }
-  const installed = [];
-  for (const key of readdirSync14(from).filter((k) => /^[0-9a-f]{24}$/.test(k))) {
-    const src = join35(from, key);
-    if (!existsSync22(join35(src, "manifest.json"))) continue;
-    const dir = join35(cacheRoot(stateDir), key);
-    rmSync21(dir, { recursive: true, force: true });
-    copyProgramFiles(src, dir);
-    const record2 = parseRecord(readText(join35(src, RECORD)));
-    note(dir, "stored", record2);
-    installed.push(key);
-  }
-  return installed;
-}
-
-// src/loop/steps/measure.ts
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -84479,7 +84930,6 @@ async function session(env, platform3, programs, rounds) {
     for (const arm of order) {
       const problem = addRun(env, arm, round4.metrics[arm], {
         index,
-        durationMs: run2.durationMs / rounds,
         logFile: ProgramFiles.verifyLog(name)
       });
       if (problem) return invalid(problem);
@@ -84502,7 +84952,7 @@ function addRun(env, arm, metrics, from) {
     value: null,
     mfu: null,
     exitCode: 0,
-    durationMs: from.durationMs,
+    durationMs: timedWallMs(metrics),
     metricsFile,
     logFile: from.logFile,
     session: from.index
@@ -85513,7 +85963,10 @@ async function withInfraRetries(ctx, key, work, { ev, save }, journal) {
       });
       if (attempt2 > retries) return { kind: "infra", message, attempts: attempt2 };
       const wait = backoffMs(ctx.config.loop.retry_backoff_seconds, attempt2);
-      ctx.logger.warn(`${key}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s`);
+      const hint = isHillclimbError(e) && e.hint ? ` (${e.hint})` : "";
+      ctx.logger.warn(
+        `${key}: ${message}; retry ${attempt2}/${retries} in ${Math.round(wait / 1e3)} s${hint}`
+      );
       await ctx.sleep(wait);
     }
   }
@@ -85521,6 +85974,10 @@ async function withInfraRetries(ctx, key, work, { ev, save }, journal) {
 function isInfra(e) {
   return e instanceof InfraFailure || isHillclimbError(e) && e.exitCode !== 2;
 }
+
+// src/loop/drivers/phases.ts
+import { existsSync as existsSync33 } from "node:fs";
+import { join as join43 } from "node:path";
 
 // src/loop/state/attestation.ts
 import { createHash as createHash12 } from "node:crypto";
@@ -85604,10 +86061,6 @@ function readLocalAttestation(file) {
     return void 0;
   }
 }
-
-// src/loop/drivers/phases.ts
-import { existsSync as existsSync33 } from "node:fs";
-import { join as join43 } from "node:path";
 
 // src/loop/drivers/preflight.ts
 import { existsSync as existsSync31 } from "node:fs";

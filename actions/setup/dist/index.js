@@ -35303,7 +35303,7 @@ var hillclimb_schema_default = {
         requirements: {
           type: "string",
           default: "kernels/requirements.txt",
-          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports."
+          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports. Or a pyproject.toml: its [project] dependencies, with the optional-dependency extras named in brackets (pyproject.toml[test]); the project itself is not installed."
         },
         dev_requirements: {
           type: "string",
@@ -35428,23 +35428,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join3 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join4 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join3(key), message: retired };
+      if (retired) return { keyPath: join4(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join3(key),
+        keyPath: join4(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join3(String(e.params.missingProperty)),
+        keyPath: join4(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -42454,9 +42454,12 @@ function spawnAndCollect(command, args, opts, shown) {
     let exitSignal = null;
     let settled = false;
     const timers = [];
+    let exited = false;
+    let signalled = false;
     const killGroup = (reason) => {
-      if (killedBy !== void 0 || child.pid === void 0) return;
-      killedBy = reason;
+      if (signalled || child.pid === void 0) return;
+      signalled = true;
+      if (!exited) killedBy = reason;
       signalGroup(child.pid, "SIGTERM");
       const grace = setTimeout(
         () => signalGroup(child.pid, "SIGKILL"),
@@ -42534,6 +42537,7 @@ function spawnAndCollect(command, args, opts, shown) {
     child.on("exit", (code, signal) => {
       exitCode = code;
       exitSignal = signal;
+      exited = true;
       const drain = setTimeout(() => {
         finish();
         child.stdout?.destroy();
@@ -42624,21 +42628,162 @@ function indent(text) {
 
 // src/project/python.ts
 import { createHash } from "node:crypto";
-import { existsSync as existsSync5, readdirSync as readdirSync2, readFileSync as readFileSync6, realpathSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
-import { dirname as dirname4, isAbsolute, join as join2, relative, resolve as resolve3 } from "node:path";
+import { existsSync as existsSync5, readdirSync as readdirSync2, readFileSync as readFileSync7, realpathSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { dirname as dirname4, isAbsolute, join as join3, relative, resolve as resolve3 } from "node:path";
 import { pathToFileURL } from "node:url";
 
+// src/project/requirements.ts
+import { readFileSync as readFileSync5 } from "node:fs";
+import { basename, join } from "node:path";
+var PYPROJECT = "pyproject.toml";
+var ACCEPTED = "paths.requirements takes a pip requirements file, or pyproject.toml (its [project] dependencies) with optional-dependency extras in brackets, e.g. pyproject.toml[test] (docs/setup.md)";
+function parseRequirementsSpec(spec, key = "paths.requirements") {
+  const bracket = /^(.+?)\[([^\]]*)\]$/.exec(spec);
+  const file = bracket ? bracket[1] : spec;
+  const pyproject = basename(file) === PYPROJECT;
+  const extras = bracket ? bracket[2].split(",").map((e) => e.trim()).filter((e) => e !== "") : [];
+  if (bracket && !pyproject) {
+    throw new HillclimbError(`${key}: ${spec}: extras in brackets are for a pyproject.toml only`, {
+      hint: ACCEPTED
+    });
+  }
+  const bad2 = extras.find((e) => !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(e));
+  if (bad2 !== void 0) throw new HillclimbError(`${key}: ${spec}: "${bad2}" is not an extra's name`);
+  return { file, pyproject, extras };
+}
+function requirementLines(root, spec) {
+  const s = parseRequirementsSpec(spec);
+  const text = readFileSync5(join(root, s.file), "utf8");
+  if (s.pyproject) return pyprojectRequirements(text, s.file, s.extras);
+  const table = text.split("\n").findIndex((l) => /^\s*\[\[?[A-Za-z][\w.-]*\]\]?\s*$/.test(l));
+  if (table !== -1) {
+    throw new HillclimbError(
+      `${s.file} is not a pip requirements file: line ${table + 1} is a table header (${text.split("\n")[table].trim()}), so pip would refuse it`,
+      { hint: ACCEPTED }
+    );
+  }
+  return text.split("\n");
+}
+function pyprojectRequirements(text, file, extras) {
+  const project = readProject(text);
+  const fail = (problem, hint = ACCEPTED) => new HillclimbError(`${file}: ${problem}`, { hint });
+  if (!project.found) throw fail("has no [project] table, so it names no dependencies");
+  if (project.dynamic.includes("dependencies") || project.dynamic.includes("optional-dependencies")) {
+    throw fail(
+      `its dependencies are dynamic (project.dynamic: ${project.dynamic.join(", ")}): only its build backend can read them`,
+      "list them in a requirements file and set paths.requirements to it"
+    );
+  }
+  if (project.inlineExtras) {
+    throw fail(
+      "project.optional-dependencies is an inline table, which hillclimb does not read",
+      "write it as a [project.optional-dependencies] table"
+    );
+  }
+  const name = project.name?.toLowerCase().replace(/[-_.]+/g, "-");
+  const out = [...project.dependencies];
+  const seen = /* @__PURE__ */ new Set();
+  const addExtra = (extra) => {
+    if (seen.has(extra)) return;
+    seen.add(extra);
+    const reqs = project.extras.get(extra);
+    if (reqs === void 0) {
+      const known = [...project.extras.keys()].sort();
+      throw fail(
+        `has no optional-dependencies extra "${extra}" (it has: ${known.join(", ") || "none"})`,
+        `name one of them in paths.requirements, e.g. ${file}[${known[0] ?? "test"}], or add it to [project.optional-dependencies]`
+      );
+    }
+    for (const r of reqs) {
+      const self = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*\[([^\]]*)\]\s*$/.exec(r);
+      if (self && name !== void 0 && self[1].toLowerCase().replace(/[-_.]+/g, "-") === name) {
+        for (const e of self[2].split(",")) addExtra(e.trim());
+      } else out.push(r);
+    }
+  };
+  for (const e of extras) addExtra(e);
+  return out;
+}
+function readProject(text) {
+  const out = {
+    found: false,
+    dependencies: [],
+    dynamic: [],
+    extras: /* @__PURE__ */ new Map(),
+    inlineExtras: false
+  };
+  let table = "";
+  let at = 0;
+  while (at < text.length) {
+    const lineEnd = text.indexOf("\n", at) === -1 ? text.length : text.indexOf("\n", at);
+    const line = text.slice(at, lineEnd).trim();
+    const header = /^\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/.exec(line);
+    if (header) {
+      table = header[1].replace(/\s*\.\s*/g, ".").replace(/"/g, "");
+      if (table === "project") out.found = true;
+      at = lineEnd + 1;
+      continue;
+    }
+    const kv = /^("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*=\s*/.exec(line);
+    if (!kv || table !== "project" && table !== "project.optional-dependencies") {
+      at = lineEnd + 1;
+      continue;
+    }
+    const key = kv[1].replace(/^["']|["']$/g, "");
+    const start = at + text.slice(at, lineEnd).indexOf(line) + kv[0].length;
+    const [value, end] = readValue(text, start);
+    at = text.indexOf("\n", end) === -1 ? text.length : text.indexOf("\n", end) + 1;
+    if (table === "project.optional-dependencies") {
+      if (value !== "other") out.extras.set(key, value);
+    } else if (key === "dependencies" && value !== "other") out.dependencies = value;
+    else if (key === "dynamic" && value !== "other") out.dynamic = value;
+    else if (key === "optional-dependencies") out.inlineExtras = true;
+    else if (key === "name") out.name = /^\s*["']([^"']+)["']/.exec(text.slice(start))?.[1];
+  }
+  return out;
+}
+function readValue(text, i2) {
+  if (text[i2] !== "[") return ["other", i2];
+  const items = [];
+  let j = i2 + 1;
+  while (j < text.length) {
+    const c3 = text[j];
+    if (c3 === "]") return [items, j + 1];
+    if (c3 === "#") {
+      j = text.indexOf("\n", j) === -1 ? text.length : text.indexOf("\n", j);
+    } else if (c3 === '"' || c3 === "'") {
+      const [s, after] = readString(text, j);
+      items.push(s);
+      j = after;
+    } else if (/[\s,]/.test(c3)) j++;
+    else return ["other", j];
+  }
+  return ["other", j];
+}
+function readString(text, i2) {
+  const quote = text[i2];
+  let out = "";
+  let j = i2 + 1;
+  while (j < text.length && text[j] !== quote) {
+    if (quote === '"' && text[j] === "\\" && j + 1 < text.length) {
+      out += text[j + 1];
+      j += 2;
+    } else out += text[j++];
+  }
+  return [out, j + 1];
+}
+
 // src/project/root.ts
-import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
-import { dirname as dirname3, join, resolve as resolve2 } from "node:path";
+import { existsSync as existsSync4, readFileSync as readFileSync6 } from "node:fs";
+import { dirname as dirname3, join as join2, resolve as resolve2 } from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function packageRoot() {
   let dir = dirname3(fileURLToPath3(import.meta.url));
   for (; ; ) {
-    const pkg = join(dir, "package.json");
+    const pkg = join2(dir, "package.json");
     if (existsSync4(pkg)) {
       try {
-        if (JSON.parse(readFileSync5(pkg, "utf8")).name === "hillclimb") return dir;
+        if (JSON.parse(readFileSync6(pkg, "utf8")).name === "hillclimb") return dir;
       } catch {
       }
     }
@@ -42683,11 +42828,15 @@ async function findBaseInterpreter() {
 }
 function requirementFiles(root, dev, paths) {
   const files = dev ? [paths.runtime, paths.dev] : [paths.runtime];
-  for (const f of files) {
-    if (!existsSync5(join2(root, f))) {
-      const key = f === paths.runtime ? "paths.requirements" : "paths.dev_requirements";
-      throw new HillclimbError(`requirements file missing: ${join2(root, f)} (${key} in hillclimb.yml)`, {
-        hint: f === paths.runtime ? `write it (JAX, pytest, hillclimb-bench and what your kernel imports), or set ${key} in hillclimb.yml to the file you have; run hillclimb from the folder with hillclimb.yml` : `write it, set ${key} in hillclimb.yml, or run setup without --dev`
+  for (const spec of files) {
+    const f = parseRequirementsSpec(
+      spec,
+      spec === paths.runtime ? "paths.requirements" : "paths.dev_requirements"
+    ).file;
+    if (!existsSync5(join3(root, f))) {
+      const key = spec === paths.runtime ? "paths.requirements" : "paths.dev_requirements";
+      throw new HillclimbError(`requirements file missing: ${join3(root, f)} (${key} in hillclimb.yml)`, {
+        hint: spec === paths.runtime ? `write it (JAX, pytest, hillclimb-bench and what your kernel imports), or set ${key} in hillclimb.yml to the file you have (pyproject.toml[<extra>] installs its dependencies); run hillclimb from the folder with hillclimb.yml` : `write it, set ${key} in hillclimb.yml, or run setup without --dev`
       });
     }
   }
@@ -42701,7 +42850,7 @@ function requirementsHash(root, files, pythonVersion, bundled = bundledBenchSour
     for (const file of filesBelow(dir)) {
       h2.update(`${relative(root, file)}
 `);
-      h2.update(readFileSync6(file));
+      h2.update(readFileSync7(file));
     }
   };
   const hashPackage = (dir) => {
@@ -42709,15 +42858,15 @@ function requirementsHash(root, files, pythonVersion, bundled = bundledBenchSour
     for (const file of forceIncluded(dir)) {
       h2.update(`included ${relative(root, file)}
 `);
-      for (const f of statSync2(file).isDirectory() ? filesBelow(file) : [file]) h2.update(readFileSync6(f));
+      for (const f of statSync2(file).isDirectory() ? filesBelow(file) : [file]) h2.update(readFileSync7(f));
     }
   };
   for (const f of files) {
     h2.update(`${f}
 `);
-    const text = readFileSync6(join2(root, f));
+    const text = requirementLines(root, f).join("\n");
     h2.update(text);
-    for (const dir of localPackages(text.toString("utf8"))) hashPackage(join2(root, dir));
+    for (const dir of localPackages(text)) hashPackage(join3(root, dir));
   }
   if (bundled) {
     h2.update(`bundled ${bundled}
@@ -42727,11 +42876,11 @@ function requirementsHash(root, files, pythonVersion, bundled = bundledBenchSour
   return h2.digest("hex");
 }
 function forceIncluded(dir) {
-  const pyproject = join2(dir, "pyproject.toml");
+  const pyproject = join3(dir, "pyproject.toml");
   if (!existsSync5(pyproject)) return [];
   const out = [];
   let inTable = false;
-  for (const raw of readFileSync6(pyproject, "utf8").split("\n")) {
+  for (const raw of readFileSync7(pyproject, "utf8").split("\n")) {
     const line = raw.replace(/(^|\s)#.*$/, "").trim();
     if (line.startsWith("[")) {
       inTable = line === "[tool.hatch.build.targets.wheel.force-include]";
@@ -42745,7 +42894,7 @@ function forceIncluded(dir) {
   }
   return out.sort();
 }
-var BUNDLED_BENCH_DIR = join2("packages", "hillclimb-bench");
+var BUNDLED_BENCH_DIR = join3("packages", "hillclimb-bench");
 function namesBenchWithoutSource(requirements) {
   return requirements.split("\n").map((l) => l.replace(/(^|\s)#.*/, "").trim()).some((l) => {
     const spec = l.split(/\s--|;/)[0].trim();
@@ -42754,10 +42903,10 @@ function namesBenchWithoutSource(requirements) {
   });
 }
 function bundledBenchSource(root, files) {
-  const bare = files.find((f) => namesBenchWithoutSource(readFileSync6(join2(root, f), "utf8")));
+  const bare = files.find((f) => namesBenchWithoutSource(requirementLines(root, f).join("\n")));
   if (!bare) return void 0;
-  const dir = join2(packageRoot(), BUNDLED_BENCH_DIR);
-  if (!existsSync5(join2(dir, "pyproject.toml"))) {
+  const dir = join3(packageRoot(), BUNDLED_BENCH_DIR);
+  if (!existsSync5(join3(dir, "pyproject.toml"))) {
     throw new HillclimbError(
       `${bare} names hillclimb-bench without a source, and this hillclimb (${packageRoot()}) has no ${BUNDLED_BENCH_DIR} to install it from`,
       {
@@ -42772,16 +42921,16 @@ function localPackages(requirements) {
 }
 function filesBelow(dir) {
   if (!existsSync5(dir)) return [];
-  return readdirSync2(dir, { recursive: true, withFileTypes: true }).map((e) => ({ e, path: join2(e.parentPath, e.name) })).filter(({ e, path: path6 }) => e.isFile() && !relative(dir, path6).split("/").some(isCache)).map(({ path: path6 }) => path6).sort();
+  return readdirSync2(dir, { recursive: true, withFileTypes: true }).map((e) => ({ e, path: join3(e.parentPath, e.name) })).filter(({ e, path: path6 }) => e.isFile() && !relative(dir, path6).split("/").some(isCache)).map(({ path: path6 }) => path6).sort();
 }
 function isCache(segment) {
   return segment.startsWith(".") || segment === "__pycache__" || segment.endsWith(".egg-info");
 }
 function readStamp(root) {
-  const path6 = join2(root, VENV_DIR, STAMP_FILE);
+  const path6 = join3(root, VENV_DIR, STAMP_FILE);
   if (!existsSync5(path6)) return void 0;
   try {
-    return JSON.parse(readFileSync6(path6, "utf8"));
+    return JSON.parse(readFileSync7(path6, "utf8"));
   } catch {
     return void 0;
   }
@@ -42789,33 +42938,36 @@ function readStamp(root) {
 async function setupPython(root, opts) {
   const { logger } = opts;
   const paths = opts.requirements ?? DEFAULT_REQUIREMENTS;
-  const python = join2(root, VENV_DIR, "bin", "python");
+  const python = join3(root, VENV_DIR, "bin", "python");
   const files = requirementFiles(root, opts.dev, paths);
   const stamp = readStamp(root);
   const bundled = bundledBenchSource(root, files) ?? null;
   if (existsSync5(python) && stamp) {
     const wanted = requirementsHash(root, files, stamp.python, bundled);
     const devFiles = [paths.runtime, paths.dev];
-    const devInstalled = !opts.dev && devFiles.every((f) => existsSync5(join2(root, f))) && stamp.hash === requirementsHash(root, devFiles, stamp.python);
+    const devInstalled = !opts.dev && devFiles.every((f) => existsSync5(join3(root, f))) && stamp.hash === requirementsHash(root, devFiles, stamp.python);
     if (stamp.hash === wanted || devInstalled) {
-      logger.info(`python: ${join2(VENV_DIR, "bin", "python")} is up to date (${stamp.files.join(", ")})`);
+      logger.info(`python: ${join3(VENV_DIR, "bin", "python")} is up to date (${stamp.files.join(", ")})`);
       return { python, installed: false, files };
     }
   }
   const base = await findBaseInterpreter();
   if (!existsSync5(python)) {
     logger.info(`python: creating ${VENV_DIR} with ${base.path} ${base.version}`);
-    await run(base.path, ["-m", "venv", join2(root, VENV_DIR)], {
+    await run(base.path, ["-m", "venv", join3(root, VENV_DIR)], {
       cwd: root,
       timeoutMs: 3e5
     }).catch((e) => {
-      throw new HillclimbError(`could not create ${join2(root, VENV_DIR)}: ${e.message}`, {
+      throw new HillclimbError(`could not create ${join3(root, VENV_DIR)}: ${e.message}`, {
         hint: "on Debian/Ubuntu install the venv module: apt install python3-venv"
       });
     });
   }
   const args = ["-m", "pip", "install", "--disable-pip-version-check", "-q"];
-  for (const f of files) args.push("-r", f);
+  for (const f of files) {
+    if (parseRequirementsSpec(f).pyproject) args.push(...pipArguments(requirementLines(root, f)));
+    else args.push("-r", f);
+  }
   if (bundled) args.push(`hillclimb-bench @ ${pathToFileURL(bundled).href}`);
   logger.info(
     `python: installing ${files.join(", ")}${bundled ? ` (hillclimb-bench from ${bundled})` : ""} into ${VENV_DIR} (first run downloads JAX; a few minutes)`
@@ -42829,10 +42981,13 @@ async function setupPython(root, opts) {
     python: version,
     at: (/* @__PURE__ */ new Date()).toISOString()
   };
-  writeFileSync3(join2(root, VENV_DIR, STAMP_FILE), `${JSON.stringify(newStamp, null, 2)}
+  writeFileSync3(join3(root, VENV_DIR, STAMP_FILE), `${JSON.stringify(newStamp, null, 2)}
 `);
   logger.info(`python: ready (${files.join(", ")})`);
   return { python, installed: true, files };
+}
+function pipArguments(lines) {
+  return lines.map((l) => l.replace(/(^|\s)#.*$/, "").trim()).filter((l) => l !== "");
 }
 
 // src/actions/run.ts

@@ -35346,7 +35346,7 @@ var hillclimb_schema_default = {
         requirements: {
           type: "string",
           default: "kernels/requirements.txt",
-          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports."
+          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports. Or a pyproject.toml: its [project] dependencies, with the optional-dependency extras named in brackets (pyproject.toml[test]); the project itself is not installed."
         },
         dev_requirements: {
           type: "string",
@@ -42497,9 +42497,12 @@ function spawnAndCollect(command, args, opts, shown) {
     let exitSignal = null;
     let settled = false;
     const timers = [];
+    let exited = false;
+    let signalled = false;
     const killGroup = (reason) => {
-      if (killedBy !== void 0 || child.pid === void 0) return;
-      killedBy = reason;
+      if (signalled || child.pid === void 0) return;
+      signalled = true;
+      if (!exited) killedBy = reason;
       signalGroup(child.pid, "SIGTERM");
       const grace = setTimeout(
         () => signalGroup(child.pid, "SIGKILL"),
@@ -42577,6 +42580,7 @@ function spawnAndCollect(command, args, opts, shown) {
     child.on("exit", (code, signal) => {
       exitCode = code;
       exitSignal = signal;
+      exited = true;
       const drain = setTimeout(() => {
         finish();
         child.stdout?.destroy();

@@ -39818,7 +39818,7 @@ var hillclimb_schema_default = {
         requirements: {
           type: "string",
           default: "kernels/requirements.txt",
-          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports."
+          description: "The pip requirements file `hillclimb setup` installs into .venv: JAX, pytest, hillclimb-bench and what your kernel imports. Or a pyproject.toml: its [project] dependencies, with the optional-dependency extras named in brackets (pyproject.toml[test]); the project itself is not installed."
         },
         dev_requirements: {
           type: "string",
@@ -40145,269 +40145,6 @@ function fenced(language, text) {
 ${body}
 ${fence}`;
 }
-
-// src/report/hotspots.ts
-var MS = "ms";
-function topChanges(rows, count2) {
-  return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
-}
-function hotspotBasis(diff) {
-  if (diff.basis === "whole-trace" && diff.wholeTrace !== void 0)
-    return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
-  return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
-}
-function customCallNames(profile) {
-  const names = /* @__PURE__ */ new Set();
-  for (const row of profile.diff?.customCalls ?? []) names.add(row.name);
-  for (const s of [profile.summary, profile.championSummary]) {
-    for (const op of s?.ops ?? []) if (op.customCall) names.add(op.name);
-    for (const cc of s?.customCalls ?? []) names.add(cc.name);
-  }
-  return names;
-}
-function formatLaunches(count2) {
-  return Number.isInteger(count2) ? String(count2) : formatFixed(count2, 2);
-}
-function beforeAfter(n) {
-  const pct2 = n.deltaPct === null ? "" : ` (${formatSignedPercent(n.deltaPct)})`;
-  return `${formatValue(n.before, MS)} \u2192 ${formatValue(n.after, MS)}${pct2}`;
-}
-function noteFor(row, custom) {
-  const notes = [];
-  if (row.status === "added" || row.status === "removed") notes.push(row.status);
-  if (custom) notes.push("custom call, no cost model");
-  return notes.join("; ");
-}
-function diffTableRow(row, custom) {
-  const added = row.status === "added";
-  const removed = row.status === "removed";
-  return [
-    codeCell(row.name),
-    row.program === "" || row.program === void 0 ? EM_DASH : codeCell(row.program),
-    cell(row.category),
-    added ? EM_DASH : formatValue(row.before, MS),
-    removed ? EM_DASH : formatValue(row.after, MS),
-    formatSignedValue(row.delta, MS),
-    row.deltaPct === null || added ? EM_DASH : formatSignedPercent(row.deltaPct),
-    noteFor(row, custom)
-  ];
-}
-function diffTotals(diff, wholeTrace) {
-  if (wholeTrace) {
-    const outside = diff.outsideMs === void 0 ? "" : ` \xB7 outside steps ${beforeAfter(diff.outsideMs)}`;
-    return `Whole trace (all devices), champion \u2192 candidate: device op time ${beforeAfter(diff.deviceMs)}${outside}.`;
-  }
-  const parts = [];
-  if (diff.stepTimeMs) parts.push(`step ${beforeAfter(diff.stepTimeMs)}`);
-  parts.push(`op time ${beforeAfter(diff.opTimeMs)}`);
-  parts.push(`busy ${beforeAfter(diff.busyMs)}`);
-  return `Per step, champion \u2192 candidate: ${parts.join(" \xB7 ")}.`;
-}
-function profilerInflated(profile) {
-  return profile.agreement?.agrees === false;
-}
-function shares(row, diff, total = diff.opTimeMs) {
-  const before = total.before === 0 ? 0 : 100 * row.before / total.before;
-  const after = total.after === 0 ? 0 : 100 * row.after / total.after;
-  return { before, after, delta: after - before };
-}
-function topShareChanges(rows, diff, count2, total = diff.opTimeMs) {
-  return [...rows].sort(
-    (x, y) => Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
-  ).slice(0, Math.max(0, count2));
-}
-function sharePct(percent) {
-  return `${formatFixed(percent, 1)}%`;
-}
-function sharePp(delta) {
-  const v = formatFixed(Math.abs(delta), 1);
-  return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
-}
-function inflatedDiffSection(profile, diff, rows, custom) {
-  const basis = hotspotBasis(diff);
-  const of = basis.wholeTrace ? "device op time over the whole trace" : "op time per step";
-  const top = topShareChanges(basis.rows, diff, rows, basis.total);
-  const lines = [
-    `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |\u0394 share|)`,
-    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`
-  ];
-  if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
-  if (top.length > 0) {
-    const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
-    const body = top.map((r) => {
-      const sh = shares(r, diff, basis.total);
-      return [
-        codeCell(r.name),
-        r.program === "" ? EM_DASH : codeCell(r.program),
-        cell(r.category),
-        r.status === "added" ? EM_DASH : sharePct(sh.before),
-        r.status === "removed" ? EM_DASH : sharePct(sh.after),
-        sharePp(sh.delta),
-        noteFor(r, custom.has(r.name))
-      ];
-    });
-    lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
-  }
-  if (top.length < basis.rows.length) {
-    lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
-  }
-  for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
-  return lines.join("\n\n");
-}
-var WHOLE_TRACE_REASON = "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
-function inflationSentence(profile) {
-  const a = profile.agreement;
-  const sides = [
-    ["champion", a.champion],
-    ["candidate", a.candidate]
-  ];
-  const parts = sides.filter(([, x]) => x.ratio !== null).map(
-    ([label, x]) => `${formatFixed(x.ratio, x.ratio >= 10 ? 0 : 2)}\xD7 the measured median on the ${label} (${formatValue(x.tracedMs, MS)} vs ${formatValue(x.measuredMs, MS)})`
-  );
-  return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(" and ")}.`;
-}
-function hotspotSection(profile, rows) {
-  if (!profile) return void 0;
-  const title = "#### Hotspots";
-  if (profile.status !== "done") {
-    return `${title}
-
-Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
-  }
-  const custom = customCallNames(profile);
-  const diff = profile.diff;
-  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
-  if (diff) {
-    const basis = hotspotBasis(diff);
-    const top2 = topChanges(basis.rows, rows);
-    const lines2 = [
-      `${title} (${basis.wholeTrace ? "whole trace" : "time per step"}, top ${top2.length} of ${basis.rows.length} ops by |\u0394|)`,
-      ...basis.wholeTrace ? [WHOLE_TRACE_REASON] : [],
-      diffTotals(diff, basis.wholeTrace)
-    ];
-    if (top2.length > 0) {
-      const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
-      const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
-      lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
-    }
-    if (top2.length < basis.rows.length) {
-      lines2.push(`_${basis.rows.length - top2.length} more ops in the trace diff of the evidence bundle._`);
-    }
-    for (const w of diff.warnings) lines2.push(`> warning: ${cell(w)}`);
-    return lines2.join("\n\n");
-  }
-  const summary2 = profile.summary;
-  if (!summary2) return `${title}
-
-The profile produced no trace summary.`;
-  const top = heaviestOps(summary2.ops, rows);
-  const inflated = profilerInflated(profile);
-  const lines = [
-    `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary2.ops.length} ops by device time over the whole trace${inflated ? "; profiler-inflated trace: compare shares, not times" : ""})`
-  ];
-  if (inflated) lines.push(inflationSentence(profile));
-  if (top.length > 0) {
-    const body = top.map((op) => [
-      codeCell(op.name),
-      op.program === "" ? EM_DASH : codeCell(op.program),
-      cell(op.category),
-      op.occurrences === 0 && op.timeMs === 0 ? "outside steps" : formatValue(op.timeMs, MS),
-      formatPercent(op.shareOfDevice / 100, 1),
-      op.tflops === null || op.noCostModel ? EM_DASH : formatFixed(op.tflops, 2),
-      rooflineCell(op),
-      opNote(op)
-    ]);
-    lines.push(
-      table(
-        ["op", "program", "category", "time per step", "share of device time", "TFLOP/s", "roofline", "note"],
-        body,
-        ["left", "left", "left", "right", "right", "right", "right", "left"]
-      )
-    );
-  }
-  return lines.join("\n\n");
-}
-function rooflineCell(op) {
-  const r = op.roofline;
-  if (r === null) return EM_DASH;
-  if (r.attainableTflops === 0) return `${formatFixed(r.fraction * 100, 0)}% of HBM BW`;
-  return `${formatFixed(r.fraction * 100, 0)}% of ${formatFixed(r.attainableTflops, r.attainableTflops >= 100 ? 0 : 1)} (${r.bound})`;
-}
-function opNote(op) {
-  if (op.customCall) return op.noCostModel ? "custom call, no cost model" : "custom call";
-  return op.noCostModel ? "no cost model" : "";
-}
-function heaviestOps(ops, count2) {
-  return [...ops].sort(
-    (x, y) => (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) || y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
-  ).slice(0, Math.max(0, count2));
-}
-function launchTotals(profile) {
-  const diff = profile.diff;
-  if (diff) {
-    return {
-      before: diff.customCalls.reduce((s, r) => s + r.countBefore, 0),
-      after: diff.customCalls.reduce((s, r) => s + r.countAfter, 0)
-    };
-  }
-  if (!profile.summary) return void 0;
-  return { before: null, after: profile.summary.customCalls.reduce((s, r) => s + r.launches, 0) };
-}
-function launchesText(profile) {
-  const totals = launchTotals(profile);
-  if (!totals) return void 0;
-  const after = formatLaunches(totals.after);
-  return totals.before === null ? after : `${formatLaunches(totals.before)} \u2192 ${after}`;
-}
-function customCallSection(profile, rows) {
-  if (profile?.status !== "done") return void 0;
-  const text = launchesText(profile);
-  if (text === void 0) return void 0;
-  const lines = [
-    `#### Custom calls
-
-Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text}.`
-  ];
-  const diff = profile.diff;
-  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
-    const top = topShareChanges(diff.customCalls, diff, rows);
-    const body = top.map((r) => {
-      const sh = shares(r, diff);
-      return [
-        codeCell(r.name),
-        formatLaunches(r.countBefore),
-        formatLaunches(r.countAfter),
-        sharePct(sh.before),
-        sharePct(sh.after),
-        sharePp(sh.delta)
-      ];
-    });
-    const header = ["kernel", "launches before", "launches after", "share before", "share after", "\u0394 share"];
-    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
-    if (top.length < diff.customCalls.length) {
-      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
-    }
-  } else if (diff && diff.customCalls.length > 0) {
-    const top = topChanges(diff.customCalls, rows);
-    const body = top.map((r) => [
-      codeCell(r.name),
-      formatLaunches(r.countBefore),
-      formatLaunches(r.countAfter),
-      formatValue(r.before, MS),
-      formatValue(r.after, MS),
-      formatSignedValue(r.delta, MS)
-    ]);
-    const header = ["kernel", "launches before", "launches after", "time before", "time after", "\u0394"];
-    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
-    if (top.length < diff.customCalls.length) {
-      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
-    }
-  }
-  return lines.join("\n\n");
-}
-
-// src/report/job-summary.ts
-var JOB_SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024;
 
 // src/trace/ops.ts
 function laneRole(lane) {
@@ -42653,7 +42390,19 @@ function resolveDirectory(dir) {
     if (others.length > 0) notes.push(`also present, not read: ${others.join(", ")}`);
     return { path: join3(runDir, sorted[0]), format, notes };
   };
-  const xplanes = files.filter((f) => f.endsWith(".xplane.pb"));
+  const xplanes = files.filter((f) => f.endsWith(".xplane.pb")).sort();
+  if (xplanes.length > 1) {
+    const others = files.filter((f) => !xplanes.includes(f) && isTraceFile(f));
+    return {
+      path: runDir,
+      format: "xplane",
+      hosts: xplanes.map((f) => join3(runDir, f)),
+      notes: [
+        `${xplanes.length} hosts read together (${xplanes.join(", ")}): each device is named after its host`,
+        ...others.length > 0 ? [`also present, not read: ${others.join(", ")}`] : []
+      ]
+    };
+  }
   if (xplanes.length > 0) return pick(xplanes, "xplane");
   const perfetto = files.filter((f) => f === "perfetto_trace.json.gz");
   if (perfetto.length > 0) return pick(perfetto, "chrome-json");
@@ -42673,7 +42422,18 @@ function resolveDirectory(dir) {
 }
 function latestRunDir(dir) {
   const entries = readdirSync(dir);
+  if (entries.some(isProfilerTrace)) return dir;
+  const runs = runDirs(dir);
+  const profiled = runs.filter((r) => readdirSync(r).some(isProfilerTrace));
+  if (profiled.length > 0) return profiled[profiled.length - 1];
   if (entries.some(isTraceFile)) return dir;
+  const any = runs.filter((r) => readdirSync(r).some(isTraceFile));
+  if (any.length > 0) return any[any.length - 1];
+  throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
+    hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
+  });
+}
+function runDirs(dir) {
   for (const base of [join3(dir, "plugins", "profile"), dir]) {
     let runs;
     try {
@@ -42681,12 +42441,13 @@ function latestRunDir(dir) {
     } catch {
       continue;
     }
-    const withTraces = runs.sort().filter((r) => readdirSync(join3(base, r)).some(isTraceFile));
-    if (withTraces.length > 0) return join3(base, withTraces[withTraces.length - 1]);
+    const found = runs.sort().map((r) => join3(base, r));
+    if (found.some((r) => readdirSync(r).some(isTraceFile))) return found;
   }
-  throw new InputError(dir, "no trace found in this directory or under plugins/profile/", {
-    hint: "pass the directory given to jax.profiler.trace(), a plugins/profile/<run> directory, or a trace file"
-  });
+  return [];
+}
+function isProfilerTrace(name) {
+  return /\.xplane\.(pb|riegeli)$|\.trace\.json(\.gz)?$|^perfetto_trace\.json(\.gz)?$/.test(name);
 }
 function isTraceFile(name) {
   return /\.xplane\.(pb|riegeli)$|\.json(\.gz)?$/.test(name);
@@ -43167,12 +42928,12 @@ var XplaneSource = class {
    * (`/host:metadata`, stat "Hlo Proto"). `wanted` limits which are copied out; modules larger than the
    * read window are left out and named in `skipped`.
    */
-  async hloProtos(wanted) {
+  async hloProtos(wanted, opts = {}) {
     const visitor = { wantLane: () => false, onEvent: () => {
     } };
     const found = await this.withReader(visitor, {}, async (r) => r.hloProtos(wanted));
-    if (found.missing.length > 0) this.reportMissingHlo(found.missing);
-    return { modules: found.modules, skipped: found.skipped };
+    if (found.missing.length > 0 && opts.reportMissing !== false) this.reportMissingHlo(found.missing);
+    return found;
   }
   /**
    * Losses found after `read` returned (programs that ran but whose HLO is not in the file), one line
@@ -43641,7 +43402,9 @@ var XspaceReader = class {
   }
   async lineEvents(start, end, lane, layout, metas, header) {
     if (this.originNs === void 0) {
-      this.originNs = header.timestampNs < RELATIVE_TIME_LIMIT_NS ? 0n : header.timestampNs;
+      const shared = this.opts.origin;
+      this.originNs = shared?.ns ?? (header.timestampNs < RELATIVE_TIME_LIMIT_NS ? 0n : header.timestampNs);
+      if (shared !== void 0) shared.ns = this.originNs;
     }
     const lineStartPs = Number(header.timestampNs - this.originNs) * 1e3;
     const view = new XplaneEventView(layout, lineStartPs, denseMetas(metas));
@@ -43968,10 +43731,120 @@ function* chunkPairs(flat) {
   for (let k = 0; k + 1 < flat.length; k += 2) yield [flat[k], flat[k + 1]];
 }
 
+// src/trace/readers/xplane-hosts.ts
+import { basename as basename2 } from "node:path";
+var XplaneHostsSource = class {
+  /** `path` is the run directory; `files` its `.xplane.pb` files, one per host. */
+  constructor(path, files) {
+    this.path = path;
+    this.hosts = files.map((f) => ({ name: hostName(f), source: new XplaneSource(f) }));
+  }
+  path;
+  format = "xplane";
+  cheapLaneSkip = true;
+  hosts;
+  /** The host names, in reading order. */
+  hostNames() {
+    return this.hosts.map((h) => h.name);
+  }
+  async read(visitor, opts = {}) {
+    const origin = opts.origin ?? { ns: void 0 };
+    const total = {
+      format: "xplane",
+      path: this.path,
+      bytes: 0,
+      events: 0,
+      eventsDelivered: 0,
+      originPs: "0",
+      capped: false,
+      lateNames: false,
+      warnings: []
+    };
+    let deviceBase = 0;
+    let laneBase = 0;
+    for (const host of this.hosts) {
+      if (opts.signal?.aborted) break;
+      const lanes = /* @__PURE__ */ new Map();
+      const devices = /* @__PURE__ */ new Map();
+      let devicesSeen = 0;
+      let lanesSeen = 0;
+      const hostDevice = (d) => {
+        let out = devices.get(d);
+        if (out === void 0) {
+          out = {
+            ...d,
+            index: deviceBase + d.index,
+            name: `${host.name} ${d.name}`,
+            rawId: `${host.name}:${d.rawId}`
+          };
+          devices.set(d, out);
+          devicesSeen = Math.max(devicesSeen, d.index + 1);
+        }
+        return out;
+      };
+      const stats = await host.source.read(
+        {
+          wantLane(lane) {
+            const out = { ...lane, index: laneBase + lane.index, device: hostDevice(lane.device) };
+            lanes.set(lane, out);
+            lanesSeen = Math.max(lanesSeen, lane.index + 1);
+            return visitor.wantLane(out);
+          },
+          onEvent(lane, ev) {
+            visitor.onEvent(lanes.get(lane), ev);
+          }
+        },
+        { ...opts, origin }
+      );
+      deviceBase += devicesSeen;
+      laneBase += lanesSeen;
+      total.bytes += stats.bytes;
+      total.events += stats.events;
+      total.eventsDelivered += stats.eventsDelivered;
+      total.capped ||= stats.capped;
+      total.lateNames ||= stats.lateNames;
+      total.warnings.push(...stats.warnings.map((w) => `${host.name}: ${w}`));
+    }
+    total.originPs = String((origin.ns ?? 0n) * 1000n);
+    return total;
+  }
+  /** Every host's HLO modules by program id (hosts of one job run the same programs: the first wins). */
+  async hloProtos(wanted) {
+    const modules = /* @__PURE__ */ new Map();
+    const skipped = [];
+    for (const host of this.hosts) {
+      const rest = wanted === void 0 ? void 0 : new Set([...wanted].filter((id) => !modules.has(id)));
+      if (rest !== void 0 && rest.size === 0) break;
+      const found = await host.source.hloProtos(rest, { reportMissing: false });
+      for (const [id, blob] of found.modules) if (!modules.has(id)) modules.set(id, blob);
+      skipped.push(...found.skipped);
+    }
+    const missing = wanted === void 0 ? [] : [...wanted].filter((id) => !modules.has(id));
+    if (missing.length > 0) {
+      this.missingWarnings.push(
+        `no host's file holds the HLO of ${missing.length} program(s) that ran (${missing.slice(0, 3).join(", ")}): their ops have no FLOPs or bytes`
+      );
+    }
+    return { modules, skipped, missing };
+  }
+  missingWarnings = [];
+  /** What the readers found missing after their reads. */
+  get laterWarnings() {
+    return [
+      ...this.missingWarnings,
+      ...this.hosts.flatMap((h) => h.source.laterWarnings.map((w) => `${h.name}: ${w}`))
+    ];
+  }
+};
+function hostName(file) {
+  const name = basename2(file);
+  return name.slice(0, name.indexOf(".") > 0 ? name.indexOf(".") : name.length);
+}
+
 // src/trace/readers/open.ts
 function openTrace(path, opts = {}) {
   const resolved = resolveTracePath(path);
-  const source = resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
+  const source = resolved.hosts !== void 0 ? new XplaneHostsSource(resolved.path, resolved.hosts) : resolved.format === "xplane" ? new XplaneSource(resolved.path) : new ChromeJsonSource(resolved.path, opts);
   return { source, resolved };
 }
 
@@ -44016,6 +43889,8 @@ var TraceCollector = class {
   lanes = [];
   /** Op identities by event key, per program (see TraceEventView.key). */
   keyCaches = /* @__PURE__ */ new Map();
+  /** The XLA:CPU devices of each host plane, by plane name and ordinal (see hostOpDevice). */
+  ordinalDevices = /* @__PURE__ */ new Map();
   deviceOps = false;
   hostOps = false;
   /** Whether this pass aggregated the ops of a platform: device lanes (TPU, GPU) or host threads (CPU). */
@@ -44042,6 +43917,8 @@ var TraceCollector = class {
       lastProgram: void 0,
       lane,
       device,
+      lastOpDevice: void 0,
+      lastOrdinal: void 0,
       where: role === ROLE_HOST ? "host" : "device",
       depth: 0,
       starts: [],
@@ -44050,8 +43927,9 @@ var TraceCollector = class {
       childPs: [],
       ops: [],
       execs: [],
+      devs: [],
       lastStart: -Infinity,
-      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [] } : void 0
+      buffer: this.opts.bufferLanes?.has(key) ? { starts: [], durs: [], selfDurs: [], ops: [], execs: [], devs: [] } : void 0
     };
     this.lanes[lane.index] = state;
     return true;
@@ -44135,14 +44013,14 @@ var TraceCollector = class {
   opEvent(st, ev, opName, key) {
     const start = ev.startPs;
     const dur = ev.durPs;
-    const dev = st.device;
+    const dev = st.where === "host" ? this.hostOpDevice(st, ev) : st.device;
     if (st.where === "device") this.deviceOps = true;
     else this.hostOps = true;
     if (!dev.opsSeen) {
       dev.opsSeen = true;
       if (!dev.modulesSorted) sortExecutions(dev);
     }
-    if (!st.hasOps) {
+    if (!st.hasOps || st.lastOpDevice !== dev) {
       st.hasOps = true;
       dev.opLanes.add(st.lane.name);
     }
@@ -44175,8 +44053,9 @@ var TraceCollector = class {
         byKey.set(key, op);
       }
     } else op = this.opInfo(program, opName ?? ev.name, ev, st);
-    if (st.lastProgram !== program) {
+    if (st.lastProgram !== program || st.lastOpDevice !== dev) {
       st.lastProgram = program;
+      st.lastOpDevice = dev;
       let devices = this.programDevices.get(program);
       if (devices === void 0) {
         devices = /* @__PURE__ */ new Set();
@@ -44195,11 +44074,12 @@ var TraceCollector = class {
       st.buffer.selfDurs.push(selfDur);
       st.buffer.ops.push(op);
       st.buffer.execs.push(exec);
+      st.buffer.devs.push(dev);
       return;
     }
     if (start < st.lastStart) this.unsortedLanes.add(laneKey(st.lane));
     st.lastStart = start;
-    this.push(st, start, dur, selfDur, op, exec);
+    this.push(st, start, dur, selfDur, op, exec, dev);
   }
   opInfo(program, name, ev, st) {
     let byName = this.opsByProgram.get(program);
@@ -44241,7 +44121,7 @@ var TraceCollector = class {
     }
     return exec;
   }
-  push(st, start, dur, selfDur, op, exec) {
+  push(st, start, dur, selfDur, op, exec, dev) {
     const end = start + dur;
     while (st.depth > 0 && start >= st.ends[st.depth - 1]) this.pop(st);
     if (st.depth > 0) {
@@ -44255,6 +44135,7 @@ var TraceCollector = class {
     st.childPs[d] = 0;
     st.ops[d] = op;
     st.execs[d] = exec;
+    st.devs[d] = dev;
   }
   pop(st) {
     const d = --st.depth;
@@ -44262,7 +44143,7 @@ var TraceCollector = class {
     const dur = st.ends[d] - start;
     const self = Math.max(0, st.durs[d] - st.childPs[d]);
     const op = st.ops[d];
-    const dev = st.device;
+    const dev = st.devs[d];
     const top = d === 0;
     dev.opPs += self;
     if (!op.memcpy) dev.computePs += self;
@@ -44318,7 +44199,35 @@ var TraceCollector = class {
     const b = st.buffer;
     st.buffer = void 0;
     const order = b.starts.map((_, k) => k).sort((x, y) => b.starts[x] - b.starts[y] || b.durs[y] - b.durs[x]);
-    for (const k of order) this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k]);
+    for (const k of order)
+      this.push(st, b.starts[k], b.durs[k], b.selfDurs[k], b.ops[k], b.execs[k], b.devs[k]);
+  }
+  /**
+   * The device an XLA:CPU op ran on: `device_ordinal` names it, whichever host thread ran the op. Ops
+   * without one (older profilers) stay on the lane's device.
+   */
+  hostOpDevice(st, ev) {
+    const ordinal = ev.arg("device_ordinal");
+    if (ordinal === void 0) {
+      st.lastOrdinal = void 0;
+      return st.device;
+    }
+    if (ordinal === st.lastOrdinal && st.lastOpDevice !== void 0) return st.lastOpDevice;
+    st.lastOrdinal = ordinal;
+    const host = st.lane.device;
+    const key = `${host.name}\0${ordinal}`;
+    let device = this.ordinalDevices.get(key);
+    if (device === void 0) {
+      device = {
+        index: host.index,
+        name: `${host.name}:${ordinal}`,
+        rawId: `${host.rawId}:${ordinal}`,
+        kind: host.kind,
+        stats: host.stats
+      };
+      this.ordinalDevices.set(key, device);
+    }
+    return this.deviceState(device);
   }
   deviceState(device) {
     let dev = this.devices.get(device);
@@ -44842,6 +44751,13 @@ function flopsOf(module, inst, visiting) {
       return customCallFlops(module, inst);
     case "reduce":
       return reduceFlops(module, inst, visiting);
+    case "reduce-window":
+      return reduceWindowFlops(module, inst, visiting);
+    case "scatter":
+      return scatterFlops(module, inst, visiting);
+    case "all-reduce":
+    case "all-reduce-start":
+      return arrayElements(inst.shape);
     case "fusion":
     case "call":
       return calledFlops(module, inst, visiting);
@@ -44871,6 +44787,36 @@ function reduceFlops(module, inst, visiting) {
   const reduced = elementCount(input.shape) - elementCount(resultArray(inst.shape));
   const reducer = calledFlops(module, inst, visiting) ?? 0;
   return Math.max(0, reduced) * Math.max(1, reducer);
+}
+function reduceWindowFlops(module, inst, visiting) {
+  const window = inst.window ?? [];
+  const out = resultArray(inst.shape);
+  const outputElements = elementCount(out);
+  let windowElements = 1;
+  for (const d of window) windowElements *= d.size;
+  let reductions = (windowElements - 1) * outputElements;
+  const reducing = window.filter((d) => d.size !== 1);
+  const padded = window.filter((d) => d.padLow !== 0 || d.padHigh !== 0);
+  if (reducing.length === 1 && padded.length === 1 && inst.shape.type !== "tuple") {
+    const k = window.findIndex(
+      (d) => d.size !== 1 && d.padLow !== 0 && d.padLow === d.padHigh && d.size === 2 * d.padLow + 1
+    );
+    const span = k < 0 ? void 0 : out.dims[k];
+    if (span !== void 0 && window[k].padLow === span - 1) reductions = outputElements / span + (span - 1);
+  }
+  return reductions * (calledFlops(module, inst, visiting) ?? 0);
+}
+function scatterFlops(module, inst, visiting) {
+  const inputs = (inst.operandIds.length - 1) / 2;
+  const updates = operand(module, inst, inputs + 1);
+  if (!Number.isInteger(inputs) || updates === void 0) return 0;
+  return elementCount(resultArray(updates.shape)) * (calledFlops(module, inst, visiting) ?? 0);
+}
+function arrayElements(shape) {
+  if (shape.type !== "tuple") return elementCount(shape);
+  let n = 0;
+  for (const s of shape.tuple) n += arrayElements(s);
+  return n;
 }
 function dotFlops(module, inst, lhsContracting) {
   const lhs = operand(module, inst, 0);
@@ -45003,7 +44949,8 @@ async function opCosts(source, c, where) {
       }
     }
   }
-  if (needHlo.size === 0 || !(source instanceof XplaneSource)) return { byOp, warnings: warnings2, modulesRead: 0 };
+  if (needHlo.size === 0 || !(source instanceof XplaneSource || source instanceof XplaneHostsSource))
+    return { byOp, warnings: warnings2, modulesRead: 0 };
   const { modules, skipped } = await source.hloProtos(new Set(needHlo.keys()));
   if (skipped.length > 0)
     warnings2.push(`HLO modules too large to read for FLOPs: ${skipped.slice(0, 3).join(", ")}`);
@@ -45168,19 +45115,30 @@ function opRows(counted, ctx) {
     const totalPs = sum(list2, (c) => c.totalPs);
     const customCall = list2.some((c) => c.op.customCall);
     const kind = customCall ? customCallKindOf(list2) : null;
-    const haveFlops = list2.every((c) => c.cost?.flops !== void 0);
-    const haveBytes = list2.every((c) => c.cost?.bytes !== void 0);
+    const withFlops = list2.filter((c) => c.cost?.flops !== void 0);
+    const withBytes = list2.filter((c) => c.cost?.bytes !== void 0);
+    const withBoth = withFlops.filter((c) => c.cost?.bytes !== void 0);
     const execTotal = (c) => c.totalCount === 0 ? 0 : executionsOf(c.op, ctx.programExecutions?.(c.op.program) ?? void 0) * (c.totalCount / (c.op.countIn + c.op.countOut));
     const execIn = (c) => c.totalCount === 0 ? 0 : execTotal(c) * (c.count / c.totalCount);
-    const flopsTotal = haveFlops ? sum(list2, (c) => c.cost.flops * execTotal(c)) : void 0;
-    const bytesTotal = haveBytes ? sum(list2, (c) => c.cost.bytes * execTotal(c)) : void 0;
-    const flopsIn = haveFlops ? sum(list2, (c) => c.cost.flops * execIn(c)) : void 0;
-    const bytesIn = haveBytes ? sum(list2, (c) => c.cost.bytes * execIn(c)) : void 0;
+    const flopsOf2 = (c) => c.cost.flops;
+    const bytesOf = (c) => c.cost.bytes;
+    const total = (part, per, execs) => part.length === 0 ? void 0 : sum(part, (c) => per(c) * execs(c));
+    const flopsTotal = total(withFlops, flopsOf2, execTotal);
+    const bytesTotal = total(withBytes, bytesOf, execTotal);
+    const flopsIn = total(withFlops, flopsOf2, execIn);
+    const bytesIn = total(withBytes, bytesOf, execIn);
     const asyncStart = /-start$/.test(first.op.baseName);
-    const seconds = asyncStart ? 0 : totalPs / 1e12;
-    const tflops = flopsTotal === void 0 || seconds === 0 ? null : flopsTotal / seconds / 1e12;
-    const gbps = bytesTotal === void 0 || seconds === 0 ? null : bytesTotal / seconds / 1e9;
-    const intensity = flopsTotal === void 0 || bytesTotal === void 0 || bytesTotal === 0 ? null : flopsTotal / bytesTotal;
+    const secondsOf = (part) => asyncStart ? 0 : sum(part, (c) => c.totalPs) / 1e12;
+    const rate = (amount, part) => {
+      const seconds = secondsOf(part);
+      return amount === void 0 || seconds === 0 ? null : amount / seconds;
+    };
+    const flopRate = rate(flopsTotal, withFlops);
+    const byteRate = rate(bytesTotal, withBytes);
+    const tflops = flopRate === null ? null : flopRate / 1e12;
+    const gbps = byteRate === null ? null : byteRate / 1e9;
+    const bothBytes = total(withBoth, bytesOf, execTotal);
+    const intensity = bothBytes === void 0 || bothBytes === 0 ? null : total(withBoth, flopsOf2, execTotal) / bothBytes;
     const dtype = heaviestKey(list2, (c) => c.cost?.dtype ?? "") || null;
     const costSource = list2.some((c) => c.cost?.source === "hlo") ? "hlo" : list2.some((c) => c.cost?.source === "trace") ? "trace" : null;
     const noCostModel = flopsTotal === void 0 && list2.some((c) => c.cost !== void 0 || c.op.customCall);
@@ -45191,6 +45149,7 @@ function opRows(counted, ctx) {
       scope: heaviestKey(list2, (c) => c.op.scope),
       programs: [...new Set(list2.map((c) => c.op.program))].filter((p) => p !== "").sort(),
       variants: new Set(list2.map((c) => c.op.name)).size,
+      variantsWithoutFlops: new Set(list2.filter((c) => c.cost?.flops === void 0).map((c) => c.op.name)).size,
       timeMs: ms(selfPs / ctx.steps),
       occurrences: round2(sum(list2, (c) => c.count) / ctx.steps, 3),
       shareOfOps: pct(selfPs / ctx.steps, ctx.opPsPerStepTotal),
@@ -45198,8 +45157,8 @@ function opRows(counted, ctx) {
       totalMs: ms(totalPs),
       totalCount: sum(list2, (c) => c.totalCount),
       executions: round2(sum(list2, execTotal), 3),
-      flopsPerExecution: perExecution(flopsTotal, sum(list2, execTotal)),
-      bytesPerExecution: perExecution(bytesTotal, sum(list2, execTotal)),
+      flopsPerExecution: perExecution(flopsTotal, sum(withFlops, execTotal)),
+      bytesPerExecution: perExecution(bytesTotal, sum(withBytes, execTotal)),
       shareOfDevice: pct(totalPs, ctx.devicePs),
       flops: flopsIn === void 0 ? null : round2(flopsIn / ctx.steps, 0),
       bytes: bytesIn === void 0 ? null : round2(bytesIn / ctx.steps, 0),
@@ -45469,8 +45428,7 @@ function buildSummary(input) {
       break;
     }
     case "host-annotations":
-      deviceSteps = plan.stepDurationsPs.length * (platform2 === "cpu" ? 1 : computeDevices.size);
-      if (platform2 === "cpu") stepDevices = 1;
+      deviceSteps = plan.stepDurationsPs.length * computeDevices.size;
       busyPs = windowsMode ? windowBusy(final) : executionBusy(first, platform2, opDevices, included);
       break;
     case "device-steps":
@@ -45489,7 +45447,7 @@ function buildSummary(input) {
   stepDevices = Math.max(1, stepDevices);
   const perDevice2 = plan.detector === "device-steps" || plan.detector === "dominant-program" ? slowestDeviceSteps(plan.windows, computeDevices) : void 0;
   if (perDevice2 !== void 0) stepDurations = perDevice2.durationsPs;
-  const opSpread = perDevice2 === void 0 && platform2 !== "cpu" && computeDevices.size >= 2 ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices) : void 0;
+  const opSpread = perDevice2 === void 0 && computeDevices.size >= 2 ? deviceOpSpread(final, counted, computeDevices, deviceSteps / stepDevices) : void 0;
   const opPsTotal = counted.reduce((s, c) => s + c.selfPs, 0);
   const timeStats = stepDurations.length > 0 ? describe(stepDurations) : null;
   const meanStepPs = timeStats === null ? void 0 : timeStats.mean * PS_PER_MS;
@@ -45802,7 +45760,8 @@ async function summarizeTracePath(path, debug2, opts = {}) {
   debug2?.(`reading ${resolved.path} (${resolved.format})`);
   const summary2 = await summarizeTrace(source, opts);
   summary2.notes.push(...resolved.notes);
-  if (source instanceof XplaneSource) summary2.warnings.push(...source.laterWarnings);
+  if (source instanceof XplaneSource || source instanceof XplaneHostsSource)
+    summary2.warnings.push(...source.laterWarnings);
   return summary2;
 }
 function savedSummary(path) {
@@ -45862,12 +45821,18 @@ function rooflineText(o) {
 function formatRate(tflops) {
   return tflops >= 100 ? tflops.toFixed(0) : tflops >= 1 ? tflops.toFixed(1) : tflops.toFixed(3);
 }
-function opNote2(o, labels) {
+function opNote(o, labels) {
   if (o.customCall) {
     const who = o.customCallKind === null || o.customCallKind === "other" ? "custom call" : `custom call (${labels[o.customCallKind]})`;
-    return o.noCostModel ? `${who}, no cost model` : who;
+    return o.noCostModel ? `${who}, no cost model` : withPartialCost(who, o);
   }
-  return o.noCostModel ? "no cost model" : "";
+  return o.noCostModel ? "no cost model" : withPartialCost("", o);
+}
+function withPartialCost(note, o) {
+  const missing = o.variantsWithoutFlops ?? 0;
+  if (missing === 0 || missing >= o.variants) return note;
+  const part = `no FLOPs for ${missing} of ${o.variants} variants`;
+  return note === "" ? part : `${note}, ${part}`;
 }
 var KIND_LABEL = {
   pallas: "Pallas/Mosaic",
@@ -45989,7 +45954,7 @@ function formatSummary(s, top = 15) {
             o.gbps === null ? "\u2014" : o.gbps.toFixed(0),
             o.intensity === null ? "\u2014" : o.intensity.toFixed(1),
             rooflineText(o),
-            opNote2(o, labels)
+            opNote(o, labels)
           ],
           () => o.timeMs === 0 && o.occurrences === 0 ? "outside" : formatMs(o.slowestDeviceMs ?? 0)
         )
@@ -46136,6 +46101,270 @@ function spreadLine(spread, steps) {
   const pct2 = spread.meanMs === 0 ? 0 : 100 * spread.spreadMs / spread.meanMs;
   return `step time is the slowest of ${spread.devices} devices each step (mostly ${spread.slowest}, ${spread.slowestSteps} of ${Math.round(steps)} steps); device mean ${formatMs(spread.meanMs)}, slowest \u2212 fastest ${formatMs(spread.spreadMs)} (${pct2.toFixed(1)}%) on average`;
 }
+
+// src/report/hotspots.ts
+var MS = "ms";
+function topChanges(rows, count2) {
+  return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
+}
+function hotspotBasis(diff) {
+  if (diff.basis === "whole-trace" && diff.wholeTrace !== void 0)
+    return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
+  return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
+}
+function customCallNames(profile) {
+  const names = /* @__PURE__ */ new Set();
+  for (const row of profile.diff?.customCalls ?? []) names.add(row.name);
+  for (const s of [profile.summary, profile.championSummary]) {
+    for (const op of s?.ops ?? []) if (op.customCall) names.add(op.name);
+    for (const cc of s?.customCalls ?? []) names.add(cc.name);
+  }
+  return names;
+}
+function formatLaunches(count2) {
+  return Number.isInteger(count2) ? String(count2) : formatFixed(count2, 2);
+}
+function beforeAfter(n) {
+  const pct2 = n.deltaPct === null ? "" : ` (${formatSignedPercent(n.deltaPct)})`;
+  return `${formatValue(n.before, MS)} \u2192 ${formatValue(n.after, MS)}${pct2}`;
+}
+function noteFor(row, custom) {
+  const notes = [];
+  if (row.status === "added" || row.status === "removed") notes.push(row.status);
+  if (custom) notes.push("custom call, no cost model");
+  return notes.join("; ");
+}
+function diffTableRow(row, custom) {
+  const added = row.status === "added";
+  const removed = row.status === "removed";
+  return [
+    codeCell(row.name),
+    row.program === "" || row.program === void 0 ? EM_DASH : codeCell(row.program),
+    cell(row.category),
+    added ? EM_DASH : formatValue(row.before, MS),
+    removed ? EM_DASH : formatValue(row.after, MS),
+    formatSignedValue(row.delta, MS),
+    row.deltaPct === null || added ? EM_DASH : formatSignedPercent(row.deltaPct),
+    noteFor(row, custom)
+  ];
+}
+function diffTotals(diff, wholeTrace) {
+  if (wholeTrace) {
+    const outside = diff.outsideMs === void 0 ? "" : ` \xB7 outside steps ${beforeAfter(diff.outsideMs)}`;
+    return `Whole trace (all devices), champion \u2192 candidate: device op time ${beforeAfter(diff.deviceMs)}${outside}.`;
+  }
+  const parts = [];
+  if (diff.stepTimeMs) parts.push(`step ${beforeAfter(diff.stepTimeMs)}`);
+  parts.push(`op time ${beforeAfter(diff.opTimeMs)}`);
+  parts.push(`busy ${beforeAfter(diff.busyMs)}`);
+  return `Per step, champion \u2192 candidate: ${parts.join(" \xB7 ")}.`;
+}
+function profilerInflated(profile) {
+  return profile.agreement?.agrees === false;
+}
+function shares(row, diff, total = diff.opTimeMs) {
+  const before = total.before === 0 ? 0 : 100 * row.before / total.before;
+  const after = total.after === 0 ? 0 : 100 * row.after / total.after;
+  return { before, after, delta: after - before };
+}
+function topShareChanges(rows, diff, count2, total = diff.opTimeMs) {
+  return [...rows].sort(
+    (x, y) => Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count2));
+}
+function sharePct(percent) {
+  return `${formatFixed(percent, 1)}%`;
+}
+function sharePp(delta) {
+  const v = formatFixed(Math.abs(delta), 1);
+  return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
+}
+function inflatedDiffSection(profile, diff, rows, custom) {
+  const basis = hotspotBasis(diff);
+  const of = basis.wholeTrace ? "device op time over the whole trace" : "op time per step";
+  const top = topShareChanges(basis.rows, diff, rows, basis.total);
+  const lines = [
+    `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |\u0394 share|)`,
+    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`
+  ];
+  if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
+  if (top.length > 0) {
+    const header = ["op", "program", "category", "share before", "share after", "\u0394 share", "note"];
+    const body = top.map((r) => {
+      const sh = shares(r, diff, basis.total);
+      return [
+        codeCell(r.name),
+        r.program === "" ? EM_DASH : codeCell(r.program),
+        cell(r.category),
+        r.status === "added" ? EM_DASH : sharePct(sh.before),
+        r.status === "removed" ? EM_DASH : sharePct(sh.after),
+        sharePp(sh.delta),
+        noteFor(r, custom.has(r.name))
+      ];
+    });
+    lines.push(table(header, body, ["left", "left", "left", "right", "right", "right", "left"]));
+  }
+  if (top.length < basis.rows.length) {
+    lines.push(`_${basis.rows.length - top.length} more ops in the trace diff of the evidence bundle._`);
+  }
+  for (const w of diff.warnings) lines.push(`> warning: ${cell(w)}`);
+  return lines.join("\n\n");
+}
+var WHOLE_TRACE_REASON = "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
+function inflationSentence(profile) {
+  const a = profile.agreement;
+  const sides = [
+    ["champion", a.champion],
+    ["candidate", a.candidate]
+  ];
+  const parts = sides.filter(([, x]) => x.ratio !== null).map(
+    ([label, x]) => `${formatFixed(x.ratio, x.ratio >= 10 ? 0 : 2)}\xD7 the measured median on the ${label} (${formatValue(x.tracedMs, MS)} vs ${formatValue(x.measuredMs, MS)})`
+  );
+  return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(" and ")}.`;
+}
+function hotspotSection(profile, rows) {
+  if (!profile) return void 0;
+  const title = "#### Hotspots";
+  if (profile.status !== "done") {
+    return `${title}
+
+Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
+  }
+  const custom = customCallNames(profile);
+  const diff = profile.diff;
+  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
+  if (diff) {
+    const basis = hotspotBasis(diff);
+    const top2 = topChanges(basis.rows, rows);
+    const lines2 = [
+      `${title} (${basis.wholeTrace ? "whole trace" : "time per step"}, top ${top2.length} of ${basis.rows.length} ops by |\u0394|)`,
+      ...basis.wholeTrace ? [WHOLE_TRACE_REASON] : [],
+      diffTotals(diff, basis.wholeTrace)
+    ];
+    if (top2.length > 0) {
+      const header = ["op", "program", "category", "before", "after", "\u0394", "\u0394%", "note"];
+      const body = top2.map((r) => diffTableRow(r, custom.has(r.name)));
+      lines2.push(table(header, body, ["left", "left", "left", "right", "right", "right", "right", "left"]));
+    }
+    if (top2.length < basis.rows.length) {
+      lines2.push(`_${basis.rows.length - top2.length} more ops in the trace diff of the evidence bundle._`);
+    }
+    for (const w of diff.warnings) lines2.push(`> warning: ${cell(w)}`);
+    return lines2.join("\n\n");
+  }
+  const summary2 = profile.summary;
+  if (!summary2) return `${title}
+
+The profile produced no trace summary.`;
+  const top = heaviestOps(summary2.ops, rows);
+  const inflated = profilerInflated(profile);
+  const lines = [
+    `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary2.ops.length} ops by device time over the whole trace${inflated ? "; profiler-inflated trace: compare shares, not times" : ""})`
+  ];
+  if (inflated) lines.push(inflationSentence(profile));
+  if (top.length > 0) {
+    const body = top.map((op) => [
+      codeCell(op.name),
+      op.program === "" ? EM_DASH : codeCell(op.program),
+      cell(op.category),
+      op.occurrences === 0 && op.timeMs === 0 ? "outside steps" : formatValue(op.timeMs, MS),
+      formatPercent(op.shareOfDevice / 100, 1),
+      op.tflops === null || op.noCostModel ? EM_DASH : formatFixed(op.tflops, 2),
+      rooflineCell(op),
+      opNote2(op)
+    ]);
+    lines.push(
+      table(
+        ["op", "program", "category", "time per step", "share of device time", "TFLOP/s", "roofline", "note"],
+        body,
+        ["left", "left", "left", "right", "right", "right", "right", "left"]
+      )
+    );
+  }
+  return lines.join("\n\n");
+}
+function rooflineCell(op) {
+  const r = op.roofline;
+  if (r === null) return EM_DASH;
+  if (r.attainableTflops === 0) return `${formatFixed(r.fraction * 100, 0)}% of HBM BW`;
+  return `${formatFixed(r.fraction * 100, 0)}% of ${formatFixed(r.attainableTflops, r.attainableTflops >= 100 ? 0 : 1)} (${r.bound})`;
+}
+function opNote2(op) {
+  if (op.customCall)
+    return op.noCostModel ? "custom call, no cost model" : withPartialCost("custom call", op);
+  return op.noCostModel ? "no cost model" : withPartialCost("", op);
+}
+function heaviestOps(ops, count2) {
+  return [...ops].sort(
+    (x, y) => (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) || y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
+  ).slice(0, Math.max(0, count2));
+}
+function launchTotals(profile) {
+  const diff = profile.diff;
+  if (diff) {
+    return {
+      before: diff.customCalls.reduce((s, r) => s + r.countBefore, 0),
+      after: diff.customCalls.reduce((s, r) => s + r.countAfter, 0)
+    };
+  }
+  if (!profile.summary) return void 0;
+  return { before: null, after: profile.summary.customCalls.reduce((s, r) => s + r.launches, 0) };
+}
+function launchesText(profile) {
+  const totals = launchTotals(profile);
+  if (!totals) return void 0;
+  const after = formatLaunches(totals.after);
+  return totals.before === null ? after : `${formatLaunches(totals.before)} \u2192 ${after}`;
+}
+function customCallSection(profile, rows) {
+  if (profile?.status !== "done") return void 0;
+  const text = launchesText(profile);
+  if (text === void 0) return void 0;
+  const lines = [
+    `#### Custom calls
+
+Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text}.`
+  ];
+  const diff = profile.diff;
+  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
+    const top = topShareChanges(diff.customCalls, diff, rows);
+    const body = top.map((r) => {
+      const sh = shares(r, diff);
+      return [
+        codeCell(r.name),
+        formatLaunches(r.countBefore),
+        formatLaunches(r.countAfter),
+        sharePct(sh.before),
+        sharePct(sh.after),
+        sharePp(sh.delta)
+      ];
+    });
+    const header = ["kernel", "launches before", "launches after", "share before", "share after", "\u0394 share"];
+    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
+    if (top.length < diff.customCalls.length) {
+      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
+    }
+  } else if (diff && diff.customCalls.length > 0) {
+    const top = topChanges(diff.customCalls, rows);
+    const body = top.map((r) => [
+      codeCell(r.name),
+      formatLaunches(r.countBefore),
+      formatLaunches(r.countAfter),
+      formatValue(r.before, MS),
+      formatValue(r.after, MS),
+      formatSignedValue(r.delta, MS)
+    ]);
+    const header = ["kernel", "launches before", "launches after", "time before", "time after", "\u0394"];
+    lines.push(table(header, body, ["left", "right", "right", "right", "right", "right"]));
+    if (top.length < diff.customCalls.length) {
+      lines.push(`_${diff.customCalls.length - top.length} more kernels in the evidence bundle._`);
+    }
+  }
+  return lines.join("\n\n");
+}
+
+// src/report/job-summary.ts
+var JOB_SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024;
 
 // src/loop/state/bundle.ts
 var EVIDENCE_FILE = "evidence.json";
