@@ -19,6 +19,15 @@ export {
   runLevels,
   summarizeLevels,
 } from './levels.js';
+export {
+  BUSY_LOAD_PER_CORE,
+  BUSY_STEAL_SHARE,
+  busiest,
+  isBusy,
+  type MachineSample,
+  machineLoadBetween,
+  parseProcStat,
+} from './machine-load.js';
 export type { MetricsFile } from './metrics.js';
 export {
   comparabilityProblems,
@@ -36,6 +45,7 @@ export type {
   GuardEvidence,
   Isolation,
   IterationEvidence,
+  MachineLoad,
   MeasuredRun,
   MeasurementEvidence,
   ProfileEvidence,

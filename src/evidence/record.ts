@@ -180,6 +180,18 @@ export interface SessionRecord {
   durationMs: number;
   file: string;
   logFile: string;
+  /** How busy this machine was during the session (the local backend only: compute/machine-load.ts). */
+  machine?: MachineLoad;
+}
+
+/** The machine's load over a verifier session that ran on it. */
+export interface MachineLoad {
+  /** Mean 1-minute load average at the session's start and end. */
+  load: number;
+  cpus: number;
+  loadPerCore: number;
+  /** Share of CPU time the hypervisor took (steal); null where the kernel does not say. */
+  stealShare: number | null;
 }
 
 export interface MeasuredRun {
@@ -227,6 +239,11 @@ export interface MeasurementEvidence {
    * the wall clock's name and what it says of the same calls (the arms' ratio of medians, as `ratio`).
    */
   clock?: { name: string; wall?: { name: string; ratio: number | null } };
+  /**
+   * The busiest verifier session's machine load, when the sessions ran on this machine (the local
+   * backend): a busy machine is named in the report beside the clock that decided.
+   */
+  machine?: MachineLoad;
   /** Device and library versions from the candidate's metrics files. */
   device?: { backend: string; kind: string; count: number; interpret: boolean };
   versions?: Record<string, string>;

@@ -1,5 +1,5 @@
 /** The measurement sections: champion-vs-candidate delta table, the bars used, the raw per-run values. */
-import type { IterationEvidence, MeasurementEvidence } from '../evidence/index.js';
+import { type IterationEvidence, isBusy, type MeasurementEvidence } from '../evidence/index.js';
 import { DEFAULT_POLICY, falseAcceptText, INTERVAL_LABEL, type IntervalMethod } from '../stats/index.js';
 import { mfuText, ranOnCpu } from './facts.js';
 import {
@@ -87,7 +87,22 @@ export function clockLine(m: MeasurementEvidence): string | undefined {
       : wall.ratio === null
         ? '; no wall-clock times beside it'
         : `; the wall clock beside it says ${formatRatio(wall.ratio)} (median A / median B, a busy machine's preemptions included)`;
-  return `Clock: ${what}${beside}.`;
+  return `Clock: ${what}${beside}.${machineText(m, clock.name.startsWith(CPU_CLOCK))}`;
+}
+
+/**
+ * How busy the machine was during the sessions, when they ran on it; on a busy machine what that means
+ * for the clock that decided: ` Machine: load 11.3 on 2 cores (5.65 a core), steal 0.0%: busy; …`.
+ */
+function machineText(m: MeasurementEvidence, cpuClock: boolean): string {
+  const load = m.machine;
+  if (!load) return '';
+  const steal = load.stealShare === null ? '' : `, steal ${formatPercent(load.stealShare, 1)}`;
+  const said = ` Machine: load ${formatFixed(load.load, 1)} on ${load.cpus} core${load.cpus === 1 ? '' : 's'} (${formatFixed(load.loadPerCore, 2)} a core)${steal}`;
+  if (!isBusy(load)) return `${said}.`;
+  return cpuClock
+    ? `${said}: busy; the CPU-time clock decided, which other work cannot stretch, and the rounds' noise is in the interval.`
+    : `${said}: busy, and the wall clock decided: other work's preemptions are in these times and widen the interval; measure where nothing else runs for a verdict this noise does not blur.`;
 }
 
 /** `Improvement 1.229× [1.201×, 1.258×] (95% percentile CI, …). Accept bar …; regression bar ….` */

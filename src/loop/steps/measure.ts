@@ -16,12 +16,15 @@
  */
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { sampleMachine } from '../../compute/index.js';
 import {
   atPooledPeak,
+  busiest,
   comparabilityProblems,
   type MeasuredRun,
   type MeasurementEvidence,
   type MetricsFile,
+  machineLoadBetween,
   metricValue,
   type PeakInfo,
   peakInfo,
@@ -166,6 +169,8 @@ async function measure(env: StepEnv): Promise<StepResult> {
       interpret: metrics.device.interpret,
     };
     m.clock = clockOf(m, metrics);
+    const machine = busiest((m.sessions ?? []).flatMap((x) => (x.machine ? [x.machine] : [])));
+    if (machine) m.machine = machine;
     m.versions = { ...metrics.versions };
     m.preset = metrics.preset;
     m.impl = metrics.impl;
@@ -357,6 +362,8 @@ async function session(
   const index = (m.sessions?.length ?? 0) + 1;
   const name = `measure-${String(index).padStart(2, '0')}`;
   ctx.progress(`measure: verifier session ${index}, ${rounds} round(s) of both arms`);
+  // A session on this machine shares its cores: how busy they were goes beside the verdict.
+  const before = ctx.backend.name === 'local' ? sampleMachine() : undefined;
   const checked = await pairedSession(env, platform, programs, {
     name,
     rounds,
@@ -368,6 +375,7 @@ async function session(
         durationMs: run.durationMs,
         file: ProgramFiles.session(name),
         logFile: ProgramFiles.verifyLog(name),
+        ...(before ? { machine: machineLoadBetween(before, sampleMachine()) } : {}),
       });
       env.save();
       const { A: a, B: b } = run.session.arms;

@@ -62,6 +62,9 @@ describe('hillclimb test, measure and profile', () => {
     const ev = JSON.parse(r.stdout) as IterationEvidence;
     expect(ev.verdict).toBe('improved');
     expect(ev.measurement?.comparison?.ci?.lo).toBeGreaterThan(1);
+    // The sessions ran on this machine (the local backend): how busy it was is recorded beside them.
+    expect(ev.measurement?.sessions?.[0]?.machine?.cpus).toBeGreaterThan(0);
+    expect(ev.measurement?.machine?.loadPerCore).toBeGreaterThanOrEqual(0);
     expect(ev.profile?.status).toBe('done');
     // Each run's "took" is its own timed calls on the wall clock, read from its own metrics, not its
     // verifier session's time shared out evenly over the rounds.
