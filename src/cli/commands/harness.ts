@@ -83,7 +83,7 @@ export function registerHarness(program: Command, ctx: () => CliContext, done: (
       .command('measure')
       .description(
         'A/B-measure a commit against a base with the loop’s statistics (both commits’ exported programs timed ' +
-          'call by call in one verifier process, rounds paired; bootstrap CI)',
+          'call by call in one verifier process, rounds paired; t interval of the rounds’ log ratios)',
       )
       .requiredOption('--base <commit>', 'the champion / base commit')
       .option('--head <commit>', 'the candidate commit', 'HEAD')
