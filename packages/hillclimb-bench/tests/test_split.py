@@ -195,6 +195,52 @@ def test_measure_times_both_arms_call_by_call_and_writes_valid_metrics(tmp_path:
     assert "rounds" not in session
 
 
+def test_a_screening_session_times_the_champion_and_each_distinct_candidate(tmp_path: Path) -> None:
+    """One session, the champion first and three candidates: one right and different (timed), one
+    the champion's bytes (named, not timed), one wrong (its failure, not timed)."""
+    _, a = export(tmp_path, "a")
+    _, same = export(tmp_path, "same")
+    _, wrong = export(tmp_path, "wrong", variant="wrong")
+    tree_b = tree(tmp_path, "b")
+    src = tree_b / "toykernel" / "__init__.py"
+    src.write_text(
+        src.read_text().replace(
+            "y = e / e.sum(axis=-1, keepdims=True)", "y = e * (1.0 / e.sum(axis=-1, keepdims=True))"
+        )
+    )
+    out_b = tmp_path / "b-programs"
+    requests = str(request_file(tmp_path))
+    done = step(tree_b, "export", "--platform", "cpu", "--requests", requests, "--out", str(out_b))
+    assert done.returncode == 0, done.stderr
+    arms = {"A": a, "C1": out_b, "C2": same, "C3": wrong}
+    done, session = verify(tmp_path, "measure", arms, "--rounds", "3", "--repeats", "2")
+    assert done.returncode == 0, done.stderr
+    assert session is not None
+    assert session["same_as_first"] == ["C2"]
+    assert session["arms"]["C3"]["failure"]
+    assert "rel_rms" in session["arms"]["C3"]["failure"]
+    assert len(session["rounds"]) == 3
+    for i, r in enumerate(session["rounds"]):
+        assert set(r) == {"first", "A", "C1"}
+        assert r["first"] in ("A", "C1")
+        for arm in ("A", "C1"):
+            assert schema_errors(r[arm]) == []
+            want = {"round": i + 1, "rounds": 3, "arm": arm, "first": r["first"]}
+            assert r[arm]["session"] == want
+            assert any("4 arms timed call by call" in n for n in r[arm]["notes"])
+
+
+def test_measure_takes_two_to_nine_arms(tmp_path: Path) -> None:
+    _, a = export(tmp_path, "a")
+    arms = {f"C{i}": a for i in range(9)} | {"A": a}
+    done, _ = verify(tmp_path, "measure", arms)
+    assert done.returncode == 2
+    assert "--mode measure takes 2 to 9 --arm, got 10" in done.stderr
+    done, _ = verify(tmp_path, "gate", {"A": a, "B": a})
+    assert done.returncode == 2
+    assert "--mode gate takes 1 --arm, got 2" in done.stderr
+
+
 def test_measure_rounds_hold_one_metrics_document_per_arm(tmp_path: Path) -> None:
     _, a = export(tmp_path, "a")
     tree_b = tree(tmp_path, "b")

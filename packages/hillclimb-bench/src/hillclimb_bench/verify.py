@@ -77,6 +77,10 @@ class Arm:
         return programs.digest(self.loaded.values())
 
 
+#: Candidates one screening session may time beside the champion (``search.candidates`` ≤ 8).
+MAX_SCREEN_CANDIDATES = 8
+
+
 def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
     p = _Parser(prog=f"{prog} verify", description="Verify and time exported programs.")
     p.add_argument("--mode", choices=MODES, required=True)
@@ -98,9 +102,16 @@ def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
         if not sep or not name or not folder or name in arms:
             raise UsageError(f"--arm {spec!r}: expected NAME=DIR, each name once")
         arms[name] = Path(folder)
-    want = {"measure": 2, "gate": 1, "profile": 1}[args.mode]
-    if len(arms) != want:
-        raise UsageError(f"--mode {args.mode} takes {want} --arm, got {len(arms)}")
+    if args.mode == "measure":
+        # A comparison is two arms; a screening session times the champion (the first) and up to
+        # MAX_SCREEN_CANDIDATES candidates call by call, each compared with the first.
+        if not 2 <= len(arms) <= 1 + MAX_SCREEN_CANDIDATES:
+            raise UsageError(
+                f"--mode measure takes 2 to {1 + MAX_SCREEN_CANDIDATES} --arm, got {len(arms)}"
+            )
+    else:
+        if len(arms) != 1:
+            raise UsageError(f"--mode {args.mode} takes 1 --arm, got {len(arms)}")
     if args.rounds < 1 or args.repeats < 1 or args.warmup < 0:
         raise UsageError("need --rounds >= 1, --repeats >= 1, --warmup >= 0")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
@@ -187,7 +198,16 @@ def session(make_target: Any, args: argparse.Namespace, target_args: Sequence[st
             and (arms[0].hashes() == arms[1].hashes())
         )
         doc["identical"] = identical
-        if all(a.failure is None for a in arms) and not identical:
+        if len(arms) > 2:
+            # A screening session: candidates whose programs are the first arm's bytes, or that
+            # failed verification, are named and left out; the rest are timed with the first.
+            first = arms[0]
+            same = [a.name for a in arms[1:] if a.failure is None and a.hashes() == first.hashes()]
+            doc["same_as_first"] = same
+            live = [first] + [a for a in arms[1:] if a.failure is None and a.name not in same]
+            if first.failure is None and len(live) >= 2:
+                doc["rounds"] = measure(target, live, wanted, args, seed, seed_source, pinned)
+        elif all(a.failure is None for a in arms) and not identical:
             if args.mode == "measure":
                 doc["rounds"] = measure(target, arms, wanted, args, seed, seed_source, pinned)
             else:
@@ -323,9 +343,11 @@ def measure(
     seed_source: str,
     pinned: int | None,
 ) -> list[dict[str, Any]]:
-    """``args.rounds`` rounds; each times every program of both arms call by call. Returns per
-    round ``{"first": arm, "A": metrics, "B": metrics}``. A kept timed output that differs from
-    the verified one becomes that arm's failure and ends timing (no rounds are returned)."""
+    """``args.rounds`` rounds; each times every program of every arm call by call. Returns per
+    round ``{"first": arm, "A": metrics, "B": metrics, …}``. Two arms: the first drawn, A B, B A, …;
+    more (a screening session): a random order each round, reversed pair by pair. A kept timed
+    output that differs from the verified one becomes that arm's failure and ends timing (no rounds
+    are returned)."""
     import jax
 
     rng = np.random.default_rng([seed, 0x71AE])
@@ -333,9 +355,13 @@ def measure(
     firsts: list[str] = []
     compared: list[dict[str, int]] = []
     for _ in range(args.rounds):
-        first = arms[int(rng.integers(2))].name
+        if len(arms) == 2:
+            first = arms[int(rng.integers(2))].name
+            order = sorted(arms, key=lambda a: a.name != first)
+        else:
+            order = [arms[int(i)] for i in rng.permutation(len(arms))]
+            first = order[0].name
         firsts.append(first)
-        order = sorted(arms, key=lambda a: a.name != first)
         round_samples: dict[str, dict[str, ArmTimes]] = {a.name: {} for a in arms}
         round_compared = {a.name: 0 for a in arms}
         for request in wanted:
@@ -517,9 +543,9 @@ def metrics_doc(
         f"verified and timed by a process that never imported the kernel: programs exported with "
         f"jax.export ({len(arm.loaded)} program(s), sha256 in programs), inputs from seed {seed} "
         f"({seed_source})",
-        "A and B timed call by call in one process (round "
+        f"{timed_arms(args.arms)} timed call by call in one process (round "
         f"{session['round']} of {session['rounds']}, first arm {session['first']})"
-        if len(args.arms) == 2
+        if len(args.arms) >= 2
         else "one arm timed",
     ]
     if interpret:
@@ -576,6 +602,11 @@ def metrics_doc(
     }
     doc.update(extra)
     return doc
+
+
+def timed_arms(arms: Sequence[str]) -> str:
+    """``A and B``, or ``3 arms`` for a screening session."""
+    return " and ".join(arms) if len(arms) == 2 else f"{len(arms)} arms"
 
 
 def target_document(target: Target, arm: Arm) -> dict[str, Any]:
