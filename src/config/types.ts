@@ -68,6 +68,8 @@ export interface LoopConfig {
 /** How an iteration with several candidates picks the one that gets the full comparison. */
 export interface SearchConfig {
   screen_rounds: number;
+  /** One screening session of the champion and every candidate, on a backend that runs one job at a time. */
+  shared_screen: boolean;
   /** Absent: `measure.practical_delta`. */
   screen_bar?: number;
   slot_directives: string[];

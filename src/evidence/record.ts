@@ -305,6 +305,11 @@ export interface ScreenEvidence {
   /** When the session's job was started, and how long it took (screens may run at once: parallelJobs). */
   startedAt: string;
   durationMs: number;
+  /**
+   * The slots screened in the same session (the champion and every candidate timed call by call, one
+   * overhead for all), this one included; absent when the candidate had a session of its own.
+   */
+  sharedWith?: number[];
 }
 
 /** One candidate of an iteration's search, as the winner's comment and every candidate's record show it. */

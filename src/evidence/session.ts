@@ -36,6 +36,8 @@ export interface Session {
   arms: Record<string, SessionArm>;
   /** measure/profile: the arms' programs are byte-identical (nothing was timed). */
   identical: boolean;
+  /** A screening session (more than two arms): the candidates whose programs are the first arm's bytes. */
+  sameAsFirst: string[];
   /** gate mode. */
   gate?: { passed: boolean; total: number; failed: number; programs: GateProgram[] };
   /** measure mode: per round, the arm whose call came first and each arm's metrics. */
@@ -95,6 +97,9 @@ export function parseSession(text: string, file: string): Session {
     draw: Number(doc.draw),
     arms,
     identical: doc.identical === true,
+    sameAsFirst: Array.isArray(doc.same_as_first)
+      ? doc.same_as_first.filter((n): n is string => typeof n === 'string' && n in arms)
+      : [],
     rounds: [],
     notes: Array.isArray(doc.notes) ? doc.notes.filter((n): n is string => typeof n === 'string') : [],
   };
@@ -121,7 +126,13 @@ export function parseSession(text: string, file: string): Session {
     session.rounds = doc.rounds.map((raw, i) => {
       const round = object(raw, `rounds[${i}]`, file);
       const metrics: Record<string, MetricsFile> = {};
-      for (const name of Object.keys(arms)) {
+      // Every arm is timed, but in a screening session the ones that failed or are the first's bytes.
+      const timed = Object.keys(arms).filter(
+        (name) =>
+          Object.keys(arms).length === 2 ||
+          (arms[name]!.failure === null && !session.sameAsFirst.includes(name)),
+      );
+      for (const name of timed) {
         metrics[name] = parseMetrics(JSON.stringify(round[name] ?? null), `${file} rounds[${i}].${name}`);
       }
       return { first: String(round.first), metrics };

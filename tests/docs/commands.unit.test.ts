@@ -29,7 +29,7 @@ interface DocCommand {
 }
 
 /** Split a command line into words, shell-like enough for docs: quotes group, `#` starts a comment. */
-export function words(line: string): string[] {
+function words(line: string): string[] {
   const out: string[] = [];
   let word = '';
   let quote: string | null = null;

@@ -2,7 +2,7 @@
 // one null (screened out), one real gain (the winner, measured in full on fresh rounds). One PR, for the
 // winner, whose comment lists all three; every candidate has its history row and log entry.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
@@ -58,6 +58,18 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     expect(second!.screen!.survived).toBe(false);
     expect(second!.verdictReasons[0]).toMatch(/^screen \d\.\d{4} over 1 round < 1\.2000: dropped/);
     expect(second!.measurement).toBeUndefined();
+    // One machine: the two candidates that passed their gates were screened in one session with the
+    // champion, each against the champion's values of the same rounds, and the session is in both records.
+    expect(second!.screen!.sharedWith).toEqual([2, 3]);
+    expect(third!.screen!.sharedWith).toEqual([2, 3]);
+    expect(second!.screen!.a).toEqual(third!.screen!.a);
+    expect(second!.screen!.sessionFile).toBe(third!.screen!.sessionFile);
+    for (const c of iteration!.candidates!.slice(1)) {
+      expect(existsSync(join(c.bundleDir, c.evidence!.screen!.sessionFile))).toBe(true);
+    }
+    expect(
+      lines.some((l) => /screen: 1 round of the champion and 2 candidates in one verifier session/.test(l)),
+    ).toBe(true);
     expect(third!.search!.role).toBe('winner');
     expect(result.champion.iteration).toBe(1);
     expect(result.champion.commit).toBe(third!.candidate!.logCommit);
@@ -141,7 +153,8 @@ describe('a search interrupted during its screens', () => {
       { ...faster, name: '0001.2-shorter-delay' },
     ]);
     const configFile = join(repo, 'hillclimb.yml');
-    const overrides = { 'loop.iterations': 1, 'loop.candidates': 2 };
+    // A session per candidate, so that one candidate is screened and the other not when it stops.
+    const overrides = { 'loop.iterations': 1, 'loop.candidates': 2, 'search.shared_screen': false };
     const controller = new AbortController();
     const first = await runLoop({
       configFile,

@@ -11,11 +11,13 @@
 import { join } from 'node:path';
 import type { IterationEvidence, SearchCandidateRow, StepName } from '../../evidence/index.js';
 import { screenCandidates } from '../../search/index.js';
+import { errorMessage } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { Bundle, iterationDirName } from '../state/bundle.js';
 import type { Journal } from '../state/journal.js';
+import { Interrupted } from '../steps/failures.js';
 import { type NewIteration, newEvidence, runIterationSteps, withInfraRetries } from '../steps/iteration.js';
-import { screenCandidate } from '../steps/screen.js';
+import { screenCandidate, screenTogether } from '../steps/screen.js';
 
 /** The steps every candidate goes through after its agent and before the screen. */
 const AFTER_PROPOSE: readonly StepName[] = ['guard', 'cpu-gate', 'accelerator-gate'];
@@ -201,8 +203,14 @@ export async function screenAndSelect(
     }
   };
   const parallel = Math.max(1, info.parallelJobs ?? 1);
-  for (let i = 0; i < todo.length; i += parallel) {
-    await Promise.all(todo.slice(i, i + parallel).map(screenOne));
+  // One machine: the champion and every candidate in one session (one overhead, not one per candidate);
+  // a candidate it cannot screen fairly goes on to a session of its own below.
+  const alone =
+    parallel === 1 && ctx.config.search.shared_screen && todo.length >= 2
+      ? await screenShared(ctx, todo, info.platform, say)
+      : todo;
+  for (let i = 0; i < alone.length; i += parallel) {
+    await Promise.all(alone.slice(i, i + parallel).map(screenOne));
   }
 
   const screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
@@ -341,6 +349,52 @@ export function recordSearch(
  * candidate in `error`. Anything else — a bug, a champion that fails on its own — stops the run, as it
  * would in the full comparison.
  */
+/**
+ * Screen `todo` in one shared verifier session (steps/screen.ts screenTogether); record the verdicts it
+ * reached, and return the candidates it could not screen, each for a session of its own.
+ */
+async function screenShared(
+  ctx: LoopContext,
+  todo: readonly Bundle[],
+  platform: Parameters<typeof screenTogether>[1],
+  say: (b: Bundle) => (line: string) => void,
+): Promise<Bundle[]> {
+  const envs = todo.map((b) => {
+    const ev = b.load();
+    return { b, env: { ctx: { ...ctx, progress: say(b) }, bundle: b, ev, save: () => b.save(ev) } };
+  });
+  let outcomes: Awaited<ReturnType<typeof screenTogether>>;
+  try {
+    outcomes = await screenTogether(
+      envs.map((e) => e.env),
+      platform,
+    );
+  } catch (e) {
+    if (e instanceof Interrupted) throw e;
+    ctx.progress(`screen: the shared session could not run (${errorMessage(e)}): one session per candidate`);
+    return [...todo];
+  }
+  const alone: Bundle[] = [];
+  for (const { b, env } of envs) {
+    const outcome = outcomes.get(env);
+    if (!outcome || 'alone' in outcome) {
+      if (outcome) say(b)(`screen: a session of its own (${outcome.alone})`);
+      alone.push(b);
+      continue;
+    }
+    if ('ended' in outcome && outcome.ended.status === 'verdict') {
+      env.ev.verdict = outcome.ended.verdict;
+      env.ev.verdictReasons = outcome.ended.reasons;
+      env.ev.stoppedAt = 'measure';
+      b.save(env.ev);
+      say(b)(`screen → ${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ''}`);
+    } else if ('ended' in outcome) {
+      alone.push(b);
+    }
+  }
+  return alone;
+}
+
 async function screenOnce(
   ctx: LoopContext,
   env: Parameters<typeof screenCandidate>[0],

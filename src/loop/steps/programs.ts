@@ -262,7 +262,8 @@ export interface VerifyOptions {
   mode: VerifyMode;
   platform: Platform;
   draw: number;
-  arms: ArmName[];
+  /** The arms, in order: A and B, or (a screening session) the champion A and candidates C<slot>. */
+  arms: string[];
   /** measure: rounds in this session. */
   rounds?: number;
   /** Timed calls per round and program (profile: before the traced steps). */
@@ -443,7 +444,7 @@ async function verifierTree(
   ctx: LoopContext,
   commit: string,
   name: string,
-  programs: Partial<Record<ArmName, string>>,
+  programs: Readonly<Record<string, string>>,
 ): Promise<string> {
   const path = verifierTreePath(ctx, commit, name);
   // Dirty after its last use (editable paths removed, programs added): worktreeAt re-creates it clean.
@@ -544,7 +545,7 @@ export async function runVerifier(
   o: VerifyOptions & {
     backend: Backend;
     harness: string;
-    programs: Partial<Record<ArmName, string>>;
+    programs: Readonly<Record<string, string>>;
     sessionFile: string;
     logFile: string;
     traceDir?: string;

@@ -9,11 +9,14 @@
  * A candidate whose programs fail verification here is `invalid`; byte-identical programs are `no-op`;
  * a champion that fails is an infrastructure failure, as in measure.
  */
+import { cpSync, existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { metricValue } from '../../evidence/index.js';
+import { errorMessage } from '../../util/index.js';
 import { iterationDirName } from '../state/bundle.js';
+import { Interrupted } from './failures.js';
 import { armPrograms, pairedSession } from './measure.js';
-import type { Platform } from './programs.js';
-import { ProgramFiles } from './programs.js';
+import { iterationDraw, type Platform, ProgramFiles, runVerifier, type VerifierRun } from './programs.js';
 import type { StepEnv, StepResult } from './step.js';
 
 /**
@@ -59,4 +62,157 @@ export async function screenCandidate(env: StepEnv, platform: Platform): Promise
   };
   env.save();
   return undefined;
+}
+
+/** What one candidate's part of a shared screening session came to. */
+export type SharedScreen = { ended: StepResult } | { screened: true } | { alone: string };
+
+/**
+ * Screen several candidates in one verifier session (search.shared_screen): the champion and every
+ * candidate timed call by call, round by round, so the session's overhead — a process, loading and
+ * verifying every arm's programs — is paid once instead of once per candidate (`npm run bench:search`:
+ * at the overhead the sessions really cost, 1.52× a lineage's gain per accelerator-hour at k = 3
+ * against 1.12× with a session per candidate). Each candidate is held to the checks of its own session
+ * (pairedSession): its verification, its programs against the ones its gate verified, byte-identical
+ * programs `no-op`. Whatever the shared session cannot pin on one candidate (the session failing as a
+ * whole, a champion that fails) sends every candidate it concerns to a session of its own: `alone`.
+ */
+export async function screenTogether(
+  envs: readonly StepEnv[],
+  platform: Platform,
+): Promise<Map<StepEnv, SharedScreen>> {
+  const out = new Map<StepEnv, SharedScreen>();
+  const live: Array<{
+    env: StepEnv;
+    arm: string;
+    programs: { A: string; B: string; verifiedByGate?: Record<string, string> };
+  }> = [];
+  for (const env of envs) {
+    try {
+      const programs = await armPrograms(env, platform);
+      if ('verdict' in programs) out.set(env, { ended: programs.verdict });
+      else live.push({ env, arm: `C${env.ev.slot!.index}`, programs });
+    } catch (e) {
+      // A session of its own retries what failed here, and names it.
+      if (e instanceof Interrupted) throw e;
+      out.set(env, { alone: `its programs: ${errorMessage(e)}` });
+    }
+  }
+  if (live.length < 2) {
+    for (const { env } of live) out.set(env, { alone: 'one candidate left to screen' });
+    return out;
+  }
+  const lead = live[0]!.env;
+  const { ctx } = lead;
+  const rounds = ctx.config.search.screen_rounds;
+  const name = `screen-${iterationDirName(lead.ev)}-shared`;
+  const sessionFile = ProgramFiles.session(name);
+  const logFile = ProgramFiles.verifyLog(name);
+  ctx.progress(
+    `screen: ${rounds} round${rounds === 1 ? '' : 's'} of the champion and ${live.length} candidates in one verifier session`,
+  );
+  const startedAt = new Date().toISOString();
+  let run: VerifierRun;
+  try {
+    run = await runVerifier(ctx, lead.ev, {
+      mode: 'measure',
+      platform,
+      draw: iterationDraw(lead.ev),
+      arms: ['A', ...live.map((l) => l.arm)],
+      rounds,
+      repeats: ctx.target.bench.repeats,
+      warmup: ctx.target.bench.warmup,
+      backend: ctx.backend,
+      harness: lead.ev.base.commit,
+      programs: Object.fromEntries([['A', live[0]!.programs.A], ...live.map((l) => [l.arm, l.programs.B])]),
+      sessionFile: lead.bundle.path(sessionFile),
+      logFile: lead.bundle.path(logFile),
+      name,
+      step: 'measure',
+    });
+  } catch (e) {
+    if (e instanceof Interrupted) throw e;
+    for (const { env } of live)
+      out.set(env, { alone: `the shared screening session failed: ${errorMessage(e)}` });
+    return out;
+  }
+  const s = run.session;
+  const champion = s.arms.A;
+  if (!champion || champion.failure) {
+    for (const { env } of live)
+      out.set(env, { alone: "the champion's programs failed in the shared session" });
+    return out;
+  }
+  const path = ctx.target.bench.metric.path;
+  const values = (arm: string) =>
+    s.rounds.map((round) => {
+      try {
+        return metricValue(round.metrics[arm]!, path, sessionFile);
+      } catch {
+        return Number.NaN;
+      }
+    });
+  const timed = live.filter(
+    ({ arm }) => s.arms[arm] && !s.arms[arm]!.failure && !s.sameAsFirst.includes(arm),
+  );
+  const sharedWith = timed.map((l) => l.env.ev.slot!.index);
+  for (const { env, arm, programs } of live) {
+    const mine = s.arms[arm];
+    const ended = (verdict: 'invalid' | 'no-op', reason: string) =>
+      out.set(env, { ended: { status: 'verdict', verdict, reasons: [reason] } });
+    if (!mine) {
+      out.set(env, { alone: `the shared session lacks arm ${arm}` });
+      continue;
+    }
+    // The evidence stays whole in every candidate's bundle: the session and its log, copied.
+    if (env !== lead) {
+      for (const f of [sessionFile, logFile]) {
+        mkdirSync(dirname(env.bundle.path(f)), { recursive: true });
+        if (existsSync(lead.bundle.path(f))) cpSync(lead.bundle.path(f), env.bundle.path(f));
+      }
+    }
+    if (mine.failure) {
+      ended('invalid', `screen: the candidate's programs failed verification: ${mine.failure}`);
+      continue;
+    }
+    if (s.sameAsFirst.includes(arm)) {
+      const n = Object.keys(mine.programs).length;
+      ended(
+        'no-op',
+        `the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`,
+      );
+      continue;
+    }
+    const forged = Object.entries(mine.programs).filter(
+      ([key, hash]) => programs.verifiedByGate?.[key] !== undefined && programs.verifiedByGate[key] !== hash,
+    );
+    if (forged.length > 0) {
+      ended(
+        'invalid',
+        `screen: the programs screened are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
+      );
+      continue;
+    }
+    if (s.rounds.length !== rounds) {
+      // Timing ended early (another arm's timed output differed from what it verified): time it alone.
+      out.set(env, { alone: `the shared session timed ${s.rounds.length} of ${rounds} rounds` });
+      continue;
+    }
+    env.ev.screen = {
+      rounds,
+      a: values('A'),
+      b: values(arm),
+      estimate: null,
+      survived: false,
+      reason: 'not ranked yet',
+      sessionFile,
+      logFile,
+      startedAt,
+      durationMs: run.durationMs,
+      sharedWith,
+    };
+    env.save();
+    out.set(env, { screened: true });
+  }
+  return out;
 }

@@ -162,6 +162,26 @@ def metrics(samples, arm, session, seed, sha):
     }
 
 
+def timed_rounds(args, loaded, doc, seed):
+    """``args.rounds`` rounds of the arms in ``loaded``, call by call."""
+    rng = random.Random(seed)
+    rounds = []
+    for r in range(args.rounds):
+        first = rng.choice(list(loaded))
+        order = [first] + [n for n in loaded if n != first]
+        samples = {n: [] for n in loaded}
+        for call in range(args.warmup + args.repeats):
+            for n in order if call % 2 == 0 else order[::-1]:
+                t0 = time.perf_counter()
+                run(loaded[n], [1, 2, 3])
+                if call >= args.warmup:
+                    samples[n].append((time.perf_counter() - t0) * 1000.0)
+        session = {"round": r + 1, "rounds": args.rounds, "first": first}
+        rounds.append({"first": first, **{n: metrics(samples[n], n, session, seed, doc["arms"][n]["programs"][KEY])
+                                          for n in loaded}})
+    return rounds
+
+
 def verify(args) -> int:
     if any(m == "toy" or m.startswith("toy.") for m in sys.modules):
         print("verify: cannot vouch for this session: the code under test is loaded", file=sys.stderr)
@@ -185,24 +205,21 @@ def verify(args) -> int:
                        "programs": [{"key": KEY, "purpose": "bench", "status": "failed" if arm["failure"] else "passed",
                                      **({"sha256": arm["programs"][KEY]} if KEY in arm["programs"] else {}),
                                      **({"error": arm["failure"]} if arm["failure"] else {})}]}
+    elif args.mode == "measure" and len(arms) > 2:
+        # A screening session: the first arm (the champion) and the candidates that verified and are
+        # not its bytes are timed; the others are named (as hillclimb_bench's verifier does).
+        names = list(arms)
+        first_sha = doc["arms"][names[0]]["programs"].get(KEY)
+        doc["same_as_first"] = [n for n in names[1:] if not doc["arms"][n]["failure"]
+                                and doc["arms"][n]["programs"].get(KEY) == first_sha]
+        live = [names[0]] + [n for n in names[1:] if not doc["arms"][n]["failure"] and n not in doc["same_as_first"]]
+        if not doc["arms"][names[0]]["failure"] and len(live) >= 2:
+            doc["rounds"] = timed_rounds(args, {n: loaded[n] for n in live}, doc, seed)
     elif not failures and args.mode == "measure":
         shas = [a["programs"].get(KEY) for a in doc["arms"].values()]
         doc["identical"] = len(set(shas)) == 1
         if not doc["identical"]:
-            rng = random.Random(seed)
-            doc["rounds"] = []
-            for r in range(args.rounds):
-                first = rng.choice(list(arms))
-                order = [first] + [n for n in arms if n != first]
-                samples = {n: [] for n in arms}
-                for call in range(args.warmup + args.repeats):
-                    for n in order if call % 2 == 0 else order[::-1]:
-                        t0 = time.perf_counter()
-                        run(loaded[n], [1, 2, 3])
-                        if call >= args.warmup:
-                            samples[n].append((time.perf_counter() - t0) * 1000.0)
-                session = {"round": r + 1, "rounds": args.rounds, "first": first}
-                doc["rounds"].append({"first": first, **{n: metrics(samples[n], n, session, seed, doc["arms"][n]["programs"][KEY]) for n in arms}})
+            doc["rounds"] = timed_rounds(args, loaded, doc, seed)
     elif not failures and args.mode == "profile":
         name = next(iter(arms))
         samples = []
