@@ -61,6 +61,9 @@ def export(args) -> int:
         "corrupt_trace": bool(getattr(kernel, "CORRUPT_TRACE", False)),
         "unroll": int(getattr(kernel, "UNROLL", 1)),
     }
+    slow = getattr(kernel, "SLOW_VERIFY_S", 0)
+    if slow:
+        program["verify_delay_s"] = slow  # the verifier takes this long before it checks: the suite fails first
     crash = getattr(kernel, "CRASH_VERIFIER", False)
     if crash:
         program["crash_verifier"] = crash  # True: in every session; "measure": in measurements only
@@ -114,6 +117,7 @@ def run(program, xs):
 
 def verify_program(program, seed):
     """Inputs drawn from the verifier's seed, checked against the oracle (2x)."""
+    time.sleep(min(30, max(0, float(program.get("verify_delay_s", 0)))))
     rng = random.Random(seed)
     for n in (1, 5, 10):
         xs = [rng.randint(-1000, 1000) for _ in range(n)]
