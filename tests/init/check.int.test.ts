@@ -61,7 +61,8 @@ if __name__ == "__main__":
 describe('hillclimb check: the target module checked once, its mistakes named', () => {
   const t = tempDir('hc-check-');
   const repo = join(t.dir, 'toy');
-  const cli = (args: string[]) => hillclimbIn(repo, ['check', ...args], { HILLCLIMB_PYTHON: PYTHON });
+  const cli = (args: string[], python = PYTHON) =>
+    hillclimbIn(repo, ['check', ...args], { HILLCLIMB_PYTHON: python });
   const git = (...args: string[]) =>
     execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], {
       cwd: repo,
@@ -161,6 +162,14 @@ describe('hillclimb check: the target module checked once, its mistakes named', 
     expect(r.stdout).toMatch(/^✗ verify +\d+ of \d+ program\(s\) failed verification, first: fwd@/m);
     expect(r.stdout).toMatch(
       /hint: the kernel and the reference disagree on fwd@\S+: max error \S+, relative RMS error 5\.000e-01 over its tolerance 1\.000e-05 \(rel_rms_tol\); fix the kernel, or the reference in bench\/scale_target\.py/,
+    );
+  }, 120_000);
+
+  it('a machine that cannot run the step is infrastructure: exit 3, not the target’s mistake', async () => {
+    const r = await cli([], join(t.dir, 'no-venv', 'bin', 'python'));
+    expect(r.code, r.stdout + r.stderr).toBe(3);
+    expect(r.stdout).toMatch(
+      /^✗ requests .*the project interpreter \S+ does not exist; run `hillclimb setup`/m,
     );
   }, 120_000);
 });
