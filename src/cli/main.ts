@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../project/index.js';
+import { registerCheck } from './commands/check.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerHarness } from './commands/harness.js';
@@ -31,6 +32,7 @@ export function buildProgram(io: CliIO, done: (code: number) => void): Command {
   registerInit(program, ctx, done);
   registerSetup(program, ctx, done);
   registerDoctor(program, ctx, done);
+  registerCheck(program, ctx, done);
   registerTpu(program, ctx, done);
   registerTrace(program, ctx, done);
   registerLog(program, ctx, done);

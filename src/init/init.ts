@@ -123,6 +123,7 @@ export function nextSteps(answers: InitAnswers, written: boolean): string[] {
     '  2. First verdict, on this machine (docs/setup.md, "Your first verdict"):',
     `     hillclimb setup     (.venv from ${answers.requirements})`,
     '     hillclimb doctor    (every piece a run needs)',
+    '     hillclimb check     (the target module once: its programs exported and verified, the fix named)',
     '     hillclimb test      (the CPU gate on HEAD)',
     `     hillclimb measure --base ${answers.base} --head <a branch with your change>`,
     '     hillclimb loop -n 1',

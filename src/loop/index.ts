@@ -3,6 +3,8 @@
  * state. Other modules import from this entry, never from its files.
  */
 export { runDirOf, stateDirOf } from './context.js';
+export type { TargetCheck, TargetCheckName, TargetCheckReport } from './drivers/check.js';
+export { checkTarget } from './drivers/check.js';
 export { commentMeasurement, measureCommits, profileCommitSummary, testCommit } from './drivers/commits.js';
 export type { Phase, PhaseOptions, PhaseResult } from './drivers/phases.js';
 export {

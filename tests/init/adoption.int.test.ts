@@ -3,7 +3,7 @@
 // no kernels/ folder — gets `hillclimb init --yes`, the thirty-line target module of the package
 // README, a requirements file naming hillclimb-bench without a source; then `hillclimb setup` (a real
 // pip install: no public hillclimb repository, no hand-made venv, nothing added to the sandbox),
-// `doctor`, `test`, a `measure` of a faster branch (improved), and `loop -n 2` with the replay agent:
+// `doctor`, `check`, `test`, a `measure` of a faster branch (improved), and `loop -n 2` with the replay agent:
 // one patch that makes the kernel faster (improved), one that breaks it (invalid at the CPU gate).
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -131,6 +131,7 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
   let setup: CliRun;
   let doctor: CliRun;
   let doctorReady: CliRun;
+  let checked: CliRun;
   let gate: CliRun;
   let measure: CliRun;
   let loop: CliRun;
@@ -171,6 +172,7 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
     git('commit', '-qm', 'hillclimb: init');
     setup = await timed('setup', ['setup']);
     doctor = await timed('doctor', ['doctor']);
+    checked = await timed('check', ['check']);
     gate = await timed('test', ['test']);
 
     // 2. A change of the user's own, on a branch, measured.
@@ -219,6 +221,11 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
     const pyDir = readdirSync(join(repo, '.venv', 'lib')).find((d) => d.startsWith('python'))!;
     const installed = readdirSync(join(repo, '.venv', 'lib', pyDir, 'site-packages'));
     expect(installed.some((d) => /^hillclimb_bench-.*\.dist-info$/.test(d))).toBe(true);
+  });
+
+  it('check: the target module passes every check on HEAD', () => {
+    expect(checked.code, checked.stdout + checked.stderr).toBe(0);
+    expect(checked.stdout).toMatch(/^✓ verify +\d+ program\(s\) agree with the reference/m);
   });
 
   it('test: the CPU gate passes on HEAD', () => {

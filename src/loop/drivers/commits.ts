@@ -4,7 +4,7 @@
  * the loop, so a number means the same thing wherever it was produced.
  */
 import { join } from 'node:path';
-import { type ConfigOverrides, loadConfig, selectTarget } from '../../config/index.js';
+import { type ConfigOverrides, type HillclimbConfig, loadConfig, selectTarget } from '../../config/index.js';
 import type { IterationEvidence, StepName } from '../../evidence/index.js';
 import type { Logger } from '../../util/index.js';
 import { matchAny } from '../../workspace/index.js';
@@ -30,15 +30,16 @@ export interface ManualOptions {
 
 /**
  * Run `fn` in a loop context for one manual iteration that runs `steps` (no agent): the backends those
- * steps use are open while it runs and released after, whatever happens.
+ * steps use are open while it runs and released after, whatever happens. `config` when the caller loaded
+ * it already.
  */
-async function withContext<T>(
+export async function withContext<T>(
   opts: ManualOptions,
   runId: string,
   steps: readonly StepName[],
   fn: (ctx: LoopContext) => Promise<T>,
+  config: HillclimbConfig = loadConfig(opts.configFile, opts.overrides),
 ): Promise<T> {
-  const config = loadConfig(opts.configFile, opts.overrides);
   const { ctx, openBackends, close } = await openLoopContext(config, {
     target: selectTarget(config, opts.target),
     runId,

@@ -24,6 +24,7 @@ import {
   type ExportEvidence,
   failureSummary,
   type GateEvidence,
+  type GateProgram,
   type GateVerification,
   readJUnitXml,
   recordIsolation,
@@ -460,9 +461,7 @@ async function verifyPrograms(
     throw e;
   }
   const verdict = run.session.gate!;
-  const failing = verdict.programs
-    .filter((p) => p.status === 'failed')
-    .map((p) => (p.error?.startsWith(`${p.key}: `) ? p.error : `${p.key}: ${p.error ?? 'failed'}`));
+  const failing = failingPrograms(verdict.programs);
   const verifier: GateVerification = {
     passed: verdict.passed,
     total: verdict.total,
@@ -481,6 +480,13 @@ async function verifyPrograms(
       ? 'the verifier checked no programs'
       : `${verdict.failed} of ${verdict.total} exported programs failed verification, first: ${failing[0]}`;
   return { export: exported, verifier, problems: [why] };
+}
+
+/** Each failed program of a gate session as `<key>: <its error>`, in the session's order. */
+export function failingPrograms(programs: readonly GateProgram[]): string[] {
+  return programs
+    .filter((p) => p.status === 'failed')
+    .map((p) => (p.error?.startsWith(`${p.key}: `) ? p.error : `${p.key}: ${p.error ?? 'failed'}`));
 }
 
 export function gateJobDescription(ctx: LoopContext): string {

@@ -40,8 +40,11 @@ import { worktreeAt } from '../state/worktrees.js';
 import { ChampionFailure, InfraFailure, Interrupted, isProgramError } from './failures.js';
 import { jobId } from './naming.js';
 import {
+  entryPointMissing,
   kernelLoadedInVerifier,
   missingModule,
+  noStepHint,
+  type TargetFacts,
   type TargetProcess,
   targetModuleHint,
 } from './target-mistakes.js';
@@ -190,10 +193,17 @@ async function writePlan(
     }
     if (result.infraError) throw new InfraFailure(`the requests step could not run: ${result.infraError}`);
     if (result.exitCode !== 0 || !existsSync(`${file}.part`)) {
-      const why = `the target module's requests step (${p.module}) exited ${result.exitCode}: ${lastErrorLine(log) ?? `see ${log}`}`;
-      const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
-      if (result.exitCode === 2 || isProgramError(text)) {
-        const mistake = await mistakeHint(ctx, 'requests', text, o.harness);
+      const text = readLog(log);
+      // Exit 0 without the file (a remote backend that lost it says so as infraError): the module ran
+      // and ran no step.
+      const noStep = result.exitCode === 0;
+      const why = noStep
+        ? `the target module's requests step (${p.module}) wrote no request file (exit 0)`
+        : `the target module's requests step (${p.module}) exited ${result.exitCode}: ${lastErrorLine(log) ?? `see ${log}`}`;
+      if (result.exitCode === 2 || noStep || isProgramError(text) || entryPointMissing(text, p.module)) {
+        const mistake = noStep
+          ? noStepHint(await targetFacts(ctx, o.harness))
+          : await mistakeHint(ctx, 'requests', text, o.harness);
         throw new ChampionFailure(why, {
           hint: `${mistake ? `${mistake}; ` : ''}the harness fails without any candidate (targets.${ctx.target.name}.programs.module: ${p.module}); fix it, commit, and run again (the whole log: ${log})`,
         });
@@ -381,19 +391,27 @@ export async function exportPrograms(
  * What to change in the target module when its process in `commit`'s tree failed with `log`
  * (target-mistakes.ts), if the log shows a known mistake; the tree is listed only then.
  */
-async function mistakeHint(
+export async function mistakeHint(
   ctx: LoopContext,
   process: TargetProcess,
   log: string,
   commit: string,
 ): Promise<string | undefined> {
-  if (missingModule(log) === undefined && !kernelLoadedInVerifier(log)) return undefined;
-  const files = (await ctx.git.listFiles(commit)).map((f) => f.path);
-  return targetModuleHint(process, log, {
+  const known =
+    missingModule(log) !== undefined ||
+    kernelLoadedInVerifier(log) ||
+    entryPointMissing(log, ctx.target.programs.module);
+  return known ? targetModuleHint(process, log, await targetFacts(ctx, commit)) : undefined;
+}
+
+/** What the target-mistake hints need to know of the target and `commit`'s tree. */
+export async function targetFacts(ctx: LoopContext, commit: string): Promise<TargetFacts> {
+  return {
+    target: ctx.target.name,
     module: ctx.target.programs.module,
-    files,
+    files: (await ctx.git.listFiles(commit)).map((f) => f.path),
     requirements: ctx.config.paths.requirements,
-  });
+  };
 }
 
 function readLog(file: string): string {

@@ -7,7 +7,9 @@
  * - the kernel imported at the module's top: the requests step (or the verifier) cannot import it, or
  *   the verifier finds it loaded → import the kernel only inside kernel();
  * - the kernel under a folder the export does not put on sys.path → the target's `source_roots`;
- * - a package neither in the tree nor installed → paths.requirements.
+ * - a package neither in the tree nor installed → paths.requirements;
+ * - an entry point Python cannot find (`programs.module` names no module of the tree), or a module that
+ *   runs no step (no `hb.cli(TARGET)` at its end) → programs.module, or the module's last lines.
  */
 
 /** The target module's documented shape, quoted by every hint. */
@@ -20,6 +22,8 @@ const KERNEL_LOADED = 'the code under test is loaded in the verifier';
 export type TargetProcess = 'requests' | 'verify' | 'export';
 
 export interface TargetFacts {
+  /** The target's name (`targets.<name>`). */
+  target: string;
   /** The target module (`targets.<name>.programs.module`), e.g. `bench.softmax_target`. */
   module: string;
   /** Every file of the commit the process ran (its tree). */
@@ -71,6 +75,8 @@ export function targetModuleHint(
   log: string,
   facts: TargetFacts,
 ): string | undefined {
+  const entry = entryPointHint(log, facts);
+  if (entry !== undefined) return entry;
   const file = moduleFile(facts.module, facts.files);
   const insideKernel = `import the kernel only inside kernel(), which only the export step calls (${README})`;
   if (process === 'verify' && log.includes(KERNEL_LOADED)) {
@@ -96,4 +102,78 @@ export function targetModuleHint(
 /** Whether a verifier's log shows the code under test loaded in its process (a target-module mistake). */
 export function kernelLoadedInVerifier(log: string): boolean {
   return log.includes(KERNEL_LOADED);
+}
+
+/**
+ * Whether `log` is Python's own refusal of `python -m <module>`: the module itself (or a package on its
+ * path) not found, or a package without `__main__`. Printed without a traceback, so no program error.
+ */
+export function entryPointMissing(log: string, module: string): boolean {
+  const name = module.replace(/\./g, '\\.');
+  return new RegExp(
+    `: (?:No module named ${name}(?:\\.__main__;|$)|Error while finding module specification for '${name}')`,
+    'm',
+  ).test(log);
+}
+
+/** The hint for an entry point Python cannot find, with the tree's nearest module when there is one. */
+function entryPointHint(log: string, facts: TargetFacts): string | undefined {
+  if (!entryPointMissing(log, facts.module)) return undefined;
+  const key = `targets.${facts.target}.programs.module`;
+  const near = nearestModule(facts.module, facts.files);
+  const meant = near === undefined ? '' : ` (did you mean ${near}?)`;
+  return `${facts.module} (${key}) is not a module Python finds from the repository's root: no ${facts.module.replace(/\./g, '/')}.py is committed${meant}; fix ${key} in hillclimb.yml, or commit the target module (${README})`;
+}
+
+/** The module of the tree's Python files nearest to `module` (a typo, a folder off), if near enough. */
+function nearestModule(module: string, files: readonly string[]): string | undefined {
+  const MAX_EDITS = 3;
+  let best: { name: string; edits: number } | undefined;
+  for (const file of files) {
+    if (!file.endsWith('.py') || file.endsWith('__init__.py')) continue;
+    const name = file.slice(0, -3).replace(/\//g, '.');
+    const edits = editDistance(module, name);
+    if (edits <= MAX_EDITS && (best === undefined || edits < best.edits)) best = { name, edits };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance between two strings. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * The hint for a requests step that ended well but wrote no request file: the module ran, and ran no
+ * step (it does not end in `hb.cli(TARGET)`, or calls it only under another name).
+ */
+export function noStepHint(facts: TargetFacts): string {
+  const file = moduleFile(facts.module, facts.files);
+  return `${file} ran but wrote no request file: a target module ends with \`if __name__ == "__main__": hb.cli(TARGET)\`, which runs the step hillclimb names (${README})`;
+}
+
+/** A verifier's refusal of an output off the reference (hillclimb_bench.target.compare). */
+const OFF_REFERENCE = /rel_rms (\S+) > tolerance (\S+) \(max_abs (\S+)\)/;
+
+/**
+ * The hint for a program the verifier failed (`failing`: `<key>: <its error>`): for an output off the
+ * reference, the program, its errors and the tolerance; else the verifier's own words.
+ */
+export function verificationHint(failing: string, facts: TargetFacts): string {
+  const file = moduleFile(facts.module, facts.files);
+  const key = failing.slice(0, failing.indexOf(': '));
+  const off = OFF_REFERENCE.exec(failing);
+  if (off === null) {
+    return `the verifier refused ${key} (${failing.slice(key.length + 2)}): the exported program must be a pure computation of its arguments that matches the reference (${README})`;
+  }
+  const [, rel, tol, maxAbs] = off;
+  return `the kernel and the reference disagree on ${key}: max error ${maxAbs}, relative RMS error ${rel} over its tolerance ${tol} (rel_rms_tol); fix the kernel, or the reference in ${file} if it is the one that is wrong`;
 }

@@ -1,9 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { isExportMistake } from '../../../src/loop/steps/failures.js';
-import { folderHolding, moduleFile, targetModuleHint } from '../../../src/loop/steps/target-mistakes.js';
+import {
+  entryPointMissing,
+  folderHolding,
+  moduleFile,
+  noStepHint,
+  targetModuleHint,
+  verificationHint,
+} from '../../../src/loop/steps/target-mistakes.js';
 
 const FILES = ['bench/scale_target.py', 'pyproject.toml', 'src/mypkg/__init__.py', 'src/mypkg/ops/scale.py'];
-const facts = { module: 'bench.scale_target', files: FILES, requirements: 'requirements.txt' };
+const facts = {
+  target: 'scale',
+  module: 'bench.scale_target',
+  files: FILES,
+  requirements: 'requirements.txt',
+};
 const notFound = (name: string) =>
   `Traceback (most recent call last):\n  File "x.py", line 1\nModuleNotFoundError: No module named '${name}'\n`;
 
@@ -47,6 +59,46 @@ describe('targetModuleHint: the fix of a target-module mistake', () => {
     );
     expect(targetModuleHint('export', notFound('mypkg.ops.helpers'), facts)).toContain(
       'not in the committed tree, though mypkg is: commit its file',
+    );
+  });
+
+  it('an entry point Python cannot find: names the key and the tree’s nearest module', () => {
+    const typo = { ...facts, module: 'bench.scale_targt' };
+    // Python's own words for `python -m`, with no traceback: a missing module, a missing package.
+    const log =
+      '$ python -E -s -m bench.scale_targt requests\n/venv/bin/python: No module named bench.scale_targt\n';
+    expect(entryPointMissing(log, typo.module)).toBe(true);
+    expect(targetModuleHint('requests', log, typo)).toBe(
+      'bench.scale_targt (targets.scale.programs.module) is not a module Python finds from the repository\'s root: no bench/scale_targt.py is committed (did you mean bench.scale_target?); fix targets.scale.programs.module in hillclimb.yml, or commit the target module (packages/hillclimb-bench/README.md, "A target in thirty lines")',
+    );
+    const nopkg =
+      "/venv/bin/python: Error while finding module specification for 'benches.scale_target' (ModuleNotFoundError: No module named 'benches')\n";
+    const other = { ...facts, module: 'benches.scale_target' };
+    expect(entryPointMissing(nopkg, other.module)).toBe(true);
+    // Not the requirements hint the quoted package name would otherwise give.
+    expect(targetModuleHint('requests', nopkg, other)).toMatch(/^benches\.scale_target \(targets\.scale/);
+    expect(
+      entryPointMissing("/venv/bin/python: No module named bench.__main__; 'bench' is a package", 'bench'),
+    ).toBe(true);
+    // A module the target module imports is not the entry point.
+    expect(entryPointMissing(notFound('bench.scale_target'), 'bench.scale_target')).toBe(false);
+    expect(
+      entryPointMissing('/venv/bin/python: No module named bench.scale_target_b\n', 'bench.scale_target'),
+    ).toBe(false);
+  });
+
+  it('a module that runs no step, and a program off its reference', () => {
+    expect(noStepHint(facts)).toContain('bench/scale_target.py ran but wrote no request file');
+    expect(
+      verificationHint(
+        'fwd@gate0: fwd: rel_rms 3.333e-01 > tolerance 1.000e-05 (max_abs 2.000e+00) [input set 0 [gate0]]',
+        facts,
+      ),
+    ).toBe(
+      'the kernel and the reference disagree on fwd@gate0: max error 2.000e+00, relative RMS error 3.333e-01 over its tolerance 1.000e-05 (rel_rms_tol); fix the kernel, or the reference in bench/scale_target.py if it is the one that is wrong',
+    );
+    expect(verificationHint('fwd@gate0: fwd: not finite (nan or inf)', facts)).toContain(
+      'the verifier refused fwd@gate0 (fwd: not finite (nan or inf))',
     );
   });
 
