@@ -206,7 +206,7 @@ function workflowFiltersCheck(config: HillclimbConfig, target: TargetConfig, suf
         : {
             ok: false,
             detail: missing.join('; '),
-            hint: `add targets.${target.name}.editable to those paths: filters (hillclimb init --add-target writes them for a target it adds)`,
+            hint: `add targets.${target.name}.editable to those paths: filters, or re-run hillclimb init --force with the first target's answers (with several targets it keeps hillclimb.yml and lists every target's)`,
           };
     },
   };

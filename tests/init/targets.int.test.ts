@@ -184,5 +184,6 @@ describe('hillclimb init --add-target', () => {
     expect(narrowed).toContain(
       '  mm:    lacks target module; also (optional) workflow filters, own replay folder\n',
     );
+    expect(narrowed).toContain("re-run hillclimb init --force with the first target's answers");
   });
 });
