@@ -10,13 +10,15 @@ import type { Agent } from './agent.js';
 import { ClaudeAgent, DEFAULT_CLAUDE_ALLOWED_TOOLS } from './agents/claude.js';
 import { CodexAgent } from './agents/codex.js';
 import { CommandAgent } from './agents/command.js';
-import { ReplayAgent } from './agents/replay.js';
+import { ReplayAgent, replayDirFor } from './agents/replay.js';
 import { isRefusedName } from './environment.js';
 
 export interface AgentFactoryOptions {
   /** The project root; relative paths in the agent section (replay dir) are resolved against it. */
   root: string;
   logger: Logger;
+  /** The target the loop runs: the replay agent reads its own folder when there is one. */
+  target?: string;
 }
 
 export type AgentBuilder = (config: HillclimbConfig, opts: AgentFactoryOptions) => Agent;
@@ -72,7 +74,10 @@ export const agents = new Registry<AgentBuilder>('agent', [
     'replay',
     (c, o) =>
       new ReplayAgent({
-        dir: isAbsolute(c.agent.replay.dir) ? c.agent.replay.dir : resolve(o.root, c.agent.replay.dir),
+        dir: replayDirFor(
+          isAbsolute(c.agent.replay.dir) ? c.agent.replay.dir : resolve(o.root, c.agent.replay.dir),
+          o.target,
+        ),
         logger: o.logger,
       }),
   ],

@@ -5,7 +5,7 @@
 export type { Agent, AgentIsolation, AgentOutcome } from './agent.js';
 export { claudeCredentials } from './agents/claude.js';
 export { codexCredentials } from './agents/codex.js';
-export { listReplayPatches, replaySlots } from './agents/replay.js';
+export { listReplayPatches, replayDirFor, replaySlots } from './agents/replay.js';
 export { agentIdentity } from './environment.js';
 export { AGENT_INSTALL_HINTS, buildAgent, checkAgentInstalled } from './factory.js';
 export { leftoverMessage } from './leftovers.js';

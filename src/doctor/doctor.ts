@@ -20,12 +20,15 @@ export interface CheckResult {
   detail: string;
   /** How to get it, when missing. */
   hint?: string;
+  /** The target the check is about, when it is one target's (hillclimb.yml's targets.<name>). */
+  target?: string;
 }
 
 export interface Check {
   name: string;
   required: boolean;
-  run(): Promise<Omit<CheckResult, 'name' | 'required'>>;
+  target?: string;
+  run(): Promise<Omit<CheckResult, 'name' | 'required' | 'target'>>;
 }
 
 const MIN_NODE: [number, number] = [20, 10];
@@ -417,10 +420,42 @@ export function defaultChecks(root: string): Check[] {
   ];
 }
 
+/**
+ * With several targets, one line each: what that target lacks (required pieces, then optional ones),
+ * so a second target's gaps are not lost among the first's.
+ */
+function perTargetLines(results: readonly CheckResult[]): string[] {
+  const targets = [...new Set(results.flatMap((r) => (r.target === undefined ? [] : [r.target])))];
+  if (targets.length < 2) return [];
+  const width = Math.max(...targets.map((t) => t.length));
+  return [
+    '',
+    'Per target:',
+    ...targets.map((t) => {
+      const own = results.filter((r) => r.target === t && !r.ok);
+      const name = (r: CheckResult) => r.name.replace(` (${t})`, '');
+      const required = own.filter((r) => r.required).map(name);
+      const optional = own.filter((r) => !r.required).map(name);
+      const said = [
+        ...(required.length > 0 ? [`lacks ${required.join(', ')}`] : []),
+        ...(optional.length > 0
+          ? [`${required.length > 0 ? 'also ' : 'lacks '}(optional) ${optional.join(', ')}`]
+          : []),
+      ];
+      return `  ${`${t}:`.padEnd(width + 1)} ${said.length === 0 ? 'nothing missing' : said.join('; ')}`;
+    }),
+  ];
+}
+
 export async function runChecks(checks: readonly Check[]): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   for (const c of checks) {
-    results.push({ name: c.name, required: c.required, ...(await c.run()) });
+    results.push({
+      name: c.name,
+      required: c.required,
+      ...(c.target === undefined ? {} : { target: c.target }),
+      ...(await c.run()),
+    });
   }
   return results;
 }
@@ -442,6 +477,7 @@ export function formatChecks(results: readonly CheckResult[]): string {
     lines.push('', 'Optional (only for the backends or agents named):');
     for (const r of optional) lines.push(`  ${r.name}: ${r.hint ?? r.detail}`);
   }
+  lines.push(...perTargetLines(results));
   lines.push(
     '',
     missing.length === 0

@@ -1,10 +1,13 @@
 /**
- * What the loop's target needs in the repository before a first run: the target module (the bench)
- * where Python can import it, hillclimb-bench in the venv, editable globs that match committed files,
- * and the replay agent's folder. Each names the key in hillclimb.yml and what to do.
+ * What each target needs in the repository before a first run: the target module (the bench) where
+ * Python can import it, editable globs that match committed files, the replay agent's folder, and the
+ * workflows' path filters covering its editable paths; and hillclimb-bench in the venv. Each names the
+ * key in hillclimb.yml (or the workflow) and what to do. With several targets, each check is per target.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { parse } from 'yaml';
+import { replayDirFor } from '../agent/index.js';
 import type { HillclimbConfig, TargetConfig } from '../config/index.js';
 import { venvPython } from '../project/index.js';
 import { Git, globsWithoutFiles } from '../workspace/index.js';
@@ -49,22 +52,7 @@ export function targetChecks(config: HillclimbConfig): Check[] {
           };
     },
   });
-  if (config.agent.kind === 'replay') {
-    const dir = config.agent.replay.dir;
-    checks.push({
-      name: 'replay folder',
-      required: true,
-      async run() {
-        return existsSync(join(config.root, dir))
-          ? { ok: true, detail: dir }
-          : {
-              ok: false,
-              detail: `${dir} (agent.replay.dir) does not exist`,
-              hint: 'put NNNN-*.patch files there, or choose another agent.kind',
-            };
-      },
-    });
-  }
+  if (config.agent.kind === 'replay') checks.push(...replayChecks(config, targets));
   return checks;
 }
 
@@ -74,6 +62,7 @@ function perTarget(config: HillclimbConfig, target: TargetConfig, suffix: string
     {
       name: `target module${suffix}`,
       required: true,
+      target: target.name,
       async run() {
         const module = target.programs.module;
         const file = moduleFiles(module).find((f) => existsSync(join(config.root, f)));
@@ -99,6 +88,7 @@ function perTarget(config: HillclimbConfig, target: TargetConfig, suffix: string
     {
       name: `editable paths${suffix}`,
       required: true,
+      target: target.name,
       async run() {
         const git = await Git.create(config.root).catch(() => undefined);
         if (!git)
@@ -113,5 +103,111 @@ function perTarget(config: HillclimbConfig, target: TargetConfig, suffix: string
             };
       },
     },
+    workflowFiltersCheck(config, target, suffix),
   ];
+}
+
+/**
+ * Each target's replay folder (replayDirFor): its own `<dir>/<target>`, else agent.replay.dir itself
+ * (required: the replay agent reads it). That shared folder is the default target's (loop.target; the
+ * single-target layout): another target reading it would replay the default target's patches, which an
+ * optional check per such target says.
+ */
+function replayChecks(config: HillclimbConfig, targets: readonly TargetConfig[]): Check[] {
+  const dir = config.agent.replay.dir;
+  const abs = isAbsolute(dir) ? dir : resolve(config.root, dir);
+  const several = targets.length > 1;
+  const owner = several ? config.loop.target : targets[0]?.name;
+  const suffix = (t: TargetConfig) => (several ? ` (${t.name})` : '');
+  const present = (t: TargetConfig): Check => ({
+    name: `replay folder${suffix(t)}`,
+    required: true,
+    target: t.name,
+    async run() {
+      const folder = replayDirFor(abs, t.name);
+      if (existsSync(folder)) return { ok: true, detail: folder === abs ? dir : `${dir}/${t.name}` };
+      return several
+        ? {
+            ok: false,
+            detail: `neither ${dir}/${t.name} nor ${dir} (agent.replay.dir) exists`,
+            hint: `put ${t.name}'s NNNN-*.patch files in ${dir}/${t.name}/, or choose another agent.kind`,
+          }
+        : {
+            ok: false,
+            detail: `${dir} (agent.replay.dir) does not exist`,
+            hint: 'put NNNN-*.patch files there, or choose another agent.kind',
+          };
+    },
+  });
+  const own = (t: TargetConfig): Check => ({
+    name: `own replay folder${suffix(t)}`,
+    required: false,
+    target: t.name,
+    async run() {
+      if (replayDirFor(abs, t.name) !== abs) return { ok: true, detail: `${dir}/${t.name}` };
+      const whose =
+        owner === undefined ? 'the one every target without a folder of its own reads' : `${owner}'s`;
+      return {
+        ok: false,
+        detail: `no ${dir}/${t.name}: ${t.name} would replay ${dir}, ${whose}`,
+        hint: `put ${t.name}'s NNNN-*.patch files in ${dir}/${t.name}/ (each target its own folder)`,
+      };
+    },
+  });
+  return targets.flatMap((t) => (several && t.name !== owner ? [present(t), own(t)] : [present(t)]));
+}
+
+/** The workflows init writes whose path filters decide when a change to a target gets evidence. */
+const FILTERED_WORKFLOWS = [
+  { file: 'pr-evidence.yml', event: 'pull_request' },
+  { file: 'baseline.yml', event: 'push' },
+] as const;
+
+/** Whether a path filter list runs the workflow for a change under `glob` (absent list: every change). */
+export function filterCovers(filters: readonly string[] | undefined, glob: string): boolean {
+  if (filters === undefined) return true;
+  return filters.some((f) => {
+    if (f === glob || f === '**') return true;
+    const folder = /^(.*)\/\*\*$/.exec(f)?.[1];
+    return folder !== undefined && !/[*?[]/.test(folder) && glob.startsWith(`${folder}/`);
+  });
+}
+
+/**
+ * The target's editable globs in the `paths:` filters of pr-evidence.yml and baseline.yml, where they
+ * exist: a target left out gets no PR evidence and no baseline. Optional: the loop runs without them.
+ */
+function workflowFiltersCheck(config: HillclimbConfig, target: TargetConfig, suffix: string): Check {
+  return {
+    name: `workflow filters${suffix}`,
+    required: false,
+    target: target.name,
+    async run() {
+      const missing: string[] = [];
+      let read = 0;
+      for (const { file, event } of FILTERED_WORKFLOWS) {
+        const path = join(config.root, '.github', 'workflows', file);
+        if (!existsSync(path)) continue;
+        let filters: string[] | undefined;
+        try {
+          const on = (parse(readFileSync(path, 'utf8')) as { on?: Record<string, unknown> } | null)?.on;
+          const paths = (on?.[event] as { paths?: unknown } | null | undefined)?.paths;
+          filters = Array.isArray(paths) ? paths.map(String) : undefined;
+        } catch {
+          continue; // the workflows check and actionlint report a broken file
+        }
+        read++;
+        const left = target.editable.filter((g) => !filterCovers(filters, g));
+        if (left.length > 0) missing.push(`${file} on.${event}.paths lacks ${left.join(', ')}`);
+      }
+      if (read === 0) return { ok: true, detail: 'no pr-evidence.yml or baseline.yml to filter' };
+      return missing.length === 0
+        ? { ok: true, detail: `the workflows' path filters cover targets.${target.name}.editable` }
+        : {
+            ok: false,
+            detail: missing.join('; '),
+            hint: `add targets.${target.name}.editable to those paths: filters, or re-run hillclimb init --force with the first target's answers (with several targets it keeps hillclimb.yml and lists every target's)`,
+          };
+    },
+  };
 }

@@ -196,34 +196,35 @@ function mfuPathFor(metric: string): string | undefined {
   return metric.endsWith('.median_ms') ? `${metric.slice(0, -'.median_ms'.length)}.mfu` : undefined;
 }
 
-/** hillclimb.yml for these answers: commented, in the same shape as hillclimb's own. */
-export function configText(a: InitAnswers, version: string): string {
-  const list = (items: readonly string[], indent: string) =>
-    items.map((i) => `${indent}- ${scalar(i)}`).join('\n');
-  const command = (args: readonly string[]) => `[${args.map((s) => JSON.stringify(s)).join(', ')}]`;
+/** The answers that belong to one target (the rest are the repository's: agent, requirements, base). */
+export type TargetAnswers = Pick<
+  InitAnswers,
+  'target' | 'editable' | 'protected' | 'testCommand' | 'programs' | 'metric' | 'direction'
+>;
+
+const commandText = (args: readonly string[]) => `[${args.map((s) => JSON.stringify(s)).join(', ')}]`;
+
+/**
+ * One target's entry under `targets:` (two-space indent, as init writes the file): the same text for
+ * the first target and for one `init --add-target` adds beside the others.
+ */
+export function targetBlock(a: TargetAnswers): string[] {
+  const list = (items: readonly string[], indent: string) => items.map((i) => `${indent}- ${scalar(i)}`);
   const mfu = mfuPathFor(a.metric);
-  const lines = [
-    `# hillclimb configuration, written by \`hillclimb init\` (hillclimb ${version}).`,
-    '# Reference: docs/user-guide.md and schemas/hillclimb.schema.json in hillclimb.',
-    '# Commands are argument arrays (never shell strings). Placeholders the engine fills in:',
-    '#   {python}   the project venv interpreter (.venv)   {junit}  JUnit XML path to write',
-    '#   {root}     the working tree under test            {cache}  a folder kept across jobs on that machine',
-    'version: 1',
-    '',
-    'targets:',
+  return [
     `  ${plainOrQuoted(a.target)}:`,
     '    # The only paths an agent may change. Anything else it touches makes the iteration invalid.',
     '    editable:',
-    list(a.editable, '      '),
+    ...list(a.editable, '      '),
     '    # Never editable, even where an editable glob matches: tests, the target module, requirements, CI,',
     '    # this file.',
     '    protected:',
-    list(a.protected, '      '),
+    ...list(a.protected, '      '),
     '    correctness:',
     "      # The kernel's own tests, on CPU before any accelerator time: a failure makes the candidate",
     '      # invalid; only the verifier (programs, below) can pass it.',
     '      cpu:',
-    `        command: ${command(a.testCommand)}`,
+    `        command: ${commandText(a.testCommand)}`,
     '    # The target module (hillclimb-bench): `python -m <module> export` is the only process that imports',
     '    # the candidate; `python -E -s -m <module> verify` checks and times its programs without it.',
     '    programs:',
@@ -237,6 +238,21 @@ export function configText(a: InitAnswers, version: string): string {
     "    # against the champion's in the PR, and the hotspots in the agent's prompt.",
     '    profile:',
     '      repeats: 3',
+  ];
+}
+
+/** hillclimb.yml for these answers: commented, in the same shape as hillclimb's own. */
+export function configText(a: InitAnswers, version: string): string {
+  const lines = [
+    `# hillclimb configuration, written by \`hillclimb init\` (hillclimb ${version}).`,
+    '# Reference: docs/user-guide.md and schemas/hillclimb.schema.json in hillclimb.',
+    '# Commands are argument arrays (never shell strings). Placeholders the engine fills in:',
+    '#   {python}   the project venv interpreter (.venv)   {junit}  JUnit XML path to write',
+    '#   {root}     the working tree under test            {cache}  a folder kept across jobs on that machine',
+    'version: 1',
+    '',
+    'targets:',
+    ...targetBlock(a),
     '',
     'loop:',
     `  target: ${plainOrQuoted(a.target)}`,
@@ -248,7 +264,7 @@ export function configText(a: InitAnswers, version: string): string {
       ? [
           '  # Gets the prompt on stdin, edits and commits; no network in the sandbox unless network: host.',
           '  command:',
-          `    command: ${command(a.agentCommand)}`,
+          `    command: ${commandText(a.agentCommand)}`,
         ]
       : []),
     '',

@@ -5,6 +5,7 @@
 
 import { ExitCode, HillclimbError, isHillclimbError } from '../util/index.js';
 import { Git } from '../workspace/index.js';
+import type { ExistingRepository } from './add-target.js';
 import {
   AGENT_KINDS,
   badFlag,
@@ -35,7 +36,16 @@ export interface InitFlags {
   requirements?: string;
   base?: string;
   yes?: boolean;
+  addTarget?: boolean;
 }
+
+/** The answers that are the repository's, not a target's: --add-target reads them from hillclimb.yml. */
+const REPOSITORY_FLAGS = [
+  ['agent', 'agent.kind'],
+  ['agentCommand', 'agent.command.command'],
+  ['requirements', 'paths.requirements'],
+  ['base', 'forge.base'],
+] as const;
 
 /** Ask one question; the default is shown and taken on an empty answer. */
 export type Ask = (question: string, fallback: string | undefined) => Promise<string>;
@@ -58,13 +68,29 @@ export async function detectBase(root: string): Promise<string> {
 /** Questions asked again after an unusable answer, before giving up. */
 const ATTEMPTS = 3;
 
+/**
+ * Every answer init needs. With `existing` (init --add-target) only the new target's are asked; the
+ * repository's come from its hillclimb.yml, and a flag for one of them is refused, naming the key to edit.
+ */
 export async function gatherAnswers(
   root: string,
   flags: InitFlags,
   ask: Ask | undefined,
   detectedBase: string,
+  existing?: ExistingRepository,
 ): Promise<InitAnswers> {
   if (!flags.yes && !ask) throw nonInteractiveError();
+  if (existing) {
+    for (const [key, configKey] of REPOSITORY_FLAGS) {
+      if (flags[key] !== undefined) {
+        throw badFlag(
+          FLAG_OF[key],
+          `with --add-target it is hillclimb.yml's ${configKey}, shared by every target`,
+          `drop ${FLAG_OF[key]}, or edit ${configKey} in hillclimb.yml`,
+        );
+      }
+    }
+  }
   /**
    * One answer, parsed: the flag, else asked (again, saying why, when unusable), else with --yes the
    * default. A required answer without any is an error naming its flag.
@@ -119,12 +145,23 @@ export async function gatherAnswers(
       return v as T;
     };
 
+  const newName = (v: string) => {
+    if (existing?.targets.includes(v)) {
+      throw badFlag(
+        FLAG_OF.target,
+        `"${v}" is already a target in hillclimb.yml (${existing.targets.join(', ')}); choose another name`,
+      );
+    }
+    return v;
+  };
   const target = await answer(
     'target',
-    'Target name (lowercase, e.g. my-kernel)',
+    existing
+      ? `Name of the new target (lowercase; hillclimb.yml has ${existing.targets.join(', ')})`
+      : 'Target name (lowercase, e.g. my-kernel)',
     flags.target,
     undefined,
-    same,
+    newName,
   );
   const editable = await answer(
     'editable',
@@ -161,15 +198,17 @@ export async function gatherAnswers(
     'lower',
     oneOf(FLAG_OF.direction, ['lower', 'higher'] as const),
   );
-  const agent = await answer(
-    'agent',
-    `Agent (${AGENT_KINDS.join(', ')})`,
-    flags.agent,
-    'codex',
-    oneOf(FLAG_OF.agent, AGENT_KINDS),
-  );
+  const agent = existing
+    ? existing.agent
+    : await answer(
+        'agent',
+        `Agent (${AGENT_KINDS.join(', ')})`,
+        flags.agent,
+        'codex',
+        oneOf(FLAG_OF.agent, AGENT_KINDS),
+      );
   const agentCommand =
-    agent === 'command'
+    agent === 'command' && !existing
       ? await answer(
           'agentCommand',
           "The agent's command (an argument array or words; gets the prompt on stdin)",
@@ -178,16 +217,18 @@ export async function gatherAnswers(
           (v) => parseCommand(FLAG_OF.agentCommand, v),
         )
       : undefined;
-  const requirements = await answer(
-    'requirements',
-    'pip requirements file for .venv (JAX, pytest, your package), or pyproject.toml with extras in brackets',
-    flags.requirements,
-    'requirements.txt',
-    (v) => checkRequirements(FLAG_OF.requirements, v),
-  );
-  const base = await answer('base', 'Default branch', flags.base, detectedBase, (v) =>
-    checkBranch(FLAG_OF.base, v),
-  );
+  const requirements = existing
+    ? existing.requirements
+    : await answer(
+        'requirements',
+        'pip requirements file for .venv (JAX, pytest, your package), or pyproject.toml with extras in brackets',
+        flags.requirements,
+        'requirements.txt',
+        (v) => checkRequirements(FLAG_OF.requirements, v),
+      );
+  const base = existing
+    ? existing.base
+    : await answer('base', 'Default branch', flags.base, detectedBase, (v) => checkBranch(FLAG_OF.base, v));
   const fallbackProtected = defaultProtected(root, { editable, testCommand, programs, requirements });
   // CI, the config and init's own folder stay protected whatever the answer: they decide the trust split.
   const protectedPaths = withAlwaysProtected(

@@ -91,7 +91,9 @@ export async function openLoopContext(config: HillclimbConfig, role: LoopRole): 
     git: role.git ?? (await Git.create(root, { logger })),
     backend,
     cpuBackend,
-    agent: role.steps.includes('propose') ? buildAgent(config, { root, logger }) : NO_AGENT,
+    agent: role.steps.includes('propose')
+      ? buildAgent(config, { root, logger, target: role.target.name })
+      : NO_AGENT,
     forge: buildForge(config, { root, logger }),
     store: role.store ?? buildStore(config, { root, logger }),
     logger,

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
@@ -66,6 +66,31 @@ describe('buildAgent', () => {
   it('resolves the replay folder against the project root', () => {
     const c = config('agent:\n  replay:\n    dir: missing/patches\n');
     expect(() => buildAgent(c, opts)).toThrow(join(t.dir, 'missing', 'patches'));
+  });
+
+  it("reads a target's own replay folder (<dir>/<target>) when it has one, else the folder itself", async () => {
+    const dir = join(t.dir, 'two', 'replay');
+    mkdirSync(join(dir, 'mm'), { recursive: true });
+    writeFileSync(join(dir, 'mm', '0001-tile.patch'), '# tile\n');
+    const c = config('agent:\n  replay:\n    dir: two/replay\n');
+    // Past the last patch the agent says which folder it read, and how many patches it found there.
+    const said = async (target: string) => {
+      const logFile = join(t.dir, 'logs', `${target}.log`);
+      const outcome = await buildAgent(c, { ...opts, target }).run({
+        iteration: 2,
+        workdir: t.dir,
+        prompt: '',
+        resultFile: join(t.dir, 'logs', `${target}.json`),
+        logFile,
+        timeoutMs: 1000,
+        idleTimeoutMs: 1000,
+        env: {},
+      });
+      expect(outcome.status).toBe('finished');
+      return readFileSync(logFile, 'utf8');
+    };
+    expect(await said('mm')).toContain(`(1 in ${join(dir, 'mm')})`);
+    expect(await said('k')).toContain(`(0 in ${dir})`);
   });
 
   it('refuses an unknown kind with the sorted list of known ones', () => {

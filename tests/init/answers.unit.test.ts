@@ -114,6 +114,53 @@ describe('gatherAnswers', () => {
     }
   });
 
+  it('for --add-target, asks only the target questions, and asks again for a name already taken', async () => {
+    const t = tempDir('hc-init-add-');
+    try {
+      const asked: string[] = [];
+      const names = ['scale', 'mm'];
+      const replies: Record<string, string> = {
+        'Paths the agent may edit': 'src/mm/**',
+        'Target module': 'bench.mm',
+      };
+      const existing = {
+        targets: ['scale'],
+        agent: 'replay' as const,
+        requirements: 'pyproject.toml[hc]',
+        base: 'trunk',
+        replayDir: 'hillclimb/replay',
+        text: '',
+        config: {} as never,
+      };
+      const answers = await gatherAnswers(
+        t.dir,
+        { addTarget: true },
+        async (q) => {
+          asked.push(q);
+          if (q.includes('Name of the new target')) return names.shift()!;
+          return Object.entries(replies).find(([k]) => q.startsWith(k))?.[1] ?? '';
+        },
+        'main',
+        existing,
+      );
+      expect(asked[0]).toBe('Name of the new target (lowercase; hillclimb.yml has scale)');
+      expect(asked[1]).toContain('"scale" is already a target in hillclimb.yml (scale); choose another name');
+      expect(asked.filter((q) => /^(Agent|pip requirements|Default branch)/.test(q))).toEqual([]);
+      expect(answers).toMatchObject({
+        target: 'mm',
+        editable: ['src/mm/**'],
+        programs: 'bench.mm',
+        agent: 'replay',
+        requirements: 'pyproject.toml[hc]',
+        base: 'trunk',
+      });
+      // The requirements file (from hillclimb.yml) is protected for the new target too.
+      expect(answers.protected).toContain('pyproject.toml');
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('asks again, saying why, after an unusable answer; gives up after three', async () => {
     const asked: string[] = [];
     const replies = ['down', 'sideways', 'higher'];

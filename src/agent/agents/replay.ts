@@ -1,6 +1,7 @@
 /**
  * The `replay` adapter: a deterministic agent for the local demo and the tests. Iteration i applies the
- * i-th patch (1-based) of `agent.replay.dir`, files named `NNNN-*.patch` in name order, with
+ * i-th patch (1-based) of the target's replay folder (replayDirFor: `agent.replay.dir/<target>` when
+ * that folder exists, else `agent.replay.dir` itself), files named `NNNN-*.patch` in name order, with
  * `git apply --index`, and commits it, as any agent would: it edits, commits, writes its result file.
  * When the patches run out it finishes without a commit (a `no-op` iteration).
  *
@@ -14,7 +15,15 @@
  * patch's leading text: `Hypothesis:` / `Summary:` / `Next:` lines if present, else the subject (a
  * format-patch `Subject:` or the first line) as hypothesis and the rest as summary.
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ExitCode, errorMessage, HillclimbError, type Logger } from '../../util/index.js';
 import { Git } from '../../workspace/index.js';
@@ -33,6 +42,16 @@ export interface ReplayPatch {
   patch: string;
   /** The companion result JSON, if any. */
   companion?: string;
+}
+
+/**
+ * Where a target's patches are: `<dir>/<target>` when that folder exists, so two targets never replay
+ * each other's patches; else `dir` itself (the single-target layout, read as before).
+ */
+export function replayDirFor(dir: string, target: string | undefined): string {
+  if (target === undefined) return dir;
+  const own = join(dir, target);
+  return existsSync(own) && statSync(own).isDirectory() ? own : dir;
 }
 
 const PATCH_NAME = /^(\d{4})-.+\.patch$/;

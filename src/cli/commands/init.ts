@@ -3,12 +3,16 @@ import type { Command } from 'commander';
 import {
   type Ask,
   applyPlan,
+  CONFIG_FILE,
+  type ConfigPlan,
   detectBase,
+  type ExistingRepository,
   gatherAnswers,
   type InitFlags,
   nextSteps,
   nonInteractiveError,
   planFiles,
+  readExistingRepository,
   requirementsWarning,
   resolvePin,
   UnknownHillclimbRepository,
@@ -69,6 +73,15 @@ async function pinAsking(packageDir: string, opts: InitOptions, ask: Ask | undef
   }
 }
 
+/** The hillclimb.yml on disk, when there is a valid one (a plain init then writes it or leaves it). */
+function readIfValid(root: string): ExistingRepository | undefined {
+  try {
+    return readExistingRepository(root);
+  } catch {
+    return undefined;
+  }
+}
+
 export function registerInit(program: Command, ctx: () => CliContext, done: (code: number) => void): void {
   program
     .command('init')
@@ -76,6 +89,10 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
       'set up hillclimb in this git repository: hillclimb.yml, the workflows pinned to this hillclimb, a starter prompt; idempotent',
     )
     .option('--target <name>', 'target name (lowercase letters, digits, -)')
+    .option(
+      '--add-target',
+      "add a target to the existing hillclimb.yml, leaving the others as they are; the workflows' path filters then cover every target",
+    )
     .option('--editable <glob>', 'a path glob the agent may edit (repeat, or comma separated)', collect)
     .option(
       '--protected <glob>',
@@ -116,11 +133,19 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
       const git = await Git.create(c.root);
       const root = git.root;
       const packageDir = packageRoot();
+      // Before any question: --add-target needs a valid hillclimb.yml to add to.
+      const existing = opts.addTarget ? readExistingRepository(root) : undefined;
       const { pin, answers } = await terminalAsk(async (ask) => ({
         pin: await pinAsking(packageDir, opts, ask),
-        answers: await gatherAnswers(root, opts, ask, await detectBase(root)),
+        answers: await gatherAnswers(root, opts, ask, await detectBase(root), existing),
       }));
-      const plan = planFiles(root, packageDir, answers, pin, packageVersion());
+      const onDisk = existing ?? readIfValid(root);
+      const configPlan: ConfigPlan = existing
+        ? { kind: 'add', existing }
+        : onDisk && onDisk.targets.length > 1 && onDisk.targets.includes(answers.target)
+          ? { kind: 'keep', existing: onDisk }
+          : { kind: 'new' };
+      const plan = planFiles(root, packageDir, answers, pin, packageVersion(), configPlan);
       for (const g of await globsWithoutFiles(git, answers.editable)) {
         c.stderr(
           `warning: --editable ${g} matches no file committed at HEAD: the agent could only add files there`,
@@ -131,9 +156,18 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
       const result = applyPlan(root, plan, { force: Boolean(opts.force) });
 
       const width = Math.max(...result.files.map((f) => f.outcome.length));
+      if (configPlan.kind === 'keep') {
+        c.stdout(
+          `${'kept'.padEnd(width)}  ${CONFIG_FILE} (targets ${configPlan.existing.targets.join(', ')}: a re-run leaves it as it is; edit a target's answers there, or add one with --add-target)`,
+        );
+      }
       for (const f of result.files) c.stdout(`${f.outcome.padEnd(width)}  ${f.path}`);
-      const wrote = result.files.some((f) => f.outcome === 'created' || f.outcome === 'replaced');
-      if (wrote) {
+      const wrote = result.files.some((f) => ['created', 'updated', 'replaced'].includes(f.outcome));
+      if (wrote && existing) {
+        c.stdout(
+          `hillclimb init: added target ${answers.target} beside ${existing.targets.join(', ')}, actions pinned to ${pin.repository}@${pin.commit}`,
+        );
+      } else if (wrote) {
         c.stdout(
           `hillclimb init: target ${answers.target}, actions pinned to ${pin.repository}@${pin.commit}`,
         );
@@ -143,10 +177,17 @@ export function registerInit(program: Command, ctx: () => CliContext, done: (cod
           `error: kept ${result.differing.length} file(s) that differ from what init writes: ${result.differing.join(', ')}`,
         );
         c.stderr('hint: compare them, then run init again with --force to replace them');
+        const others = (onDisk?.targets ?? []).filter((t) => t !== answers.target);
+        if (configPlan.kind === 'new' && result.differing.includes(CONFIG_FILE) && others.length > 0) {
+          c.stderr(
+            `hint: ${CONFIG_FILE} has target(s) ${others.join(', ')}; to keep them and add ${answers.target}, run init --add-target (--force would replace the file)`,
+          );
+        }
         done(1);
         return;
       }
-      c.stdout(['', ...nextSteps(answers, wrote)].join('\n'));
+      const added = existing ? { replayDir: existing.replayDir } : undefined;
+      c.stdout(['', ...nextSteps(answers, wrote, added)].join('\n'));
       done(0);
     });
 }
