@@ -34880,6 +34880,11 @@ var hillclimb_schema_default = {
           default: 1,
           description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence. 1 (the default) gave the most true gain per accelerator-hour in npm run bench:search (docs/search.md)."
         },
+        shared_screen: {
+          type: "boolean",
+          default: true,
+          description: "Screen every candidate in one verifier session of the champion and all of them, timed call by call (one session overhead instead of one per candidate), where the backend runs one job at a time; false: a session per candidate. A backend with several machines (compute.ray.parallel_jobs > 1) gives each screen a machine of its own either way."
+        },
         screen_bar: {
           type: "number",
           exclusiveMinimum: -1,

@@ -34923,6 +34923,11 @@ var hillclimb_schema_default = {
           default: 1,
           description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence. 1 (the default) gave the most true gain per accelerator-hour in npm run bench:search (docs/search.md)."
         },
+        shared_screen: {
+          type: "boolean",
+          default: true,
+          description: "Screen every candidate in one verifier session of the champion and all of them, timed call by call (one session overhead instead of one per candidate), where the backend runs one job at a time; false: a session per candidate. A backend with several machines (compute.ray.parallel_jobs > 1) gives each screen a machine of its own either way."
+        },
         screen_bar: {
           type: "number",
           exclusiveMinimum: -1,
@@ -42991,19 +42996,6 @@ function runGit(args, opts = {}) {
   });
 }
 
-// src/compute/backend.ts
-var EPHEMERAL_CACHE_KEY = "ephemeral";
-var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
-
-// src/compute/factory.ts
-import { resolve as resolve5 } from "node:path";
-
-// src/compute/backends/local.ts
-import { randomBytes } from "node:crypto";
-import { appendFileSync as appendFileSync2, existsSync as existsSync4, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync4, rmSync as rmSync4 } from "node:fs";
-import { availableParallelism, constants as constants8, tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname6, join as join6, resolve as resolve4 } from "node:path";
-
 // src/project/python.ts
 import { existsSync as existsSync3, readdirSync as readdirSync3, readFileSync as readFileSync6, realpathSync as realpathSync2, statSync as statSync3, writeFileSync as writeFileSync3 } from "node:fs";
 import { dirname as dirname4, isAbsolute as isAbsolute3, join as join4, relative as relative2, resolve as resolve3 } from "node:path";
@@ -43027,6 +43019,19 @@ function interpreterReadPaths(python) {
   }
   return [...paths].filter((p) => p !== "/" && p !== "/usr");
 }
+
+// src/compute/backend.ts
+var EPHEMERAL_CACHE_KEY = "ephemeral";
+var OUTPUT_NAMES = ["metrics", "junit", "trace", "programs"];
+
+// src/compute/factory.ts
+import { resolve as resolve5 } from "node:path";
+
+// src/compute/backends/local.ts
+import { randomBytes } from "node:crypto";
+import { appendFileSync as appendFileSync2, existsSync as existsSync4, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync4, rmSync as rmSync4 } from "node:fs";
+import { availableParallelism, constants as constants8, tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname6, join as join6, resolve as resolve4 } from "node:path";
 
 // src/compute/job-env.ts
 function jobEnv(extra = {}, base = process.env) {
