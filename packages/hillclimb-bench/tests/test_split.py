@@ -339,7 +339,7 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path) -> None:
         "o.json",
     )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["verify: --mode measure takes 2 --arm, got 1"]
+    assert done.stderr.strip().splitlines() == ["verify: --mode measure takes 2 to 9 --arm, got 1"]
     done = step(tree(tmp_path, "u"), "frobnicate")
     assert done.returncode == 2
     assert "usage: python -m <target module> requests|export|verify" in done.stderr
