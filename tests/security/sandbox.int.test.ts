@@ -141,28 +141,35 @@ describe('the sandbox', () => {
   it('dies with the harness, even one killed by SIGKILL: nothing of it is left (issue 35)', async () => {
     const wd = scratch();
     const marker = `hc-pdeath-${process.pid}-${Date.now()}`;
-    const { command, args } = sandboxCommand({ cwd: wd, readOnly: [wd], writable: [] }, 'sh', [
-      '-c',
-      `setsid sh -c 'sleep 300; : ${marker}' & sleep 300; : ${marker}`,
-    ]);
+    const orphan = `sleep 300; : ${marker}`;
+    const script = `setsid sh -c '${orphan}' & ${orphan}`;
+    const { command, args } = sandboxCommand({ cwd: wd, readOnly: [wd], writable: [] }, 'sh', ['-c', script]);
     // The harness stands in as a shell that starts the sandbox and waits; it is killed, not stopped.
     const harness = spawn('sh', ['-c', '"$@" & wait', 'harness', command, ...args], { stdio: 'ignore' });
+    /** Command lines naming the marker, of processes inside the sandbox only when `insideOnly`. */
     const alive = (insideOnly = false) =>
       readdirSync('/proc')
         .filter((p) => /^\d+$/.test(p))
-        .filter((p) => {
+        .flatMap((p) => {
           try {
-            if (!readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker)) return false;
+            const cmdline = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+            if (!cmdline.includes(marker)) return [];
             // Inside the sandbox: a PID in a namespace of its own too (NSpid lists two).
             const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1];
-            return !insideOnly || (nspid ?? '').trim().split(/\s+/).length > 1;
+            return !insideOnly || (nspid ?? '').trim().split(/\s+/).length > 1 ? [cmdline] : [];
           } catch {
-            return false;
+            return [];
           }
         });
-    // The command and its own orphan (new session) run inside before the harness is killed.
-    for (let i = 0; alive(true).length < 2 && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
-    expect(alive(true).length).toBeGreaterThanOrEqual(2);
+    // The command and its own orphan (new session) run inside before the harness is killed: waited for
+    // by their exact command lines, since a shell's child holds its parent's until it execs (a loaded
+    // machine caught that window with a count).
+    const running = () => {
+      const inside = alive(true);
+      return inside.includes(`sh\0-c\0${script}\0`) && inside.includes(`sh\0-c\0${orphan}\0`);
+    };
+    for (let i = 0; !running() && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(running()).toBe(true);
     process.kill(harness.pid!, 'SIGKILL');
     for (let i = 0; alive().length > 0 && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
     expect(alive()).toEqual([]);
