@@ -8,55 +8,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
-import { hillclimbIn, makeToyRepo, TOY_FILES, TOY_FLAGS } from './scratch.js';
+import { hillclimbIn, makeToyRepo, TOY_FILES, TOY_FLAGS, toyTargetModule } from './scratch.js';
 
 const PYTHON = join(REPO_ROOT, '.venv', 'bin', 'python');
-
-/** The README's target module on the toy kernel, with what a mistake changes. */
-function targetModule({
-  top = '',
-  roots = '("src",)',
-  reference = 'np.asarray(x, np.float64) * 3.0',
-}: {
-  top?: string;
-  roots?: string | null;
-  reference?: string;
-}): string {
-  return `"""The toy kernel through hillclimb-bench."""
-
-import numpy as np
-
-import hillclimb_bench as hb
-${top}
-
-def make_inputs(rng, shape):
-    import jax.numpy as jnp
-
-    return (jnp.asarray(rng.standard_normal(shape["n"], np.float32)),)
-
-
-def kernel(shape):
-    from mypkg.ops import scale
-
-    return lambda x: scale(x, 3.0)
-
-
-TARGET = hb.Kernel(
-    name="scale",
-    kernel_modules=("mypkg",),
-    ${roots === null ? '' : `source_roots=${roots},`}
-    programs={"fwd": hb.Program(kernel=kernel, reference=lambda x: ${reference},
-                                rel_rms_tol=1e-5, flops=lambda s: s["n"], tokens=lambda s: s["n"])},
-    make_inputs=make_inputs,
-    bench={"n": 64},
-    gate=[{"n": 8}],
-    draw=lambda rng: {"n": int(rng.integers(1, 16))},
-)
-
-if __name__ == "__main__":
-    hb.cli(TARGET)
-`;
-}
 
 describe('hillclimb check: the target module checked once, its mistakes named', () => {
   const t = tempDir('hc-check-');
@@ -81,13 +35,13 @@ describe('hillclimb check: the target module checked once, its mistakes named', 
     makeToyRepo(repo);
     const init = await hillclimbIn(repo, ['init', ...TOY_FLAGS]);
     expect(init.code, init.stderr).toBe(0);
-    writeFileSync(join(repo, 'bench', 'scale_target.py'), targetModule({}));
+    writeFileSync(join(repo, 'bench', 'scale_target.py'), toyTargetModule({}));
     git('add', '-A');
     git('commit', '-qm', 'hillclimb: init');
-    branch('top-import', targetModule({ top: 'from mypkg.ops import scale  # noqa\n' }));
-    branch('no-source-roots', targetModule({ roots: null }));
+    branch('top-import', toyTargetModule({ top: 'from mypkg.ops import scale  # noqa\n' }));
+    branch('no-source-roots', toyTargetModule({ roots: null }));
     branch('no-step', TOY_FILES['bench/scale_target.py']!); // prints its argv, runs no step
-    branch('wrong-reference', targetModule({ reference: 'np.asarray(x, np.float64) * 2.0' }));
+    branch('wrong-reference', toyTargetModule({ reference: 'np.asarray(x, np.float64) * 2.0' }));
     // A config beside the committed one whose entry point has a typo (never committed).
     const yml = readFileSync(join(repo, 'hillclimb.yml'), 'utf8');
     writeFileSync(

@@ -23,6 +23,55 @@ export const TOY_FILES: Record<string, string> = {
   'bench/scale_target.py': 'import sys\n\nprint(sys.argv)\n',
 };
 
+/**
+ * The package README's target module on the toy kernel, with what a mistake changes: `top` goes at its
+ * top, `roots` are its source_roots (null: none), `reference` is the program's oracle.
+ */
+export function toyTargetModule({
+  top = '',
+  roots = '("src",)',
+  reference = 'np.asarray(x, np.float64) * 3.0',
+}: {
+  top?: string;
+  roots?: string | null;
+  reference?: string;
+}): string {
+  return `"""The toy kernel through hillclimb-bench."""
+
+import numpy as np
+
+import hillclimb_bench as hb
+${top}
+
+def make_inputs(rng, shape):
+    import jax.numpy as jnp
+
+    return (jnp.asarray(rng.standard_normal(shape["n"], np.float32)),)
+
+
+def kernel(shape):
+    from mypkg.ops import scale
+
+    return lambda x: scale(x, 3.0)
+
+
+TARGET = hb.Kernel(
+    name="scale",
+    kernel_modules=("mypkg",),
+    ${roots === null ? '' : `source_roots=${roots},`}
+    programs={"fwd": hb.Program(kernel=kernel, reference=lambda x: ${reference},
+                                rel_rms_tol=1e-5, flops=lambda s: s["n"], tokens=lambda s: s["n"])},
+    make_inputs=make_inputs,
+    bench={"n": 64},
+    gate=[{"n": 8}],
+    draw=lambda rng: {"n": int(rng.integers(1, 16))},
+)
+
+if __name__ == "__main__":
+    hb.cli(TARGET)
+`;
+}
+
 /** A committed git repository holding TOY_FILES at `dir`. */
 export function makeToyRepo(dir: string): void {
   for (const [path, text] of Object.entries(TOY_FILES)) {

@@ -7,47 +7,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
-import { hillclimbIn, makeToyRepo, TOY_FLAGS } from './scratch.js';
+import { hillclimbIn, makeToyRepo, TOY_FLAGS, toyTargetModule } from './scratch.js';
 
 const PYTHON = join(REPO_ROOT, '.venv', 'bin', 'python');
-
-/** The README's target module on the toy kernel; `top` goes at its top, `roots` are its source_roots. */
-function targetModule({ top = '', roots = '("src",)' }: { top?: string; roots?: string | null }): string {
-  return `"""The toy kernel through hillclimb-bench."""
-
-import numpy as np
-
-import hillclimb_bench as hb
-${top}
-
-def make_inputs(rng, shape):
-    import jax.numpy as jnp
-
-    return (jnp.asarray(rng.standard_normal(shape["n"], np.float32)),)
-
-
-def kernel(shape):
-    from mypkg.ops import scale
-
-    return lambda x: scale(x, 3.0)
-
-
-TARGET = hb.Kernel(
-    name="scale",
-    kernel_modules=("mypkg",),
-    ${roots === null ? '' : `source_roots=${roots},`}
-    programs={"fwd": hb.Program(kernel=kernel, reference=lambda x: np.asarray(x, np.float64) * 3.0,
-                                rel_rms_tol=1e-5, flops=lambda s: s["n"], tokens=lambda s: s["n"])},
-    make_inputs=make_inputs,
-    bench={"n": 64},
-    gate=[{"n": 8}],
-    draw=lambda rng: {"n": int(rng.integers(1, 16))},
-)
-
-if __name__ == "__main__":
-    hb.cli(TARGET)
-`;
-}
 
 describe('target-module mistakes stop at once, with the fix named', () => {
   const t = tempDir('hc-target-mistakes-');
@@ -84,7 +46,10 @@ describe('target-module mistakes stop at once, with the fix named', () => {
   afterAll(t.cleanup);
 
   it('the kernel imported at the module top: the first gate stops, saying to import it inside kernel()', async () => {
-    const repo = await repoWith('top-import', targetModule({ top: 'from mypkg.ops import scale  # noqa\n' }));
+    const repo = await repoWith(
+      'top-import',
+      toyTargetModule({ top: 'from mypkg.ops import scale  # noqa\n' }),
+    );
     const r = await cli(repo, ['test']);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(
@@ -98,7 +63,7 @@ describe('target-module mistakes stop at once, with the fix named', () => {
   }, 120_000);
 
   it('no source_roots for a src/ layout: the champion is not exported, named as the target’s source_roots, never retried', async () => {
-    const repo = await repoWith('no-source-roots', targetModule({ roots: null }));
+    const repo = await repoWith('no-source-roots', toyTargetModule({ roots: null }));
     const r = await cli(repo, ['profile']);
     expect(r.code, r.stderr).toBe(2); // the user's to fix, not infrastructure (3)
     expect(r.stderr).toContain("could not be exported: ModuleNotFoundError: No module named 'mypkg'");
@@ -112,7 +77,7 @@ describe('target-module mistakes stop at once, with the fix named', () => {
   }, 120_000);
 
   it('a measure whose champion cannot be exported stops once (a missing module), not after retries', async () => {
-    const repo = await repoWith('champion-import', targetModule({}));
+    const repo = await repoWith('champion-import', toyTargetModule({}));
     const kernel = 'src/mypkg/ops/scale.py';
     // main: the kernel imports a helper its author never committed.
     put(repo, kernel, `from mypkg.ops.helpers import twice  # noqa\n${readFile(repo, kernel)}`);
