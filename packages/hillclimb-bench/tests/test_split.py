@@ -110,6 +110,23 @@ def verify(
     return done, json.loads(out.read_text()) if out.exists() else None
 
 
+def export_reciprocal(tmp: Path) -> Path:
+    """The programs of a different but right kernel (the division done as a multiplication by the
+    reciprocal): other bytes, the same results."""
+    tree_b = tree(tmp, "b")
+    src = tree_b / "toykernel" / "__init__.py"
+    src.write_text(
+        src.read_text().replace(
+            "y = e / e.sum(axis=-1, keepdims=True)", "y = e * (1.0 / e.sum(axis=-1, keepdims=True))"
+        )
+    )
+    out_b = tmp / "b-programs"
+    requests = str(request_file(tmp))
+    done = step(tree_b, "export", "--platform", "cpu", "--requests", requests, "--out", str(out_b))
+    assert done.returncode == 0, done.stderr
+    return out_b
+
+
 def test_a_right_kernel_passes_the_gate_over_every_shape(tmp_path: Path) -> None:
     done, programs = export(tmp_path, "good")
     assert done.returncode == 0, done.stderr
@@ -201,17 +218,7 @@ def test_a_screening_session_times_the_champion_and_each_distinct_candidate(tmp_
     _, a = export(tmp_path, "a")
     _, same = export(tmp_path, "same")
     _, wrong = export(tmp_path, "wrong", variant="wrong")
-    tree_b = tree(tmp_path, "b")
-    src = tree_b / "toykernel" / "__init__.py"
-    src.write_text(
-        src.read_text().replace(
-            "y = e / e.sum(axis=-1, keepdims=True)", "y = e * (1.0 / e.sum(axis=-1, keepdims=True))"
-        )
-    )
-    out_b = tmp_path / "b-programs"
-    requests = str(request_file(tmp_path))
-    done = step(tree_b, "export", "--platform", "cpu", "--requests", requests, "--out", str(out_b))
-    assert done.returncode == 0, done.stderr
+    out_b = export_reciprocal(tmp_path)
     arms = {"A": a, "C1": out_b, "C2": same, "C3": wrong}
     done, session = verify(tmp_path, "measure", arms, "--rounds", "3", "--repeats", "2")
     assert done.returncode == 0, done.stderr
@@ -243,18 +250,7 @@ def test_measure_takes_two_to_nine_arms(tmp_path: Path) -> None:
 
 def test_measure_rounds_hold_one_metrics_document_per_arm(tmp_path: Path) -> None:
     _, a = export(tmp_path, "a")
-    tree_b = tree(tmp_path, "b")
-    # A different but right kernel: the division done as a multiplication by the reciprocal.
-    src = tree_b / "toykernel" / "__init__.py"
-    src.write_text(
-        src.read_text().replace(
-            "y = e / e.sum(axis=-1, keepdims=True)", "y = e * (1.0 / e.sum(axis=-1, keepdims=True))"
-        )
-    )
-    out_b = tmp_path / "b-programs"
-    requests = str(request_file(tmp_path))
-    done = step(tree_b, "export", "--platform", "cpu", "--requests", requests, "--out", str(out_b))
-    assert done.returncode == 0, done.stderr
+    out_b = export_reciprocal(tmp_path)
     done, session = verify(
         tmp_path,
         "measure",
