@@ -31,6 +31,7 @@ import {
   pooledPeak,
   readMetricsFile,
   runLevels,
+  type SessionArm,
   summarizeLevels,
   timedWallMs,
   wallMetricPath,
@@ -208,7 +209,7 @@ export function runName(arm: ArmName, index: number): string {
   return `${arm}-${String(index).padStart(2, '0')}`;
 }
 
-interface ArmPrograms {
+export interface ArmPrograms {
   A: string;
   B: string;
   /** The hashes the candidate's gate verified on this platform, when it ran there. */
@@ -256,6 +257,43 @@ export async function armPrograms(
   cpSync(A.dir, inBundle, { recursive: true });
   ev.championPrograms = { ...ev.championPrograms, [platform]: A.source };
   return { A: inBundle, B, ...(gated ? { verifiedByGate: gate.verifier!.programs } : {}) };
+}
+
+/**
+ * What a session found of one candidate's programs, whether it had the session alone or shared it
+ * (./screen.ts): `invalid` when they failed verification or are not the ones its gate verified, `no-op`
+ * when they are the champion's bytes; undefined when they may be timed.
+ */
+export function candidateVerdict(
+  arm: SessionArm,
+  sameAsChampion: boolean,
+  programs: Pick<ArmPrograms, 'verifiedByGate'>,
+  what: 'measured' | 'screened',
+): StepResult | undefined {
+  const ended = (verdict: 'invalid' | 'no-op', reason: string): StepResult => ({
+    status: 'verdict',
+    verdict,
+    reasons: [reason],
+  });
+  if (arm.failure) return ended('invalid', `the candidate's programs failed verification: ${arm.failure}`);
+  if (sameAsChampion) {
+    const n = Object.keys(arm.programs).length;
+    return ended(
+      'no-op',
+      `the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`,
+    );
+  }
+  const gate = programs.verifiedByGate;
+  const forged = Object.entries(arm.programs).filter(
+    ([key, hash]) => gate?.[key] !== undefined && gate[key] !== hash,
+  );
+  if (forged.length > 0) {
+    return ended(
+      'invalid',
+      `the programs ${what} are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
+    );
+  }
+  return undefined;
 }
 
 /**
@@ -315,32 +353,14 @@ export async function pairedSession(
   const a = s.arms.A;
   const b = s.arms.B;
   if (!a || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
-  if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
+  if (b.failure) return { verdict: candidateVerdict(b, false, programs, o.what)! };
   if (a.failure) {
     throw new InfraFailure(`the champion's programs failed verification: ${a.failure}`, {
       hint: `see the session log in the bundle (${ProgramFiles.verifyLog(name)})`,
     });
   }
-  if (s.identical) {
-    const n = Object.keys(b.programs).length;
-    return {
-      verdict: {
-        status: 'verdict',
-        verdict: 'no-op',
-        reasons: [
-          `the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`,
-        ],
-      },
-    };
-  }
-  const forged = Object.entries(b.programs).filter(
-    ([key, hash]) => programs.verifiedByGate?.[key] !== undefined && programs.verifiedByGate[key] !== hash,
-  );
-  if (forged.length > 0) {
-    return invalid(
-      `the programs ${o.what} are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
-    );
-  }
+  const ended = candidateVerdict(b, s.identical, programs, o.what);
+  if (ended) return { verdict: ended };
   if (s.rounds.length !== rounds) {
     throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
   }

@@ -15,7 +15,7 @@ import { metricValue } from '../../evidence/index.js';
 import { errorMessage } from '../../util/index.js';
 import { iterationDirName } from '../state/bundle.js';
 import { Interrupted } from './failures.js';
-import { armPrograms, pairedSession } from './measure.js';
+import { type ArmPrograms, armPrograms, candidateVerdict, pairedSession } from './measure.js';
 import { iterationDraw, type Platform, ProgramFiles, runVerifier, type VerifierRun } from './programs.js';
 import type { StepEnv, StepResult } from './step.js';
 
@@ -82,11 +82,7 @@ export async function screenTogether(
   platform: Platform,
 ): Promise<Map<StepEnv, SharedScreen>> {
   const out = new Map<StepEnv, SharedScreen>();
-  const live: Array<{
-    env: StepEnv;
-    arm: string;
-    programs: { A: string; B: string; verifiedByGate?: Record<string, string> };
-  }> = [];
+  const live: Array<{ env: StepEnv; arm: string; programs: ArmPrograms }> = [];
   for (const env of envs) {
     try {
       const programs = await armPrograms(env, platform);
@@ -158,8 +154,6 @@ export async function screenTogether(
   const sharedWith = timed.map((l) => l.env.ev.slot!.index);
   for (const { env, arm, programs } of live) {
     const mine = s.arms[arm];
-    const ended = (verdict: 'invalid' | 'no-op', reason: string) =>
-      out.set(env, { ended: { status: 'verdict', verdict, reasons: [reason] } });
     if (!mine) {
       out.set(env, { alone: `the shared session lacks arm ${arm}` });
       continue;
@@ -171,26 +165,9 @@ export async function screenTogether(
         if (existsSync(lead.bundle.path(f))) cpSync(lead.bundle.path(f), env.bundle.path(f));
       }
     }
-    if (mine.failure) {
-      ended('invalid', `screen: the candidate's programs failed verification: ${mine.failure}`);
-      continue;
-    }
-    if (s.sameAsFirst.includes(arm)) {
-      const n = Object.keys(mine.programs).length;
-      ended(
-        'no-op',
-        `the candidate's programs are identical to the champion's (${n} timed program(s), same sha256)`,
-      );
-      continue;
-    }
-    const forged = Object.entries(mine.programs).filter(
-      ([key, hash]) => programs.verifiedByGate?.[key] !== undefined && programs.verifiedByGate[key] !== hash,
-    );
-    if (forged.length > 0) {
-      ended(
-        'invalid',
-        `screen: the programs screened are not the ones the gate verified: ${forged.map(([k]) => k).join(', ')}`,
-      );
+    const ended = candidateVerdict(mine, s.sameAsFirst.includes(arm), programs, 'screened');
+    if (ended) {
+      out.set(env, { ended });
       continue;
     }
     if (s.rounds.length !== rounds) {
