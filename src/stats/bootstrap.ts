@@ -1,8 +1,8 @@
 /**
  * Bootstrap of the ratio of medians, median(num) / median(den), with percentile and BCa confidence
- * intervals (Efron & Tibshirani 1993, ch. 13–14). Each resample draws both arms independently with
- * replacement, keeping each arm's size; or, for paired arms (one value of each per round), draws rounds
- * and keeps both values of each. Deterministic for a given seed.
+ * intervals (Efron & Tibshirani 1993, ch. 13–14), for independent runs: each resample draws both arms
+ * independently with replacement, keeping each arm's size. Paired rounds take the t interval of their
+ * log ratios instead (paired.ts). Deterministic for a given seed.
  */
 import { MEASURE_DEFAULTS } from '../config/index.js';
 import { medianOfSorted, quantileOfSorted, sortedCopy } from './describe.js';
@@ -27,11 +27,6 @@ export interface BootstrapOptions {
   resamples?: number;
   /** PRNG seed; the same inputs and seed give the same intervals. */
   seed: number;
-  /**
-   * num[i] and den[i] were measured together (one round): each resample draws rounds, keeping both
-   * values of a round, so noise the pair shares cancels in the ratio. Needs equal lengths.
-   */
-  paired?: boolean;
 }
 
 export interface RatioBootstrap {
@@ -73,64 +68,6 @@ function resampledMedian(sorted: Float64Array, rng: Rng, counts: Int32Array): nu
     if (seen > highRank) return (low + sorted[j]!) / 2;
   }
   return low; // unreachable: the counts sum to n > highRank
-}
-
-/**
- * Median of one arm under a paired resample: `counts[i]` is how often round i was drawn; `order`
- * lists the rounds by the arm's value, ascending, and `sorted` the values in that order.
- */
-function pairedResampledMedian(sorted: Float64Array, order: Int32Array, counts: Int32Array): number {
-  const n = sorted.length;
-  const lowRank = (n - 1) >> 1;
-  const highRank = n >> 1;
-  let seen = 0;
-  let low = Number.NaN;
-  for (let j = 0; j < n; j++) {
-    seen += counts[order[j]!]!;
-    if (Number.isNaN(low) && seen > lowRank) low = sorted[j]!;
-    if (seen > highRank) return (low + sorted[j]!) / 2;
-  }
-  return low; // unreachable: the counts sum to n > highRank
-}
-
-/** The rounds of `values` in ascending order of value. */
-function orderOf(values: readonly number[]): Int32Array {
-  return Int32Array.from(values.keys()).sort((i, j) => values[i]! - values[j]!);
-}
-
-/**
- * BCa acceleration of a paired statistic: the jackknife leaves one round (both its values) out.
- * â = Σ U³ / (6 (Σ U²)^{3/2}), U_i = (n − 1)(θ̄ − θ_(i)).
- */
-function pairedAcceleration(num: readonly number[], den: readonly number[]): number {
-  const n = num.length;
-  if (n < 2) return 0;
-  const numSorted = sortedCopy(num);
-  const denSorted = sortedCopy(den);
-  const rank = (sorted: Float64Array, values: readonly number[]) => {
-    const taken = new Uint8Array(sorted.length);
-    return values.map((v) => {
-      let r = sorted.indexOf(v);
-      while (taken[r]) r += 1; // equal values: each round gets its own rank
-      taken[r] = 1;
-      return r;
-    });
-  };
-  const numRank = rank(numSorted, num);
-  const denRank = rank(denSorted, den);
-  const thetas = Array.from(
-    { length: n },
-    (_, i) => medianWithout(numSorted, numRank[i]!) / medianWithout(denSorted, denRank[i]!),
-  );
-  const thetaBar = thetas.reduce((s, t) => s + t, 0) / n;
-  let cubes = 0;
-  let squares = 0;
-  for (const t of thetas) {
-    const u = (n - 1) * (thetaBar - t);
-    cubes += u ** 3;
-    squares += u ** 2;
-  }
-  return squares === 0 ? 0 : cubes / (6 * squares ** 1.5);
 }
 
 /** Median of `sorted` with element `skip` left out (jackknife), without copying. */
@@ -195,10 +132,6 @@ export function bootstrapRatioOfMedians(
   const resamples = opts.resamples ?? MEASURE_DEFAULTS.resamples;
   checkOptions(confidence, resamples);
   if (num.length === 0 || den.length === 0) throw new RangeError('both arms need at least one value');
-  const paired = opts.paired === true;
-  if (paired && num.length !== den.length) {
-    throw new RangeError(`paired arms need equal lengths, got ${num.length} and ${den.length}`);
-  }
 
   const numSorted = sortedCopy(num);
   const denSorted = sortedCopy(den);
@@ -208,22 +141,9 @@ export function bootstrapRatioOfMedians(
   const numCounts = new Int32Array(numSorted.length);
   const denCounts = new Int32Array(denSorted.length);
   const ratios = new Float64Array(resamples);
-  if (paired) {
-    const n = num.length;
-    const numOrder = orderOf(num);
-    const denOrder = orderOf(den);
-    for (let r = 0; r < resamples; r++) {
-      numCounts.fill(0);
-      for (let i = 0; i < n; i++) numCounts[rng.int(n)]! += 1;
-      ratios[r] =
-        pairedResampledMedian(numSorted, numOrder, numCounts) /
-        pairedResampledMedian(denSorted, denOrder, numCounts);
-    }
-  } else {
-    for (let r = 0; r < resamples; r++) {
-      const numMedian = resampledMedian(numSorted, rng, numCounts);
-      ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
-    }
+  for (let r = 0; r < resamples; r++) {
+    const numMedian = resampledMedian(numSorted, rng, numCounts);
+    ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
   }
   ratios.sort();
 
@@ -244,7 +164,7 @@ export function bootstrapRatioOfMedians(
   const share = (below + ties / 2) / resamples;
   const clampedShare = Math.min(1 - 0.5 / resamples, Math.max(0.5 / resamples, share));
   const biasZ0 = normalQuantile(clampedShare);
-  const acceleration = paired ? pairedAcceleration(num, den) : twoSampleAcceleration(numSorted, denSorted);
+  const acceleration = twoSampleAcceleration(numSorted, denSorted);
 
   const degenerate = ratios[0] === ratios[resamples - 1];
   const adjusted = (z: number): number => {

@@ -75,24 +75,3 @@ describe('bootstrapRatioOfMedians', () => {
     expect(() => bootstrapRatioOfMedians([], B, { seed: 1 })).toThrow(RangeError);
   });
 });
-
-describe('paired bootstrap (rounds of one process)', () => {
-  it('keeps a round’s two values together: noise they share cancels in the interval', () => {
-    // Each round slower or faster as a whole (load), B always 0.8× A.
-    const a = [3.2, 4.9, 3.3, 5.1, 4.8, 3.4, 5.0];
-    const b = a.map((x) => x * 0.8);
-    const paired = bootstrapRatioOfMedians(a, b, { seed: 3, paired: true });
-    const unpaired = bootstrapRatioOfMedians(a, b, { seed: 3 });
-    expect(paired.estimate).toBeCloseTo(1.25, 12);
-    expect(paired.percentile.lo).toBeCloseTo(1.25, 12);
-    expect(paired.percentile.hi).toBeCloseTo(1.25, 12);
-    expect(unpaired.percentile.lo).toBeLessThan(1.0);
-    expect(unpaired.percentile.hi).toBeGreaterThan(1.5);
-  });
-
-  it('refuses arms of different lengths', () => {
-    expect(() => bootstrapRatioOfMedians([1, 2, 3], [1, 2], { seed: 1, paired: true })).toThrow(
-      'paired arms need equal lengths, got 3 and 2',
-    );
-  });
-});
