@@ -274,22 +274,15 @@ export function summarizeLevels(
     (k) => LEVEL_METRICS[k].path === info.verdict?.path,
   );
   const change = (key: LevelKey, offset: number): LevelChange => {
-    const verdict = info.verdict?.comparison;
-    if (verdictKey && key !== verdictKey && verdict?.ratio != null && fixedMultipleOf(key, verdictKey)) {
-      // Kernel MFU of kernel time (one FLOP count, one peak): the verdict's interval, not a second one.
-      const own = levelChange(values('A', key), values('B', key), LEVEL_METRICS[key].direction, {
-        ...opts,
-        seed: opts.seed + offset,
-      });
-      return { ...own, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
-    }
     const [a, b] = paired ? roundPairs(key) : [values('A', key), values('B', key)];
-    const c = levelChange(a, b, LEVEL_METRICS[key].direction, {
-      ...opts,
-      seed: opts.seed + offset,
-      paired,
-    });
-    if (info.verdict?.path === LEVEL_METRICS[key].path && verdict && verdict.ratio !== null) {
+    const c = levelChange(a, b, LEVEL_METRICS[key].direction, { ...opts, seed: opts.seed + offset, paired });
+    // The verdict's own metric, and a level that is a fixed multiple of it (kernel MFU of kernel time:
+    // one FLOP count, one peak), take the verdict's ratio and interval: one quantity, one interval.
+    const verdict = info.verdict?.comparison;
+    const isVerdicts =
+      info.verdict?.path === LEVEL_METRICS[key].path ||
+      (verdictKey !== undefined && key !== verdictKey && fixedMultipleOf(key, verdictKey));
+    if (isVerdicts && verdict && verdict.ratio !== null) {
       return { ...c, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
     }
     return c;

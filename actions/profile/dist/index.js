@@ -59561,52 +59561,6 @@ function resampledMedian(sorted, rng, counts) {
   }
   return low;
 }
-function pairedResampledMedian(sorted, order, counts) {
-  const n2 = sorted.length;
-  const lowRank = n2 - 1 >> 1;
-  const highRank = n2 >> 1;
-  let seen = 0;
-  let low = Number.NaN;
-  for (let j = 0; j < n2; j++) {
-    seen += counts[order[j]];
-    if (Number.isNaN(low) && seen > lowRank) low = sorted[j];
-    if (seen > highRank) return (low + sorted[j]) / 2;
-  }
-  return low;
-}
-function orderOf(values) {
-  return Int32Array.from(values.keys()).sort((i2, j) => values[i2] - values[j]);
-}
-function pairedAcceleration(num2, den) {
-  const n2 = num2.length;
-  if (n2 < 2) return 0;
-  const numSorted = sortedCopy(num2);
-  const denSorted = sortedCopy(den);
-  const rank = (sorted, values) => {
-    const taken = new Uint8Array(sorted.length);
-    return values.map((v) => {
-      let r = sorted.indexOf(v);
-      while (taken[r]) r += 1;
-      taken[r] = 1;
-      return r;
-    });
-  };
-  const numRank = rank(numSorted, num2);
-  const denRank = rank(denSorted, den);
-  const thetas = Array.from(
-    { length: n2 },
-    (_, i2) => medianWithout(numSorted, numRank[i2]) / medianWithout(denSorted, denRank[i2])
-  );
-  const thetaBar = thetas.reduce((s, t) => s + t, 0) / n2;
-  let cubes = 0;
-  let squares = 0;
-  for (const t of thetas) {
-    const u2 = (n2 - 1) * (thetaBar - t);
-    cubes += u2 ** 3;
-    squares += u2 ** 2;
-  }
-  return squares === 0 ? 0 : cubes / (6 * squares ** 1.5);
-}
 function medianWithout(sorted, skip2) {
   const m = sorted.length - 1;
   const at = (rank) => sorted[rank < skip2 ? rank : rank + 1];
@@ -59651,10 +59605,6 @@ function bootstrapRatioOfMedians(num2, den, opts) {
   const resamples = opts.resamples ?? MEASURE_DEFAULTS.resamples;
   checkOptions(confidence, resamples);
   if (num2.length === 0 || den.length === 0) throw new RangeError("both arms need at least one value");
-  const paired = opts.paired === true;
-  if (paired && num2.length !== den.length) {
-    throw new RangeError(`paired arms need equal lengths, got ${num2.length} and ${den.length}`);
-  }
   const numSorted = sortedCopy(num2);
   const denSorted = sortedCopy(den);
   const estimate = medianOfSorted(numSorted) / medianOfSorted(denSorted);
@@ -59662,20 +59612,9 @@ function bootstrapRatioOfMedians(num2, den, opts) {
   const numCounts = new Int32Array(numSorted.length);
   const denCounts = new Int32Array(denSorted.length);
   const ratios = new Float64Array(resamples);
-  if (paired) {
-    const n2 = num2.length;
-    const numOrder = orderOf(num2);
-    const denOrder = orderOf(den);
-    for (let r = 0; r < resamples; r++) {
-      numCounts.fill(0);
-      for (let i2 = 0; i2 < n2; i2++) numCounts[rng.int(n2)] += 1;
-      ratios[r] = pairedResampledMedian(numSorted, numOrder, numCounts) / pairedResampledMedian(denSorted, denOrder, numCounts);
-    }
-  } else {
-    for (let r = 0; r < resamples; r++) {
-      const numMedian = resampledMedian(numSorted, rng, numCounts);
-      ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
-    }
+  for (let r = 0; r < resamples; r++) {
+    const numMedian = resampledMedian(numSorted, rng, numCounts);
+    ratios[r] = numMedian / resampledMedian(denSorted, rng, denCounts);
   }
   ratios.sort();
   const alpha = 1 - confidence;
@@ -59692,7 +59631,7 @@ function bootstrapRatioOfMedians(num2, den, opts) {
   const share = (below + ties / 2) / resamples;
   const clampedShare = Math.min(1 - 0.5 / resamples, Math.max(0.5 / resamples, share));
   const biasZ0 = normalQuantile(clampedShare);
-  const acceleration = paired ? pairedAcceleration(num2, den) : twoSampleAcceleration(numSorted, denSorted);
+  const acceleration = twoSampleAcceleration(numSorted, denSorted);
   const degenerate = ratios[0] === ratios[resamples - 1];
   const adjusted = (z) => {
     const shifted = biasZ0 + z;
@@ -60412,21 +60351,11 @@ function summarizeLevels(runs, info, opts) {
     (k) => LEVEL_METRICS[k].path === info.verdict?.path
   );
   const change = (key, offset) => {
-    const verdict = info.verdict?.comparison;
-    if (verdictKey && key !== verdictKey && verdict?.ratio != null && fixedMultipleOf(key, verdictKey)) {
-      const own = levelChange(values("A", key), values("B", key), LEVEL_METRICS[key].direction, {
-        ...opts,
-        seed: opts.seed + offset
-      });
-      return { ...own, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
-    }
     const [a2, b] = paired ? roundPairs(key) : [values("A", key), values("B", key)];
-    const c3 = levelChange(a2, b, LEVEL_METRICS[key].direction, {
-      ...opts,
-      seed: opts.seed + offset,
-      paired
-    });
-    if (info.verdict?.path === LEVEL_METRICS[key].path && verdict && verdict.ratio !== null) {
+    const c3 = levelChange(a2, b, LEVEL_METRICS[key].direction, { ...opts, seed: opts.seed + offset, paired });
+    const verdict = info.verdict?.comparison;
+    const isVerdicts = info.verdict?.path === LEVEL_METRICS[key].path || verdictKey !== void 0 && key !== verdictKey && fixedMultipleOf(key, verdictKey);
+    if (isVerdicts && verdict && verdict.ratio !== null) {
       return { ...c3, ratio: verdict.ratio, ci: verdict.ci === null ? null : { ...verdict.ci } };
     }
     return c3;
@@ -84961,6 +84890,32 @@ async function armPrograms(env, platform3) {
   ev.championPrograms = { ...ev.championPrograms, [platform3]: A.source };
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
 }
+function candidateVerdict(arm, sameAsChampion, programs, what) {
+  const ended = (verdict, reason) => ({
+    status: "verdict",
+    verdict,
+    reasons: [reason]
+  });
+  if (arm.failure) return ended("invalid", `the candidate's programs failed verification: ${arm.failure}`);
+  if (sameAsChampion) {
+    const n2 = Object.keys(arm.programs).length;
+    return ended(
+      "no-op",
+      `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
+    );
+  }
+  const gate = programs.verifiedByGate;
+  const forged = Object.entries(arm.programs).filter(
+    ([key, hash3]) => gate?.[key] !== void 0 && gate[key] !== hash3
+  );
+  if (forged.length > 0) {
+    return ended(
+      "invalid",
+      `the programs ${what} are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
+    );
+  }
+  return void 0;
+}
 async function pairedSession(env, platform3, programs, o2) {
   const { ctx, ev, bundle } = env;
   const { name, rounds } = o2;
@@ -85004,32 +84959,14 @@ async function pairedSession(env, platform3, programs, o2) {
   const a2 = s.arms.A;
   const b = s.arms.B;
   if (!a2 || !b) throw new InfraFailure(`${ProgramFiles.session(name)}: the session lacks an arm`);
-  if (b.failure) return invalid(`the candidate's programs failed verification: ${b.failure}`);
+  if (b.failure) return { verdict: candidateVerdict(b, false, programs, o2.what) };
   if (a2.failure) {
     throw new InfraFailure(`the champion's programs failed verification: ${a2.failure}`, {
       hint: `see the session log in the bundle (${ProgramFiles.verifyLog(name)})`
     });
   }
-  if (s.identical) {
-    const n2 = Object.keys(b.programs).length;
-    return {
-      verdict: {
-        status: "verdict",
-        verdict: "no-op",
-        reasons: [
-          `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
-        ]
-      }
-    };
-  }
-  const forged = Object.entries(b.programs).filter(
-    ([key, hash3]) => programs.verifiedByGate?.[key] !== void 0 && programs.verifiedByGate[key] !== hash3
-  );
-  if (forged.length > 0) {
-    return invalid(
-      `the programs ${o2.what} are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
-    );
-  }
+  const ended = candidateVerdict(b, s.identical, programs, o2.what);
+  if (ended) return { verdict: ended };
   if (s.rounds.length !== rounds) {
     throw new InfraFailure(`${ProgramFiles.session(name)}: ${s.rounds.length} rounds, asked for ${rounds}`);
   }
@@ -86823,7 +86760,6 @@ async function screenTogether(envs, platform3) {
   const sharedWith = timed.map((l) => l.env.ev.slot.index);
   for (const { env, arm, programs } of live) {
     const mine = s.arms[arm];
-    const ended = (verdict, reason) => out.set(env, { ended: { status: "verdict", verdict, reasons: [reason] } });
     if (!mine) {
       out.set(env, { alone: `the shared session lacks arm ${arm}` });
       continue;
@@ -86834,26 +86770,9 @@ async function screenTogether(envs, platform3) {
         if (existsSync34(lead.bundle.path(f))) cpSync4(lead.bundle.path(f), env.bundle.path(f));
       }
     }
-    if (mine.failure) {
-      ended("invalid", `screen: the candidate's programs failed verification: ${mine.failure}`);
-      continue;
-    }
-    if (s.sameAsFirst.includes(arm)) {
-      const n2 = Object.keys(mine.programs).length;
-      ended(
-        "no-op",
-        `the candidate's programs are identical to the champion's (${n2} timed program(s), same sha256)`
-      );
-      continue;
-    }
-    const forged = Object.entries(mine.programs).filter(
-      ([key, hash3]) => programs.verifiedByGate?.[key] !== void 0 && programs.verifiedByGate[key] !== hash3
-    );
-    if (forged.length > 0) {
-      ended(
-        "invalid",
-        `screen: the programs screened are not the ones the gate verified: ${forged.map(([k]) => k).join(", ")}`
-      );
+    const ended = candidateVerdict(mine, s.sameAsFirst.includes(arm), programs, "screened");
+    if (ended) {
+      out.set(env, { ended });
       continue;
     }
     if (s.rounds.length !== rounds) {
