@@ -8,6 +8,7 @@
  */
 import type { Isolation } from '../evidence/index.js';
 import { ExitCode, HillclimbError } from '../util/index.js';
+import type { AgentTools } from './tools.js';
 
 export interface AgentRequest {
   iteration: number;
@@ -40,6 +41,11 @@ export interface AgentRequest {
    * own config folder), or unsandboxed with the reason. Absent: unsandboxed (a harness-internal agent, or a test).
    */
   isolation?: AgentIsolation;
+  /**
+   * The harness's tools the agent may call while it works (./tools.ts), served over MCP on its key
+   * proxy's port. Absent: no tools (the agent works as it always did).
+   */
+  tools?: AgentTools;
 }
 
 export type AgentIsolation =

@@ -90,6 +90,13 @@ export interface MeasureConfig {
   seed: number;
 }
 
+export interface AgentToolsConfig {
+  enabled: boolean;
+  max_calls: number;
+  max_seconds: number;
+  screen_rounds: number;
+}
+
 export type AgentKind = 'codex' | 'claude' | 'command' | 'replay';
 
 export interface AgentConfig {
@@ -100,6 +107,8 @@ export interface AgentConfig {
   api_retry_limit_minutes: number;
   /** How long a CLI may fail to reach the model API at all before the attempt is stopped. */
   unreachable_limit_seconds: number;
+  /** The harness's tools the agent may call (src/loop/steps/agent-tools.ts), and their budget per iteration. */
+  tools: AgentToolsConfig;
   directives: string[];
   /** More variables passed to the agent; tokens and credentials are refused (src/agent/environment.ts). */
   pass_env: string[];

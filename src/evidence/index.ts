@@ -38,6 +38,7 @@ export {
 } from './metrics.js';
 export type {
   AgentEvidence,
+  AgentToolsEvidence,
   ExportEvidence,
   FailedAttempt,
   GateEvidence,
@@ -55,6 +56,7 @@ export type {
   SearchEvidence,
   SessionRecord,
   StepName,
+  ToolCallEvidence,
   WitnessEvidence,
 } from './record.js';
 export { EVIDENCE_SCHEMA, STEPS } from './record.js';

@@ -86,6 +86,29 @@ export interface AgentEvidence {
   }>;
 }
 
+/** One call of an agent's tool (src/loop/steps/agent-tools.ts), as the harness answered it. */
+export interface ToolCallEvidence {
+  tool: string;
+  /** The git tree of the agent's working tree that the call ran on (a snapshot the harness took). */
+  tree?: string;
+  /** Whether the answer was a failure (the tree failed the check, a budget was spent, bad arguments). */
+  isError: boolean;
+  /** The answer's text, cut at ANSWER_CHARS. */
+  answer: string;
+  /** Wall time the call took, queue excluded. */
+  costMs: number;
+  at: string;
+}
+
+export interface AgentToolsEvidence {
+  /** `agent.tools` at the time: calls and machine seconds per iteration. */
+  budget: { calls: number; seconds: number };
+  /** Every call the budget admitted, in order. */
+  calls: ToolCallEvidence[];
+  /** Calls answered without running (a budget spent, busy, unknown tool): a count and a few examples. */
+  refused: { count: number; sample: string[] };
+}
+
 export interface GuardEvidence {
   allowed: boolean;
   changedPaths: string[];
@@ -383,6 +406,11 @@ export interface IterationEvidence {
     from?: string;
   };
   agent?: AgentEvidence;
+  /**
+   * The tools the agent called while it worked (check, screen, profile, ledger): what it asked, of which
+   * tree, what it was told and what it cost. Advisory: never a gate's or a measurement's evidence.
+   */
+  tools?: AgentToolsEvidence;
   guard?: GuardEvidence;
   gates: { cpu?: GateEvidence; accelerator?: GateEvidence };
   /** The draw of the correctness matrix's shapes for this iteration (made by the harness, per run). */

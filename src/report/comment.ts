@@ -25,6 +25,7 @@ import { cell, code, link } from './markdown.js';
 import { deltaSection, rawRunsSection } from './measurement.js';
 import { provenanceSection } from './provenance.js';
 import { searchSection } from './search.js';
+import { toolsSection } from './tools.js';
 import { DEFAULT_MAX_POINTS, trajectorySection } from './trajectory.js';
 
 /**
@@ -145,6 +146,7 @@ export function commentParts(
     { key: 'headline', variants: [headlineSection(evidence)] },
     { key: 'delta', variants: optional(deltaSection(evidence)) },
     { key: 'search', variants: optional(searchSection(evidence)) },
+    { key: 'tools', variants: optional(toolsSection(evidence)) },
     {
       key: 'checks',
       variants: [

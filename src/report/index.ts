@@ -15,5 +15,6 @@ export { formatProblem, hasErrors, lintLog } from './log-lint.js';
 export { details, fenced } from './markdown.js';
 export { renderPullRequest } from './pr.js';
 export { runTable } from './terminal.js';
+export { toolsSection, toolsSentence, toolsSpent } from './tools.js';
 export { formatDiff, formatSummary } from './trace-tables.js';
 export { baselineSection, historyCharts, trajectorySection } from './trajectory.js';

@@ -21,6 +21,7 @@ import {
 import { fitParts } from './fit.js';
 import { formatDuration, plural, shortSha, truncateText } from './format.js';
 import { agentQuote, cell, code, details, fenced, link } from './markdown.js';
+import { toolsSentence } from './tools.js';
 
 export interface PullRequestOptions {
   /** The log entry committed with the change (renderLogEntry), shown collapsed. */
@@ -158,6 +159,8 @@ function evidenceSection(evidence: IterationEvidence): string {
       `Agent ${code(evidence.agent.kind)}: ${evidence.agent.status} in ${formatDuration(evidence.agent.durationMs)} (${plural(evidence.agent.attempts, 'attempt')}).`,
     );
   }
+  const tools = toolsSentence(evidence.tools);
+  if (tools) lines.push(`${tools} The tools' answers were advice to the agent, never evidence.`);
   return lines.join('\n\n');
 }
 

@@ -5408,12 +5408,12 @@ var require_formdata_parser = __commonJS({
               return "failure";
             }
             if (bufferStartsWith(input, filenameBuffer, position)) {
-              let check = position.position + filenameBuffer.length;
-              if (input[check] === 42) {
+              let check2 = position.position + filenameBuffer.length;
+              if (input[check2] === 42) {
                 position.position += 1;
-                check += 1;
+                check2 += 1;
               }
-              if (input[check] !== 61 || input[check + 1] !== 34) {
+              if (input[check2] !== 61 || input[check2 + 1] !== 34) {
                 return "failure";
               }
               position.position += 12;
@@ -11329,11 +11329,11 @@ var require_pluralizer = __commonJS({
         this.singular = singular;
         this.plural = plural2;
       }
-      pluralize(count2) {
-        const one = count2 === 1;
+      pluralize(count3) {
+        const one = count3 === 1;
         const keys = one ? singulars : plurals;
         const noun = one ? this.singular : this.plural;
-        return { ...keys, count: count2, noun };
+        return { ...keys, count: count3, noun };
       }
     };
   }
@@ -18752,15 +18752,15 @@ ${value2}`;
           pos = 0;
         }
       }
-      discardLeadingBytes(count2) {
-        while (count2 > 0 && this.lineChunkIndex < this.chunks.length) {
+      discardLeadingBytes(count3) {
+        while (count3 > 0 && this.lineChunkIndex < this.chunks.length) {
           const chunk2 = this.chunks[this.lineChunkIndex];
           const remaining = chunk2.length - this.linePos;
-          if (count2 < remaining) {
-            this.linePos += count2;
-            count2 = 0;
+          if (count3 < remaining) {
+            this.linePos += count3;
+            count3 = 0;
           } else {
-            count2 -= remaining;
+            count3 -= remaining;
             this.lineChunkIndex++;
             this.linePos = 0;
           }
@@ -22120,20 +22120,20 @@ var require_resolve = __commonJS({
       return false;
     }
     function countKeys(schema2) {
-      let count2 = 0;
+      let count3 = 0;
       for (const key in schema2) {
         if (key === "$ref")
           return Infinity;
-        count2++;
+        count3++;
         if (SIMPLE_INLINED.has(key))
           continue;
         if (typeof schema2[key] == "object") {
-          (0, util_1.eachItem)(schema2[key], (sch) => count2 += countKeys(sch));
+          (0, util_1.eachItem)(schema2[key], (sch) => count3 += countKeys(sch));
         }
-        if (count2 === Infinity)
+        if (count3 === Infinity)
           return Infinity;
       }
-      return count2;
+      return count3;
     }
     function getFullPath(resolver, id = "", normalize) {
       if (normalize !== false)
@@ -25671,8 +25671,8 @@ var require_contains = __commonJS({
         cxt.result(valid, () => cxt.reset());
         function validateItemsWithCount() {
           const schValid = gen.name("_valid");
-          const count2 = gen.let("count", 0);
-          validateItems(schValid, () => gen.if(schValid, () => checkLimits(count2)));
+          const count3 = gen.let("count", 0);
+          validateItems(schValid, () => gen.if(schValid, () => checkLimits(count3)));
         }
         function validateItems(_valid, block) {
           gen.forRange("i", 0, len, (i2) => {
@@ -25685,16 +25685,16 @@ var require_contains = __commonJS({
             block();
           });
         }
-        function checkLimits(count2) {
-          gen.code((0, codegen_1._)`${count2}++`);
+        function checkLimits(count3) {
+          gen.code((0, codegen_1._)`${count3}++`);
           if (max === void 0) {
-            gen.if((0, codegen_1._)`${count2} >= ${min}`, () => gen.assign(valid, true).break());
+            gen.if((0, codegen_1._)`${count3} >= ${min}`, () => gen.assign(valid, true).break());
           } else {
-            gen.if((0, codegen_1._)`${count2} > ${max}`, () => gen.assign(valid, false).break());
+            gen.if((0, codegen_1._)`${count3} > ${max}`, () => gen.assign(valid, false).break());
             if (min === 1)
               gen.assign(valid, true);
             else
-              gen.if((0, codegen_1._)`${count2} >= ${min}`, () => gen.assign(valid, true));
+              gen.if((0, codegen_1._)`${count3} >= ${min}`, () => gen.assign(valid, true));
           }
         }
       }
@@ -27406,8 +27406,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -27515,13 +27515,13 @@ var require_Alias = __commonJS({
         const anchor = anchors2 && source && anchors2.get(source);
         return anchor ? anchor.count * anchor.aliasCount : 0;
       } else if (identity3.isCollection(node)) {
-        let count2 = 0;
+        let count3 = 0;
         for (const item of node.items) {
           const c3 = getAliasCount(doc, item, anchors2);
-          if (c3 > count2)
-            count2 = c3;
+          if (c3 > count3)
+            count3 = c3;
         }
-        return count2;
+        return count3;
       } else if (identity3.isPair(node)) {
         const kc = getAliasCount(doc, node.key, anchors2);
         const vc = getAliasCount(doc, node.value, anchors2);
@@ -30474,8 +30474,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -30552,12 +30552,12 @@ var require_errors3 = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count2 = 1;
+        let count3 = 1;
         const end = error2.linePos[1];
         if (end?.line === line && end.col > col) {
-          count2 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count2);
+        const pointer = " ".repeat(ci) + "^".repeat(count3);
         error2.message += `:
 
 ${lineStr}
@@ -44822,7 +44822,7 @@ function measureBounds(c3) {
 }
 function commandPlaceholders(c3) {
   const problems = [];
-  const check = (keyPath, args) => {
+  const check2 = (keyPath, args) => {
     for (const arg of args ?? []) {
       for (const m of arg.matchAll(/\{([a-z_]+)\}/g)) {
         if (!PLACEHOLDERS.includes(m[1])) {
@@ -44835,8 +44835,8 @@ function commandPlaceholders(c3) {
     }
   };
   for (const [name, t] of Object.entries(c3.targets)) {
-    check(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
-    check(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
+    check2(`targets.${name}.correctness.cpu.command`, t.correctness.cpu.command);
+    check2(`targets.${name}.correctness.accelerator.command`, t.correctness.accelerator?.command);
   }
   return problems;
 }
@@ -45221,6 +45221,38 @@ var hillclimb_schema_default = {
           exclusiveMinimum: 0,
           default: 30,
           description: "How long a CLI may keep failing to reach the model API at all (connection refused, no network, no HTTP answer) before the attempt is stopped as an infrastructure failure."
+        },
+        tools: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          description: `The harness's tools the agent may call while it works (check, screen, profile, ledger; docs/agents.md "Tools"), with their budget per iteration, shared by the iteration's candidates.`,
+          properties: {
+            enabled: {
+              type: "boolean",
+              default: true,
+              description: "Offer the tools to codex, claude and command agents (they reach them through the key proxy; an agent without one gets none)."
+            },
+            max_calls: {
+              type: "integer",
+              minimum: 0,
+              default: 24,
+              description: "Tool calls per iteration; more are answered as refused."
+            },
+            max_seconds: {
+              type: "number",
+              minimum: 0,
+              default: 1800,
+              description: "Machine seconds per iteration the tools may spend (exports, verifier sessions, profiles; accelerator seconds on an accelerator backend). A call that would start past it is refused."
+            },
+            screen_rounds: {
+              type: "integer",
+              minimum: 2,
+              maximum: 10,
+              default: 3,
+              description: "Paired rounds of one screen call."
+            }
+          }
         },
         directives: {
           type: "array",
@@ -45696,23 +45728,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join45 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join46 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join45(key), message: retired };
+      if (retired) return { keyPath: join46(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join45(key),
+        keyPath: join46(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join45(String(e.params.missingProperty)),
+        keyPath: join46(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -49156,7 +49188,7 @@ function parseMilliseconds(milliseconds) {
 
 // node_modules/pretty-ms/index.js
 var isZero = (value2) => value2 === 0 || value2 === 0n;
-var pluralize = (word, count2) => count2 === 1 || count2 === 1n ? word : `${word}s`;
+var pluralize = (word, count3) => count3 === 1 || count3 === 1n ? word : `${word}s`;
 var SECOND_ROUNDING_EPSILON = 1e-7;
 var ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
 function prettyMilliseconds(milliseconds, options2) {
@@ -51393,12 +51425,12 @@ var SignalExit = class extends SignalExitBase {
     for (const sig of signals) {
       this.#sigListeners[sig] = () => {
         const listeners = this.#process.listeners(sig);
-        let { count: count2 } = this.#emitter;
+        let { count: count3 } = this.#emitter;
         const p = process10;
         if (typeof p.__signal_exit_emitter__ === "object" && typeof p.__signal_exit_emitter__.count === "number") {
-          count2 += p.__signal_exit_emitter__.count;
+          count3 += p.__signal_exit_emitter__.count;
         }
-        if (listeners.length === count2) {
+        if (listeners.length === count3) {
           this.unload();
           const ret = this.#emitter.emit("exit", null, sig);
           const s = sig === "SIGHUP" ? this.#hupSig : sig;
@@ -54094,10 +54126,10 @@ var Git = class _Git {
           );
         }
         const raw = (await this.git([...q, "diff-tree", "-r", "-z", "--raw", "--no-renames", parents[0], sha, "--"])).stdout;
-        for (const change of parseRawDiff(raw)) {
-          if (!REGULAR_MODES.has(change.newMode)) {
+        for (const change2 of parseRawDiff(raw)) {
+          if (!REGULAR_MODES.has(change2.newMode)) {
             throw refuse(
-              `commit ${sha.slice(0, 12)} makes ${change.path} a ${describeMode(change.newMode)}`
+              `commit ${sha.slice(0, 12)} makes ${change2.path} a ${describeMode(change2.newMode)}`
             );
           }
         }
@@ -54389,7 +54421,7 @@ function parseNameStatus(out) {
 function parseNumstat(out) {
   const tokens = out.split("\0");
   const entries = [];
-  const count2 = (s) => s === void 0 || s === "-" ? void 0 : Number(s);
+  const count3 = (s) => s === void 0 || s === "-" ? void 0 : Number(s);
   for (let i2 = 0; i2 < tokens.length; i2++) {
     const head = tokens[i2];
     if (head === "") continue;
@@ -54397,9 +54429,9 @@ function parseNumstat(out) {
     if (path6 === "") {
       const oldPath = tokens[++i2] ?? "";
       const newPath = tokens[++i2] ?? "";
-      entries.push({ path: newPath, oldPath, added: count2(added), deleted: count2(deleted) });
+      entries.push({ path: newPath, oldPath, added: count3(added), deleted: count3(deleted) });
     } else {
-      entries.push({ path: path6, added: count2(added), deleted: count2(deleted) });
+      entries.push({ path: path6, added: count3(added), deleted: count3(deleted) });
     }
   }
   return entries;
@@ -55372,9 +55404,9 @@ function validateAmpersand(xmlData, i2) {
     i2++;
     return validateNumberAmpersand(xmlData, i2);
   }
-  let count2 = 0;
-  for (; i2 < xmlData.length; i2++, count2++) {
-    if (xmlData[i2].match(/\w/) && count2 < 20)
+  let count3 = 0;
+  for (; i2 < xmlData.length; i2++, count3++) {
+    if (xmlData[i2].match(/\w/) && count3 < 20)
       continue;
     if (xmlData[i2] === ";")
       break;
@@ -57608,11 +57640,11 @@ var Matcher = class {
    * Restore state from snapshot.
    * @param {Object} snapshot
    */
-  restore(snapshot) {
+  restore(snapshot2) {
     this._pathStringCache = null;
-    this.path = snapshot.path.map((node) => ({ ...node }));
-    this.siblingStacks = snapshot.siblingStacks.map((level) => level ? { counts: new Map(level.counts), total: level.total } : level);
-    this._keptAttrs = (snapshot.keptAttrs || []).map((entry) => ({ ...entry }));
+    this.path = snapshot2.path.map((node) => ({ ...node }));
+    this.siblingStacks = snapshot2.siblingStacks.map((level) => level ? { counts: new Map(level.counts), total: level.total } : level);
+    this._keptAttrs = (snapshot2.keptAttrs || []).map((entry) => ({ ...entry }));
   }
   /**
    * Return the read-only {@link MatcherView} for this matcher.
@@ -59323,15 +59355,15 @@ function topSuites(file, doc) {
   throw new InputError(file, `not JUnit XML: ${found}, expected <testsuites> or <testsuite>`);
 }
 function totalsOf(file, cases, suites) {
-  const count2 = (s) => cases.filter((c3) => c3.status === s).length;
+  const count3 = (s) => cases.filter((c3) => c3.status === s).length;
   const suiteTimes = suites.map((s) => attr(s, "time"));
   const time = suiteTimes.every((t) => t !== void 0 && t.trim() !== "") && suites.length > 0 ? suiteTimes.reduce((sum3, t, i2) => sum3 + seconds(file, t, `testsuite ${i2}`), 0) : cases.reduce((sum3, c3) => sum3 + c3.time, 0);
   return {
     tests: cases.length,
-    passed: count2("passed"),
-    failed: count2("failed"),
-    errors: count2("error"),
-    skipped: count2("skipped"),
+    passed: count3("passed"),
+    failed: count3("failed"),
+    errors: count3("error"),
+    skipped: count3("skipped"),
     time
   };
 }
@@ -60298,7 +60330,7 @@ function peakInfo(m) {
   return m.device.peak_flops_per_s === null ? void 0 : { source: "table", name: m.device.kind, dtype: "bf16" };
 }
 function levelChange(a2, b, direction, opts) {
-  const change = {
+  const change2 = {
     a: a2.length > 0 ? median(a2) : null,
     b: b.length > 0 ? median(b) : null,
     nA: a2.length,
@@ -60306,18 +60338,18 @@ function levelChange(a2, b, direction, opts) {
     ratio: null,
     ci: null
   };
-  if (change.a === null || change.b === null || !(change.a > 0 && change.b > 0)) return change;
-  change.ratio = direction === "lower" ? change.a / change.b : change.b / change.a;
-  if (a2.length < 2 || b.length < 2 || a2.some((x) => !(x > 0)) || b.some((x) => !(x > 0))) return change;
+  if (change2.a === null || change2.b === null || !(change2.a > 0 && change2.b > 0)) return change2;
+  change2.ratio = direction === "lower" ? change2.a / change2.b : change2.b / change2.a;
+  if (a2.length < 2 || b.length < 2 || a2.some((x) => !(x > 0)) || b.some((x) => !(x > 0))) return change2;
   const [num2, den] = direction === "lower" ? [a2, b] : [b, a2];
   if (opts.paired && a2.length === b.length) {
     const paired = pairedLogRatio(num2, den, opts.confidence);
-    change.ratio = paired.estimate;
-    change.ci = { ...paired.ci };
-    return change;
+    change2.ratio = paired.estimate;
+    change2.ci = { ...paired.ci };
+    return change2;
   }
-  change.ci = { ...bootstrapRatioOfMedians(num2, den, opts).percentile };
-  return change;
+  change2.ci = { ...bootstrapRatioOfMedians(num2, den, opts).percentile };
+  return change2;
 }
 function summarizeLevels(runs, info, opts) {
   const pooled = pooledPeak(runs);
@@ -60358,7 +60390,7 @@ function summarizeLevels(runs, info, opts) {
   const verdictKey = Object.keys(LEVEL_METRICS).find(
     (k) => LEVEL_METRICS[k].path === info.verdict?.path
   );
-  const change = (key, offset) => {
+  const change2 = (key, offset) => {
     const [a2, b] = paired ? roundPairs(key) : [values("A", key), values("B", key)];
     const c3 = levelChange(a2, b, LEVEL_METRICS[key].direction, { ...opts, seed: opts.seed + offset, paired });
     const verdict = info.verdict?.comparison;
@@ -60369,7 +60401,7 @@ function summarizeLevels(runs, info, opts) {
     return c3;
   };
   const levels = {
-    kernel: { time: change("kernelMs", 1), mfu: change("kernelMfu", 2) },
+    kernel: { time: change2("kernelMs", 1), mfu: change2("kernelMfu", 2) },
     confidence: opts.confidence,
     resamples: opts.resamples,
     seed: opts.seed
@@ -60381,9 +60413,9 @@ function summarizeLevels(runs, info, opts) {
     levels.model = {
       preset: m.preset,
       gdnLayers: m.gdnLayers,
-      time: change("stepMs", 3),
-      tokensPerS: change("tokensPerS", 4),
-      mfu: change("modelMfu", 5)
+      time: change2("stepMs", 3),
+      tokensPerS: change2("tokensPerS", 4),
+      mfu: change2("modelMfu", 5)
     };
     if (m.layerMatchesKernel) levels.share = measuredShare(levels, m.gdnLayers);
   }
@@ -60787,9 +60819,9 @@ function parseSession(text3, file) {
     });
   }
   if (mode === "profile" && doc.profile !== void 0 && doc.profile !== null) {
-    const profile = object(doc.profile, "profile", file);
-    if (profile.metrics !== void 0) {
-      session2.profile = { metrics: parseMetrics(JSON.stringify(profile.metrics), `${file} profile.metrics`) };
+    const profile2 = object(doc.profile, "profile", file);
+    if (profile2.metrics !== void 0) {
+      session2.profile = { metrics: parseMetrics(JSON.stringify(profile2.metrics), `${file} profile.metrics`) };
     }
   }
   return session2;
@@ -63091,8 +63123,8 @@ function iterationTag(key) {
   const tag = `i${String(k.iteration).padStart(3, "0")}`;
   return k.slot ? `${tag}-c${k.slot.index}` : tag;
 }
-function plural(count2, noun, pluralNoun = `${noun}s`) {
-  return `${count2} ${count2 === 1 ? noun : pluralNoun}`;
+function plural(count3, noun, pluralNoun = `${noun}s`) {
+  return `${count3} ${count3 === 1 ? noun : pluralNoun}`;
 }
 function metricChangePct(ratio, ci, direction) {
   if (direction === "higher")
@@ -63100,8 +63132,8 @@ function metricChangePct(ratio, ci, direction) {
   return { pct: (1 / ratio - 1) * 100, ci: { lo: (1 / ci.hi - 1) * 100, hi: (1 / ci.lo - 1) * 100 } };
 }
 function formatMetricChange(ratio, ci, direction) {
-  const change = metricChangePct(ratio, ci, direction);
-  return formatPercentWithCi(change.pct, change.ci);
+  const change2 = metricChangePct(ratio, ci, direction);
+  return formatPercentWithCi(change2.pct, change2.ci);
 }
 function oneLine3(text3) {
   return text3.replace(/\s+/g, " ").trim();
@@ -63212,8 +63244,8 @@ function changeText(key, c3) {
 }
 function beforeAfterText(key, c3) {
   const unit = LEVEL_METRICS[key].unit;
-  const change = changeText(key, c3);
-  return `${value(c3.a, unit)} \u2192 ${value(c3.b, unit)}${change === EM_DASH ? "" : `, ${change}`}`;
+  const change2 = changeText(key, c3);
+  return `${value(c3.a, unit)} \u2192 ${value(c3.b, unit)}${change2 === EM_DASH ? "" : `, ${change2}`}`;
 }
 function shareValue(x) {
   return x === null ? EM_DASH : formatPercent(x, 1);
@@ -63335,10 +63367,10 @@ function verdictReasons(evidence) {
   return [...new Set(all.map(oneLine3).filter((r) => r !== ""))];
 }
 function headline(evidence) {
-  const change = measuredChange(evidence);
-  if (change) {
+  const change2 = measuredChange(evidence);
+  if (change2) {
     const model = modelMfuHeadline(evidence);
-    return `${verdictLabel(evidence)}: ${change.text} (${change.n})${model ? `; ${model}` : ""}`;
+    return `${verdictLabel(evidence)}: ${change2.text} (${change2.n})${model ? `; ${model}` : ""}`;
   }
   return `${verdictLabel(evidence)}: ${firstReason(evidence)}`;
 }
@@ -63363,8 +63395,8 @@ function deviceLabel(evidence) {
   const device = evidence.measurement?.device;
   if (device) {
     const name = device.backend === "cpu" ? "CPU" : device.kind || device.backend;
-    const count2 = device.count > 1 ? ` \xD7${device.count}` : "";
-    return `${name}${count2}${device.interpret && device.backend !== "cpu" ? " (interpret mode)" : ""}`;
+    const count3 = device.count > 1 ? ` \xD7${device.count}` : "";
+    return `${name}${count3}${device.interpret && device.backend !== "cpu" ? " (interpret mode)" : ""}`;
   }
   const backend = evidence.provenance.backend;
   if (!backend) return void 0;
@@ -65385,13 +65417,13 @@ function programOps(c3, program, platform3) {
   return [...c3.opsByProgram.get(program)?.values() ?? []].filter((op) => op.where === where2);
 }
 function executionsOf(op, programExecutions) {
-  const count2 = op.countIn + op.countOut;
-  if (op.kernels === void 0 || op.kernels.size < 2) return count2;
+  const count3 = op.countIn + op.countOut;
+  if (op.kernels === void 0 || op.kernels.size < 2) return count3;
   const launches = [...op.kernels.values()];
   const base = baseLaunches(launches, programExecutions);
   let executions = 0;
   for (const n2 of launches) executions = Math.max(executions, n2 / Math.max(1, Math.round(n2 / base)));
-  return Math.min(count2, Math.round(executions));
+  return Math.min(count3, Math.round(executions));
 }
 function baseLaunches(launches, programExecutions) {
   if (programExecutions !== void 0 && programExecutions > 0) {
@@ -67893,11 +67925,11 @@ var XplaneSource = class {
   /** Programs ran whose HLO is absent: their ops lose FLOPs and bytes. Damage makes that a refusal. */
   reportMissingHlo(missing) {
     const ids = `${missing.slice(0, 3).join(", ")}${missing.length > 3 ? ", \u2026" : ""}`;
-    const check = this.cache?.check;
-    if (check !== void 0 && check.unknownCount > 0) {
+    const check2 = this.cache?.check;
+    if (check2 !== void 0 && check2.unknownCount > 0) {
       throw new InputError(
         this.path,
-        `the cost data (HLO) of ${missing.length} program(s) that ran (${ids}) is missing, and the file has fields hillclimb does not know where it may have been (${describeUnknown(check)}): the file looks damaged`,
+        `the cost data (HLO) of ${missing.length} program(s) that ran (${ids}) is missing, and the file has fields hillclimb does not know where it may have been (${describeUnknown(check2)}): the file looks damaged`,
         { hint: "capture the profile again; if it came from a newer profiler, report this to hillclimb" }
       );
     }
@@ -68000,10 +68032,10 @@ var XspaceReader = class {
       }
     }
     this.stats.originPs = String((this.originNs ?? 0n) * 1000n);
-    const check = this.cache.check;
-    if (check !== void 0 && check.unknownCount > 0) {
+    const check2 = this.cache.check;
+    if (check2 !== void 0 && check2.unknownCount > 0) {
       this.stats.warnings.push(
-        `skipped fields hillclimb does not know (${describeUnknown(check)}): unless a newer profiler wrote them, the file is damaged and the planes, lines or events they held are missing here`
+        `skipped fields hillclimb does not know (${describeUnknown(check2)}): unless a newer profiler wrote them, the file is damaged and the planes, lines or events they held are missing here`
       );
     }
     return this.stats;
@@ -68672,9 +68704,9 @@ function printableMessage(bytes, fullLength) {
   line = line.replace(/ {2,}/g, " ").trim();
   return fullLength > bytes.length ? `${line}\u2026 (${fullLength} bytes)` : line;
 }
-function describeUnknown(check) {
-  const shown = check.unknownFields.slice(0, 2).map((u2) => `field ${u2.field} in ${u2.within}, ${u2.bytes} bytes at byte ${u2.offset}`);
-  const more = check.unknownCount - shown.length;
+function describeUnknown(check2) {
+  const shown = check2.unknownFields.slice(0, 2).map((u2) => `field ${u2.field} in ${u2.within}, ${u2.bytes} bytes at byte ${u2.offset}`);
+  const more = check2.unknownCount - shown.length;
   return `${shown.join("; ")}${more > 0 ? `; ${more} more` : ""}`;
 }
 function* chunkPairs(flat) {
@@ -70329,7 +70361,7 @@ function buildSummary(input) {
     for (const op of ops.values()) {
       if (op.where !== where2) continue;
       const inProgram = included === "all" || included.has(program);
-      const count2 = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
+      const count3 = windowsMode ? op.countIn : inProgram ? op.countIn : 0;
       const selfPs = windowsMode ? op.selfInPs : inProgram ? op.selfInPs : 0;
       const totalPs = op.selfInPs + op.selfOutPs;
       const totalCount = op.countIn + op.countOut;
@@ -70340,7 +70372,7 @@ function buildSummary(input) {
         outsideOps.add(`${op.program}\0${op.baseName}`);
       }
       if (totalCount > 0)
-        counted.push({ op, count: count2, selfPs, totalCount, totalPs, cost: input.costs.byOp.get(op) });
+        counted.push({ op, count: count3, selfPs, totalCount, totalPs, cost: input.costs.byOp.get(op) });
     }
   }
   const computeDevices = /* @__PURE__ */ new Set();
@@ -70737,6 +70769,31 @@ function savedSummary(path6) {
 }
 
 // src/report/trace-tables.ts
+function formatMs(ms2) {
+  const a2 = Math.abs(ms2);
+  if (a2 >= 1 || a2 === 0) return `${ms2.toFixed(3)} ms`;
+  if (a2 >= 1e-3) return `${(ms2 * 1e3).toFixed(3)} \xB5s`;
+  return `${(ms2 * 1e6).toFixed(0)} ns`;
+}
+function signedMs(ms2) {
+  return ms2 > 0 ? `+${formatMs(ms2)}` : ms2 < 0 ? `\u2212${formatMs(-ms2)}` : formatMs(0);
+}
+function signedPct(pct3) {
+  if (pct3 === null) return "\u2014";
+  const s = `${Math.abs(pct3).toFixed(1)}%`;
+  return pct3 > 0 ? `+${s}` : pct3 < 0 ? `\u2212${s}` : s;
+}
+function count2(n2) {
+  return Number.isInteger(n2) ? String(n2) : n2.toFixed(2);
+}
+function textTable(header, rows, right) {
+  const width = header.map((h2, c3) => Math.max(h2.length, ...rows.map((r) => (r[c3] ?? "").length)));
+  const line = (cells) => cells.map((v, c3) => right[c3] ? v.padStart(width[c3]) : v.padEnd(width[c3])).join("  ").trimEnd();
+  return [line(header), line(width.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+function clip(s, max) {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}\u2026`;
+}
 function withPartialCost(note2, o2) {
   const missing = o2.variantsWithoutFlops ?? 0;
   if (missing === 0 || missing >= o2.variants) return note2;
@@ -70755,29 +70812,106 @@ var AMD_KIND_LABEL = {
   cudnn: "MIOpen",
   cublas: "rocBLAS/hipBLASLt"
 };
+function wholeTraceRows(d) {
+  if (d.wholeTrace === void 0) return [];
+  if (d.basis === "whole-trace") return d.wholeTrace;
+  const inSteps = new Set(d.ops.map((r) => `${r.program}\0${r.name}`));
+  return d.wholeTrace.filter((r) => !inSteps.has(`${r.program}\0${r.name}`));
+}
+function change(n2) {
+  return `${formatMs(n2.before)} \u2192 ${formatMs(n2.after)} (${signedPct(n2.deltaPct)})`;
+}
+function diffTable(rows, top, label, perStep = true) {
+  const shown = rows.slice(0, top);
+  const changed = rows.filter((r) => r.status !== "unchanged").length;
+  return [
+    `${label}: top ${shown.length} of ${rows.length} by |\u0394 ${perStep ? "time per step" : "device time"}| (${changed} changed)`,
+    textTable(
+      [
+        "name",
+        "program",
+        "category",
+        "before",
+        "after",
+        "\u0394",
+        "\u0394%",
+        perStep ? "count/step" : "count",
+        "status"
+      ],
+      shown.map((r) => [
+        clip(r.name, 48),
+        clip(r.program || "\u2014", 28),
+        clip(r.category, 24),
+        r.status === "added" ? "\u2014" : formatMs(r.before),
+        r.status === "removed" ? "\u2014" : formatMs(r.after),
+        signedMs(r.delta),
+        signedPct(r.deltaPct),
+        `${count2(r.countBefore)} \u2192 ${count2(r.countAfter)}`,
+        r.status
+      ]),
+      [false, false, false, true, true, true, true, true, false]
+    )
+  ];
+}
+function formatDiff(d, top = 15) {
+  const out = [];
+  const sideLine = (label, x) => `${label} ${x.path} (${x.platform}${x.deviceTypes.length > 0 ? ` ${x.deviceTypes.join(", ")}` : ""}, ${x.devices} device(s), ${count2(x.steps)} steps by ${x.detector})`;
+  out.push(sideLine("before:", d.before), sideLine("after: ", d.after));
+  const totals = [
+    d.stepTimeMs === null ? void 0 : `step time ${change(d.stepTimeMs)}`,
+    `op time ${change(d.opTimeMs)}`,
+    `busy ${change(d.busyMs)}`
+  ].filter((x) => x !== void 0);
+  out.push(`Per step: ${totals.join("; ")}`);
+  out.push(
+    `Whole trace: device op time ${change(d.deviceMs)}${d.outsideMs === void 0 ? "" : `, outside steps ${change(d.outsideMs)}`}`
+  );
+  const wholeRows = wholeTraceRows(d);
+  const whole = wholeRows.length === 0 ? [] : [
+    "",
+    ...diffTable(
+      wholeRows,
+      top,
+      d.basis === "whole-trace" ? "Ops over the whole trace (all devices)" : "Ops only outside steps (whole trace, all devices)",
+      false
+    )
+  ];
+  if (d.basis === "whole-trace") out.push(...whole);
+  out.push("", ...diffTable(d.ops, top, "Ops in steps"));
+  if (d.basis !== "whole-trace") out.push(...whole);
+  out.push("", ...diffTable(d.categories, top, "Categories"));
+  if (d.customCalls.length > 0)
+    out.push("", ...diffTable(d.customCalls, top, "Custom calls (no cost model)"));
+  out.push(
+    "",
+    `note: changes under ${d.unchangedBelowPct}% of op time per step (whole-trace table: of device op time) count as unchanged`
+  );
+  for (const w of d.warnings) out.push(`warning: ${w}`);
+  return out.join("\n");
+}
 
 // src/report/hotspots.ts
 var DEFAULT_HOTSPOT_ROWS = 10;
 var MS = "ms";
-function topChanges(rows, count2) {
-  return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count2));
+function topChanges(rows, count3) {
+  return [...rows].sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)).slice(0, Math.max(0, count3));
 }
 function hotspotBasis(diff) {
   if (diff.basis === "whole-trace" && diff.wholeTrace !== void 0)
     return { rows: diff.wholeTrace, total: diff.deviceMs, wholeTrace: true };
   return { rows: diff.ops, total: diff.opTimeMs, wholeTrace: false };
 }
-function customCallNames(profile) {
+function customCallNames(profile2) {
   const names = /* @__PURE__ */ new Set();
-  for (const row of profile.diff?.customCalls ?? []) names.add(row.name);
-  for (const s of [profile.summary, profile.championSummary]) {
+  for (const row of profile2.diff?.customCalls ?? []) names.add(row.name);
+  for (const s of [profile2.summary, profile2.championSummary]) {
     for (const op of s?.ops ?? []) if (op.customCall) names.add(op.name);
     for (const cc of s?.customCalls ?? []) names.add(cc.name);
   }
   return names;
 }
-function formatLaunches(count2) {
-  return Number.isInteger(count2) ? String(count2) : formatFixed(count2, 2);
+function formatLaunches(count3) {
+  return Number.isInteger(count3) ? String(count3) : formatFixed(count3, 2);
 }
 function beforeAfter(n2) {
   const pct3 = n2.deltaPct === null ? "" : ` (${formatSignedPercent(n2.deltaPct)})`;
@@ -70814,18 +70948,18 @@ function diffTotals(diff, wholeTrace) {
   parts.push(`busy ${beforeAfter(diff.busyMs)}`);
   return `Per step, champion \u2192 candidate: ${parts.join(" \xB7 ")}.`;
 }
-function profilerInflated(profile) {
-  return profile.agreement?.agrees === false;
+function profilerInflated(profile2) {
+  return profile2.agreement?.agrees === false;
 }
 function shares(row, diff, total = diff.opTimeMs) {
   const before = total.before === 0 ? 0 : 100 * row.before / total.before;
   const after = total.after === 0 ? 0 : 100 * row.after / total.after;
   return { before, after, delta: after - before };
 }
-function topShareChanges(rows, diff, count2, total = diff.opTimeMs) {
+function topShareChanges(rows, diff, count3, total = diff.opTimeMs) {
   return [...rows].sort(
     (x, y) => Math.abs(shares(y, diff, total).delta) - Math.abs(shares(x, diff, total).delta) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
-  ).slice(0, Math.max(0, count2));
+  ).slice(0, Math.max(0, count3));
 }
 function sharePct(percent) {
   return `${formatFixed(percent, 1)}%`;
@@ -70834,13 +70968,13 @@ function sharePp(delta) {
   const v = formatFixed(Math.abs(delta), 1);
   return delta > 0.05 ? `+${v} pp` : delta < -0.05 ? `\u2212${v} pp` : `${v} pp`;
 }
-function inflatedDiffSection(profile, diff, rows, custom) {
+function inflatedDiffSection(profile2, diff, rows, custom) {
   const basis = hotspotBasis(diff);
   const of = basis.wholeTrace ? "device op time over the whole trace" : "op time per step";
   const top = topShareChanges(basis.rows, diff, rows, basis.total);
   const lines = [
     `#### Hotspots (profiler-inflated trace: shares of ${of}, top ${top.length} of ${basis.rows.length} ops by |\u0394 share|)`,
-    `${inflationSentence(profile)} The measured change above is the result; below, each op's share of the ${of}.`
+    `${inflationSentence(profile2)} The measured change above is the result; below, each op's share of the ${of}.`
   ];
   if (basis.wholeTrace) lines.push(WHOLE_TRACE_REASON);
   if (top.length > 0) {
@@ -70866,8 +71000,8 @@ function inflatedDiffSection(profile, diff, rows, custom) {
   return lines.join("\n\n");
 }
 var WHOLE_TRACE_REASON = "_Whole trace, all devices: a trace's steps hold too little of its device op time to compare per step (see the warnings)._";
-function inflationSentence(profile) {
-  const a2 = profile.agreement;
+function inflationSentence(profile2) {
+  const a2 = profile2.agreement;
   const sides = [
     ["champion", a2.champion],
     ["candidate", a2.candidate]
@@ -70877,17 +71011,17 @@ function inflationSentence(profile) {
   );
   return `Trace times are profiler-inflated, so they are not compared: the traced step is ${parts.join(" and ")}.`;
 }
-function hotspotSection(profile, rows) {
-  if (!profile) return void 0;
+function hotspotSection(profile2, rows) {
+  if (!profile2) return void 0;
   const title = "#### Hotspots";
-  if (profile.status !== "done") {
+  if (profile2.status !== "done") {
     return `${title}
 
-Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
+Profile ${profile2.status}${profile2.reason ? `: ${cell(profile2.reason)}` : ""}.`;
   }
-  const custom = customCallNames(profile);
-  const diff = profile.diff;
-  if (diff && profilerInflated(profile)) return inflatedDiffSection(profile, diff, rows, custom);
+  const custom = customCallNames(profile2);
+  const diff = profile2.diff;
+  if (diff && profilerInflated(profile2)) return inflatedDiffSection(profile2, diff, rows, custom);
   if (diff) {
     const basis = hotspotBasis(diff);
     const top2 = topChanges(basis.rows, rows);
@@ -70907,16 +71041,16 @@ Profile ${profile.status}${profile.reason ? `: ${cell(profile.reason)}` : ""}.`;
     for (const w of diff.warnings) lines2.push(`> warning: ${cell(w)}`);
     return lines2.join("\n\n");
   }
-  const summary2 = profile.summary;
+  const summary2 = profile2.summary;
   if (!summary2) return `${title}
 
 The profile produced no trace summary.`;
   const top = heaviestOps(summary2.ops, rows);
-  const inflated = profilerInflated(profile);
+  const inflated = profilerInflated(profile2);
   const lines = [
     `${title} (candidate only, no champion trace to diff; top ${top.length} of ${summary2.ops.length} ops by device time over the whole trace${inflated ? "; profiler-inflated trace: compare shares, not times" : ""})`
   ];
-  if (inflated) lines.push(inflationSentence(profile));
+  if (inflated) lines.push(inflationSentence(profile2));
   if (top.length > 0) {
     const body = top.map((op) => [
       codeCell(op.name),
@@ -70949,39 +71083,39 @@ function opNote(op) {
     return op.noCostModel ? "custom call, no cost model" : withPartialCost("custom call", op);
   return op.noCostModel ? "no cost model" : withPartialCost("", op);
 }
-function heaviestOps(ops, count2) {
+function heaviestOps(ops, count3) {
   return [...ops].sort(
     (x, y) => (y.totalMs ?? y.timeMs) - (x.totalMs ?? x.timeMs) || y.timeMs - x.timeMs || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)
-  ).slice(0, Math.max(0, count2));
+  ).slice(0, Math.max(0, count3));
 }
-function launchTotals(profile) {
-  const diff = profile.diff;
+function launchTotals(profile2) {
+  const diff = profile2.diff;
   if (diff) {
     return {
       before: diff.customCalls.reduce((s, r) => s + r.countBefore, 0),
       after: diff.customCalls.reduce((s, r) => s + r.countAfter, 0)
     };
   }
-  if (!profile.summary) return void 0;
-  return { before: null, after: profile.summary.customCalls.reduce((s, r) => s + r.launches, 0) };
+  if (!profile2.summary) return void 0;
+  return { before: null, after: profile2.summary.customCalls.reduce((s, r) => s + r.launches, 0) };
 }
-function launchesText(profile) {
-  const totals = launchTotals(profile);
+function launchesText(profile2) {
+  const totals = launchTotals(profile2);
   if (!totals) return void 0;
   const after = formatLaunches(totals.after);
   return totals.before === null ? after : `${formatLaunches(totals.before)} \u2192 ${after}`;
 }
-function customCallSection(profile, rows) {
-  if (profile?.status !== "done") return void 0;
-  const text3 = launchesText(profile);
+function customCallSection(profile2, rows) {
+  if (profile2?.status !== "done") return void 0;
+  const text3 = launchesText(profile2);
   if (text3 === void 0) return void 0;
   const lines = [
     `#### Custom calls
 
 Custom-call launches per step (Pallas/Mosaic and other hand-written kernels; XLA has no cost model for most of them): ${text3}.`
   ];
-  const diff = profile.diff;
-  if (diff && diff.customCalls.length > 0 && profilerInflated(profile)) {
+  const diff = profile2.diff;
+  if (diff && diff.customCalls.length > 0 && profilerInflated(profile2)) {
     const top = topShareChanges(diff.customCalls, diff, rows);
     const body = top.map((r) => {
       const sh = shares(r, diff);
@@ -71042,7 +71176,7 @@ function deltaSection(evidence) {
   const unit = m.metric.unit;
   const value2 = (x) => x === null ? EM_DASH : formatValue(x, unit);
   const cv = (x) => x === null ? EM_DASH : formatCv(x);
-  const change = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, c3.direction) : EM_DASH;
+  const change2 = c3.ratio !== null && c3.ci !== null ? formatMetricChange(c3.ratio, c3.ci, c3.direction) : EM_DASH;
   const rows = [
     [
       "commit",
@@ -71050,7 +71184,7 @@ function deltaSection(evidence) {
       evidence.candidate ? code(shortSha(evidence.candidate.commit)) : EM_DASH,
       ""
     ],
-    [cell(`${m.metric.label}, median`), value2(c3.a.median), value2(c3.b.median), change],
+    [cell(`${m.metric.label}, median`), value2(c3.a.median), value2(c3.b.median), change2],
     ["CV", cv(c3.a.cv), cv(c3.b.cv), ""],
     ["runs", runsCell(m, "A", c3.a.n), runsCell(m, "B", c3.b.n), ""]
   ];
@@ -71289,6 +71423,53 @@ function measuredInFull(search) {
   if (measured2.length === 0) return "none measured in full";
   if (measured2.length === 1) return `candidate ${measured2[0]} measured in full`;
   return `candidates ${measured2.slice(0, -1).join(", ")} and ${measured2.at(-1)} measured in full, in that order`;
+}
+
+// src/report/tools.ts
+var LISTED_CALLS = 8;
+function toolsSpent(tools) {
+  let ms2 = 0;
+  for (const c3 of tools.calls) if (c3.tool !== "ledger") ms2 += c3.costMs;
+  return { calls: tools.calls.length, seconds: ms2 / 1e3 };
+}
+function toolsSentence(tools) {
+  if (!tools || tools.calls.length === 0 && tools.refused.count === 0) return void 0;
+  const n2 = (tool) => tools.calls.filter((c3) => c3.tool === tool).length;
+  const times = (k) => k === 1 ? "once" : `${k} times`;
+  const parts = [
+    n2("check") ? `checked ${times(n2("check"))}` : "",
+    n2("screen") ? `screened ${times(n2("screen"))}` : "",
+    n2("profile") ? `profiled ${times(n2("profile"))}` : "",
+    n2("ledger") ? `read the ledger ${times(n2("ledger"))}` : ""
+  ].filter(Boolean);
+  const trees = new Set(tools.calls.flatMap((c3) => c3.tree ? [c3.tree] : [])).size;
+  const { seconds: seconds2 } = toolsSpent(tools);
+  const refused = tools.refused.count > 0 ? `; ${tools.refused.count} call(s) were refused` : "";
+  const did = parts.length > 0 ? parts.join(", ") : "made no call that ran";
+  return `The agent ${did} (${trees} distinct tree(s), ${seconds2.toFixed(0)} of ${tools.budget.seconds} machine-s) before committing${refused}.`;
+}
+function toolsSection(evidence) {
+  const tools = evidence.tools;
+  const sentence = toolsSentence(tools);
+  if (!tools || sentence === void 0) return void 0;
+  const lines = [
+    "#### Agent tools",
+    "",
+    `${sentence} Their answers were advice to the agent, never evidence: every number above was measured afresh.`
+  ];
+  if (tools.calls.length > 0) {
+    lines.push("", "| # | tool | tree | answer | took |", "|---|---|---|---|---|");
+    tools.calls.slice(0, LISTED_CALLS).forEach((c3, i2) => {
+      const first = c3.answer.split("\n", 1)[0].slice(0, 160);
+      lines.push(
+        `| ${i2 + 1} | ${c3.tool} | ${c3.tree ? code(c3.tree.slice(0, 10)) : "\u2014"} | ${c3.isError ? "\u2717 " : ""}${cell(first)} | ${(c3.costMs / 1e3).toFixed(1)} s |`
+      );
+    });
+    if (tools.calls.length > LISTED_CALLS) {
+      lines.push(`| \u2026 | ${tools.calls.length - LISTED_CALLS} more in the evidence bundle | | | |`);
+    }
+  }
+  return lines.join("\n");
 }
 
 // src/report/trajectory.ts
@@ -71598,6 +71779,7 @@ ${omittedNote(`Rows beyond the first ${n2}`, where2)}`);
     { key: "headline", variants: [headlineSection(evidence)] },
     { key: "delta", variants: optional(deltaSection(evidence)) },
     { key: "search", variants: optional(searchSection(evidence)) },
+    { key: "tools", variants: optional(toolsSection(evidence)) },
     {
       key: "checks",
       variants: [
@@ -71757,23 +71939,23 @@ function harnessLines(evidence, evidencePath) {
       search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds`
     );
   }
-  const screen = evidence.screen;
-  if (screen) {
-    const estimate = screen.estimate === null ? "no usable estimate" : formatRatio(screen.estimate);
+  const screen2 = evidence.screen;
+  if (screen2) {
+    const estimate = screen2.estimate === null ? "no usable estimate" : formatRatio(screen2.estimate);
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
     const self2 = evidence.slot?.index;
-    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : !screen.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
+    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : !screen2.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
     add(
       "Screen",
-      `${plural(screen.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`
+      `${plural(screen2.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`
     );
   }
   const m = evidence.measurement;
   if (m) {
-    const change = measuredChange(evidence);
+    const change2 = measuredChange(evidence);
     const medians = mediansText(m);
     const parts = [`${m.metric.label}${medians ? ` ${medians}` : ""}`];
-    if (change) parts.push(`${change.delta} (${change.n})`);
+    if (change2) parts.push(`${change2.delta} (${change2.n})`);
     else parts.push(`no comparison (${m.runs.length} runs)`);
     add("Measurement", parts.join(", "));
     add("MFU", mfuText(evidence));
@@ -71791,24 +71973,24 @@ function harnessLines(evidence, evidencePath) {
   }
   const share = m ? shareLine(evidence) : void 0;
   if (share) add("Kernel share", share);
-  const profile = evidence.profile;
-  if (profile && profile.status !== "done") {
-    add("Profile", `${profile.status}${profile.reason ? `: ${profile.reason}` : ""}`);
-  } else if (profile) {
-    const custom = customCallNames(profile);
-    const inflated = profilerInflated(profile) ? " (profiler-inflated trace: not the measured change)" : "";
-    const basis = profile.diff ? hotspotBasis(profile.diff) : void 0;
+  const profile2 = evidence.profile;
+  if (profile2 && profile2.status !== "done") {
+    add("Profile", `${profile2.status}${profile2.reason ? `: ${profile2.reason}` : ""}`);
+  } else if (profile2) {
+    const custom = customCallNames(profile2);
+    const inflated = profilerInflated(profile2) ? " (profiler-inflated trace: not the measured change)" : "";
+    const basis = profile2.diff ? hotspotBasis(profile2.diff) : void 0;
     if (basis?.wholeTrace) {
       add(
         "Device op time",
         `${beforeAfter(basis.total)} over the whole trace, all devices (its steps hold too little of it to compare per step)${inflated}`
       );
-    } else if (profile.diff?.stepTimeMs) {
-      add("Step time", `${beforeAfter(profile.diff.stepTimeMs)}${inflated}`);
+    } else if (profile2.diff?.stepTimeMs) {
+      add("Step time", `${beforeAfter(profile2.diff.stepTimeMs)}${inflated}`);
     }
     for (const row of topChanges(basis?.rows ?? [], LOG_HOTSPOTS))
       add("Hotspot", hotspotLine(row, custom.has(row.name), basis?.wholeTrace));
-    const launches = launchesText(profile);
+    const launches = launchesText(profile2);
     if (launches !== void 0) add("Custom-call launches per step", launches);
   }
   add("Evidence", code(evidencePath));
@@ -72022,12 +72204,12 @@ var BranchStore = class {
     const changes = [];
     const skipped = [];
     for (const rel of walkFiles(dir)) {
-      const change = { key: joinKey(prefix, rel), file: join22(dir, rel) };
-      const bytes = statSync8(change.file).size;
-      if (TRACE_FILE.test(rel)) skipped.push(`${change.key} (a profiler trace, ${mib(bytes)})`);
+      const change2 = { key: joinKey(prefix, rel), file: join22(dir, rel) };
+      const bytes = statSync8(change2.file).size;
+      if (TRACE_FILE.test(rel)) skipped.push(`${change2.key} (a profiler trace, ${mib(bytes)})`);
       else if (bytes > this.maxFileBytes) {
-        skipped.push(`${change.key} (${mib(bytes)}, over the ${mib(this.maxFileBytes)} limit)`);
-      } else changes.push(change);
+        skipped.push(`${change2.key} (${mib(bytes)}, over the ${mib(this.maxFileBytes)} limit)`);
+      } else changes.push(change2);
     }
     if (skipped.length > 0) {
       this.opts.logger.warn(
@@ -81374,11 +81556,11 @@ function pullRequestLabels(evidence) {
 }
 function pullRequestTitle(evidence) {
   const subject = withoutControls(subjectOf(evidence));
-  const change = measuredChange(evidence);
-  if (evidence.verdict && MEASURED.includes(evidence.verdict) && change) {
+  const change2 = measuredChange(evidence);
+  if (evidence.verdict && MEASURED.includes(evidence.verdict) && change2) {
     const device = deviceLabel(evidence);
     const prefix = `perf(${evidence.target}): `;
-    const suffix = ` (${change.text}${device ? ` on ${device}` : ""})`;
+    const suffix = ` (${change2.text}${device ? ` on ${device}` : ""})`;
     const room = TITLE_CAP_CHARS - prefix.length - suffix.length;
     if (room >= 8) return `${prefix}${truncateText(subject, room)}${suffix}`;
   }
@@ -81444,10 +81626,10 @@ function evidenceSection(evidence) {
   const m = evidence.measurement;
   if (m) {
     const medians = mediansText(m);
-    const change = measuredChange(evidence);
+    const change2 = measuredChange(evidence);
     const parts = [
       `${m.metric.label}${medians ? ` ${medians}` : ""}`,
-      change ? `${change.delta} (${change.n})` : void 0,
+      change2 ? `${change2.delta} (${change2.n})` : void 0,
       `MFU ${mfuText(evidence)}`
     ].filter(Boolean);
     lines.push(
@@ -81461,6 +81643,8 @@ function evidenceSection(evidence) {
       `Agent ${code(evidence.agent.kind)}: ${evidence.agent.status} in ${formatDuration(evidence.agent.durationMs)} (${plural(evidence.agent.attempts, "attempt")}).`
     );
   }
+  const tools = toolsSentence(evidence.tools);
+  if (tools) lines.push(`${tools} The tools' answers were advice to the agent, never evidence.`);
   return lines.join("\n\n");
 }
 function reproduceSection(evidence, remote) {
@@ -82850,7 +83034,7 @@ var WebSocketMessages = class {
   buffered() {
     return this.pending.length + 2 * this.size;
   }
-  push(chunk2, check) {
+  push(chunk2, check2) {
     if (this.failed) return { forward: [], refused: this.failed };
     this.pending = this.pending.length === 0 ? chunk2 : Buffer.concat([this.pending, chunk2]);
     const forward = [];
@@ -82876,7 +83060,7 @@ var WebSocketMessages = class {
       this.frames.push(raw);
       this.payload.push(data);
       if (!fin) continue;
-      const why = check(Buffer.concat(this.payload), this.opcode);
+      const why = check2(Buffer.concat(this.payload), this.opcode);
       if (why) return this.fail(why, forward);
       forward.push(...this.frames);
       this.frames = [];
@@ -83722,16 +83906,16 @@ function readAgentResult(file) {
   if (size > MAX_RESULT_FILE_BYTES) {
     return { problem: `result file is ${size} bytes (max ${MAX_RESULT_FILE_BYTES})` };
   }
-  const check = parseAgentResult(readFileSync24(file, "utf8"));
-  return check.problem === void 0 ? check : { problem: `result file ${file}: ${check.problem}` };
+  const check2 = parseAgentResult(readFileSync24(file, "utf8"));
+  return check2.problem === void 0 ? check2 : { problem: `result file ${file}: ${check2.problem}` };
 }
 function resultFromMessage(text3) {
   const candidates = [text3.trim()];
   for (const m of text3.matchAll(/```(?:json)?\s*\n([\s\S]*?)\n```/g)) candidates.push(m[1].trim());
   for (const c3 of candidates) {
     if (!c3.startsWith("{")) continue;
-    const check = parseAgentResult(c3);
-    if (check.result) return check.result;
+    const check2 = parseAgentResult(c3);
+    if (check2.result) return check2.result;
   }
   return void 0;
 }
@@ -84230,11 +84414,11 @@ var ReplayAgent = class {
 `);
     prepareResultFile(request2.resultFile);
     const done = (status, exitCode, extra = {}) => {
-      const check = readAgentResult(request2.resultFile);
+      const check2 = readAgentResult(request2.resultFile);
       return {
         status,
         exitCode,
-        ...check.result ? { result: check.result } : { resultProblem: check.problem },
+        ...check2.result ? { result: check2.result } : { resultProblem: check2.problem },
         ...extra,
         logFile: request2.logFile,
         durationMs: Date.now() - started
@@ -84602,15 +84786,15 @@ var guardStep = {
       reasons.push(`static scan: ${f.file}${f.line ? `:${f.line}` : ""} ${f.ruleId}: ${f.reason}`);
     }
     if (reasons.length > 0) return { status: "verdict", verdict: "invalid", reasons };
-    const change = changeFingerprint(
+    const change2 = changeFingerprint(
       await ctx.git.diff(ev.base.commit, candidate.commit, {
         paths: candidate.changedPaths,
         context: 0,
         fullIndex: true
       })
     );
-    if (change) ev.guard.change = change;
-    const earlier = change && !personsChange(ctx, ev) ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change, {
+    if (change2) ev.guard.change = change2;
+    const earlier = change2 && !personsChange(ctx, ev) ? sameChangeEarlier(readHistory(ctx.stateDir, ctx.target.name), change2, {
       runId: ev.runId,
       iteration: ev.iteration,
       base: ev.base.commit
@@ -84625,7 +84809,7 @@ var guardStep = {
         note: `repeat of iteration ${earlier.iteration} of run ${earlier.runId}`
       };
     }
-    const sibling = change ? sameChangeInSearch(ctx.runDir, ev, change) : void 0;
+    const sibling = change2 ? sameChangeInSearch(ctx.runDir, ev, change2) : void 0;
     if (sibling !== void 0) {
       ev.guard.allowed = false;
       ev.guard.repeatOf = `candidate ${sibling} of this iteration`;
@@ -84647,16 +84831,16 @@ function personsChange(ctx, ev) {
   return ctx.proposes || ev.steps.guard !== void 0;
 }
 var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
-function sameChangeInSearch(runDir, ev, change) {
+function sameChangeInSearch(runDir, ev, change2) {
   for (let index = 1; index < (ev.slot?.index ?? 1); index++) {
     const sibling = new Bundle(join35(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
-    if (sibling.exists() && sibling.load().guard?.change === change) return index;
+    if (sibling.exists() && sibling.load().guard?.change === change2) return index;
   }
   return void 0;
 }
-function sameChangeEarlier(rows, change, self2) {
+function sameChangeEarlier(rows, change2, self2) {
   return rows.findLast(
-    (r) => r.change === change && r.baseCommit === self2.base && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(r.runId === self2.runId && r.iteration === self2.iteration)
+    (r) => r.change === change2 && r.baseCommit === self2.base && r.verdict !== "error" && !r.reason.startsWith("novelty check: ") && !(r.runId === self2.runId && r.iteration === self2.iteration)
   );
 }
 function repeatName(row) {
@@ -85126,7 +85310,7 @@ function measuredAgreement(ev, summary2, championSummary) {
   });
 }
 async function profileCommit(ctx, ev, o2) {
-  const profile = ctx.target.profile;
+  const profile2 = ctx.target.profile;
   rmSync23(o2.traceDir, { recursive: true, force: true });
   mkdirSync23(o2.traceDir, { recursive: true });
   let run2;
@@ -85136,7 +85320,7 @@ async function profileCommit(ctx, ev, o2) {
       platform: ctx.backend.info().platform,
       draw: iterationDraw(ev),
       arms: [o2.arm],
-      repeats: profile.repeats,
+      repeats: profile2.repeats,
       warmup: 1,
       trace: true,
       backend: ctx.backend,
@@ -85423,8 +85607,8 @@ async function championHotspots(ctx, champion) {
     if (!ctx.prepareMayProfile) {
       return "(no profile of the champion yet: the measuring job profiles it, and the next iteration sees it)";
     }
-    const profile = await championProfile(ctx, champion);
-    return hotspotTable(profile.summary);
+    const profile2 = await championProfile(ctx, champion);
+    return hotspotTable(profile2.summary);
   } catch (e) {
     if (ctx.dryRun) return "(dry run: the champion's profile command was printed, not run)";
     if (e instanceof ChampionFailure) throw e;
@@ -85444,8 +85628,343 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync27, mkdirSync as mkdirSync24, readFileSync as readFileSync29, rmSync as rmSync24 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join40 } from "node:path";
+import { existsSync as existsSync28, mkdirSync as mkdirSync25, readFileSync as readFileSync29, rmSync as rmSync25 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join41 } from "node:path";
+
+// src/loop/steps/agent-tools.ts
+import { existsSync as existsSync27, mkdirSync as mkdirSync24, rmSync as rmSync24 } from "node:fs";
+import { join as join40 } from "node:path";
+var ANSWER_CHARS = 2e3;
+var WAITING_CALLS = 4;
+var REFUSED_SAMPLE = 10;
+var DESCRIPTIONS = [
+  {
+    name: "check",
+    description: "Export your working tree's kernel programs for the CPU and verify them against the reference, the way the CPU gate does (without the test suite), at shapes drawn for this call. Answers passed, or the first program that failed and its error. Costs one export and one verifier run (tens of seconds); counts against the iteration's tool budget. Advisory: your commit is checked again from scratch.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false }
+  },
+  {
+    name: "screen",
+    description: "A short paired timing of your working tree against the champion on the measuring machine: the estimated speedup, its 95% interval and the rounds' noise. Advisory only: it is never evidence, and the iteration's verdict is measured on fresh rounds. Costs an export and a verifier session; counts against the budget. Run `check` first.",
+    inputSchema: {
+      type: "object",
+      properties: { rounds: { type: "integer", minimum: 2, maximum: 10, description: "paired rounds" } },
+      additionalProperties: false
+    }
+  },
+  {
+    name: "profile",
+    description: "Profile your working tree's programs and diff the hotspots against the champion's profile (ops, ms per step, launches). Costs an export and a profiled verifier run; counts against the budget.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false }
+  },
+  {
+    name: "ledger",
+    description: "What earlier iterations of this target tried and how each ended (the harness's records; a repeat of the same change on the same champion is refused unmeasured). Free of machine time; counts as a call.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false }
+  }
+];
+function agentTools(env, repo) {
+  const { ctx, ev } = env;
+  const cfg = ctx.config.agent.tools;
+  ev.tools ??= {
+    budget: { calls: cfg.max_calls, seconds: cfg.max_seconds },
+    calls: [],
+    refused: { count: 0, sample: [] }
+  };
+  const journal = ev.tools;
+  const draw = { iteration: ev.iteration };
+  const queue = runQueue(ctx);
+  let admitted = 0;
+  const refuse = (why) => {
+    journal.refused.count++;
+    if (journal.refused.sample.length < REFUSED_SAMPLE) journal.refused.sample.push(why.slice(0, 160));
+    return { text: why, isError: true };
+  };
+  return {
+    list: () => DESCRIPTIONS,
+    async call(name, args, signal) {
+      const tool = DESCRIPTIONS.find((d) => d.name === name)?.name;
+      if (tool === void 0) {
+        return refuse(
+          `no tool named ${JSON.stringify(String(name).slice(0, 40))}: the tools are ${DESCRIPTIONS.map((d) => d.name).join(", ")}`
+        );
+      }
+      const parsed = toolArguments(tool, args, cfg.screen_rounds);
+      if (typeof parsed === "string") return refuse(`${tool}: ${parsed}`);
+      const spent = toolsSpent(journal);
+      if (spent.calls + admitted >= journal.budget.calls) {
+        return refuse(
+          `${tool}: the tool budget of ${journal.budget.calls} call(s) this iteration is spent (agent.tools.max_calls)`
+        );
+      }
+      if (tool !== "ledger" && spent.seconds >= journal.budget.seconds) {
+        return refuse(
+          `${tool}: the tools' ${journal.budget.seconds} machine second(s) this iteration are spent (agent.tools.max_seconds); ledger still answers`
+        );
+      }
+      if (queue.waiting >= WAITING_CALLS) {
+        return refuse(
+          `${tool}: ${queue.waiting} calls are already waiting; call again when one has answered`
+        );
+      }
+      admitted++;
+      try {
+        return await queue.run(async () => {
+          if (signal?.aborted) return { text: `${tool}: the agent's run ended`, isError: true };
+          const started = Date.now();
+          let ran;
+          try {
+            ran = await runTool(env, repo, draw, tool, parsed);
+          } catch (e) {
+            ran = {
+              text: `${tool}: the harness could not answer: ${errorMessage(e).slice(0, 500)}`,
+              isError: true
+            };
+          }
+          const entry = {
+            tool,
+            ...ran.tree ? { tree: ran.tree } : {},
+            isError: ran.isError,
+            answer: ran.text.slice(0, ANSWER_CHARS),
+            costMs: Date.now() - started,
+            at: new Date(started).toISOString()
+          };
+          journal.calls.push(entry);
+          env.save();
+          return { text: ran.text, isError: ran.isError };
+        });
+      } finally {
+        admitted--;
+      }
+    }
+  };
+}
+function toolArguments(tool, args, defaultRounds) {
+  const given = args === void 0 || args === null ? {} : args;
+  if (typeof given !== "object" || Array.isArray(given)) return "arguments must be an object";
+  const entries = Object.entries(given);
+  const allowed = tool === "screen" ? ["rounds"] : [];
+  const unknown = entries.filter(([k]) => !allowed.includes(k)).map(([k]) => k.slice(0, 40));
+  if (unknown.length > 0)
+    return `takes ${allowed.length ? allowed.join(", ") : "no arguments"}, not ${unknown.join(", ")}`;
+  const rounds = given.rounds ?? defaultRounds;
+  if (!Number.isInteger(rounds) || rounds < 2 || rounds > 10) {
+    return "rounds must be an integer from 2 to 10";
+  }
+  return { rounds };
+}
+async function runTool(env, repo, draw, tool, args) {
+  const { ctx } = env;
+  if (tool === "ledger") {
+    const table2 = ledgerTable(readHistory(ctx.stateDir, ctx.target.name));
+    return {
+      text: table2 || "ledger: no earlier iteration of this target said what it tried",
+      isError: false
+    };
+  }
+  const snap = await snapshot(env, repo);
+  if ("refused" in snap) return { text: `${tool}: ${snap.refused}`, isError: true };
+  if (snap.commit === void 0) {
+    return {
+      text: `${tool}: your working tree is the champion's (no change yet): nothing to ${tool}`,
+      isError: true,
+      tree: snap.tree
+    };
+  }
+  const found = tool === "check" ? await check(env, draw, snap.commit) : tool === "screen" ? await screen(env, draw, snap.commit, args.rounds) : await profile(env, draw, snap.commit);
+  return { ...found, tree: snap.tree };
+}
+function toolsDir(env, n2) {
+  const dir = env.bundle.path(join40("tools", String(n2).padStart(3, "0")));
+  rmSync24(dir, { recursive: true, force: true });
+  mkdirSync24(dir, { recursive: true });
+  return dir;
+}
+async function snapshot({ ctx, ev }, repo) {
+  const base = ev.base.commit;
+  return oneAtATime(async () => {
+    const wt = await worktreeAt(ctx, join40(ctx.runDir, "worktrees", `tools-${iterationDirName(ev)}`), base);
+    try {
+      const taken = snapshotTree(repo, wt.root);
+      if (taken.refused.length > 0) {
+        return {
+          refused: `your tree holds what the harness never takes: ${taken.refused.slice(0, 3).join("; ")}`
+        };
+      }
+      await wt.stageAll();
+      if (!await wt.hasStagedChanges()) return { tree: await wt.treeHash(base) };
+      const commit2 = await wt.commit("hillclimb: the agent's working tree, for a tool call", {
+        identity: HARNESS_IDENTITY
+      });
+      return { commit: commit2, tree: await wt.treeHash(commit2) };
+    } finally {
+      await wt.resetHard(base);
+    }
+  });
+}
+async function exportTree2(env, draw, commit2, platform3, backend) {
+  const { ctx, ev } = env;
+  const plan = await requestPlan(ctx, draw, { backend, harness: ev.base.commit, platform: platform3 });
+  const work = toolsDir(env, (ev.tools?.calls.length ?? 0) + 1);
+  const dir = join40(work, "programs");
+  const exported = await exportPrograms(ctx, draw, {
+    backend,
+    commit: commit2,
+    plan,
+    dest: dir,
+    logFile: join40(work, "export.log"),
+    record: { dir: "programs", logFile: "export.log" },
+    name: `tools-${platform3}`,
+    step: platform3 === "cpu" ? "cpu-gate" : "measure"
+  });
+  if (exported.status === "failed") return { failed: exported.reason ?? "see its log" };
+  return { dir, plan, work };
+}
+async function check(env, draw, commit2) {
+  const { ctx, ev } = env;
+  const exported = await exportTree2(env, draw, commit2, "cpu", ctx.cpuBackend);
+  if ("failed" in exported) return { text: `check: failed at the export: ${exported.failed}`, isError: true };
+  const { dir, plan, work } = exported;
+  const run2 = await runVerifier(ctx, draw, {
+    mode: "gate",
+    platform: "cpu",
+    draw: plan.draw,
+    arms: ["B"],
+    repeats: 1,
+    warmup: 0,
+    backend: ctx.cpuBackend,
+    harness: ev.base.commit,
+    programs: { B: dir },
+    sessionFile: join40(work, "session.json"),
+    logFile: join40(work, "verify.log"),
+    name: "tools-check",
+    step: "cpu-gate"
+  });
+  const gate = run2.session.gate;
+  if (gate.passed) {
+    return {
+      text: `check: passed: ${gate.total} program(s) exported for the CPU and verified against the reference at this call's shapes`,
+      isError: false
+    };
+  }
+  const failing = failingPrograms(gate.programs);
+  return {
+    text: `check: failed verification: ${gate.failed} of ${gate.total} program(s); first: ${failing[0] ?? "none verified"}`,
+    isError: true
+  };
+}
+async function screen(env, draw, commit2, rounds) {
+  const { ctx, ev } = env;
+  const platform3 = ctx.backend.info().platform;
+  const exported = await exportTree2(env, draw, commit2, platform3, ctx.backend);
+  if ("failed" in exported)
+    return { text: `screen: failed at the export: ${exported.failed}`, isError: true };
+  const { dir, plan, work } = exported;
+  const champion = await championPrograms(ctx, draw, ev.base.commit, plan);
+  let run2;
+  try {
+    run2 = await runVerifier(ctx, draw, {
+      mode: "measure",
+      platform: platform3,
+      draw: plan.draw,
+      arms: ["A", "B"],
+      rounds,
+      repeats: ctx.target.bench.repeats,
+      warmup: ctx.target.bench.warmup,
+      backend: ctx.backend,
+      harness: ev.base.commit,
+      programs: { A: champion.dir, B: dir },
+      sessionFile: join40(work, "session.json"),
+      logFile: join40(work, "verify.log"),
+      name: "tools-screen",
+      step: "measure"
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed) return { text: `screen: ${e.message}`, isError: true };
+    throw e;
+  }
+  const s = run2.session;
+  const b = s.arms.B;
+  if (!b || b.failure)
+    return { text: `screen: your programs failed verification: ${b?.failure ?? "no arm"}`, isError: true };
+  if (s.identical)
+    return { text: "screen: your programs are the champion's bytes: nothing to time", isError: true };
+  const metric = ctx.target.bench.metric;
+  const values = (arm) => s.rounds.map((r) => metricValue(r.metrics[arm], metric.path, "session"));
+  const [num2, den] = metric.direction === "lower" ? [values("A"), values("B")] : [values("B"), values("A")];
+  const p = pairedLogRatio(num2, den, ctx.config.measure.confidence);
+  const pct3 = (x) => `${(x * 100).toFixed(1)}%`;
+  return {
+    text: `screen (advisory, never evidence): ${p.estimate.toFixed(3)}\xD7 the champion [${p.ci.lo.toFixed(3)}, ${p.ci.hi.toFixed(3)}] (${pct3(ctx.config.measure.confidence)} interval) over ${p.rounds} paired rounds of ${metric.label ?? metric.path}; the rounds' ratios vary by ${pct3(Math.expm1(p.logSd))}. The iteration's verdict is measured again on fresh rounds.`,
+    isError: false
+  };
+}
+async function profile(env, draw, commit2) {
+  const { ctx, ev } = env;
+  if (!ctx.target.profile) {
+    return { text: `profile: target ${ctx.target.name} has no profile command configured`, isError: true };
+  }
+  const platform3 = ctx.backend.info().platform;
+  const exported = await exportTree2(env, draw, commit2, platform3, ctx.backend);
+  if ("failed" in exported)
+    return { text: `profile: failed at the export: ${exported.failed}`, isError: true };
+  const { dir, work } = exported;
+  let summary2;
+  try {
+    summary2 = await profileCommit(ctx, draw, {
+      arm: "B",
+      harness: ev.base.commit,
+      programs: dir,
+      traceDir: join40(work, "trace"),
+      metrics: join40(work, "metrics.json"),
+      log: join40(work, "profile.log"),
+      session: join40(work, "session.json"),
+      name: "tools-profile"
+    });
+  } catch (e) {
+    if (e instanceof VerifierFailed || !existsSync27(join40(work, "session.json"))) {
+      return { text: `profile: ${errorMessage(e).slice(0, 500)}`, isError: true };
+    }
+    throw e;
+  }
+  const champion = await championProfile(ctx, ev.base.commit);
+  return {
+    text: `profile of your tree against the champion's (advisory):
+${withoutPaths(formatDiff(diffSummaries(champion.summary, summary2), 12))}`,
+    isError: false
+  };
+}
+function withoutPaths(diff) {
+  return diff.split("\n").filter((l) => !/^(before|after): +\//.test(l)).join("\n");
+}
+var queues = /* @__PURE__ */ new WeakMap();
+function runQueue(ctx) {
+  let q = queues.get(ctx);
+  if (!q) {
+    q = newQueue();
+    queues.set(ctx, q);
+  }
+  return q;
+}
+function newQueue() {
+  let tail = Promise.resolve();
+  const q = {
+    waiting: 0,
+    run(fn) {
+      q.waiting++;
+      const start = () => {
+        q.waiting--;
+        return fn();
+      };
+      const p = tail.then(start, start);
+      tail = p.catch(() => void 0);
+      return p;
+    }
+  };
+  return q;
+}
+
+// src/loop/steps/propose.ts
 var MINUTE_MS3 = 6e4;
 var AGENT_LOG_NAME = "agent.log";
 var proposeStep = {
@@ -85456,11 +85975,11 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
-    rmSync24(dirname21(repo), { recursive: true, force: true });
-    mkdirSync24(out, { recursive: true });
+    rmSync25(dirname21(repo), { recursive: true, force: true });
+    mkdirSync25(out, { recursive: true });
     await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join40(out, AGENT_RESULT_NAME);
+    const resultFile = join41(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
@@ -85468,7 +85987,7 @@ var proposeStep = {
       workdir: repo,
       prompt: readFileSync29(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join40(out, AGENT_LOG_NAME),
+      logFile: join41(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
@@ -85482,11 +86001,12 @@ var proposeStep = {
       },
       interpreter: python,
       signal: ctx.signal,
-      isolation: await agentIsolation(ctx, repo, out)
+      isolation: await agentIsolation(ctx, repo, out),
+      ...ctx.config.agent.tools.enabled ? { tools: agentTools(env, repo) } : {}
     });
-    rmSync24(join40(out, "home"), { recursive: true, force: true });
+    rmSync25(join41(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
-    rmSync24(bundle.path(kept), { recursive: true, force: true });
+    rmSync25(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     const earlier = ev.agent ? [...ev.agent.earlier ?? [], attemptSummary(ev.agent)] : [];
@@ -85514,21 +86034,21 @@ var proposeStep = {
 async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   const base = ev.base.commit;
   const wt = await worktreeAt(ctx, candidateWorktreePath(ctx, ev), base);
-  const snapshot = snapshotTree(repo, wt.root);
-  if (snapshot.refused.length > 0) {
+  const snapshot2 = snapshotTree(repo, wt.root);
+  if (snapshot2.refused.length > 0) {
     await wt.resetHard(base);
-    rmSync24(dirname21(repo), { recursive: true, force: true });
+    rmSync25(dirname21(repo), { recursive: true, force: true });
     return {
       status: "verdict",
       verdict: "invalid",
       reasons: [
-        `the agent's tree holds what the harness never takes: ${snapshot.refused.slice(0, 5).join("; ")}`
+        `the agent's tree holds what the harness never takes: ${snapshot2.refused.slice(0, 5).join("; ")}`
       ]
     };
   }
   await wt.stageAll();
   if (!await wt.hasStagedChanges()) {
-    rmSync24(dirname21(repo), { recursive: true, force: true });
+    rmSync25(dirname21(repo), { recursive: true, force: true });
     const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
     return { status: "verdict", verdict: "no-op", reasons: [why] };
   }
@@ -85536,7 +86056,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
     identity: HARNESS_IDENTITY,
     author: agentIdentity(ctx.agent.name)
   });
-  rmSync24(dirname21(repo), { recursive: true, force: true });
+  rmSync25(dirname21(repo), { recursive: true, force: true });
   const ref = candidateRef(ctx.runId, ev);
   await ctx.git.updateRef(ref, head);
   await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -85583,14 +86103,14 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join40(out, "home")
+      home: join41(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join40(repo, ".git", "objects");
-  if (head && head !== base && existsSync27(objects)) {
+  const objects = join41(repo, ".git", "objects");
+  if (head && head !== base && existsSync28(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
 `;
@@ -85615,7 +86135,7 @@ function agentLastWords(logFile) {
 }
 
 // src/loop/steps/publish.ts
-import { existsSync as existsSync28, readFileSync as readFileSync30 } from "node:fs";
+import { existsSync as existsSync29, readFileSync as readFileSync30 } from "node:fs";
 var STICKY_KEY = "hillclimb";
 var publishStep = {
   name: "publish",
@@ -85642,7 +86162,7 @@ var publishStep = {
     await ctx.forge.pushBranch(ctx.root, candidate.branch, head);
     publish.branch = candidate.branch;
     const history = readHistory(ctx.stateDir, ctx.target.name).filter((r) => r.runId === ctx.runId);
-    const logEntry = existsSync28(bundle.path(BundleFiles.logEntry)) ? readFileSync30(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
+    const logEntry = existsSync29(bundle.path(BundleFiles.logEntry)) ? readFileSync30(bundle.path(BundleFiles.logEntry), "utf8") : void 0;
     const pr = renderPullRequest(ev, {
       ...logEntry ? { logEntry } : {},
       logFile: ctx.config.paths.log_file
@@ -85742,18 +86262,18 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync29, readFileSync as readFileSync31, writeFileSync as writeFileSync12 } from "node:fs";
-import { join as join41 } from "node:path";
+import { existsSync as existsSync30, readFileSync as readFileSync31, writeFileSync as writeFileSync12 } from "node:fs";
+import { join as join42 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join41("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join42("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join41(ctx.runDir, "hillclimb-log.md");
-    const runLogText = existsSync29(runLog) ? readFileSync31(runLog, "utf8") : void 0;
+    const runLog = join42(ctx.runDir, "hillclimb-log.md");
+    const runLogText = existsSync30(runLog) ? readFileSync31(runLog, "utf8") : void 0;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
       const text3 = appendLogEntry(
@@ -85783,7 +86303,7 @@ var recordStep = {
     }
     if (ctx.dryRun) return { status: "done", note: "dry run: no history row" };
     const summary2 = bundle.path(BundleFiles.summary);
-    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync29(summary2)) {
+    if (ev.verdict === "improved" && ev.candidate?.logCommit && existsSync30(summary2)) {
       await shareProfileSummary(ctx, ev.candidate.logCommit, summary2);
     }
     const already = readHistory(ctx.stateDir, ctx.target.name).some(
@@ -85991,17 +86511,17 @@ function isInfra(e) {
 }
 
 // src/loop/drivers/phases.ts
-import { existsSync as existsSync33 } from "node:fs";
-import { join as join43 } from "node:path";
+import { existsSync as existsSync34 } from "node:fs";
+import { join as join44 } from "node:path";
 
 // src/loop/state/attestation.ts
 import { createHash as createHash12 } from "node:crypto";
-import { existsSync as existsSync30, lstatSync as lstatSync3, readdirSync as readdirSync16, readFileSync as readFileSync32 } from "node:fs";
-import { join as join42 } from "node:path";
+import { existsSync as existsSync31, lstatSync as lstatSync3, readdirSync as readdirSync16, readFileSync as readFileSync32 } from "node:fs";
+import { join as join43 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join42(dir, rel);
+    const abs = rel === "" ? dir : join43(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync16(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -86062,14 +86582,14 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, key) {
-  return join42(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
+  return join43(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
 `);
 }
 function readLocalAttestation(file) {
-  if (!existsSync30(file)) return void 0;
+  if (!existsSync31(file)) return void 0;
   try {
     return parseAttestation(readFileSync32(file, "utf8"), file);
   } catch {
@@ -86078,13 +86598,13 @@ function readLocalAttestation(file) {
 }
 
 // src/loop/drivers/preflight.ts
-import { existsSync as existsSync31 } from "node:fs";
+import { existsSync as existsSync32 } from "node:fs";
 function preflight(config, target, needs) {
   if (needs.agent) checkAgentInstalled(config);
   const gateRunsHere = needs.cpuGate && !(needs.dryRun && config.compute.backend === "local");
   if (gateRunsHere && usesPlaceholder(target.correctness.cpu.command, "python")) {
     const python = venvPython(config.root);
-    if (!existsSync31(python)) {
+    if (!existsSync32(python)) {
       throw new HillclimbError(`the project interpreter ${python} does not exist`, {
         hint: `run: hillclimb setup (in ${config.root}; creates .venv and installs ${config.paths.requirements})`,
         exitCode: ExitCode2.failure
@@ -86094,7 +86614,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync32, renameSync as renameSync7, rmSync as rmSync25 } from "node:fs";
+import { existsSync as existsSync33, renameSync as renameSync7, rmSync as rmSync26 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -86106,11 +86626,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync25(fresh, { recursive: true, force: true });
+  rmSync26(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync7(bundle.dir, old);
   renameSync7(fresh, bundle.dir);
-  rmSync25(old, { recursive: true, force: true });
+  rmSync26(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -86168,7 +86688,7 @@ async function acceptBundle(ctx, bundle, phase, opts) {
   }
   const reported = attested ? void 0 : dropUntrustedResults(ev, phase);
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync32(file)) {
+  if (!existsSync33(file)) {
     if (attested && ev.candidate !== void 0) {
       throw new HillclimbError(`${file} is missing but the attested evidence names a candidate`, {
         exitCode: ExitCode2.badInput
@@ -86325,8 +86845,8 @@ async function openPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
   const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
-  const bundle = new Bundle(join43(runDirOf(stateDir, opts.runId), iterationDirName(key)));
-  const refused = takesOver(phase) && existsSync33(bundle.dir) ? quarantineBundle(bundle) : [];
+  const bundle = new Bundle(join44(runDirOf(stateDir, opts.runId), iterationDirName(key)));
+  const refused = takesOver(phase) && existsSync34(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
   if (config.loop.candidates > 1 && !slot && steps.includes("propose") && !existing?.steps.propose) {
@@ -86371,7 +86891,7 @@ async function phaseSetup(phase, opts) {
     const keys = importKeptPrograms(
       stateDir,
       opts.logger,
-      join43(config.root, KEPT_HANDOVER_DIR),
+      join44(config.root, KEPT_HANDOVER_DIR),
       opts.keptPrograms
     );
     if (keys.length > 0)
@@ -86486,7 +87006,7 @@ async function ensureCandidateCommits(git2, bundle, runId, key) {
   if (!ev.candidate) return;
   if (await git2.tryRevParse(`${ev.candidate.commit}^{commit}`) !== void 0) return;
   const file = bundle.path(BundleFiles.gitBundle);
-  if (!existsSync33(file)) {
+  if (!existsSync34(file)) {
     throw new HillclimbError(`commit ${ev.candidate.commit} is missing and ${file} does not exist`, {
       exitCode: ExitCode2.badInput
     });
@@ -86506,7 +87026,7 @@ async function pullHistory(store, stateDir, target) {
   }
 }
 async function pushHistory(store, stateDir, target) {
-  if (store.name === "local" || !existsSync33(historyFile(stateDir))) return;
+  if (store.name === "local" || !existsSync34(historyFile(stateDir))) return;
   await store.put(historyKey(target), historyFile(stateDir));
 }
 function trustedStart(value2) {
@@ -86526,40 +87046,40 @@ function fullSha(value2, what) {
 }
 
 // src/loop/drivers/pull-request.ts
-import { join as join44 } from "node:path";
-async function changedTree(git2, base, source, change) {
+import { join as join45 } from "node:path";
+async function changedTree(git2, base, source, change2) {
   if (await git2.isAncestor(base, source)) return source;
   const merged = await git2.mergeTree(base, source);
   if ("tree" in merged) return merged.tree;
   throw new HillclimbError(
-    `${change.source}: ${change.head} and ${change.base} both changed ${merged.conflicts.join(", ")} since ${change.head} branched off, in ways that conflict`,
+    `${change2.source}: ${change2.head} and ${change2.base} both changed ${merged.conflicts.join(", ")} since ${change2.head} branched off, in ways that conflict`,
     {
       exitCode: ExitCode2.badInput,
-      hint: `rebase ${change.head} onto ${change.base} (or merge ${change.base} into it), resolve the conflict, and run again`
+      hint: `rebase ${change2.head} onto ${change2.base} (or merge ${change2.base} into it), resolve the conflict, and run again`
     }
   );
 }
-async function prepareExternalChange(opts, change) {
+async function prepareExternalChange(opts, change2) {
   const config = loadConfig(opts.configFile, opts.overrides);
   const target = selectTarget(config, opts.target);
   const stateDir = stateDirOf(config);
-  const bundle = new Bundle(join44(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
+  const bundle = new Bundle(join45(runDirOf(stateDir, opts.runId), iterationDirName(opts.iteration)));
   const git2 = await Git.create(config.root, { logger: opts.logger });
   try {
     if (!bundle.exists()) {
-      const base = await git2.revParse(change.base);
-      const source = await git2.revParse(change.head);
+      const base = await git2.revParse(change2.base);
+      const source = await git2.revParse(change2.head);
       if ((await git2.commitsBetween(base, source)).length === 0) {
-        throw new HillclimbError(`${change.source}: no commits between ${change.base} and ${change.head}`, {
+        throw new HillclimbError(`${change2.source}: no commits between ${change2.base} and ${change2.head}`, {
           exitCode: ExitCode2.badInput
         });
       }
-      const tree = await changedTree(git2, base, source, change);
+      const tree = await changedTree(git2, base, source, change2);
       const how = tree === source ? `The tree of ${source}` : `What ${source} changed since it branched off, merged`;
       const head = await git2.commitTreeOf(
         tree,
         base,
-        `${change.source} at ${source.slice(0, 12)}
+        `${change2.source} at ${source.slice(0, 12)}
 
 ${how} on ${base}, made by the hillclimb harness.
 `,
@@ -86602,9 +87122,9 @@ ${how} on ${base}, made by the hillclimb harness.
           host: defaultHost()
         },
         steps: {
-          prepare: skipped(`${change.source}: no agent prompt`),
-          propose: skipped(`${change.source}: proposed by a person`),
-          ...change.guard ? {} : { guard: skipped(`${change.source}: not guarded (tests only)`) }
+          prepare: skipped(`${change2.source}: no agent prompt`),
+          propose: skipped(`${change2.source}: proposed by a person`),
+          ...change2.guard ? {} : { guard: skipped(`${change2.source}: not guarded (tests only)`) }
         }
       };
       bundle.save(evidence);
@@ -86616,7 +87136,7 @@ ${how} on ${base}, made by the hillclimb harness.
   } finally {
     await git2.close();
   }
-  if (change.guard) return runPhase("propose", opts);
+  if (change2.guard) return runPhase("propose", opts);
   return { phase: "propose", evidence: bundle.load(), bundleDir: bundle.dir, stateDir };
 }
 
@@ -86723,15 +87243,15 @@ await runAction(async ({ logger }) => {
   const opts = phaseOptions(logger);
   const head = optionalText("head");
   if (head !== void 0) {
-    const change = {
+    const change2 = {
       base: requiredText("base"),
       head,
       source: optionalText("source") ?? `commit ${head}`,
       guard: flag("guard", true)
     };
     await logger.group(
-      `hillclimb: evidence bundle for ${change.source}`,
-      () => prepareExternalChange(opts, change)
+      `hillclimb: evidence bundle for ${change2.source}`,
+      () => prepareExternalChange(opts, change2)
     );
   }
   const phase = gate === "cpu" ? "cpu-gate" : "accelerator-gate";

@@ -40059,6 +40059,38 @@ var hillclimb_schema_default = {
           default: 30,
           description: "How long a CLI may keep failing to reach the model API at all (connection refused, no network, no HTTP answer) before the attempt is stopped as an infrastructure failure."
         },
+        tools: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          description: `The harness's tools the agent may call while it works (check, screen, profile, ledger; docs/agents.md "Tools"), with their budget per iteration, shared by the iteration's candidates.`,
+          properties: {
+            enabled: {
+              type: "boolean",
+              default: true,
+              description: "Offer the tools to codex, claude and command agents (they reach them through the key proxy; an agent without one gets none)."
+            },
+            max_calls: {
+              type: "integer",
+              minimum: 0,
+              default: 24,
+              description: "Tool calls per iteration; more are answered as refused."
+            },
+            max_seconds: {
+              type: "number",
+              minimum: 0,
+              default: 1800,
+              description: "Machine seconds per iteration the tools may spend (exports, verifier sessions, profiles; accelerator seconds on an accelerator backend). A call that would start past it is refused."
+            },
+            screen_rounds: {
+              type: "integer",
+              minimum: 2,
+              maximum: 10,
+              default: 3,
+              description: "Paired rounds of one screen call."
+            }
+          }
+        },
         directives: {
           type: "array",
           default: [],

@@ -130,7 +130,7 @@ function measuredAgreement(
  * Profile an arm's verified programs: the verifier (profile mode) checks them on fresh inputs, times
  * them and traces a few steps of each; the trace it writes to `traceDir` is analysed here.
  */
-async function profileCommit(
+export async function profileCommit(
   ctx: LoopContext,
   ev: Parameters<typeof runVerifier>[1],
   o: {

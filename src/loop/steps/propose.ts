@@ -27,6 +27,7 @@ import { HARNESS_IDENTITY, readAgentHead, snapshotTree } from '../../workspace/i
 import type { LoopContext } from '../context.js';
 import { BundleFiles } from '../state/bundle.js';
 import { agentOutputPath, agentRepoPath, candidateWorktreePath, worktreeAt } from '../state/worktrees.js';
+import { agentTools } from './agent-tools.js';
 import { InfraFailure } from './failures.js';
 import { candidateRef, iterationBranch } from './naming.js';
 import { AGENT_RESULT_NAME } from './prepare.js';
@@ -74,6 +75,7 @@ export const proposeStep: Step = {
       interpreter: python,
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out),
+      ...(ctx.config.agent.tools.enabled ? { tools: agentTools(env, repo) } : {}),
     });
     // What the agent wrote for us, into the bundle: plain files only (its output folder was writable to
     // it), each attempt into a folder of its own, emptied first (a resumed attempt starts again). Never

@@ -1,0 +1,177 @@
+/**
+ * The agent's tools (src/loop/steps/agent-tools.ts) on the toy target, called as the agent's MCP endpoint
+ * calls them: each runs the harness's export and verifier on a snapshot of the agent's working tree. The
+ * cases show what an agent learns (a wrong kernel fails `check`, a faster one passes and `screen`s faster),
+ * and what it cannot do: pass a path, exceed the budget, flood the queue, or turn an answer into evidence.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentTools } from '../../src/agent/index.js';
+import type { IterationEvidence } from '../../src/evidence/index.js';
+import { withContext } from '../../src/loop/drivers/commits.js';
+import { Bundle } from '../../src/loop/state/bundle.js';
+import { agentTools } from '../../src/loop/steps/agent-tools.js';
+import { newEvidence } from '../../src/loop/steps/iteration.js';
+import { toolsSection } from '../../src/report/index.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { makeToyRepo } from './toy-repo.js';
+
+let root: string;
+let repo: string;
+beforeAll(() => {
+  // The toy target is stdlib only: the system's python3 stands in for the project's venv.
+  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+    encoding: 'utf8',
+  }).trim();
+  root = mkdtempSync(join(tmpdir(), 'hc-tools-'));
+  repo = join(root, 'repo');
+  makeToyRepo(repo);
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A tools session over a fresh iteration of the toy repo, with the agent's clone at the champion. */
+async function withTools(
+  overrides: Record<string, unknown>,
+  fn: (o: { tools: AgentTools; ev: IterationEvidence; agentRepo: string }) => Promise<void>,
+): Promise<void> {
+  await withContext(
+    { configFile: join(repo, 'hillclimb.yml'), overrides, logger: memoryLogger() },
+    `tools-${Math.random().toString(16).slice(2, 8)}`,
+    ['cpu-gate', 'measure', 'profile'],
+    async (ctx) => {
+      const base = await ctx.git.revParse('HEAD');
+      const ev = newEvidence(ctx, { iteration: 1, base: { commit: base } });
+      const bundle = new Bundle(mkdtempSync(join(root, 'bundle-')));
+      const agentRepo = join(mkdtempSync(join(root, 'agent-')), 'repo');
+      await ctx.git.cloneForAgent(agentRepo, base);
+      const tools = agentTools({ ctx, bundle, ev, save: () => bundle.save(ev) }, agentRepo);
+      await fn({ tools, ev, agentRepo });
+    },
+  );
+}
+
+function edit(agentRepo: string, from: string, to: string): void {
+  const file = join(agentRepo, 'toy', 'kernel.py');
+  writeFileSync(file, readFileSync(file, 'utf8').replace(from, to));
+}
+
+describe('the agent tools', () => {
+  it('tell a wrong kernel from a faster one, and journal every call without making it evidence', async () => {
+    await withTools({}, async ({ tools, ev, agentRepo }) => {
+      expect(tools.list().map((t) => t.name)).toEqual(['check', 'screen', 'profile', 'ledger']);
+
+      const unchanged = await tools.call('check', {});
+      expect(unchanged.isError).toBe(true);
+      expect(unchanged.text).toMatch(/working tree is the champion's/);
+
+      edit(agentRepo, 'return [2 * x for x in xs]', 'return [3 * x for x in xs]');
+      const wrong = await tools.call('check', {});
+      expect(wrong.isError).toBe(true);
+      expect(wrong.text).toMatch(/^check: failed verification: 1 of 1 program\(s\); first: fwd_bwd@toy/);
+
+      edit(agentRepo, 'return [3 * x for x in xs]', 'return [2 * x for x in xs]');
+      edit(agentRepo, 'DELAY_S = 0.02', 'DELAY_S = 0.004');
+      const right = await tools.call('check', {});
+      expect(right).toEqual({ isError: false, text: expect.stringMatching(/^check: passed: 1 program/) });
+
+      const screened = await tools.call('screen', { rounds: 3 });
+      expect(screened.isError).toBe(false);
+      expect(screened.text).toMatch(/^screen \(advisory, never evidence\): /);
+      // 20 ms of sleep against 4 ms a call: paired rounds see it on any machine.
+      const estimate = Number(/: ([\d.]+)× the champion/.exec(screened.text)?.[1]);
+      expect(estimate).toBeGreaterThan(1.5);
+
+      const profiled = await tools.call('profile', {});
+      expect(profiled.isError, profiled.text).toBe(false);
+      expect(profiled.text).toMatch(/^profile of your tree against the champion's/);
+
+      const ledger = await tools.call('ledger', {});
+      expect(ledger).toEqual({
+        isError: false,
+        text: expect.stringMatching(/^ledger: no earlier iteration/),
+      });
+
+      // The journal: every call, the trees they ran on (unchanged, wrong, right), their answers.
+      const calls = ev.tools!.calls;
+      expect(calls.map((c) => [c.tool, c.isError])).toEqual([
+        ['check', true],
+        ['check', true],
+        ['check', false],
+        ['screen', false],
+        ['profile', false],
+        ['ledger', false],
+      ]);
+      expect(new Set(calls.slice(0, 3).map((c) => c.tree)).size).toBe(3);
+      expect(calls[2]!.tree).toBe(calls[3]!.tree);
+      expect(calls[3]!.answer).toBe(screened.text);
+      // Nothing a tool found is the iteration's evidence.
+      expect(ev.gates).toEqual({});
+      expect(ev.measurement).toBeUndefined();
+      expect(ev.screen).toBeUndefined();
+      expect(ev.profile).toBeUndefined();
+      // The PR comment counts them, and lists them as advice.
+      const section = toolsSection(ev)!;
+      expect(section).toMatch(
+        /^#### Agent tools\n\nThe agent checked 3 times, screened once, profiled once, read the ledger once \(3 distinct tree\(s\), \d+ of 1800 machine-s\) before committing\. Their answers were advice to the agent, never evidence/,
+      );
+      expect(section).toContain('| 2 | check | `');
+      expect(section).toContain('| ✗ check: failed verification: 1 of 1 program(s); first: fwd_bwd@toy: ');
+      expect(profiled.text).not.toMatch(/before: \//);
+    });
+  }, 120_000);
+
+  it('take no path or command, refuse links out of the tree, and hold to the budget under a flood', async () => {
+    await withTools({ 'agent.tools.max_calls': 2 }, async ({ tools, ev, agentRepo }) => {
+      const asPath = await tools.call('check', { path: '/etc/passwd' });
+      expect(asPath).toEqual({ isError: true, text: 'check: takes no arguments, not path' });
+      expect((await tools.call('screen', { rounds: 1e9 })).text).toBe(
+        'screen: rounds must be an integer from 2 to 10',
+      );
+      expect((await tools.call('rm -rf /', {})).text).toMatch(
+        /^no tool named "rm -rf \/": the tools are check/,
+      );
+
+      symlinkSync('/etc/passwd', join(agentRepo, 'toy', 'secrets.txt'));
+      const linked = await tools.call('check', {});
+      expect(linked.isError).toBe(true);
+      expect(linked.text).toMatch(/never takes: toy\/secrets\.txt: a symbolic link/);
+      rmSync(join(agentRepo, 'toy', 'secrets.txt'));
+
+      // 10,000 calls at once: one runs (the second of the budget), a few wait, the rest are refused at
+      // once, and the journal keeps a count and a few examples.
+      const started = Date.now();
+      const answers = await Promise.all(Array.from({ length: 10_000 }, () => tools.call('ledger', {})));
+      expect(Date.now() - started).toBeLessThan(60_000);
+      expect(answers.filter((a) => !a.isError)).toHaveLength(1);
+      expect(answers.filter((a) => /budget of 2 call\(s\) this iteration is spent/.test(a.text)).length).toBe(
+        9_999,
+      );
+      expect(ev.tools!.calls).toHaveLength(2);
+      expect(ev.tools!.refused.count).toBe(3 + 9_999);
+      expect(ev.tools!.refused.sample).toHaveLength(10);
+      const after = await tools.call('ledger', {});
+      expect(after.text).toMatch(/spent \(agent\.tools\.max_calls\)/);
+    });
+  }, 120_000);
+
+  it('refuse a call past the machine-second budget, and let only a few calls wait', async () => {
+    await withTools({ 'agent.tools.max_seconds': 0 }, async ({ tools }) => {
+      const answer = await tools.call('check', {});
+      expect(answer.text).toBe(
+        "check: the tools' 0 machine second(s) this iteration are spent (agent.tools.max_seconds); ledger still answers",
+      );
+      expect((await tools.call('ledger', {})).isError).toBe(false);
+    });
+    await withTools({}, async ({ tools }) => {
+      const answers = await Promise.all(Array.from({ length: 50 }, () => tools.call('ledger', {})));
+      const busy = answers.filter((a) => /calls are already waiting/.test(a.text));
+      // Four are queued at once (none has started when the fifth arrives); the budget (24) is not what
+      // refused the rest.
+      expect(answers.filter((a) => !a.isError)).toHaveLength(4);
+      expect(busy).toHaveLength(46);
+    });
+  }, 60_000);
+});
